@@ -1,0 +1,34 @@
+# fleetplan: `make demo` and `make test` do all the set-up from a fresh clone.
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install demo test lint bench clean
+
+$(BIN)/python:
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "fleetplan needs $(PYTHON) on PATH (or run: make PYTHON=/path/to/python3.11 ...)"; exit 2; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(BIN)/fleetplan solve instances/chat-3region.yaml
+
+lint: install
+	$(BIN)/ruff check models solver cli tests
+
+test: install lint
+	$(BIN)/python -m pytest
+
+
+bench: install
+	$(BIN)/python -m pytest tests/bench -q -s -p no:cacheprovider --override-ini addopts=
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

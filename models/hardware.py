@@ -1,0 +1,86 @@
+"""GPU specifications: one frozen record per GPU type, units in field names."""
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from models.precision import Precision
+
+
+class DenseTflops(BaseModel):
+    """Dense tensor-core peak TFLOPS per precision; None where the hardware lacks it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    bf16: float = Field(gt=0)
+    """Dense BF16 tensor TFLOPS (never the 'with sparsity' figure)."""
+    fp8: float | None = Field(default=None, gt=0)
+    """Dense FP8 tensor TFLOPS, or None when the GPU has no FP8 tensor cores."""
+    fp4: float | None = Field(default=None, gt=0)
+    """Dense FP4 tensor TFLOPS, or None when the GPU has no FP4 tensor cores."""
+
+    def for_precision(self, precision: Precision) -> float | None:
+        """Peak TFLOPS for math in `precision`, or None when unsupported."""
+        return {Precision.BF16: self.bf16, Precision.FP8: self.fp8, Precision.FP4: self.fp4}[
+            precision
+        ]
+
+
+class GpuSpec(BaseModel):
+    """One GPU type as the physics sees it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    """Catalog key, e.g. `h100-sxm`."""
+    display_name: str = ""
+    """Human name, e.g. `NVIDIA H100 SXM5 80GB`."""
+    hbm_gib: float = Field(gt=0)
+    """Device memory in GiB."""
+    hbm_tb_s: float = Field(gt=0)
+    """Peak memory bandwidth in TB/s (1e12 bytes/s)."""
+    dense_tflops: DenseTflops
+    """Dense tensor TFLOPS per precision."""
+    scaleup_gb_s: float = Field(gt=0)
+    """Scale-up link bandwidth per GPU, one direction, GB/s (NVLink, Infinity Fabric, PCIe)."""
+    gpus_per_node: int = Field(gt=0)
+    """GPUs in one scale-up domain."""
+    scaleout_gbit_s: float = Field(gt=0)
+    """Scale-out NIC bandwidth per GPU, Gbit/s."""
+    tdp_w: float = Field(gt=0)
+    """Board power, W."""
+    price_per_gpu_hour: float = Field(gt=0)
+    """Default price, USD per GPU-hour; regions override it."""
+    replica_start_s: float = Field(default=300.0, ge=0)
+    """Seconds for a replica to load and become ready."""
+    sources: dict[str, str] = Field(default_factory=dict)
+    """Where each number comes from, by field name."""
+
+    @property
+    def hbm_bytes(self) -> float:
+        """Device memory in bytes."""
+        return self.hbm_gib * 2**30
+
+    @property
+    def hbm_bytes_per_s(self) -> float:
+        """Peak memory bandwidth in bytes/s."""
+        return self.hbm_tb_s * 1e12
+
+    @property
+    def scaleup_bytes_per_s(self) -> float:
+        """Scale-up bandwidth per GPU per direction in bytes/s."""
+        return self.scaleup_gb_s * 1e9
+
+    @property
+    def scaleout_bytes_per_s(self) -> float:
+        """Scale-out NIC bandwidth per GPU in bytes/s."""
+        return self.scaleout_gbit_s * 1e9 / 8
+
+    def supports(self, precision: Precision) -> bool:
+        """Whether the GPU has tensor cores for `precision`."""
+        return self.dense_tflops.for_precision(precision) is not None
+
+    def peak_flops(self, precision: Precision) -> float:
+        """Dense peak FLOP/s for `precision`; raises ValueError when unsupported."""
+        tflops = self.dense_tflops.for_precision(precision)
+        if tflops is None:
+            raise ValueError(f"{self.name} has no {precision} tensor cores")
+        return tflops * 1e12

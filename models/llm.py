@@ -1,0 +1,179 @@
+"""LLM architectures: one frozen record per model, with parameter counts from the shapes.
+
+Parameter counts assume the Llama-family block: RMSNorm (one weight vector per norm),
+SwiGLU MLP (gate, up and down projections: 3 x hidden x intermediate), grouped-query
+attention (or DeepSeek's multi-head latent attention), untied input embedding and LM head
+unless `tie_embeddings`. Mixture-of-experts layers hold `experts` routed SwiGLU experts,
+`shared_experts` always-on experts and a linear router (hidden x experts).
+"""
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class Attention(StrEnum):
+    """Attention variant, which decides the KV-cache layout."""
+
+    GQA = "gqa"
+    MLA = "mla"
+
+
+class LlmSpec(BaseModel):
+    """One model's architecture as its config.json gives it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    """Catalog key, e.g. `llama-3.3-70b`."""
+    display_name: str = ""
+    layers: int = Field(gt=0)
+    """Transformer blocks (num_hidden_layers)."""
+    hidden_size: int = Field(gt=0)
+    intermediate_size: int = Field(gt=0)
+    """Dense SwiGLU MLP width (also the dense layers of an MoE model)."""
+    attention_heads: int = Field(gt=0)
+    kv_heads: int = Field(gt=0)
+    """Key/value heads (GQA groups); equal to attention_heads for MHA."""
+    head_dim: int = Field(gt=0)
+    vocab_size: int = Field(gt=0)
+    tie_embeddings: bool = False
+    max_context_tokens: int = Field(gt=0)
+    attention: Attention = Attention.GQA
+    qkv_bias: bool = False
+    experts: int = Field(default=0, ge=0)
+    """Routed experts per MoE layer; 0 for a dense model."""
+    experts_per_token: int = Field(default=0, ge=0)
+    shared_experts: int = Field(default=0, ge=0)
+    moe_intermediate_size: int = Field(default=0, ge=0)
+    first_dense_layers: int = Field(default=0, ge=0)
+    """Leading layers with a dense MLP in an MoE model."""
+    q_lora_rank: int = Field(default=0, ge=0)
+    kv_lora_rank: int = Field(default=0, ge=0)
+    qk_nope_head_dim: int = Field(default=0, ge=0)
+    qk_rope_head_dim: int = Field(default=0, ge=0)
+    v_head_dim: int = Field(default=0, ge=0)
+    published_params_b: float = Field(gt=0)
+    """Total parameters as published, billions."""
+    published_active_params_b: float = Field(gt=0)
+    """Parameters used per token as published, billions."""
+    sources: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _shapes_consistent(self) -> "LlmSpec":
+        if self.attention_heads % self.kv_heads:
+            raise ValueError(
+                f"attention_heads ({self.attention_heads}) must be a multiple of "
+                f"kv_heads ({self.kv_heads})"
+            )
+        if self.is_moe and (self.experts_per_token == 0 or self.moe_intermediate_size == 0):
+            raise ValueError("an MoE model needs experts_per_token and moe_intermediate_size")
+        if self.experts_per_token > self.experts:
+            raise ValueError("experts_per_token cannot exceed experts")
+        if self.attention is Attention.MLA and (self.kv_lora_rank == 0 or self.v_head_dim == 0):
+            raise ValueError("MLA attention needs kv_lora_rank, qk_*_head_dim and v_head_dim")
+        return self
+
+    @property
+    def is_moe(self) -> bool:
+        """Whether the MLP of some layers is a mixture of experts."""
+        return self.experts > 0
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers whose MLP is a mixture of experts."""
+        return self.layers - self.first_dense_layers if self.is_moe else 0
+
+    @property
+    def dense_mlp_layers(self) -> int:
+        """Layers whose MLP is a dense SwiGLU."""
+        return self.layers - self.moe_layers
+
+    # --- parameter counts (elements, not bytes) -----------------------------------------
+
+    def attention_params_per_layer(self) -> int:
+        """Attention projection weights (plus biases and latent norms) in one layer.
+
+        GQA: q and o are hidden x heads*head_dim, k and v are hidden x kv_heads*head_dim.
+        MLA: q down (hidden x q_lora) and up (q_lora x heads*(nope+rope)); kv down
+        (hidden x (kv_lora+rope)) and up (kv_lora x heads*(nope+v)); o (heads*v x hidden);
+        RMSNorm vectors on both latents.
+        """
+        h = self.hidden_size
+        if self.attention is Attention.MLA:
+            qk_dim = self.qk_nope_head_dim + self.qk_rope_head_dim
+            if self.q_lora_rank:
+                q = h * self.q_lora_rank + self.q_lora_rank * self.attention_heads * qk_dim
+                q += self.q_lora_rank
+            else:
+                q = h * self.attention_heads * qk_dim
+            kv = h * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
+            kv += (
+                self.kv_lora_rank * self.attention_heads * (self.qk_nope_head_dim + self.v_head_dim)
+            )
+            o = self.attention_heads * self.v_head_dim * h
+            return q + kv + o
+        q_out = self.attention_heads * self.head_dim
+        kv_out = self.kv_heads * self.head_dim
+        params = h * q_out + 2 * h * kv_out + q_out * h
+        if self.qkv_bias:
+            params += q_out + 2 * kv_out
+        return params
+
+    def dense_mlp_params(self) -> int:
+        """One dense SwiGLU MLP: 3 x hidden x intermediate."""
+        return 3 * self.hidden_size * self.intermediate_size
+
+    def expert_params(self) -> int:
+        """One expert's SwiGLU MLP: 3 x hidden x moe_intermediate."""
+        return 3 * self.hidden_size * self.moe_intermediate_size
+
+    def moe_layer_params(self) -> int:
+        """One MoE MLP: routed and shared experts plus the router."""
+        return (self.experts + self.shared_experts) * self.expert_params() + (
+            self.hidden_size * self.experts
+        )
+
+    def embedding_params(self) -> int:
+        """Input embedding plus the LM head (counted once when tied)."""
+        copies = 1 if self.tie_embeddings else 2
+        return copies * self.vocab_size * self.hidden_size
+
+    def norm_params(self) -> int:
+        """Two RMSNorm vectors per layer plus the final norm."""
+        return (2 * self.layers + 1) * self.hidden_size
+
+    def total_params(self) -> int:
+        """All weights, counted from the shapes."""
+        return (
+            self.layers * self.attention_params_per_layer()
+            + self.dense_mlp_layers * self.dense_mlp_params()
+            + self.moe_layers * self.moe_layer_params()
+            + self.embedding_params()
+            + self.norm_params()
+        )
+
+    def active_params(self) -> int:
+        """Weights one token passes through: only `experts_per_token` routed experts."""
+        if not self.is_moe:
+            return self.total_params()
+        active_moe = (self.experts_per_token + self.shared_experts) * self.expert_params() + (
+            self.hidden_size * self.experts
+        )
+        return (
+            self.total_params()
+            - self.moe_layers * self.moe_layer_params()
+            + self.moe_layers * active_moe
+        )
+
+    # --- KV cache ------------------------------------------------------------------------
+
+    def kv_elements_per_token_per_layer(self) -> int:
+        """KV-cache elements one token stores in one layer (all heads, no TP split).
+
+        GQA: K and V for every KV head, 2 x kv_heads x head_dim.
+        MLA: the compressed latent plus the decoupled RoPE key, kv_lora_rank + qk_rope_head_dim.
+        """
+        if self.attention is Attention.MLA:
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return 2 * self.kv_heads * self.head_dim

@@ -1,0 +1,123 @@
+"""Traffic descriptions: request rates per region and token-length distributions."""
+
+import math
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+SECONDS_PER_DAY = 86_400
+Z_P99 = 2.326347874  # standard normal quantile at 0.99
+
+
+class Demand(BaseModel):
+    """A region's request rate: a daily volume with a peak factor, or a peak rate."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    requests_per_day: float | None = Field(default=None, gt=0)
+    """Requests in an average day."""
+    peak_to_average: float = Field(default=1.0, ge=1)
+    """Peak-hour rate over the daily average rate (diurnal and bursty traffic)."""
+    peak_requests_per_s: float | None = Field(default=None, gt=0)
+    """The peak rate itself, requests/s; replaces requests_per_day x peak_to_average."""
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Self:
+        if (self.requests_per_day is None) == (self.peak_requests_per_s is None):
+            raise ValueError(
+                "give either requests_per_day (with peak_to_average) or peak_requests_per_s"
+            )
+        if self.peak_requests_per_s is not None and "peak_to_average" in self.model_fields_set:
+            raise ValueError("peak_to_average goes with requests_per_day, not peak_requests_per_s")
+        return self
+
+    @property
+    def peak_rps(self) -> float:
+        """Peak arrival rate in requests/s: requests_per_day / 86,400 x peak_to_average."""
+        if self.peak_requests_per_s is not None:
+            return self.peak_requests_per_s
+        assert self.requests_per_day is not None  # guaranteed by _one_form
+        return self.requests_per_day / SECONDS_PER_DAY * self.peak_to_average
+
+
+class TokenDistribution(BaseModel):
+    """Token lengths of prompts or outputs: `{mean, p99}` or a `histogram` of buckets.
+
+    With `{mean, p99}` the distribution is taken as lognormal with that mean and 99th
+    percentile (the usual shape of prompt and reply lengths); `p99 == mean` means fixed
+    length. A histogram is a list of `[tokens, weight]` buckets; weights need not sum to 1.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mean: float | None = Field(default=None, gt=0)
+    p99: float | None = Field(default=None, gt=0)
+    histogram: list[tuple[float, float]] | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Self:
+        if self.histogram is not None:
+            if self.mean is not None or self.p99 is not None:
+                raise ValueError("give either {mean, p99} or a histogram, not both")
+            for index, (tokens, weight) in enumerate(self.histogram):
+                if tokens <= 0:
+                    raise ValueError(f"histogram[{index}]: tokens must be positive, got {tokens}")
+                if weight <= 0:
+                    raise ValueError(f"histogram[{index}]: weight must be positive, got {weight}")
+            return self
+        if self.mean is None or self.p99 is None:
+            raise ValueError("give both mean and p99 (or a histogram of [tokens, weight])")
+        if self.p99 < self.mean:
+            raise ValueError(f"p99 ({self.p99:g}) must be at least the mean ({self.mean:g})")
+        return self
+
+    @classmethod
+    def fixed(cls, tokens: float) -> "TokenDistribution":
+        """Every request has exactly `tokens` tokens."""
+        return cls(mean=tokens, p99=tokens)
+
+    def buckets(self) -> list[tuple[float, float]]:
+        """(tokens, probability) pairs; a single bucket at the mean for `{mean, p99}`."""
+        if self.histogram is None:
+            return [(self.mean_tokens, 1.0)]
+        total = sum(weight for _, weight in self.histogram)
+        return [(tokens, weight / total) for tokens, weight in sorted(self.histogram)]
+
+    @property
+    def mean_tokens(self) -> float:
+        """Mean length in tokens."""
+        if self.histogram is None:
+            assert self.mean is not None
+            return self.mean
+        return sum(tokens * p for tokens, p in self.buckets())
+
+    @property
+    def p99_tokens(self) -> float:
+        """99th-percentile length in tokens (smallest bucket reaching 99% for a histogram)."""
+        if self.histogram is None:
+            assert self.p99 is not None
+            return self.p99
+        cumulative = 0.0
+        for tokens, p in self.buckets():
+            cumulative += p
+            if cumulative >= 0.99 - 1e-12:
+                return tokens
+        return self.buckets()[-1][0]
+
+    @property
+    def cv(self) -> float:
+        """Coefficient of variation (standard deviation over mean).
+
+        Histogram: computed exactly. `{mean, p99}`: lognormal with sigma solving
+        p99 / mean = exp(z sigma - sigma^2 / 2), z = 2.326, the smaller root
+        sigma = z - sqrt(z^2 - 2 ln(p99/mean)); then cv = sqrt(exp(sigma^2) - 1).
+        Ratios beyond the lognormal's reach (about 15) are capped at sigma = z.
+        """
+        if self.histogram is not None:
+            mean = self.mean_tokens
+            variance = sum(p * (tokens - mean) ** 2 for tokens, p in self.buckets())
+            return math.sqrt(variance) / mean
+        ratio = self.p99_tokens / self.mean_tokens
+        discriminant = Z_P99**2 - 2 * math.log(ratio)
+        sigma = Z_P99 - math.sqrt(discriminant) if discriminant > 0 else Z_P99
+        return math.sqrt(math.expm1(sigma**2))
