@@ -1,0 +1,177 @@
+"""A solver-neutral linear program: named variables, named constraints in families.
+
+The program builder writes into a `LinearProgram`; each backend translates it into its
+own library's objects and back into a `SolveResult`. No PuLP or OR-Tools object leaves
+a backend module.
+
+Conventions:
+- Minimisation always.
+- `Constraint.coefficients` maps variable names to coefficients; the row reads
+  sum(coef x var) SENSE rhs.
+- Duals in `SolveResult.duals` are d(objective) / d(rhs) for each constraint: the
+  change of the optimal objective per unit increase of the right-hand side. Only LPs
+  (or a MIP with its integers fixed) have them.
+"""
+
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+
+class Sense(StrEnum):
+    """Direction of a constraint row."""
+
+    LE = "<="
+    GE = ">="
+    EQ = "=="
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A decision variable with bounds; `upper=None` is unbounded above."""
+
+    name: str
+    lower: float = 0.0
+    upper: float | None = None
+    integer: bool = False
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One named row; `family` is the constraint family it belongs to."""
+
+    name: str
+    family: str
+    coefficients: dict[str, float]
+    sense: Sense
+    rhs: float
+
+    def activity(self, values: dict[str, float]) -> float:
+        """sum(coef x value) for a solution."""
+        return sum(coef * values.get(var, 0.0) for var, coef in self.coefficients.items())
+
+    def slack(self, values: dict[str, float]) -> float:
+        """How far the row is from binding; negative when violated.
+
+        <=: rhs - activity; >=: activity - rhs; ==: -|activity - rhs|.
+        """
+        activity = self.activity(values)
+        if self.sense is Sense.LE:
+            return self.rhs - activity
+        if self.sense is Sense.GE:
+            return activity - self.rhs
+        return -abs(activity - self.rhs)
+
+
+@dataclass
+class LinearProgram:
+    """A minimisation program under construction; names are unique."""
+
+    name: str
+    variables: dict[str, Variable] = field(default_factory=dict)
+    constraints: dict[str, Constraint] = field(default_factory=dict)
+    objective: dict[str, float] = field(default_factory=dict)
+    objective_constant: float = 0.0
+
+    def add_variable(
+        self, name: str, lower: float = 0.0, upper: float | None = None, integer: bool = False
+    ) -> str:
+        """Declare a variable and return its name."""
+        if name in self.variables:
+            raise ValueError(f"duplicate variable {name}")
+        self.variables[name] = Variable(name, lower, upper, integer)
+        return name
+
+    def add_constraint(
+        self, name: str, family: str, coefficients: dict[str, float], sense: Sense, rhs: float
+    ) -> Constraint:
+        """Add a row; zero coefficients are dropped. Every variable must be declared."""
+        if name in self.constraints:
+            raise ValueError(f"duplicate constraint {name}")
+        unknown = [var for var in coefficients if var not in self.variables]
+        if unknown:
+            raise ValueError(f"constraint {name} uses undeclared variables {unknown[:3]}")
+        row = Constraint(
+            name, family, {v: c for v, c in coefficients.items() if c != 0.0}, sense, rhs
+        )
+        self.constraints[name] = row
+        return row
+
+    def add_objective(self, terms: dict[str, float]) -> None:
+        """Add terms to the (minimised) objective."""
+        for var, coef in terms.items():
+            self.objective[var] = self.objective.get(var, 0.0) + coef
+
+    @property
+    def integer_variables(self) -> list[str]:
+        """Names of the integer variables."""
+        return [v.name for v in self.variables.values() if v.integer]
+
+    def is_mip(self) -> bool:
+        """Whether any variable is integer."""
+        return any(v.integer for v in self.variables.values())
+
+    def with_integers_fixed(self, values: dict[str, float]) -> "LinearProgram":
+        """The LP left when every integer variable is fixed at its (rounded) value.
+
+        Its duals are the shadow prices of the plan the MIP chose.
+        """
+        fixed = LinearProgram(self.name + "-fixed", objective=dict(self.objective))
+        fixed.objective_constant = self.objective_constant
+        fixed.constraints = dict(self.constraints)
+        for var in self.variables.values():
+            if var.integer:
+                level = float(round(values.get(var.name, 0.0)))
+                fixed.variables[var.name] = replace(var, lower=level, upper=level, integer=False)
+            else:
+                fixed.variables[var.name] = var
+        return fixed
+
+    def objective_value(self, values: dict[str, float]) -> float:
+        """The objective at a solution."""
+        return self.objective_constant + sum(
+            coef * values.get(var, 0.0) for var, coef in self.objective.items()
+        )
+
+    def size(self) -> dict[str, int]:
+        """Counts for reports: variables, integer variables, constraints, nonzeros."""
+        return {
+            "variables": len(self.variables),
+            "integer_variables": len(self.integer_variables),
+            "constraints": len(self.constraints),
+            "nonzeros": sum(len(row.coefficients) for row in self.constraints.values()),
+        }
+
+
+class Termination(StrEnum):
+    """One status vocabulary for every backend."""
+
+    OPTIMAL = "optimal"
+    """Proven optimal (within the requested MIP gap)."""
+    FEASIBLE = "feasible"
+    """A solution, stopped by the time limit before the gap closed."""
+    INFEASIBLE = "infeasible"
+    UNBOUNDED = "unbounded"
+    TIME_LIMIT = "time_limit"
+    """The time limit passed with no solution at all."""
+    ERROR = "error"
+
+    @property
+    def has_solution(self) -> bool:
+        """Whether `values` holds a usable solution."""
+        return self in (Termination.OPTIMAL, Termination.FEASIBLE)
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    """What a backend returns; never None."""
+
+    termination: Termination
+    solver: str
+    solver_version: str
+    runtime_s: float
+    objective: float | None = None
+    values: dict[str, float] = field(default_factory=dict)
+    duals: dict[str, float] = field(default_factory=dict)
+    mip_gap: float | None = None
+    """Relative gap between the solution and the best bound, when the backend reports it."""
+    message: str = ""
