@@ -1,0 +1,34 @@
+"""Shared fixtures: paths and an in-process runner for the `fleetplan` command line."""
+
+import sys
+from dataclasses import dataclass
+import pytest
+
+from cli.app import main
+
+
+@dataclass(frozen=True)
+class CliResult:
+    """What one `fleetplan` invocation produced."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def run_cli(capsys, monkeypatch):
+    """Run `fleetplan ARGS...` in-process through the real entry point (exit-code mapping
+    included) and return its exit code and output."""
+
+    def run(*args: str) -> CliResult:
+        monkeypatch.setattr(sys, "argv", ["fleetplan", *map(str, args)])
+        code = 0
+        try:
+            main()
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run
