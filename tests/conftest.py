@@ -2,6 +2,7 @@
 
 import sys
 from dataclasses import dataclass
+
 import pytest
 
 from cli.app import main

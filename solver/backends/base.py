@@ -1,0 +1,424 @@
+"""The backend interface: one solve signature, one status vocabulary, index space inside.
+
+A backend never sees a fleetplan name. `compile_program` turns a `LinearProgram` into
+arrays over variables 0..n-1 and rows 0..m-1:
+
+    minimise    cost . x + objective_constant
+    subject to  row_lower[i] <= sum_j A[i, j] x_j <= row_upper[i]      (i = 0..m-1)
+                lower[j] <= x_j <= upper[j],  x_j integer where integer[j]
+
+with a row's bounds from its sense: `>= b` -> [b, +inf], `<= b` -> [-inf, b],
+`== b` -> [b, b]. The backend hands those arrays to its library and returns an
+`Answer` in index space; `Backend.solve` maps it back onto names. So names with `[`,
+`]`, `=`, `,`, `-`, `.` or spaces never reach a solver, and no library object leaves
+a backend module.
+
+Shared rules, applied here once for every backend:
+- Gap: |objective - bound| / max(|objective|, 1e-9), HiGHS's definition, whatever the
+  library reports natively.
+- Duals: d(objective)/d(rhs) per row, only for a program without integer variables.
+  A MIP gets none (fix its integers with `LinearProgram.with_integers_fixed` and
+  re-solve the LP for shadow prices).
+- Unbounded claims are checked: a backend's "unbounded" or "infeasible or unbounded"
+  is settled by re-solving with a zero objective (feasible -> UNBOUNDED, infeasible
+  -> INFEASIBLE), because an LP-based MIP solver that sees an unbounded relaxation
+  has not shown that an integer point exists.
+- A library exception during a solve becomes `Termination.ERROR` with a message;
+  only invalid arguments (a negative time limit, say) raise.
+"""
+
+import math
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from solver.lp import LinearProgram, Sense, SolveResult, Termination
+
+DEFAULT_MIP_GAP = 1e-4
+"""Relative MIP gap every backend stops at unless told otherwise (HiGHS's default)."""
+
+GAP_DENOMINATOR_FLOOR = 1e-9
+"""Smallest |objective| the relative gap divides by."""
+
+
+def relative_gap(objective: float, bound: float | None) -> float | None:
+    """|objective - bound| / max(|objective|, 1e-9); None without a finite bound.
+
+    Args:
+        objective: The incumbent's objective value.
+        bound: The best proven bound on the optimum (a lower bound: we minimise).
+
+    Returns:
+        The relative gap, or None when there is no finite bound to measure against.
+    """
+    if bound is None or not math.isfinite(bound) or not math.isfinite(objective):
+        return None
+    return abs(objective - bound) / max(abs(objective), GAP_DENOMINATOR_FLOOR)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do; callers route around what it cannot."""
+
+    integer: bool
+    """Solves programs with integer variables."""
+    duals: bool
+    """Returns row duals for programs without integer variables."""
+    time_limit: bool
+    """Honours `time_limit_s`."""
+    mip_gap: bool
+    """Honours `mip_gap` and reports the gap it reached."""
+    threads: bool
+    """Honours `threads` (a backend that is single-threaded anyway says False)."""
+    exact_continuous: bool = True
+    """Continuous variables are solved as such, not on a grid (False for CP-SAT)."""
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """Validated arguments of one solve."""
+
+    time_limit_s: float | None = None
+    mip_gap: float = DEFAULT_MIP_GAP
+    threads: int = 1
+    want_duals: bool = False
+
+    def __post_init__(self) -> None:
+        if self.time_limit_s is not None and not (
+            math.isfinite(self.time_limit_s) and self.time_limit_s > 0
+        ):
+            raise ValueError(f"time_limit_s must be a positive number, got {self.time_limit_s}")
+        if not (math.isfinite(self.mip_gap) and self.mip_gap >= 0):
+            raise ValueError(f"mip_gap must be a number >= 0, got {self.mip_gap}")
+        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
+            raise ValueError(f"threads must be an integer >= 1, got {self.threads!r}")
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """Wall-clock budget of one `solve` call, shared by every library call inside it."""
+
+    start: float
+    limit_s: float | None
+
+    def remaining_s(self, floor_s: float = 0.01) -> float | None:
+        """Seconds left (at least `floor_s`), or None without a limit."""
+        if self.limit_s is None:
+            return None
+        return max(floor_s, self.limit_s - (time.perf_counter() - self.start))
+
+    def expired(self) -> bool:
+        """Whether the budget is spent."""
+        return self.limit_s is not None and time.perf_counter() - self.start >= self.limit_s
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledProgram:
+    """A `LinearProgram` as arrays; rows in CSR form with column indices sorted per row."""
+
+    variable_names: tuple[str, ...]
+    constraint_names: tuple[str, ...]
+    lower: np.ndarray
+    upper: np.ndarray
+    integer: np.ndarray
+    cost: np.ndarray
+    objective_constant: float
+    row_start: np.ndarray
+    col_index: np.ndarray
+    coef: np.ndarray
+    row_lower: np.ndarray
+    row_upper: np.ndarray
+
+    @property
+    def num_variables(self) -> int:
+        """n."""
+        return len(self.variable_names)
+
+    @property
+    def num_rows(self) -> int:
+        """m."""
+        return len(self.constraint_names)
+
+    @property
+    def is_mip(self) -> bool:
+        """Whether any variable is integer."""
+        return bool(self.integer.any())
+
+    def row_of_nonzero(self) -> np.ndarray:
+        """The row index of every stored coefficient."""
+        return np.repeat(np.arange(self.num_rows), np.diff(self.row_start))
+
+    def row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Column indices and coefficients of row i."""
+        lo, hi = self.row_start[i], self.row_start[i + 1]
+        return self.col_index[lo:hi], self.coef[lo:hi]
+
+    def with_cost(self, cost: np.ndarray, objective_constant: float = 0.0) -> "CompiledProgram":
+        """The same rows and variables under another objective."""
+        return replace(self, cost=cost, objective_constant=objective_constant)
+
+    def with_bounds(self, lower: np.ndarray, upper: np.ndarray) -> "CompiledProgram":
+        """The same program with other variable bounds."""
+        return replace(self, lower=lower, upper=upper)
+
+
+def compile_program(lp: LinearProgram) -> CompiledProgram:
+    """Turn a named program into index arrays.
+
+    Args:
+        lp: The program; every name in its objective and rows must be declared.
+
+    Returns:
+        The arrays, variables and rows in the program's insertion order.
+
+    Raises:
+        ValueError: A coefficient, bound or right-hand side is not a number, a bound is
+            infinite on the wrong side, or a name is undeclared.
+    """
+    names = tuple(lp.variables)
+    index = {name: j for j, name in enumerate(names)}
+    variables = [lp.variables[name] for name in names]
+    lower = np.array([v.lower for v in variables], dtype=float)
+    upper = np.array([math.inf if v.upper is None else v.upper for v in variables], dtype=float)
+    integer = np.array([v.integer for v in variables], dtype=bool)
+    for name, lo, up in zip(names, lower, upper, strict=True):
+        if math.isnan(lo) or math.isnan(up) or lo == math.inf or up == -math.inf:
+            raise ValueError(f"variable {name} has bounds [{lo}, {up}]")
+
+    cost = np.zeros(len(names))
+    for name, value in lp.objective.items():
+        if name not in index:
+            raise ValueError(f"objective uses undeclared variable {name}")
+        cost[index[name]] += value
+    if not np.all(np.isfinite(cost)) or not math.isfinite(lp.objective_constant):
+        raise ValueError("objective has a coefficient that is not a finite number")
+
+    row_names = tuple(lp.constraints)
+    row_start = np.zeros(len(row_names) + 1, dtype=np.int64)
+    col_index: list[int] = []
+    coef: list[float] = []
+    row_lower = np.empty(len(row_names))
+    row_upper = np.empty(len(row_names))
+    for i, row_name in enumerate(row_names):
+        row = lp.constraints[row_name]
+        if not math.isfinite(row.rhs):
+            raise ValueError(f"constraint {row_name} has right-hand side {row.rhs}")
+        terms = []
+        for var, value in row.coefficients.items():
+            if var not in index:
+                raise ValueError(f"constraint {row_name} uses undeclared variable {var}")
+            if not math.isfinite(value):
+                raise ValueError(f"constraint {row_name} has coefficient {value} on {var}")
+            if value != 0.0:
+                terms.append((index[var], float(value)))
+        terms.sort()
+        col_index.extend(j for j, _ in terms)
+        coef.extend(a for _, a in terms)
+        row_start[i + 1] = len(col_index)
+        sense = Sense(row.sense)
+        row_lower[i] = row.rhs if sense in (Sense.GE, Sense.EQ) else -math.inf
+        row_upper[i] = row.rhs if sense in (Sense.LE, Sense.EQ) else math.inf
+
+    return CompiledProgram(
+        variable_names=names,
+        constraint_names=row_names,
+        lower=lower,
+        upper=upper,
+        integer=integer,
+        cost=cost,
+        objective_constant=float(lp.objective_constant),
+        row_start=row_start,
+        col_index=np.array(col_index, dtype=np.int64),
+        coef=np.array(coef, dtype=float),
+        row_lower=row_lower,
+        row_upper=row_upper,
+    )
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a backend's `_solve` returns, in index space.
+
+    `termination=None` means "infeasible or unbounded, cannot tell": `Backend.solve`
+    settles it with a zero-objective re-solve.
+    """
+
+    termination: Termination | None
+    objective: float | None = None
+    """Including the program's objective constant."""
+    values: np.ndarray | None = None
+    duals: np.ndarray | None = None
+    mip_gap: float | None = None
+    message: str = ""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _trivial_answer(program: CompiledProgram) -> Answer | None:
+    """Settle what needs no solver: inconsistent bounds, violated empty rows, no variables."""
+    bad = np.flatnonzero(program.lower > program.upper)
+    if bad.size:
+        j = int(bad[0])
+        return Answer(
+            Termination.INFEASIBLE,
+            message=f"variable {program.variable_names[j]} has lower bound "
+            f"{program.lower[j]:g} above its upper bound {program.upper[j]:g}",
+        )
+    empty = np.flatnonzero(np.diff(program.row_start) == 0)
+    for i in empty:
+        if program.row_lower[i] > 0.0 or program.row_upper[i] < 0.0:
+            return Answer(
+                Termination.INFEASIBLE,
+                message=f"constraint {program.constraint_names[i]} has no terms, so its "
+                f"activity is 0, outside [{program.row_lower[i]:g}, {program.row_upper[i]:g}]",
+            )
+    if program.num_variables == 0:
+        return Answer(
+            Termination.OPTIMAL,
+            objective=program.objective_constant,
+            values=np.zeros(0),
+            duals=np.zeros(program.num_rows),
+            mip_gap=0.0,
+        )
+    return None
+
+
+class Backend(ABC):
+    """A solver library behind the one interface.
+
+    Subclasses set `name` and `capabilities` and implement `unavailable_reason`,
+    `version` and `_solve`; `solve` adds validation, the deadline, the unbounded check,
+    error mapping and the mapping back onto names.
+    """
+
+    name: str
+    capabilities: Capabilities
+
+    @abstractmethod
+    def unavailable_reason(self) -> str:
+        """Why the backend cannot run here and how to fix it; empty when it can."""
+
+    def is_available(self) -> bool:
+        """Whether the backend can solve in this environment."""
+        return not self.unavailable_reason()
+
+    @abstractmethod
+    def version(self) -> str:
+        """The solver library's version, e.g. "1.16.0"."""
+
+    @abstractmethod
+    def _solve(self, program: CompiledProgram, options: SolveOptions, deadline: Deadline) -> Answer:
+        """Solve in index space; may raise, `solve` maps exceptions to ERROR."""
+
+    def solve(
+        self,
+        lp: LinearProgram,
+        *,
+        time_limit_s: float | None = None,
+        mip_gap: float = DEFAULT_MIP_GAP,
+        threads: int = 1,
+        want_duals: bool = False,
+    ) -> SolveResult:
+        """Minimise `lp`; never returns None, never raises for a solver failure.
+
+        Args:
+            lp: The program.
+            time_limit_s: Wall-clock budget for the whole call; None for no limit.
+            mip_gap: Relative gap at which a MIP counts as solved.
+            threads: Solver threads; keep 1 when several solves share a machine.
+            want_duals: Return row duals (d objective / d rhs) if the program is an LP
+                and the backend can.
+
+        Returns:
+            The result, in the program's names.
+
+        Raises:
+            ValueError: An argument is out of range (not a solver failure).
+        """
+        options = SolveOptions(time_limit_s, mip_gap, threads, want_duals)
+        deadline = Deadline(time.perf_counter(), time_limit_s)
+        program: CompiledProgram | None = None
+        try:
+            reason = self.unavailable_reason()
+            if reason:
+                answer = Answer(Termination.ERROR, message=reason)
+            else:
+                program = compile_program(lp)
+                answer = _trivial_answer(program) or self._solve(program, options, deadline)
+                if answer.termination in (None, Termination.UNBOUNDED):
+                    answer = self._settle_unbounded(program, options, deadline, answer)
+        except Exception as exc:  # a library failure is an answer, not a crash
+            answer = Answer(Termination.ERROR, message=f"{type(exc).__name__}: {exc}")
+        runtime_s = time.perf_counter() - deadline.start
+        return self._result(lp, program, options, answer, runtime_s)
+
+    def _settle_unbounded(
+        self, program: CompiledProgram, options: SolveOptions, deadline: Deadline, answer: Answer
+    ) -> Answer:
+        """Decide "unbounded" by whether any feasible point exists (zero objective)."""
+        if deadline.expired():
+            return Answer(
+                Termination.TIME_LIMIT,
+                message="infeasible or unbounded; no time left to tell which",
+            )
+        feasibility = self._solve(
+            program.with_cost(np.zeros(program.num_variables)),
+            replace(options, want_duals=False),
+            deadline,
+        )
+        if feasibility.termination is not None and feasibility.termination.has_solution:
+            return Answer(Termination.UNBOUNDED, message="unbounded: a feasible point exists")
+        if feasibility.termination is Termination.INFEASIBLE:
+            return Answer(Termination.INFEASIBLE, message=feasibility.message)
+        status = feasibility.termination or "infeasible or unbounded"
+        return Answer(
+            Termination.TIME_LIMIT if status is Termination.TIME_LIMIT else Termination.ERROR,
+            message=f"infeasible or unbounded; the feasibility check ended {status}",
+        )
+
+    def _result(
+        self,
+        lp: LinearProgram,
+        program: CompiledProgram | None,
+        options: SolveOptions,
+        answer: Answer,
+        runtime_s: float,
+    ) -> SolveResult:
+        """Map an index-space answer onto the program's names."""
+        try:
+            version = self.version() if self.is_available() else "unavailable"
+        except Exception as exc:
+            version = f"unknown ({type(exc).__name__})"
+        termination = answer.termination or Termination.ERROR
+        messages = [answer.message, *answer.notes]
+        values: dict[str, float] = {}
+        duals: dict[str, float] = {}
+        objective = None
+        if program is not None and termination.has_solution and answer.values is not None:
+            snapped = np.where(program.integer, np.round(answer.values), answer.values) + 0.0
+            values = dict(zip(program.variable_names, snapped.tolist(), strict=True))
+            objective = answer.objective
+            if options.want_duals:
+                if program.is_mip:
+                    messages.append(
+                        "no duals for a program with integer variables: fix them "
+                        "(LinearProgram.with_integers_fixed) and re-solve the LP"
+                    )
+                elif answer.duals is not None:
+                    duals = dict(
+                        zip(program.constraint_names, (answer.duals + 0.0).tolist(), strict=True)
+                    )
+                else:
+                    messages.append(f"{self.name} gives no duals; use the highs backend")
+        return SolveResult(
+            termination=termination,
+            solver=self.name,
+            solver_version=version,
+            runtime_s=runtime_s,
+            objective=objective,
+            values=values,
+            duals=duals,
+            mip_gap=answer.mip_gap if termination.has_solution else None,
+            message="; ".join(m for m in messages if m),
+        )
