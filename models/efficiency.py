@@ -1,43 +1,60 @@
 """Efficiency factors of the performance model: what fraction of the datasheet a real
-serving engine achieves, and the fixed costs no datasheet lists.
+serving engine achieves, the fixed costs no datasheet lists, and the two engine settings
+that shape a step (token budget per forward pass, most sequences in flight).
 
 Each factor is named, documented and overridable per instance (`efficiency:` in the
-instance file). Calibrated defaults per GPU and precision live in
-`models/catalog/efficiency.yaml`.
+instance file). Calibrated defaults per GPU generation and weight precision live in
+`models/catalog/efficiency.yaml`, written by `tests/bench/calibrate.py` from the published
+measurements in `../shared/calibration/`.
 """
 
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from models.hardware import GpuSpec
 from models.precision import Precision
 
 _FILE = Path(__file__).parent / "catalog" / "efficiency.yaml"
 
 
 class Efficiency(BaseModel):
-    """Achieved fractions of peak and fixed overheads for one GPU type and precision."""
+    """Achieved fractions of peak, fixed overheads and engine settings for one GPU type
+    and weight precision. The class defaults are generic; `efficiency_for` layers the
+    calibrated values and the instance overrides on top."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     prefill_flops_fraction: float = Field(default=0.55, gt=0, le=1)
-    """Achieved fraction of dense peak FLOP/s in prefill (large GEMMs and attention)."""
+    """Achieved fraction of dense peak FLOP/s on prefill tokens (large GEMMs, attention)."""
     decode_flops_fraction: float = Field(default=0.45, gt=0, le=1)
-    """Achieved fraction of dense peak FLOP/s in a compute-bound decode step."""
+    """Achieved fraction of dense peak FLOP/s on decode tokens (skinny GEMMs at batch B)."""
     hbm_fraction: float = Field(default=0.75, gt=0, le=1)
     """Achieved fraction of peak HBM bandwidth when streaming weights and KV cache."""
     scaleup_fraction: float = Field(default=0.7, gt=0, le=1)
-    """Achieved fraction of scale-up link bandwidth in a ring all-reduce."""
+    """Achieved fraction of scale-up link bandwidth (NVLink, Infinity Fabric, PCIe) in a
+    ring all-reduce or a pipeline hand-off."""
+    scaleout_fraction: float = Field(default=0.8, gt=0, le=1)
+    """Achieved fraction of the scale-out NIC bandwidth (all-reduce across nodes, KV
+    transfer from a prefill to a decode replica)."""
     allreduce_latency_s: float = Field(default=10e-6, ge=0)
     """Fixed latency of one all-reduce (launch and synchronisation), seconds."""
     pp_hop_latency_s: float = Field(default=20e-6, ge=0)
     """Fixed latency of one pipeline-stage hand-off, seconds."""
     step_overhead_s: float = Field(default=2e-3, ge=0)
-    """Fixed per-step cost of the engine (scheduling, sampling, launches), seconds."""
-    memory_reserve_fraction: float = Field(default=0.10, ge=0, lt=1)
-    """Fraction of device memory held back for the runtime (context, allocator, graphs)."""
+    """Fixed cost of one engine iteration (scheduling, sampling, launches), seconds."""
+    memory_reserve_fraction: float = Field(default=0.05, ge=0, lt=1)
+    """Fraction of device memory held back for the runtime (CUDA context, allocator
+    slack, graphs, communication buffers). Activations are counted separately."""
+    prefill_chunk_tokens: int = Field(default=8192, ge=256)
+    """Engine token budget of one forward pass (vLLM `max_num_batched_tokens`, TensorRT-LLM
+    `max_num_tokens`): prompts are prefilled in chunks of at most this many tokens."""
+    max_batch_sequences: int = Field(default=2048, ge=1)
+    """Most sequences the engine keeps in flight (vLLM `max_num_seqs`, TensorRT-LLM
+    `max_batch_size`), whatever the memory would allow."""
 
 
 class EfficiencyOverrides(BaseModel):
@@ -49,33 +66,52 @@ class EfficiencyOverrides(BaseModel):
     decode_flops_fraction: float | None = Field(default=None, gt=0, le=1)
     hbm_fraction: float | None = Field(default=None, gt=0, le=1)
     scaleup_fraction: float | None = Field(default=None, gt=0, le=1)
+    scaleout_fraction: float | None = Field(default=None, gt=0, le=1)
     allreduce_latency_s: float | None = Field(default=None, ge=0)
     pp_hop_latency_s: float | None = Field(default=None, ge=0)
     step_overhead_s: float | None = Field(default=None, ge=0)
     memory_reserve_fraction: float | None = Field(default=None, ge=0, lt=1)
+    prefill_chunk_tokens: int | None = Field(default=None, ge=256)
+    max_batch_sequences: int | None = Field(default=None, ge=1)
 
 
 @cache
-def _calibrated() -> dict[str, dict[str, float]]:
+def calibration_table() -> dict[str, Any]:
+    """The parsed `efficiency.yaml` (empty when the file is absent)."""
     if not _FILE.exists():
         return {}
     with _FILE.open(encoding="utf-8") as handle:
-        data = yaml.safe_load(handle) or {}
-    return data.get("by_gpu_precision", {})
+        return yaml.safe_load(handle) or {}
+
+
+def generation_of(gpu_name: str) -> str | None:
+    """The GPU generation a catalog GPU belongs to (`hopper`, ...), or None when unknown."""
+    return calibration_table().get("generation_of", {}).get(gpu_name)
 
 
 def efficiency_for(
-    gpu_name: str, precision: Precision | str, overrides: EfficiencyOverrides | None = None
+    gpu: str | GpuSpec,
+    precision: Precision | str,
+    overrides: EfficiencyOverrides | None = None,
 ) -> Efficiency:
     """The efficiency factors for a GPU and weight precision.
 
-    Layering, later wins: the class defaults, the calibrated values for
-    `<gpu>/<precision>` (then `<gpu>`) from the catalog, then the instance overrides.
+    Layering, later wins: the class defaults; the calibrated `default` set; the
+    calibrated values for the GPU's generation, then `<generation>/<precision>`; values
+    keyed by the GPU name, then `<gpu>/<precision>`; then the instance overrides. A GPU
+    the calibration file does not know (an inline GPU in an instance) gets the class
+    defaults, the calibrated `default` set and the overrides.
     """
-    table = _calibrated()
+    gpu_name = gpu.name if isinstance(gpu, GpuSpec) else gpu
+    precision = Precision(precision)
+    table = calibration_table().get("by_key", {})
+    keys = ["default", gpu_name, f"{gpu_name}/{precision}"]
+    generation = generation_of(gpu_name)
+    if generation is not None:
+        keys[1:1] = [generation, f"{generation}/{precision}"]
     fields: dict[str, float] = {}
-    fields.update(table.get(gpu_name, {}))
-    fields.update(table.get(f"{gpu_name}/{Precision(precision)}", {}))
+    for key in keys:
+        fields.update(table.get(key, {}))
     if overrides is not None:
         fields.update(overrides.model_dump(exclude_none=True))
     return Efficiency(**fields)

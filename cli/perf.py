@@ -1,0 +1,302 @@
+"""Command `perf`: one replica configuration's numbers from the performance model.
+
+Parsing and rendering only: every figure comes from `models.capacity`; this module
+converts bytes to GiB and seconds to ms at the edge.
+"""
+
+import math
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from cli.console import err, out, print_json
+from cli.exit_codes import ExitCode
+from models import catalog
+from models.capacity import FrontierPoint, replica_capacity, throughput_frontier
+from models.efficiency import Efficiency, efficiency_for
+from models.errors import InputError, Issue
+from models.memory import GIB, default_kv_precision, layout_problem
+from models.precision import Precision
+from models.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
+from models.traffic import TokenDistribution
+
+_WHERE = "command line"
+
+
+def _problem(flag: str, message: str) -> InputError:
+    return InputError([Issue(_WHERE, None, flag, message)])
+
+
+def _mix(
+    input_tokens: float,
+    output_tokens: float,
+    input_p99: float | None,
+    output_p99: float | None,
+    hit_rate: float,
+) -> TrafficMix:
+    problems = []
+    for flag, value in (("--input-tokens", input_tokens), ("--output-tokens", output_tokens)):
+        if value <= 0:
+            problems.append(Issue(_WHERE, None, flag, f"must be positive, got {value:g}"))
+    for flag, p99, mean in (
+        ("--input-p99-tokens", input_p99, input_tokens),
+        ("--output-p99-tokens", output_p99, output_tokens),
+    ):
+        if p99 is not None and p99 < mean:
+            problems.append(Issue(_WHERE, None, flag, f"must be at least the mean ({mean:g})"))
+    if not 0 <= hit_rate < 1:
+        problems.append(
+            Issue(_WHERE, None, "--prefix-cache-hit-rate", f"must be in [0, 1), got {hit_rate:g}")
+        )
+    if problems:
+        raise InputError(problems)
+    prompt = TokenDistribution(mean=input_tokens, p99=input_p99 or input_tokens)
+    output = TokenDistribution(mean=output_tokens, p99=output_p99 or output_tokens)
+    return TrafficMix(
+        prompt_mean_tokens=prompt.mean_tokens,
+        prompt_p99_tokens=prompt.p99_tokens,
+        prompt_cv=prompt.cv,
+        output_mean_tokens=output.mean_tokens,
+        output_p99_tokens=output.p99_tokens,
+        output_cv=output.cv,
+        prefix_cache_hit_rate=hit_rate,
+    )
+
+
+def _ms(seconds: float) -> float | None:
+    """Seconds to ms for JSON; None for infinity (JSON has no infinity)."""
+    return None if math.isinf(seconds) or math.isnan(seconds) else seconds * 1e3
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isinf(value) or math.isnan(value) else value
+
+
+def perf_json(
+    capacity: ReplicaCapacity,
+    mix: TrafficMix,
+    targets: LatencyTargets,
+    efficiency: Efficiency,
+    frontier: list[FrontierPoint] | None,
+) -> dict[str, Any]:
+    """The `--json` document: the configuration, its numbers in ms and bytes, the factors."""
+    config = capacity.config
+    data: dict[str, Any] = {
+        "model": config.llm.name,
+        "gpu": config.gpu.name,
+        "precision": config.weight_precision.value,
+        "kv_precision": config.kv_precision.value,
+        "tp": config.tp,
+        "pp": config.pp,
+        "role": config.role.value,
+        "gpus": config.gpus,
+        "input_tokens": mix.prompt_mean_tokens,
+        "output_tokens": mix.output_mean_tokens,
+        "ttft_p99_target_ms": _ms(targets.ttft_p99_s) if targets.ttft_p99_s else None,
+        "tpot_p99_target_ms": _ms(targets.tpot_p99_s) if targets.tpot_p99_s else None,
+        "fits": capacity.fits,
+        "meets_slo": capacity.meets_slo,
+        "limit": capacity.limit.value,
+        "reason": capacity.reason,
+        "requests_per_s": capacity.requests_per_s,
+        "output_tokens_per_s": capacity.output_tokens_per_s,
+        "output_tokens_per_s_per_gpu": capacity.output_tokens_per_s_per_gpu,
+        "weight_bytes_per_gpu": capacity.weight_bytes_per_gpu,
+        "kv_bytes_per_token": capacity.kv_bytes_per_token,
+        "kv_capacity_tokens": capacity.kv_capacity_tokens,
+        "max_batch": capacity.max_batch,
+        "batch": capacity.batch,
+        "prefill_ms": _ms(capacity.prefill_s),
+        "decode_step_ms": _ms(capacity.decode_step_s),
+        "ttft_p99_ms": _ms(capacity.ttft_p99_s),
+        "tpot_p99_ms": _ms(capacity.tpot_p99_s),
+        "best_ttft_p99_ms": _ms(capacity.best_ttft_p99_s),
+        "best_tpot_ms": _ms(capacity.best_tpot_s),
+        "kv_transfer_bytes_per_request": capacity.kv_transfer_bytes_per_request,
+        "efficiency": efficiency.model_dump(),
+    }
+    if frontier is not None:
+        data["frontier"] = [
+            {
+                "batch": point.batch,
+                "decode_step_ms": _ms(point.decode_step_s),
+                "tokens_per_s_per_user": point.tokens_per_s_per_user,
+                "output_tokens_per_s_per_gpu": point.output_tokens_per_s_per_gpu,
+                "requests_per_s": point.requests_per_s,
+                "ttft_p99_ms": _ms(point.ttft_p99_s),
+                "tpot_p99_ms": _ms(point.tpot_p99_s),
+                "fits_memory": point.fits_memory,
+                "meets_slo": point.meets_slo,
+                "bound": point.bound,
+            }
+            for point in frontier
+        ]
+    return data
+
+
+def _fmt_ms(seconds: float) -> str:
+    return "-" if math.isinf(seconds) or math.isnan(seconds) else f"{seconds * 1e3:,.1f}"
+
+
+def _render(capacity: ReplicaCapacity, targets: LatencyTargets) -> None:
+    config = capacity.config
+    title = f"{config.llm.name} on {config.label} ({config.gpus} GPU{'s' * (config.gpus > 1)})"
+    table = Table(title=title)
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    rows = [
+        ("weights per GPU", f"{capacity.weight_bytes_per_gpu / GIB:,.1f} GiB"),
+        ("KV bytes per token (replica)", f"{capacity.kv_bytes_per_token:,.0f} B"),
+        ("KV capacity", f"{capacity.kv_capacity_tokens:,.0f} tokens"),
+        ("max batch at the mix's length", f"{capacity.max_batch:,}"),
+        ("prefill of a mean prompt", f"{_fmt_ms(capacity.prefill_s)} ms"),
+        ("decode step at the operating batch", f"{_fmt_ms(capacity.decode_step_s)} ms"),
+        ("mean batch at the operating point", f"{capacity.batch:,.1f}"),
+        (
+            "p99 TTFT / best",
+            f"{_fmt_ms(capacity.ttft_p99_s)} / {_fmt_ms(capacity.best_ttft_p99_s)} ms",
+        ),
+        ("p99 TPOT / best", f"{_fmt_ms(capacity.tpot_p99_s)} / {_fmt_ms(capacity.best_tpot_s)} ms"),
+        ("requests/s", f"{capacity.requests_per_s:,.2f}"),
+        ("output tokens/s (replica)", f"{capacity.output_tokens_per_s:,.0f}"),
+        ("output tokens/s per GPU", f"{capacity.output_tokens_per_s_per_gpu:,.0f}"),
+        ("limit", capacity.limit.value),
+    ]
+    if config.role is not Role.UNIFIED:
+        rows.insert(
+            -1,
+            (
+                "KV transfer per request",
+                f"{capacity.kv_transfer_bytes_per_request / 2**20:,.1f} MiB",
+            ),
+        )
+    for name, value in rows:
+        table.add_row(name, value)
+    out.print(table)
+    if capacity.meets_slo:
+        mode = "offline maximum throughput" if targets.is_offline else "capacity at the SLO"
+        out.print(f"{mode}; limit {capacity.limit.value}: {capacity.reason}", markup=False)
+
+
+def _render_frontier(points: list[FrontierPoint], operating_batch: float) -> None:
+    table = Table(title="throughput per GPU vs tokens/s per user, across batch sizes")
+    for column in (
+        "batch",
+        "step ms",
+        "tok/s/user",
+        "tok/s/GPU",
+        "req/s",
+        "p99 TTFT ms",
+        "p99 TPOT ms",
+        "bound",
+        "SLO",
+    ):
+        table.add_column(column, justify="left" if column in ("bound", "SLO") else "right")
+    for point in points:
+        verdict = "ok" if point.meets_slo and point.fits_memory else "no memory"
+        if not point.meets_slo:
+            verdict = "misses"
+        table.add_row(
+            f"{point.batch:,.0f}",
+            _fmt_ms(point.decode_step_s),
+            f"{point.tokens_per_s_per_user:,.1f}",
+            f"{point.output_tokens_per_s_per_gpu:,.0f}",
+            f"{point.requests_per_s:,.2f}",
+            _fmt_ms(point.ttft_p99_s),
+            _fmt_ms(point.tpot_p99_s),
+            point.bound,
+            verdict,
+        )
+    out.print(table)
+    out.print(f"operating point: mean batch {operating_batch:,.1f}")
+
+
+def perf(
+    model: Annotated[str, typer.Option("--model", "-m", help="Catalog model, e.g. llama-3.3-70b.")],
+    gpu: Annotated[str, typer.Option("--gpu", "-g", help="Catalog GPU, e.g. h100-sxm.")],
+    input_tokens: Annotated[
+        float, typer.Option("--input-tokens", "-i", help="Mean prompt tokens per request.")
+    ],
+    output_tokens: Annotated[
+        float, typer.Option("--output-tokens", "-o", help="Mean output tokens per request.")
+    ],
+    precision: Annotated[
+        Precision, typer.Option("--precision", "-p", help="Weight precision.")
+    ] = Precision.BF16,
+    kv_precision: Annotated[
+        Precision | None,
+        typer.Option(help="KV-cache precision (default: the weights', never below fp8)."),
+    ] = None,
+    tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs.")] = 1,
+    pp: Annotated[int, typer.Option("--pp", help="Pipeline stages.")] = 1,
+    role: Annotated[
+        Role, typer.Option("--role", help="unified, or one side of a disaggregated pair.")
+    ] = Role.UNIFIED,
+    input_p99_tokens: Annotated[
+        float | None,
+        typer.Option(help="p99 prompt tokens (lognormal spread; default: fixed length)."),
+    ] = None,
+    output_p99_tokens: Annotated[
+        float | None,
+        typer.Option(help="p99 output tokens (lognormal spread; default: fixed length)."),
+    ] = None,
+    prefix_cache_hit_rate: Annotated[
+        float, typer.Option(help="Fraction of prompt tokens served from a prefix cache.")
+    ] = 0.0,
+    ttft_p99_ms: Annotated[
+        float | None, typer.Option(help="p99 time-to-first-token target, ms.")
+    ] = None,
+    tpot_p99_ms: Annotated[
+        float | None, typer.Option(help="p99 time-per-output-token target, ms.")
+    ] = None,
+    sweep: Annotated[
+        bool,
+        typer.Option(
+            "--sweep", help="Also print throughput per GPU vs tokens/s per user across batches."
+        ),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """One replica configuration's memory, step times, capacity and limiting factor.
+
+    Without SLO flags it reports the offline maximum throughput (what published
+    max-throughput tables measure). Exit 3 when the configuration does not fit or cannot
+    meet the targets at any load; exit 2 for bad input.
+    """
+    try:
+        gpu_spec = catalog.gpu(gpu)
+    except KeyError as error:
+        raise _problem("--gpu", str(error.args[0])) from None
+    try:
+        llm_spec = catalog.llm(model)
+    except KeyError as error:
+        raise _problem("--model", str(error.args[0])) from None
+    for flag, target in (("--ttft-p99-ms", ttft_p99_ms), ("--tpot-p99-ms", tpot_p99_ms)):
+        if target is not None and target <= 0:
+            raise _problem(flag, f"must be positive, got {target:g}")
+    kv = kv_precision or default_kv_precision(precision)
+    problem = layout_problem(gpu_spec, llm_spec, precision, kv, tp, pp)
+    if problem is not None:
+        raise _problem("--tp/--pp/--precision", problem)
+    mix = _mix(
+        input_tokens, output_tokens, input_p99_tokens, output_p99_tokens, prefix_cache_hit_rate
+    )
+    targets = LatencyTargets(
+        ttft_p99_s=None if ttft_p99_ms is None else ttft_p99_ms / 1e3,
+        tpot_p99_s=None if tpot_p99_ms is None else tpot_p99_ms / 1e3,
+    )
+    config = ReplicaConfig(gpu_spec, llm_spec, precision, kv, tp, pp, role)
+    efficiency = efficiency_for(gpu_spec, precision)
+    capacity = replica_capacity(config, mix, targets, efficiency)
+    frontier = throughput_frontier(config, mix, targets, efficiency) if sweep else None
+    if as_json:
+        print_json(perf_json(capacity, mix, targets, efficiency, frontier))
+    elif capacity.fits:
+        _render(capacity, targets)
+        if frontier:
+            _render_frontier(frontier, capacity.batch)
+    if not capacity.fits or not capacity.meets_slo:
+        err.print(f"[bold red]{'does not fit' if not capacity.fits else 'cannot meet the SLO'}:[/]")
+        err.print(capacity.reason, markup=False)
+        raise typer.Exit(ExitCode.INFEASIBLE)

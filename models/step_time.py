@@ -1,0 +1,422 @@
+"""Roofline step times of one replica: prefill of a prompt, a decode iteration at batch B.
+
+A forward pass through one pipeline stage, on one GPU of it, runs the linear layers
+(GEMMs) and attention as separate kernels, so each takes the larger of its compute and
+memory time and the times add:
+
+    pass_s = max(linear FLOPs / linear rate, weight bytes / bandwidth)
+           + max(decode attention FLOPs / attention rate, KV bytes / bandwidth)
+           + prefill attention FLOPs / attention rate        (compute-bound)
+           + all-reduces
+
+    rates: dense peak x prefill_flops_fraction (prompt tokens) or x decode_flops_fraction
+    (decode tokens); bandwidth: peak HBM x hbm_fraction
+
+When everything is memory-bound this is (weights + KV bytes) / bandwidth, when everything
+is compute-bound it is FLOPs / rate: the larger of the two roofs, as the textbook step;
+in between, the kernels do not overlap, which is what measured mixed steps show.
+
+FLOPs: per token, 2 x active parameters of linear FLOPs (the input embedding is a lookup;
+the LM head runs for decode tokens only) and, per (query, key) pair, 2 x heads x
+(d_qk + d_v) attention FLOPs: a causal prefill of P tokens has P^2/2 pairs per layer.
+Everything splits over the `tp` GPUs of a stage, and a stage holds ceil(layers / pp)
+layers. Linear FLOPs run at the weight precision's peak; attention runs at the FP8 peak
+with an FP8 (or FP4) KV cache on a GPU with FP8 tensor cores, else at the BF16 peak.
+
+A decode pass reads the stage's weights once (a mixture-of-experts layer reads only the
+experts the batch touches: E (1 - (1 - k/E)^T) of E for T tokens routed to k each) and
+every resident sequence's KV cache. Tensor parallelism pays two all-reduces per layer
+per pass (after attention and after the MLP), each a fixed latency plus the ring's
+2 (n-1)/n x message bytes over the scale-up link (over the NIC when TP spans nodes);
+the fixed latency does not shrink with TP, so each doubling buys less than the last.
+
+A decode iteration advances every resident sequence by one token. With pipeline
+parallelism the batch runs as m = min(pp, B) micro-batches and a micro-batch needs pp
+stage passes plus pp hops per token, so the iteration takes pp x (pass + hop): stages
+idle (the bubble) when fewer than pp micro-batches are in flight. The engine pays a fixed
+overhead per iteration. Prefill of a prompt runs in chunks of at most
+`prefill_chunk_tokens`; chunks pipeline through the stages.
+"""
+
+import math
+from dataclasses import dataclass
+
+from models.efficiency import Efficiency
+from models.hardware import GpuSpec
+from models.llm import Attention, LlmSpec
+from models.memory import (
+    ACTIVATION_BYTES_PER_ELEMENT,
+    HIGH_PRECISION_BYTES_PER_ELEMENT,
+    check_layout,
+    kv_bytes_per_token_per_gpu,
+    layers_per_stage,
+    weight_bytes_per_element,
+    weight_bytes_per_gpu,
+)
+from models.precision import Precision
+
+# --- FLOP counts -----------------------------------------------------------------------
+
+
+def body_params(llm: LlmSpec) -> int:
+    """Active parameters that do matrix multiplies for every token: active parameters
+    minus the input embedding and the LM head."""
+    return llm.active_params() - llm.embedding_params()
+
+
+def lm_head_params(llm: LlmSpec) -> int:
+    """The LM head: vocab x hidden."""
+    return llm.vocab_size * llm.hidden_size
+
+
+def attention_flops_per_pair(llm: LlmSpec, decode: bool) -> int:
+    """Attention FLOPs of one query token against one cached token, all layers:
+    2 x heads x (d_qk + d_v) x layers (QK^T and PV, a multiply-add each).
+
+    MLA prefill uses the expanded heads (d_qk = nope + rope, d_v = v_head_dim); MLA decode
+    runs absorbed over the latent (d_qk = kv_lora + rope, d_v = kv_lora).
+    """
+    if llm.attention is Attention.MLA:
+        if decode:
+            d_qk = llm.kv_lora_rank + llm.qk_rope_head_dim
+            d_v = llm.kv_lora_rank
+        else:
+            d_qk = llm.qk_nope_head_dim + llm.qk_rope_head_dim
+            d_v = llm.v_head_dim
+    else:
+        d_qk = d_v = llm.head_dim
+    return 2 * llm.attention_heads * (d_qk + d_v) * llm.layers
+
+
+def prefill_flops(llm: LlmSpec, tokens: float, cached_tokens: float = 0.0) -> float:
+    """FLOPs to prefill `tokens` new tokens after `cached_tokens` already in the KV cache:
+    2 x body_params x tokens + 2 x lm_head (the last token's logits)
+    + attention_flops_per_pair x (tokens x cached + tokens^2 / 2) (causal)."""
+    linear = 2 * body_params(llm) * tokens + 2 * lm_head_params(llm)
+    pairs = tokens * cached_tokens + tokens * tokens / 2
+    return linear + attention_flops_per_pair(llm, decode=False) * pairs
+
+
+def decode_flops(llm: LlmSpec, batch: float, context_tokens: float) -> float:
+    """FLOPs of one decode step: batch x (2 x (body + LM head) + attention over context)."""
+    per_token = 2 * (body_params(llm) + lm_head_params(llm))
+    return batch * (per_token + attention_flops_per_pair(llm, decode=True) * context_tokens)
+
+
+def expected_experts_touched(experts: int, experts_per_token: int, tokens: float) -> float:
+    """Expected distinct experts that `tokens` tokens route to, each picking
+    `experts_per_token` of `experts` uniformly: E (1 - (1 - k/E)^T)."""
+    if experts == 0 or tokens <= 0:
+        return 0.0
+    return experts * (1 - (1 - experts_per_token / experts) ** tokens)
+
+
+# --- communication ---------------------------------------------------------------------
+
+
+def ring_allreduce_s(
+    message_bytes: float, ranks: int, link_bytes_per_s: float, latency_s: float
+) -> float:
+    """One ring all-reduce: latency + 2 (n - 1) / n x message / link bandwidth (0 for n=1)."""
+    if ranks <= 1:
+        return 0.0
+    return latency_s + 2 * (ranks - 1) / ranks * message_bytes / link_bytes_per_s
+
+
+def allreduces_per_step(llm: LlmSpec, tp: int) -> int:
+    """All-reduces one token's forward pass pays over the whole model: 2 per layer
+    (attention output and MLP output) when TP > 1."""
+    return 2 * llm.layers if tp > 1 else 0
+
+
+# --- the step model --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PassParts:
+    """One stage pass split into its kernels' roofline terms, seconds.
+
+    The linear layers (GEMMs) and attention are separate kernels, so each takes the
+    larger of its compute and memory time and the two add up; prefill attention is
+    compute-bound; communication adds on top.
+    """
+
+    linear_compute_s: float
+    weight_read_s: float
+    attention_compute_s: float
+    """Decode attention FLOPs over the achieved peak."""
+    kv_read_s: float
+    prefill_attention_s: float
+    comm_s: float
+
+    @property
+    def linear_s(self) -> float:
+        """max(linear FLOPs / rate, weight bytes / bandwidth)."""
+        return max(self.linear_compute_s, self.weight_read_s)
+
+    @property
+    def attention_s(self) -> float:
+        """max(decode attention FLOPs / rate, KV bytes / bandwidth) + prefill attention."""
+        return max(self.attention_compute_s, self.kv_read_s) + self.prefill_attention_s
+
+    @property
+    def total_s(self) -> float:
+        """linear + attention + communication."""
+        return self.linear_s + self.attention_s + self.comm_s
+
+    @property
+    def compute_s(self) -> float:
+        """Time spent in compute-bound kernels."""
+        linear = self.linear_compute_s if self.linear_compute_s >= self.weight_read_s else 0.0
+        attention = self.attention_compute_s if self.attention_compute_s >= self.kv_read_s else 0.0
+        return linear + attention + self.prefill_attention_s
+
+    @property
+    def memory_s(self) -> float:
+        """Time spent in memory-bound kernels."""
+        linear = self.weight_read_s if self.weight_read_s > self.linear_compute_s else 0.0
+        attention = self.kv_read_s if self.kv_read_s > self.attention_compute_s else 0.0
+        return linear + attention
+
+    @property
+    def bound(self) -> str:
+        """Which roof takes most of the pass: `compute`, `memory` or `interconnect`."""
+        if self.comm_s > max(self.compute_s, self.memory_s):
+            return "interconnect"
+        return "compute" if self.compute_s >= self.memory_s else "memory"
+
+
+@dataclass(frozen=True)
+class StepModel:
+    """Per-GPU coefficients of one replica layout, precomputed so that a step time is a
+    handful of multiplications. Build it with `step_model`."""
+
+    tp: int
+    pp: int
+    chunk_tokens: int
+    overhead_s: float
+    # compute, per token on one GPU of the heaviest stage
+    prefill_linear_flops_per_token: float
+    decode_linear_flops_per_token: float
+    prefill_attention_flops_per_pair: float
+    decode_attention_flops_per_pair: float
+    prefill_linear_flops_per_s: float
+    decode_linear_flops_per_s: float
+    prefill_attention_flops_per_s: float
+    decode_attention_flops_per_s: float
+    # memory, per GPU
+    dense_weight_bytes: float
+    """Weights read by every pass: all but the routed experts (and the input embedding)."""
+    expert_weight_bytes: float
+    """One routed expert's bytes on this GPU, summed over the stage's MoE layers."""
+    experts: int
+    experts_per_token: int
+    kv_bytes_per_token: float
+    hbm_bytes_per_s: float
+    # communication
+    allreduces_per_pass: int
+    allreduce_latency_s: float
+    allreduce_s_per_token: float
+    hop_latency_s: float
+    hop_s_per_token: float
+
+    def pass_parts(
+        self,
+        decode_tokens: float,
+        decode_kv_tokens: float,
+        prefill_tokens: float = 0.0,
+        prefill_pairs: float = 0.0,
+    ) -> PassParts:
+        """One forward pass of one stage on one GPU.
+
+        Args:
+            decode_tokens: decode tokens in the pass (one per sequence).
+            decode_kv_tokens: cached tokens those sequences attend to, summed.
+            prefill_tokens: prompt tokens in the pass.
+            prefill_pairs: (query, key) pairs of those prompt tokens, summed.
+        """
+        linear_compute_s = (
+            prefill_tokens * self.prefill_linear_flops_per_token / self.prefill_linear_flops_per_s
+            + decode_tokens * self.decode_linear_flops_per_token / self.decode_linear_flops_per_s
+        )
+        tokens = decode_tokens + prefill_tokens
+        weights = self.dense_weight_bytes
+        if self.experts:
+            touched = expected_experts_touched(self.experts, self.experts_per_token, tokens)
+            weights += touched * self.expert_weight_bytes
+        comm_s = self.allreduces_per_pass * (
+            self.allreduce_latency_s + tokens * self.allreduce_s_per_token
+        )
+        return PassParts(
+            linear_compute_s=linear_compute_s,
+            weight_read_s=weights / self.hbm_bytes_per_s,
+            attention_compute_s=decode_kv_tokens
+            * self.decode_attention_flops_per_pair
+            / self.decode_attention_flops_per_s,
+            kv_read_s=decode_kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
+            prefill_attention_s=prefill_pairs
+            * self.prefill_attention_flops_per_pair
+            / self.prefill_attention_flops_per_s,
+            comm_s=comm_s,
+        )
+
+    def pass_s(
+        self,
+        decode_tokens: float,
+        decode_kv_tokens: float,
+        prefill_tokens: float = 0.0,
+        prefill_pairs: float = 0.0,
+    ) -> float:
+        """`pass_parts(...).total_s`, without building the record."""
+        return self.pass_parts(
+            decode_tokens, decode_kv_tokens, prefill_tokens, prefill_pairs
+        ).total_s
+
+    def hop_s(self, tokens: float) -> float:
+        """One pipeline hand-off of `tokens` tokens' hidden states (0 without PP)."""
+        if self.pp == 1:
+            return 0.0
+        return self.hop_latency_s + tokens * self.hop_s_per_token
+
+    def micro_batches(self, batch: float) -> float:
+        """Micro-batches in flight: min(pp, max(batch, 1))."""
+        return min(float(self.pp), max(batch, 1.0))
+
+    def iteration_s(
+        self,
+        batch: float,
+        context_tokens: float,
+        prefill_tokens: float = 0.0,
+        prefill_context_tokens: float = 0.0,
+    ) -> float:
+        """One decode iteration: every one of `batch` sequences (mean context
+        `context_tokens`) advances a token while `prefill_tokens` prompt tokens ride along
+        (each attending to `prefill_context_tokens` tokens on average).
+
+        pp = 1: pass + overhead. pp > 1: m = min(pp, B) micro-batches of B/m sequences,
+        pp x (pass + hop) + overhead.
+        """
+        m = self.micro_batches(batch)
+        b, q = batch / m, prefill_tokens / m
+        t_pass = self.pass_s(b, b * context_tokens, q, q * prefill_context_tokens)
+        if self.pp == 1:
+            return t_pass + self.overhead_s
+        return self.pp * (t_pass + self.hop_s(b + q)) + self.overhead_s
+
+    def iteration_parts(
+        self,
+        batch: float,
+        context_tokens: float,
+        prefill_tokens: float = 0.0,
+        prefill_context_tokens: float = 0.0,
+    ) -> PassParts:
+        """The stage pass of `iteration_s`, split into its roofline terms."""
+        m = self.micro_batches(batch)
+        b, q = batch / m, prefill_tokens / m
+        return self.pass_parts(b, b * context_tokens, q, q * prefill_context_tokens)
+
+    def decode_step_s(self, batch: float, context_tokens: float) -> float:
+        """A decode iteration with no prefill riding along."""
+        return self.iteration_s(batch, context_tokens)
+
+    def prefill_s(self, prompt_tokens: float, cached_tokens: float = 0.0) -> float:
+        """Unloaded latency of prefilling one prompt of `prompt_tokens` new tokens after
+        `cached_tokens` prefix-cache hits, up to its first token.
+
+        n = ceil(P / chunk) chunks of P/n tokens, each attending on average to
+        cached + P/2 tokens; chunks pipeline through the stages:
+        (n + pp - 1) x (pass + hop) + n x overhead.
+        """
+        if prompt_tokens <= 0:
+            return self.overhead_s
+        chunks = math.ceil(prompt_tokens / self.chunk_tokens)
+        chunk = prompt_tokens / chunks
+        pairs = chunk * (cached_tokens + prompt_tokens / 2)
+        t_pass = self.pass_s(0.0, 0.0, chunk, pairs) + self.hop_s(chunk)
+        return (chunks + self.pp - 1) * t_pass + chunks * self.overhead_s
+
+    def prefill_tokens_per_s(self, prompt_tokens: float, cached_tokens: float = 0.0) -> float:
+        """Prompt tokens/s of a replica doing nothing but prefill, with full chunks in
+        every stage: chunk / (pass + hop + overhead), prompts of `prompt_tokens` new tokens."""
+        chunk = float(self.chunk_tokens)
+        pairs = chunk * (cached_tokens + prompt_tokens / 2)
+        t_chunk = self.pass_s(0.0, 0.0, chunk, pairs) + self.hop_s(chunk) + self.overhead_s
+        return chunk / t_chunk
+
+
+def attention_precision(gpu: GpuSpec, kv_precision: Precision) -> Precision:
+    """Precision attention math runs at: FP8 with an FP8/FP4 KV cache on a GPU with FP8
+    tensor cores, else BF16."""
+    if kv_precision is not Precision.BF16 and gpu.supports(Precision.FP8):
+        return Precision.FP8
+    return Precision.BF16
+
+
+def step_model(
+    gpu: GpuSpec,
+    llm: LlmSpec,
+    weight_precision: Precision,
+    kv_precision: Precision,
+    tp: int,
+    pp: int,
+    efficiency: Efficiency,
+) -> StepModel:
+    """The per-GPU coefficients of a TP x PP replica of `llm` on `gpu`.
+
+    Raises ValueError for a layout TP/PP cannot split or a precision the GPU lacks.
+    """
+    check_layout(llm, tp, pp)
+    stage_layers = layers_per_stage(llm, pp)
+    stage = stage_layers / llm.layers
+    linear_peak = gpu.peak_flops(weight_precision)
+    attention_peak = gpu.peak_flops(attention_precision(gpu, kv_precision))
+    body = body_params(llm)
+    head = lm_head_params(llm)
+
+    weights = weight_bytes_per_gpu(llm, weight_precision, tp, pp)
+    if pp == 1 and not llm.tie_embeddings:
+        # The input embedding is a lookup, not a stream. With PP the heaviest stage is
+        # taken to be the last one, whose LM head is read in full.
+        weights -= llm.vocab_size * llm.hidden_size / tp * HIGH_PRECISION_BYTES_PER_ELEMENT
+    stage_moe_layers = llm.moe_layers * stage
+    expert_bytes = (
+        stage_moe_layers * llm.expert_params() / tp * weight_bytes_per_element(weight_precision)
+    )
+    dense_weights = weights - llm.experts * expert_bytes
+
+    if tp <= gpu.gpus_per_node:
+        tp_link = gpu.scaleup_bytes_per_s * efficiency.scaleup_fraction
+    else:
+        tp_link = gpu.scaleout_bytes_per_s * efficiency.scaleout_fraction
+    if tp * pp <= gpu.gpus_per_node:
+        hop_link = gpu.scaleup_bytes_per_s * efficiency.scaleup_fraction
+    else:
+        hop_link = gpu.scaleout_bytes_per_s * efficiency.scaleout_fraction
+    token_bytes = llm.hidden_size * ACTIVATION_BYTES_PER_ELEMENT
+    ring_factor = 2 * (tp - 1) / tp
+
+    return StepModel(
+        tp=tp,
+        pp=pp,
+        chunk_tokens=efficiency.prefill_chunk_tokens,
+        overhead_s=efficiency.step_overhead_s,
+        prefill_linear_flops_per_token=2 * body * stage / tp,
+        decode_linear_flops_per_token=2 * (body + head) * stage / tp,
+        prefill_attention_flops_per_pair=attention_flops_per_pair(llm, decode=False) * stage / tp,
+        decode_attention_flops_per_pair=attention_flops_per_pair(llm, decode=True) * stage / tp,
+        prefill_linear_flops_per_s=linear_peak * efficiency.prefill_flops_fraction,
+        decode_linear_flops_per_s=linear_peak * efficiency.decode_flops_fraction,
+        prefill_attention_flops_per_s=attention_peak * efficiency.prefill_flops_fraction,
+        decode_attention_flops_per_s=attention_peak * efficiency.decode_flops_fraction,
+        dense_weight_bytes=dense_weights,
+        expert_weight_bytes=expert_bytes,
+        experts=llm.experts,
+        experts_per_token=llm.experts_per_token,
+        kv_bytes_per_token=kv_bytes_per_token_per_gpu(llm, kv_precision, tp, pp),
+        hbm_bytes_per_s=gpu.hbm_bytes_per_s * efficiency.hbm_fraction,
+        allreduces_per_pass=2 * stage_layers if tp > 1 else 0,
+        allreduce_latency_s=efficiency.allreduce_latency_s,
+        allreduce_s_per_token=ring_factor * token_bytes / tp_link,
+        hop_latency_s=efficiency.pp_hop_latency_s,
+        hop_s_per_token=token_bytes / hop_link,
+    )

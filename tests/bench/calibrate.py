@@ -1,0 +1,585 @@
+"""Fit the performance model's efficiency factors to published measurements.
+
+Reads `../shared/calibration/` (TensorRT-LLM throughput tables and MLPerf Inference
+results, each row with its source), predicts every usable row with `models.capacity`,
+fits one set of efficiency factors per GPU generation (and one pooled set for GPUs with
+no data) on a deterministic subset of the TensorRT-LLM max-throughput rows and of the
+online-serving latency rows, and writes them to `models/catalog/efficiency.yaml`.
+Everything else is held out: a third of the TensorRT-LLM and serving rows (by a hash of
+the row's configuration), every MLPerf row, and the TensorRT-LLM v0.9 first-token-latency
+and static-batching rows.
+
+    .venv/bin/python tests/bench/calibrate.py            # fit and print, write nothing
+    .venv/bin/python tests/bench/calibrate.py --write    # fit and write efficiency.yaml
+
+The directory defaults to `../shared/calibration` beside the clone; set
+FLEETPLAN_CALIBRATION_DIR to use another. Only numpy is needed.
+
+How a row becomes a prediction:
+- TensorRT-LLM "Throughput Measurements" rows (v0.17 engine and v0.20 PyTorch backend)
+  are offline: every request queued at once, fixed lengths, KV cache in most of free
+  memory. Prediction: `replica_capacity` with no latency target at the row's TP x PP,
+  output tokens/s per GPU. The measurement is per GPU: `derived_value_per_gpu` where the
+  unit is the whole group, else `value`. FP8 and FP4 rows run an FP8 KV cache; FP16
+  rows are modelled as bf16 (same size, same tensor rate).
+- MLPerf Offline rows: the same, for the dataset's mix, at the TP that gives the most
+  tokens/s per GPU among those that fit in the system's node (the submitter chooses the
+  layout; the CSV does not say which). Weights at the lowest precision the GPU has tensor
+  cores for (FP4 on B200, FP8 elsewhere), KV cache FP8. MLPerf Server rows: capacity at
+  the round's p99 TTFT and TPOT limits, Poisson arrivals, same TP choice.
+- TensorRT-LLM v0.9 "first token latency" rows: prefill of one prompt, batch 1.
+- TensorRT-LLM v0.9 static-batching rows: the batch prefilled at once, then `osl`
+  decode steps at that batch.
+- Online-serving rows (TensorRT-LLM 0.14, Llama 3.1 8B, bf16) at a finite Poisson rate:
+  the mean inter-token latency is the iteration time at the batch that Little's law gives
+  for that rate (`operating_point`). Split like the max-throughput rows: they pin the
+  fixed per-step overhead that throughput rows alone cannot separate from bandwidth.
+Rows of models or GPUs not in the catalogs (GH200, H100 PCIe/NVL, Mistral, Falcon, ...)
+are counted as skipped.
+"""
+
+import argparse
+import csv
+import datetime
+import math
+import os
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from models.capacity import operating_point, replica_capacity
+from models.catalog import gpu_catalog, llm_catalog
+from models.efficiency import Efficiency, efficiency_for
+from models.memory import default_kv_precision, layout_problem
+from models.precision import Precision
+from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.step_time import step_model
+
+REPO = Path(__file__).resolve().parents[2]
+EFFICIENCY_YAML = REPO / "models" / "catalog" / "efficiency.yaml"
+GENERATIONS = {
+    "a100-80gb-sxm": "ampere",
+    "l40s": "ada",
+    "h100-sxm": "hopper",
+    "h200": "hopper",
+    "b200": "blackwell",
+    "mi300x": "cdna3",
+}
+FITTED = (
+    "prefill_flops_fraction",
+    "decode_flops_fraction",
+    "hbm_fraction",
+    "step_overhead_s",
+    "allreduce_latency_s",
+    "scaleup_fraction",
+)
+"""The factors the fit moves; every other factor keeps its documented default."""
+BOUNDS = {
+    "prefill_flops_fraction": (0.15, 0.95),
+    "decode_flops_fraction": (0.15, 0.95),
+    "hbm_fraction": (0.3, 0.95),
+    "step_overhead_s": (2e-4, 0.03),
+    "allreduce_latency_s": (2e-6, 2e-4),
+    "scaleup_fraction": (0.1, 0.95),
+}
+
+TRT_MODELS = {
+    "Llama 3.3 70B": "llama-3.3-70b",
+    "LLaMA v3.1 70B": "llama-3.1-70b",
+    "Llama 3.1 8B": "llama-3.1-8b",
+    "LLaMA v3.1 8B": "llama-3.1-8b",
+    "Llama 3.1 405B": "llama-3.1-405b",
+    "LLaMA v3.1 405B": "llama-3.1-405b",
+    "Mixtral 8x7B": "mixtral-8x7b",
+    "LLaMA 70B (Llama 2)": "llama-2-70b",
+    "llama_70b (Llama 2)": "llama-2-70b",
+}
+TRT_GPUS = {
+    "H100 SXM 80GB (DGX H100)": "h100-sxm",
+    "H100 80GB HBM3": "h100-sxm",
+    "H100": "h100-sxm",
+    "H200 SXM 141GB (DGX H200)": "h200",
+    "H200 141GB HBM3": "h200",
+    "H200": "h200",
+    "B200 180GB (DGX B200)": "b200",
+    "A100-SXM4-80GB": "a100-80gb-sxm",
+    "A100": "a100-80gb-sxm",
+    "L40S": "l40s",
+}
+TRT_PRECISIONS = {"FP8": Precision.FP8, "FP4": Precision.FP4, "FP16": Precision.BF16}
+MLPERF_GPUS = {
+    "NVIDIA H100-SXM-80GB": "h100-sxm",
+    "NVIDIA H200-SXM-141GB": "h200",
+    "NVIDIA H200-SXM-141GB-CTS": "h200",
+    "NVIDIA B200-SXM-180GB": "b200",
+    "NVIDIA L40S": "l40s",
+    "AMD Instinct MI300X-NPS1-SPX-192GB-750W": "mi300x",
+    "AMD MI300X-NPS1-SPX-192GB-750W": "mi300x",
+}
+
+
+@dataclass(frozen=True)
+class MlperfWorkload:
+    """The token mix of an MLPerf LLM benchmark's dataset (not in the CSV: see `source`)."""
+
+    model: str
+    mix: TrafficMix
+    source: str
+
+
+MLPERF_WORKLOADS = {
+    "llama2-70b": MlperfWorkload(
+        "llama-2-70b",
+        TrafficMix(
+            prompt_mean_tokens=250,
+            prompt_p99_tokens=1000,
+            prompt_cv=1.0,
+            output_mean_tokens=294,
+            output_p99_tokens=1024,
+            output_cv=1.0,
+        ),
+        "MLCommons llama2-70b (OpenOrca, 24,576 samples, prompts and outputs cut at 1,024 "
+        "tokens; reference 294.45 output tokens per sample: mlcommons/inference "
+        "language/llama2-70b/README.md). Prompt mean ~250 tokens is an ESTIMATE from the "
+        "processed set's size (41.7 MB with reference answers, HF ctuning/MLPerf-OpenOrca); "
+        "spreads assumed cv=1.",
+    ),
+    "mixtral-8x7b": MlperfWorkload(
+        "mixtral-8x7b",
+        TrafficMix(
+            prompt_mean_tokens=300,
+            prompt_p99_tokens=1500,
+            prompt_cv=1.0,
+            output_mean_tokens=146,
+            output_p99_tokens=1024,
+            output_cv=1.0,
+        ),
+        "MLCommons mixtral-8x7b (OpenOrca + GSM8K + MBXP); output mean 146 tokens per "
+        "sample as the rows report it. Prompt mean 300 tokens is an ASSUMPTION (not "
+        "sourced); spreads assumed cv=1.",
+    ),
+}
+MLPERF_TTFT_S = 2.0
+MLPERF_TPOT_S = 0.2
+
+
+@dataclass(frozen=True)
+class Row:
+    """One calibration row in the model's terms."""
+
+    label: str
+    source: str
+    """`trtllm` or `mlperf`."""
+    kind: str
+    """`offline` (max throughput), `server` (at the SLO), `ttft` (first-token latency,
+    seconds), `static` (static batching at `batch`), `itl` (mean inter-token latency at
+    `rate`, seconds)."""
+    model: str
+    gpu: str
+    weight_precision: Precision
+    tps: tuple[int, ...]
+    pp: int
+    mix: TrafficMix
+    measured: float
+    """Output tokens/s per GPU (`ttft`, `itl`: seconds)."""
+    held_out: bool
+    batch: int = 0
+    targets: LatencyTargets = field(default_factory=LatencyTargets)
+    rate: float = 0.0
+    """Requests/s offered (`itl` rows)."""
+
+    @property
+    def kv_precision(self) -> Precision:
+        """TensorRT-LLM FP8/FP4 checkpoints and MLPerf submissions run an FP8 KV cache."""
+        return default_kv_precision(self.weight_precision)
+
+    @property
+    def group(self) -> str:
+        """The efficiency group the row belongs to: `<generation>/<precision>`."""
+        return f"{GENERATIONS[self.gpu]}/{self.weight_precision}"
+
+
+def calibration_dir() -> Path:
+    """`$FLEETPLAN_CALIBRATION_DIR`, else `../shared/calibration` beside the clone."""
+    env = os.environ.get("FLEETPLAN_CALIBRATION_DIR")
+    return Path(env) if env else REPO.parent / "shared" / "calibration"
+
+
+def _held_out(key: str) -> bool:
+    """Deterministic 1-in-3 hold-out by a CRC of the row's configuration."""
+    return zlib.crc32(key.encode()) % 3 == 0
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _trtllm_rows(path: Path, skipped: Counter) -> list[Row]:
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for raw in csv.DictReader(handle):
+            version = raw["trtllm_version_stated"].split(" ")[0]
+            section = raw["section"]
+            model = TRT_MODELS.get(raw["model"])
+            gpu = TRT_GPUS.get(raw["gpu"])
+            precision = TRT_PRECISIONS.get(raw["precision"])
+            if model is None or gpu is None or precision is None:
+                skipped[f"trtllm: {raw['model']} on {raw['gpu']} not in the catalogs"] += 1
+                continue
+            unit = raw["unit"]
+            tp, pp = int(raw["tp"]), int(raw["pp"] or 1)
+            isl, osl = float(raw["isl"]), float(raw["osl"])
+            value = float(raw["value"])
+            if section == "Throughput Measurements":
+                kind = "offline"
+                per_gpu = _float(raw["derived_value_per_gpu"])
+                measured = per_gpu if "whole" in unit and per_gpu else value
+            elif section.startswith("Low Latency"):
+                kind, measured = "ttft", value / 1e3
+            elif version == "v0.9.0" and "PER GPU" in unit:
+                kind, measured = "static", value
+            else:
+                skipped[f"trtllm {version}: {section} (units ambiguous or superseded)"] += 1
+                continue
+            key = f"{version}|{model}|{gpu}|{precision}|{tp}|{pp}|{isl:g}|{osl:g}"
+            held_out = kind != "offline" or _held_out(key)
+            rows.append(
+                Row(
+                    label=f"trtllm {version} {model} {gpu} {precision} tp{tp}pp{pp} "
+                    f"{isl:g}/{osl:g}" + (f" bs{raw['batch_size']}" if kind == "static" else ""),
+                    source="trtllm",
+                    kind=kind,
+                    model=model,
+                    gpu=gpu,
+                    weight_precision=precision,
+                    tps=(tp,),
+                    pp=pp,
+                    mix=TrafficMix.fixed(isl, osl),
+                    measured=measured,
+                    held_out=held_out,
+                    batch=int(raw["batch_size"] or 0),
+                )
+            )
+    return rows
+
+
+def _lowest_precision(gpu: str) -> Precision:
+    spec = gpu_catalog()[gpu]
+    for precision in (Precision.FP4, Precision.FP8):
+        if spec.supports(precision):
+            return precision
+    return Precision.BF16
+
+
+def _mlperf_rows(path: Path, skipped: Counter) -> list[Row]:
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for raw in csv.DictReader(handle):
+            gpu = MLPERF_GPUS.get(raw["accelerator"])
+            benchmark = raw["benchmark"].removesuffix("-99.9").removesuffix("-99")
+            workload = MLPERF_WORKLOADS.get(benchmark)
+            if gpu is None or workload is None:
+                skipped[f"mlperf: {raw['accelerator']} / {raw['benchmark']} not modelled"] += 1
+                continue
+            per_node = int(raw["accelerators_per_node"])
+            tps = tuple(tp for tp in (1, 2, 4, 8) if tp <= per_node)
+            server = raw["scenario"] == "Server"
+            rows.append(
+                Row(
+                    label=f"mlperf {raw['round']} {raw['submitter']} {raw['benchmark']} "
+                    f"{raw['scenario']} {gpu}x{raw['total_accelerators_from_system_json']}",
+                    source="mlperf",
+                    kind="server" if server else "offline",
+                    model=workload.model,
+                    gpu=gpu,
+                    weight_precision=_lowest_precision(gpu),
+                    tps=tps,
+                    pp=1,
+                    mix=workload.mix,
+                    measured=float(raw["derived_tokens_per_s_per_accelerator"]),
+                    held_out=True,
+                    targets=LatencyTargets(MLPERF_TTFT_S, MLPERF_TPOT_S)
+                    if server
+                    else LatencyTargets(),
+                )
+            )
+    return rows
+
+
+SERVING_GPUS = {"H100 80GB HBM3": "h100-sxm", "H200 131GB HBM3": "h200"}
+SERVING_MODELS = {"LLaMA 3.1 8B": "llama-3.1-8b"}
+
+
+def _serving_rows(path: Path, skipped: Counter) -> list[Row]:
+    """Online-serving rows at a finite Poisson request rate: mean inter-token latency."""
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for raw in csv.DictReader(handle):
+            gpu = SERVING_GPUS.get(raw["gpu"])
+            model = SERVING_MODELS.get(raw["model"])
+            offered = _float(raw["load_value"])
+            rate = _float(raw["throughput_req_s"])  # achieved, not offered
+            if offered is None or math.isinf(offered):  # INF: every request at once
+                rate = None
+            itl_ms = _float(raw["itl_or_tpot_mean_ms"])
+            if gpu is None or model is None or rate is None or itl_ms is None:
+                skipped[f"serving: {raw['model']} on {raw['gpu']} at {raw['load_value']}"] += 1
+                continue
+            isl, osl = float(raw["isl"]), float(raw["osl"])
+            key = f"serving|{model}|{gpu}|{isl:g}|{osl:g}|{rate:g}"
+            rows.append(
+                Row(
+                    label=f"serving trtllm {raw['engine_version']} {model} {gpu} bf16 "
+                    f"{isl:g}/{osl:g} at {rate:g} req/s (mean ITL s)",
+                    source="serving",
+                    kind="itl",
+                    model=model,
+                    gpu=gpu,
+                    weight_precision=TRT_PRECISIONS.get(raw["precision"], Precision.BF16),
+                    tps=(int(raw["tp"]),),
+                    pp=int(raw["pp"] or 1),
+                    mix=TrafficMix.fixed(isl, osl),
+                    measured=itl_ms / 1e3,
+                    held_out=_held_out(key),
+                    rate=rate,
+                )
+            )
+    return rows
+
+
+def load_rows(directory: Path | None = None) -> tuple[list[Row], Counter]:
+    """Every usable calibration row, and a count of the skipped ones by reason."""
+    directory = directory or calibration_dir()
+    skipped: Counter = Counter()
+    rows = _trtllm_rows(directory / "trtllm_perf.csv", skipped)
+    rows += _mlperf_rows(directory / "mlperf.csv", skipped)
+    rows += _serving_rows(directory / "serving_benchmarks.csv", skipped)
+    return rows, skipped
+
+
+def catalog_efficiency(row: Row) -> Efficiency:
+    """The efficiency factors the catalog gives the row's GPU and precision."""
+    return efficiency_for(row.gpu, row.weight_precision)
+
+
+def predict(row: Row, efficiency: Efficiency) -> float:
+    """The model's figure for a row (tokens/s per GPU, or seconds for `ttft`); nan when no
+    layout fits."""
+    gpu = gpu_catalog()[row.gpu]
+    llm = llm_catalog()[row.model]
+    if row.kind == "itl":
+        config = ReplicaConfig(
+            gpu, llm, row.weight_precision, row.kv_precision, row.tps[0], row.pp, Role.UNIFIED
+        )
+        point = operating_point(config, row.mix, efficiency, row.rate)
+        return math.nan if point is None else point.decode_step_s
+    if row.kind in ("ttft", "static"):
+        tp = row.tps[0]
+        if layout_problem(gpu, llm, row.weight_precision, row.kv_precision, tp, row.pp):
+            return math.nan
+        steps = step_model(gpu, llm, row.weight_precision, row.kv_precision, tp, row.pp, efficiency)
+        isl, osl = row.mix.prompt_mean_tokens, row.mix.output_mean_tokens
+        if row.kind == "ttft":
+            return steps.prefill_s(isl)
+        batch = row.batch
+        prefill_s = steps.pass_s(0.0, 0.0, batch * isl, batch * isl * isl / 2) + steps.overhead_s
+        decode_s = osl * steps.decode_step_s(batch, isl + osl / 2)
+        return batch * osl / (prefill_s + decode_s) / (tp * row.pp)
+    best = math.nan
+    for tp in row.tps:
+        config = ReplicaConfig(
+            gpu, llm, row.weight_precision, row.kv_precision, tp, row.pp, Role.UNIFIED
+        )
+        capacity = replica_capacity(config, row.mix, row.targets, efficiency)
+        if capacity.fits and capacity.meets_slo:
+            value = capacity.output_tokens_per_s_per_gpu
+            best = value if math.isnan(best) else max(best, value)
+    return best
+
+
+# --- statistics --------------------------------------------------------------------------
+
+
+def abs_pct_errors(predicted: np.ndarray, measured: np.ndarray) -> np.ndarray:
+    """|predicted - measured| / measured x 100."""
+    return np.abs(predicted - measured) / measured * 100
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman rank correlation (average ranks for ties), numpy only."""
+
+    def ranks(x: np.ndarray) -> np.ndarray:
+        order = np.argsort(x, kind="mergesort")
+        ranked = np.empty(len(x))
+        ranked[order] = np.arange(len(x), dtype=float)
+        for value in np.unique(x):
+            tied = x == value
+            if tied.sum() > 1:
+                ranked[tied] = ranked[tied].mean()
+        return ranked
+
+    ra, rb = ranks(a), ranks(b)
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+# --- fitting -----------------------------------------------------------------------------
+
+
+def _to_vector(efficiency: Efficiency, names: tuple[str, ...]) -> np.ndarray:
+    values = []
+    for name in names:
+        low, high = BOUNDS[name]
+        x = (getattr(efficiency, name) - low) / (high - low)
+        x = min(max(x, 1e-4), 1 - 1e-4)
+        values.append(math.log(x / (1 - x)))
+    return np.array(values)
+
+
+def _from_vector(vector: np.ndarray, base: Efficiency, names: tuple[str, ...]) -> Efficiency:
+    update = {}
+    for name, value in zip(names, vector, strict=True):
+        low, high = BOUNDS[name]
+        update[name] = low + (high - low) / (1 + math.exp(-value))
+    return base.model_copy(update=update)
+
+
+def _loss(rows: list[Row], efficiency: Efficiency) -> float:
+    """Mean squared log error; a row the model cannot place costs as much as a 3x miss."""
+    errors = []
+    for row in rows:
+        value = predict(row, efficiency)
+        errors.append(math.log(value / row.measured) ** 2 if value > 0 else math.log(3) ** 2)
+    return float(np.mean(errors))
+
+
+def nelder_mead(fun, start: np.ndarray, steps: int = 240, scale: float = 0.6) -> np.ndarray:
+    """A plain Nelder-Mead minimiser (numpy only)."""
+    dim = len(start)
+    simplex = [start] + [start + scale * np.eye(dim)[i] for i in range(dim)]
+    values = [fun(x) for x in simplex]
+    for _ in range(steps):
+        order = np.argsort(values)
+        simplex = [simplex[i] for i in order]
+        values = [values[i] for i in order]
+        centroid = np.mean(simplex[:-1], axis=0)
+        worst = simplex[-1]
+        reflected = centroid + (centroid - worst)
+        f_reflected = fun(reflected)
+        if f_reflected < values[0]:
+            expanded = centroid + 2 * (centroid - worst)
+            f_expanded = fun(expanded)
+            if f_expanded < f_reflected:
+                simplex[-1], values[-1] = expanded, f_expanded
+            else:
+                simplex[-1], values[-1] = reflected, f_reflected
+        elif f_reflected < values[-2]:
+            simplex[-1], values[-1] = reflected, f_reflected
+        else:
+            contracted = centroid + 0.5 * (worst - centroid)
+            f_contracted = fun(contracted)
+            if f_contracted < values[-1]:
+                simplex[-1], values[-1] = contracted, f_contracted
+            else:
+                best = simplex[0]
+                simplex = [best] + [best + 0.5 * (x - best) for x in simplex[1:]]
+                values = [values[0]] + [fun(x) for x in simplex[1:]]
+    return simplex[int(np.argmin(values))]
+
+
+def identifiable(rows: list[Row]) -> tuple[str, ...]:
+    """The factors `rows` can pin down. Offline throughput alone cannot separate the fixed
+    per-step overhead from bandwidth (both scale a large-batch step), so without latency
+    rows the step overhead keeps the pooled value."""
+    if any(row.kind == "itl" for row in rows):
+        return FITTED
+    return tuple(name for name in FITTED if name != "step_overhead_s")
+
+
+def fit(rows: list[Row], base: Efficiency) -> Efficiency:
+    """The identifiable factors that minimise the mean squared log error over `rows`."""
+    names = identifiable(rows)
+    best = nelder_mead(lambda v: _loss(rows, _from_vector(v, base, names)), _to_vector(base, names))
+    return _from_vector(best, base, names)
+
+
+def fit_all(rows: list[Row]) -> dict[str, Efficiency]:
+    """One pooled set (`default`) and one set per generation, on the rows not held out."""
+    fit_rows = [row for row in rows if not row.held_out]
+    fitted = {"default": fit(fit_rows, Efficiency())}
+    for generation in sorted({GENERATIONS[row.gpu] for row in fit_rows}):
+        group = [row for row in fit_rows if GENERATIONS[row.gpu] == generation]
+        fitted[generation] = fit(group, fitted["default"])
+    return fitted
+
+
+def render_yaml(fitted: dict[str, Efficiency], rows: list[Row]) -> str:
+    """The text of `efficiency.yaml`."""
+    fit_rows = [row for row in rows if not row.held_out]
+    counts = Counter(GENERATIONS[row.gpu] for row in fit_rows)
+    lines = [
+        "# Calibrated efficiency factors of the performance model (models/efficiency.py).",
+        "#",
+        f"# Written by tests/bench/calibrate.py --write on {datetime.date.today()}; do not edit",
+        "# by hand: change the model or the data and re-run it.",
+        "# Data: ../shared/calibration/trtllm_perf.csv, TensorRT-LLM max-throughput rows",
+        "# (v0.17 engine and v0.20 PyTorch backend, offline, fixed ISL/OSL), and",
+        "# serving_benchmarks.csv, mean inter-token latency at a request rate (TensorRT-LLM",
+        "# 0.14, Llama 3.1 8B); two in three rows by a hash of the configuration. The rest,",
+        "# every MLPerf row and the v0.9 rows are held out (tests/bench/test_calibration.py",
+        "# reports both).",
+        "# Fitted: " + ", ".join(FITTED) + "; every other factor keeps its default.",
+        "# A generation with no latency rows keeps the pooled step_overhead_s (offline",
+        "# throughput alone cannot separate it from bandwidth).",
+        "# One set per GPU generation (each generation's rows are one precision; the set",
+        "# serves every precision of that generation); `default` is one pooled fit over all",
+        "# fit rows and serves GPUs with no data (MI300X) and inline GPUs.",
+        "",
+        "generation_of:",
+    ]
+    lines += [f"  {gpu}: {generation}" for gpu, generation in GENERATIONS.items()]
+    lines += ["", "by_key:"]
+    for key, efficiency in fitted.items():
+        note = f"{counts[key]} fit rows" if key != "default" else f"{len(fit_rows)} fit rows"
+        lines.append(f"  {key}:  # {note}")
+        for name in FITTED:
+            value = getattr(efficiency, name)
+            lines.append(f"    {name}: {value:.4g}")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="write efficiency.yaml")
+    args = parser.parse_args()
+    rows, skipped = load_rows()
+    fitted = fit_all(rows)
+    text = render_yaml(fitted, rows)
+    print(text)
+    for label, efficiency in fitted.items():
+        group = [r for r in rows if label == "default" or GENERATIONS[r.gpu] == label]
+        for held in (False, True):
+            subset = [r for r in group if r.held_out == held and r.kind != "ttft"]
+            if not subset:
+                continue
+            predicted = np.array([predict(r, efficiency) for r in subset])
+            measured = np.array([r.measured for r in subset])
+            ok = ~np.isnan(predicted)
+            errors = abs_pct_errors(predicted[ok], measured[ok])
+            print(
+                f"{label:10s} {'held-out' if held else 'fit':8s} rows {ok.sum():4d}  "
+                f"median |error| {np.median(errors):5.1f}%"
+            )
+    print(f"skipped rows: {sum(skipped.values())}")
+    if args.write:
+        EFFICIENCY_YAML.write_text(text, encoding="utf-8")
+        print(f"wrote {EFFICIENCY_YAML}")
+
+
+if __name__ == "__main__":
+    main()

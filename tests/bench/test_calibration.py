@@ -1,0 +1,92 @@
+"""Calibration benchmark: the performance model against published measurements.
+
+Run by `make bench` (needs ../shared/calibration beside the clone, or
+FLEETPLAN_CALIBRATION_DIR). Prints, for every usable row, the prediction with the catalog's
+efficiency factors, the measurement and the error; then the median absolute percentage
+error and the Spearman rank correlation, for the rows the factors were fitted on and for
+the held-out rows (see tests/bench/calibrate.py for the split and the assumptions).
+"""
+
+import math
+
+import numpy as np
+import pytest
+from calibrate import (
+    MLPERF_WORKLOADS,
+    Row,
+    abs_pct_errors,
+    calibration_dir,
+    catalog_efficiency,
+    load_rows,
+    predict,
+    spearman,
+)
+
+pytestmark = pytest.mark.skipif(
+    not (calibration_dir() / "trtllm_perf.csv").exists(),
+    reason=f"calibration data not found at {calibration_dir()}",
+)
+
+
+LATENCY = ("ttft", "itl")
+
+
+def _summary(name: str, rows: list[Row], predicted: np.ndarray) -> tuple[float, float]:
+    measured = np.array([row.measured for row in rows])
+    ok = ~np.isnan(predicted)
+    errors = abs_pct_errors(predicted[ok], measured[ok])
+    median = float(np.median(errors)) if ok.any() else math.nan
+    rho = spearman(predicted[ok], measured[ok]) if ok.sum() > 2 else math.nan
+    unplaced = int((~ok).sum())
+    print(
+        f"  {name:34s} rows {ok.sum():4d}  median |error| {median:5.1f}%  "
+        f"Spearman {rho:5.3f}" + (f"  (no layout fits: {unplaced})" if unplaced else "")
+    )
+    return median, rho
+
+
+def test_calibration_report() -> None:
+    rows, skipped = load_rows()
+    predicted = np.array([predict(row, catalog_efficiency(row)) for row in rows])
+
+    print("\n\nfleetplan performance model vs published measurements")
+    print("(throughput rows: output tokens/s per GPU; first-token and ITL rows: seconds)\n")
+    print(f"{'row':86s} {'split':8s} {'predicted':>10s} {'measured':>10s} {'error':>8s}")
+    for row, value in zip(rows, predicted, strict=True):
+        split = "held-out" if row.held_out else "fit"
+        if math.isnan(value):
+            print(f"{row.label:86s} {split:8s} {'no fit':>10s} {row.measured:10.4g}")
+            continue
+        error = (value - row.measured) / row.measured * 100
+        print(f"{row.label:86s} {split:8s} {value:10.4g} {row.measured:10.4g} {error:+7.1f}%")
+
+    print("\nsummary (median absolute % error, Spearman rank correlation):")
+    results = {}
+    for name, select in (
+        ("fit: TensorRT-LLM offline", lambda r: not r.held_out and r.kind == "offline"),
+        (
+            "held-out: TensorRT-LLM offline",
+            lambda r: r.held_out and r.source == "trtllm" and r.kind == "offline",
+        ),
+        ("held-out: MLPerf Offline", lambda r: r.source == "mlperf" and r.kind == "offline"),
+        ("held-out: MLPerf Server (at SLO)", lambda r: r.kind == "server"),
+        ("held-out: TRT-LLM v0.9 static batch", lambda r: r.kind == "static"),
+        ("held-out: TRT-LLM v0.9 first token", lambda r: r.kind == "ttft"),
+        ("fit: serving mean ITL at a rate", lambda r: r.kind == "itl" and not r.held_out),
+        ("held-out: serving mean ITL", lambda r: r.kind == "itl" and r.held_out),
+        ("held-out: all throughput rows", lambda r: r.held_out and r.kind not in LATENCY),
+        ("all throughput rows", lambda r: r.kind not in LATENCY),
+    ):
+        mask = np.array([select(row) for row in rows])
+        subset = [row for row, keep in zip(rows, mask, strict=True) if keep]
+        results[name] = _summary(name, subset, predicted[mask])
+    print(f"\nskipped rows (model or GPU not in the catalogs): {sum(skipped.values())}")
+    print("MLPerf workload assumptions:")
+    for name, workload in MLPERF_WORKLOADS.items():
+        print(f"  {name}: {workload.source}")
+
+    # Guard rails, loose on purpose: they catch a broken model, not a 5% drift.
+    fit_median, fit_rho = results["fit: TensorRT-LLM offline"]
+    held_median, held_rho = results["held-out: TensorRT-LLM offline"]
+    assert fit_median < 20 and held_median < 25
+    assert fit_rho > 0.9 and held_rho > 0.9

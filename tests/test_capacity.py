@@ -1,0 +1,275 @@
+"""Capacity at the SLO: Little's-law fixed point, limits, roles, and the contract the
+solver relies on (pure, fast, never raises)."""
+
+import math
+import time
+from itertools import pairwise
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from models.capacity import (
+    batch_p99,
+    kv_transfer_s,
+    operating_point,
+    replica_capacity,
+    throughput_frontier,
+)
+from models.catalog import gpu, gpu_catalog, llm, llm_catalog
+from models.efficiency import Efficiency, efficiency_for
+from models.memory import kv_bytes_per_token
+from models.precision import Precision
+from models.replica import LatencyTargets, Limit, ReplicaConfig, Role, TrafficMix
+
+BF16, FP8, FP4 = Precision.BF16, Precision.FP8, Precision.FP4
+EFF = Efficiency(
+    prefill_flops_fraction=0.5,
+    decode_flops_fraction=0.5,
+    hbm_fraction=0.8,
+    step_overhead_s=2e-3,
+    allreduce_latency_s=20e-6,
+)
+OFFLINE = LatencyTargets()
+CHAT = TrafficMix(
+    prompt_mean_tokens=1500,
+    prompt_p99_tokens=6000,
+    prompt_cv=1.0,
+    output_mean_tokens=400,
+    output_p99_tokens=1500,
+    output_cv=0.8,
+)
+
+
+def config(
+    model="llama-3.3-70b", gpu_name="h100-sxm", precision=FP8, tp=4, pp=1, role=Role.UNIFIED
+):
+    kv = BF16 if precision is BF16 else FP8
+    return ReplicaConfig(gpu(gpu_name), llm(model), precision, kv, tp, pp, role)
+
+
+def test_offline_batch_is_as_large_as_memory_allows():
+    capacity = replica_capacity(config(tp=2), TrafficMix.fixed(1000, 2000), OFFLINE, EFF)
+    assert capacity.fits and capacity.meets_slo
+    assert capacity.limit is Limit.KV_MEMORY
+    footprint = 1000 + 2000
+    assert capacity.batch == pytest.approx(capacity.kv_capacity_tokens / footprint)
+    assert capacity.max_batch == int(capacity.kv_capacity_tokens // footprint)
+
+
+def test_littles_law_fixed_point():
+    capacity = replica_capacity(config(), CHAT, LatencyTargets(0.8, 0.05), EFF)
+    # concurrency = rate x duration, and the duration (O steps) depends on the batch
+    assert capacity.batch == pytest.approx(
+        capacity.requests_per_s * CHAT.output_mean_tokens * capacity.decode_step_s, rel=1e-9
+    )
+    assert capacity.output_tokens_per_s == pytest.approx(
+        capacity.requests_per_s * CHAT.output_mean_tokens
+    )
+    assert capacity.output_tokens_per_s_per_gpu == pytest.approx(capacity.output_tokens_per_s / 4)
+
+
+def test_operating_point_solves_the_fixed_point_for_a_rate():
+    cfg = config()
+    point = operating_point(cfg, CHAT, EFF, 2.0)
+    assert point is not None
+    assert point.requests_per_s == pytest.approx(2.0, rel=1e-6)
+    assert point.batch == pytest.approx(
+        2.0 * CHAT.output_mean_tokens * point.decode_step_s, rel=1e-6
+    )
+    assert operating_point(cfg, CHAT, EFF, 1e6) is None
+
+
+def test_targets_bind_and_are_met_at_the_operating_point():
+    targets = LatencyTargets(ttft_p99_s=0.8, tpot_p99_s=0.05)
+    capacity = replica_capacity(config(), CHAT, targets, EFF)
+    assert capacity.meets_slo and capacity.requests_per_s > 0
+    assert capacity.limit in (Limit.TPOT, Limit.TTFT_QUEUEING, Limit.INTERCONNECT)
+    assert capacity.tpot_p99_s <= 0.05 * (1 + 1e-9)
+    assert capacity.ttft_p99_s <= 0.8 * (1 + 1e-9)
+    assert capacity.best_tpot_s <= capacity.tpot_p99_s
+    assert capacity.best_ttft_p99_s <= capacity.ttft_p99_s
+
+
+def test_tpot_limit_names_tpot():
+    capacity = replica_capacity(config(), CHAT, LatencyTargets(tpot_p99_s=0.03), EFF)
+    assert capacity.limit in (Limit.TPOT, Limit.INTERCONNECT)
+    assert capacity.tpot_p99_s == pytest.approx(0.03, rel=1e-6)
+
+
+def test_ttft_limit_names_ttft_queueing():
+    capacity = replica_capacity(config(), CHAT, LatencyTargets(ttft_p99_s=1.0), EFF)
+    assert capacity.limit is Limit.TTFT_QUEUEING
+    assert capacity.ttft_p99_s == pytest.approx(1.0, rel=1e-6)
+    assert "TTFT" in capacity.reason
+
+
+def test_prompt_length_spread_lowers_capacity_at_a_ttft_target():
+    targets = LatencyTargets(ttft_p99_s=1.5)
+    fixed = TrafficMix(1500, 1500, 0.0, 400, 400, 0.0)
+    spread = TrafficMix(1500, 1500, 1.5, 400, 400, 0.0)
+    assert (
+        replica_capacity(config(), spread, targets, EFF).requests_per_s
+        < replica_capacity(config(), fixed, targets, EFF).requests_per_s
+    )
+
+
+def test_prefix_cache_hits_cut_prefill_but_not_kv_memory():
+    cold = replica_capacity(config(), TrafficMix.fixed(8000, 200), OFFLINE, EFF)
+    warm_mix = TrafficMix(8000, 8000, 0.0, 200, 200, 0.0, prefix_cache_hit_rate=0.75)
+    warm = replica_capacity(config(), warm_mix, OFFLINE, EFF)
+    assert warm.prefill_s < cold.prefill_s / 2
+    assert warm.max_batch == cold.max_batch
+    assert warm.kv_capacity_tokens == cold.kv_capacity_tokens
+    assert warm.requests_per_s > cold.requests_per_s
+
+
+def test_unreachable_slo_reports_the_best_the_config_can_do():
+    capacity = replica_capacity(
+        config(), CHAT, LatencyTargets(ttft_p99_s=0.8, tpot_p99_s=1e-3), EFF
+    )
+    assert capacity.fits and not capacity.meets_slo
+    assert capacity.requests_per_s == 0.0
+    assert "TPOT" in capacity.reason and "1 ms" in capacity.reason
+    assert 1e-3 < capacity.best_tpot_s < math.inf
+    long_prompts = TrafficMix(32768, 32768, 0.0, 200, 200, 0.0)
+    slow = replica_capacity(config(), long_prompts, LatencyTargets(ttft_p99_s=0.3), EFF)
+    assert not slow.meets_slo and slow.best_ttft_p99_s > 0.3
+    assert f"{slow.best_ttft_p99_s * 1e3:.0f} ms" in slow.reason
+
+
+def test_does_not_fit_says_needed_available_and_what_to_change():
+    capacity = replica_capacity(
+        config("llama-3.1-405b", precision=BF16, tp=1),
+        CHAT,
+        OFFLINE,
+        efficiency_for("h100-sxm", BF16),
+    )
+    assert not capacity.fits and capacity.requests_per_s == 0.0
+    assert capacity.limit is Limit.KV_MEMORY
+    assert "does not fit" in capacity.reason
+    assert "GiB of weights" in capacity.reason and "but has 80.0 GiB" in capacity.reason
+    assert "Use TP>=" in capacity.reason
+
+
+def test_largest_context_that_fits_is_reported():
+    # 70B fp8 on one H100: the weights fit, a 100K-token request does not
+    mix = TrafficMix.fixed(100_000, 1000)
+    capacity = replica_capacity(config(tp=1), mix, OFFLINE, EFF)
+    assert not capacity.fits
+    assert "largest context that fits is" in capacity.reason
+
+
+def test_impossible_layouts_return_fits_false_instead_of_raising():
+    tp3 = replica_capacity(config(tp=3), CHAT, OFFLINE, EFF)
+    assert not tp3.fits and "does not divide" in tp3.reason
+    fp4_h100 = replica_capacity(config(precision=FP4), CHAT, OFFLINE, EFF)
+    assert not fp4_h100.fits and "fp4" in fp4_h100.reason
+    too_long = replica_capacity(config("llama-2-70b"), TrafficMix.fixed(4000, 1000), OFFLINE, EFF)
+    assert not too_long.fits and "context window" in too_long.reason
+
+
+def test_prefill_role_leaves_room_for_the_kv_transfer():
+    cfg = config(role=Role.PREFILL)
+    capacity = replica_capacity(cfg, CHAT, LatencyTargets(ttft_p99_s=1.0), EFF)
+    assert capacity.meets_slo and capacity.requests_per_s > 0
+    assert capacity.kv_transfer_bytes_per_request == pytest.approx(
+        CHAT.prompt_mean_tokens * kv_bytes_per_token(cfg.llm, FP8)
+    )
+    # KV bytes / (4 GPUs x 400 Gbit/s x scaleout fraction)
+    transfer = CHAT.prompt_p99_tokens * 2 * 8 * 128 * 80 / (4 * 400e9 / 8 * EFF.scaleout_fraction)
+    assert kv_transfer_s(cfg, CHAT.prompt_p99_tokens, EFF) == pytest.approx(transfer)
+    assert capacity.best_ttft_p99_s > transfer
+    offline = replica_capacity(cfg, CHAT, OFFLINE, EFF)
+    assert offline.limit is Limit.COMPUTE
+    assert offline.requests_per_s > capacity.requests_per_s
+
+
+def test_decode_role_counts_generations_at_tpot_and_kv_memory():
+    cfg = config(role=Role.DECODE)
+    capacity = replica_capacity(cfg, CHAT, LatencyTargets(tpot_p99_s=0.05), EFF)
+    assert capacity.meets_slo and capacity.requests_per_s > 0
+    assert capacity.limit in (Limit.TPOT, Limit.KV_MEMORY, Limit.INTERCONNECT)
+    unified = replica_capacity(config(), CHAT, LatencyTargets(tpot_p99_s=0.05), EFF)
+    assert capacity.requests_per_s > unified.requests_per_s  # no prefill stealing its steps
+
+
+def test_chunked_prefill_steals_decode_time():
+    cfg = config()
+    short = replica_capacity(cfg, TrafficMix.fixed(100, 400), LatencyTargets(tpot_p99_s=0.05), EFF)
+    long = replica_capacity(cfg, TrafficMix.fixed(4000, 400), LatencyTargets(tpot_p99_s=0.05), EFF)
+    assert long.requests_per_s < short.requests_per_s
+
+
+def test_frontier_trades_user_speed_for_gpu_throughput():
+    points = throughput_frontier(config(), CHAT, LatencyTargets(0.8, 0.05), EFF)
+    assert len(points) >= 5
+    for a, b in pairwise(points):
+        assert b.tokens_per_s_per_user <= a.tokens_per_s_per_user
+        assert b.output_tokens_per_s_per_gpu >= a.output_tokens_per_s_per_gpu
+    assert points[0].meets_slo and not points[-1].meets_slo
+    assert throughput_frontier(config(tp=3), CHAT, OFFLINE, EFF) == []
+
+
+def test_batch_p99_is_poisson():
+    assert batch_p99(100) == pytest.approx(100 + 2.326347874 * 10)
+
+
+def test_fast_and_deterministic():
+    configs = [
+        config(model, gpu_name, precision, tp)
+        for model in ("llama-3.3-70b", "llama-3.1-8b", "mixtral-8x7b")
+        for gpu_name in ("h100-sxm", "h200", "b200")
+        for precision in (BF16, FP8)
+        for tp in (1, 2, 4, 8)
+    ]
+    targets = LatencyTargets(0.8, 0.05)
+    start = time.perf_counter()
+    first = [replica_capacity(c, CHAT, targets, EFF) for c in configs]
+    elapsed = time.perf_counter() - start
+    assert elapsed / len(configs) < 0.01  # well under the 2 ms budget on a quiet machine
+    assert first == [replica_capacity(c, CHAT, targets, EFF) for c in configs]
+
+
+@pytest.mark.parametrize("model", sorted(llm_catalog()))
+@pytest.mark.parametrize("gpu_name", sorted(gpu_catalog()))
+def test_every_model_on_every_gpu_gives_sane_numbers_or_a_reason(model, gpu_name):
+    eff = efficiency_for(gpu_name, BF16)
+    for precision in (FP4, FP8, BF16):
+        for tp in (1, 2, 4, 8):
+            capacity = replica_capacity(config(model, gpu_name, precision, tp), CHAT, OFFLINE, eff)
+            assert capacity.reason
+            if capacity.fits:
+                assert capacity.requests_per_s > 0
+                assert 0 < capacity.decode_step_s < 10
+                assert 0 < capacity.prefill_s < 100
+                assert capacity.kv_capacity_tokens > 0 and capacity.max_batch >= 1
+                assert capacity.limit in Limit
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    tpot_ms=st.floats(min_value=10, max_value=200),
+    extra_ms=st.floats(min_value=0, max_value=200),
+    tp=st.sampled_from([2, 4, 8]),
+    prompt=st.floats(min_value=100, max_value=8000),
+)
+def test_a_higher_tpot_target_never_lowers_capacity(tpot_ms, extra_ms, tp, prompt):
+    mix = TrafficMix(prompt, prompt * 3, 0.8, 300, 900, 0.8)
+    cfg = config(tp=tp)
+    low = replica_capacity(cfg, mix, LatencyTargets(1.0, tpot_ms / 1e3), EFF)
+    high = replica_capacity(cfg, mix, LatencyTargets(1.0, (tpot_ms + extra_ms) / 1e3), EFF)
+    assert high.requests_per_s >= low.requests_per_s * (1 - 1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    prompt=st.floats(min_value=10, max_value=30000),
+    extra=st.floats(min_value=0, max_value=30000),
+    output=st.floats(min_value=10, max_value=4000),
+)
+def test_a_longer_context_never_raises_the_max_batch(prompt, extra, output):
+    cfg = config(tp=4)
+    shorter = replica_capacity(cfg, TrafficMix.fixed(prompt, output), OFFLINE, EFF)
+    longer = replica_capacity(cfg, TrafficMix.fixed(prompt + extra, output), OFFLINE, EFF)
+    assert longer.max_batch <= shorter.max_batch
