@@ -37,6 +37,7 @@ from models.errors import InputError, Issue
 from models.hardware import GpuSpec
 from models.llm import LlmSpec
 from models.loading import read_document
+from models.memory import default_kv_precision
 from models.precision import Precision
 from models.queueing import SEED_MM1_UTILIZATIONS, littles_law_in_system, mm1_multiplier_table
 from models.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
@@ -396,7 +397,9 @@ def model_throughput(
     efficiency = efficiency_for(gpu.name, precision)
     candidates = tuple(
         replica_capacity(
-            ReplicaConfig(gpu, llm, precision, precision, tp=tp, pp=1, role=Role.UNIFIED),
+            ReplicaConfig(
+                gpu, llm, precision, default_kv_precision(precision), tp=tp, pp=1, role=Role.UNIFIED
+            ),
             mix,
             targets,
             efficiency,
