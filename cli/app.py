@@ -4,7 +4,7 @@ import sys
 
 import typer
 
-from cli import inputs
+from cli import batch, estimate, inputs, perf, solve
 from cli.console import err, report_input_error
 from cli.exit_codes import ExitCode
 from models.errors import InputError
@@ -19,6 +19,13 @@ app = typer.Typer(
 app.command()(inputs.validate)
 app.command()(inputs.catalog)
 app.command()(inputs.schema)
+app.command()(estimate.estimate)
+app.command()(estimate.headroom)
+app.command()(solve.solve)
+app.command()(solve.verify)
+app.command()(solve.explain)
+app.command()(batch.batch)
+app.command()(perf.perf)
 
 
 def main() -> None:

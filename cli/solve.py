@@ -1,0 +1,418 @@
+"""Commands `solve`, `verify` and `explain`: parse, call one solver function, render.
+
+Exit codes: 0 solved (or verified), 1 verify found violations, 2 bad input, 3
+infeasible (with the diagnosis), 4 no plan within the time limit.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from cli.console import err, out, write_new_file
+from cli.exit_codes import ExitCode
+from models.errors import InputError, Issue
+from models.loading import load_instance
+from solver.backends import UnknownBackendError
+from solver.errors import BackendUnavailable, Diagnosis, Infeasible, NoSolution, PlanRejected
+from solver.explain import Explanation, explain_solved
+from solver.plan import Plan
+from solver.solve import Solved, SolveSettings, solve_program
+from solver.verify import Verification
+from solver.verify import verify as verify_plan
+
+BINDING_ROWS_SHOWN = 20
+"""Binding constraints printed in the terminal (all of them go to --json)."""
+
+InstanceFile = Annotated[Path, typer.Argument(help="Instance file (.yaml, .yml or .json).")]
+BackendOption = Annotated[
+    str | None,
+    typer.Option(help="Solver backend: highs, cbc, scip or cpsat (default: the instance's)."),
+]
+TimeLimit = Annotated[
+    float | None,
+    typer.Option("--time-limit", min=0.001, help="Solver time limit, seconds."),
+]
+MipGap = Annotated[
+    float | None,
+    typer.Option("--mip-gap", min=0.0, max=0.999, help="Relative MIP gap to stop at."),
+]
+Threads = Annotated[
+    int | None, typer.Option(min=1, help="Solver threads (default: the instance's, usually 1).")
+]
+JsonOut = Annotated[
+    Path | None, typer.Option("--json", help="Also write the result as JSON to this file.")
+]
+MarkdownOut = Annotated[
+    Path | None,
+    typer.Option("--markdown", help="Also write the result as Markdown to this file."),
+]
+
+
+def solve(
+    file: InstanceFile,
+    backend: BackendOption = None,
+    time_limit: TimeLimit = None,
+    mip_gap: MipGap = None,
+    threads: Threads = None,
+    json_out: JsonOut = None,
+    markdown_out: MarkdownOut = None,
+) -> None:
+    """Find the cheapest fleet that meets the instance's SLOs and failure policy."""
+    plan = _solve(file, backend, time_limit, mip_gap, threads).plan
+    tables = plan_tables(plan)
+    _print(plan_header(plan), tables, plan.shadow_price_note)
+    _write(json_out, plan.model_dump_json(indent=2))
+    _write(markdown_out, _markdown(plan_header(plan), tables, plan.shadow_price_note))
+
+
+def explain(
+    file: InstanceFile,
+    backend: BackendOption = None,
+    time_limit: TimeLimit = None,
+    mip_gap: MipGap = None,
+    threads: Threads = None,
+    json_out: JsonOut = None,
+    markdown_out: MarkdownOut = None,
+) -> None:
+    """Solve, then explain the plan: what binds, at what price, and what else would cost."""
+    explanation = explain_solved(_solve(file, backend, time_limit, mip_gap, threads))
+    header = [
+        f"{explanation.instance}: explanation of the plan at "
+        f"${explanation.cost_per_month:,.0f}/month"
+    ]
+    tables = explanation_tables(explanation)
+    _print(header, tables, explanation.shadow_price_note)
+    _write(json_out, explanation.model_dump_json(indent=2))
+    _write(markdown_out, _markdown(header, tables, explanation.shadow_price_note))
+
+
+def verify(
+    file: InstanceFile,
+    plan_file: Annotated[
+        Path, typer.Argument(help='Plan JSON (from `solve --json`, or {"replicas": [...]}).')
+    ],
+) -> None:
+    """Check a plan, or a fleet you own, against the instance with the physics alone."""
+    instance = load_instance(file)
+    result = verify_plan(instance, _read_plan(plan_file))
+    _print_verification(plan_file, result)
+    if not result.ok:
+        raise typer.Exit(ExitCode.CHECK_FAILED)
+
+
+# --- the one library call, and its failures -------------------------------------------
+
+
+def _solve(
+    file: Path,
+    backend: str | None,
+    time_limit: float | None,
+    mip_gap: float | None,
+    threads: int | None,
+) -> Solved:
+    instance = load_instance(file)
+    settings = SolveSettings.of(instance, backend, time_limit, mip_gap, threads)
+    try:
+        return solve_program(instance, settings)
+    except Infeasible as infeasible:
+        _print_diagnosis(file, infeasible.diagnosis)
+        raise typer.Exit(ExitCode.INFEASIBLE) from None
+    except (UnknownBackendError, BackendUnavailable) as error:
+        raise InputError([Issue("--backend", None, "", str(error))]) from None
+    except PlanRejected as rejected:
+        err.print(f"[bold red]internal error:[/] {escape(str(rejected))}")
+        raise typer.Exit(ExitCode.CHECK_FAILED) from None
+    except NoSolution as stopped:
+        err.print(f"[bold red]no plan:[/] {escape(f'{file}: {stopped}')}")
+        raise typer.Exit(ExitCode.TIME_LIMIT) from None
+
+
+def _read_plan(path: Path) -> Plan:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise InputError([Issue(str(path), None, "", f"cannot read: {error}")]) from None
+    try:
+        return Plan.model_validate_json(text)
+    except ValidationError as error:
+        raise InputError(
+            [
+                Issue(
+                    str(path),
+                    None,
+                    ".".join(str(part) for part in item["loc"]),
+                    item["msg"],
+                )
+                for item in error.errors()
+            ]
+        ) from None
+
+
+def _write(path: Path | None, text: str) -> None:
+    if path is not None:
+        write_new_file(path, text)
+        err.print(f"wrote {path}")
+
+
+# --- rendering ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A table as strings, rendered to the terminal or to Markdown."""
+
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    note: str = ""
+
+
+def plan_header(plan: Plan) -> list[str]:
+    """The lines above the plan's tables."""
+    lines = [
+        f"{plan.instance}: {plan.status}, ${plan.cost_per_month or 0:,.0f}/month, "
+        f"{plan.total_gpus} GPUs"
+    ]
+    if plan.solver is not None:
+        s = plan.solver
+        gap = "" if s.mip_gap is None else f", gap {s.mip_gap:.3%}"
+        lines.append(
+            f"solver: {s.name} {s.version}, {s.runtime_s:.2f} s{gap}; program: "
+            f"{s.variables} variables ({s.integer_variables} integer), {s.constraints} "
+            f"constraints, {s.candidates} candidate configurations"
+        )
+    return lines
+
+
+def plan_tables(plan: Plan) -> list[TableSpec]:
+    """The plan as tables: pools per region, GPUs, binding constraints, utilisation."""
+    tables = []
+    for region in dict.fromkeys(pool.region for pool in plan.replicas):
+        tables.append(
+            TableSpec(
+                f"{region}",
+                (
+                    "workload",
+                    "GPU",
+                    "precision",
+                    "TP x PP",
+                    "role",
+                    "replicas",
+                    "GPUs",
+                    "req/s per replica",
+                    "limit",
+                ),
+                tuple(
+                    (
+                        p.workload,
+                        p.gpu,
+                        str(p.precision),
+                        f"{p.tp} x {p.pp}",
+                        str(p.role),
+                        str(p.count),
+                        str(p.gpus),
+                        _num(p.requests_per_s_per_replica),
+                        str(p.limit or "-"),
+                    )
+                    for p in plan.replicas
+                    if p.region == region
+                ),
+            )
+        )
+    tables.append(
+        TableSpec(
+            "GPUs by region and type",
+            ("region", "GPU", "used", "existing", "bought", "available", "$/GPU-h", "$/month"),
+            tuple(
+                (
+                    u.region,
+                    u.gpu,
+                    str(u.used),
+                    str(u.existing),
+                    str(u.purchased),
+                    str(u.available),
+                    f"{u.price_per_gpu_hour:.2f}",
+                    f"{u.cost_per_month:,.0f}",
+                )
+                for u in plan.gpus
+            ),
+            f"total ${plan.cost_per_month or 0:,.0f}/month",
+        )
+    )
+    shown = plan.binding[:BINDING_ROWS_SHOWN]
+    hidden = len(plan.binding) - len(shown)
+    tables.append(
+        TableSpec(
+            "Binding constraints",
+            ("constraint", "slack", "shadow price", "unit"),
+            tuple((b.name, _num(b.slack), f"{b.shadow_price:,.2f}", b.unit) for b in shown),
+            f"{hidden} more in --json" if hidden > 0 else "",
+        )
+    )
+    tables.append(
+        TableSpec(
+            "Utilisation by scenario",
+            ("scenario", "workload", "region", "phase", "load req/s", "capacity req/s", "util"),
+            tuple(
+                (
+                    s.name,
+                    p.workload,
+                    p.region,
+                    p.phase,
+                    _num(p.load_requests_per_s),
+                    _num(p.capacity_requests_per_s),
+                    f"{p.utilisation:.0%}",
+                )
+                for s in plan.scenarios
+                for p in s.pools
+            ),
+        )
+    )
+    return tables
+
+
+def explanation_tables(explanation: Explanation) -> list[TableSpec]:
+    """The explanation as tables."""
+    plan_parts = plan_tables(explanation.plan)
+    binding = next(t for t in plan_parts if t.title == "Binding constraints")
+    utilisation = next(t for t in plan_parts if t.title == "Utilisation by scenario")
+    return [
+        binding,
+        TableSpec(
+            "Limiting factor of each chosen configuration",
+            (
+                "workload",
+                "region",
+                "configuration",
+                "replicas",
+                "req/s per replica",
+                "limit",
+                "why",
+            ),
+            tuple(
+                (
+                    n.workload,
+                    n.region,
+                    n.configuration,
+                    str(n.count),
+                    _num(n.requests_per_s_per_replica),
+                    str(n.limit),
+                    n.reason,
+                )
+                for n in explanation.limits
+            ),
+        ),
+        TableSpec(
+            "Without each chosen pool",
+            (
+                "workload",
+                "region",
+                "configuration",
+                "cost without",
+                "extra $/month",
+                "used instead",
+            ),
+            tuple(
+                (
+                    a.workload,
+                    a.region,
+                    a.configuration,
+                    "-" if a.cost_without_per_month is None else f"{a.cost_without_per_month:,.0f}",
+                    "-" if a.extra_cost_per_month is None else f"{a.extra_cost_per_month:+,.0f}",
+                    "; ".join(a.replaced_by),
+                )
+                for a in explanation.alternatives
+            ),
+            explanation.alternative_method,
+        ),
+        utilisation,
+        TableSpec(
+            "Slack by constraint family",
+            ("family", "rows", "tight", "min slack", "dual unit", "requires"),
+            tuple(
+                (
+                    f.family,
+                    str(f.rows),
+                    str(f.tight_rows),
+                    _num(f.min_slack),
+                    f.unit,
+                    f.description,
+                )
+                for f in explanation.families
+            ),
+        ),
+    ]
+
+
+def _print(header: list[str], tables: list[TableSpec], note: str) -> None:
+    for line in header:
+        out.print(line, markup=False)
+    for spec in tables:
+        table = Table(
+            title=escape(spec.title), caption=escape(spec.note) or None, title_justify="left"
+        )
+        for column in spec.columns:
+            table.add_column(escape(column), overflow="fold")
+        for row in spec.rows:
+            table.add_row(*(Text(cell) for cell in row))
+        out.print(table)
+    if note:
+        out.print(note, markup=False)
+
+
+def _markdown(header: list[str], tables: list[TableSpec], note: str) -> str:
+    lines = [f"# {header[0]}", "", *header[1:], ""]
+    for spec in tables:
+        lines += [f"## {spec.title}", ""]
+        lines.append("| " + " | ".join(spec.columns) + " |")
+        lines.append("|" + "---|" * len(spec.columns))
+        lines += [
+            "| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in spec.rows
+        ]
+        if spec.note:
+            lines += ["", spec.note]
+        lines.append("")
+    if note:
+        lines += [note, ""]
+    return "\n".join(lines)
+
+
+def _print_diagnosis(file: Path, diagnosis: Diagnosis) -> None:
+    err.print(f"[bold red]infeasible:[/] {escape(f'{file}: {diagnosis.summary}')}")
+    err.print(f"  found by {diagnosis.method}", markup=False)
+    for problem in diagnosis.problems:
+        err.print(f"  - {problem.requirement}: {problem.message}", markup=False)
+        if problem.remedy:
+            err.print(f"    remedy: {problem.remedy}", markup=False)
+
+
+def _print_verification(plan_file: Path, result: Verification) -> None:
+    summary = (
+        f"{result.total_gpus} GPUs, ${result.cost_per_month:,.0f}/month recomputed, "
+        f"{len(result.checks)} scenario checks"
+    )
+    if result.ok:
+        out.print(f"{plan_file}: ok: {summary}", markup=False)
+        return
+    count = len(result.violations)
+    plural = "s" if count != 1 else ""
+    err.print(
+        f"[bold red]verify failed:[/] {escape(f'{plan_file}: {count} violation{plural}')}"
+        f" ({escape(summary)})"
+    )
+    for violation in result.violations:
+        err.print(f"  - {violation}", markup=False)
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.2f}" if abs(value) >= 0.01 or value == 0 else f"{value:.2g}"

@@ -1,0 +1,339 @@
+"""The candidate table: every replica configuration worth considering, with its capacity.
+
+For each workload w the candidates are the configurations
+
+    (GPU g, weight precision p, TP t, PP s, role)
+
+with g offered in some region (supply or existing fleet), p in the model entry's
+`weight_precisions` and supported by g's tensor cores, t in `policy.tensor_parallel`
+dividing the attention heads and within one scale-up domain (t <= gpus_per_node), s in
+`policy.pipeline_parallel` (at most the layer count), role unified, plus prefill and
+decode when `policy.disaggregation`. The KV cache is kept at the model entry's
+`kv_precision`, else at p but never below fp8.
+
+The performance model (`models.capacity.replica_capacity`) gives each one its capacity
+at the SLO, q in requests/s of its own phase, and the factor that limits it. The KV
+transfer of disaggregated serving is a per-replica limit there (a prefill replica's NICs
+ship its own prompts' KV, a decode replica's NICs receive it; limit `interconnect`), not
+an aggregate row over pools in the program: one pool's idle NIC cannot carry another
+pool's KV, so only the per-replica cap is sound.
+
+Kept: configurations that fit and meet the SLO (q > 0). Pruned: dominated ones.
+Within a group of the same GPU type and role (and, for a disaggregated role, the same
+weight precision, since prefill and decode halves pair by it), A dominates B when
+
+    gpus(A) divides gpus(B)   and   (gpus(B) / gpus(A)) x q(A) >= q(B),
+
+that is, B's GPUs regrouped as replicas of A carry at least as much. Any plan using B
+becomes one at the same cost using A (n replicas of B become m n of A, m = gpus(B) /
+gpus(A)), and it survives the same failures: after losing one replica, (m n - 1) q(A)
+>= (n - 1) q(B) remains; after losing a zone, floor(m n (Z-1) / Z) >= m floor(n (Z-1)
+/ Z) replicas of A remain. So pruning never raises the optimum, and the program stays
+small: for each group it keeps the front of capacity per GPU against replica size.
+
+Prefill candidates with no decode candidate of the same precision (and vice versa) are
+dropped: half a pair serves nothing.
+"""
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from models.capacity import replica_capacity
+from models.efficiency import efficiency_for
+from models.instance import Instance, ModelEntry, Workload
+from models.precision import Precision
+from models.replica import (
+    LatencyTargets,
+    Limit,
+    ReplicaCapacity,
+    ReplicaConfig,
+    Role,
+    TrafficMix,
+)
+from solver.errors import Problem
+
+_KV_FLOOR = Precision.FP8
+
+
+def kv_precision_for(entry: ModelEntry, weight_precision: Precision) -> Precision:
+    """The KV-cache precision: the entry's `kv_precision`, else the weight precision
+    but never below fp8 (fp4 weights keep an fp8 cache)."""
+    if entry.kv_precision is not None:
+        return entry.kv_precision
+    if weight_precision.bytes_per_element < _KV_FLOOR.bytes_per_element:
+        return _KV_FLOOR
+    return weight_precision
+
+
+def planning_capacity(capacity: ReplicaCapacity) -> float:
+    """Requests/s one replica carries at the SLO; 0 when it does not fit or cannot meet
+    the SLO at any load."""
+    if not (capacity.fits and capacity.meets_slo):
+        return 0.0
+    return max(capacity.requests_per_s, 0.0)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One replica configuration for one workload, with its capacity at the SLO."""
+
+    workload: str
+    capacity: ReplicaCapacity
+
+    @property
+    def requests_per_s(self) -> float:
+        """Capacity of one replica at the SLO (requests/s of its own phase)."""
+        return self.capacity.requests_per_s
+
+    @property
+    def limit(self) -> Limit:
+        """What limits one replica's capacity."""
+        return self.capacity.limit
+
+    @property
+    def config(self) -> ReplicaConfig:
+        """The replica layout."""
+        return self.capacity.config
+
+    @property
+    def gpu(self) -> str:
+        """GPU type name."""
+        return self.config.gpu.name
+
+    @property
+    def precision(self) -> Precision:
+        """Weight precision."""
+        return self.config.weight_precision
+
+    @property
+    def kv_precision(self) -> Precision:
+        """KV-cache precision."""
+        return self.config.kv_precision
+
+    @property
+    def role(self) -> Role:
+        """unified, prefill or decode."""
+        return self.config.role
+
+    @property
+    def gpus(self) -> int:
+        """GPUs per replica (tp x pp)."""
+        return self.config.gpus
+
+    @property
+    def key(self) -> str:
+        """Short, name-safe identifier, e.g. `h100-sxm.fp8.tp4pp1.unified`."""
+        c = self.config
+        return f"{c.gpu.name}.{c.weight_precision}.tp{c.tp}pp{c.pp}.{c.role}"
+
+    @property
+    def label(self) -> str:
+        """Human label, e.g. `h100-sxm fp8 tp4xpp1 unified`."""
+        return self.config.label
+
+
+@dataclass(frozen=True)
+class CandidateTable:
+    """The kept candidates of every workload, and what was left out."""
+
+    by_workload: dict[str, tuple[Candidate, ...]]
+    evaluated: dict[str, int] = field(default_factory=dict)
+    """Configurations the performance model was asked about, per workload."""
+    usable: dict[str, int] = field(default_factory=dict)
+    """Of those, the ones that fit and meet the SLO."""
+    problems: tuple[Problem, ...] = ()
+    """One per workload that no configuration can serve, with the best value reached."""
+
+    def of(self, workload: str) -> tuple[Candidate, ...]:
+        """The kept candidates of a workload (empty when none)."""
+        return self.by_workload.get(workload, ())
+
+    def find_label(self, workload: str, label: str) -> Candidate:
+        """The candidate of `workload` with this label (`h100-sxm fp8 tp4xpp1 unified`)."""
+        return next(c for c in self.of(workload) if c.label == label)
+
+
+def offered_gpus(instance: Instance) -> list[str]:
+    """GPU types some region offers (supply entry or existing fleet), in `gpus` order."""
+    offered = {
+        gpu
+        for region in instance.regions
+        for gpu in (*region.supply, *(g for g, n in region.existing.items() if n > 0))
+    }
+    return [entry.name for entry in instance.gpus if entry.name in offered]
+
+
+def configurations(instance: Instance, workload: Workload) -> list[ReplicaConfig]:
+    """Every layout the policy allows for a workload (before any physics)."""
+    entry = instance.model_entry(workload.model)
+    llm = instance.llm_specs[workload.model]
+    policy = instance.policy
+    roles = [Role.UNIFIED]
+    if policy.disaggregation:
+        roles += [Role.PREFILL, Role.DECODE]
+    configs = []
+    for gpu_name in offered_gpus(instance):
+        gpu = instance.gpu_specs[gpu_name]
+        for precision in entry.weight_precisions:
+            if not gpu.supports(precision):
+                continue
+            kv = kv_precision_for(entry, precision)
+            for tp in sorted(set(policy.tensor_parallel)):
+                if llm.attention_heads % tp or tp > gpu.gpus_per_node:
+                    continue
+                for pp in sorted(set(policy.pipeline_parallel)):
+                    if pp > llm.layers:
+                        continue
+                    for role in roles:
+                        configs.append(ReplicaConfig(gpu, llm, precision, kv, tp, pp, role))
+    return configs
+
+
+def build_candidates(instance: Instance) -> CandidateTable:
+    """Evaluate every configuration of every workload and keep the useful ones.
+
+    A workload that no configuration can serve gets no candidates and a problem in
+    `problems`, naming the best value any configuration reaches against its target
+    (the pipeline reports it with the pre-solve checks, before solving).
+    """
+    cache: dict[tuple, ReplicaCapacity] = {}
+    by_workload: dict[str, tuple[Candidate, ...]] = {}
+    evaluated: dict[str, int] = {}
+    usable_counts: dict[str, int] = {}
+    problems: list[Problem] = []
+    for workload in instance.workloads:
+        mix = TrafficMix.of(workload)
+        targets = LatencyTargets.of(workload.slo)
+        results = []
+        for config in configurations(instance, workload):
+            key = (
+                config.gpu.name,
+                config.llm.name,
+                config.weight_precision,
+                config.kv_precision,
+                config.tp,
+                config.pp,
+                config.role,
+                mix,
+                targets,
+            )
+            if key not in cache:
+                efficiency = efficiency_for(
+                    config.gpu.name, config.weight_precision, instance.efficiency
+                )
+                cache[key] = replica_capacity(config, mix, targets, efficiency)
+            results.append(cache[key])
+        usable = [Candidate(workload.name, c) for c in results if planning_capacity(c) > 0]
+        evaluated[workload.name] = len(results)
+        usable_counts[workload.name] = len(usable)
+        kept = prune_dominated(drop_unpaired(usable))
+        if not kept:
+            problems.append(no_candidate_problem(instance, workload, results))
+        by_workload[workload.name] = tuple(kept)
+    return CandidateTable(by_workload, evaluated, usable_counts, tuple(problems))
+
+
+def drop_unpaired(candidates: list[Candidate]) -> list[Candidate]:
+    """Drop prefill candidates with no decode candidate of the same weight precision,
+    and the reverse."""
+    sides: dict[Precision, set[Role]] = defaultdict(set)
+    for candidate in candidates:
+        sides[candidate.precision].add(candidate.role)
+    return [
+        c
+        for c in candidates
+        if c.role is Role.UNIFIED or {Role.PREFILL, Role.DECODE} <= sides[c.precision]
+    ]
+
+
+def prune_dominated(candidates: list[Candidate]) -> list[Candidate]:
+    """Keep, in each (GPU, role[, precision]) group, the candidates no other dominates.
+
+    A dominates B when gpus(A) divides gpus(B) and gpus(B) / gpus(A) x q(A) >= q(B);
+    among equals, the smaller replica (then fewer TP, then the first precision) stays.
+    """
+    groups: dict[tuple, list[Candidate]] = defaultdict(list)
+    for candidate in candidates:
+        precision = None if candidate.role is Role.UNIFIED else candidate.precision
+        groups[(candidate.gpu, candidate.role, precision)].append(candidate)
+    kept: list[Candidate] = []
+    for group in groups.values():
+        ordered = sorted(group, key=lambda c: (c.gpus, -c.requests_per_s, c.config.tp))
+        front: list[Candidate] = []
+        for candidate in ordered:
+            if not any(_dominates(a, candidate) for a in front):
+                front.append(candidate)
+        kept.extend(front)
+    order = {id(c): i for i, c in enumerate(candidates)}
+    return sorted(kept, key=lambda c: order[id(c)])
+
+
+def _dominates(a: Candidate, b: Candidate) -> bool:
+    if b.gpus % a.gpus:
+        return False
+    return (b.gpus // a.gpus) * a.requests_per_s >= b.requests_per_s * (1 - 1e-9)
+
+
+def no_candidate_problem(
+    instance: Instance, workload: Workload, results: list[ReplicaCapacity]
+) -> Problem:
+    """Why no configuration can serve a workload, with the best value any reaches."""
+    llm = instance.llm_specs[workload.model]
+    context = (
+        f"{_tokens(workload.prompt_tokens.mean_tokens)} prompts, "
+        f"{_tokens(workload.output_tokens.mean_tokens)} outputs on a "
+        f"{llm.published_params_b:g}B model"
+    )
+    name = f"candidates[{workload.name}]"
+    if not results:
+        return Problem(
+            name,
+            f"{workload.name}: no configuration to consider: no offered GPU supports any of "
+            f"{[str(p) for p in instance.model_entry(workload.model).weight_precisions]} "
+            f"with a TP in {instance.policy.tensor_parallel} dividing "
+            f"{llm.attention_heads} heads",
+            "offer a GPU that supports the model's precisions, or allow other TP degrees",
+        )
+    fitting = [r for r in results if r.fits]
+    if not fitting:
+        largest = max(results, key=lambda r: r.config.gpus * r.config.gpu.hbm_bytes)
+        return Problem(
+            name,
+            f"{workload.name}: no configuration fits in memory ({context}); the largest, "
+            f"{largest.config.label}, does not: {largest.reason}",
+            "allow larger TP or PP, a lower weight precision, or GPUs with more memory",
+        )
+    slo = workload.slo
+    parts = []
+    best_ttft = min(fitting, key=lambda r: r.best_ttft_p99_s)
+    best_tpot = min(fitting, key=lambda r: r.best_tpot_s)
+    if slo.ttft_p99_ms is not None and best_ttft.best_ttft_p99_s * 1e3 > slo.ttft_p99_ms:
+        parts.append(
+            f"p99 TTFT >= {_seconds(best_ttft.best_ttft_p99_s)} on every configuration that "
+            f"fits (best: {best_ttft.config.label}); target {_seconds(slo.ttft_p99_ms / 1e3)}"
+        )
+    if slo.tpot_p99_ms is not None and best_tpot.best_tpot_s * 1e3 > slo.tpot_p99_ms:
+        parts.append(
+            f"time per output token >= {best_tpot.best_tpot_s * 1e3:.1f} ms even at batch 1 "
+            f"(best: {best_tpot.config.label}); target {slo.tpot_p99_ms:g} ms"
+        )
+    if not parts:
+        closest = min(fitting, key=lambda r: r.best_ttft_p99_s)
+        parts.append(
+            f"no configuration meets both latency targets at any load "
+            f"(TTFT target {slo.ttft_p99_ms} ms, TPOT target {slo.tpot_p99_ms} ms); "
+            f"e.g. {closest.config.label}: {closest.reason}"
+        )
+    return Problem(
+        name,
+        f"{workload.name}: " + "; ".join(parts) + f"; {context}",
+        "loosen the SLO, raise the prefix-cache hit rate, allow larger TP, or offer a faster GPU",
+    )
+
+
+def _tokens(count: float) -> str:
+    return f"{count / 1024:.0f}K-token" if count >= 4096 else f"{count:,.0f}-token"
+
+
+def _seconds(value_s: float) -> str:
+    return f"{value_s:.2f} s" if value_s >= 0.1 else f"{value_s * 1e3:.0f} ms"

@@ -1,0 +1,242 @@
+"""Why the plan is what it is.
+
+- Binding constraints with shadow prices (solver.pricing: the LP with the plan's
+  discrete choices fixed and replica counts relaxed; not MIP duals).
+- Utilisation of every phase of every workload in every region, in every scenario.
+- The limiting factor of each chosen configuration, with the performance model's numbers.
+- What each chosen pool's best alternative would cost: the program is re-solved with
+  that configuration excluded from that region (replicas fixed at 0), and the cost
+  difference and what took its place are reported. A re-solve, not a re-pricing: the
+  runner-up is whatever the optimiser picks once the pool is gone, failover included.
+- Slack of every reported constraint family at the plan.
+"""
+
+from collections import defaultdict
+
+from pydantic import BaseModel, ConfigDict
+
+from models.instance import Instance
+from models.replica import Limit
+from solver.backends import get_backend
+from solver.families import FAMILIES
+from solver.lp import Sense, Termination
+from solver.plan import Binding, Plan
+from solver.pricing import is_idle, is_tight
+from solver.solve import (
+    Solved,
+    SolveSettings,
+    gpu_use,
+    integral,
+    optimise,
+    replica_counts,
+    solve_program,
+)
+
+MAX_ALTERNATIVES = 40
+"""Pools beyond this many are not re-solved one by one (explain stays interactive)."""
+
+_FROZEN = ConfigDict(extra="forbid", frozen=True)
+
+
+class Utilisation(BaseModel):
+    """Load against capacity of one phase in one scenario."""
+
+    model_config = _FROZEN
+
+    scenario: str
+    workload: str
+    region: str
+    phase: str
+    load_requests_per_s: float
+    capacity_requests_per_s: float
+    utilisation: float
+
+
+class LimitNote(BaseModel):
+    """What limits one chosen configuration, in the performance model's words."""
+
+    model_config = _FROZEN
+
+    workload: str
+    region: str
+    configuration: str
+    count: int
+    requests_per_s_per_replica: float
+    limit: Limit
+    reason: str
+
+
+class Alternative(BaseModel):
+    """The cost of doing without one chosen pool."""
+
+    model_config = _FROZEN
+
+    workload: str
+    region: str
+    configuration: str
+    count: int
+    cost_without_per_month: float | None
+    """Optimal cost with the configuration excluded from the region (None: no plan)."""
+    extra_cost_per_month: float | None
+    replaced_by: tuple[str, ...]
+    """Pools of the workload in the region in the re-solved plan, as `count x label`."""
+
+
+class FamilySlack(BaseModel):
+    """How tight one constraint family is at the plan."""
+
+    model_config = _FROZEN
+
+    family: str
+    description: str
+    unit: str
+    rows: int
+    tight_rows: int
+    min_slack: float
+
+
+class Explanation(BaseModel):
+    """The plan with the reasons behind it."""
+
+    model_config = _FROZEN
+
+    instance: str
+    cost_per_month: float
+    binding: tuple[Binding, ...]
+    shadow_price_note: str
+    utilisation: tuple[Utilisation, ...]
+    limits: tuple[LimitNote, ...]
+    alternatives: tuple[Alternative, ...]
+    alternative_method: str
+    families: tuple[FamilySlack, ...]
+    plan: Plan
+
+
+ALTERNATIVE_METHOD = (
+    "re-solve with the configuration excluded from the region (its replicas fixed at 0), "
+    "same backend, gap and failure policy"
+)
+
+
+def explain(instance: Instance, settings: SolveSettings | None = None) -> Explanation:
+    """Solve the instance and explain the plan.
+
+    Raises:
+        Infeasible, NoSolution: as `solver.solve.solve`.
+    """
+    return explain_solved(solve_program(instance, settings))
+
+
+def explain_solved(solved: Solved) -> Explanation:
+    """The explanation of an already solved program."""
+    plan = solved.plan
+    return Explanation(
+        instance=plan.instance,
+        cost_per_month=plan.cost_per_month or 0.0,
+        binding=plan.binding,
+        shadow_price_note=plan.shadow_price_note,
+        utilisation=tuple(
+            Utilisation(
+                scenario=scenario.name,
+                workload=row.workload,
+                region=row.region,
+                phase=row.phase,
+                load_requests_per_s=row.load_requests_per_s,
+                capacity_requests_per_s=row.capacity_requests_per_s,
+                utilisation=row.utilisation,
+            )
+            for scenario in plan.scenarios
+            for row in scenario.pools
+        ),
+        limits=_limits(solved),
+        alternatives=_alternatives(solved),
+        alternative_method=ALTERNATIVE_METHOD,
+        families=_family_slack(solved),
+        plan=plan,
+    )
+
+
+def _limits(solved: Solved) -> tuple[LimitNote, ...]:
+    sets = solved.program.sets
+    notes = []
+    for pool in solved.plan.replicas:
+        candidate = sets.table.find_label(pool.workload, pool.label)
+        notes.append(
+            LimitNote(
+                workload=pool.workload,
+                region=pool.region,
+                configuration=pool.label,
+                count=pool.count,
+                requests_per_s_per_replica=candidate.requests_per_s,
+                limit=candidate.limit,
+                reason=candidate.capacity.reason,
+            )
+        )
+    return tuple(notes)
+
+
+def _alternatives(solved: Solved) -> tuple[Alternative, ...]:
+    program, plan = solved.program, solved.plan
+    sets = program.sets
+    backend = get_backend(solved.settings.backend)
+    found = []
+    for pool in plan.replicas[:MAX_ALTERNATIVES]:
+        candidate = sets.table.find_label(pool.workload, pool.label)
+        var = sets.replicas(pool.workload, candidate, pool.region)
+        result = optimise(program, backend, solved.settings, {var: (0.0, 0.0)})
+        if not result.termination.has_solution:
+            found.append(
+                Alternative(
+                    workload=pool.workload,
+                    region=pool.region,
+                    configuration=pool.label,
+                    count=pool.count,
+                    cost_without_per_month=None,
+                    extra_cost_per_month=None,
+                    replaced_by=(
+                        "no plan without it"
+                        if result.termination is Termination.INFEASIBLE
+                        else f"no plan found ({result.termination})",
+                    ),
+                )
+            )
+            continue
+        counts = replica_counts(sets, integral(program, result.values))
+        cost = sum(use.cost_per_month for use in gpu_use(sets, counts))
+        found.append(
+            Alternative(
+                workload=pool.workload,
+                region=pool.region,
+                configuration=pool.label,
+                count=pool.count,
+                cost_without_per_month=cost,
+                extra_cost_per_month=cost - (plan.cost_per_month or 0.0),
+                replaced_by=tuple(
+                    f"{counts[key]} x {p.candidate.label}"
+                    for p in sets.pools_at.get((pool.workload, pool.region), ())
+                    if (key := (pool.workload, p.candidate.key, pool.region)) in counts
+                ),
+            )
+        )
+    return tuple(found)
+
+
+def _family_slack(solved: Solved) -> tuple[FamilySlack, ...]:
+    """Per reported family: rows in use, rows tight at the plan, the smallest slack."""
+    values = integral(solved.program, solved.result.values)
+    rows: dict[str, list[tuple[float, bool]]] = defaultdict(list)
+    for row in solved.program.lp.constraints.values():
+        shown = FAMILIES[row.family].reported and row.sense is not Sense.EQ
+        if shown and not is_idle(row, values):
+            rows[row.family].append((row.slack(values), is_tight(row, values)))
+    return tuple(
+        FamilySlack(
+            family=name,
+            description=FAMILIES[name].description,
+            unit=FAMILIES[name].dual_unit,
+            rows=len(found),
+            tight_rows=sum(tight for _, tight in found),
+            min_slack=min(slack for slack, _ in found),
+        )
+        for name, found in rows.items()
+    )

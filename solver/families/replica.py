@@ -1,0 +1,69 @@
+"""Surviving the loss of any one replica (survive: replica): N+1 on every phase.
+
+    pool_open[w,c,d]:     replicas[w,c,d] - M_c x pool_used[w,c,d] <= 0
+    replica_spare[w,d,phase,c]:
+        sum_{c' in C_w(phase)} q_c' x replicas[w,c',d] - q_c x pool_used[w,c,d]
+            >= load_none[w,d,mode(phase)]
+
+M_c = floor(available GPUs / gpus(c)) is the pool's own bound, so the big-M is tight.
+One replica of one pool fails at a time: for every pool c that has replicas, the phase
+still carries its `none` load (users stay in their region) without one replica of c.
+The worst single loss is the pool with the largest q_c, and a row per pool makes the
+max linear. This is N+1 on each phase of each region: the replicas of a phase sit
+behind one router, so a spare of any pool covers the loss of a replica of another, and
+one spare per (workload, region, phase) is what the policy asks, not one per pool.
+"""
+
+from solver.families import register
+from solver.lp import LinearProgram, Sense
+from solver.sets import ProgramSets
+
+POOL_OPEN = register(
+    "pool_open",
+    "[workload,candidate,region]",
+    "a pool with replicas counts as used",
+    "$/month per replica",
+    reported=False,
+)
+REPLICA_SPARE = register(
+    "replica_spare",
+    "[workload,region,phase,candidate]",
+    "the phase still carries its no-failure load after losing one replica of the pool",
+    "$/month per request/s of load",
+)
+
+
+def add_replica_spare(lp: LinearProgram, sets: ProgramSets) -> None:
+    """pool_open rows for every pool, replica_spare rows for every pool and phase."""
+    if not sets.survives_replica_loss:
+        return
+    for pool in sets.pools:
+        w, c, d = pool.workload, pool.candidate, pool.region
+        lp.add_constraint(
+            f"pool_open[{w},{c.key},{d}]",
+            POOL_OPEN.name,
+            {sets.replicas(w, c, d): 1.0, sets.pool_used(w, c, d): -float(pool.max_replicas)},
+            Sense.LE,
+            0.0,
+        )
+    for (w, d), modes in sets.modes.items():
+        if ("none", w, d) not in sets.inflow:
+            continue
+        for mode in modes:
+            load = sets.load_terms("none", w, d, mode)
+            for phase in mode.phases:
+                pools = sets.phase_pools(w, d, phase)
+                capacity = {
+                    sets.replicas(w, p.candidate, d): p.candidate.requests_per_s for p in pools
+                }
+                for lost in pools:
+                    terms = dict(capacity)
+                    terms.update({var: -1.0 for var in load})
+                    terms[sets.pool_used(w, lost.candidate, d)] = -lost.candidate.requests_per_s
+                    lp.add_constraint(
+                        f"replica_spare[{w},{d},{phase.label},{lost.candidate.key}]",
+                        REPLICA_SPARE.name,
+                        terms,
+                        Sense.GE,
+                        0.0,
+                    )

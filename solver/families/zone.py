@@ -1,0 +1,42 @@
+"""zone_survivors[w,c,r]: a pool spread evenly over Z zones keeps n - ceil(n / Z).
+
+    Z x zone_survivors[w,c,r] - (Z - 1) x replicas[w,c,r] <= 0     (survive: zone)
+
+With zone_survivors integer this is exact, not an approximation: the largest integer
+s <= n (Z - 1) / Z is floor(n (Z - 1) / Z) = n - ceil(n / Z), the replicas left after
+losing the fullest zone. Every pool of the region is assumed to lose its fullest zone at
+once (the worst placement), so the row holds whatever the scheduler does.
+"""
+
+from solver.families import register
+from solver.lp import LinearProgram, Sense
+from solver.sets import ProgramSets
+
+ZONE_SURVIVORS = register(
+    "zone_survivors",
+    "[workload,candidate,region]",
+    "a pool spread evenly over the region's zones keeps n - ceil(n / zones) replicas "
+    "when its fullest zone is lost",
+    "$/month per replica",
+    reported=False,
+)
+
+
+def add_zone_survivors(lp: LinearProgram, sets: ProgramSets) -> None:
+    """One row per pool in a region whose zone loss is a scenario."""
+    for r in sets.zone_regions:
+        zones = sets.zones[r]
+        for pool in sets.pools:
+            if pool.region != r:
+                continue
+            w, c = pool.workload, pool.candidate
+            lp.add_constraint(
+                f"zone_survivors[{w},{c.key},{r}]",
+                ZONE_SURVIVORS.name,
+                {
+                    sets.zone_survivors(w, c, r): float(zones),
+                    sets.replicas(w, c, r): -(zones - 1.0),
+                },
+                Sense.LE,
+                0.0,
+            )

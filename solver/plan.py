@@ -1,0 +1,179 @@
+"""The plan: what to run where, what it costs, what binds it, and how it rides failures.
+
+Frozen pydantic records; `Plan.model_dump_json()` is the `--json` output and
+`Plan.model_validate_json()` reads it back (for `fleetplan verify`). Only `replicas` is
+needed to verify a fleet: a file holding `{"replicas": [...]}` describes a fleet that a
+user owns today, and every other field has a default.
+"""
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from models.precision import Precision
+from models.replica import Limit, Role
+
+_FROZEN = ConfigDict(extra="forbid", frozen=True)
+
+SHADOW_PRICE_NOTE = (
+    "Shadow prices are not MIP duals (an integer program has none). They come from the "
+    "LP with the plan's discrete choices fixed (which configurations run in which "
+    "region, which pools are open) and replica counts relaxed to continuous: the "
+    "marginal $/month of one more unit of each right-hand side for this plan's layout."
+)
+
+
+class ReplicaPool(BaseModel):
+    """Replicas of one configuration serving one workload in one region."""
+
+    model_config = _FROZEN
+
+    workload: str
+    region: str
+    gpu: str
+    precision: Precision
+    """Weight precision."""
+    kv_precision: Precision | None = None
+    """KV-cache precision; default: the model entry's rule (weights, never below fp8)."""
+    tp: int = Field(ge=1)
+    pp: int = Field(ge=1)
+    role: Role = Role.UNIFIED
+    count: int = Field(ge=0)
+    """Replicas."""
+    gpus: int | None = Field(default=None, ge=0)
+    """GPUs in all: count x tp x pp."""
+    limit: Limit | None = None
+    """What limits one replica's capacity at the SLO."""
+    requests_per_s_per_replica: float | None = None
+    """Capacity of one replica at the SLO, requests/s of its own phase."""
+    cost_per_month: float | None = None
+    """What these GPUs would cost if all were bought (the existing fleet is free)."""
+
+    @property
+    def label(self) -> str:
+        """`h100-sxm fp8 tp4xpp1 unified`."""
+        return f"{self.gpu} {self.precision} tp{self.tp}xpp{self.pp} {self.role}"
+
+
+class GpuUse(BaseModel):
+    """GPUs of one type in one region: used, already owned, bought."""
+
+    model_config = _FROZEN
+
+    region: str
+    gpu: str
+    used: int
+    existing: int
+    purchased: int
+    available: int
+    """Existing fleet plus what can be had."""
+    price_per_gpu_hour: float
+    cost_per_month: float
+    """purchased x price x hours_per_month."""
+
+
+class Binding(BaseModel):
+    """A constraint that shapes the plan, with its shadow price."""
+
+    model_config = _FROZEN
+
+    name: str
+    """Row name, e.g. `capacity[lose=eu-west,chat,us-east,unified]`."""
+    family: str
+    description: str = ""
+    slack: float
+    """Slack at the (integer) plan; 0 means the row is tight there."""
+    shadow_price: float
+    """d(cost)/d(rhs) in the pricing LP (see SHADOW_PRICE_NOTE)."""
+    unit: str = ""
+
+
+class Route(BaseModel):
+    """Requests/s of one origin's users served in one destination."""
+
+    model_config = _FROZEN
+
+    workload: str
+    origin: str
+    destination: str
+    requests_per_s: float
+    rtt_ms: float = 0.0
+
+
+class PoolLoad(BaseModel):
+    """Load against capacity of one phase of one workload in one region."""
+
+    model_config = _FROZEN
+
+    workload: str
+    region: str
+    phase: str
+    """unified, prefill or decode (with the weight precision when several pair up)."""
+    load_requests_per_s: float
+    capacity_requests_per_s: float
+    """Capacity of the replicas that survive the scenario."""
+    utilisation: float
+    """load / capacity (0 when there is no capacity)."""
+    pools: tuple[str, ...] = ()
+    """Configurations carrying the phase, as `count x label`."""
+
+
+class ScenarioResult(BaseModel):
+    """How the plan serves one scenario."""
+
+    model_config = _FROZEN
+
+    name: str
+    description: str
+    routing: tuple[Route, ...] = ()
+    pools: tuple[PoolLoad, ...] = ()
+
+
+class SolverRun(BaseModel):
+    """Which backend solved the program, how long it took, how close it got."""
+
+    model_config = _FROZEN
+
+    name: str
+    version: str
+    termination: str
+    runtime_s: float
+    mip_gap: float | None = None
+    """Relative gap between the plan and the best bound, as the backend reports it."""
+    requested_gap: float
+    time_limit_s: float
+    threads: int
+    variables: int
+    integer_variables: int
+    constraints: int
+    candidates: int
+    """Candidate configurations kept after pruning, all workloads together."""
+    method: str = ""
+    """How the program was solved: as one, or workload by workload (solver.decompose)."""
+
+
+class Plan(BaseModel):
+    """A fleet plan for one instance."""
+
+    model_config = _FROZEN
+
+    instance: str = ""
+    """The instance's name."""
+    status: str = "given"
+    """optimal | feasible (time limit hit with a gap) | given (written by hand)."""
+    cost_per_month: float | None = None
+    """USD per month for the GPUs bought (the existing fleet is already paid for)."""
+    total_gpus: int | None = None
+    gpus: tuple[GpuUse, ...] = ()
+    replicas: tuple[ReplicaPool, ...] = ()
+    binding: tuple[Binding, ...] = ()
+    scenarios: tuple[ScenarioResult, ...] = ()
+    solver: SolverRun | None = None
+    shadow_price_note: str = ""
+    notes: tuple[str, ...] = ()
+
+    def gpus_by_type_and_region(self) -> dict[str, dict[str, int]]:
+        """{gpu: {region: used}} for GPUs in use."""
+        table: dict[str, dict[str, int]] = {}
+        for use in self.gpus:
+            if use.used:
+                table.setdefault(use.gpu, {})[use.region] = use.used
+        return table

@@ -1,0 +1,92 @@
+"""The fleet program: how many replicas of which configuration to run where.
+
+Sets (solver.sets): regions r, d, o; workloads w; candidates c of w with capacity q_c at
+the SLO and gpus(c) per replica; scenarios f (none and the single failures the policy
+names); routes (f, w, o, d) the latency policy allows; serving modes of (w, d).
+
+    minimise   sum_{r,g} price[r,g] x hours x purchased[r,g]  +  epsilon x GPUs used
+
+    demand[f,w,o]            sum_d served[f,w,o,d] = D[w,o]
+    mode_split[f,w,d]        sum_m <m>[f,w,d] = sum_o served[f,w,o,d]
+    capacity[f,w,d,phase]    sum_c q_c x alive_f[w,c,d] >= load_f[w,d,phase]
+    zone_survivors[w,c,r]    Z x survivors - (Z - 1) x replicas <= 0            (zone)
+    pool_open[w,c,d]         replicas - M x pool_used <= 0                     (replica)
+    replica_spare[w,d,ph,c]  capacity(phase) - q_c x pool_used >= load_none    (replica)
+    gpu_supply[r,g]          sum gpus(c) x replicas <= existing + max_gpus
+    purchase[r,g]            purchased >= sum gpus(c) x replicas - existing
+
+    replicas, zone_survivors integer >= 0; pool_used binary; served, loads >= 0
+
+Each family lives in its own module under `solver.families`, opening with its math.
+"""
+
+from dataclasses import dataclass, replace
+
+from models.instance import Instance
+from solver.candidates import CandidateTable
+from solver.families import variables
+from solver.families.capacity import add_capacity_within_pools
+from solver.families.demand import add_demand_met
+from solver.families.objective import add_fleet_cost
+from solver.families.replica import add_replica_spare
+from solver.families.split import add_mode_split
+from solver.families.supply import add_gpu_supply, add_purchase_covers_use
+from solver.families.zone import add_zone_survivors
+from solver.lp import LinearProgram
+from solver.scenarios import Scenario, failure_scenarios
+from solver.sets import ProgramSets
+
+
+@dataclass(frozen=True)
+class FleetProgram:
+    """A built program and the sets that name its rows and columns."""
+
+    lp: LinearProgram
+    sets: ProgramSets
+
+
+def build_program(
+    instance: Instance, table: CandidateTable, scenarios: tuple[Scenario, ...] | None = None
+) -> FleetProgram:
+    """The integer program of an instance over a candidate table.
+
+    Args:
+        instance: The validated instance.
+        table: Candidates with their capacity at the SLO (solver.candidates).
+        scenarios: Failure scenarios; default: those `policy.survive` asks for.
+    """
+    sets = ProgramSets(instance, table, scenarios or failure_scenarios(instance))
+    lp = LinearProgram(instance.name)
+
+    variables.add_replica_variables(lp, sets)
+    variables.add_routing_variables(lp, sets)
+    variables.add_zone_survivor_variables(lp, sets)
+    variables.add_pool_used_variables(lp, sets)
+    variables.add_purchase_variables(lp, sets)
+
+    add_demand_met(lp, sets)
+    add_mode_split(lp, sets)
+    add_capacity_within_pools(lp, sets)
+    add_zone_survivors(lp, sets)
+    add_replica_spare(lp, sets)
+    add_gpu_supply(lp, sets)
+    add_purchase_covers_use(lp, sets)
+
+    add_fleet_cost(lp, sets)
+    return FleetProgram(lp, sets)
+
+
+def with_bounds(
+    lp: LinearProgram, bounds: dict[str, tuple[float, float | None]], relax: bool = False
+) -> LinearProgram:
+    """A copy of `lp` with some variables' bounds replaced; with `relax`, every integer
+    variable becomes continuous. The rows are shared (they are frozen)."""
+    copy = LinearProgram(lp.name, objective=dict(lp.objective))
+    copy.objective_constant = lp.objective_constant
+    copy.constraints = dict(lp.constraints)
+    for name, var in lp.variables.items():
+        lower, upper = bounds.get(name, (var.lower, var.upper))
+        copy.variables[name] = replace(
+            var, lower=lower, upper=upper, integer=var.integer and not relax
+        )
+    return copy

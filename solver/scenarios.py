@@ -1,0 +1,173 @@
+"""Failure scenarios and the region graph that failover routing runs over.
+
+A scenario is one state of the world the fleet must serve its peak demand in:
+
+    none                every pool at full strength; users served in their own region
+    lose=<r>            (survive: region) region r serves nothing; its users, and any
+                        other region's, may be served up to `max_failover_rtt_ms` away
+    lose=<r>/zone       (survive: zone) region r loses its worst zone: a pool of n
+                        replicas spread evenly over Z zones keeps n - ceil(n / Z)
+    lose=replica        (survive: replica) any one replica of any pool fails; users
+                        stay in their region (checked on the `none` routing)
+
+Latency between regions is the shortest path over `links`, weighted by round-trip ms.
+When a region is lost, paths through it are gone too: the graph without that region is
+searched. `max_failover_rtt_ms: None` means any region still reachable.
+"""
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import cached_property, lru_cache
+
+import networkx as nx
+
+from models.instance import Instance, Survive
+
+
+class ScenarioKind(StrEnum):
+    """What a scenario takes away."""
+
+    NONE = "none"
+    REGION = "region"
+    ZONE = "zone"
+    REPLICA = "replica"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One failure state; `region` is the region it hits (REGION and ZONE kinds)."""
+
+    name: str
+    kind: ScenarioKind
+    region: str | None = None
+
+    @property
+    def description(self) -> str:
+        """One line saying what is lost."""
+        if self.kind is ScenarioKind.NONE:
+            return "no failure; users served in their own region"
+        if self.kind is ScenarioKind.REGION:
+            return f"{self.region} is lost; its users are rerouted within the failover RTT"
+        if self.kind is ScenarioKind.ZONE:
+            return f"{self.region} loses one zone: each pool there keeps n - ceil(n / zones)"
+        return "any one replica of any pool fails; users stay in their region"
+
+    @property
+    def reroutes(self) -> bool:
+        """Whether users may be served outside their own region."""
+        return self.kind in (ScenarioKind.REGION, ScenarioKind.ZONE)
+
+    @property
+    def lost_region(self) -> str | None:
+        """The region that serves nothing in this scenario, if any."""
+        return self.region if self.kind is ScenarioKind.REGION else None
+
+    def surviving_replicas(self, region: str, count: int, zones: int) -> int:
+        """Replicas of a pool of `count` in `region` that still serve in this scenario.
+
+        Zone loss: replicas spread evenly over `zones`, the fullest zone holds
+        ceil(count / zones). Replica loss is not a per-pool count (one replica of one
+        pool); it is checked apart, so here it leaves every pool whole.
+        """
+        if region == self.lost_region:
+            return 0
+        if self.kind is ScenarioKind.ZONE and region == self.region:
+            return count - math.ceil(count / zones)
+        return count
+
+
+NONE = Scenario("none", ScenarioKind.NONE)
+LOSE_REPLICA = Scenario("lose=replica", ScenarioKind.REPLICA)
+
+
+def failure_scenarios(instance: Instance) -> tuple[Scenario, ...]:
+    """`none` plus the single failures `policy.survive` asks the fleet to ride through."""
+    survive = instance.policy.survive
+    regions = [region.name for region in instance.regions]
+    if survive is Survive.REGION:
+        return (NONE, *(Scenario(f"lose={r}", ScenarioKind.REGION, r) for r in regions))
+    if survive is Survive.ZONE:
+        return (NONE, *(Scenario(f"lose={r}/zone", ScenarioKind.ZONE, r) for r in regions))
+    if survive is Survive.REPLICA:
+        return (NONE, LOSE_REPLICA)
+    return (NONE,)
+
+
+@dataclass(frozen=True)
+class RegionGraph:
+    """Regions joined by links weighted with round-trip ms (parallel links: the fastest)."""
+
+    regions: tuple[str, ...]
+    links: tuple[tuple[str, str, float], ...]
+
+    @classmethod
+    def of(cls, instance: Instance) -> "RegionGraph":
+        """The graph of an instance's `regions` and `links` (one per distinct network, so
+        the shortest paths are searched once however many programs share it)."""
+        return _region_graph(
+            tuple(region.name for region in instance.regions),
+            tuple((a, b, float(rtt)) for a, b, rtt in instance.links),
+        )
+
+    @cached_property
+    def graph(self) -> nx.Graph:
+        """The networkx graph (built once)."""
+        graph = nx.Graph()
+        graph.add_nodes_from(self.regions)
+        for a, b, rtt_ms in self.links:
+            if not graph.has_edge(a, b) or graph[a][b]["rtt_ms"] > rtt_ms:
+                graph.add_edge(a, b, rtt_ms=rtt_ms)
+        return graph
+
+    @cached_property
+    def _rtt_cache(self) -> dict[tuple[str, str | None], dict[str, float]]:
+        return {}
+
+    def rtt_ms(self, origin: str, without: str | None = None) -> dict[str, float]:
+        """Shortest-path round trip from `origin` to every reachable region, avoiding
+        the region `without` (a lost region carries no traffic through it; its own users'
+        traffic still starts there). Searched once per (origin, without)."""
+        key = (origin, without)
+        if key not in self._rtt_cache:
+            graph = self.graph
+            if without is not None and without != origin:
+                graph = nx.restricted_view(graph, [without], [])
+            self._rtt_cache[key] = dict(
+                nx.single_source_dijkstra_path_length(graph, origin, weight="rtt_ms")
+            )
+        return dict(self._rtt_cache[key])
+
+    def destinations(
+        self, scenario: Scenario, origin: str, max_failover_rtt_ms: float | None
+    ) -> dict[str, float]:
+        """Regions that may serve `origin`'s users in `scenario`, with their RTT in ms.
+
+        Own region always (unless lost). Other regions only when the scenario reroutes,
+        within `max_failover_rtt_ms` (None: any reachable region).
+        """
+        lost = scenario.lost_region
+        allowed: dict[str, float] = {} if origin == lost else {origin: 0.0}
+        if not scenario.reroutes:
+            return allowed
+        for region, rtt_ms in self.rtt_ms(origin, without=lost).items():
+            if region in (origin, lost):
+                continue
+            if max_failover_rtt_ms is None or rtt_ms <= max_failover_rtt_ms + 1e-9:
+                allowed[region] = rtt_ms
+        return allowed
+
+    def nearest_outside(self, origin: str, without: str | None = None) -> tuple[str, float] | None:
+        """The closest other region reachable from `origin` (for messages), or None."""
+        reachable = {r: t for r, t in self.rtt_ms(origin, without).items() if r != origin}
+        if not reachable:
+            return None
+        region = min(reachable, key=lambda r: (reachable[r], r))
+        return region, reachable[region]
+
+
+@lru_cache(maxsize=64)
+def _region_graph(
+    regions: tuple[str, ...], links: tuple[tuple[str, str, float], ...]
+) -> RegionGraph:
+    return RegionGraph(regions, links)

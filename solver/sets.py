@@ -1,0 +1,328 @@
+"""The index sets of the fleet program and the names of its variables.
+
+Everything the constraint families need is computed here once, from the instance, the
+candidate table and the scenarios, so that each family reads as its math:
+
+    R            regions
+    W            workloads; D[w,o] peak requests/s of w's users in region o
+    C_w          candidates of w (solver.candidates)
+    pools        (w, c, r) with r offering c's GPU type: where replicas[w,c,r] exists
+    F            routing scenarios (none, lose=<r>, lose=<r>/zone); lose=replica is
+                 checked on the `none` loads by its own family
+    routes       (f, w, o, d): d may serve o's users of w in f (solver.scenarios)
+    modes        (w, d): how region d serves w: `unified`, and `disagg[-p]` (a prefill
+                 pool plus a decode pool of weight precision p) where both halves exist
+    phases       what each mode asks capacity of: unified -> unified;
+                 disagg[-p] -> prefill[-p] and decode[-p]
+
+A variable name is `family[index,...]`; a candidate appears by its key
+(`h100-sxm.fp8.tp4pp1.unified`), a scenario by its name (`lose=eu-west`).
+"""
+
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import cached_property
+
+from models.instance import Instance
+from models.replica import Role
+from solver.candidates import Candidate, CandidateTable
+from solver.scenarios import RegionGraph, Scenario, ScenarioKind
+
+
+@dataclass(frozen=True)
+class Offer:
+    """GPUs of one type in one region: owned, purchasable, and the price of more."""
+
+    region: str
+    gpu: str
+    existing: int
+    max_gpus: int
+    price_per_gpu_hour: float
+
+    @property
+    def available(self) -> int:
+        """Existing fleet plus what can be bought."""
+        return self.existing + self.max_gpus
+
+
+@dataclass(frozen=True)
+class Pool:
+    """Where a replica variable exists: candidate c of workload w in region r."""
+
+    workload: str
+    candidate: Candidate
+    region: str
+    max_replicas: int
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One capacity requirement of a serving mode: the role and, for a disaggregated
+    mode, the weight precision its halves share."""
+
+    role: Role
+    precision: str | None
+    label: str
+    """`unified`, `prefill`, `decode`, or `prefill-fp8` when precisions must be told apart."""
+
+
+@dataclass(frozen=True)
+class Mode:
+    """A way region d serves workload w: unified replicas, or a prefill/decode pair."""
+
+    name: str
+    """`unified`, `disagg`, or `disagg-fp8`."""
+    phases: tuple[Phase, ...]
+
+
+@dataclass(frozen=True)
+class ProgramSets:
+    """Index sets and names for one instance, candidate table and scenario list."""
+
+    instance: Instance
+    table: CandidateTable
+    scenarios: tuple[Scenario, ...]
+
+    # --- data -----------------------------------------------------------------------
+
+    @cached_property
+    def graph(self) -> RegionGraph:
+        """Region graph for failover routing."""
+        return RegionGraph.of(self.instance)
+
+    @cached_property
+    def regions(self) -> tuple[str, ...]:
+        """R, in instance order."""
+        return tuple(region.name for region in self.instance.regions)
+
+    @cached_property
+    def workloads(self) -> tuple[str, ...]:
+        """W, in instance order."""
+        return tuple(workload.name for workload in self.instance.workloads)
+
+    @cached_property
+    def demand(self) -> dict[tuple[str, str], float]:
+        """D[w,o]: peak requests/s (regions with positive demand only)."""
+        return {
+            (workload.name, region): level.peak_rps
+            for workload in self.instance.workloads
+            for region, level in workload.demand.items()
+            if level.peak_rps > 0
+        }
+
+    @cached_property
+    def hours_per_month(self) -> float:
+        """Hours billed per month."""
+        return self.instance.policy.hours_per_month
+
+    @cached_property
+    def offers(self) -> dict[tuple[str, str], Offer]:
+        """(r, g) -> what region r has of GPU type g (supply entry or existing fleet)."""
+        offers = {}
+        for region in self.instance.regions:
+            for gpu in self.instance.gpu_specs:
+                supply = region.supply.get(gpu)
+                existing = region.existing.get(gpu, 0)
+                if supply is None and existing <= 0:
+                    continue
+                offers[(region.name, gpu)] = Offer(
+                    region.name,
+                    gpu,
+                    existing,
+                    supply.max_gpus if supply else 0,
+                    self.instance.price_per_gpu_hour(region.name, gpu),
+                )
+        return offers
+
+    @cached_property
+    def pools(self) -> tuple[Pool, ...]:
+        """Every (w, c, r) where r can hold at least one replica of c."""
+        pools = []
+        for w in self.workloads:
+            for candidate in self.table.of(w):
+                for r in self.regions:
+                    offer = self.offers.get((r, candidate.gpu))
+                    if offer is None:
+                        continue
+                    most = offer.available // candidate.gpus
+                    if most >= 1:
+                        pools.append(Pool(w, candidate, r, most))
+        return tuple(pools)
+
+    @cached_property
+    def pools_at(self) -> dict[tuple[str, str], tuple[Pool, ...]]:
+        """(w, r) -> pools of w in r."""
+        grouped: dict[tuple[str, str], list[Pool]] = defaultdict(list)
+        for pool in self.pools:
+            grouped[(pool.workload, pool.region)].append(pool)
+        return {key: tuple(value) for key, value in grouped.items()}
+
+    @cached_property
+    def pools_of_gpu(self) -> dict[tuple[str, str], tuple[Pool, ...]]:
+        """(r, g) -> pools of every workload using GPU type g in r."""
+        grouped: dict[tuple[str, str], list[Pool]] = defaultdict(list)
+        for pool in self.pools:
+            grouped[(pool.region, pool.candidate.gpu)].append(pool)
+        return {key: tuple(value) for key, value in grouped.items()}
+
+    @cached_property
+    def zones(self) -> dict[str, int]:
+        """Zones per region."""
+        return {region.name: region.zones for region in self.instance.regions}
+
+    # --- serving modes --------------------------------------------------------------
+
+    @cached_property
+    def _split_precisions(self) -> dict[str, bool]:
+        """Whether w's disaggregated candidates come in more than one precision."""
+        return {
+            w: len({c.precision for c in self.table.of(w) if c.role is not Role.UNIFIED}) > 1
+            for w in self.workloads
+        }
+
+    @cached_property
+    def modes(self) -> dict[tuple[str, str], tuple[Mode, ...]]:
+        """(w, d) -> the serving modes region d can offer w (absent: none)."""
+        modes = {}
+        for (w, d), pools in self.pools_at.items():
+            roles = {(p.candidate.role, p.candidate.precision) for p in pools}
+            found = []
+            if any(role is Role.UNIFIED for role, _ in roles):
+                found.append(Mode("unified", (Phase(Role.UNIFIED, None, "unified"),)))
+            precisions = sorted(
+                {str(p) for role, p in roles if role is Role.PREFILL}
+                & {str(p) for role, p in roles if role is Role.DECODE}
+            )
+            for precision in precisions:
+                suffix = f"-{precision}" if self._split_precisions[w] else ""
+                found.append(
+                    Mode(
+                        f"disagg{suffix}",
+                        (
+                            Phase(Role.PREFILL, precision, f"prefill{suffix}"),
+                            Phase(Role.DECODE, precision, f"decode{suffix}"),
+                        ),
+                    )
+                )
+            if found:
+                modes[(w, d)] = tuple(found)
+        return modes
+
+    def phase_pools(self, w: str, d: str, phase: Phase) -> tuple[Pool, ...]:
+        """The pools in region d whose replicas carry `phase` of w."""
+        return tuple(
+            p
+            for p in self.pools_at.get((w, d), ())
+            if p.candidate.role is phase.role
+            and (phase.precision is None or str(p.candidate.precision) == phase.precision)
+        )
+
+    # --- scenarios and routes -------------------------------------------------------
+
+    @cached_property
+    def serving_regions(self) -> dict[str, tuple[str, ...]]:
+        """w -> regions with at least one serving mode for w."""
+        return {w: tuple(d for d in self.regions if (w, d) in self.modes) for w in self.workloads}
+
+    @cached_property
+    def routing_scenarios(self) -> tuple[Scenario, ...]:
+        """F: scenarios with their own routing and capacity rows. The loss of a region
+        (or zone) that offers no GPU changes nothing and is left out. (Decided on the
+        offers, not on the pools, so that a program of one workload has the same
+        scenarios as the whole: solver.decompose relies on it.)"""
+        hosting = {r for (r, _) in self.offers}
+        return tuple(
+            f
+            for f in self.scenarios
+            if f.kind is ScenarioKind.NONE
+            or (f.kind in (ScenarioKind.REGION, ScenarioKind.ZONE) and f.region in hosting)
+        )
+
+    @cached_property
+    def survives_replica_loss(self) -> bool:
+        """Whether lose=replica is among the scenarios."""
+        return any(f.kind is ScenarioKind.REPLICA for f in self.scenarios)
+
+    @cached_property
+    def zone_regions(self) -> tuple[str, ...]:
+        """Regions whose zone loss is a routing scenario."""
+        return tuple(
+            f.region
+            for f in self.routing_scenarios
+            if f.kind is ScenarioKind.ZONE and f.region is not None
+        )
+
+    def max_failover_rtt_ms(self, w: str) -> float | None:
+        """The workload's failover latency bound (None: anywhere reachable)."""
+        return next(x for x in self.instance.workloads if x.name == w).slo.max_failover_rtt_ms
+
+    @cached_property
+    def routes(self) -> dict[tuple[str, str], tuple[tuple[str, str, float], ...]]:
+        """(f, w) -> allowed (origin, destination, rtt_ms) for origins with demand."""
+        routes = {}
+        for f in self.routing_scenarios:
+            for w in self.workloads:
+                serving = set(self.serving_regions[w])
+                pairs = []
+                for (w2, o), _ in self.demand.items():
+                    if w2 != w:
+                        continue
+                    allowed = self.graph.destinations(f, o, self.max_failover_rtt_ms(w))
+                    pairs += [(o, d, rtt) for d, rtt in allowed.items() if d in serving]
+                routes[(f.name, w)] = tuple(pairs)
+        return routes
+
+    @cached_property
+    def inflow(self) -> dict[tuple[str, str, str], tuple[str, ...]]:
+        """(f, w, d) -> origins that may be served in d."""
+        grouped: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+        for (f, w), pairs in self.routes.items():
+            for o, d, _ in pairs:
+                grouped[(f, w, d)].append(o)
+        return {key: tuple(value) for key, value in grouped.items()}
+
+    @cached_property
+    def tie_break_per_gpu(self) -> float:
+        """$/month added per GPU used: ties between equal-cost plans go to fewer GPUs.
+        1 / (1 + every GPU that could exist), so the whole term stays below $1/month and
+        never outweighs a real difference in cost."""
+        return 1.0 / (1 + sum(offer.available for offer in self.offers.values()))
+
+    # --- names ----------------------------------------------------------------------
+
+    @staticmethod
+    def replicas(w: str, c: Candidate, r: str) -> str:
+        """replicas[w,c,r]: integer replicas of candidate c for w in r."""
+        return f"replicas[{w},{c.key},{r}]"
+
+    @staticmethod
+    def served(f: str, w: str, o: str, d: str) -> str:
+        """served[f,w,o,d]: requests/s of o's users of w served in d under f."""
+        return f"served[{f},{w},{o},{d}]"
+
+    @staticmethod
+    def mode_load(f: str, w: str, d: str, mode: Mode) -> str:
+        """unified[f,w,d] / disagg[f,w,d(-p)]: d's load of w carried by one mode."""
+        return f"{mode.name}[{f},{w},{d}]"
+
+    @staticmethod
+    def zone_survivors(w: str, c: Candidate, r: str) -> str:
+        """zone_survivors[w,c,r]: replicas of the pool left after r loses a zone."""
+        return f"zone_survivors[{w},{c.key},{r}]"
+
+    @staticmethod
+    def pool_used(w: str, c: Candidate, r: str) -> str:
+        """pool_used[w,c,r]: 1 when the pool has any replica."""
+        return f"pool_used[{w},{c.key},{r}]"
+
+    @staticmethod
+    def purchased(r: str, g: str) -> str:
+        """purchased[r,g]: GPUs of type g bought in r beyond the existing fleet."""
+        return f"purchased[{r},{g}]"
+
+    def load_terms(self, f: str, w: str, d: str, mode: Mode) -> dict[str, float]:
+        """The load a mode carries, as terms: its split variable when d has several
+        modes, else everything served in d."""
+        if len(self.modes[(w, d)]) > 1:
+            return {self.mode_load(f, w, d, mode): 1.0}
+        return {self.served(f, w, o, d): 1.0 for o in self.inflow.get((f, w, d), ())}

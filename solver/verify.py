@@ -1,0 +1,377 @@
+"""The independent verifier: does a fleet meet the instance's requirements?
+
+It reads only the instance and the plan's replica pools, never the program or a solver:
+
+1. Each pool's configuration is one the instance allows (workload, region, GPU,
+   precision, TP dividing the heads), and its capacity at the SLO is recomputed from
+   scratch with the physics (`models.capacity.replica_capacity`): it must fit and meet
+   the SLO at some load.
+2. GPUs used per region and type stay within the existing fleet plus the supply.
+3. The cost is recomputed: sum over (r, g) of max(0, used - existing) x price x hours;
+   the plan's stated cost and GPU total, when given, must match.
+4. Every scenario the policy names is served. For `none`, region and zone loss: a
+   max-flow per workload (networkx) on
+
+       source -> origin o          capacity D[w,o]
+       origin o -> destination d   when the latency policy allows d for o's users in f
+       destination d -> sink       capacity U_d + sum_p min(P_d,p, D_d,p)
+
+   with U, P, D the unified, prefill and decode capacity of the replicas that survive
+   f (a prefill pool pairs with a decode pool of the same weight precision). Every
+   request/s of demand must reach the sink. Replica loss: for every pool, each region's
+   own demand is still within its capacity with one replica of that pool gone.
+
+Routing is not read from the plan, so a fleet a user owns today (a file holding only
+`{"replicas": [...]}`) is verified the same way.
+"""
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import networkx as nx
+from networkx.algorithms.flow import edmonds_karp
+from pydantic import BaseModel, ConfigDict
+
+from models.capacity import replica_capacity
+from models.efficiency import efficiency_for
+from models.instance import Instance
+from models.precision import Precision
+from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from solver.candidates import kv_precision_for, planning_capacity
+from solver.plan import Plan, ReplicaPool
+from solver.scenarios import RegionGraph, Scenario, ScenarioKind, failure_scenarios
+
+DEMAND_TOLERANCE = 1e-6
+"""Relative shortfall of served demand tolerated (solver feasibility tolerance)."""
+COST_TOLERANCE = 0.01
+"""USD per month by which a stated cost may differ from the recomputed one."""
+
+_FROZEN = ConfigDict(extra="forbid", frozen=True)
+
+
+class Violation(BaseModel):
+    """One requirement the fleet breaks, with the numbers."""
+
+    model_config = _FROZEN
+
+    requirement: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.requirement}: {self.message}"
+
+
+class ScenarioCheck(BaseModel):
+    """Demand against what the fleet can serve in one scenario, for one workload."""
+
+    model_config = _FROZEN
+
+    scenario: str
+    workload: str
+    demand_requests_per_s: float
+    servable_requests_per_s: float
+
+
+class Verification(BaseModel):
+    """The verifier's verdict and the figures it recomputed."""
+
+    model_config = _FROZEN
+
+    ok: bool
+    violations: tuple[Violation, ...]
+    cost_per_month: float
+    total_gpus: int
+    checks: tuple[ScenarioCheck, ...]
+
+
+@dataclass(frozen=True)
+class _Pool:
+    """A plan pool with its recomputed capacity per replica."""
+
+    entry: ReplicaPool
+    requests_per_s: float
+
+
+def verify(instance: Instance, plan: Plan) -> Verification:
+    """Check a plan (or a fleet someone owns) against the instance; list every violation."""
+    violations: list[Violation] = []
+    pools = _recompute_pools(instance, plan, violations)
+    used = _check_supply(instance, pools, violations)
+    cost = _check_cost(instance, plan, used, violations)
+    checks = _check_scenarios(instance, pools, violations)
+    return Verification(
+        ok=not violations,
+        violations=tuple(violations),
+        cost_per_month=cost,
+        total_gpus=sum(used.values()),
+        checks=tuple(checks),
+    )
+
+
+def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]) -> list[_Pool]:
+    add = violations.append
+    workloads = {w.name: w for w in instance.workloads}
+    regions = {r.name for r in instance.regions}
+    pools = []
+    capacities: dict[tuple, float] = {}  # one physics call per configuration of a workload
+    reasons: dict[tuple, str] = {}
+    for entry in plan.replicas:
+        name = f"replicas[{entry.workload},{entry.label},{entry.region}]"
+        workload = workloads.get(entry.workload)
+        gpu = instance.gpu_specs.get(entry.gpu)
+        if workload is None or gpu is None or entry.region not in regions:
+            unknown = [
+                f"unknown {kind} {value!r}"
+                for kind, value, known in (
+                    ("workload", entry.workload, workloads),
+                    ("region", entry.region, regions),
+                    ("GPU", entry.gpu, instance.gpu_specs),
+                )
+                if value not in known
+            ]
+            add(Violation(requirement=name, message="; ".join(unknown)))
+            continue
+        model = instance.model_entry(workload.model)
+        llm = instance.llm_specs[workload.model]
+        if entry.precision not in model.weight_precisions:
+            add(
+                Violation(
+                    requirement=name,
+                    message=f"weight precision {entry.precision} is not among "
+                    f"{[str(p) for p in model.weight_precisions]} allowed for {llm.name}",
+                )
+            )
+        expected_gpus = entry.count * entry.tp * entry.pp
+        if entry.gpus is not None and entry.gpus != expected_gpus:
+            add(
+                Violation(
+                    requirement=name,
+                    message=f"states {entry.gpus} GPUs, but {entry.count} replicas x TP "
+                    f"{entry.tp} x PP {entry.pp} = {expected_gpus}",
+                )
+            )
+        kv = entry.kv_precision or kv_precision_for(model, Precision(entry.precision))
+        config = ReplicaConfig(gpu, llm, entry.precision, kv, entry.tp, entry.pp, entry.role)
+        key = (entry.workload, entry.label, kv)
+        if key not in capacities:
+            capacity = replica_capacity(
+                config,
+                TrafficMix.of(workload),
+                LatencyTargets.of(workload.slo),
+                efficiency_for(gpu.name, entry.precision, instance.efficiency),
+            )
+            capacities[key] = planning_capacity(capacity)
+            reasons[key] = capacity.reason
+        rate = capacities[key]
+        if rate <= 0:
+            add(
+                Violation(
+                    requirement=name,
+                    message=f"cannot serve {entry.workload} within its SLO: {reasons[key]}",
+                )
+            )
+        elif entry.requests_per_s_per_replica is not None and not _close(
+            entry.requests_per_s_per_replica, rate
+        ):
+            add(
+                Violation(
+                    requirement=name,
+                    message=f"states {entry.requests_per_s_per_replica:.4g} requests/s per "
+                    f"replica; the physics gives {rate:.4g}",
+                )
+            )
+        pools.append(_Pool(entry, rate))
+    return pools
+
+
+def _check_supply(
+    instance: Instance, pools: list[_Pool], violations: list[Violation]
+) -> dict[tuple[str, str], int]:
+    used: dict[tuple[str, str], int] = defaultdict(int)
+    for pool in pools:
+        e = pool.entry
+        used[(e.region, e.gpu)] += e.count * e.tp * e.pp
+    for (r, g), n in sorted(used.items()):
+        region = instance.region(r)
+        supply = region.supply.get(g)
+        existing = region.existing.get(g, 0)
+        available = existing + (supply.max_gpus if supply else 0)
+        if n > available:
+            violations.append(
+                Violation(
+                    requirement=f"gpu_supply[{r},{g}]",
+                    message=f"uses {n} {g} in {r}; available {available} "
+                    f"(existing {existing} + purchasable {available - existing})",
+                )
+            )
+    return used
+
+
+def _check_cost(
+    instance: Instance,
+    plan: Plan,
+    used: dict[tuple[str, str], int],
+    violations: list[Violation],
+) -> float:
+    hours = instance.policy.hours_per_month
+    cost = 0.0
+    for (r, g), n in used.items():
+        bought = max(0, n - instance.region(r).existing.get(g, 0))
+        cost += bought * instance.price_per_gpu_hour(r, g) * hours
+    if plan.cost_per_month is not None and abs(plan.cost_per_month - cost) > COST_TOLERANCE:
+        violations.append(
+            Violation(
+                requirement="cost",
+                message=f"states ${plan.cost_per_month:,.2f}/month; the GPUs bought cost "
+                f"${cost:,.2f}/month at the instance's prices",
+            )
+        )
+    total = sum(used.values())
+    if plan.total_gpus is not None and plan.total_gpus != total:
+        violations.append(
+            Violation(
+                requirement="total_gpus",
+                message=f"states {plan.total_gpus} GPUs; the pools hold {total}",
+            )
+        )
+    return cost
+
+
+def _check_scenarios(
+    instance: Instance, pools: list[_Pool], violations: list[Violation]
+) -> list[ScenarioCheck]:
+    graph = RegionGraph.of(instance)
+    zones = {region.name: region.zones for region in instance.regions}
+    checks = []
+    for scenario in failure_scenarios(instance):
+        for workload in instance.workloads:
+            demand = {o: level.peak_rps for o, level in workload.demand.items()}
+            mine = [p for p in pools if p.entry.workload == workload.name]
+            if scenario.kind is ScenarioKind.REPLICA:
+                checks += _check_replica_loss(workload.name, demand, mine, violations)
+                continue
+            capacity = {
+                d: _capacity(
+                    [
+                        (p, scenario.surviving_replicas(d, p.entry.count, zones[d]))
+                        for p in mine
+                        if p.entry.region == d
+                    ]
+                )
+                for d in zones
+            }
+            checks.append(
+                _check_flow(
+                    scenario,
+                    workload.name,
+                    demand,
+                    capacity,
+                    graph,
+                    workload.slo.max_failover_rtt_ms,
+                    violations,
+                )
+            )
+    return checks
+
+
+def _capacity(alive: list[tuple[_Pool, int]]) -> float:
+    """U + sum_p min(P_p, D_p) of surviving replicas (pool, count) in one region, in
+    requests/s: unified capacity plus each prefill/decode pair of the same precision."""
+    unified = 0.0
+    halves: dict[tuple[Role, str], float] = defaultdict(float)
+    for pool, count in alive:
+        rate = count * pool.requests_per_s
+        if pool.entry.role is Role.UNIFIED:
+            unified += rate
+        else:
+            halves[(pool.entry.role, str(pool.entry.precision))] += rate
+    precisions = {p for _, p in halves}
+    return unified + sum(
+        min(halves[(Role.PREFILL, p)], halves[(Role.DECODE, p)]) for p in precisions
+    )
+
+
+def _check_flow(
+    scenario: Scenario,
+    workload: str,
+    demand: dict[str, float],
+    capacity: dict[str, float],
+    graph: RegionGraph,
+    max_rtt_ms: float | None,
+    violations: list[Violation],
+) -> ScenarioCheck:
+    network = nx.DiGraph()
+    reach: dict[str, dict[str, float]] = {}
+    for o, rate in demand.items():
+        network.add_edge("source", ("origin", o), capacity=rate)
+        reach[o] = graph.destinations(scenario, o, max_rtt_ms)
+        for d in reach[o]:
+            network.add_edge(("origin", o), ("destination", d))
+    for d, rate in capacity.items():
+        network.add_edge(("destination", d), "sink", capacity=rate)
+    total = sum(demand.values())
+    served, (source_side, _) = nx.minimum_cut(network, "source", "sink", flow_func=edmonds_karp)
+    if served < total * (1 - DEMAND_TOLERANCE) - DEMAND_TOLERANCE:
+        # Min cut: the origins left on the source side can reach only destinations on
+        # the source side, and those cannot carry them (Hall's condition fails there).
+        stuck = [o for o in demand if ("origin", o) in source_side]
+        places = sorted(
+            {d for o in stuck for d in reach[o]},
+            key=lambda d: min(reach[o].get(d, 1e9) for o in stuck),
+        )
+        who = " + ".join(f"{o} {demand[o]:.2f}" for o in stuck)
+        where = (
+            "only in " + ", ".join(f"{d} (capacity {capacity[d]:.2f})" for d in places)
+            if places
+            else "nowhere within reach"
+        )
+        violations.append(
+            Violation(
+                requirement=f"demand[{scenario.name},{workload},{'+'.join(stuck)}]",
+                message=f"{total - served:.2f} requests/s cannot be served "
+                f"({scenario.description}): users of {who} requests/s may be served {where}",
+            )
+        )
+    return ScenarioCheck(
+        scenario=scenario.name,
+        workload=workload,
+        demand_requests_per_s=total,
+        servable_requests_per_s=served,
+    )
+
+
+def _check_replica_loss(
+    workload: str, demand: dict[str, float], pools: list[_Pool], violations: list[Violation]
+) -> list[ScenarioCheck]:
+    checks = []
+    for o, rate in demand.items():
+        here = [p for p in pools if p.entry.region == o and p.entry.count > 0]
+        losses = [
+            (
+                f"one replica of {lost.entry.label}",
+                _capacity([(p, p.entry.count - (p is lost)) for p in here]),
+            )
+            for lost in here
+        ] or [("any replica", 0.0)]
+        what, left = min(losses, key=lambda item: item[1])
+        if left < rate * (1 - DEMAND_TOLERANCE) - DEMAND_TOLERANCE:
+            violations.append(
+                Violation(
+                    requirement=f"replica_spare[{workload},{o}]",
+                    message=f"{o} serves {rate:.2f} requests/s of {workload}; without "
+                    f"{what} it carries {left:.2f}",
+                )
+            )
+        checks.append(
+            ScenarioCheck(
+                scenario="lose=replica",
+                workload=workload,
+                demand_requests_per_s=rate,
+                servable_requests_per_s=min(rate, left),
+            )
+        )
+    return checks
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b))

@@ -1,0 +1,183 @@
+"""Instances built in code: tiny ones whose plans can be worked out by hand, and generated
+ones that grow in regions x workloads x GPU types (for the scaling benchmark).
+
+Everything goes through `models.loading.validate_instance`, the same validation as an
+instance file.
+"""
+
+import random
+from typing import Any
+
+from models.instance import Instance
+from models.loading import validate_instance
+
+PROMPT_TOKENS = 1000
+OUTPUT_TOKENS = 200
+TTFT_P99_MS = 1000.0
+TPOT_P99_MS = 50.0
+
+
+def workload(
+    name: str,
+    demand_rps: dict[str, float],
+    model: str = "llama-3.1-8b",
+    ttft_p99_ms: float | None = TTFT_P99_MS,
+    tpot_p99_ms: float | None = TPOT_P99_MS,
+    prompt_tokens: float = PROMPT_TOKENS,
+    output_tokens: float = OUTPUT_TOKENS,
+    max_failover_rtt_ms: float | None = None,
+) -> dict[str, Any]:
+    """A workload with fixed-length requests (so the capacity is easy to reproduce)."""
+    return {
+        "name": name,
+        "model": model,
+        "demand": {r: {"peak_requests_per_s": rate} for r, rate in demand_rps.items()},
+        "prompt_tokens": {"mean": prompt_tokens, "p99": prompt_tokens},
+        "output_tokens": {"mean": output_tokens, "p99": output_tokens},
+        "slo": {
+            "ttft_p99_ms": ttft_p99_ms,
+            "tpot_p99_ms": tpot_p99_ms,
+            "max_failover_rtt_ms": max_failover_rtt_ms,
+        },
+    }
+
+
+def instance(
+    supply: dict[str, dict[str, tuple[int, float]]],
+    workloads: list[dict[str, Any]],
+    *,
+    gpus: list[str] | None = None,
+    models: dict[str, list[str]] | None = None,
+    links: list[tuple[str, str, float]] = (),
+    survive: str = "none",
+    tensor_parallel: list[int] = (1,),
+    pipeline_parallel: list[int] = (1,),
+    disaggregation: bool = False,
+    zones: int = 1,
+    existing: dict[str, dict[str, int]] | None = None,
+    name: str = "synthetic",
+    mip_gap: float = 0.0,
+    time_limit_s: float = 60.0,
+) -> Instance:
+    """An instance from plain arguments.
+
+    Args:
+        supply: region -> GPU -> (max_gpus, price per GPU-hour).
+        workloads: from `workload(...)`.
+        gpus: GPU types declared (default: every type in `supply` and `existing`).
+        models: model -> weight precisions (default: fp8 for every workload's model).
+        links: [a, b, rtt_ms] region links.
+        existing: region -> GPU -> GPUs already owned.
+    """
+    existing = existing or {}
+    declared = gpus or sorted(
+        {g for offers in supply.values() for g in offers}
+        | {g for owned in existing.values() for g in owned}
+    )
+    models = models or {w["model"]: ["fp8"] for w in workloads}
+    regions = list(supply) + [r for r in existing if r not in supply]
+    data = {
+        "name": name,
+        "gpus": [{"name": g} for g in declared],
+        "models": [{"name": m, "weight_precisions": p} for m, p in models.items()],
+        "regions": [
+            {
+                "name": r,
+                "supply": {
+                    g: {"max_gpus": n, "price_per_gpu_hour": price}
+                    for g, (n, price) in supply.get(r, {}).items()
+                },
+                "existing": existing.get(r, {}),
+                "zones": zones,
+            }
+            for r in regions
+        ],
+        "links": [list(link) for link in links],
+        "workloads": workloads,
+        "policy": {
+            "survive": survive,
+            "tensor_parallel": list(tensor_parallel),
+            "pipeline_parallel": list(pipeline_parallel),
+            "disaggregation": disaggregation,
+            "hours_per_month": 730,
+        },
+        "solver": {"mip_gap": mip_gap, "time_limit_s": time_limit_s},
+    }
+    return validate_instance(data, name)
+
+
+GPU_MENU = [
+    ("h100-sxm", 2.40),
+    ("h200", 3.10),
+    ("b200", 5.20),
+    ("mi300x", 2.90),
+    ("a100-80gb-sxm", 1.30),
+    ("l40s", 0.90),
+]
+"""GPU types the generator draws from, with a base price per GPU-hour."""
+MODEL_MENU = ["llama-3.1-8b", "llama-3.1-70b", "llama-3.3-70b", "qwen2.5-72b", "mixtral-8x7b"]
+MIX_MENU = [(1000, 200), (3000, 400), (500, 500)]
+
+
+def generated(
+    regions: int,
+    workloads: int,
+    gpu_types: int,
+    survive: str = "region",
+    seed: int = 0,
+    mip_gap: float = 1e-3,
+) -> Instance:
+    """A synthetic planning problem: regions on a ring with chords, every region offering
+    `gpu_types` GPU types at regional prices, workloads drawn from a few model and token
+    mixes with demand in most regions. Deterministic in `seed`."""
+    rng = random.Random(seed)
+    names = [f"r{i:02d}" for i in range(regions)]
+    menu = GPU_MENU[:gpu_types]
+    supply = {
+        r: {
+            g: (rng.choice([64, 128, 256, 512]), round(p * rng.uniform(0.9, 1.2), 2))
+            for g, p in menu
+        }
+        for r in names
+    }
+    links = [(names[i], names[(i + 1) % regions], rng.choice([20, 40, 60])) for i in range(regions)]
+    if regions == 2:
+        links = links[:1]
+    links += [
+        (names[i], names[(i + regions // 2) % regions], rng.choice([70, 90]))
+        for i in range(regions // 2)
+        if regions > 3
+    ]
+    loads = []
+    for k in range(workloads):
+        prompt, output = MIX_MENU[k % len(MIX_MENU)]
+        model = MODEL_MENU[k % len(MODEL_MENU)]
+        small = "8b" in model or "8x7b" in model
+        demand = {
+            r: round(rng.uniform(2, 40 if small else 8), 2)
+            for r in names
+            if rng.random() < 0.8 or r == names[k % regions]
+        }
+        loads.append(
+            workload(
+                f"w{k:02d}",
+                demand,
+                model=model,
+                prompt_tokens=prompt,
+                output_tokens=output,
+                ttft_p99_ms=2000,
+                tpot_p99_ms=60,
+                max_failover_rtt_ms=100,
+            )
+        )
+    return instance(
+        supply,
+        loads,
+        models={m: ["fp8", "bf16"] for m in {w["model"] for w in loads}},
+        links=links,
+        survive=survive,
+        tensor_parallel=[1, 2, 4, 8],
+        name=f"gen-{regions}r-{workloads}w-{gpu_types}g-{survive}",
+        mip_gap=mip_gap,
+        time_limit_s=300,
+    )

@@ -1,0 +1,141 @@
+"""`fleetplan solve`, `verify` and `explain` from the command line: exit codes 0-4, the
+tables a planner reads, files that never clobber a directory, never a traceback."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.app import app
+from solver.lp import SolveResult, Termination
+from solver.plan import Plan
+from tests.paths import DEFAULT_INSTANCE
+from tests.synthetic import instance, workload
+
+
+@pytest.fixture(scope="module")
+def default_plan_json(tmp_path_factory) -> str:
+    """The default instance's plan, solved once through the command line."""
+    path = tmp_path_factory.mktemp("plan") / "plan.json"
+    result = CliRunner().invoke(app, ["solve", str(DEFAULT_INSTANCE), "--json", str(path)])
+    assert result.exit_code == 0, result.output
+    return path.read_text()
+
+
+def test_solve_prints_the_plan_cost_binding_and_utilisation(run_cli):
+    result = run_cli("solve", DEFAULT_INSTANCE)
+    assert result.exit_code == 0, result.stderr
+    text = result.stdout
+    assert "chat-70b-three-regions: optimal, $" in text
+    for heading in ("GPUs by region and type", "Binding constraints", "Utilisation by scenario"):
+        assert heading in text
+    assert "capacity[lose=" in text and "demand[" in text
+    assert "$/month per request/s" in text
+    assert "not MIP duals" in text
+
+
+def test_json_and_markdown_are_written(tmp_path, run_cli, default_plan_json):
+    plan = Plan.model_validate_json(default_plan_json)
+    assert plan.status == "optimal" and plan.cost_per_month > 0
+    data = json.loads(default_plan_json)
+    for key in ("status", "cost_per_month", "total_gpus", "replicas", "binding", "scenarios"):
+        assert key in data
+    pool = data["replicas"][0]
+    for key in ("workload", "region", "gpu", "precision", "tp", "pp", "role", "count", "gpus"):
+        assert key in pool
+    assert {"name", "slack", "shadow_price"} <= set(data["binding"][0])
+
+    markdown = tmp_path / "plan.md"
+    result = run_cli("solve", DEFAULT_INSTANCE, "--markdown", markdown)
+    assert result.exit_code == 0, result.stderr
+    text = markdown.read_text()
+    assert text.startswith("# chat-70b-three-regions: optimal")
+    assert "## Binding constraints" in text and "| constraint | slack |" in text
+
+
+def test_output_to_a_directory_is_refused_without_a_traceback(tmp_path, run_cli):
+    result = run_cli("solve", DEFAULT_INSTANCE, "--json", tmp_path)
+    assert result.exit_code == 2
+    assert "is a directory" in result.stderr and "Traceback" not in result.stderr
+    assert tmp_path.is_dir()
+
+
+def test_verify_accepts_the_plan_and_rejects_a_broken_one(tmp_path, run_cli, default_plan_json):
+    good = tmp_path / "good.json"
+    good.write_text(default_plan_json)
+    result = run_cli("verify", DEFAULT_INSTANCE, good)
+    assert result.exit_code == 0, result.stderr
+    assert "ok" in result.stdout
+
+    data = json.loads(default_plan_json)
+    largest = max(data["replicas"], key=lambda p: p["count"])
+    largest["count"] -= 2
+    largest["gpus"] = largest["count"] * largest["tp"] * largest["pp"]
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps(data))
+    result = run_cli("verify", DEFAULT_INSTANCE, broken)
+    assert result.exit_code == 1
+    assert "verify failed" in result.stderr
+    assert "cannot be served" in result.stderr  # the lost capacity, with numbers
+    assert "cost: states $" in result.stderr  # and the stated cost no longer matches
+
+
+def test_verify_rejects_a_file_that_is_not_a_plan(tmp_path, run_cli):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"replicas": [{"workload": "chat"}]}')
+    result = run_cli("verify", DEFAULT_INSTANCE, bad)
+    assert result.exit_code == 2
+    assert "replicas.0.region" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_explain_prints_limits_alternatives_and_slack(run_cli):
+    result = run_cli("explain", DEFAULT_INSTANCE)
+    assert result.exit_code == 0, result.stderr
+    for heading in (
+        "Binding constraints",
+        "Limiting factor of each chosen configuration",
+        "Without each chosen pool",
+        "Utilisation by scenario",
+        "Slack by constraint family",
+    ):
+        assert heading in result.stdout
+
+
+def infeasible_file(tmp_path):
+    """A region whose failover partner is out of reach, written as an instance file."""
+    inst = instance(
+        {"east": {"h100-sxm": (64, 2.0)}, "west": {"h100-sxm": (64, 2.0)}},
+        [workload("chat", {"east": 10.0, "west": 5.0}, max_failover_rtt_ms=100)],
+        links=[("east", "west", 150)],
+        survive="region",
+        name="unreachable",
+    )
+    path = tmp_path / "unreachable.json"
+    path.write_text(inst.model_dump_json(exclude_unset=True))
+    return path
+
+
+def test_an_infeasible_instance_exits_3_naming_the_conflict(tmp_path, run_cli):
+    result = run_cli("solve", infeasible_file(tmp_path))
+    assert result.exit_code == 3
+    assert "infeasible" in result.stderr
+    assert "demand[lose=east,chat,east]" in result.stderr
+    assert "nearest: west at 150 ms" in result.stderr
+    assert "remedy:" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_no_plan_in_time_exits_4(run_cli, monkeypatch):
+    def out_of_time(program, backend, settings, bounds=None):
+        return SolveResult(Termination.TIME_LIMIT, "highs", "test", 60.0)
+
+    monkeypatch.setattr("solver.solve.optimise", out_of_time)
+    result = run_cli("solve", DEFAULT_INSTANCE, "--time-limit", "60")
+    assert result.exit_code == 4
+    assert "no plan" in result.stderr and "--time-limit" in result.stderr
+
+
+def test_an_unknown_backend_is_bad_input(run_cli):
+    result = run_cli("solve", DEFAULT_INSTANCE, "--backend", "gurobi")
+    assert result.exit_code == 2
+    assert "unknown solver backend 'gurobi'" in result.stderr
+    assert "highs" in result.stderr

@@ -1,0 +1,223 @@
+"""The independent verifier on fleets written by hand: each requirement it checks, with
+the expected numbers worked out from the physics in the test."""
+
+import math
+
+import pytest
+
+from models.capacity import replica_capacity
+from models.efficiency import efficiency_for
+from models.instance import Instance
+from models.precision import Precision
+from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from solver.plan import Plan, ReplicaPool
+from solver.verify import verify
+from tests.synthetic import instance, workload
+
+H100 = "h100-sxm"
+PRICE = 2.0
+HOURS = 730
+DEMAND = 100.0
+
+
+def capacity_rps(
+    inst: Instance,
+    gpu: str = H100,
+    precision: Precision = Precision.FP8,
+    tp: int = 1,
+    role: Role = Role.UNIFIED,
+) -> float:
+    """One replica's capacity at the workload's SLO, from the physics."""
+    w = inst.workloads[0]
+    config = ReplicaConfig(
+        inst.gpu_specs[gpu], inst.llm_specs[w.model], precision, precision, tp, 1, role
+    )
+    result = replica_capacity(
+        config,
+        TrafficMix.of(w),
+        LatencyTargets.of(w.slo),
+        efficiency_for(gpu, precision, inst.efficiency),
+    )
+    assert result.fits and result.meets_slo
+    return result.requests_per_s
+
+
+def pool(region: str, count: int, role: Role = Role.UNIFIED, **kw) -> ReplicaPool:
+    fields = {"workload": "chat", "gpu": H100, "precision": "fp8", "tp": 1, "pp": 1}
+    fields.update(kw)
+    return ReplicaPool(region=region, count=count, role=role, **fields)
+
+
+def one_region(max_gpus: int = 64, survive: str = "none", zones: int = 1, **kw) -> Instance:
+    return instance(
+        {"east": {H100: (max_gpus, PRICE)}},
+        [workload("chat", {"east": DEMAND})],
+        survive=survive,
+        zones=zones,
+        **kw,
+    )
+
+
+def two_regions(survive: str = "region") -> Instance:
+    return instance(
+        {"east": {H100: (64, PRICE)}, "west": {H100: (64, PRICE)}},
+        [workload("chat", {"east": DEMAND, "west": DEMAND}, max_failover_rtt_ms=80)],
+        links=[("east", "west", 50)],
+        survive=survive,
+    )
+
+
+def test_just_enough_replicas_pass_and_the_cost_is_recomputed():
+    inst = one_region()
+    q = capacity_rps(inst)
+    needed = math.ceil(DEMAND / q)
+    result = verify(inst, Plan(replicas=(pool("east", needed),)))
+    assert result.ok, result.violations
+    assert result.total_gpus == needed
+    assert result.cost_per_month == pytest.approx(needed * 1 * PRICE * HOURS)
+
+
+def test_one_replica_short_is_named_with_its_numbers():
+    inst = one_region()
+    q = capacity_rps(inst)
+    short = math.ceil(DEMAND / q) - 1
+    result = verify(inst, Plan(replicas=(pool("east", short),)))
+    assert not result.ok
+    (violation,) = result.violations
+    assert violation.requirement == "demand[none,chat,east]"
+    missing = DEMAND - short * q
+    assert violation.message.startswith(f"{missing:.2f} requests/s cannot be served")
+    assert f"users of east {DEMAND:.2f} requests/s may be served only in east (capacity " in (
+        violation.message
+    )
+
+
+def test_supply_and_stated_figures_are_checked():
+    inst = one_region(max_gpus=2)
+    needed = math.ceil(DEMAND / capacity_rps(inst))
+    plan = Plan(replicas=(pool("east", needed),), cost_per_month=1.0, total_gpus=needed + 1)
+    names = {v.requirement for v in verify(inst, plan).violations}
+    assert names == {"gpu_supply[east,h100-sxm]", "cost", "total_gpus"}
+
+
+def test_existing_fleet_is_already_paid_for():
+    inst = one_region(existing={"east": {H100: 2}})
+    needed = math.ceil(DEMAND / capacity_rps(inst))
+    result = verify(inst, Plan(replicas=(pool("east", needed),)))
+    assert result.ok
+    assert result.cost_per_month == pytest.approx((needed - 2) * PRICE * HOURS)
+
+
+def test_unknown_names_and_unservable_layouts_are_violations_not_crashes():
+    inst = one_region(models={"llama-3.1-8b": ["fp8", "bf16"]})
+    plan = Plan(
+        replicas=(
+            pool("east", 1, gpu="b200"),
+            pool("mars", 1),
+            pool("east", 1, precision="fp4"),
+        )
+    )
+    messages = [v.message for v in verify(inst, plan).violations]
+    assert any("unknown GPU 'b200'" in m for m in messages)
+    assert any("unknown region 'mars'" in m for m in messages)
+    assert any("fp4 is not among" in m for m in messages)
+
+
+def test_a_config_that_does_not_fit_cannot_serve():
+    inst = instance(
+        {"east": {H100: (64, PRICE)}},
+        [workload("chat", {"east": 1.0}, model="llama-3.1-70b")],
+        models={"llama-3.1-70b": ["bf16"]},
+    )
+    plan = Plan(replicas=(pool("east", 4, precision="bf16"),))
+    (violation,) = [v for v in verify(inst, plan).violations if "cannot serve" in v.message]
+    assert violation.requirement.startswith("replicas[chat,h100-sxm bf16 tp1xpp1")
+
+
+def test_region_loss_needs_each_region_to_carry_both():
+    inst = two_regions()
+    q = capacity_rps(inst)
+    each = math.ceil(2 * DEMAND / q)  # own users plus the lost region's
+    assert verify(inst, Plan(replicas=(pool("east", each), pool("west", each)))).ok
+    result = verify(inst, Plan(replicas=(pool("east", each - 1), pool("west", each))))
+    # When west is lost, both regions' users can only go to east, which is one short.
+    (violation,) = result.violations
+    assert violation.requirement == "demand[lose=west,chat,east+west]"
+    missing = 2 * DEMAND - (each - 1) * q
+    assert violation.message.startswith(f"{missing:.2f} requests/s cannot be served")
+    assert f"may be served only in east (capacity {(each - 1) * q:.2f})" in violation.message
+
+
+def test_failover_beyond_the_rtt_limit_does_not_count():
+    inst = instance(
+        {"east": {H100: (64, PRICE)}, "west": {H100: (64, PRICE)}},
+        [workload("chat", {"east": DEMAND, "west": DEMAND}, max_failover_rtt_ms=40)],
+        links=[("east", "west", 50)],
+        survive="region",
+    )
+    q = capacity_rps(inst)
+    plenty = math.ceil(4 * DEMAND / q)
+    result = verify(inst, Plan(replicas=(pool("east", plenty), pool("west", plenty))))
+    assert {v.requirement for v in result.violations} == {
+        "demand[lose=east,chat,east]",
+        "demand[lose=west,chat,west]",
+    }
+    assert all(v.message.endswith("may be served nowhere within reach") for v in result.violations)
+
+
+def test_zone_loss_keeps_n_minus_ceil_n_over_zones():
+    inst = one_region(survive="zone", zones=2)
+    needed = math.ceil(DEMAND / capacity_rps(inst))
+    # n - ceil(n / 2) >= needed  <=>  n >= 2 x needed
+    assert verify(inst, Plan(replicas=(pool("east", 2 * needed),))).ok
+    result = verify(inst, Plan(replicas=(pool("east", 2 * needed - 1),)))
+    assert [v.requirement for v in result.violations] == ["demand[lose=east/zone,chat,east]"]
+
+
+def test_replica_loss_needs_one_spare():
+    inst = one_region(survive="replica")
+    needed = math.ceil(DEMAND / capacity_rps(inst))
+    assert verify(inst, Plan(replicas=(pool("east", needed + 1),))).ok
+    result = verify(inst, Plan(replicas=(pool("east", needed),)))
+    assert [v.requirement for v in result.violations] == ["replica_spare[chat,east]"]
+
+
+def test_disaggregated_pools_pair_by_precision():
+    inst = one_region(disaggregation=True, models={"llama-3.1-8b": ["fp8", "bf16"]})
+    q_prefill = capacity_rps(inst, tp=2, role=Role.PREFILL)
+    q_decode = capacity_rps(inst, tp=2, role=Role.DECODE)
+    prefills, decodes = math.ceil(DEMAND / q_prefill), math.ceil(DEMAND / q_decode)
+    paired = (
+        pool("east", prefills, role=Role.PREFILL, tp=2),
+        pool("east", decodes, role=Role.DECODE, tp=2),
+    )
+    assert verify(inst, Plan(replicas=paired)).ok
+    # The same decode pool in bf16 pairs with nothing: the fp8 prefill pool serves no one.
+    q_decode_bf16 = capacity_rps(inst, tp=2, role=Role.DECODE, precision=Precision.BF16)
+    mismatched = (
+        paired[0],
+        pool("east", math.ceil(DEMAND / q_decode_bf16), role=Role.DECODE, tp=2, precision="bf16"),
+    )
+    result = verify(inst, Plan(replicas=mismatched))
+    assert [v.requirement for v in result.violations] == ["demand[none,chat,east]"]
+
+
+def test_a_fleet_file_needs_only_its_replicas():
+    plan = Plan.model_validate(
+        {
+            "replicas": [
+                {
+                    "workload": "chat",
+                    "region": "east",
+                    "gpu": H100,
+                    "precision": "fp8",
+                    "tp": 1,
+                    "pp": 1,
+                    "count": 3,
+                }
+            ]
+        }
+    )
+    assert plan.cost_per_month is None and plan.replicas[0].role is Role.UNIFIED
+    inst = one_region()
+    assert verify(inst, plan).ok == (3 * capacity_rps(inst) >= DEMAND)
