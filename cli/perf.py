@@ -79,8 +79,11 @@ def perf_json(
     targets: LatencyTargets,
     efficiency: Efficiency,
     frontier: list[FrontierPoint] | None,
+    pool_replicas: int = 1,
 ) -> dict[str, Any]:
-    """The `--json` document: the configuration, its numbers in ms and bytes, the factors."""
+    """The `--json` document: the configuration, its numbers in ms and bytes, the factors.
+    `requests_per_s` is per replica in a pool of `pool_replicas` behind one queue;
+    `pool_requests_per_s` is the whole pool's."""
     config = capacity.config
     data: dict[str, Any] = {
         "model": config.llm.name,
@@ -91,6 +94,7 @@ def perf_json(
         "pp": config.pp,
         "role": config.role.value,
         "gpus": config.gpus,
+        "pool_replicas": pool_replicas,
         "input_tokens": mix.prompt_mean_tokens,
         "output_tokens": mix.output_mean_tokens,
         "ttft_p99_target_ms": _ms(targets.ttft_p99_s) if targets.ttft_p99_s else None,
@@ -100,6 +104,7 @@ def perf_json(
         "limit": capacity.limit.value,
         "reason": capacity.reason,
         "requests_per_s": capacity.requests_per_s,
+        "pool_requests_per_s": capacity.requests_per_s * pool_replicas,
         "output_tokens_per_s": capacity.output_tokens_per_s,
         "output_tokens_per_s_per_gpu": capacity.output_tokens_per_s_per_gpu,
         "weight_bytes_per_gpu": capacity.weight_bytes_per_gpu,
@@ -139,9 +144,11 @@ def _fmt_ms(seconds: float) -> str:
     return "-" if math.isinf(seconds) or math.isnan(seconds) else f"{seconds * 1e3:,.1f}"
 
 
-def _render(capacity: ReplicaCapacity, targets: LatencyTargets) -> None:
+def _render(capacity: ReplicaCapacity, targets: LatencyTargets, pool_replicas: int = 1) -> None:
     config = capacity.config
     title = f"{config.llm.name} on {config.label} ({config.gpus} GPU{'s' * (config.gpus > 1)})"
+    if pool_replicas > 1:
+        title += f", one of {pool_replicas} replicas behind one queue"
     table = Table(title=title)
     table.add_column("quantity")
     table.add_column("value", justify="right")
@@ -159,6 +166,11 @@ def _render(capacity: ReplicaCapacity, targets: LatencyTargets) -> None:
         ),
         ("p99 TPOT / best", f"{_fmt_ms(capacity.tpot_p99_s)} / {_fmt_ms(capacity.best_tpot_s)} ms"),
         ("requests/s", f"{capacity.requests_per_s:,.2f}"),
+        *(
+            [("requests/s of the pool", f"{capacity.requests_per_s * pool_replicas:,.2f}")]
+            if pool_replicas > 1
+            else []
+        ),
         ("output tokens/s (replica)", f"{capacity.output_tokens_per_s:,.0f}"),
         ("output tokens/s per GPU", f"{capacity.output_tokens_per_s_per_gpu:,.0f}"),
         ("limit", capacity.limit.value),
@@ -250,6 +262,15 @@ def perf(
     tpot_p99_ms: Annotated[
         float | None, typer.Option(help="p99 time-per-output-token target, ms.")
     ] = None,
+    pool_replicas: Annotated[
+        int,
+        typer.Option(
+            "--pool-replicas",
+            min=1,
+            help="Identical replicas behind one router sharing one prompt queue (M/G/c); "
+            "the numbers are per replica.",
+        ),
+    ] = 1,
     sweep: Annotated[
         bool,
         typer.Option(
@@ -261,7 +282,10 @@ def perf(
     """One replica configuration's memory, step times, capacity and limiting factor.
 
     Without SLO flags it reports the offline maximum throughput (what published
-    max-throughput tables measure). Exit 3 when the configuration does not fit or cannot
+    max-throughput tables measure). With --pool-replicas N the replica is one of N behind
+    one router, whose prompts wait for the first free prefill lane of the N (M/G/N): a
+    long prefill against a tight TTFT target leaves a lone replica little room to queue,
+    and a pool much more. Exit 3 when the configuration does not fit or cannot
     meet the targets at any load; exit 2 for bad input.
     """
     try:
@@ -288,12 +312,16 @@ def perf(
     )
     config = ReplicaConfig(gpu_spec, llm_spec, precision, kv, tp, pp, role)
     efficiency = efficiency_for(gpu_spec, precision)
-    capacity = replica_capacity(config, mix, targets, efficiency)
-    frontier = throughput_frontier(config, mix, targets, efficiency) if sweep else None
+    capacity = replica_capacity(config, mix, targets, efficiency, pool_replicas)
+    frontier = (
+        throughput_frontier(config, mix, targets, efficiency, pool_replicas=pool_replicas)
+        if sweep
+        else None
+    )
     if as_json:
-        print_json(perf_json(capacity, mix, targets, efficiency, frontier))
+        print_json(perf_json(capacity, mix, targets, efficiency, frontier, pool_replicas))
     elif capacity.fits:
-        _render(capacity, targets)
+        _render(capacity, targets, pool_replicas)
         if frontier:
             _render_frontier(frontier, capacity.batch)
     if not capacity.fits or not capacity.meets_slo:

@@ -21,17 +21,36 @@ Unified replica (prefill and decode on the same GPUs, chunked prefill)
     The largest feasible B (bisection, 48 steps) gives the capacity lambda(B).
     TTFT: prompts queue for the prefill lane, whose rate when saturated is
     r = Q_max / t(B, Q_max); the wait is M/G/1 with service P (1-h) / r and service SCV
-    cv_p^2 (`models.queueing.wait_quantile_s`). A prompt then takes its own prefill time
-    S(P), plus the residual of the iteration in progress, t(B) (1 - e^-B) (the engine is
-    busy unless the Poisson number of resident sequences is 0). The p99 combines the p99 wait
-    and the p99 prompt's extra prefill time in quadrature:
+    cv_p^2 (`models.queueing.wait_quantile_s`; M/G/c in a pool, see "Pools" below). A
+    prompt then takes its own prefill time S(P), plus the residual of the iteration in
+    progress, t(B) (1 - e^-B) (the engine is busy unless the Poisson number of resident
+    sequences is 0). The p99 combines the p99 wait and the p99 prompt's extra prefill time
+    in quadrature:
         TTFT99 = residual + S(P) + sqrt(W99^2 + (S(P99) - S(P))^2)
     exact with no queue (S(P99)) and with fixed lengths (W99 + S(P)).
+
+Pools: replicas behind one router (M/G/c). The replicas of one configuration serving one
+workload in one region sit behind one router. The model assumes the router queues prompts
+centrally and hands each to a replica whose prefill lane is free (join-the-shortest-queue
+with a central queue approximates that closely), so the prompt queue of a pool of
+c = `pool_replicas` replicas is M/G/c: c lanes, each with service P (1-h) / r, fed at
+c lambda. Only the wait changes with c:
+    W99 = `wait_quantile_s`(c lambda, P (1-h) / r, cv_p^2, c, 0.99)
+A prompt's own prefill S(P), the residual of the iteration in progress and the quadrature
+are per replica, and so are every decode-side bound (KV memory, TPOT, the engine's batch
+cap, the NICs): `pool_replicas` changes nothing else. At a fixed per-lane utilisation the
+Erlang C chance to wait and the conditional mean wait S (1 + cs^2) / (2 c (1 - rho)) both
+fall as c grows, so W99 never rises with c and the capacity per replica never falls:
+pool_replicas = 1 is the single FCFS server (the old numbers exactly), and
+pool_replicas = math.inf (no queueing wait while each lane is below saturation) is the
+ceiling every finite pool stays under. When the prefill takes most of the TTFT target the
+difference is large: 32K prompts whose prefill takes 1.2 s of a 2 s target leave a single
+server ~3% utilisation, while ten replicas behind one queue run above half.
 
 Prefill-only replica (disaggregated): prompts/s. The replica prefills full chunks at
 r tokens/s; lambda <= r / (P (1-h)) (compute) and lambda x KV bytes per prompt <= the
 replica's NICs (interconnect). TTFT = wait + own prefill + KV transfer to the decode
-pool, with the same M/G/1 wait and quadrature.
+pool, with the same M/G/1 wait (M/G/c in a pool) and quadrature.
 
 Decode-only replica (disaggregated): generations/s = B / (O t(B)) with no prefill in the
 step, bounded by KV memory (the prompt's KV arrives with the request), the engine's
@@ -77,6 +96,41 @@ BISECTION_STEPS = 48
 INTERCONNECT_SHARE = 0.5
 """A step spending more than this share of its time in all-reduces and hops is reported
 as limited by the interconnect."""
+UNLIMITED_POOL = math.inf
+"""`pool_replicas` of a pool so large that prompts never wait while a lane has room: the
+ceiling of the capacity per replica over all pool sizes."""
+
+
+def pooled_wait_p99_s(
+    rate: float, service_s: float, service_scv: float, pool_replicas: float = 1
+) -> float:
+    """p99 wait of a prompt for a prefill lane when `pool_replicas` replicas, each fed
+    `rate` prompts/s, share one queue: M/G/c with c = pool_replicas and arrivals c x rate,
+    `models.queueing.wait_quantile_s(c x rate, service_s, cs^2, c, 0.99)`.
+
+    c = 1 is the single FCFS server. `UNLIMITED_POOL` (math.inf) is the limit c -> inf
+    at a fixed per-lane utilisation rho = rate x service_s: no wait while rho < 1,
+    math.inf from rho >= 1 (never below any finite pool's wait)."""
+    if math.isinf(pool_replicas):
+        return 0.0 if rate * service_s < 1 else math.inf
+    servers = int(pool_replicas)
+    return wait_quantile_s(servers * rate, service_s, service_scv, servers, 0.99)
+
+
+def pooling_can_lift(capacity: ReplicaCapacity) -> bool:
+    """Whether a larger pool could carry more per replica than this one: only when the
+    p99 TTFT's queueing is what stops the rate (`ttft_queueing`).
+
+    Any other limit is met with the TTFT to spare, and a larger pool only lowers the
+    TTFT: the largest feasible batch (or rate) stays where the other bound put it (the
+    bisection takes the same steps), so the capacity is the same at every pool size."""
+    return capacity.fits and capacity.meets_slo and capacity.limit is Limit.TTFT_QUEUEING
+
+
+def check_pool_replicas(pool_replicas: float) -> None:
+    """Raise ValueError unless `pool_replicas` is a whole number >= 1 or math.inf."""
+    if not (math.isinf(pool_replicas) or float(pool_replicas).is_integer()) or pool_replicas < 1:
+        raise ValueError(f"pool_replicas must be a whole number >= 1, got {pool_replicas}")
 
 
 def batch_p99(batch: float) -> float:
@@ -147,10 +201,17 @@ class _UnifiedModel:
     """The unified/decode replica as functions of the batch B (see the module docstring)."""
 
     def __init__(
-        self, steps: StepModel, mix: _Mix, role: Role, transfer_s: float, transfer_p99_s: float
+        self,
+        steps: StepModel,
+        mix: _Mix,
+        role: Role,
+        transfer_s: float,
+        transfer_p99_s: float,
+        pool_replicas: float = 1,
     ):
         self.steps = steps
         self.mix = mix
+        self.pool_replicas = pool_replicas
         self.prefill = role is Role.UNIFIED
         self.transfer_s = transfer_s
         self.transfer_p99_s = transfer_p99_s
@@ -181,7 +242,8 @@ class _UnifiedModel:
         return one * max(1.0, prompt_new / lane_tokens)
 
     def ttft_p99_s(self, batch: float, step_s: float, rate: float) -> float:
-        """p99 TTFT at batch B (unified): residual + S(P) + sqrt(W99^2 + (S(P99)-S(P))^2)."""
+        """p99 TTFT at batch B (unified): residual + S(P) + sqrt(W99^2 + (S(P99)-S(P))^2),
+        W99 the M/G/c wait of the replica's pool (`pooled_wait_p99_s`)."""
         if not self.prefill:
             return self.transfer_p99_s
         mix, steps = self.mix, self.steps
@@ -191,7 +253,7 @@ class _UnifiedModel:
         full_s = steps.iteration_s(batch, mix.context, lane_tokens, self.prefill_context)
         lane_rate = lane_tokens / full_s
         service_s = mix.new_prompt / lane_rate
-        wait_s = wait_quantile_s(rate, service_s, mix.prompt_scv, 1, 0.99)
+        wait_s = pooled_wait_p99_s(rate, service_s, mix.prompt_scv, self.pool_replicas)
         if math.isinf(wait_s):
             return math.inf
         own_s = self.own_prefill_s(batch, mix.new_prompt, lane_tokens)
@@ -277,15 +339,28 @@ def replica_capacity(
     mix: TrafficMix,
     targets: LatencyTargets,
     efficiency: Efficiency,
+    pool_replicas: float = 1,
 ) -> ReplicaCapacity:
     """The largest request rate one replica sustains within the targets, and why not more.
 
-    Pure and deterministic; about a millisecond. Never raises for a configuration that is
-    impossible, does not fit or cannot meet the SLO: it returns fits/meets_slo False,
-    requests_per_s 0.0 and a `reason` with the numbers (see the module docstring for the
-    model). `requests_per_s` counts whole requests (unified), prompts (prefill) or
-    generations (decode).
+    Pure and deterministic; about a millisecond (the Erlang C recursion adds ~c steps per
+    wait for a pool of c). Never raises for a configuration that is impossible, does not
+    fit or cannot meet the SLO: it returns fits/meets_slo False, requests_per_s 0.0 and a
+    `reason` with the numbers (see the module docstring for the model). `requests_per_s`
+    counts whole requests (unified), prompts (prefill) or generations (decode).
+
+    Args:
+        config, mix, targets, efficiency: the replica, its traffic, the SLO, the
+            achievable fractions of peak.
+        pool_replicas: identical replicas behind one router sharing one prompt queue
+            (M/G/c, c = pool_replicas; see "Pools" in the module docstring): the
+            capacity is per replica, never lower for a larger pool, and 1 gives the
+            single server. `UNLIMITED_POOL` gives the ceiling over all pool sizes.
+
+    Raises:
+        ValueError: pool_replicas is not a whole number >= 1 (or math.inf).
     """
+    check_pool_replicas(pool_replicas)
     problem = layout_problem(
         config.gpu,
         config.llm,
@@ -329,8 +404,8 @@ def replica_capacity(
         efficiency,
     )
     if config.role is Role.PREFILL:
-        return _prefill_capacity(config, m, targets, efficiency, budget, steps)
-    return _batch_capacity(config, m, targets, efficiency, budget, steps)
+        return _prefill_capacity(config, m, targets, efficiency, budget, steps, pool_replicas)
+    return _batch_capacity(config, m, targets, efficiency, budget, steps, pool_replicas)
 
 
 def _batch_capacity(
@@ -340,12 +415,13 @@ def _batch_capacity(
     efficiency: Efficiency,
     budget: MemoryBudget,
     steps: StepModel,
+    pool_replicas: float = 1,
 ) -> ReplicaCapacity:
     """Unified and decode-only replicas: the largest feasible mean batch B."""
     decode = config.role is Role.DECODE
     transfer_s = kv_transfer_s(config, m.prompt, efficiency) if decode else 0.0
     transfer_p99_s = kv_transfer_s(config, m.prompt_p99, efficiency) if decode else 0.0
-    model = _UnifiedModel(steps, m, config.role, transfer_s, transfer_p99_s)
+    model = _UnifiedModel(steps, m, config.role, transfer_s, transfer_p99_s, pool_replicas)
     max_batch = budget.max_sequences(m.footprint)
     offline = targets.is_offline
     kv_sequences = budget.kv_capacity_tokens / m.footprint
@@ -437,7 +513,7 @@ def _batch_capacity(
         if targets.tpot_p99_s is not None and batch < cap:
             reason += f"; p99 TPOT {point.tpot_p99_s * 1e3:.1f} ms reaches the target"
     else:
-        reason = _reason(config, limit, point, m, budget, targets, efficiency)
+        reason = _reason(config, limit, point, m, budget, targets, efficiency, pool_replicas)
     return ReplicaCapacity(
         **common,
         meets_slo=True,
@@ -526,6 +602,7 @@ def _reason(
     budget: MemoryBudget,
     targets: LatencyTargets,
     efficiency: Efficiency,
+    pool_replicas: float = 1,
 ) -> str:
     """One sentence with the numbers behind the limit."""
     b = point.batch
@@ -543,8 +620,9 @@ def _reason(
         )
     if limit is Limit.TTFT_QUEUEING:
         return (
-            f"p99 TTFT {point.ttft_p99_s * 1e3:.0f} ms at {point.rate:,.2f} requests/s reaches "
-            f"the {targets.ttft_p99_s * 1e3:g} ms target"  # type: ignore[operator]
+            f"p99 TTFT {point.ttft_p99_s * 1e3:.0f} ms at {point.rate:,.2f} requests/s"
+            f"{_per_replica_in_pool(pool_replicas)} reaches the "
+            f"{targets.ttft_p99_s * 1e3:g} ms target"  # type: ignore[operator]
         )
     if limit is Limit.COMPUTE:
         return (
@@ -559,6 +637,14 @@ def _reason(
     return f"links set the pace at batch {b:,.1f}"
 
 
+def _per_replica_in_pool(pool_replicas: float) -> str:
+    """' per replica in a pool of 8 behind one queue' (nothing for a single replica)."""
+    if pool_replicas == 1:
+        return ""
+    size = "an unlimited pool" if math.isinf(pool_replicas) else f"a pool of {pool_replicas:g}"
+    return f" per replica in {size} behind one queue"
+
+
 def _prefill_capacity(
     config: ReplicaConfig,
     m: _Mix,
@@ -566,6 +652,7 @@ def _prefill_capacity(
     efficiency: Efficiency,
     budget: MemoryBudget,
     steps: StepModel,
+    pool_replicas: float = 1,
 ) -> ReplicaCapacity:
     """Prefill-only replica: prompts/s within the TTFT target (queue + prefill + transfer)."""
     token_rate = steps.prefill_tokens_per_s(m.new_prompt, m.cached_prompt)
@@ -582,7 +669,7 @@ def _prefill_capacity(
     extra_s = own_p99_s + transfer_p99_s - base_s
 
     def ttft_at(rate: float) -> float:
-        wait_s = wait_quantile_s(rate, service_s, m.prompt_scv, 1, 0.99)
+        wait_s = pooled_wait_p99_s(rate, service_s, m.prompt_scv, pool_replicas)
         return base_s + math.hypot(wait_s, extra_s)
 
     best_ttft_s = own_p99_s + transfer_p99_s
@@ -631,12 +718,15 @@ def _prefill_capacity(
                 low = mid
             else:
                 high = mid
-        rate, limit = low, Limit.TTFT_QUEUEING
+        # A pool large enough leaves no wait short of saturation: then the cap binds.
+        rate = low
+        limit = Limit.TTFT_QUEUEING if rate < cap * (1 - 1e-9) else cap_limit
         ttft_s = ttft_at(rate)
     if limit is Limit.TTFT_QUEUEING:
         reason = (
             f"p99 TTFT {ttft_s * 1e3:.0f} ms (prefill {own_s * 1e3:.0f} ms + KV transfer "
-            f"{transfer_s * 1e3:.1f} ms + queue) at {rate:,.2f} prompts/s reaches the "
+            f"{transfer_s * 1e3:.1f} ms + queue) at {rate:,.2f} prompts/s"
+            f"{_per_replica_in_pool(pool_replicas)} reaches the "
             f"{targets.ttft_p99_s * 1e3:g} ms target"  # type: ignore[operator]
         )
     elif limit is Limit.COMPUTE:
@@ -689,12 +779,15 @@ def throughput_frontier(
     targets: LatencyTargets,
     efficiency: Efficiency,
     batches: list[float] | None = None,
+    pool_replicas: float = 1,
 ) -> list[FrontierPoint]:
     """Throughput per GPU against tokens/s per user across batch sizes, for a unified or
     decode replica: the frontier the SLO cuts. Default batches: powers of two up to the
     memory limit (and the memory limit itself). Empty when the layout is impossible or
-    does not fit, or for a prefill replica.
+    does not fit, or for a prefill replica. The p99 TTFT of each point is that of a
+    replica in a pool of `pool_replicas` behind one queue.
     """
+    check_pool_replicas(pool_replicas)
     capacity = replica_capacity(config, mix, LatencyTargets(), efficiency)
     if not capacity.fits or config.role is Role.PREFILL:
         return []
@@ -708,7 +801,7 @@ def throughput_frontier(
         config.pp,
         efficiency,
     )
-    model = _UnifiedModel(steps, m, config.role, 0.0, 0.0)
+    model = _UnifiedModel(steps, m, config.role, 0.0, 0.0, pool_replicas)
     kv_sequences = capacity.kv_capacity_tokens / m.footprint
     limit = min(kv_sequences, float(efficiency.max_batch_sequences), model.lane_batch_limit())
     if batches is None:

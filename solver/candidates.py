@@ -33,13 +33,33 @@ small: for each group it keeps the front of capacity per GPU against replica siz
 
 Prefill candidates with no decode candidate of the same precision (and vice versa) are
 dropped: half a pair serves nothing.
+
+Pools. The replicas of one candidate serving one workload in one region sit behind one
+router, so their prompts share one queue (M/G/c) and each replica carries more, the more
+replicas the pool holds (`models.capacity`, "Pools"). Each candidate carries q(1), the
+lone replica, q(inf), the ceiling of an unlimited pool, and its pooling ladder: the pool
+sizes 2, 4, 8, ... at which the capacity per replica has risen by at least
+`POOL_STEP_GAIN` over the last size kept (`PoolStep`; empty when pooling does not matter,
+i.e. when the wait does not bind: TPOT, KV memory or the decode side limits the
+replica), up to the largest pool worth having (`largest_pool`). The program
+(solver.families.pooling) credits a pool with a step only when it holds at least that
+many replicas. Powers of two keep the ladder short (one step per doubling at most) and
+the same in every region.
+
+With pooling, dominance compares the worst of A with the best of B: A dominates B when
+gpus(A) divides gpus(B) and (gpus(B) / gpus(A)) x q_A(1) >= q_B(inf). Then n replicas of
+B, credited at most n q_B(inf) in a pool of any size and in any scenario, become m n
+replicas of A credited at least m n q_A(1) >= n q_B(inf), and the failure arguments above
+hold with q_A(1) and q_B(inf) in place of q(A) and q(B). When the wait does not bind,
+q(inf) = q(1) and this is the rule above; when it binds, pruning is weaker, never wrong.
 """
 
+import math
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from models.capacity import replica_capacity
-from models.efficiency import efficiency_for
+from models.capacity import UNLIMITED_POOL, pooling_can_lift, replica_capacity
+from models.efficiency import Efficiency, efficiency_for
 from models.instance import Instance, ModelEntry, Workload
 from models.precision import Precision
 from models.replica import (
@@ -53,6 +73,11 @@ from models.replica import (
 from solver.errors import Problem
 
 _KV_FLOOR = Precision.FP8
+POOL_STEP_GAIN = 0.02
+"""A pool size joins a candidate's ladder when it lifts the capacity per replica by at
+least this fraction over the last size kept (smaller gains are not worth a binary)."""
+POOL_LADDER_MAX_REPLICAS = 4096
+"""Largest pool size the ladder looks at (a power of two)."""
 
 
 def kv_precision_for(entry: ModelEntry, weight_precision: Precision) -> Precision:
@@ -74,16 +99,79 @@ def planning_capacity(capacity: ReplicaCapacity) -> float:
 
 
 @dataclass(frozen=True)
+class PoolStep:
+    """A pool size and the capacity per replica at the SLO of a pool that large."""
+
+    replicas: int
+    requests_per_s: float
+
+
+@dataclass(frozen=True)
 class Candidate:
-    """One replica configuration for one workload, with its capacity at the SLO."""
+    """One replica configuration for one workload, with its capacity at the SLO.
+
+    `capacity` is that of a lone replica (pool of 1); `ladder` the larger pool sizes
+    worth crediting (see the module docstring); `mix`, `targets` and `efficiency` let the
+    physics be asked again at any pool size (`capacity_at`). A candidate made without
+    them (by hand, in tests) has the ladder's step function as its capacity per replica.
+    """
 
     workload: str
     capacity: ReplicaCapacity
+    ladder: tuple[PoolStep, ...] = ()
+    """Pool sizes > 1, increasing, each with a capacity per replica at least
+    `POOL_STEP_GAIN` above the previous step (or q(1))."""
+    ceiling_requests_per_s: float | None = None
+    """Capacity per replica of an unlimited pool: above every pool size's (None: q(1))."""
+    mix: TrafficMix | None = None
+    targets: LatencyTargets | None = None
+    efficiency: Efficiency | None = None
+    pool_cache: dict[float, ReplicaCapacity] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """The physics at each pool size asked so far (shared by candidates of the same
+    configuration, mix and targets)."""
 
     @property
     def requests_per_s(self) -> float:
-        """Capacity of one replica at the SLO (requests/s of its own phase)."""
+        """Capacity of one lone replica at the SLO (requests/s of its own phase): what
+        a replica carries in a pool of any size, at least."""
         return self.capacity.requests_per_s
+
+    @property
+    def top_requests_per_s(self) -> float:
+        """The largest capacity per replica the program may credit (top of the ladder)."""
+        return self.ladder[-1].requests_per_s if self.ladder else self.requests_per_s
+
+    @property
+    def ceiling(self) -> float:
+        """Capacity per replica of an unlimited pool (q(1) when not computed)."""
+        if self.ceiling_requests_per_s is None:
+            return self.top_requests_per_s
+        return max(self.ceiling_requests_per_s, self.top_requests_per_s)
+
+    def capacity_at(self, pool_replicas: float) -> ReplicaCapacity:
+        """The physics at a pool of `pool_replicas` identical replicas behind one queue
+        (computed once per size)."""
+        if pool_replicas <= 1:
+            return self.capacity
+        if self.mix is None or self.targets is None or self.efficiency is None:
+            steps = [s.requests_per_s for s in self.ladder if s.replicas <= pool_replicas]
+            return replace(self.capacity, requests_per_s=max([self.requests_per_s, *steps]))
+        if not pooling_can_lift(self.capacity):
+            return self.capacity  # the same at every pool size
+        if pool_replicas not in self.pool_cache:
+            self.pool_cache[pool_replicas] = replica_capacity(
+                self.config, self.mix, self.targets, self.efficiency, pool_replicas
+            )
+        return self.pool_cache[pool_replicas]
+
+    def requests_per_s_at(self, pool_replicas: float) -> float:
+        """Capacity per replica at the SLO in a pool of `pool_replicas` (0 for an empty
+        pool)."""
+        if pool_replicas < 1:
+            return 0.0
+        return planning_capacity(self.capacity_at(pool_replicas))
 
     @property
     def limit(self) -> Limit:
@@ -197,6 +285,7 @@ def build_candidates(instance: Instance) -> CandidateTable:
     (the pipeline reports it with the pre-solve checks, before solving).
     """
     cache: dict[tuple, ReplicaCapacity] = {}
+    pooled: dict[tuple, Candidate] = {}  # one per configuration, mix and targets
     by_workload: dict[str, tuple[Candidate, ...]] = {}
     evaluated: dict[str, int] = {}
     usable_counts: dict[str, int] = {}
@@ -205,6 +294,7 @@ def build_candidates(instance: Instance) -> CandidateTable:
         mix = TrafficMix.of(workload)
         targets = LatencyTargets.of(workload.slo)
         results = []
+        usable = []
         for config in configurations(instance, workload):
             key = (
                 config.gpu.name,
@@ -222,15 +312,68 @@ def build_candidates(instance: Instance) -> CandidateTable:
                     config.gpu.name, config.weight_precision, instance.efficiency
                 )
                 cache[key] = replica_capacity(config, mix, targets, efficiency)
+                if planning_capacity(cache[key]) > 0:
+                    bare = Candidate(workload.name, cache[key], (), None, mix, targets, efficiency)
+                    ceiling = (
+                        bare.requests_per_s_at(UNLIMITED_POOL)
+                        if pooling_can_lift(cache[key])
+                        else bare.requests_per_s
+                    )
+                    pooled[key] = replace(bare, ceiling_requests_per_s=ceiling)
             results.append(cache[key])
-        usable = [Candidate(workload.name, c) for c in results if planning_capacity(c) > 0]
+            if key in pooled:
+                usable.append(replace(pooled[key], workload=workload.name))
         evaluated[workload.name] = len(results)
         usable_counts[workload.name] = len(usable)
-        kept = prune_dominated(drop_unpaired(usable))
+        kept = [
+            replace(c, ladder=pool_ladder(c, largest_pool(instance, workload, c)))
+            for c in prune_dominated(drop_unpaired(usable))
+        ]
         if not kept:
             problems.append(no_candidate_problem(instance, workload, results))
         by_workload[workload.name] = tuple(kept)
     return CandidateTable(by_workload, evaluated, usable_counts, tuple(problems))
+
+
+def largest_pool(instance: Instance, workload: Workload, candidate: Candidate) -> int:
+    """The largest pool of a candidate worth crediting anywhere: no more replicas than
+    one region's supply holds, nor than q(1) replicas need to carry all of the
+    workload's demand (with a zone lost and a replica down), which a larger pool could
+    shed and still carry."""
+    per_region = [
+        (region.existing.get(candidate.gpu, 0) + supply.max_gpus) // candidate.gpus
+        if (supply := region.supply.get(candidate.gpu))
+        else region.existing.get(candidate.gpu, 0) // candidate.gpus
+        for region in instance.regions
+    ]
+    demand = sum(level.peak_rps for level in workload.demand.values())
+    zones = max((region.zones for region in instance.regions), default=1)
+    spread = zones / (zones - 1) if zones > 1 else 1.0
+    worth = math.ceil(demand * spread / candidate.requests_per_s) + 1
+    return min(max(per_region, default=0), worth, POOL_LADDER_MAX_REPLICAS)
+
+
+def pool_ladder(
+    candidate: Candidate, max_replicas: int = POOL_LADDER_MAX_REPLICAS
+) -> tuple[PoolStep, ...]:
+    """The pool sizes worth crediting a candidate with.
+
+    Sizes 2, 4, 8, ... up to `max_replicas`; a size is kept when its capacity per
+    replica beats the last kept (q(1) first) by `POOL_STEP_GAIN`, and the search stops
+    once nothing left below the unlimited-pool ceiling could. Empty when q(1) is already
+    within the gain of the ceiling (the wait does not bind).
+    """
+    ceiling = candidate.ceiling
+    steps: list[PoolStep] = []
+    last = candidate.requests_per_s
+    size = 2
+    while size <= max_replicas and ceiling > last * (1 + POOL_STEP_GAIN):
+        rate = candidate.requests_per_s_at(size)
+        if rate >= last * (1 + POOL_STEP_GAIN):
+            steps.append(PoolStep(size, rate))
+            last = rate
+        size *= 2
+    return tuple(steps)
 
 
 def drop_unpaired(candidates: list[Candidate]) -> list[Candidate]:
@@ -249,8 +392,10 @@ def drop_unpaired(candidates: list[Candidate]) -> list[Candidate]:
 def prune_dominated(candidates: list[Candidate]) -> list[Candidate]:
     """Keep, in each (GPU, role[, precision]) group, the candidates no other dominates.
 
-    A dominates B when gpus(A) divides gpus(B) and gpus(B) / gpus(A) x q(A) >= q(B);
-    among equals, the smaller replica (then fewer TP, then the first precision) stays.
+    A dominates B when gpus(A) divides gpus(B) and gpus(B) / gpus(A) x q_A(1) >= q_B(inf)
+    (the worst A can be credited with against the best B could be; see the module
+    docstring); among equals, the smaller replica (then fewer TP, then the first
+    precision) stays.
     """
     groups: dict[tuple, list[Candidate]] = defaultdict(list)
     for candidate in candidates:
@@ -271,7 +416,7 @@ def prune_dominated(candidates: list[Candidate]) -> list[Candidate]:
 def _dominates(a: Candidate, b: Candidate) -> bool:
     if b.gpus % a.gpus:
         return False
-    return (b.gpus // a.gpus) * a.requests_per_s >= b.requests_per_s * (1 - 1e-9)
+    return (b.gpus // a.gpus) * a.requests_per_s >= b.ceiling * (1 - 1e-9)
 
 
 def no_candidate_problem(

@@ -19,9 +19,10 @@ by the elastic re-solve. It adds to the program
 
 priced far above any real plan (an extra GPU at 10x the dearest GPU-month; a request/s
 left unserved at 10x what extra GPUs would cost to serve it), with the replica and
-purchase bounds and the pool_open big-M widened to match. The elastic program is always
-feasible; its slack names the requirements in conflict and how far apart they are
-("needs 112 b200 in us-east, 64 available"), with the scenario that asks for them.
+purchase bounds and the big-M of pool_open and of the pooling steps widened to match.
+The elastic program is always feasible; its slack names the requirements in conflict and
+how far apart they are ("needs 112 b200 in us-east, 64 available"), with the scenario
+that asks for them.
 """
 
 import math
@@ -35,6 +36,7 @@ from networkx.algorithms.flow import edmonds_karp
 from solver.backends import Backend
 from solver.errors import Diagnosis, Problem
 from solver.families.demand import DEMAND
+from solver.families.pooling import BIG_M_FAMILIES
 from solver.families.replica import POOL_OPEN
 from solver.families.supply import GPU_SUPPLY
 from solver.lp import Termination
@@ -86,11 +88,12 @@ def _unhosted_demand(sets: ProgramSets) -> list[Problem]:
 
 def capacity_upper_bound(sets: ProgramSets, w: str, d: str) -> float:
     """Requests/s region d could serve of w if all its supply ran w's best configuration
-    per GPU (an over-estimate: pairs and integer replicas only lower it)."""
+    per GPU, each replica at the capacity of an unlimited pool (an over-estimate: pairs,
+    integer replicas and finite pools only lower it)."""
     best_per_gpu: dict[str, float] = defaultdict(float)
     for pool in sets.pools_at.get((w, d), ()):
         c = pool.candidate
-        best_per_gpu[c.gpu] = max(best_per_gpu[c.gpu], c.requests_per_s / c.gpus)
+        best_per_gpu[c.gpu] = max(best_per_gpu[c.gpu], c.ceiling / c.gpus)
     return sum(rate * sets.offers[(d, g)].available for g, rate in best_per_gpu.items())
 
 
@@ -251,17 +254,26 @@ def elastic_program(program: FleetProgram):
 
     bounds: dict[str, tuple[float, float | None]] = {}
     widened_replicas = {}
+    widened_credit = {}
     for pool in sets.pools:
         most = (sets.offers[(pool.region, pool.candidate.gpu)].available + room) // (
             pool.candidate.gpus
         )
         widened_replicas[(pool.workload, pool.candidate.key, pool.region)] = most
+        credit = min(most, pool.largest_useful)  # no pool needs credit beyond n_max
+        widened_credit[(pool.workload, pool.candidate.key, pool.region)] = credit
         bounds[sets.replicas(pool.workload, pool.candidate, pool.region)] = (0.0, float(most))
-        if pool.region in sets.zone_regions:
+        zone_hit = pool.region in sets.zone_regions
+        if zone_hit:
             bounds[sets.zone_survivors(pool.workload, pool.candidate, pool.region)] = (
                 0.0,
                 float(most),
             )
+        for tier in pool.tiers:
+            w, c, r, size = pool.workload, pool.candidate, pool.region, tier.replicas
+            bounds[sets.pooled(w, c, r, size)] = (0.0, float(credit))
+            if zone_hit:
+                bounds[sets.pooled_survivors(w, c, r, size)] = (0.0, float(credit))
     for r, g in sets.offers:
         bounds[sets.purchased(r, g)] = (0.0, None)
     lp = with_bounds(base, bounds)
@@ -287,6 +299,13 @@ def elastic_program(program: FleetProgram):
             lp.constraints[name] = replace(
                 row,
                 coefficients={**row.coefficients, used: -float(widened_replicas[(w, key, d)])},
+            )
+        elif row.family in BIG_M_FAMILIES:
+            w, key, d, size = _indices(name)
+            at_least = f"pool_at_least[{w},{key},{d},{size}]"
+            credit = float(widened_credit[(w, key, d)])
+            lp.constraints[name] = replace(
+                row, coefficients={**row.coefficients, at_least: -credit}
             )
     return lp
 

@@ -3,7 +3,8 @@
 - Binding constraints with shadow prices (solver.pricing: the LP with the plan's
   discrete choices fixed and replica counts relaxed; not MIP duals).
 - Utilisation of every phase of every workload in every region, in every scenario.
-- The limiting factor of each chosen configuration, with the performance model's numbers.
+- The limiting factor of each chosen configuration, with the performance model's numbers
+  for a pool of its real size behind one router.
 - What each chosen pool's best alternative would cost: the program is re-solved with
   that configuration excluded from that region (replicas fixed at 0), and the cost
   difference and what took its place are reported. A re-solve, not a re-pricing: the
@@ -161,15 +162,16 @@ def _limits(solved: Solved) -> tuple[LimitNote, ...]:
     notes = []
     for pool in solved.plan.replicas:
         candidate = sets.table.find_label(pool.workload, pool.label)
+        physics = candidate.capacity_at(pool.count)  # in a pool of its real size
         notes.append(
             LimitNote(
                 workload=pool.workload,
                 region=pool.region,
                 configuration=pool.label,
                 count=pool.count,
-                requests_per_s_per_replica=candidate.requests_per_s,
-                limit=candidate.limit,
-                reason=candidate.capacity.reason,
+                requests_per_s_per_replica=physics.requests_per_s,
+                limit=physics.limit,
+                reason=physics.reason,
             )
         )
     return tuple(notes)

@@ -16,8 +16,9 @@ _FROZEN = ConfigDict(extra="forbid", frozen=True)
 SHADOW_PRICE_NOTE = (
     "Shadow prices are not MIP duals (an integer program has none). They come from the "
     "LP with the plan's discrete choices fixed (which configurations run in which "
-    "region, which pools are open) and replica counts relaxed to continuous: the "
-    "marginal $/month of one more unit of each right-hand side for this plan's layout."
+    "region, which pools are open, which pooling steps they are credited with) and "
+    "replica counts relaxed to continuous: the marginal $/month of one more unit of "
+    "each right-hand side for this plan's layout."
 )
 
 
@@ -41,9 +42,10 @@ class ReplicaPool(BaseModel):
     gpus: int | None = Field(default=None, ge=0)
     """GPUs in all: count x tp x pp."""
     limit: Limit | None = None
-    """What limits one replica's capacity at the SLO."""
+    """What limits one replica's capacity at the SLO, in a pool of `count`."""
     requests_per_s_per_replica: float | None = None
-    """Capacity of one replica at the SLO, requests/s of its own phase."""
+    """Capacity of one replica at the SLO, requests/s of its own phase, when the pool's
+    `count` replicas share one router and one prompt queue (`models.capacity`, "Pools")."""
     cost_per_month: float | None = None
     """What these GPUs would cost if all were bought (the existing fleet is free)."""
 

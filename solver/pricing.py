@@ -6,8 +6,8 @@ the plan's discrete choices and relaxes only the counts:
 
     pools with no replica in the plan     replicas = 0              (choice fixed)
     pools with replicas                   replicas >= 0             (continuous)
-    pool_used                             fixed at the plan's 0/1
-    zone_survivors                        continuous
+    pool_used, pool_at_least              fixed at the plan's 0/1
+    zone_survivors, pooled                continuous
 
 A chosen pool's replicas keep no upper bound of their own: `gpu_supply` already limits
 them, and a bound beside it would take the supply's price as a reduced cost instead.
@@ -41,10 +41,15 @@ def pricing_program(program: FleetProgram, values: dict[str, float]):
         chosen = round(values.get(names[0], 0.0)) > 0
         for name in names:
             bounds[name] = (0.0, None if chosen else 0.0)
+        fixed = [
+            sets.pool_at_least(pool.workload, pool.candidate, pool.region, tier.replicas)
+            for tier in pool.tiers
+        ]
         if sets.survives_replica_loss:
-            used = sets.pool_used(pool.workload, pool.candidate, pool.region)
-            level = float(round(values.get(used, 0.0)))
-            bounds[used] = (level, level)
+            fixed.append(sets.pool_used(pool.workload, pool.candidate, pool.region))
+        for name in fixed:
+            level = float(round(values.get(name, 0.0)))
+            bounds[name] = (level, level)
     return with_bounds(program.lp, bounds, relax=True)
 
 

@@ -8,14 +8,18 @@ names); routes (f, w, o, d) the latency policy allows; serving modes of (w, d).
 
     demand[f,w,o]            sum_d served[f,w,o,d] = D[w,o]
     mode_split[f,w,d]        sum_m <m>[f,w,d] = sum_o served[f,w,o,d]
-    capacity[f,w,d,phase]    sum_c q_c x alive_f[w,c,d] >= load_f[w,d,phase]
+    capacity[f,w,d,phase]    sum_c credit_f[w,c,d] >= load_f[w,d,phase]
+                             credit = q_c x alive_f + sum_k gain_k x pooled_f[k]
+    pool_size[w,c,r,P]       replicas - P x pool_at_least >= 0               (pooling)
+    pooled_within/open       pooled <= replicas, pooled <= M x pool_at_least   (pooling)
     zone_survivors[w,c,r]    Z x survivors - (Z - 1) x replicas <= 0            (zone)
     pool_open[w,c,d]         replicas - M x pool_used <= 0                     (replica)
-    replica_spare[w,d,ph,c]  capacity(phase) - q_c x pool_used >= load_none    (replica)
+    replica_spare[w,d,ph,c]  capacity(phase) less one replica of c >= load_none (replica)
     gpu_supply[r,g]          sum gpus(c) x replicas <= existing + max_gpus
     purchase[r,g]            purchased >= sum gpus(c) x replicas - existing
 
-    replicas, zone_survivors integer >= 0; pool_used binary; served, loads >= 0
+    replicas, zone_survivors integer >= 0; pool_used, pool_at_least binary;
+    served, loads, pooled >= 0
 
 Each family lives in its own module under `solver.families`, opening with its math.
 """
@@ -28,6 +32,7 @@ from solver.families import variables
 from solver.families.capacity import add_capacity_within_pools
 from solver.families.demand import add_demand_met
 from solver.families.objective import add_fleet_cost
+from solver.families.pooling import add_pool_steps, add_pooling_variables
 from solver.families.replica import add_replica_spare
 from solver.families.split import add_mode_split
 from solver.families.supply import add_gpu_supply, add_purchase_covers_use
@@ -62,11 +67,13 @@ def build_program(
     variables.add_routing_variables(lp, sets)
     variables.add_zone_survivor_variables(lp, sets)
     variables.add_pool_used_variables(lp, sets)
+    add_pooling_variables(lp, sets)
     variables.add_purchase_variables(lp, sets)
 
     add_demand_met(lp, sets)
     add_mode_split(lp, sets)
     add_capacity_within_pools(lp, sets)
+    add_pool_steps(lp, sets)
     add_zone_survivors(lp, sets)
     add_replica_spare(lp, sets)
     add_gpu_supply(lp, sets)

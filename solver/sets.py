@@ -7,6 +7,8 @@ candidate table and the scenarios, so that each family reads as its math:
     W            workloads; D[w,o] peak requests/s of w's users in region o
     C_w          candidates of w (solver.candidates)
     pools        (w, c, r) with r offering c's GPU type: where replicas[w,c,r] exists
+    tiers        the pooling steps P_1 < P_2 < ... of a pool: sizes from c's ladder that
+                 r's supply can hold and r's load could use (solver.families.pooling)
     F            routing scenarios (none, lose=<r>, lose=<r>/zone); lose=replica is
                  checked on the `none` loads by its own family
     routes       (f, w, o, d): d may serve o's users of w in f (solver.scenarios)
@@ -19,6 +21,7 @@ A variable name is `family[index,...]`; a candidate appears by its key
 (`h100-sxm.fp8.tp4pp1.unified`), a scenario by its name (`lose=eu-west`).
 """
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cached_property
@@ -46,6 +49,24 @@ class Offer:
 
 
 @dataclass(frozen=True)
+class Tier:
+    """One pooling step of a pool: credited when the pool holds at least `replicas`.
+
+    Each gain is a difference of capacities per replica between this step and the one
+    below (q(1) below the first), so that the credited steps telescope to the capacity
+    per replica of the largest one (solver.families.pooling)."""
+
+    replicas: int
+    gain: float
+    """q(P_k) - q(P_{k-1}): the pool at full strength."""
+    spare_gain: float
+    """q(R_k) - q(R_{k-1}), R = max(1, P - 1): the pool less one replica."""
+    zone_gain: float
+    """q(S_k) - q(S_{k-1}), S = max(1, P - ceil(P / zones)): the pool less its fullest
+    zone (0 where the region's zone loss is not a scenario)."""
+
+
+@dataclass(frozen=True)
 class Pool:
     """Where a replica variable exists: candidate c of workload w in region r."""
 
@@ -53,6 +74,15 @@ class Pool:
     candidate: Candidate
     region: str
     max_replicas: int
+    tiers: tuple[Tier, ...] = ()
+    """Pooling steps above one replica (empty: the pool is credited q(1) per replica)."""
+    largest_useful: int = 0
+    """n_max: the largest pool worth having in its region (`ProgramSets._largest_useful`)."""
+
+    @property
+    def credit_replicas(self) -> int:
+        """Most replicas a pooling step is credited on: min(max_replicas, n_max)."""
+        return min(self.max_replicas, self.largest_useful)
 
 
 @dataclass(frozen=True)
@@ -136,7 +166,7 @@ class ProgramSets:
 
     @cached_property
     def pools(self) -> tuple[Pool, ...]:
-        """Every (w, c, r) where r can hold at least one replica of c."""
+        """Every (w, c, r) where r can hold at least one replica of c, with its tiers."""
         pools = []
         for w in self.workloads:
             for candidate in self.table.of(w):
@@ -146,8 +176,96 @@ class ProgramSets:
                         continue
                     most = offer.available // candidate.gpus
                     if most >= 1:
-                        pools.append(Pool(w, candidate, r, most))
+                        worth = self._largest_useful(w, candidate, r)
+                        tiers = self._tiers(candidate, r, min(most, worth))
+                        pools.append(Pool(w, candidate, r, most, tiers, worth))
         return tuple(pools)
+
+    @cached_property
+    def max_load(self) -> dict[tuple[str, str], float]:
+        """L[w,d]: the most requests/s of w that may be routed to d in any scenario (its
+        own users and every origin that may fail over to it), over the routes the latency
+        policy allows (whether or not d can host w)."""
+        load: dict[tuple[str, str], float] = defaultdict(float)
+        for f in self.routing_scenarios:
+            here: dict[tuple[str, str], float] = defaultdict(float)
+            for (w, o), rate in self.demand.items():
+                for d in self.graph.destinations(f, o, self.max_failover_rtt_ms(w)):
+                    here[(w, d)] += rate
+            for key, rate in here.items():
+                load[key] = max(load[key], rate)
+        return dict(load)
+
+    def _largest_useful(self, w: str, c: Candidate, r: str) -> int:
+        """n_max: the smallest pool that alone carries the most r may be sent, L[w,r], in
+        every scenario, credited as the program credits it (the ladder's step at or
+        below its size): n q(t(n)) >= L at full strength; with its fullest zone lost,
+        (n - ceil(n / Z)) q(S(t(n))) >= L (survive: zone); with one replica lost,
+        (n - 1) q(R(t(n))) >= L (survive: replica). A larger pool could shed replicas
+        down to n_max and still carry every load in every row, so no pooling step above
+        it, nor credit on more replicas, is ever needed. Each side grows with n, so a
+        bisection between 1 and the pool that carries L at q(1) finds it."""
+        load = self.max_load.get((w, r), 0.0)
+        zones = self.zones[r]
+        zone_hit = r in self.zone_regions and zones > 1
+        spread = zones / (zones - 1) if zone_hit else 1.0
+        sizes = [1, *(step.replicas for step in c.ladder)]
+
+        def q(replicas: int) -> float:
+            return c.requests_per_s_at(max(replicas, 1))
+
+        def carries(n: int) -> bool:
+            step = max(size for size in sizes if size <= n)
+            if n * q(step) < load:
+                return False
+            if zone_hit and (n - math.ceil(n / zones)) * q(step - math.ceil(step / zones)) < load:
+                return False
+            return not (self.survives_replica_loss and (n - 1) * q(step - 1) < load)
+
+        low, high = 1, math.ceil(load * spread / c.requests_per_s) + 1
+        if not c.ladder:
+            return high  # no pooling step to credit: the bound is never used
+        while low < high:
+            mid = (low + high) // 2
+            if carries(mid):
+                high = mid
+            else:
+                low = mid + 1
+        return low
+
+    def _tiers(self, c: Candidate, r: str, largest: int) -> tuple[Tier, ...]:
+        """The steps of c's ladder a pool in r can use: sizes up to `largest` (its supply
+        and its load: see `_largest_useful`)."""
+        if not c.ladder:
+            return ()
+        zones = self.zones[r]
+        zone_hit = r in self.zone_regions and zones > 1
+        sizes = [step.replicas for step in c.ladder if step.replicas <= largest]
+
+        def q(replicas: int) -> float:  # capacity per replica of a pool that large
+            return c.requests_per_s_at(max(replicas, 1))
+
+        def spare(size: int) -> int:
+            return size - 1
+
+        def zone(size: int) -> int:
+            return size - math.ceil(size / zones)
+
+        tiers = []
+        below = 1
+        for size in sizes:
+            tiers.append(
+                Tier(
+                    replicas=size,
+                    gain=q(size) - q(below),
+                    spare_gain=q(spare(size)) - q(spare(below))
+                    if self.survives_replica_loss
+                    else 0.0,
+                    zone_gain=q(zone(size)) - q(zone(below)) if zone_hit else 0.0,
+                )
+            )
+            below = size
+        return tuple(tiers)
 
     @cached_property
     def pools_at(self) -> dict[tuple[str, str], tuple[Pool, ...]]:
@@ -314,6 +432,52 @@ class ProgramSets:
     def pool_used(w: str, c: Candidate, r: str) -> str:
         """pool_used[w,c,r]: 1 when the pool has any replica."""
         return f"pool_used[{w},{c.key},{r}]"
+
+    @staticmethod
+    def pool_at_least(w: str, c: Candidate, r: str, replicas: int) -> str:
+        """pool_at_least[w,c,r,P]: 1 when the pool holds at least P replicas and is
+        credited with the capacity per replica of a pool of P."""
+        return f"pool_at_least[{w},{c.key},{r},{replicas}]"
+
+    @staticmethod
+    def pooled(w: str, c: Candidate, r: str, replicas: int) -> str:
+        """pooled[w,c,r,P]: replicas credited with the step to a pool of P."""
+        return f"pooled[{w},{c.key},{r},{replicas}]"
+
+    @staticmethod
+    def pooled_survivors(w: str, c: Candidate, r: str, replicas: int) -> str:
+        """pooled_survivors[w,c,r,P]: zone survivors credited with the step to P."""
+        return f"pooled_survivors[{w},{c.key},{r},{replicas}]"
+
+    def pool_capacity(self, pool: Pool, zone_hit: bool = False) -> dict[str, float]:
+        """The requests/s a pool carries, as terms: q(1) per replica alive plus each
+        pooling step's gain on the replicas credited with it (solver.families.pooling).
+        `zone_hit`: the pool's region has lost its fullest zone."""
+        w, c, d = pool.workload, pool.candidate, pool.region
+        if zone_hit:
+            terms = {self.zone_survivors(w, c, d): c.requests_per_s}
+            for tier in pool.tiers:
+                if tier.zone_gain:
+                    terms[self.pooled_survivors(w, c, d, tier.replicas)] = tier.zone_gain
+            return terms
+        terms = {self.replicas(w, c, d): c.requests_per_s}
+        for tier in pool.tiers:
+            terms[self.pooled(w, c, d, tier.replicas)] = tier.gain
+        return terms
+
+    def pool_capacity_less_one(self, pool: Pool) -> dict[str, float]:
+        """The requests/s a pool carries with one replica lost, as terms:
+        q(1) (replicas - pool_used) + sum_k spare_gain_k (pooled_k - pool_at_least_k)."""
+        w, c, d = pool.workload, pool.candidate, pool.region
+        terms = {
+            self.replicas(w, c, d): c.requests_per_s,
+            self.pool_used(w, c, d): -c.requests_per_s,
+        }
+        for tier in pool.tiers:
+            if tier.spare_gain:
+                terms[self.pooled(w, c, d, tier.replicas)] = tier.spare_gain
+                terms[self.pool_at_least(w, c, d, tier.replicas)] = -tier.spare_gain
+        return terms
 
     @staticmethod
     def purchased(r: str, g: str) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from models.instance import Instance
 from solver.backends import Backend, get_backend
-from solver.candidates import CandidateTable, build_candidates
+from solver.candidates import Candidate, CandidateTable, build_candidates
 from solver.decompose import DECOMPOSED, solve_by_workload
 from solver.diagnose import diagnose_infeasible, presolve_problems
 from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
@@ -184,6 +184,7 @@ def make_plan(
             continue
         c = pool.candidate
         price = sets.offers[(pool.region, c.gpu)].price_per_gpu_hour
+        physics = c.capacity_at(count)  # per replica in a pool of `count` behind one queue
         pools.append(
             ReplicaPool(
                 workload=pool.workload,
@@ -196,8 +197,8 @@ def make_plan(
                 role=c.role,
                 count=count,
                 gpus=count * c.gpus,
-                limit=c.limit,
-                requests_per_s_per_replica=c.requests_per_s,
+                limit=physics.limit,
+                requests_per_s_per_replica=c.requests_per_s_at(count),
                 cost_per_month=count * c.gpus * price * hours,
             )
         )
@@ -331,9 +332,7 @@ def _phase_loads(
                         alive.append((keep, pool.candidate))
                 if not alive and load <= ROUTE_EPSILON:
                     continue
-                capacity = sum(n * c.requests_per_s for n, c in alive)
-                if none_scenario is not None and alive:
-                    capacity -= max(c.requests_per_s for n, c in alive if n)
+                capacity = _phase_capacity(alive, less_one=none_scenario is not None)
                 rows.append(
                     PoolLoad(
                         workload=w,
@@ -346,6 +345,20 @@ def _phase_loads(
                     )
                 )
     return tuple(rows)
+
+
+def _phase_capacity(alive: list[tuple[int, Candidate]], less_one: bool = False) -> float:
+    """Requests/s the pools of a phase carry at the physics of their real sizes:
+    sum n x q_c(n), each pool behind its own queue. `less_one`: the smallest such sum
+    with one replica of one pool gone (its pool then a replica smaller)."""
+    whole = [n * c.requests_per_s_at(n) for n, c in alive]
+    if not less_one or not alive:
+        return sum(whole)
+    return min(
+        sum(whole) - whole[i] + (n - 1) * c.requests_per_s_at(n - 1)
+        for i, (n, c) in enumerate(alive)
+        if n
+    )
 
 
 def _mode_load(

@@ -5,7 +5,13 @@ It reads only the instance and the plan's replica pools, never the program or a 
 1. Each pool's configuration is one the instance allows (workload, region, GPU,
    precision, TP dividing the heads), and its capacity at the SLO is recomputed from
    scratch with the physics (`models.capacity.replica_capacity`): it must fit and meet
-   the SLO at some load.
+   the SLO at some load. A pool is every replica of one configuration (GPU, precision,
+   KV precision, TP, PP, role) serving one workload in one region, however many plan
+   entries list them: they sit behind one router and share one prompt queue, so the
+   capacity per replica is that of a pool of the replicas that actually serve
+   (`pool_replicas` = the pool's surviving count in each scenario), never an assumption
+   the program made. A stated capacity per replica must match the physics at the pool's
+   full size.
 2. GPUs used per region and type stay within the existing fleet plus the supply.
 3. The cost is recomputed: sum over (r, g) of max(0, used - existing) x price x hours;
    the plan's stated cost and GPU total, when given, must match.
@@ -17,26 +23,27 @@ It reads only the instance and the plan's replica pools, never the program or a 
        destination d -> sink       capacity U_d + sum_p min(P_d,p, D_d,p)
 
    with U, P, D the unified, prefill and decode capacity of the replicas that survive
-   f (a prefill pool pairs with a decode pool of the same weight precision). Every
-   request/s of demand must reach the sink. Replica loss: for every pool, each region's
-   own demand is still within its capacity with one replica of that pool gone.
+   f, each pool n x q(n) at its n survivors (a prefill pool pairs with a decode pool of
+   the same weight precision). Every request/s of demand must reach the sink. Replica
+   loss: for every pool, each region's own demand is still within its capacity with one
+   replica of that pool gone (that pool n - 1 replicas at q(n - 1)).
 
 Routing is not read from the plan, so a fleet a user owns today (a file holding only
 `{"replicas": [...]}`) is verified the same way.
 """
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import networkx as nx
 from networkx.algorithms.flow import edmonds_karp
 from pydantic import BaseModel, ConfigDict
 
 from models.capacity import replica_capacity
-from models.efficiency import efficiency_for
+from models.efficiency import Efficiency, efficiency_for
 from models.instance import Instance
 from models.precision import Precision
-from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
 from solver.candidates import kv_precision_for, planning_capacity
 from solver.plan import Plan, ReplicaPool
 from solver.scenarios import RegionGraph, Scenario, ScenarioKind, failure_scenarios
@@ -84,12 +91,48 @@ class Verification(BaseModel):
     checks: tuple[ScenarioCheck, ...]
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Pool:
-    """A plan pool with its recomputed capacity per replica."""
+    """The replicas of one configuration serving one workload in one region (one or more
+    plan entries), and the physics to ask at any pool size."""
 
-    entry: ReplicaPool
-    requests_per_s: float
+    workload: str
+    region: str
+    role: Role
+    precision: str
+    label: str
+    entries: list[ReplicaPool]
+    config: ReplicaConfig
+    mix: TrafficMix
+    targets: LatencyTargets
+    efficiency: Efficiency
+    serves: bool
+    """Whether the configuration fits and meets the SLO at some load."""
+    physics: dict[int, ReplicaCapacity] = field(default_factory=dict)
+    """Pool size -> the physics (shared by the pools of one configuration and workload)."""
+
+    @property
+    def count(self) -> int:
+        """Replicas in the pool, all entries together."""
+        return sum(entry.count for entry in self.entries)
+
+    def capacity(self, replicas: int) -> ReplicaCapacity:
+        """The physics of one replica in a pool of `replicas` (computed once per size)."""
+        if replicas not in self.physics:
+            self.physics[replicas] = replica_capacity(
+                self.config, self.mix, self.targets, self.efficiency, max(replicas, 1)
+            )
+        return self.physics[replicas]
+
+    def requests_per_s(self, replicas: int) -> float:
+        """Capacity per replica at the SLO in a pool of `replicas` (0 when empty)."""
+        if replicas < 1 or not self.serves:
+            return 0.0
+        return planning_capacity(self.capacity(replicas))
+
+    def carries(self, replicas: int) -> float:
+        """Requests/s the pool carries with `replicas` replicas: n x q(n)."""
+        return replicas * self.requests_per_s(replicas)
 
 
 def verify(instance: Instance, plan: Plan) -> Verification:
@@ -112,9 +155,8 @@ def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]
     add = violations.append
     workloads = {w.name: w for w in instance.workloads}
     regions = {r.name for r in instance.regions}
-    pools = []
-    capacities: dict[tuple, float] = {}  # one physics call per configuration of a workload
-    reasons: dict[tuple, str] = {}
+    pools: dict[tuple, _Pool] = {}
+    physics: dict[tuple, dict[int, ReplicaCapacity]] = defaultdict(dict)
     for entry in plan.replicas:
         name = f"replicas[{entry.workload},{entry.label},{entry.region}]"
         workload = workloads.get(entry.workload)
@@ -151,37 +193,50 @@ def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]
                 )
             )
         kv = entry.kv_precision or kv_precision_for(model, Precision(entry.precision))
-        config = ReplicaConfig(gpu, llm, entry.precision, kv, entry.tp, entry.pp, entry.role)
-        key = (entry.workload, entry.label, kv)
-        if key not in capacities:
-            capacity = replica_capacity(
-                config,
-                TrafficMix.of(workload),
-                LatencyTargets.of(workload.slo),
-                efficiency_for(gpu.name, entry.precision, instance.efficiency),
+        key = (entry.workload, entry.region, entry.label, kv)
+        if key not in pools:
+            config = ReplicaConfig(gpu, llm, entry.precision, kv, entry.tp, entry.pp, entry.role)
+            pool = _Pool(
+                workload=entry.workload,
+                region=entry.region,
+                role=entry.role,
+                precision=str(entry.precision),
+                label=entry.label,
+                entries=[],
+                config=config,
+                mix=TrafficMix.of(workload),
+                targets=LatencyTargets.of(workload.slo),
+                efficiency=efficiency_for(gpu.name, entry.precision, instance.efficiency),
+                serves=True,
+                physics=physics[(entry.workload, entry.label, kv)],
             )
-            capacities[key] = planning_capacity(capacity)
-            reasons[key] = capacity.reason
-        rate = capacities[key]
-        if rate <= 0:
-            add(
-                Violation(
-                    requirement=name,
-                    message=f"cannot serve {entry.workload} within its SLO: {reasons[key]}",
+            lone = pool.capacity(1)  # fits and meets the SLO alike at every pool size
+            pool.serves = planning_capacity(lone) > 0
+            if not pool.serves:
+                add(
+                    Violation(
+                        requirement=name,
+                        message=f"cannot serve {entry.workload} within its SLO: {lone.reason}",
+                    )
                 )
-            )
-        elif entry.requests_per_s_per_replica is not None and not _close(
-            entry.requests_per_s_per_replica, rate
-        ):
-            add(
-                Violation(
-                    requirement=name,
-                    message=f"states {entry.requests_per_s_per_replica:.4g} requests/s per "
-                    f"replica; the physics gives {rate:.4g}",
+            pools[key] = pool
+        pools[key].entries.append(entry)
+    for pool in pools.values():
+        if not pool.serves:
+            continue
+        size = max(pool.count, 1)
+        rate = pool.requests_per_s(size)
+        for entry in pool.entries:
+            stated = entry.requests_per_s_per_replica
+            if stated is not None and not _close(stated, rate):
+                add(
+                    Violation(
+                        requirement=f"replicas[{entry.workload},{entry.label},{entry.region}]",
+                        message=f"states {stated:.4g} requests/s per replica; the physics "
+                        f"gives {rate:.4g} in a pool of {size} behind one router",
+                    )
                 )
-            )
-        pools.append(_Pool(entry, rate))
-    return pools
+    return list(pools.values())
 
 
 def _check_supply(
@@ -189,8 +244,8 @@ def _check_supply(
 ) -> dict[tuple[str, str], int]:
     used: dict[tuple[str, str], int] = defaultdict(int)
     for pool in pools:
-        e = pool.entry
-        used[(e.region, e.gpu)] += e.count * e.tp * e.pp
+        for e in pool.entries:
+            used[(e.region, e.gpu)] += e.count * e.tp * e.pp
     for (r, g), n in sorted(used.items()):
         region = instance.region(r)
         supply = region.supply.get(g)
@@ -246,16 +301,16 @@ def _check_scenarios(
     for scenario in failure_scenarios(instance):
         for workload in instance.workloads:
             demand = {o: level.peak_rps for o, level in workload.demand.items()}
-            mine = [p for p in pools if p.entry.workload == workload.name]
+            mine = [p for p in pools if p.workload == workload.name]
             if scenario.kind is ScenarioKind.REPLICA:
                 checks += _check_replica_loss(workload.name, demand, mine, violations)
                 continue
             capacity = {
                 d: _capacity(
                     [
-                        (p, scenario.surviving_replicas(d, p.entry.count, zones[d]))
+                        (p, scenario.surviving_replicas(d, p.count, zones[d]))
                         for p in mine
-                        if p.entry.region == d
+                        if p.region == d
                     ]
                 )
                 for d in zones
@@ -276,15 +331,16 @@ def _check_scenarios(
 
 def _capacity(alive: list[tuple[_Pool, int]]) -> float:
     """U + sum_p min(P_p, D_p) of surviving replicas (pool, count) in one region, in
-    requests/s: unified capacity plus each prefill/decode pair of the same precision."""
+    requests/s: unified capacity plus each prefill/decode pair of the same precision;
+    each pool carries n x q(n) at its n survivors."""
     unified = 0.0
     halves: dict[tuple[Role, str], float] = defaultdict(float)
     for pool, count in alive:
-        rate = count * pool.requests_per_s
-        if pool.entry.role is Role.UNIFIED:
+        rate = pool.carries(count)
+        if pool.role is Role.UNIFIED:
             unified += rate
         else:
-            halves[(pool.entry.role, str(pool.entry.precision))] += rate
+            halves[(pool.role, pool.precision)] += rate
     precisions = {p for _, p in halves}
     return unified + sum(
         min(halves[(Role.PREFILL, p)], halves[(Role.DECODE, p)]) for p in precisions
@@ -345,11 +401,11 @@ def _check_replica_loss(
 ) -> list[ScenarioCheck]:
     checks = []
     for o, rate in demand.items():
-        here = [p for p in pools if p.entry.region == o and p.entry.count > 0]
+        here = [p for p in pools if p.region == o and p.count > 0]
         losses = [
             (
-                f"one replica of {lost.entry.label}",
-                _capacity([(p, p.entry.count - (p is lost)) for p in here]),
+                f"one replica of {lost.label}",
+                _capacity([(p, p.count - (p is lost)) for p in here]),
             )
             for lost in here
         ] or [("any replica", 0.0)]

@@ -10,9 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models.capacity import (
+    UNLIMITED_POOL,
     batch_p99,
     kv_transfer_s,
     operating_point,
+    pooled_wait_p99_s,
+    pooling_can_lift,
     replica_capacity,
     throughput_frontier,
 )
@@ -20,7 +23,9 @@ from models.catalog import gpu, gpu_catalog, llm, llm_catalog
 from models.efficiency import Efficiency, efficiency_for
 from models.memory import kv_bytes_per_token
 from models.precision import Precision
+from models.queueing import wait_quantile_s
 from models.replica import LatencyTargets, Limit, ReplicaConfig, Role, TrafficMix
+from models.step_time import step_model
 
 BF16, FP8, FP4 = Precision.BF16, Precision.FP8, Precision.FP4
 EFF = Efficiency(
@@ -273,3 +278,118 @@ def test_a_longer_context_never_raises_the_max_batch(prompt, extra, output):
     shorter = replica_capacity(cfg, TrafficMix.fixed(prompt, output), OFFLINE, EFF)
     longer = replica_capacity(cfg, TrafficMix.fixed(prompt + extra, output), OFFLINE, EFF)
     assert longer.max_batch <= shorter.max_batch
+
+
+# --- pools: replicas behind one router share one prompt queue (M/G/c) -----------------
+
+
+def test_a_pool_of_one_is_the_single_fcfs_server_exactly():
+    targets = LatencyTargets(0.8, 0.05)
+    for role in (Role.UNIFIED, Role.PREFILL, Role.DECODE):
+        cfg = config(role=role)
+        assert replica_capacity(cfg, CHAT, targets, EFF, pool_replicas=1) == replica_capacity(
+            cfg, CHAT, targets, EFF
+        )
+    assert pooled_wait_p99_s(2.0, 0.3, 0.5, 1) == wait_quantile_s(2.0, 0.3, 0.5, 1, 0.99)
+
+
+def test_a_pool_of_two_prefill_replicas_waits_as_erlang_c_says():
+    """Fixed 8K prompts on 70B fp8 TP4 H100 prefill replicas, p99 TTFT 1 s. Fixed lengths
+    make the TTFT the unloaded prefill and KV transfer plus the p99 wait, so at capacity
+    the p99 wait fills the budget exactly. With service S, per-lane utilisation rho and
+    squared CV 0, the wait is P(wait) x exponential with mean S / (2 c (1 - rho)):
+        c = 1: P(wait) = rho                      (M/G/1)
+        c = 2: P(wait) = 2 rho^2 / (1 + rho)      (Erlang C for two servers)
+    """
+    cfg = config(role=Role.PREFILL)
+    mix = TrafficMix.fixed(8000, 200)
+    target_s = 1.0
+    steps = step_model(cfg.gpu, cfg.llm, FP8, FP8, 4, 1, EFF)
+    service_s = 8000 / steps.prefill_tokens_per_s(8000)  # the lane's time per prompt
+    unloaded_s = steps.prefill_s(8000) + kv_transfer_s(cfg, 8000, EFF)
+    budget_s = target_s - unloaded_s
+    tail = 0.01
+
+    def p99_wait_s(rho: float, servers: int) -> float:
+        p_wait = rho if servers == 1 else 2 * rho**2 / (1 + rho)
+        return service_s / (2 * servers * (1 - rho)) * math.log(p_wait / tail)
+
+    lone = replica_capacity(cfg, mix, LatencyTargets(ttft_p99_s=target_s), EFF, 1)
+    pair = replica_capacity(cfg, mix, LatencyTargets(ttft_p99_s=target_s), EFF, 2)
+    for capacity, servers in ((lone, 1), (pair, 2)):
+        rho = capacity.requests_per_s * service_s
+        assert capacity.limit is Limit.TTFT_QUEUEING
+        assert capacity.best_ttft_p99_s == pytest.approx(unloaded_s)
+        assert p99_wait_s(rho, servers) == pytest.approx(budget_s, rel=1e-6)
+        assert capacity.ttft_p99_s == pytest.approx(target_s, rel=1e-6)
+    # The budget (~0.59 s) is under 1.5 prefills: a lone replica may be busy 13% of the
+    # time, a pair 44% each (3.4x the capacity per replica).
+    assert lone.requests_per_s * service_s == pytest.approx(0.128, abs=0.001)
+    assert pair.requests_per_s * service_s == pytest.approx(0.438, abs=0.001)
+    assert "in a pool of 2 behind one queue" in pair.reason
+
+
+def test_ten_replicas_behind_one_queue_carry_32k_prompts_far_above_one():
+    """The long-prompt-32k case: 32K prompts on Llama 3.3 70B fp8, TP8 H200, p99 TTFT 2 s.
+    The prefill takes ~1.2 s of the 2 s: a lone replica may run its prefill lane ~3.5%
+    of the time; ten replicas behind one queue run it above half, until TPOT and the
+    all-reduces (interconnect) stop the batch, not the queue."""
+    cfg = config(gpu_name="h200", tp=8)
+    mix = TrafficMix(32000, 32768, 0.0102, 500, 1500, 0.574)
+    targets = LatencyTargets(2.0, 0.06)
+    eff = efficiency_for("h200", FP8)
+    lone = replica_capacity(cfg, mix, targets, eff)
+    ten = replica_capacity(cfg, mix, targets, eff, pool_replicas=10)
+    prefill_s = lone.prefill_s
+    assert 1.0 < prefill_s < 1.4
+    assert lone.limit is Limit.TTFT_QUEUEING and lone.requests_per_s * prefill_s < 0.05
+    assert ten.requests_per_s * prefill_s > 0.5
+    assert ten.limit is not Limit.TTFT_QUEUEING and not pooling_can_lift(ten)
+    unlimited = replica_capacity(cfg, mix, targets, eff, UNLIMITED_POOL)
+    assert unlimited.requests_per_s == ten.requests_per_s
+    # Decode-side numbers stay per replica: the same KV cache and the same best TPOT.
+    assert (ten.kv_capacity_tokens, ten.best_tpot_s) == (lone.kv_capacity_tokens, lone.best_tpot_s)
+
+
+def test_pool_replicas_must_be_a_whole_number_of_at_least_one():
+    for bad in (0, -1, 2.5):
+        with pytest.raises(ValueError, match="pool_replicas"):
+            replica_capacity(config(), CHAT, LatencyTargets(1.0), EFF, pool_replicas=bad)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    prompt=st.floats(min_value=500, max_value=24000),
+    ttft_s=st.floats(min_value=0.5, max_value=4.0),
+    role=st.sampled_from([Role.UNIFIED, Role.PREFILL]),
+    tp=st.sampled_from([4, 8]),
+    pool=st.integers(min_value=1, max_value=40),
+    more=st.integers(min_value=1, max_value=200),
+)
+def test_capacity_per_replica_never_falls_as_the_pool_grows(prompt, ttft_s, role, tp, pool, more):
+    cfg = config(tp=tp, role=role)
+    mix = TrafficMix(prompt, prompt * 2, 0.5, 300, 900, 0.8)
+    targets = LatencyTargets(ttft_s, 0.06)
+    smaller = replica_capacity(cfg, mix, targets, EFF, pool).requests_per_s
+    larger = replica_capacity(cfg, mix, targets, EFF, pool + more).requests_per_s
+    ceiling = replica_capacity(cfg, mix, targets, EFF, UNLIMITED_POOL).requests_per_s
+    assert smaller <= larger * (1 + 1e-9)
+    assert larger <= ceiling * (1 + 1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rho=st.floats(min_value=0.01, max_value=0.99),
+    service_s=st.floats(min_value=0.01, max_value=5.0),
+    scv=st.floats(min_value=0.0, max_value=4.0),
+    servers=st.integers(min_value=1, max_value=300),
+    more=st.integers(min_value=1, max_value=300),
+)
+def test_the_pooled_wait_never_rises_with_the_pool_at_a_fixed_utilisation(
+    rho, service_s, scv, servers, more
+):
+    rate = rho / service_s  # per replica
+    fewer = pooled_wait_p99_s(rate, service_s, scv, servers)
+    pooled = pooled_wait_p99_s(rate, service_s, scv, servers + more)
+    assert pooled <= fewer * (1 + 1e-9) + 1e-12
+    assert pooled_wait_p99_s(rate, service_s, scv, UNLIMITED_POOL) == 0.0

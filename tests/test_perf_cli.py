@@ -150,3 +150,40 @@ def test_variable_lengths_and_prefix_cache_flags(run_cli):
     assert result.exit_code == ExitCode.OK, result.stderr
     data = json.loads(result.stdout)
     assert data["role"] == "decode" and data["kv_transfer_bytes_per_request"] > 0
+
+
+LONG_PROMPTS = [
+    "perf",
+    "--model",
+    "llama-3.3-70b",
+    "--gpu",
+    "h200",
+    "--precision",
+    "fp8",
+    "--tp",
+    "8",
+    "--input-tokens",
+    "32000",
+    "--output-tokens",
+    "500",
+    "--ttft-p99-ms",
+    "2000",
+    "--tpot-p99-ms",
+    "60",
+]
+
+
+def test_pool_replicas_share_one_queue_and_lift_the_capacity_per_replica(run_cli):
+    lone = json.loads(run_cli(*LONG_PROMPTS, "--json").stdout)
+    pool = json.loads(run_cli(*LONG_PROMPTS, "--pool-replicas", "10", "--json").stdout)
+    assert (lone["pool_replicas"], pool["pool_replicas"]) == (1, 10)
+    # A 1.2 s prefill against a 2 s target: ~0.03 requests/s alone, >10x that in a pool.
+    assert lone["requests_per_s"] == pytest.approx(0.029, abs=0.002)
+    assert lone["limit"] == "ttft_queueing"
+    assert pool["requests_per_s"] > 10 * lone["requests_per_s"]
+    assert pool["pool_requests_per_s"] == pytest.approx(10 * pool["requests_per_s"])
+    table = run_cli(*LONG_PROMPTS, "--pool-replicas", "10")
+    assert table.exit_code == ExitCode.OK
+    assert "one of 10 replicas behind one queue" in table.stdout
+    assert "requests/s of the pool" in table.stdout
+    assert run_cli(*LONG_PROMPTS, "--pool-replicas", "0").exit_code == ExitCode.BAD_INPUT

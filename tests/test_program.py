@@ -9,9 +9,11 @@ import pytest
 from models.catalog import gpu, llm
 from models.precision import Precision
 from models.replica import Limit, ReplicaCapacity, ReplicaConfig, Role
+from solver.backends import available_backends, get_backend
 from solver.candidates import (
     Candidate,
     CandidateTable,
+    PoolStep,
     drop_unpaired,
     kv_precision_for,
     prune_dominated,
@@ -33,8 +35,10 @@ def fake(
     role: Role = Role.UNIFIED,
     gpu_name: str = H100,
     precision: Precision = Precision.FP8,
+    ladder: dict[int, float] | None = None,
 ) -> Candidate:
-    """A candidate with a made-up capacity (the physics is not under test here)."""
+    """A candidate with a made-up capacity (the physics is not under test here); `ladder`
+    maps pool sizes to made-up capacities per replica in pools that large."""
     config = ReplicaConfig(gpu(gpu_name), llm("llama-3.1-8b"), precision, precision, tp, pp, role)
     capacity = ReplicaCapacity(
         config=config,
@@ -57,7 +61,8 @@ def fake(
         output_tokens_per_s=0.0,
         kv_transfer_bytes_per_request=0.0,
     )
-    return Candidate(w, capacity)
+    steps = tuple(PoolStep(n, q) for n, q in sorted((ladder or {}).items()))
+    return Candidate(w, capacity, steps, steps[-1].requests_per_s if steps else None)
 
 
 def three_regions(survive: str = "region", max_rtt: float | None = 100.0, **kw):
@@ -274,3 +279,135 @@ def test_half_a_disaggregated_pair_is_dropped():
 )
 def test_scenarios_follow_the_policy(survive, names):
     assert [f.name for f in failure_scenarios(three_regions(survive=survive))] == names
+
+
+# --- pooling steps ----------------------------------------------------------------------
+
+ALONE, PAIR, QUAD = 1.0, 1.5, 1.75
+"""Made-up capacity per replica of a lone replica, a pool of 2 or 3, a pool of 4 or more."""
+
+
+def pooled(**kw) -> Candidate:
+    return fake("chat", ALONE, ladder={2: PAIR, 4: QUAD}, **kw)
+
+
+def test_a_pool_is_credited_each_step_it_holds_telescoping_to_its_size():
+    c = pooled()
+    program = build_program(three_regions(survive="none"), CandidateTable({"chat": (c,)}))
+    rows, key = program.lp.constraints, c.key
+    capacity = rows["capacity[none,chat,us-east,unified]"]
+    # q(1) x replicas + (q(2) - q(1)) x pooled[2] + (q(4) - q(2)) x pooled[4]
+    assert capacity.coefficients == {
+        f"replicas[chat,{key},us-east]": ALONE,
+        f"pooled[chat,{key},us-east,2]": PAIR - ALONE,
+        f"pooled[chat,{key},us-east,4]": QUAD - PAIR,
+        "served[none,chat,us-east,us-east]": -1.0,
+    }
+    size = rows[f"pool_size[chat,{key},us-east,4]"]
+    assert size.sense is Sense.GE and size.rhs == 0.0
+    assert size.coefficients == {
+        f"replicas[chat,{key},us-east]": 1.0,
+        f"pool_at_least[chat,{key},us-east,4]": -4.0,
+    }
+    # pooled[4] <= pooled[2] <= replicas, and pooled[k] <= M x pool_at_least[k]
+    assert rows[f"pooled_within[chat,{key},us-east,4]"].coefficients == {
+        f"pooled[chat,{key},us-east,4]": 1.0,
+        f"pooled[chat,{key},us-east,2]": -1.0,
+    }
+    assert rows[f"pooled_within[chat,{key},us-east,2]"].coefficients == {
+        f"pooled[chat,{key},us-east,2]": 1.0,
+        f"replicas[chat,{key},us-east]": -1.0,
+    }
+    # M = n_max, the smallest pool that carries all us-east may be sent (10 requests/s,
+    # no failover in `none`) as credited: 5 x 1.75 = 8.75 < 10 <= 6 x 1.75.
+    opened = rows[f"pooled_open[chat,{key},us-east,4]"]
+    assert opened.coefficients[f"pool_at_least[chat,{key},us-east,4]"] == -6.0
+    assert program.lp.variables[f"pooled[chat,{key},us-east,4]"].upper == 6
+    assert program.lp.variables[f"pool_at_least[chat,{key},us-east,2]"].integer
+    # eu-west (3 requests/s) needs no more than a pair (2 x 1.5 = 3): no step to 4.
+    assert f"pool_at_least[chat,{key},eu-west,2]" in program.lp.variables
+    assert f"pool_at_least[chat,{key},eu-west,4]" not in program.lp.variables
+
+
+def test_survivors_are_credited_as_the_smaller_pool_they_are():
+    c = pooled()
+    key = c.key
+    zone = build_program(
+        three_regions(survive="zone", zones=2), CandidateTable({"chat": (c,)})
+    ).lp.constraints
+    # Two zones: a pool of P keeps P - ceil(P / 2): 2 -> 1 (q(1): no gain), 4 -> 2 (q(2)).
+    row = zone["capacity[lose=us-east/zone,chat,us-east,unified]"].coefficients
+    assert {v: q for v, q in row.items() if not v.startswith("served[")} == {
+        f"zone_survivors[chat,{key},us-east]": ALONE,
+        f"pooled_survivors[chat,{key},us-east,4]": PAIR - ALONE,
+    }
+    assert zone[f"pooled_survivors_within[chat,{key},us-east,4]"].coefficients == {
+        f"pooled_survivors[chat,{key},us-east,4]": 1.0,
+        f"pooled_survivors[chat,{key},us-east,2]": -1.0,
+    }
+    spare = build_program(
+        three_regions(survive="replica"), CandidateTable({"chat": (c,)})
+    ).lp.constraints[f"replica_spare[chat,us-east,unified,{key}]"]
+    # Less one replica: q(1) (n - used) + (q(1) - q(1)) (pooled[2] - at_least[2])
+    #                   + (q(3) - q(1)) (pooled[4] - at_least[4]), q(3) = q(2).
+    assert spare.coefficients == {
+        f"replicas[chat,{key},us-east]": ALONE,
+        f"pool_used[chat,{key},us-east]": -ALONE,
+        f"pooled[chat,{key},us-east,4]": PAIR - ALONE,
+        f"pool_at_least[chat,{key},us-east,4]": -(PAIR - ALONE),
+        "served[none,chat,us-east,us-east]": -1.0,
+    }
+
+
+def solve_lp(inst, table, backend: str):
+    program = build_program(inst, table)
+    result = get_backend(backend).solve(program.lp, mip_gap=0.0, time_limit_s=30)
+    assert result.termination.has_solution
+    return program, {k: round(v, 6) for k, v in result.values.items()}
+
+
+@pytest.fixture(params=available_backends())
+def backend(request) -> str:
+    return request.param
+
+
+@pytest.mark.parametrize(
+    ("demand", "replicas", "needed_steps"),
+    [
+        # 2 alone carry 2 x 1.0 = 2: no step needed.
+        (1.9, 2, ()),
+        # 2 as a pair carry 2 x 1.5 = 3 >= 2.9.
+        (2.9, 2, (2,)),
+        # 3 as a pair carry 4.5 < 4.6. Crediting them as a pool of 4 (3 x 1.75 = 5.25)
+        # would be unsound; pool_size asks for a 4th replica (4 x 1.5 = 6 as a pair).
+        (4.6, 4, (2,)),
+        # 4 x 1.5 = 6 < 6.9 <= 4 x 1.75 = 7: only the step to 4 carries it.
+        (6.9, 4, (2, 4)),
+    ],
+)
+def test_the_program_credits_a_step_only_to_a_pool_that_large(
+    backend, demand, replicas, needed_steps
+):
+    inst = instance({"east": {H100: (64, 2.0)}}, [workload("chat", {"east": demand})])
+    c = fake("chat", ALONE, ladder={2: PAIR, 4: QUAD})
+    program, values = solve_lp(inst, CandidateTable({"chat": (c,)}), backend)
+    assert values[f"replicas[chat,{c.key},east]"] == replicas
+    for size in needed_steps:
+        assert values[f"pool_at_least[chat,{c.key},east,{size}]"] == 1
+    # Whatever the solver chose, what it credited is what a pool of that size carries.
+    credit = program.lp.constraints["capacity[none,chat,east,unified]"].activity(values)
+    assert credit + demand <= replicas * c.requests_per_s_at(replicas) + 1e-6
+
+
+def test_pooling_never_makes_the_plan_dearer_than_single_servers(backend):
+    inst = three_regions(survive="region")
+    lone = CandidateTable({"chat": (fake("chat", 4.0),)})
+    pool = CandidateTable({"chat": (fake("chat", 4.0, ladder={2: 6.0, 4: 7.0}),)})
+    _, without = solve_lp(inst, lone, backend)
+    program, with_pools = solve_lp(inst, pool, backend)
+    cost = program.lp.objective_value
+    assert cost(with_pools) <= cost(without) + 1e-6
+    # Any two regions carry all 18 requests/s when the third is lost: 3 + 3 + 2 replicas
+    # at 4.0 alone; a pair in each region at 6.0 per replica does it with 6.
+    assert sum(v for k, v in without.items() if k.startswith("replicas[")) == 8
+    assert sum(v for k, v in with_pools.items() if k.startswith("replicas[")) == 6

@@ -23,7 +23,7 @@ from solver.plan import Plan
 from solver.program import build_program
 from solver.solve import SolveSettings, solve
 from solver.verify import verify
-from tests.paths import DEFAULT_INSTANCE
+from tests.paths import DEFAULT_INSTANCE, INSTANCES
 from tests.synthetic import instance, workload
 
 BACKENDS = available_backends()
@@ -404,3 +404,75 @@ def test_the_default_instance_solves_with_binding_constraints(default_instance):
         "lose=us-west",
         "lose=eu-west",
     }
+
+
+# --- pools behind one router ---------------------------------------------------------------
+
+
+def test_long_prompts_plan_a_fleet_the_prefill_flops_can_explain():
+    """instances/long-prompt-32k.yaml: 4 requests/s of 32K-token prompts on Llama 3.3 70B,
+    p99 TTFT 2 s. No fleet prefills them on fewer GPUs than the prefill FLOPs ask for at
+    the calibrated efficiency; with replicas pooled behind one router the plan now needs
+    a few times that (TTFT and TPOT headroom), not the ~70x (1,112 GPUs, $1.99M/month)
+    of single-server queues."""
+    inst = load_instance(INSTANCES / "long-prompt-32k.yaml")
+    plan = solved(inst, mip_gap=inst.solver.mip_gap)
+    (w,) = inst.workloads
+    llm = inst.llm_specs[w.model]
+    demand_rps = w.demand["us-east"].peak_rps
+    flops_per_prompt = 2 * llm.active_params() * w.prompt_tokens.mean_tokens  # no attention
+    best_flops_per_gpu = max(
+        inst.gpu_specs[g].peak_flops(Precision.FP8)
+        * efficiency_for(g, Precision.FP8, inst.efficiency).prefill_flops_fraction
+        for g in (H100, H200)
+    )
+    lower_bound = math.ceil(demand_rps * flops_per_prompt / best_flops_per_gpu)
+    assert lower_bound == 17  # 4 x 2 x 70.6e9 x 32,000 / (1,978 TFLOPS x 0.556)
+    assert lower_bound <= plan.total_gpus <= 6 * lower_bound
+    assert plan.cost_per_month < 1_993_192 / 10
+    for pool in plan.replicas:  # each pool states the physics of its own size
+        assert pool.count > 1 and pool.requests_per_s_per_replica > 0.1
+
+
+def long_prompt_workload(name: str, demand_rps: float) -> dict:
+    """32K-token prompts on Llama 3.3 70B, p99 TTFT 2 s (fixed lengths)."""
+    return workload(
+        name,
+        {"east": demand_rps},
+        model="llama-3.3-70b",
+        prompt_tokens=32000,
+        output_tokens=500,
+        ttft_p99_ms=2000,
+        tpot_p99_ms=60,
+    )
+
+
+def h200_tp8(max_gpus: int, workloads: list[dict]) -> Instance:
+    return instance(
+        {"east": {H200: (max_gpus, 3.0)}},
+        workloads,
+        models={"llama-3.3-70b": ["fp8"]},
+        tensor_parallel=[8],
+    )
+
+
+def test_supply_that_only_pooled_replicas_can_stretch_is_not_declared_infeasible(backend):
+    """32 H200s: four TP8 replicas. Alone each carries 0.03 requests/s of 32K prompts
+    (0.12 for all four, far below 1.0); behind one router the four carry 1.54. The
+    pre-solve bound must count the pooled ceiling, and the program must find the pool."""
+    inst = h200_tp8(32, [long_prompt_workload("chat", 1.0)])
+    plan = solved(inst, backend)
+    (pool,) = plan.replicas
+    assert (pool.gpu, pool.tp, pool.count) == (H200, 8, 4)
+    assert pool.count * pool.requests_per_s_per_replica >= 1.0
+
+
+def test_pools_too_big_for_the_supply_are_diagnosed_with_their_real_sizes(backend):
+    """Each workload needs a pool of four TP8 replicas (three carry 0.90 < 1.0): 64
+    H200s for both, 48 on offer. The elastic re-solve buys what pools of four need."""
+    inst = h200_tp8(48, [long_prompt_workload("a", 1.0), long_prompt_workload("b", 1.0)])
+    with pytest.raises(Infeasible) as raised:
+        solve(inst, SolveSettings.of(inst, backend=backend))
+    (problem,) = raised.value.diagnosis.problems
+    assert problem.requirement == "gpu_supply[east,h200]"
+    assert problem.message.endswith("needs 64")

@@ -221,3 +221,98 @@ def test_a_fleet_file_needs_only_its_replicas():
     assert plan.cost_per_month is None and plan.replicas[0].role is Role.UNIFIED
     inst = one_region()
     assert verify(inst, plan).ok == (3 * capacity_rps(inst) >= DEMAND)
+
+
+# --- pools are judged at their real size ------------------------------------------------
+
+H200 = "h200"
+
+
+def long_prompts(demand: float, survive: str = "none", zones: int = 1) -> Instance:
+    """32K-token prompts on Llama 3.3 70B, p99 TTFT 2 s: the prefill takes ~1.2 s of
+    the target on eight H200s, so a lone replica carries 0.03 requests/s and a pool of
+    replicas behind one router far more per replica."""
+    return instance(
+        {"east": {H200: (256, 3.0)}},
+        [
+            workload(
+                "chat",
+                {"east": demand},
+                model="llama-3.3-70b",
+                prompt_tokens=32000,
+                output_tokens=500,
+                ttft_p99_ms=2000,
+                tpot_p99_ms=60,
+            )
+        ],
+        models={"llama-3.3-70b": ["fp8"]},
+        tensor_parallel=[8],
+        survive=survive,
+        zones=zones,
+    )
+
+
+def pooled_rps(inst: Instance, replicas: int) -> float:
+    """Capacity per replica of a TP8 H200 replica in a pool of `replicas`, from the physics."""
+    w = inst.workloads[0]
+    config = ReplicaConfig(
+        inst.gpu_specs[H200], inst.llm_specs[w.model], Precision.FP8, Precision.FP8, 8, 1
+    )
+    return replica_capacity(
+        config,
+        TrafficMix.of(w),
+        LatencyTargets.of(w.slo),
+        efficiency_for(H200, Precision.FP8, inst.efficiency),
+        pool_replicas=replicas,
+    ).requests_per_s
+
+
+def tp8(region: str, count: int, **kw) -> ReplicaPool:
+    return pool(region, count, gpu=H200, tp=8, **kw)
+
+
+def test_a_pool_is_judged_by_the_queueing_of_its_real_size():
+    inst = long_prompts(demand=1.0)
+    alone, pair, four = (pooled_rps(inst, n) for n in (1, 2, 4))
+    assert 4 * alone < 1.0 <= 4 * four  # four lone servers would not do; a pool of four does
+    assert verify(inst, Plan(replicas=(tp8("east", 4),))).ok
+    # Two plan entries of one configuration in one region are one pool of four.
+    assert verify(inst, Plan(replicas=(tp8("east", 2), tp8("east", 2)))).ok
+    # A pool of two waits like a pool of two, whatever a planner assumed.
+    (violation,) = verify(inst, Plan(replicas=(tp8("east", 2),))).violations
+    assert violation.requirement == "demand[none,chat,east]"
+    assert f"only in east (capacity {2 * pair:.2f})" in violation.message
+
+
+def test_a_stated_capacity_must_be_the_physics_of_the_pool_it_sits_in():
+    inst = long_prompts(demand=1.0)
+    lone_figure = tp8("east", 4, requests_per_s_per_replica=pooled_rps(inst, 1))
+    (violation,) = verify(inst, Plan(replicas=(lone_figure,))).violations
+    assert violation.message.endswith(
+        f"the physics gives {pooled_rps(inst, 4):.4g} in a pool of 4 behind one router"
+    )
+    stated = tp8("east", 4, requests_per_s_per_replica=pooled_rps(inst, 4))
+    assert verify(inst, Plan(replicas=(stated,))).ok
+
+
+def test_zone_survivors_are_a_smaller_pool():
+    inst = long_prompts(demand=3.0, survive="zone", zones=2)
+    # Eight replicas carry 8 q(8) >= 3 at full strength; their fullest zone lost, the
+    # four left wait like a pool of four: 4 q(4) < 3.
+    assert 8 * pooled_rps(inst, 8) >= 3.0 > 4 * pooled_rps(inst, 4)
+    (violation,) = verify(inst, Plan(replicas=(tp8("east", 8),))).violations
+    assert violation.requirement == "demand[lose=east/zone,chat,east]"
+    assert f"(capacity {4 * pooled_rps(inst, 4):.2f})" in violation.message
+    # 14 replicas keep 7 in a zone loss: 7 q(7) >= 3 (12 would keep 6: 6 q(6) < 3).
+    assert 7 * pooled_rps(inst, 7) >= 3.0 > 6 * pooled_rps(inst, 6)
+    assert verify(inst, Plan(replicas=(tp8("east", 14),))).ok
+    assert not verify(inst, Plan(replicas=(tp8("east", 12),))).ok
+
+
+def test_losing_a_replica_shrinks_its_pool():
+    inst = long_prompts(demand=1.5, survive="replica")
+    assert 4 * pooled_rps(inst, 4) >= 1.5 > 3 * pooled_rps(inst, 3)
+    assert verify(inst, Plan(replicas=(tp8("east", 5),))).ok
+    (violation,) = verify(inst, Plan(replicas=(tp8("east", 4),))).violations
+    assert violation.requirement == "replica_spare[chat,east]"
+    assert violation.message.endswith(f"it carries {3 * pooled_rps(inst, 3):.2f}")

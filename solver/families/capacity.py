@@ -1,20 +1,25 @@
 """capacity[f,w,d,phase]: each phase's load is within what the surviving replicas carry.
 
-    sum_{c in C_w(phase)} q_c x alive_f[w,c,d] >= load_f[w,d,mode(phase)]
+    sum_{c in C_w(phase)} credit_f[w,c,d] >= load_f[w,d,mode(phase)]
 
-with q_c the candidate's capacity at the SLO (requests/s of its own phase) and
+    credit_f[w,c,d] = q_c x alive_f[w,c,d] + sum_k gain_k x pooled_f[w,c,d,P_k]
 
-    alive_f[w,c,d] = replicas[w,c,d]           d intact in f
-                   = zone_survivors[w,c,d]     f = lose=<d>/zone
+with q_c the capacity at the SLO of a lone replica of the candidate (requests/s of its
+own phase), the pooling steps of solver.families.pooling on top, and
+
+    alive_f[w,c,d] = replicas[w,c,d]           d intact in f   (pooled_f = pooled)
+                   = zone_survivors[w,c,d]     f = lose=<d>/zone (pooled_f =
+                                               pooled_survivors, zone gains)
                    (no row)                    f = lose=<d>: d serves nothing, no route
                                                leads there
 
 Phases: unified replicas carry the `unified` mode's load; a disaggregated mode needs
 both its prefill pools (prompts/s) and its decode pools (generations/s) to carry its
-load, each request being one prompt and one generation. Capacity adds up linearly over
-replicas and pools: a pool behind one queue waits no more than its replicas apart, so
-this is conservative. Its dual is the monthly cost of one more request/s of that phase's
-load in that region under f.
+load, each request being one prompt and one generation. The pools of different
+candidates in a region are separate queues (the router splits the phase's load between
+them at random, which keeps each share Poisson), so their credits add up; within a pool
+the replicas share one queue, which the pooling steps credit. Its dual is the monthly
+cost of one more request/s of that phase's load in that region under f.
 """
 
 from solver.families import register
@@ -42,10 +47,7 @@ def add_capacity_within_pools(lp: LinearProgram, sets: ProgramSets) -> None:
                 for phase in mode.phases:
                     terms = {var: -1.0 for var in load}
                     for pool in sets.phase_pools(w, d, phase):
-                        alive = (sets.zone_survivors if zone_hit else sets.replicas)(
-                            w, pool.candidate, d
-                        )
-                        terms[alive] = pool.candidate.requests_per_s
+                        terms.update(sets.pool_capacity(pool, zone_hit))
                     lp.add_constraint(
                         f"capacity[{f.name},{w},{d},{phase.label}]",
                         CAPACITY.name,

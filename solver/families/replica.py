@@ -2,16 +2,23 @@
 
     pool_open[w,c,d]:     replicas[w,c,d] - M_c x pool_used[w,c,d] <= 0
     replica_spare[w,d,phase,c]:
-        sum_{c' in C_w(phase)} q_c' x replicas[w,c',d] - q_c x pool_used[w,c,d]
+        sum_{c' != c in C_w(phase)} credit[w,c',d] + credit_less_one[w,c,d]
             >= load_none[w,d,mode(phase)]
+
+    credit[w,c',d]        = q_c' x replicas[w,c',d] + pooling steps (families.pooling)
+    credit_less_one[w,c,d] = q_c x (replicas[w,c,d] - pool_used[w,c,d]) + pooling steps
+                            of a pool one replica smaller (families.pooling)
 
 M_c = floor(available GPUs / gpus(c)) is the pool's own bound, so the big-M is tight.
 One replica of one pool fails at a time: for every pool c that has replicas, the phase
 still carries its `none` load (users stay in their region) without one replica of c.
 The worst single loss is the pool with the largest q_c, and a row per pool makes the
-max linear. This is N+1 on each phase of each region: the replicas of a phase sit
-behind one router, so a spare of any pool covers the loss of a replica of another, and
-one spare per (workload, region, phase) is what the policy asks, not one per pool.
+max linear (without pooling steps, credit_less_one is the pool's credit less q_c x
+pool_used: one replica fewer; with them, the survivors are credited as a pool one
+replica smaller). This is N+1 on each phase of each region: the phase's load is routed
+to whichever pools are alive, so a spare of any pool covers the loss of a replica of
+another, and one spare per (workload, region, phase) is what the policy asks, not one
+per pool.
 """
 
 from solver.families import register
@@ -53,13 +60,13 @@ def add_replica_spare(lp: LinearProgram, sets: ProgramSets) -> None:
             load = sets.load_terms("none", w, d, mode)
             for phase in mode.phases:
                 pools = sets.phase_pools(w, d, phase)
-                capacity = {
-                    sets.replicas(w, p.candidate, d): p.candidate.requests_per_s for p in pools
-                }
                 for lost in pools:
-                    terms = dict(capacity)
-                    terms.update({var: -1.0 for var in load})
-                    terms[sets.pool_used(w, lost.candidate, d)] = -lost.candidate.requests_per_s
+                    terms = {var: -1.0 for var in load}
+                    for pool in pools:
+                        if pool is lost:
+                            terms.update(sets.pool_capacity_less_one(pool))
+                        else:
+                            terms.update(sets.pool_capacity(pool))
                     lp.add_constraint(
                         f"replica_spare[{w},{d},{phase.label},{lost.candidate.key}]",
                         REPLICA_SPARE.name,

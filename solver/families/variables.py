@@ -10,6 +10,8 @@ served[f,w,o,d]      >= 0, requests/s of region o's users of w served in d in
 zone_survivors[w,c,r] integer >= 0, replicas of a pool left when r loses a zone
                      (survive: zone)
 pool_used[w,c,r]     binary, 1 when the pool has a replica (survive: replica)
+pool_at_least[w,c,r,P], pooled[w,c,r,P], pooled_survivors[w,c,r,P]
+                     the pooling steps (solver.families.pooling)
 purchased[r,g]       0 <= . <= max_gpus[r,g], GPUs bought beyond the existing fleet
 """
 
