@@ -24,6 +24,7 @@ lint: install
 	$(BIN)/ruff check models solver cli tests
 
 test: install lint
+	$(BIN)/fleetplan batch instances --check --jobs 2
 	$(BIN)/python -m pytest
 
 

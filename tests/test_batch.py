@@ -1,0 +1,127 @@
+"""`fleetplan batch`: solving a folder, comparing with golden files, updating them only
+when asked, and naming what changed."""
+
+import json
+import shutil
+
+import pytest
+
+from solver.batch import Golden, Outcome, compare, golden_path, instance_files, write_golden
+from tests.paths import INSTANCES
+
+SMALL = "region-loss-3-baseline.yaml"
+
+
+def _outcome(**changes) -> Outcome:
+    fields = {
+        "file": "x.yaml",
+        "instance": "x",
+        "status": "solved",
+        "cost_per_month": 10_000.0,
+        "total_gpus": 8,
+        "gpus": {"h100-sxm": {"us-east": 8}},
+        "binding_families": ("capacity", "demand"),
+        "verified": True,
+    }
+    fields.update(changes)
+    return Outcome(**fields)
+
+
+def test_identical_outcome_has_no_regression():
+    outcome = _outcome()
+    assert compare(outcome, Golden.of(outcome)).ok
+
+
+def test_cost_change_beyond_tolerance_is_named():
+    golden = Golden.of(_outcome())  # tolerance 0.5% of $10,000 = $50
+    within = compare(_outcome(cost_per_month=10_040.0), golden)
+    beyond = compare(_outcome(cost_per_month=10_100.0), golden)
+    assert within.ok
+    (line,) = beyond.regressions
+    assert "$10,000.00 -> $10,100.00" in line and "+1.00%" in line
+
+
+def test_status_and_binding_family_changes_are_regressions():
+    golden = Golden.of(_outcome())
+    infeasible = compare(_outcome(status="infeasible", cost_per_month=None), golden)
+    assert any("status solved -> infeasible" in r for r in infeasible.regressions)
+    families = compare(_outcome(binding_families=("capacity", "gpu_supply")), golden)
+    (line,) = families.regressions
+    assert "now binding gpu_supply" in line and "no longer binding demand" in line
+
+
+def test_gpu_moves_at_equal_cost_are_notes_not_regressions():
+    golden = Golden.of(_outcome())
+    moved = compare(_outcome(gpus={"h100-sxm": {"us-west": 8}}), golden)
+    assert moved.ok
+    assert "h100-sxm in us-east: 8 -> 0 GPUs" in moved.notes
+
+
+def test_unverified_plan_and_missing_golden_are_regressions():
+    assert not compare(_outcome(verified=False, message="capacity short"), Golden.of(_outcome())).ok
+    assert "no golden file" in compare(_outcome(), None).regressions[0]
+
+
+def test_every_instance_has_a_golden_file():
+    for path in instance_files(INSTANCES):
+        assert golden_path(path).exists(), f"{path.name} has no golden result"
+
+
+@pytest.fixture
+def small_folder(tmp_path):
+    folder = tmp_path / "instances"
+    folder.mkdir()
+    shutil.copy(INSTANCES / SMALL, folder / SMALL)
+    shutil.copy(golden_path(INSTANCES / SMALL), golden_path(folder / SMALL))
+    return folder
+
+
+def test_check_passes_on_the_frozen_golden(run_cli, small_folder, tmp_path):
+    summary = tmp_path / "summary.md"
+    result = run_cli("batch", small_folder, "--check", "--markdown", summary)
+    assert result.exit_code == 0, result.stderr
+    assert "| region-loss-3-baseline.yaml | solved |" in summary.read_text()
+
+
+def test_a_price_change_fails_the_check_naming_instance_and_cost(run_cli, small_folder):
+    path = small_folder / SMALL
+    before = json.loads(golden_path(path).read_text())
+    # 3.00 -> 3.30 $/GPU-hour on every GPU: the same fleet costs 10% more.
+    path.write_text(
+        path.read_text().replace("price_per_gpu_hour: 3.00", "price_per_gpu_hour: 3.30")
+    )
+    result = run_cli("batch", small_folder, "--check")
+    assert result.exit_code == 1
+    assert SMALL in result.stderr and "cost" in result.stderr and "+10.00%" in result.stderr
+    # the golden file is untouched without --update
+    assert json.loads(golden_path(path).read_text()) == before
+
+
+def test_update_rewrites_the_golden_file(run_cli, small_folder):
+    path = small_folder / SMALL
+    path.write_text(
+        path.read_text().replace("price_per_gpu_hour: 3.00", "price_per_gpu_hour: 3.30")
+    )
+    assert run_cli("batch", small_folder, "--update").exit_code == 0
+    assert run_cli("batch", small_folder, "--check").exit_code == 0
+
+
+def test_bad_instance_in_the_folder_is_reported_not_raised(run_cli, small_folder):
+    (small_folder / "broken.yaml").write_text("name: [unclosed\n")
+    result = run_cli("batch", small_folder)
+    assert result.exit_code == 1
+    assert "broken.yaml" in result.stderr and "bad_input" in result.stderr
+
+
+def test_write_golden_keeps_a_custom_tolerance(small_folder):
+    path = small_folder / SMALL
+    golden = json.loads(golden_path(path).read_text())
+    golden["cost_rel_tolerance"] = 0.02
+    golden_path(path).write_text(json.dumps(golden))
+    write_golden(path, _outcome())
+    assert json.loads(golden_path(path).read_text())["cost_rel_tolerance"] == 0.02
+
+
+def test_empty_or_missing_folder_exits_2(run_cli, tmp_path):
+    assert run_cli("batch", tmp_path).exit_code == 2
+    assert run_cli("batch", tmp_path / "nowhere").exit_code == 2
