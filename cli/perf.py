@@ -53,15 +53,7 @@ def _mix(
         raise InputError(problems)
     prompt = TokenDistribution(mean=input_tokens, p99=input_p99 or input_tokens)
     output = TokenDistribution(mean=output_tokens, p99=output_p99 or output_tokens)
-    return TrafficMix(
-        prompt_mean_tokens=prompt.mean_tokens,
-        prompt_p99_tokens=prompt.p99_tokens,
-        prompt_cv=prompt.cv,
-        output_mean_tokens=output.mean_tokens,
-        output_p99_tokens=output.p99_tokens,
-        output_cv=output.cv,
-        prefix_cache_hit_rate=hit_rate,
-    )
+    return TrafficMix.of_lengths(prompt, output, hit_rate)
 
 
 def _ms(seconds: float) -> float | None:

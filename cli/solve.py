@@ -65,10 +65,7 @@ def solve(
 ) -> None:
     """Find the cheapest fleet that meets the instance's SLOs and failure policy."""
     plan = _solve(file, backend, time_limit, mip_gap, threads).plan
-    tables = plan_tables(plan)
-    _print(plan_header(plan), tables, plan.shadow_price_note)
-    _write(json_out, plan.model_dump_json(indent=2))
-    _write(markdown_out, _markdown(plan_header(plan), tables, plan.shadow_price_note))
+    _report(plan_header(plan), plan_tables(plan), plan, json_out, markdown_out)
 
 
 def explain(
@@ -86,10 +83,7 @@ def explain(
         f"{explanation.instance}: explanation of the plan at "
         f"${explanation.cost_per_month:,.0f}/month"
     ]
-    tables = explanation_tables(explanation)
-    _print(header, tables, explanation.shadow_price_note)
-    _write(json_out, explanation.model_dump_json(indent=2))
-    _write(markdown_out, _markdown(header, tables, explanation.shadow_price_note))
+    _report(header, explanation_tables(explanation), explanation, json_out, markdown_out)
 
 
 def verify(
@@ -381,6 +375,19 @@ def _markdown(header: list[str], tables: list[TableSpec], note: str) -> str:
     if note:
         lines += [note, ""]
     return "\n".join(lines)
+
+
+def _report(
+    header: list[str],
+    tables: list[TableSpec],
+    result: Plan | Explanation,
+    json_out: Path | None,
+    markdown_out: Path | None,
+) -> None:
+    """Print the result's tables, and write it as JSON and Markdown where asked."""
+    _print(header, tables, result.shadow_price_note)
+    _write(json_out, result.model_dump_json(indent=2))
+    _write(markdown_out, _markdown(header, tables, result.shadow_price_note))
 
 
 def _print_diagnosis(file: Path, diagnosis: Diagnosis) -> None:

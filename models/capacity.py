@@ -72,6 +72,7 @@ TTFT and TPOT it reaches.
 """
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from models.efficiency import Efficiency
@@ -87,7 +88,7 @@ from models.memory import (
 from models.precision import Precision
 from models.queueing import wait_quantile_s
 from models.replica import LatencyTargets, Limit, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
-from models.step_time import StepModel, step_model
+from models.step_time import PassParts, StepModel, step_model
 
 Z_P99 = 2.326347874
 """Standard normal quantile at 0.99."""
@@ -127,6 +128,19 @@ def pooling_can_lift(capacity: ReplicaCapacity) -> bool:
     return capacity.fits and capacity.meets_slo and capacity.limit is Limit.TTFT_QUEUEING
 
 
+def _bisect(ok: Callable[[float], bool], low: float, high: float) -> tuple[float, float]:
+    """Bisection for the edge of a monotone predicate, true at `low` and false beyond the
+    edge: `BISECTION_STEPS` halvings of [low, high], keeping `ok(low)`. Returns the final
+    (low, high) bracket."""
+    for _ in range(BISECTION_STEPS):
+        mid = (low + high) / 2
+        if ok(mid):
+            low = mid
+        else:
+            high = mid
+    return low, high
+
+
 def check_pool_replicas(pool_replicas: float) -> None:
     """Raise ValueError unless `pool_replicas` is a whole number >= 1 or math.inf."""
     if not (math.isinf(pool_replicas) or float(pool_replicas).is_integer()) or pool_replicas < 1:
@@ -141,8 +155,17 @@ def batch_p99(batch: float) -> float:
 def kv_transfer_s(config: ReplicaConfig, prompt_tokens: float, efficiency: Efficiency) -> float:
     """Seconds to ship a prompt's KV cache from a prefill replica to a decode replica over
     the replica's NICs: P x KV bytes per token / (gpus x NIC bytes/s x scaleout_fraction)."""
-    nic = config.gpus * config.gpu.scaleout_bytes_per_s * efficiency.scaleout_fraction
-    return prompt_tokens * kv_bytes_per_token(config.llm, config.kv_precision) / nic
+    return _kv_transfer_bytes(config, prompt_tokens) / _nic_bytes_per_s(config, efficiency)
+
+
+def _kv_transfer_bytes(config: ReplicaConfig, prompt_tokens: float) -> float:
+    """KV bytes of a prompt of `prompt_tokens` tokens: P x KV bytes per token."""
+    return prompt_tokens * kv_bytes_per_token(config.llm, config.kv_precision)
+
+
+def _nic_bytes_per_s(config: ReplicaConfig, efficiency: Efficiency) -> float:
+    """What the replica's NICs carry: gpus x NIC bytes/s x scaleout_fraction."""
+    return config.gpus * config.gpu.scaleout_bytes_per_s * efficiency.scaleout_fraction
 
 
 @dataclass(frozen=True)
@@ -179,6 +202,11 @@ class _Mix:
     def new_prompt(self) -> float:
         """Prompt tokens that need prefill compute: P (1 - h)."""
         return self.prompt * (1 - self.hit)
+
+    @property
+    def new_prompt_p99(self) -> float:
+        """New tokens of a p99 prompt: P99 (1 - h)."""
+        return self.prompt_p99 * (1 - self.hit)
 
     @property
     def cached_prompt(self) -> float:
@@ -234,6 +262,12 @@ class _UnifiedModel:
             batch, self.mix.context, self.prefill_tokens(batch), self.prefill_context
         )
 
+    def parts(self, batch: float) -> PassParts:
+        """The stage pass of t(B), split into its roofline terms."""
+        return self.steps.iteration_parts(
+            batch, self.mix.context, self.prefill_tokens(batch), self.prefill_context
+        )
+
     def own_prefill_s(self, batch: float, prompt_new: float, lane_tokens: float) -> float:
         """S(P): iterations a prompt of `prompt_new` new tokens needs when it has the lane."""
         mix, steps = self.mix, self.steps
@@ -257,7 +291,7 @@ class _UnifiedModel:
         if math.isinf(wait_s):
             return math.inf
         own_s = self.own_prefill_s(batch, mix.new_prompt, lane_tokens)
-        own_p99_s = self.own_prefill_s(batch, mix.prompt_p99 * (1 - mix.hit), lane_tokens)
+        own_p99_s = self.own_prefill_s(batch, mix.new_prompt_p99, lane_tokens)
         residual_s = step_s * (1 - math.exp(-batch))
         return residual_s + own_s + math.hypot(wait_s, own_p99_s - own_s)
 
@@ -324,11 +358,21 @@ def _memory_remedy(config: ReplicaConfig, efficiency: Efficiency, tokens: float)
     return f"No layout of {llm.name} on up to 4 nodes of {gpu.name} fits; use a larger GPU."
 
 
-def _bound_limit(
-    steps: StepModel, batch: float, context: float, prefill: float, prefill_context: float
-) -> Limit:
+def _step_model(config: ReplicaConfig, efficiency: Efficiency) -> StepModel:
+    """The step model of the replica's layout."""
+    return step_model(
+        config.gpu,
+        config.llm,
+        config.weight_precision,
+        config.kv_precision,
+        config.tp,
+        config.pp,
+        efficiency,
+    )
+
+
+def _bound_limit(parts: PassParts) -> Limit:
     """The limit a batch capped by the engine hits: the roof that takes most of the step."""
-    parts = steps.iteration_parts(batch, context, prefill, prefill_context)
     if parts.comm_s > INTERCONNECT_SHARE * parts.total_s:
         return Limit.INTERCONNECT
     return Limit.COMPUTE if parts.compute_s >= parts.memory_s else Limit.HBM_BANDWIDTH
@@ -394,15 +438,7 @@ def replica_capacity(
         return _not_fitting(
             config, does_not_fit_message(budget, needed, config.label, remedy), budget
         )
-    steps = step_model(
-        config.gpu,
-        llm,
-        config.weight_precision,
-        config.kv_precision,
-        config.tp,
-        config.pp,
-        efficiency,
-    )
+    steps = _step_model(config, efficiency)
     if config.role is Role.PREFILL:
         return _prefill_capacity(config, m, targets, efficiency, budget, steps, pool_replicas)
     return _batch_capacity(config, m, targets, efficiency, budget, steps, pool_replicas)
@@ -437,19 +473,17 @@ def _batch_capacity(
         (float(efficiency.max_batch_sequences), None),
         (model.lane_batch_limit() * (1.0 if offline else 0.999), Limit.COMPUTE),
     ]
-    transfer_bytes = m.prompt * kv_bytes_per_token(config.llm, config.kv_precision)
-    nic = config.gpus * config.gpu.scaleout_bytes_per_s * efficiency.scaleout_fraction
+    transfer_bytes = _kv_transfer_bytes(config, m.prompt)
+    nic = _nic_bytes_per_s(config, efficiency)
     if decode:
         caps.append((_nic_batch_cap(model, nic / transfer_bytes, kv_cap), Limit.INTERCONNECT))
     cap, cap_limit = min(caps, key=lambda item: item[0])
     if cap_limit is None:  # the engine's batch cap: name the roof the step hits there
-        cap_limit = _bound_limit(
-            steps, cap, m.context, model.prefill_tokens(cap), model.prefill_context
-        )
+        cap_limit = _bound_limit(model.parts(cap))
 
     best_tpot_s = steps.decode_step_s(1.0, m.context)
     best_ttft_s = (
-        model.own_prefill_s(0.0, m.prompt_p99 * (1 - m.hit), model.budget_tokens)
+        model.own_prefill_s(0.0, m.new_prompt_p99, model.budget_tokens)
         if not decode
         else transfer_p99_s
     )
@@ -481,19 +515,10 @@ def _batch_capacity(
         if feasible(top):
             batch, limit = cap, cap_limit
         else:
-            low, high = 1e-9, cap
-            for _ in range(BISECTION_STEPS):
-                mid = (low + high) / 2
-                if feasible(model.point(mid)):
-                    low = mid
-                else:
-                    high = mid
-            batch = low
+            batch, high = _bisect(lambda b: feasible(model.point(b)), 1e-9, cap)
             limit = _slo_limit(model.point(high), targets, decode)
             if limit is Limit.TPOT:
-                bound = _bound_limit(
-                    steps, batch, m.context, model.prefill_tokens(batch), model.prefill_context
-                )
+                bound = _bound_limit(model.parts(batch))
                 limit = Limit.INTERCONNECT if bound is Limit.INTERCONNECT else limit
     point = model.point(batch)
     rate = point.rate
@@ -503,9 +528,7 @@ def _batch_capacity(
             f"{nic / 1e9:,.1f} GB/s of NICs at {rate:,.2f} generations/s"
         )
     elif limit is Limit.INTERCONNECT:
-        parts = steps.iteration_parts(
-            batch, m.context, model.prefill_tokens(batch), model.prefill_context
-        )
+        parts = model.parts(batch)
         reason = (
             f"all-reduces and hops take {parts.comm_s / parts.total_s:.0%} of each stage pass "
             f"({steps.allreduces_per_pass} all-reduces per pass) at mean batch {batch:,.1f}"
@@ -532,13 +555,7 @@ def _nic_batch_cap(model: _UnifiedModel, max_rate: float, high: float) -> float:
     """Largest B whose generation rate the NICs can feed with KV (bisection)."""
     if model.point(high).rate <= max_rate:
         return math.inf
-    low = 0.0
-    for _ in range(BISECTION_STEPS):
-        mid = (low + high) / 2
-        if model.point(mid).rate <= max_rate:
-            low = mid
-        else:
-            high = mid
+    low, _ = _bisect(lambda b: model.point(b).rate <= max_rate, 0.0, high)
     return low
 
 
@@ -657,11 +674,11 @@ def _prefill_capacity(
     """Prefill-only replica: prompts/s within the TTFT target (queue + prefill + transfer)."""
     token_rate = steps.prefill_tokens_per_s(m.new_prompt, m.cached_prompt)
     compute_rate = token_rate / m.new_prompt
-    transfer_bytes = m.prompt * kv_bytes_per_token(config.llm, config.kv_precision)
-    nic = config.gpus * config.gpu.scaleout_bytes_per_s * efficiency.scaleout_fraction
+    transfer_bytes = _kv_transfer_bytes(config, m.prompt)
+    nic = _nic_bytes_per_s(config, efficiency)
     nic_rate = nic / transfer_bytes
     own_s = steps.prefill_s(m.new_prompt, m.cached_prompt)
-    own_p99_s = steps.prefill_s(m.prompt_p99 * (1 - m.hit), m.prompt_p99 * m.hit)
+    own_p99_s = steps.prefill_s(m.new_prompt_p99, m.prompt_p99 * m.hit)
     transfer_s = kv_transfer_s(config, m.prompt, efficiency)
     transfer_p99_s = kv_transfer_s(config, m.prompt_p99, efficiency)
     service_s = m.new_prompt / token_rate
@@ -711,15 +728,9 @@ def _prefill_capacity(
             output_tokens_per_s=0.0,
         )
     else:
-        low, high = 0.0, cap
-        for _ in range(BISECTION_STEPS):
-            mid = (low + high) / 2
-            if ttft_at(mid) <= targets.ttft_p99_s:
-                low = mid
-            else:
-                high = mid
+        target_s = targets.ttft_p99_s
+        rate, _ = _bisect(lambda r: ttft_at(r) <= target_s, 0.0, cap)
         # A pool large enough leaves no wait short of saturation: then the cap binds.
-        rate = low
         limit = Limit.TTFT_QUEUEING if rate < cap * (1 - 1e-9) else cap_limit
         ttft_s = ttft_at(rate)
     if limit is Limit.TTFT_QUEUEING:
@@ -791,17 +802,8 @@ def throughput_frontier(
     capacity = replica_capacity(config, mix, LatencyTargets(), efficiency)
     if not capacity.fits or config.role is Role.PREFILL:
         return []
-    m = _Mix.of(mix)
-    steps = step_model(
-        config.gpu,
-        config.llm,
-        config.weight_precision,
-        config.kv_precision,
-        config.tp,
-        config.pp,
-        efficiency,
-    )
-    model = _UnifiedModel(steps, m, config.role, 0.0, 0.0, pool_replicas)
+    model = _frontier_model(config, mix, efficiency, pool_replicas)
+    m = model.mix
     kv_sequences = capacity.kv_capacity_tokens / m.footprint
     limit = min(kv_sequences, float(efficiency.max_batch_sequences), model.lane_batch_limit())
     if batches is None:
@@ -814,27 +816,12 @@ def throughput_frontier(
     points = []
     for batch in batches:
         point = model.point(batch)
-        parts = steps.iteration_parts(
-            batch, m.context, model.prefill_tokens(batch), model.prefill_context
-        )
         occupancy = batch if targets.is_offline else batch_p99(batch)
         meets = _within(point.ttft_p99_s, targets.ttft_p99_s, check=model.prefill) and _within(
             point.tpot_p99_s, targets.tpot_p99_s
         )
-        points.append(
-            FrontierPoint(
-                batch=batch,
-                decode_step_s=point.step_s,
-                tokens_per_s_per_user=1 / point.step_s,
-                output_tokens_per_s_per_gpu=point.rate * m.output / config.gpus,
-                requests_per_s=point.rate,
-                ttft_p99_s=point.ttft_p99_s,
-                tpot_p99_s=point.tpot_p99_s,
-                fits_memory=occupancy * m.footprint <= capacity.kv_capacity_tokens,
-                meets_slo=meets,
-                bound=parts.bound,
-            )
-        )
+        fits = occupancy * m.footprint <= capacity.kv_capacity_tokens
+        points.append(_frontier_point(config, model, point, fits_memory=fits, meets_slo=meets))
     return points
 
 
@@ -851,38 +838,35 @@ def operating_point(
     offline = replica_capacity(config, mix, LatencyTargets(), efficiency)
     if not offline.fits or config.role is Role.PREFILL or requests_per_s > offline.requests_per_s:
         return None
-    m = _Mix.of(mix)
-    steps = step_model(
-        config.gpu,
-        config.llm,
-        config.weight_precision,
-        config.kv_precision,
-        config.tp,
-        config.pp,
-        efficiency,
+    model = _frontier_model(config, mix, efficiency)
+    _, batch = _bisect(lambda b: model.point(b).rate < requests_per_s, 0.0, offline.batch)
+    fits = batch_p99(batch) * model.mix.footprint <= offline.kv_capacity_tokens
+    return _frontier_point(config, model, model.point(batch), fits_memory=fits, meets_slo=True)
+
+
+def _frontier_model(
+    config: ReplicaConfig, mix: TrafficMix, efficiency: Efficiency, pool_replicas: float = 1
+) -> _UnifiedModel:
+    """The unified/decode model behind the frontier and the operating point (no KV
+    transfer counted in a decode replica's TTFT)."""
+    return _UnifiedModel(
+        _step_model(config, efficiency), _Mix.of(mix), config.role, 0.0, 0.0, pool_replicas
     )
-    model = _UnifiedModel(steps, m, config.role, 0.0, 0.0)
-    low, high = 0.0, offline.batch
-    for _ in range(BISECTION_STEPS):
-        mid = (low + high) / 2
-        if model.point(mid).rate < requests_per_s:
-            low = mid
-        else:
-            high = mid
-    batch = high
-    point = model.point(batch)
-    parts = steps.iteration_parts(
-        batch, m.context, model.prefill_tokens(batch), model.prefill_context
-    )
+
+
+def _frontier_point(
+    config: ReplicaConfig, model: _UnifiedModel, point: _Point, fits_memory: bool, meets_slo: bool
+) -> FrontierPoint:
+    """The frontier record of the operating point `point` of `model`."""
     return FrontierPoint(
-        batch=batch,
+        batch=point.batch,
         decode_step_s=point.step_s,
         tokens_per_s_per_user=1 / point.step_s,
-        output_tokens_per_s_per_gpu=point.rate * m.output / config.gpus,
+        output_tokens_per_s_per_gpu=point.rate * model.mix.output / config.gpus,
         requests_per_s=point.rate,
         ttft_p99_s=point.ttft_p99_s,
         tpot_p99_s=point.tpot_p99_s,
-        fits_memory=batch_p99(batch) * m.footprint <= offline.kv_capacity_tokens,
-        meets_slo=True,
-        bound=parts.bound,
+        fits_memory=fits_memory,
+        meets_slo=meets_slo,
+        bound=model.parts(point.batch).bound,
     )

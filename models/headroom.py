@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 from models.queueing import (
+    conditional_mean_wait_s,
     erlang_c,
     max_utilization_for_time_in_system,
     time_in_system_wait_budget_s,
@@ -167,7 +168,7 @@ def derive_headroom(
     rate = main.requests_per_s
     if rho > 0:
         p_wait = erlang_c(servers, rate * prefill_s)
-        conditional_wait_s = prefill_s * (1 + main.service_scv) / (2 * servers * (1 - rho))
+        conditional_wait_s = conditional_mean_wait_s(prefill_s, main.service_scv, servers, rho)
         wait_p99_s = wait_quantile_s(rate, prefill_s, main.service_scv, servers, quantile)
     else:
         p_wait = conditional_wait_s = wait_p99_s = 0.0

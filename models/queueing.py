@@ -181,8 +181,15 @@ def wait_quantile_s(
     tail = 1 - quantile
     if p_wait <= tail:
         return 0.0
-    conditional_mean = service_s * (1 + service_scv) / (2 * servers * (1 - rho))
-    return conditional_mean * math.log(p_wait / tail)
+    return conditional_mean_wait_s(service_s, service_scv, servers, rho) * math.log(p_wait / tail)
+
+
+def conditional_mean_wait_s(
+    service_s: float, service_scv: float, servers: int, rho: float
+) -> float:
+    """Mean wait of an arrival that waits in M/G/c at per-server utilisation rho
+    (Allen-Cunneen): m = S (1 + cs^2) / (2 c (1 - rho)); exact for M/M/c."""
+    return service_s * (1 + service_scv) / (2 * servers * (1 - rho))
 
 
 def combine_wait_and_service_quantile_s(

@@ -12,6 +12,7 @@ from models.hardware import GpuSpec
 from models.instance import Slo, Workload
 from models.llm import LlmSpec
 from models.precision import Precision
+from models.traffic import TokenDistribution
 
 
 class Role(StrEnum):
@@ -77,7 +78,18 @@ class TrafficMix:
     @classmethod
     def of(cls, workload: Workload) -> "TrafficMix":
         """The mix of a workload from the instance file."""
-        prompt, output = workload.prompt_tokens, workload.output_tokens
+        return cls.of_lengths(
+            workload.prompt_tokens, workload.output_tokens, workload.prefix_cache_hit_rate
+        )
+
+    @classmethod
+    def of_lengths(
+        cls,
+        prompt: TokenDistribution,
+        output: TokenDistribution,
+        prefix_cache_hit_rate: float = 0.0,
+    ) -> "TrafficMix":
+        """The mix of prompt and output length distributions."""
         return cls(
             prompt_mean_tokens=prompt.mean_tokens,
             prompt_p99_tokens=prompt.p99_tokens,
@@ -85,7 +97,7 @@ class TrafficMix:
             output_mean_tokens=output.mean_tokens,
             output_p99_tokens=output.p99_tokens,
             output_cv=output.cv,
-            prefix_cache_hit_rate=workload.prefix_cache_hit_rate,
+            prefix_cache_hit_rate=prefix_cache_hit_rate,
         )
 
     @classmethod

@@ -294,14 +294,14 @@ class StepModel:
         (each attending to `prefill_context_tokens` tokens on average).
 
         pp = 1: pass + overhead. pp > 1: m = min(pp, B) micro-batches of B/m sequences,
-        pp x (pass + hop) + overhead.
+        pp x (pass + hop) + overhead, the pass that of `iteration_parts`.
         """
-        m = self.micro_batches(batch)
-        b, q = batch / m, prefill_tokens / m
-        t_pass = self.pass_s(b, b * context_tokens, q, q * prefill_context_tokens)
+        parts = self.iteration_parts(batch, context_tokens, prefill_tokens, prefill_context_tokens)
         if self.pp == 1:
-            return t_pass + self.overhead_s
-        return self.pp * (t_pass + self.hop_s(b + q)) + self.overhead_s
+            return parts.total_s + self.overhead_s
+        m = self.micro_batches(batch)
+        hop_s = self.hop_s(batch / m + prefill_tokens / m)  # one micro-batch's tokens
+        return self.pp * (parts.total_s + hop_s) + self.overhead_s
 
     def iteration_parts(
         self,
@@ -310,7 +310,8 @@ class StepModel:
         prefill_tokens: float = 0.0,
         prefill_context_tokens: float = 0.0,
     ) -> PassParts:
-        """The stage pass of `iteration_s`, split into its roofline terms."""
+        """The stage pass of `iteration_s`, split into its roofline terms: one micro-batch
+        of B/m sequences and Q/m prompt tokens, m = `micro_batches(B)`."""
         m = self.micro_batches(batch)
         b, q = batch / m, prefill_tokens / m
         return self.pass_parts(b, b * context_tokens, q, q * prefill_context_tokens)
@@ -330,18 +331,22 @@ class StepModel:
         if prompt_tokens <= 0:
             return self.overhead_s
         chunks = math.ceil(prompt_tokens / self.chunk_tokens)
-        chunk = prompt_tokens / chunks
-        pairs = chunk * (cached_tokens + prompt_tokens / 2)
-        t_pass = self.pass_s(0.0, 0.0, chunk, pairs) + self.hop_s(chunk)
+        t_pass = self._chunk_pass_s(prompt_tokens / chunks, prompt_tokens, cached_tokens)
         return (chunks + self.pp - 1) * t_pass + chunks * self.overhead_s
 
     def prefill_tokens_per_s(self, prompt_tokens: float, cached_tokens: float = 0.0) -> float:
         """Prompt tokens/s of a replica doing nothing but prefill, with full chunks in
         every stage: chunk / (pass + hop + overhead), prompts of `prompt_tokens` new tokens."""
         chunk = float(self.chunk_tokens)
-        pairs = chunk * (cached_tokens + prompt_tokens / 2)
-        t_chunk = self.pass_s(0.0, 0.0, chunk, pairs) + self.hop_s(chunk) + self.overhead_s
+        t_chunk = self._chunk_pass_s(chunk, prompt_tokens, cached_tokens) + self.overhead_s
         return chunk / t_chunk
+
+    def _chunk_pass_s(self, chunk: float, prompt_tokens: float, cached_tokens: float) -> float:
+        """One stage pass and hop of a prefill chunk of `chunk` tokens from a prompt of
+        `prompt_tokens` new tokens after `cached_tokens` hits: each chunk token attends on
+        average to cached + P/2 tokens."""
+        pairs = chunk * (cached_tokens + prompt_tokens / 2)
+        return self.pass_s(0.0, 0.0, chunk, pairs) + self.hop_s(chunk)
 
 
 def attention_precision(gpu: GpuSpec, kv_precision: Precision) -> Precision:
@@ -350,6 +355,14 @@ def attention_precision(gpu: GpuSpec, kv_precision: Precision) -> Precision:
     if kv_precision is not Precision.BF16 and gpu.supports(Precision.FP8):
         return Precision.FP8
     return Precision.BF16
+
+
+def _link_bytes_per_s(gpu: GpuSpec, efficiency: Efficiency, gpus: int) -> float:
+    """Achieved bytes/s of the link that joins `gpus` GPUs: the scale-up link within a
+    node, the NICs once they span nodes."""
+    if gpus <= gpu.gpus_per_node:
+        return gpu.scaleup_bytes_per_s * efficiency.scaleup_fraction
+    return gpu.scaleout_bytes_per_s * efficiency.scaleout_fraction
 
 
 def step_model(
@@ -384,14 +397,8 @@ def step_model(
     )
     dense_weights = weights - llm.experts * expert_bytes
 
-    if tp <= gpu.gpus_per_node:
-        tp_link = gpu.scaleup_bytes_per_s * efficiency.scaleup_fraction
-    else:
-        tp_link = gpu.scaleout_bytes_per_s * efficiency.scaleout_fraction
-    if tp * pp <= gpu.gpus_per_node:
-        hop_link = gpu.scaleup_bytes_per_s * efficiency.scaleup_fraction
-    else:
-        hop_link = gpu.scaleout_bytes_per_s * efficiency.scaleout_fraction
+    tp_link = _link_bytes_per_s(gpu, efficiency, tp)
+    hop_link = _link_bytes_per_s(gpu, efficiency, tp * pp)
     token_bytes = llm.hidden_size * ACTIVATION_BYTES_PER_ELEMENT
     ring_factor = 2 * (tp - 1) / tp
 

@@ -186,25 +186,22 @@ def _alternatives(solved: Solved) -> tuple[Alternative, ...]:
         candidate = sets.table.find_label(pool.workload, pool.label)
         var = sets.replicas(pool.workload, candidate, pool.region)
         result = optimise(program, backend, solved.settings, {var: (0.0, 0.0)})
-        if not result.termination.has_solution:
-            found.append(
-                Alternative(
-                    workload=pool.workload,
-                    region=pool.region,
-                    configuration=pool.label,
-                    count=pool.count,
-                    cost_without_per_month=None,
-                    extra_cost_per_month=None,
-                    replaced_by=(
-                        "no plan without it"
-                        if result.termination is Termination.INFEASIBLE
-                        else f"no plan found ({result.termination})",
-                    ),
-                )
+        if result.termination.has_solution:
+            counts = replica_counts(sets, integral(program, result.values))
+            cost = sum(use.cost_per_month for use in gpu_use(sets, counts))
+            extra = cost - (plan.cost_per_month or 0.0)
+            replaced_by = tuple(
+                f"{counts[key]} x {p.candidate.label}"
+                for p in sets.pools_at.get((pool.workload, pool.region), ())
+                if (key := (pool.workload, p.candidate.key, pool.region)) in counts
             )
-            continue
-        counts = replica_counts(sets, integral(program, result.values))
-        cost = sum(use.cost_per_month for use in gpu_use(sets, counts))
+        else:
+            cost = extra = None
+            replaced_by = (
+                "no plan without it"
+                if result.termination is Termination.INFEASIBLE
+                else f"no plan found ({result.termination})",
+            )
         found.append(
             Alternative(
                 workload=pool.workload,
@@ -212,12 +209,8 @@ def _alternatives(solved: Solved) -> tuple[Alternative, ...]:
                 configuration=pool.label,
                 count=pool.count,
                 cost_without_per_month=cost,
-                extra_cost_per_month=cost - (plan.cost_per_month or 0.0),
-                replaced_by=tuple(
-                    f"{counts[key]} x {p.candidate.label}"
-                    for p in sets.pools_at.get((pool.workload, pool.region), ())
-                    if (key := (pool.workload, p.candidate.key, pool.region)) in counts
-                ),
+                extra_cost_per_month=extra,
+                replaced_by=replaced_by,
             )
         )
     return tuple(found)

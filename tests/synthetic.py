@@ -1,5 +1,6 @@
 """Instances built in code: tiny ones whose plans can be worked out by hand, and generated
-ones that grow in regions x workloads x GPU types (for the scaling benchmark).
+ones that grow in regions x workloads x GPU types (for the scaling benchmark); and
+capacity records with made-up numbers for tests where the physics is not under test.
 
 Everything goes through `models.loading.validate_instance`, the same validation as an
 instance file.
@@ -10,6 +11,7 @@ from typing import Any
 
 from models.instance import Instance
 from models.loading import validate_instance
+from models.replica import Limit, ReplicaCapacity, ReplicaConfig
 
 PROMPT_TOKENS = 1000
 OUTPUT_TOKENS = 200
@@ -40,6 +42,45 @@ def workload(
             "max_failover_rtt_ms": max_failover_rtt_ms,
         },
     }
+
+
+def long_prompt_workload(name: str, demand_rps: float) -> dict[str, Any]:
+    """32K-token prompts on Llama 3.3 70B in `east`, p99 TTFT 2 s (fixed lengths)."""
+    return workload(
+        name,
+        {"east": demand_rps},
+        model="llama-3.3-70b",
+        prompt_tokens=32000,
+        output_tokens=500,
+        ttft_p99_ms=2000,
+        tpot_p99_ms=60,
+    )
+
+
+def made_up_capacity(config: ReplicaConfig, **fields: Any) -> ReplicaCapacity:
+    """A capacity record with made-up numbers: a replica that fits and meets the SLO, at
+    limit `tpot`, with every figure 0 unless given in `fields`."""
+    record: dict[str, Any] = {
+        "fits": True,
+        "meets_slo": True,
+        "requests_per_s": 0.0,
+        "limit": Limit.TPOT,
+        "reason": "made up",
+        "weight_bytes_per_gpu": 0.0,
+        "kv_bytes_per_token": 0.0,
+        "kv_capacity_tokens": 0.0,
+        "max_batch": 0,
+        "batch": 0.0,
+        "prefill_s": 0.0,
+        "decode_step_s": 0.0,
+        "ttft_p99_s": 0.0,
+        "tpot_p99_s": 0.0,
+        "best_ttft_p99_s": 0.0,
+        "best_tpot_s": 0.0,
+        "output_tokens_per_s": 0.0,
+        "kv_transfer_bytes_per_request": 0.0,
+    }
+    return ReplicaCapacity(config=config, **(record | fields))
 
 
 def instance(

@@ -21,6 +21,7 @@ from models.estimate import (
 )
 from models.precision import Precision
 from models.replica import LatencyTargets, Limit, ReplicaCapacity
+from tests.synthetic import made_up_capacity
 
 # The worked example's assumptions, named
 REQUESTS_PER_DAY = 2_000_000
@@ -254,26 +255,14 @@ def test_burn_rate_beyond_all_requests_failing_is_rejected():
 
 
 def _capacity(config, tokens_per_s: float, fits: bool = True) -> ReplicaCapacity:
-    return ReplicaCapacity(
-        config=config,
+    return made_up_capacity(
+        config,
         fits=fits,
         meets_slo=fits,
         requests_per_s=tokens_per_s / 400 if fits else 0.0,
         limit=Limit.HBM_BANDWIDTH if fits else Limit.KV_MEMORY,
         reason="" if fits else "weights do not fit",
-        weight_bytes_per_gpu=0.0,
-        kv_bytes_per_token=0.0,
-        kv_capacity_tokens=0.0,
-        max_batch=0,
-        batch=0.0,
-        prefill_s=0.0,
-        decode_step_s=0.0,
-        ttft_p99_s=0.0,
-        tpot_p99_s=0.0,
-        best_ttft_p99_s=0.0,
-        best_tpot_s=0.0,
         output_tokens_per_s=tokens_per_s,
-        kv_transfer_bytes_per_request=0.0,
     )
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from models.catalog import gpu, llm
 from models.precision import Precision
-from models.replica import Limit, ReplicaCapacity, ReplicaConfig, Role
+from models.replica import ReplicaConfig, Role
 from solver.backends import available_backends, get_backend
 from solver.candidates import (
     Candidate,
@@ -22,7 +22,7 @@ from solver.families import FAMILIES
 from solver.lp import Sense
 from solver.program import build_program
 from solver.scenarios import NONE, RegionGraph, Scenario, ScenarioKind, failure_scenarios
-from tests.synthetic import instance, workload
+from tests.synthetic import instance, made_up_capacity, workload
 
 H100 = "h100-sxm"
 
@@ -40,27 +40,7 @@ def fake(
     """A candidate with a made-up capacity (the physics is not under test here); `ladder`
     maps pool sizes to made-up capacities per replica in pools that large."""
     config = ReplicaConfig(gpu(gpu_name), llm("llama-3.1-8b"), precision, precision, tp, pp, role)
-    capacity = ReplicaCapacity(
-        config=config,
-        fits=True,
-        meets_slo=True,
-        requests_per_s=rps,
-        limit=Limit.TPOT,
-        reason="made up",
-        weight_bytes_per_gpu=0.0,
-        kv_bytes_per_token=0.0,
-        kv_capacity_tokens=0.0,
-        max_batch=1,
-        batch=1.0,
-        prefill_s=0.0,
-        decode_step_s=0.0,
-        ttft_p99_s=0.0,
-        tpot_p99_s=0.0,
-        best_ttft_p99_s=0.0,
-        best_tpot_s=0.0,
-        output_tokens_per_s=0.0,
-        kv_transfer_bytes_per_request=0.0,
-    )
+    capacity = made_up_capacity(config, requests_per_s=rps, max_batch=1, batch=1.0)
     steps = tuple(PoolStep(n, q) for n, q in sorted((ladder or {}).items()))
     return Candidate(w, capacity, steps, steps[-1].requests_per_s if steps else None)
 

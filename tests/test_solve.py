@@ -24,7 +24,7 @@ from solver.program import build_program
 from solver.solve import SolveSettings, solve
 from solver.verify import verify
 from tests.paths import DEFAULT_INSTANCE, INSTANCES
-from tests.synthetic import instance, workload
+from tests.synthetic import instance, long_prompt_workload, workload
 
 BACKENDS = available_backends()
 H100, H200, B200 = "h100-sxm", "h200", "b200"
@@ -432,19 +432,6 @@ def test_long_prompts_plan_a_fleet_the_prefill_flops_can_explain():
     assert plan.cost_per_month < 1_993_192 / 10
     for pool in plan.replicas:  # each pool states the physics of its own size
         assert pool.count > 1 and pool.requests_per_s_per_replica > 0.1
-
-
-def long_prompt_workload(name: str, demand_rps: float) -> dict:
-    """32K-token prompts on Llama 3.3 70B, p99 TTFT 2 s (fixed lengths)."""
-    return workload(
-        name,
-        {"east": demand_rps},
-        model="llama-3.3-70b",
-        prompt_tokens=32000,
-        output_tokens=500,
-        ttft_p99_ms=2000,
-        tpot_p99_ms=60,
-    )
 
 
 def h200_tp8(max_gpus: int, workloads: list[dict]) -> Instance:

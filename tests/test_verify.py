@@ -12,7 +12,7 @@ from models.precision import Precision
 from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
 from solver.plan import Plan, ReplicaPool
 from solver.verify import verify
-from tests.synthetic import instance, workload
+from tests.synthetic import instance, long_prompt_workload, workload
 
 H100 = "h100-sxm"
 PRICE = 2.0
@@ -234,17 +234,7 @@ def long_prompts(demand: float, survive: str = "none", zones: int = 1) -> Instan
     replicas behind one router far more per replica."""
     return instance(
         {"east": {H200: (256, 3.0)}},
-        [
-            workload(
-                "chat",
-                {"east": demand},
-                model="llama-3.3-70b",
-                prompt_tokens=32000,
-                output_tokens=500,
-                ttft_p99_ms=2000,
-                tpot_p99_ms=60,
-            )
-        ],
+        [long_prompt_workload("chat", demand)],
         models={"llama-3.3-70b": ["fp8"]},
         tensor_parallel=[8],
         survive=survive,

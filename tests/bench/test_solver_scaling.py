@@ -72,36 +72,33 @@ def test_scaling(size, survive, backend):
         plan = solve(inst, settings)
     except NoSolution as stopped:
         wall_s = time.perf_counter() - started
-        ROWS.append(
-            (
-                inst.name,
-                backend,
-                lp_size["variables"],
-                lp_size["integer_variables"],
-                lp_size["constraints"],
-                f"{candidates_s:.2f}",
-                f"{wall_s:.2f}",
-                "-",
-                "-",
-                f"no plan ({stopped.termination})",
-            )
-        )
+        no_plan = ("-", "-", f"no plan ({stopped.termination})")
+        _record(inst.name, backend, lp_size, candidates_s, wall_s, *no_plan)
         return
     wall_s = time.perf_counter() - started
+    cost = f"{plan.cost_per_month:,.0f}"
+    gap = "-" if plan.solver.mip_gap is None else f"{plan.solver.mip_gap:.3%}"
+    method = "by workload" if plan.solver.method.startswith("decomposed") else "one program"
+    _record(inst.name, backend, lp_size, candidates_s, wall_s, cost, gap, method)
+    assert plan.status in ("optimal", "feasible")
+    if size == SIZES[-1] and survive == "region" and backend == "highs":
+        assert plan.status == "optimal" and wall_s < LARGEST_LIMIT_S
+
+
+def _record(
+    name: str, backend: str, lp_size: dict, candidates_s: float, wall_s: float, *outcome: str
+) -> None:
+    """One row of the table: the instance, its program's size and times, then the outcome
+    (cost, gap, method)."""
     ROWS.append(
         (
-            inst.name,
+            name,
             backend,
             lp_size["variables"],
             lp_size["integer_variables"],
             lp_size["constraints"],
             f"{candidates_s:.2f}",
             f"{wall_s:.2f}",
-            f"{plan.cost_per_month:,.0f}",
-            "-" if plan.solver.mip_gap is None else f"{plan.solver.mip_gap:.3%}",
-            "by workload" if plan.solver.method.startswith("decomposed") else "one program",
+            *outcome,
         )
     )
-    assert plan.status in ("optimal", "feasible")
-    if size == SIZES[-1] and survive == "region" and backend == "highs":
-        assert plan.status == "optimal" and wall_s < LARGEST_LIMIT_S
