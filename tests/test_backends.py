@@ -174,9 +174,10 @@ def test_demand_just_above_a_multiple_of_capacity(backend):
     """min n + 1.5m s.t. s >= 100.0002, s <= 10n + 10m, s <= 1000, n, m integer.
 
     Ten replicas carry 100 req/s, 2e-4 short (2e-6 relative: beyond every solver's
-    feasibility tolerance), so n = 11, m = 0: cost 11. CP-SAT's first grid for s has
-    step 1e-3 (1e-6 of its bound 1000) and rounds the shortfall away (n = 10); its
-    polish finds that infeasible and the hundredfold finer grid gets n = 11.
+    feasibility tolerance), so n = 11, m = 0: cost 11. With integral data in the
+    capacity row, CP-SAT treats s as an implied integer, so no grid rounding can hide
+    the shortfall (the repair of a squeeze that does slip through a grid is tested in
+    test_cpsat_repairs_a_squeeze_with_feasibility_cuts).
     """
     lp = LinearProgram("squeeze")
     lp.add_variable("n", integer=True)
@@ -188,8 +189,6 @@ def test_demand_just_above_a_multiple_of_capacity(backend):
     result = backend.solve(lp, mip_gap=0.0)
     assert result.termination is Termination.OPTIMAL
     assert (result.values["n"], result.values["m"], result.objective) == (11, 0, 11)
-    if backend.name == "cpsat":
-        assert "grid 1e-06: the relaxation's integers are infeasible" in result.message
 
 
 # --- infeasible, unbounded, degenerate ----------------------------------------------
@@ -592,3 +591,234 @@ def test_ortools_after_highspy_in_one_process_and_nothing_on_stdout():
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stderr.endswith("done"), run.stderr[-2000:]
     assert run.stdout == ""
+
+
+# --- CP-SAT on fleet-shaped programs: integers plus continuous routing ---------------
+
+
+def failover_program(seed: int, regions: int = 4) -> LinearProgram:
+    """A fleet program in miniature, over three scenarios (none, lose r0, lose r1).
+
+    Per (GPU type, region): integer replicas (a 1e-4 tie-break cost per GPU) and a
+    pool that earns 10% more per replica once it holds at least 4 (pool_at_least
+    binary, pooled continuous). Per region: GPUs purchased (continuous, priced).
+    Per scenario: continuous served[origin -> destination] meeting each origin's
+    demand exactly (a lost origin's demand is rerouted), within each live region's
+    capacity. CP-SAT's old grid (every continuous variable at 1e-6 of its size) found
+    no plan for seed 1 within 20 s and took 11 s on seed 5.
+    """
+    rng = random.Random(seed)
+    names = [f"r{k}" for k in range(regions)]
+    gpus = [(f"g{c}", rng.choice((1, 2, 4)), round(rng.uniform(0.5, 8.0), 4)) for c in range(3)]
+    lp = LinearProgram(f"failover-{seed}")
+    pools = {}
+    for gpu, per, per_replica in gpus:
+        for region in names:
+            n = lp.add_variable(f"replicas[{gpu}, {region}]", upper=64, integer=True)
+            lp.add_objective({n: 1e-4 * per})
+            at_least = lp.add_variable(f"pool_at_least[{gpu}, {region}]", upper=1, integer=True)
+            pooled = lp.add_variable(f"pooled[{gpu}, {region}]", upper=64)
+            index = f"{gpu}, {region}"
+            lp.add_constraint(f"pool_size[{index}]", "pool", {n: 1, at_least: -4}, Sense.GE, 0)
+            lp.add_constraint(f"pooled_within[{index}]", "pool", {pooled: 1, n: -1}, Sense.LE, 0)
+            lp.add_constraint(
+                f"pooled_open[{index}]", "pool", {pooled: 1, at_least: -64}, Sense.LE, 0
+            )
+            pools[gpu, region] = (pooled, 0.1 * per_replica)
+    for region in names:
+        bought = lp.add_variable(f"purchased[{region}]", upper=512)
+        lp.add_objective({bought: round(rng.uniform(1500.0, 2500.0), 1)})
+        uses = {f"replicas[{gpu}, {region}]": -float(per) for gpu, per, _ in gpus}
+        lp.add_constraint(f"purchase[{region}]", "purchase", uses | {bought: 1.0}, Sense.GE, 0)
+    demand = {region: rng.uniform(5.0, 60.0) * 100 / 108 for region in names}
+    for lost in (None, names[0], names[1]):
+        tag = "none" if lost is None else f"lose={lost}"
+        alive = [region for region in names if region != lost]
+        load: dict[str, dict[str, float]] = {d: {} for d in alive}
+        for origin in names:
+            served = {}
+            for d in alive:
+                if d == origin or lost == origin or rng.random() < 0.5:
+                    name = lp.add_variable(f"served[{tag}, {origin} -> {d}]")
+                    served[name] = 1.0
+                    load[d][name] = -1.0
+            lp.add_constraint(
+                f"demand[{tag}, {origin}]", "demand", served, Sense.EQ, demand[origin]
+            )
+        for d in alive:
+            capacity = {f"replicas[{gpu}, {d}]": q for gpu, _, q in gpus}
+            capacity |= {pools[gpu, d][0]: pools[gpu, d][1] for gpu, _, _ in gpus}
+            lp.add_constraint(
+                f"capacity[{tag}, {d}]", "capacity", load[d] | capacity, Sense.GE, 0.0
+            )
+    return lp
+
+
+def cpsat_or_skip():
+    cpsat = get_backend("cpsat")
+    if not cpsat.is_available():
+        pytest.skip(cpsat.unavailable_reason())
+    return cpsat
+
+
+CPSAT_BUDGET_S = 5.0
+"""What CP-SAT may take on a failover program (it needs well under a second)."""
+
+
+@pytest.mark.parametrize("seed", [1, 3, 5, 7])
+def test_cpsat_matches_highs_on_failover_programs(seed):
+    cpsat = cpsat_or_skip()
+    lp = failover_program(seed)
+    reference = get_backend("highs").solve(lp, mip_gap=0.0)
+    assert reference.termination is Termination.OPTIMAL
+    result = cpsat.solve(lp, mip_gap=1e-5, time_limit_s=CPSAT_BUDGET_S)
+    assert result.termination is Termination.OPTIMAL, result.message
+    assert result.runtime_s < CPSAT_BUDGET_S
+    assert result.objective == pytest.approx(reference.objective, rel=1e-5)
+    assert result.mip_gap is not None and result.mip_gap <= 1e-5
+    # The bound behind the gap is a true lower bound.
+    assert result.objective * (1 - result.mip_gap) <= reference.objective * (1 + 1e-9)
+    check_solution(lp, result)
+
+
+def test_implied_integers():
+    """purchased >= 2n with a cost rounds down; pooled <= n and then pooled2 <= pooled
+    (no cost) round up, the second once the first is known integral; w >= 2n written
+    as 2w - 4n >= 0 too. Not: s >= n + 0.5 (fractional bound), t + u >= 3 (two
+    continuous variables heading for one bound), 2v >= 3n (3/2 not integral)."""
+    from solver.backends.base import compile_program
+    from solver.backends.cpsat import implied_integers
+
+    lp = LinearProgram("implied")
+    lp.add_variable("n", upper=10, integer=True)
+    for name in ("purchased", "pooled", "pooled2", "w", "s", "t", "u", "v"):
+        lp.add_variable(name, upper=100)
+    lp.add_constraint("purchase", "f", {"purchased": 1, "n": -2}, Sense.GE, 0)
+    lp.add_constraint("within", "f", {"pooled": 1, "n": -1}, Sense.LE, 0)
+    lp.add_constraint("within2", "f", {"pooled2": 1, "pooled": -1}, Sense.LE, 0)
+    lp.add_constraint("capacity", "f", {"pooled": 0.3, "pooled2": 0.7, "t": -1}, Sense.GE, 0)
+    lp.add_constraint("double", "f", {"w": 2, "n": -4}, Sense.GE, 0)
+    lp.add_constraint("half", "f", {"s": 1, "n": -1}, Sense.GE, 0.5)
+    lp.add_constraint("pair", "f", {"t": 1, "u": 1}, Sense.GE, 3)
+    lp.add_constraint("odd", "f", {"v": 2, "n": -3}, Sense.GE, 0)
+    lp.add_objective({"purchased": 3, "w": 1, "s": 1, "t": 1, "u": 1, "v": 1, "n": 1})
+    program = compile_program(lp)
+    implied = dict(zip(program.variable_names, implied_integers(program).tolist(), strict=True))
+    assert implied == {
+        "n": False,
+        "purchased": True,
+        "pooled": True,
+        "pooled2": True,
+        "w": True,
+        "s": False,
+        "t": False,
+        "u": False,
+        "v": False,
+    }
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_implied_integers_keep_the_optimum(seed):
+    """Declaring the implied integers integer leaves HiGHS's optimum where it was."""
+    from dataclasses import replace
+
+    from solver.backends.base import compile_program
+    from solver.backends.cpsat import implied_integers
+
+    lp = failover_program(seed)
+    mask = implied_integers(compile_program(lp))
+    names = [name for name, flag in zip(lp.variables, mask.tolist(), strict=True) if flag]
+    assert {name.split("[")[0] for name in names} == {"purchased", "pooled"}
+    declared = LinearProgram(lp.name, objective=dict(lp.objective), constraints=lp.constraints)
+    for var in lp.variables.values():
+        declared.variables[var.name] = replace(var, integer=var.integer or var.name in names)
+    highs = get_backend("highs")
+    assert highs.solve(declared, mip_gap=0.0).objective == pytest.approx(
+        highs.solve(lp, mip_gap=0.0).objective, rel=1e-9
+    )
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_cuts_hold_at_the_optimum(seed):
+    """Any row multipliers give valid cuts (they hold at HiGHS's optimum); the elastic
+    LP's cuts at an empty fleet also cut that fleet off."""
+    import numpy as np
+
+    from solver.backends.base import Deadline, compile_program
+    from solver.backends.cpsat import feasibility_cuts, lagrangian_cuts
+
+    cpsat_or_skip()
+    lp = failover_program(seed)
+    program = compile_program(lp)
+    grid = make_grid(program)
+    optimum = get_backend("highs").solve(lp, mip_gap=0.0).values
+    best_point = np.array([optimum[name] for name in program.variable_names])
+    rng = random.Random(seed)
+    multipliers = [
+        [rng.gauss(0.0, 1.0) for _ in range(program.num_rows)],
+        [abs(rng.gauss(0.0, 1.0)) for _ in range(program.num_rows)],
+    ]
+    cuts = [
+        cut
+        for pi in multipliers
+        for cut in lagrangian_cuts(program, grid.integral, np.array(pi), grid.valid_box())
+    ]
+    empty = np.zeros(program.num_variables)
+    deadline = Deadline(time.perf_counter(), 10.0)
+    repairs = feasibility_cuts(program, grid.integral, empty, grid.valid_box(), deadline)
+    assert cuts and repairs
+    for cut in cuts + repairs:
+        activity = float(np.dot(cut.coef, best_point[cut.cols]))
+        assert activity >= cut.rhs - 1e-7 * max(1.0, abs(cut.rhs)), cut
+    for cut in repairs:
+        assert float(np.dot(cut.coef, empty[cut.cols])) < cut.rhs
+
+
+def test_cpsat_repairs_a_squeeze_with_feasibility_cuts(monkeypatch):
+    """min n + m s.t. s >= 100.0002, s <= 9.5n + 10m, s <= 1000, n, m integer.
+
+    m = 10 carries 100 req/s, 2e-4 short, so the optimum costs 11 (n + m = 11). s has
+    no cost, so its grid step is 1 and, without the LP relaxation's cuts up front, the
+    loosened rows let m = 10 through at cost 10; the exact LP finds it short and its
+    cut, 9.5n + 10m >= 100.0002, closes the squeeze. (With 10n instead of 9.5n, s
+    would be an implied integer: s <= 10n + 10m rounds up to an integer.)
+    """
+    from solver.backends import cpsat as cpsat_module
+
+    cpsat = cpsat_or_skip()
+    monkeypatch.setattr(cpsat_module, "SURROGATE_CUTS", False)
+    lp = LinearProgram("squeeze")
+    lp.add_variable("n", integer=True)
+    lp.add_variable("m", integer=True)
+    lp.add_variable("s", upper=1000)
+    lp.add_constraint("demand", "demand", {"s": 1}, Sense.GE, 100.0002)
+    lp.add_constraint("capacity", "capacity", {"s": 1, "n": -9.5, "m": -10}, Sense.LE, 0)
+    lp.add_objective({"n": 1, "m": 1})
+    result = cpsat.solve(lp, mip_gap=0.0)
+    assert result.termination is Termination.OPTIMAL
+    assert result.objective == 11
+    check_solution(lp, result)
+    assert "grid 1e-06: the relaxation's integers are infeasible" in result.message
+    assert "1 round of feasibility cuts from the exact LP, repaired" in result.message
+
+
+def test_cpsat_out_of_time_says_so_and_names_highs(monkeypatch):
+    """A search stopped by the time limit before any point: TIME_LIMIT, no values, and
+    a message that recommends highs."""
+    from solver.backends import _mathopt
+
+    cpsat = cpsat_or_skip()
+    solve = _mathopt.solve
+
+    def stopped(arrays, solver, **kwargs):
+        if solver == "CP_SAT":
+            return _mathopt.Outcome(
+                Termination.TIME_LIMIT, None, None, None, "CP_SAT: no_solution_found"
+            )
+        return solve(arrays, solver, **kwargs)
+
+    monkeypatch.setattr(_mathopt, "solve", stopped)
+    result = cpsat.solve(failover_program(1), time_limit_s=1.0)
+    assert result.termination is Termination.TIME_LIMIT
+    assert result.values == {} and result.objective is None
+    assert "highs backend" in result.message

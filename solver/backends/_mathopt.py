@@ -10,6 +10,10 @@ OPTIMAL -> OPTIMAL; FEASIBLE (a limit, with a solution) -> FEASIBLE;
 NO_SOLUTION_FOUND on the time limit -> TIME_LIMIT; INFEASIBLE; UNBOUNDED;
 INFEASIBLE_OR_UNBOUNDED -> undecided (settled by `Backend.solve`);
 IMPRECISE, NUMERICAL_ERROR, OTHER_ERROR and other limits -> ERROR.
+
+Row duals (LPs only: GLOP) follow fleetplan's sign: d(objective)/d(row bound), so a
+binding `>=` row of a minimisation has a dual >= 0 and a binding `<=` row one <= 0.
+A solution hint (CP-SAT) is a full vector of values in the program's index space.
 """
 
 import math
@@ -64,6 +68,8 @@ class Outcome:
     bound: float | None
     values: np.ndarray | None
     detail: str
+    duals: np.ndarray | None = None
+    """Row duals when asked for and the solver gave them (an LP solved to optimality)."""
 
 
 def unavailable_reason() -> str:
@@ -116,6 +122,8 @@ def solve(
     mip_gap: float | None,
     threads: int | None,
     cp_sat: dict | None = None,
+    hint: np.ndarray | None = None,
+    want_duals: bool = False,
 ) -> Outcome:
     """Solve with one of `SOLVER_TYPES` and map the termination.
 
@@ -126,6 +134,8 @@ def solve(
         mip_gap: Relative gap tolerance (MIP solvers), None for the solver's default.
         threads: Thread count, None to leave the solver's default.
         cp_sat: Extra CP-SAT parameters (SatParameters fields).
+        hint: A value per variable to start the search from (a MIP solver may ignore it).
+        want_duals: Return the row duals of an optimal LP.
 
     Returns:
         The outcome; values are indexed like `arrays`.
@@ -146,8 +156,17 @@ def solve(
 
     reasons = mathopt.TerminationReason
     model = _model(arrays)
+    model_params = None
+    if hint is not None:
+        variables = [model.get_variable(j) for j in range(arrays.lower.size)]
+        hinted = dict(zip(variables, np.asarray(hint, dtype=float).tolist(), strict=True))
+        model_params = mathopt.ModelSolveParameters(
+            solution_hints=[mathopt.SolutionHint(variable_values=hinted)]
+        )
     try:
-        result = mathopt.solve(model, getattr(mathopt.SolverType, solver), params=params)
+        result = mathopt.solve(
+            model, getattr(mathopt.SolverType, solver), params=params, model_params=model_params
+        )
     except AttributeError as exc:  # pragma: no cover - depends on OR-Tools' version
         # OR-Tools 9.15 loses its own error while converting it ("'StatusNotOk' object
         # has no attribute 'canonical_code'"); the original is the context.
@@ -166,12 +185,17 @@ def solve(
     if termination.detail:
         detail += f" ({termination.detail})"
 
-    values = objective = None
+    values = objective = duals = None
     if result.has_primal_feasible_solution():
-        sparse = result.to_proto().solutions[0].primal_solution.variable_values
+        solution = result.to_proto().solutions[0]
+        sparse = solution.primal_solution.variable_values
         values = np.zeros(arrays.lower.size)
         values[np.asarray(sparse.ids, dtype=np.int64)] = np.asarray(sparse.values, dtype=float)
         objective = float(result.objective_value())
+        if want_duals and solution.HasField("dual_solution"):
+            sparse = solution.dual_solution.dual_values
+            duals = np.zeros(arrays.row_lower.size)
+            duals[np.asarray(sparse.ids, dtype=np.int64)] = np.asarray(sparse.values, dtype=float)
     bound = termination.objective_bounds.dual_bound
     bound = float(bound) if bound is not None and math.isfinite(bound) else None
 
@@ -192,4 +216,6 @@ def solve(
         mapped = Termination.ERROR
     if mapped is not None and not mapped.has_solution:
         values = objective = None
-    return Outcome(mapped, objective, bound, values, detail)
+    if mapped is not Termination.OPTIMAL:
+        duals = None
+    return Outcome(mapped, objective, bound, values, detail, duals)
