@@ -170,6 +170,19 @@ def test_continuous_variables_are_not_rounded(backend):
     assert result.values == pytest.approx({"x": 1, "y": 3.5})
 
 
+def squeeze_program(n_capacity: float, m_cost: float) -> LinearProgram:
+    """min n + m_cost x m s.t. s >= 100.0002, s <= n_capacity x n + 10 m, s <= 1000:
+    demand a hair above a multiple of one replica's capacity, n and m integer."""
+    lp = LinearProgram("squeeze")
+    lp.add_variable("n", integer=True)
+    lp.add_variable("m", integer=True)
+    lp.add_variable("s", upper=1000)
+    lp.add_constraint("demand", "demand", {"s": 1}, Sense.GE, 100.0002)
+    lp.add_constraint("capacity", "capacity", {"s": 1, "n": -n_capacity, "m": -10}, Sense.LE, 0)
+    lp.add_objective({"n": 1, "m": m_cost})
+    return lp
+
+
 def test_demand_just_above_a_multiple_of_capacity(backend):
     """min n + 1.5m s.t. s >= 100.0002, s <= 10n + 10m, s <= 1000, n, m integer.
 
@@ -179,13 +192,7 @@ def test_demand_just_above_a_multiple_of_capacity(backend):
     the shortfall (the repair of a squeeze that does slip through a grid is tested in
     test_cpsat_repairs_a_squeeze_with_feasibility_cuts).
     """
-    lp = LinearProgram("squeeze")
-    lp.add_variable("n", integer=True)
-    lp.add_variable("m", integer=True)
-    lp.add_variable("s", upper=1000)
-    lp.add_constraint("demand", "demand", {"s": 1}, Sense.GE, 100.0002)
-    lp.add_constraint("capacity", "capacity", {"s": 1, "n": -10, "m": -10}, Sense.LE, 0)
-    lp.add_objective({"n": 1, "m": 1.5})
+    lp = squeeze_program(n_capacity=10, m_cost=1.5)
     result = backend.solve(lp, mip_gap=0.0)
     assert result.termination is Termination.OPTIMAL
     assert (result.values["n"], result.values["m"], result.objective) == (11, 0, 11)
@@ -787,13 +794,7 @@ def test_cpsat_repairs_a_squeeze_with_feasibility_cuts(monkeypatch):
 
     cpsat = cpsat_or_skip()
     monkeypatch.setattr(cpsat_module, "SURROGATE_CUTS", False)
-    lp = LinearProgram("squeeze")
-    lp.add_variable("n", integer=True)
-    lp.add_variable("m", integer=True)
-    lp.add_variable("s", upper=1000)
-    lp.add_constraint("demand", "demand", {"s": 1}, Sense.GE, 100.0002)
-    lp.add_constraint("capacity", "capacity", {"s": 1, "n": -9.5, "m": -10}, Sense.LE, 0)
-    lp.add_objective({"n": 1, "m": 1})
+    lp = squeeze_program(n_capacity=9.5, m_cost=1)
     result = cpsat.solve(lp, mip_gap=0.0)
     assert result.termination is Termination.OPTIMAL
     assert result.objective == 11
