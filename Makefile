@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench calibrate clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "fleetplan needs $(PYTHON) on PATH (or run: make PYTHON=/path/to/python3.11 ...)"; exit 2; }
@@ -21,15 +21,20 @@ demo: install
 	$(BIN)/fleetplan solve instances/chat-3region.yaml
 
 lint: install
-	$(BIN)/ruff check models solver cli tests
+	$(BIN)/ruff check models solver cli tests calibration
 
 test: install lint
 	$(BIN)/fleetplan batch instances --check --jobs 2
 	$(BIN)/python -m pytest
 
 
+# The calibration report (on calibration/data, shipped in the repo) and solver scaling.
 bench: install
 	$(BIN)/python -m pytest tests/bench -q -s -p no:cacheprovider --override-ini addopts=
+
+# Refit the efficiency factors on calibration/data and rewrite models/catalog/efficiency.yaml.
+calibrate: install
+	$(BIN)/python -m calibration.calibrate --write
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

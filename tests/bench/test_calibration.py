@@ -1,17 +1,18 @@
 """Calibration benchmark: the performance model against published measurements.
 
-Run by `make bench` (needs ../shared/calibration beside the clone, or
-FLEETPLAN_CALIBRATION_DIR). Prints, for every usable row, the prediction with the catalog's
+Run by `make bench`, on the measurements shipped in `calibration/data/` (or the folder
+FLEETPLAN_CALIBRATION_DIR names). Prints, for every usable row, the prediction with the catalog's
 efficiency factors, the measurement and the error; then the median absolute percentage
 error and the Spearman rank correlation, for the rows the factors were fitted on and for
-the held-out rows (see tests/bench/calibrate.py for the split and the assumptions).
+the held-out rows (see calibration/calibrate.py for the split and the assumptions).
+Missing data is an error, never a skip.
 """
 
 import math
 
 import numpy as np
-import pytest
-from calibrate import (
+
+from calibration.calibrate import (
     MLPERF_WORKLOADS,
     Row,
     abs_pct_errors,
@@ -21,12 +22,6 @@ from calibrate import (
     predict,
     spearman,
 )
-
-pytestmark = pytest.mark.skipif(
-    not (calibration_dir() / "trtllm_perf.csv").exists(),
-    reason=f"calibration data not found at {calibration_dir()}",
-)
-
 
 LATENCY = ("ttft", "itl")
 
@@ -43,6 +38,12 @@ def _summary(name: str, rows: list[Row], predicted: np.ndarray) -> tuple[float, 
         f"Spearman {rho:5.3f}" + (f"  (no layout fits: {unplaced})" if unplaced else "")
     )
     return median, rho
+
+
+def test_calibration_data_is_present() -> None:
+    """The report must run from a fresh clone: the data is in the repository."""
+    for name in ("trtllm_perf.csv", "mlperf.csv", "serving_benchmarks.csv"):
+        assert (calibration_dir() / name).is_file(), f"missing {calibration_dir() / name}"
 
 
 def test_calibration_report() -> None:

@@ -1,19 +1,22 @@
 """Fit the performance model's efficiency factors to published measurements.
 
-Reads `../shared/calibration/` (TensorRT-LLM throughput tables and MLPerf Inference
-results, each row with its source), predicts every usable row with `models.capacity`,
-fits one set of efficiency factors per GPU generation (and one pooled set for GPUs with
-no data) on a deterministic subset of the TensorRT-LLM max-throughput rows and of the
+Reads `calibration/data/` (TensorRT-LLM throughput tables and MLPerf Inference results,
+each row with its source; `calibration/data/README.md` names them), predicts every usable
+row with `models.capacity`, fits one set of efficiency factors per GPU generation (and
+one pooled set for GPUs with no data) on a deterministic subset of the TensorRT-LLM max-throughput rows and of the
 online-serving latency rows, and writes them to `models/catalog/efficiency.yaml`.
 Everything else is held out: a third of the TensorRT-LLM and serving rows (by a hash of
 the row's configuration), every MLPerf row, and the TensorRT-LLM v0.9 first-token-latency
 and static-batching rows.
 
-    .venv/bin/python tests/bench/calibrate.py            # fit and print, write nothing
-    .venv/bin/python tests/bench/calibrate.py --write    # fit and write efficiency.yaml
+    .venv/bin/python -m calibration.calibrate            # fit and print, write nothing
+    .venv/bin/python -m calibration.calibrate --write    # fit and write efficiency.yaml
+    make calibrate                                       # the same as --write
 
-The directory defaults to `../shared/calibration` beside the clone; set
-FLEETPLAN_CALIBRATION_DIR to use another. Only numpy is needed.
+The data directory defaults to `calibration/data` in the clone; set
+FLEETPLAN_CALIBRATION_DIR to use another. Only numpy is needed. `make bench`
+(tests/bench/test_calibration.py) prints the report against the catalog's factors and
+writes nothing.
 
 How a row becomes a prediction:
 - TensorRT-LLM "Throughput Measurements" rows (v0.17 engine and v0.20 PyTorch backend)
@@ -58,7 +61,9 @@ from models.precision import Precision
 from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
 from models.step_time import step_model
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
+DATA_DIR = REPO / "calibration" / "data"
+"""The published measurements shipped with the repository."""
 EFFICIENCY_YAML = REPO / "models" / "catalog" / "efficiency.yaml"
 GENERATIONS = {
     "a100-80gb-sxm": "ampere",
@@ -203,9 +208,9 @@ class Row:
 
 
 def calibration_dir() -> Path:
-    """`$FLEETPLAN_CALIBRATION_DIR`, else `../shared/calibration` beside the clone."""
+    """`$FLEETPLAN_CALIBRATION_DIR`, else `calibration/data` in the clone."""
     env = os.environ.get("FLEETPLAN_CALIBRATION_DIR")
-    return Path(env) if env else REPO.parent / "shared" / "calibration"
+    return Path(env) if env else DATA_DIR
 
 
 def _held_out(key: str) -> bool:
@@ -525,9 +530,9 @@ def render_yaml(fitted: dict[str, Efficiency], rows: list[Row]) -> str:
     lines = [
         "# Calibrated efficiency factors of the performance model (models/efficiency.py).",
         "#",
-        f"# Written by tests/bench/calibrate.py --write on {datetime.date.today()}; do not edit",
-        "# by hand: change the model or the data and re-run it.",
-        "# Data: ../shared/calibration/trtllm_perf.csv, TensorRT-LLM max-throughput rows",
+        f"# Written by `python -m calibration.calibrate --write` on {datetime.date.today()};",
+        "# do not edit by hand: change the model or the data and re-run it.",
+        "# Data: calibration/data/trtllm_perf.csv, TensorRT-LLM max-throughput rows",
         "# (v0.17 engine and v0.20 PyTorch backend, offline, fixed ISL/OSL), and",
         "# serving_benchmarks.csv, mean inter-token latency at a request rate (TensorRT-LLM",
         "# 0.14, Llama 3.1 8B); two in three rows by a hash of the configuration. The rest,",
