@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from cli.console import err, out, print_json
+from cli.estimate_config import assumptions_from, read_config
 from cli.exit_codes import ExitCode
 from models import catalog
 from models.estimate import (
@@ -17,10 +18,8 @@ from models.estimate import (
     EstimateAssumptions,
     EstimateResult,
     NoServingConfig,
-    assumptions_from,
     estimate_with_model,
     model_throughput,
-    read_config,
 )
 from models.estimate import estimate as run_estimate
 from models.hardware import GpuSpec
