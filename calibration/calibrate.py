@@ -3,11 +3,11 @@
 Reads `calibration/data/` (TensorRT-LLM throughput tables and MLPerf Inference results,
 each row with its source; `calibration/data/README.md` names them), predicts every usable
 row with `models.capacity`, fits one set of efficiency factors per GPU generation (and
-one pooled set for GPUs with no data) on a deterministic subset of the TensorRT-LLM max-throughput rows and of the
-online-serving latency rows, and writes them to `models/catalog/efficiency.yaml`.
-Everything else is held out: a third of the TensorRT-LLM and serving rows (by a hash of
-the row's configuration), every MLPerf row, and the TensorRT-LLM v0.9 first-token-latency
-and static-batching rows.
+one pooled set for GPUs with no data) on a deterministic subset of the TensorRT-LLM
+max-throughput rows and of the online-serving latency rows, and (with --write) writes
+them to `models/catalog/efficiency.yaml`. Everything else is held out: a third of the
+TensorRT-LLM and serving rows (by a hash of the row's configuration), every MLPerf row,
+and the TensorRT-LLM v0.9 first-token-latency and static-batching rows.
 
     .venv/bin/python -m calibration.calibrate            # fit and print, write nothing
     .venv/bin/python -m calibration.calibrate --write    # fit and write efficiency.yaml
