@@ -4,18 +4,16 @@ Exit codes: 0 solved (or verified), 1 verify found violations, 2 bad input, 3
 infeasible (with the diagnosis), 4 no plan within the time limit.
 """
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from pydantic import ValidationError
 from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
 
 from cli.console import err, out, write_new_file
 from cli.exit_codes import ExitCode
+from cli.tables import TableSpec, markdown_tables, print_tables
 from models.errors import InputError, Issue
 from models.loading import load_instance
 from solver.backends import UnknownBackendError
@@ -155,16 +153,6 @@ def _write(path: Path | None, text: str) -> None:
 
 
 # --- rendering ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    """A table as strings, rendered to the terminal or to Markdown."""
-
-    title: str
-    columns: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-    note: str = ""
 
 
 def plan_header(plan: Plan) -> list[str]:
@@ -344,39 +332,6 @@ def explanation_tables(explanation: Explanation) -> list[TableSpec]:
     ]
 
 
-def _print(header: list[str], tables: list[TableSpec], note: str) -> None:
-    for line in header:
-        out.print(line, markup=False)
-    for spec in tables:
-        table = Table(
-            title=escape(spec.title), caption=escape(spec.note) or None, title_justify="left"
-        )
-        for column in spec.columns:
-            table.add_column(escape(column), overflow="fold")
-        for row in spec.rows:
-            table.add_row(*(Text(cell) for cell in row))
-        out.print(table)
-    if note:
-        out.print(note, markup=False)
-
-
-def _markdown(header: list[str], tables: list[TableSpec], note: str) -> str:
-    lines = [f"# {header[0]}", "", *header[1:], ""]
-    for spec in tables:
-        lines += [f"## {spec.title}", ""]
-        lines.append("| " + " | ".join(spec.columns) + " |")
-        lines.append("|" + "---|" * len(spec.columns))
-        lines += [
-            "| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in spec.rows
-        ]
-        if spec.note:
-            lines += ["", spec.note]
-        lines.append("")
-    if note:
-        lines += [note, ""]
-    return "\n".join(lines)
-
-
 def _report(
     header: list[str],
     tables: list[TableSpec],
@@ -385,9 +340,9 @@ def _report(
     markdown_out: Path | None,
 ) -> None:
     """Print the result's tables, and write it as JSON and Markdown where asked."""
-    _print(header, tables, result.shadow_price_note)
+    print_tables(header, tables, result.shadow_price_note)
     _write(json_out, result.model_dump_json(indent=2))
-    _write(markdown_out, _markdown(header, tables, result.shadow_price_note))
+    _write(markdown_out, markdown_tables(header, tables, result.shadow_price_note))
 
 
 def _print_diagnosis(file: Path, diagnosis: Diagnosis) -> None:

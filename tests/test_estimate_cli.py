@@ -2,6 +2,7 @@
 
 import json
 import math
+from dataclasses import asdict
 
 import pytest
 
@@ -185,6 +186,79 @@ def test_estimate_model_and_assumed_throughput_conflict(run_cli):
     assert "--gpu-tokens-per-s" in result.stderr
 
 
+def _markdown_rows(text: str, title: str) -> list[list[str]]:
+    """The cells of the pipe table under `## title`, header row first (no separator)."""
+    lines = text.splitlines()
+    start = lines.index(f"## {title}") + 2
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        if not line.startswith("|---"):
+            rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
+    return rows
+
+
+def test_estimate_markdown_prints_pipe_tables(run_cli):
+    result = run_cli("estimate", "--markdown")
+    assert result.exit_code == 0, result.stderr
+    text = result.stdout
+    assert text.startswith("# fleetplan estimate")
+    avg_qps = REQUESTS_PER_DAY / SECONDS_PER_DAY  # 23.1
+    peak_qps = avg_qps * PEAK_TO_AVERAGE  # 92.6
+    load = _markdown_rows(text, "Load")
+    assert load[0] == ["figure", "formula", "value"]
+    assert ["peak QPS", f"{avg_qps:.1f} x {PEAK_TO_AVERAGE}", f"{peak_qps:.1f}"] in load
+    by_throughput = peak_qps * OUTPUT_TOKENS / (GPU_TOKENS_PER_S * TARGET_UTILIZATION)
+    gpus = _markdown_rows(text, "GPUs")
+    assert gpus[-1][-1] == str(math.ceil(by_throughput) + 1)  # N+1: 32
+    for title in ("Assumptions", "Logs (raw request and response text)"):
+        assert len(_markdown_rows(text, title)) > 1, title
+    assert "┃" not in text  # no terminal box drawing
+
+
+def test_estimate_json_keys_are_unchanged(run_cli):
+    result = run_cli("estimate", "--zones", "3", "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert set(data) == {
+        "assumptions",
+        "throughput_source",
+        "avg_qps",
+        "peak_qps",
+        "in_flight",
+        "peak_output_tokens_per_s",
+        "gpus_by_throughput",
+        "gpus_by_concurrency",
+        "binding",
+        "gpus_needed",
+        "gpus",
+        "bytes_per_request",
+        "log_gb_per_day",
+        "log_tb_per_30_days",
+        "mm1",
+        "error_budget_fraction",
+        "error_budget_minutes",
+        "requests_in_window",
+        "error_budget_requests",
+        "burn",
+        "alerts",
+        "zones",
+        "zone_overprovision_factor",
+        "gpus_to_survive_zone_loss",
+        "gpus_per_zone",
+    }
+
+
+@pytest.mark.parametrize(
+    "command", [("estimate",), ("headroom", "--prefill-ms", "50", "--ttft-p99-ms", "800")]
+)
+def test_json_and_markdown_together_exit_2(run_cli, command):
+    result = run_cli(*command, "--json", "--markdown")
+    assert result.exit_code == 2
+    assert "--markdown" in result.stderr
+
+
 # ---- headroom -------------------------------------------------------------------------
 
 
@@ -249,3 +323,26 @@ def test_headroom_bad_input_exits_2(run_cli, args):
     result = run_cli("headroom", *args)
     assert result.exit_code == 2
     assert "Traceback" not in result.stderr
+
+
+def test_headroom_markdown_prints_pipe_tables(run_cli):
+    result = run_cli("headroom", "--prefill-ms", "50", "--ttft-p99-ms", "800", "--markdown")
+    assert result.exit_code == 0, result.stderr
+    text = result.stdout
+    assert text.startswith("# fleetplan headroom")
+    derivation = derive_headroom(0.05, 0.8)
+    spread = _markdown_rows(text, "Prompt-length spread lowers the ceiling (one server)")
+    assert spread[0] == ["prompt cv", "cs^2", "prefill p99", "ceiling", "requests/s"]
+    assert [row[3] for row in spread[1:]] == [f"{row.utilization:.1%}" for row in derivation.by_cv]
+    pools = _markdown_rows(text, "Pooling raises it (cv 1): c servers behind one queue")
+    assert [row[0].removesuffix(" <") for row in pools[1:]] == [
+        str(row.servers) for row in derivation.by_servers
+    ]
+    assert "Approximation" in text
+
+
+def test_headroom_json_keys_are_unchanged(run_cli):
+    result = run_cli("headroom", "--prefill-ms", "50", "--ttft-p99-ms", "800", "--json")
+    assert result.exit_code == 0, result.stderr
+    derivation = derive_headroom(0.05, 0.8)
+    assert set(json.loads(result.stdout)) == {*asdict(derivation), "feasible"}
