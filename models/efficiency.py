@@ -4,8 +4,8 @@ that shape a step (token budget per forward pass, most sequences in flight).
 
 Each factor is named, documented and overridable per instance (`efficiency:` in the
 instance file). Calibrated defaults per GPU generation and weight precision live in
-`models/catalog/efficiency.yaml`, written by `tests/bench/calibrate.py` from the published
-measurements in `../shared/calibration/`.
+`models/catalog/efficiency.yaml`, written by `python -m calibration.calibrate --write` from the
+published measurements in `calibration/data/`.
 """
 
 from functools import cache
