@@ -5,6 +5,7 @@ converts bytes to GiB and seconds to ms at the edge.
 """
 
 import math
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -16,6 +17,8 @@ from models import catalog
 from models.capacity import FrontierPoint, replica_capacity, throughput_frontier
 from models.efficiency import Efficiency, efficiency_for
 from models.errors import InputError, Issue
+from models.hf_config import HfConfigError, load_hf_config
+from models.llm import LlmSpec
 from models.memory import GIB, default_kv_precision, layout_problem
 from models.precision import Precision
 from models.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
@@ -216,8 +219,22 @@ def _render_frontier(points: list[FrontierPoint], operating_batch: float) -> Non
     out.print(f"operating point: mean batch {operating_batch:,.1f}")
 
 
+def _llm(model: str | None, model_config: Path | None) -> LlmSpec:
+    """The model `--model` names in the catalog, or the one `--model-config` describes."""
+    if (model is None) == (model_config is None):
+        raise _problem("--model", "give either --model NAME or --model-config FILE")
+    if model_config is not None:
+        try:
+            return load_hf_config(str(model_config))
+        except HfConfigError as error:
+            raise _problem("--model-config", str(error)) from None
+    try:
+        return catalog.llm(model or "")
+    except KeyError as error:
+        raise _problem("--model", str(error.args[0])) from None
+
+
 def perf(
-    model: Annotated[str, typer.Option("--model", "-m", help="Catalog model, e.g. llama-3.3-70b.")],
     gpu: Annotated[str, typer.Option("--gpu", "-g", help="Catalog GPU, e.g. h100-sxm.")],
     input_tokens: Annotated[
         float, typer.Option("--input-tokens", "-i", help="Mean prompt tokens per request.")
@@ -270,6 +287,17 @@ def perf(
         ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="Catalog model, e.g. llama-3.3-70b.")
+    ] = None,
+    model_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--model-config",
+            help="A Hugging Face config.json to read the model from instead of --model "
+            "(llama, qwen2, qwen3, qwen3_moe, mixtral, deepseek_v3, gpt_oss, llama4).",
+        ),
+    ] = None,
 ) -> None:
     """One replica configuration's memory, step times, capacity and limiting factor.
 
@@ -284,10 +312,7 @@ def perf(
         gpu_spec = catalog.gpu(gpu)
     except KeyError as error:
         raise _problem("--gpu", str(error.args[0])) from None
-    try:
-        llm_spec = catalog.llm(model)
-    except KeyError as error:
-        raise _problem("--model", str(error.args[0])) from None
+    llm_spec = _llm(model, model_config)
     for flag, target in (("--ttft-p99-ms", ttft_p99_ms), ("--tpot-p99-ms", tpot_p99_ms)):
         if target is not None and target <= 0:
             raise _problem(flag, f"must be positive, got {target:g}")

@@ -9,13 +9,23 @@ collects every problem at once.
 from difflib import get_close_matches
 from enum import StrEnum
 from functools import cached_property
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    model_validator,
+)
 
 from models import catalog
 from models.efficiency import EfficiencyOverrides
 from models.hardware import GpuSpec
+from models.hf_config import HfConfigError, default_model_name, load_hf_config
 from models.llm import LlmSpec
 from models.precision import Precision
 from models.traffic import Demand, TokenDistribution
@@ -55,12 +65,30 @@ class GpuEntry(GpuOverrides):  # type: ignore[misc, valid-type]
 
 
 class ModelEntry(LlmOverrides):  # type: ignore[misc, valid-type]
-    """An LLM to serve: a catalog name with the precisions to consider, optionally overridden."""
+    """An LLM to serve: a catalog name, or a Hugging Face config.json, with the precisions
+    to consider, optionally overridden."""
 
+    config: str | None = Field(default=None, min_length=1)
+    """A Hugging Face config.json to build the model from instead of the catalog (path
+    relative to the instance file); `name` then defaults to the config's folder name, or
+    the file's stem when the file is not called config.json."""
     weight_precisions: list[Precision] = Field(default=[Precision.BF16], min_length=1)
     """Weight precisions the planner may choose from."""
     kv_precision: Precision | None = None
     """KV-cache precision; default: the weight precision, but never below fp8."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _config_path_and_name(cls, data: Any, info: ValidationInfo) -> Any:
+        """Resolve `config` against the instance file's folder (`instance_dir` in the
+        validation context) and name the model after the file when `name` is absent."""
+        if not isinstance(data, dict) or not isinstance(data.get("config"), str):
+            return data
+        path = Path(data["config"])
+        base = (info.context or {}).get("instance_dir")
+        if base is not None and not path.is_absolute():
+            path = Path(base) / path
+        return {"name": default_model_name(path), **data, "config": str(path)}
 
 
 class Supply(BaseModel):
@@ -228,9 +256,19 @@ def resolve_gpu(entry: BaseModel) -> GpuSpec:
 
 
 def resolve_llm(entry: ModelEntry) -> LlmSpec:
-    """Catalog LLM merged with the entry's overrides, or the inline definition."""
-    overrides = entry.model_dump(exclude_none=True, exclude={"weight_precisions", "kv_precision"})
-    base = catalog.llm_catalog().get(entry.name)
+    """The entry's config.json (when it names one) or catalog LLM, merged with the entry's
+    overrides; or the inline definition.
+
+    Raises:
+        HfConfigError: the config.json is missing, malformed or of an unsupported family.
+    """
+    overrides = entry.model_dump(
+        exclude_none=True, exclude={"weight_precisions", "kv_precision", "config"}
+    )
+    if entry.config is not None:
+        base = load_hf_config(entry.config, entry.name)
+    else:
+        base = catalog.llm_catalog().get(entry.name)
     fields = _merge(base.model_dump() if base else {}, overrides)
     return LlmSpec.model_validate(fields)
 
@@ -258,6 +296,8 @@ def cross_check(instance: Instance) -> list[tuple[FieldPath, str]]:
     for index, entry in enumerate(instance.models):
         try:
             resolve_llm(entry)
+        except HfConfigError as error:
+            add((("models", index, "config"), str(error)))
         except ValidationError as error:
             add(
                 (

@@ -5,11 +5,16 @@ SwiGLU MLP (gate, up and down projections: 3 x hidden x intermediate), grouped-q
 attention (or DeepSeek's multi-head latent attention), untied input embedding and LM head
 unless `tie_embeddings`. Mixture-of-experts layers hold `experts` routed SwiGLU experts,
 `shared_experts` always-on experts and a linear router (hidden x experts).
+
+Not counted (each under 0.1% of the weights of the models in the catalog): biases other
+than q/k/v, attention sinks (one scalar per head), q/k norms, router biases.
 """
 
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from models.precision import Precision
 
 
 class Attention(StrEnum):
@@ -48,6 +53,18 @@ class LlmSpec(BaseModel):
     moe_intermediate_size: int = Field(default=0, ge=0)
     first_dense_layers: int = Field(default=0, ge=0)
     """Leading layers with a dense MLP in an MoE model."""
+    moe_layer_step: int = Field(default=1, ge=1)
+    """After the leading dense layers, every `moe_layer_step`-th layer is MoE and the rest
+    are dense (Llama 4 Maverick's interleave_moe_layer_step 2; 1: every layer is MoE)."""
+    expert_weight_precision: Precision | None = None
+    """Storage precision the checkpoint fixes for the routed and shared experts (GPT-OSS
+    ships MXFP4 experts, dequantised in the expert GEMMs on GPUs without FP4 tensor
+    cores); None: experts are stored like every other linear layer."""
+    sliding_window_tokens: int = Field(default=0, ge=0)
+    """Window of the layers that attend only to recent tokens (GPT-OSS sliding window 128;
+    Llama 4 chunked attention 8192, taken as a window); 0: none."""
+    sliding_window_layers: int = Field(default=0, ge=0)
+    """Layers with windowed attention; the other layers attend to the whole context."""
     q_lora_rank: int = Field(default=0, ge=0)
     kv_lora_rank: int = Field(default=0, ge=0)
     qk_nope_head_dim: int = Field(default=0, ge=0)
@@ -72,6 +89,10 @@ class LlmSpec(BaseModel):
             raise ValueError("experts_per_token cannot exceed experts")
         if self.attention is Attention.MLA and (self.kv_lora_rank == 0 or self.v_head_dim == 0):
             raise ValueError("MLA attention needs kv_lora_rank, qk_*_head_dim and v_head_dim")
+        if self.first_dense_layers > self.layers or self.sliding_window_layers > self.layers:
+            raise ValueError("first_dense_layers and sliding_window_layers cannot exceed layers")
+        if (self.sliding_window_tokens == 0) != (self.sliding_window_layers == 0):
+            raise ValueError("sliding_window_tokens and sliding_window_layers go together")
         return self
 
     @property
@@ -81,8 +102,11 @@ class LlmSpec(BaseModel):
 
     @property
     def moe_layers(self) -> int:
-        """Layers whose MLP is a mixture of experts."""
-        return self.layers - self.first_dense_layers if self.is_moe else 0
+        """Layers whose MLP is a mixture of experts:
+        (layers - first_dense_layers) // moe_layer_step."""
+        if not self.is_moe:
+            return 0
+        return (self.layers - self.first_dense_layers) // self.moe_layer_step
 
     @property
     def dense_mlp_layers(self) -> int:
@@ -134,6 +158,10 @@ class LlmSpec(BaseModel):
             self.hidden_size * self.experts
         )
 
+    def expert_params_total(self) -> int:
+        """Routed plus shared expert weights over all MoE layers (not the routers)."""
+        return self.moe_layers * (self.experts + self.shared_experts) * self.expert_params()
+
     def embedding_params(self) -> int:
         """Input embedding plus the LM head (counted once when tied)."""
         copies = 1 if self.tie_embeddings else 2
@@ -177,3 +205,17 @@ class LlmSpec(BaseModel):
         if self.attention is Attention.MLA:
             return self.kv_lora_rank + self.qk_rope_head_dim
         return 2 * self.kv_heads * self.head_dim
+
+    def kv_layers_at_context(self, context_tokens: float) -> float:
+        """Layers' worth of KV one sequence of `context_tokens` tokens holds, per token:
+        full layers + window layers x min(1, window / context).
+
+        Equals `layers` for a model without windowed layers. Memory and step time charge
+        KV on every layer today (an upper bound for windowed models); this is the
+        quantity a window-aware KV model multiplies by.
+        """
+        if self.sliding_window_layers == 0 or context_tokens <= self.sliding_window_tokens:
+            return float(self.layers)
+        window_share = self.sliding_window_tokens / context_tokens
+        full_layers = self.layers - self.sliding_window_layers
+        return full_layers + self.sliding_window_layers * window_share

@@ -28,7 +28,7 @@ def load_instance(path: str | Path) -> Instance:
     """
     path = Path(path)
     data, lines = read_document(path)
-    return validate_instance(data, str(path), lines)
+    return validate_instance(data, str(path), lines, instance_dir=path.parent)
 
 
 def read_document(path: Path) -> tuple[Any, LineMap]:
@@ -64,15 +64,20 @@ def read_document(path: Path) -> tuple[Any, LineMap]:
 
 
 def validate_instance(
-    data: Any, file: str = "<instance>", lines: LineMap | None = None
+    data: Any,
+    file: str = "<instance>",
+    lines: LineMap | None = None,
+    instance_dir: Path | None = None,
 ) -> Instance:
-    """Validate parsed data as an `Instance` and cross-check its references."""
+    """Validate parsed data as an `Instance` and cross-check its references; paths in the
+    data (`models[].config`) are relative to `instance_dir` (default: the working folder)."""
     lines = lines or {}
     if not isinstance(data, dict):
         kind = "empty" if data is None else f"a {type(data).__name__}"
         raise InputError([Issue(file, 1, "", f"an instance is a mapping of sections, got {kind}")])
     try:
-        instance = Instance.model_validate(data)
+        context = {"instance_dir": str(instance_dir)} if instance_dir is not None else None
+        instance = Instance.model_validate(data, context=context)
     except ValidationError as error:
         raise InputError(
             [_issue_from_pydantic(item, file, lines) for item in error.errors()]

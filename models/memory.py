@@ -50,6 +50,23 @@ def weight_bytes_per_element(precision: Precision) -> float:
     return precision.bytes_per_element + _SCALE_BYTES_PER_ELEMENT[precision]
 
 
+def expert_bytes_per_element(llm: LlmSpec, precision: Precision) -> float:
+    """Storage bytes per expert weight: the expert precision the checkpoint fixes
+    (`expert_weight_precision`, e.g. GPT-OSS's MXFP4) when it is smaller than the weight
+    precision, else the weight precision. MXFP4's scales (one byte per 32 elements) are
+    charged as NVFP4's (one per 16): 1/32 byte per element too much."""
+    own = weight_bytes_per_element(precision)
+    if llm.expert_weight_precision is None:
+        return own
+    return min(own, weight_bytes_per_element(llm.expert_weight_precision))
+
+
+def _expert_storage_extra(llm: LlmSpec, precision: Precision) -> float:
+    """Bytes per expert weight saved (negative) by the checkpoint's expert precision;
+    0.0 for a model without one."""
+    return expert_bytes_per_element(llm, precision) - weight_bytes_per_element(precision)
+
+
 # --- layout ----------------------------------------------------------------------------
 
 
@@ -130,9 +147,11 @@ def linear_params(llm: LlmSpec) -> int:
 
 def weight_bytes(llm: LlmSpec, precision: Precision) -> float:
     """All weights of the model in bytes:
-    linear_params x bytes(precision) + (embedding + LM head + norms) x 2."""
+    linear_params x bytes(precision) + (embedding + LM head + norms) x 2, with the experts
+    at `expert_bytes_per_element` instead where the checkpoint fixes their precision."""
     return (
         linear_params(llm) * weight_bytes_per_element(precision)
+        + llm.expert_params_total() * _expert_storage_extra(llm, precision)
         + high_precision_params(llm) * HIGH_PRECISION_BYTES_PER_ELEMENT
     )
 
@@ -168,11 +187,14 @@ def weight_bytes_per_gpu(llm: LlmSpec, precision: Precision, tp: int, pp: int = 
 
     ceil(layers/pp) x layer_linear_params_per_gpu x bytes(precision)
     + vocab matrices on that stage (both at pp=1, one at pp>1) x vocab x hidden / tp x 2
-    + norms x 2 (small; counted whole).
+    + norms x 2 (small; counted whole); experts at `expert_bytes_per_element` where the
+    checkpoint fixes their precision.
     """
     check_layout(llm, tp, pp)
     layers = layers_per_stage(llm, pp)
     linear = layers * layer_linear_params_per_gpu(llm, tp) * weight_bytes_per_element(precision)
+    expert_params_per_gpu = layers * llm.expert_params_total() / llm.layers / tp
+    linear += expert_params_per_gpu * _expert_storage_extra(llm, precision)
     vocab_matrices = (1 if llm.tie_embeddings else 2) if pp == 1 else 1
     vocab = vocab_matrices * llm.vocab_size * llm.hidden_size / tp
     high = (vocab + llm.norm_params()) * HIGH_PRECISION_BYTES_PER_ELEMENT

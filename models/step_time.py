@@ -48,9 +48,9 @@ from models.memory import (
     ACTIVATION_BYTES_PER_ELEMENT,
     HIGH_PRECISION_BYTES_PER_ELEMENT,
     check_layout,
+    expert_bytes_per_element,
     kv_bytes_per_token_per_gpu,
     layers_per_stage,
-    weight_bytes_per_element,
     weight_bytes_per_gpu,
 )
 from models.precision import Precision
@@ -392,9 +392,8 @@ def step_model(
         # taken to be the last one, whose LM head is read in full.
         weights -= llm.vocab_size * llm.hidden_size / tp * HIGH_PRECISION_BYTES_PER_ELEMENT
     stage_moe_layers = llm.moe_layers * stage
-    expert_bytes = (
-        stage_moe_layers * llm.expert_params() / tp * weight_bytes_per_element(weight_precision)
-    )
+    expert_bytes_per_weight = expert_bytes_per_element(llm, weight_precision)
+    expert_bytes = stage_moe_layers * llm.expert_params() / tp * expert_bytes_per_weight
     dense_weights = weights - llm.experts * expert_bytes
 
     tp_link = _link_bytes_per_s(gpu, efficiency, tp)

@@ -5,7 +5,20 @@ import pytest
 from models.catalog import gpu_catalog, llm_catalog
 from models.precision import Precision
 
-REQUIRED_GPUS = {"a100-80gb-sxm", "h100-sxm", "h200", "b200", "l40s", "mi300x"}
+REQUIRED_GPUS = {
+    "a100-80gb-sxm",
+    "h100-sxm",
+    "h200",
+    "b200",
+    "l40s",
+    "mi300x",
+    "gb200",
+    "b300",
+    "mi325x",
+    "mi355x",
+    "rtx-pro-6000",
+    "gh200",
+}
 REQUIRED_LLMS = {
     "llama-2-70b",
     "llama-3.1-8b",
@@ -15,7 +28,17 @@ REQUIRED_LLMS = {
     "mixtral-8x7b",
     "deepseek-v3",
     "qwen2.5-72b",
+    "qwen3-32b",
+    "qwen3-30b-a3b",
+    "qwen3-235b-a22b",
+    "llama-4-scout",
+    "llama-4-maverick",
+    "gpt-oss-20b",
+    "gpt-oss-120b",
+    "deepseek-r1",
 }
+ACTIVE_WITHOUT_INPUT_EMBEDDING = {"gpt-oss-20b", "gpt-oss-120b"}
+"""OpenAI's active counts leave out the embedding lookup; fleetplan's include it."""
 
 
 def test_catalogs_hold_the_required_entries():
@@ -70,8 +93,11 @@ def test_mixtral_active_parameters_by_hand():
 @pytest.mark.parametrize("name", sorted(REQUIRED_LLMS))
 def test_parameter_counts_match_published_totals_within_two_percent(name):
     spec = llm_catalog()[name]
+    active = spec.active_params()
+    if name in ACTIVE_WITHOUT_INPUT_EMBEDDING:
+        active -= spec.vocab_size * spec.hidden_size
     assert spec.total_params() / 1e9 == pytest.approx(spec.published_params_b, rel=0.02)
-    assert spec.active_params() / 1e9 == pytest.approx(spec.published_active_params_b, rel=0.02)
+    assert active / 1e9 == pytest.approx(spec.published_active_params_b, rel=0.02)
 
 
 @pytest.mark.parametrize("name", sorted(REQUIRED_GPUS))
@@ -99,13 +125,67 @@ def test_every_llm_cites_its_config_and_published_size(name):
 
 def test_dense_not_sparse_flops():
     # Dense BF16 peaks from the spec sheets: the 'with sparsity' figures are twice these.
-    dense_bf16 = {"a100-80gb-sxm": 312, "h100-sxm": 989, "h200": 989, "b200": 2250}
+    dense_bf16 = {
+        "a100-80gb-sxm": 312,
+        "h100-sxm": 989,
+        "h200": 989,
+        "b200": 2250,
+        "gb200": 2500,
+        "b300": 2250,  # Blackwell Ultra: 4.5 PFLOPS BF16 with sparsity, halved
+        "gh200": 990,  # GH200 datasheet: '1,979 teraFLOPS* | 990 teraFLOPS' (* sparsity)
+    }
     for name, tflops in dense_bf16.items():
         assert gpu_catalog()[name].dense_tflops.bf16 == tflops
+    # MI355X: 20.1 PFLOPS FP4 with sparsity, halved; FP8 and BF16 at 1/2 and 1/4 of FP4
+    mi355x = gpu_catalog()["mi355x"].dense_tflops
+    assert mi355x.fp4 == pytest.approx(20_100 / 2, rel=0.01)
+    assert (mi355x.fp8, mi355x.bf16) == pytest.approx((mi355x.fp4 / 2, mi355x.fp4 / 4), rel=1e-4)
 
 
 def test_fp4_only_where_the_hardware_has_it():
     supports = {name: spec.supports(Precision.FP4) for name, spec in gpu_catalog().items()}
-    assert supports["b200"]
-    assert not supports["h100-sxm"]
+    assert supports["b200"] and supports["b300"] and supports["gb200"]
+    assert supports["rtx-pro-6000"] and supports["mi355x"]
+    assert not supports["h100-sxm"] and not supports["gh200"]
     assert not supports["a100-80gb-sxm"]
+    assert not supports["mi300x"] and not supports["mi325x"]
+
+
+def test_llama_4_maverick_interleaves_moe_and_dense_layers_by_hand():
+    hidden, layers, vocab = 5120, 48, 202048
+    attention = 2 * hidden * (40 * 128) + 2 * hidden * (8 * 128)  # q, o; k, v
+    expert = 3 * hidden * 8192  # one routed or shared SwiGLU expert
+    moe_mlp = (128 + 1) * expert + hidden * 128  # 128 routed + 1 shared + router
+    dense_mlp = 3 * hidden * 16384  # intermediate_size_mlp
+    moe_layers = layers // 2  # interleave_moe_layer_step 2
+    norms = 2 * hidden * layers + hidden
+    embeddings = 2 * vocab * hidden
+    total = (
+        layers * attention
+        + moe_layers * moe_mlp
+        + (layers - moe_layers) * dense_mlp
+        + norms
+        + embeddings
+    )
+    active_moe_mlp = (1 + 1) * expert + hidden * 128  # top-1 routed + shared
+    active = total - moe_layers * moe_mlp + moe_layers * active_moe_mlp
+    spec = llm_catalog()["llama-4-maverick"]
+    assert (spec.moe_layers, spec.dense_mlp_layers) == (24, 24)
+    assert spec.total_params() == total
+    assert spec.active_params() == active
+
+
+def test_qwen3_30b_a3b_has_no_shared_expert_by_hand():
+    hidden, layers, vocab = 2048, 48, 151936
+    attention = 2 * hidden * (32 * 128) + 2 * hidden * (4 * 128)
+    expert = 3 * hidden * 768
+    router = hidden * 128
+    active_per_layer = attention + 8 * expert + router + 2 * hidden
+    active = layers * active_per_layer + 2 * vocab * hidden + hidden
+    assert llm_catalog()["qwen3-30b-a3b"].active_params() == active
+
+
+def test_deepseek_r1_has_deepseek_v3_shapes():
+    r1, v3 = llm_catalog()["deepseek-r1"], llm_catalog()["deepseek-v3"]
+    shapes = {"name", "display_name", "sources"}
+    assert r1.model_dump(exclude=shapes) == v3.model_dump(exclude=shapes)

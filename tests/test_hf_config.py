@@ -1,0 +1,213 @@
+"""Hugging Face config.json import: every family against the catalog, errors, wiring."""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cli.exit_codes import ExitCode
+from models.catalog import llm_catalog
+from models.errors import InputError
+from models.hf_config import (
+    SUPPORTED_MODEL_TYPES,
+    HfConfigError,
+    default_model_name,
+    llm_from_hf_config,
+    load_hf_config,
+)
+from models.loading import load_instance
+from tests.paths import DEFAULT_INSTANCE, REPO
+
+FIXTURES = REPO / "tests" / "fixtures" / "hf_configs"
+FIXTURE_FILES = sorted(FIXTURES.glob("*.json"))
+FAMILIES = {"llama", "qwen2", "qwen3", "qwen3_moe", "mixtral", "deepseek_v3", "gpt_oss", "llama4"}
+
+
+def _config(stem: str) -> dict:
+    return json.loads((FIXTURES / f"{stem}.json").read_text())
+
+
+def test_there_is_a_fixture_for_every_supported_family():
+    families = {json.loads(path.read_text())["model_type"] for path in FIXTURE_FILES}
+    assert families == FAMILIES
+    assert set(SUPPORTED_MODEL_TYPES) >= FAMILIES
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda path: path.stem)
+def test_each_config_gives_the_catalog_parameter_count_within_one_percent(path):
+    imported = load_hf_config(str(path))
+    catalogued = llm_catalog()[path.stem]
+    assert imported.name == path.stem
+    assert imported.total_params() == pytest.approx(catalogued.total_params(), rel=0.01)
+    assert imported.active_params() == pytest.approx(catalogued.active_params(), rel=0.01)
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda path: path.stem)
+def test_each_config_gives_the_catalog_shapes_field_by_field(path):
+    # Stronger than the count: the import reads every shape the catalog holds.
+    not_shapes = {"display_name", "sources", "published_params_b", "published_active_params_b"}
+    imported = load_hf_config(str(path)).model_dump(exclude=not_shapes)
+    assert imported == llm_catalog()[path.stem].model_dump(exclude=not_shapes)
+
+
+def test_without_a_published_count_the_computed_one_stands_in_and_says_so():
+    spec = load_hf_config(str(FIXTURES / "qwen3-32b.json"))
+    assert spec.published_params_b == round(spec.total_params() / 1e9, 3)
+    assert "computed" in spec.sources["published_params_b"]
+
+
+def test_llama4_reads_the_nested_text_config():
+    # Scout: 48 layers of 16 routed + 1 shared expert of 8192; 48 - 48 // 4 chunked layers
+    spec = llm_from_hf_config(_config("llama-4-scout"), "scout")
+    assert (spec.experts, spec.shared_experts, spec.moe_intermediate_size) == (16, 1, 8192)
+    assert (spec.moe_layers, spec.sliding_window_layers) == (48, 48 - 48 // 4)
+    assert spec.sliding_window_tokens == 8192
+
+
+def test_gpt_oss_reads_windows_and_mxfp4_experts():
+    spec = llm_from_hf_config(_config("gpt-oss-20b"), "oss")
+    assert (spec.sliding_window_tokens, spec.sliding_window_layers) == (128, 24 // 2)
+    assert spec.expert_weight_precision == "fp4"
+    unquantised = {k: v for k, v in _config("gpt-oss-20b").items() if k != "quantization_config"}
+    assert llm_from_hf_config(unquantised, "oss").expert_weight_precision is None
+
+
+def test_unknown_architecture_names_it_and_the_supported_list():
+    config = {"model_type": "phi3", "architectures": ["Phi3ForCausalLM"], "hidden_size": 3072}
+    with pytest.raises(HfConfigError) as caught:
+        llm_from_hf_config(config, "phi")
+    message = str(caught.value)
+    assert "'phi3'" in message and "Phi3ForCausalLM" in message
+    assert all(family in message for family in FAMILIES)
+
+
+@pytest.mark.parametrize(
+    ("stem", "drop", "named"),
+    [
+        ("llama-3.1-8b", "num_hidden_layers", "'num_hidden_layers'"),
+        ("deepseek-r1", "kv_lora_rank", "'kv_lora_rank'"),
+        ("qwen3-30b-a3b", "moe_intermediate_size", "'moe_intermediate_size'"),
+        ("llama-4-maverick", "intermediate_size_mlp", "'text_config.intermediate_size_mlp'"),
+    ],
+)
+def test_a_missing_field_is_named(stem, drop, named):
+    config = _config(stem)
+    section = config.get("text_config", config)
+    del section[drop]
+    with pytest.raises(HfConfigError, match=named):
+        llm_from_hf_config(config, stem)
+
+
+def test_a_malformed_field_is_named():
+    config = _config("qwen3-32b") | {"num_hidden_layers": "sixty-four"}
+    with pytest.raises(HfConfigError, match="'num_hidden_layers' must be an integer"):
+        llm_from_hf_config(config, "q")
+
+
+def test_interleaved_dense_layers_qwen3_moe_cannot_express_are_refused():
+    config = _config("qwen3-30b-a3b") | {"mlp_only_layers": [3, 7]}
+    with pytest.raises(HfConfigError, match="mlp_only_layers"):
+        llm_from_hf_config(config, "q")
+
+
+def test_leading_dense_layers_of_qwen3_moe_are_read():
+    config = _config("qwen3-30b-a3b") | {"mlp_only_layers": [0, 1]}
+    spec = llm_from_hf_config(config, "q")
+    assert (spec.first_dense_layers, spec.moe_layers) == (2, 48 - 2)
+
+
+def test_default_names_come_from_the_folder_or_the_file():
+    assert default_model_name("models/Qwen3-32B/config.json") == "Qwen3-32B"
+    assert default_model_name("configs/qwen3-32b.json") == "qwen3-32b"
+
+
+def test_missing_file_and_bad_json_are_reported(tmp_path):
+    with pytest.raises(HfConfigError, match="no such file"):
+        load_hf_config(str(tmp_path / "absent.json"))
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"model_type": "llama",\n')
+    with pytest.raises(HfConfigError, match="JSON syntax"):
+        load_hf_config(str(broken))
+
+
+# --- wiring: instances and perf ---------------------------------------------------------
+
+
+def _instance_with_config(tmp_path: Path, entry: dict, model_name: str) -> Path:
+    data = yaml.safe_load(DEFAULT_INSTANCE.read_text())
+    data["models"] = [entry]
+    data["workloads"] = [data["workloads"][0] | {"model": model_name}]
+    folder = tmp_path / "Qwen3-30B-A3B"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_text((FIXTURES / "qwen3-30b-a3b.json").read_text())
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_instance_model_from_a_config_path_relative_to_the_instance(tmp_path, monkeypatch):
+    path = _instance_with_config(
+        tmp_path, {"config": "Qwen3-30B-A3B/config.json"}, model_name="Qwen3-30B-A3B"
+    )
+    monkeypatch.chdir(REPO)  # the path resolves against the instance file, not here
+    instance = load_instance(path)
+    spec = instance.llm_specs["Qwen3-30B-A3B"]
+    assert spec.total_params() == llm_catalog()["qwen3-30b-a3b"].total_params()
+
+
+def test_instance_config_entries_take_a_name_and_overrides(tmp_path):
+    entry = {"name": "a3b", "config": "Qwen3-30B-A3B/config.json", "max_context_tokens": 32768}
+    instance = load_instance(_instance_with_config(tmp_path, entry, model_name="a3b"))
+    assert instance.llm_specs["a3b"].max_context_tokens == 32768
+    assert instance.llm_specs["a3b"].experts == 128
+
+
+def test_instance_with_an_unsupported_config_names_the_field(tmp_path):
+    path = _instance_with_config(tmp_path, {"config": "phi/config.json"}, model_name="phi")
+    (tmp_path / "phi").mkdir()
+    (tmp_path / "phi" / "config.json").write_text('{"model_type": "phi3"}')
+    with pytest.raises(InputError) as caught:
+        load_instance(path)
+    (issue,) = caught.value.issues
+    assert issue.path == "models[0].config" and "'phi3'" in issue.message
+
+
+def test_validate_exits_2_on_an_unsupported_config(tmp_path, run_cli):
+    path = _instance_with_config(tmp_path, {"config": "absent/config.json"}, model_name="absent")
+    result = run_cli("validate", path)
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert "no such file" in result.stdout + result.stderr
+
+
+PERF = ["--gpu", "h100-sxm", "-i", "2000", "-o", "500", "--precision", "fp8", "--json"]
+
+
+def test_perf_model_config_matches_the_catalog_model(run_cli):
+    by_name = run_cli("perf", "--model", "qwen3-32b", *PERF)
+    by_config = run_cli("perf", "--model-config", FIXTURES / "qwen3-32b.json", *PERF)
+    assert by_name.exit_code == by_config.exit_code == ExitCode.OK, by_config.stderr
+    named, configured = json.loads(by_name.stdout), json.loads(by_config.stdout)
+    assert configured == named
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ([], "either --model NAME or --model-config FILE"),
+        (["--model", "qwen3-32b", "--model-config", "x.json"], "either --model NAME"),
+        (["--model-config", "absent.json"], "no such file"),
+    ],
+)
+def test_perf_model_flags_exit_2(run_cli, flags, message):
+    result = run_cli("perf", *flags, *PERF)
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert message in result.stdout + result.stderr
+
+
+def test_perf_unknown_architecture_exits_2_naming_it(run_cli, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text('{"model_type": "phi3", "architectures": ["Phi3ForCausalLM"]}')
+    result = run_cli("perf", "--model-config", path, *PERF)
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert "'phi3'" in result.stderr and "gpt_oss" in result.stderr
