@@ -16,6 +16,7 @@ from rich.text import Text
 
 from cli.console import err, out, write_new_file
 from cli.exit_codes import ExitCode
+from models.backend_names import BACKEND_NAMES
 from models.errors import InputError, Issue
 from models.loading import load_instance
 from solver.backends import UnknownBackendError
@@ -32,7 +33,7 @@ BINDING_ROWS_SHOWN = 20
 InstanceFile = Annotated[Path, typer.Argument(help="Instance file (.yaml, .yml or .json).")]
 BackendOption = Annotated[
     str | None,
-    typer.Option(help="Solver backend: highs, cbc, scip or cpsat (default: the instance's)."),
+    typer.Option(help=f"Solver backend: {', '.join(BACKEND_NAMES)} (default: the instance's)."),
 ]
 TimeLimit = Annotated[
     float | None,

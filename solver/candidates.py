@@ -60,7 +60,9 @@ from dataclasses import dataclass, field, replace
 
 from models.capacity import UNLIMITED_POOL, pooling_can_lift, replica_capacity
 from models.efficiency import Efficiency, efficiency_for
-from models.instance import Instance, ModelEntry, Workload
+from models.instance import Instance, Workload
+from models.memory import kv_precision_for
+from models.pooling import planning_capacity
 from models.precision import Precision
 from models.replica import (
     LatencyTargets,
@@ -72,30 +74,11 @@ from models.replica import (
 )
 from solver.errors import Problem
 
-_KV_FLOOR = Precision.FP8
 POOL_STEP_GAIN = 0.02
 """A pool size joins a candidate's ladder when it lifts the capacity per replica by at
 least this fraction over the last size kept (smaller gains are not worth a binary)."""
 POOL_LADDER_MAX_REPLICAS = 4096
 """Largest pool size the ladder looks at (a power of two)."""
-
-
-def kv_precision_for(entry: ModelEntry, weight_precision: Precision) -> Precision:
-    """The KV-cache precision: the entry's `kv_precision`, else the weight precision
-    but never below fp8 (fp4 weights keep an fp8 cache)."""
-    if entry.kv_precision is not None:
-        return entry.kv_precision
-    if weight_precision.bytes_per_element < _KV_FLOOR.bytes_per_element:
-        return _KV_FLOOR
-    return weight_precision
-
-
-def planning_capacity(capacity: ReplicaCapacity) -> float:
-    """Requests/s one replica carries at the SLO; 0 when it does not fit or cannot meet
-    the SLO at any load."""
-    if not (capacity.fits and capacity.meets_slo):
-        return 0.0
-    return max(capacity.requests_per_s, 0.0)
 
 
 @dataclass(frozen=True)
@@ -265,7 +248,7 @@ def configurations(instance: Instance, workload: Workload) -> list[ReplicaConfig
         for precision in entry.weight_precisions:
             if not gpu.supports(precision):
                 continue
-            kv = kv_precision_for(entry, precision)
+            kv = kv_precision_for(precision, entry.kv_precision)
             for tp in sorted(set(policy.tensor_parallel)):
                 if llm.attention_heads % tp or tp > gpu.gpus_per_node:
                     continue

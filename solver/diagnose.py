@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 import networkx as nx
 from networkx.algorithms.flow import edmonds_karp
 
+from models.scenarios import Scenario, ScenarioKind
 from solver.backends import Backend
 from solver.errors import Diagnosis, Problem
 from solver.families.demand import DEMAND
@@ -41,7 +42,6 @@ from solver.families.replica import POOL_OPEN
 from solver.families.supply import GPU_SUPPLY
 from solver.lp import Termination
 from solver.program import FleetProgram, with_bounds
-from solver.scenarios import Scenario, ScenarioKind
 from solver.sets import ProgramSets
 
 if TYPE_CHECKING:

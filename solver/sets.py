@@ -11,7 +11,7 @@ candidate table and the scenarios, so that each family reads as its math:
                  r's supply can hold and r's load could use (solver.families.pooling)
     F            routing scenarios (none, lose=<r>, lose=<r>/zone); lose=replica is
                  checked on the `none` loads by its own family
-    routes       (f, w, o, d): d may serve o's users of w in f (solver.scenarios)
+    routes       (f, w, o, d): d may serve o's users of w in f (models.scenarios)
     modes        (w, d): how region d serves w: `unified`, and `disagg[-p]` (a prefill
                  pool plus a decode pool of weight precision p) where both halves exist
     phases       what each mode asks capacity of: unified -> unified;
@@ -28,8 +28,8 @@ from functools import cached_property
 
 from models.instance import Instance
 from models.replica import Role
+from models.scenarios import RegionGraph, Scenario, ScenarioKind
 from solver.candidates import Candidate, CandidateTable
-from solver.scenarios import RegionGraph, Scenario, ScenarioKind
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 
 from models.instance import Instance
+from models.scenarios import LOSE_REPLICA, Scenario
 from solver.backends import Backend, get_backend
 from solver.candidates import Candidate, CandidateTable, build_candidates
 from solver.decompose import DECOMPOSED, solve_by_workload
@@ -28,7 +29,6 @@ from solver.plan import (
 )
 from solver.pricing import binding_constraints, priced_rows, pricing_program
 from solver.program import FleetProgram, build_program, with_bounds
-from solver.scenarios import LOSE_REPLICA, Scenario
 from solver.sets import Mode, ProgramSets
 from solver.verify import verify
 

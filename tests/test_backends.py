@@ -823,3 +823,13 @@ def test_cpsat_out_of_time_says_so_and_names_highs(monkeypatch):
     assert result.termination is Termination.TIME_LIMIT
     assert result.values == {} and result.objective is None
     assert "highs backend" in result.message
+
+
+def test_backend_names_come_from_one_list():
+    from typing import get_args
+
+    from models.backend_names import BACKEND_NAMES
+    from models.instance import SolverSettings
+
+    schema_names = get_args(SolverSettings.model_fields["backend"].annotation)
+    assert backend_names() == BACKEND_NAMES == schema_names

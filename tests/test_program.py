@@ -7,21 +7,21 @@ import math
 import pytest
 
 from models.catalog import gpu, llm
+from models.memory import kv_precision_for
 from models.precision import Precision
 from models.replica import ReplicaConfig, Role
+from models.scenarios import NONE, RegionGraph, Scenario, ScenarioKind, failure_scenarios
 from solver.backends import available_backends, get_backend
 from solver.candidates import (
     Candidate,
     CandidateTable,
     PoolStep,
     drop_unpaired,
-    kv_precision_for,
     prune_dominated,
 )
 from solver.families import FAMILIES
 from solver.lp import Sense
 from solver.program import build_program
-from solver.scenarios import NONE, RegionGraph, Scenario, ScenarioKind, failure_scenarios
 from tests.synthetic import instance, made_up_capacity, workload
 
 H100 = "h100-sxm"
@@ -222,11 +222,11 @@ def test_tie_break_stays_below_a_dollar_per_month():
 
 def test_kv_precision_follows_weights_but_never_below_fp8():
     entry = three_regions().models[0]
-    assert kv_precision_for(entry, Precision.BF16) is Precision.BF16
-    assert kv_precision_for(entry, Precision.FP8) is Precision.FP8
-    assert kv_precision_for(entry, Precision.FP4) is Precision.FP8
-    pinned = entry.model_copy(update={"kv_precision": Precision.BF16})
-    assert kv_precision_for(pinned, Precision.FP4) is Precision.BF16
+    assert entry.kv_precision is None
+    assert kv_precision_for(Precision.BF16, entry.kv_precision) is Precision.BF16
+    assert kv_precision_for(Precision.FP8, entry.kv_precision) is Precision.FP8
+    assert kv_precision_for(Precision.FP4, entry.kv_precision) is Precision.FP8
+    assert kv_precision_for(Precision.FP4, Precision.BF16) is Precision.BF16
 
 
 def test_pruning_keeps_the_front_of_capacity_per_gpu_against_replica_size():
