@@ -23,7 +23,8 @@ from solver.backends import UnknownBackendError
 from solver.errors import BackendUnavailable, Diagnosis, Infeasible, NoSolution, PlanRejected
 from solver.explain import Explanation, explain_solved
 from solver.plan import Plan
-from solver.solve import Solved, SolveSettings, solve_program
+from solver.settings import SolveSettings
+from solver.solve import Solved, solve_program
 from solver.verify import Verification
 from solver.verify import verify as verify_plan
 

@@ -70,3 +70,8 @@ def test_models_never_import_solver_or_cli():
         if a.startswith("models") and not b.startswith("models")
     ]
     assert upward == []
+
+
+def test_the_import_graph_has_no_circle():
+    cycles = list(nx.simple_cycles(import_graph()))
+    assert cycles == []

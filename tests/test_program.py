@@ -3,6 +3,7 @@ coefficients of every family written out, routes the latency policy allows, and 
 candidate rules (KV precision, pruning, pairing). No solver is needed here."""
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -15,12 +16,12 @@ from solver.backends import available_backends, get_backend
 from solver.candidates import (
     Candidate,
     CandidateTable,
-    PoolStep,
     drop_unpaired,
     prune_dominated,
 )
 from solver.families import FAMILIES
 from solver.lp import Sense
+from solver.pools import PoolCurve, PoolStep
 from solver.program import build_program
 from tests.synthetic import instance, made_up_capacity, workload
 
@@ -42,7 +43,9 @@ def fake(
     config = ReplicaConfig(gpu(gpu_name), llm("llama-3.1-8b"), precision, precision, tp, pp, role)
     capacity = made_up_capacity(config, requests_per_s=rps, max_batch=1, batch=1.0)
     steps = tuple(PoolStep(n, q) for n, q in sorted((ladder or {}).items()))
-    return Candidate(w, capacity, steps, steps[-1].requests_per_s if steps else None)
+    points = ((s.replicas, replace(capacity, requests_per_s=s.requests_per_s)) for s in steps)
+    curve = PoolCurve(((1, capacity), *points), steps[-1].requests_per_s if steps else rps)
+    return Candidate(w, capacity, curve, steps)
 
 
 def three_regions(survive: str = "region", max_rtt: float | None = 100.0, **kw):
