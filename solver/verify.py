@@ -159,7 +159,7 @@ def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]
     pools: dict[tuple, _Pool] = {}
     physics: dict[tuple, dict[int, ReplicaCapacity]] = defaultdict(dict)
     for entry in plan.replicas:
-        name = f"replicas[{entry.workload},{entry.label},{entry.region}]"
+        name = f"replicas[{entry.workload},{entry.key},{entry.region}]"
         workload = workloads.get(entry.workload)
         gpu = instance.gpu_specs.get(entry.gpu)
         if workload is None or gpu is None or entry.region not in regions:
@@ -232,7 +232,7 @@ def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]
             if stated is not None and not _close(stated, rate):
                 add(
                     Violation(
-                        requirement=f"replicas[{entry.workload},{entry.label},{entry.region}]",
+                        requirement=f"replicas[{entry.workload},{entry.key},{entry.region}]",
                         message=f"states {stated:.4g} requests/s per replica; the physics "
                         f"gives {rate:.4g} in a pool of {size} behind one router",
                     )
