@@ -14,13 +14,15 @@ from rich.markup import escape
 from cli.console import err, out, write_new_file
 from cli.exit_codes import ExitCode
 from cli.tables import TableSpec, markdown_tables, print_tables
+from models.backend_names import BACKEND_NAMES
 from models.errors import InputError, Issue
 from models.loading import load_instance
 from solver.backends import UnknownBackendError
 from solver.errors import BackendUnavailable, Diagnosis, Infeasible, NoSolution, PlanRejected
 from solver.explain import Explanation, explain_solved
 from solver.plan import Plan
-from solver.solve import Solved, SolveSettings, solve_program
+from solver.settings import SolveSettings
+from solver.solve import Solved, solve_program
 from solver.verify import Verification
 from solver.verify import verify as verify_plan
 
@@ -30,7 +32,7 @@ BINDING_ROWS_SHOWN = 20
 InstanceFile = Annotated[Path, typer.Argument(help="Instance file (.yaml, .yml or .json).")]
 BackendOption = Annotated[
     str | None,
-    typer.Option(help="Solver backend: highs, cbc, scip or cpsat (default: the instance's)."),
+    typer.Option(help=f"Solver backend: {', '.join(BACKEND_NAMES)} (default: the instance's)."),
 ]
 TimeLimit = Annotated[
     float | None,

@@ -10,7 +10,7 @@ from difflib import get_close_matches
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import (
     BaseModel,
@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from models import catalog
+from models.backend_names import DEFAULT_BACKEND, BackendName
 from models.efficiency import EfficiencyOverrides
 from models.hardware import GpuSpec
 from models.hf_config import HfConfigError, default_model_name, load_hf_config
@@ -184,7 +185,7 @@ class SolverSettings(BaseModel):
 
     model_config = _STRICT
 
-    backend: Literal["highs", "cbc", "scip", "cpsat"] = "highs"
+    backend: BackendName = DEFAULT_BACKEND
     time_limit_s: float = Field(default=60, gt=0)
     mip_gap: float = Field(default=1e-3, ge=0, lt=1)
     threads: int = Field(default=1, ge=1)

@@ -45,6 +45,13 @@ def default_kv_precision(weight_precision: Precision) -> Precision:
     return Precision.BF16 if weight_precision is Precision.BF16 else Precision.FP8
 
 
+def kv_precision_for(weight_precision: Precision, pinned: Precision | None = None) -> Precision:
+    """The KV-cache precision a replica keeps: `pinned` (a model entry's `kv_precision`)
+    when given, else `default_kv_precision(weight_precision)`. The one place the rule is
+    applied: the candidate enumeration and the verifier both call it."""
+    return pinned if pinned is not None else default_kv_precision(weight_precision)
+
+
 def weight_bytes_per_element(precision: Precision) -> float:
     """Storage bytes per linear-layer weight: the element plus its share of block scales."""
     return precision.bytes_per_element + _SCALE_BYTES_PER_ELEMENT[precision]

@@ -28,7 +28,8 @@ from models.errors import InputError, Issue
 from models.instance import Instance
 from models.loading import load_instance
 from solver.errors import Infeasible, NoSolution, PlanRejected
-from solver.solve import SolveSettings, solve
+from solver.settings import SolveSettings
+from solver.solve import solve
 from solver.verify import verify
 
 GOLDEN_SUFFIX = ".expected.json"

@@ -36,12 +36,13 @@ dropped: half a pair serves nothing.
 
 Pools. The replicas of one candidate serving one workload in one region sit behind one
 router, so their prompts share one queue (M/G/c) and each replica carries more, the more
-replicas the pool holds (`models.capacity`, "Pools"). Each candidate carries q(1), the
-lone replica, q(inf), the ceiling of an unlimited pool, and its pooling ladder: the pool
+replicas the pool holds (`models.capacity`, "Pools"). Each candidate carries its pool
+curve (solver.pools.PoolCurve: q(1), the ceiling q(inf) of an unlimited pool, and q at
+every size the program can use, tabulated here once) and its pooling ladder: the pool
 sizes 2, 4, 8, ... at which the capacity per replica has risen by at least
 `POOL_STEP_GAIN` over the last size kept (`PoolStep`; empty when pooling does not matter,
 i.e. when the wait does not bind: TPOT, KV memory or the decode side limits the
-replica), up to the largest pool worth having (`largest_pool`). The program
+replica), up to the largest pool worth having (`solver.pools.largest_pool`). The program
 (solver.families.pooling) credits a pool with a step only when it holds at least that
 many replicas. Powers of two keep the ladder short (one step per doubling at most) and
 the same in every region.
@@ -54,13 +55,13 @@ hold with q_A(1) and q_B(inf) in place of q(A) and q(B). When the wait does not 
 q(inf) = q(1) and this is the rule above; when it binds, pruning is weaker, never wrong.
 """
 
-import math
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
-from models.capacity import UNLIMITED_POOL, pooling_can_lift, replica_capacity
-from models.efficiency import Efficiency, efficiency_for
-from models.instance import Instance, ModelEntry, Workload
+from models.efficiency import efficiency_for
+from models.instance import Instance, Workload
+from models.memory import kv_precision_for
+from models.pooling import planning_capacity
 from models.precision import Precision
 from models.replica import (
     LatencyTargets,
@@ -71,66 +72,33 @@ from models.replica import (
     TrafficMix,
 )
 from solver.errors import Problem
-
-_KV_FLOOR = Precision.FP8
-POOL_STEP_GAIN = 0.02
-"""A pool size joins a candidate's ladder when it lifts the capacity per replica by at
-least this fraction over the last size kept (smaller gains are not worth a binary)."""
-POOL_LADDER_MAX_REPLICAS = 4096
-"""Largest pool size the ladder looks at (a power of two)."""
-
-
-def kv_precision_for(entry: ModelEntry, weight_precision: Precision) -> Precision:
-    """The KV-cache precision: the entry's `kv_precision`, else the weight precision
-    but never below fp8 (fp4 weights keep an fp8 cache)."""
-    if entry.kv_precision is not None:
-        return entry.kv_precision
-    if weight_precision.bytes_per_element < _KV_FLOOR.bytes_per_element:
-        return _KV_FLOOR
-    return weight_precision
-
-
-def planning_capacity(capacity: ReplicaCapacity) -> float:
-    """Requests/s one replica carries at the SLO; 0 when it does not fit or cannot meet
-    the SLO at any load."""
-    if not (capacity.fits and capacity.meets_slo):
-        return 0.0
-    return max(capacity.requests_per_s, 0.0)
-
-
-@dataclass(frozen=True)
-class PoolStep:
-    """A pool size and the capacity per replica at the SLO of a pool that large."""
-
-    replicas: int
-    requests_per_s: float
+from solver.plan import configuration_key
+from solver.pools import (
+    PoolCurve,
+    PoolPhysics,
+    PoolStep,
+    largest_pool,
+    lone_curve,
+    tabulate_curve,
+)
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """One replica configuration for one workload, with its capacity at the SLO.
+    """One replica configuration for one workload, with its capacity at the SLO: plain
+    frozen data, evaluated once at enumeration.
 
-    `capacity` is that of a lone replica (pool of 1); `ladder` the larger pool sizes
-    worth crediting (see the module docstring); `mix`, `targets` and `efficiency` let the
-    physics be asked again at any pool size (`capacity_at`). A candidate made without
-    them (by hand, in tests) has the ladder's step function as its capacity per replica.
+    `capacity` is that of a lone replica (pool of 1); `curve` q(n) tabulated at the
+    sizes the program can use (solver.pools); `ladder` the larger pool sizes worth
+    crediting (see the module docstring).
     """
 
     workload: str
     capacity: ReplicaCapacity
+    curve: PoolCurve
     ladder: tuple[PoolStep, ...] = ()
     """Pool sizes > 1, increasing, each with a capacity per replica at least
     `POOL_STEP_GAIN` above the previous step (or q(1))."""
-    ceiling_requests_per_s: float | None = None
-    """Capacity per replica of an unlimited pool: above every pool size's (None: q(1))."""
-    mix: TrafficMix | None = None
-    targets: LatencyTargets | None = None
-    efficiency: Efficiency | None = None
-    pool_cache: dict[float, ReplicaCapacity] = field(
-        default_factory=dict, compare=False, repr=False
-    )
-    """The physics at each pool size asked so far (shared by candidates of the same
-    configuration, mix and targets)."""
 
     @property
     def requests_per_s(self) -> float:
@@ -145,33 +113,13 @@ class Candidate:
 
     @property
     def ceiling(self) -> float:
-        """Capacity per replica of an unlimited pool (q(1) when not computed)."""
-        if self.ceiling_requests_per_s is None:
-            return self.top_requests_per_s
-        return max(self.ceiling_requests_per_s, self.top_requests_per_s)
+        """Capacity per replica of an unlimited pool (at least the ladder's top)."""
+        return max(self.curve.ceiling_requests_per_s, self.top_requests_per_s)
 
-    def capacity_at(self, pool_replicas: float) -> ReplicaCapacity:
-        """The physics at a pool of `pool_replicas` identical replicas behind one queue
-        (computed once per size)."""
-        if pool_replicas <= 1:
-            return self.capacity
-        if self.mix is None or self.targets is None or self.efficiency is None:
-            steps = [s.requests_per_s for s in self.ladder if s.replicas <= pool_replicas]
-            return replace(self.capacity, requests_per_s=max([self.requests_per_s, *steps]))
-        if not pooling_can_lift(self.capacity):
-            return self.capacity  # the same at every pool size
-        if pool_replicas not in self.pool_cache:
-            self.pool_cache[pool_replicas] = replica_capacity(
-                self.config, self.mix, self.targets, self.efficiency, pool_replicas
-            )
-        return self.pool_cache[pool_replicas]
-
-    def requests_per_s_at(self, pool_replicas: float) -> float:
-        """Capacity per replica at the SLO in a pool of `pool_replicas` (0 for an empty
-        pool)."""
-        if pool_replicas < 1:
-            return 0.0
-        return planning_capacity(self.capacity_at(pool_replicas))
+    def requests_per_s_at(self, pool_replicas: int) -> float:
+        """Capacity per replica at the SLO in a pool of `pool_replicas`, from the
+        tabulated curve (0 for an empty pool)."""
+        return self.curve.requests_per_s(pool_replicas)
 
     @property
     def limit(self) -> Limit:
@@ -212,7 +160,7 @@ class Candidate:
     def key(self) -> str:
         """Short, name-safe identifier, e.g. `h100-sxm.fp8.tp4pp1.unified`."""
         c = self.config
-        return f"{c.gpu.name}.{c.weight_precision}.tp{c.tp}pp{c.pp}.{c.role}"
+        return configuration_key(c.gpu.name, c.weight_precision, c.tp, c.pp, c.role)
 
     @property
     def label(self) -> str:
@@ -236,9 +184,9 @@ class CandidateTable:
         """The kept candidates of a workload (empty when none)."""
         return self.by_workload.get(workload, ())
 
-    def find_label(self, workload: str, label: str) -> Candidate:
-        """The candidate of `workload` with this label (`h100-sxm fp8 tp4xpp1 unified`)."""
-        return next(c for c in self.of(workload) if c.label == label)
+    def find(self, workload: str, key: str) -> Candidate:
+        """The candidate of `workload` with this key (`h100-sxm.fp8.tp4pp1.unified`)."""
+        return next(c for c in self.of(workload) if c.key == key)
 
 
 def offered_gpus(instance: Instance) -> list[str]:
@@ -265,7 +213,7 @@ def configurations(instance: Instance, workload: Workload) -> list[ReplicaConfig
         for precision in entry.weight_precisions:
             if not gpu.supports(precision):
                 continue
-            kv = kv_precision_for(entry, precision)
+            kv = kv_precision_for(precision, entry.kv_precision)
             for tp in sorted(set(policy.tensor_parallel)):
                 if llm.attention_heads % tp or tp > gpu.gpus_per_node:
                     continue
@@ -282,14 +230,17 @@ def build_candidates(instance: Instance) -> CandidateTable:
 
     A workload that no configuration can serve gets no candidates and a problem in
     `problems`, naming the best value any configuration reaches against its target
-    (the pipeline reports it with the pre-solve checks, before solving).
+    (the pipeline reports it with the pre-solve checks, before solving). The physics of
+    each kept candidate is tabulated here (solver.pools), never asked again.
     """
     cache: dict[tuple, ReplicaCapacity] = {}
-    pooled: dict[tuple, Candidate] = {}  # one per configuration, mix and targets
+    physics: dict[tuple, PoolPhysics] = {}
+    curves: dict[tuple, PoolCurve] = {}  # q(1) and the ceiling, per configuration and mix
     by_workload: dict[str, tuple[Candidate, ...]] = {}
     evaluated: dict[str, int] = {}
     usable_counts: dict[str, int] = {}
     problems: list[Problem] = []
+    zone_counts = tuple(sorted({r.zones for r in instance.regions if r.zones > 1}))
     for workload in instance.workloads:
         mix = TrafficMix.of(workload)
         targets = LatencyTargets.of(workload.slo)
@@ -311,69 +262,25 @@ def build_candidates(instance: Instance) -> CandidateTable:
                 efficiency = efficiency_for(
                     config.gpu.name, config.weight_precision, instance.efficiency
                 )
-                cache[key] = replica_capacity(config, mix, targets, efficiency)
+                physics[key] = PoolPhysics(config, mix, targets, efficiency)
+                cache[key] = physics[key].at(1)
                 if planning_capacity(cache[key]) > 0:
-                    bare = Candidate(workload.name, cache[key], (), None, mix, targets, efficiency)
-                    ceiling = (
-                        bare.requests_per_s_at(UNLIMITED_POOL)
-                        if pooling_can_lift(cache[key])
-                        else bare.requests_per_s
-                    )
-                    pooled[key] = replace(bare, ceiling_requests_per_s=ceiling)
+                    curves[key] = lone_curve(physics[key], cache[key])
             results.append(cache[key])
-            if key in pooled:
-                usable.append(replace(pooled[key], workload=workload.name))
+            if key in curves:
+                usable.append((key, Candidate(workload.name, cache[key], curves[key])))
         evaluated[workload.name] = len(results)
         usable_counts[workload.name] = len(usable)
-        kept = [
-            replace(c, ladder=pool_ladder(c, largest_pool(instance, workload, c)))
-            for c in prune_dominated(drop_unpaired(usable))
-        ]
+        keys = {id(c): key for key, c in usable}
+        kept = []
+        for c in prune_dominated(drop_unpaired([c for _, c in usable])):
+            largest = largest_pool(instance, workload.name, c.gpu, c.gpus, c.requests_per_s)
+            curve, ladder = tabulate_curve(physics[keys[id(c)]], c.curve, largest, zone_counts)
+            kept.append(replace(c, curve=curve, ladder=ladder))
         if not kept:
             problems.append(no_candidate_problem(instance, workload, results))
         by_workload[workload.name] = tuple(kept)
     return CandidateTable(by_workload, evaluated, usable_counts, tuple(problems))
-
-
-def largest_pool(instance: Instance, workload: Workload, candidate: Candidate) -> int:
-    """The largest pool of a candidate worth crediting anywhere: no more replicas than
-    one region's supply holds, nor than q(1) replicas need to carry all of the
-    workload's demand (with a zone lost and a replica down), which a larger pool could
-    shed and still carry."""
-    per_region = [
-        (region.existing.get(candidate.gpu, 0) + supply.max_gpus) // candidate.gpus
-        if (supply := region.supply.get(candidate.gpu))
-        else region.existing.get(candidate.gpu, 0) // candidate.gpus
-        for region in instance.regions
-    ]
-    demand = sum(level.peak_rps for level in workload.demand.values())
-    zones = max((region.zones for region in instance.regions), default=1)
-    spread = zones / (zones - 1) if zones > 1 else 1.0
-    worth = math.ceil(demand * spread / candidate.requests_per_s) + 1
-    return min(max(per_region, default=0), worth, POOL_LADDER_MAX_REPLICAS)
-
-
-def pool_ladder(
-    candidate: Candidate, max_replicas: int = POOL_LADDER_MAX_REPLICAS
-) -> tuple[PoolStep, ...]:
-    """The pool sizes worth crediting a candidate with.
-
-    Sizes 2, 4, 8, ... up to `max_replicas`; a size is kept when its capacity per
-    replica beats the last kept (q(1) first) by `POOL_STEP_GAIN`, and the search stops
-    once nothing left below the unlimited-pool ceiling could. Empty when q(1) is already
-    within the gain of the ceiling (the wait does not bind).
-    """
-    ceiling = candidate.ceiling
-    steps: list[PoolStep] = []
-    last = candidate.requests_per_s
-    size = 2
-    while size <= max_replicas and ceiling > last * (1 + POOL_STEP_GAIN):
-        rate = candidate.requests_per_s_at(size)
-        if rate >= last * (1 + POOL_STEP_GAIN):
-            steps.append(PoolStep(size, rate))
-            last = rate
-        size *= 2
-    return tuple(steps)
 
 
 def drop_unpaired(candidates: list[Candidate]) -> list[Candidate]:

@@ -29,23 +29,70 @@ time ($500,554/month).
 """
 
 import time
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from solver.backends import Backend
 from solver.candidates import CandidateTable
 from solver.lp import LinearProgram, SolveResult, Termination
 from solver.program import FleetProgram, build_program, with_bounds
+from solver.settings import SolveSettings
 
-if TYPE_CHECKING:
-    from solver.solve import SolveSettings
-
-DECOMPOSED = "decomposed by workload"
-"""How a joined result's message begins."""
+MIN_TIME_LIMIT_S = 1.0
+"""Time the whole program still gets when the decomposition used up the limit."""
 FEASIBILITY_TOLERANCE = 1e-6
 """Relative violation of a row tolerated when the union is checked against the whole."""
 
 Bounds = dict[str, tuple[float, float | None]]
+
+
+class Method(StrEnum):
+    """How a program was solved."""
+
+    ONE_PROGRAM = "one program"
+    BY_WORKLOAD = "decomposed by workload"
+
+
+@dataclass(frozen=True)
+class Optimised:
+    """A backend result and how it was reached."""
+
+    result: SolveResult
+    method: Method = Method.ONE_PROGRAM
+    programs: int = 1
+    """Programs solved: 1, or one per workload when decomposed."""
+
+    @property
+    def description(self) -> str:
+        """One line for the report, e.g. `decomposed by workload: 3 independent programs
+        joined`."""
+        if self.method is Method.BY_WORKLOAD:
+            return f"{self.method}: {self.programs} independent programs joined"
+        return str(self.method)
+
+
+def optimise(
+    program: FleetProgram,
+    backend: Backend,
+    settings: SolveSettings,
+    bounds: Bounds | None = None,
+) -> Optimised:
+    """Solve the program (with some variables' bounds replaced): workload by workload
+    when the workloads do not compete for supply (`solve_by_workload`), else as one, in
+    what is left of the time limit."""
+    started = time.monotonic()
+    if len(program.sets.workloads) > 1:
+        joined = solve_by_workload(program, backend, settings, bounds)
+        if joined is not None:
+            return joined
+    used_s = time.monotonic() - started
+    left_s = (
+        None
+        if settings.time_limit_s is None
+        else max(settings.time_limit_s - used_s, MIN_TIME_LIMIT_S)
+    )
+    lp = with_bounds(program.lp, bounds) if bounds else program.lp
+    return Optimised(backend.run(lp, settings.limited(left_s).with_duals(False)))
 
 
 def workload_program(program: FleetProgram, workload: str) -> FleetProgram:
@@ -61,9 +108,9 @@ def workload_program(program: FleetProgram, workload: str) -> FleetProgram:
 def solve_by_workload(
     program: FleetProgram,
     backend: Backend,
-    settings: "SolveSettings",
+    settings: SolveSettings,
     bounds: Bounds | None = None,
-) -> SolveResult | None:
+) -> Optimised | None:
     """Solve each workload's program apart and join the solutions.
 
     Returns the joined result when it is feasible for the whole program and within the
@@ -71,7 +118,8 @@ def solve_by_workload(
     plan (then neither has the whole); None when the whole must be solved as one.
     """
     bounds = bounds or {}
-    deadline = time.monotonic() + settings.time_limit_s
+    limit_s = settings.time_limit_s if settings.time_limit_s is not None else float("inf")
+    deadline = time.monotonic() + limit_s
     values: dict[str, float] = {}
     lower_bound = 0.0
     runtime_s = 0.0
@@ -82,17 +130,13 @@ def solve_by_workload(
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return None
-        result = backend.solve(
-            lp,
-            time_limit_s=remaining,
-            mip_gap=settings.mip_gap,
-            threads=settings.threads,
-            want_duals=False,
-        )
+        limited = None if settings.time_limit_s is None else remaining
+        result = backend.run(lp, settings.limited(limited).with_duals(False))
         runtime_s += result.runtime_s
         solver, version = result.solver, result.solver_version
         if result.termination is Termination.INFEASIBLE:
-            return replace(result, runtime_s=runtime_s, message=f"{workload} alone: infeasible")
+            alone = replace(result, runtime_s=runtime_s, message=f"{workload} alone: infeasible")
+            return Optimised(alone, Method.BY_WORKLOAD, len(program.sets.workloads))
         if not result.termination.has_solution or result.objective is None:
             return None
         gap = result.mip_gap if result.mip_gap is not None else settings.mip_gap
@@ -105,8 +149,7 @@ def solve_by_workload(
     gap = (upper_bound - lower_bound) / upper_bound if upper_bound > 0 else 0.0
     if gap > settings.mip_gap + 1e-9:
         return None
-    count = len(program.sets.workloads)
-    return SolveResult(
+    joined = SolveResult(
         termination=Termination.OPTIMAL,
         solver=solver,
         solver_version=version,
@@ -114,8 +157,9 @@ def solve_by_workload(
         objective=upper_bound,
         values=values,
         mip_gap=max(gap, 0.0),
-        message=f"{DECOMPOSED}: {count} independent programs joined",
     )
+    optimised = Optimised(joined, Method.BY_WORKLOAD, len(program.sets.workloads))
+    return replace(optimised, result=replace(joined, message=optimised.description))
 
 
 def _per_workload(name: str) -> bool:

@@ -28,11 +28,11 @@ that asks for them.
 import math
 from collections import defaultdict
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import networkx as nx
 from networkx.algorithms.flow import edmonds_karp
 
+from models.scenarios import Scenario, ScenarioKind
 from solver.backends import Backend
 from solver.errors import Diagnosis, Problem
 from solver.families.demand import DEMAND
@@ -41,11 +41,8 @@ from solver.families.replica import POOL_OPEN
 from solver.families.supply import GPU_SUPPLY
 from solver.lp import Termination
 from solver.program import FleetProgram, with_bounds
-from solver.scenarios import Scenario, ScenarioKind
 from solver.sets import ProgramSets
-
-if TYPE_CHECKING:
-    from solver.solve import SolveSettings
+from solver.settings import SolveSettings
 
 SUPPLY_PENALTY_FACTOR = 10.0
 """An extra GPU costs this many times the dearest GPU-month on offer."""
@@ -180,27 +177,16 @@ def _flow_shortfall(
 
 
 def diagnose_infeasible(
-    program: FleetProgram, backend: Backend, settings: "SolveSettings"
+    program: FleetProgram, backend: Backend, settings: SolveSettings
 ) -> Diagnosis:
     """Name the requirements in conflict by an elastic re-solve of the program."""
     sets = program.sets
     lp = elastic_program(program)
-    result = backend.solve(
-        lp,
-        time_limit_s=settings.time_limit_s,
-        mip_gap=settings.mip_gap,
-        threads=settings.threads,
-        want_duals=False,
-    )
+    settings = settings.with_duals(False)
+    result = backend.run(lp, settings)
     method = "elastic re-solve (supply and demand slack priced far above any plan)"
     if not result.termination.has_solution:
-        result = backend.solve(
-            with_bounds(lp, {}, relax=True),
-            time_limit_s=settings.time_limit_s,
-            mip_gap=settings.mip_gap,
-            threads=settings.threads,
-            want_duals=False,
-        )
+        result = backend.run(with_bounds(lp, {}, relax=True), settings)
         method += ", relaxed to an LP"
     if result.termination is not Termination.OPTIMAL and not result.termination.has_solution:
         return Diagnosis(

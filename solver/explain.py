@@ -19,19 +19,14 @@ from pydantic import BaseModel, ConfigDict
 from models.instance import Instance
 from models.replica import Limit
 from solver.backends import get_backend
+from solver.decompose import optimise
 from solver.families import FAMILIES
 from solver.lp import Sense, Termination
 from solver.plan import Binding, Plan
 from solver.pricing import is_idle, is_tight
-from solver.solve import (
-    Solved,
-    SolveSettings,
-    gpu_use,
-    integral,
-    optimise,
-    replica_counts,
-    solve_program,
-)
+from solver.readback import gpu_use, integral, replica_counts
+from solver.settings import SolveSettings
+from solver.solve import Solved, solve_program
 
 MAX_ALTERNATIVES = 40
 """Pools beyond this many are not re-solved one by one (explain stays interactive)."""
@@ -161,8 +156,9 @@ def _limits(solved: Solved) -> tuple[LimitNote, ...]:
     sets = solved.program.sets
     notes = []
     for pool in solved.plan.replicas:
-        candidate = sets.table.find_label(pool.workload, pool.label)
-        physics = candidate.capacity_at(pool.count)  # in a pool of its real size
+        candidate = sets.table.find(pool.workload, pool.key)
+        curve = solved.curves[(pool.workload, candidate.key)]
+        physics = curve.physics(pool.count)  # in a pool of its real size
         notes.append(
             LimitNote(
                 workload=pool.workload,
@@ -183,9 +179,9 @@ def _alternatives(solved: Solved) -> tuple[Alternative, ...]:
     backend = get_backend(solved.settings.backend)
     found = []
     for pool in plan.replicas[:MAX_ALTERNATIVES]:
-        candidate = sets.table.find_label(pool.workload, pool.label)
+        candidate = sets.table.find(pool.workload, pool.key)
         var = sets.replicas(pool.workload, candidate, pool.region)
-        result = optimise(program, backend, solved.settings, {var: (0.0, 0.0)})
+        result = optimise(program, backend, solved.settings, {var: (0.0, 0.0)}).result
         if result.termination.has_solution:
             counts = replica_counts(sets, integral(program, result.values))
             cost = sum(use.cost_per_month for use in gpu_use(sets, counts))

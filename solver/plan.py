@@ -22,6 +22,12 @@ SHADOW_PRICE_NOTE = (
 )
 
 
+def configuration_key(gpu: str, precision: str, tp: int, pp: int, role: str) -> str:
+    """The name-safe key of a replica configuration, e.g. `h100-sxm.fp8.tp4pp1.unified`:
+    how program rows, the plan and the verifier name a candidate."""
+    return f"{gpu}.{precision}.tp{tp}pp{pp}.{role}"
+
+
 class ReplicaPool(BaseModel):
     """Replicas of one configuration serving one workload in one region."""
 
@@ -53,6 +59,11 @@ class ReplicaPool(BaseModel):
     def label(self) -> str:
         """`h100-sxm fp8 tp4xpp1 unified`."""
         return f"{self.gpu} {self.precision} tp{self.tp}xpp{self.pp} {self.role}"
+
+    @property
+    def key(self) -> str:
+        """`h100-sxm.fp8.tp4pp1.unified` (`configuration_key`)."""
+        return configuration_key(self.gpu, self.precision, self.tp, self.pp, self.role)
 
 
 class GpuUse(BaseModel):

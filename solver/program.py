@@ -27,6 +27,7 @@ Each family lives in its own module under `solver.families`, opening with its ma
 from dataclasses import dataclass, replace
 
 from models.instance import Instance
+from models.scenarios import Scenario, failure_scenarios
 from solver.candidates import CandidateTable
 from solver.families import variables
 from solver.families.capacity import add_capacity_within_pools
@@ -38,7 +39,6 @@ from solver.families.split import add_mode_split
 from solver.families.supply import add_gpu_supply, add_purchase_covers_use
 from solver.families.zone import add_zone_survivors
 from solver.lp import LinearProgram
-from solver.scenarios import Scenario, failure_scenarios
 from solver.sets import ProgramSets
 
 

@@ -11,7 +11,7 @@ candidate table and the scenarios, so that each family reads as its math:
                  r's supply can hold and r's load could use (solver.families.pooling)
     F            routing scenarios (none, lose=<r>, lose=<r>/zone); lose=replica is
                  checked on the `none` loads by its own family
-    routes       (f, w, o, d): d may serve o's users of w in f (solver.scenarios)
+    routes       (f, w, o, d): d may serve o's users of w in f (models.scenarios)
     modes        (w, d): how region d serves w: `unified`, and `disagg[-p]` (a prefill
                  pool plus a decode pool of weight precision p) where both halves exist
     phases       what each mode asks capacity of: unified -> unified;
@@ -21,15 +21,15 @@ A variable name is `family[index,...]`; a candidate appears by its key
 (`h100-sxm.fp8.tp4pp1.unified`), a scenario by its name (`lose=eu-west`).
 """
 
-import math
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cached_property
 
 from models.instance import Instance
 from models.replica import Role
+from models.scenarios import RegionGraph, Scenario, ScenarioKind
 from solver.candidates import Candidate, CandidateTable
-from solver.scenarios import RegionGraph, Scenario, ScenarioKind
+from solver.pools import Tier, largest_useful_pool, pool_tiers
 
 
 @dataclass(frozen=True)
@@ -49,24 +49,6 @@ class Offer:
 
 
 @dataclass(frozen=True)
-class Tier:
-    """One pooling step of a pool: credited when the pool holds at least `replicas`.
-
-    Each gain is a difference of capacities per replica between this step and the one
-    below (q(1) below the first), so that the credited steps telescope to the capacity
-    per replica of the largest one (solver.families.pooling)."""
-
-    replicas: int
-    gain: float
-    """q(P_k) - q(P_{k-1}): the pool at full strength."""
-    spare_gain: float
-    """q(R_k) - q(R_{k-1}), R = max(1, P - 1): the pool less one replica."""
-    zone_gain: float
-    """q(S_k) - q(S_{k-1}), S = max(1, P - ceil(P / zones)): the pool less its fullest
-    zone (0 where the region's zone loss is not a scenario)."""
-
-
-@dataclass(frozen=True)
 class Pool:
     """Where a replica variable exists: candidate c of workload w in region r."""
 
@@ -77,7 +59,7 @@ class Pool:
     tiers: tuple[Tier, ...] = ()
     """Pooling steps above one replica (empty: the pool is credited q(1) per replica)."""
     largest_useful: int = 0
-    """n_max: the largest pool worth having in its region (`ProgramSets._largest_useful`)."""
+    """n_max: the largest pool worth having in its region (solver.pools.largest_useful_pool)."""
 
     @property
     def credit_replicas(self) -> int:
@@ -197,75 +179,23 @@ class ProgramSets:
         return dict(load)
 
     def _largest_useful(self, w: str, c: Candidate, r: str) -> int:
-        """n_max: the smallest pool that alone carries the most r may be sent, L[w,r], in
-        every scenario, credited as the program credits it (the ladder's step at or
-        below its size): n q(t(n)) >= L at full strength; with its fullest zone lost,
-        (n - ceil(n / Z)) q(S(t(n))) >= L (survive: zone); with one replica lost,
-        (n - 1) q(R(t(n))) >= L (survive: replica). A larger pool could shed replicas
-        down to n_max and still carry every load in every row, so no pooling step above
-        it, nor credit on more replicas, is ever needed. Each side grows with n, so a
-        bisection between 1 and the pool that carries L at q(1) finds it."""
+        """n_max of c's pool in r (solver.pools.largest_useful_pool) for the most r may
+        be sent, L[w,r], under this program's scenarios."""
         load = self.max_load.get((w, r), 0.0)
-        zones = self.zones[r]
-        zone_hit = r in self.zone_regions and zones > 1
-        spread = zones / (zones - 1) if zone_hit else 1.0
-        sizes = [1, *(step.replicas for step in c.ladder)]
-
-        def q(replicas: int) -> float:
-            return c.requests_per_s_at(max(replicas, 1))
-
-        def carries(n: int) -> bool:
-            step = max(size for size in sizes if size <= n)
-            if n * q(step) < load:
-                return False
-            if zone_hit and (n - math.ceil(n / zones)) * q(step - math.ceil(step / zones)) < load:
-                return False
-            return not (self.survives_replica_loss and (n - 1) * q(step - 1) < load)
-
-        low, high = 1, math.ceil(load * spread / c.requests_per_s) + 1
-        if not c.ladder:
-            return high  # no pooling step to credit: the bound is never used
-        while low < high:
-            mid = (low + high) // 2
-            if carries(mid):
-                high = mid
-            else:
-                low = mid + 1
-        return low
+        return largest_useful_pool(
+            c.curve, c.ladder, load, self._zone_hit(r), self.survives_replica_loss
+        )
 
     def _tiers(self, c: Candidate, r: str, largest: int) -> tuple[Tier, ...]:
-        """The steps of c's ladder a pool in r can use: sizes up to `largest` (its supply
-        and its load: see `_largest_useful`)."""
-        if not c.ladder:
-            return ()
+        """The steps of c's ladder a pool in r can use (solver.pools.pool_tiers)."""
+        return pool_tiers(
+            c.curve, c.ladder, largest, self._zone_hit(r), self.survives_replica_loss
+        )
+
+    def _zone_hit(self, r: str) -> int | None:
+        """Zones of r when its zone loss is a scenario (and it has more than one)."""
         zones = self.zones[r]
-        zone_hit = r in self.zone_regions and zones > 1
-        sizes = [step.replicas for step in c.ladder if step.replicas <= largest]
-
-        def q(replicas: int) -> float:  # capacity per replica of a pool that large
-            return c.requests_per_s_at(max(replicas, 1))
-
-        def spare(size: int) -> int:
-            return size - 1
-
-        def zone(size: int) -> int:
-            return size - math.ceil(size / zones)
-
-        tiers = []
-        below = 1
-        for size in sizes:
-            tiers.append(
-                Tier(
-                    replicas=size,
-                    gain=q(size) - q(below),
-                    spare_gain=q(spare(size)) - q(spare(below))
-                    if self.survives_replica_loss
-                    else 0.0,
-                    zone_gain=q(zone(size)) - q(zone(below)) if zone_hit else 0.0,
-                )
-            )
-            below = size
-        return tuple(tiers)
+        return zones if r in self.zone_regions and zones > 1 else None
 
     @cached_property
     def pools_at(self) -> dict[tuple[str, str], tuple[Pool, ...]]:

@@ -42,11 +42,12 @@ from pydantic import BaseModel, ConfigDict
 from models.capacity import replica_capacity
 from models.efficiency import Efficiency, efficiency_for
 from models.instance import Instance
+from models.memory import kv_precision_for
+from models.pooling import planning_capacity
 from models.precision import Precision
 from models.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
-from solver.candidates import kv_precision_for, planning_capacity
+from models.scenarios import RegionGraph, Scenario, ScenarioKind, failure_scenarios
 from solver.plan import Plan, ReplicaPool
-from solver.scenarios import RegionGraph, Scenario, ScenarioKind, failure_scenarios
 
 DEMAND_TOLERANCE = 1e-6
 """Relative shortfall of served demand tolerated (solver feasibility tolerance)."""
@@ -158,7 +159,7 @@ def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]
     pools: dict[tuple, _Pool] = {}
     physics: dict[tuple, dict[int, ReplicaCapacity]] = defaultdict(dict)
     for entry in plan.replicas:
-        name = f"replicas[{entry.workload},{entry.label},{entry.region}]"
+        name = f"replicas[{entry.workload},{entry.key},{entry.region}]"
         workload = workloads.get(entry.workload)
         gpu = instance.gpu_specs.get(entry.gpu)
         if workload is None or gpu is None or entry.region not in regions:
@@ -192,7 +193,7 @@ def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]
                     f"{entry.tp} x PP {entry.pp} = {expected_gpus}",
                 )
             )
-        kv = entry.kv_precision or kv_precision_for(model, Precision(entry.precision))
+        kv = entry.kv_precision or kv_precision_for(Precision(entry.precision), model.kv_precision)
         key = (entry.workload, entry.region, entry.label, kv)
         if key not in pools:
             config = ReplicaConfig(gpu, llm, entry.precision, kv, entry.tp, entry.pp, entry.role)
@@ -231,7 +232,7 @@ def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]
             if stated is not None and not _close(stated, rate):
                 add(
                     Violation(
-                        requirement=f"replicas[{entry.workload},{entry.label},{entry.region}]",
+                        requirement=f"replicas[{entry.workload},{entry.key},{entry.region}]",
                         message=f"states {stated:.4g} requests/s per replica; the physics "
                         f"gives {rate:.4g} in a pool of {size} behind one router",
                     )

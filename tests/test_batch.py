@@ -63,7 +63,9 @@ def test_unverified_plan_and_missing_golden_are_regressions():
 
 
 def test_every_instance_has_a_golden_file():
-    for path in instance_files(INSTANCES):
+    files = instance_files(INSTANCES)
+    assert files, f"no instance files in {INSTANCES}"
+    for path in files:
         assert golden_path(path).exists(), f"{path.name} has no golden result"
 
 

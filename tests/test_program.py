@@ -3,25 +3,26 @@ coefficients of every family written out, routes the latency policy allows, and 
 candidate rules (KV precision, pruning, pairing). No solver is needed here."""
 
 import math
+from dataclasses import replace
 
 import pytest
 
 from models.catalog import gpu, llm
+from models.memory import kv_precision_for
 from models.precision import Precision
 from models.replica import ReplicaConfig, Role
+from models.scenarios import NONE, RegionGraph, Scenario, ScenarioKind, failure_scenarios
 from solver.backends import available_backends, get_backend
 from solver.candidates import (
     Candidate,
     CandidateTable,
-    PoolStep,
     drop_unpaired,
-    kv_precision_for,
     prune_dominated,
 )
 from solver.families import FAMILIES
 from solver.lp import Sense
+from solver.pools import PoolCurve, PoolStep
 from solver.program import build_program
-from solver.scenarios import NONE, RegionGraph, Scenario, ScenarioKind, failure_scenarios
 from tests.synthetic import instance, made_up_capacity, workload
 
 H100 = "h100-sxm"
@@ -42,7 +43,9 @@ def fake(
     config = ReplicaConfig(gpu(gpu_name), llm("llama-3.1-8b"), precision, precision, tp, pp, role)
     capacity = made_up_capacity(config, requests_per_s=rps, max_batch=1, batch=1.0)
     steps = tuple(PoolStep(n, q) for n, q in sorted((ladder or {}).items()))
-    return Candidate(w, capacity, steps, steps[-1].requests_per_s if steps else None)
+    points = ((s.replicas, replace(capacity, requests_per_s=s.requests_per_s)) for s in steps)
+    curve = PoolCurve(((1, capacity), *points), steps[-1].requests_per_s if steps else rps)
+    return Candidate(w, capacity, curve, steps)
 
 
 def three_regions(survive: str = "region", max_rtt: float | None = 100.0, **kw):
@@ -222,11 +225,11 @@ def test_tie_break_stays_below_a_dollar_per_month():
 
 def test_kv_precision_follows_weights_but_never_below_fp8():
     entry = three_regions().models[0]
-    assert kv_precision_for(entry, Precision.BF16) is Precision.BF16
-    assert kv_precision_for(entry, Precision.FP8) is Precision.FP8
-    assert kv_precision_for(entry, Precision.FP4) is Precision.FP8
-    pinned = entry.model_copy(update={"kv_precision": Precision.BF16})
-    assert kv_precision_for(pinned, Precision.FP4) is Precision.BF16
+    assert entry.kv_precision is None
+    assert kv_precision_for(Precision.BF16, entry.kv_precision) is Precision.BF16
+    assert kv_precision_for(Precision.FP8, entry.kv_precision) is Precision.FP8
+    assert kv_precision_for(Precision.FP4, entry.kv_precision) is Precision.FP8
+    assert kv_precision_for(Precision.FP4, Precision.BF16) is Precision.BF16
 
 
 def test_pruning_keeps_the_front_of_capacity_per_gpu_against_replica_size():

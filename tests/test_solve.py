@@ -47,14 +47,24 @@ def solved(inst: Instance, backend: str = "highs", mip_gap: float = 0.0) -> Plan
 
 def capacity_rps(inst: Instance, gpu: str = H100, workload_index: int = 0, tp: int = 1) -> float:
     """One unified replica's capacity at the workload's SLO, from the physics."""
+    return physics_at(inst, gpu, workload_index, tp).requests_per_s
+
+
+def physics_at(
+    inst: Instance, gpu: str = H100, workload_index: int = 0, tp: int = 1, pool_replicas: int = 1
+):
+    """The physics of one fp8 unified replica in a pool of `pool_replicas`, from scratch."""
     w = inst.workloads[workload_index]
     config = ReplicaConfig(
         inst.gpu_specs[gpu], inst.llm_specs[w.model], Precision.FP8, Precision.FP8, tp, 1
     )
-    result = replica_capacity(
-        config, TrafficMix.of(w), LatencyTargets.of(w.slo), efficiency_for(gpu, Precision.FP8)
+    return replica_capacity(
+        config,
+        TrafficMix.of(w),
+        LatencyTargets.of(w.slo),
+        efficiency_for(gpu, Precision.FP8),
+        pool_replicas,
     )
-    return result.requests_per_s
 
 
 def replicas(plan: Plan) -> int:
@@ -274,7 +284,12 @@ def test_explanation_prices_the_runner_up_by_resolving_without_the_pool():
     assert alternative.extra_cost_per_month == pytest.approx(without - with_h100)
     assert alternative.replaced_by == (f"{math.ceil(100.0 / q200)} x h200 fp8 tp1xpp1 unified",)
     (limit,) = explanation.limits
-    assert limit.limit == explanation.plan.replicas[0].limit and limit.reason
+    # The note states the physics of the chosen pool at its real size, recomputed here.
+    pool = explanation.plan.replicas[0]
+    physics = physics_at(inst, pool.gpu, pool_replicas=pool.count)
+    assert (limit.count, limit.limit) == (pool.count, physics.limit)
+    assert limit.requests_per_s_per_replica == pytest.approx(physics.requests_per_s, rel=1e-9)
+    assert limit.reason == physics.reason
     assert {u.scenario for u in explanation.utilisation} == {"none"}
 
 

@@ -7,6 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
+from solver.decompose import Optimised
 from solver.lp import SolveResult, Termination
 from solver.plan import Plan
 from tests.paths import DEFAULT_INSTANCE
@@ -126,7 +127,7 @@ def test_an_infeasible_instance_exits_3_naming_the_conflict(tmp_path, run_cli):
 
 def test_no_plan_in_time_exits_4(run_cli, monkeypatch):
     def out_of_time(program, backend, settings, bounds=None):
-        return SolveResult(Termination.TIME_LIMIT, "highs", "test", 60.0)
+        return Optimised(SolveResult(Termination.TIME_LIMIT, "highs", "test", 60.0))
 
     monkeypatch.setattr("solver.solve.optimise", out_of_time)
     result = run_cli("solve", DEFAULT_INSTANCE, "--time-limit", "60")

@@ -131,7 +131,8 @@ def test_a_config_that_does_not_fit_cannot_serve():
     )
     plan = Plan(replicas=(pool("east", 4, precision="bf16"),))
     (violation,) = [v for v in verify(inst, plan).violations if "cannot serve" in v.message]
-    assert violation.requirement.startswith("replicas[chat,h100-sxm bf16 tp1xpp1")
+    # named as the program names the pool's variable: replicas[workload,key,region]
+    assert violation.requirement.startswith("replicas[chat,h100-sxm.bf16.tp1pp1.")
 
 
 def test_region_loss_needs_each_region_to_carry_both():

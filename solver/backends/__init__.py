@@ -16,6 +16,7 @@ library at import time, and the OR-Tools backends never load OR-Tools' own HiGHS
 (it crashes a process that has imported highspy).
 """
 
+from models.backend_names import BACKEND_NAMES, DEFAULT_BACKEND
 from solver.backends.base import (
     DEFAULT_MIP_GAP,
     Backend,
@@ -28,11 +29,11 @@ from solver.backends.cpsat import CpSatBackend
 from solver.backends.highs import HighsBackend
 from solver.backends.scip import ScipBackend
 
-DEFAULT_BACKEND = "highs"
-
 _REGISTRY: dict[str, type[Backend]] = {
     backend.name: backend for backend in (HighsBackend, CbcBackend, ScipBackend, CpSatBackend)
 }
+if tuple(_REGISTRY) != BACKEND_NAMES:  # the one list (models.backend_names) is the truth
+    raise RuntimeError(f"backends {tuple(_REGISTRY)} differ from {BACKEND_NAMES}")
 
 
 class UnknownBackendError(ValueError):

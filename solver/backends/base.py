@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from solver.lp import LinearProgram, Sense, SolveResult, Termination
+from solver.settings import SolveSettings
 
 DEFAULT_MIP_GAP = 1e-4
 """Relative MIP gap every backend stops at unless told otherwise (HiGHS's default)."""
@@ -76,24 +77,9 @@ class Capabilities:
     """Continuous variables are solved as such, not on a grid (False for CP-SAT)."""
 
 
-@dataclass(frozen=True)
-class SolveOptions:
-    """Validated arguments of one solve."""
-
-    time_limit_s: float | None = None
-    mip_gap: float = DEFAULT_MIP_GAP
-    threads: int = 1
-    want_duals: bool = False
-
-    def __post_init__(self) -> None:
-        if self.time_limit_s is not None and not (
-            math.isfinite(self.time_limit_s) and self.time_limit_s > 0
-        ):
-            raise ValueError(f"time_limit_s must be a positive number, got {self.time_limit_s}")
-        if not (math.isfinite(self.mip_gap) and self.mip_gap >= 0):
-            raise ValueError(f"mip_gap must be a number >= 0, got {self.mip_gap}")
-        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
-            raise ValueError(f"threads must be an integer >= 1, got {self.threads!r}")
+SolveOptions = SolveSettings
+"""The arguments of one backend call: the pipeline's one settings object
+(solver.settings); the name stays for the backends that read it."""
 
 
 @dataclass(frozen=True)
@@ -336,7 +322,7 @@ class Backend(ABC):
         Raises:
             ValueError: An argument is out of range (not a solver failure).
         """
-        options = SolveOptions(time_limit_s, mip_gap, threads, want_duals)
+        options = SolveSettings(self.name, time_limit_s, mip_gap, threads, want_duals)
         deadline = Deadline(time.perf_counter(), time_limit_s)
         program: CompiledProgram | None = None
         try:
@@ -352,6 +338,17 @@ class Backend(ABC):
             answer = Answer(Termination.ERROR, message=f"{type(exc).__name__}: {exc}")
         runtime_s = time.perf_counter() - deadline.start
         return self._result(lp, program, options, answer, runtime_s)
+
+    def run(self, lp: LinearProgram, settings: SolveSettings) -> SolveResult:
+        """`solve` with the pipeline's settings (their backend name is not checked:
+        the caller chose this backend from it, or priced with another)."""
+        return self.solve(
+            lp,
+            time_limit_s=settings.time_limit_s,
+            mip_gap=settings.mip_gap,
+            threads=settings.threads,
+            want_duals=settings.want_duals,
+        )
 
     def _settle_unbounded(
         self, program: CompiledProgram, options: SolveOptions, deadline: Deadline, answer: Answer

@@ -22,9 +22,9 @@ the replicas share one queue, which the pooling steps credit. Its dual is the mo
 cost of one more request/s of that phase's load in that region under f.
 """
 
+from models.scenarios import ScenarioKind
 from solver.families import register
 from solver.lp import LinearProgram, Sense
-from solver.scenarios import ScenarioKind
 from solver.sets import ProgramSets
 
 CAPACITY = register(

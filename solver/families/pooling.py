@@ -3,7 +3,7 @@
 The replicas of one candidate serving one workload in one region sit behind one router,
 and the capacity per replica q(n) of such a pool rises with its size n (M/G/c prompt
 queue, `models.capacity`). q(n) x n is not linear in replicas[w,c,r], so the program
-credits it in steps: the pool's tiers P_1 < ... < P_K (solver.sets.Tier, from the
+credits it in steps: the pool's tiers P_1 < ... < P_K (solver.pools.Tier, from the
 candidate's ladder), with P_0 = 1 and q_k = q(P_k). Per pool and step k >= 1:
 
     pool_at_least[w,c,r,P_k]  binary: the pool is credited with step k
@@ -24,18 +24,19 @@ replicas, only credit less. Never worse than before: every pool_at_least = 0 is 
 program (q(1) per replica, any pool size), so pooling can only lower the optimum.
 
 M = min(the pool's replica bound, n_max), n_max the largest pool worth having in the
-region (solver.sets: the smallest pool that, credited as here, alone carries the most the
-region may be sent, with a zone or a replica lost): a pool larger than n_max could shed
-replicas and still carry every load, so crediting at most n_max replicas and offering no
-step above n_max loses no plan, and the small M keeps the relaxation tight (per step,
-these three rows are the convex hull of "no credit, or at least P_k replicas"). The
-chain pooled[k] <= pooled[k-1] credits a step only on replicas credited with the steps
-below: any plan can credit its steps that way (a pool of at least P_k holds at least
-P_{k-1}), and the branching then never tries steps out of order.
+region (solver.pools.largest_useful_pool: the smallest pool that, credited as here,
+alone carries the most the region may be sent, with a zone or a replica lost): a pool
+larger than n_max could shed replicas and still carry every load, so crediting at most
+n_max replicas and offering no step above n_max loses no plan, and the small M keeps the
+relaxation tight (per step, these three rows are the convex hull of "no credit, or at
+least P_k replicas"). The chain pooled[k] <= pooled[k-1] credits a step only on replicas
+credited with the steps below: any plan can credit its steps that way (a pool of at
+least P_k holds at least P_{k-1}), and the branching then never tries steps out of
+order.
 
 The pool always has at least P_j replicas when it is credited with step j: that is
 pool_size, not an assumption about the demand. Which steps exist is a matter of
-optimality only (solver.sets: sizes the region's supply and load can use).
+optimality only (solver.pools.pool_tiers: sizes the region's supply and load can use).
 
 Survivors, with the same steps (n - 1 and n - ceil(n / Z) never fall as n grows, so a
 pool credited with P_k keeps at least the survivors of a pool of P_k):

@@ -15,7 +15,6 @@ When a region is lost, paths through it are gone too: the graph without that reg
 searched. `max_failover_rtt_ms: None` means any region still reachable.
 """
 
-import math
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property, lru_cache
@@ -23,6 +22,7 @@ from functools import cached_property, lru_cache
 import networkx as nx
 
 from models.instance import Instance, Survive
+from models.pooling import zone_survivors
 
 
 class ScenarioKind(StrEnum):
@@ -73,7 +73,7 @@ class Scenario:
         if region == self.lost_region:
             return 0
         if self.kind is ScenarioKind.ZONE and region == self.region:
-            return count - math.ceil(count / zones)
+            return zone_survivors(count, zones)
         return count
 
 

@@ -1,0 +1,274 @@
+"""Solution read-back: solver values -> the Plan (PyPSA's `assign_solution`).
+
+One place turns a backend's values into results: replica counts, GPUs used and bought,
+cost, routing and the utilisation of every phase in every scenario, at the physics of
+each chosen pool's real size (tabulated by solver.pools.assess_pools, never asked
+here). `explain` reads its counts and costs through the same functions.
+"""
+
+from collections import defaultdict
+
+from models.pooling import spare_survivors, zone_survivors
+from models.replica import ReplicaConfig
+from models.scenarios import LOSE_REPLICA, Scenario
+from solver.candidates import Candidate
+from solver.decompose import Optimised
+from solver.lp import Termination
+from solver.plan import (
+    SHADOW_PRICE_NOTE,
+    GpuUse,
+    Plan,
+    PoolLoad,
+    ReplicaPool,
+    Route,
+    ScenarioResult,
+    SolverRun,
+)
+from solver.pools import PoolCurve
+from solver.pricing import binding_constraints
+from solver.program import FleetProgram
+from solver.sets import Mode, ProgramSets
+from solver.settings import SolveSettings
+
+ROUTE_EPSILON = 1e-7
+"""Requests/s below which a route counts as unused."""
+
+
+def integral(program: FleetProgram, values: dict[str, float]) -> dict[str, float]:
+    """The solution with integer variables rounded (solvers return 2.9999999)."""
+    rounded = dict(values)
+    for name in program.lp.integer_variables:
+        rounded[name] = float(round(values.get(name, 0.0)))
+    return rounded
+
+
+def chosen_sizes(
+    sets: ProgramSets, counts: dict[tuple[str, str, str], int]
+) -> dict[tuple[str, str], tuple[ReplicaConfig, PoolCurve, set[int]]]:
+    """(workload, candidate key) -> the candidate and the pool sizes the report needs:
+    each chosen pool's real size, less one replica, and less its fullest zone."""
+    chosen: dict[tuple[str, str], tuple[ReplicaConfig, PoolCurve, set[int]]] = {}
+    for pool in sets.pools:
+        count = counts.get((pool.workload, pool.candidate.key, pool.region), 0)
+        if not count:
+            continue
+        c = pool.candidate
+        _, _, sizes = chosen.setdefault((pool.workload, c.key), (c.config, c.curve, set()))
+        sizes |= {count, spare_survivors(count), zone_survivors(count, sets.zones[pool.region])}
+    return chosen
+
+
+def read_plan(
+    program: FleetProgram,
+    optimised: Optimised,
+    values: dict[str, float],
+    duals: dict[str, float],
+    settings: SolveSettings,
+    curves: dict[tuple[str, str], PoolCurve],
+) -> Plan:
+    """Read a solution back into a Plan (counts, GPUs, cost, routing, utilisation).
+
+    `curves`: the chosen pools' capacity curves at their real sizes
+    (solver.pools.assess_pools of `chosen_sizes`)."""
+    sets = program.sets
+    table = sets.table
+    result = optimised.result
+    hours = sets.hours_per_month
+    counts = replica_counts(sets, values)
+    pools = []
+    for pool in sets.pools:
+        count = counts.get((pool.workload, pool.candidate.key, pool.region), 0)
+        if not count:
+            continue
+        c = pool.candidate
+        price = sets.offers[(pool.region, c.gpu)].price_per_gpu_hour
+        curve = curves[(pool.workload, c.key)]
+        physics = curve.physics(count)  # per replica in a pool of `count` behind one queue
+        pools.append(
+            ReplicaPool(
+                workload=pool.workload,
+                region=pool.region,
+                gpu=c.gpu,
+                precision=c.precision,
+                kv_precision=c.kv_precision,
+                tp=c.config.tp,
+                pp=c.config.pp,
+                role=c.role,
+                count=count,
+                gpus=count * c.gpus,
+                limit=physics.limit,
+                requests_per_s_per_replica=curve.requests_per_s(count),
+                cost_per_month=count * c.gpus * price * hours,
+            )
+        )
+    region_order = {r: i for i, r in enumerate(sets.regions)}
+    pools.sort(key=lambda p: region_order[p.region])
+    gpu_uses = gpu_use(sets, counts)
+    size = program.lp.size()
+    return Plan(
+        instance=sets.instance.name,
+        status="optimal" if result.termination is Termination.OPTIMAL else "feasible",
+        cost_per_month=sum(use.cost_per_month for use in gpu_uses),
+        total_gpus=sum(use.used for use in gpu_uses),
+        gpus=tuple(gpu_uses),
+        replicas=tuple(pools),
+        binding=binding_constraints(program, values, duals),
+        scenarios=scenario_results(sets, values, counts, curves),
+        solver=SolverRun(
+            name=result.solver,
+            version=result.solver_version,
+            termination=str(result.termination),
+            runtime_s=result.runtime_s,
+            mip_gap=result.mip_gap,
+            requested_gap=settings.mip_gap,
+            time_limit_s=settings.time_limit_s,
+            threads=settings.threads,
+            variables=size["variables"],
+            integer_variables=size["integer_variables"],
+            constraints=size["constraints"],
+            candidates=sum(len(table.of(w)) for w in sets.workloads),
+            method=optimised.description,
+        ),
+        shadow_price_note=SHADOW_PRICE_NOTE
+        if duals
+        else "no shadow prices: the backend returned no duals for the pricing LP",
+    )
+
+
+def gpu_use(sets: ProgramSets, counts: dict[tuple[str, str, str], int]) -> tuple[GpuUse, ...]:
+    """GPUs used, owned and bought per region and type, with what they cost per month:
+    max(0, used - existing) x price x hours."""
+    used: dict[tuple[str, str], int] = defaultdict(int)
+    for pool in sets.pools:
+        count = counts.get((pool.workload, pool.candidate.key, pool.region), 0)
+        used[(pool.region, pool.candidate.gpu)] += count * pool.candidate.gpus
+    uses = []
+    for (r, g), offer in sets.offers.items():
+        n = used.get((r, g), 0)
+        if not n and not offer.existing:
+            continue
+        bought = max(0, n - offer.existing)
+        uses.append(
+            GpuUse(
+                region=r,
+                gpu=g,
+                used=n,
+                existing=offer.existing,
+                purchased=bought,
+                available=offer.available,
+                price_per_gpu_hour=offer.price_per_gpu_hour,
+                cost_per_month=bought * offer.price_per_gpu_hour * sets.hours_per_month,
+            )
+        )
+    return tuple(uses)
+
+
+def replica_counts(sets: ProgramSets, values: dict[str, float]) -> dict[tuple[str, str, str], int]:
+    """(workload, candidate key, region) -> replicas, for pools in use."""
+    counts = {}
+    for pool in sets.pools:
+        count = round(values.get(sets.replicas(pool.workload, pool.candidate, pool.region), 0.0))
+        if count > 0:
+            counts[(pool.workload, pool.candidate.key, pool.region)] = count
+    return counts
+
+
+def scenario_results(
+    sets: ProgramSets,
+    values: dict[str, float],
+    counts: dict[tuple[str, str, str], int],
+    curves: dict[tuple[str, str], PoolCurve],
+) -> tuple[ScenarioResult, ...]:
+    """Routing and utilisation of every phase in every scenario."""
+    results = []
+    for f in sets.routing_scenarios:
+        routes = tuple(
+            Route(workload=w, origin=o, destination=d, requests_per_s=rate, rtt_ms=rtt)
+            for (f_name, w), pairs in sets.routes.items()
+            if f_name == f.name
+            for o, d, rtt in pairs
+            if (rate := values.get(sets.served(f.name, w, o, d), 0.0)) > ROUTE_EPSILON
+        )
+        results.append(
+            ScenarioResult(
+                name=f.name,
+                description=f.description,
+                routing=routes,
+                pools=_phase_loads(sets, f, values, counts, curves),
+            )
+        )
+    if sets.survives_replica_loss:
+        none = results[0]
+        results.append(
+            ScenarioResult(
+                name=LOSE_REPLICA.name,
+                description=LOSE_REPLICA.description
+                + " (capacity: each phase less its largest replica)",
+                routing=none.routing,
+                pools=_phase_loads(
+                    sets, LOSE_REPLICA, values, counts, curves, none_scenario="none"
+                ),
+            )
+        )
+    return tuple(results)
+
+
+def _phase_loads(
+    sets: ProgramSets,
+    f: Scenario,
+    values: dict[str, float],
+    counts: dict[tuple[str, str, str], int],
+    curves: dict[tuple[str, str], PoolCurve],
+    none_scenario: str | None = None,
+) -> tuple[PoolLoad, ...]:
+    loads_from = none_scenario or f.name
+    rows = []
+    for (w, d), modes in sets.modes.items():
+        if d == f.lost_region or (loads_from, w, d) not in sets.inflow:
+            continue
+        for mode in modes:
+            load = _mode_load(sets, loads_from, w, d, mode, values)
+            for phase in mode.phases:
+                alive = []
+                for pool in sets.phase_pools(w, d, phase):
+                    count = counts.get((w, pool.candidate.key, d), 0)
+                    if count:
+                        keep = f.surviving_replicas(d, count, sets.zones[d])
+                        alive.append((keep, pool.candidate, curves[(w, pool.candidate.key)]))
+                if not alive and load <= ROUTE_EPSILON:
+                    continue
+                capacity = _phase_capacity(alive, less_one=none_scenario is not None)
+                rows.append(
+                    PoolLoad(
+                        workload=w,
+                        region=d,
+                        phase=phase.label,
+                        load_requests_per_s=load,
+                        capacity_requests_per_s=capacity,
+                        utilisation=load / capacity if capacity > 0 else 0.0,
+                        pools=tuple(f"{n} x {c.label}" for n, c, _ in alive),
+                    )
+                )
+    return tuple(rows)
+
+
+def _phase_capacity(
+    alive: list[tuple[int, Candidate, PoolCurve]], less_one: bool = False
+) -> float:
+    """Requests/s the pools of a phase carry at the physics of their real sizes:
+    sum n x q_c(n), each pool behind its own queue. `less_one`: the smallest such sum
+    with one replica of one pool gone (its pool then a replica smaller)."""
+    whole = [n * q.requests_per_s(n) for n, _, q in alive]
+    if not less_one or not alive:
+        return sum(whole)
+    return min(
+        sum(whole) - whole[i] + spare_survivors(n) * q.requests_per_s(spare_survivors(n))
+        for i, (n, _, q) in enumerate(alive)
+        if n
+    )
+
+
+def _mode_load(
+    sets: ProgramSets, f: str, w: str, d: str, mode: Mode, values: dict[str, float]
+) -> float:
+    return sum(values.get(var, 0.0) for var in sets.load_terms(f, w, d, mode))

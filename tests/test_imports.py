@@ -1,0 +1,77 @@
+"""The import structure: no circle between fleetplan's modules, and a verifier that is
+independent of the program in fact (it reads models/ and the plan schema only).
+
+Imports are read from the source with `ast`, every `import` statement counted wherever it
+stands (a `TYPE_CHECKING` import is still a dependency of the reader)."""
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("models", "solver", "cli")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, known: set[str]) -> set[str]:
+    """The fleetplan modules a file imports (`from a.b import c` counts a.b.c when that is
+    a module, else a.b)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [
+                f"{node.module}.{alias.name}"
+                if f"{node.module}.{alias.name}" in known
+                else node.module
+                for alias in node.names
+            ]
+        else:
+            continue
+        found |= {name for name in names if name in known}
+    return found
+
+
+def import_graph() -> nx.DiGraph:
+    """Module -> the fleetplan modules it imports."""
+    files = {_module_name(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+    graph = nx.DiGraph()
+    graph.add_nodes_from(files)
+    for name, path in files.items():
+        for target in _imports(path, set(files)):
+            if target != name and not name.startswith(target + "."):  # a package's own init
+                graph.add_edge(name, target)
+    return graph
+
+
+def test_the_graph_sees_the_imports_it_must():
+    graph = import_graph()
+    assert graph.has_edge("solver.verify", "solver.plan")
+    assert graph.has_edge("cli.solve", "solver.solve")
+
+
+def test_the_verifier_imports_nothing_from_solver_but_the_plan_schema():
+    graph = import_graph()
+    solver_imports = {m for m in graph.successors("solver.verify") if m.startswith("solver")}
+    assert solver_imports == {"solver.plan"}
+
+
+def test_models_never_import_solver_or_cli():
+    graph = import_graph()
+    upward = [
+        (a, b)
+        for a, b in graph.edges
+        if a.startswith("models") and not b.startswith("models")
+    ]
+    assert upward == []
+
+
+def test_the_import_graph_has_no_circle():
+    cycles = list(nx.simple_cycles(import_graph()))
+    assert cycles == []
