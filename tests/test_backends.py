@@ -23,7 +23,9 @@ from solver.backends import (
 )
 from solver.backends import cbc as cbc_module
 from solver.backends.base import relative_gap
-from solver.backends.cpsat import make_grid, propagate_bounds
+from solver.backends.cpsat import search as cpsat_search
+from solver.backends.cpsat.grid import make_grid
+from solver.backends.cpsat.presolve import implied_integers, propagate_bounds
 from solver.lp import LinearProgram, Sense, SolveResult, Termination
 
 TOLERANCE = 1e-6
@@ -536,19 +538,17 @@ def test_grid_relaxation_bound_is_below_the_optimum():
 def test_cpsat_falls_back_to_the_grid_restriction(monkeypatch):
     """When both grids' integers fail the polish, the restriction (exact rows, inward
     domains) still yields a true solution: here the optimum, x = 1, y = 3.5 -> 10."""
-    from solver.backends.cpsat import CpSatBackend
-
     cpsat = get_backend("cpsat")
     if not cpsat.is_available():
         pytest.skip(cpsat.unavailable_reason())
-    polish = CpSatBackend._polish
+    polish = cpsat_search.polish
     calls = []
 
     def squeezed(program, point, deadline):
         calls.append(point)
         return None if len(calls) <= 2 else polish(program, point, deadline)
 
-    monkeypatch.setattr(CpSatBackend, "_polish", staticmethod(squeezed))
+    monkeypatch.setattr(cpsat_search, "polish", squeezed)
     lp = LinearProgram("mixed")
     lp.add_variable("x", integer=True)
     lp.add_variable("y")
@@ -687,7 +687,6 @@ def test_implied_integers():
     as 2w - 4n >= 0 too. Not: s >= n + 0.5 (fractional bound), t + u >= 3 (two
     continuous variables heading for one bound), 2v >= 3n (3/2 not integral)."""
     from solver.backends.base import compile_program
-    from solver.backends.cpsat import implied_integers
 
     lp = LinearProgram("implied")
     lp.add_variable("n", upper=10, integer=True)
@@ -723,7 +722,6 @@ def test_implied_integers_keep_the_optimum(seed):
     from dataclasses import replace
 
     from solver.backends.base import compile_program
-    from solver.backends.cpsat import implied_integers
 
     lp = failover_program(seed)
     mask = implied_integers(compile_program(lp))
@@ -745,7 +743,7 @@ def test_cuts_hold_at_the_optimum(seed):
     import numpy as np
 
     from solver.backends.base import Deadline, compile_program
-    from solver.backends.cpsat import feasibility_cuts, lagrangian_cuts
+    from solver.backends.cpsat.cuts import feasibility_cuts, lagrangian_cuts
 
     cpsat_or_skip()
     lp = failover_program(seed)
@@ -783,10 +781,8 @@ def test_cpsat_repairs_a_squeeze_with_feasibility_cuts(monkeypatch):
     cut, 9.5n + 10m >= 100.0002, closes the squeeze. (With 10n instead of 9.5n, s
     would be an implied integer: s <= 10n + 10m rounds up to an integer.)
     """
-    from solver.backends import cpsat as cpsat_module
-
     cpsat = cpsat_or_skip()
-    monkeypatch.setattr(cpsat_module, "SURROGATE_CUTS", False)
+    monkeypatch.setattr(cpsat_search, "SURROGATE_CUTS", False)
     lp = squeeze_program(n_capacity=9.5, m_cost=1)
     result = cpsat.solve(lp, mip_gap=0.0)
     assert result.termination is Termination.OPTIMAL
@@ -826,3 +822,57 @@ def test_backend_names_come_from_one_list():
 
     schema_names = get_args(SolverSettings.model_fields["backend"].annotation)
     assert backend_names() == BACKEND_NAMES == schema_names
+
+
+# --- what CP-SAT refuses rather than guesses ------------------------------------------
+
+
+def test_cpsat_refuses_a_grid_beyond_its_integers():
+    """n integer in [0, 1e17] at step 1 spans 1e17 integers; CP-SAT's mip_max_bound
+    (twice the widest domain, 2e17) stops at 1e17: refused before any search, by name."""
+    cpsat = cpsat_or_skip()
+    lp = LinearProgram("wide")
+    lp.add_variable("n", upper=1e17, integer=True)
+    lp.add_constraint("floor", "f", {"n": 1}, Sense.GE, 5)
+    lp.add_objective({"n": 1})
+    result = cpsat.solve(lp, time_limit_s=10)
+    assert result.termination is Termination.ERROR
+    assert "variable n spans [" in result.message and "highs backend" in result.message
+
+
+def test_cpsat_refuses_infeasible_only_within_its_box():
+    """999999n - 1000000m = 1 with n, m >= 0 integer and no upper bounds: 999999 = -1
+    (mod 1e6), so n = 999999, m = 999998 solves it (999999^2 - 1e6 x 999998 = 1), far
+    beyond the box CP-SAT puts around n (1000 x the largest number / 999999). No point
+    in the box is not a proof: ERROR, never INFEASIBLE."""
+    cpsat = cpsat_or_skip()
+    lp = LinearProgram("far")
+    lp.add_variable("n", integer=True)
+    lp.add_variable("m", integer=True)
+    row = lp.add_constraint("far", "f", {"n": 999999, "m": -1000000}, Sense.EQ, 1)
+    lp.add_objective({"n": 1})
+    assert 999999 * 999999 - 1000000 * 999998 == 1
+    assert row.slack({"n": 999999, "m": 999998}) == 0
+    result = cpsat.solve(lp, time_limit_s=10)
+    assert result.termination is Termination.ERROR
+    assert "finite bound" in result.message and "it found no point" in result.message
+
+
+def test_cpsat_refuses_an_optimum_on_the_edge_of_its_box():
+    """min -x0 s.t. x_k <= 3 x_(k+1) (k = 0..19), x20 <= 1, x0 integer: x0 = 3^20 =
+    3486784401. Ten rounds of propagation bound x10..x20 only (x10 <= 3^10), so x0 gets
+    an artificial box of 1000 x 3^10 = 59049000, whose edge CP-SAT's best point sits on
+    while the LP relaxation is bounded: ERROR rather than a wrong "optimal"."""
+    cpsat = cpsat_or_skip()
+    lp = LinearProgram("chain")
+    lp.add_variable("x0", integer=True)
+    for k in range(1, 21):
+        lp.add_variable(f"x{k}")
+    for k in range(20):
+        lp.add_constraint(f"link[{k}]", "f", {f"x{k}": 1, f"x{k + 1}": -3}, Sense.LE, 0)
+    lp.add_constraint("top", "f", {"x20": 1}, Sense.LE, 1)
+    lp.add_objective({"x0": -1})
+    assert get_backend("highs").solve(lp).objective == pytest.approx(-(3**20))
+    result = cpsat.solve(lp, time_limit_s=10)
+    assert result.termination is Termination.ERROR
+    assert "lies on the edge" in result.message and "highs backend" in result.message
