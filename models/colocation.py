@@ -371,7 +371,10 @@ def _coupled_batches(engines: Sequence[_Engine], factor: float) -> list[float] |
         new = [e.batch_at(e.member.requests_per_s, x) for e, x in zip(engines, extra, strict=True)]
         if any(math.isinf(b) for b in new):
             return None
-        if all(abs(n - b) <= 1e-9 + FIXED_POINT_TOLERANCE * n for n, b in zip(new, batches, strict=True)):
+        if all(
+            abs(n - b) <= 1e-9 + FIXED_POINT_TOLERANCE * n
+            for n, b in zip(new, batches, strict=True)
+        ):
             return new
         batches = new
     return None

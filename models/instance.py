@@ -254,7 +254,9 @@ def resolve_gpu(entry: BaseModel) -> GpuSpec:
 
 def resolve_llm(entry: ModelEntry) -> LlmSpec:
     """Catalog LLM merged with the entry's overrides, or the inline definition."""
-    overrides = entry.model_dump(exclude_none=True, exclude={"weight_precisions", "kv_precision"})
+    overrides = entry.model_dump(
+        exclude_none=True, exclude={"weight_precisions", "kv_precision", "base", "rank"}
+    )
     base = catalog.llm_catalog().get(entry.name)
     fields = _merge(base.model_dump() if base else {}, overrides)
     return LlmSpec.model_validate(fields)
@@ -356,7 +358,8 @@ def _adapter_problems(instance: Instance) -> list[tuple[FieldPath, str]]:
     carries no architecture field, and `rank` comes only with `base`."""
     problems: list[tuple[FieldPath, str]] = []
     entries = {entry.name: entry for entry in instance.models}
-    known = list(entries) + [name for name in catalog.llm_catalog() if name not in entries]
+    known = [name for name, entry in entries.items() if not entry.is_adapter]
+    known += [name for name in catalog.llm_catalog() if name not in entries]
     for index, entry in enumerate(instance.models):
         if entry.base is None:
             if entry.rank is not None:
@@ -379,7 +382,6 @@ def _adapter_problems(instance: Instance) -> list[tuple[FieldPath, str]]:
         inherited = sorted(
             key for key in entry.model_dump(exclude_none=True) if key not in _ADAPTER_KEYS
         )
-        inherited = [key for key in inherited if key in entry.model_fields_set]
         if inherited:
             problems.append(
                 (
