@@ -77,6 +77,16 @@ class ModelEntry(LlmOverrides):  # type: ignore[misc, valid-type]
     """Weight precisions the planner may choose from."""
     kv_precision: Precision | None = None
     """KV-cache precision; default: the weight precision, but never below fp8."""
+    base: str | None = Field(default=None, min_length=1)
+    """This entry is a LoRA adapter of `base` (another `models` entry or a catalog model):
+    it inherits the base's architecture and may be served by the base's replicas."""
+    rank: int | None = Field(default=None, gt=0)
+    """LoRA rank of an adapter (only with `base`); default `models.lora.DEFAULT_LORA_RANK`."""
+
+    @property
+    def is_adapter(self) -> bool:
+        """Whether this entry is a LoRA adapter of another model."""
+        return self.base is not None
 
     @model_validator(mode="before")
     @classmethod
@@ -178,6 +188,9 @@ class Policy(BaseModel):
     disaggregation: bool = False
     """Whether prefill and decode may run in separate pools."""
     hours_per_month: float = Field(default=730, gt=0, le=744)
+    colocation: bool = False
+    """Whether several workloads may share replica groups (co-resident engines, multi-LoRA,
+    swapping); off by default, so every workload gets its own replicas."""
 
 
 class SolverSettings(BaseModel):
@@ -216,8 +229,20 @@ class Instance(BaseModel):
 
     @cached_property
     def llm_specs(self) -> dict[str, LlmSpec]:
-        """Resolved LLM specs by name (catalog merged with overrides)."""
-        return {entry.name: resolve_llm(entry) for entry in self.models}
+        """Resolved LLM specs by name (catalog merged with overrides); an adapter gets its
+        base's architecture under its own name (`resolve_adapter`)."""
+        specs = {entry.name: resolve_llm(entry) for entry in self.models if not entry.is_adapter}
+        for entry in self.models:
+            if entry.is_adapter:
+                specs[entry.name] = resolve_adapter(entry, self._base_spec(entry, specs))
+        return specs
+
+    def _base_spec(self, adapter: ModelEntry, resolved: dict[str, LlmSpec]) -> LlmSpec:
+        """The architecture an adapter inherits: its base entry's, else the catalog's."""
+        assert adapter.base is not None
+        if adapter.base in resolved:
+            return resolved[adapter.base]
+        return catalog.llm_catalog()[adapter.base]
 
     def model_entry(self, name: str) -> ModelEntry:
         """The `models` entry called `name`."""
@@ -264,7 +289,7 @@ def resolve_llm(entry: ModelEntry) -> LlmSpec:
         HfConfigError: the config.json is missing, malformed or of an unsupported family.
     """
     overrides = entry.model_dump(
-        exclude_none=True, exclude={"weight_precisions", "kv_precision", "config"}
+        exclude_none=True, exclude={"weight_precisions", "kv_precision", "config", "base", "rank"}
     )
     if entry.config is not None:
         base = load_hf_config(entry.config, entry.name)
@@ -272,6 +297,16 @@ def resolve_llm(entry: ModelEntry) -> LlmSpec:
         base = catalog.llm_catalog().get(entry.name)
     fields = _merge(base.model_dump() if base else {}, overrides)
     return LlmSpec.model_validate(fields)
+
+
+def resolve_adapter(entry: ModelEntry, base: LlmSpec) -> LlmSpec:
+    """An adapter's architecture: its base's, under the adapter's name (a LoRA adapter
+    changes no shape; merged into the base it is a model of the same size)."""
+    return base.model_copy(update={"name": entry.name, "display_name": entry.name})
+
+
+_ADAPTER_KEYS = {"name", "base", "rank", "weight_precisions", "kv_precision"}
+"""Keys an adapter entry may carry: every architecture field comes from its base."""
 
 
 FieldPath = tuple[str | int, ...]
@@ -294,7 +329,10 @@ def cross_check(instance: Instance) -> list[tuple[FieldPath, str]]:
             resolve_gpu(entry)
         except ValidationError as error:
             add((("gpus", index), _inline_message("GPU", entry.name, error, catalog.gpu_catalog())))
+    problems.extend(_adapter_problems(instance))
     for index, entry in enumerate(instance.models):
+        if entry.is_adapter:
+            continue
         try:
             resolve_llm(entry)
         except HfConfigError as error:
@@ -351,6 +389,46 @@ def cross_check(instance: Instance) -> list[tuple[FieldPath, str]]:
             add((("policy", "pipeline_parallel", p_index), f"must be >= 1, got {degree}"))
     if instance.policy.survive is Survive.REGION and len(instance.regions) < 2:
         add((("policy", "survive"), "survive: region needs at least two regions"))
+    return problems
+
+
+def _adapter_problems(instance: Instance) -> list[tuple[FieldPath, str]]:
+    """Adapters: `base` names a non-adapter model entry or a catalog model, an adapter
+    carries no architecture field, and `rank` comes only with `base`."""
+    problems: list[tuple[FieldPath, str]] = []
+    entries = {entry.name: entry for entry in instance.models}
+    known = [name for name, entry in entries.items() if not entry.is_adapter]
+    known += [name for name in catalog.llm_catalog() if name not in entries]
+    for index, entry in enumerate(instance.models):
+        if entry.base is None:
+            if entry.rank is not None:
+                problems.append(
+                    (("models", index, "rank"), "rank is an adapter's LoRA rank: give base too")
+                )
+            continue
+        if entry.base == entry.name:
+            problems.append((("models", index, "base"), "an adapter cannot be its own base"))
+        elif entry.base in entries and entries[entry.base].is_adapter:
+            problems.append(
+                (
+                    ("models", index, "base"),
+                    f"base {entry.base!r} is itself an adapter; name the model it adapts "
+                    f"({entries[entry.base].base!r})",
+                )
+            )
+        elif entry.base not in known:
+            problems.append((("models", index, "base"), _unknown("base model", entry.base, known)))
+        inherited = sorted(
+            key for key in entry.model_dump(exclude_none=True) if key not in _ADAPTER_KEYS
+        )
+        if inherited:
+            problems.append(
+                (
+                    ("models", index, inherited[0]),
+                    f"adapter {entry.name!r} inherits the architecture of {entry.base!r}; "
+                    f"remove {', '.join(inherited)}",
+                )
+            )
     return problems
 
 
