@@ -142,7 +142,7 @@ def check_pool_replicas(pool_replicas: float) -> None:
         raise ValueError(f"pool_replicas must be a whole number >= 1, got {pool_replicas}")
 
 
-def _not_fitting(
+def not_fitting_capacity(
     config: ReplicaConfig,
     reason: str,
     budget: MemoryBudget | None = None,
@@ -214,11 +214,11 @@ def replica_capacity(
         config.pp,
     )
     if problem is not None:
-        return _not_fitting(config, f"{config.label}: {problem}")
+        return not_fitting_capacity(config, f"{config.label}: {problem}")
     m = MixTokens.of(mix)
     llm = config.llm
     if m.prompt_p99 + m.output_p99 > llm.max_context_tokens:
-        return _not_fitting(
+        return not_fitting_capacity(
             config,
             f"{config.label}: a p99 request of {m.prompt_p99:,.0f} + {m.output_p99:,.0f} tokens "
             f"exceeds the {llm.max_context_tokens:,}-token context window of {llm.name}",
@@ -235,16 +235,16 @@ def replica_capacity(
     needed = m.prompt_p99 if config.role is Role.PREFILL else m.prompt_p99 + m.output_p99
     if budget.kv_capacity_tokens < needed:
         remedy = memory_remedy(config, efficiency, needed)
-        return _not_fitting(
+        return not_fitting_capacity(
             config, does_not_fit_message(budget, needed, config.label, remedy), budget
         )
     steps = replica_step_model(config, efficiency)
     if config.role is Role.PREFILL:
         return _prefill_capacity(config, m, targets, efficiency, budget, steps, pool_replicas)
-    return _batch_capacity(config, m, targets, efficiency, budget, steps, pool_replicas)
+    return batch_capacity(config, m, targets, efficiency, budget, steps, pool_replicas)
 
 
-def _batch_capacity(
+def batch_capacity(
     config: ReplicaConfig,
     m: MixTokens,
     targets: LatencyTargets,

@@ -51,7 +51,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from models.capacity import _Mix, _UnifiedModel, batch_p99
+from models.batch_model import BatchModel, MixTokens, batch_p99
 from models.efficiency import Efficiency
 from models.hardware import GpuSpec
 from models.llm import LlmSpec
@@ -261,14 +261,14 @@ class _Engine:
 
     member: Member
     steps: StepModel
-    model: _UnifiedModel
+    model: BatchModel
     cap: float
     """Largest mean batch the engine can run: token budget and engine batch cap."""
 
-    def with_interference(self, extra_s: float) -> _UnifiedModel:
+    def with_interference(self, extra_s: float) -> BatchModel:
         """The same engine with every iteration lengthened by `extra_s`."""
         steps = dataclasses.replace(self.steps, overhead_s=self.steps.overhead_s + extra_s)
-        return _UnifiedModel(
+        return BatchModel(
             steps, self.model.mix, Role.UNIFIED, 0.0, 0.0, self.model.pool_replicas
         )
 
@@ -305,7 +305,7 @@ def _engine(layout: SharedLayout, member: Member, efficiency: Efficiency, pool: 
         layout.pp,
         efficiency,
     )
-    model = _UnifiedModel(steps, _Mix.of(member.mix), Role.UNIFIED, 0.0, 0.0, pool)
+    model = BatchModel(steps, MixTokens.of(member.mix), Role.UNIFIED, 0.0, 0.0, pool)
     cap = min(model.lane_batch_limit() * 0.999, float(efficiency.max_batch_sequences))
     return _Engine(member, steps, model, cap)
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from models import capacity as replica_model
+from models.batch_model import MixTokens
 from models.efficiency import Efficiency
 from models.llm import Attention, LlmSpec
 from models.memory import does_not_fit_message, layers_per_stage, memory_budget
@@ -264,13 +265,13 @@ def multi_lora_capacity(
     budget = dataclasses.replace(
         budget, weight_bytes_per_gpu=budget.weight_bytes_per_gpu + resident
     )
-    m = replica_model._Mix.of(mix)
+    m = MixTokens.of(mix)
     needed = m.prompt_p99 + m.output_p99
     if budget.kv_capacity_tokens < needed:
         message = (
             f"{config.label} with {len(adapters)} adapters ({resident / 2**30:.2f} GiB per GPU)"
         )
-        capacity = replica_model._not_fitting(
+        capacity = replica_model.not_fitting_capacity(
             config,
             does_not_fit_message(
                 budget, needed, message, "Serve fewer adapters per replica or use a larger TP."
@@ -278,7 +279,7 @@ def multi_lora_capacity(
             budget,
         )
     else:
-        capacity = replica_model._batch_capacity(
+        capacity = replica_model.batch_capacity(
             config, m, targets, efficiency, budget, steps, pool_replicas
         )
     batch = capacity.batch
