@@ -133,8 +133,8 @@ def rate_at(series: Sequence[float], t_h: float) -> float:
     _check_day(series)
     x = (t_h - 0.5) % HOURS_PER_DAY
     below = math.floor(x)
-    share = x - below
-    return (1 - share) * series[below % HOURS_PER_DAY] + share * series[(below + 1) % HOURS_PER_DAY]
+    low = series[below % HOURS_PER_DAY]
+    return low + (x - below) * (series[(below + 1) % HOURS_PER_DAY] - low)
 
 
 @dataclass(frozen=True)
