@@ -189,11 +189,12 @@ def lagged_peak_rps(series: Sequence[float], hour: int, lag_s: float = 0.0) -> f
     lagging `lag_s` has seen during that hour (lag 0: the hour's own highest rate)."""
     lag_h = lag_s / SECONDS_PER_HOUR
     start, end = hour - lag_h, hour + 1 - lag_h
-    points = [start, end] + [
-        centre + 0.5
-        for centre in range(math.floor(start) - 1, math.ceil(end) + 1)
-        if start <= centre + 0.5 <= end
+    centres = [
+        index + 0.5
+        for index in range(math.floor(start) - 1, math.ceil(end) + 1)
+        if start <= index + 0.5 <= end
     ]
+    points = [start, end, *centres]
     return max(rate_at(series, t) for t in points)
 
 
