@@ -10,7 +10,7 @@ from difflib import get_close_matches
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from pydantic import (
     BaseModel,
@@ -111,6 +111,25 @@ class Supply(BaseModel):
     """GPUs that can be bought or rented in addition to the existing fleet."""
     price_per_gpu_hour: float | None = Field(default=None, gt=0)
     """USD per GPU-hour; default: the catalog price."""
+    reserved_price_per_gpu_hour: float | None = Field(default=None, gt=0)
+    """USD per committed GPU-hour, paid every hour of the month whether used or not
+    (`models.pricing_tiers`); default: no commitment on offer."""
+    max_on_demand_gpus: int | None = Field(default=None, ge=0)
+    """At most this many GPUs on demand (above the committed count) in any hour;
+    default: up to `max_gpus`."""
+    spot_price_per_gpu_hour: float | None = Field(default=None, gt=0)
+    """USD per spot GPU-hour (interruptible); default: no spot on offer."""
+    spot_interruptions_per_hour: float | None = Field(default=None, ge=0)
+    """Interruptions per spot replica per hour (Poisson); required with a spot price."""
+
+    @model_validator(mode="after")
+    def _spot_pair(self) -> Self:
+        if (self.spot_price_per_gpu_hour is None) != (self.spot_interruptions_per_hour is None):
+            raise ValueError(
+                "spot_price_per_gpu_hour and spot_interruptions_per_hour go together: "
+                "spot capacity is priced by both its rate and how often it is taken back"
+            )
+        return self
 
 
 class Region(BaseModel):
@@ -125,6 +144,12 @@ class Region(BaseModel):
     """Per GPU type: GPUs already owned here (already paid for; usable at no cost)."""
     zones: int = Field(default=1, ge=1)
     """Availability zones; replicas spread evenly over them (`survive: zone`)."""
+    utc_offset_hours: float = Field(default=0.0, ge=-12, le=14)
+    """Local time minus UTC, hours (may be fractional, e.g. 5.5): where this region's
+    `hourly_profile` falls on the UTC clock the program plans in."""
+    failure_probability_per_year: float | None = Field(default=None, ge=0, lt=1)
+    """Chance the region is lost at least once in a year; default: not stated (no
+    expected budget burn is reported)."""
 
 
 class Slo(BaseModel):
@@ -164,6 +189,26 @@ class Workload(BaseModel):
     prefix_cache_hit_rate: float = Field(default=0.0, ge=0, lt=1)
     """Fraction of prompt tokens served from a prefix cache (not recomputed)."""
     slo: Slo = Field(default_factory=Slo)
+    deadline_hours: float | None = Field(default=None, gt=0)
+    """Batch work: each request may be served any time within this many hours of its
+    arrival (no latency SLO); default: interactive."""
+    monthly_growth: float | None = Field(default=None, gt=-1)
+    """Demand growth per month as a fraction (0.05 = +5%/month) over
+    `policy.horizon_months`; default: `policy.monthly_growth`."""
+
+    @model_validator(mode="after")
+    def _batch_has_no_latency_slo(self) -> Self:
+        if self.deadline_hours is not None and not self.slo.is_offline:
+            raise ValueError(
+                "a workload with deadline_hours is batch work and has no latency SLO: "
+                "drop slo.ttft_p99_ms and slo.tpot_p99_ms (or drop deadline_hours)"
+            )
+        return self
+
+    @property
+    def is_batch(self) -> bool:
+        """Batch work with a deadline rather than a latency SLO."""
+        return self.deadline_hours is not None
 
 
 class Survive(StrEnum):
@@ -191,6 +236,23 @@ class Policy(BaseModel):
     colocation: bool = False
     """Whether several workloads may share replica groups (co-resident engines, multi-LoRA,
     swapping); off by default, so every workload gets its own replicas."""
+    replica_start_s: float | None = Field(default=None, ge=0)
+    """Seconds from starting a replica to serving (image pull + weight load + warm-up),
+    for every GPU type; a `gpus[]` entry's own `replica_start_s` wins; default: the
+    catalog value per GPU."""
+    failover_start_s: float | None = Field(default=None, ge=0)
+    """Seconds after a loss before replicas started elsewhere serve (detection +
+    replica start); default: the replica start time of the GPU type."""
+    scale_detection_s: float = Field(default=60.0, ge=0)
+    """Seconds the autoscaler takes to see a rise and act (metric window + decision)."""
+    burst_factor: float = Field(default=1.0, ge=1)
+    """Multiplier on the profile's steepest ramp that the warm headroom must absorb."""
+    horizon_months: int | None = Field(default=None, ge=1, le=120)
+    """Months to plan procurement over; default: one static month."""
+    monthly_growth: float = Field(default=0.0, gt=-1)
+    """Demand growth per month as a fraction, for workloads without their own."""
+    lead_time_months: int = Field(default=0, ge=0)
+    """Months between ordering committed capacity and having it to serve."""
 
 
 class SolverSettings(BaseModel):
@@ -251,6 +313,28 @@ class Instance(BaseModel):
     def region(self, name: str) -> Region:
         """The region called `name`."""
         return next(region for region in self.regions if region.name == name)
+
+    def replica_start_s(self, gpu: str) -> float:
+        """Seconds for a replica on `gpu` to serve: the `gpus[]` entry's own value, else
+        `policy.replica_start_s`, else the catalog's."""
+        entry = next(item for item in self.gpus if item.name == gpu)
+        if entry.replica_start_s is not None:
+            return entry.replica_start_s
+        if self.policy.replica_start_s is not None:
+            return self.policy.replica_start_s
+        return self.gpu_specs[gpu].replica_start_s
+
+    def failover_start_s(self, gpu: str) -> float:
+        """Seconds after a loss before replicas started on `gpu` serve:
+        `policy.failover_start_s`, else the replica start time."""
+        if self.policy.failover_start_s is not None:
+            return self.policy.failover_start_s
+        return self.replica_start_s(gpu)
+
+    def monthly_growth(self, workload: str) -> float:
+        """Monthly demand growth of `workload`: its own, else the policy's."""
+        own = next(item for item in self.workloads if item.name == workload).monthly_growth
+        return self.policy.monthly_growth if own is None else own
 
     def price_per_gpu_hour(self, region: str, gpu: str) -> float:
         """The price of one more GPU of type `gpu` in `region` (region offer, else catalog)."""
@@ -354,6 +438,14 @@ def cross_check(instance: Instance) -> list[tuple[FieldPath, str]]:
             for gpu_name in getattr(region, key):
                 if gpu_name not in gpu_names:
                     add((("regions", r_index, key, gpu_name), _unknown("GPU", gpu_name, gpu_names)))
+        for gpu_name, offer in region.supply.items():
+            if offer.max_on_demand_gpus is not None and offer.max_on_demand_gpus > offer.max_gpus:
+                add(
+                    (
+                        ("regions", r_index, "supply", gpu_name, "max_on_demand_gpus"),
+                        f"{offer.max_on_demand_gpus} exceeds max_gpus ({offer.max_gpus})",
+                    )
+                )
         for gpu_name, count in region.existing.items():
             if count < 0:
                 add((("regions", r_index, "existing", gpu_name), f"must be >= 0, got {count}"))

@@ -3,14 +3,41 @@
 import math
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SECONDS_PER_DAY = 86_400
+HOURS_PER_DAY = 24
 Z_P99 = 2.326347874  # standard normal quantile at 0.99
 
 
+def normalised_profile(weights: list[float] | tuple[float, ...]) -> tuple[float, ...]:
+    """Hourly weights scaled to a mean of 1: w_h x 24 / sum(w).
+
+    Raises:
+        ValueError: not 24 values, a value that is negative or not finite, or all zero.
+    """
+    if len(weights) != HOURS_PER_DAY:
+        raise ValueError(f"hourly_profile needs {HOURS_PER_DAY} values, got {len(weights)}")
+    for hour, weight in enumerate(weights):
+        if not math.isfinite(weight) or weight < 0:
+            raise ValueError(f"hourly_profile[{hour}] must be a finite value >= 0, got {weight!r}")
+    total = math.fsum(weights)
+    if total <= 0:
+        raise ValueError("hourly_profile is all zero: give relative weights with some above 0")
+    return tuple(weight * HOURS_PER_DAY / total for weight in weights)
+
+
 class Demand(BaseModel):
-    """A region's request rate: a daily volume with a peak factor, or a peak rate."""
+    """A region's request rate: a daily volume with a peak factor, or a peak rate.
+
+    With an `hourly_profile` (24 relative weights, local time of the region, normalised
+    to a mean of 1) the profile defines the day's shape: with `requests_per_day` the rate
+    of local hour h is requests_per_day / 86,400 x w_h (so the peak factor is max w and
+    `peak_to_average` must not be given too); with `peak_requests_per_s` the profile is
+    scaled so that its highest hour runs at that rate (w_h / max w x peak). Without a
+    profile the shape is unknown and every hour is taken at the peak rate, which is the
+    single peak hour the planner sizes today.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -20,6 +47,16 @@ class Demand(BaseModel):
     """Peak-hour rate over the daily average rate (diurnal and bursty traffic)."""
     peak_requests_per_s: float | None = Field(default=None, gt=0)
     """The peak rate itself, requests/s; replaces requests_per_day x peak_to_average."""
+    hourly_profile: list[float] | None = None
+    """24 relative weights, one per local hour 0-23 of the region (normalised to a mean
+    of 1); default: none, every hour at the peak rate."""
+
+    @field_validator("hourly_profile")
+    @classmethod
+    def _profile(cls, weights: list[float] | None) -> list[float] | None:
+        if weights is not None:
+            normalised_profile(weights)
+        return weights
 
     @model_validator(mode="after")
     def _one_form(self) -> Self:
@@ -29,15 +66,43 @@ class Demand(BaseModel):
             )
         if self.peak_requests_per_s is not None and "peak_to_average" in self.model_fields_set:
             raise ValueError("peak_to_average goes with requests_per_day, not peak_requests_per_s")
+        if self.hourly_profile is not None and "peak_to_average" in self.model_fields_set:
+            raise ValueError(
+                "hourly_profile defines the peak (its highest weight over the mean); "
+                "drop peak_to_average"
+            )
         return self
 
     @property
+    def profile(self) -> tuple[float, ...] | None:
+        """The hourly profile normalised to a mean of 1 (local hours), or None."""
+        return None if self.hourly_profile is None else normalised_profile(self.hourly_profile)
+
+    @property
     def peak_rps(self) -> float:
-        """Peak arrival rate in requests/s: requests_per_day / 86,400 x peak_to_average."""
+        """Peak arrival rate in requests/s: requests_per_day / 86,400 x peak_to_average,
+        or x the profile's highest normalised weight when a profile is given."""
         if self.peak_requests_per_s is not None:
             return self.peak_requests_per_s
         assert self.requests_per_day is not None  # guaranteed by _one_form
-        return self.requests_per_day / SECONDS_PER_DAY * self.peak_to_average
+        profile = self.profile
+        peak_factor = self.peak_to_average if profile is None else max(profile)
+        return self.requests_per_day / SECONDS_PER_DAY * peak_factor
+
+    def local_hourly_rps(self) -> tuple[float, ...]:
+        """Arrival rate of each local hour 0-23, requests/s.
+
+        Profile w (mean 1): requests_per_day / 86,400 x w_h, or peak x w_h / max w.
+        No profile: the peak rate in every hour.
+        """
+        profile = self.profile
+        if profile is None:
+            return (self.peak_rps,) * HOURS_PER_DAY
+        if self.peak_requests_per_s is not None:
+            top = max(profile)
+            return tuple(self.peak_requests_per_s * weight / top for weight in profile)
+        assert self.requests_per_day is not None
+        return tuple(self.requests_per_day / SECONDS_PER_DAY * weight for weight in profile)
 
 
 class TokenDistribution(BaseModel):
