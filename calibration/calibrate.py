@@ -53,9 +53,10 @@ from pathlib import Path
 
 import numpy as np
 
-from models.capacity import operating_point, replica_capacity
+from models.capacity import replica_capacity
 from models.catalog import gpu_catalog, llm_catalog
 from models.efficiency import Efficiency, efficiency_for
+from models.frontier import operating_point
 from models.memory import default_kv_precision, layout_problem
 from models.precision import Precision
 from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix

@@ -14,9 +14,10 @@ from rich.table import Table
 from cli.console import err, out, print_json
 from cli.exit_codes import ExitCode
 from models import catalog
-from models.capacity import FrontierPoint, replica_capacity, throughput_frontier
+from models.capacity import replica_capacity
 from models.efficiency import Efficiency, efficiency_for
 from models.errors import InputError, Issue
+from models.frontier import FrontierPoint, throughput_frontier
 from models.hf_config import HfConfigError, load_hf_config
 from models.llm import LlmSpec
 from models.memory import GIB, default_kv_precision, layout_problem

@@ -112,20 +112,6 @@ UNLIMITED_POOL = math.inf
 """`pool_replicas` of a pool so large that prompts never wait while a lane has room: the
 ceiling of the capacity per replica over all pool sizes."""
 
-_FRONTIER_NAMES = ("FrontierPoint", "operating_point", "throughput_frontier")
-
-
-def __getattr__(name: str) -> object:
-    """`FrontierPoint`, `throughput_frontier` and `operating_point` moved to
-    `models.frontier`, which imports this module; they stay importable from here,
-    loaded on first use so that neither module imports the other at load time."""
-    if name in _FRONTIER_NAMES:
-        from models import frontier
-
-        return getattr(frontier, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def pooling_can_lift(capacity: ReplicaCapacity) -> bool:
     """Whether a larger pool could carry more per replica than this one: only when the
     p99 TTFT's queueing is what stops the rate (`ttft_queueing`).

@@ -15,7 +15,7 @@ with c_p the capacity per replica of pool p for the workload's own mix and SLO (
 reference mix, the same as units). Routing by GPU count instead (weight_p = g_p / sum g_q)
 sends the slower generation more than its share; `routing_by_gpu_count` computes the p99
 TTFT and TPOT that pool would then show, at the load per replica it would get
-(`models.capacity.operating_point`; math.inf when that load exceeds what the replica can
+(`models.frontier.operating_point`; math.inf when that load exceeds what the replica can
 run at all: the queue grows without bound), and by how much they break the targets.
 """
 
@@ -23,8 +23,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from models.capacity import operating_point, replica_capacity
+from models.capacity import replica_capacity
 from models.efficiency import Efficiency
+from models.frontier import operating_point
 from models.replica import LatencyTargets, ReplicaConfig, TrafficMix
 
 

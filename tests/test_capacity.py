@@ -13,14 +13,13 @@ from models.capacity import (
     UNLIMITED_POOL,
     batch_p99,
     kv_transfer_s,
-    operating_point,
     pooled_wait_p99_s,
     pooling_can_lift,
     replica_capacity,
-    throughput_frontier,
 )
 from models.catalog import gpu, gpu_catalog, llm, llm_catalog
 from models.efficiency import Efficiency, efficiency_for
+from models.frontier import operating_point, throughput_frontier
 from models.memory import kv_bytes_per_token
 from models.precision import Precision
 from models.queueing import wait_quantile_s
