@@ -398,7 +398,7 @@ def simulate_pool(
 
 
 def _fire_next(heap: list, pool: list) -> None:
-    event_s, index, epoch = heapq.heappop(heap)
+    _, index, epoch = heapq.heappop(heap)
     replica = pool[index]
     if epoch != replica.epoch or replica.kind == "idle":
         return
