@@ -25,19 +25,29 @@ def _single_server() -> ReplicaEngine:
     """An engine whose every iteration takes ITERATION_S and prefills one token: a
     prompt of P tokens is served in P x ITERATION_S, one prompt at a time, FIFO."""
     zero = dict.fromkeys(
-        (
-            "prefill_linear_flops_per_token decode_linear_flops_per_token "
-            "prefill_attention_flops_per_pair decode_attention_flops_per_pair "
-            "dense_weight_bytes expert_weight_bytes kv_bytes_per_token "
-            "allreduce_latency_s allreduce_s_per_token hop_latency_s hop_s_per_token"
-        ).split(),
+        [
+            "prefill_linear_flops_per_token",
+            "decode_linear_flops_per_token",
+            "prefill_attention_flops_per_pair",
+            "decode_attention_flops_per_pair",
+            "dense_weight_bytes",
+            "expert_weight_bytes",
+            "kv_bytes_per_token",
+            "allreduce_latency_s",
+            "allreduce_s_per_token",
+            "hop_latency_s",
+            "hop_s_per_token",
+        ],
         0.0,
     )
     rates = dict.fromkeys(
-        (
-            "prefill_linear_flops_per_s decode_linear_flops_per_s "
-            "prefill_attention_flops_per_s decode_attention_flops_per_s hbm_bytes_per_s"
-        ).split(),
+        [
+            "prefill_linear_flops_per_s",
+            "decode_linear_flops_per_s",
+            "prefill_attention_flops_per_s",
+            "decode_attention_flops_per_s",
+            "hbm_bytes_per_s",
+        ],
         1.0,
     )
     steps = StepModel(
