@@ -4,7 +4,7 @@ import sys
 
 import typer
 
-from cli import batch, estimate, inputs, perf, solve
+from cli import batch, estimate, inputs, perf, simulate, solve
 from cli.console import err, report_input_error
 from cli.exit_codes import ExitCode
 from models.errors import InputError
@@ -26,6 +26,7 @@ app.command()(solve.verify)
 app.command()(solve.explain)
 app.command()(batch.batch)
 app.command()(perf.perf)
+app.command()(simulate.simulate)
 
 
 def main() -> None:

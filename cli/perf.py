@@ -19,6 +19,7 @@ from models.efficiency import Efficiency, efficiency_for
 from models.errors import InputError, Issue
 from models.frontier import FrontierPoint, throughput_frontier
 from models.hf_config import HfConfigError, load_hf_config
+from models.latency import LoadLatency, latency_at_concurrency, latency_at_rate
 from models.llm import LlmSpec
 from models.memory import GIB, default_kv_precision, layout_problem
 from models.precision import Precision
@@ -235,6 +236,87 @@ def _llm(model: str | None, model_config: Path | None) -> LlmSpec:
         raise _problem("--model", str(error.args[0])) from None
 
 
+def _load(
+    config: ReplicaConfig,
+    mix: TrafficMix,
+    efficiency: Efficiency,
+    pool_replicas: int,
+    rate: float | None,
+    concurrency: float | None,
+) -> LoadLatency | None:
+    """The latency at the load asked for (--rate or --concurrency), or None."""
+    if rate is not None and concurrency is not None:
+        raise _problem("--rate/--concurrency", "give one of them, not both")
+    flag = "--rate" if rate is not None else "--concurrency"
+    try:
+        if rate is not None:
+            return latency_at_rate(config, mix, efficiency, rate, pool_replicas)
+        if concurrency is not None:
+            return latency_at_concurrency(config, mix, efficiency, concurrency, pool_replicas)
+    except ValueError as error:
+        raise _problem(flag, str(error)) from None
+    return None
+
+
+def load_json(load: LoadLatency, data: dict[str, Any]) -> dict[str, Any]:
+    """The keys --rate/--concurrency add (ms at the edge; None for an unbounded queue).
+    `ttft_p99_ms` and `tpot_p99_ms` become the values at the load; the capacity-at-SLO
+    values stay under `at_slo`."""
+    return {
+        "load_mode": load.mode,
+        "load_offered": load.offered,
+        "ttft_mean_ms": _ms(load.ttft_mean_s),
+        "ttft_p50_ms": _ms(load.ttft_p50_s),
+        "ttft_p99_ms": _ms(load.ttft_p99_s),
+        "tpot_mean_ms": _ms(load.tpot_mean_s),
+        "tpot_p99_ms": _ms(load.tpot_p99_s),
+        "throughput_requests_per_s": load.throughput_requests_per_s,
+        "in_flight": _finite(load.in_flight),
+        "saturated": load.saturated,
+        "saturation_requests_per_s": load.saturation_requests_per_s,
+        "load_batch": load.batch,
+        "kv_bytes_resident": load.kv_bytes_resident,
+        "step_ms": _ms(load.step_s),
+        "lane_utilisation": load.lane_utilisation,
+        "at_slo": {"ttft_p99_ms": data["ttft_p99_ms"], "tpot_p99_ms": data["tpot_p99_ms"]},
+    }
+
+
+def _render_load(load: LoadLatency) -> None:
+    asked = (
+        f"{load.offered:,.2f} requests/s (open loop)"
+        if load.mode == "rate"
+        else f"{load.offered:,.0f} concurrent users (closed loop)"
+    )
+    table = Table(title=f"at {asked}, per replica")
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    rows = [
+        ("throughput", f"{load.throughput_requests_per_s:,.2f} requests/s"),
+        ("in flight", "unbounded" if math.isinf(load.in_flight) else f"{load.in_flight:,.1f}"),
+        ("mean batch", f"{load.batch:,.1f}"),
+        ("KV resident", f"{load.kv_bytes_resident / GIB:,.2f} GiB"),
+        ("iteration", f"{_fmt_ms(load.step_s)} ms"),
+        ("prefill lane busy", f"{load.lane_utilisation:.0%}"),
+        (
+            "TTFT mean / p50 / p99",
+            f"{_fmt_ms(load.ttft_mean_s)} / {_fmt_ms(load.ttft_p50_s)} / "
+            f"{_fmt_ms(load.ttft_p99_s)} ms",
+        ),
+        ("TPOT mean / p99", f"{_fmt_ms(load.tpot_mean_s)} / {_fmt_ms(load.tpot_p99_s)} ms"),
+        ("saturation rate", f"{load.saturation_requests_per_s:,.2f} requests/s"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    out.print(table)
+    if load.saturated:
+        out.print(
+            "saturated: the queue grows without bound"
+            if load.mode == "rate"
+            else "saturated: throughput at its ceiling; the extra users queue for the replica"
+        )
+
+
 def perf(
     gpu: Annotated[str, typer.Option("--gpu", "-g", help="Catalog GPU, e.g. h100-sxm.")],
     input_tokens: Annotated[
@@ -287,6 +369,23 @@ def perf(
             "--sweep", help="Also print throughput per GPU vs tokens/s per user across batches."
         ),
     ] = False,
+    rate: Annotated[
+        float | None,
+        typer.Option(
+            "--rate",
+            help="Latency at a load, open loop: Poisson arrivals at R requests/s per replica "
+            "(per replica of the pool with --pool-replicas). JSON's ttft_p99_ms and "
+            "tpot_p99_ms then hold the values at that load.",
+        ),
+    ] = None,
+    concurrency: Annotated[
+        float | None,
+        typer.Option(
+            "--concurrency",
+            help="Latency at a load, closed loop: C users per replica, each sending the next "
+            "request when the last completes.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     model: Annotated[
         str | None, typer.Option("--model", "-m", help="Catalog model, e.g. llama-3.3-70b.")
@@ -336,12 +435,16 @@ def perf(
         if sweep
         else None
     )
+    load = _load(config, mix, efficiency, pool_replicas, rate, concurrency)
     if as_json:
-        print_json(perf_json(capacity, mix, targets, efficiency, frontier, pool_replicas))
+        data = perf_json(capacity, mix, targets, efficiency, frontier, pool_replicas)
+        print_json(data if load is None else {**data, **load_json(load, data)})
     elif capacity.fits:
         _render(capacity, targets, pool_replicas)
         if frontier:
             _render_frontier(frontier, capacity.batch)
+        if load is not None:
+            _render_load(load)
     if not capacity.fits or not capacity.meets_slo:
         err.print(f"[bold red]{'does not fit' if not capacity.fits else 'cannot meet the SLO'}:[/]")
         err.print(capacity.reason, markup=False)

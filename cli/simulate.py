@@ -1,0 +1,146 @@
+"""Command `simulate`: replay a plan's pools in the discrete-event simulator.
+
+Parsing and rendering only: the numbers come from `solver.simulate.replay`.
+"""
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from cli.console import err, out
+from cli.exit_codes import ExitCode
+from models.errors import InputError, Issue
+from models.loading import load_instance
+from solver.plan import Plan
+from solver.simulate.replay import EFFECTS, PlanSimulation, simulate_plan
+
+
+def _problem(flag: str, message: str) -> InputError:
+    return InputError([Issue("command line", None, flag, message)])
+
+
+def _read_plan(path: Path) -> Plan:
+    try:
+        return Plan.model_validate_json(path.read_text())
+    except OSError as error:
+        raise _problem("PLAN", f"cannot read {path}: {error.strerror}") from None
+    except ValueError as error:
+        raise _problem(
+            "PLAN",
+            f"{path} is not a plan written by `fleetplan solve --json`: "
+            f"{str(error).splitlines()[0]}",
+        ) from None
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def _render(result: PlanSimulation, wall_s: float) -> None:
+    table = Table(
+        title=f"{result.instance}, scenario {result.scenario}: simulated vs analytic "
+        f"(ms; {result.duration_s:g} s of arrivals, burstiness cv {result.burstiness_cv:g}, "
+        f"{result.dispatch})"
+    )
+    for column in (
+        "pool",
+        "replicas",
+        "req/s",
+        "TTFT p50",
+        "TTFT p99",
+        "analytic",
+        "target",
+        "TPOT p50",
+        "TPOT p99",
+        "analytic",
+        "target",
+        "SLO",
+    ):
+        table.add_column(column, justify="left" if column in ("pool", "SLO") else "right")
+    for pool in result.pools:
+        sim, ana = pool.simulated, pool.analytic
+        verdict = "-" if pool.meets_slo is None else ("ok" if pool.meets_slo else "MISSES")
+        table.add_row(
+            f"{pool.workload} {pool.region} {pool.gpu} {pool.precision} tp{pool.tp}xpp{pool.pp}",
+            str(pool.replicas),
+            f"{pool.load_requests_per_s:,.2f}",
+            _fmt(sim.ttft_p50_ms if sim else None),
+            _fmt(sim.ttft_p99_ms if sim else None),
+            _fmt(ana.ttft_p99_ms if ana else None),
+            _fmt(pool.ttft_p99_target_ms),
+            f"{sim.tpot_p50_ms:,.1f}" if sim and sim.tpot_p50_ms else "-",
+            f"{sim.tpot_p99_ms:,.1f}" if sim and sim.tpot_p99_ms else "-",
+            f"{ana.tpot_p99_ms:,.1f}" if ana and ana.tpot_p99_ms else "-",
+            _fmt(pool.tpot_p99_target_ms),
+            verdict,
+        )
+    out.print(table)
+    if any(pool.effects_ttft_p99_ms for pool in result.pools):
+        effects = Table(title="p99 TTFT (ms) with each engine effect switched off")
+        effects.add_column("pool")
+        effects.add_column("all on", justify="right")
+        for name in EFFECTS:
+            effects.add_column(f"no {name.replace('_', ' ')}", justify="right")
+        for pool in result.pools:
+            row = pool.effects_ttft_p99_ms
+            effects.add_row(
+                f"{pool.region} tp{pool.tp}xpp{pool.pp}",
+                _fmt(row.get("none_off")),
+                *(_fmt(row.get(f"{name}_off")) for name in EFFECTS),
+            )
+        out.print(effects)
+    err.print(f"{result.events:,} events in {wall_s:.1f} s")
+
+
+def simulate(
+    file: Annotated[Path, typer.Argument(help="Instance file the plan was solved from.")],
+    plan_file: Annotated[
+        Path, typer.Argument(metavar="PLAN.json", help="Plan written by `fleetplan solve --json`.")
+    ],
+    scenario: Annotated[str, typer.Option(help="Failure scenario of the plan to replay.")] = "none",
+    minutes: Annotated[float, typer.Option(help="Simulated minutes of arrivals.")] = 10.0,
+    duration_s: Annotated[
+        float | None, typer.Option("--duration-s", help="Simulated seconds (overrides --minutes).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Random seed (same seed, same output).")] = 0,
+    burstiness: Annotated[
+        float, typer.Option(help="Coefficient of variation of inter-arrival times (1: Poisson).")
+    ] = 1.0,
+    dispatch: Annotated[
+        str, typer.Option(help="Router policy: jsq (fewest outstanding) or round_robin.")
+    ] = "jsq",
+    effects: Annotated[
+        bool, typer.Option("--effects", help="Also report p99 TTFT with each engine effect off.")
+    ] = False,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write the result as JSON.")
+    ] = None,
+) -> None:
+    """Replay each pool of a plan with continuous batching, chunked prefill, a KV limit
+    with preemption and the router's queue; compare p50/p99 TTFT and TPOT with the
+    analytic promise and the SLO. Exit 1 when a pool misses its SLO in simulation."""
+    instance = load_instance(file)
+    plan = _read_plan(plan_file)
+    seconds = duration_s if duration_s is not None else minutes * 60
+    if seconds <= 0:
+        raise _problem("--minutes/--duration-s", f"must be positive, got {seconds:g} s")
+    if burstiness <= 0:
+        raise _problem("--burstiness", f"must be positive, got {burstiness:g}")
+    if dispatch not in ("jsq", "round_robin"):
+        raise _problem("--dispatch", f"must be jsq or round_robin, got {dispatch!r}")
+    started = time.perf_counter()
+    try:
+        result = simulate_plan(
+            instance, plan, scenario, seconds, seed, burstiness, dispatch, effects=effects
+        )
+    except ValueError as error:
+        raise _problem("--scenario", str(error)) from None
+    wall_s = time.perf_counter() - started
+    if json_out is not None:
+        json_out.write_text(result.model_dump_json(indent=2))
+    _render(result, wall_s)
+    if not result.meets_slo:
+        raise typer.Exit(ExitCode.CHECK_FAILED)

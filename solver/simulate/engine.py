@@ -1,0 +1,408 @@
+"""A discrete-event simulation of a pool of serving replicas behind one router.
+
+Each replica is an iteration-level engine (continuous batching, as vLLM and
+TensorRT-LLM schedule):
+
+- Every iteration advances every decoding sequence by one token and spends what is left
+  of the token budget (pp x chunk tokens, as `models.capacity`) on prompts in FIFO
+  order (chunked prefill mixed into the decode step). Its duration is the planner's own
+  `StepModel.iteration_s(B, mean context, prompt tokens, their mean attended context)`
+  with the actual batch, contexts and chunk of that iteration: the simulation tests the
+  queueing and batching assumptions, never the roofline.
+- A prompt is admitted when its KV fits in the free cache (the whole prompt is reserved
+  at admission) and the batch is under the engine's cap; the iteration that finishes a
+  prompt's prefill produces its first token (TTFT), and each later iteration one more.
+- KV limit: when the decoding sequences' next tokens would not fit, the most recently
+  admitted sequence is preempted (recompute: its KV is freed and it goes back to the
+  front of the queue, to prefill its prompt and the tokens it had written again).
+- Router: requests are dispatched on arrival to the replica with the fewest
+  outstanding requests (`jsq`) or in turn (`round_robin`); each replica keeps its own
+  FIFO queue.
+
+Between two events the decode batch is fixed and the iteration time is affine in the
+iteration count (every term of the step is affine in the KV tokens read, which grow by
+B per iteration), so a run of pure-decode iterations is advanced in one step: the events
+are arrivals, prefill iterations, completions and preemptions, not tokens. That keeps an
+hour of a 100 requests/s pool to a few seconds of one core.
+
+Engine effects can be switched off one at a time (`Effects`) to measure what each does
+to the tail: batching (iteration time independent of the batch, held at a reference
+batch), preemption (unlimited KV cache), chunked-prefill interference (a mixed
+iteration costs the larger of its decode and its prefill parts, as if they overlapped
+perfectly) and head-of-line blocking (prompts prefilled shortest first).
+"""
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from models.step_time import StepModel
+
+
+@dataclass(frozen=True)
+class Effects:
+    """Engine effects, each on by default (a real engine); off removes it."""
+
+    batching: bool = True
+    """Iteration time depends on the batch. Off: every iteration is priced at
+    `reference_batch` sequences of `reference_context` tokens."""
+    preemption: bool = True
+    """The KV cache is finite and a full cache preempts. Off: unlimited KV."""
+    interference: bool = True
+    """Prompt tokens riding in a decode iteration lengthen it. Off: a mixed iteration
+    costs max(decode part, prefill part), the prefill part being what the prompt tokens
+    add to the shared iteration (plus the fixed overhead), as if the two overlapped."""
+    hol_blocking: bool = True
+    """Prompts are admitted in arrival order. Off: shortest prompt first."""
+    reference_batch: float = 1.0
+    reference_context: float = 1.0
+
+
+@dataclass(frozen=True)
+class ReplicaEngine:
+    """What the simulation needs of one replica configuration."""
+
+    steps: StepModel
+    kv_capacity_tokens: float
+    max_batch_sequences: int
+
+    @property
+    def token_budget(self) -> int:
+        """Tokens per iteration: pp x chunk (as `models.capacity`)."""
+        return self.steps.pp * self.steps.chunk_tokens
+
+
+@dataclass
+class PoolTrace:
+    """Per-request times of one simulated pool (NaN where a request never got there)."""
+
+    arrival_s: np.ndarray
+    first_token_s: np.ndarray
+    finish_s: np.ndarray
+    output_tokens: np.ndarray
+    preemptions: int = 0
+    events: int = 0
+    busy_batch_s: float = 0.0
+    """Integral over time of the decoding batch, summed over replicas (sequence-seconds)."""
+    end_s: float = 0.0
+
+    @property
+    def ttft_s(self) -> np.ndarray:
+        """first token - arrival."""
+        return self.first_token_s - self.arrival_s
+
+    @property
+    def tpot_s(self) -> np.ndarray:
+        """(finish - first token) / (output - 1), requests of two tokens or more."""
+        many = self.output_tokens > 1
+        return (self.finish_s[many] - self.first_token_s[many]) / (self.output_tokens[many] - 1)
+
+
+@dataclass
+class _Prefill:
+    request: int
+    new_tokens: int
+    """Tokens to prefill (prompt, or prompt + written tokens after a preemption)."""
+    cached_tokens: float
+    remaining_steps: int
+    """Decode iterations left after the first token of this prefill."""
+    done: int = 0
+
+
+@dataclass
+class _Replica:
+    engine: ReplicaEngine
+    effects: Effects
+    trace: PoolTrace
+    prompt: list
+    output: list
+    cached: list
+    now: float = 0.0
+    steps_done: int = 0
+    epoch: int = 0
+    waiting: deque = field(default_factory=deque)
+    short_first: list = field(default_factory=list)
+    prefilling: list = field(default_factory=list)
+    running: dict = field(default_factory=dict)
+    """request -> (start step, kv tokens at start, end step), in admission order."""
+    ends: list = field(default_factory=list)
+    kv_base: float = 0.0
+    """sum over running of (kv tokens at start - start step): kv = base + n x steps_done."""
+    reserved: float = 0.0
+    kind: str = "idle"
+    event_s: float = math.inf
+    span: tuple = (0.0, 0, 0.0, 0.0)
+    """(start s, iterations, first iteration s, growth per iteration s) of a decode run."""
+    chunk: list = field(default_factory=list)
+
+    # -- queue --------------------------------------------------------------------------
+
+    def outstanding(self) -> int:
+        return len(self.waiting) + len(self.short_first) + len(self.prefilling) + len(self.running)
+
+    def enqueue(self, item: _Prefill, front: bool = False) -> None:
+        if not self.effects.hol_blocking:
+            heapq.heappush(self.short_first, (item.new_tokens, item.request, item))
+        elif front:
+            self.waiting.appendleft(item)
+        else:
+            self.waiting.append(item)
+
+    def _head(self) -> _Prefill | None:
+        if not self.effects.hol_blocking:
+            return self.short_first[0][2] if self.short_first else None
+        return self.waiting[0] if self.waiting else None
+
+    def _pop_head(self) -> None:
+        if not self.effects.hol_blocking:
+            heapq.heappop(self.short_first)
+        else:
+            self.waiting.popleft()
+
+    # -- time ---------------------------------------------------------------------------
+
+    def kv_tokens(self) -> float:
+        return self.kv_base + len(self.running) * self.steps_done
+
+    def iteration_s(
+        self, batch: int, kv_tokens: float, prompt_tokens: float, pairs: float
+    ) -> float:
+        steps, fx = self.engine.steps, self.effects
+        prompt_context = pairs / prompt_tokens if prompt_tokens else 0.0
+        if fx.batching:
+            decode_batch, context = batch, (kv_tokens / batch if batch else 0.0)
+        else:
+            decode_batch = fx.reference_batch if batch else 0.0
+            context = fx.reference_context
+        if fx.interference or not (batch and prompt_tokens):
+            return steps.iteration_s(decode_batch, context, prompt_tokens, prompt_context)
+        decode_s = steps.iteration_s(decode_batch, context)
+        shared_s = steps.iteration_s(decode_batch, context, prompt_tokens, prompt_context)
+        return max(decode_s, shared_s - decode_s + steps.overhead_s)
+
+    def span_end_s(self, iterations: int) -> float:
+        start, _, first, growth = self.span
+        return start + iterations * first + growth * iterations * (iterations - 1) / 2
+
+    # -- scheduling ---------------------------------------------------------------------
+
+    def schedule(self) -> None:
+        """Choose the next iteration (or run of iterations) at the boundary `now`."""
+        engine = self.engine
+        capacity = engine.kv_capacity_tokens if self.effects.preemption else math.inf
+        batch = len(self.running)
+        budget = engine.token_budget - batch
+        while budget > 0:
+            head = self._head()
+            if head is None or batch + len(self.prefilling) >= engine.max_batch_sequences:
+                break
+            need = head.new_tokens + head.cached_tokens
+            if self.kv_tokens() + self.reserved + need > capacity:
+                if batch or self.prefilling or need <= capacity:
+                    break
+                capacity = need  # a prompt longer than the cache runs alone
+            self._pop_head()
+            self.reserved += need
+            self.prefilling.append(head)
+            budget -= 1  # one token at least per admitted prompt
+        budget = engine.token_budget - batch
+        chunk, tokens, pairs = [], 0, 0.0
+        for item in self.prefilling:
+            if budget <= 0:
+                break
+            take = min(item.new_tokens - item.done, budget)
+            pairs += take * (item.cached_tokens + item.done + take / 2)
+            chunk.append((item, take))
+            tokens += take
+            budget -= take
+        if tokens:
+            self.kind, self.chunk = "mixed", chunk
+            self.event_s = self.now + self.iteration_s(batch, self.kv_tokens(), tokens, pairs)
+            return
+        if not batch:
+            self.kind, self.event_s = "idle", math.inf
+            return
+        kv = self.kv_tokens()
+        free = capacity - kv - self.reserved
+        room = math.floor(free / batch) if math.isfinite(free) else 1 << 62
+        if room <= 0:
+            self._preempt()
+            self.schedule()
+            return
+        until_end = self.ends[0][0] - self.steps_done
+        iterations = max(1, min(until_end, room))
+        first = self.iteration_s(batch, kv, 0, 0.0)
+        growth = self.iteration_s(batch, kv + batch, 0, 0.0) - first
+        self.span = (self.now, iterations, first, growth)
+        self.kind = "decode"
+        self.event_s = self.span_end_s(iterations)
+
+    def arrive(self, request: int, at_s: float) -> bool:
+        """Queue a new request; True when the next event moved (re-push it)."""
+        item = _Prefill(
+            request, self.prompt[request], self.cached[request], self.output[request] - 1
+        )
+        self.enqueue(item)
+        if self.kind == "idle":
+            self.now = max(self.now, at_s)
+            self.schedule()
+            return True
+        if self.kind != "decode":
+            return False
+        start, planned, first, growth = self.span
+        k = self._iterations_until(at_s - start, first, growth)
+        if k >= planned:
+            return False
+        self.span = (start, k, first, growth)
+        self.event_s = self.span_end_s(k)
+        return True
+
+    @staticmethod
+    def _iterations_until(elapsed_s: float, first: float, growth: float) -> int:
+        """Smallest k with k first + growth k (k - 1) / 2 >= elapsed."""
+        if elapsed_s <= 0:
+            return 0
+        if growth <= 1e-15 * first:
+            k = math.ceil(elapsed_s / first)
+        else:
+            a, b = growth / 2, first - growth / 2
+            k = math.ceil((-b + math.sqrt(b * b + 4 * a * elapsed_s)) / (2 * a))
+        while k > 0 and (k - 1) * first + growth * (k - 1) * (k - 2) / 2 >= elapsed_s:
+            k -= 1
+        while k * first + growth * k * (k - 1) / 2 < elapsed_s:
+            k += 1
+        return k
+
+    def fire(self) -> None:
+        """Finish the iteration (or run) that ends at `event_s`, then schedule the next."""
+        trace = self.trace
+        end_s = self.event_s
+        batch = len(self.running)
+        trace.events += 1
+        if self.kind == "mixed":
+            trace.busy_batch_s += batch * (end_s - self.now)
+            self.steps_done += 1
+            for item, take in self.chunk:
+                item.done += take
+            finished = [item for item in self.prefilling if item.done >= item.new_tokens]
+            if finished:
+                self.prefilling = [i for i in self.prefilling if i.done < i.new_tokens]
+                for item in finished:
+                    self._start_decoding(item, end_s)
+        elif self.kind == "decode":
+            start, iterations, _, _ = self.span
+            trace.busy_batch_s += batch * (end_s - start)
+            self.steps_done += iterations
+        self.now = end_s
+        self._finish_due(end_s)
+        self.schedule()
+
+    def _start_decoding(self, item: _Prefill, at_s: float) -> None:
+        request = item.request
+        self.reserved -= item.new_tokens + item.cached_tokens
+        if math.isnan(self.trace.first_token_s[request]):
+            self.trace.first_token_s[request] = at_s
+        if item.remaining_steps <= 0:
+            self.trace.finish_s[request] = at_s
+            return
+        end = self.steps_done + item.remaining_steps
+        kv_start = item.new_tokens + item.cached_tokens
+        self.running[request] = (self.steps_done, kv_start, end)
+        self.kv_base += kv_start - self.steps_done
+        heapq.heappush(self.ends, (end, request))
+
+    def _finish_due(self, at_s: float) -> None:
+        while self.ends and self.ends[0][0] <= self.steps_done:
+            end, request = heapq.heappop(self.ends)
+            state = self.running.get(request)
+            if state is None or state[2] != end:
+                continue  # preempted since
+            del self.running[request]
+            self.kv_base -= state[1] - state[0]
+            self.trace.finish_s[request] = at_s
+
+    def _preempt(self) -> None:
+        """Recompute preemption of the most recently admitted sequence."""
+        request, (start, kv_start, end) = self.running.popitem()
+        self.kv_base -= kv_start - start
+        written = self.steps_done - start
+        cached = self.cached[request]
+        item = _Prefill(request, int(kv_start - cached + written), cached, end - self.steps_done)
+        self.enqueue(item, front=True)
+        self.trace.preemptions += 1
+
+
+def simulate_pool(
+    engine: ReplicaEngine,
+    replicas: int,
+    arrival_s: np.ndarray,
+    prompt_tokens: np.ndarray,
+    output_tokens: np.ndarray,
+    cached_tokens: np.ndarray | None = None,
+    effects: Effects = Effects(),
+    dispatch: str = "jsq",
+    drain_s: float = 600.0,
+) -> PoolTrace:
+    """Replay `arrival_s` (sorted) on `replicas` replicas behind one router.
+
+    Args:
+        engine: the replica's step model, KV cache and batch cap.
+        replicas: replicas in the pool.
+        arrival_s, prompt_tokens, output_tokens: one entry per request; prompt tokens
+            are those to prefill (after prefix-cache hits), `cached_tokens` the hits.
+        effects: engine effects on or off.
+        dispatch: `jsq` (fewest outstanding requests) or `round_robin`.
+        drain_s: how long after the last arrival to keep serving; requests unfinished
+            then keep NaN times (an unstable pool).
+    """
+    if dispatch not in ("jsq", "round_robin"):
+        raise ValueError(f"dispatch must be jsq or round_robin, got {dispatch!r}")
+    if replicas < 1:
+        raise ValueError(f"replicas must be >= 1, got {replicas}")
+    count = len(arrival_s)
+    trace = PoolTrace(
+        arrival_s=np.asarray(arrival_s, dtype=float),
+        first_token_s=np.full(count, np.nan),
+        finish_s=np.full(count, np.nan),
+        output_tokens=np.asarray(output_tokens, dtype=int),
+    )
+    prompt = [int(p) for p in prompt_tokens]
+    output = [int(o) for o in output_tokens]
+    cached = [0.0] * count if cached_tokens is None else [float(c) for c in cached_tokens]
+    pool = [_Replica(engine, effects, trace, prompt, output, cached) for _ in range(replicas)]
+    heap: list = []
+    arrivals = trace.arrival_s.tolist()
+    turn = 0
+    for request, at_s in enumerate(arrivals):
+        while heap and heap[0][0] <= at_s:
+            _fire_next(heap, pool)
+        if dispatch == "jsq":
+            target = min(
+                range(replicas), key=lambda r: (pool[r].outstanding(), (r - turn) % replicas)
+            )
+            turn = (target + 1) % replicas
+        else:
+            target, turn = turn, (turn + 1) % replicas
+        replica = pool[target]
+        if replica.arrive(request, at_s):
+            replica.epoch += 1
+            heapq.heappush(heap, (replica.event_s, target, replica.epoch))
+    stop_s = (arrivals[-1] if arrivals else 0.0) + drain_s
+    while heap and heap[0][0] <= stop_s:
+        _fire_next(heap, pool)
+    trace.end_s = max((r.now for r in pool), default=0.0)
+    return trace
+
+
+def _fire_next(heap: list, pool: list) -> None:
+    _, index, epoch = heapq.heappop(heap)
+    replica = pool[index]
+    if epoch != replica.epoch or replica.kind == "idle":
+        return
+    replica.fire()
+    replica.epoch += 1
+    if replica.kind != "idle":
+        heapq.heappush(heap, (replica.event_s, index, replica.epoch))

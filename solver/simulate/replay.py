@@ -1,0 +1,330 @@
+"""Replay a plan's pools in the discrete-event simulator and set the simulated latency
+against the analytic promise and the SLO.
+
+For one scenario of the plan (`none` by default), each unified pool (the replicas of one
+configuration serving one workload in one region) gets its share of the region's load:
+the scenario's load of the (workload, region, unified) phase split over the pools that
+carry it in proportion to their capacity n q(n), n the replicas that survive and q(n)
+the physics' capacity per replica in a pool of n (`models.capacity.replica_capacity`).
+Arrivals are Poisson (or gamma with a stated coefficient of variation), lengths are
+drawn from the workload's distributions, and the replicas run the planner's own step
+model (`solver.simulate.engine`). Requests that arrive in the first `warmup_s` are
+served but not measured. The analytic numbers are `models.latency.latency_at_rate` at
+the same per-replica load and pool size.
+
+Prefill-only and decode-only pools are listed with `simulated` None: the simulator
+covers unified replicas.
+"""
+
+import math
+import re
+from dataclasses import replace
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from models.capacity import replica_capacity
+from models.efficiency import efficiency_for
+from models.instance import Instance
+from models.latency import latency_at_rate
+from models.memory import default_kv_precision
+from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.step_time import step_model
+from solver.plan import Plan, ReplicaPool
+from solver.simulate.engine import Effects, PoolTrace, ReplicaEngine, simulate_pool
+from solver.simulate.traffic import arrival_times_s, token_lengths
+
+_FROZEN = ConfigDict(extra="forbid", frozen=True)
+EFFECTS = ("batching", "preemption", "interference", "hol_blocking")
+"""Engine effects the simulator can switch off, in the order reported."""
+
+
+class Latencies(BaseModel):
+    """p50 and p99 TTFT and TPOT, ms (None: unbounded)."""
+
+    model_config = _FROZEN
+
+    ttft_p50_ms: float | None
+    ttft_p99_ms: float | None
+    tpot_p50_ms: float | None
+    tpot_p99_ms: float | None
+
+
+class PoolSimulation(BaseModel):
+    """One pool: its load, the simulated and analytic latency, and the SLO verdict."""
+
+    model_config = _FROZEN
+
+    workload: str
+    region: str
+    role: str
+    gpu: str
+    precision: str
+    tp: int
+    pp: int
+    replicas: int
+    load_requests_per_s: float
+    simulated: Latencies | None
+    analytic: Latencies | None
+    ttft_p99_target_ms: float | None = None
+    tpot_p99_target_ms: float | None = None
+    meets_slo: bool | None
+    """None when the pool was not simulated."""
+    requests_measured: int = 0
+    unfinished: int = 0
+    """Measured requests still unfinished when the run stopped (an unstable pool)."""
+    preemptions: int = 0
+    mean_batch: float = 0.0
+    """Time-averaged decoding sequences per replica in the simulation."""
+    effects_ttft_p99_ms: dict[str, float | None] = {}
+    """p99 TTFT with each engine effect switched off (`none_off`: all on)."""
+    note: str = ""
+
+
+class PlanSimulation(BaseModel):
+    """A plan's scenario replayed in the simulator."""
+
+    model_config = _FROZEN
+
+    instance: str
+    scenario: str
+    duration_s: float
+    warmup_s: float
+    seed: int
+    burstiness_cv: float
+    dispatch: str
+    pools: tuple[PoolSimulation, ...]
+    events: int = 0
+
+    @property
+    def meets_slo(self) -> bool:
+        """Every simulated pool within its SLO."""
+        return all(pool.meets_slo is not False for pool in self.pools)
+
+
+def _ms(seconds: float) -> float | None:
+    return None if math.isinf(seconds) or math.isnan(seconds) else seconds * 1e3
+
+
+def _quantile(values: np.ndarray, q: float) -> float:
+    """The q-quantile, NaN (a request never served) counted as infinitely late."""
+    if values.size == 0:
+        return math.nan
+    filled = np.where(np.isnan(values), np.inf, values)
+    return float(np.quantile(filled, q, method="higher"))
+
+
+def _surviving(plan: Plan, scenario: str) -> list[tuple[str, str, float, dict[str, int]]]:
+    """(workload, region, unified load, {label: surviving count}) of the scenario."""
+    names = [s.name for s in plan.scenarios]
+    if scenario not in names:
+        raise ValueError(
+            f"scenario {scenario!r} is not in the plan; it has {', '.join(names) or 'none'}"
+        )
+    result = []
+    for load in next(s for s in plan.scenarios if s.name == scenario).pools:
+        if load.phase != Role.UNIFIED:
+            continue
+        counts = {}
+        for text in load.pools:
+            match = re.fullmatch(r"(\d+) x (.+)", text)
+            if match:
+                counts[match.group(2)] = int(match.group(1))
+        result.append((load.workload, load.region, load.load_requests_per_s, counts))
+    return result
+
+
+def _config(instance: Instance, pool: ReplicaPool) -> tuple[ReplicaConfig, TrafficMix, object]:
+    workload = next(w for w in instance.workloads if w.name == pool.workload)
+    entry = instance.model_entry(workload.model)
+    gpu = instance.gpu_specs[pool.gpu]
+    llm = instance.llm_specs[workload.model]
+    kv = pool.kv_precision or entry.kv_precision or default_kv_precision(pool.precision)
+    config = ReplicaConfig(gpu, llm, pool.precision, kv, pool.tp, pool.pp, pool.role)
+    efficiency = efficiency_for(gpu.name, pool.precision, instance.efficiency)
+    return config, TrafficMix.of(workload), efficiency
+
+
+def simulate_plan(
+    instance: Instance,
+    plan: Plan,
+    scenario: str = "none",
+    duration_s: float = 600.0,
+    seed: int = 0,
+    burstiness_cv: float = 1.0,
+    dispatch: str = "jsq",
+    warmup_s: float | None = None,
+    effects: bool = False,
+) -> PlanSimulation:
+    """Replay every unified pool of `plan` under `scenario` (see the module docstring).
+
+    Args:
+        duration_s: simulated seconds of arrivals per pool.
+        seed: the random seed; the same inputs give the same output.
+        burstiness_cv: coefficient of variation of inter-arrival times (1: Poisson).
+        dispatch: the router's policy, `jsq` or `round_robin`.
+        warmup_s: arrivals before this are not measured (default 10% of the run, at
+            most 60 s).
+        effects: also run each pool with each engine effect off and report p99 TTFT.
+
+    Raises ValueError for a scenario the plan does not have or a bad option.
+    """
+    if duration_s <= 0:
+        raise ValueError(f"duration must be > 0 s, got {duration_s}")
+    warmup = min(60.0, 0.1 * duration_s) if warmup_s is None else warmup_s
+    pools: list[PoolSimulation] = []
+    events = 0
+    workloads = {w.name: w for w in instance.workloads}
+    for index, (workload_name, region, load, counts) in enumerate(_surviving(plan, scenario)):
+        members = [
+            p
+            for p in plan.replicas
+            if p.workload == workload_name
+            and p.region == region
+            and p.role is Role.UNIFIED
+            and counts.get(p.label, 0) > 0
+        ]
+        shares = []
+        for pool in members:
+            config, mix, efficiency = _config(instance, pool)
+            n = counts[pool.label]
+            targets = LatencyTargets.of(workloads[workload_name].slo)
+            capacity = replica_capacity(config, mix, targets, efficiency, n)
+            shares.append((pool, config, mix, efficiency, n, n * capacity.requests_per_s))
+        total = sum(share[-1] for share in shares) or 1.0
+        for offset, (pool, config, mix, efficiency, n, weight) in enumerate(shares):
+            rng_seed = [seed, index, offset]
+            result = _simulate_one(
+                pool,
+                workloads[workload_name],
+                config,
+                mix,
+                efficiency,
+                n,
+                load * weight / total,
+                rng_seed,
+                duration_s,
+                warmup,
+                burstiness_cv,
+                dispatch,
+                effects,
+            )
+            pools.append(result[0])
+            events += result[1]
+    return PlanSimulation(
+        instance=plan.instance or instance.name,
+        scenario=scenario,
+        duration_s=duration_s,
+        warmup_s=warmup,
+        seed=seed,
+        burstiness_cv=burstiness_cv,
+        dispatch=dispatch,
+        pools=tuple(pools),
+        events=events,
+    )
+
+
+def _simulate_one(
+    pool,
+    workload,
+    config,
+    mix,
+    efficiency,
+    replicas,
+    load,
+    rng_seed,
+    duration_s,
+    warmup_s,
+    burstiness_cv,
+    dispatch,
+    effects,
+) -> tuple[PoolSimulation, int]:
+    """Simulate one pool at `load` requests/s (all replicas together)."""
+    slo = workload.slo
+    workload_prompt, workload_output = workload.prompt_tokens, workload.output_tokens
+    hit = workload.prefix_cache_hit_rate
+    rng = np.random.default_rng(rng_seed)
+    arrivals = arrival_times_s(load, duration_s, burstiness_cv, rng)
+    prompts = token_lengths(workload_prompt, arrivals.size, rng)
+    outputs = token_lengths(workload_output, arrivals.size, rng)
+    cached = np.floor(prompts * hit)
+    offline = replica_capacity(config, mix, LatencyTargets(), efficiency)
+    steps = step_model(
+        config.gpu,
+        config.llm,
+        config.weight_precision,
+        config.kv_precision,
+        config.tp,
+        config.pp,
+        efficiency,
+    )
+    engine = ReplicaEngine(steps, offline.kv_capacity_tokens, efficiency.max_batch_sequences)
+    analytic = latency_at_rate(config, mix, efficiency, load / replicas, replicas)
+
+    def run(fx: Effects) -> PoolTrace:
+        return simulate_pool(
+            engine, replicas, arrivals, prompts - cached, outputs, cached, fx, dispatch
+        )
+
+    trace = run(Effects())
+    measured = trace.arrival_s >= warmup_s
+    ttft = trace.ttft_s[measured]
+    many = trace.output_tokens > 1
+    tpot = trace.tpot_s[measured[many]]
+    simulated = Latencies(
+        ttft_p50_ms=_ms(_quantile(ttft, 0.5)),
+        ttft_p99_ms=_ms(_quantile(ttft, 0.99)),
+        tpot_p50_ms=_ms(_quantile(tpot, 0.5)),
+        tpot_p99_ms=_ms(_quantile(tpot, 0.99)),
+    )
+    promised = Latencies(
+        ttft_p50_ms=_ms(analytic.ttft_p50_s),
+        ttft_p99_ms=_ms(analytic.ttft_p99_s),
+        tpot_p50_ms=_ms(analytic.tpot_mean_s),
+        tpot_p99_ms=_ms(analytic.tpot_p99_s),
+    )
+    effect_p99: dict[str, float | None] = {}
+    if effects:
+        reference = Effects(
+            reference_batch=max(analytic.batch, 1.0),
+            reference_context=mix.prompt_mean_tokens
+            + mix.output_mean_tokens * (1 + mix.output_cv**2) / 2,
+        )
+        effect_p99["none_off"] = simulated.ttft_p99_ms
+        for name in EFFECTS:
+            off = run(replace(reference, **{name: False}))
+            effect_p99[f"{name}_off"] = _ms(_quantile(off.ttft_s[off.arrival_s >= warmup_s], 0.99))
+    meets = _within(simulated.ttft_p99_ms, slo.ttft_p99_ms) and _within(
+        simulated.tpot_p99_ms, slo.tpot_p99_ms
+    )
+    horizon_s = max(trace.end_s, 1e-9)
+    return (
+        PoolSimulation(
+            workload=pool.workload,
+            region=pool.region,
+            role=str(pool.role),
+            gpu=pool.gpu,
+            precision=str(pool.precision),
+            tp=pool.tp,
+            pp=pool.pp,
+            replicas=replicas,
+            load_requests_per_s=load,
+            simulated=simulated,
+            analytic=promised,
+            ttft_p99_target_ms=slo.ttft_p99_ms,
+            tpot_p99_target_ms=slo.tpot_p99_ms,
+            meets_slo=meets,
+            requests_measured=int(measured.sum()),
+            unfinished=int(np.isnan(trace.finish_s[measured]).sum()),
+            preemptions=trace.preemptions,
+            mean_batch=trace.busy_batch_s / horizon_s / replicas,
+            effects_ttft_p99_ms=effect_p99,
+        ),
+        trace.events,
+    )
+
+
+def _within(value_ms: float | None, target_ms: float | None) -> bool:
+    if target_ms is None:
+        return True
+    return value_ms is not None and value_ms <= target_ms

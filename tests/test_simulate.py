@@ -1,0 +1,179 @@
+"""The simulator (`solver.simulate`): against M/G/1 closed forms on a single-server
+engine, Little's law on a simulated trace, determinism, burstiness, and the CLI."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from cli.exit_codes import ExitCode
+from models import catalog
+from models.capacity import replica_capacity
+from models.efficiency import efficiency_for
+from models.precision import Precision
+from models.replica import LatencyTargets, ReplicaConfig, TrafficMix
+from models.step_time import StepModel, step_model
+from solver.simulate.engine import ReplicaEngine, simulate_pool
+from solver.simulate.traffic import arrival_times_s
+
+ITERATION_S = 1e-3
+"""The toy engine's iteration: a fixed overhead, nothing else."""
+
+
+def _single_server() -> ReplicaEngine:
+    """An engine whose every iteration takes ITERATION_S and prefills one token: a
+    prompt of P tokens is served in P x ITERATION_S, one prompt at a time, FIFO."""
+    zero = dict.fromkeys(
+        [
+            "prefill_linear_flops_per_token",
+            "decode_linear_flops_per_token",
+            "prefill_attention_flops_per_pair",
+            "decode_attention_flops_per_pair",
+            "dense_weight_bytes",
+            "expert_weight_bytes",
+            "kv_bytes_per_token",
+            "allreduce_latency_s",
+            "allreduce_s_per_token",
+            "hop_latency_s",
+            "hop_s_per_token",
+        ],
+        0.0,
+    )
+    rates = dict.fromkeys(
+        [
+            "prefill_linear_flops_per_s",
+            "decode_linear_flops_per_s",
+            "prefill_attention_flops_per_s",
+            "decode_attention_flops_per_s",
+            "hbm_bytes_per_s",
+        ],
+        1.0,
+    )
+    steps = StepModel(
+        tp=1,
+        pp=1,
+        chunk_tokens=1,
+        overhead_s=ITERATION_S,
+        experts=0,
+        experts_per_token=0,
+        allreduces_per_pass=0,
+        **zero,
+        **rates,
+    )
+    return ReplicaEngine(steps, math.inf, 10**9)
+
+
+def test_single_server_matches_mm1_mean_and_p99():
+    """Geometric prompt lengths of mean 100 tokens: service ~ exponential with mean
+    S = 100 x 1 ms; at rho = 0.7 M/M/1 gives mean sojourn S / (1 - rho) and p99
+    S ln(100) / (1 - rho). 60,000 requests: sampling error of the mean ~2%."""
+    rng = np.random.default_rng(7)
+    mean_tokens, rho = 100, 0.7
+    service_s = mean_tokens * ITERATION_S
+    arrivals = arrival_times_s(rho / service_s, 60_000 * service_s / rho, 1.0, rng)
+    prompts = rng.geometric(1 / mean_tokens, size=arrivals.size)
+    trace = simulate_pool(_single_server(), 1, arrivals, prompts, np.ones(arrivals.size, int))
+    sojourn = trace.ttft_s[arrivals > 100 * service_s]
+    assert sojourn.mean() == pytest.approx(service_s / (1 - rho), rel=0.06)
+    assert np.quantile(sojourn, 0.99) == pytest.approx(
+        service_s * math.log(100) / (1 - rho), rel=0.10
+    )
+
+
+GPU = catalog.gpu("h100-sxm")
+LLM = catalog.llm("llama-3.1-8b")
+CONFIG = ReplicaConfig(GPU, LLM, Precision.BF16, Precision.BF16, 1, 1)
+EFFICIENCY = efficiency_for(GPU, Precision.BF16)
+
+
+def _real_engine() -> ReplicaEngine:
+    steps = step_model(GPU, LLM, Precision.BF16, Precision.BF16, 1, 1, EFFICIENCY)
+    offline = replica_capacity(CONFIG, TrafficMix.fixed(500, 200), LatencyTargets(), EFFICIENCY)
+    return ReplicaEngine(steps, offline.kv_capacity_tokens, EFFICIENCY.max_batch_sequences)
+
+
+def _chat_trace(seed: int, cv: float = 1.0, rate: float = 12.0, replicas: int = 2):
+    rng = np.random.default_rng(seed)
+    arrivals = arrival_times_s(rate, 300.0, cv, rng)
+    prompts = np.full(arrivals.size, 500)
+    outputs = rng.integers(50, 350, size=arrivals.size)
+    return simulate_pool(_real_engine(), replicas, arrivals, prompts, outputs)
+
+
+def test_littles_law_holds_on_the_trace():
+    """Time-averaged decoding sequences = throughput x mean decode time."""
+    trace = _chat_trace(3)
+    assert not np.isnan(trace.finish_s).any()
+    decode_s = trace.finish_s - trace.first_token_s
+    throughput = trace.arrival_s.size / trace.end_s
+    assert trace.busy_batch_s / trace.end_s == pytest.approx(throughput * decode_s.mean(), rel=0.02)
+
+
+def test_same_seed_same_trace():
+    a, b = _chat_trace(5), _chat_trace(5)
+    assert np.array_equal(a.first_token_s, b.first_token_s)
+    assert np.array_equal(a.finish_s, b.finish_s)
+
+
+def test_burstiness_raises_p99_ttft_at_the_same_rate():
+    poisson = _chat_trace(11, cv=1.0, rate=25.0, replicas=1)
+    bursty = _chat_trace(11, cv=4.0, rate=25.0, replicas=1)
+    assert np.quantile(bursty.ttft_s, 0.99) > 1.5 * np.quantile(poisson.ttft_s, 0.99)
+
+
+def test_a_small_kv_cache_preempts_and_still_finishes_everything():
+    engine = _real_engine()
+    tight = ReplicaEngine(engine.steps, 20 * 700, engine.max_batch_sequences)
+    rng = np.random.default_rng(2)
+    arrivals = arrival_times_s(8.0, 60.0, 1.0, rng)
+    trace = simulate_pool(
+        tight, 1, arrivals, np.full(arrivals.size, 500), np.full(arrivals.size, 200)
+    )
+    assert trace.preemptions > 0
+    assert not np.isnan(trace.finish_s).any()
+
+
+def test_simulate_cli_reports_every_pool_and_is_deterministic(run_cli, tmp_path):
+    plan = tmp_path / "plan.json"
+    instance = "instances/unified.yaml"
+    assert run_cli("solve", instance, "--json", str(plan)).exit_code == ExitCode.OK
+    outputs = []
+    for name in ("a.json", "b.json"):
+        result = run_cli(
+            "simulate", instance, str(plan), "--duration-s", "60", "--json", str(tmp_path / name)
+        )
+        assert result.exit_code in (ExitCode.OK, ExitCode.CHECK_FAILED), result.stderr
+        outputs.append((tmp_path / name).read_text())
+    assert outputs[0] == outputs[1]
+    data = json.loads(outputs[0])
+    for pool in data["pools"]:
+        assert pool.keys() >= {
+            "workload",
+            "region",
+            "role",
+            "gpu",
+            "tp",
+            "pp",
+            "replicas",
+            "load_requests_per_s",
+            "simulated",
+            "analytic",
+            "meets_slo",
+        }
+        assert pool["simulated"].keys() == {
+            "ttft_p50_ms",
+            "ttft_p99_ms",
+            "tpot_p50_ms",
+            "tpot_p99_ms",
+        }
+    exit_code = ExitCode.OK if all(p["meets_slo"] is not False for p in data["pools"]) else 1
+    assert result.exit_code == exit_code
+
+
+def test_simulate_cli_unknown_scenario_is_bad_input(run_cli, tmp_path):
+    plan = tmp_path / "plan.json"
+    run_cli("solve", "instances/unified.yaml", "--json", str(plan))
+    result = run_cli("simulate", "instances/unified.yaml", str(plan), "--scenario", "nope")
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert "nope" in result.stderr
