@@ -1,23 +1,25 @@
 """Reading instance files: YAML (safe loading only) or JSON, validated in full.
 
 Every error reads `FILE:LINE: field.path: message`, with the line wherever the file
-gives one, and all errors are reported at once.
+gives one, and all errors are reported at once (up to `MAX_ISSUES_REPORTED`, then a
+count). Reading itself is bounded by `models.documents.read_document`.
 """
 
-import json
 import types
 import typing
 from difflib import get_close_matches
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
+from models.documents import LineMap, dotted, read_document
 from models.errors import InputError, Issue
 from models.instance import Instance, cross_check
+from models.limits import MAX_ISSUES_REPORTED
+from models.quantities import describe
 
-LineMap = dict[tuple[str | int, ...], int]
+__all__ = ["LineMap", "load_instance", "read_document", "validate_instance"]
 
 
 def load_instance(path: str | Path) -> Instance:
@@ -27,40 +29,8 @@ def load_instance(path: str | Path) -> Instance:
         InputError: with every problem found, each naming file, line and field.
     """
     path = Path(path)
-    data, lines = read_document(path)
+    data, lines = read_document(path, what="instance")
     return validate_instance(data, str(path), lines)
-
-
-def read_document(path: Path) -> tuple[Any, LineMap]:
-    """Parse a YAML or JSON file into plain data and a map from field path to line."""
-    name = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError([Issue(name, None, "", "no such file")]) from None
-    except IsADirectoryError:
-        raise InputError([Issue(name, None, "", "is a directory, not an instance file")]) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError([Issue(name, None, "", f"cannot read: {error}")]) from None
-
-    if path.suffix.lower() == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise InputError([Issue(name, error.lineno, "", f"JSON syntax: {error.msg}")]) from None
-    elif path.suffix.lower() in (".yaml", ".yml"):
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as error:
-            mark = getattr(error, "problem_mark", None)
-            line = mark.line + 1 if mark is not None else None
-            problem = getattr(error, "problem", None) or str(error)
-            raise InputError([Issue(name, line, "", f"YAML syntax: {problem}")]) from None
-    else:
-        raise InputError(
-            [Issue(name, None, "", f"unknown file type {path.suffix!r}: use .yaml, .yml or .json")]
-        )
-    return data, _line_map(text)
 
 
 def validate_instance(
@@ -75,14 +45,28 @@ def validate_instance(
         instance = Instance.model_validate(data)
     except ValidationError as error:
         raise InputError(
-            [_issue_from_pydantic(item, file, lines) for item in error.errors()]
+            _capped(file, [_issue_from_pydantic(item, file, lines) for item in error.errors()])
         ) from None
     problems = cross_check(instance)
     if problems:
         raise InputError(
-            [Issue(file, _line_for(path, lines), _dotted(path), msg) for path, msg in problems]
+            _capped(
+                file,
+                [Issue(file, _line_for(path, lines), dotted(path), msg) for path, msg in problems],
+            )
         )
     return instance
+
+
+def _capped(file: str, issues: list[Issue]) -> list[Issue]:
+    """The first `MAX_ISSUES_REPORTED` issues, then one that counts the rest."""
+    if len(issues) <= MAX_ISSUES_REPORTED:
+        return issues
+    rest = len(issues) - MAX_ISSUES_REPORTED
+    return [
+        *issues[:MAX_ISSUES_REPORTED],
+        Issue(file, None, "", f"... and {rest:,} more problems (MAX_ISSUES_REPORTED)"),
+    ]
 
 
 def _issue_from_pydantic(item: dict[str, Any], file: str, lines: LineMap) -> Issue:
@@ -101,23 +85,31 @@ def _issue_from_pydantic(item: dict[str, Any], file: str, lines: LineMap) -> Iss
             message += f" (allowed: {', '.join(allowed)})"
     elif item["type"] == "missing":
         message = "required field is missing"
+    elif item["type"] == "finite_number":
+        message = f"must be a finite number, got {_shown(item.get('input'))}"
+    elif item["type"] == "int_parsing_size":
+        message = f"integer too large to represent, got {_shown(item.get('input'))}"
     elif "input" in item and item["type"] not in ("value_error", "assertion_error"):
-        message += f" (got {item['input']!r})"
+        message += f" (got {_shown(item['input'])})"
     if message.startswith("Value error, "):
         message = message[len("Value error, ") :]
-    return Issue(file, _line_for(loc, lines), _dotted(loc), message)
+    return Issue(file, _line_for(loc, lines), dotted(loc), message)
+
+
+def _shown(value: Any) -> str:
+    """A short rendering of an input value (huge integers and long strings cut)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return describe(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an integer too long to print
+        return "a value too large to print"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _is_union_tag(part: str | int) -> bool:
     # pydantic inserts the union member's type name into the location ("function-after[...]").
     return isinstance(part, str) and ("[" in part or part in {"float", "int", "str", "none"})
-
-
-def _dotted(path: tuple[str | int, ...]) -> str:
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
 
 
 def _line_for(path: tuple[str | int, ...], lines: LineMap) -> int | None:
@@ -126,30 +118,6 @@ def _line_for(path: tuple[str | int, ...], lines: LineMap) -> int | None:
         if line is not None:
             return line
     return None
-
-
-def _line_map(text: str) -> LineMap:
-    """Line (1-based) of every mapping key and sequence item, by field path."""
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return {}
-    lines: LineMap = {}
-
-    def walk(node: yaml.Node, path: tuple[str | int, ...]) -> None:
-        lines.setdefault(path, node.start_mark.line + 1)
-        if isinstance(node, yaml.MappingNode):
-            for key_node, value_node in node.value:
-                key_path = (*path, str(key_node.value))
-                lines[key_path] = key_node.start_mark.line + 1
-                walk(value_node, key_path)
-        elif isinstance(node, yaml.SequenceNode):
-            for index, child in enumerate(node.value):
-                walk(child, (*path, index))
-
-    if root is not None:
-        walk(root, ())
-    return lines
 
 
 def _fields_at(model: type[BaseModel], path: tuple[str | int, ...]) -> list[str]:
