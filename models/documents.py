@@ -11,7 +11,8 @@ exhaust the machine or lose data silently:
 - nesting deeper than `MAX_NESTING_DEPTH`, checked on YAML's event stream before any
   recursive composing, and after JSON's (recursion-guarded) parser;
 - more than `MAX_DOCUMENT_NODES` values after YAML alias expansion (billion laughs), and
-  aliases that refer to themselves;
+  aliases that refer to themselves (a JSON instance is held to the same count; JSON
+  plans and golden files, which grow with the fleet, only to the byte limit);
 - a key given twice in one mapping (YAML or JSON), naming both lines.
 
 All limits live in `models/limits.py`.
@@ -22,16 +23,19 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from models import limits
 from models.errors import InputError, Issue
-from models.limits import MAX_DOCUMENT_BYTES, MAX_DOCUMENT_NODES, MAX_NESTING_DEPTH
 
 LineMap = dict[tuple[str | int, ...], int]
 """Line (1-based) of every mapping key and sequence item, by field path."""
+Lines = Mapping[tuple[str | int, ...], int]
+"""A line map as `read_document` returns it (a JSON file's is computed on first use)."""
 
 _BASE_LOADER: type = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -46,7 +50,7 @@ _BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
          (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))  # fmt: skip
 
 
-def read_document(path: str | Path, what: str = "instance") -> tuple[Any, LineMap]:
+def read_document(path: str | Path, what: str = "instance") -> tuple[Any, Lines]:
     """Parse a YAML or JSON file into plain data and a map from field path to line.
 
     `.yaml` and `.yml` files are YAML (safe loading only) and `.json` files JSON; for
@@ -69,7 +73,7 @@ def read_document(path: str | Path, what: str = "instance") -> tuple[Any, LineMa
     text = _decode(name, _read_bytes(path, what))
     if suffix in (".yaml", ".yml"):
         return _parse_yaml(text, name)
-    return _parse_json(text, name)
+    return _parse_json(text, name, what)
 
 
 def _problem(name: str, message: str, line: int | None = None, field: str = "") -> InputError:
@@ -95,7 +99,7 @@ def _read_bytes(path: Path, what: str) -> bytes:
     with os.fdopen(descriptor, "rb") as handle:
         # the path may have been swapped between stat and open: check what was opened
         _require_regular(name, os.fstat(handle.fileno()).st_mode, what)
-        data = handle.read(MAX_DOCUMENT_BYTES + 1)
+        data = handle.read(limits.MAX_DOCUMENT_BYTES + 1)
     _require_small(name, len(data))
     return data
 
@@ -108,11 +112,11 @@ def _require_regular(name: str, mode: int, what: str) -> None:
 
 
 def _require_small(name: str, size: int) -> None:
-    if size > MAX_DOCUMENT_BYTES:
+    if size > limits.MAX_DOCUMENT_BYTES:
         raise _problem(
             name,
-            f"is {size:,} bytes or more; files are limited to {MAX_DOCUMENT_BYTES:,} bytes "
-            f"({MAX_DOCUMENT_BYTES / 2**20:g} MiB, MAX_DOCUMENT_BYTES in models/limits.py)",
+            f"is {size:,} bytes or more; files are limited to {limits.MAX_DOCUMENT_BYTES:,} bytes "
+            f"({limits.MAX_DOCUMENT_BYTES / 2**20:g} MiB, MAX_DOCUMENT_BYTES in models/limits.py)",
         )
 
 
@@ -217,7 +221,7 @@ def _check_yaml_events(text: str, name: str) -> None:
         line = event.start_mark.line + 1
         if isinstance(event, yaml.CollectionStartEvent):
             frames.append([1, event.anchor])
-            if len(frames) > MAX_NESTING_DEPTH:
+            if len(frames) > limits.MAX_NESTING_DEPTH:
                 raise _problem(name, _depth_message(), line)
             total += 1
         elif isinstance(event, yaml.CollectionEndEvent):
@@ -241,7 +245,7 @@ def _check_yaml_events(text: str, name: str) -> None:
             total += size
             if frames:
                 frames[-1][0] += size
-        if total > MAX_DOCUMENT_NODES:
+        if total > limits.MAX_DOCUMENT_NODES:
             raise _problem(name, _nodes_message(), line)
 
 
@@ -254,15 +258,16 @@ def _value_problem(error: Exception) -> str:
 
 def _depth_message() -> str:
     return (
-        f"nesting deeper than {MAX_NESTING_DEPTH} levels (MAX_NESTING_DEPTH in "
-        "models/limits.py; fleetplan files nest at most 6)"
+        f"nesting deeper than {limits.MAX_NESTING_DEPTH} levels (MAX_NESTING_DEPTH in "
+        "models/limits.py; fleetplan's own files nest at most 7)"
     )
 
 
-def _nodes_message() -> str:
+def _nodes_message(yaml_aliases: bool = True) -> str:
+    where = " after YAML alias expansion" if yaml_aliases else ""
     return (
-        f"more than {MAX_DOCUMENT_NODES:,} values after YAML alias expansion "
-        "(MAX_DOCUMENT_NODES in models/limits.py): too large, or an alias bomb"
+        f"more than {limits.MAX_DOCUMENT_NODES:,} values{where} (MAX_DOCUMENT_NODES in "
+        "models/limits.py): too large" + (", or an alias bomb" if yaml_aliases else "")
     )
 
 
@@ -299,7 +304,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return data
 
 
-def _parse_json(text: str, name: str) -> tuple[Any, LineMap]:
+def _parse_json(text: str, name: str, what: str) -> tuple[Any, Lines]:
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicates)
     except _DuplicateKey:
@@ -314,25 +319,48 @@ def _parse_json(text: str, name: str) -> tuple[Any, LineMap]:
         raise _problem(name, _depth_message()) from None
     except ValueError as error:
         raise _problem(name, f"JSON value cannot be read: {_value_problem(error)}") from None
-    _check_tree(data, name)
-    lines, _ = _json_lines(text)
-    return data, lines
+    _check_tree(data, name, limits.MAX_DOCUMENT_NODES if what == "instance" else None)
+    return data, _LazyLines(text)
 
 
-def _check_tree(data: Any, name: str) -> None:
-    """Depth and value count of parsed data, walked without recursion."""
+def _check_tree(data: Any, name: str, max_nodes: int | None) -> None:
+    """Nesting depth (and, when `max_nodes` is given, value count) of parsed JSON, walked
+    without recursion."""
     stack = [(data, 1)]
     count = 0
     while stack:
         value, depth = stack.pop()
         count += 1
-        if count > MAX_DOCUMENT_NODES:
-            raise _problem(name, _nodes_message())
-        children = value.values() if isinstance(value, dict) else value
+        if max_nodes is not None and count > max_nodes:
+            raise _problem(name, _nodes_message(yaml_aliases=False))
         if isinstance(value, (dict, list)):
-            if depth > MAX_NESTING_DEPTH:
+            if depth > limits.MAX_NESTING_DEPTH:
                 raise _problem(name, _depth_message())
+            children = value.values() if isinstance(value, dict) else value
             stack.extend((child, depth + 1) for child in children)
+
+
+class _LazyLines(Mapping):
+    """A JSON document's line map, computed on first use: only an error needs lines, and
+    scanning a large file in Python takes a while (about 2 s per 4 MB)."""
+
+    def __init__(self, text: str):
+        self._text = text
+        self._lines: LineMap | None = None
+
+    def _map(self) -> LineMap:
+        if self._lines is None:
+            self._lines, _ = _json_lines(self._text)
+        return self._lines
+
+    def __getitem__(self, path: tuple[str | int, ...]) -> int:
+        return self._map()[path]
+
+    def __iter__(self) -> Iterator[tuple[str | int, ...]]:
+        return iter(self._map())
+
+    def __len__(self) -> int:
+        return len(self._map())
 
 
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+')

@@ -14,14 +14,16 @@ from dataclasses import dataclass
 # --- reading files ----------------------------------------------------------------------
 
 MAX_DOCUMENT_BYTES = 8 * 2**20
-"""8 MiB: the largest instance the list limits below allow is about 1.5 MB of YAML, and
-PyYAML builds about 1 MB/s; a file 5x that size is junk, not a fleet."""
+"""8 MiB: the largest instance the list limits below allow is about 2 MB of YAML; plans
+are larger but JSON parses at ~30 MB/s. A bigger file is junk, not a fleet."""
 MAX_NESTING_DEPTH = 32
-"""Containers inside containers: the deepest fleetplan file (a plan) nests 6 levels; past
-32 it is a recursion bomb (100,000 levels crash a recursive parser)."""
+"""Containers inside containers: fleetplan's own files nest at most 7 levels (an
+`explain --json` report); 100,000 levels would crash a recursive parser."""
 MAX_DOCUMENT_NODES = 250_000
-"""Values (scalars, lists, mappings) after YAML alias expansion: the largest instance the
-list limits allow has about 100,000; a billion-laughs file expands to 10^9."""
+"""Values (scalars, lists, mappings) of a YAML file after alias expansion: the largest
+instance the list limits allow has about 160,000; PyYAML builds roughly 100,000 values a
+second, so this bounds a read to seconds, and a billion-laughs file (10^9) is refused
+after reading a few hundred bytes."""
 MAX_ISSUES_REPORTED = 50
 """Problems listed for one file; the rest are counted (a file of 10^5 junk keys would
 otherwise print 10^5 lines)."""

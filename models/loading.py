@@ -13,13 +13,13 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from models.documents import LineMap, dotted, read_document
+from models import limits
+from models.documents import LineMap, Lines, dotted, read_document
 from models.errors import InputError, Issue
 from models.instance import Instance, cross_check
-from models.limits import MAX_ISSUES_REPORTED
 from models.quantities import describe
 
-__all__ = ["LineMap", "load_instance", "read_document", "validate_instance"]
+__all__ = ["LineMap", "Lines", "load_instance", "read_document", "validate_instance"]
 
 
 def load_instance(path: str | Path) -> Instance:
@@ -33,43 +33,42 @@ def load_instance(path: str | Path) -> Instance:
     return validate_instance(data, str(path), lines)
 
 
-def validate_instance(
-    data: Any, file: str = "<instance>", lines: LineMap | None = None
-) -> Instance:
+def validate_instance(data: Any, file: str = "<instance>", lines: Lines | None = None) -> Instance:
     """Validate parsed data as an `Instance` and cross-check its references."""
-    lines = lines or {}
+    lines = {} if lines is None else lines
     if not isinstance(data, dict):
         kind = "empty" if data is None else f"a {type(data).__name__}"
         raise InputError([Issue(file, 1, "", f"an instance is a mapping of sections, got {kind}")])
     try:
         instance = Instance.model_validate(data)
     except ValidationError as error:
-        raise InputError(
-            _capped(file, [_issue_from_pydantic(item, file, lines) for item in error.errors()])
-        ) from None
+        shown = error.errors()[: limits.MAX_ISSUES_REPORTED]
+        issues = [_issue_from_pydantic(item, file, lines) for item in shown]
+        raise InputError(_capped(file, issues, error.error_count())) from None
     problems = cross_check(instance)
     if problems:
         raise InputError(
             _capped(
                 file,
                 [Issue(file, _line_for(path, lines), dotted(path), msg) for path, msg in problems],
+                len(problems),
             )
         )
     return instance
 
 
-def _capped(file: str, issues: list[Issue]) -> list[Issue]:
-    """The first `MAX_ISSUES_REPORTED` issues, then one that counts the rest."""
-    if len(issues) <= MAX_ISSUES_REPORTED:
+def _capped(file: str, issues: list[Issue], total: int) -> list[Issue]:
+    """The first `MAX_ISSUES_REPORTED` of `total` issues, then one that counts the rest."""
+    if total <= limits.MAX_ISSUES_REPORTED:
         return issues
-    rest = len(issues) - MAX_ISSUES_REPORTED
+    rest = total - limits.MAX_ISSUES_REPORTED
     return [
-        *issues[:MAX_ISSUES_REPORTED],
+        *issues[: limits.MAX_ISSUES_REPORTED],
         Issue(file, None, "", f"... and {rest:,} more problems (MAX_ISSUES_REPORTED)"),
     ]
 
 
-def _issue_from_pydantic(item: dict[str, Any], file: str, lines: LineMap) -> Issue:
+def _issue_from_pydantic(item: Any, file: str, lines: Lines) -> Issue:
     loc = tuple(part for part in item["loc"] if not _is_union_tag(part))
     message = item["msg"]
     if item["type"] == "extra_forbidden":
@@ -112,7 +111,7 @@ def _is_union_tag(part: str | int) -> bool:
     return isinstance(part, str) and ("[" in part or part in {"float", "int", "str", "none"})
 
 
-def _line_for(path: tuple[str | int, ...], lines: LineMap) -> int | None:
+def _line_for(path: tuple[str | int, ...], lines: Lines) -> int | None:
     for cut in range(len(path), -1, -1):
         line = lines.get(tuple(path[:cut]))
         if line is not None:

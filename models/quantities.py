@@ -30,7 +30,9 @@ def describe(value: float) -> str:
 
 
 def out_of_range(value: float, bound: Bound) -> str | None:
-    """Why `value` lies outside `bound`, or None when it lies inside."""
+    """Why `value` is not finite or lies outside `bound`, or None when it is fine."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"must be a finite number, got {value}"
     unit = f" {bound.unit}" if bound.unit else ""
     low_fails = value <= bound.low if bound.low_open else value < bound.low
     if low_fails:
@@ -65,9 +67,7 @@ def _schema_of(bound: Bound) -> dict[str, Any]:
 def real(bound: Bound) -> Any:
     """A finite float within `bound` (NaN and infinity rejected before the range)."""
     return Annotated[
-        float,
-        Field(allow_inf_nan=False, json_schema_extra=_schema_of(bound)),
-        AfterValidator(_check_within(bound)),
+        float, Field(json_schema_extra=_schema_of(bound)), AfterValidator(_check_within(bound))
     ]
 
 
