@@ -351,7 +351,9 @@ def _unknown(kind: str, name: str, known: list[str]) -> str:
 
 def _inline_message(kind: str, name: str, error: ValidationError, known: dict) -> str:
     details = "; ".join(
-        f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}" for item in error.errors()
+        f"{'.'.join(str(part) for part in item['loc'])}: "
+        f"{item['msg'].removeprefix('Value error, ')}"
+        for item in error.errors()
     )
     if name in known:
         return f"{kind} {name!r}: overrides are invalid: {details}"
