@@ -58,7 +58,8 @@ def read_document(path: str | Path, what: str = "instance") -> tuple[Any, Lines]
 
     Args:
         path: the file.
-        what: what the file holds, for messages ("instance", "plan", "golden").
+        what: what the file holds ("instance", "plan", "golden"), for messages; a JSON
+            instance is also held to `MAX_DOCUMENT_NODES` (YAML always is, for aliases).
 
     Raises:
         InputError: naming the file (and line where there is one) when the path is not a
