@@ -15,3 +15,5 @@ class ExitCode(IntEnum):
     """No plan can meet the requirements (or a configuration does not fit)."""
     TIME_LIMIT = 4
     """The solver found no plan within its time limit."""
+    INTERNAL_ERROR = 70
+    """A bug in fleetplan (EX_SOFTWARE): an unexpected error, reported in one line."""

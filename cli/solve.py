@@ -16,7 +16,8 @@ from cli.exit_codes import ExitCode
 from cli.tables import TableSpec, markdown_tables, print_tables
 from models.backend_names import BACKEND_NAMES
 from models.errors import InputError, Issue
-from models.loading import load_instance
+from models.instance import SolverSettings
+from models.loading import load_instance, read_document
 from solver.backends import UnknownBackendError
 from solver.errors import BackendUnavailable, Diagnosis, Infeasible, NoSolution, PlanRejected
 from solver.explain import Explanation, explain_solved
@@ -111,6 +112,7 @@ def _solve(
     threads: int | None,
 ) -> Solved:
     instance = load_instance(file)
+    _check_flags(time_limit, mip_gap, threads)
     settings = SolveSettings.of(instance, backend, time_limit, mip_gap, threads)
     try:
         return solve_program(instance, settings)
@@ -127,13 +129,30 @@ def _solve(
         raise typer.Exit(ExitCode.TIME_LIMIT) from None
 
 
+def _check_flags(time_limit: float | None, mip_gap: float | None, threads: int | None) -> None:
+    """The solver flags obey the bounds of the instance's `solver:` section (finite, a
+    time limit of at most a day, threads within the CPU count)."""
+    flags = {"time_limit_s": "--time-limit", "mip_gap": "--mip-gap", "threads": "--threads"}
+    given = dict(zip(flags, (time_limit, mip_gap, threads), strict=True))
+    try:
+        SolverSettings.model_validate(
+            {key: value for key, value in given.items() if value is not None}
+        )
+    except ValidationError as error:
+        raise InputError(
+            [
+                Issue(
+                    flags[str(item["loc"][0])], None, "", item["msg"].removeprefix("Value error, ")
+                )
+                for item in error.errors()
+            ]
+        ) from None
+
+
 def _read_plan(path: Path) -> Plan:
+    data, _ = read_document(path, what="plan")
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise InputError([Issue(str(path), None, "", f"cannot read: {error}")]) from None
-    try:
-        return Plan.model_validate_json(text)
+        return Plan.model_validate(data)
     except ValidationError as error:
         raise InputError(
             [

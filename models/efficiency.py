@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from models.hardware import GpuSpec
 from models.precision import Precision
+from models.quantities import BatchSequences, StepLatencyS, TokenCount
 
 _FILE = Path(__file__).parent / "catalog" / "efficiency.yaml"
 
@@ -67,12 +68,12 @@ class EfficiencyOverrides(BaseModel):
     hbm_fraction: float | None = Field(default=None, gt=0, le=1)
     scaleup_fraction: float | None = Field(default=None, gt=0, le=1)
     scaleout_fraction: float | None = Field(default=None, gt=0, le=1)
-    allreduce_latency_s: float | None = Field(default=None, ge=0)
-    pp_hop_latency_s: float | None = Field(default=None, ge=0)
-    step_overhead_s: float | None = Field(default=None, ge=0)
+    allreduce_latency_s: StepLatencyS | None = None
+    pp_hop_latency_s: StepLatencyS | None = None
+    step_overhead_s: StepLatencyS | None = None
     memory_reserve_fraction: float | None = Field(default=None, ge=0, lt=1)
-    prefill_chunk_tokens: int | None = Field(default=None, ge=256)
-    max_batch_sequences: int | None = Field(default=None, ge=1)
+    prefill_chunk_tokens: TokenCount | None = Field(default=None, ge=256)
+    max_batch_sequences: BatchSequences | None = None
 
 
 @cache

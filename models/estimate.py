@@ -64,7 +64,7 @@ class Incident(BaseModel):
     """A steady error rate held for some hours: give `burn_rate` (a multiple of the error
     budget, so it follows the SLO) or `error_rate` (a fraction of requests)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     burn_rate: float | None = Field(default=None, ge=0)
     """Error rate over the budget: 1.0 spends the budget exactly over the window."""
@@ -94,7 +94,7 @@ Utilization = Annotated[float, Field(ge=0, lt=1)]
 class EstimateAssumptions(BaseModel):
     """Every assumption of the estimate; the defaults are the worked example."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     requests_per_day: float = Field(default=2_000_000.0, gt=0)
     """Requests in an average day."""

@@ -3,6 +3,17 @@
 from pydantic import BaseModel, ConfigDict, Field
 
 from models.precision import Precision
+from models.quantities import (
+    GpusPerNode,
+    HbmGib,
+    HbmTbS,
+    PowerW,
+    ScaleoutGbitS,
+    ScaleupGbS,
+    StartTimeS,
+    Tflops,
+    UsdPerGpuHour,
+)
 
 
 class DenseTflops(BaseModel):
@@ -10,11 +21,11 @@ class DenseTflops(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    bf16: float = Field(gt=0)
+    bf16: Tflops
     """Dense BF16 tensor TFLOPS (never the 'with sparsity' figure)."""
-    fp8: float | None = Field(default=None, gt=0)
+    fp8: Tflops | None = None
     """Dense FP8 tensor TFLOPS, or None when the GPU has no FP8 tensor cores."""
-    fp4: float | None = Field(default=None, gt=0)
+    fp4: Tflops | None = None
     """Dense FP4 tensor TFLOPS, or None when the GPU has no FP4 tensor cores."""
 
     def for_precision(self, precision: Precision) -> float | None:
@@ -33,23 +44,23 @@ class GpuSpec(BaseModel):
     """Catalog key, e.g. `h100-sxm`."""
     display_name: str = ""
     """Human name, e.g. `NVIDIA H100 SXM5 80GB`."""
-    hbm_gib: float = Field(gt=0)
+    hbm_gib: HbmGib
     """Device memory in GiB."""
-    hbm_tb_s: float = Field(gt=0)
+    hbm_tb_s: HbmTbS
     """Peak memory bandwidth in TB/s (1e12 bytes/s)."""
     dense_tflops: DenseTflops
     """Dense tensor TFLOPS per precision."""
-    scaleup_gb_s: float = Field(gt=0)
+    scaleup_gb_s: ScaleupGbS
     """Scale-up link bandwidth per GPU, one direction, GB/s (NVLink, Infinity Fabric, PCIe)."""
-    gpus_per_node: int = Field(gt=0)
+    gpus_per_node: GpusPerNode
     """GPUs in one scale-up domain."""
-    scaleout_gbit_s: float = Field(gt=0)
+    scaleout_gbit_s: ScaleoutGbitS
     """Scale-out NIC bandwidth per GPU, Gbit/s."""
-    tdp_w: float = Field(gt=0)
+    tdp_w: PowerW
     """Board power, W."""
-    price_per_gpu_hour: float = Field(gt=0)
+    price_per_gpu_hour: UsdPerGpuHour
     """Default price, USD per GPU-hour; regions override it."""
-    replica_start_s: float = Field(default=300.0, ge=0)
+    replica_start_s: StartTimeS = 300.0
     """Seconds for a replica to load and become ready."""
     sources: dict[str, str] = Field(default_factory=dict)
     """Where each number comes from, by field name."""

@@ -10,7 +10,7 @@ from difflib import get_close_matches
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Self
+from typing import Annotated, Any, Self
 
 from pydantic import (
     BaseModel,
@@ -22,13 +22,28 @@ from pydantic import (
     model_validator,
 )
 
-from models import catalog
+from models import catalog, limits
 from models.backend_names import DEFAULT_BACKEND, BackendName
 from models.efficiency import EfficiencyOverrides
 from models.hardware import GpuSpec
 from models.hf_config import HfConfigError, default_model_name, load_hf_config
 from models.llm import LlmSpec
 from models.precision import Precision
+from models.quantities import (
+    Availability,
+    GpuCount,
+    HitRate,
+    HoursPerMonth,
+    LatencyMs,
+    MipGap,
+    ParallelDegree,
+    RttMs,
+    Threads,
+    TimeLimitS,
+    UsdPerGpuHour,
+    Zones,
+    at_most,
+)
 from models.traffic import Demand, TokenDistribution
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
@@ -46,6 +61,9 @@ def _overridable(spec: type[BaseModel], entry_name: str, doc: str) -> type[BaseM
         annotation = info.annotation
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             annotation = dict[str, float | None]
+        elif info.metadata:
+            # keep the field's bounds (they live in the metadata, not the annotation)
+            annotation = Annotated[(annotation, *info.metadata)]
         fields[field_name] = (annotation | None, Field(default=None, description=info.description))
     return create_model(entry_name, __config__=_STRICT, __doc__=doc, **fields)
 
@@ -73,7 +91,9 @@ class ModelEntry(LlmOverrides):  # type: ignore[misc, valid-type]
     """A Hugging Face config.json to build the model from instead of the catalog (path
     relative to the instance file); `name` then defaults to the config's folder name, or
     the file's stem when the file is not called config.json."""
-    weight_precisions: list[Precision] = Field(default=[Precision.BF16], min_length=1)
+    weight_precisions: Annotated[list[Precision], at_most(limits.CHOICES)] = Field(
+        default=[Precision.BF16], min_length=1
+    )
     """Weight precisions the planner may choose from."""
     kv_precision: Precision | None = None
     """KV-cache precision; default: the weight precision, but never below fp8."""
@@ -107,9 +127,9 @@ class Supply(BaseModel):
 
     model_config = _STRICT
 
-    max_gpus: int = Field(ge=0)
+    max_gpus: GpuCount
     """GPUs that can be bought or rented in addition to the existing fleet."""
-    price_per_gpu_hour: float | None = Field(default=None, gt=0)
+    price_per_gpu_hour: UsdPerGpuHour | None = None
     """USD per GPU-hour; default: the catalog price."""
     reserved_price_per_gpu_hour: float | None = Field(default=None, gt=0)
     """USD per committed GPU-hour, paid every hour of the month whether used or not
@@ -138,11 +158,13 @@ class Region(BaseModel):
     model_config = _STRICT
 
     name: str = Field(min_length=1)
-    supply: dict[str, Supply] = Field(default_factory=dict)
+    supply: Annotated[dict[str, Supply], at_most(limits.GPU_TYPES)] = Field(default_factory=dict)
     """Per GPU type: how many more can be had, at what price."""
-    existing: dict[str, int] = Field(default_factory=dict)
+    existing: Annotated[dict[str, GpuCount], at_most(limits.GPU_TYPES)] = Field(
+        default_factory=dict
+    )
     """Per GPU type: GPUs already owned here (already paid for; usable at no cost)."""
-    zones: int = Field(default=1, ge=1)
+    zones: Zones = 1
     """Availability zones; replicas spread evenly over them (`survive: zone`)."""
     utc_offset_hours: float = Field(default=0.0, ge=-12, le=14)
     """Local time minus UTC, hours (may be fractional, e.g. 5.5): where this region's
@@ -158,13 +180,13 @@ class Slo(BaseModel):
 
     model_config = _STRICT
 
-    ttft_p99_ms: float | None = Field(default=None, gt=0)
+    ttft_p99_ms: LatencyMs | None = None
     """99th-percentile time to first token, ms (queue wait + prefill)."""
-    tpot_p99_ms: float | None = Field(default=None, gt=0)
+    tpot_p99_ms: LatencyMs | None = None
     """99th-percentile time per output token, ms."""
-    availability: float | None = Field(default=None, gt=0, lt=1)
+    availability: Availability | None = None
     """Fraction of requests that must succeed, e.g. 0.999."""
-    max_failover_rtt_ms: float | None = Field(default=None, ge=0)
+    max_failover_rtt_ms: RttMs | None = None
     """Users may be served this far away (round trip) when their region is lost;
     default: anywhere reachable over `links`."""
 
@@ -182,11 +204,11 @@ class Workload(BaseModel):
     name: str = Field(min_length=1)
     model: str = Field(min_length=1)
     """Name of an entry in `models`."""
-    demand: dict[str, Demand] = Field(min_length=1)
+    demand: Annotated[dict[str, Demand], at_most(limits.REGIONS)] = Field(min_length=1)
     """Per region: a daily volume with a peak factor, or a peak rate."""
     prompt_tokens: TokenDistribution
     output_tokens: TokenDistribution
-    prefix_cache_hit_rate: float = Field(default=0.0, ge=0, lt=1)
+    prefix_cache_hit_rate: HitRate = 0.0
     """Fraction of prompt tokens served from a prefix cache (not recomputed)."""
     slo: Slo = Field(default_factory=Slo)
     deadline_hours: float | None = Field(default=None, gt=0)
@@ -226,13 +248,17 @@ class Policy(BaseModel):
     model_config = _STRICT
 
     survive: Survive = Survive.NONE
-    tensor_parallel: list[int] = Field(default=[1, 2, 4, 8], min_length=1)
+    tensor_parallel: Annotated[list[ParallelDegree], at_most(limits.CHOICES)] = Field(
+        default=[1, 2, 4, 8], min_length=1
+    )
     """TP degrees to consider."""
-    pipeline_parallel: list[int] = Field(default=[1], min_length=1)
+    pipeline_parallel: Annotated[list[ParallelDegree], at_most(limits.CHOICES)] = Field(
+        default=[1], min_length=1
+    )
     """PP degrees to consider."""
     disaggregation: bool = False
     """Whether prefill and decode may run in separate pools."""
-    hours_per_month: float = Field(default=730, gt=0, le=744)
+    hours_per_month: HoursPerMonth = 730
     colocation: bool = False
     """Whether several workloads may share replica groups (co-resident engines, multi-LoRA,
     swapping); off by default, so every workload gets its own replicas."""
@@ -261,9 +287,9 @@ class SolverSettings(BaseModel):
     model_config = _STRICT
 
     backend: BackendName = DEFAULT_BACKEND
-    time_limit_s: float = Field(default=60, gt=0)
-    mip_gap: float = Field(default=1e-3, ge=0, lt=1)
-    threads: int = Field(default=1, ge=1)
+    time_limit_s: TimeLimitS = 60
+    mip_gap: MipGap = 1e-3
+    threads: Threads = 1
 
 
 class Instance(BaseModel):
@@ -273,12 +299,14 @@ class Instance(BaseModel):
 
     name: str = Field(min_length=1)
     description: str = ""
-    gpus: list[GpuEntry] = Field(min_length=1)
-    models: list[ModelEntry] = Field(min_length=1)
-    regions: list[Region] = Field(min_length=1)
-    links: list[tuple[str, str, float]] = Field(default_factory=list)
+    gpus: Annotated[list[GpuEntry], at_most(limits.GPU_TYPES)] = Field(min_length=1)
+    models: Annotated[list[ModelEntry], at_most(limits.MODELS)] = Field(min_length=1)
+    regions: Annotated[list[Region], at_most(limits.REGIONS)] = Field(min_length=1)
+    links: Annotated[list[tuple[str, str, RttMs]], at_most(limits.LINKS)] = Field(
+        default_factory=list
+    )
     """Region graph: `[a, b, round-trip ms]`."""
-    workloads: list[Workload] = Field(min_length=1)
+    workloads: Annotated[list[Workload], at_most(limits.WORKLOADS)] = Field(min_length=1)
     policy: Policy = Field(default_factory=Policy)
     solver: SolverSettings = Field(default_factory=SolverSettings)
     efficiency: EfficiencyOverrides | None = None
@@ -534,7 +562,9 @@ def _unknown(kind: str, name: str, known: list[str]) -> str:
 
 def _inline_message(kind: str, name: str, error: ValidationError, known: dict) -> str:
     details = "; ".join(
-        f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}" for item in error.errors()
+        f"{'.'.join(str(part) for part in item['loc'])}: "
+        f"{item['msg'].removeprefix('Value error, ')}"
+        for item in error.errors()
     )
     if name in known:
         return f"{kind} {name!r}: overrides are invalid: {details}"

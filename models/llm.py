@@ -15,6 +15,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from models.precision import Precision
+from models.quantities import Layers, ParamsB, Shape, TokenCount
 
 
 class Attention(StrEnum):
@@ -32,47 +33,47 @@ class LlmSpec(BaseModel):
     name: str
     """Catalog key, e.g. `llama-3.3-70b`."""
     display_name: str = ""
-    layers: int = Field(gt=0)
+    layers: Layers
     """Transformer blocks (num_hidden_layers)."""
-    hidden_size: int = Field(gt=0)
-    intermediate_size: int = Field(gt=0)
+    hidden_size: Shape = Field(gt=0)
+    intermediate_size: Shape = Field(gt=0)
     """Dense SwiGLU MLP width (also the dense layers of an MoE model)."""
-    attention_heads: int = Field(gt=0)
-    kv_heads: int = Field(gt=0)
+    attention_heads: Shape = Field(gt=0)
+    kv_heads: Shape = Field(gt=0)
     """Key/value heads (GQA groups); equal to attention_heads for MHA."""
-    head_dim: int = Field(gt=0)
-    vocab_size: int = Field(gt=0)
+    head_dim: Shape = Field(gt=0)
+    vocab_size: Shape = Field(gt=0)
     tie_embeddings: bool = False
-    max_context_tokens: int = Field(gt=0)
+    max_context_tokens: TokenCount
     attention: Attention = Attention.GQA
     qkv_bias: bool = False
-    experts: int = Field(default=0, ge=0)
+    experts: Shape = 0
     """Routed experts per MoE layer; 0 for a dense model."""
-    experts_per_token: int = Field(default=0, ge=0)
-    shared_experts: int = Field(default=0, ge=0)
-    moe_intermediate_size: int = Field(default=0, ge=0)
-    first_dense_layers: int = Field(default=0, ge=0)
+    experts_per_token: Shape = 0
+    shared_experts: Shape = 0
+    moe_intermediate_size: Shape = 0
+    first_dense_layers: Shape = 0
     """Leading layers with a dense MLP in an MoE model."""
-    moe_layer_step: int = Field(default=1, ge=1)
+    moe_layer_step: Shape = Field(default=1, ge=1)
     """After the leading dense layers, every `moe_layer_step`-th layer is MoE and the rest
     are dense (Llama 4 Maverick's interleave_moe_layer_step 2; 1: every layer is MoE)."""
     expert_weight_precision: Precision | None = None
     """Storage precision the checkpoint fixes for the routed and shared experts (GPT-OSS
     ships MXFP4 experts, dequantised in the expert GEMMs on GPUs without FP4 tensor
     cores); None: experts are stored like every other linear layer."""
-    sliding_window_tokens: int = Field(default=0, ge=0)
+    sliding_window_tokens: Shape = 0
     """Window of the layers that attend only to recent tokens (GPT-OSS sliding window 128;
     Llama 4 chunked attention 8192, taken as a window); 0: none."""
-    sliding_window_layers: int = Field(default=0, ge=0)
+    sliding_window_layers: Shape = 0
     """Layers with windowed attention; the other layers attend to the whole context."""
-    q_lora_rank: int = Field(default=0, ge=0)
-    kv_lora_rank: int = Field(default=0, ge=0)
-    qk_nope_head_dim: int = Field(default=0, ge=0)
-    qk_rope_head_dim: int = Field(default=0, ge=0)
-    v_head_dim: int = Field(default=0, ge=0)
-    published_params_b: float = Field(gt=0)
+    q_lora_rank: Shape = 0
+    kv_lora_rank: Shape = 0
+    qk_nope_head_dim: Shape = 0
+    qk_rope_head_dim: Shape = 0
+    v_head_dim: Shape = 0
+    published_params_b: ParamsB
     """Total parameters as published, billions."""
-    published_active_params_b: float = Field(gt=0)
+    published_active_params_b: ParamsB
     """Parameters used per token as published, billions."""
     sources: dict[str, str] = Field(default_factory=dict)
 

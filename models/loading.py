@@ -1,23 +1,25 @@
 """Reading instance files: YAML (safe loading only) or JSON, validated in full.
 
 Every error reads `FILE:LINE: field.path: message`, with the line wherever the file
-gives one, and all errors are reported at once.
+gives one, and all errors are reported at once (up to `MAX_ISSUES_REPORTED`, then a
+count). Reading itself is bounded by `models.documents.read_document`.
 """
 
-import json
 import types
 import typing
 from difflib import get_close_matches
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
+from models import limits
+from models.documents import LineMap, Lines, dotted, read_document
 from models.errors import InputError, Issue
 from models.instance import Instance, cross_check
+from models.quantities import describe
 
-LineMap = dict[tuple[str | int, ...], int]
+__all__ = ["LineMap", "Lines", "load_instance", "read_document", "validate_instance"]
 
 
 def load_instance(path: str | Path) -> Instance:
@@ -27,51 +29,19 @@ def load_instance(path: str | Path) -> Instance:
         InputError: with every problem found, each naming file, line and field.
     """
     path = Path(path)
-    data, lines = read_document(path)
+    data, lines = read_document(path, what="instance")
     return validate_instance(data, str(path), lines, instance_dir=path.parent)
-
-
-def read_document(path: Path) -> tuple[Any, LineMap]:
-    """Parse a YAML or JSON file into plain data and a map from field path to line."""
-    name = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError([Issue(name, None, "", "no such file")]) from None
-    except IsADirectoryError:
-        raise InputError([Issue(name, None, "", "is a directory, not an instance file")]) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError([Issue(name, None, "", f"cannot read: {error}")]) from None
-
-    if path.suffix.lower() == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise InputError([Issue(name, error.lineno, "", f"JSON syntax: {error.msg}")]) from None
-    elif path.suffix.lower() in (".yaml", ".yml"):
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as error:
-            mark = getattr(error, "problem_mark", None)
-            line = mark.line + 1 if mark is not None else None
-            problem = getattr(error, "problem", None) or str(error)
-            raise InputError([Issue(name, line, "", f"YAML syntax: {problem}")]) from None
-    else:
-        raise InputError(
-            [Issue(name, None, "", f"unknown file type {path.suffix!r}: use .yaml, .yml or .json")]
-        )
-    return data, _line_map(text)
 
 
 def validate_instance(
     data: Any,
     file: str = "<instance>",
-    lines: LineMap | None = None,
+    lines: Lines | None = None,
     instance_dir: Path | None = None,
 ) -> Instance:
     """Validate parsed data as an `Instance` and cross-check its references; paths in the
     data (`models[].config`) are relative to `instance_dir` (default: the working folder)."""
-    lines = lines or {}
+    lines = {} if lines is None else lines
     if not isinstance(data, dict):
         kind = "empty" if data is None else f"a {type(data).__name__}"
         raise InputError([Issue(file, 1, "", f"an instance is a mapping of sections, got {kind}")])
@@ -79,18 +49,33 @@ def validate_instance(
         context = {"instance_dir": str(instance_dir)} if instance_dir is not None else None
         instance = Instance.model_validate(data, context=context)
     except ValidationError as error:
-        raise InputError(
-            [_issue_from_pydantic(item, file, lines) for item in error.errors()]
-        ) from None
+        shown = error.errors()[: limits.MAX_ISSUES_REPORTED]
+        issues = [_issue_from_pydantic(item, file, lines) for item in shown]
+        raise InputError(_capped(file, issues, error.error_count())) from None
     problems = cross_check(instance)
     if problems:
         raise InputError(
-            [Issue(file, _line_for(path, lines), _dotted(path), msg) for path, msg in problems]
+            _capped(
+                file,
+                [Issue(file, _line_for(path, lines), dotted(path), msg) for path, msg in problems],
+                len(problems),
+            )
         )
     return instance
 
 
-def _issue_from_pydantic(item: dict[str, Any], file: str, lines: LineMap) -> Issue:
+def _capped(file: str, issues: list[Issue], total: int) -> list[Issue]:
+    """The first `MAX_ISSUES_REPORTED` of `total` issues, then one that counts the rest."""
+    if total <= limits.MAX_ISSUES_REPORTED:
+        return issues
+    rest = total - limits.MAX_ISSUES_REPORTED
+    return [
+        *issues[: limits.MAX_ISSUES_REPORTED],
+        Issue(file, None, "", f"... and {rest:,} more problems (MAX_ISSUES_REPORTED)"),
+    ]
+
+
+def _issue_from_pydantic(item: Any, file: str, lines: Lines) -> Issue:
     loc = tuple(part for part in item["loc"] if not _is_union_tag(part))
     message = item["msg"]
     if item["type"] == "extra_forbidden":
@@ -106,11 +91,26 @@ def _issue_from_pydantic(item: dict[str, Any], file: str, lines: LineMap) -> Iss
             message += f" (allowed: {', '.join(allowed)})"
     elif item["type"] == "missing":
         message = "required field is missing"
+    elif item["type"] == "finite_number":
+        message = f"must be a finite number, got {_shown(item.get('input'))}"
+    elif item["type"] == "int_parsing_size":
+        message = f"integer too large to represent, got {_shown(item.get('input'))}"
     elif "input" in item and item["type"] not in ("value_error", "assertion_error"):
-        message += f" (got {item['input']!r})"
+        message += f" (got {_shown(item['input'])})"
     if message.startswith("Value error, "):
         message = message[len("Value error, ") :]
-    return Issue(file, _line_for(loc, lines), _dotted(loc), message)
+    return Issue(file, _line_for(loc, lines), dotted(loc), message)
+
+
+def _shown(value: Any) -> str:
+    """A short rendering of an input value (huge integers and long strings cut)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return describe(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an integer too long to print
+        return "a value too large to print"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _is_union_tag(part: str | int) -> bool:
@@ -118,43 +118,12 @@ def _is_union_tag(part: str | int) -> bool:
     return isinstance(part, str) and ("[" in part or part in {"float", "int", "str", "none"})
 
 
-def _dotted(path: tuple[str | int, ...]) -> str:
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
-def _line_for(path: tuple[str | int, ...], lines: LineMap) -> int | None:
+def _line_for(path: tuple[str | int, ...], lines: Lines) -> int | None:
     for cut in range(len(path), -1, -1):
         line = lines.get(tuple(path[:cut]))
         if line is not None:
             return line
     return None
-
-
-def _line_map(text: str) -> LineMap:
-    """Line (1-based) of every mapping key and sequence item, by field path."""
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return {}
-    lines: LineMap = {}
-
-    def walk(node: yaml.Node, path: tuple[str | int, ...]) -> None:
-        lines.setdefault(path, node.start_mark.line + 1)
-        if isinstance(node, yaml.MappingNode):
-            for key_node, value_node in node.value:
-                key_path = (*path, str(key_node.value))
-                lines[key_path] = key_node.start_mark.line + 1
-                walk(value_node, key_path)
-        elif isinstance(node, yaml.SequenceNode):
-            for index, child in enumerate(node.value):
-                walk(child, (*path, index))
-
-    if root is not None:
-        walk(root, ())
-    return lines
 
 
 def _fields_at(model: type[BaseModel], path: tuple[str | int, ...]) -> list[str]:

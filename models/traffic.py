@@ -1,9 +1,19 @@
 """Traffic descriptions: request rates per region and token-length distributions."""
 
 import math
-from typing import Self
+from typing import Annotated, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from models.limits import HISTOGRAM_BUCKETS
+from models.quantities import (
+    HistogramWeight,
+    PeakToAverage,
+    RequestRate,
+    RequestsPerDay,
+    Tokens,
+    at_most,
+)
 
 SECONDS_PER_DAY = 86_400
 HOURS_PER_DAY = 24
@@ -41,11 +51,11 @@ class Demand(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    requests_per_day: float | None = Field(default=None, gt=0)
+    requests_per_day: RequestsPerDay | None = None
     """Requests in an average day."""
-    peak_to_average: float = Field(default=1.0, ge=1)
+    peak_to_average: PeakToAverage = 1.0
     """Peak-hour rate over the daily average rate (diurnal and bursty traffic)."""
-    peak_requests_per_s: float | None = Field(default=None, gt=0)
+    peak_requests_per_s: RequestRate | None = None
     """The peak rate itself, requests/s; replaces requests_per_day x peak_to_average."""
     hourly_profile: list[float] | None = None
     """24 relative weights, one per local hour 0-23 of the region (normalised to a mean
@@ -115,9 +125,11 @@ class TokenDistribution(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    mean: float | None = Field(default=None, gt=0)
-    p99: float | None = Field(default=None, gt=0)
-    histogram: list[tuple[float, float]] | None = Field(default=None, min_length=1)
+    mean: Tokens | None = None
+    p99: Tokens | None = None
+    histogram: (
+        Annotated[list[tuple[Tokens, HistogramWeight]], at_most(HISTOGRAM_BUCKETS)] | None
+    ) = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
     def _one_form(self) -> Self:
