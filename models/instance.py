@@ -31,22 +31,32 @@ from models.llm import LlmSpec
 from models.precision import Precision
 from models.quantities import (
     Availability,
+    BurstFactor,
+    DeadlineHours,
     GpuCount,
     HitRate,
+    HorizonMonths,
     HoursPerMonth,
+    InterruptionsPerHour,
     LatencyMs,
+    LeadTimeMonths,
+    LoraRank,
     MipGap,
+    MonthlyGrowth,
     ParallelDegree,
+    Probability,
     RttMs,
+    StartTimeS,
     Threads,
     TimeLimitS,
     UsdPerGpuHour,
+    UtcOffsetHours,
     Zones,
     at_most,
 )
 from models.traffic import Demand, TokenDistribution
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
+_STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def _overridable(spec: type[BaseModel], entry_name: str, doc: str) -> type[BaseModel]:
@@ -100,7 +110,7 @@ class ModelEntry(LlmOverrides):  # type: ignore[misc, valid-type]
     base: str | None = Field(default=None, min_length=1)
     """This entry is a LoRA adapter of `base` (another `models` entry or a catalog model):
     it inherits the base's architecture and may be served by the base's replicas."""
-    rank: int | None = Field(default=None, gt=0)
+    rank: LoraRank | None = None
     """LoRA rank of an adapter (only with `base`); default `models.lora.DEFAULT_LORA_RANK`."""
 
     @property
@@ -131,15 +141,15 @@ class Supply(BaseModel):
     """GPUs that can be bought or rented in addition to the existing fleet."""
     price_per_gpu_hour: UsdPerGpuHour | None = None
     """USD per GPU-hour; default: the catalog price."""
-    reserved_price_per_gpu_hour: float | None = Field(default=None, gt=0)
+    reserved_price_per_gpu_hour: UsdPerGpuHour | None = None
     """USD per committed GPU-hour, paid every hour of the month whether used or not
     (`models.pricing_tiers`); default: no commitment on offer."""
-    max_on_demand_gpus: int | None = Field(default=None, ge=0)
+    max_on_demand_gpus: GpuCount | None = None
     """At most this many GPUs on demand (above the committed count) in any hour;
     default: up to `max_gpus`."""
-    spot_price_per_gpu_hour: float | None = Field(default=None, gt=0)
+    spot_price_per_gpu_hour: UsdPerGpuHour | None = None
     """USD per spot GPU-hour (interruptible); default: no spot on offer."""
-    spot_interruptions_per_hour: float | None = Field(default=None, ge=0)
+    spot_interruptions_per_hour: InterruptionsPerHour | None = None
     """Interruptions per spot replica per hour (Poisson); required with a spot price."""
 
     @model_validator(mode="after")
@@ -166,10 +176,10 @@ class Region(BaseModel):
     """Per GPU type: GPUs already owned here (already paid for; usable at no cost)."""
     zones: Zones = 1
     """Availability zones; replicas spread evenly over them (`survive: zone`)."""
-    utc_offset_hours: float = Field(default=0.0, ge=-12, le=14)
+    utc_offset_hours: UtcOffsetHours = 0.0
     """Local time minus UTC, hours (may be fractional, e.g. 5.5): where this region's
     `hourly_profile` falls on the UTC clock the program plans in."""
-    failure_probability_per_year: float | None = Field(default=None, ge=0, lt=1)
+    failure_probability_per_year: Probability | None = None
     """Chance the region is lost at least once in a year; default: not stated (no
     expected budget burn is reported)."""
 
@@ -211,10 +221,10 @@ class Workload(BaseModel):
     prefix_cache_hit_rate: HitRate = 0.0
     """Fraction of prompt tokens served from a prefix cache (not recomputed)."""
     slo: Slo = Field(default_factory=Slo)
-    deadline_hours: float | None = Field(default=None, gt=0)
+    deadline_hours: DeadlineHours | None = None
     """Batch work: each request may be served any time within this many hours of its
     arrival (no latency SLO); default: interactive."""
-    monthly_growth: float | None = Field(default=None, gt=-1)
+    monthly_growth: MonthlyGrowth | None = None
     """Demand growth per month as a fraction (0.05 = +5%/month) over
     `policy.horizon_months`; default: `policy.monthly_growth`."""
 
@@ -262,22 +272,22 @@ class Policy(BaseModel):
     colocation: bool = False
     """Whether several workloads may share replica groups (co-resident engines, multi-LoRA,
     swapping); off by default, so every workload gets its own replicas."""
-    replica_start_s: float | None = Field(default=None, ge=0)
+    replica_start_s: StartTimeS | None = None
     """Seconds from starting a replica to serving (image pull + weight load + warm-up),
     for every GPU type; a `gpus[]` entry's own `replica_start_s` wins; default: the
     catalog value per GPU."""
-    failover_start_s: float | None = Field(default=None, ge=0)
+    failover_start_s: StartTimeS | None = None
     """Seconds after a loss before replicas started elsewhere serve (detection +
     replica start); default: the replica start time of the GPU type."""
-    scale_detection_s: float = Field(default=60.0, ge=0)
+    scale_detection_s: StartTimeS = 60.0
     """Seconds the autoscaler takes to see a rise and act (metric window + decision)."""
-    burst_factor: float = Field(default=1.0, ge=1)
+    burst_factor: BurstFactor = 1.0
     """Multiplier on the profile's steepest ramp that the warm headroom must absorb."""
-    horizon_months: int | None = Field(default=None, ge=1, le=120)
+    horizon_months: HorizonMonths | None = None
     """Months to plan procurement over; default: one static month."""
-    monthly_growth: float = Field(default=0.0, gt=-1)
+    monthly_growth: MonthlyGrowth = 0.0
     """Demand growth per month as a fraction, for workloads without their own."""
-    lead_time_months: int = Field(default=0, ge=0)
+    lead_time_months: LeadTimeMonths = 0
     """Months between ordering committed capacity and having it to serve."""
 
 

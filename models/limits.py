@@ -170,6 +170,31 @@ SHAPE = Bound(2**20, "", "4x the largest released shape, a vocabulary of 256,000
 PARAMS_B = Bound(100_000, "billion parameters", "50x the largest published model, about 2,000 B")
 
 
+# --- time, pricing tiers, co-location ---------------------------------------------------
+
+UTC_OFFSET_HOURS = Bound(
+    14, "hours", "time zones run from UTC-12 to UTC+14", low=-12.0, low_open=False
+)
+PROBABILITY = Bound(1.0, "", "a probability below 1", low_open=False, high_open=True)
+INTERRUPTIONS_PER_HOUR = Bound(
+    60, "per hour", "a spot replica taken back every minute serves nothing", low_open=False
+)
+DEADLINE_HOURS = Bound(24 * 31, "hours", "batch work due beyond a month is not a daily plan")
+MONTHLY_GROWTH = Bound(
+    10, "", "demand growing 11x every month is a typo for a percentage", low=-1.0
+)
+BURST_FACTOR = Bound(
+    100,
+    "",
+    "a burst 100x above the steepest ramp is an outage, not a ramp",
+    low=1.0,
+    low_open=False,
+)
+HORIZON_MONTHS = Bound(120, "months", "ten years of procurement", low=1.0, low_open=False)
+LEAD_TIME_MONTHS = Bound(60, "months", "five years between order and delivery", low_open=False)
+LORA_RANK = Bound(65_536, "", "LoRA ranks are 4 to 256; above the widest layer means no LoRA")
+
+
 def max_threads() -> int:
     """Solver threads allowed on this machine: its CPU count.
 

@@ -168,3 +168,21 @@ Shape = whole(limits.SHAPE)
 """An architecture dimension (width, head count, vocabulary, expert count), >= 0."""
 ParamsB = real(limits.PARAMS_B)
 """Parameters, billions."""
+UtcOffsetHours = real(limits.UTC_OFFSET_HOURS)
+"""Local time minus UTC, hours."""
+Probability = real(limits.PROBABILITY)
+"""A probability in [0, 1)."""
+InterruptionsPerHour = real(limits.INTERRUPTIONS_PER_HOUR)
+"""Spot interruptions per replica per hour."""
+DeadlineHours = real(limits.DEADLINE_HOURS)
+"""Hours within which batch work must be served."""
+MonthlyGrowth = real(limits.MONTHLY_GROWTH)
+"""Demand growth per month as a fraction (> -1)."""
+BurstFactor = real(limits.BURST_FACTOR)
+"""A multiplier >= 1 on a ramp."""
+HorizonMonths = whole(limits.HORIZON_MONTHS)
+"""Months of a procurement horizon."""
+LeadTimeMonths = whole(limits.LEAD_TIME_MONTHS)
+"""Months between order and delivery."""
+LoraRank = whole(limits.LORA_RANK)
+"""A LoRA adapter's rank."""
