@@ -56,7 +56,7 @@ from models.quantities import (
 )
 from models.traffic import Demand, TokenDistribution
 
-_STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+_STRICT = ConfigDict(extra="forbid", frozen=True)
 
 
 def _overridable(spec: type[BaseModel], entry_name: str, doc: str) -> type[BaseModel]:
