@@ -1,33 +1,104 @@
-"""The `fleetplan` application: registers every command and maps errors to exit codes."""
+"""The `fleetplan` application: registers every command and maps errors to exit codes.
 
+Commands load when they run, not when the program starts: `fleetplan --help` and
+`fleetplan catalog gpus` never import the solver, its backends (HiGHS, OR-Tools, PuLP) or
+the physics they do not use. Each command is named here with the module that holds its
+function; its one-line summary for `--help` is read from that function's docstring in the
+source, without importing the module.
+"""
+
+import ast
+import importlib
+import importlib.util
 import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
 
 import typer
-from rich.markup import escape
+from typer import _click
+from typer.core import TyperCommand, TyperGroup
 
-from cli import batch, estimate, inputs, perf, simulate, solve
-from cli.console import err, report_input_error
 from cli.exit_codes import ExitCode
 from models.errors import InputError
 
+COMMANDS: dict[str, str] = {
+    "validate": "cli.inputs",
+    "catalog": "cli.inputs",
+    "schema": "cli.inputs",
+    "estimate": "cli.estimate",
+    "headroom": "cli.estimate",
+    "solve": "cli.solve",
+    "verify": "cli.solve",
+    "explain": "cli.solve",
+    "batch": "cli.batch",
+    "perf": "cli.perf",
+    "simulate": "cli.simulate",
+}
+"""Command name -> the module holding the function of that name, in `--help` order."""
+
+
+@cache
+def summary(name: str) -> str:
+    """The first sentence of command `name`'s docstring, read from its module's source."""
+    spec = importlib.util.find_spec(COMMANDS[name])
+    if spec is None or spec.origin is None:
+        return ""
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            paragraph = " ".join((ast.get_docstring(node) or "").split("\n\n")[0].split())
+            return paragraph.split("; ")[0].split(". ")[0].rstrip(".") + "."
+    return ""
+
+
+@cache
+def load_command(name: str) -> _click.Command:
+    """The real command `name`: its module imported and its function built by typer."""
+    function = getattr(importlib.import_module(COMMANDS[name]), name)
+    single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    single.command(name=name)(function)
+    command = typer.main.get_command(single)
+    command.name = name
+    return command
+
+
+class LazyCommand(TyperCommand):
+    """A command known by name and summary until it is used; then the real one takes over
+    (its context, parameters, help and invocation)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, short_help=summary(name), help=summary(name))
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra):
+        return load_command(self.name).make_context(info_name, args, parent=parent, **extra)
+
+    def invoke(self, ctx: _click.Context) -> Any:
+        return load_command(self.name).invoke(ctx)
+
+
+class LazyGroup(TyperGroup):
+    """The top-level group: lists `COMMANDS` and loads only the one that runs."""
+
+    def list_commands(self, ctx: _click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
+        return LazyCommand(cmd_name) if cmd_name in COMMANDS else None
+
+
 app = typer.Typer(
     name="fleetplan",
-    help="Plan GPU fleets for LLM serving: what to buy, where, laid out how, at what cost.",
+    cls=LazyGroup,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-app.command()(inputs.validate)
-app.command()(inputs.catalog)
-app.command()(inputs.schema)
-app.command()(estimate.estimate)
-app.command()(estimate.headroom)
-app.command()(solve.solve)
-app.command()(solve.verify)
-app.command()(solve.explain)
-app.command()(batch.batch)
-app.command()(perf.perf)
-app.command()(simulate.simulate)
+
+
+@app.callback()
+def fleetplan() -> None:
+    """Plan GPU fleets for LLM serving: what to buy, where, laid out how, at what cost."""
 
 
 def main() -> None:
@@ -40,18 +111,28 @@ def main() -> None:
     try:
         app()
     except InputError as error:
+        from cli.console import report_input_error
+
         report_input_error(error)
         sys.exit(ExitCode.BAD_INPUT)
     except KeyboardInterrupt:
+        from cli.console import err
+
         err.print("interrupted")
         sys.exit(130)
     except (RecursionError, MemoryError) as error:
+        from cli.console import err
+
         err.print(
             f"[bold red]error:[/] the input is too large or too deeply nested to process "
             f"({type(error).__name__}); see the limits in models/limits.py",
         )
         sys.exit(ExitCode.BAD_INPUT)
     except Exception as error:  # the last line of defence: anything else is a bug
+        from rich.markup import escape
+
+        from cli.console import err
+
         err.print(
             "[bold red]internal error:[/] this is a bug in fleetplan, please report it "
             f"with the command and input: {escape(_one_line(error))}"

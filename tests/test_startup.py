@@ -1,0 +1,54 @@
+"""Start-up: the command line imports only what the command it runs needs (issue 19).
+
+Not timed (timings live in `make bench`): these check which modules get imported.
+"""
+
+import inspect
+import subprocess
+import sys
+
+import pytest
+
+from cli import app as cli_app
+
+HEAVY = ("highspy", "ortools", "pulp", "networkx", "numpy", "solver")
+
+
+def _imported_after(code: str) -> set[str]:
+    """Top-level package names in sys.modules after running `code` in a fresh interpreter."""
+    probe = f"{code}\nimport sys\nprint(' '.join(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    return set(result.stdout.splitlines()[-1].split())
+
+
+def test_importing_the_app_imports_no_solver_backend():
+    loaded = _imported_after("import cli.app")
+    assert not loaded & set(HEAVY), loaded & set(HEAVY)
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["catalog", "gpus"], ["solve", "--help"]])
+def test_help_and_catalog_load_no_solver_backend(argv):
+    code = (
+        "import sys\nfrom cli.app import main\n"
+        f"sys.argv = ['fleetplan', *{argv!r}]\n"
+        "try:\n    main()\nexcept SystemExit as stop:\n    assert not stop.code, stop.code\n"
+    )
+    loaded = _imported_after(code)
+    assert not loaded & {"highspy", "ortools", "pulp"}, loaded
+
+
+def test_every_command_summary_is_its_docstring_first_sentence():
+    for name, module in cli_app.COMMANDS.items():
+        function = getattr(__import__(module, fromlist=[name]), name)
+        doc = " ".join(inspect.getdoc(function).split("\n\n")[0].split())
+        summary = cli_app.summary(name)
+        assert summary and doc.startswith(summary.rstrip(".")), (name, summary, doc)
+
+
+def test_an_unknown_command_is_refused(run_cli):
+    result = run_cli("solv")
+    assert result.exit_code == 2
+    assert "No such command" in result.stderr
