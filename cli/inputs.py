@@ -10,8 +10,6 @@ from rich.table import Table
 
 from cli.console import out, print_json
 from models.catalog import gpu_catalog, llm_catalog
-from models.instance import Instance
-from models.loading import load_instance
 
 
 class CatalogKind(StrEnum):
@@ -23,6 +21,8 @@ def validate(
     file: Annotated[Path, typer.Argument(help="Instance file (.yaml, .yml or .json).")],
 ) -> None:
     """Check an instance file: schema, catalog references, cross-references. Exit 0 or 2."""
+    from models.loading import load_instance
+
     instance = load_instance(file)
     demand = sum(d.peak_rps for w in instance.workloads for d in w.demand.values())
     out.print(
@@ -102,6 +102,8 @@ def catalog(
 
 def schema() -> None:
     """Print the JSON Schema of the instance file (for editors and linters)."""
+    from models.instance import Instance
+
     out.print(json.dumps(Instance.model_json_schema(), indent=2), markup=False)
 
 

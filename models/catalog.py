@@ -12,9 +12,13 @@ from models.llm import LlmSpec
 CATALOG_DIR = Path(__file__).parent / "catalog"
 
 
+_LOADER: type = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+"""libyaml's safe loader where PyYAML was built with it (ten times faster), else PyYAML's."""
+
+
 def _read(file_name: str) -> dict[str, dict[str, Any]]:
     with (CATALOG_DIR / file_name).open(encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
+        return yaml.load(handle, Loader=_LOADER)
 
 
 @cache
