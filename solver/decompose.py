@@ -34,8 +34,10 @@ from enum import StrEnum
 
 from solver.backends import Backend
 from solver.candidates import CandidateTable
+from solver.families.variables import PurchasedColumn
 from solver.lp import LinearProgram, SolveResult, Termination
 from solver.program import FleetProgram, build_program, with_bounds
+from solver.row_names import ReplicasColumn, split_name
 from solver.settings import SolveSettings
 
 MIN_TIME_LIMIT_S = 1.0
@@ -163,7 +165,7 @@ def solve_by_workload(
 
 
 def _per_workload(name: str) -> bool:
-    return not name.startswith("purchased[")
+    return split_name(name)[0] != PurchasedColumn.family
 
 
 def _purchases(program: FleetProgram, values: dict[str, float]) -> dict[str, float]:
@@ -171,10 +173,11 @@ def _purchases(program: FleetProgram, values: dict[str, float]) -> dict[str, flo
     sets = program.sets
     used = {key: 0.0 for key in sets.offers}
     for pool in sets.pools:
-        count = values.get(sets.replicas(pool.workload, pool.candidate, pool.region), 0.0)
+        name = ReplicasColumn(pool.workload, pool.candidate.key, pool.region).name()
+        count = values.get(name, 0.0)
         used[(pool.region, pool.candidate.gpu)] += round(count) * pool.candidate.gpus
     return {
-        sets.purchased(r, g): max(0.0, used[(r, g)] - offer.existing)
+        PurchasedColumn(r, g).name(): max(0.0, used[(r, g)] - offer.existing)
         for (r, g), offer in sets.offers.items()
     }
 

@@ -12,22 +12,15 @@ every problem at once, each with its numbers and a remedy:
   be served by any plan.
 
 Both are necessary conditions only; workloads competing for the same supply are caught
-by the elastic re-solve. It adds to the program
-
-    unserved[f,w,o] >= 0        in demand[f,w,o]:  served + unserved = D
-    extra_gpus[r,g] >= 0        in gpu_supply[r,g]: used <= available + extra
-
-priced far above any real plan (an extra GPU at 10x the dearest GPU-month; a request/s
-left unserved at 10x what extra GPUs would cost to serve it), with the replica and
-purchase bounds and the big-M of pool_open and of the pooling steps widened to match.
-The elastic program is always feasible; its slack names the requirements in conflict and
+by the elastic re-solve: the program built with `elastic=True` (solver.elastic), which
+has priced slack unserved[f,w,o] in every demand row and extra_gpus[r,g] in every
+gpu_supply row and is always feasible. Its slack names the requirements in conflict and
 how far apart they are ("needs 112 b200 in us-east, 64 available"), with the scenario
 that asks for them.
 """
 
 import math
 from collections import defaultdict
-from dataclasses import replace
 
 import networkx as nx
 from networkx.algorithms.flow import edmonds_karp
@@ -35,19 +28,14 @@ from networkx.algorithms.flow import edmonds_karp
 from models.scenarios import Scenario, ScenarioKind
 from solver.backends import Backend
 from solver.errors import Diagnosis, Problem
-from solver.families.demand import DEMAND
-from solver.families.pooling import BIG_M_FAMILIES
-from solver.families.replica import POOL_OPEN
-from solver.families.supply import GPU_SUPPLY
-from solver.lp import Termination
-from solver.program import FleetProgram, with_bounds
+from solver.families.demand import UnservedColumn
+from solver.families.supply import ExtraGpusColumn
+from solver.families.variables import ServedColumn
+from solver.lp import LinearProgram, Termination
+from solver.program import FleetProgram, build_program, with_bounds
+from solver.row_names import DemandRow, GpuSupplyRow
 from solver.sets import ProgramSets
 from solver.settings import SolveSettings
-
-SUPPLY_PENALTY_FACTOR = 10.0
-"""An extra GPU costs this many times the dearest GPU-month on offer."""
-DEMAND_PENALTY_FACTOR = 10.0
-"""A request/s left unserved costs this many times serving it with extra GPUs."""
 
 
 def presolve_problems(sets: ProgramSets) -> list[Problem]:
@@ -75,7 +63,7 @@ def _unhosted_demand(sets: ProgramSets) -> list[Problem]:
             )
         problems.append(
             Problem(
-                f"demand[none,{w},{o}]",
+                DemandRow("none", w, o).name(),
                 f"{rate:.1f} requests/s of {w} in {o} must be served there, but {why}",
                 f"offer {' or '.join(gpus) or 'a suitable GPU'} in {o}, or drop its demand",
             )
@@ -114,7 +102,7 @@ def _unroutable_demand(sets: ProgramSets) -> list[Problem]:
                 nearest = f"nearest: {near[0]} at {near[1]:g} ms" if near else "no link"
                 problems.append(
                     Problem(
-                        f"demand[{f.name},{w},{o}]",
+                        DemandRow(f.name, w, o).name(),
                         f"{f.name}: {rate:.1f} requests/s of {w} from {o} have no region to "
                         f"go to within {_rtt(limit)} ({nearest})",
                         f"raise max_failover_rtt_ms of {w}, add a link, or offer capacity "
@@ -214,102 +202,23 @@ def diagnose_infeasible(
     )
 
 
-def _extra(r: str, g: str) -> str:
-    return f"extra_gpus[{r},{g}]"
-
-
-def _unserved(f: str, w: str, o: str) -> str:
-    return f"unserved[{f},{w},{o}]"
-
-
-def elastic_program(program: FleetProgram):
-    """The program with priced slack on every demand and supply row (always feasible)."""
+def elastic_program(program: FleetProgram) -> LinearProgram:
+    """The program built elastic (solver.elastic): priced slack on every demand and
+    supply row, always feasible."""
     sets = program.sets
-    base = program.lp
-    hours = sets.hours_per_month
-    dearest = max(o.price_per_gpu_hour for o in sets.offers.values()) * hours
-    supply_penalty = SUPPLY_PENALTY_FACTOR * dearest
-    worst_gpus_per_rps = max(
-        (c.gpus / c.requests_per_s for w in sets.workloads for c in sets.table.of(w)),
-        default=1.0,
-    )
-    demand_penalty = DEMAND_PENALTY_FACTOR * supply_penalty * 2 * worst_gpus_per_rps
-    total_demand = sum(sets.demand.values())
-    largest_replica = max((p.candidate.gpus for p in sets.pools), default=1)
-    room = math.ceil(2 * total_demand * worst_gpus_per_rps) + largest_replica
-
-    bounds: dict[str, tuple[float, float | None]] = {}
-    widened_replicas = {}
-    widened_credit = {}
-    for pool in sets.pools:
-        most = (sets.offers[(pool.region, pool.candidate.gpu)].available + room) // (
-            pool.candidate.gpus
-        )
-        widened_replicas[(pool.workload, pool.candidate.key, pool.region)] = most
-        credit = min(most, pool.largest_useful)  # no pool needs credit beyond n_max
-        widened_credit[(pool.workload, pool.candidate.key, pool.region)] = credit
-        bounds[sets.replicas(pool.workload, pool.candidate, pool.region)] = (0.0, float(most))
-        zone_hit = pool.region in sets.zone_regions
-        if zone_hit:
-            bounds[sets.zone_survivors(pool.workload, pool.candidate, pool.region)] = (
-                0.0,
-                float(most),
-            )
-        for tier in pool.tiers:
-            w, c, r, size = pool.workload, pool.candidate, pool.region, tier.replicas
-            bounds[sets.pooled(w, c, r, size)] = (0.0, float(credit))
-            if zone_hit:
-                bounds[sets.pooled_survivors(w, c, r, size)] = (0.0, float(credit))
-    for r, g in sets.offers:
-        bounds[sets.purchased(r, g)] = (0.0, None)
-    lp = with_bounds(base, bounds)
-
-    for name, row in list(lp.constraints.items()):
-        if row.family == GPU_SUPPLY.name:
-            r, g = _indices(name)
-            lp.add_variable(_extra(r, g), upper=float(room))
-            lp.constraints[name] = replace(
-                row, coefficients={**row.coefficients, _extra(r, g): -1.0}
-            )
-            lp.add_objective({_extra(r, g): supply_penalty})
-        elif row.family == DEMAND.name:
-            f, w, o = _indices(name)
-            lp.add_variable(_unserved(f, w, o))
-            lp.constraints[name] = replace(
-                row, coefficients={**row.coefficients, _unserved(f, w, o): 1.0}
-            )
-            lp.add_objective({_unserved(f, w, o): demand_penalty})
-        elif row.family == POOL_OPEN.name:
-            w, key, d = _indices(name)
-            used = f"pool_used[{w},{key},{d}]"
-            lp.constraints[name] = replace(
-                row,
-                coefficients={**row.coefficients, used: -float(widened_replicas[(w, key, d)])},
-            )
-        elif row.family in BIG_M_FAMILIES:
-            w, key, d, size = _indices(name)
-            at_least = f"pool_at_least[{w},{key},{d},{size}]"
-            credit = float(widened_credit[(w, key, d)])
-            lp.constraints[name] = replace(
-                row, coefficients={**row.coefficients, at_least: -credit}
-            )
-    return lp
-
-
-def _indices(name: str) -> list[str]:
-    return name[name.index("[") + 1 : -1].split(",")
+    return build_program(sets.instance, sets.table, sets.scenarios, elastic=True).lp
 
 
 def _supply_conflicts(sets: ProgramSets, values: dict[str, float]) -> list[Problem]:
     problems = []
     for (r, g), offer in sets.offers.items():
-        extra = values.get(_extra(r, g), 0.0)
+        extra = values.get(ExtraGpusColumn(r, g).name(), 0.0)
         if extra <= 1e-6:
             continue
         needed = offer.available + math.ceil(extra - 1e-6)
         problems.append(
             Problem(
-                f"gpu_supply[{r},{g}]",
+                GpuSupplyRow(r, g).name(),
                 f"{r} supply of {offer.available} {g} (existing {offer.existing} + "
                 f"purchasable {offer.max_gpus}) cannot carry "
                 f"{_heaviest_load(sets, values, r, g)}: needs {needed}",
@@ -330,7 +239,7 @@ def _heaviest_load(sets: ProgramSets, values: dict[str, float], r: str, g: str) 
         for w in sorted(workloads):
             mine = []
             for o in sets.inflow.get((f.name, w, r), ()):
-                rate = values.get(sets.served(f.name, w, o, r), 0.0)
+                rate = values.get(ServedColumn(f.name, w, o, r).name(), 0.0)
                 if rate > 1e-6:
                     total += rate
                     mine.append(f"{'' if o == r else 'rerouted '}{o} {rate:.1f}")
@@ -354,14 +263,14 @@ def _demand_conflicts(sets: ProgramSets, values: dict[str, float]) -> list[Probl
     problems = []
     for f in sets.routing_scenarios:
         for (w, o), rate in sets.demand.items():
-            missing = values.get(_unserved(f.name, w, o), 0.0)
+            missing = values.get(UnservedColumn(f.name, w, o).name(), 0.0)
             if missing <= 1e-6:
                 continue
             places = [(d, rtt) for o2, d, rtt in sets.routes[(f.name, w)] if o2 == o]
             where = ", ".join(f"{d} ({rtt:g} ms)" for d, rtt in places) or "nowhere"
             problems.append(
                 Problem(
-                    f"demand[{f.name},{w},{o}]",
+                    DemandRow(f.name, w, o).name(),
                     f"{missing:.1f} of {rate:.1f} requests/s of {w} from {o} cannot be served "
                     f"({f.description}); allowed: {where}",
                     f"offer GPUs that can serve {w} in those regions, or raise max_failover_rtt_ms",

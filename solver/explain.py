@@ -25,6 +25,7 @@ from solver.lp import Sense, Termination
 from solver.plan import Binding, Plan
 from solver.pricing import is_idle, is_tight
 from solver.readback import gpu_use, integral, replica_counts
+from solver.row_names import ReplicasColumn
 from solver.settings import SolveSettings
 from solver.solve import Solved, solve_program
 
@@ -180,7 +181,7 @@ def _alternatives(solved: Solved) -> tuple[Alternative, ...]:
     found = []
     for pool in plan.replicas[:MAX_ALTERNATIVES]:
         candidate = sets.table.find(pool.workload, pool.key)
-        var = sets.replicas(pool.workload, candidate, pool.region)
+        var = ReplicasColumn(pool.workload, candidate.key, pool.region).name()
         result = optimise(program, backend, solved.settings, {var: (0.0, 0.0)}).result
         if result.termination.has_solution:
             counts = replica_counts(sets, integral(program, result.values))

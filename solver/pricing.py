@@ -20,9 +20,13 @@ price the LP gives them is degenerate.
 """
 
 from solver.families import FAMILIES
+from solver.families.pooling import PoolAtLeastColumn
+from solver.families.variables import PoolUsedColumn
+from solver.families.zone import ZoneSurvivorsIndex
 from solver.lp import Constraint, Sense, SolveResult
 from solver.plan import Binding
 from solver.program import FleetProgram, with_bounds
+from solver.row_names import ReplicasColumn
 
 PRICE_TOLERANCE = 1e-6
 """$/month below which a shadow price counts as zero."""
@@ -35,18 +39,16 @@ def pricing_program(program: FleetProgram, values: dict[str, float]):
     sets = program.sets
     bounds: dict[str, tuple[float, float | None]] = {}
     for pool in sets.pools:
-        names = [sets.replicas(pool.workload, pool.candidate, pool.region)]
-        if pool.region in sets.zone_regions:
-            names.append(sets.zone_survivors(pool.workload, pool.candidate, pool.region))
+        w, key, r = pool.workload, pool.candidate.key, pool.region
+        names = [ReplicasColumn(w, key, r).name()]
+        if r in sets.zone_regions:
+            names.append(ZoneSurvivorsIndex(w, key, r).name())
         chosen = round(values.get(names[0], 0.0)) > 0
         for name in names:
             bounds[name] = (0.0, None if chosen else 0.0)
-        fixed = [
-            sets.pool_at_least(pool.workload, pool.candidate, pool.region, tier.replicas)
-            for tier in pool.tiers
-        ]
+        fixed = [PoolAtLeastColumn.of(pool, tier.replicas).name() for tier in pool.tiers]
         if sets.survives_replica_loss:
-            fixed.append(sets.pool_used(pool.workload, pool.candidate, pool.region))
+            fixed.append(PoolUsedColumn(w, key, r).name())
         for name in fixed:
             level = float(round(values.get(name, 0.0)))
             bounds[name] = (level, level)

@@ -21,7 +21,9 @@ names); routes (f, w, o, d) the latency policy allows; serving modes of (w, d).
     replicas, zone_survivors integer >= 0; pool_used, pool_at_least binary;
     served, loads, pooled >= 0
 
-Each family lives in its own module under `solver.families`, opening with its math.
+Each family lives in its own module under `solver.families`, opening with its math and
+declaring the index type of its row names (solver.row_names). With `elastic`, demand
+and gpu_supply get priced slack columns as they are built (solver.elastic).
 """
 
 from dataclasses import dataclass, replace
@@ -51,7 +53,10 @@ class FleetProgram:
 
 
 def build_program(
-    instance: Instance, table: CandidateTable, scenarios: tuple[Scenario, ...] | None = None
+    instance: Instance,
+    table: CandidateTable,
+    scenarios: tuple[Scenario, ...] | None = None,
+    elastic: bool = False,
 ) -> FleetProgram:
     """The integer program of an instance over a candidate table.
 
@@ -59,8 +64,10 @@ def build_program(
         instance: The validated instance.
         table: Candidates with their capacity at the SLO (solver.candidates).
         scenarios: Failure scenarios; default: those `policy.survive` asks for.
+        elastic: Build the elastic program instead (solver.elastic): priced slack on
+            every demand and supply row, pools widened to use it; always feasible.
     """
-    sets = ProgramSets(instance, table, scenarios or failure_scenarios(instance))
+    sets = ProgramSets(instance, table, scenarios or failure_scenarios(instance), elastic)
     lp = LinearProgram(instance.name)
 
     variables.add_replica_variables(lp, sets)

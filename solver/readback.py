@@ -13,6 +13,8 @@ from models.replica import ReplicaConfig
 from models.scenarios import LOSE_REPLICA, Scenario
 from solver.candidates import Candidate
 from solver.decompose import Optimised
+from solver.families.split import load_terms
+from solver.families.variables import ServedColumn
 from solver.lp import Termination
 from solver.plan import (
     SHADOW_PRICE_NOTE,
@@ -27,6 +29,7 @@ from solver.plan import (
 from solver.pools import PoolCurve
 from solver.pricing import binding_constraints
 from solver.program import FleetProgram
+from solver.row_names import ReplicasColumn
 from solver.sets import Mode, ProgramSets
 from solver.settings import SolveSettings
 
@@ -167,7 +170,8 @@ def replica_counts(sets: ProgramSets, values: dict[str, float]) -> dict[tuple[st
     """(workload, candidate key, region) -> replicas, for pools in use."""
     counts = {}
     for pool in sets.pools:
-        count = round(values.get(sets.replicas(pool.workload, pool.candidate, pool.region), 0.0))
+        name = ReplicasColumn(pool.workload, pool.candidate.key, pool.region).name()
+        count = round(values.get(name, 0.0))
         if count > 0:
             counts[(pool.workload, pool.candidate.key, pool.region)] = count
     return counts
@@ -187,7 +191,7 @@ def scenario_results(
             for (f_name, w), pairs in sets.routes.items()
             if f_name == f.name
             for o, d, rtt in pairs
-            if (rate := values.get(sets.served(f.name, w, o, d), 0.0)) > ROUTE_EPSILON
+            if (rate := values.get(ServedColumn(f.name, w, o, d).name(), 0.0)) > ROUTE_EPSILON
         )
         results.append(
             ScenarioResult(
@@ -271,4 +275,4 @@ def _phase_capacity(
 def _mode_load(
     sets: ProgramSets, f: str, w: str, d: str, mode: Mode, values: dict[str, float]
 ) -> float:
-    return sum(values.get(var, 0.0) for var in sets.load_terms(f, w, d, mode))
+    return sum(values.get(var, 0.0) for var in load_terms(sets, f, w, d, mode))

@@ -1,4 +1,4 @@
-"""The index sets of the fleet program and the names of its variables.
+"""The index sets of the fleet program.
 
 Everything the constraint families need is computed here once, from the instance, the
 candidate table and the scenarios, so that each family reads as its math:
@@ -17,19 +17,25 @@ candidate table and the scenarios, so that each family reads as its math:
     phases       what each mode asks capacity of: unified -> unified;
                  disagg[-p] -> prefill[-p] and decode[-p]
 
-A variable name is `family[index,...]`; a candidate appears by its key
-(`h100-sxm.fp8.tp4pp1.unified`), a scenario by its name (`lose=eu-west`).
+Names of rows and columns are written by the index types of solver.row_names and of
+each family (solver.families); the terms a family writes (a pool's capacity, a mode's
+load) live beside the family that uses them.
+
+With `elastic`, the sets are those of the elastic program (solver.elastic): every pool
+may hold `room_gpus` more GPUs than its region offers, the same pools and tiers.
 """
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from models.instance import Instance
 from models.replica import Role
 from models.scenarios import RegionGraph, Scenario, ScenarioKind
 from solver.candidates import Candidate, CandidateTable
+from solver.elastic import ElasticSlack, elastic_slack
 from solver.pools import Tier, largest_useful_pool, pool_tiers
+from solver.row_names import phase_label
 
 
 @dataclass(frozen=True)
@@ -89,11 +95,13 @@ class Mode:
 
 @dataclass(frozen=True)
 class ProgramSets:
-    """Index sets and names for one instance, candidate table and scenario list."""
+    """Index sets for one instance, candidate table and scenario list."""
 
     instance: Instance
     table: CandidateTable
     scenarios: tuple[Scenario, ...]
+    elastic: bool = False
+    """The sets of the elastic program: pools widened by `slack.room_gpus` GPUs."""
 
     # --- data -----------------------------------------------------------------------
 
@@ -148,7 +156,19 @@ class ProgramSets:
 
     @cached_property
     def pools(self) -> tuple[Pool, ...]:
-        """Every (w, c, r) where r can hold at least one replica of c, with its tiers."""
+        """Every (w, c, r) where r can hold at least one replica of c, with its tiers
+        (elastic: the replica bound widened by the slack's room; the same tiers)."""
+        if self.slack is None:
+            return self._offered_pools
+        widened = []
+        for pool in self._offered_pools:
+            gpus = self.offers[(pool.region, pool.candidate.gpu)].available + self.slack.room_gpus
+            widened.append(replace(pool, max_replicas=gpus // pool.candidate.gpus))
+        return tuple(widened)
+
+    @cached_property
+    def _offered_pools(self) -> tuple[Pool, ...]:
+        """The pools and their tiers within what each region offers."""
         pools = []
         for w in self.workloads:
             for candidate in self.table.of(w):
@@ -162,6 +182,18 @@ class ProgramSets:
                         tiers = self._tiers(candidate, r, min(most, worth))
                         pools.append(Pool(w, candidate, r, most, tiers, worth))
         return tuple(pools)
+
+    @cached_property
+    def slack(self) -> ElasticSlack | None:
+        """The elastic program's room and penalties (None: the program itself)."""
+        if not self.elastic:
+            return None
+        return elastic_slack(
+            [offer.price_per_gpu_hour * self.hours_per_month for offer in self.offers.values()],
+            [c.gpus / c.requests_per_s for w in self.workloads for c in self.table.of(w)],
+            sum(self.demand.values()),
+            max((pool.candidate.gpus for pool in self._offered_pools), default=1),
+        )
 
     @cached_property
     def max_load(self) -> dict[tuple[str, str], float]:
@@ -188,9 +220,7 @@ class ProgramSets:
 
     def _tiers(self, c: Candidate, r: str, largest: int) -> tuple[Tier, ...]:
         """The steps of c's ladder a pool in r can use (solver.pools.pool_tiers)."""
-        return pool_tiers(
-            c.curve, c.ladder, largest, self._zone_hit(r), self.survives_replica_loss
-        )
+        return pool_tiers(c.curve, c.ladder, largest, self._zone_hit(r), self.survives_replica_loss)
 
     def _zone_hit(self, r: str) -> int | None:
         """Zones of r when its zone loss is a scenario (and it has more than one)."""
@@ -242,13 +272,14 @@ class ProgramSets:
                 & {str(p) for role, p in roles if role is Role.DECODE}
             )
             for precision in precisions:
-                suffix = f"-{precision}" if self._split_precisions[w] else ""
+                split = self._split_precisions[w]
+                suffix = f"-{precision}" if split else ""
                 found.append(
                     Mode(
                         f"disagg{suffix}",
-                        (
-                            Phase(Role.PREFILL, precision, f"prefill{suffix}"),
-                            Phase(Role.DECODE, precision, f"decode{suffix}"),
+                        tuple(
+                            Phase(role, precision, phase_label(role, precision, split))
+                            for role in (Role.PREFILL, Role.DECODE)
                         ),
                     )
                 )
@@ -335,88 +366,3 @@ class ProgramSets:
         1 / (1 + every GPU that could exist), so the whole term stays below $1/month and
         never outweighs a real difference in cost."""
         return 1.0 / (1 + sum(offer.available for offer in self.offers.values()))
-
-    # --- names ----------------------------------------------------------------------
-
-    @staticmethod
-    def replicas(w: str, c: Candidate, r: str) -> str:
-        """replicas[w,c,r]: integer replicas of candidate c for w in r."""
-        return f"replicas[{w},{c.key},{r}]"
-
-    @staticmethod
-    def served(f: str, w: str, o: str, d: str) -> str:
-        """served[f,w,o,d]: requests/s of o's users of w served in d under f."""
-        return f"served[{f},{w},{o},{d}]"
-
-    @staticmethod
-    def mode_load(f: str, w: str, d: str, mode: Mode) -> str:
-        """unified[f,w,d] / disagg[f,w,d(-p)]: d's load of w carried by one mode."""
-        return f"{mode.name}[{f},{w},{d}]"
-
-    @staticmethod
-    def zone_survivors(w: str, c: Candidate, r: str) -> str:
-        """zone_survivors[w,c,r]: replicas of the pool left after r loses a zone."""
-        return f"zone_survivors[{w},{c.key},{r}]"
-
-    @staticmethod
-    def pool_used(w: str, c: Candidate, r: str) -> str:
-        """pool_used[w,c,r]: 1 when the pool has any replica."""
-        return f"pool_used[{w},{c.key},{r}]"
-
-    @staticmethod
-    def pool_at_least(w: str, c: Candidate, r: str, replicas: int) -> str:
-        """pool_at_least[w,c,r,P]: 1 when the pool holds at least P replicas and is
-        credited with the capacity per replica of a pool of P."""
-        return f"pool_at_least[{w},{c.key},{r},{replicas}]"
-
-    @staticmethod
-    def pooled(w: str, c: Candidate, r: str, replicas: int) -> str:
-        """pooled[w,c,r,P]: replicas credited with the step to a pool of P."""
-        return f"pooled[{w},{c.key},{r},{replicas}]"
-
-    @staticmethod
-    def pooled_survivors(w: str, c: Candidate, r: str, replicas: int) -> str:
-        """pooled_survivors[w,c,r,P]: zone survivors credited with the step to P."""
-        return f"pooled_survivors[{w},{c.key},{r},{replicas}]"
-
-    def pool_capacity(self, pool: Pool, zone_hit: bool = False) -> dict[str, float]:
-        """The requests/s a pool carries, as terms: q(1) per replica alive plus each
-        pooling step's gain on the replicas credited with it (solver.families.pooling).
-        `zone_hit`: the pool's region has lost its fullest zone."""
-        w, c, d = pool.workload, pool.candidate, pool.region
-        if zone_hit:
-            terms = {self.zone_survivors(w, c, d): c.requests_per_s}
-            for tier in pool.tiers:
-                if tier.zone_gain:
-                    terms[self.pooled_survivors(w, c, d, tier.replicas)] = tier.zone_gain
-            return terms
-        terms = {self.replicas(w, c, d): c.requests_per_s}
-        for tier in pool.tiers:
-            terms[self.pooled(w, c, d, tier.replicas)] = tier.gain
-        return terms
-
-    def pool_capacity_less_one(self, pool: Pool) -> dict[str, float]:
-        """The requests/s a pool carries with one replica lost, as terms:
-        q(1) (replicas - pool_used) + sum_k spare_gain_k (pooled_k - pool_at_least_k)."""
-        w, c, d = pool.workload, pool.candidate, pool.region
-        terms = {
-            self.replicas(w, c, d): c.requests_per_s,
-            self.pool_used(w, c, d): -c.requests_per_s,
-        }
-        for tier in pool.tiers:
-            if tier.spare_gain:
-                terms[self.pooled(w, c, d, tier.replicas)] = tier.spare_gain
-                terms[self.pool_at_least(w, c, d, tier.replicas)] = -tier.spare_gain
-        return terms
-
-    @staticmethod
-    def purchased(r: str, g: str) -> str:
-        """purchased[r,g]: GPUs of type g bought in r beyond the existing fleet."""
-        return f"purchased[{r},{g}]"
-
-    def load_terms(self, f: str, w: str, d: str, mode: Mode) -> dict[str, float]:
-        """The load a mode carries, as terms: its split variable when d has several
-        modes, else everything served in d."""
-        if len(self.modes[(w, d)]) > 1:
-            return {self.mode_load(f, w, d, mode): 1.0}
-        return {self.served(f, w, o, d): 1.0 for o in self.inflow.get((f, w, d), ())}

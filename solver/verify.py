@@ -30,6 +30,14 @@ It reads only the instance and the plan's replica pools, never the program or a 
 
 Routing is not read from the plan, so a fleet a user owns today (a file holding only
 `{"replicas": [...]}`) is verified the same way.
+
+Violations are named with the program's row names (solver.row_names, the plan's
+vocabulary): `replicas[w,c,r]`, `gpu_supply[r,g]`, `demand[f,w,o]` (one per origin the
+flow cannot serve; the message names the whole stuck group) and
+`replica_spare[w,d,phase,c]` for the worst single loss. The phase is told by precision
+(`decode-fp8`) when the plan's disaggregated pools of the workload come in more than one
+precision; the program decides that on its candidate table, so the two differ only for
+a plan that uses one of several precisions offered.
 """
 
 from collections import defaultdict
@@ -48,6 +56,13 @@ from models.precision import Precision
 from models.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
 from models.scenarios import RegionGraph, Scenario, ScenarioKind, failure_scenarios
 from solver.plan import Plan, ReplicaPool
+from solver.row_names import (
+    DemandRow,
+    GpuSupplyRow,
+    ReplicasColumn,
+    ReplicaSpareRow,
+    phase_label,
+)
 
 DEMAND_TOLERANCE = 1e-6
 """Relative shortfall of served demand tolerated (solver feasibility tolerance)."""
@@ -159,7 +174,7 @@ def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]
     pools: dict[tuple, _Pool] = {}
     physics: dict[tuple, dict[int, ReplicaCapacity]] = defaultdict(dict)
     for entry in plan.replicas:
-        name = f"replicas[{entry.workload},{entry.key},{entry.region}]"
+        name = ReplicasColumn(entry.workload, entry.key, entry.region).name()
         workload = workloads.get(entry.workload)
         gpu = instance.gpu_specs.get(entry.gpu)
         if workload is None or gpu is None or entry.region not in regions:
@@ -232,7 +247,7 @@ def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]
             if stated is not None and not _close(stated, rate):
                 add(
                     Violation(
-                        requirement=f"replicas[{entry.workload},{entry.key},{entry.region}]",
+                        requirement=ReplicasColumn(entry.workload, entry.key, entry.region).name(),
                         message=f"states {stated:.4g} requests/s per replica; the physics "
                         f"gives {rate:.4g} in a pool of {size} behind one router",
                     )
@@ -255,7 +270,7 @@ def _check_supply(
         if n > available:
             violations.append(
                 Violation(
-                    requirement=f"gpu_supply[{r},{g}]",
+                    requirement=GpuSupplyRow(r, g).name(),
                     message=f"uses {n} {g} in {r}; available {available} "
                     f"(existing {existing} + purchasable {available - existing})",
                 )
@@ -382,13 +397,14 @@ def _check_flow(
             if places
             else "nowhere within reach"
         )
-        violations.append(
-            Violation(
-                requirement=f"demand[{scenario.name},{workload},{'+'.join(stuck)}]",
-                message=f"{total - served:.2f} requests/s cannot be served "
-                f"({scenario.description}): users of {who} requests/s may be served {where}",
-            )
+        message = (
+            f"{total - served:.2f} requests/s cannot be served ({scenario.description}): "
+            f"users of {who} requests/s may be served {where}"
         )
+        violations += [
+            Violation(requirement=DemandRow(scenario.name, workload, o).name(), message=message)
+            for o in stuck
+        ]
     return ScenarioCheck(
         scenario=scenario.name,
         workload=workload,
@@ -401,22 +417,19 @@ def _check_replica_loss(
     workload: str, demand: dict[str, float], pools: list[_Pool], violations: list[Violation]
 ) -> list[ScenarioCheck]:
     checks = []
+    split = len({p.precision for p in pools if p.role is not Role.UNIFIED}) > 1
     for o, rate in demand.items():
         here = [p for p in pools if p.region == o and p.count > 0]
-        losses = [
-            (
-                f"one replica of {lost.label}",
-                _capacity([(p, p.count - (p is lost)) for p in here]),
-            )
-            for lost in here
-        ] or [("any replica", 0.0)]
-        what, left = min(losses, key=lambda item: item[1])
-        if left < rate * (1 - DEMAND_TOLERANCE) - DEMAND_TOLERANCE:
+        losses = [(lost, _capacity([(p, p.count - (p is lost)) for p in here])) for lost in here]
+        # With no pool at all there is no replica to lose: the `none` check names it.
+        lost, left = min(losses, key=lambda item: item[1], default=(None, 0.0))
+        if lost is not None and left < rate * (1 - DEMAND_TOLERANCE) - DEMAND_TOLERANCE:
+            phase = phase_label(lost.role, lost.precision, split)
             violations.append(
                 Violation(
-                    requirement=f"replica_spare[{workload},{o}]",
+                    requirement=ReplicaSpareRow(workload, o, phase, lost.entries[0].key).name(),
                     message=f"{o} serves {rate:.2f} requests/s of {workload}; without "
-                    f"{what} it carries {left:.2f}",
+                    f"one replica of {lost.label} it carries {left:.2f}",
                 )
             )
         checks.append(

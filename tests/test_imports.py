@@ -1,5 +1,6 @@
 """The import structure: no circle between fleetplan's modules, and a verifier that is
-independent of the program in fact (it reads models/ and the plan schema only).
+independent of the program in fact (it reads models/, the plan schema and the row names
+only).
 
 Imports are read from the source with `ast`, every `import` statement counted wherever it
 stands (a `TYPE_CHECKING` import is still a dependency of the reader)."""
@@ -56,18 +57,30 @@ def test_the_graph_sees_the_imports_it_must():
     assert graph.has_edge("cli.solve", "solver.solve")
 
 
+PLAN_VOCABULARY = {
+    "solver.plan": "the plan schema it checks",
+    "solver.row_names": "the names of the program's rows, so that a violation is named as "
+    "the row it breaks; it imports nothing from solver/ itself",
+}
+"""What the verifier may import from solver/, and why."""
+
+
 def test_the_verifier_imports_nothing_from_solver_but_the_plan_schema():
     graph = import_graph()
     solver_imports = {m for m in graph.successors("solver.verify") if m.startswith("solver")}
-    assert solver_imports == {"solver.plan"}
+    assert solver_imports == set(PLAN_VOCABULARY)
+
+
+def test_the_plan_vocabulary_imports_nothing_from_solver():
+    graph = import_graph()
+    for module in PLAN_VOCABULARY:
+        assert [m for m in graph.successors(module) if m.startswith("solver")] == [], module
 
 
 def test_models_never_import_solver_or_cli():
     graph = import_graph()
     upward = [
-        (a, b)
-        for a, b in graph.edges
-        if a.startswith("models") and not b.startswith("models")
+        (a, b) for a, b in graph.edges if a.startswith("models") and not b.startswith("models")
     ]
     assert upward == []
 

@@ -12,7 +12,7 @@ from models.catalog import gpu_catalog, llm_catalog
 from models.efficiency import efficiency_for
 from models.memory import default_kv_precision
 from models.precision import Precision
-from models.replica import LatencyTargets, Limit, ReplicaConfig, TrafficMix
+from models.replica import LatencyTargets, Limit, ReplicaCapacity, ReplicaConfig, TrafficMix
 
 JSON_KEYS = {
     "weight_bytes_per_gpu",
@@ -29,8 +29,11 @@ JSON_KEYS = {
 BASE = ["perf", "--input-tokens", "1500", "--output-tokens", "400"]
 
 
-def _smallest_fitting_layout(model: str, gpu: str) -> tuple[Precision, int, int] | None:
-    """The first (precision, TP, PP) on up to four nodes that fits a 1500/400 request."""
+def _smallest_fitting_layout(
+    model: str, gpu: str
+) -> tuple[Precision, int, int, ReplicaCapacity] | None:
+    """The first (precision, TP, PP) on up to four nodes that fits a 1500/400 request,
+    with the physics of that layout (no latency target, as `perf` without one)."""
     gpu_spec, llm_spec = gpu_catalog()[gpu], llm_catalog()[model]
     mix = TrafficMix.fixed(1500, 400)
     for pp in (1, 2, 4):
@@ -40,8 +43,9 @@ def _smallest_fitting_layout(model: str, gpu: str) -> tuple[Precision, int, int]
                     gpu_spec, llm_spec, precision, default_kv_precision(precision), tp, pp
                 )
                 efficiency = efficiency_for(gpu_spec, precision)
-                if replica_capacity(config, mix, LatencyTargets(), efficiency).fits:
-                    return precision, tp, pp
+                capacity = replica_capacity(config, mix, LatencyTargets(), efficiency)
+                if capacity.fits:
+                    return precision, tp, pp, capacity
     return None
 
 
@@ -51,13 +55,16 @@ def test_perf_gives_numbers_and_a_limit_for_every_model_on_every_gpu(run_cli, mo
     layout = _smallest_fitting_layout(model, gpu)
     if layout is None:
         pytest.skip(f"{model} fits on no layout of up to 4 x 8 {gpu}")
-    precision, tp, pp = layout
+    precision, tp, pp, physics = layout
     args = [*BASE, "--model", model, "--gpu", gpu, "--precision", precision.value]
     result = run_cli(*args, "--tp", tp, "--pp", pp, "--json")
     assert result.exit_code == ExitCode.OK, result.stderr
     data = json.loads(result.stdout)
     assert data.keys() >= JSON_KEYS
-    assert data["limit"] in {limit.value for limit in Limit}
+    # The limit the physics names for this layout, and no latency limit without a target.
+    assert data["limit"] == physics.limit.value
+    assert physics.limit not in (Limit.TTFT_QUEUEING, Limit.TPOT)
+    assert data["requests_per_s"] == pytest.approx(physics.requests_per_s)
     for key in JSON_KEYS - {"limit", "max_batch"}:
         assert data[key] > 0, key
     assert data["max_batch"] >= 1

@@ -141,12 +141,16 @@ def test_region_loss_needs_each_region_to_carry_both():
     each = math.ceil(2 * DEMAND / q)  # own users plus the lost region's
     assert verify(inst, Plan(replicas=(pool("east", each), pool("west", each)))).ok
     result = verify(inst, Plan(replicas=(pool("east", each - 1), pool("west", each))))
-    # When west is lost, both regions' users can only go to east, which is one short.
-    (violation,) = result.violations
-    assert violation.requirement == "demand[lose=west,chat,east+west]"
+    # When west is lost, both regions' users can only go to east, which is one short:
+    # each origin's demand row is named (the program's rows), the message says the group.
+    assert [v.requirement for v in result.violations] == [
+        "demand[lose=west,chat,east]",
+        "demand[lose=west,chat,west]",
+    ]
     missing = 2 * DEMAND - (each - 1) * q
-    assert violation.message.startswith(f"{missing:.2f} requests/s cannot be served")
-    assert f"may be served only in east (capacity {(each - 1) * q:.2f})" in violation.message
+    for violation in result.violations:
+        assert violation.message.startswith(f"{missing:.2f} requests/s cannot be served")
+        assert f"may be served only in east (capacity {(each - 1) * q:.2f})" in violation.message
 
 
 def test_failover_beyond_the_rtt_limit_does_not_count():
@@ -179,8 +183,12 @@ def test_replica_loss_needs_one_spare():
     inst = one_region(survive="replica")
     needed = math.ceil(DEMAND / capacity_rps(inst))
     assert verify(inst, Plan(replicas=(pool("east", needed + 1),))).ok
-    result = verify(inst, Plan(replicas=(pool("east", needed),)))
-    assert [v.requirement for v in result.violations] == ["replica_spare[chat,east]"]
+    plan = Plan(replicas=(pool("east", needed),))
+    result = verify(inst, plan)
+    # named as the program's row: replica_spare[workload,region,phase,lost candidate]
+    key = plan.replicas[0].key
+    assert key == "h100-sxm.fp8.tp1pp1.unified"
+    assert [v.requirement for v in result.violations] == [f"replica_spare[chat,east,unified,{key}]"]
 
 
 def test_disaggregated_pools_pair_by_precision():
@@ -305,5 +313,5 @@ def test_losing_a_replica_shrinks_its_pool():
     assert 4 * pooled_rps(inst, 4) >= 1.5 > 3 * pooled_rps(inst, 3)
     assert verify(inst, Plan(replicas=(tp8("east", 5),))).ok
     (violation,) = verify(inst, Plan(replicas=(tp8("east", 4),))).violations
-    assert violation.requirement == "replica_spare[chat,east]"
+    assert violation.requirement == "replica_spare[chat,east,unified,h200.fp8.tp8pp1.unified]"
     assert violation.message.endswith(f"it carries {3 * pooled_rps(inst, 3):.2f}")

@@ -22,14 +22,31 @@ the replicas share one queue, which the pooling steps credit. Its dual is the mo
 cost of one more request/s of that phase's load in that region under f.
 """
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 from models.scenarios import ScenarioKind
-from solver.families import register
+from solver.families import add_row, register
+from solver.families.pooling import pool_credit
+from solver.families.split import load_terms
 from solver.lp import LinearProgram, Sense
+from solver.row_names import Index
 from solver.sets import ProgramSets
 
+
+@dataclass(frozen=True)
+class CapacityRow(Index):
+    """capacity[f,w,d,phase]."""
+
+    family: ClassVar[str] = "capacity"
+    scenario: str
+    workload: str
+    region: str
+    phase: str
+
+
 CAPACITY = register(
-    "capacity",
-    "[scenario,workload,region,phase]",
+    CapacityRow,
     "the region's load of the phase is within the capacity of the replicas that survive",
     "$/month per request/s of load",
 )
@@ -43,15 +60,9 @@ def add_capacity_within_pools(lp: LinearProgram, sets: ProgramSets) -> None:
                 continue
             zone_hit = f.kind is ScenarioKind.ZONE and f.region == d
             for mode in modes:
-                load = sets.load_terms(f.name, w, d, mode)
+                load = load_terms(sets, f.name, w, d, mode)
                 for phase in mode.phases:
                     terms = {var: -1.0 for var in load}
                     for pool in sets.phase_pools(w, d, phase):
-                        terms.update(sets.pool_capacity(pool, zone_hit))
-                    lp.add_constraint(
-                        f"capacity[{f.name},{w},{d},{phase.label}]",
-                        CAPACITY.name,
-                        terms,
-                        Sense.GE,
-                        0.0,
-                    )
+                        terms.update(pool_credit(pool, zone_hit))
+                    add_row(lp, CapacityRow(f.name, w, d, phase.label), terms, Sense.GE, 0.0)

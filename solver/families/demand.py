@@ -7,25 +7,45 @@ scenario any d within `max_failover_rtt_ms` of o (never the lost region). Its du
 what one more request/s of peak demand from o costs per month under f.
 """
 
-from solver.families import register
+from dataclasses import dataclass
+from typing import ClassVar
+
+from solver.families import add_row, register
+from solver.families.variables import ServedColumn
 from solver.lp import LinearProgram, Sense
+from solver.row_names import DemandRow, Index
 from solver.sets import ProgramSets
 
 DEMAND = register(
-    "demand",
-    "[scenario,workload,origin]",
+    DemandRow,
     "the peak requests/s of the origin's users are served somewhere the latency policy allows",
     "$/month per request/s of demand",
 )
 
 
+@dataclass(frozen=True)
+class UnservedColumn(Index):
+    """unserved[f,w,o]: requests/s of o's users of w left unserved under f (elastic
+    program only, solver.elastic)."""
+
+    family: ClassVar[str] = "unserved"
+    scenario: str
+    workload: str
+    origin: str
+
+
 def add_demand_met(lp: LinearProgram, sets: ProgramSets) -> None:
-    """One row per scenario, workload and origin region with demand."""
+    """One row per scenario, workload and origin region with demand (elastic: with its
+    priced unserved column)."""
     for f in sets.routing_scenarios:
         for (w, o), rate in sets.demand.items():
             terms = {
-                sets.served(f.name, w, o, d): 1.0
+                ServedColumn(f.name, w, o, d).name(): 1.0
                 for o2, d, _ in sets.routes[(f.name, w)]
                 if o2 == o
             }
-            lp.add_constraint(f"demand[{f.name},{w},{o}]", DEMAND.name, terms, Sense.EQ, rate)
+            if sets.slack:
+                unserved = lp.add_variable(UnservedColumn(f.name, w, o).name())
+                terms[unserved] = 1.0
+                lp.add_objective({unserved: sets.slack.demand_penalty})
+            add_row(lp, DemandRow(f.name, w, o), terms, Sense.EQ, rate)

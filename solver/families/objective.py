@@ -8,7 +8,9 @@ below $1/month in all and cannot outweigh a real difference in cost. The reporte
 is the first sum alone.
 """
 
+from solver.families.variables import PurchasedColumn
 from solver.lp import LinearProgram
+from solver.row_names import ReplicasColumn
 from solver.sets import ProgramSets
 
 
@@ -16,13 +18,13 @@ def add_fleet_cost(lp: LinearProgram, sets: ProgramSets) -> None:
     """Price every purchased GPU; add the tie-break on every GPU used."""
     lp.add_objective(
         {
-            sets.purchased(r, g): offer.price_per_gpu_hour * sets.hours_per_month
+            PurchasedColumn(r, g).name(): offer.price_per_gpu_hour * sets.hours_per_month
             for (r, g), offer in sets.offers.items()
         }
     )
     lp.add_objective(
         {
-            sets.replicas(p.workload, p.candidate, p.region): sets.tie_break_per_gpu
+            ReplicasColumn(p.workload, p.candidate.key, p.region).name(): sets.tie_break_per_gpu
             * p.candidate.gpus
             for p in sets.pools
         }

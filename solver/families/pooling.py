@@ -52,60 +52,125 @@ pool credited with P_k keeps at least the survivors of a pool of P_k):
   with S_k = max(1, P_k - ceil(P_k / Z)).
 """
 
-from solver.families import register
+from dataclasses import dataclass
+from typing import ClassVar
+
+from solver.families import add_row, register
+from solver.families.variables import PoolUsedColumn
+from solver.families.zone import ZoneSurvivorsIndex
 from solver.lp import LinearProgram, Sense
-from solver.sets import ProgramSets
+from solver.row_names import Index, ReplicasColumn
+from solver.sets import Pool, ProgramSets
+
+
+@dataclass(frozen=True)
+class PoolStep(Index):
+    """[workload,candidate,region,pool]: one pooling step P of one pool (rows and columns
+    of the pooling steps share it; each family is a subclass naming itself)."""
+
+    workload: str
+    candidate: str
+    region: str
+    pool: int
+    """P_k: the pool size the step credits."""
+
+    @classmethod
+    def of(cls, pool: Pool, replicas: int) -> "PoolStep":
+        """The index of `pool`'s step to a pool of `replicas`."""
+        return cls(pool.workload, pool.candidate.key, pool.region, replicas)
+
+
+class PoolAtLeastColumn(PoolStep):
+    """pool_at_least[w,c,r,P]: 1 when the pool holds at least P replicas and is credited
+    with the capacity per replica of a pool of P."""
+
+    family: ClassVar[str] = "pool_at_least"
+
+
+class PooledColumn(PoolStep):
+    """pooled[w,c,r,P]: replicas credited with the step to a pool of P."""
+
+    family: ClassVar[str] = "pooled"
+
+
+class PooledSurvivorsColumn(PoolStep):
+    """pooled_survivors[w,c,r,P]: zone survivors credited with the step to P."""
+
+    family: ClassVar[str] = "pooled_survivors"
+
+
+class PoolSizeRow(PoolStep):
+    """pool_size[w,c,r,P]."""
+
+    family: ClassVar[str] = "pool_size"
+
+
+class PooledWithinRow(PoolStep):
+    """pooled_within[w,c,r,P]."""
+
+    family: ClassVar[str] = "pooled_within"
+
+
+class PooledOpenRow(PoolStep):
+    """pooled_open[w,c,r,P]."""
+
+    family: ClassVar[str] = "pooled_open"
+
+
+class PooledSurvivorsWithinRow(PoolStep):
+    """pooled_survivors_within[w,c,r,P]."""
+
+    family: ClassVar[str] = "pooled_survivors_within"
+
+
+class PooledSurvivorsOpenRow(PoolStep):
+    """pooled_survivors_open[w,c,r,P]."""
+
+    family: ClassVar[str] = "pooled_survivors_open"
+
 
 POOL_SIZE = register(
-    "pool_size",
-    "[workload,candidate,region,pool]",
+    PoolSizeRow,
     "a pool credited with the queueing of P replicas behind one router holds at least P",
     "$/month per replica",
 )
 POOLED_WITHIN = register(
-    "pooled_within",
-    "[workload,candidate,region,pool]",
+    PooledWithinRow,
     "a pooling step is credited on no more replicas than the step below (or the pool) is",
     "$/month per replica",
     reported=False,
 )
 POOLED_OPEN = register(
-    "pooled_open",
-    "[workload,candidate,region,pool]",
+    PooledOpenRow,
     "a pooling step is credited only when the pool is at least that large",
     "$/month per replica",
     reported=False,
 )
 POOLED_SURVIVORS_WITHIN = register(
-    "pooled_survivors_within",
-    "[workload,candidate,region,pool]",
+    PooledSurvivorsWithinRow,
     "a pooling step is credited on no more zone survivors than the step below (or the pool) is",
     "$/month per replica",
     reported=False,
 )
 POOLED_SURVIVORS_OPEN = register(
-    "pooled_survivors_open",
-    "[workload,candidate,region,pool]",
+    PooledSurvivorsOpenRow,
     "a pooling step is credited to zone survivors only when the pool is at least that large",
     "$/month per replica",
     reported=False,
 )
-BIG_M_FAMILIES = (POOLED_OPEN.name, POOLED_SURVIVORS_OPEN.name)
-"""Rows whose pool_at_least coefficient is the pool's replica bound (solver.diagnose
-widens it with the bound)."""
 
 
 def add_pooling_variables(lp: LinearProgram, sets: ProgramSets) -> None:
     """pool_at_least (binary), pooled and, in zone-loss regions, pooled_survivors."""
     zone_regions = set(sets.zone_regions)
     for pool in sets.pools:
-        w, c, r = pool.workload, pool.candidate, pool.region
         for tier in pool.tiers:
-            lp.add_variable(sets.pool_at_least(w, c, r, tier.replicas), upper=1, integer=True)
-            lp.add_variable(sets.pooled(w, c, r, tier.replicas), upper=pool.credit_replicas)
-            if r in zone_regions:
+            lp.add_variable(PoolAtLeastColumn.of(pool, tier.replicas).name(), upper=1, integer=True)
+            lp.add_variable(PooledColumn.of(pool, tier.replicas).name(), upper=pool.credit_replicas)
+            if pool.region in zone_regions:
                 lp.add_variable(
-                    sets.pooled_survivors(w, c, r, tier.replicas), upper=pool.credit_replicas
+                    PooledSurvivorsColumn.of(pool, tier.replicas).name(),
+                    upper=pool.credit_replicas,
                 )
 
 
@@ -114,52 +179,72 @@ def add_pool_steps(lp: LinearProgram, sets: ProgramSets) -> None:
     zone-survivor twins in zone-loss regions)."""
     zone_regions = set(sets.zone_regions)
     for pool in sets.pools:
-        w, c, r = pool.workload, pool.candidate, pool.region
-        replicas = sets.replicas(w, c, r)
+        w, key, r = pool.workload, pool.candidate.key, pool.region
+        replicas = ReplicasColumn(w, key, r).name()
         bound = float(pool.credit_replicas)
-        below, survivors_below = replicas, sets.zone_survivors(w, c, r)
+        below, survivors_below = replicas, ZoneSurvivorsIndex(w, key, r).name()
         for tier in pool.tiers:
             size = tier.replicas
-            index = f"{w},{c.key},{r},{size}"
-            at_least = sets.pool_at_least(w, c, r, size)
-            pooled = sets.pooled(w, c, r, size)
-            lp.add_constraint(
-                f"pool_size[{index}]",
-                POOL_SIZE.name,
+            at_least = PoolAtLeastColumn.of(pool, size).name()
+            pooled = PooledColumn.of(pool, size).name()
+            add_row(
+                lp,
+                PoolSizeRow.of(pool, size),
                 {replicas: 1.0, at_least: -float(size)},
                 Sense.GE,
                 0.0,
             )
-            lp.add_constraint(
-                f"pooled_within[{index}]",
-                POOLED_WITHIN.name,
-                {pooled: 1.0, below: -1.0},
-                Sense.LE,
-                0.0,
-            )
-            lp.add_constraint(
-                f"pooled_open[{index}]",
-                POOLED_OPEN.name,
-                {pooled: 1.0, at_least: -bound},
-                Sense.LE,
-                0.0,
+            add_row(lp, PooledWithinRow.of(pool, size), {pooled: 1.0, below: -1.0}, Sense.LE, 0.0)
+            add_row(
+                lp, PooledOpenRow.of(pool, size), {pooled: 1.0, at_least: -bound}, Sense.LE, 0.0
             )
             below = pooled
             if r not in zone_regions:
                 continue
-            survivors = sets.pooled_survivors(w, c, r, size)
-            lp.add_constraint(
-                f"pooled_survivors_within[{index}]",
-                POOLED_SURVIVORS_WITHIN.name,
+            survivors = PooledSurvivorsColumn.of(pool, size).name()
+            add_row(
+                lp,
+                PooledSurvivorsWithinRow.of(pool, size),
                 {survivors: 1.0, survivors_below: -1.0},
                 Sense.LE,
                 0.0,
             )
-            lp.add_constraint(
-                f"pooled_survivors_open[{index}]",
-                POOLED_SURVIVORS_OPEN.name,
+            add_row(
+                lp,
+                PooledSurvivorsOpenRow.of(pool, size),
                 {survivors: 1.0, at_least: -bound},
                 Sense.LE,
                 0.0,
             )
             survivors_below = survivors
+
+
+def pool_credit(pool: Pool, zone_hit: bool = False) -> dict[str, float]:
+    """The requests/s a pool carries, as terms: q(1) per replica alive plus each
+    pooling step's gain on the replicas credited with it. `zone_hit`: the pool's region
+    has lost its fullest zone (its survivors and their steps are credited)."""
+    w, key, d = pool.workload, pool.candidate.key, pool.region
+    q = pool.candidate.requests_per_s
+    if zone_hit:
+        terms = {ZoneSurvivorsIndex(w, key, d).name(): q}
+        for tier in pool.tiers:
+            if tier.zone_gain:
+                terms[PooledSurvivorsColumn.of(pool, tier.replicas).name()] = tier.zone_gain
+        return terms
+    terms = {ReplicasColumn(w, key, d).name(): q}
+    for tier in pool.tiers:
+        terms[PooledColumn.of(pool, tier.replicas).name()] = tier.gain
+    return terms
+
+
+def pool_credit_less_one(pool: Pool) -> dict[str, float]:
+    """The requests/s a pool carries with one replica lost, as terms:
+    q(1) (replicas - pool_used) + sum_k spare_gain_k (pooled_k - pool_at_least_k)."""
+    w, key, d = pool.workload, pool.candidate.key, pool.region
+    q = pool.candidate.requests_per_s
+    terms = {ReplicasColumn(w, key, d).name(): q, PoolUsedColumn(w, key, d).name(): -q}
+    for tier in pool.tiers:
+        if tier.spare_gain:
+            terms[PooledColumn.of(pool, tier.replicas).name()] = tier.spare_gain
+            terms[PoolAtLeastColumn.of(pool, tier.replicas).name()] = -tier.spare_gain
+    return terms

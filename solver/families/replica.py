@@ -21,20 +21,36 @@ another, and one spare per (workload, region, phase) is what the policy asks, no
 per pool.
 """
 
-from solver.families import register
+from dataclasses import dataclass
+from typing import ClassVar
+
+from solver.families import add_row, register
+from solver.families.pooling import pool_credit, pool_credit_less_one
+from solver.families.split import load_terms
+from solver.families.variables import PoolUsedColumn
 from solver.lp import LinearProgram, Sense
+from solver.row_names import Index, ReplicasColumn, ReplicaSpareRow
 from solver.sets import ProgramSets
 
+
+@dataclass(frozen=True)
+class PoolOpenRow(Index):
+    """pool_open[w,c,d]."""
+
+    family: ClassVar[str] = "pool_open"
+    workload: str
+    candidate: str
+    region: str
+
+
 POOL_OPEN = register(
-    "pool_open",
-    "[workload,candidate,region]",
+    PoolOpenRow,
     "a pool with replicas counts as used",
     "$/month per replica",
     reported=False,
 )
 REPLICA_SPARE = register(
-    "replica_spare",
-    "[workload,region,phase,candidate]",
+    ReplicaSpareRow,
     "the phase still carries its no-failure load after losing one replica of the pool",
     "$/month per request/s of load",
 )
@@ -45,11 +61,14 @@ def add_replica_spare(lp: LinearProgram, sets: ProgramSets) -> None:
     if not sets.survives_replica_loss:
         return
     for pool in sets.pools:
-        w, c, d = pool.workload, pool.candidate, pool.region
-        lp.add_constraint(
-            f"pool_open[{w},{c.key},{d}]",
-            POOL_OPEN.name,
-            {sets.replicas(w, c, d): 1.0, sets.pool_used(w, c, d): -float(pool.max_replicas)},
+        w, key, d = pool.workload, pool.candidate.key, pool.region
+        add_row(
+            lp,
+            PoolOpenRow(w, key, d),
+            {
+                ReplicasColumn(w, key, d).name(): 1.0,
+                PoolUsedColumn(w, key, d).name(): -float(pool.max_replicas),
+            },
             Sense.LE,
             0.0,
         )
@@ -57,20 +76,15 @@ def add_replica_spare(lp: LinearProgram, sets: ProgramSets) -> None:
         if ("none", w, d) not in sets.inflow:
             continue
         for mode in modes:
-            load = sets.load_terms("none", w, d, mode)
+            load = load_terms(sets, "none", w, d, mode)
             for phase in mode.phases:
                 pools = sets.phase_pools(w, d, phase)
                 for lost in pools:
                     terms = {var: -1.0 for var in load}
                     for pool in pools:
                         if pool is lost:
-                            terms.update(sets.pool_capacity_less_one(pool))
+                            terms.update(pool_credit_less_one(pool))
                         else:
-                            terms.update(sets.pool_capacity(pool))
-                    lp.add_constraint(
-                        f"replica_spare[{w},{d},{phase.label},{lost.candidate.key}]",
-                        REPLICA_SPARE.name,
-                        terms,
-                        Sense.GE,
-                        0.0,
-                    )
+                            terms.update(pool_credit(pool))
+                    index = ReplicaSpareRow(w, d, phase.label, lost.candidate.key)
+                    add_row(lp, index, terms, Sense.GE, 0.0)

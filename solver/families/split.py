@@ -7,13 +7,28 @@ a decode pool of weight precision p, possibly on different GPU types). Where a r
 offers one mode only, that mode carries everything served there and no row is needed.
 """
 
-from solver.families import register
+from dataclasses import dataclass
+from typing import ClassVar
+
+from solver.families import add_row, register
+from solver.families.variables import ModeLoadColumn, ServedColumn
 from solver.lp import LinearProgram, Sense
-from solver.sets import ProgramSets
+from solver.row_names import Index
+from solver.sets import Mode, ProgramSets
+
+
+@dataclass(frozen=True)
+class ModeSplitRow(Index):
+    """mode_split[f,w,d]."""
+
+    family: ClassVar[str] = "mode_split"
+    scenario: str
+    workload: str
+    region: str
+
 
 MODE_SPLIT = register(
-    "mode_split",
-    "[scenario,workload,region]",
+    ModeSplitRow,
     "the load served in the region is split between unified and disaggregated serving",
     "$/month per request/s",
     reported=False,
@@ -27,9 +42,15 @@ def add_mode_split(lp: LinearProgram, sets: ProgramSets) -> None:
             origins = sets.inflow.get((f.name, w, d), ())
             if len(modes) < 2 or not origins:
                 continue
-            terms = {sets.mode_load(f.name, w, d, mode): 1.0 for mode in modes}
+            terms = {ModeLoadColumn.of(f.name, w, d, mode).name(): 1.0 for mode in modes}
             for o in origins:
-                terms[sets.served(f.name, w, o, d)] = -1.0
-            lp.add_constraint(
-                f"mode_split[{f.name},{w},{d}]", MODE_SPLIT.name, terms, Sense.EQ, 0.0
-            )
+                terms[ServedColumn(f.name, w, o, d).name()] = -1.0
+            add_row(lp, ModeSplitRow(f.name, w, d), terms, Sense.EQ, 0.0)
+
+
+def load_terms(sets: ProgramSets, f: str, w: str, d: str, mode: Mode) -> dict[str, float]:
+    """The load a mode carries in region d under f, as terms: its mode_split column when
+    d has several modes, else everything served in d."""
+    if len(sets.modes[(w, d)]) > 1:
+        return {ModeLoadColumn.of(f, w, d, mode).name(): 1.0}
+    return {ServedColumn(f, w, o, d).name(): 1.0 for o in sets.inflow.get((f, w, d), ())}

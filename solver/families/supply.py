@@ -11,19 +11,42 @@ the objective). gpu_supply's dual is what one more GPU on offer would save per m
 bookkeeping and left out of the binding list.
 """
 
-from solver.families import register
+from dataclasses import dataclass
+from typing import ClassVar
+
+from solver.families import add_row, register
+from solver.families.variables import PurchasedColumn
 from solver.lp import LinearProgram, Sense
+from solver.row_names import GpuSupplyRow, Index, ReplicasColumn
 from solver.sets import ProgramSets
 
+
+@dataclass(frozen=True)
+class PurchaseRow(Index):
+    """purchase[r,g]."""
+
+    family: ClassVar[str] = "purchase"
+    region: str
+    gpu: str
+
+
+@dataclass(frozen=True)
+class ExtraGpusColumn(Index):
+    """extra_gpus[r,g]: GPUs of type g used in r beyond what it offers (elastic program
+    only, solver.elastic)."""
+
+    family: ClassVar[str] = "extra_gpus"
+    region: str
+    gpu: str
+
+
 GPU_SUPPLY = register(
-    "gpu_supply",
-    "[region,gpu]",
+    GpuSupplyRow,
     "GPUs of the type used in the region stay within the existing fleet plus what can be had",
     "$/month per GPU of supply",
 )
 PURCHASE = register(
-    "purchase",
-    "[region,gpu]",
+    PurchaseRow,
     "GPUs used beyond the existing fleet are bought",
     "$/month per GPU already owned",
     reported=False,
@@ -31,21 +54,28 @@ PURCHASE = register(
 
 
 def add_gpu_supply(lp: LinearProgram, sets: ProgramSets) -> None:
-    """One row per region and GPU type that some pool could use."""
+    """One row per region and GPU type that some pool could use (elastic: with its
+    priced extra_gpus column)."""
     for (r, g), pools in sets.pools_of_gpu.items():
         offer = sets.offers[(r, g)]
-        terms = {sets.replicas(p.workload, p.candidate, r): float(p.candidate.gpus) for p in pools}
-        lp.add_constraint(
-            f"gpu_supply[{r},{g}]", GPU_SUPPLY.name, terms, Sense.LE, float(offer.available)
-        )
+        terms = {
+            ReplicasColumn(p.workload, p.candidate.key, r).name(): float(p.candidate.gpus)
+            for p in pools
+        }
+        if sets.slack:
+            extra = lp.add_variable(ExtraGpusColumn(r, g).name(), upper=float(sets.slack.room_gpus))
+            terms[extra] = -1.0
+            lp.add_objective({extra: sets.slack.supply_penalty})
+        add_row(lp, GpuSupplyRow(r, g), terms, Sense.LE, float(offer.available))
 
 
 def add_purchase_covers_use(lp: LinearProgram, sets: ProgramSets) -> None:
     """One row per region and GPU type that some pool could use."""
     for (r, g), pools in sets.pools_of_gpu.items():
         offer = sets.offers[(r, g)]
-        terms = {sets.replicas(p.workload, p.candidate, r): -float(p.candidate.gpus) for p in pools}
-        terms[sets.purchased(r, g)] = 1.0
-        lp.add_constraint(
-            f"purchase[{r},{g}]", PURCHASE.name, terms, Sense.GE, -float(offer.existing)
-        )
+        terms = {
+            ReplicasColumn(p.workload, p.candidate.key, r).name(): -float(p.candidate.gpus)
+            for p in pools
+        }
+        terms[PurchasedColumn(r, g).name()] = 1.0
+        add_row(lp, PurchaseRow(r, g), terms, Sense.GE, -float(offer.existing))

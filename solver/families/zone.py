@@ -8,13 +8,27 @@ losing the fullest zone. Every pool of the region is assumed to lose its fullest
 once (the worst placement), so the row holds whatever the scheduler does.
 """
 
-from solver.families import register
+from dataclasses import dataclass
+from typing import ClassVar
+
+from solver.families import add_row, register
 from solver.lp import LinearProgram, Sense
+from solver.row_names import Index, ReplicasColumn
 from solver.sets import ProgramSets
 
+
+@dataclass(frozen=True)
+class ZoneSurvivorsIndex(Index):
+    """zone_survivors[w,c,r]: the row, and the column of the pool's survivors."""
+
+    family: ClassVar[str] = "zone_survivors"
+    workload: str
+    candidate: str
+    region: str
+
+
 ZONE_SURVIVORS = register(
-    "zone_survivors",
-    "[workload,candidate,region]",
+    ZoneSurvivorsIndex,
     "a pool spread evenly over the region's zones keeps n - ceil(n / zones) replicas "
     "when its fullest zone is lost",
     "$/month per replica",
@@ -29,13 +43,13 @@ def add_zone_survivors(lp: LinearProgram, sets: ProgramSets) -> None:
         for pool in sets.pools:
             if pool.region != r:
                 continue
-            w, c = pool.workload, pool.candidate
-            lp.add_constraint(
-                f"zone_survivors[{w},{c.key},{r}]",
-                ZONE_SURVIVORS.name,
+            index = ZoneSurvivorsIndex(pool.workload, pool.candidate.key, r)
+            add_row(
+                lp,
+                index,
                 {
-                    sets.zone_survivors(w, c, r): float(zones),
-                    sets.replicas(w, c, r): -(zones - 1.0),
+                    index.name(): float(zones),
+                    ReplicasColumn(*index.values()).name(): -(zones - 1.0),
                 },
                 Sense.LE,
                 0.0,
