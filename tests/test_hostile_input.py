@@ -392,7 +392,7 @@ def test_unexpected_error_is_one_line_naming_a_bug_and_exits_70(run_cli, monkeyp
     def broken(path):
         raise ZeroDivisionError("division by zero in a place it should not be")
 
-    monkeypatch.setattr("cli.inputs.load_instance", broken)
+    monkeypatch.setattr("models.loading.load_instance", broken)
     result = run_checked(run_cli, "validate", DEFAULT_INSTANCE, code=70)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1
@@ -404,5 +404,5 @@ def test_recursion_error_from_input_exits_2(run_cli, monkeypatch):
     def exhausted(path):
         raise RecursionError("maximum recursion depth exceeded")
 
-    monkeypatch.setattr("cli.inputs.load_instance", exhausted)
+    monkeypatch.setattr("models.loading.load_instance", exhausted)
     run_checked(run_cli, "validate", DEFAULT_INSTANCE, needles=("too large or too deeply nested",))
