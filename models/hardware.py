@@ -51,6 +51,20 @@ class GpuSpec(BaseModel):
     """Default price, USD per GPU-hour; regions override it."""
     replica_start_s: float = Field(default=300.0, ge=0)
     """Seconds for a replica to load and become ready."""
+    host_memory_gib_per_gpu: float | None = Field(default=None, gt=0)
+    """Host DRAM per GPU given to the KV cache as a tier, GiB; default: no DRAM tier."""
+    host_link_gb_s: float | None = Field(default=None, gt=0)
+    """Host-to-GPU bandwidth per GPU, one direction, GB/s (PCIe or C2C); default:
+    `models.kv_tiers.PCIE_GEN5_X16_GB_S`."""
+    nvme_tb_per_node: float | None = Field(default=None, gt=0)
+    """Local NVMe per node given to the KV cache as a tier, TB (1e12 bytes); default:
+    no SSD tier."""
+    nvme_gb_s_per_node: float | None = Field(default=None, gt=0)
+    """Sequential read bandwidth of the node's NVMe drives together, GB/s."""
+    nvme_dwpd: float | None = Field(default=None, gt=0)
+    """Rated drive writes per day over the warranty (endurance)."""
+    nvme_warranty_years: float = Field(default=5.0, gt=0)
+    """Warranty the DWPD rating holds over, years."""
     sources: dict[str, str] = Field(default_factory=dict)
     """Where each number comes from, by field name."""
 
