@@ -190,7 +190,7 @@ class Workload(BaseModel):
     """Fraction of prompt tokens served from a prefix cache (not recomputed): the simple
     form. When given, it is the hit rate used even with `prefixes` declared."""
     prefixes: list[SharedPrefix] = Field(default_factory=list)
-    """Shared prompt prefixes `{tokens, share}`: their KV is held once per replica, not
+    """Shared prompt prefixes `{tokens, share, count}`: their KV is held once per replica, not
     per sequence. Without an explicit `prefix_cache_hit_rate` they also set the hit rate:
     sum(share x tokens) / mean prompt over the prefixes a replica holds
     (`models.prefix_routing`); with one, they only set the KV sharing."""
@@ -212,10 +212,11 @@ class Workload(BaseModel):
                     f"prefixes[{index}].tokens ({prefix.tokens:g}) exceeds the p99 prompt "
                     f"({prompt_p99:g} tokens): a prefix is part of the prompt"
                 )
-        per_request = sum(p.tokens * p.share for p in self.prefixes)
+        per_request = sum(p.tokens * p.share * p.count for p in self.prefixes)
         if per_request > prompt_mean:
             raise ValueError(
-                f"prefixes: sum(tokens x share) = {per_request:g} tokens per request exceeds "
+                f"prefixes: sum(tokens x share x count) = {per_request:g} tokens per request "
+                "exceeds "
                 f"the mean prompt ({prompt_mean:g} tokens)"
             )
         return self

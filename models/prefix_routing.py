@@ -142,10 +142,11 @@ def affinity_min_replicas(
 ) -> int:
     """Smallest pool whose affinity placement holds every prefix `affinity_hit_pool` holds:
     the first n (up to 4096) with affinity_hits' hit rate at the large-pool limit's."""
-    target = affinity_hit_pool(tokens, shares, 1.0, tiers).hit_rate
+    prompt = sum(t * s for t, s in zip(tokens, shares, strict=True))  # keeps h <= 1
+    target = affinity_hit_pool(tokens, shares, prompt, tiers).hit_rate
     n = 1
     while n < 4096:
-        if affinity_hits(tokens, shares, 1.0, tiers, n).hit_rate >= target - 1e-12:
+        if affinity_hits(tokens, shares, prompt, tiers, n).hit_rate >= target - 1e-9:
             return n
         n += 1
     return n

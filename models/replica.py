@@ -95,8 +95,8 @@ class TrafficMix:
             return mix
         return replace(
             mix,
-            prefix_tokens=tuple(p.tokens for p in workload.prefixes),
-            prefix_shares=tuple(p.share for p in workload.prefixes),
+            prefix_tokens=tuple(p.tokens for p in workload.prefixes for _ in range(p.count)),
+            prefix_shares=tuple(p.share for p in workload.prefixes for _ in range(p.count)),
             hit_rate_from_prefixes="prefix_cache_hit_rate" not in workload.model_fields_set,
             prefix_affinity=prefix_affinity,
         )

@@ -200,3 +200,5 @@ class SharedPrefix(BaseModel):
     """Length of the prefix, tokens."""
     share: float = Field(gt=0, le=1)
     """Fraction of the workload's requests that carry it (its popularity)."""
+    count: int = Field(default=1, ge=1)
+    """Distinct prefixes of this length and share (e.g. one per customer); default 1."""
