@@ -247,9 +247,7 @@ def batch_capacity(
     transfer_p99_s = kv_transfer_s(config, m.prompt_p99, efficiency) if decode else 0.0
     model = BatchModel(steps, m, config.role, transfer_s, transfer_p99_s, pool_replicas)
     kv_sequences = m.kv_sequences(budget.kv_capacity_tokens)
-    max_batch = (
-        int(kv_sequences) if m.shared_kv_tokens else budget.max_sequences(m.footprint)
-    )
+    max_batch = int(kv_sequences) if m.shared_kv_tokens else budget.max_sequences(m.footprint)
     offline = targets.is_offline
 
     # Closed-form caps on B, each with the limit it names.
