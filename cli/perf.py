@@ -5,6 +5,7 @@ converts bytes to GiB and seconds to ms at the edge.
 """
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,11 +19,13 @@ from models.capacity import replica_capacity
 from models.efficiency import Efficiency, efficiency_for
 from models.errors import InputError, Issue
 from models.frontier import FrontierPoint, throughput_frontier
+from models.hardware import GpuSpec
 from models.hf_config import HfConfigError, load_hf_config
 from models.latency import LoadLatency, latency_at_concurrency, latency_at_rate
 from models.llm import LlmSpec
 from models.memory import GIB, default_kv_precision, layout_problem
 from models.precision import Precision
+from models.prefix_kv import KvTierReport, kv_tier_report
 from models.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
 from models.traffic import TokenDistribution
 
@@ -59,6 +62,129 @@ def _mix(
     prompt = TokenDistribution(mean=input_tokens, p99=input_p99 or input_tokens)
     output = TokenDistribution(mean=output_tokens, p99=output_p99 or output_tokens)
     return TrafficMix.of_lengths(prompt, output, hit_rate)
+
+
+def _prefix_mix(
+    mix: TrafficMix,
+    prefix_tokens: float | None,
+    prefix_share: float,
+    hit_rate_given: bool,
+    affinity: bool,
+) -> TrafficMix:
+    """`mix` with one declared shared prefix (--prefix-tokens, --prefix-share)."""
+    if prefix_tokens is None:
+        return mix
+    problems = []
+    if prefix_tokens <= 0:
+        problems.append(
+            Issue(_WHERE, None, "--prefix-tokens", f"must be positive, got {prefix_tokens:g}")
+        )
+    elif prefix_tokens > mix.prompt_p99_tokens:
+        problems.append(
+            Issue(
+                _WHERE,
+                None,
+                "--prefix-tokens",
+                f"({prefix_tokens:g}) exceeds the p99 prompt ({mix.prompt_p99_tokens:g} tokens)",
+            )
+        )
+    elif prefix_tokens * prefix_share > mix.prompt_mean_tokens:
+        problems.append(
+            Issue(
+                _WHERE,
+                None,
+                "--prefix-share",
+                f"tokens x share exceeds the mean prompt ({mix.prompt_mean_tokens:g} tokens)",
+            )
+        )
+    if not 0 < prefix_share <= 1:
+        problems.append(
+            Issue(_WHERE, None, "--prefix-share", f"must be in (0, 1], got {prefix_share:g}")
+        )
+    if problems:
+        raise InputError(problems)
+    return replace(
+        mix,
+        prefix_tokens=(prefix_tokens,),
+        prefix_shares=(prefix_share,),
+        hit_rate_from_prefixes=not hit_rate_given,
+        prefix_affinity=affinity,
+    )
+
+
+def _tiered_gpu(gpu: GpuSpec, tiers: dict[str, float | None]) -> GpuSpec:
+    """The catalog GPU with the tier flags given (each positive)."""
+    given = {key: value for key, value in tiers.items() if value is not None}
+    for key, value in given.items():
+        if value <= 0:
+            raise _problem("--" + key.replace("_", "-"), f"must be positive, got {value:g}")
+    return gpu.model_copy(update=given) if given else gpu
+
+
+def kv_tiers_json(report: KvTierReport) -> dict[str, Any]:
+    """The keys --kv-tiers (or a declared prefix) adds: `kv_tiers`, and
+    `ssd_lifetime_days` when an SSD tier is used."""
+    data: dict[str, Any] = {
+        "kv_tiers": [
+            {
+                "tier": tier.tier.value,
+                "capacity_tokens": tier.capacity_tokens,
+                "fetch_ms_per_1k_tokens": tier.fetch_ms_per_1k_tokens,
+                "recompute_ms_per_1k_tokens": tier.recompute_ms_per_1k_tokens,
+                "used": tier.used,
+            }
+            for tier in report.tiers
+        ]
+    }
+    if report.hits is not None:
+        data["prefix_tiers"] = [
+            None if where is None else where.value for where in report.hits.placement.tiers
+        ]
+        data["prefix_hit_rate"] = report.hits.hit_rate
+        data["shared_prefix_kv_tokens"] = report.hits.placement.hbm_tokens
+    if report.spill_threshold_s is not None:
+        data["spill_threshold_ms"] = _ms(report.spill_threshold_s)
+    if report.ssd is not None:
+        data["ssd_lifetime_days"] = _finite(report.ssd.lifetime_days)
+        data["ssd_wears_out"] = report.ssd.wears_out
+    return data
+
+
+def _render_tiers(report: KvTierReport) -> None:
+    table = Table(title="KV tiers: value of a cached token = recompute - fetch")
+    for column in (
+        "tier",
+        "capacity tokens",
+        "fetch ms/1K",
+        "recompute ms/1K",
+        "value ms/1K",
+        "used",
+    ):
+        table.add_column(column, justify="left" if column in ("tier", "used") else "right")
+    for tier in report.tiers:
+        value = tier.recompute_ms_per_1k_tokens - tier.fetch_ms_per_1k_tokens
+        table.add_row(
+            tier.tier.value,
+            f"{tier.capacity_tokens:,.0f}",
+            f"{tier.fetch_ms_per_1k_tokens:,.2f}",
+            f"{tier.recompute_ms_per_1k_tokens:,.2f}",
+            f"{value:,.2f}",
+            "yes" if tier.used else "no: recompute is faster" if value <= 0 else "no",
+        )
+    out.print(table)
+    if report.hits is not None:
+        where = ", ".join("miss" if w is None else w.value for w in report.hits.placement.tiers)
+        out.print(
+            f"prefixes held in: {where}; hit rate {report.hits.hit_rate:.1%}; "
+            f"{report.hits.placement.hbm_tokens:,.0f} prefix tokens held once in HBM"
+        )
+    if report.spill_threshold_s is not None:
+        out.print(
+            f"spill threshold: {report.spill_threshold_s * 1e3:,.1f} ms (the prefill a hit "
+            "saves; a queue longer than this at the warm replica is worth a cold one)"
+        )
+    if report.ssd is not None:
+        out.print(report.ssd.note(), markup=False)
 
 
 def _ms(seconds: float) -> float | None:
@@ -386,6 +512,38 @@ def perf(
             "request when the last completes.",
         ),
     ] = None,
+    prefix_tokens: Annotated[
+        float | None,
+        typer.Option(
+            "--prefix-tokens",
+            help="A shared prefix of T tokens (a system prompt): its KV is held once per "
+            "replica; without --prefix-cache-hit-rate it also sets the hit rate.",
+        ),
+    ] = None,
+    prefix_share: Annotated[
+        float,
+        typer.Option("--prefix-share", help="Share of requests carrying the prefix, (0, 1]."),
+    ] = 1.0,
+    prefix_affinity: Annotated[
+        bool,
+        typer.Option("--prefix-affinity", help="Route each prefix to its home replicas."),
+    ] = False,
+    kv_tiers: Annotated[
+        bool,
+        typer.Option("--kv-tiers", help="Print the per-tier value table (HBM, host DRAM, NVMe)."),
+    ] = False,
+    host_memory_gib_per_gpu: Annotated[
+        float | None, typer.Option(help="Host DRAM per GPU for a KV tier, GiB.")
+    ] = None,
+    nvme_tb_per_node: Annotated[
+        float | None, typer.Option(help="Local NVMe per node for a KV tier, TB.")
+    ] = None,
+    nvme_gb_s_per_node: Annotated[
+        float | None, typer.Option(help="NVMe read bandwidth per node, GB/s.")
+    ] = None,
+    nvme_dwpd: Annotated[
+        float | None, typer.Option(help="NVMe endurance, drive writes per day.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     model: Annotated[
         str | None, typer.Option("--model", "-m", help="Catalog model, e.g. llama-3.3-70b.")
@@ -412,6 +570,15 @@ def perf(
         gpu_spec = catalog.gpu(gpu)
     except KeyError as error:
         raise _problem("--gpu", str(error.args[0])) from None
+    gpu_spec = _tiered_gpu(
+        gpu_spec,
+        {
+            "host_memory_gib_per_gpu": host_memory_gib_per_gpu,
+            "nvme_tb_per_node": nvme_tb_per_node,
+            "nvme_gb_s_per_node": nvme_gb_s_per_node,
+            "nvme_dwpd": nvme_dwpd,
+        },
+    )
     llm_spec = _llm(model, model_config)
     for flag, target in (("--ttft-p99-ms", ttft_p99_ms), ("--tpot-p99-ms", tpot_p99_ms)):
         if target is not None and target <= 0:
@@ -423,6 +590,7 @@ def perf(
     mix = _mix(
         input_tokens, output_tokens, input_p99_tokens, output_p99_tokens, prefix_cache_hit_rate
     )
+    mix = _prefix_mix(mix, prefix_tokens, prefix_share, prefix_cache_hit_rate > 0, prefix_affinity)
     targets = LatencyTargets(
         ttft_p99_s=None if ttft_p99_ms is None else ttft_p99_ms / 1e3,
         tpot_p99_s=None if tpot_p99_ms is None else tpot_p99_ms / 1e3,
@@ -436,8 +604,15 @@ def perf(
         else None
     )
     load = _load(config, mix, efficiency, pool_replicas, rate, concurrency)
+    tiers = (
+        kv_tier_report(config, mix, efficiency, capacity.requests_per_s)
+        if kv_tiers or prefix_tokens is not None
+        else None
+    )
     if as_json:
         data = perf_json(capacity, mix, targets, efficiency, frontier, pool_replicas)
+        if tiers is not None:
+            data.update(kv_tiers_json(tiers))
         print_json(data if load is None else {**data, **load_json(load, data)})
     elif capacity.fits:
         _render(capacity, targets, pool_replicas)
@@ -445,6 +620,8 @@ def perf(
             _render_frontier(frontier, capacity.batch)
         if load is not None:
             _render_load(load)
+        if tiers is not None:
+            _render_tiers(tiers)
     if not capacity.fits or not capacity.meets_slo:
         err.print(f"[bold red]{'does not fit' if not capacity.fits else 'cannot meet the SLO'}:[/]")
         err.print(capacity.reason, markup=False)

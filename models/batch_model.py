@@ -105,7 +105,15 @@ class MixTokens:
     context: float
     """Mean context a decode step attends to: P + O (1 + cv_o^2) / 2."""
     footprint: float
-    """KV tokens one sequence holds: P + O."""
+    """KV tokens one sequence holds: P + O, less the shared prefixes held once per replica
+    (`models.prefix_kv`)."""
+    shared_kv_tokens: float = 0.0
+    """KV tokens of shared prefixes held once per replica in HBM (a fixed charge on the
+    KV budget, `models.prefix_kv`)."""
+
+    def kv_sequences(self, kv_capacity_tokens: float) -> float:
+        """Sequences the KV cache holds: (capacity - shared prefixes) / footprint."""
+        return max(kv_capacity_tokens - self.shared_kv_tokens, 0.0) / self.footprint
 
     @classmethod
     def of(cls, mix: TrafficMix) -> "MixTokens":

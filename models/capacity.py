@@ -102,6 +102,7 @@ from models.capacity_reasons import (
 )
 from models.efficiency import Efficiency
 from models.memory import MemoryBudget, does_not_fit_message, layout_problem, memory_budget
+from models.prefix_kv import prefix_mix
 from models.replica import LatencyTargets, Limit, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
 from models.step_time import PassParts, StepModel
 
@@ -225,6 +226,7 @@ def replica_capacity(
             config, does_not_fit_message(budget, needed, config.label, remedy), budget
         )
     steps = replica_step_model(config, efficiency)
+    m = prefix_mix(m, mix, config, budget, steps)
     if config.role is Role.PREFILL:
         return _prefill_capacity(config, m, targets, efficiency, budget, steps, pool_replicas)
     return batch_capacity(config, m, targets, efficiency, budget, steps, pool_replicas)
@@ -244,9 +246,9 @@ def batch_capacity(
     transfer_s = kv_transfer_s(config, m.prompt, efficiency) if decode else 0.0
     transfer_p99_s = kv_transfer_s(config, m.prompt_p99, efficiency) if decode else 0.0
     model = BatchModel(steps, m, config.role, transfer_s, transfer_p99_s, pool_replicas)
-    max_batch = budget.max_sequences(m.footprint)
+    kv_sequences = m.kv_sequences(budget.kv_capacity_tokens)
+    max_batch = int(kv_sequences) if m.shared_kv_tokens else budget.max_sequences(m.footprint)
     offline = targets.is_offline
-    kv_sequences = budget.kv_capacity_tokens / m.footprint
 
     # Closed-form caps on B, each with the limit it names.
     if offline:

@@ -4,15 +4,21 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from models.precision import Precision
 from models.quantities import (
+    Dwpd,
     GpusPerNode,
     HbmGib,
     HbmTbS,
+    HostLinkGbS,
+    HostMemoryGib,
+    NvmeGbS,
+    NvmeTb,
     PowerW,
     ScaleoutGbitS,
     ScaleupGbS,
     StartTimeS,
     Tflops,
     UsdPerGpuHour,
+    WarrantyYears,
 )
 
 
@@ -62,6 +68,20 @@ class GpuSpec(BaseModel):
     """Default price, USD per GPU-hour; regions override it."""
     replica_start_s: StartTimeS = 300.0
     """Seconds for a replica to load and become ready."""
+    host_memory_gib_per_gpu: HostMemoryGib | None = None
+    """Host DRAM per GPU given to the KV cache as a tier, GiB; default: no DRAM tier."""
+    host_link_gb_s: HostLinkGbS | None = None
+    """Host-to-GPU bandwidth per GPU, one direction, GB/s (PCIe or C2C); default:
+    `models.kv_tiers.PCIE_GEN5_X16_GB_S`."""
+    nvme_tb_per_node: NvmeTb | None = None
+    """Local NVMe per node given to the KV cache as a tier, TB (1e12 bytes); default:
+    no SSD tier."""
+    nvme_gb_s_per_node: NvmeGbS | None = None
+    """Sequential read bandwidth of the node's NVMe drives together, GB/s."""
+    nvme_dwpd: Dwpd | None = None
+    """Rated drive writes per day over the warranty (endurance)."""
+    nvme_warranty_years: WarrantyYears = 5.0
+    """Warranty the DWPD rating holds over, years."""
     sources: dict[str, str] = Field(default_factory=dict)
     """Where each number comes from, by field name."""
 

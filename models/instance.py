@@ -54,7 +54,7 @@ from models.quantities import (
     Zones,
     at_most,
 )
-from models.traffic import Demand, TokenDistribution
+from models.traffic import Demand, SharedPrefix, TokenDistribution
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -219,7 +219,13 @@ class Workload(BaseModel):
     prompt_tokens: TokenDistribution
     output_tokens: TokenDistribution
     prefix_cache_hit_rate: HitRate = 0.0
-    """Fraction of prompt tokens served from a prefix cache (not recomputed)."""
+    """Fraction of prompt tokens served from a prefix cache (not recomputed): the simple
+    form. When given, it is the hit rate used even with `prefixes` declared."""
+    prefixes: Annotated[list[SharedPrefix], at_most(limits.PREFIXES)] = Field(default_factory=list)
+    """Shared prompt prefixes `{tokens, share, count}`: their KV is held once per replica, not
+    per sequence. Without an explicit `prefix_cache_hit_rate` they also set the hit rate:
+    sum(share x tokens) / mean prompt over the prefixes a replica holds
+    (`models.prefix_routing`); with one, they only set the KV sharing."""
     slo: Slo = Field(default_factory=Slo)
     deadline_hours: DeadlineHours | None = None
     """Batch work: each request may be served any time within this many hours of its
@@ -227,6 +233,25 @@ class Workload(BaseModel):
     monthly_growth: MonthlyGrowth | None = None
     """Demand growth per month as a fraction (0.05 = +5%/month) over
     `policy.horizon_months`; default: `policy.monthly_growth`."""
+
+    @model_validator(mode="after")
+    def _prefixes_fit_the_prompt(self) -> Self:
+        prompt_mean = self.prompt_tokens.mean_tokens
+        prompt_p99 = self.prompt_tokens.p99_tokens
+        for index, prefix in enumerate(self.prefixes):
+            if prefix.tokens > prompt_p99:
+                raise ValueError(
+                    f"prefixes[{index}].tokens ({prefix.tokens:g}) exceeds the p99 prompt "
+                    f"({prompt_p99:g} tokens): a prefix is part of the prompt"
+                )
+        per_request = sum(p.tokens * p.share * p.count for p in self.prefixes)
+        if per_request > prompt_mean:
+            raise ValueError(
+                f"prefixes: sum(tokens x share x count) = {per_request:g} tokens per request "
+                "exceeds "
+                f"the mean prompt ({prompt_mean:g} tokens)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _batch_has_no_latency_slo(self) -> Self:
@@ -268,6 +293,9 @@ class Policy(BaseModel):
     """PP degrees to consider."""
     disaggregation: bool = False
     """Whether prefill and decode may run in separate pools."""
+    prefix_affinity: bool = False
+    """Route requests with the same declared prefix to the replicas that hold it
+    (`models.prefix_routing`); default: random (least-loaded) routing."""
     hours_per_month: HoursPerMonth = 730
     colocation: bool = False
     """Whether several workloads may share replica groups (co-resident engines, multi-LoRA,

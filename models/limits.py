@@ -59,6 +59,7 @@ HISTOGRAM_BUCKETS = Most(
     10_000, "buckets", "a histogram finer than 10,000 buckets adds nothing the physics uses"
 )
 CHOICES = Most(16, "choices", "powers of two up to 1,024 are 11 entries")
+PREFIXES = Most(1_000, "prefix classes", "use `count` for many prefixes of one length and share")
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,24 @@ BURST_FACTOR = Bound(
 HORIZON_MONTHS = Bound(120, "months", "ten years of procurement", low=1.0, low_open=False)
 LEAD_TIME_MONTHS = Bound(60, "months", "five years between order and delivery", low_open=False)
 LORA_RANK = Bound(65_536, "", "LoRA ranks are 4 to 256; above the widest layer means no LoRA")
+
+
+# --- KV tiers and shared prefixes ---------------------------------------------------------
+
+SHARE = Bound(1.0, "", "a fraction of the workload's requests", low_open=True, high_open=False)
+PREFIX_CLASSES = Bound(
+    1_000_000,
+    "prefixes",
+    "a million distinct prefixes of one class is per-request data",
+    low=1.0,
+    low_open=False,
+)
+HOST_MEMORY_GIB = Bound(65_536, "GiB", "64 TiB per GPU is 16x the largest server's DRAM per GPU")
+HOST_LINK_GB_S = Bound(10_000, "GB/s", "11x NVLink-C2C, 900 GB/s")
+NVME_TB = Bound(10_000, "TB", "20x the NVMe a dense storage node holds, about 500 TB")
+NVME_GB_S = Bound(10_000, "GB/s", "20x a node of 16 PCIe 5 drives, about 500 GB/s")
+DWPD = Bound(1_000, "drive writes/day", "100x the most durable SLC drives, about 10 DWPD")
+WARRANTY_YEARS = Bound(50, "years", "10x the usual 5-year drive warranty")
 
 
 def max_threads() -> int:

@@ -186,3 +186,19 @@ LeadTimeMonths = whole(limits.LEAD_TIME_MONTHS)
 """Months between order and delivery."""
 LoraRank = whole(limits.LORA_RANK)
 """A LoRA adapter's rank."""
+Share = real(limits.SHARE)
+"""A fraction of requests in (0, 1]."""
+PrefixClasses = whole(limits.PREFIX_CLASSES)
+"""Distinct prefixes of one class."""
+HostMemoryGib = real(limits.HOST_MEMORY_GIB)
+"""Host DRAM per GPU, GiB."""
+HostLinkGbS = real(limits.HOST_LINK_GB_S)
+"""Host-to-GPU bandwidth, GB/s."""
+NvmeTb = real(limits.NVME_TB)
+"""NVMe capacity per node, TB."""
+NvmeGbS = real(limits.NVME_GB_S)
+"""NVMe read bandwidth per node, GB/s."""
+Dwpd = real(limits.DWPD)
+"""Drive writes per day."""
+WarrantyYears = real(limits.WARRANTY_YEARS)
+"""Years a drive's endurance rating holds over."""

@@ -5,7 +5,7 @@ The functions that fill `ReplicaCapacity` live in `models.capacity`; the planner
 only these records, so the program stays linear.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from models.hardware import GpuSpec
@@ -74,12 +74,31 @@ class TrafficMix:
     output_p99_tokens: float
     output_cv: float
     prefix_cache_hit_rate: float = 0.0
+    prefix_tokens: tuple[float, ...] = ()
+    """Declared shared prefixes' lengths (`Workload.prefixes`), tokens."""
+    prefix_shares: tuple[float, ...] = ()
+    """Their shares of the requests, in the same order."""
+    hit_rate_from_prefixes: bool = False
+    """Whether the hit rate comes from where the prefixes are held
+    (`models.prefix_kv`) rather than `prefix_cache_hit_rate`."""
+    prefix_affinity: bool = False
+    """Whether the router keeps each prefix's requests on its home replicas."""
 
     @classmethod
-    def of(cls, workload: Workload) -> "TrafficMix":
-        """The mix of a workload from the instance file."""
-        return cls.of_lengths(
+    def of(cls, workload: Workload, prefix_affinity: bool = False) -> "TrafficMix":
+        """The mix of a workload from the instance file; `prefix_affinity` is the
+        policy's routing (it matters only with declared prefixes)."""
+        mix = cls.of_lengths(
             workload.prompt_tokens, workload.output_tokens, workload.prefix_cache_hit_rate
+        )
+        if not workload.prefixes:
+            return mix
+        return replace(
+            mix,
+            prefix_tokens=tuple(p.tokens for p in workload.prefixes for _ in range(p.count)),
+            prefix_shares=tuple(p.share for p in workload.prefixes for _ in range(p.count)),
+            hit_rate_from_prefixes="prefix_cache_hit_rate" not in workload.model_fields_set,
+            prefix_affinity=prefix_affinity,
         )
 
     @classmethod

@@ -9,8 +9,10 @@ from models.limits import HISTOGRAM_BUCKETS
 from models.quantities import (
     HistogramWeight,
     PeakToAverage,
+    PrefixClasses,
     RequestRate,
     RequestsPerDay,
+    Share,
     Tokens,
     at_most,
 )
@@ -198,3 +200,19 @@ class TokenDistribution(BaseModel):
         discriminant = Z_P99**2 - 2 * math.log(ratio)
         sigma = Z_P99 - math.sqrt(discriminant) if discriminant > 0 else Z_P99
         return math.sqrt(math.expm1(sigma**2))
+
+
+class SharedPrefix(BaseModel):
+    """One prompt prefix that many requests share token for token (a system prompt, a
+    customer's documents): its length and the share of the workload's requests that
+    start with it. Its KV is stored once per replica (per tier), not once per sequence;
+    a request may carry several (a system prompt, then a document)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tokens: Tokens
+    """Length of the prefix, tokens."""
+    share: Share
+    """Fraction of the workload's requests that carry it (its popularity)."""
+    count: PrefixClasses = 1
+    """Distinct prefixes of this length and share (e.g. one per customer); default 1."""

@@ -242,7 +242,7 @@ def build_candidates(instance: Instance) -> CandidateTable:
     problems: list[Problem] = []
     zone_counts = tuple(sorted({r.zones for r in instance.regions if r.zones > 1}))
     for workload in instance.workloads:
-        mix = TrafficMix.of(workload)
+        mix = TrafficMix.of(workload, instance.policy.prefix_affinity)
         targets = LatencyTargets.of(workload.slo)
         results = []
         usable = []

@@ -118,7 +118,7 @@ def physics_of(instance: Instance, workload: str, config: ReplicaConfig) -> Pool
     entry = next(w for w in instance.workloads if w.name == workload)
     return PoolPhysics(
         config,
-        TrafficMix.of(entry),
+        TrafficMix.of(entry, instance.policy.prefix_affinity),
         LatencyTargets.of(entry.slo),
         efficiency_for(config.gpu.name, config.weight_precision, instance.efficiency),
     )

@@ -220,7 +220,7 @@ def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]
                 label=entry.label,
                 entries=[],
                 config=config,
-                mix=TrafficMix.of(workload),
+                mix=TrafficMix.of(workload, instance.policy.prefix_affinity),
                 targets=LatencyTargets.of(workload.slo),
                 efficiency=efficiency_for(gpu.name, entry.precision, instance.efficiency),
                 serves=True,
