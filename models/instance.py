@@ -10,7 +10,7 @@ from difflib import get_close_matches
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Self
+from typing import Annotated, Any, Self
 
 from pydantic import (
     BaseModel,
@@ -230,6 +230,13 @@ class Policy(BaseModel):
     """TP degrees to consider."""
     pipeline_parallel: list[int] = Field(default=[1], min_length=1)
     """PP degrees to consider."""
+    expert_parallel: list[Annotated[int, Field(ge=1)]] = Field(default=[1], min_length=1)
+    """Expert-parallel sizes to consider for MoE models: the routed experts of a stage are
+    split over `ep` ranks, which must divide tp x dp (`models.memory.expert_layout_problem`);
+    1 splits every expert by TP."""
+    attention_data_parallel: list[Annotated[int, Field(ge=1)]] = Field(default=[1], min_length=1)
+    """Attention data-parallel groups to consider for MoE models: a replica is
+    tp x pp x dp GPUs, each group of tp GPUs holding its own sequences."""
     disaggregation: bool = False
     """Whether prefill and decode may run in separate pools."""
     hours_per_month: float = Field(default=730, gt=0, le=744)
