@@ -18,8 +18,10 @@ Routing statistics (uniform top-k routing, the assumption of the closed forms be
 
       imbalance = E[max rank load] / mean = 1 + sqrt(2 ln(ep) x ep / (T k)),
 
-  capped at the most a rank can receive, T min(k, E/ep) (every token sends at most
-  min(k, E/ep) of its choices to one rank): ep x min(k, E/ep) / k. It is 1 at ep = 1 and
+  at least ep / (T k) (with fewer choices than ranks the busiest rank still holds a
+  whole one: the Gaussian estimate fails there) and capped at the most a rank can
+  receive, T min(k, E/ep) (every token sends at most min(k, E/ep) of its choices to one
+  rank): ep x min(k, E/ep) / k. It is 1 at ep = 1 and
   falls towards 1 as the batch grows. Real routers are skewed beyond uniform (popular
   experts); engines rebalance with redundant experts (EPLB), which is what makes the
   uniform statistic a fair estimate. `routing_skew` multiplies the excess for a model
@@ -121,14 +123,14 @@ def load_imbalance(
     tokens: float, experts_per_token: int, ep: int, experts: int, routing_skew: float = 1.0
 ) -> float:
     """E[max rank load] / mean load over `ep` ranks for `tokens` tokens routed top-k:
-    1 + routing_skew x sqrt(2 ln(ep) x ep / (T k)), capped at ep x min(k, E/ep) / k
-    (see the module docstring). 1 at ep = 1 or with no tokens."""
+    max(1 + routing_skew x sqrt(2 ln(ep) x ep / (T k)), ep / (T k)), capped at
+    ep x min(k, E/ep) / k (see the module docstring). 1 at ep = 1 or with no tokens."""
     if ep <= 1 or tokens <= 0:
         return 1.0
     choices = tokens * experts_per_token
     excess = routing_skew * math.sqrt(2 * math.log(ep) * ep / choices)
     cap = ep * min(experts_per_token, experts / ep) / experts_per_token
-    return min(1 + excess, cap)
+    return min(max(1 + excess, ep / choices), cap)
 
 
 def dispatch_bytes_per_element(weight_precision: Precision) -> float:

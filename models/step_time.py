@@ -48,7 +48,7 @@ overhead per iteration. Prefill of a prompt runs in chunks of at most
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from models.efficiency import Efficiency
 from models.hardware import GpuSpec
@@ -230,13 +230,13 @@ class StepModel:
     hop_latency_s: float
     hop_s_per_token: float
     # mixture of experts (ep = dp = 1: the tensor-parallel terms above)
-    dp: int = 1
+    dp: int = field(default=1, kw_only=True)
     """Attention data-parallel groups per stage."""
-    routed_flops_per_token: float = 0.0
+    routed_flops_per_token: float = field(default=0.0, kw_only=True)
     """Routed-expert FLOPs one replica token puts on the mean GPU of the stage:
     2 x k x expert params x stage MoE layers / (tp x dp) (included in the linear FLOPs
     per token above, which are per token of the GPU's own group)."""
-    experts_layout: ExpertLayout | None = None
+    experts_layout: ExpertLayout | None = field(default=None, kw_only=True)
 
     def pass_parts(
         self,
