@@ -65,7 +65,9 @@ def test_the_verifier_imports_nothing_from_solver_but_the_plan_schema():
 def test_models_never_import_solver_or_cli():
     graph = import_graph()
     upward = [
-        (a, b) for a, b in graph.edges if a.startswith("models") and not b.startswith("models")
+        (a, b)
+        for a, b in graph.edges
+        if a.startswith("models") and not b.startswith("models")
     ]
     assert upward == []
 
