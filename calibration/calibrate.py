@@ -53,6 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
+from calibration.moe import load_moe_rows, moe_report
 from models.capacity import replica_capacity
 from models.catalog import gpu_catalog, llm_catalog
 from models.efficiency import Efficiency, efficiency_for
@@ -582,6 +583,8 @@ def main() -> None:
                 f"median |error| {np.median(errors):5.1f}%"
             )
     print(f"skipped rows: {sum(skipped.values())}")
+    moe_rows, _ = load_moe_rows(calibration_dir())
+    print("\n".join(moe_report(moe_rows)[0][-(len({r.model for r in moe_rows}) + 12) :]))
     if args.write:
         EFFICIENCY_YAML.write_text(text, encoding="utf-8")
         print(f"wrote {EFFICIENCY_YAML}")

@@ -215,6 +215,8 @@ def perf_json(
         "kv_precision": config.kv_precision.value,
         "tp": config.tp,
         "pp": config.pp,
+        "ep": config.ep,
+        "dp": config.dp,
         "role": config.role.value,
         "gpus": config.gpus,
         "pool_replicas": pool_replicas,
@@ -460,6 +462,22 @@ def perf(
     ] = None,
     tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs.")] = 1,
     pp: Annotated[int, typer.Option("--pp", help="Pipeline stages.")] = 1,
+    ep: Annotated[
+        int,
+        typer.Option(
+            "--ep",
+            help="Expert-parallel ranks of an MoE model's routed experts; must divide "
+            "tp x dp.",
+        ),
+    ] = 1,
+    dp: Annotated[
+        int,
+        typer.Option(
+            "--dp",
+            help="Attention data-parallel groups of --tp GPUs each (MoE models); the replica "
+            "has tp x pp x dp GPUs.",
+        ),
+    ] = 1,
     role: Annotated[
         Role, typer.Option("--role", help="unified, or one side of a disaggregated pair.")
     ] = Role.UNIFIED,
@@ -584,9 +602,9 @@ def perf(
         if target is not None and target <= 0:
             raise _problem(flag, f"must be positive, got {target:g}")
     kv = kv_precision or default_kv_precision(precision)
-    problem = layout_problem(gpu_spec, llm_spec, precision, kv, tp, pp)
+    problem = layout_problem(gpu_spec, llm_spec, precision, kv, tp, pp, ep, dp)
     if problem is not None:
-        raise _problem("--tp/--pp/--precision", problem)
+        raise _problem("--tp/--pp/--ep/--dp/--precision", problem)
     mix = _mix(
         input_tokens, output_tokens, input_p99_tokens, output_p99_tokens, prefix_cache_hit_rate
     )
@@ -595,7 +613,7 @@ def perf(
         ttft_p99_s=None if ttft_p99_ms is None else ttft_p99_ms / 1e3,
         tpot_p99_s=None if tpot_p99_ms is None else tpot_p99_ms / 1e3,
     )
-    config = ReplicaConfig(gpu_spec, llm_spec, precision, kv, tp, pp, role)
+    config = ReplicaConfig(gpu_spec, llm_spec, precision, kv, tp, pp, role, ep, dp)
     efficiency = efficiency_for(gpu_spec, precision)
     capacity = replica_capacity(config, mix, targets, efficiency, pool_replicas)
     frontier = (

@@ -216,7 +216,9 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
                         p.workload,
                         p.gpu,
                         str(p.precision),
-                        f"{p.tp} x {p.pp}",
+                        f"{p.tp} x {p.pp}"
+                        + (f" x dp{p.dp}" if p.dp > 1 else "")
+                        + (f" ep{p.ep}" if p.ep > 1 else ""),
                         str(p.role),
                         str(p.count),
                         str(p.gpus),

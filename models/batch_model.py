@@ -89,6 +89,8 @@ def replica_step_model(config: ReplicaConfig, efficiency: Efficiency) -> StepMod
         config.tp,
         config.pp,
         efficiency,
+        ep=config.ep,
+        dp=config.dp,
     )
 
 

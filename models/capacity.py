@@ -199,6 +199,8 @@ def replica_capacity(
         config.kv_precision,
         config.tp,
         config.pp,
+        config.ep,
+        config.dp,
     )
     if problem is not None:
         return not_fitting_capacity(config, f"{config.label}: {problem}")
@@ -218,9 +220,11 @@ def replica_capacity(
         config.tp,
         config.pp,
         efficiency,
+        config.ep,
+        config.dp,
     )
     needed = m.prompt_p99 if config.role is Role.PREFILL else m.prompt_p99 + m.output_p99
-    if budget.kv_capacity_tokens < needed:
+    if budget.sequence_kv_capacity_tokens < needed:  # one sequence lives in one DP group
         remedy = memory_remedy(config, efficiency, needed)
         return not_fitting_capacity(
             config, does_not_fit_message(budget, needed, config.label, remedy), budget
@@ -258,7 +262,7 @@ def batch_capacity(
         kv_cap = root * root
     caps = [
         (kv_cap, Limit.KV_MEMORY),
-        (float(efficiency.max_batch_sequences), None),
+        (float(efficiency.max_batch_sequences * config.dp), None),  # one cap per DP group
         (model.lane_batch_limit() * (1.0 if offline else 0.999), Limit.COMPUTE),
     ]
     transfer_bytes = kv_transfer_bytes(config, m.prompt)

@@ -65,7 +65,8 @@ def throughput_frontier(
     model = _frontier_model(config, mix, efficiency, pool_replicas)
     m = model.mix
     kv_sequences = capacity.kv_capacity_tokens / m.footprint
-    limit = min(kv_sequences, float(efficiency.max_batch_sequences), model.lane_batch_limit())
+    engine_cap = float(efficiency.max_batch_sequences * config.dp)  # one cap per DP group
+    limit = min(kv_sequences, engine_cap, model.lane_batch_limit())
     if batches is None:
         batches = []
         b = 1.0

@@ -112,6 +112,8 @@ class _Replica:
             config.tp,
             config.pp,
             efficiency,
+            ep=config.ep,
+            dp=config.dp,
         )
         self.output = max(mix.output_mean_tokens, 1.0)
         hit = min(max(mix.prefix_cache_hit_rate, 0.0), 0.999)

@@ -10,6 +10,12 @@ Assumptions, stated once:
   K/V projections and the KV cache of a GQA model split by KV head, so when TP exceeds
   the KV heads each GPU holds one head and the rest are replicas. MLA keeps one latent
   vector per token that every TP rank needs: the MLA cache is replicated across TP.
+- Attention data parallelism (DP) runs `dp` copies of the attention (and of the dense
+  layers, shared experts, router, embedding and LM head) in each stage, each copy split
+  by TP over its own `tp` GPUs and holding its own sequences' KV cache; the routed
+  experts of a stage are split over all tp x dp GPUs of the stage (EP ranks x the TP of
+  each expert, `models.moe`), so DP multiplies the replicated weights, never the
+  routed experts. DP = 1 is plain TP.
 - Pipeline parallelism (PP) splits the layers into `pp` stages; the heaviest stage has
   ceil(layers / pp) layers plus the embedding or the LM head, and it sets the budget.
 - Activations of one forward pass of `prefill_chunk_tokens` tokens are held next to the
@@ -84,16 +90,22 @@ def layout_problem(
     kv_precision: Precision,
     tp: int,
     pp: int,
+    ep: int = 1,
+    dp: int = 1,
 ) -> str | None:
     """Why a layout is impossible, or None when it is possible.
 
     Impossible: a non-positive TP or PP; TP not dividing the attention heads; TP and the
     KV heads not dividing one another (a GQA group would straddle GPUs); more stages than
     layers; a weight or KV precision the GPU has no tensor cores for (an FP8 KV cache is
-    allowed everywhere: it is dequantised on load).
+    allowed everywhere: it is dequantised on load); an expert-parallel layout the
+    rule of `expert_layout_problem` forbids.
     """
     if tp < 1 or pp < 1:
         return f"TP and PP must be at least 1 (got tp={tp}, pp={pp})"
+    expert_problem = expert_layout_problem(llm, tp, ep, dp)
+    if expert_problem is not None:
+        return expert_problem
     if llm.attention_heads % tp:
         return (
             f"TP={tp} does not divide the {llm.attention_heads} attention heads of {llm.name}; "
@@ -114,10 +126,43 @@ def layout_problem(
     return None
 
 
-def check_layout(llm: LlmSpec, tp: int, pp: int = 1) -> None:
-    """Raise ValueError when TP/PP cannot split `llm` (heads, KV heads, layers)."""
+def expert_layout_problem(llm: LlmSpec, tp: int, ep: int = 1, dp: int = 1) -> str | None:
+    """Why an expert-parallel / attention-DP layout is impossible, or None.
+
+    The rule (TensorRT-LLM's moe_ep_size x moe_tp_size = tp_size with attention DP,
+    SGLang's ep_size = tp_size, vLLM's EP = TP x DP): a stage has tp x dp GPUs; its
+    routed experts are split over all of them as `ep` expert-parallel ranks, each rank
+    holding experts / ep whole experts, each expert split by TP over tp x dp / ep GPUs.
+    So EP and DP are at least 1, `ep` divides tp x dp and the routed experts, and a
+    dense model has neither (attention DP of a dense model is just more replicas).
+    """
+    if ep < 1 or dp < 1:
+        return f"EP and DP must be at least 1 (got ep={ep}, dp={dp})"
+    if ep == 1 and dp == 1:
+        return None
+    if not llm.is_moe:
+        return (
+            f"{llm.name} is dense: expert parallelism and attention data parallelism need an "
+            f"MoE model (ep={ep}, dp={dp}); use more replicas instead of DP"
+        )
+    if (tp * dp) % ep:
+        return (
+            f"EP={ep} does not divide the tp x dp = {tp} x {dp} = {tp * dp} GPUs of a stage; "
+            f"the expert layers are split over exactly those GPUs"
+        )
+    if llm.experts % ep:
+        return f"EP={ep} does not divide the {llm.experts} routed experts of {llm.name}"
+    return None
+
+
+def check_layout(llm: LlmSpec, tp: int, pp: int = 1, ep: int = 1, dp: int = 1) -> None:
+    """Raise ValueError when TP/PP/EP/DP cannot split `llm` (heads, KV heads, layers,
+    experts; see `expert_layout_problem`)."""
     if tp < 1 or pp < 1:
         raise ValueError(f"TP and PP must be at least 1 (got tp={tp}, pp={pp})")
+    expert_problem = expert_layout_problem(llm, tp, ep, dp)
+    if expert_problem is not None:
+        raise ValueError(expert_problem)
     if llm.attention_heads % tp:
         raise ValueError(f"TP={tp} does not divide the {llm.attention_heads} attention heads")
     if llm.attention is Attention.GQA and llm.kv_heads % tp and tp % llm.kv_heads:
@@ -208,6 +253,41 @@ def weight_bytes_per_gpu(llm: LlmSpec, precision: Precision, tp: int, pp: int = 
     return linear + high
 
 
+def routed_expert_bytes_per_gpu(
+    llm: LlmSpec, precision: Precision, gpus_per_stage: int, pp: int = 1
+) -> float:
+    """Routed-expert weight bytes on one GPU of the heaviest stage when the stage's routed
+    experts are split evenly over `gpus_per_stage` GPUs:
+    ceil(layers/pp) / layers x moe_layers x experts x expert_params
+    x expert_bytes_per_element / gpus_per_stage (shared experts are not routed)."""
+    stage_share = layers_per_stage(llm, pp) / llm.layers
+    routed = llm.moe_layers * llm.experts * llm.expert_params()
+    return stage_share * routed * expert_bytes_per_element(llm, precision) / gpus_per_stage
+
+
+def weight_bytes_per_gpu_ep(
+    llm: LlmSpec, precision: Precision, tp: int, pp: int = 1, ep: int = 1, dp: int = 1
+) -> float:
+    """Weight bytes on the most loaded GPU of a TP x PP x DP replica with EP experts.
+
+    Everything but the routed experts is laid out as in `weight_bytes_per_gpu` at TP and
+    replicated on each of the dp attention groups; the routed experts of a stage are split
+    over all tp x dp GPUs of the stage (ep ranks of experts / ep whole experts, each split
+    over tp x dp / ep GPUs), so the GPU holds 1/(tp x dp) of them whatever `ep` is:
+
+        weight_bytes_per_gpu(tp, pp) - routed(tp) + routed(tp x dp)
+
+    with routed(n) = `routed_expert_bytes_per_gpu`(n). At dp = 1 the routed experts are
+    already split over the tp GPUs: the value is `weight_bytes_per_gpu` exactly.
+    """
+    check_layout(llm, tp, pp, ep, dp)
+    dense_layout = weight_bytes_per_gpu(llm, precision, tp, pp)
+    if dp == 1:
+        return dense_layout
+    at_tp = routed_expert_bytes_per_gpu(llm, precision, tp, pp)
+    return dense_layout - at_tp + routed_expert_bytes_per_gpu(llm, precision, tp * dp, pp)
+
+
 # --- KV cache --------------------------------------------------------------------------
 
 
@@ -276,6 +356,8 @@ class MemoryBudget:
     """KV bytes one token stores on the most loaded GPU."""
     kv_bytes_per_token: float
     """KV bytes one token occupies across the replica (replicas included)."""
+    dp_groups: int = 1
+    """Attention data-parallel groups: each holds its own sequences' KV cache."""
 
     @property
     def kv_room_bytes_per_gpu(self) -> float:
@@ -288,14 +370,22 @@ class MemoryBudget:
         )
 
     @property
-    def kv_capacity_tokens(self) -> float:
-        """Tokens of KV cache the replica holds: KV room per GPU / KV bytes per token per
-        GPU (0 when the weights leave no room)."""
+    def sequence_kv_capacity_tokens(self) -> float:
+        """Tokens of KV cache one attention group holds, the longest sequence that fits:
+        KV room per GPU / KV bytes per token per GPU (0 when the weights leave no room)."""
         return max(self.kv_room_bytes_per_gpu, 0.0) / self.kv_bytes_per_token_per_gpu
 
+    @property
+    def kv_capacity_tokens(self) -> float:
+        """Tokens of KV cache the replica holds: dp_groups x `sequence_kv_capacity_tokens`
+        (each attention DP group holds its own sequences)."""
+        return self.dp_groups * self.sequence_kv_capacity_tokens
+
     def max_sequences(self, tokens_per_sequence: float) -> int:
-        """Whole sequences of `tokens_per_sequence` tokens that fit in the KV cache."""
-        return int(self.kv_capacity_tokens // max(tokens_per_sequence, 1.0))
+        """Whole sequences of `tokens_per_sequence` tokens that fit in the KV cache:
+        dp_groups x those that fit in one group."""
+        per_group = self.sequence_kv_capacity_tokens // max(tokens_per_sequence, 1.0)
+        return self.dp_groups * int(per_group)
 
 
 def memory_budget(
@@ -306,18 +396,25 @@ def memory_budget(
     tp: int,
     pp: int,
     efficiency: Efficiency,
+    ep: int = 1,
+    dp: int = 1,
 ) -> MemoryBudget:
-    """The memory budget of the most loaded GPU of a TP x PP replica.
+    """The memory budget of the most loaded GPU of a TP x PP (x DP, EP) replica.
 
-    Raises ValueError for a layout TP/PP cannot split (see `check_layout`).
+    With attention DP each group's GPUs hold the KV of the group's own sequences at the
+    per-GPU share of TP (an MLA latent is not split by TP: every rank of the group holds
+    it), so the replica holds dp x the tokens one group holds.
+
+    Raises ValueError for a layout TP/PP/EP/DP cannot split (see `check_layout`).
     """
     return MemoryBudget(
         hbm_bytes_per_gpu=gpu.hbm_bytes,
-        weight_bytes_per_gpu=weight_bytes_per_gpu(llm, weight_precision, tp, pp),
+        weight_bytes_per_gpu=weight_bytes_per_gpu_ep(llm, weight_precision, tp, pp, ep, dp),
         activation_bytes_per_gpu=activation_bytes_per_gpu(llm, tp, efficiency.prefill_chunk_tokens),
         reserve_bytes_per_gpu=gpu.hbm_bytes * efficiency.memory_reserve_fraction,
         kv_bytes_per_token_per_gpu=kv_bytes_per_token_per_gpu(llm, kv_precision, tp, pp),
         kv_bytes_per_token=kv_bytes_per_token_per_replica(llm, kv_precision, tp, pp),
+        dp_groups=dp,
     )
 
 

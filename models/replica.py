@@ -42,7 +42,11 @@ class Limit(StrEnum):
 
 @dataclass(frozen=True)
 class ReplicaConfig:
-    """One way to lay out a replica: GPU, precisions, TP x PP, role."""
+    """One way to lay out a replica: GPU, precisions, TP x PP (x DP attention groups, with
+    EP expert-parallel ranks for the routed experts), role.
+
+    `ep` divides the tp x dp GPUs of a stage (`models.memory.expert_layout_problem`);
+    ep = dp = 1 is the plain TP x PP replica."""
 
     gpu: GpuSpec
     llm: LlmSpec
@@ -51,16 +55,28 @@ class ReplicaConfig:
     tp: int
     pp: int
     role: Role = Role.UNIFIED
+    ep: int = 1
+    """Expert-parallel ranks the routed experts of a stage are split over."""
+    dp: int = 1
+    """Attention data-parallel groups per stage, each of `tp` GPUs."""
 
     @property
     def gpus(self) -> int:
-        """GPUs in one replica: tp x pp."""
-        return self.tp * self.pp
+        """GPUs in one replica: tp x pp x dp."""
+        return self.tp * self.pp * self.dp
+
+    @property
+    def layout(self) -> str:
+        """`tp4xpp1`, or `tp1xpp1xdp8 ep8` with attention DP or expert parallelism."""
+        text = f"tp{self.tp}xpp{self.pp}"
+        if self.dp > 1:
+            text += f"xdp{self.dp}"
+        return text + (f" ep{self.ep}" if self.ep > 1 else "")
 
     @property
     def label(self) -> str:
         """Short human label, e.g. `h100-sxm fp8 tp4xpp1 unified`."""
-        return f"{self.gpu.name} {self.weight_precision} tp{self.tp}xpp{self.pp} {self.role}"
+        return f"{self.gpu.name} {self.weight_precision} {self.layout} {self.role}"
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,15 @@ per pass (after attention and after the MLP), each a fixed latency plus the ring
 2 (n-1)/n x message bytes over the scale-up link (over the NIC when TP spans nodes);
 the fixed latency does not shrink with TP, so each doubling buys less than the last.
 
+Mixture of experts under expert parallelism (`models.moe` states the routing statistics
+and the all-to-all): with `dp` attention groups the attention, the dense layers and the
+KV reads of a pass are the group's share, 1/dp of the replica's tokens (the router is
+taken to spread sequences and prompt chunks evenly over the groups); the routed experts
+see all T tokens of the pass, spread over the `ep` ranks, and the slowest rank sets the
+pass: its expert FLOPs are the mean's x the load imbalance, it reads the experts its
+tokens touch, and it waits for the dispatch and combine all-to-alls of every MoE layer.
+With ep = dp = 1 every term is the tensor-parallel one above.
+
 A decode iteration advances every resident sequence by one token. With pipeline
 parallelism the batch runs as m = min(pp, B) micro-batches and a micro-batch needs pp
 stage passes plus pp hops per token, so the iteration takes pp x (pass + hop): stages
@@ -39,7 +48,7 @@ overhead per iteration. Prefill of a prompt runs in chunks of at most
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from models.efficiency import Efficiency
 from models.hardware import GpuSpec
@@ -51,8 +60,9 @@ from models.memory import (
     expert_bytes_per_element,
     kv_bytes_per_token_per_gpu,
     layers_per_stage,
-    weight_bytes_per_gpu,
+    weight_bytes_per_gpu_ep,
 )
+from models.moe import ExpertLayout, MoeEfficiency, expert_layout, moe_efficiency_for, moe_tp
 from models.precision import Precision
 
 # --- FLOP counts -----------------------------------------------------------------------
@@ -219,6 +229,14 @@ class StepModel:
     allreduce_s_per_token: float
     hop_latency_s: float
     hop_s_per_token: float
+    # mixture of experts (ep = dp = 1: the tensor-parallel terms above)
+    dp: int = field(default=1, kw_only=True)
+    """Attention data-parallel groups per stage."""
+    routed_flops_per_token: float = field(default=0.0, kw_only=True)
+    """Routed-expert FLOPs one replica token puts on the mean GPU of the stage:
+    2 x k x expert params x stage MoE layers / (tp x dp) (included in the linear FLOPs
+    per token above, which are per token of the GPU's own group)."""
+    experts_layout: ExpertLayout | None = field(default=None, kw_only=True)
 
     def pass_parts(
         self,
@@ -235,6 +253,10 @@ class StepModel:
             prefill_tokens: prompt tokens in the pass.
             prefill_pairs: (query, key) pairs of those prompt tokens, summed.
         """
+        if self.experts_layout is not None:
+            return self._moe_pass_parts(
+                self.experts_layout, decode_tokens, decode_kv_tokens, prefill_tokens, prefill_pairs
+            )
         linear_compute_s = (
             prefill_tokens * self.prefill_linear_flops_per_token / self.prefill_linear_flops_per_s
             + decode_tokens * self.decode_linear_flops_per_token / self.decode_linear_flops_per_s
@@ -258,6 +280,48 @@ class StepModel:
             * self.prefill_attention_flops_per_pair
             / self.prefill_attention_flops_per_s,
             comm_s=comm_s,
+        )
+
+    def _moe_pass_parts(
+        self,
+        layout: ExpertLayout,
+        decode_tokens: float,
+        decode_kv_tokens: float,
+        prefill_tokens: float,
+        prefill_pairs: float,
+    ) -> PassParts:
+        """`pass_parts` of an MoE model on the slowest GPU: attention-side terms at the
+        group's 1/dp share of the tokens, routed experts at all T tokens x the imbalance f
+        (extra FLOPs T x routed x (f - 1) over the even share), the experts the slowest
+        rank touches, TP all-reduces of the group's tokens and the all-to-alls."""
+        share = 1.0 / self.dp
+        tokens = decode_tokens + prefill_tokens
+        extra = layout.imbalance(tokens) - 1.0
+        prefill_flops = prefill_tokens * (
+            share * self.prefill_linear_flops_per_token + extra * self.routed_flops_per_token
+        )
+        decode_flops = decode_tokens * (
+            share * self.decode_linear_flops_per_token + extra * self.routed_flops_per_token
+        )
+        weights = self.dense_weight_bytes
+        weights += layout.touched_per_rank(tokens) * self.expert_weight_bytes
+        allreduce_s = self.allreduces_per_pass * (
+            self.allreduce_latency_s + share * tokens * self.allreduce_s_per_token
+        )
+        return PassParts(
+            linear_compute_s=prefill_flops / self.prefill_linear_flops_per_s
+            + decode_flops / self.decode_linear_flops_per_s,
+            weight_read_s=weights / self.hbm_bytes_per_s,
+            attention_compute_s=share
+            * decode_kv_tokens
+            * self.decode_attention_flops_per_pair
+            / self.decode_attention_flops_per_s,
+            kv_read_s=share * decode_kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
+            prefill_attention_s=share
+            * prefill_pairs
+            * self.prefill_attention_flops_per_pair
+            / self.prefill_attention_flops_per_s,
+            comm_s=allreduce_s + layout.alltoall_s(tokens),
         )
 
     def pass_s(
@@ -365,6 +429,19 @@ def _link_bytes_per_s(gpu: GpuSpec, efficiency: Efficiency, gpus: int) -> float:
     return gpu.scaleout_bytes_per_s * efficiency.scaleout_fraction
 
 
+def _allreduces_per_pass(
+    llm: LlmSpec, tp: int, ep: int, dp: int, stage_layers: int, stage_moe_layers: float
+) -> int:
+    """TP all-reduces of one stage pass: 2 per layer when tp > 1; when the routed experts
+    span more than one attention group (ep > 1 or dp > 1) the combine all-to-all returns
+    each MoE layer's output, so those layers pay the attention all-reduce only."""
+    if tp == 1:
+        return 0
+    if llm.is_moe and (ep > 1 or dp > 1):
+        return 2 * stage_layers - round(stage_moe_layers)
+    return 2 * stage_layers
+
+
 def step_model(
     gpu: GpuSpec,
     llm: LlmSpec,
@@ -373,12 +450,17 @@ def step_model(
     tp: int,
     pp: int,
     efficiency: Efficiency,
+    ep: int = 1,
+    dp: int = 1,
+    moe: MoeEfficiency | None = None,
 ) -> StepModel:
-    """The per-GPU coefficients of a TP x PP replica of `llm` on `gpu`.
+    """The per-GPU coefficients of a TP x PP (x DP attention groups, EP expert ranks)
+    replica of `llm` on `gpu`. `moe`: the all-to-all latency and routing skew
+    (default: `models.moe.moe_efficiency_for(gpu)`).
 
-    Raises ValueError for a layout TP/PP cannot split or a precision the GPU lacks.
+    Raises ValueError for a layout TP/PP/EP/DP cannot split or a precision the GPU lacks.
     """
-    check_layout(llm, tp, pp)
+    check_layout(llm, tp, pp, ep, dp)
     stage_layers = layers_per_stage(llm, pp)
     stage = stage_layers / llm.layers
     linear_peak = gpu.peak_flops(weight_precision)
@@ -386,25 +468,28 @@ def step_model(
     body = body_params(llm)
     head = lm_head_params(llm)
 
-    weights = weight_bytes_per_gpu(llm, weight_precision, tp, pp)
+    weights = weight_bytes_per_gpu_ep(llm, weight_precision, tp, pp, ep, dp)
     if pp == 1 and not llm.tie_embeddings:
         # The input embedding is a lookup, not a stream. With PP the heaviest stage is
         # taken to be the last one, whose LM head is read in full.
         weights -= llm.vocab_size * llm.hidden_size / tp * HIGH_PRECISION_BYTES_PER_ELEMENT
     stage_moe_layers = llm.moe_layers * stage
     expert_bytes_per_weight = expert_bytes_per_element(llm, weight_precision)
-    expert_bytes = stage_moe_layers * llm.expert_params() / tp * expert_bytes_per_weight
-    dense_weights = weights - llm.experts * expert_bytes
+    expert_split = moe_tp(tp, dp, ep)  # GPUs each routed expert is split over (tp at ep=dp=1)
+    expert_bytes = stage_moe_layers * llm.expert_params() / expert_split * expert_bytes_per_weight
+    dense_weights = weights - llm.experts // ep * expert_bytes
+    routed_flops = 2 * llm.experts_per_token * llm.expert_params() * stage_moe_layers
+    moe = moe or moe_efficiency_for(gpu.name)
 
     tp_link = _link_bytes_per_s(gpu, efficiency, tp)
-    hop_link = _link_bytes_per_s(gpu, efficiency, tp * pp)
+    hop_link = _link_bytes_per_s(gpu, efficiency, tp * pp * dp)
     token_bytes = llm.hidden_size * ACTIVATION_BYTES_PER_ELEMENT
     ring_factor = 2 * (tp - 1) / tp
 
     return StepModel(
         tp=tp,
         pp=pp,
-        chunk_tokens=efficiency.prefill_chunk_tokens,
+        chunk_tokens=efficiency.prefill_chunk_tokens * dp,  # each group's token budget
         overhead_s=efficiency.step_overhead_s,
         prefill_linear_flops_per_token=2 * body * stage / tp,
         decode_linear_flops_per_token=2 * (body + head) * stage / tp,
@@ -420,9 +505,25 @@ def step_model(
         experts_per_token=llm.experts_per_token,
         kv_bytes_per_token=kv_bytes_per_token_per_gpu(llm, kv_precision, tp, pp),
         hbm_bytes_per_s=gpu.hbm_bytes_per_s * efficiency.hbm_fraction,
-        allreduces_per_pass=2 * stage_layers if tp > 1 else 0,
+        allreduces_per_pass=_allreduces_per_pass(llm, tp, ep, dp, stage_layers, stage_moe_layers),
         allreduce_latency_s=efficiency.allreduce_latency_s,
         allreduce_s_per_token=ring_factor * token_bytes / tp_link,
         hop_latency_s=efficiency.pp_hop_latency_s,
-        hop_s_per_token=token_bytes / hop_link,
+        hop_s_per_token=token_bytes / hop_link / dp,  # each group hands off its own tokens
+        dp=dp,
+        routed_flops_per_token=routed_flops / (tp * dp),
+        experts_layout=expert_layout(
+            gpu,
+            llm,
+            weight_precision,
+            tp,
+            ep,
+            dp,
+            stage_moe_layers,
+            efficiency,
+            moe.alltoall_latency_s,
+            moe.routing_skew,
+        )
+        if llm.is_moe
+        else None,
     )

@@ -2,12 +2,14 @@
 
 For each workload w the candidates are the configurations
 
-    (GPU g, weight precision p, TP t, PP s, role)
+    (GPU g, weight precision p, TP t, PP s, EP e, DP d, role)
 
 with g offered in some region (supply or existing fleet), p in the model entry's
 `weight_precisions` and supported by g's tensor cores, t in `policy.tensor_parallel`
 dividing the attention heads and within one scale-up domain (t <= gpus_per_node), s in
-`policy.pipeline_parallel` (at most the layer count), role unified, plus prefill and
+`policy.pipeline_parallel` (at most the layer count), e in `policy.expert_parallel` and d
+in `policy.attention_data_parallel` where the expert layout rule holds (an MoE model, e
+dividing t x d and the experts; e = d = 1 always), role unified, plus prefill and
 decode when `policy.disaggregation`. The KV cache is kept at the model entry's
 `kv_precision`, else at p but never below fp8.
 
@@ -60,7 +62,8 @@ from dataclasses import dataclass, field, replace
 
 from models.efficiency import efficiency_for
 from models.instance import Instance, Workload
-from models.memory import kv_precision_for
+from models.llm import LlmSpec
+from models.memory import expert_layout_problem, kv_precision_for
 from models.pooling import planning_capacity
 from models.precision import Precision
 from models.replica import (
@@ -160,7 +163,7 @@ class Candidate:
     def key(self) -> str:
         """Short, name-safe identifier, e.g. `h100-sxm.fp8.tp4pp1.unified`."""
         c = self.config
-        return configuration_key(c.gpu.name, c.weight_precision, c.tp, c.pp, c.role)
+        return configuration_key(c.gpu.name, c.weight_precision, c.tp, c.pp, c.role, c.ep, c.dp)
 
     @property
     def label(self) -> str:
@@ -220,9 +223,27 @@ def configurations(instance: Instance, workload: Workload) -> list[ReplicaConfig
                 for pp in sorted(set(policy.pipeline_parallel)):
                     if pp > llm.layers:
                         continue
-                    for role in roles:
-                        configs.append(ReplicaConfig(gpu, llm, precision, kv, tp, pp, role))
+                    for ep, dp in expert_layouts(instance, llm, tp):
+                        for role in roles:
+                            configs.append(
+                                ReplicaConfig(gpu, llm, precision, kv, tp, pp, role, ep, dp)
+                            )
     return configs
+
+
+def expert_layouts(instance: Instance, llm: LlmSpec, tp: int) -> list[tuple[int, int]]:
+    """The (ep, dp) pairs the policy allows at TP `tp`: ep in `policy.expert_parallel`,
+    dp in `policy.attention_data_parallel`, kept when the layout rule holds
+    (`models.memory.expert_layout_problem`: an MoE model, ep dividing tp x dp and the
+    experts). (1, 1), plain TP, is always kept, so a dense model and the defaults
+    enumerate exactly the TP x PP layouts."""
+    policy = instance.policy
+    pairs = [(1, 1)]
+    for dp in sorted(set(policy.attention_data_parallel)):
+        for ep in sorted(set(policy.expert_parallel)):
+            if (ep, dp) != (1, 1) and expert_layout_problem(llm, tp, ep, dp) is None:
+                pairs.append((ep, dp))
+    return pairs
 
 
 def build_candidates(instance: Instance) -> CandidateTable:
@@ -255,6 +276,8 @@ def build_candidates(instance: Instance) -> CandidateTable:
                 config.tp,
                 config.pp,
                 config.role,
+                config.ep,
+                config.dp,
                 mix,
                 targets,
             )

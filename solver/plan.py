@@ -22,10 +22,14 @@ SHADOW_PRICE_NOTE = (
 )
 
 
-def configuration_key(gpu: str, precision: str, tp: int, pp: int, role: str) -> str:
-    """The name-safe key of a replica configuration, e.g. `h100-sxm.fp8.tp4pp1.unified`:
-    how program rows, the plan and the verifier name a candidate."""
-    return f"{gpu}.{precision}.tp{tp}pp{pp}.{role}"
+def configuration_key(
+    gpu: str, precision: str, tp: int, pp: int, role: str, ep: int = 1, dp: int = 1
+) -> str:
+    """The name-safe key of a replica configuration, e.g. `h100-sxm.fp8.tp4pp1.unified`
+    (`h200.fp8.tp1pp1dp8ep8.unified` with attention DP and expert parallelism): how
+    program rows, the plan and the verifier name a candidate."""
+    layout = f"tp{tp}pp{pp}" + (f"dp{dp}" if dp > 1 else "") + (f"ep{ep}" if ep > 1 else "")
+    return f"{gpu}.{precision}.{layout}.{role}"
 
 
 class ReplicaPool(BaseModel):
@@ -45,8 +49,12 @@ class ReplicaPool(BaseModel):
     role: Role = Role.UNIFIED
     count: int = Field(ge=0)
     """Replicas."""
+    ep: int = Field(default=1, ge=1)
+    """Expert-parallel ranks of the routed experts (1: experts split by TP)."""
+    dp: int = Field(default=1, ge=1)
+    """Attention data-parallel groups per stage (a replica has tp x pp x dp GPUs)."""
     gpus: int | None = Field(default=None, ge=0)
-    """GPUs in all: count x tp x pp."""
+    """GPUs in all: count x tp x pp x dp."""
     limit: Limit | None = None
     """What limits one replica's capacity at the SLO, in a pool of `count`."""
     requests_per_s_per_replica: float | None = None
@@ -57,13 +65,22 @@ class ReplicaPool(BaseModel):
 
     @property
     def label(self) -> str:
-        """`h100-sxm fp8 tp4xpp1 unified`."""
-        return f"{self.gpu} {self.precision} tp{self.tp}xpp{self.pp} {self.role}"
+        """`h100-sxm fp8 tp4xpp1 unified` (`h200 fp8 tp1xpp1xdp8 ep8 unified`)."""
+        layout = f"tp{self.tp}xpp{self.pp}" + (f"xdp{self.dp}" if self.dp > 1 else "")
+        layout += f" ep{self.ep}" if self.ep > 1 else ""
+        return f"{self.gpu} {self.precision} {layout} {self.role}"
+
+    @property
+    def replica_gpus(self) -> int:
+        """GPUs in one replica: tp x pp x dp."""
+        return self.tp * self.pp * self.dp
 
     @property
     def key(self) -> str:
         """`h100-sxm.fp8.tp4pp1.unified` (`configuration_key`)."""
-        return configuration_key(self.gpu, self.precision, self.tp, self.pp, self.role)
+        return configuration_key(
+            self.gpu, self.precision, self.tp, self.pp, self.role, self.ep, self.dp
+        )
 
 
 class GpuUse(BaseModel):

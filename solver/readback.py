@@ -96,6 +96,8 @@ def read_plan(
                 kv_precision=c.kv_precision,
                 tp=c.config.tp,
                 pp=c.config.pp,
+                ep=c.config.ep,
+                dp=c.config.dp,
                 role=c.role,
                 count=count,
                 gpus=count * c.gpus,

@@ -199,19 +199,22 @@ def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]
                     f"{[str(p) for p in model.weight_precisions]} allowed for {llm.name}",
                 )
             )
-        expected_gpus = entry.count * entry.tp * entry.pp
+        expected_gpus = entry.count * entry.replica_gpus
         if entry.gpus is not None and entry.gpus != expected_gpus:
+            dp = f" x DP {entry.dp}" if entry.dp > 1 else ""
             add(
                 Violation(
                     requirement=name,
                     message=f"states {entry.gpus} GPUs, but {entry.count} replicas x TP "
-                    f"{entry.tp} x PP {entry.pp} = {expected_gpus}",
+                    f"{entry.tp} x PP {entry.pp}{dp} = {expected_gpus}",
                 )
             )
         kv = entry.kv_precision or kv_precision_for(Precision(entry.precision), model.kv_precision)
         key = (entry.workload, entry.region, entry.label, kv)
         if key not in pools:
-            config = ReplicaConfig(gpu, llm, entry.precision, kv, entry.tp, entry.pp, entry.role)
+            config = ReplicaConfig(
+                gpu, llm, entry.precision, kv, entry.tp, entry.pp, entry.role, entry.ep, entry.dp
+            )
             pool = _Pool(
                 workload=entry.workload,
                 region=entry.region,
@@ -261,7 +264,7 @@ def _check_supply(
     used: dict[tuple[str, str], int] = defaultdict(int)
     for pool in pools:
         for e in pool.entries:
-            used[(e.region, e.gpu)] += e.count * e.tp * e.pp
+            used[(e.region, e.gpu)] += e.count * e.replica_gpus
     for (r, g), n in sorted(used.items()):
         region = instance.region(r)
         supply = region.supply.get(g)

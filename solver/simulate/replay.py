@@ -140,7 +140,9 @@ def _config(instance: Instance, pool: ReplicaPool) -> tuple[ReplicaConfig, Traff
     gpu = instance.gpu_specs[pool.gpu]
     llm = instance.llm_specs[workload.model]
     kv = pool.kv_precision or entry.kv_precision or default_kv_precision(pool.precision)
-    config = ReplicaConfig(gpu, llm, pool.precision, kv, pool.tp, pool.pp, pool.role)
+    config = ReplicaConfig(
+        gpu, llm, pool.precision, kv, pool.tp, pool.pp, pool.role, pool.ep, pool.dp
+    )
     efficiency = efficiency_for(gpu.name, pool.precision, instance.efficiency)
     return config, TrafficMix.of(workload), efficiency
 
@@ -257,6 +259,8 @@ def _simulate_one(
         config.tp,
         config.pp,
         efficiency,
+        ep=config.ep,
+        dp=config.dp,
     )
     engine = ReplicaEngine(steps, offline.kv_capacity_tokens, efficiency.max_batch_sequences)
     analytic = latency_at_rate(config, mix, efficiency, load / replicas, replicas)

@@ -1,0 +1,23 @@
+"""MoE calibration benchmark: the performance model against the TensorRT-LLM MoE rows
+(`calibration/data/trtllm_perf_moe.csv`; `calibration/moe.py` states how a row becomes a
+prediction). Run by `make bench`: prints every row, then the median and worst error of
+the MoE rows, split by layout (EP / attention DP against TP only), model and generation.
+No factor is fitted on these rows; they are all held out."""
+
+import math
+
+from calibration.calibrate import calibration_dir
+from calibration.moe import MOE_FILE, load_moe_rows, moe_report
+
+
+def test_moe_calibration_report() -> None:
+    assert (calibration_dir() / MOE_FILE).is_file(), f"missing {calibration_dir() / MOE_FILE}"
+    rows, skipped = load_moe_rows(calibration_dir())
+    lines, summaries = moe_report(rows)
+    print("\n\nfleetplan performance model vs TensorRT-LLM MoE throughput (tokens/s per GPU)\n")
+    print("\n".join(lines))
+    print(f"skipped MoE rows (model or GPU not in the catalogs): {sum(skipped.values())}")
+    everything = summaries[0]
+    # Guard rails, loose on purpose: every row is placed and the model is not broken.
+    assert everything.unplaced == 0
+    assert not math.isnan(everything.median_abs_pct) and everything.median_abs_pct < 80
