@@ -291,11 +291,15 @@ class Policy(BaseModel):
         default=[1], min_length=1
     )
     """PP degrees to consider."""
-    expert_parallel: list[Annotated[int, Field(ge=1)]] = Field(default=[1], min_length=1)
+    expert_parallel: Annotated[list[ParallelDegree], at_most(limits.CHOICES)] = Field(
+        default=[1], min_length=1
+    )
     """Expert-parallel sizes to consider for MoE models: the routed experts of a stage are
     split over `ep` ranks, which must divide tp x dp (`models.memory.expert_layout_problem`);
     1 splits every expert by TP."""
-    attention_data_parallel: list[Annotated[int, Field(ge=1)]] = Field(default=[1], min_length=1)
+    attention_data_parallel: Annotated[list[ParallelDegree], at_most(limits.CHOICES)] = Field(
+        default=[1], min_length=1
+    )
     """Attention data-parallel groups to consider for MoE models: a replica is
     tp x pp x dp GPUs, each group of tp GPUs holding its own sequences."""
     disaggregation: bool = False
