@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from models.efficiency import Efficiency
-from models.memory import kv_bytes_per_token
+from models.memory import MemoryBudget, kv_bytes_per_token, memory_budget
 from models.queueing import wait_quantile_s
 from models.replica import ReplicaConfig, Role, TrafficMix
 from models.step_time import PassParts, StepModel, step_model
@@ -77,6 +77,21 @@ def kv_transfer_bytes(config: ReplicaConfig, prompt_tokens: float) -> float:
 def nic_bytes_per_s(config: ReplicaConfig, efficiency: Efficiency) -> float:
     """What the replica's NICs carry: gpus x NIC bytes/s x scaleout_fraction."""
     return config.gpus * config.gpu.scaleout_bytes_per_s * efficiency.scaleout_fraction
+
+
+def replica_memory_budget(config: ReplicaConfig, efficiency: Efficiency) -> MemoryBudget:
+    """The memory budget of the replica's layout (`models.memory.memory_budget`)."""
+    return memory_budget(
+        config.gpu,
+        config.llm,
+        config.weight_precision,
+        config.kv_precision,
+        config.tp,
+        config.pp,
+        efficiency,
+        config.ep,
+        config.dp,
+    )
 
 
 def replica_step_model(config: ReplicaConfig, efficiency: Efficiency) -> StepModel:

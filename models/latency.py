@@ -44,12 +44,13 @@ and this module agree at the plan's load.
 import math
 from dataclasses import dataclass
 
+from models.batch_model import replica_step_model
 from models.capacity import Z_P99, replica_capacity
 from models.efficiency import Efficiency
 from models.frontier import throughput_frontier
 from models.queueing import mgc_mean_wait_s, wait_quantile_s
 from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
-from models.step_time import StepModel, step_model
+from models.step_time import StepModel
 
 BISECTION_STEPS = 60
 """Halvings of the batch bracket: a relative precision of ~1e-18 of the bracket."""
@@ -104,17 +105,7 @@ class _Replica:
         self.offline = replica_capacity(config, mix, LatencyTargets(), efficiency)
         if not self.offline.fits:
             raise ValueError(self.offline.reason)
-        self.steps: StepModel = step_model(
-            config.gpu,
-            config.llm,
-            config.weight_precision,
-            config.kv_precision,
-            config.tp,
-            config.pp,
-            efficiency,
-            ep=config.ep,
-            dp=config.dp,
-        )
+        self.steps: StepModel = replica_step_model(config, efficiency)
         self.output = max(mix.output_mean_tokens, 1.0)
         hit = min(max(mix.prefix_cache_hit_rate, 0.0), 0.999)
         prompt = max(mix.prompt_mean_tokens, 1.0)

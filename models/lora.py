@@ -40,10 +40,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from models import capacity as replica_model
-from models.batch_model import MixTokens
+from models.batch_model import MixTokens, replica_memory_budget
 from models.efficiency import Efficiency
 from models.llm import Attention, LlmSpec
-from models.memory import does_not_fit_message, layers_per_stage, memory_budget
+from models.memory import does_not_fit_message, layers_per_stage
 from models.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
 from models.step_time import StepModel, step_model
 
@@ -253,15 +253,7 @@ def multi_lora_capacity(
     resident = sum(
         adapter_bytes_per_gpu(llm, a.rank, config.tp, config.pp, lora_targets) for a in adapters
     )
-    budget = memory_budget(
-        config.gpu,
-        llm,
-        config.weight_precision,
-        config.kv_precision,
-        config.tp,
-        config.pp,
-        efficiency,
-    )
+    budget = replica_memory_budget(config, efficiency)
     budget = dataclasses.replace(
         budget, weight_bytes_per_gpu=budget.weight_bytes_per_gpu + resident
     )

@@ -21,7 +21,7 @@ set the sharing.
 
 from dataclasses import dataclass, replace
 
-from models.batch_model import MixTokens, replica_step_model
+from models.batch_model import MixTokens, replica_memory_budget, replica_step_model
 from models.efficiency import Efficiency
 from models.kv_tiers import (
     KvTier,
@@ -31,7 +31,7 @@ from models.kv_tiers import (
     ssd_wear,
     ssd_write_bytes_per_s,
 )
-from models.memory import MemoryBudget, kv_bytes_per_token_per_replica, memory_budget
+from models.memory import MemoryBudget, kv_bytes_per_token_per_replica
 from models.prefix_routing import (
     PrefixHits,
     affinity_hit_pool,
@@ -129,15 +129,7 @@ def kv_tier_report(
     declared), the prefixes' placement, the SSD lifetime at `requests_per_s` (write-through
     of every computed prompt token, `models.kv_tiers.ssd_write_bytes_per_s`) and the spill
     threshold for the mean declared prefix."""
-    budget = memory_budget(
-        config.gpu,
-        config.llm,
-        config.weight_precision,
-        config.kv_precision,
-        config.tp,
-        config.pp,
-        efficiency,
-    )
+    budget = replica_memory_budget(config, efficiency)
     steps = replica_step_model(config, efficiency)
     replica_bytes = kv_bytes_per_token_per_replica(
         config.llm, config.kv_precision, config.tp, config.pp

@@ -23,13 +23,13 @@ from dataclasses import replace
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from models.batch_model import replica_step_model
 from models.capacity import replica_capacity
 from models.efficiency import efficiency_for
 from models.instance import Instance
 from models.latency import latency_at_rate
 from models.memory import default_kv_precision
 from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
-from models.step_time import step_model
 from solver.plan import Plan, ReplicaPool
 from solver.simulate.engine import Effects, PoolTrace, ReplicaEngine, simulate_pool
 from solver.simulate.traffic import arrival_times_s, token_lengths
@@ -251,17 +251,7 @@ def _simulate_one(
     outputs = token_lengths(workload_output, arrivals.size, rng)
     cached = np.floor(prompts * hit)
     offline = replica_capacity(config, mix, LatencyTargets(), efficiency)
-    steps = step_model(
-        config.gpu,
-        config.llm,
-        config.weight_precision,
-        config.kv_precision,
-        config.tp,
-        config.pp,
-        efficiency,
-        ep=config.ep,
-        dp=config.dp,
-    )
+    steps = replica_step_model(config, efficiency)
     engine = ReplicaEngine(steps, offline.kv_capacity_tokens, efficiency.max_batch_sequences)
     analytic = latency_at_rate(config, mix, efficiency, load / replicas, replicas)
 
