@@ -81,6 +81,7 @@ from solver.pools import (
     lone_curve,
     tabulate_curve,
 )
+from solver.settings import SolveSettings
 
 
 @dataclass(frozen=True)
@@ -225,13 +226,18 @@ def configurations(instance: Instance, workload: Workload) -> list[ReplicaConfig
     return configs
 
 
-def build_candidates(instance: Instance) -> CandidateTable:
+def build_candidates(instance: Instance, settings: SolveSettings | None = None) -> CandidateTable:
     """Evaluate every configuration of every workload and keep the useful ones.
 
     A workload that no configuration can serve gets no candidates and a problem in
     `problems`, naming the best value any configuration reaches against its target
     (the pipeline reports it with the pre-solve checks, before solving). The physics of
     each kept candidate is tabulated here (solver.pools), never asked again.
+
+    Args:
+        instance: The validated instance.
+        settings: The run's settings; their deadline is checked after each configuration
+            (`TimeLimitReached` in stage "candidates"). None: no deadline.
     """
     cache: dict[tuple, ReplicaCapacity] = {}
     physics: dict[tuple, PoolPhysics] = {}
@@ -247,6 +253,8 @@ def build_candidates(instance: Instance) -> CandidateTable:
         results = []
         usable = []
         for config in configurations(instance, workload):
+            if settings is not None:
+                settings.check("candidates")
             key = (
                 config.gpu.name,
                 config.llm.name,
