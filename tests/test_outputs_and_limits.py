@@ -18,6 +18,7 @@ from models.loading import load_instance
 from solver.batch import Golden, Outcome, golden_path, write_golden
 from solver.explain import explain_solved
 from solver.plan import Plan, plan_status
+from solver.settings import SolveSettings, machine_threads
 from solver.solve import solve_program
 from tests.paths import INSTANCES
 from tests.synthetic import generated
@@ -267,3 +268,9 @@ def test_concurrent_updates_leave_every_golden_valid(tmp_path):
     for file in files:
         assert Golden.model_validate_json(golden_path(file).read_text()).total_gpus == 8
     assert [p for p in tmp_path.iterdir() if p.suffix == ".tmp"] == []
+
+
+def test_threads_are_capped_at_the_machines_cores():
+    instance = load_instance(SMALL)
+    settings = SolveSettings.of(instance, threads=100_000)
+    assert settings.threads == machine_threads() <= (os.cpu_count() or 1)

@@ -303,7 +303,8 @@ class Backend(ABC):
         Raises:
             ValueError: An argument is out of range (not a solver failure).
         """
-        threads = max(1, min(threads, machine_threads()))
+        if isinstance(threads, int) and threads > machine_threads():
+            threads = machine_threads()  # more only oversubscribe; 100000 hangs HiGHS
         options = SolveSettings(self.name, time_limit_s, mip_gap, threads, want_duals)
         deadline = Deadline.starting_now(time_limit_s)
         program: CompiledProgram | None = None
