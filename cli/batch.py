@@ -1,21 +1,33 @@
-"""`fleetplan batch`: a folder of instances against their golden results, for CI."""
+"""`fleetplan batch`: a folder of instances against their golden results, for CI.
+
+Exit codes: 0 every instance solved and verified (with --check: every one matches its
+golden file); 1 some instance failed or regressed: bad input, crash, time limit, a plan
+the verifier refuses, a bad golden file (each is that instance's row; the run goes on);
+2 the folder or an output path is unusable (nothing was solved).
+"""
 
 import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
-from cli.console import err, out, write_new_file
+from cli.console import err, out
 from cli.exit_codes import ExitCode
+from models.errors import InputError
+from models.output_files import check_target, is_stdout, write_text
 from solver.batch import (
+    FAILED_STATUSES,
     Comparison,
     Outcome,
-    compare,
+    check_golden,
+    golden_path,
     instance_files,
-    read_golden,
+    orphan_goldens,
     run_batch,
     write_golden,
 )
@@ -34,22 +46,29 @@ def batch(
         str | None, typer.Option(help="Override every instance's solver backend.")
     ] = None,
     json_out: Annotated[
-        Path | None, typer.Option("--json", help="Write every outcome as JSON to this file.")
+        Path | None,
+        typer.Option("--json", help="Write every outcome as JSON to this file (- for stdout)."),
     ] = None,
     markdown_out: Annotated[
         Path | None,
-        typer.Option("--markdown", help="Write a summary fit for a CI job page to this file."),
+        typer.Option(
+            "--markdown", help="Write a summary fit for a CI job page to this file (- for stdout)."
+        ),
     ] = None,
     update: Annotated[
         bool,
         typer.Option("--update", help="Rewrite the golden files from this run's results."),
     ] = False,
 ) -> None:
-    """Solve every instance in FOLDER in parallel; with --check, exit 1 on any regression."""
+    """Solve every instance in FOLDER; exit 1 when any fails (or, with --check, regresses)."""
     files = instance_files(folder)
     if not files:
-        err.print(f"{folder}: no instance files (.yaml, .yml, .json)")
+        err.print(f"{folder}: no instance files (.yaml, .yml, .json)", markup=False)
         raise typer.Exit(ExitCode.BAD_INPUT)
+    for path in (json_out, markdown_out):
+        if path is not None:
+            check_target(path, tuple(files))
+    console = err if any(p is not None and is_stdout(p) for p in (json_out, markdown_out)) else out
     with Progress(
         TextColumn("[bold]solving"),
         BarColumn(),
@@ -62,35 +81,60 @@ def batch(
         task = progress.add_task("", total=len(files))
 
         def done(outcome: Outcome) -> None:
-            progress.update(task, advance=1, description=Path(outcome.file).name)
+            progress.update(task, advance=1, description=escape(Path(outcome.file).name))
 
         outcomes = run_batch(files, jobs=jobs, backend=backend, on_done=done)
 
-    comparisons = [compare(o, read_golden(Path(o.file))) if check else None for o in outcomes]
-    out.print(_summary_table(outcomes, comparisons, check))
-    failed = _report_failures(outcomes, comparisons, check)
+    comparisons = [check_golden(o) if check else None for o in outcomes]
+    console.print(_summary_table(outcomes, comparisons, check))
+    failed = _report_failures(outcomes, comparisons, check, console)
+    for orphan in orphan_goldens(folder):
+        err.print(f"orphan golden {orphan.name}: no instance file beside it", markup=False)
 
     if update:
-        for outcome in outcomes:
-            if outcome.status == "bad_input":
-                continue
-            path = write_golden(Path(outcome.file), outcome)
-            out.print(f"updated {path}")
+        failed = _update_goldens(outcomes, console)
     if json_out is not None:
-        write_new_file(
-            json_out, json.dumps([o.model_dump(mode="json") for o in outcomes], indent=2)
-        )
+        text = json.dumps([o.model_dump(mode="json") for o in outcomes], indent=2)
+        write_text(json_out, text, tuple(files))
     if markdown_out is not None:
-        write_new_file(markdown_out, _markdown(outcomes, comparisons, check))
-    if failed and not update:
+        write_text(markdown_out, _markdown(outcomes, comparisons, check), tuple(files))
+    if failed:
         raise typer.Exit(ExitCode.CHECK_FAILED)
+
+
+def _update_goldens(outcomes: list[Outcome], console) -> bool:
+    """Freeze every outcome that says something about its plan; True when one could not
+    be (a failed instance, or a golden that cannot be written)."""
+    failed = False
+    for outcome in outcomes:
+        if outcome.status in FAILED_STATUSES:
+            console.print(
+                f"not updated {golden_path(Path(outcome.file)).name}: {outcome.status}",
+                markup=False,
+            )
+            failed = True
+            continue
+        try:
+            path = write_golden(Path(outcome.file), outcome)
+        except InputError as error:
+            err.print(f"not updated: {error}", markup=False)
+            failed = True
+            continue
+        console.print(f"updated {path}", markup=False)
+    return failed
+
+
+def _status(outcome: Outcome) -> str:
+    if outcome.status == "solved" and outcome.plan_status:
+        return f"solved, {outcome.plan_status}"
+    return outcome.status
 
 
 def _summary_table(
     outcomes: list[Outcome], comparisons: list[Comparison | None], check: bool
 ) -> Table:
     table = Table(title="fleetplan batch")
-    columns = ["instance", "status", "cost / month", "GPUs", "verified", "solve s"]
+    columns = ["instance", "status", "cost / month", "GPUs", "verified", "wall s"]
     if check:
         columns.append("vs golden")
     for column in columns:
@@ -98,34 +142,34 @@ def _summary_table(
     for outcome, comparison in zip(outcomes, comparisons, strict=True):
         row = [
             Path(outcome.file).name,
-            outcome.status,
+            _status(outcome),
             "-" if outcome.cost_per_month is None else f"${outcome.cost_per_month:,.0f}",
             "-" if outcome.total_gpus is None else str(outcome.total_gpus),
             "yes" if outcome.verified else ("-" if outcome.status != "solved" else "NO"),
             f"{outcome.runtime_s:.2f}",
         ]
+        cells = [Text(cell) for cell in row]  # user strings never reach rich markup
         if check and comparison is not None:
-            row.append(
-                "ok" if comparison.ok else f"[red]{len(comparison.regressions)} change(s)[/]"
-            )
-        table.add_row(*row)
+            count = len(comparison.regressions)
+            cells.append(Text("ok") if comparison.ok else Text(f"{count} change(s)", style="red"))
+        table.add_row(*cells)
     return table
 
 
 def _report_failures(
-    outcomes: list[Outcome], comparisons: list[Comparison | None], check: bool
+    outcomes: list[Outcome], comparisons: list[Comparison | None], check: bool, console
 ) -> bool:
     failed = False
     for outcome, comparison in zip(outcomes, comparisons, strict=True):
-        name = Path(outcome.file).name
+        name = escape(Path(outcome.file).name)
         if check and comparison is not None:
             for line in comparison.regressions:
-                err.print(f"[red]regression[/] {name}: {line}", markup=True)
+                err.print(f"[red]regression[/] {name}: {escape(line)}")
                 failed = True
             for line in comparison.notes:
-                out.print(f"note {name}: {line}", markup=False)
+                console.print(f"note {Path(outcome.file).name}: {line}", markup=False)
         elif outcome.status != "solved" or not outcome.verified:
-            err.print(f"[red]failed[/] {name}: {outcome.status}: {outcome.message}")
+            err.print(f"[red]failed[/] {name}: {escape(outcome.status)}: {escape(outcome.message)}")
             failed = True
     return failed
 
@@ -142,10 +186,16 @@ def _markdown(outcomes: list[Outcome], comparisons: list[Comparison | None], che
         cost = "-" if outcome.cost_per_month is None else f"${outcome.cost_per_month:,.0f}"
         gpus = "-" if outcome.total_gpus is None else str(outcome.total_gpus)
         row = (
-            f"| {Path(outcome.file).name} | {outcome.status} | {cost} | {gpus} | "
+            f"| {_cell(Path(outcome.file).name)} | {_cell(_status(outcome))} | {cost} | {gpus} | "
             f"{'yes' if outcome.verified else 'no'} |"
         )
         if check and comparison is not None:
-            row += " ok |" if comparison.ok else " " + "<br>".join(comparison.regressions) + " |"
+            changes = "<br>".join(_cell(r) for r in comparison.regressions)
+            row += " ok |" if comparison.ok else f" {changes} |"
         lines.append(row)
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    """A Markdown table cell: pipes and line breaks would end the cell or the row."""
+    return text.replace("|", "\\|").replace("\n", " ")

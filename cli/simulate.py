@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.table import Table
 
 from cli.console import err, out
 from cli.exit_codes import ExitCode
 from models.errors import InputError, Issue
 from models.loading import load_instance
+from models.output_files import check_target, is_stdout, write_text
 from solver.plan import Plan
 from solver.simulate.replay import EFFECTS, PlanSimulation, simulate_plan
 
@@ -39,7 +41,7 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
-def _render(result: PlanSimulation, wall_s: float) -> None:
+def _render(result: PlanSimulation, wall_s: float, console: Console = out) -> None:
     table = Table(
         title=f"{result.instance}, scenario {result.scenario}: simulated vs analytic "
         f"(ms; {result.duration_s:g} s of arrivals, burstiness cv {result.burstiness_cv:g}, "
@@ -77,7 +79,7 @@ def _render(result: PlanSimulation, wall_s: float) -> None:
             _fmt(pool.tpot_p99_target_ms),
             verdict,
         )
-    out.print(table)
+    console.print(table)
     if any(pool.effects_ttft_p99_ms for pool in result.pools):
         effects = Table(title="p99 TTFT (ms) with each engine effect switched off")
         effects.add_column("pool")
@@ -91,7 +93,7 @@ def _render(result: PlanSimulation, wall_s: float) -> None:
                 _fmt(row.get("none_off")),
                 *(_fmt(row.get(f"{name}_off")) for name in EFFECTS),
             )
-        out.print(effects)
+        console.print(effects)
     err.print(f"{result.events:,} events in {wall_s:.1f} s")
 
 
@@ -116,12 +118,15 @@ def simulate(
         bool, typer.Option("--effects", help="Also report p99 TTFT with each engine effect off.")
     ] = False,
     json_out: Annotated[
-        Path | None, typer.Option("--json", help="Write the result as JSON.")
+        Path | None,
+        typer.Option("--json", help="Write the result as JSON to this file (- for stdout)."),
     ] = None,
 ) -> None:
     """Replay each pool of a plan with continuous batching, chunked prefill, a KV limit
     with preemption and the router's queue; compare p50/p99 TTFT and TPOT with the
     analytic promise and the SLO. Exit 1 when a pool misses its SLO in simulation."""
+    if json_out is not None:
+        check_target(json_out, (file, plan_file))
     instance = load_instance(file)
     plan = _read_plan(plan_file)
     seconds = duration_s if duration_s is not None else minutes * 60
@@ -140,7 +145,7 @@ def simulate(
         raise _problem("--scenario", str(error)) from None
     wall_s = time.perf_counter() - started
     if json_out is not None:
-        json_out.write_text(result.model_dump_json(indent=2))
-    _render(result, wall_s)
+        write_text(json_out, result.model_dump_json(indent=2), (file, plan_file))
+    _render(result, wall_s, err if json_out is not None and is_stdout(json_out) else out)
     if not result.meets_slo:
         raise typer.Exit(ExitCode.CHECK_FAILED)

@@ -1,9 +1,14 @@
 """Commands `solve`, `verify` and `explain`: parse, call one solver function, render.
 
-Exit codes: 0 solved (or verified), 1 verify found violations, 2 bad input, 3
-infeasible (with the diagnosis), 4 no plan within the time limit.
+Exit codes: 0 solved (or verified), 1 verify found violations, 2 bad input (an output
+path that cannot be written included, checked before solving), 3 infeasible (with the
+diagnosis), 4 no plan within the time limit (naming the stage it stopped in).
+
+`--time-limit` bounds the whole command from its start: candidates, program, solve,
+pricing, verification and (for explain) the re-solves share one deadline.
 """
 
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -11,13 +16,14 @@ import typer
 from pydantic import ValidationError
 from rich.markup import escape
 
-from cli.console import err, out, write_new_file
+from cli.console import err, out
 from cli.exit_codes import ExitCode
 from cli.tables import TableSpec, markdown_tables, print_tables
 from models.backend_names import BACKEND_NAMES
 from models.errors import InputError, Issue
 from models.instance import SolverSettings
 from models.loading import load_instance, read_document
+from models.output_files import check_target, is_stdout, write_text
 from solver.backends import UnknownBackendError
 from solver.errors import BackendUnavailable, Diagnosis, Infeasible, NoSolution, PlanRejected
 from solver.explain import Explanation, explain_solved
@@ -37,7 +43,11 @@ BackendOption = Annotated[
 ]
 TimeLimit = Annotated[
     float | None,
-    typer.Option("--time-limit", min=0.001, help="Solver time limit, seconds."),
+    typer.Option(
+        "--time-limit",
+        min=0.001,
+        help="Time limit of the whole run (candidates, solve, pricing, checks), seconds.",
+    ),
 ]
 MipGap = Annotated[
     float | None,
@@ -47,11 +57,14 @@ Threads = Annotated[
     int | None, typer.Option(min=1, help="Solver threads (default: the instance's, usually 1).")
 ]
 JsonOut = Annotated[
-    Path | None, typer.Option("--json", help="Also write the result as JSON to this file.")
+    Path | None,
+    typer.Option("--json", help="Also write the result as JSON to this file (- for stdout)."),
 ]
 MarkdownOut = Annotated[
     Path | None,
-    typer.Option("--markdown", help="Also write the result as Markdown to this file."),
+    typer.Option(
+        "--markdown", help="Also write the result as Markdown to this file (- for stdout)."
+    ),
 ]
 
 
@@ -65,8 +78,10 @@ def solve(
     markdown_out: MarkdownOut = None,
 ) -> None:
     """Find the cheapest fleet that meets the instance's SLOs and failure policy."""
-    plan = _solve(file, backend, time_limit, mip_gap, threads).plan
-    _report(plan_header(plan), plan_tables(plan), plan, json_out, markdown_out)
+    started = time.monotonic()
+    check_outputs(file, json_out, markdown_out)
+    plan = _solve(file, started, backend, time_limit, mip_gap, threads).plan
+    _report(plan_header(plan), plan_tables(plan), plan, json_out, markdown_out, file)
 
 
 def explain(
@@ -79,12 +94,25 @@ def explain(
     markdown_out: MarkdownOut = None,
 ) -> None:
     """Solve, then explain the plan: what binds, at what price, and what else would cost."""
-    explanation = explain_solved(_solve(file, backend, time_limit, mip_gap, threads))
+    started = time.monotonic()
+    check_outputs(file, json_out, markdown_out)
+    solved = _solve(file, started, backend, time_limit, mip_gap, threads)
+    try:
+        explanation = explain_solved(solved)
+    except NoSolution as stopped:
+        err.print(f"[bold red]no explanation:[/] {escape(f'{file}: {stopped}')}")
+        raise typer.Exit(ExitCode.TIME_LIMIT) from None
     header = [
-        f"{explanation.instance}: explanation of the plan at "
+        f"{explanation.instance}: explanation of the {explanation.status} plan at "
         f"${explanation.cost_per_month:,.0f}/month"
     ]
-    _report(header, explanation_tables(explanation), explanation, json_out, markdown_out)
+    if not explanation.plan.optimal:
+        header.append(
+            "not proven optimal: the plan's cost is an upper bound, so what each pool "
+            "saves against its alternative is not shown"
+        )
+    tables = explanation_tables(explanation)
+    _report(header, tables, explanation, json_out, markdown_out, file)
 
 
 def verify(
@@ -104,8 +132,17 @@ def verify(
 # --- the one library call, and its failures -------------------------------------------
 
 
+def check_outputs(file: Path, *outputs: Path | None) -> None:
+    """Refuse, before any work, an output path that cannot or must not be written
+    (models.output_files.check_target): exit code 2 naming the path."""
+    for path in outputs:
+        if path is not None:
+            check_target(path, (file,))
+
+
 def _solve(
     file: Path,
+    started: float,
     backend: str | None,
     time_limit: float | None,
     mip_gap: float | None,
@@ -113,7 +150,11 @@ def _solve(
 ) -> Solved:
     instance = load_instance(file)
     _check_flags(time_limit, mip_gap, threads)
-    settings = SolveSettings.of(instance, backend, time_limit, mip_gap, threads)
+    try:
+        settings = SolveSettings.of(instance, backend, time_limit, mip_gap, threads)
+    except ValueError as error:
+        raise InputError([Issue("solver", None, "", str(error))]) from None
+    settings = settings.started(at=started)
     try:
         return solve_program(instance, settings)
     except Infeasible as infeasible:
@@ -167,17 +208,18 @@ def _read_plan(path: Path) -> Plan:
         ) from None
 
 
-def _write(path: Path | None, text: str) -> None:
+def _write(path: Path | None, text: str, file: Path) -> None:
     if path is not None:
-        write_new_file(path, text)
-        err.print(f"wrote {path}")
+        write_text(path, text, (file,))
+        if not is_stdout(path):
+            err.print(f"wrote {path}", markup=False)
 
 
 # --- rendering ------------------------------------------------------------------------
 
 
 def plan_header(plan: Plan) -> list[str]:
-    """The lines above the plan's tables."""
+    """The lines above the plan's tables (the status says "optimal" only when it is)."""
     lines = [
         f"{plan.instance}: {plan.status}, ${plan.cost_per_month or 0:,.0f}/month, "
         f"{plan.total_gpus} GPUs"
@@ -361,11 +403,14 @@ def _report(
     result: Plan | Explanation,
     json_out: Path | None,
     markdown_out: Path | None,
+    file: Path,
 ) -> None:
-    """Print the result's tables, and write it as JSON and Markdown where asked."""
-    print_tables(header, tables, result.shadow_price_note)
-    _write(json_out, result.model_dump_json(indent=2))
-    _write(markdown_out, markdown_tables(header, tables, result.shadow_price_note))
+    """Print the result's tables (on stderr when an output is `-`, so standard output
+    holds only that output), and write it as JSON and Markdown where asked."""
+    to_stdout = any(p is not None and is_stdout(p) for p in (json_out, markdown_out))
+    print_tables(header, tables, result.shadow_price_note, err if to_stdout else out)
+    _write(json_out, result.model_dump_json(indent=2), file)
+    _write(markdown_out, markdown_tables(header, tables, result.shadow_price_note), file)
 
 
 def _print_diagnosis(file: Path, diagnosis: Diagnosis) -> None:

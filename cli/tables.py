@@ -4,6 +4,7 @@ printed to the terminal or written as Markdown. Every command that shows tables 
 
 from dataclasses import dataclass
 
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -21,10 +22,13 @@ class TableSpec:
     note: str = ""
 
 
-def print_tables(header: list[str], tables: list[TableSpec], note: str = "") -> None:
-    """Print the header lines, each table (its note as the caption) and the note."""
+def print_tables(
+    header: list[str], tables: list[TableSpec], note: str = "", console: Console = out
+) -> None:
+    """Print the header lines, each table (its note as the caption) and the note, on
+    `console` (standard output unless a `-` output has it)."""
     for line in header:
-        out.print(line, markup=False)
+        console.print(line, markup=False)
     for spec in tables:
         table = Table(
             title=escape(spec.title), caption=escape(spec.note) or None, title_justify="left"
@@ -33,9 +37,9 @@ def print_tables(header: list[str], tables: list[TableSpec], note: str = "") -> 
             table.add_column(escape(column), overflow="fold")
         for row in spec.rows:
             table.add_row(*(Text(cell) for cell in row))
-        out.print(table)
+        console.print(table)
     if note:
-        out.print(note, markup=False)
+        console.print(note, markup=False)
 
 
 def markdown_tables(header: list[str], tables: list[TableSpec], note: str = "") -> str:

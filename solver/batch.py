@@ -14,10 +14,19 @@ regression on their own.
 
 Workers get the validated instance (never a built solver model, which does not pickle)
 and solve with one solver thread each, in a spawn-context process pool.
+
+One bad instance never sinks the batch: whatever ends an instance (a file that does not
+validate, an unknown backend, the time limit, a crash in the pipeline or in a worker) is
+that instance's `Outcome`, and a golden file that does not validate is a regression of
+that instance (`check_golden`). Golden files are written (`write_golden`) through
+models.output_files under a lock on their folder, each through its own temporary file,
+so concurrent `--update` runs never leave a partial or mixed golden; a corrupt golden is
+replaced, not read.
 """
 
 import json
 import multiprocessing
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -27,7 +36,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from models.errors import InputError, Issue
 from models.instance import Instance
 from models.loading import load_instance
-from solver.errors import Infeasible, NoSolution, PlanRejected
+from models.output_files import folder_lock, write_text
+from solver.backends import UnknownBackendError
+from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
 from solver.settings import SolveSettings
 from solver.solve import solve
 from solver.verify import verify
@@ -48,7 +59,10 @@ class Outcome(BaseModel):
     file: str
     instance: str = ""
     status: str
-    """solved | infeasible | no_solution | bad_input | rejected"""
+    """solved | infeasible | no_solution (time limit or solver failure) | bad_input |
+    rejected (the verifier refused the plan) | error (a crash: a bug to report)"""
+    plan_status: str = ""
+    """For a solved instance: "optimal" or "feasible (gap X%)" (solver.plan.plan_status)."""
     cost_per_month: float | None = None
     total_gpus: int | None = None
     gpus: dict[str, dict[str, int]] = Field(default_factory=dict)
@@ -56,13 +70,19 @@ class Outcome(BaseModel):
     binding_families: tuple[str, ...] = ()
     verified: bool = False
     runtime_s: float = 0.0
+    """Wall time of the whole instance (loading, candidates, solve, pricing, verifier)."""
     message: str = ""
 
 
-class Golden(BaseModel):
-    """The frozen expected result of one instance (`NAME.expected.json`)."""
+FAILED_STATUSES = frozenset({"bad_input", "error"})
+"""Outcomes that say nothing about the instance's plan; never frozen as golden."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+
+class Golden(BaseModel):
+    """The frozen expected result of one instance (`NAME.expected.json`); numbers must be
+    finite (a NaN cost is a bad golden, not a cost no change can exceed)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     status: str
     cost_per_month: float | None = None
@@ -128,34 +148,70 @@ def golden_path(instance_file: Path) -> Path:
 
 
 def solve_one(file: str, instance: Instance | None, backend: str | None) -> Outcome:
-    """Solve and verify one instance; every way it can end becomes an Outcome."""
+    """Solve and verify one instance within its own time limit; every way it can end,
+    a crash included, becomes an Outcome."""
+    started = time.monotonic()
+    try:
+        return _solve_one(file, instance, backend, started)
+    except Exception as error:  # one instance's crash is its outcome, never the batch's
+        return Outcome(
+            file=file,
+            instance=instance.name if instance is not None else "",
+            status="error",
+            runtime_s=time.monotonic() - started,
+            message=f"internal error ({type(error).__name__}: {error}); please report it",
+        )
+
+
+def _solve_one(file: str, instance: Instance | None, backend: str | None, started: float):
+    def ended(status: str, message: str) -> Outcome:
+        name = instance.name if instance is not None else ""
+        wall_s = time.monotonic() - started
+        return Outcome(file=file, instance=name, status=status, runtime_s=wall_s, message=message)
+
     if instance is None:
         try:
             instance = load_instance(file)
         except InputError as error:
-            return Outcome(file=file, status="bad_input", message=str(error))
-    settings = SolveSettings.of(instance, backend=backend, threads=1)
+            return ended("bad_input", str(error))
     try:
+        settings = SolveSettings.of(instance, backend=backend, threads=1).started(at=started)
         plan = solve(instance, settings)
+    except (UnknownBackendError, BackendUnavailable, ValueError) as error:
+        return ended("bad_input", f"--backend/solver settings: {error}")
     except Infeasible as error:
-        return Outcome(file=file, instance=instance.name, status="infeasible", message=str(error))
+        return ended("infeasible", str(error))
     except NoSolution as error:
-        return Outcome(file=file, instance=instance.name, status="no_solution", message=str(error))
+        return ended("no_solution", str(error))
     except PlanRejected as error:
-        return Outcome(file=file, instance=instance.name, status="rejected", message=str(error))
+        return ended("rejected", str(error))
     check = verify(instance, plan)
     return Outcome(
         file=file,
         instance=instance.name,
         status="solved",
+        plan_status=plan.status,
         cost_per_month=plan.cost_per_month,
         total_gpus=plan.total_gpus,
         gpus=plan.gpus_by_type_and_region(),
         binding_families=tuple(sorted({b.family for b in plan.binding})),
         verified=check.ok,
-        runtime_s=plan.solver.runtime_s if plan.solver else 0.0,
+        runtime_s=time.monotonic() - started,
         message="" if check.ok else "; ".join(str(v) for v in check.violations),
     )
+
+
+def _load(path: Path) -> tuple[Instance | None, Outcome | None]:
+    """The validated instance of a file, or the outcome that ends it (bad input, crash)."""
+    started = time.monotonic()
+    try:
+        return load_instance(path), None
+    except InputError as error:
+        status, message = "bad_input", str(error)
+    except Exception as error:  # a loader crash is this file's outcome
+        status, message = "error", f"internal error ({type(error).__name__}: {error})"
+    wall_s = time.monotonic() - started
+    return None, Outcome(file=str(path), status=status, runtime_s=wall_s, message=message)
 
 
 def run_batch(
@@ -164,26 +220,30 @@ def run_batch(
     backend: str | None = None,
     on_done: Callable[[Outcome], None] | None = None,
 ) -> list[Outcome]:
-    """Solve every file, `jobs` at a time, in input order.
+    """Solve every file, `jobs` at a time, in input order; one Outcome per file.
 
     Files are loaded and validated here; a file that fails validation becomes a
-    `bad_input` outcome without reaching a worker.
+    `bad_input` outcome without reaching a worker, and a worker that dies becomes an
+    `error` outcome of its instance.
     """
     files = list(files)
-    work: list[tuple[str, Instance | None]] = []
+    work: list[tuple[str, Instance]] = []
     outcomes: dict[str, Outcome] = {}
+
+    def record(file: str, outcome: Outcome) -> None:
+        outcomes[file] = outcome
+        if on_done:
+            on_done(outcome)
+
     for path in files:
-        try:
-            work.append((str(path), load_instance(path)))
-        except InputError as error:
-            outcomes[str(path)] = Outcome(file=str(path), status="bad_input", message=str(error))
-            if on_done:
-                on_done(outcomes[str(path)])
+        instance, failed = _load(path)
+        if failed is not None:
+            record(str(path), failed)
+        else:
+            work.append((str(path), instance))
     if jobs <= 1 or len(work) <= 1:
         for file, instance in work:
-            outcomes[file] = solve_one(file, instance, backend)
-            if on_done:
-                on_done(outcomes[file])
+            record(file, solve_one(file, instance, backend))
     else:
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
@@ -191,22 +251,54 @@ def run_batch(
                 pool.submit(solve_one, file, instance, backend): file for file, instance in work
             }
             for future in as_completed(futures):
-                outcome = future.result()
-                outcomes[futures[future]] = outcome
-                if on_done:
-                    on_done(outcome)
-    return [outcomes[str(path)] for path in files if str(path) in outcomes]
+                file = futures[future]
+                try:
+                    outcome = future.result()
+                except Exception as error:  # the worker process died
+                    outcome = Outcome(
+                        file=file,
+                        status="error",
+                        message=f"worker failed ({type(error).__name__}: {error})",
+                    )
+                record(file, outcome)
+    return [outcomes[str(path)] for path in files]
+
+
+def orphan_goldens(folder: Path) -> list[Path]:
+    """Golden files in `folder` with no instance file beside them."""
+    instances = {path.stem for path in instance_files(folder)}
+    return sorted(
+        path
+        for path in folder.glob(f"*{GOLDEN_SUFFIX}")
+        if path.name[: -len(GOLDEN_SUFFIX)] not in instances
+    )
 
 
 def read_golden(instance_file: Path) -> Golden | None:
-    """The golden result beside an instance file, or None when there is none."""
+    """The golden result beside an instance file, or None when there is none.
+
+    Raises:
+        InputError: the golden file cannot be read or does not validate.
+    """
     path = golden_path(instance_file)
     if not path.exists():
         return None
     try:
         return Golden.model_validate_json(path.read_text(encoding="utf-8"))
-    except ValueError as error:
+    except (ValueError, OSError) as error:
         raise _input_error(path, f"not a valid golden file: {error}") from None
+
+
+def check_golden(outcome: Outcome) -> Comparison:
+    """An outcome against its golden file; a golden that does not validate is a
+    regression of this instance (fix it, or regenerate it with `--update`)."""
+    try:
+        golden = read_golden(Path(outcome.file))
+    except InputError as error:
+        return Comparison(
+            outcome=outcome, golden=None, regressions=(f"bad golden file: {error}",)
+        )
+    return compare(outcome, golden)
 
 
 def compare(outcome: Outcome, golden: Golden | None) -> Comparison:
@@ -245,14 +337,25 @@ def compare(outcome: Outcome, golden: Golden | None) -> Comparison:
 
 
 def write_golden(instance_file: Path, outcome: Outcome) -> Path:
-    """Freeze an outcome as the golden result (only `--update` calls this)."""
-    previous = read_golden(instance_file)
-    tolerance = previous.cost_rel_tolerance if previous else DEFAULT_COST_TOLERANCE
+    """Freeze an outcome as the golden result (only `--update` calls this).
+
+    The previous golden's cost tolerance is kept when it is readable; a corrupt golden is
+    simply replaced. The write holds the folder's lock and goes through a temporary file
+    of its own (models.output_files), so concurrent writers never mix or truncate.
+
+    Raises:
+        InputError: the golden file cannot be written (naming it).
+    """
     path = golden_path(instance_file)
-    text = json.dumps(Golden.of(outcome, tolerance).model_dump(mode="json"), indent=2) + "\n"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    with folder_lock(path.parent):
+        try:
+            previous = read_golden(instance_file)
+        except InputError:
+            previous = None
+        tolerance = previous.cost_rel_tolerance if previous else DEFAULT_COST_TOLERANCE
+        golden = Golden.of(outcome, tolerance)
+        text = json.dumps(golden.model_dump(mode="json"), indent=2) + "\n"
+        write_text(path, text, (instance_file,))
     return path
 
 

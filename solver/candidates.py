@@ -84,6 +84,7 @@ from solver.pools import (
     lone_curve,
     tabulate_curve,
 )
+from solver.settings import SolveSettings
 
 
 @dataclass(frozen=True)
@@ -246,13 +247,18 @@ def expert_layouts(instance: Instance, llm: LlmSpec, tp: int) -> list[tuple[int,
     return pairs
 
 
-def build_candidates(instance: Instance) -> CandidateTable:
+def build_candidates(instance: Instance, settings: SolveSettings | None = None) -> CandidateTable:
     """Evaluate every configuration of every workload and keep the useful ones.
 
     A workload that no configuration can serve gets no candidates and a problem in
     `problems`, naming the best value any configuration reaches against its target
     (the pipeline reports it with the pre-solve checks, before solving). The physics of
     each kept candidate is tabulated here (solver.pools), never asked again.
+
+    Args:
+        instance: The validated instance.
+        settings: The run's settings; their deadline is checked after each configuration
+            (`TimeLimitReached` in stage "candidates"). None: no deadline.
     """
     cache: dict[tuple, ReplicaCapacity] = {}
     physics: dict[tuple, PoolPhysics] = {}
@@ -268,6 +274,8 @@ def build_candidates(instance: Instance) -> CandidateTable:
         results = []
         usable = []
         for config in configurations(instance, workload):
+            if settings is not None:
+                settings.check("candidates")
             key = (
                 config.gpu.name,
                 config.llm.name,

@@ -22,7 +22,7 @@ from solver.backends import get_backend
 from solver.decompose import optimise
 from solver.families import FAMILIES
 from solver.lp import Sense, Termination
-from solver.plan import Binding, Plan
+from solver.plan import Binding, MaybeMoney, Money, Plan
 from solver.pricing import is_idle, is_tight
 from solver.readback import gpu_use, integral, replica_counts
 from solver.row_names import ReplicasColumn
@@ -72,9 +72,9 @@ class Alternative(BaseModel):
     region: str
     configuration: str
     count: int
-    cost_without_per_month: float | None
+    cost_without_per_month: MaybeMoney
     """Optimal cost with the configuration excluded from the region (None: no plan)."""
-    extra_cost_per_month: float | None
+    extra_cost_per_month: MaybeMoney
     replaced_by: tuple[str, ...]
     """Pools of the workload in the region in the re-solved plan, as `count x label`."""
 
@@ -98,7 +98,9 @@ class Explanation(BaseModel):
     model_config = _FROZEN
 
     instance: str
-    cost_per_month: float
+    status: str
+    """The plan's status: "optimal", or "feasible (gap X%)" (solver.plan.plan_status)."""
+    cost_per_month: Money
     binding: tuple[Binding, ...]
     shadow_price_note: str
     utilisation: tuple[Utilisation, ...]
@@ -113,6 +115,10 @@ ALTERNATIVE_METHOD = (
     "re-solve with the configuration excluded from the region (its replicas fixed at 0), "
     "same backend, gap and failure policy"
 )
+ALTERNATIVES_SKIPPED = (
+    "skipped: the plan is {status}, not proven optimal, so a re-solve without a pool "
+    "may cost less than the plan itself and the difference means nothing"
+)
 
 
 def explain(instance: Instance, settings: SolveSettings | None = None) -> Explanation:
@@ -125,10 +131,19 @@ def explain(instance: Instance, settings: SolveSettings | None = None) -> Explan
 
 
 def explain_solved(solved: Solved) -> Explanation:
-    """The explanation of an already solved program."""
+    """The explanation of an already solved program, within the run's deadline.
+
+    A plan that is not proven optimal (`Plan.optimal`) gets no alternatives: its cost is
+    only an upper bound, so "extra $/month without this pool" could be negative.
+
+    Raises:
+        TimeLimitReached: the deadline passed during the re-solves (stage "explain").
+    """
     plan = solved.plan
+    alternatives = _alternatives(solved) if plan.optimal else ()
     return Explanation(
         instance=plan.instance,
+        status=plan.status,
         cost_per_month=plan.cost_per_month or 0.0,
         binding=plan.binding,
         shadow_price_note=plan.shadow_price_note,
@@ -146,8 +161,10 @@ def explain_solved(solved: Solved) -> Explanation:
             for row in scenario.pools
         ),
         limits=_limits(solved),
-        alternatives=_alternatives(solved),
-        alternative_method=ALTERNATIVE_METHOD,
+        alternatives=alternatives,
+        alternative_method=ALTERNATIVE_METHOD
+        if plan.optimal
+        else ALTERNATIVES_SKIPPED.format(status=plan.status),
         families=_family_slack(solved),
         plan=plan,
     )
@@ -180,6 +197,7 @@ def _alternatives(solved: Solved) -> tuple[Alternative, ...]:
     backend = get_backend(solved.settings.backend)
     found = []
     for pool in plan.replicas[:MAX_ALTERNATIVES]:
+        solved.settings.check("explain")
         candidate = sets.table.find(pool.workload, pool.key)
         var = ReplicasColumn(pool.workload, candidate.key, pool.region).name()
         result = optimise(program, backend, solved.settings, {var: (0.0, 0.0)}).result
@@ -199,6 +217,7 @@ def _alternatives(solved: Solved) -> tuple[Alternative, ...]:
                 if result.termination is Termination.INFEASIBLE
                 else f"no plan found ({result.termination})",
             )
+        solved.settings.check("explain")
         found.append(
             Alternative(
                 workload=pool.workload,

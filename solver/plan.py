@@ -6,7 +6,9 @@ needed to verify a fleet: a file holding `{"replicas": [...]}` describes a fleet
 user owns today, and every other field has a default.
 """
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
 
 from models.precision import Precision
 from models.replica import Limit, Role
@@ -20,6 +22,43 @@ SHADOW_PRICE_NOTE = (
     "replica counts relaxed to continuous: the marginal $/month of one more unit of "
     "each right-hand side for this plan's layout."
 )
+
+
+OPTIMAL_GAP_CEILING = 0.01
+"""Largest gap (1%) a plan may be from its bound and still be called "optimal", whatever
+gap was requested: `mip_gap: 0.999` may stop the solver at 57%, which is no optimum."""
+
+
+def _cents(value: float | None) -> float | None:
+    """Money in JSON: rounded to cents (13797.000000000002 -> 13797.0)."""
+    return None if value is None else round(value, 2)
+
+
+Money = Annotated[float, PlainSerializer(_cents, return_type=float, when_used="json")]
+"""USD, written to JSON in cents."""
+MaybeMoney = Annotated[
+    float | None, PlainSerializer(_cents, return_type=float | None, when_used="json")
+]
+"""USD or None, written to JSON in cents."""
+
+
+def plan_status(proven: bool, mip_gap: float | None, requested_gap: float) -> str:
+    """The status word of a solved plan, never more than the solver showed.
+
+    "optimal" only when the backend proved the plan within the requested gap and that
+    gap is at most `OPTIMAL_GAP_CEILING`; otherwise "feasible (gap X%)" with the gap
+    reached (or "feasible (gap unknown)" without a bound).
+
+    Args:
+        proven: The backend ended OPTIMAL (within the requested gap).
+        mip_gap: The gap it reports; None when it gives no bound.
+        requested_gap: The gap the user asked to stop at.
+    """
+    if mip_gap is None:
+        return "optimal" if proven else "feasible (gap unknown)"
+    if proven and mip_gap <= min(requested_gap, OPTIMAL_GAP_CEILING) + 1e-12:
+        return "optimal"
+    return f"feasible (gap {mip_gap:.2%})"
 
 
 def configuration_key(
@@ -60,7 +99,7 @@ class ReplicaPool(BaseModel):
     requests_per_s_per_replica: float | None = None
     """Capacity of one replica at the SLO, requests/s of its own phase, when the pool's
     `count` replicas share one router and one prompt queue (`models.capacity`, "Pools")."""
-    cost_per_month: float | None = None
+    cost_per_month: MaybeMoney = None
     """What these GPUs would cost if all were bought (the existing fleet is free)."""
 
     @property
@@ -95,8 +134,8 @@ class GpuUse(BaseModel):
     purchased: int
     available: int
     """Existing fleet plus what can be had."""
-    price_per_gpu_hour: float
-    cost_per_month: float
+    price_per_gpu_hour: Money
+    cost_per_month: Money
     """purchased x price x hours_per_month."""
 
 
@@ -188,8 +227,8 @@ class Plan(BaseModel):
     instance: str = ""
     """The instance's name."""
     status: str = "given"
-    """optimal | feasible (time limit hit with a gap) | given (written by hand)."""
-    cost_per_month: float | None = None
+    """optimal | feasible (gap X%) | given (written by hand); see `plan_status`."""
+    cost_per_month: MaybeMoney = None
     """USD per month for the GPUs bought (the existing fleet is already paid for)."""
     total_gpus: int | None = None
     gpus: tuple[GpuUse, ...] = ()
@@ -199,6 +238,11 @@ class Plan(BaseModel):
     solver: SolverRun | None = None
     shadow_price_note: str = ""
     notes: tuple[str, ...] = ()
+
+    @property
+    def optimal(self) -> bool:
+        """Whether the plan is proven optimal (see `plan_status`)."""
+        return self.status == "optimal"
 
     def gpus_by_type_and_region(self) -> dict[str, dict[str, int]]:
         """{gpu: {region: used}} for GPUs in use."""

@@ -42,6 +42,7 @@ from solver.families.supply import add_gpu_supply, add_purchase_covers_use
 from solver.families.zone import add_zone_survivors
 from solver.lp import LinearProgram
 from solver.sets import ProgramSets
+from solver.settings import SolveSettings
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ def build_program(
     table: CandidateTable,
     scenarios: tuple[Scenario, ...] | None = None,
     elastic: bool = False,
+    settings: SolveSettings | None = None,
 ) -> FleetProgram:
     """The integer program of an instance over a candidate table.
 
@@ -66,27 +68,33 @@ def build_program(
         scenarios: Failure scenarios; default: those `policy.survive` asks for.
         elastic: Build the elastic program instead (solver.elastic): priced slack on
             every demand and supply row, pools widened to use it; always feasible.
+        settings: The run's settings; their deadline is checked after each family
+            (`TimeLimitReached` in stage "program build"). None: no deadline.
     """
     sets = ProgramSets(instance, table, scenarios or failure_scenarios(instance), elastic)
     lp = LinearProgram(instance.name)
 
-    variables.add_replica_variables(lp, sets)
-    variables.add_routing_variables(lp, sets)
-    variables.add_zone_survivor_variables(lp, sets)
-    variables.add_pool_used_variables(lp, sets)
-    add_pooling_variables(lp, sets)
-    variables.add_purchase_variables(lp, sets)
-
-    add_demand_met(lp, sets)
-    add_mode_split(lp, sets)
-    add_capacity_within_pools(lp, sets)
-    add_pool_steps(lp, sets)
-    add_zone_survivors(lp, sets)
-    add_replica_spare(lp, sets)
-    add_gpu_supply(lp, sets)
-    add_purchase_covers_use(lp, sets)
-
-    add_fleet_cost(lp, sets)
+    families = (
+        variables.add_replica_variables,
+        variables.add_routing_variables,
+        variables.add_zone_survivor_variables,
+        variables.add_pool_used_variables,
+        add_pooling_variables,
+        variables.add_purchase_variables,
+        add_demand_met,
+        add_mode_split,
+        add_capacity_within_pools,
+        add_pool_steps,
+        add_zone_survivors,
+        add_replica_spare,
+        add_gpu_supply,
+        add_purchase_covers_use,
+        add_fleet_cost,
+    )
+    for add_family in families:
+        add_family(lp, sets)
+        if settings is not None:
+            settings.check("program build")
     return FleetProgram(lp, sets)
 
 

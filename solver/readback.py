@@ -25,6 +25,7 @@ from solver.plan import (
     Route,
     ScenarioResult,
     SolverRun,
+    plan_status,
 )
 from solver.pools import PoolCurve
 from solver.pricing import binding_constraints
@@ -112,7 +113,9 @@ def read_plan(
     size = program.lp.size()
     return Plan(
         instance=sets.instance.name,
-        status="optimal" if result.termination is Termination.OPTIMAL else "feasible",
+        status=plan_status(
+            result.termination is Termination.OPTIMAL, result.mip_gap, settings.mip_gap
+        ),
         cost_per_month=sum(use.cost_per_month for use in gpu_uses),
         total_gpus=sum(use.used for use in gpu_uses),
         gpus=tuple(gpu_uses),

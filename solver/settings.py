@@ -1,17 +1,90 @@
-"""The one runtime settings object of a solve: which backend, and its limits.
+"""The one runtime settings object of a solve: which backend, its limits, and its deadline.
 
 The instance file's `solver` section (`models.instance.SolverSettings`) is the schema a
 user writes; `SolveSettings` is what the pipeline, the decomposition, the diagnosis and
 every backend call read. `SolveSettings.of` applies command-line overrides to the
 instance's section; `Backend.solve` builds one from its keyword arguments, so a backend
 sees the same object (`solver.backends.base.SolveOptions` is this class).
+
+The time limit bounds the whole run, not one solver call: a command starts one
+`Deadline` (`SolveSettings.started`), every stage (candidates, program build, solve,
+pricing, verification, explain) checks it when it ends (`Deadline.check`, which raises
+`TimeLimitReached` naming the stage), and every backend call gets only the time that is
+left (`SolveSettings.remaining_s`).
 """
 
 import math
-from dataclasses import dataclass, replace
+import os
+import time
+from dataclasses import dataclass, field, replace
 
 from models.backend_names import DEFAULT_BACKEND
 from models.instance import Instance
+from solver.errors import NoSolution
+
+MIN_CALL_S = 0.01
+"""Least time limit handed to a solver call (a zero or negative one is an error there)."""
+
+
+class TimeLimitReached(NoSolution):
+    """The deadline passed while `stage` was running; nothing after it was done."""
+
+    def __init__(self, stage: str, limit_s: float, elapsed_s: float):
+        self.stage = stage
+        super().__init__(
+            f"time limit of {limit_s:g} s reached in {stage} after {elapsed_s:.1f} s; "
+            "raise --time-limit (or solver.time_limit_s)",
+            "time_limit",
+        )
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """A wall-clock budget on the monotonic clock, started once and handed down.
+
+    Attributes:
+        start: `time.monotonic()` when the budget started.
+        limit_s: Seconds allowed from `start`; None for no limit.
+    """
+
+    start: float
+    limit_s: float | None
+
+    @classmethod
+    def starting_now(cls, limit_s: float | None) -> "Deadline":
+        """A budget of `limit_s` seconds from now."""
+        return cls(time.monotonic(), limit_s)
+
+    def elapsed_s(self) -> float:
+        """Seconds since the start."""
+        return time.monotonic() - self.start
+
+    def remaining_s(self, floor_s: float = MIN_CALL_S) -> float | None:
+        """Seconds left (at least `floor_s`), or None without a limit."""
+        if self.limit_s is None:
+            return None
+        return max(floor_s, self.limit_s - self.elapsed_s())
+
+    def expired(self) -> bool:
+        """Whether the budget is spent."""
+        return self.limit_s is not None and self.elapsed_s() >= self.limit_s
+
+    def check(self, stage: str) -> None:
+        """Stop the run, naming `stage`, when the budget is spent.
+
+        Raises:
+            TimeLimitReached: the deadline has passed.
+        """
+        if self.limit_s is not None and self.expired():
+            raise TimeLimitReached(stage, self.limit_s, self.elapsed_s())
+
+
+def machine_threads() -> int:
+    """Cores this process may use (the solver threads' ceiling)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
@@ -20,11 +93,14 @@ class SolveSettings:
 
     backend: str = DEFAULT_BACKEND
     time_limit_s: float | None = 60.0
-    """Wall-clock budget; None for no limit."""
+    """Wall-clock budget of the whole run; None for no limit."""
     mip_gap: float = 1e-3
     threads: int = 1
+    """Solver threads, never more than the machine's cores (`SolveSettings.of` caps it)."""
     want_duals: bool = False
     """Return row duals (an LP only, and a backend that can)."""
+    deadline: Deadline | None = field(default=None, compare=False)
+    """The run's deadline once started (`started`); None before."""
 
     def __post_init__(self) -> None:
         if self.time_limit_s is not None and not (
@@ -45,17 +121,45 @@ class SolveSettings:
         mip_gap: float | None = None,
         threads: int | None = None,
     ) -> "SolveSettings":
-        """The instance's `solver` section with any given override applied."""
+        """The instance's `solver` section with any given override applied; threads
+        capped at the machine's cores (more only oversubscribe, and a huge count hangs
+        HiGHS and SCIP)."""
         base = instance.solver
+        wanted_threads = base.threads if threads is None else threads
         return cls(
             backend=backend or base.backend,
             time_limit_s=base.time_limit_s if time_limit_s is None else time_limit_s,
             mip_gap=base.mip_gap if mip_gap is None else mip_gap,
-            threads=base.threads if threads is None else threads,
+            threads=max(1, min(wanted_threads, machine_threads())),
         )
 
+    def started(self, at: float | None = None) -> "SolveSettings":
+        """These settings with the run's deadline started (at `at`, a `time.monotonic()`
+        reading, or now); settings already started keep their deadline."""
+        if self.deadline is not None:
+            return self
+        start = time.monotonic() if at is None else at
+        return replace(self, deadline=Deadline(start, self.time_limit_s))
+
+    def remaining_s(self) -> float | None:
+        """The time limit of the next solver call: what is left of the deadline, and no
+        more than `time_limit_s`."""
+        left = None if self.deadline is None else self.deadline.remaining_s()
+        if self.time_limit_s is None:
+            return left
+        return self.time_limit_s if left is None else min(left, self.time_limit_s)
+
+    def check(self, stage: str) -> None:
+        """Stop the run naming `stage` when the deadline has passed (no-op before start).
+
+        Raises:
+            TimeLimitReached: the deadline has passed.
+        """
+        if self.deadline is not None:
+            self.deadline.check(stage)
+
     def limited(self, time_limit_s: float | None) -> "SolveSettings":
-        """The same settings with another time limit."""
+        """The same settings with another time limit (the deadline still applies)."""
         return replace(self, time_limit_s=time_limit_s)
 
     def with_duals(self, want_duals: bool = True) -> "SolveSettings":

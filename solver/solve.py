@@ -5,6 +5,11 @@ sequences them.
 `solve` returns a Plan that the independent verifier has accepted, or raises
 `Infeasible` (with a diagnosis naming the requirements in conflict) or `NoSolution`
 (time limit or solver failure). It never returns None.
+
+The time limit bounds the whole pipeline: the settings' deadline (started here unless the
+caller started it earlier, as a command does) is checked after every stage, and every
+backend call, the pricing LP included, gets only the time that is left. A run that
+passes the deadline raises `TimeLimitReached` naming the stage it was in.
 """
 
 from dataclasses import dataclass
@@ -21,13 +26,20 @@ from solver.pools import PoolCurve, assess_pools
 from solver.pricing import priced_rows, pricing_program
 from solver.program import FleetProgram, build_program
 from solver.readback import chosen_sizes, integral, read_plan, replica_counts
-from solver.settings import SolveSettings
+from solver.settings import SolveSettings, TimeLimitReached
 from solver.verify import verify
 
 PRICING_BACKEND = "highs"
 """Backend that prices the plan when the chosen one gives no duals (scip, cpsat)."""
 
-__all__ = ["PRICING_BACKEND", "SolveSettings", "Solved", "solve", "solve_program"]
+__all__ = [
+    "PRICING_BACKEND",
+    "SolveSettings",
+    "Solved",
+    "TimeLimitReached",
+    "solve",
+    "solve_program",
+]
 
 
 @dataclass(frozen=True)
@@ -52,21 +64,25 @@ def solve(instance: Instance, settings: SolveSettings | None = None) -> Plan:
 
     Raises:
         Infeasible: no plan exists; its diagnosis names the requirements in conflict.
-        NoSolution: the backend found no plan within the time limit, or failed.
+        NoSolution: the backend found no plan within the time limit, or failed;
+            `TimeLimitReached` (a NoSolution) when the deadline passed, naming the stage.
         PlanRejected: the verifier rejected the solver's plan (a bug, never an answer).
     """
     return solve_program(instance, settings).plan
 
 
 def solve_program(instance: Instance, settings: SolveSettings | None = None) -> Solved:
-    """`solve`, keeping the program and the raw result for explanations."""
-    settings = settings or SolveSettings.of(instance)
+    """`solve`, keeping the program and the raw result for explanations; the returned
+    settings carry the run's deadline (explain's re-solves share it)."""
+    settings = (settings or SolveSettings.of(instance)).started()
     backend = get_backend(settings.backend)
     reason = backend.unavailable_reason()
     if reason:
         raise BackendUnavailable(f"backend {settings.backend!r} cannot run here: {reason}")
-    table = build_candidates(instance)
-    program = build_program(instance, table)
+    table = build_candidates(instance, settings)
+    settings.check("candidates")
+    program = build_program(instance, table, settings=settings)
+    settings.check("program build")
     problems = [*table.problems, *presolve_problems(program.sets)]
     if problems:
         raise Infeasible.from_problems(problems)
@@ -75,6 +91,10 @@ def solve_program(instance: Instance, settings: SolveSettings | None = None) -> 
     if result.termination is Termination.INFEASIBLE:
         raise Infeasible(diagnose_infeasible(program, backend, settings))
     if not result.termination.has_solution:
+        if result.termination is Termination.TIME_LIMIT and settings.deadline is not None:
+            raise TimeLimitReached(
+                "solve", settings.deadline.limit_s or 0.0, settings.deadline.elapsed_s()
+            )
         raise NoSolution(
             f"{result.solver} found no plan ({result.termination}) within "
             f"{settings.time_limit_s:g} s for a program of {_size_text(program.lp)}"
@@ -82,13 +102,16 @@ def solve_program(instance: Instance, settings: SolveSettings | None = None) -> 
             + "; raise --time-limit or loosen the MIP gap",
             str(result.termination),
         )
+    settings.check("solve")
     values = integral(program, result.values)
     pricer = backend if backend.capabilities.duals else get_backend(PRICING_BACKEND)
     pricing = pricer.run(pricing_program(program, values), settings.with_duals())
+    settings.check("pricing")
     counts = replica_counts(program.sets, values)
     curves = assess_pools(instance, chosen_sizes(program.sets, counts))
     plan = read_plan(program, optimised, values, priced_rows(pricing), settings, curves)
     check = verify(instance, plan)
+    settings.check("verification")
     if not check.ok:
         raise PlanRejected(
             "the solver's plan fails the independent verifier:\n"

@@ -82,7 +82,7 @@ def test_check_passes_on_the_frozen_golden(run_cli, small_folder, tmp_path):
     summary = tmp_path / "summary.md"
     result = run_cli("batch", small_folder, "--check", "--markdown", summary)
     assert result.exit_code == 0, result.stderr
-    assert "| region-loss-3-baseline.yaml | solved |" in summary.read_text()
+    assert "| region-loss-3-baseline.yaml | solved, optimal |" in summary.read_text()
 
 
 def test_a_price_change_fails_the_check_naming_instance_and_cost(run_cli, small_folder):

@@ -28,14 +28,13 @@ Shared rules, applied here once for every backend:
 """
 
 import math
-import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from solver.lp import LinearProgram, Sense, SolveResult, Termination
-from solver.settings import SolveSettings
+from solver.settings import Deadline, SolveSettings, machine_threads
 
 DEFAULT_MIP_GAP = 1e-4
 """Relative MIP gap every backend stops at unless told otherwise (HiGHS's default)."""
@@ -80,24 +79,6 @@ class Capabilities:
 SolveOptions = SolveSettings
 """The arguments of one backend call: the pipeline's one settings object
 (solver.settings); the name stays for the backends that read it."""
-
-
-@dataclass(frozen=True)
-class Deadline:
-    """Wall-clock budget of one `solve` call, shared by every library call inside it."""
-
-    start: float
-    limit_s: float | None
-
-    def remaining_s(self, floor_s: float = 0.01) -> float | None:
-        """Seconds left (at least `floor_s`), or None without a limit."""
-        if self.limit_s is None:
-            return None
-        return max(floor_s, self.limit_s - (time.perf_counter() - self.start))
-
-    def expired(self) -> bool:
-        """Whether the budget is spent."""
-        return self.limit_s is not None and time.perf_counter() - self.start >= self.limit_s
 
 
 @dataclass(frozen=True, eq=False)
@@ -322,8 +303,10 @@ class Backend(ABC):
         Raises:
             ValueError: An argument is out of range (not a solver failure).
         """
+        if isinstance(threads, int) and threads > machine_threads():
+            threads = machine_threads()  # more only oversubscribe; 100000 hangs HiGHS
         options = SolveSettings(self.name, time_limit_s, mip_gap, threads, want_duals)
-        deadline = Deadline(time.perf_counter(), time_limit_s)
+        deadline = Deadline.starting_now(time_limit_s)
         program: CompiledProgram | None = None
         try:
             reason = self.unavailable_reason()
@@ -336,15 +319,16 @@ class Backend(ABC):
                     answer = self._settle_unbounded(program, options, deadline, answer)
         except Exception as exc:  # a library failure is an answer, not a crash
             answer = Answer(Termination.ERROR, message=f"{type(exc).__name__}: {exc}")
-        runtime_s = time.perf_counter() - deadline.start
+        runtime_s = deadline.elapsed_s()
         return self._result(lp, program, options, answer, runtime_s)
 
     def run(self, lp: LinearProgram, settings: SolveSettings) -> SolveResult:
         """`solve` with the pipeline's settings (their backend name is not checked:
-        the caller chose this backend from it, or priced with another)."""
+        the caller chose this backend from it, or priced with another), in what is left
+        of the run's deadline (`SolveSettings.remaining_s`)."""
         return self.solve(
             lp,
-            time_limit_s=settings.time_limit_s,
+            time_limit_s=settings.remaining_s(),
             mip_gap=settings.mip_gap,
             threads=settings.threads,
             want_duals=settings.want_duals,

@@ -38,11 +38,13 @@ def add_demand_met(lp: LinearProgram, sets: ProgramSets) -> None:
     """One row per scenario, workload and origin region with demand (elastic: with its
     priced unserved column)."""
     for f in sets.routing_scenarios:
+        by_origin: dict[tuple[str, str], list[str]] = {}  # one pass over the routes
+        for w in {w for w, _ in sets.demand}:
+            for o, d, _ in sets.routes[(f.name, w)]:
+                by_origin.setdefault((w, o), []).append(d)
         for (w, o), rate in sets.demand.items():
             terms = {
-                ServedColumn(f.name, w, o, d).name(): 1.0
-                for o2, d, _ in sets.routes[(f.name, w)]
-                if o2 == o
+                ServedColumn(f.name, w, o, d).name(): 1.0 for d in by_origin.get((w, o), ())
             }
             if sets.slack:
                 unserved = lp.add_variable(UnservedColumn(f.name, w, o).name())
