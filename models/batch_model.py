@@ -1,16 +1,56 @@
 """The unified (or decode-only) replica as functions of its mean batch B.
 
 `models.capacity` states the model; this module holds its moving parts, shared by the
-capacity search (`models.capacity`) and the throughput frontier (`models.frontier`):
-the traffic mix in tokens (`MixTokens`), one iteration t(B) with the prompt tokens that
-ride along, the p99 TTFT and TPOT at B (`BatchModel`), the M/G/c prompt wait of a pool
-(`pooled_wait_p99_s`), the KV transfer between disaggregated replicas
-(`kv_transfer_s`), and the bisection every search uses (`bisect_edge`).
+capacity search (`models.capacity`), the throughput frontier (`models.frontier`) and the
+latency at a load (`models.latency`): the traffic mix in tokens (`MixTokens`), the mean
+iteration t(B) with prompts riding along as whole chunks, the p99 TTFT and TPOT at B
+(`BatchModel`), the M/G/c prompt wait of a pool (`pooled_wait_p99_s`), the KV transfer
+between disaggregated replicas (`kv_transfer_s`), and the bisection every search uses
+(`bisect_edge`).
+
+Chunked-prefill interference (the iteration mixture)
+    A continuous-batching engine does not spread prefill evenly over iterations: the
+    prompts that arrived during an iteration go whole into the next one, up to the
+    token budget left beside the decode tokens (vLLM `max_num_batched_tokens`,
+    TensorRT-LLM `max_num_tokens`). A 1,500-token prompt turns a memory-bound decode
+    iteration into a compute-bound one several times longer, while most iterations carry
+    no prompt at all. As many requests start as finish, so on average
+        mu(B) = B / O          prompts join each iteration
+    and the number K that join one iteration is taken to be Poisson(mu) (arrivals are
+    Poisson; the longer iterations that gather more arrivals are ignored). K prompts make
+    an iteration of
+        t_k = iteration(B decode tokens, k P (1-h) prompt tokens)   when they fit the
+              lane pp x chunk - B, else k P (1-h) / lane iterations at a full lane
+    and t_0 is pure decode. The mean iteration and its second moment are averages over
+    iterations (weights Poisson(k; mu) x iterations of k):
+        t(B) = E[t_K],   E[t^2] = E[t_K^2 + (t_K - t_0)^2 cv_p^2 / K]
+    the last term the spread of the K prompts' lengths (cv_p), to first order. Prompt
+    tokens are conserved (Q(B) = mu P (1-h) per iteration on average). Grouping matters:
+    a decode iteration is memory-bound, so the first few hundred prompt tokens in it
+    ride in the weight read's shadow once per iteration, not once per prompt. Every
+    iteration time is `StepModel.iteration_s`, the function the simulator
+    (`solver.simulate`) prices its iterations with.
+
+    TPOT: a reply of n = O - 1 tokens averages n iterations, so its mean iteration has
+    variance Var[t] / n, and over replies whose lengths spread with cv_o, Var[t] (1 +
+    cv_o^2) / n (lognormal lengths: E[1/n] = (1 + cv_o^2) / n). The batch it lives
+    through fluctuates too: Poisson (sd sqrt(B)) for a fixed service time, amplified by
+    feedback near capacity (a larger batch lengthens every iteration, so sequences stay
+    longer: linear response gives sd sqrt(B) / (1 - g), g = B t'(B) / t(B) the step's
+    elasticity; the simulator's batch spread at a plan's load is 2-2.5 x sqrt(B)). The
+    p99 TPOT combines the two deviations in quadrature:
+        B_hi   = B + 2.326 sqrt(B) / (1 - g)
+        TPOT99 = t(B) + sqrt((t(B_hi) - t(B))^2 + 2.326^2 Var[t] (1 + cv_o^2) / n)
+    Assumptions: a reply's mean iteration is normal (moment-matched: short replies have
+    heavier tails) and successive iterations independent; for mu > 8 the Poisson law is
+    replaced by a normal one at 9 Gauss-Hermite points (`poisson_points`).
 """
 
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import numpy as np
 
 from models.efficiency import Efficiency
 from models.memory import MemoryBudget, kv_bytes_per_token, memory_budget
@@ -117,6 +157,8 @@ class MixTokens:
     prompt_p99: float
     prompt_scv: float
     output: float
+    output_scv: float
+    """Squared coefficient of variation of the output length, cv_o^2."""
     output_p99: float
     hit: float
     context: float
@@ -143,6 +185,7 @@ class MixTokens:
             prompt_p99=max(mix.prompt_p99_tokens, prompt),
             prompt_scv=mix.prompt_cv**2,
             output=output,
+            output_scv=mix.output_cv**2,
             output_p99=max(mix.output_p99_tokens, output),
             hit=min(max(mix.prefix_cache_hit_rate, 0.0), 0.999),
             context=prompt + output * (1 + mix.output_cv**2) / 2,
@@ -176,6 +219,54 @@ class BatchPoint:
     ttft_p99_s: float
 
 
+@dataclass(frozen=True)
+class IterationMixture:
+    """The distribution of one iteration's time at a mean batch (module docstring)."""
+
+    mean_s: float
+    """E[t]: the mean iteration, t(B)."""
+    second_moment_s2: float
+    """E[t^2], prompt-length spread included."""
+    mixed_share: float
+    """Share of iterations that carry prompt tokens."""
+
+    @property
+    def variance_s2(self) -> float:
+        """Var[t] = E[t^2] - E[t]^2 (never below 0)."""
+        return max(self.second_moment_s2 - self.mean_s**2, 0.0)
+
+
+_HERMITE_NODES, _HERMITE_WEIGHTS = np.polynomial.hermite_e.hermegauss(9)
+_HERMITE_WEIGHTS = _HERMITE_WEIGHTS / _HERMITE_WEIGHTS.sum()
+FEEDBACK_GAIN_CAP = 0.9
+"""Largest feedback gain g of the batch on its own step time (`BatchModel.batch_high`)."""
+POISSON_TAIL = 1e-5
+"""Poisson mass left out of `poisson_points` (its weights are renormalised)."""
+POISSON_EXACT_MEAN = 8.0
+"""Below this mean the Poisson law is summed term by term; above it, a normal law of the
+same mean and variance at 9 Gauss-Hermite points."""
+
+
+def poisson_points(mean: float) -> list[tuple[float, float]]:
+    """(value, probability) points of a Poisson law of mean `mean`: its terms from 0 up
+    to where the mass left is below `POISSON_TAIL` (the weights are renormalised), or
+    for mean > `POISSON_EXACT_MEAN` a 9-point Gauss-Hermite rule of the normal
+    N(mean, mean), values clipped at 0."""
+    if mean > POISSON_EXACT_MEAN:
+        root = math.sqrt(mean)
+        return [
+            (max(mean + root * node, 0.0), weight)
+            for node, weight in zip(_HERMITE_NODES, _HERMITE_WEIGHTS, strict=True)
+        ]
+    term, total, points, k = math.exp(-mean), 0.0, [], 0
+    while k <= mean or total < 1 - POISSON_TAIL:
+        points.append((float(k), term))
+        total += term
+        k += 1
+        term *= mean / k
+    return [(value, weight / total) for value, weight in points]
+
+
 class BatchModel:
     """The unified/decode replica as functions of the batch B (the model is stated in the
     `models.capacity` docstring, "Unified replica" and "Pools")."""
@@ -197,9 +288,11 @@ class BatchModel:
         self.transfer_p99_s = transfer_p99_s
         self.budget_tokens = steps.pp * steps.chunk_tokens
         self.prefill_context = mix.cached_prompt + mix.new_prompt / 2
+        self._mixtures: dict[float, IterationMixture] = {}
 
     def prefill_tokens(self, batch: float) -> float:
-        """Prompt tokens per iteration: Q(B) = B P (1-h) / O (0 for a decode replica)."""
+        """Q(B) = B P (1-h) / O: prompt tokens per iteration on average (0 for a decode
+        replica)."""
         return batch * self.mix.new_prompt / self.mix.output if self.prefill else 0.0
 
     def lane_batch_limit(self) -> float:
@@ -208,14 +301,100 @@ class BatchModel:
             return math.inf
         return self.budget_tokens / (1 + self.mix.new_prompt / self.mix.output)
 
+    def prompts_per_iteration(self, batch: float) -> float:
+        """mu(B) = B / O: prompts arriving per iteration on average (as many requests
+        start as finish; 0 for a decode replica)."""
+        return batch / self.mix.output if self.prefill else 0.0
+
+    def decode_only_s(self, batch: float) -> float:
+        """t_0(B): an iteration with no prompt tokens."""
+        return self.steps.iteration_s(batch, self.mix.context)
+
+    def mixture(self, batch: float) -> IterationMixture:
+        """The iterations at mean batch B as the module docstring's mixture: K ~
+        Poisson(mu) prompts per iteration, k of them an iteration of
+        t_k = iteration(B, k P (1-h)), or k P (1-h) / lane iterations at a full lane
+        when they exceed it."""
+        cached = self._mixtures.get(batch)
+        if cached is not None:
+            return cached
+        mean_prompts = self.prompts_per_iteration(batch)
+        decode_s = self.decode_only_s(batch)
+        lane_tokens = self.budget_tokens - batch
+        if mean_prompts <= 0:
+            result = IterationMixture(decode_s, decode_s**2, 0.0)
+        elif lane_tokens <= 0:
+            result = IterationMixture(math.inf, math.inf, 1.0)
+        else:
+            result = self._mixture(batch, mean_prompts, decode_s, lane_tokens)
+        if len(self._mixtures) > 64:
+            self._mixtures.clear()
+        self._mixtures[batch] = result
+        return result
+
+    def _mixture(
+        self, batch: float, mean_prompts: float, decode_s: float, lane_tokens: float
+    ) -> IterationMixture:
+        mix, steps = self.mix, self.steps
+        iterations = time_s = square_s = mixed = 0.0
+        for prompts, weight in poisson_points(mean_prompts):
+            tokens = prompts * mix.new_prompt
+            if tokens <= 0:
+                count, one_s, spread_s2 = 1.0, decode_s, 0.0
+            else:
+                count = max(1.0, tokens / lane_tokens)
+                one_s = steps.iteration_s(
+                    batch, mix.context, min(tokens, lane_tokens), self.prefill_context
+                )
+                spread_s2 = (one_s - decode_s) ** 2 * mix.prompt_scv / max(prompts, 1.0)
+                mixed += weight * count
+            iterations += weight * count
+            time_s += weight * count * one_s
+            square_s += weight * count * (one_s**2 + spread_s2)
+        return IterationMixture(time_s / iterations, square_s / iterations, mixed / iterations)
+
     def step_s(self, batch: float) -> float:
-        """t(B): one iteration with B decode tokens and Q(B) prompt tokens."""
-        return self.steps.iteration_s(
-            batch, self.mix.context, self.prefill_tokens(batch), self.prefill_context
-        )
+        """t(B): the mean iteration of the mixture (module docstring)."""
+        return self.mixture(batch).mean_s
+
+    def tpot_p99_s(self, batch: float) -> float:
+        """p99 TPOT at mean batch B: t(B) + sqrt((t(B99) - t(B))^2 + (z sd)^2), the
+        Poisson batch and the mixture of iterations a reply sees, in quadrature, sd the
+        spread of a reply's mean iteration (module docstring)."""
+        mixture = self.mixture(batch)
+        mean_s = mixture.mean_s
+        if math.isinf(mean_s):
+            return math.inf
+        batch_dev_s = self.step_s(self.batch_high(batch)) - mean_s
+        iterations = max(self.mix.output - 1, 1.0)
+        reply_sd_s = math.sqrt(mixture.variance_s2 * (1 + self.mix.output_scv) / iterations)
+        return mean_s + math.hypot(batch_dev_s, Z_P99 * reply_sd_s)
+
+    def batch_high(self, batch: float) -> float:
+        """The p99 batch a reply lives through: B + 2.326 sqrt(B) / (1 - g), the Poisson
+        spread amplified by the step's feedback g = B t'(B) / t(B) (a larger batch
+        lengthens every iteration, so sequences stay longer and the batch grows further;
+        g capped at 0.9)."""
+        if batch <= 0:
+            return batch
+        step = max(1e-3 * batch, 1e-3)
+        mean_s = self.step_s(batch)
+        gain = batch * (self.step_s(batch + step) - mean_s) / (step * mean_s)
+        gain = min(max(gain, 0.0), FEEDBACK_GAIN_CAP)
+        return batch + Z_P99 * math.sqrt(batch) / (1 - gain)
+
+    def residual_s(self, batch: float) -> float:
+        """The iteration a prompt arrives in, whole: length-biased over the mixture,
+        E[t^2] / E[t], times the chance the engine is busy, 1 - e^-B (the Poisson number
+        of resident sequences is not 0)."""
+        mixture = self.mixture(batch)
+        if math.isinf(mixture.mean_s):
+            return math.inf
+        return mixture.second_moment_s2 / mixture.mean_s * (1 - math.exp(-batch))
 
     def parts(self, batch: float) -> PassParts:
-        """The stage pass of t(B), split into its roofline terms."""
+        """The stage pass of an iteration at B with Q(B) prompt tokens spread evenly,
+        split into its roofline terms (for naming the roof, not for timing)."""
         return self.steps.iteration_parts(
             batch, self.mix.context, self.prefill_tokens(batch), self.prefill_context
         )
@@ -229,7 +408,8 @@ class BatchModel:
 
     def ttft_p99_s(self, batch: float, step_s: float, rate: float) -> float:
         """p99 TTFT at batch B (unified): residual + S(P) + sqrt(W99^2 + (S(P99)-S(P))^2),
-        W99 the M/G/c wait of the replica's pool (`pooled_wait_p99_s`)."""
+        W99 the M/G/c wait of the replica's pool (`pooled_wait_p99_s`), the residual the
+        length-biased iteration in progress (`residual_s`)."""
         if not self.prefill:
             return self.transfer_p99_s
         mix, steps = self.mix, self.steps
@@ -244,12 +424,12 @@ class BatchModel:
             return math.inf
         own_s = self.own_prefill_s(batch, mix.new_prompt, lane_tokens)
         own_p99_s = self.own_prefill_s(batch, mix.new_prompt_p99, lane_tokens)
-        residual_s = step_s * (1 - math.exp(-batch))
+        residual_s = self.residual_s(batch)
         return residual_s + own_s + math.hypot(wait_s, own_p99_s - own_s)
 
     def point(self, batch: float) -> BatchPoint:
         """The operating point at mean batch B."""
         step_s = self.step_s(batch)
         rate = batch / (self.mix.output * step_s)
-        tpot_s = self.step_s(batch_p99(batch))
+        tpot_s = self.tpot_p99_s(batch)
         return BatchPoint(batch, step_s, rate, tpot_s, self.ttft_p99_s(batch, step_s, rate))

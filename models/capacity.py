@@ -7,16 +7,20 @@ Unified replica (prefill and decode on the same GPUs, chunked prefill)
     Little's law as a fixed point. Each iteration of length t(B) advances the B decoding
     sequences by a token, so requests finish at lambda = B / (O t(B)), and in the same
     iteration the new requests' prompts must be prefilled: lambda t P (1-h) = B P (1-h) / O
-    prompt tokens ride along with the decode tokens ("chunked prefill steals decode
-    time"). Parametrising by B resolves the fixed point exactly:
-        t(B) = iteration(B decode tokens at mean context c, Q(B) = B P (1-h) / O prompt tokens)
+    prompt tokens ride along with the decode tokens on average ("chunked prefill steals
+    decode time"). They ride as whole prompts (up to the token budget) in a share f(B) of
+    the iterations, the rest are pure decode (`models.batch_model`, "Chunked-prefill
+    interference"). Parametrising by B resolves the fixed point exactly:
+        t(B) = f t_mix + (1-f) t_dec, the iterations at B decode tokens (mean context c)
+               with a chunk of Q(B) / f prompt tokens and with none, Q(B) = B P (1-h) / O
         c    = P + O (1 + cv_o^2) / 2        (length-biased: long replies decode longer)
     and every bound is monotone in B:
         kv_memory      B99 (P + O) <= KV capacity, B99 = B + 2.326 sqrt(B) (the number of
                        sequences in the system is Poisson for Poisson arrivals)
         compute        Q(B) <= pp x chunk - B: the engine's token budget per iteration
         engine         B <= max_batch_sequences
-        tpot           t(B99) <= TPOT target
+        tpot           TPOT99(B) <= TPOT target: the Poisson batch B99 and the share of
+                       prompt-carrying iterations a reply sees, in quadrature
         ttft_queueing  p99 TTFT(B) <= TTFT target
     The largest feasible B (bisection, 48 steps) gives the capacity lambda(B).
     TTFT: prompts queue for the prefill lane, whose rate when saturated is
@@ -24,8 +28,8 @@ Unified replica (prefill and decode on the same GPUs, chunked prefill)
     cv_p^2 (`models.queueing.wait_quantile_s`; M/G/c in a pool, see "Pools" below). A
     prompt then takes its own prefill time S(P), plus the residual of the iteration in
     progress, t(B) (1 - e^-B) (the engine is busy unless the Poisson number of resident
-    sequences is 0). The p99 combines the p99 wait and the p99 prompt's extra prefill time
-    in quadrature:
+    sequences is 0), length-biased over the mixture. The p99 combines the p99 wait and
+    the p99 prompt's extra prefill time in quadrature:
         TTFT99 = residual + S(P) + sqrt(W99^2 + (S(P99) - S(P))^2)
     exact with no queue (S(P99)) and with fixed lengths (W99 + S(P)).
 

@@ -7,14 +7,16 @@ behind one router), with the same step-time model and the same queueing formulas
 Notation as in `models.capacity`: P prompt tokens (mean, p99, spread cv_p), O output
 tokens, h the prefix-cache hit rate, B the mean decode batch, t(B) one iteration with B
 decode tokens and Q(B) = B P (1-h) / O prompt tokens riding along
-(`models.step_time.StepModel.iteration_s`), c = P + O (1 + cv_o^2) / 2 the mean context.
+(the mean of decode-only and prompt-carrying iterations, `models.batch_model`, each
+priced by `models.step_time.StepModel.iteration_s`), c = P + O (1 + cv_o^2) / 2 the mean context.
 
 Open loop (Poisson arrivals at R requests/s per replica)
     The Little's-law fixed point: requests finish at rate(B) = B / (O t(B)), increasing
     in B, so the batch at a load is the B with rate(B) = R (bisection). At that batch:
         in flight   = R x (mean TTFT + O t(B))          (Little's law)
         KV resident = B x c x KV bytes per token
-        TPOT mean   = t(B);   TPOT p99 = t(B99), B99 = B + 2.326 sqrt(B) (as the planner)
+        TPOT mean   = t(B);   TPOT p99 as the planner (`models.batch_model`: the Poisson
+                      batch and the share of prompt-carrying iterations in quadrature)
         TTFT        = residual + own prefill S(P) + queue wait W for the prefill lane
     The prefill lane serves prompts at r = (pp x chunk - B) / t(B, lane full) tokens/s,
     one prompt in P (1-h) / r seconds; the wait is M/G/c with c = pool replicas fed at
@@ -44,8 +46,8 @@ and this module agree at the plan's load.
 import math
 from dataclasses import dataclass
 
-from models.batch_model import replica_step_model
-from models.capacity import Z_P99, replica_capacity
+from models.batch_model import BatchModel, MixTokens, replica_step_model
+from models.capacity import replica_capacity
 from models.efficiency import Efficiency
 from models.frontier import throughput_frontier
 from models.queueing import mgc_mean_wait_s, wait_quantile_s
@@ -117,16 +119,18 @@ class _Replica:
         self.prefill_context = prompt * hit + self.new_prompt / 2
         self.budget_tokens = self.steps.pp * self.steps.chunk_tokens
         self.batch_ceiling = self.offline.batch
+        self.model = BatchModel(
+            self.steps, MixTokens.of(mix), Role.UNIFIED, 0.0, 0.0, pool_replicas
+        )
 
     def prefill_tokens(self, batch: float) -> float:
         """Q(B) = B P (1-h) / O."""
         return batch * self.new_prompt / self.output
 
     def step_s(self, batch: float) -> float:
-        """t(B)."""
-        return self.steps.iteration_s(
-            batch, self.context, self.prefill_tokens(batch), self.prefill_context
-        )
+        """t(B): the planner's mean iteration, prompts riding along as whole chunks
+        (`models.batch_model.BatchModel.step_s`)."""
+        return self.model.step_s(batch)
 
     def rate(self, batch: float) -> float:
         """Requests/s finishing at batch B: B / (O t(B))."""
@@ -223,8 +227,9 @@ class _Replica:
         )
 
     def _residual_s(self, batch: float) -> float:
-        """The iteration in progress when a prompt arrives: t(B) (1 - e^-B)."""
-        return self.step_s(batch) * (1 - math.exp(-batch))
+        """The iteration in progress when a prompt arrives (the planner's, length-biased
+        over the mixture of decode and mixed iterations)."""
+        return self.model.residual_s(batch)
 
     def _wait_s(self, batch: float, rate: float, quantile: float | None) -> float:
         """The M/G/c wait for a lane (mean when `quantile` is None)."""
@@ -303,7 +308,7 @@ def latency_at_rate(
             ttft_p50_s=math.inf,
             ttft_p99_s=math.inf,
             tpot_mean_s=step_s,
-            tpot_p99_s=replica.step_s(edge + Z_P99 * math.sqrt(edge)),
+            tpot_p99_s=replica.model.tpot_p99_s(edge),
         )
     batch = replica.batch_at_rate(requests_per_s)
     return replica.point("rate", requests_per_s, batch, requests_per_s, False, edge_rate)

@@ -60,11 +60,33 @@ def _dedicated_rps() -> float:
     return replica_capacity(LAYOUT.config(LLAMA_8B), MIX, SLO, EFF).requests_per_s
 
 
-def _step_by_hand(batch: float) -> float:
-    """Memory-bound iteration: streamed weights + KV of the batch over HBM + overhead (the
-    few prompt tokens riding along add well under 1%)."""
+def _decode_by_hand(batch: float) -> float:
+    """Memory-bound decode iteration: streamed weights + KV of the batch over HBM +
+    overhead."""
     streamed = WEIGHT_BYTES_8B - EMBEDDING_BYTES_8B
     return (streamed + batch * CONTEXT * KV_BYTES_PER_TOKEN_8B) / HBM_RATE + 2e-3
+
+
+def _mixed_by_hand(batch: float) -> float:
+    """An iteration carrying one whole 1000-token prompt beside the batch: the GEMMs are
+    compute-bound (prompt tokens at the prefill rate, decode tokens at the decode rate),
+    the prompt's causal attention (1000 x 500 pairs) compute-bound, the decode attention
+    reads the batch's KV, plus the overhead."""
+    body = PARAMS_8B - 2 * 128256 * 4096  # less the input embedding and the LM head
+    head = 128256 * 4096
+    peak = 989e12  # H100 dense BF16
+    linear_s = 1000 * 2 * body / (peak * 0.55) + batch * 2 * (body + head) / (peak * 0.45)
+    attention_flops_per_pair = 2 * 32 * (128 + 128) * 32  # 2 x heads x (d_qk + d_v) x layers
+    prompt_attention_s = 1000 * 500 * attention_flops_per_pair / (peak * 0.55)
+    decode_kv_s = batch * CONTEXT * KV_BYTES_PER_TOKEN_8B / HBM_RATE
+    return linear_s + prompt_attention_s + decode_kv_s + 2e-3
+
+
+def _step_by_hand(batch: float) -> float:
+    """The mean iteration: a share f = Q / P = (B x 1000 / 200) / 1000 of iterations
+    carries a whole prompt, the rest are pure decode."""
+    share = batch * 1000 / 200 / 1000
+    return share * _mixed_by_hand(batch) + (1 - share) * _decode_by_hand(batch)
 
 
 def test_two_small_models_at_a_tenth_share_one_gpu_by_hand():
@@ -80,14 +102,15 @@ def test_two_small_models_at_a_tenth_share_one_gpu_by_hand():
     assert group.memory.used_bytes == pytest.approx(used, rel=1e-12)
     assert used < 0.6 * 80 * 2**30  # ~43 GiB of 80: room to spare
 
-    # Time: each engine's iteration is memory-bound; the other engine (busy with chance
+    # Time: each engine's mean iteration mixes memory-bound decode iterations with
+    # compute-bound ones carrying a whole prompt; the other engine (busy with chance
     # 1 - exp(-B)) adds one of its own iterations to every one of them.
     assert chat.step_alone_s == pytest.approx(_step_by_hand(chat.batch), rel=0.01)
     assert chat.interference_s == pytest.approx(
         active_fraction(code.batch) * code.step_alone_s, rel=1e-9
     )
     # At p99 the other engine is busy (its chance of being idle is exp(-B) < 1%), at its
-    # p99 batch: the TPOT is two memory-bound iterations at the p99 batch.
+    # p99 batch: the TPOT is two mean iterations at the p99 batch.
     assert math.exp(-code.batch) < 0.01
     assert chat.tpot_p99_s == pytest.approx(
         _step_by_hand(batch_p99(chat.batch)) + _step_by_hand(batch_p99(code.batch)), rel=0.01
