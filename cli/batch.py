@@ -10,6 +10,8 @@ from rich.table import Table
 
 from cli.console import err, out, write_new_file
 from cli.exit_codes import ExitCode
+from cli.junit import junit_xml, outcome_records
+from models.output_files import write_text
 from solver.batch import (
     Comparison,
     Outcome,
@@ -44,6 +46,10 @@ def batch(
         bool,
         typer.Option("--update", help="Rewrite the golden files from this run's results."),
     ] = False,
+    junit_out: Annotated[
+        Path | None,
+        typer.Option("--junit", help="Write a JUnit XML report (one test case per instance)."),
+    ] = None,
 ) -> None:
     """Solve every instance in FOLDER in parallel; with --check, exit 1 on any regression."""
     files = instance_files(folder)
@@ -77,11 +83,11 @@ def batch(
             path = write_golden(Path(outcome.file), outcome)
             out.print(f"updated {path}")
     if json_out is not None:
-        write_new_file(
-            json_out, json.dumps([o.model_dump(mode="json") for o in outcomes], indent=2)
-        )
+        write_new_file(json_out, json.dumps(outcome_records(outcomes, comparisons), indent=2))
     if markdown_out is not None:
         write_new_file(markdown_out, _markdown(outcomes, comparisons, check))
+    if junit_out is not None:
+        write_text(junit_out, junit_xml(outcomes, comparisons))
     if failed and not update:
         raise typer.Exit(ExitCode.CHECK_FAILED)
 

@@ -63,8 +63,19 @@ def solve(
     threads: Threads = None,
     json_out: JsonOut = None,
     markdown_out: MarkdownOut = None,
+    export_mps: Annotated[
+        Path | None,
+        typer.Option(
+            "--export-mps",
+            help="Write the program (named rows and columns) to this .mps or .lp file first.",
+        ),
+    ] = None,
 ) -> None:
     """Find the cheapest fleet that meets the instance's SLOs and failure policy."""
+    if export_mps is not None:
+        from cli.export import export_program
+
+        export_program(file, export_mps)
     plan = _solve(file, backend, time_limit, mip_gap, threads).plan
     _report(plan_header(plan), plan_tables(plan), plan, json_out, markdown_out)
 
@@ -77,14 +88,24 @@ def explain(
     threads: Threads = None,
     json_out: JsonOut = None,
     markdown_out: MarkdownOut = None,
+    levers: Annotated[
+        bool, typer.Option("--levers", help="Also re-solve with each lever; rank by $ saved.")
+    ] = False,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Lever re-solves at once.")] = 2,
 ) -> None:
     """Solve, then explain the plan: what binds, at what price, and what else would cost."""
-    explanation = explain_solved(_solve(file, backend, time_limit, mip_gap, threads))
+    solved = _solve(file, backend, time_limit, mip_gap, threads)
+    explanation = explain_solved(solved)
+    tables = explanation_tables(explanation)
+    if levers:
+        from cli.levers import with_levers
+
+        explanation, tables = with_levers(solved, explanation, tables, backend, jobs)
     header = [
         f"{explanation.instance}: explanation of the plan at "
         f"${explanation.cost_per_month:,.0f}/month"
     ]
-    _report(header, explanation_tables(explanation), explanation, json_out, markdown_out)
+    _report(header, tables, explanation, json_out, markdown_out)
 
 
 def verify(

@@ -118,7 +118,11 @@ class Attribution:
     @property
     def bill(self) -> str:
         """The phase that takes the larger share of the GPU time: `prefill` or `decode`."""
-        return "prefill" if self.prefill_gpu_hours_per_month >= self.decode_gpu_hours_per_month else "decode"
+        return (
+            "prefill"
+            if self.prefill_gpu_hours_per_month >= self.decode_gpu_hours_per_month
+            else "decode"
+        )
 
 
 def attribute(

@@ -58,7 +58,9 @@ def cost_attribution(
         workload = next(item for item in instance.workloads if item.name == w)
         mix = TrafficMix.of(workload, instance.policy.prefix_affinity)
         rate = served.get((w, r), 0.0)
-        split = attribute(costs, rate * mix.prompt_mean_tokens, rate * mix.output_mean_tokens, hours)
+        split = attribute(
+            costs, rate * mix.prompt_mean_tokens, rate * mix.output_mean_tokens, hours
+        )
         rows.append(
             CostAttribution(
                 workload=w,
