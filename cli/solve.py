@@ -271,6 +271,10 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
             f"total ${plan.cost_per_month or 0:,.0f}/month",
         )
     )
+    if plan.cost_attribution:
+        from cli.attribution import attribution_table
+
+        tables.append(attribution_table(plan))
     shown = plan.binding[:BINDING_ROWS_SHOWN]
     hidden = len(plan.binding) - len(shown)
     tables.append(

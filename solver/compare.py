@@ -81,11 +81,10 @@ class Comparison(BaseModel):
 
 def same_demand(base: Instance, candidate: Instance) -> list[str]:
     """How the two instances' demand differs (empty: the same workloads, rates and mixes)."""
+
     def demand(instance: Instance) -> dict[str, Any]:
         return {
-            w.name: w.model_dump(
-                mode="json", include={"demand", "prompt_tokens", "output_tokens"}
-            )
+            w.name: w.model_dump(mode="json", include={"demand", "prompt_tokens", "output_tokens"})
             for w in instance.workloads
         }
 
