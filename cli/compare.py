@@ -46,18 +46,23 @@ def compare(
 
 def comparison_report(result: Comparison) -> Report:
     """The decision, the ledger side by side, and the rollout."""
+    b, c = result.base, result.candidate
     rows = [
-        ("$/month", _money(result.base.cost_per_month), _money(result.candidate.cost_per_month)),
-        ("GPUs", _text(result.base.total_gpus), _text(result.candidate.total_gpus)),
-        ("$/GPU-hour (blended)", _usd(result.base, "usd_per_gpu_hour", 2), _usd(result.candidate, "usd_per_gpu_hour", 2)),
-        ("$/million tokens at the SLO", _usd(result.base, "usd_per_million_tokens", 3), _usd(result.candidate, "usd_per_million_tokens", 3)),
-        ("prefill share of cost", _pct(result.base.prefill_share), _pct(result.candidate.prefill_share)),
-        ("utilisation (mean, no failure)", _pct(result.base.utilisation_mean), _pct(result.candidate.utilisation_mean)),
-        ("utilisation (max pool)", _pct(result.base.utilisation_max), _pct(result.candidate.utilisation_max)),
-        ("headroom to p99 (worst scenario)", _pct(result.base.p99_headroom), _pct(result.candidate.p99_headroom)),
-        ("GPU types", ", ".join(result.base.gpu_types), ", ".join(result.candidate.gpu_types)),
-        ("verifier", _verdict(result.base), _verdict(result.candidate)),
-    ]  # fmt: skip
+        ("$/month", _money(b.cost_per_month), _money(c.cost_per_month)),
+        ("GPUs", _text(b.total_gpus), _text(c.total_gpus)),
+        ("$/GPU-hour (blended)", _usd(b.usd_per_gpu_hour, 2), _usd(c.usd_per_gpu_hour, 2)),
+        (
+            "$/million tokens at the SLO",
+            _usd(b.usd_per_million_tokens, 3),
+            _usd(c.usd_per_million_tokens, 3),
+        ),
+        ("prefill share of cost", _pct(b.prefill_share), _pct(c.prefill_share)),
+        ("utilisation (mean, no failure)", _pct(b.utilisation_mean), _pct(c.utilisation_mean)),
+        ("utilisation (max pool)", _pct(b.utilisation_max), _pct(c.utilisation_max)),
+        ("headroom to p99 (worst scenario)", _pct(b.p99_headroom), _pct(c.p99_headroom)),
+        ("GPU types", ", ".join(b.gpu_types), ", ".join(c.gpu_types)),
+        ("verifier", _verdict(b), _verdict(c)),
+    ]
     tables = [
         TableSpec(
             "Ledger",
@@ -96,8 +101,7 @@ def _text(value: object) -> str:
     return "-" if value is None else str(value)
 
 
-def _usd(side: Side, field: str, digits: int) -> str:
-    value = getattr(side, field)
+def _usd(value: float | None, digits: int) -> str:
     return "-" if value is None else f"${value:.{digits}f}"
 
 

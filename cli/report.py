@@ -29,10 +29,8 @@ def report(
     inputs = (file,) if plan_file is None else (file, plan_file)
     check_target(output, inputs=inputs)
     instance = load_instance(file)
-    if plan_file is None:
-        plan = _solve(file, None, None, None, None).plan
-    else:
-        plan = _read_plan(plan_file)
+    solved = plan_file is None
+    plan = _solve(file, None, None, None, None).plan if solved else _read_plan(plan_file)
     text = report_html(
         plan_header(plan),
         plan_tables(plan),
