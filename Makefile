@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test lint bench calibrate clean
+.PHONY: install browser demo test lint bench calibrate clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "fleetplan needs $(PYTHON) on PATH (or run: make PYTHON=/path/to/python3.11 ...)"; exit 2; }
@@ -17,13 +17,30 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 install: $(STAMP)
 
+# The report's browser test drives the OS Chromium through Playwright (no browser download).
+# Installed once: chromium from apt when apt-get exists and we are root; otherwise the
+# test skips and says why.
+BROWSER_STAMP := $(VENV)/.browser
+$(BROWSER_STAMP): $(STAMP)
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "installing chromium (apt) for the report's browser test"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null) \
+		|| echo "could not install chromium: the report's browser test will skip"; \
+	else echo "no chromium (apt-get install chromium as root): the report's browser test will skip"; fi
+	@$(BIN)/python -m pip install --quiet -e '.[browser]' \
+		|| echo "could not install playwright: the report's browser test will skip"
+	@touch $@
+
+browser: $(BROWSER_STAMP)
+
 demo: install
 	$(BIN)/fleetplan solve instances/chat-3region.yaml
 
 lint: install
 	$(BIN)/ruff check models solver cli tests calibration
 
-test: install lint
+test: install lint $(BROWSER_STAMP)
 	$(BIN)/fleetplan batch instances --check --jobs 2
 	$(BIN)/python -m pytest
 

@@ -34,6 +34,8 @@ COMMANDS: dict[str, str] = {
     "batch": "cli.batch",
     "perf": "cli.perf",
     "simulate": "cli.simulate",
+    "compare": "cli.compare",
+    "report": "cli.report",
 }
 """Command name -> the module holding the function of that name, in `--help` order."""
 

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from cli.console import err, out
 from cli.exit_codes import ExitCode
+from cli.junit import junit_xml, outcome_records
 from models.errors import InputError
 from models.output_files import check_target, is_stdout, write_text
 from solver.batch import (
@@ -59,16 +60,21 @@ def batch(
         bool,
         typer.Option("--update", help="Rewrite the golden files from this run's results."),
     ] = False,
+    junit_out: Annotated[
+        Path | None,
+        typer.Option("--junit", help="Write a JUnit XML report (one test case per instance)."),
+    ] = None,
 ) -> None:
     """Solve every instance in FOLDER; exit 1 when any fails (or, with --check, regresses)."""
     files = instance_files(folder)
     if not files:
         err.print(f"{folder}: no instance files (.yaml, .yml, .json)", markup=False)
         raise typer.Exit(ExitCode.BAD_INPUT)
-    for path in (json_out, markdown_out):
+    outputs = (json_out, markdown_out, junit_out)
+    for path in outputs:
         if path is not None:
             check_target(path, tuple(files))
-    console = err if any(p is not None and is_stdout(p) for p in (json_out, markdown_out)) else out
+    console = err if any(p is not None and is_stdout(p) for p in outputs) else out
     with Progress(
         TextColumn("[bold]solving"),
         BarColumn(),
@@ -94,10 +100,12 @@ def batch(
     if update:
         failed = _update_goldens(outcomes, console)
     if json_out is not None:
-        text = json.dumps([o.model_dump(mode="json") for o in outcomes], indent=2)
+        text = json.dumps(outcome_records(outcomes, comparisons), indent=2)
         write_text(json_out, text, tuple(files))
     if markdown_out is not None:
         write_text(markdown_out, _markdown(outcomes, comparisons, check), tuple(files))
+    if junit_out is not None:
+        write_text(junit_out, junit_xml(outcomes, comparisons), tuple(files))
     if failed:
         raise typer.Exit(ExitCode.CHECK_FAILED)
 

@@ -76,10 +76,21 @@ def solve(
     threads: Threads = None,
     json_out: JsonOut = None,
     markdown_out: MarkdownOut = None,
+    export_mps: Annotated[
+        Path | None,
+        typer.Option(
+            "--export-mps",
+            help="Write the program (named rows and columns) to this .mps or .lp file first.",
+        ),
+    ] = None,
 ) -> None:
     """Find the cheapest fleet that meets the instance's SLOs and failure policy."""
     started = time.monotonic()
-    check_outputs(file, json_out, markdown_out)
+    check_outputs(file, json_out, markdown_out, export_mps)
+    if export_mps is not None:
+        from cli.export import export_program
+
+        export_program(file, export_mps)
     plan = _solve(file, started, backend, time_limit, mip_gap, threads).plan
     _report(plan_header(plan), plan_tables(plan), plan, json_out, markdown_out, file)
 
@@ -92,6 +103,10 @@ def explain(
     threads: Threads = None,
     json_out: JsonOut = None,
     markdown_out: MarkdownOut = None,
+    levers: Annotated[
+        bool, typer.Option("--levers", help="Also re-solve with each lever; rank by $ saved.")
+    ] = False,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Lever re-solves at once.")] = 2,
 ) -> None:
     """Solve, then explain the plan: what binds, at what price, and what else would cost."""
     started = time.monotonic()
@@ -112,6 +127,10 @@ def explain(
             "saves against its alternative is not shown"
         )
     tables = explanation_tables(explanation)
+    if levers:
+        from cli.levers import with_levers
+
+        explanation, tables = with_levers(solved, explanation, tables, backend, jobs)
     _report(header, tables, explanation, json_out, markdown_out, file)
 
 
@@ -292,6 +311,10 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
             f"total ${plan.cost_per_month or 0:,.0f}/month",
         )
     )
+    if plan.cost_attribution:
+        from cli.attribution import attribution_table
+
+        tables.append(attribution_table(plan))
     shown = plan.binding[:BINDING_ROWS_SHOWN]
     hidden = len(plan.binding) - len(shown)
     tables.append(

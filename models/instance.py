@@ -45,6 +45,8 @@ from models.quantities import (
     MonthlyGrowth,
     ParallelDegree,
     Probability,
+    QualityDelta,
+    QualityRegression,
     RttMs,
     StartTimeS,
     Threads,
@@ -330,6 +332,25 @@ class Policy(BaseModel):
     """Months between ordering committed capacity and having it to serve."""
 
 
+class Quality(BaseModel):
+    """A quality change the instance declares against a base (for `fleetplan compare`):
+    e.g. a lower precision or a speculative decoder measured on an evaluation."""
+
+    model_config = _STRICT
+
+    metric: str = Field(min_length=1, max_length=200)
+    """The evaluation, e.g. `mmlu` or `win-rate vs base`."""
+    delta: QualityDelta
+    """Change against the base, in the metric's units; negative is worse."""
+    max_regression: QualityRegression
+    """The largest drop the gate allows (>= 0, same units): pass when delta >= -max."""
+
+    @property
+    def passes(self) -> bool:
+        """Whether the declared change is within its gate: delta >= -max_regression."""
+        return self.delta >= -self.max_regression
+
+
 class SolverSettings(BaseModel):
     """Which backend solves the program, and how long it may take."""
 
@@ -360,6 +381,9 @@ class Instance(BaseModel):
     solver: SolverSettings = Field(default_factory=SolverSettings)
     efficiency: EfficiencyOverrides | None = None
     """Overrides of the performance model's efficiency factors, for every GPU."""
+    quality: Quality | None = None
+    """A quality change declared against a base instance (read by `fleetplan compare`
+    only; the plan ignores it)."""
 
     @cached_property
     def gpu_specs(self) -> dict[str, GpuSpec]:

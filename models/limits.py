@@ -102,6 +102,17 @@ HISTOGRAM_WEIGHT = Bound(1e15, "", "weights are relative; 10^15 exceeds any requ
 HIT_RATE = Bound(
     1.0, "", "a fraction of tokens; 1 would mean no prefill at all", low_open=False, high_open=True
 )
+QUALITY_DELTA = Bound(
+    1e6,
+    "",
+    "a change of a quality metric in its own units (points, percent); beyond 10^6 is a "
+    "units mistake",
+    low=-1e6,
+    low_open=False,
+)
+QUALITY_REGRESSION = Bound(
+    1e6, "", "the largest drop of a quality metric a change may cost", low_open=False
+)
 AVAILABILITY = Bound(1.0, "", "a fraction of requests; 1 would allow no failure", high_open=True)
 
 # --- objectives and network -------------------------------------------------------------

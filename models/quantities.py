@@ -120,6 +120,10 @@ HistogramWeight = real(limits.HISTOGRAM_WEIGHT)
 """A relative weight of a histogram bucket."""
 HitRate = real(limits.HIT_RATE)
 """A fraction in [0, 1)."""
+QualityDelta = real(limits.QUALITY_DELTA)
+"""A change of a quality metric, its own units (negative: worse)."""
+QualityRegression = real(limits.QUALITY_REGRESSION)
+"""The largest drop of a quality metric allowed, its own units (>= 0)."""
 Availability = real(limits.AVAILABILITY)
 """A fraction in (0, 1)."""
 LatencyMs = real(limits.LATENCY_MS)

@@ -21,6 +21,7 @@ from models.replica import Limit
 from solver.backends import get_backend
 from solver.decompose import optimise
 from solver.families import FAMILIES
+from solver.levers import LeverResult
 from solver.lp import Sense, Termination
 from solver.plan import Binding, MaybeMoney, Money, Plan
 from solver.pricing import is_idle, is_tight
@@ -109,6 +110,8 @@ class Explanation(BaseModel):
     alternative_method: str
     families: tuple[FamilySlack, ...]
     plan: Plan
+    levers: tuple[LeverResult, ...] = ()
+    """Levers ranked by dollars (`solver.levers`), when asked for."""
 
 
 ALTERNATIVE_METHOD = (

@@ -196,6 +196,30 @@ class ScenarioResult(BaseModel):
     pools: tuple[PoolLoad, ...] = ()
 
 
+class CostAttribution(BaseModel):
+    """What one workload's pools in one region cost, split between prefill and decode
+    (`models.attribution`), and per million tokens served."""
+
+    model_config = _FROZEN
+
+    workload: str
+    region: str
+    cost_per_month: float
+    """GPU time of the workload's pools here at list price (owned GPUs priced too)."""
+    usd_per_million_input_tokens: float | None = None
+    """Prefill's cost over the prompt tokens served in a month at the average rate."""
+    usd_per_million_output_tokens: float | None = None
+    """Decode's cost over the output tokens served in a month at the average rate."""
+    prefill_share: float
+    decode_share: float
+    prefill_gpu_hours_per_month: float = 0.0
+    decode_gpu_hours_per_month: float = 0.0
+    bill: str = ""
+    """The phase with the larger GPU-hours: `prefill` or `decode`."""
+    offline: bool = False
+    """No latency target: the two passes priced in GPU-hours at the largest batch."""
+
+
 class SolverRun(BaseModel):
     """Which backend solved the program, how long it took, how close it got."""
 
@@ -238,6 +262,8 @@ class Plan(BaseModel):
     solver: SolverRun | None = None
     shadow_price_note: str = ""
     notes: tuple[str, ...] = ()
+    cost_attribution: tuple[CostAttribution, ...] = ()
+    """Per workload and region: $/month, the prefill/decode split and $ per million tokens."""
 
     @property
     def optimal(self) -> bool:

@@ -12,6 +12,7 @@ from models.pooling import spare_survivors, zone_survivors
 from models.replica import ReplicaConfig
 from models.scenarios import LOSE_REPLICA, Scenario
 from solver.candidates import Candidate
+from solver.cost_attribution import cost_attribution
 from solver.decompose import Optimised
 from solver.families.split import load_terms
 from solver.families.variables import ServedColumn
@@ -111,6 +112,7 @@ def read_plan(
     pools.sort(key=lambda p: region_order[p.region])
     gpu_uses = gpu_use(sets, counts)
     size = program.lp.size()
+    scenarios = scenario_results(sets, values, counts, curves)
     return Plan(
         instance=sets.instance.name,
         status=plan_status(
@@ -121,7 +123,10 @@ def read_plan(
         gpus=tuple(gpu_uses),
         replicas=tuple(pools),
         binding=binding_constraints(program, values, duals),
-        scenarios=scenario_results(sets, values, counts, curves),
+        scenarios=scenarios,
+        cost_attribution=cost_attribution(
+            sets, counts, curves, scenarios[0].routing if scenarios else ()
+        ),
         solver=SolverRun(
             name=result.solver,
             version=result.solver_version,

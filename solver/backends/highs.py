@@ -93,6 +93,36 @@ def _highs_version() -> str:
     return _new_highs().version()
 
 
+def highs_lp(program: CompiledProgram, names: bool = False):
+    """The compiled program as a `highspy.HighsLp` (rows in CSR form). `names`: a whole
+    model for a file (MPS or LP): the column and row names, and the objective constant
+    as the model's offset (a solve adds the constant itself)."""
+    import highspy
+
+    model = highspy.HighsLp()
+    model.num_col_ = program.num_variables
+    model.num_row_ = program.num_rows
+    model.col_cost_ = program.cost
+    model.col_lower_ = program.lower
+    model.col_upper_ = program.upper
+    model.row_lower_ = program.row_lower
+    model.row_upper_ = program.row_upper
+    model.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    model.a_matrix_.num_col_ = program.num_variables
+    model.a_matrix_.num_row_ = program.num_rows
+    model.a_matrix_.start_ = program.row_start.astype(np.int32)
+    model.a_matrix_.index_ = program.col_index.astype(np.int32)
+    model.a_matrix_.value_ = program.coef
+    if program.is_mip:
+        kinds = (highspy.HighsVarType.kContinuous, highspy.HighsVarType.kInteger)
+        model.integrality_ = [kinds[flag] for flag in program.integer.tolist()]
+    if names:
+        model.offset_ = program.objective_constant
+        model.col_names_ = list(program.variable_names)
+        model.row_names_ = list(program.constraint_names)
+    return model
+
+
 class HighsBackend(Backend):
     """HiGHS (LP: dual simplex; MIP: branch and cut) via highspy."""
 
@@ -123,24 +153,7 @@ class HighsBackend(Backend):
         if remaining is not None:
             highs.setOptionValue("time_limit", remaining)
 
-        model = highspy.HighsLp()
-        model.num_col_ = program.num_variables
-        model.num_row_ = program.num_rows
-        model.col_cost_ = program.cost
-        model.col_lower_ = program.lower
-        model.col_upper_ = program.upper
-        model.row_lower_ = program.row_lower
-        model.row_upper_ = program.row_upper
-        model.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-        model.a_matrix_.num_col_ = program.num_variables
-        model.a_matrix_.num_row_ = program.num_rows
-        model.a_matrix_.start_ = program.row_start.astype(np.int32)
-        model.a_matrix_.index_ = program.col_index.astype(np.int32)
-        model.a_matrix_.value_ = program.coef
-        if program.is_mip:
-            kinds = (highspy.HighsVarType.kContinuous, highspy.HighsVarType.kInteger)
-            model.integrality_ = [kinds[flag] for flag in program.integer.tolist()]
-        status = highs.passModel(model)
+        status = highs.passModel(highs_lp(program))
         if status == highspy.HighsStatus.kError:
             return Answer(Termination.ERROR, message="HiGHS rejected the model")
         highs.run()

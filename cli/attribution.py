@@ -1,0 +1,48 @@
+"""The plan's cost attribution as a table (solve, explain, report)."""
+
+from cli.tables import TableSpec
+from solver.plan import Plan
+
+ATTRIBUTION_NOTE = (
+    "GPU time at list price split by phase with the step model (unified pools: Shapley "
+    "split of one iteration); $/Mtok over the tokens served at the average rate"
+)
+
+
+def attribution_table(plan: Plan) -> TableSpec:
+    """Per workload and region: $/month, prefill and decode shares, $/Mtok, the bill."""
+
+    def usd(value: float | None) -> str:
+        return "-" if value is None else f"{value:.3f}"
+
+    return TableSpec(
+        "Cost attribution",
+        (
+            "workload",
+            "region",
+            "$/month",
+            "prefill",
+            "decode",
+            "$/M input tok",
+            "$/M output tok",
+            "prefill GPU-h",
+            "decode GPU-h",
+            "bill",
+        ),
+        tuple(
+            (
+                a.workload,
+                a.region,
+                f"{a.cost_per_month:,.0f}",
+                f"{a.prefill_share:.0%}",
+                f"{a.decode_share:.0%}",
+                usd(a.usd_per_million_input_tokens),
+                usd(a.usd_per_million_output_tokens),
+                f"{a.prefill_gpu_hours_per_month:,.0f}",
+                f"{a.decode_gpu_hours_per_month:,.0f}",
+                a.bill + (" (offline)" if a.offline else ""),
+            )
+            for a in plan.cost_attribution
+        ),
+        ATTRIBUTION_NOTE,
+    )

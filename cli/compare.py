@@ -1,0 +1,115 @@
+"""`fleetplan compare`: the cost-ledger audit of a proposed change."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cli.console import err
+from cli.exit_codes import ExitCode
+from cli.tables import Report, TableSpec
+from models.loading import load_instance
+from models.output_files import check_target, write_text
+from solver.compare import Comparison, Side, compare_instances
+
+
+def compare(
+    base: Annotated[Path, typer.Argument(help="The instance as it is today.")],
+    candidate: Annotated[Path, typer.Argument(help="The changed instance (same demand).")],
+    backend: Annotated[str | None, typer.Option(help="Solver backend for both.")] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write the decision as JSON to this file.")
+    ] = None,
+    markdown_out: Annotated[
+        Path | None, typer.Option("--markdown", help="Write the decision as Markdown.")
+    ] = None,
+) -> None:
+    """Compare two instances on the same demand; adopt the candidate only past every gate.
+
+    Exit 0: adopt (with a rollout). Exit 1: reject, with the reasons.
+    """
+    for target in (json_out, markdown_out):
+        if target is not None:
+            check_target(target, inputs=(base, candidate))
+    result = compare_instances(load_instance(base), load_instance(candidate), backend)
+    report = comparison_report(result)
+    report.print()
+    if json_out is not None:
+        write_text(json_out, result.model_dump_json(indent=2), inputs=(base, candidate))
+        err.print(f"wrote {json_out}", markup=False)
+    if markdown_out is not None:
+        write_text(markdown_out, report.markdown(), inputs=(base, candidate))
+        err.print(f"wrote {markdown_out}", markup=False)
+    if result.decision != "adopt":
+        raise typer.Exit(ExitCode.CHECK_FAILED)
+
+
+def comparison_report(result: Comparison) -> Report:
+    """The decision, the ledger side by side, and the rollout."""
+    b, c = result.base, result.candidate
+    rows = [
+        ("$/month", _money(b.cost_per_month), _money(c.cost_per_month)),
+        ("GPUs", _text(b.total_gpus), _text(c.total_gpus)),
+        ("$/GPU-hour (blended)", _usd(b.usd_per_gpu_hour, 2), _usd(c.usd_per_gpu_hour, 2)),
+        (
+            "$/million tokens at the SLO",
+            _usd(b.usd_per_million_tokens, 3),
+            _usd(c.usd_per_million_tokens, 3),
+        ),
+        ("prefill share of cost", _pct(b.prefill_share), _pct(c.prefill_share)),
+        ("utilisation (mean, no failure)", _pct(b.utilisation_mean), _pct(c.utilisation_mean)),
+        ("utilisation (max pool)", _pct(b.utilisation_max), _pct(c.utilisation_max)),
+        ("headroom to p99 (worst scenario)", _pct(b.p99_headroom), _pct(c.p99_headroom)),
+        ("GPU types", ", ".join(b.gpu_types), ", ".join(c.gpu_types)),
+        ("verifier", _verdict(b), _verdict(c)),
+    ]
+    tables = [
+        TableSpec(
+            "Ledger",
+            ("", result.base.instance, result.candidate.instance),
+            tuple(rows),
+        ),
+        TableSpec("Reasons", ("reason",), tuple((r,) for r in result.reasons)),
+    ]
+    rollout = result.rollout
+    if rollout:
+        tables.append(
+            TableSpec(
+                "Rollout: metrics to watch",
+                ("metric", "threshold"),
+                tuple(
+                    (w["metric"], str({k: v for k, v in w.items() if k != "metric"}))
+                    for w in rollout["watch"]
+                ),
+                f"canary {rollout['canary_share']:.0%}, stages "
+                + " -> ".join(f"{s:.0%}" for s in rollout["stages"])
+                + "; "
+                + rollout["promote"],
+            )
+        )
+        tables.append(
+            TableSpec("Rollback when", ("criterion",), tuple((r,) for r in rollout["rollback"]))
+        )
+    return Report([f"compare: {result.decision.upper()}"], tables)
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"${value:,.0f}"
+
+
+def _text(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def _usd(value: float | None, digits: int) -> str:
+    return "-" if value is None else f"${value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _verdict(side: Side) -> str:
+    if side.cost_per_month is None:
+        return side.status
+    return "ok" if not side.violations else f"{len(side.violations)} violation(s)"

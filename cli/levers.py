@@ -1,0 +1,69 @@
+"""`explain --levers`: every lever re-solved (with progress on stderr), ranked by dollars,
+added to the explanation's tables and JSON."""
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from cli.console import err
+from cli.tables import TableSpec
+from solver.explain import Explanation
+from solver.levers import LeverResult, levers_for, rank_levers
+from solver.solve import Solved
+
+LEVER_NOTE = (
+    "each lever re-solved alone on the same instance (same backend and gap); saving = "
+    "base $/month - lever $/month; a new GPU type is offered at its catalog price"
+)
+
+
+def ranked(solved: Solved, backend: str | None, jobs: int) -> tuple[LeverResult, ...]:
+    """The levers of the solved instance, re-solved `jobs` at a time, with a progress bar."""
+    instance = solved.program.sets.instance
+    total = len(levers_for(instance))
+    with Progress(
+        TextColumn("[bold]levers"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=err,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("", total=total)
+        return rank_levers(
+            instance,
+            solved.plan.cost_per_month or 0.0,
+            backend,
+            jobs,
+            on_done=lambda r: progress.update(task, advance=1, description=r.lever),
+        )
+
+
+def lever_table(results: tuple[LeverResult, ...]) -> TableSpec:
+    """Levers, largest saving first."""
+    return TableSpec(
+        "Levers ranked by dollars",
+        ("lever", "$/month", "saving $/month", "GPUs", "status"),
+        tuple(
+            (
+                r.lever,
+                "-" if r.cost_per_month is None else f"{r.cost_per_month:,.0f}",
+                "-" if r.saving_per_month is None else f"{r.saving_per_month:+,.0f}",
+                "-" if r.total_gpus is None else str(r.total_gpus),
+                r.status,
+            )
+            for r in results
+        ),
+        LEVER_NOTE,
+    )
+
+
+def with_levers(
+    solved: Solved,
+    explanation: Explanation,
+    tables: list[TableSpec],
+    backend: str | None,
+    jobs: int,
+) -> tuple[Explanation, list[TableSpec]]:
+    """The explanation with its `levers` filled and the lever table first."""
+    results = ranked(solved, backend, jobs)
+    return explanation.model_copy(update={"levers": results}), [lever_table(results), *tables]

@@ -1,0 +1,44 @@
+"""`fleetplan report`: the plan as one self-contained HTML file."""
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cli.console import err
+from models.loading import load_instance
+from models.output_files import check_target, write_text
+
+
+def report(
+    file: Annotated[Path, typer.Argument(help="Instance file (.yaml, .yml or .json).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")],
+    plan_file: Annotated[
+        Path | None,
+        typer.Option("--plan", help="A plan JSON (from `solve --json`) instead of solving."),
+    ] = None,
+) -> None:
+    """Write the plan as one HTML file: tables, cost split, utilisation, per-configuration charts.
+
+    Self-contained: every chart is an inline SVG, so the file opens offline.
+    """
+    started = time.monotonic()
+    from cli.html_report import report_html
+    from cli.solve import _read_plan, _solve, plan_header, plan_tables
+    from solver.report_data import chart_data
+
+    inputs = (file,) if plan_file is None else (file, plan_file)
+    check_target(output, inputs=inputs)
+    instance = load_instance(file)
+    solved = plan_file is None
+    plan = _solve(file, started, None, None, None, None).plan if solved else _read_plan(plan_file)
+    text = report_html(
+        plan_header(plan),
+        plan_tables(plan),
+        plan,
+        chart_data(instance, plan),
+        plan.shadow_price_note,
+    )
+    write_text(output, text, inputs=inputs)
+    err.print(f"wrote {output}", markup=False)
