@@ -21,6 +21,9 @@ names); routes (f, w, o, d) the latency policy allows; serving modes of (w, d).
     replicas, zone_survivors integer >= 0; pool_used, pool_at_least binary;
     served, loads, pooled >= 0
 
+With policy.colocation, shared group templates t add groups[t,r] (integer) whose credit
+a[w,t] joins each member's capacity and spare rows (solver.families.groups).
+
 Each family lives in its own module under `solver.families`, opening with its math and
 declaring the index type of its row names (solver.row_names). With `elastic`, demand
 and gpu_supply get priced slack columns as they are built (solver.elastic).
@@ -34,12 +37,14 @@ from solver.candidates import CandidateTable
 from solver.families import variables
 from solver.families.capacity import add_capacity_within_pools
 from solver.families.demand import add_demand_met
+from solver.families.groups import GroupSets, add_group_rows, add_group_variables
 from solver.families.objective import add_fleet_cost
 from solver.families.pooling import add_pool_steps, add_pooling_variables
 from solver.families.replica import add_replica_spare
 from solver.families.split import add_mode_split
 from solver.families.supply import add_gpu_supply, add_purchase_covers_use
 from solver.families.zone import add_zone_survivors
+from solver.groups import GroupTable, build_groups
 from solver.lp import LinearProgram
 from solver.sets import ProgramSets
 
@@ -50,6 +55,8 @@ class FleetProgram:
 
     lp: LinearProgram
     sets: ProgramSets
+    groups: GroupTable = GroupTable()
+    """The shared group templates the program may choose (empty without colocation)."""
 
 
 def build_program(
@@ -57,6 +64,7 @@ def build_program(
     table: CandidateTable,
     scenarios: tuple[Scenario, ...] | None = None,
     elastic: bool = False,
+    groups: GroupTable | None = None,
 ) -> FleetProgram:
     """The integer program of an instance over a candidate table.
 
@@ -66,8 +74,12 @@ def build_program(
         scenarios: Failure scenarios; default: those `policy.survive` asks for.
         elastic: Build the elastic program instead (solver.elastic): priced slack on
             every demand and supply row, pools widened to use it; always feasible.
+        groups: Shared group templates (solver.groups); default: enumerated from the
+            instance when policy.colocation is on, else none.
     """
     sets = ProgramSets(instance, table, scenarios or failure_scenarios(instance), elastic)
+    groups = build_groups(instance, table) if groups is None else groups
+    sites = GroupSets(sets, groups)
     lp = LinearProgram(instance.name)
 
     variables.add_replica_variables(lp, sets)
@@ -76,6 +88,7 @@ def build_program(
     variables.add_pool_used_variables(lp, sets)
     add_pooling_variables(lp, sets)
     variables.add_purchase_variables(lp, sets)
+    add_group_variables(lp, sites)
 
     add_demand_met(lp, sets)
     add_mode_split(lp, sets)
@@ -87,7 +100,8 @@ def build_program(
     add_purchase_covers_use(lp, sets)
 
     add_fleet_cost(lp, sets)
-    return FleetProgram(lp, sets)
+    add_group_rows(lp, sites)
+    return FleetProgram(lp, sets, groups)
 
 
 def with_bounds(
