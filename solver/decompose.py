@@ -191,7 +191,7 @@ def _purchases(program: FleetProgram, values: dict[str, float]) -> dict[str, flo
         count = values.get(name, 0.0)
         used[(pool.region, pool.candidate.gpu)] += round(count) * pool.candidate.gpus
     for t in program.groups.templates:
-        for (r, g) in sets.offers:
+        for r, g in sets.offers:
             if g == t.gpu:
                 count = values.get(GroupsColumn(t.key, r).name(), 0.0)
                 used[(r, g)] += round(count) * t.gpus

@@ -136,7 +136,9 @@ def with_routing(plan: Plan) -> Plan:
             entries.append(entry.model_copy(update={"members": members}))
             busy_gpus += gpus * sum(busy(m.workload, entry.region) for m in members) / len(members)
         else:
-            entries.append(entry.model_copy(update={"routing_weight": share(entry, entry.workload)}))
+            entries.append(
+                entry.model_copy(update={"routing_weight": share(entry, entry.workload)})
+            )
             busy_gpus += gpus * busy(entry.workload, entry.region)
     total_gpus = sum(
         e.gpus if e.gpus is not None else e.count * e.replica_gpus for e in plan.replicas
@@ -154,8 +156,10 @@ def _phase_busy(plan: Plan, entry: ReplicaPool) -> float:
     if none is None:
         return 0.0
     for load in none.pools:
-        if load.workload == entry.workload and load.region == entry.region and (
-            load.phase.startswith(str(entry.role))
+        if (
+            load.workload == entry.workload
+            and load.region == entry.region
+            and (load.phase.startswith(str(entry.role)))
         ):
             return min(load.utilisation, 1.0)
     return 0.0

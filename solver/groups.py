@@ -185,8 +185,7 @@ def build_groups(
         for w in instance.workloads
     }
     lone = {
-        w: [c for c in table.of(w) if c.role is Role.UNIFIED and c.gpus == 1]
-        for w in workloads
+        w: [c for c in table.of(w) if c.role is Role.UNIFIED and c.gpus == 1] for w in workloads
     }
     tail = tuple(
         w
@@ -197,9 +196,7 @@ def build_groups(
     )
     ranked: list[tuple[float, tuple[_Option, ...]]] = []
     for gpu in sorted({c.gpu for w in tail for c in lone[w]}):
-        options = {
-            w: [_Option(w, c, peaks[w]) for c in lone[w] if c.gpu == gpu] for w in tail
-        }
+        options = {w: [_Option(w, c, peaks[w]) for c in lone[w] if c.gpu == gpu] for w in tail}
         usable = [w for w in tail if options[w]]
         for size in range(2, MAX_GROUP_SIZE + 1):
             for names in itertools.combinations(usable, size):
@@ -245,7 +242,9 @@ def build_groups(
 def _common_layout(options: Sequence[Sequence[_Option]]) -> tuple[_Option, ...] | None:
     """One single-GPU candidate per member at a (weight, KV) precision all share (the
     fewest bytes per weight), or None when they share none."""
-    pairs = [{(o.candidate.precision, o.candidate.kv_precision): o for o in opts} for opts in options]
+    pairs = [
+        {(o.candidate.precision, o.candidate.kv_precision): o for o in opts} for opts in options
+    ]
     common = set(pairs[0]).intersection(*pairs[1:])
     if not common:
         return None

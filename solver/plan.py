@@ -246,6 +246,8 @@ class Plan(BaseModel):
     idle_fraction: float | None = Field(default=None, ge=0, le=1)
     """GPU-hours idle / GPU-hours paid at peak with no failure: 1 - sum_p gpus_p x
     utilisation_p / sum_p gpus_p over every pool and shared group."""
+    capacity_unit: str = ""
+    """The unit of `ReplicaPool.capacity_units_per_replica` (solver.capacity_report)."""
     tiering: "Tiering | None" = None
     """With policy.colocation: who shares, who pays the bills, what sharing saved."""
 

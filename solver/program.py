@@ -29,7 +29,7 @@ declaring the index type of its row names (solver.row_names). With `elastic`, de
 and gpu_supply get priced slack columns as they are built (solver.elastic).
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from models.instance import Instance
 from models.scenarios import Scenario, failure_scenarios
@@ -55,7 +55,7 @@ class FleetProgram:
 
     lp: LinearProgram
     sets: ProgramSets
-    groups: GroupTable = GroupTable()
+    groups: GroupTable = field(default_factory=GroupTable)
     """The shared group templates the program may choose (empty without colocation)."""
 
 

@@ -237,9 +237,7 @@ def scenario_results(
                 description=LOSE_REPLICA.description
                 + " (capacity: each phase less its largest replica)",
                 routing=none.routing,
-                pools=_phase_loads(
-                    sets, LOSE_REPLICA, values, counts, curves, "none", shared
-                ),
+                pools=_phase_loads(sets, LOSE_REPLICA, values, counts, curves, "none", shared),
             )
         )
     return tuple(results)
@@ -291,9 +289,7 @@ def _phase_loads(
     return tuple(rows)
 
 
-def _phase_capacity(
-    alive: list[tuple[int, Candidate, PoolCurve]], less_one: bool = False
-) -> float:
+def _phase_capacity(alive: list[tuple[int, Candidate, PoolCurve]], less_one: bool = False) -> float:
     """Requests/s the pools of a phase carry at the physics of their real sizes:
     sum n x q_c(n), each pool behind its own queue. `less_one`: the smallest such sum
     with one replica of one pool gone (its pool then a replica smaller)."""

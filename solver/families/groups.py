@@ -88,7 +88,9 @@ GROUP_ZONE_SURVIVORS = register(
     reported=False,
 )
 GROUP_OPEN = register(
-    GroupOpenRow, "a shared group with replicas counts as used", "$/month per group replica",
+    GroupOpenRow,
+    "a shared group with replicas counts as used",
+    "$/month per group replica",
     reported=False,
 )
 GROUP_SPARE = register(
@@ -171,9 +173,7 @@ def group_credit(groups: GroupSets, w: str, d: str, zone_hit: bool = False) -> d
     """sum_t a[w,t] x alive(groups[t,d]) as terms."""
     terms = {}
     for site in groups.at(w, d):
-        column = (
-            GroupZoneSurvivorsIndex(site.template.key, d).name() if zone_hit else site.column
-        )
+        column = GroupZoneSurvivorsIndex(site.template.key, d).name() if zone_hit else site.column
         terms[column] = site.template.capacity_of(w)
     return terms
 
@@ -217,7 +217,7 @@ def add_group_rows(lp: LinearProgram, groups: GroupSets) -> None:
 def _credit_capacity_rows(lp: LinearProgram, groups: GroupSets) -> None:
     sets = groups.sets
     for f in sets.routing_scenarios:
-        for (w, d), modes in sets.modes.items():
+        for w, d in sets.modes:
             name = CapacityRow(f.name, w, d, UNIFIED).name()
             if name not in lp.constraints:
                 continue
