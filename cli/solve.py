@@ -243,6 +243,8 @@ def plan_header(plan: Plan) -> list[str]:
         f"{plan.instance}: {plan.status}, ${plan.cost_per_month or 0:,.0f}/month, "
         f"{plan.total_gpus} GPUs"
     ]
+    if plan.idle_fraction is not None:
+        lines.append(f"idle at peak: {plan.idle_fraction:.1%} of the GPU-hours paid")
     if plan.solver is not None:
         s = plan.solver
         gap = "" if s.mip_gap is None else f", gap {s.mip_gap:.3%}"
@@ -274,7 +276,7 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
                 ),
                 tuple(
                     (
-                        p.workload,
+                        _served(p),
                         p.gpu,
                         str(p.precision),
                         f"{p.tp} x {p.pp}"
@@ -283,7 +285,7 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
                         str(p.role),
                         str(p.count),
                         str(p.gpus),
-                        _num(p.requests_per_s_per_replica),
+                        _per_replica(p),
                         str(p.limit or "-"),
                     )
                     for p in plan.replicas
@@ -344,7 +346,104 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
             ),
         )
     )
-    return tables
+    return tables + tiering_tables(plan)
+
+
+def _served(pool) -> str:
+    """A dedicated pool's workload; a shared group's members, one row for the group."""
+    if pool.shared:
+        return "shared: " + ", ".join(pool.workloads)
+    return pool.workload
+
+
+def _per_replica(pool) -> str:
+    """Capacity per replica; for a shared group, each member's share."""
+    if pool.shared:
+        return ", ".join(f"{m.workload} {m.requests_per_s_per_replica:.3g}" for m in pool.members)
+    return _num(pool.requests_per_s_per_replica)
+
+
+def tiering_tables(plan: Plan) -> list[TableSpec]:
+    """The tiering report (policy.colocation) as a table, empty without one."""
+    t = plan.tiering
+    if t is None:
+        return []
+    before = "-" if t.idle_fraction_dedicated is None else f"{t.idle_fraction_dedicated:.1%}"
+    saved = "-" if t.saving_per_month is None else f"${t.saving_per_month:,.0f}/month"
+    note = (
+        f"idle at peak: {before} with dedicated pools ({t.gpus_dedicated} GPUs, "
+        f"${t.cost_per_month_dedicated or 0:,.0f}/month) -> {t.idle_fraction:.1%} with "
+        f"co-location; sharing saved {saved}. Pays the bills: "
+        f"{', '.join(t.pays_the_bills) or 'none'}; {t.note}. {t.templates} group templates "
+        f"({t.enumeration_s:.1f} s)."
+    )
+    if plan.capacity_unit:
+        note += f" Capacity unit: {plan.capacity_unit}."
+    return [
+        TableSpec(
+            "Tiering",
+            ("workload", "tier", "peak req/s", "utilisation at peak", "shared groups"),
+            tuple(
+                (
+                    w.workload,
+                    w.tier,
+                    _num(w.peak_requests_per_s),
+                    f"{w.utilisation:.0%}",
+                    "; ".join(w.groups) or "-",
+                )
+                for w in t.workloads
+            ),
+            note,
+        )
+    ]
+
+
+def gpu_count_tables(explanation: Explanation) -> list[TableSpec]:
+    """What routing by GPU count would do, where a workload has several configurations
+    in a region."""
+    rows = explanation.gpu_count_routing
+    if not rows:
+        return []
+
+    def ms(value: float | None) -> str:
+        return "unbounded" if value is None else f"{value:,.0f}"
+
+    return [
+        TableSpec(
+            "Routing by GPU count instead of by capacity",
+            (
+                "workload",
+                "region",
+                "pool",
+                "weight (capacity)",
+                "weight (GPUs)",
+                "utilisation",
+                "p99 TTFT ms",
+                "target",
+                "p99 TPOT ms",
+                "target",
+                "breaks SLO",
+            ),
+            tuple(
+                (
+                    r.workload,
+                    r.region,
+                    r.configuration,
+                    f"{r.weight_by_capacity:.0%}",
+                    f"{r.weight_by_gpus:.0%}",
+                    f"{r.utilisation:.0%}",
+                    ms(r.ttft_p99_ms),
+                    ms(r.ttft_target_ms),
+                    ms(r.tpot_p99_ms),
+                    ms(r.tpot_target_ms),
+                    "yes" if r.breaks_slo else "no",
+                )
+                for r in rows
+            ),
+            "the plan routes by capacity (routing_weight); by GPU count the slower pool "
+            "gets more than it carries at its SLO",
+        )
+    ]
 
 
 def explanation_tables(explanation: Explanation) -> list[TableSpec]:
@@ -417,6 +516,8 @@ def explanation_tables(explanation: Explanation) -> list[TableSpec]:
                 for f in explanation.families
             ),
         ),
+        *tiering_tables(explanation.plan),
+        *gpu_count_tables(explanation),
     ]
 
 

@@ -618,12 +618,14 @@ def group_template(
     efficiency: Efficiency,
     interference_factor: float = 1.0,
     pool_replicas: float = 1,
+    bisection_steps: int = BISECTION_STEPS,
 ) -> GroupTemplate:
     """The group's capacity along its planned loads: the largest s with every member's SLO
     and the memory holding at loads s x lambda_i (bisection; feasibility is monotone in s).
 
     Members with zero planned load ride along at zero (their weights and one request's KV
-    still count).
+    still count). `bisection_steps` halvings of the bracket [s, 2s] give s* within a
+    relative 2^-steps below the true one (the feasible end is kept: the conservative side).
     """
     _check_members(members, interference_factor)
 
@@ -646,7 +648,7 @@ def group_template(
         if high >= MAX_LOAD_SCALE:
             return _template(layout, members, high, top, top)
         low, high = high, high * 2
-    for _ in range(BISECTION_STEPS):
+    for _ in range(bisection_steps):
         mid = (low + high) / 2
         if at(mid).meets_slo:
             low = mid

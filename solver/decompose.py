@@ -26,6 +26,12 @@ the benchmark's 10-region x 20-workload x 6-GPU-type instance with region loss (
 1.16, one thread): the joint program stood at a 2.3% gap after 30 s and 0.38% after
 300 s ($512,321/month); the twenty programs apart reach 0.02% in 2 to 5 s of solver
 time ($500,554/month).
+
+With co-location (solver.groups) a shared group template couples its members: they
+share rows (its groups[t,r] column sits in each member's capacity rows), so the parts
+are the connected groups of workloads coupled by some template, each solved jointly
+(a workload in no template is a part of its own). The bound argument above holds part
+by part.
 """
 
 import time
@@ -37,7 +43,7 @@ from solver.candidates import CandidateTable
 from solver.families.variables import PurchasedColumn
 from solver.lp import LinearProgram, SolveResult, Termination
 from solver.program import FleetProgram, build_program, with_bounds
-from solver.row_names import ReplicasColumn, split_name
+from solver.row_names import GroupsColumn, ReplicasColumn, split_name
 from solver.settings import SolveSettings
 
 MIN_TIME_LIMIT_S = 1.0
@@ -53,6 +59,7 @@ class Method(StrEnum):
 
     ONE_PROGRAM = "one program"
     BY_WORKLOAD = "decomposed by workload"
+    BY_COUPLED_WORKLOADS = "decomposed by coupled workloads"
 
 
 @dataclass(frozen=True)
@@ -68,7 +75,7 @@ class Optimised:
     def description(self) -> str:
         """One line for the report, e.g. `decomposed by workload: 3 independent programs
         joined`."""
-        if self.method is Method.BY_WORKLOAD:
+        if self.method in (Method.BY_WORKLOAD, Method.BY_COUPLED_WORKLOADS):
             return f"{self.method}: {self.programs} independent programs joined"
         return str(self.method)
 
@@ -97,14 +104,16 @@ def optimise(
     return Optimised(backend.run(lp, settings.limited(left_s).with_duals(False)))
 
 
-def workload_program(program: FleetProgram, workload: str) -> FleetProgram:
-    """The program of one workload alone, over the whole supply."""
+def workload_program(program: FleetProgram, workload: str | tuple[str, ...]) -> FleetProgram:
+    """The program of one workload (or of workloads coupled by shared groups) alone,
+    over the whole supply."""
     sets = program.sets
+    part = (workload,) if isinstance(workload, str) else workload
     alone = sets.instance.model_copy(
-        update={"workloads": [w for w in sets.instance.workloads if w.name == workload]}
+        update={"workloads": [w for w in sets.instance.workloads if w.name in part]}
     )
-    table = CandidateTable({workload: sets.table.of(workload)})
-    return build_program(alone, table, sets.scenarios)
+    table = CandidateTable({w: sets.table.of(w) for w in part})
+    return build_program(alone, table, sets.scenarios, groups=program.groups.restricted(part))
 
 
 def solve_by_workload(
@@ -126,7 +135,11 @@ def solve_by_workload(
     lower_bound = 0.0
     runtime_s = 0.0
     solver = version = ""
-    for workload in program.sets.workloads:
+    parts = program.groups.components(program.sets.workloads)
+    if len(parts) < 2:
+        return None
+    method = Method.BY_COUPLED_WORKLOADS if program.groups.templates else Method.BY_WORKLOAD
+    for workload in parts:
         part = workload_program(program, workload)
         lp = with_bounds(part.lp, {k: v for k, v in bounds.items() if k in part.lp.variables})
         remaining = deadline - time.monotonic()
@@ -137,8 +150,9 @@ def solve_by_workload(
         runtime_s += result.runtime_s
         solver, version = result.solver, result.solver_version
         if result.termination is Termination.INFEASIBLE:
-            alone = replace(result, runtime_s=runtime_s, message=f"{workload} alone: infeasible")
-            return Optimised(alone, Method.BY_WORKLOAD, len(program.sets.workloads))
+            who = workload[0] if len(workload) == 1 else "+".join(workload)
+            alone = replace(result, runtime_s=runtime_s, message=f"{who} alone: infeasible")
+            return Optimised(alone, method, len(parts))
         if not result.termination.has_solution or result.objective is None:
             return None
         gap = result.mip_gap if result.mip_gap is not None else settings.mip_gap
@@ -160,7 +174,7 @@ def solve_by_workload(
         values=values,
         mip_gap=max(gap, 0.0),
     )
-    optimised = Optimised(joined, Method.BY_WORKLOAD, len(program.sets.workloads))
+    optimised = Optimised(joined, method, len(parts))
     return replace(optimised, result=replace(joined, message=optimised.description))
 
 
@@ -176,6 +190,11 @@ def _purchases(program: FleetProgram, values: dict[str, float]) -> dict[str, flo
         name = ReplicasColumn(pool.workload, pool.candidate.key, pool.region).name()
         count = values.get(name, 0.0)
         used[(pool.region, pool.candidate.gpu)] += round(count) * pool.candidate.gpus
+    for t in program.groups.templates:
+        for r, g in sets.offers:
+            if g == t.gpu:
+                count = values.get(GroupsColumn(t.key, r).name(), 0.0)
+                used[(r, g)] += round(count) * t.gpus
     return {
         PurchasedColumn(r, g).name(): max(0.0, used[(r, g)] - offer.existing)
         for (r, g), offer in sets.offers.items()

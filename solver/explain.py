@@ -19,8 +19,10 @@ from pydantic import BaseModel, ConfigDict
 from models.instance import Instance
 from models.replica import Limit
 from solver.backends import get_backend
+from solver.capacity_report import GpuCountRouting, gpu_count_routing
 from solver.decompose import optimise
 from solver.families import FAMILIES
+from solver.group_readback import group_gpus
 from solver.levers import LeverResult
 from solver.lp import Sense, Termination
 from solver.plan import Binding, MaybeMoney, Money, Plan
@@ -112,6 +114,9 @@ class Explanation(BaseModel):
     plan: Plan
     levers: tuple[LeverResult, ...] = ()
     """Levers ranked by dollars (`solver.levers`), when asked for."""
+    gpu_count_routing: tuple[GpuCountRouting, ...] = ()
+    """Pools of one workload and region on several configurations, routed by GPU count
+    instead of by capacity (solver.capacity_report): what the slower pool's p99 becomes."""
 
 
 ALTERNATIVE_METHOD = (
@@ -170,6 +175,7 @@ def explain_solved(solved: Solved) -> Explanation:
         else ALTERNATIVES_SKIPPED.format(status=plan.status),
         families=_family_slack(solved),
         plan=plan,
+        gpu_count_routing=gpu_count_routing(solved.program.sets.instance, plan),
     )
 
 
@@ -177,6 +183,8 @@ def _limits(solved: Solved) -> tuple[LimitNote, ...]:
     sets = solved.program.sets
     notes = []
     for pool in solved.plan.replicas:
+        if pool.shared:
+            continue  # a shared group: its limit is in the plan entry (solver.groups)
         candidate = sets.table.find(pool.workload, pool.key)
         curve = solved.curves[(pool.workload, candidate.key)]
         physics = curve.physics(pool.count)  # in a pool of its real size
@@ -199,14 +207,16 @@ def _alternatives(solved: Solved) -> tuple[Alternative, ...]:
     sets = program.sets
     backend = get_backend(solved.settings.backend)
     found = []
-    for pool in plan.replicas[:MAX_ALTERNATIVES]:
+    for pool in [p for p in plan.replicas if not p.shared][:MAX_ALTERNATIVES]:
         solved.settings.check("explain")
         candidate = sets.table.find(pool.workload, pool.key)
         var = ReplicasColumn(pool.workload, candidate.key, pool.region).name()
         result = optimise(program, backend, solved.settings, {var: (0.0, 0.0)}).result
         if result.termination.has_solution:
-            counts = replica_counts(sets, integral(program, result.values))
-            cost = sum(use.cost_per_month for use in gpu_use(sets, counts))
+            values = integral(program, result.values)
+            counts = replica_counts(sets, values)
+            shared = group_gpus(program, values)
+            cost = sum(use.cost_per_month for use in gpu_use(sets, counts, shared))
             extra = cost - (plan.cost_per_month or 0.0)
             replaced_by = tuple(
                 f"{counts[key]} x {p.candidate.label}"

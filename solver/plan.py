@@ -6,9 +6,9 @@ needed to verify a fleet: a file holding `{"replicas": [...]}` describes a fleet
 user owns today, and every other field has a default.
 """
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, model_validator
 
 from models.precision import Precision
 from models.replica import Limit, Role
@@ -71,12 +71,39 @@ def configuration_key(
     return f"{gpu}.{precision}.{layout}.{role}"
 
 
-class ReplicaPool(BaseModel):
-    """Replicas of one configuration serving one workload in one region."""
+class GroupMember(BaseModel):
+    """One workload served by a shared group (policy.colocation)."""
 
     model_config = _FROZEN
 
     workload: str
+    requests_per_s_per_replica: float
+    """a[w,t]: what one group replica carries of this workload within its SLO, the other
+    members at theirs (`models.colocation`); the verifier recomputes it."""
+    routing_weight: float | None = None
+    """Share of the region's traffic of this workload the group should get (no failure)."""
+    load_requests_per_s: float | None = None
+    """Requests/s of this workload the group carries at peak, all its replicas (no failure)."""
+
+
+class ReplicaPool(BaseModel):
+    """Replicas of one configuration serving one workload (or, for a shared group, several
+    workloads) in one region."""
+
+    model_config = _FROZEN
+
+    workload: str
+    """The workload served; a shared group's members joined by `+`."""
+    workloads: tuple[str, ...] = ()
+    """Every workload it serves: one for a dedicated pool, several for a shared group
+    (filled from `workload` when absent)."""
+    members: tuple[GroupMember, ...] = ()
+    """A shared group's members with their capacity per group replica (empty: dedicated)."""
+    routing_weight: float | None = None
+    """A dedicated pool's share of the region's traffic of its workload, in proportion to
+    capacity (`models.capacity_unit.routing_weights`; no failure)."""
+    capacity_units_per_replica: float | None = None
+    """One replica's capacity in the plan's capacity unit (`Plan.capacity_unit`)."""
     region: str
     gpu: str
     precision: Precision
@@ -101,6 +128,21 @@ class ReplicaPool(BaseModel):
     `count` replicas share one router and one prompt queue (`models.capacity`, "Pools")."""
     cost_per_month: MaybeMoney = None
     """What these GPUs would cost if all were bought (the existing fleet is free)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _workloads_default(cls, data: Any) -> Any:
+        """A hand-written entry without `workloads` serves its `workload`."""
+        if isinstance(data, dict) and not data.get("workloads") and "workload" in data:
+            members = data.get("members") or ()
+            names = [m["workload"] if isinstance(m, dict) else m.workload for m in members]
+            return {**data, "workloads": names or [data["workload"]]}
+        return data
+
+    @property
+    def shared(self) -> bool:
+        """Whether this entry is a shared group (several workloads)."""
+        return len(self.members) > 0
 
     @property
     def label(self) -> str:
@@ -269,6 +311,13 @@ class Plan(BaseModel):
     def optimal(self) -> bool:
         """Whether the plan is proven optimal (see `plan_status`)."""
         return self.status == "optimal"
+    idle_fraction: float | None = Field(default=None, ge=0, le=1)
+    """GPU-hours idle / GPU-hours paid at peak with no failure: 1 - sum_p gpus_p x
+    utilisation_p / sum_p gpus_p over every pool and shared group."""
+    capacity_unit: str = ""
+    """The unit of `ReplicaPool.capacity_units_per_replica` (solver.capacity_report)."""
+    tiering: "Tiering | None" = None
+    """With policy.colocation: who shares, who pays the bills, what sharing saved."""
 
     def gpus_by_type_and_region(self) -> dict[str, dict[str, int]]:
         """{gpu: {region: used}} for GPUs in use."""
@@ -277,3 +326,43 @@ class Plan(BaseModel):
             if use.used:
                 table.setdefault(use.gpu, {})[use.region] = use.used
         return table
+
+
+class WorkloadTier(BaseModel):
+    """One workload in the tiering report."""
+
+    model_config = _FROZEN
+
+    workload: str
+    tier: str
+    """`dedicated`, `shared` or `both` (its own pool and a group)."""
+    peak_requests_per_s: float
+    utilisation: float
+    """Its peak load over the capacity of every replica that serves it (no failure)."""
+    groups: tuple[str, ...] = ()
+    """The shared groups it joins, as their member lists."""
+
+
+class Tiering(BaseModel):
+    """The tiering report of a plan with policy.colocation."""
+
+    model_config = _FROZEN
+
+    workloads: tuple[WorkloadTier, ...]
+    idle_fraction: float
+    """With co-location (this plan)."""
+    idle_fraction_dedicated: float | None = None
+    """The same instance solved with colocation off."""
+    cost_per_month_dedicated: float | None = None
+    gpus_dedicated: int | None = None
+    saving_per_month: float | None = None
+    """cost_per_month_dedicated - this plan's cost."""
+    pays_the_bills: tuple[str, ...] = ()
+    """The dedicated tier: workloads on pools of their own, untouched by the tail."""
+    templates: int = 0
+    """Group templates the program could choose."""
+    enumeration_s: float = 0.0
+    note: str = ""
+
+
+Plan.model_rebuild()

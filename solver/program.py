@@ -21,12 +21,15 @@ names); routes (f, w, o, d) the latency policy allows; serving modes of (w, d).
     replicas, zone_survivors integer >= 0; pool_used, pool_at_least binary;
     served, loads, pooled >= 0
 
+With policy.colocation, shared group templates t add groups[t,r] (integer) whose credit
+a[w,t] joins each member's capacity and spare rows (solver.families.groups).
+
 Each family lives in its own module under `solver.families`, opening with its math and
 declaring the index type of its row names (solver.row_names). With `elastic`, demand
 and gpu_supply get priced slack columns as they are built (solver.elastic).
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from models.instance import Instance
 from models.scenarios import Scenario, failure_scenarios
@@ -34,12 +37,14 @@ from solver.candidates import CandidateTable
 from solver.families import variables
 from solver.families.capacity import add_capacity_within_pools
 from solver.families.demand import add_demand_met
+from solver.families.groups import GroupSets, add_group_rows, add_group_variables
 from solver.families.objective import add_fleet_cost
 from solver.families.pooling import add_pool_steps, add_pooling_variables
 from solver.families.replica import add_replica_spare
 from solver.families.split import add_mode_split
 from solver.families.supply import add_gpu_supply, add_purchase_covers_use
 from solver.families.zone import add_zone_survivors
+from solver.groups import GroupTable, build_groups
 from solver.lp import LinearProgram
 from solver.sets import ProgramSets
 from solver.settings import SolveSettings
@@ -51,6 +56,8 @@ class FleetProgram:
 
     lp: LinearProgram
     sets: ProgramSets
+    groups: GroupTable = field(default_factory=GroupTable)
+    """The shared group templates the program may choose (empty without colocation)."""
 
 
 def build_program(
@@ -59,6 +66,7 @@ def build_program(
     scenarios: tuple[Scenario, ...] | None = None,
     elastic: bool = False,
     settings: SolveSettings | None = None,
+    groups: GroupTable | None = None,
 ) -> FleetProgram:
     """The integer program of an instance over a candidate table.
 
@@ -70,8 +78,12 @@ def build_program(
             every demand and supply row, pools widened to use it; always feasible.
         settings: The run's settings; their deadline is checked after each family
             (`TimeLimitReached` in stage "program build"). None: no deadline.
+        groups: Shared group templates (solver.groups); default: enumerated from the
+            instance when policy.colocation is on, else none.
     """
     sets = ProgramSets(instance, table, scenarios or failure_scenarios(instance), elastic)
+    groups = build_groups(instance, table) if groups is None else groups
+    sites = GroupSets(sets, groups)
     lp = LinearProgram(instance.name)
 
     families = (
@@ -81,6 +93,7 @@ def build_program(
         variables.add_pool_used_variables,
         add_pooling_variables,
         variables.add_purchase_variables,
+        lambda lp, _sets: add_group_variables(lp, sites),
         add_demand_met,
         add_mode_split,
         add_capacity_within_pools,
@@ -90,12 +103,13 @@ def build_program(
         add_gpu_supply,
         add_purchase_covers_use,
         add_fleet_cost,
+        lambda lp, _sets: add_group_rows(lp, sites),  # extends the capacity and supply rows
     )
     for add_family in families:
         add_family(lp, sets)
         if settings is not None:
             settings.check("program build")
-    return FleetProgram(lp, sets)
+    return FleetProgram(lp, sets, groups)
 
 
 def with_bounds(

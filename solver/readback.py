@@ -16,6 +16,7 @@ from solver.cost_attribution import cost_attribution
 from solver.decompose import Optimised
 from solver.families.split import load_terms
 from solver.families.variables import ServedColumn
+from solver.group_readback import group_counts, group_gpus, group_pools, with_routing
 from solver.lp import Termination
 from solver.plan import (
     SHADOW_PRICE_NOTE,
@@ -108,12 +109,14 @@ def read_plan(
                 cost_per_month=count * c.gpus * price * hours,
             )
         )
+    pools += group_pools(program, values)
     region_order = {r: i for i, r in enumerate(sets.regions)}
     pools.sort(key=lambda p: region_order[p.region])
-    gpu_uses = gpu_use(sets, counts)
+    gpu_uses = gpu_use(sets, counts, group_gpus(program, values))
     size = program.lp.size()
-    scenarios = scenario_results(sets, values, counts, curves)
-    return Plan(
+    shared = _shared_credit(program, values)
+    scenarios = scenario_results(sets, values, counts, curves, shared)
+    plan = Plan(
         instance=sets.instance.name,
         status=plan_status(
             result.termination is Termination.OPTIMAL, result.mip_gap, settings.mip_gap
@@ -145,13 +148,33 @@ def read_plan(
         shadow_price_note=SHADOW_PRICE_NOTE
         if duals
         else "no shadow prices: the backend returned no duals for the pricing LP",
+        notes=program.groups.notes,
     )
+    return with_routing(plan)
 
 
-def gpu_use(sets: ProgramSets, counts: dict[tuple[str, str, str], int]) -> tuple[GpuUse, ...]:
-    """GPUs used, owned and bought per region and type, with what they cost per month:
-    max(0, used - existing) x price x hours."""
-    used: dict[tuple[str, str], int] = defaultdict(int)
+SharedCredit = dict[tuple[str, str], list[tuple[int, float]]]
+"""(workload, region) -> (group replicas, a[w,t]) of every shared group serving it."""
+
+
+def _shared_credit(program: FleetProgram, values: dict[str, float]) -> SharedCredit:
+    templates = {t.key: t for t in program.groups.templates}
+    credit: SharedCredit = defaultdict(list)
+    for (key, r), count in group_counts(program, values).items():
+        t = templates[key]
+        for w, a in zip(t.members, t.capacity_requests_per_s, strict=True):
+            credit[(w, r)].append((count, a))
+    return dict(credit)
+
+
+def gpu_use(
+    sets: ProgramSets,
+    counts: dict[tuple[str, str, str], int],
+    shared_gpus: dict[tuple[str, str], int] | None = None,
+) -> tuple[GpuUse, ...]:
+    """GPUs used, owned and bought per region and type (shared groups' GPUs included),
+    with what they cost per month: max(0, used - existing) x price x hours."""
+    used: dict[tuple[str, str], int] = defaultdict(int, shared_gpus or {})
     for pool in sets.pools:
         count = counts.get((pool.workload, pool.candidate.key, pool.region), 0)
         used[(pool.region, pool.candidate.gpu)] += count * pool.candidate.gpus
@@ -192,8 +215,11 @@ def scenario_results(
     values: dict[str, float],
     counts: dict[tuple[str, str, str], int],
     curves: dict[tuple[str, str], PoolCurve],
+    shared: SharedCredit | None = None,
 ) -> tuple[ScenarioResult, ...]:
-    """Routing and utilisation of every phase in every scenario."""
+    """Routing and utilisation of every phase in every scenario (shared groups credited
+    to their members' unified phase)."""
+    shared = shared or {}
     results = []
     for f in sets.routing_scenarios:
         routes = tuple(
@@ -208,7 +234,7 @@ def scenario_results(
                 name=f.name,
                 description=f.description,
                 routing=routes,
-                pools=_phase_loads(sets, f, values, counts, curves),
+                pools=_phase_loads(sets, f, values, counts, curves, shared=shared),
             )
         )
     if sets.survives_replica_loss:
@@ -219,9 +245,7 @@ def scenario_results(
                 description=LOSE_REPLICA.description
                 + " (capacity: each phase less its largest replica)",
                 routing=none.routing,
-                pools=_phase_loads(
-                    sets, LOSE_REPLICA, values, counts, curves, none_scenario="none"
-                ),
+                pools=_phase_loads(sets, LOSE_REPLICA, values, counts, curves, "none", shared),
             )
         )
     return tuple(results)
@@ -234,8 +258,10 @@ def _phase_loads(
     counts: dict[tuple[str, str, str], int],
     curves: dict[tuple[str, str], PoolCurve],
     none_scenario: str | None = None,
+    shared: SharedCredit | None = None,
 ) -> tuple[PoolLoad, ...]:
     loads_from = none_scenario or f.name
+    shared = shared or {}
     rows = []
     for (w, d), modes in sets.modes.items():
         if d == f.lost_region or (loads_from, w, d) not in sets.inflow:
@@ -249,9 +275,13 @@ def _phase_loads(
                     if count:
                         keep = f.surviving_replicas(d, count, sets.zones[d])
                         alive.append((keep, pool.candidate, curves[(w, pool.candidate.key)]))
-                if not alive and load <= ROUTE_EPSILON:
+                groups = shared.get((w, d), []) if phase.label == "unified" else []
+                groups = [(f.surviving_replicas(d, n, sets.zones[d]), a) for n, a in groups]
+                if not alive and not groups and load <= ROUTE_EPSILON:
                     continue
                 capacity = _phase_capacity(alive, less_one=none_scenario is not None)
+                if groups:
+                    capacity = _with_groups(alive, groups, capacity, none_scenario is not None)
                 rows.append(
                     PoolLoad(
                         workload=w,
@@ -260,15 +290,14 @@ def _phase_loads(
                         load_requests_per_s=load,
                         capacity_requests_per_s=capacity,
                         utilisation=load / capacity if capacity > 0 else 0.0,
-                        pools=tuple(f"{n} x {c.label}" for n, c, _ in alive),
+                        pools=tuple(f"{n} x {c.label}" for n, c, _ in alive)
+                        + tuple(f"{n} x shared group" for n, _ in groups),
                     )
                 )
     return tuple(rows)
 
 
-def _phase_capacity(
-    alive: list[tuple[int, Candidate, PoolCurve]], less_one: bool = False
-) -> float:
+def _phase_capacity(alive: list[tuple[int, Candidate, PoolCurve]], less_one: bool = False) -> float:
     """Requests/s the pools of a phase carry at the physics of their real sizes:
     sum n x q_c(n), each pool behind its own queue. `less_one`: the smallest such sum
     with one replica of one pool gone (its pool then a replica smaller)."""
@@ -280,6 +309,23 @@ def _phase_capacity(
         for i, (n, _, q) in enumerate(alive)
         if n
     )
+
+
+def _with_groups(
+    alive: list[tuple[int, Candidate, PoolCurve]],
+    groups: list[tuple[int, float]],
+    dedicated: float,
+    less_one: bool,
+) -> float:
+    """The phase's capacity with its shared groups, sum_t n_t a[w,t] on top; with
+    `less_one`, the worse of one dedicated replica lost (`dedicated` is then that) and
+    one replica of the group with the largest a[w,t] lost."""
+    shared = sum(n * a for n, a in groups)
+    if not less_one:
+        return dedicated + shared
+    whole = _phase_capacity(alive) + shared
+    worst_group = whole - max((a for n, a in groups if n), default=0.0)
+    return min(dedicated + shared, worst_group) if alive else worst_group
 
 
 def _mode_load(

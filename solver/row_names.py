@@ -147,3 +147,24 @@ class ReplicaSpareRow(Index):
     region: str
     phase: str
     candidate: str
+
+
+@dataclass(frozen=True)
+class GroupsColumn(Index):
+    """groups[t,r]: integer replicas of the shared group template t (its key, e.g.
+    `chat+code@h100-sxm.bf16.tp1pp1`) in region r (policy.colocation)."""
+
+    family: ClassVar[str] = "groups"
+    template: str
+    region: str
+
+
+@dataclass(frozen=True)
+class GroupSpareRow(Index):
+    """group_spare[w,d,t]: w's load in d is still carried without one replica of the
+    shared group t (survive: replica)."""
+
+    family: ClassVar[str] = "group_spare"
+    workload: str
+    region: str
+    template: str

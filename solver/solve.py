@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from models.instance import Instance
 from solver.backends import get_backend
 from solver.candidates import build_candidates
+from solver.capacity_report import with_capacity_units
 from solver.decompose import Optimised, optimise
 from solver.diagnose import diagnose_infeasible, presolve_problems
 from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
@@ -27,6 +28,7 @@ from solver.pricing import priced_rows, pricing_program
 from solver.program import FleetProgram, build_program
 from solver.readback import chosen_sizes, integral, read_plan, replica_counts
 from solver.settings import SolveSettings, TimeLimitReached
+from solver.tiering import tiering_report
 from solver.verify import verify
 
 PRICING_BACKEND = "highs"
@@ -110,6 +112,8 @@ def solve_program(instance: Instance, settings: SolveSettings | None = None) -> 
     counts = replica_counts(program.sets, values)
     curves = assess_pools(instance, chosen_sizes(program.sets, counts))
     plan = read_plan(program, optimised, values, priced_rows(pricing), settings, curves)
+    if program.groups.templates or instance.policy.colocation:
+        plan = _with_tiering(instance, settings, plan, program)
     check = verify(instance, plan)
     settings.check("verification")
     if not check.ok:
@@ -118,6 +122,24 @@ def solve_program(instance: Instance, settings: SolveSettings | None = None) -> 
             + "\n".join(f"  - {v}" for v in check.violations)
         )
     return Solved(program, optimised, plan, settings, curves)
+
+
+def _with_tiering(
+    instance: Instance, settings: SolveSettings, plan: Plan, program: FleetProgram
+) -> Plan:
+    """The plan with its tiering report: the same instance re-solved with colocation off
+    gives the idle fraction and cost without sharing (solver.tiering)."""
+    off = instance.model_copy(
+        update={"policy": instance.policy.model_copy(update={"colocation": False})}
+    )
+    try:
+        dedicated = solve_program(off, settings).plan
+    except (Infeasible, NoSolution):
+        dedicated = None
+    groups = program.groups
+    report = tiering_report(plan, dedicated, len(groups.templates), groups.enumeration_s)
+    plan, unit = with_capacity_units(instance, plan)
+    return plan.model_copy(update={"tiering": report, "capacity_unit": unit})
 
 
 def _size_text(lp: LinearProgram) -> str:

@@ -28,6 +28,16 @@ It reads only the instance and the plan's replica pools, never the program or a 
    loss: for every pool, each region's own demand is still within its capacity with one
    replica of that pool gone (that pool n - 1 replicas at q(n - 1)).
 
+5. Shared groups (entries with `members`, policy.colocation): each group is recomputed
+   on its own with `models.colocation.evaluate_group` at the loads the plan may route to
+   one group replica, its members' stated a[w] (routing is by capacity, so in every
+   scenario the flow above sends each replica at most a[w] of member w, and the group's
+   feasible loads are down-closed: if it holds at a[w] it holds at anything below). It
+   must fit in HBM (weights + activations + reserves + p99 KV of every member) and meet
+   every member's p99 TTFT and TPOT with the others' interference; otherwise it is a
+   violation named `groups[t,r]` and credits nothing. A group that holds credits n x a[w]
+   to member w in the flows, and its loss is one of the single replica losses.
+
 Routing is not read from the plan, so a fleet a user owns today (a file holding only
 `{"replicas": [...]}`) is verified the same way.
 
@@ -48,6 +58,7 @@ from networkx.algorithms.flow import edmonds_karp
 from pydantic import BaseModel, ConfigDict
 
 from models.capacity import replica_capacity
+from models.colocation import Member, SharedLayout, evaluate_group
 from models.efficiency import Efficiency, efficiency_for
 from models.instance import Instance
 from models.memory import kv_precision_for
@@ -59,6 +70,8 @@ from solver.plan import Plan, ReplicaPool
 from solver.row_names import (
     DemandRow,
     GpuSupplyRow,
+    GroupsColumn,
+    GroupSpareRow,
     ReplicasColumn,
     ReplicaSpareRow,
     phase_label,
@@ -154,7 +167,8 @@ class _Pool:
 def verify(instance: Instance, plan: Plan) -> Verification:
     """Check a plan (or a fleet someone owns) against the instance; list every violation."""
     violations: list[Violation] = []
-    pools = _recompute_pools(instance, plan, violations)
+    pools: list = _recompute_pools(instance, plan, violations)
+    pools += _check_groups(instance, plan, violations)
     used = _check_supply(instance, pools, violations)
     cost = _check_cost(instance, plan, used, violations)
     checks = _check_scenarios(instance, pools, violations)
@@ -174,6 +188,8 @@ def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]
     pools: dict[tuple, _Pool] = {}
     physics: dict[tuple, dict[int, ReplicaCapacity]] = defaultdict(dict)
     for entry in plan.replicas:
+        if entry.members:
+            continue  # a shared group: _check_groups
         name = ReplicasColumn(entry.workload, entry.key, entry.region).name()
         workload = workloads.get(entry.workload)
         gpu = instance.gpu_specs.get(entry.gpu)
@@ -262,9 +278,12 @@ def _check_supply(
     instance: Instance, pools: list[_Pool], violations: list[Violation]
 ) -> dict[tuple[str, str], int]:
     used: dict[tuple[str, str], int] = defaultdict(int)
+    counted: set[int] = set()
     for pool in pools:
         for e in pool.entries:
-            used[(e.region, e.gpu)] += e.count * e.replica_gpus
+            if id(e) not in counted:  # a shared group's entry is in each member's share
+                counted.add(id(e))
+                used[(e.region, e.gpu)] += e.count * e.replica_gpus
     for (r, g), n in sorted(used.items()):
         region = instance.region(r)
         supply = region.supply.get(g)
@@ -428,9 +447,14 @@ def _check_replica_loss(
         lost, left = min(losses, key=lambda item: item[1], default=(None, 0.0))
         if lost is not None and left < rate * (1 - DEMAND_TOLERANCE) - DEMAND_TOLERANCE:
             phase = phase_label(lost.role, lost.precision, split)
+            requirement = (
+                GroupSpareRow(workload, o, lost.key).name()
+                if isinstance(lost, _Share)
+                else ReplicaSpareRow(workload, o, phase, lost.entries[0].key).name()
+            )
             violations.append(
                 Violation(
-                    requirement=ReplicaSpareRow(workload, o, phase, lost.entries[0].key).name(),
+                    requirement=requirement,
                     message=f"{o} serves {rate:.2f} requests/s of {workload}; without "
                     f"one replica of {lost.label} it carries {left:.2f}",
                 )
@@ -448,3 +472,94 @@ def _check_replica_loss(
 
 def _close(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b))
+
+
+@dataclass
+class _Share:
+    """One member's share of a shared group entry: what the flows credit to it."""
+
+    workload: str
+    region: str
+    entry: ReplicaPool
+    rate: float
+    """a[w] per group replica when the group holds, else 0."""
+    role: Role = Role.UNIFIED
+    precision: str = ""
+
+    @property
+    def entries(self) -> list[ReplicaPool]:
+        """The group's entry (counted once for supply and cost)."""
+        return [self.entry]
+
+    @property
+    def count(self) -> int:
+        """Group replicas."""
+        return self.entry.count
+
+    @property
+    def key(self) -> str:
+        """`a+b@h100-sxm.bf16.tp1pp1`: the template key the program names it by."""
+        e = self.entry
+        return f"{'+'.join(e.workloads)}@{e.gpu}.{e.precision}.tp{e.tp}pp{e.pp}"
+
+    @property
+    def label(self) -> str:
+        """`shared group a+b on h100-sxm bf16 tp1xpp1`."""
+        return f"shared group {'+'.join(self.entry.workloads)} on {self.entry.label}"
+
+    def carries(self, replicas: int) -> float:
+        """n x a[w]."""
+        return replicas * self.rate
+
+
+def _check_groups(instance: Instance, plan: Plan, violations: list[Violation]) -> list[_Share]:
+    """Recompute every shared group at its members' stated capacities (see 5. above)."""
+    workloads = {w.name: w for w in instance.workloads}
+    shares: list[_Share] = []
+    for entry in plan.replicas:
+        if not entry.members:
+            continue
+        name = GroupsColumn(_Share("", "", entry, 0.0).key, entry.region).name()
+        problems = _group_problems(instance, entry, workloads)
+        for problem in problems:
+            violations.append(Violation(requirement=name, message=problem))
+        for m in entry.members:
+            rate = 0.0 if problems else m.requests_per_s_per_replica
+            shares.append(_Share(m.workload, entry.region, entry, rate))
+    return shares
+
+
+def _group_problems(instance: Instance, entry: ReplicaPool, workloads: dict) -> list[str]:
+    gpu = instance.gpu_specs.get(entry.gpu)
+    unknown = [m.workload for m in entry.members if m.workload not in workloads]
+    if gpu is None or unknown or entry.region not in {r.name for r in instance.regions}:
+        return [f"unknown GPU, region or workloads in a shared group: {unknown or entry.gpu}"]
+    if entry.role is not Role.UNIFIED:
+        return ["a shared group serves unified replicas only"]
+    problems = []
+    members = []
+    for m in entry.members:
+        workload = workloads[m.workload]
+        model = instance.model_entry(workload.model)
+        if entry.precision not in model.weight_precisions:
+            problems.append(
+                f"{m.workload}: weight precision {entry.precision} is not allowed for "
+                f"{workload.model}"
+            )
+        members.append(
+            Member(
+                m.workload,
+                instance.llm_specs[workload.model],
+                TrafficMix.of(workload, instance.policy.prefix_affinity),
+                LatencyTargets.of(workload.slo),
+                m.requests_per_s_per_replica,
+            )
+        )
+    expected_gpus = entry.count * entry.replica_gpus
+    if entry.gpus is not None and entry.gpus != expected_gpus:
+        problems.append(f"states {entry.gpus} GPUs, but {entry.count} x {entry.replica_gpus}")
+    kv = entry.kv_precision or entry.precision
+    layout = SharedLayout(gpu, Precision(entry.precision), Precision(kv), entry.tp, entry.pp)
+    efficiency = efficiency_for(gpu.name, entry.precision, instance.efficiency)
+    group = evaluate_group(layout, members, efficiency)
+    return problems + list(group.problems)
