@@ -25,7 +25,7 @@ from solver.plan import Plan
 from solver.settings import SolveSettings
 from solver.solve import Solved, solve_program
 from solver.verify import Verification
-from solver.verify import verify as verify_plan
+from solver.verify_hours import verify_any as verify_plan
 
 BINDING_ROWS_SHOWN = 20
 """Binding constraints printed in the terminal (all of them go to --json)."""

@@ -10,6 +10,7 @@ sequences them.
 from dataclasses import dataclass
 
 from models.instance import Instance
+from models.time_demand import uses_time
 from solver.backends import get_backend
 from solver.candidates import build_candidates
 from solver.decompose import Optimised, optimise
@@ -61,6 +62,8 @@ def solve(instance: Instance, settings: SolveSettings | None = None) -> Plan:
 def solve_program(instance: Instance, settings: SolveSettings | None = None) -> Solved:
     """`solve`, keeping the program and the raw result for explanations."""
     settings = settings or SolveSettings.of(instance)
+    if uses_time(instance):
+        return _solve_in_time(instance, settings)
     backend = get_backend(settings.backend)
     reason = backend.unavailable_reason()
     if reason:
@@ -95,6 +98,23 @@ def solve_program(instance: Instance, settings: SolveSettings | None = None) -> 
             + "\n".join(f"  - {v}" for v in check.violations)
         )
     return Solved(program, optimised, plan, settings, curves)
+
+
+def _solve_in_time(instance: Instance, settings: SolveSettings) -> Solved:
+    """The hourly plan (solver.time_solve); the peak period's program stands for the
+    program in what `explain` reads."""
+    from solver.time_solve import solve_time
+
+    plan, peak, values = solve_time(instance, settings)
+    result = SolveResult(
+        termination=Termination.OPTIMAL if plan.status == "optimal" else Termination.FEASIBLE,
+        solver=plan.solver.name if plan.solver else "",
+        solver_version=plan.solver.version if plan.solver else "",
+        runtime_s=plan.solver.runtime_s if plan.solver else 0.0,
+        objective=plan.cost_per_month,
+        values=values,
+    )
+    return Solved(peak.program, Optimised(result), plan, settings, {})
 
 
 def _size_text(lp: LinearProgram) -> str:
