@@ -14,6 +14,7 @@ from rich.markup import escape
 from cli.console import err, out, write_new_file
 from cli.exit_codes import ExitCode
 from cli.tables import TableSpec, markdown_tables, print_tables
+from cli.time_tables import time_tables
 from models.backend_names import BACKEND_NAMES
 from models.errors import InputError, Issue
 from models.instance import SolverSettings
@@ -66,7 +67,7 @@ def solve(
 ) -> None:
     """Find the cheapest fleet that meets the instance's SLOs and failure policy."""
     plan = _solve(file, backend, time_limit, mip_gap, threads).plan
-    _report(plan_header(plan), plan_tables(plan), plan, json_out, markdown_out)
+    _report(plan_header(plan), plan_tables(plan) + time_tables(plan), plan, json_out, markdown_out)
 
 
 def explain(
@@ -79,7 +80,14 @@ def explain(
     markdown_out: MarkdownOut = None,
 ) -> None:
     """Solve, then explain the plan: what binds, at what price, and what else would cost."""
-    explanation = explain_solved(_solve(file, backend, time_limit, mip_gap, threads))
+    solved = _solve(file, backend, time_limit, mip_gap, threads)
+    if solved.plan.hours:  # an hourly plan: its hours, headroom, budget and months
+        plan = solved.plan
+        _report(
+            plan_header(plan), plan_tables(plan) + time_tables(plan), plan, json_out, markdown_out
+        )
+        return
+    explanation = explain_solved(solved)
     header = [
         f"{explanation.instance}: explanation of the plan at "
         f"${explanation.cost_per_month:,.0f}/month"
