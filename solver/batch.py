@@ -30,7 +30,7 @@ from models.loading import load_instance
 from solver.errors import Infeasible, NoSolution, PlanRejected
 from solver.settings import SolveSettings
 from solver.solve import solve
-from solver.verify import verify
+from solver.verify_hours import verify_any as verify
 
 GOLDEN_SUFFIX = ".expected.json"
 INSTANCE_SUFFIXES = (".yaml", ".yml", ".json")
