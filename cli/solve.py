@@ -19,6 +19,7 @@ from rich.markup import escape
 from cli.console import err, out
 from cli.exit_codes import ExitCode
 from cli.tables import TableSpec, markdown_tables, print_tables
+from cli.time_tables import time_tables
 from models.backend_names import BACKEND_NAMES
 from models.errors import InputError, Issue
 from models.instance import SolverSettings
@@ -31,7 +32,7 @@ from solver.plan import Plan
 from solver.settings import SolveSettings
 from solver.solve import Solved, solve_program
 from solver.verify import Verification
-from solver.verify import verify as verify_plan
+from solver.verify_hours import verify_any as verify_plan
 
 BINDING_ROWS_SHOWN = 20
 """Binding constraints printed in the terminal (all of them go to --json)."""
@@ -92,7 +93,8 @@ def solve(
 
         export_program(file, export_mps)
     plan = _solve(file, started, backend, time_limit, mip_gap, threads).plan
-    _report(plan_header(plan), plan_tables(plan), plan, json_out, markdown_out, file)
+    tables = plan_tables(plan) + time_tables(plan)
+    _report(plan_header(plan), tables, plan, json_out, markdown_out, file)
 
 
 def explain(
@@ -112,6 +114,11 @@ def explain(
     started = time.monotonic()
     check_outputs(file, json_out, markdown_out)
     solved = _solve(file, started, backend, time_limit, mip_gap, threads)
+    if solved.plan.hours:  # an hourly plan: its hours, headroom, budget and months
+        plan = solved.plan
+        tables = plan_tables(plan) + time_tables(plan)
+        _report(plan_header(plan), tables, plan, json_out, markdown_out, file)
+        return
     try:
         explanation = explain_solved(solved)
     except NoSolution as stopped:

@@ -41,7 +41,7 @@ from solver.backends import UnknownBackendError
 from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
 from solver.settings import SolveSettings
 from solver.solve import solve
-from solver.verify import verify
+from solver.verify_hours import verify_any as verify
 
 GOLDEN_SUFFIX = ".expected.json"
 INSTANCE_SUFFIXES = (".yaml", ".yml", ".json")

@@ -307,10 +307,17 @@ class Plan(BaseModel):
     cost_attribution: tuple[CostAttribution, ...] = ()
     """Per workload and region: $/month, the prefill/decode split and $ per million tokens."""
 
-    @property
-    def optimal(self) -> bool:
-        """Whether the plan is proven optimal (see `plan_status`)."""
-        return self.status == "optimal"
+    hours: tuple["Hour", ...] = ()
+    """The 24 UTC hours of the representative day (time planning, issue 11)."""
+    committed: tuple["Commitment", ...] = ()
+    idle_gpu_hours_per_day: float | None = None
+    """GPU-hours per day running without load or committed and not running."""
+    idle_replica_hours_per_day: float | None = None
+    headroom: tuple["PoolHeadroom", ...] = ()
+    error_budget_minutes_used: tuple["ScenarioBudgetUse", ...] = ()
+    months: tuple["Month", ...] = ()
+    batch: tuple["BatchPlacement", ...] = ()
+
     idle_fraction: float | None = Field(default=None, ge=0, le=1)
     """GPU-hours idle / GPU-hours paid at peak with no failure: 1 - sum_p gpus_p x
     utilisation_p / sum_p gpus_p over every pool and shared group."""
@@ -318,6 +325,11 @@ class Plan(BaseModel):
     """The unit of `ReplicaPool.capacity_units_per_replica` (solver.capacity_report)."""
     tiering: "Tiering | None" = None
     """With policy.colocation: who shares, who pays the bills, what sharing saved."""
+
+    @property
+    def optimal(self) -> bool:
+        """Whether the plan is proven optimal (see `plan_status`)."""
+        return self.status == "optimal"
 
     def gpus_by_type_and_region(self) -> dict[str, dict[str, int]]:
         """{gpu: {region: used}} for GPUs in use."""
@@ -363,6 +375,152 @@ class Tiering(BaseModel):
     """Group templates the program could choose."""
     enumeration_s: float = 0.0
     note: str = ""
+
+
+# --- time (issue 11): hours, commitments, headroom, error budget, months, batch --------
+
+
+class HourGpus(BaseModel):
+    """GPUs of one type in one region in one UTC hour, by how they are paid for."""
+
+    model_config = _FROZEN
+
+    region: str
+    gpu: str
+    used: int
+    """GPUs the hour's replicas hold."""
+    existing: int = 0
+    """Owned GPUs (already paid for) among the used ones."""
+    reserved: float = 0.0
+    """Committed GPUs in use this hour (paid every hour whether used or not)."""
+    on_demand: float = 0.0
+    """GPUs paid by the hour this hour: used - existing - reserved."""
+    spot: float = 0.0
+    """Spot GPUs (interruptible) this hour: dedicated batch replicas only."""
+
+
+class Hour(BaseModel):
+    """One UTC hour of the representative day."""
+
+    model_config = _FROZEN
+
+    hour: int = Field(ge=0, le=23)
+    period: int
+    """First hour of the program period this hour belongs to (hours with equal warm
+    demand share one period)."""
+    pools: tuple[ReplicaPool, ...] = ()
+    """Replicas running in this hour, per pool (batch dedicated pools included)."""
+    gpus: tuple[HourGpus, ...] = ()
+    cost_per_hour: float = 0.0
+    """Reserved GPUs committed (used or not) x reserved price + on-demand and spot GPUs x
+    their price, this hour."""
+
+
+class Commitment(BaseModel):
+    """Committed (reserved) GPUs of one type in one region, paid every hour."""
+
+    model_config = _FROZEN
+
+    region: str
+    gpu: str
+    committed_gpus: float
+    reserved_price_per_gpu_hour: float
+    on_demand_price_per_gpu_hour: float
+
+
+class PoolHeadroom(BaseModel):
+    """Warm headroom of one pool ahead of its steepest ramp, and the scaling signal."""
+
+    model_config = _FROZEN
+
+    workload: str
+    region: str
+    configuration: str
+    replica_start_s: float
+    lag_s: float
+    """Detection + replica start: from a rise to capacity that serves it."""
+    steepest_ramp_rps_per_minute: float
+    headroom_rps: float
+    headroom_replicas: int
+    capacity_rps_per_replica: float
+    peak_replicas: int
+    target_utilization: float
+    kv_usage_scale_out: float
+    """Scale out when KV-cache usage per replica passes this share."""
+    queue_depth_scale_out: float
+    """Scale out when prompts waiting for prefill per replica pass this."""
+    queue_depth_slo_edge: float | None
+    """Past this queue depth the TTFT target is gone (None: no TTFT target)."""
+    signal_note: str = ""
+
+
+class ScenarioBudgetUse(BaseModel):
+    """Error-budget minutes one failure scenario spends, at its worst UTC hour."""
+
+    model_config = _FROZEN
+
+    scenario: str
+    workload: str
+    worst_hour: int
+    failover_start_s: float
+    shortfall_rps: float
+    """Load beyond the survivors' warm capacity until started replicas serve."""
+    budget_minutes: float
+    """The month's budget from slo.availability, minutes of full outage."""
+    budget_minutes_used: float
+    expected_burn_minutes_per_year: float | None = None
+    """lambda x mean over the hours (failure_probability_per_year given)."""
+
+
+class MonthOffer(BaseModel):
+    """One GPU offer in one month of the procurement horizon."""
+
+    model_config = _FROZEN
+
+    region: str
+    gpu: str
+    peak_need_gpus: float
+    committed_gpus: float
+    ordered_gpus: float
+    """Committed GPUs ordered this month (they serve lead_time_months later)."""
+    on_demand_gpu_hours: float
+    cost: float
+
+
+class Month(BaseModel):
+    """One month of the procurement horizon."""
+
+    model_config = _FROZEN
+
+    month: int
+    growth_factor: float
+    cost_per_month: float
+    offers: tuple[MonthOffer, ...] = ()
+
+
+class BatchPlacement(BaseModel):
+    """How one batch workload's daily volume in one region is served."""
+
+    model_config = _FROZEN
+
+    workload: str
+    region: str
+    requests_per_day: float
+    deadline_hours: float
+    soaked_requests_per_day: float
+    """Served on idle interactive replicas of the same model in the trough."""
+    soak_limit: str = ""
+    """What limits a batch replica on the interactive configuration (e.g. kv_memory)."""
+    soak_requests_per_s_per_replica: float = 0.0
+    idle_replica_hours_before: float = 0.0
+    idle_replica_hours_after: float = 0.0
+    dedicated_replicas: int = 0
+    dedicated_configuration: str = ""
+    dedicated_tier: str = ""
+    """on_demand or spot: how the dedicated replicas are paid."""
+    dedicated_cost_per_month: float = 0.0
+    breakeven_price_per_gpu_hour: float | None = None
+    """Dedicated GPU-hour price above which soaking is cheaper per batch request."""
 
 
 Plan.model_rebuild()

@@ -15,6 +15,7 @@ passes the deadline raises `TimeLimitReached` naming the stage it was in.
 from dataclasses import dataclass
 
 from models.instance import Instance
+from models.time_demand import uses_time
 from solver.backends import get_backend
 from solver.candidates import build_candidates
 from solver.capacity_report import with_capacity_units
@@ -77,6 +78,8 @@ def solve_program(instance: Instance, settings: SolveSettings | None = None) -> 
     """`solve`, keeping the program and the raw result for explanations; the returned
     settings carry the run's deadline (explain's re-solves share it)."""
     settings = (settings or SolveSettings.of(instance)).started()
+    if uses_time(instance):
+        return _solve_in_time(instance, settings)
     backend = get_backend(settings.backend)
     reason = backend.unavailable_reason()
     if reason:
@@ -140,6 +143,23 @@ def _with_tiering(
     report = tiering_report(plan, dedicated, len(groups.templates), groups.enumeration_s)
     plan, unit = with_capacity_units(instance, plan)
     return plan.model_copy(update={"tiering": report, "capacity_unit": unit})
+
+
+def _solve_in_time(instance: Instance, settings: SolveSettings) -> Solved:
+    """The hourly plan (solver.time_solve); the peak period's program stands for the
+    program in what `explain` reads."""
+    from solver.time_solve import solve_time
+
+    plan, peak, values = solve_time(instance, settings)
+    result = SolveResult(
+        termination=Termination.OPTIMAL if plan.status == "optimal" else Termination.FEASIBLE,
+        solver=plan.solver.name if plan.solver else "",
+        solver_version=plan.solver.version if plan.solver else "",
+        runtime_s=plan.solver.runtime_s if plan.solver else 0.0,
+        objective=plan.cost_per_month,
+        values=values,
+    )
+    return Solved(peak.program, Optimised(result), plan, settings, {})
 
 
 def _size_text(lp: LinearProgram) -> str:

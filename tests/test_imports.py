@@ -71,6 +71,12 @@ def test_the_verifier_imports_nothing_from_solver_but_the_plan_schema():
     assert solver_imports == set(PLAN_VOCABULARY)
 
 
+def test_the_hour_verifier_imports_nothing_from_solver_but_the_verifier_and_the_plan():
+    graph = import_graph()
+    solver_imports = {m for m in graph.successors("solver.verify_hours") if m.startswith("solver")}
+    assert solver_imports == {"solver.verify", *PLAN_VOCABULARY}
+
+
 def test_the_plan_vocabulary_imports_nothing_from_solver():
     graph = import_graph()
     for module in PLAN_VOCABULARY:

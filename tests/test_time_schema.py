@@ -57,7 +57,15 @@ def _with_time_keys() -> dict:
     return data
 
 
-@pytest.mark.parametrize("path", sorted((REPO / "instances").glob("*.yaml")), ids=lambda p: p.stem)
+TIME_INSTANCES = {"diurnal-chat-batch", "growth-horizon"}
+"""The instances written to use the time keys (issue 11)."""
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in (REPO / "instances").glob("*.yaml") if p.stem not in TIME_INSTANCES),
+    ids=lambda p: p.stem,
+)
 def test_instances_without_the_keys_keep_one_flat_period_at_the_peak(path: Path):
     instance = load_instance(path)
     grid = demand_grid(instance)

@@ -1,0 +1,163 @@
+"""The program in time: one copy of the static program per period of the day, joined by
+the pricing rows (solver.families.pricing).
+
+Periods. The interactive warm rates of the 24 UTC hours (models.time_demand.warm_grid:
+demand plus the autoscaler's headroom ahead of the ramps) are merged into periods of
+equal rate vectors (models.time_periods.aggregate_periods); a period p stands for w_p
+hours a day.
+
+Per period the static program is built on the period's hour instance (every
+interactive (workload, region) at its warm rate; models.time_demand.hour_instance), so
+each period has its own replicas, routing, capacity rows per failure scenario, pooling
+steps and supply rows. Its names carry the period: `replicas[chat,h100...,us-east]@t07`
+is the pool's replicas in the period starting at UTC hour 7 (`at_period`). Its
+`purchased` columns, `purchase` rows and objective are dropped; the pricing rows take
+their place:
+
+    gpu_cover[r,g,p]:  committed[r,g] + on_demand[r,g,p] >= used[r,g,p] - existing[r,g]
+    minimise  days x (24 p_res committed + sum_p w_p p_od on_demand_p)
+
+Only `committed` couples the periods (and, through a shared GPU offer, the workloads).
+The program is solved as one: splitting by workload would need the commitments priced
+across workloads (a Lagrangian on committed), which the instances here do not need; its
+size is the static program's times the number of periods (reported in the plan).
+"""
+
+from dataclasses import dataclass
+
+from models.instance import Instance
+from models.scenarios import failure_scenarios
+from models.time_demand import hour_instance, warm_grid
+from models.time_periods import Period, aggregate_periods
+from solver.candidates import CandidateTable
+from solver.families.pricing import OfferTerms, add_pricing
+from solver.families.supply import PURCHASE
+from solver.families.variables import PurchasedColumn
+from solver.lp import LinearProgram
+from solver.program import FleetProgram, build_program
+from solver.row_names import ReplicasColumn, split_name
+
+PERIOD_MARK = "@t"
+
+
+def at_period(name: str, period: int) -> str:
+    """`name@tHH`: a static program's row or column in the period starting at hour HH."""
+    return f"{name}{PERIOD_MARK}{period:02d}"
+
+
+def split_period(name: str) -> tuple[str, int | None]:
+    """(static name, period) of a period name; (name, None) for a name without one."""
+    base, mark, hour = name.rpartition(PERIOD_MARK)
+    if not mark or not hour.isdigit():
+        return name, None
+    return base, int(hour)
+
+
+@dataclass(frozen=True)
+class PeriodProgram:
+    """The static program of one period."""
+
+    period: Period
+    program: FleetProgram
+
+    @property
+    def first_hour(self) -> int:
+        """The period's name: its first UTC hour."""
+        return self.period.hours[0]
+
+
+@dataclass(frozen=True)
+class TimeProgram:
+    """The joined program and its periods."""
+
+    lp: LinearProgram
+    periods: tuple[PeriodProgram, ...]
+    instance: Instance
+    table: CandidateTable
+    offers: tuple[OfferTerms, ...]
+
+    def period_values(self, values: dict[str, float], period: int) -> dict[str, float]:
+        """The values of one period under the static program's names."""
+        found = {}
+        for name, value in values.items():
+            base, hour = split_period(name)
+            if hour == period:
+                found[base] = value
+        return found
+
+
+def interactive_table(instance: Instance, table: CandidateTable) -> CandidateTable:
+    """The candidates of the interactive workloads (batch is scheduled afterwards)."""
+    return CandidateTable({w.name: table.of(w.name) for w in instance.workloads if not w.is_batch})
+
+
+def build_time_program(instance: Instance, table: CandidateTable) -> TimeProgram:
+    """One static program per period of the warm day, joined by the pricing rows."""
+    warm = warm_grid(instance)
+    periods = aggregate_periods(warm)
+    scenarios = failure_scenarios(instance)
+    lp = LinearProgram(f"{instance.name}-hours")
+    parts = []
+    used: dict[tuple[str, str, int], dict[str, float]] = {}
+    tie_break = 0.0
+    for period in periods:
+        hour = period.hours[0]
+        program = build_program(
+            hour_instance(instance, period.values), interactive_table(instance, table), scenarios
+        )
+        parts.append(PeriodProgram(period, program))
+        _copy_into(lp, program, hour)
+        tie_break = program.sets.tie_break_per_gpu
+        for pool in program.sets.pools:
+            key = (pool.region, pool.candidate.gpu, hour)
+            name = ReplicasColumn(pool.workload, pool.candidate.key, pool.region).name()
+            used.setdefault(key, {})[at_period(name, hour)] = float(pool.candidate.gpus)
+    offers = offer_terms(instance)
+    weights = {period.hours[0]: period.weight_hours for period in periods}
+    add_pricing(lp, offers, used, weights, instance.policy.hours_per_month, tie_break)
+    return TimeProgram(lp, tuple(parts), instance, table, offers)
+
+
+def offer_terms(instance: Instance) -> tuple[OfferTerms, ...]:
+    """Every (region, GPU type) with supply or an existing fleet, as pricing reads it."""
+    offers = []
+    for region in instance.regions:
+        for gpu in instance.gpu_specs:
+            supply = region.supply.get(gpu)
+            existing = region.existing.get(gpu, 0)
+            if supply is None and existing <= 0:
+                continue
+            max_gpus = supply.max_gpus if supply else 0
+            cap = supply.max_on_demand_gpus if supply else None
+            offers.append(
+                OfferTerms(
+                    region=region.name,
+                    gpu=gpu,
+                    existing=existing,
+                    max_gpus=max_gpus,
+                    on_demand_price_per_gpu_hour=instance.price_per_gpu_hour(region.name, gpu),
+                    reserved_price_per_gpu_hour=supply.reserved_price_per_gpu_hour
+                    if supply
+                    else None,
+                    max_on_demand_gpus=max_gpus if cap is None else cap,
+                )
+            )
+    return tuple(offers)
+
+
+def _copy_into(lp: LinearProgram, program: FleetProgram, hour: int) -> None:
+    """The period's columns and rows under period names, less purchases and objective."""
+    for name, var in program.lp.variables.items():
+        if split_name(name)[0] == PurchasedColumn.family:
+            continue
+        lp.add_variable(at_period(name, hour), var.lower, var.upper, var.integer)
+    for name, row in program.lp.constraints.items():
+        if row.family == PURCHASE.name:
+            continue
+        lp.add_constraint(
+            at_period(name, hour),
+            row.family,
+            {at_period(var, hour): coef for var, coef in row.coefficients.items()},
+            row.sense,
+            row.rhs,
+        )

@@ -1,0 +1,255 @@
+"""Solving in time: the periods program (solver.periods), its read-back into 24 hours,
+the batch schedule (solver.batch_time), the error budget and headroom report
+(solver.time_report) and the months of the horizon (solver.months), then the
+independent verifier (which checks every hour and month).
+"""
+
+import math
+import time
+
+from models.instance import Instance
+from models.time_demand import planning_start_s
+from solver.backends import get_backend
+from solver.candidates import build_candidates
+from solver.decompose import Optimised
+from solver.diagnose import diagnose_infeasible, presolve_problems
+from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
+from solver.families.pricing import CommittedColumn, OfferTerms
+from solver.lp import SolveResult, Termination
+from solver.periods import PeriodProgram, TimeProgram, build_time_program
+from solver.plan import Commitment, GpuUse, Hour, HourGpus, Plan, ReplicaPool
+from solver.pools import assess_pools
+from solver.readback import chosen_sizes, read_plan, replica_counts
+from solver.settings import SolveSettings
+from solver.verify_hours import verify_hours as verify
+
+HOURS_PER_DAY = 24
+
+
+def solve_time(instance: Instance, settings: SolveSettings) -> tuple[Plan, PeriodProgram, dict]:
+    """The cheapest hourly plan; returns the plan, the peak period's program and its
+    values (what `explain` reads).
+
+    Raises:
+        Infeasible, NoSolution, PlanRejected: as solver.solve.solve.
+    """
+    backend = get_backend(settings.backend)
+    reason = backend.unavailable_reason()
+    if reason:
+        raise BackendUnavailable(f"backend {settings.backend!r} cannot run here: {reason}")
+    table = build_candidates(instance)
+    built_s = time.monotonic()
+    program = build_time_program(instance, table)
+    build_s = time.monotonic() - built_s
+    peak = max(program.periods, key=lambda p: sum(p.period.values.values()))
+    problems = [*table.problems, *presolve_problems(peak.program.sets)]
+    if problems:
+        raise Infeasible.from_problems(problems)
+    result = backend.run(program.lp, settings.with_duals(False))
+    if result.termination is Termination.INFEASIBLE:
+        raise Infeasible(diagnose_infeasible(peak.program, backend, settings))
+    if not result.termination.has_solution:
+        raise NoSolution(
+            f"{result.solver} found no hourly plan ({result.termination}) within "
+            f"{settings.time_limit_s:g} s: {result.message}",
+            str(result.termination),
+        )
+    values = dict(result.values)
+    for name in program.lp.integer_variables:
+        values[name] = float(round(values.get(name, 0.0)))
+    plan = hourly_plan(program, result, values, settings, build_s)
+    from solver.batch_time import with_batch
+    from solver.months import with_months
+    from solver.time_report import with_time_report
+
+    plan = with_time_report(instance, program, plan)
+    plan = with_batch(instance, table, program, plan)
+    plan = with_months(instance, program, plan, backend, settings)
+    check = verify(instance, plan)
+    if not check.ok:
+        raise PlanRejected(
+            "the solver's hourly plan fails the independent verifier:\n"
+            + "\n".join(f"  - {v}" for v in check.violations)
+        )
+    return plan, peak, program.period_values(values, peak.first_hour)
+
+
+def period_plans(
+    program: TimeProgram, result: SolveResult, values: dict[str, float], settings: SolveSettings
+) -> dict[int, Plan]:
+    """Each period's static read-back (replicas at their physics, scenarios), by first hour."""
+    plans = {}
+    for part in program.periods:
+        hour = part.first_hour
+        own = program.period_values(values, hour)
+        counts = replica_counts(part.program.sets, own)
+        curves = assess_pools(part.program.sets.instance, chosen_sizes(part.program.sets, counts))
+        plans[hour] = read_plan(part.program, Optimised(result), own, {}, settings, curves)
+    return plans
+
+
+def hourly_plan(
+    program: TimeProgram,
+    result: SolveResult,
+    values: dict[str, float],
+    settings: SolveSettings,
+    build_s: float = 0.0,
+) -> Plan:
+    """The 24 hours, the commitments, the peak fleet and the month's cost."""
+    instance = program.instance
+    days = instance.policy.hours_per_month / HOURS_PER_DAY
+    plans = period_plans(program, result, values, settings)
+    committed = {
+        (o.region, o.gpu): values.get(CommittedColumn(o.region, o.gpu).name(), 0.0)
+        for o in program.offers
+    }
+    hours = []
+    for part in program.periods:
+        first = part.first_hour
+        gpus = hour_gpus(program.offers, plans[first], committed)
+        cost = hour_cost(program.offers, gpus, committed)
+        for hour in part.period.hours:
+            hours.append(
+                Hour(
+                    hour=hour,
+                    period=first,
+                    pools=plans[first].replicas,
+                    gpus=gpus,
+                    cost_per_hour=cost,
+                )
+            )
+    hours.sort(key=lambda h: h.hour)
+    peak_pools = peak_fleet(hours)
+    uses = peak_gpu_use(program.offers, hours, days, committed)
+    peak_plan = max(plans.values(), key=lambda p: p.total_gpus or 0)
+    size = program.lp.size()
+    solver = peak_plan.solver.model_copy(
+        update={
+            "runtime_s": result.runtime_s,
+            "mip_gap": result.mip_gap,
+            "variables": size["variables"],
+            "integer_variables": size["integer_variables"],
+            "constraints": size["constraints"],
+            "method": f"one program over {len(program.periods)} periods of the day "
+            f"(built in {build_s:.2f} s)",
+        }
+    )
+    return Plan(
+        instance=instance.name,
+        status="optimal" if result.termination is Termination.OPTIMAL else "feasible",
+        cost_per_month=days * math.fsum(h.cost_per_hour for h in hours),
+        total_gpus=sum(u.used for u in uses),
+        gpus=uses,
+        replicas=peak_pools,
+        scenarios=peak_plan.scenarios,
+        solver=solver,
+        shadow_price_note="hourly plan: shadow prices are not computed for the periods program",
+        hours=tuple(hours),
+        committed=tuple(
+            Commitment(
+                region=o.region,
+                gpu=o.gpu,
+                committed_gpus=round(committed[(o.region, o.gpu)], 6),
+                reserved_price_per_gpu_hour=o.reserved_price_per_gpu_hour,
+                on_demand_price_per_gpu_hour=o.on_demand_price_per_gpu_hour,
+            )
+            for o in program.offers
+            if o.reserved_price_per_gpu_hour is not None
+        ),
+        notes=(
+            f"planned in {len(program.periods)} periods of the UTC day at the warm rate "
+            f"(demand plus headroom for a {planning_start_s(instance):g} s replica start "
+            f"and {instance.policy.scale_detection_s:g} s detection)",
+        ),
+    )
+
+
+def hour_gpus(
+    offers: tuple[OfferTerms, ...],
+    plan: Plan,
+    committed: dict[tuple[str, str], float],
+) -> tuple[HourGpus, ...]:
+    """GPUs used per offer in one period, split owned / reserved / on demand."""
+    used: dict[tuple[str, str], int] = {}
+    for pool in plan.replicas:
+        used[(pool.region, pool.gpu)] = used.get((pool.region, pool.gpu), 0) + (pool.gpus or 0)
+    rows = []
+    for o in offers:
+        n = used.get((o.region, o.gpu), 0)
+        if not n:
+            continue
+        owned = min(n, o.existing)
+        reserved = min(committed[(o.region, o.gpu)], n - owned)
+        rows.append(
+            HourGpus(
+                region=o.region,
+                gpu=o.gpu,
+                used=n,
+                existing=owned,
+                reserved=round(reserved, 6),
+                on_demand=round(max(n - owned - reserved, 0.0), 6),
+            )
+        )
+    return tuple(rows)
+
+
+def hour_cost(
+    offers: tuple[OfferTerms, ...],
+    gpus: tuple[HourGpus, ...],
+    committed: dict[tuple[str, str], float],
+) -> float:
+    """USD this hour: every committed GPU at its reserved price, on-demand and spot GPUs
+    at theirs."""
+    by_offer = {(g.region, g.gpu): g for g in gpus}
+    cost = 0.0
+    for o in offers:
+        if o.reserved_price_per_gpu_hour is not None:
+            cost += committed[(o.region, o.gpu)] * o.reserved_price_per_gpu_hour
+        row = by_offer.get((o.region, o.gpu))
+        if row is not None:
+            cost += row.on_demand * o.on_demand_price_per_gpu_hour
+    return cost
+
+
+def peak_fleet(hours: list[Hour]) -> tuple[ReplicaPool, ...]:
+    """Each pool at its largest count over the day (the fleet at its busiest)."""
+    largest: dict[tuple[str, str, str], ReplicaPool] = {}
+    for hour in hours:
+        for pool in hour.pools:
+            key = (pool.workload, pool.region, pool.key)
+            if key not in largest or pool.count > largest[key].count:
+                largest[key] = pool
+    return tuple(largest.values())
+
+
+def peak_gpu_use(
+    offers: tuple[OfferTerms, ...],
+    hours: list[Hour],
+    days: float,
+    committed: dict[tuple[str, str], float],
+) -> tuple[GpuUse, ...]:
+    """Per offer: the most GPUs used in any hour, and the month's cost of that offer."""
+    uses = []
+    for o in offers:
+        key = (o.region, o.gpu)
+        rows = [g for h in hours for g in h.gpus if (g.region, g.gpu) == key]
+        most = max((g.used for g in rows), default=0)
+        if not most and not o.existing and not committed[key]:
+            continue
+        reserved_cost = 0.0
+        if o.reserved_price_per_gpu_hour is not None:
+            reserved_cost = HOURS_PER_DAY * o.reserved_price_per_gpu_hour * committed[key]
+        on_demand_cost = math.fsum(g.on_demand * o.on_demand_price_per_gpu_hour for g in rows)
+        uses.append(
+            GpuUse(
+                region=o.region,
+                gpu=o.gpu,
+                used=most,
+                existing=o.existing,
+                purchased=max(0, most - o.existing),
+                available=o.existing + o.max_gpus,
+                price_per_gpu_hour=o.on_demand_price_per_gpu_hour,
+                cost_per_month=days * (reserved_cost + on_demand_cost),
+            )
+        )
+    return tuple(uses)
