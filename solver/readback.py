@@ -11,6 +11,7 @@ from collections import defaultdict
 from models.pooling import spare_survivors, zone_survivors
 from models.replica import ReplicaConfig
 from models.scenarios import LOSE_REPLICA, Scenario
+from models.site import gpus_bought, node_gpus
 from solver.candidates import Candidate
 from solver.decompose import Optimised
 from solver.families.split import load_terms
@@ -32,6 +33,7 @@ from solver.program import FleetProgram
 from solver.row_names import ReplicasColumn
 from solver.sets import Mode, ProgramSets
 from solver.settings import SolveSettings
+from solver.site import region_power, server_purchases
 
 ROUTE_EPSILON = 1e-7
 """Requests/s below which a route counts as unused."""
@@ -134,6 +136,10 @@ def read_plan(
             candidates=sum(len(table.of(w)) for w in sets.workloads),
             method=optimised.description,
         ),
+        servers=server_purchases(sets, gpu_uses),
+        power_kw=region_power(sets, gpu_uses, duals),
+        demand_growth=sets.demand_factor,
+        max_utilization=sets.instance.policy.max_utilization,
         shadow_price_note=SHADOW_PRICE_NOTE
         if duals
         else "no shadow prices: the backend returned no duals for the pricing LP",
@@ -142,7 +148,8 @@ def read_plan(
 
 def gpu_use(sets: ProgramSets, counts: dict[tuple[str, str, str], int]) -> tuple[GpuUse, ...]:
     """GPUs used, owned and bought per region and type, with what they cost per month:
-    max(0, used - existing) x price x hours."""
+    bought x price x hours, bought = max(0, used - existing) in whole servers with
+    policy.buy_unit: node (models.site.gpus_bought)."""
     used: dict[tuple[str, str], int] = defaultdict(int)
     for pool in sets.pools:
         count = counts.get((pool.workload, pool.candidate.key, pool.region), 0)
@@ -152,7 +159,7 @@ def gpu_use(sets: ProgramSets, counts: dict[tuple[str, str, str], int]) -> tuple
         n = used.get((r, g), 0)
         if not n and not offer.existing:
             continue
-        bought = max(0, n - offer.existing)
+        bought = gpus_bought(n, offer.existing, node_gpus(sets.instance, g))
         uses.append(
             GpuUse(
                 region=r,
