@@ -260,7 +260,63 @@ def plan_header(plan: Plan) -> list[str]:
             f"{s.variables} variables ({s.integer_variables} integer), {s.constraints} "
             f"constraints, {s.candidates} candidate configurations"
         )
+    lines += procurement_lines(plan)
     return lines
+
+
+def procurement_lines(plan: Plan) -> list[str]:
+    """Demand growth, headroom and what the limit on configurations per pool costs."""
+    lines = []
+    if plan.demand_growth != 1.0 or plan.max_utilization != 1.0:
+        lines.append(
+            f"planned for {plan.demand_growth:g}x today's demand, pools at most "
+            f"{plan.max_utilization:.0%} of their capacity at the SLO"
+        )
+    simple = plan.simplicity
+    if simple is not None and simple.extra_cost_per_month is not None:
+        lines.append(
+            f"simplicity: at most {simple.max_configs_per_pool} configuration(s) per pool "
+            f"costs ${simple.extra_cost_per_month:,.0f}/month over the unlimited plan "
+            f"(${simple.cost_per_month_unlimited:,.0f}/month, "
+            f"{simple.configurations_unlimited} pools)"
+        )
+    return lines
+
+
+def site_tables(plan: Plan) -> list[TableSpec]:
+    """Servers to buy, and power per region (with its shadow price where limited)."""
+    tables = []
+    if plan.servers:
+        tables.append(
+            TableSpec(
+                "Servers to buy",
+                ("region", "GPU", "servers", "GPUs per server"),
+                tuple(
+                    (s.region, s.gpu, str(s.count), str(s.gpus_per_server or "-"))
+                    for s in plan.servers
+                ),
+            )
+        )
+    if plan.power_kw:
+        tables.append(
+            TableSpec(
+                "Power by region (every GPU installed, existing and bought)",
+                ("region", "kW", "power_kw", "$/month per kW", "racks", "of"),
+                tuple(
+                    (
+                        p.region,
+                        f"{p.kw:,.1f}",
+                        "-" if p.limit_kw is None else f"{p.limit_kw:,.0f}",
+                        "-" if p.shadow_price_per_kw is None else f"{p.shadow_price_per_kw:,.2f}",
+                        "-" if p.racks is None else f"{p.racks:,.2f}",
+                        "-" if p.limit_racks is None else str(p.limit_racks),
+                    )
+                    for p in plan.power_kw
+                ),
+                "a nonzero $/kW: power, not money, binds the region",
+            )
+        )
+    return tables
 
 
 def plan_tables(plan: Plan) -> list[TableSpec]:
@@ -324,6 +380,7 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
         from cli.attribution import attribution_table
 
         tables.append(attribution_table(plan))
+    tables += site_tables(plan)
     shown = plan.binding[:BINDING_ROWS_SHOWN]
     hidden = len(plan.binding) - len(shown)
     tables.append(

@@ -32,22 +32,30 @@ from models.precision import Precision
 from models.quantities import (
     Availability,
     BurstFactor,
+    ConfigsPerPool,
     DeadlineHours,
+    DemandGrowth,
     GpuCount,
     HitRate,
     HorizonMonths,
     HoursPerMonth,
     InterruptionsPerHour,
+    KwPerRack,
     LatencyMs,
     LeadTimeMonths,
     LoraRank,
+    MaxUtilization,
     MipGap,
     MonthlyGrowth,
     ParallelDegree,
+    PowerKw,
     Probability,
+    Pue,
     QualityDelta,
     QualityRegression,
+    RackCount,
     RttMs,
+    ServerPowerFactor,
     StartTimeS,
     Threads,
     TimeLimitS,
@@ -184,6 +192,24 @@ class Region(BaseModel):
     failure_probability_per_year: Probability | None = None
     """Chance the region is lost at least once in a year; default: not stated (no
     expected budget burn is reported)."""
+    power_kw: PowerKw | None = None
+    """Facility power the region's GPUs may draw, kW: every GPU installed (existing and
+    bought) at tdp_w x server power factor x PUE (`models.site`); default: no limit."""
+    pue: Pue | None = None
+    """Power usage effectiveness of the region's data centre (facility / IT power);
+    default: `policy.pue`."""
+    racks: RackCount | None = None
+    """Racks the region has for GPU servers (with `kw_per_rack`); default: no limit."""
+    kw_per_rack: KwPerRack | None = None
+    """IT power one rack feeds, kW: it holds the whole servers that fit (`models.site`)."""
+
+    @model_validator(mode="after")
+    def _racks_pair(self) -> Self:
+        if (self.racks is None) != (self.kw_per_rack is None):
+            raise ValueError(
+                "racks and kw_per_rack go together: a rack holds the servers its power feeds"
+            )
+        return self
 
 
 class Slo(BaseModel):
@@ -279,6 +305,13 @@ class Survive(StrEnum):
     REGION = "region"
 
 
+class BuyUnit(StrEnum):
+    """What a purchase is made of: whole servers (`gpus_per_node` GPUs) or single GPUs."""
+
+    NODE = "node"
+    GPU = "gpu"
+
+
 class Policy(BaseModel):
     """Layout and failure policy."""
 
@@ -330,6 +363,25 @@ class Policy(BaseModel):
     """Demand growth per month as a fraction, for workloads without their own."""
     lead_time_months: LeadTimeMonths = 0
     """Months between ordering committed capacity and having it to serve."""
+    buy_unit: BuyUnit = BuyUnit.NODE
+    """Purchases in whole servers of `gpus_per_node` GPUs (`node`) or single GPUs (`gpu`);
+    the existing fleet counts as it is. With `node`, a stage's tp x dp GPUs divide the
+    server (TP within a server; pipeline stages may span servers)."""
+    max_configs_per_pool: ConfigsPerPool | None = 1
+    """Replica configurations one (workload, region, phase) may mix; null: any number.
+    The report states what the limit costs."""
+    max_utilization: MaxUtilization = 1.0
+    """Pools are planned at most this fraction of their capacity at the SLO, in every
+    scenario (headroom)."""
+    demand_growth: DemandGrowth | None = None
+    """A factor applied to all demand (1.3 plans for 30% more); the top-level
+    `demand_growth` wins."""
+    pue: Pue | None = None
+    """Power usage effectiveness of every region without its own; default 1.0 (power_kw
+    is then IT power)."""
+    server_power_factor: ServerPowerFactor | None = None
+    """A server's power over its GPUs' board power; default `models.site.SERVER_POWER_FACTOR`
+    (1.82, DGX H100: 10.2 kW for 8 x 700 W)."""
 
 
 class Quality(BaseModel):
@@ -384,6 +436,9 @@ class Instance(BaseModel):
     quality: Quality | None = None
     """A quality change declared against a base instance (read by `fleetplan compare`
     only; the plan ignores it)."""
+    demand_growth: DemandGrowth | None = None
+    """A factor applied to all demand (1.3 plans for 30% more); default:
+    `policy.demand_growth`, else 1."""
 
     @cached_property
     def gpu_specs(self) -> dict[str, GpuSpec]:

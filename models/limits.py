@@ -225,6 +225,40 @@ DWPD = Bound(1_000, "drive writes/day", "100x the most durable SLC drives, about
 WARRANTY_YEARS = Bound(50, "years", "10x the usual 5-year drive warranty")
 
 
+# --- procurement: servers, power, space, headroom ---------------------------------------
+
+POWER_KW = Bound(
+    10_000_000, "kW", "10x the largest data-centre campus planned, about 1 GW", low_open=False
+)
+RACKS = Bound(1_000_000, "racks", "20x the racks of the largest data centre, about 50,000")
+KW_PER_RACK = Bound(1_000, "kW", "7x an NVL72 rack, about 132 kW")
+PUE = Bound(
+    3.0,
+    "",
+    "power usage effectiveness is 1.1-1.6 in modern data centres; above 3 is a units mistake",
+    low=1.0,
+    low_open=False,
+)
+SERVER_POWER_FACTOR = Bound(
+    5.0,
+    "",
+    "a server drawing 5x its GPUs' board power is a GPU-less server; DGX H100 is 1.82x",
+    low=1.0,
+    low_open=False,
+)
+CONFIGS_PER_POOL = Bound(
+    64,
+    "configurations",
+    "more configurations per pool than the candidates ever kept",
+    low=1.0,
+    low_open=False,
+)
+MAX_UTILIZATION = Bound(1.0, "", "a fraction of the capacity at the SLO", high_open=False)
+DEMAND_GROWTH = Bound(
+    1_000, "", "demand 1,000x today's is a different service, not growth", low_open=True
+)
+
+
 def max_threads() -> int:
     """Solver threads allowed on this machine: its CPU count.
 

@@ -206,3 +206,19 @@ Dwpd = real(limits.DWPD)
 """Drive writes per day."""
 WarrantyYears = real(limits.WARRANTY_YEARS)
 """Years a drive's endurance rating holds over."""
+PowerKw = real(limits.POWER_KW)
+"""Power a site can feed, kW."""
+RackCount = whole(limits.RACKS)
+"""Racks of a site."""
+KwPerRack = real(limits.KW_PER_RACK)
+"""Power one rack can feed, kW."""
+Pue = real(limits.PUE)
+"""Power usage effectiveness: facility power over IT power, >= 1."""
+ServerPowerFactor = real(limits.SERVER_POWER_FACTOR)
+"""A server's power over its GPUs' board power, >= 1."""
+ConfigsPerPool = whole(limits.CONFIGS_PER_POOL)
+"""Replica configurations one pool may mix."""
+MaxUtilization = real(limits.MAX_UTILIZATION)
+"""A fraction in (0, 1] of a pool's capacity at the SLO."""
+DemandGrowth = real(limits.DEMAND_GROWTH)
+"""A factor > 0 applied to all demand."""

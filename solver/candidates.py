@@ -6,7 +6,9 @@ For each workload w the candidates are the configurations
 
 with g offered in some region (supply or existing fleet), p in the model entry's
 `weight_precisions` and supported by g's tensor cores, t in `policy.tensor_parallel`
-dividing the attention heads and within one scale-up domain (t <= gpus_per_node), s in
+dividing the attention heads and within one scale-up domain (t <= gpus_per_node; with
+`policy.buy_unit: node`, each stage's t x d GPUs divide the server, so a replica never
+straddles servers but by its pipeline stages: `models.site.stage_problem`), s in
 `policy.pipeline_parallel` (at most the layer count), e in `policy.expert_parallel` and d
 in `policy.attention_data_parallel` where the expert layout rule holds (an MoE model, e
 dividing t x d and the experts; e = d = 1 always), role unified, plus prefill and
@@ -61,7 +63,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
 from models.efficiency import efficiency_for
-from models.instance import Instance, Workload
+from models.instance import BuyUnit, Instance, Workload
 from models.llm import LlmSpec
 from models.memory import expert_layout_problem, kv_precision_for
 from models.pooling import planning_capacity
@@ -74,6 +76,7 @@ from models.replica import (
     Role,
     TrafficMix,
 )
+from models.site import stage_problem
 from solver.errors import Problem
 from solver.plan import configuration_key
 from solver.pools import (
@@ -212,6 +215,7 @@ def configurations(instance: Instance, workload: Workload) -> list[ReplicaConfig
     if policy.disaggregation:
         roles += [Role.PREFILL, Role.DECODE]
     configs = []
+    whole_servers = policy.buy_unit is BuyUnit.NODE
     for gpu_name in offered_gpus(instance):
         gpu = instance.gpu_specs[gpu_name]
         for precision in entry.weight_precisions:
@@ -225,6 +229,8 @@ def configurations(instance: Instance, workload: Workload) -> list[ReplicaConfig
                     if pp > llm.layers:
                         continue
                     for ep, dp in expert_layouts(instance, llm, tp):
+                        if whole_servers and stage_problem(tp, dp, gpu.gpus_per_node):
+                            continue
                         for role in roles:
                             configs.append(
                                 ReplicaConfig(gpu, llm, precision, kv, tp, pp, role, ep, dp)

@@ -18,6 +18,12 @@ gap the union is a plan as good as the joint solve would return. Otherwise (work
 compete for a GPU type in some region, or share an existing fleet unevenly) the joint
 program is solved as one.
 
+Whole servers (policy.buy_unit: node) and site power are shared between workloads
+too: each P_w buys single GPUs against the whole power of each site (a relaxation
+still), the join rounds each (r, g) purchase up to whole servers, and the joined plan
+must then hold every row of the whole program, power included, and be within the gap;
+otherwise the whole is solved as one.
+
 Why: failover couples every region of a workload, and each (workload, region, phase)
 rounds its replicas up on its own, so the joint branch and bound has to close hundreds
 of independent roundings at once; a 0.1% gap on a large fleet is less than one
@@ -38,8 +44,11 @@ import time
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from models.instance import BuyUnit
+from models.site import gpus_bought, node_gpus
 from solver.backends import Backend
 from solver.candidates import CandidateTable
+from solver.families.servers import ServersColumn
 from solver.families.variables import PurchasedColumn
 from solver.lp import LinearProgram, SolveResult, Termination
 from solver.program import FleetProgram, build_program, with_bounds
@@ -105,12 +114,18 @@ def optimise(
 
 
 def workload_program(program: FleetProgram, workload: str | tuple[str, ...]) -> FleetProgram:
-    """The program of one workload (or of workloads coupled by shared groups) alone,
-    over the whole supply."""
+    """The program of one workload (or of workloads coupled by shared groups) alone, over
+    the whole supply (and the whole power of each site), buying single GPUs: whole
+    servers are shared between workloads, so rounding each workload's purchase up to
+    servers on its own would not be a relaxation; the join rounds the sum (`_purchases`)."""
     sets = program.sets
     part = (workload,) if isinstance(workload, str) else workload
+    policy = sets.instance.policy.model_copy(update={"buy_unit": BuyUnit.GPU})
     alone = sets.instance.model_copy(
-        update={"workloads": [w for w in sets.instance.workloads if w.name in part]}
+        update={
+            "workloads": [w for w in sets.instance.workloads if w.name in part],
+            "policy": policy,
+        }
     )
     table = CandidateTable({w: sets.table.of(w) for w in part})
     return build_program(alone, table, sets.scenarios, groups=program.groups.restricted(part))
@@ -179,11 +194,12 @@ def solve_by_workload(
 
 
 def _per_workload(name: str) -> bool:
-    return split_name(name)[0] != PurchasedColumn.family
+    return split_name(name)[0] not in (PurchasedColumn.family, ServersColumn.family)
 
 
 def _purchases(program: FleetProgram, values: dict[str, float]) -> dict[str, float]:
-    """purchased[r,g] = max(0, used - existing) for the joined replicas."""
+    """purchased[r,g] = max(0, used - existing), in whole servers servers[r,g] where
+    bought so (models.site.gpus_bought), for the joined replicas."""
     sets = program.sets
     used = {key: 0.0 for key in sets.offers}
     for pool in sets.pools:
@@ -195,10 +211,14 @@ def _purchases(program: FleetProgram, values: dict[str, float]) -> dict[str, flo
             if g == t.gpu:
                 count = values.get(GroupsColumn(t.key, r).name(), 0.0)
                 used[(r, g)] += round(count) * t.gpus
-    return {
-        PurchasedColumn(r, g).name(): max(0.0, used[(r, g)] - offer.existing)
-        for (r, g), offer in sets.offers.items()
-    }
+    values = {}
+    for (r, g), offer in sets.offers.items():
+        n = node_gpus(sets.instance, g)
+        bought = gpus_bought(round(used[(r, g)]), offer.existing, n)
+        values[PurchasedColumn(r, g).name()] = float(bought)
+        if ServersColumn(r, g).name() in program.lp.variables:
+            values[ServersColumn(r, g).name()] = float(bought // n)
+    return values
 
 
 def _feasible(lp: LinearProgram, values: dict[str, float], bounds: Bounds) -> bool:

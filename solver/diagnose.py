@@ -29,6 +29,7 @@ from models.scenarios import Scenario, ScenarioKind
 from solver.backends import Backend
 from solver.errors import Diagnosis, Problem
 from solver.families.demand import UnservedColumn
+from solver.families.power import site_conflicts
 from solver.families.supply import ExtraGpusColumn
 from solver.families.variables import ServedColumn
 from solver.lp import LinearProgram, Termination
@@ -185,6 +186,7 @@ def diagnose_infeasible(
         )
     values = result.values
     problems = _supply_conflicts(sets, values) + _demand_conflicts(sets, values)
+    problems += site_conflicts(sets, values)
     if not problems:
         problems = [
             Problem(

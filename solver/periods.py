@@ -11,8 +11,8 @@ interactive (workload, region) at its warm rate; models.time_demand.hour_instanc
 each period has its own replicas, routing, capacity rows per failure scenario, pooling
 steps and supply rows. Its names carry the period: `replicas[chat,h100...,us-east]@t07`
 is the pool's replicas in the period starting at UTC hour 7 (`at_period`). Its
-`purchased` columns, `purchase` rows and objective are dropped; the pricing rows take
-their place:
+objective is dropped (its `purchased` columns stay, unpriced, so that whole servers,
+power and racks hold in every hour); the pricing rows take its place:
 
     gpu_cover[r,g,p]:  committed[r,g] + on_demand[r,g,p] >= used[r,g,p] - existing[r,g]
     minimise  days x (24 p_res committed + sum_p w_p p_od on_demand_p)
@@ -31,11 +31,9 @@ from models.time_demand import hour_instance, warm_grid
 from models.time_periods import Period, aggregate_periods
 from solver.candidates import CandidateTable
 from solver.families.pricing import OfferTerms, add_pricing
-from solver.families.supply import PURCHASE
-from solver.families.variables import PurchasedColumn
 from solver.lp import LinearProgram
 from solver.program import FleetProgram, build_program
-from solver.row_names import ReplicasColumn, split_name
+from solver.row_names import ReplicasColumn
 
 PERIOD_MARK = "@t"
 
@@ -146,14 +144,13 @@ def offer_terms(instance: Instance) -> tuple[OfferTerms, ...]:
 
 
 def _copy_into(lp: LinearProgram, program: FleetProgram, hour: int) -> None:
-    """The period's columns and rows under period names, less purchases and objective."""
+    """The period's columns and rows under period names, less the objective: the period's
+    `purchased` (GPUs installed beyond the owned ones that hour) keeps its rows, so that
+    whole servers, power and racks hold in every hour, but costs nothing itself (the
+    pricing rows price the hour's GPUs)."""
     for name, var in program.lp.variables.items():
-        if split_name(name)[0] == PurchasedColumn.family:
-            continue
         lp.add_variable(at_period(name, hour), var.lower, var.upper, var.integer)
     for name, row in program.lp.constraints.items():
-        if row.family == PURCHASE.name:
-            continue
         lp.add_constraint(
             at_period(name, hour),
             row.family,

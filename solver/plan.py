@@ -181,6 +181,52 @@ class GpuUse(BaseModel):
     """purchased x price x hours_per_month."""
 
 
+class ServerPurchase(BaseModel):
+    """Whole servers of one GPU type to buy in one region (policy.buy_unit: node)."""
+
+    model_config = _FROZEN
+
+    region: str
+    gpu: str
+    count: int = Field(ge=0)
+    """Servers of `gpus_per_node` GPUs each."""
+    gpus_per_server: int | None = Field(default=None, ge=1)
+
+
+class RegionPower(BaseModel):
+    """Facility power (and rack space) the region's GPUs take, against its limits."""
+
+    model_config = _FROZEN
+
+    region: str
+    kw: float
+    """kW drawn by every GPU installed (existing and bought) at tdp x server factor x PUE."""
+    limit_kw: float | None = None
+    """The region's power_kw (None: no limit stated)."""
+    shadow_price_per_kw: float | None = None
+    """$/month one more kW would save (the power row's shadow price; 0 when power does
+    not bind; None without a limit)."""
+    racks: float | None = None
+    """Racks the installed servers take (with racks stated)."""
+    limit_racks: int | None = None
+
+
+class SimplicityCost(BaseModel):
+    """What policy.max_configs_per_pool costs: the plan against the one with the limit
+    lifted (solved too)."""
+
+    model_config = _FROZEN
+
+    max_configs_per_pool: int
+    cost_per_month_unlimited: float | None
+    """Cost of the plan with any number of configurations per pool (None: not found in
+    the time left)."""
+    extra_cost_per_month: float | None
+    """This plan's cost minus the unlimited one (>= 0 up to the MIP gap)."""
+    configurations_unlimited: int | None = None
+    """Configurations (pools) the unlimited plan uses, against this plan's."""
+
+
 class Binding(BaseModel):
     """A constraint that shapes the plan, with its shadow price."""
 
@@ -325,6 +371,16 @@ class Plan(BaseModel):
     """The unit of `ReplicaPool.capacity_units_per_replica` (solver.capacity_report)."""
     tiering: "Tiering | None" = None
     """With policy.colocation: who shares, who pays the bills, what sharing saved."""
+    servers: tuple[ServerPurchase, ...] = ()
+    """Whole servers to buy per region and GPU type (policy.buy_unit: node)."""
+    power_kw: tuple[RegionPower, ...] = ()
+    """Power drawn per region with GPUs, against its power_kw."""
+    demand_growth: float = 1.0
+    """The factor the plan applied to all demand."""
+    max_utilization: float = 1.0
+    """The largest fraction of a pool's capacity at the SLO the plan allows."""
+    simplicity: SimplicityCost | None = None
+    """What the limit on configurations per pool costs (None: no limit)."""
 
     @property
     def optimal(self) -> bool:

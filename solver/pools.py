@@ -34,6 +34,7 @@ from models.efficiency import Efficiency, efficiency_for
 from models.instance import Instance
 from models.pooling import planning_capacity, spare_survivors, zone_survivors
 from models.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, TrafficMix
+from models.site import demand_factor
 
 POOL_STEP_GAIN = 0.02
 """A pool size joins a candidate's ladder when it lifts the capacity per replica by at
@@ -194,6 +195,7 @@ def largest_pool(instance: Instance, workload: str, gpu: str, gpus: int, lone: f
     ]
     entry = next(w for w in instance.workloads if w.name == workload)
     demand = sum(level.peak_rps for level in entry.demand.values())
+    demand *= demand_factor(instance) / instance.policy.max_utilization  # as planned
     zones = max((region.zones for region in instance.regions), default=1)
     spread = zones / (zones - 1) if zones > 1 else 1.0
     worth = math.ceil(demand * spread / lone) + 1

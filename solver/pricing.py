@@ -47,7 +47,7 @@ def pricing_program(program: FleetProgram, values: dict[str, float]):
         for name in names:
             bounds[name] = (0.0, None if chosen else 0.0)
         fixed = [PoolAtLeastColumn.of(pool, tier.replicas).name() for tier in pool.tiers]
-        if sets.survives_replica_loss:
+        if sets.needs_pool_used:
             fixed.append(PoolUsedColumn(w, key, r).name())
         for name in fixed:
             level = float(round(values.get(name, 0.0)))

@@ -8,7 +8,7 @@ names); routes (f, w, o, d) the latency policy allows; serving modes of (w, d).
 
     demand[f,w,o]            sum_d served[f,w,o,d] = D[w,o]
     mode_split[f,w,d]        sum_m <m>[f,w,d] = sum_o served[f,w,o,d]
-    capacity[f,w,d,phase]    sum_c credit_f[w,c,d] >= load_f[w,d,phase]
+    capacity[f,w,d,phase]    sum_c credit_f[w,c,d] >= load_f[w,d,phase] / max_utilization
                              credit = q_c x alive_f + sum_k gain_k x pooled_f[k]
     pool_size[w,c,r,P]       replicas - P x pool_at_least >= 0               (pooling)
     pooled_within/open       pooled <= replicas, pooled <= M x pool_at_least   (pooling)
@@ -17,8 +17,13 @@ names); routes (f, w, o, d) the latency policy allows; serving modes of (w, d).
     replica_spare[w,d,ph,c]  capacity(phase) less one replica of c >= load_none (replica)
     gpu_supply[r,g]          sum gpus(c) x replicas <= existing + max_gpus
     purchase[r,g]            purchased >= sum gpus(c) x replicas - existing
+    configs_per_pool[w,d,ph] sum_c pool_used <= max_configs_per_pool           (simplicity)
+    whole_servers[r,g]       purchased = gpus_per_node x servers               (servers)
+    power[r]                 sum_g kW_g x (existing + purchased) <= power_kw   (power)
+    rack_space[r]            sum_g racks_g x (existing + purchased) <= racks   (power)
 
-    replicas, zone_survivors integer >= 0; pool_used, pool_at_least binary;
+    D[w,o] is the peak demand times demand_growth. replicas, zone_survivors, servers
+    integer >= 0; pool_used, pool_at_least binary;
     served, loads, pooled >= 0
 
 With policy.colocation, shared group templates t add groups[t,r] (integer) whose credit
@@ -40,7 +45,10 @@ from solver.families.demand import add_demand_met
 from solver.families.groups import GroupSets, add_group_rows, add_group_variables
 from solver.families.objective import add_fleet_cost
 from solver.families.pooling import add_pool_steps, add_pooling_variables
-from solver.families.replica import add_replica_spare
+from solver.families.power import add_power_within_site
+from solver.families.replica import add_pool_open, add_replica_spare
+from solver.families.servers import add_server_variables, add_whole_servers
+from solver.families.simplicity import add_configs_per_pool
 from solver.families.split import add_mode_split
 from solver.families.supply import add_gpu_supply, add_purchase_covers_use
 from solver.families.zone import add_zone_survivors
@@ -93,17 +101,23 @@ def build_program(
         variables.add_pool_used_variables,
         add_pooling_variables,
         variables.add_purchase_variables,
+        add_server_variables,
         lambda lp, _sets: add_group_variables(lp, sites),
         add_demand_met,
         add_mode_split,
         add_capacity_within_pools,
         add_pool_steps,
         add_zone_survivors,
+        add_pool_open,
         add_replica_spare,
+        add_configs_per_pool,
         add_gpu_supply,
         add_purchase_covers_use,
+        add_whole_servers,
+        add_power_within_site,
         add_fleet_cost,
-        lambda lp, _sets: add_group_rows(lp, sites),  # extends the capacity and supply rows
+        # last: extends the capacity, spare, supply and purchase rows with the groups
+        lambda lp, _sets: add_group_rows(lp, sites),
     )
     for add_family in families:
         add_family(lp, sets)

@@ -11,6 +11,7 @@ from collections import defaultdict
 from models.pooling import spare_survivors, zone_survivors
 from models.replica import ReplicaConfig
 from models.scenarios import LOSE_REPLICA, Scenario
+from models.site import gpus_bought, node_gpus
 from solver.candidates import Candidate
 from solver.cost_attribution import cost_attribution
 from solver.decompose import Optimised
@@ -35,6 +36,7 @@ from solver.program import FleetProgram
 from solver.row_names import ReplicasColumn
 from solver.sets import Mode, ProgramSets
 from solver.settings import SolveSettings
+from solver.site import region_power, server_purchases
 
 ROUTE_EPSILON = 1e-7
 """Requests/s below which a route counts as unused."""
@@ -145,6 +147,10 @@ def read_plan(
             candidates=sum(len(table.of(w)) for w in sets.workloads),
             method=optimised.description,
         ),
+        servers=server_purchases(sets, gpu_uses),
+        power_kw=region_power(sets, gpu_uses, duals),
+        demand_growth=sets.demand_factor,
+        max_utilization=sets.instance.policy.max_utilization,
         shadow_price_note=SHADOW_PRICE_NOTE
         if duals
         else "no shadow prices: the backend returned no duals for the pricing LP",
@@ -173,7 +179,8 @@ def gpu_use(
     shared_gpus: dict[tuple[str, str], int] | None = None,
 ) -> tuple[GpuUse, ...]:
     """GPUs used, owned and bought per region and type (shared groups' GPUs included),
-    with what they cost per month: max(0, used - existing) x price x hours."""
+    with what they cost per month: bought x price x hours, bought = max(0, used -
+    existing) in whole servers with policy.buy_unit: node (models.site.gpus_bought)."""
     used: dict[tuple[str, str], int] = defaultdict(int, shared_gpus or {})
     for pool in sets.pools:
         count = counts.get((pool.workload, pool.candidate.key, pool.region), 0)
@@ -183,7 +190,7 @@ def gpu_use(
         n = used.get((r, g), 0)
         if not n and not offer.existing:
             continue
-        bought = max(0, n - offer.existing)
+        bought = gpus_bought(n, offer.existing, node_gpus(sets.instance, g))
         uses.append(
             GpuUse(
                 region=r,

@@ -15,7 +15,8 @@ strings at the call site:
 This module sits beside the plan schema (solver.plan) as its vocabulary, and imports
 nothing from solver/: the independent verifier names the requirements a fleet breaks
 with the same names as the program's rows, so the index types it needs live here
-(replicas, demand, gpu_supply, replica_spare, and the phase label). Every other family
+(replicas, demand, gpu_supply, replica_spare, whole_servers, power, rack_space,
+configs_per_pool, and the phase label). Every other family
 declares its index type in its own module under solver.families.
 """
 
@@ -160,6 +161,14 @@ class GroupsColumn(Index):
 
 
 @dataclass(frozen=True)
+class PowerRow(Index):
+    """power[r]: the GPUs installed in region r draw no more than its power_kw."""
+
+    family: ClassVar[str] = "power"
+    region: str
+
+
+@dataclass(frozen=True)
 class GroupSpareRow(Index):
     """group_spare[w,d,t]: w's load in d is still carried without one replica of the
     shared group t (survive: replica)."""
@@ -168,3 +177,31 @@ class GroupSpareRow(Index):
     workload: str
     region: str
     template: str
+
+
+@dataclass(frozen=True)
+class RackSpaceRow(Index):
+    """rack_space[r]: the servers installed in region r fit in its racks."""
+
+    family: ClassVar[str] = "rack_space"
+    region: str
+
+
+@dataclass(frozen=True)
+class ConfigsPerPoolRow(Index):
+    """configs_per_pool[w,d,phase]: the phase of w in d mixes at most
+    policy.max_configs_per_pool configurations."""
+
+    family: ClassVar[str] = "configs_per_pool"
+    workload: str
+    region: str
+    phase: str
+
+
+@dataclass(frozen=True)
+class WholeServersRow(Index):
+    """whole_servers[r,g]: GPUs of type g are bought in r as whole servers."""
+
+    family: ClassVar[str] = "whole_servers"
+    region: str
+    gpu: str

@@ -32,6 +32,7 @@ from functools import cached_property
 from models.instance import Instance
 from models.replica import Role
 from models.scenarios import RegionGraph, Scenario, ScenarioKind
+from models.site import demand_factor
 from solver.candidates import Candidate, CandidateTable
 from solver.elastic import ElasticSlack, elastic_slack
 from solver.pools import Tier, largest_useful_pool, pool_tiers
@@ -124,11 +125,28 @@ class ProgramSets:
     def demand(self) -> dict[tuple[str, str], float]:
         """D[w,o]: peak requests/s (regions with positive demand only)."""
         return {
-            (workload.name, region): level.peak_rps
+            (workload.name, region): level.peak_rps * self.demand_factor
             for workload in self.instance.workloads
             for region, level in workload.demand.items()
             if level.peak_rps > 0
         }
+
+    @cached_property
+    def demand_factor(self) -> float:
+        """`demand_growth`, the factor on every demand (models.site.demand_factor)."""
+        return demand_factor(self.instance)
+
+    @cached_property
+    def load_per_capacity(self) -> float:
+        """1 / policy.max_utilization: capacity rows ask this much capacity per request/s
+        of load, so that no pool is planned above that fraction of its capacity."""
+        return 1.0 / self.instance.policy.max_utilization
+
+    @cached_property
+    def needs_pool_used(self) -> bool:
+        """Whether pool_used[w,c,r] exists: survive: replica, or a limit on the
+        configurations of a pool (solver.families.simplicity)."""
+        return self.survives_replica_loss or self.instance.policy.max_configs_per_pool is not None
 
     @cached_property
     def hours_per_month(self) -> float:
@@ -213,7 +231,7 @@ class ProgramSets:
     def _largest_useful(self, w: str, c: Candidate, r: str) -> int:
         """n_max of c's pool in r (solver.pools.largest_useful_pool) for the most r may
         be sent, L[w,r], under this program's scenarios."""
-        load = self.max_load.get((w, r), 0.0)
+        load = self.max_load.get((w, r), 0.0) * self.load_per_capacity
         return largest_useful_pool(
             c.curve, c.ladder, load, self._zone_hit(r), self.survives_replica_loss
         )

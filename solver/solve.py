@@ -23,11 +23,11 @@ from solver.decompose import Optimised, optimise
 from solver.diagnose import diagnose_infeasible, presolve_problems
 from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
 from solver.lp import LinearProgram, SolveResult, Termination
-from solver.plan import Plan
+from solver.plan import Plan, SimplicityCost
 from solver.pools import PoolCurve, assess_pools
 from solver.pricing import priced_rows, pricing_program
 from solver.program import FleetProgram, build_program
-from solver.readback import chosen_sizes, integral, read_plan, replica_counts
+from solver.readback import chosen_sizes, gpu_use, integral, read_plan, replica_counts
 from solver.settings import SolveSettings, TimeLimitReached
 from solver.tiering import tiering_report
 from solver.verify import verify
@@ -115,6 +115,7 @@ def solve_program(instance: Instance, settings: SolveSettings | None = None) -> 
     counts = replica_counts(program.sets, values)
     curves = assess_pools(instance, chosen_sizes(program.sets, counts))
     plan = read_plan(program, optimised, values, priced_rows(pricing), settings, curves)
+    plan = plan.model_copy(update={"simplicity": simplicity_cost(instance, plan, settings)})
     if program.groups.templates or instance.policy.colocation:
         plan = _with_tiering(instance, settings, plan, program)
     check = verify(instance, plan)
@@ -160,6 +161,35 @@ def _solve_in_time(instance: Instance, settings: SolveSettings) -> Solved:
         values=values,
     )
     return Solved(peak.program, Optimised(result), plan, settings, {})
+
+
+def simplicity_cost(
+    instance: Instance, plan: Plan, settings: SolveSettings
+) -> SimplicityCost | None:
+    """What policy.max_configs_per_pool costs: the same instance solved with the limit
+    lifted (None when there is no limit). The unlimited plan is not verified or priced;
+    only its cost and its number of pools are read. Not found within the time limit:
+    its cost is None."""
+    limit = instance.policy.max_configs_per_pool
+    if limit is None or plan.cost_per_month is None:
+        return None
+    policy = instance.policy.model_copy(update={"max_configs_per_pool": None})
+    lifted = instance.model_copy(update={"policy": policy})
+    program = build_program(lifted, build_candidates(lifted))
+    result = optimise(program, get_backend(settings.backend), settings).result
+    if not result.termination.has_solution:
+        return SimplicityCost(
+            max_configs_per_pool=limit, cost_per_month_unlimited=None, extra_cost_per_month=None
+        )
+    values = integral(program, result.values)
+    uses = gpu_use(program.sets, replica_counts(program.sets, values))
+    unlimited = sum(use.cost_per_month for use in uses)
+    return SimplicityCost(
+        max_configs_per_pool=limit,
+        cost_per_month_unlimited=unlimited,
+        extra_cost_per_month=plan.cost_per_month - unlimited,
+        configurations_unlimited=len(replica_counts(program.sets, values)),
+    )
 
 
 def _size_text(lp: LinearProgram) -> str:

@@ -5,16 +5,22 @@ It reads only the instance and the plan's replica pools, never the program or a 
 1. Each pool's configuration is one the instance allows (workload, region, GPU,
    precision, TP dividing the heads), and its capacity at the SLO is recomputed from
    scratch with the physics (`models.capacity.replica_capacity`): it must fit and meet
-   the SLO at some load. A pool is every replica of one configuration (GPU, precision,
-   KV precision, TP, PP, role) serving one workload in one region, however many plan
-   entries list them: they sit behind one router and share one prompt queue, so the
-   capacity per replica is that of a pool of the replicas that actually serve
+   the SLO at some load (a capacity the plan states is judged only when it claims more
+   than the physics gives: a conservative plan passes). A pool is every replica of one
+   configuration (GPU, precision, KV precision, TP, PP, role) serving one workload in
+   one region, however many plan entries list them: they sit behind one router and
+   share one prompt queue, so the capacity per replica is that of a pool of the
+   replicas that actually serve
    (`pool_replicas` = the pool's surviving count in each scenario), never an assumption
-   the program made. A stated capacity per replica must match the physics at the pool's
-   full size.
+   the program made.
 2. GPUs used per region and type stay within the existing fleet plus the supply.
-3. The cost is recomputed: sum over (r, g) of max(0, used - existing) x price x hours;
-   the plan's stated cost and GPU total, when given, must match.
+3. The cost is recomputed: sum over (r, g) of bought x price x hours, bought =
+   max(0, used - existing) in whole servers with policy.buy_unit: node
+   (models.site.gpus_bought); the plan's stated cost, GPU total and servers, when
+   given, must match (`whole_servers[r,g]`). The GPUs installed (existing and bought)
+   stay within each region's power_kw and racks (`power[r]`, `rack_space[r]`), and no
+   (workload, region, phase) mixes more dedicated configurations than
+   policy.max_configs_per_pool (`configs_per_pool[w,d,phase]`; shared groups not counted).
 4. Every scenario the policy names is served. For `none`, region and zone loss: a
    max-flow per workload (networkx) on
 
@@ -26,7 +32,8 @@ It reads only the instance and the plan's replica pools, never the program or a 
    f, each pool n x q(n) at its n survivors (a prefill pool pairs with a decode pool of
    the same weight precision). Every request/s of demand must reach the sink. Replica
    loss: for every pool, each region's own demand is still within its capacity with one
-   replica of that pool gone (that pool n - 1 replicas at q(n - 1)).
+   replica of that pool gone (that pool n - 1 replicas at q(n - 1)). Demand is the
+   peak times `demand_growth`; every capacity counts at policy.max_utilization of it.
 
 5. Shared groups (entries with `members`, policy.colocation): each group is recomputed
    on its own with `models.colocation.evaluate_group` at the loads the plan may route to
@@ -66,14 +73,19 @@ from models.pooling import planning_capacity
 from models.precision import Precision
 from models.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
 from models.scenarios import RegionGraph, Scenario, ScenarioKind, failure_scenarios
+from models.site import demand_factor, gpu_kw, gpus_bought, node_gpus, racks_per_gpu
 from solver.plan import Plan, ReplicaPool
 from solver.row_names import (
+    ConfigsPerPoolRow,
     DemandRow,
     GpuSupplyRow,
     GroupsColumn,
     GroupSpareRow,
+    PowerRow,
+    RackSpaceRow,
     ReplicasColumn,
     ReplicaSpareRow,
+    WholeServersRow,
     phase_label,
 )
 
@@ -159,9 +171,12 @@ class _Pool:
             return 0.0
         return planning_capacity(self.capacity(replicas))
 
+    headroom: float = 1.0
+    """policy.max_utilization: the fraction of the capacity the pool may be loaded to."""
+
     def carries(self, replicas: int) -> float:
-        """Requests/s the pool carries with `replicas` replicas: n x q(n)."""
-        return replicas * self.requests_per_s(replicas)
+        """Requests/s the pool may carry with `replicas` replicas: n x q(n) x headroom."""
+        return replicas * self.requests_per_s(replicas) * self.headroom
 
 
 def verify(instance: Instance, plan: Plan) -> Verification:
@@ -171,6 +186,8 @@ def verify(instance: Instance, plan: Plan) -> Verification:
     pools += _check_groups(instance, plan, violations)
     used = _check_supply(instance, pools, violations)
     cost = _check_cost(instance, plan, used, violations)
+    _check_site(instance, plan, used, violations)
+    _check_configs_per_pool(instance, [p for p in pools if not isinstance(p, _Share)], violations)
     checks = _check_scenarios(instance, pools, violations)
     return Verification(
         ok=not violations,
@@ -244,6 +261,7 @@ def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]
                 efficiency=efficiency_for(gpu.name, entry.precision, instance.efficiency),
                 serves=True,
                 physics=physics[(entry.workload, entry.label, kv)],
+                headroom=instance.policy.max_utilization,
             )
             lone = pool.capacity(1)  # fits and meets the SLO alike at every pool size
             pool.serves = planning_capacity(lone) > 0
@@ -263,12 +281,12 @@ def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]
         rate = pool.requests_per_s(size)
         for entry in pool.entries:
             stated = entry.requests_per_s_per_replica
-            if stated is not None and not _close(stated, rate):
+            if stated is not None and stated > rate and not _close(stated, rate):
                 add(
                     Violation(
                         requirement=ReplicasColumn(entry.workload, entry.key, entry.region).name(),
                         message=f"states {stated:.4g} requests/s per replica; the physics "
-                        f"gives {rate:.4g} in a pool of {size} behind one router",
+                        f"gives only {rate:.4g} in a pool of {size} behind one router",
                     )
                 )
     return list(pools.values())
@@ -309,7 +327,7 @@ def _check_cost(
     hours = instance.policy.hours_per_month
     cost = 0.0
     for (r, g), n in used.items():
-        bought = max(0, n - instance.region(r).existing.get(g, 0))
+        bought = gpus_bought(n, instance.region(r).existing.get(g, 0), node_gpus(instance, g))
         cost += bought * instance.price_per_gpu_hour(r, g) * hours
     if plan.cost_per_month is not None and abs(plan.cost_per_month - cost) > COST_TOLERANCE:
         violations.append(
@@ -330,6 +348,99 @@ def _check_cost(
     return cost
 
 
+def _check_site(
+    instance: Instance,
+    plan: Plan,
+    used: dict[tuple[str, str], int],
+    violations: list[Violation],
+) -> None:
+    """Stated servers hold the GPUs bought; power and racks hold every GPU installed."""
+    bought: dict[tuple[str, str], int] = {}
+    for region in instance.regions:
+        gpus = set(region.existing) | {g for r, g in used if r == region.name}
+        for g in gpus:
+            if g in instance.gpu_specs:
+                existing = region.existing.get(g, 0)
+                n = node_gpus(instance, g)
+                bought[(region.name, g)] = gpus_bought(used.get((region.name, g), 0), existing, n)
+    stated = {(s.region, s.gpu): s.count for s in plan.servers}
+    for (r, g), count in sorted(stated.items()):
+        n = node_gpus(instance, g) if g in instance.gpu_specs else 1
+        need = bought.get((r, g), 0) // n
+        if count != need:
+            violations.append(
+                Violation(
+                    requirement=WholeServersRow(r, g).name(),
+                    message=f"states {count} servers of {g} in {r}; the GPUs used beyond the "
+                    f"existing fleet need {need} of {n} GPUs",
+                )
+            )
+    for region in instance.regions:
+        installed = {
+            g: region.existing.get(g, 0) + bought.get((region.name, g), 0)
+            for g in instance.gpu_specs
+        }
+        if region.power_kw is not None:
+            kw = sum(gpu_kw(instance, region.name, g) * n for g, n in installed.items() if n)
+            if kw > region.power_kw * (1 + DEMAND_TOLERANCE) + DEMAND_TOLERANCE:
+                violations.append(
+                    Violation(
+                        requirement=PowerRow(region.name).name(),
+                        message=f"the GPUs installed in {region.name} draw {kw:,.1f} kW; "
+                        f"power_kw is {region.power_kw:,.1f}",
+                    )
+                )
+        if region.racks is not None and region.kw_per_rack is not None:
+            racks = sum(
+                racks_per_gpu(instance, g, region.kw_per_rack) * n
+                for g, n in installed.items()
+                if n
+            )
+            if racks > region.racks * (1 + DEMAND_TOLERANCE) + DEMAND_TOLERANCE:
+                violations.append(
+                    Violation(
+                        requirement=RackSpaceRow(region.name).name(),
+                        message=f"the servers installed in {region.name} take {racks:,.2f} "
+                        f"racks of {region.kw_per_rack:g} kW; it has {region.racks}",
+                    )
+                )
+
+
+def _check_configs_per_pool(
+    instance: Instance, pools: list[_Pool], violations: list[Violation]
+) -> None:
+    """No (workload, region, phase) mixes more dedicated configurations than the policy
+    allows (shared groups are co-location's choice and are not counted, as in the
+    program's configs_per_pool rows)."""
+    limit = instance.policy.max_configs_per_pool
+    if limit is None:
+        return
+    grouped: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for pool in pools:
+        if pool.count > 0:
+            split = (
+                len(
+                    {
+                        p.precision
+                        for p in pools
+                        if p.workload == pool.workload and p.role is not Role.UNIFIED
+                    }
+                )
+                > 1
+            )
+            phase = phase_label(pool.role, pool.precision, split)
+            grouped[(pool.workload, pool.region, phase)].append(pool.label)
+    for (w, d, phase), labels in sorted(grouped.items()):
+        if len(labels) > limit:
+            violations.append(
+                Violation(
+                    requirement=ConfigsPerPoolRow(w, d, phase).name(),
+                    message=f"{len(labels)} configurations ({'; '.join(labels)}); "
+                    f"policy.max_configs_per_pool is {limit}",
+                )
+            )
+
+
 def _check_scenarios(
     instance: Instance, pools: list[_Pool], violations: list[Violation]
 ) -> list[ScenarioCheck]:
@@ -338,7 +449,8 @@ def _check_scenarios(
     checks = []
     for scenario in failure_scenarios(instance):
         for workload in instance.workloads:
-            demand = {o: level.peak_rps for o, level in workload.demand.items()}
+            growth = demand_factor(instance)
+            demand = {o: level.peak_rps * growth for o, level in workload.demand.items()}
             mine = [p for p in pools if p.workload == workload.name]
             if scenario.kind is ScenarioKind.REPLICA:
                 checks += _check_replica_loss(workload.name, demand, mine, violations)

@@ -99,8 +99,15 @@ def instance(
     name: str = "synthetic",
     mip_gap: float = 0.0,
     time_limit_s: float = 60.0,
+    policy: dict[str, Any] | None = None,
+    region_keys: dict[str, Any] | None = None,
+    top: dict[str, Any] | None = None,
 ) -> Instance:
     """An instance from plain arguments.
+
+    Purchases are single GPUs with any number of configurations per pool
+    (`buy_unit: gpu`, `max_configs_per_pool: null`) unless `policy` says otherwise, so
+    that hand arithmetic about capacity is not about server rounding.
 
     Args:
         supply: region -> GPU -> (max_gpus, price per GPU-hour).
@@ -109,6 +116,9 @@ def instance(
         models: model -> weight precisions (default: fp8 for every workload's model).
         links: [a, b, rtt_ms] region links.
         existing: region -> GPU -> GPUs already owned.
+        policy: further `policy` keys (they win over the ones above).
+        region_keys: further keys of every region (`power_kw`, `pue`, ...).
+        top: further top-level keys (`demand_growth`).
     """
     existing = existing or {}
     declared = gpus or sorted(
@@ -130,6 +140,7 @@ def instance(
                 },
                 "existing": existing.get(r, {}),
                 "zones": zones,
+                **(region_keys or {}),
             }
             for r in regions
         ],
@@ -141,8 +152,12 @@ def instance(
             "pipeline_parallel": list(pipeline_parallel),
             "disaggregation": disaggregation,
             "hours_per_month": 730,
+            "buy_unit": "gpu",
+            "max_configs_per_pool": None,
+            **(policy or {}),
         },
         "solver": {"mip_gap": mip_gap, "time_limit_s": time_limit_s},
+        **(top or {}),
     }
     return validate_instance(data, name)
 

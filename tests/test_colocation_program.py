@@ -51,7 +51,12 @@ def _instance(demands: dict[str, float], survive: str = "none", colocation: bool
                 workload(w, {"east": rate}, model=f"{w}-8b", ttft_p99_ms=500, tpot_p99_ms=50)
                 for w, rate in demands.items()
             ],
-            "policy": {"survive": survive, "tensor_parallel": [1], "colocation": colocation},
+            "policy": {
+                "survive": survive,
+                "tensor_parallel": [1],
+                "colocation": colocation,
+                "buy_unit": "gpu",  # the arithmetic here is about GPUs, not servers
+            },
         }
     )
 

@@ -70,7 +70,7 @@ def test_verify_accepts_the_plan_and_rejects_a_broken_one(tmp_path, run_cli, def
 
     data = json.loads(default_plan_json)
     largest = max(data["replicas"], key=lambda p: p["count"])
-    largest["count"] -= 2
+    largest["count"] -= 5  # 10 GPUs fewer: a whole server less to buy, so the cost moves
     largest["gpus"] = largest["count"] * largest["tp"] * largest["pp"]
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps(data))

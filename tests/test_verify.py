@@ -283,15 +283,21 @@ def test_a_pool_is_judged_by_the_queueing_of_its_real_size():
     assert f"only in east (capacity {2 * pair:.2f})" in violation.message
 
 
-def test_a_stated_capacity_must_be_the_physics_of_the_pool_it_sits_in():
+def test_a_stated_capacity_may_be_conservative_but_never_above_the_pool_physics():
     inst = long_prompts(demand=1.0)
+    # The lone figure understates a pool of four: conservative, so requirements hold.
     lone_figure = tp8("east", 4, requests_per_s_per_replica=pooled_rps(inst, 1))
-    (violation,) = verify(inst, Plan(replicas=(lone_figure,))).violations
-    assert violation.message.endswith(
-        f"the physics gives {pooled_rps(inst, 4):.4g} in a pool of 4 behind one router"
-    )
+    assert pooled_rps(inst, 1) < pooled_rps(inst, 4)
+    assert verify(inst, Plan(replicas=(lone_figure,))).ok
     stated = tp8("east", 4, requests_per_s_per_replica=pooled_rps(inst, 4))
     assert verify(inst, Plan(replicas=(stated,))).ok
+    # A pool of two stating the figure of a pool of four claims more than it has.
+    inst = long_prompts(demand=0.1)
+    claimed = tp8("east", 2, requests_per_s_per_replica=pooled_rps(inst, 4))
+    (violation,) = verify(inst, Plan(replicas=(claimed,))).violations
+    assert violation.message.endswith(
+        f"the physics gives only {pooled_rps(inst, 2):.4g} in a pool of 2 behind one router"
+    )
 
 
 def test_zone_survivors_are_a_smaller_pool():

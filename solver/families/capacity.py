@@ -1,6 +1,8 @@
 """capacity[f,w,d,phase]: each phase's load is within what the surviving replicas carry.
 
-    sum_{c in C_w(phase)} credit_f[w,c,d] >= load_f[w,d,mode(phase)]
+    sum_{c in C_w(phase)} credit_f[w,c,d] >= load_f[w,d,mode(phase)] / u
+
+(u = policy.max_utilization, 1 by default: no pool planned above u of its capacity)
 
     credit_f[w,c,d] = q_c x alive_f[w,c,d] + sum_k gain_k x pooled_f[w,c,d,P_k]
 
@@ -62,7 +64,7 @@ def add_capacity_within_pools(lp: LinearProgram, sets: ProgramSets) -> None:
             for mode in modes:
                 load = load_terms(sets, f.name, w, d, mode)
                 for phase in mode.phases:
-                    terms = {var: -1.0 for var in load}
+                    terms = {var: -sets.load_per_capacity for var in load}
                     for pool in sets.phase_pools(w, d, phase):
                         terms.update(pool_credit(pool, zone_hit))
                     add_row(lp, CapacityRow(f.name, w, d, phase.label), terms, Sense.GE, 0.0)

@@ -3,7 +3,7 @@
     pool_open[w,c,d]:     replicas[w,c,d] - M_c x pool_used[w,c,d] <= 0
     replica_spare[w,d,phase,c]:
         sum_{c' != c in C_w(phase)} credit[w,c',d] + credit_less_one[w,c,d]
-            >= load_none[w,d,mode(phase)]
+            >= load_none[w,d,mode(phase)] / u      (u = policy.max_utilization)
 
     credit[w,c',d]        = q_c' x replicas[w,c',d] + pooling steps (families.pooling)
     credit_less_one[w,c,d] = q_c x (replicas[w,c,d] - pool_used[w,c,d]) + pooling steps
@@ -56,9 +56,10 @@ REPLICA_SPARE = register(
 )
 
 
-def add_replica_spare(lp: LinearProgram, sets: ProgramSets) -> None:
-    """pool_open rows for every pool, replica_spare rows for every pool and phase."""
-    if not sets.survives_replica_loss:
+def add_pool_open(lp: LinearProgram, sets: ProgramSets) -> None:
+    """pool_open rows for every pool, where pool_used exists (survive: replica, or a
+    limit on the configurations of a pool)."""
+    if not sets.needs_pool_used:
         return
     for pool in sets.pools:
         w, key, d = pool.workload, pool.candidate.key, pool.region
@@ -72,6 +73,12 @@ def add_replica_spare(lp: LinearProgram, sets: ProgramSets) -> None:
             Sense.LE,
             0.0,
         )
+
+
+def add_replica_spare(lp: LinearProgram, sets: ProgramSets) -> None:
+    """replica_spare rows for every pool and phase (survive: replica)."""
+    if not sets.survives_replica_loss:
+        return
     for (w, d), modes in sets.modes.items():
         if ("none", w, d) not in sets.inflow:
             continue
@@ -80,7 +87,7 @@ def add_replica_spare(lp: LinearProgram, sets: ProgramSets) -> None:
             for phase in mode.phases:
                 pools = sets.phase_pools(w, d, phase)
                 for lost in pools:
-                    terms = {var: -1.0 for var in load}
+                    terms = {var: -sets.load_per_capacity for var in load}
                     for pool in pools:
                         if pool is lost:
                             terms.update(pool_credit_less_one(pool))

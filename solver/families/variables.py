@@ -9,7 +9,8 @@ served[f,w,o,d]      >= 0, requests/s of region o's users of w served in d in
                      (`unified`, `disagg[-p]`); only where d offers several modes
 zone_survivors[w,c,r] integer >= 0, replicas of a pool left when r loses a zone
                      (survive: zone)
-pool_used[w,c,r]     binary, 1 when the pool has a replica (survive: replica)
+pool_used[w,c,r]     binary, 1 when the pool has a replica (survive: replica, or
+                     policy.max_configs_per_pool)
 pool_at_least[w,c,r,P], pooled[w,c,r,P], pooled_survivors[w,c,r,P]
                      the pooling steps (solver.families.pooling)
 purchased[r,g]       0 <= . <= max_gpus[r,g], GPUs bought beyond the existing fleet
@@ -129,8 +130,8 @@ def add_zone_survivor_variables(lp: LinearProgram, sets: ProgramSets) -> None:
 
 
 def add_pool_used_variables(lp: LinearProgram, sets: ProgramSets) -> None:
-    """pool_used[w,c,r] binaries (survive: replica)."""
-    if not sets.survives_replica_loss:
+    """pool_used[w,c,r] binaries (survive: replica, or a limit on configurations)."""
+    if not sets.needs_pool_used:
         return
     for pool in sets.pools:
         lp.add_variable(
