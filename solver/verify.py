@@ -28,7 +28,12 @@ It reads only the instance and the plan's replica pools, never the program or a 
    loss: for every pool, each region's own demand is still within its capacity with one
    replica of that pool gone (that pool n - 1 replicas at q(n - 1)).
 
-Routing is not read from the plan, so a fleet a user owns today (a file holding only
+5. Every other figure the plan states (the `gpus` table, each entry's cost, its routing,
+   every number finite) against its recomputation: solver.verify_totals. Replicas that
+   need more GPUs than their regions have are named there before any physics runs, and
+   the verifier stops: a count of 10^12 never reaches the pool queueing.
+
+The max-flow does not take routing from the plan, so a fleet a user owns today (a file holding only
 `{"replicas": [...]}`) is verified the same way.
 
 Violations are named with the program's row names (solver.row_names, the plan's
@@ -62,6 +67,15 @@ from solver.row_names import (
     ReplicasColumn,
     ReplicaSpareRow,
     phase_label,
+)
+from solver.verify_totals import (
+    Finding,
+    Totals,
+    beyond_bounds,
+    over_supply,
+    recompute_totals,
+    stated_figures,
+    stated_totals,
 )
 
 DEMAND_TOLERANCE = 1e-6
@@ -154,10 +168,16 @@ class _Pool:
 def verify(instance: Instance, plan: Plan) -> Verification:
     """Check a plan (or a fleet someone owns) against the instance; list every violation."""
     violations: list[Violation] = []
+    totals = recompute_totals(instance, plan)  # integer sums: no physics yet
+    stated = stated_figures(instance, plan, totals)
+    beyond, unbounded = over_supply(instance, totals), beyond_bounds(plan)
+    if beyond or unbounded:
+        return _refused_before_physics(plan, totals, beyond, [*unbounded, *stated])
     pools = _recompute_pools(instance, plan, violations)
     used = _check_supply(instance, pools, violations)
     cost = _check_cost(instance, plan, used, violations)
     checks = _check_scenarios(instance, pools, violations)
+    violations += [_violation(finding) for finding in stated]
     return Verification(
         ok=not violations,
         violations=tuple(violations),
@@ -165,6 +185,34 @@ def verify(instance: Instance, plan: Plan) -> Verification:
         total_gpus=sum(used.values()),
         checks=tuple(checks),
     )
+
+
+def _refused_before_physics(
+    plan: Plan,
+    totals: Totals,
+    beyond: dict[tuple[str, str], str],
+    findings: list[Finding],
+) -> Verification:
+    """A fleet that needs more GPUs than its regions have (or a layout beyond bounds)
+    cannot be built: say so without asking the physics, whose pool queueing costs time in
+    proportion to the replica count (10^12 replicas would never return)."""
+    skipped = "; the physics and scenario checks run once the fleet fits the supply"
+    violations = [
+        Violation(requirement=GpuSupplyRow(r, g).name(), message=message + skipped)
+        for (r, g), message in beyond.items()
+    ]
+    violations += [_violation(f) for f in (*findings, *stated_totals(plan, totals))]
+    return Verification(
+        ok=False,
+        violations=tuple(violations),
+        cost_per_month=totals.cost_per_month,
+        total_gpus=totals.total_gpus,
+        checks=(),
+    )
+
+
+def _violation(finding: Finding) -> Violation:
+    return Violation(requirement=finding.requirement, message=finding.message)
 
 
 def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]) -> list[_Pool]:
