@@ -22,6 +22,7 @@ from solver.pricing import priced_rows, pricing_program
 from solver.program import FleetProgram, build_program
 from solver.readback import chosen_sizes, integral, read_plan, replica_counts
 from solver.settings import SolveSettings
+from solver.size_check import check_configurations, check_program_size
 from solver.verify import verify
 
 PRICING_BACKEND = "highs"
@@ -65,7 +66,9 @@ def solve_program(instance: Instance, settings: SolveSettings | None = None) -> 
     reason = backend.unavailable_reason()
     if reason:
         raise BackendUnavailable(f"backend {settings.backend!r} cannot run here: {reason}")
+    check_configurations(instance)  # refused with the numbers before work that cannot end
     table = build_candidates(instance)
+    check_program_size(instance, table, settings.time_limit_s)
     program = build_program(instance, table)
     problems = [*table.problems, *presolve_problems(program.sets)]
     if problems:
