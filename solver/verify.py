@@ -303,6 +303,15 @@ def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]
                         f"gives {rate:.4g} in a pool of {size} behind one router",
                     )
                 )
+            limit = pool.capacity(size).limit
+            if entry.limit is not None and entry.limit != limit:
+                add(
+                    Violation(
+                        requirement=ReplicasColumn(entry.workload, entry.key, entry.region).name(),
+                        message=f"states limit {entry.limit}; the physics says {limit} limits "
+                        f"a replica in a pool of {size}",
+                    )
+                )
     return list(pools.values())
 
 

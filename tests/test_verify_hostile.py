@@ -122,6 +122,14 @@ def test_replica_cost_of_one_dollar_fails(run_cli, tmp_path, plan_data):
     )
 
 
+def test_stated_limit_other_than_the_physics_fails(instance, plan_data):
+    stated = plan_data["replicas"][0]["limit"]
+    other = "kv_memory" if stated != "kv_memory" else "compute"
+    doctored = _mutated(plan_data, ("replicas", 0, "limit"), other)
+    (violation,) = verify(instance, Plan.model_validate(doctored)).violations
+    assert violation.message.startswith(f"states limit {other}; the physics says {stated}")
+
+
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
 def test_non_finite_total_cost_fails_naming_the_field(run_cli, tmp_path, plan_data, value):
     doctored = _mutated(plan_data, ("cost_per_month",), value)
