@@ -168,7 +168,9 @@ def stated_totals(plan: Plan, totals: Totals) -> list[Finding]:
 
 
 def money_close(stated: float, recomputed: float) -> bool:
-    """Whether two amounts of USD agree to the cent (NaN never agrees)."""
+    """Whether two amounts of USD agree to the cent (NaN or infinity never agrees)."""
+    if not (math.isfinite(stated) and math.isfinite(recomputed)):
+        return False
     tolerance = max(MONEY_TOLERANCE_USD, MONEY_RELATIVE * max(abs(stated), abs(recomputed)))
     return abs(stated - recomputed) <= tolerance
 

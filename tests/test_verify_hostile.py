@@ -206,6 +206,8 @@ def test_absurd_replica_counts_are_refused_before_any_physics(
         1,
         f"gpu_supply[{region},{gpu}]: uses {used:,} {gpu} in {region}",
         "the physics and scenario checks run once the fleet fits the supply",
+        "replicas[0].cost_per_month:",  # beyond any float the cost is infinite, still wrong
+        "cost: states $",
     )
     assert "0 scenario checks" in result.stderr
 
