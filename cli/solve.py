@@ -133,6 +133,7 @@ def explain(
             "not proven optimal: the plan's cost is an upper bound, so what each pool "
             "saves against its alternative is not shown"
         )
+    header += procurement_lines(explanation.plan)
     tables = explanation_tables(explanation)
     if levers:
         from cli.levers import with_levers

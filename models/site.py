@@ -53,7 +53,7 @@ def gpus_bought(used: int, existing: int, unit_gpus: int) -> int:
     """GPUs to buy: what the use needs beyond the existing fleet, in whole units,
     unit_gpus x ceil(max(0, used - existing) / unit_gpus)."""
     need = max(0, used - existing)
-    return unit_gpus * math.ceil(need / unit_gpus)
+    return unit_gpus * -(-need // unit_gpus)  # integer ceiling: exact for any count
 
 
 def stage_problem(tp: int, dp: int, gpus_per_node: int) -> str | None:

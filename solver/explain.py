@@ -30,7 +30,7 @@ from solver.pricing import is_idle, is_tight
 from solver.readback import gpu_use, integral, replica_counts
 from solver.row_names import ReplicasColumn
 from solver.settings import SolveSettings
-from solver.solve import Solved, solve_program
+from solver.solve import Solved, simplicity_cost, solve_program
 
 MAX_ALTERNATIVES = 40
 """Pools beyond this many are not re-solved one by one (explain stays interactive)."""
@@ -121,7 +121,14 @@ class Explanation(BaseModel):
 
 ALTERNATIVE_METHOD = (
     "re-solve with the configuration excluded from the region (its replicas fixed at 0), "
-    "same backend, gap and failure policy"
+    "same backend and failure policy, to within a 1% gap (solver.settings.COMPARISON_GAP)"
+)
+ALTERNATIVES_TIME_SHARE = 0.8
+"""Share of the time left that explain's alternative re-solves take, split evenly over
+the pools still to re-solve; the rest keeps room for what the limit on configurations
+per pool costs and for rendering, so that explain answers within its time limit."""
+UNPROVEN_ALTERNATIVE = (
+    "(not proven within its share of the time limit: the cost is an upper bound)"
 )
 ALTERNATIVES_SKIPPED = (
     "skipped: the plan is {status}, not proven optimal, so a re-solve without a pool "
@@ -149,6 +156,11 @@ def explain_solved(solved: Solved) -> Explanation:
     """
     plan = solved.plan
     alternatives = _alternatives(solved) if plan.optimal else ()
+    if plan.optimal and plan.simplicity is None:
+        simplicity = simplicity_cost(
+            solved.program.sets.instance, plan, solved.settings.for_comparison()
+        )
+        plan = plan.model_copy(update={"simplicity": simplicity})
     return Explanation(
         instance=plan.instance,
         status=plan.status,
@@ -206,12 +218,16 @@ def _alternatives(solved: Solved) -> tuple[Alternative, ...]:
     program, plan = solved.program, solved.plan
     sets = program.sets
     backend = get_backend(solved.settings.backend)
+    comparison = solved.settings.for_comparison()
+    pools = [p for p in plan.replicas if not p.shared][:MAX_ALTERNATIVES]
     found = []
-    for pool in [p for p in plan.replicas if not p.shared][:MAX_ALTERNATIVES]:
+    for index, pool in enumerate(pools):
         solved.settings.check("explain")
+        left = solved.settings.remaining_s()
+        share = None if left is None else ALTERNATIVES_TIME_SHARE * left / (len(pools) - index)
         candidate = sets.table.find(pool.workload, pool.key)
         var = ReplicasColumn(pool.workload, candidate.key, pool.region).name()
-        result = optimise(program, backend, solved.settings, {var: (0.0, 0.0)}).result
+        result = optimise(program, backend, comparison.limited(share), {var: (0.0, 0.0)}).result
         if result.termination.has_solution:
             values = integral(program, result.values)
             counts = replica_counts(sets, values)
@@ -223,6 +239,8 @@ def _alternatives(solved: Solved) -> tuple[Alternative, ...]:
                 for p in sets.pools_at.get((pool.workload, pool.region), ())
                 if (key := (pool.workload, p.candidate.key, pool.region)) in counts
             )
+            if result.termination is not Termination.OPTIMAL:
+                replaced_by += (UNPROVEN_ALTERNATIVE,)
         else:
             cost = extra = None
             replaced_by = (

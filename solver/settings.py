@@ -87,6 +87,12 @@ def machine_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+COMPARISON_GAP = 0.01
+"""Relative gap of comparison re-solves: 1% of a plan's cost is well inside what a
+planner reads from "what would it cost without this pool", and proving the last 0.1% of a
+whole-server program can take ten times as long."""
+
+
 @dataclass(frozen=True)
 class SolveSettings:
     """Backend, limits and whether duals are wanted, validated once."""
@@ -161,6 +167,11 @@ class SolveSettings:
     def limited(self, time_limit_s: float | None) -> "SolveSettings":
         """The same settings with another time limit (the deadline still applies)."""
         return replace(self, time_limit_s=time_limit_s)
+
+    def for_comparison(self) -> "SolveSettings":
+        """These settings for a comparison re-solve (explain's alternatives, what a policy
+        limit costs): the gap loosened to at most `COMPARISON_GAP`, the deadline kept."""
+        return replace(self, mip_gap=max(self.mip_gap, COMPARISON_GAP))
 
     def with_duals(self, want_duals: bool = True) -> "SolveSettings":
         """The same settings asking (or not) for duals."""

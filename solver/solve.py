@@ -29,6 +29,7 @@ from solver.pricing import priced_rows, pricing_program
 from solver.program import FleetProgram, build_program
 from solver.readback import chosen_sizes, gpu_use, integral, read_plan, replica_counts
 from solver.settings import SolveSettings, TimeLimitReached
+from solver.size_check import check_configurations, check_program_size
 from solver.tiering import tiering_report
 from solver.verify import verify
 
@@ -40,6 +41,7 @@ __all__ = [
     "SolveSettings",
     "Solved",
     "TimeLimitReached",
+    "simplicity_cost",
     "solve",
     "solve_program",
 ]
@@ -84,8 +86,10 @@ def solve_program(instance: Instance, settings: SolveSettings | None = None) -> 
     reason = backend.unavailable_reason()
     if reason:
         raise BackendUnavailable(f"backend {settings.backend!r} cannot run here: {reason}")
+    check_configurations(instance)  # refused with the numbers before work that cannot end
     table = build_candidates(instance, settings)
     settings.check("candidates")
+    check_program_size(instance, table, settings.time_limit_s)
     program = build_program(instance, table, settings=settings)
     settings.check("program build")
     problems = [*table.problems, *presolve_problems(program.sets)]
@@ -115,7 +119,6 @@ def solve_program(instance: Instance, settings: SolveSettings | None = None) -> 
     counts = replica_counts(program.sets, values)
     curves = assess_pools(instance, chosen_sizes(program.sets, counts))
     plan = read_plan(program, optimised, values, priced_rows(pricing), settings, curves)
-    plan = plan.model_copy(update={"simplicity": simplicity_cost(instance, plan, settings)})
     if program.groups.templates or instance.policy.colocation:
         plan = _with_tiering(instance, settings, plan, program)
     check = verify(instance, plan)
@@ -167,7 +170,8 @@ def simplicity_cost(
     instance: Instance, plan: Plan, settings: SolveSettings
 ) -> SimplicityCost | None:
     """What policy.max_configs_per_pool costs: the same instance solved with the limit
-    lifted (None when there is no limit). The unlimited plan is not verified or priced;
+    lifted (None when there is no limit); `explain` reports it (a second solve, kept out
+    of `solve`). The unlimited plan is not verified or priced;
     only its cost and its number of pools are read. Not found within the time limit:
     its cost is None."""
     limit = instance.policy.max_configs_per_pool

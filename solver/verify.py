@@ -45,7 +45,12 @@ It reads only the instance and the plan's replica pools, never the program or a 
    violation named `groups[t,r]` and credits nothing. A group that holds credits n x a[w]
    to member w in the flows, and its loss is one of the single replica losses.
 
-Routing is not read from the plan, so a fleet a user owns today (a file holding only
+5. Every other figure the plan states (the `gpus` table, each entry's cost, its routing,
+   every number finite) against its recomputation: solver.verify_totals. Replicas that
+   need more GPUs than their regions have are named there before any physics runs, and
+   the verifier stops: a count of 10^12 never reaches the pool queueing.
+
+The max-flow does not take routing from the plan, so a fleet a user owns today (a file holding only
 `{"replicas": [...]}`) is verified the same way.
 
 Violations are named with the program's row names (solver.row_names, the plan's
@@ -87,6 +92,15 @@ from solver.row_names import (
     ReplicaSpareRow,
     WholeServersRow,
     phase_label,
+)
+from solver.verify_totals import (
+    Finding,
+    Totals,
+    beyond_bounds,
+    over_supply,
+    recompute_totals,
+    stated_figures,
+    stated_totals,
 )
 
 DEMAND_TOLERANCE = 1e-6
@@ -182,6 +196,11 @@ class _Pool:
 def verify(instance: Instance, plan: Plan) -> Verification:
     """Check a plan (or a fleet someone owns) against the instance; list every violation."""
     violations: list[Violation] = []
+    totals = recompute_totals(instance, plan)  # integer sums: no physics yet
+    stated = stated_figures(instance, plan, totals)
+    beyond, unbounded = over_supply(instance, totals), beyond_bounds(plan)
+    if beyond or unbounded:
+        return _refused_before_physics(plan, totals, beyond, [*unbounded, *stated])
     pools: list = _recompute_pools(instance, plan, violations)
     pools += _check_groups(instance, plan, violations)
     used = _check_supply(instance, pools, violations)
@@ -189,6 +208,7 @@ def verify(instance: Instance, plan: Plan) -> Verification:
     _check_site(instance, plan, used, violations)
     _check_configs_per_pool(instance, [p for p in pools if not isinstance(p, _Share)], violations)
     checks = _check_scenarios(instance, pools, violations)
+    violations += [_violation(finding) for finding in stated]
     return Verification(
         ok=not violations,
         violations=tuple(violations),
@@ -196,6 +216,34 @@ def verify(instance: Instance, plan: Plan) -> Verification:
         total_gpus=sum(used.values()),
         checks=tuple(checks),
     )
+
+
+def _refused_before_physics(
+    plan: Plan,
+    totals: Totals,
+    beyond: dict[tuple[str, str], str],
+    findings: list[Finding],
+) -> Verification:
+    """A fleet that needs more GPUs than its regions have (or a layout beyond bounds)
+    cannot be built: say so without asking the physics, whose pool queueing costs time in
+    proportion to the replica count (10^12 replicas would never return)."""
+    skipped = "; the physics and scenario checks run once the fleet fits the supply"
+    violations = [
+        Violation(requirement=GpuSupplyRow(r, g).name(), message=message + skipped)
+        for (r, g), message in beyond.items()
+    ]
+    violations += [_violation(f) for f in (*findings, *stated_totals(plan, totals))]
+    return Verification(
+        ok=False,
+        violations=tuple(violations),
+        cost_per_month=totals.cost_per_month,
+        total_gpus=totals.total_gpus,
+        checks=(),
+    )
+
+
+def _violation(finding: Finding) -> Violation:
+    return Violation(requirement=finding.requirement, message=finding.message)
 
 
 def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]) -> list[_Pool]:
@@ -281,12 +329,29 @@ def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]
         rate = pool.requests_per_s(size)
         for entry in pool.entries:
             stated = entry.requests_per_s_per_replica
-            if stated is not None and stated > rate and not _close(stated, rate):
+            if stated is not None and stated < 0:
+                add(
+                    Violation(
+                        requirement=ReplicasColumn(entry.workload, entry.key, entry.region).name(),
+                        message=f"states {stated:.4g} requests/s per replica; a capacity is "
+                        "never negative",
+                    )
+                )
+            elif stated is not None and stated > rate and not _close(stated, rate):
                 add(
                     Violation(
                         requirement=ReplicasColumn(entry.workload, entry.key, entry.region).name(),
                         message=f"states {stated:.4g} requests/s per replica; the physics "
                         f"gives only {rate:.4g} in a pool of {size} behind one router",
+                    )
+                )
+            limit = pool.capacity(size).limit
+            if entry.limit is not None and entry.limit != limit:
+                add(
+                    Violation(
+                        requirement=ReplicasColumn(entry.workload, entry.key, entry.region).name(),
+                        message=f"states limit {entry.limit}; the physics says {limit} limits "
+                        f"a replica in a pool of {size}",
                     )
                 )
     return list(pools.values())

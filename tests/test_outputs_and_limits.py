@@ -141,11 +141,12 @@ def test_explain_of_a_feasible_plan_says_so_and_skips_alternatives():
 
 
 def test_time_limit_bounds_the_whole_run(run_cli, tmp_path):
-    """TIMING TEST (about 5 s): a generated 100-region instance (the most the schema
-    allows) surviving region loss takes far longer than 2 s to build and solve; with
-    --time-limit 2 the command must end with exit 4 naming the stage. Margin asserted:
-    2 s + 8 s (generous, so never flaky; measured about 3-4 s on a shared 2-core machine)."""
-    data = json.loads(generated(100, 2, 2).model_dump_json(exclude_unset=True))
+    """TIMING TEST (about 3 s): a generated instance of 3 regions x 30 workloads x 6 GPU
+    types, small enough to pass the program-size check, takes far longer than 2 s to
+    evaluate its candidates, build and solve; with --time-limit 2 the command must end
+    with exit 4 naming the stage. Margin asserted: 2 s + 8 s (generous, so never flaky;
+    measured 2.6 s on a shared 2-core machine)."""
+    data = json.loads(generated(3, 30, 6).model_dump_json(exclude_unset=True))
     path = tmp_path / "big.json"
     path.write_text(json.dumps(data))
     started = time.monotonic()
@@ -218,8 +219,8 @@ def test_batch_with_an_unknown_backend_reports_every_instance(run_cli, tmp_path)
 
 
 def test_batch_time_out_is_that_instances_outcome(run_cli, tmp_path):
-    data = json.loads(generated(100, 2, 2).model_dump_json(exclude_unset=True))
-    data["solver"]["time_limit_s"] = 0.5
+    data = json.loads(generated(3, 30, 6).model_dump_json(exclude_unset=True))
+    data["solver"]["time_limit_s"] = 0.5  # its candidates alone take seconds
     _write(tmp_path / "big.json", json.dumps(data))
     shutil.copy(SMALL, tmp_path / "small.yaml")
     result = run_cli("batch", tmp_path, "--json", "-")

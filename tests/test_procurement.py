@@ -16,7 +16,7 @@ from models.loading import validate_instance
 from models.site import SERVER_POWER_FACTOR, gpu_kw, gpus_bought, racks_per_gpu, stage_problem
 from solver.candidates import build_candidates
 from solver.plan import Plan
-from solver.solve import SolveSettings, solve
+from solver.solve import SolveSettings, simplicity_cost, solve
 from solver.verify import verify
 from tests.synthetic import instance, workload
 
@@ -196,7 +196,7 @@ def test_one_configuration_per_pool_and_lifting_it_never_costs_more(demand, h200
         key = (pool.workload, pool.region, str(pool.role))
         phases[key] = phases.get(key, 0) + 1
     assert max(phases.values()) == 1
-    simple = plan.simplicity
+    simple = simplicity_cost(inst, plan, SolveSettings.of(inst))  # what explain reports
     assert simple is not None and simple.max_configs_per_pool == 1
     assert simple.cost_per_month_unlimited <= plan.cost_per_month + 1e-6
 

@@ -1,0 +1,129 @@
+"""Program size told up front (issue 16): the configuration count and the program's
+variables are counted before the work they measure, match what the candidate table and
+the program then hold, and an instance beyond a limit is refused with the numbers (exit
+2 for a work limit, exit 4 for a program the time limit cannot cover)."""
+
+import pytest
+
+from models import limits
+from models.loading import load_instance
+from solver.candidates import build_candidates, configurations
+from solver.program import build_program
+from solver.size_check import (
+    check_program_size,
+    count_configurations,
+    measure_program,
+)
+from tests.paths import DEFAULT_INSTANCE
+from tests.synthetic import generated, instance, workload
+from tests.test_hostile_input import run_checked
+
+
+def test_configurations_are_counted_as_a_product_without_building_them():
+    # 2 GPU types x 2 precisions (fp8, bf16: both run on H100 and H200) x TP {1, 2, 4, 8}
+    # (Llama 3.1 8B has 32 heads: all divide) x PP {1, 2} x 1 layout x 3 roles
+    inst = instance(
+        {"east": {"h100-sxm": (64, 2.0), "h200": (64, 3.0)}},
+        [workload("chat", {"east": 10.0})],
+        models={"llama-3.1-8b": ["fp8", "bf16"]},
+        tensor_parallel=[1, 2, 4, 8],
+        pipeline_parallel=[1, 2],
+        disaggregation=True,
+    )
+    assert count_configurations(inst) == 2 * 2 * 4 * 2 * 1 * 3
+    assert count_configurations(inst) == len(configurations(inst, inst.workloads[0]))
+
+
+def test_workloads_of_one_model_mix_and_targets_are_evaluated_once():
+    one = instance({"east": {"h100-sxm": (64, 2.0)}}, [workload("a", {"east": 1.0})])
+    two = instance(
+        {"east": {"h100-sxm": (64, 2.0)}},
+        [workload("a", {"east": 1.0}), workload("b", {"east": 5.0})],
+    )
+    assert count_configurations(two) == count_configurations(one)
+
+
+@pytest.mark.parametrize("survive", ["none", "region"])
+def test_the_counted_program_is_the_built_one(survive):
+    inst = generated(10, 10, 4, survive=survive)
+    table = build_candidates(inst)
+    size = measure_program(inst, table)
+    sets = build_program(inst, table).sets
+    assert size.complete
+    assert size.pools == len(sets.pools)
+    assert size.routes == sum(len(pairs) for pairs in sets.routes.values())
+    assert size.variables <= build_program(inst, table).lp.size()["variables"]
+
+
+def test_the_benchmark_class_passes_the_check_at_the_default_time_limit():
+    inst = generated(10, 20, 6, survive="region")
+    size = check_program_size(inst, build_candidates(inst), time_limit_s=60.0)
+    assert size.complete and size.variables < limits.VARIABLES_ANY_TIME_LIMIT
+
+
+def test_counting_stops_at_the_limit():
+    inst = generated(10, 10, 4, survive="region")
+    table = build_candidates(inst)
+    whole = measure_program(inst, table)
+    stopped = measure_program(inst, table, stop_at=whole.pools + 10)
+    assert not stopped.complete
+    assert whole.pools + 10 < stopped.variables < whole.variables
+
+
+def test_a_program_beyond_the_time_limit_exits_4_with_the_numbers(run_cli, monkeypatch):
+    inst = load_instance(DEFAULT_INSTANCE)
+    size = measure_program(inst, build_candidates(inst))
+    # the floor and the rate lowered so that a 2 s limit allows what the pools hold
+    monkeypatch.setattr(limits, "VARIABLES_ANY_TIME_LIMIT", 1)
+    monkeypatch.setattr(limits, "VARIABLES_PER_SOLVER_S", size.pools // 2)
+    result = run_checked(
+        run_cli,
+        "solve",
+        DEFAULT_INSTANCE,
+        "--time-limit",
+        "2",
+        code=4,
+        needles=(
+            "no plan:",
+            "not started: the program would hold at least",
+            f"variables ({size.pools:,} replica counts over",
+            "more than a backend solves in 2 s",
+        ),
+    )
+    assert "raise --time-limit" in result.stderr
+
+
+def test_a_program_beyond_the_build_limit_exits_2(run_cli, monkeypatch):
+    inst = load_instance(DEFAULT_INSTANCE)
+    pools = measure_program(inst, build_candidates(inst)).pools
+    assert pools > 20  # the pools alone pass the limit: counting stops before any route
+    monkeypatch.setattr(
+        limits, "PROGRAM_VARIABLES", limits.Most(20, "program variables", "a test limit")
+    )
+    run_checked(
+        run_cli,
+        "solve",
+        DEFAULT_INSTANCE,
+        needles=(
+            f"the program would hold at least {pools:,} variables ({pools:,} replica counts",
+            "at most 20 program variables",
+        ),
+    )
+
+
+def test_too_many_configurations_exit_2_before_any_physics(run_cli, monkeypatch):
+    inst = load_instance(DEFAULT_INSTANCE)
+    count = count_configurations(inst)
+    monkeypatch.setattr(
+        limits, "CONFIGURATIONS", limits.Most(count - 1, "configurations", "a test limit")
+    )
+    monkeypatch.setattr(
+        "solver.solve.build_candidates",
+        lambda *_: pytest.fail("the physics ran before the configuration count was checked"),
+    )
+    run_checked(
+        run_cli,
+        "solve",
+        DEFAULT_INSTANCE,
+        needles=(f"{count:,} configurations", f"at most {count - 1:,}"),
+    )
