@@ -60,7 +60,7 @@ def with_batch(instance: Instance, table: CandidateTable, program: TimeProgram, 
         for region in workload.demand:
             arrivals = tuple(rate * SECONDS_PER_HOUR for rate in grid[(workload.name, region)])
             room = [0.0] * HOURS_PER_DAY
-            idle_before = 0.0
+            idle_by_hour = [0.0] * HOURS_PER_DAY
             limit, soak_rate, soak_price = "", 0.0, None
             for hour in hours:
                 for pool in hour.pools:
@@ -80,13 +80,22 @@ def with_batch(instance: Instance, table: CandidateTable, program: TimeProgram, 
                     spare = _committed_spare(hour, committed, pool)
                     warm = max(pool.count - headroom.get((pool.workload, region, pool.key), 0), 0)
                     idle = idle_replica_hours([warm + spare], [load], c_i)[0] if c_i else 0.0
-                    idle_before += idle
+                    idle_by_hour[hour.hour] += idle
                     room[hour.hour] += soak_requests_by_hour([idle], c_b)[0]
                     price = _price(instance, region, pool.gpu) * pool.replica_gpus
                     soak_price = soak_price or price
             schedule = schedule_batch(arrivals, room, workload.deadline_hours)
             soaked = math.fsum(schedule.served_by_hour)
-            used_hours = soaked / (soak_rate * SECONDS_PER_HOUR) if soak_rate else 0.0
+            # Each hour's soak uses the same share of that hour's idle replica-hours as of
+            # its room (pools of several configurations soak at their own rates).
+            idle_before = math.fsum(idle_by_hour)
+            used_hours = math.fsum(
+                idle * served / space
+                for idle, served, space in zip(
+                    idle_by_hour, schedule.served_by_hour, room, strict=True
+                )
+                if space > 0
+            )
             dedicated = _dedicated(instance, table, workload.name, region)
             count = 0
             if not schedule.fits:
