@@ -90,6 +90,7 @@ from models.batch_model import (
     kv_transfer_bytes,
     nic_bytes_per_s,
     pooled_wait_p99_s,
+    replica_memory_budget,
     replica_step_model,
     within_target,
 )
@@ -105,7 +106,7 @@ from models.capacity_reasons import (
     slo_unreachable_reason,
 )
 from models.efficiency import Efficiency
-from models.memory import MemoryBudget, does_not_fit_message, layout_problem, memory_budget
+from models.memory import MemoryBudget, does_not_fit_message, layout_problem
 from models.prefix_kv import prefix_mix
 from models.replica import LatencyTargets, Limit, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
 from models.step_time import PassParts, StepModel
@@ -216,17 +217,7 @@ def replica_capacity(
             f"{config.label}: a p99 request of {m.prompt_p99:,.0f} + {m.output_p99:,.0f} tokens "
             f"exceeds the {llm.max_context_tokens:,}-token context window of {llm.name}",
         )
-    budget = memory_budget(
-        config.gpu,
-        llm,
-        config.weight_precision,
-        config.kv_precision,
-        config.tp,
-        config.pp,
-        efficiency,
-        config.ep,
-        config.dp,
-    )
+    budget = replica_memory_budget(config, efficiency)
     needed = m.prompt_p99 if config.role is Role.PREFILL else m.prompt_p99 + m.output_p99
     if budget.sequence_kv_capacity_tokens < needed:  # one sequence lives in one DP group
         remedy = memory_remedy(config, efficiency, needed)
