@@ -1,5 +1,9 @@
 """Command `perf`: one replica configuration's numbers from the performance model.
 
+Why one module over 500 lines: `perf` has the most options of any command (layout,
+engine, load, prefix and tier flags) and renders each view; every figure comes from
+models/.
+
 Parsing and rendering only: every figure comes from `models.capacity`; this module
 converts bytes to GiB and seconds to ms at the edge.
 """

@@ -1,5 +1,9 @@
 """Commands `solve`, `verify` and `explain`: parse, call one solver function, render.
 
+Why one module over 500 lines: the three commands share their options, output checks
+and the plan's tables; the time and attribution tables live in their own modules
+(cli/time_tables.py, cli/attribution.py).
+
 Exit codes: 0 solved (or verified), 1 verify found violations, 2 bad input (an output
 path that cannot be written included, checked before solving), 3 infeasible (with the
 diagnosis), 4 no plan within the time limit (naming the stage it stopped in).

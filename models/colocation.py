@@ -1,6 +1,10 @@
 """Co-resident engines: several models' weights on the same replica GPUs, HBM split between
 their weights and KV caches, the GPUs' time shared between their iterations.
 
+Why one module over 500 lines: memory fit, the interference fixed point and the group
+template are one model (each uses the others' results); LoRA, swapping, same-model
+merges and the capacity unit live in their own modules.
+
 A group is a set of members (a workload: its model, token mix, SLO and planned requests/s
 on one group replica) on one shared layout (GPU, weight and KV precision, TP x PP, the same
 for every member). Each member runs its own engine (process) with its own continuous-

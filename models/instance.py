@@ -1,5 +1,9 @@
 """The instance file's schema: what a capacity planner writes down.
 
+Why one module over 500 lines: it is the instance file's one schema, and its field
+docstrings are the hover help editors show (`fleetplan schema`); splitting the sections
+would scatter one document. Bounds live in models/limits.py, types in models/quantities.py.
+
 Every model forbids unknown keys and is frozen. Units live in field names. Catalog
 references (`gpus[].name`, `models[].name`) are resolved by `resolve_gpu` and
 `resolve_llm`; cross-references between sections are checked by `cross_check`, which

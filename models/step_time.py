@@ -1,5 +1,9 @@
 """Roofline step times of one replica: prefill of a prompt, a decode iteration at batch B.
 
+Why one module over 500 lines: one step model (dense, attention, all-reduce, pipeline,
+expert layers) whose parts share the per-GPU shapes; the MoE routing arithmetic lives in
+models/moe.py.
+
 A forward pass through one pipeline stage, on one GPU of it, runs the linear layers
 (GEMMs) and attention as separate kernels, so each takes the larger of its compute and
 memory time and the times add:

@@ -1,5 +1,9 @@
 """The plan: what to run where, what it costs, what binds it, and how it rides failures.
 
+Why one module over 500 lines: the plan is one JSON document that users, scripts and
+the verifier read; its records stay together so that the document's shape reads in one
+place (time, co-location and procurement records included).
+
 Frozen pydantic records; `Plan.model_dump_json()` is the `--json` output and
 `Plan.model_validate_json()` reads it back (for `fleetplan verify`). Only `replicas` is
 needed to verify a fleet: a file holding `{"replicas": [...]}` describes a fleet that a

@@ -1,5 +1,10 @@
 """The independent verifier: does a fleet meet the instance's requirements?
 
+Why one module over 500 lines: the verifier is kept whole and apart from the planner on
+purpose (it imports only models/, the plan schema and its parts verify_totals and
+verify_hours), so that one reading shows every requirement it checks; the shared-group
+checks are its next seam to split.
+
 It reads only the instance and the plan's replica pools, never the program or a solver:
 
 1. Each pool's configuration is one the instance allows (workload, region, GPU,
