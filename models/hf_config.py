@@ -20,7 +20,6 @@ A config.json carries no published parameter count: the count computed from the
 shapes stands in for it, and its source says so.
 """
 
-import json
 from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
@@ -28,6 +27,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from models.documents import read_document
+from models.errors import InputError
 from models.llm import Attention, LlmSpec
 from models.precision import Precision
 
@@ -275,14 +276,10 @@ def load_hf_config(path: str, name: str | None = None) -> LlmSpec:
         HfConfigError: the file is missing, not JSON, or not a supported config.
     """
     file = Path(path)
-    try:
-        config = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise HfConfigError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise HfConfigError(f"{path}: cannot read: {error}") from None
-    except json.JSONDecodeError as error:
-        raise HfConfigError(f"{path}:{error.lineno}: JSON syntax: {error.msg}") from None
+    try:  # the bounded reader: a FIFO, a device, a huge or non-UTF-8 file is refused
+        config, _ = read_document(file, what="config")
+    except InputError as error:
+        raise HfConfigError("; ".join(str(issue) for issue in error.issues)) from None
     try:
         return llm_from_hf_config(config, name or default_model_name(file), source=str(path))
     except HfConfigError as error:

@@ -211,3 +211,22 @@ def test_perf_unknown_architecture_exits_2_naming_it(run_cli, tmp_path):
     result = run_cli("perf", "--model-config", path, *PERF)
     assert result.exit_code == ExitCode.BAD_INPUT
     assert "'phi3'" in result.stderr and "gpt_oss" in result.stderr
+
+
+def test_a_fifo_or_binary_config_is_refused_without_blocking(tmp_path, run_cli):
+    """The config path goes through the bounded reader: a FIFO is refused before it is
+    opened (reading it would block forever), and bytes that are not UTF-8 are named."""
+    import os
+
+    fifo = tmp_path / "config.json"
+    os.mkfifo(fifo)
+    flags = ("--gpu", "h100-sxm", "-i", "1000", "-o", "200")
+    result = run_cli("perf", "--model-config", str(fifo), *flags)
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert "FIFO" in result.stderr
+    binary = tmp_path / "binary" / "config.json"
+    binary.parent.mkdir()
+    binary.write_bytes(b"\xff\xfe\x00junk")
+    result = run_cli("perf", "--model-config", str(binary), *flags)
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert str(binary) in result.stderr
