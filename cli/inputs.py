@@ -1,14 +1,15 @@
 """Commands about inputs: `validate`, `catalog`, `schema`."""
 
 import json
+import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from cli.console import out, print_json
+from cli.tables import TableSpec, markdown_tables, print_tables
 from models.catalog import gpu_catalog, llm_catalog
 
 
@@ -17,18 +18,39 @@ class CatalogKind(StrEnum):
     models = "models"
 
 
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead.")]
+MarkdownFlag = Annotated[
+    bool, typer.Option("--markdown", help="Print the table as Markdown instead.")
+]
+
+
 def validate(
     file: Annotated[Path, typer.Argument(help="Instance file (.yaml, .yml or .json).")],
+    as_json: JsonFlag = False,
 ) -> None:
     """Check an instance file: schema, catalog references, cross-references. Exit 0 or 2."""
     from models.loading import load_instance
 
     instance = load_instance(file)
     demand = sum(d.peak_rps for w in instance.workloads for d in w.demand.values())
+    if as_json:
+        print_json(
+            {
+                "file": str(file),
+                "ok": True,
+                "name": instance.name,
+                "workloads": len(instance.workloads),
+                "regions": len(instance.regions),
+                "gpu_types": len(instance.gpus),
+                "peak_requests_per_s": demand,
+            }
+        )
+        return
     out.print(
         f"{file}: ok: {instance.name}: {len(instance.workloads)} workload(s), "
         f"{len(instance.regions)} region(s), {len(instance.gpus)} GPU type(s), "
-        f"{demand:,.1f} peak requests/s in all"
+        f"{demand:,.1f} peak requests/s in all",
+        markup=False,
     )
 
 
@@ -37,19 +59,47 @@ def catalog(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print JSON with every field and its sources.")
     ] = False,
+    as_markdown: MarkdownFlag = False,
 ) -> None:
     """List the built-in GPUs or LLMs with their numbers and sources."""
-    if kind is CatalogKind.gpus:
-        gpus = gpu_catalog()
-        if as_json:
-            print_json([spec.model_dump(mode="json") for spec in gpus.values()])
-            return
-        table = Table(title="GPU catalog (dense TFLOPS; sources: fleetplan catalog gpus --json)")
-        for column in ("name", "HBM GiB", "HBM TB/s", "BF16", "FP8", "FP4", "link GB/s", "$/GPU-h"):
-            table.add_column(column, justify="left" if column == "name" else "right")
-        for spec in gpus.values():
-            tf = spec.dense_tflops
-            table.add_row(
+    if as_json and as_markdown:
+        raise typer.BadParameter("give --json or --markdown, not both", param_hint="--markdown")
+    if as_json:
+        print_json(gpu_catalog_json() if kind is CatalogKind.gpus else llm_catalog_json())
+        return
+    spec = gpu_catalog_table() if kind is CatalogKind.gpus else llm_catalog_table()
+    if as_markdown:
+        sys.stdout.write(markdown_tables([], [spec]))
+    else:
+        print_tables([], [spec])
+
+
+def gpu_catalog_json() -> list[dict[str, Any]]:
+    """Every catalog GPU with all its fields and sources."""
+    return [spec.model_dump(mode="json") for spec in gpu_catalog().values()]
+
+
+def llm_catalog_json() -> list[dict[str, Any]]:
+    """Every catalog LLM with all its fields, plus the parameter counts computed from its
+    shape (billions)."""
+    return [
+        {
+            **spec.model_dump(mode="json"),
+            "computed_params_b": round(spec.total_params() / 1e9, 3),
+            "computed_active_params_b": round(spec.active_params() / 1e9, 3),
+        }
+        for spec in llm_catalog().values()
+    ]
+
+
+def gpu_catalog_table() -> TableSpec:
+    """The GPU catalog as a table: memory, bandwidth, dense TFLOPS by precision, scale-up
+    link and list price."""
+    rows = []
+    for spec in gpu_catalog().values():
+        tf = spec.dense_tflops
+        rows.append(
+            (
                 spec.name,
                 f"{spec.hbm_gib:g}",
                 f"{spec.hbm_tb_s:g}",
@@ -59,35 +109,18 @@ def catalog(
                 f"{spec.scaleup_gb_s:g}",
                 f"{spec.price_per_gpu_hour:.2f}",
             )
-        out.print(table)
-        return
-    llms = llm_catalog()
-    if as_json:
-        print_json(
-            [
-                {
-                    **spec.model_dump(mode="json"),
-                    "computed_params_b": round(spec.total_params() / 1e9, 3),
-                    "computed_active_params_b": round(spec.active_params() / 1e9, 3),
-                }
-                for spec in llms.values()
-            ]
         )
-        return
-    table = Table(title="LLM catalog (sources: fleetplan catalog models --json)")
-    for column in (
-        "name",
-        "params B",
-        "active B",
-        "layers",
-        "hidden",
-        "heads/kv",
-        "attention",
-        "context",
-    ):
-        table.add_column(column, justify="left" if column == "name" else "right")
-    for spec in llms.values():
-        table.add_row(
+    return TableSpec(
+        title="GPU catalog (dense TFLOPS; sources: fleetplan catalog gpus --json)",
+        columns=("name", "HBM GiB", "HBM TB/s", "BF16", "FP8", "FP4", "link GB/s", "$/GPU-h"),
+        rows=tuple(rows),
+    )
+
+
+def llm_catalog_table() -> TableSpec:
+    """The LLM catalog as a table: parameters (total and active), shape and context."""
+    rows = tuple(
+        (
             spec.name,
             f"{spec.total_params() / 1e9:.1f}",
             f"{spec.active_params() / 1e9:.1f}",
@@ -97,7 +130,22 @@ def catalog(
             spec.attention.value,
             f"{spec.max_context_tokens:,}",
         )
-    out.print(table)
+        for spec in llm_catalog().values()
+    )
+    return TableSpec(
+        title="LLM catalog (sources: fleetplan catalog models --json)",
+        columns=(
+            "name",
+            "params B",
+            "active B",
+            "layers",
+            "hidden",
+            "heads/kv",
+            "attention",
+            "context",
+        ),
+        rows=rows,
+    )
 
 
 def schema() -> None:

@@ -9,15 +9,16 @@ converts bytes to GiB and seconds to ms at the edge.
 """
 
 import math
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
-from cli.console import err, out, print_json
+from cli.console import err, print_json
 from cli.exit_codes import ExitCode
+from cli.tables import TableSpec, markdown_tables, print_tables
 from models import catalog
 from models.capacity import replica_capacity
 from models.efficiency import Efficiency, efficiency_for
@@ -154,41 +155,50 @@ def kv_tiers_json(report: KvTierReport) -> dict[str, Any]:
     return data
 
 
-def _render_tiers(report: KvTierReport) -> None:
-    table = Table(title="KV tiers: value of a cached token = recompute - fetch")
-    for column in (
-        "tier",
-        "capacity tokens",
-        "fetch ms/1K",
-        "recompute ms/1K",
-        "value ms/1K",
-        "used",
-    ):
-        table.add_column(column, justify="left" if column in ("tier", "used") else "right")
+def tiers_table(report: KvTierReport) -> TableSpec:
+    """The --kv-tiers table: each tier's capacity, fetch and recompute time per 1K tokens
+    and their difference (the value of a cached token); the note says where the prefixes
+    are held, the spill threshold and the SSD's lifetime."""
+    rows = []
     for tier in report.tiers:
         value = tier.recompute_ms_per_1k_tokens - tier.fetch_ms_per_1k_tokens
-        table.add_row(
-            tier.tier.value,
-            f"{tier.capacity_tokens:,.0f}",
-            f"{tier.fetch_ms_per_1k_tokens:,.2f}",
-            f"{tier.recompute_ms_per_1k_tokens:,.2f}",
-            f"{value:,.2f}",
-            "yes" if tier.used else "no: recompute is faster" if value <= 0 else "no",
+        rows.append(
+            (
+                tier.tier.value,
+                f"{tier.capacity_tokens:,.0f}",
+                f"{tier.fetch_ms_per_1k_tokens:,.2f}",
+                f"{tier.recompute_ms_per_1k_tokens:,.2f}",
+                f"{value:,.2f}",
+                "yes" if tier.used else "no: recompute is faster" if value <= 0 else "no",
+            )
         )
-    out.print(table)
+    notes = []
     if report.hits is not None:
         where = ", ".join("miss" if w is None else w.value for w in report.hits.placement.tiers)
-        out.print(
+        notes.append(
             f"prefixes held in: {where}; hit rate {report.hits.hit_rate:.1%}; "
-            f"{report.hits.placement.hbm_tokens:,.0f} prefix tokens held once in HBM"
+            f"{report.hits.placement.hbm_tokens:,.0f} prefix tokens held once in HBM."
         )
     if report.spill_threshold_s is not None:
-        out.print(
+        notes.append(
             f"spill threshold: {report.spill_threshold_s * 1e3:,.1f} ms (the prefill a hit "
-            "saves; a queue longer than this at the warm replica is worth a cold one)"
+            "saves; a queue longer than this at the warm replica is worth a cold one)."
         )
     if report.ssd is not None:
-        out.print(report.ssd.note(), markup=False)
+        notes.append(report.ssd.note())
+    return TableSpec(
+        title="KV tiers: value of a cached token = recompute - fetch",
+        columns=(
+            "tier",
+            "capacity tokens",
+            "fetch ms/1K",
+            "recompute ms/1K",
+            "value ms/1K",
+            "used",
+        ),
+        rows=tuple(rows),
+        note=" ".join(notes),
+    )
 
 
 def _ms(seconds: float) -> float | None:
@@ -273,14 +283,15 @@ def _fmt_ms(seconds: float) -> str:
     return "-" if math.isinf(seconds) or math.isnan(seconds) else f"{seconds * 1e3:,.1f}"
 
 
-def _render(capacity: ReplicaCapacity, targets: LatencyTargets, pool_replicas: int = 1) -> None:
+def capacity_table(
+    capacity: ReplicaCapacity, targets: LatencyTargets, pool_replicas: int = 1
+) -> TableSpec:
+    """The main table: memory, step times, latency, throughput and the limit of one
+    replica (of `pool_replicas` behind one queue); the note names the limit's reason."""
     config = capacity.config
     title = f"{config.llm.name} on {config.label} ({config.gpus} GPU{'s' * (config.gpus > 1)})"
     if pool_replicas > 1:
         title += f", one of {pool_replicas} replicas behind one queue"
-    table = Table(title=title)
-    table.add_column("quantity")
-    table.add_column("value", justify="right")
     rows = [
         ("weights per GPU", f"{capacity.weight_bytes_per_gpu / GIB:,.1f} GiB"),
         ("KV bytes per token (replica)", f"{capacity.kv_bytes_per_token:,.0f} B"),
@@ -312,45 +323,50 @@ def _render(capacity: ReplicaCapacity, targets: LatencyTargets, pool_replicas: i
                 f"{capacity.kv_transfer_bytes_per_request / 2**20:,.1f} MiB",
             ),
         )
-    for name, value in rows:
-        table.add_row(name, value)
-    out.print(table)
+    note = ""
     if capacity.meets_slo:
         mode = "offline maximum throughput" if targets.is_offline else "capacity at the SLO"
-        out.print(f"{mode}; limit {capacity.limit.value}: {capacity.reason}", markup=False)
+        note = f"{mode}; limit {capacity.limit.value}: {capacity.reason}"
+    return TableSpec(title=title, columns=("quantity", "value"), rows=tuple(rows), note=note)
 
 
-def _render_frontier(points: list[FrontierPoint], operating_batch: float) -> None:
-    table = Table(title="throughput per GPU vs tokens/s per user, across batch sizes")
-    for column in (
-        "batch",
-        "step ms",
-        "tok/s/user",
-        "tok/s/GPU",
-        "req/s",
-        "p99 TTFT ms",
-        "p99 TPOT ms",
-        "bound",
-        "SLO",
-    ):
-        table.add_column(column, justify="left" if column in ("bound", "SLO") else "right")
+def frontier_table(points: list[FrontierPoint], operating_batch: float) -> TableSpec:
+    """The --sweep table: throughput per GPU against tokens/s per user across batch sizes,
+    with the latency, the bound and the SLO verdict at each."""
+    rows = []
     for point in points:
         verdict = "ok" if point.meets_slo and point.fits_memory else "no memory"
         if not point.meets_slo:
             verdict = "misses"
-        table.add_row(
-            f"{point.batch:,.0f}",
-            _fmt_ms(point.decode_step_s),
-            f"{point.tokens_per_s_per_user:,.1f}",
-            f"{point.output_tokens_per_s_per_gpu:,.0f}",
-            f"{point.requests_per_s:,.2f}",
-            _fmt_ms(point.ttft_p99_s),
-            _fmt_ms(point.tpot_p99_s),
-            point.bound,
-            verdict,
+        rows.append(
+            (
+                f"{point.batch:,.0f}",
+                _fmt_ms(point.decode_step_s),
+                f"{point.tokens_per_s_per_user:,.1f}",
+                f"{point.output_tokens_per_s_per_gpu:,.0f}",
+                f"{point.requests_per_s:,.2f}",
+                _fmt_ms(point.ttft_p99_s),
+                _fmt_ms(point.tpot_p99_s),
+                point.bound,
+                verdict,
+            )
         )
-    out.print(table)
-    out.print(f"operating point: mean batch {operating_batch:,.1f}")
+    return TableSpec(
+        title="throughput per GPU vs tokens/s per user, across batch sizes",
+        columns=(
+            "batch",
+            "step ms",
+            "tok/s/user",
+            "tok/s/GPU",
+            "req/s",
+            "p99 TTFT ms",
+            "p99 TPOT ms",
+            "bound",
+            "SLO",
+        ),
+        rows=tuple(rows),
+        note=f"operating point: mean batch {operating_batch:,.1f}",
+    )
 
 
 def _llm(model: str | None, model_config: Path | None) -> LlmSpec:
@@ -414,15 +430,14 @@ def load_json(load: LoadLatency, data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _render_load(load: LoadLatency) -> None:
+def load_table(load: LoadLatency) -> TableSpec:
+    """The --rate/--concurrency table: throughput, queue, batch, KV and latency of one
+    replica at the load asked for; the note says when the load saturates it."""
     asked = (
         f"{load.offered:,.2f} requests/s (open loop)"
         if load.mode == "rate"
         else f"{load.offered:,.0f} concurrent users (closed loop)"
     )
-    table = Table(title=f"at {asked}, per replica")
-    table.add_column("quantity")
-    table.add_column("value", justify="right")
     rows = [
         ("throughput", f"{load.throughput_requests_per_s:,.2f} requests/s"),
         ("in flight", "unbounded" if math.isinf(load.in_flight) else f"{load.in_flight:,.1f}"),
@@ -438,15 +453,36 @@ def _render_load(load: LoadLatency) -> None:
         ("TPOT mean / p99", f"{_fmt_ms(load.tpot_mean_s)} / {_fmt_ms(load.tpot_p99_s)} ms"),
         ("saturation rate", f"{load.saturation_requests_per_s:,.2f} requests/s"),
     ]
-    for name, value in rows:
-        table.add_row(name, value)
-    out.print(table)
+    note = ""
     if load.saturated:
-        out.print(
+        note = (
             "saturated: the queue grows without bound"
             if load.mode == "rate"
             else "saturated: throughput at its ceiling; the extra users queue for the replica"
         )
+    return TableSpec(
+        title=f"at {asked}, per replica", columns=("quantity", "value"), rows=tuple(rows), note=note
+    )
+
+
+def perf_tables(
+    capacity: ReplicaCapacity,
+    targets: LatencyTargets,
+    pool_replicas: int,
+    frontier: list[FrontierPoint] | None,
+    load: LoadLatency | None,
+    tiers: KvTierReport | None,
+) -> list[TableSpec]:
+    """Every table `perf` shows, in order: the replica, then the sweep, the load and the KV
+    tiers where asked for."""
+    tables = [capacity_table(capacity, targets, pool_replicas)]
+    if frontier:
+        tables.append(frontier_table(frontier, capacity.batch))
+    if load is not None:
+        tables.append(load_table(load))
+    if tiers is not None:
+        tables.append(tiers_table(tiers))
+    return tables
 
 
 def perf(
@@ -567,6 +603,9 @@ def perf(
         float | None, typer.Option(help="NVMe endurance, drive writes per day.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print the tables as Markdown instead.")
+    ] = False,
     model: Annotated[
         str | None, typer.Option("--model", "-m", help="Catalog model, e.g. llama-3.3-70b.")
     ] = None,
@@ -588,6 +627,8 @@ def perf(
     and a pool much more. Exit 3 when the configuration does not fit or cannot
     meet the targets at any load; exit 2 for bad input.
     """
+    if as_json and as_markdown:
+        raise typer.BadParameter("give --json or --markdown, not both", param_hint="--markdown")
     try:
         gpu_spec = catalog.gpu(gpu)
     except KeyError as error:
@@ -637,13 +678,11 @@ def perf(
             data.update(kv_tiers_json(tiers))
         print_json(data if load is None else {**data, **load_json(load, data)})
     elif capacity.fits:
-        _render(capacity, targets, pool_replicas)
-        if frontier:
-            _render_frontier(frontier, capacity.batch)
-        if load is not None:
-            _render_load(load)
-        if tiers is not None:
-            _render_tiers(tiers)
+        tables = perf_tables(capacity, targets, pool_replicas, frontier, load, tiers)
+        if as_markdown:
+            sys.stdout.write(markdown_tables([], tables))
+        else:
+            print_tables([], tables)
     if not capacity.fits or not capacity.meets_slo:
         err.print(f"[bold red]{'does not fit' if not capacity.fits else 'cannot meet the SLO'}:[/]")
         err.print(capacity.reason, markup=False)

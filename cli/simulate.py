@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from cli.console import err, out
 from cli.exit_codes import ExitCode
+from cli.tables import TableSpec, markdown_tables, print_tables
 from models.errors import InputError, Issue
 from models.loading import load_instance
 from models.output_files import check_target, is_stdout, write_text
@@ -41,60 +40,73 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
-def _render(result: PlanSimulation, wall_s: float, console: Console = out) -> None:
-    table = Table(
-        title=f"{result.instance}, scenario {result.scenario}: simulated vs analytic "
-        f"(ms; {result.duration_s:g} s of arrivals, burstiness cv {result.burstiness_cv:g}, "
-        f"{result.dispatch})"
-    )
-    for column in (
-        "pool",
-        "replicas",
-        "req/s",
-        "TTFT p50",
-        "TTFT p99",
-        "analytic",
-        "target",
-        "TPOT p50",
-        "TPOT p99",
-        "analytic",
-        "target",
-        "SLO",
-    ):
-        table.add_column(column, justify="left" if column in ("pool", "SLO") else "right")
+def simulation_tables(result: PlanSimulation) -> list[TableSpec]:
+    """The replay as tables: each pool's simulated p50/p99 TTFT and TPOT beside the
+    analytic promise and the target (ms), and, with --effects, p99 TTFT with each engine
+    effect switched off."""
+    rows = []
     for pool in result.pools:
         sim, ana = pool.simulated, pool.analytic
         verdict = "-" if pool.meets_slo is None else ("ok" if pool.meets_slo else "MISSES")
-        table.add_row(
-            f"{pool.workload} {pool.region} {pool.gpu} {pool.precision} tp{pool.tp}xpp{pool.pp}",
-            str(pool.replicas),
-            f"{pool.load_requests_per_s:,.2f}",
-            _fmt(sim.ttft_p50_ms if sim else None),
-            _fmt(sim.ttft_p99_ms if sim else None),
-            _fmt(ana.ttft_p99_ms if ana else None),
-            _fmt(pool.ttft_p99_target_ms),
-            f"{sim.tpot_p50_ms:,.1f}" if sim and sim.tpot_p50_ms else "-",
-            f"{sim.tpot_p99_ms:,.1f}" if sim and sim.tpot_p99_ms else "-",
-            f"{ana.tpot_p99_ms:,.1f}" if ana and ana.tpot_p99_ms else "-",
-            _fmt(pool.tpot_p99_target_ms),
-            verdict,
-        )
-    console.print(table)
-    if any(pool.effects_ttft_p99_ms for pool in result.pools):
-        effects = Table(title="p99 TTFT (ms) with each engine effect switched off")
-        effects.add_column("pool")
-        effects.add_column("all on", justify="right")
-        for name in EFFECTS:
-            effects.add_column(f"no {name.replace('_', ' ')}", justify="right")
-        for pool in result.pools:
-            row = pool.effects_ttft_p99_ms
-            effects.add_row(
-                f"{pool.region} tp{pool.tp}xpp{pool.pp}",
-                _fmt(row.get("none_off")),
-                *(_fmt(row.get(f"{name}_off")) for name in EFFECTS),
+        rows.append(
+            (
+                f"{pool.workload} {pool.region} {pool.gpu} {pool.precision} "
+                f"tp{pool.tp}xpp{pool.pp}",
+                str(pool.replicas),
+                f"{pool.load_requests_per_s:,.2f}",
+                _fmt(sim.ttft_p50_ms if sim else None),
+                _fmt(sim.ttft_p99_ms if sim else None),
+                _fmt(ana.ttft_p99_ms if ana else None),
+                _fmt(pool.ttft_p99_target_ms),
+                f"{sim.tpot_p50_ms:,.1f}" if sim and sim.tpot_p50_ms else "-",
+                f"{sim.tpot_p99_ms:,.1f}" if sim and sim.tpot_p99_ms else "-",
+                f"{ana.tpot_p99_ms:,.1f}" if ana and ana.tpot_p99_ms else "-",
+                _fmt(pool.tpot_p99_target_ms),
+                verdict,
             )
-        console.print(effects)
-    err.print(f"{result.events:,} events in {wall_s:.1f} s")
+        )
+    tables = [
+        TableSpec(
+            title=f"{result.instance}, scenario {result.scenario}: simulated vs analytic "
+            f"(ms; {result.duration_s:g} s of arrivals, burstiness cv {result.burstiness_cv:g}, "
+            f"{result.dispatch})",
+            columns=(
+                "pool",
+                "replicas",
+                "req/s",
+                "TTFT p50",
+                "TTFT p99",
+                "analytic",
+                "target",
+                "TPOT p50",
+                "TPOT p99",
+                "analytic",
+                "target",
+                "SLO",
+            ),
+            rows=tuple(rows),
+        )
+    ]
+    if any(pool.effects_ttft_p99_ms for pool in result.pools):
+        tables.append(
+            TableSpec(
+                title="p99 TTFT (ms) with each engine effect switched off",
+                columns=(
+                    "pool",
+                    "all on",
+                    *(f"no {name.replace('_', ' ')}" for name in EFFECTS),
+                ),
+                rows=tuple(
+                    (
+                        f"{pool.region} tp{pool.tp}xpp{pool.pp}",
+                        _fmt(pool.effects_ttft_p99_ms.get("none_off")),
+                        *(_fmt(pool.effects_ttft_p99_ms.get(f"{name}_off")) for name in EFFECTS),
+                    )
+                    for pool in result.pools
+                ),
+            )
+        )
+    return tables
 
 
 def simulate(
@@ -121,12 +133,21 @@ def simulate(
         Path | None,
         typer.Option("--json", help="Write the result as JSON to this file (- for stdout)."),
     ] = None,
+    markdown_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--markdown", help="Write the tables as Markdown to this file (- for stdout)."
+        ),
+    ] = None,
 ) -> None:
     """Replay each pool of a plan with continuous batching, chunked prefill, a KV limit
     with preemption and the router's queue; compare p50/p99 TTFT and TPOT with the
     analytic promise and the SLO. Exit 1 when a pool misses its SLO in simulation."""
-    if json_out is not None:
-        check_target(json_out, (file, plan_file))
+    outputs = [path for path in (json_out, markdown_out) if path is not None]
+    if sum(is_stdout(path) for path in outputs) > 1:
+        raise _problem("--json/--markdown", "only one of them can be - (standard output)")
+    for path in outputs:
+        check_target(path, (file, plan_file))
     instance = load_instance(file)
     plan = _read_plan(plan_file)
     seconds = duration_s if duration_s is not None else minutes * 60
@@ -144,8 +165,12 @@ def simulate(
     except ValueError as error:
         raise _problem("--scenario", str(error)) from None
     wall_s = time.perf_counter() - started
+    tables = simulation_tables(result)
     if json_out is not None:
         write_text(json_out, result.model_dump_json(indent=2), (file, plan_file))
-    _render(result, wall_s, err if json_out is not None and is_stdout(json_out) else out)
+    if markdown_out is not None:
+        write_text(markdown_out, markdown_tables([], tables), (file, plan_file))
+    print_tables([], tables, console=err if any(is_stdout(p) for p in outputs) else out)
+    err.print(f"{result.events:,} events in {wall_s:.1f} s")
     if not result.meets_slo:
         raise typer.Exit(ExitCode.CHECK_FAILED)

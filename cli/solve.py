@@ -12,6 +12,7 @@ diagnosis), 4 no plan within the time limit (naming the stage it stopped in).
 pricing, verification and (for explain) the re-solves share one deadline.
 """
 
+import sys
 import time
 from pathlib import Path
 from typing import Annotated
@@ -151,11 +152,17 @@ def verify(
     plan_file: Annotated[
         Path, typer.Argument(help='Plan JSON (from `solve --json`, or {"replicas": [...]}).')
     ],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the verdict and its figures as JSON.")
+    ] = False,
 ) -> None:
     """Check a plan, or a fleet you own, against the instance with the physics alone."""
     instance = load_instance(file)
     result = verify_plan(instance, _read_plan(plan_file))
-    _print_verification(plan_file, result)
+    if as_json:
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+    else:
+        _print_verification(plan_file, result)
     if not result.ok:
         raise typer.Exit(ExitCode.CHECK_FAILED)
 

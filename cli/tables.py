@@ -43,9 +43,9 @@ def print_tables(
 
 
 def markdown_tables(header: list[str], tables: list[TableSpec], note: str = "") -> str:
-    """The same report as Markdown: the first header line as the title, a section and a
-    pipe table per table."""
-    lines = [f"# {header[0]}", "", *header[1:], ""]
+    """The same report as Markdown: the first header line as the title (none without a
+    header), a section and a pipe table per table."""
+    lines = [f"# {header[0]}", "", *header[1:], ""] if header else []
     for spec in tables:
         lines += [f"## {spec.title}", ""]
         lines.append("| " + " | ".join(spec.columns) + " |")
