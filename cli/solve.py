@@ -15,7 +15,7 @@ pricing, verification and (for explain) the re-solves share one deadline.
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from pydantic import ValidationError
@@ -32,12 +32,14 @@ from models.loading import load_instance, read_document
 from models.output_files import check_target, is_stdout, write_text
 from solver.backends import UnknownBackendError
 from solver.errors import BackendUnavailable, Diagnosis, Infeasible, NoSolution, PlanRejected
-from solver.explain import Explanation, explain_solved
 from solver.plan import Plan
 from solver.settings import SolveSettings
 from solver.solve import Solved, solve_program
 from solver.verify import Verification
 from solver.verify_hours import verify_any as verify_plan
+
+if TYPE_CHECKING:  # `solve` never needs the explanation's modules (levers, re-solves)
+    from solver.explain import Explanation
 
 BINDING_ROWS_SHOWN = 20
 """Binding constraints printed in the terminal (all of them go to --json)."""
@@ -124,6 +126,8 @@ def explain(
         tables = plan_tables(plan) + time_tables(plan)
         _report(plan_header(plan), tables, plan, json_out, markdown_out, file)
         return
+    from solver.explain import explain_solved
+
     try:
         explanation = explain_solved(solved)
     except NoSolution as stopped:
@@ -474,7 +478,7 @@ def tiering_tables(plan: Plan) -> list[TableSpec]:
     ]
 
 
-def gpu_count_tables(explanation: Explanation) -> list[TableSpec]:
+def gpu_count_tables(explanation: "Explanation") -> list[TableSpec]:
     """What routing by GPU count would do, where a workload has several configurations
     in a region."""
     rows = explanation.gpu_count_routing
@@ -522,7 +526,7 @@ def gpu_count_tables(explanation: Explanation) -> list[TableSpec]:
     ]
 
 
-def explanation_tables(explanation: Explanation) -> list[TableSpec]:
+def explanation_tables(explanation: "Explanation") -> list[TableSpec]:
     """The explanation as tables."""
     plan_parts = plan_tables(explanation.plan)
     binding = next(t for t in plan_parts if t.title == "Binding constraints")
@@ -600,7 +604,7 @@ def explanation_tables(explanation: Explanation) -> list[TableSpec]:
 def _report(
     header: list[str],
     tables: list[TableSpec],
-    result: Plan | Explanation,
+    result: "Plan | Explanation",
     json_out: Path | None,
     markdown_out: Path | None,
     file: Path,

@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property, lru_cache
 
-import networkx as nx
-
 from models.instance import Instance, Survive
 from models.pooling import zone_survivors
 
@@ -119,22 +117,17 @@ class RegionGraph:
         )
 
     @cached_property
-    def graph(self) -> nx.Graph:
-        """The networkx graph (built once)."""
-        graph = nx.Graph()
-        graph.add_nodes_from(self.regions)
-        for a, b, rtt_ms in self.links:
-            if not graph.has_edge(a, b) or graph[a][b]["rtt_ms"] > rtt_ms:
-                graph.add_edge(a, b, rtt_ms=rtt_ms)
-        return graph
-
-    @cached_property
     def _adjacency(self) -> dict[str, tuple[tuple[str, float], ...]]:
-        graph = self.graph
-        return {
-            region: tuple((other, graph[region][other]["rtt_ms"]) for other in graph[region])
-            for region in graph.nodes
-        }
+        """Each region's neighbours and the round trip to them, the lowest of parallel
+        links kept (an undirected graph, built once in plain dicts: a one-region instance
+        needs no graph library)."""
+        neighbours: dict[str, dict[str, float]] = {region: {} for region in self.regions}
+        for a, b, rtt_ms in self.links:
+            known = neighbours.setdefault(a, {}).get(b)
+            if known is None or known > rtt_ms:
+                neighbours[a][b] = rtt_ms
+                neighbours.setdefault(b, {})[a] = rtt_ms
+        return {region: tuple(near.items()) for region, near in neighbours.items()}
 
     @cached_property
     def _rtt_cache(self) -> dict[tuple[str, str | None, float | None], dict[str, float]]:

@@ -22,9 +22,6 @@ that asks for them.
 import math
 from collections import defaultdict
 
-import networkx as nx
-from networkx.algorithms.flow import edmonds_karp
-
 from models.scenarios import Scenario, ScenarioKind
 from solver.backends import Backend
 from solver.errors import Diagnosis, Problem
@@ -137,6 +134,9 @@ def _flow_shortfall(
             reachable_demand[d] += rate
     if all(reachable_demand[d] <= bound[d] for d in bound):
         return []  # every region could take all the demand that may reach it
+    import networkx as nx  # only here: a max flow over several regions
+    from networkx.algorithms.flow import edmonds_karp
+
     network = nx.DiGraph()
     for o, rate in origins.items():
         network.add_edge("source", ("o", o), capacity=rate)

@@ -70,8 +70,6 @@ a plan that uses one of several precisions offered.
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-import networkx as nx
-from networkx.algorithms.flow import edmonds_karp
 from pydantic import BaseModel, ConfigDict
 
 from models.capacity import replica_capacity
@@ -576,17 +574,19 @@ def _check_flow(
     max_rtt_ms: float | None,
     violations: list[Violation],
 ) -> ScenarioCheck:
-    network = nx.DiGraph()
-    reach: dict[str, dict[str, float]] = {}
-    for o, rate in demand.items():
-        network.add_edge("source", ("origin", o), capacity=rate)
-        reach[o] = graph.destinations(scenario, o, max_rtt_ms)
-        for d in reach[o]:
-            network.add_edge(("origin", o), ("destination", d))
-    for d, rate in capacity.items():
-        network.add_edge(("destination", d), "sink", capacity=rate)
+    reach = {o: graph.destinations(scenario, o, max_rtt_ms) for o in demand}
     total = sum(demand.values())
-    served, (source_side, _) = nx.minimum_cut(network, "source", "sink", flow_func=edmonds_karp)
+    if len(reach) == 1 and all(
+        len(places) == 1 and set(places) <= set(capacity) for places in reach.values()
+    ):
+        # One origin that can reach one region: the flow is its one path's narrowest
+        # edge, and the origin is on the source side of the cut exactly when it is short.
+        ((o, places),) = reach.items()
+        (d,) = places
+        served = 0 + min(demand[o], capacity[d])
+        source_side = {("origin", o)} if served < demand[o] else set()
+    else:
+        served, source_side = _max_flow(demand, capacity, reach)
     if served < total * (1 - DEMAND_TOLERANCE) - DEMAND_TOLERANCE:
         # Min cut: the origins left on the source side can reach only destinations on
         # the source side, and those cannot carry them (Hall's condition fails there).
@@ -615,6 +615,25 @@ def _check_flow(
         demand_requests_per_s=total,
         servable_requests_per_s=served,
     )
+
+
+def _max_flow(
+    demand: dict[str, float], capacity: dict[str, float], reach: dict[str, dict[str, float]]
+) -> tuple[float, set]:
+    """Max flow from the origins' demand to the regions' capacity along `reach`, with the
+    source side of a minimum cut (networkx, imported only when several regions meet)."""
+    import networkx as nx
+    from networkx.algorithms.flow import edmonds_karp
+
+    network = nx.DiGraph()
+    for o, rate in demand.items():
+        network.add_edge("source", ("origin", o), capacity=rate)
+        for d in reach[o]:
+            network.add_edge(("origin", o), ("destination", d))
+    for d, rate in capacity.items():
+        network.add_edge(("destination", d), "sink", capacity=rate)
+    served, (source_side, _) = nx.minimum_cut(network, "source", "sink", flow_func=edmonds_karp)
+    return served, source_side
 
 
 def _check_replica_loss(
