@@ -83,3 +83,17 @@ def test_a_one_region_solve_imports_no_graph_library(tmp_path):
     loaded = _imported_after(code)
     assert "solver" in loaded  # it did solve
     assert "networkx" not in loaded
+
+
+def test_each_backend_name_loads_its_own_class_and_only_it():
+    from solver.backends import backend_names, get_backend
+
+    assert [get_backend(name).name for name in backend_names()] == list(backend_names())
+    code = "from solver.backends import get_backend\nget_backend('highs')\n"
+    probe = f"{code}import sys\nprint(' '.join(sorted(m for m in sys.modules if 'backends' in m)))"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False, timeout=60
+    )
+    loaded = set(result.stdout.split())
+    assert "solver.backends.highs" in loaded
+    assert not loaded & {"solver.backends.cbc", "solver.backends.scip", "solver.backends.cpsat"}

@@ -16,6 +16,8 @@ library at import time, and the OR-Tools backends never load OR-Tools' own HiGHS
 (it crashes a process that has imported highspy).
 """
 
+import importlib
+
 from models.backend_names import BACKEND_NAMES, DEFAULT_BACKEND
 from solver.backends.base import (
     DEFAULT_MIP_GAP,
@@ -24,16 +26,25 @@ from solver.backends.base import (
     SolveOptions,
     relative_gap,
 )
-from solver.backends.cbc import CbcBackend
-from solver.backends.cpsat import CpSatBackend
-from solver.backends.highs import HighsBackend
-from solver.backends.scip import ScipBackend
 
-_REGISTRY: dict[str, type[Backend]] = {
-    backend.name: backend for backend in (HighsBackend, CbcBackend, ScipBackend, CpSatBackend)
+_MODULES: dict[str, tuple[str, str]] = {
+    "highs": ("solver.backends.highs", "HighsBackend"),
+    "cbc": ("solver.backends.cbc", "CbcBackend"),
+    "scip": ("solver.backends.scip", "ScipBackend"),
+    "cpsat": ("solver.backends.cpsat", "CpSatBackend"),
 }
-if tuple(_REGISTRY) != BACKEND_NAMES:  # the one list (models.backend_names) is the truth
-    raise RuntimeError(f"backends {tuple(_REGISTRY)} differ from {BACKEND_NAMES}")
+"""Backend name -> (module, class): a backend's module is imported only when it is asked
+for, so a `highs` solve never loads the OR-Tools or PuLP wrappers."""
+if tuple(_MODULES) != BACKEND_NAMES:  # the one list (models.backend_names) is the truth
+    raise RuntimeError(f"backends {tuple(_MODULES)} differ from {BACKEND_NAMES}")
+
+
+def _backend_class(name: str) -> type[Backend]:
+    module, attribute = _MODULES[name]
+    backend: type[Backend] = getattr(importlib.import_module(module), attribute)
+    if backend.name != name:
+        raise RuntimeError(f"backend class {attribute} is named {backend.name!r}, not {name!r}")
+    return backend
 
 
 class UnknownBackendError(ValueError):
@@ -49,7 +60,7 @@ class UnknownBackendError(ValueError):
 
 def backend_names() -> tuple[str, ...]:
     """Every registered backend name, the default first."""
-    return tuple(_REGISTRY)
+    return tuple(_MODULES)
 
 
 def get_backend(name: str = DEFAULT_BACKEND) -> Backend:
@@ -66,14 +77,14 @@ def get_backend(name: str = DEFAULT_BACKEND) -> Backend:
         UnknownBackendError: No backend has that name.
     """
     key = name.strip().lower() if isinstance(name, str) else name
-    if key not in _REGISTRY:
+    if key not in _MODULES:
         raise UnknownBackendError(name)
-    return _REGISTRY[key]()
+    return _backend_class(key)()
 
 
 def available_backends() -> tuple[str, ...]:
     """Names of the backends that can solve in this environment, the default first."""
-    return tuple(name for name, backend in _REGISTRY.items() if backend().is_available())
+    return tuple(name for name in _MODULES if get_backend(name).is_available())
 
 
 __all__ = [
