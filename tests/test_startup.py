@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from cli import app as cli_app
+from tests.paths import ONE_MODEL_ONE_REGION
 
 HEAVY = ("highspy", "ortools", "pulp", "networkx", "numpy", "solver")
 
@@ -54,27 +55,10 @@ def test_an_unknown_command_is_refused(run_cli):
     assert "No such command" in result.stderr
 
 
-ONE_REGION = """\
-name: one-model-one-region
-gpus: [{name: h100-sxm}]
-models: [{name: llama-3.1-8b, weight_precisions: [fp8]}]
-regions:
-  - name: us-east
-    supply: {h100-sxm: {max_gpus: 64, price_per_gpu_hour: 2.4}}
-workloads:
-  - name: chat
-    model: llama-3.1-8b
-    demand: {us-east: {peak_requests_per_s: 20}}
-    prompt_tokens: {mean: 1000, p99: 4000}
-    output_tokens: {mean: 300, p99: 1000}
-    slo: {ttft_p99_ms: 800, tpot_p99_ms: 50}
-policy: {survive: none, tensor_parallel: [1, 2], pipeline_parallel: [1]}
-"""
 
 
-def test_a_one_region_solve_imports_no_graph_library(tmp_path):
-    instance = tmp_path / "one.yaml"
-    instance.write_text(ONE_REGION)
+def test_a_one_region_solve_imports_no_graph_library():
+    instance = ONE_MODEL_ONE_REGION
     code = (
         "import sys\nfrom cli.app import main\n"
         f"sys.argv = ['fleetplan', 'solve', {str(instance)!r}]\n"

@@ -16,25 +16,11 @@ import sys
 import time
 from pathlib import Path
 
+from tests.paths import ONE_MODEL_ONE_REGION
+
 REPO = Path(__file__).resolve().parents[2]
 RUNS = 5
 
-ONE_MODEL = """\
-name: one-model-one-region
-gpus: [{name: h100-sxm}]
-models: [{name: llama-3.1-8b, weight_precisions: [fp8]}]
-regions:
-  - name: us-east
-    supply: {h100-sxm: {max_gpus: 64, price_per_gpu_hour: 2.4}}
-workloads:
-  - name: chat
-    model: llama-3.1-8b
-    demand: {us-east: {peak_requests_per_s: 20}}
-    prompt_tokens: {mean: 1000, p99: 4000}
-    output_tokens: {mean: 300, p99: 1000}
-    slo: {ttft_p99_ms: 800, tpot_p99_ms: 50}
-policy: {survive: none, tensor_parallel: [1, 2], pipeline_parallel: [1]}
-"""
 
 
 def _command(*args: str) -> list[str]:
@@ -67,9 +53,8 @@ def _import_breakdown(argv: list[str], top: int = 10) -> list[tuple[str, float]]
     return sorted(rows, key=lambda row: -row[1])[:top]
 
 
-def test_startup_and_single_question(tmp_path, capsys):
-    instance = tmp_path / "one.yaml"
-    instance.write_text(ONE_MODEL)
+def test_startup_and_single_question(capsys):
+    instance = ONE_MODEL_ONE_REGION
     cases = {
         "fleetplan --help": _command("--help"),
         "fleetplan catalog gpus": _command("catalog", "gpus"),
