@@ -158,7 +158,10 @@ def explain_solved(solved: Solved) -> Explanation:
     alternatives = _alternatives(solved) if plan.optimal else ()
     if plan.optimal and plan.simplicity is None:
         simplicity = simplicity_cost(
-            solved.program.sets.instance, plan, solved.settings.for_comparison()
+            solved.program.sets.instance,
+            plan,
+            solved.settings.for_comparison(),
+            solved.program.sets.table,
         )
         plan = plan.model_copy(update={"simplicity": simplicity})
     return Explanation(

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from models.instance import Instance
 from models.time_demand import uses_time
 from solver.backends import get_backend
-from solver.candidates import build_candidates
+from solver.candidates import CandidateTable, build_candidates
 from solver.capacity_report import with_capacity_units
 from solver.decompose import Optimised, optimise
 from solver.diagnose import diagnose_infeasible, presolve_problems
@@ -167,7 +167,10 @@ def _solve_in_time(instance: Instance, settings: SolveSettings) -> Solved:
 
 
 def simplicity_cost(
-    instance: Instance, plan: Plan, settings: SolveSettings
+    instance: Instance,
+    plan: Plan,
+    settings: SolveSettings,
+    table: CandidateTable | None = None,
 ) -> SimplicityCost | None:
     """What policy.max_configs_per_pool costs: the same instance solved with the limit
     lifted (None when there is no limit); `explain` reports it (a second solve, kept out
@@ -179,7 +182,9 @@ def simplicity_cost(
         return None
     policy = instance.policy.model_copy(update={"max_configs_per_pool": None})
     lifted = instance.model_copy(update={"policy": policy})
-    program = build_program(lifted, build_candidates(lifted))
+    # The candidates do not depend on the limit: reuse the plan's table when given.
+    table = build_candidates(lifted, settings) if table is None else table
+    program = build_program(lifted, table, settings=settings)
     result = optimise(program, get_backend(settings.backend), settings).result
     if not result.termination.has_solution:
         return SimplicityCost(
