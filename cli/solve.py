@@ -314,6 +314,7 @@ def site_tables(plan: Plan) -> list[TableSpec]:
             )
         )
     if plan.power_kw:
+        capped = any(p.limit_kw is not None or p.limit_racks is not None for p in plan.power_kw)
         tables.append(
             TableSpec(
                 "Power by region (every GPU installed, existing and bought)",
@@ -329,7 +330,7 @@ def site_tables(plan: Plan) -> list[TableSpec]:
                     )
                     for p in plan.power_kw
                 ),
-                "a nonzero $/kW: power, not money, binds the region",
+                "a nonzero $/kW: power, not money, binds the region" if capped else "",
             )
         )
     return tables

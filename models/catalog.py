@@ -4,21 +4,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from models.hardware import GpuSpec
 from models.llm import LlmSpec
+from models.yaml_files import read_yaml
 
 CATALOG_DIR = Path(__file__).parent / "catalog"
 
 
-_LOADER: type = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
-"""libyaml's safe loader where PyYAML was built with it (ten times faster), else PyYAML's."""
-
-
 def _read(file_name: str) -> dict[str, dict[str, Any]]:
-    with (CATALOG_DIR / file_name).open(encoding="utf-8") as handle:
-        return yaml.load(handle, Loader=_LOADER)
+    return read_yaml(CATALOG_DIR / file_name)
 
 
 @cache

@@ -31,13 +31,14 @@ import yaml
 
 from models import limits
 from models.errors import InputError, Issue
+from models.yaml_files import SAFE_LOADER
 
 LineMap = dict[tuple[str | int, ...], int]
 """Line (1-based) of every mapping key and sequence item, by field path."""
 Lines = Mapping[tuple[str | int, ...], int]
 """A line map as `read_document` returns it (a JSON file's is computed on first use)."""
 
-_BASE_LOADER: type = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+_BASE_LOADER = SAFE_LOADER
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _FILE_KINDS = (
     (stat.S_ISDIR, "a directory"),

@@ -12,12 +12,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from models.hardware import GpuSpec
 from models.precision import Precision
 from models.quantities import BatchSequences, StepLatencyS, TokenCount
+from models.yaml_files import read_yaml
 
 _FILE = Path(__file__).parent / "catalog" / "efficiency.yaml"
 
@@ -81,8 +81,7 @@ def calibration_table() -> dict[str, Any]:
     """The parsed `efficiency.yaml` (empty when the file is absent)."""
     if not _FILE.exists():
         return {}
-    with _FILE.open(encoding="utf-8") as handle:
-        return yaml.safe_load(handle) or {}
+    return read_yaml(_FILE) or {}
 
 
 def generation_of(gpu_name: str) -> str | None:

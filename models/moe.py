@@ -56,7 +56,6 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from models.efficiency import Efficiency, generation_of
@@ -64,6 +63,7 @@ from models.hardware import GpuSpec
 from models.llm import LlmSpec
 from models.memory import ACTIVATION_BYTES_PER_ELEMENT
 from models.precision import Precision
+from models.yaml_files import read_yaml
 
 ALLTOALL_LATENCY_S = 20e-6
 """Fixed latency of one dispatch or combine collective, seconds: the order of the
@@ -90,8 +90,7 @@ class MoeEfficiency(BaseModel):
 def _moe_table() -> dict:
     if not _FILE.exists():
         return {}
-    with _FILE.open(encoding="utf-8") as handle:
-        return yaml.safe_load(handle) or {}
+    return read_yaml(_FILE) or {}
 
 
 def moe_efficiency_for(gpu_name: str) -> MoeEfficiency:
