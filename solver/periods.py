@@ -30,7 +30,8 @@ from models.scenarios import failure_scenarios
 from models.time_demand import hour_instance, warm_grid
 from models.time_periods import Period, aggregate_periods
 from solver.candidates import CandidateTable
-from solver.families.pricing import OfferTerms, add_pricing
+from solver.families.failover_start import add_failover_start, failover_terms
+from solver.families.pricing import OfferTerms, OnDemandColumn, add_pricing
 from solver.lp import LinearProgram
 from solver.program import FleetProgram, build_program
 from solver.row_names import ReplicasColumn
@@ -113,6 +114,20 @@ def build_time_program(instance: Instance, table: CandidateTable) -> TimeProgram
     offers = offer_terms(instance)
     weights = {period.hours[0]: period.weight_hours for period in periods}
     add_pricing(lp, offers, used, weights, instance.policy.hours_per_month, tie_break)
+    terms = failover_terms(instance)
+    if terms.budget_minutes:
+        for part in parts:
+            hour = part.first_hour
+            capped = {
+                (o.region, o.gpu): (
+                    OnDemandColumn(o.region, o.gpu, hour).name(),
+                    o.max_on_demand_gpus,
+                )
+                for o in offers
+                if o.max_on_demand_gpus < o.max_gpus
+                and OnDemandColumn(o.region, o.gpu, hour).name() in lp.variables
+            }
+            add_failover_start(lp, part.program, at_period("", hour), terms, capped, weights[hour])
     return TimeProgram(lp, tuple(parts), instance, table, offers)
 
 

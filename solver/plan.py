@@ -474,6 +474,21 @@ class Hour(BaseModel):
     cost_per_hour: float = 0.0
     """Reserved GPUs committed (used or not) x reserved price + on-demand and spot GPUs x
     their price, this hour."""
+    failover_starts: tuple["FailoverStart", ...] = ()
+    """Replicas started in the survivors if a region is lost in this hour (they serve
+    after `policy.failover_start_s`; until then the warm pools carry the load and the
+    gap is spent from the error budget). Not paid in the month: they run only in a loss."""
+
+
+class FailoverStart(BaseModel):
+    """Replicas of one pool started after one region loss."""
+
+    model_config = _FROZEN
+
+    scenario: str
+    """E.g. `lose=eu-west`."""
+    pool: ReplicaPool
+    """The started replicas (count) of one configuration in one surviving region."""
 
 
 class Commitment(BaseModel):
@@ -530,6 +545,11 @@ class ScenarioBudgetUse(BaseModel):
     budget_minutes_used: float
     expected_burn_minutes_per_year: float | None = None
     """lambda x mean over the hours (failure_probability_per_year given)."""
+    losses_per_month: float = 1.0
+    """m: losses of the region the month's budget absorbs, max(1, expected losses a
+    month); the plan keeps m x budget_minutes_used <= budget_minutes."""
+    started_replicas: int = 0
+    """Replicas started in the survivors after a loss at the worst hour."""
 
 
 class MonthOffer(BaseModel):
@@ -584,3 +604,4 @@ class BatchPlacement(BaseModel):
 
 
 Plan.model_rebuild()
+Hour.model_rebuild()

@@ -14,6 +14,7 @@ from solver.candidates import build_candidates
 from solver.decompose import Optimised
 from solver.diagnose import diagnose_infeasible, presolve_problems
 from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
+from solver.failover_time import started_pools
 from solver.families.pricing import CommittedColumn, OfferTerms
 from solver.lp import SolveResult, Termination
 from solver.periods import PeriodProgram, TimeProgram, build_time_program
@@ -116,6 +117,9 @@ def hourly_plan(
                     pools=plans[first].replicas,
                     gpus=gpus,
                     cost_per_hour=cost,
+                    failover_starts=started_pools(
+                        program, first, program.period_values(values, first)
+                    ),
                 )
             )
     hours.sort(key=lambda h: h.hour)
