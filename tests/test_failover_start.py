@@ -132,8 +132,7 @@ def test_with_no_start_time_the_spare_shrinks_only_by_what_on_demand_can_start(
         assert all(gpus <= cap_gpus for gpus in by_scenario.values())
     for region in RATE_RPS:
         saved = [
-            a - b
-            for a, b in zip(_warm_gpus(today, region), _warm_gpus(plan, region), strict=True)
+            a - b for a, b in zip(_warm_gpus(today, region), _warm_gpus(plan, region), strict=True)
         ]
         assert all(0 <= s <= cap_gpus for s in saved)
     assert no_spare.cost_per_month <= plan.cost_per_month <= today.cost_per_month + 1e-6
