@@ -30,6 +30,7 @@ from models.scenarios import failure_scenarios
 from models.time_demand import hour_instance, warm_grid
 from models.time_periods import Period, aggregate_periods
 from solver.candidates import CandidateTable
+from solver.families.batch_work import BatchWork, add_batch_work
 from solver.families.failover_start import add_failover_start, failover_terms
 from solver.families.pricing import OfferTerms, OnDemandColumn, add_pricing
 from solver.lp import LinearProgram
@@ -74,6 +75,8 @@ class TimeProgram:
     instance: Instance
     table: CandidateTable
     offers: tuple[OfferTerms, ...]
+    batch: tuple[BatchWork, ...] = ()
+    """Each batch workload's columns per region (solver.families.batch_work)."""
 
     def period_values(self, values: dict[str, float], period: int) -> dict[str, float]:
         """The values of one period under the static program's names."""
@@ -86,7 +89,8 @@ class TimeProgram:
 
 
 def interactive_table(instance: Instance, table: CandidateTable) -> CandidateTable:
-    """The candidates of the interactive workloads (batch is scheduled afterwards)."""
+    """The candidates of the interactive workloads (batch has its own columns,
+    solver.families.batch_work)."""
     return CandidateTable({w.name: table.of(w.name) for w in instance.workloads if not w.is_batch})
 
 
@@ -111,6 +115,7 @@ def build_time_program(instance: Instance, table: CandidateTable) -> TimeProgram
             key = (pool.region, pool.candidate.gpu, hour)
             name = ReplicasColumn(pool.workload, pool.candidate.key, pool.region).name()
             used.setdefault(key, {})[at_period(name, hour)] = float(pool.candidate.gpus)
+    batch = add_batch_work(lp, instance, table, parts, used)
     offers = offer_terms(instance)
     weights = {period.hours[0]: period.weight_hours for period in periods}
     add_pricing(lp, offers, used, weights, instance.policy.hours_per_month, tie_break)
@@ -128,7 +133,7 @@ def build_time_program(instance: Instance, table: CandidateTable) -> TimeProgram
                 and OnDemandColumn(o.region, o.gpu, hour).name() in lp.variables
             }
             add_failover_start(lp, part.program, at_period("", hour), terms, capped, weights[hour])
-    return TimeProgram(lp, tuple(parts), instance, table, offers)
+    return TimeProgram(lp, tuple(parts), instance, table, offers, batch)
 
 
 def offer_terms(instance: Instance) -> tuple[OfferTerms, ...]:
@@ -153,6 +158,7 @@ def offer_terms(instance: Instance) -> tuple[OfferTerms, ...]:
                     if supply
                     else None,
                     max_on_demand_gpus=max_gpus if cap is None else cap,
+                    spot_price_per_gpu_hour=supply.spot_price_per_gpu_hour if supply else None,
                 )
             )
     return tuple(offers)

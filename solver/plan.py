@@ -478,6 +478,28 @@ class Hour(BaseModel):
     """Replicas started in the survivors if a region is lost in this hour (they serve
     after `policy.failover_start_s`; until then the warm pools carry the load and the
     gap is spent from the error budget). Not paid in the month: they run only in a loss."""
+    batch_soak: tuple["BatchSoak", ...] = ()
+    """Batch work served on interactive pools this hour (their idle capacity)."""
+
+
+class BatchSoak(BaseModel):
+    """Batch requests/s one interactive pool serves in one hour beside its own load."""
+
+    model_config = _FROZEN
+
+    batch: str
+    """The batch workload."""
+    workload: str
+    """The interactive workload whose pool soaks it."""
+    region: str
+    configuration: str
+    """The pool's configuration key."""
+    requests_per_s: float
+    """Batch requests/s served on the pool this hour."""
+    batch_requests_per_s_per_replica: float
+    """C_b: one replica of the configuration running the batch mix alone."""
+    limit: str = ""
+    """What sets C_b (e.g. kv_memory for long contexts)."""
 
 
 class FailoverStart(BaseModel):

@@ -102,7 +102,10 @@ def idle_hours(instance: Instance, plan: Plan) -> tuple[float, float]:
     grid = interactive_grid(instance)
     committed = {(c.region, c.gpu): c.committed_gpus for c in plan.committed}
     replicas = gpus = 0.0
-    for hour in plan.hours:
+    for whole in plan.hours:
+        hour = whole.model_copy(
+            update={"pools": tuple(p for p in whole.pools if (p.workload, p.region) in grid)}
+        )
         capacity: dict[tuple[str, str], float] = defaultdict(float)
         for pool in hour.pools:
             capacity[(pool.workload, pool.region)] += pool.count * (

@@ -10,6 +10,7 @@ import time
 from models.instance import Instance
 from models.time_demand import planning_start_s
 from solver.backends import get_backend
+from solver.batch_time import dedicated_pools, hour_soaks
 from solver.candidates import build_candidates
 from solver.decompose import Optimised
 from solver.diagnose import diagnose_infeasible, presolve_problems
@@ -64,7 +65,7 @@ def solve_time(instance: Instance, settings: SolveSettings) -> tuple[Plan, Perio
     from solver.time_report import with_time_report
 
     plan = with_time_report(instance, program, plan)
-    plan = with_batch(instance, table, program, plan)
+    plan = with_batch(instance, program, plan, values)
     plan = with_months(instance, program, plan, backend, settings)
     check = verify(instance, plan)
     if not check.ok:
@@ -100,6 +101,13 @@ def hourly_plan(
     instance = program.instance
     days = instance.policy.hours_per_month / HOURS_PER_DAY
     plans = period_plans(program, result, values, settings)
+    dedicated = dedicated_pools(program, values)
+    batch_pools = tuple(pool for pool, _, _ in dedicated)
+    spot = {}
+    for pool, tier, _ in dedicated:
+        if tier == "spot":
+            spot[(pool.region, pool.gpu)] = spot.get((pool.region, pool.gpu), 0) + (pool.gpus or 0)
+    soaks = hour_soaks(program, values)
     committed = {
         (o.region, o.gpu): values.get(CommittedColumn(o.region, o.gpu).name(), 0.0)
         for o in program.offers
@@ -107,14 +115,16 @@ def hourly_plan(
     hours = []
     for part in program.periods:
         first = part.first_hour
-        gpus = hour_gpus(program.offers, plans[first], committed)
+        pools = plans[first].replicas + batch_pools
+        gpus = hour_gpus(program.offers, pools, committed, spot)
         cost = hour_cost(program.offers, gpus, committed)
         for hour in part.period.hours:
             hours.append(
                 Hour(
                     hour=hour,
                     period=first,
-                    pools=plans[first].replicas,
+                    pools=pools,
+                    batch_soak=soaks[hour],
                     gpus=gpus,
                     cost_per_hour=cost,
                     failover_starts=started_pools(
@@ -170,20 +180,24 @@ def hourly_plan(
 
 def hour_gpus(
     offers: tuple[OfferTerms, ...],
-    plan: Plan,
+    pools: tuple[ReplicaPool, ...],
     committed: dict[tuple[str, str], float],
+    spot: dict[tuple[str, str], int] | None = None,
 ) -> tuple[HourGpus, ...]:
-    """GPUs used per offer in one period, split owned / reserved / on demand."""
+    """GPUs used per offer in one period, split owned / reserved / on demand / spot
+    (`spot`: GPUs of dedicated batch replicas on spot, per offer)."""
+    spot = spot or {}
     used: dict[tuple[str, str], int] = {}
-    for pool in plan.replicas:
+    for pool in pools:
         used[(pool.region, pool.gpu)] = used.get((pool.region, pool.gpu), 0) + (pool.gpus or 0)
     rows = []
     for o in offers:
         n = used.get((o.region, o.gpu), 0)
         if not n:
             continue
-        owned = min(n, o.existing)
-        reserved = min(committed[(o.region, o.gpu)], n - owned)
+        on_spot = spot.get((o.region, o.gpu), 0)
+        owned = min(n - on_spot, o.existing)
+        reserved = min(committed[(o.region, o.gpu)], n - on_spot - owned)
         rows.append(
             HourGpus(
                 region=o.region,
@@ -191,7 +205,8 @@ def hour_gpus(
                 used=n,
                 existing=owned,
                 reserved=round(reserved, 6),
-                on_demand=round(max(n - owned - reserved, 0.0), 6),
+                on_demand=round(max(n - on_spot - owned - reserved, 0.0), 6),
+                spot=float(on_spot),
             )
         )
     return tuple(rows)
@@ -212,6 +227,8 @@ def hour_cost(
         row = by_offer.get((o.region, o.gpu))
         if row is not None:
             cost += row.on_demand * o.on_demand_price_per_gpu_hour
+            if row.spot:
+                cost += row.spot * (o.spot_price_per_gpu_hour or 0.0)
     return cost
 
 
@@ -243,7 +260,11 @@ def peak_gpu_use(
         reserved_cost = 0.0
         if o.reserved_price_per_gpu_hour is not None:
             reserved_cost = HOURS_PER_DAY * o.reserved_price_per_gpu_hour * committed[key]
-        on_demand_cost = math.fsum(g.on_demand * o.on_demand_price_per_gpu_hour for g in rows)
+        on_demand_cost = math.fsum(
+            g.on_demand * o.on_demand_price_per_gpu_hour
+            + g.spot * (o.spot_price_per_gpu_hour or 0.0)
+            for g in rows
+        )
         uses.append(
             GpuUse(
                 region=o.region,

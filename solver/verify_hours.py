@@ -27,6 +27,8 @@ the row names and the static verifier), never the program:
    average actual rate and m = max(1, the lost region's losses per month) (lambda x
    month / 8,760 from `failure_probability_per_year`; 1 without it). The plan's stated
    `error_budget_minutes_used` (worst hour per loss) is recomputed.
+7. Batch (solver.verify_batch): C_b recomputed, the soaked interactive pools keep their
+   warm load, and every batch request meets its deadline in the hours' room.
 """
 
 import math
@@ -39,6 +41,7 @@ from models.time_demand import failover_window_s, hour_instance, interactive_gri
 from solver.plan import Hour, Plan, ReplicaPool
 from solver.row_names import DemandRow, GpuSupplyRow
 from solver.verify import COST_TOLERANCE, ScenarioCheck, Verification, Violation, verify
+from solver.verify_batch import check_batch
 
 HOURS_PER_DAY = 24
 GPU_TOLERANCE = 1e-6
@@ -101,6 +104,7 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
         )
     _check_months(instance, plan, violations)
     _check_stated_budgets(plan, budget_used, violations)
+    violations += check_batch(instance, plan.hours, warm)
     return Verification(
         ok=not violations,
         violations=tuple(violations),
