@@ -8,10 +8,10 @@ Per batch workload and region the plan reports:
   (3,600 x the soaked requests/s), the rest on dedicated replicas;
 - the limit of a batch replica on the interactive configuration (C_b; `kv_memory` when
   long contexts fill the cache before compute binds);
-- idle replica-hours before and after: each hour, every interactive pool of the same
-  model runs n_h replicas, keeps its autoscaler headroom and carries d_h at C_i each,
-  idle I_h = n_h - headroom - d_h / C_i (models.batch_soak.idle_replica_hours); the
-  soak takes x_h / C_b of them;
+- idle replica-hours before and after: each hour, the interactive pools of the same
+  model run N_h replicas of capacity K_h and carry the warm rate (demand plus the
+  autoscaler's headroom, never soaked): idle I_h = N_h (1 - warm_h / K_h); the soak
+  takes x_h / C_b of them;
 - the dedicated replicas (count, configuration, tier, cost) and the break-even price:
   the dedicated GPU-hour price above which soaking is cheaper per batch request,
   p* = c_s C_d / (C_b g_d) with c_s the soaked replica's on-demand price per hour
@@ -22,11 +22,10 @@ import math
 
 from models.batch_soak import (
     SECONDS_PER_HOUR,
-    idle_replica_hours,
     soak_breakeven_price_per_gpu_hour,
 )
 from models.instance import Instance
-from models.time_periods import demand_grid
+from models.time_demand import warm_grid
 from solver.candidates import Candidate
 from solver.families.batch_work import BatchWork, DedicatedOption, SoakOption
 from solver.periods import TimeProgram
@@ -155,27 +154,32 @@ def with_batch(
 
 
 def _idle(instance: Instance, plan: Plan, work: BatchWork) -> tuple[float, float]:
-    """(sum_h I_h, sum_h max(I_h - soaked_h / C_b, 0)) over the interactive pools of the
-    batch workload's model in its region, pool by pool."""
-    grid = demand_grid(instance)
-    headroom = {(h.workload, h.region, h.configuration): h.headroom_replicas for h in plan.headroom}
+    """(sum_h I_h, sum_h max(I_h - soaked_h, 0)) over the interactive workloads of the
+    batch workload's model in its region: I_h = N_h x (1 - warm_h / K_h) with N_h the
+    replicas of the workload's unified pools in hour h, K_h their capacity and warm_h
+    the hour's warm rate (demand plus the autoscaler's headroom, which is never soaked);
+    soaked_h = sum over the soaked pools of x / C_b replicas."""
+    warm = warm_grid(instance)
     model = next(w.model for w in instance.workloads if w.name == work.batch)
-    interactive = {w.name for w in instance.workloads if not w.is_batch and w.model == model}
+    interactive = [w.name for w in instance.workloads if not w.is_batch and w.model == model]
     before = after = 0.0
     for hour in plan.hours:
-        for pool in hour.pools:
-            if pool.workload not in interactive or pool.region != work.region:
+        for name in interactive:
+            pools = [
+                p
+                for p in hour.pools
+                if (p.workload, p.region) == (name, work.region) and p.role == "unified"
+            ]
+            replicas = sum(p.count for p in pools)
+            capacity = math.fsum(p.count * (p.requests_per_s_per_replica or 0.0) for p in pools)
+            if capacity <= 0:
                 continue
-            if pool.role != "unified" or not pool.requests_per_s_per_replica:
-                continue
-            load = grid.get((pool.workload, work.region), (0.0,) * 24)[hour.hour]
-            warm = max(pool.count - headroom.get((pool.workload, pool.region, pool.key), 0), 0)
-            idle = idle_replica_hours([warm], [load], pool.requests_per_s_per_replica)[0]
+            load = warm.get((name, work.region), (0.0,) * 24)[hour.hour]
+            idle = replicas * max(1 - load / capacity, 0.0)
             soaked = math.fsum(
                 s.requests_per_s / s.batch_requests_per_s_per_replica
                 for s in hour.batch_soak
-                if (s.batch, s.workload, s.region, s.configuration)
-                == (work.batch, pool.workload, pool.region, pool.key)
+                if (s.batch, s.workload, s.region) == (work.batch, name, work.region)
             )
             before += idle
             after += max(idle - soaked, 0.0)
