@@ -23,7 +23,7 @@ across workloads (a Lagrangian on committed), which the instances here do not ne
 size is the static program's times the number of periods (reported in the plan).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from models.instance import Instance
 from models.scenarios import failure_scenarios
@@ -33,6 +33,7 @@ from solver.candidates import CandidateTable
 from solver.families.batch_work import BatchWork, add_batch_work
 from solver.families.failover_start import add_failover_start, failover_terms
 from solver.families.pricing import OfferTerms, OnDemandColumn, add_pricing
+from solver.families.spot_pools import SpotTerms, add_spot_pools
 from solver.lp import LinearProgram
 from solver.program import FleetProgram, build_program
 from solver.row_names import ReplicasColumn
@@ -77,6 +78,9 @@ class TimeProgram:
     offers: tuple[OfferTerms, ...]
     batch: tuple[BatchWork, ...] = ()
     """Each batch workload's columns per region (solver.families.batch_work)."""
+    spot: dict[int, dict[tuple[str, str, str], SpotTerms]] = field(default_factory=dict)
+    """Period -> the pools that may run on spot, with u and beta
+    (solver.families.spot_pools; policy.spot_confidence)."""
 
     def period_values(self, values: dict[str, float], period: int) -> dict[str, float]:
         """The values of one period under the static program's names."""
@@ -119,6 +123,12 @@ def build_time_program(instance: Instance, table: CandidateTable) -> TimeProgram
     offers = offer_terms(instance)
     weights = {period.hours[0]: period.weight_hours for period in periods}
     add_pricing(lp, offers, used, weights, instance.policy.hours_per_month, tie_break)
+    spot = {
+        part.first_hour: add_spot_pools(
+            lp, part.program, at_period("", part.first_hour), weights[part.first_hour]
+        )
+        for part in parts
+    }
     terms = failover_terms(instance)
     if terms.budget_minutes:
         for part in parts:
@@ -133,7 +143,7 @@ def build_time_program(instance: Instance, table: CandidateTable) -> TimeProgram
                 and OnDemandColumn(o.region, o.gpu, hour).name() in lp.variables
             }
             add_failover_start(lp, part.program, at_period("", hour), terms, capped, weights[hour])
-    return TimeProgram(lp, tuple(parts), instance, table, offers, batch)
+    return TimeProgram(lp, tuple(parts), instance, table, offers, batch, spot)
 
 
 def offer_terms(instance: Instance) -> tuple[OfferTerms, ...]:

@@ -480,6 +480,25 @@ class Hour(BaseModel):
     gap is spent from the error budget). Not paid in the month: they run only in a loss."""
     batch_soak: tuple["BatchSoak", ...] = ()
     """Batch work served on interactive pools this hour (their idle capacity)."""
+    spot_pools: tuple["SpotReplicas", ...] = ()
+    """Interactive replicas on spot this hour (policy.spot_confidence), per pool."""
+
+
+class SpotReplicas(BaseModel):
+    """The replicas of one interactive pool that run on spot in one hour."""
+
+    model_config = _FROZEN
+
+    workload: str
+    region: str
+    configuration: str
+    replicas: int
+    """Of the pool's replicas, those on spot."""
+    down_fraction: float
+    """u: share of time one spot replica is down (interruption + restart)."""
+    down_replicas: int
+    """Q(n u, a): replicas down at once with the plan's confidence a (the margin the
+    pool carries its load without)."""
 
 
 class BatchSoak(BaseModel):

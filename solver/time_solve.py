@@ -23,6 +23,7 @@ from solver.plan import Commitment, GpuUse, Hour, HourGpus, Plan, ReplicaPool
 from solver.pools import assess_pools
 from solver.readback import chosen_sizes, read_plan, replica_counts
 from solver.settings import SolveSettings
+from solver.spot_time import spot_replicas
 from solver.verify_hours import verify_hours as verify
 
 HOURS_PER_DAY = 24
@@ -103,11 +104,21 @@ def hourly_plan(
     plans = period_plans(program, result, values, settings)
     dedicated = dedicated_pools(program, values)
     batch_pools = tuple(pool for pool, _, _ in dedicated)
-    spot = {}
+    batch_spot: dict[tuple[str, str], int] = {}
     for pool, tier, _ in dedicated:
         if tier == "spot":
-            spot[(pool.region, pool.gpu)] = spot.get((pool.region, pool.gpu), 0) + (pool.gpus or 0)
+            key = (pool.region, pool.gpu)
+            batch_spot[key] = batch_spot.get(key, 0) + (pool.gpus or 0)
     soaks = hour_soaks(program, values)
+    on_spot = spot_replicas(program, values)
+    spot_by_period = {}
+    for part in program.periods:
+        spot = dict(batch_spot)
+        for entry in on_spot.get(part.first_hour, ()):
+            c = next(c for c in program.table.of(entry.workload) if c.key == entry.configuration)
+            key = (entry.region, c.gpu)
+            spot[key] = spot.get(key, 0) + entry.replicas * c.gpus
+        spot_by_period[part.first_hour] = spot
     committed = {
         (o.region, o.gpu): values.get(CommittedColumn(o.region, o.gpu).name(), 0.0)
         for o in program.offers
@@ -116,7 +127,7 @@ def hourly_plan(
     for part in program.periods:
         first = part.first_hour
         pools = plans[first].replicas + batch_pools
-        gpus = hour_gpus(program.offers, pools, committed, spot)
+        gpus = hour_gpus(program.offers, pools, committed, spot_by_period[first])
         cost = hour_cost(program.offers, gpus, committed)
         for hour in part.period.hours:
             hours.append(
@@ -125,6 +136,7 @@ def hourly_plan(
                     period=first,
                     pools=pools,
                     batch_soak=soaks[hour],
+                    spot_pools=on_spot.get(first, ()),
                     gpus=gpus,
                     cost_per_hour=cost,
                     failover_starts=started_pools(
@@ -185,7 +197,8 @@ def hour_gpus(
     spot: dict[tuple[str, str], int] | None = None,
 ) -> tuple[HourGpus, ...]:
     """GPUs used per offer in one period, split owned / reserved / on demand / spot
-    (`spot`: GPUs of dedicated batch replicas on spot, per offer)."""
+    (`spot`: GPUs on spot per offer: dedicated batch replicas and interactive spot
+    replicas)."""
     spot = spot or {}
     used: dict[tuple[str, str], int] = {}
     for pool in pools:

@@ -29,6 +29,9 @@ the row names and the static verifier), never the program:
    `error_budget_minutes_used` (worst hour per loss) is recomputed.
 7. Batch (solver.verify_batch): C_b recomputed, the soaked interactive pools keep their
    warm load, and every batch request meets its deadline in the hours' room.
+8. Interactive spot (`Hour.spot_pools`, policy.spot_confidence a): steps 2 and 6 judge
+   each pool less Q(n u, a) replicas, its spot replicas down at once with confidence a
+   (u = lambda T / (1 + lambda T), T = replica start + scale detection).
 """
 
 import math
@@ -36,6 +39,7 @@ from collections import defaultdict
 
 from models.failover_budget import budget_minutes_per_month, budgeted_losses
 from models.instance import Instance
+from models.pricing_tiers import poisson_quantile, spot_down_fraction
 from models.scenarios import ScenarioKind, failure_scenarios
 from models.time_demand import failover_window_s, hour_instance, interactive_grid, warm_grid
 from solver.plan import Hour, Plan, ReplicaPool
@@ -133,7 +137,9 @@ def warm_shortfalls(
     serving = {w.name for w in alone.workloads}
     if not serving:
         return {}
-    pools = tuple(p for p in hour.pools if p.workload in serving)
+    pools = _less_spot_down(
+        instance, hour, tuple(p for p in hour.pools if p.workload in serving), []
+    )
     result = _static(alone, pools, {} if cache is None else cache)
     regions = {f.name for f in failure_scenarios(instance) if f.kind is ScenarioKind.REGION}
     return {
@@ -158,11 +164,15 @@ def _check_hour_capacity(
     serving = {w.name for w in alone.workloads}
     batch = {w.name for w in instance.workloads if w.is_batch}
     stray = [p for p in hour.pools if p.workload not in serving and p.workload not in batch]
-    pools = tuple(p for p in hour.pools if p.workload in serving)
+    spot_problems: list[Violation] = []
+    pools = _less_spot_down(
+        instance, hour, tuple(p for p in hour.pools if p.workload in serving), spot_problems
+    )
     result = _static(alone, pools, cache) if serving else None
     violations = list(result.violations) if result else []
     if result is not None:
         violations = _failover_checks(instance, alone, hour, pools, result, cache, budget_used)
+    violations += spot_problems
     violations += [
         Violation(
             requirement=f"replicas[{p.workload},{p.key},{p.region}]",
@@ -178,6 +188,64 @@ def _check_hour_capacity(
         total_gpus=result.total_gpus if result else 0,
         checks=result.checks if result else (),
     )
+
+
+def _less_spot_down(
+    instance: Instance,
+    hour: Hour,
+    pools: tuple[ReplicaPool, ...],
+    violations: list[Violation],
+) -> tuple[ReplicaPool, ...]:
+    """The pools less their spot replicas down at once with the policy's confidence
+    (step 8): u = lambda T / (1 + lambda T), T = replica start + scale detection, and
+    Q(n u, a) replicas down (Poisson quantile), recomputed here."""
+    if not hour.spot_pools:
+        return pools
+    confidence = instance.policy.spot_confidence
+    mark = f"@t{hour.hour:02d}"
+    down: dict[tuple[str, str, str], int] = {}
+    for entry in hour.spot_pools:
+        key = (entry.workload, entry.region, entry.configuration)
+        pool = next((p for p in pools if (p.workload, p.region, p.key) == key), None)
+        offer = instance.region(entry.region).supply.get(pool.gpu) if pool else None
+        name = f"spot[{entry.workload},{entry.configuration},{entry.region}]{mark}"
+        if confidence is None or pool is None or offer is None or not offer.spot_price_per_gpu_hour:
+            violations.append(
+                Violation(
+                    requirement=name,
+                    message="spot replicas for an interactive pool need policy.spot_confidence, "
+                    "a running pool and a spot price on offer",
+                )
+            )
+            continue
+        if entry.replicas > pool.count:
+            violations.append(
+                Violation(
+                    requirement=name,
+                    message=f"{entry.replicas} spot replicas in a pool of {pool.count}",
+                )
+            )
+        restart_s = instance.replica_start_s(pool.gpu) + instance.policy.scale_detection_s
+        u = spot_down_fraction(offer.spot_interruptions_per_hour, restart_s)
+        down[key] = poisson_quantile(min(entry.replicas, pool.count) * u, confidence)
+    reduced = []
+    for p in pools:
+        lost = down.get((p.workload, p.region, p.key), 0)
+        if lost:
+            count = max(p.count - lost, 0)
+            p = p.model_copy(
+                update={
+                    "count": count,
+                    "gpus": count * p.replica_gpus,
+                    "requests_per_s_per_replica": None,
+                    "cost_per_month": None,
+                    "routing_weight": None,
+                    "capacity_units_per_replica": None,
+                    "limit": None,
+                }
+            )
+        reduced.append(p)
+    return tuple(reduced)
 
 
 def _failover_checks(
