@@ -14,7 +14,7 @@ from solver.batch_time import dedicated_pools, hour_soaks
 from solver.candidates import build_candidates
 from solver.decompose import Optimised
 from solver.diagnose import diagnose_infeasible, presolve_problems
-from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
+from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected, Problem
 from solver.failover_time import started_pools
 from solver.families.pricing import CommittedColumn, OfferTerms
 from solver.lp import SolveResult, Termination
@@ -45,7 +45,11 @@ def solve_time(instance: Instance, settings: SolveSettings) -> tuple[Plan, Perio
     program = build_time_program(instance, table)
     build_s = time.monotonic() - built_s
     peak = max(program.periods, key=lambda p: sum(p.period.values.values()))
-    problems = [*table.problems, *presolve_problems(peak.program.sets)]
+    problems = [
+        *table.problems,
+        *presolve_problems(peak.program.sets),
+        *unplaceable_batch(program),
+    ]
     if problems:
         raise Infeasible.from_problems(problems)
     result = backend.run(program.lp, settings.with_duals(False))
@@ -75,6 +79,22 @@ def solve_time(instance: Instance, settings: SolveSettings) -> tuple[Plan, Perio
             + "\n".join(f"  - {v}" for v in check.violations)
         )
     return plan, peak, program.period_values(values, peak.first_hour)
+
+
+def unplaceable_batch(program: TimeProgram) -> list[Problem]:
+    """Batch work with neither an interactive pool of its model to soak nor a dedicated
+    candidate in its region: no plan serves it."""
+    return [
+        Problem(
+            f"batch_arrivals[{work.batch},{work.region},*]",
+            f"{sum(work.arrivals_by_hour):,.0f} requests a day of {work.batch} in "
+            f"{work.region}: no interactive pool of its model runs there to soak them and "
+            "no configuration of it runs on the GPUs offered there",
+            f"offer a GPU {work.batch} fits on in {work.region}, or drop its demand there",
+        )
+        for work in program.batch
+        if not work.soak and not work.dedicated
+    ]
 
 
 def period_plans(

@@ -11,6 +11,7 @@ from models.batch_soak import schedule_batch
 from models.loading import validate_instance
 from models.time_demand import warm_grid
 from solver.candidates import build_candidates
+from solver.errors import Infeasible
 from solver.pools import physics_of
 from solver.solve import solve
 from solver.verify_hours import verify_hours
@@ -286,3 +287,16 @@ def test_the_hour_verifier_catches_batch_left_unserved_and_a_soak_beyond_the_poo
     )
     found = {v.requirement.split("[")[0] for v in verify_hours(instance, swollen).violations}
     assert "capacity" in found
+
+
+def test_batch_with_no_pool_to_soak_and_no_configuration_is_refused_before_solving():
+    # A 405B model in fp8 holds about 405 GB of weights: it fits no single 80 GB H100
+    # (tensor_parallel [1]), and no interactive pool of its model runs to soak it.
+    data = _instance(batch_per_day=1000).model_dump(mode="json", exclude_none=True)
+    data["models"].append({"name": "llama-3.1-405b", "weight_precisions": ["fp8"]})
+    data["workloads"][1]["model"] = "llama-3.1-405b"
+    for workload in data["workloads"]:
+        workload["demand"]["r1"].pop("peak_to_average", None)
+    with pytest.raises(Infeasible) as refused:
+        solve(validate_instance(data, "unplaceable.yaml"))
+    assert "batch_arrivals[nightly,r1,*]" in str(refused.value)
