@@ -17,7 +17,15 @@ power and racks hold in every hour); the pricing rows take its place:
     gpu_cover[r,g,p]:  committed[r,g] + on_demand[r,g,p] >= used[r,g,p] - existing[r,g]
     minimise  days x (24 p_res committed + sum_p w_p p_od on_demand_p)
 
-Only `committed` couples the periods (and, through a shared GPU offer, the workloads).
+Three more families join the periods (each module opens with its math):
+solver.families.batch_work (batch soaked on interactive pools or run on dedicated
+replicas, against an hour-by-hour deadline schedule; dedicated GPUs join `used`),
+solver.families.spot_pools (interactive spot replicas with a Poisson margin, with
+policy.spot_confidence) and solver.families.failover_start (spare started after a
+region loss, its start window paid from the error budget).
+
+Only `committed`, batch and the dedicated batch replicas couple the periods (and,
+through a shared GPU offer, the workloads).
 The program is solved as one: splitting by workload would need the commitments priced
 across workloads (a Lagrangian on committed), which the instances here do not need; its
 size is the static program's times the number of periods (reported in the plan).
