@@ -88,6 +88,7 @@ def time_tables(plan: Plan) -> list[TableSpec]:
                     "shortfall req/s",
                     "minutes used",
                     "budget",
+                    "started after loss",
                     "expected min/year",
                 ),
                 tuple(
@@ -98,6 +99,7 @@ def time_tables(plan: Plan) -> list[TableSpec]:
                         f"{b.shortfall_rps:.2f}",
                         f"{b.budget_minutes_used:.2f}",
                         f"{b.budget_minutes:.1f}",
+                        f"{b.started_replicas}",
                         "-"
                         if b.expected_burn_minutes_per_year is None
                         else f"{b.expected_burn_minutes_per_year:.2f}",
@@ -109,7 +111,7 @@ def time_tables(plan: Plan) -> list[TableSpec]:
     if plan.batch:
         tables.append(
             TableSpec(
-                "Batch: soaked into the trough, then dedicated",
+                "Batch: soaked into the trough or dedicated (chosen with the fleet)",
                 (
                     "workload",
                     "region",
@@ -130,7 +132,10 @@ def time_tables(plan: Plan) -> list[TableSpec]:
                         b.soak_limit,
                         f"{b.idle_replica_hours_before:.1f}",
                         f"{b.idle_replica_hours_after:.1f}",
-                        f"{b.dedicated_replicas} x {b.dedicated_configuration}",
+                        f"{b.dedicated_replicas} x {b.dedicated_configuration} "
+                        f"({b.dedicated_tier})"
+                        if b.dedicated_replicas
+                        else "-",
                         "-"
                         if b.breakeven_price_per_gpu_hour is None
                         else f"{b.breakeven_price_per_gpu_hour:.2f}",

@@ -155,3 +155,22 @@ def max_shortfall_rps(
     if failover_start_s == 0:
         return math.inf
     return allowed_budget_minutes * SECONDS_PER_MINUTE * average_rps / failover_start_s
+
+
+HOURS_PER_YEAR = 8760.0
+
+
+def losses_per_month(failure_probability_per_year: float, hours_per_month: float = 730.0) -> float:
+    """m = lambda x hours_per_month / 8,760: the expected losses of a region in a month,
+    lambda = -ln(1 - p) per year (`failures_per_year`)."""
+    return failures_per_year(failure_probability_per_year) * hours_per_month / HOURS_PER_YEAR
+
+
+def budgeted_losses(failure_probability_per_year: float | None, hours_per_month: float) -> float:
+    """m: the losses a month's budget must absorb, max(1, `losses_per_month`); 1 without a
+    probability. A monthly SLO is judged month by month, so a rare loss is still assumed
+    to fall in the month being judged (it may not be averaged away over the years); a
+    region lost more often than monthly spends its start window that many times."""
+    if failure_probability_per_year is None:
+        return 1.0
+    return max(1.0, losses_per_month(failure_probability_per_year, hours_per_month))

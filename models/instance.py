@@ -60,6 +60,7 @@ from models.quantities import (
     RackCount,
     RttMs,
     ServerPowerFactor,
+    SpotConfidence,
     StartTimeS,
     Threads,
     TimeLimitS,
@@ -359,6 +360,11 @@ class Policy(BaseModel):
     replica start); default: the replica start time of the GPU type."""
     scale_detection_s: StartTimeS = 60.0
     """Seconds the autoscaler takes to see a rise and act (metric window + decision)."""
+    spot_confidence: SpotConfidence | None = None
+    """Let interactive pools run on spot where a supply entry offers it: each pool keeps
+    its SLO with this confidence through interruptions (a Poisson quantile of replicas
+    down over the restart window, `models.pricing_tiers`); default: spot serves
+    dedicated batch replicas only."""
     burst_factor: BurstFactor = 1.0
     """Multiplier on the profile's steepest ramp that the warm headroom must absorb."""
     horizon_months: HorizonMonths | None = None

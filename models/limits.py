@@ -188,6 +188,9 @@ UTC_OFFSET_HOURS = Bound(
     14, "hours", "time zones run from UTC-12 to UTC+14", low=-12.0, low_open=False
 )
 PROBABILITY = Bound(1.0, "", "a probability below 1", low_open=False, high_open=True)
+SPOT_CONFIDENCE = Bound(
+    1.0, "", "a confidence in (0, 1); 1 would need unboundedly many spot spares", high_open=True
+)
 INTERRUPTIONS_PER_HOUR = Bound(
     60, "per hour", "a spot replica taken back every minute serves nothing", low_open=False
 )

@@ -175,6 +175,7 @@ ParamsB = real(limits.PARAMS_B)
 UtcOffsetHours = real(limits.UTC_OFFSET_HOURS)
 """Local time minus UTC, hours."""
 Probability = real(limits.PROBABILITY)
+SpotConfidence = real(limits.SPOT_CONFIDENCE)
 """A probability in [0, 1)."""
 InterruptionsPerHour = real(limits.INTERRUPTIONS_PER_HOUR)
 """Spot interruptions per replica per hour."""

@@ -46,6 +46,15 @@ def planning_start_s(instance: Instance) -> float:
     return max(instance.replica_start_s(gpu) for gpu in instance.gpu_specs)
 
 
+def failover_window_s(instance: Instance) -> float:
+    """T_s: seconds after a region loss before replicas started in the survivors serve,
+    `policy.failover_start_s`, else the slowest replica start among the GPU types on
+    offer (whichever the survivors start, they serve by then)."""
+    if instance.policy.failover_start_s is not None:
+        return instance.policy.failover_start_s
+    return planning_start_s(instance)
+
+
 def interactive_grid(instance: Instance) -> dict[tuple[str, str], tuple[float, ...]]:
     """Arrival rates of each UTC hour for interactive (workload, region) keys, requests/s."""
     batch = {w.name for w in instance.workloads if w.is_batch}

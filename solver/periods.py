@@ -17,20 +17,31 @@ power and racks hold in every hour); the pricing rows take its place:
     gpu_cover[r,g,p]:  committed[r,g] + on_demand[r,g,p] >= used[r,g,p] - existing[r,g]
     minimise  days x (24 p_res committed + sum_p w_p p_od on_demand_p)
 
-Only `committed` couples the periods (and, through a shared GPU offer, the workloads).
+Three more families join the periods (each module opens with its math):
+solver.families.batch_work (batch soaked on interactive pools or run on dedicated
+replicas, against an hour-by-hour deadline schedule; dedicated GPUs join `used`),
+solver.families.spot_pools (interactive spot replicas with a Poisson margin, with
+policy.spot_confidence) and solver.families.failover_start (spare started after a
+region loss, its start window paid from the error budget).
+
+Only `committed`, batch and the dedicated batch replicas couple the periods (and,
+through a shared GPU offer, the workloads).
 The program is solved as one: splitting by workload would need the commitments priced
 across workloads (a Lagrangian on committed), which the instances here do not need; its
 size is the static program's times the number of periods (reported in the plan).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from models.instance import Instance
 from models.scenarios import failure_scenarios
 from models.time_demand import hour_instance, warm_grid
 from models.time_periods import Period, aggregate_periods
 from solver.candidates import CandidateTable
-from solver.families.pricing import OfferTerms, add_pricing
+from solver.families.batch_work import BatchWork, add_batch_work
+from solver.families.failover_start import add_failover_start, failover_terms
+from solver.families.pricing import OfferTerms, OnDemandColumn, add_pricing
+from solver.families.spot_pools import SpotTerms, add_spot_pools
 from solver.lp import LinearProgram
 from solver.program import FleetProgram, build_program
 from solver.row_names import ReplicasColumn
@@ -73,6 +84,11 @@ class TimeProgram:
     instance: Instance
     table: CandidateTable
     offers: tuple[OfferTerms, ...]
+    batch: tuple[BatchWork, ...] = ()
+    """Each batch workload's columns per region (solver.families.batch_work)."""
+    spot: dict[int, dict[tuple[str, str, str], SpotTerms]] = field(default_factory=dict)
+    """Period -> the pools that may run on spot, with u and beta
+    (solver.families.spot_pools; policy.spot_confidence)."""
 
     def period_values(self, values: dict[str, float], period: int) -> dict[str, float]:
         """The values of one period under the static program's names."""
@@ -85,7 +101,8 @@ class TimeProgram:
 
 
 def interactive_table(instance: Instance, table: CandidateTable) -> CandidateTable:
-    """The candidates of the interactive workloads (batch is scheduled afterwards)."""
+    """The candidates of the interactive workloads (batch has its own columns,
+    solver.families.batch_work)."""
     return CandidateTable({w.name: table.of(w.name) for w in instance.workloads if not w.is_batch})
 
 
@@ -110,10 +127,31 @@ def build_time_program(instance: Instance, table: CandidateTable) -> TimeProgram
             key = (pool.region, pool.candidate.gpu, hour)
             name = ReplicasColumn(pool.workload, pool.candidate.key, pool.region).name()
             used.setdefault(key, {})[at_period(name, hour)] = float(pool.candidate.gpus)
+    batch = add_batch_work(lp, instance, table, parts, used)
     offers = offer_terms(instance)
     weights = {period.hours[0]: period.weight_hours for period in periods}
     add_pricing(lp, offers, used, weights, instance.policy.hours_per_month, tie_break)
-    return TimeProgram(lp, tuple(parts), instance, table, offers)
+    spot = {
+        part.first_hour: add_spot_pools(
+            lp, part.program, at_period("", part.first_hour), weights[part.first_hour]
+        )
+        for part in parts
+    }
+    terms = failover_terms(instance)
+    if terms.budget_minutes:
+        for part in parts:
+            hour = part.first_hour
+            capped = {
+                (o.region, o.gpu): (
+                    OnDemandColumn(o.region, o.gpu, hour).name(),
+                    o.max_on_demand_gpus,
+                )
+                for o in offers
+                if o.max_on_demand_gpus < o.max_gpus
+                and OnDemandColumn(o.region, o.gpu, hour).name() in lp.variables
+            }
+            add_failover_start(lp, part.program, at_period("", hour), terms, capped, weights[hour])
+    return TimeProgram(lp, tuple(parts), instance, table, offers, batch, spot)
 
 
 def offer_terms(instance: Instance) -> tuple[OfferTerms, ...]:
@@ -138,6 +176,7 @@ def offer_terms(instance: Instance) -> tuple[OfferTerms, ...]:
                     if supply
                     else None,
                     max_on_demand_gpus=max_gpus if cap is None else cap,
+                    spot_price_per_gpu_hour=supply.spot_price_per_gpu_hour if supply else None,
                 )
             )
     return tuple(offers)

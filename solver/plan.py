@@ -474,6 +474,62 @@ class Hour(BaseModel):
     cost_per_hour: float = 0.0
     """Reserved GPUs committed (used or not) x reserved price + on-demand and spot GPUs x
     their price, this hour."""
+    failover_starts: tuple["FailoverStart", ...] = ()
+    """Replicas started in the survivors if a region is lost in this hour (they serve
+    after `policy.failover_start_s`; until then the warm pools carry the load and the
+    gap is spent from the error budget). Not paid in the month: they run only in a loss."""
+    batch_soak: tuple["BatchSoak", ...] = ()
+    """Batch work served on interactive pools this hour (their idle capacity)."""
+    spot_pools: tuple["SpotReplicas", ...] = ()
+    """Interactive replicas on spot this hour (policy.spot_confidence), per pool."""
+
+
+class SpotReplicas(BaseModel):
+    """The replicas of one interactive pool that run on spot in one hour."""
+
+    model_config = _FROZEN
+
+    workload: str
+    region: str
+    configuration: str
+    replicas: int
+    """Of the pool's replicas, those on spot."""
+    down_fraction: float
+    """u: share of time one spot replica is down (interruption + restart)."""
+    down_replicas: int
+    """Q(n u, a): replicas down at once with the plan's confidence a (the margin the
+    pool carries its load without)."""
+
+
+class BatchSoak(BaseModel):
+    """Batch requests/s one interactive pool serves in one hour beside its own load."""
+
+    model_config = _FROZEN
+
+    batch: str
+    """The batch workload."""
+    workload: str
+    """The interactive workload whose pool soaks it."""
+    region: str
+    configuration: str
+    """The pool's configuration key."""
+    requests_per_s: float
+    """Batch requests/s served on the pool this hour."""
+    batch_requests_per_s_per_replica: float
+    """C_b: one replica of the configuration running the batch mix alone."""
+    limit: str = ""
+    """What sets C_b (e.g. kv_memory for long contexts)."""
+
+
+class FailoverStart(BaseModel):
+    """Replicas of one pool started after one region loss."""
+
+    model_config = _FROZEN
+
+    scenario: str
+    """E.g. `lose=eu-west`."""
+    pool: ReplicaPool
+    """The started replicas (count) of one configuration in one surviving region."""
 
 
 class Commitment(BaseModel):
@@ -530,6 +586,11 @@ class ScenarioBudgetUse(BaseModel):
     budget_minutes_used: float
     expected_burn_minutes_per_year: float | None = None
     """lambda x mean over the hours (failure_probability_per_year given)."""
+    losses_per_month: float = 1.0
+    """m: losses of the region the month's budget absorbs, max(1, expected losses a
+    month); the plan keeps m x budget_minutes_used <= budget_minutes."""
+    started_replicas: int = 0
+    """Replicas started in the survivors after a loss at the worst hour."""
 
 
 class MonthOffer(BaseModel):
@@ -584,3 +645,4 @@ class BatchPlacement(BaseModel):
 
 
 Plan.model_rebuild()
+Hour.model_rebuild()

@@ -5,14 +5,11 @@ thresholds (models.autoscaling), the error budget each failure scenario spends
 Headroom of a pool: its own GPU's start time (not the slowest one the rows plan for),
 the actual demand of its (workload, region), its capacity per replica at its peak size.
 
-Error budget of a region loss at UTC hour h, per workload with `slo.availability`:
-R_h = the workload's actual demand over every region (the lost region's users are
-rerouted), W_h = the warm capacity of the pools outside the lost region at hour h. The
-loss spends max(R_h - W_h, 0) x failover_start_s requests of the budget; after the
-start time the plan takes the supply to start what is missing (the outage is counted
-for the start window only). A plan sized with static spare gives W_h >= R_h: no budget
-spent. The worst hour is reported, and with `failure_probability_per_year` the
-expected burn lambda x mean_h.
+Error budget of a region loss at UTC hour h, per workload with `slo.availability`
+(solver.failover_time.error_budgets): the warm-rate demand beyond what the warm
+survivors serve within reach, for failover_start_s seconds, as minutes of full outage;
+the worst hour is reported, with the replicas started after the loss and, with
+`failure_probability_per_year`, the expected burn lambda x mean_h.
 
 Idle GPU-hours per day: in each hour, each pool's GPUs times the share of its capacity
 the hour's actual demand leaves unused, plus committed GPUs that run nothing.
@@ -22,12 +19,11 @@ import math
 from collections import defaultdict
 
 from models.autoscaling import GPU_UTILISATION_NOTE, pool_headroom, scaling_thresholds
-from models.failover_budget import expected_burn_minutes_per_year, scenario_budget
 from models.instance import Instance
-from models.scenarios import ScenarioKind, failure_scenarios
 from models.time_demand import interactive_grid
+from solver.failover_time import error_budgets
 from solver.periods import TimeProgram
-from solver.plan import Hour, Plan, PoolHeadroom, ScenarioBudgetUse
+from solver.plan import Plan, PoolHeadroom
 
 SECONDS_PER_DAY = 86_400.0
 
@@ -38,7 +34,7 @@ def with_time_report(instance: Instance, program: TimeProgram, plan: Plan) -> Pl
     return plan.model_copy(
         update={
             "headroom": headrooms(instance, program, plan),
-            "error_budget_minutes_used": error_budgets(instance, plan),
+            "error_budget_minutes_used": error_budgets(instance, plan.hours),
             "idle_replica_hours_per_day": idle_replicas,
             "idle_gpu_hours_per_day": idle_gpus,
         }
@@ -100,81 +96,16 @@ def headrooms(instance: Instance, program: TimeProgram, plan: Plan) -> tuple[Poo
     return tuple(rows)
 
 
-def _capacity_by_region(hour: Hour, workload: str) -> dict[str, float]:
-    capacity: dict[str, float] = defaultdict(float)
-    for pool in hour.pools:
-        if pool.workload == workload and pool.role == "unified":
-            capacity[pool.region] += pool.count * (pool.requests_per_s_per_replica or 0.0)
-    return capacity
-
-
-def error_budgets(instance: Instance, plan: Plan) -> tuple[ScenarioBudgetUse, ...]:
-    """Budget minutes each region loss spends, at its worst hour, per workload with an
-    availability target."""
-    grid = interactive_grid(instance)
-    risk = {r.name: r.failure_probability_per_year for r in instance.regions}
-    start_s = instance.policy.failover_start_s
-    if start_s is None:
-        start_s = max(instance.replica_start_s(g) for g in instance.gpu_specs)
-    rows = []
-    for workload in instance.workloads:
-        availability = workload.slo.availability
-        keys = [key for key in grid if key[0] == workload.name]
-        if availability is None or workload.is_batch or not keys:
-            continue
-        average = math.fsum(sum(grid[key]) for key in keys) / 24
-        if average <= 0:
-            continue
-        for scenario in failure_scenarios(instance):
-            if scenario.kind is not ScenarioKind.REGION:
-                continue
-            by_hour = []
-            for hour in plan.hours:
-                load = math.fsum(grid[key][hour.hour] for key in keys)
-                capacity = _capacity_by_region(hour, workload.name)
-                warm = math.fsum(v for r, v in capacity.items() if r != scenario.lost_region)
-                by_hour.append(
-                    scenario_budget(
-                        scenario.name,
-                        hour.hour,
-                        load,
-                        warm,
-                        warm,
-                        start_s,
-                        start_s,
-                        average,
-                        availability,
-                        instance.policy.hours_per_month,
-                    )
-                )
-            worst = max(by_hour, key=lambda b: (b.budget_minutes_used, -b.hour))
-            probability = risk.get(scenario.lost_region or "")
-            rows.append(
-                ScenarioBudgetUse(
-                    scenario=scenario.name,
-                    workload=workload.name,
-                    worst_hour=worst.hour,
-                    failover_start_s=start_s,
-                    shortfall_rps=worst.shortfall_rps,
-                    budget_minutes=worst.budget_minutes,
-                    budget_minutes_used=worst.budget_minutes_used,
-                    expected_burn_minutes_per_year=None
-                    if probability is None
-                    else expected_burn_minutes_per_year(
-                        probability, [b.budget_minutes_used for b in by_hour]
-                    ),
-                )
-            )
-    return tuple(rows)
-
-
 def idle_hours(instance: Instance, plan: Plan) -> tuple[float, float]:
     """(idle replica-hours, idle GPU-hours) per day of the interactive pools, with
     committed GPUs that run nothing counted as idle GPU-hours."""
     grid = interactive_grid(instance)
     committed = {(c.region, c.gpu): c.committed_gpus for c in plan.committed}
     replicas = gpus = 0.0
-    for hour in plan.hours:
+    for whole in plan.hours:
+        hour = whole.model_copy(
+            update={"pools": tuple(p for p in whole.pools if (p.workload, p.region) in grid)}
+        )
         capacity: dict[tuple[str, str], float] = defaultdict(float)
         for pool in hour.pools:
             capacity[(pool.workload, pool.region)] += pool.count * (

@@ -10,10 +10,12 @@ import time
 from models.instance import Instance
 from models.time_demand import planning_start_s
 from solver.backends import get_backend
+from solver.batch_time import dedicated_pools, hour_soaks
 from solver.candidates import build_candidates
 from solver.decompose import Optimised
 from solver.diagnose import diagnose_infeasible, presolve_problems
-from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
+from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected, Problem
+from solver.failover_time import started_pools
 from solver.families.pricing import CommittedColumn, OfferTerms
 from solver.lp import SolveResult, Termination
 from solver.periods import PeriodProgram, TimeProgram, build_time_program
@@ -21,6 +23,7 @@ from solver.plan import Commitment, GpuUse, Hour, HourGpus, Plan, ReplicaPool
 from solver.pools import assess_pools
 from solver.readback import chosen_sizes, read_plan, replica_counts
 from solver.settings import SolveSettings
+from solver.spot_time import spot_replicas
 from solver.verify_hours import verify_hours as verify
 
 HOURS_PER_DAY = 24
@@ -42,7 +45,11 @@ def solve_time(instance: Instance, settings: SolveSettings) -> tuple[Plan, Perio
     program = build_time_program(instance, table)
     build_s = time.monotonic() - built_s
     peak = max(program.periods, key=lambda p: sum(p.period.values.values()))
-    problems = [*table.problems, *presolve_problems(peak.program.sets)]
+    problems = [
+        *table.problems,
+        *presolve_problems(peak.program.sets),
+        *unplaceable_batch(program),
+    ]
     if problems:
         raise Infeasible.from_problems(problems)
     result = backend.run(program.lp, settings.with_duals(False))
@@ -63,7 +70,7 @@ def solve_time(instance: Instance, settings: SolveSettings) -> tuple[Plan, Perio
     from solver.time_report import with_time_report
 
     plan = with_time_report(instance, program, plan)
-    plan = with_batch(instance, table, program, plan)
+    plan = with_batch(instance, program, plan, values)
     plan = with_months(instance, program, plan, backend, settings)
     check = verify(instance, plan)
     if not check.ok:
@@ -72,6 +79,22 @@ def solve_time(instance: Instance, settings: SolveSettings) -> tuple[Plan, Perio
             + "\n".join(f"  - {v}" for v in check.violations)
         )
     return plan, peak, program.period_values(values, peak.first_hour)
+
+
+def unplaceable_batch(program: TimeProgram) -> list[Problem]:
+    """Batch work with neither an interactive pool of its model to soak nor a dedicated
+    candidate in its region: no plan serves it."""
+    return [
+        Problem(
+            f"batch_arrivals[{work.batch},{work.region},*]",
+            f"{sum(work.arrivals_by_hour):,.0f} requests a day of {work.batch} in "
+            f"{work.region}: no interactive pool of its model runs there to soak them and "
+            "no configuration of it runs on the GPUs offered there",
+            f"offer a GPU {work.batch} fits on in {work.region}, or drop its demand there",
+        )
+        for work in program.batch
+        if not work.soak and not work.dedicated
+    ]
 
 
 def period_plans(
@@ -99,6 +122,23 @@ def hourly_plan(
     instance = program.instance
     days = instance.policy.hours_per_month / HOURS_PER_DAY
     plans = period_plans(program, result, values, settings)
+    dedicated = dedicated_pools(program, values)
+    batch_pools = tuple(pool for pool, _, _ in dedicated)
+    batch_spot: dict[tuple[str, str], int] = {}
+    for pool, tier, _ in dedicated:
+        if tier == "spot":
+            key = (pool.region, pool.gpu)
+            batch_spot[key] = batch_spot.get(key, 0) + (pool.gpus or 0)
+    soaks = hour_soaks(program, values)
+    on_spot = spot_replicas(program, values)
+    spot_by_period = {}
+    for part in program.periods:
+        spot = dict(batch_spot)
+        for entry in on_spot.get(part.first_hour, ()):
+            c = next(c for c in program.table.of(entry.workload) if c.key == entry.configuration)
+            key = (entry.region, c.gpu)
+            spot[key] = spot.get(key, 0) + entry.replicas * c.gpus
+        spot_by_period[part.first_hour] = spot
     committed = {
         (o.region, o.gpu): values.get(CommittedColumn(o.region, o.gpu).name(), 0.0)
         for o in program.offers
@@ -106,16 +146,22 @@ def hourly_plan(
     hours = []
     for part in program.periods:
         first = part.first_hour
-        gpus = hour_gpus(program.offers, plans[first], committed)
+        pools = plans[first].replicas + batch_pools
+        gpus = hour_gpus(program.offers, pools, committed, spot_by_period[first])
         cost = hour_cost(program.offers, gpus, committed)
         for hour in part.period.hours:
             hours.append(
                 Hour(
                     hour=hour,
                     period=first,
-                    pools=plans[first].replicas,
+                    pools=pools,
+                    batch_soak=soaks[hour],
+                    spot_pools=on_spot.get(first, ()),
                     gpus=gpus,
                     cost_per_hour=cost,
+                    failover_starts=started_pools(
+                        program, first, program.period_values(values, first)
+                    ),
                 )
             )
     hours.sort(key=lambda h: h.hour)
@@ -166,20 +212,25 @@ def hourly_plan(
 
 def hour_gpus(
     offers: tuple[OfferTerms, ...],
-    plan: Plan,
+    pools: tuple[ReplicaPool, ...],
     committed: dict[tuple[str, str], float],
+    spot: dict[tuple[str, str], int] | None = None,
 ) -> tuple[HourGpus, ...]:
-    """GPUs used per offer in one period, split owned / reserved / on demand."""
+    """GPUs used per offer in one period, split owned / reserved / on demand / spot
+    (`spot`: GPUs on spot per offer: dedicated batch replicas and interactive spot
+    replicas)."""
+    spot = spot or {}
     used: dict[tuple[str, str], int] = {}
-    for pool in plan.replicas:
+    for pool in pools:
         used[(pool.region, pool.gpu)] = used.get((pool.region, pool.gpu), 0) + (pool.gpus or 0)
     rows = []
     for o in offers:
         n = used.get((o.region, o.gpu), 0)
         if not n:
             continue
-        owned = min(n, o.existing)
-        reserved = min(committed[(o.region, o.gpu)], n - owned)
+        on_spot = spot.get((o.region, o.gpu), 0)
+        owned = min(n - on_spot, o.existing)
+        reserved = min(committed[(o.region, o.gpu)], n - on_spot - owned)
         rows.append(
             HourGpus(
                 region=o.region,
@@ -187,7 +238,8 @@ def hour_gpus(
                 used=n,
                 existing=owned,
                 reserved=round(reserved, 6),
-                on_demand=round(max(n - owned - reserved, 0.0), 6),
+                on_demand=round(max(n - on_spot - owned - reserved, 0.0), 6),
+                spot=float(on_spot),
             )
         )
     return tuple(rows)
@@ -208,6 +260,8 @@ def hour_cost(
         row = by_offer.get((o.region, o.gpu))
         if row is not None:
             cost += row.on_demand * o.on_demand_price_per_gpu_hour
+            if row.spot:
+                cost += row.spot * (o.spot_price_per_gpu_hour or 0.0)
     return cost
 
 
@@ -239,7 +293,11 @@ def peak_gpu_use(
         reserved_cost = 0.0
         if o.reserved_price_per_gpu_hour is not None:
             reserved_cost = HOURS_PER_DAY * o.reserved_price_per_gpu_hour * committed[key]
-        on_demand_cost = math.fsum(g.on_demand * o.on_demand_price_per_gpu_hour for g in rows)
+        on_demand_cost = math.fsum(
+            g.on_demand * o.on_demand_price_per_gpu_hour
+            + g.spot * (o.spot_price_per_gpu_hour or 0.0)
+            for g in rows
+        )
         uses.append(
             GpuUse(
                 region=o.region,

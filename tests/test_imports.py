@@ -81,10 +81,19 @@ def test_the_verifier_imports_nothing_from_solver_but_the_plan_schema():
         assert part_imports <= set(PLAN_VOCABULARY), part
 
 
+HOUR_VERIFIER_PARTS = {
+    "solver.verify_batch": "the hour verifier's batch checks (soak shares, deadlines); held "
+    "to the hour verifier's rule",
+}
+
+
 def test_the_hour_verifier_imports_nothing_from_solver_but_the_verifier_and_the_plan():
     graph = import_graph()
     solver_imports = {m for m in graph.successors("solver.verify_hours") if m.startswith("solver")}
-    assert solver_imports == {"solver.verify", *PLAN_VOCABULARY}
+    assert solver_imports == {"solver.verify", *PLAN_VOCABULARY, *HOUR_VERIFIER_PARTS}
+    for part in HOUR_VERIFIER_PARTS:
+        part_imports = {m for m in graph.successors(part) if m.startswith("solver")}
+        assert part_imports <= {"solver.verify", *PLAN_VOCABULARY}, part
 
 
 def test_the_plan_vocabulary_imports_nothing_from_solver():

@@ -7,8 +7,12 @@ import math
 
 import pytest
 
-from models.batch_soak import SECONDS_PER_HOUR, schedule_batch
+from models.batch_soak import schedule_batch
 from models.loading import validate_instance
+from models.time_demand import warm_grid
+from solver.candidates import build_candidates
+from solver.errors import Infeasible
+from solver.pools import physics_of
 from solver.solve import solve
 from solver.verify_hours import verify_hours
 
@@ -175,24 +179,52 @@ def test_a_batch_volume_that_fits_the_trough_adds_no_gpus():
     assert placement.idle_replica_hours_after < placement.idle_replica_hours_before
 
 
-def test_a_batch_volume_beyond_the_trough_adds_exactly_the_shortfall():
+def _program_trough_requests(plan, instance):
+    """R: the batch requests a day the program can soak on a fleet, by hand: each hour,
+    the chat pool's n replicas less the warm rate over q_top (the capacity per replica
+    the program deducts per soaked replica, the candidate's ceiling), each running the
+    batch at C_b for 3,600 s."""
+    (candidate,) = build_candidates(instance).of("chat")
+    q_top = max(candidate.requests_per_s, candidate.ceiling)
+    c_b = physics_of(instance, "nightly", candidate.config).at(1).requests_per_s
+    warm = warm_grid(instance)[("chat", "r1")]
+    room = sum(c_b * 3600 * (h.pools[0].count - warm[h.hour] / q_top) for h in plan.hours)
+    return room, c_b
+
+
+def test_a_batch_volume_just_inside_the_program_s_trough_adds_nothing():
     alone = solve(_instance())
-    probe = solve(_instance(batch_per_day=1000))
-    trough = _trough_capacity(probe)
-    plan = solve(_instance(batch_per_day=1.2 * trough))
+    room, _ = _program_trough_requests(alone, _instance(batch_per_day=1000))
+    plan = solve(_instance(batch_per_day=0.999 * room))
+    assert _gpus_by_hour(plan) == _gpus_by_hour(alone)
+    assert plan.cost_per_month == pytest.approx(alone.cost_per_month, rel=1e-9)
     (placement,) = plan.batch
-    extra = [a - b for a, b in zip(_gpus_by_hour(plan), _gpus_by_hour(alone), strict=True)]
-    replica_gpus = 1  # tensor_parallel [1]
-    assert placement.dedicated_replicas >= 1
-    assert set(extra) == {placement.dedicated_replicas * replica_gpus}
-    # Exactly the shortfall: with a 24-hour deadline the day's room is one pool, so the
-    # dedicated replicas are ceil((volume - soaked) / (C_d x 86,400)).
-    dedicated = next(p for p in plan.replicas if p.workload == "nightly")
-    shortfall = placement.requests_per_day - placement.soaked_requests_per_day
-    per_day = dedicated.requests_per_s_per_replica * 24 * SECONDS_PER_HOUR
-    assert placement.soaked_requests_per_day == pytest.approx(trough, rel=1e-6)
-    assert placement.dedicated_replicas == math.ceil(shortfall / per_day)
-    assert placement.dedicated_replicas * per_day >= shortfall
+    assert placement.soaked_requests_per_day == pytest.approx(0.999 * room, rel=1e-6)
+
+
+def test_a_batch_volume_twice_the_trough_adds_exactly_the_shortfall():
+    alone = solve(_instance())
+    room, c_b = _program_trough_requests(alone, _instance(batch_per_day=1000))
+    plan = solve(_instance(batch_per_day=2 * room))
+    # The shortfall, 2R - R = R, is R / (C_b x 3,600) replica-hours of batch, fewer than
+    # the 16 hours outside the peak block and its shoulders: one more GPU carries it.
+    need = _gpus_by_hour(alone)
+    busy_hours = [h for h in range(24) if need[h] > min(need)]  # 6 peak + 2 shoulders
+    shortfall_replica_hours = room / (c_b * 3600)
+    assert shortfall_replica_hours < 24 - len(busy_hours)
+    # The cheapest such GPU is committed (24 x 1.2 = 28.8 a day < 16 x 2.0 on demand);
+    # in the busy hours it replaces one on-demand GPU (8 x 2.0 a day saved).
+    extra = [a - b for a, b in zip(_gpus_by_hour(plan), need, strict=True)]
+    assert extra == [0 if h in busy_hours else 1 for h in range(24)]
+    assert [c.committed_gpus for c in plan.committed] == [
+        c.committed_gpus + 1 for c in alone.committed
+    ]
+    days = HOURS_PER_MONTH / 24
+    added = days * (24 * RESERVED - len(busy_hours) * ON_DEMAND)
+    assert plan.cost_per_month - alone.cost_per_month == pytest.approx(added, rel=1e-9)
+    (placement,) = plan.batch
+    assert placement.dedicated_replicas == 0  # soaking beat a dedicated replica
+    assert placement.soaked_requests_per_day == pytest.approx(2 * room, rel=1e-6)
 
 
 def test_long_batch_contexts_are_limited_by_kv_memory_on_the_chat_configuration():
@@ -230,3 +262,41 @@ def test_an_over_capacity_batch_day_misses_its_excess_in_steady_state():
     # (120 - 100) x 24 = 480 a day, even before the backlog's oldest work expires.
     schedule = schedule_batch([120.0] * 24, [100.0] * 24, 24)
     assert schedule.shortfall_requests == pytest.approx((120 - 100) * 24)
+
+
+def test_the_hour_verifier_catches_batch_left_unserved_and_a_soak_beyond_the_pool():
+    instance = _instance(batch_per_day=1_000_000)
+    plan = solve(instance)
+    assert verify_hours(instance, plan).ok
+    unsoaked = plan.model_copy(
+        update={"hours": tuple(h.model_copy(update={"batch_soak": ()}) for h in plan.hours)}
+    )
+    found = {v.requirement for v in verify_hours(instance, unsoaked).violations}
+    assert "batch[nightly,r1]" in found
+    hour = next(h for h in plan.hours if h.batch_soak)
+    greedy = hour.model_copy(
+        update={
+            "batch_soak": tuple(
+                s.model_copy(update={"requests_per_s": s.requests_per_s * 100})
+                for s in hour.batch_soak
+            )
+        }
+    )
+    swollen = plan.model_copy(
+        update={"hours": tuple(greedy if h.hour == hour.hour else h for h in plan.hours)}
+    )
+    found = {v.requirement.split("[")[0] for v in verify_hours(instance, swollen).violations}
+    assert "capacity" in found
+
+
+def test_batch_with_no_pool_to_soak_and_no_configuration_is_refused_before_solving():
+    # A 405B model in fp8 holds about 405 GB of weights: it fits no single 80 GB H100
+    # (tensor_parallel [1]), and no interactive pool of its model runs to soak it.
+    data = _instance(batch_per_day=1000).model_dump(mode="json", exclude_none=True)
+    data["models"].append({"name": "llama-3.1-405b", "weight_precisions": ["fp8"]})
+    data["workloads"][1]["model"] = "llama-3.1-405b"
+    for workload in data["workloads"]:
+        workload["demand"]["r1"].pop("peak_to_average", None)
+    with pytest.raises(Infeasible) as refused:
+        solve(validate_instance(data, "unplaceable.yaml"))
+    assert "batch_arrivals[nightly,r1,*]" in str(refused.value)

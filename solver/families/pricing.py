@@ -24,8 +24,8 @@ while the hours above the base cost more on demand than the commitment.
 
 Spot capacity is not offered to interactive pools here: an SLO that holds only in
 expectation over independent interruptions is the wrong guarantee for correlated
-reclaims. Spot serves dedicated batch replicas (solver.batch_time), whose lost work is
-redone.
+reclaims. Spot serves dedicated batch replicas (solver.families.batch_work), whose lost
+work is redone.
 """
 
 from dataclasses import dataclass
@@ -83,6 +83,8 @@ class OfferTerms:
     on_demand_price_per_gpu_hour: float
     reserved_price_per_gpu_hour: float | None
     max_on_demand_gpus: int
+    spot_price_per_gpu_hour: float | None = None
+    """Where spot is offered (dedicated batch replicas only)."""
 
 
 def add_pricing(
