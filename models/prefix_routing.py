@@ -16,21 +16,33 @@ prompt prefill saved:
   affinity router can always fall back to random routing, so its hit rate is taken as
   the larger of the two: affinity never lowers the hit rate.
 The planning form (`affinity_hit_pool`) is the large-pool limit of affinity: every prefix
-that fits one replica's used tiers is held somewhere; it holds for pools of at least
-`affinity_min_replicas` replicas, which the verifier checks.
+that fits one replica's used tiers is held somewhere. It holds for pools of at least
+`affinity_min_replicas` replicas (the first n whose finite placement `affinity_hits`
+reaches it); `pool_hits` gives the hit rate at a pool's real size: random routing's
+below that minimum, the limit (less the spill, below) from it on. The candidate's pool
+curve q(n) carries it (the step at the minimum is on its pooling ladder), and the
+verifier recomputes it at the plan's replica count.
 
 Imbalance. Under affinity a prefix's requests go to its k_i home replicas only, in
-pieces of s_i / k_i of the pool's load; requests with no declared prefix (share
-F = 1 - sum s_i, floored at 0) go to the least-loaded replica. Pieces are packed largest
-first onto the least-loaded replica (LPT), then the free load fills the lowest replicas
-(water-filling). The imbalance I = n x the heaviest replica's load (1 = balanced): the
-pool carries capacity / I per replica at the same p99 on its hottest replica.
+pieces of s_i / k_i of the pool's load; a prefix homed on every replica (k_i = n, e.g.
+a system prompt on every request) does not steer the router, and requests with no
+steering prefix (share F = 1 - sum of the steering s_i, floored at 0) go to the
+least-loaded replica. Pieces are packed largest first onto the least-loaded replica
+(LPT), then the free load fills the lowest replicas (water-filling): `replica_loads`.
+I = the heaviest load over the mean (1 = balanced). The router spills above the
+threshold: a replica above the mean sends its excess to cold replicas, so every replica
+carries the mean and the spilled fraction f = sum_r (L_r - mean)^+ / sum_r L_r of the
+requests misses its steering prefix and pays its cold prefill (`pool_hits`): the hot
+prefix costs hit rate, hence prefill time and p99 TTFT, not a replica run above its
+capacity.
 
 Spill threshold. A request whose warm replica has a queue can go to a cold one, which
 must prefill the prefix too: waiting is better while the wait is below the prefill a hit
 saves, prefill(P, no hit) - prefill(P - t, t cached) (`models.step_time.prefill_s`), ms.
 """
 
+import functools
+import heapq
 import math
 from dataclasses import dataclass
 
@@ -137,6 +149,7 @@ def affinity_hit_pool(
     return pooled if pooled.hit_rate >= fallback.hit_rate else fallback
 
 
+@functools.lru_cache(maxsize=256)
 def affinity_min_replicas(
     tokens: tuple[float, ...], shares: tuple[float, ...], tiers: tuple[KvTier, ...]
 ) -> int:
@@ -152,23 +165,98 @@ def affinity_min_replicas(
     return n
 
 
-def imbalance(shares: tuple[float, ...], pool_replicas: int) -> float:
-    """I = n x the heaviest replica's share of the load under affinity (see the module
-    docstring: pieces s_i / k_i packed largest first, free load water-filled)."""
+def pool_hits(
+    tokens: tuple[float, ...],
+    shares: tuple[float, ...],
+    prompt_mean_tokens: float,
+    tiers: tuple[KvTier, ...],
+    pool_replicas: float,
+) -> PrefixHits:
+    """Affinity in a pool of n replicas, as planned and verified:
+
+    - n < `affinity_min_replicas`: the pool is too small to home every prefix the
+      large-pool limit holds; its hit rate is taken as random routing's (`random_hits`);
+    - otherwise the large-pool limit (`affinity_hit_pool`), less what the spill costs:
+      the router sends the fraction f = `spilled_fraction`(shares, n) of the requests
+      from an overloaded warm replica to a cold one, where it misses its routed prefix
+      (the spill threshold is met: waiting would cost more than the cold prefill), so
+          h(n) = h_limit - f x H_routed / S_routed
+      with H_routed = sum over the routed prefixes held of s_i t_i (value / recompute)
+      / P_mean and S_routed = sum of their shares (the saving of a mean routed request),
+      never below random routing's. Every replica then carries the mean load: the
+      capacity per replica is that of the hit rate h(n), and the p99 TTFT is that of
+      the balanced pool with the spilled requests' cold prefill in its mean.
+    `pool_replicas` may be `math.inf` (the ceiling: no spill)."""
+    fallback = random_hits(tokens, shares, prompt_mean_tokens, tiers)
+    if pool_replicas < affinity_min_replicas(tokens, shares, tiers):
+        return fallback
+    limit = affinity_hit_pool(tokens, shares, prompt_mean_tokens, tiers)
+    spilled = spilled_fraction(shares, pool_replicas)
+    if spilled <= 0:
+        return limit
+    steer = routed(shares, int(pool_replicas))
+    by_name = {tier.tier: tier for tier in tiers}
+    saved = 0.0
+    for i in steer:
+        where = limit.placement.tiers[i]
+        if where is not None:
+            tier = by_name[where]
+            saved += shares[i] * tokens[i] * tier.value_s_per_token / tier.recompute_s_per_token
+    routed_share = sum(shares[i] for i in steer)
+    lost = spilled * saved / prompt_mean_tokens / routed_share if routed_share > 0 else 0.0
+    if limit.hit_rate - lost < fallback.hit_rate:
+        return fallback
+    return PrefixHits(limit.placement, limit.hit_rate - lost)
+
+
+def routed(shares: tuple[float, ...], pool_replicas: int) -> tuple[int, ...]:
+    """The prefixes that steer the router in a pool of n: those homed on fewer than n
+    replicas (k_i < n). A prefix homed on every replica (a system prompt on every
+    request) is held everywhere: its requests are steered by their other prefixes, or
+    go to the least-loaded replica."""
+    return tuple(i for i, s in enumerate(shares) if home_replicas(s, pool_replicas) < pool_replicas)
+
+
+def replica_loads(shares: tuple[float, ...], pool_replicas: int) -> tuple[float, ...]:
+    """Each replica's share of the pool's load under affinity, heaviest first: the routed
+    prefixes' pieces s_i / k_i packed largest first onto the least-loaded replica (LPT),
+    then the free load F = max(0, 1 - sum of routed s_i) water-filled from the lowest."""
     n = pool_replicas
-    if n <= 1:
-        return 1.0
-    pieces = sorted(
-        (s / home_replicas(s, n) for s in shares for _ in range(home_replicas(s, n))),
-        reverse=True,
-    )
-    loads = [0.0] * n
+    keep = routed(shares, n)
+    homes = {i: home_replicas(shares[i], n) for i in keep}
+    pieces = sorted((shares[i] / k for i, k in homes.items() for _ in range(k)), reverse=True)
+    heap = [(0.0, r) for r in range(n)]
     for piece in pieces:
-        lightest = min(range(n), key=loads.__getitem__)
-        loads[lightest] += piece
-    free = max(0.0, 1.0 - sum(shares))
-    level = _water_level(sorted(loads), free)
-    return n * max(max(loads), level)
+        load, r = heapq.heappop(heap)
+        heapq.heappush(heap, (load + piece, r))
+    loads = sorted(load for load, _ in heap)
+    free = max(0.0, 1.0 - sum(shares[i] for i in keep))
+    level = _water_level(loads, free)
+    return tuple(sorted((max(load, level) for load in loads), reverse=True))
+
+
+def imbalance(shares: tuple[float, ...], pool_replicas: int) -> float:
+    """I = the heaviest replica's load over the mean (1 = balanced), affinity without
+    spill (see `replica_loads`)."""
+    if pool_replicas <= 1:
+        return 1.0
+    loads = replica_loads(shares, pool_replicas)
+    return loads[0] * pool_replicas / sum(loads)
+
+
+def spilled_fraction(shares: tuple[float, ...], pool_replicas: int) -> float:
+    """f = sum_r (L_r - mean)^+ / sum_r L_r: the share of the pool's requests a router
+    that spills above the threshold sends from their warm replica to a cold one, so that
+    every replica carries the mean (`replica_loads`). 0 for a lone replica, and for an
+    unlimited pool (pieces of 1/n: the planning ceiling)."""
+    if pool_replicas <= 1 or math.isinf(pool_replicas):
+        return 0.0
+    loads = replica_loads(shares, int(pool_replicas))
+    total = sum(loads)
+    if total <= 0:
+        return 0.0
+    mean = total / len(loads)
+    return sum(max(load - mean, 0.0) for load in loads) / total
 
 
 def _water_level(loads: list[float], free: float) -> float:

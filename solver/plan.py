@@ -132,6 +132,13 @@ class ReplicaPool(BaseModel):
     `count` replicas share one router and one prompt queue (`models.capacity`, "Pools")."""
     cost_per_month: MaybeMoney = None
     """What these GPUs would cost if all were bought (the existing fleet is free)."""
+    kv_tiers_used: tuple[str, ...] | None = None
+    """KV tiers (`hbm`, `dram`, `ssd`) holding the workload's prefix cache on each replica
+    at the pool's real size (`models.prefix_kv.pool_kv`); None without a prefix cache."""
+    prefix_hit_rate: float | None = Field(default=None, ge=0, le=1)
+    """Effective prefix-cache hit rate of a replica at the pool's real size: with prefix
+    affinity, a pool below `affinity_min_replicas` gets random routing's, and the spill
+    of hot prefixes is taken off (`models.prefix_routing.pool_hits`); None without."""
 
     @model_validator(mode="before")
     @classmethod

@@ -79,6 +79,7 @@ from models.instance import Instance
 from models.memory import kv_precision_for
 from models.pooling import planning_capacity
 from models.precision import Precision
+from models.prefix_kv import pool_kv
 from models.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
 from models.scenarios import RegionGraph, Scenario, ScenarioKind, failure_scenarios
 from models.site import demand_factor, gpu_kw, gpus_bought, node_gpus, racks_per_gpu
@@ -357,7 +358,38 @@ def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]
                         f"a replica in a pool of {size}",
                     )
                 )
+            for message in _prefix_cache_problems(pool, entry, size):
+                add(
+                    Violation(
+                        requirement=ReplicasColumn(entry.workload, entry.key, entry.region).name(),
+                        message=message,
+                    )
+                )
     return list(pools.values())
+
+
+def _prefix_cache_problems(pool: _Pool, entry: ReplicaPool, size: int) -> list[str]:
+    """A stated hit rate above the one the pool's real size gives (affinity needs
+    `affinity_min_replicas`; the spill of hot prefixes is taken off), or a stated KV tier
+    the replica does not use, recomputed with `models.prefix_kv.pool_kv`."""
+    if entry.prefix_hit_rate is None and entry.kv_tiers_used is None:
+        return []
+    kv = pool_kv(pool.config, pool.mix, pool.efficiency, size)
+    hit = 0.0 if kv is None else kv.hit_rate
+    used = set() if kv is None else {tier.value for tier in kv.tiers_used}
+    problems = []
+    stated = entry.prefix_hit_rate
+    if stated is not None and stated > hit and not _close(stated, hit):
+        problems.append(
+            f"states a prefix hit rate of {stated:.4g}; a pool of {size} replicas gets "
+            f"{hit:.4g} (recomputed from where its prefixes live under its router)"
+        )
+    extra = sorted(set(entry.kv_tiers_used or ()) - used)
+    if extra:
+        problems.append(
+            f"states KV tiers {extra} that its replicas do not use (used: {sorted(used)})"
+        )
+    return problems
 
 
 def _check_supply(

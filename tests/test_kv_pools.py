@@ -1,0 +1,194 @@
+"""Prefix affinity at a pool's real size: the minimum pool its hit rate needs, the spill
+of hot prefixes, what the plan states per pool (tiers, hit rate) and what the verifier
+recomputes. Hand arithmetic first, then the shipped affinity instance."""
+
+import json
+
+import pytest
+
+from models.capacity import replica_capacity
+from models.catalog import gpu, llm
+from models.efficiency import Efficiency, efficiency_for
+from models.kv_tiers import KvTier, TierName
+from models.loading import load_instance
+from models.precision import Precision
+from models.prefix_kv import pool_kv
+from models.prefix_routing import (
+    PREFIX_HBM_SHARE,
+    affinity_min_replicas,
+    imbalance,
+    pool_hits,
+    random_hits,
+    replica_loads,
+    spilled_fraction,
+)
+from models.replica import LatencyTargets, ReplicaConfig, TrafficMix
+from solver.solve import solve
+from solver.verify import verify
+from tests.paths import INSTANCES
+
+FP8 = Precision.FP8
+EFF = Efficiency(prefill_flops_fraction=0.5, decode_flops_fraction=0.5, hbm_fraction=0.8)
+AFFINITY = INSTANCES / "prefix-affinity-doc-qa.yaml"
+
+
+def _hbm(capacity_tokens: float) -> tuple[KvTier, ...]:
+    return (KvTier(TierName.HBM, capacity_tokens, 0.0, 1e-5),)
+
+
+def test_affinity_hit_rate_needs_its_minimum_pool():
+    # 10 customers of 10,000 tokens, 5% of the requests each; a 20,000-token mean prompt.
+    # HBM of 60,000 KV tokens offers 0.5 x 60,000 = 30,000 to prefixes: 3 customers.
+    tokens, shares, prompt = (10_000.0,) * 10, (0.05,) * 10, 20_000.0
+    tiers = _hbm(60_000)
+    assert PREFIX_HBM_SHARE == 0.5
+    random_hit = 3 * 0.05 * 10_000 / 20_000  # 0.075: a random replica holds 3 of 10
+    limit_hit = 10 * 0.05 * 10_000 / 20_000  # 0.25: each customer on its home replica
+    # Affinity homes each on k = ceil(0.05 n) = 1 replica (n <= 20): 10 x 10,000 tokens
+    # over n x 30,000 tokens of room: n = 4 holds them all (120,000), n = 3 only 9.
+    assert affinity_min_replicas(tokens, shares, tiers) == 4
+    assert random_hits(tokens, shares, prompt, tiers).hit_rate == pytest.approx(random_hit)
+    for n in (1, 2, 3):
+        assert pool_hits(tokens, shares, prompt, tiers, n).hit_rate == pytest.approx(random_hit)
+    for n in (4, 8, 16):
+        assert pool_hits(tokens, shares, prompt, tiers, n).hit_rate == pytest.approx(limit_hit)
+
+
+def test_replica_loads_of_a_pool_with_free_traffic_are_level():
+    # The same 10 customers on 4 replicas: pieces of 5% packed largest first give
+    # 15%, 15%, 10%, 10%; the free 50% fills the two low ones to 15% (10% of it) and
+    # the remaining 40% spreads over all four: 25% each, balanced, nothing spilled.
+    assert replica_loads((0.05,) * 10, 4) == pytest.approx((0.25,) * 4)
+    assert imbalance((0.05,) * 10, 4) == pytest.approx(1.0)
+    assert spilled_fraction((0.05,) * 10, 4) == 0.0
+
+
+def test_a_prefix_on_every_request_does_not_steer_the_router():
+    # A system prompt on every request is homed on all n replicas; the documents it comes
+    # with (75% of requests, 150 x 0.5%) steer, the other 25% go anywhere: balanced.
+    shares = (1.0,) + (0.005,) * 150
+    assert imbalance(shares, 8) == pytest.approx(1.0)
+    assert spilled_fraction(shares, 8) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_hot_prefix_spill_costs_its_cold_prefill():
+    # Three customers of 30% each (1,000-token prefixes, a 2,000-token prompt) on 2
+    # replicas: k = ceil(0.3 x 2) = 1 home each; LPT puts 60% on one replica and 30% on
+    # the other, the free 10% lifts it to 40%. The mean is 50%: the router spills
+    # f = (60% - 50%) / 100% = 0.1 of the requests to the cold replica.
+    tokens, shares, prompt = (1000.0,) * 3, (0.3,) * 3, 2000.0
+    assert replica_loads(shares, 2) == pytest.approx((0.6, 0.4))
+    assert imbalance(shares, 2) == pytest.approx(0.6 * 2 / 1.0)
+    spilled = 0.1
+    assert spilled_fraction(shares, 2) == pytest.approx(spilled)
+    # HBM 4,000 tokens: 2,000 offered to prefixes, 2 of 3 on a random replica; affinity
+    # over 2 replicas holds all 3 (4,000 of room), so n_min = 2.
+    tiers = _hbm(4000)
+    assert affinity_min_replicas(tokens, shares, tiers) == 2
+    limit_hit = 3 * 0.3 * 1000 / 2000  # 0.45
+    saved_per_routed_request = limit_hit / (3 * 0.3)  # 0.5 of the prompt
+    expected = limit_hit - spilled * saved_per_routed_request  # 0.45 - 0.05 = 0.40
+    assert pool_hits(tokens, shares, prompt, tiers, 2).hit_rate == pytest.approx(expected)
+    assert random_hits(tokens, shares, prompt, tiers).hit_rate == pytest.approx(0.3)
+    # An unlimited pool (the planning ceiling) spills nothing.
+    assert pool_hits(tokens, shares, prompt, tiers, float("inf")).hit_rate == pytest.approx(
+        limit_hit
+    )
+
+
+def _doc_qa() -> tuple[ReplicaConfig, TrafficMix, TrafficMix, LatencyTargets, Efficiency]:
+    instance = load_instance(AFFINITY)
+    workload = instance.workloads[0]
+    config = ReplicaConfig(gpu("h100-sxm"), llm("llama-3.3-70b"), FP8, FP8, 4, 1)
+    efficiency = efficiency_for("h100-sxm", FP8, instance.efficiency)
+    return (
+        config,
+        TrafficMix.of(workload, True),
+        TrafficMix.of(workload, False),
+        LatencyTargets.of(workload.slo),
+        efficiency,
+    )
+
+
+def test_below_its_minimum_pool_affinity_is_planned_as_random_routing():
+    config, affinity, random_mix, targets, efficiency = _doc_qa()
+    kv = pool_kv(config, affinity, efficiency, 1)
+    assert kv is not None
+    n_min = next(n for n in range(1, 64) if pool_kv(config, affinity, efficiency, n) != kv)
+    assert n_min > 1
+    for n in range(1, n_min):
+        aff = replica_capacity(config, affinity, targets, efficiency, n)
+        rand = replica_capacity(config, random_mix, targets, efficiency, n)
+        assert aff.requests_per_s == rand.requests_per_s
+    at_min = replica_capacity(config, affinity, targets, efficiency, n_min)
+    below = replica_capacity(config, affinity, targets, efficiency, n_min - 1)
+    assert at_min.requests_per_s > below.requests_per_s
+    # 2,000 + 150 x 0.5% x 20,000 = 17,000 of a 24,000-token prompt held from n_min on.
+    assert pool_kv(config, affinity, efficiency, n_min).hit_rate == pytest.approx(17 / 24)
+    assert pool_kv(config, affinity, efficiency, n_min).tiers_used == (TierName.HBM,)
+
+
+def test_plan_states_tiers_and_hit_rate_and_verify_recomputes_them():
+    instance = load_instance(AFFINITY)
+    plan = solve(instance)
+    assert verify(instance, plan).ok
+    (pool,) = plan.replicas
+    assert pool.kv_tiers_used == ("hbm",)
+    assert pool.prefix_hit_rate == pytest.approx(17 / 24)
+    # A plan claiming more hits than its pool gets is refused, naming the pool.
+    claimed = pool.model_copy(update={"prefix_hit_rate": 0.9})
+    bad = plan.model_copy(update={"replicas": (claimed,)})
+    messages = [v.message for v in verify(instance, bad).violations]
+    assert any("prefix hit rate of 0.9" in m for m in messages), messages
+    tiers = pool.model_copy(update={"kv_tiers_used": ("hbm", "ssd")})
+    messages = [
+        v.message
+        for v in verify(instance, plan.model_copy(update={"replicas": (tiers,)})).violations
+    ]
+    assert any("['ssd']" in m for m in messages), messages
+
+
+def test_verify_refuses_a_pool_smaller_than_its_affinity_needs():
+    # One TP4 replica fewer than the affinity minimum carries only random routing's rate:
+    # a plan that loads it as if affinity held fails the capacity check.
+    instance = load_instance(AFFINITY)
+    config, affinity, _, targets, efficiency = _doc_qa()
+    n_min = next(n for n in range(1, 64) if pool_kv(config, affinity, efficiency, n).hit_rate > 0.7)
+    small = n_min - 1
+    as_if = replica_capacity(config, affinity, targets, efficiency, n_min).requests_per_s
+    real = replica_capacity(config, affinity, targets, efficiency, small).requests_per_s
+    assert small * real < small * as_if
+    demand = small * (real + as_if) / 2  # between what it carries and what it claims
+    workload = instance.workloads[0]
+    level = workload.demand["us-east"].model_copy(update={"peak_requests_per_s": demand})
+    shrunk = instance.model_copy(
+        update={"workloads": [workload.model_copy(update={"demand": {"us-east": level}})]}
+    )
+    plan = solve(shrunk)
+    (pool,) = plan.replicas
+    stated = pool.model_copy(
+        update={"tp": 4, "count": small, "gpus": small * 4, "limit": None,
+                "requests_per_s_per_replica": None, "prefix_hit_rate": None,
+                "kv_tiers_used": None}
+    )  # fmt: skip
+    bad = plan.model_copy(update={"replicas": (stated,), "total_gpus": small * 4})
+    result = verify(shrunk, bad)
+    assert not result.ok
+    assert any("demand" in v.requirement or "capacity" in v.requirement for v in result.violations)
+
+
+def test_solve_table_shows_kv_tiers_and_hit_rate(run_cli, tmp_path):
+    out = tmp_path / "plan.json"
+    result = run_cli("solve", str(AFFINITY), "--json", str(out))
+    assert result.exit_code == 0, result.stderr
+    assert "KV tiers" in result.stdout and "hit rate" in result.stdout
+    assert "70.8%" in result.stdout
+    (entry,) = json.loads(out.read_text())["replicas"]
+    assert entry["kv_tiers_used"] == ["hbm"]
+    assert entry["prefix_hit_rate"] == pytest.approx(17 / 24)
+
+
+def test_solve_table_without_a_prefix_cache_has_no_kv_columns(run_cli):
+    result = run_cli("solve", str(INSTANCES / "unified.yaml"))
+    assert result.exit_code == 0, result.stderr
+    assert "KV tiers" not in result.stdout
