@@ -392,6 +392,12 @@ class Plan(BaseModel):
     """The largest fraction of a pool's capacity at the SLO the plan allows."""
     simplicity: SimplicityCost | None = None
     """What the limit on configurations per pool costs (None: no limit)."""
+    warm_cold_split: tuple[str, ...] = ()
+    """Workloads served by a warm and a cold pool (`<name>-warm`, `<name>-cold`,
+    `models.warm_cold`): chosen where it was cheaper than serving them whole."""
+    warm_cold_unsplit_cost_per_month: MaybeMoney = None
+    """With policy.warm_cold_split: the cost of the plan that does not split (None when
+    no workload could be split, or the unsplit plan has no solution)."""
 
     @property
     def optimal(self) -> bool:

@@ -83,6 +83,7 @@ from models.prefix_kv import pool_kv
 from models.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
 from models.scenarios import RegionGraph, Scenario, ScenarioKind, failure_scenarios
 from models.site import demand_factor, gpu_kw, gpus_bought, node_gpus, racks_per_gpu
+from models.warm_cold import warm_cold_instance
 from solver.plan import Plan, ReplicaPool
 from solver.row_names import (
     ConfigsPerPoolRow,
@@ -198,7 +199,22 @@ class _Pool:
 
 
 def verify(instance: Instance, plan: Plan) -> Verification:
-    """Check a plan (or a fleet someone owns) against the instance; list every violation."""
+    """Check a plan (or a fleet someone owns) against the instance; list every violation.
+
+    A plan with `warm_cold_split` is checked against the instance with those workloads
+    split into their warm and cold halves (`models.warm_cold`), which the instance's
+    policy must allow."""
+    if plan.warm_cold_split:
+        split, refusal = _warm_cold(instance, plan)
+        if refusal is not None:
+            return Verification(
+                ok=False,
+                violations=(refusal,),
+                cost_per_month=plan.cost_per_month or 0.0,
+                total_gpus=plan.total_gpus or 0,
+                checks=(),
+            )
+        instance = split
     violations: list[Violation] = []
     totals = recompute_totals(instance, plan)  # integer sums: no physics yet
     stated = stated_figures(instance, plan, totals)
@@ -220,6 +236,20 @@ def verify(instance: Instance, plan: Plan) -> Verification:
         total_gpus=sum(used.values()),
         checks=tuple(checks),
     )
+
+
+def _warm_cold(instance: Instance, plan: Plan) -> tuple[Instance, Violation | None]:
+    """The instance with the plan's warm/cold split applied, or why it cannot be."""
+    if not instance.policy.warm_cold_split:
+        return instance, Violation(
+            requirement="warm_cold_split",
+            message=f"splits {list(plan.warm_cold_split)} into warm and cold pools; the "
+            "instance's policy.warm_cold_split is off",
+        )
+    try:
+        return warm_cold_instance(instance, plan.warm_cold_split), None
+    except ValueError as error:
+        return instance, Violation(requirement="warm_cold_split", message=str(error))
 
 
 def _refused_before_physics(
