@@ -184,7 +184,7 @@ def tiers_table(report: KvTierReport) -> TableSpec:
     if report.affinity_min_replicas is not None:
         notes.append(
             f"affinity holds this hit rate in pools of at least {report.affinity_min_replicas} "
-            "replicas; a smaller pool is planned at random routing's."
+            "replicas; a smaller pool holds fewer prefixes and hits less."
         )
     if report.spill_threshold_s is not None:
         notes.append(

@@ -137,8 +137,8 @@ class KvTierReport:
     """Prefill a hit on the mean declared prefix saves a mean prompt (None without)."""
     affinity_min_replicas: int | None = None
     """With prefix affinity: the smallest pool whose hit rate is the one reported
-    (`models.prefix_routing.affinity_min_replicas`); a smaller pool is planned at random
-    routing's. None without affinity."""
+    (`models.prefix_routing.affinity_min_replicas`); a smaller pool holds fewer prefixes
+    between its replicas and hits less. None without affinity."""
 
 
 def kv_tier_report(

@@ -18,8 +18,8 @@ prompt prefill saved:
 The planning form (`affinity_hit_pool`) is the large-pool limit of affinity: every prefix
 that fits one replica's used tiers is held somewhere. It holds for pools of at least
 `affinity_min_replicas` replicas (the first n whose finite placement `affinity_hits`
-reaches it); `pool_hits` gives the hit rate at a pool's real size: random routing's
-below that minimum, the limit (less the spill, below) from it on. The candidate's pool
+reaches it); `pool_hits` gives the hit rate at a pool's real size: the finite
+placement's below that minimum, the limit (less the spill, below) from it on. The candidate's pool
 curve q(n) carries it (the step at the minimum is on its pooling ladder), and the
 verifier recomputes it at the plan's replica count.
 
@@ -175,7 +175,8 @@ def pool_hits(
     """Affinity in a pool of n replicas, as planned and verified:
 
     - n < `affinity_min_replicas`: the pool is too small to home every prefix the
-      large-pool limit holds; its hit rate is taken as random routing's (`random_hits`);
+      large-pool limit holds; its hit rate is that of the prefixes its n replicas hold
+      between them (`affinity_hits`, never below random routing's);
     - otherwise the large-pool limit (`affinity_hit_pool`), less what the spill costs:
       the router sends the fraction f = `spilled_fraction`(shares, n) of the requests
       from an overloaded warm replica to a cold one, where it misses its routed prefix
@@ -187,9 +188,9 @@ def pool_hits(
       capacity per replica is that of the hit rate h(n), and the p99 TTFT is that of
       the balanced pool with the spilled requests' cold prefill in its mean.
     `pool_replicas` may be `math.inf` (the ceiling: no spill)."""
-    fallback = random_hits(tokens, shares, prompt_mean_tokens, tiers)
     if pool_replicas < affinity_min_replicas(tokens, shares, tiers):
-        return fallback
+        return affinity_hits(tokens, shares, prompt_mean_tokens, tiers, int(pool_replicas))
+    fallback = random_hits(tokens, shares, prompt_mean_tokens, tiers)
     limit = affinity_hit_pool(tokens, shares, prompt_mean_tokens, tiers)
     spilled = spilled_fraction(shares, pool_replicas)
     if spilled <= 0:

@@ -2,6 +2,7 @@
 of hot prefixes, what the plan states per pool (tiers, hit rate) and what the verifier
 recomputes. Hand arithmetic first, then the shipped affinity instance."""
 
+import itertools
 import json
 
 import pytest
@@ -48,8 +49,10 @@ def test_affinity_hit_rate_needs_its_minimum_pool():
     # over n x 30,000 tokens of room: n = 4 holds them all (120,000), n = 3 only 9.
     assert affinity_min_replicas(tokens, shares, tiers) == 4
     assert random_hits(tokens, shares, prompt, tiers).hit_rate == pytest.approx(random_hit)
+    # Below the minimum the pool's n replicas hold 3n customers between them.
     for n in (1, 2, 3):
-        assert pool_hits(tokens, shares, prompt, tiers, n).hit_rate == pytest.approx(random_hit)
+        held = 3 * n * 0.05 * 10_000 / 20_000
+        assert pool_hits(tokens, shares, prompt, tiers, n).hit_rate == pytest.approx(held)
     for n in (4, 8, 16):
         assert pool_hits(tokens, shares, prompt, tiers, n).hit_rate == pytest.approx(limit_hit)
 
@@ -110,21 +113,27 @@ def _doc_qa() -> tuple[ReplicaConfig, TrafficMix, TrafficMix, LatencyTargets, Ef
     )
 
 
-def test_below_its_minimum_pool_affinity_is_planned_as_random_routing():
+def test_affinity_hits_grow_with_the_pool_up_to_its_minimum():
     config, affinity, random_mix, targets, efficiency = _doc_qa()
-    kv = pool_kv(config, affinity, efficiency, 1)
-    assert kv is not None
-    n_min = next(n for n in range(1, 64) if pool_kv(config, affinity, efficiency, n) != kv)
+    lone = replica_capacity(config, affinity, targets, efficiency, 1)
+    assert (
+        lone.requests_per_s
+        == replica_capacity(config, random_mix, targets, efficiency, 1).requests_per_s
+    )
+    # 2,000 + 150 x 0.5% x 20,000 = 17,000 of a 24,000-token prompt, once every document
+    # has a home: from the affinity minimum on.
+    limit_hit = (2000 + 150 * 0.005 * 20_000) / 24_000
+    hits = [pool_kv(config, affinity, efficiency, n).hit_rate for n in range(1, 9)]
+    n_min = 1 + next(i for i, h in enumerate(hits) if h == pytest.approx(limit_hit))
     assert n_min > 1
-    for n in range(1, n_min):
-        aff = replica_capacity(config, affinity, targets, efficiency, n)
-        rand = replica_capacity(config, random_mix, targets, efficiency, n)
-        assert aff.requests_per_s == rand.requests_per_s
-    at_min = replica_capacity(config, affinity, targets, efficiency, n_min)
-    below = replica_capacity(config, affinity, targets, efficiency, n_min - 1)
-    assert at_min.requests_per_s > below.requests_per_s
-    # 2,000 + 150 x 0.5% x 20,000 = 17,000 of a 24,000-token prompt held from n_min on.
-    assert pool_kv(config, affinity, efficiency, n_min).hit_rate == pytest.approx(17 / 24)
+    assert all(a <= b + 1e-12 for a, b in itertools.pairwise(hits))
+    assert hits[0] < limit_hit
+    rates = [
+        replica_capacity(config, affinity, targets, efficiency, n).requests_per_s
+        for n in range(1, 9)
+    ]
+    assert all(a <= b * (1 + 1e-9) for a, b in itertools.pairwise(rates))
+    assert rates[n_min - 1] > rates[0]
     assert pool_kv(config, affinity, efficiency, n_min).tiers_used == (TierName.HBM,)
 
 
