@@ -19,22 +19,25 @@ The planning form (`affinity_hit_pool`) is the large-pool limit of affinity: eve
 that fits one replica's used tiers is held somewhere. It holds for pools of at least
 `affinity_min_replicas` replicas (the first n whose finite placement `affinity_hits`
 reaches it); `pool_hits` gives the hit rate at a pool's real size: the finite
-placement's below that minimum, the limit (less the spill, below) from it on. The candidate's pool
-curve q(n) carries it (the step at the minimum is on its pooling ladder), and the
-verifier recomputes it at the plan's replica count.
+placement's below that minimum, the limit from it on. The candidate's pool curve q(n)
+carries it (the sizes of its pooling ladder), and the verifier recomputes it at the
+plan's replica count.
 
-Imbalance. Under affinity a prefix's requests go to its k_i home replicas only, in
-pieces of s_i / k_i of the pool's load; a prefix homed on every replica (k_i = n, e.g.
-a system prompt on every request) does not steer the router, and requests with no
-steering prefix (share F = 1 - sum of the steering s_i, floored at 0) go to the
-least-loaded replica. Pieces are packed largest first onto the least-loaded replica
-(LPT), then the free load fills the lowest replicas (water-filling): `replica_loads`.
-I = the heaviest load over the mean (1 = balanced). The router spills above the
-threshold: a replica above the mean sends its excess to cold replicas, so every replica
-carries the mean and the spilled fraction f = sum_r (L_r - mean)^+ / sum_r L_r of the
-requests misses its steering prefix and pays its cold prefill (`pool_hits`): the hot
-prefix costs hit rate, hence prefill time and p99 TTFT, not a replica run above its
-capacity.
+Imbalance. A popular prefix concentrates load on its homes. Hot prefixes are
+replicated: prefix i is homed on k_i = ceil(s_i n) replicas, so no home need carry more
+than the mean 1/n of it; a prefix homed on every replica (k_i = n, e.g. a system prompt on
+every request) does not steer the router. Splitting each prefix's requests evenly over
+its homes still leaves the packing remainder (`replica_loads`, `imbalance`: pieces
+s_i / k_i packed largest first, the free share F = 1 - sum of the steering s_i
+water-filled; I = heaviest load over the mean). The planned router avoids it by the
+wrap-around rule (McNaughton): the steering prefixes laid end to end over the replicas,
+each filled to the mean, the free requests last; a prefix then spans at most k_i + 1
+replicas, and only a prefix crossing a replica boundary needs the extra copy, so at most
+n - 1 copies in all. Every replica carries the mean load, nothing is spilled in
+planning, and the hot prefix's price is memory: the pool holds sum_i k_i t_i plus
+(n - 1) x the longest steering prefix (`affinity_hits`; in the large-pool limit
+sum_i s_i t_i + the longest per replica, `affinity_hit_pool`). That memory is what
+the KV budget, batch, capacity and p99 TTFT (at the mean load) are computed with.
 
 Spill threshold. A request whose warm replica has a queue can go to a cold one, which
 must prefill the prefix too: waiting is better while the wait is below the prefill a hit
@@ -105,17 +108,29 @@ def affinity_hits(
     tiers: tuple[KvTier, ...],
     pool_replicas: int,
 ) -> PrefixHits:
-    """Prefix affinity over `pool_replicas`: n x each tier holds k_i t_i per prefix;
-    never below random routing (the router falls back to it). The placement returned is
-    the one whose hit rate is reported; its `hbm_tokens` is per replica."""
+    """Prefix affinity over `pool_replicas`: n x each tier holds k_i t_i per prefix, and
+    HBM the wrap-around's extra copies, (n - 1) x the longest steering prefix (see the
+    module docstring, "Imbalance"); never below random routing (the router falls back to
+    it). The placement returned is the one whose hit rate is reported; its `hbm_tokens`
+    is per replica."""
     n = pool_replicas
     charged = tuple(t * home_replicas(s, n) for t, s in zip(tokens, shares, strict=True))
+    straddle = (n - 1) * max((tokens[i] for i in routed(shares, n)), default=0.0)
     pooled = tuple(
-        KvTier(t.tier, t.capacity_tokens * n, t.fetch_s_per_token, t.recompute_s_per_token)
+        KvTier(
+            t.tier,
+            max(
+                t.capacity_tokens * n
+                - (straddle / PREFIX_HBM_SHARE if t.tier is TierName.HBM else 0.0),
+                0.0,
+            ),
+            t.fetch_s_per_token,
+            t.recompute_s_per_token,
+        )
         for t in tiers
     )
     placement = place_prefixes(charged, shares, pooled, PREFIX_HBM_SHARE)
-    per_replica = Placement(placement.tiers, placement.hbm_tokens / n)
+    per_replica = Placement(placement.tiers, (placement.hbm_tokens + straddle) / n)
     hits = PrefixHits(per_replica, hit_rate(tokens, shares, prompt_mean_tokens, placement, tiers))
     fallback = random_hits(tokens, shares, prompt_mean_tokens, tiers)
     return hits if hits.hit_rate >= fallback.hit_rate else fallback
@@ -130,8 +145,8 @@ def affinity_hit_pool(
     """The large-pool limit of affinity: each prefix that fits one replica's used tiers
     (HBM at `PREFIX_HBM_SHARE`) on its own is held on its home replicas. A home replica
     holds its prefixes in HBM when one fits there; the per-replica HBM charge is
-    max(largest such prefix, sum_i s_i t_i): a replica homes at least one whole prefix,
-    and on average k_i / n -> s_i of each."""
+    sum_i s_i t_i + the longest steering prefix held there: on average k_i / n -> s_i
+    copies of each, and at most one wrap-around copy per replica."""
     where: list[TierName | None] = []
     for t in tokens:
         home = None
@@ -142,7 +157,7 @@ def affinity_hit_pool(
                 break
         where.append(home)
     in_hbm = [(t, s) for t, s, w in zip(tokens, shares, where, strict=True) if w is TierName.HBM]
-    hbm = max(max((t for t, _ in in_hbm), default=0.0), sum(t * s for t, s in in_hbm))
+    hbm = sum(t * s for t, s in in_hbm) + max((t for t, s in in_hbm if s < 1), default=0.0)
     placement = Placement(tuple(where), hbm)
     pooled = PrefixHits(placement, hit_rate(tokens, shares, prompt_mean_tokens, placement, tiers))
     fallback = random_hits(tokens, shares, prompt_mean_tokens, tiers)
@@ -172,42 +187,13 @@ def pool_hits(
     tiers: tuple[KvTier, ...],
     pool_replicas: float,
 ) -> PrefixHits:
-    """Affinity in a pool of n replicas, as planned and verified:
-
-    - n < `affinity_min_replicas`: the pool is too small to home every prefix the
-      large-pool limit holds; its hit rate is that of the prefixes its n replicas hold
-      between them (`affinity_hits`, never below random routing's);
-    - otherwise the large-pool limit (`affinity_hit_pool`), less what the spill costs:
-      the router sends the fraction f = `spilled_fraction`(shares, n) of the requests
-      from an overloaded warm replica to a cold one, where it misses its routed prefix
-      (the spill threshold is met: waiting would cost more than the cold prefill), so
-          h(n) = h_limit - f x H_routed / S_routed
-      with H_routed = sum over the routed prefixes held of s_i t_i (value / recompute)
-      / P_mean and S_routed = sum of their shares (the saving of a mean routed request),
-      never below random routing's. Every replica then carries the mean load: the
-      capacity per replica is that of the hit rate h(n), and the p99 TTFT is that of
-      the balanced pool with the spilled requests' cold prefill in its mean.
-    `pool_replicas` may be `math.inf` (the ceiling: no spill)."""
+    """Affinity in a pool of n replicas, as planned and verified: below
+    `affinity_min_replicas` the prefixes its n replicas hold between them
+    (`affinity_hits`: never below random routing's); from it on, the large-pool limit
+    (`affinity_hit_pool`). `pool_replicas` may be `math.inf` (the ceiling)."""
     if pool_replicas < affinity_min_replicas(tokens, shares, tiers):
         return affinity_hits(tokens, shares, prompt_mean_tokens, tiers, int(pool_replicas))
-    fallback = random_hits(tokens, shares, prompt_mean_tokens, tiers)
-    limit = affinity_hit_pool(tokens, shares, prompt_mean_tokens, tiers)
-    spilled = spilled_fraction(shares, pool_replicas)
-    if spilled <= 0:
-        return limit
-    steer = routed(shares, int(pool_replicas))
-    by_name = {tier.tier: tier for tier in tiers}
-    saved = 0.0
-    for i in steer:
-        where = limit.placement.tiers[i]
-        if where is not None:
-            tier = by_name[where]
-            saved += shares[i] * tokens[i] * tier.value_s_per_token / tier.recompute_s_per_token
-    routed_share = sum(shares[i] for i in steer)
-    lost = spilled * saved / prompt_mean_tokens / routed_share if routed_share > 0 else 0.0
-    if limit.hit_rate - lost < fallback.hit_rate:
-        return fallback
-    return PrefixHits(limit.placement, limit.hit_rate - lost)
+    return affinity_hit_pool(tokens, shares, prompt_mean_tokens, tiers)
 
 
 def routed(shares: tuple[float, ...], pool_replicas: int) -> tuple[int, ...]:
@@ -219,7 +205,8 @@ def routed(shares: tuple[float, ...], pool_replicas: int) -> tuple[int, ...]:
 
 
 def replica_loads(shares: tuple[float, ...], pool_replicas: int) -> tuple[float, ...]:
-    """Each replica's share of the pool's load under affinity, heaviest first: the routed
+    """Each replica's share of the pool's load under affinity with each prefix's requests
+    split evenly over its homes (no wrap-around), heaviest first: the routed
     prefixes' pieces s_i / k_i packed largest first onto the least-loaded replica (LPT),
     then the free load F = max(0, 1 - sum of routed s_i) water-filled from the lowest."""
     n = pool_replicas
@@ -237,27 +224,13 @@ def replica_loads(shares: tuple[float, ...], pool_replicas: int) -> tuple[float,
 
 
 def imbalance(shares: tuple[float, ...], pool_replicas: int) -> float:
-    """I = the heaviest replica's load over the mean (1 = balanced), affinity without
-    spill (see `replica_loads`)."""
+    """I = the heaviest replica's load over the mean (1 = balanced) when each prefix's
+    requests are split evenly over its homes (`replica_loads`): what the wrap-around
+    rule's extra copies avoid."""
     if pool_replicas <= 1:
         return 1.0
     loads = replica_loads(shares, pool_replicas)
     return loads[0] * pool_replicas / sum(loads)
-
-
-def spilled_fraction(shares: tuple[float, ...], pool_replicas: int) -> float:
-    """f = sum_r (L_r - mean)^+ / sum_r L_r: the share of the pool's requests a router
-    that spills above the threshold sends from their warm replica to a cold one, so that
-    every replica carries the mean (`replica_loads`). 0 for a lone replica, and for an
-    unlimited pool (pieces of 1/n: the planning ceiling)."""
-    if pool_replicas <= 1 or math.isinf(pool_replicas):
-        return 0.0
-    loads = replica_loads(shares, int(pool_replicas))
-    total = sum(loads)
-    if total <= 0:
-        return 0.0
-    mean = total / len(loads)
-    return sum(max(load - mean, 0.0) for load in loads) / total
 
 
 def _water_level(loads: list[float], free: float) -> float:

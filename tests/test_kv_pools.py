@@ -16,12 +16,14 @@ from models.precision import Precision
 from models.prefix_kv import pool_kv
 from models.prefix_routing import (
     PREFIX_HBM_SHARE,
+    affinity_hit_pool,
+    affinity_hits,
     affinity_min_replicas,
     imbalance,
     pool_hits,
     random_hits,
     replica_loads,
-    spilled_fraction,
+    routed,
 )
 from models.replica import LatencyTargets, ReplicaConfig, TrafficMix
 from solver.solve import solve
@@ -44,16 +46,16 @@ def test_affinity_hit_rate_needs_its_minimum_pool():
     tiers = _hbm(60_000)
     assert PREFIX_HBM_SHARE == 0.5
     random_hit = 3 * 0.05 * 10_000 / 20_000  # 0.075: a random replica holds 3 of 10
-    limit_hit = 10 * 0.05 * 10_000 / 20_000  # 0.25: each customer on its home replica
-    # Affinity homes each on k = ceil(0.05 n) = 1 replica (n <= 20): 10 x 10,000 tokens
-    # over n x 30,000 tokens of room: n = 4 holds them all (120,000), n = 3 only 9.
-    assert affinity_min_replicas(tokens, shares, tiers) == 4
     assert random_hits(tokens, shares, prompt, tiers).hit_rate == pytest.approx(random_hit)
-    # Below the minimum the pool's n replicas hold 3n customers between them.
-    for n in (1, 2, 3):
-        held = 3 * n * 0.05 * 10_000 / 20_000
-        assert pool_hits(tokens, shares, prompt, tiers, n).hit_rate == pytest.approx(held)
-    for n in (4, 8, 16):
+    # Affinity homes each on k = ceil(0.05 n) = 1 replica (n <= 20); the wrap-around
+    # needs up to n - 1 extra copies of the longest (10,000): n replicas hold
+    # (n x 30,000 - (n - 1) x 10,000) / 10,000 customers = 3, 5, 7, 9, 11 -> all 10 at n = 5.
+    for n, held in ((1, 3), (2, 5), (3, 7), (4, 9)):
+        expected = held * 0.05 * 10_000 / 20_000
+        assert pool_hits(tokens, shares, prompt, tiers, n).hit_rate == pytest.approx(expected)
+    assert affinity_min_replicas(tokens, shares, tiers) == 5
+    limit_hit = 10 * 0.05 * 10_000 / 20_000  # 0.25: each customer on its home replica
+    for n in (5, 8, 16):
         assert pool_hits(tokens, shares, prompt, tiers, n).hit_rate == pytest.approx(limit_hit)
 
 
@@ -63,7 +65,6 @@ def test_replica_loads_of_a_pool_with_free_traffic_are_level():
     # the remaining 40% spreads over all four: 25% each, balanced, nothing spilled.
     assert replica_loads((0.05,) * 10, 4) == pytest.approx((0.25,) * 4)
     assert imbalance((0.05,) * 10, 4) == pytest.approx(1.0)
-    assert spilled_fraction((0.05,) * 10, 4) == 0.0
 
 
 def test_a_prefix_on_every_request_does_not_steer_the_router():
@@ -71,32 +72,34 @@ def test_a_prefix_on_every_request_does_not_steer_the_router():
     # with (75% of requests, 150 x 0.5%) steer, the other 25% go anywhere: balanced.
     shares = (1.0,) + (0.005,) * 150
     assert imbalance(shares, 8) == pytest.approx(1.0)
-    assert spilled_fraction(shares, 8) == pytest.approx(0.0, abs=1e-12)
+    assert routed(shares, 8) == tuple(range(1, 151))
 
 
-def test_hot_prefix_spill_costs_its_cold_prefill():
+def test_hot_prefixes_are_balanced_by_their_extra_copies():
     # Three customers of 30% each (1,000-token prefixes, a 2,000-token prompt) on 2
-    # replicas: k = ceil(0.3 x 2) = 1 home each; LPT puts 60% on one replica and 30% on
-    # the other, the free 10% lifts it to 40%. The mean is 50%: the router spills
-    # f = (60% - 50%) / 100% = 0.1 of the requests to the cold replica.
+    # replicas, k = ceil(0.3 x 2) = 1 home each. Split evenly over its homes, LPT puts
+    # 60% on one replica and 30% on the other (the free 10% lifts it to 40%): I = 1.2.
     tokens, shares, prompt = (1000.0,) * 3, (0.3,) * 3, 2000.0
     assert replica_loads(shares, 2) == pytest.approx((0.6, 0.4))
     assert imbalance(shares, 2) == pytest.approx(0.6 * 2 / 1.0)
-    spilled = 0.1
-    assert spilled_fraction(shares, 2) == pytest.approx(spilled)
-    # HBM 4,000 tokens: 2,000 offered to prefixes, 2 of 3 on a random replica; affinity
-    # over 2 replicas holds all 3 (4,000 of room), so n_min = 2.
-    tiers = _hbm(4000)
+    # Wrap-around instead, in replica units: [0, 0.6) on r1, [0.6, 1.2) on r1 and r2 (its
+    # extra copy), [1.2, 1.8) on r2, the free 0.2 on r2: both carry exactly 1.0. The
+    # pool holds 3 x 1,000 + (2 - 1) x 1,000 = 4,000 tokens: 2,000 per replica.
+    tiers = _hbm(4000)  # 2 x 4,000 x 0.5 = 4,000 of room: all three and the copy
+    held = affinity_hits(tokens, shares, prompt, tiers, 2)
+    assert held.placement.hbm_tokens == pytest.approx((3 * 1000 + 1 * 1000) / 2)
+    assert held.hit_rate == pytest.approx(3 * 0.3 * 1000 / 2000)  # 0.45
     assert affinity_min_replicas(tokens, shares, tiers) == 2
-    limit_hit = 3 * 0.3 * 1000 / 2000  # 0.45
-    saved_per_routed_request = limit_hit / (3 * 0.3)  # 0.5 of the prompt
-    expected = limit_hit - spilled * saved_per_routed_request  # 0.45 - 0.05 = 0.40
-    assert pool_hits(tokens, shares, prompt, tiers, 2).hit_rate == pytest.approx(expected)
-    assert random_hits(tokens, shares, prompt, tiers).hit_rate == pytest.approx(0.3)
-    # An unlimited pool (the planning ceiling) spills nothing.
-    assert pool_hits(tokens, shares, prompt, tiers, float("inf")).hit_rate == pytest.approx(
-        limit_hit
-    )
+    # With 3,500 tokens of HBM the extra copy is what does not fit at n = 2
+    # (2 x 1,750 = 3,500 < 4,000): the third customer waits for n = 3
+    # (3 x 1,750 = 5,250 >= 3,000 + 2 x 1,000).
+    smaller = _hbm(3500)
+    assert pool_hits(tokens, shares, prompt, smaller, 2).hit_rate == pytest.approx(0.3)
+    assert affinity_min_replicas(tokens, shares, smaller) == 3
+    assert pool_hits(tokens, shares, prompt, smaller, 3).hit_rate == pytest.approx(0.45)
+    # The large-pool limit charges each replica sum s_i t_i + the longest steering prefix.
+    limit = affinity_hit_pool(tokens, shares, prompt, tiers)
+    assert limit.placement.hbm_tokens == pytest.approx(3 * 0.3 * 1000 + 1000)
 
 
 def _doc_qa() -> tuple[ReplicaConfig, TrafficMix, TrafficMix, LatencyTargets, Efficiency]:
