@@ -204,3 +204,19 @@ def test_solve_table_without_a_prefix_cache_has_no_kv_columns(run_cli):
     result = run_cli("solve", str(INSTANCES / "unified.yaml"))
     assert result.exit_code == 0, result.stderr
     assert "KV tiers" not in result.stdout
+
+
+def test_perf_states_the_affinity_minimum_pool(run_cli):
+    args = [
+        "perf", "-m", "llama-3.3-70b", "-g", "h100-sxm", "-p", "fp8", "--tp", "8",
+        "-i", "24000", "-o", "400", "--ttft-p99-ms", "3000", "--tpot-p99-ms", "60",
+        "--prefix-tokens", "20000", "--prefix-share", "0.75", "--kv-tiers",
+    ]  # fmt: skip
+    plain = run_cli(*args, "--json")
+    assert plain.exit_code == 0, plain.stderr
+    assert "affinity_min_replicas" not in json.loads(plain.stdout)
+    result = run_cli(*args, "--prefix-affinity", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["affinity_min_replicas"] >= 1
+    table = run_cli(*args, "--prefix-affinity")
+    assert "pools of at least" in table.stdout
