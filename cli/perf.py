@@ -149,6 +149,8 @@ def kv_tiers_json(report: KvTierReport) -> dict[str, Any]:
         data["shared_prefix_kv_tokens"] = report.hits.placement.hbm_tokens
     if report.spill_threshold_s is not None:
         data["spill_threshold_ms"] = _ms(report.spill_threshold_s)
+    if report.affinity_min_replicas is not None:
+        data["affinity_min_replicas"] = report.affinity_min_replicas
     if report.ssd is not None:
         data["ssd_lifetime_days"] = _finite(report.ssd.lifetime_days)
         data["ssd_wears_out"] = report.ssd.wears_out
@@ -178,6 +180,11 @@ def tiers_table(report: KvTierReport) -> TableSpec:
         notes.append(
             f"prefixes held in: {where}; hit rate {report.hits.hit_rate:.1%}; "
             f"{report.hits.placement.hbm_tokens:,.0f} prefix tokens held once in HBM."
+        )
+    if report.affinity_min_replicas is not None:
+        notes.append(
+            f"affinity holds this hit rate in pools of at least {report.affinity_min_replicas} "
+            "replicas; a smaller pool holds fewer prefixes and hits less."
         )
     if report.spill_threshold_s is not None:
         notes.append(
@@ -506,8 +513,7 @@ def perf(
         int,
         typer.Option(
             "--ep",
-            help="Expert-parallel ranks of an MoE model's routed experts; must divide "
-            "tp x dp.",
+            help="Expert-parallel ranks of an MoE model's routed experts; must divide tp x dp.",
         ),
     ] = 1,
     dp: Annotated[

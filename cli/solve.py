@@ -32,7 +32,7 @@ from models.loading import load_instance, read_document
 from models.output_files import check_target, is_stdout, write_text
 from solver.backends import UnknownBackendError
 from solver.errors import BackendUnavailable, Diagnosis, Infeasible, NoSolution, PlanRejected
-from solver.plan import Plan
+from solver.plan import Plan, ReplicaPool
 from solver.settings import SolveSettings
 from solver.solve import Solved, solve_program
 from solver.verify import Verification
@@ -336,24 +336,37 @@ def site_tables(plan: Plan) -> list[TableSpec]:
     return tables
 
 
+def _prefix_cache(pool: ReplicaPool) -> tuple[str, str]:
+    """The KV tiers a pool uses and its effective hit rate, as table cells."""
+    if pool.prefix_hit_rate is None:
+        return ("-", "-")
+    return ("+".join(pool.kv_tiers_used or ()) or "-", f"{pool.prefix_hit_rate:.1%}")
+
+
 def plan_tables(plan: Plan) -> list[TableSpec]:
-    """The plan as tables: pools per region, GPUs, binding constraints, utilisation."""
+    """The plan as tables: pools per region, GPUs, binding constraints, utilisation.
+
+    A region with a prefix cache in some pool adds the KV tiers each pool uses and its
+    effective hit rate at its size (`ReplicaPool.kv_tiers_used`, `prefix_hit_rate`)."""
     tables = []
     for region in dict.fromkeys(pool.region for pool in plan.replicas):
+        pools = [p for p in plan.replicas if p.region == region]
+        cached = any(p.prefix_hit_rate is not None for p in pools)
+        columns = (
+            "workload",
+            "GPU",
+            "precision",
+            "TP x PP",
+            "role",
+            "replicas",
+            "GPUs",
+            "req/s per replica",
+            "limit",
+        )
         tables.append(
             TableSpec(
                 f"{region}",
-                (
-                    "workload",
-                    "GPU",
-                    "precision",
-                    "TP x PP",
-                    "role",
-                    "replicas",
-                    "GPUs",
-                    "req/s per replica",
-                    "limit",
-                ),
+                columns + (("KV tiers", "hit rate") if cached else ()),
                 tuple(
                     (
                         _served(p),
@@ -368,8 +381,8 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
                         _per_replica(p),
                         str(p.limit or "-"),
                     )
-                    for p in plan.replicas
-                    if p.region == region
+                    + (_prefix_cache(p) if cached else ())
+                    for p in pools
                 ),
             )
         )

@@ -107,7 +107,7 @@ from models.capacity_reasons import (
 )
 from models.efficiency import Efficiency
 from models.memory import MemoryBudget, does_not_fit_message, layout_problem
-from models.prefix_kv import prefix_mix
+from models.prefix_kv import pool_size_matters, prefix_mix
 from models.replica import LatencyTargets, Limit, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
 from models.step_time import PassParts, StepModel
 
@@ -118,14 +118,18 @@ UNLIMITED_POOL = math.inf
 """`pool_replicas` of a pool so large that prompts never wait while a lane has room: the
 ceiling of the capacity per replica over all pool sizes."""
 
-def pooling_can_lift(capacity: ReplicaCapacity) -> bool:
-    """Whether a larger pool could carry more per replica than this one: only when the
-    p99 TTFT's queueing is what stops the rate (`ttft_queueing`).
+
+def pooling_can_lift(capacity: ReplicaCapacity, mix: TrafficMix | None = None) -> bool:
+    """Whether a larger pool could carry more per replica than this one: when the p99
+    TTFT's queueing is what stops the rate (`ttft_queueing`), or when the mix's hit rate
+    depends on the pool's size (prefix affinity, `models.prefix_kv.pool_size_matters`).
 
     Any other limit is met with the TTFT to spare, and a larger pool only lowers the
     TTFT: the largest feasible batch (or rate) stays where the other bound put it (the
     bisection takes the same steps), so the capacity is the same at every pool size."""
-    return capacity.fits and capacity.meets_slo and capacity.limit is Limit.TTFT_QUEUEING
+    if not (capacity.fits and capacity.meets_slo):
+        return False
+    return capacity.limit is Limit.TTFT_QUEUEING or (mix is not None and pool_size_matters(mix))
 
 
 def check_pool_replicas(pool_replicas: float) -> None:
@@ -225,7 +229,7 @@ def replica_capacity(
             config, does_not_fit_message(budget, needed, config.label, remedy), budget
         )
     steps = replica_step_model(config, efficiency)
-    m = prefix_mix(m, mix, config, budget, steps)
+    m = prefix_mix(m, mix, config, budget, steps, pool_replicas)
     if config.role is Role.PREFILL:
         return _prefill_capacity(config, m, targets, efficiency, budget, steps, pool_replicas)
     return batch_capacity(config, m, targets, efficiency, budget, steps, pool_replicas)

@@ -347,6 +347,10 @@ class Policy(BaseModel):
     prefix_affinity: bool = False
     """Route requests with the same declared prefix to the replicas that hold it
     (`models.prefix_routing`); default: random (least-loaded) routing."""
+    warm_cold_split: bool = False
+    """Whether a workload with per-customer prefixes may be served by a warm pool (requests
+    that reuse a prefix) and a cold pool (the rest), each sized for its share
+    (`models.warm_cold`); the plan takes the split only where it is cheaper."""
     hours_per_month: HoursPerMonth = 730
     colocation: bool = False
     """Whether several workloads may share replica groups (co-resident engines, multi-LoRA,

@@ -19,6 +19,7 @@ form, e.g. for conversation reuse the prefixes do not describe) and the prefixes
 set the sharing.
 """
 
+import math
 from dataclasses import dataclass, replace
 
 from models.batch_model import MixTokens, replica_memory_budget, replica_step_model
@@ -34,7 +35,8 @@ from models.kv_tiers import (
 from models.memory import MemoryBudget, kv_bytes_per_token_per_replica
 from models.prefix_routing import (
     PrefixHits,
-    affinity_hit_pool,
+    affinity_min_replicas,
+    pool_hits,
     random_hits,
     spill_threshold_s,
 )
@@ -54,10 +56,16 @@ class PrefixKv:
 
 
 def replica_prefix_kv(
-    mix: TrafficMix, config: ReplicaConfig, budget: MemoryBudget, steps: StepModel
+    mix: TrafficMix,
+    config: ReplicaConfig,
+    budget: MemoryBudget,
+    steps: StepModel,
+    pool_replicas: float = math.inf,
 ) -> PrefixKv:
     """Tiers of the replica (valued for tokens of the mix's mean prefix length) and the
-    placement of the mix's declared prefixes under its router."""
+    placement of the mix's declared prefixes under its router, in a pool of
+    `pool_replicas` (affinity: `models.prefix_routing.pool_hits`; random routing does not
+    depend on the pool's size)."""
     mean_prefix = (
         sum(t * s for t, s in zip(mix.prefix_tokens, mix.prefix_shares, strict=True))
         / sum(mix.prefix_shares)
@@ -73,8 +81,17 @@ def replica_prefix_kv(
         mean_prefix,
     )
     prompt = max(mix.prompt_mean_tokens, 1.0)
-    route = affinity_hit_pool if mix.prefix_affinity else random_hits
-    return PrefixKv(tiers, route(mix.prefix_tokens, mix.prefix_shares, prompt, tiers))
+    if mix.prefix_affinity:
+        hits = pool_hits(mix.prefix_tokens, mix.prefix_shares, prompt, tiers, pool_replicas)
+    else:
+        hits = random_hits(mix.prefix_tokens, mix.prefix_shares, prompt, tiers)
+    return PrefixKv(tiers, hits)
+
+
+def pool_size_matters(mix: TrafficMix) -> bool:
+    """Whether the mix's hit rate depends on the pool's size: prefix affinity over
+    declared prefixes (`models.prefix_routing.pool_hits`)."""
+    return mix.prefix_affinity and bool(mix.prefix_tokens)
 
 
 def prefix_mix(
@@ -83,12 +100,13 @@ def prefix_mix(
     config: ReplicaConfig,
     budget: MemoryBudget,
     steps: StepModel,
+    pool_replicas: float = 1,
 ) -> MixTokens:
-    """`m` with the declared prefixes' sharing (and hit rate, when it comes from them);
-    `m` unchanged without declared prefixes."""
+    """`m` with the declared prefixes' sharing (and hit rate, when it comes from them) in
+    a pool of `pool_replicas`; `m` unchanged without declared prefixes."""
     if not mix.prefix_tokens:
         return m
-    held = replica_prefix_kv(mix, config, budget, steps).hits
+    held = replica_prefix_kv(mix, config, budget, steps, pool_replicas).hits
     in_hbm = [
         (t, s)
         for t, s, where in zip(
@@ -117,6 +135,10 @@ class KvTierReport:
     """The SSD tier's wear at the replica's capacity (None unless an SSD tier is used)."""
     spill_threshold_s: float | None
     """Prefill a hit on the mean declared prefix saves a mean prompt (None without)."""
+    affinity_min_replicas: int | None = None
+    """With prefix affinity: the smallest pool whose hit rate is the one reported
+    (`models.prefix_routing.affinity_min_replicas`); a smaller pool holds fewer prefixes
+    between its replicas and hits less. None without affinity."""
 
 
 def kv_tier_report(
@@ -158,4 +180,39 @@ def kv_tier_report(
         new_tokens = mix.prompt_mean_tokens * (1 - hit)
         written = ssd_write_bytes_per_s(requests_per_s, new_tokens, replica_bytes)
         wear = ssd_wear(config.gpu, config.gpus, written)
-    return KvTierReport(tiers, hits, wear, spill_s)
+    min_replicas = (
+        affinity_min_replicas(mix.prefix_tokens, mix.prefix_shares, tiers)
+        if pool_size_matters(mix)
+        else None
+    )
+    return KvTierReport(tiers, hits, wear, spill_s, min_replicas)
+
+
+@dataclass(frozen=True)
+class PoolKv:
+    """What a pool's replicas hold and hit, at the pool's real size (`fleetplan solve`)."""
+
+    tiers_used: tuple[TierName, ...]
+    """Tiers holding the declared prefixes, fastest first (HBM alone without prefixes)."""
+    hit_rate: float
+    """Effective prefix-cache hit rate the capacity uses: from the prefixes' placement
+    under the pool's router at its size, or the workload's `prefix_cache_hit_rate`."""
+
+
+def pool_kv(
+    config: ReplicaConfig, mix: TrafficMix, efficiency: Efficiency, pool_replicas: float
+) -> PoolKv | None:
+    """The tiers a replica of a pool of `pool_replicas` uses for the mix's prefixes and its
+    effective hit rate (as `prefix_mix` takes it); None when the mix has neither declared
+    prefixes nor a hit rate."""
+    if not mix.prefix_tokens:
+        if mix.prefix_cache_hit_rate <= 0:
+            return None
+        return PoolKv((TierName.HBM,), min(mix.prefix_cache_hit_rate, HIT_RATE_CEILING))
+    budget = replica_memory_budget(config, efficiency)
+    steps = replica_step_model(config, efficiency)
+    held = replica_prefix_kv(mix, config, budget, steps, pool_replicas).hits
+    where = set(held.placement.tiers)
+    order = (TierName.HBM, TierName.DRAM, TierName.SSD)
+    hit = held.hit_rate if mix.hit_rate_from_prefixes else mix.prefix_cache_hit_rate
+    return PoolKv(tuple(t for t in order if t in where), min(hit, HIT_RATE_CEILING))

@@ -16,21 +16,36 @@ prompt prefill saved:
   affinity router can always fall back to random routing, so its hit rate is taken as
   the larger of the two: affinity never lowers the hit rate.
 The planning form (`affinity_hit_pool`) is the large-pool limit of affinity: every prefix
-that fits one replica's used tiers is held somewhere; it holds for pools of at least
-`affinity_min_replicas` replicas, which the verifier checks.
+that fits one replica's used tiers is held somewhere. It holds for pools of at least
+`affinity_min_replicas` replicas (the first n whose finite placement `affinity_hits`
+reaches it); `pool_hits` gives the hit rate at a pool's real size: the finite
+placement's below that minimum, the limit from it on. The candidate's pool curve q(n)
+carries it (the sizes of its pooling ladder), and the verifier recomputes it at the
+plan's replica count.
 
-Imbalance. Under affinity a prefix's requests go to its k_i home replicas only, in
-pieces of s_i / k_i of the pool's load; requests with no declared prefix (share
-F = 1 - sum s_i, floored at 0) go to the least-loaded replica. Pieces are packed largest
-first onto the least-loaded replica (LPT), then the free load fills the lowest replicas
-(water-filling). The imbalance I = n x the heaviest replica's load (1 = balanced): the
-pool carries capacity / I per replica at the same p99 on its hottest replica.
+Imbalance. A popular prefix concentrates load on its homes. Hot prefixes are
+replicated: prefix i is homed on k_i = ceil(s_i n) replicas, so no home need carry more
+than the mean 1/n of it; a prefix homed on every replica (k_i = n, e.g. a system prompt on
+every request) does not steer the router. Splitting each prefix's requests evenly over
+its homes still leaves the packing remainder (`replica_loads`, `imbalance`: pieces
+s_i / k_i packed largest first, the free share F = 1 - sum of the steering s_i
+water-filled; I = heaviest load over the mean). The planned router avoids it by the
+wrap-around rule (McNaughton): the steering prefixes laid end to end over the replicas,
+each filled to the mean, the free requests last; a prefix then spans at most k_i + 1
+replicas, and only a prefix crossing a replica boundary needs the extra copy, so at most
+n - 1 copies in all. Every replica carries the mean load, nothing is spilled in
+planning, and the hot prefix's price is memory: the pool holds sum_i k_i t_i plus
+(n - 1) x the longest steering prefix (`affinity_hits`; in the large-pool limit
+sum_i s_i t_i + the longest per replica, `affinity_hit_pool`). That memory is what
+the KV budget, batch, capacity and p99 TTFT (at the mean load) are computed with.
 
 Spill threshold. A request whose warm replica has a queue can go to a cold one, which
 must prefill the prefix too: waiting is better while the wait is below the prefill a hit
 saves, prefill(P, no hit) - prefill(P - t, t cached) (`models.step_time.prefill_s`), ms.
 """
 
+import functools
+import heapq
 import math
 from dataclasses import dataclass
 
@@ -93,17 +108,29 @@ def affinity_hits(
     tiers: tuple[KvTier, ...],
     pool_replicas: int,
 ) -> PrefixHits:
-    """Prefix affinity over `pool_replicas`: n x each tier holds k_i t_i per prefix;
-    never below random routing (the router falls back to it). The placement returned is
-    the one whose hit rate is reported; its `hbm_tokens` is per replica."""
+    """Prefix affinity over `pool_replicas`: n x each tier holds k_i t_i per prefix, and
+    HBM the wrap-around's extra copies, (n - 1) x the longest steering prefix (see the
+    module docstring, "Imbalance"); never below random routing (the router falls back to
+    it). The placement returned is the one whose hit rate is reported; its `hbm_tokens`
+    is per replica."""
     n = pool_replicas
     charged = tuple(t * home_replicas(s, n) for t, s in zip(tokens, shares, strict=True))
+    straddle = (n - 1) * max((tokens[i] for i in routed(shares, n)), default=0.0)
     pooled = tuple(
-        KvTier(t.tier, t.capacity_tokens * n, t.fetch_s_per_token, t.recompute_s_per_token)
+        KvTier(
+            t.tier,
+            max(
+                t.capacity_tokens * n
+                - (straddle / PREFIX_HBM_SHARE if t.tier is TierName.HBM else 0.0),
+                0.0,
+            ),
+            t.fetch_s_per_token,
+            t.recompute_s_per_token,
+        )
         for t in tiers
     )
     placement = place_prefixes(charged, shares, pooled, PREFIX_HBM_SHARE)
-    per_replica = Placement(placement.tiers, placement.hbm_tokens / n)
+    per_replica = Placement(placement.tiers, (placement.hbm_tokens + straddle) / n)
     hits = PrefixHits(per_replica, hit_rate(tokens, shares, prompt_mean_tokens, placement, tiers))
     fallback = random_hits(tokens, shares, prompt_mean_tokens, tiers)
     return hits if hits.hit_rate >= fallback.hit_rate else fallback
@@ -118,8 +145,8 @@ def affinity_hit_pool(
     """The large-pool limit of affinity: each prefix that fits one replica's used tiers
     (HBM at `PREFIX_HBM_SHARE`) on its own is held on its home replicas. A home replica
     holds its prefixes in HBM when one fits there; the per-replica HBM charge is
-    max(largest such prefix, sum_i s_i t_i): a replica homes at least one whole prefix,
-    and on average k_i / n -> s_i of each."""
+    sum_i s_i t_i + the longest steering prefix held there: on average k_i / n -> s_i
+    copies of each, and at most one wrap-around copy per replica."""
     where: list[TierName | None] = []
     for t in tokens:
         home = None
@@ -130,13 +157,14 @@ def affinity_hit_pool(
                 break
         where.append(home)
     in_hbm = [(t, s) for t, s, w in zip(tokens, shares, where, strict=True) if w is TierName.HBM]
-    hbm = max(max((t for t, _ in in_hbm), default=0.0), sum(t * s for t, s in in_hbm))
+    hbm = sum(t * s for t, s in in_hbm) + max((t for t, s in in_hbm if s < 1), default=0.0)
     placement = Placement(tuple(where), hbm)
     pooled = PrefixHits(placement, hit_rate(tokens, shares, prompt_mean_tokens, placement, tiers))
     fallback = random_hits(tokens, shares, prompt_mean_tokens, tiers)
     return pooled if pooled.hit_rate >= fallback.hit_rate else fallback
 
 
+@functools.lru_cache(maxsize=256)
 def affinity_min_replicas(
     tokens: tuple[float, ...], shares: tuple[float, ...], tiers: tuple[KvTier, ...]
 ) -> int:
@@ -152,23 +180,57 @@ def affinity_min_replicas(
     return n
 
 
-def imbalance(shares: tuple[float, ...], pool_replicas: int) -> float:
-    """I = n x the heaviest replica's share of the load under affinity (see the module
-    docstring: pieces s_i / k_i packed largest first, free load water-filled)."""
+def pool_hits(
+    tokens: tuple[float, ...],
+    shares: tuple[float, ...],
+    prompt_mean_tokens: float,
+    tiers: tuple[KvTier, ...],
+    pool_replicas: float,
+) -> PrefixHits:
+    """Affinity in a pool of n replicas, as planned and verified: below
+    `affinity_min_replicas` the prefixes its n replicas hold between them
+    (`affinity_hits`: never below random routing's); from it on, the large-pool limit
+    (`affinity_hit_pool`). `pool_replicas` may be `math.inf` (the ceiling)."""
+    if pool_replicas < affinity_min_replicas(tokens, shares, tiers):
+        return affinity_hits(tokens, shares, prompt_mean_tokens, tiers, int(pool_replicas))
+    return affinity_hit_pool(tokens, shares, prompt_mean_tokens, tiers)
+
+
+def routed(shares: tuple[float, ...], pool_replicas: int) -> tuple[int, ...]:
+    """The prefixes that steer the router in a pool of n: those homed on fewer than n
+    replicas (k_i < n). A prefix homed on every replica (a system prompt on every
+    request) is held everywhere: its requests are steered by their other prefixes, or
+    go to the least-loaded replica."""
+    return tuple(i for i, s in enumerate(shares) if home_replicas(s, pool_replicas) < pool_replicas)
+
+
+def replica_loads(shares: tuple[float, ...], pool_replicas: int) -> tuple[float, ...]:
+    """Each replica's share of the pool's load under affinity with each prefix's requests
+    split evenly over its homes (no wrap-around), heaviest first: the routed
+    prefixes' pieces s_i / k_i packed largest first onto the least-loaded replica (LPT),
+    then the free load F = max(0, 1 - sum of routed s_i) water-filled from the lowest."""
     n = pool_replicas
-    if n <= 1:
-        return 1.0
-    pieces = sorted(
-        (s / home_replicas(s, n) for s in shares for _ in range(home_replicas(s, n))),
-        reverse=True,
-    )
-    loads = [0.0] * n
+    keep = routed(shares, n)
+    homes = {i: home_replicas(shares[i], n) for i in keep}
+    pieces = sorted((shares[i] / k for i, k in homes.items() for _ in range(k)), reverse=True)
+    heap = [(0.0, r) for r in range(n)]
     for piece in pieces:
-        lightest = min(range(n), key=loads.__getitem__)
-        loads[lightest] += piece
-    free = max(0.0, 1.0 - sum(shares))
-    level = _water_level(sorted(loads), free)
-    return n * max(max(loads), level)
+        load, r = heapq.heappop(heap)
+        heapq.heappush(heap, (load + piece, r))
+    loads = sorted(load for load, _ in heap)
+    free = max(0.0, 1.0 - sum(shares[i] for i in keep))
+    level = _water_level(loads, free)
+    return tuple(sorted((max(load, level) for load in loads), reverse=True))
+
+
+def imbalance(shares: tuple[float, ...], pool_replicas: int) -> float:
+    """I = the heaviest replica's load over the mean (1 = balanced) when each prefix's
+    requests are split evenly over its homes (`replica_loads`): what the wrap-around
+    rule's extra copies avoid."""
+    if pool_replicas <= 1:
+        return 1.0
+    loads = replica_loads(shares, pool_replicas)
+    return loads[0] * pool_replicas / sum(loads)
 
 
 def _water_level(loads: list[float], free: float) -> float:

@@ -132,6 +132,13 @@ class ReplicaPool(BaseModel):
     `count` replicas share one router and one prompt queue (`models.capacity`, "Pools")."""
     cost_per_month: MaybeMoney = None
     """What these GPUs would cost if all were bought (the existing fleet is free)."""
+    kv_tiers_used: tuple[str, ...] | None = None
+    """KV tiers (`hbm`, `dram`, `ssd`) holding the workload's prefix cache on each replica
+    at the pool's real size (`models.prefix_kv.pool_kv`); None without a prefix cache."""
+    prefix_hit_rate: float | None = Field(default=None, ge=0, le=1)
+    """Effective prefix-cache hit rate of a replica at the pool's real size: with prefix
+    affinity, a pool below `affinity_min_replicas` gets random routing's, and the spill
+    of hot prefixes is taken off (`models.prefix_routing.pool_hits`); None without."""
 
     @model_validator(mode="before")
     @classmethod
@@ -385,6 +392,12 @@ class Plan(BaseModel):
     """The largest fraction of a pool's capacity at the SLO the plan allows."""
     simplicity: SimplicityCost | None = None
     """What the limit on configurations per pool costs (None: no limit)."""
+    warm_cold_split: tuple[str, ...] = ()
+    """Workloads served by a warm and a cold pool (`<name>-warm`, `<name>-cold`,
+    `models.warm_cold`): chosen where it was cheaper than serving them whole."""
+    warm_cold_unsplit_cost_per_month: MaybeMoney = None
+    """With policy.warm_cold_split: the cost of the plan that does not split (None when
+    no workload could be split, or the unsplit plan has no solution)."""
 
     @property
     def optimal(self) -> bool:

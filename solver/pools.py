@@ -128,7 +128,7 @@ def physics_of(instance: Instance, workload: str, config: ReplicaConfig) -> Pool
 def lone_curve(physics: PoolPhysics, lone: ReplicaCapacity) -> PoolCurve:
     """q(1) and the ceiling q(inf) of a configuration (flat when pooling cannot lift it):
     what pruning compares, before any ladder."""
-    if not pooling_can_lift(lone):
+    if not pooling_can_lift(lone, physics.mix):
         return PoolCurve.flat(lone)
     ceiling = planning_capacity(physics.at(UNLIMITED_POOL))
     return PoolCurve(((1, lone),), max(ceiling, planning_capacity(lone)))
@@ -143,7 +143,7 @@ def tabulate_curve(
     survivors of every kept step (P - 1, and P - ceil(P / Z) for each zone count in
     `zone_counts`), so that the program never needs another size.
     """
-    if not pooling_can_lift(curve.lone):
+    if not pooling_can_lift(curve.lone, physics.mix):
         return curve, ()
     points: dict[int, ReplicaCapacity] = dict(curve.points)
 
@@ -298,8 +298,8 @@ def assess_pools(
     curves = {}
     for (w, key), (config, curve, sizes) in chosen.items():
         missing = sorted(n for n in sizes if n > 1 and n not in curve.sizes)
-        if missing and pooling_can_lift(curve.lone):
-            physics = physics_of(instance, w, config)
+        physics = physics_of(instance, w, config)
+        if missing and pooling_can_lift(curve.lone, physics.mix):
             curve = curve.with_points({n: physics.at(n) for n in missing})
         curves[(w, key)] = curve
     return curves

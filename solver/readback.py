@@ -30,6 +30,7 @@ from solver.plan import (
     SolverRun,
     plan_status,
 )
+from solver.pool_kv import pool_kv_fields
 from solver.pools import PoolCurve
 from solver.pricing import binding_constraints
 from solver.program import FleetProgram
@@ -109,6 +110,7 @@ def read_plan(
                 limit=physics.limit,
                 requests_per_s_per_replica=curve.requests_per_s(count),
                 cost_per_month=count * c.gpus * price * hours,
+                **pool_kv_fields(sets.instance, pool.workload, c.config, count),
             )
         )
     pools += group_pools(program, values)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from models.instance import Instance
 from models.time_demand import uses_time
+from models.warm_cold import splittable
 from solver.backends import get_backend
 from solver.candidates import CandidateTable, build_candidates
 from solver.capacity_report import with_capacity_units
@@ -32,6 +33,7 @@ from solver.settings import SolveSettings, TimeLimitReached
 from solver.size_check import check_configurations, check_program_size
 from solver.tiering import tiering_report
 from solver.verify import verify
+from solver.warm_cold import solve_choosing_split
 
 PRICING_BACKEND = "highs"
 """Backend that prices the plan when the chosen one gives no duals (scip, cpsat)."""
@@ -82,6 +84,14 @@ def solve_program(instance: Instance, settings: SolveSettings | None = None) -> 
     settings = (settings or SolveSettings.of(instance)).started()
     if uses_time(instance):
         return _solve_in_time(instance, settings)
+    split = splittable(instance)
+    if split:
+        return solve_choosing_split(instance, split, settings, _solve_one)
+    return _solve_one(instance, settings)
+
+
+def _solve_one(instance: Instance, settings: SolveSettings) -> Solved:
+    """One program for the instance as it stands: candidates, program, solve, plan."""
     backend = get_backend(settings.backend)
     reason = backend.unavailable_reason()
     if reason:

@@ -79,9 +79,11 @@ from models.instance import Instance
 from models.memory import kv_precision_for
 from models.pooling import planning_capacity
 from models.precision import Precision
+from models.prefix_kv import pool_kv
 from models.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
 from models.scenarios import RegionGraph, Scenario, ScenarioKind, failure_scenarios
 from models.site import demand_factor, gpu_kw, gpus_bought, node_gpus, racks_per_gpu
+from models.warm_cold import warm_cold_instance
 from solver.plan import Plan, ReplicaPool
 from solver.row_names import (
     ConfigsPerPoolRow,
@@ -197,7 +199,22 @@ class _Pool:
 
 
 def verify(instance: Instance, plan: Plan) -> Verification:
-    """Check a plan (or a fleet someone owns) against the instance; list every violation."""
+    """Check a plan (or a fleet someone owns) against the instance; list every violation.
+
+    A plan with `warm_cold_split` is checked against the instance with those workloads
+    split into their warm and cold halves (`models.warm_cold`), which the instance's
+    policy must allow."""
+    if plan.warm_cold_split:
+        split, refusal = _warm_cold(instance, plan)
+        if refusal is not None:
+            return Verification(
+                ok=False,
+                violations=(refusal,),
+                cost_per_month=plan.cost_per_month or 0.0,
+                total_gpus=plan.total_gpus or 0,
+                checks=(),
+            )
+        instance = split
     violations: list[Violation] = []
     totals = recompute_totals(instance, plan)  # integer sums: no physics yet
     stated = stated_figures(instance, plan, totals)
@@ -219,6 +236,20 @@ def verify(instance: Instance, plan: Plan) -> Verification:
         total_gpus=sum(used.values()),
         checks=tuple(checks),
     )
+
+
+def _warm_cold(instance: Instance, plan: Plan) -> tuple[Instance, Violation | None]:
+    """The instance with the plan's warm/cold split applied, or why it cannot be."""
+    if not instance.policy.warm_cold_split:
+        return instance, Violation(
+            requirement="warm_cold_split",
+            message=f"splits {list(plan.warm_cold_split)} into warm and cold pools; the "
+            "instance's policy.warm_cold_split is off",
+        )
+    try:
+        return warm_cold_instance(instance, plan.warm_cold_split), None
+    except ValueError as error:
+        return instance, Violation(requirement="warm_cold_split", message=str(error))
 
 
 def _refused_before_physics(
@@ -357,7 +388,38 @@ def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]
                         f"a replica in a pool of {size}",
                     )
                 )
+            for message in _prefix_cache_problems(pool, entry, size):
+                add(
+                    Violation(
+                        requirement=ReplicasColumn(entry.workload, entry.key, entry.region).name(),
+                        message=message,
+                    )
+                )
     return list(pools.values())
+
+
+def _prefix_cache_problems(pool: _Pool, entry: ReplicaPool, size: int) -> list[str]:
+    """A stated hit rate above the one the pool's real size gives (affinity needs
+    `affinity_min_replicas`; the spill of hot prefixes is taken off), or a stated KV tier
+    the replica does not use, recomputed with `models.prefix_kv.pool_kv`."""
+    if entry.prefix_hit_rate is None and entry.kv_tiers_used is None:
+        return []
+    kv = pool_kv(pool.config, pool.mix, pool.efficiency, size)
+    hit = 0.0 if kv is None else kv.hit_rate
+    used = set() if kv is None else {tier.value for tier in kv.tiers_used}
+    problems = []
+    stated = entry.prefix_hit_rate
+    if stated is not None and stated > hit and not _close(stated, hit):
+        problems.append(
+            f"states a prefix hit rate of {stated:.4g}; a pool of {size} replicas gets "
+            f"{hit:.4g} (recomputed from where its prefixes live under its router)"
+        )
+    extra = sorted(set(entry.kv_tiers_used or ()) - used)
+    if extra:
+        problems.append(
+            f"states KV tiers {extra} that its replicas do not use (used: {sorted(used)})"
+        )
+    return problems
 
 
 def _check_supply(

@@ -1,0 +1,26 @@
+"""The prefix cache of a chosen pool, for the plan: the KV tiers its replicas use and the
+effective hit rate at the pool's real size (`models.prefix_kv.pool_kv`)."""
+
+from typing import Any
+
+from models.efficiency import efficiency_for
+from models.instance import Instance
+from models.prefix_kv import pool_kv
+from models.replica import ReplicaConfig, TrafficMix
+
+
+def pool_kv_fields(
+    instance: Instance, workload: str, config: ReplicaConfig, count: int
+) -> dict[str, Any]:
+    """`kv_tiers_used` and `prefix_hit_rate` of a pool of `count` replicas of `config`
+    serving `workload` (empty when the workload has no prefix cache)."""
+    entry = next(w for w in instance.workloads if w.name == workload)
+    mix = TrafficMix.of(entry, instance.policy.prefix_affinity)
+    efficiency = efficiency_for(config.gpu.name, config.weight_precision, instance.efficiency)
+    kv = pool_kv(config, mix, efficiency, max(count, 1))
+    if kv is None:
+        return {}
+    return {
+        "kv_tiers_used": tuple(tier.value for tier in kv.tiers_used),
+        "prefix_hit_rate": kv.hit_rate,
+    }
