@@ -69,9 +69,9 @@ class Report:
     tables: list[TableSpec]
     note: str = ""
 
-    def print(self) -> None:
-        """Print it to the terminal (`print_tables`)."""
-        print_tables(self.header, self.tables, self.note)
+    def print(self, console: Console = out) -> None:
+        """Print it to the terminal (`print_tables`), on `console`."""
+        print_tables(self.header, self.tables, self.note, console)
 
     def markdown(self) -> str:
         """It as Markdown (`markdown_tables`)."""
