@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "simulate": "cli.simulate",
     "compare": "cli.compare",
     "report": "cli.report",
+    "sweep": "cli.sweep",
 }
 """Command name -> the module holding the function of that name, in `--help` order."""
 
