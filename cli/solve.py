@@ -653,6 +653,8 @@ def _print_verification(plan_file: Path, result: Verification) -> None:
         f"{result.total_gpus} GPUs, ${result.cost_per_month:,.0f}/month recomputed, "
         f"{len(result.checks)} scenario checks"
     )
+    for warning in result.warnings:
+        err.print(f"[yellow]warning:[/] {escape(str(warning))}")
     if result.ok:
         out.print(f"{plan_file}: ok: {summary}", markup=False)
         return

@@ -122,12 +122,15 @@ def test_replica_cost_of_one_dollar_fails(run_cli, tmp_path, plan_data):
     )
 
 
-def test_stated_limit_other_than_the_physics_fails(instance, plan_data):
+def test_stated_limit_other_than_the_physics_is_a_warning(instance, plan_data):
+    """A limiting factor is an explanation, not a requirement: the plan still holds."""
     stated = plan_data["replicas"][0]["limit"]
     other = "kv_memory" if stated != "kv_memory" else "compute"
     doctored = _mutated(plan_data, ("replicas", 0, "limit"), other)
-    (violation,) = verify(instance, Plan.model_validate(doctored)).violations
-    assert violation.message.startswith(f"states limit {other}; the physics says {stated}")
+    result = verify(instance, Plan.model_validate(doctored))
+    assert result.ok
+    (warning,) = result.warnings
+    assert warning.message.startswith(f"states limit {other}; the physics says {stated}")
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
