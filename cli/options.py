@@ -71,7 +71,19 @@ def overrides_of(sets: list[str] | None):
 
 
 def load(file: Path, sets: list[str] | None):
-    """The instance in `file` with the `--set` overrides applied, validated in full."""
+    """The instance in `file` with the `--set` overrides applied, validated in full; its
+    warnings (models.instance.input_warnings) printed on stderr."""
+    from models.instance import input_warnings
     from models.overrides import load_instance_with
 
-    return load_instance_with(file, overrides_of(sets))
+    instance = load_instance_with(file, overrides_of(sets))
+    print_warnings(input_warnings(instance))
+    return instance
+
+
+def print_warnings(lines: list[str]) -> None:
+    """Each warning on stderr, one line each."""
+    from cli.console import err
+
+    for line in lines:
+        err.print(f"warning: {line}", markup=False)

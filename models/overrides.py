@@ -210,9 +210,12 @@ def load_instance_with(path: str | Path, overrides: tuple[Override, ...] = ()):
     Raises:
         InputError: a bad override (naming it) or a bad instance (naming the field).
     """
-    from models.loading import read_document, validate_instance
+    from models import loading
 
+    if not overrides:
+        return loading.load_instance(path)
     path = Path(path)
+    read_document, validate_instance = loading.read_document, loading.validate_instance
     data, lines = read_document(path, what="instance")
     data = apply_overrides(data, overrides)
     return validate_instance(data, str(path), lines, instance_dir=path.parent)
