@@ -33,6 +33,7 @@ from models.errors import InputError, Issue
 _KEY = r"[^.\[\]=]+"
 _STEP = re.compile(rf"(?P<key>{_KEY})(?P<selectors>(?:\[[^\[\]]+\])*)")
 _SELECTOR = re.compile(r"\[([^\[\]]+)\]")
+_EXPONENT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 MAX_OVERRIDES = 1000
 """Overrides one command or one sweep point may give (a bound against runaway input)."""
 
@@ -64,7 +65,10 @@ def parse_path(text: str, path: str) -> tuple[str | int | tuple[str, str], ...]:
         InputError: naming the override when the path is malformed.
     """
     steps: list[str | int | tuple[str, str]] = []
-    for part in _split_dots(path):
+    parts = _split_dots(path)
+    if not parts:
+        raise _refuse(text, f"cannot read the path {path!r}: write key.key, key[0] or key[name]")
+    for part in parts:
         match = _STEP.fullmatch(part.strip())
         if match is None:
             raise _refuse(text, f"cannot read {part!r}: write key, key[0] or key[name]")
@@ -81,7 +85,8 @@ def parse_path(text: str, path: str) -> tuple[str | int | tuple[str, str], ...]:
 
 
 def _split_dots(path: str) -> list[str]:
-    """`a[x.y].b` -> ["a[x.y]", "b"]: dots inside brackets belong to the selector."""
+    """`a[x.y].b` -> ["a[x.y]", "b"]: dots inside brackets belong to the selector; no
+    parts for unbalanced brackets or an empty step."""
     parts, depth, current = [], 0, []
     for char in path:
         if char == "[":
@@ -95,7 +100,7 @@ def _split_dots(path: str) -> list[str]:
             current.append(char)
     parts.append("".join(current))
     if depth != 0 or any(not p.strip() for p in parts):
-        return [path + "!"]  # unbalanced or empty step: refused by the caller's match
+        return []  # unbalanced brackets or an empty step: refused by the caller
     return parts
 
 
@@ -114,12 +119,16 @@ def parse_override(text: str) -> Override:
 
 
 def parse_value(text: str, raw: str) -> Any:
-    """`raw` read as YAML (a scalar or a flow collection); an empty value is null."""
+    """`raw` read as YAML (a scalar or a flow collection); an empty value is null, and
+    an exponent without a dot (`2e-05`, a string to YAML 1.1) is the number it reads as."""
     try:
-        return yaml.safe_load(raw) if raw.strip() else None
+        value = yaml.safe_load(raw) if raw.strip() else None
     except yaml.YAMLError as error:
         problem = getattr(error, "problem", None) or "not valid YAML"
         raise _refuse(text, f"value {raw!r} is not a YAML value: {problem}") from None
+    if isinstance(value, str) and _EXPONENT.fullmatch(value.strip()):
+        return float(value)
+    return value
 
 
 def parse_overrides(texts: list[str] | tuple[str, ...] | None) -> tuple[Override, ...]:
