@@ -156,3 +156,40 @@ def test_the_schema_command_carries_the_attribute_docstrings(run_cli):
     assert region["name"]["description"].startswith("The region's name")
     supply = schema["$defs"]["Supply"]["properties"]["max_gpus"]["description"]
     assert "in addition to the existing fleet" in supply
+
+
+# --- tables at 80 columns -------------------------------------------------------------------
+
+
+def _rendered(width: int, terminal: bool) -> list[str]:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from cli.tables import TableSpec, print_tables
+
+    columns = ("workload", "GPU", "precision", "TP x PP", "role", "replicas", "GPUs",
+               "req/s per replica", "limit")  # fmt: skip
+    row = ("chat", "h100-sxm", "fp8", "2 x 1", "prefill", "12", "24", "8.51", "ttft_queueing")
+    spec = TableSpec("us-east", columns, (row, row), "a note under the table")
+    buffer = StringIO()
+    console = Console(file=buffer, width=width, force_terminal=terminal, soft_wrap=True)
+    print_tables(["a header line " * 10], [spec], "", console)
+    return buffer.getvalue().splitlines()
+
+
+def test_a_wide_table_wraps_deliberately_at_80_columns():
+    from rich.text import Text
+
+    lines = [Text.from_ansi(line).plain for line in _rendered(80, terminal=True)]
+    assert max(len(line) for line in lines) <= 80
+    # the columns that did not fit go to a second table
+    assert "us-east (continued)" in [line.strip() for line in lines]
+    body = "\n".join(lines)
+    for cell in ("h100-sxm", "ttft_queueing", "workload", "precision", "replicas"):
+        assert cell in body  # names and numbers are never cut
+
+
+def test_a_table_that_fits_is_one_table():
+    lines = _rendered(160, terminal=False)
+    assert not any("(continued)" in line for line in lines)
