@@ -73,6 +73,11 @@ def sweep(
             records[point.index] = _record(point, {"status": "bad_input", "message": problem})
         else:
             work.append((point, instance))
+    if instances:  # what is probably unintended in the instance (the first valid point's)
+        from cli.options import print_warnings
+        from models.instance import input_warnings
+
+        print_warnings(input_warnings(instances[min(instances)]))
     console = err if to_stdout(json_out) else out
     resumed = len(grid.points) - len(work)
     err.print(
