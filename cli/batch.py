@@ -24,6 +24,7 @@ from rich.text import Text
 from cli.console import err, out
 from cli.exit_codes import ExitCode
 from cli.junit import junit_xml, outcome_records
+from cli.options import JsonOut
 from models.errors import InputError
 from models.output_files import check_target, is_stdout, write_text
 from solver.batch import (
@@ -51,10 +52,7 @@ def batch(
     backend: Annotated[
         str | None, typer.Option(help="Override every instance's solver backend.")
     ] = None,
-    json_out: Annotated[
-        Path | None,
-        typer.Option("--json", help="Write every outcome as JSON to this file (- for stdout)."),
-    ] = None,
+    json_out: JsonOut = None,
     markdown_out: Annotated[
         Path | None,
         typer.Option(
