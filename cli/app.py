@@ -36,8 +36,12 @@ COMMANDS: dict[str, str] = {
     "simulate": "cli.simulate",
     "compare": "cli.compare",
     "report": "cli.report",
+    "sweep": "cli.sweep",
 }
 """Command name -> the module holding the function of that name, in `--help` order."""
+
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+"""Click settings of the app and of every command: `-h` is `--help`."""
 
 
 @cache
@@ -58,11 +62,39 @@ def summary(name: str) -> str:
 def load_command(name: str) -> _click.Command:
     """The real command `name`: its module imported and its function built by typer."""
     function = getattr(importlib.import_module(COMMANDS[name]), name)
-    single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    single = typer.Typer(
+        add_completion=False, pretty_exceptions_enable=False, context_settings=CONTEXT
+    )
     single.command(name=name)(function)
     command = typer.main.get_command(single)
     command.name = name
     return command
+
+
+OPTIONAL_VALUE = ("--json", "--markdown")
+"""Output options whose file name may be left out: alone, they mean standard output."""
+
+
+def bare_outputs(command: _click.Command, args: list[str]) -> list[str]:
+    """`args` with a bare `--json` (last, or followed by another option) written
+    `--json=-`, for a command whose `--json` takes a file: `--json` alone always means
+    standard output, `--json FILE` that file (and the same for `--markdown`)."""
+    takes_value = {
+        name
+        for param in command.params
+        if not getattr(param, "is_flag", True)
+        for name in param.opts
+        if name in OPTIONAL_VALUE
+    }
+    rewritten = []
+    for position, arg in enumerate(args):
+        following = args[position + 1] if position + 1 < len(args) else None
+        bare = following is None or (following.startswith("-") and following != "-")
+        if arg == "--":
+            rewritten += args[position:]
+            break
+        rewritten.append(f"{arg}=-" if arg in takes_value and bare else arg)
+    return rewritten
 
 
 class LazyCommand(TyperCommand):
@@ -73,7 +105,9 @@ class LazyCommand(TyperCommand):
         super().__init__(name, short_help=summary(name), help=summary(name))
 
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra):
-        return load_command(self.name).make_context(info_name, args, parent=parent, **extra)
+        command = load_command(self.name)
+        args = bare_outputs(command, args)
+        return command.make_context(info_name, args, parent=parent, **extra)
 
     def invoke(self, ctx: _click.Context) -> Any:
         return load_command(self.name).invoke(ctx)
@@ -95,11 +129,38 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    context_settings=CONTEXT,
 )
 
 
+def version() -> str:
+    """fleetplan's version, from the installed package's metadata."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as package_version
+
+    try:
+        return package_version("fleetplan")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"fleetplan {version()}\n")
+        raise typer.Exit(ExitCode.OK)
+
+
 @app.callback()
-def fleetplan() -> None:
+def fleetplan(
+    show_version: bool = typer.Option(
+        False,
+        "--version",
+        is_eager=True,
+        expose_value=False,
+        callback=_print_version,
+        help="Print fleetplan's version and exit.",
+    ),
+) -> None:
     """Plan GPU fleets for LLM serving: what to buy, where, laid out how, at what cost."""
 
 

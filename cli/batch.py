@@ -1,9 +1,14 @@
 """`fleetplan batch`: a folder of instances against their golden results, for CI.
 
 Exit codes: 0 every instance solved and verified (with --check: every one matches its
-golden file); 1 some instance failed or regressed: bad input, crash, time limit, a plan
-the verifier refuses, a bad golden file (each is that instance's row; the run goes on);
-2 the folder or an output path is unusable (nothing was solved).
+golden file, or improves on it); 1 some instance failed or regressed: bad input, crash,
+time limit, a plan the verifier refuses, a bad golden file, a costlier plan (each is
+that instance's row; the run goes on); 2 the folder or an output path is unusable
+(nothing was solved).
+
+A verified plan cheaper than its golden beyond the tolerance is an improvement, not a
+regression: exit 0 with an `improvement` line (and `improvements` in --json), since the
+plan is better and the independent verifier accepted it; `--update` freezes the new cost.
 """
 
 import json
@@ -19,6 +24,7 @@ from rich.text import Text
 from cli.console import err, out
 from cli.exit_codes import ExitCode
 from cli.junit import junit_xml, outcome_records
+from cli.options import JsonOut
 from models.errors import InputError
 from models.output_files import check_target, is_stdout, write_text
 from solver.batch import (
@@ -46,10 +52,7 @@ def batch(
     backend: Annotated[
         str | None, typer.Option(help="Override every instance's solver backend.")
     ] = None,
-    json_out: Annotated[
-        Path | None,
-        typer.Option("--json", help="Write every outcome as JSON to this file (- for stdout)."),
-    ] = None,
+    json_out: JsonOut = None,
     markdown_out: Annotated[
         Path | None,
         typer.Option(
@@ -159,7 +162,10 @@ def _summary_table(
         cells = [Text(cell) for cell in row]  # user strings never reach rich markup
         if check and comparison is not None:
             count = len(comparison.regressions)
-            cells.append(Text("ok") if comparison.ok else Text(f"{count} change(s)", style="red"))
+            if not comparison.ok:
+                cells.append(Text(f"{count} change(s)", style="red"))
+            else:
+                cells.append(Text("improved" if comparison.improvements else "ok"))
         table.add_row(*cells)
     return table
 
@@ -174,6 +180,12 @@ def _report_failures(
             for line in comparison.regressions:
                 err.print(f"[red]regression[/] {name}: {escape(line)}")
                 failed = True
+            for line in comparison.improvements:
+                console.print(
+                    f"improvement {Path(outcome.file).name}: {line} (cheaper and verified; "
+                    "--update freezes it)",
+                    markup=False,
+                )
             for line in comparison.notes:
                 console.print(f"note {Path(outcome.file).name}: {line}", markup=False)
         elif outcome.status != "solved" or not outcome.verified:
@@ -199,7 +211,8 @@ def _markdown(outcomes: list[Outcome], comparisons: list[Comparison | None], che
         )
         if check and comparison is not None:
             changes = "<br>".join(_cell(r) for r in comparison.regressions)
-            row += " ok |" if comparison.ok else f" {changes} |"
+            improved = "<br>".join(_cell(f"improved: {i}") for i in comparison.improvements)
+            row += f" {improved or 'ok'} |" if comparison.ok else f" {changes} |"
         lines.append(row)
     return "\n".join(lines) + "\n"
 

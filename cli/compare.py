@@ -5,11 +5,12 @@ from typing import Annotated
 
 import typer
 
-from cli.console import err
+from cli.console import err, out
 from cli.exit_codes import ExitCode
+from cli.options import JsonOut, MarkdownOut, to_stdout
 from cli.tables import Report, TableSpec
 from models.loading import load_instance
-from models.output_files import check_target, write_text
+from models.output_files import check_target, is_stdout, write_text
 from solver.compare import Comparison, Side, compare_instances
 
 
@@ -17,12 +18,8 @@ def compare(
     base: Annotated[Path, typer.Argument(help="The instance as it is today.")],
     candidate: Annotated[Path, typer.Argument(help="The changed instance (same demand).")],
     backend: Annotated[str | None, typer.Option(help="Solver backend for both.")] = None,
-    json_out: Annotated[
-        Path | None, typer.Option("--json", help="Write the decision as JSON to this file.")
-    ] = None,
-    markdown_out: Annotated[
-        Path | None, typer.Option("--markdown", help="Write the decision as Markdown.")
-    ] = None,
+    json_out: JsonOut = None,
+    markdown_out: MarkdownOut = None,
 ) -> None:
     """Compare two instances on the same demand; adopt the candidate only past every gate.
 
@@ -33,13 +30,15 @@ def compare(
             check_target(target, inputs=(base, candidate))
     result = compare_instances(load_instance(base), load_instance(candidate), backend)
     report = comparison_report(result)
-    report.print()
+    report.print(err if to_stdout(json_out, markdown_out) else out)
     if json_out is not None:
         write_text(json_out, result.model_dump_json(indent=2), inputs=(base, candidate))
-        err.print(f"wrote {json_out}", markup=False)
+        if not is_stdout(json_out):
+            err.print(f"wrote {json_out}", markup=False)
     if markdown_out is not None:
         write_text(markdown_out, report.markdown(), inputs=(base, candidate))
-        err.print(f"wrote {markdown_out}", markup=False)
+        if not is_stdout(markdown_out):
+            err.print(f"wrote {markdown_out}", markup=False)
     if result.decision != "adopt":
         raise typer.Exit(ExitCode.CHECK_FAILED)
 

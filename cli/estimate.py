@@ -10,10 +10,11 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.console import err, print_json
+from cli.console import err
 from cli.estimate_config import assumptions_from, read_config
 from cli.estimate_tables import estimate_report, headroom_report
 from cli.exit_codes import ExitCode
+from cli.options import JsonOnly, emit_json
 from cli.tables import Report
 from models import catalog
 from models.estimate import (
@@ -107,7 +108,7 @@ def estimate(
     tpot_p99_ms: Annotated[
         float | None, typer.Option(help="p99 time per output token for --model, ms.")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+    as_json: JsonOnly = None,
     as_markdown: MarkdownFlag = False,
 ) -> None:
     """Back-of-envelope sizing: QPS, in flight, GPUs, N+1, logs, M/M/1, error budget, burn.
@@ -157,12 +158,12 @@ def estimate(
             raise typer.Exit(ExitCode.INFEASIBLE) from None
         result = estimate_with_model(assumptions, throughput)
     if as_json:
-        print_json(result.to_json())
+        emit_json(as_json, result.to_json())
         return
     _show(estimate_report(result), as_markdown)
 
 
-def _check_output_flags(as_json: bool, as_markdown: bool) -> None:
+def _check_output_flags(as_json: Path | None, as_markdown: bool) -> None:
     if as_json and as_markdown:
         raise typer.BadParameter("give --json or --markdown, not both", param_hint="--markdown")
 
@@ -241,7 +242,7 @@ def headroom(
         typer.Option(help="Coefficient of variation of prompt length (1.0: exponential).", min=0),
     ] = 1.0,
     servers: Annotated[int, typer.Option(help="Replicas behind one queue.", min=1)] = 1,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the derivation as JSON.")] = False,
+    as_json: JsonOnly = None,
     as_markdown: MarkdownFlag = False,
 ) -> None:
     """The utilisation ceiling that a prefill time and a p99 TTFT target imply, step by step.
@@ -253,7 +254,7 @@ def headroom(
     if as_json:
         data = asdict(derivation)
         data["feasible"] = derivation.feasible
-        print_json(data)
+        emit_json(as_json, data)
     else:
         _show(headroom_report(derivation), as_markdown)
     if not derivation.feasible:

@@ -8,7 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.console import out, print_json
+from cli.console import out
+from cli.options import JsonOnly, JsonOut, SetOption, emit_json, load
 from cli.tables import TableSpec, markdown_tables, print_tables
 from models.catalog import gpu_catalog, llm_catalog
 
@@ -18,7 +19,6 @@ class CatalogKind(StrEnum):
     models = "models"
 
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead.")]
 MarkdownFlag = Annotated[
     bool, typer.Option("--markdown", help="Print the table as Markdown instead.")
 ]
@@ -26,25 +26,38 @@ MarkdownFlag = Annotated[
 
 def validate(
     file: Annotated[Path, typer.Argument(help="Instance file (.yaml, .yml or .json).")],
-    as_json: JsonFlag = False,
+    json_out: JsonOut = None,
+    sets: SetOption = None,
 ) -> None:
-    """Check an instance file: schema, catalog references, cross-references. Exit 0 or 2."""
-    from models.loading import load_instance
+    """Check an instance file: schema, catalog references, cross-references. Exit 0 or 2.
 
-    instance = load_instance(file)
+    With --json, a bad instance is data too: `{"ok": false, "problems": [{"file", "line",
+    "field", "message"}]}` (still exit 2).
+    """
+    from models.errors import InputError
+    from models.output_files import check_target, is_stdout
+
+    if json_out is not None:
+        check_target(json_out, (file,))
+    try:
+        instance = load(file, sets)
+    except InputError as error:
+        if json_out is None:
+            raise
+        emit_json(json_out, _problems_json(file, error), (file,))
+        raise
     demand = sum(d.peak_rps for w in instance.workloads for d in w.demand.values())
-    if as_json:
-        print_json(
-            {
-                "file": str(file),
-                "ok": True,
-                "name": instance.name,
-                "workloads": len(instance.workloads),
-                "regions": len(instance.regions),
-                "gpu_types": len(instance.gpus),
-                "peak_requests_per_s": demand,
-            }
-        )
+    record = {
+        "file": str(file),
+        "ok": True,
+        "name": instance.name,
+        "workloads": len(instance.workloads),
+        "regions": len(instance.regions),
+        "gpu_types": len(instance.gpus),
+        "peak_requests_per_s": demand,
+    }
+    emit_json(json_out, record, (file,))
+    if json_out is not None and is_stdout(json_out):
         return
     out.print(
         f"{file}: ok: {instance.name}: {len(instance.workloads)} workload(s), "
@@ -56,16 +69,14 @@ def validate(
 
 def catalog(
     kind: Annotated[CatalogKind, typer.Argument(help="Which catalog: gpus or models.")],
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print JSON with every field and its sources.")
-    ] = False,
+    as_json: JsonOnly = None,
     as_markdown: MarkdownFlag = False,
 ) -> None:
     """List the built-in GPUs or LLMs with their numbers and sources."""
     if as_json and as_markdown:
         raise typer.BadParameter("give --json or --markdown, not both", param_hint="--markdown")
     if as_json:
-        print_json(gpu_catalog_json() if kind is CatalogKind.gpus else llm_catalog_json())
+        emit_json(as_json, gpu_catalog_json() if kind is CatalogKind.gpus else llm_catalog_json())
         return
     spec = gpu_catalog_table() if kind is CatalogKind.gpus else llm_catalog_table()
     if as_markdown:
@@ -148,11 +159,28 @@ def llm_catalog_table() -> TableSpec:
     )
 
 
-def schema() -> None:
-    """Print the JSON Schema of the instance file (for editors and linters)."""
+def schema(json_out: JsonOut = None) -> None:
+    """Print the JSON Schema of the instance file (for editors and linters).
+
+    Every field carries its description (the attribute docstring under it in the schema's
+    source): editors show it as hover help. It is JSON already: --json FILE writes it to
+    a file.
+    """
     from models.instance import Instance
 
-    out.print(json.dumps(Instance.model_json_schema(), indent=2), markup=False)
+    emit_json(json_out or Path("-"), json.dumps(Instance.model_json_schema(), indent=2))
+
+
+def _problems_json(file: Path, error) -> dict[str, Any]:
+    """An input error as data: one record per problem."""
+    return {
+        "file": str(file),
+        "ok": False,
+        "problems": [
+            {"file": i.file, "line": i.line, "field": i.path, "message": i.message}
+            for i in error.issues
+        ],
+    }
 
 
 def _opt(value: float | None) -> str:

@@ -27,7 +27,12 @@ def verdict(outcome: Outcome, comparison: Comparison | None) -> dict[str, Any]:
         reasons = [f"plan fails the verifier: {outcome.message}"]
     else:
         reasons = []
-    return {"verdict": "fail" if reasons else "pass", "reasons": reasons}
+    improvements = list(comparison.improvements) if comparison is not None else []
+    return {
+        "verdict": "fail" if reasons else "pass",
+        "reasons": reasons,
+        "improvements": improvements,
+    }
 
 
 def outcome_records(

@@ -16,8 +16,9 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.console import err, print_json
+from cli.console import err
 from cli.exit_codes import ExitCode
+from cli.options import JsonOnly, emit_json
 from cli.tables import TableSpec, markdown_tables, print_tables
 from models import catalog
 from models.capacity import replica_capacity
@@ -608,7 +609,7 @@ def perf(
     nvme_dwpd: Annotated[
         float | None, typer.Option(help="NVMe endurance, drive writes per day.")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOnly = None,
     as_markdown: Annotated[
         bool, typer.Option("--markdown", help="Print the tables as Markdown instead.")
     ] = False,
@@ -682,7 +683,7 @@ def perf(
         data = perf_json(capacity, mix, targets, efficiency, frontier, pool_replicas)
         if tiers is not None:
             data.update(kv_tiers_json(tiers))
-        print_json(data if load is None else {**data, **load_json(load, data)})
+        emit_json(as_json, data if load is None else {**data, **load_json(load, data)})
     elif capacity.fits:
         tables = perf_tables(capacity, targets, pool_replicas, frontier, load, tiers)
         if as_markdown:

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from cli.console import err
-from models.loading import load_instance
+from cli.options import SetOption, load
 from models.output_files import check_target, write_text
 
 
@@ -18,6 +18,7 @@ def report(
         Path | None,
         typer.Option("--plan", help="A plan JSON (from `solve --json`) instead of solving."),
     ] = None,
+    sets: SetOption = None,
 ) -> None:
     """Write the plan as one HTML file: tables, cost split, utilisation, per-configuration charts.
 
@@ -30,9 +31,13 @@ def report(
 
     inputs = (file,) if plan_file is None else (file, plan_file)
     check_target(output, inputs=inputs)
-    instance = load_instance(file)
+    instance = load(file, sets)
     solved = plan_file is None
-    plan = _solve(file, started, None, None, None, None).plan if solved else _read_plan(plan_file)
+    plan = (
+        _solve(file, started, None, None, None, None, sets).plan
+        if solved
+        else _read_plan(plan_file)
+    )
     text = report_html(
         plan_header(plan),
         plan_tables(plan),

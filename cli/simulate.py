@@ -11,9 +11,9 @@ import typer
 
 from cli.console import err, out
 from cli.exit_codes import ExitCode
+from cli.options import JsonOut, MarkdownOut, SetOption, load
 from cli.tables import TableSpec, markdown_tables, print_tables
 from models.errors import InputError, Issue
-from models.loading import load_instance
 from models.output_files import check_target, is_stdout, write_text
 from solver.plan import Plan
 from solver.simulate.replay import EFFECTS, PlanSimulation, simulate_plan
@@ -129,16 +129,9 @@ def simulate(
     effects: Annotated[
         bool, typer.Option("--effects", help="Also report p99 TTFT with each engine effect off.")
     ] = False,
-    json_out: Annotated[
-        Path | None,
-        typer.Option("--json", help="Write the result as JSON to this file (- for stdout)."),
-    ] = None,
-    markdown_out: Annotated[
-        Path | None,
-        typer.Option(
-            "--markdown", help="Write the tables as Markdown to this file (- for stdout)."
-        ),
-    ] = None,
+    json_out: JsonOut = None,
+    markdown_out: MarkdownOut = None,
+    sets: SetOption = None,
 ) -> None:
     """Replay each pool of a plan with continuous batching, chunked prefill, a KV limit
     with preemption and the router's queue; compare p50/p99 TTFT and TPOT with the
@@ -148,7 +141,7 @@ def simulate(
         raise _problem("--json/--markdown", "only one of them can be - (standard output)")
     for path in outputs:
         check_target(path, (file, plan_file))
-    instance = load_instance(file)
+    instance = load(file, sets)
     plan = _read_plan(plan_file)
     seconds = duration_s if duration_s is not None else minutes * 60
     if seconds <= 0:

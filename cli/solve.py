@@ -12,7 +12,6 @@ diagnosis), 4 no plan within the time limit (naming the stage it stopped in).
 pricing, verification and (for explain) the re-solves share one deadline.
 """
 
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -23,12 +22,13 @@ from rich.markup import escape
 
 from cli.console import err, out
 from cli.exit_codes import ExitCode
+from cli.options import JsonOut, MarkdownOut, SetOption, emit_json, load, to_stdout
 from cli.tables import TableSpec, markdown_tables, print_tables
 from cli.time_tables import time_tables
 from models.backend_names import BACKEND_NAMES
 from models.errors import InputError, Issue
 from models.instance import SolverSettings
-from models.loading import load_instance, read_document
+from models.loading import read_document
 from models.output_files import check_target, is_stdout, write_text
 from solver.backends import UnknownBackendError
 from solver.errors import BackendUnavailable, Diagnosis, Infeasible, NoSolution, PlanRejected
@@ -64,16 +64,6 @@ MipGap = Annotated[
 Threads = Annotated[
     int | None, typer.Option(min=1, help="Solver threads (default: the instance's, usually 1).")
 ]
-JsonOut = Annotated[
-    Path | None,
-    typer.Option("--json", help="Also write the result as JSON to this file (- for stdout)."),
-]
-MarkdownOut = Annotated[
-    Path | None,
-    typer.Option(
-        "--markdown", help="Also write the result as Markdown to this file (- for stdout)."
-    ),
-]
 
 
 def solve(
@@ -91,15 +81,20 @@ def solve(
             help="Write the program (named rows and columns) to this .mps or .lp file first.",
         ),
     ] = None,
+    sets: SetOption = None,
 ) -> None:
-    """Find the cheapest fleet that meets the instance's SLOs and failure policy."""
+    """Find the cheapest fleet that meets the instance's SLOs and failure policy.
+
+    Infeasible: the diagnosis on stderr, and as JSON (`{"status": "infeasible",
+    "diagnosis": ...}`) where --json asks; exit code 3 either way.
+    """
     started = time.monotonic()
     check_outputs(file, json_out, markdown_out, export_mps)
     if export_mps is not None:
         from cli.export import export_program
 
         export_program(file, export_mps)
-    plan = _solve(file, started, backend, time_limit, mip_gap, threads).plan
+    plan = _solve(file, started, backend, time_limit, mip_gap, threads, sets, json_out).plan
     tables = plan_tables(plan) + time_tables(plan)
     _report(plan_header(plan), tables, plan, json_out, markdown_out, file)
 
@@ -116,11 +111,12 @@ def explain(
         bool, typer.Option("--levers", help="Also re-solve with each lever; rank by $ saved.")
     ] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Lever re-solves at once.")] = 2,
+    sets: SetOption = None,
 ) -> None:
     """Solve, then explain the plan: what binds, at what price, and what else would cost."""
     started = time.monotonic()
     check_outputs(file, json_out, markdown_out)
-    solved = _solve(file, started, backend, time_limit, mip_gap, threads)
+    solved = _solve(file, started, backend, time_limit, mip_gap, threads, sets, json_out)
     if solved.plan.hours:  # an hourly plan: its hours, headroom, budget and months
         plan = solved.plan
         tables = plan_tables(plan) + time_tables(plan)
@@ -156,16 +152,22 @@ def verify(
     plan_file: Annotated[
         Path, typer.Argument(help='Plan JSON (from `solve --json`, or {"replicas": [...]}).')
     ],
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the verdict and its figures as JSON.")
-    ] = False,
+    json_out: JsonOut = None,
+    sets: SetOption = None,
 ) -> None:
-    """Check a plan, or a fleet you own, against the instance with the physics alone."""
-    instance = load_instance(file)
+    """Check a plan, or a fleet you own, against the instance with the physics alone.
+
+    Judges the requirements (capacity against load in every scenario, latency within the
+    SLO, memory, supply, cost); a figure the plan states that differs from the
+    recomputed one without breaking a requirement is a warning. Exit 0 when every
+    requirement holds, 1 otherwise.
+    """
+    if json_out is not None:
+        check_target(json_out, (file, plan_file))
+    instance = load(file, sets)
     result = verify_plan(instance, _read_plan(plan_file))
-    if as_json:
-        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
-    else:
+    emit_json(json_out, result, (file, plan_file))
+    if json_out is None or not is_stdout(json_out):
         _print_verification(plan_file, result)
     if not result.ok:
         raise typer.Exit(ExitCode.CHECK_FAILED)
@@ -189,8 +191,10 @@ def _solve(
     time_limit: float | None,
     mip_gap: float | None,
     threads: int | None,
+    sets: list[str] | None = None,
+    json_out: Path | None = None,
 ) -> Solved:
-    instance = load_instance(file)
+    instance = load(file, sets)
     _check_flags(time_limit, mip_gap, threads)
     try:
         settings = SolveSettings.of(instance, backend, time_limit, mip_gap, threads)
@@ -201,6 +205,7 @@ def _solve(
         return solve_program(instance, settings)
     except Infeasible as infeasible:
         _print_diagnosis(file, infeasible.diagnosis)
+        emit_json(json_out, diagnosis_json(instance.name, infeasible.diagnosis), (file,))
         raise typer.Exit(ExitCode.INFEASIBLE) from None
     except (UnknownBackendError, BackendUnavailable) as error:
         raise InputError([Issue("--backend", None, "", str(error))]) from None
@@ -210,6 +215,23 @@ def _solve(
     except NoSolution as stopped:
         err.print(f"[bold red]no plan:[/] {escape(f'{file}: {stopped}')}")
         raise typer.Exit(ExitCode.TIME_LIMIT) from None
+
+
+def diagnosis_json(instance: str, diagnosis: Diagnosis) -> dict:
+    """An infeasible instance's diagnosis as data: the requirements in conflict, each
+    with its numbers and remedy."""
+    return {
+        "instance": instance,
+        "status": "infeasible",
+        "diagnosis": {
+            "summary": diagnosis.summary,
+            "method": diagnosis.method,
+            "problems": [
+                {"requirement": p.requirement, "message": p.message, "remedy": p.remedy}
+                for p in diagnosis.problems
+            ],
+        },
+    }
 
 
 def _check_flags(time_limit: float | None, mip_gap: float | None, threads: int | None) -> None:
@@ -625,8 +647,8 @@ def _report(
 ) -> None:
     """Print the result's tables (on stderr when an output is `-`, so standard output
     holds only that output), and write it as JSON and Markdown where asked."""
-    to_stdout = any(p is not None and is_stdout(p) for p in (json_out, markdown_out))
-    print_tables(header, tables, result.shadow_price_note, err if to_stdout else out)
+    console = err if to_stdout(json_out, markdown_out) else out
+    print_tables(header, tables, result.shadow_price_note, console)
     _write(json_out, result.model_dump_json(indent=2), file)
     _write(markdown_out, markdown_tables(header, tables, result.shadow_price_note), file)
 
@@ -645,6 +667,8 @@ def _print_verification(plan_file: Path, result: Verification) -> None:
         f"{result.total_gpus} GPUs, ${result.cost_per_month:,.0f}/month recomputed, "
         f"{len(result.checks)} scenario checks"
     )
+    for warning in result.warnings:
+        err.print(f"[yellow]warning:[/] {escape(str(warning))}")
     if result.ok:
         out.print(f"{plan_file}: ok: {summary}", markup=False)
         return

@@ -71,7 +71,9 @@ from models.quantities import (
 )
 from models.traffic import Demand, SharedPrefix, TokenDistribution
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
+_STRICT = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+"""Every instance model: unknown keys refused, frozen, and each field's attribute docstring
+its JSON-schema description (the hover help editors show, `fleetplan schema`)."""
 
 
 def _overridable(spec: type[BaseModel], entry_name: str, doc: str) -> type[BaseModel]:
@@ -79,7 +81,16 @@ def _overridable(spec: type[BaseModel], entry_name: str, doc: str) -> type[BaseM
 
     Nested models become partial mappings so that one sub-field can be overridden.
     """
-    fields: dict[str, Any] = {"name": (str, Field(min_length=1))}
+    fields: dict[str, Any] = {
+        "name": (
+            str,
+            Field(
+                min_length=1,
+                description="Catalog name; a name the catalog lacks defines a new entry "
+                "inline, with every field given.",
+            ),
+        )
+    }
     for field_name, info in spec.model_fields.items():
         if field_name == "name":
             continue
@@ -183,6 +194,7 @@ class Region(BaseModel):
     model_config = _STRICT
 
     name: str = Field(min_length=1)
+    """The region's name, as `demand`, `links` and the plan refer to it."""
     supply: Annotated[dict[str, Supply], at_most(limits.GPU_TYPES)] = Field(default_factory=dict)
     """Per GPU type: how many more can be had, at what price."""
     existing: Annotated[dict[str, GpuCount], at_most(limits.GPU_TYPES)] = Field(
@@ -245,12 +257,15 @@ class Workload(BaseModel):
     model_config = _STRICT
 
     name: str = Field(min_length=1)
+    """The workload's name, as the plan and `--set workloads[NAME]` refer to it."""
     model: str = Field(min_length=1)
     """Name of an entry in `models`."""
     demand: Annotated[dict[str, Demand], at_most(limits.REGIONS)] = Field(min_length=1)
     """Per region: a daily volume with a peak factor, or a peak rate."""
     prompt_tokens: TokenDistribution
+    """Prompt (input) length per request, tokens: `{mean, p99}` or a histogram."""
     output_tokens: TokenDistribution
+    """Reply (output) length per request, tokens: `{mean, p99}` or a histogram."""
     prefix_cache_hit_rate: HitRate = 0.0
     """Fraction of prompt tokens served from a prefix cache (not recomputed): the simple
     form. When given, it is the hit rate used even with `prefixes` declared."""
@@ -260,6 +275,7 @@ class Workload(BaseModel):
     sum(share x tokens) / mean prompt over the prefixes a replica holds
     (`models.prefix_routing`); with one, they only set the KV sharing."""
     slo: Slo = Field(default_factory=Slo)
+    """Latency and availability targets (p99 TTFT and TPOT, failover round trip)."""
     deadline_hours: DeadlineHours | None = None
     """Batch work: each request may be served any time within this many hours of its
     arrival (no latency SLO); default: interactive."""
@@ -323,6 +339,7 @@ class Policy(BaseModel):
     model_config = _STRICT
 
     survive: Survive = Survive.NONE
+    """Failures the fleet must ride through at the SLO: none, replica, zone or region."""
     tensor_parallel: Annotated[list[ParallelDegree], at_most(limits.CHOICES)] = Field(
         default=[1, 2, 4, 8], min_length=1
     )
@@ -352,6 +369,7 @@ class Policy(BaseModel):
     that reuse a prefix) and a cold pool (the rest), each sized for its share
     (`models.warm_cold`); the plan takes the split only where it is cheaper."""
     hours_per_month: HoursPerMonth = 730
+    """Hours billed per month for a GPU bought (730 = 8,760 h / 12)."""
     colocation: bool = False
     """Whether several workloads may share replica groups (co-resident engines, multi-LoRA,
     swapping); off by default, so every workload gets its own replicas."""
@@ -423,9 +441,13 @@ class SolverSettings(BaseModel):
     model_config = _STRICT
 
     backend: BackendName = DEFAULT_BACKEND
+    """MIP solver: highs (default), cbc, scip or cpsat (`--backend` overrides it)."""
     time_limit_s: TimeLimitS = 60
+    """Wall-time limit of the whole run, seconds (`--time-limit` overrides it)."""
     mip_gap: MipGap = 1e-3
+    """Relative optimality gap at which the solver stops (`--mip-gap` overrides it)."""
     threads: Threads = 1
+    """Solver threads (`--threads` overrides it)."""
 
 
 class Instance(BaseModel):
@@ -434,17 +456,25 @@ class Instance(BaseModel):
     model_config = _STRICT
 
     name: str = Field(min_length=1)
+    """The instance's name (shown on every report)."""
     description: str = ""
+    """Free text: what the instance is about."""
     gpus: Annotated[list[GpuEntry], at_most(limits.GPU_TYPES)] = Field(min_length=1)
+    """GPU types on offer: catalog names, optionally with fields overridden."""
     models: Annotated[list[ModelEntry], at_most(limits.MODELS)] = Field(min_length=1)
+    """LLMs to serve: catalog names or Hugging Face configs, with precisions to consider."""
     regions: Annotated[list[Region], at_most(limits.REGIONS)] = Field(min_length=1)
+    """Regions where GPUs can be placed: supply, prices, existing fleet, zones, power."""
     links: Annotated[list[tuple[str, str, RttMs]], at_most(limits.LINKS)] = Field(
         default_factory=list
     )
     """Region graph: `[a, b, round-trip ms]`."""
     workloads: Annotated[list[Workload], at_most(limits.WORKLOADS)] = Field(min_length=1)
+    """Traffic to serve: a model, demand per region, token lengths and SLOs each."""
     policy: Policy = Field(default_factory=Policy)
+    """What the planner may choose and must survive: layouts, failures, purchases."""
     solver: SolverSettings = Field(default_factory=SolverSettings)
+    """The MIP solver and its limits."""
     efficiency: EfficiencyOverrides | None = None
     """Overrides of the performance model's efficiency factors, for every GPU."""
     quality: Quality | None = None
@@ -564,6 +594,32 @@ _ADAPTER_KEYS = {"name", "base", "rank", "weight_precisions", "kv_precision"}
 
 
 FieldPath = tuple[str | int, ...]
+
+
+def input_warnings(instance: Instance) -> list[str]:
+    """What in a valid instance is probably not what its author meant, one line each
+    (the command line prints them on stderr; the plan is unchanged).
+
+    A `requests_per_day` with neither `peak_to_average` nor an `hourly_profile` plans for
+    the daily average rate (peak factor 1): every hour at the average, so the fleet falls
+    short at any peak above it.
+    """
+    warnings = []
+    for workload in instance.workloads:
+        for region, demand in workload.demand.items():
+            daily_only = (
+                demand.requests_per_day is not None
+                and demand.hourly_profile is None
+                and "peak_to_average" not in demand.model_fields_set
+            )
+            if daily_only:
+                warnings.append(
+                    f"workloads[{workload.name}].demand.{region}: requests_per_day without "
+                    f"peak_to_average or hourly_profile sizes {workload.name} for the daily "
+                    f"average ({demand.peak_rps:,.3g} requests/s); traffic that peaks above "
+                    "it is not served at the SLO: give peak_to_average or an hourly_profile"
+                )
+    return warnings
 
 
 def cross_check(instance: Instance) -> list[tuple[FieldPath, str]]:

@@ -28,30 +28,42 @@ class Attention(StrEnum):
 class LlmSpec(BaseModel):
     """One model's architecture as its config.json gives it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     name: str
     """Catalog key, e.g. `llama-3.3-70b`."""
     display_name: str = ""
+    """Name shown in reports; default: the catalog key."""
     layers: Layers
     """Transformer blocks (num_hidden_layers)."""
     hidden_size: Shape = Field(gt=0)
+    """Model width (hidden_size): the residual stream's size."""
     intermediate_size: Shape = Field(gt=0)
     """Dense SwiGLU MLP width (also the dense layers of an MoE model)."""
     attention_heads: Shape = Field(gt=0)
+    """Query heads per layer (num_attention_heads)."""
     kv_heads: Shape = Field(gt=0)
     """Key/value heads (GQA groups); equal to attention_heads for MHA."""
     head_dim: Shape = Field(gt=0)
+    """Width of one attention head (head_dim)."""
     vocab_size: Shape = Field(gt=0)
+    """Tokens in the vocabulary (embedding and LM-head rows)."""
     tie_embeddings: bool = False
+    """Whether the LM head shares the embedding's weights."""
     max_context_tokens: TokenCount
+    """Longest context the model accepts (max_position_embeddings)."""
     attention: Attention = Attention.GQA
+    """Attention kind: mha, gqa or mla (sets the KV-cache shape)."""
     qkv_bias: bool = False
+    """Whether the Q, K and V projections carry a bias."""
     experts: Shape = 0
     """Routed experts per MoE layer; 0 for a dense model."""
     experts_per_token: Shape = 0
+    """Routed experts each token uses (top-k); 0 for a dense model."""
     shared_experts: Shape = 0
+    """Experts every token uses beside the routed ones."""
     moe_intermediate_size: Shape = 0
+    """MLP width of one expert."""
     first_dense_layers: Shape = 0
     """Leading layers with a dense MLP in an MoE model."""
     moe_layer_step: Shape = Field(default=1, ge=1)
@@ -67,15 +79,21 @@ class LlmSpec(BaseModel):
     sliding_window_layers: Shape = 0
     """Layers with windowed attention; the other layers attend to the whole context."""
     q_lora_rank: Shape = 0
+    """MLA: rank of the query compression; 0 without one."""
     kv_lora_rank: Shape = 0
+    """MLA: rank of the compressed KV (the latent cached per token)."""
     qk_nope_head_dim: Shape = 0
+    """MLA: per-head query/key width without rotary embedding."""
     qk_rope_head_dim: Shape = 0
+    """MLA: per-head query/key width with rotary embedding."""
     v_head_dim: Shape = 0
+    """MLA: per-head value width."""
     published_params_b: ParamsB
     """Total parameters as published, billions."""
     published_active_params_b: ParamsB
     """Parameters used per token as published, billions."""
     sources: dict[str, str] = Field(default_factory=dict)
+    """Where each number comes from: field -> URL or document."""
 
     @model_validator(mode="after")
     def _shapes_consistent(self) -> "LlmSpec":

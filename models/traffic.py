@@ -51,7 +51,7 @@ class Demand(BaseModel):
     single peak hour the planner sizes today.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     requests_per_day: RequestsPerDay | None = None
     """Requests in an average day."""
@@ -125,13 +125,16 @@ class TokenDistribution(BaseModel):
     length. A histogram is a list of `[tokens, weight]` buckets; weights need not sum to 1.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     mean: Tokens | None = None
+    """Mean tokens per request (with `p99`)."""
     p99: Tokens | None = None
+    """99th-percentile tokens per request (with `mean`; equal to it: fixed length)."""
     histogram: (
         Annotated[list[tuple[Tokens, HistogramWeight]], at_most(HISTOGRAM_BUCKETS)] | None
     ) = Field(default=None, min_length=1)
+    """`[tokens, weight]` buckets instead of `{mean, p99}` (weights need not sum to 1)."""
 
     @model_validator(mode="after")
     def _one_form(self) -> Self:
@@ -208,7 +211,7 @@ class SharedPrefix(BaseModel):
     start with it. Its KV is stored once per replica (per tier), not once per sequence;
     a request may carry several (a system prompt, then a document)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     tokens: Tokens
     """Length of the prefix, tokens."""

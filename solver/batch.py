@@ -117,6 +117,9 @@ class Comparison(BaseModel):
     """What changed in a way that fails the check."""
     notes: tuple[str, ...] = ()
     """What changed without failing it (GPU moves at equal cost)."""
+    improvements: tuple[str, ...] = ()
+    """A verified plan cheaper than the golden beyond its tolerance: better, not a
+    regression (the check passes; `--update` freezes the new cost)."""
 
     @property
     def ok(self) -> bool:
@@ -305,6 +308,7 @@ def compare(outcome: Outcome, golden: Golden | None) -> Comparison:
     """The regressions of an outcome against its golden result."""
     regressions: list[str] = []
     notes: list[str] = []
+    improvements: list[str] = []
     if golden is None:
         regressions.append("no golden file: solve, check the plan, then run with --update")
         return Comparison(outcome=outcome, golden=None, regressions=tuple(regressions))
@@ -316,10 +320,12 @@ def compare(outcome: Outcome, golden: Golden | None) -> Comparison:
         change = outcome.cost_per_month - golden.cost_per_month
         relative = change / golden.cost_per_month if golden.cost_per_month else float(change != 0)
         if abs(relative) > golden.cost_rel_tolerance:
-            regressions.append(
+            line = (
                 f"cost ${golden.cost_per_month:,.2f} -> ${outcome.cost_per_month:,.2f} per month "
                 f"({relative:+.2%}; tolerance {golden.cost_rel_tolerance:.2%})"
             )
+            cheaper = relative < 0 and outcome.status == golden.status and outcome.verified
+            (improvements if cheaper else regressions).append(line)
     if outcome.status == golden.status == "solved":
         added = sorted(set(outcome.binding_families) - set(golden.binding_families))
         removed = sorted(set(golden.binding_families) - set(outcome.binding_families))
@@ -332,7 +338,11 @@ def compare(outcome: Outcome, golden: Golden | None) -> Comparison:
         for gpu, region, before, after in _gpu_changes(golden.gpus, outcome.gpus):
             notes.append(f"{gpu} in {region}: {before} -> {after} GPUs")
     return Comparison(
-        outcome=outcome, golden=golden, regressions=tuple(regressions), notes=tuple(notes)
+        outcome=outcome,
+        golden=golden,
+        regressions=tuple(regressions),
+        notes=tuple(notes),
+        improvements=tuple(improvements),
     )
 
 

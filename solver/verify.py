@@ -10,9 +10,12 @@ It reads only the instance and the plan's replica pools, never the program or a 
 1. Each pool's configuration is one the instance allows (workload, region, GPU,
    precision, TP dividing the heads), and its capacity at the SLO is recomputed from
    scratch with the physics (`models.capacity.replica_capacity`): it must fit and meet
-   the SLO at some load (a capacity the plan states is judged only when it claims more
-   than the physics gives: a conservative plan passes). A pool is every replica of one
-   configuration (GPU, precision, KV precision, TP, PP, role) serving one workload in
+   the SLO at some load. A capacity or limit the plan states is never the verdict: the
+   requirements are judged on the recomputed physics (step 4), so a stated figure that
+   differs from it (a plan solved before the efficiency was re-tuned) is a warning, and
+   the plan fails only when the recomputed capacity no longer carries the load. A pool
+   is every replica of one configuration (GPU, precision, KV precision, TP, PP, role)
+   serving one workload in
    one region, however many plan entries list them: they sit behind one router and
    share one prompt queue, so the capacity per replica is that of a pool of the
    replicas that actually serve
@@ -149,6 +152,9 @@ class Verification(BaseModel):
     cost_per_month: float
     total_gpus: int
     checks: tuple[ScenarioCheck, ...]
+    warnings: tuple[Violation, ...] = ()
+    """Stated figures that differ from the recomputed physics without breaking a
+    requirement (a per-replica capacity, a limiting factor): the plan still holds."""
 
 
 @dataclass
@@ -221,7 +227,8 @@ def verify(instance: Instance, plan: Plan) -> Verification:
     beyond, unbounded = over_supply(instance, totals), beyond_bounds(plan)
     if beyond or unbounded:
         return _refused_before_physics(plan, totals, beyond, [*unbounded, *stated])
-    pools: list = _recompute_pools(instance, plan, violations)
+    warnings: list[Violation] = []
+    pools: list = _recompute_pools(instance, plan, violations, warnings)
     pools += _check_groups(instance, plan, violations)
     used = _check_supply(instance, pools, violations)
     cost = _check_cost(instance, plan, used, violations)
@@ -235,6 +242,7 @@ def verify(instance: Instance, plan: Plan) -> Verification:
         cost_per_month=cost,
         total_gpus=sum(used.values()),
         checks=tuple(checks),
+        warnings=tuple(warnings),
     )
 
 
@@ -280,7 +288,12 @@ def _violation(finding: Finding) -> Violation:
     return Violation(requirement=finding.requirement, message=finding.message)
 
 
-def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]) -> list[_Pool]:
+def _recompute_pools(
+    instance: Instance, plan: Plan, violations: list[Violation], warnings: list[Violation]
+) -> list[_Pool]:
+    """The plan's pools with their physics recomputed; a configuration that cannot serve
+    is a violation, a stated capacity or limit that differs from the physics a warning
+    (the scenario checks judge the recomputed capacity against the load)."""
     add = violations.append
     workloads = {w.name: w for w in instance.workloads}
     regions = {r.name for r in instance.regions}
@@ -371,17 +384,24 @@ def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]
                         "never negative",
                     )
                 )
-            elif stated is not None and stated > rate and not _close(stated, rate):
-                add(
+            elif stated is not None and not _close(stated, rate):
+                routed = stated * _peak_utilisation(plan, entry)
+                overloaded = routed > rate and not _close(routed, rate)
+                (violations if overloaded else warnings).append(
                     Violation(
                         requirement=ReplicasColumn(entry.workload, entry.key, entry.region).name(),
                         message=f"states {stated:.4g} requests/s per replica; the physics "
-                        f"gives only {rate:.4g} in a pool of {size} behind one router",
+                        f"gives {rate:.4g} in a pool of {size} behind one router"
+                        + (
+                            f", and the plan's routing loads it with {routed:.4g}"
+                            if overloaded
+                            else " (the scenario checks use the physics)"
+                        ),
                     )
                 )
             limit = pool.capacity(size).limit
             if entry.limit is not None and entry.limit != limit:
-                add(
+                warnings.append(
                     Violation(
                         requirement=ReplicasColumn(entry.workload, entry.key, entry.region).name(),
                         message=f"states limit {entry.limit}; the physics says {limit} limits "
@@ -731,6 +751,27 @@ def _check_replica_loss(
             )
         )
     return checks
+
+
+def _peak_utilisation(plan: Plan, entry: ReplicaPool) -> float:
+    """The largest utilisation the plan states for the entry's phase in any scenario.
+
+    The plan routes by stated capacity (routing_weight), so every replica of a phase is
+    loaded to the phase's utilisation of its stated figure: stated x utilisation is what
+    the router sends one replica. A plan without scenarios (a fleet written by hand)
+    states no routing: 0, and the max-flow alone judges it.
+    """
+    return max(
+        (
+            load.utilisation
+            for scenario in plan.scenarios
+            for load in scenario.pools
+            if load.workload == entry.workload
+            and load.region == entry.region
+            and load.phase.split("-")[0] == str(entry.role)
+        ),
+        default=0.0,
+    )
 
 
 def _close(a: float, b: float) -> bool:

@@ -41,6 +41,17 @@ def test_cost_change_beyond_tolerance_is_named():
     assert "$10,000.00 -> $10,100.00" in line and "+1.00%" in line
 
 
+def test_a_cheaper_verified_plan_is_an_improvement_not_a_regression():
+    golden = Golden.of(_outcome())  # tolerance 0.5% of $10,000 = $50
+    cheaper = compare(_outcome(cost_per_month=9_900.0), golden)
+    assert cheaper.ok and not cheaper.regressions
+    (line,) = cheaper.improvements
+    assert "$10,000.00 -> $9,900.00" in line and "-1.00%" in line
+    # ... but a cheaper plan the verifier refuses is no improvement
+    refused = compare(_outcome(cost_per_month=9_900.0, verified=False, message="short"), golden)
+    assert not refused.ok and not refused.improvements
+
+
 def test_status_and_binding_family_changes_are_regressions():
     golden = Golden.of(_outcome())
     infeasible = compare(_outcome(status="infeasible", cost_per_month=None), golden)
@@ -97,6 +108,20 @@ def test_a_price_change_fails_the_check_naming_instance_and_cost(run_cli, small_
     assert SMALL in result.stderr and "cost" in result.stderr and "+10.00%" in result.stderr
     # the golden file is untouched without --update
     assert json.loads(golden_path(path).read_text()) == before
+
+
+def test_a_price_cut_passes_the_check_as_an_improvement(run_cli, small_folder, tmp_path):
+    path = small_folder / SMALL
+    # 3.00 -> 2.70 $/GPU-hour on every GPU: the same fleet costs 10% less.
+    path.write_text(
+        path.read_text().replace("price_per_gpu_hour: 3.00", "price_per_gpu_hour: 2.70")
+    )
+    report = tmp_path / "batch.json"
+    result = run_cli("batch", small_folder, "--check", "--json", report)
+    assert result.exit_code == 0, result.stderr
+    assert f"improvement {SMALL}" in result.stdout and "-10.00%" in result.stdout
+    (record,) = json.loads(report.read_text())
+    assert record["verdict"] == "pass" and "-10.00%" in record["improvements"][0]
 
 
 def test_update_rewrites_the_golden_file(run_cli, small_folder):

@@ -238,9 +238,18 @@ def test_a_conservative_stated_capacity_passes_and_an_inflated_one_fails():
         return plan.model_copy(update={"replicas": (entry,)})
 
     assert verify(inst, stating(rate * 0.98)).ok  # e.g. efficiency re-tuned upwards since
-    inflated = verify(inst, stating(rate * 1.02))
+    # 2% above the physics (efficiency re-tuned downwards since): the router still sends
+    # each replica utilisation x stated < the physics, so the requirements hold (a warning)
+    utilisation = plan.scenarios[0].pools[0].utilisation
+    assert utilisation * rate * 1.02 < rate
+    drifted = verify(inst, stating(rate * 1.02))
+    assert drifted.ok
+    assert "the physics gives" in drifted.warnings[0].message
+    # Stated so high that the routing it implies (utilisation x stated) is 10% beyond
+    # what a replica carries at the SLO: that breaks a requirement.
+    inflated = verify(inst, stating(rate * 1.1 / utilisation))
     assert not inflated.ok
-    assert "physics gives only" in inflated.violations[0].message
+    assert f"the plan's routing loads it with {rate * 1.1:.4g}" in inflated.violations[0].message
 
 
 def test_a_plan_beyond_the_power_cap_fails_the_verifier():

@@ -1,0 +1,226 @@
+"""`fleetplan sweep`: an instance solved across a grid of changes; the cost surface and
+the plan that is cheapest in the worst case.
+
+Exit codes: 0 the sweep ran (whatever each point's status: it is data); 1 no plan of
+the sweep serves every point (no robust choice); 2 the grid, its base instance or an
+output path is unusable (nothing was solved).
+"""
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cli.console import err, out
+from cli.exit_codes import ExitCode
+from cli.options import JsonOut, emit_json, to_stdout
+from cli.tables import TableSpec, print_tables
+from models.output_files import check_target
+
+
+class Executor(StrEnum):
+    local = "local"
+    ray = "ray"
+
+
+def sweep(
+    grid_file: Annotated[Path, typer.Argument(help="Grid file (.yaml): base instance and axes.")],
+    executor: Annotated[
+        Executor, typer.Option(help="local: a process pool; ray: Ray tasks (fleetplan[ray]).")
+    ] = Executor.local,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Points solved at once.")] = 1,
+    results: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="JSON Lines file: one line per point, appended as each ends; resumes."
+        ),
+    ] = None,
+    backend: Annotated[str | None, typer.Option(help="Solver backend for every point.")] = None,
+    json_out: JsonOut = None,
+) -> None:
+    """Solve an instance across a grid of changes; report the cost surface and the robust
+    choice (the plan cheapest in the worst case over the grid).
+
+    A point already in the --out file is not solved again (the sweep resumes). Every
+    distinct plan is re-checked by the verifier at every point, at that point's prices.
+    """
+    from models.sweep_grid import read_grid
+    from solver.sweep import (
+        ResultsFile,
+        check_plans,
+        point_instance,
+        read_results,
+        robust_choice,
+        run_points,
+    )
+
+    for target in (results, json_out):
+        if target is not None:
+            check_target(target, (grid_file,))
+    grid = read_grid(grid_file)
+    done = read_results(results)
+    records: dict[int, dict[str, Any]] = {}
+    instances = {}
+    work = []
+    for point in grid.points:
+        instance, problem = point_instance(grid, point)
+        if instance is not None:
+            instances[point.index] = instance
+        if point.key in done:
+            records[point.index] = {**done[point.key], "point": point.index}
+        elif instance is None:
+            records[point.index] = _record(point, {"status": "bad_input", "message": problem})
+        else:
+            work.append((point, instance))
+    if instances:  # what is probably unintended in the instance (the first valid point's)
+        from cli.options import print_warnings
+        from models.instance import input_warnings
+
+        print_warnings(input_warnings(instances[min(instances)]))
+    console = err if to_stdout(json_out) else out
+    resumed = len(grid.points) - len(work)
+    err.print(
+        f"{grid_file}: {len(grid.points)} points, {len(work)} to solve"
+        + (f" ({resumed} already in {results})" if resumed else "")
+        + f" on {executor.value} x {jobs}",
+        markup=False,
+    )
+    sink = ResultsFile(results)
+    for index, record in records.items():  # bad points go to the file too
+        if grid.points[index].key not in done:
+            sink.append(record)
+
+    def arrived(point, result: dict[str, Any]) -> None:
+        record = _record(point, result)
+        records[point.index] = record
+        sink.append(record)
+        cost = result.get("cost_per_month")
+        err.print(
+            f"  [{len(records)}/{len(grid.points)}] {point.label}: {result['status']}"
+            + ("" if cost is None else f", ${cost:,.0f}/month"),
+            markup=False,
+        )
+
+    try:
+        run_points(work, executor.value, jobs, backend, arrived)
+    finally:
+        sink.close()
+    solved = {i: instances[i] for i, r in records.items() if r.get("status") == "solved"}
+    checks = check_plans(records, solved)
+    robust = robust_choice(checks)
+    tables = [_surface(grid, records), *_matrix(grid, records), _plans(checks)]
+    header = [f"{grid_file}: sweep of {grid.instance_file.name} over {' x '.join(grid.axes)}"]
+    header.append(_robust_line(robust, len(solved)))
+    print_tables(header, tables, console=console)
+    emit_json(
+        json_out,
+        {
+            "grid": str(grid_file),
+            "instance": str(grid.instance_file),
+            "axes": list(grid.axes),
+            "points": [
+                {k: v for k, v in records[i].items() if k != "replicas"} for i in sorted(records)
+            ],
+            "plans": [check.model_dump(mode="json") for check in checks],
+            "robust": None if robust is None else robust.plan,
+            "robust_replicas": None if robust is None else _replicas(records, robust),
+        },
+        (grid_file,),
+    )
+    if robust is None:
+        raise typer.Exit(ExitCode.CHECK_FAILED)
+
+
+def _record(point, result: dict[str, Any]) -> dict[str, Any]:
+    """A results line: the point, its changes, then what solving it gave."""
+    return {"point": point.index, "key": point.key, "set": dict(point.values), **result}
+
+
+def _replicas(records: dict[int, dict[str, Any]], check) -> list:
+    return records[check.chosen_at[0]].get("replicas", [])
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"${value:,.0f}"
+
+
+def _surface(grid, records: dict[int, dict[str, Any]]) -> TableSpec:
+    """Every point: its axis values, status, cost and GPUs."""
+    return TableSpec(
+        "Cost surface (one row per point)",
+        ("#", *(_short(a) for a in grid.axes), "status", "$/month", "GPUs"),
+        tuple(
+            (
+                str(point.index),
+                *(str(value) for _, value in point.values),
+                str(records[point.index].get("status", "-")),
+                _money(records[point.index].get("cost_per_month")),
+                str(records[point.index].get("total_gpus", "-")),
+            )
+            for point in grid.points
+        ),
+        "axes: " + "; ".join(f"{_short(a)} = {a}" for a in grid.axes)
+        if any(_short(a) != a for a in grid.axes)
+        else "",
+    )
+
+
+def _matrix(grid, records: dict[int, dict[str, Any]]) -> list[TableSpec]:
+    """For a two-axis grid, the cost as a matrix: rows the first axis, columns the second."""
+    if len(grid.axes) != 2:
+        return []
+    first, second = grid.axes
+    columns = list(dict.fromkeys(p.values[1][1] for p in grid.points))
+    rows = []
+    for row_value in dict.fromkeys(p.values[0][1] for p in grid.points):
+        cells = [str(row_value)]
+        for column_value in columns:
+            point = next(
+                p
+                for p in grid.points
+                if p.values[0][1] == row_value and p.values[1][1] == column_value
+            )
+            cells.append(_money(records[point.index].get("cost_per_month")))
+        rows.append(tuple(cells))
+    return [
+        TableSpec(
+            f"$/month: {_short(first)} (rows) x {_short(second)} (columns)",
+            (_short(first), *(str(c) for c in columns)),
+            tuple(rows),
+        )
+    ]
+
+
+def _plans(checks) -> TableSpec:
+    """Each distinct plan: where it is optimal, where it serves, its worst-case cost."""
+    return TableSpec(
+        "Plans checked at every point (verifier, at each point's prices)",
+        ("plan", "GPUs", "optimal at", "serves", "worst $/month"),
+        tuple(
+            (
+                str(c.plan),
+                str(c.total_gpus),
+                ", ".join(map(str, c.chosen_at)),
+                f"{len(c.serves)}/{len(c.serves) + len(c.fails)}",
+                _money(c.worst_cost_per_month),
+            )
+            for c in checks
+        ),
+        "worst $/month only for a plan that serves every point",
+    )
+
+
+def _robust_line(robust, points: int) -> str:
+    if robust is None:
+        return f"no plan of the sweep serves all {points} solved points: no robust choice"
+    return (
+        f"robust choice: plan {robust.plan} ({robust.total_gpus} GPUs, optimal at point(s) "
+        f"{', '.join(map(str, robust.chosen_at))}) serves all {points} points; worst case "
+        f"{_money(robust.worst_cost_per_month)}/month"
+    )
+
+
+def _short(axis: str) -> str:
+    """The last step of an axis path (a column header that fits)."""
+    return axis.rsplit(".", 1)[-1]
