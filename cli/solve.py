@@ -99,9 +99,20 @@ def solve(
         from cli.export import export_program
 
         export_program(file, export_mps)
-    plan = _solve(file, started, backend, time_limit, mip_gap, threads).plan
-    tables = plan_tables(plan) + time_tables(plan)
+    solved = _solve(file, started, backend, time_limit, mip_gap, threads)
+    plan = solved.plan
+    tables = plan_tables(plan) + time_tables(plan) + _voice_tables(solved)
     _report(plan_header(plan), tables, plan, json_out, markdown_out, file)
+
+
+def _voice_tables(solved: Solved) -> list[TableSpec]:
+    """The voice budget of each voice workload (none for other instances)."""
+    instance = solved.program.sets.instance
+    if not any(workload.voice for workload in instance.workloads):
+        return []
+    from cli.voice import voice_tables
+
+    return voice_tables(instance)
 
 
 def explain(
@@ -143,7 +154,7 @@ def explain(
             "saves against its alternative is not shown"
         )
     header += procurement_lines(explanation.plan)
-    tables = explanation_tables(explanation)
+    tables = explanation_tables(explanation) + _voice_tables(solved)
     if levers:
         from cli.levers import with_levers
 
