@@ -12,8 +12,8 @@ model (`solver.simulate.engine`). Requests that arrive in the first `warmup_s` a
 served but not measured. The analytic numbers are `models.latency.latency_at_rate` at
 the same per-replica load and pool size.
 
-Prefill-only and decode-only pools are listed with `simulated` None: the simulator
-covers unified replicas.
+Prefill-only and decode-only pools are replayed as a pair (`solver.simulate.
+disaggregated`): the prefill rows carry TTFT (with the KV transfer), the decode rows TPOT.
 """
 
 import math
@@ -31,6 +31,7 @@ from models.latency import latency_at_rate
 from models.memory import default_kv_precision
 from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
 from solver.plan import Plan, ReplicaPool
+from solver.simulate.disaggregated import decode_analytic, prefill_ttft_p99_s, simulate_pair
 from solver.simulate.engine import Effects, PoolTrace, ReplicaEngine, simulate_pool
 from solver.simulate.traffic import arrival_times_s, token_lengths
 
@@ -114,8 +115,8 @@ def _quantile(values: np.ndarray, q: float) -> float:
     return float(np.quantile(filled, q, method="higher"))
 
 
-def _surviving(plan: Plan, scenario: str) -> list[tuple[str, str, float, dict[str, int]]]:
-    """(workload, region, unified load, {label: surviving count}) of the scenario."""
+def _surviving(plan: Plan, scenario: str) -> list[tuple[str, str, str, float, dict[str, int]]]:
+    """(workload, region, phase, load, {label: surviving count}) of the scenario."""
     names = [s.name for s in plan.scenarios]
     if scenario not in names:
         raise ValueError(
@@ -123,14 +124,14 @@ def _surviving(plan: Plan, scenario: str) -> list[tuple[str, str, float, dict[st
         )
     result = []
     for load in next(s for s in plan.scenarios if s.name == scenario).pools:
-        if load.phase != Role.UNIFIED:
-            continue
         counts = {}
         for text in load.pools:
             match = re.fullmatch(r"(\d+) x (.+)", text)
             if match:
                 counts[match.group(2)] = int(match.group(1))
-        result.append((load.workload, load.region, load.load_requests_per_s, counts))
+        result.append(
+            (load.workload, load.region, str(load.phase), load.load_requests_per_s, counts)
+        )
     return result
 
 
@@ -177,22 +178,35 @@ def simulate_plan(
     pools: list[PoolSimulation] = []
     events = 0
     workloads = {w.name: w for w in instance.workloads}
-    for index, (workload_name, region, load, counts) in enumerate(_surviving(plan, scenario)):
-        members = [
-            p
-            for p in plan.replicas
-            if p.workload == workload_name
-            and p.region == region
-            and p.role is Role.UNIFIED
-            and counts.get(p.label, 0) > 0
-        ]
-        shares = []
-        for pool in members:
-            config, mix, efficiency = _config(instance, pool)
-            n = counts[pool.label]
-            targets = LatencyTargets.of(workloads[workload_name].slo)
-            capacity = replica_capacity(config, mix, targets, efficiency, n)
-            shares.append((pool, config, mix, efficiency, n, n * capacity.requests_per_s))
+    entries = _surviving(plan, scenario)
+    for index, (workload_name, region, phase, load, counts) in enumerate(entries):
+        if phase.startswith(str(Role.DECODE)):
+            continue  # replayed with its prefill phase
+        shares = _shares(instance, plan, workloads[workload_name], region, counts)
+        if phase.startswith(str(Role.PREFILL)):
+            decode_phase = str(Role.DECODE) + phase[len(str(Role.PREFILL)) :]
+            partner = next(
+                (e for e in entries if e[:3] == (workload_name, region, decode_phase)), None
+            )
+            decode_shares = (
+                _shares(instance, plan, workloads[workload_name], region, partner[4])
+                if partner
+                else []
+            )
+            result = _simulate_pair(
+                workloads[workload_name],
+                shares,
+                decode_shares,
+                load,
+                np.random.default_rng([seed, index]),
+                duration_s,
+                warmup,
+                burstiness_cv,
+                dispatch,
+            )
+            pools.extend(result[0])
+            events += result[1]
+            continue
         total = sum(share[-1] for share in shares) or 1.0
         for offset, (pool, config, mix, efficiency, n, weight) in enumerate(shares):
             rng_seed = [seed, index, offset]
@@ -223,6 +237,149 @@ def simulate_plan(
         dispatch=dispatch,
         pools=tuple(pools),
         events=events,
+    )
+
+
+def _shares(instance: Instance, plan: Plan, workload, region: str, counts: dict) -> list:
+    """Per pool carrying the phase: (pool, config, mix, efficiency, n, n q(n))."""
+    members = [
+        p
+        for p in plan.replicas
+        if p.workload == workload.name and p.region == region and counts.get(p.label, 0) > 0
+    ]
+    shares = []
+    for pool in members:
+        config, mix, efficiency = _config(instance, pool)
+        n = counts[pool.label]
+        capacity = replica_capacity(config, mix, LatencyTargets.of(workload.slo), efficiency, n)
+        shares.append((pool, config, mix, efficiency, n, n * capacity.requests_per_s))
+    return shares
+
+
+def _simulate_pair(
+    workload,
+    prefill: list,
+    decode: list,
+    load: float,
+    rng: np.random.Generator,
+    duration_s: float,
+    warmup_s: float,
+    burstiness_cv: float,
+    dispatch: str,
+) -> tuple[list[PoolSimulation], int]:
+    """A disaggregated pair (`solver.simulate.disaggregated`): one row per prefill pool
+    (TTFT) and per decode pool (TPOT)."""
+    if not prefill or not decode:
+        rows = [
+            _unsimulated(pool, n, load, workload, "no partner phase in this scenario")
+            for pool, *_, n, _ in prefill + decode
+        ]
+        return rows, 0
+    mix = prefill[0][2]
+    run = simulate_pair(
+        workload,
+        mix,
+        [(config, eff, n, weight) for _, config, _, eff, n, weight in prefill],
+        [(config, eff, n, weight) for _, config, _, eff, n, weight in decode],
+        load,
+        rng,
+        duration_s,
+        burstiness_cv,
+        dispatch,
+    )
+    measured = run["arrival_s"] >= warmup_s
+    slo = workload.slo
+    rows, events = [], 0
+    for side, shares, outcomes in (
+        ("prefill", prefill, run["prefill_pools"]),
+        ("decode", decode, run["decode_pools"]),
+    ):
+        total = sum(share[-1] for share in shares) or 1.0
+        for (pool, config, _, efficiency, n, weight), outcome in zip(shares, outcomes, strict=True):
+            members, preemptions, pool_events = outcome[:3]
+            events += pool_events
+            mine = members[measured[members]]
+            pool_load = load * weight / total
+            if side == "prefill":
+                ttft = run["ttft_s"][mine]
+                simulated = Latencies(
+                    ttft_p50_ms=_ms(_quantile(ttft, 0.5)),
+                    ttft_p99_ms=_ms(_quantile(ttft, 0.99)),
+                    tpot_p50_ms=None,
+                    tpot_p99_ms=None,
+                )
+                analytic = Latencies(
+                    ttft_p50_ms=None,
+                    ttft_p99_ms=_ms(prefill_ttft_p99_s(config, mix, efficiency, pool_load / n, n)),
+                    tpot_p50_ms=None,
+                    tpot_p99_ms=None,
+                )
+                meets = _within(simulated.ttft_p99_ms, slo.ttft_p99_ms)
+                unfinished = int(np.isnan(run["ttft_s"][mine]).sum())
+                batch = 0.0
+            else:
+                many = mine[run["output_tokens"][mine] > 1]
+                tpot = run["tpot_s"][many]
+                simulated = Latencies(
+                    ttft_p50_ms=None,
+                    ttft_p99_ms=None,
+                    tpot_p50_ms=_ms(_quantile(tpot, 0.5)),
+                    tpot_p99_ms=_ms(_quantile(tpot, 0.99)),
+                )
+                step_s, tpot_p99_s = decode_analytic(config, mix, efficiency, pool_load / n)
+                analytic = Latencies(
+                    ttft_p50_ms=None,
+                    ttft_p99_ms=None,
+                    tpot_p50_ms=None if step_s is None else step_s * 1e3,
+                    tpot_p99_ms=None if tpot_p99_s is None else _ms(tpot_p99_s),
+                )
+                meets = _within(simulated.tpot_p99_ms, slo.tpot_p99_ms)
+                unfinished = int(np.isnan(run["finish_s"][mine]).sum())
+                batch = outcome[3] / max(duration_s, 1e-9) / n
+            if mine.size == 0:
+                meets = None  # no load on this pool in the scenario
+            rows.append(
+                PoolSimulation(
+                    workload=pool.workload,
+                    region=pool.region,
+                    role=str(pool.role),
+                    gpu=pool.gpu,
+                    precision=str(pool.precision),
+                    tp=pool.tp,
+                    pp=pool.pp,
+                    replicas=n,
+                    load_requests_per_s=pool_load,
+                    simulated=simulated,
+                    analytic=analytic,
+                    ttft_p99_target_ms=slo.ttft_p99_ms if side == "prefill" else None,
+                    tpot_p99_target_ms=slo.tpot_p99_ms if side == "decode" else None,
+                    meets_slo=meets,
+                    requests_measured=int(mine.size),
+                    unfinished=unfinished,
+                    preemptions=preemptions,
+                    mean_batch=batch,
+                    note="disaggregated: TTFT includes the KV transfer; TPOT counts the wait "
+                    "for a decode slot",
+                )
+            )
+    return rows, events
+
+
+def _unsimulated(pool, n: int, load: float, workload, note: str) -> PoolSimulation:
+    return PoolSimulation(
+        workload=pool.workload,
+        region=pool.region,
+        role=str(pool.role),
+        gpu=pool.gpu,
+        precision=str(pool.precision),
+        tp=pool.tp,
+        pp=pool.pp,
+        replicas=n,
+        load_requests_per_s=load,
+        simulated=None,
+        analytic=None,
+        meets_slo=None,
+        note=note,
     )
 
 
@@ -291,6 +448,8 @@ def _simulate_one(
     meets = _within(simulated.ttft_p99_ms, slo.ttft_p99_ms) and _within(
         simulated.tpot_p99_ms, slo.tpot_p99_ms
     )
+    if not measured.any():  # no load on this pool in the scenario: nothing to judge
+        meets = None
     horizon_s = max(trace.end_s, 1e-9)
     return (
         PoolSimulation(
