@@ -77,6 +77,8 @@ def test_simulate_cli_replays_prefill_and_decode_pools(run_cli, tmp_path):
     pools = json.loads(out.read_text())["pools"]
     roles = {pool["role"] for pool in pools}
     assert {"prefill", "decode"} <= roles
+    pair_cvs = {pool["tolerated_burstiness_cv"] for pool in pools}
+    assert len(pair_cvs) == 1  # the pair is judged together, and searched by default
     for pool in pools:
         if pool["role"] == "prefill":
             assert pool["simulated"]["ttft_p99_ms"] > 0

@@ -19,6 +19,7 @@ disaggregated`): the prefill rows carry TTFT (with the KV transfer), the decode 
 import math
 import re
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -33,6 +34,7 @@ from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
 from solver.plan import Plan, ReplicaPool
 from solver.simulate.disaggregated import decode_analytic, prefill_ttft_p99_s, simulate_pair
 from solver.simulate.engine import Effects, PoolTrace, ReplicaEngine, simulate_pool
+from solver.simulate.tolerance import tolerated_cv
 from solver.simulate.traffic import arrival_times_s, token_lengths
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True)
@@ -77,6 +79,11 @@ class PoolSimulation(BaseModel):
     preemptions: int = 0
     mean_batch: float = 0.0
     """Time-averaged decoding sequences per replica in the simulation."""
+    tolerated_burstiness_cv: float | None = None
+    """Largest coefficient of variation of inter-arrival times (same mean rate, same
+    seed) at which the pool still meets its SLO (`solver.simulate.tolerance`; a
+    disaggregated pair is judged together). None: not searched, or it misses even at
+    the smoothest arrivals searched."""
     effects_ttft_p99_ms: dict[str, float | None] = {}
     """p99 TTFT with each engine effect switched off (`none_off`: all on)."""
     note: str = ""
@@ -158,6 +165,7 @@ def simulate_plan(
     dispatch: str = "jsq",
     warmup_s: float | None = None,
     effects: bool = False,
+    tolerance: bool = False,
 ) -> PlanSimulation:
     """Replay every unified pool of `plan` under `scenario` (see the module docstring).
 
@@ -169,6 +177,8 @@ def simulate_plan(
         warmup_s: arrivals before this are not measured (default 10% of the run, at
             most 60 s).
         effects: also run each pool with each engine effect off and report p99 TTFT.
+        tolerance: also find the burstiness each pool tolerates (bisection over the
+            inter-arrival cv, `solver.simulate.tolerance`; ~9 more runs of each pool).
 
     Raises ValueError for a scenario the plan does not have or a bad option.
     """
@@ -193,24 +203,29 @@ def simulate_plan(
                 if partner
                 else []
             )
-            result = _simulate_pair(
+
+            pair = partial(
+                _simulate_pair,
                 workloads[workload_name],
                 shares,
                 decode_shares,
                 load,
-                np.random.default_rng([seed, index]),
+                (seed, index),
                 duration_s,
                 warmup,
-                burstiness_cv,
-                dispatch,
+                dispatch=dispatch,
             )
-            pools.extend(result[0])
-            events += result[1]
+            rows, count = pair(burstiness_cv)
+            if tolerance and any(row.meets_slo is not None for row in rows):
+                cv = tolerated_cv(partial(_pair_meets, pair))
+                rows = [row.model_copy(update={"tolerated_burstiness_cv": cv}) for row in rows]
+            pools.extend(rows)
+            events += count
             continue
         total = sum(share[-1] for share in shares) or 1.0
         for offset, (pool, config, mix, efficiency, n, weight) in enumerate(shares):
-            rng_seed = [seed, index, offset]
-            result = _simulate_one(
+            one = partial(
+                _simulate_one,
                 pool,
                 workloads[workload_name],
                 config,
@@ -218,15 +233,17 @@ def simulate_plan(
                 efficiency,
                 n,
                 load * weight / total,
-                rng_seed,
+                [seed, index, offset],
                 duration_s,
                 warmup,
-                burstiness_cv,
-                dispatch,
-                effects,
+                dispatch=dispatch,
             )
-            pools.append(result[0])
-            events += result[1]
+            row, count = one(burstiness_cv, effects=effects)
+            if tolerance and row.meets_slo is not None:
+                cv = tolerated_cv(partial(_one_meets, one))
+                row = row.model_copy(update={"tolerated_burstiness_cv": cv})
+            pools.append(row)
+            events += count
     return PlanSimulation(
         instance=plan.instance or instance.name,
         scenario=scenario,
@@ -238,6 +255,16 @@ def simulate_plan(
         pools=tuple(pools),
         events=events,
     )
+
+
+def _one_meets(run, cv: float) -> bool:
+    """A unified pool, run at burstiness `cv` (engine effects all on), meets its SLO."""
+    return run(cv, effects=False)[0].meets_slo is not False
+
+
+def _pair_meets(run, cv: float) -> bool:
+    """Every pool of a disaggregated pair, run at burstiness `cv`, meets its SLO."""
+    return all(row.meets_slo is not False for row in run(cv)[0])
 
 
 def _shares(instance: Instance, plan: Plan, workload, region: str, counts: dict) -> list:
@@ -261,7 +288,7 @@ def _simulate_pair(
     prefill: list,
     decode: list,
     load: float,
-    rng: np.random.Generator,
+    rng_seed: tuple[int, int],
     duration_s: float,
     warmup_s: float,
     burstiness_cv: float,
@@ -282,7 +309,7 @@ def _simulate_pair(
         [(config, eff, n, weight) for _, config, _, eff, n, weight in prefill],
         [(config, eff, n, weight) for _, config, _, eff, n, weight in decode],
         load,
-        rng,
+        np.random.default_rng(list(rng_seed)),
         duration_s,
         burstiness_cv,
         dispatch,
