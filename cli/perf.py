@@ -506,8 +506,7 @@ def perf(
         int,
         typer.Option(
             "--ep",
-            help="Expert-parallel ranks of an MoE model's routed experts; must divide "
-            "tp x dp.",
+            help="Expert-parallel ranks of an MoE model's routed experts; must divide tp x dp.",
         ),
     ] = 1,
     dp: Annotated[

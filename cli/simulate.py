@@ -41,6 +41,12 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
+def _fmt_ms(value: float | None, metric: str) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.1f}" if metric == "TPOT" else f"{value:,.0f}"
+
+
 def _cv(value: float | None, searched: bool) -> str:
     if value is None:
         return "< " + f"{MIN_CV:g}" if searched else "-"
@@ -105,23 +111,34 @@ def simulation_tables(result: PlanSimulation) -> list[TableSpec]:
             ),
         )
     ]
-    if any(pool.effects_ttft_p99_ms for pool in result.pools):
+    if any(pool.effects_ttft_p99_ms or pool.effects_tpot_p99_ms for pool in result.pools):
+        rows = []
+        for pool in result.pools:
+            metric, p99s = ("TTFT", pool.effects_ttft_p99_ms)
+            if not p99s and pool.effects_tpot_p99_ms:
+                metric, p99s = ("TPOT", pool.effects_tpot_p99_ms)
+            if not p99s:
+                continue
+            rows.append(
+                (
+                    f"{pool.region} {pool.gpu} tp{pool.tp}xpp{pool.pp} {pool.role}",
+                    metric,
+                    _fmt_ms(p99s.get("none_off"), metric),
+                    *(_fmt_ms(p99s.get(f"{name}_off"), metric) for name in EFFECTS),
+                )
+            )
         tables.append(
             TableSpec(
-                title="p99 TTFT (ms) with each engine effect switched off",
+                title="p99 latency (ms) with each engine effect switched off",
                 columns=(
                     "pool",
+                    "p99",
                     "all on",
                     *(f"no {name.replace('_', ' ')}" for name in EFFECTS),
                 ),
-                rows=tuple(
-                    (
-                        f"{pool.region} tp{pool.tp}xpp{pool.pp}",
-                        _fmt(pool.effects_ttft_p99_ms.get("none_off")),
-                        *(_fmt(pool.effects_ttft_p99_ms.get(f"{name}_off")) for name in EFFECTS),
-                    )
-                    for pool in result.pools
-                ),
+                rows=tuple(rows),
+                note="TTFT for unified and prefill pools, TPOT for the decode pool of a "
+                "disaggregated pair",
             )
         )
     return tables

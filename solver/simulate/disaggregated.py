@@ -37,8 +37,11 @@ from models.batch_model import MixTokens, kv_transfer_s, pooled_wait_p99_s, repl
 from models.capacity import replica_capacity
 from models.frontier import operating_point
 from models.replica import LatencyTargets
-from solver.simulate.engine import ReplicaEngine, simulate_pool
+from solver.simulate.engine import Effects, ReplicaEngine, simulate_pool
 from solver.simulate.traffic import arrival_times_s, token_lengths
+
+ALL_ON = Effects()
+"""Every engine effect on (a real engine)."""
 
 
 def prefill_ttft_p99_s(config, mix, efficiency, rate: float, pool_replicas: int) -> float:
@@ -82,6 +85,7 @@ def simulate_pair(
     duration_s: float,
     burstiness_cv: float,
     dispatch: str,
+    effects: Effects = ALL_ON,
 ) -> dict:
     """Replay one disaggregated pair (module docstring).
 
@@ -111,6 +115,7 @@ def simulate_pair(
             prompts[members] - cached[members],
             np.ones(members.size, dtype=int),
             cached[members],
+            effects,
             dispatch=dispatch,
         )
         transfer_s = np.array(
@@ -129,6 +134,7 @@ def simulate_pair(
             np.zeros(members.size, dtype=int),
             outputs[members],
             prompts[members].astype(float),
+            effects,
             dispatch=dispatch,
         )
         finish_s[members] = trace.finish_s

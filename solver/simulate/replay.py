@@ -86,6 +86,9 @@ class PoolSimulation(BaseModel):
     the smoothest arrivals searched."""
     effects_ttft_p99_ms: dict[str, float | None] = {}
     """p99 TTFT with each engine effect switched off (`none_off`: all on)."""
+    effects_tpot_p99_ms: dict[str, float | None] = {}
+    """p99 TPOT with each engine effect switched off (a decode pool of a disaggregated
+    pair, whose TTFT is its prefill pool's)."""
     note: str = ""
 
 
@@ -215,7 +218,7 @@ def simulate_plan(
                 warmup,
                 dispatch=dispatch,
             )
-            rows, count = pair(burstiness_cv)
+            rows, count = pair(burstiness_cv, effects=effects)
             if tolerance and any(row.meets_slo is not None for row in rows):
                 cv = tolerated_cv(partial(_pair_meets, pair))
                 rows = [row.model_copy(update={"tolerated_burstiness_cv": cv}) for row in rows]
@@ -293,9 +296,11 @@ def _simulate_pair(
     warmup_s: float,
     burstiness_cv: float,
     dispatch: str,
+    effects: bool = False,
 ) -> tuple[list[PoolSimulation], int]:
     """A disaggregated pair (`solver.simulate.disaggregated`): one row per prefill pool
-    (TTFT) and per decode pool (TPOT)."""
+    (TTFT) and per decode pool (TPOT); with `effects`, also each pool's p99 (TTFT of a
+    prefill pool, TPOT of a decode pool) with each engine effect off."""
     if not prefill or not decode:
         rows = [
             _unsimulated(pool, n, load, workload, "no partner phase in this scenario")
@@ -303,18 +308,42 @@ def _simulate_pair(
         ]
         return rows, 0
     mix = prefill[0][2]
-    run = simulate_pair(
-        workload,
-        mix,
-        [(config, eff, n, weight) for _, config, _, eff, n, weight in prefill],
-        [(config, eff, n, weight) for _, config, _, eff, n, weight in decode],
-        load,
-        np.random.default_rng(list(rng_seed)),
-        duration_s,
-        burstiness_cv,
-        dispatch,
-    )
+
+    def replay(fx: Effects) -> dict:
+        return simulate_pair(
+            workload,
+            mix,
+            [(config, eff, n, weight) for _, config, _, eff, n, weight in prefill],
+            [(config, eff, n, weight) for _, config, _, eff, n, weight in decode],
+            load,
+            np.random.default_rng(list(rng_seed)),
+            duration_s,
+            burstiness_cv,
+            dispatch,
+            fx,
+        )
+
+    run = replay(Effects())
     measured = run["arrival_s"] >= warmup_s
+    effect_p99s: list[dict[str, float | None]] = [{} for _ in prefill + decode]
+    if effects:
+        total = sum(share[-1] for share in decode) or 1.0
+        _, config, _, eff, n, weight = decode[0]
+        step_s = decode_analytic(config, mix, eff, load * weight / total / n)[0]
+        reference = Effects(
+            reference_batch=max(
+                load * weight / total / n * mix.output_mean_tokens * (step_s or 0.0), 1.0
+            ),
+            reference_context=mix.prompt_mean_tokens
+            + mix.output_mean_tokens * (1 + mix.output_cv**2) / 2,
+        )
+        for name in ("none", *EFFECTS):
+            fx = Effects() if name == "none" else replace(reference, **{name: False})
+            off = run if name == "none" else replay(fx)
+            for slot, outcome in enumerate(off["prefill_pools"] + off["decode_pools"]):
+                members = outcome[0][measured[outcome[0]]]
+                key = "ttft_s" if slot < len(prefill) else "tpot_s"
+                effect_p99s[slot][f"{name}_off"] = _ms(_quantile(off[key][members], 0.99))
     slo = workload.slo
     rows, events = [], 0
     for side, shares, outcomes in (
@@ -387,9 +416,17 @@ def _simulate_pair(
                     mean_batch=batch,
                     note="disaggregated: TTFT includes the KV transfer; TPOT counts the wait "
                     "for a decode slot",
+                    **_effect_fields(side, effect_p99s[len(rows)]),
                 )
             )
     return rows, events
+
+
+def _effect_fields(side: str, p99s: dict[str, float | None]) -> dict:
+    """A pair's effect runs as PoolSimulation fields (TTFT for prefill, TPOT for decode)."""
+    if not p99s:
+        return {}
+    return {"effects_ttft_p99_ms" if side == "prefill" else "effects_tpot_p99_ms": p99s}
 
 
 def _unsimulated(pool, n: int, load: float, workload, note: str) -> PoolSimulation:
