@@ -609,6 +609,37 @@ def explanation_tables(explanation: "Explanation") -> list[TableSpec]:
         ),
         *tiering_tables(explanation.plan),
         *gpu_count_tables(explanation),
+        *engine_effect_tables(explanation),
+    ]
+
+
+def engine_effect_tables(explanation: "Explanation") -> list[TableSpec]:
+    """Which engine effects bind each simulated pool's p99 (none when not simulated)."""
+    if not explanation.engine_effects:
+        return []
+    names = ("batching", "preemption", "interference", "hol_blocking")
+
+    def ms(value: float | None) -> str:
+        return "unbounded" if value is None else f"{value:,.1f}"
+
+    return [
+        TableSpec(
+            "Engine effects that bind (simulated p99, ms, with each effect off)",
+            ("workload", "region", "pool", "p99", "all on", *names, "binding"),
+            tuple(
+                (
+                    e.workload,
+                    e.region,
+                    e.pool,
+                    e.metric.upper(),
+                    ms(e.p99_ms),
+                    *(ms(e.off_p99_ms.get(name)) for name in names),
+                    ", ".join(e.binding) or "none",
+                )
+                for e in explanation.engine_effects
+            ),
+            explanation.engine_effects_method,
+        )
     ]
 
 

@@ -275,7 +275,10 @@ def _shares(instance: Instance, plan: Plan, workload, region: str, counts: dict)
     members = [
         p
         for p in plan.replicas
-        if p.workload == workload.name and p.region == region and counts.get(p.label, 0) > 0
+        if p.workload == workload.name
+        and p.region == region
+        and counts.get(p.label, 0) > 0
+        and not p.shared
     ]
     shares = []
     for pool in members:
