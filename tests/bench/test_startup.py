@@ -22,7 +22,6 @@ REPO = Path(__file__).resolve().parents[2]
 RUNS = 5
 
 
-
 def _command(*args: str) -> list[str]:
     return [sys.executable, "-c", "from cli.app import main; main()", *args]
 
