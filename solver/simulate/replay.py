@@ -16,13 +16,11 @@ Prefill-only and decode-only pools are replayed as a pair (`solver.simulate.
 disaggregated`): the prefill rows carry TTFT (with the KV transfer), the decode rows TPOT.
 """
 
-import math
 import re
 from dataclasses import replace
 from functools import partial
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from models.batch_model import replica_step_model
 from models.capacity import replica_capacity
@@ -32,97 +30,19 @@ from models.latency import latency_at_rate
 from models.memory import default_kv_precision
 from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
 from solver.plan import Plan, ReplicaPool
-from solver.simulate.disaggregated import decode_analytic, prefill_ttft_p99_s, simulate_pair
 from solver.simulate.engine import Effects, PoolTrace, ReplicaEngine, simulate_pool
+from solver.simulate.pair_rows import pair_meets, simulate_pair_rows
+from solver.simulate.results import (
+    EFFECTS,
+    Latencies,
+    PlanSimulation,
+    PoolSimulation,
+    measured_ms,
+    quantile,
+    within,
+)
 from solver.simulate.tolerance import tolerated_cv
 from solver.simulate.traffic import arrival_times_s, token_lengths
-
-_FROZEN = ConfigDict(extra="forbid", frozen=True)
-EFFECTS = ("batching", "preemption", "interference", "hol_blocking")
-"""Engine effects the simulator can switch off, in the order reported."""
-
-
-class Latencies(BaseModel):
-    """p50 and p99 TTFT and TPOT, ms (None: unbounded)."""
-
-    model_config = _FROZEN
-
-    ttft_p50_ms: float | None
-    ttft_p99_ms: float | None
-    tpot_p50_ms: float | None
-    tpot_p99_ms: float | None
-
-
-class PoolSimulation(BaseModel):
-    """One pool: its load, the simulated and analytic latency, and the SLO verdict."""
-
-    model_config = _FROZEN
-
-    workload: str
-    region: str
-    role: str
-    gpu: str
-    precision: str
-    tp: int
-    pp: int
-    replicas: int
-    load_requests_per_s: float
-    simulated: Latencies | None
-    analytic: Latencies | None
-    ttft_p99_target_ms: float | None = None
-    tpot_p99_target_ms: float | None = None
-    meets_slo: bool | None
-    """None when the pool was not simulated."""
-    requests_measured: int = 0
-    unfinished: int = 0
-    """Measured requests still unfinished when the run stopped (an unstable pool)."""
-    preemptions: int = 0
-    mean_batch: float = 0.0
-    """Time-averaged decoding sequences per replica in the simulation."""
-    tolerated_burstiness_cv: float | None = None
-    """Largest coefficient of variation of inter-arrival times (same mean rate, same
-    seed) at which the pool still meets its SLO (`solver.simulate.tolerance`; a
-    disaggregated pair is judged together). None: not searched, or it misses even at
-    the smoothest arrivals searched."""
-    effects_ttft_p99_ms: dict[str, float | None] = {}
-    """p99 TTFT with each engine effect switched off (`none_off`: all on)."""
-    effects_tpot_p99_ms: dict[str, float | None] = {}
-    """p99 TPOT with each engine effect switched off (a decode pool of a disaggregated
-    pair, whose TTFT is its prefill pool's)."""
-    note: str = ""
-
-
-class PlanSimulation(BaseModel):
-    """A plan's scenario replayed in the simulator."""
-
-    model_config = _FROZEN
-
-    instance: str
-    scenario: str
-    duration_s: float
-    warmup_s: float
-    seed: int
-    burstiness_cv: float
-    dispatch: str
-    pools: tuple[PoolSimulation, ...]
-    events: int = 0
-
-    @property
-    def meets_slo(self) -> bool:
-        """Every simulated pool within its SLO."""
-        return all(pool.meets_slo is not False for pool in self.pools)
-
-
-def _ms(seconds: float) -> float | None:
-    return None if math.isinf(seconds) or math.isnan(seconds) else seconds * 1e3
-
-
-def _quantile(values: np.ndarray, q: float) -> float:
-    """The q-quantile, NaN (a request never served) counted as infinitely late."""
-    if values.size == 0:
-        return math.nan
-    filled = np.where(np.isnan(values), np.inf, values)
-    return float(np.quantile(filled, q, method="higher"))
 
 
 def _surviving(plan: Plan, scenario: str) -> list[tuple[str, str, str, float, dict[str, int]]]:
@@ -170,7 +90,7 @@ def simulate_plan(
     effects: bool = False,
     tolerance: bool = False,
 ) -> PlanSimulation:
-    """Replay every unified pool of `plan` under `scenario` (see the module docstring).
+    """Replay every pool of `plan` under `scenario` (see the module docstring).
 
     Args:
         duration_s: simulated seconds of arrivals per pool.
@@ -208,7 +128,7 @@ def simulate_plan(
             )
 
             pair = partial(
-                _simulate_pair,
+                simulate_pair_rows,
                 workloads[workload_name],
                 shares,
                 decode_shares,
@@ -220,7 +140,7 @@ def simulate_plan(
             )
             rows, count = pair(burstiness_cv, effects=effects)
             if tolerance and any(row.meets_slo is not None for row in rows):
-                cv = tolerated_cv(partial(_pair_meets, pair))
+                cv = tolerated_cv(partial(pair_meets, pair))
                 rows = [row.model_copy(update={"tolerated_burstiness_cv": cv}) for row in rows]
             pools.extend(rows)
             events += count
@@ -265,11 +185,6 @@ def _one_meets(run, cv: float) -> bool:
     return run(cv, effects=False)[0].meets_slo is not False
 
 
-def _pair_meets(run, cv: float) -> bool:
-    """Every pool of a disaggregated pair, run at burstiness `cv`, meets its SLO."""
-    return all(row.meets_slo is not False for row in run(cv)[0])
-
-
 def _shares(instance: Instance, plan: Plan, workload, region: str, counts: dict) -> list:
     """Per pool carrying the phase: (pool, config, mix, efficiency, n, n q(n))."""
     members = [
@@ -287,167 +202,6 @@ def _shares(instance: Instance, plan: Plan, workload, region: str, counts: dict)
         capacity = replica_capacity(config, mix, LatencyTargets.of(workload.slo), efficiency, n)
         shares.append((pool, config, mix, efficiency, n, n * capacity.requests_per_s))
     return shares
-
-
-def _simulate_pair(
-    workload,
-    prefill: list,
-    decode: list,
-    load: float,
-    rng_seed: tuple[int, int],
-    duration_s: float,
-    warmup_s: float,
-    burstiness_cv: float,
-    dispatch: str,
-    effects: bool = False,
-) -> tuple[list[PoolSimulation], int]:
-    """A disaggregated pair (`solver.simulate.disaggregated`): one row per prefill pool
-    (TTFT) and per decode pool (TPOT); with `effects`, also each pool's p99 (TTFT of a
-    prefill pool, TPOT of a decode pool) with each engine effect off."""
-    if not prefill or not decode:
-        rows = [
-            _unsimulated(pool, n, load, workload, "no partner phase in this scenario")
-            for pool, *_, n, _ in prefill + decode
-        ]
-        return rows, 0
-    mix = prefill[0][2]
-
-    def replay(fx: Effects) -> dict:
-        return simulate_pair(
-            workload,
-            mix,
-            [(config, eff, n, weight) for _, config, _, eff, n, weight in prefill],
-            [(config, eff, n, weight) for _, config, _, eff, n, weight in decode],
-            load,
-            np.random.default_rng(list(rng_seed)),
-            duration_s,
-            burstiness_cv,
-            dispatch,
-            fx,
-        )
-
-    run = replay(Effects())
-    measured = run["arrival_s"] >= warmup_s
-    effect_p99s: list[dict[str, float | None]] = [{} for _ in prefill + decode]
-    if effects:
-        total = sum(share[-1] for share in decode) or 1.0
-        _, config, _, eff, n, weight = decode[0]
-        step_s = decode_analytic(config, mix, eff, load * weight / total / n)[0]
-        reference = Effects(
-            reference_batch=max(
-                load * weight / total / n * mix.output_mean_tokens * (step_s or 0.0), 1.0
-            ),
-            reference_context=mix.prompt_mean_tokens
-            + mix.output_mean_tokens * (1 + mix.output_cv**2) / 2,
-        )
-        for name in ("none", *EFFECTS):
-            fx = Effects() if name == "none" else replace(reference, **{name: False})
-            off = run if name == "none" else replay(fx)
-            for slot, outcome in enumerate(off["prefill_pools"] + off["decode_pools"]):
-                members = outcome[0][measured[outcome[0]]]
-                key = "ttft_s" if slot < len(prefill) else "tpot_s"
-                effect_p99s[slot][f"{name}_off"] = _ms(_quantile(off[key][members], 0.99))
-    slo = workload.slo
-    rows, events = [], 0
-    for side, shares, outcomes in (
-        ("prefill", prefill, run["prefill_pools"]),
-        ("decode", decode, run["decode_pools"]),
-    ):
-        total = sum(share[-1] for share in shares) or 1.0
-        for (pool, config, _, efficiency, n, weight), outcome in zip(shares, outcomes, strict=True):
-            members, preemptions, pool_events = outcome[:3]
-            events += pool_events
-            mine = members[measured[members]]
-            pool_load = load * weight / total
-            if side == "prefill":
-                ttft = run["ttft_s"][mine]
-                simulated = Latencies(
-                    ttft_p50_ms=_ms(_quantile(ttft, 0.5)),
-                    ttft_p99_ms=_ms(_quantile(ttft, 0.99)),
-                    tpot_p50_ms=None,
-                    tpot_p99_ms=None,
-                )
-                analytic = Latencies(
-                    ttft_p50_ms=None,
-                    ttft_p99_ms=_ms(prefill_ttft_p99_s(config, mix, efficiency, pool_load / n, n)),
-                    tpot_p50_ms=None,
-                    tpot_p99_ms=None,
-                )
-                meets = _within(simulated.ttft_p99_ms, slo.ttft_p99_ms)
-                unfinished = int(np.isnan(run["ttft_s"][mine]).sum())
-                batch = 0.0
-            else:
-                many = mine[run["output_tokens"][mine] > 1]
-                tpot = run["tpot_s"][many]
-                simulated = Latencies(
-                    ttft_p50_ms=None,
-                    ttft_p99_ms=None,
-                    tpot_p50_ms=_ms(_quantile(tpot, 0.5)),
-                    tpot_p99_ms=_ms(_quantile(tpot, 0.99)),
-                )
-                step_s, tpot_p99_s = decode_analytic(config, mix, efficiency, pool_load / n)
-                analytic = Latencies(
-                    ttft_p50_ms=None,
-                    ttft_p99_ms=None,
-                    tpot_p50_ms=None if step_s is None else step_s * 1e3,
-                    tpot_p99_ms=None if tpot_p99_s is None else _ms(tpot_p99_s),
-                )
-                meets = _within(simulated.tpot_p99_ms, slo.tpot_p99_ms)
-                unfinished = int(np.isnan(run["finish_s"][mine]).sum())
-                batch = outcome[3] / max(duration_s, 1e-9) / n
-            if mine.size == 0:
-                meets = None  # no load on this pool in the scenario
-            rows.append(
-                PoolSimulation(
-                    workload=pool.workload,
-                    region=pool.region,
-                    role=str(pool.role),
-                    gpu=pool.gpu,
-                    precision=str(pool.precision),
-                    tp=pool.tp,
-                    pp=pool.pp,
-                    replicas=n,
-                    load_requests_per_s=pool_load,
-                    simulated=simulated,
-                    analytic=analytic,
-                    ttft_p99_target_ms=slo.ttft_p99_ms if side == "prefill" else None,
-                    tpot_p99_target_ms=slo.tpot_p99_ms if side == "decode" else None,
-                    meets_slo=meets,
-                    requests_measured=int(mine.size),
-                    unfinished=unfinished,
-                    preemptions=preemptions,
-                    mean_batch=batch,
-                    note="disaggregated: TTFT includes the KV transfer; TPOT counts the wait "
-                    "for a decode slot",
-                    **_effect_fields(side, effect_p99s[len(rows)]),
-                )
-            )
-    return rows, events
-
-
-def _effect_fields(side: str, p99s: dict[str, float | None]) -> dict:
-    """A pair's effect runs as PoolSimulation fields (TTFT for prefill, TPOT for decode)."""
-    if not p99s:
-        return {}
-    return {"effects_ttft_p99_ms" if side == "prefill" else "effects_tpot_p99_ms": p99s}
-
-
-def _unsimulated(pool, n: int, load: float, workload, note: str) -> PoolSimulation:
-    return PoolSimulation(
-        workload=pool.workload,
-        region=pool.region,
-        role=str(pool.role),
-        gpu=pool.gpu,
-        precision=str(pool.precision),
-        tp=pool.tp,
-        pp=pool.pp,
-        replicas=n,
-        load_requests_per_s=load,
-        simulated=None,
-        analytic=None,
-        meets_slo=None,
-        note=note,
-    )
 
 
 def _simulate_one(
@@ -490,16 +244,16 @@ def _simulate_one(
     many = trace.output_tokens > 1
     tpot = trace.tpot_s[measured[many]]
     simulated = Latencies(
-        ttft_p50_ms=_ms(_quantile(ttft, 0.5)),
-        ttft_p99_ms=_ms(_quantile(ttft, 0.99)),
-        tpot_p50_ms=_ms(_quantile(tpot, 0.5)),
-        tpot_p99_ms=_ms(_quantile(tpot, 0.99)),
+        ttft_p50_ms=measured_ms(quantile(ttft, 0.5)),
+        ttft_p99_ms=measured_ms(quantile(ttft, 0.99)),
+        tpot_p50_ms=measured_ms(quantile(tpot, 0.5)),
+        tpot_p99_ms=measured_ms(quantile(tpot, 0.99)),
     )
     promised = Latencies(
-        ttft_p50_ms=_ms(analytic.ttft_p50_s),
-        ttft_p99_ms=_ms(analytic.ttft_p99_s),
-        tpot_p50_ms=_ms(analytic.tpot_mean_s),
-        tpot_p99_ms=_ms(analytic.tpot_p99_s),
+        ttft_p50_ms=measured_ms(analytic.ttft_p50_s),
+        ttft_p99_ms=measured_ms(analytic.ttft_p99_s),
+        tpot_p50_ms=measured_ms(analytic.tpot_mean_s),
+        tpot_p99_ms=measured_ms(analytic.tpot_p99_s),
     )
     effect_p99: dict[str, float | None] = {}
     if effects:
@@ -511,8 +265,10 @@ def _simulate_one(
         effect_p99["none_off"] = simulated.ttft_p99_ms
         for name in EFFECTS:
             off = run(replace(reference, **{name: False}))
-            effect_p99[f"{name}_off"] = _ms(_quantile(off.ttft_s[off.arrival_s >= warmup_s], 0.99))
-    meets = _within(simulated.ttft_p99_ms, slo.ttft_p99_ms) and _within(
+            effect_p99[f"{name}_off"] = measured_ms(
+                quantile(off.ttft_s[off.arrival_s >= warmup_s], 0.99)
+            )
+    meets = within(simulated.ttft_p99_ms, slo.ttft_p99_ms) and within(
         simulated.tpot_p99_ms, slo.tpot_p99_ms
     )
     if not measured.any():  # no load on this pool in the scenario: nothing to judge
@@ -542,9 +298,3 @@ def _simulate_one(
         ),
         trace.events,
     )
-
-
-def _within(value_ms: float | None, target_ms: float | None) -> bool:
-    if target_ms is None:
-        return True
-    return value_ms is not None and value_ms <= target_ms
