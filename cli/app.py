@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "batch": "cli.batch",
     "perf": "cli.perf",
     "simulate": "cli.simulate",
+    "voice": "cli.voice",
     "compare": "cli.compare",
     "report": "cli.report",
     "sweep": "cli.sweep",

@@ -17,6 +17,7 @@ from models.errors import InputError, Issue
 from models.output_files import check_target, is_stdout, write_text
 from solver.plan import Plan
 from solver.simulate.replay import EFFECTS, PlanSimulation, simulate_plan
+from solver.simulate.tolerance import MAX_CV, MIN_CV
 
 
 def _problem(flag: str, message: str) -> InputError:
@@ -40,11 +41,24 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
+def _fmt_ms(value: float | None, metric: str) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.1f}" if metric == "TPOT" else f"{value:,.0f}"
+
+
+def _cv(value: float | None, searched: bool) -> str:
+    if value is None:
+        return "< " + f"{MIN_CV:g}" if searched else "-"
+    return f">= {value:g}" if value >= MAX_CV else f"{value:.2f}"
+
+
 def simulation_tables(result: PlanSimulation) -> list[TableSpec]:
     """The replay as tables: each pool's simulated p50/p99 TTFT and TPOT beside the
     analytic promise and the target (ms), and, with --effects, p99 TTFT with each engine
     effect switched off."""
     rows = []
+    searched = any(pool.tolerated_burstiness_cv is not None for pool in result.pools)
     for pool in result.pools:
         sim, ana = pool.simulated, pool.analytic
         verdict = "-" if pool.meets_slo is None else ("ok" if pool.meets_slo else "MISSES")
@@ -63,6 +77,7 @@ def simulation_tables(result: PlanSimulation) -> list[TableSpec]:
                 f"{ana.tpot_p99_ms:,.1f}" if ana and ana.tpot_p99_ms else "-",
                 _fmt(pool.tpot_p99_target_ms),
                 verdict,
+                _cv(pool.tolerated_burstiness_cv, searched and pool.meets_slo is not None),
             )
         )
     tables = [
@@ -83,27 +98,47 @@ def simulation_tables(result: PlanSimulation) -> list[TableSpec]:
                 "analytic",
                 "target",
                 "SLO",
+                "tolerates cv",
             ),
             rows=tuple(rows),
+            note=(
+                "tolerates cv: the largest coefficient of variation of inter-arrival times "
+                "(1 = Poisson) at the same mean rate and seed at which the pool still meets "
+                f"its SLO (bisection, {MIN_CV:g} to {MAX_CV:g}; a disaggregated pair is "
+                "judged together)"
+                if searched
+                else ""
+            ),
         )
     ]
-    if any(pool.effects_ttft_p99_ms for pool in result.pools):
+    if any(pool.effects_ttft_p99_ms or pool.effects_tpot_p99_ms for pool in result.pools):
+        rows = []
+        for pool in result.pools:
+            metric, p99s = ("TTFT", pool.effects_ttft_p99_ms)
+            if not p99s and pool.effects_tpot_p99_ms:
+                metric, p99s = ("TPOT", pool.effects_tpot_p99_ms)
+            if not p99s:
+                continue
+            rows.append(
+                (
+                    f"{pool.region} {pool.gpu} tp{pool.tp}xpp{pool.pp} {pool.role}",
+                    metric,
+                    _fmt_ms(p99s.get("none_off"), metric),
+                    *(_fmt_ms(p99s.get(f"{name}_off"), metric) for name in EFFECTS),
+                )
+            )
         tables.append(
             TableSpec(
-                title="p99 TTFT (ms) with each engine effect switched off",
+                title="p99 latency (ms) with each engine effect switched off",
                 columns=(
                     "pool",
+                    "p99",
                     "all on",
                     *(f"no {name.replace('_', ' ')}" for name in EFFECTS),
                 ),
-                rows=tuple(
-                    (
-                        f"{pool.region} tp{pool.tp}xpp{pool.pp}",
-                        _fmt(pool.effects_ttft_p99_ms.get("none_off")),
-                        *(_fmt(pool.effects_ttft_p99_ms.get(f"{name}_off")) for name in EFFECTS),
-                    )
-                    for pool in result.pools
-                ),
+                rows=tuple(rows),
+                note="TTFT for unified and prefill pools, TPOT for the decode pool of a "
+                "disaggregated pair",
             )
         )
     return tables
@@ -129,6 +164,13 @@ def simulate(
     effects: Annotated[
         bool, typer.Option("--effects", help="Also report p99 TTFT with each engine effect off.")
     ] = False,
+    tolerance: Annotated[
+        bool,
+        typer.Option(
+            help="Also find the burstiness (inter-arrival cv) each pool tolerates before "
+            "missing its SLO (bisection at the same seed; ~9 more runs of each pool)."
+        ),
+    ] = True,
     json_out: JsonOut = None,
     markdown_out: MarkdownOut = None,
     sets: SetOption = None,
@@ -153,7 +195,15 @@ def simulate(
     started = time.perf_counter()
     try:
         result = simulate_plan(
-            instance, plan, scenario, seconds, seed, burstiness, dispatch, effects=effects
+            instance,
+            plan,
+            scenario,
+            seconds,
+            seed,
+            burstiness,
+            dispatch,
+            effects=effects,
+            tolerance=tolerance,
         )
     except ValueError as error:
         raise _problem("--scenario", str(error)) from None

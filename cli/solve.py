@@ -94,9 +94,20 @@ def solve(
         from cli.export import export_program
 
         export_program(file, export_mps)
-    plan = _solve(file, started, backend, time_limit, mip_gap, threads, sets, json_out).plan
-    tables = plan_tables(plan) + time_tables(plan)
+    solved = _solve(file, started, backend, time_limit, mip_gap, threads, sets, json_out)
+    plan = solved.plan
+    tables = plan_tables(plan) + time_tables(plan) + _voice_tables(solved)
     _report(plan_header(plan), tables, plan, json_out, markdown_out, file)
+
+
+def _voice_tables(solved: Solved) -> list[TableSpec]:
+    """The voice budget of each voice workload (none for other instances)."""
+    instance = solved.program.sets.instance
+    if not any(workload.voice for workload in instance.workloads):
+        return []
+    from cli.voice import voice_tables
+
+    return voice_tables(instance)
 
 
 def explain(
@@ -139,7 +150,7 @@ def explain(
             "saves against its alternative is not shown"
         )
     header += procurement_lines(explanation.plan)
-    tables = explanation_tables(explanation)
+    tables = explanation_tables(explanation) + _voice_tables(solved)
     if levers:
         from cli.levers import with_levers
 
@@ -634,6 +645,37 @@ def explanation_tables(explanation: "Explanation") -> list[TableSpec]:
         ),
         *tiering_tables(explanation.plan),
         *gpu_count_tables(explanation),
+        *engine_effect_tables(explanation),
+    ]
+
+
+def engine_effect_tables(explanation: "Explanation") -> list[TableSpec]:
+    """Which engine effects bind each simulated pool's p99 (none when not simulated)."""
+    if not explanation.engine_effects:
+        return []
+    names = ("batching", "preemption", "interference", "hol_blocking")
+
+    def ms(value: float | None) -> str:
+        return "unbounded" if value is None else f"{value:,.1f}"
+
+    return [
+        TableSpec(
+            "Engine effects that bind (simulated p99, ms, with each effect off)",
+            ("workload", "region", "pool", "p99", "all on", *names, "binding"),
+            tuple(
+                (
+                    e.workload,
+                    e.region,
+                    e.pool,
+                    e.metric.upper(),
+                    ms(e.p99_ms),
+                    *(ms(e.off_p99_ms.get(name)) for name in names),
+                    ", ".join(e.binding) or "none",
+                )
+                for e in explanation.engine_effects
+            ),
+            explanation.engine_effects_method,
+        )
     ]
 
 

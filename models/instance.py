@@ -70,6 +70,7 @@ from models.quantities import (
     at_most,
 )
 from models.traffic import Demand, SharedPrefix, TokenDistribution
+from models.voice import Voice, VoiceBudgetError, voice_budget
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 """Every instance model: unknown keys refused, frozen, and each field's attribute docstring
@@ -244,11 +245,15 @@ class Slo(BaseModel):
     max_failover_rtt_ms: RttMs | None = None
     """Users may be served this far away (round trip) when their region is lost;
     default: anywhere reachable over `links`."""
+    first_audio_ms: LatencyMs | None = None
+    """Voice: p99 time from the end of the user's speech to the first audio of the
+    answer, ms. Needs the workload's `voice:` block; the TTFT and TPOT targets are
+    derived from what its fixed lines leave (`models.voice`)."""
 
     @property
     def is_offline(self) -> bool:
         """No latency target: the batch is as large as memory allows."""
-        return self.ttft_p99_ms is None and self.tpot_p99_ms is None
+        return self.ttft_p99_ms is None and self.tpot_p99_ms is None and self.first_audio_ms is None
 
 
 class Workload(BaseModel):
@@ -282,6 +287,45 @@ class Workload(BaseModel):
     monthly_growth: MonthlyGrowth | None = None
     """Demand growth per month as a fraction (0.05 = +5%/month) over
     `policy.horizon_months`; default: `policy.monthly_growth`."""
+    voice: Voice | None = None
+    """Voice pipeline lines around the LLM (`network_rtt_ms`, `endpointing_ms`, `asr_ms`,
+    `tts_first_audio_ms`, `first_clause_tokens`, `ttft_share`): with
+    `slo.first_audio_ms`, they set the LLM's TTFT and TPOT targets."""
+
+    @model_validator(mode="after")
+    def _voice_sets_the_llm_targets(self) -> Self:
+        """With `slo.first_audio_ms`, the SLO's TTFT and TPOT targets are the ones the
+        voice budget leaves (`models.voice.voice_budget`); given explicitly as well,
+        they must equal them (a plan or golden file written by fleetplan holds both)."""
+        first_audio = self.slo.first_audio_ms
+        if first_audio is None:
+            if self.voice is not None:
+                raise ValueError(
+                    "voice: the voice lines budget slo.first_audio_ms; give "
+                    "slo.first_audio_ms (or drop voice:)"
+                )
+            return self
+        if self.voice is None:
+            raise ValueError(
+                "slo.first_audio_ms needs a voice: block {network_rtt_ms, endpointing_ms, "
+                "asr_ms, tts_first_audio_ms, first_clause_tokens} to derive the LLM's targets"
+            )
+        try:
+            budget = voice_budget(first_audio, self.voice)
+        except VoiceBudgetError as error:
+            raise ValueError(str(error)) from None
+        derived = {"ttft_p99_ms": budget.ttft_p99_ms, "tpot_p99_ms": budget.tpot_p99_ms}
+        for key, value in derived.items():
+            given = getattr(self.slo, key)
+            if given is not None and abs(given - value) > 1e-9 * value:
+                raise ValueError(
+                    f"slo.{key} ({given:g} ms) conflicts with slo.first_audio_ms: the voice "
+                    f"budget derives {value:g} ms; drop slo.{key}"
+                )
+        # The validated workload holds its derived targets, so that every consumer of
+        # slo.ttft_p99_ms / tpot_p99_ms (candidates, verifier, simulator) sizes from them.
+        object.__setattr__(self, "slo", self.slo.model_copy(update=derived))
+        return self
 
     @model_validator(mode="after")
     def _prefixes_fit_the_prompt(self) -> Self:

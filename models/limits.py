@@ -127,6 +127,16 @@ RTT_MS = Bound(
     low_open=False,
 )
 
+VOICE_STAGE_MS = Bound(
+    60_000,
+    "ms",
+    "a voice turn waits seconds at most; a minute in one stage is no conversation",
+    low_open=False,
+)
+TTFT_SHARE = Bound(
+    1.0, "", "a share of the LLM's allowance; 1 leaves nothing for the first clause", high_open=True
+)
+
 # --- money, counts and time -------------------------------------------------------------
 
 USD_PER_GPU_HOUR = Bound(

@@ -130,6 +130,10 @@ LatencyMs = real(limits.LATENCY_MS)
 """A latency target, milliseconds."""
 RttMs = real(limits.RTT_MS)
 """A network round trip, milliseconds, >= 0."""
+VoiceStageMs = real(limits.VOICE_STAGE_MS)
+"""One fixed line of a voice latency budget, milliseconds, >= 0."""
+TtftShare = real(limits.TTFT_SHARE)
+"""A fraction in (0, 1): TTFT's share of the LLM's voice allowance."""
 UsdPerGpuHour = real(limits.USD_PER_GPU_HOUR)
 """A price, USD per GPU-hour."""
 GpuCount = whole(limits.GPU_COUNT)

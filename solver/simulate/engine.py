@@ -15,6 +15,9 @@ TensorRT-LLM schedule):
 - KV limit: when the decoding sequences' next tokens would not fit, the most recently
   admitted sequence is preempted (recompute: its KV is freed and it goes back to the
   front of the queue, to prefill its prompt and the tokens it had written again).
+- A request with no prompt tokens to prefill (a decode-only replica of a disaggregated
+  pair: the prompt's KV arrives with it, `cached_tokens` = the prompt) starts decoding at
+  the first iteration boundary where its KV fits and the batch has room.
 - Router: requests are dispatched on arrival to the replica with the fewest
   outstanding requests (`jsq`) or in turn (`round_robin`); each replica keeps its own
   FIFO queue.
@@ -206,8 +209,12 @@ class _Replica:
                 capacity = need  # a prompt longer than the cache runs alone
             self._pop_head()
             self.reserved += need
-            self.prefilling.append(head)
             budget -= 1  # one token at least per admitted prompt
+            if head.new_tokens <= 0:  # its KV arrived with it (a decode-only replica)
+                self._start_decoding(head, self.now)
+                batch = len(self.running)
+                continue
+            self.prefilling.append(head)
         budget = engine.token_budget - batch
         chunk, tokens, pairs = [], 0, 0.0
         for item in self.prefilling:

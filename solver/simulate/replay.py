@@ -12,16 +12,15 @@ model (`solver.simulate.engine`). Requests that arrive in the first `warmup_s` a
 served but not measured. The analytic numbers are `models.latency.latency_at_rate` at
 the same per-replica load and pool size.
 
-Prefill-only and decode-only pools are listed with `simulated` None: the simulator
-covers unified replicas.
+Prefill-only and decode-only pools are replayed as a pair (`solver.simulate.
+disaggregated`): the prefill rows carry TTFT (with the KV transfer), the decode rows TPOT.
 """
 
-import math
 import re
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from models.batch_model import replica_step_model
 from models.capacity import replica_capacity
@@ -32,90 +31,22 @@ from models.memory import default_kv_precision
 from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
 from solver.plan import Plan, ReplicaPool
 from solver.simulate.engine import Effects, PoolTrace, ReplicaEngine, simulate_pool
+from solver.simulate.pair_rows import pair_meets, simulate_pair_rows
+from solver.simulate.results import (
+    EFFECTS,
+    Latencies,
+    PlanSimulation,
+    PoolSimulation,
+    measured_ms,
+    quantile,
+    within,
+)
+from solver.simulate.tolerance import tolerated_cv
 from solver.simulate.traffic import arrival_times_s, token_lengths
 
-_FROZEN = ConfigDict(extra="forbid", frozen=True)
-EFFECTS = ("batching", "preemption", "interference", "hol_blocking")
-"""Engine effects the simulator can switch off, in the order reported."""
 
-
-class Latencies(BaseModel):
-    """p50 and p99 TTFT and TPOT, ms (None: unbounded)."""
-
-    model_config = _FROZEN
-
-    ttft_p50_ms: float | None
-    ttft_p99_ms: float | None
-    tpot_p50_ms: float | None
-    tpot_p99_ms: float | None
-
-
-class PoolSimulation(BaseModel):
-    """One pool: its load, the simulated and analytic latency, and the SLO verdict."""
-
-    model_config = _FROZEN
-
-    workload: str
-    region: str
-    role: str
-    gpu: str
-    precision: str
-    tp: int
-    pp: int
-    replicas: int
-    load_requests_per_s: float
-    simulated: Latencies | None
-    analytic: Latencies | None
-    ttft_p99_target_ms: float | None = None
-    tpot_p99_target_ms: float | None = None
-    meets_slo: bool | None
-    """None when the pool was not simulated."""
-    requests_measured: int = 0
-    unfinished: int = 0
-    """Measured requests still unfinished when the run stopped (an unstable pool)."""
-    preemptions: int = 0
-    mean_batch: float = 0.0
-    """Time-averaged decoding sequences per replica in the simulation."""
-    effects_ttft_p99_ms: dict[str, float | None] = {}
-    """p99 TTFT with each engine effect switched off (`none_off`: all on)."""
-    note: str = ""
-
-
-class PlanSimulation(BaseModel):
-    """A plan's scenario replayed in the simulator."""
-
-    model_config = _FROZEN
-
-    instance: str
-    scenario: str
-    duration_s: float
-    warmup_s: float
-    seed: int
-    burstiness_cv: float
-    dispatch: str
-    pools: tuple[PoolSimulation, ...]
-    events: int = 0
-
-    @property
-    def meets_slo(self) -> bool:
-        """Every simulated pool within its SLO."""
-        return all(pool.meets_slo is not False for pool in self.pools)
-
-
-def _ms(seconds: float) -> float | None:
-    return None if math.isinf(seconds) or math.isnan(seconds) else seconds * 1e3
-
-
-def _quantile(values: np.ndarray, q: float) -> float:
-    """The q-quantile, NaN (a request never served) counted as infinitely late."""
-    if values.size == 0:
-        return math.nan
-    filled = np.where(np.isnan(values), np.inf, values)
-    return float(np.quantile(filled, q, method="higher"))
-
-
-def _surviving(plan: Plan, scenario: str) -> list[tuple[str, str, float, dict[str, int]]]:
-    """(workload, region, unified load, {label: surviving count}) of the scenario."""
+def _surviving(plan: Plan, scenario: str) -> list[tuple[str, str, str, float, dict[str, int]]]:
+    """(workload, region, phase, load, {label: surviving count}) of the scenario."""
     names = [s.name for s in plan.scenarios]
     if scenario not in names:
         raise ValueError(
@@ -123,14 +54,14 @@ def _surviving(plan: Plan, scenario: str) -> list[tuple[str, str, float, dict[st
         )
     result = []
     for load in next(s for s in plan.scenarios if s.name == scenario).pools:
-        if load.phase != Role.UNIFIED:
-            continue
         counts = {}
         for text in load.pools:
             match = re.fullmatch(r"(\d+) x (.+)", text)
             if match:
                 counts[match.group(2)] = int(match.group(1))
-        result.append((load.workload, load.region, load.load_requests_per_s, counts))
+        result.append(
+            (load.workload, load.region, str(load.phase), load.load_requests_per_s, counts)
+        )
     return result
 
 
@@ -157,8 +88,9 @@ def simulate_plan(
     dispatch: str = "jsq",
     warmup_s: float | None = None,
     effects: bool = False,
+    tolerance: bool = False,
 ) -> PlanSimulation:
-    """Replay every unified pool of `plan` under `scenario` (see the module docstring).
+    """Replay every pool of `plan` under `scenario` (see the module docstring).
 
     Args:
         duration_s: simulated seconds of arrivals per pool.
@@ -168,6 +100,8 @@ def simulate_plan(
         warmup_s: arrivals before this are not measured (default 10% of the run, at
             most 60 s).
         effects: also run each pool with each engine effect off and report p99 TTFT.
+        tolerance: also find the burstiness each pool tolerates (bisection over the
+            inter-arrival cv, `solver.simulate.tolerance`; ~9 more runs of each pool).
 
     Raises ValueError for a scenario the plan does not have or a bad option.
     """
@@ -177,26 +111,44 @@ def simulate_plan(
     pools: list[PoolSimulation] = []
     events = 0
     workloads = {w.name: w for w in instance.workloads}
-    for index, (workload_name, region, load, counts) in enumerate(_surviving(plan, scenario)):
-        members = [
-            p
-            for p in plan.replicas
-            if p.workload == workload_name
-            and p.region == region
-            and p.role is Role.UNIFIED
-            and counts.get(p.label, 0) > 0
-        ]
-        shares = []
-        for pool in members:
-            config, mix, efficiency = _config(instance, pool)
-            n = counts[pool.label]
-            targets = LatencyTargets.of(workloads[workload_name].slo)
-            capacity = replica_capacity(config, mix, targets, efficiency, n)
-            shares.append((pool, config, mix, efficiency, n, n * capacity.requests_per_s))
+    entries = _surviving(plan, scenario)
+    for index, (workload_name, region, phase, load, counts) in enumerate(entries):
+        if phase.startswith(str(Role.DECODE)):
+            continue  # replayed with its prefill phase
+        shares = _shares(instance, plan, workloads[workload_name], region, counts)
+        if phase.startswith(str(Role.PREFILL)):
+            decode_phase = str(Role.DECODE) + phase[len(str(Role.PREFILL)) :]
+            partner = next(
+                (e for e in entries if e[:3] == (workload_name, region, decode_phase)), None
+            )
+            decode_shares = (
+                _shares(instance, plan, workloads[workload_name], region, partner[4])
+                if partner
+                else []
+            )
+
+            pair = partial(
+                simulate_pair_rows,
+                workloads[workload_name],
+                shares,
+                decode_shares,
+                load,
+                (seed, index),
+                duration_s,
+                warmup,
+                dispatch=dispatch,
+            )
+            rows, count = pair(burstiness_cv, effects=effects)
+            if tolerance and any(row.meets_slo is not None for row in rows):
+                cv = tolerated_cv(partial(pair_meets, pair))
+                rows = [row.model_copy(update={"tolerated_burstiness_cv": cv}) for row in rows]
+            pools.extend(rows)
+            events += count
+            continue
         total = sum(share[-1] for share in shares) or 1.0
         for offset, (pool, config, mix, efficiency, n, weight) in enumerate(shares):
-            rng_seed = [seed, index, offset]
-            result = _simulate_one(
+            one = partial(
+                _simulate_one,
                 pool,
                 workloads[workload_name],
                 config,
@@ -204,15 +156,17 @@ def simulate_plan(
                 efficiency,
                 n,
                 load * weight / total,
-                rng_seed,
+                [seed, index, offset],
                 duration_s,
                 warmup,
-                burstiness_cv,
-                dispatch,
-                effects,
+                dispatch=dispatch,
             )
-            pools.append(result[0])
-            events += result[1]
+            row, count = one(burstiness_cv, effects=effects)
+            if tolerance and row.meets_slo is not None:
+                cv = tolerated_cv(partial(_one_meets, one))
+                row = row.model_copy(update={"tolerated_burstiness_cv": cv})
+            pools.append(row)
+            events += count
     return PlanSimulation(
         instance=plan.instance or instance.name,
         scenario=scenario,
@@ -224,6 +178,30 @@ def simulate_plan(
         pools=tuple(pools),
         events=events,
     )
+
+
+def _one_meets(run, cv: float) -> bool:
+    """A unified pool, run at burstiness `cv` (engine effects all on), meets its SLO."""
+    return run(cv, effects=False)[0].meets_slo is not False
+
+
+def _shares(instance: Instance, plan: Plan, workload, region: str, counts: dict) -> list:
+    """Per pool carrying the phase: (pool, config, mix, efficiency, n, n q(n))."""
+    members = [
+        p
+        for p in plan.replicas
+        if p.workload == workload.name
+        and p.region == region
+        and counts.get(p.label, 0) > 0
+        and not p.shared
+    ]
+    shares = []
+    for pool in members:
+        config, mix, efficiency = _config(instance, pool)
+        n = counts[pool.label]
+        capacity = replica_capacity(config, mix, LatencyTargets.of(workload.slo), efficiency, n)
+        shares.append((pool, config, mix, efficiency, n, n * capacity.requests_per_s))
+    return shares
 
 
 def _simulate_one(
@@ -266,16 +244,16 @@ def _simulate_one(
     many = trace.output_tokens > 1
     tpot = trace.tpot_s[measured[many]]
     simulated = Latencies(
-        ttft_p50_ms=_ms(_quantile(ttft, 0.5)),
-        ttft_p99_ms=_ms(_quantile(ttft, 0.99)),
-        tpot_p50_ms=_ms(_quantile(tpot, 0.5)),
-        tpot_p99_ms=_ms(_quantile(tpot, 0.99)),
+        ttft_p50_ms=measured_ms(quantile(ttft, 0.5)),
+        ttft_p99_ms=measured_ms(quantile(ttft, 0.99)),
+        tpot_p50_ms=measured_ms(quantile(tpot, 0.5)),
+        tpot_p99_ms=measured_ms(quantile(tpot, 0.99)),
     )
     promised = Latencies(
-        ttft_p50_ms=_ms(analytic.ttft_p50_s),
-        ttft_p99_ms=_ms(analytic.ttft_p99_s),
-        tpot_p50_ms=_ms(analytic.tpot_mean_s),
-        tpot_p99_ms=_ms(analytic.tpot_p99_s),
+        ttft_p50_ms=measured_ms(analytic.ttft_p50_s),
+        ttft_p99_ms=measured_ms(analytic.ttft_p99_s),
+        tpot_p50_ms=measured_ms(analytic.tpot_mean_s),
+        tpot_p99_ms=measured_ms(analytic.tpot_p99_s),
     )
     effect_p99: dict[str, float | None] = {}
     if effects:
@@ -287,10 +265,14 @@ def _simulate_one(
         effect_p99["none_off"] = simulated.ttft_p99_ms
         for name in EFFECTS:
             off = run(replace(reference, **{name: False}))
-            effect_p99[f"{name}_off"] = _ms(_quantile(off.ttft_s[off.arrival_s >= warmup_s], 0.99))
-    meets = _within(simulated.ttft_p99_ms, slo.ttft_p99_ms) and _within(
+            effect_p99[f"{name}_off"] = measured_ms(
+                quantile(off.ttft_s[off.arrival_s >= warmup_s], 0.99)
+            )
+    meets = within(simulated.ttft_p99_ms, slo.ttft_p99_ms) and within(
         simulated.tpot_p99_ms, slo.tpot_p99_ms
     )
+    if not measured.any():  # no load on this pool in the scenario: nothing to judge
+        meets = None
     horizon_s = max(trace.end_s, 1e-9)
     return (
         PoolSimulation(
@@ -316,9 +298,3 @@ def _simulate_one(
         ),
         trace.events,
     )
-
-
-def _within(value_ms: float | None, target_ms: float | None) -> bool:
-    if target_ms is None:
-        return True
-    return value_ms is not None and value_ms <= target_ms

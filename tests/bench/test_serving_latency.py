@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 import pytest
-from calibrate import calibration_dir
 
+from calibration.calibrate import calibration_dir
 from models import catalog
 from models.capacity import replica_capacity
 from models.efficiency import efficiency_for

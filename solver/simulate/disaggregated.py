@@ -1,0 +1,162 @@
+"""Replay a disaggregated pair: the prefill pools and the decode pools of one workload in
+one region (one weight precision), with the KV transfer between them.
+
+One request stream at the phase's load is drawn (Poisson, or gamma with a stated
+coefficient of variation) and split at random over the prefill pools in proportion to
+their capacity (a random split of the stream keeps each part of a Poisson stream
+Poisson). Each prefill pool replays its requests on its replicas (the planner's step
+model, chunked prefill, the KV limit, the router's queue) with one output token: the
+iteration that finishes a prompt produces its first token. The prompt's KV then crosses
+to a decode replica over the prefill replica's NICs in `kv_transfer_s` (the planner's
+transfer time; the NICs are taken as uncontended, so a transfer is a pure delay):
+
+    TTFT = prefill first token + transfer - arrival
+
+(the planner's definition of a disaggregated TTFT: wait + own prefill + transfer). The
+requests then arrive, in the order their KV lands, at the decode pools (split at random
+in proportion to capacity), whose replicas admit them with the prompt's KV already
+resident (no prompt tokens to prefill) and decode the O - 1 remaining tokens, with the
+decode pool's own router queue, KV limit and preemption (recompute of the written
+tokens). TPOT is what the user sees after the first token:
+
+    TPOT = (decode finish - (prefill first token + transfer)) / (O - 1)
+
+so a wait for a decode slot counts against TPOT.
+
+The analytic numbers are the planner's at the same per-replica load: for a prefill pool
+its p99 TTFT, own prefill + transfer + the M/G/c wait and the p99 prompt's extra in
+quadrature (as `models.capacity`'s prefill-only replica); for a decode pool
+`models.frontier.operating_point`'s p99 TPOT and mean step.
+"""
+
+import math
+
+import numpy as np
+
+from models.batch_model import MixTokens, kv_transfer_s, pooled_wait_p99_s, replica_step_model
+from models.capacity import replica_capacity
+from models.frontier import operating_point
+from models.replica import LatencyTargets
+from solver.simulate.engine import Effects, ReplicaEngine, simulate_pool
+from solver.simulate.traffic import arrival_times_s, token_lengths
+
+ALL_ON = Effects()
+"""Every engine effect on (a real engine)."""
+
+
+def prefill_ttft_p99_s(config, mix, efficiency, rate: float, pool_replicas: int) -> float:
+    """p99 TTFT of a prefill-only replica at `rate` prompts/s, one of `pool_replicas`
+    behind one router: own prefill S(P) + transfer T(P) + sqrt(W99^2 + (S(P99) + T(P99) -
+    S(P) - T(P))^2), W99 the M/G/c wait with service P (1-h) / r (`models.capacity`,
+    "Prefill-only replica"; math.inf at or past saturation)."""
+    steps = replica_step_model(config, efficiency)
+    m = MixTokens.of(mix)
+    token_rate = steps.prefill_tokens_per_s(m.new_prompt, m.cached_prompt)
+    own_s = steps.prefill_s(m.new_prompt, m.cached_prompt)
+    own_p99_s = steps.prefill_s(m.new_prompt_p99, m.prompt_p99 * m.hit)
+    base_s = own_s + kv_transfer_s(config, m.prompt, efficiency)
+    extra_s = own_p99_s + kv_transfer_s(config, m.prompt_p99, efficiency) - base_s
+    wait_s = pooled_wait_p99_s(rate, m.new_prompt / token_rate, m.prompt_scv, pool_replicas)
+    return base_s + math.hypot(wait_s, extra_s)
+
+
+def _engine(config, mix, efficiency) -> ReplicaEngine:
+    offline = replica_capacity(config, mix, LatencyTargets(), efficiency)
+    steps = replica_step_model(config, efficiency)
+    return ReplicaEngine(steps, offline.kv_capacity_tokens, efficiency.max_batch_sequences)
+
+
+def _split(shares: list[float], count: int, rng: np.random.Generator) -> np.ndarray:
+    """Which of the pools (index) each of `count` requests goes to, in proportion."""
+    weights = np.asarray(shares, dtype=float)
+    weights = (
+        weights / weights.sum() if weights.sum() > 0 else np.full(len(shares), 1 / len(shares))
+    )
+    return rng.choice(len(shares), size=count, p=weights)
+
+
+def simulate_pair(
+    workload,
+    mix,
+    prefill: list[tuple],
+    decode: list[tuple],
+    load: float,
+    rng: np.random.Generator,
+    duration_s: float,
+    burstiness_cv: float,
+    dispatch: str,
+    effects: Effects = ALL_ON,
+) -> dict:
+    """Replay one disaggregated pair (module docstring).
+
+    Args:
+        prefill, decode: per pool (config, efficiency, replicas, capacity share).
+        load: requests/s of the pair (all pools together).
+
+    Returns a dict with `arrival_s`, `ttft_s`, `tpot_s` (per request, NaN where never
+    served), `output_tokens`, and per pool (in the order given) `prefill_pools` /
+    `decode_pools`: (request indices, preemptions, events).
+    """
+    arrivals = arrival_times_s(load, duration_s, burstiness_cv, rng)
+    count = arrivals.size
+    prompts = token_lengths(workload.prompt_tokens, count, rng)
+    outputs = token_lengths(workload.output_tokens, count, rng)
+    cached = np.floor(prompts * workload.prefix_cache_hit_rate)
+    first_audible_s = np.full(count, np.nan)
+    finish_s = np.full(count, np.nan)
+    prefill_out, decode_out = [], []
+    which = _split([share for *_, share in prefill], count, rng)
+    for index, (config, efficiency, replicas, _) in enumerate(prefill):
+        members = np.flatnonzero(which == index)
+        trace = simulate_pool(
+            _engine(config, mix, efficiency),
+            replicas,
+            arrivals[members],
+            prompts[members] - cached[members],
+            np.ones(members.size, dtype=int),
+            cached[members],
+            effects,
+            dispatch=dispatch,
+        )
+        transfer_s = np.array(
+            [kv_transfer_s(config, float(p), efficiency) for p in prompts[members]]
+        )
+        first_audible_s[members] = trace.first_token_s + transfer_s
+        prefill_out.append((members, trace.preemptions, trace.events))
+    which = _split([share for *_, share in decode], count, rng)
+    for index, (config, efficiency, replicas, _) in enumerate(decode):
+        members = np.flatnonzero((which == index) & ~np.isnan(first_audible_s))
+        members = members[np.argsort(first_audible_s[members], kind="stable")]
+        trace = simulate_pool(
+            _engine(config, mix, efficiency),
+            replicas,
+            first_audible_s[members],
+            np.zeros(members.size, dtype=int),
+            outputs[members],
+            prompts[members].astype(float),
+            effects,
+            dispatch=dispatch,
+        )
+        finish_s[members] = trace.finish_s
+        decode_out.append((members, trace.preemptions, trace.events, trace.busy_batch_s))
+    many = outputs > 1
+    tpot_s = np.full(count, np.nan)
+    tpot_s[many] = (finish_s[many] - first_audible_s[many]) / (outputs[many] - 1)
+    return {
+        "arrival_s": arrivals,
+        "ttft_s": first_audible_s - arrivals,
+        "tpot_s": tpot_s,
+        "finish_s": finish_s,
+        "output_tokens": outputs,
+        "prefill_pools": prefill_out,
+        "decode_pools": decode_out,
+    }
+
+
+def decode_analytic(config, mix, efficiency, rate: float) -> tuple[float | None, float | None]:
+    """(mean step s, p99 TPOT s) of a decode replica at `rate` generations/s, or Nones
+    past its offline maximum."""
+    point = operating_point(config, mix, efficiency, rate)
+    if point is None:
+        return None, None
+    return point.decode_step_s, point.tpot_p99_s

@@ -1,0 +1,102 @@
+"""The simulator's results: per pool simulated and analytic latencies and the SLO verdict
+(`solver.simulate.replay`, `solver.simulate.pair_rows`)."""
+
+import math
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+_FROZEN = ConfigDict(extra="forbid", frozen=True)
+EFFECTS = ("batching", "preemption", "interference", "hol_blocking")
+"""Engine effects the simulator can switch off, in the order reported."""
+
+
+class Latencies(BaseModel):
+    """p50 and p99 TTFT and TPOT, ms (None: unbounded)."""
+
+    model_config = _FROZEN
+
+    ttft_p50_ms: float | None
+    ttft_p99_ms: float | None
+    tpot_p50_ms: float | None
+    tpot_p99_ms: float | None
+
+
+class PoolSimulation(BaseModel):
+    """One pool: its load, the simulated and analytic latency, and the SLO verdict."""
+
+    model_config = _FROZEN
+
+    workload: str
+    region: str
+    role: str
+    gpu: str
+    precision: str
+    tp: int
+    pp: int
+    replicas: int
+    load_requests_per_s: float
+    simulated: Latencies | None
+    analytic: Latencies | None
+    ttft_p99_target_ms: float | None = None
+    tpot_p99_target_ms: float | None = None
+    meets_slo: bool | None
+    """None when the pool was not simulated."""
+    requests_measured: int = 0
+    unfinished: int = 0
+    """Measured requests still unfinished when the run stopped (an unstable pool)."""
+    preemptions: int = 0
+    mean_batch: float = 0.0
+    """Time-averaged decoding sequences per replica in the simulation."""
+    tolerated_burstiness_cv: float | None = None
+    """Largest coefficient of variation of inter-arrival times (same mean rate, same
+    seed) at which the pool still meets its SLO (`solver.simulate.tolerance`; a
+    disaggregated pair is judged together). None: not searched, or it misses even at
+    the smoothest arrivals searched."""
+    effects_ttft_p99_ms: dict[str, float | None] = {}
+    """p99 TTFT with each engine effect switched off (`none_off`: all on)."""
+    effects_tpot_p99_ms: dict[str, float | None] = {}
+    """p99 TPOT with each engine effect switched off (a decode pool of a disaggregated
+    pair, whose TTFT is its prefill pool's)."""
+    note: str = ""
+
+
+class PlanSimulation(BaseModel):
+    """A plan's scenario replayed in the simulator."""
+
+    model_config = _FROZEN
+
+    instance: str
+    scenario: str
+    duration_s: float
+    warmup_s: float
+    seed: int
+    burstiness_cv: float
+    dispatch: str
+    pools: tuple[PoolSimulation, ...]
+    events: int = 0
+
+    @property
+    def meets_slo(self) -> bool:
+        """Every simulated pool within its SLO."""
+        return all(pool.meets_slo is not False for pool in self.pools)
+
+
+def measured_ms(seconds: float) -> float | None:
+    """Seconds as ms; None for an infinite or NaN value (never served)."""
+    return None if math.isinf(seconds) or math.isnan(seconds) else seconds * 1e3
+
+
+def quantile(values: np.ndarray, q: float) -> float:
+    """The q-quantile, NaN (a request never served) counted as infinitely late."""
+    if values.size == 0:
+        return math.nan
+    filled = np.where(np.isnan(values), np.inf, values)
+    return float(np.quantile(filled, q, method="higher"))
+
+
+def within(value_ms: float | None, target_ms: float | None) -> bool:
+    """A p99 meets its target (always, without a target; never, when unbounded)."""
+    if target_ms is None:
+        return True
+    return value_ms is not None and value_ms <= target_ms
