@@ -13,7 +13,10 @@ straddles servers but by its pipeline stages: `models.site.stage_problem`), s in
 in `policy.attention_data_parallel` where the expert layout rule holds (an MoE model, e
 dividing t x d and the experts; e = d = 1 always), role unified, plus prefill and
 decode when `policy.disaggregation`. The KV cache is kept at the model entry's
-`kv_precision`, else at p but never below fp8.
+`kv_precision`, else at p but never below fp8. Each unified and decode configuration
+comes plain and with each option of `policy.speculative` (`models.speculative`), so the
+program turns speculation on per pool; dominance below drops the variant that carries
+less (speculation usually wins at tight TPOT targets and loses at loose ones).
 
 The performance model (`models.capacity.replica_capacity`) gives each one its capacity
 at the SLO, q in requests/s of its own phase, and the factor that limits it. The KV
@@ -167,7 +170,10 @@ class Candidate:
     def key(self) -> str:
         """Short, name-safe identifier, e.g. `h100-sxm.fp8.tp4pp1.unified`."""
         c = self.config
-        return configuration_key(c.gpu.name, c.weight_precision, c.tp, c.pp, c.role, c.ep, c.dp)
+        speculative = c.speculation.name if c.speculation is not None else None
+        return configuration_key(
+            c.gpu.name, c.weight_precision, c.tp, c.pp, c.role, c.ep, c.dp, speculative
+        )
 
     @property
     def label(self) -> str:
@@ -232,9 +238,13 @@ def configurations(instance: Instance, workload: Workload) -> list[ReplicaConfig
                         if whole_servers and stage_problem(tp, dp, gpu.gpus_per_node):
                             continue
                         for role in roles:
-                            configs.append(
-                                ReplicaConfig(gpu, llm, precision, kv, tp, pp, role, ep, dp)
-                            )
+                            plain = ReplicaConfig(gpu, llm, precision, kv, tp, pp, role, ep, dp)
+                            configs.append(plain)
+                            if role is not Role.PREFILL:
+                                configs += [
+                                    replace(plain, speculation=speculation)
+                                    for speculation in instance.speculations.values()
+                                ]
     return configs
 
 
@@ -292,6 +302,7 @@ def build_candidates(instance: Instance, settings: SolveSettings | None = None) 
                 config.role,
                 config.ep,
                 config.dp,
+                config.speculation.name if config.speculation else None,
                 mix,
                 targets,
             )

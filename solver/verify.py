@@ -293,11 +293,31 @@ def _recompute_pools(instance: Instance, plan: Plan, violations: list[Violation]
                     f"{entry.tp} x PP {entry.pp}{dp} = {expected_gpus}",
                 )
             )
+        speculation = instance.speculations.get(entry.speculative or "")
+        if entry.speculative is not None and speculation is None:
+            add(
+                Violation(
+                    requirement=name,
+                    message=f"decodes with speculative option {entry.speculative!r}, which "
+                    f"policy.speculative does not declare "
+                    f"(declared: {', '.join(instance.speculations) or 'none'})",
+                )
+            )
+            continue
         kv = entry.kv_precision or kv_precision_for(Precision(entry.precision), model.kv_precision)
         key = (entry.workload, entry.region, entry.label, kv)
         if key not in pools:
             config = ReplicaConfig(
-                gpu, llm, entry.precision, kv, entry.tp, entry.pp, entry.role, entry.ep, entry.dp
+                gpu,
+                llm,
+                entry.precision,
+                kv,
+                entry.tp,
+                entry.pp,
+                entry.role,
+                entry.ep,
+                entry.dp,
+                speculation if entry.role is not Role.PREFILL else None,
             )
             pool = _Pool(
                 workload=entry.workload,
