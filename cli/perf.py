@@ -18,8 +18,12 @@ import typer
 
 from cli.console import err, print_json
 from cli.exit_codes import ExitCode
-from cli.perf_speculative import speculation_from_flags, speculation_json, speculation_table_spec
-from cli.perf_speculative import speculative_model
+from cli.perf_speculative import (
+    speculation_from_flags,
+    speculation_json,
+    speculation_table_spec,
+    speculative_model,
+)
 from cli.tables import TableSpec, markdown_tables, print_tables
 from models import catalog
 from models.capacity import replica_capacity

@@ -12,8 +12,8 @@ from models.errors import InputError, Issue
 from models.quantities import out_of_range
 from models.replica import ReplicaConfig, Role, TrafficMix
 from models.speculative import (
-    SpeculationRow,
     Speculation,
+    SpeculationRow,
     SpeculativeSteps,
     batch_buckets,
     crossover_batch,
@@ -92,9 +92,7 @@ def _rows(
     return context, rows, crossover_batch(spec, context, CROSSOVER_SEARCH_BATCH)
 
 
-def speculation_table_spec(
-    spec: SpeculativeSteps, mix: TrafficMix, max_batch: int
-) -> TableSpec:
+def speculation_table_spec(spec: SpeculativeSteps, mix: TrafficMix, max_batch: int) -> TableSpec:
     """Per batch: E, the cycle, the plain step, the speculative TPOT, the speed-up, and
     the best draft length with its speed-up; the note names the crossover batch."""
     context, rows, crossover = _rows(spec, mix, max_batch)

@@ -48,7 +48,8 @@ def test_expected_tokens_by_hand_for_a_07_k3():
 def test_tokens_variance_by_hand_for_a_07_k3():
     # E[X^2] = sum (2i + 1) a^i = 1 + 3 x 0.7 + 5 x 0.49 + 7 x 0.343 = 7.951
     second = 1 + 3 * 0.7 + 5 * 0.49 + 7 * 0.343
-    assert tokens_variance(0.7, 3) == pytest.approx(second - 2.533**2, rel=1e-9)  # E = 2.533 exactly
+    e = 2.533  # 1 + 0.7 + 0.49 + 0.343, exactly
+    assert tokens_variance(0.7, 3) == pytest.approx(second - e**2, rel=1e-9)
 
 
 @given(a=st.floats(0.0, 1.0), k=st.integers(0, 16))
