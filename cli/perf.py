@@ -688,6 +688,12 @@ def perf(
         speculative_tokens, acceptance_rate, draft_model, draft_cost_ratio
     )
     config = replace(config, speculation=speculation)
+    if speculation is not None and (rate is not None or concurrency is not None):
+        raise _problem(
+            "--rate/--concurrency",
+            "the latency at a load runs plain decoding: drop --rate/--concurrency or the "
+            "speculative flags",
+        )
     efficiency = efficiency_for(gpu_spec, precision)
     capacity = replica_capacity(config, mix, targets, efficiency, pool_replicas)
     frontier = (

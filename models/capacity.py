@@ -74,6 +74,11 @@ a precision the GPU lacks) or does not fit returns fits=False with the reason, a
 configuration that cannot meet the SLO at any load returns meets_slo=False with the best
 TTFT and TPOT it reaches.
 
+Speculative decoding (a configuration's `speculation`, `models.speculative`): an iteration
+is one speculation cycle (k draft steps and a verify pass of k + 1 positions per
+sequence) that advances every sequence E tokens; `models.batch_model` states how the
+rate, the token budget and the TPOT follow, and every bound above holds as written.
+
 Where the pieces live: the replica as functions of its batch B in `models.batch_model`,
 the `reason` sentences in `models.capacity_reasons`, the throughput frontier and the
 operating point at a rate in `models.frontier` (still importable from here).

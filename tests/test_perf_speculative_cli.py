@@ -69,6 +69,7 @@ def test_table_with_a_cost_ratio(run_cli):
             ("--speculative-tokens", "3", "--acceptance-rate", "1.2", "--draft-cost-ratio", "0.1"),
             "at most 1",
         ),
+        ((*SPEC, "--draft-cost-ratio", "0.1", "--rate", "2"), "plain decoding"),
     ],
 )
 def test_bad_speculation_flags_exit_2(run_cli, flags, message):
