@@ -123,6 +123,7 @@ def speculation_table_spec(spec: SpeculativeSteps, mix: TrafficMix, max_batch: i
             f"speculation is slower than plain decoding from batch {crossover:,} on "
             "(the verify pass turns compute-bound); best k searched over 1..2k"
         )
+    note += "; with speculation the replica's decode step above is one cycle"
     return TableSpec(
         title=title,
         columns=(

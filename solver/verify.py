@@ -760,8 +760,10 @@ class _Share:
         """`shared group a+b on h100-sxm bf16 tp1xpp1`."""
         return f"shared group {'+'.join(self.entry.workloads)} on {self.entry.label}"
 
-    def carries(self, replicas: int) -> float:
-        """n x a[w]."""
+    def carries(self, replicas: int, rerouted_rtt_ms: float = 0.0) -> float:
+        """n x a[w] (a shared group is not charged the failover round trip, as in the
+        program: `rerouted_rtt_ms` is not used)."""
+        del rerouted_rtt_ms
         return replicas * self.rate
 
 
