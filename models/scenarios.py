@@ -214,6 +214,20 @@ def rerouted_rtt_ms(
     return longest
 
 
+def rerouted_rtts(instance: Instance) -> dict[str, tuple[float, ...]]:
+    """Per workload, every round trip `rerouted_rtt_ms` gives some region in some failure
+    scenario of the instance (increasing): the TTFT targets less a round trip at which
+    its replicas may have to serve (the candidates tabulate their capacity at each)."""
+    graph = RegionGraph.of(instance)
+    found: dict[str, set[float]] = {w.name: set() for w in instance.workloads}
+    for scenario in failure_scenarios(instance):
+        for workload in instance.workloads:
+            origins = [o for o, level in workload.demand.items() if level.peak_rps > 0]
+            bound = workload.slo.max_failover_rtt_ms
+            found[workload.name] |= set(rerouted_rtt_ms(graph, scenario, origins, bound).values())
+    return {w: tuple(sorted(rtts)) for w, rtts in found.items()}
+
+
 def failover_targets(targets: LatencyTargets, rtt_ms: float) -> LatencyTargets:
     """The targets a region's replicas must meet while serving users rerouted from
     `rtt_ms` away: the p99 TTFT less the round trip (at least 1 us, so a round trip

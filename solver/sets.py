@@ -35,15 +35,7 @@ from models.scenarios import RegionGraph, Scenario, ScenarioKind, rerouted_rtt_m
 from models.site import demand_factor
 from solver.candidates import Candidate, CandidateTable
 from solver.elastic import ElasticSlack, elastic_slack
-from solver.pools import (
-    PoolCurve,
-    PoolStep,
-    Tier,
-    failover_curve,
-    largest_useful_pool,
-    physics_of,
-    pool_tiers,
-)
+from solver.pools import PoolStep, Tier, largest_useful_pool, pool_tiers
 from solver.row_names import phase_label
 
 
@@ -244,7 +236,9 @@ class ProgramSets:
         largest = largest_useful_pool(c.curve, c.ladder, load, zones, spare)
         # Serving rerouted users (a tighter TTFT target) may take a larger pool.
         for rtt_ms in {rtt for (_, w2, d), rtt in self.rerouted_rtt.items() if (w2, d) == (w, r)}:
-            curve = self._failover_curve(w, c, rtt_ms)
+            curve = c.failover_curve(rtt_ms)
+            if curve is None:
+                continue
             if not c.ladder or curve.requests_per_s(1) <= 0:
                 largest = max(largest, *(step.replicas for step in c.ladder), 1)
                 continue
@@ -382,18 +376,6 @@ class ProgramSets:
                     longest[(f.name, w, d)] = rtt_ms
         return longest
 
-    @cached_property
-    def _failover_curves(self) -> dict[tuple[str, str, float], PoolCurve]:
-        return {}
-
-    def _failover_curve(self, w: str, c: Candidate, rtt_ms: float) -> PoolCurve:
-        """c's curve at w's TTFT target less `rtt_ms` (solver.pools.failover_curve), once."""
-        key = (w, c.key, rtt_ms)
-        if key not in self._failover_curves:
-            physics = physics_of(self.instance, w, c.config)
-            self._failover_curves[key] = failover_curve(physics, c.curve, rtt_ms)
-        return self._failover_curves[key]
-
     def failover_tiers(self, f: str, pool: Pool) -> tuple[float, tuple[Tier, ...]] | None:
         """q'(1) and the pooling steps of `pool` in scenario f at the TTFT target less the
         longest round trip of the users f may reroute to its region (its replicas serve
@@ -401,7 +383,9 @@ class ProgramSets:
         rtt_ms = self.rerouted_rtt.get((f, pool.workload, pool.region), 0.0)
         if rtt_ms <= 0:
             return None
-        curve = self._failover_curve(pool.workload, pool.candidate, rtt_ms)
+        curve = pool.candidate.failover_curve(rtt_ms)
+        if curve is None:
+            return None
         steps = tuple(PoolStep(t.replicas, curve.requests_per_s(t.replicas)) for t in pool.tiers)
         zones = self._zone_hit(pool.region)
         tiers = pool_tiers(curve, steps, pool.tiers[-1].replicas if steps else 1, zones, False)
