@@ -102,7 +102,7 @@ def estimate(
         float | None,
         typer.Option(
             help="p99 TTFT target for --model, ms (default none); the capacity is taken at "
-            "it, and --target-utilization still applies on top."
+            "it, so no --target-utilization applies on top (it already holds the p99)."
         ),
     ] = None,
     tpot_p99_ms: Annotated[

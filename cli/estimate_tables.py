@@ -62,14 +62,20 @@ def estimate_report(r: EstimateResult) -> Report:
         (
             ("requests per day", _int(a.requests_per_day)),
             ("peak / average", f"{a.peak_to_average:g}x"),
-            ("latency per request", f"{a.latency_s:g} s"),
+            (
+                "latency per request" + (" (performance model)" if modelled else ""),
+                f"{a.latency_s:.3g} s",
+            ),
             ("tokens per request", f"{_int(a.input_tokens)} in, {_int(a.output_tokens)} out"),
             (
                 "output tokens/s per GPU " + ("(performance model)" if modelled else "(ASSUMED)"),
                 _int(a.gpu_tokens_per_s),
             ),
             ("target utilisation at peak", _pct(a.target_utilization, 0)),
-            ("sequences per GPU (memory)", f"{a.seqs_per_gpu:g}"),
+            (
+                "sequences per GPU " + ("(performance model)" if modelled else "(memory)"),
+                f"{a.seqs_per_gpu:.4g}",
+            ),
             ("SLO / window", f"{_trim_pct(a.slo)} over {a.window_days:g} days"),
         ),
     )

@@ -19,6 +19,12 @@ import typer
 from cli.console import err
 from cli.exit_codes import ExitCode
 from cli.options import JsonOnly, emit_json
+from cli.perf_speculative import (
+    speculation_from_flags,
+    speculation_json,
+    speculation_table_spec,
+    speculative_model,
+)
 from cli.tables import TableSpec, markdown_tables, print_tables
 from models import catalog
 from models.capacity import replica_capacity
@@ -624,6 +630,25 @@ def perf(
             "(llama, qwen2, qwen3, qwen3_moe, mixtral, deepseek_v3, gpt_oss, llama4).",
         ),
     ] = None,
+    speculative_tokens: Annotated[
+        int | None,
+        typer.Option(help="Speculative decoding: k tokens drafted per cycle (1-16)."),
+    ] = None,
+    acceptance_rate: Annotated[
+        float | None,
+        typer.Option(help="Speculative decoding: mean acceptance of a drafted token, [0, 1]."),
+    ] = None,
+    draft_model: Annotated[
+        str | None,
+        typer.Option(help="Speculative decoding: a catalog draft model, e.g. llama-3.1-8b."),
+    ] = None,
+    draft_cost_ratio: Annotated[
+        float | None,
+        typer.Option(
+            help="Speculative decoding with EAGLE heads / MTP: one draft step over one target "
+            "decode pass, (0, 1]."
+        ),
+    ] = None,
 ) -> None:
     """One replica configuration's memory, step times, capacity and limiting factor.
 
@@ -666,6 +691,16 @@ def perf(
         tpot_p99_s=None if tpot_p99_ms is None else tpot_p99_ms / 1e3,
     )
     config = ReplicaConfig(gpu_spec, llm_spec, precision, kv, tp, pp, role, ep, dp)
+    speculation = speculation_from_flags(
+        speculative_tokens, acceptance_rate, draft_model, draft_cost_ratio
+    )
+    config = replace(config, speculation=speculation)
+    if speculation is not None and (rate is not None or concurrency is not None):
+        raise _problem(
+            "--rate/--concurrency",
+            "the latency at a load runs plain decoding: drop --rate/--concurrency or the "
+            "speculative flags",
+        )
     efficiency = efficiency_for(gpu_spec, precision)
     capacity = replica_capacity(config, mix, targets, efficiency, pool_replicas)
     frontier = (
@@ -679,13 +714,18 @@ def perf(
         if kv_tiers or prefix_tokens is not None
         else None
     )
+    cycle = speculative_model(config, efficiency) if capacity.fits else None
     if as_json:
         data = perf_json(capacity, mix, targets, efficiency, frontier, pool_replicas)
         if tiers is not None:
             data.update(kv_tiers_json(tiers))
+        if cycle is not None:
+            data.update(speculation_json(cycle, mix, capacity.max_batch))
         emit_json(as_json, data if load is None else {**data, **load_json(load, data)})
     elif capacity.fits:
         tables = perf_tables(capacity, targets, pool_replicas, frontier, load, tiers)
+        if cycle is not None:
+            tables.insert(1, speculation_table_spec(cycle, mix, capacity.max_batch))
         if as_markdown:
             sys.stdout.write(markdown_tables([], tables))
         else:

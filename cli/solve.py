@@ -408,7 +408,7 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
                         f"{p.tp} x {p.pp}"
                         + (f" x dp{p.dp}" if p.dp > 1 else "")
                         + (f" ep{p.ep}" if p.ep > 1 else ""),
-                        str(p.role),
+                        str(p.role) + (f", spec {p.speculative}" if p.speculative else ""),
                         str(p.count),
                         str(p.gpus),
                         _per_replica(p),

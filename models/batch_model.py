@@ -44,6 +44,17 @@ Chunked-prefill interference (the iteration mixture)
     Assumptions: a reply's mean iteration is normal (moment-matched: short replies have
     heavier tails) and successive iterations independent; for mu > 8 the Poisson law is
     replaced by a normal one at 9 Gauss-Hermite points (`poisson_points`).
+
+Speculative decoding (`models.speculative`)
+    With speculation an iteration is one speculation cycle: k draft steps and a verify
+    pass of k + 1 positions per sequence, emitting E tokens per sequence on average. So
+    every sequence advances E tokens per iteration: prompts join at mu(B) = B E / O, the
+    decode tokens take B (k + 1) of the token budget, the rate is B E / (O t(B)), and the
+    TPOT is t(B) / E; a reply lives through (O - 1) / E cycles, and the tokens a cycle
+    emits spread too (Var[X], `models.speculative.tokens_variance`): over a reply of n
+    tokens the mean time per token has variance t^2 Var[X] / (E^3 n) from that alone,
+    added in quadrature. Without speculation E = k + 1 = 1 and every formula above is
+    unchanged.
 """
 
 import math
@@ -56,6 +67,12 @@ from models.efficiency import Efficiency
 from models.memory import MemoryBudget, kv_bytes_per_token, memory_budget
 from models.queueing import wait_quantile_s
 from models.replica import ReplicaConfig, Role, TrafficMix
+from models.speculative import (
+    SpeculativeSteps,
+    speculative_steps,
+    tokens_variance,
+    with_draft_memory,
+)
 from models.step_time import PassParts, StepModel, step_model
 
 Z_P99 = 2.326347874
@@ -120,8 +137,9 @@ def nic_bytes_per_s(config: ReplicaConfig, efficiency: Efficiency) -> float:
 
 
 def replica_memory_budget(config: ReplicaConfig, efficiency: Efficiency) -> MemoryBudget:
-    """The memory budget of the replica's layout (`models.memory.memory_budget`)."""
-    return memory_budget(
+    """The memory budget of the replica's layout (`models.memory.memory_budget`), with a
+    speculative drafter's weights and KV cache (`models.speculative.with_draft_memory`)."""
+    budget = memory_budget(
         config.gpu,
         config.llm,
         config.weight_precision,
@@ -131,6 +149,11 @@ def replica_memory_budget(config: ReplicaConfig, efficiency: Efficiency) -> Memo
         efficiency,
         config.ep,
         config.dp,
+    )
+    if config.speculation is None:
+        return budget
+    return with_draft_memory(
+        budget, config.speculation, config.tp, config.weight_precision, config.kv_precision
     )
 
 
@@ -146,6 +169,24 @@ def replica_step_model(config: ReplicaConfig, efficiency: Efficiency) -> StepMod
         efficiency,
         ep=config.ep,
         dp=config.dp,
+    )
+
+
+def decode_steps(
+    config: ReplicaConfig, efficiency: Efficiency, steps: StepModel
+) -> StepModel | SpeculativeSteps:
+    """What one iteration of the replica's decode side is: `steps` (the replica's step
+    model), or a speculation cycle over it when the configuration speculates."""
+    if config.speculation is None or config.role is Role.PREFILL:
+        return steps
+    return speculative_steps(
+        config.gpu,
+        steps,
+        config.speculation,
+        config.weight_precision,
+        config.kv_precision,
+        efficiency,
+        config.dp,
     )
 
 
@@ -273,7 +314,7 @@ class BatchModel:
 
     def __init__(
         self,
-        steps: StepModel,
+        steps: StepModel | SpeculativeSteps,
         mix: MixTokens,
         role: Role,
         transfer_s: float,
@@ -281,30 +322,52 @@ class BatchModel:
         pool_replicas: float = 1,
     ):
         self.steps = steps
+        plain = steps.steps if isinstance(steps, SpeculativeSteps) else steps
+        self.advance = 1.0
+        """Tokens a sequence advances per iteration: E with speculation, else 1."""
+        self.positions = 1.0
+        """Decode positions a sequence takes of the token budget: k + 1, else 1."""
+        self.advance_variance = 0.0
+        """Var[X] of the tokens one cycle emits (0 without speculation)."""
+        if isinstance(steps, SpeculativeSteps):
+            spec = steps.speculation
+            self.advance = spec.expected_tokens
+            self.positions = float(spec.tokens + 1)
+            self.advance_variance = tokens_variance(spec.acceptance_rate, spec.tokens)
         self.mix = mix
         self.pool_replicas = pool_replicas
         self.prefill = role is Role.UNIFIED
         self.transfer_s = transfer_s
         self.transfer_p99_s = transfer_p99_s
-        self.budget_tokens = steps.pp * steps.chunk_tokens
+        self.budget_tokens = plain.pp * plain.chunk_tokens
         self.prefill_context = mix.cached_prompt + mix.new_prompt / 2
         self._mixtures: dict[float, IterationMixture] = {}
 
     def prefill_tokens(self, batch: float) -> float:
-        """Q(B) = B P (1-h) / O: prompt tokens per iteration on average (0 for a decode
-        replica)."""
-        return batch * self.mix.new_prompt / self.mix.output if self.prefill else 0.0
+        """Q(B) = B E P (1-h) / O: prompt tokens per iteration on average (0 for a decode
+        replica; E = 1 without speculation)."""
+        if not self.prefill:
+            return 0.0
+        return batch * self.advance * self.mix.new_prompt / self.mix.output
 
     def lane_batch_limit(self) -> float:
-        """Largest B whose prompts fit the token budget: B + Q(B) <= pp x chunk."""
+        """Largest B whose prompts fit the token budget: B (k + 1) + Q(B) <= pp x chunk
+        (k + 1 = 1 without speculation)."""
         if not self.prefill:
             return math.inf
-        return self.budget_tokens / (1 + self.mix.new_prompt / self.mix.output)
+        return self.budget_tokens / (
+            self.positions + self.advance * self.mix.new_prompt / self.mix.output
+        )
+
+    def lane_tokens(self, batch: float) -> float:
+        """Prompt tokens an iteration has room for beside the decode tokens:
+        pp x chunk - B (k + 1)."""
+        return self.budget_tokens - batch * self.positions
 
     def prompts_per_iteration(self, batch: float) -> float:
-        """mu(B) = B / O: prompts arriving per iteration on average (as many requests
+        """mu(B) = B E / O: prompts arriving per iteration on average (as many requests
         start as finish; 0 for a decode replica)."""
-        return batch / self.mix.output if self.prefill else 0.0
+        return batch * self.advance / self.mix.output if self.prefill else 0.0
 
     def decode_only_s(self, batch: float) -> float:
         """t_0(B): an iteration with no prompt tokens."""
@@ -320,7 +383,7 @@ class BatchModel:
             return cached
         mean_prompts = self.prompts_per_iteration(batch)
         decode_s = self.decode_only_s(batch)
-        lane_tokens = self.budget_tokens - batch
+        lane_tokens = self.lane_tokens(batch)
         if mean_prompts <= 0:
             result = IterationMixture(decode_s, decode_s**2, 0.0)
         elif lane_tokens <= 0:
@@ -366,9 +429,15 @@ class BatchModel:
         if math.isinf(mean_s):
             return math.inf
         batch_dev_s = self.step_s(self.batch_high(batch)) - mean_s
-        iterations = max(self.mix.output - 1, 1.0)
-        reply_sd_s = math.sqrt(mixture.variance_s2 * (1 + self.mix.output_scv) / iterations)
-        return mean_s + math.hypot(batch_dev_s, Z_P99 * reply_sd_s)
+        if self.advance == 1.0:
+            iterations = max(self.mix.output - 1, 1.0)
+            reply_sd_s = math.sqrt(mixture.variance_s2 * (1 + self.mix.output_scv) / iterations)
+            return mean_s + math.hypot(batch_dev_s, Z_P99 * reply_sd_s)
+        e, tokens = self.advance, max(self.mix.output - 1, 1.0)
+        iterations = max(tokens / e, 1.0)
+        reply_var_s2 = mixture.variance_s2 * (1 + self.mix.output_scv) / iterations
+        reply_var_s2 += mean_s**2 * self.advance_variance / (e * tokens)
+        return (mean_s + math.hypot(batch_dev_s, Z_P99 * math.sqrt(reply_var_s2))) / e
 
     def batch_high(self, batch: float) -> float:
         """The p99 batch a reply lives through: B + 2.326 sqrt(B) / (1 - g), the Poisson
@@ -413,7 +482,7 @@ class BatchModel:
         if not self.prefill:
             return self.transfer_p99_s
         mix, steps = self.mix, self.steps
-        lane_tokens = self.budget_tokens - batch
+        lane_tokens = self.lane_tokens(batch)
         if lane_tokens <= 0:
             return math.inf
         full_s = steps.iteration_s(batch, mix.context, lane_tokens, self.prefill_context)
@@ -430,6 +499,6 @@ class BatchModel:
     def point(self, batch: float) -> BatchPoint:
         """The operating point at mean batch B."""
         step_s = self.step_s(batch)
-        rate = batch / (self.mix.output * step_s)
+        rate = batch * self.advance / (self.mix.output * step_s)
         tpot_s = self.tpot_p99_s(batch)
         return BatchPoint(batch, step_s, rate, tpot_s, self.ttft_p99_s(batch, step_s, rate))

@@ -74,6 +74,11 @@ a precision the GPU lacks) or does not fit returns fits=False with the reason, a
 configuration that cannot meet the SLO at any load returns meets_slo=False with the best
 TTFT and TPOT it reaches.
 
+Speculative decoding (a configuration's `speculation`, `models.speculative`): an iteration
+is one speculation cycle (k draft steps and a verify pass of k + 1 positions per
+sequence) that advances every sequence E tokens; `models.batch_model` states how the
+rate, the token budget and the TPOT follow, and every bound above holds as written.
+
 Where the pieces live: the replica as functions of its batch B in `models.batch_model`,
 the `reason` sentences in `models.capacity_reasons`, the throughput frontier and the
 operating point at a rate in `models.frontier` (still importable from here).
@@ -87,6 +92,7 @@ from models.batch_model import (
     BatchPoint,
     MixTokens,
     bisect_edge,
+    decode_steps,
     kv_transfer_bytes,
     nic_bytes_per_s,
     pooled_wait_p99_s,
@@ -248,7 +254,8 @@ def batch_capacity(
     decode = config.role is Role.DECODE
     transfer_s = kv_transfer_s(config, m.prompt, efficiency) if decode else 0.0
     transfer_p99_s = kv_transfer_s(config, m.prompt_p99, efficiency) if decode else 0.0
-    model = BatchModel(steps, m, config.role, transfer_s, transfer_p99_s, pool_replicas)
+    cycle = decode_steps(config, efficiency, steps)  # a speculation cycle, or `steps`
+    model = BatchModel(cycle, m, config.role, transfer_s, transfer_p99_s, pool_replicas)
     kv_sequences = m.kv_sequences(budget.kv_capacity_tokens)
     max_batch = int(kv_sequences) if m.shared_kv_tokens else budget.max_sequences(m.footprint)
     offline = targets.is_offline
@@ -272,7 +279,11 @@ def batch_capacity(
     if cap_limit is None:  # the engine's batch cap: name the roof the step hits there
         cap_limit = _bound_limit(model.parts(cap))
 
-    best_tpot_s = steps.decode_step_s(1.0, m.context)
+    best_tpot_s = (
+        steps.decode_step_s(1.0, m.context)
+        if cycle is steps
+        else cycle.tpot_s(1.0, m.context)  # type: ignore[union-attr]
+    )
     best_ttft_s = (
         model.own_prefill_s(0.0, m.new_prompt_p99, model.budget_tokens)
         if not decode

@@ -5,7 +5,10 @@ error budget, every step a named formula.
 `EstimateResult`. Its defaults are the usual worked example of LLM chat sizing: 2M
 requests a day, 4x peak, 6 s per request, 1,500 prompt and 400 output tokens, an assumed
 2,000 output tokens/s per GPU at 60% planned utilisation, 40 sequences per GPU, a 99.9%
-SLO over 30 days. The figures are estimates from stated assumptions, not measurements.
+SLO over 30 days. With a model and a GPU (`estimate_with_model`) the throughput, the
+request duration and the sequences per GPU come from the performance model's operating
+point instead, and a capacity taken at a latency target gets no utilisation ceiling.
+The figures are estimates from stated assumptions, not measurements.
 Reading them from flags and a config file is the command line's job
 (`cli.estimate_config`).
 
@@ -349,6 +352,28 @@ class ModelThroughput:
         return self.best.output_tokens_per_s_per_gpu
 
     @property
+    def request_duration_s(self) -> float:
+        """Mean seconds a request spends in the best layout at its operating point: its
+        prefill, then B / lambda of decoding (Little's law on the B sequences decoding,
+        which leave at lambda requests/s: O t(B), or O t(B) / E with speculation)."""
+        best = self.best
+        return best.prefill_s + best.batch / best.requests_per_s
+
+    @property
+    def seqs_per_gpu(self) -> float:
+        """Requests in one replica at the operating point, per GPU: lambda x the request
+        duration / GPUs per replica = (B + lambda x prefill) / GPUs (Little's law: the B
+        decoding and those in their prefill)."""
+        best = self.best
+        return best.requests_per_s * self.request_duration_s / best.config.gpus
+
+    @property
+    def at_slo(self) -> bool:
+        """Whether the capacity was taken at a latency target (its p99 already holds the
+        SLO, so no utilisation ceiling belongs on top)."""
+        return not self.targets.is_offline
+
+    @property
     def source(self) -> str:
         """One line saying where the throughput came from."""
         slo = "no latency target" if self.targets.is_offline else _targets_text(self.targets)
@@ -420,6 +445,21 @@ def model_throughput(
 def estimate_with_model(
     assumptions: EstimateAssumptions, throughput: ModelThroughput
 ) -> EstimateResult:
-    """`estimate` with gpu_tokens_per_s replaced by the performance model's figure."""
-    updated = assumptions.model_copy(update={"gpu_tokens_per_s": throughput.gpu_tokens_per_s})
+    """`estimate` with the performance model's operating point in place of the assumed
+    figures: gpu_tokens_per_s, the request duration (`latency_s`, from
+    `ModelThroughput.request_duration_s`) and the sequences per GPU (`seqs_per_gpu`).
+
+    With a latency target the capacity is already the most one replica carries within
+    the p99 SLO, so the planned utilisation is 1 (a ceiling on top would count the
+    queueing margin twice); without one (maximum throughput) the assumption's
+    utilisation stays. Then the throughput and concurrency counts agree: both are
+    peak_qps / (requests/s per replica) x GPUs per replica, over the utilisation.
+    """
+    update: dict[str, float] = {"gpu_tokens_per_s": throughput.gpu_tokens_per_s}
+    if throughput.best.batch > 0 and throughput.best.requests_per_s > 0:
+        update["latency_s"] = throughput.request_duration_s
+        update["seqs_per_gpu"] = throughput.seqs_per_gpu
+    if throughput.at_slo:
+        update["target_utilization"] = 1.0
+    updated = assumptions.model_copy(update=update)
     return estimate(updated, throughput_source=throughput.source)

@@ -14,6 +14,7 @@ from models.batch_model import (
     MixTokens,
     batch_p99,
     bisect_edge,
+    decode_steps,
     replica_step_model,
     within_target,
 )
@@ -31,7 +32,8 @@ class FrontierPoint:
     decode_step_s: float
     """Iteration time at this batch (prefill riding along for a unified replica)."""
     tokens_per_s_per_user: float
-    """1 / decode_step_s: the speed each stream sees."""
+    """E / decode_step_s: the speed each stream sees (E = 1 without speculation, else the
+    tokens a speculation cycle emits; the step is then one cycle)."""
     output_tokens_per_s_per_gpu: float
     requests_per_s: float
     ttft_p99_s: float
@@ -109,8 +111,9 @@ def _frontier_model(
 ) -> BatchModel:
     """The unified/decode model behind the frontier and the operating point (no KV
     transfer counted in a decode replica's TTFT)."""
+    steps = replica_step_model(config, efficiency)
     return BatchModel(
-        replica_step_model(config, efficiency),
+        decode_steps(config, efficiency, steps),  # a speculation cycle when configured
         MixTokens.of(mix),
         config.role,
         0.0,
@@ -126,7 +129,7 @@ def _frontier_point(
     return FrontierPoint(
         batch=point.batch,
         decode_step_s=point.step_s,
-        tokens_per_s_per_user=1 / point.step_s,
+        tokens_per_s_per_user=model.advance / point.step_s,  # E tokens per cycle
         output_tokens_per_s_per_gpu=point.rate * model.mix.output / config.gpus,
         requests_per_s=point.rate,
         ttft_p99_s=point.ttft_p99_s,

@@ -69,6 +69,8 @@ from models.quantities import (
     Zones,
     at_most,
 )
+from models.speculative import Speculation
+from models.speculative_option import SpeculativeOption
 from models.traffic import Demand, SharedPrefix, TokenDistribution
 from models.voice import Voice, VoiceBudgetError, voice_budget
 
@@ -458,6 +460,12 @@ class Policy(BaseModel):
     server_power_factor: ServerPowerFactor | None = None
     """A server's power over its GPUs' board power; default `models.site.SERVER_POWER_FACTOR`
     (1.82, DGX H100: 10.2 kW for 8 x 700 W)."""
+    speculative: Annotated[list[SpeculativeOption], at_most(limits.SPECULATIVE_OPTIONS)] = Field(
+        default_factory=list
+    )
+    """Speculative-decoding options the program may turn on per pool (each: name,
+    draft_model or draft_cost_ratio, tokens, acceptance_rate); every unified and decode
+    candidate is enumerated with and without each; default: none."""
 
 
 class Quality(BaseModel):
@@ -542,6 +550,18 @@ class Instance(BaseModel):
             if entry.is_adapter:
                 specs[entry.name] = resolve_adapter(entry, self._base_spec(entry, specs))
         return specs
+
+    @cached_property
+    def speculations(self) -> dict[str, Speculation]:
+        """`policy.speculative` resolved by option name: a draft model is one of the
+        instance's models, else the catalog's."""
+        specs = self.llm_specs
+        resolved = {}
+        for option in self.policy.speculative:
+            name = option.draft_model
+            draft = None if name is None else specs.get(name) or catalog.llm(name)
+            resolved[option.name] = option.resolve(draft)
+        return resolved
 
     def _base_spec(self, adapter: ModelEntry, resolved: dict[str, LlmSpec]) -> LlmSpec:
         """The architecture an adapter inherits: its base entry's, else the catalog's."""
@@ -751,6 +771,19 @@ def cross_check(instance: Instance) -> list[tuple[FieldPath, str]]:
             add((("policy", "pipeline_parallel", p_index), f"must be >= 1, got {degree}"))
     if instance.policy.survive is Survive.REGION and len(instance.regions) < 2:
         add((("policy", "survive"), "survive: region needs at least two regions"))
+    drafts = model_names + [name for name in catalog.llm_catalog() if name not in model_names]
+    option_names: set[str] = set()
+    for o_index, option in enumerate(instance.policy.speculative):
+        if option.name in option_names:
+            add((("policy", "speculative", o_index, "name"), f"duplicate name {option.name!r}"))
+        option_names.add(option.name)
+        if option.draft_model is not None and option.draft_model not in drafts:
+            add(
+                (
+                    ("policy", "speculative", o_index, "draft_model"),
+                    _unknown("model", option.draft_model, drafts),
+                )
+            )
     return problems
 
 

@@ -270,6 +270,20 @@ MAX_UTILIZATION = Bound(1.0, "", "a fraction of the capacity at the SLO", high_o
 DEMAND_GROWTH = Bound(
     1_000, "", "demand 1,000x today's is a different service, not growth", low_open=True
 )
+DRAFT_TOKENS = Bound(
+    16,
+    "tokens",
+    "engines draft 1-8 tokens; past 16 even a = 0.9 adds under 0.2 token per cycle",
+    low=1.0,
+    low_open=False,
+)
+ACCEPTANCE_RATE = Bound(1.0, "", "a probability", low_open=False, high_open=False)
+DRAFT_COST_RATIO = Bound(
+    1.0, "", "a drafter as slow as the target can never pay for itself", low_open=True
+)
+SPECULATIVE_OPTIONS = Most(
+    16, "speculative options", "each doubles the candidates of every workload it applies to"
+)
 
 # --- program size -----------------------------------------------------------------------
 

@@ -227,3 +227,9 @@ MaxUtilization = real(limits.MAX_UTILIZATION)
 """A fraction in (0, 1] of a pool's capacity at the SLO."""
 DemandGrowth = real(limits.DEMAND_GROWTH)
 """A factor > 0 applied to all demand."""
+DraftTokens = whole(limits.DRAFT_TOKENS)
+"""k: tokens a speculative drafter proposes per cycle."""
+AcceptanceRate = real(limits.ACCEPTANCE_RATE)
+"""a: the mean chance a proposed draft token is accepted, in [0, 1]."""
+DraftCostRatio = real(limits.DRAFT_COST_RATIO)
+"""One draft step's time over one target decode pass at the same batch, in (0, 1]."""

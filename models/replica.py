@@ -12,6 +12,7 @@ from models.hardware import GpuSpec
 from models.instance import Slo, Workload
 from models.llm import LlmSpec
 from models.precision import Precision
+from models.speculative import Speculation
 from models.traffic import TokenDistribution
 
 
@@ -59,6 +60,8 @@ class ReplicaConfig:
     """Expert-parallel ranks the routed experts of a stage are split over."""
     dp: int = 1
     """Attention data-parallel groups per stage, each of `tp` GPUs."""
+    speculation: Speculation | None = None
+    """Speculative decoding on the decode side (`models.speculative`); None: plain."""
 
     @property
     def gpus(self) -> int:
@@ -75,8 +78,10 @@ class ReplicaConfig:
 
     @property
     def label(self) -> str:
-        """Short human label, e.g. `h100-sxm fp8 tp4xpp1 unified`."""
-        return f"{self.gpu.name} {self.weight_precision} {self.layout} {self.role}"
+        """Short human label, e.g. `h100-sxm fp8 tp4xpp1 unified` (with speculation:
+        `h100-sxm fp8 tp4xpp1 unified spec eagle k3 a0.7`)."""
+        text = f"{self.gpu.name} {self.weight_precision} {self.layout} {self.role}"
+        return text if self.speculation is None else f"{text} {self.speculation.label}"
 
 
 @dataclass(frozen=True)

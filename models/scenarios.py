@@ -14,6 +14,11 @@ Latency between regions is the shortest path over `links`, weighted by round-tri
 When a region is lost, paths through it are gone too: the graph without that region is
 searched. `max_failover_rtt_ms: None` means any region still reachable.
 
+Rerouted users' first token crosses the failover round trip too: a region that may
+receive rerouted users in a scenario serves all its users of that workload at the TTFT
+target less the longest such round trip (`rerouted_rtt_ms`, `failover_targets`), since
+they share one queue.
+
 Shortest paths are searched once per instance network (`RegionGraph.of` is cached by
 regions and links) and once per origin: within a failover bound B, the search from an
 origin stops at B, and losing a region farther than B from the origin changes no path
@@ -23,12 +28,14 @@ that is about 300 bounded searches instead of 300 x 300 full ones.
 """
 
 import heapq
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import cached_property, lru_cache
 
 from models.instance import Instance, Survive
 from models.pooling import zone_survivors
+from models.replica import LatencyTargets
 
 
 class ScenarioKind(StrEnum):
@@ -181,6 +188,54 @@ class RegionGraph:
             return None
         region = min(reachable, key=lambda r: (reachable[r], r))
         return region, reachable[region]
+
+
+def rerouted_rtt_ms(
+    graph: RegionGraph,
+    scenario: Scenario,
+    origins: Iterable[str],
+    max_failover_rtt_ms: float | None,
+) -> dict[str, float]:
+    """Per region, the longest round trip of the users `scenario` may reroute to it: the
+    most any origin other than the region itself (of `origins`, those with demand) is
+    from it among `graph.destinations`; regions no rerouted user may reach are absent.
+
+    A region's replicas serve their own users and the rerouted ones from one queue, so
+    all of them must answer within the TTFT target less this round trip
+    (`failover_targets`): the rerouted users' first token crosses it once more.
+    """
+    longest: dict[str, float] = {}
+    if not scenario.reroutes:
+        return longest
+    for origin in origins:
+        for region, rtt_ms in graph.destinations(scenario, origin, max_failover_rtt_ms).items():
+            if region != origin and rtt_ms > longest.get(region, 0.0):
+                longest[region] = rtt_ms
+    return longest
+
+
+def rerouted_rtts(instance: Instance) -> dict[str, tuple[float, ...]]:
+    """Per workload, every round trip `rerouted_rtt_ms` gives some region in some failure
+    scenario of the instance (increasing): the TTFT targets less a round trip at which
+    its replicas may have to serve (the candidates tabulate their capacity at each)."""
+    graph = RegionGraph.of(instance)
+    found: dict[str, set[float]] = {w.name: set() for w in instance.workloads}
+    for scenario in failure_scenarios(instance):
+        for workload in instance.workloads:
+            origins = [o for o, level in workload.demand.items() if level.peak_rps > 0]
+            bound = workload.slo.max_failover_rtt_ms
+            found[workload.name] |= set(rerouted_rtt_ms(graph, scenario, origins, bound).values())
+    return {w: tuple(sorted(rtts)) for w, rtts in found.items()}
+
+
+def failover_targets(targets: LatencyTargets, rtt_ms: float) -> LatencyTargets:
+    """The targets a region's replicas must meet while serving users rerouted from
+    `rtt_ms` away: the p99 TTFT less the round trip (at least 1 us, so a round trip
+    longer than the target leaves a target no replica meets); the TPOT is unchanged
+    (tokens stream over the same path at the same pace)."""
+    if targets.ttft_p99_s is None or rtt_ms <= 0:
+        return targets
+    return replace(targets, ttft_p99_s=max(targets.ttft_p99_s - rtt_ms / 1e3, 1e-6))
 
 
 @lru_cache(maxsize=64)

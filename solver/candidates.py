@@ -13,7 +13,10 @@ straddles servers but by its pipeline stages: `models.site.stage_problem`), s in
 in `policy.attention_data_parallel` where the expert layout rule holds (an MoE model, e
 dividing t x d and the experts; e = d = 1 always), role unified, plus prefill and
 decode when `policy.disaggregation`. The KV cache is kept at the model entry's
-`kv_precision`, else at p but never below fp8.
+`kv_precision`, else at p but never below fp8. Each unified and decode configuration
+comes plain and with each option of `policy.speculative` (`models.speculative`), so the
+program turns speculation on per pool; dominance below drops the variant that carries
+less (speculation usually wins at tight TPOT targets and loses at loose ones).
 
 The performance model (`models.capacity.replica_capacity`) gives each one its capacity
 at the SLO, q in requests/s of its own phase, and the factor that limits it. The KV
@@ -51,6 +54,11 @@ replica), up to the largest pool worth having (`solver.pools.largest_pool`). The
 many replicas. Powers of two keep the ladder short (one step per doubling at most) and
 the same in every region.
 
+Failover round trip. A region that may receive users rerouted from R ms away serves its
+whole queue at the TTFT target less R (`models.scenarios`), so each kept candidate also
+carries its curve at every such target (`failover`, at the sizes of its own curve) for
+the program's failover capacity rows.
+
 With pooling, dominance compares the worst of A with the best of B: A dominates B when
 gpus(A) divides gpus(B) and (gpus(B) / gpus(A)) x q_A(1) >= q_B(inf). Then n replicas of
 B, credited at most n q_B(inf) in a pool of any size and in any scenario, become m n
@@ -76,6 +84,7 @@ from models.replica import (
     Role,
     TrafficMix,
 )
+from models.scenarios import rerouted_rtts
 from models.site import stage_problem
 from solver.errors import Problem
 from solver.plan import configuration_key
@@ -83,6 +92,7 @@ from solver.pools import (
     PoolCurve,
     PoolPhysics,
     PoolStep,
+    failover_curve,
     largest_pool,
     lone_curve,
     tabulate_curve,
@@ -106,6 +116,15 @@ class Candidate:
     ladder: tuple[PoolStep, ...] = ()
     """Pool sizes > 1, increasing, each with a capacity per replica at least
     `POOL_STEP_GAIN` above the previous step (or q(1))."""
+    failover: tuple[tuple[float, PoolCurve], ...] = ()
+    """(round trip ms, the curve at the TTFT target less it) for every round trip from
+    which the workload's users may be rerouted to some region in some scenario
+    (`models.scenarios.rerouted_rtts`, `solver.pools.failover_curve`), at the sizes of
+    `curve`; empty for a table built by hand (its pools are then not charged)."""
+
+    def failover_curve(self, rtt_ms: float) -> PoolCurve | None:
+        """The curve at the TTFT target less `rtt_ms`, or None when not tabulated."""
+        return next((curve for rtt, curve in self.failover if rtt == rtt_ms), None)
 
     @property
     def requests_per_s(self) -> float:
@@ -167,7 +186,10 @@ class Candidate:
     def key(self) -> str:
         """Short, name-safe identifier, e.g. `h100-sxm.fp8.tp4pp1.unified`."""
         c = self.config
-        return configuration_key(c.gpu.name, c.weight_precision, c.tp, c.pp, c.role, c.ep, c.dp)
+        speculative = c.speculation.name if c.speculation is not None else None
+        return configuration_key(
+            c.gpu.name, c.weight_precision, c.tp, c.pp, c.role, c.ep, c.dp, speculative
+        )
 
     @property
     def label(self) -> str:
@@ -232,9 +254,13 @@ def configurations(instance: Instance, workload: Workload) -> list[ReplicaConfig
                         if whole_servers and stage_problem(tp, dp, gpu.gpus_per_node):
                             continue
                         for role in roles:
-                            configs.append(
-                                ReplicaConfig(gpu, llm, precision, kv, tp, pp, role, ep, dp)
-                            )
+                            plain = ReplicaConfig(gpu, llm, precision, kv, tp, pp, role, ep, dp)
+                            configs.append(plain)
+                            if role is not Role.PREFILL:
+                                configs += [
+                                    replace(plain, speculation=speculation)
+                                    for speculation in instance.speculations.values()
+                                ]
     return configs
 
 
@@ -274,6 +300,7 @@ def build_candidates(instance: Instance, settings: SolveSettings | None = None) 
     usable_counts: dict[str, int] = {}
     problems: list[Problem] = []
     zone_counts = tuple(sorted({r.zones for r in instance.regions if r.zones > 1}))
+    rerouted = rerouted_rtts(instance)
     for workload in instance.workloads:
         mix = TrafficMix.of(workload, instance.policy.prefix_affinity)
         targets = LatencyTargets.of(workload.slo)
@@ -292,6 +319,7 @@ def build_candidates(instance: Instance, settings: SolveSettings | None = None) 
                 config.role,
                 config.ep,
                 config.dp,
+                config.speculation.name if config.speculation else None,
                 mix,
                 targets,
             )
@@ -313,7 +341,11 @@ def build_candidates(instance: Instance, settings: SolveSettings | None = None) 
         for c in prune_dominated(drop_unpaired([c for _, c in usable])):
             largest = largest_pool(instance, workload.name, c.gpu, c.gpus, c.requests_per_s)
             curve, ladder = tabulate_curve(physics[keys[id(c)]], c.curve, largest, zone_counts)
-            kept.append(replace(c, curve=curve, ladder=ladder))
+            failover = tuple(
+                (rtt_ms, failover_curve(physics[keys[id(c)]], curve, rtt_ms))
+                for rtt_ms in rerouted[workload.name]
+            )
+            kept.append(replace(c, curve=curve, ladder=ladder, failover=failover))
         if not kept:
             problems.append(no_candidate_problem(instance, workload, results))
         by_workload[workload.name] = tuple(kept)

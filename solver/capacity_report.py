@@ -67,6 +67,7 @@ def _config(instance: Instance, entry: ReplicaPool, model: str) -> ReplicaConfig
         Role.UNIFIED,
         entry.ep,
         entry.dp,
+        instance.speculations.get(entry.speculative) if entry.speculative else None,
     )
 
 

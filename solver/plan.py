@@ -66,13 +66,22 @@ def plan_status(proven: bool, mip_gap: float | None, requested_gap: float) -> st
 
 
 def configuration_key(
-    gpu: str, precision: str, tp: int, pp: int, role: str, ep: int = 1, dp: int = 1
+    gpu: str,
+    precision: str,
+    tp: int,
+    pp: int,
+    role: str,
+    ep: int = 1,
+    dp: int = 1,
+    speculative: str | None = None,
 ) -> str:
     """The name-safe key of a replica configuration, e.g. `h100-sxm.fp8.tp4pp1.unified`
-    (`h200.fp8.tp1pp1dp8ep8.unified` with attention DP and expert parallelism): how
-    program rows, the plan and the verifier name a candidate."""
+    (`h200.fp8.tp1pp1dp8ep8.unified` with attention DP and expert parallelism,
+    `h100-sxm.fp8.tp8pp1.unified.spec-eagle3` with a speculative option): how program
+    rows, the plan and the verifier name a candidate."""
     layout = f"tp{tp}pp{pp}" + (f"dp{dp}" if dp > 1 else "") + (f"ep{ep}" if ep > 1 else "")
-    return f"{gpu}.{precision}.{layout}.{role}"
+    key = f"{gpu}.{precision}.{layout}.{role}"
+    return key if speculative is None else f"{key}.spec-{speculative}"
 
 
 class GroupMember(BaseModel):
@@ -123,6 +132,8 @@ class ReplicaPool(BaseModel):
     """Expert-parallel ranks of the routed experts (1: experts split by TP)."""
     dp: int = Field(default=1, ge=1)
     """Attention data-parallel groups per stage (a replica has tp x pp x dp GPUs)."""
+    speculative: str | None = None
+    """The `policy.speculative` option the pool decodes with (None: plain decoding)."""
     gpus: int | None = Field(default=None, ge=0)
     """GPUs in all: count x tp x pp x dp."""
     limit: Limit | None = None
@@ -160,7 +171,8 @@ class ReplicaPool(BaseModel):
         """`h100-sxm fp8 tp4xpp1 unified` (`h200 fp8 tp1xpp1xdp8 ep8 unified`)."""
         layout = f"tp{self.tp}xpp{self.pp}" + (f"xdp{self.dp}" if self.dp > 1 else "")
         layout += f" ep{self.ep}" if self.ep > 1 else ""
-        return f"{self.gpu} {self.precision} {layout} {self.role}"
+        text = f"{self.gpu} {self.precision} {layout} {self.role}"
+        return text if self.speculative is None else f"{text} spec {self.speculative}"
 
     @property
     def replica_gpus(self) -> int:
@@ -171,7 +183,14 @@ class ReplicaPool(BaseModel):
     def key(self) -> str:
         """`h100-sxm.fp8.tp4pp1.unified` (`configuration_key`)."""
         return configuration_key(
-            self.gpu, self.precision, self.tp, self.pp, self.role, self.ep, self.dp
+            self.gpu,
+            self.precision,
+            self.tp,
+            self.pp,
+            self.role,
+            self.ep,
+            self.dp,
+            self.speculative,
         )
 
 

@@ -27,13 +27,14 @@ region can use, each with its gain at full strength, less one replica and less a
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from models.capacity import UNLIMITED_POOL, pooling_can_lift, replica_capacity
 from models.efficiency import Efficiency, efficiency_for
 from models.instance import Instance
 from models.pooling import planning_capacity, spare_survivors, zone_survivors
 from models.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, TrafficMix
+from models.scenarios import failover_targets
 from models.site import demand_factor
 
 POOL_STEP_GAIN = 0.02
@@ -123,6 +124,17 @@ def physics_of(instance: Instance, workload: str, config: ReplicaConfig) -> Pool
         LatencyTargets.of(entry.slo),
         efficiency_for(config.gpu.name, config.weight_precision, instance.efficiency),
     )
+
+
+def failover_curve(physics: PoolPhysics, curve: PoolCurve, rtt_ms: float) -> PoolCurve:
+    """The curve of a configuration while it serves users rerouted from `rtt_ms` away:
+    q'(n) at every tabulated size, q' the capacity per replica at
+    `models.scenarios.failover_targets` (the TTFT target less the round trip). The
+    program credits a pool in such a scenario with the same steps on this curve
+    (solver.families.pooling: q'(P_j) n <= q'(n) n, q' never falling as n grows)."""
+    tighter = replace(physics, targets=failover_targets(physics.targets, rtt_ms))
+    points = tuple((n, tighter.at(n)) for n in curve.sizes)
+    return PoolCurve(points, max(planning_capacity(c) for _, c in points))
 
 
 def lone_curve(physics: PoolPhysics, lone: ReplicaCapacity) -> PoolCurve:

@@ -104,6 +104,7 @@ def read_plan(
                 pp=c.config.pp,
                 ep=c.config.ep,
                 dp=c.config.dp,
+                speculative=c.config.speculation.name if c.config.speculation else None,
                 role=c.role,
                 count=count,
                 gpus=count * c.gpus,

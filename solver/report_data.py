@@ -74,6 +74,9 @@ def config_of(instance: Instance, pool: ReplicaPool) -> ReplicaConfig:
         role=pool.role,
         ep=pool.ep,
         dp=pool.dp,
+        speculation=instance.speculations.get(pool.speculative)
+        if pool.speculative and pool.role is not Role.PREFILL
+        else None,
     )
 
 

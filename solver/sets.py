@@ -31,11 +31,11 @@ from functools import cached_property
 
 from models.instance import Instance
 from models.replica import Role
-from models.scenarios import RegionGraph, Scenario, ScenarioKind
+from models.scenarios import RegionGraph, Scenario, ScenarioKind, rerouted_rtt_ms
 from models.site import demand_factor
 from solver.candidates import Candidate, CandidateTable
 from solver.elastic import ElasticSlack, elastic_slack
-from solver.pools import Tier, largest_useful_pool, pool_tiers
+from solver.pools import PoolStep, Tier, largest_useful_pool, pool_tiers
 from solver.row_names import phase_label
 
 
@@ -232,9 +232,19 @@ class ProgramSets:
         """n_max of c's pool in r (solver.pools.largest_useful_pool) for the most r may
         be sent, L[w,r], under this program's scenarios."""
         load = self.max_load.get((w, r), 0.0) * self.load_per_capacity
-        return largest_useful_pool(
-            c.curve, c.ladder, load, self._zone_hit(r), self.survives_replica_loss
-        )
+        zones, spare = self._zone_hit(r), self.survives_replica_loss
+        largest = largest_useful_pool(c.curve, c.ladder, load, zones, spare)
+        # Serving rerouted users (a tighter TTFT target) may take a larger pool.
+        for rtt_ms in {rtt for (_, w2, d), rtt in self.rerouted_rtt.items() if (w2, d) == (w, r)}:
+            curve = c.failover_curve(rtt_ms)
+            if curve is None:
+                continue
+            if not c.ladder or curve.requests_per_s(1) <= 0:
+                largest = max(largest, *(step.replicas for step in c.ladder), 1)
+                continue
+            ladder = tuple(PoolStep(s.replicas, curve.requests_per_s(s.replicas)) for s in c.ladder)
+            largest = max(largest, largest_useful_pool(curve, ladder, load, zones, spare))
+        return largest
 
     def _tiers(self, c: Candidate, r: str, largest: int) -> tuple[Tier, ...]:
         """The steps of c's ladder a pool in r can use (solver.pools.pool_tiers)."""
@@ -352,6 +362,34 @@ class ProgramSets:
     def max_failover_rtt_ms(self, w: str) -> float | None:
         """The workload's failover latency bound (None: anywhere reachable)."""
         return next(x for x in self.instance.workloads if x.name == w).slo.max_failover_rtt_ms
+
+    @cached_property
+    def rerouted_rtt(self) -> dict[tuple[str, str, str], float]:
+        """(f, w, d) -> the longest round trip of w's users f may reroute to d
+        (`models.scenarios.rerouted_rtt_ms`); absent where none may come."""
+        longest = {}
+        for f in self.routing_scenarios:
+            for w in self.workloads:
+                origins = [o for (w2, o) in self.demand if w2 == w]
+                bound = self.max_failover_rtt_ms(w)
+                for d, rtt_ms in rerouted_rtt_ms(self.graph, f, origins, bound).items():
+                    longest[(f.name, w, d)] = rtt_ms
+        return longest
+
+    def failover_tiers(self, f: str, pool: Pool) -> tuple[float, tuple[Tier, ...]] | None:
+        """q'(1) and the pooling steps of `pool` in scenario f at the TTFT target less the
+        longest round trip of the users f may reroute to its region (its replicas serve
+        them and their own users from one queue); None where none may come."""
+        rtt_ms = self.rerouted_rtt.get((f, pool.workload, pool.region), 0.0)
+        if rtt_ms <= 0:
+            return None
+        curve = pool.candidate.failover_curve(rtt_ms)
+        if curve is None:
+            return None
+        steps = tuple(PoolStep(t.replicas, curve.requests_per_s(t.replicas)) for t in pool.tiers)
+        zones = self._zone_hit(pool.region)
+        tiers = pool_tiers(curve, steps, pool.tiers[-1].replicas if steps else 1, zones, False)
+        return curve.requests_per_s(1), tiers
 
     @cached_property
     def routes(self) -> dict[tuple[str, str], tuple[tuple[str, str, float], ...]]:

@@ -37,7 +37,9 @@ It reads only the instance and the plan's replica pools, never the program or a 
        destination d -> sink       capacity U_d + sum_p min(P_d,p, D_d,p)
 
    with U, P, D the unified, prefill and decode capacity of the replicas that survive
-   f, each pool n x q(n) at its n survivors (a prefill pool pairs with a decode pool of
+   f, each pool n x q(n) at its n survivors (q at the TTFT target less the longest
+   round trip of the users f may reroute to d, when any may come:
+   `models.scenarios.rerouted_rtt_ms`) (a prefill pool pairs with a decode pool of
    the same weight precision). Every request/s of demand must reach the sink. Replica
    loss: for every pool, each region's own demand is still within its capacity with one
    replica of that pool gone (that pool n - 1 replicas at q(n - 1)). Demand is the
@@ -84,7 +86,14 @@ from models.pooling import planning_capacity
 from models.precision import Precision
 from models.prefix_kv import pool_kv
 from models.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
-from models.scenarios import RegionGraph, Scenario, ScenarioKind, failure_scenarios
+from models.scenarios import (
+    RegionGraph,
+    Scenario,
+    ScenarioKind,
+    failover_targets,
+    failure_scenarios,
+    rerouted_rtt_ms,
+)
 from models.site import demand_factor, gpu_kw, gpus_bought, node_gpus, racks_per_gpu
 from models.warm_cold import warm_cold_instance
 from solver.plan import Plan, ReplicaPool
@@ -198,10 +207,27 @@ class _Pool:
 
     headroom: float = 1.0
     """policy.max_utilization: the fraction of the capacity the pool may be loaded to."""
+    failover_physics: dict[tuple[int, float], ReplicaCapacity] = field(default_factory=dict)
+    """(pool size, rerouted round trip ms) -> the physics at the tighter TTFT target."""
 
-    def carries(self, replicas: int) -> float:
-        """Requests/s the pool may carry with `replicas` replicas: n x q(n) x headroom."""
-        return replicas * self.requests_per_s(replicas) * self.headroom
+    def carries(self, replicas: int, rerouted_rtt_ms: float = 0.0) -> float:
+        """Requests/s the pool may carry with `replicas` replicas: n x q(n) x headroom;
+        while it serves users rerouted from `rerouted_rtt_ms` away, q(n) at the TTFT
+        target less that round trip (`models.scenarios.failover_targets`)."""
+        if rerouted_rtt_ms <= 0:
+            return replicas * self.requests_per_s(replicas) * self.headroom
+        if replicas < 1 or not self.serves:
+            return 0.0
+        key = (replicas, rerouted_rtt_ms)
+        if key not in self.failover_physics:
+            self.failover_physics[key] = replica_capacity(
+                self.config,
+                self.mix,
+                failover_targets(self.targets, rerouted_rtt_ms),
+                self.efficiency,
+                replicas,
+            )
+        return replicas * planning_capacity(self.failover_physics[key]) * self.headroom
 
 
 def verify(instance: Instance, plan: Plan) -> Verification:
@@ -337,11 +363,31 @@ def _recompute_pools(
                     f"{entry.tp} x PP {entry.pp}{dp} = {expected_gpus}",
                 )
             )
+        speculation = instance.speculations.get(entry.speculative or "")
+        if entry.speculative is not None and speculation is None:
+            add(
+                Violation(
+                    requirement=name,
+                    message=f"decodes with speculative option {entry.speculative!r}, which "
+                    f"policy.speculative does not declare "
+                    f"(declared: {', '.join(instance.speculations) or 'none'})",
+                )
+            )
+            continue
         kv = entry.kv_precision or kv_precision_for(Precision(entry.precision), model.kv_precision)
         key = (entry.workload, entry.region, entry.label, kv)
         if key not in pools:
             config = ReplicaConfig(
-                gpu, llm, entry.precision, kv, entry.tp, entry.pp, entry.role, entry.ep, entry.dp
+                gpu,
+                llm,
+                entry.precision,
+                kv,
+                entry.tp,
+                entry.pp,
+                entry.role,
+                entry.ep,
+                entry.dp,
+                speculation if entry.role is not Role.PREFILL else None,
             )
             pool = _Pool(
                 workload=entry.workload,
@@ -605,13 +651,18 @@ def _check_scenarios(
             if scenario.kind is ScenarioKind.REPLICA:
                 checks += _check_replica_loss(workload.name, demand, mine, violations)
                 continue
+            origins = [o for o, rate in demand.items() if rate > 0]
+            rerouted = rerouted_rtt_ms(
+                graph, scenario, origins, workload.slo.max_failover_rtt_ms
+            )
             capacity = {
                 d: _capacity(
                     [
                         (p, scenario.surviving_replicas(d, p.count, zones[d]))
                         for p in mine
                         if p.region == d
-                    ]
+                    ],
+                    rerouted.get(d, 0.0),
                 )
                 for d in zones
             }
@@ -629,14 +680,15 @@ def _check_scenarios(
     return checks
 
 
-def _capacity(alive: list[tuple[_Pool, int]]) -> float:
+def _capacity(alive: list[tuple[_Pool, int]], rerouted_rtt_ms: float = 0.0) -> float:
     """U + sum_p min(P_p, D_p) of surviving replicas (pool, count) in one region, in
     requests/s: unified capacity plus each prefill/decode pair of the same precision;
-    each pool carries n x q(n) at its n survivors."""
+    each pool carries n x q(n) at its n survivors, at the TTFT target less
+    `rerouted_rtt_ms` when users may be rerouted there from that far."""
     unified = 0.0
     halves: dict[tuple[Role, str], float] = defaultdict(float)
     for pool, count in alive:
-        rate = pool.carries(count)
+        rate = pool.carries(count, rerouted_rtt_ms)
         if pool.role is Role.UNIFIED:
             unified += rate
         else:
@@ -811,8 +863,10 @@ class _Share:
         """`shared group a+b on h100-sxm bf16 tp1xpp1`."""
         return f"shared group {'+'.join(self.entry.workloads)} on {self.entry.label}"
 
-    def carries(self, replicas: int) -> float:
-        """n x a[w]."""
+    def carries(self, replicas: int, rerouted_rtt_ms: float = 0.0) -> float:
+        """n x a[w] (a shared group is not charged the failover round trip, as in the
+        program: `rerouted_rtt_ms` is not used)."""
+        del rerouted_rtt_ms
         return replicas * self.rate
 
 

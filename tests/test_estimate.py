@@ -196,6 +196,12 @@ def test_whole_gpus_forgives_float_noise():
 # ---- per-GPU throughput from the performance model ------------------------------------
 
 
+PREFILL_S = 0.2
+"""The stand-in's prefill of a mean prompt."""
+BATCH_PER_TP = 18.0
+"""The stand-in's mean decoding batch per TP rank."""
+
+
 def _capacity(config, tokens_per_s: float, fits: bool = True) -> ReplicaCapacity:
     return made_up_capacity(
         config,
@@ -205,6 +211,8 @@ def _capacity(config, tokens_per_s: float, fits: bool = True) -> ReplicaCapacity
         limit=Limit.HBM_BANDWIDTH if fits else Limit.KV_MEMORY,
         reason="" if fits else "weights do not fit",
         output_tokens_per_s=tokens_per_s,
+        batch=BATCH_PER_TP * config.tp if fits else 0.0,
+        prefill_s=PREFILL_S,
     )
 
 
@@ -237,10 +245,43 @@ def test_model_throughput_picks_best_per_gpu(fake_capacity):
     assert "p99 TTFT 800 ms" in throughput.source
     result = estimate_with_model(EstimateAssumptions(), throughput)
     peak_qps = REQUESTS_PER_DAY / SECONDS_PER_DAY * PEAK_TO_AVERAGE
+    # at a latency target the capacity already holds the p99: no 60% ceiling on top
+    assert result.assumptions.target_utilization == 1.0
+    assert result.gpus_by_throughput == pytest.approx(peak_qps * OUTPUT_TOKENS / (900 * 1.0))
+    assert result.throughput_source == throughput.source
+
+
+def test_model_estimate_takes_duration_and_sequences_from_the_operating_point(fake_capacity):
+    """TP2 wins: 1,800 output tok/s per replica of 400-token replies is 4.5 requests/s at
+    a mean batch of 36 with a 0.2 s prefill. Little's law on the replica: a request spends
+    0.2 + 36 / 4.5 = 8.2 s (not the assumed 6 s), and 4.5 x 8.2 / 2 GPUs = 18.45 requests
+    sit on each GPU (not the assumed 40); so both GPU counts are peak_qps x 2 / 4.5."""
+    targets = LatencyTargets(ttft_p99_s=0.8)
+    throughput = model_throughput(
+        llm("llama-3.1-70b"), gpu("h100-sxm"), 1500, 400, Precision.BF16, targets
+    )
+    requests_per_s, batch, gpus = 1800 / 400, 2 * BATCH_PER_TP, 2
+    duration_s = PREFILL_S + batch / requests_per_s
+    assert duration_s == pytest.approx(8.2)
+    result = estimate_with_model(EstimateAssumptions(), throughput)
+    peak_qps = REQUESTS_PER_DAY / SECONDS_PER_DAY * PEAK_TO_AVERAGE
+    assert result.assumptions.latency_s == pytest.approx(duration_s)
+    assert result.assumptions.seqs_per_gpu == pytest.approx(requests_per_s * 8.2 / gpus)
+    assert result.in_flight == pytest.approx(peak_qps * 8.2)
+    assert result.gpus_by_concurrency == pytest.approx(peak_qps * gpus / requests_per_s)
+    assert result.gpus_by_throughput == pytest.approx(peak_qps * gpus / requests_per_s)
+
+
+def test_model_estimate_at_maximum_throughput_keeps_the_utilisation(fake_capacity):
+    """No latency target: the capacity is the maximum throughput, so the planned 60%
+    utilisation still applies."""
+    throughput = model_throughput(llm("llama-3.1-70b"), gpu("h100-sxm"), 1500, 400)
+    result = estimate_with_model(EstimateAssumptions(), throughput)
+    peak_qps = REQUESTS_PER_DAY / SECONDS_PER_DAY * PEAK_TO_AVERAGE
+    assert result.assumptions.target_utilization == TARGET_UTILIZATION
     assert result.gpus_by_throughput == pytest.approx(
         peak_qps * OUTPUT_TOKENS / (900 * TARGET_UTILIZATION)
     )
-    assert result.throughput_source == throughput.source
 
 
 def test_model_throughput_none_fits(monkeypatch):

@@ -164,9 +164,13 @@ def test_estimate_with_the_performance_model(run_cli):
     per_gpu = data["assumptions"]["gpu_tokens_per_s"]
     assert per_gpu > 0
     peak_qps = REQUESTS_PER_DAY / SECONDS_PER_DAY * PEAK_TO_AVERAGE
-    assert data["gpus_by_throughput"] == pytest.approx(
-        peak_qps * OUTPUT_TOKENS / (per_gpu * TARGET_UTILIZATION)
-    )
+    # at a latency target no utilisation ceiling goes on top of the p99 capacity
+    assert data["assumptions"]["target_utilization"] == 1.0
+    assert data["gpus_by_throughput"] == pytest.approx(peak_qps * OUTPUT_TOKENS / per_gpu)
+    # the duration and the sequences per GPU come from the operating point, so the
+    # concurrency count agrees with the throughput count
+    assert data["assumptions"]["latency_s"] != 6.0
+    assert data["gpus_by_concurrency"] == pytest.approx(data["gpus_by_throughput"], rel=1e-6)
     plain = run_cli("estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm")
     assert plain.exit_code == 0, plain.stderr
     assert "per-GPU throughput: performance model" in plain.stdout

@@ -15,6 +15,13 @@ own phase), the pooling steps of solver.families.pooling on top, and
                    (no row)                    f = lose=<d>: d serves nothing, no route
                                                leads there
 
+Failover round trip: in a scenario that may reroute users to d, d's replicas serve
+their own users and the rerouted ones from one queue, and a rerouted user's first token
+crosses the round trip once more, so a dedicated pool in d is credited on its curve at
+the TTFT target less the longest such round trip, q'_c (same steps, `credit_f` with q'
+in place of q: `solver.pools.failover_curve`, `ProgramSets.failover_tiers`); where no
+rerouted user may come, q. Shared groups (solver.families.groups) are not charged.
+
 Phases: unified replicas carry the `unified` mode's load; a disaggregated mode needs
 both its prefill pools (prompts/s) and its decode pools (generations/s) to carry its
 load, each request being one prompt and one generation. The pools of different
@@ -66,5 +73,6 @@ def add_capacity_within_pools(lp: LinearProgram, sets: ProgramSets) -> None:
                 for phase in mode.phases:
                     terms = {var: -sets.load_per_capacity for var in load}
                     for pool in sets.phase_pools(w, d, phase):
-                        terms.update(pool_credit(pool, zone_hit))
+                        at = sets.failover_tiers(f.name, pool)
+                        terms.update(pool_credit(pool, zone_hit, at))
                     add_row(lp, CapacityRow(f.name, w, d, phase.label), terms, Sense.GE, 0.0)

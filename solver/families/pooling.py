@@ -59,6 +59,7 @@ from solver.families import add_row, register
 from solver.families.variables import PoolUsedColumn
 from solver.families.zone import ZoneSurvivorsIndex
 from solver.lp import LinearProgram, Sense
+from solver.pools import Tier
 from solver.row_names import Index, ReplicasColumn
 from solver.sets import Pool, ProgramSets
 
@@ -219,20 +220,26 @@ def add_pool_steps(lp: LinearProgram, sets: ProgramSets) -> None:
             survivors_below = survivors
 
 
-def pool_credit(pool: Pool, zone_hit: bool = False) -> dict[str, float]:
+def pool_credit(
+    pool: Pool,
+    zone_hit: bool = False,
+    at: tuple[float, tuple[Tier, ...]] | None = None,
+) -> dict[str, float]:
     """The requests/s a pool carries, as terms: q(1) per replica alive plus each
     pooling step's gain on the replicas credited with it. `zone_hit`: the pool's region
-    has lost its fullest zone (its survivors and their steps are credited)."""
+    has lost its fullest zone (its survivors and their steps are credited). `at`: q(1)
+    and the steps on another curve of the pool (the same sizes; at a tighter TTFT
+    target while it serves rerouted users, `ProgramSets.failover_tiers`)."""
     w, key, d = pool.workload, pool.candidate.key, pool.region
-    q = pool.candidate.requests_per_s
+    q, tiers = at if at is not None else (pool.candidate.requests_per_s, pool.tiers)
     if zone_hit:
         terms = {ZoneSurvivorsIndex(w, key, d).name(): q}
-        for tier in pool.tiers:
+        for tier in tiers:
             if tier.zone_gain:
                 terms[PooledSurvivorsColumn.of(pool, tier.replicas).name()] = tier.zone_gain
         return terms
     terms = {ReplicasColumn(w, key, d).name(): q}
-    for tier in pool.tiers:
+    for tier in tiers:
         terms[PooledColumn.of(pool, tier.replicas).name()] = tier.gain
     return terms
 
