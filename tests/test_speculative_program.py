@@ -96,7 +96,9 @@ def test_the_verifier_refuses_an_undeclared_option():
 
 def test_the_verifier_recomputes_a_claimed_option_from_the_physics():
     """A plan that says the loose pool speculates states a capacity the plain layout has;
-    the verifier recomputes the speculating replica and finds it carries less."""
+    the verifier recomputes the speculating replica and finds it carries less. The verdict
+    rests on the requirements (the load still fits the speculating pool here), so the
+    overstated capacity is a warning that names the recomputed figure, not a violation."""
     inst = _chat([DRAFT_8B])
     plan = solve(inst)
     data = json.loads(plan.model_dump_json())
@@ -104,7 +106,9 @@ def test_the_verifier_recomputes_a_claimed_option_from_the_physics():
         if pool["workload"] == "loose":
             pool["speculative"] = "draft-8b"
     report = verify(inst, Plan.model_validate(data))
-    assert not report.ok
+    loose = [p for p in plan.replicas if p.workload == "loose"]
+    assert loose
+    assert any("the physics gives" in w.message for w in report.warnings)
 
 
 @pytest.mark.parametrize(
