@@ -118,6 +118,7 @@ UNLIMITED_POOL = math.inf
 """`pool_replicas` of a pool so large that prompts never wait while a lane has room: the
 ceiling of the capacity per replica over all pool sizes."""
 
+
 def pooling_can_lift(capacity: ReplicaCapacity) -> bool:
     """Whether a larger pool could carry more per replica than this one: only when the
     p99 TTFT's queueing is what stops the rate (`ttft_queueing`).

@@ -295,9 +295,7 @@ def check_golden(outcome: Outcome) -> Comparison:
     try:
         golden = read_golden(Path(outcome.file))
     except InputError as error:
-        return Comparison(
-            outcome=outcome, golden=None, regressions=(f"bad golden file: {error}",)
-        )
+        return Comparison(outcome=outcome, golden=None, regressions=(f"bad golden file: {error}",))
     return compare(outcome, golden)
 
 

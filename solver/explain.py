@@ -127,9 +127,7 @@ ALTERNATIVES_TIME_SHARE = 0.8
 """Share of the time left that explain's alternative re-solves take, split evenly over
 the pools still to re-solve; the rest keeps room for what the limit on configurations
 per pool costs and for rendering, so that explain answers within its time limit."""
-UNPROVEN_ALTERNATIVE = (
-    "(not proven within its share of the time limit: the cost is an upper bound)"
-)
+UNPROVEN_ALTERNATIVE = "(not proven within its share of the time limit: the cost is an upper bound)"
 ALTERNATIVES_SKIPPED = (
     "skipped: the plan is {status}, not proven optimal, so a re-solve without a pool "
     "may cost less than the plan itself and the difference means nothing"

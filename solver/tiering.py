@@ -12,7 +12,36 @@ untouched by the tail (the program could not have put them in a group: the tail 
 of solver.groups keeps any workload whose peak fills a lone replica out of every group).
 """
 
-from solver.plan import Plan, Tiering, WorkloadTier
+from solver.groups import MAX_GROUP_SIZE, GroupTable
+from solver.plan import ColocationSearch, Plan, Tiering, WorkloadTier
+
+
+def search_report(groups: GroupTable) -> ColocationSearch | None:
+    """The plan's account of column generation (None when there was no tail to pack)."""
+    found = groups.search
+    if found is None:
+        return None
+    state = (
+        "proven optimal for the packing"
+        if found.converged and (found.gap or 0.0) <= 1e-9
+        else "converged"
+        if found.converged
+        else "stopped early (tailing off, budget or deadline)"
+    )
+    return ColocationSearch(
+        lp_bound=found.lp_bound_per_month,
+        packing_cost=found.integer_per_month,
+        gap=found.gap,
+        converged=found.converged,
+        rounds=found.rounds,
+        groups_checked=found.evaluated,
+        templates=len(groups.templates),
+        note=(
+            "the integer program over the generated group templates is a heuristic over all "
+            "groups: the tail's packing at peak costs at least lp_bound (LP bound over every "
+            f"group of up to {MAX_GROUP_SIZE} members passing the pre-filters); {state}"
+        ),
+    )
 
 
 def tiering_report(

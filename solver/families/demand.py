@@ -43,9 +43,7 @@ def add_demand_met(lp: LinearProgram, sets: ProgramSets) -> None:
             for o, d, _ in sets.routes[(f.name, w)]:
                 by_origin.setdefault((w, o), []).append(d)
         for (w, o), rate in sets.demand.items():
-            terms = {
-                ServedColumn(f.name, w, o, d).name(): 1.0 for d in by_origin.get((w, o), ())
-            }
+            terms = {ServedColumn(f.name, w, o, d).name(): 1.0 for d in by_origin.get((w, o), ())}
             if sets.slack:
                 unserved = lp.add_variable(UnservedColumn(f.name, w, o).name())
                 terms[unserved] = 1.0
