@@ -93,6 +93,9 @@ class SearchResult:
     """The integer master over the generated columns: the heuristic's packing cost."""
     columns: int
     """Packings of two or more workloads that entered the master."""
+    proven: bool = False
+    """The integer packing meets the bound rounded up to whole GPUs: optimal among the
+    candidates."""
     support: tuple["Packing", ...] = ()
     """The groups the last LP or the integer master uses: the templates worth a full
     capacity evaluation."""
@@ -181,6 +184,8 @@ def generate(
         per_round: Most evaluations per round (the most negative reduced costs first).
         time_left_s: Seconds left of the run (None: no limit); the search stops at 0.
     """
+    if not tail or not singletons:
+        return SearchResult(0, 0, True, 0.0, 0.0, 0, proven=True)
     columns = list(singletons)
     evaluated: set[Packing] = set()
     dead: list[Packing] = []
@@ -188,6 +193,7 @@ def generate(
     history: list[float] = []
     bound = None
     lower = 0.0
+    proven = False
     support: frozenset[Packing] = frozenset()
     converged = False
     while True:
@@ -213,7 +219,7 @@ def generate(
         history.append(bound)
         integer, _, _ = solve_master(tail, columns, relax=False)
         if integer is not None and integer <= _rounded(columns, lower) + 1e-6:
-            converged = True  # the integer packing meets the rounded lower bound: optimal
+            converged = proven = True  # the integer packing meets the rounded bound
             break
         stalled = len(history) > STALL_ROUNDS and history[-1 - STALL_ROUNDS] - bound <= (
             STALL_FRACTION * bound
@@ -233,6 +239,7 @@ def generate(
         evaluated=len(evaluated),
         converged=converged,
         lp_bound_per_month=lower,
+        proven=proven or (integer is not None and integer <= _rounded(columns, lower) + 1e-6),
         integer_per_month=integer,
         columns=len(columns) - len(singletons),
         support=tuple(c for c in columns if len(c.members) > 1 and (c in chosen or c in support)),

@@ -23,7 +23,7 @@ def search_report(groups: GroupTable) -> ColocationSearch | None:
         return None
     state = (
         "proven optimal for the packing"
-        if found.converged and (found.gap or 0.0) <= 1e-9
+        if found.proven
         else "converged"
         if found.converged
         else "stopped early (tailing off, budget or deadline)"
