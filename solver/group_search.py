@@ -39,7 +39,7 @@ price, no packing costs less than ceil(bound / c) x c), or, not converged, when 
 has fallen by less than STALL_FRACTION over STALL_ROUNDS rounds (tailing off), at the
 check budget or at the deadline.
 
-What it gives. Every group the last LP or the integer master uses (`support`) goes to
+What it gives. Every group the integer master uses (`support`) goes to
 the fleet program as a template (its full capacity found by `solver.groups`), and the
 program chooses among them exactly (failures, regions, partial loads included). The
 integer master over the generated columns is the heuristic's packing cost, and
@@ -97,8 +97,7 @@ class SearchResult:
     """The integer packing meets the bound rounded up to whole GPUs: optimal among the
     candidates."""
     support: tuple["Packing", ...] = ()
-    """The groups the last LP or the integer master uses: the templates worth a full
-    capacity evaluation."""
+    """The groups the integer master uses: the templates worth a full capacity evaluation."""
 
     @property
     def gap(self) -> float | None:
@@ -194,11 +193,10 @@ def generate(
     bound = None
     lower = 0.0
     proven = False
-    support: frozenset[Packing] = frozenset()
     converged = False
     while True:
         left = time_left_s()
-        bound, duals, support = solve_master(tail, columns, relax=True)
+        bound, duals, _ = solve_master(tail, columns, relax=True)
         rounds += 1
         if bound is None:
             break
@@ -242,5 +240,5 @@ def generate(
         proven=proven or (integer is not None and integer <= _rounded(columns, lower) + 1e-6),
         integer_per_month=integer,
         columns=len(columns) - len(singletons),
-        support=tuple(c for c in columns if len(c.members) > 1 and (c in chosen or c in support)),
+        support=tuple(c for c in columns if len(c.members) > 1 and c in chosen),
     )
