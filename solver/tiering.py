@@ -38,8 +38,9 @@ def search_report(groups: GroupTable) -> ColocationSearch | None:
         templates=len(groups.templates),
         note=(
             "the integer program over the generated group templates is a heuristic over all "
-            "groups: the tail's packing at peak costs at least lp_bound (LP bound over every "
-            f"group of up to {MAX_GROUP_SIZE} members passing the pre-filters); {state}"
+            "groups: the tail's packing into co-resident groups at peak costs at least "
+            f"lp_bound (LP bound over every group of up to {MAX_GROUP_SIZE} members passing "
+            f"the pre-filters; one-engine templates are added beside it); {state}"
         ),
     )
 
