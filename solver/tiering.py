@@ -8,8 +8,9 @@ of the same instance solved with colocation off, and the cost difference.
 
 The dedicated tier "pays the bills": its workloads run on pools of their own, so no
 other engine shares their GPUs and their p99s are those of the dedicated physics,
-untouched by the tail (the program could not have put them in a group: the tail rule
-of solver.groups keeps any workload whose peak fills a lone replica out of every group).
+untouched by the tail (the tail rule of solver.groups keeps any workload whose peak
+fills a lone replica out of every co-resident group; a one-engine group of its own model
+or LoRA base, `solver.engine_templates`, may take it, and it is then reported as shared).
 """
 
 from solver.groups import MAX_GROUP_SIZE, GroupTable
