@@ -504,6 +504,15 @@ def tiering_tables(plan: Plan) -> list[TableSpec]:
         f"{', '.join(t.pays_the_bills) or 'none'}; {t.note}. {t.templates} group templates "
         f"({t.enumeration_s:.1f} s)."
     )
+    search = plan.colocation
+    if search is not None and search.packing_cost is not None and search.lp_bound is not None:
+        gap = "-" if search.gap is None else f"{search.gap:.1%}"
+        note += (
+            f" Groups by column generation: {search.groups_checked} checked in "
+            f"{search.rounds} rounds; the tail's packing at peak costs "
+            f"${search.packing_cost:,.0f}/month, at least ${search.lp_bound:,.0f} (LP bound, "
+            f"gap {gap}; {search.note.rsplit('; ', 1)[-1]})."
+        )
     if plan.capacity_unit:
         note += f" Capacity unit: {plan.capacity_unit}."
     return [

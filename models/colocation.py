@@ -272,9 +272,7 @@ class _Engine:
     def with_interference(self, extra_s: float) -> BatchModel:
         """The same engine with every iteration lengthened by `extra_s`."""
         steps = dataclasses.replace(self.steps, overhead_s=self.steps.overhead_s + extra_s)
-        return BatchModel(
-            steps, self.model.mix, Role.UNIFIED, 0.0, 0.0, self.model.pool_replicas
-        )
+        return BatchModel(steps, self.model.mix, Role.UNIFIED, 0.0, 0.0, self.model.pool_replicas)
 
     def batch_at(self, rate: float, extra_s: float) -> float:
         """B solving rate = B / (O (t(B) + X)) (bisection on B; the rate rises with B), or

@@ -419,6 +419,11 @@ class Policy(BaseModel):
     colocation: bool = False
     """Whether several workloads may share replica groups (co-resident engines, multi-LoRA,
     swapping); off by default, so every workload gets its own replicas."""
+    multi_lora: bool = False
+    """With `colocation`: whether workloads of LoRA adapters (`base:` models) of one base,
+    and the base's own workloads, may share one engine of the base (weights once, each
+    adapter resident, the multi-LoRA step cost); off: an adapter is served as a merged
+    fine-tune, its own engine and weights."""
     replica_start_s: StartTimeS | None = None
     """Seconds from starting a replica to serving (image pull + weight load + warm-up),
     for every GPU type; a `gpus[]` entry's own `replica_start_s` wins; default: the

@@ -118,9 +118,7 @@ def write_text(path: Path | str, text: str, inputs: tuple[Path, ...] = ()) -> No
     check_target(path, inputs)
     target = resolved_target(Path(path))
     try:
-        fd, tmp_name = tempfile.mkstemp(
-            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
-        )
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as error:
         raise _refuse(path, f"cannot be written: {error.strerror}") from None
     try:

@@ -75,6 +75,7 @@ def group_pools(program: FleetProgram, values: dict[str, float]) -> list[Replica
                 gpus=count * t.gpus,
                 limit=t.limit,
                 cost_per_month=count * t.gpus * price * sets.hours_per_month,
+                shared_engine=t.engine,
             )
         )
     return entries

@@ -24,13 +24,13 @@ bytes per weight: more room for KV), filtered before any latency is computed by
     load:    sum_w D_w / q_w(g) <= 1                           (the group's peak fits in
                                                                one replica of time, alone)
 
-with D_w = max_o D[w,o] and q_w(g) the member's lone capacity on that layout. What
-passes is ranked by the GPUs it could save, (size - 1) - sum_w D_w / q_w(g), and at most
-`MAX_EVALUATIONS` groups are evaluated, best first, each workload joining at most
-`MAX_PER_WORKLOAD` of them (supersets of a group that cannot be shared at any load are
-skipped). The program is exact over the templates kept; the
-bound is on which templates exist, and `GroupTable` says how many were considered,
-evaluated and kept.
+with D_w = max_o D[w,o] and q_w(g) the member's lone capacity on that layout. Which of
+those the physics evaluates is decided by column generation (`solver.group_search`):
+each group is priced against the LP of the tail's packing at peak, and only groups that
+would lower it are evaluated, the most negative first, until none is left (or
+`MAX_EVALUATIONS`, a safety budget). Every group found shareable is a template; the
+program is exact over the templates kept, and the search reports the packing's LP bound
+and its gap.
 
 Capacity of a template. The physics (`models.colocation.group_template`) finds the
 largest scale s* at which every member's p99 TTFT and TPOT (with the others'
@@ -47,25 +47,27 @@ import itertools
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from models.colocation import Member, SharedLayout, group_template
+from models.colocation import Member, SharedLayout, evaluate_group, group_template
 from models.efficiency import efficiency_for
 from models.instance import Instance
 from models.memory import weight_bytes_per_gpu
 from models.precision import Precision
 from models.replica import LatencyTargets, Limit, Role, TrafficMix
 from solver.candidates import Candidate, CandidateTable
+from solver.group_search import Packing, SearchResult, generate
+from solver.settings import SolveSettings
 
 TAIL_REPLICAS = 1.0
 """A workload shares only when its peak is below this many lone replicas' capacity."""
 MAX_GROUP_SIZE = 3
 """Most workloads in one group."""
-MAX_EVALUATIONS = 60
-"""Most groups the physics evaluates (each ~0.15 s measured); the best-ranked go first."""
-MAX_PER_WORKLOAD = 8
-"""Most evaluated groups any one workload joins, so that the evaluations spread over the
-whole tail instead of every triple of its smallest members."""
+MAX_EVALUATIONS = 400
+"""Most groups column generation checks at their peaks (one physics evaluation each,
+~0.05-0.15 s measured); a safety budget, not a cap on the templates."""
+PER_ROUND = 16
+"""Groups evaluated per pricing round (the most negative reduced costs first)."""
 SEARCH_STEPS = 10
 """Halvings of the load-scale bracket: s* within 0.1% below the true one."""
 INTERFERENCE_FACTOR = 1.0
@@ -87,13 +89,17 @@ class Template:
     load_scale: float
     limit: Limit
     limiting_member: str
+    engine: bool = False
+    """One engine serves every member (multi-LoRA or a same-model merge,
+    `solver.engine_templates`); False: co-resident engines, one per member."""
 
     @property
     def key(self) -> str:
-        """Name-safe identifier, e.g. `chat+code@h100-sxm.bf16.tp1pp1`."""
+        """Name-safe identifier, e.g. `chat+code@h100-sxm.bf16.tp1pp1` (`.engine` added
+        for one shared engine)."""
         return (
             f"{'+'.join(self.members)}@{self.gpu}.{self.precision}."
-            f"tp{self.layout.tp}pp{self.layout.pp}"
+            f"tp{self.layout.tp}pp{self.layout.pp}" + (".engine" if self.engine else "")
         )
 
     @property
@@ -116,13 +122,21 @@ class GroupTable:
     considered: int = 0
     """Groups that passed the memory and load pre-filters."""
     evaluated: int = 0
-    """Of those, the ones the physics evaluated (at most MAX_EVALUATIONS)."""
+    """Of those, the ones the physics evaluated (column generation's choice)."""
     enumeration_s: float = 0.0
     notes: tuple[str, ...] = field(default_factory=tuple)
+    search: SearchResult | None = None
+    """What column generation did (rounds, the packing's LP bound and integer cost)."""
 
     def of(self, workload: str) -> tuple[Template, ...]:
         """The templates `workload` is a member of."""
         return tuple(t for t in self.templates if workload in t.members)
+
+    def extended(self, templates: Sequence[Template]) -> "GroupTable":
+        """The table with more templates (one-engine templates, `solver.engine_templates`)."""
+        if not templates:
+            return self
+        return replace(self, templates=(*self.templates, *templates))
 
     def restricted(self, workloads: Sequence[str]) -> "GroupTable":
         """The templates whose members all lie in `workloads`."""
@@ -134,6 +148,7 @@ class GroupTable:
             self.evaluated,
             self.enumeration_s,
             self.notes,
+            self.search,
         )
 
     def components(self, workloads: Sequence[str]) -> list[tuple[str, ...]]:
@@ -172,9 +187,14 @@ class _Option:
 
 
 def build_groups(
-    instance: Instance, table: CandidateTable, interference_factor: float | None = None
+    instance: Instance,
+    table: CandidateTable,
+    interference_factor: float | None = None,
+    settings: SolveSettings | None = None,
 ) -> GroupTable:
-    """The group templates of an instance (empty unless `policy.colocation`)."""
+    """The group templates of an instance (empty unless `policy.colocation`), generated
+    by pricing the pre-filtered groups against the tail's packing master
+    (`solver.group_search`); `settings`' deadline stops the search early."""
     if not instance.policy.colocation:
         return GroupTable()
     started = time.monotonic()
@@ -194,8 +214,16 @@ def build_groups(
         and peaks[w] > 0
         and peaks[w] < TAIL_REPLICAS * max(c.requests_per_s for c in lone[w])
     )
-    ranked: list[tuple[float, tuple[_Option, ...]]] = []
-    for gpu in sorted({c.gpu for w in tail for c in lone[w]}):
+    gpus = sorted({c.gpu for w in tail for c in lone[w]})
+    month = {g: _gpu_month(instance, g) for g in gpus}
+    groups: dict[Packing, tuple[_Option, ...]] = {}
+    singletons = [
+        Packing(frozenset({w}), g, month[g])
+        for w in tail
+        for g in gpus
+        if any(c.gpu == g for c in lone[w]) and math.isfinite(month[g])
+    ]
+    for gpu in gpus:
         options = {w: [_Option(w, c, peaks[w]) for c in lone[w] if c.gpu == gpu] for w in tail}
         usable = [w for w in tail if options[w]]
         for size in range(2, MAX_GROUP_SIZE + 1):
@@ -203,40 +231,39 @@ def build_groups(
                 group = _common_layout([options[w] for w in names])
                 if group is None or not _fits(instance, group):
                     continue
-                load = math.fsum(o.fraction for o in group)
-                if load <= 1.0:
-                    ranked.append(((size - 1) - load, group))
-    ranked.sort(key=lambda item: -item[0])
-    templates: list[Template] = []
-    dead: list[tuple[str, frozenset[str]]] = []
-    evaluated = 0
-    joined: dict[str, int] = dict.fromkeys(tail, 0)
-    for _, group in ranked:
-        if evaluated >= MAX_EVALUATIONS:
-            break
-        gpu = group[0].candidate.gpu
-        names = frozenset(o.workload for o in group)
-        if any(g == gpu and d <= names for g, d in dead):
-            continue
-        if any(joined[w] >= MAX_PER_WORKLOAD for w in names):
-            continue
-        evaluated += 1
-        for w in names:
-            joined[w] += 1
-        template = _evaluate(instance, workloads, group, factor)
-        if template is None:
-            dead.append((gpu, names))
-        else:
-            templates.append(template)
+                if math.fsum(o.fraction for o in group) <= 1.0 and math.isfinite(month[gpu]):
+                    groups[Packing(frozenset(names), gpu, month[gpu])] = group
+
+    def evaluate(packing: Packing) -> float | None:
+        # one check at the peaks (s* >= 1 or not): the bisection only for the support
+        return 1.0 if _meets_at_peak(instance, workloads, groups[packing], factor) else None
+
+    def time_left_s() -> float | None:
+        if settings is None or settings.deadline is None:
+            return None
+        return settings.deadline.remaining_s(0.0)
+
+    search = generate(
+        tail, singletons, list(groups), evaluate, MAX_EVALUATIONS, PER_ROUND, time_left_s
+    )
+    found = (_evaluate(instance, workloads, groups[p], factor) for p in search.support)
+    kept = tuple(t for t in found if t is not None)
+    elapsed = time.monotonic() - started
     notes = (
         f"co-location: {len(tail)} tail workloads (peak below {TAIL_REPLICAS:g} lone "
-        f"replica); {len(ranked)} groups passed the memory and load pre-filters, "
-        f"{evaluated} evaluated (at most {MAX_EVALUATIONS}), {len(templates)} templates kept "
-        f"in {time.monotonic() - started:.1f} s; the program is exact over the templates kept",
+        f"replica); {len(groups)} groups passed the memory and load pre-filters; column "
+        f"generation evaluated {search.evaluated} in {search.rounds} rounds "
+        f"({'converged' if search.converged else 'stopped early'}), {len(kept)} templates "
+        f"(the packings it uses) in {elapsed:.1f} s; the program is exact over the templates "
+        "kept, a heuristic over all groups, with the LP bound of the tail's packing",
     )
-    return GroupTable(
-        tuple(templates), tail, len(ranked), evaluated, time.monotonic() - started, notes
-    )
+    return GroupTable(kept, tail, len(groups), search.evaluated, elapsed, notes, search)
+
+
+def _gpu_month(instance: Instance, gpu: str) -> float:
+    """$/month of one GPU of type `gpu` in the cheapest region offering it (inf: none)."""
+    prices = [instance.price_per_gpu_hour(r.name, gpu) for r in instance.regions if gpu in r.supply]
+    return min(prices, default=math.inf) * instance.policy.hours_per_month
 
 
 def _common_layout(options: Sequence[Sequence[_Option]]) -> tuple[_Option, ...] | None:
@@ -264,8 +291,8 @@ def _fits(instance: Instance, group: Sequence[_Option]) -> bool:
     return weights <= config.gpu.hbm_bytes
 
 
-def _evaluate(instance: Instance, workloads: dict, group: Sequence[_Option], factor: float):
-    """The template of `group` at its members' peaks, or None when it cannot be shared."""
+def _physics(instance: Instance, workloads: dict, group: Sequence[_Option]):
+    """(layout, members at their peaks, efficiency) of `group`."""
     config = group[0].candidate.config
     layout = SharedLayout(config.gpu, config.weight_precision, config.kv_precision, 1, 1)
     efficiency = efficiency_for(config.gpu.name, config.weight_precision, instance.efficiency)
@@ -279,6 +306,21 @@ def _evaluate(instance: Instance, workloads: dict, group: Sequence[_Option], fac
         )
         for o in group
     ]
+    return layout, members, efficiency
+
+
+def _meets_at_peak(
+    instance: Instance, workloads: dict, group: Sequence[_Option], factor: float
+) -> bool:
+    """Whether one group replica carries every member's peak within its SLO (s* >= 1)."""
+    layout, members, efficiency = _physics(instance, workloads, group)
+    return evaluate_group(layout, members, efficiency, factor).meets_slo
+
+
+def _evaluate(instance: Instance, workloads: dict, group: Sequence[_Option], factor: float):
+    """The template of `group` at its members' peaks, or None when it cannot be shared."""
+    layout, members, efficiency = _physics(instance, workloads, group)
+    config = group[0].candidate.config
     found = group_template(layout, members, efficiency, factor, bisection_steps=SEARCH_STEPS)
     if not found.feasible:
         return None

@@ -112,6 +112,9 @@ class ReplicaPool(BaseModel):
     (filled from `workload` when absent)."""
     members: tuple[GroupMember, ...] = ()
     """A shared group's members with their capacity per group replica (empty: dedicated)."""
+    shared_engine: bool = False
+    """A shared group served by ONE engine (multi-LoRA adapters of one base, or a
+    same-model merge: weights once, the strictest SLO); False: co-resident engines."""
     routing_weight: float | None = None
     """A dedicated pool's share of the region's traffic of its workload, in proportion to
     capacity (`models.capacity_unit.routing_weights`; no failure)."""
@@ -399,6 +402,9 @@ class Plan(BaseModel):
     utilisation_p / sum_p gpus_p over every pool and shared group."""
     capacity_unit: str = ""
     """The unit of `ReplicaPool.capacity_units_per_replica` (solver.capacity_report)."""
+    colocation: "ColocationSearch | None" = None
+    """With policy.colocation: how the group templates were generated (column generation)
+    and the LP bound of the tail's packing."""
     tiering: "Tiering | None" = None
     """With policy.colocation: who shares, who pays the bills, what sharing saved."""
     servers: tuple[ServerPurchase, ...] = ()
@@ -466,6 +472,31 @@ class Tiering(BaseModel):
     templates: int = 0
     """Group templates the program could choose."""
     enumeration_s: float = 0.0
+    note: str = ""
+
+
+class ColocationSearch(BaseModel):
+    """How the group templates were found (solver.group_search): column generation over
+    packings of the tail, priced against the LP of the tail's packing at peak."""
+
+    model_config = _FROZEN
+
+    method: str = "column generation"
+    lp_bound: float | None = None
+    """$/month: a lower bound on the tail's packing at peak without failures (each tail
+    workload on one replica of a group or of its own), over every group of the candidates."""
+    packing_cost: float | None = None
+    """$/month of the integer packing over the generated groups (the heuristic's answer)."""
+    gap: float | None = None
+    """(packing_cost - lp_bound) / packing_cost: how far the heuristic can be from the
+    best packing; 0 when proven optimal."""
+    converged: bool = False
+    """True when no group prices below zero or the packing meets its rounded bound."""
+    rounds: int = 0
+    groups_checked: int = 0
+    """Groups whose physics was checked at their members' peaks."""
+    templates: int = 0
+    """Group templates the program chose among."""
     note: str = ""
 
 

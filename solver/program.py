@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from models.instance import Instance
 from models.scenarios import Scenario, failure_scenarios
 from solver.candidates import CandidateTable
+from solver.engine_templates import engine_templates
 from solver.families import variables
 from solver.families.capacity import add_capacity_within_pools
 from solver.families.demand import add_demand_met
@@ -90,7 +91,10 @@ def build_program(
             instance when policy.colocation is on, else none.
     """
     sets = ProgramSets(instance, table, scenarios or failure_scenarios(instance), elastic)
-    groups = build_groups(instance, table) if groups is None else groups
+    if groups is None:
+        groups = build_groups(instance, table, settings=settings).extended(
+            engine_templates(instance, table)
+        )
     sites = GroupSets(sets, groups)
     lp = LinearProgram(instance.name)
 

@@ -31,7 +31,7 @@ from solver.program import FleetProgram, build_program
 from solver.readback import chosen_sizes, gpu_use, integral, read_plan, replica_counts
 from solver.settings import SolveSettings, TimeLimitReached
 from solver.size_check import check_configurations, check_program_size
-from solver.tiering import tiering_report
+from solver.tiering import search_report, tiering_report
 from solver.verify import verify
 from solver.warm_cold import solve_choosing_split
 
@@ -99,6 +99,13 @@ def _solve_one(instance: Instance, settings: SolveSettings) -> Solved:
     check_configurations(instance)  # refused with the numbers before work that cannot end
     table = build_candidates(instance, settings)
     settings.check("candidates")
+    return _solve_table(instance, settings, table)
+
+
+def _solve_table(instance: Instance, settings: SolveSettings, table: CandidateTable) -> Solved:
+    """`solve_program` from the candidate table on (the tiering report's dedicated
+    solve reuses its co-located solve's table: the candidates do not depend on it)."""
+    backend = get_backend(settings.backend)
     check_program_size(instance, table, settings.time_limit_s)
     program = build_program(instance, table, settings=settings)
     settings.check("program build")
@@ -130,7 +137,7 @@ def _solve_one(instance: Instance, settings: SolveSettings) -> Solved:
     curves = assess_pools(instance, chosen_sizes(program.sets, counts))
     plan = read_plan(program, optimised, values, priced_rows(pricing), settings, curves)
     if program.groups.templates or instance.policy.colocation:
-        plan = _with_tiering(instance, settings, plan, program)
+        plan = _with_tiering(instance, settings, plan, program, table)
     check = verify(instance, plan)
     settings.check("verification")
     if not check.ok:
@@ -142,21 +149,28 @@ def _solve_one(instance: Instance, settings: SolveSettings) -> Solved:
 
 
 def _with_tiering(
-    instance: Instance, settings: SolveSettings, plan: Plan, program: FleetProgram
+    instance: Instance,
+    settings: SolveSettings,
+    plan: Plan,
+    program: FleetProgram,
+    table: CandidateTable,
 ) -> Plan:
     """The plan with its tiering report: the same instance re-solved with colocation off
-    gives the idle fraction and cost without sharing (solver.tiering)."""
+    (from the same candidate table) gives the idle fraction and cost without sharing
+    (solver.tiering)."""
     off = instance.model_copy(
         update={"policy": instance.policy.model_copy(update={"colocation": False})}
     )
     try:
-        dedicated = solve_program(off, settings).plan
+        dedicated = _solve_table(off, settings, table).plan
     except (Infeasible, NoSolution):
         dedicated = None
     groups = program.groups
     report = tiering_report(plan, dedicated, len(groups.templates), groups.enumeration_s)
     plan, unit = with_capacity_units(instance, plan)
-    return plan.model_copy(update={"tiering": report, "capacity_unit": unit})
+    return plan.model_copy(
+        update={"tiering": report, "capacity_unit": unit, "colocation": search_report(groups)}
+    )
 
 
 def _solve_in_time(instance: Instance, settings: SolveSettings) -> Solved:

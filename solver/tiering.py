@@ -8,11 +8,42 @@ of the same instance solved with colocation off, and the cost difference.
 
 The dedicated tier "pays the bills": its workloads run on pools of their own, so no
 other engine shares their GPUs and their p99s are those of the dedicated physics,
-untouched by the tail (the program could not have put them in a group: the tail rule
-of solver.groups keeps any workload whose peak fills a lone replica out of every group).
+untouched by the tail (the tail rule of solver.groups keeps any workload whose peak
+fills a lone replica out of every co-resident group; a one-engine group of its own model
+or LoRA base, `solver.engine_templates`, may take it, and it is then reported as shared).
 """
 
-from solver.plan import Plan, Tiering, WorkloadTier
+from solver.groups import MAX_GROUP_SIZE, GroupTable
+from solver.plan import ColocationSearch, Plan, Tiering, WorkloadTier
+
+
+def search_report(groups: GroupTable) -> ColocationSearch | None:
+    """The plan's account of column generation (None when there was no tail to pack)."""
+    found = groups.search
+    if found is None:
+        return None
+    state = (
+        "proven optimal for the packing"
+        if found.proven
+        else "converged"
+        if found.converged
+        else "stopped early (tailing off, budget or deadline)"
+    )
+    return ColocationSearch(
+        lp_bound=found.lp_bound_per_month,
+        packing_cost=found.integer_per_month,
+        gap=found.gap,
+        converged=found.converged,
+        rounds=found.rounds,
+        groups_checked=found.evaluated,
+        templates=len(groups.templates),
+        note=(
+            "the integer program over the generated group templates is a heuristic over all "
+            "groups: the tail's packing into co-resident groups at peak costs at least "
+            f"lp_bound (LP bound over every group of up to {MAX_GROUP_SIZE} members passing "
+            f"the pre-filters; one-engine templates are added beside it); {state}"
+        ),
+    )
 
 
 def tiering_report(

@@ -53,7 +53,11 @@ It reads only the instance and the plan's replica pools, never the program or a 
    must fit in HBM (weights + activations + reserves + p99 KV of every member) and meet
    every member's p99 TTFT and TPOT with the others' interference; otherwise it is a
    violation named `groups[t,r]` and credits nothing. A group that holds credits n x a[w]
-   to member w in the flows, and its loss is one of the single replica losses.
+   to member w in the flows, and its loss is one of the single replica losses. A group
+   served by one engine (`shared_engine`: multi-LoRA adapters of one base, or a
+   same-model merge) is recomputed with `models.engine_group.engine_group` instead: one
+   base (adapters only with policy.multi_lora), and the engine's capacity along the
+   stated a[w], at the strictest SLO with the members' envelope mix, at least sum a[w].
 
 5. Every other figure the plan states (the `gpus` table, each entry's cost, its routing,
    every number finite) against its recomputation: solver.verify_totals. Replicas that
@@ -80,6 +84,7 @@ from pydantic import BaseModel, ConfigDict
 from models.capacity import replica_capacity
 from models.colocation import Member, SharedLayout, evaluate_group
 from models.efficiency import Efficiency, efficiency_for
+from models.engine_group import EngineMember, engine_group
 from models.instance import Instance
 from models.memory import kv_precision_for
 from models.pooling import planning_capacity
@@ -122,6 +127,8 @@ from solver.verify_totals import (
 
 DEMAND_TOLERANCE = 1e-6
 """Relative shortfall of served demand tolerated (solver feasibility tolerance)."""
+ENGINE_TOLERANCE = 1e-6
+"""Relative excess of a shared engine's stated capacity over the recomputed one allowed."""
 COST_TOLERANCE = 0.01
 """USD per month by which a stated cost may differ from the recomputed one."""
 
@@ -856,7 +863,8 @@ class _Share:
     def key(self) -> str:
         """`a+b@h100-sxm.bf16.tp1pp1`: the template key the program names it by."""
         e = self.entry
-        return f"{'+'.join(e.workloads)}@{e.gpu}.{e.precision}.tp{e.tp}pp{e.pp}"
+        engine = ".engine" if e.shared_engine else ""
+        return f"{'+'.join(e.workloads)}@{e.gpu}.{e.precision}.tp{e.tp}pp{e.pp}{engine}"
 
     @property
     def label(self) -> str:
@@ -919,5 +927,48 @@ def _group_problems(instance: Instance, entry: ReplicaPool, workloads: dict) -> 
     kv = entry.kv_precision or entry.precision
     layout = SharedLayout(gpu, Precision(entry.precision), Precision(kv), entry.tp, entry.pp)
     efficiency = efficiency_for(gpu.name, entry.precision, instance.efficiency)
+    if entry.shared_engine:
+        return problems + _engine_problems(instance, entry, workloads, layout, efficiency)
     group = evaluate_group(layout, members, efficiency)
     return problems + list(group.problems)
+
+
+def _engine_problems(
+    instance: Instance, entry: ReplicaPool, workloads: dict, layout: SharedLayout, efficiency
+) -> list[str]:
+    """One engine serving every member (multi-LoRA or a same-model merge): the members
+    must share one base, and the engine's capacity along the stated rates, at the
+    strictest SLO with the members' envelope mix, must cover their sum
+    (`models.engine_group`)."""
+    entries = {m.workload: instance.model_entry(workloads[m.workload].model) for m in entry.members}
+    roots = {e.base if e.base else e.name for e in entries.values()}
+    if len(roots) != 1:
+        return [f"one engine serves one base model, but the members use {sorted(roots)}"]
+    if any(e.base for e in entries.values()) and not instance.policy.multi_lora:
+        return ["LoRA adapters share an engine only with policy.multi_lora"]
+    root = next(iter(roots))
+    llm = instance.llm_specs.get(root)
+    llm = llm or instance.llm_specs[workloads[entry.members[0].workload].model]
+    stated = [
+        EngineMember(
+            m.workload,
+            workloads[m.workload].model if entries[m.workload].base else None,
+            entries[m.workload].rank,
+            TrafficMix.of(workloads[m.workload], instance.policy.prefix_affinity),
+            LatencyTargets.of(workloads[m.workload].slo),
+            m.requests_per_s_per_replica,
+        )
+        for m in entry.members
+    ]
+    if sum(m.requests_per_s for m in stated) <= 0:
+        return ["a shared engine states no capacity"]
+    found = engine_group(layout.config(llm), stated, efficiency)
+    if found.problems:
+        return list(found.problems)
+    claimed = sum(m.requests_per_s for m in stated)
+    if claimed > found.total_requests_per_s * (1 + ENGINE_TOLERANCE):
+        return [
+            f"the shared engine states {claimed:.3f} requests/s per replica for its members "
+            f"together, but carries {found.total_requests_per_s:.3f} within the strictest SLO"
+        ]
+    return []
