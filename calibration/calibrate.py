@@ -53,10 +53,9 @@ from pathlib import Path
 
 import numpy as np
 
-from calibration.moe import load_moe_rows, moe_report
 from models.capacity import replica_capacity
 from models.catalog import gpu_catalog, llm_catalog
-from models.efficiency import Efficiency, efficiency_for
+from models.efficiency import Efficiency, efficiency_for, engine_profiles
 from models.frontier import operating_point
 from models.memory import default_kv_precision, layout_problem
 from models.precision import Precision
@@ -73,25 +72,54 @@ GENERATIONS = {
     "h100-sxm": "hopper",
     "h200": "hopper",
     "b200": "blackwell",
-    "mi300x": "cdna3",
 }
-FITTED = (
+"""GPUs with calibration rows of their own, by generation (every other GPU borrows through
+`efficiency_like` in the GPU catalog)."""
+THROUGHPUT_FACTORS = (
     "prefill_flops_fraction",
     "decode_flops_fraction",
     "hbm_fraction",
-    "step_overhead_s",
-    "allreduce_latency_s",
     "scaleup_fraction",
+    "sequence_overhead_s",
 )
-"""The factors the fit moves; every other factor keeps its documented default."""
+"""Fitted on max-throughput rows, per engine profile and generation."""
+LATENCY_FACTORS = ("step_overhead_s",)
+"""Fitted on latency rows (online serving at a low rate), with the throughput factors
+held at their fit."""
+FITTED = THROUGHPUT_FACTORS + LATENCY_FACTORS + ("allreduce_latency_s",)
+"""Every factor `efficiency.yaml` states; every other factor keeps its documented default."""
 BOUNDS = {
-    "prefill_flops_fraction": (0.15, 0.95),
-    "decode_flops_fraction": (0.15, 0.95),
+    "prefill_flops_fraction": (0.15, 0.9),
+    "decode_flops_fraction": (0.15, 0.9),
     "hbm_fraction": (0.3, 0.95),
     "step_overhead_s": (2e-4, 0.03),
     "allreduce_latency_s": (2e-6, 2e-4),
     "scaleup_fraction": (0.1, 0.95),
+    "sequence_overhead_s": (1e-8, 1e-4),
 }
+PROFILES = {"trtllm-0.20": "trtllm-0.17", "trtllm-0.17": None}
+"""Engine profiles fitted (those with max-throughput rows), each with the profile it falls
+back to for a generation it has no rows of."""
+DEFAULT_ENGINE = "trtllm-0.20"
+"""The newest engine version with data."""
+NCCL_TUNING = (
+    "NVIDIA/nccl src/graph/tuning.cc latency model (quoted in github.com/NVIDIA/nccl/"
+    "issues/1334): ring all-reduce, LL protocol, base 6.6 us + 2 (n - 1) steps x per-hop "
+    "0.6 us over NVLink (1.0 us over PCIe), at n = 8"
+)
+ALLREDUCE_FLOOR_S = {
+    "default": 6.6e-6 + 2 * 7 * 0.6e-6,
+    "ampere": 6.6e-6 + 2 * 7 * 0.6e-6,
+    "hopper": 6.6e-6 + 2 * 7 * 0.6e-6,
+    "blackwell": 6.6e-6 + 2 * 7 * 0.6e-6,
+    "ada": 6.6e-6 + 2 * 7 * 1.0e-6,
+}
+"""Physical floor of one small-message all-reduce by generation: 15.0 us over NVLink,
+20.6 us over PCIe (L40S), from `NCCL_TUNING`. Custom one-shot and NVLink-SHARP kernels
+are faster still (about 6 us at 2 GPUs on an HGX H100: github.com/NVIDIA/nccl/issues/1259),
+so this is a conservative floor. No latency row measures a TP > 1 decode step, so the
+all-reduce latency is never fitted: fitted on throughput rows it absorbed other costs
+(57-144 us)."""
 
 TRT_MODELS = {
     "Llama 3.3 70B": "llama-3.3-70b",
@@ -197,6 +225,9 @@ class Row:
     targets: LatencyTargets = field(default_factory=LatencyTargets)
     rate: float = 0.0
     """Requests/s offered (`itl` rows)."""
+    engine: str = ""
+    """The engine and version that measured the row (`trtllm-0.20`, `triton-trtllm-0.14`,
+    `mlperf-tensorrt`)."""
 
     @property
     def kv_precision(self) -> Precision:
@@ -206,7 +237,13 @@ class Row:
     @property
     def group(self) -> str:
         """The efficiency group the row belongs to: `<generation>/<precision>`."""
-        return f"{GENERATIONS[self.gpu]}/{self.weight_precision}"
+        return f"{GENERATIONS.get(self.gpu, 'default')}/{self.weight_precision}"
+
+
+def engine_name(version: str) -> str:
+    """`trtllm-0.20` for a TensorRT-LLM doc version `v0.20` (`v0.9.0` -> `trtllm-0.9`)."""
+    parts = version.removeprefix("v").split(".")
+    return "trtllm-" + ".".join(parts[:2])
 
 
 def calibration_dir() -> Path:
@@ -271,6 +308,7 @@ def _trtllm_rows(path: Path, skipped: Counter) -> list[Row]:
                     measured=measured,
                     held_out=held_out,
                     batch=int(raw["batch_size"] or 0),
+                    engine=engine_name(version),
                 )
             )
     return rows
@@ -314,6 +352,7 @@ def _mlperf_rows(path: Path, skipped: Counter) -> list[Row]:
                     targets=LatencyTargets(MLPERF_TTFT_S, MLPERF_TPOT_S)
                     if server
                     else LatencyTargets(),
+                    engine=f"mlperf-tensorrt-{raw['round']}",
                 )
             )
     return rows
@@ -355,6 +394,7 @@ def _serving_rows(path: Path, skipped: Counter) -> list[Row]:
                     measured=itl_ms / 1e3,
                     held_out=_held_out(key),
                     rate=rate,
+                    engine=f"triton-trtllm-{raw['engine_version'].removesuffix('.0')}",
                 )
             )
     return rows
@@ -371,8 +411,10 @@ def load_rows(directory: Path | None = None) -> tuple[list[Row], Counter]:
 
 
 def catalog_efficiency(row: Row) -> Efficiency:
-    """The efficiency factors the catalog gives the row's GPU and precision."""
-    return efficiency_for(row.gpu, row.weight_precision)
+    """The efficiency factors the catalog gives the row's GPU and precision, under the
+    row's engine profile when the catalog has one, else the default profile."""
+    engine = row.engine if row.engine in engine_profiles() else None
+    return efficiency_for(row.gpu, row.weight_precision, engine=engine)
 
 
 def predict(row: Row, efficiency: Efficiency) -> float:
@@ -499,64 +541,132 @@ def nelder_mead(fun, start: np.ndarray, steps: int = 240, scale: float = 0.6) ->
     return simplex[int(np.argmin(values))]
 
 
-def identifiable(rows: list[Row]) -> tuple[str, ...]:
-    """The factors `rows` can pin down. Offline throughput alone cannot separate the fixed
-    per-step overhead from bandwidth (both scale a large-batch step), so without latency
-    rows the step overhead keeps the pooled value."""
-    if any(row.kind == "itl" for row in rows):
-        return FITTED
-    return tuple(name for name in FITTED if name != "step_overhead_s")
-
-
-def fit(rows: list[Row], base: Efficiency) -> Efficiency:
-    """The identifiable factors that minimise the mean squared log error over `rows`."""
-    names = identifiable(rows)
+def fit(rows: list[Row], base: Efficiency, names: tuple[str, ...]) -> Efficiency:
+    """The factors `names` that minimise the mean squared log error over `rows`, every
+    other factor as in `base`."""
     best = nelder_mead(lambda v: _loss(rows, _from_vector(v, base, names)), _to_vector(base, names))
     return _from_vector(best, base, names)
 
 
-def fit_all(rows: list[Row]) -> dict[str, Efficiency]:
-    """One pooled set (`default`) and one set per generation, on the rows not held out."""
-    fit_rows = [row for row in rows if not row.held_out]
-    fitted = {"default": fit(fit_rows, Efficiency())}
-    for generation in sorted({GENERATIONS[row.gpu] for row in fit_rows}):
-        group = [row for row in fit_rows if GENERATIONS[row.gpu] == generation]
-        fitted[generation] = fit(group, fitted["default"])
+def generation(row: Row) -> str:
+    """The row's GPU generation (`default` for a GPU with no rows of its own)."""
+    return GENERATIONS.get(row.gpu, "default")
+
+
+def latency_constants(key: str, overhead_s: float) -> dict[str, float]:
+    """The latency-regime factors of a generation (or `default`): the all-reduce floor and
+    the step overhead fitted on the latency rows."""
+    floor = ALLREDUCE_FLOOR_S.get(key, ALLREDUCE_FLOOR_S["default"])
+    return {"allreduce_latency_s": floor, "step_overhead_s": overhead_s}
+
+
+def fit_latency(rows: list[Row], base: Efficiency) -> Efficiency:
+    """The step overhead on the latency rows not held out (online serving at a finite
+    rate), every throughput factor held at `base`."""
+    latency_rows = [row for row in rows if row.kind == "itl" and not row.held_out]
+    return fit(latency_rows, base, LATENCY_FACTORS)
+
+
+def throughput_rows(rows: list[Row], engine: str) -> list[Row]:
+    """The max-throughput rows of an engine profile that the fit may use."""
+    return [r for r in rows if r.engine == engine and r.kind == "offline" and not r.held_out]
+
+
+def fit_profile(rows: list[Row], engine: str, overhead_s: float) -> dict[str, Efficiency]:
+    """One engine profile: a pooled `default` set and one set per generation, the
+    throughput factors fitted on the profile's max-throughput rows with the latency
+    factors held at `latency_constants`."""
+    fit_rows = throughput_rows(rows, engine)
+    base = Efficiency(**latency_constants("default", overhead_s), sequence_overhead_s=5e-6)
+    fitted = {"default": fit(fit_rows, base, THROUGHPUT_FACTORS)}
+    for key in sorted({generation(row) for row in fit_rows}):
+        group = [row for row in fit_rows if generation(row) == key]
+        start = fitted["default"].model_copy(update=latency_constants(key, overhead_s))
+        fitted[key] = fit(group, start, THROUGHPUT_FACTORS)
     return fitted
 
 
-def render_yaml(fitted: dict[str, Efficiency], rows: list[Row]) -> str:
+def fit_all(rows: list[Row]) -> tuple[dict[str, dict[str, Efficiency]], float]:
+    """Every engine profile's sets, and the step overhead fitted on the latency rows.
+
+    The latency fit comes first, with the throughput factors the catalog gives Hopper
+    under the default profile (the latency rows are all Hopper); the throughput fits then
+    hold it fixed.
+    """
+    hopper = efficiency_for("h100-sxm", Precision.BF16)
+    start = hopper.model_copy(update=latency_constants("hopper", hopper.step_overhead_s))
+    overhead_s = fit_latency(rows, start).step_overhead_s
+    profiles = {engine: fit_profile(rows, engine, overhead_s) for engine in PROFILES}
+    return profiles, overhead_s
+
+
+def _errors(rows: list[Row], efficiency: Efficiency) -> np.ndarray:
+    """Signed % errors of the rows the model places."""
+    predicted = np.array([predict(r, efficiency) for r in rows])
+    measured = np.array([r.measured for r in rows])
+    ok = ~np.isnan(predicted)
+    return (predicted[ok] - measured[ok]) / measured[ok] * 100
+
+
+def render_yaml(
+    profiles: dict[str, dict[str, Efficiency]], overhead_s: float, rows: list[Row]
+) -> str:
     """The text of `efficiency.yaml`."""
-    fit_rows = [row for row in rows if not row.held_out]
-    counts = Counter(GENERATIONS[row.gpu] for row in fit_rows)
+    latency_rows = [r for r in rows if r.kind == "itl" and not r.held_out]
     lines = [
         "# Calibrated efficiency factors of the performance model (models/efficiency.py).",
         "#",
         f"# Written by `python -m calibration.calibrate --write` on {datetime.date.today()};",
         "# do not edit by hand: change the model or the data and re-run it.",
-        "# Data: calibration/data/trtllm_perf.csv, TensorRT-LLM max-throughput rows",
-        "# (v0.17 engine and v0.20 PyTorch backend, offline, fixed ISL/OSL), and",
-        "# serving_benchmarks.csv, mean inter-token latency at a request rate (TensorRT-LLM",
-        "# 0.14, Llama 3.1 8B); two in three rows by a hash of the configuration. The rest,",
-        "# every MLPerf row and the v0.9 rows are held out (tests/bench/test_calibration.py",
-        "# reports both).",
-        "# Fitted: " + ", ".join(FITTED) + "; every other factor keeps its default.",
-        "# A generation with no latency rows keeps the pooled step_overhead_s (offline",
-        "# throughput alone cannot separate it from bandwidth).",
-        "# One set per GPU generation (each generation's rows are one precision; the set",
-        "# serves every precision of that generation); `default` is one pooled fit over all",
-        "# fit rows and serves GPUs with no data (MI300X) and inline GPUs.",
+        "#",
+        "# One set of factors per ENGINE PROFILE (a serving engine and version with data) and",
+        "# GPU generation. Throughput factors (" + ", ".join(THROUGHPUT_FACTORS) + ")",
+        "# are fitted on the profile's TensorRT-LLM max-throughput rows",
+        "# (calibration/data/trtllm_perf.csv, offline, fixed ISL/OSL), two in three by a hash",
+        "# of the configuration; the rest, every MLPerf row and the v0.9 rows are held out",
+        "# (tests/bench/test_calibration.py reports them all, per engine and generation).",
+        "# Latency factors are fitted apart, so that neither regime bends the other:",
+        f"# - step_overhead_s: {overhead_s * 1e3:.3g} ms, fitted on {len(latency_rows)} "
+        "latency rows (serving_benchmarks.csv:",
+        "#   mean inter-token latency of Llama 3.1 8B at a low request rate, TensorRT-LLM 0.14",
+        "#   under Triton, H100 and H200) with the throughput factors held; every profile and",
+        "#   generation uses it (the only latency rows; the overhead is host-side scheduling).",
+        "# - allreduce_latency_s: a physical floor, never fitted (no latency row measures a",
+        f"#   TP > 1 decode step): {NCCL_TUNING}.",
+        "# A GPU with no rows of its own names the GPU it borrows from (`efficiency_like` in",
+        "# models/catalog/gpus.yaml); `default` (pooled over the profile's rows) serves inline",
+        "# GPUs that name none.",
+        "",
+        f"default_engine: {DEFAULT_ENGINE}",
         "",
         "generation_of:",
     ]
-    lines += [f"  {gpu}: {generation}" for gpu, generation in GENERATIONS.items()]
-    lines += ["", "by_key:"]
-    for key, efficiency in fitted.items():
-        note = f"{counts[key]} fit rows" if key != "default" else f"{len(fit_rows)} fit rows"
-        lines.append(f"  {key}:  # {note}")
-        for name in FITTED:
-            value = getattr(efficiency, name)
-            lines.append(f"    {name}: {value:.4g}")
+    lines += [f"  {gpu}: {gen}" for gpu, gen in GENERATIONS.items()]
+    lines += ["", "engines:"]
+    for engine, fitted in profiles.items():
+        fit_rows = throughput_rows(rows, engine)
+        held = [r for r in rows if r.engine == engine and r.kind == "offline" and r.held_out]
+        lines.append(f"  {engine}:")
+        fallback = PROFILES[engine]
+        if fallback:
+            lines.append(f"    fallback: {fallback}  # for generations with no {engine} rows")
+        gpus = sorted({r.gpu for r in fit_rows})
+        lines.append(
+            f"    data: TensorRT-LLM {engine.split('-')[1]} max-throughput rows on "
+            + ", ".join(gpus)
+        )
+        lines.append("    by_key:")
+        for key, efficiency in fitted.items():
+            group = [r for r in fit_rows if key == "default" or generation(r) == key]
+            group_held = [r for r in held if key == "default" or generation(r) == key]
+            fit_err = np.abs(_errors(group, efficiency))
+            held_err = np.abs(_errors(group_held, efficiency)) if group_held else np.array([])
+            note = f"{len(group)} fit rows, median |error| {np.median(fit_err):.1f}%"
+            if held_err.size:
+                note += f"; {held_err.size} held out, {np.median(held_err):.1f}%"
+            lines.append(f"      {key}:  # {note}")
+            for name in FITTED:
+                lines.append(f"        {name}: {getattr(efficiency, name):.4g}")
     return "\n".join(lines) + "\n"
 
 
@@ -565,26 +675,10 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="write efficiency.yaml")
     args = parser.parse_args()
     rows, skipped = load_rows()
-    fitted = fit_all(rows)
-    text = render_yaml(fitted, rows)
+    profiles, overhead_s = fit_all(rows)
+    text = render_yaml(profiles, overhead_s, rows)
     print(text)
-    for label, efficiency in fitted.items():
-        group = [r for r in rows if label == "default" or GENERATIONS[r.gpu] == label]
-        for held in (False, True):
-            subset = [r for r in group if r.held_out == held and r.kind != "ttft"]
-            if not subset:
-                continue
-            predicted = np.array([predict(r, efficiency) for r in subset])
-            measured = np.array([r.measured for r in subset])
-            ok = ~np.isnan(predicted)
-            errors = abs_pct_errors(predicted[ok], measured[ok])
-            print(
-                f"{label:10s} {'held-out' if held else 'fit':8s} rows {ok.sum():4d}  "
-                f"median |error| {np.median(errors):5.1f}%"
-            )
     print(f"skipped rows: {sum(skipped.values())}")
-    moe_rows, _ = load_moe_rows(calibration_dir())
-    print("\n".join(moe_report(moe_rows)[0][-(len({r.model for r in moe_rows}) + 12) :]))
     if args.write:
         EFFICIENCY_YAML.write_text(text, encoding="utf-8")
         print(f"wrote {EFFICIENCY_YAML}")

@@ -21,7 +21,14 @@ from cli.exit_codes import ExitCode
 from cli.tables import TableSpec, markdown_tables, print_tables
 from models import catalog
 from models.capacity import replica_capacity
-from models.efficiency import Efficiency, efficiency_for
+from models.efficiency import (
+    Efficiency,
+    UnknownEngine,
+    check_engine,
+    efficiency_for,
+    efficiency_source,
+    engine_report,
+)
 from models.errors import InputError, Issue
 from models.frontier import FrontierPoint, throughput_frontier
 from models.hardware import GpuSpec
@@ -506,8 +513,7 @@ def perf(
         int,
         typer.Option(
             "--ep",
-            help="Expert-parallel ranks of an MoE model's routed experts; must divide "
-            "tp x dp.",
+            help="Expert-parallel ranks of an MoE model's routed experts; must divide tp x dp.",
         ),
     ] = 1,
     dp: Annotated[
@@ -617,6 +623,14 @@ def perf(
             "(llama, qwen2, qwen3, qwen3_moe, mixtral, deepseek_v3, gpt_oss, llama4).",
         ),
     ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="Engine profile of the efficiency factors (trtllm-0.20, trtllm-0.17; "
+            "default: the newest with data).",
+        ),
+    ] = None,
 ) -> None:
     """One replica configuration's memory, step times, capacity and limiting factor.
 
@@ -659,7 +673,12 @@ def perf(
         tpot_p99_s=None if tpot_p99_ms is None else tpot_p99_ms / 1e3,
     )
     config = ReplicaConfig(gpu_spec, llm_spec, precision, kv, tp, pp, role, ep, dp)
-    efficiency = efficiency_for(gpu_spec, precision)
+    try:
+        source = efficiency_source(gpu_spec, check_engine(engine))
+    except UnknownEngine as error:
+        raise _problem("--engine", str(error)) from None
+    efficiency = efficiency_for(gpu_spec, precision, engine=source.engine)
+    engine_line = engine_report([gpu_spec], engine)
     capacity = replica_capacity(config, mix, targets, efficiency, pool_replicas)
     frontier = (
         throughput_frontier(config, mix, targets, efficiency, pool_replicas=pool_replicas)
@@ -674,15 +693,16 @@ def perf(
     )
     if as_json:
         data = perf_json(capacity, mix, targets, efficiency, frontier, pool_replicas)
+        data.update(engine=source.engine, borrowed_efficiency=source.borrowed)
         if tiers is not None:
             data.update(kv_tiers_json(tiers))
         print_json(data if load is None else {**data, **load_json(load, data)})
     elif capacity.fits:
         tables = perf_tables(capacity, targets, pool_replicas, frontier, load, tiers)
         if as_markdown:
-            sys.stdout.write(markdown_tables([], tables))
+            sys.stdout.write(markdown_tables([], tables, engine_line))
         else:
-            print_tables([], tables)
+            print_tables([], tables, engine_line)
     if not capacity.fits or not capacity.meets_slo:
         err.print(f"[bold red]{'does not fit' if not capacity.fits else 'cannot meet the SLO'}:[/]")
         err.print(capacity.reason, markup=False)

@@ -385,6 +385,14 @@ class Plan(BaseModel):
     """The largest fraction of a pool's capacity at the SLO the plan allows."""
     simplicity: SimplicityCost | None = None
     """What the limit on configurations per pool costs (None: no limit)."""
+    engine: str = ""
+    """The engine profile whose calibrated efficiency factors the physics used
+    (`models.efficiency`; '' in a plan written by hand)."""
+    borrowed_efficiency: bool = False
+    """Whether a GPU type the plan uses runs on efficiency factors fitted on another
+    GPU's rows (or pooled); `efficiency_note` names them."""
+    efficiency_note: str = ""
+    """The engine profile and the GPUs on borrowed efficiencies, as one line."""
 
     @property
     def optimal(self) -> bool:
