@@ -142,3 +142,15 @@ def test_estimate_with_a_model_names_the_engine(run_cli) -> None:
     assert data["engine"] == default_engine() and data["borrowed_efficiency"] is False
     assert f"engine profile: {default_engine()}" in run_cli(*args).stdout
     assert run_cli("estimate", "--engine", default_engine()).exit_code == 2
+
+
+def test_a_plan_names_its_engine_and_the_gpus_that_borrow() -> None:
+    from solver.solve import solve
+
+    own = solve(validate_instance(_instance_data()))
+    assert own.engine == default_engine() and own.borrowed_efficiency is False
+    assert own.efficiency_note.startswith(f"engine profile: {default_engine()}")
+    data = _instance_data(gpus=[{"name": "mi300x"}])
+    data["regions"][0]["supply"] = {"mi300x": {"max_gpus": 64, "price_per_gpu_hour": 2.0}}
+    borrowed = solve(validate_instance(data))
+    assert borrowed.borrowed_efficiency is True and "mi300x" in borrowed.efficiency_note
