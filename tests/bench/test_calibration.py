@@ -12,17 +12,8 @@ import math
 
 import numpy as np
 
-from calibration.calibrate import (
-    GENERATIONS,
-    MLPERF_WORKLOADS,
-    Row,
-    abs_pct_errors,
-    calibration_dir,
-    catalog_efficiency,
-    load_rows,
-    predict,
-    spearman,
-)
+from calibration.calibrate import abs_pct_errors, catalog_efficiency, predict, spearman
+from calibration.rows import GENERATIONS, MLPERF_WORKLOADS, Row, calibration_dir, load_rows
 
 LATENCY = ("ttft", "itl")
 
