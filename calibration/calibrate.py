@@ -2,12 +2,19 @@
 
 Reads `calibration/data/` (TensorRT-LLM throughput tables and MLPerf Inference results,
 each row with its source; `calibration/data/README.md` names them), predicts every usable
-row with `models.capacity`, fits one set of efficiency factors per GPU generation (and
-one pooled set for GPUs with no data) on a deterministic subset of the TensorRT-LLM
-max-throughput rows and of the online-serving latency rows, and (with --write) writes
-them to `models/catalog/efficiency.yaml`. Everything else is held out: a third of the
-TensorRT-LLM and serving rows (by a hash of the row's configuration), every MLPerf row,
-and the TensorRT-LLM v0.9 first-token-latency and static-batching rows.
+row with `models.capacity`, and fits the efficiency factors in two regimes, apart:
+
+- latency: the step overhead on a deterministic subset of the online-serving latency
+  rows (the throughput factors held); the all-reduce latency is a physical floor
+  (`ALLREDUCE_FLOOR_S`), since no latency row measures a TP > 1 decode step;
+- throughput: per ENGINE PROFILE (`PROFILES`: a TensorRT-LLM version with max-throughput
+  rows) one set per GPU generation and one pooled set, on a deterministic subset of that
+  version's max-throughput rows, the latency constants held.
+
+With --write it writes them to `models/catalog/efficiency.yaml`. Everything else is held
+out: a third of the TensorRT-LLM and serving rows (by a hash of the row's
+configuration), every MLPerf row, and the TensorRT-LLM v0.9 first-token-latency and
+static-batching rows.
 
     .venv/bin/python -m calibration.calibrate            # fit and print, write nothing
     .venv/bin/python -m calibration.calibrate --write    # fit and write efficiency.yaml
@@ -42,337 +49,74 @@ are counted as skipped.
 """
 
 import argparse
-import csv
 import datetime
 import math
-import os
-import zlib
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from calibration.moe import load_moe_rows, moe_report
+from calibration.rows import GENERATIONS, Row, load_rows
 from models.capacity import replica_capacity
 from models.catalog import gpu_catalog, llm_catalog
-from models.efficiency import Efficiency, efficiency_for
+from models.efficiency import Efficiency, efficiency_for, engine_profiles
 from models.frontier import operating_point
-from models.memory import default_kv_precision, layout_problem
+from models.memory import layout_problem
 from models.precision import Precision
-from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.replica import ReplicaConfig, Role
 from models.step_time import step_model
 
-REPO = Path(__file__).resolve().parents[1]
-DATA_DIR = REPO / "calibration" / "data"
-"""The published measurements shipped with the repository."""
-EFFICIENCY_YAML = REPO / "models" / "catalog" / "efficiency.yaml"
-GENERATIONS = {
-    "a100-80gb-sxm": "ampere",
-    "l40s": "ada",
-    "h100-sxm": "hopper",
-    "h200": "hopper",
-    "b200": "blackwell",
-    "mi300x": "cdna3",
-}
-FITTED = (
+EFFICIENCY_YAML = Path(__file__).resolve().parents[1] / "models" / "catalog" / "efficiency.yaml"
+THROUGHPUT_FACTORS = (
     "prefill_flops_fraction",
     "decode_flops_fraction",
     "hbm_fraction",
-    "step_overhead_s",
-    "allreduce_latency_s",
     "scaleup_fraction",
+    "sequence_overhead_s",
 )
-"""The factors the fit moves; every other factor keeps its documented default."""
+"""Fitted on max-throughput rows, per engine profile and generation."""
+LATENCY_FACTORS = ("step_overhead_s",)
+"""Fitted on latency rows (online serving at a low rate), with the throughput factors
+held at their fit."""
+FITTED = THROUGHPUT_FACTORS + LATENCY_FACTORS + ("allreduce_latency_s",)
+"""Every factor `efficiency.yaml` states; every other factor keeps its documented default."""
 BOUNDS = {
-    "prefill_flops_fraction": (0.15, 0.95),
-    "decode_flops_fraction": (0.15, 0.95),
+    "prefill_flops_fraction": (0.15, 0.9),
+    "decode_flops_fraction": (0.15, 0.9),
     "hbm_fraction": (0.3, 0.95),
     "step_overhead_s": (2e-4, 0.03),
     "allreduce_latency_s": (2e-6, 2e-4),
     "scaleup_fraction": (0.1, 0.95),
+    "sequence_overhead_s": (1e-8, 1e-4),
 }
-
-TRT_MODELS = {
-    "Llama 3.3 70B": "llama-3.3-70b",
-    "LLaMA v3.1 70B": "llama-3.1-70b",
-    "Llama 3.1 8B": "llama-3.1-8b",
-    "LLaMA v3.1 8B": "llama-3.1-8b",
-    "Llama 3.1 405B": "llama-3.1-405b",
-    "LLaMA v3.1 405B": "llama-3.1-405b",
-    "Mixtral 8x7B": "mixtral-8x7b",
-    "LLaMA 70B (Llama 2)": "llama-2-70b",
-    "llama_70b (Llama 2)": "llama-2-70b",
+PROFILES = {"trtllm-0.20": "trtllm-0.17", "trtllm-0.17": None}
+"""Engine profiles fitted (those with max-throughput rows), each with the profile it falls
+back to for a generation it has no rows of."""
+DEFAULT_ENGINE = "trtllm-0.20"
+"""The newest engine version with data."""
+NCCL_TUNING = (
+    "NVIDIA/nccl src/graph/tuning.cc latency model (quoted in github.com/NVIDIA/nccl/"
+    "issues/1334): ring all-reduce, LL protocol, base 6.6 us + 2 (n - 1) steps x per-hop "
+    "0.6 us over NVLink (1.0 us over PCIe), at n = 8"
+)
+ALLREDUCE_FLOOR_S = {
+    "default": 6.6e-6 + 2 * 7 * 0.6e-6,
+    "ampere": 6.6e-6 + 2 * 7 * 0.6e-6,
+    "hopper": 6.6e-6 + 2 * 7 * 0.6e-6,
+    "blackwell": 6.6e-6 + 2 * 7 * 0.6e-6,
+    "ada": 6.6e-6 + 2 * 7 * 1.0e-6,
 }
-TRT_GPUS = {
-    "H100 SXM 80GB (DGX H100)": "h100-sxm",
-    "H100 80GB HBM3": "h100-sxm",
-    "H100": "h100-sxm",
-    "H200 SXM 141GB (DGX H200)": "h200",
-    "H200 141GB HBM3": "h200",
-    "H200": "h200",
-    "B200 180GB (DGX B200)": "b200",
-    "A100-SXM4-80GB": "a100-80gb-sxm",
-    "A100": "a100-80gb-sxm",
-    "L40S": "l40s",
-}
-TRT_PRECISIONS = {"FP8": Precision.FP8, "FP4": Precision.FP4, "FP16": Precision.BF16}
-MLPERF_GPUS = {
-    "NVIDIA H100-SXM-80GB": "h100-sxm",
-    "NVIDIA H200-SXM-141GB": "h200",
-    "NVIDIA H200-SXM-141GB-CTS": "h200",
-    "NVIDIA B200-SXM-180GB": "b200",
-    "NVIDIA L40S": "l40s",
-    "AMD Instinct MI300X-NPS1-SPX-192GB-750W": "mi300x",
-    "AMD MI300X-NPS1-SPX-192GB-750W": "mi300x",
-}
-
-
-@dataclass(frozen=True)
-class MlperfWorkload:
-    """The token mix of an MLPerf LLM benchmark's dataset (not in the CSV: see `source`)."""
-
-    model: str
-    mix: TrafficMix
-    source: str
-
-
-MLPERF_WORKLOADS = {
-    "llama2-70b": MlperfWorkload(
-        "llama-2-70b",
-        TrafficMix(
-            prompt_mean_tokens=250,
-            prompt_p99_tokens=1000,
-            prompt_cv=1.0,
-            output_mean_tokens=294,
-            output_p99_tokens=1024,
-            output_cv=1.0,
-        ),
-        "MLCommons llama2-70b (OpenOrca, 24,576 samples, prompts and outputs cut at 1,024 "
-        "tokens; reference 294.45 output tokens per sample: mlcommons/inference "
-        "language/llama2-70b/README.md). Prompt mean ~250 tokens is an ESTIMATE from the "
-        "processed set's size (41.7 MB with reference answers, HF ctuning/MLPerf-OpenOrca); "
-        "spreads assumed cv=1.",
-    ),
-    "mixtral-8x7b": MlperfWorkload(
-        "mixtral-8x7b",
-        TrafficMix(
-            prompt_mean_tokens=300,
-            prompt_p99_tokens=1500,
-            prompt_cv=1.0,
-            output_mean_tokens=146,
-            output_p99_tokens=1024,
-            output_cv=1.0,
-        ),
-        "MLCommons mixtral-8x7b (OpenOrca + GSM8K + MBXP); output mean 146 tokens per "
-        "sample as the rows report it. Prompt mean 300 tokens is an ASSUMPTION (not "
-        "sourced); spreads assumed cv=1.",
-    ),
-}
-MLPERF_TTFT_S = 2.0
-MLPERF_TPOT_S = 0.2
-
-
-@dataclass(frozen=True)
-class Row:
-    """One calibration row in the model's terms."""
-
-    label: str
-    source: str
-    """`trtllm` or `mlperf`."""
-    kind: str
-    """`offline` (max throughput), `server` (at the SLO), `ttft` (first-token latency,
-    seconds), `static` (static batching at `batch`), `itl` (mean inter-token latency at
-    `rate`, seconds)."""
-    model: str
-    gpu: str
-    weight_precision: Precision
-    tps: tuple[int, ...]
-    pp: int
-    mix: TrafficMix
-    measured: float
-    """Output tokens/s per GPU (`ttft`, `itl`: seconds)."""
-    held_out: bool
-    batch: int = 0
-    targets: LatencyTargets = field(default_factory=LatencyTargets)
-    rate: float = 0.0
-    """Requests/s offered (`itl` rows)."""
-
-    @property
-    def kv_precision(self) -> Precision:
-        """TensorRT-LLM FP8/FP4 checkpoints and MLPerf submissions run an FP8 KV cache."""
-        return default_kv_precision(self.weight_precision)
-
-    @property
-    def group(self) -> str:
-        """The efficiency group the row belongs to: `<generation>/<precision>`."""
-        return f"{GENERATIONS[self.gpu]}/{self.weight_precision}"
-
-
-def calibration_dir() -> Path:
-    """`$FLEETPLAN_CALIBRATION_DIR`, else `calibration/data` in the clone."""
-    env = os.environ.get("FLEETPLAN_CALIBRATION_DIR")
-    return Path(env) if env else DATA_DIR
-
-
-def _held_out(key: str) -> bool:
-    """Deterministic 1-in-3 hold-out by a CRC of the row's configuration."""
-    return zlib.crc32(key.encode()) % 3 == 0
-
-
-def _float(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def _trtllm_rows(path: Path, skipped: Counter) -> list[Row]:
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for raw in csv.DictReader(handle):
-            version = raw["trtllm_version_stated"].split(" ")[0]
-            section = raw["section"]
-            model = TRT_MODELS.get(raw["model"])
-            gpu = TRT_GPUS.get(raw["gpu"])
-            precision = TRT_PRECISIONS.get(raw["precision"])
-            if model is None or gpu is None or precision is None:
-                skipped[f"trtllm: {raw['model']} on {raw['gpu']} not in the catalogs"] += 1
-                continue
-            unit = raw["unit"]
-            tp, pp = int(raw["tp"]), int(raw["pp"] or 1)
-            isl, osl = float(raw["isl"]), float(raw["osl"])
-            value = float(raw["value"])
-            if section == "Throughput Measurements":
-                kind = "offline"
-                per_gpu = _float(raw["derived_value_per_gpu"])
-                measured = per_gpu if "whole" in unit and per_gpu else value
-            elif section.startswith("Low Latency"):
-                kind, measured = "ttft", value / 1e3
-            elif version == "v0.9.0" and "PER GPU" in unit:
-                kind, measured = "static", value
-            else:
-                skipped[f"trtllm {version}: {section} (units ambiguous or superseded)"] += 1
-                continue
-            key = f"{version}|{model}|{gpu}|{precision}|{tp}|{pp}|{isl:g}|{osl:g}"
-            held_out = kind != "offline" or _held_out(key)
-            rows.append(
-                Row(
-                    label=f"trtllm {version} {model} {gpu} {precision} tp{tp}pp{pp} "
-                    f"{isl:g}/{osl:g}" + (f" bs{raw['batch_size']}" if kind == "static" else ""),
-                    source="trtllm",
-                    kind=kind,
-                    model=model,
-                    gpu=gpu,
-                    weight_precision=precision,
-                    tps=(tp,),
-                    pp=pp,
-                    mix=TrafficMix.fixed(isl, osl),
-                    measured=measured,
-                    held_out=held_out,
-                    batch=int(raw["batch_size"] or 0),
-                )
-            )
-    return rows
-
-
-def _lowest_precision(gpu: str) -> Precision:
-    spec = gpu_catalog()[gpu]
-    for precision in (Precision.FP4, Precision.FP8):
-        if spec.supports(precision):
-            return precision
-    return Precision.BF16
-
-
-def _mlperf_rows(path: Path, skipped: Counter) -> list[Row]:
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for raw in csv.DictReader(handle):
-            gpu = MLPERF_GPUS.get(raw["accelerator"])
-            benchmark = raw["benchmark"].removesuffix("-99.9").removesuffix("-99")
-            workload = MLPERF_WORKLOADS.get(benchmark)
-            if gpu is None or workload is None:
-                skipped[f"mlperf: {raw['accelerator']} / {raw['benchmark']} not modelled"] += 1
-                continue
-            per_node = int(raw["accelerators_per_node"])
-            tps = tuple(tp for tp in (1, 2, 4, 8) if tp <= per_node)
-            server = raw["scenario"] == "Server"
-            rows.append(
-                Row(
-                    label=f"mlperf {raw['round']} {raw['submitter']} {raw['benchmark']} "
-                    f"{raw['scenario']} {gpu}x{raw['total_accelerators_from_system_json']}",
-                    source="mlperf",
-                    kind="server" if server else "offline",
-                    model=workload.model,
-                    gpu=gpu,
-                    weight_precision=_lowest_precision(gpu),
-                    tps=tps,
-                    pp=1,
-                    mix=workload.mix,
-                    measured=float(raw["derived_tokens_per_s_per_accelerator"]),
-                    held_out=True,
-                    targets=LatencyTargets(MLPERF_TTFT_S, MLPERF_TPOT_S)
-                    if server
-                    else LatencyTargets(),
-                )
-            )
-    return rows
-
-
-SERVING_GPUS = {"H100 80GB HBM3": "h100-sxm", "H200 131GB HBM3": "h200"}
-SERVING_MODELS = {"LLaMA 3.1 8B": "llama-3.1-8b"}
-
-
-def _serving_rows(path: Path, skipped: Counter) -> list[Row]:
-    """Online-serving rows at a finite Poisson request rate: mean inter-token latency."""
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for raw in csv.DictReader(handle):
-            gpu = SERVING_GPUS.get(raw["gpu"])
-            model = SERVING_MODELS.get(raw["model"])
-            offered = _float(raw["load_value"])
-            rate = _float(raw["throughput_req_s"])  # achieved, not offered
-            if offered is None or math.isinf(offered):  # INF: every request at once
-                rate = None
-            itl_ms = _float(raw["itl_or_tpot_mean_ms"])
-            if gpu is None or model is None or rate is None or itl_ms is None:
-                skipped[f"serving: {raw['model']} on {raw['gpu']} at {raw['load_value']}"] += 1
-                continue
-            isl, osl = float(raw["isl"]), float(raw["osl"])
-            key = f"serving|{model}|{gpu}|{isl:g}|{osl:g}|{rate:g}"
-            rows.append(
-                Row(
-                    label=f"serving trtllm {raw['engine_version']} {model} {gpu} bf16 "
-                    f"{isl:g}/{osl:g} at {rate:g} req/s (mean ITL s)",
-                    source="serving",
-                    kind="itl",
-                    model=model,
-                    gpu=gpu,
-                    weight_precision=TRT_PRECISIONS.get(raw["precision"], Precision.BF16),
-                    tps=(int(raw["tp"]),),
-                    pp=int(raw["pp"] or 1),
-                    mix=TrafficMix.fixed(isl, osl),
-                    measured=itl_ms / 1e3,
-                    held_out=_held_out(key),
-                    rate=rate,
-                )
-            )
-    return rows
-
-
-def load_rows(directory: Path | None = None) -> tuple[list[Row], Counter]:
-    """Every usable calibration row, and a count of the skipped ones by reason."""
-    directory = directory or calibration_dir()
-    skipped: Counter = Counter()
-    rows = _trtllm_rows(directory / "trtllm_perf.csv", skipped)
-    rows += _mlperf_rows(directory / "mlperf.csv", skipped)
-    rows += _serving_rows(directory / "serving_benchmarks.csv", skipped)
-    return rows, skipped
-
+"""Physical floor of one small-message all-reduce by generation: 15.0 us over NVLink,
+20.6 us over PCIe (L40S), from `NCCL_TUNING`. Custom one-shot and NVLink-SHARP kernels
+are faster still (about 6 us at 2 GPUs on an HGX H100: github.com/NVIDIA/nccl/issues/1259),
+so this is a conservative floor. No latency row measures a TP > 1 decode step, so the
+all-reduce latency is never fitted: fitted on throughput rows it absorbed other costs
+(57-144 us)."""
 
 def catalog_efficiency(row: Row) -> Efficiency:
-    """The efficiency factors the catalog gives the row's GPU and precision."""
-    return efficiency_for(row.gpu, row.weight_precision)
+    """The efficiency factors the catalog gives the row's GPU and precision, under the
+    row's engine profile when the catalog has one, else the default profile."""
+    engine = row.engine if row.engine in engine_profiles() else None
+    return efficiency_for(row.gpu, row.weight_precision, engine=engine)
 
 
 def predict(row: Row, efficiency: Efficiency) -> float:
@@ -499,64 +243,132 @@ def nelder_mead(fun, start: np.ndarray, steps: int = 240, scale: float = 0.6) ->
     return simplex[int(np.argmin(values))]
 
 
-def identifiable(rows: list[Row]) -> tuple[str, ...]:
-    """The factors `rows` can pin down. Offline throughput alone cannot separate the fixed
-    per-step overhead from bandwidth (both scale a large-batch step), so without latency
-    rows the step overhead keeps the pooled value."""
-    if any(row.kind == "itl" for row in rows):
-        return FITTED
-    return tuple(name for name in FITTED if name != "step_overhead_s")
-
-
-def fit(rows: list[Row], base: Efficiency) -> Efficiency:
-    """The identifiable factors that minimise the mean squared log error over `rows`."""
-    names = identifiable(rows)
+def fit(rows: list[Row], base: Efficiency, names: tuple[str, ...]) -> Efficiency:
+    """The factors `names` that minimise the mean squared log error over `rows`, every
+    other factor as in `base`."""
     best = nelder_mead(lambda v: _loss(rows, _from_vector(v, base, names)), _to_vector(base, names))
     return _from_vector(best, base, names)
 
 
-def fit_all(rows: list[Row]) -> dict[str, Efficiency]:
-    """One pooled set (`default`) and one set per generation, on the rows not held out."""
-    fit_rows = [row for row in rows if not row.held_out]
-    fitted = {"default": fit(fit_rows, Efficiency())}
-    for generation in sorted({GENERATIONS[row.gpu] for row in fit_rows}):
-        group = [row for row in fit_rows if GENERATIONS[row.gpu] == generation]
-        fitted[generation] = fit(group, fitted["default"])
+def generation(row: Row) -> str:
+    """The row's GPU generation (`default` for a GPU with no rows of its own)."""
+    return GENERATIONS.get(row.gpu, "default")
+
+
+def latency_constants(key: str, overhead_s: float) -> dict[str, float]:
+    """The latency-regime factors of a generation (or `default`): the all-reduce floor and
+    the step overhead fitted on the latency rows."""
+    floor = ALLREDUCE_FLOOR_S.get(key, ALLREDUCE_FLOOR_S["default"])
+    return {"allreduce_latency_s": floor, "step_overhead_s": overhead_s}
+
+
+def fit_latency(rows: list[Row], base: Efficiency) -> Efficiency:
+    """The step overhead on the latency rows not held out (online serving at a finite
+    rate), every throughput factor held at `base`."""
+    latency_rows = [row for row in rows if row.kind == "itl" and not row.held_out]
+    return fit(latency_rows, base, LATENCY_FACTORS)
+
+
+def throughput_rows(rows: list[Row], engine: str) -> list[Row]:
+    """The max-throughput rows of an engine profile that the fit may use."""
+    return [r for r in rows if r.engine == engine and r.kind == "offline" and not r.held_out]
+
+
+def fit_profile(rows: list[Row], engine: str, overhead_s: float) -> dict[str, Efficiency]:
+    """One engine profile: a pooled `default` set and one set per generation, the
+    throughput factors fitted on the profile's max-throughput rows with the latency
+    factors held at `latency_constants`."""
+    fit_rows = throughput_rows(rows, engine)
+    base = Efficiency(**latency_constants("default", overhead_s), sequence_overhead_s=5e-6)
+    fitted = {"default": fit(fit_rows, base, THROUGHPUT_FACTORS)}
+    for key in sorted({generation(row) for row in fit_rows}):
+        group = [row for row in fit_rows if generation(row) == key]
+        start = fitted["default"].model_copy(update=latency_constants(key, overhead_s))
+        fitted[key] = fit(group, start, THROUGHPUT_FACTORS)
     return fitted
 
 
-def render_yaml(fitted: dict[str, Efficiency], rows: list[Row]) -> str:
+def fit_all(rows: list[Row]) -> tuple[dict[str, dict[str, Efficiency]], float]:
+    """Every engine profile's sets, and the step overhead fitted on the latency rows.
+
+    The latency fit comes first, with the throughput factors the catalog gives Hopper
+    under the default profile (the latency rows are all Hopper); the throughput fits then
+    hold it fixed.
+    """
+    hopper = efficiency_for("h100-sxm", Precision.BF16)
+    start = hopper.model_copy(update=latency_constants("hopper", hopper.step_overhead_s))
+    overhead_s = fit_latency(rows, start).step_overhead_s
+    profiles = {engine: fit_profile(rows, engine, overhead_s) for engine in PROFILES}
+    return profiles, overhead_s
+
+
+def _errors(rows: list[Row], efficiency: Efficiency) -> np.ndarray:
+    """Signed % errors of the rows the model places."""
+    predicted = np.array([predict(r, efficiency) for r in rows])
+    measured = np.array([r.measured for r in rows])
+    ok = ~np.isnan(predicted)
+    return (predicted[ok] - measured[ok]) / measured[ok] * 100
+
+
+def render_yaml(
+    profiles: dict[str, dict[str, Efficiency]], overhead_s: float, rows: list[Row]
+) -> str:
     """The text of `efficiency.yaml`."""
-    fit_rows = [row for row in rows if not row.held_out]
-    counts = Counter(GENERATIONS[row.gpu] for row in fit_rows)
+    latency_rows = [r for r in rows if r.kind == "itl" and not r.held_out]
     lines = [
         "# Calibrated efficiency factors of the performance model (models/efficiency.py).",
         "#",
         f"# Written by `python -m calibration.calibrate --write` on {datetime.date.today()};",
         "# do not edit by hand: change the model or the data and re-run it.",
-        "# Data: calibration/data/trtllm_perf.csv, TensorRT-LLM max-throughput rows",
-        "# (v0.17 engine and v0.20 PyTorch backend, offline, fixed ISL/OSL), and",
-        "# serving_benchmarks.csv, mean inter-token latency at a request rate (TensorRT-LLM",
-        "# 0.14, Llama 3.1 8B); two in three rows by a hash of the configuration. The rest,",
-        "# every MLPerf row and the v0.9 rows are held out (tests/bench/test_calibration.py",
-        "# reports both).",
-        "# Fitted: " + ", ".join(FITTED) + "; every other factor keeps its default.",
-        "# A generation with no latency rows keeps the pooled step_overhead_s (offline",
-        "# throughput alone cannot separate it from bandwidth).",
-        "# One set per GPU generation (each generation's rows are one precision; the set",
-        "# serves every precision of that generation); `default` is one pooled fit over all",
-        "# fit rows and serves GPUs with no data (MI300X) and inline GPUs.",
+        "#",
+        "# One set of factors per ENGINE PROFILE (a serving engine and version with data) and",
+        "# GPU generation. Throughput factors (" + ", ".join(THROUGHPUT_FACTORS) + ")",
+        "# are fitted on the profile's TensorRT-LLM max-throughput rows",
+        "# (calibration/data/trtllm_perf.csv, offline, fixed ISL/OSL), two in three by a hash",
+        "# of the configuration; the rest, every MLPerf row and the v0.9 rows are held out",
+        "# (tests/bench/test_calibration.py reports them all, per engine and generation).",
+        "# Latency factors are fitted apart, so that neither regime bends the other:",
+        f"# - step_overhead_s: {overhead_s * 1e3:.3g} ms, fitted on {len(latency_rows)} "
+        "latency rows (serving_benchmarks.csv:",
+        "#   mean inter-token latency of Llama 3.1 8B at a low request rate, TensorRT-LLM 0.14",
+        "#   under Triton, H100 and H200) with the throughput factors held; every profile and",
+        "#   generation uses it (the only latency rows; the overhead is host-side scheduling).",
+        "# - allreduce_latency_s: a physical floor, never fitted (no latency row measures a",
+        f"#   TP > 1 decode step): {NCCL_TUNING}.",
+        "# A GPU with no rows of its own names the GPU it borrows from (`efficiency_like` in",
+        "# models/catalog/gpus.yaml); `default` (pooled over the profile's rows) serves inline",
+        "# GPUs that name none.",
+        "",
+        f"default_engine: {DEFAULT_ENGINE}",
         "",
         "generation_of:",
     ]
-    lines += [f"  {gpu}: {generation}" for gpu, generation in GENERATIONS.items()]
-    lines += ["", "by_key:"]
-    for key, efficiency in fitted.items():
-        note = f"{counts[key]} fit rows" if key != "default" else f"{len(fit_rows)} fit rows"
-        lines.append(f"  {key}:  # {note}")
-        for name in FITTED:
-            value = getattr(efficiency, name)
-            lines.append(f"    {name}: {value:.4g}")
+    lines += [f"  {gpu}: {gen}" for gpu, gen in GENERATIONS.items()]
+    lines += ["", "engines:"]
+    for engine, fitted in profiles.items():
+        fit_rows = throughput_rows(rows, engine)
+        held = [r for r in rows if r.engine == engine and r.kind == "offline" and r.held_out]
+        lines.append(f"  {engine}:")
+        fallback = PROFILES[engine]
+        if fallback:
+            lines.append(f"    fallback: {fallback}  # for generations with no {engine} rows")
+        gpus = sorted({r.gpu for r in fit_rows})
+        lines.append(
+            f"    data: TensorRT-LLM {engine.split('-')[1]} max-throughput rows on "
+            + ", ".join(gpus)
+        )
+        lines.append("    by_key:")
+        for key, efficiency in fitted.items():
+            group = [r for r in fit_rows if key == "default" or generation(r) == key]
+            group_held = [r for r in held if key == "default" or generation(r) == key]
+            fit_err = np.abs(_errors(group, efficiency))
+            held_err = np.abs(_errors(group_held, efficiency)) if group_held else np.array([])
+            note = f"{len(group)} fit rows, median |error| {np.median(fit_err):.1f}%"
+            if held_err.size:
+                note += f"; {held_err.size} held out, {np.median(held_err):.1f}%"
+            lines.append(f"      {key}:  # {note}")
+            for name in FITTED:
+                lines.append(f"        {name}: {getattr(efficiency, name):.4g}")
     return "\n".join(lines) + "\n"
 
 
@@ -565,26 +377,10 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="write efficiency.yaml")
     args = parser.parse_args()
     rows, skipped = load_rows()
-    fitted = fit_all(rows)
-    text = render_yaml(fitted, rows)
+    profiles, overhead_s = fit_all(rows)
+    text = render_yaml(profiles, overhead_s, rows)
     print(text)
-    for label, efficiency in fitted.items():
-        group = [r for r in rows if label == "default" or GENERATIONS[r.gpu] == label]
-        for held in (False, True):
-            subset = [r for r in group if r.held_out == held and r.kind != "ttft"]
-            if not subset:
-                continue
-            predicted = np.array([predict(r, efficiency) for r in subset])
-            measured = np.array([r.measured for r in subset])
-            ok = ~np.isnan(predicted)
-            errors = abs_pct_errors(predicted[ok], measured[ok])
-            print(
-                f"{label:10s} {'held-out' if held else 'fit':8s} rows {ok.sum():4d}  "
-                f"median |error| {np.median(errors):5.1f}%"
-            )
     print(f"skipped rows: {sum(skipped.values())}")
-    moe_rows, _ = load_moe_rows(calibration_dir())
-    print("\n".join(moe_report(moe_rows)[0][-(len({r.model for r in moe_rows}) + 12) :]))
     if args.write:
         EFFICIENCY_YAML.write_text(text, encoding="utf-8")
         print(f"wrote {EFFICIENCY_YAML}")

@@ -83,6 +83,11 @@ class MoeRow:
         return self.ep > 1 or self.dp > 1
 
     @property
+    def engine(self) -> str:
+        """The TensorRT-LLM version that measured the row (`trtllm-v1.0`), from its label."""
+        return "trtllm-" + self.label.split()[1]
+
+    @property
     def generation(self) -> str:
         """The GPU's generation (`models.efficiency.generation_of`), else the GPU name."""
         return generation_of(self.gpu) or self.gpu
@@ -209,6 +214,8 @@ def moe_report(rows: list[MoeRow]) -> tuple[list[str], list[MoeSummary]]:
         groups.append((f"model {key}", [i for i, r in enumerate(rows) if r.model == key]))
     for key in sorted({r.generation for r in rows}):
         groups.append((f"generation {key}", [i for i, r in enumerate(rows) if r.generation == key]))
+    for key in sorted({r.engine for r in rows}):
+        groups.append((f"engine {key}", [i for i, r in enumerate(rows) if r.engine == key]))
     summaries = []
     lines.append("\nMoE summary (median |error|, worst signed error):")
     for name, indices in groups:

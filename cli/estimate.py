@@ -4,7 +4,7 @@ ceiling a p99 TTFT target implies). Parsing and rendering only: the figures come
 table spec, so both print as terminal tables, Markdown or JSON)."""
 
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,6 +17,7 @@ from cli.exit_codes import ExitCode
 from cli.options import JsonOnly, emit_json
 from cli.tables import Report
 from models import catalog
+from models.efficiency import UnknownEngine, check_engine, efficiency_source, engine_report
 from models.estimate import (
     EstimateAssumptions,
     NoServingConfig,
@@ -110,6 +111,14 @@ def estimate(
     ] = None,
     as_json: JsonOnly = None,
     as_markdown: MarkdownFlag = False,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="Engine profile of the efficiency factors for --model (trtllm-0.20, "
+            "trtllm-0.17; default: the newest with data).",
+        ),
+    ] = None,
 ) -> None:
     """Back-of-envelope sizing: QPS, in flight, GPUs, N+1, logs, M/M/1, error budget, burn.
 
@@ -135,6 +144,10 @@ def estimate(
     _check_output_flags(as_json, as_markdown)
     _check_model_flags(model, gpu, gpu_tokens_per_s, ttft_p99_ms, tpot_p99_ms)
     assumptions = assumptions_from(flags, read_config(config) if config else None)
+    if engine is not None and model is None:
+        raise typer.BadParameter("only applies with --model and --gpu", param_hint="--engine")
+    engine_json: dict[str, Any] = {}
+    engine_line = ""
     if model is None:
         result = run_estimate(assumptions)
     else:
@@ -143,14 +156,22 @@ def estimate(
             ttft_p99_s=None if ttft_p99_ms is None else ttft_p99_ms / 1e3,
             tpot_p99_s=None if tpot_p99_ms is None else tpot_p99_ms / 1e3,
         )
+        gpu_spec = _catalog_gpu(gpu)
+        try:
+            source = efficiency_source(gpu_spec, check_engine(engine))
+        except UnknownEngine as error:
+            raise typer.BadParameter(str(error), param_hint="--engine") from None
+        engine_json = {"engine": source.engine, "borrowed_efficiency": source.borrowed}
+        engine_line = engine_report([gpu_spec], engine)
         try:
             throughput = model_throughput(
                 _catalog_llm(model),
-                _catalog_gpu(gpu),
+                gpu_spec,
                 assumptions.input_tokens,
                 assumptions.output_tokens,
                 precision,
                 targets,
+                engine=source.engine,
             )
         except NoServingConfig as problem:
             err.print("[bold red]infeasible:[/] ", end="")
@@ -158,9 +179,12 @@ def estimate(
             raise typer.Exit(ExitCode.INFEASIBLE) from None
         result = estimate_with_model(assumptions, throughput)
     if as_json:
-        emit_json(as_json, result.to_json())
+        emit_json(as_json, {**result.to_json(), **engine_json})
         return
-    _show(estimate_report(result), as_markdown)
+    report = estimate_report(result)
+    if engine_line:
+        report = replace(report, note="\n".join(filter(None, (report.note, engine_line))))
+    _show(report, as_markdown)
 
 
 def _check_output_flags(as_json: Path | None, as_markdown: bool) -> None:

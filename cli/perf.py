@@ -28,7 +28,14 @@ from cli.perf_speculative import (
 from cli.tables import TableSpec, markdown_tables, print_tables
 from models import catalog
 from models.capacity import replica_capacity
-from models.efficiency import Efficiency, efficiency_for
+from models.efficiency import (
+    Efficiency,
+    UnknownEngine,
+    check_engine,
+    efficiency_for,
+    efficiency_source,
+    engine_report,
+)
 from models.errors import InputError, Issue
 from models.frontier import FrontierPoint, throughput_frontier
 from models.hardware import GpuSpec
@@ -649,6 +656,14 @@ def perf(
             "decode pass, (0, 1]."
         ),
     ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="Engine profile of the efficiency factors (trtllm-0.20, trtllm-0.17; "
+            "default: the newest with data).",
+        ),
+    ] = None,
 ) -> None:
     """One replica configuration's memory, step times, capacity and limiting factor.
 
@@ -701,7 +716,12 @@ def perf(
             "the latency at a load runs plain decoding: drop --rate/--concurrency or the "
             "speculative flags",
         )
-    efficiency = efficiency_for(gpu_spec, precision)
+    try:
+        source = efficiency_source(gpu_spec, check_engine(engine))
+    except UnknownEngine as error:
+        raise _problem("--engine", str(error)) from None
+    efficiency = efficiency_for(gpu_spec, precision, engine=source.engine)
+    engine_line = engine_report([gpu_spec], engine)
     capacity = replica_capacity(config, mix, targets, efficiency, pool_replicas)
     frontier = (
         throughput_frontier(config, mix, targets, efficiency, pool_replicas=pool_replicas)
@@ -717,6 +737,7 @@ def perf(
     cycle = speculative_model(config, efficiency) if capacity.fits else None
     if as_json:
         data = perf_json(capacity, mix, targets, efficiency, frontier, pool_replicas)
+        data.update(engine=source.engine, borrowed_efficiency=source.borrowed)
         if tiers is not None:
             data.update(kv_tiers_json(tiers))
         if cycle is not None:
@@ -727,9 +748,9 @@ def perf(
         if cycle is not None:
             tables.insert(1, speculation_table_spec(cycle, mix, capacity.max_batch))
         if as_markdown:
-            sys.stdout.write(markdown_tables([], tables))
+            sys.stdout.write(markdown_tables([], tables, engine_line))
         else:
-            print_tables([], tables)
+            print_tables([], tables, engine_line)
     if not capacity.fits or not capacity.meets_slo:
         err.print(f"[bold red]{'does not fit' if not capacity.fits else 'cannot meet the SLO'}:[/]")
         err.print(capacity.reason, markup=False)

@@ -309,6 +309,8 @@ def plan_header(plan: Plan) -> list[str]:
             f"{s.variables} variables ({s.integer_variables} integer), {s.constraints} "
             f"constraints, {s.candidates} candidate configurations"
         )
+    if plan.efficiency_note:
+        lines.append(plan.efficiency_note)
     lines += procurement_lines(plan)
     return lines
 

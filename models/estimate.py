@@ -401,12 +401,14 @@ def model_throughput(
     precision: Precision = Precision.BF16,
     targets: LatencyTargets | None = None,
     tp_choices: tuple[int, ...] = TP_CHOICES,
+    engine: str | None = None,
 ) -> ModelThroughput:
     """The best output tokens/s per GPU of `llm` on `gpu` over TP in `tp_choices`.
 
     Each candidate is a unified replica, TP x 1, weights and KV cache at `precision`,
     serving fixed-length requests of `input_tokens` and `output_tokens`, with the GPU's
-    calibrated efficiency factors; `models.capacity.replica_capacity` gives its capacity
+    calibrated efficiency factors under the `engine` profile (default: the newest with
+    data); `models.capacity.replica_capacity` gives its capacity
     at the targets (or its maximum throughput with none). The candidate with the highest
     output tokens/s per GPU wins.
 
@@ -416,7 +418,7 @@ def model_throughput(
     """
     targets = targets or LatencyTargets()
     mix = TrafficMix.fixed(input_tokens, output_tokens)
-    efficiency = efficiency_for(gpu.name, precision)
+    efficiency = efficiency_for(gpu, precision, engine=engine)
     candidates = tuple(
         replica_capacity(
             ReplicaConfig(

@@ -82,6 +82,11 @@ class GpuSpec(BaseModel):
     """Rated drive writes per day over the warranty (endurance)."""
     nvme_warranty_years: WarrantyYears = 5.0
     """Warranty the DWPD rating holds over, years."""
+    efficiency_like: str | None = Field(default=None, min_length=1, max_length=64)
+    """A catalog GPU with calibration rows whose efficiency factors this GPU borrows
+    (`h100-sxm`, `b200`, ...): for a GPU with no calibration rows of its own (an inline
+    GPU, MI300X). Default: its own rows, else the pooled fit. Reports flag borrowed
+    factors."""
     sources: dict[str, str] = Field(default_factory=dict)
     """Where each number comes from, by field name."""
 

@@ -28,7 +28,13 @@ from pydantic import (
 
 from models import catalog, limits
 from models.backend_names import DEFAULT_BACKEND, BackendName
-from models.efficiency import EfficiencyOverrides
+from models.efficiency import (
+    EfficiencyOverrides,
+    UnknownEngine,
+    calibration_table,
+    check_engine,
+    generation_of,
+)
 from models.hardware import GpuSpec
 from models.hf_config import HfConfigError, default_model_name, load_hf_config
 from models.llm import LlmSpec
@@ -534,6 +540,10 @@ class Instance(BaseModel):
     """The MIP solver and its limits."""
     efficiency: EfficiencyOverrides | None = None
     """Overrides of the performance model's efficiency factors, for every GPU."""
+    engine: str | None = Field(default=None, min_length=1, max_length=64)
+    """The serving engine profile whose calibrated efficiency factors the physics uses
+    (`trtllm-0.20`, `trtllm-0.17`; `fleetplan perf --help` lists them); default: the
+    newest engine version with calibration data. Every report names the profile used."""
     quality: Quality | None = None
     """A quality change declared against a base instance (read by `fleetplan compare`
     only; the plan ignores it)."""
@@ -708,6 +718,7 @@ def cross_check(instance: Instance) -> list[tuple[FieldPath, str]]:
             resolve_gpu(entry)
         except ValidationError as error:
             add((("gpus", index), _inline_message("GPU", entry.name, error, catalog.gpu_catalog())))
+    problems.extend(_efficiency_problems(instance))
     problems.extend(_adapter_problems(instance))
     for index, entry in enumerate(instance.models):
         if entry.is_adapter:
@@ -787,6 +798,27 @@ def cross_check(instance: Instance) -> list[tuple[FieldPath, str]]:
                 (
                     ("policy", "speculative", o_index, "draft_model"),
                     _unknown("model", option.draft_model, drafts),
+                )
+            )
+    return problems
+
+
+def _efficiency_problems(instance: Instance) -> list[tuple[FieldPath, str]]:
+    """An unknown `engine` profile; an `efficiency_like` that names no calibrated GPU."""
+    problems: list[tuple[FieldPath, str]] = []
+    try:
+        check_engine(instance.engine)
+    except UnknownEngine as error:
+        problems.append((("engine",), str(error)))
+    calibrated = sorted(calibration_table().get("generation_of", {}))
+    for index, entry in enumerate(instance.gpus):
+        like = entry.efficiency_like
+        if like is not None and generation_of(like) is None:
+            problems.append(
+                (
+                    ("gpus", index, "efficiency_like"),
+                    f"{like!r} is not a GPU with calibration rows; choose one of "
+                    + ", ".join(calibrated),
                 )
             )
     return problems

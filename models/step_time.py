@@ -47,8 +47,8 @@ A decode iteration advances every resident sequence by one token. With pipeline
 parallelism the batch runs as m = min(pp, B) micro-batches and a micro-batch needs pp
 stage passes plus pp hops per token, so the iteration takes pp x (pass + hop): stages
 idle (the bubble) when fewer than pp micro-batches are in flight. The engine pays a fixed
-overhead per iteration. Prefill of a prompt runs in chunks of at most
-`prefill_chunk_tokens`; chunks pipeline through the stages.
+overhead per iteration and a small one per sequence in it. Prefill of a prompt runs in
+chunks of at most `prefill_chunk_tokens`; chunks pipeline through the stages.
 """
 
 import math
@@ -241,6 +241,8 @@ class StepModel:
     2 x k x expert params x stage MoE layers / (tp x dp) (included in the linear FLOPs
     per token above, which are per token of the GPU's own group)."""
     experts_layout: ExpertLayout | None = field(default=None, kw_only=True)
+    sequence_overhead_s: float = field(default=0.0, kw_only=True)
+    """Iteration cost per sequence in it (`Efficiency.sequence_overhead_s`)."""
 
     def pass_parts(
         self,
@@ -362,14 +364,16 @@ class StepModel:
         (each attending to `prefill_context_tokens` tokens on average).
 
         pp = 1: pass + overhead. pp > 1: m = min(pp, B) micro-batches of B/m sequences,
-        pp x (pass + hop) + overhead, the pass that of `iteration_parts`.
+        pp x (pass + hop) + overhead, the pass that of `iteration_parts`. The overhead is
+        the fixed step overhead plus B x the per-sequence overhead.
         """
         parts = self.iteration_parts(batch, context_tokens, prefill_tokens, prefill_context_tokens)
+        overhead_s = self.overhead_s + self.sequence_overhead_s * batch
         if self.pp == 1:
-            return parts.total_s + self.overhead_s
+            return parts.total_s + overhead_s
         m = self.micro_batches(batch)
         hop_s = self.hop_s(batch / m + prefill_tokens / m)  # one micro-batch's tokens
-        return self.pp * (parts.total_s + hop_s) + self.overhead_s
+        return self.pp * (parts.total_s + hop_s) + overhead_s
 
     def iteration_parts(
         self,
@@ -495,6 +499,7 @@ def step_model(
         pp=pp,
         chunk_tokens=efficiency.prefill_chunk_tokens * dp,  # each group's token budget
         overhead_s=efficiency.step_overhead_s,
+        sequence_overhead_s=efficiency.sequence_overhead_s,
         prefill_linear_flops_per_token=2 * body * stage / tp,
         decode_linear_flops_per_token=2 * (body + head) * stage / tp,
         prefill_attention_flops_per_pair=attention_flops_per_pair(llm, decode=False) * stage / tp,

@@ -325,7 +325,7 @@ def build_candidates(instance: Instance, settings: SolveSettings | None = None) 
             )
             if key not in cache:
                 efficiency = efficiency_for(
-                    config.gpu.name, config.weight_precision, instance.efficiency
+                    config.gpu, config.weight_precision, instance.efficiency, instance.engine
                 )
                 physics[key] = PoolPhysics(config, mix, targets, efficiency)
                 cache[key] = physics[key].at(1)

@@ -86,7 +86,9 @@ def with_capacity_units(instance: Instance, plan: Plan) -> tuple[Plan, str]:
     reference = next(e for e in pools if e.workload == reference_workload)
     ref = workloads[reference_workload]
     model = ref.model
-    efficiency = efficiency_for(reference.gpu, reference.precision, instance.efficiency)
+    efficiency = efficiency_for(
+        instance.gpu_specs[reference.gpu], reference.precision, instance.efficiency, instance.engine
+    )
     mix = TrafficMix.of(ref, instance.policy.prefix_affinity)
     try:
         unit = define_capacity_unit(
@@ -103,7 +105,9 @@ def with_capacity_units(instance: Instance, plan: Plan) -> tuple[Plan, str]:
         if entry.shared or entry.role != Role.UNIFIED:
             entries.append(entry)
             continue
-        eff = efficiency_for(entry.gpu, entry.precision, instance.efficiency)
+        eff = efficiency_for(
+            instance.gpu_specs[entry.gpu], entry.precision, instance.efficiency, instance.engine
+        )
         units = capacity_units(_config(instance, entry, workloads[entry.workload].model), unit, eff)
         entries.append(entry.model_copy(update={"capacity_units_per_replica": units}))
     statement = (
@@ -138,7 +142,10 @@ def gpu_count_routing(instance: Instance, plan: Plan) -> tuple[GpuCountRouting, 
         targets = LatencyTargets.of(workload.slo)
         load = workload.demand[r].peak_rps if r in workload.demand else 0.0
         efficiency = {
-            e.label: efficiency_for(e.gpu, e.precision, instance.efficiency) for e in entries
+            e.label: efficiency_for(
+                instance.gpu_specs[e.gpu], e.precision, instance.efficiency, instance.engine
+            )
+            for e in entries
         }
         mix = TrafficMix.of(workload, instance.policy.prefix_affinity)
         for m in routing_by_gpu_count(shares, load, mix, targets, efficiency):

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from models.efficiency import calibration_table, generation_of
+from models.efficiency import borrowed_gpus
 from models.instance import Instance
 from solver.cost_attribution import average_to_peak
 from solver.plan import Plan
@@ -96,14 +96,6 @@ def same_demand(base: Instance, candidate: Instance) -> list[str]:
         elif mine[name] != theirs[name]:
             problems.append(f"workload {name} has other demand or token lengths")
     return problems
-
-
-def borrowed_gpus(gpus: set[str]) -> list[str]:
-    """The GPU types among `gpus` whose efficiency factors are the pooled `default` fit:
-    neither the GPU nor its generation has calibration rows (`models.efficiency`)."""
-    table = calibration_table().get("by_key", {})
-    own = {key.split("/")[0] for key in table if key != "default"}
-    return sorted(g for g in gpus if g not in own and generation_of(g) not in own)
 
 
 def tokens_per_s(instance: Instance) -> float:
@@ -226,12 +218,14 @@ def _gate_failures(base: Instance, candidate: Instance, ours: Side, theirs: Side
             "for like"
         )
     new_gpus = set(theirs.gpu_types) - set(ours.gpu_types)
-    borrowed = borrowed_gpus(new_gpus)
+    borrowed = borrowed_gpus(
+        [candidate.gpu_specs[g] for g in new_gpus if g in candidate.gpu_specs], candidate.engine
+    )
     if borrowed and theirs.cost_per_month < ours.cost_per_month:
         reasons.append(
             f"the saving rests on borrowed efficiencies: {', '.join(borrowed)} "
             "has no calibration rows of its own (models/catalog/efficiency.yaml; it uses "
-            "the pooled `default` fit): measure it (`make calibrate`) before adopting"
+            "another GPU's or the pooled fit): measure it (`make calibrate`) before adopting"
         )
     quality = candidate.quality
     if quality is not None and not quality.passes:

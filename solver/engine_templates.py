@@ -100,7 +100,9 @@ def _evaluate(instance, root, layout: Candidate, members, workloads, peaks) -> T
     config = layout.config
     if root in instance.llm_specs:
         config = replace(config, llm=instance.llm_specs[root])
-    efficiency = efficiency_for(config.gpu.name, config.weight_precision, instance.efficiency)
+    efficiency = efficiency_for(
+        config.gpu, config.weight_precision, instance.efficiency, instance.engine
+    )
     engine_members = []
     for w in members:
         entry = instance.model_entry(workloads[w].model)

@@ -282,7 +282,9 @@ def _common_layout(options: Sequence[Sequence[_Option]]) -> tuple[_Option, ...] 
 def _fits(instance: Instance, group: Sequence[_Option]) -> bool:
     """sum_w (weights_w + reserve) <= HBM: the cheap memory pre-filter."""
     config = group[0].candidate.config
-    efficiency = efficiency_for(config.gpu.name, config.weight_precision, instance.efficiency)
+    efficiency = efficiency_for(
+        config.gpu, config.weight_precision, instance.efficiency, instance.engine
+    )
     reserve = config.gpu.hbm_bytes * efficiency.memory_reserve_fraction
     weights = math.fsum(
         weight_bytes_per_gpu(o.candidate.config.llm, config.weight_precision, 1, 1) + reserve
@@ -295,7 +297,9 @@ def _physics(instance: Instance, workloads: dict, group: Sequence[_Option]):
     """(layout, members at their peaks, efficiency) of `group`."""
     config = group[0].candidate.config
     layout = SharedLayout(config.gpu, config.weight_precision, config.kv_precision, 1, 1)
-    efficiency = efficiency_for(config.gpu.name, config.weight_precision, instance.efficiency)
+    efficiency = efficiency_for(
+        config.gpu, config.weight_precision, instance.efficiency, instance.engine
+    )
     members = [
         Member(
             o.workload,

@@ -423,6 +423,14 @@ class Plan(BaseModel):
     warm_cold_unsplit_cost_per_month: MaybeMoney = None
     """With policy.warm_cold_split: the cost of the plan that does not split (None when
     no workload could be split, or the unsplit plan has no solution)."""
+    engine: str = ""
+    """The engine profile whose calibrated efficiency factors the physics used
+    (`models.efficiency`; '' in a plan written by hand)."""
+    borrowed_efficiency: bool = False
+    """Whether a GPU type the plan uses runs on efficiency factors fitted on another
+    GPU's rows (or pooled); `efficiency_note` names them."""
+    efficiency_note: str = ""
+    """The engine profile and the GPUs on borrowed efficiencies, as one line."""
 
     @property
     def optimal(self) -> bool:

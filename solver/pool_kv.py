@@ -16,7 +16,9 @@ def pool_kv_fields(
     serving `workload` (empty when the workload has no prefix cache)."""
     entry = next(w for w in instance.workloads if w.name == workload)
     mix = TrafficMix.of(entry, instance.policy.prefix_affinity)
-    efficiency = efficiency_for(config.gpu.name, config.weight_precision, instance.efficiency)
+    efficiency = efficiency_for(
+        config.gpu, config.weight_precision, instance.efficiency, instance.engine
+    )
     kv = pool_kv(config, mix, efficiency, max(count, 1))
     if kv is None:
         return {}

@@ -122,7 +122,7 @@ def physics_of(instance: Instance, workload: str, config: ReplicaConfig) -> Pool
         config,
         TrafficMix.of(entry, instance.policy.prefix_affinity),
         LatencyTargets.of(entry.slo),
-        efficiency_for(config.gpu.name, config.weight_precision, instance.efficiency),
+        efficiency_for(config.gpu, config.weight_precision, instance.efficiency, instance.engine),
     )
 
 

@@ -14,6 +14,7 @@ passes the deadline raises `TimeLimitReached` naming the stage it was in.
 
 from dataclasses import dataclass
 
+from models.efficiency import borrowed_gpus, check_engine, engine_report
 from models.instance import Instance
 from models.time_demand import uses_time
 from models.warm_cold import splittable
@@ -145,7 +146,21 @@ def _solve_table(instance: Instance, settings: SolveSettings, table: CandidateTa
             "the solver's plan fails the independent verifier:\n"
             + "\n".join(f"  - {v}" for v in check.violations)
         )
-    return Solved(program, optimised, plan, settings, curves)
+    return Solved(program, optimised, with_engine(instance, plan), settings, curves)
+
+
+def with_engine(instance: Instance, plan: Plan) -> Plan:
+    """The plan with the engine profile used and the GPU types it uses that run on
+    borrowed efficiency factors (`models.efficiency.efficiency_source`)."""
+    used = sorted({use.gpu for use in plan.gpus if use.used} | {p.gpu for p in plan.replicas})
+    specs = [instance.gpu_specs[gpu] for gpu in used if gpu in instance.gpu_specs]
+    return plan.model_copy(
+        update={
+            "engine": check_engine(instance.engine),
+            "borrowed_efficiency": bool(borrowed_gpus(specs, instance.engine)),
+            "efficiency_note": engine_report(specs, instance.engine),
+        }
+    )
 
 
 def _with_tiering(
@@ -187,7 +202,7 @@ def _solve_in_time(instance: Instance, settings: SolveSettings) -> Solved:
         objective=plan.cost_per_month,
         values=values,
     )
-    return Solved(peak.program, Optimised(result), plan, settings, {})
+    return Solved(peak.program, Optimised(result), with_engine(instance, plan), settings, {})
 
 
 def simplicity_cost(

@@ -406,7 +406,9 @@ def _recompute_pools(
                 config=config,
                 mix=TrafficMix.of(workload, instance.policy.prefix_affinity),
                 targets=LatencyTargets.of(workload.slo),
-                efficiency=efficiency_for(gpu.name, entry.precision, instance.efficiency),
+                efficiency=efficiency_for(
+                    gpu, entry.precision, instance.efficiency, instance.engine
+                ),
                 serves=True,
                 physics=physics[(entry.workload, entry.label, kv)],
                 headroom=instance.policy.max_utilization,
@@ -926,7 +928,7 @@ def _group_problems(instance: Instance, entry: ReplicaPool, workloads: dict) -> 
         problems.append(f"states {entry.gpus} GPUs, but {entry.count} x {entry.replica_gpus}")
     kv = entry.kv_precision or entry.precision
     layout = SharedLayout(gpu, Precision(entry.precision), Precision(kv), entry.tp, entry.pp)
-    efficiency = efficiency_for(gpu.name, entry.precision, instance.efficiency)
+    efficiency = efficiency_for(gpu, entry.precision, instance.efficiency, instance.engine)
     if entry.shared_engine:
         return problems + _engine_problems(instance, entry, workloads, layout, efficiency)
     group = evaluate_group(layout, members, efficiency)

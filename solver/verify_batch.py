@@ -45,7 +45,7 @@ def batch_replica(instance: Instance, batch: str, pool: ReplicaPool) -> ReplicaC
         gpu, llm, pool.precision, kv, pool.tp, pool.pp, pool.role, pool.ep, pool.dp
     )
     mix = TrafficMix.of(workload, instance.policy.prefix_affinity)
-    efficiency = efficiency_for(gpu.name, pool.precision, instance.efficiency)
+    efficiency = efficiency_for(gpu, pool.precision, instance.efficiency, instance.engine)
     return batch_capacity(config, mix, efficiency)
 
 

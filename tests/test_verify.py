@@ -306,22 +306,22 @@ def test_a_stated_capacity_may_be_conservative_but_never_above_the_pool_physics(
 
 
 def test_zone_survivors_are_a_smaller_pool():
-    inst = long_prompts(demand=2.8, survive="zone", zones=2)
-    # Eight replicas carry 8 q(8) >= 2.8 at full strength; their fullest zone lost, the
-    # four left wait like a pool of four: 4 q(4) < 2.8.
-    assert 8 * pooled_rps(inst, 8) >= 2.8 > 4 * pooled_rps(inst, 4)
+    inst = long_prompts(demand=2.5, survive="zone", zones=2)
+    # Eight replicas carry 8 q(8) >= 2.5 at full strength; their fullest zone lost, the
+    # four left wait like a pool of four: 4 q(4) < 2.5.
+    assert 8 * pooled_rps(inst, 8) >= 2.5 > 4 * pooled_rps(inst, 4)
     (violation,) = verify(inst, Plan(replicas=(tp8("east", 8),))).violations
     assert violation.requirement == "demand[lose=east/zone,chat,east]"
     assert f"(capacity {4 * pooled_rps(inst, 4):.2f})" in violation.message
-    # 14 replicas keep 7 in a zone loss: 7 q(7) >= 2.8 (12 would keep 6: 6 q(6) < 2.8).
-    assert 7 * pooled_rps(inst, 7) >= 2.8 > 6 * pooled_rps(inst, 6)
+    # 14 replicas keep 7 in a zone loss: 7 q(7) >= 2.5 (12 would keep 6: 6 q(6) < 2.5).
+    assert 7 * pooled_rps(inst, 7) >= 2.5 > 6 * pooled_rps(inst, 6)
     assert verify(inst, Plan(replicas=(tp8("east", 14),))).ok
     assert not verify(inst, Plan(replicas=(tp8("east", 12),))).ok
 
 
 def test_losing_a_replica_shrinks_its_pool():
-    inst = long_prompts(demand=1.2, survive="replica")
-    assert 4 * pooled_rps(inst, 4) >= 1.2 > 3 * pooled_rps(inst, 3)
+    inst = long_prompts(demand=1.0, survive="replica")
+    assert 4 * pooled_rps(inst, 4) >= 1.0 > 3 * pooled_rps(inst, 3)
     assert verify(inst, Plan(replicas=(tp8("east", 5),))).ok
     (violation,) = verify(inst, Plan(replicas=(tp8("east", 4),))).violations
     assert violation.requirement == "replica_spare[chat,east,unified,h200.fp8.tp8pp1.unified]"

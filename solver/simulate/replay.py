@@ -74,7 +74,7 @@ def _config(instance: Instance, pool: ReplicaPool) -> tuple[ReplicaConfig, Traff
     config = ReplicaConfig(
         gpu, llm, pool.precision, kv, pool.tp, pool.pp, pool.role, pool.ep, pool.dp
     )
-    efficiency = efficiency_for(gpu.name, pool.precision, instance.efficiency)
+    efficiency = efficiency_for(gpu, pool.precision, instance.efficiency, instance.engine)
     return config, TrafficMix.of(workload), efficiency
 
 

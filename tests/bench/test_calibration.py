@@ -12,16 +12,8 @@ import math
 
 import numpy as np
 
-from calibration.calibrate import (
-    MLPERF_WORKLOADS,
-    Row,
-    abs_pct_errors,
-    calibration_dir,
-    catalog_efficiency,
-    load_rows,
-    predict,
-    spearman,
-)
+from calibration.calibrate import abs_pct_errors, catalog_efficiency, predict, spearman
+from calibration.rows import GENERATIONS, MLPERF_WORKLOADS, Row, calibration_dir, load_rows
 
 LATENCY = ("ttft", "itl")
 
@@ -75,12 +67,34 @@ def test_calibration_report() -> None:
         ("held-out: TRT-LLM v0.9 first token", lambda r: r.kind == "ttft"),
         ("fit: serving mean ITL at a rate", lambda r: r.kind == "itl" and not r.held_out),
         ("held-out: serving mean ITL", lambda r: r.kind == "itl" and r.held_out),
+        ("all latency rows (ITL and TTFT)", lambda r: r.kind in LATENCY),
         ("held-out: all throughput rows", lambda r: r.held_out and r.kind not in LATENCY),
         ("all throughput rows", lambda r: r.kind not in LATENCY),
     ):
         mask = np.array([select(row) for row in rows])
         subset = [row for row, keep in zip(rows, mask, strict=True) if keep]
         results[name] = _summary(name, subset, predicted[mask])
+    print("\nper engine (every row the engine measured; latency rows in seconds):")
+    for engine in sorted({row.engine for row in rows}):
+        for kind in ("throughput", "latency"):
+            mask = np.array(
+                [r.engine == engine and ((r.kind in LATENCY) == (kind == "latency")) for r in rows]
+            )
+            if mask.any():
+                subset = [row for row, keep in zip(rows, mask, strict=True) if keep]
+                _summary(f"{engine} {kind}", subset, predicted[mask])
+    print("\nper generation (max-throughput rows, fit and held out):")
+    for generation in sorted(set(GENERATIONS.values()) | {"default"}):
+        mask = np.array(
+            [r.kind == "offline" and GENERATIONS.get(r.gpu, "default") == generation for r in rows]
+        )
+        if mask.any():
+            subset = [row for row, keep in zip(rows, mask, strict=True) if keep]
+            _summary(
+                f"{generation} (borrowed)" if generation == "default" else generation,
+                subset,
+                predicted[mask],
+            )
     print(f"\nskipped rows (model or GPU not in the catalogs): {sum(skipped.values())}")
     print("MLPerf workload assumptions:")
     for name, workload in MLPERF_WORKLOADS.items():

@@ -6,8 +6,8 @@ No factor is fitted on these rows; they are all held out."""
 
 import math
 
-from calibration.calibrate import calibration_dir
 from calibration.moe import MOE_FILE, load_moe_rows, moe_report
+from calibration.rows import calibration_dir
 
 
 def test_moe_calibration_report() -> None:
