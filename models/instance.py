@@ -681,10 +681,13 @@ def input_warnings(instance: Instance) -> list[str]:
 
     A `requests_per_day` with neither `peak_to_average` nor an `hourly_profile` plans for
     the daily average rate (peak factor 1): every hour at the average, so the fleet falls
-    short at any peak above it.
+    short at any peak above it. Batch work (`deadline_hours`) is sized by its daily volume
+    and deadline, not by a peak, so it is not warned about.
     """
     warnings = []
     for workload in instance.workloads:
+        if workload.is_batch:
+            continue
         for region, demand in workload.demand.items():
             daily_only = (
                 demand.requests_per_day is not None

@@ -9,8 +9,9 @@ import pytest
 
 from cli.app import COMMANDS
 from cli.exit_codes import ExitCode
-from models.instance import Instance
-from tests.paths import ONE_MODEL_ONE_REGION
+from models.instance import Instance, input_warnings
+from models.loading import load_instance
+from tests.paths import INSTANCES, ONE_MODEL_ONE_REGION
 
 FIXTURE = str(ONE_MODEL_ONE_REGION)
 GPU_MONTH_USD = 2.4 * 730
@@ -193,3 +194,12 @@ def test_a_wide_table_wraps_deliberately_at_80_columns():
 def test_a_table_that_fits_is_one_table():
     lines = _rendered(160, terminal=False)
     assert not any("(continued)" in line for line in lines)
+
+
+def test_batch_work_given_per_day_is_not_warned_about_its_peak():
+    """A batch workload is sized by its daily volume and deadline: its requests_per_day
+    without a peak factor is what the author meant (diurnal-chat-batch's `summarise`)."""
+    instance = load_instance(INSTANCES / "diurnal-chat-batch.yaml")
+    batch = [w.name for w in instance.workloads if w.is_batch]
+    assert batch
+    assert not any(name in line for line in input_warnings(instance) for name in batch)

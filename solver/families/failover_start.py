@@ -13,7 +13,8 @@ candidate c of w in d:
 
     capacity[f,w,d,unified]@p  (the static row) gains + q_c x started[f,w,c,d]
                          (after the start the survivors carry everything; started
-                         replicas are credited their lone capacity q_c, no pooling gain)
+                         replicas are credited their lone capacity q_c, no pooling gain,
+                         at the TTFT target less the round trip of rerouted users)
     failover_window[f,w,d]@p:  warm credit_f[w,d] + gap[f,w,d] >= load_f[w,d] / u
                          (the static capacity row as it was, plus the gap)
     error_budget[f,w]@p:  m_f x T_s / (60 a_w) x sum_d gap[f,w,d] <= B_w
@@ -211,7 +212,10 @@ def add_failover_start(
                     name = StartedColumn(f.name, w, c.key, d).name() + mark
                     lp.add_variable(name, upper=float(pool.max_replicas), integer=True)
                     lp.add_objective({name: epsilon * c.gpus})
-                    added[name] = c.requests_per_s
+                    # a started replica serves the rerouted users too: its lone capacity
+                    # at the TTFT target less their round trip where any may come
+                    rerouted = sets.failover_tiers(f.name, pool)
+                    added[name] = c.requests_per_s if rerouted is None else rerouted[0]
                     started_gpus.setdefault((d, c.gpu), {})[name] = float(c.gpus)
                 if not added:
                     continue
