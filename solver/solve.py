@@ -18,6 +18,7 @@ from models.instance import Instance
 from models.time_demand import uses_time
 from solver.backends import get_backend
 from solver.candidates import CandidateTable, build_candidates
+from solver.candidates_parallel import build_candidates_parallel
 from solver.capacity_report import with_capacity_units
 from solver.decompose import Optimised, optimise
 from solver.diagnose import diagnose_infeasible, presolve_problems
@@ -87,7 +88,7 @@ def solve_program(instance: Instance, settings: SolveSettings | None = None) -> 
     if reason:
         raise BackendUnavailable(f"backend {settings.backend!r} cannot run here: {reason}")
     check_configurations(instance)  # refused with the numbers before work that cannot end
-    table = build_candidates(instance, settings)
+    table = build_candidates_parallel(instance, settings)
     settings.check("candidates")
     check_program_size(instance, table, settings.time_limit_s)
     program = build_program(instance, table, settings=settings)
