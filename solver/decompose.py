@@ -55,6 +55,7 @@ from solver.parallel import processes_for, solve_each, worth_parallel
 from solver.program import FleetProgram, build_program, with_bounds
 from solver.row_names import GroupsColumn, ReplicasColumn, split_name
 from solver.settings import MIN_CALL_S, SolveSettings
+from solver.warm_start import warm_start
 
 MIN_TIME_LIMIT_S = 1.0
 """Time the whole program still gets when the decomposition used up the limit."""
@@ -103,7 +104,8 @@ def optimise(
 ) -> Optimised:
     """Solve the program (with some variables' bounds replaced): workload by workload
     when the workloads do not compete for supply (`solve_by_workload`), else as one, in
-    what is left of the time limit."""
+    what is left of the time limit, starting from the plan of a restriction of it
+    (solver.warm_start) when the program is large enough."""
     started = time.monotonic()
     if len(program.sets.workloads) > 1:
         joined = solve_by_workload(program, backend, settings, bounds)
@@ -116,7 +118,9 @@ def optimise(
         else max(settings.time_limit_s - used_s, MIN_TIME_LIMIT_S)
     )
     lp = with_bounds(program.lp, bounds) if bounds else program.lp
-    return Optimised(backend.run(lp, settings.limited(left_s).with_duals(False)))
+    one = settings.limited(left_s).with_duals(False)
+    start = warm_start(program, backend, one, bounds)
+    return Optimised(backend.run(lp, one, start=start))
 
 
 def workload_program(program: FleetProgram, workload: str | tuple[str, ...]) -> FleetProgram:

@@ -75,8 +75,7 @@ def test_decomposed_in_parallel_gives_the_serial_plan(monkeypatch):
     apart = solve(inst, settings)
     assert serial.solver.method == "decomposed by workload: 2 independent programs joined"
     assert apart.solver.method == (
-        "decomposed by workload: 2 independent programs joined, "
-        "solved in 2 parallel processes"
+        "decomposed by workload: 2 independent programs joined, solved in 2 parallel processes"
     )
     assert apart.cost_per_month == pytest.approx(serial.cost_per_month, abs=1e-6)
     assert sorted((r.workload, r.region, r.key, r.count) for r in apart.replicas) == sorted(
