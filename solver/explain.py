@@ -17,10 +17,11 @@ thread each (solver.parallel), and each one finished is reported to `progress`
 (the command writes it on stderr once the explanation has taken a couple of seconds).
 """
 
+import math
 import multiprocessing
 from collections import defaultdict
 from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
 from pydantic import BaseModel, ConfigDict
 
@@ -141,6 +142,10 @@ ALTERNATIVES_TIME_SHARE = 0.8
 """Share of the time left that explain's alternative re-solves take, split evenly over
 the pools still to re-solve; the rest keeps room for what the limit on configurations
 per pool costs and for rendering, so that explain answers within its time limit."""
+PARALLEL_MIN_LEFT_S = 20.0
+"""Time left below which the re-solves run in this process: starting worker processes
+(an interpreter and the solver library each, seconds on a loaded machine) would eat the
+shares of a tight deadline, and a re-solve ending past it fails the whole explanation."""
 UNPROVEN_ALTERNATIVE = "(not proven within its share of the time limit: the cost is an upper bound)"
 ALTERNATIVES_SKIPPED = (
     "skipped: the plan is {status}, not proven optimal, so a re-solve without a pool "
@@ -243,6 +248,9 @@ def _resolves(
     wants_simplicity = plan.simplicity is None
     jobs = len(pools) + wants_simplicity
     processes = processes_for(jobs) if worth_parallel([program.lp] * jobs) else 1
+    left = solved.settings.remaining_s()
+    if left is not None and left < PARALLEL_MIN_LEFT_S:
+        processes = 1  # no time to start workers: the shares below would be eaten by it
     names = [
         ReplicasColumn(
             p.workload, solved.program.sets.table.find(p.workload, p.key).key, p.region
@@ -259,46 +267,58 @@ def _resolves(
         done += 1
         progress(f"explain: {done} of {jobs} re-solves done ({what})")
 
-    def share_s() -> float | None:
-        """Time of one re-solve: an even share of what is left over the re-solves not
-        yet started, `processes` of them at once."""
+    def share_s(not_started: int) -> float | None:
+        """Time of one re-solve about to start: what is left, shared evenly over the
+        rounds of re-solves not yet started (this one included), `processes` a round."""
         left = solved.settings.remaining_s()
-        waiting = max(jobs - done, 1)
-        return None if left is None else ALTERNATIVES_TIME_SHARE * left * processes / waiting
+        rounds = max(math.ceil(not_started / processes), 1)
+        return None if left is None else ALTERNATIVES_TIME_SHARE * left / rounds
 
     if processes <= 1:
         backend = get_backend(solved.settings.backend)
         for index, var in enumerate(names):
             solved.settings.check("explain")
             bounds = {var: (0.0, 0.0)}
-            limited = comparison.limited(share_s())
+            limited = comparison.limited(share_s(jobs - done))
             results[index] = optimise(program, backend, limited, bounds).result
             told(f"without {pools[index].label} in {pools[index].region}")
         if wants_simplicity:
             solved.settings.check("explain")
-            simplicity = _simplicity(program, plan, comparison, program.sets.table)
+            limited = comparison.limited(share_s(1))
+            simplicity = _simplicity(program, plan, limited, program.sets.table)
             told("with the limit on configurations per pool lifted")
     else:
+        # Handed out as workers free up, each with its share of what is left then.
+        waiting = list(range(len(names))) + ([-1] if wants_simplicity else [])
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=processes, mp_context=context) as pool:
-            futures: dict[Future, int] = {}
-            for index, var in enumerate(names):
-                limited = comparison.limited(share_s())
-                future = pool.submit(_resolve_without, program, limited, var)
-                futures[future] = index
-            if wants_simplicity:
-                table = program.sets.table
-                futures[pool.submit(_simplicity, program, plan, comparison, table)] = -1
-            for future in as_completed(futures):
-                index = futures[future]
-                found = future.result()
-                solved.settings.check("explain")  # a worker past the deadline returns None
-                if index < 0:
-                    simplicity = found
-                    told("with the limit on configurations per pool lifted")
-                else:
-                    results[index] = found
-                    told(f"without {pools[index].label} in {pools[index].region}")
+            running: dict[Future, int] = {}
+
+            def hand_out() -> None:
+                while waiting and len(running) < processes:
+                    limited = comparison.limited(share_s(len(waiting)))
+                    index = waiting.pop(0)
+                    if index < 0:
+                        table = program.sets.table
+                        future = pool.submit(_simplicity, program, plan, limited, table)
+                    else:
+                        future = pool.submit(_resolve_without, program, limited, names[index])
+                    running[future] = index
+
+            hand_out()
+            while running:
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    index = running.pop(future)
+                    found = future.result()
+                    solved.settings.check("explain")  # past the deadline, a worker gives None
+                    if index < 0:
+                        simplicity = found
+                        told("with the limit on configurations per pool lifted")
+                    else:
+                        results[index] = found
+                        told(f"without {pools[index].label} in {pools[index].region}")
+                hand_out()
     solved.settings.check("explain")
     alternatives = tuple(_alternative(solved, p, results[i]) for i, p in enumerate(pools))
     return alternatives, simplicity
