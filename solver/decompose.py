@@ -111,16 +111,19 @@ def optimise(
         joined = solve_by_workload(program, backend, settings, bounds)
         if joined is not None:
             return joined
-    used_s = time.monotonic() - started
-    left_s = (
-        None
-        if settings.time_limit_s is None
-        else max(settings.time_limit_s - used_s, MIN_TIME_LIMIT_S)
-    )
     lp = with_bounds(program.lp, bounds) if bounds else program.lp
-    one = settings.limited(left_s).with_duals(False)
-    start = warm_start(program, backend, one, bounds)
+    first = settings.limited(_left_s(settings, started)).with_duals(False)
+    start = warm_start(program, backend, first, bounds)
+    one = settings.limited(_left_s(settings, started)).with_duals(False)  # the start's time out
     return Optimised(backend.run(lp, one, start=start))
+
+
+def _left_s(settings: SolveSettings, started: float) -> float | None:
+    """What is left of the settings' time limit since `started` (at least
+    `MIN_TIME_LIMIT_S`), None without a limit."""
+    if settings.time_limit_s is None:
+        return None
+    return max(settings.time_limit_s - (time.monotonic() - started), MIN_TIME_LIMIT_S)
 
 
 def workload_program(program: FleetProgram, workload: str | tuple[str, ...]) -> FleetProgram:
