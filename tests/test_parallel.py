@@ -72,6 +72,7 @@ def test_decomposed_in_parallel_gives_the_serial_plan(monkeypatch):
     settings = SolveSettings.of(inst, time_limit_s=60)
     serial = solve(inst, settings)
     monkeypatch.setattr(parallel, "PARALLEL_MIN_INTEGERS", 0)
+    monkeypatch.setattr(parallel, "idle_cores", lambda: 2.0)
     apart = solve(inst, settings)
     assert serial.solver.method == "decomposed by workload: 2 independent programs joined"
     assert apart.solver.method == (
@@ -87,6 +88,7 @@ def test_decomposed_in_parallel_gives_the_serial_plan(monkeypatch):
 def test_candidates_in_workers_are_the_table_of_one_process(monkeypatch):
     inst = two_workloads()
     monkeypatch.setattr(candidates_parallel, "PARALLEL_MIN_CONFIGURATIONS", 0)
+    monkeypatch.setattr(parallel, "idle_cores", lambda: 2.0)
     apart = candidates_parallel.build_candidates_parallel(inst)
     here = build_candidates(inst)
     assert list(apart.by_workload) == list(here.by_workload) == ["chat", "code"]
@@ -100,3 +102,10 @@ def test_candidates_in_workers_are_the_table_of_one_process(monkeypatch):
 def test_no_workers_inside_a_worker(monkeypatch):
     monkeypatch.setattr(parallel.multiprocessing, "parent_process", lambda: object())
     assert parallel.processes_for(8) == 1
+
+
+def test_no_workers_while_other_work_keeps_the_cores_busy(monkeypatch):
+    monkeypatch.setattr(parallel, "idle_cores", lambda: 0.5)
+    assert parallel.processes_for(8) == 1
+    monkeypatch.setattr(parallel, "idle_cores", lambda: float(machine_threads()))
+    assert parallel.processes_for(8) == min(8, machine_threads())

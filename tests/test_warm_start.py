@@ -128,6 +128,7 @@ def test_explain_resolves_in_workers_as_in_one_process(monkeypatch):
     assert lines[0] == f"explain: {len(here.alternatives) + 1} re-solves, 1 at a time"
     assert len(lines) == len(here.alternatives) + 2  # the plan, then one per re-solve
     monkeypatch.setattr(parallel, "PARALLEL_MIN_INTEGERS", 0)
+    monkeypatch.setattr(parallel, "idle_cores", lambda: 2.0)
     lines.clear()
     apart = explain(inst, settings, progress=lines.append)
     assert lines[0].endswith("2 at a time")
