@@ -136,7 +136,7 @@ def explain(
     from solver.explain import explain_solved
 
     try:
-        explanation = explain_solved(solved)
+        explanation = explain_solved(solved, progress=_progress_after(started))
     except NoSolution as stopped:
         err.print(f"[bold red]no explanation:[/] {escape(f'{file}: {stopped}')}")
         raise typer.Exit(ExitCode.TIME_LIMIT) from None
@@ -185,6 +185,21 @@ def verify(
 
 
 # --- the one library call, and its failures -------------------------------------------
+
+
+PROGRESS_AFTER_S = 2.0
+"""A command that has run this long tells its progress on stderr."""
+
+
+def _progress_after(started: float, after_s: float = PROGRESS_AFTER_S):
+    """A progress callback that writes each line on stderr once the command has run
+    `after_s` seconds (a quick run stays quiet)."""
+
+    def tell(line: str) -> None:
+        if time.monotonic() - started >= after_s:
+            err.print(escape(line), highlight=False)
+
+    return tell
 
 
 def check_outputs(file: Path, *outputs: Path | None) -> None:

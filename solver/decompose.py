@@ -51,9 +51,11 @@ from solver.candidates import CandidateTable
 from solver.families.servers import ServersColumn
 from solver.families.variables import PurchasedColumn
 from solver.lp import LinearProgram, SolveResult, Termination
+from solver.parallel import processes_for, solve_each, worth_parallel
 from solver.program import FleetProgram, build_program, with_bounds
 from solver.row_names import GroupsColumn, ReplicasColumn, split_name
-from solver.settings import SolveSettings
+from solver.settings import MIN_CALL_S, SolveSettings
+from solver.warm_start import warm_start
 
 MIN_TIME_LIMIT_S = 1.0
 """Time the whole program still gets when the decomposition used up the limit."""
@@ -79,13 +81,18 @@ class Optimised:
     method: Method = Method.ONE_PROGRAM
     programs: int = 1
     """Programs solved: 1, or one per workload when decomposed."""
+    processes: int = 1
+    """Processes that solved them side by side (solver.parallel): 1 is this process."""
 
     @property
     def description(self) -> str:
         """One line for the report, e.g. `decomposed by workload: 3 independent programs
-        joined`."""
+        joined` or `... joined, solved in 2 parallel processes`."""
         if self.method in (Method.BY_WORKLOAD, Method.BY_COUPLED_WORKLOADS):
-            return f"{self.method}: {self.programs} independent programs joined"
+            joined = f"{self.method}: {self.programs} independent programs joined"
+            if self.processes > 1:
+                joined += f", solved in {self.processes} parallel processes"
+            return joined
         return str(self.method)
 
 
@@ -97,20 +104,26 @@ def optimise(
 ) -> Optimised:
     """Solve the program (with some variables' bounds replaced): workload by workload
     when the workloads do not compete for supply (`solve_by_workload`), else as one, in
-    what is left of the time limit."""
+    what is left of the time limit, starting from the plan of a restriction of it
+    (solver.warm_start) when the program is large enough."""
     started = time.monotonic()
     if len(program.sets.workloads) > 1:
         joined = solve_by_workload(program, backend, settings, bounds)
         if joined is not None:
             return joined
-    used_s = time.monotonic() - started
-    left_s = (
-        None
-        if settings.time_limit_s is None
-        else max(settings.time_limit_s - used_s, MIN_TIME_LIMIT_S)
-    )
     lp = with_bounds(program.lp, bounds) if bounds else program.lp
-    return Optimised(backend.run(lp, settings.limited(left_s).with_duals(False)))
+    first = settings.limited(_left_s(settings, started)).with_duals(False)
+    start = warm_start(program, backend, first, bounds)
+    one = settings.limited(_left_s(settings, started)).with_duals(False)  # the start's time out
+    return Optimised(backend.run(lp, one, start=start))
+
+
+def _left_s(settings: SolveSettings, started: float) -> float | None:
+    """What is left of the settings' time limit since `started` (at least
+    `MIN_TIME_LIMIT_S`), None without a limit."""
+    if settings.time_limit_s is None:
+        return None
+    return max(settings.time_limit_s - (time.monotonic() - started), MIN_TIME_LIMIT_S)
 
 
 def workload_program(program: FleetProgram, workload: str | tuple[str, ...]) -> FleetProgram:
@@ -154,20 +167,30 @@ def solve_by_workload(
     if len(parts) < 2:
         return None
     method = Method.BY_COUPLED_WORKLOADS if program.groups.templates else Method.BY_WORKLOAD
+    lps = []
     for workload in parts:
         part = workload_program(program, workload)
-        lp = with_bounds(part.lp, {k: v for k, v in bounds.items() if k in part.lp.variables})
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return None
-        limited = None if settings.time_limit_s is None else remaining
-        result = backend.run(lp, settings.limited(limited).with_duals(False))
+        own = {name: bound for name, bound in bounds.items() if name in part.lp.variables}
+        lps.append(with_bounds(part.lp, own))
+    processes = processes_for(len(lps)) if worth_parallel(lps) else 1
+
+    def part_settings(_index: int) -> SolveSettings:
+        left = max(deadline - time.monotonic(), MIN_CALL_S)
+        limited = None if settings.time_limit_s is None else left
+        return settings.limited(limited).with_duals(False)
+
+    def infeasible(result: SolveResult) -> bool:
+        return result.termination is Termination.INFEASIBLE
+
+    results = solve_each(backend, lps, part_settings, processes, stop=infeasible)
+    for index, result in results:
+        workload = parts[index]
         runtime_s += result.runtime_s
         solver, version = result.solver, result.solver_version
         if result.termination is Termination.INFEASIBLE:
             who = workload[0] if len(workload) == 1 else "+".join(workload)
             alone = replace(result, runtime_s=runtime_s, message=f"{who} alone: infeasible")
-            return Optimised(alone, method, len(parts))
+            return Optimised(alone, method, len(parts), processes)
         if not result.termination.has_solution or result.objective is None:
             return None
         gap = result.mip_gap if result.mip_gap is not None else settings.mip_gap
@@ -189,7 +212,7 @@ def solve_by_workload(
         values=values,
         mip_gap=max(gap, 0.0),
     )
-    optimised = Optimised(joined, method, len(parts))
+    optimised = Optimised(joined, method, len(parts), processes)
     return replace(optimised, result=replace(joined, message=optimised.description))
 
 

@@ -20,6 +20,7 @@ from models.time_demand import uses_time
 from models.warm_cold import splittable
 from solver.backends import get_backend
 from solver.candidates import CandidateTable, build_candidates
+from solver.candidates_parallel import build_candidates_parallel
 from solver.capacity_report import with_capacity_units
 from solver.decompose import Optimised, optimise
 from solver.diagnose import diagnose_infeasible, presolve_problems
@@ -98,7 +99,7 @@ def _solve_one(instance: Instance, settings: SolveSettings) -> Solved:
     if reason:
         raise BackendUnavailable(f"backend {settings.backend!r} cannot run here: {reason}")
     check_configurations(instance)  # refused with the numbers before work that cannot end
-    table = build_candidates(instance, settings)
+    table = build_candidates_parallel(instance, settings)
     settings.check("candidates")
     return _solve_table(instance, settings, table)
 

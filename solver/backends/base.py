@@ -74,6 +74,8 @@ class Capabilities:
     """Honours `threads` (a backend that is single-threaded anyway says False)."""
     exact_continuous: bool = True
     """Continuous variables are solved as such, not on a grid (False for CP-SAT)."""
+    warm_start: bool = False
+    """Starts a MIP from a given feasible solution (`start`); others ignore one."""
 
 
 SolveOptions = SolveSettings
@@ -97,6 +99,8 @@ class CompiledProgram:
     coef: np.ndarray
     row_lower: np.ndarray
     row_upper: np.ndarray
+    start: np.ndarray | None = None
+    """A feasible solution to start a MIP from (a backend with `warm_start` uses it)."""
 
     @property
     def num_variables(self) -> int:
@@ -286,6 +290,7 @@ class Backend(ABC):
         mip_gap: float = DEFAULT_MIP_GAP,
         threads: int = 1,
         want_duals: bool = False,
+        start: dict[str, float] | None = None,
     ) -> SolveResult:
         """Minimise `lp`; never returns None, never raises for a solver failure.
 
@@ -296,6 +301,8 @@ class Backend(ABC):
             threads: Solver threads; keep 1 when several solves share a machine.
             want_duals: Return row duals (d objective / d rhs) if the program is an LP
                 and the backend can.
+            start: Values of a feasible solution (missing names: 0) the MIP search may
+                start from (`Capabilities.warm_start`; other backends ignore it).
 
         Returns:
             The result, in the program's names.
@@ -314,6 +321,9 @@ class Backend(ABC):
                 answer = Answer(Termination.ERROR, message=reason)
             else:
                 program = compile_program(lp)
+                if start and self.capabilities.warm_start and program.is_mip:
+                    vector = np.array([start.get(n, 0.0) for n in program.variable_names])
+                    program = replace(program, start=vector)
                 answer = _trivial_answer(program) or self._solve(program, options, deadline)
                 if answer.termination in (None, Termination.UNBOUNDED):
                     answer = self._settle_unbounded(program, options, deadline, answer)
@@ -322,16 +332,19 @@ class Backend(ABC):
         runtime_s = deadline.elapsed_s()
         return self._result(lp, program, options, answer, runtime_s)
 
-    def run(self, lp: LinearProgram, settings: SolveSettings) -> SolveResult:
+    def run(
+        self, lp: LinearProgram, settings: SolveSettings, start: dict[str, float] | None = None
+    ) -> SolveResult:
         """`solve` with the pipeline's settings (their backend name is not checked:
         the caller chose this backend from it, or priced with another), in what is left
-        of the run's deadline (`SolveSettings.remaining_s`)."""
+        of the run's deadline (`SolveSettings.remaining_s`), from `start` if given."""
         return self.solve(
             lp,
             time_limit_s=settings.remaining_s(),
             mip_gap=settings.mip_gap,
             threads=settings.threads,
             want_duals=settings.want_duals,
+            start=start,
         )
 
     def _settle_unbounded(

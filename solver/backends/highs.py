@@ -10,6 +10,9 @@ PuLP object is built, and duals, gap and status come straight from HiGHS.
 - Time limit, MIP gap (`mip_rel_gap`) and threads are HiGHS options. HiGHS keeps a
   task scheduler per thread, sized by the first solve that thread runs; a later solve
   in the same thread asking for another thread count resets it first.
+- Warm start: a MIP given a feasible solution (`CompiledProgram.start`) begins its
+  search with it as the incumbent (`setSolution`), so nodes above its cost are pruned
+  from the start.
 - Quiet: HiGHS prints a banner on stdout (C level) when the first `Highs` object of a
   process is built, before any option can be set. That one construction runs with
   file descriptor 1 pointed at /dev/null; every solve sets `output_flag` false.
@@ -128,7 +131,7 @@ class HighsBackend(Backend):
 
     name = "highs"
     capabilities = Capabilities(
-        integer=True, duals=True, time_limit=True, mip_gap=True, threads=True
+        integer=True, duals=True, time_limit=True, mip_gap=True, threads=True, warm_start=True
     )
 
     def unavailable_reason(self) -> str:
@@ -156,6 +159,11 @@ class HighsBackend(Backend):
         status = highs.passModel(highs_lp(program))
         if status == highspy.HighsStatus.kError:
             return Answer(Termination.ERROR, message="HiGHS rejected the model")
+        if program.start is not None:
+            start = highspy.HighsSolution()
+            start.col_value = program.start.tolist()
+            start.value_valid = True
+            highs.setSolution(start)  # an infeasible start is ignored, not an error
         highs.run()
 
         model_status = highs.getModelStatus()

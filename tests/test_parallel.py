@@ -1,0 +1,111 @@
+"""Worker processes (solver.parallel, solver.candidates_parallel): the same answers as one
+process, and the plan says how many processes solved it."""
+
+import pytest
+
+import solver.candidates_parallel as candidates_parallel
+import solver.parallel as parallel
+from solver.backends import get_backend
+from solver.candidates import build_candidates
+from solver.lp import LinearProgram, Sense
+from solver.settings import SolveSettings, machine_threads
+from solver.solve import solve
+from tests.synthetic import instance, workload
+
+H100 = "h100-sxm"
+
+two_cores = pytest.mark.skipif(machine_threads() < 2, reason="needs two cores for two workers")
+
+
+def knapsack(capacity: float) -> LinearProgram:
+    """min 3x + 2y, x + y >= capacity, x, y integer: y = ceil(capacity), cost 2 ceil(c)."""
+    lp = LinearProgram(f"cover-{capacity}")
+    x = lp.add_variable("x", upper=100, integer=True)
+    y = lp.add_variable("y", upper=100, integer=True)
+    lp.add_objective({x: 3.0, y: 2.0})
+    lp.add_constraint("cover", "demand", {x: 1.0, y: 1.0}, Sense.GE, capacity)
+    return lp
+
+
+def two_workloads():
+    return instance(
+        {"east": {H100: (64, 2.0)}, "west": {H100: (64, 2.1)}},
+        [
+            workload("chat", {"east": 80.0, "west": 30.0}, max_failover_rtt_ms=80),
+            workload("code", {"west": 50.0}, prompt_tokens=3000, max_failover_rtt_ms=80),
+        ],
+        links=[("east", "west", 50)],
+        survive="region",
+    )
+
+
+@two_cores
+def test_workers_solve_what_one_process_solves():
+    programs = [knapsack(c) for c in (1.5, 2.5, 7.2)]
+    settings = SolveSettings(time_limit_s=30)
+    backend = get_backend("highs")
+    apart = dict(parallel.solve_each(backend, programs, lambda _i: settings, processes=2))
+    here = dict(parallel.solve_each(backend, programs, lambda _i: settings, processes=1))
+    for index, capacity in enumerate((1.5, 2.5, 7.2)):
+        cost = 2.0 * -(-capacity // 1)  # y = ceil(capacity) at 2 each
+        assert apart[index].objective == pytest.approx(cost)
+        assert here[index].objective == pytest.approx(cost)
+
+
+def test_stop_cancels_what_is_left_in_one_process():
+    programs = [knapsack(1.0), knapsack(2.0), knapsack(3.0)]
+    seen = list(
+        parallel.solve_each(
+            get_backend("highs"),
+            programs,
+            lambda _i: SolveSettings(time_limit_s=30),
+            processes=1,
+            stop=lambda result: result.objective == pytest.approx(4.0),
+        )
+    )
+    assert [index for index, _ in seen] == [0, 1]
+
+
+@two_cores
+def test_decomposed_in_parallel_gives_the_serial_plan(monkeypatch):
+    inst = two_workloads()
+    settings = SolveSettings.of(inst, time_limit_s=60)
+    serial = solve(inst, settings)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_INTEGERS", 0)
+    monkeypatch.setattr(parallel, "idle_cores", lambda: 2.0)
+    apart = solve(inst, settings)
+    assert serial.solver.method == "decomposed by workload: 2 independent programs joined"
+    assert apart.solver.method == (
+        "decomposed by workload: 2 independent programs joined, solved in 2 parallel processes"
+    )
+    assert apart.cost_per_month == pytest.approx(serial.cost_per_month, abs=1e-6)
+    assert sorted((r.workload, r.region, r.key, r.count) for r in apart.replicas) == sorted(
+        (r.workload, r.region, r.key, r.count) for r in serial.replicas
+    )
+
+
+@two_cores
+def test_candidates_in_workers_are_the_table_of_one_process(monkeypatch):
+    inst = two_workloads()
+    monkeypatch.setattr(candidates_parallel, "PARALLEL_MIN_CONFIGURATIONS", 0)
+    monkeypatch.setattr(parallel, "idle_cores", lambda: 2.0)
+    apart = candidates_parallel.build_candidates_parallel(inst)
+    here = build_candidates(inst)
+    assert list(apart.by_workload) == list(here.by_workload) == ["chat", "code"]
+    for w in here.by_workload:
+        assert [c.key for c in apart.of(w)] == [c.key for c in here.of(w)]
+        assert [c.requests_per_s for c in apart.of(w)] == [c.requests_per_s for c in here.of(w)]
+    assert apart.evaluated == here.evaluated
+    assert apart.usable == here.usable
+
+
+def test_no_workers_inside_a_worker(monkeypatch):
+    monkeypatch.setattr(parallel.multiprocessing, "parent_process", lambda: object())
+    assert parallel.processes_for(8) == 1
+
+
+def test_no_workers_while_other_work_keeps_the_cores_busy(monkeypatch):
+    monkeypatch.setattr(parallel, "idle_cores", lambda: 0.5)
+    assert parallel.processes_for(8) == 1
+    monkeypatch.setattr(parallel, "idle_cores", lambda: float(machine_threads()))
+    assert parallel.processes_for(8) == min(8, machine_threads())
