@@ -24,18 +24,17 @@ tokens). TPOT is what the user sees after the first token:
 so a wait for a decode slot counts against TPOT.
 
 The analytic numbers are the planner's at the same per-replica load: for a prefill pool
-its p99 TTFT, own prefill + transfer + the M/G/c wait and the p99 prompt's extra in
-quadrature (as `models.capacity`'s prefill-only replica); for a decode pool
+its p99 TTFT (`models.prefill_model`: the iteration in progress, the M/G/c wait, the
+iteration(s) that complete the prompt, the transfer); for a decode pool
 `models.frontier.operating_point`'s p99 TPOT and mean step.
 """
 
-import math
-
 import numpy as np
 
-from models.batch_model import MixTokens, kv_transfer_s, pooled_wait_p99_s, replica_step_model
+from models.batch_model import MixTokens, kv_transfer_s, replica_step_model
 from models.capacity import replica_capacity
 from models.frontier import operating_point
+from models.prefill_model import prefill_lane
 from models.replica import LatencyTargets
 from solver.simulate.engine import Effects, ReplicaEngine, simulate_pool
 from solver.simulate.traffic import arrival_times_s, token_lengths
@@ -46,18 +45,13 @@ ALL_ON = Effects()
 
 def prefill_ttft_p99_s(config, mix, efficiency, rate: float, pool_replicas: int) -> float:
     """p99 TTFT of a prefill-only replica at `rate` prompts/s, one of `pool_replicas`
-    behind one router: own prefill S(P) + transfer T(P) + sqrt(W99^2 + (S(P99) + T(P99) -
-    S(P) - T(P))^2), W99 the M/G/c wait with service P (1-h) / r (`models.capacity`,
-    "Prefill-only replica"; math.inf at or past saturation)."""
+    behind one router: the planner's `models.prefill_model.PrefillLane.ttft_p99_s`
+    (residual iteration + own prefill and the prompts riding in its last iteration +
+    transfer, the M/G/c wait in quadrature with the p99 prompt's extra; math.inf at or
+    past saturation)."""
     steps = replica_step_model(config, efficiency)
-    m = MixTokens.of(mix)
-    token_rate = steps.prefill_tokens_per_s(m.new_prompt, m.cached_prompt)
-    own_s = steps.prefill_s(m.new_prompt, m.cached_prompt)
-    own_p99_s = steps.prefill_s(m.new_prompt_p99, m.prompt_p99 * m.hit)
-    base_s = own_s + kv_transfer_s(config, m.prompt, efficiency)
-    extra_s = own_p99_s + kv_transfer_s(config, m.prompt_p99, efficiency) - base_s
-    wait_s = pooled_wait_p99_s(rate, m.new_prompt / token_rate, m.prompt_scv, pool_replicas)
-    return base_s + math.hypot(wait_s, extra_s)
+    lane = prefill_lane(config, MixTokens.of(mix), efficiency, steps, pool_replicas)
+    return lane.ttft_p99_s(rate)
 
 
 def _engine(config, mix, efficiency) -> ReplicaEngine:
