@@ -2,8 +2,9 @@
 
 Notation: P = P (1-h) the mean new prompt tokens, P99 the p99 prompt's, cv_p^2 their
 spread, r the replica's prefill rate at full chunks (tokens/s,
-`StepModel.prefill_tokens_per_s`), C = pp x chunk the token budget of one iteration,
-lambda the prompts/s fed to the replica and rho = lambda P / r its utilisation.
+`StepModel.prefill_tokens_per_s`), C = chunk the token budget of one iteration (of one
+lane, see "Pipeline stages" below), lambda the prompts/s fed to the replica and
+rho = lambda P / r its utilisation.
 
 A prefill engine runs iterations back to back: each takes the queued prompts in arrival
 order up to C tokens (a prompt longer than what is left is split and finishes in a later
@@ -42,6 +43,13 @@ planner sizes to a latency target sit below that. Against the simulator the mode
 within ~15% of the simulated p99 TTFT from 60% to 90% utilisation (pools of 1 to 12
 Llama-70B replicas), mostly above it.
 
+Pipeline stages (pp > 1): the engine keeps pp iterations in flight, one per stage (vLLM's
+virtual engines), each taking up to one chunk from the shared queue and spending pp stage
+passes on it. The replica is then pp lanes, each an iteration of C = chunk tokens at r / pp
+(a full lane iteration takes pp x chunk / r), and a pool of c replicas is M/G/(c pp) with
+service pp P / r; S(P) is the prompt's own pass through the stages as before. pp = 1 is
+one lane of C = chunk at r.
+
 A smaller chunk C shrinks the ride (less room in a prompt's last iteration) but adds an
 iteration overhead per chunk and re-reads the weights more often; the planner keeps the
 engine's configured `prefill_chunk_tokens`.
@@ -58,12 +66,12 @@ from models.step_time import StepModel
 
 @dataclass(frozen=True)
 class PrefillLane:
-    """One prefill-only replica's prompt lane (module docstring for the model)."""
+    """One prefill-only replica's prompt lanes (module docstring for the model)."""
 
     token_rate: float
-    """r: prefill tokens/s at full chunks."""
+    """r: the replica's prefill tokens/s at full chunks."""
     budget_tokens: float
-    """C: tokens one iteration takes (pp x chunk)."""
+    """C: tokens one lane iteration takes (the chunk)."""
     prompt_tokens: float
     """P (1-h): mean new tokens of a prompt."""
     prompt_scv: float
@@ -77,11 +85,13 @@ class PrefillLane:
     transfer_p99_s: float = 0.0
     """T(P99): the p99 prompt's KV transfer."""
     pool_replicas: float = 1
-    """Replicas behind one router (M/G/c, c = pool_replicas)."""
+    """Replicas behind one router (M/G/c, c = pool_replicas x lanes)."""
+    lanes: int = 1
+    """Iterations in flight per replica: pp (module docstring, "Pipeline stages")."""
 
     @property
     def service_s(self) -> float:
-        """P / r: the mean prompt's share of the lane."""
+        """P / r: the mean prompt's share of the replica."""
         return self.prompt_tokens / self.token_rate
 
     def utilisation(self, rate: float) -> float:
@@ -89,11 +99,11 @@ class PrefillLane:
         return rate * self.service_s
 
     def iteration_s(self, tokens: float) -> float:
-        """An iteration of `tokens` tokens at the lane's rate: tokens / r."""
-        return tokens / self.token_rate
+        """A lane iteration of `tokens` tokens: tokens / (r / lanes)."""
+        return tokens * self.lanes / self.token_rate
 
     def residual_s(self, rate: float) -> float:
-        """The iteration in progress, whole: rho x min(C, P (1 + cv_p^2)) / r."""
+        """The iteration in progress, whole: rho x iteration(min(C, P (1 + cv_p^2)))."""
         single = min(self.budget_tokens, self.prompt_tokens * (1 + self.prompt_scv))
         return self.utilisation(rate) * self.iteration_s(single)
 
@@ -105,17 +115,27 @@ class PrefillLane:
 
     def ride_s(self, rate: float, waited_s: float) -> float:
         """Other prompts' tokens in the mean prompt's last iteration, in seconds:
-        min(room / r, rho x waited) (module docstring)."""
+        min(iteration(room), rho x waited) (module docstring)."""
         return min(self.iteration_s(self.room_tokens()), self.utilisation(rate) * waited_s)
 
     def own_iterations_s(self, rate: float, waited_s: float) -> float:
         """The iteration(s) that complete the mean prompt's prefill: S(P) + ride."""
         return self.own_s + self.ride_s(rate, waited_s)
 
+    def wait_p99_s(self, rate: float) -> float:
+        """The pool's p99 wait for a lane: M/G/(c x lanes) fed rate / lanes prompts/s per
+        lane, service lanes x P / r (`pooled_wait_p99_s`)."""
+        return pooled_wait_p99_s(
+            rate / self.lanes,
+            self.lanes * self.service_s,
+            self.prompt_scv,
+            self.pool_replicas * self.lanes,
+        )
+
     def ttft_p99_s(self, rate: float) -> float:
         """p99 TTFT at `rate` prompts/s per replica (module docstring); math.inf at or
         past saturation."""
-        wait_s = pooled_wait_p99_s(rate, self.service_s, self.prompt_scv, self.pool_replicas)
+        wait_s = self.wait_p99_s(rate)
         if math.isinf(wait_s):
             return math.inf
         residual_s = self.residual_s(rate)
@@ -135,7 +155,7 @@ def prefill_lane(
     chunks of the mean prompt, C = pp x chunk, S(P), S(P99) and the KV transfers."""
     return PrefillLane(
         token_rate=steps.prefill_tokens_per_s(m.new_prompt, m.cached_prompt),
-        budget_tokens=float(steps.pp * steps.chunk_tokens),
+        budget_tokens=float(steps.chunk_tokens),
         prompt_tokens=m.new_prompt,
         prompt_scv=m.prompt_scv,
         own_s=steps.prefill_s(m.new_prompt, m.cached_prompt),
@@ -143,4 +163,5 @@ def prefill_lane(
         transfer_s=kv_transfer_s(config, m.prompt, efficiency),
         transfer_p99_s=kv_transfer_s(config, m.prompt_p99, efficiency),
         pool_replicas=pool_replicas,
+        lanes=steps.pp,
     )

@@ -111,3 +111,15 @@ def test_ttft_grows_with_load_and_never_falls_below_the_queue_alone(rho, more, p
     wait_s = pooled_wait_p99_s(low, service_s, scv, pool)
     alone_s = service_s + math.hypot(wait_s, 2 * service_s)
     assert one.ttft_p99_s(low) >= alone_s * (1 - 1e-12)
+
+
+def test_pipeline_stages_are_lanes_of_one_chunk_each():
+    """pp = 2: two lanes per replica, each at r / 2 = 5,000 tokens/s, so a lane iteration
+    of 8,192 tokens takes 8,192 / 5,000 s; a pool of 3 replicas waits as M/G/6 fed
+    rate / 2 per lane with service 2 x 1,500 / 10,000 s."""
+    staged = lane(pool=3, lanes=2)
+    assert staged.iteration_s(BUDGET) == pytest.approx(8_192 / 5_000)
+    rate = 4.0
+    expected = pooled_wait_p99_s(rate / 2, 2 * 1_500 / 10_000, 0.0, 6)
+    assert staged.wait_p99_s(rate) == pytest.approx(expected)
+    assert staged.utilisation(rate) == pytest.approx(rate * 1_500 / 10_000)

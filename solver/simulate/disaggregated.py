@@ -5,7 +5,8 @@ One request stream at the phase's load is drawn (Poisson, or gamma with a stated
 coefficient of variation) and split at random over the prefill pools in proportion to
 their capacity (a random split of the stream keeps each part of a Poisson stream
 Poisson). Each prefill pool replays its requests on its replicas (the planner's step
-model, chunked prefill, the KV limit, the router's queue) with one output token: the
+model, chunked prefill, the KV limit, the router's queue; a replica of pp > 1 stages as
+pp lanes of one chunk, `models.prefill_model`) with one output token: the
 iteration that finishes a prompt produces its first token. The prompt's KV then crosses
 to a decode replica over the prefill replica's NICs in `kv_transfer_s` (the planner's
 transfer time; the NICs are taken as uncontended, so a transfer is a pure delay):
@@ -60,6 +61,24 @@ def _engine(config, mix, efficiency) -> ReplicaEngine:
     return ReplicaEngine(steps, offline.kv_capacity_tokens, efficiency.max_batch_sequences)
 
 
+def prefill_lanes(config, mix, efficiency, replicas: int) -> tuple[ReplicaEngine, int]:
+    """The engine and count of a prefill pool's lanes: with pp > 1 stages each replica
+    keeps pp iterations of one chunk in flight (vLLM's virtual engines; each lane's
+    iteration is its pp stage passes, `StepModel.iteration_s` with no decode batch), so
+    the pool is replicas x pp lanes of one chunk each, a 1/pp share of the KV cache."""
+    engine = _engine(config, mix, efficiency)
+    lanes = engine.steps.pp
+    if lanes == 1:
+        return engine, replicas
+    lane = ReplicaEngine(
+        engine.steps,
+        engine.kv_capacity_tokens / lanes,
+        engine.max_batch_sequences,
+        budget_tokens=engine.steps.chunk_tokens,
+    )
+    return lane, replicas * lanes
+
+
 def _split(shares: list[float], count: int, rng: np.random.Generator) -> np.ndarray:
     """Which of the pools (index) each of `count` requests goes to, in proportion."""
     weights = np.asarray(shares, dtype=float)
@@ -102,9 +121,10 @@ def simulate_pair(
     which = _split([share for *_, share in prefill], count, rng)
     for index, (config, efficiency, replicas, _) in enumerate(prefill):
         members = np.flatnonzero(which == index)
+        engine, lanes = prefill_lanes(config, mix, efficiency, replicas)
         trace = simulate_pool(
-            _engine(config, mix, efficiency),
-            replicas,
+            engine,
+            lanes,
             arrivals[members],
             prompts[members] - cached[members],
             np.ones(members.size, dtype=int),
