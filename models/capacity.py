@@ -53,8 +53,12 @@ server ~3% utilisation, while ten replicas behind one queue run above half.
 
 Prefill-only replica (disaggregated): prompts/s. The replica prefills full chunks at
 r tokens/s; lambda <= r / (P (1-h)) (compute) and lambda x KV bytes per prompt <= the
-replica's NICs (interconnect). TTFT = wait + own prefill + KV transfer to the decode
-pool, with the same M/G/1 wait (M/G/c in a pool) and quadrature.
+replica's NICs (interconnect). TTFT = residual of the iteration in progress + wait +
+the iteration(s) that complete the prompt + KV transfer to the decode pool, with the
+same M/G/1 wait (M/G/c in a pool) and quadrature: a prompt's first token comes when the
+whole iteration it shares ends, and the prompts that arrived while it waited fill that
+iteration up to the token budget (`models.prefill_model`, where the model and its
+conservative side are stated).
 
 Decode-only replica (disaggregated): generations/s = B / (O t(B)) with no prefill in the
 step, bounded by KV memory (the prompt's KV arrives with the request), the engine's
@@ -95,13 +99,13 @@ from models.batch_model import (
     decode_steps,
     kv_transfer_bytes,
     nic_bytes_per_s,
-    pooled_wait_p99_s,
     replica_memory_budget,
     replica_step_model,
     within_target,
 )
 from models.batch_model import batch_p99 as batch_p99
 from models.batch_model import kv_transfer_s as kv_transfer_s
+from models.batch_model import pooled_wait_p99_s as pooled_wait_p99_s
 from models.capacity_reasons import (
     comm_share_reason,
     limit_reason,
@@ -113,6 +117,7 @@ from models.capacity_reasons import (
 )
 from models.efficiency import Efficiency
 from models.memory import MemoryBudget, does_not_fit_message, layout_problem
+from models.prefill_model import prefill_lane
 from models.prefix_kv import pool_size_matters, prefix_mix
 from models.replica import LatencyTargets, Limit, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
 from models.step_time import PassParts, StepModel
@@ -405,22 +410,15 @@ def _prefill_capacity(
     pool_replicas: float = 1,
 ) -> ReplicaCapacity:
     """Prefill-only replica: prompts/s within the TTFT target (queue + prefill + transfer)."""
-    token_rate = steps.prefill_tokens_per_s(m.new_prompt, m.cached_prompt)
+    lane = prefill_lane(config, m, efficiency, steps, pool_replicas)
+    token_rate, own_s, own_p99_s = lane.token_rate, lane.own_s, lane.own_p99_s
+    transfer_s, transfer_p99_s = lane.transfer_s, lane.transfer_p99_s
     compute_rate = token_rate / m.new_prompt
     transfer_bytes = kv_transfer_bytes(config, m.prompt)
     nic = nic_bytes_per_s(config, efficiency)
     nic_rate = nic / transfer_bytes
-    own_s = steps.prefill_s(m.new_prompt, m.cached_prompt)
-    own_p99_s = steps.prefill_s(m.new_prompt_p99, m.prompt_p99 * m.hit)
-    transfer_s = kv_transfer_s(config, m.prompt, efficiency)
-    transfer_p99_s = kv_transfer_s(config, m.prompt_p99, efficiency)
-    service_s = m.new_prompt / token_rate
-    base_s = own_s + transfer_s
-    extra_s = own_p99_s + transfer_p99_s - base_s
-
-    def ttft_at(rate: float) -> float:
-        wait_s = pooled_wait_p99_s(rate, service_s, m.prompt_scv, pool_replicas)
-        return base_s + math.hypot(wait_s, extra_s)
+    service_s = lane.service_s
+    ttft_at = lane.ttft_p99_s
 
     best_ttft_s = own_p99_s + transfer_p99_s
     if compute_rate <= nic_rate:

@@ -175,7 +175,7 @@ def prefill_reason(
     if limit is Limit.TTFT_QUEUEING:
         return (
             f"p99 TTFT {ttft_s * 1e3:.0f} ms (prefill {own_s * 1e3:.0f} ms + KV transfer "
-            f"{transfer_s * 1e3:.1f} ms + queue) at {rate:,.2f} prompts/s"
+            f"{transfer_s * 1e3:.1f} ms + queue and shared iterations) at {rate:,.2f} prompts/s"
             f"{per_replica_in_pool(pool_replicas)} reaches the "
             f"{targets.ttft_p99_s * 1e3:g} ms target"  # type: ignore[operator]
         )

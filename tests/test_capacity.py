@@ -298,9 +298,12 @@ def test_a_pool_of_one_is_the_single_fcfs_server_exactly():
 
 def test_a_pool_of_two_prefill_replicas_waits_as_erlang_c_says():
     """Fixed 8K prompts on 70B fp8 TP4 H100 prefill replicas, p99 TTFT 1 s. Fixed lengths
-    make the TTFT the unloaded prefill and KV transfer plus the p99 wait, so at capacity
-    the p99 wait fills the budget exactly. With service S, per-lane utilisation rho and
-    squared CV 0, the wait is P(wait) x exponential with mean S / (2 c (1 - rho)):
+    make the TTFT the unloaded prefill and KV transfer, plus the iteration in progress
+    (rho x P / r: busy a share rho of the time, an iteration of one prompt), the p99
+    wait and the tokens riding in the prompt's iteration (min(room / r, rho x waited),
+    room = C - P = 8,192 - 8,000 tokens), so at capacity these fill the budget exactly.
+    With service S = P / r, per-lane utilisation rho and squared CV 0, the wait is
+    P(wait) x exponential with mean S / (2 c (1 - rho)):
         c = 1: P(wait) = rho                      (M/G/1)
         c = 2: P(wait) = 2 rho^2 / (1 + rho)      (Erlang C for two servers)
     """
@@ -308,7 +311,9 @@ def test_a_pool_of_two_prefill_replicas_waits_as_erlang_c_says():
     mix = TrafficMix.fixed(8000, 200)
     target_s = 1.0
     steps = step_model(cfg.gpu, cfg.llm, FP8, FP8, 4, 1, EFF)
-    service_s = 8000 / steps.prefill_tokens_per_s(8000)  # the lane's time per prompt
+    token_rate = steps.prefill_tokens_per_s(8000)
+    service_s = 8000 / token_rate  # the lane's time per prompt
+    room_s = (steps.chunk_tokens - 8000) / token_rate
     unloaded_s = steps.prefill_s(8000) + kv_transfer_s(cfg, 8000, EFF)
     budget_s = target_s - unloaded_s
     tail = 0.01
@@ -317,18 +322,22 @@ def test_a_pool_of_two_prefill_replicas_waits_as_erlang_c_says():
         p_wait = rho if servers == 1 else 2 * rho**2 / (1 + rho)
         return service_s / (2 * servers * (1 - rho)) * math.log(p_wait / tail)
 
+    def queued_s(rho: float, servers: int) -> float:
+        residual_s = rho * service_s
+        wait_s = p99_wait_s(rho, servers)
+        return residual_s + wait_s + min(room_s, rho * (wait_s + residual_s))
+
     lone = replica_capacity(cfg, mix, LatencyTargets(ttft_p99_s=target_s), EFF, 1)
     pair = replica_capacity(cfg, mix, LatencyTargets(ttft_p99_s=target_s), EFF, 2)
     for capacity, servers in ((lone, 1), (pair, 2)):
         rho = capacity.requests_per_s * service_s
         assert capacity.limit is Limit.TTFT_QUEUEING
         assert capacity.best_ttft_p99_s == pytest.approx(unloaded_s)
-        assert p99_wait_s(rho, servers) == pytest.approx(budget_s, rel=1e-6)
+        assert queued_s(rho, servers) == pytest.approx(budget_s, rel=1e-6)
         assert capacity.ttft_p99_s == pytest.approx(target_s, rel=1e-6)
-    # The budget (~0.59 s) is under 1.5 prefills: a lone replica may be busy 13% of the
-    # time, a pair 44% each (3.4x the capacity per replica).
-    assert lone.requests_per_s * service_s == pytest.approx(0.128, abs=0.001)
-    assert pair.requests_per_s * service_s == pytest.approx(0.438, abs=0.001)
+    # The budget (~0.59 s) is under 1.5 prefills: a pair carries several times what a
+    # lone replica does per replica.
+    assert pair.requests_per_s > 2.5 * lone.requests_per_s
     assert "in a pool of 2 behind one queue" in pair.reason
 
 

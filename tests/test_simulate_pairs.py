@@ -9,11 +9,12 @@ import pytest
 from cli.exit_codes import ExitCode
 from models import catalog
 from models.batch_model import kv_transfer_s, replica_step_model
+from models.capacity import replica_capacity
 from models.efficiency import efficiency_for
 from models.instance import Workload
 from models.precision import Precision
-from models.replica import ReplicaConfig, Role, TrafficMix
-from solver.simulate.disaggregated import simulate_pair
+from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from solver.simulate.disaggregated import prefill_lanes, simulate_pair
 from tests import synthetic
 
 GPU = catalog.gpu("h100-sxm")
@@ -84,3 +85,17 @@ def test_simulate_cli_replays_prefill_and_decode_pools(run_cli, tmp_path):
             assert pool["simulated"]["ttft_p99_ms"] > 0
         if pool["role"] == "decode":
             assert pool["simulated"]["tpot_p99_ms"] > 0
+
+
+def test_a_pipelined_prefill_replica_is_replayed_as_one_lane_per_stage():
+    """pp = 2: each replica keeps two iterations of one chunk in flight, so 3 replicas
+    are 6 lanes of chunk tokens, each with half the KV cache."""
+    staged = ReplicaConfig(GPU, LLM, Precision.BF16, Precision.BF16, 1, 2, Role.PREFILL)
+    mix = TrafficMix.fixed(PROMPT, OUTPUT)
+    whole_kv_tokens = replica_capacity(staged, mix, LatencyTargets(), EFFICIENCY).kv_capacity_tokens
+    lane, count = prefill_lanes(staged, mix, EFFICIENCY, 3)
+    assert count == 3 * 2
+    assert lane.token_budget == replica_step_model(staged, EFFICIENCY).chunk_tokens
+    assert lane.kv_capacity_tokens == pytest.approx(whole_kv_tokens / 2)
+    flat, flat_count = prefill_lanes(PREFILL, mix, EFFICIENCY, 3)
+    assert flat_count == 3 and flat.token_budget == flat.steps.chunk_tokens

@@ -5,7 +5,8 @@ One request stream at the phase's load is drawn (Poisson, or gamma with a stated
 coefficient of variation) and split at random over the prefill pools in proportion to
 their capacity (a random split of the stream keeps each part of a Poisson stream
 Poisson). Each prefill pool replays its requests on its replicas (the planner's step
-model, chunked prefill, the KV limit, the router's queue) with one output token: the
+model, chunked prefill, the KV limit, the router's queue; a replica of pp > 1 stages as
+pp lanes of one chunk, `models.prefill_model`) with one output token: the
 iteration that finishes a prompt produces its first token. The prompt's KV then crosses
 to a decode replica over the prefill replica's NICs in `kv_transfer_s` (the planner's
 transfer time; the NICs are taken as uncontended, so a transfer is a pure delay):
@@ -24,18 +25,17 @@ tokens). TPOT is what the user sees after the first token:
 so a wait for a decode slot counts against TPOT.
 
 The analytic numbers are the planner's at the same per-replica load: for a prefill pool
-its p99 TTFT, own prefill + transfer + the M/G/c wait and the p99 prompt's extra in
-quadrature (as `models.capacity`'s prefill-only replica); for a decode pool
+its p99 TTFT (`models.prefill_model`: the iteration in progress, the M/G/c wait, the
+iteration(s) that complete the prompt, the transfer); for a decode pool
 `models.frontier.operating_point`'s p99 TPOT and mean step.
 """
 
-import math
-
 import numpy as np
 
-from models.batch_model import MixTokens, kv_transfer_s, pooled_wait_p99_s, replica_step_model
+from models.batch_model import MixTokens, kv_transfer_s, replica_step_model
 from models.capacity import replica_capacity
 from models.frontier import operating_point
+from models.prefill_model import prefill_lane
 from models.replica import LatencyTargets
 from solver.simulate.engine import Effects, ReplicaEngine, simulate_pool
 from solver.simulate.traffic import arrival_times_s, token_lengths
@@ -46,24 +46,37 @@ ALL_ON = Effects()
 
 def prefill_ttft_p99_s(config, mix, efficiency, rate: float, pool_replicas: int) -> float:
     """p99 TTFT of a prefill-only replica at `rate` prompts/s, one of `pool_replicas`
-    behind one router: own prefill S(P) + transfer T(P) + sqrt(W99^2 + (S(P99) + T(P99) -
-    S(P) - T(P))^2), W99 the M/G/c wait with service P (1-h) / r (`models.capacity`,
-    "Prefill-only replica"; math.inf at or past saturation)."""
+    behind one router: the planner's `models.prefill_model.PrefillLane.ttft_p99_s`
+    (residual iteration + own prefill and the prompts riding in its last iteration +
+    transfer, the M/G/c wait in quadrature with the p99 prompt's extra; math.inf at or
+    past saturation)."""
     steps = replica_step_model(config, efficiency)
-    m = MixTokens.of(mix)
-    token_rate = steps.prefill_tokens_per_s(m.new_prompt, m.cached_prompt)
-    own_s = steps.prefill_s(m.new_prompt, m.cached_prompt)
-    own_p99_s = steps.prefill_s(m.new_prompt_p99, m.prompt_p99 * m.hit)
-    base_s = own_s + kv_transfer_s(config, m.prompt, efficiency)
-    extra_s = own_p99_s + kv_transfer_s(config, m.prompt_p99, efficiency) - base_s
-    wait_s = pooled_wait_p99_s(rate, m.new_prompt / token_rate, m.prompt_scv, pool_replicas)
-    return base_s + math.hypot(wait_s, extra_s)
+    lane = prefill_lane(config, MixTokens.of(mix), efficiency, steps, pool_replicas)
+    return lane.ttft_p99_s(rate)
 
 
 def _engine(config, mix, efficiency) -> ReplicaEngine:
     offline = replica_capacity(config, mix, LatencyTargets(), efficiency)
     steps = replica_step_model(config, efficiency)
     return ReplicaEngine(steps, offline.kv_capacity_tokens, efficiency.max_batch_sequences)
+
+
+def prefill_lanes(config, mix, efficiency, replicas: int) -> tuple[ReplicaEngine, int]:
+    """The engine and count of a prefill pool's lanes: with pp > 1 stages each replica
+    keeps pp iterations of one chunk in flight (vLLM's virtual engines; each lane's
+    iteration is its pp stage passes, `StepModel.iteration_s` with no decode batch), so
+    the pool is replicas x pp lanes of one chunk each, a 1/pp share of the KV cache."""
+    engine = _engine(config, mix, efficiency)
+    lanes = engine.steps.pp
+    if lanes == 1:
+        return engine, replicas
+    lane = ReplicaEngine(
+        engine.steps,
+        engine.kv_capacity_tokens / lanes,
+        engine.max_batch_sequences,
+        budget_tokens=engine.steps.chunk_tokens,
+    )
+    return lane, replicas * lanes
 
 
 def _split(shares: list[float], count: int, rng: np.random.Generator) -> np.ndarray:
@@ -108,9 +121,10 @@ def simulate_pair(
     which = _split([share for *_, share in prefill], count, rng)
     for index, (config, efficiency, replicas, _) in enumerate(prefill):
         members = np.flatnonzero(which == index)
+        engine, lanes = prefill_lanes(config, mix, efficiency, replicas)
         trace = simulate_pool(
-            _engine(config, mix, efficiency),
-            replicas,
+            engine,
+            lanes,
             arrivals[members],
             prompts[members] - cached[members],
             np.ones(members.size, dtype=int),

@@ -71,10 +71,14 @@ class ReplicaEngine:
     steps: StepModel
     kv_capacity_tokens: float
     max_batch_sequences: int
+    budget_tokens: int | None = None
+    """Tokens per iteration when not pp x chunk (a prefill lane: one chunk)."""
 
     @property
     def token_budget(self) -> int:
-        """Tokens per iteration: pp x chunk (as `models.capacity`)."""
+        """Tokens per iteration: pp x chunk (as `models.capacity`) unless stated."""
+        if self.budget_tokens is not None:
+            return self.budget_tokens
         return self.steps.pp * self.steps.chunk_tokens
 
 
