@@ -24,7 +24,6 @@ from solver.verify import verify
 from tests.synthetic import instance, workload
 
 TTFT_MS, TPOT_MS = 2000.0, 60.0
-PER_REGION_RPS = 0.1
 RTT_MS = 500.0
 
 
@@ -73,15 +72,16 @@ def test_rerouted_rtt_is_the_longest_round_trip_into_each_region():
     assert rerouted_rtt_ms(graph, Scenario("none", ScenarioKind.NONE), ["a", "b"], None) == {}
 
 
-def _two_regions(rtt_ms: float):
-    """32K-token prompts on Llama 3.3 70B FP8 at TP8 (TTFT-bound in small pools), 0.1
-    requests/s in each of two regions joined by one link, surviving a region's loss."""
+def _two_regions(rtt_ms: float, per_region_rps: float):
+    """32K-token prompts on Llama 3.3 70B FP8 at TP8 (TTFT-bound in small pools),
+    `per_region_rps` in each of two regions joined by one link, surviving a region's
+    loss."""
     return instance(
         {"east": {"h100-sxm": (400, 2.5)}, "west": {"h100-sxm": (400, 2.5)}},
         [
             workload(
                 "doc",
-                {"east": PER_REGION_RPS, "west": PER_REGION_RPS},
+                {"east": per_region_rps, "west": per_region_rps},
                 model="llama-3.3-70b",
                 prompt_tokens=32000,
                 output_tokens=500,
@@ -107,17 +107,28 @@ def _per_replica(pool_replicas: int, ttft_ms: float) -> float:
 
 
 def test_a_region_serving_rerouted_users_is_planned_at_the_target_less_the_round_trip():
-    """When one region is lost the other carries both regions' 0.1 requests/s: 0.2, at
-    a TTFT target of 2,000 - 500 = 1,500 ms for everyone in its queue. Two replicas
-    carry that at 2,000 ms but not at 1,500 ms; three do."""
-    load = 2 * PER_REGION_RPS
+    """When one region is lost the other carries both regions' load L, at a TTFT target
+    of 2,000 - 500 = 1,500 ms for everyone in its queue. The program credits a pool of n
+    replicas with q at the largest tabulated size at or below it (2, 4, ...: a pool of 3
+    earns 3 q(2), a lower bound on 3 q(3)). L is put halfway into the window where two
+    replicas carry it at 2,000 ms but not at 1,500 ms and three, credited at q(2), do:
+
+        2 q'(2) < L <= min(2 q(2), 3 q'(2)),   q at 2,000 ms, q' at 1,500 ms,
+
+    which is not empty because the round trip tightens a TTFT-bound pool (q'(2) < q(2)),
+    so the plan needs two replicas a region without the round trip and three with it."""
     tighter_ms = TTFT_MS - RTT_MS
+    q_2, q_tight_2 = _per_replica(2, TTFT_MS), _per_replica(2, tighter_ms)
+    low, high = 2 * q_tight_2, min(2 * q_2, 3 * q_tight_2)
+    assert low < high  # the round trip costs a TTFT-bound pool capacity
+    load = (low + high) / 2
+    assert _per_replica(1, TTFT_MS) < load  # one replica is never enough
     assert 2 * _per_replica(2, TTFT_MS) >= load  # enough without the round trip
     assert 2 * _per_replica(2, tighter_ms) < load  # not with it
     assert 3 * _per_replica(3, tighter_ms) >= load
 
-    near = _two_regions(0.0)
-    far = _two_regions(RTT_MS)
+    near = _two_regions(0.0, load / 2)
+    far = _two_regions(RTT_MS, load / 2)
     near_plan, far_plan = solve(near), solve(far)
     assert sorted(p.count for p in near_plan.replicas) == [2, 2]
     assert sorted(p.count for p in far_plan.replicas) == [3, 3]

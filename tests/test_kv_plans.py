@@ -25,10 +25,41 @@ def _with_policy(instance, **update):
     return instance.model_copy(update={"policy": instance.policy.model_copy(update=update)})
 
 
-def test_affinity_never_raises_cost_and_here_saves_most_of_the_random_fleet():
+def _solve(instance):
+    plan = solve(instance)
+    assert verify(instance, plan).ok
+    return plan
+
+
+def test_affinity_never_raises_cost_and_here_saves_the_prefill_of_its_hits():
+    """Affinity routing serves every customer's documents from its home replicas: a hit
+    rate h_a = (2K + 0.75 x 20K) / 24K, against the h_r a random replica's HBM allows. A
+    request then prefills (1 - h_a) / (1 - h_r) as many new tokens, so the prefill part p
+    of the random fleet (the plan's prefill share of its cost) shrinks by that ratio and
+    its decode part does not: the affinity fleet's replicas need at most about
+    p (1 - h_a) / (1 - h_r) + 1 - p of the random fleet's GPUs. Those are the replicas'
+    GPUs (the bill rounds both fleets up to whole servers), and "about": the new tokens
+    still attend to the cached prefix, which the token ratio leaves out, while the
+    affinity plan may pick a layout that fits its smaller prefill better."""
     affinity = load_instance(AFFINITY)
     random_routing = _with_policy(affinity, prefix_affinity=False)
-    assert _cost(affinity) <= _cost(random_routing) * 0.6
+    plan, random_plan = _solve(affinity), _solve(random_routing)
+    assert plan.cost_per_month <= random_plan.cost_per_month
+
+    hit_affinity = (2000 + 0.75 * 20000) / 24000
+    assert plan.replicas
+    assert all(p.prefix_hit_rate == pytest.approx(hit_affinity) for p in plan.replicas)
+    (hit_random,) = {pool.prefix_hit_rate for pool in random_plan.replicas}
+    assert hit_random is not None and hit_random < hit_affinity
+    new_tokens_ratio = (1 - hit_affinity) / (1 - hit_random)
+    (attribution,) = random_plan.cost_attribution
+    prefill = attribution.prefill_share
+    bound = prefill * new_tokens_ratio + (1 - prefill)
+
+    def gpus(served) -> int:
+        return sum(pool.count * pool.tp * pool.pp * pool.dp for pool in served.replicas)
+
+    assert gpus(plan) <= gpus(random_plan) * bound
 
 
 def test_adding_kv_tiers_never_raises_cost():

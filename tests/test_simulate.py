@@ -177,3 +177,26 @@ def test_simulate_cli_unknown_scenario_is_bad_input(run_cli, tmp_path):
     result = run_cli("simulate", "instances/unified.yaml", str(plan), "--scenario", "nope")
     assert result.exit_code == ExitCode.BAD_INPUT
     assert "nope" in result.stderr
+
+
+def test_a_decode_only_replica_at_a_full_cache_admits_only_what_can_take_a_step():
+    """Two requests whose 500-token KV arrives with them (a decode replica of a pair) on a
+    cache of 2 x 500 + 1 tokens: both fit, but the first step writes one token per
+    sequence, 2 > 1 free. The second waits for the first to finish (200 steps) rather
+    than being admitted and preempted unwritten in a loop."""
+    engine = _real_engine()
+    prompt, output = 500, 200
+    tight = ReplicaEngine(engine.steps, 2 * prompt + 1, engine.max_batch_sequences)
+    trace = simulate_pool(
+        tight,
+        1,
+        np.zeros(2),
+        np.zeros(2, dtype=int),
+        np.full(2, output),
+        np.full(2, float(prompt)),
+    )
+    assert not np.isnan(trace.finish_s).any()
+    assert trace.preemptions == 0
+    first, second = sorted(trace.finish_s)
+    assert trace.first_token_s.max() == pytest.approx(first, rel=1e-12)  # waited for it
+    assert second > first

@@ -104,14 +104,19 @@ def _bare_8b_steps():
 
 
 def test_speedup_and_crossover_by_hand():
-    """Draft cost ratio R = 0.1, k = 3, a = 0.7 on the bare step max(T c, w):
+    """Draft cost ratio R = 0.1, k = 3, a = 0.7 on the bare step max(T c, w) + B s, s the
+    engine's per-sequence overhead (paid once per sequence by a plain step, by the verify
+    iteration and, through R x the plain step less its fixed overhead, by each draft step):
 
-    small B (B (k + 1) c < w): TPOT = (k R w + w) / E, speed-up = E / (1 + k R) > 1;
-    B c <= w <= B (k + 1) c: TPOT = (k R w + B (k + 1) c) / E against plain w, slower
-    once B > w (E - k R) / ((k + 1) c): the crossover is the next whole batch."""
+    small B (B (k + 1) c < w): TPOT = (1 + k R) (w + B s) / E against plain w + B s,
+    speed-up = E / (1 + k R) > 1;
+    B c <= w <= B (k + 1) c: TPOT = (k R (w + B s) + B (k + 1) c + B s) / E against plain
+    w + B s, slower once B ((k + 1) c - (E - 1 - k R) s) > w (E - k R): the crossover is
+    the next whole batch."""
     steps = _bare_8b_steps()
     w = steps.dense_weight_bytes / steps.hbm_bytes_per_s
     c = steps.decode_linear_flops_per_token / steps.decode_linear_flops_per_s
+    s = steps.sequence_overhead_s
     k, a, ratio = 3, 0.7, 0.1
     e = (1 - a ** (k + 1)) / (1 - a)
     spec = SpeculativeSteps(steps, Speculation("eagle", k, a, draft_cost_ratio=ratio))
@@ -121,13 +126,30 @@ def test_speedup_and_crossover_by_hand():
     assert spec.speedup(1, context) == pytest.approx(speedup_at_1, rel=1e-9)
     assert spec.speedup(1, context) > 1
 
-    threshold = w * (e - k * ratio) / ((k + 1) * c)
+    threshold = w * (e - k * ratio) / ((k + 1) * c - (e - 1 - k * ratio) * s)
     assert w / ((k + 1) * c) <= threshold <= w / c  # inside the middle regime
     crossover = math.floor(threshold) + 1
     assert crossover_batch(spec, context, 100_000) == crossover
     assert spec.speedup(crossover - 1, context) >= 1
     assert spec.speedup(crossover, context) < 1
     assert spec.speedup(2 * crossover, context) < 1
+
+
+def test_the_per_sequence_overhead_moves_the_crossover_as_derived():
+    """The same bare step without the per-sequence overhead (s = 0) crosses over at the
+    next whole batch past w (E - k R) / ((k + 1) c); a positive s, paid E - 1 - k R > 0
+    times more per token by plain decoding than by speculation, never moves it earlier."""
+    with_s = _bare_8b_steps()
+    without_s = replace(with_s, sequence_overhead_s=0.0)
+    w = with_s.dense_weight_bytes / with_s.hbm_bytes_per_s
+    c = with_s.decode_linear_flops_per_token / with_s.decode_linear_flops_per_s
+    k, a, ratio = 3, 0.7, 0.1
+    e = (1 - a ** (k + 1)) / (1 - a)
+    option = Speculation("eagle", k, a, draft_cost_ratio=ratio)
+    bare = crossover_batch(SpeculativeSteps(without_s, option), 1000.0, 100_000)
+    assert bare == math.floor(w * (e - k * ratio) / ((k + 1) * c)) + 1
+    loaded = crossover_batch(SpeculativeSteps(with_s, option), 1000.0, 100_000)
+    assert bare is not None and loaded is not None and loaded >= bare
 
 
 def test_70b_with_an_8b_draft_on_h100_pays_at_batch_1_and_not_past_the_crossover():
@@ -176,21 +198,44 @@ def test_batch_model_with_speculation_advances_e_tokens_per_cycle():
     assert point.tpot_p99_s >= point.step_s / e
 
 
+MIX = TrafficMix.fixed(1000, 300)
+CONTEXT = 1000 + 300 / 2  # the mean context of a decode step: prompt + half the output
+
+
 def _capacity(tpot_ms: float | None, speculation: Speculation | None):
     config = ReplicaConfig(H100, LLAMA_70B, FP8, FP8, 8, 1, speculation=speculation)
     targets = LatencyTargets(ttft_p99_s=2.0, tpot_p99_s=None if tpot_ms is None else tpot_ms / 1e3)
-    return replica_capacity(config, TrafficMix.fixed(1000, 300), targets, EFFICIENCY)
+    return replica_capacity(config, MIX, targets, EFFICIENCY)
+
+
+def _batch_1_tpots_s() -> tuple[float, float]:
+    """The fastest TPOT either way: plain decoding's batch-1 step, and speculation's
+    batch-1 cycle over E (70B FP8 TP8 on H100 with the 8B draft, k = 3, a = 0.7)."""
+    steps = step_model(H100, LLAMA_70B, FP8, FP8, 8, 1, EFFICIENCY)
+    spec = speculative_steps(H100, steps, DRAFT_8B, FP8, FP8, EFFICIENCY)
+    return steps.decode_step_s(1, CONTEXT), spec.iteration_s(1, CONTEXT) / expected_tokens(0.7, 3)
 
 
 def test_speculation_reaches_a_tpot_plain_decoding_cannot():
-    plain, spec = _capacity(15, None), _capacity(15, DRAFT_8B)
-    assert not plain.meets_slo  # best plain TPOT is above 15 ms
+    """A target halfway between the two batch-1 TPOTs: above speculation's floor, below
+    the fastest plain step."""
+    plain_floor_s, spec_floor_s = _batch_1_tpots_s()
+    assert spec_floor_s < plain_floor_s  # the draft pays at batch 1
+    target_ms = (plain_floor_s + spec_floor_s) / 2 * 1e3
+    plain, spec = _capacity(target_ms, None), _capacity(target_ms, DRAFT_8B)
+    assert plain.best_tpot_s == pytest.approx(plain_floor_s, rel=1e-12)
+    assert spec.best_tpot_s == pytest.approx(spec_floor_s, rel=1e-12)
+    assert not plain.meets_slo  # the best plain TPOT is above the target
     assert spec.meets_slo and spec.requests_per_s > 0
-    assert spec.best_tpot_s < plain.best_tpot_s
 
 
 def test_speculation_carries_more_at_a_tight_tpot_and_less_offline():
-    assert _capacity(20, DRAFT_8B).requests_per_s > _capacity(20, None).requests_per_s
+    """Tight: 1.25 x the fastest plain step, so plain decoding runs at a small batch, where
+    the verify pass is still weight-bound and speculation pays; offline both run at their
+    largest batch, past the crossover, where it costs."""
+    plain_floor_s, _ = _batch_1_tpots_s()
+    tight_ms = 1.25 * plain_floor_s * 1e3
+    assert _capacity(tight_ms, DRAFT_8B).requests_per_s > _capacity(tight_ms, None).requests_per_s
     assert _capacity(None, DRAFT_8B).requests_per_s < _capacity(None, None).requests_per_s
 
 

@@ -7,7 +7,11 @@ import pytest
 import yaml
 
 from cli.exit_codes import ExitCode
+from models import catalog
+from models.efficiency import efficiency_for
 from models.instance import Instance
+from models.precision import Precision
+from models.step_time import step_model
 from solver.candidates import build_candidates
 from solver.plan import Plan
 from solver.solve import solve
@@ -24,19 +28,42 @@ DRAFT_8B = {
     "acceptance_rate": 0.7,
 }
 
+# The fastest plain TPOT of the layout: its batch-1 decode step at the mean context of
+# 1,000-token prompts and 200-token replies (1,000 + 200 / 2), 70B FP8 TP8 on H100.
+PLAIN_FLOOR_MS = 1e3 * step_model(
+    catalog.gpu("h100-sxm"),
+    catalog.llm("llama-3.3-70b"),
+    Precision.FP8,
+    Precision.FP8,
+    8,
+    1,
+    efficiency_for("h100-sxm", Precision.FP8, None),
+).decode_step_s(1.0, 1000 + 200 / 2)
+TIGHT_TPOT_MS = 1.25 * PLAIN_FLOOR_MS
+LOOSE_TPOT_MS = 60.0
+
 
 def _chat(speculative: list[dict] | None) -> Instance:
-    """Llama 3.3 70B FP8 at TP8 on H100, 20 requests/s each of a tight (20 ms) and a
-    loose (60 ms) p99 TPOT, 1,000-token prompts and 200-token replies."""
+    """Llama 3.3 70B FP8 at TP8 on H100, 20 requests/s each of a tight (1.25 x the
+    fastest plain step) and a loose (60 ms) p99 TPOT, 1,000-token prompts and 200-token
+    replies."""
     policy = {} if speculative is None else {"speculative": speculative}
     return instance(
         {"east": {"h100-sxm": (400, 2.5)}},
         [
             workload(
-                "tight", {"east": 20.0}, model="llama-3.3-70b", tpot_p99_ms=20, ttft_p99_ms=2000
+                "tight",
+                {"east": 20.0},
+                model="llama-3.3-70b",
+                tpot_p99_ms=TIGHT_TPOT_MS,
+                ttft_p99_ms=2000,
             ),
             workload(
-                "loose", {"east": 20.0}, model="llama-3.3-70b", tpot_p99_ms=60, ttft_p99_ms=2000
+                "loose",
+                {"east": 20.0},
+                model="llama-3.3-70b",
+                tpot_p99_ms=LOOSE_TPOT_MS,
+                ttft_p99_ms=2000,
             ),
         ],
         tensor_parallel=[8],
@@ -48,10 +75,12 @@ def test_the_program_speculates_for_the_tight_tpot_pool_and_not_the_loose_one():
     """Why, from the physics (tests/test_speculative.py): at batch 1 a cycle of three 8B
     draft steps and one verify pass emits E = 2.533 tokens, so the TPOT falls by a third;
     the verify pass costs 4 positions per sequence, so once the batch is large the cycle
-    costs more than E plain steps. A 20 ms p99 TPOT keeps the batch small (plain decoding
-    holds ~11 sequences there), where speculation roughly doubles a replica's rate; a
-    60 ms target lets plain decoding run ~200 sequences, past the crossover (~150), where
-    the plain replica carries more. The program picks each side's cheaper pool."""
+    costs more than E plain steps. A p99 TPOT 1.25 x the batch-1 plain step keeps plain
+    decoding to a handful of sequences (~4 under the current efficiencies), where the
+    verify pass is weight-bound and speculation carries several times the rate; a 60 ms
+    target (~8 x that step) lets plain decoding run ~110 sequences, past the crossover
+    (~100), where the plain replica carries more. The program picks each side's cheaper
+    pool."""
     inst = _chat([DRAFT_8B])
     table = build_candidates(inst)
     by_key = {w: {c.key: c.requests_per_s for c in table.of(w)} for w in ("tight", "loose")}

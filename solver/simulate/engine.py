@@ -207,10 +207,15 @@ class _Replica:
             if head is None or batch + len(self.prefilling) >= engine.max_batch_sequences:
                 break
             need = head.new_tokens + head.cached_tokens
-            if self.kv_tokens() + self.reserved + need > capacity:
-                if batch or self.prefilling or need <= capacity:
+            # A request that starts decoding at once (its KV arrived with it) also needs
+            # the next step's token of every sequence then running, itself included;
+            # admitted without it, the decode step would preempt it straight back
+            # (unwritten, so at once re-admitted: a livelock at a full cache).
+            step = batch + 1 if head.new_tokens <= 0 else 0
+            if self.kv_tokens() + self.reserved + need + step > capacity:
+                if batch or self.prefilling or need + step <= capacity:
                     break
-                capacity = need  # a prompt longer than the cache runs alone
+                capacity = need + step  # a prompt longer than the cache runs alone
             self._pop_head()
             self.reserved += need
             budget -= 1  # one token at least per admitted prompt
