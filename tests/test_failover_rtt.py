@@ -156,3 +156,42 @@ def test_a_tpot_bound_pool_pays_nothing_for_the_round_trip():
     near, far = solve(chat(0.0)), solve(chat(RTT_MS))
     assert far.cost_per_month == pytest.approx(near.cost_per_month)
     assert verify(chat(RTT_MS), far).ok
+
+
+@pytest.mark.parametrize("ttft_ms", [300.0, 800.0, 4000.0])
+@pytest.mark.parametrize("rtt_ms", [5.0, 60.0, 250.0])
+def test_the_failover_curve_equals_recomputing_every_size_at_the_tighter_target(ttft_ms, rtt_ms):
+    """failover_curve reuses a size's capacity where it holds at the TTFT target less the
+    round trip (not TTFT-limited, its p99 TTFT already within the tighter target); the
+    curve must be exactly what recomputing every size at the tighter target gives."""
+    from dataclasses import replace
+
+    from solver.pools import PoolCurve, PoolPhysics, failover_curve
+
+    config = ReplicaConfig(
+        catalog.gpu("h100-sxm"),
+        catalog.llm("llama-3.1-8b"),
+        Precision.FP8,
+        Precision.FP8,
+        1,
+        1,
+    )
+    mix = TrafficMix(
+        prompt_mean_tokens=2000,
+        prompt_p99_tokens=8000,
+        prompt_cv=1.0,
+        output_mean_tokens=300,
+        output_p99_tokens=1000,
+        output_cv=0.8,
+    )
+    targets = LatencyTargets(ttft_p99_s=ttft_ms / 1e3, tpot_p99_s=0.03)
+    physics = PoolPhysics(config, mix, targets, efficiency_for(config.gpu, Precision.FP8))
+    curve = PoolCurve(tuple((n, physics.at(n)) for n in (1, 2, 4, 8)), 0.0)
+    tighter = replace(physics, targets=failover_targets(targets, rtt_ms))
+    got = failover_curve(physics, curve, rtt_ms)
+    for (n, capacity), (m, expected) in zip(
+        got.points, ((n, tighter.at(n)) for n in (1, 2, 4, 8)), strict=True
+    ):
+        assert n == m
+        assert planning_capacity(capacity) == planning_capacity(expected)
+        assert capacity.limit is expected.limit
