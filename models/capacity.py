@@ -143,6 +143,22 @@ def pooling_can_lift(capacity: ReplicaCapacity, mix: TrafficMix | None = None) -
     return capacity.limit is Limit.TTFT_QUEUEING or (mix is not None and pool_size_matters(mix))
 
 
+def holds_at_tighter_ttft(capacity: ReplicaCapacity, tighter: LatencyTargets) -> bool:
+    """Whether a capacity taken at the normal targets holds unchanged at `tighter` (the
+    TTFT target less a round trip): its limit is not the TTFT's queueing and its p99 TTFT
+    at the operating point already meets the tighter target. The largest batch (or rate)
+    meeting every bound is then the same (the p99 TTFT rises with load, so every smaller
+    load the search tries meets the tighter target too), and recomputing it would take
+    the same steps to the same answer."""
+    target = tighter.ttft_p99_s
+    return (
+        target is not None
+        and capacity.fits
+        and capacity.meets_slo
+        and capacity.limit is not Limit.TTFT_QUEUEING
+        and capacity.ttft_p99_s <= target
+    )
+
 def check_pool_replicas(pool_replicas: float) -> None:
     """Raise ValueError unless `pool_replicas` is a whole number >= 1 or math.inf."""
     if not (math.isinf(pool_replicas) or float(pool_replicas).is_integer()) or pool_replicas < 1:

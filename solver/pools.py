@@ -29,11 +29,16 @@ region can use, each with its gain at full strength, less one replica and less a
 import math
 from dataclasses import dataclass, replace
 
-from models.capacity import UNLIMITED_POOL, pooling_can_lift, replica_capacity
+from models.capacity import (
+    UNLIMITED_POOL,
+    holds_at_tighter_ttft,
+    pooling_can_lift,
+    replica_capacity,
+)
 from models.efficiency import Efficiency, efficiency_for
 from models.instance import Instance
 from models.pooling import planning_capacity, spare_survivors, zone_survivors
-from models.replica import LatencyTargets, Limit, ReplicaCapacity, ReplicaConfig, TrafficMix
+from models.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, TrafficMix
 from models.scenarios import failover_targets
 from models.site import demand_factor
 
@@ -134,27 +139,11 @@ def failover_curve(physics: PoolPhysics, curve: PoolCurve, rtt_ms: float) -> Poo
     (solver.families.pooling: q'(P_j) n <= q'(n) n, q' never falling as n grows)."""
     tighter = replace(physics, targets=failover_targets(physics.targets, rtt_ms))
     points = tuple(
-        (n, c if _meets_tighter_ttft(c, tighter.targets) else tighter.at(n))
+        (n, c if holds_at_tighter_ttft(c, tighter.targets) else tighter.at(n))
         for n, c in curve.points
     )
     return PoolCurve(points, max(planning_capacity(c) for _, c in points))
 
-
-def _meets_tighter_ttft(capacity: ReplicaCapacity, tighter: LatencyTargets) -> bool:
-    """Whether a capacity taken at the normal targets holds unchanged at `tighter` (the
-    TTFT target less a round trip): its limit is not the TTFT's queueing and its p99 TTFT
-    at the operating point already meets the tighter target. The largest batch (or rate)
-    meeting every bound is then the same (the p99 TTFT rises with load, so every smaller
-    load the search tries meets the tighter target too), and recomputing it would take
-    the same steps to the same answer."""
-    target = tighter.ttft_p99_s
-    return (
-        target is not None
-        and capacity.fits
-        and capacity.meets_slo
-        and capacity.limit is not Limit.TTFT_QUEUEING
-        and capacity.ttft_p99_s <= target
-    )
 
 
 def lone_curve(physics: PoolPhysics, lone: ReplicaCapacity) -> PoolCurve:

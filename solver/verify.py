@@ -81,7 +81,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
 
-from models.capacity import replica_capacity
+from models.capacity import holds_at_tighter_ttft, replica_capacity
 from models.colocation import Member, SharedLayout, evaluate_group
 from models.efficiency import Efficiency, efficiency_for
 from models.engine_group import EngineMember, engine_group
@@ -227,12 +227,12 @@ class _Pool:
             return 0.0
         key = (replicas, rerouted_rtt_ms)
         if key not in self.failover_physics:
-            self.failover_physics[key] = replica_capacity(
-                self.config,
-                self.mix,
-                failover_targets(self.targets, rerouted_rtt_ms),
-                self.efficiency,
-                replicas,
+            tighter = failover_targets(self.targets, rerouted_rtt_ms)
+            normal = self.capacity(replicas)
+            self.failover_physics[key] = (
+                normal
+                if holds_at_tighter_ttft(normal, tighter)
+                else replica_capacity(self.config, self.mix, tighter, self.efficiency, replicas)
             )
         return replicas * planning_capacity(self.failover_physics[key]) * self.headroom
 
