@@ -100,6 +100,7 @@ from models.scenarios import (
     rerouted_rtt_ms,
 )
 from models.site import demand_factor, gpu_kw, gpus_bought, node_gpus, racks_per_gpu
+from models.swap_group import evaluate_swapped_group
 from models.warm_cold import warm_cold_instance
 from solver.plan import Plan, ReplicaPool
 from solver.row_names import (
@@ -661,9 +662,7 @@ def _check_scenarios(
                 checks += _check_replica_loss(workload.name, demand, mine, violations)
                 continue
             origins = [o for o, rate in demand.items() if rate > 0]
-            rerouted = rerouted_rtt_ms(
-                graph, scenario, origins, workload.slo.max_failover_rtt_ms
-            )
+            rerouted = rerouted_rtt_ms(graph, scenario, origins, workload.slo.max_failover_rtt_ms)
             capacity = {
                 d: _capacity(
                     [
@@ -866,7 +865,8 @@ class _Share:
         """`a+b@h100-sxm.bf16.tp1pp1`: the template key the program names it by."""
         e = self.entry
         engine = ".engine" if e.shared_engine else ""
-        return f"{'+'.join(e.workloads)}@{e.gpu}.{e.precision}.tp{e.tp}pp{e.pp}{engine}"
+        swap = ".swap" if e.swapped_weights else ""
+        return f"{'+'.join(e.workloads)}@{e.gpu}.{e.precision}.tp{e.tp}pp{e.pp}{engine}{swap}"
 
     @property
     def label(self) -> str:
@@ -931,6 +931,11 @@ def _group_problems(instance: Instance, entry: ReplicaPool, workloads: dict) -> 
     efficiency = efficiency_for(gpu, entry.precision, instance.efficiency, instance.engine)
     if entry.shared_engine:
         return problems + _engine_problems(instance, entry, workloads, layout, efficiency)
+    if entry.swapped_weights:
+        if len(members) < 2:
+            return [*problems, "a swapped group needs at least two members"]
+        swapped = evaluate_swapped_group(layout, members, efficiency)
+        return problems + list(swapped.problems)
     group = evaluate_group(layout, members, efficiency)
     return problems + list(group.problems)
 
