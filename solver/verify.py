@@ -58,6 +58,10 @@ It reads only the instance and the plan's replica pools, never the program or a 
    same-model merge) is recomputed with `models.engine_group.engine_group` instead: one
    base (adapters only with policy.multi_lora), and the engine's capacity along the
    stated a[w], at the strictest SLO with the members' envelope mix, at least sum a[w].
+   A swapped group (`swapped_weights`: one weight slot, the others paged in from host
+   memory) is recomputed with `models.swap_group.evaluate_swapped_group`: the largest
+   weights plus every engine's KV and reserve in HBM, at most 5% of the GPU's time
+   swapping, and every member's warm p99 TTFT plus its swap wait within its target.
 
 5. Every other figure the plan states (the `gpus` table, each entry's cost, its routing,
    every number finite) against its recomputation: solver.verify_totals. Replicas that
