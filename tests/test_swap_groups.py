@@ -6,11 +6,16 @@ GPU with one weight slot, the others paged in from host memory on demand
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from models.catalog import gpu, llm
+from models.colocation import Member, SharedLayout
+from models.efficiency import efficiency_for
 from models.loading import validate_instance
 from models.memory import weight_bytes_per_gpu
 from models.precision import Precision
+from models.replica import LatencyTargets, TrafficMix
 from models.swap import (
     HOST_LINK_FRACTION,
     PCIE_GEN5_X16_GB_S,
@@ -19,7 +24,7 @@ from models.swap import (
     host_link_gb_s,
     swap_in_s,
 )
-from models.swap_group import SWAP_BUSY_MAX
+from models.swap_group import SWAP_BUSY_MAX, evaluate_swapped_group
 from solver.solve import solve
 from solver.verify import verify
 from tests.synthetic import workload
@@ -164,3 +169,22 @@ def test_a_swapped_group_stated_as_co_resident_overflows_hbm():
     )
     check = verify(inst, plan.model_copy(update={"replicas": replicas}))
     assert not check.ok
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.floats(0.001, 0.02), st.floats(0.001, 0.02), st.floats(0.1, 1.0))
+def test_cold_probability_is_scale_free_and_every_cold_member_pays_the_wait(rate_a, rate_b, s):
+    """P(cold) does not move when every rate scales (Che's T_C scales by 1/s), and a cold
+    member's p99 TTFT bound is at least its warm p99 plus its own swap (down-closure and the
+    TTFT rule of models.swap_group)."""
+    layout = SharedLayout(H100, Precision.BF16, Precision.BF16, 1, 1)
+    efficiency = efficiency_for(H100, Precision.BF16)
+    targets = LatencyTargets(ttft_p99_s=5.0, tpot_p99_s=0.1)
+    mix = TrafficMix.of(_instance(5000).workloads[0])
+    members = [Member(n, QWEN_32B, mix, targets, r) for n, r in (("a", rate_a), ("b", rate_b))]
+    full = evaluate_swapped_group(layout, members, efficiency)
+    scaled = evaluate_swapped_group(layout, [m.scaled(s) for m in members], efficiency)
+    assert scaled.cold_probability == pytest.approx(full.cold_probability, rel=1e-6)
+    assert scaled.swap_busy_fraction <= full.swap_busy_fraction + 1e-15
+    for verdict, own_swap in zip(full.verdicts, full.swap_s, strict=True):
+        assert verdict.ttft_p99_s >= own_swap
