@@ -76,6 +76,7 @@ def group_pools(program: FleetProgram, values: dict[str, float]) -> list[Replica
                 limit=t.limit,
                 cost_per_month=count * t.gpus * price * sets.hours_per_month,
                 shared_engine=t.engine,
+                swapped_weights=t.swapped,
             )
         )
     return entries

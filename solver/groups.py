@@ -92,14 +92,19 @@ class Template:
     engine: bool = False
     """One engine serves every member (multi-LoRA or a same-model merge,
     `solver.engine_templates`); False: co-resident engines, one per member."""
+    swapped: bool = False
+    """One weight slot, the members paged in from host memory on demand
+    (`models.swap_group`, `solver.swap_templates`)."""
 
     @property
     def key(self) -> str:
         """Name-safe identifier, e.g. `chat+code@h100-sxm.bf16.tp1pp1` (`.engine` added
-        for one shared engine)."""
+        for one shared engine, `.swap` for a swapped group)."""
         return (
             f"{'+'.join(self.members)}@{self.gpu}.{self.precision}."
-            f"tp{self.layout.tp}pp{self.layout.pp}" + (".engine" if self.engine else "")
+            f"tp{self.layout.tp}pp{self.layout.pp}"
+            + (".engine" if self.engine else "")
+            + (".swap" if self.swapped else "")
         )
 
     @property

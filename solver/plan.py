@@ -115,6 +115,9 @@ class ReplicaPool(BaseModel):
     shared_engine: bool = False
     """A shared group served by ONE engine (multi-LoRA adapters of one base, or a
     same-model merge: weights once, the strictest SLO); False: co-resident engines."""
+    swapped_weights: bool = False
+    """A shared group with one weight slot: the members' weights paged in from host memory
+    when a request finds its model cold (`models.swap_group`)."""
     routing_weight: float | None = None
     """A dedicated pool's share of the region's traffic of its workload, in proportion to
     capacity (`models.capacity_unit.routing_weights`; no failure)."""

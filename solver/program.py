@@ -57,6 +57,7 @@ from solver.groups import GroupTable, build_groups
 from solver.lp import LinearProgram
 from solver.sets import ProgramSets
 from solver.settings import SolveSettings
+from solver.swap_templates import swapped_templates
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ def build_program(
     sets = ProgramSets(instance, table, scenarios or failure_scenarios(instance), elastic)
     if groups is None:
         groups = build_groups(instance, table, settings=settings).extended(
-            engine_templates(instance, table)
+            [*engine_templates(instance, table), *swapped_templates(instance, table)]
         )
     sites = GroupSets(sets, groups)
     lp = LinearProgram(instance.name)

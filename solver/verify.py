@@ -58,6 +58,10 @@ It reads only the instance and the plan's replica pools, never the program or a 
    same-model merge) is recomputed with `models.engine_group.engine_group` instead: one
    base (adapters only with policy.multi_lora), and the engine's capacity along the
    stated a[w], at the strictest SLO with the members' envelope mix, at least sum a[w].
+   A swapped group (`swapped_weights`: one weight slot, the others paged in from host
+   memory) is recomputed with `models.swap_group.evaluate_swapped_group`: the largest
+   weights plus every engine's KV and reserve in HBM, at most 5% of the GPU's time
+   swapping, and every member's warm p99 TTFT plus its swap wait within its target.
 
 5. Every other figure the plan states (the `gpus` table, each entry's cost, its routing,
    every number finite) against its recomputation: solver.verify_totals. Replicas that
@@ -100,6 +104,7 @@ from models.scenarios import (
     rerouted_rtt_ms,
 )
 from models.site import demand_factor, gpu_kw, gpus_bought, node_gpus, racks_per_gpu
+from models.swap_group import evaluate_swapped_group
 from models.warm_cold import warm_cold_instance
 from solver.plan import Plan, ReplicaPool
 from solver.row_names import (
@@ -661,9 +666,7 @@ def _check_scenarios(
                 checks += _check_replica_loss(workload.name, demand, mine, violations)
                 continue
             origins = [o for o, rate in demand.items() if rate > 0]
-            rerouted = rerouted_rtt_ms(
-                graph, scenario, origins, workload.slo.max_failover_rtt_ms
-            )
+            rerouted = rerouted_rtt_ms(graph, scenario, origins, workload.slo.max_failover_rtt_ms)
             capacity = {
                 d: _capacity(
                     [
@@ -866,7 +869,8 @@ class _Share:
         """`a+b@h100-sxm.bf16.tp1pp1`: the template key the program names it by."""
         e = self.entry
         engine = ".engine" if e.shared_engine else ""
-        return f"{'+'.join(e.workloads)}@{e.gpu}.{e.precision}.tp{e.tp}pp{e.pp}{engine}"
+        swap = ".swap" if e.swapped_weights else ""
+        return f"{'+'.join(e.workloads)}@{e.gpu}.{e.precision}.tp{e.tp}pp{e.pp}{engine}{swap}"
 
     @property
     def label(self) -> str:
@@ -931,6 +935,11 @@ def _group_problems(instance: Instance, entry: ReplicaPool, workloads: dict) -> 
     efficiency = efficiency_for(gpu, entry.precision, instance.efficiency, instance.engine)
     if entry.shared_engine:
         return problems + _engine_problems(instance, entry, workloads, layout, efficiency)
+    if entry.swapped_weights:
+        if len(members) < 2:
+            return [*problems, "a swapped group needs at least two members"]
+        swapped = evaluate_swapped_group(layout, members, efficiency)
+        return problems + list(swapped.problems)
     group = evaluate_group(layout, members, efficiency)
     return problems + list(group.problems)
 
