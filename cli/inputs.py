@@ -166,9 +166,9 @@ def schema(json_out: JsonOut = None) -> None:
     source): editors show it as hover help. It is JSON already: --json FILE writes it to
     a file.
     """
-    from models.instance import Instance
+    from models.schema_docs import instance_schema
 
-    emit_json(json_out or Path("-"), json.dumps(Instance.model_json_schema(), indent=2))
+    emit_json(json_out or Path("-"), json.dumps(instance_schema(), indent=2))
 
 
 def _problems_json(file: Path, error) -> dict[str, Any]:

@@ -40,7 +40,7 @@ class Efficiency(BaseModel):
     and weight precision. The class defaults are generic; `efficiency_for` layers the
     calibrated values and the instance overrides on top."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     prefill_flops_fraction: float = Field(default=0.55, gt=0, le=1)
     """Achieved fraction of dense peak FLOP/s on prefill tokens (large GEMMs, attention)."""
@@ -77,23 +77,10 @@ class Efficiency(BaseModel):
     `max_batch_size`), whatever the memory would allow."""
 
 
-def _described_as_efficiency(schema: dict[str, Any]) -> None:
-    """Each override's JSON-schema description is that of the `Efficiency` field it sets."""
-    for name, prop in schema.get("properties", {}).items():
-        field = Efficiency.model_fields.get(name)
-        if field is not None and field.description:
-            prop.setdefault("description", field.description)
-
-
 class EfficiencyOverrides(BaseModel):
     """Instance-level overrides: any field of `Efficiency`, applied to every GPU."""
 
-    model_config = ConfigDict(
-        extra="forbid",
-        frozen=True,
-        use_attribute_docstrings=True,
-        json_schema_extra=_described_as_efficiency,
-    )
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     prefill_flops_fraction: float | None = Field(default=None, gt=0, le=1)
     decode_flops_fraction: float | None = Field(default=None, gt=0, le=1)

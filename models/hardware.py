@@ -25,7 +25,7 @@ from models.quantities import (
 class DenseTflops(BaseModel):
     """Dense tensor-core peak TFLOPS per precision; None where the hardware lacks it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     bf16: Tflops
     """Dense BF16 tensor TFLOPS (never the 'with sparsity' figure)."""
@@ -44,7 +44,7 @@ class DenseTflops(BaseModel):
 class GpuSpec(BaseModel):
     """One GPU type as the physics sees it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
     """Catalog key, e.g. `h100-sxm`."""

@@ -80,7 +80,7 @@ from models.speculative_option import SpeculativeOption
 from models.traffic import Demand, SharedPrefix, TokenDistribution
 from models.voice import Voice, VoiceBudgetError, voice_budget
 
-_STRICT = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+_STRICT = ConfigDict(extra="forbid", frozen=True)
 """Every instance model: unknown keys refused, frozen, and each field's attribute docstring
 its JSON-schema description (the hover help editors show, `fleetplan schema`)."""
 

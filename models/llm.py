@@ -28,7 +28,7 @@ class Attention(StrEnum):
 class LlmSpec(BaseModel):
     """One model's architecture as its config.json gives it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
     """Catalog key, e.g. `llama-3.3-70b`."""

@@ -18,7 +18,7 @@ from models.speculative import Speculation
 class SpeculativeOption(BaseModel):
     """One speculative-decoding option (`policy.speculative[]`)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
     """What the plan calls the option (letters, digits, `-` and `_`), e.g. `eagle3`."""

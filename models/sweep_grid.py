@@ -35,7 +35,7 @@ MAX_POINTS = 10_000
 class SweepGrid(BaseModel):
     """A sweep: the base instance, fixed changes, and the axes of the grid."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     instance: str = Field(min_length=1)
     """The base instance file, relative to the grid file."""

@@ -51,7 +51,7 @@ class Demand(BaseModel):
     single peak hour the planner sizes today.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     requests_per_day: RequestsPerDay | None = None
     """Requests in an average day."""
@@ -125,7 +125,7 @@ class TokenDistribution(BaseModel):
     length. A histogram is a list of `[tokens, weight]` buckets; weights need not sum to 1.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     mean: Tokens | None = None
     """Mean tokens per request (with `p99`)."""
@@ -211,7 +211,7 @@ class SharedPrefix(BaseModel):
     start with it. Its KV is stored once per replica (per tier), not once per sequence;
     a request may carry several (a system prompt, then a document)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     tokens: Tokens
     """Length of the prefix, tokens."""

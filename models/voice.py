@@ -53,7 +53,7 @@ class Voice(BaseModel):
     """A voice workload's fixed latency lines and first clause: what `slo.first_audio_ms`
     is spent on before and after the LLM."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     network_rtt_ms: VoiceStageMs
     """Round trip between the user's device and the serving region, ms."""
