@@ -28,6 +28,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from models.instance import Instance
 from models.pricing_tiers import committed_base, daily_cost
 
 HOURS_PER_DAY = 24
@@ -44,6 +45,36 @@ def growth_factors(monthly_growth: float, horizon_months: int) -> tuple[float, .
     if horizon_months < 1:
         raise ValueError(f"horizon_months must be >= 1, got {horizon_months}")
     return tuple((1 + monthly_growth) ** month for month in range(horizon_months))
+
+
+def month_factors(instance: Instance, month: int) -> dict[str, float]:
+    """Workload -> (1 + g_w)^month."""
+    return {
+        w.name: growth_factors(instance.monthly_growth(w.name), month + 1)[month]
+        for w in instance.workloads
+    }
+
+
+def grown_instance(instance: Instance, factors: dict[str, float]) -> Instance:
+    """The instance with each workload's demand times its factor (requests_per_day or
+    peak_requests_per_s per region; profile, tokens and SLOs unchanged)."""
+    workloads = []
+    for workload in instance.workloads:
+        factor = factors.get(workload.name, 1.0)
+        demand = {}
+        for region, rate in workload.demand.items():
+            if rate.requests_per_day is not None:
+                update = {"requests_per_day": rate.requests_per_day * factor}
+            else:
+                update = {"peak_requests_per_s": rate.peak_requests_per_s * factor}
+            demand[region] = rate.model_copy(update=update)
+        workloads.append(workload.model_copy(update={"demand": demand}))
+    return instance.model_copy(update={"workloads": workloads})
+
+
+def month_instance(instance: Instance, month: int) -> Instance:
+    """Month `month` of the horizon: every workload grown by its monthly growth."""
+    return grown_instance(instance, month_factors(instance, month))
 
 
 @dataclass(frozen=True)
