@@ -31,6 +31,7 @@ reused by every month.
 """
 
 import math
+from collections.abc import Callable
 
 from models.instance import Instance
 from models.procurement import grown_instance, growth_factors, month_factors, month_instance
@@ -38,12 +39,15 @@ from solver.backends import Backend
 from solver.candidates import CandidateTable, build_candidates
 from solver.errors import Infeasible, NoSolution, Problem
 from solver.families.pricing import CommittedColumn
-from solver.lp import Termination, Variable
+from solver.lp import SolveResult, Termination, Variable
 from solver.periods import TimeProgram, build_time_program
 from solver.plan import Commitment, Hour, Month, MonthOffer, Plan
 from solver.settings import SolveSettings
 
 HOURS_PER_DAY = 24
+
+ReadBack = Callable[[TimeProgram, SolveResult, dict[str, float], SolveSettings], Plan]
+"""Reads a solved periods program back into an hourly plan (solver.time_solve)."""
 
 
 def horizon_table(instance: Instance, horizon: int) -> CandidateTable:
@@ -63,6 +67,7 @@ def solve_month(
     previous: dict[tuple[str, str], float],
     backend: Backend,
     settings: SolveSettings,
+    hourly_plan: ReadBack,
 ) -> Plan:
     """Month `month`'s hourly plan: its periods program at its demand, its commitments
     at least `previous` (and exactly `previous` before the lead time).
@@ -72,8 +77,6 @@ def solve_month(
             short while orders are still on their way).
         NoSolution: the solver stopped without a plan.
     """
-    from solver.time_solve import hourly_plan
-
     grown = month_instance(instance, month)
     program: TimeProgram = build_time_program(grown, table)
     frozen = month < instance.policy.lead_time_months
@@ -171,9 +174,11 @@ def with_months(
     plan: Plan,
     backend: Backend,
     settings: SolveSettings,
+    hourly_plan: ReadBack,
 ) -> Plan:
     """The plan with `months` filled in when the instance gives a horizon (see the module
-    text); month 0 is the plan itself."""
+    text); month 0 is the plan itself. `hourly_plan` reads a solved periods program
+    back into a plan (solver.time_solve.hourly_plan, passed in: no import circle)."""
     del program  # month 0 is already solved; later months build their own programs
     horizon = instance.policy.horizon_months
     if horizon is None:
@@ -185,7 +190,7 @@ def with_months(
         if month == 0:
             hours, committed, cost = plan.hours, plan.committed, plan.cost_per_month
         else:
-            solved = solve_month(instance, month, table, previous, backend, settings)
+            solved = solve_month(instance, month, table, previous, backend, settings, hourly_plan)
             hours, committed, cost = solved.hours, solved.committed, solved.cost_per_month
         offers = month_offers(instance, month, hours, committed, previous)
         previous = {(c.region, c.gpu): c.committed_gpus for c in committed}
