@@ -48,11 +48,8 @@ def growth_factors(monthly_growth: float, horizon_months: int) -> tuple[float, .
 
 
 def month_factors(instance: Instance, month: int) -> dict[str, float]:
-    """Workload -> (1 + g_w)^month."""
-    return {
-        w.name: growth_factors(instance.monthly_growth(w.name), month + 1)[month]
-        for w in instance.workloads
-    }
+    """Workload -> (1 + g_w)^month (g_w > -1, checked by the schema)."""
+    return {w.name: (1 + instance.monthly_growth(w.name)) ** month for w in instance.workloads}
 
 
 def grown_instance(instance: Instance, factors: dict[str, float]) -> Instance:

@@ -29,6 +29,17 @@ def check_months(
             that this module does not import it back.
     """
     violations: list[Violation] = []
+    expected = list(range(instance.policy.horizon_months or 0))
+    found = [month.month for month in plan.months]
+    if plan.months and found != expected:
+        return [
+            Violation(
+                requirement="months",
+                message=f"needs months 0 .. horizon_months - 1 once each in order "
+                f"(horizon_months {instance.policy.horizon_months}); got {len(found)} "
+                f"months starting {found[:3]}",
+            )
+        ]
     days = instance.policy.hours_per_month / HOURS_PER_DAY
     lead = instance.policy.lead_time_months
     previous: dict[tuple[str, str], float] = {}

@@ -179,3 +179,11 @@ def test_a_plan_without_a_horizon_has_no_months():
     del data["policy"]["horizon_months"]
     plan: Plan = solve(validate_instance(data, "none.yaml"))
     assert plan.months == ()
+
+
+def test_the_verifier_wants_each_month_of_the_horizon_once_in_order():
+    q = _lone_rps()
+    inst, plan = _solved(10.5 * q, 0.10, lead=0, horizon=2)
+    far = plan.months[1].model_copy(update={"month": 10**9})  # never computed: refused first
+    check = verify_hours(inst, plan.model_copy(update={"months": (plan.months[0], far)}))
+    assert [v.requirement for v in check.violations] == ["months"]
