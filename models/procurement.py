@@ -6,6 +6,8 @@ monthly growth of the workload (`workloads[].monthly_growth`, else
 `policy.monthly_growth`). GPU need is not linear in demand (replicas are whole and
 pools queue less as they grow), so the program sizes each month's need; this module
 takes that need, per month and hour of the representative day, as given.
+(`month_instance` is the grown instance itself: solver.months plans every month's
+need with the program, and the verifier checks each month against it.)
 
 Commitments. A committed GPU, once it serves, is held to the end of the horizon (terms
 are a year or more), so the committed count c_m never falls. It is ordered
@@ -21,7 +23,8 @@ a separable convex problem on a chain: pool-adjacent-violators solves it exactly
 Each month alone takes its newsvendor base (`pricing_tiers.committed_base`); where an
 earlier month wants more than a later one the two are merged into one block whose
 base is the newsvendor of their hours together, until the sequence rises. With growing
-demand no merge happens and each month takes its own base.
+demand no merge happens and each month takes its own base. (`procurement_plan` is the
+arithmetic of a given need; the solver now plans months by re-solving, solver.months.)
 """
 
 import math

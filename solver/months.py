@@ -2,7 +2,7 @@
 fleet that never shrinks and grows only as fast as orders arrive.
 
 Demand. Month m (0 = the instance as written) runs every workload's demand times its
-growth (1 + g_w)^m (models.procurement.growth_factors; g_w = `monthly_growth` of the
+growth (1 + g_w)^m (models.procurement.month_instance; g_w = `monthly_growth` of the
 workload, else of the policy): `requests_per_day` or `peak_requests_per_s` of each
 region is scaled, the hourly profile kept (`grown_instance`).
 
