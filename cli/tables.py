@@ -58,8 +58,10 @@ UNBROKEN_CELL = 16
 def _unbroken(spec: TableSpec, index: int) -> int | None:
     """The column's longest cell, as its minimum width, when that is short."""
     longest = max(
-        max((len(word) for word in spec.columns[index].split()), default=0),
-        *(len(row[index]) for row in spec.rows if index < len(row)),
+        [
+            max((len(word) for word in spec.columns[index].split()), default=0),
+            *(len(row[index]) for row in spec.rows if index < len(row)),
+        ]
     )
     return longest if longest <= UNBROKEN_CELL else None
 
@@ -81,8 +83,10 @@ def column_groups(spec: TableSpec, width: int) -> list[tuple[int, ...]]:
     count = len(spec.columns)
     natural = [
         max(
-            max((len(word) for word in spec.columns[i].split()), default=1),
-            *(len(row[i]) for row in spec.rows if i < len(row)),
+            [
+                max((len(word) for word in spec.columns[i].split()), default=1),
+                *(len(row[i]) for row in spec.rows if i < len(row)),
+            ]
         )
         + CELL_FRAME
         for i in range(count)

@@ -2,7 +2,7 @@
 thresholds, error budget per failure scenario, batch placement and the months."""
 
 from cli.tables import TableSpec
-from solver.plan import Plan
+from solver.plan import Month, Plan
 
 
 def time_tables(plan: Plan) -> list[TableSpec]:
@@ -132,8 +132,7 @@ def time_tables(plan: Plan) -> list[TableSpec]:
                         b.soak_limit,
                         f"{b.idle_replica_hours_before:.1f}",
                         f"{b.idle_replica_hours_after:.1f}",
-                        f"{b.dedicated_replicas} x {b.dedicated_configuration} "
-                        f"({b.dedicated_tier})"
+                        f"{b.dedicated_replicas} x {b.dedicated_configuration} ({b.dedicated_tier})"
                         if b.dedicated_replicas
                         else "-",
                         "-"
@@ -148,12 +147,23 @@ def time_tables(plan: Plan) -> list[TableSpec]:
         tables.append(
             TableSpec(
                 "Months: commit, order and pay",
-                ("month", "growth", "committed", "ordered", "on-demand GPU-h", "$/month"),
+                (
+                    "month",
+                    "growth",
+                    "peak GPUs",
+                    "owned",
+                    "bought (ordered in)",
+                    "ordered",
+                    "on-demand GPU-h",
+                    "$/month",
+                ),
                 tuple(
                     (
                         str(m.month),
                         f"{m.growth_factor:.3f}",
-                        f"{sum(o.committed_gpus for o in m.offers):g}",
+                        f"{sum(o.peak_need_gpus for o in m.offers):g}",
+                        f"{sum(o.owned_gpus for o in m.offers):g}",
+                        _bought(m),
                         f"{sum(o.ordered_gpus for o in m.offers):g}",
                         f"{sum(o.on_demand_gpu_hours for o in m.offers):,.0f}",
                         f"{m.cost_per_month:,.0f}",
@@ -163,3 +173,13 @@ def time_tables(plan: Plan) -> list[TableSpec]:
             )
         )
     return tables
+
+
+def _bought(month: Month) -> str:
+    """Committed GPUs that start serving this month, and the month their order was placed
+    (negative: before the horizon)."""
+    bought = [o for o in month.offers if o.bought_gpus > 0]
+    if not bought:
+        return "0"
+    months = sorted({o.order_month for o in bought if o.order_month is not None})
+    return f"{sum(o.bought_gpus for o in bought):g} (" + ", ".join(f"m{m}" for m in months) + ")"

@@ -6,6 +6,8 @@ monthly growth of the workload (`workloads[].monthly_growth`, else
 `policy.monthly_growth`). GPU need is not linear in demand (replicas are whole and
 pools queue less as they grow), so the program sizes each month's need; this module
 takes that need, per month and hour of the representative day, as given.
+(`month_instance` is the grown instance itself: solver.months plans every month's
+need with the program, and the verifier checks each month against it.)
 
 Commitments. A committed GPU, once it serves, is held to the end of the horizon (terms
 are a year or more), so the committed count c_m never falls. It is ordered
@@ -21,13 +23,15 @@ a separable convex problem on a chain: pool-adjacent-violators solves it exactly
 Each month alone takes its newsvendor base (`pricing_tiers.committed_base`); where an
 earlier month wants more than a later one the two are merged into one block whose
 base is the newsvendor of their hours together, until the sequence rises. With growing
-demand no merge happens and each month takes its own base.
+demand no merge happens and each month takes its own base. (`procurement_plan` is the
+arithmetic of a given need; the solver now plans months by re-solving, solver.months.)
 """
 
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from models.instance import Instance
 from models.pricing_tiers import committed_base, daily_cost
 
 HOURS_PER_DAY = 24
@@ -44,6 +48,33 @@ def growth_factors(monthly_growth: float, horizon_months: int) -> tuple[float, .
     if horizon_months < 1:
         raise ValueError(f"horizon_months must be >= 1, got {horizon_months}")
     return tuple((1 + monthly_growth) ** month for month in range(horizon_months))
+
+
+def month_factors(instance: Instance, month: int) -> dict[str, float]:
+    """Workload -> (1 + g_w)^month (g_w > -1, checked by the schema)."""
+    return {w.name: (1 + instance.monthly_growth(w.name)) ** month for w in instance.workloads}
+
+
+def grown_instance(instance: Instance, factors: dict[str, float]) -> Instance:
+    """The instance with each workload's demand times its factor (requests_per_day or
+    peak_requests_per_s per region; profile, tokens and SLOs unchanged)."""
+    workloads = []
+    for workload in instance.workloads:
+        factor = factors.get(workload.name, 1.0)
+        demand = {}
+        for region, rate in workload.demand.items():
+            if rate.requests_per_day is not None:
+                update = {"requests_per_day": rate.requests_per_day * factor}
+            else:
+                update = {"peak_requests_per_s": rate.peak_requests_per_s * factor}
+            demand[region] = rate.model_copy(update=update)
+        workloads.append(workload.model_copy(update={"demand": demand}))
+    return instance.model_copy(update={"workloads": workloads})
+
+
+def month_instance(instance: Instance, month: int) -> Instance:
+    """Month `month` of the horizon: every workload grown by its monthly growth."""
+    return grown_instance(instance, month_factors(instance, month))
 
 
 @dataclass(frozen=True)

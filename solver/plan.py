@@ -675,15 +675,25 @@ class MonthOffer(BaseModel):
     region: str
     gpu: str
     peak_need_gpus: float
+    """The most GPUs of this offer the month's hourly plan runs in any hour."""
     committed_gpus: float
+    """Committed (bought) GPUs serving this month; never fewer than the month before."""
     ordered_gpus: float
     """Committed GPUs ordered this month (they serve lead_time_months later)."""
     on_demand_gpu_hours: float
     cost: float
+    """USD this month: committed x reserved price every hour, plus on demand and spot."""
+    owned_gpus: float = 0.0
+    """The fleet held this month: the existing GPUs plus the committed ones."""
+    bought_gpus: float = 0.0
+    """Committed GPUs that start serving this month (committed less last month's)."""
+    order_month: int | None = None
+    """When `bought_gpus` must be ordered: this month less lead_time_months (negative
+    for month 0's commitment: ordered before the horizon starts); None when none."""
 
 
 class Month(BaseModel):
-    """One month of the procurement horizon."""
+    """One month of the procurement horizon: its own hourly plan at its own demand."""
 
     model_config = _FROZEN
 
@@ -691,6 +701,11 @@ class Month(BaseModel):
     growth_factor: float
     cost_per_month: float
     offers: tuple[MonthOffer, ...] = ()
+    hours: tuple[Hour, ...] = ()
+    """The month's 24 UTC hours, planned at the month's grown demand (month 0: the
+    plan's own `hours`, not repeated)."""
+    committed: tuple[Commitment, ...] = ()
+    """The month's commitments (month 0: the plan's own `committed`, not repeated)."""
 
 
 class BatchPlacement(BaseModel):

@@ -71,7 +71,7 @@ def solve_time(instance: Instance, settings: SolveSettings) -> tuple[Plan, Perio
 
     plan = with_time_report(instance, program, plan)
     plan = with_batch(instance, program, plan, values)
-    plan = with_months(instance, program, plan, backend, settings)
+    plan = with_months(instance, program, plan, backend, settings, hourly_plan)
     check = verify(instance, plan)
     if not check.ok:
         raise PlanRejected(

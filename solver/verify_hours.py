@@ -15,8 +15,12 @@ the row names and the static verifier), never the program:
    committed GPU may idle); on-demand <= max_on_demand_gpus.
 4. Cost: each hour's cost recomputed (committed x reserved price + on-demand x price +
    spot x spot price), the month = hours_per_month / 24 x the day's sum.
-5. Months: committed counts never fall, each month's cost is its offers' sum and each
-   offer's cost is days x 24 x reserved x committed + on-demand price x on-demand hours.
+5. Months (policy.horizon_months): each month m >= 1 is checked by this verifier on its
+   own, its hours against month m's grown demand (models.procurement.month_instance);
+   committed counts never fall, grow only from month L = lead_time_months on, by GPUs
+   ordered in month 0 .. m - L (each month's `ordered_gpus` is what later months
+   need); owned = existing + committed; each offer's cost is recomputed from the
+   month's hours and the month's cost is its offers' sum.
 6. Failover with a start time: where the warm pools of an hour fall short in a region
    loss for a workload with `slo.availability`, the replicas the hour says it starts
    after that loss (`Hour.failover_starts`) must, added to the warm pools, serve the
@@ -34,7 +38,6 @@ the row names and the static verifier), never the program:
    (u = lambda T / (1 + lambda T), T = replica start + scale detection).
 """
 
-import math
 from collections import defaultdict
 
 from models.failover_budget import budget_minutes_per_month, budgeted_losses
@@ -46,6 +49,7 @@ from solver.plan import Hour, Plan, ReplicaPool
 from solver.row_names import DemandRow, GpuSupplyRow
 from solver.verify import COST_TOLERANCE, ScenarioCheck, Verification, Violation, verify
 from solver.verify_batch import check_batch
+from solver.verify_months import check_months
 
 HOURS_PER_DAY = 24
 GPU_TOLERANCE = 1e-6
@@ -106,7 +110,7 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
                 f"${cost:,.2f}/month at the instance's prices",
             )
         )
-    _check_months(instance, plan, violations)
+    violations += check_months(instance, plan, verify_hours)
     _check_stated_budgets(plan, budget_used, violations)
     violations += check_batch(instance, plan.hours, warm)
     return Verification(
@@ -436,36 +440,3 @@ def _check_hour_gpus(
             )
         )
     return cost, sum(used.values())
-
-
-def _check_months(instance: Instance, plan: Plan, violations: list[Violation]) -> None:
-    days = instance.policy.hours_per_month / HOURS_PER_DAY
-    previous: dict[tuple[str, str], float] = {}
-    for month in plan.months:
-        total = math.fsum(offer.cost for offer in month.offers)
-        if abs(total - month.cost_per_month) > COST_TOLERANCE:
-            violations.append(
-                Violation(
-                    requirement=f"month[{month.month}]",
-                    message=f"states ${month.cost_per_month:,.2f}; its offers sum to ${total:,.2f}",
-                )
-            )
-        for offer in month.offers:
-            key = (offer.region, offer.gpu)
-            name = f"month[{month.month},{offer.region},{offer.gpu}]"
-            if offer.committed_gpus < previous.get(key, 0.0) - GPU_TOLERANCE:
-                violations.append(Violation(requirement=name, message="the committed count falls"))
-            previous[key] = offer.committed_gpus
-            supply = instance.region(offer.region).supply.get(offer.gpu)
-            reserved = supply.reserved_price_per_gpu_hour if supply else None
-            cost = (
-                offer.on_demand_gpu_hours * instance.price_per_gpu_hour(offer.region, offer.gpu)
-                + days * HOURS_PER_DAY * (reserved or 0.0) * offer.committed_gpus
-            )
-            if abs(cost - offer.cost) > COST_TOLERANCE * (1.0 + abs(cost) * 1e-3):
-                violations.append(
-                    Violation(
-                        requirement=name,
-                        message=f"states ${offer.cost:,.2f}; recomputed ${cost:,.2f}",
-                    )
-                )

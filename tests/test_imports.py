@@ -84,6 +84,8 @@ def test_the_verifier_imports_nothing_from_solver_but_the_plan_schema():
 HOUR_VERIFIER_PARTS = {
     "solver.verify_batch": "the hour verifier's batch checks (soak shares, deadlines); held "
     "to the hour verifier's rule",
+    "solver.verify_months": "the hour verifier's month checks (each month verified alone, "
+    "orders a lead time ahead); held to the hour verifier's rule",
 }
 
 

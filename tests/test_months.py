@@ -1,0 +1,189 @@
+"""Procurement over months (issue 11): every month planned at its own grown demand, the
+committed fleet never shrinking, orders placed a lead time ahead, and the verifier
+checking each month on its own.
+
+Hand cases use Llama 3.1 8B fp8 at TP 1 with fixed-length requests (TPOT-limited: a
+replica carries q(1) in a pool of any size) and a flat day, so a month needs
+ceil(rate_m / q) GPUs in every hour."""
+
+import math
+
+import pytest
+
+from models.loading import validate_instance
+from models.procurement import month_instance
+from solver.candidates import build_candidates
+from solver.plan import Plan
+from solver.solve import solve
+from solver.verify_hours import verify_hours
+
+ON_DEMAND, RESERVED = 2.0, 1.2
+"""Reserved at 60% of on demand: a GPU busy all 24 hours is cheaper committed."""
+HOURS_PER_MONTH = 730.0
+DAYS = HOURS_PER_MONTH / 24
+
+
+def _data(rate_rps: float, growth: float, lead: int, horizon: int) -> dict:
+    return {
+        "name": "months-by-hand",
+        "gpus": [{"name": "h100-sxm"}],
+        "models": [{"name": "llama-3.1-8b", "weight_precisions": ["fp8"]}],
+        "regions": [
+            {
+                "name": "r1",
+                "supply": {
+                    "h100-sxm": {
+                        "max_gpus": 64,
+                        "price_per_gpu_hour": ON_DEMAND,
+                        "reserved_price_per_gpu_hour": RESERVED,
+                    }
+                },
+            }
+        ],
+        "workloads": [
+            {
+                "name": "chat",
+                "model": "llama-3.1-8b",
+                "demand": {"r1": {"peak_requests_per_s": rate_rps, "hourly_profile": [1] * 24}},
+                "prompt_tokens": {"mean": 1000, "p99": 1000},
+                "output_tokens": {"mean": 200, "p99": 200},
+                "slo": {"ttft_p99_ms": 1000, "tpot_p99_ms": 50},
+            }
+        ],
+        "policy": {
+            "tensor_parallel": [1],
+            "replica_start_s": 0.0,
+            "scale_detection_s": 0.0,
+            "hours_per_month": HOURS_PER_MONTH,
+            "horizon_months": horizon,
+            "monthly_growth": growth,
+            "lead_time_months": lead,
+        },
+    }
+
+
+def _lone_rps() -> float:
+    """q(1) of the only candidate, after checking that pooling adds nothing."""
+    inst = validate_instance(_data(10.0, 0.0, 0, 1), "q.yaml")
+    (candidate,) = build_candidates(inst).of("chat")
+    assert candidate.ladder == ()  # TPOT-limited: q(n) = q(1) for every pool size
+    return candidate.requests_per_s
+
+
+def _solved(rate_rps: float, growth: float, lead: int, horizon: int) -> tuple:
+    inst = validate_instance(_data(rate_rps, growth, lead, horizon), "months.yaml")
+    plan = solve(inst)  # the hour verifier (every month included) runs inside
+    assert len(plan.months) == horizon
+    return inst, plan
+
+
+def _offer(month):
+    (offer,) = month.offers
+    return offer
+
+
+def test_ten_percent_growth_with_a_two_month_lead_by_hand():
+    q = _lone_rps()
+    rate = 10.5 * q  # month m needs ceil(10.5 x 1.1^m) replicas of one GPU
+    _, plan = _solved(rate, 0.10, lead=2, horizon=4)
+    # 10.5 x 1.1^m = 10.5, 11.55, 12.705, 13.9755 -> 11, 12, 13, 14 GPUs every hour.
+    need = [math.ceil(10.5 * 1.1**m) for m in range(4)]
+    assert need == [11, 12, 13, 14]
+    # A GPU busy 24 h/day costs 24 x 1.2 = 28.8 $/day committed < 24 x 2.0 = 48 on
+    # demand, so each month commits its whole need where it can. Month 0 is the plan
+    # itself (its commitment, 11, is the fleet the horizon starts with). Month 1 cannot
+    # add any (an order takes 2 months; the earliest, in month 0, serves in month 2):
+    # it keeps 11 and rents 1 on demand. Month 2 commits 13 (2 bought, ordered in
+    # month 0), month 3 commits 14 (1 bought, ordered in month 1).
+    committed = [11, 11, 13, 14]
+    bought = [11, 0, 2, 1]
+    order_month = [-2, None, 0, 1]
+    ordered = [2, 1, 0, 0]
+    for m, month in enumerate(plan.months):
+        offer = _offer(month)
+        assert offer.peak_need_gpus == need[m]
+        assert offer.committed_gpus == committed[m]
+        assert offer.owned_gpus == committed[m]  # no existing fleet
+        assert offer.bought_gpus == bought[m]
+        assert offer.order_month == order_month[m]
+        assert offer.ordered_gpus == ordered[m]
+        on_demand = need[m] - committed[m]
+        assert offer.on_demand_gpu_hours == pytest.approx(DAYS * 24 * on_demand)
+        expected = DAYS * 24 * (RESERVED * committed[m] + ON_DEMAND * on_demand)
+        assert month.cost_per_month == pytest.approx(expected, rel=1e-9)
+    # Month 0 is the plan's own month: the top-level cost keeps its meaning.
+    assert plan.months[0].cost_per_month == pytest.approx(plan.cost_per_month, rel=1e-12)
+    assert plan.months[0].hours == ()  # not repeated: it is plan.hours
+
+
+@pytest.mark.parametrize(
+    ("growth", "lead"),
+    [(-0.25, 0), (0.0, 1), (0.2, 0), (0.35, 1), (-0.1, 2)],
+)
+def test_the_committed_fleet_never_shrinks_and_each_month_serves_its_demand(growth, lead):
+    q = _lone_rps()
+    _, plan = _solved(7.3 * q, growth, lead=lead, horizon=4)
+    counts = [_offer(m).committed_gpus for m in plan.months]
+    assert counts == sorted(counts)  # bought GPUs are never sold back
+    for m, month in enumerate(plan.months):
+        offer = _offer(month)
+        assert offer.peak_need_gpus == math.ceil(round(7.3 * (1 + growth) ** m, 9))
+        if m < lead:  # nothing ordered within the horizon arrives yet
+            assert offer.committed_gpus == counts[0]
+        if growth < 0:  # shrinking demand: the month-0 commitment stays, nothing rented
+            assert offer.committed_gpus == counts[0]
+            assert offer.on_demand_gpu_hours == 0
+
+
+def test_the_verifier_rejects_a_month_that_cannot_serve_its_demand():
+    q = _lone_rps()
+    inst, plan = _solved(10.5 * q, 0.10, lead=0, horizon=3)
+    assert verify_hours(inst, plan).ok
+    # Month 2 (13 GPUs needed) given month 1's fleet of 12: one replica short.
+    months = list(plan.months)
+    months[2] = months[2].model_copy(
+        update={"hours": months[1].hours, "committed": months[1].committed}
+    )
+    broken = plan.model_copy(update={"months": tuple(months)})
+    check = verify_hours(inst, broken)
+    assert not check.ok
+    assert any(v.requirement.startswith("month[2].demand") for v in check.violations), (
+        check.violations
+    )
+    # Month 1 is untouched and still serves its own demand.
+    assert not any(v.requirement.startswith("month[1]") for v in check.violations)
+
+
+def test_the_verifier_rejects_an_order_placed_inside_the_lead_time():
+    q = _lone_rps()
+    inst, plan = _solved(10.5 * q, 0.10, lead=2, horizon=4)
+    months = list(plan.months)
+    late = _offer(months[3]).model_copy(update={"order_month": 2})  # 1 month, not 2
+    months[3] = months[3].model_copy(update={"offers": (late,)})
+    check = verify_hours(inst, plan.model_copy(update={"months": tuple(months)}))
+    assert any(
+        v.requirement == "month[3,r1,h100-sxm]" and "lead time 2" in v.message
+        for v in check.violations
+    ), check.violations
+
+
+def test_month_instance_grows_every_rate_by_the_compounded_growth():
+    inst = validate_instance(_data(100.0, 0.10, 0, 4), "g.yaml")
+    grown = month_instance(inst, 3)
+    rate = grown.workloads[0].demand["r1"].peak_requests_per_s
+    assert rate == pytest.approx(100.0 * 1.1 * 1.1 * 1.1, rel=1e-12)
+
+
+def test_a_plan_without_a_horizon_has_no_months():
+    data = _data(10.0, 0.0, 0, 1)
+    del data["policy"]["horizon_months"]
+    plan: Plan = solve(validate_instance(data, "none.yaml"))
+    assert plan.months == ()
+
+
+def test_the_verifier_wants_each_month_of_the_horizon_once_in_order():
+    q = _lone_rps()
+    inst, plan = _solved(10.5 * q, 0.10, lead=0, horizon=2)
+    far = plan.months[1].model_copy(update={"month": 10**9})  # never computed: refused first
+    check = verify_hours(inst, plan.model_copy(update={"months": (plan.months[0], far)}))
+    assert [v.requirement for v in check.violations] == ["months"]
