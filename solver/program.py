@@ -39,7 +39,6 @@ from dataclasses import dataclass, field, replace
 from models.instance import Instance
 from models.scenarios import Scenario, failure_scenarios
 from solver.candidates import CandidateTable
-from solver.engine_templates import engine_templates
 from solver.families import variables
 from solver.families.capacity import add_capacity_within_pools
 from solver.families.demand import add_demand_met
@@ -57,7 +56,6 @@ from solver.groups import GroupTable, build_groups
 from solver.lp import LinearProgram
 from solver.sets import ProgramSets
 from solver.settings import SolveSettings
-from solver.swap_templates import swapped_templates
 
 
 @dataclass(frozen=True)
@@ -93,9 +91,14 @@ def build_program(
     """
     sets = ProgramSets(instance, table, scenarios or failure_scenarios(instance), elastic)
     if groups is None:
-        groups = build_groups(instance, table, settings=settings).extended(
-            [*engine_templates(instance, table), *swapped_templates(instance, table)]
-        )
+        groups = build_groups(instance, table, settings=settings)
+        if instance.policy.colocation:  # the one-engine and swapped templates load here
+            from solver.engine_templates import engine_templates
+            from solver.swap_templates import swapped_templates
+
+            groups = groups.extended(
+                [*engine_templates(instance, table), *swapped_templates(instance, table)]
+            )
     sites = GroupSets(sets, groups)
     lp = LinearProgram(instance.name)
 

@@ -82,13 +82,12 @@ a plan that uses one of several precisions offered.
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from models.capacity import holds_at_tighter_ttft, replica_capacity
-from models.colocation import Member, SharedLayout, evaluate_group
 from models.efficiency import Efficiency, efficiency_for
-from models.engine_group import EngineMember, engine_group
 from models.instance import Instance
 from models.memory import kv_precision_for
 from models.pooling import planning_capacity
@@ -104,7 +103,6 @@ from models.scenarios import (
     rerouted_rtt_ms,
 )
 from models.site import demand_factor, gpu_kw, gpus_bought, node_gpus, racks_per_gpu
-from models.swap_group import evaluate_swapped_group
 from models.warm_cold import warm_cold_instance
 from solver.plan import Plan, ReplicaPool
 from solver.row_names import (
@@ -138,6 +136,9 @@ COST_TOLERANCE = 0.01
 """USD per month by which a stated cost may differ from the recomputed one."""
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True)
+
+if TYPE_CHECKING:
+    from models.colocation import SharedLayout
 
 
 class Violation(BaseModel):
@@ -902,6 +903,10 @@ def _check_groups(instance: Instance, plan: Plan, violations: list[Violation]) -
 
 
 def _group_problems(instance: Instance, entry: ReplicaPool, workloads: dict) -> list[str]:
+    # shared groups load their physics here: a plan without one never imports it
+    from models.colocation import Member, SharedLayout, evaluate_group
+    from models.swap_group import evaluate_swapped_group
+
     gpu = instance.gpu_specs.get(entry.gpu)
     unknown = [m.workload for m in entry.members if m.workload not in workloads]
     if gpu is None or unknown or entry.region not in {r.name for r in instance.regions}:
@@ -945,12 +950,14 @@ def _group_problems(instance: Instance, entry: ReplicaPool, workloads: dict) -> 
 
 
 def _engine_problems(
-    instance: Instance, entry: ReplicaPool, workloads: dict, layout: SharedLayout, efficiency
+    instance: Instance, entry: ReplicaPool, workloads: dict, layout: "SharedLayout", efficiency
 ) -> list[str]:
     """One engine serving every member (multi-LoRA or a same-model merge): the members
     must share one base, and the engine's capacity along the stated rates, at the
     strictest SLO with the members' envelope mix, must cover their sum
     (`models.engine_group`)."""
+    from models.engine_group import EngineMember, engine_group
+
     entries = {m.workload: instance.model_entry(workloads[m.workload].model) for m in entry.members}
     roots = {e.base if e.base else e.name for e in entries.values()}
     if len(roots) != 1:
