@@ -115,6 +115,27 @@ def batch_p99(batch: float) -> float:
     return batch + Z_P99 * math.sqrt(max(batch, 0.0))
 
 
+def ride_s(
+    utilisation: float, waited_s: float, prompt_tokens: float, lane_tokens: float, lane_s: float
+) -> float:
+    """Other prompts' tokens in the iteration that completes a prompt which waited
+    `waited_s`, in seconds: min(room, rho x waited), room = (ceil(P / L) L - P) x t_L / L.
+
+    The engine puts every waiting prompt into the next iteration in arrival order, up to
+    the lane's L tokens, and every prompt in it gets its first token when the whole
+    iteration ends. So the prompts that arrived while this one waited (rho x waited
+    seconds of lane work at lane utilisation rho = lambda P / (L / t_L)) are behind it
+    in the same iteration, up to the room its last iteration leaves; t_L the time of a
+    full lane iteration. Conservative side: the prompt sits at the head of its last
+    iteration with everything that arrived while it waited behind it. The same term as a
+    prefill-only replica's (`models.prefill_model.PrefillLane.ride_s`)."""
+    if lane_tokens <= 0:
+        return math.inf
+    iterations = max(math.ceil(prompt_tokens / lane_tokens - 1e-12), 1)
+    room_s = (iterations * lane_tokens - prompt_tokens) * lane_s / lane_tokens
+    return min(room_s, utilisation * waited_s)
+
+
 def within_target(value: float, target: float | None, check: bool = True) -> bool:
     """Whether `value` meets `target` (always, with no target or `check` False)."""
     return not check or target is None or value <= target
@@ -476,9 +497,11 @@ class BatchModel:
         return one * max(1.0, prompt_new / lane_tokens)
 
     def ttft_p99_s(self, batch: float, step_s: float, rate: float) -> float:
-        """p99 TTFT at batch B (unified): residual + S(P) + sqrt(W99^2 + (S(P99)-S(P))^2),
+        """p99 TTFT at batch B (unified):
+            residual + S(P) + sqrt((W99 + ride)^2 + (S(P99) - S(P))^2),
         W99 the M/G/c wait of the replica's pool (`pooled_wait_p99_s`), the residual the
-        length-biased iteration in progress (`residual_s`)."""
+        length-biased iteration in progress (`residual_s`), the ride the prompts that
+        arrived while it waited and finish in its iteration (`ride_s`)."""
         if not self.prefill:
             return self.transfer_p99_s
         mix, steps = self.mix, self.steps
@@ -494,7 +517,8 @@ class BatchModel:
         own_s = self.own_prefill_s(batch, mix.new_prompt, lane_tokens)
         own_p99_s = self.own_prefill_s(batch, mix.new_prompt_p99, lane_tokens)
         residual_s = self.residual_s(batch)
-        return residual_s + own_s + math.hypot(wait_s, own_p99_s - own_s)
+        ride = ride_s(rate * service_s, wait_s + residual_s, mix.new_prompt, lane_tokens, full_s)
+        return residual_s + own_s + math.hypot(wait_s + ride, own_p99_s - own_s)
 
     def point(self, batch: float) -> BatchPoint:
         """The operating point at mean batch B."""

@@ -190,6 +190,12 @@ def pool_ladder(
     replica `q(size)` beats the last kept (q(1) first) by `POOL_STEP_GAIN`, and the
     search stops once nothing left below the unlimited-pool ceiling could. Empty when
     q(1) is already within the gain of the ceiling (the wait does not bind).
+
+    One more doubling is kept after the last step when that step's pool less one
+    replica falls back by the gain (q(P - 1) below q(P)): the program credits a pool
+    that lost a replica at its top step's survivors, so without it a pool of any size
+    above P would be credited q(P - 1) in the one-replica-lost row (a ladder that
+    stops at P = 2 credits q(1)), although its survivors still hold the ceiling.
     """
     steps: list[PoolStep] = []
     last = lone_requests_per_s
@@ -200,6 +206,10 @@ def pool_ladder(
             steps.append(PoolStep(size, rate))
             last = rate
         size *= 2
+    if steps and steps[-1].replicas * 2 <= max_replicas:
+        top = steps[-1]
+        if q(max(top.replicas - 1, 1)) * (1 + POOL_STEP_GAIN) < top.requests_per_s:
+            steps.append(PoolStep(top.replicas * 2, q(top.replicas * 2)))
     return tuple(steps)
 
 
