@@ -12,6 +12,7 @@ from solver.simulate.results import (
     Latencies,
     PoolSimulation,
     measured_ms,
+    pool_fields,
     quantile,
     within,
 )
@@ -134,13 +135,7 @@ def simulate_pair_rows(
                 meets = None  # no load on this pool in the scenario
             rows.append(
                 PoolSimulation(
-                    workload=pool.workload,
-                    region=pool.region,
-                    role=str(pool.role),
-                    gpu=pool.gpu,
-                    precision=str(pool.precision),
-                    tp=pool.tp,
-                    pp=pool.pp,
+                    **pool_fields(pool),
                     replicas=n,
                     load_requests_per_s=pool_load,
                     simulated=simulated,
@@ -169,13 +164,7 @@ def _effect_fields(side: str, p99s: dict[str, float | None]) -> dict:
 
 def _unsimulated(pool, n: int, load: float, workload, note: str) -> PoolSimulation:
     return PoolSimulation(
-        workload=pool.workload,
-        region=pool.region,
-        role=str(pool.role),
-        gpu=pool.gpu,
-        precision=str(pool.precision),
-        tp=pool.tp,
-        pp=pool.pp,
+        **pool_fields(pool),
         replicas=n,
         load_requests_per_s=load,
         simulated=None,

@@ -38,6 +38,7 @@ from solver.simulate.results import (
     PlanSimulation,
     PoolSimulation,
     measured_ms,
+    pool_fields,
     quantile,
     within,
 )
@@ -276,13 +277,7 @@ def _simulate_one(
     horizon_s = max(trace.end_s, 1e-9)
     return (
         PoolSimulation(
-            workload=pool.workload,
-            region=pool.region,
-            role=str(pool.role),
-            gpu=pool.gpu,
-            precision=str(pool.precision),
-            tp=pool.tp,
-            pp=pool.pp,
+            **pool_fields(pool),
             replicas=replicas,
             load_requests_per_s=load,
             simulated=simulated,

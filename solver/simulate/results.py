@@ -61,6 +61,19 @@ class PoolSimulation(BaseModel):
     note: str = ""
 
 
+def pool_fields(pool) -> dict:
+    """The fields of a `PoolSimulation` that name the plan's pool (a `ReplicaPool`)."""
+    return {
+        "workload": pool.workload,
+        "region": pool.region,
+        "role": str(pool.role),
+        "gpu": pool.gpu,
+        "precision": str(pool.precision),
+        "tp": pool.tp,
+        "pp": pool.pp,
+    }
+
+
 class PlanSimulation(BaseModel):
     """A plan's scenario replayed in the simulator."""
 
