@@ -39,6 +39,7 @@ from models.loading import load_instance
 from models.output_files import folder_lock, write_text
 from solver.backends import UnknownBackendError
 from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
+from solver.plan import Plan
 from solver.settings import SolveSettings
 from solver.solve import solve
 from solver.verify_hours import verify_any as verify
@@ -150,6 +151,25 @@ def golden_path(instance_file: Path) -> Path:
     return instance_file.with_name(instance_file.stem + GOLDEN_SUFFIX)
 
 
+def solve_or_ending(
+    instance: Instance, backend: str | None, started: float
+) -> tuple[Plan | None, str, str]:
+    """Solve with one solver thread within the instance's time limit, counted from
+    `started`: (plan, "solved", "") or (None, status, message) for each way a solve ends
+    without a plan (bad_input, infeasible, no_solution, rejected)."""
+    try:
+        settings = SolveSettings.of(instance, backend=backend, threads=1).started(at=started)
+        return solve(instance, settings), "solved", ""
+    except (UnknownBackendError, BackendUnavailable, ValueError) as error:
+        return None, "bad_input", f"--backend/solver settings: {error}"
+    except Infeasible as error:
+        return None, "infeasible", str(error)
+    except NoSolution as error:
+        return None, "no_solution", str(error)
+    except PlanRejected as error:
+        return None, "rejected", str(error)
+
+
 def solve_one(file: str, instance: Instance | None, backend: str | None) -> Outcome:
     """Solve and verify one instance within its own time limit; every way it can end,
     a crash included, becomes an Outcome."""
@@ -177,17 +197,9 @@ def _solve_one(file: str, instance: Instance | None, backend: str | None, starte
             instance = load_instance(file)
         except InputError as error:
             return ended("bad_input", str(error))
-    try:
-        settings = SolveSettings.of(instance, backend=backend, threads=1).started(at=started)
-        plan = solve(instance, settings)
-    except (UnknownBackendError, BackendUnavailable, ValueError) as error:
-        return ended("bad_input", f"--backend/solver settings: {error}")
-    except Infeasible as error:
-        return ended("infeasible", str(error))
-    except NoSolution as error:
-        return ended("no_solution", str(error))
-    except PlanRejected as error:
-        return ended("rejected", str(error))
+    plan, status, message = solve_or_ending(instance, backend, started)
+    if plan is None:
+        return ended(status, message)
     check = verify(instance, plan)
     return Outcome(
         file=file,

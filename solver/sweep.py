@@ -30,11 +30,8 @@ from models.errors import InputError, Issue
 from models.instance import Instance
 from models.loading import validate_instance
 from models.sweep_grid import Grid, Point, point_document
-from solver.backends import UnknownBackendError
-from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
+from solver.batch import solve_or_ending
 from solver.plan import Plan
-from solver.settings import SolveSettings
-from solver.solve import solve
 from solver.verify_hours import verify_any as verify
 
 EXECUTORS = ("local", "ray")
@@ -54,18 +51,11 @@ def solve_point(instance: Instance, backend: str | None = None) -> dict[str, Any
         return {"status": status, "message": message, "runtime_s": time.monotonic() - started}
 
     try:
-        settings = SolveSettings.of(instance, backend=backend, threads=1).started(at=started)
-        plan = solve(instance, settings)
-    except (UnknownBackendError, BackendUnavailable, ValueError) as error:
-        return ended("bad_input", f"--backend/solver settings: {error}")
-    except Infeasible as error:
-        return ended("infeasible", str(error))
-    except NoSolution as error:
-        return ended("no_solution", str(error))
-    except PlanRejected as error:
-        return ended("rejected", str(error))
+        plan, status, message = solve_or_ending(instance, backend, started)
     except Exception as error:  # one point's crash is its record, never the sweep's
         return ended("error", f"internal error ({type(error).__name__}: {error})")
+    if plan is None:
+        return ended(status, message)
     return {
         "status": "solved",
         "plan_status": plan.status,
