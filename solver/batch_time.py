@@ -39,18 +39,10 @@ def replica_pool(
 ) -> ReplicaPool:
     """A plan entry of `count` replicas of a candidate, each serving `rate` requests/s,
     paid `price` per GPU-hour."""
-    c = candidate.config
     return ReplicaPool(
         workload=workload,
         region=region,
-        gpu=candidate.gpu,
-        precision=candidate.precision,
-        kv_precision=candidate.kv_precision,
-        tp=c.tp,
-        pp=c.pp,
-        ep=c.ep,
-        dp=c.dp,
-        role=candidate.role,
+        **candidate.layout_fields,
         count=count,
         gpus=count * candidate.gpus,
         limit=candidate.capacity.limit,

@@ -69,6 +69,7 @@ q(inf) = q(1) and this is the rule above; when it binds, pruning is weaker, neve
 
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from models.efficiency import efficiency_for
 from models.instance import BuyUnit, Instance, Workload
@@ -195,6 +196,23 @@ class Candidate:
     def label(self) -> str:
         """Human label, e.g. `h100-sxm fp8 tp4xpp1 unified`."""
         return self.config.label
+
+    @property
+    def layout_fields(self) -> dict[str, Any]:
+        """The fields of a plan's replica pool (`solver.plan.ReplicaPool`) that name this
+        layout: GPU, precisions, TP x PP (x DP, EP), speculative option and role."""
+        c = self.config
+        return {
+            "gpu": self.gpu,
+            "precision": self.precision,
+            "kv_precision": self.kv_precision,
+            "tp": c.tp,
+            "pp": c.pp,
+            "ep": c.ep,
+            "dp": c.dp,
+            "speculative": c.speculation.name if c.speculation is not None else None,
+            "role": self.role,
+        }
 
 
 @dataclass(frozen=True)
