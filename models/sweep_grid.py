@@ -14,6 +14,7 @@ axes are written, the last axis varying fastest. Each point is the base document
 
 import itertools
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -102,7 +103,11 @@ def read_grid(path: Path) -> Grid:
                 for item in error.errors()
             ]
         ) from None
-    problems = []
+    not_finite = "not a finite number (NaN and infinity have no place in a plan)"
+    problems = [
+        Issue(str(path), None, where, not_finite)
+        for where in _non_finite(grid.set, "set") + _non_finite(grid.axes, "axes")
+    ]
     for axis, values in grid.axes.items():
         if not values:
             problems.append(Issue(str(path), None, f"axes.{axis}", "an axis needs a value"))
@@ -130,6 +135,19 @@ def read_grid(path: Path) -> Grid:
     for axis in axes:  # every axis path must lead somewhere in the base document
         apply_overrides(base, (_override(axis, grid.axes[axis][0]),))
     return Grid(path, instance_file, base, points, axes)
+
+
+def _non_finite(value: Any, where: str) -> list[str]:
+    """Where in `value` (a parsed YAML/JSON tree) a float is NaN or infinite: such a value
+    would reach the instance only to be refused point by point, and JSON Lines results
+    cannot carry it (json.dumps writes a bare NaN, which no JSON reader accepts)."""
+    if isinstance(value, float):
+        return [] if math.isfinite(value) else [where]
+    if isinstance(value, dict):
+        return [w for key, item in value.items() for w in _non_finite(item, f"{where}.{key}")]
+    if isinstance(value, list):
+        return [w for i, item in enumerate(value) for w in _non_finite(item, f"{where}[{i}]")]
+    return []
 
 
 def point_document(grid: Grid, point: Point) -> dict:

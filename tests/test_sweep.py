@@ -105,6 +105,21 @@ def test_a_bad_axis_path_exits_2_naming_it(run_cli, tmp_path):
     assert "no element named 'nope'" in result.stderr
 
 
+@pytest.mark.parametrize("bad", [".nan", ".inf", "-.inf"])
+def test_a_non_finite_grid_value_exits_2_naming_it_before_any_solve(run_cli, tmp_path, bad):
+    grid = tmp_path / "grid.yaml"
+    out = tmp_path / "points.jsonl"
+    grid.write_text(
+        f"instance: {ONE_MODEL_ONE_REGION}\nset: {{demand_growth: 1.0}}\n"
+        f"axes:\n  {DEMAND}: [10, {bad}]\n"
+    )
+    result = run_cli("sweep", grid, "--out", out)
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert f"axes.{DEMAND}[1]" in result.stderr
+    assert "not a finite number" in result.stderr
+    assert not out.exists()  # nothing solved, nothing written
+
+
 @pytest.mark.skipif(not ray_available(), reason="ray is not installed (pip install fleetplan[ray])")
 def test_a_3x3_grid_on_ray_gives_the_costs_of_nine_solves(run_cli, tmp_path, separate_costs):
     data = _sweep(run_cli, tmp_path, "--executor", "ray", "--jobs", "2")
