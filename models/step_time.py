@@ -146,6 +146,22 @@ def allreduces_per_step(llm: LlmSpec, tp: int) -> int:
 # --- the step model --------------------------------------------------------------------
 
 
+def pass_total_s(
+    linear_compute_s: float,
+    weight_read_s: float,
+    attention_compute_s: float,
+    kv_read_s: float,
+    prefill_attention_s: float,
+    comm_s: float,
+) -> float:
+    """A stage pass from its roofline terms (`PassParts`' fields, in order): the linear
+    kernels max(compute, weight read), plus attention max(compute, KV read) + prefill
+    attention, plus communication."""
+    linear_s = max(linear_compute_s, weight_read_s)
+    attention_s = max(attention_compute_s, kv_read_s) + prefill_attention_s
+    return linear_s + attention_s + comm_s
+
+
 @dataclass(frozen=True)
 class PassParts:
     """One stage pass split into its kernels' roofline terms, seconds.
@@ -176,7 +192,14 @@ class PassParts:
     @property
     def total_s(self) -> float:
         """linear + attention + communication."""
-        return self.linear_s + self.attention_s + self.comm_s
+        return pass_total_s(
+            self.linear_compute_s,
+            self.weight_read_s,
+            self.attention_compute_s,
+            self.kv_read_s,
+            self.prefill_attention_s,
+            self.comm_s,
+        )
 
     @property
     def compute_s(self) -> float:
@@ -259,8 +282,21 @@ class StepModel:
             prefill_tokens: prompt tokens in the pass.
             prefill_pairs: (query, key) pairs of those prompt tokens, summed.
         """
+        return PassParts(
+            *self._pass_terms(decode_tokens, decode_kv_tokens, prefill_tokens, prefill_pairs)
+        )
+
+    def _pass_terms(
+        self,
+        decode_tokens: float,
+        decode_kv_tokens: float,
+        prefill_tokens: float,
+        prefill_pairs: float,
+    ) -> tuple[float, float, float, float, float, float]:
+        """The six roofline terms of `pass_parts`, in `PassParts`' field order (a tuple:
+        the capacity searches time millions of passes and need no record of each)."""
         if self.experts_layout is not None:
-            return self._moe_pass_parts(
+            return self._moe_pass_terms(
                 self.experts_layout, decode_tokens, decode_kv_tokens, prefill_tokens, prefill_pairs
             )
         linear_compute_s = (
@@ -275,27 +311,27 @@ class StepModel:
         comm_s = self.allreduces_per_pass * (
             self.allreduce_latency_s + tokens * self.allreduce_s_per_token
         )
-        return PassParts(
-            linear_compute_s=linear_compute_s,
-            weight_read_s=weights / self.hbm_bytes_per_s,
-            attention_compute_s=decode_kv_tokens
+        return (
+            linear_compute_s,
+            weights / self.hbm_bytes_per_s,
+            decode_kv_tokens
             * self.decode_attention_flops_per_pair
             / self.decode_attention_flops_per_s,
-            kv_read_s=decode_kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
-            prefill_attention_s=prefill_pairs
+            decode_kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
+            prefill_pairs
             * self.prefill_attention_flops_per_pair
             / self.prefill_attention_flops_per_s,
-            comm_s=comm_s,
+            comm_s,
         )
 
-    def _moe_pass_parts(
+    def _moe_pass_terms(
         self,
         layout: ExpertLayout,
         decode_tokens: float,
         decode_kv_tokens: float,
         prefill_tokens: float,
         prefill_pairs: float,
-    ) -> PassParts:
+    ) -> tuple[float, float, float, float, float, float]:
         """`pass_parts` of an MoE model on the slowest GPU: attention-side terms at the
         group's 1/dp share of the tokens, routed experts at all T tokens x the imbalance f
         (extra FLOPs T x routed x (f - 1) over the even share), the experts the slowest
@@ -314,20 +350,20 @@ class StepModel:
         allreduce_s = self.allreduces_per_pass * (
             self.allreduce_latency_s + share * tokens * self.allreduce_s_per_token
         )
-        return PassParts(
-            linear_compute_s=prefill_flops / self.prefill_linear_flops_per_s
+        return (
+            prefill_flops / self.prefill_linear_flops_per_s
             + decode_flops / self.decode_linear_flops_per_s,
-            weight_read_s=weights / self.hbm_bytes_per_s,
-            attention_compute_s=share
+            weights / self.hbm_bytes_per_s,
+            share
             * decode_kv_tokens
             * self.decode_attention_flops_per_pair
             / self.decode_attention_flops_per_s,
-            kv_read_s=share * decode_kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
-            prefill_attention_s=share
+            share * decode_kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
+            share
             * prefill_pairs
             * self.prefill_attention_flops_per_pair
             / self.prefill_attention_flops_per_s,
-            comm_s=allreduce_s + layout.alltoall_s(tokens),
+            allreduce_s + layout.alltoall_s(tokens),
         )
 
     def pass_s(
@@ -337,10 +373,10 @@ class StepModel:
         prefill_tokens: float = 0.0,
         prefill_pairs: float = 0.0,
     ) -> float:
-        """`pass_parts(...).total_s`, without building the record."""
-        return self.pass_parts(
-            decode_tokens, decode_kv_tokens, prefill_tokens, prefill_pairs
-        ).total_s
+        """`pass_parts(...).total_s`, without building the record (the same arithmetic)."""
+        return pass_total_s(
+            *self._pass_terms(decode_tokens, decode_kv_tokens, prefill_tokens, prefill_pairs)
+        )
 
     def hop_s(self, tokens: float) -> float:
         """One pipeline hand-off of `tokens` tokens' hidden states (0 without PP)."""
@@ -367,13 +403,14 @@ class StepModel:
         pp x (pass + hop) + overhead, the pass that of `iteration_parts`. The overhead is
         the fixed step overhead plus B x the per-sequence overhead.
         """
-        parts = self.iteration_parts(batch, context_tokens, prefill_tokens, prefill_context_tokens)
+        m = min(float(self.pp), max(batch, 1.0))  # `micro_batches(batch)`
+        b, q = batch / m, prefill_tokens / m  # one micro-batch's tokens
+        terms = self._pass_terms(b, b * context_tokens, q, q * prefill_context_tokens)
+        pass_s = pass_total_s(*terms)
         overhead_s = self.overhead_s + self.sequence_overhead_s * batch
         if self.pp == 1:
-            return parts.total_s + overhead_s
-        m = self.micro_batches(batch)
-        hop_s = self.hop_s(batch / m + prefill_tokens / m)  # one micro-batch's tokens
-        return self.pp * (parts.total_s + hop_s) + overhead_s
+            return pass_s + overhead_s
+        return self.pp * (pass_s + self.hop_s(b + q)) + overhead_s
 
     def iteration_parts(
         self,
