@@ -420,16 +420,25 @@ class BatchModel:
         self, batch: float, mean_prompts: float, decode_s: float, lane_tokens: float
     ) -> IterationMixture:
         mix, steps = self.mix, self.steps
+        new_prompt = mix.new_prompt
+        points = poisson_points(mean_prompts)
+        loads = [min(k * new_prompt, lane_tokens) for k, _ in points if k * new_prompt > 0]
+        if isinstance(steps, StepModel):  # the decode side's arithmetic once per batch
+            loaded_s = steps.iterations_s(batch, mix.context, loads, self.prefill_context)
+        else:
+            loaded_s = [
+                steps.iteration_s(batch, mix.context, load, self.prefill_context)
+                for load in loads
+            ]
+        times_s = iter(loaded_s)
         iterations = time_s = square_s = mixed = 0.0
-        for prompts, weight in poisson_points(mean_prompts):
-            tokens = prompts * mix.new_prompt
+        for prompts, weight in points:
+            tokens = prompts * new_prompt
             if tokens <= 0:
                 count, one_s, spread_s2 = 1.0, decode_s, 0.0
             else:
                 count = max(1.0, tokens / lane_tokens)
-                one_s = steps.iteration_s(
-                    batch, mix.context, min(tokens, lane_tokens), self.prefill_context
-                )
+                one_s = next(times_s)
                 spread_s2 = (one_s - decode_s) ** 2 * mix.prompt_scv / max(prompts, 1.0)
                 mixed += weight * count
             iterations += weight * count

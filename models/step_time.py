@@ -412,6 +412,53 @@ class StepModel:
             return pass_s + overhead_s
         return self.pp * (pass_s + self.hop_s(b + q)) + overhead_s
 
+    def iterations_s(
+        self,
+        batch: float,
+        context_tokens: float,
+        prefill_loads: list[float],
+        prefill_context_tokens: float,
+    ) -> list[float]:
+        """`iteration_s` at one batch and each of several prompt loads (prefill tokens),
+        in order: the same arithmetic, with the decode side's terms worked out once (the
+        iteration mixture of `models.batch_model` times ~10 loads at every batch)."""
+        m = min(float(self.pp), max(batch, 1.0))
+        b = batch / m
+        overhead_s = self.overhead_s + self.sequence_overhead_s * batch
+        if self.experts_layout is not None or self.experts:  # routed experts: load by load
+            return [
+                self.iteration_s(batch, context_tokens, load, prefill_context_tokens)
+                for load in prefill_loads
+            ]
+        kv_tokens = b * context_tokens
+        decode_linear_s = b * self.decode_linear_flops_per_token / self.decode_linear_flops_per_s
+        attention_s = max(
+            kv_tokens * self.decode_attention_flops_per_pair / self.decode_attention_flops_per_s,
+            kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
+        )
+        weight_read_s = self.dense_weight_bytes / self.hbm_bytes_per_s
+        prefill_linear = self.prefill_linear_flops_per_token
+        prefill_linear_rate = self.prefill_linear_flops_per_s
+        prefill_attention = self.prefill_attention_flops_per_pair
+        prefill_attention_rate = self.prefill_attention_flops_per_s
+        allreduces, latency_s = self.allreduces_per_pass, self.allreduce_latency_s
+        per_token_s = self.allreduce_s_per_token
+        times = []
+        for load in prefill_loads:
+            q = load / m
+            linear_compute_s = q * prefill_linear / prefill_linear_rate + decode_linear_s
+            linear_s = max(linear_compute_s, weight_read_s)
+            prefill_attention_s = (
+                q * prefill_context_tokens * prefill_attention / prefill_attention_rate
+            )
+            comm_s = allreduces * (latency_s + (b + q) * per_token_s)
+            pass_s = linear_s + (attention_s + prefill_attention_s) + comm_s
+            if self.pp == 1:
+                times.append(pass_s + overhead_s)
+            else:
+                times.append(self.pp * (pass_s + self.hop_s(b + q)) + overhead_s)
+        return times
+
     def iteration_parts(
         self,
         batch: float,
