@@ -332,6 +332,13 @@ def batch_capacity(
         "kv_transfer_bytes_per_request": transfer_bytes if decode else 0.0,
     }
 
+    points: dict[float, BatchPoint] = {}  # the search's points, for the ends it returns
+
+    def point_at(batch: float) -> BatchPoint:
+        if batch not in points:
+            points[batch] = model.point(batch)
+        return points[batch]
+
     def feasible(point: BatchPoint) -> bool:
         ttft_ok = within_target(point.ttft_p99_s, targets.ttft_p99_s, check=not decode)
         return ttft_ok and within_target(point.tpot_p99_s, targets.tpot_p99_s)
@@ -346,21 +353,21 @@ def batch_capacity(
     if offline:
         batch, limit = cap, cap_limit
     else:
-        floor = model.point(1e-9)
+        floor = point_at(1e-9)
         if not feasible(floor):
             return _slo_unreachable(config, targets, common, floor, best_ttft_s, best_tpot_s)
-        top = model.point(cap)
+        top = point_at(cap)
         if feasible(top):
             batch, limit = cap, cap_limit
         else:
             batch, high = find_edge(
-                lambda b: margin(model.point(b)), 1e-9, cap, margin(floor), margin(top)
+                lambda b: margin(point_at(b)), 1e-9, cap, margin(floor), margin(top)
             )
-            limit = _slo_limit(model.point(high), targets, decode)
+            limit = _slo_limit(point_at(high), targets, decode)
             if limit is Limit.TPOT:
                 bound = _bound_limit(model.parts(batch))
                 limit = Limit.INTERCONNECT if bound is Limit.INTERCONNECT else limit
-    point = model.point(batch)
+    point = point_at(batch)
     rate = point.rate
     if limit is Limit.INTERCONNECT and decode and cap_limit is Limit.INTERCONNECT and batch == cap:
         reason = nic_receive_reason(transfer_bytes, nic, rate)
