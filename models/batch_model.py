@@ -300,6 +300,9 @@ class IterationMixture:
 
 _HERMITE_NODES, _HERMITE_WEIGHTS = np.polynomial.hermite_e.hermegauss(9)
 _HERMITE_WEIGHTS = _HERMITE_WEIGHTS / _HERMITE_WEIGHTS.sum()
+_HERMITE_POINTS = tuple(zip(map(float, _HERMITE_NODES), map(float, _HERMITE_WEIGHTS), strict=True))
+"""The rule's (node, weight) pairs as Python floats: the same values, without numpy
+scalars spreading into every time computed from them (their arithmetic is slower)."""
 FEEDBACK_GAIN_CAP = 0.9
 """Largest feedback gain g of the batch on its own step time (`BatchModel.batch_high`)."""
 POISSON_TAIL = 1e-5
@@ -316,10 +319,7 @@ def poisson_points(mean: float) -> list[tuple[float, float]]:
     N(mean, mean), values clipped at 0."""
     if mean > POISSON_EXACT_MEAN:
         root = math.sqrt(mean)
-        return [
-            (max(mean + root * node, 0.0), weight)
-            for node, weight in zip(_HERMITE_NODES, _HERMITE_WEIGHTS, strict=True)
-        ]
+        return [(max(mean + root * node, 0.0), weight) for node, weight in _HERMITE_POINTS]
     term, total, points, k = math.exp(-mean), 0.0, [], 0
     while k <= mean or total < 1 - POISSON_TAIL:
         points.append((float(k), term))
@@ -403,29 +403,30 @@ class BatchModel:
         if cached is not None:
             return cached
         mean_prompts = self.prompts_per_iteration(batch)
-        decode_s = self.decode_only_s(batch)
         lane_tokens = self.lane_tokens(batch)
         if mean_prompts <= 0:
+            decode_s = self.decode_only_s(batch)
             result = IterationMixture(decode_s, decode_s**2, 0.0)
         elif lane_tokens <= 0:
             result = IterationMixture(math.inf, math.inf, 1.0)
         else:
-            result = self._mixture(batch, mean_prompts, decode_s, lane_tokens)
+            result = self._mixture(batch, mean_prompts, lane_tokens)
         if len(self._mixtures) > 64:
             self._mixtures.clear()
         self._mixtures[batch] = result
         return result
 
-    def _mixture(
-        self, batch: float, mean_prompts: float, decode_s: float, lane_tokens: float
-    ) -> IterationMixture:
+    def _mixture(self, batch: float, mean_prompts: float, lane_tokens: float) -> IterationMixture:
         mix, steps = self.mix, self.steps
         new_prompt = mix.new_prompt
         points = poisson_points(mean_prompts)
         loads = [min(k * new_prompt, lane_tokens) for k, _ in points if k * new_prompt > 0]
-        if isinstance(steps, StepModel):  # the decode side's arithmetic once per batch
-            loaded_s = steps.iterations_s(batch, mix.context, loads, self.prefill_context)
+        if isinstance(steps, StepModel):  # t_0 and every load's, the decode side done once
+            decode_s, *loaded_s = steps.iterations_s(
+                batch, mix.context, [0.0, *loads], self.prefill_context
+            )
         else:
+            decode_s = self.decode_only_s(batch)
             loaded_s = [
                 steps.iteration_s(batch, mix.context, load, self.prefill_context)
                 for load in loads

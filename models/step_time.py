@@ -425,12 +425,37 @@ class StepModel:
         m = min(float(self.pp), max(batch, 1.0))
         b = batch / m
         overhead_s = self.overhead_s + self.sequence_overhead_s * batch
-        if self.experts_layout is not None or self.experts:  # routed experts: load by load
+        if self.experts_layout is not None:
+            passes_s = self._moe_passes_s(
+                self.experts_layout, b, b * context_tokens, m, prefill_loads, prefill_context_tokens
+            )
+        elif self.experts:  # experts without a layout: load by load
             return [
                 self.iteration_s(batch, context_tokens, load, prefill_context_tokens)
                 for load in prefill_loads
             ]
-        kv_tokens = b * context_tokens
+        else:
+            passes_s = self._dense_passes_s(
+                b, b * context_tokens, m, prefill_loads, prefill_context_tokens
+            )
+        if self.pp == 1:
+            return [pass_s + overhead_s for pass_s in passes_s]
+        return [
+            self.pp * (pass_s + self.hop_s(b + load / m)) + overhead_s
+            for pass_s, load in zip(passes_s, prefill_loads, strict=True)
+        ]
+
+    def _dense_passes_s(
+        self,
+        b: float,
+        kv_tokens: float,
+        m: float,
+        prefill_loads: list[float],
+        prefill_context_tokens: float,
+    ) -> list[float]:
+        """`pass_s` of one micro-batch (b decode tokens attending to `kv_tokens`, load / m
+        prompt tokens) at each load: `_pass_terms`' arithmetic term by term, the decode
+        side's terms once."""
         decode_linear_s = b * self.decode_linear_flops_per_token / self.decode_linear_flops_per_s
         attention_s = max(
             kv_tokens * self.decode_attention_flops_per_pair / self.decode_attention_flops_per_s,
@@ -443,7 +468,7 @@ class StepModel:
         prefill_attention_rate = self.prefill_attention_flops_per_s
         allreduces, latency_s = self.allreduces_per_pass, self.allreduce_latency_s
         per_token_s = self.allreduce_s_per_token
-        times = []
+        passes_s = []
         for load in prefill_loads:
             q = load / m
             linear_compute_s = q * prefill_linear / prefill_linear_rate + decode_linear_s
@@ -452,12 +477,55 @@ class StepModel:
                 q * prefill_context_tokens * prefill_attention / prefill_attention_rate
             )
             comm_s = allreduces * (latency_s + (b + q) * per_token_s)
-            pass_s = linear_s + (attention_s + prefill_attention_s) + comm_s
-            if self.pp == 1:
-                times.append(pass_s + overhead_s)
-            else:
-                times.append(self.pp * (pass_s + self.hop_s(b + q)) + overhead_s)
-        return times
+            passes_s.append(linear_s + (attention_s + prefill_attention_s) + comm_s)
+        return passes_s
+
+    def _moe_passes_s(
+        self,
+        layout: ExpertLayout,
+        b: float,
+        kv_tokens: float,
+        m: float,
+        prefill_loads: list[float],
+        prefill_context_tokens: float,
+    ) -> list[float]:
+        """`_dense_passes_s` of an MoE model: `_moe_pass_terms`' arithmetic term by term,
+        the attention side's terms once (the experts' depend on each load's tokens)."""
+        share = 1.0 / self.dp
+        attention_s = max(
+            share * kv_tokens * self.decode_attention_flops_per_pair
+            / self.decode_attention_flops_per_s,
+            share * kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
+        )
+        prefill_linear = share * self.prefill_linear_flops_per_token
+        decode_linear = share * self.decode_linear_flops_per_token
+        routed = self.routed_flops_per_token
+        passes_s = []
+        for load in prefill_loads:
+            q = load / m
+            tokens = b + q
+            extra = layout.imbalance(tokens) - 1.0
+            prefill_flops = q * (prefill_linear + extra * routed)
+            decode_flops = b * (decode_linear + extra * routed)
+            linear_compute_s = (
+                prefill_flops / self.prefill_linear_flops_per_s
+                + decode_flops / self.decode_linear_flops_per_s
+            )
+            weights = self.dense_weight_bytes
+            weights += layout.touched_per_rank(tokens) * self.expert_weight_bytes
+            linear_s = max(linear_compute_s, weights / self.hbm_bytes_per_s)
+            prefill_attention_s = (
+                share
+                * (q * prefill_context_tokens)
+                * self.prefill_attention_flops_per_pair
+                / self.prefill_attention_flops_per_s
+            )
+            allreduce_s = self.allreduces_per_pass * (
+                self.allreduce_latency_s + share * tokens * self.allreduce_s_per_token
+            )
+            comm_s = allreduce_s + layout.alltoall_s(tokens)
+            passes_s.append(linear_s + (attention_s + prefill_attention_s) + comm_s)
+        return passes_s
 
     def iteration_parts(
         self,
