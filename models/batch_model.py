@@ -5,8 +5,8 @@ capacity search (`models.capacity`), the throughput frontier (`models.frontier`)
 latency at a load (`models.latency`): the traffic mix in tokens (`MixTokens`), the mean
 iteration t(B) with prompts riding along as whole chunks, the p99 TTFT and TPOT at B
 (`BatchModel`), the M/G/c prompt wait of a pool (`pooled_wait_p99_s`), the KV transfer
-between disaggregated replicas (`kv_transfer_s`), and the bisection every search uses
-(`bisect_edge`).
+between disaggregated replicas (`kv_transfer_s`), and the bisection of the throughput
+frontier (`bisect_edge`; the capacity searches use `models.edge_search`).
 
 Chunked-prefill interference (the iteration mixture)
     A continuous-batching engine does not spread prefill evenly over iterations: the
@@ -329,6 +329,35 @@ def poisson_points(mean: float) -> list[tuple[float, float]]:
     return [(value, weight / total) for value, weight in points]
 
 
+MIXTURES_KEPT_PER_SIDE = 128
+"""Iteration mixtures kept per decode side (`shared_mixtures`) before its table starts
+again: a capacity search evaluates ~35 batches."""
+MIXTURE_SIDES_KEPT = 1024
+"""Decode sides whose mixtures are kept (`shared_mixtures`) before all start again."""
+_MIXTURES: dict[tuple, dict[float, IterationMixture]] = {}
+
+
+def shared_mixtures(
+    steps: StepModel | SpeculativeSteps, mix: MixTokens, prefill: bool
+) -> dict[float, IterationMixture]:
+    """The table of iteration mixtures by batch (`BatchModel.mixture`) of a decode side:
+    one table per (step model, mix in tokens, prefill or not), shared by every
+    `BatchModel` of that side, since the mixture at B depends on nothing else (not on the
+    pool size, the transfer times or the targets). The capacity searches of one
+    configuration at several pool sizes and TTFT targets (`solver.pools`) evaluate many
+    of the same batches. A speculation cycle's model gets a table of its own (a
+    `SpeculativeSteps` is not hashable)."""
+    if not isinstance(steps, StepModel):
+        return {}
+    key = (steps, mix, prefill)
+    table = _MIXTURES.get(key)
+    if table is None:
+        if len(_MIXTURES) >= MIXTURE_SIDES_KEPT:
+            _MIXTURES.clear()
+        table = _MIXTURES[key] = {}
+    return table
+
+
 class BatchModel:
     """The unified/decode replica as functions of the batch B (the model is stated in the
     `models.capacity` docstring, "Unified replica" and "Pools")."""
@@ -362,7 +391,7 @@ class BatchModel:
         self.transfer_p99_s = transfer_p99_s
         self.budget_tokens = plain.pp * plain.chunk_tokens
         self.prefill_context = mix.cached_prompt + mix.new_prompt / 2
-        self._mixtures: dict[float, IterationMixture] = {}
+        self._mixtures = shared_mixtures(steps, mix, self.prefill)
 
     def prefill_tokens(self, batch: float) -> float:
         """Q(B) = B E P (1-h) / O: prompt tokens per iteration on average (0 for a decode
@@ -411,7 +440,7 @@ class BatchModel:
             result = IterationMixture(math.inf, math.inf, 1.0)
         else:
             result = self._mixture(batch, mean_prompts, lane_tokens)
-        if len(self._mixtures) > 64:
+        if len(self._mixtures) >= MIXTURES_KEPT_PER_SIDE:
             self._mixtures.clear()
         self._mixtures[batch] = result
         return result

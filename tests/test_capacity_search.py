@@ -16,6 +16,7 @@ import math
 
 import pytest
 
+import models.batch_model as batch_model_module
 import models.capacity as capacity_module
 from models.batch_model import BatchModel, MixTokens, replica_step_model
 from models.capacity import UNLIMITED_POOL, replica_capacity
@@ -187,3 +188,28 @@ def test_the_capacity_is_the_edge_of_the_slo():
     above = model.point(capacity.batch * (1 + 1e-9))
     assert above.tpot_p99_s > targets.tpot_p99_s or above.ttft_p99_s > targets.ttft_p99_s
     assert math.isclose(model.point(capacity.batch).rate, capacity.requests_per_s, rel_tol=1e-15)
+
+
+def test_a_decode_side_shares_its_mixtures_across_pool_sizes_and_nothing_else():
+    """`shared_mixtures`: one table per (step model, mix, prefill), so the searches of a
+    configuration at several pool sizes reuse each other's iteration mixtures; the
+    answer is the same read from the table as computed afresh, in any order."""
+    config = _config("h100-sxm", "llama-3.3-70b", FP8, 4)
+    efficiency = efficiency_for(config.gpu, config.weight_precision)
+    steps = replica_step_model(config, efficiency)
+    lone = BatchModel(steps, MixTokens.of(CHAT), Role.UNIFIED, 0.0, 0.0, 1)
+    pooled = BatchModel(steps, MixTokens.of(CHAT), Role.UNIFIED, 0.0, 0.0, 16)
+    other_mix = BatchModel(steps, MixTokens.of(SHORT), Role.UNIFIED, 0.0, 0.0, 1)
+    decode = BatchModel(steps, MixTokens.of(CHAT), Role.DECODE, 0.0, 0.0, 1)
+    assert lone._mixtures is pooled._mixtures
+    assert other_mix._mixtures is not lone._mixtures
+    assert decode._mixtures is not lone._mixtures  # no prompts ride in a decode replica
+
+    targets = LatencyTargets(1.0, 0.06)
+    batch_model_module._MIXTURES.clear()
+    pooled_first = replica_capacity(config, CHAT, targets, efficiency, 16)
+    lone_after = replica_capacity(config, CHAT, targets, efficiency, 1)
+    batch_model_module._MIXTURES.clear()
+    lone_fresh = replica_capacity(config, CHAT, targets, efficiency, 1)
+    assert lone_after == lone_fresh
+    assert pooled_first.requests_per_s >= lone_fresh.requests_per_s
