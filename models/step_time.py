@@ -421,7 +421,14 @@ class StepModel:
     ) -> list[float]:
         """`iteration_s` at one batch and each of several prompt loads (prefill tokens),
         in order: the same arithmetic, with the decode side's terms worked out once (the
-        iteration mixture of `models.batch_model` times ~10 loads at every batch)."""
+        iteration mixture of `models.batch_model` times ~10 loads at every batch). A
+        subclass that adds to `iteration_s` (`models.lora.LoraStepModel`) gets its own
+        `iteration_s` at each load."""
+        if type(self).iteration_s is not StepModel.iteration_s:  # a subclass adds a cost
+            return [
+                self.iteration_s(batch, context_tokens, load, prefill_context_tokens)
+                for load in prefill_loads
+            ]
         m = min(float(self.pp), max(batch, 1.0))
         b = batch / m
         overhead_s = self.overhead_s + self.sequence_overhead_s * batch
