@@ -5,8 +5,8 @@ capacity search (`models.capacity`), the throughput frontier (`models.frontier`)
 latency at a load (`models.latency`): the traffic mix in tokens (`MixTokens`), the mean
 iteration t(B) with prompts riding along as whole chunks, the p99 TTFT and TPOT at B
 (`BatchModel`), the M/G/c prompt wait of a pool (`pooled_wait_p99_s`), the KV transfer
-between disaggregated replicas (`kv_transfer_s`), and the bisection every search uses
-(`bisect_edge`).
+between disaggregated replicas (`kv_transfer_s`), and the bisection of the throughput
+frontier (`bisect_edge`; the capacity searches use `models.edge_search`).
 
 Chunked-prefill interference (the iteration mixture)
     A continuous-batching engine does not spread prefill evenly over iterations: the
@@ -300,6 +300,9 @@ class IterationMixture:
 
 _HERMITE_NODES, _HERMITE_WEIGHTS = np.polynomial.hermite_e.hermegauss(9)
 _HERMITE_WEIGHTS = _HERMITE_WEIGHTS / _HERMITE_WEIGHTS.sum()
+_HERMITE_POINTS = tuple(zip(map(float, _HERMITE_NODES), map(float, _HERMITE_WEIGHTS), strict=True))
+"""The rule's (node, weight) pairs as Python floats: the same values, without numpy
+scalars spreading into every time computed from them (their arithmetic is slower)."""
 FEEDBACK_GAIN_CAP = 0.9
 """Largest feedback gain g of the batch on its own step time (`BatchModel.batch_high`)."""
 POISSON_TAIL = 1e-5
@@ -316,10 +319,7 @@ def poisson_points(mean: float) -> list[tuple[float, float]]:
     N(mean, mean), values clipped at 0."""
     if mean > POISSON_EXACT_MEAN:
         root = math.sqrt(mean)
-        return [
-            (max(mean + root * node, 0.0), weight)
-            for node, weight in zip(_HERMITE_NODES, _HERMITE_WEIGHTS, strict=True)
-        ]
+        return [(max(mean + root * node, 0.0), weight) for node, weight in _HERMITE_POINTS]
     term, total, points, k = math.exp(-mean), 0.0, [], 0
     while k <= mean or total < 1 - POISSON_TAIL:
         points.append((float(k), term))
@@ -327,6 +327,35 @@ def poisson_points(mean: float) -> list[tuple[float, float]]:
         k += 1
         term *= mean / k
     return [(value, weight / total) for value, weight in points]
+
+
+MIXTURES_KEPT_PER_SIDE = 128
+"""Iteration mixtures kept per decode side (`shared_mixtures`) before its table starts
+again: a capacity search evaluates ~35 batches."""
+MIXTURE_SIDES_KEPT = 1024
+"""Decode sides whose mixtures are kept (`shared_mixtures`) before all start again."""
+_MIXTURES: dict[tuple, dict[float, IterationMixture]] = {}
+
+
+def shared_mixtures(
+    steps: StepModel | SpeculativeSteps, mix: MixTokens, prefill: bool
+) -> dict[float, IterationMixture]:
+    """The table of iteration mixtures by batch (`BatchModel.mixture`) of a decode side:
+    one table per (step model, mix in tokens, prefill or not), shared by every
+    `BatchModel` of that side, since the mixture at B depends on nothing else (not on the
+    pool size, the transfer times or the targets). The capacity searches of one
+    configuration at several pool sizes and TTFT targets (`solver.pools`) evaluate many
+    of the same batches. A speculation cycle's model gets a table of its own (a
+    `SpeculativeSteps` is not hashable)."""
+    if not isinstance(steps, StepModel):
+        return {}
+    key = (steps, mix, prefill)
+    table = _MIXTURES.get(key)
+    if table is None:
+        if len(_MIXTURES) >= MIXTURE_SIDES_KEPT:
+            _MIXTURES.clear()
+        table = _MIXTURES[key] = {}
+    return table
 
 
 class BatchModel:
@@ -362,7 +391,7 @@ class BatchModel:
         self.transfer_p99_s = transfer_p99_s
         self.budget_tokens = plain.pp * plain.chunk_tokens
         self.prefill_context = mix.cached_prompt + mix.new_prompt / 2
-        self._mixtures: dict[float, IterationMixture] = {}
+        self._mixtures = shared_mixtures(steps, mix, self.prefill)
 
     def prefill_tokens(self, batch: float) -> float:
         """Q(B) = B E P (1-h) / O: prompt tokens per iteration on average (0 for a decode
@@ -403,33 +432,43 @@ class BatchModel:
         if cached is not None:
             return cached
         mean_prompts = self.prompts_per_iteration(batch)
-        decode_s = self.decode_only_s(batch)
         lane_tokens = self.lane_tokens(batch)
         if mean_prompts <= 0:
+            decode_s = self.decode_only_s(batch)
             result = IterationMixture(decode_s, decode_s**2, 0.0)
         elif lane_tokens <= 0:
             result = IterationMixture(math.inf, math.inf, 1.0)
         else:
-            result = self._mixture(batch, mean_prompts, decode_s, lane_tokens)
-        if len(self._mixtures) > 64:
+            result = self._mixture(batch, mean_prompts, lane_tokens)
+        if len(self._mixtures) >= MIXTURES_KEPT_PER_SIDE:
             self._mixtures.clear()
         self._mixtures[batch] = result
         return result
 
-    def _mixture(
-        self, batch: float, mean_prompts: float, decode_s: float, lane_tokens: float
-    ) -> IterationMixture:
+    def _mixture(self, batch: float, mean_prompts: float, lane_tokens: float) -> IterationMixture:
         mix, steps = self.mix, self.steps
+        new_prompt = mix.new_prompt
+        points = poisson_points(mean_prompts)
+        loads = [min(k * new_prompt, lane_tokens) for k, _ in points if k * new_prompt > 0]
+        if isinstance(steps, StepModel):  # t_0 and every load's, the decode side done once
+            decode_s, *loaded_s = steps.iterations_s(
+                batch, mix.context, [0.0, *loads], self.prefill_context
+            )
+        else:
+            decode_s = self.decode_only_s(batch)
+            loaded_s = [
+                steps.iteration_s(batch, mix.context, load, self.prefill_context)
+                for load in loads
+            ]
+        times_s = iter(loaded_s)
         iterations = time_s = square_s = mixed = 0.0
-        for prompts, weight in poisson_points(mean_prompts):
-            tokens = prompts * mix.new_prompt
+        for prompts, weight in points:
+            tokens = prompts * new_prompt
             if tokens <= 0:
                 count, one_s, spread_s2 = 1.0, decode_s, 0.0
             else:
                 count = max(1.0, tokens / lane_tokens)
-                one_s = steps.iteration_s(
-                    batch, mix.context, min(tokens, lane_tokens), self.prefill_context
-                )
+                one_s = next(times_s)
                 spread_s2 = (one_s - decode_s) ** 2 * mix.prompt_scv / max(prompts, 1.0)
                 mixed += weight * count
             iterations += weight * count

@@ -22,7 +22,9 @@ Unified replica (prefill and decode on the same GPUs, chunked prefill)
         tpot           TPOT99(B) <= TPOT target: the Poisson batch B99 and the share of
                        prompt-carrying iterations a reply sees, in quadrature
         ttft_queueing  p99 TTFT(B) <= TTFT target
-    The largest feasible B (bisection, 48 steps) gives the capacity lambda(B).
+    The largest feasible B gives the capacity lambda(B): the edge of the SLO test, found
+    by Brent's method on the log of the larger p99-to-target ratio to a relative 1e-12
+    (`models.edge_search`; ~10 evaluations where a bisection took 48).
     TTFT: prompts queue for the prefill lane, whose rate when saturated is
     r = Q_max / t(B, Q_max); the wait is M/G/1 with service P (1-h) / r and service SCV
     cv_p^2 (`models.queueing.wait_quantile_s`; M/G/c in a pool, see "Pools" below). A
@@ -102,7 +104,6 @@ from models.batch_model import (
     BatchModel,
     BatchPoint,
     MixTokens,
-    bisect_edge,
     decode_steps,
     kv_transfer_bytes,
     nic_bytes_per_s,
@@ -122,6 +123,7 @@ from models.capacity_reasons import (
     prefill_unreachable_reason,
     slo_unreachable_reason,
 )
+from models.edge_search import find_edge, signed_margin
 from models.efficiency import Efficiency
 from models.memory import MemoryBudget, does_not_fit_message, layout_problem
 from models.prefill_model import prefill_lane
@@ -143,8 +145,8 @@ def pooling_can_lift(capacity: ReplicaCapacity, mix: TrafficMix | None = None) -
     depends on the pool's size (prefix affinity, `models.prefix_kv.pool_size_matters`).
 
     Any other limit is met with the TTFT to spare, and a larger pool only lowers the
-    TTFT: the largest feasible batch (or rate) stays where the other bound put it (the
-    bisection takes the same steps), so the capacity is the same at every pool size."""
+    TTFT: the largest feasible batch (or rate) stays where the other bound put it, so the
+    capacity is the same at every pool size (to the search's precision, 1e-12)."""
     if not (capacity.fits and capacity.meets_slo):
         return False
     return capacity.limit is Limit.TTFT_QUEUEING or (mix is not None and pool_size_matters(mix))
@@ -156,7 +158,7 @@ def holds_at_tighter_ttft(capacity: ReplicaCapacity, tighter: LatencyTargets) ->
     at the operating point already meets the tighter target. The largest batch (or rate)
     meeting every bound is then the same (the p99 TTFT rises with load, so every smaller
     load the search tries meets the tighter target too), and recomputing it would take
-    the same steps to the same answer."""
+    the same search to the same answer (to its precision, 1e-12)."""
     target = tighter.ttft_p99_s
     return (
         target is not None
@@ -330,26 +332,42 @@ def batch_capacity(
         "kv_transfer_bytes_per_request": transfer_bytes if decode else 0.0,
     }
 
+    points: dict[float, BatchPoint] = {}  # the search's points, for the ends it returns
+
+    def point_at(batch: float) -> BatchPoint:
+        if batch not in points:
+            points[batch] = model.point(batch)
+        return points[batch]
+
     def feasible(point: BatchPoint) -> bool:
         ttft_ok = within_target(point.ttft_p99_s, targets.ttft_p99_s, check=not decode)
         return ttft_ok and within_target(point.tpot_p99_s, targets.tpot_p99_s)
 
+    def margin(point: BatchPoint) -> float:
+        """log of the larger ratio of a p99 to its target, signed by `feasible`."""
+        ratio = point.tpot_p99_s / targets.tpot_p99_s if targets.tpot_p99_s is not None else 0.0
+        if targets.ttft_p99_s is not None and not decode:
+            ratio = max(ratio, point.ttft_p99_s / targets.ttft_p99_s)
+        return signed_margin(math.log(ratio) if ratio > 0 else -math.inf, feasible(point))
+
     if offline:
         batch, limit = cap, cap_limit
     else:
-        floor = model.point(1e-9)
+        floor = point_at(1e-9)
         if not feasible(floor):
             return _slo_unreachable(config, targets, common, floor, best_ttft_s, best_tpot_s)
-        top = model.point(cap)
+        top = point_at(cap)
         if feasible(top):
             batch, limit = cap, cap_limit
         else:
-            batch, high = bisect_edge(lambda b: feasible(model.point(b)), 1e-9, cap)
-            limit = _slo_limit(model.point(high), targets, decode)
+            batch, high = find_edge(
+                lambda b: margin(point_at(b)), 1e-9, cap, margin(floor), margin(top)
+            )
+            limit = _slo_limit(point_at(high), targets, decode)
             if limit is Limit.TPOT:
                 bound = _bound_limit(model.parts(batch))
                 limit = Limit.INTERCONNECT if bound is Limit.INTERCONNECT else limit
-    point = model.point(batch)
+    point = point_at(batch)
     rate = point.rate
     if limit is Limit.INTERCONNECT and decode and cap_limit is Limit.INTERCONNECT and batch == cap:
         reason = nic_receive_reason(transfer_bytes, nic, rate)
@@ -378,10 +396,16 @@ def batch_capacity(
 
 
 def _nic_batch_cap(model: BatchModel, max_rate: float, high: float) -> float:
-    """Largest B whose generation rate the NICs can feed with KV (bisection)."""
-    if model.point(high).rate <= max_rate:
+    """Largest B whose generation rate the NICs can feed with KV (`find_edge` on the
+    rate's excess over the NICs' rate)."""
+    def margin(batch: float) -> float:
+        rate = model.point(batch).rate
+        return signed_margin(rate / max_rate - 1, rate <= max_rate)
+
+    top = margin(high)
+    if top <= 0:
         return math.inf
-    low, _ = bisect_edge(lambda b: model.point(b).rate <= max_rate, 0.0, high)
+    low, _ = find_edge(margin, 0.0, high, high_margin=top)
     return low
 
 
@@ -485,7 +509,12 @@ def _prefill_capacity(
         )
     else:
         target_s = targets.ttft_p99_s
-        rate, _ = bisect_edge(lambda r: ttft_at(r) <= target_s, 0.0, cap)
+        def margin(rate: float) -> float:
+            ttft_s = ttft_at(rate)
+            return signed_margin(math.log(ttft_s / target_s), ttft_s <= target_s)
+
+        top = margin(cap)
+        rate = cap if top <= 0 else find_edge(margin, 0.0, cap, high_margin=top)[0]
         # A pool large enough leaves no wait short of saturation: then the cap binds.
         limit = Limit.TTFT_QUEUEING if rate < cap * (1 - 1e-9) else cap_limit
         ttft_s = ttft_at(rate)

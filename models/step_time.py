@@ -146,6 +146,22 @@ def allreduces_per_step(llm: LlmSpec, tp: int) -> int:
 # --- the step model --------------------------------------------------------------------
 
 
+def pass_total_s(
+    linear_compute_s: float,
+    weight_read_s: float,
+    attention_compute_s: float,
+    kv_read_s: float,
+    prefill_attention_s: float,
+    comm_s: float,
+) -> float:
+    """A stage pass from its roofline terms (`PassParts`' fields, in order): the linear
+    kernels max(compute, weight read), plus attention max(compute, KV read) + prefill
+    attention, plus communication."""
+    linear_s = max(linear_compute_s, weight_read_s)
+    attention_s = max(attention_compute_s, kv_read_s) + prefill_attention_s
+    return linear_s + attention_s + comm_s
+
+
 @dataclass(frozen=True)
 class PassParts:
     """One stage pass split into its kernels' roofline terms, seconds.
@@ -176,7 +192,14 @@ class PassParts:
     @property
     def total_s(self) -> float:
         """linear + attention + communication."""
-        return self.linear_s + self.attention_s + self.comm_s
+        return pass_total_s(
+            self.linear_compute_s,
+            self.weight_read_s,
+            self.attention_compute_s,
+            self.kv_read_s,
+            self.prefill_attention_s,
+            self.comm_s,
+        )
 
     @property
     def compute_s(self) -> float:
@@ -259,8 +282,21 @@ class StepModel:
             prefill_tokens: prompt tokens in the pass.
             prefill_pairs: (query, key) pairs of those prompt tokens, summed.
         """
+        return PassParts(
+            *self._pass_terms(decode_tokens, decode_kv_tokens, prefill_tokens, prefill_pairs)
+        )
+
+    def _pass_terms(
+        self,
+        decode_tokens: float,
+        decode_kv_tokens: float,
+        prefill_tokens: float,
+        prefill_pairs: float,
+    ) -> tuple[float, float, float, float, float, float]:
+        """The six roofline terms of `pass_parts`, in `PassParts`' field order (a tuple:
+        the capacity searches time millions of passes and need no record of each)."""
         if self.experts_layout is not None:
-            return self._moe_pass_parts(
+            return self._moe_pass_terms(
                 self.experts_layout, decode_tokens, decode_kv_tokens, prefill_tokens, prefill_pairs
             )
         linear_compute_s = (
@@ -275,27 +311,27 @@ class StepModel:
         comm_s = self.allreduces_per_pass * (
             self.allreduce_latency_s + tokens * self.allreduce_s_per_token
         )
-        return PassParts(
-            linear_compute_s=linear_compute_s,
-            weight_read_s=weights / self.hbm_bytes_per_s,
-            attention_compute_s=decode_kv_tokens
+        return (
+            linear_compute_s,
+            weights / self.hbm_bytes_per_s,
+            decode_kv_tokens
             * self.decode_attention_flops_per_pair
             / self.decode_attention_flops_per_s,
-            kv_read_s=decode_kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
-            prefill_attention_s=prefill_pairs
+            decode_kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
+            prefill_pairs
             * self.prefill_attention_flops_per_pair
             / self.prefill_attention_flops_per_s,
-            comm_s=comm_s,
+            comm_s,
         )
 
-    def _moe_pass_parts(
+    def _moe_pass_terms(
         self,
         layout: ExpertLayout,
         decode_tokens: float,
         decode_kv_tokens: float,
         prefill_tokens: float,
         prefill_pairs: float,
-    ) -> PassParts:
+    ) -> tuple[float, float, float, float, float, float]:
         """`pass_parts` of an MoE model on the slowest GPU: attention-side terms at the
         group's 1/dp share of the tokens, routed experts at all T tokens x the imbalance f
         (extra FLOPs T x routed x (f - 1) over the even share), the experts the slowest
@@ -314,20 +350,20 @@ class StepModel:
         allreduce_s = self.allreduces_per_pass * (
             self.allreduce_latency_s + share * tokens * self.allreduce_s_per_token
         )
-        return PassParts(
-            linear_compute_s=prefill_flops / self.prefill_linear_flops_per_s
+        return (
+            prefill_flops / self.prefill_linear_flops_per_s
             + decode_flops / self.decode_linear_flops_per_s,
-            weight_read_s=weights / self.hbm_bytes_per_s,
-            attention_compute_s=share
+            weights / self.hbm_bytes_per_s,
+            share
             * decode_kv_tokens
             * self.decode_attention_flops_per_pair
             / self.decode_attention_flops_per_s,
-            kv_read_s=share * decode_kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
-            prefill_attention_s=share
+            share * decode_kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
+            share
             * prefill_pairs
             * self.prefill_attention_flops_per_pair
             / self.prefill_attention_flops_per_s,
-            comm_s=allreduce_s + layout.alltoall_s(tokens),
+            allreduce_s + layout.alltoall_s(tokens),
         )
 
     def pass_s(
@@ -337,10 +373,10 @@ class StepModel:
         prefill_tokens: float = 0.0,
         prefill_pairs: float = 0.0,
     ) -> float:
-        """`pass_parts(...).total_s`, without building the record."""
-        return self.pass_parts(
-            decode_tokens, decode_kv_tokens, prefill_tokens, prefill_pairs
-        ).total_s
+        """`pass_parts(...).total_s`, without building the record (the same arithmetic)."""
+        return pass_total_s(
+            *self._pass_terms(decode_tokens, decode_kv_tokens, prefill_tokens, prefill_pairs)
+        )
 
     def hop_s(self, tokens: float) -> float:
         """One pipeline hand-off of `tokens` tokens' hidden states (0 without PP)."""
@@ -367,13 +403,136 @@ class StepModel:
         pp x (pass + hop) + overhead, the pass that of `iteration_parts`. The overhead is
         the fixed step overhead plus B x the per-sequence overhead.
         """
-        parts = self.iteration_parts(batch, context_tokens, prefill_tokens, prefill_context_tokens)
+        m = min(float(self.pp), max(batch, 1.0))  # `micro_batches(batch)`
+        b, q = batch / m, prefill_tokens / m  # one micro-batch's tokens
+        terms = self._pass_terms(b, b * context_tokens, q, q * prefill_context_tokens)
+        pass_s = pass_total_s(*terms)
         overhead_s = self.overhead_s + self.sequence_overhead_s * batch
         if self.pp == 1:
-            return parts.total_s + overhead_s
-        m = self.micro_batches(batch)
-        hop_s = self.hop_s(batch / m + prefill_tokens / m)  # one micro-batch's tokens
-        return self.pp * (parts.total_s + hop_s) + overhead_s
+            return pass_s + overhead_s
+        return self.pp * (pass_s + self.hop_s(b + q)) + overhead_s
+
+    def iterations_s(
+        self,
+        batch: float,
+        context_tokens: float,
+        prefill_loads: list[float],
+        prefill_context_tokens: float,
+    ) -> list[float]:
+        """`iteration_s` at one batch and each of several prompt loads (prefill tokens),
+        in order: the same arithmetic, with the decode side's terms worked out once (the
+        iteration mixture of `models.batch_model` times ~10 loads at every batch). A
+        subclass that adds to `iteration_s` (`models.lora.LoraStepModel`) gets its own
+        `iteration_s` at each load."""
+        if type(self).iteration_s is not StepModel.iteration_s:  # a subclass adds a cost
+            return [
+                self.iteration_s(batch, context_tokens, load, prefill_context_tokens)
+                for load in prefill_loads
+            ]
+        m = min(float(self.pp), max(batch, 1.0))
+        b = batch / m
+        overhead_s = self.overhead_s + self.sequence_overhead_s * batch
+        if self.experts_layout is not None:
+            passes_s = self._moe_passes_s(
+                self.experts_layout, b, b * context_tokens, m, prefill_loads, prefill_context_tokens
+            )
+        elif self.experts:  # experts without a layout: load by load
+            return [
+                self.iteration_s(batch, context_tokens, load, prefill_context_tokens)
+                for load in prefill_loads
+            ]
+        else:
+            passes_s = self._dense_passes_s(
+                b, b * context_tokens, m, prefill_loads, prefill_context_tokens
+            )
+        if self.pp == 1:
+            return [pass_s + overhead_s for pass_s in passes_s]
+        return [
+            self.pp * (pass_s + self.hop_s(b + load / m)) + overhead_s
+            for pass_s, load in zip(passes_s, prefill_loads, strict=True)
+        ]
+
+    def _dense_passes_s(
+        self,
+        b: float,
+        kv_tokens: float,
+        m: float,
+        prefill_loads: list[float],
+        prefill_context_tokens: float,
+    ) -> list[float]:
+        """`pass_s` of one micro-batch (b decode tokens attending to `kv_tokens`, load / m
+        prompt tokens) at each load: `_pass_terms`' arithmetic term by term, the decode
+        side's terms once."""
+        decode_linear_s = b * self.decode_linear_flops_per_token / self.decode_linear_flops_per_s
+        attention_s = max(
+            kv_tokens * self.decode_attention_flops_per_pair / self.decode_attention_flops_per_s,
+            kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
+        )
+        weight_read_s = self.dense_weight_bytes / self.hbm_bytes_per_s
+        prefill_linear = self.prefill_linear_flops_per_token
+        prefill_linear_rate = self.prefill_linear_flops_per_s
+        prefill_attention = self.prefill_attention_flops_per_pair
+        prefill_attention_rate = self.prefill_attention_flops_per_s
+        allreduces, latency_s = self.allreduces_per_pass, self.allreduce_latency_s
+        per_token_s = self.allreduce_s_per_token
+        passes_s = []
+        for load in prefill_loads:
+            q = load / m
+            linear_compute_s = q * prefill_linear / prefill_linear_rate + decode_linear_s
+            linear_s = max(linear_compute_s, weight_read_s)
+            prefill_attention_s = (
+                q * prefill_context_tokens * prefill_attention / prefill_attention_rate
+            )
+            comm_s = allreduces * (latency_s + (b + q) * per_token_s)
+            passes_s.append(linear_s + (attention_s + prefill_attention_s) + comm_s)
+        return passes_s
+
+    def _moe_passes_s(
+        self,
+        layout: ExpertLayout,
+        b: float,
+        kv_tokens: float,
+        m: float,
+        prefill_loads: list[float],
+        prefill_context_tokens: float,
+    ) -> list[float]:
+        """`_dense_passes_s` of an MoE model: `_moe_pass_terms`' arithmetic term by term,
+        the attention side's terms once (the experts' depend on each load's tokens)."""
+        share = 1.0 / self.dp
+        attention_s = max(
+            share * kv_tokens * self.decode_attention_flops_per_pair
+            / self.decode_attention_flops_per_s,
+            share * kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
+        )
+        prefill_linear = share * self.prefill_linear_flops_per_token
+        decode_linear = share * self.decode_linear_flops_per_token
+        routed = self.routed_flops_per_token
+        passes_s = []
+        for load in prefill_loads:
+            q = load / m
+            tokens = b + q
+            extra = layout.imbalance(tokens) - 1.0
+            prefill_flops = q * (prefill_linear + extra * routed)
+            decode_flops = b * (decode_linear + extra * routed)
+            linear_compute_s = (
+                prefill_flops / self.prefill_linear_flops_per_s
+                + decode_flops / self.decode_linear_flops_per_s
+            )
+            weights = self.dense_weight_bytes
+            weights += layout.touched_per_rank(tokens) * self.expert_weight_bytes
+            linear_s = max(linear_compute_s, weights / self.hbm_bytes_per_s)
+            prefill_attention_s = (
+                share
+                * (q * prefill_context_tokens)
+                * self.prefill_attention_flops_per_pair
+                / self.prefill_attention_flops_per_s
+            )
+            allreduce_s = self.allreduces_per_pass * (
+                self.allreduce_latency_s + share * tokens * self.allreduce_s_per_token
+            )
+            comm_s = allreduce_s + layout.alltoall_s(tokens)
+            passes_s.append(linear_s + (attention_s + prefill_attention_s) + comm_s)
+        return passes_s
 
     def iteration_parts(
         self,

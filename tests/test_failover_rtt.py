@@ -7,6 +7,7 @@ import pytest
 
 from models import catalog
 from models.capacity import replica_capacity
+from models.edge_search import EDGE_REL_TOL
 from models.efficiency import efficiency_for
 from models.loading import validate_instance
 from models.pooling import planning_capacity
@@ -163,7 +164,9 @@ def test_a_tpot_bound_pool_pays_nothing_for_the_round_trip():
 def test_the_failover_curve_equals_recomputing_every_size_at_the_tighter_target(ttft_ms, rtt_ms):
     """failover_curve reuses a size's capacity where it holds at the TTFT target less the
     round trip (not TTFT-limited, its p99 TTFT already within the tighter target); the
-    curve must be exactly what recomputing every size at the tighter target gives."""
+    curve must be what recomputing every size at the tighter target gives, to the
+    capacity search's precision (`models.edge_search.EDGE_REL_TOL`, 1e-12: its steps
+    interpolate the p99-to-target ratios, and the TTFT's differs at the tighter target)."""
     from dataclasses import replace
 
     from solver.pools import PoolCurve, PoolPhysics, failover_curve
@@ -193,5 +196,7 @@ def test_the_failover_curve_equals_recomputing_every_size_at_the_tighter_target(
         got.points, ((n, tighter.at(n)) for n in (1, 2, 4, 8)), strict=True
     ):
         assert n == m
-        assert planning_capacity(capacity) == planning_capacity(expected)
+        assert planning_capacity(capacity) == pytest.approx(
+            planning_capacity(expected), rel=10 * EDGE_REL_TOL
+        )
         assert capacity.limit is expected.limit

@@ -19,6 +19,7 @@ from models.lora import (
 )
 from models.precision import Precision
 from models.replica import LatencyTargets, ReplicaConfig, TrafficMix
+from models.step_time import StepModel, step_model
 
 EFF = Efficiency()
 H100 = catalog.gpu_catalog()["h100-sxm"]
@@ -95,3 +96,18 @@ def test_too_many_adapters_do_not_fit_and_say_so():
     )
     assert not result.capacity.fits
     assert "200 adapters" in result.capacity.reason and "fewer adapters" in result.capacity.reason
+
+
+def test_the_iteration_mixture_pays_the_adapters_in_every_loaded_iteration():
+    """`StepModel.iterations_s` (the mixture's batch-at-a-time timing) goes through a
+    subclass's own `iteration_s`, so a LoRA replica's mixture pays `lora_s` at every
+    load: the same times one by one, each above the base model's by lora_s(B, B + Q)."""
+    adapters = [AdapterLoad(f"a{k}", 64, 1.0) for k in range(50)]
+    steps = lora_step_model(CONFIG, adapters, EFF)
+    loads = [0.0, 800.0, 1600.0]
+    times = steps.iterations_s(32, 1100, loads, 500)
+    assert times == [steps.iteration_s(32, 1100, load, 500) for load in loads]
+    plain = step_model(H100, LLAMA_8B, Precision.BF16, Precision.BF16, 1, 1, EFF)
+    base = StepModel.iterations_s(plain, 32, 1100, loads, 500)
+    for load, seconds, base_s in zip(loads, times, base, strict=True):
+        assert seconds == pytest.approx(base_s + steps.lora_s(32, 32 + load), rel=1e-12)

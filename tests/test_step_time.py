@@ -188,3 +188,41 @@ def test_more_hbm_bandwidth_never_slows_a_decode_step(bandwidth_tb_s, factor, ba
     t_slow = step_model(slow, model, FP8, FP8, tp, 1, EFF).decode_step_s(batch, context)
     t_fast = step_model(fast, model, FP8, FP8, tp, 1, EFF).decode_step_s(batch, context)
     assert t_fast <= t_slow * (1 + 1e-12)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    layout=st.sampled_from(
+        [
+            ("llama-3.1-8b", 1, 1),
+            ("llama-3.3-70b", 4, 1),
+            ("llama-3.3-70b", 4, 2),
+            ("mixtral-8x7b", 2, 1),
+            ("qwen3-30b-a3b", 2, 2),
+        ]
+    ),
+    batch=st.floats(min_value=0.0, max_value=1024),
+    context=st.floats(min_value=1, max_value=32768),
+    loads=st.lists(st.floats(min_value=0.0, max_value=16384), max_size=12),
+    prefill_context=st.floats(min_value=0.0, max_value=32768),
+)
+def test_the_fast_paths_time_exactly_what_the_roofline_record_times(
+    layout, batch, context, loads, prefill_context
+):
+    """`iterations_s` (the decode side worked out once per batch) and `pass_s` (no
+    record) do the same arithmetic as `iteration_parts` / `pass_parts`: equal to the bit,
+    dense and MoE, with and without pipeline stages."""
+    name, tp, pp = layout
+    steps = step_model(gpu("h100-sxm"), llm(name), FP8, FP8, tp, pp, EFF)
+    one_by_one = [steps.iteration_s(batch, context, load, prefill_context) for load in loads]
+    assert steps.iterations_s(batch, context, loads, prefill_context) == one_by_one
+    m = steps.micro_batches(batch)
+    for load, seconds in zip(loads, one_by_one, strict=True):
+        parts = steps.iteration_parts(batch, context, load, prefill_context)
+        b, q = batch / m, load / m
+        assert steps.pass_s(b, b * context, q, q * prefill_context) == parts.total_s
+        overhead_s = EFF.step_overhead_s + EFF.sequence_overhead_s * batch
+        if pp == 1:
+            assert seconds == parts.total_s + overhead_s
+        else:
+            assert seconds == pp * (parts.total_s + steps.hop_s(b + q)) + overhead_s
