@@ -55,8 +55,6 @@ def test_an_unknown_command_is_refused(run_cli):
     assert "No such command" in result.stderr
 
 
-
-
 def test_a_one_region_solve_imports_no_graph_library():
     instance = ONE_MODEL_ONE_REGION
     code = (
@@ -81,3 +79,14 @@ def test_each_backend_name_loads_its_own_class_and_only_it():
     loaded = set(result.stdout.split())
     assert "solver.backends.highs" in loaded
     assert not loaded & {"solver.backends.cbc", "solver.backends.scip", "solver.backends.cpsat"}
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["catalog", "gpus"], ["solv"]])
+def test_the_collector_runs_again_after_the_command(run_cli, argv):
+    """`main` pauses the cyclic garbage collector while a command loads; whichever way the
+    command ends (help, output, an error), the collector is running again after it."""
+    import gc
+
+    assert gc.isenabled()
+    run_cli(*argv)
+    assert gc.isenabled()
