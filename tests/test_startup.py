@@ -3,6 +3,7 @@
 Not timed (timings live in `make bench`): these check which modules get imported.
 """
 
+import ast
 import inspect
 import subprocess
 import sys
@@ -90,3 +91,23 @@ def test_the_collector_runs_again_after_the_command(run_cli, argv):
     assert gc.isenabled()
     run_cli(*argv)
     assert gc.isenabled()
+
+
+def test_a_definition_is_cut_at_the_next_top_level_statement():
+    """The summary reader parses `def name(...)` alone: a signature closed by `)` in
+    column 0, comments in column 0 and indented docstring lines stay in; the next
+    decorator ends it. A cut that does not parse falls back to the whole source."""
+    source = (
+        "import x\n\n\ndef other():\n    pass\n\n\n"
+        "def solve(\n    file: int,\n) -> None:\n"
+        '    """Find the cheapest fleet.\n\nMore.\n    """\n# a comment\n    return None\n\n\n'
+        "@decorator\ndef after():\n    pass\n"
+    )
+    tree = cli_app._definition(source, "solve")
+    assert [node.name for node in tree.body] == ["solve"]
+    assert ast.get_docstring(tree.body[0]) == "Find the cheapest fleet.\n\nMore."
+    text_in_column_0 = (
+        'x = 1\n\n\ndef solve():\n    text = """\nat column 0\n"""\n    return text\n'
+    )
+    whole = cli_app._definition(text_in_column_0, "solve")
+    assert [type(node).__name__ for node in whole.body] == ["Assign", "FunctionDef"]
