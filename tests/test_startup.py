@@ -100,7 +100,7 @@ def test_a_definition_is_cut_at_the_next_top_level_statement():
     source = (
         "import x\n\n\ndef other():\n    pass\n\n\n"
         "def solve(\n    file: int,\n) -> None:\n"
-        '    """Find the cheapest fleet.\n\nMore.\n    """\n# a comment\n    return None\n\n\n'
+        '    """Find the cheapest fleet.\n\n    More.\n    """\n# a comment\n    return None\n\n\n'
         "@decorator\ndef after():\n    pass\n"
     )
     tree = cli_app._definition(source, "solve")
