@@ -146,3 +146,46 @@ def test_the_one_model_text_is_the_expected_mps():
     result = get_backend("highs").solve(lp, mip_gap=0.0)
     assert result.values == {"x": 1.0, "y": 3.0}  # 3 * 1 + 2 * 3 = 9 beats 3 * 4 = 12
     assert result.objective == 9.0
+
+
+def _solve_in_a_fresh_process(prelude: str) -> str:
+    """Run `prelude`, then a highs solve of min 3x + 2y, x + y >= 4, x >= 1 (x integer),
+    in a fresh interpreter; its output: the objective and the highspy modules loaded."""
+    import subprocess
+    import sys
+
+    code = prelude + (
+        "\nimport sys\nfrom solver.backends import get_backend\n"
+        "from solver.lp import LinearProgram, Sense\n"
+        "lp = LinearProgram('tiny')\n"
+        "lp.add_variable('x', lower=1.0, integer=True)\nlp.add_variable('y')\n"
+        "lp.add_objective({'x': 3.0, 'y': 2.0})\n"
+        "lp.add_constraint('need', 'f', {'x': 1.0, 'y': 1.0}, Sense.GE, 4.0)\n"
+        "result = get_backend('highs').solve(lp)\n"
+        "print(result.objective, result.message)\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith(('highspy', 'numpy')))))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    return result.stdout
+
+
+def test_the_compiled_module_loads_alone():
+    objective, modules = _solve_in_a_fresh_process("").splitlines()
+    assert objective.split()[0] == "9.0"  # 3 * 1 + 2 * 3
+    assert "highspy._core" in modules.split()
+    assert "highspy" not in modules.split() and "numpy" not in modules
+
+
+def test_highspy_imported_first_or_laid_out_otherwise_still_solves():
+    """With highspy imported before (its `_core` already loaded), or with no extension
+    file found next to highspy's `__init__` (the package is imported instead)."""
+    imported_first = _solve_in_a_fresh_process("import highspy")
+    assert imported_first.splitlines()[0].split()[0] == "9.0"
+    no_file = _solve_in_a_fresh_process(
+        "import importlib.machinery\nimportlib.machinery.EXTENSION_SUFFIXES.clear()"
+    )
+    objective, modules = no_file.splitlines()
+    assert objective.split()[0] == "9.0"
+    assert "highspy" in modules.split()  # the whole package, numpy with it
