@@ -273,13 +273,15 @@ class HighsBackend(Backend):
 
 def _pass_program(highs, program: CompiledProgram):
     """Hand `program` to `highs`: as MPS text when it is small and representable, else
-    as arrays. Returns HiGHS's status."""
+    (or where the text cannot be written or read) as arrays. Returns HiGHS's status."""
     text = mps_text(program) if program.num_nonzeros <= SMALL_PROGRAM_NONZEROS else None
     if text is not None:
         try:
-            return _read_mps(highs, text)
+            status = _read_mps(highs, text)
         except OSError:  # no writable temporary folder: the arrays need none
-            pass
+            status = None
+        if status is not None and status != _core().HighsStatus.kError:
+            return status
     return highs.passModel(highs_lp(program))
 
 
