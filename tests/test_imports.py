@@ -125,6 +125,8 @@ NOT_ON_THE_ONE_MODEL_PATH = {
     "concurrent.futures": "worker pools: likewise",
     "ortools": "the scip and cpsat backends' library",
     "pulp": "the cbc backend's library",
+    "solver.verify_hours": "the hour verifier: `fleetplan verify`'s (solve verifies with "
+    "solver.verify)",
 }
 """Modules a one-model, one-region solve must not import (issue 19), and why."""
 
