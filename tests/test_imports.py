@@ -125,6 +125,8 @@ NOT_ON_THE_ONE_MODEL_PATH = {
     "concurrent.futures": "worker pools: likewise",
     "ortools": "the scip and cpsat backends' library",
     "pulp": "the cbc backend's library",
+    "models.time_periods": "hourly demand grids: hourly plans only",
+    "models.autoscaling": "warm pools by hour: hourly plans only",
     "solver.verify_hours": "the hour verifier: `fleetplan verify`'s (solve verifies with "
     "solver.verify)",
 }
