@@ -61,8 +61,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
 from models.efficiency import Efficiency
 from models.memory import MemoryBudget, kv_bytes_per_token, memory_budget
 from models.queueing import wait_quantile_s
@@ -298,11 +296,35 @@ class IterationMixture:
         return max(self.second_moment_s2 - self.mean_s**2, 0.0)
 
 
-_HERMITE_NODES, _HERMITE_WEIGHTS = np.polynomial.hermite_e.hermegauss(9)
-_HERMITE_WEIGHTS = _HERMITE_WEIGHTS / _HERMITE_WEIGHTS.sum()
-_HERMITE_POINTS = tuple(zip(map(float, _HERMITE_NODES), map(float, _HERMITE_WEIGHTS), strict=True))
-"""The rule's (node, weight) pairs as Python floats: the same values, without numpy
-scalars spreading into every time computed from them (their arithmetic is slower)."""
+_HERMITE_NODES = (
+    -4.512745863399783,
+    -3.20542900285647,
+    -2.07684797867783,
+    -1.0232556637891326,
+    0.0,
+    1.0232556637891326,
+    2.07684797867783,
+    3.20542900285647,
+    4.512745863399783,
+)
+"""Nodes of the 9-point Gauss-Hermite rule of the standard normal law (the roots of the
+probabilists' Hermite polynomial He_9): `numpy.polynomial.hermite_e.hermegauss(9)`
+written out, so that the physics does not import numpy (issue 19);
+tests/test_hermite_constants.py checks them against numpy's to the bit."""
+_HERMITE_WEIGHTS = (
+    2.2345844007746607e-05,
+    0.0027891413212317692,
+    0.04991640676521782,
+    0.24409750289493953,
+    0.40634920634920635,
+    0.24409750289493953,
+    0.04991640676521782,
+    0.0027891413212317692,
+    2.2345844007746607e-05,
+)
+"""Their weights, normalised to sum to 1 (hermegauss's weights over their sum)."""
+_HERMITE_POINTS = tuple(zip(_HERMITE_NODES, _HERMITE_WEIGHTS, strict=True))
+"""The rule's (node, weight) pairs."""
 FEEDBACK_GAIN_CAP = 0.9
 """Largest feedback gain g of the batch on its own step time (`BatchModel.batch_high`)."""
 POISSON_TAIL = 1e-5

@@ -19,9 +19,7 @@ workloads only.
 
 from collections.abc import Mapping
 
-from models.autoscaling import pool_headroom
 from models.instance import Instance
-from models.time_periods import demand_grid
 from models.traffic import HOURS_PER_DAY, Demand
 
 
@@ -57,6 +55,8 @@ def failover_window_s(instance: Instance) -> float:
 
 def interactive_grid(instance: Instance) -> dict[tuple[str, str], tuple[float, ...]]:
     """Arrival rates of each UTC hour for interactive (workload, region) keys, requests/s."""
+    from models.time_periods import demand_grid  # hourly plans only (issue 19)
+
     batch = {w.name for w in instance.workloads if w.is_batch}
     return {key: rates for key, rates in demand_grid(instance).items() if key[0] not in batch}
 
@@ -64,6 +64,8 @@ def interactive_grid(instance: Instance) -> dict[tuple[str, str], tuple[float, .
 def warm_grid(instance: Instance) -> dict[tuple[str, str], tuple[float, ...]]:
     """warm_h per interactive (workload, region) and UTC hour, requests/s (see the module
     text); keys with no demand are left out."""
+    from models.autoscaling import pool_headroom  # hourly plans only (issue 19)
+
     start_s = planning_start_s(instance)
     policy = instance.policy
     warm = {}

@@ -14,9 +14,6 @@ Only worth it for many workloads (`PARALLEL_MIN_CONFIGURATIONS` configurations t
 evaluate): a worker process costs its start-up.
 """
 
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
-
 from models.instance import Instance
 from models.replica import LatencyTargets, TrafficMix
 from solver.candidates import CandidateTable, build_candidates, configurations
@@ -38,8 +35,10 @@ def build_candidates_parallel(
     """
     groups = _cache_groups(instance)
     work = {key: sum(len(configurations(instance, w)) for w in ws) for key, ws in groups.items()}
+    if sum(work.values()) < PARALLEL_MIN_CONFIGURATIONS:
+        return build_candidates(instance, settings)
     processes = processes_for(len(groups))
-    if processes <= 1 or sum(work.values()) < PARALLEL_MIN_CONFIGURATIONS:
+    if processes <= 1:
         return build_candidates(instance, settings)
     shares: list[list[str]] = [[] for _ in range(processes)]
     loads = [0] * processes
@@ -48,6 +47,9 @@ def build_candidates_parallel(
         shares[lightest] += [w.name for w in groups[key]]
         loads[lightest] += work[key]
     parts = [_restricted(instance, share) for share in shares if share]
+    import multiprocessing  # here: a small instance never starts workers (issue 19)
+    from concurrent.futures import ProcessPoolExecutor
+
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=len(parts), mp_context=context) as pool:
         built = list(pool.map(_build_share, parts, [settings] * len(parts)))

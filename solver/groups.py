@@ -48,8 +48,8 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from models.colocation import Member, SharedLayout, evaluate_group, group_template
 from models.efficiency import efficiency_for
 from models.instance import Instance
 from models.memory import weight_bytes_per_gpu
@@ -58,6 +58,9 @@ from models.replica import LatencyTargets, Limit, Role, TrafficMix
 from solver.candidates import Candidate, CandidateTable
 from solver.group_search import Packing, SearchResult, generate
 from solver.settings import SolveSettings
+
+if TYPE_CHECKING:  # the co-location physics loads when a group is evaluated (issue 19)
+    from models.colocation import SharedLayout
 
 TAIL_REPLICAS = 1.0
 """A workload shares only when its peak is below this many lone replicas' capacity."""
@@ -83,7 +86,7 @@ class Template:
     gpu: str
     precision: Precision
     kv_precision: Precision
-    layout: SharedLayout
+    layout: "SharedLayout"
     capacity_requests_per_s: tuple[float, ...]
     """a[w,t] for each member, in `members` order."""
     load_scale: float
@@ -300,6 +303,8 @@ def _fits(instance: Instance, group: Sequence[_Option]) -> bool:
 
 def _physics(instance: Instance, workloads: dict, group: Sequence[_Option]):
     """(layout, members at their peaks, efficiency) of `group`."""
+    from models.colocation import Member, SharedLayout
+
     config = group[0].candidate.config
     layout = SharedLayout(config.gpu, config.weight_precision, config.kv_precision, 1, 1)
     efficiency = efficiency_for(
@@ -322,12 +327,16 @@ def _meets_at_peak(
     instance: Instance, workloads: dict, group: Sequence[_Option], factor: float
 ) -> bool:
     """Whether one group replica carries every member's peak within its SLO (s* >= 1)."""
+    from models.colocation import evaluate_group
+
     layout, members, efficiency = _physics(instance, workloads, group)
     return evaluate_group(layout, members, efficiency, factor).meets_slo
 
 
 def _evaluate(instance: Instance, workloads: dict, group: Sequence[_Option], factor: float):
     """The template of `group` at its members' peaks, or None when it cannot be shared."""
+    from models.colocation import group_template
+
     layout, members, efficiency = _physics(instance, workloads, group)
     config = group[0].candidate.config
     found = group_template(layout, members, efficiency, factor, bisection_steps=SEARCH_STEPS)

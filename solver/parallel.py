@@ -14,10 +14,8 @@ plan's `solver.method`).
 """
 
 import math
-import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import replace
 
 from solver.backends import Backend, get_backend
@@ -45,6 +43,8 @@ def processes_for(programs: int) -> int:
     when other work keeps the cores busy (workers would only share them: on the shared
     2-core machine at a load of 4, the 10 x 20 x 6 region-loss bench took 14.6 s in two
     workers against 9.5 s in one process)."""
+    import multiprocessing  # here, not at the top: a one-model solve never asks (issue 19)
+
     if multiprocessing.parent_process() is not None:
         return 1
     return max(1, min(programs, machine_threads(), math.floor(idle_cores())))
@@ -86,6 +86,9 @@ def solve_each(
             if stop(result):
                 return
         return
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=processes, mp_context=context) as pool:
         waiting = list(enumerate(programs))

@@ -513,7 +513,7 @@ def test_bound_propagation():
     lp.add_constraint("pair", "f", {"x": 1, "y": 1}, Sense.LE, 10)
     lp.add_constraint("half", "f", {"n": 2}, Sense.GE, 7)
     lp.add_constraint("cap", "f", {"s": 1, "m": -3}, Sense.LE, 0)
-    lower, upper = propagate_bounds(compile_program(lp))
+    lower, upper = propagate_bounds(compile_program(lp).numpy())
     assert upper[:3] == pytest.approx([10, 10, 15], rel=1e-6)
     assert lower[3] == 4 and upper[4] == 5
 
@@ -525,7 +525,7 @@ def test_grid_relaxation_bound_is_below_the_optimum():
 
     for seed in range(6):
         lp = fleet_program(seed)
-        grid = make_grid(compile_program(lp))
+        grid = make_grid(compile_program(lp).numpy())
         assert grid.objective_slack >= 0 and (grid.row_slack >= 0).all()
         if not get_backend("cpsat").is_available():
             continue
@@ -701,7 +701,7 @@ def test_implied_integers():
     lp.add_constraint("pair", "f", {"t": 1, "u": 1}, Sense.GE, 3)
     lp.add_constraint("odd", "f", {"v": 2, "n": -3}, Sense.GE, 0)
     lp.add_objective({"purchased": 3, "w": 1, "s": 1, "t": 1, "u": 1, "v": 1, "n": 1})
-    program = compile_program(lp)
+    program = compile_program(lp).numpy()
     implied = dict(zip(program.variable_names, implied_integers(program).tolist(), strict=True))
     assert implied == {
         "n": False,
@@ -724,7 +724,7 @@ def test_implied_integers_keep_the_optimum(seed):
     from solver.backends.base import compile_program
 
     lp = failover_program(seed)
-    mask = implied_integers(compile_program(lp))
+    mask = implied_integers(compile_program(lp).numpy())
     names = [name for name, flag in zip(lp.variables, mask.tolist(), strict=True) if flag]
     assert {name.split("[")[0] for name in names} == {"purchased", "pooled"}
     declared = LinearProgram(lp.name, objective=dict(lp.objective), constraints=lp.constraints)
@@ -747,7 +747,7 @@ def test_cuts_hold_at_the_optimum(seed):
 
     cpsat_or_skip()
     lp = failover_program(seed)
-    program = compile_program(lp)
+    program = compile_program(lp).numpy()
     grid = make_grid(program)
     optimum = get_backend("highs").solve(lp, mip_gap=0.0).values
     best_point = np.array([optimum[name] for name in program.variable_names])

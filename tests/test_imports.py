@@ -115,3 +115,57 @@ def test_models_never_import_solver_or_cli():
 def test_the_import_graph_has_no_circle():
     cycles = list(nx.simple_cycles(import_graph()))
     assert cycles == []
+
+
+NOT_ON_THE_ONE_MODEL_PATH = {
+    "numpy": "the compiled program is array.array; HiGHS gets a small program as MPS text",
+    "highspy.highs": "highspy's Python layer imports numpy; the backend loads highspy._core",
+    "models.colocation": "co-location physics: loaded when a group is evaluated",
+    "multiprocessing": "worker processes: started only for large instances",
+    "concurrent.futures": "worker pools: likewise",
+    "ortools": "the scip and cpsat backends' library",
+    "pulp": "the cbc backend's library",
+    "models.time_periods": "hourly demand grids: hourly plans only",
+    "models.autoscaling": "warm pools by hour: hourly plans only",
+    "solver.verify_hours": "the hour verifier: `fleetplan verify`'s (solve verifies with "
+    "solver.verify)",
+}
+"""Modules a one-model, one-region solve must not import (issue 19), and why."""
+
+
+def _modules_after(argv: list[str]) -> set[str]:
+    """Every module in sys.modules after `fleetplan ARGV...` ran in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom cli.app import main\n"
+        f"sys.argv = ['fleetplan', *{argv!r}]\n"
+        "try:\n    main()\nexcept SystemExit as stop:\n    assert not stop.code, stop.code\n"
+        "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return set(result.stderr.split())
+
+
+def test_importing_the_app_imports_no_solver_library_nor_numpy():
+    import subprocess
+    import sys
+
+    probe = "import cli.app, sys\nprint(' '.join(sorted(sys.modules)))"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    loaded = {name.split(".")[0] for name in result.stdout.split()}
+    assert not loaded & {"highspy", "ortools", "pulp", "numpy"}, loaded
+
+
+def test_a_one_model_solve_imports_only_what_it_needs():
+    from tests.paths import ONE_MODEL_ONE_REGION
+
+    loaded = _modules_after(["solve", str(ONE_MODEL_ONE_REGION)])
+    assert "solver.backends.highs" in loaded and "highspy._core" in loaded  # it solved
+    assert sorted(set(NOT_ON_THE_ONE_MODEL_PATH) & loaded) == []

@@ -100,7 +100,9 @@ def test_candidates_in_workers_are_the_table_of_one_process(monkeypatch):
 
 
 def test_no_workers_inside_a_worker(monkeypatch):
-    monkeypatch.setattr(parallel.multiprocessing, "parent_process", lambda: object())
+    import multiprocessing
+
+    monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())
     assert parallel.processes_for(8) == 1
 
 

@@ -3,6 +3,7 @@
 Not timed (timings live in `make bench`): these check which modules get imported.
 """
 
+import ast
 import inspect
 import subprocess
 import sys
@@ -55,8 +56,6 @@ def test_an_unknown_command_is_refused(run_cli):
     assert "No such command" in result.stderr
 
 
-
-
 def test_a_one_region_solve_imports_no_graph_library():
     instance = ONE_MODEL_ONE_REGION
     code = (
@@ -81,3 +80,34 @@ def test_each_backend_name_loads_its_own_class_and_only_it():
     loaded = set(result.stdout.split())
     assert "solver.backends.highs" in loaded
     assert not loaded & {"solver.backends.cbc", "solver.backends.scip", "solver.backends.cpsat"}
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["catalog", "gpus"], ["solv"]])
+def test_the_collector_runs_again_after_the_command(run_cli, argv):
+    """`main` pauses the cyclic garbage collector while a command loads; whichever way the
+    command ends (help, output, an error), the collector is running again after it."""
+    import gc
+
+    assert gc.isenabled()
+    run_cli(*argv)
+    assert gc.isenabled()
+
+
+def test_a_definition_is_cut_at_the_next_top_level_statement():
+    """The summary reader parses `def name(...)` alone: a signature closed by `)` in
+    column 0, comments in column 0 and indented docstring lines stay in; the next
+    decorator ends it. A cut that does not parse falls back to the whole source."""
+    source = (
+        "import x\n\n\ndef other():\n    pass\n\n\n"
+        "def solve(\n    file: int,\n) -> None:\n"
+        '    """Find the cheapest fleet.\n\n    More.\n    """\n# a comment\n    return None\n\n\n'
+        "@decorator\ndef after():\n    pass\n"
+    )
+    tree = cli_app._definition(source, "solve")
+    assert [node.name for node in tree.body] == ["solve"]
+    assert ast.get_docstring(tree.body[0]) == "Find the cheapest fleet.\n\nMore."
+    text_in_column_0 = (
+        'x = 1\n\n\ndef solve():\n    text = """\nat column 0\n"""\n    return text\n'
+    )
+    whole = cli_app._definition(text_in_column_0, "solve")
+    assert [type(node).__name__ for node in whole.body] == ["Assign", "FunctionDef"]

@@ -45,7 +45,8 @@ class Arrays:
 
     @classmethod
     def of(cls, program) -> "Arrays":
-        """The arrays of a `CompiledProgram`, as they stand."""
+        """The arrays of a `CompiledProgram`, as numpy arrays."""
+        program = program.numpy()
         return cls(
             program.lower,
             program.upper,

@@ -25,13 +25,19 @@ Shared rules, applied here once for every backend:
   has not shown that an integer point exists.
 - A library exception during a solve becomes `Termination.ERROR` with a message;
   only invalid arguments (a negative time limit, say) raise.
+
+The arrays are the standard library's `array.array`, not numpy's: a one-model solve
+never needs numpy (importing it is a fifth of that command's time, issue 19). A backend
+that computes with numpy (cbc, scip, cpsat) takes `program.numpy()`, the same program with
+numpy arrays.
 """
 
 import math
 from abc import ABC, abstractmethod
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-
-import numpy as np
+from typing import Any
 
 from solver.lp import LinearProgram, Sense, SolveResult, Termination
 from solver.settings import Deadline, SolveSettings, machine_threads
@@ -83,23 +89,32 @@ SolveOptions = SolveSettings
 (solver.settings); the name stays for the backends that read it."""
 
 
+Vector = Any
+"""A one-dimensional array of numbers: `array.array` as `compile_program` makes it, a
+numpy array after `CompiledProgram.numpy()`. Both index, slice, `len` and `tolist()`."""
+
+
 @dataclass(frozen=True, eq=False)
 class CompiledProgram:
-    """A `LinearProgram` as arrays; rows in CSR form with column indices sorted per row."""
+    """A `LinearProgram` as arrays; rows in CSR form with column indices sorted per row.
+
+    Float arrays are `array("d")`, `row_start` and `col_index` `array("q")`, `integer`
+    `array("b")` (0 or 1); `numpy()` gives the numpy version for backends that compute
+    on whole arrays."""
 
     variable_names: tuple[str, ...]
     constraint_names: tuple[str, ...]
-    lower: np.ndarray
-    upper: np.ndarray
-    integer: np.ndarray
-    cost: np.ndarray
+    lower: Vector
+    upper: Vector
+    integer: Vector
+    cost: Vector
     objective_constant: float
-    row_start: np.ndarray
-    col_index: np.ndarray
-    coef: np.ndarray
-    row_lower: np.ndarray
-    row_upper: np.ndarray
-    start: np.ndarray | None = None
+    row_start: Vector
+    col_index: Vector
+    coef: Vector
+    row_lower: Vector
+    row_upper: Vector
+    start: Vector | None = None
     """A feasible solution to start a MIP from (a backend with `warm_start` uses it)."""
 
     @property
@@ -113,24 +128,51 @@ class CompiledProgram:
         return len(self.constraint_names)
 
     @property
+    def num_nonzeros(self) -> int:
+        """Stored coefficients of the rows."""
+        return len(self.coef)
+
+    @property
     def is_mip(self) -> bool:
         """Whether any variable is integer."""
-        return bool(self.integer.any())
+        return bool(1 in self.integer)
 
-    def row_of_nonzero(self) -> np.ndarray:
-        """The row index of every stored coefficient."""
+    def numpy(self) -> "CompiledProgram":
+        """The same program with numpy arrays (float64, int64 indices, a bool `integer`),
+        for the backends that compute on whole arrays. The arrays may share memory with
+        this program's: treat them as read-only, as every backend does."""
+        import numpy as np
+
+        return replace(
+            self,
+            lower=np.asarray(self.lower, dtype=float),
+            upper=np.asarray(self.upper, dtype=float),
+            integer=np.asarray(self.integer, dtype=bool),
+            cost=np.asarray(self.cost, dtype=float),
+            row_start=np.asarray(self.row_start, dtype=np.int64),
+            col_index=np.asarray(self.col_index, dtype=np.int64),
+            coef=np.asarray(self.coef, dtype=float),
+            row_lower=np.asarray(self.row_lower, dtype=float),
+            row_upper=np.asarray(self.row_upper, dtype=float),
+            start=None if self.start is None else np.asarray(self.start, dtype=float),
+        )
+
+    def row_of_nonzero(self) -> Vector:
+        """The row index of every stored coefficient (a numpy array)."""
+        import numpy as np
+
         return np.repeat(np.arange(self.num_rows), np.diff(self.row_start))
 
-    def row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+    def row(self, i: int) -> tuple[Vector, Vector]:
         """Column indices and coefficients of row i."""
         lo, hi = self.row_start[i], self.row_start[i + 1]
         return self.col_index[lo:hi], self.coef[lo:hi]
 
-    def with_cost(self, cost: np.ndarray, objective_constant: float = 0.0) -> "CompiledProgram":
+    def with_cost(self, cost: Vector, objective_constant: float = 0.0) -> "CompiledProgram":
         """The same rows and variables under another objective."""
         return replace(self, cost=cost, objective_constant=objective_constant)
 
-    def with_bounds(self, lower: np.ndarray, upper: np.ndarray) -> "CompiledProgram":
+    def with_bounds(self, lower: Vector, upper: Vector) -> "CompiledProgram":
         """The same program with other variable bounds."""
         return replace(self, lower=lower, upper=upper)
 
@@ -151,27 +193,27 @@ def compile_program(lp: LinearProgram) -> CompiledProgram:
     names = tuple(lp.variables)
     index = {name: j for j, name in enumerate(names)}
     variables = [lp.variables[name] for name in names]
-    lower = np.array([v.lower for v in variables], dtype=float)
-    upper = np.array([math.inf if v.upper is None else v.upper for v in variables], dtype=float)
-    integer = np.array([v.integer for v in variables], dtype=bool)
+    lower = array("d", [v.lower for v in variables])
+    upper = array("d", [math.inf if v.upper is None else v.upper for v in variables])
+    integer = array("b", [bool(v.integer) for v in variables])
     for name, lo, up in zip(names, lower, upper, strict=True):
         if math.isnan(lo) or math.isnan(up) or lo == math.inf or up == -math.inf:
             raise ValueError(f"variable {name} has bounds [{lo}, {up}]")
 
-    cost = np.zeros(len(names))
+    cost = array("d", bytes(8 * len(names)))
     for name, value in lp.objective.items():
         if name not in index:
             raise ValueError(f"objective uses undeclared variable {name}")
         cost[index[name]] += value
-    if not np.all(np.isfinite(cost)) or not math.isfinite(lp.objective_constant):
+    if not all(map(math.isfinite, cost)) or not math.isfinite(lp.objective_constant):
         raise ValueError("objective has a coefficient that is not a finite number")
 
     row_names = tuple(lp.constraints)
-    row_start = np.zeros(len(row_names) + 1, dtype=np.int64)
-    col_index: list[int] = []
-    coef: list[float] = []
-    row_lower = np.empty(len(row_names))
-    row_upper = np.empty(len(row_names))
+    row_start = array("q", bytes(8 * (len(row_names) + 1)))
+    col_index = array("q")
+    coef = array("d")
+    row_lower = array("d", bytes(8 * len(row_names)))
+    row_upper = array("d", bytes(8 * len(row_names)))
     for i, row_name in enumerate(row_names):
         row = lp.constraints[row_name]
         if not math.isfinite(row.rhs):
@@ -201,8 +243,8 @@ def compile_program(lp: LinearProgram) -> CompiledProgram:
         cost=cost,
         objective_constant=float(lp.objective_constant),
         row_start=row_start,
-        col_index=np.array(col_index, dtype=np.int64),
-        coef=np.array(coef, dtype=float),
+        col_index=col_index,
+        coef=coef,
         row_lower=row_lower,
         row_upper=row_upper,
     )
@@ -219,8 +261,9 @@ class Answer:
     termination: Termination | None
     objective: float | None = None
     """Including the program's objective constant."""
-    values: np.ndarray | None = None
-    duals: np.ndarray | None = None
+    values: Sequence[float] | None = None
+    """One per variable (a list, an `array.array` or a numpy array)."""
+    duals: Sequence[float] | None = None
     mip_gap: float | None = None
     message: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -228,15 +271,18 @@ class Answer:
 
 def _trivial_answer(program: CompiledProgram) -> Answer | None:
     """Settle what needs no solver: inconsistent bounds, violated empty rows, no variables."""
-    bad = np.flatnonzero(program.lower > program.upper)
-    if bad.size:
-        j = int(bad[0])
+    bad = [
+        j for j, (lo, up) in enumerate(zip(program.lower, program.upper, strict=True)) if lo > up
+    ]
+    if bad:
+        j = bad[0]
         return Answer(
             Termination.INFEASIBLE,
             message=f"variable {program.variable_names[j]} has lower bound "
             f"{program.lower[j]:g} above its upper bound {program.upper[j]:g}",
         )
-    empty = np.flatnonzero(np.diff(program.row_start) == 0)
+    starts = program.row_start
+    empty = (i for i in range(program.num_rows) if starts[i] == starts[i + 1])
     for i in empty:
         if program.row_lower[i] > 0.0 or program.row_upper[i] < 0.0:
             return Answer(
@@ -248,8 +294,8 @@ def _trivial_answer(program: CompiledProgram) -> Answer | None:
         return Answer(
             Termination.OPTIMAL,
             objective=program.objective_constant,
-            values=np.zeros(0),
-            duals=np.zeros(program.num_rows),
+            values=[],
+            duals=[0.0] * program.num_rows,
             mip_gap=0.0,
         )
     return None
@@ -322,7 +368,7 @@ class Backend(ABC):
             else:
                 program = compile_program(lp)
                 if start and self.capabilities.warm_start and program.is_mip:
-                    vector = np.array([start.get(n, 0.0) for n in program.variable_names])
+                    vector = array("d", [start.get(n, 0.0) for n in program.variable_names])
                     program = replace(program, start=vector)
                 answer = _trivial_answer(program) or self._solve(program, options, deadline)
                 if answer.termination in (None, Termination.UNBOUNDED):
@@ -357,7 +403,7 @@ class Backend(ABC):
                 message="infeasible or unbounded; no time left to tell which",
             )
         feasibility = self._solve(
-            program.with_cost(np.zeros(program.num_variables)),
+            program.with_cost(array("d", bytes(8 * program.num_variables))),
             replace(options, want_duals=False),
             deadline,
         )
@@ -390,8 +436,9 @@ class Backend(ABC):
         duals: dict[str, float] = {}
         objective = None
         if program is not None and termination.has_solution and answer.values is not None:
-            snapped = np.where(program.integer, np.round(answer.values), answer.values) + 0.0
-            values = dict(zip(program.variable_names, snapped.tolist(), strict=True))
+            pairs = zip(_floats(answer.values), program.integer, strict=True)
+            snapped = [_snapped(value, integer) for value, integer in pairs]
+            values = dict(zip(program.variable_names, snapped, strict=True))
             objective = answer.objective
             if options.want_duals:
                 if program.is_mip:
@@ -401,7 +448,11 @@ class Backend(ABC):
                     )
                 elif answer.duals is not None:
                     duals = dict(
-                        zip(program.constraint_names, (answer.duals + 0.0).tolist(), strict=True)
+                        zip(
+                            program.constraint_names,
+                            (dual + 0.0 for dual in _floats(answer.duals)),
+                            strict=True,
+                        )
                     )
                 else:
                     messages.append(f"{self.name} gives no duals; use the highs backend")
@@ -416,3 +467,16 @@ class Backend(ABC):
             mip_gap=answer.mip_gap if termination.has_solution else None,
             message="; ".join(m for m in messages if m),
         )
+
+
+def _floats(values: Sequence[float]) -> list[float]:
+    """`values` as Python floats (a numpy array's `tolist()` gives them at C speed)."""
+    return values.tolist() if hasattr(values, "tolist") else [float(v) for v in values]
+
+
+def _snapped(value: float, integer: int) -> float:
+    """An integer variable's value rounded to the nearest integer (half to even, as
+    numpy's `round`), a continuous one's as it is; -0.0 written 0.0."""
+    if integer and math.isfinite(value):
+        value = float(round(value))
+    return value + 0.0

@@ -156,6 +156,7 @@ class CbcBackend(Backend):
     def _solve(self, program: CompiledProgram, options: SolveOptions, deadline: Deadline) -> Answer:
         import pulp
 
+        program = program.numpy()
         problem = pulp.LpProblem("fleetplan", pulp.LpMinimize)
         columns = [
             pulp.LpVariable(

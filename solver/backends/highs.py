@@ -16,15 +16,29 @@ PuLP object is built, and duals, gap and status come straight from HiGHS.
 - Quiet: HiGHS prints a banner on stdout (C level) when the first `Highs` object of a
   process is built, before any option can be set. That one construction runs with
   file descriptor 1 pointed at /dev/null; every solve sets `output_flag` false.
+- Without numpy where it can (issue 19: numpy's import is a fifth of a one-model
+  solve's time). highspy's package `__init__` imports its Python layer (highspy/highs.py),
+  which imports numpy, and HighsLp's array fields convert through numpy too. So the
+  backend loads the compiled module `highspy._core` from its file next to highspy's
+  `__init__` (`_core()`), uses its `_Highs` class (the base of `highspy.Highs`, whose
+  additions are callbacks and a solve thread this backend does not use), and hands a
+  small program (up to `SMALL_PROGRAM_NONZEROS` coefficients) to HiGHS as free-format
+  MPS text read from a temporary file (`mps_text`), the same columns, rows, bounds and
+  coefficients, to the bit, as the arrays. A larger program goes in as arrays
+  (`highs_lp`, numpy imported): writing and parsing text costs about 2 us per
+  coefficient, numpy's import 60 ms once.
 """
 
 import contextlib
+import importlib.machinery
+import importlib.util
+import math
 import os
 import sys
 import threading
 from functools import cache
-
-import numpy as np
+from pathlib import Path
+from types import ModuleType
 
 from solver.backends.base import (
     Answer,
@@ -65,18 +79,70 @@ def _stdout_to_devnull():
         os.close(devnull)
 
 
-def _new_highs():
-    """A silent `highspy.Highs`; the first one of the process swallows the banner."""
+SMALL_PROGRAM_NONZEROS = 2_000
+"""Programs with at most this many coefficients go to HiGHS as MPS text, without numpy.
+
+At about 2 us per coefficient (format and parse) against 60 ms for numpy's import, text
+is cheaper up to some 30,000 coefficients in a process; 2,000 keeps every program of a
+one- or few-model question on text (a one-model, one-region solve has under 20) and
+every large one, and each program of a decomposed solve, on arrays."""
+
+
+@cache
+def _core() -> ModuleType:
+    """highspy's compiled module, `highspy._core`, loaded without highspy's `__init__`
+    (which imports numpy through highspy/highs.py); the module holds `_Highs`, `HighsLp`,
+    `HighsSolution` and the status enums.
+
+    highspy's wheels put the extension next to the package's `__init__`. Where it is not
+    found there (another layout, or highspy already imported) the whole package is
+    imported, which re-exports the same names.
+
+    Raises:
+        ImportError: highspy is not installed.
+    """
+    loaded = sys.modules.get("highspy._core")
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.find_spec("highspy")  # locates the package, runs nothing
+    if spec is None:
+        raise ImportError("No module named 'highspy'")
+    for folder in spec.submodule_search_locations or ():
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.join(folder, f"_core{suffix}")
+            if os.path.isfile(path):
+                loader = importlib.machinery.ExtensionFileLoader("highspy._core", path)
+                core_spec = importlib.util.spec_from_file_location(
+                    "highspy._core", path, loader=loader
+                )
+                if core_spec is None:
+                    continue
+                module = importlib.util.module_from_spec(core_spec)
+                sys.modules["highspy._core"] = module
+                try:
+                    loader.exec_module(module)
+                except BaseException:
+                    del sys.modules["highspy._core"]
+                    raise
+                return module
     import highspy
+
+    return highspy
+
+
+def _new_highs():
+    """A silent HiGHS instance (`_Highs`); the first one of the process swallows the
+    banner."""
+    core = _core()
 
     global _banner_done
     if not _banner_done:
         with _banner_lock:
             if not _banner_done:
                 with _stdout_to_devnull():
-                    highspy.Highs()
+                    core._Highs()
                 _banner_done = True
-    highs = highspy.Highs()
+    highs = core._Highs()
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("log_to_console", False)
     return highs
@@ -99,9 +165,11 @@ def _highs_version() -> str:
 def highs_lp(program: CompiledProgram, names: bool = False):
     """The compiled program as a `highspy.HighsLp` (rows in CSR form). `names`: a whole
     model for a file (MPS or LP): the column and row names, and the objective constant
-    as the model's offset (a solve adds the constant itself)."""
-    import highspy
+    as the model's offset (a solve adds the constant itself). Its array fields import
+    numpy (highspy converts them through it)."""
+    import numpy as np
 
+    highspy = _core()
     model = highspy.HighsLp()
     model.num_col_ = program.num_variables
     model.num_row_ = program.num_rows
@@ -113,8 +181,8 @@ def highs_lp(program: CompiledProgram, names: bool = False):
     model.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
     model.a_matrix_.num_col_ = program.num_variables
     model.a_matrix_.num_row_ = program.num_rows
-    model.a_matrix_.start_ = program.row_start.astype(np.int32)
-    model.a_matrix_.index_ = program.col_index.astype(np.int32)
+    model.a_matrix_.start_ = np.asarray(program.row_start, dtype=np.int32)
+    model.a_matrix_.index_ = np.asarray(program.col_index, dtype=np.int32)
     model.a_matrix_.value_ = program.coef
     if program.is_mip:
         kinds = (highspy.HighsVarType.kContinuous, highspy.HighsVarType.kInteger)
@@ -135,9 +203,9 @@ class HighsBackend(Backend):
     )
 
     def unavailable_reason(self) -> str:
-        """Empty when highspy imports."""
+        """Empty when highspy's compiled module loads."""
         try:
-            import highspy  # noqa: F401
+            _core()
         except ImportError as exc:
             return f"highspy is not installed ({exc}): pip install highspy"
         return ""
@@ -147,8 +215,7 @@ class HighsBackend(Backend):
         return _highs_version()
 
     def _solve(self, program: CompiledProgram, options: SolveOptions, deadline: Deadline) -> Answer:
-        import highspy
-
+        highspy = _core()
         highs = _new_highs()
         _use_threads(highs, options.threads)
         highs.setOptionValue("mip_rel_gap", options.mip_gap)
@@ -156,7 +223,7 @@ class HighsBackend(Backend):
         if remaining is not None:
             highs.setOptionValue("time_limit", remaining)
 
-        status = highs.passModel(highs_lp(program))
+        status = _pass_program(highs, program)
         if status == highspy.HighsStatus.kError:
             return Answer(Termination.ERROR, message="HiGHS rejected the model")
         if program.start is not None:
@@ -192,13 +259,93 @@ class HighsBackend(Backend):
             return Answer(Termination.ERROR, message=f"HiGHS: {status_text}")
 
         solution = highs.getSolution()
-        values = np.asarray(solution.col_value, dtype=float)
+        values = list(solution.col_value)
         objective = float(info.objective_function_value) + program.objective_constant
         gap = None
         if program.is_mip:
             gap = relative_gap(objective, float(info.mip_dual_bound) + program.objective_constant)
         duals = None
         if options.want_duals and not program.is_mip and solution.dual_valid:
-            duals = np.asarray(solution.row_dual, dtype=float)
+            duals = list(solution.row_dual)
         message = "" if termination is Termination.OPTIMAL else f"HiGHS: {status_text}"
         return Answer(termination, objective, values, duals, gap, message)
+
+
+def _pass_program(highs, program: CompiledProgram):
+    """Hand `program` to `highs`: as MPS text when it is small and representable, else
+    (or where the text cannot be written or read) as arrays. Returns HiGHS's status."""
+    text = mps_text(program) if program.num_nonzeros <= SMALL_PROGRAM_NONZEROS else None
+    if text is not None:
+        try:
+            status = _read_mps(highs, text)
+        except OSError:  # no writable temporary folder: the arrays need none
+            status = None
+        if status is not None and status != _core().HighsStatus.kError:
+            return status
+    return highs.passModel(highs_lp(program))
+
+
+def _read_mps(highs, text: str):
+    """`highs.readModel` of `text` written to a temporary `.mps` file (HiGHS reads a
+    model from a path only, and tells the format by its suffix)."""
+    import tempfile
+
+    descriptor, path = tempfile.mkstemp(prefix="fleetplan-", suffix=".mps")
+    try:
+        with os.fdopen(descriptor, "w", encoding="ascii") as handle:
+            handle.write(text)
+        return highs.readModel(path)
+    finally:
+        Path(path).unlink(missing_ok=True)
+
+
+def mps_text(program: CompiledProgram) -> str | None:
+    """The program in free-format MPS, as HiGHS reads it into the model `highs_lp` builds:
+    columns `c0..` and rows `r0..` in the program's order, each column's coefficients in
+    row order, every bound written out (so no reader default applies: an integer column
+    is not taken as binary), floats in `repr` (shortest text that parses back to the
+    same double). No objective constant (the solve adds it, as with the arrays).
+
+    Returns:
+        The text; None for a program MPS cannot say without ranges: a row with two
+        finite bounds that differ, or none (`compile_program` makes neither).
+    """
+    lines = ["NAME fleetplan", "ROWS", " N obj"]
+    for i, (lo, up) in enumerate(zip(program.row_lower, program.row_upper, strict=True)):
+        if lo == up:
+            kind = "E"
+        elif up == math.inf and lo != -math.inf:
+            kind = "G"
+        elif lo == -math.inf and up != math.inf:
+            kind = "L"
+        else:
+            return None
+        lines.append(f" {kind} r{i}")
+    entries: list[list[str]] = [[] for _ in range(program.num_variables)]
+    starts, columns, coefs = program.row_start, program.col_index, program.coef
+    for i in range(program.num_rows):
+        for k in range(starts[i], starts[i + 1]):
+            entries[columns[k]].append(f" c{columns[k]} r{i} {coefs[k]!r}")
+    lines.append("COLUMNS")
+    integer_block = False
+    for j, (cost, integer) in enumerate(zip(program.cost, program.integer, strict=True)):
+        if bool(integer) != integer_block:
+            integer_block = bool(integer)
+            marker = "INTORG" if integer_block else "INTEND"
+            lines.append(f" MARKER 'MARKER' '{marker}'")
+        lines.append(f" c{j} obj {cost!r}")  # a zero cost too: it declares the column
+        lines.extend(entries[j])
+    if integer_block:
+        lines.append(" MARKER 'MARKER' 'INTEND'")
+    lines.append("RHS")
+    for i, (lo, up) in enumerate(zip(program.row_lower, program.row_upper, strict=True)):
+        lines.append(f" rhs r{i} {(up if lo == -math.inf else lo)!r}")
+    lines.append("BOUNDS")
+    for j, (lo, up) in enumerate(zip(program.lower, program.upper, strict=True)):
+        if lo == up:
+            lines.append(f" FX bnd c{j} {lo!r}")
+            continue
+        lines.append(f" MI bnd c{j}" if lo == -math.inf else f" LO bnd c{j} {lo!r}")
+        lines.append(f" PL bnd c{j}" if up == math.inf else f" UP bnd c{j} {up!r}")
+    lines.append("ENDATA")
+    return "\n".join(lines) + "\n"

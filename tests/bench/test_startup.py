@@ -43,22 +43,33 @@ def _wall_and_cpu_s(argv: list[str]) -> tuple[float, float]:
     return wall, _children_cpu_s() - cpu_before
 
 
-def _import_breakdown(argv: list[str], top: int = 10) -> list[tuple[str, float]]:
+def _import_times(argv: list[str]) -> list[tuple[str, float, float, int]]:
+    """(module, own seconds, cumulative seconds, nesting depth) of every import the
+    command makes, from `python -X importtime`."""
     result = subprocess.run(
         [argv[0], "-X", "importtime", *argv[1:]], cwd=REPO, capture_output=True, text=True
     )
     rows = []
     for line in result.stderr.splitlines():
-        if not line.startswith("import time:") or "|" not in line:
+        if not line.startswith("import time:") or line.count("|") != 2:
             continue
-        _, cumulative, name = line.split("|", 2)
+        own, cumulative, name = line[len("import time:") :].split("|")
         try:
-            cumulative_us = int(cumulative)
-        except ValueError:
+            own_us, cumulative_us = int(own), int(cumulative)
+        except ValueError:  # the header line
             continue
-        if not name.startswith("  "):  # top-level imports only: one space, no nesting
-            rows.append((name.strip(), cumulative_us / 1e6))
-    return sorted(rows, key=lambda row: -row[1])[:top]
+        depth = (len(name) - len(name.lstrip(" ")) - 1) // 2
+        rows.append((name.strip(), own_us / 1e6, cumulative_us / 1e6, depth))
+    return rows
+
+
+def _by_package(rows: list[tuple[str, float, float, int]], top: int) -> list[tuple[str, float]]:
+    """Own import time summed by top-level package, largest first."""
+    totals: dict[str, float] = {}
+    for module, own_s, _, _ in rows:
+        package = module.split(".")[0]
+        totals[package] = totals.get(package, 0.0) + own_s
+    return sorted(totals.items(), key=lambda row: -row[1])[:top]
 
 
 def test_startup_and_single_question(capsys):
@@ -84,6 +95,18 @@ def test_startup_and_single_question(capsys):
                 f"{name:40} {statistics.median(values):8.3f} {min(values):8.3f}"
                 f" {statistics.median(cpus[name]):8.3f}"
             )
-        print("\nimport breakdown of the solve (cumulative seconds, top-level modules)")
-        for module, seconds in _import_breakdown(cases["fleetplan solve (1 model, 1 region)"]):
-            print(f"  {module:38} {seconds:8.3f}")
+        rows = _import_times(cases["fleetplan solve (1 model, 1 region)"])
+        print(
+            f"\nimport breakdown of the solve: {len(rows)} modules, "
+            f"{sum(row[1] for row in rows):.3f} s of imports"
+        )
+        print("  by package (own time of its modules, seconds)")
+        for package, seconds in _by_package(rows, 12):
+            print(f"    {package:36} {seconds:8.3f}")
+        print("  slowest modules (own time, seconds)")
+        for module, own_s, _, _ in sorted(rows, key=lambda row: -row[1])[:10]:
+            print(f"    {module:36} {own_s:8.3f}")
+        print("  top-level imports (cumulative, seconds)")
+        top_level = [row for row in rows if row[3] == 0]
+        for module, _, cumulative_s, _ in sorted(top_level, key=lambda row: -row[2])[:10]:
+            print(f"    {module:36} {cumulative_s:8.3f}")

@@ -60,6 +60,7 @@ def solve(program: CompiledProgram, options: SolveOptions, deadline: Deadline) -
     Returns:
         The answer in index space; ERROR with the reason where CP-SAT cannot answer.
     """
+    program = program.numpy()
     if not program.is_mip:
         return solve_without_integers(program, deadline)
     grid = make_grid(program, GRID_RELATIVE_STEPS[0])
