@@ -86,7 +86,7 @@ def simulate_plan(
     duration_s: float = 600.0,
     seed: int = 0,
     burstiness_cv: float = 1.0,
-    dispatch: str = "jsq",
+    dispatch: str = "least_prefill",
     warmup_s: float | None = None,
     effects: bool = False,
     tolerance: bool = False,
@@ -97,7 +97,8 @@ def simulate_plan(
         duration_s: simulated seconds of arrivals per pool.
         seed: the random seed; the same inputs give the same output.
         burstiness_cv: coefficient of variation of inter-arrival times (1: Poisson).
-        dispatch: the router's policy, `jsq` or `round_robin`.
+        dispatch: the router's policy, `least_prefill` (the router the planner assumes),
+            `jsq` or `round_robin` (`solver.simulate.engine.simulate_pool`).
         warmup_s: arrivals before this are not measured (default 10% of the run, at
             most 60 s).
         effects: also run each pool with each engine effect off and report p99 TTFT.
