@@ -373,7 +373,11 @@ class BatchModel:
         self.transfer_s = transfer_s
         self.transfer_p99_s = transfer_p99_s
         self.budget_tokens = plain.pp * plain.chunk_tokens
-        self.prefill_context = mix.cached_prompt + mix.new_prompt / 2
+        self.prefill_context = (mix.cached_prompt + mix.new_prompt / 2) * (1 + mix.prompt_scv)
+        """Context a prompt token attends to, token-weighted over prompt lengths: a prompt
+        of P tokens (hits h P) puts P (1-h) tokens in at h P + P (1-h) / 2 each, so the
+        mean over tokens is E[P^2] / E[P] (h + (1-h) / 2) = (cached + new / 2)(1 + cv_p^2)
+        (long prompts carry more tokens, each attending further)."""
         self._mixtures: dict[float, IterationMixture] = {}
 
     def prefill_tokens(self, batch: float) -> float:
@@ -501,11 +505,23 @@ class BatchModel:
             batch, self.mix.context, self.prefill_tokens(batch), self.prefill_context
         )
 
-    def own_prefill_s(self, batch: float, prompt_new: float, lane_tokens: float) -> float:
-        """S(P): iterations a prompt of `prompt_new` new tokens needs when it has the lane."""
+    def own_prefill_s(
+        self,
+        batch: float,
+        prompt_new: float,
+        lane_tokens: float,
+        prompt_context: float | None = None,
+    ) -> float:
+        """S(P): iterations a prompt of `prompt_new` new tokens needs when it has the lane,
+        its tokens attending to `prompt_context` tokens on average (default: the mix's
+        token-weighted mean), the Q(B) others' to the mix's mean."""
         mix, steps = self.mix, self.steps
-        tokens = min(lane_tokens, self.prefill_tokens(batch) + prompt_new)
-        one = steps.iteration_s(batch, mix.context, tokens, self.prefill_context)
+        others = self.prefill_tokens(batch)
+        tokens = min(lane_tokens, others + prompt_new)
+        context = self.prefill_context
+        if prompt_context is not None:
+            context = (prompt_new * prompt_context + others * context) / (prompt_new + others)
+        one = steps.iteration_s(batch, mix.context, tokens, context)
         return one * max(1.0, prompt_new / lane_tokens)
 
     def ttft_p99_s(self, batch: float, step_s: float, rate: float) -> float:
@@ -527,7 +543,8 @@ class BatchModel:
         if math.isinf(wait_s):
             return math.inf
         own_s = self.own_prefill_s(batch, mix.new_prompt, lane_tokens)
-        own_p99_s = self.own_prefill_s(batch, mix.new_prompt_p99, lane_tokens)
+        p99_context = mix.prompt_p99 * mix.hit + mix.new_prompt_p99 / 2
+        own_p99_s = self.own_prefill_s(batch, mix.new_prompt_p99, lane_tokens, p99_context)
         residual_s = self.residual_s(batch)
         ride = ride_s(rate * service_s, wait_s + residual_s, mix.new_prompt, lane_tokens, full_s)
         return residual_s + own_s + math.hypot(wait_s + ride, own_p99_s - own_s)
