@@ -38,9 +38,9 @@ from solver.simulate.results import (
     PlanSimulation,
     PoolSimulation,
     measured_ms,
+    meets_p99,
     pool_fields,
     quantile,
-    within,
 )
 from solver.simulate.tolerance import tolerated_cv
 from solver.simulate.traffic import arrival_times_s, token_lengths
@@ -270,9 +270,7 @@ def _simulate_one(
             effect_p99[f"{name}_off"] = measured_ms(
                 quantile(off.ttft_s[off.arrival_s >= warmup_s], 0.99)
             )
-    meets = within(simulated.ttft_p99_ms, slo.ttft_p99_ms) and within(
-        simulated.tpot_p99_ms, slo.tpot_p99_ms
-    )
+    meets = meets_p99(ttft, slo.ttft_p99_ms) and meets_p99(tpot, slo.tpot_p99_ms)
     if not measured.any():  # no load on this pool in the scenario: nothing to judge
         meets = None
     horizon_s = max(trace.end_s, 1e-9)
