@@ -16,6 +16,7 @@ from cli.tables import TableSpec, markdown_tables, print_tables
 from models.errors import InputError, Issue
 from models.output_files import check_target, is_stdout, write_text
 from solver.plan import Plan
+from solver.simulate.engine import DISPATCHES
 from solver.simulate.replay import EFFECTS, PlanSimulation, simulate_plan
 from solver.simulate.tolerance import MAX_CV, MIN_CV
 
@@ -159,8 +160,12 @@ def simulate(
         float, typer.Option(help="Coefficient of variation of inter-arrival times (1: Poisson).")
     ] = 1.0,
     dispatch: Annotated[
-        str, typer.Option(help="Router policy: jsq (fewest outstanding) or round_robin.")
-    ] = "jsq",
+        str,
+        typer.Option(
+            help="Router policy: least_prefill (least prompt work queued, the router the "
+            "planner assumes), jsq (fewest outstanding requests) or round_robin."
+        ),
+    ] = "least_prefill",
     effects: Annotated[
         bool, typer.Option("--effects", help="Also report p99 TTFT with each engine effect off.")
     ] = False,
@@ -190,8 +195,8 @@ def simulate(
         raise _problem("--minutes/--duration-s", f"must be positive, got {seconds:g} s")
     if burstiness <= 0:
         raise _problem("--burstiness", f"must be positive, got {burstiness:g}")
-    if dispatch not in ("jsq", "round_robin"):
-        raise _problem("--dispatch", f"must be jsq or round_robin, got {dispatch!r}")
+    if dispatch not in DISPATCHES:
+        raise _problem("--dispatch", f"must be one of {', '.join(DISPATCHES)}, got {dispatch!r}")
     started = time.perf_counter()
     try:
         result = simulate_plan(

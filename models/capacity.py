@@ -43,9 +43,10 @@ Unified replica (prefill and decode on the same GPUs, chunked prefill)
     within 1% of the target; without the ride it was 22% above it.
 
 Pools: replicas behind one router (M/G/c). The replicas of one configuration serving one
-workload in one region sit behind one router. The model assumes the router queues prompts
-centrally and hands each to a replica whose prefill lane is free (join-the-shortest-queue
-with a central queue approximates that closely), so the prompt queue of a pool of
+workload in one region sit behind one router. The model assumes the router sends each
+request at arrival to the replica with the least prompt work queued for prefill (least
+work left, which waits exactly as one central FCFS queue: see
+`models.batch_model.pooled_wait_p99_s`), so the prompt queue of a pool of
 c = `pool_replicas` replicas is M/G/c: c lanes, each with service P (1-h) / r, fed at
 c lambda. Only the wait changes with c:
     W99 = `wait_quantile_s`(c lambda, P (1-h) / r, cv_p^2, c, 0.99)

@@ -116,7 +116,8 @@ class _Replica:
         self.new_prompt_p50 = self.new_prompt * math.exp(-sigma_sq / 2)
         self.prompt_scv = mix.prompt_cv**2
         self.context = prompt + self.output * (1 + mix.output_cv**2) / 2
-        self.prefill_context = prompt * hit + self.new_prompt / 2
+        self.prefill_context = (prompt * hit + self.new_prompt / 2) * (1 + self.prompt_scv)
+        """Token-weighted mean context of a prompt token (`BatchModel.prefill_context`)."""
         self.budget_tokens = self.steps.pp * self.steps.chunk_tokens
         self.batch_ceiling = self.offline.batch
         self.model = BatchModel(

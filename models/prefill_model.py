@@ -35,11 +35,12 @@ exact with no load (S(P99) + T(P99)).
 
 Conservative side: the residual counts the whole length-biased iteration, not half of
 it, and the ride puts the prompt at the head of its last iteration with every token
-that arrived while it waited behind it (a prompt further back shares less). Optimistic
-side: a router that dispatches on arrival to per-replica queues (join the shortest
-queue) pools less well than the central M/G/c queue, and above ~93% utilisation the
-M/G/c tail of a deep queue runs short of a simulated one (`solver.simulate`); pools the
-planner sizes to a latency target sit below that. Against the simulator the model is
+that arrived while it waited behind it (a prompt further back shares less). The pool's
+wait is M/G/c for a router that dispatches by least prompt work queued
+(`models.batch_model.pooled_wait_p99_s`); a router blind to queued prompt work pools
+less well. Optimistic side: above ~93% utilisation the M/G/c tail of a deep queue runs
+short of a simulated one (`solver.simulate`); pools the planner sizes to a latency
+target sit below that. Against the simulator the model is
 within ~15% of the simulated p99 TTFT from 60% to 90% utilisation (pools of 1 to 12
 Llama-70B replicas), mostly above it.
 

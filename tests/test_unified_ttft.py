@@ -53,7 +53,8 @@ TARGETS = LatencyTargets(ttft_p99_s=0.8, tpot_p99_s=0.05)
 
 def test_unified_ttft_adds_the_ride_to_the_wait():
     """TTFT99 = residual + S(P) + sqrt((W99 + ride(rho, W99 + residual))^2
-    + (S(P99) - S(P))^2), every part from the model's own pieces at B = 20."""
+    + (S(P99) - S(P))^2), every part from the model's own pieces at B = 20; the p99
+    prompt's tokens attend to its own P99 / 2 (no hits)."""
     steps = replica_step_model(CONFIG, EFFICIENCY)
     tokens = MixTokens.of(MIX)
     model = BatchModel(steps, tokens, Role.UNIFIED, 0.0, 0.0)
@@ -68,7 +69,8 @@ def test_unified_ttft_adds_the_ride_to_the_wait():
     room_s = (lane_tokens - tokens.new_prompt) * lane_s / lane_tokens
     ride = min(room_s, rate * service_s * (wait_s + residual_s))
     own_s = model.own_prefill_s(batch, tokens.new_prompt, lane_tokens)
-    own_p99_s = model.own_prefill_s(batch, tokens.new_prompt_p99, lane_tokens)
+    p99_context = tokens.prompt_p99 * tokens.hit + tokens.new_prompt_p99 / 2
+    own_p99_s = model.own_prefill_s(batch, tokens.new_prompt_p99, lane_tokens, p99_context)
     expected_s = residual_s + own_s + math.hypot(wait_s + ride, own_p99_s - own_s)
     assert ride > 0
     assert model.ttft_p99_s(batch, step_s, rate) == pytest.approx(expected_s, rel=1e-12)
@@ -111,3 +113,28 @@ def test_a_unified_replica_planned_at_full_capacity_meets_its_slo_in_simulation(
     assert ttft_all.size > 12_000
     assert np.quantile(ttft_all, 0.99) <= SAMPLING_TOLERANCE * TARGETS.ttft_p99_s
     assert np.quantile(tpot_all, 0.99) <= SAMPLING_TOLERANCE * TARGETS.tpot_p99_s
+
+
+def test_prompt_tokens_attend_to_the_token_weighted_mean_context():
+    """Lognormal prompts of mean 1,500 and p99 6,000 (cv_p^2 from the mix), no hits: a
+    prompt of P tokens puts P tokens in at P / 2 each, so over tokens the mean context is
+    E[P^2] / (2 E[P]) = 1,500 / 2 x (1 + cv_p^2), not 750."""
+    tokens = MixTokens.of(MIX)
+    model = BatchModel(replica_step_model(CONFIG, EFFICIENCY), tokens, Role.UNIFIED, 0.0, 0.0)
+    assert tokens.prompt_scv > 0.5
+    assert model.prefill_context == pytest.approx(1500 / 2 * (1 + tokens.prompt_scv))
+
+
+def test_the_p99_prompt_prefills_at_its_own_context():
+    """The p99 prompt's own prefill prices its tokens at P99 / 2 = 3,000 (mixed with the
+    Q(B) others' at the mean), so it is slower than at the mix's mean context, and
+    equal when the context given is the mean."""
+    model = BatchModel(
+        replica_step_model(CONFIG, EFFICIENCY), MixTokens.of(MIX), Role.UNIFIED, 0.0, 0.0
+    )
+    lane_tokens = model.lane_tokens(20.0)
+    at_mean_s = model.own_prefill_s(20.0, 6000, lane_tokens)
+    assert model.own_prefill_s(20.0, 6000, lane_tokens, 3000.0) > at_mean_s
+    assert model.own_prefill_s(20.0, 6000, lane_tokens, model.prefill_context) == pytest.approx(
+        at_mean_s, rel=1e-12
+    )

@@ -18,9 +18,21 @@ TensorRT-LLM schedule):
 - A request with no prompt tokens to prefill (a decode-only replica of a disaggregated
   pair: the prompt's KV arrives with it, `cached_tokens` = the prompt) starts decoding at
   the first iteration boundary where its KV fits and the batch has room.
-- Router: requests are dispatched on arrival to the replica with the fewest
-  outstanding requests (`jsq`) or in turn (`round_robin`); each replica keeps its own
-  FIFO queue.
+- Router: each request is dispatched on arrival to one replica, which keeps its own
+  FIFO queue (there is no central queue):
+  `least_prefill` (default, the router the planner assumes): the replica with the fewest
+  prompt tokens queued for prefill (waiting, or admitted and not yet prefilled), ties to
+  the fewest outstanding requests. This is least-work-left dispatch for the prompt
+  lanes: an arrival waits for the least remaining prompt work in the pool, which is the
+  wait it would have in one central FCFS queue before the c lanes (M/G/c), the
+  planner's model (`models.batch_model.pooled_wait_p99_s`). NVIDIA Dynamo's KV router
+  counts the prompt tokens a worker has to prefill in its cost, llm-d's scheduler scores
+  queue depth.
+  `jsq`: the fewest outstanding requests (waiting + prefilling + running). The count is
+  dominated by running decodes, so prompts are spread nearly blind to the prompt
+  backlog: at a pool's planned capacity the p99 TTFT of pools of 2-8 replicas is 10-50%
+  above the M/G/c model.
+  `round_robin`: in turn.
 
 Between two events the decode batch is fixed and the iteration time is affine in the
 iteration count (every term of the step is affine in the KV tokens read, which grow by
@@ -43,6 +55,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from models.step_time import StepModel
+
+DISPATCHES = ("least_prefill", "jsq", "round_robin")
+"""Router policies of `simulate_pool` (its docstring)."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +154,8 @@ class _Replica:
     kv_base: float = 0.0
     """sum over running of (kv tokens at start - start step): kv = base + n x steps_done."""
     reserved: float = 0.0
+    backlog_tokens: int = 0
+    """Prompt tokens queued for prefill: waiting, and not yet prefilled of those admitted."""
     kind: str = "idle"
     event_s: float = math.inf
     span: tuple = (0.0, 0, 0.0, 0.0)
@@ -151,6 +168,7 @@ class _Replica:
         return len(self.waiting) + len(self.short_first) + len(self.prefilling) + len(self.running)
 
     def enqueue(self, item: _Prefill, front: bool = False) -> None:
+        self.backlog_tokens += item.new_tokens - item.done
         if not self.effects.hol_blocking:
             heapq.heappush(self.short_first, (item.new_tokens, item.request, item))
         elif front:
@@ -303,6 +321,7 @@ class _Replica:
             self.steps_done += 1
             for item, take in self.chunk:
                 item.done += take
+                self.backlog_tokens -= take
             finished = [item for item in self.prefilling if item.done >= item.new_tokens]
             if finished:
                 self.prefilling = [i for i in self.prefilling if i.done < i.new_tokens]
@@ -359,7 +378,7 @@ def simulate_pool(
     output_tokens: np.ndarray,
     cached_tokens: np.ndarray | None = None,
     effects: Effects = Effects(),
-    dispatch: str = "jsq",
+    dispatch: str = "least_prefill",
     drain_s: float = 600.0,
 ) -> PoolTrace:
     """Replay `arrival_s` (sorted) on `replicas` replicas behind one router.
@@ -370,12 +389,14 @@ def simulate_pool(
         arrival_s, prompt_tokens, output_tokens: one entry per request; prompt tokens
             are those to prefill (after prefix-cache hits), `cached_tokens` the hits.
         effects: engine effects on or off.
-        dispatch: `jsq` (fewest outstanding requests) or `round_robin`.
+        dispatch: the router's policy (module docstring): `least_prefill` (fewest
+            prompt tokens queued for prefill, then fewest outstanding), `jsq` (fewest
+            outstanding requests) or `round_robin`.
         drain_s: how long after the last arrival to keep serving; requests unfinished
             then keep NaN times (an unstable pool).
     """
-    if dispatch not in ("jsq", "round_robin"):
-        raise ValueError(f"dispatch must be jsq or round_robin, got {dispatch!r}")
+    if dispatch not in DISPATCHES:
+        raise ValueError(f"dispatch must be one of {', '.join(DISPATCHES)}, got {dispatch!r}")
     if replicas < 1:
         raise ValueError(f"replicas must be >= 1, got {replicas}")
     count = len(arrival_s)
@@ -398,6 +419,16 @@ def simulate_pool(
         if dispatch == "jsq":
             target = min(
                 range(replicas), key=lambda r: (pool[r].outstanding(), (r - turn) % replicas)
+            )
+            turn = (target + 1) % replicas
+        elif dispatch == "least_prefill":
+            target = min(
+                range(replicas),
+                key=lambda r: (
+                    pool[r].backlog_tokens,
+                    pool[r].outstanding(),
+                    (r - turn) % replicas,
+                ),
             )
             turn = (target + 1) % replicas
         else:

@@ -12,9 +12,9 @@ from solver.simulate.results import (
     Latencies,
     PoolSimulation,
     measured_ms,
+    meets_p99,
     pool_fields,
     quantile,
-    within,
 )
 
 
@@ -109,7 +109,7 @@ def simulate_pair_rows(
                     tpot_p50_ms=None,
                     tpot_p99_ms=None,
                 )
-                meets = within(simulated.ttft_p99_ms, slo.ttft_p99_ms)
+                meets = meets_p99(ttft, slo.ttft_p99_ms)
                 unfinished = int(np.isnan(run["ttft_s"][mine]).sum())
                 batch = 0.0
             else:
@@ -128,7 +128,7 @@ def simulate_pair_rows(
                     tpot_p50_ms=None if step_s is None else step_s * 1e3,
                     tpot_p99_ms=None if tpot_p99_s is None else measured_ms(tpot_p99_s),
                 )
-                meets = within(simulated.tpot_p99_ms, slo.tpot_p99_ms)
+                meets = meets_p99(tpot, slo.tpot_p99_ms)
                 unfinished = int(np.isnan(run["finish_s"][mine]).sum())
                 batch = outcome[3] / max(duration_s, 1e-9) / n
             if mine.size == 0:
