@@ -17,7 +17,7 @@ from solver.row_names import GroupsColumn
 from solver.verify_verdict import ENGINE_TOLERANCE, Violation
 
 if TYPE_CHECKING:
-    from models.colocation import SharedLayout
+    from models.shared_layout import SharedLayout
 
 
 @dataclass
@@ -81,7 +81,8 @@ def check_groups(instance: Instance, plan: Plan, violations: list[Violation]) ->
 
 def _group_problems(instance: Instance, entry: ReplicaPool, workloads: dict) -> list[str]:
     # shared groups load their physics here: a plan without one never imports it
-    from models.colocation import Member, SharedLayout, evaluate_group
+    from models.colocation import evaluate_group
+    from models.shared_layout import Member, SharedLayout
     from models.swap_group import evaluate_swapped_group
 
     gpu = instance.gpu_specs.get(entry.gpu)
