@@ -127,10 +127,11 @@ from models.capacity_reasons import (
 from models.edge_search import find_edge, signed_margin
 from models.efficiency import Efficiency
 from models.memory import MemoryBudget, does_not_fit_message, layout_problem
+from models.pass_parts import PassParts
 from models.prefill_model import prefill_lane
 from models.prefix_kv import pool_size_matters, prefix_mix
 from models.replica import LatencyTargets, Limit, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
-from models.step_time import PassParts, StepModel
+from models.step_time import StepModel
 
 INTERCONNECT_SHARE = 0.5
 """A step spending more than this share of its time in all-reduces and hops is reported

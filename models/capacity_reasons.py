@@ -10,9 +10,9 @@ import math
 from models.batch_model import BatchPoint, MixTokens
 from models.efficiency import Efficiency
 from models.memory import GIB, MemoryBudget, smallest_fitting_tp
+from models.pass_parts import PassParts
 from models.precision import Precision
 from models.replica import LatencyTargets, Limit, ReplicaConfig
-from models.step_time import PassParts
 
 MIB = 2**20
 

@@ -1,22 +1,19 @@
 """Co-resident engines: several models' weights on the same replica GPUs, HBM split between
 their weights and KV caches, the GPUs' time shared between their iterations.
 
-Why one module over 500 lines: memory fit, the interference fixed point and the group
-template are one model (each uses the others' results); LoRA, swapping, same-model
-merges and the capacity unit live in their own modules.
+The parts: models/shared_layout.py (the layout and the members), models/group_memory.py
+(where each GPU's memory goes), models/interference.py (the engines, their interference
+and the coupled batches); this module evaluates a group at its loads and finds its
+capacity. LoRA, swapping, same-model merges and the capacity unit live in their own
+modules.
 
 A group is a set of members (a workload: its model, token mix, SLO and planned requests/s
 on one group replica) on one shared layout (GPU, weight and KV precision, TP x PP, the same
 for every member). Each member runs its own engine (process) with its own continuous-
 batching loop; `models.capacity`'s single-replica model describes each engine alone.
 
-Memory, per GPU (the most loaded GPU of each member's layout):
-    sum_i weights_i + sum_i activations_i + n x reserve + sum_i KV_i  <=  HBM
-    KV_i = max(B99_i (P_i + O_i), P99_i + O99_i) x KV bytes per token per GPU_i
-Every engine allocates its own activation workspace and pays its own runtime reserve
-(CUDA context, allocator slack, graphs: `memory_reserve_fraction` of HBM each), and holds
-KV room for its p99 concurrency B99 = B + 2.326 sqrt(B) at the planned load (at least one
-p99 request). The conservative side: reserves and workspaces are not pooled.
+Memory, per GPU (`models.group_memory`): every member's weights, activation workspace,
+runtime reserve and KV room for its p99 concurrency must fit in HBM together.
 
 Time: interleaved iterations. The GPU runs one engine's iteration at a time (time-sliced
 contexts, no kernel overlap; that is the conservative side: overlapping a memory-bound
@@ -49,120 +46,29 @@ below s* lambda_i member by member: the program may read `GroupTemplate`'s
 `capacity_requests_per_s` as per-replica capacities of a linear pool constraint.
 """
 
-import dataclasses
 import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from models.batch_model import BatchModel, MixTokens, batch_p99
+from models.batch_model import batch_p99
 from models.efficiency import Efficiency
-from models.hardware import GpuSpec
-from models.llm import LlmSpec
-from models.memory import (
-    GIB,
-    activation_bytes_per_gpu,
-    kv_bytes_per_token_per_gpu,
-    layout_problem,
-    weight_bytes_per_gpu,
+from models.group_memory import GroupMemory, group_memory
+from models.interference import (
+    BISECTION_STEPS,
+    GroupEngine,
+    active_fraction,
+    coupled_batches,
+    group_engine,
+    mean_interference_s,
+    p99_interference_s,
 )
-from models.precision import Precision
-from models.replica import LatencyTargets, Limit, ReplicaConfig, Role, TrafficMix
-from models.step_time import StepModel, step_model
+from models.memory import layout_problem, weight_bytes_per_gpu
+from models.replica import LatencyTargets, Limit
+from models.shared_layout import Member, SharedLayout
 
-EXACT_ACTIVITY_STATES = 12
-"""Up to this many other engines the p99 interference is exact over their activity
-states; beyond, every other engine is taken as active (an upper bound)."""
-FIXED_POINT_STEPS = 400
-"""Most rounds of the coupled Little's-law iteration before a group is called unstable."""
-FIXED_POINT_TOLERANCE = 1e-7
-"""Relative change of every batch at which the coupled iteration has converged."""
-BISECTION_STEPS = 40
-"""Halvings of a bracket (batch or load scale): relative precision ~1e-12."""
 MAX_LOAD_SCALE = 2.0**20
 """The group-capacity search stops doubling the planned loads here."""
-
-
-@dataclass(frozen=True)
-class SharedLayout:
-    """The layout every member of a group uses: GPU, precisions, TP x PP."""
-
-    gpu: GpuSpec
-    weight_precision: Precision
-    kv_precision: Precision
-    tp: int = 1
-    pp: int = 1
-
-    @property
-    def gpus(self) -> int:
-        """GPUs in one group replica: tp x pp."""
-        return self.tp * self.pp
-
-    @property
-    def label(self) -> str:
-        """Short human label, e.g. `h100-sxm bf16 tp1xpp1 shared`."""
-        return f"{self.gpu.name} {self.weight_precision} tp{self.tp}xpp{self.pp} shared"
-
-    def config(self, llm: LlmSpec) -> ReplicaConfig:
-        """The unified replica configuration of one member's engine."""
-        return ReplicaConfig(
-            self.gpu, llm, self.weight_precision, self.kv_precision, self.tp, self.pp, Role.UNIFIED
-        )
-
-
-@dataclass(frozen=True)
-class Member:
-    """One workload in a group: model, token mix, SLO, planned requests/s per replica."""
-
-    name: str
-    llm: LlmSpec
-    mix: TrafficMix
-    targets: LatencyTargets
-    requests_per_s: float
-
-    def scaled(self, scale: float) -> "Member":
-        """The same member at `scale` times its planned load."""
-        return dataclasses.replace(self, requests_per_s=self.requests_per_s * scale)
-
-
-@dataclass(frozen=True)
-class MemberMemory:
-    """One member's share of each GPU's memory (bytes)."""
-
-    name: str
-    weight_bytes: float
-    activation_bytes: float
-    reserve_bytes: float
-    kv_bytes: float
-    """KV room for max(B99 (P + O), P99 + O99) tokens."""
-    kv_tokens: float
-
-
-@dataclass(frozen=True)
-class GroupMemory:
-    """Where one GPU's memory goes in a group replica."""
-
-    hbm_bytes: float
-    members: tuple[MemberMemory, ...]
-    message: str
-    """Empty when it fits; else a vLLM-style message: needed, available, what to change."""
-
-    @property
-    def used_bytes(self) -> float:
-        """Weights + activations + reserves + KV of every member."""
-        return sum(
-            m.weight_bytes + m.activation_bytes + m.reserve_bytes + m.kv_bytes for m in self.members
-        )
-
-    @property
-    def free_bytes(self) -> float:
-        """HBM left over (negative when it does not fit)."""
-        return self.hbm_bytes - self.used_bytes
-
-    @property
-    def fits(self) -> bool:
-        """Whether everything fits in HBM."""
-        return self.free_bytes >= 0
 
 
 @dataclass(frozen=True)
@@ -256,206 +162,10 @@ class GroupTemplate:
         return self.load_scale > 0
 
 
-# --- the engines ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Engine:
-    """One member's single-replica model on the shared layout."""
-
-    member: Member
-    steps: StepModel
-    model: BatchModel
-    cap: float
-    """Largest mean batch the engine can run: token budget and engine batch cap."""
-
-    def with_interference(self, extra_s: float) -> BatchModel:
-        """The same engine with every iteration lengthened by `extra_s`."""
-        steps = dataclasses.replace(self.steps, overhead_s=self.steps.overhead_s + extra_s)
-        return BatchModel(steps, self.model.mix, Role.UNIFIED, 0.0, 0.0, self.model.pool_replicas)
-
-    def batch_at(self, rate: float, extra_s: float) -> float:
-        """B solving rate = B / (O (t(B) + X)) (bisection on B; the rate rises with B), or
-        math.inf when it needs more than `cap`."""
-        if rate <= 0:
-            return 0.0
-        output, step_s = self.model.mix.output, self.model.step_s
-
-        def rate_at(batch: float) -> float:
-            return batch / (output * (step_s(batch) + extra_s))
-
-        if rate_at(self.cap) < rate:
-            return math.inf
-        low, high = 0.0, self.cap
-        for _ in range(BISECTION_STEPS):
-            mid = (low + high) / 2
-            if rate_at(mid) < rate:
-                low = mid
-            else:
-                high = mid
-        return high
-
-
-def _engine(layout: SharedLayout, member: Member, efficiency: Efficiency, pool: float) -> _Engine:
-    llm = member.llm
-    steps = step_model(
-        layout.gpu,
-        llm,
-        layout.weight_precision,
-        layout.kv_precision,
-        layout.tp,
-        layout.pp,
-        efficiency,
-    )
-    model = BatchModel(steps, MixTokens.of(member.mix), Role.UNIFIED, 0.0, 0.0, pool)
-    cap = min(model.lane_batch_limit() * 0.999, float(efficiency.max_batch_sequences))
-    return _Engine(member, steps, model, cap)
-
-
-def active_fraction(batch: float) -> float:
-    """a = 1 - exp(-B): the chance a Poisson number of resident sequences is not zero."""
-    return -math.expm1(-batch) if batch > 0 else 0.0
-
-
-def bernoulli_sum_quantile(
-    values_s: Sequence[float], probabilities: Sequence[float], quantile: float = 0.99
-) -> float:
-    """The `quantile` of sum_j I_j v_j with independent I_j ~ Bernoulli(p_j): exact over the
-    2^n states up to `EXACT_ACTIVITY_STATES` terms, else sum_j v_j (an upper bound)."""
-    if len(values_s) > EXACT_ACTIVITY_STATES:
-        return math.fsum(values_s)
-    states = []
-    for pattern in itertools.product((0, 1), repeat=len(values_s)):
-        probability = 1.0
-        total = 0.0
-        for on, value, p in zip(pattern, values_s, probabilities, strict=True):
-            probability *= p if on else 1 - p
-            total += value if on else 0.0
-        states.append((total, probability))
-    cumulative = 0.0
-    for total, probability in sorted(states):
-        cumulative += probability
-        if cumulative >= quantile - 1e-12:
-            return total
-    return max(total for total, _ in states)
-
-
-def _interference(
-    engines: Sequence[_Engine], batches: Sequence[float], factor: float
-) -> list[float]:
-    """X_i = k x sum_{j != i} a_j t_j(B_j), for every engine."""
-    busy = [active_fraction(b) * e.model.step_s(b) for e, b in zip(engines, batches, strict=True)]
-    total = math.fsum(busy)
-    return [factor * (total - own) for own in busy]
-
-
-def _interference_p99(
-    engines: Sequence[_Engine], batches: Sequence[float], factor: float
-) -> list[float]:
-    """X99_i = k x the p99 of sum_{j != i} I_j t_j(B99_j)."""
-    steps = [e.model.step_s(batch_p99(b)) for e, b in zip(engines, batches, strict=True)]
-    active = [active_fraction(b) for b in batches]
-    result = []
-    for i in range(len(engines)):
-        others = [j for j in range(len(engines)) if j != i]
-        result.append(
-            factor * bernoulli_sum_quantile([steps[j] for j in others], [active[j] for j in others])
-        )
-    return result
-
-
-def _coupled_batches(engines: Sequence[_Engine], factor: float) -> list[float] | None:
-    """The least fixed point B_i = lambda_i O_i (t_i(B_i) + X_i(B)), or None when an engine
-    cannot keep up (its batch would pass its cap)."""
-    batches = [0.0] * len(engines)
-    for _ in range(FIXED_POINT_STEPS):
-        extra = _interference(engines, batches, factor)
-        new = [e.batch_at(e.member.requests_per_s, x) for e, x in zip(engines, extra, strict=True)]
-        if any(math.isinf(b) for b in new):
-            return None
-        if all(
-            abs(n - b) <= 1e-9 + FIXED_POINT_TOLERANCE * n
-            for n, b in zip(new, batches, strict=True)
-        ):
-            return new
-        batches = new
-    return None
-
-
-# --- memory ---------------------------------------------------------------------------
-
-
-def group_memory(
-    layout: SharedLayout,
-    members: Sequence[Member],
-    batches: Sequence[float],
-    efficiency: Efficiency,
-) -> GroupMemory:
-    """The memory of one GPU of a group replica with member i at mean batch `batches[i]`
-    (see the module docstring), with a vLLM-style message when it does not fit."""
-    hbm = layout.gpu.hbm_bytes
-    parts = []
-    for member, batch in zip(members, batches, strict=True):
-        llm, mix = member.llm, member.mix
-        footprint = max(mix.prompt_mean_tokens, 1.0) + max(mix.output_mean_tokens, 1.0)
-        one_request = max(mix.prompt_p99_tokens, mix.prompt_mean_tokens) + max(
-            mix.output_p99_tokens, mix.output_mean_tokens
-        )
-        tokens = max(batch_p99(batch) * footprint, one_request)
-        per_token = kv_bytes_per_token_per_gpu(llm, layout.kv_precision, layout.tp, layout.pp)
-        parts.append(
-            MemberMemory(
-                name=member.name,
-                weight_bytes=weight_bytes_per_gpu(
-                    llm, layout.weight_precision, layout.tp, layout.pp
-                ),
-                activation_bytes=activation_bytes_per_gpu(
-                    llm, layout.tp, efficiency.prefill_chunk_tokens
-                ),
-                reserve_bytes=hbm * efficiency.memory_reserve_fraction,
-                kv_bytes=tokens * per_token,
-                kv_tokens=tokens,
-            )
-        )
-    memory = GroupMemory(hbm_bytes=hbm, members=tuple(parts), message="")
-    if memory.fits:
-        return memory
-    return dataclasses.replace(memory, message=_memory_message(layout, memory))
-
-
-def _memory_message(layout: SharedLayout, memory: GroupMemory) -> str:
-    """What the group needs per GPU, what it has, how much room the weights leave, and what
-    to change."""
-    parts = memory.members
-    weights = sum(p.weight_bytes for p in parts)
-    fixed = sum(p.weight_bytes + p.activation_bytes + p.reserve_bytes for p in parts)
-    kv = sum(p.kv_bytes for p in parts)
-    listing = ", ".join(
-        f"{p.name} {p.weight_bytes / GIB:.1f} + KV {p.kv_bytes / GIB:.2f}" for p in parts
-    )
-    head = (
-        f"group [{', '.join(p.name for p in parts)}] on {layout.label} does not fit: per GPU "
-        f"it needs {weights / GIB:.1f} GiB of weights + "
-        f"{sum(p.activation_bytes for p in parts) / GIB:.1f} GiB of activations + "
-        f"{sum(p.reserve_bytes for p in parts) / GIB:.1f} GiB of runtime reserves + "
-        f"{kv / GIB:.2f} GiB of KV at the planned concurrency ({listing} GiB) = "
-        f"{memory.used_bytes / GIB:.1f} GiB, but has {memory.hbm_bytes / GIB:.1f} GiB"
-    )
-    room = memory.hbm_bytes - fixed
-    if room <= 0:
-        detail = f"; the weights, workspaces and reserves alone leave {room / GIB:.1f} GiB"
-    else:
-        detail = f"; {room / GIB:.1f} GiB is left for KV, {room / kv:.0%} of what it needs"
-    return (
-        f"{head}{detail}. Share this GPU among fewer models, lower the weight precision, or "
-        f"use a larger TP."
-    )
-
-
 # --- evaluation -----------------------------------------------------------------------
 
 
-def _solo_p99s(engine: _Engine) -> tuple[float, float]:
+def _solo_p99s(engine: GroupEngine) -> tuple[float, float]:
     """(TPOT99, TTFT99) of the member on a replica of its own at the same load."""
     rate = engine.member.requests_per_s
     batch = engine.batch_at(rate, 0.0)
@@ -502,13 +212,13 @@ def evaluate_group(
         return GroupEvaluation(
             layout, (), empty, False, tuple(problems), Limit.KV_MEMORY, members[0].name
         )
-    engines = [_engine(layout, m, efficiency, pool_replicas) for m in members]
-    batches = _coupled_batches(engines, interference_factor)
+    engines = [group_engine(layout, m, efficiency, pool_replicas) for m in members]
+    batches = coupled_batches(engines, interference_factor)
     if batches is None:
         return _unstable(layout, engines, efficiency, interference_factor)
     memory = group_memory(layout, members, batches, efficiency)
-    mean_x = _interference(engines, batches, interference_factor)
-    p99_x = _interference_p99(engines, batches, interference_factor)
+    mean_x = mean_interference_s(engines, batches, interference_factor)
+    p99_x = p99_interference_s(engines, batches, interference_factor)
     on_group = [
         _member_on_group(e, b, x, x99)
         for e, b, x, x99 in zip(engines, batches, mean_x, p99_x, strict=True)
@@ -522,7 +232,7 @@ def evaluate_group(
 
 
 def _member_on_group(
-    engine: _Engine, batch: float, extra_s: float, extra_p99_s: float
+    engine: GroupEngine, batch: float, extra_s: float, extra_p99_s: float
 ) -> MemberOnGroup:
     member = engine.member
     rate = member.requests_per_s
@@ -575,7 +285,7 @@ def _worst_breach(members: Sequence[MemberOnGroup]) -> tuple[Limit | None, str |
 
 
 def _unstable(
-    layout: SharedLayout, engines: Sequence[_Engine], efficiency: Efficiency, factor: float
+    layout: SharedLayout, engines: Sequence[GroupEngine], efficiency: Efficiency, factor: float
 ) -> GroupEvaluation:
     """A group in which some engine cannot keep up with its load: name the first one that
     cannot keep up even alone, else the group as a whole."""

@@ -64,8 +64,9 @@ from models.memory import (
     kv_bytes_per_token_per_gpu,
     weight_bytes_per_gpu,
 )
+from models.pass_parts import PassParts
 from models.precision import Precision
-from models.step_time import PassParts, StepModel, step_model
+from models.step_time import StepModel, step_model
 
 
 def expected_tokens(acceptance_rate: float, draft_tokens: int) -> float:

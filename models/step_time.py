@@ -1,8 +1,9 @@
 """Roofline step times of one replica: prefill of a prompt, a decode iteration at batch B.
 
-Why one module over 500 lines: one step model (dense, attention, all-reduce, pipeline,
-expert layers) whose parts share the per-GPU shapes; the MoE routing arithmetic lives in
-models/moe.py.
+The FLOP counts live in models/flop_counts.py, the all-reduces in models/collectives.py,
+a pass's roofline terms in models/pass_parts.py and the MoE routing arithmetic in
+models/moe.py; this module splits them over the GPUs of a layout (`step_model`) and times
+passes, iterations and prefills (`StepModel`).
 
 A forward pass through one pipeline stage, on one GPU of it, runs the linear layers
 (GEMMs) and attention as separate kernels, so each takes the larger of its compute and
@@ -20,19 +21,15 @@ When everything is memory-bound this is (weights + KV bytes) / bandwidth, when e
 is compute-bound it is FLOPs / rate: the larger of the two roofs, as the textbook step;
 in between, the kernels do not overlap, which is what measured mixed steps show.
 
-FLOPs: per token, 2 x active parameters of linear FLOPs (the input embedding is a lookup;
-the LM head runs for decode tokens only) and, per (query, key) pair, 2 x heads x
-(d_qk + d_v) attention FLOPs: a causal prefill of P tokens has P^2/2 pairs per layer.
-Everything splits over the `tp` GPUs of a stage, and a stage holds ceil(layers / pp)
-layers. Linear FLOPs run at the weight precision's peak; attention runs at the FP8 peak
-with an FP8 (or FP4) KV cache on a GPU with FP8 tensor cores, else at the BF16 peak.
+FLOPs (`models.flop_counts`) split over the `tp` GPUs of a stage, and a stage holds
+ceil(layers / pp) layers. Linear FLOPs run at the weight precision's peak; attention runs
+at the FP8 peak with an FP8 (or FP4) KV cache on a GPU with FP8 tensor cores, else at the
+BF16 peak.
 
 A decode pass reads the stage's weights once (a mixture-of-experts layer reads only the
-experts the batch touches: E (1 - (1 - k/E)^T) of E for T tokens routed to k each) and
-every resident sequence's KV cache. Tensor parallelism pays two all-reduces per layer
-per pass (after attention and after the MLP), each a fixed latency plus the ring's
-2 (n-1)/n x message bytes over the scale-up link (over the NIC when TP spans nodes);
-the fixed latency does not shrink with TP, so each doubling buys less than the last.
+experts the batch touches) and every resident sequence's KV cache. Tensor parallelism
+pays two all-reduces per layer per pass (`models.collectives`), each a fixed latency plus
+the ring's share of the message over the link that joins the TP group.
 
 Mixture of experts under expert parallelism (`models.moe` states the routing statistics
 and the all-to-all): with `dp` attention groups the attention, the dense layers and the
@@ -54,9 +51,16 @@ chunks of at most `prefill_chunk_tokens`; chunks pipeline through the stages.
 import math
 from dataclasses import dataclass, field
 
+from models.collectives import group_link_bytes_per_s, tp_allreduces_per_pass
 from models.efficiency import Efficiency
+from models.flop_counts import (
+    attention_flops_per_pair,
+    body_params,
+    expected_experts_touched,
+    lm_head_params,
+)
 from models.hardware import GpuSpec
-from models.llm import Attention, LlmSpec
+from models.llm import LlmSpec
 from models.memory import (
     ACTIVATION_BYTES_PER_ELEMENT,
     HIGH_PRECISION_BYTES_PER_ELEMENT,
@@ -67,160 +71,8 @@ from models.memory import (
     weight_bytes_per_gpu_ep,
 )
 from models.moe import ExpertLayout, MoeEfficiency, expert_layout, moe_efficiency_for, moe_tp
+from models.pass_parts import PassParts, pass_total_s
 from models.precision import Precision
-
-# --- FLOP counts -----------------------------------------------------------------------
-
-
-def body_params(llm: LlmSpec) -> int:
-    """Active parameters that do matrix multiplies for every token: active parameters
-    minus the input embedding and the LM head."""
-    return llm.active_params() - llm.embedding_params()
-
-
-def lm_head_params(llm: LlmSpec) -> int:
-    """The LM head: vocab x hidden."""
-    return llm.vocab_size * llm.hidden_size
-
-
-def attention_flops_per_pair(llm: LlmSpec, decode: bool) -> int:
-    """Attention FLOPs of one query token against one cached token, all layers:
-    2 x heads x (d_qk + d_v) x layers (QK^T and PV, a multiply-add each).
-
-    MLA prefill uses the expanded heads (d_qk = nope + rope, d_v = v_head_dim); MLA decode
-    runs absorbed over the latent (d_qk = kv_lora + rope, d_v = kv_lora).
-    """
-    if llm.attention is Attention.MLA:
-        if decode:
-            d_qk = llm.kv_lora_rank + llm.qk_rope_head_dim
-            d_v = llm.kv_lora_rank
-        else:
-            d_qk = llm.qk_nope_head_dim + llm.qk_rope_head_dim
-            d_v = llm.v_head_dim
-    else:
-        d_qk = d_v = llm.head_dim
-    return 2 * llm.attention_heads * (d_qk + d_v) * llm.layers
-
-
-def prefill_flops(llm: LlmSpec, tokens: float, cached_tokens: float = 0.0) -> float:
-    """FLOPs to prefill `tokens` new tokens after `cached_tokens` already in the KV cache:
-    2 x body_params x tokens + 2 x lm_head (the last token's logits)
-    + attention_flops_per_pair x (tokens x cached + tokens^2 / 2) (causal)."""
-    linear = 2 * body_params(llm) * tokens + 2 * lm_head_params(llm)
-    pairs = tokens * cached_tokens + tokens * tokens / 2
-    return linear + attention_flops_per_pair(llm, decode=False) * pairs
-
-
-def decode_flops(llm: LlmSpec, batch: float, context_tokens: float) -> float:
-    """FLOPs of one decode step: batch x (2 x (body + LM head) + attention over context)."""
-    per_token = 2 * (body_params(llm) + lm_head_params(llm))
-    return batch * (per_token + attention_flops_per_pair(llm, decode=True) * context_tokens)
-
-
-def expected_experts_touched(experts: int, experts_per_token: int, tokens: float) -> float:
-    """Expected distinct experts that `tokens` tokens route to, each picking
-    `experts_per_token` of `experts` uniformly: E (1 - (1 - k/E)^T)."""
-    if experts == 0 or tokens <= 0:
-        return 0.0
-    return experts * (1 - (1 - experts_per_token / experts) ** tokens)
-
-
-# --- communication ---------------------------------------------------------------------
-
-
-def ring_allreduce_s(
-    message_bytes: float, ranks: int, link_bytes_per_s: float, latency_s: float
-) -> float:
-    """One ring all-reduce: latency + 2 (n - 1) / n x message / link bandwidth (0 for n=1)."""
-    if ranks <= 1:
-        return 0.0
-    return latency_s + 2 * (ranks - 1) / ranks * message_bytes / link_bytes_per_s
-
-
-def allreduces_per_step(llm: LlmSpec, tp: int) -> int:
-    """All-reduces one token's forward pass pays over the whole model: 2 per layer
-    (attention output and MLP output) when TP > 1."""
-    return 2 * llm.layers if tp > 1 else 0
-
-
-# --- the step model --------------------------------------------------------------------
-
-
-def pass_total_s(
-    linear_compute_s: float,
-    weight_read_s: float,
-    attention_compute_s: float,
-    kv_read_s: float,
-    prefill_attention_s: float,
-    comm_s: float,
-) -> float:
-    """A stage pass from its roofline terms (`PassParts`' fields, in order): the linear
-    kernels max(compute, weight read), plus attention max(compute, KV read) + prefill
-    attention, plus communication."""
-    linear_s = max(linear_compute_s, weight_read_s)
-    attention_s = max(attention_compute_s, kv_read_s) + prefill_attention_s
-    return linear_s + attention_s + comm_s
-
-
-@dataclass(frozen=True)
-class PassParts:
-    """One stage pass split into its kernels' roofline terms, seconds.
-
-    The linear layers (GEMMs) and attention are separate kernels, so each takes the
-    larger of its compute and memory time and the two add up; prefill attention is
-    compute-bound; communication adds on top.
-    """
-
-    linear_compute_s: float
-    weight_read_s: float
-    attention_compute_s: float
-    """Decode attention FLOPs over the achieved peak."""
-    kv_read_s: float
-    prefill_attention_s: float
-    comm_s: float
-
-    @property
-    def linear_s(self) -> float:
-        """max(linear FLOPs / rate, weight bytes / bandwidth)."""
-        return max(self.linear_compute_s, self.weight_read_s)
-
-    @property
-    def attention_s(self) -> float:
-        """max(decode attention FLOPs / rate, KV bytes / bandwidth) + prefill attention."""
-        return max(self.attention_compute_s, self.kv_read_s) + self.prefill_attention_s
-
-    @property
-    def total_s(self) -> float:
-        """linear + attention + communication."""
-        return pass_total_s(
-            self.linear_compute_s,
-            self.weight_read_s,
-            self.attention_compute_s,
-            self.kv_read_s,
-            self.prefill_attention_s,
-            self.comm_s,
-        )
-
-    @property
-    def compute_s(self) -> float:
-        """Time spent in compute-bound kernels."""
-        linear = self.linear_compute_s if self.linear_compute_s >= self.weight_read_s else 0.0
-        attention = self.attention_compute_s if self.attention_compute_s >= self.kv_read_s else 0.0
-        return linear + attention + self.prefill_attention_s
-
-    @property
-    def memory_s(self) -> float:
-        """Time spent in memory-bound kernels."""
-        linear = self.weight_read_s if self.weight_read_s > self.linear_compute_s else 0.0
-        attention = self.kv_read_s if self.kv_read_s > self.attention_compute_s else 0.0
-        return linear + attention
-
-    @property
-    def bound(self) -> str:
-        """Which roof takes most of the pass: `compute`, `memory` or `interconnect`."""
-        if self.comm_s > max(self.compute_s, self.memory_s):
-            return "interconnect"
-        return "compute" if self.compute_s >= self.memory_s else "memory"
 
 
 @dataclass(frozen=True)
@@ -588,27 +440,6 @@ def attention_precision(gpu: GpuSpec, kv_precision: Precision) -> Precision:
     return Precision.BF16
 
 
-def _link_bytes_per_s(gpu: GpuSpec, efficiency: Efficiency, gpus: int) -> float:
-    """Achieved bytes/s of the link that joins `gpus` GPUs: the scale-up link within a
-    node, the NICs once they span nodes."""
-    if gpus <= gpu.gpus_per_node:
-        return gpu.scaleup_bytes_per_s * efficiency.scaleup_fraction
-    return gpu.scaleout_bytes_per_s * efficiency.scaleout_fraction
-
-
-def _allreduces_per_pass(
-    llm: LlmSpec, tp: int, ep: int, dp: int, stage_layers: int, stage_moe_layers: float
-) -> int:
-    """TP all-reduces of one stage pass: 2 per layer when tp > 1; when the routed experts
-    span more than one attention group (ep > 1 or dp > 1) the combine all-to-all returns
-    each MoE layer's output, so those layers pay the attention all-reduce only."""
-    if tp == 1:
-        return 0
-    if llm.is_moe and (ep > 1 or dp > 1):
-        return 2 * stage_layers - round(stage_moe_layers)
-    return 2 * stage_layers
-
-
 def step_model(
     gpu: GpuSpec,
     llm: LlmSpec,
@@ -648,8 +479,8 @@ def step_model(
     routed_flops = 2 * llm.experts_per_token * llm.expert_params() * stage_moe_layers
     moe = moe or moe_efficiency_for(gpu.name)
 
-    tp_link = _link_bytes_per_s(gpu, efficiency, tp)
-    hop_link = _link_bytes_per_s(gpu, efficiency, tp * pp * dp)
+    tp_link = group_link_bytes_per_s(gpu, efficiency, tp)
+    hop_link = group_link_bytes_per_s(gpu, efficiency, tp * pp * dp)
     token_bytes = llm.hidden_size * ACTIVATION_BYTES_PER_ELEMENT
     ring_factor = 2 * (tp - 1) / tp
 
@@ -673,7 +504,7 @@ def step_model(
         experts_per_token=llm.experts_per_token,
         kv_bytes_per_token=kv_bytes_per_token_per_gpu(llm, kv_precision, tp, pp),
         hbm_bytes_per_s=gpu.hbm_bytes_per_s * efficiency.hbm_fraction,
-        allreduces_per_pass=_allreduces_per_pass(llm, tp, ep, dp, stage_layers, stage_moe_layers),
+        allreduces_per_pass=tp_allreduces_per_pass(llm, tp, ep, dp, stage_layers, stage_moe_layers),
         allreduce_latency_s=efficiency.allreduce_latency_s,
         allreduce_s_per_token=ring_factor * token_bytes / tp_link,
         hop_latency_s=efficiency.pp_hop_latency_s,

@@ -37,9 +37,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from models.colocation import Member, SharedLayout, evaluate_group
+from models.colocation import evaluate_group
 from models.efficiency import Efficiency
 from models.memory import weight_bytes_per_gpu
+from models.shared_layout import Member, SharedLayout
 from models.swap import SwapVerdict, cold_probabilities_lru, host_link_gb_s, swap_in_s, swap_verdict
 
 SWAP_BUSY_MAX = 0.05

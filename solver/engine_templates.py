@@ -21,11 +21,11 @@ they need no column generation.
 import math
 from dataclasses import replace
 
-from models.colocation import SharedLayout
 from models.efficiency import efficiency_for
 from models.engine_group import EngineMember, engine_group
 from models.instance import Instance
 from models.replica import LatencyTargets, Role, TrafficMix
+from models.shared_layout import SharedLayout
 from solver.candidates import Candidate, CandidateTable
 from solver.groups import TAIL_REPLICAS, Template
 

@@ -60,7 +60,7 @@ from solver.group_search import Packing, SearchResult, generate
 from solver.settings import SolveSettings
 
 if TYPE_CHECKING:  # the co-location physics loads when a group is evaluated (issue 19)
-    from models.colocation import SharedLayout
+    from models.shared_layout import SharedLayout
 
 TAIL_REPLICAS = 1.0
 """A workload shares only when its peak is below this many lone replicas' capacity."""
@@ -303,7 +303,7 @@ def _fits(instance: Instance, group: Sequence[_Option]) -> bool:
 
 def _physics(instance: Instance, workloads: dict, group: Sequence[_Option]):
     """(layout, members at their peaks, efficiency) of `group`."""
-    from models.colocation import Member, SharedLayout
+    from models.shared_layout import Member, SharedLayout
 
     config = group[0].candidate.config
     layout = SharedLayout(config.gpu, config.weight_precision, config.kv_precision, 1, 1)

@@ -25,11 +25,11 @@ every member's rate, so a[w,t] is safe as a per-replica coefficient.
 import itertools
 import math
 
-from models.colocation import SharedLayout
 from models.efficiency import efficiency_for
 from models.instance import Instance
 from models.memory import weight_bytes_per_gpu
 from models.replica import LatencyTargets, Limit, Role
+from models.shared_layout import SharedLayout
 from models.swap import cold_probabilities_lru, host_link_gb_s, swap_in_s
 from models.swap_group import (
     RESIDENT_SLOTS,

@@ -14,18 +14,16 @@ from hypothesis import strategies as st
 from models import catalog
 from models.capacity import batch_p99, replica_capacity
 from models.colocation import (
-    Member,
-    SharedLayout,
-    active_fraction,
-    bernoulli_sum_quantile,
     candidate_groups,
     evaluate_group,
     group_template,
     sharing_verdict,
 )
 from models.efficiency import Efficiency
+from models.interference import active_fraction, bernoulli_sum_quantile
 from models.precision import Precision
 from models.replica import LatencyTargets, Limit, TrafficMix
+from models.shared_layout import Member, SharedLayout
 
 EFF = Efficiency()
 H100 = catalog.gpu_catalog()["h100-sxm"]

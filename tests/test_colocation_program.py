@@ -11,10 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import solver.groups
-from models.colocation import Member, SharedLayout, evaluate_group
+from models.colocation import evaluate_group
 from models.loading import validate_instance
 from models.precision import Precision
 from models.replica import LatencyTargets, TrafficMix
+from models.shared_layout import Member, SharedLayout
 from solver.solve import solve
 from solver.verify import verify
 from tests.synthetic import workload

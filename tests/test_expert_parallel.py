@@ -13,6 +13,7 @@ from cli.exit_codes import ExitCode
 from models.capacity import replica_capacity
 from models.catalog import gpu_catalog, llm_catalog
 from models.efficiency import efficiency_for
+from models.flop_counts import expected_experts_touched
 from models.loading import load_instance
 from models.memory import (
     expert_layout_problem,
@@ -29,7 +30,7 @@ from models.moe import (
 )
 from models.precision import Precision
 from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
-from models.step_time import expected_experts_touched, step_model
+from models.step_time import step_model
 from solver.solve import SolveSettings, solve
 from solver.verify import verify
 from tests.paths import INSTANCES

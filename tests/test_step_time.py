@@ -7,19 +7,18 @@ from hypothesis import strategies as st
 
 from models.capacity import replica_capacity
 from models.catalog import gpu, llm
+from models.collectives import allreduces_per_step, ring_allreduce_s
 from models.efficiency import Efficiency, efficiency_for
-from models.memory import weight_bytes_per_gpu
-from models.precision import Precision
-from models.replica import LatencyTargets, ReplicaConfig, TrafficMix
-from models.step_time import (
-    allreduces_per_step,
+from models.flop_counts import (
     body_params,
     expected_experts_touched,
     lm_head_params,
     prefill_flops,
-    ring_allreduce_s,
-    step_model,
 )
+from models.memory import weight_bytes_per_gpu
+from models.precision import Precision
+from models.replica import LatencyTargets, ReplicaConfig, TrafficMix
+from models.step_time import step_model
 
 BF16, FP8 = Precision.BF16, Precision.FP8
 # Fixed factors for hand arithmetic: nothing here depends on the calibrated catalog.

@@ -10,12 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models.catalog import gpu, llm
-from models.colocation import Member, SharedLayout
 from models.efficiency import efficiency_for
 from models.loading import validate_instance
 from models.memory import weight_bytes_per_gpu
 from models.precision import Precision
 from models.replica import LatencyTargets, TrafficMix
+from models.shared_layout import Member, SharedLayout
 from models.swap import (
     HOST_LINK_FRACTION,
     PCIE_GEN5_X16_GB_S,
