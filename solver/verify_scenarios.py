@@ -112,7 +112,7 @@ def _check_flow(
         stuck = [o for o in demand if ("origin", o) in source_side]
         places = sorted(
             {d for o in stuck for d in reach[o]},
-            key=lambda d: min(reach[o].get(d, 1e9) for o in stuck),
+            key=lambda d: (min(reach[o].get(d, 1e9) for o in stuck), d),  # ties by name
         )
         who = " + ".join(f"{o} {demand[o]:.2f}" for o in stuck)
         where = (
