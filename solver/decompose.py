@@ -53,6 +53,7 @@ from solver.families.variables import PurchasedColumn
 from solver.lp import LinearProgram, SolveResult, Termination
 from solver.parallel import processes_for, solve_each, worth_parallel
 from solver.program import FleetProgram, build_program, with_bounds
+from solver.replica_dominance import dominance_bounds
 from solver.row_names import GroupsColumn, ReplicasColumn, split_name
 from solver.settings import MIN_CALL_S, SolveSettings
 from solver.warm_start import warm_start
@@ -105,8 +106,11 @@ def optimise(
     """Solve the program (with some variables' bounds replaced): workload by workload
     when the workloads do not compete for supply (`solve_by_workload`), else as one, in
     what is left of the time limit, starting from the plan of a restriction of it
-    (solver.warm_start) when the program is large enough."""
+    (solver.warm_start) when the program is large enough. Pools no optimal plan needs
+    to grow are bounded first (solver.replica_dominance), except where `bounds` name
+    the candidates involved."""
     started = time.monotonic()
+    bounds = {**dominance_bounds(program, bounds), **(bounds or {})} or None
     if len(program.sets.workloads) > 1:
         joined = solve_by_workload(program, backend, settings, bounds)
         if joined is not None:
