@@ -35,12 +35,15 @@ steps of their own), not in the elastic program or with shared groups.
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 
 from models.replica import Role
 from solver.candidates import Candidate
+from solver.families.pool_sizes import add_pool_sizes
+from solver.lp import LinearProgram
 from solver.pools import Tier
-from solver.program import FleetProgram
+from solver.program import FleetProgram, with_bounds
 from solver.row_names import ReplicasColumn, split_name
 from solver.sets import Pool
 
@@ -50,6 +53,9 @@ Credit = tuple[float, tuple[float, ...]]
 
 RELATIVE_MARGIN = 1e-9
 """Relative slack in the comparison, against rounding in the credits."""
+MAX_HIGH_SIZES = 2
+"""Most sizes above a pool's contiguous low range encoded one binary each (more: the
+replica bound only)."""
 
 
 def pool_curves(pool: Pool, rtts_ms: Sequence[float | None]) -> list[Credit]:
@@ -83,10 +89,31 @@ def pooled_credit(credit: Credit, tiers: Sequence[Tier], bound: int, n: int) -> 
     return best
 
 
-def needed_replicas(
+@dataclass(frozen=True)
+class Move:
+    """Moving m replicas of A into one more replica of B, size by size of A's pool."""
+
+    m: int
+    losing: frozenset[int]
+    """Sizes n in [m, checked] at which the move could lower a capacity row."""
+    checked: int
+    beyond_loses: bool
+    """Whether the move could lose at some size above `checked`."""
+
+    def loses(self, n: int) -> bool:
+        """Whether the move could lower a capacity row at a pool of n (True below m:
+        there are not m replicas to move)."""
+        if n < self.m:
+            return True
+        if n > self.checked:
+            return self.beyond_loses
+        return n in self.losing
+
+
+def move_of(
     tiers: Sequence[Tier], most: int, bound: int, m: int, credits: list[Credit], lone: list[float]
-) -> int:
-    """N: the most replicas of a pool of A any plan needs, given B with m times its GPUs.
+) -> Move:
+    """The sizes of A's pool at which moving m replicas into one of B could lose.
 
     Args:
         tiers: A's pooling steps in the region.
@@ -95,27 +122,41 @@ def needed_replicas(
         m: gpus(B) / gpus(A).
         credits: A's q(1) and gains on each curve the region credits it on.
         lone: B's lone capacity on the same curves, in the same order.
-
-    Returns:
-        The largest n <= most at which moving m replicas into one of B could lower a
-        capacity row on some curve (m - 1 when there is none; `most` when it could
-        happen at arbitrarily large n).
     """
-    top = (tiers[-1].replicas if tiers else 1) + m
-    needed = m - 1
+    checked = min(most, (tiers[-1].replicas if tiers else 1) + m)
+    losing = set()
+    beyond = False
     for credit, q_b in zip(credits, lone, strict=True):
-        # Above `top` the difference is at most m x the best capacity per replica.
+        # Above `checked` the difference is at most m x the best capacity per replica.
         levels = [credit[0]]
         for gain in credit[1]:
             levels.append(levels[-1] + gain)
-        if most > top and m * max(levels) > q_b * (1 + RELATIVE_MARGIN):
-            return most
-        for n in range(m, min(most, top) + 1):
+        beyond = beyond or m * max(levels) > q_b * (1 + RELATIVE_MARGIN)
+        for n in range(m, checked + 1):
             lost = pooled_credit(credit, tiers, bound, n)
             lost -= pooled_credit(credit, tiers, bound, n - m)
             if lost > q_b * (1 + RELATIVE_MARGIN):
-                needed = max(needed, n)
-    return min(needed, most)
+                losing.add(n)
+    return Move(m, frozenset(losing), checked, beyond and most > checked)
+
+
+def needed_sizes(most: int, moves: Sequence[Move]) -> tuple[int, ...]:
+    """The sizes of A's pool (0 to `most`) at which every move could lose: any plan can
+    move its way from another size down to one of these."""
+    top = most
+    for move in moves:
+        if not move.beyond_loses:
+            top = min(top, max([move.m - 1, *move.losing]))
+    return tuple(n for n in range(top + 1) if all(move.loses(n) for move in moves))
+
+
+def needed_replicas(
+    tiers: Sequence[Tier], most: int, bound: int, m: int, credits: list[Credit], lone: list[float]
+) -> int:
+    """N: the most replicas of A's pool any plan needs beside B (`move_of`'s
+    arguments): the largest size at which the move could lose, m - 1 when there is
+    none, `most` when it could lose at any size."""
+    return max(needed_sizes(most, [move_of(tiers, most, bound, m, credits, lone)]))
 
 
 def _above(b: Candidate, a: Candidate) -> bool:
@@ -130,8 +171,28 @@ def _phase(c: Candidate) -> tuple[Role, str | None]:
     return c.role, None if c.role is Role.UNIFIED else str(c.precision)
 
 
-def dominance_bounds(program: FleetProgram, bounds: Bounds | None = None) -> Bounds:
-    """replicas[w,c,r] <= N for every pool where a larger replica makes more needless.
+@dataclass(frozen=True)
+class PoolSizes:
+    """The sizes one pool needs: 0 to `low`, or one of `high` (each above low + 1)."""
+
+    pool: Pool
+    low: int
+    high: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """What dominance lets the solve leave out: replica bounds, and the sizes in between
+    that no plan needs (encoded by `with_sizes`)."""
+
+    bounds: Bounds
+    sizes: tuple[PoolSizes, ...] = ()
+
+
+def dominance(program: FleetProgram, bounds: Bounds | None = None) -> Reduction:
+    """replicas[w,c,r] <= N for every pool where a larger replica makes more needless,
+    and the sizes up to N a plan needs where they leave a gap (at most `MAX_HIGH_SIZES`
+    of them above the contiguous low range).
 
     Pools the caller bounds are left out, both as A and as B (explain's re-solve
     without a pool must not rely on it); any bound on another kind of column, and the
@@ -139,9 +200,9 @@ def dominance_bounds(program: FleetProgram, bounds: Bounds | None = None) -> Bou
     sets = program.sets
     bounds = bounds or {}
     if sets.needs_pool_used or sets.slack is not None or program.groups.templates:
-        return {}
+        return Reduction({})
     if any(split_name(name)[0] != ReplicasColumn.family for name in bounds):
-        return {}  # a bound on a pool's steps or purchases: not the plain program
+        return Reduction({})  # a bound on a pool's steps or purchases: not the plain program
     zone_regions = set(sets.zone_regions)
     alike: dict[tuple, list[Pool]] = defaultdict(list)
     for pool in sets.pools:
@@ -149,6 +210,7 @@ def dominance_bounds(program: FleetProgram, bounds: Bounds | None = None) -> Bou
         if pool.region not in zone_regions:
             alike[(pool.workload, pool.region, c.gpu, _phase(c))].append(pool)
     found: Bounds = {}
+    sizes = []
     for pools in alike.values():
         if len(pools) < 2:
             continue
@@ -157,18 +219,27 @@ def dominance_bounds(program: FleetProgram, bounds: Bounds | None = None) -> Bou
             a = pool.candidate
             curves = [None, *sets.rerouted_rtts_at.get((pool.workload, pool.region), ())]
             credits = pool_curves(pool, curves)
-            needed = pool.max_replicas
-            for other in free:
-                b = other.candidate
-                if other is pool or not _above(b, a):
-                    continue
-                lone = [_lone(b, rtt_ms) for rtt_ms in curves]
-                m = b.gpus // a.gpus
-                most, bound = pool.max_replicas, pool.credit_replicas
-                needed = min(needed, needed_replicas(pool.tiers, most, bound, m, credits, lone))
-            if needed < pool.max_replicas:
-                found[_name(pool)] = (0.0, float(needed))
-    return found
+            most, bound = pool.max_replicas, pool.credit_replicas
+            moves = [
+                move_of(pool.tiers, most, bound, other.candidate.gpus // a.gpus, credits, lone)
+                for other in free
+                if other is not pool and _above(other.candidate, a)
+                for lone in [[_lone(other.candidate, rtt_ms) for rtt_ms in curves]]
+            ]
+            needed = needed_sizes(most, moves)
+            if needed[-1] >= most:
+                continue
+            found[_name(pool)] = (0.0, float(needed[-1]))
+            low = next((n - 1 for n in range(len(needed)) if needed[n] != n), len(needed) - 1)
+            high = needed[low + 1 :]
+            if 0 < len(high) <= MAX_HIGH_SIZES:
+                sizes.append(PoolSizes(pool, low, high))
+    return Reduction(found, tuple(sizes))
+
+
+def dominance_bounds(program: FleetProgram, bounds: Bounds | None = None) -> Bounds:
+    """The replica bounds of `dominance`."""
+    return dominance(program, bounds).bounds
 
 
 def _lone(b: Candidate, rtt_ms: float | None) -> float:
@@ -182,3 +253,15 @@ def _lone(b: Candidate, rtt_ms: float | None) -> float:
 
 def _name(pool: Pool) -> str:
     return ReplicasColumn(pool.workload, pool.candidate.key, pool.region).name()
+
+
+def with_sizes(lp: LinearProgram, sizes: Sequence[PoolSizes]) -> LinearProgram:
+    """A copy of `lp` with the size binaries and rows (solver.families.pool_sizes) of
+    every pool in `sizes` whose replicas it has."""
+    found = [size for size in sizes if _name(size.pool) in lp.variables]
+    if not found:
+        return lp
+    copy = with_bounds(lp, {})
+    for size in found:
+        add_pool_sizes(copy, size.pool, size.low, size.high)
+    return copy

@@ -2,15 +2,27 @@
 the bound against a brute-force scan of its definition, and the plain program's optimum
 kept with the bounds on."""
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solver.backends import get_backend
 from solver.candidates import build_candidates
+from solver.decompose import optimise
+from solver.families.pool_sizes import add_pool_sizes
+from solver.families.pooling import PoolAtLeastColumn
+from solver.lp import LinearProgram, Termination
 from solver.pools import Tier
 from solver.program import build_program, with_bounds
-from solver.replica_dominance import dominance_bounds, needed_replicas, pooled_credit
+from solver.replica_dominance import (
+    dominance_bounds,
+    move_of,
+    needed_replicas,
+    needed_sizes,
+    pooled_credit,
+)
 from solver.row_names import ReplicasColumn
 from solver.settings import SolveSettings
 from tests.synthetic import instance, workload
@@ -104,6 +116,10 @@ def test_the_bounds_keep_the_optimum_of_the_plain_program():
     free = backend.run(program.lp, settings)
     bounded = backend.run(with_bounds(program.lp, bounds), settings)
     assert bounded.objective == pytest.approx(free.objective, rel=1e-9)
+    # optimise applies them, and returns the program's columns only
+    optimised = optimise(program, backend, settings).result
+    assert optimised.objective == pytest.approx(free.objective, rel=1e-9)
+    assert set(optimised.values) <= set(program.lp.variables)
 
 
 def test_a_pool_the_caller_bounds_is_neither_bounded_nor_relied_on():
@@ -128,3 +144,73 @@ def test_no_bounds_with_a_limit_on_configurations_per_pool():
         update={"policy": inst.policy.model_copy(update={"max_configs_per_pool": 1})}
     )
     assert dominance_bounds(build_program(limited, build_candidates(limited))) == {}
+
+
+def test_the_sizes_a_pool_needs_leave_out_those_a_move_gains_at():
+    # A (one GPU): q(1) = 1.42 and q(2) = 1.46 on its own curve; at the failover target
+    # q(1) = 1.36 and q(2) = 1.46. B (two GPUs) carries 2.97 alone on both. Moving two
+    # replicas of A into one of B takes from A's pool:
+    #   own curve: n = 2: 2 x 1.46 = 2.92; n = 3: 3 x 1.46 - 1.42 = 2.96; n >= 4: 2.92
+    #   failover:  n = 2: 2.92;           n = 3: 3 x 1.46 - 1.36 = 3.02 > 2.97
+    # so every size but 3 (and those below m = 2) can give way to B.
+    tiers = (step(2, 0.04),)
+    credits = [(1.42, (0.04,)), (1.36, (0.10,))]
+    move = move_of(tiers, 64, 22, 2, credits, [2.97, 2.97])
+    assert move.losing == {3}
+    assert not move.beyond_loses  # 2 x 1.46 = 2.92 <= 2.97 at any larger size
+    assert needed_sizes(64, [move]) == (0, 1, 3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    q_one=st.floats(0.1, 5.0),
+    gains=st.lists(st.floats(0.0, 1.0), min_size=0, max_size=3),
+    others=st.lists(st.tuples(st.integers(1, 4), st.floats(0.1, 20.0)), min_size=1, max_size=3),
+    most=st.integers(1, 40),
+    bound=st.integers(1, 40),
+)
+def test_a_size_is_needed_exactly_when_no_move_gains_there(q_one, gains, others, most, bound):
+    tiers = tuple(step(2**k, gain) for k, gain in enumerate(gains, start=1))
+    credit = (q_one, tuple(gains))
+    moves = [move_of(tiers, most, bound, m, [credit], [lone]) for m, lone in others]
+    needed = needed_sizes(most, moves)
+
+    def loses(n: int, m: int, lone: float) -> bool:
+        if n < m:
+            return True
+        lost = pooled_credit(credit, tiers, bound, n) - pooled_credit(credit, tiers, bound, n - m)
+        return lost > lone * (1 + 1e-9)
+
+    checked = min(move.checked for move in moves)
+    for n in range(most + 1):
+        every_move_loses = all(loses(n, m, lone) for m, lone in others)
+        # A size left out has a move that loses nothing there: a plan steps down from it.
+        assert n in needed or not every_move_loses
+        # Up to where every move was scanned, the needed sizes are exactly the others
+        # (above it a size may be kept for safety).
+        if n <= checked:
+            assert (n in needed) == every_move_loses
+
+
+def test_the_size_rows_leave_a_pool_its_needed_sizes_only():
+    inst = region_loss_instance()
+    program = build_program(inst, build_candidates(inst))
+    pool = replace(program.sets.pools[0], tiers=(step(2, 0.1), step(4, 0.1)))
+    replicas = ReplicasColumn(pool.workload, pool.candidate.key, pool.region).name()
+    steps = {p: PoolAtLeastColumn.of(pool, p).name() for p in (2, 4)}
+
+    def feasible(n: int, credited: int | None) -> bool:
+        """Whether the pool may hold n replicas with the step at `credited` on."""
+        lp = LinearProgram("sizes")
+        lp.add_variable(replicas, lower=n, upper=n, integer=True)
+        for p, name in steps.items():
+            on = 1.0 if p == credited else 0.0
+            lp.add_variable(name, lower=on, upper=on, integer=True)
+        add_pool_sizes(lp, pool, 1, (3, 4))  # needed: 0, 1, 3 and 4
+        result = get_backend("highs").solve(lp, mip_gap=0.0)
+        return result.termination is Termination.OPTIMAL
+
+    assert [n for n in range(6) if feasible(n, None)] == [0, 1, 3, 4]
+    # the step at 2 lies above the low range: credited at 3 or 4, not at 1
+    assert [n for n in range(6) if feasible(n, 2)] == [3, 4]
+    assert [n for n in range(6) if feasible(n, 4)] == [4]
