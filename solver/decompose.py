@@ -55,7 +55,7 @@ from solver.families.variables import PurchasedColumn
 from solver.lp import LinearProgram, SolveResult, Termination
 from solver.parallel import processes_for, solve_each, worth_parallel
 from solver.program import FleetProgram, build_program, with_bounds
-from solver.replica_dominance import PoolSizes, dominance, with_sizes
+from solver.replica_dominance import PoolSizes, dominance, sizes_start, with_sizes
 from solver.row_names import GroupsColumn, ReplicasColumn, split_name
 from solver.settings import MIN_CALL_S, SolveSettings
 from solver.warm_start import warm_start
@@ -121,6 +121,8 @@ def optimise(
     lp = with_bounds(program.lp, bounds) if bounds else program.lp
     first = settings.limited(_left_s(settings, started)).with_duals(False)
     start = warm_start(program, backend, first, bounds)
+    if start is not None:
+        start |= sizes_start(reduction.sizes, start)
     one = settings.limited(_left_s(settings, started)).with_duals(False)  # the start's time out
     result = backend.run(with_sizes(lp, reduction.sizes), one, start=start)
     own = {name: value for name, value in result.values.items() if name in program.lp.variables}

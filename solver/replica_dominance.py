@@ -47,7 +47,7 @@ from itertools import pairwise
 
 from models.replica import Role
 from solver.candidates import Candidate
-from solver.families.pool_sizes import add_pool_sizes
+from solver.families.pool_sizes import PoolSizeIsColumn, add_pool_sizes
 from solver.lp import LinearProgram
 from solver.pools import Tier
 from solver.program import FleetProgram, with_bounds
@@ -272,3 +272,15 @@ def with_sizes(lp: LinearProgram, sizes: Sequence[PoolSizes]) -> LinearProgram:
     for size in found:
         add_pool_sizes(copy, size.pool, size.low, size.high)
     return copy
+
+
+def sizes_start(sizes: Sequence[PoolSizes], values: dict[str, float]) -> dict[str, float]:
+    """The size binaries of a plan of the program (a warm start), so that it stays a plan
+    of the program with the size rows: pool_size_is[h] = 1 where the pool holds h."""
+    found = {}
+    for size in sizes:
+        held = round(values.get(_name(size.pool), 0.0))
+        for h in size.high:
+            w, key, r = size.pool.workload, size.pool.candidate.key, size.pool.region
+            found[PoolSizeIsColumn(w, key, r, h).name()] = float(held == h)
+    return found

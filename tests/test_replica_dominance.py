@@ -17,11 +17,14 @@ from solver.lp import LinearProgram, Termination
 from solver.pools import Tier
 from solver.program import build_program, with_bounds
 from solver.replica_dominance import (
+    PoolSizes,
     dominance_bounds,
     move_of,
     needed_replicas,
     needed_sizes,
     pooled_credit,
+    sizes_start,
+    with_sizes,
 )
 from solver.row_names import ReplicasColumn
 from solver.settings import SolveSettings
@@ -214,3 +217,20 @@ def test_the_size_rows_leave_a_pool_its_needed_sizes_only():
     # the step at 2 lies above the low range: credited at 3 or 4, not at 1
     assert [n for n in range(6) if feasible(n, 2)] == [3, 4]
     assert [n for n in range(6) if feasible(n, 4)] == [4]
+
+
+def test_a_start_at_a_needed_size_gets_its_size_binaries():
+    inst = region_loss_instance()
+    program = build_program(inst, build_candidates(inst))
+    pool = replace(program.sets.pools[0], tiers=(step(2, 0.1),))
+    sizes = [PoolSizes(pool, 1, (3,))]
+    replicas = ReplicasColumn(pool.workload, pool.candidate.key, pool.region).name()
+    step_column = PoolAtLeastColumn.of(pool, 2).name()
+    lp = LinearProgram("start")
+    lp.add_variable(replicas, upper=3, integer=True)
+    lp.add_variable(step_column, upper=1, integer=True)
+    lp = with_sizes(lp, sizes)
+    for held, credited in ((0, 0.0), (1, 0.0), (3, 1.0)):
+        start = {replicas: float(held), step_column: credited}
+        start |= sizes_start(sizes, start)
+        assert all(row.slack(start) >= 0 for row in lp.constraints.values())
