@@ -41,6 +41,7 @@ by part.
 """
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -48,11 +49,13 @@ from models.instance import BuyUnit
 from models.site import gpus_bought, node_gpus
 from solver.backends import Backend
 from solver.candidates import CandidateTable
+from solver.families.pool_sizes import PoolSizeIsColumn
 from solver.families.servers import ServersColumn
 from solver.families.variables import PurchasedColumn
 from solver.lp import LinearProgram, SolveResult, Termination
 from solver.parallel import processes_for, solve_each, worth_parallel
 from solver.program import FleetProgram, build_program, with_bounds
+from solver.replica_dominance import PoolSizes, dominance, sizes_start, with_sizes
 from solver.row_names import GroupsColumn, ReplicasColumn, split_name
 from solver.settings import MIN_CALL_S, SolveSettings
 from solver.warm_start import warm_start
@@ -105,17 +108,25 @@ def optimise(
     """Solve the program (with some variables' bounds replaced): workload by workload
     when the workloads do not compete for supply (`solve_by_workload`), else as one, in
     what is left of the time limit, starting from the plan of a restriction of it
-    (solver.warm_start) when the program is large enough."""
+    (solver.warm_start) when the program is large enough. Pools are first bounded to
+    the sizes an optimal plan needs (solver.replica_dominance), except where `bounds`
+    name the candidates involved; the result holds the program's columns only."""
     started = time.monotonic()
+    reduction = dominance(program, bounds)
+    bounds = {**reduction.bounds, **(bounds or {})} or None
     if len(program.sets.workloads) > 1:
-        joined = solve_by_workload(program, backend, settings, bounds)
+        joined = solve_by_workload(program, backend, settings, bounds, reduction.sizes)
         if joined is not None:
             return joined
     lp = with_bounds(program.lp, bounds) if bounds else program.lp
     first = settings.limited(_left_s(settings, started)).with_duals(False)
     start = warm_start(program, backend, first, bounds)
+    if start is not None:
+        start |= sizes_start(reduction.sizes, start)
     one = settings.limited(_left_s(settings, started)).with_duals(False)  # the start's time out
-    return Optimised(backend.run(lp, one, start=start))
+    result = backend.run(with_sizes(lp, reduction.sizes), one, start=start)
+    own = {name: value for name, value in result.values.items() if name in program.lp.variables}
+    return Optimised(replace(result, values=own))
 
 
 def _left_s(settings: SolveSettings, started: float) -> float | None:
@@ -149,8 +160,10 @@ def solve_by_workload(
     backend: Backend,
     settings: SolveSettings,
     bounds: Bounds | None = None,
+    sizes: Sequence[PoolSizes] = (),
 ) -> Optimised | None:
-    """Solve each workload's program apart and join the solutions.
+    """Solve each workload's program apart and join the solutions (each with the size
+    rows of its pools among `sizes`, solver.replica_dominance).
 
     Returns the joined result when it is feasible for the whole program and within the
     requested gap; a result with termination INFEASIBLE when some workload alone has no
@@ -171,7 +184,7 @@ def solve_by_workload(
     for workload in parts:
         part = workload_program(program, workload)
         own = {name: bound for name, bound in bounds.items() if name in part.lp.variables}
-        lps.append(with_bounds(part.lp, own))
+        lps.append(with_sizes(with_bounds(part.lp, own), sizes))
     processes = processes_for(len(lps)) if worth_parallel(lps) else 1
 
     def part_settings(_index: int) -> SolveSettings:
@@ -217,7 +230,10 @@ def solve_by_workload(
 
 
 def _per_workload(name: str) -> bool:
-    return split_name(name)[0] not in (PurchasedColumn.family, ServersColumn.family)
+    """Columns the join takes from a workload's solution (purchases are rounded on the
+    whole; the size binaries are not the program's)."""
+    family = split_name(name)[0]
+    return family not in (PurchasedColumn.family, ServersColumn.family, PoolSizeIsColumn.family)
 
 
 def _purchases(program: FleetProgram, values: dict[str, float]) -> dict[str, float]:

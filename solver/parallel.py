@@ -91,7 +91,9 @@ def solve_each(
 
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=processes, mp_context=context) as pool:
-        waiting = list(enumerate(programs))
+        # Largest first (by integer variables): the last program to start is a small one,
+        # so the workers end together rather than one waiting on a late large solve.
+        waiting = sorted(enumerate(programs), key=lambda item: -item[1].size()["integer_variables"])
         running: dict[Future, int] = {}
 
         def hand_out() -> None:

@@ -20,7 +20,10 @@ configs_per_pool, and the phase label). Every other family
 declares its index type in its own module under solver.families.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
+from functools import cache
+from operator import attrgetter
 from typing import ClassVar, Self
 
 from models.replica import Role
@@ -45,11 +48,11 @@ class Index:
 
     def values(self) -> tuple[str | int, ...]:
         """The index, in order."""
-        return tuple(getattr(self, f.name) for f in fields(self))
+        return _getter(type(self))(self)
 
     def name(self) -> str:
         """`family[index,...]`: the row's (or column's) name."""
-        return f"{self.family}[{','.join(str(v) for v in self.values())}]"
+        return f"{self.family}[{','.join(map(str, self.values()))}]"
 
     @classmethod
     def owns(cls, family: str) -> bool:
@@ -71,6 +74,17 @@ class Index:
         if len(parts) != len(own):
             raise ValueError(f"{name!r}: {cls.family} has {len(own)} indices {cls.index_text()}")
         return cls(*(int(p) if f.type is int else p for f, p in zip(own, parts, strict=True)))
+
+
+@cache
+def _getter(index_type: type) -> Callable[[object], tuple]:
+    """Reads an index's fields as a tuple, in order (built once per type: the program
+    writes a name for every row and column)."""
+    names = tuple(f.name for f in fields(index_type))
+    if len(names) == 1:
+        one = attrgetter(names[0])
+        return lambda index: (one(index),)
+    return attrgetter(*names)
 
 
 def split_name(name: str) -> tuple[str, tuple[str, ...]]:

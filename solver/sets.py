@@ -235,7 +235,7 @@ class ProgramSets:
         zones, spare = self._zone_hit(r), self.survives_replica_loss
         largest = largest_useful_pool(c.curve, c.ladder, load, zones, spare)
         # Serving rerouted users (a tighter TTFT target) may take a larger pool.
-        for rtt_ms in {rtt for (_, w2, d), rtt in self.rerouted_rtt.items() if (w2, d) == (w, r)}:
+        for rtt_ms in self.rerouted_rtts_at.get((w, r), ()):
             curve = c.failover_curve(rtt_ms)
             if curve is None:
                 continue
@@ -376,6 +376,15 @@ class ProgramSets:
                     longest[(f.name, w, d)] = rtt_ms
         return longest
 
+    @cached_property
+    def rerouted_rtts_at(self) -> dict[tuple[str, str], tuple[float, ...]]:
+        """(w, d) -> the round trips some scenario may reroute w's users to d from
+        (the values of `rerouted_rtt`), increasing."""
+        found: dict[tuple[str, str], set[float]] = defaultdict(set)
+        for (_, w, d), rtt_ms in self.rerouted_rtt.items():
+            found[(w, d)].add(rtt_ms)
+        return {key: tuple(sorted(rtts)) for key, rtts in found.items()}
+
     def failover_tiers(self, f: str, pool: Pool) -> tuple[float, tuple[Tier, ...]] | None:
         """q'(1) and the pooling steps of `pool` in scenario f at the TTFT target less the
         longest round trip of the users f may reroute to its region (its replicas serve
@@ -383,6 +392,21 @@ class ProgramSets:
         rtt_ms = self.rerouted_rtt.get((f, pool.workload, pool.region), 0.0)
         if rtt_ms <= 0:
             return None
+        key = (rtt_ms, pool.workload, pool.candidate.key, pool.region)
+        if key not in self._failover_tiers:
+            self._failover_tiers[key] = self._failover_tiers_at(rtt_ms, pool)
+        return self._failover_tiers[key]
+
+    @cached_property
+    def _failover_tiers(self) -> dict[tuple, tuple[float, tuple[Tier, ...]] | None]:
+        """`failover_tiers` by (round trip, workload, candidate key, region): one
+        computation per pool and round trip, however many scenarios share it."""
+        return {}
+
+    def _failover_tiers_at(
+        self, rtt_ms: float, pool: Pool
+    ) -> tuple[float, tuple[Tier, ...]] | None:
+        """`failover_tiers` of a pool at the round trip `rtt_ms` (> 0)."""
         curve = pool.candidate.failover_curve(rtt_ms)
         if curve is None:
             return None
