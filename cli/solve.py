@@ -42,6 +42,10 @@ if TYPE_CHECKING:  # `solve` never needs the explanation's modules (levers, re-s
 
 BINDING_ROWS_SHOWN = 20
 """Binding constraints printed in the terminal (all of them go to --json)."""
+UTILISATION_ROWS_SHOWN = 40
+"""Rows of the utilisation table printed in the terminal: the most utilised, in scenario
+order (all of them go to --json). A 10-region, 20-workload plan surviving any region
+loss has ~1,600 (scenario, pool) rows, unreadable as text and a second of rendering."""
 
 InstanceFile = Annotated[Path, typer.Argument(help="Instance file (.yaml, .yml or .json).")]
 BackendOption = Annotated[
@@ -472,26 +476,41 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
             f"{hidden} more in --json" if hidden > 0 else "",
         )
     )
-    tables.append(
-        TableSpec(
-            "Utilisation by scenario",
-            ("scenario", "workload", "region", "phase", "load req/s", "capacity req/s", "util"),
-            tuple(
-                (
-                    s.name,
-                    p.workload,
-                    p.region,
-                    p.phase,
-                    _num(p.load_requests_per_s),
-                    _num(p.capacity_requests_per_s),
-                    f"{p.utilisation:.0%}",
-                )
-                for s in plan.scenarios
-                for p in s.pools
-            ),
-        )
-    )
+    tables.append(_utilisation_table(plan))
     return tables + tiering_tables(plan)
+
+
+def _utilisation_table(plan: Plan) -> TableSpec:
+    """Load against capacity of every pool in every scenario; beyond
+    `UTILISATION_ROWS_SHOWN` rows, the most utilised ones (the rest are said in a note)."""
+    rows = [(s.name, p) for s in plan.scenarios for p in s.pools]
+    note = ""
+    if len(rows) > UTILISATION_ROWS_SHOWN:
+        ranked = sorted(range(len(rows)), key=lambda i: -rows[i][1].utilisation)
+        kept = sorted(ranked[:UTILISATION_ROWS_SHOWN])
+        lowest = rows[ranked[UTILISATION_ROWS_SHOWN - 1]][1].utilisation
+        note = (
+            f"the {UTILISATION_ROWS_SHOWN} most utilised of {len(rows):,} rows; the other "
+            f"{len(rows) - UTILISATION_ROWS_SHOWN:,} (at most {lowest:.0%}) in --json"
+        )
+        rows = [rows[i] for i in kept]
+    return TableSpec(
+        "Utilisation by scenario",
+        ("scenario", "workload", "region", "phase", "load req/s", "capacity req/s", "util"),
+        tuple(
+            (
+                name,
+                p.workload,
+                p.region,
+                p.phase,
+                _num(p.load_requests_per_s),
+                _num(p.capacity_requests_per_s),
+                f"{p.utilisation:.0%}",
+            )
+            for name, p in rows
+        ),
+        note,
+    )
 
 
 def _served(pool) -> str:

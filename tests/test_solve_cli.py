@@ -140,3 +140,29 @@ def test_an_unknown_backend_is_bad_input(run_cli):
     assert result.exit_code == 2
     assert "unknown solver backend 'gurobi'" in result.stderr
     assert "highs" in result.stderr
+
+
+def test_a_long_utilisation_table_keeps_its_most_utilised_rows_in_order(
+    default_plan_json, monkeypatch
+):
+    """With room for 5 rows, the table keeps the 5 (scenario, pool) rows of highest
+    utilisation, in the plan's scenario order, and its note counts the rest."""
+    import cli.solve as solve_cli
+
+    plan = Plan.model_validate_json(default_plan_json)
+    every = [(s.name, p) for s in plan.scenarios for p in s.pools]
+    assert len(every) > 5
+
+    def table():
+        return next(t for t in solve_cli.plan_tables(plan) if t.title == "Utilisation by scenario")
+
+    assert len(table().rows) == len(every) and table().note == ""  # under the limit: all
+    monkeypatch.setattr(solve_cli, "UTILISATION_ROWS_SHOWN", 5)
+    shown = table()
+    threshold = sorted((p.utilisation for _, p in every), reverse=True)[4]
+    expected = [(n, p) for n, p in every if p.utilisation >= threshold][:5]
+    assert [(row[0], row[1], row[2], row[3]) for row in shown.rows] == [
+        (n, p.workload, p.region, p.phase) for n, p in expected
+    ]
+    assert shown.note.startswith(f"the 5 most utilised of {len(every)} rows; the other ")
+    assert f"{len(every) - 5} (at most {threshold:.0%}) in --json" in shown.note
