@@ -17,7 +17,7 @@ evaluate): a worker process costs its start-up.
 from models.instance import Instance
 from models.replica import LatencyTargets, TrafficMix
 from solver.candidates import CandidateTable, build_candidates, configurations
-from solver.parallel import processes_for
+from solver.parallel import processes_for, worker_pool
 from solver.settings import SolveSettings, TimeLimitReached
 
 PARALLEL_MIN_CONFIGURATIONS = 400
@@ -47,11 +47,7 @@ def build_candidates_parallel(
         shares[lightest] += [w.name for w in groups[key]]
         loads[lightest] += work[key]
     parts = [_restricted(instance, share) for share in shares if share]
-    import multiprocessing  # here: a small instance never starts workers (issue 19)
-    from concurrent.futures import ProcessPoolExecutor
-
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=len(parts), mp_context=context) as pool:
+    with worker_pool(len(parts)) as pool:
         built = list(pool.map(_build_share, parts, [settings] * len(parts)))
     tables = []
     for table in built:

@@ -11,12 +11,18 @@ library), so programs go to workers only when there are at least two of them, th
 big enough to be worth it (`PARALLEL_MIN_INTEGERS` integer variables in all) and cores
 are idle (`idle_cores`); the caller learns how many processes ran and says so (the
 plan's `solver.method`).
+
+Within one solve (`workers_kept`), the workers that evaluated the candidates are the ones
+that then solve the workload programs: they start once, and what they imported stays
+loaded.
 """
 
 import math
 import os
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
+from typing import Any
 
 from solver.backends import Backend, get_backend
 from solver.lp import LinearProgram, SolveResult
@@ -56,6 +62,51 @@ def worth_parallel(programs: Sequence[LinearProgram]) -> bool:
     return len(programs) >= 2 and integers >= PARALLEL_MIN_INTEGERS and processes_for(2) > 1
 
 
+_KEPT: dict[str, Any] = {}
+"""The pool of the `workers_kept` block in progress: `active` while one runs, `pool`
+once a use has started it."""
+
+
+@contextmanager
+def workers_kept() -> Iterator[None]:
+    """Within the block, the worker pools `worker_pool` hands out are one pool, kept
+    between uses and shut down when the block ends (a nested block joins the outer one).
+    A large solve's candidate evaluation and workload solves share their workers: the
+    second use does not pay the workers' start-up (~0.3 s each) again."""
+    if _KEPT.get("active"):
+        yield
+        return
+    _KEPT["active"] = True
+    try:
+        yield
+    finally:
+        pool = _KEPT.pop("pool", None)
+        _KEPT.clear()
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextmanager
+def worker_pool(processes: int) -> Iterator[Any]:
+    """A `spawn` process pool of `processes` workers for the block: the kept one inside
+    `workers_kept` (started, or restarted larger, on first need), otherwise a pool of
+    its own, shut down when the block ends."""
+    import multiprocessing  # here: a small solve never loads it (issue 19)
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")
+    if not _KEPT.get("active"):
+        with ProcessPoolExecutor(max_workers=processes, mp_context=context) as pool:
+            yield pool
+        return
+    pool = _KEPT.get("pool")
+    if pool is None or pool._max_workers < processes:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        pool = _KEPT["pool"] = ProcessPoolExecutor(max_workers=processes, mp_context=context)
+    yield pool
+
+
 def _solve_one(backend: str, lp: LinearProgram, settings: SolveSettings) -> SolveResult:
     """One solve in a worker: one solver thread."""
     return get_backend(backend).run(lp, replace(settings, threads=1))
@@ -86,11 +137,9 @@ def solve_each(
             if stop(result):
                 return
         return
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+    from concurrent.futures import FIRST_COMPLETED, Future, wait
 
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=processes, mp_context=context) as pool:
+    with worker_pool(processes) as pool:
         # Largest first (by integer variables): the last program to start is a small one,
         # so the workers end together rather than one waiting on a late large solve.
         waiting = sorted(enumerate(programs), key=lambda item: -item[1].size()["integer_variables"])

@@ -26,6 +26,7 @@ from solver.decompose import Optimised, optimise
 from solver.diagnose import diagnose_infeasible, presolve_problems
 from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
 from solver.lp import LinearProgram, SolveResult, Termination
+from solver.parallel import workers_kept
 from solver.plan import Plan, SimplicityCost
 from solver.pools import PoolCurve, assess_pools
 from solver.pricing import priced_rows, pricing_program
@@ -84,12 +85,13 @@ def solve_program(instance: Instance, settings: SolveSettings | None = None) -> 
     """`solve`, keeping the program and the raw result for explanations; the returned
     settings carry the run's deadline (explain's re-solves share it)."""
     settings = (settings or SolveSettings.of(instance)).started()
-    if uses_time(instance):
-        return _solve_in_time(instance, settings)
-    split = splittable(instance)
-    if split:
-        return solve_choosing_split(instance, split, settings, _solve_one)
-    return _solve_one(instance, settings)
+    with workers_kept():  # candidates and workload solves share their worker processes
+        if uses_time(instance):
+            return _solve_in_time(instance, settings)
+        split = splittable(instance)
+        if split:
+            return solve_choosing_split(instance, split, settings, _solve_one)
+        return _solve_one(instance, settings)
 
 
 def _solve_one(instance: Instance, settings: SolveSettings) -> Solved:

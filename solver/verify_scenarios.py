@@ -104,6 +104,8 @@ def _check_flow(
         (d,) = places
         served = 0 + min(demand[o], capacity[d])
         source_side = {("origin", o)} if served < demand[o] else set()
+    elif _nearest_first_serves_all(demand, capacity, reach):
+        served, source_side = total, set()  # a flow of the whole demand: nothing is cut
     else:
         served, source_side = _max_flow(demand, capacity, reach)
     if served < total * (1 - DEMAND_TOLERANCE) - DEMAND_TOLERANCE:
@@ -134,6 +136,25 @@ def _check_flow(
         demand_requests_per_s=total,
         servable_requests_per_s=served,
     )
+
+
+def _nearest_first_serves_all(
+    demand: dict[str, float], capacity: dict[str, float], reach: dict[str, dict[str, float]]
+) -> bool:
+    """Whether sending each origin's users to the nearest regions with room left (origins
+    in turn) serves every request: such an assignment is a flow of the whole demand, so
+    the maximum flow is the demand and no minimum cut is needed. When it fails, the
+    maximum flow (`_max_flow`) decides: another assignment may still serve everyone."""
+    room = dict(capacity)
+    for o, rate in demand.items():
+        left = rate
+        for d in sorted(reach[o], key=lambda d: (reach[o][d], d)):
+            take = min(left, room.get(d, 0.0))
+            room[d] = room.get(d, 0.0) - take
+            left -= take
+        if left > 1e-12 * max(rate, 1.0):
+            return False
+    return True
 
 
 def _max_flow(
