@@ -220,8 +220,8 @@ def test_batch_with_an_unknown_backend_reports_every_instance(run_cli, tmp_path)
 
 
 def test_batch_time_out_is_that_instances_outcome(run_cli, tmp_path):
-    data = json.loads(generated(3, 30, 6).model_dump_json(exclude_unset=True))
-    data["solver"]["time_limit_s"] = 0.5  # its candidates alone take seconds
+    data = json.loads(generated(10, 20, 6).model_dump_json(exclude_unset=True))
+    data["solver"]["time_limit_s"] = 0.5  # it takes ~5.5 s on two idle cores, 11 s of CPU
     _write(tmp_path / "big.json", json.dumps(data))
     shutil.copy(SMALL, tmp_path / "small.yaml")
     result = run_cli("batch", tmp_path, "--json", "-")
