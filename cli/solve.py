@@ -317,7 +317,7 @@ def plan_header(plan: Plan) -> list[str]:
     """The lines above the plan's tables (the status says "optimal" only when it is)."""
     lines = [
         f"{plan.instance}: {plan.status}, ${plan.cost_per_month or 0:,.0f}/month, "
-        f"{plan.total_gpus} GPUs"
+        f"{plan.total_gpus} GPU{'' if plan.total_gpus == 1 else 's'}"
     ]
     if plan.idle_fraction is not None:
         lines.append(f"idle at peak: {plan.idle_fraction:.1%} of the GPU-hours paid")
