@@ -518,16 +518,10 @@ class BatchModel:
         new_prompt = mix.new_prompt
         points = poisson_points(mean_prompts)
         loads = [min(k * new_prompt, lane_tokens) for k, _ in points if k * new_prompt > 0]
-        if isinstance(steps, StepModel):  # t_0 and every load's, the decode side done once
-            decode_s, *loaded_s = steps.iterations_s(
-                batch, mix.context, [0.0, *loads], self.prefill_context
-            )
-        else:
-            decode_s = self.decode_only_s(batch)
-            loaded_s = [
-                steps.iteration_s(batch, mix.context, load, self.prefill_context)
-                for load in loads
-            ]
+        # t_0 and every load's in one call (a StepModel works the decode side out once)
+        decode_s, *loaded_s = steps.iterations_s(
+            batch, mix.context, [0.0, *loads], self.prefill_context
+        )
         times_s = iter(loaded_s)
         iterations = time_s = square_s = mixed = 0.0
         for prompts, weight in points:

@@ -292,6 +292,20 @@ class SpeculativeSteps:
             )
         )
 
+    def iterations_s(
+        self,
+        batch: float,
+        context_tokens: float,
+        prefill_loads: list[float],
+        prefill_context_tokens: float,
+    ) -> list[float]:
+        """`iteration_s` at one batch and each of several prompt loads, in order (the
+        interface of `StepModel.iterations_s`, which `models.batch_model` calls)."""
+        return [
+            self.iteration_s(batch, context_tokens, load, prefill_context_tokens)
+            for load in prefill_loads
+        ]
+
     def iteration_parts(
         self,
         batch: float,
