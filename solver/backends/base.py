@@ -177,6 +177,11 @@ class CompiledProgram:
         return replace(self, lower=lower, upper=upper)
 
 
+def _zeros(typecode: str, count: int) -> array:
+    """`count` zeros as an `array.array` of `typecode` (all-zero bytes are 0 and 0.0)."""
+    return array(typecode, bytes(array(typecode).itemsize * count))
+
+
 def compile_program(lp: LinearProgram) -> CompiledProgram:
     """Turn a named program into index arrays.
 
@@ -200,7 +205,7 @@ def compile_program(lp: LinearProgram) -> CompiledProgram:
         if math.isnan(lo) or math.isnan(up) or lo == math.inf or up == -math.inf:
             raise ValueError(f"variable {name} has bounds [{lo}, {up}]")
 
-    cost = array("d", bytes(8 * len(names)))
+    cost = _zeros("d", len(names))
     for name, value in lp.objective.items():
         if name not in index:
             raise ValueError(f"objective uses undeclared variable {name}")
@@ -209,11 +214,11 @@ def compile_program(lp: LinearProgram) -> CompiledProgram:
         raise ValueError("objective has a coefficient that is not a finite number")
 
     row_names = tuple(lp.constraints)
-    row_start = array("q", bytes(8 * (len(row_names) + 1)))
+    row_start = _zeros("q", len(row_names) + 1)
     col_index = array("q")
     coef = array("d")
-    row_lower = array("d", bytes(8 * len(row_names)))
-    row_upper = array("d", bytes(8 * len(row_names)))
+    row_lower = _zeros("d", len(row_names))
+    row_upper = _zeros("d", len(row_names))
     for i, row_name in enumerate(row_names):
         row = lp.constraints[row_name]
         if not math.isfinite(row.rhs):
@@ -403,7 +408,7 @@ class Backend(ABC):
                 message="infeasible or unbounded; no time left to tell which",
             )
         feasibility = self._solve(
-            program.with_cost(array("d", bytes(8 * program.num_variables))),
+            program.with_cost(_zeros("d", program.num_variables)),
             replace(options, want_duals=False),
             deadline,
         )
