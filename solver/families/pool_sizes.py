@@ -28,24 +28,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from solver.families import add_row, register
-from solver.families.pooling import PoolAtLeastColumn
+from solver.families.pooling import PoolAtLeastColumn, PoolIndex, PoolStep
 from solver.lp import LinearProgram, Sense
 from solver.row_names import Index, ReplicasColumn
 from solver.sets import Pool
-
-
-@dataclass(frozen=True)
-class PoolAt(Index):
-    """[workload,candidate,region]: one pool."""
-
-    workload: str
-    candidate: str
-    region: str
-
-    @classmethod
-    def of(cls, pool: Pool) -> "PoolAt":
-        """The index of `pool`."""
-        return cls(pool.workload, pool.candidate.key, pool.region)
 
 
 @dataclass(frozen=True)
@@ -59,33 +45,28 @@ class PoolSizeIsColumn(Index):
     size: int
 
 
-class PoolSizesOneRow(PoolAt):
+class PoolSizesOneRow(PoolIndex):
     """pool_sizes_one[w,c,r]."""
 
     family: ClassVar[str] = "pool_sizes_one"
 
 
-class PoolSizeFloorRow(PoolAt):
+class PoolSizeFloorRow(PoolIndex):
     """pool_size_floor[w,c,r]."""
 
     family: ClassVar[str] = "pool_size_floor"
 
 
-class PoolSizeCeilingRow(PoolAt):
+class PoolSizeCeilingRow(PoolIndex):
     """pool_size_ceiling[w,c,r]."""
 
     family: ClassVar[str] = "pool_size_ceiling"
 
 
-@dataclass(frozen=True)
-class PoolStepSizeRow(Index):
+class PoolStepSizeRow(PoolStep):
     """pool_step_size[w,c,r,P]."""
 
     family: ClassVar[str] = "pool_step_size"
-    workload: str
-    candidate: str
-    region: str
-    pool: int
 
 
 for _row, _text in (
@@ -115,4 +96,4 @@ def add_pool_sizes(lp: LinearProgram, pool: Pool, low: int, high: tuple[int, ...
             continue
         step = PoolAtLeastColumn.of(pool, tier.replicas).name()
         terms = {step: 1.0, **{y: -1.0 for h, y in chosen.items() if h >= tier.replicas}}
-        add_row(lp, PoolStepSizeRow(w, key, r, tier.replicas), terms, Sense.LE, 0.0)
+        add_row(lp, PoolStepSizeRow.of(pool, tier.replicas), terms, Sense.LE, 0.0)

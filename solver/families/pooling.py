@@ -65,6 +65,21 @@ from solver.sets import Pool, ProgramSets
 
 
 @dataclass(frozen=True)
+class PoolIndex(Index):
+    """[workload,candidate,region]: one pool (rows and columns of one pool share it; each
+    family is a subclass naming itself)."""
+
+    workload: str
+    candidate: str
+    region: str
+
+    @classmethod
+    def of(cls, pool: Pool) -> "PoolIndex":
+        """The index of `pool`."""
+        return cls(pool.workload, pool.candidate.key, pool.region)
+
+
+@dataclass(frozen=True)
 class PoolStep(Index):
     """[workload,candidate,region,pool]: one pooling step P of one pool (rows and columns
     of the pooling steps share it; each family is a subclass naming itself)."""

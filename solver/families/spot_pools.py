@@ -40,41 +40,32 @@ from models.pricing_tiers import poisson_quantile, spot_down_fraction
 from models.replica import Role
 from solver.families import FAMILIES, register
 from solver.families.capacity import CapacityRow
+from solver.families.pooling import PoolIndex
 from solver.families.pricing import GpuCoverRow
 from solver.lp import Constraint, LinearProgram, Sense
 from solver.program import FleetProgram
 from solver.row_names import Index, ReplicasColumn
 
 
-@dataclass(frozen=True)
-class SpotPoolIndex(Index):
-    """[workload,candidate,region]: one pool (columns and rows of the spot split share
-    it; each family is a subclass naming itself)."""
-
-    workload: str
-    candidate: str
-    region: str
-
-
-class SpotColumn(SpotPoolIndex):
+class SpotColumn(PoolIndex):
     """spot[w,c,r]: the pool's replicas on spot."""
 
     family: ClassVar[str] = "spot"
 
 
-class SpotOpenColumn(SpotPoolIndex):
+class SpotOpenColumn(PoolIndex):
     """spot_open[w,c,r]: 1 when the pool runs any spot replica."""
 
     family: ClassVar[str] = "spot_open"
 
 
-class SpotWithinRow(SpotPoolIndex):
+class SpotWithinRow(PoolIndex):
     """spot_within[w,c,r]."""
 
     family: ClassVar[str] = "spot_within"
 
 
-class SpotOpenRow(SpotPoolIndex):
+class SpotOpenRow(PoolIndex):
     """spot_open_row[w,c,r]."""
 
     family: ClassVar[str] = "spot_open_row"
