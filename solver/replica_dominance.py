@@ -43,7 +43,6 @@ replicas are bounded by the pool's own bound).
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 
 from models.replica import Role
 from solver.candidates import Candidate
@@ -52,7 +51,7 @@ from solver.lp import LinearProgram
 from solver.pools import Tier
 from solver.program import FleetProgram, with_bounds
 from solver.row_names import ReplicasColumn, split_name
-from solver.sets import Pool
+from solver.sets import Pool, ProgramSets
 
 Bounds = dict[str, tuple[float, float | None]]
 Credit = tuple[float, tuple[float, ...]]
@@ -65,21 +64,15 @@ MAX_HIGH_SIZES = 2
 replica bound only)."""
 
 
-def pool_curves(pool: Pool, rtts_ms: Sequence[float | None]) -> list[Credit]:
+def pool_curves(sets: ProgramSets, pool: Pool, rtts_ms: Sequence[float | None]) -> list[Credit]:
     """q(1) and the steps' gains of `pool` on the curve of each round trip (None: its
     own curve; at the TTFT target less the round trip where that is tabulated, else its
-    own), as the capacity rows credit them (`ProgramSets.failover_tiers`)."""
-    c = pool.candidate
-    own = (c.requests_per_s, tuple(tier.gain for tier in pool.tiers))
+    own), as the capacity rows credit them (`ProgramSets.tiers_at_rtt`)."""
+    own = (pool.candidate.requests_per_s, tuple(tier.gain for tier in pool.tiers))
     credits = []
     for rtt_ms in rtts_ms:
-        curve = None if rtt_ms is None else c.failover_curve(rtt_ms)
-        if curve is None:
-            credits.append(own)
-            continue
-        levels = [curve.requests_per_s(1), *(curve.requests_per_s(t.replicas) for t in pool.tiers)]
-        gains = tuple(high - low for low, high in pairwise(levels))
-        credits.append((levels[0], gains))
+        at = None if rtt_ms is None else sets.tiers_at_rtt(rtt_ms, pool)
+        credits.append(own if at is None else (at[0], tuple(tier.gain for tier in at[1])))
     return credits
 
 
@@ -225,7 +218,7 @@ def dominance(program: FleetProgram, bounds: Bounds | None = None) -> Reduction:
         for pool in free:
             a = pool.candidate
             curves = [None, *sets.rerouted_rtts_at.get((pool.workload, pool.region), ())]
-            credits = pool_curves(pool, curves)
+            credits = pool_curves(sets, pool, curves)
             most, bound = pool.max_replicas, pool.credit_replicas
             moves = [
                 move_of(pool.tiers, most, bound, other.candidate.gpus // a.gpus, credits, lone)

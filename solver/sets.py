@@ -392,6 +392,13 @@ class ProgramSets:
         rtt_ms = self.rerouted_rtt.get((f, pool.workload, pool.region), 0.0)
         if rtt_ms <= 0:
             return None
+        return self.tiers_at_rtt(rtt_ms, pool)
+
+    def tiers_at_rtt(self, rtt_ms: float, pool: Pool) -> tuple[float, tuple[Tier, ...]] | None:
+        """q'(1) and the pooling steps of `pool` on its curve at the TTFT target less a
+        round trip of `rtt_ms` (> 0), as the capacity rows credit them; None where that
+        curve is not tabulated. Worked out once per pool and round trip, however many
+        scenarios share it."""
         key = (rtt_ms, pool.workload, pool.candidate.key, pool.region)
         if key not in self._failover_tiers:
             self._failover_tiers[key] = self._failover_tiers_at(rtt_ms, pool)
@@ -399,14 +406,13 @@ class ProgramSets:
 
     @cached_property
     def _failover_tiers(self) -> dict[tuple, tuple[float, tuple[Tier, ...]] | None]:
-        """`failover_tiers` by (round trip, workload, candidate key, region): one
-        computation per pool and round trip, however many scenarios share it."""
+        """`tiers_at_rtt` by (round trip, workload, candidate key, region)."""
         return {}
 
     def _failover_tiers_at(
         self, rtt_ms: float, pool: Pool
     ) -> tuple[float, tuple[Tier, ...]] | None:
-        """`failover_tiers` of a pool at the round trip `rtt_ms` (> 0)."""
+        """`tiers_at_rtt`, worked out."""
         curve = pool.candidate.failover_curve(rtt_ms)
         if curve is None:
             return None
