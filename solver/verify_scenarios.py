@@ -141,12 +141,30 @@ def _check_flow(
 def _nearest_first_serves_all(
     demand: dict[str, float], capacity: dict[str, float], reach: dict[str, dict[str, float]]
 ) -> bool:
-    """Whether sending each origin's users to the nearest regions with room left (origins
-    in turn) serves every request: such an assignment is a flow of the whole demand, so
-    the maximum flow is the demand and no minimum cut is needed. When it fails, the
-    maximum flow (`_max_flow`) decides: another assignment may still serve everyone."""
+    """Whether sending each origin's users to the nearest regions with room left serves
+    every request, with the origins in turn in their own order or, failing that, those
+    with the fewest regions within reach first (they have the least choice): either
+    assignment, when it serves everyone, is a flow of the whole demand, so the maximum
+    flow is the demand and no minimum cut is needed. When both fail, the maximum flow
+    (`_max_flow`) decides: another assignment may still serve everyone. (On the 10 x 20
+    x 6 region-loss bench's plan, the fewest-choices order serves all 8 of the 220
+    checks the own order leaves to the maximum flow.)"""
+    constrained = sorted(demand, key=lambda o: (len(reach[o]), o))
+    return _assigns_all(demand, capacity, reach, list(demand)) or _assigns_all(
+        demand, capacity, reach, constrained
+    )
+
+
+def _assigns_all(
+    demand: dict[str, float],
+    capacity: dict[str, float],
+    reach: dict[str, dict[str, float]],
+    order: list[str],
+) -> bool:
+    """Whether nearest-first, origins in `order`, places every origin's demand."""
     room = dict(capacity)
-    for o, rate in demand.items():
+    for o in order:
+        rate = demand[o]
         left = rate
         for d in sorted(reach[o], key=lambda d: (reach[o][d], d)):
             take = min(left, room.get(d, 0.0))

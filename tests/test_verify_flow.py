@@ -6,20 +6,33 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solver.verify_scenarios import _max_flow, _nearest_first_serves_all
+from solver.verify_scenarios import _assigns_all, _max_flow, _nearest_first_serves_all
 
 REGIONS = ["a", "b", "c", "d"]
 
 
-def test_a_failed_nearest_first_assignment_falls_back_to_the_maximum_flow():
-    """Users of x reach b (0 ms) then c (5 ms); users of y reach b only. Nearest first
-    sends x to b and leaves y nowhere, yet x -> c, y -> b serves both: flow 1 + 1 = 2."""
+def test_the_origin_with_fewest_choices_goes_first_when_its_own_order_fails():
+    """Users of x reach b (0 ms) then c (5 ms); users of y reach b only. In their own
+    order x takes b and leaves y nowhere; y first (one choice) takes b, x then c: 1 + 1
+    = 2 served without the maximum flow."""
     demand = {"x": 1.0, "y": 1.0}
     capacity = {"b": 1.0, "c": 1.0}
     reach = {"x": {"b": 0.0, "c": 5.0}, "y": {"b": 0.0}}
+    assert not _assigns_all(demand, capacity, reach, ["x", "y"])
+    assert _nearest_first_serves_all(demand, capacity, reach)
+
+
+def test_when_both_orders_fail_the_maximum_flow_decides():
+    """x reaches b (0 ms) then c (5 ms), y reaches b (0 ms) then d (3 ms), z reaches d
+    only; one request/s each, one of room in b, c, d. Own order: x -> b, y -> d, z finds
+    d full. Fewest choices first: z -> d, x -> b, y finds b and d full. Yet x -> c,
+    y -> b, z -> d serves all: flow 1 + 1 + 1 = 3."""
+    demand = {"x": 1.0, "y": 1.0, "z": 1.0}
+    capacity = {"b": 1.0, "c": 1.0, "d": 1.0}
+    reach = {"x": {"b": 0.0, "c": 5.0}, "y": {"b": 0.0, "d": 3.0}, "z": {"d": 0.0}}
     assert not _nearest_first_serves_all(demand, capacity, reach)
     served, _ = _max_flow(demand, capacity, reach)
-    assert math.isclose(served, 2.0)
+    assert math.isclose(served, 3.0)
 
 
 @st.composite
