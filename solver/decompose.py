@@ -52,11 +52,20 @@ from solver.candidates import CandidateTable
 from solver.families.pool_sizes import PoolSizeIsColumn
 from solver.families.servers import ServersColumn
 from solver.families.variables import PurchasedColumn
+from solver.groups import GroupTable
 from solver.lp import LinearProgram, SolveResult, Termination
-from solver.parallel import processes_for, solve_each, worth_parallel
+from solver.parallel import (
+    Started,
+    processes_for,
+    solve_each,
+    start_each,
+    worth_parallel,
+    worth_workers,
+)
 from solver.program import FleetProgram, build_program, with_bounds
 from solver.replica_dominance import PoolSizes, dominance, sizes_start, with_sizes
 from solver.row_names import GroupsColumn, ReplicasColumn, split_name
+from solver.sets import ProgramSets
 from solver.settings import MIN_CALL_S, SolveSettings
 from solver.warm_start import warm_start
 
@@ -99,23 +108,65 @@ class Optimised:
         return str(self.method)
 
 
+@dataclass(frozen=True)
+class PartSolves:
+    """Workload programs solving in worker processes since the candidate table was built
+    (`start_by_workload`), one per workload in the program's order."""
+
+    parts: tuple[tuple[str, ...], ...]
+    started: Started
+    processes: int
+
+
+def start_by_workload(
+    sets: ProgramSets, backend: Backend, settings: SolveSettings
+) -> PartSolves | None:
+    """Hand each workload's program to the worker processes before the whole program is
+    built: with two workloads or more, no co-location (no template couples them), and
+    replica counts enough to be worth the workers (solver.parallel.worth_workers) on
+    idle cores. None otherwise (`optimise` then builds and solves the parts itself)."""
+    instance = sets.instance
+    workloads = sets.workloads
+    if (
+        instance.policy.colocation
+        or sets.elastic
+        or not worth_workers(len(workloads), len(sets.pools))
+    ):
+        return None
+    processes = processes_for(len(workloads))
+    size = {w: 0 for w in workloads}
+    for pool in sets.pools:
+        size[pool.workload] += 1 + len(pool.tiers)  # its replica count and pooling steps
+    order = sorted(range(len(workloads)), key=lambda i: -size[workloads[i]])
+    arguments = [
+        (backend.name, *_part_inputs(sets, (workloads[i],)), settings.with_duals(False))
+        for i in order
+    ]
+    started = start_each(_solve_part, arguments, processes)
+    if started is None:
+        return None
+    return PartSolves(tuple((workloads[i],) for i in order), started, processes)
+
+
 def optimise(
     program: FleetProgram,
     backend: Backend,
     settings: SolveSettings,
     bounds: Bounds | None = None,
+    parts: PartSolves | None = None,
 ) -> Optimised:
     """Solve the program (with some variables' bounds replaced): workload by workload
-    when the workloads do not compete for supply (`solve_by_workload`), else as one, in
-    what is left of the time limit, starting from the plan of a restriction of it
-    (solver.warm_start) when the program is large enough. Pools are first bounded to
-    the sizes an optimal plan needs (solver.replica_dominance), except where `bounds`
-    name the candidates involved; the result holds the program's columns only."""
+    when the workloads do not compete for supply (`solve_by_workload`; from `parts` when
+    they were started already), else as one, in what is left of the time limit,
+    starting from the plan of a restriction of it (solver.warm_start) when the program
+    is large enough. Pools are first bounded to the sizes an optimal plan needs
+    (solver.replica_dominance), except where `bounds` name the candidates involved; the
+    result holds the program's columns only."""
     started = time.monotonic()
     reduction = dominance(program, bounds)
     bounds = {**reduction.bounds, **(bounds or {})} or None
     if len(program.sets.workloads) > 1:
-        joined = solve_by_workload(program, backend, settings, bounds, reduction.sizes)
+        joined = solve_by_workload(program, backend, settings, bounds, reduction.sizes, parts)
         if joined is not None:
             return joined
     lp = with_bounds(program.lp, bounds) if bounds else program.lp
@@ -142,8 +193,13 @@ def workload_program(program: FleetProgram, workload: str | tuple[str, ...]) -> 
     the whole supply (and the whole power of each site), buying single GPUs: whole
     servers are shared between workloads, so rounding each workload's purchase up to
     servers on its own would not be a relaxation; the join rounds the sum (`_purchases`)."""
-    sets = program.sets
     part = (workload,) if isinstance(workload, str) else workload
+    alone, table, scenarios = _part_inputs(program.sets, part)
+    return build_program(alone, table, scenarios, groups=program.groups.restricted(part))
+
+
+def _part_inputs(sets: ProgramSets, part: tuple[str, ...]) -> tuple:
+    """(instance, candidate table, scenarios) of the part's program (`workload_program`)."""
     policy = sets.instance.policy.model_copy(update={"buy_unit": BuyUnit.GPU})
     alone = sets.instance.model_copy(
         update={
@@ -151,8 +207,18 @@ def workload_program(program: FleetProgram, workload: str | tuple[str, ...]) -> 
             "policy": policy,
         }
     )
-    table = CandidateTable({w: sets.table.of(w) for w in part})
-    return build_program(alone, table, sets.scenarios, groups=program.groups.restricted(part))
+    return alone, CandidateTable({w: sets.table.of(w) for w in part}), sets.scenarios
+
+
+def _solve_part(backend: str, instance, table, scenarios, settings: SolveSettings) -> SolveResult:
+    """One workload's program built, bounded by dominance and solved, in a worker (one
+    solver thread): what `solve_by_workload` does for a part in this process."""
+    from solver.backends import get_backend
+
+    part = build_program(instance, table, scenarios, groups=GroupTable())
+    reduction = dominance(part)
+    lp = with_sizes(with_bounds(part.lp, reduction.bounds), reduction.sizes)
+    return get_backend(backend).run(lp, replace(settings, threads=1))
 
 
 def solve_by_workload(
@@ -161,9 +227,11 @@ def solve_by_workload(
     settings: SolveSettings,
     bounds: Bounds | None = None,
     sizes: Sequence[PoolSizes] = (),
+    started: PartSolves | None = None,
 ) -> Optimised | None:
     """Solve each workload's program apart and join the solutions (each with the size
-    rows of its pools among `sizes`, solver.replica_dominance).
+    rows of its pools among `sizes`, solver.replica_dominance); with `started`, the
+    results of the parts handed to the workers already.
 
     Returns the joined result when it is feasible for the whole program and within the
     requested gap; a result with termination INFEASIBLE when some workload alone has no
@@ -180,22 +248,28 @@ def solve_by_workload(
     if len(parts) < 2:
         return None
     method = Method.BY_COUPLED_WORKLOADS if program.groups.templates else Method.BY_WORKLOAD
-    lps = []
-    for workload in parts:
-        part = workload_program(program, workload)
-        own = {name: bound for name, bound in bounds.items() if name in part.lp.variables}
-        lps.append(with_sizes(with_bounds(part.lp, own), sizes))
-    processes = processes_for(len(lps)) if worth_parallel(lps) else 1
-
-    def part_settings(_index: int) -> SolveSettings:
-        left = max(deadline - time.monotonic(), MIN_CALL_S)
-        limited = None if settings.time_limit_s is None else left
-        return settings.limited(limited).with_duals(False)
 
     def infeasible(result: SolveResult) -> bool:
         return result.termination is Termination.INFEASIBLE
 
-    results = solve_each(backend, lps, part_settings, processes, stop=infeasible)
+    if started is not None and sorted(started.parts) == sorted(parts):
+        parts, processes = list(started.parts), started.processes
+        backend.prepare(program.lp)  # while the workers solve (the pricing LP is the whole)
+        results = started.started.results(stop=infeasible)
+    else:
+        lps = []
+        for workload in parts:
+            part = workload_program(program, workload)
+            own = {name: bound for name, bound in bounds.items() if name in part.lp.variables}
+            lps.append(with_sizes(with_bounds(part.lp, own), sizes))
+        processes = processes_for(len(lps)) if worth_parallel(lps) else 1
+
+        def part_settings(_index: int) -> SolveSettings:
+            left = max(deadline - time.monotonic(), MIN_CALL_S)
+            limited = None if settings.time_limit_s is None else left
+            return settings.limited(limited).with_duals(False)
+
+        results = solve_each(backend, lps, part_settings, processes, stop=infeasible)
     for index, result in results:
         workload = parts[index]
         runtime_s += result.runtime_s

@@ -14,7 +14,9 @@ plan's `solver.method`).
 
 Within one solve (`workers_kept`), the workers that evaluated the candidates are the ones
 that then solve the workload programs: they start once, and what they imported stays
-loaded.
+loaded. There, work can also be handed out at once and collected later (`start_each`):
+the workload programs are built and solved in the workers while this process builds the
+whole program the join is checked against.
 """
 
 import math
@@ -34,13 +36,29 @@ PARALLEL_MIN_INTEGERS = 400
 
 
 def idle_cores() -> float:
-    """Cores free for workers: the cores this process may use less the one-minute load
-    average not due to this process (a machine shared with other work has none)."""
+    """Cores free for workers: the cores this process may use less the work of others,
+    the smaller of the one-minute load average not due to this process and the tasks
+    runnable now besides this one (`/proc/loadavg`): the average alone still counts a
+    run that ended seconds ago (after the test suite it stays near 2 for a minute, and
+    a large solve would take twice as long in one process), the count alone is one
+    instant. A machine busy with other work has none either way."""
     try:
-        load = os.getloadavg()[0]
+        load = max(os.getloadavg()[0] - 1.0, 0.0)
     except OSError:  # no load average on this platform: assume the cores are free
         load = 0.0
-    return machine_threads() - max(load - 1.0, 0.0)
+    running = _runnable_now()
+    others = load if running is None else min(load, float(max(running - 1, 0)))
+    return machine_threads() - others
+
+
+def _runnable_now() -> int | None:
+    """Tasks runnable now, this one included (the fourth field of /proc/loadavg,
+    `running/total`); None where there is no such file."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as file:
+            return int(file.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def processes_for(programs: int) -> int:
@@ -59,7 +77,13 @@ def processes_for(programs: int) -> int:
 def worth_parallel(programs: Sequence[LinearProgram]) -> bool:
     """Whether the programs are many and big enough for worker processes."""
     integers = sum(lp.size()["integer_variables"] for lp in programs)
-    return len(programs) >= 2 and integers >= PARALLEL_MIN_INTEGERS and processes_for(2) > 1
+    return worth_workers(len(programs), integers)
+
+
+def worth_workers(programs: int, integers: int) -> bool:
+    """Whether `programs` programs with `integers` integer variables in all (or a lower
+    bound on them) are many and big enough for worker processes."""
+    return programs >= 2 and integers >= PARALLEL_MIN_INTEGERS and processes_for(2) > 1
 
 
 _KEPT: dict[str, Any] = {}
@@ -105,6 +129,51 @@ def worker_pool(processes: int) -> Iterator[Any]:
             pool.shutdown(wait=True, cancel_futures=True)
         pool = _KEPT["pool"] = ProcessPoolExecutor(max_workers=processes, mp_context=context)
     yield pool
+
+
+class Started:
+    """Tasks handed to the kept workers at once (`start_each`), their results collected
+    later with `results`; `abandon` drops what has not started."""
+
+    def __init__(self, futures: dict[Any, int]):
+        self._futures = futures
+
+    def results(
+        self, stop: Callable[[Any], bool] = lambda _result: False
+    ) -> Iterator[tuple[int, Any]]:
+        """(index, result) of each task as it ends; `stop` True on a result drops the
+        tasks not yet started and ends the iteration."""
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        while self._futures:
+            done, _ = wait(self._futures, return_when=FIRST_COMPLETED)
+            for future in done:
+                index = self._futures.pop(future)
+                result = future.result()
+                yield index, result
+                if stop(result):
+                    self.abandon()
+                    return
+
+    def abandon(self) -> None:
+        """Cancel the tasks not started (a running one ends by itself, within the run's
+        deadline, before the workers are shut down)."""
+        for future in self._futures:
+            future.cancel()
+        self._futures.clear()
+
+
+def start_each(
+    task: Callable[..., Any], arguments: Sequence[tuple], processes: int
+) -> Started | None:
+    """Hand `task(*args)` for every args in `arguments` to the kept workers (`workers_kept`,
+    started with `processes` workers on first need), in order: the workers take them
+    first come, first served. None outside a `workers_kept` block (a pool of its own
+    would end with the call) or with fewer than 2 processes."""
+    if processes < 2 or not _KEPT.get("active"):
+        return None
+    with worker_pool(processes) as pool:
+        return Started({pool.submit(task, *args): index for index, args in enumerate(arguments)})
 
 
 def _solve_one(backend: str, lp: LinearProgram, settings: SolveSettings) -> SolveResult:

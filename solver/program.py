@@ -75,6 +75,7 @@ def build_program(
     elastic: bool = False,
     settings: SolveSettings | None = None,
     groups: GroupTable | None = None,
+    sets: ProgramSets | None = None,
 ) -> FleetProgram:
     """The integer program of an instance over a candidate table.
 
@@ -88,8 +89,11 @@ def build_program(
             (`TimeLimitReached` in stage "program build"). None: no deadline.
         groups: Shared group templates (solver.groups); default: enumerated from the
             instance when policy.colocation is on, else none.
+        sets: The program's sets when the caller made them already (of this instance,
+            table, scenarios and `elastic`: the pre-solve checks read them first).
     """
-    sets = ProgramSets(instance, table, scenarios or failure_scenarios(instance), elastic)
+    if sets is None:
+        sets = ProgramSets(instance, table, scenarios or failure_scenarios(instance), elastic)
     if groups is None:
         groups = build_groups(instance, table, settings=settings)
         if instance.policy.colocation:  # the one-engine and swapped templates load here

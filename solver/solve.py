@@ -16,13 +16,14 @@ from dataclasses import dataclass
 
 from models.efficiency import borrowed_gpus, check_engine, engine_report
 from models.instance import Instance
+from models.scenarios import failure_scenarios
 from models.time_demand import uses_time
 from models.warm_cold import splittable
 from solver.backends import get_backend
 from solver.candidates import CandidateTable, build_candidates
 from solver.candidates_parallel import build_candidates_parallel
 from solver.capacity_report import with_capacity_units
-from solver.decompose import Optimised, optimise
+from solver.decompose import Optimised, optimise, start_by_workload
 from solver.diagnose import diagnose_infeasible, presolve_problems
 from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
 from solver.lp import LinearProgram, SolveResult, Termination
@@ -32,6 +33,7 @@ from solver.pools import PoolCurve, assess_pools
 from solver.pricing import priced_rows, pricing_program
 from solver.program import FleetProgram, build_program
 from solver.readback import chosen_sizes, gpu_use, integral, read_plan, replica_counts
+from solver.sets import ProgramSets
 from solver.settings import SolveSettings, TimeLimitReached
 from solver.size_check import check_configurations, check_program_size
 from solver.tiering import search_report, tiering_report
@@ -111,12 +113,18 @@ def _solve_table(instance: Instance, settings: SolveSettings, table: CandidateTa
     solve reuses its co-located solve's table: the candidates do not depend on it)."""
     backend = get_backend(settings.backend)
     check_program_size(instance, table, settings.time_limit_s)
-    program = build_program(instance, table, settings=settings)
-    settings.check("program build")
-    problems = [*table.problems, *presolve_problems(program.sets)]
+    sets = ProgramSets(instance, table, failure_scenarios(instance))
+    problems = [*table.problems, *presolve_problems(sets)]
     if problems:
         raise Infeasible.from_problems(problems)
-    optimised = optimise(program, backend, settings)
+    parts = start_by_workload(sets, backend, settings)  # solving while the whole is built
+    try:
+        program = build_program(instance, table, settings=settings, sets=sets)
+        settings.check("program build")
+        optimised = optimise(program, backend, settings, parts=parts)
+    finally:
+        if parts is not None:
+            parts.started.abandon()
     result = optimised.result
     if result.termination is Termination.INFEASIBLE:
         raise Infeasible(diagnose_infeasible(program, backend, settings))

@@ -111,3 +111,26 @@ def test_no_workers_while_other_work_keeps_the_cores_busy(monkeypatch):
     assert parallel.processes_for(8) == 1
     monkeypatch.setattr(parallel, "idle_cores", lambda: float(machine_threads()))
     assert parallel.processes_for(8) == min(8, machine_threads())
+
+
+@pytest.mark.parametrize(
+    ("load_average", "runnable", "busy"),
+    [
+        (3.0, 1, 0.0),  # a run that just ended: its load lingers, nothing else runs now
+        (3.0, 3, 2.0),  # two other tasks running: min(3 - 1, 3 - 1) = 2
+        (1.5, 4, 0.5),  # a burst now, the minute before quiet: min(1.5 - 1, 4 - 1)
+        (0.2, 1, 0.0),  # idle: no load is negative
+        (3.0, None, 2.0),  # no /proc/loadavg: the average alone, 3 - 1
+    ],
+)
+def test_idle_cores_counts_the_smaller_of_the_average_and_the_runnable_now(
+    monkeypatch, load_average, runnable, busy
+):
+    monkeypatch.setattr(parallel.os, "getloadavg", lambda: (load_average, 0.0, 0.0))
+    monkeypatch.setattr(parallel, "_runnable_now", lambda: runnable)
+    assert parallel.idle_cores() == pytest.approx(machine_threads() - busy)
+
+
+def test_runnable_now_counts_at_least_this_process():
+    runnable = parallel._runnable_now()
+    assert runnable is None or runnable >= 1

@@ -329,6 +329,12 @@ class Backend(ABC):
     def version(self) -> str:
         """The solver library's version, e.g. "1.16.0"."""
 
+    def prepare(self, lp: LinearProgram) -> None:
+        """Load what solving `lp` will need, ahead of the solve, where the caller has time
+        to spare (a decomposed solve waits on its workers; the plan's pricing LP is then
+        the whole program). Nothing to load by default."""
+        del lp  # nothing to load ahead by default
+
     @abstractmethod
     def _solve(self, program: CompiledProgram, options: SolveOptions, deadline: Deadline) -> Answer:
         """Solve in index space; may raise, `solve` maps exceptions to ERROR."""

@@ -49,7 +49,7 @@ from solver.backends.base import (
     SolveOptions,
     relative_gap,
 )
-from solver.lp import Termination
+from solver.lp import LinearProgram, Termination
 
 _banner_lock = threading.Lock()
 _banner_done = False
@@ -213,6 +213,12 @@ class HighsBackend(Backend):
     def version(self) -> str:
         """HiGHS's version, e.g. "1.16.0"."""
         return _highs_version()
+
+    def prepare(self, lp: LinearProgram) -> None:
+        """numpy, when `lp` is too large for MPS text (`SMALL_PROGRAM_NONZEROS`): its
+        import (about 60 ms) is then off the path from the solve to the plan."""
+        if lp.size()["nonzeros"] > SMALL_PROGRAM_NONZEROS:
+            import numpy  # noqa: F401
 
     def _solve(self, program: CompiledProgram, options: SolveOptions, deadline: Deadline) -> Answer:
         highspy = _core()

@@ -1,0 +1,116 @@
+"""Workload programs handed to the workers before the whole program is built
+(solver.decompose.start_by_workload): each worker bounds its pools by dominance on its
+own program, which must give the bounds the whole program gives, and the plan must be
+the plan of the serial decomposition."""
+
+import pytest
+
+import solver.decompose as decompose
+import solver.parallel as parallel
+from solver.candidates import build_candidates
+from solver.program import build_program
+from solver.replica_dominance import dominance
+from solver.settings import SolveSettings, machine_threads
+from solver.solve import solve
+from tests.synthetic import generated
+
+two_cores = pytest.mark.skipif(machine_threads() < 2, reason="needs two cores for two workers")
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_dominance_pool_by_pool_is_the_whole_programs(seed):
+    """Dominance compares pools of one workload, region and GPU type only, so the union
+    over the workload programs of their bounds and size rows is the whole program's."""
+    inst = generated(6, 6, 6, seed=seed)
+    program = build_program(inst, build_candidates(inst, SolveSettings.of(inst)))
+    whole = dominance(program)
+    bounds, sizes = {}, []
+    for w in program.sets.workloads:
+        part = dominance(decompose.workload_program(program, w))
+        bounds.update(part.bounds)
+        sizes += part.sizes
+    assert whole.bounds  # the case has pools to bound, and sizes to encode
+    assert whole.sizes
+    assert bounds == whole.bounds
+    key = lambda s: (s.pool.workload, s.pool.candidate.key, s.pool.region)  # noqa: E731
+    assert sorted((key(s), s.low, s.high) for s in sizes) == sorted(
+        (key(s), s.low, s.high) for s in whole.sizes
+    )
+
+
+@two_cores
+def test_parts_started_early_give_the_serial_plan(monkeypatch):
+    inst = generated(4, 6, 6)
+    settings = SolveSettings.of(inst, time_limit_s=120)
+    monkeypatch.setattr(parallel, "idle_cores", lambda: 1.0)
+    serial = solve(inst, settings)
+    starts = []
+    real = decompose.start_by_workload
+
+    def spy(*args):
+        parts = real(*args)
+        starts.append(parts)
+        return parts
+
+    monkeypatch.setattr(parallel, "idle_cores", lambda: 2.0)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_INTEGERS", 0)
+    monkeypatch.setattr("solver.solve.start_by_workload", spy)
+    early = solve(inst, settings)
+    assert starts and starts[0] is not None and len(starts[0].parts) == 6
+    assert early.solver.method.endswith("solved in 2 parallel processes")
+    assert "parallel" not in serial.solver.method
+    assert early.cost_per_month == pytest.approx(serial.cost_per_month, rel=settings.mip_gap)
+    assert early.solver.mip_gap <= settings.mip_gap
+
+
+def test_no_early_start_with_colocation_or_one_workload():
+    """Co-located workloads are coupled by their templates (parts are known only once
+    the groups are), and one workload is not decomposed."""
+    inst = generated(4, 6, 6)
+    sets = build_program(inst, build_candidates(inst, SolveSettings.of(inst))).sets
+    settings = SolveSettings.of(inst)
+    from solver.backends import get_backend
+
+    backend = get_backend("highs")
+    shared = inst.model_copy(update={"policy": inst.policy.model_copy(update={"colocation": True})})
+    assert (
+        decompose.start_by_workload(build_program(shared, sets.table).sets, backend, settings)
+        is None
+    )
+    one = inst.model_copy(update={"workloads": inst.workloads[:1]})
+    assert (
+        decompose.start_by_workload(
+            build_program(one, build_candidates(one, settings)).sets, backend, settings
+        )
+        is None
+    )
+
+
+def test_highs_prepares_numpy_only_for_a_program_too_large_for_mps_text():
+    """`prepare` loads numpy ahead for a program past SMALL_PROGRAM_NONZEROS (it will go
+    to HiGHS as arrays) and leaves it unloaded for a small one (MPS text needs none)."""
+    code = """
+import sys
+from solver.backends import get_backend
+from solver.backends.highs import SMALL_PROGRAM_NONZEROS
+from solver.lp import LinearProgram, Sense
+
+def program(rows):
+    lp = LinearProgram("p")
+    x = lp.add_variable("x", upper=10)
+    y = lp.add_variable("y", upper=10)
+    for i in range(rows):
+        lp.add_constraint(f"r{i}", "row", {x: 1.0, y: 1.0}, Sense.LE, 5.0)
+    return lp
+
+highs = get_backend("highs")
+highs.prepare(program(10))  # 20 coefficients
+assert "numpy" not in sys.modules
+highs.prepare(program(SMALL_PROGRAM_NONZEROS // 2 + 1))  # 2 per row: one past the limit
+assert "numpy" in sys.modules
+"""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
