@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cli.console import out
+from cli.plain_tables import plain_table
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,16 @@ def print_tables(
         for number, group in enumerate(groups):
             title = spec.title if number == 0 else f"{spec.title} (continued)"
             last = number == len(groups) - 1
+            plain = plain_table(
+                console,
+                title,
+                [spec.columns[index] for index in group],
+                [[row[index] for index in group] for row in spec.rows],
+                spec.note if last else "",
+            )
+            if plain is not None:  # what rich would draw, without its cell-by-cell layout
+                console.print(plain, markup=False, highlight=False, soft_wrap=True)
+                continue
             table = Table(
                 title=escape(title),
                 caption=(escape(spec.note) or None) if last else None,
