@@ -7,6 +7,7 @@ here). `explain` reads its counts and costs through the same functions.
 """
 
 from collections import defaultdict
+from collections.abc import Callable
 
 from models.pooling import spare_survivors, zone_survivors
 from models.replica import ReplicaConfig
@@ -71,12 +72,14 @@ def read_plan(
     program: FleetProgram,
     optimised: Optimised,
     values: dict[str, float],
-    duals: dict[str, float],
+    duals: dict[str, float] | Callable[[], dict[str, float]],
     settings: SolveSettings,
     curves: dict[tuple[str, str], PoolCurve],
 ) -> Plan:
     """Read a solution back into a Plan (counts, GPUs, cost, routing, utilisation).
 
+    `duals`: the pricing LP's, or a function giving them, called once the parts of the
+    plan that need none are read (the pricing solve may still be running meanwhile).
     `curves`: the chosen pools' capacity curves at their real sizes
     (solver.pools.assess_pools of `chosen_sizes`)."""
     sets = program.sets
@@ -113,6 +116,9 @@ def read_plan(
     size = program.lp.size()
     shared = _shared_credit(program, values)
     scenarios = scenario_results(sets, values, counts, curves, shared)
+    attribution = cost_attribution(sets, counts, curves, scenarios[0].routing if scenarios else ())
+    if callable(duals):
+        duals = duals()
     plan = Plan(
         instance=sets.instance.name,
         status=plan_status(
@@ -124,9 +130,7 @@ def read_plan(
         replicas=tuple(pools),
         binding=binding_constraints(program, values, duals),
         scenarios=scenarios,
-        cost_attribution=cost_attribution(
-            sets, counts, curves, scenarios[0].routing if scenarios else ()
-        ),
+        cost_attribution=attribution,
         solver=SolverRun(
             name=result.solver,
             version=result.solver_version,

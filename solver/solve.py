@@ -12,7 +12,10 @@ backend call, the pricing LP included, gets only the time that is left. A run th
 passes the deadline raises `TimeLimitReached` naming the stage it was in.
 """
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from models.efficiency import borrowed_gpus, check_engine, engine_report
 from models.instance import Instance
@@ -39,6 +42,8 @@ from solver.size_check import check_configurations, check_program_size
 from solver.tiering import search_report, tiering_report
 from solver.verify import verify
 from solver.warm_cold import solve_choosing_split
+
+T = TypeVar("T")
 
 PRICING_BACKEND = "highs"
 """Backend that prices the plan when the chosen one gives no duals (scip, cpsat)."""
@@ -143,11 +148,16 @@ def _solve_table(instance: Instance, settings: SolveSettings, table: CandidateTa
     settings.check("solve")
     values = integral(program, result.values)
     pricer = backend if backend.capabilities.duals else get_backend(PRICING_BACKEND)
-    pricing = pricer.run(pricing_program(program, values), settings.with_duals())
-    settings.check("pricing")
+    pricing = _in_background(pricer.run, pricing_program(program, values), settings.with_duals())
+
+    def duals() -> dict[str, float]:
+        priced = pricing()
+        settings.check("pricing")
+        return priced_rows(priced)
+
     counts = replica_counts(program.sets, values)
     curves = assess_pools(instance, chosen_sizes(program.sets, counts))
-    plan = read_plan(program, optimised, values, priced_rows(pricing), settings, curves)
+    plan = read_plan(program, optimised, values, duals, settings, curves)
     if program.groups.templates or instance.policy.colocation:
         plan = _with_tiering(instance, settings, plan, program, table)
     check = verify(instance, plan)
@@ -158,6 +168,32 @@ def _solve_table(instance: Instance, settings: SolveSettings, table: CandidateTa
             + "\n".join(f"  - {v}" for v in check.violations)
         )
     return Solved(program, optimised, with_engine(instance, plan), settings, curves)
+
+
+def _in_background(run: Callable[..., T], *args) -> Callable[[], T]:
+    """`run(*args)` started in a thread; the returned function waits for it and gives its
+    result (or raises what it raised). The pricing LP runs so while the plan is read
+    back: HiGHS releases the interpreter lock while it solves (measured: a Python loop
+    beside it runs at full speed), so the two share the cores."""
+    outcome: list = []
+
+    def target() -> None:
+        try:
+            outcome.append((True, run(*args)))
+        except BaseException as error:  # handed to the waiting caller
+            outcome.append((False, error))
+
+    thread = threading.Thread(target=target, name="fleetplan-pricing", daemon=True)
+    thread.start()
+
+    def result() -> T:
+        thread.join()
+        ok, value = outcome[0]
+        if not ok:
+            raise value
+        return value
+
+    return result
 
 
 def with_engine(instance: Instance, plan: Plan) -> Plan:

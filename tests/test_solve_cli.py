@@ -126,7 +126,7 @@ def test_an_infeasible_instance_exits_3_naming_the_conflict(tmp_path, run_cli):
 
 
 def test_no_plan_in_time_exits_4(run_cli, monkeypatch):
-    def out_of_time(program, backend, settings, bounds=None):
+    def out_of_time(program, backend, settings, bounds=None, parts=None):
         return Optimised(SolveResult(Termination.TIME_LIMIT, "highs", "test", 60.0))
 
     monkeypatch.setattr("solver.solve.optimise", out_of_time)
