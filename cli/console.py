@@ -10,8 +10,10 @@ from models.errors import InputError
 
 # Wide enough for the plan tables when output goes to a file or a CI log.
 _WIDTH = None if sys.stdout.isatty() else 160
-out = Console(highlight=False, soft_wrap=True, width=_WIDTH)
-err = Console(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH)
+# No emoji codes: the text printed holds the user's names and paths, and a workload
+# called ":fire:" is printed as written.
+out = Console(highlight=False, soft_wrap=True, width=_WIDTH, emoji=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH, emoji=False)
 
 
 def print_json(data: Any) -> None:

@@ -5,7 +5,6 @@ printed to the terminal or written as Markdown. Every command that shows tables 
 from dataclasses import dataclass
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -30,7 +29,7 @@ def print_tables(
     `console` (standard output unless a `-` output has it)."""
     wrap = console.is_terminal  # a terminal's lines wrap at its width; a file's stay whole
     for line in header:
-        console.print(line, markup=False, soft_wrap=not wrap)
+        console.print(line, markup=False, emoji=False, soft_wrap=not wrap)
     for spec in tables:
         groups = column_groups(spec, console.width - TABLE_MARGIN)
         for number, group in enumerate(groups):
@@ -44,22 +43,24 @@ def print_tables(
                 spec.note if last else "",
             )
             if plain is not None:  # what rich would draw, without its cell-by-cell layout
-                console.print(plain, markup=False, highlight=False, soft_wrap=True)
+                console.print(plain, markup=False, emoji=False, highlight=False, soft_wrap=True)
                 continue
+            # Text, not markup: a name like ":fire:" or "[b]" is printed as written (no
+            # emoji codes, no styles), as the plain writer prints it
             table = Table(
-                title=escape(title),
-                caption=(escape(spec.note) or None) if last else None,
+                title=Text(title),
+                caption=(Text(spec.note) if spec.note else None) if last else None,
                 title_justify="left",
             )
             for index in group:
                 table.add_column(
-                    escape(spec.columns[index]), overflow="fold", min_width=_unbroken(spec, index)
+                    Text(spec.columns[index]), overflow="fold", min_width=_unbroken(spec, index)
                 )
             for row in spec.rows:
                 table.add_row(*(Text(row[index]) for index in group))
             console.print(table, soft_wrap=not wrap)
     if note:
-        console.print(note, markup=False, soft_wrap=not wrap)
+        console.print(note, markup=False, emoji=False, soft_wrap=not wrap)
 
 
 UNBROKEN_CELL = 16

@@ -3,6 +3,7 @@ steps aside wherever rich would lay the table out differently."""
 
 import io
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
@@ -102,3 +103,17 @@ def test_rich_draws_what_would_wrap_or_carry_style():
     assert plain_table(plain, "T", ["a"], [["line\nbreak"]], "") is None
     coloured = Console(file=io.StringIO(), width=80, force_terminal=True)
     assert plain_table(coloured, "T", ["a"], [["1"]], "") is None
+
+
+
+@pytest.mark.parametrize("plain", [True, False])
+def test_names_that_look_like_emoji_codes_or_markup_are_printed_as_written(plain, monkeypatch):
+    """A workload called ":x:" or "[b]" is a name, not an emoji code or a style: both
+    writers print its characters (rich, by default, turns ":x:" into an emoji, which the
+    plain writer did not: hypothesis found the two disagreeing)."""
+    spec = TableSpec(":fire: [b]title", (":x:", "[b]"), ((":thumbs_up:", "[/]"),), ":x: note")
+    printed = _printed(spec, 80, plain, monkeypatch)
+    for text in (":fire: [b]title", "│ :thumbs_up: │ [/] │", ":x: note", "a header line"):
+        assert text in printed
+    box_drawing = range(0x2500, 0x2580)
+    assert all(c.isascii() or ord(c) in box_drawing for c in printed)
