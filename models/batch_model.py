@@ -31,30 +31,40 @@ Chunked-prefill interference (the iteration mixture)
     iteration time is `StepModel.iteration_s`, the function the simulator
     (`solver.simulate`) prices its iterations with.
 
-    TPOT: a reply of n = O - 1 tokens averages n iterations, so its mean iteration has
-    variance Var[t] / n, and over replies whose lengths spread with cv_o, Var[t] (1 +
-    cv_o^2) / n (lognormal lengths: E[1/n] = (1 + cv_o^2) / n). The batch it lives
-    through fluctuates too: Poisson (sd sqrt(B)) for a fixed service time, amplified by
-    feedback near capacity (a larger batch lengthens every iteration, so sequences stay
-    longer: linear response gives sd sqrt(B) / (1 - g), g = B t'(B) / t(B) the step's
-    elasticity; the simulator's batch spread at a plan's load is 2-2.5 x sqrt(B)). The
-    p99 TPOT combines the two deviations in quadrature:
-        B_hi   = B + 2.326 sqrt(B) / (1 - g)
-        TPOT99 = t(B) + sqrt((t(B_hi) - t(B))^2 + 2.326^2 Var[t] (1 + cv_o^2) / n)
+    TPOT: a reply of n = O - 1 tokens lives T = n t_0 plus the prefill of every prompt
+    that joins an iteration while it decodes. Prompts arrive at lambda while it lives,
+    so T is a busy period started by n t_0 of work, with the prompts' share rho =
+    1 - t_0 / t(B) of the iteration time:
+        E[T] = n t_0 / (1 - rho) = n t(B),   Var[T] = n Var[t] / (1 - rho)^2
+    (Var[t] ~ lambda t(B) E[s^2] the compound Poisson spread of one iteration; a reply
+    that meets more prompt work lives longer and meets more, which independent
+    iterations miss by the 1 / (1 - rho)^2). Over replies whose lengths spread with
+    cv_o, E[1/n] = (1 + cv_o^2) / n (lognormal lengths). The batch a reply lives through
+    fluctuates too: Poisson (sd sqrt(B)) for a fixed service time, amplified by feedback
+    near capacity (a larger batch lengthens every iteration, so sequences stay longer:
+    linear response gives sd sqrt(B) / (1 - g), g = B t'(B) / t(B) the step's
+    elasticity). In a pool of n replicas behind a router that sends each request to the
+    replica with the fewest in flight (`least_prefill` breaks its ties so), the pool's
+    n B sequences spread as sqrt(n B) and each replica's batch as sqrt(B / n): the
+    replicas' batches move together. The replies in the TPOT's tail are those living
+    through the high batch B_hi, where more prompts ride per iteration (mu grows with
+    the batch) and take a larger share of it, so their spread is the mixture's at B_hi.
+    The p99 TPOT combines the two deviations in quadrature:
+        B_hi   = B + 2.326 sqrt(B / n) / (1 - g)
+        TPOT99 = t(B) + sqrt((t(B_hi) - t(B))^2
+                             + 2.326^2 Var[t](B_hi) (1 + cv_o^2) / (n (1 - rho(B_hi))^2))
     Assumptions: a reply's mean iteration is normal (moment-matched: short replies have
-    heavier tails) and successive iterations independent; for mu > 8 the Poisson law is
-    replaced by a normal one at 9 Gauss-Hermite points (`poisson_points`).
-    Against the simulator at 100% of planned capacity (router `least_prefill`, 8 seeds x
-    20 minutes): pools of 2 replicas within sampling error of the p99 TPOT, pools of 4-8
-    5-20% conservative, a single replica 10-20% optimistic. Two errors offset: a reply's
-    share of other prompts' prefill is a compound Poisson sum in time, widened by
-    feedback (a reply that meets more prompt work lives longer, meeting more: x t/t_0)
-    and dominated by short replies, which the per-iteration sd undercounts by ~2x; and
-    the batch spread is that of a lone replica, while a router that keeps a pool's
-    batches even leaves each replica ~sqrt(B / n) of it. Correcting both makes the
-    TPOT-limited capacity depend on the pool size, which the pool ladder
-    (`solver.pools`, `models.capacity.pooling_can_lift`) credits only to TTFT-limited
-    candidates today.
+    heavier tails); for mu > 8 the Poisson law is replaced by a normal one at 9
+    Gauss-Hermite points (`poisson_points`).
+    Against the simulator at 100% of planned capacity (router `least_prefill`, 4 seeds x
+    20 minutes, three configurations: tests/test_pool_slo.py): a lone replica's p99
+    TPOT 2-5% conservative or within sampling error (it was 10-20% optimistic with
+    independent iterations and the reply's spread at B), pools of 2, 4 and 8 replicas
+    7-13% conservative. The KV-memory bound keeps a lone replica's Poisson batch
+    (B + 2.326 sqrt(B)) at every pool size, which is conservative for pools.
+    The TPOT-limited capacity so depends on the pool size, and the pool ladder
+    (`solver.pools`, `models.capacity.pooling_can_lift`) credits it as it credits the
+    TTFT-limited one.
 
 Speculative decoding (`models.speculative`)
     With speculation an iteration is one speculation cycle: k draft steps and a verify
@@ -312,11 +322,21 @@ class IterationMixture:
     """E[t^2], prompt-length spread included."""
     mixed_share: float
     """Share of iterations that carry prompt tokens."""
+    decode_only_s: float
+    """t_0: an iteration with no prompt tokens."""
 
     @property
     def variance_s2(self) -> float:
         """Var[t] = E[t^2] - E[t]^2 (never below 0)."""
         return max(self.second_moment_s2 - self.mean_s**2, 0.0)
+
+    @property
+    def prefill_share(self) -> float:
+        """rho = 1 - t_0 / t(B): the share of the iteration time spent on prompts (0 for a
+        decode replica; clipped to [0, `PREFILL_SHARE_CAP`])."""
+        if not self.mean_s > 0 or math.isinf(self.mean_s):
+            return 0.0
+        return min(max(1.0 - self.decode_only_s / self.mean_s, 0.0), PREFILL_SHARE_CAP)
 
 
 _HERMITE_NODES = (
@@ -350,6 +370,10 @@ _HERMITE_POINTS = tuple(zip(_HERMITE_NODES, _HERMITE_WEIGHTS, strict=True))
 """The rule's (node, weight) pairs."""
 FEEDBACK_GAIN_CAP = 0.9
 """Largest feedback gain g of the batch on its own step time (`BatchModel.batch_high`)."""
+PREFILL_SHARE_CAP = 0.9
+"""Largest prefill share rho of the iteration time the busy-period stretch
+1 / (1 - rho)^2 of a reply's variance is taken at (`BatchModel.tpot_p99_s`): beyond it
+the token budget, not the stretch, is what stops the batch."""
 POISSON_TAIL = 1e-12
 """Poisson mass left out of `poisson_points` (its weights are renormalised). Small enough
 that a term joining the sum as the mean grows moves the mixture by ~1e-12, not by a step
@@ -503,9 +527,9 @@ class BatchModel:
         lane_tokens = self.lane_tokens(batch)
         if mean_prompts <= 0:
             decode_s = self.decode_only_s(batch)
-            result = IterationMixture(decode_s, decode_s**2, 0.0)
+            result = IterationMixture(decode_s, decode_s**2, 0.0, decode_s)
         elif lane_tokens <= 0:
-            result = IterationMixture(math.inf, math.inf, 1.0)
+            result = IterationMixture(math.inf, math.inf, 1.0, math.inf)
         else:
             result = self._mixture(batch, mean_prompts, lane_tokens)
         if len(self._mixtures) >= MIXTURES_KEPT_PER_SIDE:
@@ -536,43 +560,63 @@ class BatchModel:
             iterations += weight * count
             time_s += weight * count * one_s
             square_s += weight * count * (one_s**2 + spread_s2)
-        return IterationMixture(time_s / iterations, square_s / iterations, mixed / iterations)
+        return IterationMixture(
+            time_s / iterations, square_s / iterations, mixed / iterations, decode_s
+        )
 
     def step_s(self, batch: float) -> float:
         """t(B): the mean iteration of the mixture (module docstring)."""
         return self.mixture(batch).mean_s
 
     def tpot_p99_s(self, batch: float) -> float:
-        """p99 TPOT at mean batch B: t(B) + sqrt((t(B99) - t(B))^2 + (z sd)^2), the
-        Poisson batch and the mixture of iterations a reply sees, in quadrature, sd the
-        spread of a reply's mean iteration (module docstring)."""
-        mixture = self.mixture(batch)
-        mean_s = mixture.mean_s
+        """p99 TPOT at mean batch B: t(B) + sqrt((t(B_hi) - t(B))^2 + (z sd)^2), the
+        batch a reply lives through and the prompts that ride in its iterations, in
+        quadrature; sd the spread of a reply's mean iteration at B_hi, stretched by the
+        busy period (`busy_stretch`; module docstring, "TPOT")."""
+        mean_s = self.step_s(batch)
         if math.isinf(mean_s):
             return math.inf
-        batch_dev_s = self.step_s(self.batch_high(batch)) - mean_s
+        high = self.mixture(self.batch_high(batch))  # the batch of the replies in the tail
+        if math.isinf(high.mean_s):
+            return math.inf
+        batch_dev_s = high.mean_s - mean_s
+        prompts_var_s2 = high.variance_s2 * self.busy_stretch(high) * (1 + self.mix.output_scv)
         if self.advance == 1.0:
             iterations = max(self.mix.output - 1, 1.0)
-            reply_sd_s = math.sqrt(mixture.variance_s2 * (1 + self.mix.output_scv) / iterations)
+            reply_sd_s = math.sqrt(prompts_var_s2 / iterations)
             return mean_s + math.hypot(batch_dev_s, Z_P99 * reply_sd_s)
         e, tokens = self.advance, max(self.mix.output - 1, 1.0)
         iterations = max(tokens / e, 1.0)
-        reply_var_s2 = mixture.variance_s2 * (1 + self.mix.output_scv) / iterations
+        reply_var_s2 = prompts_var_s2 / iterations
         reply_var_s2 += mean_s**2 * self.advance_variance / (e * tokens)
         return (mean_s + math.hypot(batch_dev_s, Z_P99 * math.sqrt(reply_var_s2))) / e
 
+    def busy_stretch(self, mixture: IterationMixture) -> float:
+        """The busy period's stretch of a reply's variance, 1 + (1 / (1 - rho)^2 - 1) / n
+        (module docstring, "TPOT"): a lone replica's arrivals ignore its state, so a reply
+        that meets more prompt work lives longer and meets more (1 / (1 - rho)^2); in a
+        pool of n behind a router that sends each request to the replica with the fewest
+        in flight, a slowed replica finishes fewer requests and is sent fewer, so only
+        its 1/n share of the pool's arrivals still feeds the stretch (none in an
+        unlimited pool)."""
+        full = 1.0 / (1.0 - mixture.prefill_share) ** 2
+        return 1.0 + (full - 1.0) / self.pool_replicas
+
     def batch_high(self, batch: float) -> float:
-        """The p99 batch a reply lives through: B + 2.326 sqrt(B) / (1 - g), the Poisson
-        spread amplified by the step's feedback g = B t'(B) / t(B) (a larger batch
-        lengthens every iteration, so sequences stay longer and the batch grows further;
-        g capped at 0.9)."""
-        if batch <= 0:
+        """The p99 batch a reply lives through: B + 2.326 sqrt(B / n) / (1 - g), the
+        Poisson spread of the pool's n B sequences shared over its n replicas (a router
+        that sends each request to the replica with the fewest in flight keeps their
+        batches even), amplified by the step's feedback g = B t'(B) / t(B) (a larger
+        batch lengthens every iteration, so sequences stay longer and the batch grows
+        further; g capped at 0.9). n = 1 is a lone replica; an unlimited pool has none."""
+        pool = self.pool_replicas
+        if batch <= 0 or math.isinf(pool):
             return batch
         step = max(1e-3 * batch, 1e-3)
         mean_s = self.step_s(batch)
         gain = batch * (self.step_s(batch + step) - mean_s) / (step * mean_s)
         gain = min(max(gain, 0.0), FEEDBACK_GAIN_CAP)
-        return batch + Z_P99 * math.sqrt(batch) / (1 - gain)
+        return batch + Z_P99 * math.sqrt(batch / pool) / (1 - gain)
 
     def residual_s(self, batch: float) -> float:
         """The iteration a prompt arrives in, whole: length-biased over the mixture,

@@ -48,18 +48,21 @@ request at arrival to the replica with the least prompt work queued for prefill 
 work left, which waits exactly as one central FCFS queue: see
 `models.batch_model.pooled_wait_p99_s`), so the prompt queue of a pool of
 c = `pool_replicas` replicas is M/G/c: c lanes, each with service P (1-h) / r, fed at
-c lambda. Only the wait changes with c:
+c lambda. Two things change with c, the wait:
     W99 = `wait_quantile_s`(c lambda, P (1-h) / r, cv_p^2, c, 0.99)
-A prompt's own prefill S(P), the residual of the iteration in progress and the quadrature
-are per replica, and so are every decode-side bound (KV memory, TPOT, the engine's batch
-cap, the NICs): `pool_replicas` changes nothing else. At a fixed per-lane utilisation the
+and the spread of the batch a reply lives through, which a router that keeps the
+replicas' batches even narrows to sqrt(B / c) (the p99 TPOT's B_hi,
+`models.batch_model.BatchModel.batch_high`). A prompt's own prefill S(P), the residual
+of the iteration in progress, the quadrature and the other decode-side bounds (KV memory,
+the engine's batch cap, the NICs) are per replica. At a fixed per-lane utilisation the
 Erlang C chance to wait and the conditional mean wait S (1 + cs^2) / (2 c (1 - rho)) both
-fall as c grows, so W99 never rises with c and the capacity per replica never falls:
-pool_replicas = 1 is the single FCFS server (the old numbers exactly), and
-pool_replicas = math.inf (no queueing wait while each lane is below saturation) is the
-ceiling every finite pool stays under. When the prefill takes most of the TTFT target the
-difference is large: 32K prompts whose prefill takes 1.2 s of a 2 s target leave a single
-server ~3% utilisation, while ten replicas behind one queue run above half.
+fall as c grows, so W99 never rises with c, nor does B_hi, and the capacity per replica
+never falls: pool_replicas = 1 is the single FCFS server with a lone replica's batch, and
+pool_replicas = math.inf (no queueing wait while each lane is below saturation, no batch
+spread) is the ceiling every finite pool stays under. When the prefill takes most of the
+TTFT target the difference is large: 32K prompts whose prefill takes 1.2 s of a 2 s
+target leave a single server ~3% utilisation, while ten replicas behind one queue run
+above half.
 
 Prefill-only replica (disaggregated): prompts/s. The replica prefills full chunks at
 r tokens/s; lambda <= r / (P (1-h)) (compute) and lambda x KV bytes per prompt <= the
@@ -142,16 +145,26 @@ ceiling of the capacity per replica over all pool sizes."""
 
 
 def pooling_can_lift(capacity: ReplicaCapacity, mix: TrafficMix | None = None) -> bool:
-    """Whether a larger pool could carry more per replica than this one: when the p99
-    TTFT's queueing is what stops the rate (`ttft_queueing`), or when the mix's hit rate
-    depends on the pool's size (prefix affinity, `models.prefix_kv.pool_size_matters`).
+    """Whether a larger pool could carry more per replica than this one: when a p99 that
+    falls with the pool's size stops the rate (`ttft_queueing`: the M/G/c wait; `tpot`:
+    the batch a reply lives through, whose spread over the replicas of a pool narrows as
+    1 / sqrt(n), `models.batch_model.BatchModel.batch_high`; `interconnect` on a decode
+    side, which may be a TPOT edge whose step is mostly all-reduces), or when the mix's
+    hit rate depends on the pool's size (prefix affinity,
+    `models.prefix_kv.pool_size_matters`).
 
-    Any other limit is met with the TTFT to spare, and a larger pool only lowers the
-    TTFT: the largest feasible batch (or rate) stays where the other bound put it, so the
-    capacity is the same at every pool size (to the search's precision, 1e-12)."""
+    Any other limit (KV memory, the token budget, the engine's batch cap) is a cap on the
+    batch that the pool's size does not move, and a larger pool only lowers the p99s:
+    the largest feasible batch stays at that cap, so the capacity is the same at every
+    pool size (to the search's precision, 1e-12). Where this says yes the pool ladder
+    (`solver.pools.pool_ladder`) still keeps only the sizes that gain."""
     if not (capacity.fits and capacity.meets_slo):
         return False
-    return capacity.limit is Limit.TTFT_QUEUEING or (mix is not None and pool_size_matters(mix))
+    if capacity.limit in (Limit.TTFT_QUEUEING, Limit.TPOT):
+        return True
+    if capacity.limit is Limit.INTERCONNECT and capacity.config.role is not Role.PREFILL:
+        return True
+    return mix is not None and pool_size_matters(mix)
 
 
 def holds_at_tighter_ttft(capacity: ReplicaCapacity, tighter: LatencyTargets) -> bool:

@@ -47,7 +47,9 @@ def _data(rate_rps: float, growth: float, lead: int, horizon: int) -> dict:
                 "demand": {"r1": {"peak_requests_per_s": rate_rps, "hourly_profile": [1] * 24}},
                 "prompt_tokens": {"mean": 1000, "p99": 1000},
                 "output_tokens": {"mean": 200, "p99": 200},
-                "slo": {"ttft_p99_ms": 1000, "tpot_p99_ms": 50},
+                # targets loose enough that the KV cache stops the batch: pooling
+                # cannot lift the capacity, so n replicas carry n q(1) at every n
+                "slo": {"ttft_p99_ms": 10000, "tpot_p99_ms": 200},
             }
         ],
         "policy": {
@@ -66,7 +68,8 @@ def _lone_rps() -> float:
     """q(1) of the only candidate, after checking that pooling adds nothing."""
     inst = validate_instance(_data(10.0, 0.0, 0, 1), "q.yaml")
     (candidate,) = build_candidates(inst).of("chat")
-    assert candidate.ladder == ()  # TPOT-limited: q(n) = q(1) for every pool size
+    assert candidate.limit.value == "kv_memory"  # q(n) = q(1) for every pool size
+    assert candidate.ladder == () and candidate.ceiling == candidate.requests_per_s
     return candidate.requests_per_s
 
 

@@ -1,8 +1,9 @@
 """Plans a procurement team can buy: whole servers, power, simple pools, headroom, growth.
 
-Hand cases use Llama 3.1 8B fp8 at TP 1 with fixed-length requests, whose replicas are
-limited by TPOT (their pooling ladder is empty, so a replica carries q(1) in a pool of
-any size: the program is then plain arithmetic on q). Every plan passes the verifier.
+Hand cases use Llama 3.1 8B fp8 at TP 1 with fixed-length requests and targets loose
+enough that the KV cache limits its replicas (`tests.synthetic.FLAT_SLO`: their pooling
+ladder is empty, so a replica carries q(1) in a pool of any size: the program is then
+plain arithmetic on q). Every plan passes the verifier.
 """
 
 import math
@@ -18,7 +19,7 @@ from solver.candidates import build_candidates
 from solver.plan import Plan
 from solver.solve import SolveSettings, simplicity_cost, solve
 from solver.verify import verify
-from tests.synthetic import instance, workload
+from tests.synthetic import FLAT_SLO, instance, workload
 
 H100, H200 = "h100-sxm", "h200"
 HOURS = 730
@@ -28,7 +29,7 @@ H100_TDP_KW = 0.700  # catalog tdp_w of H100 SXM and H200
 def lone_rps(inst, gpu: str = H100) -> float:
     """q(1) of the only candidate on `gpu`, after checking that pooling adds nothing."""
     (candidate,) = [c for c in build_candidates(inst).of("chat") if c.gpu == gpu]
-    assert candidate.ladder == ()  # TPOT-limited: q(n) = q(1) for every pool size
+    assert candidate.ladder == ()  # KV-limited: q(n) = q(1) for every pool size
     return candidate.requests_per_s
 
 
@@ -46,7 +47,7 @@ def one_region(
     workload; `region` keys (power_kw, pue, racks) go on the region."""
     return instance(
         {"east": {g: (128, price) for g, price in gpus}},
-        [workload("chat", {"east": demand_rps}, model="llama-3.1-8b")],
+        [workload("chat", {"east": demand_rps}, model="llama-3.1-8b", **FLAT_SLO)],
         policy=policy,
         existing=existing,
         region_keys=region,
@@ -61,7 +62,7 @@ def raw() -> dict:
         "gpus": [{"name": H100}],
         "models": [{"name": "llama-3.1-8b"}],
         "regions": [{"name": "east", "supply": {H100: {"max_gpus": 64}}}],
-        "workloads": [workload("chat", {"east": 10.0}, model="llama-3.1-8b")],
+        "workloads": [workload("chat", {"east": 10.0}, model="llama-3.1-8b", **FLAT_SLO)],
         "policy": {},
     }
     return data

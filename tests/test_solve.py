@@ -25,7 +25,7 @@ from solver.program import build_program
 from solver.solve import SolveSettings, solve
 from solver.verify import verify
 from tests.paths import DEFAULT_INSTANCE, INSTANCES
-from tests.synthetic import instance, long_prompt_workload, workload
+from tests.synthetic import FLAT_SLO, instance, long_prompt_workload, workload
 
 BACKENDS = available_backends()
 H100, H200, B200 = "h100-sxm", "h200", "b200"
@@ -260,8 +260,9 @@ def test_demand_shadow_price_is_the_cost_of_one_request_per_second():
 
 
 def test_a_binding_supply_is_priced_at_what_one_more_gpu_saves():
-    inst = instance(
-        {"east": {H100: (2, 2.0), H200: (64, 3.5)}}, [workload("chat", {"east": 200.0})]
+    inst = instance(  # targets where both GPUs' pools carry n q(1): no pooling ladder
+        {"east": {H100: (2, 2.0), H200: (64, 3.5)}},
+        [workload("chat", {"east": 200.0}, **FLAT_SLO)],
     )
     q100, q200 = capacity_rps(inst, H100), capacity_rps(inst, H200)
     plan = solved(inst)
@@ -351,13 +352,17 @@ def test_failover_out_of_reach_is_named_with_the_nearest_region():
 
 
 def test_a_region_too_small_to_carry_its_neighbour_is_named_with_numbers():
-    q = capacity_rps(single_region(1.0))
-    inst = instance(
-        {"east": {H100: (2, 2.0)}, "west": {H100: (64, 2.0)}},
-        [workload("chat", {"east": 1.5 * q, "west": 1.5 * q}, max_failover_rtt_ms=80)],
-        links=[("east", "west", 50)],
-        survive="region",
-    )
+    def two(q):  # KV-limited replicas: a pool of n carries n q
+        demand = {"east": 1.5 * q, "west": 1.5 * q}
+        return instance(
+            {"east": {H100: (2, 2.0)}, "west": {H100: (64, 2.0)}},
+            [workload("chat", demand, max_failover_rtt_ms=80, **FLAT_SLO)],
+            links=[("east", "west", 50)],
+            survive="region",
+        )
+
+    q = capacity_rps(two(1.0))
+    inst = two(q)
     with pytest.raises(Infeasible) as raised:
         solve(inst)
     (problem,) = raised.value.diagnosis.problems
@@ -402,9 +407,12 @@ def test_failover_that_overflows_a_region_names_the_supply_and_the_scenario(back
     problem = problems[0]
     assert problem.requirement == "gpu_supply[us-east,b200]"
     assert problem.message.startswith("us-east supply of 16 b200")
-    assert "rerouted eu-west 450.0 requests/s of chat" in problem.message
-    rerouted_code = r"rerouted eu-west [0-9.]+ requests/s of code when eu-west is lost"
-    assert re.search(rerouted_code, problem.message)
+    # How much of each is rerouted is one of the elastic re-solve's optima (backends
+    # differ), never more than eu-west's demand.
+    rerouted = r"rerouted eu-west ([0-9.]+) requests/s of chat \+ us-east 500.0 \+ "
+    rerouted += r"rerouted eu-west ([0-9.]+) requests/s of code when eu-west is lost"
+    found = re.search(rerouted, problem.message)
+    assert found and float(found[1]) <= 450.0 and float(found[2]) <= 300.0
     # Pooled replicas carry at least a lone one's q: at most `needs` GPUs, more than 16.
     needed = int(problem.message.rsplit("needs ", 1)[1])
     assert 16 < needed <= needs

@@ -12,7 +12,7 @@ from models.precision import Precision
 from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
 from solver.plan import Plan, ReplicaPool
 from solver.verify import verify
-from tests.synthetic import instance, long_prompt_workload, workload
+from tests.synthetic import FLAT_SLO, instance, long_prompt_workload, workload
 
 H100 = "h100-sxm"
 PRICE = 2.0
@@ -51,7 +51,7 @@ def pool(region: str, count: int, role: Role = Role.UNIFIED, **kw) -> ReplicaPoo
 def one_region(max_gpus: int = 64, survive: str = "none", zones: int = 1, **kw) -> Instance:
     return instance(
         {"east": {H100: (max_gpus, PRICE)}},
-        [workload("chat", {"east": DEMAND})],
+        [workload("chat", {"east": DEMAND}, **FLAT_SLO)],
         survive=survive,
         zones=zones,
         **kw,
@@ -61,7 +61,7 @@ def one_region(max_gpus: int = 64, survive: str = "none", zones: int = 1, **kw) 
 def two_regions(survive: str = "region") -> Instance:
     return instance(
         {"east": {H100: (64, PRICE)}, "west": {H100: (64, PRICE)}},
-        [workload("chat", {"east": DEMAND, "west": DEMAND}, max_failover_rtt_ms=80)],
+        [workload("chat", {"east": DEMAND, "west": DEMAND}, max_failover_rtt_ms=80, **FLAT_SLO)],
         links=[("east", "west", 50)],
         survive=survive,
     )

@@ -1,0 +1,115 @@
+"""The p99 TPOT's two pool-dependent terms (`models.batch_model.BatchModel.tpot_p99_s`):
+the busy-period stretch of a reply's spread, and the batch a reply lives through, whose
+spread over the replicas of a pool narrows as 1 / sqrt(n). Hand arithmetic where the
+formula is closed, properties where it is not; the simulator checks lie in
+tests/test_pool_slo.py."""
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from models.batch_model import (
+    FEEDBACK_GAIN_CAP,
+    PREFILL_SHARE_CAP,
+    Z_P99,
+    BatchModel,
+    IterationMixture,
+    MixTokens,
+    replica_step_model,
+)
+from models.capacity import UNLIMITED_POOL, pooling_can_lift, replica_capacity
+from models.catalog import gpu, llm
+from models.efficiency import efficiency_for
+from models.precision import Precision
+from models.replica import LatencyTargets, Limit, ReplicaConfig, Role, TrafficMix
+from models.traffic import TokenDistribution
+
+FP8 = Precision.FP8
+
+
+def _lengths(prompt: int, prompt_p99: int, output: int, output_p99: int) -> TrafficMix:
+    return TrafficMix.of_lengths(
+        TokenDistribution(mean=prompt, p99=prompt_p99),
+        TokenDistribution(mean=output, p99=output_p99),
+    )
+
+
+CHAT = _lengths(1500, 6000, 400, 1200)
+LONG_PROMPT = _lengths(4000, 16000, 300, 1000)
+"""Llama 3.1 8B's long-prompt case of tests/test_pool_slo.py."""
+
+
+def _config(role: Role = Role.UNIFIED) -> ReplicaConfig:
+    """Llama 3.1 8B fp8 on one H100."""
+    return ReplicaConfig(gpu("h100-sxm"), llm("llama-3.1-8b"), FP8, FP8, 1, 1, role)
+
+
+def _model(pool: float, mix=CHAT, role: Role = Role.UNIFIED) -> BatchModel:
+    config = _config(role)
+    steps = replica_step_model(config, efficiency_for(config.gpu, FP8))
+    return BatchModel(steps, MixTokens.of(mix), role, 0.0, 0.0, pool)
+
+
+def test_the_busy_stretch_by_hand():
+    """t_0 = 10 ms of a 20 ms mean iteration: rho = 1 - 10 / 20 = 0.5, so a lone replica's
+    reply variance is stretched 1 / (1 - 0.5)^2 = 4 times; in a pool of n only the 1/n
+    share of the arrivals feeds it: 1 + (4 - 1) / n = 2.5 at n = 2, 1.75 at n = 4, and
+    1 (no stretch) in an unlimited pool."""
+    mixture = IterationMixture(0.020, 0.020**2 * 1.3, 0.4, 0.010)
+    assert mixture.prefill_share == pytest.approx(0.5)
+    for pool, stretch in ((1, 4.0), (2, 2.5), (4, 1.75), (UNLIMITED_POOL, 1.0)):
+        assert _model(pool).busy_stretch(mixture) == pytest.approx(stretch, rel=1e-12)
+
+
+def test_a_decode_replica_has_no_prompts_to_stretch():
+    """A decode iteration is all decode (t = t_0): rho = 0 and the stretch is 1."""
+    model = _model(1, role=Role.DECODE)
+    mixture = model.mixture(40.0)
+    assert mixture.prefill_share == 0.0
+    assert model.busy_stretch(mixture) == 1.0
+
+
+def test_the_prefill_share_is_capped():
+    """A mixture all but all prefill (t_0 / t = 1e-6) is taken at rho = 0.9, a stretch of
+    1 / 0.1^2 = 100, not 1e12: beyond it the token budget stops the batch."""
+    mixture = IterationMixture(1.0, 1.0, 1.0, 1e-6)
+    assert mixture.prefill_share == PREFILL_SHARE_CAP
+    assert _model(1).busy_stretch(mixture) == pytest.approx(1 / (1 - PREFILL_SHARE_CAP) ** 2)
+
+
+@pytest.mark.parametrize("mix", [CHAT, LONG_PROMPT])
+def test_the_batch_spread_narrows_as_one_over_the_root_of_the_pool(mix):
+    """B_hi - B = 2.326 sqrt(B / n) / (1 - g), g the same at the same B: a pool of 4 has
+    half a lone replica's excess, a pool of 16 a quarter, an unlimited pool none."""
+    batch = 30.0
+    lone = _model(1, mix).batch_high(batch) - batch
+    assert lone > Z_P99 * math.sqrt(batch)  # the feedback amplifies the Poisson spread
+    assert lone <= Z_P99 * math.sqrt(batch) / (1 - FEEDBACK_GAIN_CAP)
+    assert _model(4, mix).batch_high(batch) - batch == pytest.approx(lone / 2, rel=1e-12)
+    assert _model(16, mix).batch_high(batch) - batch == pytest.approx(lone / 4, rel=1e-12)
+    assert _model(UNLIMITED_POOL, mix).batch_high(batch) == batch
+
+
+@given(st.floats(1.0, 60.0), st.sampled_from([1, 2, 3, 8, 64]))
+@settings(max_examples=40, deadline=None)
+def test_a_larger_pool_never_raises_the_p99_tpot(batch, pool):
+    """At the same mean batch both pool-dependent terms only shrink as n grows (so the
+    capacity per replica never falls), and every pool stays above the mean iteration."""
+    tpots = [_model(n, LONG_PROMPT).tpot_p99_s(batch) for n in (pool, 2 * pool, UNLIMITED_POOL)]
+    assert tpots[0] >= tpots[1] >= tpots[2] >= _model(1, LONG_PROMPT).step_s(batch)
+
+
+def test_a_tpot_limited_replica_is_lifted_by_its_pool():
+    """Llama 3.1 8B on 4,000-token prompts at a 30 ms p99 TPOT and a loose TTFT is
+    TPOT-limited; pooling can lift it, and q(1) < q(8) < q(inf)."""
+    config = _config()
+    efficiency = efficiency_for(config.gpu, FP8)
+    targets = LatencyTargets(ttft_p99_s=5.0, tpot_p99_s=0.030)
+    lone, eight, unlimited = (
+        replica_capacity(config, LONG_PROMPT, targets, efficiency, n)
+        for n in (1, 8, UNLIMITED_POOL)
+    )
+    assert lone.limit is Limit.TPOT and pooling_can_lift(lone)
+    assert lone.requests_per_s < eight.requests_per_s < unlimited.requests_per_s
