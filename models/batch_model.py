@@ -62,9 +62,9 @@ Chunked-prefill interference (the iteration mixture)
     independent iterations and the reply's spread at B), pools of 2, 4 and 8 replicas
     7-13% conservative. The KV-memory bound keeps a lone replica's Poisson batch
     (B + 2.326 sqrt(B)) at every pool size, which is conservative for pools.
-    The TPOT-limited capacity so depends on the pool size, and the pool ladder
-    (`solver.pools`, `models.capacity.pooling_can_lift`) credits it as it credits the
-    TTFT-limited one.
+    The TPOT-limited capacity so rises with the pool size; the program credits it flat
+    at q(1), a lower bound at every size (`models.capacity.pooling_can_lift` says why),
+    and reports each pool at its real size.
 
 Speculative decoding (`models.speculative`)
     With speculation an iteration is one speculation cycle: k draft steps and a verify

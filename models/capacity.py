@@ -144,27 +144,38 @@ UNLIMITED_POOL = math.inf
 ceiling of the capacity per replica over all pool sizes."""
 
 
-def pooling_can_lift(capacity: ReplicaCapacity, mix: TrafficMix | None = None) -> bool:
-    """Whether a larger pool could carry more per replica than this one: when a p99 that
-    falls with the pool's size stops the rate (`ttft_queueing`: the M/G/c wait; `tpot`:
-    the batch a reply lives through, whose spread over the replicas of a pool narrows as
-    1 / sqrt(n), `models.batch_model.BatchModel.batch_high`; `interconnect` on a decode
-    side, which may be a TPOT edge whose step is mostly all-reduces), or when the mix's
-    hit rate depends on the pool's size (prefix affinity,
-    `models.prefix_kv.pool_size_matters`).
+def pooling_can_lift(
+    capacity: ReplicaCapacity, mix: TrafficMix | None = None, tpot: bool = False
+) -> bool:
+    """Whether the program credits a larger pool with more per replica than this one:
+    when the p99 TTFT's queueing is what stops the rate (`ttft_queueing`: the M/G/c wait
+    falls with the pool's size), when the mix's hit rate depends on the pool's size
+    (prefix affinity, `models.prefix_kv.pool_size_matters`), and with `tpot`
+    (`policy.credit_tpot_pooling`) when the p99 TPOT stops it (`tpot`, or a decode
+    side's `interconnect`: a TPOT edge named after its all-reduces).
+
+    A TPOT-limited capacity rises with the pool, but by little (the batch a reply lives
+    through spreads as 1 / sqrt(n), `models.batch_model.BatchModel.batch_high`: 3-18%
+    from a lone replica to a pool of 16), so by default the program credits it flat at
+    q(1), which every pool size carries (q never falls as n grows): pool ladders for the
+    TPOT-limited candidates of the 10-region x 20-workload x 6-GPU region-loss class
+    multiply its integers by 3 (2,987 to 8,856) and its solve time by 4.6 (6.9 to 32 s)
+    for a plan 5.6% cheaper. A pool
+    planned so is reported at its real size (`solver.pools.assess_pools`), where its
+    utilisation shows the headroom. A candidate whose lone replica is TTFT-limited has
+    a ladder, and its capacity at every size on it includes the TPOT's pooling.
 
     Any other limit (KV memory, the token budget, the engine's batch cap) is a cap on the
-    batch that the pool's size does not move, and a larger pool only lowers the p99s:
-    the largest feasible batch stays at that cap, so the capacity is the same at every
-    pool size (to the search's precision, 1e-12). Where this says yes the pool ladder
-    (`solver.pools.pool_ladder`) still keeps only the sizes that gain."""
+    batch that the pool's size does not move: the largest feasible batch stays at that
+    cap, so the capacity is the same at every pool size (to the search's precision,
+    1e-12)."""
     if not (capacity.fits and capacity.meets_slo):
         return False
-    if capacity.limit in (Limit.TTFT_QUEUEING, Limit.TPOT):
+    if tpot and capacity.limit is Limit.TPOT:
         return True
-    if capacity.limit is Limit.INTERCONNECT and capacity.config.role is not Role.PREFILL:
+    if tpot and capacity.limit is Limit.INTERCONNECT and capacity.config.role is not Role.PREFILL:
         return True
-    return mix is not None and pool_size_matters(mix)
+    return capacity.limit is Limit.TTFT_QUEUEING or (mix is not None and pool_size_matters(mix))
 
 
 def holds_at_tighter_ttft(capacity: ReplicaCapacity, tighter: LatencyTargets) -> bool:

@@ -345,7 +345,9 @@ def build_candidates(instance: Instance, settings: SolveSettings | None = None) 
                 efficiency = efficiency_for(
                     config.gpu, config.weight_precision, instance.efficiency, instance.engine
                 )
-                physics[key] = PoolPhysics(config, mix, targets, efficiency)
+                physics[key] = PoolPhysics(
+                    config, mix, targets, efficiency, instance.policy.credit_tpot_pooling
+                )
                 cache[key] = physics[key].at(1)
                 if planning_capacity(cache[key]) > 0:
                     curves[key] = lone_curve(physics[key], cache[key])

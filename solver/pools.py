@@ -114,6 +114,9 @@ class PoolPhysics:
     mix: TrafficMix
     targets: LatencyTargets
     efficiency: Efficiency
+    credit_tpot: bool = False
+    """Whether a TPOT-limited candidate gets a pool ladder (`policy.credit_tpot_pooling`,
+    `models.capacity.pooling_can_lift`)."""
 
     def at(self, replicas: float) -> ReplicaCapacity:
         """The physics of one replica in a pool of `replicas` behind one queue."""
@@ -128,6 +131,7 @@ def physics_of(instance: Instance, workload: str, config: ReplicaConfig) -> Pool
         TrafficMix.of(entry, instance.policy.prefix_affinity),
         LatencyTargets.of(entry.slo),
         efficiency_for(config.gpu, config.weight_precision, instance.efficiency, instance.engine),
+        instance.policy.credit_tpot_pooling,
     )
 
 
@@ -149,7 +153,7 @@ def failover_curve(physics: PoolPhysics, curve: PoolCurve, rtt_ms: float) -> Poo
 def lone_curve(physics: PoolPhysics, lone: ReplicaCapacity) -> PoolCurve:
     """q(1) and the ceiling q(inf) of a configuration (flat when pooling cannot lift it):
     what pruning compares, before any ladder."""
-    if not pooling_can_lift(lone, physics.mix):
+    if not pooling_can_lift(lone, physics.mix, physics.credit_tpot):
         return PoolCurve.flat(lone)
     ceiling = planning_capacity(physics.at(UNLIMITED_POOL))
     return PoolCurve(((1, lone),), max(ceiling, planning_capacity(lone)))
@@ -164,7 +168,7 @@ def tabulate_curve(
     survivors of every kept step (P - 1, and P - ceil(P / Z) for each zone count in
     `zone_counts`), so that the program never needs another size.
     """
-    if not pooling_can_lift(curve.lone, physics.mix):
+    if not pooling_can_lift(curve.lone, physics.mix, physics.credit_tpot):
         return curve, ()
     points: dict[int, ReplicaCapacity] = dict(curve.points)
 
@@ -325,12 +329,14 @@ def assess_pools(
     (each pool's real size and its survivors): (workload, candidate key) -> curve.
 
     The one place the physics is asked after the solve: the program credited the
-    tabulated steps, the report states what the pools carry at their real sizes."""
+    tabulated steps (a TPOT-limited candidate, without `policy.credit_tpot_pooling`, the
+    lone replica's capacity at every size), the report states what the pools carry at
+    their real sizes."""
     curves = {}
     for (w, key), (config, curve, sizes) in chosen.items():
         missing = sorted(n for n in sizes if n > 1 and n not in curve.sizes)
         physics = physics_of(instance, w, config)
-        if missing and pooling_can_lift(curve.lone, physics.mix):
+        if missing and pooling_can_lift(curve.lone, physics.mix, tpot=True):
             curve = curve.with_points({n: physics.at(n) for n in missing})
         curves[(w, key)] = curve
     return curves

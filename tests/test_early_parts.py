@@ -21,9 +21,11 @@ two_cores = pytest.mark.skipif(machine_threads() < 2, reason="needs two cores fo
 def test_dominance_pool_by_pool_is_the_whole_programs(seed):
     """Dominance compares pools of one workload, region and GPU type only, so the union
     over the workload programs of their bounds and size rows is the whole program's.
-    (Seeds 2 and 8 have size rows to encode; since TPOT-limited pools have pool ladders
-    most 6 x 6 x 6 instances have none.)"""
-    inst = generated(6, 6, 6, seed=seed)
+    (With the TPOT-limited pools credited their pooling, seeds 2 and 8 have size rows to
+    encode.)"""
+    plain = generated(6, 6, 6, seed=seed)
+    policy = plain.policy.model_copy(update={"credit_tpot_pooling": True})
+    inst = plain.model_copy(update={"policy": policy})
     program = build_program(inst, build_candidates(inst, SolveSettings.of(inst)))
     whole = dominance(program)
     bounds, sizes = {}, []

@@ -5,6 +5,7 @@ formula is closed, properties where it is not; the simulator checks lie in
 tests/test_pool_slo.py."""
 
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -22,9 +23,12 @@ from models.batch_model import (
 from models.capacity import UNLIMITED_POOL, pooling_can_lift, replica_capacity
 from models.catalog import gpu, llm
 from models.efficiency import efficiency_for
+from models.loading import load_instance
 from models.precision import Precision
 from models.replica import LatencyTargets, Limit, ReplicaConfig, Role, TrafficMix
 from models.traffic import TokenDistribution
+from solver.candidates import build_candidates
+from solver.solve import solve
 
 FP8 = Precision.FP8
 
@@ -101,9 +105,10 @@ def test_a_larger_pool_never_raises_the_p99_tpot(batch, pool):
     assert tpots[0] >= tpots[1] >= tpots[2] >= _model(1, LONG_PROMPT).step_s(batch)
 
 
-def test_a_tpot_limited_replica_is_lifted_by_its_pool():
+def test_a_tpot_limited_replica_is_lifted_by_its_pool_and_credited_at_one():
     """Llama 3.1 8B on 4,000-token prompts at a 30 ms p99 TPOT and a loose TTFT is
-    TPOT-limited; pooling can lift it, and q(1) < q(8) < q(inf)."""
+    TPOT-limited: q(1) < q(8) < q(inf) in the physics, and the program credits q(1), a
+    lower bound at every pool size (no ladder)."""
     config = _config()
     efficiency = efficiency_for(config.gpu, FP8)
     targets = LatencyTargets(ttft_p99_s=5.0, tpot_p99_s=0.030)
@@ -111,5 +116,34 @@ def test_a_tpot_limited_replica_is_lifted_by_its_pool():
         replica_capacity(config, LONG_PROMPT, targets, efficiency, n)
         for n in (1, 8, UNLIMITED_POOL)
     )
-    assert lone.limit is Limit.TPOT and pooling_can_lift(lone)
+    assert lone.limit is Limit.TPOT and not pooling_can_lift(lone)
     assert lone.requests_per_s < eight.requests_per_s < unlimited.requests_per_s
+
+
+def _tpot_pooling_instance(credit: bool):
+    plain = load_instance(Path(__file__).parent.parent / "instances" / "tpot-pooling.yaml")
+    policy = plain.policy.model_copy(update={"credit_tpot_pooling": credit})
+    return plain.model_copy(update={"policy": policy})
+
+
+def test_credit_tpot_pooling_buys_what_the_ladder_carries_by_hand():
+    """instances/tpot-pooling.yaml: 120 requests/s on one TPOT-limited candidate.
+    Without the credit n replicas carry n q(1): ceil(120 / q(1)) GPUs. With it a pool of
+    n carries n q(P), P the largest ladder step at or below n: the fewest n with
+    n q(P(n)) >= 120. Both plans pass the verifier (solve runs it)."""
+    flat, credited = (_tpot_pooling_instance(c) for c in (False, True))
+    (lone,) = build_candidates(flat).of("chat")
+    (pooled,) = build_candidates(credited).of("chat")
+    assert lone.ladder == () and pooled.ladder
+    q1 = lone.requests_per_s
+    assert pooled.requests_per_s == pytest.approx(q1, rel=1e-12)  # the same lone replica
+
+    def carried(n: int) -> float:
+        steps = [s.requests_per_s for s in pooled.ladder if s.replicas <= n]
+        return n * (steps[-1] if steps else q1)
+
+    by_hand = min(n for n in range(1, 64) if carried(n) >= 120.0)
+    assert by_hand < math.ceil(120.0 / q1)
+    for instance, expected in ((flat, math.ceil(120.0 / q1)), (credited, by_hand)):
+        (pool,) = solve(instance).replicas
+        assert pool.count == expected
