@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from calibration.calibrate import calibration_dir
+from calibration.rows import calibration_dir
 from models import catalog
 from models.capacity import replica_capacity
 from models.efficiency import efficiency_for
