@@ -31,40 +31,48 @@ Chunked-prefill interference (the iteration mixture)
     iteration time is `StepModel.iteration_s`, the function the simulator
     (`solver.simulate`) prices its iterations with.
 
-    TPOT: a reply of n = O - 1 tokens lives T = n t_0 plus the prefill of every prompt
+    TPOT: a reply of m = O - 1 tokens lives T = m t_0 plus the prefill of every prompt
     that joins an iteration while it decodes. Prompts arrive at lambda while it lives,
-    so T is a busy period started by n t_0 of work, with the prompts' share rho =
+    so T is a busy period started by m t_0 of work, with the prompts' share rho =
     1 - t_0 / t(B) of the iteration time:
-        E[T] = n t_0 / (1 - rho) = n t(B),   Var[T] = n Var[t] / (1 - rho)^2
+        E[T] = m t_0 / (1 - rho) = m t(B),   Var[T] = m Var[t] / (1 - rho)^2
     (Var[t] ~ lambda t(B) E[s^2] the compound Poisson spread of one iteration; a reply
     that meets more prompt work lives longer and meets more, which independent
-    iterations miss by the 1 / (1 - rho)^2). Over replies whose lengths spread with
-    cv_o, E[1/n] = (1 + cv_o^2) / n (lognormal lengths). The batch a reply lives through
+    iterations miss by the 1 / (1 - rho)^2). That holds for a lone replica, whose
+    arrivals ignore its state. In a pool of n replicas behind a router that sends each
+    request to the replica with the fewest in flight (`least_prefill` breaks its ties
+    so), a slowed replica finishes fewer requests and is sent fewer: only its 1/n share
+    of the pool's arrivals feeds the stretch, S(n) = 1 + (1 / (1 - rho)^2 - 1) / n
+    (`BatchModel.busy_stretch`). Over replies whose lengths spread with cv_o,
+    E[1/m] = (1 + cv_o^2) / m (lognormal lengths). The batch a reply lives through
     fluctuates too: Poisson (sd sqrt(B)) for a fixed service time, amplified by feedback
     near capacity (a larger batch lengthens every iteration, so sequences stay longer:
     linear response gives sd sqrt(B) / (1 - g), g = B t'(B) / t(B) the step's
-    elasticity). In a pool of n replicas behind a router that sends each request to the
-    replica with the fewest in flight (`least_prefill` breaks its ties so), the pool's
-    n B sequences spread as sqrt(n B) and each replica's batch as sqrt(B / n): the
-    replicas' batches move together. The replies in the TPOT's tail are those living
-    through the high batch B_hi, where more prompts ride per iteration (mu grows with
-    the batch) and take a larger share of it, so their spread is the mixture's at B_hi.
-    The p99 TPOT combines the two deviations in quadrature:
+    elasticity); in a pool the n B sequences spread as sqrt(n B), and the router keeps
+    each replica's batch at its share, sqrt(B / n). The replies in the TPOT's tail are
+    those living through the high batch B_hi, where more prompts ride per iteration (mu
+    grows with the batch) and take a larger share of it, so their spread is the
+    mixture's at B_hi. The p99 TPOT combines the two deviations in quadrature:
         B_hi   = B + 2.326 sqrt(B / n) / (1 - g)
         TPOT99 = t(B) + sqrt((t(B_hi) - t(B))^2
-                             + 2.326^2 Var[t](B_hi) (1 + cv_o^2) / (n (1 - rho(B_hi))^2))
+                             + 2.326^2 Var[t](B_hi) S(n)(B_hi) (1 + cv_o^2) / m)
     Assumptions: a reply's mean iteration is normal (moment-matched: short replies have
-    heavier tails); for mu > 8 the Poisson law is replaced by a normal one at 9
-    Gauss-Hermite points (`poisson_points`).
-    Against the simulator at 100% of planned capacity (router `least_prefill`, 4 seeds x
-    20 minutes, three configurations: tests/test_pool_slo.py): a lone replica's p99
-    TPOT 2-5% conservative or within sampling error (it was 10-20% optimistic with
-    independent iterations and the reply's spread at B), pools of 2, 4 and 8 replicas
-    7-13% conservative. The KV-memory bound keeps a lone replica's Poisson batch
-    (B + 2.326 sqrt(B)) at every pool size, which is conservative for pools.
+    heavier tails); the 1/n share is the simplest law between a lone replica (all of
+    the stretch) and an unlimited pool (none), checked against the simulator only; for
+    mu > 8 the Poisson law is replaced by a normal one at 9 Gauss-Hermite points
+    (`poisson_points`).
+    Against the simulator at 100% of planned capacity (router `least_prefill`, 3-4 seeds
+    x 20 minutes, four configurations; tests/test_pool_slo.py asserts three): a lone
+    replica's p99 TPOT 2-5% conservative or within sampling error (it was 10-20%
+    optimistic with independent iterations and the reply's spread at B), pools of 2 to
+    16 within sampling error to 7% conservative (the lone replica's batch spread and no
+    share of the stretch made pools of 4-18 5-25% conservative). The KV-memory bound
+    keeps a lone replica's Poisson batch (B + 2.326 sqrt(B)) at every pool size, which
+    is conservative for pools.
     The TPOT-limited capacity so rises with the pool size; the program credits it flat
-    at q(1), a lower bound at every size (`models.capacity.pooling_can_lift` says why),
-    and reports each pool at its real size.
+    at q(1), a lower bound at every size, unless `policy.credit_tpot_pooling`
+    (`models.capacity.pooling_can_lift` says why), and reports each pool at its real
+    size.
 
 Speculative decoding (`models.speculative`)
     With speculation an iteration is one speculation cycle: k draft steps and a verify
