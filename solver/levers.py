@@ -16,6 +16,9 @@ The levers (names are what the report shows):
 - `precision one step down`: every model may also use the next lower weight precision.
 - `TTFT +20%` / `TPOT +20%`: every workload's p99 target looser by 20%.
 - `allow disaggregation`, `allow co-location`: the policy switch turned on.
+- `credit TPOT pooling`: `policy.credit_tpot_pooling` on, so TPOT-limited pools are
+  credited what they carry at their size; its saving is what the default's lone-replica
+  credit costs (not a change to the fleet's world, a finer program).
 - `allow GPU_NAME`: a catalog GPU type the instance does not offer, offered in every
   region at its catalog price, up to the largest supply the region has of any type.
 - `drop survive: X`: the failure policy's single-failure requirement removed.
@@ -231,6 +234,7 @@ def levers_for(instance: Instance) -> list[Lever]:
         Lever("TPOT +20%", looser_slo("tpot_p99_ms")),
         Lever("allow disaggregation", policy_switch("disaggregation")),
         Lever("allow co-location", policy_switch("colocation")),
+        Lever("credit TPOT pooling", policy_switch("credit_tpot_pooling")),
         *(Lever(f"allow {gpu}", allow_gpu(gpu)) for gpu in catalog.gpu_catalog()),
         Lever(f"drop survive: {instance.policy.survive}", drop_failure_requirement),
     ]
