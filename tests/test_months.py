@@ -16,6 +16,7 @@ from solver.candidates import build_candidates
 from solver.plan import Plan
 from solver.solve import solve
 from solver.verify_hours import verify_hours
+from tests.synthetic import FLAT_SLO
 
 ON_DEMAND, RESERVED = 2.0, 1.2
 """Reserved at 60% of on demand: a GPU busy all 24 hours is cheaper committed."""
@@ -47,9 +48,8 @@ def _data(rate_rps: float, growth: float, lead: int, horizon: int) -> dict:
                 "demand": {"r1": {"peak_requests_per_s": rate_rps, "hourly_profile": [1] * 24}},
                 "prompt_tokens": {"mean": 1000, "p99": 1000},
                 "output_tokens": {"mean": 200, "p99": 200},
-                # targets loose enough that the KV cache stops the batch: pooling
-                # cannot lift the capacity, so n replicas carry n q(1) at every n
-                "slo": {"ttft_p99_ms": 10000, "tpot_p99_ms": 200},
+                # the KV cache stops the batch: n replicas carry n q(1) at every n
+                "slo": dict(FLAT_SLO),
             }
         ],
         "policy": {
