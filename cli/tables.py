@@ -49,7 +49,7 @@ def print_tables(
             # emoji codes, no styles), as the plain writer prints it
             table = Table(
                 title=Text(title),
-                caption=(Text(spec.note) if spec.note else None) if last else None,
+                caption=Text(spec.note) if last and spec.note else None,
                 title_justify="left",
             )
             for index in group:

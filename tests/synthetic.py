@@ -24,6 +24,11 @@ exactly n q(1) and a hand case is plain arithmetic on q. At the default targets 
 replica is TPOT-limited, which a larger pool lifts (its batch spreads less)."""
 
 
+def with_policy(instance: Instance, **changes: Any) -> Instance:
+    """`instance` with `policy` fields changed (a copy; the instance is untouched)."""
+    return instance.model_copy(update={"policy": instance.policy.model_copy(update=changes)})
+
+
 def workload(
     name: str,
     demand_rps: dict[str, float],

@@ -12,7 +12,7 @@ from solver.program import build_program
 from solver.replica_dominance import dominance
 from solver.settings import SolveSettings, machine_threads
 from solver.solve import solve
-from tests.synthetic import generated
+from tests.synthetic import generated, with_policy
 
 two_cores = pytest.mark.skipif(machine_threads() < 2, reason="needs two cores for two workers")
 
@@ -23,9 +23,7 @@ def test_dominance_pool_by_pool_is_the_whole_programs(seed):
     over the workload programs of their bounds and size rows is the whole program's.
     (With the TPOT-limited pools credited their pooling, seeds 2 and 8 have size rows to
     encode.)"""
-    plain = generated(6, 6, 6, seed=seed)
-    policy = plain.policy.model_copy(update={"credit_tpot_pooling": True})
-    inst = plain.model_copy(update={"policy": policy})
+    inst = with_policy(generated(6, 6, 6, seed=seed), credit_tpot_pooling=True)
     program = build_program(inst, build_candidates(inst, SolveSettings.of(inst)))
     whole = dominance(program)
     bounds, sizes = {}, []
@@ -76,7 +74,7 @@ def test_no_early_start_with_colocation_or_one_workload():
     from solver.backends import get_backend
 
     backend = get_backend("highs")
-    shared = inst.model_copy(update={"policy": inst.policy.model_copy(update={"colocation": True})})
+    shared = with_policy(inst, colocation=True)
     assert (
         decompose.start_by_workload(build_program(shared, sets.table).sets, backend, settings)
         is None

@@ -10,6 +10,7 @@ from models.loading import load_instance
 from solver.solve import solve
 from solver.verify import verify
 from tests.paths import INSTANCES
+from tests.synthetic import with_policy
 
 AFFINITY = INSTANCES / "prefix-affinity-doc-qa.yaml"
 TIERED = INSTANCES / "kv-tiers-doc-qa.yaml"
@@ -19,10 +20,6 @@ def _cost(instance) -> float:
     plan = solve(instance)
     assert verify(instance, plan).ok
     return plan.cost_per_month
-
-
-def _with_policy(instance, **update):
-    return instance.model_copy(update={"policy": instance.policy.model_copy(update=update)})
 
 
 def _solve(instance):
@@ -42,7 +39,7 @@ def test_affinity_never_raises_cost_and_here_saves_the_prefill_of_its_hits():
     still attend to the cached prefix, which the token ratio leaves out, while the
     affinity plan may pick a layout that fits its smaller prefill better."""
     affinity = load_instance(AFFINITY)
-    random_routing = _with_policy(affinity, prefix_affinity=False)
+    random_routing = with_policy(affinity, prefix_affinity=False)
     plan, random_plan = _solve(affinity), _solve(random_routing)
     assert plan.cost_per_month <= random_plan.cost_per_month
 

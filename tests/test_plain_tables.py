@@ -105,7 +105,6 @@ def test_rich_draws_what_would_wrap_or_carry_style():
     assert plain_table(coloured, "T", ["a"], [["1"]], "") is None
 
 
-
 @pytest.mark.parametrize("plain", [True, False])
 def test_names_that_look_like_emoji_codes_or_markup_are_printed_as_written(plain, monkeypatch):
     """A workload called ":x:" or "[b]" is a name, not an emoji code or a style: both

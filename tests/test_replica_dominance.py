@@ -28,7 +28,7 @@ from solver.replica_dominance import (
 )
 from solver.row_names import ReplicasColumn
 from solver.settings import SolveSettings
-from tests.synthetic import instance, workload
+from tests.synthetic import instance, with_policy, workload
 
 H100, H200 = "h100-sxm", "h200"
 MODEL = "llama-3.3-70b"
@@ -143,9 +143,7 @@ def test_a_pool_the_caller_bounds_is_neither_bounded_nor_relied_on():
 
 def test_no_bounds_with_a_limit_on_configurations_per_pool():
     inst = region_loss_instance()
-    limited = inst.model_copy(
-        update={"policy": inst.policy.model_copy(update={"max_configs_per_pool": 1})}
-    )
+    limited = with_policy(inst, max_configs_per_pool=1)
     assert dominance_bounds(build_program(limited, build_candidates(limited))) == {}
 
 

@@ -5,7 +5,6 @@ formula is closed, properties where it is not; the simulator checks lie in
 tests/test_pool_slo.py."""
 
 import math
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -23,12 +22,15 @@ from models.batch_model import (
 from models.capacity import UNLIMITED_POOL, pooling_can_lift, replica_capacity
 from models.catalog import gpu, llm
 from models.efficiency import efficiency_for
+from models.instance import Instance
 from models.loading import load_instance
 from models.precision import Precision
 from models.replica import LatencyTargets, Limit, ReplicaConfig, Role, TrafficMix
 from models.traffic import TokenDistribution
 from solver.candidates import build_candidates
 from solver.solve import solve
+from tests.paths import INSTANCES
+from tests.synthetic import with_policy
 
 FP8 = Precision.FP8
 
@@ -120,10 +122,9 @@ def test_a_tpot_limited_replica_is_lifted_by_its_pool_and_credited_at_one():
     assert lone.requests_per_s < eight.requests_per_s < unlimited.requests_per_s
 
 
-def _tpot_pooling_instance(credit: bool):
-    plain = load_instance(Path(__file__).parent.parent / "instances" / "tpot-pooling.yaml")
-    policy = plain.policy.model_copy(update={"credit_tpot_pooling": credit})
-    return plain.model_copy(update={"policy": policy})
+def _tpot_pooling_instance(credit: bool) -> Instance:
+    plain = load_instance(INSTANCES / "tpot-pooling.yaml")
+    return with_policy(plain, credit_tpot_pooling=credit)
 
 
 def test_credit_tpot_pooling_buys_what_the_ladder_carries_by_hand():

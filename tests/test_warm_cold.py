@@ -10,13 +10,13 @@ from models.warm_cold import split_workload, splittable, warm_cold_instance
 from solver.solve import solve
 from solver.verify import verify
 from tests.paths import INSTANCES
+from tests.synthetic import with_policy
 
 AFFINITY = INSTANCES / "prefix-affinity-doc-qa.yaml"
 
 
 def _allowing(instance, **update):
-    policy = instance.policy.model_copy(update={"warm_cold_split": True, **update})
-    return instance.model_copy(update={"policy": policy})
+    return with_policy(instance, **{"warm_cold_split": True, **update})
 
 
 def _at_rate(instance, rate: float):
@@ -81,8 +81,6 @@ def test_a_split_plan_is_verified_against_its_halves():
 @given(st.sampled_from([0.5, 1.5, 3.0, 4.5, 9.0]), st.booleans())
 def test_allowing_the_split_never_raises_cost(rate, affinity):
     base = _at_rate(load_instance(AFFINITY), rate)
-    base = base.model_copy(
-        update={"policy": base.policy.model_copy(update={"prefix_affinity": affinity})}
-    )
+    base = with_policy(base, prefix_affinity=affinity)
     allowed = _allowing(base)
     assert solve(allowed).cost_per_month <= solve(base).cost_per_month * (1 + 1e-9)
