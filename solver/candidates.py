@@ -69,6 +69,7 @@ q(inf) = q(1) and this is the rule above; when it binds, pruning is weaker, neve
 
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from models.efficiency import efficiency_for
@@ -183,9 +184,10 @@ class Candidate:
         """GPUs per replica (tp x pp)."""
         return self.config.gpus
 
-    @property
+    @cached_property
     def key(self) -> str:
-        """Short, name-safe identifier, e.g. `h100-sxm.fp8.tp4pp1.unified`."""
+        """Short, name-safe identifier, e.g. `h100-sxm.fp8.tp4pp1.unified` (written once:
+        every row of the program names it)."""
         c = self.config
         speculative = c.speculation.name if c.speculation is not None else None
         return configuration_key(

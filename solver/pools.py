@@ -149,7 +149,6 @@ def failover_curve(physics: PoolPhysics, curve: PoolCurve, rtt_ms: float) -> Poo
     return PoolCurve(points, max(planning_capacity(c) for _, c in points))
 
 
-
 def lone_curve(physics: PoolPhysics, lone: ReplicaCapacity) -> PoolCurve:
     """q(1) and the ceiling q(inf) of a configuration (flat when pooling cannot lift it):
     what pruning compares, before any ladder."""

@@ -15,11 +15,11 @@ from models.scenarios import LOSE_REPLICA, Scenario
 from models.site import gpus_bought, node_gpus
 from solver.candidates import Candidate
 from solver.cost_attribution import cost_attribution
-from solver.decompose import Optimised
 from solver.families.split import load_terms
 from solver.families.variables import ServedColumn
 from solver.group_readback import group_counts, group_gpus, group_pools, with_routing
 from solver.lp import Termination
+from solver.optimised import Optimised
 from solver.plan import (
     SHADOW_PRICE_NOTE,
     GpuUse,

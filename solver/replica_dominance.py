@@ -214,7 +214,7 @@ def dominance(program: FleetProgram, bounds: Bounds | None = None) -> Reduction:
     for pools in alike.values():
         if len(pools) < 2:
             continue
-        free = [p for p in pools if _name(p) not in bounds]
+        free = [p for p in pools if pool_column(p) not in bounds]
         for pool in free:
             a = pool.candidate
             curves = [None, *sets.rerouted_rtts_at.get((pool.workload, pool.region), ())]
@@ -224,12 +224,12 @@ def dominance(program: FleetProgram, bounds: Bounds | None = None) -> Reduction:
                 move_of(pool.tiers, most, bound, other.candidate.gpus // a.gpus, credits, lone)
                 for other in free
                 if other is not pool and _above(other.candidate, a)
-                for lone in [[_lone(other.candidate, rtt_ms) for rtt_ms in curves]]
+                for lone in [[lone_capacity(other.candidate, rtt_ms) for rtt_ms in curves]]
             ]
             needed = needed_sizes(most, moves)
             if needed[-1] >= most:
                 continue
-            found[_name(pool)] = (0.0, float(needed[-1]))
+            found[pool_column(pool)] = (0.0, float(needed[-1]))
             low = next((n - 1 for n in range(len(needed)) if needed[n] != n), len(needed) - 1)
             high = needed[low + 1 :]
             if 0 < len(high) <= MAX_HIGH_SIZES:
@@ -242,23 +242,24 @@ def dominance_bounds(program: FleetProgram, bounds: Bounds | None = None) -> Bou
     return dominance(program, bounds).bounds
 
 
-def _lone(b: Candidate, rtt_ms: float | None) -> float:
-    """B's lone capacity on the curve at `rtt_ms` (its own curve for None, or where the
-    failover curve is not tabulated: what the capacity rows credit it)."""
+def lone_capacity(b: Candidate, rtt_ms: float | None) -> float:
+    """A lone replica's capacity on the curve at `rtt_ms` (its own curve for None, or
+    where the failover curve is not tabulated: what the capacity rows credit it)."""
     if rtt_ms is None:
         return b.requests_per_s
     curve = b.failover_curve(rtt_ms)
     return b.requests_per_s if curve is None else curve.requests_per_s(1)
 
 
-def _name(pool: Pool) -> str:
+def pool_column(pool: Pool) -> str:
+    """The name of the pool's replicas column."""
     return ReplicasColumn(pool.workload, pool.candidate.key, pool.region).name()
 
 
 def with_sizes(lp: LinearProgram, sizes: Sequence[PoolSizes]) -> LinearProgram:
     """A copy of `lp` with the size binaries and rows (solver.families.pool_sizes) of
     every pool in `sizes` whose replicas it has."""
-    found = [size for size in sizes if _name(size.pool) in lp.variables]
+    found = [size for size in sizes if pool_column(size.pool) in lp.variables]
     if not found:
         return lp
     copy = with_bounds(lp, {})
@@ -272,7 +273,7 @@ def sizes_start(sizes: Sequence[PoolSizes], values: dict[str, float]) -> dict[st
     of the program with the size rows: pool_size_is[h] = 1 where the pool holds h."""
     found = {}
     for size in sizes:
-        held = round(values.get(_name(size.pool), 0.0))
+        held = round(values.get(pool_column(size.pool), 0.0))
         for h in size.high:
             w, key, r = size.pool.workload, size.pool.candidate.key, size.pool.region
             found[PoolSizeIsColumn(w, key, r, h).name()] = float(held == h)

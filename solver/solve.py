@@ -26,10 +26,11 @@ from solver.backends import get_backend
 from solver.candidates import CandidateTable, build_candidates
 from solver.candidates_parallel import build_candidates_parallel
 from solver.capacity_report import with_capacity_units
-from solver.decompose import Optimised, optimise, start_by_workload
+from solver.decompose import optimise
 from solver.diagnose import diagnose_infeasible, presolve_problems
 from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
 from solver.lp import LinearProgram, SolveResult, Termination
+from solver.optimised import Optimised
 from solver.parallel import workers_kept
 from solver.plan import Plan, SimplicityCost
 from solver.pools import PoolCurve, assess_pools
@@ -42,6 +43,7 @@ from solver.size_check import check_configurations, check_program_size
 from solver.tiering import search_report, tiering_report
 from solver.verify import verify
 from solver.warm_cold import solve_choosing_split
+from solver.workload_parts import start_by_workload
 
 T = TypeVar("T")
 

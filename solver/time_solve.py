@@ -12,12 +12,12 @@ from models.time_demand import planning_start_s
 from solver.backends import get_backend
 from solver.batch_time import dedicated_pools, hour_soaks
 from solver.candidates import build_candidates
-from solver.decompose import Optimised
 from solver.diagnose import diagnose_infeasible, presolve_problems
 from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected, Problem
 from solver.failover_time import started_pools
 from solver.families.pricing import CommittedColumn, OfferTerms
 from solver.lp import SolveResult, Termination
+from solver.optimised import Optimised
 from solver.periods import PeriodProgram, TimeProgram, build_time_program
 from solver.plan import Commitment, GpuUse, Hour, HourGpus, Plan, ReplicaPool
 from solver.pools import assess_pools

@@ -1,12 +1,12 @@
 """Workload programs handed to the workers before the whole program is built
-(solver.decompose.start_by_workload): each worker bounds its pools by dominance on its
+(solver.workload_parts.start_by_workload): each worker bounds its pools by dominance on its
 own program, which must give the bounds the whole program gives, and the plan must be
 the plan of the serial decomposition."""
 
 import pytest
 
-import solver.decompose as decompose
 import solver.parallel as parallel
+import solver.workload_parts as workload_parts
 from solver.candidates import build_candidates
 from solver.program import build_program
 from solver.replica_dominance import dominance
@@ -28,7 +28,7 @@ def test_dominance_pool_by_pool_is_the_whole_programs(seed):
     whole = dominance(program)
     bounds, sizes = {}, []
     for w in program.sets.workloads:
-        part = dominance(decompose.workload_program(program, w))
+        part = dominance(workload_parts.workload_program(program, w))
         bounds.update(part.bounds)
         sizes += part.sizes
     assert whole.bounds  # the case has pools to bound, and sizes to encode
@@ -47,7 +47,7 @@ def test_parts_started_early_give_the_serial_plan(monkeypatch):
     monkeypatch.setattr(parallel, "idle_cores", lambda: 1.0)
     serial = solve(inst, settings)
     starts = []
-    real = decompose.start_by_workload
+    real = workload_parts.start_by_workload
 
     def spy(*args):
         parts = real(*args)
@@ -76,12 +76,12 @@ def test_no_early_start_with_colocation_or_one_workload():
     backend = get_backend("highs")
     shared = with_policy(inst, colocation=True)
     assert (
-        decompose.start_by_workload(build_program(shared, sets.table).sets, backend, settings)
+        workload_parts.start_by_workload(build_program(shared, sets.table).sets, backend, settings)
         is None
     )
     one = inst.model_copy(update={"workloads": inst.workloads[:1]})
     assert (
-        decompose.start_by_workload(
+        workload_parts.start_by_workload(
             build_program(one, build_candidates(one, settings)).sets, backend, settings
         )
         is None

@@ -50,9 +50,7 @@ def test_the_plain_writer_prints_what_rich_prints(report):
 
     spec, width = report
     with pytest.MonkeyPatch.context() as monkeypatch:
-        assert _printed(spec, width, True, monkeypatch) == _printed(
-            spec, width, False, monkeypatch
-        )
+        assert _printed(spec, width, True, monkeypatch) == _printed(spec, width, False, monkeypatch)
 
 
 @given(reports(WORDS))
@@ -70,9 +68,7 @@ def test_plain_strings_are_written_by_the_plain_writer_as_rich_would(report):
         rows = [list(row) for row in spec.rows]
         assert plain_table(console, spec.title, list(spec.columns), rows, spec.note)
     with pytest.MonkeyPatch.context() as monkeypatch:
-        assert _printed(spec, width, True, monkeypatch) == _printed(
-            spec, width, False, monkeypatch
-        )
+        assert _printed(spec, width, True, monkeypatch) == _printed(spec, width, False, monkeypatch)
 
 
 def test_a_plain_table_by_hand():

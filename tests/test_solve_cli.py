@@ -7,8 +7,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
-from solver.decompose import Optimised
 from solver.lp import SolveResult, Termination
+from solver.optimised import Optimised
 from solver.plan import Plan
 from tests.paths import DEFAULT_INSTANCE
 from tests.synthetic import instance, workload

@@ -48,6 +48,16 @@ DEFAULT_MIP_GAP = 1e-4
 GAP_DENOMINATOR_FLOOR = 1e-9
 """Smallest |objective| the relative gap divides by."""
 
+_LIBRARY_CALLED: list[bool] = []
+"""Holds True once a solver library has been handed a program in this process."""
+
+
+def library_called() -> bool:
+    """Whether any backend has handed a program to its solver library in this process:
+    HiGHS and OR-Tools then hold thread pools and global state that a forked child
+    inherits half-alive (solver.parallel starts workers by `fork` only before that)."""
+    return bool(_LIBRARY_CALLED)
+
 
 def relative_gap(objective: float, bound: float | None) -> float | None:
     """|objective - bound| / max(|objective|, 1e-9); None without a finite bound.
@@ -381,7 +391,10 @@ class Backend(ABC):
                 if start and self.capabilities.warm_start and program.is_mip:
                     vector = array("d", [start.get(n, 0.0) for n in program.variable_names])
                     program = replace(program, start=vector)
-                answer = _trivial_answer(program) or self._solve(program, options, deadline)
+                answer = _trivial_answer(program)
+                if answer is None:
+                    _LIBRARY_CALLED[:] = [True]
+                    answer = self._solve(program, options, deadline)
                 if answer.termination in (None, Termination.UNBOUNDED):
                     answer = self._settle_unbounded(program, options, deadline, answer)
         except Exception as exc:  # a library failure is an answer, not a crash

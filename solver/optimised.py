@@ -1,0 +1,45 @@
+"""How a program was solved: the backend's result, the method and what it took."""
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from solver.lp import SolveResult
+
+
+class Method(StrEnum):
+    """How a program was solved."""
+
+    ONE_PROGRAM = "one program"
+    BY_WORKLOAD = "decomposed by workload"
+    BY_COUPLED_WORKLOADS = "decomposed by coupled workloads"
+
+
+@dataclass(frozen=True)
+class Optimised:
+    """A backend result and how it was reached."""
+
+    result: SolveResult
+    method: Method = Method.ONE_PROGRAM
+    programs: int = 1
+    """Programs solved: 1, or one per part when decomposed."""
+    processes: int = 1
+    """Processes that solved them side by side (solver.parallel): 1 is this process."""
+    competing: int = 0
+    """Parts that are workloads solved together because, solved apart, they asked more
+    of some shared row (a region's supply of a GPU type, say) than it holds
+    (solver.part_join)."""
+
+    @property
+    def description(self) -> str:
+        """One line for the report, e.g. `decomposed by workload: 3 independent programs
+        joined`, `... joined, solved in 2 parallel processes`, or `decomposed by coupled
+        workloads: 47 independent programs joined, 1 of them workloads that compete
+        for supply, ...`."""
+        if self.method in (Method.BY_WORKLOAD, Method.BY_COUPLED_WORKLOADS):
+            joined = f"{self.method}: {self.programs} independent programs joined"
+            if self.competing:
+                joined += f", {self.competing} of them workloads that compete for supply"
+            if self.processes > 1:
+                joined += f", solved in {self.processes} parallel processes"
+            return joined
+        return str(self.method)

@@ -1,0 +1,370 @@
+"""Joining the parts of a decomposed solve (solver.decompose), and mending a join that
+asks too much of a shared row.
+
+The parts start as one workload each (or the workloads a shared group template couples).
+Their solutions are joined: every part's own columns, and each region's purchases of a
+GPU type rounded up on the sum (`joined_purchases`). The join is a plan of the whole
+program when every row holds. A row the parts share can fail: two workloads that each
+take most of a region's supply of a GPU type, apart, take more than it holds together.
+Then the parts whose columns carry that row are merged into one part, solved again as
+one program (a relaxation of the whole still: its workloads alone, over the whole
+supply), and the join retried, until every row holds:
+
+    round 1: P_1, ..., P_n                    (one per workload)
+    round k: the parts that share a row the join of round k-1 breaks, merged
+
+Merging only groups workloads, so it ends: at worst every workload is in one part,
+which is the whole program, and the caller solves that as one. The bound stays valid
+round after round: the final parts partition the workloads, each part's program is a
+relaxation of the whole restricted to them, so sum_parts bound(P) <= the optimum.
+
+Measured on the scaling bench's 50 x 50 x 6 instance without failures: the first join
+took 17 MI300X more than r25 holds; merging the workloads that used them gave a plan in
+N s, where the whole program as one took 122 s.
+"""
+
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+
+from models.site import gpus_bought, node_gpus
+from solver.backends import Backend
+from solver.families.pool_sizes import PoolSizeIsColumn
+from solver.families.servers import ServersColumn
+from solver.families.variables import PurchasedColumn
+from solver.lp import Constraint, LinearProgram, SolveResult, Termination
+from solver.optimised import Method, Optimised
+from solver.parallel import processes_for, solve_each, worth_parallel
+from solver.program import FleetProgram, with_bounds
+from solver.replica_dominance import Bounds, with_sizes
+from solver.row_names import GroupsColumn, ReplicasColumn, split_name
+from solver.settings import MIN_CALL_S, SolveSettings
+from solver.swap_dominance import optimal_reduction
+from solver.workload_parts import Part, PartSolves, workload_program
+
+FEASIBILITY_TOLERANCE = 1e-6
+"""Relative violation of a row tolerated when the join is checked against the whole."""
+GAP_KEPT = 0.1
+"""Share of the requested gap a merged part's own gap leaves unused (`_gap_left`)."""
+
+
+def solve_by_workload(
+    program: FleetProgram,
+    backend: Backend,
+    settings: SolveSettings,
+    bounds: Bounds | None = None,
+    started: PartSolves | None = None,
+) -> Optimised | None:
+    """Solve each part's program apart (within the caller's `bounds`, each reduced to
+    the pools and sizes an optimal plan of it needs: solver.swap_dominance) and join the
+    solutions, mending a join that breaks a supply row (the module docstring); with
+    `started`, the first round's results come from the workers already solving.
+
+    Returns the joined result when it is feasible for the whole program and within the
+    requested gap; a result with termination INFEASIBLE when some part alone has no plan
+    (then neither has the whole); None when the whole must be solved as one (one part
+    left, a join nothing mends, a part without a plan in time, or a gap too wide).
+    """
+    bounds = bounds or {}
+    limit_s = settings.time_limit_s if settings.time_limit_s is not None else float("inf")
+    run = _Run(program, backend, settings, bounds, time.monotonic() + limit_s)
+    parts: list[Part] = list(program.groups.components(program.sets.workloads))
+    if len(parts) < 2:
+        return None
+    run.coupled = {part for part in parts if len(part) > 1}  # by shared group templates
+    if started is not None and sorted(started.parts) == sorted(parts):
+        backend.prepare(program.lp)  # while the workers solve (the pricing LP is the whole)
+        order = started.parts
+        found = (
+            (order[index], result) for index, result in started.started.results(stop=run.infeasible)
+        )
+        run.processes = started.processes
+    else:
+        found = run.solve(parts)
+    results = run.collect(found)
+    if not isinstance(results, dict):
+        return results
+    values, owner = _joined(program, parts, results)
+    broken = _broken_rows(program.lp, values, bounds, owner)
+    if broken is None:
+        return None
+    if broken:
+        merged = _merge_rounds(run, parts, results, values, owner, broken)
+        if not isinstance(merged, tuple):
+            return merged
+        parts, results, values = merged
+    return run.joined(parts, results, values)
+
+
+@dataclass
+class _Run:
+    """What the rounds of one decomposed solve share."""
+
+    program: FleetProgram
+    backend: Backend
+    settings: SolveSettings
+    bounds: Bounds
+    deadline: float
+    coupled: set[Part] = field(default_factory=set)
+    processes: int = 1
+    runtime_s: float = 0.0
+    competing: int = 0
+    """Parts of workloads merged because they compete for supply."""
+
+    @staticmethod
+    def infeasible(result: SolveResult) -> bool:
+        return result.termination is Termination.INFEASIBLE
+
+    def method(self) -> Method:
+        merged = self.coupled or self.competing
+        return Method.BY_COUPLED_WORKLOADS if merged else Method.BY_WORKLOAD
+
+    def solve(
+        self, parts: list[Part], gap: float | None = None
+    ) -> Iterator[tuple[Part, SolveResult]]:
+        """Solve the parts' programs to the relative `gap` (the requested one by
+        default), in worker processes when worth it."""
+        found, used = _solve_parts(self, parts, gap or self.settings.mip_gap)
+        self.processes = max(self.processes, used)
+        return found
+
+    def collect(
+        self, found: Iterable[tuple[Part, SolveResult]]
+    ) -> dict[Part, SolveResult] | Optimised | None:
+        """The parts' results; an INFEASIBLE result when one has no plan; None when one
+        found no plan in time."""
+        results = {}
+        for part, result in found:
+            self.runtime_s += result.runtime_s
+            if self.infeasible(result):
+                who = part[0] if len(part) == 1 else "+".join(part)
+                message = f"{who} alone: infeasible"
+                alone = replace(result, runtime_s=self.runtime_s, message=message)
+                return Optimised(alone, self.method(), 1, self.processes, self.competing)
+            if not result.termination.has_solution or result.objective is None:
+                return None
+            results[part] = result
+        return results
+
+    def joined(
+        self, parts: list[Part], results: dict[Part, SolveResult], values: dict[str, float]
+    ) -> Optimised | None:
+        """The join of `values` as the result, when its cost is within the requested gap
+        of the bound the parts' results give (relaxations of the whole, the parts a
+        partition of the workloads); else None."""
+        found = _within_gap(self.program, self.settings, parts, results, values)
+        if found is None:
+            return None
+        last = results[parts[-1]]
+        found = replace(
+            found, solver=last.solver, solver_version=last.solver_version, runtime_s=self.runtime_s
+        )
+        optimised = Optimised(found, self.method(), len(parts), self.processes, self.competing)
+        return replace(optimised, result=replace(found, message=optimised.description))
+
+
+def _merge_rounds(
+    run: _Run,
+    parts: list[Part],
+    results: dict[Part, SolveResult],
+    values: dict[str, float],
+    owner: dict[str, Part],
+    broken: list[Constraint],
+) -> tuple[list[Part], dict[Part, SolveResult], dict[str, float]] | Optimised | None:
+    """Merge the parts that carry each broken row and solve the merged ones, until the
+    join holds: its parts, results and values; an INFEASIBLE result when a merged part
+    has no plan (a relaxation of the whole: neither has the whole); None when a broken
+    row has one part or none, every workload ends in one part, or a merged part found
+    no plan in time."""
+    while broken:
+        merged = _merged(parts, broken, owner, values)
+        if merged is None or len(merged) < 2:
+            return None
+        pending = [part for part in merged if part not in results]
+        run.competing = sum(1 for p in merged if len(p) > 1 and p not in run.coupled)
+        gap = _gap_left(run.settings.mip_gap, merged, pending, results)
+        found = run.collect(run.solve(pending, gap=gap))
+        if not isinstance(found, dict):
+            return found
+        results = {**results, **found}
+        parts = merged
+        values, owner = _joined(run.program, parts, results)
+        broken = _broken_rows(run.program.lp, values, run.bounds, owner)
+        if broken is None:
+            return None
+    return parts, {part: results[part] for part in parts}, values
+
+
+def _gap_left(
+    requested: float, parts: list[Part], pending: list[Part], results: dict[Part, SolveResult]
+) -> float:
+    """The relative gap the pending parts may stop at so that the join can still be
+    within the `requested` gap: what the requested gap allows on the whole, less what
+    the settled parts' gaps use of it (`GAP_KEPT` of it kept back), over what the
+    pending parts cost (estimated from the earlier results of their workloads); never
+    below the requested gap. The settled parts are mostly proved to far less than it,
+    so a merged part may stop well before the requested gap on its own."""
+    settled = [part for part in parts if part not in pending]
+    used = sum(results[p].objective * max(results[p].mip_gap or 0.0, 0.0) for p in settled)
+    earlier = {w: r.objective / len(p) for p, r in results.items() for w in p}
+    pending_cost = sum(earlier.get(w, 0.0) for part in pending for w in part)
+    total = pending_cost + sum(results[p].objective for p in settled)
+    allowed = requested * total * (1 - GAP_KEPT) - used
+    if pending_cost <= 0:
+        return requested
+    return max(requested, allowed / pending_cost)
+
+
+def _solve_parts(
+    run: _Run, parts: list[Part], gap: float
+) -> tuple[Iterator[tuple[Part, SolveResult]], int]:
+    """Build, reduce and solve the parts' programs (in worker processes when worth it):
+    (part, result) as each ends, and the processes used."""
+    lps = []
+    for part in parts:
+        alone = workload_program(run.program, part)
+        own = {name: bound for name, bound in run.bounds.items() if name in alone.lp.variables}
+        reduction = optimal_reduction(alone, own)
+        lp = with_bounds(alone.lp, {**reduction.bounds, **own})
+        lps.append(with_sizes(lp, reduction.sizes))
+    processes = processes_for(len(lps)) if worth_parallel(lps) else 1
+
+    def part_settings(_index: int) -> SolveSettings:
+        left = max(run.deadline - time.monotonic(), MIN_CALL_S)
+        limited = None if run.settings.time_limit_s is None else left
+        return replace(run.settings.limited(limited), mip_gap=gap).with_duals(False)
+
+    results = solve_each(run.backend, lps, part_settings, processes, stop=run.infeasible)
+    return ((parts[index], result) for index, result in results), processes
+
+
+def _joined(
+    program: FleetProgram, parts: list[Part], results: dict[Part, SolveResult]
+) -> tuple[dict[str, float], dict[str, Part]]:
+    """The join's values (the parts' own columns, and the purchases on their sum), and
+    the part each own column comes from."""
+    values: dict[str, float] = {}
+    owner: dict[str, Part] = {}
+    for part in parts:
+        for name, value in results[part].values.items():
+            if _per_workload(name):
+                values[name] = value
+                owner[name] = part
+    values.update(joined_purchases(program, values))
+    return values, owner
+
+
+def _per_workload(name: str) -> bool:
+    """Columns the join takes from a part's solution (purchases are rounded on the
+    whole; the size binaries are not the program's)."""
+    family = split_name(name)[0]
+    return family not in (PurchasedColumn.family, ServersColumn.family, PoolSizeIsColumn.family)
+
+
+def joined_purchases(program: FleetProgram, values: dict[str, float]) -> dict[str, float]:
+    """purchased[r,g] = max(0, used - existing), in whole servers servers[r,g] where
+    bought so (models.site.gpus_bought), for the joined replicas."""
+    sets = program.sets
+    used = {key: 0.0 for key in sets.offers}
+    for pool in sets.pools:
+        name = ReplicasColumn(pool.workload, pool.candidate.key, pool.region).name()
+        count = values.get(name, 0.0)
+        used[(pool.region, pool.candidate.gpu)] += round(count) * pool.candidate.gpus
+    for t in program.groups.templates:
+        for r, g in sets.offers:
+            if g == t.gpu:
+                count = values.get(GroupsColumn(t.key, r).name(), 0.0)
+                used[(r, g)] += round(count) * t.gpus
+    purchases = {}
+    for (r, g), offer in sets.offers.items():
+        n = node_gpus(sets.instance, g)
+        bought = gpus_bought(round(used[(r, g)]), offer.existing, n)
+        purchases[PurchasedColumn(r, g).name()] = float(bought)
+        if ServersColumn(r, g).name() in program.lp.variables:
+            purchases[ServersColumn(r, g).name()] = float(bought // n)
+    return purchases
+
+
+def _broken_rows(
+    lp: LinearProgram, values: dict[str, float], bounds: Bounds, owner: dict[str, Part]
+) -> list[Constraint] | None:
+    """The rows of the whole program the join breaks ([] when it is a plan of it); None
+    when no merge can mend it: a part's own column out of its bounds, or a purchase out
+    of its bounds while no row is broken (whole servers rounded past what is on offer).
+    A purchase past its bound with a broken row is the broken supply row's doing."""
+    purchase_out = False
+    for name, var in lp.variables.items():
+        lower, upper = bounds.get(name, (var.lower, var.upper))
+        value = values.get(name, 0.0)
+        if value < lower - FEASIBILITY_TOLERANCE or (
+            upper is not None and value > upper + FEASIBILITY_TOLERANCE
+        ):
+            if name in owner:
+                return None
+            purchase_out = True
+    broken = []
+    for row in lp.constraints.values():
+        scale = 1.0 + sum(abs(c * values.get(v, 0.0)) for v, c in row.coefficients.items())
+        if row.slack(values) < -FEASIBILITY_TOLERANCE * scale:
+            broken.append(row)
+    if purchase_out and not broken:
+        return None
+    return broken
+
+
+def _merged(
+    parts: list[Part], broken: list[Constraint], owner: dict[str, Part], values: dict[str, float]
+) -> list[Part] | None:
+    """The parts with those that carry each broken row (a nonzero column of it) merged,
+    in the program's order; None when a broken row is carried by one part or none (the
+    part's own solution breaks it, or only the join's purchases do)."""
+    leader = {part: part for part in parts}
+
+    def find(part: Part) -> Part:
+        while leader[part] != part:
+            leader[part] = leader[leader[part]]
+            part = leader[part]
+        return part
+
+    for row in broken:
+        carrying = {owner[v] for v in row.coefficients if v in owner and values[v] != 0.0}
+        if len(carrying) < 2:
+            return None
+        first, *others = sorted(carrying)
+        for other in others:
+            leader[find(other)] = find(first)
+    order = {w: i for i, w in enumerate(w for part in parts for w in part)}
+    groups: dict[Part, list[str]] = {}
+    for part in parts:
+        groups.setdefault(find(part), []).extend(part)
+    merged = [tuple(sorted(ws, key=order.__getitem__)) for ws in groups.values()]
+    return sorted(merged, key=lambda part: order[part[0]])
+
+
+def _within_gap(
+    program: FleetProgram,
+    settings: SolveSettings,
+    parts: list[Part],
+    results: dict[Part, SolveResult],
+    values: dict[str, float],
+) -> SolveResult | None:
+    """The joined result when its cost is within the requested gap of the parts' bound
+    (sum over the parts of objective x (1 - gap)), else None."""
+    lower_bound = 0.0
+    for part in parts:
+        result = results[part]
+        gap = result.mip_gap if result.mip_gap is not None else settings.mip_gap
+        lower_bound += result.objective * (1 - max(gap, 0.0))
+    upper_bound = program.lp.objective_value(values)
+    gap = (upper_bound - lower_bound) / upper_bound if upper_bound > 0 else 0.0
+    if gap > settings.mip_gap + 1e-9:
+        return None
+    return SolveResult(
+        termination=Termination.OPTIMAL,
+        solver="",
+        solver_version="",
+        runtime_s=0.0,
+        objective=upper_bound,
+        values=values,
+        mip_gap=max(gap, 0.0),
+    )

@@ -1,0 +1,227 @@
+"""Candidates no optimal plan of one workload needs: a replica of another layout, on any
+GPU type of the same region, that costs no more and carries more in every row.
+
+Let A and B be pools of the workload's same phase in region r, with u_c the monthly cost
+of one replica of c (its GPUs at the region's price, and the tie-break per GPU), and on
+every curve f the region's capacity rows credit (its own, and each round trip users may
+be rerouted from: solver.families.capacity)
+
+    top_A(f)   = q_A(f, 1) + sum_k max(0, gain_k(f))    the most one replica of A is
+                                                         ever credited (every step)
+    lone_B(f)  = q_B(f, 1)                               the least one more replica of
+                                                         B adds (its steps unchanged)
+
+B dominates A when u_B <= u_A and lone_B(f) >= top_A(f) on every curve, and one of them
+is strict, or B's key is the earlier (so the relation is a strict order: transitive,
+since top >= lone, and never circular). Moving every replica of A into B's pool then
+costs no more and lowers no capacity row. The move adds GPUs of B's type, so it needs
+room in the supply:
+
+- The cover. c_p alone, N_p = ceil(L_r / min_f q_c(f, 1)) replicas, carries phase p
+  of any load r may be sent (L_r, `ProgramSets.max_load`, per unit of capacity); one
+  mode's covers cost C_r = sum_p u_c N_p. Where the covers fit r's supply together,
+  an optimal plan spends at most C*_r (the cheapest such mode) in r: a plan spending
+  more could replace all it has in r by the covers and pay less.
+- So after the moves (which never raise what r costs) r uses at most C*_r / u_g GPUs of
+  type g (u_g one GPU's monthly cost), when every GPU in r is bought at its price (no
+  existing fleet there: its GPUs cost nothing until used up). Where that fits g's
+  supply, any dominated A can move into a B on g that nothing dominates.
+
+So `replicas[w,A,r] <= 0` loses no optimum for every A with such a dominator. Measured
+on the 10 x 20 x 6 region-loss bench: 1,043 of 1,894 pools go (A100 TP2 for a 70B
+model carries 0.002 req/s, one MI300X TP2 replica costs less than an A100 TP4 one and
+carries more than its best pool does), and HiGHS CPU on its 20 workload programs falls
+from 6.5 s to 3.3 s, every part's optimum unchanged.
+
+The argument takes one workload's program (a part of solver.decompose, or an instance
+of one workload) whose rows and columns are the plain ones (`PLAIN_ROWS`,
+`PLAIN_COLUMNS`): no whole servers, site power, replica or zone loss, limit on
+configurations, spot or pricing tiers, shared groups or elastic slack, each of which
+changes what a move costs or carries. Regions with an existing fleet, a zone-loss
+scenario, or a pool the caller bounds from below are left alone; pools the caller
+bounds are neither moved nor moved into (explain's re-solve without a pool must not
+rely on it). Same-GPU dominance (solver.replica_dominance) then runs on the pools left
+(`optimal_reduction`): its moves never fill a pool removed here.
+"""
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from solver.families.capacity import CapacityRow
+from solver.families.demand import DemandRow
+from solver.families.pooling import (
+    PoolAtLeastColumn,
+    PooledColumn,
+    PooledOpenRow,
+    PooledWithinRow,
+    PoolSizeRow,
+)
+from solver.families.split import ModeSplitRow
+from solver.families.supply import PurchaseRow
+from solver.families.variables import ModeLoadColumn, PurchasedColumn, ServedColumn
+from solver.program import FleetProgram
+from solver.replica_dominance import (
+    Bounds,
+    Reduction,
+    dominance,
+    lone_capacity,
+    pool_column,
+    pool_curves,
+)
+from solver.row_names import GpuSupplyRow, ReplicasColumn, split_name
+from solver.sets import Pool, ProgramSets
+
+PLAIN_ROWS = frozenset(
+    row.family
+    for row in (
+        CapacityRow,
+        DemandRow,
+        ModeSplitRow,
+        GpuSupplyRow,
+        PurchaseRow,
+        PoolSizeRow,
+        PooledWithinRow,
+        PooledOpenRow,
+    )
+)
+"""Row families of a program the argument holds for."""
+PLAIN_COLUMNS = frozenset(
+    column.family
+    for column in (ReplicasColumn, ServedColumn, PurchasedColumn, PoolAtLeastColumn, PooledColumn)
+)
+"""Column families of such a program (and the serving modes' load columns)."""
+PRICED_COLUMNS = frozenset((PurchasedColumn.family, ReplicasColumn.family))
+"""The columns its objective may price: purchases, and the tie-break on replicas."""
+
+
+def optimal_reduction(program: FleetProgram, bounds: Bounds | None = None) -> Reduction:
+    """What both dominance arguments let the solve leave out: the pools removed here
+    (`swap_bounds`), then same-GPU dominance (solver.replica_dominance.dominance) on the
+    pools left."""
+    removed = swap_bounds(program, bounds)
+    same_gpu = dominance(program, {**(bounds or {}), **removed})
+    return Reduction({**removed, **same_gpu.bounds}, same_gpu.sizes)
+
+
+def swap_bounds(program: FleetProgram, bounds: Bounds | None = None) -> Bounds:
+    """replicas[w,A,r] <= 0 for every pool A another pool of its phase and region
+    dominates (the module docstring), where the argument holds; {} elsewhere."""
+    sets = program.sets
+    bounds = bounds or {}
+    if not _plain(program) or any(split_name(n)[0] != ReplicasColumn.family for n in bounds):
+        return {}
+    (w,) = sets.workloads
+    zone_regions = set(sets.zone_regions)
+    found: Bounds = {}
+    for r in sets.regions:
+        offers = [offer for (region, _), offer in sets.offers.items() if region == r]
+        if r in zone_regions or any(o.existing > 0 or o.price_per_gpu_hour <= 0 for o in offers):
+            continue
+        pools = sets.pools_at.get((w, r), ())
+        if any(bounds.get(pool_column(p), (0.0, None))[0] > 0 for p in pools):
+            continue
+        found |= _region_bounds(sets, r, [p for p in pools if pool_column(p) not in bounds])
+    return found
+
+
+def _plain(program: FleetProgram) -> bool:
+    """Whether the program is one workload's with the plain rows and columns only."""
+    sets, lp = program.sets, program.lp
+    if len(sets.workloads) != 1 or sets.slack is not None or program.groups.templates:
+        return False
+    if any(row.family not in PLAIN_ROWS for row in lp.constraints.values()):
+        return False
+    for name in lp.variables:
+        family = split_name(name)[0]
+        if family not in PLAIN_COLUMNS and not ModeLoadColumn.owns(family):
+            return False
+    return all(split_name(name)[0] in PRICED_COLUMNS for name in lp.objective)
+
+
+@dataclass(frozen=True)
+class _Replica:
+    """One replica of a pool, as the argument compares it."""
+
+    pool: Pool
+    cost: float
+    """u_c: $/month, its GPUs and their tie-break."""
+    lone: tuple[float, ...]
+    """q_c(f, 1) on each curve."""
+    top: tuple[float, ...]
+    """top_c(f): q_c(f, 1) and every positive step's gain, on each curve."""
+
+    def dominates(self, other: "_Replica") -> bool:
+        """Whether one more of this replica replaces one of `other` (the module
+        docstring's strict order)."""
+        pairs = list(zip(self.lone, other.top, strict=True))
+        if self.cost > other.cost or any(mine < theirs for mine, theirs in pairs):
+            return False
+        strictly = self.cost < other.cost or any(mine > theirs for mine, theirs in pairs)
+        return strictly or self.pool.candidate.key < other.pool.candidate.key
+
+
+def _region_bounds(sets: ProgramSets, r: str, pools: Sequence[Pool]) -> Bounds:
+    """The bounds of the pools of region r (none bounded by the caller)."""
+    (w,) = sets.workloads
+    curves = [None, *sets.rerouted_rtts_at.get((w, r), ())]
+    gpu_cost = {
+        g: offer.price_per_gpu_hour * sets.hours_per_month + sets.tie_break_per_gpu
+        for (region, g), offer in sets.offers.items()
+        if region == r
+    }
+    replicas = {
+        pool_column(p): _Replica(
+            p,
+            p.candidate.gpus * gpu_cost[p.candidate.gpu],
+            tuple(lone_capacity(p.candidate, rtt_ms) for rtt_ms in curves),
+            tuple(q + sum(max(0.0, g) for g in gains) for q, gains in pool_curves(sets, p, curves)),
+        )
+        for p in pools
+    }
+    spend = _cover_cost(sets, r, replicas)
+    if spend is None:
+        return {}
+    roomy = {g for g, each in gpu_cost.items() if spend / each <= sets.offers[(r, g)].available}
+    found: Bounds = {}
+    for mode in sets.modes.get((w, r), ()):
+        for phase in mode.phases:
+            names = [pool_column(p) for p in sets.phase_pools(w, r, phase)]
+            alike = [replicas[n] for n in names if n in replicas]
+            kept = [a for a in alike if not any(b.dominates(a) for b in alike if b is not a)]
+            for a in alike:
+                if all(a is not k for k in kept) and any(
+                    b.pool.candidate.gpu in roomy and b.dominates(a) for b in kept
+                ):
+                    found[pool_column(a.pool)] = (0.0, 0.0)
+    return found
+
+
+def _cover_cost(sets: ProgramSets, r: str, replicas: dict[str, _Replica]) -> float | None:
+    """C*_r: the least a mode's covers cost (each phase's cheapest pool alone carrying
+    the most r may be sent, on every curve), among the modes whose covers fit r's supply
+    together; None when none does."""
+    (w,) = sets.workloads
+    load = sets.max_load.get((w, r), 0.0) * sets.load_per_capacity
+    best = None
+    for mode in sets.modes.get((w, r), ()):
+        spent = 0.0
+        gpus: dict[str, int] = {}
+        for phase in mode.phases:
+            covers = []
+            for p in sets.phase_pools(w, r, phase):
+                replica = replicas.get(pool_column(p))
+                if replica is None or min(replica.lone) <= 0:
+                    continue
+                count = math.ceil(load / min(replica.lone) * (1 - 1e-12)) if load > 0 else 0
+                if count <= p.max_replicas:
+                    covers.append((count * replica.cost, count, p))
+            if not covers:
+                break
+            cost, count, p = min(covers, key=lambda cover: cover[0])
+            spent += cost
+            gpus[p.candidate.gpu] = gpus.get(p.candidate.gpu, 0) + count * p.candidate.gpus
+        else:
+            if all(n <= sets.offers[(r, g)].available for g, n in gpus.items()):
+                best = spent if best is None else min(best, spent)
+    return best

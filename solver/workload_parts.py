@@ -1,0 +1,93 @@
+"""The programs of the parts of a decomposed solve (solver.decompose): one workload, or
+workloads solved together, alone over the whole supply, buying single GPUs; and their
+early start in the worker processes while the whole program is built."""
+
+from dataclasses import dataclass, replace
+
+from models.instance import BuyUnit
+from solver.backends import Backend
+from solver.candidates import CandidateTable
+from solver.groups import GroupTable
+from solver.lp import SolveResult
+from solver.parallel import Started, processes_for, start_each, worth_workers
+from solver.program import FleetProgram, build_program, with_bounds
+from solver.replica_dominance import with_sizes
+from solver.sets import ProgramSets
+from solver.settings import SolveSettings
+from solver.swap_dominance import optimal_reduction
+
+Part = tuple[str, ...]
+"""The workloads of one part, in the program's order."""
+
+
+@dataclass(frozen=True)
+class PartSolves:
+    """Workload programs solving in worker processes since the candidate table was built
+    (`start_by_workload`), one per workload in the program's order."""
+
+    parts: tuple[Part, ...]
+    started: Started
+    processes: int
+
+
+def start_by_workload(
+    sets: ProgramSets, backend: Backend, settings: SolveSettings
+) -> PartSolves | None:
+    """Hand each workload's program to the worker processes before the whole program is
+    built: with two workloads or more, no co-location (no template couples them), and
+    replica counts enough to be worth the workers (solver.parallel.worth_workers) on
+    idle cores. None otherwise (the join then builds and solves the parts itself)."""
+    instance = sets.instance
+    workloads = sets.workloads
+    if (
+        instance.policy.colocation
+        or sets.elastic
+        or not worth_workers(len(workloads), len(sets.pools))
+    ):
+        return None
+    processes = processes_for(len(workloads))
+    size = {w: 0 for w in workloads}
+    for pool in sets.pools:
+        size[pool.workload] += 1 + len(pool.tiers)  # its replica count and pooling steps
+    order = sorted(range(len(workloads)), key=lambda i: -size[workloads[i]])
+    arguments = [
+        (backend.name, *part_inputs(sets, (workloads[i],)), settings.with_duals(False))
+        for i in order
+    ]
+    started = start_each(solve_part, arguments, processes)
+    if started is None:
+        return None
+    return PartSolves(tuple((workloads[i],) for i in order), started, processes)
+
+
+def workload_program(program: FleetProgram, workload: str | Part) -> FleetProgram:
+    """The program of one workload (or of several solved together) alone, over the whole
+    supply (and the whole power of each site), buying single GPUs: whole servers are
+    shared between workloads, so rounding each workload's purchase up to servers on its
+    own would not be a relaxation; the join rounds the sum (solver.part_join)."""
+    part = (workload,) if isinstance(workload, str) else workload
+    alone, table, scenarios = part_inputs(program.sets, part)
+    return build_program(alone, table, scenarios, groups=program.groups.restricted(part))
+
+
+def part_inputs(sets: ProgramSets, part: Part) -> tuple:
+    """(instance, candidate table, scenarios) of the part's program (`workload_program`)."""
+    policy = sets.instance.policy.model_copy(update={"buy_unit": BuyUnit.GPU})
+    alone = sets.instance.model_copy(
+        update={
+            "workloads": [w for w in sets.instance.workloads if w.name in part],
+            "policy": policy,
+        }
+    )
+    return alone, CandidateTable({w: sets.table.of(w) for w in part}), sets.scenarios
+
+
+def solve_part(backend: str, instance, table, scenarios, settings: SolveSettings) -> SolveResult:
+    """One workload's program built, reduced (solver.swap_dominance) and solved in a
+    worker (one solver thread): what the join does for a part in this process."""
+    from solver.backends import get_backend
+
+    part = build_program(instance, table, scenarios, groups=GroupTable())
+    reduction = optimal_reduction(part)
+    lp = with_sizes(with_bounds(part.lp, reduction.bounds), reduction.sizes)
+    return get_backend(backend).run(lp, replace(settings, threads=1))

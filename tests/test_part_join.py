@@ -1,0 +1,61 @@
+"""Joining the workload programs (solver.part_join): a join that takes more of a region's
+supply than it holds is mended by solving the workloads that share it together, and the
+plan is the one the whole program gives."""
+
+import pytest
+
+from solver.candidates import build_candidates
+from solver.part_join import joined_purchases
+from solver.program import build_program
+from solver.solve import solve
+from tests.synthetic import FLAT_SLO, instance, workload
+
+HOURS = 730
+
+
+def competing() -> object:
+    """Two 8B workloads of 100 req/s each in `east`, where 4 H100s at $1/GPU-hour are on
+    offer beside A100s at $10, and a third in `west` with its own supply. Apart, each
+    east workload takes 3 H100s (3 q_h100 >= 100 > 2 q_h100): 6 of the 4."""
+    return instance(
+        {
+            "east": {"h100-sxm": (4, 1.0), "a100-80gb-sxm": (64, 10.0)},
+            "west": {"h100-sxm": (64, 2.0)},
+        },
+        [
+            workload("chat", {"east": 100.0}, **FLAT_SLO),
+            workload("docs", {"east": 100.0}, **FLAT_SLO),
+            workload("mail", {"west": 30.0}, **FLAT_SLO),
+        ],
+        models={"llama-3.1-8b": ["fp8", "bf16"]},
+    )
+
+
+def test_workloads_that_compete_for_supply_are_solved_together():
+    """Together they share the 4 H100s two by two: each tops its 2 q_h100 up with
+    ceil((100 - 2 q_h100) / q_a100) A100s (one workload with 3 and the other with 1
+    would need more A100s); `mail` takes one west H100. Cost: (4 x $1 + 2a x $10 +
+    1 x $2) x 730."""
+    inst = competing()
+    table = build_candidates(inst)
+    q = {c.gpu: c.requests_per_s for c in table.of("chat")}
+    assert 2 * q["h100-sxm"] < 100 <= 3 * q["h100-sxm"] and q["h100-sxm"] >= 30
+    a100s = -(-(100 - 2 * q["h100-sxm"]) // q["a100-80gb-sxm"])
+    plan = solve(inst)
+    assert plan.cost_per_month == pytest.approx((4 * 1.0 + 2 * a100s * 10.0 + 1 * 2.0) * HOURS)
+    assert plan.solver.method == (
+        "decomposed by coupled workloads: 2 independent programs joined, "
+        "1 of them workloads that compete for supply"
+    )
+
+
+def test_purchases_are_counted_on_the_joined_replicas():
+    """A join's purchases are the GPUs its replicas use in each region beyond what is
+    owned: 3 + 3 east H100 replicas of one GPU each buy 6."""
+    inst = competing()
+    program = build_program(inst, build_candidates(inst))
+    h100 = "h100-sxm.fp8.tp1pp1.unified"
+    values = {f"replicas[chat,{h100},east]": 3.0, f"replicas[docs,{h100},east]": 3.0}
+    bought = joined_purchases(program, values)
+    assert bought["purchased[east,h100-sxm]"] == 6.0
+    assert bought["purchased[west,h100-sxm]"] == 0.0

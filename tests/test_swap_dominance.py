@@ -1,0 +1,110 @@
+"""Pools of another GPU type that no optimal plan needs (solver.swap_dominance): removed
+only where a cheaper replica carries more and the supply has room for the move; the
+optimum of every workload program is unchanged."""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from solver.backends import get_backend
+from solver.candidates import build_candidates
+from solver.program import build_program, with_bounds
+from solver.replica_dominance import dominance, with_sizes
+from solver.settings import SolveSettings
+from solver.solve import solve
+from solver.swap_dominance import optimal_reduction, swap_bounds
+from solver.workload_parts import workload_program
+from tests.synthetic import FLAT_SLO, generated, instance, workload
+
+A100 = "replicas[chat,a100-80gb-sxm.bf16.tp1pp1.unified,east]"
+H100 = "replicas[chat,h100-sxm.fp8.tp1pp1.unified,east]"
+HOURS = 730
+
+
+def one_region(demand_rps: float, h100_gpus: int, existing: dict | None = None):
+    """Llama 3.1 8B on FLAT_SLO targets (KV-limited: a pool carries n q(1)) in `east`:
+    H100 (fp8) at $1/GPU-hour against A100 (bf16, no fp8) at $10/GPU-hour."""
+    return instance(
+        {"east": {"h100-sxm": (h100_gpus, 1.0), "a100-80gb-sxm": (64, 10.0)}},
+        [workload("chat", {"east": demand_rps}, **FLAT_SLO)],
+        models={"llama-3.1-8b": ["fp8", "bf16"]},
+        existing=existing,
+    )
+
+
+def capacities(inst) -> dict[str, float]:
+    table = build_candidates(inst)
+    return {c.gpu: c.requests_per_s for c in table.of("chat")}
+
+
+def test_a_cheaper_replica_that_carries_more_removes_the_other():
+    """One H100 replica costs 1 x $1 x 730 = $730/month and carries q_h100 (about 44
+    req/s); one A100 replica costs 1 x $10 x 730 = $7,300 and carries q_a100 (about 10):
+    the H100 dominates. The cover for 10 req/s is one H100 ($730), so the region spends
+    at most $730 and the move has room: 730 / 730 = 1 GPU <= 64."""
+    inst = one_region(10.0, 64)
+    q = capacities(inst)
+    assert q["h100-sxm"] >= q["a100-80gb-sxm"]  # lone H100 >= the A100's best (no ladder)
+    program = build_program(inst, build_candidates(inst))
+    assert swap_bounds(program) == {A100: (0.0, 0.0)}
+
+
+def test_no_room_in_the_supply_keeps_the_other():
+    """100 req/s with 2 H100 on offer: the H100s alone carry 2 q_h100 < 100, so the cover
+    is A100s, ceil(100 / q_a100) of them at $7,300 each, which would buy far more than 2
+    H100s: no room, no bound. The optimum takes both H100s and fills the rest with
+    ceil((100 - 2 q_h100) / q_a100) A100s."""
+    inst = one_region(100.0, 2)
+    q = capacities(inst)
+    assert 2 * q["h100-sxm"] < 100.0
+    program = build_program(inst, build_candidates(inst))
+    assert swap_bounds(program) == {}
+    plan = solve(inst)
+    a100s = -(-(100.0 - 2 * q["h100-sxm"]) // q["a100-80gb-sxm"])
+    assert plan.cost_per_month == pytest.approx((2 * 1.0 + a100s * 10.0) * HOURS)
+
+
+def test_an_existing_fleet_keeps_the_other():
+    """Owned A100s cost nothing until used up: the swap argument does not hold there."""
+    inst = one_region(10.0, 64, existing={"east": {"a100-80gb-sxm": 4}})
+    program = build_program(inst, build_candidates(inst))
+    assert swap_bounds(program) == {}
+
+
+def test_the_callers_bounds_are_left_out():
+    """A pool the caller bounds is neither moved nor moved into (explain's re-solve
+    without the H100 must not count on it)."""
+    inst = one_region(10.0, 64)
+    program = build_program(inst, build_candidates(inst))
+    assert swap_bounds(program, {H100: (0.0, 0.0)}) == {}
+
+
+def test_several_workloads_are_not_reduced():
+    """The cover argument counts one workload's spend in a region: a program of two is
+    left to same-GPU dominance."""
+    inst = generated(3, 2, 4, survive="none", seed=1)
+    program = build_program(inst, build_candidates(inst))
+    assert swap_bounds(program) == {}
+    assert optimal_reduction(program).bounds == dominance(program).bounds
+
+
+def _optimum(lp, reduction=None) -> float:
+    if reduction is not None:
+        lp = with_sizes(with_bounds(lp, reduction.bounds), reduction.sizes)
+    settings_ = SolveSettings("highs", time_limit_s=60, mip_gap=1e-9, threads=1)
+    result = get_backend("highs").run(lp, settings_)
+    assert result.termination.has_solution
+    return result.objective
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), survive=st.sampled_from(["none", "region"]))
+def test_the_reduction_keeps_every_workload_programs_optimum(seed, survive):
+    """Each workload program of a generated instance (random prices and supply per
+    region) solved exactly with and without the reduction: the same optimum."""
+    inst = generated(3, 2, 4, survive=survive, seed=seed)
+    program = build_program(inst, build_candidates(inst, SolveSettings.of(inst)))
+    for w in program.sets.workloads:
+        part = workload_program(program, w)
+        reduction = optimal_reduction(part)
+        assert _optimum(part.lp, reduction) == pytest.approx(_optimum(part.lp), rel=1e-7)
