@@ -18,9 +18,17 @@ which is the whole program, and the caller solves that as one. The bound stays v
 round after round: the final parts partition the workloads, each part's program is a
 relaxation of the whole restricted to them, so sum_parts bound(P) <= the optimum.
 
+Each round after the first solves its merged parts to the gap the settled parts leave
+unused (`gap_left`): most close far inside the requested gap, and the join's gap is
+what is checked in the end, against the sum of the final parts' bounds.
+
 Measured on the scaling bench's 50 x 50 x 6 instance without failures: the first join
-took 17 MI300X more than r25 holds; merging the workloads that used them gave a plan in
-N s, where the whole program as one took 122 s.
+takes 17 MI300X more than r25 holds; merging the 35 workloads that use them gives a plan
+in 62-70 s (16 programs joined, $7,837,908/month, 0.09% gap), where the whole program
+as one took 118-136 s. Tried and dropped: re-solving the largest users of the broken row
+within what the others leave of it ($14k/month above the bound, outside the 0.1% gap),
+shares in proportion to use ($27k above), and the largest users re-solved together
+within the row (84 s, $10k above).
 """
 
 import time
@@ -45,7 +53,7 @@ from solver.workload_parts import Part, PartSolves, workload_program
 FEASIBILITY_TOLERANCE = 1e-6
 """Relative violation of a row tolerated when the join is checked against the whole."""
 GAP_KEPT = 0.1
-"""Share of the requested gap a merged part's own gap leaves unused (`_gap_left`)."""
+"""Share of the requested gap a merged part's own gap leaves unused (`gap_left`)."""
 
 
 def solve_by_workload(
@@ -182,7 +190,7 @@ def _merge_rounds(
             return None
         pending = [part for part in merged if part not in results]
         run.competing = sum(1 for p in merged if len(p) > 1 and p not in run.coupled)
-        gap = _gap_left(run.settings.mip_gap, merged, pending, results)
+        gap = gap_left(run.settings.mip_gap, merged, pending, results)
         found = run.collect(run.solve(pending, gap=gap))
         if not isinstance(found, dict):
             return found
@@ -195,7 +203,7 @@ def _merge_rounds(
     return parts, {part: results[part] for part in parts}, values
 
 
-def _gap_left(
+def gap_left(
     requested: float, parts: list[Part], pending: list[Part], results: dict[Part, SolveResult]
 ) -> float:
     """The relative gap the pending parts may stop at so that the join can still be

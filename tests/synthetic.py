@@ -93,7 +93,13 @@ def made_up_capacity(config: ReplicaConfig, **fields: Any) -> ReplicaCapacity:
     return ReplicaCapacity(config=config, **(record | fields))
 
 
-def instance(
+def instance(*args: Any, **kwargs: Any) -> Instance:
+    """`instance_data`, validated as an instance file is."""
+    data = instance_data(*args, **kwargs)
+    return validate_instance(data, data["name"])
+
+
+def instance_data(
     supply: dict[str, dict[str, tuple[int, float]]],
     workloads: list[dict[str, Any]],
     *,
@@ -112,8 +118,8 @@ def instance(
     policy: dict[str, Any] | None = None,
     region_keys: dict[str, Any] | None = None,
     top: dict[str, Any] | None = None,
-) -> Instance:
-    """An instance from plain arguments.
+) -> dict[str, Any]:
+    """An instance file's contents from plain arguments.
 
     Purchases are single GPUs with any number of configurations per pool
     (`buy_unit: gpu`, `max_configs_per_pool: null`) unless `policy` says otherwise, so
@@ -169,7 +175,7 @@ def instance(
         "solver": {"mip_gap": mip_gap, "time_limit_s": time_limit_s},
         **(top or {}),
     }
-    return validate_instance(data, name)
+    return data
 
 
 GPU_MENU = [
@@ -193,9 +199,23 @@ def generated(
     seed: int = 0,
     mip_gap: float = 1e-3,
 ) -> Instance:
-    """A synthetic planning problem: regions on a ring with chords, every region offering
-    `gpu_types` GPU types at regional prices, workloads drawn from a few model and token
-    mixes with demand in most regions. Deterministic in `seed`."""
+    """`generated_data`, validated as an instance file is."""
+    data = generated_data(regions, workloads, gpu_types, survive, seed, mip_gap)
+    return validate_instance(data, data["name"])
+
+
+def generated_data(
+    regions: int,
+    workloads: int,
+    gpu_types: int,
+    survive: str = "region",
+    seed: int = 0,
+    mip_gap: float = 1e-3,
+) -> dict[str, Any]:
+    """A synthetic planning problem, as an instance file's contents: regions on a ring
+    with chords, every region offering `gpu_types` GPU types at regional prices,
+    workloads drawn from a few model and token mixes with demand in most regions.
+    Deterministic in `seed`."""
     rng = random.Random(seed)
     names = [f"r{i:02d}" for i in range(regions)]
     menu = GPU_MENU[:gpu_types]
@@ -236,7 +256,7 @@ def generated(
                 max_failover_rtt_ms=100,
             )
         )
-    return instance(
+    return instance_data(
         supply,
         loads,
         models={m: ["fp8", "bf16"] for m in {w["model"] for w in loads}},

@@ -5,7 +5,8 @@ plan is the one the whole program gives."""
 import pytest
 
 from solver.candidates import build_candidates
-from solver.part_join import joined_purchases
+from solver.lp import SolveResult, Termination
+from solver.part_join import GAP_KEPT, gap_left, joined_purchases
 from solver.program import build_program
 from solver.solve import solve
 from tests.synthetic import FLAT_SLO, instance, workload
@@ -59,3 +60,21 @@ def test_purchases_are_counted_on_the_joined_replicas():
     bought = joined_purchases(program, values)
     assert bought["purchased[east,h100-sxm]"] == 6.0
     assert bought["purchased[west,h100-sxm]"] == 0.0
+
+
+def _result(objective: float, gap: float) -> SolveResult:
+    return SolveResult(Termination.OPTIMAL, "highs", "", 0.0, objective, mip_gap=gap)
+
+
+def test_a_merged_part_may_use_the_gap_the_settled_parts_leave():
+    """Requested 0.1%. A settled part of $1,000 proved to 0.02% uses $0.20 of the slack;
+    the pending merge of two workloads that cost $500 and $300 apart (estimate $800)
+    may stop at (0.001 x 1,800 x 0.9 - 0.20) / 800 = 0.18%."""
+    settled, a, b = ("mail",), ("chat",), ("docs",)
+    results = {settled: _result(1000.0, 0.0002), a: _result(500.0, 0.0), b: _result(300.0, 0.0)}
+    merged = ("chat", "docs")
+    gap = gap_left(1e-3, [merged, settled], [merged], results)
+    assert gap == pytest.approx((0.001 * 1800 * (1 - GAP_KEPT) - 0.2) / 800)
+    # Never below the requested gap, even when the settled parts used it all.
+    results[settled] = _result(1000.0, 0.01)
+    assert gap_left(1e-3, [merged, settled], [merged], results) == 1e-3
