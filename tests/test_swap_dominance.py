@@ -6,6 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from models.loading import validate_instance
 from solver.backends import get_backend
 from solver.candidates import build_candidates
 from solver.program import build_program, with_bounds
@@ -14,7 +15,7 @@ from solver.settings import SolveSettings
 from solver.solve import solve
 from solver.swap_dominance import optimal_reduction, swap_bounds
 from solver.workload_parts import workload_program
-from tests.synthetic import FLAT_SLO, generated, instance, workload
+from tests.synthetic import FLAT_SLO, generated, generated_data, instance, workload
 
 A100 = "replicas[chat,a100-80gb-sxm.bf16.tp1pp1.unified,east]"
 H100 = "replicas[chat,h100-sxm.fp8.tp1pp1.unified,east]"
@@ -98,11 +99,18 @@ def _optimum(lp, reduction=None) -> float:
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), survive=st.sampled_from(["none", "region"]))
-def test_the_reduction_keeps_every_workload_programs_optimum(seed, survive):
+@given(
+    seed=st.integers(0, 10_000),
+    survive=st.sampled_from(["none", "region"]),
+    disaggregation=st.booleans(),
+)
+def test_the_reduction_keeps_every_workload_programs_optimum(seed, survive, disaggregation):
     """Each workload program of a generated instance (random prices and supply per
-    region) solved exactly with and without the reduction: the same optimum."""
-    inst = generated(3, 2, 4, survive=survive, seed=seed)
+    region; unified, or prefill and decode pools too) solved exactly with and without
+    the reduction: the same optimum."""
+    data = generated_data(3, 2, 4, survive=survive, seed=seed)
+    data["policy"]["disaggregation"] = disaggregation
+    inst = validate_instance(data, data["name"])
     program = build_program(inst, build_candidates(inst, SolveSettings.of(inst)))
     for w in program.sets.workloads:
         part = workload_program(program, w)
