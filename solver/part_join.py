@@ -24,8 +24,9 @@ what is checked in the end, against the sum of the final parts' bounds.
 
 Measured on the scaling bench's 50 x 50 x 6 instance without failures: the first join
 takes 17 MI300X more than r25 holds; merging the 35 workloads that use them gives a plan
-in 62-70 s (16 programs joined, $7,837,908/month, 0.09% gap), where the whole program
-as one took 118-136 s. Tried and dropped: re-solving the largest users of the broken row
+in 23 s (16 programs joined, $7,837,061/month, 0.07% gap; the merged program reduced by
+solver.swap_dominance across its workloads, 59 s without), where the whole program as
+one took 118-136 s. Tried and dropped: re-solving the largest users of the broken row
 within what the others leave of it ($14k/month above the bound, outside the 0.1% gap),
 shares in proportion to use ($27k above), and the largest users re-solved together
 within the row (84 s, $10k above).

@@ -1,7 +1,7 @@
-"""Candidates no optimal plan of one workload needs: a replica of another layout, on any
-GPU type of the same region, that costs no more and carries more in every row.
+"""Pools no optimal plan needs: a replica of another layout, on any GPU type of the same
+region, that costs no more and carries more in every row.
 
-Let A and B be pools of the workload's same phase in region r, with u_c the monthly cost
+Let A and B be pools of one workload's same phase in region r, with u_c the monthly cost
 of one replica of c (its GPUs at the region's price, and the tie-break per GPU), and on
 every curve f the region's capacity rows credit (its own, and each round trip users may
 be rerouted from: solver.families.capacity)
@@ -17,15 +17,18 @@ since top >= lone, and never circular). Moving every replica of A into B's pool 
 costs no more and lowers no capacity row. The move adds GPUs of B's type, so it needs
 room in the supply:
 
-- The cover. c_p alone, N_p = ceil(L_r / min_f q_c(f, 1)) replicas, carries phase p
-  of any load r may be sent (L_r, `ProgramSets.max_load`, per unit of capacity); one
-  mode's covers cost C_r = sum_p u_c N_p. Where the covers fit r's supply together,
-  an optimal plan spends at most C*_r (the cheapest such mode) in r: a plan spending
-  more could replace all it has in r by the covers and pay less.
+- The cover. For each workload w, c_p alone, N_p = ceil(L_wr / min_f q_c(f, 1))
+  replicas, carries phase p of any load of w that r may be sent (L_wr,
+  `ProgramSets.max_load`, per unit of capacity); one mode's covers cost
+  sum_p u_c N_p, and C*_wr is the cheapest mode's. Where every workload's covers fit
+  r's supply together, an optimal plan spends at most C*_r = sum_w C*_wr in r: a plan
+  spending more could replace all it has in r by the covers and pay less.
 - So after the moves (which never raise what r costs) r uses at most C*_r / u_g GPUs of
   type g (u_g one GPU's monthly cost), when every GPU in r is bought at its price (no
   existing fleet there: its GPUs cost nothing until used up). Where that fits g's
-  supply, any dominated A can move into a B on g that nothing dominates.
+  supply, any dominated A can move into a B on g that nothing dominates. A GPU type the
+  workloads compete for (the cheap one a decomposed join overfills, solver.part_join)
+  has no such room, and pools moving into it stay.
 
 So `replicas[w,A,r] <= 0` loses no optimum for every A with such a dominator. Measured
 on the 10 x 20 x 6 region-loss bench: 972 of the 1,940 pools of its 20 workload programs
@@ -34,15 +37,15 @@ costs less than an A100 TP4 one and carries more than the A100's largest pool cr
 per replica), and HiGHS CPU on the 20 programs, one after the other, falls from 7.2 s
 to 4.0 s, every program's optimum unchanged.
 
-The argument takes one workload's program (a part of solver.decompose, or an instance
-of one workload) whose rows and columns are the plain ones (`PLAIN_ROWS`,
+The argument takes a program whose rows and columns are the plain ones (`PLAIN_ROWS`,
 `PLAIN_COLUMNS`): no whole servers, site power, replica or zone loss, limit on
 configurations, spot or pricing tiers, shared groups or elastic slack, each of which
-changes what a move costs or carries. Regions with an existing fleet, a zone-loss
-scenario, or a pool the caller bounds from below are left alone; pools the caller
-bounds are neither moved nor moved into (explain's re-solve without a pool must not
-rely on it). Same-GPU dominance (solver.replica_dominance) then runs on the pools left
-(`optimal_reduction`): its moves never fill a pool removed here.
+changes what a move costs or carries. That is every part of a decomposed solve (they
+buy single GPUs), and an instance that buys single GPUs. Regions with an existing
+fleet, a zone-loss scenario, or a pool the caller bounds from below are left alone;
+pools the caller bounds are neither moved nor moved into (explain's re-solve without a
+pool must not rely on it). Same-GPU dominance (solver.replica_dominance) then runs on
+the pools left (`optimal_reduction`): its moves never fill a pool removed here.
 """
 
 import math
@@ -106,20 +109,19 @@ def optimal_reduction(program: FleetProgram, bounds: Bounds | None = None) -> Re
 
 
 def swap_bounds(program: FleetProgram, bounds: Bounds | None = None) -> Bounds:
-    """replicas[w,A,r] <= 0 for every pool A another pool of its phase and region
-    dominates (the module docstring), where the argument holds; {} elsewhere."""
+    """replicas[w,A,r] <= 0 for every pool A another pool of its workload, phase and
+    region dominates (the module docstring), where the argument holds; {} elsewhere."""
     sets = program.sets
     bounds = bounds or {}
     if not _plain(program) or any(split_name(n)[0] != ReplicasColumn.family for n in bounds):
         return {}
-    (w,) = sets.workloads
     zone_regions = set(sets.zone_regions)
     found: Bounds = {}
     for r in sets.regions:
         offers = [offer for (region, _), offer in sets.offers.items() if region == r]
         if r in zone_regions or any(o.existing > 0 or o.price_per_gpu_hour <= 0 for o in offers):
             continue
-        pools = sets.pools_at.get((w, r), ())
+        pools = [p for w in sets.workloads for p in sets.pools_at.get((w, r), ())]
         if any(bounds.get(pool_column(p), (0.0, None))[0] > 0 for p in pools):
             continue
         found |= _region_bounds(sets, r, [p for p in pools if pool_column(p) not in bounds])
@@ -127,9 +129,9 @@ def swap_bounds(program: FleetProgram, bounds: Bounds | None = None) -> Bounds:
 
 
 def _plain(program: FleetProgram) -> bool:
-    """Whether the program is one workload's with the plain rows and columns only."""
+    """Whether the program has the plain rows and columns only."""
     sets, lp = program.sets, program.lp
-    if len(sets.workloads) != 1 or sets.slack is not None or program.groups.templates:
+    if sets.slack is not None or program.groups.templates:
         return False
     if any(row.family not in PLAIN_ROWS for row in lp.constraints.values()):
         return False
@@ -164,48 +166,60 @@ class _Replica:
 
 def _region_bounds(sets: ProgramSets, r: str, pools: Sequence[Pool]) -> Bounds:
     """The bounds of the pools of region r (none bounded by the caller)."""
-    (w,) = sets.workloads
-    curves = [None, *sets.rerouted_rtts_at.get((w, r), ())]
     gpu_cost = {
         g: offer.price_per_gpu_hour * sets.hours_per_month + sets.tie_break_per_gpu
         for (region, g), offer in sets.offers.items()
         if region == r
     }
-    replicas = {
-        pool_column(p): _Replica(
+    replicas = {}
+    for p in pools:
+        curves = [None, *sets.rerouted_rtts_at.get((p.workload, r), ())]
+        replicas[pool_column(p)] = _Replica(
             p,
             p.candidate.gpus * gpu_cost[p.candidate.gpu],
             tuple(lone_capacity(p.candidate, rtt_ms) for rtt_ms in curves),
             tuple(q + sum(max(0.0, g) for g in gains) for q, gains in pool_curves(sets, p, curves)),
         )
-        for p in pools
-    }
-    spend = _cover_cost(sets, r, replicas)
-    if spend is None:
-        return {}
+    spend = 0.0
+    gpus: dict[str, int] = {}
+    for w in sets.workloads:
+        cover = _cover(sets, w, r, replicas)
+        if cover is None:
+            return {}
+        spend += cover[0]
+        for g, n in cover[1].items():
+            gpus[g] = gpus.get(g, 0) + n
+    if any(n > sets.offers[(r, g)].available for g, n in gpus.items()):
+        return {}  # the covers do not fit together: no bound on what r costs
     roomy = {g for g, each in gpu_cost.items() if spend / each <= sets.offers[(r, g)].available}
     found: Bounds = {}
-    for mode in sets.modes.get((w, r), ()):
-        for phase in mode.phases:
-            names = [pool_column(p) for p in sets.phase_pools(w, r, phase)]
-            alike = [replicas[n] for n in names if n in replicas]
-            kept = [a for a in alike if not any(b.dominates(a) for b in alike if b is not a)]
-            for a in alike:
-                if all(a is not k for k in kept) and any(
-                    b.pool.candidate.gpu in roomy and b.dominates(a) for b in kept
-                ):
-                    found[pool_column(a.pool)] = (0.0, 0.0)
+    for w in sets.workloads:
+        for mode in sets.modes.get((w, r), ()):
+            for phase in mode.phases:
+                names = [pool_column(p) for p in sets.phase_pools(w, r, phase)]
+                alike = [replicas[n] for n in names if n in replicas]
+                kept = [a for a in alike if not any(b.dominates(a) for b in alike if b is not a)]
+                for a in alike:
+                    if all(a is not k for k in kept) and any(
+                        b.pool.candidate.gpu in roomy and b.dominates(a) for b in kept
+                    ):
+                        found[pool_column(a.pool)] = (0.0, 0.0)
     return found
 
 
-def _cover_cost(sets: ProgramSets, r: str, replicas: dict[str, _Replica]) -> float | None:
-    """C*_r: the least a mode's covers cost (each phase's cheapest pool alone carrying
-    the most r may be sent, on every curve), among the modes whose covers fit r's supply
-    together; None when none does."""
-    (w,) = sets.workloads
+def _cover(
+    sets: ProgramSets, w: str, r: str, replicas: dict[str, _Replica]
+) -> tuple[float, dict[str, int]] | None:
+    """C*_{w,r} and the GPUs of each type it takes: the least one of w's modes' covers
+    cost (each phase's cheapest pool alone carrying the most r may be sent of w, on
+    every curve), among the modes whose covers fit r's supply; (0, {}) when w has no
+    pool in r; None when no mode's covers fit."""
     load = sets.max_load.get((w, r), 0.0) * sets.load_per_capacity
+    modes = sets.modes.get((w, r), ())
+    if not modes:
+        return 0.0, {}
     best = None
-    for mode in sets.modes.get((w, r), ()):
+    for mode in modes:
         spent = 0.0
         gpus: dict[str, int] = {}
         for phase in mode.phases:
@@ -223,6 +237,7 @@ def _cover_cost(sets: ProgramSets, r: str, replicas: dict[str, _Replica]) -> flo
             spent += cost
             gpus[p.candidate.gpu] = gpus.get(p.candidate.gpu, 0) + count * p.candidate.gpus
         else:
-            if all(n <= sets.offers[(r, g)].available for g, n in gpus.items()):
-                best = spent if best is None else min(best, spent)
+            fits = all(n <= sets.offers[(r, g)].available for g, n in gpus.items())
+            if fits and (best is None or spent < best[0]):
+                best = (spent, gpus)
     return best

@@ -10,12 +10,12 @@ from models.loading import validate_instance
 from solver.backends import get_backend
 from solver.candidates import build_candidates
 from solver.program import build_program, with_bounds
-from solver.replica_dominance import dominance, with_sizes
+from solver.replica_dominance import with_sizes
 from solver.settings import SolveSettings
 from solver.solve import solve
 from solver.swap_dominance import optimal_reduction, swap_bounds
 from solver.workload_parts import workload_program
-from tests.synthetic import FLAT_SLO, generated, generated_data, instance, workload
+from tests.synthetic import FLAT_SLO, generated_data, instance, workload
 
 A100 = "replicas[chat,a100-80gb-sxm.bf16.tp1pp1.unified,east]"
 H100 = "replicas[chat,h100-sxm.fp8.tp1pp1.unified,east]"
@@ -80,13 +80,23 @@ def test_the_callers_bounds_are_left_out():
     assert swap_bounds(program, {H100: (0.0, 0.0)}) == {}
 
 
-def test_several_workloads_are_not_reduced():
-    """The cover argument counts one workload's spend in a region: a program of two is
-    left to same-GPU dominance."""
-    inst = generated(3, 2, 4, survive="none", seed=1)
-    program = build_program(inst, build_candidates(inst))
+def test_workloads_that_share_a_region_count_their_spend_together():
+    """Two workloads in `east`: 10 req/s each, one H100 cover each ($730 + $730). With 64
+    H100s on offer the region spends at most $1,460, 2 H100s: both A100 pools go. With
+    one H100 on offer the covers do not fit together (2 > 1) and nothing goes."""
+
+    def two(h100_gpus: int):
+        return instance(
+            {"east": {"h100-sxm": (h100_gpus, 1.0), "a100-80gb-sxm": (64, 10.0)}},
+            [workload(w, {"east": 10.0}, **FLAT_SLO) for w in ("chat", "docs")],
+            models={"llama-3.1-8b": ["fp8", "bf16"]},
+        )
+
+    program = build_program(two(64), build_candidates(two(64)))
+    docs = A100.replace("chat", "docs")
+    assert swap_bounds(program) == {A100: (0.0, 0.0), docs: (0.0, 0.0)}
+    program = build_program(two(1), build_candidates(two(1)))
     assert swap_bounds(program) == {}
-    assert optimal_reduction(program).bounds == dominance(program).bounds
 
 
 def _optimum(lp, reduction=None) -> float:
@@ -106,8 +116,8 @@ def _optimum(lp, reduction=None) -> float:
 )
 def test_the_reduction_keeps_every_workload_programs_optimum(seed, survive, disaggregation):
     """Each workload program of a generated instance (random prices and supply per
-    region; unified, or prefill and decode pools too) solved exactly with and without
-    the reduction: the same optimum."""
+    region; unified, or prefill and decode pools too), and the whole, solved exactly
+    with and without the reduction: the same optimum."""
     data = generated_data(3, 2, 4, survive=survive, seed=seed)
     data["policy"]["disaggregation"] = disaggregation
     inst = validate_instance(data, data["name"])
@@ -116,3 +126,6 @@ def test_the_reduction_keeps_every_workload_programs_optimum(seed, survive, disa
         part = workload_program(program, w)
         reduction = optimal_reduction(part)
         assert _optimum(part.lp, reduction) == pytest.approx(_optimum(part.lp), rel=1e-7)
+    # and the whole program, whose workloads share the regions' supply
+    reduction = optimal_reduction(program)
+    assert _optimum(program.lp, reduction) == pytest.approx(_optimum(program.lp), rel=1e-7)
