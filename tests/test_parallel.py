@@ -1,16 +1,22 @@
 """Worker processes (solver.parallel, solver.candidates_parallel): the same answers as one
 process, and the plan says how many processes solved it."""
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 import solver.candidates_parallel as candidates_parallel
 import solver.parallel as parallel
+from models.loading import validate_instance
 from solver.backends import get_backend
 from solver.candidates import build_candidates
 from solver.lp import LinearProgram, Sense
 from solver.settings import SolveSettings, machine_threads
 from solver.solve import solve
-from tests.synthetic import instance, workload
+from tests.synthetic import generated_data, instance, workload
 
 H100 = "h100-sxm"
 
@@ -134,3 +140,38 @@ def test_idle_cores_counts_the_smaller_of_the_average_and_the_runnable_now(
 def test_runnable_now_counts_at_least_this_process():
     runnable = parallel._runnable_now()
     assert runnable is None or runnable >= 1
+
+
+def test_workers_are_spawned_once_a_solver_library_has_run():
+    """A forked child would inherit HiGHS's thread pool half-alive: after a solve in
+    this process, workers are spawned."""
+    get_backend("highs").run(knapsack(2.5), SolveSettings("highs"))
+    assert parallel.start_method() == "spawn"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork is used on Linux only")
+def test_a_fresh_command_forks_its_workers():
+    """A new process that has run no solver (a command) forks; one with a second thread
+    does not."""
+    code = (
+        "import threading, solver.parallel as p; print(p.start_method());"
+        "threading.Thread(target=lambda: threading.Event().wait(1), daemon=True).start();"
+        "print(p.start_method())"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["fork", "spawn"]
+
+
+@two_cores
+def test_forked_workers_give_the_plan_of_this_process(tmp_path):
+    """`fleetplan solve` in a fresh process (forked workers, 10 x 10 x 4 generated, 10
+    workload programs in 2 processes) writes the plan `solve` gives here."""
+    data = generated_data(10, 10, 4, survive="none")
+    source = tmp_path / "gen.json"
+    source.write_text(json.dumps(data), encoding="utf-8")
+    out = tmp_path / "plan.json"
+    command = [str(Path(sys.executable).with_name("fleetplan")), "solve", str(source)]
+    subprocess.run([*command, "--json", str(out)], capture_output=True, check=True, timeout=120)
+    forked = json.loads(out.read_text(encoding="utf-8"))
+    here = solve(validate_instance(data, data["name"]))
+    assert forked["cost_per_month"] == pytest.approx(here.cost_per_month, rel=1e-3)
