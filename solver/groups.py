@@ -57,6 +57,7 @@ from models.precision import Precision
 from models.replica import LatencyTargets, Limit, Role, TrafficMix
 from solver.candidates import Candidate, CandidateTable
 from solver.group_search import Packing, SearchResult, generate
+from solver.linked import linked_groups
 from solver.settings import SolveSettings
 
 if TYPE_CHECKING:  # the co-location physics loads when a group is evaluated (issue 19)
@@ -162,22 +163,8 @@ class GroupTable:
     def components(self, workloads: Sequence[str]) -> list[tuple[str, ...]]:
         """Workloads coupled by some template, as connected groups (in `workloads`
         order); an uncoupled workload is a group of its own."""
-        parent = {w: w for w in workloads}
-
-        def root(w: str) -> str:
-            while parent[w] != w:
-                parent[w] = parent[parent[w]]
-                w = parent[w]
-            return w
-
-        for t in self.templates:
-            first = root(t.members[0])
-            for other in t.members[1:]:
-                parent[root(other)] = first
-        grouped: dict[str, list[str]] = {}
-        for w in workloads:
-            grouped.setdefault(root(w), []).append(w)
-        return [tuple(ws) for ws in grouped.values()]
+        links = (t.members for t in self.templates)
+        return [tuple(group) for group in linked_groups(workloads, links)]
 
 
 @dataclass(frozen=True)

@@ -41,14 +41,15 @@ from solver.backends import Backend
 from solver.families.pool_sizes import PoolSizeIsColumn
 from solver.families.servers import ServersColumn
 from solver.families.variables import PurchasedColumn
+from solver.linked import linked_groups
 from solver.lp import Constraint, LinearProgram, SolveResult, Termination
 from solver.optimised import Method, Optimised
 from solver.parallel import processes_for, solve_each, worth_parallel
-from solver.program import FleetProgram, with_bounds
-from solver.replica_dominance import Bounds, with_sizes
+from solver.program import FleetProgram
+from solver.replica_dominance import Bounds
 from solver.row_names import GroupsColumn, ReplicasColumn, split_name
 from solver.settings import MIN_CALL_S, SolveSettings
-from solver.swap_dominance import optimal_reduction
+from solver.swap_dominance import reduced_program
 from solver.workload_parts import Part, PartSolves, workload_program
 
 FEASIBILITY_TOLERANCE = 1e-6
@@ -233,9 +234,7 @@ def _solve_parts(
     for part in parts:
         alone = workload_program(run.program, part)
         own = {name: bound for name, bound in run.bounds.items() if name in alone.lp.variables}
-        reduction = optimal_reduction(alone, own)
-        lp = with_bounds(alone.lp, {**reduction.bounds, **own})
-        lps.append(with_sizes(lp, reduction.sizes))
+        lps.append(reduced_program(alone, own))
     processes = processes_for(len(lps)) if worth_parallel(lps) else 1
 
     def part_settings(_index: int) -> SolveSettings:
@@ -327,26 +326,17 @@ def _merged(
     """The parts with those that carry each broken row (a nonzero column of it) merged,
     in the program's order; None when a broken row is carried by one part or none (the
     part's own solution breaks it, or only the join's purchases do)."""
-    leader = {part: part for part in parts}
-
-    def find(part: Part) -> Part:
-        while leader[part] != part:
-            leader[part] = leader[leader[part]]
-            part = leader[part]
-        return part
-
+    links = []
     for row in broken:
         carrying = {owner[v] for v in row.coefficients if v in owner and values[v] != 0.0}
         if len(carrying) < 2:
             return None
-        first, *others = sorted(carrying)
-        for other in others:
-            leader[find(other)] = find(first)
+        links.append(carrying)
     order = {w: i for i, w in enumerate(w for part in parts for w in part)}
-    groups: dict[Part, list[str]] = {}
-    for part in parts:
-        groups.setdefault(find(part), []).extend(part)
-    merged = [tuple(sorted(ws, key=order.__getitem__)) for ws in groups.values()]
+    merged = [
+        tuple(sorted((w for part in group for w in part), key=order.__getitem__))
+        for group in linked_groups(parts, links)
+    ]
     return sorted(merged, key=lambda part: order[part[0]])
 
 

@@ -64,7 +64,8 @@ from solver.families.pooling import (
 from solver.families.split import ModeSplitRow
 from solver.families.supply import PurchaseRow
 from solver.families.variables import ModeLoadColumn, PurchasedColumn, ServedColumn
-from solver.program import FleetProgram
+from solver.lp import LinearProgram
+from solver.program import FleetProgram, with_bounds
 from solver.replica_dominance import (
     Bounds,
     Reduction,
@@ -72,6 +73,7 @@ from solver.replica_dominance import (
     lone_capacity,
     pool_column,
     pool_curves,
+    with_sizes,
 )
 from solver.row_names import GpuSupplyRow, ReplicasColumn, split_name
 from solver.sets import Pool, ProgramSets
@@ -106,6 +108,14 @@ def optimal_reduction(program: FleetProgram, bounds: Bounds | None = None) -> Re
     removed = swap_bounds(program, bounds)
     same_gpu = dominance(program, {**(bounds or {}), **removed})
     return Reduction({**removed, **same_gpu.bounds}, same_gpu.sizes)
+
+
+def reduced_program(program: FleetProgram, bounds: Bounds | None = None) -> LinearProgram:
+    """The program's LP to solve: within the caller's `bounds` (which win), and reduced
+    to the pools and sizes an optimal plan needs (`optimal_reduction`)."""
+    bounds = bounds or {}
+    reduction = optimal_reduction(program, bounds)
+    return with_sizes(with_bounds(program.lp, {**reduction.bounds, **bounds}), reduction.sizes)
 
 
 def swap_bounds(program: FleetProgram, bounds: Bounds | None = None) -> Bounds:

@@ -10,11 +10,10 @@ from solver.candidates import CandidateTable
 from solver.groups import GroupTable
 from solver.lp import SolveResult
 from solver.parallel import Started, processes_for, start_each, worth_workers
-from solver.program import FleetProgram, build_program, with_bounds
-from solver.replica_dominance import with_sizes
+from solver.program import FleetProgram, build_program
 from solver.sets import ProgramSets
 from solver.settings import SolveSettings
-from solver.swap_dominance import optimal_reduction
+from solver.swap_dominance import reduced_program
 
 Part = tuple[str, ...]
 """The workloads of one part, in the program's order."""
@@ -88,6 +87,4 @@ def solve_part(backend: str, instance, table, scenarios, settings: SolveSettings
     from solver.backends import get_backend
 
     part = build_program(instance, table, scenarios, groups=GroupTable())
-    reduction = optimal_reduction(part)
-    lp = with_sizes(with_bounds(part.lp, reduction.bounds), reduction.sizes)
-    return get_backend(backend).run(lp, replace(settings, threads=1))
+    return get_backend(backend).run(reduced_program(part), replace(settings, threads=1))
