@@ -51,6 +51,7 @@ import time
 from dataclasses import replace
 
 from solver.backends import Backend
+from solver.lp import SolveResult, Termination
 from solver.optimised import Optimised
 from solver.part_join import solve_by_workload
 from solver.program import FleetProgram, with_bounds
@@ -62,6 +63,9 @@ from solver.workload_parts import PartSolves
 
 MIN_TIME_LIMIT_S = 1.0
 """Time the whole program still gets when the decomposition used up the limit."""
+WHOLE_AFTER_JOIN_SHARE = 0.25
+"""A join that holds but is not proved within the gap is the plan when less than this
+share of the time limit is left; with more, the whole program is solved from it."""
 
 
 def optimise(
@@ -75,25 +79,50 @@ def optimise(
     when the workloads do not compete for supply (`solve_by_workload`; from `parts` when
     they were started already), else as one, in what is left of the time limit,
     starting from the plan of a restriction of it (solver.warm_start) when the program
-    is large enough. Each program solved is first bounded to the pools and sizes an
+    is large enough, or from the decomposition's join when one held but was not proved
+    within the gap (that join is the plan when the time is nearly out, or when the
+    whole finds nothing cheaper). Each program solved is first bounded to the pools and sizes an
     optimal plan needs (solver.swap_dominance, solver.replica_dominance), except where
     `bounds` name the candidates involved; the result holds the program's columns only."""
     started = time.monotonic()
+    joined = None
     if len(program.sets.workloads) > 1:
         joined = solve_by_workload(program, backend, settings, bounds, parts)
-        if joined is not None:
+        if joined is not None and joined.result.termination is not Termination.FEASIBLE:
             return joined
+        if joined is not None and _little_left(settings):
+            return joined  # a join that holds, not proved within the gap
     reduction = optimal_reduction(program, bounds)
     bounds = {**reduction.bounds, **(bounds or {})} or None
     lp = with_bounds(program.lp, bounds) if bounds else program.lp
     first = settings.limited(_left_s(settings, started)).with_duals(False)
-    start = warm_start(program, backend, first, bounds)
+    if joined is not None:  # the join that held starts the search
+        start = dict(joined.result.values) if backend.capabilities.warm_start else None
+    else:
+        start = warm_start(program, backend, first, bounds)
     if start is not None:
         start |= sizes_start(reduction.sizes, start)
     one = settings.limited(_left_s(settings, started)).with_duals(False)  # the start's time out
     result = backend.run(with_sizes(lp, reduction.sizes), one, start=start)
+    if joined is not None and not _better(result, joined.result):
+        return joined
     own = {name: value for name, value in result.values.items() if name in program.lp.variables}
     return Optimised(replace(result, values=own))
+
+
+def _better(result: SolveResult, than: SolveResult) -> bool:
+    """Whether `result` has a plan no dearer than `than`'s (the whole program's result
+    also bounds its own gap)."""
+    if not result.termination.has_solution or result.objective is None:
+        return False
+    return than.objective is None or result.objective <= than.objective * (1 + 1e-9)
+
+
+def _little_left(settings: SolveSettings) -> bool:
+    """Whether less than `WHOLE_AFTER_JOIN_SHARE` of the time limit is left."""
+    left_s = settings.remaining_s()
+    limit_s = settings.time_limit_s
+    return left_s is not None and limit_s is not None and left_s < WHOLE_AFTER_JOIN_SHARE * limit_s
 
 
 def _left_s(settings: SolveSettings, started: float) -> float | None:

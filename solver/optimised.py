@@ -28,6 +28,9 @@ class Optimised:
     """Parts that are workloads solved together because, solved apart, they asked more
     of some shared row (a region's supply of a GPU type, say) than it holds
     (solver.part_join)."""
+    mended: int = 0
+    """Parts re-solved within shares of a region's supply that fit beside the other
+    parts' use of it (solver.join_mend)."""
 
     @property
     def description(self) -> str:
@@ -39,6 +42,8 @@ class Optimised:
             joined = f"{self.method}: {self.programs} independent programs joined"
             if self.competing:
                 joined += f", {self.competing} of them workloads that compete for supply"
+            if self.mended:
+                joined += f", {self.mended} re-solved within a share of a region's supply"
             if self.processes > 1:
                 joined += f", solved in {self.processes} parallel processes"
             return joined

@@ -6,30 +6,41 @@ Their solutions are joined: every part's own columns, and each region's purchase
 GPU type rounded up on the sum (`joined_purchases`). The join is a plan of the whole
 program when every row holds. A row the parts share can fail: two workloads that each
 take most of a region's supply of a GPU type, apart, take more than it holds together.
-Then the parts whose columns carry that row are merged into one part, solved again as
-one program (a relaxation of the whole still: its workloads alone, over the whole
-supply), and the join retried, until every row holds:
+Each round then mends it in two ways:
+
+- Shares (solver.join_mend): the largest users of each overfilled supply row are
+  re-solved within shares that fit beside the others' use. That is a restriction, so
+  the join, once it holds, is a plan of the whole; it is the result when its cost is
+  within the gap of the bound the parts gave, and kept as the incumbent otherwise.
+- Merge: the parts whose columns carry each broken row are merged into one part, solved
+  again as one program (a relaxation of the whole still: its workloads alone, over the
+  whole supply), and the join retried.
 
     round 1: P_1, ..., P_n                    (one per workload)
     round k: the parts that share a row the join of round k-1 breaks, merged
 
 Merging only groups workloads, so it ends: at worst every workload is in one part,
-which is the whole program, and the caller solves that as one. The bound stays valid
-round after round: the final parts partition the workloads, each part's program is a
-relaxation of the whole restricted to them, so sum_parts bound(P) <= the optimum.
+which is the whole program, and the caller solves that as one (from the incumbent).
+The bound stays valid round after round: the final parts partition the workloads, each
+part's program is a relaxation of the whole restricted to them, so sum_parts bound(P)
+<= the optimum. When no join is proved within the gap before the time is out, the
+cheapest join that held is the result, FEASIBLE with its gap against the best bound
+(`_Run.incumbent`): a plan stated as unproven rather than none.
 
 Each round after the first solves its merged parts to the gap the settled parts leave
 unused (`gap_left`): most close far inside the requested gap, and the join's gap is
 what is checked in the end, against the sum of the final parts' bounds.
 
 Measured on the scaling bench's 50 x 50 x 6 instance without failures: the first join
-takes 17 MI300X more than r25 holds; merging the 35 workloads that use them gives a plan
-in 23 s (16 programs joined, $7,837,061/month, 0.07% gap; the merged program reduced by
+takes more of r25's MI300X than it holds. Shares for its three largest users (re-solved
+in 1 s) give a plan $7,847,223/month, 0.2% above the parts' bound of $7,831,190: outside
+the 0.1% gap. Merging the 35 workloads that use them gives a plan in 21-23 s (16
+programs joined, $7,837,061/month, 0.07% gap; the merged program reduced by
 solver.swap_dominance across its workloads, 59 s without), where the whole program as
-one took 118-136 s. Tried and dropped: re-solving the largest users of the broken row
-within what the others leave of it ($14k/month above the bound, outside the 0.1% gap),
-shares in proportion to use ($27k above), and the largest users re-solved together
-within the row (84 s, $10k above).
+one took 118-136 s. Tried and dropped as the only mend: re-solving the largest user
+within what the others leave ($14k/month above the bound), shares in proportion to use
+for every user ($27k above), and the largest users re-solved together within the row
+(84 s, $10k above).
 """
 
 import time
@@ -41,6 +52,7 @@ from solver.backends import Backend
 from solver.families.pool_sizes import PoolSizeIsColumn
 from solver.families.servers import ServersColumn
 from solver.families.variables import PurchasedColumn
+from solver.join_mend import supply_shares
 from solver.linked import linked_groups
 from solver.lp import Constraint, LinearProgram, SolveResult, Termination
 from solver.optimised import Method, Optimised
@@ -56,6 +68,8 @@ FEASIBILITY_TOLERANCE = 1e-6
 """Relative violation of a row tolerated when the join is checked against the whole."""
 GAP_KEPT = 0.1
 """Share of the requested gap a merged part's own gap leaves unused (`gap_left`)."""
+MEND_ROUNDS = 3
+"""Rounds of re-solving parts within supply shares before the join's parts are merged."""
 
 
 def solve_by_workload(
@@ -71,13 +85,15 @@ def solve_by_workload(
     `started`, the first round's results come from the workers already solving.
 
     Returns the joined result when it is feasible for the whole program and within the
-    requested gap; a result with termination INFEASIBLE when some part alone has no plan
-    (then neither has the whole); None when the whole must be solved as one (one part
-    left, a join nothing mends, a part without a plan in time, or a gap too wide).
+    requested gap; the cheapest join that held, FEASIBLE with its gap against the best
+    bound, when none was proved within the gap (the time ran out, or the merge ended in
+    one part); a result with termination INFEASIBLE when some part alone has no plan
+    (then neither has the whole); None when no join held (one part, a join nothing
+    mends, a part without a plan in time): the whole must be solved as one.
     """
     bounds = bounds or {}
-    limit_s = settings.time_limit_s if settings.time_limit_s is not None else float("inf")
-    run = _Run(program, backend, settings, bounds, time.monotonic() + limit_s)
+    left_s = settings.remaining_s()
+    run = _Run(program, backend, settings, bounds, time.monotonic() + (left_s or float("inf")))
     parts: list[Part] = list(program.groups.components(program.sets.workloads))
     if len(parts) < 2:
         return None
@@ -98,12 +114,8 @@ def solve_by_workload(
     broken = _broken_rows(program.lp, values, bounds, owner)
     if broken is None:
         return None
-    if broken:
-        merged = _merge_rounds(run, parts, results, values, owner, broken)
-        if not isinstance(merged, tuple):
-            return merged
-        parts, results, values = merged
-    return run.joined(parts, results, values)
+    found = _mend_or_merge(run, parts, results, values, owner, broken)
+    return found if found is not None else run.incumbent()
 
 
 @dataclass
@@ -120,21 +132,32 @@ class _Run:
     runtime_s: float = 0.0
     competing: int = 0
     """Parts of workloads merged because they compete for supply."""
+    solver: tuple[str, str] = ("", "")
+    """The backend's solver and version, as the parts' results name them."""
+    best: "_Join | None" = None
+    """The cheapest join that held every row but was not proved within the gap."""
+    bound: float = 0.0
+    """The best bound the parts' results have given on the whole."""
 
     @staticmethod
     def infeasible(result: SolveResult) -> bool:
         return result.termination is Termination.INFEASIBLE
 
-    def method(self) -> Method:
-        merged = self.coupled or self.competing
+    def method(self, join: "_Join | None" = None) -> Method:
+        """By coupled workloads where parts hold several (the join's, or this round's)."""
+        merged = self.coupled or (join.competing if join is not None else self.competing)
         return Method.BY_COUPLED_WORKLOADS if merged else Method.BY_WORKLOAD
 
     def solve(
-        self, parts: list[Part], gap: float | None = None
+        self,
+        parts: list[Part],
+        gap: float | None = None,
+        supply: dict[Part, dict[str, float]] | None = None,
     ) -> Iterator[tuple[Part, SolveResult]]:
         """Solve the parts' programs to the relative `gap` (the requested one by
-        default), in worker processes when worth it."""
-        found, used = _solve_parts(self, parts, gap or self.settings.mip_gap)
+        default), each within its `supply` shares (solver.join_mend) if any, in worker
+        processes when worth it."""
+        found, used = _solve_parts(self, parts, gap or self.settings.mip_gap, supply or {})
         self.processes = max(self.processes, used)
         return found
 
@@ -146,6 +169,7 @@ class _Run:
         results = {}
         for part, result in found:
             self.runtime_s += result.runtime_s
+            self.solver = (result.solver, result.solver_version)
             if self.infeasible(result):
                 who = part[0] if len(part) == 1 else "+".join(part)
                 message = f"{who} alone: infeasible"
@@ -156,53 +180,161 @@ class _Run:
             results[part] = result
         return results
 
+    def out_of_time(self) -> bool:
+        return time.monotonic() >= self.deadline
+
     def joined(
-        self, parts: list[Part], results: dict[Part, SolveResult], values: dict[str, float]
+        self,
+        parts: list[Part],
+        results: dict[Part, SolveResult],
+        values: dict[str, float],
+        mended: int = 0,
     ) -> Optimised | None:
-        """The join of `values` as the result, when its cost is within the requested gap
-        of the bound the parts' results give (relaxations of the whole, the parts a
-        partition of the workloads); else None."""
-        found = _within_gap(self.program, self.settings, parts, results, values)
-        if found is None:
+        """The join of `values` (a plan of the whole) as the result, when its cost is
+        within the requested gap of the bound the parts' results give (relaxations of
+        the whole, the parts a partition of the workloads); else None, the join kept as
+        the incumbent when it is the cheapest so far. `mended`: parts re-solved within
+        supply shares to reach `values`."""
+        cost = self.program.lp.objective_value(values)
+        join = _Join(values, cost, len(parts), self.competing, mended)
+        self.bound = max(self.bound, _bound(self.settings, parts, results))
+        if self.best is None or join.cost < self.best.cost:
+            self.best = join
+        if _gap(join.cost, self.bound) > self.settings.mip_gap + 1e-9:
             return None
-        last = results[parts[-1]]
-        found = replace(
-            found, solver=last.solver, solver_version=last.solver_version, runtime_s=self.runtime_s
+        return self._result(Termination.OPTIMAL, join)
+
+    def incumbent(self) -> Optimised | None:
+        """The cheapest join that held, as a result stopped before its gap was proved
+        (FEASIBLE, its gap against the best bound); None when no join held."""
+        if self.best is None:
+            return None
+        return self._result(Termination.FEASIBLE, self.best)
+
+    def _result(self, termination: Termination, join: "_Join") -> Optimised:
+        found = SolveResult(
+            termination=termination,
+            solver=self.solver[0],
+            solver_version=self.solver[1],
+            runtime_s=self.runtime_s,
+            objective=join.cost,
+            values=join.values,
+            mip_gap=_gap(join.cost, self.bound),
         )
-        optimised = Optimised(found, self.method(), len(parts), self.processes, self.competing)
+        optimised = Optimised(
+            found, self.method(join), join.programs, self.processes, join.competing, join.mended
+        )
         return replace(optimised, result=replace(found, message=optimised.description))
 
 
-def _merge_rounds(
+@dataclass(frozen=True)
+class _Join:
+    """A join that holds every row of the whole program."""
+
+    values: dict[str, float]
+    cost: float
+    programs: int
+    """Parts joined."""
+    competing: int
+    """Parts of workloads merged because they compete for supply."""
+    mended: int
+    """Parts re-solved within supply shares (solver.join_mend) to reach it."""
+
+
+def _mend_or_merge(
     run: _Run,
     parts: list[Part],
     results: dict[Part, SolveResult],
     values: dict[str, float],
     owner: dict[str, Part],
     broken: list[Constraint],
-) -> tuple[list[Part], dict[Part, SolveResult], dict[str, float]] | Optimised | None:
-    """Merge the parts that carry each broken row and solve the merged ones, until the
-    join holds: its parts, results and values; an INFEASIBLE result when a merged part
-    has no plan (a relaxation of the whole: neither has the whole); None when a broken
-    row has one part or none, every workload ends in one part, or a merged part found
-    no plan in time."""
+) -> Optimised | None:
+    """The join as the result, mending it where it breaks rows: each round first
+    re-solves the largest users of the broken supply rows within shares that fit
+    (`_mend`, a restriction: a plan, not a bound), and when that plan is not within the
+    gap merges the parts that carry each broken row and solves the merged ones
+    (`_merge_round`, a relaxation: a tighter bound), until a join holds within the gap.
+    An INFEASIBLE result when a merged part has no plan; None when no join is proved
+    within the gap in time (the run keeps the cheapest that held: `_Run.incumbent`)."""
     while broken:
-        merged = _merged(parts, broken, owner, values)
-        if merged is None or len(merged) < 2:
+        mended = _mend(run, parts, results, values, owner, broken)
+        if mended is not None:
+            values_mended, count = mended
+            found = run.joined(parts, results, values_mended, count)
+            if found is not None:
+                return found
+        if run.out_of_time():
             return None
-        pending = [part for part in merged if part not in results]
-        run.competing = sum(1 for p in merged if len(p) > 1 and p not in run.coupled)
-        gap = gap_left(run.settings.mip_gap, merged, pending, results)
-        found = run.collect(run.solve(pending, gap=gap))
-        if not isinstance(found, dict):
-            return found
-        results = {**results, **found}
-        parts = merged
-        values, owner = _joined(run.program, parts, results)
+        merged = _merge_round(run, parts, results, values, owner, broken)
+        if not isinstance(merged, tuple):
+            return merged
+        parts, results, values, owner, broken = merged
+        if broken is None:
+            return None
+    return run.joined(parts, results, values)
+
+
+def _mend(
+    run: _Run,
+    parts: list[Part],
+    results: dict[Part, SolveResult],
+    values: dict[str, float],
+    owner: dict[str, Part],
+    broken: list[Constraint],
+) -> tuple[dict[str, float], int] | None:
+    """A join that holds every row, reached by re-solving parts within supply shares
+    (solver.join_mend), and how many parts were; None when the broken rows are not
+    all supply rows, a part finds no plan within its shares, or `MEND_ROUNDS` rounds
+    leave rows broken (a mended part moved onto another overfilled row)."""
+    current = dict(results)
+    shares: dict[Part, dict[str, float]] = {}
+    for _ in range(MEND_ROUNDS):
+        new = supply_shares(broken, values, owner)
+        if new is None or run.out_of_time():
+            return None
+        for part, rows in new.items():
+            shares[part] = {**shares.get(part, {}), **rows}
+        for part, result in run.solve(list(new), supply=shares):
+            run.runtime_s += result.runtime_s
+            run.solver = (result.solver, result.solver_version)
+            if not result.termination.has_solution:
+                return None
+            current[part] = result
+        values, owner = _joined(run.program, parts, current)
         broken = _broken_rows(run.program.lp, values, run.bounds, owner)
         if broken is None:
             return None
-    return parts, {part: results[part] for part in parts}, values
+        if not broken:
+            return values, len(shares)
+    return None
+
+
+def _merge_round(
+    run: _Run,
+    parts: list[Part],
+    results: dict[Part, SolveResult],
+    values: dict[str, float],
+    owner: dict[str, Part],
+    broken: list[Constraint],
+) -> tuple | Optimised | None:
+    """Merge the parts that carry each broken row and solve the merged ones: the new
+    parts, results, join values, owners and broken rows (None: no merge mends them);
+    an INFEASIBLE result when a merged part has no plan (a relaxation of the whole:
+    neither has the whole); None when a broken row has one part or none, every
+    workload ends in one part, or a merged part found no plan in time."""
+    merged = _merged(parts, broken, owner, values)
+    if merged is None or len(merged) < 2:
+        return None
+    pending = [part for part in merged if part not in results]
+    run.competing = sum(1 for p in merged if len(p) > 1 and p not in run.coupled)
+    gap = gap_left(run.settings.mip_gap, merged, pending, results)
+    found = run.collect(run.solve(pending, gap=gap))
+    if not isinstance(found, dict):
+        return found
+    results = {**results, **found}
+    results = {part: results[part] for part in merged}
+    values, owner = _joined(run.program, merged, results)
+    return merged, results, values, owner, _broken_rows(run.program.lp, values, run.bounds, owner)
 
 
 def gap_left(
@@ -226,15 +358,16 @@ def gap_left(
 
 
 def _solve_parts(
-    run: _Run, parts: list[Part], gap: float
+    run: _Run, parts: list[Part], gap: float, supply: dict[Part, dict[str, float]]
 ) -> tuple[Iterator[tuple[Part, SolveResult]], int]:
-    """Build, reduce and solve the parts' programs (in worker processes when worth it):
-    (part, result) as each ends, and the processes used."""
+    """Build, reduce and solve the parts' programs, each within its `supply` shares
+    (in worker processes when worth it): (part, result) as each ends, and the
+    processes used."""
     lps = []
     for part in parts:
         alone = workload_program(run.program, part)
         own = {name: bound for name, bound in run.bounds.items() if name in alone.lp.variables}
-        lps.append(reduced_program(alone, own))
+        lps.append(reduced_program(alone, own, supply.get(part)))
     processes = processes_for(len(lps)) if worth_parallel(lps) else 1
 
     def part_settings(_index: int) -> SolveSettings:
@@ -340,30 +473,17 @@ def _merged(
     return sorted(merged, key=lambda part: order[part[0]])
 
 
-def _within_gap(
-    program: FleetProgram,
-    settings: SolveSettings,
-    parts: list[Part],
-    results: dict[Part, SolveResult],
-    values: dict[str, float],
-) -> SolveResult | None:
-    """The joined result when its cost is within the requested gap of the parts' bound
-    (sum over the parts of objective x (1 - gap)), else None."""
+def _bound(settings: SolveSettings, parts: list[Part], results: dict[Part, SolveResult]) -> float:
+    """The bound the parts' results give on the whole: sum over the parts of
+    objective x (1 - gap)."""
     lower_bound = 0.0
     for part in parts:
         result = results[part]
         gap = result.mip_gap if result.mip_gap is not None else settings.mip_gap
         lower_bound += result.objective * (1 - max(gap, 0.0))
-    upper_bound = program.lp.objective_value(values)
-    gap = (upper_bound - lower_bound) / upper_bound if upper_bound > 0 else 0.0
-    if gap > settings.mip_gap + 1e-9:
-        return None
-    return SolveResult(
-        termination=Termination.OPTIMAL,
-        solver="",
-        solver_version="",
-        runtime_s=0.0,
-        objective=upper_bound,
-        values=values,
-        mip_gap=max(gap, 0.0),
-    )
+    return lower_bound
+
+
+def _gap(cost: float, bound: float) -> float:
+    """The relative gap of a plan of `cost` above `bound`."""
+    return max((cost - bound) / cost, 0.0) if cost > 0 else 0.0

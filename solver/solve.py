@@ -8,8 +8,12 @@ sequences them.
 
 The time limit bounds the whole pipeline: the settings' deadline (started here unless the
 caller started it earlier, as a command does) is checked after every stage, and every
-backend call, the pricing LP included, gets only the time that is left. A run that
-passes the deadline raises `TimeLimitReached` naming the stage it was in.
+backend call, the pricing LP included, gets only the time that is left. The solve itself
+stops at `solver.settings.SOLVE_SHARE` of the limit, so that a plan found by then (not
+proved within the gap: status `feasible`, its gap stated) is still priced, verified and
+returned; a pricing LP not ended by `PRICING_SHARE` of it leaves the plan without shadow
+prices, and the plan says so. A run that passes the deadline raises `TimeLimitReached`
+naming the stage it was in.
 """
 
 import threading
@@ -38,7 +42,7 @@ from solver.pricing import priced_rows, pricing_program
 from solver.program import FleetProgram, build_program
 from solver.readback import chosen_sizes, gpu_use, integral, read_plan, replica_counts
 from solver.sets import ProgramSets
-from solver.settings import SolveSettings, TimeLimitReached
+from solver.settings import PRICING_SHARE, SOLVE_SHARE, SolveSettings, TimeLimitReached
 from solver.size_check import check_configurations, check_program_size
 from solver.tiering import search_report, tiering_report
 from solver.verify import verify
@@ -124,11 +128,12 @@ def _solve_table(instance: Instance, settings: SolveSettings, table: CandidateTa
     problems = [*table.problems, *presolve_problems(sets)]
     if problems:
         raise Infeasible.from_problems(problems)
-    parts = start_by_workload(sets, backend, settings)  # solving while the whole is built
+    solving = settings.within(SOLVE_SHARE)  # the rest of the limit prices and checks the plan
+    parts = start_by_workload(sets, backend, solving)  # solving while the whole is built
     try:
         program = build_program(instance, table, settings=settings, sets=sets)
         settings.check("program build")
-        optimised = optimise(program, backend, settings, parts=parts)
+        optimised = optimise(program, backend, solving, parts=parts)
     finally:
         if parts is not None:
             parts.started.abandon()
@@ -150,16 +155,23 @@ def _solve_table(instance: Instance, settings: SolveSettings, table: CandidateTa
     settings.check("solve")
     values = integral(program, result.values)
     pricer = backend if backend.capabilities.duals else get_backend(PRICING_BACKEND)
-    pricing = _in_background(pricer.run, pricing_program(program, values), settings.with_duals())
+    pricing_settings = settings.within(PRICING_SHARE).with_duals()
+    pricing = _in_background(pricer.run, pricing_program(program, values), pricing_settings)
+    unpriced: list[str] = []
 
     def duals() -> dict[str, float]:
         priced = pricing()
+        if priced.termination is Termination.TIME_LIMIT:
+            unpriced.append(PRICING_TIMED_OUT)
+            return {}
         settings.check("pricing")
         return priced_rows(priced)
 
     counts = replica_counts(program.sets, values)
     curves = assess_pools(instance, chosen_sizes(program.sets, counts))
     plan = read_plan(program, optimised, values, duals, settings, curves)
+    if unpriced:
+        plan = plan.model_copy(update={"shadow_price_note": unpriced[0]})
     if program.groups.templates or instance.policy.colocation:
         plan = _with_tiering(instance, settings, plan, program, table)
     check = verify(instance, plan)
@@ -170,6 +182,12 @@ def _solve_table(instance: Instance, settings: SolveSettings, table: CandidateTa
             + "\n".join(f"  - {v}" for v in check.violations)
         )
     return Solved(program, optimised, with_engine(instance, plan), settings, curves)
+
+
+PRICING_TIMED_OUT = (
+    "no shadow prices: the pricing LP did not end within the time limit (raise --time-limit "
+    "to have them)"
+)
 
 
 def _in_background(run: Callable[..., T], *args) -> Callable[[], T]:

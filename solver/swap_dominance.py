@@ -44,13 +44,16 @@ changes what a move costs or carries. That is every part of a decomposed solve (
 buy single GPUs), and an instance that buys single GPUs. Regions with an existing
 fleet, a zone-loss scenario, or a pool the caller bounds from below are left alone;
 pools the caller bounds are neither moved nor moved into (explain's re-solve without a
-pool must not rely on it). Same-GPU dominance (solver.replica_dominance) then runs on
-the pools left (`optimal_reduction`): its moves never fill a pool removed here.
+pool must not rely on it), and so are regions whose supply the caller narrows (a part
+re-solved within what the other parts leave of it, solver.part_join). Same-GPU
+dominance (solver.replica_dominance) then runs on the pools left (`optimal_reduction`):
+its moves never fill a pool removed here, and they keep the GPUs of each type, so a
+narrowed supply row holds after them.
 """
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from solver.families.capacity import CapacityRow
 from solver.families.demand import DemandRow
@@ -101,26 +104,38 @@ PRICED_COLUMNS = frozenset((PurchasedColumn.family, ReplicasColumn.family))
 """The columns its objective may price: purchases, and the tie-break on replicas."""
 
 
-def optimal_reduction(program: FleetProgram, bounds: Bounds | None = None) -> Reduction:
+def optimal_reduction(
+    program: FleetProgram, bounds: Bounds | None = None, narrowed: frozenset[str] = frozenset()
+) -> Reduction:
     """What both dominance arguments let the solve leave out: the pools removed here
-    (`swap_bounds`), then same-GPU dominance (solver.replica_dominance.dominance) on the
-    pools left."""
-    removed = swap_bounds(program, bounds)
+    (`swap_bounds`, not in the `narrowed` regions), then same-GPU dominance
+    (solver.replica_dominance.dominance) on the pools left."""
+    removed = swap_bounds(program, bounds, narrowed)
     same_gpu = dominance(program, {**(bounds or {}), **removed})
     return Reduction({**removed, **same_gpu.bounds}, same_gpu.sizes)
 
 
-def reduced_program(program: FleetProgram, bounds: Bounds | None = None) -> LinearProgram:
-    """The program's LP to solve: within the caller's `bounds` (which win), and reduced
-    to the pools and sizes an optimal plan needs (`optimal_reduction`)."""
-    bounds = bounds or {}
-    reduction = optimal_reduction(program, bounds)
-    return with_sizes(with_bounds(program.lp, {**reduction.bounds, **bounds}), reduction.sizes)
+def reduced_program(
+    program: FleetProgram, bounds: Bounds | None = None, supply: dict[str, float] | None = None
+) -> LinearProgram:
+    """The program's LP to solve: within the caller's `bounds` (which win) and, for each
+    gpu_supply row named in `supply`, within that many GPUs; reduced to the pools and
+    sizes an optimal plan needs (`optimal_reduction`)."""
+    bounds, supply = bounds or {}, supply or {}
+    narrowed = frozenset(GpuSupplyRow.parse(name).region for name in supply)
+    reduction = optimal_reduction(program, bounds, narrowed)
+    lp = with_sizes(with_bounds(program.lp, {**reduction.bounds, **bounds}), reduction.sizes)
+    for name, gpus in supply.items():
+        lp.constraints[name] = replace(lp.constraints[name], rhs=gpus)
+    return lp
 
 
-def swap_bounds(program: FleetProgram, bounds: Bounds | None = None) -> Bounds:
+def swap_bounds(
+    program: FleetProgram, bounds: Bounds | None = None, narrowed: frozenset[str] = frozenset()
+) -> Bounds:
     """replicas[w,A,r] <= 0 for every pool A another pool of its workload, phase and
-    region dominates (the module docstring), where the argument holds; {} elsewhere."""
+    region dominates (the module docstring), where the argument holds (not in the
+    `narrowed` regions, whose supply the caller lowers); {} elsewhere."""
     sets = program.sets
     bounds = bounds or {}
     if not _plain(program) or any(split_name(n)[0] != ReplicasColumn.family for n in bounds):
@@ -129,7 +144,9 @@ def swap_bounds(program: FleetProgram, bounds: Bounds | None = None) -> Bounds:
     found: Bounds = {}
     for r in sets.regions:
         offers = [offer for (region, _), offer in sets.offers.items() if region == r]
-        if r in zone_regions or any(o.existing > 0 or o.price_per_gpu_hour <= 0 for o in offers):
+        if r in zone_regions or r in narrowed:
+            continue
+        if any(o.existing > 0 or o.price_per_gpu_hour <= 0 for o in offers):
             continue
         pools = [p for w in sets.workloads for p in sets.pools_at.get((w, r), ())]
         if any(bounds.get(pool_column(p), (0.0, None))[0] > 0 for p in pools):

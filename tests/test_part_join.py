@@ -1,13 +1,20 @@
 """Joining the workload programs (solver.part_join): a join that takes more of a region's
-supply than it holds is mended by solving the workloads that share it together, and the
+supply than it holds is mended by re-solving its largest user within a share of it
+(solver.join_mend), or else by solving the workloads that share it together, and the
 plan is the one the whole program gives."""
+
+import time
 
 import pytest
 
+from solver.backends import get_backend
 from solver.candidates import build_candidates
-from solver.lp import SolveResult, Termination
-from solver.part_join import GAP_KEPT, gap_left, joined_purchases
+from solver.decompose import WHOLE_AFTER_JOIN_SHARE
+from solver.join_mend import supply_shares
+from solver.lp import Constraint, Sense, SolveResult, Termination
+from solver.part_join import GAP_KEPT, gap_left, joined_purchases, solve_by_workload
 from solver.program import build_program
+from solver.settings import SOLVE_SHARE, SolveSettings
 from solver.solve import solve
 from tests.synthetic import FLAT_SLO, instance, workload
 
@@ -78,3 +85,114 @@ def test_a_merged_part_may_use_the_gap_the_settled_parts_leave():
     # Never below the requested gap, even when the settled parts used it all.
     results[settled] = _result(1000.0, 0.01)
     assert gap_left(1e-3, [merged, settled], [merged], results) == 1e-3
+
+
+def _uneven(mail_rps: float | None, mip_gap: float) -> object:
+    """`chat` (95 req/s) and `docs` (9 req/s) in `east`, where 3 H100s at $1/GPU-hour
+    are on offer beside A100s at $1.5; with `mail_rps`, `mail` in `west` with 64 H100s at
+    $2. Apart, chat takes 3 H100s (3 q_h >= 95; 2 H100s and an A100 cost $3.5) and docs 1
+    (q_h >= 9 and $1 < $1.5): 4 of the 3."""
+    loads = [
+        workload("chat", {"east": 95.0}, **FLAT_SLO),
+        workload("docs", {"east": 9.0}, **FLAT_SLO),
+    ]
+    supply = {"east": {"h100-sxm": (3, 1.0), "a100-80gb-sxm": (64, 1.5)}}
+    if mail_rps is not None:
+        loads.append(workload("mail", {"west": mail_rps}, **FLAT_SLO))
+        supply["west"] = {"h100-sxm": (64, 2.0)}
+    return instance(supply, loads, models={"llama-3.1-8b": ["fp8", "bf16"]}, mip_gap=mip_gap)
+
+
+def _capacities(inst) -> tuple[float, float]:
+    """q(1) of the H100 and A100 replicas (FLAT_SLO: n replicas carry n q(1))."""
+    q = {c.gpu: c.requests_per_s for c in build_candidates(inst).of("chat")}
+    return q["h100-sxm"], q["a100-80gb-sxm"]
+
+
+def test_the_largest_user_of_an_overfilled_supply_is_re_solved_within_its_share():
+    """The excess is 1 H100; chat, the largest user, may use 3 - 1 = 2 and tops them up
+    with one A100 (95 - 2 q_h <= q_a): east costs 2 x $1 + $1.5 + docs' $1 = $4.5, as
+    much as the other way round (chat 3 H100s, docs one A100: $3 + $1.5). mail's 1,000
+    req/s take ceil(1,000 / q_h) = 23 west H100s. The parts apart bound the whole at
+    $3 + $1 + 23 x $2 = $50, so the mended join ($50.5, 0.99% above) is within a 2% gap
+    and no merge is needed."""
+    inst = _uneven(1000.0, mip_gap=0.02)
+    q_h, q_a = _capacities(inst)
+    assert 2 * q_h < 95 <= 3 * q_h and 95 - 2 * q_h <= q_a and q_a >= 9
+    assert -(-1000 // q_h) == 23
+    plan = solve(inst)
+    assert plan.cost_per_month == pytest.approx((2 * 1.0 + 1.5 + 1.0 + 23 * 2.0) * HOURS)
+    assert plan.status == "optimal"
+    assert plan.solver.mip_gap == pytest.approx(0.5 / 50.5, rel=1e-3)
+    assert plan.solver.method == (
+        "decomposed by workload: 3 independent programs joined, "
+        "1 re-solved within a share of a region's supply"
+    )
+
+
+def test_a_mended_join_outside_the_gap_is_kept_when_no_merge_proves_better():
+    """Without mail the mended join costs $4.5 against the parts' bound of $3 + $1: a
+    gap of 0.5 / 4.5, outside the requested 0. Merging chat and docs leaves one part,
+    the whole, which the decomposition does not solve: it returns the mended join,
+    FEASIBLE with that gap. `solve` then solves the whole program from it and proves
+    $4.5 optimal."""
+    inst = _uneven(None, mip_gap=0.0)
+    program = build_program(inst, build_candidates(inst))
+    settings = SolveSettings.of(inst).with_duals(False)
+    joined = solve_by_workload(program, get_backend("highs"), settings)
+    assert joined.result.termination is Termination.FEASIBLE
+    assert joined.result.mip_gap == pytest.approx(0.5 / 4.5, rel=1e-3)
+    assert joined.mended == 1
+    plan = solve(inst)
+    assert plan.cost_per_month == pytest.approx(4.5 * HOURS)
+    assert plan.status == "optimal"
+    assert plan.solver.method == "one program"
+
+
+def _supply_row(coefficients: dict[str, float], rhs: float) -> Constraint:
+    name = "gpu_supply[east,h100-sxm]"
+    return Constraint(name, "gpu_supply", coefficients, Sense.LE, rhs)
+
+
+def test_supply_shares_split_the_excess_among_the_largest_users():
+    """Uses 3 (chat) and 3 (docs) of 4: the excess of 2 is within chat's use (the
+    first of the largest, by name), which may keep 3 - 2 = 1. Uses 2, 2 and 2 (mail's
+    one replica of 2 GPUs) of 1: the excess of 5 takes all three, each keeping
+    2 - 5 x 2 / 6 = 1/3 (together 1, the row's right-hand side)."""
+    owner = {"a": ("chat",), "b": ("docs",), "c": ("mail",)}
+    row = _supply_row({"a": 1.0, "b": 1.0, "c": 2.0}, 4.0)
+    shares = supply_shares([row], {"a": 3.0, "b": 3.0, "c": 0.0}, owner)
+    assert shares == {("chat",): {row.name: pytest.approx(1.0)}}
+    row = _supply_row({"a": 1.0, "b": 1.0, "c": 2.0}, 1.0)
+    shares = supply_shares([row], {"a": 2.0, "b": 2.0, "c": 1.0}, owner)
+    assert shares == {part: {row.name: pytest.approx(1 / 3)} for part in owner.values()}
+
+
+def test_supply_shares_mend_supply_rows_only():
+    """A broken row of another family, or one whose excess lies outside the parts'
+    columns, has no shares."""
+    owner = {"a": ("chat",)}
+    other = Constraint("power[east]", "power", {"a": 1.0}, Sense.LE, 1.0)
+    assert supply_shares([other], {"a": 3.0}, owner) is None
+    outside = _supply_row({"a": 1.0, "x": 1.0}, 1.0)
+    assert supply_shares([outside], {"a": 1.0, "x": 3.0}, owner) is None
+
+
+def test_an_unproven_join_is_the_plan_when_the_time_is_nearly_out():
+    """The same instance, with 70 s of a 100 s limit spent: the solve may use 80 s of
+    it (SOLVE_SHARE), so 10 s are left, under WHOLE_AFTER_JOIN_SHARE of the limit.
+    The mended join is the plan, verified, `feasible` with its gap of 0.5 / 4.5 stated,
+    rather than a whole solve that could not end in time."""
+    inst = _uneven(None, mip_gap=0.0)
+    settings = SolveSettings.of(inst, time_limit_s=100.0).started(at=time.monotonic() - 70.0)
+    left_s = settings.within(SOLVE_SHARE).remaining_s()
+    assert left_s == pytest.approx(100.0 * SOLVE_SHARE - 70.0, abs=1)
+    assert left_s < WHOLE_AFTER_JOIN_SHARE * 100.0
+    plan = solve(inst, settings)
+    assert plan.status == "feasible (gap 11.11%)"  # 0.5 / 4.5
+    assert plan.cost_per_month == pytest.approx(4.5 * HOURS)
+    assert plan.solver.mip_gap == pytest.approx(0.5 / 4.5, rel=1e-3)
+    assert plan.solver.method == (
+        "decomposed by workload: 2 independent programs joined, "
+        "1 re-solved within a share of a region's supply"
+    )

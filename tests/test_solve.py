@@ -20,9 +20,10 @@ from solver.backends import available_backends, get_backend
 from solver.candidates import build_candidates
 from solver.errors import Infeasible
 from solver.explain import explain
+from solver.lp import SolveResult, Termination
 from solver.plan import Plan
 from solver.program import build_program
-from solver.solve import SolveSettings, solve
+from solver.solve import PRICING_TIMED_OUT, SolveSettings, solve
 from solver.verify import verify
 from tests.paths import DEFAULT_INSTANCE, INSTANCES
 from tests.synthetic import FLAT_SLO, instance, long_prompt_workload, workload
@@ -257,6 +258,29 @@ def test_demand_shadow_price_is_the_cost_of_one_request_per_second():
     assert demand.shadow_price == pytest.approx(2.0 * HOURS / q, rel=1e-4)
     assert demand.unit == "$/month per request/s of demand"
     assert "not MIP duals" in plan.shadow_price_note
+
+
+def test_a_pricing_lp_stopped_by_the_time_limit_leaves_a_plan_without_shadow_prices(
+    monkeypatch,
+):
+    """The pricing LP runs after the solve; when the time limit stops it (TIME_LIMIT,
+    no duals) the verified plan is still returned, with no shadow price on any row and
+    a note that says why, rather than no plan."""
+    priced = solved(single_region(100.0))
+    backend = type(get_backend("highs"))
+    original = backend.run
+
+    def run(self, lp, settings, **kwargs):
+        if settings.want_duals:  # the pricing LP
+            return SolveResult(Termination.TIME_LIMIT, "highs", "", 0.0, None)
+        return original(self, lp, settings, **kwargs)
+
+    monkeypatch.setattr(backend, "run", run)
+    plan = solved(single_region(100.0))
+    assert plan.shadow_price_note == PRICING_TIMED_OUT
+    assert all(not b.shadow_price for b in plan.binding)
+    assert any(b.shadow_price for b in priced.binding)
+    assert plan.cost_per_month == pytest.approx(priced.cost_per_month)
 
 
 def test_a_binding_supply_is_priced_at_what_one_more_gpu_saves():
