@@ -15,10 +15,13 @@ Each P_w is a relaxation of the joint program restricted to w, so
 union of the P_w solutions is a joint solution once the supply rows hold for it; its
 joint cost UB is then an upper bound, and when (UB - LB) / UB is within the requested
 gap the union is a plan as good as the joint solve would return. Where workloads
-compete for a GPU type in some region (the union breaks its supply row), the workloads
-that use it are solved together as one part and the union retried (solver.part_join),
-until it holds or one part is left; a union still outside the gap (an existing fleet
-shared unevenly, say) has the joint program solved as one.
+compete for a GPU type in some region (the union breaks its supply row), its largest
+users are re-solved within shares of it that fit (a plan: solver.join_mend), and when
+that plan is not within the gap the workloads that use it are solved together as one
+part and the union retried (solver.part_join), until it holds or one part is left. A
+union still outside the gap (an existing fleet shared unevenly, say) has the joint
+program solved as one, from the cheapest union that held; when less than a quarter of
+the time limit is left, that union is the plan, `feasible` with its gap stated.
 
 Whole servers (policy.buy_unit: node) and site power are shared between workloads
 too: each P_w buys single GPUs against the whole power of each site (a relaxation

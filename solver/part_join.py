@@ -190,19 +190,19 @@ class _Run:
         values: dict[str, float],
         mended: int = 0,
     ) -> Optimised | None:
-        """The join of `values` (a plan of the whole) as the result, when its cost is
-        within the requested gap of the bound the parts' results give (relaxations of
-        the whole, the parts a partition of the workloads); else None, the join kept as
-        the incumbent when it is the cheapest so far. `mended`: parts re-solved within
-        supply shares to reach `values`."""
+        """The cheapest join that held so far (this one, `values`, a plan of the whole,
+        or an earlier one) as the result, when its cost is within the requested gap of
+        the best bound the parts' results have given (relaxations of the whole, the
+        parts a partition of the workloads); else None, the cheapest kept as the
+        incumbent. `mended`: parts re-solved within supply shares to reach `values`."""
         cost = self.program.lp.objective_value(values)
         join = _Join(values, cost, len(parts), self.competing, mended)
         self.bound = max(self.bound, _bound(self.settings, parts, results))
         if self.best is None or join.cost < self.best.cost:
             self.best = join
-        if _gap(join.cost, self.bound) > self.settings.mip_gap + 1e-9:
+        if _gap(self.best.cost, self.bound) > self.settings.mip_gap + 1e-9:
             return None
-        return self._result(Termination.OPTIMAL, join)
+        return self._result(Termination.OPTIMAL, self.best)
 
     def incumbent(self) -> Optimised | None:
         """The cheapest join that held, as a result stopped before its gap was proved
