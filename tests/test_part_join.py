@@ -6,6 +6,9 @@ plan is the one the whole program gives."""
 import time
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 
 from solver.backends import get_backend
 from solver.candidates import build_candidates
@@ -196,3 +199,28 @@ def test_an_unproven_join_is_the_plan_when_the_time_is_nearly_out():
         "decomposed by workload: 2 independent programs joined, "
         "1 re-solved within a share of a region's supply"
     )
+
+
+@examples(max_examples=200, deadline=None)
+@given(
+    uses=st.lists(st.integers(0, 16), min_size=1, max_size=6),
+    gpus=st.lists(st.sampled_from([1, 2, 4, 8]), min_size=6, max_size=6),
+    room=st.floats(0.0, 1.0),
+)
+def test_supply_shares_fit_the_row_and_take_only_from_users(uses, gpus, room):
+    """For any overfilled supply row: every share lies between 0 and its part's use,
+    and the shares with the untouched parts' use fill the row exactly."""
+    names = [f"x{i}" for i in range(len(uses))]
+    owner = {name: (f"w{i}",) for i, name in enumerate(names)}
+    values = {name: float(n) for name, n in zip(names, uses, strict=True)}
+    coefficients = {name: float(g) for name, g in zip(names, gpus, strict=False)}
+    total = sum(coefficients[n] * values[n] for n in names)
+    assume(total > 0)
+    row = _supply_row(coefficients, room * total * 0.99)
+    shares = supply_shares([row], values, owner)
+    used = {owner[n]: coefficients[n] * values[n] for n in names}
+    assert shares is not None
+    for part, rows in shares.items():
+        assert -1e-9 <= rows[row.name] <= used[part] + 1e-9
+    kept = sum(u for part, u in used.items() if part not in shares)
+    assert kept + sum(rows[row.name] for rows in shares.values()) == pytest.approx(row.rhs)
