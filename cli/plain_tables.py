@@ -68,12 +68,7 @@ def plain_table(
 
 def _plain(text: str) -> bool:
     """Printable ASCII on one line, no space at either end, none doubled."""
-    return (
-        text.isascii()
-        and text.isprintable()
-        and text == text.strip()
-        and "  " not in text
-    )
+    return text.isascii() and text.isprintable() and text == text.strip() and "  " not in text
 
 
 def _rule(parts: tuple[str, str, str, str], widths: list[int]) -> str:

@@ -353,6 +353,8 @@ class SolverRun(BaseModel):
     version: str
     termination: str
     runtime_s: float
+    """Seconds the backend spent solving; for a decomposed solve the sum over its
+    programs, which run side by side in worker processes, so it can pass the wall time."""
     mip_gap: float | None = None
     """Relative gap between the plan and the best bound, as the backend reports it."""
     requested_gap: float
