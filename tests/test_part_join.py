@@ -224,3 +224,30 @@ def test_supply_shares_fit_the_row_and_take_only_from_users(uses, gpus, room):
         assert -1e-9 <= rows[row.name] <= used[part] + 1e-9
     kept = sum(u for part, u in used.items() if part not in shares)
     assert kept + sum(rows[row.name] for rows in shares.values()) == pytest.approx(row.rhs)
+
+
+@examples(max_examples=12, deadline=None)
+@given(
+    h100s=st.integers(0, 8),
+    a100_price=st.sampled_from([1.5, 3.0, 10.0]),
+    demands=st.lists(st.sampled_from([5.0, 9.0, 40.0, 95.0, 150.0]), min_size=2, max_size=3),
+    west=st.sampled_from([None, 30.0, 1000.0]),
+)
+def test_a_decomposed_solve_of_competing_workloads_is_the_joint_optimum(
+    h100s, a100_price, demands, west
+):
+    """Workloads in `east` competing for a few cheap H100s beside A100s (and maybe one
+    in `west` on its own supply): whatever mends the join (shares, a merge, or the whole
+    solved from the best join), the plan at a zero gap costs the whole program's
+    optimum."""
+    loads = [workload(f"w{i}", {"east": rate}, **FLAT_SLO) for i, rate in enumerate(demands)]
+    supply = {"east": {"h100-sxm": (h100s, 1.0), "a100-80gb-sxm": (64, a100_price)}}
+    if west is not None:
+        loads.append(workload("mail", {"west": west}, **FLAT_SLO))
+        supply["west"] = {"h100-sxm": (64, 2.0)}
+    inst = instance(supply, loads, models={"llama-3.1-8b": ["fp8", "bf16"]})
+    program = build_program(inst, build_candidates(inst))
+    whole = get_backend("highs").solve(program.lp, mip_gap=0.0, time_limit_s=60)
+    plan = solve(inst)
+    assert plan.status == "optimal"
+    assert plan.cost_per_month == pytest.approx(whole.objective, abs=1.0)
