@@ -29,8 +29,8 @@ class Optimised:
     of some shared row (a region's supply of a GPU type, say) than it holds
     (solver.part_join)."""
     mended: int = 0
-    """Parts re-solved within shares of a region's supply that fit beside the other
-    parts' use of it (solver.join_mend)."""
+    """Workloads re-solved so that their join fits a region's supply: together around
+    the region, or within shares of it (solver.join_mend)."""
 
     @property
     def description(self) -> str:
@@ -43,7 +43,7 @@ class Optimised:
             if self.competing:
                 joined += f", {self.competing} of them workloads that compete for supply"
             if self.mended:
-                joined += f", {self.mended} re-solved within a share of a region's supply"
+                joined += f", {self.mended} re-solved to fit a region's supply"
             if self.processes > 1:
                 joined += f", solved in {self.processes} parallel processes"
             return joined

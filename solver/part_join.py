@@ -6,12 +6,16 @@ Their solutions are joined: every part's own columns, and each region's purchase
 GPU type rounded up on the sum (`joined_purchases`). The join is a plan of the whole
 program when every row holds. A row the parts share can fail: two workloads that each
 take most of a region's supply of a GPU type, apart, take more than it holds together.
-Each round then mends it in two ways:
+Each round then mends it in three ways:
 
 - Shares (solver.join_mend): the largest users of each overfilled supply row are
   re-solved within shares that fit beside the others' use. That is a restriction, so
   the join, once it holds, is a plan of the whole; it is the result when its cost is
   within the gap of the bound the parts gave, and kept as the incumbent otherwise.
+- Local merge (solver.join_mend): where no route joins the row's region to another,
+  the users of each overfilled row re-solved together with everything held at the
+  join's values but in that region; a restriction too, and there the merged part's
+  optimum in the region.
 - Merge: the parts whose columns carry each broken row are merged into one part, solved
   again as one program (a relaxation of the whole still: its workloads alone, over the
   whole supply), and the join retried.
@@ -34,17 +38,18 @@ what is checked in the end, against the sum of the final parts' bounds.
 Measured on the scaling bench's 50 x 50 x 6 instance without failures: the first join
 takes more of r25's MI300X than it holds. Shares for its three largest users (re-solved
 in 1 s) give a plan $7,847,223/month, 0.2% above the parts' bound of $7,831,190: outside
-the 0.1% gap. Merging the 35 workloads that use them gives a plan in 21-23 s (16
-programs joined, $7,837,061/month, 0.07% gap; the merged program reduced by
-solver.swap_dominance across its workloads, 59 s without), where the whole program as
-one took 118-136 s. Tried and dropped as the only mend: re-solving the largest user
+the 0.1% gap. Its 35 users re-solved together around r25 give $7,833,148, 0.025% above:
+the plan, 10.6 s from start. Merging the 35 workloads (the next step) gave a plan in
+19.5-25.6 s (16 programs joined, $7,837,061/month, 0.07% gap; the merged program
+reduced by solver.swap_dominance across its workloads, 59 s without), where the whole
+program as one took 118-136 s. Tried and dropped as the only mend: re-solving the largest user
 within what the others leave ($14k/month above the bound), shares in proportion to use
 for every user ($27k above), and the largest users re-solved together within the row
 (84 s, $10k above).
 """
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from models.site import gpus_bought, node_gpus
@@ -52,14 +57,14 @@ from solver.backends import Backend
 from solver.families.pool_sizes import PoolSizeIsColumn
 from solver.families.servers import ServersColumn
 from solver.families.variables import PurchasedColumn
-from solver.join_mend import supply_shares
+from solver.join_mend import fixed_outside, reach, supply_shares
 from solver.linked import linked_groups
 from solver.lp import Constraint, LinearProgram, SolveResult, Termination
 from solver.optimised import Method, Optimised
 from solver.parallel import processes_for, solve_each, worth_parallel
 from solver.program import FleetProgram
 from solver.replica_dominance import Bounds
-from solver.row_names import GroupsColumn, ReplicasColumn, split_name
+from solver.row_names import GpuSupplyRow, GroupsColumn, ReplicasColumn, split_name
 from solver.settings import MIN_CALL_S, SolveSettings
 from solver.swap_dominance import reduced_program
 from solver.workload_parts import Part, PartSolves, workload_program
@@ -153,11 +158,12 @@ class _Run:
         parts: list[Part],
         gap: float | None = None,
         supply: dict[Part, dict[str, float]] | None = None,
+        fixed: "Callable[[FleetProgram], Bounds] | None" = None,
     ) -> Iterator[tuple[Part, SolveResult]]:
         """Solve the parts' programs to the relative `gap` (the requested one by
-        default), each within its `supply` shares (solver.join_mend) if any, in worker
-        processes when worth it."""
-        found, used = _solve_parts(self, parts, gap or self.settings.mip_gap, supply or {})
+        default), each within its `supply` shares (solver.join_mend) and the bounds
+        `fixed` gives its program, if any, in worker processes when worth it."""
+        found, used = _solve_parts(self, parts, gap or self.settings.mip_gap, supply or {}, fixed)
         self.processes = max(self.processes, used)
         return found
 
@@ -198,11 +204,13 @@ class _Run:
         cost = self.program.lp.objective_value(values)
         join = _Join(values, cost, len(parts), self.competing, mended)
         self.bound = max(self.bound, _bound(self.settings, parts, results))
-        if self.best is None or join.cost < self.best.cost:
+        if self.best is None or join.cost <= self.best.cost:
             self.best = join
         if _gap(self.best.cost, self.bound) > self.settings.mip_gap + 1e-9:
             return None
-        return self._result(Termination.OPTIMAL, self.best)
+        # Proved by this round's parts (the bound), reached by the best join's mends.
+        proved = replace(self.best, programs=len(parts), competing=self.competing)
+        return self._result(Termination.OPTIMAL, proved)
 
     def incumbent(self) -> Optimised | None:
         """The cheapest join that held, as a result stopped before its gap was proved
@@ -251,18 +259,19 @@ def _mend_or_merge(
 ) -> Optimised | None:
     """The join as the result, mending it where it breaks rows: each round first
     re-solves the largest users of the broken supply rows within shares that fit
-    (`_mend`, a restriction: a plan, not a bound), and when that plan is not within the
-    gap merges the parts that carry each broken row and solves the merged ones
+    (`_mend`), then the users together around the rows' regions (`_local_merge`; both
+    restrictions: plans, not bounds), and when neither plan is within the gap merges the
+    parts that carry each broken row and solves the merged ones
     (`_merge_round`, a relaxation: a tighter bound), until a join holds within the gap.
     An INFEASIBLE result when a merged part has no plan; None when no join is proved
     within the gap in time (the run keeps the cheapest that held: `_Run.incumbent`)."""
     while broken:
-        mended = _mend(run, parts, results, values, owner, broken)
-        if mended is not None:
-            values_mended, count = mended
-            found = run.joined(parts, results, values_mended, count)
-            if found is not None:
-                return found
+        for mend in (_mend, _local_merge):  # shares first: quick, and a plan to keep
+            mended = mend(run, parts, results, values, owner, broken)
+            if mended is not None:
+                found = run.joined(parts, results, *mended)
+                if found is not None:
+                    return found
         if run.out_of_time():
             return None
         merged = _merge_round(run, parts, results, values, owner, broken)
@@ -272,6 +281,48 @@ def _mend_or_merge(
         if broken is None:
             return None
     return run.joined(parts, results, values)
+
+
+def _local_merge(
+    run: _Run,
+    parts: list[Part],
+    results: dict[Part, SolveResult],
+    values: dict[str, float],
+    owner: dict[str, Part],
+    broken: list[Constraint],
+) -> tuple[dict[str, float], int] | None:
+    """A join that holds every row, reached by re-solving the parts that share each
+    broken supply row together with every column held at the join's value except in the
+    row's region (solver.join_mend.fixed_outside: a restriction, so a plan), and how
+    many workloads were; None when a broken row is not a supply row, a route joins its
+    region to another (solver.join_mend.reach), a merged part finds no plan, or the join
+    still breaks a row."""
+    merged = _merged(parts, broken, owner, values)
+    if merged is None or run.out_of_time():
+        return None
+    regions: set[str] = set()
+    for row in broken:
+        if split_name(row.name)[0] != GpuSupplyRow.family:
+            return None
+        region = GpuSupplyRow.parse(row.name).region
+        if reach(run.program.sets.routes, region) != {region}:
+            return None  # failover joins it to other regions: the local program is large
+        regions.add(region)
+    groups = [group for group in merged if group not in results]
+
+    def fixed(alone: FleetProgram) -> Bounds:
+        return fixed_outside(alone.lp.variables, values, regions)
+
+    joined = {name: value for name, value in values.items() if _per_workload(name)}
+    for _group, result in run.solve(groups, fixed=fixed):
+        run.runtime_s += result.runtime_s
+        if not result.termination.has_solution:
+            return None
+        joined.update((n, v) for n, v in result.values.items() if _per_workload(n))
+    joined.update(joined_purchases(run.program, joined))
+    if _broken_rows(run.program.lp, joined, run.bounds, owner) != []:
+        return None
+    return joined, sum(len(group) for group in groups)
 
 
 def _mend(
@@ -358,7 +409,11 @@ def gap_left(
 
 
 def _solve_parts(
-    run: _Run, parts: list[Part], gap: float, supply: dict[Part, dict[str, float]]
+    run: _Run,
+    parts: list[Part],
+    gap: float,
+    supply: dict[Part, dict[str, float]],
+    fixed: "Callable[[FleetProgram], Bounds] | None" = None,
 ) -> tuple[Iterator[tuple[Part, SolveResult]], int]:
     """Build, reduce and solve the parts' programs, each within its `supply` shares
     (in worker processes when worth it): (part, result) as each ends, and the
@@ -367,6 +422,8 @@ def _solve_parts(
     for part in parts:
         alone = workload_program(run.program, part)
         own = {name: bound for name, bound in run.bounds.items() if name in alone.lp.variables}
+        if fixed is not None:
+            own = {**fixed(alone), **own}
         lps.append(reduced_program(alone, own, supply.get(part)))
     processes = processes_for(len(lps)) if worth_parallel(lps) else 1
 

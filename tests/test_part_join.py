@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from solver.backends import get_backend
 from solver.candidates import build_candidates
 from solver.decompose import WHOLE_AFTER_JOIN_SHARE
-from solver.join_mend import supply_shares
+from solver.join_mend import fixed_outside, reach, supply_shares
 from solver.lp import Constraint, Sense, SolveResult, Termination
 from solver.part_join import GAP_KEPT, gap_left, joined_purchases, solve_by_workload
 from solver.program import build_program
@@ -129,23 +129,24 @@ def test_the_largest_user_of_an_overfilled_supply_is_re_solved_within_its_share(
     assert plan.solver.mip_gap == pytest.approx(0.5 / 50.5, rel=1e-3)
     assert plan.solver.method == (
         "decomposed by workload: 3 independent programs joined, "
-        "1 re-solved within a share of a region's supply"
+        "1 re-solved to fit a region's supply"
     )
 
 
 def test_a_mended_join_outside_the_gap_is_kept_when_no_merge_proves_better():
-    """Without mail the mended join costs $4.5 against the parts' bound of $3 + $1: a
-    gap of 0.5 / 4.5, outside the requested 0. Merging chat and docs leaves one part,
-    the whole, which the decomposition does not solve: it returns the mended join,
-    FEASIBLE with that gap. `solve` then solves the whole program from it and proves
-    $4.5 optimal."""
+    """Without mail the join mended by shares costs $4.5 against the parts' bound of
+    $3 + $1: a gap of 0.5 / 4.5, outside the requested 0. chat and docs re-solved
+    together around east (the local merge: nothing is outside east) cost $4.5 too, and
+    that later join is kept. Merging them for a bound leaves one part, the whole, which
+    the decomposition does not solve: it returns the kept join, FEASIBLE with that gap.
+    `solve` then solves the whole program from it and proves $4.5 optimal."""
     inst = _uneven(None, mip_gap=0.0)
     program = build_program(inst, build_candidates(inst))
     settings = SolveSettings.of(inst).with_duals(False)
     joined = solve_by_workload(program, get_backend("highs"), settings)
     assert joined.result.termination is Termination.FEASIBLE
     assert joined.result.mip_gap == pytest.approx(0.5 / 4.5, rel=1e-3)
-    assert joined.mended == 1
+    assert joined.mended == 2
     plan = solve(inst)
     assert plan.cost_per_month == pytest.approx(4.5 * HOURS)
     assert plan.status == "optimal"
@@ -184,8 +185,9 @@ def test_supply_shares_mend_supply_rows_only():
 def test_an_unproven_join_is_the_plan_when_the_time_is_nearly_out():
     """The same instance, with 70 s of a 100 s limit spent: the solve may use 80 s of
     it (SOLVE_SHARE), so 10 s are left, under WHOLE_AFTER_JOIN_SHARE of the limit.
-    The mended join is the plan, verified, `feasible` with its gap of 0.5 / 4.5 stated,
-    rather than a whole solve that could not end in time."""
+    The kept join (chat and docs re-solved together around east) is the plan,
+    verified, `feasible` with its gap of 0.5 / 4.5 stated, rather than a whole solve
+    that could not end in time."""
     inst = _uneven(None, mip_gap=0.0)
     settings = SolveSettings.of(inst, time_limit_s=100.0).started(at=time.monotonic() - 70.0)
     left_s = settings.within(SOLVE_SHARE).remaining_s()
@@ -197,7 +199,7 @@ def test_an_unproven_join_is_the_plan_when_the_time_is_nearly_out():
     assert plan.solver.mip_gap == pytest.approx(0.5 / 4.5, rel=1e-3)
     assert plan.solver.method == (
         "decomposed by workload: 2 independent programs joined, "
-        "1 re-solved within a share of a region's supply"
+        "2 re-solved to fit a region's supply"
     )
 
 
@@ -251,3 +253,36 @@ def test_a_decomposed_solve_of_competing_workloads_is_the_joint_optimum(
     plan = solve(inst)
     assert plan.status == "optimal"
     assert plan.cost_per_month == pytest.approx(whole.objective, abs=1.0)
+
+
+def test_reach_joins_a_region_to_every_region_a_route_links_it_to():
+    """Routes none: each region home; lose=a: a's users to b, c's users to b. b's
+    capacity can take load from a and c; c's only from b's side of the routes."""
+    routes = {
+        ("none", "w"): (("a", "a", 0.0), ("b", "b", 0.0), ("c", "c", 0.0)),
+        ("lose=a", "w"): (("a", "b", 20.0), ("c", "b", 40.0), ("c", "c", 0.0)),
+    }
+    assert reach(routes, "b") == {"a", "b", "c"}
+    assert reach(routes, "c") == {"b", "c"}
+    assert reach({("none", "w"): (("a", "a", 0.0),)}, "a") == {"a"}
+
+
+def test_fixed_outside_holds_every_column_but_the_regions_and_purchases():
+    """With east free: east's pool and the load served in east stay free, west's pool
+    and west's own load are held at their values (an absent one at 0), and purchases are
+    free everywhere (the join recounts them)."""
+    key = "h100-sxm.fp8.tp1pp1.unified"
+    columns = [
+        f"replicas[w,{key},east]",
+        f"replicas[w,{key},west]",
+        "served[none,w,west,east]",
+        "served[none,w,west,west]",
+        "served[none,w,east,west]",
+        "purchased[west,h100-sxm]",
+    ]
+    values = {f"replicas[w,{key},west]": 3.0, "served[none,w,west,west]": 5.0}
+    assert fixed_outside(columns, values, {"east"}) == {
+        f"replicas[w,{key},west]": (3.0, 3.0),
+        "served[none,w,west,west]": (5.0, 5.0),
+        "served[none,w,east,west]": (0.0, 0.0),
+    }
