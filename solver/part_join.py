@@ -186,6 +186,20 @@ class _Run:
             results[part] = result
         return results
 
+    def restricted(
+        self, found: Iterable[tuple[Part, SolveResult]]
+    ) -> dict[Part, SolveResult] | None:
+        """The results of parts solved within a restriction (a mend), their time counted;
+        None when one has no plan (a restriction's, so nothing about the whole)."""
+        results = {}
+        for part, result in found:
+            self.runtime_s += result.runtime_s
+            self.solver = (result.solver, result.solver_version)
+            if not result.termination.has_solution:
+                return None
+            results[part] = result
+        return results
+
     def out_of_time(self) -> bool:
         return time.monotonic() >= self.deadline
 
@@ -314,10 +328,10 @@ def _local_merge(
         return fixed_outside(alone.lp.variables, values, regions)
 
     joined = {name: value for name, value in values.items() if _per_workload(name)}
-    for _group, result in run.solve(groups, fixed=fixed):
-        run.runtime_s += result.runtime_s
-        if not result.termination.has_solution:
-            return None
+    found = run.restricted(run.solve(groups, fixed=fixed))
+    if found is None:
+        return None
+    for result in found.values():
         joined.update((n, v) for n, v in result.values.items() if _per_workload(n))
     joined.update(joined_purchases(run.program, joined))
     if _broken_rows(run.program.lp, joined, run.bounds, owner) != []:
@@ -345,12 +359,10 @@ def _mend(
             return None
         for part, rows in new.items():
             shares[part] = {**shares.get(part, {}), **rows}
-        for part, result in run.solve(list(new), supply=shares):
-            run.runtime_s += result.runtime_s
-            run.solver = (result.solver, result.solver_version)
-            if not result.termination.has_solution:
-                return None
-            current[part] = result
+        found = run.restricted(run.solve(list(new), supply=shares))
+        if found is None:
+            return None
+        current.update(found)
         values, owner = _joined(run.program, parts, current)
         broken = _broken_rows(run.program.lp, values, run.bounds, owner)
         if broken is None:
