@@ -16,9 +16,11 @@ union of the P_w solutions is a joint solution once the supply rows hold for it;
 joint cost UB is then an upper bound, and when (UB - LB) / UB is within the requested
 gap the union is a plan as good as the joint solve would return. Where workloads
 compete for a GPU type in some region (the union breaks its supply row), its largest
-users are re-solved within shares of it that fit (a plan: solver.join_mend), and when
-that plan is not within the gap the workloads that use it are solved together as one
-part and the union retried (solver.part_join), until it holds or one part is left. A
+users are re-solved within shares of it that fit (a plan: solver.join_mend), then its
+users paying a price on it (a higher, Lagrangian bound, and a plan where their union
+fits: solver.join_price), and when no plan is proved within the gap the workloads that
+use it are solved together as one part and the union retried (solver.part_join), until
+it holds or one part is left. A
 union still outside the gap (an existing fleet shared unevenly, say) has the joint
 program solved as one, from the cheapest union that held; when less than a quarter of
 the time limit is left, that union is the plan, `feasible` with its gap stated.

@@ -16,6 +16,11 @@ Each round then mends it in three ways:
   the users of each overfilled row re-solved together with everything held at the
   join's values but in that region; a restriction too, and there the merged part's
   optimum in the region.
+- Price: each broken supply row gets a price per GPU, its users are re-solved paying it,
+  and the sum of the priced parts' bounds less the rows' priced supply is a Lagrangian
+  bound on the whole, higher than the parts' own; the priced users take less of the
+  row, and their join, when it holds, is a plan (solver.join_price). A few prices are
+  tried (`PRICE_ROUNDS`).
 - Merge: the parts whose columns carry each broken row are merged into one part, solved
   again as one program (a relaxation of the whole still: its workloads alone, over the
   whole supply), and the join retried.
@@ -58,6 +63,16 @@ from solver.families.pool_sizes import PoolSizeIsColumn
 from solver.families.servers import ServersColumn
 from solver.families.variables import PurchasedColumn
 from solver.join_mend import fixed_outside, reach, supply_shares
+from solver.join_price import (
+    Prices,
+    first_prices,
+    lagrangian_bound,
+    next_prices,
+    priced_objective,
+    result_bound,
+    row_users,
+    supply_rows,
+)
 from solver.linked import linked_groups
 from solver.lp import Constraint, LinearProgram, SolveResult, Termination
 from solver.optimised import Method, Optimised
@@ -74,6 +89,8 @@ FEASIBILITY_TOLERANCE = 1e-6
 GAP_KEPT = 0.1
 """Share of the requested gap a merged part's own gap leaves unused (`gap_left`)."""
 MEND_ROUNDS = 3
+PRICE_ROUNDS = 6
+"""Prices tried on the broken supply rows before the parts are merged (`_price`)."""
 """Rounds of re-solving parts within supply shares before the join's parts are merged."""
 
 
@@ -159,11 +176,14 @@ class _Run:
         gap: float | None = None,
         supply: dict[Part, dict[str, float]] | None = None,
         fixed: "Callable[[FleetProgram], Bounds] | None" = None,
+        prices: Prices | None = None,
     ) -> Iterator[tuple[Part, SolveResult]]:
         """Solve the parts' programs to the relative `gap` (the requested one by
         default), each within its `supply` shares (solver.join_mend) and the bounds
-        `fixed` gives its program, if any, in worker processes when worth it."""
-        found, used = _solve_parts(self, parts, gap or self.settings.mip_gap, supply or {}, fixed)
+        `fixed` gives its program, if any, paying `prices` for the GPUs of the rows they
+        name (solver.join_price), in worker processes when worth it."""
+        gap = gap or self.settings.mip_gap
+        found, used = _solve_parts(self, parts, gap, supply or {}, fixed, prices or {})
         self.processes = max(self.processes, used)
         return found
 
@@ -274,7 +294,8 @@ def _mend_or_merge(
     """The join as the result, mending it where it breaks rows: each round first
     re-solves the largest users of the broken supply rows within shares that fit
     (`_mend`), then the users together around the rows' regions (`_local_merge`; both
-    restrictions: plans, not bounds), and when neither plan is within the gap merges the
+    restrictions: plans, not bounds), then prices the broken supply rows (`_price`: a
+    higher bound, and a plan where the priced join holds), and when none is proved merges the
     parts that carry each broken row and solves the merged ones
     (`_merge_round`, a relaxation: a tighter bound), until a join holds within the gap.
     An INFEASIBLE result when a merged part has no plan; None when no join is proved
@@ -286,6 +307,11 @@ def _mend_or_merge(
                 found = run.joined(parts, results, *mended)
                 if found is not None:
                     return found
+        if run.out_of_time():
+            return None
+        found = _price(run, parts, results, values, owner, broken)
+        if found is not None:
+            return found
         if run.out_of_time():
             return None
         merged = _merge_round(run, parts, results, values, owner, broken)
@@ -372,6 +398,48 @@ def _mend(
     return None
 
 
+def _price(
+    run: _Run,
+    parts: list[Part],
+    results: dict[Part, SolveResult],
+    values: dict[str, float],
+    owner: dict[str, Part],
+    broken: list[Constraint],
+) -> Optimised | None:
+    """The cheapest join that held, proved within the gap by the Lagrangian bound of
+    prices on the broken supply rows (solver.join_price), the priced users' join among
+    the joins when it holds; None when the rows are not all supply rows, the mend gave
+    no first price, no price within `PRICE_ROUNDS` proves one, or the time is out."""
+    rows = supply_rows(broken)
+    if rows is None or run.best is None:
+        return None
+    order = {part: i for i, part in enumerate(parts)}
+    users = sorted(row_users(rows, values, owner), key=order.__getitem__)
+    extra = run.best.cost - run.program.lp.objective_value(values)
+    prices = first_prices(rows, values, extra)
+    whole = {part: {row.name: row.rhs for row in rows} for part in users}  # regions priced
+    below: dict[str, float] = {}
+    for _ in range(PRICE_ROUNDS):
+        if prices is None or run.out_of_time():
+            return None
+        priced = run.restricted(run.solve(users, supply=whole, prices=prices))
+        if priced is None:
+            return None
+        gap = run.settings.mip_gap
+        run.bound = max(run.bound, lagrangian_bound(parts, results, priced, rows, prices, gap))
+        trial, trial_owner = _joined(run.program, parts, {**results, **priced})
+        held = _broken_rows(run.program.lp, trial, run.bounds, trial_owner) == []
+        best = run.best
+        if held:
+            found = run.joined(parts, results, trial, len(users))
+        else:
+            found = run.joined(parts, results, best.values, best.mended)
+        if found is not None:
+            return found
+        prices, below = next_prices(prices, rows, trial, below)
+    return None
+
+
 def _merge_round(
     run: _Run,
     parts: list[Part],
@@ -426,17 +494,21 @@ def _solve_parts(
     gap: float,
     supply: dict[Part, dict[str, float]],
     fixed: "Callable[[FleetProgram], Bounds] | None" = None,
+    prices: Prices | None = None,
 ) -> tuple[Iterator[tuple[Part, SolveResult]], int]:
     """Build, reduce and solve the parts' programs, each within its `supply` shares
-    (in worker processes when worth it): (part, result) as each ends, and the
-    processes used."""
+    (in worker processes when worth it), paying `prices` (solver.join_price):
+    (part, result) as each ends, and the processes used."""
     lps = []
     for part in parts:
         alone = workload_program(run.program, part)
         own = {name: bound for name, bound in run.bounds.items() if name in alone.lp.variables}
         if fixed is not None:
             own = {**fixed(alone), **own}
-        lps.append(reduced_program(alone, own, supply.get(part)))
+        rows = alone.lp.constraints
+        shares = {name: gpus for name, gpus in supply.get(part, {}).items() if name in rows}
+        lp = reduced_program(alone, own, shares)
+        lps.append(priced_objective(lp, prices) if prices else lp)
     processes = processes_for(len(lps)) if worth_parallel(lps) else 1
 
     def part_settings(_index: int) -> SolveSettings:
@@ -545,12 +617,7 @@ def _merged(
 def _bound(settings: SolveSettings, parts: list[Part], results: dict[Part, SolveResult]) -> float:
     """The bound the parts' results give on the whole: sum over the parts of
     objective x (1 - gap)."""
-    lower_bound = 0.0
-    for part in parts:
-        result = results[part]
-        gap = result.mip_gap if result.mip_gap is not None else settings.mip_gap
-        lower_bound += result.objective * (1 - max(gap, 0.0))
-    return lower_bound
+    return sum(result_bound(results[part], settings.mip_gap) for part in parts)
 
 
 def _gap(cost: float, bound: float) -> float:

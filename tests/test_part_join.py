@@ -42,11 +42,13 @@ def competing() -> object:
     )
 
 
-def test_workloads_that_compete_for_supply_are_solved_together():
+def test_workloads_that_compete_for_supply_share_it_at_the_joint_optimum():
     """Together they share the 4 H100s two by two: each tops its 2 q_h100 up with
     ceil((100 - 2 q_h100) / q_a100) A100s (one workload with 3 and the other with 1
     would need more A100s); `mail` takes one west H100. Cost: (4 x $1 + 2a x $10 +
-    1 x $2) x 730."""
+    1 x $2) x 730. The two east workloads reach it apart, re-solved paying a price on
+    east's H100s (solver.join_price), whose Lagrangian bound proves it at a zero gap:
+    no merged program is solved."""
     inst = competing()
     table = build_candidates(inst)
     q = {c.gpu: c.requests_per_s for c in table.of("chat")}
@@ -55,8 +57,8 @@ def test_workloads_that_compete_for_supply_are_solved_together():
     plan = solve(inst)
     assert plan.cost_per_month == pytest.approx((4 * 1.0 + 2 * a100s * 10.0 + 1 * 2.0) * HOURS)
     assert plan.solver.method == (
-        "decomposed by coupled workloads: 2 independent programs joined, "
-        "1 of them workloads that compete for supply"
+        "decomposed by workload: 3 independent programs joined, "
+        "2 re-solved to fit a region's supply"
     )
 
 
@@ -133,13 +135,31 @@ def test_the_largest_user_of_an_overfilled_supply_is_re_solved_within_its_share(
     )
 
 
-def test_a_mended_join_outside_the_gap_is_kept_when_no_merge_proves_better():
+def test_a_price_on_the_overfilled_row_proves_the_mended_join():
+    """Without mail the join mended by shares costs $4.5 against the parts' bound of
+    $3 + $1. The mend's price of east's H100s is what it cost over the GPUs it gave
+    back: ($4.5 - $4) / 1 = $0.5 per GPU-hour. Paying it, chat costs
+    min(3 x 1.5, 2 x 1.5 + 1.5) = $4.5 and docs min(1.5, 1.5) = $1.5, so the Lagrangian
+    bound is 4.5 + 1.5 - 0.5 x 3 = $4.5: the join is proved optimal apart."""
+    inst = _uneven(None, mip_gap=0.0)
+    program = build_program(inst, build_candidates(inst))
+    settings = SolveSettings.of(inst).with_duals(False)
+    joined = solve_by_workload(program, get_backend("highs"), settings)
+    assert joined.result.termination is Termination.OPTIMAL
+    # the objective holds the tie-break on GPUs used: below $1/month in all
+    assert joined.result.objective == pytest.approx(4.5 * HOURS, abs=1.0)
+    assert joined.result.mip_gap == pytest.approx(0.0, abs=1.0 / (4.5 * HOURS))
+
+
+def test_a_mended_join_outside_the_gap_is_kept_when_no_merge_proves_better(monkeypatch):
     """Without mail the join mended by shares costs $4.5 against the parts' bound of
     $3 + $1: a gap of 0.5 / 4.5, outside the requested 0. chat and docs re-solved
     together around east (the local merge: nothing is outside east) cost $4.5 too, and
-    that later join is kept. Merging them for a bound leaves one part, the whole, which
-    the decomposition does not solve: it returns the kept join, FEASIBLE with that gap.
-    `solve` then solves the whole program from it and proves $4.5 optimal."""
+    that later join is kept. With no price tried (the price above proves it), merging
+    them for a bound leaves one part, the whole, which the decomposition does not
+    solve: it returns the kept join, FEASIBLE with that gap. `solve` then solves the
+    whole program from it and proves $4.5 optimal."""
+    monkeypatch.setattr("solver.part_join.PRICE_ROUNDS", 0)
     inst = _uneven(None, mip_gap=0.0)
     program = build_program(inst, build_candidates(inst))
     settings = SolveSettings.of(inst).with_duals(False)
@@ -182,12 +202,13 @@ def test_supply_shares_mend_supply_rows_only():
     assert supply_shares([outside], {"a": 1.0, "x": 3.0}, owner) is None
 
 
-def test_an_unproven_join_is_the_plan_when_the_time_is_nearly_out():
-    """The same instance, with 70 s of a 100 s limit spent: the solve may use 80 s of
-    it (SOLVE_SHARE), so 10 s are left, under WHOLE_AFTER_JOIN_SHARE of the limit.
-    The kept join (chat and docs re-solved together around east) is the plan,
-    verified, `feasible` with its gap of 0.5 / 4.5 stated, rather than a whole solve
-    that could not end in time."""
+def test_an_unproven_join_is_the_plan_when_the_time_is_nearly_out(monkeypatch):
+    """The same instance, with no price tried, and 70 s of a 100 s limit spent: the
+    solve may use 80 s of it (SOLVE_SHARE), so 10 s are left, under
+    WHOLE_AFTER_JOIN_SHARE of the limit. The kept join (chat and docs re-solved together
+    around east) is the plan, verified, `feasible` with its gap of 0.5 / 4.5 stated,
+    rather than a whole solve that could not end in time."""
+    monkeypatch.setattr("solver.part_join.PRICE_ROUNDS", 0)
     inst = _uneven(None, mip_gap=0.0)
     settings = SolveSettings.of(inst, time_limit_s=100.0).started(at=time.monotonic() - 70.0)
     left_s = settings.within(SOLVE_SHARE).remaining_s()

@@ -231,7 +231,11 @@ def test_workloads_apart_give_the_joint_optimum():
     assert plan.cost_per_month == pytest.approx(joint_optimum(inst), abs=1.0)
 
 
-def test_workloads_competing_for_supply_are_solved_as_one():
+def test_workloads_competing_for_supply_reach_the_joint_optimum():
+    """Two workloads that each want most of east's H100s: apart they take one more
+    than east holds. Re-solved paying a price on east's H100s (solver.join_price), their
+    join fits and the Lagrangian bound proves it: the joint program's optimum, found
+    apart."""
     one = instance({"east": {H100: (64, 2.0)}}, [workload("chat", {"east": 100.0})])
     q = capacity_rps(one)
     both = math.ceil(100.0 / q) + math.ceil(100.0 / q)
@@ -240,7 +244,10 @@ def test_workloads_competing_for_supply_are_solved_as_one():
         [workload("chat", {"east": 100.0}), workload("chat2", {"east": 100.0})],
     )
     plan = solved(inst)
-    assert plan.solver.method == "one program"
+    assert plan.solver.method == (
+        "decomposed by workload: 2 independent programs joined, "
+        "2 re-solved to fit a region's supply"
+    )
     assert plan.cost_per_month == pytest.approx(joint_optimum(inst), abs=1.0)
     assert {u.gpu for u in plan.gpus if u.used} == {H100, H200}
 
