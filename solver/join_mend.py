@@ -40,16 +40,27 @@ from solver.row_names import GpuSupplyRow, parse_name, split_name
 Part = tuple[str, ...]
 
 
+def supply_rows(broken: Iterable[Constraint]) -> list[Constraint] | None:
+    """The broken rows when every one is a gpu_supply row (<=), else None: the rows the
+    mends by shares and by price (solver.join_price) can mend."""
+    rows = list(broken)
+    for row in rows:
+        if split_name(row.name)[0] != GpuSupplyRow.family or row.sense is not Sense.LE:
+            return None
+    return rows
+
+
 def supply_shares(
     broken: list[Constraint], values: dict[str, float], owner: dict[str, Part]
 ) -> dict[Part, dict[str, float]] | None:
     """For each broken supply row, the GPUs each taken part may use of it (the module
     docstring): part -> {row name: GPUs}. None when a broken row is not a supply row,
     or no part's use can make room (the excess lies outside the parts' columns)."""
+    rows = supply_rows(broken)
+    if rows is None:
+        return None
     shares: dict[Part, dict[str, float]] = {}
-    for row in broken:
-        if split_name(row.name)[0] != GpuSupplyRow.family or row.sense is not Sense.LE:
-            return None
+    for row in rows:
         use: dict[Part, float] = {}
         for name, coefficient in row.coefficients.items():
             if name in owner and values.get(name, 0.0):

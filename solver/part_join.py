@@ -62,7 +62,7 @@ from solver.backends import Backend
 from solver.families.pool_sizes import PoolSizeIsColumn
 from solver.families.servers import ServersColumn
 from solver.families.variables import PurchasedColumn
-from solver.join_mend import fixed_outside, reach, supply_shares
+from solver.join_mend import fixed_outside, reach, supply_rows, supply_shares
 from solver.join_price import (
     Prices,
     first_prices,
@@ -71,7 +71,6 @@ from solver.join_price import (
     priced_objective,
     result_bound,
     row_users,
-    supply_rows,
 )
 from solver.linked import linked_groups
 from solver.lp import Constraint, LinearProgram, SolveResult, Termination
@@ -89,9 +88,9 @@ FEASIBILITY_TOLERANCE = 1e-6
 GAP_KEPT = 0.1
 """Share of the requested gap a merged part's own gap leaves unused (`gap_left`)."""
 MEND_ROUNDS = 3
+"""Rounds of re-solving parts within supply shares before the join's parts are merged."""
 PRICE_ROUNDS = 6
 """Prices tried on the broken supply rows before the parts are merged (`_price`)."""
-"""Rounds of re-solving parts within supply shares before the join's parts are merged."""
 
 
 def solve_by_workload(

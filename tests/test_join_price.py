@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from solver.backends import get_backend
 from solver.candidates import build_candidates
+from solver.join_mend import supply_rows
 from solver.join_price import (
     excess,
     first_prices,
@@ -16,7 +17,6 @@ from solver.join_price import (
     next_prices,
     priced_objective,
     row_users,
-    supply_rows,
 )
 from solver.lp import Constraint, LinearProgram, Sense, SolveResult, Termination
 from solver.program import build_program
