@@ -509,7 +509,8 @@ class SolverSettings(BaseModel):
     model_config = _STRICT
 
     backend: BackendName = DEFAULT_BACKEND
-    """MIP solver: highs (default), cbc, scip or cpsat (`--backend` overrides it)."""
+    """MIP solver: highs (default; it hands workload programs of 2,000 columns or more to
+    SCIP), cbc, scip or cpsat (`--backend` overrides it)."""
     time_limit_s: TimeLimitS = 60
     """Wall-time limit of the whole run, seconds (`--time-limit` overrides it)."""
     mip_gap: MipGap = 1e-3

@@ -31,19 +31,24 @@ class Optimised:
     mended: int = 0
     """Workloads re-solved so that their join fits a region's supply: together around
     the region, or within shares of it (solver.join_mend)."""
+    by_scip: int = 0
+    """Parts solved by SCIP rather than the backend, being large (solver.part_backend)."""
 
     @property
     def description(self) -> str:
         """One line for the report, e.g. `decomposed by workload: 3 independent programs
-        joined`, `... joined, solved in 2 parallel processes`, or `decomposed by coupled
-        workloads: 47 independent programs joined, 1 of them workloads that compete
-        for supply, ...`."""
+        joined`, `... joined (10 large ones solved by SCIP), solved in 2 parallel
+        processes`, or `decomposed by coupled workloads: 47 independent programs joined,
+        1 of them workloads that compete for supply, ...`."""
         if self.method in (Method.BY_WORKLOAD, Method.BY_COUPLED_WORKLOADS):
             joined = f"{self.method}: {self.programs} independent programs joined"
+            if self.by_scip:
+                joined += f" ({self.by_scip} large ones solved by SCIP)"
             if self.competing:
                 joined += f", {self.competing} of them workloads that compete for supply"
             if self.mended:
                 joined += f", {self.mended} re-solved to fit a region's supply"
+
             if self.processes > 1:
                 joined += f", solved in {self.processes} parallel processes"
             return joined

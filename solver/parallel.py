@@ -207,6 +207,7 @@ def solve_each(
     settings: Callable[[int], SolveSettings],
     processes: int,
     stop: Callable[[SolveResult], bool] = lambda _result: False,
+    backend_of: Callable[[int], Backend] | None = None,
 ) -> Iterator[tuple[int, SolveResult]]:
     """Solve every program, `processes` at a time, yielding (index, result) as each ends.
 
@@ -218,10 +219,13 @@ def solve_each(
         processes: Worker processes; 1 solves them in this process, in order.
         stop: Called with each result; True cancels the programs not yet started (an
             infeasible part ends a decomposition).
+        backend_of: The backend of program i, where they differ (`backend` for all by
+            default).
     """
+    of = backend_of or (lambda _index: backend)
     if processes <= 1:
         for index, lp in enumerate(programs):
-            result = backend.run(lp, settings(index))
+            result = of(index).run(lp, settings(index))
             yield index, result
             if stop(result):
                 return
@@ -237,7 +241,7 @@ def solve_each(
         def hand_out() -> None:
             while waiting and len(running) < processes:
                 index, lp = waiting.pop(0)
-                running[pool.submit(_solve_one, backend.name, lp, settings(index))] = index
+                running[pool.submit(_solve_one, of(index).name, lp, settings(index))] = index
 
         hand_out()
         while running:

@@ -76,6 +76,7 @@ from solver.linked import linked_groups
 from solver.lp import Constraint, LinearProgram, SolveResult, Termination
 from solver.optimised import Method, Optimised
 from solver.parallel import processes_for, solve_each, worth_parallel
+from solver.part_backend import part_backend
 from solver.program import FleetProgram
 from solver.replica_dominance import Bounds
 from solver.row_names import GpuSupplyRow, GroupsColumn, ReplicasColumn, split_name
@@ -155,6 +156,8 @@ class _Run:
     """Parts of workloads merged because they compete for supply."""
     solver: tuple[str, str] = ("", "")
     """The backend's solver and version, as the parts' results name them."""
+    handed: set[Part] = field(default_factory=set)
+    """Parts some solve of which another solver did (SCIP: solver.part_backend)."""
     best: "_Join | None" = None
     """The cheapest join that held every row but was not proved within the gap."""
     bound: float = 0.0
@@ -193,13 +196,14 @@ class _Run:
         found no plan in time."""
         results = {}
         for part, result in found:
-            self.runtime_s += result.runtime_s
-            self.solver = (result.solver, result.solver_version)
+            self.record(part, result)
             if self.infeasible(result):
                 who = part[0] if len(part) == 1 else "+".join(part)
                 message = f"{who} alone: infeasible"
                 alone = replace(result, runtime_s=self.runtime_s, message=message)
-                return Optimised(alone, self.method(), 1, self.processes, self.competing)
+                return Optimised(
+                    alone, self.method(), 1, self.processes, self.competing, 0, len(self.handed)
+                )
             if not result.termination.has_solution or result.objective is None:
                 return None
             results[part] = result
@@ -212,12 +216,19 @@ class _Run:
         None when one has no plan (a restriction's, so nothing about the whole)."""
         results = {}
         for part, result in found:
-            self.runtime_s += result.runtime_s
-            self.solver = (result.solver, result.solver_version)
+            self.record(part, result)
             if not result.termination.has_solution:
                 return None
             results[part] = result
         return results
+
+    def record(self, part: Part, result: SolveResult) -> None:
+        """Count a part's solve: its time, and which solver did it."""
+        self.runtime_s += result.runtime_s
+        if result.solver == self.backend.name:
+            self.solver = (result.solver, result.solver_version)
+        else:
+            self.handed.add(part)
 
     def out_of_time(self) -> bool:
         return time.monotonic() >= self.deadline
@@ -253,17 +264,24 @@ class _Run:
         return self._result(Termination.FEASIBLE, self.best)
 
     def _result(self, termination: Termination, join: "_Join") -> Optimised:
+        solver = self.solver if self.solver[0] else (self.backend.name, self.backend.version())
         found = SolveResult(
             termination=termination,
-            solver=self.solver[0],
-            solver_version=self.solver[1],
+            solver=solver[0],
+            solver_version=solver[1],
             runtime_s=self.runtime_s,
             objective=join.cost,
             values=join.values,
             mip_gap=_gap(join.cost, self.bound),
         )
         optimised = Optimised(
-            found, self.method(join), join.programs, self.processes, join.competing, join.mended
+            found,
+            self.method(join),
+            join.programs,
+            self.processes,
+            join.competing,
+            join.mended,
+            len(self.handed),
         )
         return replace(optimised, result=replace(found, message=optimised.description))
 
@@ -515,7 +533,10 @@ def _solve_parts(
         limited = None if run.settings.time_limit_s is None else left
         return replace(run.settings.limited(limited), mip_gap=gap).with_duals(False)
 
-    results = solve_each(run.backend, lps, part_settings, processes, stop=run.infeasible)
+    backends = [part_backend(run.backend, lp) for lp in lps]
+    results = solve_each(
+        run.backend, lps, part_settings, processes, run.infeasible, backends.__getitem__
+    )
     return ((parts[index], result) for index, result in results), processes
 
 

@@ -83,8 +83,10 @@ def part_inputs(sets: ProgramSets, part: Part) -> tuple:
 
 def solve_part(backend: str, instance, table, scenarios, settings: SolveSettings) -> SolveResult:
     """One workload's program built, reduced (solver.swap_dominance) and solved in a
-    worker (one solver thread): what the join does for a part in this process."""
+    worker (one solver thread, SCIP for a large part: solver.part_backend): what the
+    join does for a part in this process."""
     from solver.backends import get_backend
+    from solver.part_backend import part_backend
 
-    part = build_program(instance, table, scenarios, groups=GroupTable())
-    return get_backend(backend).run(reduced_program(part), replace(settings, threads=1))
+    lp = reduced_program(build_program(instance, table, scenarios, groups=GroupTable()))
+    return part_backend(get_backend(backend), lp).run(lp, replace(settings, threads=1))

@@ -3,7 +3,8 @@ without region-loss scenarios. Run by `make bench` only (not `make test`).
 
 Prints two tables:
 
-- scaling (the default backend, HiGHS): regions x workloads x GPU types up to 50 x 50,
+- scaling (the default backend, `highs`, which hands workload programs of 2,000 columns
+  or more to SCIP: solver.part_backend): regions x workloads x GPU types up to 50 x 50,
   without failures and surviving any region loss, each with its program's size, the
   wall time from `solve` start to verified plan (candidates, program, backend, pricing
   LP, verifier), the wall time per region-workload pair (flat when solve time grows
@@ -13,7 +14,8 @@ Prints two tables:
   cost, the gap reached, whether it was proved
   within the requested gap (`optimal`) or stopped by the time limit with a plan
   (`feasible`), and how it was solved
-  (one program, or decomposed by workload and in how many processes);
+  (one program, or decomposed by workload, how many of its programs SCIP solved, and in
+  how many processes);
 - backends: every available backend on the small sizes.
 
 The scaling rows time the command a planner runs, `fleetplan solve FILE --json OUT`, in
@@ -100,7 +102,10 @@ def tables():
         "status",
         "method",
     )
-    title = f"solver scaling, highs (0.1% gap, time limit {TIME_LIMIT_S:g} s per instance)"
+    title = (
+        f"solver scaling, highs, large workload programs by SCIP (0.1% gap, time limit"
+        f" {TIME_LIMIT_S:g} s per instance)"
+    )
     _print(title, header, SCALING_ROWS)
     header = ("instance", "backend", "vars", "int", "rows", "wall s", "cost $/month", "gap")
     _print("backends (0.1% gap)", header, BACKEND_ROWS)
