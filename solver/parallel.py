@@ -201,57 +201,63 @@ def _solve_one(backend: str, lp: LinearProgram, settings: SolveSettings) -> Solv
     return get_backend(backend).run(lp, replace(settings, threads=1))
 
 
-def solve_each(
-    backend: Backend,
-    programs: Sequence[LinearProgram],
+def solve_built(
+    build: Callable[[int], tuple[LinearProgram, Backend]],
+    order: Sequence[int],
     settings: Callable[[int], SolveSettings],
     processes: int,
     stop: Callable[[SolveResult], bool] = lambda _result: False,
-    backend_of: Callable[[int], Backend] | None = None,
 ) -> Iterator[tuple[int, SolveResult]]:
-    """Solve every program, `processes` at a time, yielding (index, result) as each ends.
+    """Solve programs 0..n-1 (`order` names them, the order they start in across the
+    workers), each built by `build(i)` (the program and the backend that solves it) only
+    when it is next: this process builds while the workers solve, so none waits for
+    every program to be built. Yields (index, result) as each ends; one process solves
+    them in index order.
 
-    Args:
-        backend: The backend (workers look it up again by its name).
-        programs: The programs, independent of each other.
-        settings: The settings of program i, asked when it is handed to a worker (so
-            its time limit is what is left of the run's when it starts).
-        processes: Worker processes; 1 solves them in this process, in order.
-        stop: Called with each result; True cancels the programs not yet started (an
-            infeasible part ends a decomposition).
-        backend_of: The backend of program i, where they differ (`backend` for all by
-            default).
-    """
-    of = backend_of or (lambda _index: backend)
+    `settings(i)` is asked when program i is handed to a worker (so its time limit is
+    what is left of the run's when it starts); `stop` is called with each result, and
+    True drops the programs not yet started (an infeasible part ends a decomposition)."""
     if processes <= 1:
-        for index, lp in enumerate(programs):
-            result = of(index).run(lp, settings(index))
+        for index in sorted(order):
+            lp, backend = build(index)
+            result = backend.run(lp, settings(index))
             yield index, result
             if stop(result):
                 return
         return
     from concurrent.futures import FIRST_COMPLETED, Future, wait
 
+    unbuilt = list(order)
+    ready: list[tuple[int, LinearProgram, Backend]] = []
+
+    def build_next() -> None:
+        index = unbuilt.pop(0)
+        ready.append((index, *build(index)))
+
     with worker_pool(processes) as pool:
-        # Largest first (by integer variables): the last program to start is a small one,
-        # so the workers end together rather than one waiting on a late large solve.
-        waiting = sorted(enumerate(programs), key=lambda item: -item[1].size()["integer_variables"])
         running: dict[Future, int] = {}
 
         def hand_out() -> None:
-            while waiting and len(running) < processes:
-                index, lp = waiting.pop(0)
-                running[pool.submit(_solve_one, of(index).name, lp, settings(index))] = index
+            while (ready or unbuilt) and len(running) < processes:
+                if not ready:
+                    build_next()
+                index, lp, backend = ready.pop(0)
+                running[pool.submit(_solve_one, backend.name, lp, settings(index))] = index
 
         hand_out()
         while running:
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            if unbuilt and len(ready) < processes:
+                build_next()  # the next ones, while the workers solve
+                done = {future for future in running if future.done()}
+            else:
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
                 index = running.pop(future)
                 result = future.result()
                 yield index, result
                 if stop(result):
-                    waiting.clear()
+                    unbuilt.clear()
+                    ready.clear()
                     for other in running:
                         other.cancel()
                     return

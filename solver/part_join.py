@@ -75,7 +75,7 @@ from solver.join_price import (
 from solver.linked import linked_groups
 from solver.lp import Constraint, LinearProgram, SolveResult, Termination
 from solver.optimised import Method, Optimised
-from solver.parallel import processes_for, solve_each, worth_parallel
+from solver.parallel import processes_for, solve_built, worth_workers
 from solver.part_backend import part_backend
 from solver.program import FleetProgram
 from solver.replica_dominance import Bounds
@@ -514,10 +514,12 @@ def _solve_parts(
     prices: Prices | None = None,
 ) -> tuple[Iterator[tuple[Part, SolveResult]], int]:
     """Build, reduce and solve the parts' programs, each within its `supply` shares
-    (in worker processes when worth it), paying `prices` (solver.join_price):
-    (part, result) as each ends, and the processes used."""
-    lps = []
-    for part in parts:
+    (in worker processes when worth it: each built here while the workers solve the
+    ones before), paying `prices` (solver.join_price), each by its backend
+    (solver.part_backend): (part, result) as each ends, and the processes used."""
+
+    def build(index: int) -> tuple[LinearProgram, Backend]:
+        part = parts[index]
         alone = workload_program(run.program, part)
         own = {name: bound for name, bound in run.bounds.items() if name in alone.lp.variables}
         if fixed is not None:
@@ -525,19 +527,30 @@ def _solve_parts(
         rows = alone.lp.constraints
         shares = {name: gpus for name, gpus in supply.get(part, {}).items() if name in rows}
         lp = reduced_program(alone, own, shares)
-        lps.append(priced_objective(lp, prices) if prices else lp)
-    processes = processes_for(len(lps)) if worth_parallel(lps) else 1
+        lp = priced_objective(lp, prices) if prices else lp
+        return lp, part_backend(run.backend, lp)
+
+    sizes = _sizes(run.program, parts)
+    processes = processes_for(len(parts)) if worth_workers(len(parts), sum(sizes)) else 1
+    order = sorted(range(len(parts)), key=lambda i: -sizes[i])  # the largest first
 
     def part_settings(_index: int) -> SolveSettings:
         left = max(run.deadline - time.monotonic(), MIN_CALL_S)
         limited = None if run.settings.time_limit_s is None else left
         return replace(run.settings.limited(limited), mip_gap=gap).with_duals(False)
 
-    backends = [part_backend(run.backend, lp) for lp in lps]
-    results = solve_each(
-        run.backend, lps, part_settings, processes, run.infeasible, backends.__getitem__
-    )
+    results = solve_built(build, order, part_settings, processes, run.infeasible)
     return ((parts[index], result) for index, result in results), processes
+
+
+def _sizes(program: FleetProgram, parts: list[Part]) -> list[int]:
+    """Each part's replica counts and pooling steps before reduction: how large its
+    program is, known before it is built (its integer variables, less what the
+    reduction drops)."""
+    size: dict[str, int] = {}
+    for pool in program.sets.pools:
+        size[pool.workload] = size.get(pool.workload, 0) + 1 + len(pool.tiers)
+    return [sum(size.get(w, 0) for w in part) for part in parts]
 
 
 def _joined(

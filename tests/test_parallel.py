@@ -50,8 +50,12 @@ def test_workers_solve_what_one_process_solves():
     programs = [knapsack(c) for c in (1.5, 2.5, 7.2)]
     settings = SolveSettings(time_limit_s=30)
     backend = get_backend("highs")
-    apart = dict(parallel.solve_each(backend, programs, lambda _i: settings, processes=2))
-    here = dict(parallel.solve_each(backend, programs, lambda _i: settings, processes=1))
+
+    def build(index):
+        return programs[index], backend
+
+    apart = dict(parallel.solve_built(build, [2, 1, 0], lambda _i: settings, processes=2))
+    here = dict(parallel.solve_built(build, [2, 1, 0], lambda _i: settings, processes=1))
     for index, capacity in enumerate((1.5, 2.5, 7.2)):
         cost = 2.0 * -(-capacity // 1)  # y = ceil(capacity) at 2 each
         assert apart[index].objective == pytest.approx(cost)
@@ -61,15 +65,39 @@ def test_workers_solve_what_one_process_solves():
 def test_stop_cancels_what_is_left_in_one_process():
     programs = [knapsack(1.0), knapsack(2.0), knapsack(3.0)]
     seen = list(
-        parallel.solve_each(
-            get_backend("highs"),
-            programs,
+        parallel.solve_built(
+            lambda index: (programs[index], get_backend("highs")),
+            [2, 1, 0],
             lambda _i: SolveSettings(time_limit_s=30),
             processes=1,
             stop=lambda result: result.objective == pytest.approx(4.0),
         )
     )
-    assert [index for index, _ in seen] == [0, 1]
+    assert [index for index, _ in seen] == [0, 1]  # one process: in index order
+
+
+@two_cores
+def test_programs_are_built_in_order_only_as_the_workers_need_them():
+    """Two workers, six programs, stop at the first result: the two handed out and at
+    most two built ahead while they solve, so at most four of six are built, in the
+    order given, each by the backend its build names."""
+    built = []
+
+    def build(index):
+        built.append(index)
+        return knapsack(1.5 + index), get_backend("cbc" if index == 5 else "highs")
+
+    order = [5, 4, 3, 2, 1, 0]
+    seen = list(
+        parallel.solve_built(
+            build, order, lambda _i: SolveSettings(time_limit_s=30), 2, stop=lambda _r: True
+        )
+    )
+    assert len(seen) == 1
+    assert 2 <= len(built) <= 4 and built == order[: len(built)]
+    everything = dict(parallel.solve_built(build, order, lambda _i: SolveSettings(), 2))
+    assert everything[5].solver == "cbc" and everything[0].solver == "highs"
+    assert everything[5].objective == pytest.approx(2.0 * 7)  # ceil(6.5) at 2 each
 
 
 @two_cores
