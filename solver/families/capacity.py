@@ -62,7 +62,11 @@ CAPACITY = register(
 
 
 def add_capacity_within_pools(lp: LinearProgram, sets: ProgramSets) -> None:
-    """One row per scenario, workload, serving region and phase with load routed to it."""
+    """One row per scenario, workload, serving region and phase with load routed to it.
+    A pool's credit terms depend on the scenario only through whether its zone is hit and
+    the round trip of the users rerouted to it (`ProgramSets.failover_tiers`), so they
+    are worked out once per pool and such pair, however many scenarios share them."""
+    credits: dict[tuple[int, bool, float], dict[str, float]] = {}
     for f in sets.routing_scenarios:
         for (w, d), modes in sets.modes.items():
             if d == f.lost_region or (f.name, w, d) not in sets.inflow:
@@ -73,6 +77,10 @@ def add_capacity_within_pools(lp: LinearProgram, sets: ProgramSets) -> None:
                 for phase in mode.phases:
                     terms = {var: -sets.load_per_capacity for var in load}
                     for pool in sets.phase_pools(w, d, phase):
-                        at = sets.failover_tiers(f.name, pool)
-                        terms.update(pool_credit(pool, zone_hit, at))
+                        rtt_ms = sets.rerouted_rtt.get((f.name, w, d), 0.0)
+                        key = (id(pool), zone_hit, rtt_ms)  # sets.pools outlives the build
+                        if key not in credits:
+                            at = sets.failover_tiers(f.name, pool)
+                            credits[key] = pool_credit(pool, zone_hit, at)
+                        terms.update(credits[key])
                     add_row(lp, CapacityRow(f.name, w, d, phase.label), terms, Sense.GE, 0.0)

@@ -53,6 +53,7 @@ SCALING = [
     (10, 50, 6),
     (20, 20, 6),
     (20, 50, 6),
+    (50, 10, 6),
     (50, 50, 6),
 ]
 """(regions, workloads, GPU types) solved with the default backend."""
