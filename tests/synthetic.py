@@ -99,6 +99,21 @@ def instance(*args: Any, **kwargs: Any) -> Instance:
     return validate_instance(data, data["name"])
 
 
+def two_workloads() -> Instance:
+    """Two H100 regions 50 ms apart surviving a region loss: chat with users in both,
+    code (3,000-token prompts) in west: two workload programs, small enough for one
+    process."""
+    return instance(
+        {"east": {"h100-sxm": (64, 2.0)}, "west": {"h100-sxm": (64, 2.1)}},
+        [
+            workload("chat", {"east": 80.0, "west": 30.0}, max_failover_rtt_ms=80),
+            workload("code", {"west": 50.0}, prompt_tokens=3000, max_failover_rtt_ms=80),
+        ],
+        links=[("east", "west", 50)],
+        survive="region",
+    )
+
+
 def instance_data(
     supply: dict[str, dict[str, tuple[int, float]]],
     workloads: list[dict[str, Any]],

@@ -16,9 +16,7 @@ from solver.candidates import build_candidates
 from solver.lp import LinearProgram, Sense
 from solver.settings import SolveSettings, machine_threads
 from solver.solve import solve
-from tests.synthetic import generated_data, instance, workload
-
-H100 = "h100-sxm"
+from tests.synthetic import generated_data, two_workloads
 
 two_cores = pytest.mark.skipif(machine_threads() < 2, reason="needs two cores for two workers")
 
@@ -31,18 +29,6 @@ def knapsack(capacity: float) -> LinearProgram:
     lp.add_objective({x: 3.0, y: 2.0})
     lp.add_constraint("cover", "demand", {x: 1.0, y: 1.0}, Sense.GE, capacity)
     return lp
-
-
-def two_workloads():
-    return instance(
-        {"east": {H100: (64, 2.0)}, "west": {H100: (64, 2.1)}},
-        [
-            workload("chat", {"east": 80.0, "west": 30.0}, max_failover_rtt_ms=80),
-            workload("code", {"west": 50.0}, prompt_tokens=3000, max_failover_rtt_ms=80),
-        ],
-        links=[("east", "west", 50)],
-        survive="region",
-    )
 
 
 @two_cores

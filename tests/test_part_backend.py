@@ -12,9 +12,7 @@ from solver.optimised import Method, Optimised
 from solver.part_backend import SCIP_MIN_COLUMNS, part_backend
 from solver.settings import SolveSettings
 from solver.solve import solve
-from tests.synthetic import instance, workload
-
-H100 = "h100-sxm"
+from tests.synthetic import two_workloads
 
 needs_scip = pytest.mark.skipif(
     not get_backend("scip").is_available(), reason="SCIP needs OR-Tools, not installed"
@@ -59,18 +57,6 @@ def test_the_method_counts_the_parts_scip_solved():
     assert optimised.description == (
         "decomposed by workload: 50 independent programs joined (10 large ones solved by"
         " SCIP), 35 re-solved to fit a region's supply, solved in 2 parallel processes"
-    )
-
-
-def two_workloads():
-    return instance(
-        {"east": {H100: (64, 2.0)}, "west": {H100: (64, 2.1)}},
-        [
-            workload("chat", {"east": 80.0, "west": 30.0}, max_failover_rtt_ms=80),
-            workload("code", {"west": 50.0}, prompt_tokens=3000, max_failover_rtt_ms=80),
-        ],
-        links=[("east", "west", 50)],
-        survive="region",
     )
 
 

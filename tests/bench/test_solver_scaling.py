@@ -67,7 +67,7 @@ BENCH_BUDGET_S = 1200.0
 LARGEST = (10, 20, 6)
 LARGEST_LIMIT_S = 10.0
 """What `fleetplan solve` may take on LARGEST with region loss (the target is 5 s on two
-idle cores: measured 4.1-4.8 s on the shared 2-core machine, 6.2-7.0 s before
+idle cores: measured 2.9-3.1 s on the shared 2-core machine, 6.2-7.0 s before
 solver.swap_dominance and forked workers; the limit leaves room for a loaded machine)."""
 
 SCALING_ROWS: list[tuple] = []
