@@ -16,6 +16,20 @@ restriction of its program. Measured on the scaling bench's 50 x 50 x 6 instance
 without failures: three users of r25's MI300X re-solved give $7,847,223/month, 0.2%
 above the parts' bound of $7,831,190, in 1 s.
 
+Giving back. For one overfilled row, each user p is re-solved alone within
+s_p = max(u_p - (U - S), 0): giving back the whole excess, or all it uses when that is
+less (`giving_back`). Each such re-solve costs d_p more and gives back b_p GPUs; the
+users cheapest per GPU given back (d_p / b_p) are taken until they give back the excess
+(`cheapest_givers`), the others keep their solutions. Also a restriction, one round of
+re-solves (side by side), and the costs add up: the parts are independent apart from
+the row. Where the shares put the whole excess on the largest users, this finds the
+users with a cheap substitute. Measured on the scaling bench's region-loss instances:
+10 x 50 x 6 (r06's MI300X 2 GPUs over, 31 users): two users give them back,
+$1,686,212/month, 0.024% above the bound, where the shares gave $1,688,256 (0.15%) and
+three price rounds $1,687,410 (0.095%); 50 x 50 x 6 (r25's MI300X 17 GPUs over, 35
+users): eleven give them back, $7,861,144, 0.066% above the bound, in one round of 43 s
+where the two price rounds that proved $7,857,158 took 95 s.
+
 The local merge. Where no route joins r to another region (`reach`: no failover into or
 out of it), the parts that use the row are solved together as one program with every
 column held at the join's value (`fixed_outside`) except the purchases and the columns
@@ -61,10 +75,7 @@ def supply_shares(
         return None
     shares: dict[Part, dict[str, float]] = {}
     for row in rows:
-        use: dict[Part, float] = {}
-        for name, coefficient in row.coefficients.items():
-            if name in owner and values.get(name, 0.0):
-                use[owner[name]] = use.get(owner[name], 0.0) + coefficient * values[name]
+        use = row_use(row, values, owner)
         excess = row.activity(values) - row.rhs
         taken: list[Part] = []
         for part in sorted(use, key=lambda p: (-use[p], p)):
@@ -77,6 +88,41 @@ def supply_shares(
         for part in taken:
             shares.setdefault(part, {})[row.name] = use[part] - excess * use[part] / covered
     return shares
+
+
+def row_use(row: Constraint, values: dict[str, float], owner: dict[str, Part]) -> dict[Part, float]:
+    """Each part's use of the row at `values` (its columns' terms), where nonzero."""
+    use: dict[Part, float] = {}
+    for name, coefficient in row.coefficients.items():
+        if name in owner and values.get(name, 0.0):
+            use[owner[name]] = use.get(owner[name], 0.0) + coefficient * values[name]
+    return use
+
+
+def giving_back(row: Constraint, values: dict[str, float], owner: dict[str, Part]):
+    """Giving back. For one overfilled supply row: each user p re-solved alone within
+    s_p = max(u_p - (U - S), 0), giving back the whole excess, or all it uses when that
+    is less. Returns (the excess U - S, each user's share: part -> {row name: GPUs})."""
+    excess = row.activity(values) - row.rhs
+    use = row_use(row, values, owner)
+    return excess, {part: {row.name: max(u - excess, 0.0)} for part, u in use.items()}
+
+
+def cheapest_givers(offers: dict[Part, tuple[float, float]], excess: float) -> list[Part] | None:
+    """The users whose re-solves (`giving_back`) to join: `offers` maps a user to (what
+    its re-solve costs more, GPUs it gives back); the cheapest per GPU given back are
+    taken until they give back the excess. None when all of them together do not."""
+    givers = sorted(
+        (part for part, (_, back) in offers.items() if back > 0),
+        key=lambda part: (offers[part][0] / offers[part][1], part),
+    )
+    taken, back = [], 0.0
+    for part in givers:
+        if back >= excess:
+            break
+        taken.append(part)
+        back += offers[part][1]
+    return taken if back >= excess else None
 
 
 Routes = dict[tuple[str, str], tuple[tuple[str, str, float], ...]]

@@ -6,7 +6,7 @@ Their solutions are joined: every part's own columns, and each region's purchase
 GPU type rounded up on the sum (`joined_purchases`). The join is a plan of the whole
 program when every row holds. A row the parts share can fail: two workloads that each
 take most of a region's supply of a GPU type, apart, take more than it holds together.
-Each round then mends it in three ways:
+Each round then mends it in these ways, in turn:
 
 - Shares (solver.join_mend): the largest users of each overfilled supply row are
   re-solved within shares that fit beside the others' use. That is a restriction, so
@@ -16,6 +16,9 @@ Each round then mends it in three ways:
   the users of each overfilled row re-solved together with everything held at the
   join's values but in that region; a restriction too, and there the merged part's
   optimum in the region.
+- Giving back (solver.join_mend): for one overfilled supply row, every user re-solved
+  alone giving back the whole excess (or all it uses), and the users that do so
+  cheapest per GPU taken until the excess is back; a restriction too.
 - Price: each broken supply row gets a price per GPU, its users are re-solved paying it,
   and the sum of the priced parts' bounds less the rows' priced supply is a Lagrangian
   bound on the whole, higher than the parts' own; the priced users take less of the
@@ -62,7 +65,15 @@ from solver.backends import Backend
 from solver.families.pool_sizes import PoolSizeIsColumn
 from solver.families.servers import ServersColumn
 from solver.families.variables import PurchasedColumn
-from solver.join_mend import fixed_outside, reach, supply_rows, supply_shares
+from solver.join_mend import (
+    cheapest_givers,
+    fixed_outside,
+    giving_back,
+    reach,
+    row_use,
+    supply_rows,
+    supply_shares,
+)
 from solver.join_price import (
     Prices,
     first_prices,
@@ -310,15 +321,16 @@ def _mend_or_merge(
 ) -> Optimised | None:
     """The join as the result, mending it where it breaks rows: each round first
     re-solves the largest users of the broken supply rows within shares that fit
-    (`_mend`), then the users together around the rows' regions (`_local_merge`; both
-    restrictions: plans, not bounds), then prices the broken supply rows (`_price`: a
+    (`_mend`), then the users together around the rows' regions (`_local_merge`), then
+    each user giving the excess back (`_mend_each`; all three restrictions: plans, not
+    bounds), then prices the broken supply rows (`_price`: a
     higher bound, and a plan where the priced join holds), and when none is proved merges the
     parts that carry each broken row and solves the merged ones
     (`_merge_round`, a relaxation: a tighter bound), until a join holds within the gap.
     An INFEASIBLE result when a merged part has no plan; None when no join is proved
     within the gap in time (the run keeps the cheapest that held: `_Run.incumbent`)."""
     while broken:
-        for mend in (_mend, _local_merge):  # shares first: quick, and a plan to keep
+        for mend in (_mend, _local_merge, _mend_each):  # shares first: quick, and a plan to keep
             mended = mend(run, parts, results, values, owner, broken)
             if mended is not None:
                 found = run.joined(parts, results, *mended)
@@ -413,6 +425,44 @@ def _mend(
         if not broken:
             return values, len(shares)
     return None
+
+
+def _mend_each(
+    run: _Run,
+    parts: list[Part],
+    results: dict[Part, SolveResult],
+    values: dict[str, float],
+    owner: dict[str, Part],
+    broken: list[Constraint],
+) -> tuple[dict[str, float], int] | None:
+    """A join that holds every row, reached by the users of the one broken supply row
+    that give its excess back cheapest (solver.join_mend.giving_back: each re-solved
+    alone giving back as much of it as it uses; `cheapest_givers`), and how many were
+    taken; None when more than one row is broken or it is not a supply row, a user finds
+    no plan, all together do not give the excess back, or the join still breaks a row."""
+    rows = supply_rows(broken)
+    if rows is None or len(rows) != 1 or run.out_of_time():
+        return None
+    row = rows[0]
+    excess, shares = giving_back(row, values, owner)
+    users = sorted(shares, key=lambda part: (-shares[part][row.name], part))
+    found = run.restricted(run.solve(users, supply=shares))
+    if found is None:
+        return None
+    offers = {}
+    for part, result in found.items():
+        own = {name: part for name in result.values}
+        back = row_use(row, values, owner).get(part, 0.0) - row_use(row, result.values, own).get(
+            part, 0.0
+        )
+        offers[part] = ((result.objective or 0.0) - (results[part].objective or 0.0), back)
+    taken = cheapest_givers(offers, excess)
+    if taken is None:
+        return None
+    joined, joined_owner = _joined(run.program, parts, {**results, **{p: found[p] for p in taken}})
+    if _broken_rows(run.program.lp, joined, run.bounds, joined_owner) != []:
+        return None
+    return joined, len(taken)
 
 
 def _price(

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from solver.backends import get_backend
 from solver.candidates import build_candidates
 from solver.decompose import WHOLE_AFTER_JOIN_SHARE
-from solver.join_mend import fixed_outside, reach, supply_shares
+from solver.join_mend import cheapest_givers, fixed_outside, giving_back, reach, supply_shares
 from solver.lp import Constraint, Sense, SolveResult, Termination
 from solver.part_join import GAP_KEPT, gap_left, joined_purchases, solve_by_workload
 from solver.program import build_program
@@ -155,7 +155,10 @@ def test_a_mended_join_outside_the_gap_is_kept_when_no_merge_proves_better(monke
     """Without mail the join mended by shares costs $4.5 against the parts' bound of
     $3 + $1: a gap of 0.5 / 4.5, outside the requested 0. chat and docs re-solved
     together around east (the local merge: nothing is outside east) cost $4.5 too, and
-    that later join is kept. With no price tried (the price above proves it), merging
+    so does giving the excess H100 back (solver.join_mend.giving_back): chat on 2 H100s
+    and an A100 (+$0.5 for 1 GPU) and docs on an A100 (+$0.5 for 1 GPU) tie, chat is
+    taken by name, and that latest join (1 re-solved) is kept. With no price tried (the
+    price above proves it), merging
     them for a bound leaves one part, the whole, which the decomposition does not
     solve: it returns the kept join, FEASIBLE with that gap. `solve` then solves the
     whole program from it and proves $4.5 optimal."""
@@ -166,7 +169,7 @@ def test_a_mended_join_outside_the_gap_is_kept_when_no_merge_proves_better(monke
     joined = solve_by_workload(program, get_backend("highs"), settings)
     assert joined.result.termination is Termination.FEASIBLE
     assert joined.result.mip_gap == pytest.approx(0.5 / 4.5, rel=1e-3)
-    assert joined.mended == 2
+    assert joined.mended == 1
     plan = solve(inst)
     assert plan.cost_per_month == pytest.approx(4.5 * HOURS)
     assert plan.status == "optimal"
@@ -192,6 +195,53 @@ def test_supply_shares_split_the_excess_among_the_largest_users():
     assert shares == {part: {row.name: pytest.approx(1 / 3)} for part in owner.values()}
 
 
+def test_giving_back_asks_each_user_for_the_whole_excess_or_all_it_uses():
+    """Uses 3 (chat), 3 (docs) and 1 (mail) of 5: the excess is 2; chat and docs may
+    keep 3 - 2 = 1 each, mail none (it uses less than the excess)."""
+    owner = {"a": ("chat",), "b": ("docs",), "c": ("mail",)}
+    row = _supply_row({"a": 1.0, "b": 1.0, "c": 1.0}, 5.0)
+    excess, shares = giving_back(row, {"a": 3.0, "b": 3.0, "c": 1.0}, owner)
+    assert excess == 2.0
+    name = row.name
+    assert shares == {("chat",): {name: 1.0}, ("docs",): {name: 1.0}, ("mail",): {name: 0.0}}
+
+
+def test_the_cheapest_givers_per_gpu_are_taken_until_the_excess_is_back():
+    """Offers (extra $, GPUs back): chat (10, 2) at $5/GPU, docs (4, 1) at $4, mail
+    (3, 1) at $3, code (0, 0) gives nothing back. For an excess of 2: mail, then docs
+    ($7 in all, where chat alone costs $10). For 5, more than the 4 on offer: None."""
+    offers = {
+        ("chat",): (10.0, 2.0),
+        ("docs",): (4.0, 1.0),
+        ("mail",): (3.0, 1.0),
+        ("code",): (0.0, 0.0),
+    }
+    assert cheapest_givers(offers, 2.0) == [("mail",), ("docs",)]
+    assert cheapest_givers(offers, 0.5) == [("mail",)]
+    assert cheapest_givers(offers, 5.0) is None
+
+
+@examples(max_examples=200, deadline=None)
+@given(
+    offers=st.lists(st.tuples(st.floats(0.0, 1e4), st.floats(0.0, 16.0)), min_size=1, max_size=8),
+    excess=st.floats(0.01, 40.0),
+)
+def test_the_givers_cover_the_excess_and_no_cheaper_one_is_left_out(offers, excess):
+    """For any offers: the givers taken give back at least the excess (None only when
+    all together do not), and every giver left out costs at least as much per GPU as
+    every one taken."""
+    named = {(f"w{i}",): offer for i, offer in enumerate(offers)}
+    taken = cheapest_givers(named, excess)
+    if taken is None:
+        assert sum(back for _, back in offers) < excess
+        return
+    assert sum(named[p][1] for p in taken) >= excess
+    per_gpu = {p: named[p][0] / named[p][1] for p in taken}
+    for part, (extra, back) in named.items():
+        if part not in taken and back > 0:
+            assert extra / back >= max(per_gpu.values())
+
+
 def test_supply_shares_mend_supply_rows_only():
     """A broken row of another family, or one whose excess lies outside the parts'
     columns, has no shares."""
@@ -205,9 +255,9 @@ def test_supply_shares_mend_supply_rows_only():
 def test_an_unproven_join_is_the_plan_when_the_time_is_nearly_out(monkeypatch):
     """The same instance, with no price tried, and 70 s of a 100 s limit spent: the
     solve may use 80 s of it (SOLVE_SHARE), so 10 s are left, under
-    WHOLE_AFTER_JOIN_SHARE of the limit. The kept join (chat and docs re-solved together
-    around east) is the plan, verified, `feasible` with its gap of 0.5 / 4.5 stated,
-    rather than a whole solve that could not end in time."""
+    WHOLE_AFTER_JOIN_SHARE of the limit. The kept join (chat giving the excess H100
+    back, the latest of the $4.5 joins) is the plan, verified, `feasible` with its gap
+    of 0.5 / 4.5 stated, rather than a whole solve that could not end in time."""
     monkeypatch.setattr("solver.part_join.PRICE_ROUNDS", 0)
     inst = _uneven(None, mip_gap=0.0)
     settings = SolveSettings.of(inst, time_limit_s=100.0).started(at=time.monotonic() - 70.0)
@@ -220,7 +270,7 @@ def test_an_unproven_join_is_the_plan_when_the_time_is_nearly_out(monkeypatch):
     assert plan.solver.mip_gap == pytest.approx(0.5 / 4.5, rel=1e-3)
     assert plan.solver.method == (
         "decomposed by workload: 2 independent programs joined, "
-        "2 re-solved to fit a region's supply"
+        "1 re-solved to fit a region's supply"
     )
 
 

@@ -233,9 +233,9 @@ def test_workloads_apart_give_the_joint_optimum():
 
 def test_workloads_competing_for_supply_reach_the_joint_optimum():
     """Two workloads that each want most of east's H100s: apart they take one more
-    than east holds. Re-solved paying a price on east's H100s (solver.join_price), their
-    join fits and the Lagrangian bound proves it: the joint program's optimum, found
-    apart."""
+    than east holds. The one that gives the H100 back cheapest (an H200 in its place:
+    solver.join_mend.giving_back) is re-solved so, and the join is the joint program's
+    optimum, found apart."""
     one = instance({"east": {H100: (64, 2.0)}}, [workload("chat", {"east": 100.0})])
     q = capacity_rps(one)
     both = math.ceil(100.0 / q) + math.ceil(100.0 / q)
@@ -246,7 +246,7 @@ def test_workloads_competing_for_supply_reach_the_joint_optimum():
     plan = solved(inst)
     assert plan.solver.method == (
         "decomposed by workload: 2 independent programs joined, "
-        "2 re-solved to fit a region's supply"
+        "1 re-solved to fit a region's supply"
     )
     assert plan.cost_per_month == pytest.approx(joint_optimum(inst), abs=1.0)
     assert {u.gpu for u in plan.gpus if u.used} == {H100, H200}
