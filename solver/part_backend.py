@@ -22,7 +22,7 @@ with region loss built, reduced and solved alone to a 0.1% gap (tests/bench):
 | 20 x 20 x 6 | 1,800-4,000 | 8.04 | 5.92 |
 | 50 x 50 x 6 | 12,500-18,400 | 246 | 85 |
 
-On the 50 x 50 parts SCIP was slower on 9 of 50, by at most 0.2 s; on the ten 70B parts
+On the 50 x 50 parts SCIP was slower on 13 of 50, by at most 0.2 s; on the ten 70B parts
 (about 17,000 columns, 2,000 integers) it took 3.7-13 s where HiGHS took 13-32 s.
 """
 
