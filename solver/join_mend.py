@@ -99,10 +99,12 @@ def row_use(row: Constraint, values: dict[str, float], owner: dict[str, Part]) -
     return use
 
 
-def giving_back(row: Constraint, values: dict[str, float], owner: dict[str, Part]):
-    """Giving back. For one overfilled supply row: each user p re-solved alone within
-    s_p = max(u_p - (U - S), 0), giving back the whole excess, or all it uses when that
-    is less. Returns (the excess U - S, each user's share: part -> {row name: GPUs})."""
+def giving_back(
+    row: Constraint, values: dict[str, float], owner: dict[str, Part]
+) -> tuple[float, dict[Part, dict[str, float]]]:
+    """For one overfilled supply row, the excess U - S and each user's share of the row
+    when it is re-solved alone to give it back (the module docstring): s_p =
+    max(u_p - (U - S), 0), part -> {row name: GPUs}."""
     excess = row.activity(values) - row.rhs
     use = row_use(row, values, owner)
     return excess, {part: {row.name: max(u - excess, 0.0)} for part, u in use.items()}

@@ -449,13 +449,12 @@ def _mend_each(
     found = run.restricted(run.solve(users, supply=shares))
     if found is None:
         return None
+    used = row_use(row, values, owner)
     offers = {}
     for part, result in found.items():
-        own = {name: part for name in result.values}
-        back = row_use(row, values, owner).get(part, 0.0) - row_use(row, result.values, own).get(
-            part, 0.0
-        )
-        offers[part] = ((result.objective or 0.0) - (results[part].objective or 0.0), back)
+        still = row_use(row, result.values, dict.fromkeys(result.values, part)).get(part, 0.0)
+        extra = (result.objective or 0.0) - (results[part].objective or 0.0)
+        offers[part] = (extra, used[part] - still)
     taken = cheapest_givers(offers, excess)
     if taken is None:
         return None
