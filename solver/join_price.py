@@ -33,9 +33,9 @@ reduction compares costs that the price changes there.
 
 from collections.abc import Iterable
 
+from solver.join_mend import Part, row_use
 from solver.lp import Constraint, LinearProgram, SolveResult
 
-Part = tuple[str, ...]
 Prices = dict[str, float]
 """gpu_supply row name -> lam, $/month per GPU of the row."""
 
@@ -44,12 +44,7 @@ def row_users(
     rows: Iterable[Constraint], values: dict[str, float], owner: dict[str, Part]
 ) -> set[Part]:
     """The parts with a nonzero column in some of the rows."""
-    return {
-        owner[name]
-        for row in rows
-        for name in row.coefficients
-        if name in owner and values.get(name, 0.0)
-    }
+    return {part for row in rows for part in row_use(row, values, owner)}
 
 
 def excess(rows: Iterable[Constraint], values: dict[str, float]) -> dict[str, float]:

@@ -48,7 +48,6 @@ class Optimised:
                 joined += f", {self.competing} of them workloads that compete for supply"
             if self.mended:
                 joined += f", {self.mended} re-solved to fit a region's supply"
-
             if self.processes > 1:
                 joined += f", solved in {self.processes} parallel processes"
             return joined

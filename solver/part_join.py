@@ -93,7 +93,7 @@ from solver.replica_dominance import Bounds
 from solver.row_names import GpuSupplyRow, GroupsColumn, ReplicasColumn, split_name
 from solver.settings import MIN_CALL_S, SolveSettings
 from solver.swap_dominance import reduced_program
-from solver.workload_parts import Part, PartSolves, workload_program
+from solver.workload_parts import Part, PartSolves, workload_program, workload_sizes
 
 FEASIBILITY_TOLERANCE = 1e-6
 """Relative violation of a row tolerated when the join is checked against the whole."""
@@ -452,7 +452,7 @@ def _mend_each(
     used = row_use(row, values, owner)
     offers = {}
     for part, result in found.items():
-        still = row_use(row, result.values, dict.fromkeys(result.values, part)).get(part, 0.0)
+        still = row.activity(result.values)  # a part's result holds its own columns only
         extra = (result.objective or 0.0) - (results[part].objective or 0.0)
         offers[part] = (extra, used[part] - still)
     taken = cheapest_givers(offers, excess)
@@ -579,7 +579,8 @@ def _solve_parts(
         lp = priced_objective(lp, prices) if prices else lp
         return lp, part_backend(run.backend, lp)
 
-    sizes = _sizes(run.program, parts)
+    size = workload_sizes(run.program.sets)
+    sizes = [sum(size[w] for w in part) for part in parts]
     processes = processes_for(len(parts)) if worth_workers(len(parts), sum(sizes)) else 1
     order = sorted(range(len(parts)), key=lambda i: -sizes[i])  # the largest first
 
@@ -590,16 +591,6 @@ def _solve_parts(
 
     results = solve_built(build, order, part_settings, processes, run.infeasible)
     return ((parts[index], result) for index, result in results), processes
-
-
-def _sizes(program: FleetProgram, parts: list[Part]) -> list[int]:
-    """Each part's replica counts and pooling steps before reduction: how large its
-    program is, known before it is built (its integer variables, less what the
-    reduction drops)."""
-    size: dict[str, int] = {}
-    for pool in program.sets.pools:
-        size[pool.workload] = size.get(pool.workload, 0) + 1 + len(pool.tiers)
-    return [sum(size.get(w, 0) for w in part) for part in parts]
 
 
 def _joined(

@@ -45,9 +45,7 @@ def start_by_workload(
     ):
         return None
     processes = processes_for(len(workloads))
-    size = {w: 0 for w in workloads}
-    for pool in sets.pools:
-        size[pool.workload] += 1 + len(pool.tiers)  # its replica count and pooling steps
+    size = workload_sizes(sets)
     order = sorted(range(len(workloads)), key=lambda i: -size[workloads[i]])
     arguments = [
         (backend.name, *part_inputs(sets, (workloads[i],)), settings.with_duals(False))
@@ -57,6 +55,16 @@ def start_by_workload(
     if started is None:
         return None
     return PartSolves(tuple((workloads[i],) for i in order), started, processes)
+
+
+def workload_sizes(sets: ProgramSets) -> dict[str, int]:
+    """Each workload's replica counts and pooling steps before reduction: how large its
+    program is, known before it is built (its integer variables, less what the
+    reduction drops), by which the workers are handed the largest first."""
+    size = {w: 0 for w in sets.workloads}
+    for pool in sets.pools:
+        size[pool.workload] += 1 + len(pool.tiers)
+    return size
 
 
 def workload_program(program: FleetProgram, workload: str | Part) -> FleetProgram:
