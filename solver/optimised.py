@@ -37,13 +37,13 @@ class Optimised:
     @property
     def description(self) -> str:
         """One line for the report, e.g. `decomposed by workload: 3 independent programs
-        joined`, `... joined (10 large ones solved by SCIP), solved in 2 parallel
+        joined`, `... joined (10 of them solved by SCIP), solved in 2 parallel
         processes`, or `decomposed by coupled workloads: 47 independent programs joined,
         1 of them workloads that compete for supply, ...`."""
         if self.method in (Method.BY_WORKLOAD, Method.BY_COUPLED_WORKLOADS):
             joined = f"{self.method}: {self.programs} independent programs joined"
             if self.by_scip:
-                joined += f" ({self.by_scip} large ones solved by SCIP)"
+                joined += f" ({self.by_scip} of them solved by SCIP)"
             if self.competing:
                 joined += f", {self.competing} of them workloads that compete for supply"
             if self.mended:

@@ -228,9 +228,9 @@ def generated_data(
     mip_gap: float = 1e-3,
 ) -> dict[str, Any]:
     """A synthetic planning problem, as an instance file's contents: regions on a ring
-    with chords, every region offering `gpu_types` GPU types at regional prices,
-    workloads drawn from a few model and token mixes with demand in most regions.
-    Deterministic in `seed`."""
+    with chords, every region offering `gpu_types` GPU types at regional prices (and
+    three zones when `survive` is zone), workloads drawn from a few model and token
+    mixes with demand in most regions. Deterministic in `seed`."""
     rng = random.Random(seed)
     names = [f"r{i:02d}" for i in range(regions)]
     menu = GPU_MENU[:gpu_types]
@@ -278,6 +278,7 @@ def generated_data(
         links=links,
         survive=survive,
         tensor_parallel=[1, 2, 4, 8],
+        zones=3 if survive == "zone" else 1,
         name=f"gen-{regions}r-{workloads}w-{gpu_types}g-{survive}",
         mip_gap=mip_gap,
         time_limit_s=300,

@@ -45,6 +45,27 @@ def test_small_parts_lps_and_other_backends_stay_where_they_are():
     assert part_backend(cbc, cover(SCIP_MIN_COLUMNS)).name == "cbc"
 
 
+def with_row(lp: LinearProgram, family: str) -> LinearProgram:
+    """`lp` with one more (slack) row of `family` over its first column."""
+    first = next(iter(lp.variables))
+    lp.add_constraint(f"{family}[x]", family, {first: 1.0}, Sense.LE, 10.0)
+    return lp
+
+
+@needs_scip
+def test_the_failure_rows_move_the_line():
+    highs = get_backend("highs")
+    # Spare-replica rows (survive: replica): SCIP however small the part.
+    assert part_backend(highs, with_row(cover(3), "replica_spare")).name == "scip"
+    # Zone-survivor rows (survive: zone): HiGHS however large.
+    assert part_backend(highs, with_row(cover(SCIP_MIN_COLUMNS), "zone_survivors")).name == (
+        "highs"
+    )
+    # An LP stays with HiGHS whatever its rows.
+    lp = with_row(cover(3, integer=False), "replica_spare")
+    assert part_backend(highs, lp).name == "highs"
+
+
 def test_without_ortools_highs_keeps_every_part(monkeypatch):
     scip = type(get_backend("scip"))
     monkeypatch.setattr(scip, "is_available", lambda _self: False)
@@ -55,7 +76,7 @@ def test_the_method_counts_the_parts_scip_solved():
     result = get_backend("highs").run(cover(3), SolveSettings(time_limit_s=30))
     optimised = Optimised(result, Method.BY_WORKLOAD, 50, 2, 0, 35, 10)
     assert optimised.description == (
-        "decomposed by workload: 50 independent programs joined (10 large ones solved by"
+        "decomposed by workload: 50 independent programs joined (10 of them solved by"
         " SCIP), 35 re-solved to fit a region's supply, solved in 2 parallel processes"
     )
 
@@ -70,7 +91,7 @@ def test_parts_solved_by_scip_give_the_plan_highs_gives(monkeypatch):
     handed = solve(inst, settings)
     assert highs_alone.solver.method == "decomposed by workload: 2 independent programs joined"
     assert handed.solver.method == (
-        "decomposed by workload: 2 independent programs joined (2 large ones solved by SCIP)"
+        "decomposed by workload: 2 independent programs joined (2 of them solved by SCIP)"
     )
     assert handed.solver.name == "highs"  # the run's backend: the pricing LP is HiGHS's
     assert handed.cost_per_month == pytest.approx(highs_alone.cost_per_month, rel=1e-9)

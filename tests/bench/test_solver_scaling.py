@@ -60,6 +60,9 @@ SCALING = [
 BACKEND_SIZES = [(3, 2, 2), (5, 5, 3)]
 """Sizes every available backend solves (the slower ones stop here)."""
 SURVIVE = ["none", "region"]
+FAILURE_KINDS = [((10, 20, 6), "replica"), ((10, 20, 6), "zone"), ((20, 20, 6), "zone")]
+"""The other failure policies (zone loss with 3 zones per region), which move the line
+between HiGHS and SCIP (solver.part_backend)."""
 TIME_LIMIT_S = 300.0
 """Time limit of one solve, pipeline included."""
 BENCH_BUDGET_S = 1200.0
@@ -154,6 +157,16 @@ def _command(regions: int, workloads: int, gpu_types: int, survive: str, folder:
 @pytest.mark.parametrize("survive", SURVIVE)
 @pytest.mark.parametrize("size", SCALING, ids=lambda s: "x".join(map(str, s)))
 def test_scaling(size, survive, tmp_path):
+    _scaling_row(size, survive, tmp_path)
+
+
+@pytest.mark.parametrize("size,survive", FAILURE_KINDS, ids=[f"{s}" for s in FAILURE_KINDS])
+def test_failure_kinds(size, survive, tmp_path):
+    _scaling_row(size, survive, tmp_path)
+
+
+def _scaling_row(size: tuple[int, int, int], survive: str, tmp_path: Path) -> None:
+    """Solve one generated instance by `fleetplan solve` and add its row to the table."""
     regions, workloads, gpu_types = size
     label = f"{regions} x {workloads} x {gpu_types}"
     if _spent_s[0] > BENCH_BUDGET_S:
