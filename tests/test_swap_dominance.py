@@ -118,6 +118,18 @@ def test_the_reduction_keeps_every_workload_programs_optimum(seed, survive, disa
     """Each workload program of a generated instance (random prices and supply per
     region; unified, or prefill and decode pools too), and the whole, solved exactly
     with and without the reduction: the same optimum."""
+    _same_optimum(seed, survive, disaggregation)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), survive=st.sampled_from(["zone", "replica"]))
+def test_the_reduction_keeps_the_optimum_under_zone_and_replica_loss(seed, survive):
+    """As above with the zone-survivor and spare-replica rows (unified pools: exact
+    solves of split pools under these rows take 5-20 s each)."""
+    _same_optimum(seed, survive, disaggregation=False)
+
+
+def _same_optimum(seed: int, survive: str, disaggregation: bool) -> None:
     data = generated_data(3, 2, 4, survive=survive, seed=seed)
     data["policy"]["disaggregation"] = disaggregation
     inst = validate_instance(data, data["name"])
