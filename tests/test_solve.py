@@ -290,6 +290,30 @@ def test_a_pricing_lp_stopped_by_the_time_limit_leaves_a_plan_without_shadow_pri
     assert plan.cost_per_month == pytest.approx(priced.cost_per_month)
 
 
+def test_a_plan_in_hand_is_returned_when_its_read_back_passes_the_deadline(monkeypatch):
+    """The deadline passes while the plan is read back and verified (the 50 x 50 x 6
+    region-loss instance at a 100 s limit did): the work is done, so the verified plan is
+    returned, not thrown away as `time limit reached in verification`."""
+    import solver.solve as solve_module
+    from solver.settings import Deadline
+
+    inst = single_region(100.0)
+    on_time = solved(inst)
+    late = [False]
+    read_plan = solve_module.read_plan
+
+    def slow_read_plan(*args, **kwargs):
+        late[0] = True  # from here on the budget is spent
+        return read_plan(*args, **kwargs)
+
+    monkeypatch.setattr(solve_module, "read_plan", slow_read_plan)
+    monkeypatch.setattr(Deadline, "expired", lambda self: late[0])
+    plan = solve(inst, SolveSettings.of(inst, mip_gap=0.0, time_limit_s=60))
+    assert late[0]
+    assert verify(inst, plan).ok
+    assert plan.cost_per_month == pytest.approx(on_time.cost_per_month)
+
+
 def test_a_binding_supply_is_priced_at_what_one_more_gpu_saves():
     inst = instance(  # targets where both GPUs' pools carry n q(1): no pooling ladder
         {"east": {H100: (2, 2.0), H200: (64, 3.5)}},
