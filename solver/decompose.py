@@ -112,7 +112,8 @@ def optimise(
     if joined is not None and not _better(result, joined.result):
         return joined
     own = {name: value for name, value in result.values.items() if name in program.lp.variables}
-    return Optimised(replace(result, values=own))
+    join_gap = None if joined is None else joined.result.mip_gap
+    return Optimised(replace(result, values=own), join_gap=join_gap)
 
 
 def _better(result: SolveResult, than: SolveResult) -> bool:

@@ -32,14 +32,18 @@ class Optimised:
     """Workloads re-solved so that their join fits a region's supply: together around
     the region, or within shares of it (solver.join_mend)."""
     by_scip: int = 0
-    """Parts solved by SCIP rather than the backend, being large (solver.part_backend)."""
+    """Parts solved by SCIP rather than the backend (solver.part_backend)."""
+    join_gap: float | None = None
+    """One program solved from a join of the workload programs that held but was not
+    within the gap (whole servers rounded, say): that join's gap to their bound."""
 
     @property
     def description(self) -> str:
         """One line for the report, e.g. `decomposed by workload: 3 independent programs
         joined`, `... joined (10 of them solved by SCIP), solved in 2 parallel
-        processes`, or `decomposed by coupled workloads: 47 independent programs joined,
-        1 of them workloads that compete for supply, ...`."""
+        processes`, `decomposed by coupled workloads: 47 independent programs joined,
+        1 of them workloads that compete for supply, ...`, or `one program, started
+        from the joined workload programs (gap 4.07% to their bound)`."""
         if self.method in (Method.BY_WORKLOAD, Method.BY_COUPLED_WORKLOADS):
             joined = f"{self.method}: {self.programs} independent programs joined"
             if self.by_scip:
@@ -51,4 +55,9 @@ class Optimised:
             if self.processes > 1:
                 joined += f", solved in {self.processes} parallel processes"
             return joined
+        if self.join_gap is not None:
+            return (
+                f"{self.method}, started from the joined workload programs (gap "
+                f"{self.join_gap:.2%} to their bound)"
+            )
         return str(self.method)

@@ -161,7 +161,7 @@ def test_a_mended_join_outside_the_gap_is_kept_when_no_merge_proves_better(monke
     price above proves it), merging
     them for a bound leaves one part, the whole, which the decomposition does not
     solve: it returns the kept join, FEASIBLE with that gap. `solve` then solves the
-    whole program from it and proves $4.5 optimal."""
+    whole program from it and proves $4.5 optimal, and says it started from the join."""
     monkeypatch.setattr("solver.part_join.PRICE_ROUNDS", 0)
     inst = _uneven(None, mip_gap=0.0)
     program = build_program(inst, build_candidates(inst))
@@ -173,7 +173,10 @@ def test_a_mended_join_outside_the_gap_is_kept_when_no_merge_proves_better(monke
     plan = solve(inst)
     assert plan.cost_per_month == pytest.approx(4.5 * HOURS)
     assert plan.status == "optimal"
-    assert plan.solver.method == "one program"
+    # the join it started from: ($4.5 - $4) / $4.5 = 11.11% above the parts' bound
+    assert plan.solver.method == (
+        "one program, started from the joined workload programs (gap 11.11% to their bound)"
+    )
 
 
 def _supply_row(coefficients: dict[str, float], rhs: float) -> Constraint:

@@ -3,9 +3,11 @@ without region-loss scenarios. Run by `make bench` only (not `make test`).
 
 Prints two tables:
 
-- scaling (the default backend, `highs`, which hands workload programs of 2,000 columns
-  or more to SCIP: solver.part_backend): regions x workloads x GPU types up to 50 x 50,
-  without failures and surviving any region loss, each with its program's size, the
+- scaling (the default backend, `highs`, which hands some workload programs to SCIP:
+  solver.part_backend): regions x workloads x GPU types up to 50 x 50, without failures
+  and surviving any region loss (then a few sizes surviving zone or replica loss, and
+  one with the policy's default whole servers and simple pools, marked `+`), each with
+  its program's size, the
   wall time from `solve` start to verified plan (candidates, program, backend, pricing
   LP, verifier), the wall time per region-workload pair (flat when solve time grows
   linearly in regions x workloads), the wall time per thousand variables of the program
@@ -63,6 +65,11 @@ SURVIVE = ["none", "region"]
 FAILURE_KINDS = [((10, 20, 6), "replica"), ((10, 20, 6), "zone"), ((20, 20, 6), "zone")]
 """The other failure policies (zone loss with 3 zones per region), which move the line
 between HiGHS and SCIP (solver.part_backend)."""
+DEFAULT_POLICY_SIZES = [(10, 20, 6)]
+"""Solved with region loss and the policy's defaults (whole servers, one configuration
+per pool), where the generator buys single GPUs: whole servers couple the workloads
+(they share each region's servers), the workload programs' bound buys single GPUs, and
+the whole program is solved as one when the rounded join is not within the gap."""
 TIME_LIMIT_S = 300.0
 """Time limit of one solve, pipeline included."""
 BENCH_BUDGET_S = 1200.0
@@ -134,10 +141,23 @@ def _solve(regions: int, workloads: int, gpu_types: int, survive: str, backend: 
     return solved.program.lp.size(), wall_s, cost, gap, method, plan
 
 
-def _command(regions: int, workloads: int, gpu_types: int, survive: str, folder: Path):
+def _command(
+    regions: int,
+    workloads: int,
+    gpu_types: int,
+    survive: str,
+    folder: Path,
+    default_policy: bool = False,
+):
     """(plan JSON or None, wall s, what stopped it) of `fleetplan solve` on the generated
-    instance, in a process of its own."""
+    instance, in a process of its own (`default_policy`: with the policy's own whole
+    servers and one configuration per pool, not the generator's single GPUs and free
+    pools)."""
     data = generated_data(regions, workloads, gpu_types, survive=survive)
+    if default_policy:
+        for key in ("buy_unit", "max_configs_per_pool"):
+            data["policy"].pop(key)
+        data["name"] += "-default-policy"
     data["solver"] |= {"time_limit_s": TIME_LIMIT_S, "mip_gap": 1e-3}
     source = folder / f"{data['name']}.json"
     source.write_text(json.dumps(data), encoding="utf-8")
@@ -165,14 +185,23 @@ def test_failure_kinds(size, survive, tmp_path):
     _scaling_row(size, survive, tmp_path)
 
 
-def _scaling_row(size: tuple[int, int, int], survive: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("size", DEFAULT_POLICY_SIZES, ids=lambda s: "x".join(map(str, s)))
+def test_default_policy(size, tmp_path):
+    """The generator buys single GPUs with free pools; the policy's defaults buy whole
+    servers with one configuration per pool (rows marked `+`)."""
+    _scaling_row(size, "region", tmp_path, default_policy=True)
+
+
+def _scaling_row(
+    size: tuple[int, int, int], survive: str, tmp_path: Path, default_policy: bool = False
+) -> None:
     """Solve one generated instance by `fleetplan solve` and add its row to the table."""
     regions, workloads, gpu_types = size
-    label = f"{regions} x {workloads} x {gpu_types}"
+    label = f"{regions} x {workloads} x {gpu_types}" + (" +" if default_policy else "")
     if _spent_s[0] > BENCH_BUDGET_S:
         SCALING_ROWS.append((label, survive, *["-"] * 9, "skipped"))
         pytest.skip(f"bench budget of {BENCH_BUDGET_S:g} s spent")
-    plan, wall_s, stopped = _command(*size, survive, tmp_path)
+    plan, wall_s, stopped = _command(*size, survive, tmp_path, default_policy)
     _spent_s[0] += wall_s
     per_pair_ms = 1e3 * wall_s / (regions * workloads)
     if plan is None:
@@ -189,7 +218,7 @@ def _scaling_row(size: tuple[int, int, int], survive: str, tmp_path: Path) -> No
     per_size_ms = 1e6 * wall_s / shape[0]  # wall ms per 1,000 variables
     times = (f"{wall_s:.2f}", f"{per_pair_ms:.0f}", f"{per_size_ms:.2f}")
     SCALING_ROWS.append((label, survive, *shape, *times, cost, gap, status, method))
-    if size == LARGEST and survive == "region":
+    if size == LARGEST and survive == "region" and not default_policy:
         assert plan["status"] == "optimal" and wall_s < LARGEST_LIMIT_S
 
 
