@@ -19,8 +19,9 @@ time on them at the root (cut rounds and sub-MIP heuristics: on one 70B part, 6.
 before the first node, 8,567 cuts). SCIP closes the same parts several times faster. On
 small parts HiGHS is the faster: SCIP's model set-up costs more than the solve. The
 spare-replica rows (capacity less each pool's largest replica) make even small parts
-hard, and SCIP closes them faster; the zone-survivor rows (Z x survivors >= ...: the
-ceiling of a pool spread over zones) are where HiGHS is the faster at every size.
+hard, and SCIP closes them faster; the zone-survivor rows (Z x survivors <= (Z - 1) x
+replicas, integer: a pool spread over zones less its fullest one) are where HiGHS is
+the faster at every size.
 Measured on this machine, one thread, every part of the bench's generated instances
 (tests/bench; zone loss with 3 zones per region) built, reduced and solved alone to a
 0.1% gap:
@@ -38,7 +39,7 @@ On the 50 x 50 region-loss parts SCIP was slower on 13 of 50, by at most 0.2 s; 
 ten 70B parts (about 17,000 columns, 2,000 integers) it took 3.7-13 s where HiGHS took
 13-32 s. On the 20 x 20 zone-loss parts SCIP took 16-40 s on the four 70B ones where
 HiGHS took 5.5-15 s; on the replica-loss parts it took 1.9-4.0 s on the four 70B ones
-where HiGHS took 2.5-9.7 s.
+where HiGHS took 2.5-9.7 s (one of them slower: 4.0 s against 2.5 s).
 """
 
 from solver.backends import Backend, get_backend
