@@ -48,11 +48,11 @@ from solver.lp import LinearProgram
 from solver.row_names import ReplicaSpareRow
 
 SCIP_MIN_COLUMNS = 2_000
-"""Columns of a part's program from which SCIP solves it in place of HiGHS (the 10 x 20
-parts, where HiGHS is faster, stay below; the 20 x 20 parts, where SCIP is, mostly
-above)."""
+"""Columns of a part's program without spare-replica or zone-survivor rows (region loss,
+or none) from which SCIP solves it in place of HiGHS (the 10 x 20 region-loss parts,
+where HiGHS is faster, stay below; the 20 x 20 ones, where SCIP is, mostly above)."""
 HANDING_BACKEND = "highs"
-"""The backend that hands large parts to SCIP."""
+"""The backend that hands parts to SCIP."""
 
 
 def part_backend(backend: Backend, program: LinearProgram) -> Backend:

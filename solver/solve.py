@@ -14,9 +14,9 @@ proved within the gap: status `feasible`, its gap stated) is still priced, verif
 returned; a pricing LP not ended by `PRICING_SHARE` of it leaves the plan without shadow
 prices, and the plan says so. A run that passes the deadline before it has a plan raises
 `TimeLimitReached` naming the stage it was in; once the solve has one, the deadline no
-longer throws it away: a plan whose read-back or verification ends past the limit (the
-50 x 50 x 6 region-loss bench instance reads back and verifies in about 30 s) is still
-verified and returned, since the time is spent either way.
+longer throws it away: a plan whose read-back, pricing or verification ends past the
+limit (the 50 x 50 x 6 region-loss bench instance reads back and verifies in about
+30 s) is still verified and returned, since the time is spent either way.
 """
 
 import threading

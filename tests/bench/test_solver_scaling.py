@@ -180,7 +180,9 @@ def test_scaling(size, survive, tmp_path):
     _scaling_row(size, survive, tmp_path)
 
 
-@pytest.mark.parametrize("size,survive", FAILURE_KINDS, ids=[f"{s}" for s in FAILURE_KINDS])
+@pytest.mark.parametrize(
+    "size,survive", FAILURE_KINDS, ids=["x".join(map(str, z)) + f"-{s}" for z, s in FAILURE_KINDS]
+)
 def test_failure_kinds(size, survive, tmp_path):
     _scaling_row(size, survive, tmp_path)
 
