@@ -55,7 +55,7 @@ test: bytecode lint $(BROWSER_STAMP)
 bench: bytecode
 	$(BIN)/python -m pytest tests/bench -q -s -p no:cacheprovider --override-ini addopts=
 
-# Refit the efficiency factors on calibration/data and rewrite models/catalog/efficiency.yaml.
+# Refit the efficiency factors on calibration/data and rewrite models/physics/catalog/efficiency.yaml.
 calibrate: install
 	$(BIN)/python -m calibration.calibrate --write
 

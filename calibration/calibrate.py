@@ -2,7 +2,7 @@
 
 Reads `calibration/data/` (TensorRT-LLM throughput tables and MLPerf Inference results,
 each row with its source; `calibration/data/README.md` names them), predicts every usable
-row with `models.capacity`, and fits the efficiency factors in two regimes, apart:
+row with `models.serving.capacity`, and fits the efficiency factors in two regimes, apart:
 
 - latency: the step overhead on a deterministic subset of the online-serving latency
   rows (the throughput factors held); the all-reduce latency is a physical floor
@@ -11,7 +11,7 @@ row with `models.capacity`, and fits the efficiency factors in two regimes, apar
   rows) one set per GPU generation and one pooled set, on a deterministic subset of that
   version's max-throughput rows, the latency constants held.
 
-With --write it writes them to `models/catalog/efficiency.yaml`. Everything else is held
+With --write it writes them to `models/physics/catalog/efficiency.yaml`. Everything else is held
 out: a third of the TensorRT-LLM and serving rows (by a hash of the row's
 configuration), every MLPerf row, and the TensorRT-LLM v0.9 first-token-latency and
 static-batching rows.
@@ -56,16 +56,18 @@ from pathlib import Path
 import numpy as np
 
 from calibration.rows import GENERATIONS, Row, load_rows
-from models.capacity import replica_capacity
-from models.catalog import gpu_catalog, llm_catalog
-from models.efficiency import Efficiency, efficiency_for, engine_profiles
-from models.frontier import operating_point
-from models.memory import layout_problem
-from models.precision import Precision
-from models.replica import ReplicaConfig, Role
-from models.step_time import step_model
+from models.physics.catalog import gpu_catalog, llm_catalog
+from models.physics.efficiency import Efficiency, efficiency_for, engine_profiles
+from models.physics.memory import layout_problem
+from models.physics.precision import Precision
+from models.physics.step_time import step_model
+from models.serving.capacity import replica_capacity
+from models.serving.frontier import operating_point
+from models.serving.replica import ReplicaConfig, Role
 
-EFFICIENCY_YAML = Path(__file__).resolve().parents[1] / "models" / "catalog" / "efficiency.yaml"
+EFFICIENCY_YAML = (
+    Path(__file__).resolve().parents[1] / "models" / "physics" / "catalog" / "efficiency.yaml"
+)
 THROUGHPUT_FACTORS = (
     "prefill_flops_fraction",
     "decode_flops_fraction",
@@ -316,7 +318,7 @@ def render_yaml(
     """The text of `efficiency.yaml`."""
     latency_rows = [r for r in rows if r.kind == "itl" and not r.held_out]
     lines = [
-        "# Calibrated efficiency factors of the performance model (models/efficiency.py).",
+        "# Calibrated efficiency factors of the performance model (models/physics/efficiency.py).",
         "#",
         f"# Written by `python -m calibration.calibrate --write` on {datetime.date.today()};",
         "# do not edit by hand: change the model or the data and re-run it.",
@@ -336,8 +338,8 @@ def render_yaml(
         "# - allreduce_latency_s: a physical floor, never fitted (no latency row measures a",
         f"#   TP > 1 decode step): {NCCL_TUNING}.",
         "# A GPU with no rows of its own names the GPU it borrows from (`efficiency_like` in",
-        "# models/catalog/gpus.yaml); `default` (pooled over the profile's rows) serves inline",
-        "# GPUs that name none.",
+        "# models/physics/catalog/gpus.yaml); `default` (pooled over the profile's rows) serves",
+        "# inline GPUs that name none.",
         "",
         f"default_engine: {DEFAULT_ENGINE}",
         "",

@@ -15,7 +15,7 @@ stage, dp = num_gpus / pp, tp = 1, ep as given. A row with TP and no EP runs the
 tensor-parallel (ep = 1), TensorRT-LLM's default.
 
 Fit: at most one MoE-specific constant per GPU generation, the routing skew of
-`models.moe.MoeEfficiency` (the multiplier on the uniform top-k max-rank excess), on the
+`models.physics.moe.MoeEfficiency` (the multiplier on the uniform top-k max-rank excess), on the
 EP rows of that generation only; nothing per row. `python -m calibration.calibrate`
 prints this report after the dense one; `make bench` prints it too
 (tests/bench/test_moe_calibration.py).
@@ -29,12 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
-from models.capacity import replica_capacity
-from models.catalog import gpu_catalog, llm_catalog
-from models.efficiency import Efficiency, efficiency_for, generation_of
-from models.memory import default_kv_precision
-from models.precision import Precision
-from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.physics.catalog import gpu_catalog, llm_catalog
+from models.physics.efficiency import Efficiency, efficiency_for, generation_of
+from models.physics.memory import default_kv_precision
+from models.physics.precision import Precision
+from models.serving.capacity import replica_capacity
+from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
 
 MOE_FILE = "trtllm_perf_moe.csv"
 MOE_MODELS = {
@@ -89,7 +89,7 @@ class MoeRow:
 
     @property
     def generation(self) -> str:
-        """The GPU's generation (`models.efficiency.generation_of`), else the GPU name."""
+        """The GPU's generation (`models.physics.efficiency.generation_of`), else the GPU name."""
         return generation_of(self.gpu) or self.gpu
 
 

@@ -13,10 +13,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from models.catalog import gpu_catalog
-from models.memory import default_kv_precision
-from models.precision import Precision
-from models.replica import LatencyTargets, TrafficMix
+from models.physics.catalog import gpu_catalog
+from models.physics.memory import default_kv_precision
+from models.physics.precision import Precision
+from models.serving.replica import LatencyTargets, TrafficMix
 
 REPO = Path(__file__).resolve().parents[1]
 DATA_DIR = REPO / "calibration" / "data"

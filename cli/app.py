@@ -22,7 +22,7 @@ from typer import _click
 from typer.core import TyperCommand, TyperGroup
 
 from cli.exit_codes import ExitCode
-from models.errors import InputError
+from models.schema.errors import InputError
 
 COMMANDS: dict[str, str] = {
     "validate": "cli.inputs",
@@ -238,27 +238,27 @@ def _run_app() -> None:
     try:
         app()
     except InputError as error:
-        from cli.console import report_input_error
+        from cli.render.console import report_input_error
 
         report_input_error(error)
         sys.exit(ExitCode.BAD_INPUT)
     except KeyboardInterrupt:
-        from cli.console import err
+        from cli.render.console import err
 
         err.print("interrupted")
         sys.exit(130)
     except (RecursionError, MemoryError) as error:
-        from cli.console import err
+        from cli.render.console import err
 
         err.print(
             f"[bold red]error:[/] the input is too large or too deeply nested to process "
-            f"({type(error).__name__}); see the limits in models/limits.py",
+            f"({type(error).__name__}); see the limits in models/schema/limits.py",
         )
         sys.exit(ExitCode.BAD_INPUT)
     except Exception as error:  # the last line of defence: anything else is a bug
         from rich.markup import escape
 
-        from cli.console import err
+        from cli.render.console import err
 
         err.print(
             "[bold red]internal error:[/] this is a bug in fleetplan, please report it "

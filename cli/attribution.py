@@ -1,7 +1,7 @@
 """The plan's cost attribution as a table (solve, explain, report)."""
 
-from cli.tables import TableSpec
-from solver.plan import Plan
+from cli.render.tables import TableSpec
+from solver.plan.schema import Plan
 
 ATTRIBUTION_NOTE = (
     "GPU time at list price split by phase with the step model (unified pools: Shapley "

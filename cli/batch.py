@@ -21,13 +21,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from cli.console import err, out
 from cli.exit_codes import ExitCode
-from cli.junit import junit_xml, outcome_records
 from cli.options import JsonOut
-from models.errors import InputError
-from models.output_files import check_target, is_stdout, write_text
-from solver.batch import (
+from cli.render.console import err, out
+from cli.render.junit import junit_xml, outcome_records
+from models.io.output_files import check_target, is_stdout, write_text
+from models.schema.errors import InputError
+from solver.studies.batch import (
     FAILED_STATUSES,
     Comparison,
     Outcome,

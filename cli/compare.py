@@ -5,13 +5,13 @@ from typing import Annotated
 
 import typer
 
-from cli.console import err, out
 from cli.exit_codes import ExitCode
 from cli.options import JsonOut, MarkdownOut, to_stdout
-from cli.tables import Report, TableSpec
-from models.loading import load_instance
-from models.output_files import check_target, is_stdout, write_text
-from solver.compare import Comparison, Side, compare_instances
+from cli.render.console import err, out
+from cli.render.tables import Report, TableSpec
+from models.io.loading import load_instance
+from models.io.output_files import check_target, is_stdout, write_text
+from solver.analysis.compare import Comparison, Side, compare_instances
 
 
 def compare(

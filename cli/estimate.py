@@ -1,7 +1,8 @@
 """Commands `estimate` (back-of-envelope fleet sizing) and `headroom` (the utilisation
 ceiling a p99 TTFT target implies). Parsing and rendering only: the figures come from
-`models.estimate` and `models.headroom`, the tables from `cli.estimate_tables` (the shared
-table spec, so both print as terminal tables, Markdown or JSON)."""
+`models.calculators.estimate` and `models.serving.headroom`, the tables from
+`cli.render.estimate_tables` (the shared table spec, so both print as terminal tables, Markdown or
+JSON)."""
 
 import sys
 from dataclasses import asdict, replace
@@ -10,26 +11,26 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.console import err
 from cli.estimate_config import assumptions_from, read_config
-from cli.estimate_tables import estimate_report, headroom_report
 from cli.exit_codes import ExitCode
 from cli.options import JsonOnly, emit_json
-from cli.tables import Report
-from models import catalog
-from models.efficiency import UnknownEngine, check_engine, efficiency_source, engine_report
-from models.estimate import (
+from cli.render.console import err
+from cli.render.estimate_tables import estimate_report, headroom_report
+from cli.render.tables import Report
+from models.calculators.estimate import (
     EstimateAssumptions,
     NoServingConfig,
     estimate_with_model,
     model_throughput,
 )
-from models.estimate import estimate as run_estimate
-from models.hardware import GpuSpec
-from models.headroom import derive_headroom
-from models.llm import LlmSpec
-from models.precision import Precision
-from models.replica import LatencyTargets
+from models.calculators.estimate import estimate as run_estimate
+from models.physics import catalog
+from models.physics.efficiency import UnknownEngine, check_engine, efficiency_source, engine_report
+from models.physics.hardware import GpuSpec
+from models.physics.llm import LlmSpec
+from models.physics.precision import Precision
+from models.serving.headroom import derive_headroom
+from models.serving.replica import LatencyTargets
 
 MarkdownFlag = Annotated[
     bool, typer.Option("--markdown", help="Print the tables as Markdown instead.")

@@ -1,6 +1,6 @@
 """Assumptions of `fleetplan estimate` from its flags and a YAML or JSON config file.
 
-Flags win over the file's keys, the defaults of `models.estimate.EstimateAssumptions`
+Flags win over the file's keys, the defaults of `models.calculators.estimate.EstimateAssumptions`
 fill the rest; every problem is reported at once, naming the flag, or the file, line and
 key (an `InputError`, exit code 2 at the command line).
 """
@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from models.errors import InputError, Issue
-from models.estimate import EstimateAssumptions
-from models.loading import read_document
+from models.calculators.estimate import EstimateAssumptions
+from models.io.loading import read_document
+from models.schema.errors import InputError, Issue
 
 COMMAND_LINE = "command line"
 """Where an issue from a flag (not a file) comes from."""

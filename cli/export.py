@@ -2,13 +2,13 @@
 
 from pathlib import Path
 
-from cli.console import err
-from models.errors import InputError, Issue
-from models.loading import load_instance
-from models.output_files import check_target, write_text
-from solver.candidates import build_candidates
-from solver.export import FORMATS, program_text
-from solver.program import build_program
+from cli.render.console import err
+from models.io.loading import load_instance
+from models.io.output_files import check_target, write_text
+from models.schema.errors import InputError, Issue
+from solver.candidates.table import build_candidates
+from solver.program.build import build_program
+from solver.program.export import FORMATS, program_text
 
 
 def export_program(file: Path, target: Path) -> None:

@@ -8,10 +8,10 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.console import out
 from cli.options import JsonOnly, JsonOut, SetOption, emit_json, load
-from cli.tables import TableSpec, markdown_tables, print_tables
-from models.catalog import gpu_catalog, llm_catalog
+from cli.render.console import out
+from cli.render.tables import TableSpec, markdown_tables, print_tables
+from models.physics.catalog import gpu_catalog, llm_catalog
 
 
 class CatalogKind(StrEnum):
@@ -34,8 +34,8 @@ def validate(
     With --json, a bad instance is data too: `{"ok": false, "problems": [{"file", "line",
     "field", "message"}]}` (still exit 2).
     """
-    from models.errors import InputError
-    from models.output_files import check_target, is_stdout
+    from models.io.output_files import check_target, is_stdout
+    from models.schema.errors import InputError
 
     if json_out is not None:
         check_target(json_out, (file,))
@@ -166,7 +166,7 @@ def schema(json_out: JsonOut = None) -> None:
     source): editors show it as hover help. It is JSON already: --json FILE writes it to
     a file.
     """
-    from models.schema_docs import instance_schema
+    from models.schema.schema_docs import instance_schema
 
     emit_json(json_out or Path("-"), json.dumps(instance_schema(), indent=2))
 

@@ -3,10 +3,10 @@ added to the explanation's tables and JSON."""
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cli.console import err
-from cli.tables import TableSpec
-from solver.explain import Explanation
-from solver.levers import LeverResult, levers_for, rank_levers
+from cli.render.console import err
+from cli.render.tables import TableSpec
+from solver.analysis.explain import Explanation
+from solver.analysis.levers import LeverResult, levers_for, rank_levers
 from solver.solve import Solved
 
 LEVER_NOTE = (

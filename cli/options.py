@@ -5,7 +5,7 @@
   output, the human-readable tables go to standard error, so stdout is pure JSON.
 - `--markdown` is the same for Markdown.
 - `--set path=value` (repeatable) changes the instance document before it is validated
-  (models/overrides.py).
+  (models/io/overrides.py).
 
 `--json` without a value is rewritten to `--json=-` by the app (cli.app.bare_outputs)
 before the command parses its arguments, so the value is always a path here.
@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from models.output_files import is_stdout, write_text
+from models.io.output_files import is_stdout, write_text
 
 JSON_HELP = "Write the result as JSON: alone or - for standard output, else to this file."
 MARKDOWN_HELP = "Write the result as Markdown: alone or - for standard output, else to this file."
@@ -58,23 +58,23 @@ def emit_json(target: Path | None, data: Any, inputs: tuple[Path, ...] = ()) -> 
         text = json.dumps(data, indent=2)
     write_text(target, text, inputs)
     if not is_stdout(target):
-        from cli.console import err
+        from cli.render.console import err
 
         err.print(f"wrote {target}", markup=False)
 
 
 def overrides_of(sets: list[str] | None):
-    """The parsed `--set` overrides (models.overrides), refusing a bad one with exit 2."""
-    from models.overrides import parse_overrides
+    """The parsed `--set` overrides (models.io.overrides), refusing a bad one with exit 2."""
+    from models.io.overrides import parse_overrides
 
     return parse_overrides(sets)
 
 
 def load(file: Path, sets: list[str] | None):
     """The instance in `file` with the `--set` overrides applied, validated in full; its
-    warnings (models.instance.input_warnings) printed on stderr."""
-    from models.instance import input_warnings
-    from models.overrides import load_instance_with
+    warnings (models.schema.instance.input_warnings) printed on stderr."""
+    from models.io.overrides import load_instance_with
+    from models.schema.instance import input_warnings
 
     instance = load_instance_with(file, overrides_of(sets))
     print_warnings(input_warnings(instance))
@@ -83,7 +83,7 @@ def load(file: Path, sets: list[str] | None):
 
 def print_warnings(lines: list[str]) -> None:
     """Each warning on stderr, one line each."""
-    from cli.console import err
+    from cli.render.console import err
 
     for line in lines:
         err.print(f"warning: {line}", markup=False)

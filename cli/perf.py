@@ -4,7 +4,7 @@ Why one module over 500 lines: `perf` has the most options of any command (layou
 engine, load, prefix and tier flags) and renders each view; every figure comes from
 models/.
 
-Parsing and rendering only: every figure comes from `models.capacity`; this module
+Parsing and rendering only: every figure comes from `models.serving.capacity`; this module
 converts bytes to GiB and seconds to ms at the edge.
 """
 
@@ -16,7 +16,6 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.console import err
 from cli.exit_codes import ExitCode
 from cli.options import JsonOnly, emit_json
 from cli.perf_speculative import (
@@ -25,10 +24,11 @@ from cli.perf_speculative import (
     speculation_table_spec,
     speculative_model,
 )
-from cli.tables import TableSpec, markdown_tables, print_tables
-from models import catalog
-from models.capacity import replica_capacity
-from models.efficiency import (
+from cli.render.console import err
+from cli.render.tables import TableSpec, markdown_tables, print_tables
+from models.io.hf_config import HfConfigError, load_hf_config
+from models.physics import catalog
+from models.physics.efficiency import (
     Efficiency,
     UnknownEngine,
     check_engine,
@@ -36,17 +36,17 @@ from models.efficiency import (
     efficiency_source,
     engine_report,
 )
-from models.errors import InputError, Issue
-from models.frontier import FrontierPoint, throughput_frontier
-from models.hardware import GpuSpec
-from models.hf_config import HfConfigError, load_hf_config
-from models.latency import LoadLatency, latency_at_concurrency, latency_at_rate
-from models.llm import LlmSpec
-from models.memory import GIB, default_kv_precision, layout_problem
-from models.precision import Precision
-from models.prefix_kv import KvTierReport, kv_tier_report
-from models.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
-from models.traffic import TokenDistribution
+from models.physics.hardware import GpuSpec
+from models.physics.llm import LlmSpec
+from models.physics.memory import GIB, default_kv_precision, layout_problem
+from models.physics.precision import Precision
+from models.schema.errors import InputError, Issue
+from models.schema.traffic import TokenDistribution
+from models.serving.capacity import replica_capacity
+from models.serving.frontier import FrontierPoint, throughput_frontier
+from models.serving.latency import LoadLatency, latency_at_concurrency, latency_at_rate
+from models.serving.prefix_kv import KvTierReport, kv_tier_report
+from models.serving.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
 
 _WHERE = "command line"
 

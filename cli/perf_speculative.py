@@ -1,17 +1,13 @@
 """`perf` with speculative decoding: the flags read into a `Speculation`, and the table and
-JSON of the speed-up per batch (`models.speculative`). Rendering only."""
+JSON of the speed-up per batch (`models.physics.speculative`). Rendering only."""
 
 import math
 from typing import Any
 
-from cli.tables import TableSpec
-from models import catalog, limits
-from models.batch_model import MixTokens, decode_steps, replica_step_model
-from models.efficiency import Efficiency
-from models.errors import InputError, Issue
-from models.quantities import out_of_range
-from models.replica import ReplicaConfig, Role, TrafficMix
-from models.speculative import (
+from cli.render.tables import TableSpec
+from models.physics import catalog
+from models.physics.efficiency import Efficiency
+from models.physics.speculative import (
     Speculation,
     SpeculationRow,
     SpeculativeSteps,
@@ -19,6 +15,11 @@ from models.speculative import (
     crossover_batch,
     speculation_table,
 )
+from models.schema import limits
+from models.schema.errors import InputError, Issue
+from models.schema.quantities import out_of_range
+from models.serving.batch_model import MixTokens, decode_steps, replica_step_model
+from models.serving.replica import ReplicaConfig, Role, TrafficMix
 
 _WHERE = "command line"
 DEFAULT_TABLE_BATCH = 512

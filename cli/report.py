@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
-from cli.console import err
 from cli.options import SetOption, load
-from models.output_files import check_target, write_text
+from cli.render.console import err
+from models.io.output_files import check_target, write_text
 
 
 def report(
@@ -25,9 +25,9 @@ def report(
     Self-contained: every chart is an inline SVG, so the file opens offline.
     """
     started = time.monotonic()
-    from cli.html_report import report_html
+    from cli.render.html_report import report_html
     from cli.solve import _read_plan, _solve, plan_header, plan_tables
-    from solver.report_data import chart_data
+    from solver.analysis.report_data import chart_data
 
     inputs = (file,) if plan_file is None else (file, plan_file)
     check_target(output, inputs=inputs)

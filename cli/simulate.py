@@ -9,13 +9,13 @@ from typing import Annotated
 
 import typer
 
-from cli.console import err, out
 from cli.exit_codes import ExitCode
 from cli.options import JsonOut, MarkdownOut, SetOption, load
-from cli.tables import TableSpec, markdown_tables, print_tables
-from models.errors import InputError, Issue
-from models.output_files import check_target, is_stdout, write_text
-from solver.plan import Plan
+from cli.render.console import err, out
+from cli.render.tables import TableSpec, markdown_tables, print_tables
+from models.io.output_files import check_target, is_stdout, write_text
+from models.schema.errors import InputError, Issue
+from solver.plan.schema import Plan
 from solver.simulate.engine import DISPATCHES
 from solver.simulate.replay import EFFECTS, PlanSimulation, simulate_plan
 from solver.simulate.tolerance import MAX_CV, MIN_CV

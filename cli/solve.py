@@ -2,7 +2,7 @@
 
 Why one module over 500 lines: the three commands share their options, output checks
 and the plan's tables; the time and attribution tables live in their own modules
-(cli/time_tables.py, cli/attribution.py).
+(cli/render/time_tables.py, cli/attribution.py).
 
 Exit codes: 0 solved (or verified), 1 verify found violations, 2 bad input (an output
 path that cannot be written included, checked before solving), 3 infeasible (with the
@@ -20,25 +20,25 @@ import typer
 from pydantic import ValidationError
 from rich.markup import escape
 
-from cli.console import err, out
 from cli.exit_codes import ExitCode
 from cli.options import JsonOut, MarkdownOut, SetOption, emit_json, load, to_stdout
-from cli.tables import TableSpec, markdown_tables, print_tables
-from cli.time_tables import time_tables
-from models.backend_names import BACKEND_NAMES
-from models.errors import InputError, Issue
-from models.instance import SolverSettings
-from models.loading import read_document
-from models.output_files import check_target, is_stdout, write_text
+from cli.render.console import err, out
+from cli.render.tables import TableSpec, markdown_tables, print_tables
+from cli.render.time_tables import time_tables
+from models.io.loading import read_document
+from models.io.output_files import check_target, is_stdout, write_text
+from models.schema.backend_names import BACKEND_NAMES
+from models.schema.errors import InputError, Issue
+from models.schema.instance import SolverSettings
 from solver.backends import UnknownBackendError
 from solver.errors import BackendUnavailable, Diagnosis, Infeasible, NoSolution, PlanRejected
-from solver.plan import Plan, ReplicaPool
+from solver.plan.schema import Plan, ReplicaPool
 from solver.settings import SolveSettings
 from solver.solve import Solved, solve_program
-from solver.verify import Verification
+from solver.verify.fleet import Verification
 
 if TYPE_CHECKING:  # `solve` never needs the explanation's modules (levers, re-solves)
-    from solver.explain import Explanation
+    from solver.analysis.explain import Explanation
 
 BINDING_ROWS_SHOWN = 20
 """Binding constraints printed in the terminal (all of them go to --json)."""
@@ -136,7 +136,7 @@ def explain(
         tables = plan_tables(plan) + time_tables(plan)
         _report(plan_header(plan), tables, plan, json_out, markdown_out, file)
         return
-    from solver.explain import explain_solved
+    from solver.analysis.explain import explain_solved
 
     try:
         explanation = explain_solved(solved, progress=_progress_after(started))
@@ -179,7 +179,7 @@ def verify(
     if json_out is not None:
         check_target(json_out, (file, plan_file))
     instance = load(file, sets)
-    from solver.verify_hours import verify_any as verify_plan  # `verify`'s alone (issue 19)
+    from solver.verify.hours import verify_any as verify_plan  # `verify`'s alone (issue 19)
 
     result = verify_plan(instance, _read_plan(plan_file))
     emit_json(json_out, result, (file, plan_file))
@@ -209,7 +209,7 @@ def _progress_after(started: float, after_s: float = PROGRESS_AFTER_S):
 
 def check_outputs(file: Path, *outputs: Path | None) -> None:
     """Refuse, before any work, an output path that cannot or must not be written
-    (models.output_files.check_target): exit code 2 naming the path."""
+    (models.io.output_files.check_target): exit code 2 naming the path."""
     for path in outputs:
         if path is not None:
             check_target(path, (file,))

@@ -12,11 +12,11 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.console import err, out
 from cli.exit_codes import ExitCode
 from cli.options import JsonOut, emit_json, to_stdout
-from cli.tables import TableSpec, print_tables
-from models.output_files import check_target
+from cli.render.console import err, out
+from cli.render.tables import TableSpec, print_tables
+from models.io.output_files import check_target
 
 
 class Executor(StrEnum):
@@ -45,8 +45,8 @@ def sweep(
     A point already in the --out file is not solved again (the sweep resumes). Every
     distinct plan is re-checked by the verifier at every point, at that point's prices.
     """
-    from models.sweep_grid import read_grid
-    from solver.sweep import (
+    from models.schema.sweep_grid import read_grid
+    from solver.studies.sweep import (
         ResultsFile,
         check_plans,
         point_instance,
@@ -75,7 +75,7 @@ def sweep(
             work.append((point, instance))
     if instances:  # what is probably unintended in the instance (the first valid point's)
         from cli.options import print_warnings
-        from models.instance import input_warnings
+        from models.schema.instance import input_warnings
 
         print_warnings(input_warnings(instances[min(instances)]))
     console = err if to_stdout(json_out) else out

@@ -1,15 +1,21 @@
 """Command `voice`: a time-to-first-audio budget, line by line, and the LLM targets it
-leaves. Parsing and rendering only: the numbers come from `models.voice`."""
+leaves. Parsing and rendering only: the numbers come from `models.calculators.voice`."""
 
 import json
 from typing import Annotated, Any
 
 import typer
 
-from cli.console import out
-from cli.tables import TableSpec, print_tables
-from models.errors import InputError, Issue
-from models.voice import DEFAULT_TTFT_SHARE, Voice, VoiceBudget, VoiceBudgetError, voice_budget
+from cli.render.console import out
+from cli.render.tables import TableSpec, print_tables
+from models.calculators.voice import (
+    DEFAULT_TTFT_SHARE,
+    Voice,
+    VoiceBudget,
+    VoiceBudgetError,
+    voice_budget,
+)
+from models.schema.errors import InputError, Issue
 
 
 def budget_json(budget: VoiceBudget) -> dict[str, Any]:

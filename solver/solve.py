@@ -24,33 +24,33 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from models.efficiency import borrowed_gpus, check_engine, engine_report
-from models.instance import Instance
-from models.scenarios import failure_scenarios
-from models.time_demand import uses_time
-from models.warm_cold import splittable
+from models.colocation.warm_cold import splittable
+from models.operations.scenarios import failure_scenarios
+from models.operations.time_demand import uses_time
+from models.physics.efficiency import borrowed_gpus, check_engine, engine_report
+from models.schema.instance import Instance
+from solver.analysis.capacity_report import with_capacity_units
+from solver.analysis.diagnose import diagnose_infeasible, presolve_problems
 from solver.backends import get_backend
-from solver.candidates import CandidateTable, build_candidates
-from solver.candidates_parallel import build_candidates_parallel
-from solver.capacity_report import with_capacity_units
-from solver.decompose import optimise
-from solver.diagnose import diagnose_infeasible, presolve_problems
+from solver.candidates.pools import PoolCurve, assess_pools
+from solver.candidates.size_check import check_configurations, check_program_size
+from solver.candidates.table import CandidateTable, build_candidates
+from solver.candidates.workers import build_candidates_parallel
+from solver.colocation.tiering import search_report, tiering_report
+from solver.colocation.warm_cold import solve_choosing_split
+from solver.decompose.by_workload import optimise
+from solver.decompose.parallel import workers_kept
+from solver.decompose.workload_parts import start_by_workload
 from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
-from solver.lp import LinearProgram, SolveResult, Termination
-from solver.optimised import Optimised
-from solver.parallel import workers_kept
-from solver.plan import Plan, SimplicityCost
-from solver.pools import PoolCurve, assess_pools
-from solver.pricing import priced_rows, pricing_program
-from solver.program import FleetProgram, build_program
-from solver.readback import chosen_sizes, gpu_use, integral, read_plan, replica_counts
-from solver.sets import ProgramSets
+from solver.plan.schema import Plan, SimplicityCost
+from solver.program.build import FleetProgram, build_program
+from solver.program.lp import LinearProgram, SolveResult, Termination
+from solver.program.optimised import Optimised
+from solver.program.sets import ProgramSets
+from solver.readback.assign import chosen_sizes, gpu_use, integral, read_plan, replica_counts
+from solver.readback.pricing import priced_rows, pricing_program
 from solver.settings import PRICING_SHARE, SOLVE_SHARE, SolveSettings, TimeLimitReached
-from solver.size_check import check_configurations, check_program_size
-from solver.tiering import search_report, tiering_report
-from solver.verify import verify
-from solver.warm_cold import solve_choosing_split
-from solver.workload_parts import start_by_workload
+from solver.verify.fleet import verify
 
 T = TypeVar("T")
 
@@ -219,7 +219,7 @@ def _in_background(run: Callable[..., T], *args) -> Callable[[], T]:
 
 def with_engine(instance: Instance, plan: Plan) -> Plan:
     """The plan with the engine profile used and the GPU types it uses that run on
-    borrowed efficiency factors (`models.efficiency.efficiency_source`)."""
+    borrowed efficiency factors (`models.physics.efficiency.efficiency_source`)."""
     used = sorted({use.gpu for use in plan.gpus if use.used} | {p.gpu for p in plan.replicas})
     specs = [instance.gpu_specs[gpu] for gpu in used if gpu in instance.gpu_specs]
     return plan.model_copy(
@@ -240,7 +240,7 @@ def _with_tiering(
 ) -> Plan:
     """The plan with its tiering report: the same instance re-solved with colocation off
     (from the same candidate table) gives the idle fraction and cost without sharing
-    (solver.tiering)."""
+    (solver.colocation.tiering)."""
     off = instance.model_copy(
         update={"policy": instance.policy.model_copy(update={"colocation": False})}
     )
@@ -257,9 +257,9 @@ def _with_tiering(
 
 
 def _solve_in_time(instance: Instance, settings: SolveSettings) -> Solved:
-    """The hourly plan (solver.time_solve); the peak period's program stands for the
+    """The hourly plan (solver.time.solve); the peak period's program stands for the
     program in what `explain` reads."""
-    from solver.time_solve import solve_time
+    from solver.time.solve import solve_time
 
     plan, peak, values = solve_time(instance, settings)
     result = SolveResult(

@@ -2,16 +2,16 @@
 ones that grow in regions x workloads x GPU types (for the scaling benchmark); and
 capacity records with made-up numbers for tests where the physics is not under test.
 
-Everything goes through `models.loading.validate_instance`, the same validation as an
+Everything goes through `models.io.loading.validate_instance`, the same validation as an
 instance file.
 """
 
 import random
 from typing import Any
 
-from models.instance import Instance
-from models.loading import validate_instance
-from models.replica import Limit, ReplicaCapacity, ReplicaConfig
+from models.io.loading import validate_instance
+from models.schema.instance import Instance
+from models.serving.replica import Limit, ReplicaCapacity, ReplicaConfig
 
 PROMPT_TOKENS = 1000
 OUTPUT_TOKENS = 200

@@ -4,11 +4,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.attribution import IterationTimes, unified_iteration_times
-from models.batch_model import MixTokens, replica_step_model
-from models.replica import Role
-from solver.pools import physics_of
-from solver.report_data import config_of
+from models.serving.attribution import IterationTimes, unified_iteration_times
+from models.serving.batch_model import MixTokens, replica_step_model
+from models.serving.replica import Role
+from solver.analysis.report_data import config_of
+from solver.candidates.pools import physics_of
 from solver.settings import SolveSettings
 from solver.solve import solve
 from tests import synthetic

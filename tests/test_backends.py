@@ -26,7 +26,7 @@ from solver.backends.base import relative_gap
 from solver.backends.cpsat import search as cpsat_search
 from solver.backends.cpsat.grid import make_grid
 from solver.backends.cpsat.presolve import implied_integers, propagate_bounds
-from solver.lp import LinearProgram, Sense, SolveResult, Termination
+from solver.program.lp import LinearProgram, Sense, SolveResult, Termination
 
 TOLERANCE = 1e-6
 
@@ -572,7 +572,7 @@ def test_ortools_after_highspy_in_one_process_and_nothing_on_stdout():
         """
         import highspy  # noqa: F401  (first, as in the CLI)
         from solver.backends import available_backends, get_backend
-        from solver.lp import LinearProgram, Sense
+        from solver.program.lp import LinearProgram, Sense
         lp = LinearProgram("p")
         lp.add_variable("x", integer=True)
         lp.add_variable("y")
@@ -817,8 +817,8 @@ def test_cpsat_out_of_time_says_so_and_names_highs(monkeypatch):
 def test_backend_names_come_from_one_list():
     from typing import get_args
 
-    from models.backend_names import BACKEND_NAMES
-    from models.instance import SolverSettings
+    from models.schema.backend_names import BACKEND_NAMES
+    from models.schema.instance import SolverSettings
 
     schema_names = get_args(SolverSettings.model_fields["backend"].annotation)
     assert backend_names() == BACKEND_NAMES == schema_names

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from solver.batch import Golden, Outcome, compare, golden_path, instance_files, write_golden
+from solver.studies.batch import Golden, Outcome, compare, golden_path, instance_files, write_golden
 from tests.paths import INSTANCES
 
 SMALL = "region-loss-3-baseline.yaml"

@@ -8,21 +8,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.capacity import (
+from models.physics.catalog import gpu, gpu_catalog, llm, llm_catalog
+from models.physics.efficiency import Efficiency, efficiency_for
+from models.physics.memory import kv_bytes_per_token
+from models.physics.precision import Precision
+from models.physics.step_time import step_model
+from models.serving.capacity import (
     UNLIMITED_POOL,
     batch_p99,
     kv_transfer_s,
     pooled_wait_p99_s,
     replica_capacity,
 )
-from models.catalog import gpu, gpu_catalog, llm, llm_catalog
-from models.efficiency import Efficiency, efficiency_for
-from models.frontier import operating_point, throughput_frontier
-from models.memory import kv_bytes_per_token
-from models.precision import Precision
-from models.queueing import wait_quantile_s
-from models.replica import LatencyTargets, Limit, ReplicaConfig, Role, TrafficMix
-from models.step_time import step_model
+from models.serving.frontier import operating_point, throughput_frontier
+from models.serving.queueing import wait_quantile_s
+from models.serving.replica import LatencyTargets, Limit, ReplicaConfig, Role, TrafficMix
 
 BF16, FP8, FP4 = Precision.BF16, Precision.FP8, Precision.FP4
 EFF = Efficiency(

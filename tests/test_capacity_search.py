@@ -1,7 +1,7 @@
-"""The capacity searches (`models.capacity`) against the 48-step bisection they replaced.
+"""The capacity searches (`models.serving.capacity`) against the 48-step bisection they replaced.
 
 The capacity is the edge of a monotone test (the SLO at a mean batch, the TTFT at a
-prompt rate, the NICs' rate at a batch). `models.edge_search.find_edge` finds it in ~10
+prompt rate, the NICs' rate at a batch). `models.serving.edge_search.find_edge` finds it in ~10
 evaluations; the reference here is the old path, kept as a slow reference: 48 halvings
 of the same bracket on the same test. They agree to 1e-9 relative, except where the
 bisection stopped inside a spike: the numerical derivative of the step time in
@@ -16,16 +16,16 @@ import math
 
 import pytest
 
-import models.batch_model as batch_model_module
-import models.capacity as capacity_module
-from models.batch_model import BatchModel, MixTokens, replica_step_model
-from models.capacity import UNLIMITED_POOL, replica_capacity
-from models.catalog import gpu, llm
-from models.edge_search import EDGE_REL_TOL
-from models.efficiency import efficiency_for
-from models.precision import Precision
-from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
-from models.speculative_option import Speculation
+import models.serving.batch_model as batch_model_module
+import models.serving.capacity as capacity_module
+from models.physics.catalog import gpu, llm
+from models.physics.efficiency import efficiency_for
+from models.physics.precision import Precision
+from models.schema.speculative_option import Speculation
+from models.serving.batch_model import BatchModel, MixTokens, replica_step_model
+from models.serving.capacity import UNLIMITED_POOL, replica_capacity
+from models.serving.edge_search import EDGE_REL_TOL
+from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
 
 BF16, FP8 = Precision.BF16, Precision.FP8
 BISECTION_STEPS = 48

@@ -2,8 +2,8 @@
 
 import pytest
 
-from models.catalog import gpu_catalog, llm_catalog
-from models.precision import Precision
+from models.physics.catalog import gpu_catalog, llm_catalog
+from models.physics.precision import Precision
 
 REQUIRED_GPUS = {
     "a100-80gb-sxm",

@@ -9,9 +9,9 @@ import pytest
 
 from cli.app import COMMANDS
 from cli.exit_codes import ExitCode
-from models.instance import input_warnings
-from models.loading import load_instance
-from models.schema_docs import instance_schema
+from models.io.loading import load_instance
+from models.schema.instance import input_warnings
+from models.schema.schema_docs import instance_schema
 from tests.paths import INSTANCES, ONE_MODEL_ONE_REGION
 
 FIXTURE = str(ONE_MODEL_ONE_REGION)
@@ -170,7 +170,7 @@ def _rendered(width: int, terminal: bool) -> list[str]:
 
     from rich.console import Console
 
-    from cli.tables import TableSpec, print_tables
+    from cli.render.tables import TableSpec, print_tables
 
     columns = ("workload", "GPU", "precision", "TP x PP", "role", "replicas", "GPUs",
                "req/s per replica", "limit")  # fmt: skip

@@ -11,19 +11,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models import catalog
-from models.capacity import batch_p99, replica_capacity
-from models.colocation import (
+from models.colocation.coresident import (
     candidate_groups,
     evaluate_group,
     group_template,
     sharing_verdict,
 )
-from models.efficiency import Efficiency
-from models.interference import active_fraction, bernoulli_sum_quantile
-from models.precision import Precision
-from models.replica import LatencyTargets, Limit, TrafficMix
-from models.shared_layout import Member, SharedLayout
+from models.colocation.interference import active_fraction, bernoulli_sum_quantile
+from models.colocation.shared_layout import Member, SharedLayout
+from models.physics import catalog
+from models.physics.efficiency import Efficiency
+from models.physics.precision import Precision
+from models.serving.capacity import batch_p99, replica_capacity
+from models.serving.replica import LatencyTargets, Limit, TrafficMix
 
 EFF = Efficiency()
 H100 = catalog.gpu_catalog()["h100-sxm"]

@@ -10,14 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import solver.groups
-from models.colocation import evaluate_group
-from models.loading import validate_instance
-from models.precision import Precision
-from models.replica import LatencyTargets, TrafficMix
-from models.shared_layout import Member, SharedLayout
+import solver.colocation.groups
+from models.colocation.coresident import evaluate_group
+from models.colocation.shared_layout import Member, SharedLayout
+from models.io.loading import validate_instance
+from models.physics.precision import Precision
+from models.serving.replica import LatencyTargets, TrafficMix
 from solver.solve import solve
-from solver.verify import verify
+from solver.verify.fleet import verify
 from tests.synthetic import workload
 from tests.test_colocation import (
     ACTIVATION_BYTES_8B,
@@ -127,7 +127,7 @@ def test_a_high_load_model_keeps_its_p99_wherever_it_is_served():
 
 def test_large_interference_stops_sharing(monkeypatch):
     tenth = _dedicated_rps() / 10
-    monkeypatch.setattr(solver.groups, "INTERFERENCE_FACTOR", 20.0)
+    monkeypatch.setattr(solver.colocation.groups, "INTERFERENCE_FACTOR", 20.0)
     plan = solve(_instance({"chat": tenth, "code": tenth}))
     assert _shared(plan) == []
     assert plan.total_gpus == 2
@@ -197,7 +197,7 @@ def test_the_verifier_rejects_a_group_that_overflows_hbm():
     # reserves alone, past the H100's 80 GiB.
     assert 5 * (WEIGHT_BYTES_8B + ACTIVATION_BYTES_8B + 0.05 * 80 * GIB) > 80 * GIB
     group = _shared(plan)[0]
-    from solver.plan import GroupMember
+    from solver.plan.schema import GroupMember
 
     everyone = tuple(GroupMember(workload=w, requests_per_s_per_replica=tenth / 4) for w in names)
     doctored = group.model_copy(

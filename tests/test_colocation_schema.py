@@ -4,8 +4,8 @@
 import pytest
 import yaml
 
-from models.errors import InputError
-from models.loading import validate_instance
+from models.io.loading import validate_instance
+from models.schema.errors import InputError
 from tests.paths import DEFAULT_INSTANCE
 
 

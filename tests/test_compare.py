@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from models.loading import validate_instance
-from solver.compare import compare_instances
+from models.io.loading import validate_instance
+from solver.analysis.compare import compare_instances
 from tests import synthetic
 
 DEMAND = {"us": 20.0}

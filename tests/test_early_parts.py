@@ -1,15 +1,15 @@
 """Workload programs handed to the workers before the whole program is built
-(solver.workload_parts.start_by_workload): each worker bounds its pools by dominance on its
-own program, which must give the bounds the whole program gives, and the plan must be
+(solver.decompose.workload_parts.start_by_workload): each worker bounds its pools by dominance on
+its own program, which must give the bounds the whole program gives, and the plan must be
 the plan of the serial decomposition."""
 
 import pytest
 
-import solver.parallel as parallel
-import solver.workload_parts as workload_parts
-from solver.candidates import build_candidates
-from solver.program import build_program
-from solver.replica_dominance import dominance
+import solver.decompose.parallel as parallel
+import solver.decompose.workload_parts as workload_parts
+from solver.candidates.replica_dominance import dominance
+from solver.candidates.table import build_candidates
+from solver.program.build import build_program
 from solver.settings import SolveSettings, machine_threads
 from solver.solve import solve
 from tests.synthetic import generated, with_policy
@@ -95,7 +95,7 @@ def test_highs_prepares_numpy_only_for_a_program_too_large_for_mps_text():
 import sys
 from solver.backends import get_backend
 from solver.backends.highs import SMALL_PROGRAM_NONZEROS
-from solver.lp import LinearProgram, Sense
+from solver.program.lp import LinearProgram, Sense
 
 def program(rows):
     lp = LinearProgram("p")

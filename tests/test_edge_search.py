@@ -1,4 +1,4 @@
-"""The edge search (`models.edge_search.find_edge`): a bracket of a pass and a fail, as
+"""The edge search (`models.serving.edge_search.find_edge`): a bracket of a pass and a fail, as
 tight as asked, in far fewer evaluations than the 48-step bisection it replaces."""
 
 import math
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.edge_search import EDGE_REL_TOL, find_edge, signed_margin
+from models.serving.edge_search import EDGE_REL_TOL, find_edge, signed_margin
 
 
 class Counted:

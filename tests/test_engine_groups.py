@@ -9,16 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models import catalog
-from models.capacity import replica_capacity
-from models.efficiency import Efficiency
-from models.engine_group import EngineMember, engine_group, envelope_mix
-from models.loading import validate_instance
-from models.precision import Precision
-from models.replica import LatencyTargets, ReplicaConfig, TrafficMix
-from solver.candidates import build_candidates
+from models.colocation.engine_group import EngineMember, engine_group, envelope_mix
+from models.io.loading import validate_instance
+from models.physics import catalog
+from models.physics.efficiency import Efficiency
+from models.physics.precision import Precision
+from models.serving.capacity import replica_capacity
+from models.serving.replica import LatencyTargets, ReplicaConfig, TrafficMix
+from solver.candidates.table import build_candidates
 from solver.solve import solve
-from solver.verify import verify
+from solver.verify.fleet import verify
 from tests.synthetic import workload
 
 EFF = Efficiency()

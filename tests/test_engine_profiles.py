@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from models.catalog import gpu_catalog
-from models.efficiency import (
+from models.io.loading import validate_instance
+from models.physics.catalog import gpu_catalog
+from models.physics.efficiency import (
     UnknownEngine,
     borrowed_gpus,
     check_engine,
@@ -20,10 +21,9 @@ from models.efficiency import (
     engine_profiles,
     engine_report,
 )
-from models.errors import InputError
-from models.hardware import GpuSpec
-from models.loading import validate_instance
-from models.precision import Precision
+from models.physics.hardware import GpuSpec
+from models.physics.precision import Precision
+from models.schema.errors import InputError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "one-model-one-region.yaml"
 FP8 = Precision.FP8

@@ -4,9 +4,8 @@ import math
 
 import pytest
 
-import models.estimate
-from models.catalog import gpu, llm
-from models.estimate import (
+import models.calculators.estimate
+from models.calculators.estimate import (
     EstimateAssumptions,
     Incident,
     NoServingConfig,
@@ -15,8 +14,9 @@ from models.estimate import (
     model_throughput,
     whole_gpus,
 )
-from models.precision import Precision
-from models.replica import LatencyTargets, Limit, ReplicaCapacity
+from models.physics.catalog import gpu, llm
+from models.physics.precision import Precision
+from models.serving.replica import LatencyTargets, Limit, ReplicaCapacity
 from tests.synthetic import made_up_capacity
 
 # The worked example's assumptions, named
@@ -227,7 +227,7 @@ def fake_capacity(monkeypatch):
         seen.append((config.tp, mix, targets))
         return _capacity(config, by_tp[config.tp], fits=config.tp > 1)
 
-    monkeypatch.setattr(models.estimate, "replica_capacity", replica_capacity)
+    monkeypatch.setattr(models.calculators.estimate, "replica_capacity", replica_capacity)
     return seen
 
 
@@ -286,7 +286,7 @@ def test_model_estimate_at_maximum_throughput_keeps_the_utilisation(fake_capacit
 
 def test_model_throughput_none_fits(monkeypatch):
     monkeypatch.setattr(
-        models.estimate,
+        models.calculators.estimate,
         "replica_capacity",
         lambda config, mix, targets, efficiency: _capacity(config, 0.0, fits=False),
     )

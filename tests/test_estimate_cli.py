@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 import pytest
 
-from models.headroom import derive_headroom
+from models.serving.headroom import derive_headroom
 
 REQUESTS_PER_DAY = 2_000_000
 SECONDS_PER_DAY = 86_400

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from cli.estimate_config import assumptions_from, flag_name, read_config
-from models.errors import InputError
+from models.schema.errors import InputError
 
 
 def test_flag_name_of_a_field():

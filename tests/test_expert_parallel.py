@@ -10,29 +10,29 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cli.exit_codes import ExitCode
-from models.capacity import replica_capacity
-from models.catalog import gpu_catalog, llm_catalog
-from models.efficiency import efficiency_for
-from models.flop_counts import expected_experts_touched
-from models.loading import load_instance
-from models.memory import (
+from models.io.loading import load_instance
+from models.physics.catalog import gpu_catalog, llm_catalog
+from models.physics.efficiency import efficiency_for
+from models.physics.flop_counts import expected_experts_touched
+from models.physics.memory import (
     expert_layout_problem,
     kv_bytes_per_token_per_gpu,
     memory_budget,
     weight_bytes_per_gpu,
     weight_bytes_per_gpu_ep,
 )
-from models.moe import (
+from models.physics.moe import (
     alltoall_bytes_per_token,
     alltoall_copies,
     experts_touched_per_rank,
     load_imbalance,
 )
-from models.precision import Precision
-from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
-from models.step_time import step_model
+from models.physics.precision import Precision
+from models.physics.step_time import step_model
+from models.serving.capacity import replica_capacity
+from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
 from solver.solve import SolveSettings, solve
-from solver.verify import verify
+from solver.verify.fleet import verify
 from tests.paths import INSTANCES
 
 FP8 = Precision.FP8

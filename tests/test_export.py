@@ -4,9 +4,9 @@ import highspy
 import pytest
 
 from solver.backends import get_backend
-from solver.candidates import build_candidates
-from solver.export import lp_name, program_text
-from solver.program import build_program
+from solver.candidates.table import build_candidates
+from solver.program.build import build_program
+from solver.program.export import lp_name, program_text
 from solver.settings import SolveSettings
 from tests import synthetic
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from models.batch_soak import (
+from models.operations.batch_soak import (
     batch_capacity,
     cost_per_million_requests,
     dedicated_replicas_for,
@@ -16,18 +16,18 @@ from models.batch_soak import (
     soak_breakeven_price_per_gpu_hour,
     soak_requests_by_hour,
 )
-from models.catalog import gpu_catalog, llm_catalog
-from models.efficiency import efficiency_for
-from models.failover_budget import (
+from models.operations.failover_budget import (
     budget_minutes_per_month,
     expected_burn_minutes_per_year,
     failures_per_year,
     max_shortfall_rps,
     scenario_budget,
 )
-from models.precision import Precision
-from models.replica import Limit, ReplicaConfig, TrafficMix
-from models.slo import error_budget_minutes
+from models.operations.slo import error_budget_minutes
+from models.physics.catalog import gpu_catalog, llm_catalog
+from models.physics.efficiency import efficiency_for
+from models.physics.precision import Precision
+from models.serving.replica import Limit, ReplicaConfig, TrafficMix
 
 
 def test_budget_minutes_per_month_reuse_the_estimate_figure():

@@ -1,27 +1,27 @@
 """Rerouted users' TTFT includes the failover round trip: a region that may receive
 rerouted users serves all of them, and its own, at the TTFT target less the longest such
-round trip (models.scenarios; the program in solver.families.capacity, the verifier's
-max-flow in solver.verify)."""
+round trip (models.operations.scenarios; the program in solver.program.families.capacity, the
+verifier's max-flow in solver.verify.fleet)."""
 
 import pytest
 
-from models import catalog
-from models.capacity import replica_capacity
-from models.edge_search import EDGE_REL_TOL
-from models.efficiency import efficiency_for
-from models.loading import validate_instance
-from models.pooling import planning_capacity
-from models.precision import Precision
-from models.replica import LatencyTargets, ReplicaConfig, TrafficMix
-from models.scenarios import (
+from models.io.loading import validate_instance
+from models.operations.scenarios import (
     RegionGraph,
     Scenario,
     ScenarioKind,
     failover_targets,
     rerouted_rtt_ms,
 )
+from models.physics import catalog
+from models.physics.efficiency import efficiency_for
+from models.physics.precision import Precision
+from models.serving.capacity import replica_capacity
+from models.serving.edge_search import EDGE_REL_TOL
+from models.serving.pooling import planning_capacity
+from models.serving.replica import LatencyTargets, ReplicaConfig, TrafficMix
 from solver.solve import solve
-from solver.verify import verify
+from solver.verify.fleet import verify
 from tests.synthetic import instance, workload
 
 TTFT_MS, TPOT_MS = 2000.0, 60.0
@@ -165,11 +165,11 @@ def test_the_failover_curve_equals_recomputing_every_size_at_the_tighter_target(
     """failover_curve reuses a size's capacity where it holds at the TTFT target less the
     round trip (not TTFT-limited, its p99 TTFT already within the tighter target); the
     curve must be what recomputing every size at the tighter target gives, to the
-    capacity search's precision (`models.edge_search.EDGE_REL_TOL`, 1e-12: its steps
+    capacity search's precision (`models.serving.edge_search.EDGE_REL_TOL`, 1e-12: its steps
     interpolate the p99-to-target ratios, and the TTFT's differs at the tighter target)."""
     from dataclasses import replace
 
-    from solver.pools import PoolCurve, PoolPhysics, failover_curve
+    from solver.candidates.pools import PoolCurve, PoolPhysics, failover_curve
 
     config = ReplicaConfig(
         catalog.gpu("h100-sxm"),

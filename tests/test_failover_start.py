@@ -7,10 +7,10 @@ import math
 
 import pytest
 
-from models.failover_budget import budget_minutes_per_month
-from models.loading import validate_instance
+from models.io.loading import validate_instance
+from models.operations.failover_budget import budget_minutes_per_month
 from solver.solve import solve
-from solver.verify_hours import verify_hours
+from solver.verify.hours import verify_hours
 
 ON_DEMAND, RESERVED = 2.0, 1.2
 HOURS_PER_MONTH = 730.0

@@ -1,4 +1,4 @@
-"""Column generation over packings of the tail (solver.group_search): the master LP, its
+"""Column generation over packings of the tail (solver.colocation.group_search): the master LP, its
 duals, pricing, the Farley bound and the integer packing, on masters solved by hand."""
 
 import itertools
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solver.group_search import Packing, farley_bound, generate, solve_master
+from solver.colocation.group_search import Packing, farley_bound, generate, solve_master
 
 GPU = 1752.0  # one H100 for a month: $2.40 x 730 h
 

@@ -7,16 +7,16 @@ import pytest
 import yaml
 
 from cli.exit_codes import ExitCode
-from models.catalog import llm_catalog
-from models.errors import InputError
-from models.hf_config import (
+from models.io.hf_config import (
     SUPPORTED_MODEL_TYPES,
     HfConfigError,
     default_model_name,
     llm_from_hf_config,
     load_hf_config,
 )
-from models.loading import load_instance
+from models.io.loading import load_instance
+from models.physics.catalog import llm_catalog
+from models.schema.errors import InputError
 from tests.paths import DEFAULT_INSTANCE, REPO
 
 FIXTURES = REPO / "tests" / "fixtures" / "hf_configs"

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from solver.backends import get_backend
 from solver.backends import highs as highs_module
 from solver.backends.base import compile_program
-from solver.lp import LinearProgram, Sense, Termination
+from solver.program.lp import LinearProgram, Sense, Termination
 
 BOUNDS = [
     (0.0, None),
@@ -156,7 +156,7 @@ def _solve_in_a_fresh_process(prelude: str) -> str:
 
     code = prelude + (
         "\nimport sys\nfrom solver.backends import get_backend\n"
-        "from solver.lp import LinearProgram, Sense\n"
+        "from solver.program.lp import LinearProgram, Sense\n"
         "lp = LinearProgram('tiny')\n"
         "lp.add_variable('x', lower=1.0, integer=True)\nlp.add_variable('y')\n"
         "lp.add_objective({'x': 3.0, 'y': 2.0})\n"

@@ -3,7 +3,7 @@ code and a message that names the problem, never a traceback, never a hang, and 
 touches the user's file.
 
 The bombs are generated here, small: where a real bomb would be slow to write, the limit
-is lowered with monkeypatch (the reader reads `models.limits` at call time) and the file
+is lowered with monkeypatch (the reader reads `models.schema.limits` at call time) and the file
 is sized around it, so each test also shows where the limit falls, to the value.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from models import limits
+from models.schema import limits
 from tests.paths import DEFAULT_INSTANCE
 
 GOOD = DEFAULT_INSTANCE.read_text()
@@ -392,7 +392,7 @@ def test_unexpected_error_is_one_line_naming_a_bug_and_exits_70(run_cli, monkeyp
     def broken(path):
         raise ZeroDivisionError("division by zero in a place it should not be")
 
-    monkeypatch.setattr("models.loading.load_instance", broken)
+    monkeypatch.setattr("models.io.loading.load_instance", broken)
     result = run_checked(run_cli, "validate", DEFAULT_INSTANCE, code=70)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1
@@ -404,5 +404,5 @@ def test_recursion_error_from_input_exits_2(run_cli, monkeypatch):
     def exhausted(path):
         raise RecursionError("maximum recursion depth exceeded")
 
-    monkeypatch.setattr("models.loading.load_instance", exhausted)
+    monkeypatch.setattr("models.io.loading.load_instance", exhausted)
     run_checked(run_cli, "validate", DEFAULT_INSTANCE, needles=("too large or too deeply nested",))

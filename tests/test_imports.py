@@ -53,34 +53,34 @@ def import_graph() -> nx.DiGraph:
 
 def test_the_graph_sees_the_imports_it_must():
     graph = import_graph()
-    assert graph.has_edge("solver.verify", "solver.plan")
+    assert graph.has_edge("solver.verify.fleet", "solver.plan.schema")
     assert graph.has_edge("cli.solve", "solver.solve")
 
 
 PLAN_VOCABULARY = {
-    "solver.plan": "the plan schema it checks",
-    "solver.row_names": "the names of the program's rows, so that a violation is named as "
+    "solver.plan.schema": "the plan schema it checks",
+    "solver.program.row_names": "the names of the program's rows, so that a violation is named as "
     "the row it breaks; it imports nothing from solver/ itself",
 }
 """What the verifier may import from solver/, and why."""
 
 VERIFIER_PARTS = {
-    "solver.verify_totals": "the check of every figure a plan states (issue 16); part of "
+    "solver.verify.totals": "the check of every figure a plan states (issue 16); part of "
     "the verifier, held to the same rule: from solver/ it reads the plan schema only",
-    "solver.verify_verdict": "the verdict's types (Violation, ScenarioCheck, Verification) "
+    "solver.verify.verdict": "the verdict's types (Violation, ScenarioCheck, Verification) "
     "and the tolerances the checks allow",
-    "solver.verify_pools": "the plan's pools with their physics recomputed (step 1)",
-    "solver.verify_site": "supply, cost, servers, power, racks, configs per pool (steps 2-3)",
-    "solver.verify_scenarios": "every failure scenario served (step 4)",
-    "solver.verify_groups": "shared groups recomputed (step 5)",
+    "solver.verify.pools": "the plan's pools with their physics recomputed (step 1)",
+    "solver.verify.site": "supply, cost, servers, power, racks, configs per pool (steps 2-3)",
+    "solver.verify.scenarios": "every failure scenario served (step 4)",
+    "solver.verify.groups": "shared groups recomputed (step 5)",
 }
-"""Modules of the verifier itself, split out of solver/verify.py; each may import from
+"""Modules of the verifier itself, split out of solver/verify/fleet.py; each may import from
 solver/ only the plan vocabulary and the verifier's other parts."""
 
 
 def test_the_verifier_imports_nothing_from_solver_but_the_plan_schema():
     graph = import_graph()
-    solver_imports = {m for m in graph.successors("solver.verify") if m.startswith("solver")}
+    solver_imports = {m for m in graph.successors("solver.verify.fleet") if m.startswith("solver")}
     assert solver_imports == set(PLAN_VOCABULARY) | set(VERIFIER_PARTS)
     for part in VERIFIER_PARTS:
         part_imports = {m for m in graph.successors(part) if m.startswith("solver")}
@@ -88,20 +88,20 @@ def test_the_verifier_imports_nothing_from_solver_but_the_plan_schema():
 
 
 HOUR_VERIFIER_PARTS = {
-    "solver.verify_batch": "the hour verifier's batch checks (soak shares, deadlines); held "
+    "solver.verify.batch": "the hour verifier's batch checks (soak shares, deadlines); held "
     "to the hour verifier's rule",
-    "solver.verify_months": "the hour verifier's month checks (each month verified alone, "
+    "solver.verify.months": "the hour verifier's month checks (each month verified alone, "
     "orders a lead time ahead); held to the hour verifier's rule",
 }
 
 
 def test_the_hour_verifier_imports_nothing_from_solver_but_the_verifier_and_the_plan():
     graph = import_graph()
-    solver_imports = {m for m in graph.successors("solver.verify_hours") if m.startswith("solver")}
-    assert solver_imports == {"solver.verify", *PLAN_VOCABULARY, *HOUR_VERIFIER_PARTS}
+    solver_imports = {m for m in graph.successors("solver.verify.hours") if m.startswith("solver")}
+    assert solver_imports == {"solver.verify.fleet", *PLAN_VOCABULARY, *HOUR_VERIFIER_PARTS}
     for part in HOUR_VERIFIER_PARTS:
         part_imports = {m for m in graph.successors(part) if m.startswith("solver")}
-        assert part_imports <= {"solver.verify", *PLAN_VOCABULARY}, part
+        assert part_imports <= {"solver.verify.fleet", *PLAN_VOCABULARY}, part
 
 
 def test_the_plan_vocabulary_imports_nothing_from_solver():
@@ -126,15 +126,15 @@ def test_the_import_graph_has_no_circle():
 NOT_ON_THE_ONE_MODEL_PATH = {
     "numpy": "the compiled program is array.array; HiGHS gets a small program as MPS text",
     "highspy.highs": "highspy's Python layer imports numpy; the backend loads highspy._core",
-    "models.colocation": "co-location physics: loaded when a group is evaluated",
+    "models.colocation.coresident": "co-location physics: loaded when a group is evaluated",
     "multiprocessing": "worker processes: started only for large instances",
     "concurrent.futures": "worker pools: likewise",
     "ortools": "the scip and cpsat backends' library",
     "pulp": "the cbc backend's library",
-    "models.time_periods": "hourly demand grids: hourly plans only",
-    "models.autoscaling": "warm pools by hour: hourly plans only",
-    "solver.verify_hours": "the hour verifier: `fleetplan verify`'s (solve verifies with "
-    "solver.verify)",
+    "models.operations.time_periods": "hourly demand grids: hourly plans only",
+    "models.operations.autoscaling": "warm pools by hour: hourly plans only",
+    "solver.verify.hours": "the hour verifier: `fleetplan verify`'s (solve verifies with "
+    "solver.verify.fleet)",
 }
 """Modules a one-model, one-region solve must not import (issue 19), and why."""
 

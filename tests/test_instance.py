@@ -7,9 +7,9 @@ import math
 import pytest
 import yaml
 
-from models.errors import InputError
-from models.loading import load_instance, validate_instance
-from models.traffic import Demand, TokenDistribution
+from models.io.loading import load_instance, validate_instance
+from models.schema.errors import InputError
+from models.schema.traffic import Demand, TokenDistribution
 from tests.paths import DEFAULT_INSTANCE, REPO
 
 SHARED_EXAMPLE = REPO.parent / "shared" / "examples" / "chat-3region.yaml"

@@ -1,4 +1,4 @@
-"""Pricing the supply rows a join overfills (solver.join_price): the Lagrangian bound by
+"""Pricing the supply rows a join overfills (solver.decompose.join_price): the Lagrangian bound by
 hand and against the whole program's optimum, the first price, the bisection, and the
 priced cost."""
 
@@ -8,9 +8,10 @@ from hypothesis import settings as examples
 from hypothesis import strategies as st
 
 from solver.backends import get_backend
-from solver.candidates import build_candidates
-from solver.join_mend import supply_rows
-from solver.join_price import (
+from solver.candidates.swap_dominance import reduced_program
+from solver.candidates.table import build_candidates
+from solver.decompose.join_mend import supply_rows
+from solver.decompose.join_price import (
     excess,
     first_prices,
     lagrangian_bound,
@@ -18,12 +19,11 @@ from solver.join_price import (
     priced_objective,
     row_users,
 )
-from solver.lp import Constraint, LinearProgram, Sense, SolveResult, Termination
-from solver.program import build_program
-from solver.row_names import GpuSupplyRow
+from solver.decompose.workload_parts import workload_program
+from solver.program.build import build_program
+from solver.program.lp import Constraint, LinearProgram, Sense, SolveResult, Termination
+from solver.program.row_names import GpuSupplyRow
 from solver.settings import SolveSettings
-from solver.swap_dominance import reduced_program
-from solver.workload_parts import workload_program
 from tests.test_part_join import competing
 
 ROW = GpuSupplyRow("east", "h100-sxm").name()
@@ -111,7 +111,7 @@ def test_only_supply_rows_are_priced_and_users_carry_a_nonzero_column():
 def test_the_lagrangian_bound_never_passes_the_whole_programs_optimum(lam_per_gpu_hour):
     """Two east workloads that each want 3 of east's 4 cheap H100s, and mail in west:
     whatever the price of the east H100 row, the parts re-solved paying it (their
-    region left unreduced, as solver.part_join does) bound the whole program's optimum
+    region left unreduced, as solver.decompose.join does) bound the whole program's optimum
     from below."""
     inst = competing()
     settings = SolveSettings.of(inst)

@@ -3,8 +3,8 @@ shape of the JUnit XML schema (checked here element by element)."""
 
 from xml.etree import ElementTree
 
-from cli.junit import junit_xml, outcome_records
-from solver.batch import Golden, Outcome, compare
+from cli.render.junit import junit_xml, outcome_records
+from solver.studies.batch import Golden, Outcome, compare
 
 # The JUnit schema (the Jenkins/Ant XSD): required attributes per element and the
 # children each may have.

@@ -7,11 +7,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.kv_tiers import KvTier, TierName
-from models.loading import validate_instance
-from models.prefix_routing import pool_hits, random_hits
+from models.io.loading import validate_instance
+from models.physics.kv_tiers import KvTier, TierName
+from models.serving.prefix_routing import pool_hits, random_hits
 from solver.solve import solve
-from solver.verify import verify
+from solver.verify.fleet import verify
 
 
 def _instance(

@@ -6,9 +6,9 @@ import json
 import pytest
 
 from cli.exit_codes import ExitCode
-from models.loading import load_instance
+from models.io.loading import load_instance
 from solver.solve import solve
-from solver.verify import verify
+from solver.verify.fleet import verify
 from tests.paths import INSTANCES
 from tests.synthetic import with_policy
 

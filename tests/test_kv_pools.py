@@ -7,14 +7,14 @@ import json
 
 import pytest
 
-from models.capacity import replica_capacity
-from models.catalog import gpu, llm
-from models.efficiency import Efficiency, efficiency_for
-from models.kv_tiers import KvTier, TierName
-from models.loading import load_instance
-from models.precision import Precision
-from models.prefix_kv import pool_kv
-from models.prefix_routing import (
+from models.io.loading import load_instance
+from models.physics.catalog import gpu, llm
+from models.physics.efficiency import Efficiency, efficiency_for
+from models.physics.kv_tiers import KvTier, TierName
+from models.physics.precision import Precision
+from models.serving.capacity import replica_capacity
+from models.serving.prefix_kv import pool_kv
+from models.serving.prefix_routing import (
     PREFIX_HBM_SHARE,
     affinity_hit_pool,
     affinity_hits,
@@ -25,9 +25,9 @@ from models.prefix_routing import (
     replica_loads,
     routed,
 )
-from models.replica import LatencyTargets, ReplicaConfig, TrafficMix
+from models.serving.replica import LatencyTargets, ReplicaConfig, TrafficMix
 from solver.solve import solve
-from solver.verify import verify
+from solver.verify.fleet import verify
 from tests.paths import INSTANCES
 
 FP8 = Precision.FP8

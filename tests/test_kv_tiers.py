@@ -6,21 +6,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.batch_model import replica_step_model
-from models.capacity import replica_capacity
-from models.catalog import gpu, llm
-from models.efficiency import Efficiency
-from models.kv_tiers import KvTier, TierName, replica_tiers, ssd_wear, ssd_write_bytes_per_s
-from models.memory import kv_bytes_per_token_per_replica, memory_budget
-from models.precision import Precision
-from models.prefix_routing import (
+from models.physics.catalog import gpu, llm
+from models.physics.efficiency import Efficiency
+from models.physics.kv_tiers import KvTier, TierName, replica_tiers, ssd_wear, ssd_write_bytes_per_s
+from models.physics.memory import kv_bytes_per_token_per_replica, memory_budget
+from models.physics.precision import Precision
+from models.serving.batch_model import replica_step_model
+from models.serving.capacity import replica_capacity
+from models.serving.prefix_routing import (
     affinity_hit_pool,
     affinity_hits,
     imbalance,
     random_hits,
     spill_threshold_s,
 )
-from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
 
 FP8 = Precision.FP8
 EFF = Efficiency(prefill_flops_fraction=0.5, decode_flops_fraction=0.5, hbm_fraction=0.8)

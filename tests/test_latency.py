@@ -1,4 +1,4 @@
-"""Latency at a load (`models.latency`): the low-load limits against the step model, the
+"""Latency at a load (`models.serving.latency`): the low-load limits against the step model, the
 queue's growth below saturation against Pollaczek-Khinchine, saturation, Little's law,
 and monotonicity in the load (hypothesis)."""
 
@@ -10,12 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cli.exit_codes import ExitCode
-from models import catalog
-from models.efficiency import efficiency_for
-from models.latency import latency_at_concurrency, latency_at_rate, saturation_rate
-from models.precision import Precision
-from models.replica import ReplicaConfig, Role, TrafficMix
-from models.step_time import step_model
+from models.physics import catalog
+from models.physics.efficiency import efficiency_for
+from models.physics.precision import Precision
+from models.physics.step_time import step_model
+from models.serving.latency import latency_at_concurrency, latency_at_rate, saturation_rate
+from models.serving.replica import ReplicaConfig, Role, TrafficMix
 
 GPU = catalog.gpu("h100-sxm")
 LLM = catalog.llm("llama-3.1-8b")
@@ -149,7 +149,7 @@ def test_a_larger_pool_never_waits_longer(share, pool):
 
 
 def _lognormal(prompt: float, output: float):
-    from models.traffic import TokenDistribution
+    from models.schema.traffic import TokenDistribution
 
     return (
         TokenDistribution(mean=prompt, p99=4 * prompt),

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.capacity import replica_capacity
-from models.catalog import gpu, llm
-from models.efficiency import efficiency_for
-from models.precision import Precision
-from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
-from models.step_time import step_model
+from models.physics.catalog import gpu, llm
+from models.physics.efficiency import efficiency_for
+from models.physics.precision import Precision
+from models.physics.step_time import step_model
+from models.serving.capacity import replica_capacity
+from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
 
 BF16, FP8 = Precision.BF16, Precision.FP8
 NCCL_BASE_S, NVLINK_HOP_S = 6.6e-6, 0.6e-6

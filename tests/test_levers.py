@@ -3,8 +3,8 @@ own plan, ranked by dollars."""
 
 import pytest
 
-from models.instance import Survive
-from solver.levers import (
+from models.schema.instance import Survive
+from solver.analysis.levers import (
     HIT_RATE_STEP,
     SLO_LOOSENING,
     drop_failure_requirement,

@@ -1,9 +1,9 @@
-"""Items joined into groups by links (solver.linked)."""
+"""Items joined into groups by links (solver.decompose.linked)."""
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from solver.linked import linked_groups
+from solver.decompose.linked import linked_groups
 
 
 def test_groups_by_hand():

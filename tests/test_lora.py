@@ -5,10 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from models import catalog
-from models.capacity import replica_capacity
-from models.efficiency import Efficiency
-from models.lora import (
+from models.colocation.lora import (
     ATTENTION_ONLY,
     AdapterLoad,
     adapter_bytes,
@@ -17,9 +14,12 @@ from models.lora import (
     lora_step_model,
     multi_lora_capacity,
 )
-from models.precision import Precision
-from models.replica import LatencyTargets, ReplicaConfig, TrafficMix
-from models.step_time import StepModel, step_model
+from models.physics import catalog
+from models.physics.efficiency import Efficiency
+from models.physics.precision import Precision
+from models.physics.step_time import StepModel, step_model
+from models.serving.capacity import replica_capacity
+from models.serving.replica import LatencyTargets, ReplicaConfig, TrafficMix
 
 EFF = Efficiency()
 H100 = catalog.gpu_catalog()["h100-sxm"]

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from cli.exit_codes import ExitCode
-from models.loading import load_instance
+from models.io.loading import load_instance
 from tests.paths import INSTANCES
 
 PERF = [

@@ -5,10 +5,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.catalog import gpu, llm
-from models.efficiency import Efficiency
-from models.llm import LlmSpec
-from models.memory import (
+from models.physics.catalog import gpu, llm
+from models.physics.efficiency import Efficiency
+from models.physics.llm import LlmSpec
+from models.physics.memory import (
     GIB,
     activation_bytes_per_gpu,
     check_layout,
@@ -21,7 +21,7 @@ from models.memory import (
     weight_bytes,
     weight_bytes_per_gpu,
 )
-from models.precision import Precision
+from models.physics.precision import Precision
 
 BF16, FP8, FP4 = Precision.BF16, Precision.FP8, Precision.FP4
 EFF = Efficiency(memory_reserve_fraction=0.05, prefill_chunk_tokens=8192)

@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from models.catalog import gpu_catalog, llm_catalog
-from models.efficiency import efficiency_for
-from models.memory import (
+from models.physics.catalog import gpu_catalog, llm_catalog
+from models.physics.efficiency import efficiency_for
+from models.physics.memory import (
     HIGH_PRECISION_BYTES_PER_ELEMENT,
     expert_bytes_per_element,
     linear_params,
@@ -15,8 +15,8 @@ from models.memory import (
     weight_bytes_per_element,
     weight_bytes_per_gpu,
 )
-from models.precision import Precision
-from models.step_time import step_model
+from models.physics.precision import Precision
+from models.physics.step_time import step_model
 
 NVFP4_BYTES = 0.5 + 1 / 16  # 4-bit element plus one FP8 scale per 16 elements
 

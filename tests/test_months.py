@@ -10,12 +10,12 @@ import math
 
 import pytest
 
-from models.loading import validate_instance
-from models.procurement import month_instance
-from solver.candidates import build_candidates
-from solver.plan import Plan
+from models.io.loading import validate_instance
+from models.operations.procurement import month_instance
+from solver.candidates.table import build_candidates
+from solver.plan.schema import Plan
 from solver.solve import solve
-from solver.verify_hours import verify_hours
+from solver.verify.hours import verify_hours
 from tests.synthetic import FLAT_SLO
 
 ON_DEMAND, RESERVED = 2.0, 1.2

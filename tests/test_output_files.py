@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from models.errors import InputError
-from models.output_files import check_target, folder_lock, write_text
+from models.io.output_files import check_target, folder_lock, write_text
+from models.schema.errors import InputError
 
 
 def test_new_file_is_written_whole(tmp_path: Path) -> None:

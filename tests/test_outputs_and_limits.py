@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from models.loading import load_instance
-from solver.batch import Golden, Outcome, golden_path, write_golden
-from solver.explain import explain_solved
-from solver.plan import Plan, plan_status
+from models.io.loading import load_instance
+from solver.analysis.explain import explain_solved
+from solver.plan.schema import Plan, plan_status
 from solver.settings import SolveSettings, machine_threads
 from solver.solve import solve_program
+from solver.studies.batch import Golden, Outcome, golden_path, write_golden
 from tests.paths import INSTANCES
 from tests.synthetic import generated
 
@@ -188,16 +188,16 @@ def test_batch_reports_each_failure_kind_and_goes_on(run_cli, tmp_path):
 
 
 def test_batch_crash_in_one_instance_is_its_outcome(run_cli, tmp_path, monkeypatch):
-    import solver.batch
+    import solver.studies.batch
 
-    real_solve = solver.batch.solve
+    real_solve = solver.studies.batch.solve
 
     def crash_on_b(instance, settings):
         if instance.name == "b":
             raise RuntimeError("boom [/x]")
         return real_solve(instance, settings)
 
-    monkeypatch.setattr(solver.batch, "solve", crash_on_b)
+    monkeypatch.setattr(solver.studies.batch, "solve", crash_on_b)
     for name in ("a", "b"):
         text = SMALL.read_text().replace("name: region-loss-3-baseline", f"name: {name}")
         _write(tmp_path / f"{name}.yaml", text)

@@ -1,4 +1,4 @@
-"""`--set path=value` on a parsed document (models/overrides.py)."""
+"""`--set path=value` on a parsed document (models/io/overrides.py)."""
 
 import copy
 
@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from models.errors import InputError
-from models.overrides import apply_overrides, parse_override, parse_overrides
+from models.io.overrides import apply_overrides, parse_override, parse_overrides
+from models.schema.errors import InputError
 
 DOCUMENT = {
     "name": "demo",

@@ -1,4 +1,4 @@
-"""Worker processes (solver.parallel, solver.candidates_parallel): the same answers as one
+"""Worker processes (solver.decompose.parallel, solver.candidates.workers): the same answers as one
 process, and the plan says how many processes solved it."""
 
 import json
@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-import solver.candidates_parallel as candidates_parallel
-import solver.parallel as parallel
-from models.loading import validate_instance
+import solver.candidates.workers as candidates_parallel
+import solver.decompose.parallel as parallel
+from models.io.loading import validate_instance
 from solver.backends import get_backend
-from solver.candidates import build_candidates
-from solver.lp import LinearProgram, Sense
+from solver.candidates.table import build_candidates
+from solver.program.lp import LinearProgram, Sense
 from solver.settings import SolveSettings, machine_threads
 from solver.solve import solve
 from tests.synthetic import generated_data, two_workloads
@@ -168,7 +168,7 @@ def test_a_fresh_command_forks_its_workers():
     """A new process that has run no solver (a command) forks; one with a second thread
     does not."""
     code = (
-        "import threading, solver.parallel as p; print(p.start_method());"
+        "import threading, solver.decompose.parallel as p; print(p.start_method());"
         "threading.Thread(target=lambda: threading.Event().wait(1), daemon=True).start();"
         "print(p.start_method())"
     )

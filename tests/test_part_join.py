@@ -1,6 +1,6 @@
-"""Joining the workload programs (solver.part_join): a join that takes more of a region's
+"""Joining the workload programs (solver.decompose.join): a join that takes more of a region's
 supply than it holds is mended by re-solving its largest user within a share of it
-(solver.join_mend), or else by solving the workloads that share it together, and the
+(solver.decompose.join_mend), or else by solving the workloads that share it together, and the
 plan is the one the whole program gives."""
 
 import time
@@ -11,12 +11,18 @@ from hypothesis import settings as examples
 from hypothesis import strategies as st
 
 from solver.backends import get_backend
-from solver.candidates import build_candidates
-from solver.decompose import WHOLE_AFTER_JOIN_SHARE
-from solver.join_mend import cheapest_givers, fixed_outside, giving_back, reach, supply_shares
-from solver.lp import Constraint, Sense, SolveResult, Termination
-from solver.part_join import GAP_KEPT, gap_left, joined_purchases, solve_by_workload
-from solver.program import build_program
+from solver.candidates.table import build_candidates
+from solver.decompose.by_workload import WHOLE_AFTER_JOIN_SHARE
+from solver.decompose.join import GAP_KEPT, gap_left, joined_purchases, solve_by_workload
+from solver.decompose.join_mend import (
+    cheapest_givers,
+    fixed_outside,
+    giving_back,
+    reach,
+    supply_shares,
+)
+from solver.program.build import build_program
+from solver.program.lp import Constraint, Sense, SolveResult, Termination
 from solver.settings import SOLVE_SHARE, SolveSettings
 from solver.solve import solve
 from tests.synthetic import FLAT_SLO, instance, workload
@@ -47,7 +53,7 @@ def test_workloads_that_compete_for_supply_share_it_at_the_joint_optimum():
     ceil((100 - 2 q_h100) / q_a100) A100s (one workload with 3 and the other with 1
     would need more A100s); `mail` takes one west H100. Cost: (4 x $1 + 2a x $10 +
     1 x $2) x 730. The two east workloads reach it apart, re-solved paying a price on
-    east's H100s (solver.join_price), whose Lagrangian bound proves it at a zero gap:
+    east's H100s (solver.decompose.join_price), whose Lagrangian bound proves it at a zero gap:
     no merged program is solved."""
     inst = competing()
     table = build_candidates(inst)
@@ -155,14 +161,14 @@ def test_a_mended_join_outside_the_gap_is_kept_when_no_merge_proves_better(monke
     """Without mail the join mended by shares costs $4.5 against the parts' bound of
     $3 + $1: a gap of 0.5 / 4.5, outside the requested 0. chat and docs re-solved
     together around east (the local merge: nothing is outside east) cost $4.5 too, and
-    so does giving the excess H100 back (solver.join_mend.giving_back): chat on 2 H100s
+    so does giving the excess H100 back (solver.decompose.join_mend.giving_back): chat on 2 H100s
     and an A100 (+$0.5 for 1 GPU) and docs on an A100 (+$0.5 for 1 GPU) tie, chat is
     taken by name, and that latest join (1 re-solved) is kept. With no price tried (the
     price above proves it), merging
     them for a bound leaves one part, the whole, which the decomposition does not
     solve: it returns the kept join, FEASIBLE with that gap. `solve` then solves the
     whole program from it and proves $4.5 optimal, and says it started from the join."""
-    monkeypatch.setattr("solver.part_join.PRICE_ROUNDS", 0)
+    monkeypatch.setattr("solver.decompose.join.PRICE_ROUNDS", 0)
     inst = _uneven(None, mip_gap=0.0)
     program = build_program(inst, build_candidates(inst))
     settings = SolveSettings.of(inst).with_duals(False)
@@ -261,7 +267,7 @@ def test_an_unproven_join_is_the_plan_when_the_time_is_nearly_out(monkeypatch):
     WHOLE_AFTER_JOIN_SHARE of the limit. The kept join (chat giving the excess H100
     back, the latest of the $4.5 joins) is the plan, verified, `feasible` with its gap
     of 0.5 / 4.5 stated, rather than a whole solve that could not end in time."""
-    monkeypatch.setattr("solver.part_join.PRICE_ROUNDS", 0)
+    monkeypatch.setattr("solver.decompose.join.PRICE_ROUNDS", 0)
     inst = _uneven(None, mip_gap=0.0)
     settings = SolveSettings.of(inst, time_limit_s=100.0).started(at=time.monotonic() - 70.0)
     left_s = settings.within(SOLVE_SHARE).remaining_s()

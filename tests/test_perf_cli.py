@@ -7,12 +7,12 @@ import json
 import pytest
 
 from cli.exit_codes import ExitCode
-from models.capacity import replica_capacity
-from models.catalog import gpu_catalog, llm_catalog
-from models.efficiency import efficiency_for
-from models.memory import default_kv_precision
-from models.precision import Precision
-from models.replica import LatencyTargets, Limit, ReplicaCapacity, ReplicaConfig, TrafficMix
+from models.physics.catalog import gpu_catalog, llm_catalog
+from models.physics.efficiency import efficiency_for
+from models.physics.memory import default_kv_precision
+from models.physics.precision import Precision
+from models.serving.capacity import replica_capacity
+from models.serving.replica import LatencyTargets, Limit, ReplicaCapacity, ReplicaConfig, TrafficMix
 
 JSON_KEYS = {
     "weight_bytes_per_gpu",

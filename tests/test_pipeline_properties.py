@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from models.instance import Instance
+from models.schema.instance import Instance
 from solver.errors import Infeasible
 from solver.solve import solve
-from solver.verify import verify
+from solver.verify.fleet import verify
 from tests.synthetic import instance, workload
 
 H100, H200, B200 = "h100-sxm", "h200", "b200"

@@ -1,4 +1,4 @@
-"""The plain table writer (cli.plain_tables) prints the characters rich prints, and
+"""The plain table writer (cli.render.plain_tables) prints the characters rich prints, and
 steps aside wherever rich would lay the table out differently."""
 
 import io
@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-import cli.tables as tables
-from cli.plain_tables import plain_table
-from cli.tables import TableSpec, print_tables
+import cli.render.tables as tables
+from cli.render.plain_tables import plain_table
+from cli.render.tables import TableSpec, print_tables
 
 # Printable ASCII with spaces and rich's markup characters, so that escaping and
 # wrapping are exercised; some strings qualify for the plain writer, some do not.

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.batch_model import (
+from models.physics.efficiency import efficiency_for
+from models.serving.batch_model import (
     POISSON_EXACT_MEAN,
     POISSON_NORMAL_MEAN,
     BatchModel,
@@ -23,9 +24,8 @@ from models.batch_model import (
     poisson_points,
     replica_step_model,
 )
-from models.capacity import decode_steps, replica_capacity
-from models.efficiency import efficiency_for
-from models.replica import LatencyTargets
+from models.serving.capacity import decode_steps, replica_capacity
+from models.serving.replica import LatencyTargets
 from tests.test_capacity_search import CHAT, FP8, LONG_PROMPT, SHORT_REPLY, _config
 
 

@@ -1,6 +1,6 @@
 """The router the planner assumes (`solver.simulate.engine`, dispatch `least_prefill`):
 least-work-left dispatch to per-replica FIFO queues gives the waits of one central FCFS
-queue (M/G/c), which is the planner's pool model (`models.batch_model.
+queue (M/G/c), which is the planner's pool model (`models.serving.batch_model.
 pooled_wait_p99_s`); a router that counts outstanding requests (`jsq`) does not."""
 
 import math
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from models.queueing import mgc_mean_wait_s, wait_quantile_s
+from models.serving.queueing import mgc_mean_wait_s, wait_quantile_s
 from solver.simulate.engine import simulate_pool
 from solver.simulate.traffic import arrival_times_s
 from tests.test_simulate import ITERATION_S, _single_server
@@ -58,7 +58,7 @@ def _toy_waits(servers: int, dispatch: str, rho: float = 0.8) -> tuple[np.ndarra
 def test_least_prefill_dispatch_waits_as_one_central_queue(servers):
     """c = 2 and 8 toy replicas at rho = 0.8: with least-prompt-work dispatch the mean
     wait is M/G/c's C(c, a) S (1 + cs^2) / (2 c (1 - rho)) and the p99 wait
-    m ln(C / 0.01), m = S (1 + cs^2) / (2 c (1 - rho)) (`models.queueing`; exact for
+    m ln(C / 0.01), m = S (1 + cs^2) / (2 c (1 - rho)) (`models.serving.queueing`; exact for
     M/M/c, and cs^2 = 0.95 is within 2.5% of it), within 3 batch-means standard errors."""
     waits, rate, service_s = _toy_waits(servers, "least_prefill")
     mean_s = mgc_mean_wait_s(rate, service_s, SERVICE_SCV, servers)

@@ -1,8 +1,8 @@
-"""The pooling ladder's last step (`solver.pools.pool_ladder`): one more doubling when the
-top step's pool less one replica falls back, so a pool that lost a replica is credited
+"""The pooling ladder's last step (`solver.candidates.pools.pool_ladder`): one more doubling when
+the top step's pool less one replica falls back, so a pool that lost a replica is credited
 its survivors' capacity, not q(1)."""
 
-from solver.pools import PoolStep, pool_ladder
+from solver.candidates.pools import PoolStep, pool_ladder
 
 
 def _lone_then_flat(lone: float, pooled: float):

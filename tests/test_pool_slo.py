@@ -1,6 +1,6 @@
 """Unified pools of 2, 4 and 8 replicas planned at 100% of their capacity meet the
 planner's own p99 TTFT and TPOT in simulation (issue 14), behind the router the planner
-assumes (`least_prefill`, `models.batch_model.pooled_wait_p99_s`), and miss the p99 TTFT
+assumes (`least_prefill`, `models.serving.batch_model.pooled_wait_p99_s`), and miss the p99 TTFT
 behind a router blind to queued prompt work (`jsq`).
 
 Sampling tolerance: a p99 is met when the share of simulated requests above the
@@ -16,14 +16,14 @@ import math
 import numpy as np
 import pytest
 
-from models import catalog
-from models.batch_model import replica_step_model
-from models.capacity import replica_capacity
-from models.efficiency import efficiency_for
-from models.latency import latency_at_rate
-from models.precision import Precision
-from models.replica import LatencyTargets, ReplicaConfig, TrafficMix
-from models.traffic import TokenDistribution
+from models.physics import catalog
+from models.physics.efficiency import efficiency_for
+from models.physics.precision import Precision
+from models.schema.traffic import TokenDistribution
+from models.serving.batch_model import replica_step_model
+from models.serving.capacity import replica_capacity
+from models.serving.latency import latency_at_rate
+from models.serving.replica import LatencyTargets, ReplicaConfig, TrafficMix
 from solver.simulate.engine import ReplicaEngine, simulate_pool
 from solver.simulate.traffic import arrival_times_s, token_lengths
 
@@ -114,7 +114,7 @@ def test_a_lone_replica_planned_at_capacity_keeps_the_promised_p99_tpot(case):
     """A lone unified replica (no pool to even out its batch) at its planned capacity:
     at most 1% (plus the sampling tolerance) of the simulated replies exceed the
     analytic p99 TPOT. Before the busy-period stretch and the tail batch's spread
-    (`models.batch_model.BatchModel.tpot_p99_s`) the lone replica's p99 TPOT was 10-20%
+    (`models.serving.batch_model.BatchModel.tpot_p99_s`) the lone replica's p99 TPOT was 10-20%
     optimistic in simulation (38.7 ms against 34.2 ms for the b200 case, 36.1 against
     30 ms for the 8B one); the p99 TTFT of a lone replica is not asserted here (its
     seed-to-seed spread is a fifth of the target)."""

@@ -1,5 +1,5 @@
 """The prefill-only replica's lane: whole iterations, the ride and the p99 TTFT at a load
-(`models.prefill_model`), with hand arithmetic."""
+(`models.serving.prefill_model`), with hand arithmetic."""
 
 import math
 
@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from models.batch_model import pooled_wait_p99_s
-from models.prefill_model import PrefillLane
+from models.serving.batch_model import pooled_wait_p99_s
+from models.serving.prefill_model import PrefillLane
 
 TOKEN_RATE = 10_000.0
 """r: prefill tokens/s of the hand-made lane."""

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from models.pricing_tiers import (
+from models.operations.pricing_tiers import (
     committed_base,
     daily_cost,
     poisson_quantile,
@@ -15,7 +15,7 @@ from models.pricing_tiers import (
     spot_down_fraction,
     spot_replicas_for,
 )
-from models.procurement import growth_factors, procurement_plan
+from models.operations.procurement import growth_factors, procurement_plan
 
 ON_DEMAND = 4.0
 RESERVED = 0.6 * ON_DEMAND  # reserved at 60% of on-demand

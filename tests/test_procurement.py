@@ -12,13 +12,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.errors import InputError
-from models.loading import validate_instance
-from models.site import SERVER_POWER_FACTOR, gpu_kw, gpus_bought, racks_per_gpu, stage_problem
-from solver.candidates import build_candidates
-from solver.plan import Plan
+from models.io.loading import validate_instance
+from models.operations.site import (
+    SERVER_POWER_FACTOR,
+    gpu_kw,
+    gpus_bought,
+    racks_per_gpu,
+    stage_problem,
+)
+from models.schema.errors import InputError
+from solver.candidates.table import build_candidates
+from solver.plan.schema import Plan
 from solver.solve import SolveSettings, simplicity_cost, solve
-from solver.verify import verify
+from solver.verify.fleet import verify
 from tests.synthetic import FLAT_SLO, instance, workload
 
 H100, H200 = "h100-sxm", "h200"
@@ -120,7 +126,7 @@ def test_node_buying_drops_layouts_whose_stage_straddles_servers():
             "attention_data_parallel": [1, 8],
         },
     }
-    from solver.candidates import configurations
+    from solver.candidates.table import configurations
 
     node = validate_instance(base, "moe")
     stages = {(c.tp, c.dp) for c in configurations(node, node.workloads[0])}

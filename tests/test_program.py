@@ -7,22 +7,22 @@ from dataclasses import replace
 
 import pytest
 
-from models.catalog import gpu, llm
-from models.memory import kv_precision_for
-from models.precision import Precision
-from models.replica import ReplicaConfig, Role
-from models.scenarios import NONE, RegionGraph, Scenario, ScenarioKind, failure_scenarios
+from models.operations.scenarios import NONE, RegionGraph, Scenario, ScenarioKind, failure_scenarios
+from models.physics.catalog import gpu, llm
+from models.physics.memory import kv_precision_for
+from models.physics.precision import Precision
+from models.serving.replica import ReplicaConfig, Role
 from solver.backends import available_backends, get_backend
-from solver.candidates import (
+from solver.candidates.pools import PoolCurve, PoolStep
+from solver.candidates.table import (
     Candidate,
     CandidateTable,
     drop_unpaired,
     prune_dominated,
 )
-from solver.families import FAMILIES
-from solver.lp import Sense
-from solver.pools import PoolCurve, PoolStep
-from solver.program import build_program
+from solver.program.build import build_program
+from solver.program.families import FAMILIES
+from solver.program.lp import Sense
 from tests.synthetic import instance, made_up_capacity, workload
 
 H100 = "h100-sxm"

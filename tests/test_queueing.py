@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.headroom import ceiling, derive_headroom
-from models.queueing import (
+from models.serving.headroom import ceiling, derive_headroom
+from models.serving.queueing import (
     combine_wait_and_service_quantile_s,
     erlang_b,
     erlang_c,

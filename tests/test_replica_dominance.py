@@ -1,4 +1,4 @@
-"""Replica bounds from dominance (solver.replica_dominance): the hand cases of the bound,
+"""Replica bounds from dominance (solver.candidates.replica_dominance): the hand cases of the bound,
 the bound against a brute-force scan of its definition, and the plain program's optimum
 kept with the bounds on."""
 
@@ -9,14 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solver.backends import get_backend
-from solver.candidates import build_candidates
-from solver.decompose import optimise
-from solver.families.pool_sizes import add_pool_sizes
-from solver.families.pooling import PoolAtLeastColumn
-from solver.lp import LinearProgram, Termination
-from solver.pools import Tier
-from solver.program import build_program, with_bounds
-from solver.replica_dominance import (
+from solver.candidates.pools import Tier
+from solver.candidates.replica_dominance import (
     PoolSizes,
     dominance_bounds,
     move_of,
@@ -26,7 +20,13 @@ from solver.replica_dominance import (
     sizes_start,
     with_sizes,
 )
-from solver.row_names import ReplicasColumn
+from solver.candidates.table import build_candidates
+from solver.decompose.by_workload import optimise
+from solver.program.build import build_program, with_bounds
+from solver.program.families.pool_sizes import add_pool_sizes
+from solver.program.families.pooling import PoolAtLeastColumn
+from solver.program.lp import LinearProgram, Termination
+from solver.program.row_names import ReplicasColumn
 from solver.settings import SolveSettings
 from tests.synthetic import instance, with_policy, workload
 

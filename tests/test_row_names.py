@@ -6,25 +6,25 @@ import math
 
 import pytest
 
-from models.loading import load_instance
-from solver.candidates import build_candidates
-from solver.elastic import DEMAND_PENALTY_FACTOR, SUPPLY_PENALTY_FACTOR
-from solver.families import FAMILIES
-from solver.families.capacity import CapacityRow
-from solver.families.demand import UnservedColumn
-from solver.families.pooling import PoolSizeRow
-from solver.families.supply import ExtraGpusColumn
-from solver.families.variables import ModeLoadColumn
-from solver.lp import Sense
-from solver.plan import Plan, ReplicaPool
-from solver.program import build_program
-from solver.row_names import (
+from models.io.loading import load_instance
+from solver.candidates.table import build_candidates
+from solver.plan.schema import Plan, ReplicaPool
+from solver.program.build import build_program
+from solver.program.elastic import DEMAND_PENALTY_FACTOR, SUPPLY_PENALTY_FACTOR
+from solver.program.families import FAMILIES
+from solver.program.families.capacity import CapacityRow
+from solver.program.families.demand import UnservedColumn
+from solver.program.families.pooling import PoolSizeRow
+from solver.program.families.supply import ExtraGpusColumn
+from solver.program.families.variables import ModeLoadColumn
+from solver.program.lp import Sense
+from solver.program.row_names import (
     DemandRow,
     ReplicaSpareRow,
     parse_name,
     split_name,
 )
-from solver.verify import verify
+from solver.verify.fleet import verify
 from tests.paths import INSTANCES
 from tests.synthetic import instance, workload
 

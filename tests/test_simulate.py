@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from cli.exit_codes import ExitCode
-from models import catalog
-from models.capacity import replica_capacity
-from models.efficiency import efficiency_for
-from models.precision import Precision
-from models.replica import LatencyTargets, ReplicaConfig, TrafficMix
-from models.step_time import StepModel, step_model
+from models.physics import catalog
+from models.physics.efficiency import efficiency_for
+from models.physics.precision import Precision
+from models.physics.step_time import StepModel, step_model
+from models.serving.capacity import replica_capacity
+from models.serving.replica import LatencyTargets, ReplicaConfig, TrafficMix
 from solver.simulate.engine import ReplicaEngine, simulate_pool
 from solver.simulate.results import meets_p99
 from solver.simulate.traffic import arrival_times_s

@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 from cli.exit_codes import ExitCode
-from models import catalog
-from models.batch_model import kv_transfer_s, replica_step_model
-from models.capacity import replica_capacity
-from models.efficiency import efficiency_for
-from models.instance import Workload
-from models.precision import Precision
-from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.physics import catalog
+from models.physics.efficiency import efficiency_for
+from models.physics.precision import Precision
+from models.schema.instance import Workload
+from models.serving.batch_model import kv_transfer_s, replica_step_model
+from models.serving.capacity import replica_capacity
+from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
 from solver.simulate.disaggregated import prefill_lanes, simulate_pair
 from tests import synthetic
 

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from models import catalog
-from models.capacity import replica_capacity
-from models.efficiency import efficiency_for
-from models.precision import Precision
-from models.replica import LatencyTargets, ReplicaConfig, TrafficMix
-from models.step_time import step_model
+from models.physics import catalog
+from models.physics.efficiency import efficiency_for
+from models.physics.precision import Precision
+from models.physics.step_time import step_model
+from models.serving.capacity import replica_capacity
+from models.serving.replica import LatencyTargets, ReplicaConfig, TrafficMix
 from solver.simulate.engine import ReplicaEngine, simulate_pool
 from solver.simulate.tolerance import MAX_CV, MIN_CV, STEPS, tolerated_cv
 from solver.simulate.traffic import arrival_times_s

@@ -5,15 +5,15 @@ the program then hold, and an instance beyond a limit is refused with the number
 
 import pytest
 
-from models import limits
-from models.loading import load_instance
-from solver.candidates import build_candidates, configurations
-from solver.program import build_program
-from solver.size_check import (
+from models.io.loading import load_instance
+from models.schema import limits
+from solver.candidates.size_check import (
     check_program_size,
     count_configurations,
     measure_program,
 )
+from solver.candidates.table import build_candidates, configurations
+from solver.program.build import build_program
 from tests.paths import DEFAULT_INSTANCE
 from tests.synthetic import generated, instance, workload
 from tests.test_hostile_input import run_checked

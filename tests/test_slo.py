@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from models.slo import (
+from models.operations.slo import (
     budget_consumed,
     burn_rate,
     burn_rate_threshold,

@@ -10,21 +10,21 @@ import re
 
 import pytest
 
-from models.capacity import replica_capacity
-from models.efficiency import efficiency_for
-from models.instance import Instance
-from models.loading import load_instance
-from models.precision import Precision
-from models.replica import LatencyTargets, Limit, ReplicaConfig, TrafficMix
+from models.io.loading import load_instance
+from models.physics.efficiency import efficiency_for
+from models.physics.precision import Precision
+from models.schema.instance import Instance
+from models.serving.capacity import replica_capacity
+from models.serving.replica import LatencyTargets, Limit, ReplicaConfig, TrafficMix
+from solver.analysis.explain import explain
 from solver.backends import available_backends, get_backend
-from solver.candidates import build_candidates
+from solver.candidates.table import build_candidates
 from solver.errors import Infeasible
-from solver.explain import explain
-from solver.lp import SolveResult, Termination
-from solver.plan import Plan
-from solver.program import build_program
+from solver.plan.schema import Plan
+from solver.program.build import build_program
+from solver.program.lp import SolveResult, Termination
 from solver.solve import PRICING_TIMED_OUT, SolveSettings, solve
-from solver.verify import verify
+from solver.verify.fleet import verify
 from tests.paths import DEFAULT_INSTANCE, INSTANCES
 from tests.synthetic import FLAT_SLO, instance, long_prompt_workload, workload
 
@@ -234,7 +234,7 @@ def test_workloads_apart_give_the_joint_optimum():
 def test_workloads_competing_for_supply_reach_the_joint_optimum():
     """Two workloads that each want most of east's H100s: apart they take one more
     than east holds. The one that gives the H100 back cheapest (an H200 in its place:
-    solver.join_mend.giving_back) is re-solved so, and the join is the joint program's
+    solver.decompose.join_mend.giving_back) is re-solved so, and the join is the joint program's
     optimum, found apart."""
     one = instance({"east": {H100: (64, 2.0)}}, [workload("chat", {"east": 100.0})])
     q = capacity_rps(one)

@@ -7,9 +7,9 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
-from solver.lp import SolveResult, Termination
-from solver.optimised import Optimised
-from solver.plan import Plan
+from solver.plan.schema import Plan
+from solver.program.lp import SolveResult, Termination
+from solver.program.optimised import Optimised
 from tests.paths import DEFAULT_INSTANCE
 from tests.synthetic import instance, workload
 

@@ -1,4 +1,4 @@
-"""Speculative decoding (`models.speculative`): E by hand, the verify pass against a plain
+"""Speculative decoding (`models.physics.speculative`): E by hand, the verify pass against a plain
 step, the speed-up at batch 1 and the crossover batch derived by hand, the capacity model
 with speculation, and the per-batch table."""
 
@@ -9,13 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from models import catalog
-from models.batch_model import BatchModel, MixTokens, decode_steps, replica_step_model
-from models.capacity import replica_capacity
-from models.efficiency import efficiency_for
-from models.precision import Precision
-from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
-from models.speculative import (
+from models.physics import catalog
+from models.physics.efficiency import efficiency_for
+from models.physics.precision import Precision
+from models.physics.speculative import (
     Speculation,
     SpeculativeSteps,
     batch_buckets,
@@ -26,7 +23,10 @@ from models.speculative import (
     tokens_variance,
     verify_iteration_s,
 )
-from models.step_time import step_model
+from models.physics.step_time import step_model
+from models.serving.batch_model import BatchModel, MixTokens, decode_steps, replica_step_model
+from models.serving.capacity import replica_capacity
+from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
 
 H100 = catalog.gpu("h100-sxm")
 LLAMA_70B = catalog.llm("llama-3.3-70b")
@@ -76,7 +76,7 @@ def test_verify_pass_reads_kv_once_and_computes_k_plus_one_positions():
     of c + 3 entries per sequence, attention over 4 (c + 1.5) pairs."""
     steps = step_model(H100, LLAMA_70B, FP8, FP8, 8, 1, EFFICIENCY)
     batch, context, k = 16.0, 2000.0, 3
-    from models.speculative import verify_parts
+    from models.physics.speculative import verify_parts
 
     parts = verify_parts(steps, batch, context, k)
     kv_read_s = batch * (context + k) * steps.kv_bytes_per_token / steps.hbm_bytes_per_s

@@ -7,15 +7,15 @@ import pytest
 import yaml
 
 from cli.exit_codes import ExitCode
-from models import catalog
-from models.efficiency import efficiency_for
-from models.instance import Instance
-from models.precision import Precision
-from models.step_time import step_model
-from solver.candidates import build_candidates
-from solver.plan import Plan
+from models.physics import catalog
+from models.physics.efficiency import efficiency_for
+from models.physics.precision import Precision
+from models.physics.step_time import step_model
+from models.schema.instance import Instance
+from solver.candidates.table import build_candidates
+from solver.plan.schema import Plan
 from solver.solve import solve
-from solver.verify import verify
+from solver.verify.fleet import verify
 from tests.paths import ONE_MODEL_ONE_REGION
 from tests.synthetic import instance, workload
 

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from models.loading import validate_instance
-from models.pricing_tiers import poisson_quantile
+from models.io.loading import validate_instance
+from models.operations.pricing_tiers import poisson_quantile
 from solver.solve import solve
-from solver.verify_hours import verify_hours
+from solver.verify.hours import verify_hours
 
 RESERVED, SPOT, ON_DEMAND = 1.2, 0.8, 2.0
 INTERRUPTIONS_PER_HOUR = 0.5

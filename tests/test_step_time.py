@@ -5,20 +5,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.capacity import replica_capacity
-from models.catalog import gpu, llm
-from models.collectives import allreduces_per_step, ring_allreduce_s
-from models.efficiency import Efficiency, efficiency_for
-from models.flop_counts import (
+from models.physics.catalog import gpu, llm
+from models.physics.collectives import allreduces_per_step, ring_allreduce_s
+from models.physics.efficiency import Efficiency, efficiency_for
+from models.physics.flop_counts import (
     body_params,
     expected_experts_touched,
     lm_head_params,
     prefill_flops,
 )
-from models.memory import weight_bytes_per_gpu
-from models.precision import Precision
-from models.replica import LatencyTargets, ReplicaConfig, TrafficMix
-from models.step_time import step_model
+from models.physics.memory import weight_bytes_per_gpu
+from models.physics.precision import Precision
+from models.physics.step_time import step_model
+from models.serving.capacity import replica_capacity
+from models.serving.replica import LatencyTargets, ReplicaConfig, TrafficMix
 
 BF16, FP8 = Precision.BF16, Precision.FP8
 # Fixed factors for hand arithmetic: nothing here depends on the calibrated catalog.

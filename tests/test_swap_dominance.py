@@ -1,4 +1,4 @@
-"""Pools of another GPU type that no optimal plan needs (solver.swap_dominance): removed
+"""Pools of another GPU type that no optimal plan needs (solver.candidates.swap_dominance): removed
 only where a cheaper replica carries more and the supply has room for the move; the
 optimum of every workload program is unchanged."""
 
@@ -6,15 +6,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.loading import validate_instance
+from models.io.loading import validate_instance
 from solver.backends import get_backend
-from solver.candidates import build_candidates
-from solver.program import build_program, with_bounds
-from solver.replica_dominance import with_sizes
+from solver.candidates.replica_dominance import with_sizes
+from solver.candidates.swap_dominance import optimal_reduction, swap_bounds
+from solver.candidates.table import build_candidates
+from solver.decompose.workload_parts import workload_program
+from solver.program.build import build_program, with_bounds
 from solver.settings import SolveSettings
 from solver.solve import solve
-from solver.swap_dominance import optimal_reduction, swap_bounds
-from solver.workload_parts import workload_program
 from tests.synthetic import FLAT_SLO, generated_data, instance, workload
 
 A100 = "replicas[chat,a100-80gb-sxm.bf16.tp1pp1.unified,east]"

@@ -1,6 +1,7 @@
 """Swapped tails offered to the program (policy.colocation): the coldest models share one
 GPU with one weight slot, the others paged in from host memory on demand
-(`models.swap_group`, `solver.swap_templates`), and the verifier's own check of them.
+(`models.colocation.swap_group`, `solver.colocation.swap_templates`), and the verifier's own check
+of them.
 """
 
 import math
@@ -9,14 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.catalog import gpu, llm
-from models.efficiency import efficiency_for
-from models.loading import validate_instance
-from models.memory import weight_bytes_per_gpu
-from models.precision import Precision
-from models.replica import LatencyTargets, TrafficMix
-from models.shared_layout import Member, SharedLayout
-from models.swap import (
+from models.colocation.shared_layout import Member, SharedLayout
+from models.colocation.swap import (
     HOST_LINK_FRACTION,
     PCIE_GEN5_X16_GB_S,
     cold_probabilities_lru,
@@ -24,9 +19,15 @@ from models.swap import (
     host_link_gb_s,
     swap_in_s,
 )
-from models.swap_group import SWAP_BUSY_MAX, evaluate_swapped_group
+from models.colocation.swap_group import SWAP_BUSY_MAX, evaluate_swapped_group
+from models.io.loading import validate_instance
+from models.physics.catalog import gpu, llm
+from models.physics.efficiency import efficiency_for
+from models.physics.memory import weight_bytes_per_gpu
+from models.physics.precision import Precision
+from models.serving.replica import LatencyTargets, TrafficMix
 from solver.solve import solve
-from solver.verify import verify
+from solver.verify.fleet import verify
 from tests.synthetic import workload
 
 QWEN_32B = llm("qwen3-32b")
@@ -176,7 +177,7 @@ def test_a_swapped_group_stated_as_co_resident_overflows_hbm():
 def test_cold_probability_is_scale_free_and_every_cold_member_pays_the_wait(rate_a, rate_b, s):
     """P(cold) does not move when every rate scales (Che's T_C scales by 1/s), and a cold
     member's p99 TTFT bound is at least its warm p99 plus its own swap (down-closure and the
-    TTFT rule of models.swap_group)."""
+    TTFT rule of models.colocation.swap_group)."""
     layout = SharedLayout(H100, Precision.BF16, Precision.BF16, 1, 1)
     efficiency = efficiency_for(H100, Precision.BF16)
     targets = LatencyTargets(ttft_p99_s=5.0, tpot_p99_s=0.1)

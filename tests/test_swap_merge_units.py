@@ -8,27 +8,27 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from models import catalog
-from models.capacity import replica_capacity
-from models.capacity_unit import (
-    PoolShare,
-    capacity_units,
-    define_capacity_unit,
-    routing_by_gpu_count,
-    routing_weights,
-)
-from models.efficiency import Efficiency
-from models.memory import weight_bytes_per_gpu
-from models.merge import WorkloadLoad, merge_workloads
-from models.precision import Precision
-from models.replica import LatencyTargets, ReplicaConfig, TrafficMix
-from models.swap import (
+from models.colocation.merge import WorkloadLoad, merge_workloads
+from models.colocation.swap import (
     cold_probabilities_lru,
     cold_probability_keep_alive,
     host_link_gb_s,
     swap_in_s,
     swap_verdict,
 )
+from models.physics import catalog
+from models.physics.efficiency import Efficiency
+from models.physics.memory import weight_bytes_per_gpu
+from models.physics.precision import Precision
+from models.serving.capacity import replica_capacity
+from models.serving.capacity_unit import (
+    PoolShare,
+    capacity_units,
+    define_capacity_unit,
+    routing_by_gpu_count,
+    routing_weights,
+)
+from models.serving.replica import LatencyTargets, ReplicaConfig, TrafficMix
 
 EFF = Efficiency()
 GPUS = catalog.gpu_catalog()

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from cli.exit_codes import ExitCode
-from models.overrides import load_instance_with, parse_overrides
+from models.io.overrides import load_instance_with, parse_overrides
 from solver.solve import solve
-from solver.sweep import ray_available
+from solver.studies.sweep import ray_available
 from tests.paths import ONE_MODEL_ONE_REGION
 
 DEMAND = "workloads[chat].demand.us-east.peak_requests_per_s"

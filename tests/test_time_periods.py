@@ -7,15 +7,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from models.autoscaling import (
+from models.operations.autoscaling import (
     GPU_UTILISATION_NOTE,
     headroom_rps,
     lag_s,
     pool_headroom,
     scaling_thresholds,
 )
-from models.queueing import mg1_mean_wait_s
-from models.time_periods import (
+from models.operations.time_periods import (
     aggregate_periods,
     largest_rise_rps,
     peak_hour,
@@ -23,7 +22,8 @@ from models.time_periods import (
     steepest_ramp,
     utc_hourly_rps,
 )
-from models.traffic import normalised_profile
+from models.schema.traffic import normalised_profile
+from models.serving.queueing import mg1_mean_wait_s
 
 weights = st.lists(
     st.floats(min_value=0, max_value=1e3, allow_nan=False), min_size=24, max_size=24

@@ -7,14 +7,14 @@ import math
 
 import pytest
 
-from models.batch_soak import schedule_batch
-from models.loading import validate_instance
-from models.time_demand import warm_grid
-from solver.candidates import build_candidates
+from models.io.loading import validate_instance
+from models.operations.batch_soak import schedule_batch
+from models.operations.time_demand import warm_grid
+from solver.candidates.pools import physics_of
+from solver.candidates.table import build_candidates
 from solver.errors import Infeasible
-from solver.pools import physics_of
 from solver.solve import solve
-from solver.verify_hours import verify_hours
+from solver.verify.hours import verify_hours
 from tests.synthetic import FLAT_SLO
 
 TROUGH, PEAK = 1.0, 4.0
@@ -137,7 +137,7 @@ def test_adding_reserved_pricing_never_raises_the_cost():
 )
 def test_flattening_the_whole_day_to_its_peak_never_lowers_the_cost(profile):
     """The exact property: every hour raised to the peak rate (peak_requests_per_s held),
-    which raises every warm hour to the peak (models.autoscaling: warm_h <= P). Raising
+    which raises every warm hour to the peak (models.operations.autoscaling: warm_h <= P). Raising
     only some hours is NOT monotone (tests/test_time_periods.py: filling a trough removes
     a ramp and its headroom)."""
     shaped = solve(_instance(profile=profile, start_s=240, detection_s=60))

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from models.errors import InputError
-from models.loading import load_instance, validate_instance
-from models.time_periods import aggregate_periods, demand_grid
-from models.traffic import Demand
+from models.io.loading import load_instance, validate_instance
+from models.operations.time_periods import aggregate_periods, demand_grid
+from models.schema.errors import InputError
+from models.schema.traffic import Demand
 from tests.paths import DEFAULT_INSTANCE, REPO
 
 TROUGH_AND_PEAK = [1.0] * 18 + [4.0] * 6

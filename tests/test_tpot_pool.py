@@ -1,4 +1,4 @@
-"""The p99 TPOT's two pool-dependent terms (`models.batch_model.BatchModel.tpot_p99_s`):
+"""The p99 TPOT's two pool-dependent terms (`models.serving.batch_model.BatchModel.tpot_p99_s`):
 the busy-period stretch of a reply's spread, and the batch a reply lives through, whose
 spread over the replicas of a pool narrows as 1 / sqrt(n). Hand arithmetic where the
 formula is closed, properties where it is not; the simulator checks lie in
@@ -10,7 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.batch_model import (
+from models.io.loading import load_instance
+from models.physics.catalog import gpu, llm
+from models.physics.efficiency import efficiency_for
+from models.physics.precision import Precision
+from models.schema.instance import Instance
+from models.schema.traffic import TokenDistribution
+from models.serving.batch_model import (
     FEEDBACK_GAIN_CAP,
     PREFILL_SHARE_CAP,
     Z_P99,
@@ -19,15 +25,9 @@ from models.batch_model import (
     MixTokens,
     replica_step_model,
 )
-from models.capacity import UNLIMITED_POOL, pooling_can_lift, replica_capacity
-from models.catalog import gpu, llm
-from models.efficiency import efficiency_for
-from models.instance import Instance
-from models.loading import load_instance
-from models.precision import Precision
-from models.replica import LatencyTargets, Limit, ReplicaConfig, Role, TrafficMix
-from models.traffic import TokenDistribution
-from solver.candidates import build_candidates
+from models.serving.capacity import UNLIMITED_POOL, pooling_can_lift, replica_capacity
+from models.serving.replica import LatencyTargets, Limit, ReplicaConfig, Role, TrafficMix
+from solver.candidates.table import build_candidates
 from solver.solve import solve
 from tests.paths import INSTANCES
 from tests.synthetic import with_policy

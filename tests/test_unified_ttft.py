@@ -1,4 +1,4 @@
-"""The unified replica's p99 TTFT at saturation (`models.batch_model`): the ride of the
+"""The unified replica's p99 TTFT at saturation (`models.serving.batch_model`): the ride of the
 prompts that queued behind a waiting prompt, by hand, in the assembled formula, and a
 unified replica planned at 100% of its capacity meeting its SLO in simulation."""
 
@@ -7,19 +7,19 @@ import math
 import numpy as np
 import pytest
 
-from models import catalog
-from models.batch_model import (
+from models.physics import catalog
+from models.physics.efficiency import efficiency_for
+from models.physics.precision import Precision
+from models.schema.traffic import TokenDistribution
+from models.serving.batch_model import (
     BatchModel,
     MixTokens,
     pooled_wait_p99_s,
     replica_step_model,
     ride_s,
 )
-from models.capacity import replica_capacity
-from models.efficiency import efficiency_for
-from models.precision import Precision
-from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
-from models.traffic import TokenDistribution
+from models.serving.capacity import replica_capacity
+from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
 from solver.simulate.engine import ReplicaEngine, simulate_pool
 from solver.simulate.traffic import arrival_times_s, token_lengths
 

@@ -5,13 +5,13 @@ import math
 
 import pytest
 
-from models.capacity import replica_capacity
-from models.efficiency import efficiency_for
-from models.instance import Instance
-from models.precision import Precision
-from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
-from solver.plan import Plan, ReplicaPool
-from solver.verify import verify
+from models.physics.efficiency import efficiency_for
+from models.physics.precision import Precision
+from models.schema.instance import Instance
+from models.serving.capacity import replica_capacity
+from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from solver.plan.schema import Plan, ReplicaPool
+from solver.verify.fleet import verify
 from tests.synthetic import FLAT_SLO, instance, long_prompt_workload, workload
 
 H100 = "h100-sxm"

@@ -2,15 +2,15 @@
 whose physics moved a little (efficiency re-tuned) passes while its pools still carry
 the load at the SLO; the stated figures that moved are warnings."""
 
-from models.loading import read_document, validate_instance
-from models.overrides import apply_overrides, parse_overrides
-from solver.plan import Plan
+from models.io.loading import read_document, validate_instance
+from models.io.overrides import apply_overrides, parse_overrides
+from solver.plan.schema import Plan
 from solver.solve import solve
-from solver.verify import verify
+from solver.verify.fleet import verify
 from tests.paths import ONE_MODEL_ONE_REGION
 
 HOPPER_HBM_FRACTION = 0.733
-"""models/catalog/efficiency.yaml, hopper: the fitted HBM efficiency of an H100."""
+"""models/physics/catalog/efficiency.yaml, hopper: the fitted HBM efficiency of an H100."""
 
 
 def _instance(*sets: str):

@@ -6,7 +6,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solver.verify_scenarios import _assigns_all, _max_flow, _nearest_first_serves_all
+from solver.verify.scenarios import _assigns_all, _max_flow, _nearest_first_serves_all
 
 REGIONS = ["a", "b", "c", "d"]
 

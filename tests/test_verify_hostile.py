@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.loading import load_instance
-from solver.plan import Plan
+from models.io.loading import load_instance
+from solver.plan.schema import Plan
 from solver.solve import solve
-from solver.verify import verify
+from solver.verify.fleet import verify
 from tests.paths import DEFAULT_INSTANCE
 from tests.test_hostile_input import run_checked
 from tests.test_hostile_properties import _emit, _mutated, _paths

@@ -1,4 +1,4 @@
-"""The voice budget (`models.voice`): the LLM's targets from a time-to-first-audio
+"""The voice budget (`models.calculators.voice`): the LLM's targets from a time-to-first-audio
 budget, the schema keys `slo.first_audio_ms` and `voice:`, and `fleetplan voice`."""
 
 import json
@@ -8,10 +8,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cli.exit_codes import ExitCode
-from models.instance import Workload
-from models.loading import validate_instance
-from models.replica import LatencyTargets
-from models.voice import Voice, VoiceBudgetError, voice_budget
+from models.calculators.voice import Voice, VoiceBudgetError, voice_budget
+from models.io.loading import validate_instance
+from models.schema.instance import Workload
+from models.serving.replica import LatencyTargets
 from tests import synthetic
 
 

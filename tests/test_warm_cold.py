@@ -5,10 +5,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.loading import load_instance
-from models.warm_cold import split_workload, splittable, warm_cold_instance
+from models.colocation.warm_cold import split_workload, splittable, warm_cold_instance
+from models.io.loading import load_instance
 from solver.solve import solve
-from solver.verify import verify
+from solver.verify.fleet import verify
 from tests.paths import INSTANCES
 from tests.synthetic import with_policy
 

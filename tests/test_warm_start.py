@@ -1,19 +1,19 @@
-"""The warm start (solver.warm_start), HiGHS's start solution, and explain's re-solves in
+"""The warm start (solver.decompose.warm_start), HiGHS's start solution, and explain's re-solves in
 worker processes with their progress."""
 
 import math
 
 import pytest
 
-import solver.parallel as parallel
-import solver.warm_start as warm
+import solver.decompose.parallel as parallel
+import solver.decompose.warm_start as warm
+from solver.analysis.explain import explain
 from solver.backends import get_backend
-from solver.candidates import build_candidates
-from solver.decompose import optimise
-from solver.explain import explain
-from solver.lp import LinearProgram, Sense, Termination
-from solver.program import build_program, with_bounds
-from solver.row_names import ReplicasColumn
+from solver.candidates.table import build_candidates
+from solver.decompose.by_workload import optimise
+from solver.program.build import build_program, with_bounds
+from solver.program.lp import LinearProgram, Sense, Termination
+from solver.program.row_names import ReplicasColumn
 from solver.settings import SolveSettings, machine_threads
 from tests.synthetic import instance, workload
 

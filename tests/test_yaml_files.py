@@ -1,4 +1,4 @@
-"""Packaged YAML files are read through compiled copies (models/yaml_files.py): the same
+"""Packaged YAML files are read through compiled copies (models/physics/yaml_files.py): the same
 content as the YAML, and a copy that is stale, broken or cannot be written never changes
 what is read."""
 
@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from models import yaml_files
-from models.catalog import CATALOG_DIR
-from models.yaml_files import compiled_path, read_yaml
+from models.physics import yaml_files
+from models.physics.catalog import CATALOG_DIR
+from models.physics.yaml_files import compiled_path, read_yaml
 
 
 def _write(path: Path, text: str) -> Path:

@@ -18,7 +18,7 @@ library at import time, and the OR-Tools backends never load OR-Tools' own HiGHS
 
 import importlib
 
-from models.backend_names import BACKEND_NAMES, DEFAULT_BACKEND
+from models.schema.backend_names import BACKEND_NAMES, DEFAULT_BACKEND
 from solver.backends.base import (
     DEFAULT_MIP_GAP,
     Backend,
@@ -35,7 +35,7 @@ _MODULES: dict[str, tuple[str, str]] = {
 }
 """Backend name -> (module, class): a backend's module is imported only when it is asked
 for, so a `highs` solve never loads the OR-Tools or PuLP wrappers."""
-if tuple(_MODULES) != BACKEND_NAMES:  # the one list (models.backend_names) is the truth
+if tuple(_MODULES) != BACKEND_NAMES:  # the one list (models.schema.backend_names) is the truth
     raise RuntimeError(f"backends {tuple(_MODULES)} differ from {BACKEND_NAMES}")
 
 

@@ -23,7 +23,7 @@ from functools import cache
 
 import numpy as np
 
-from solver.lp import Termination
+from solver.program.lp import Termination
 
 SOLVER_TYPES = ("GSCIP", "CP_SAT", "GLOP")
 """The only MathOpt solvers fleetplan touches (never HIGHS)."""

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from solver.lp import LinearProgram, Sense, SolveResult, Termination
+from solver.program.lp import LinearProgram, Sense, SolveResult, Termination
 from solver.settings import Deadline, SolveSettings, machine_threads
 
 DEFAULT_MIP_GAP = 1e-4
@@ -55,7 +55,7 @@ _LIBRARY_CALLED: list[bool] = []
 def library_called() -> bool:
     """Whether any backend has handed a program to its solver library in this process:
     HiGHS and OR-Tools then hold thread pools and global state that a forked child
-    inherits half-alive (solver.parallel starts workers by `fork` only before that)."""
+    inherits half-alive (solver.decompose.parallel starts workers by `fork` only before that)."""
     return bool(_LIBRARY_CALLED)
 
 

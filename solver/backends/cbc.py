@@ -42,7 +42,7 @@ from solver.backends.base import (
     SolveOptions,
     relative_gap,
 )
-from solver.lp import Termination
+from solver.program.lp import Termination
 
 GET_CBC = (
     "get CBC with one of: pip install 'pulp>=2.8,<3.3' (PuLP bundles CBC up to 3.2); "

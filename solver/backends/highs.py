@@ -49,7 +49,7 @@ from solver.backends.base import (
     SolveOptions,
     relative_gap,
 )
-from solver.lp import LinearProgram, Termination
+from solver.program.lp import LinearProgram, Termination
 
 _banner_lock = threading.Lock()
 _banner_done = False

@@ -20,7 +20,7 @@ from solver.backends.base import (
     SolveOptions,
     relative_gap,
 )
-from solver.lp import Termination
+from solver.program.lp import Termination
 
 
 @cache

@@ -6,7 +6,7 @@ coefficient of variation) and split at random over the prefill pools in proporti
 their capacity (a random split of the stream keeps each part of a Poisson stream
 Poisson). Each prefill pool replays its requests on its replicas (the planner's step
 model, chunked prefill, the KV limit, the router's queue; a replica of pp > 1 stages as
-pp lanes of one chunk, `models.prefill_model`) with one output token: the
+pp lanes of one chunk, `models.serving.prefill_model`) with one output token: the
 iteration that finishes a prompt produces its first token. The prompt's KV then crosses
 to a decode replica over the prefill replica's NICs in `kv_transfer_s` (the planner's
 transfer time; the NICs are taken as uncontended, so a transfer is a pure delay):
@@ -25,18 +25,18 @@ tokens). TPOT is what the user sees after the first token:
 so a wait for a decode slot counts against TPOT.
 
 The analytic numbers are the planner's at the same per-replica load: for a prefill pool
-its p99 TTFT (`models.prefill_model`: the iteration in progress, the M/G/c wait, the
+its p99 TTFT (`models.serving.prefill_model`: the iteration in progress, the M/G/c wait, the
 iteration(s) that complete the prompt, the transfer); for a decode pool
-`models.frontier.operating_point`'s p99 TPOT and mean step.
+`models.serving.frontier.operating_point`'s p99 TPOT and mean step.
 """
 
 import numpy as np
 
-from models.batch_model import MixTokens, kv_transfer_s, replica_step_model
-from models.capacity import replica_capacity
-from models.frontier import operating_point
-from models.prefill_model import prefill_lane
-from models.replica import LatencyTargets
+from models.serving.batch_model import MixTokens, kv_transfer_s, replica_step_model
+from models.serving.capacity import replica_capacity
+from models.serving.frontier import operating_point
+from models.serving.prefill_model import prefill_lane
+from models.serving.replica import LatencyTargets
 from solver.simulate.engine import Effects, ReplicaEngine, simulate_pool
 from solver.simulate.traffic import arrival_times_s, token_lengths
 
@@ -46,7 +46,7 @@ ALL_ON = Effects()
 
 def prefill_ttft_p99_s(config, mix, efficiency, rate: float, pool_replicas: int) -> float:
     """p99 TTFT of a prefill-only replica at `rate` prompts/s, one of `pool_replicas`
-    behind one router: the planner's `models.prefill_model.PrefillLane.ttft_p99_s`
+    behind one router: the planner's `models.serving.prefill_model.PrefillLane.ttft_p99_s`
     (residual iteration + own prefill and the prompts riding in its last iteration +
     transfer, the M/G/c wait in quadrature with the p99 prompt's extra; math.inf at or
     past saturation)."""

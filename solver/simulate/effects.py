@@ -24,8 +24,8 @@ not smaller. `fleetplan simulate --effects` runs the same comparison at any leng
 
 from pydantic import BaseModel, ConfigDict
 
-from models.instance import Instance
-from solver.plan import Plan
+from models.schema.instance import Instance
+from solver.plan.schema import Plan
 from solver.simulate.replay import EFFECTS, simulate_plan
 
 BIND_SHARE = 0.05

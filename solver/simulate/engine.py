@@ -4,7 +4,7 @@ Each replica is an iteration-level engine (continuous batching, as vLLM and
 TensorRT-LLM schedule):
 
 - Every iteration advances every decoding sequence by one token and spends what is left
-  of the token budget (pp x chunk tokens, as `models.capacity`) on prompts in FIFO
+  of the token budget (pp x chunk tokens, as `models.serving.capacity`) on prompts in FIFO
   order (chunked prefill mixed into the decode step). Its duration is the planner's own
   `StepModel.iteration_s(B, mean context, prompt tokens, their mean attended context)`
   with the actual batch, contexts and chunk of that iteration: the simulation tests the
@@ -25,7 +25,7 @@ TensorRT-LLM schedule):
   the fewest outstanding requests. This is least-work-left dispatch for the prompt
   lanes: an arrival waits for the least remaining prompt work in the pool, which is the
   wait it would have in one central FCFS queue before the c lanes (M/G/c), the
-  planner's model (`models.batch_model.pooled_wait_p99_s`). NVIDIA Dynamo's KV router
+  planner's model (`models.serving.batch_model.pooled_wait_p99_s`). NVIDIA Dynamo's KV router
   counts the prompt tokens a worker has to prefill in its cost, llm-d's scheduler scores
   queue depth.
   `jsq`: the fewest outstanding requests (waiting + prefilling + running). The count is
@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models.step_time import StepModel
+from models.physics.step_time import StepModel
 
 DISPATCHES = ("least_prefill", "jsq", "round_robin")
 """Router policies of `simulate_pool` (its docstring)."""
@@ -91,7 +91,7 @@ class ReplicaEngine:
 
     @property
     def token_budget(self) -> int:
-        """Tokens per iteration: pp x chunk (as `models.capacity`) unless stated."""
+        """Tokens per iteration: pp x chunk (as `models.serving.capacity`) unless stated."""
         if self.budget_tokens is not None:
             return self.budget_tokens
         return self.steps.pp * self.steps.chunk_tokens

@@ -5,11 +5,11 @@ For one scenario of the plan (`none` by default), each unified pool (the replica
 configuration serving one workload in one region) gets its share of the region's load:
 the scenario's load of the (workload, region, unified) phase split over the pools that
 carry it in proportion to their capacity n q(n), n the replicas that survive and q(n)
-the physics' capacity per replica in a pool of n (`models.capacity.replica_capacity`).
+the physics' capacity per replica in a pool of n (`models.serving.capacity.replica_capacity`).
 Arrivals are Poisson (or gamma with a stated coefficient of variation), lengths are
 drawn from the workload's distributions, and the replicas run the planner's own step
 model (`solver.simulate.engine`). Requests that arrive in the first `warmup_s` are
-served but not measured. The analytic numbers are `models.latency.latency_at_rate` at
+served but not measured. The analytic numbers are `models.serving.latency.latency_at_rate` at
 the same per-replica load and pool size.
 
 Prefill-only and decode-only pools are replayed as a pair (`solver.simulate.
@@ -22,14 +22,14 @@ from functools import partial
 
 import numpy as np
 
-from models.batch_model import replica_step_model
-from models.capacity import replica_capacity
-from models.efficiency import efficiency_for
-from models.instance import Instance
-from models.latency import latency_at_rate
-from models.memory import default_kv_precision
-from models.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
-from solver.plan import Plan, ReplicaPool
+from models.physics.efficiency import efficiency_for
+from models.physics.memory import default_kv_precision
+from models.schema.instance import Instance
+from models.serving.batch_model import replica_step_model
+from models.serving.capacity import replica_capacity
+from models.serving.latency import latency_at_rate
+from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from solver.plan.schema import Plan, ReplicaPool
 from solver.simulate.engine import Effects, PoolTrace, ReplicaEngine, simulate_pool
 from solver.simulate.pair_rows import pair_meets, simulate_pair_rows
 from solver.simulate.results import (

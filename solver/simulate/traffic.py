@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from models.traffic import TokenDistribution
+from models.schema.traffic import TokenDistribution
 
 
 def arrival_times_s(

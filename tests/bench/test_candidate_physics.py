@@ -5,8 +5,8 @@ region-loss class (`tests.synthetic.generated`) and of the one-model, one-region
 built in this process (single process, `build_candidates`), with CPU time
 (`time.process_time`, which moves far less than the wall time on a shared machine):
 
-- `edge search`: as fleetplan runs it (`models.edge_search.find_edge`), first with empty
-  mixture tables (`models.batch_model.shared_mixtures`), then again with them full, as a
+- `edge search`: as fleetplan runs it (`models.serving.edge_search.find_edge`), first with empty
+  mixture tables (`models.serving.batch_model.shared_mixtures`), then again with them full, as a
   second solve in the same process (explain's re-solves, a sweep, `batch`) finds them;
 - `48-step bisection`: the same table with the search the edge search replaced, as the
   reference, side by side in the same run.
@@ -18,10 +18,10 @@ where the bisection stopped in a spike of the p99 TPOT (tests/test_capacity_sear
 
 import time
 
-import models.batch_model as batch_model
-import models.capacity as capacity
-from models.loading import load_instance
-from solver.candidates import build_candidates
+import models.serving.batch_model as batch_model
+import models.serving.capacity as capacity
+from models.io.loading import load_instance
+from solver.candidates.table import build_candidates
 from tests.paths import ONE_MODEL_ONE_REGION
 from tests.synthetic import generated
 

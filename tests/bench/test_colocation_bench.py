@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from models.loading import validate_instance
+from models.io.loading import validate_instance
 from solver.solve import solve
 from tests.synthetic import workload
 

@@ -1,4 +1,4 @@
-"""Online-serving validation: `perf --rate` (models.latency) and the simulator against the
+"""Online-serving validation: `perf --rate` (models.serving.latency) and the simulator against the
 rows of ../shared/calibration/serving_benchmarks.csv (TensorRT-LLM, Llama 3.1 8B BF16 on
 one H100 or H200, fixed-length synthetic requests, 500 requests per rate).
 
@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 
 from calibration.rows import calibration_dir
-from models import catalog
-from models.capacity import replica_capacity
-from models.efficiency import efficiency_for
-from models.latency import latency_at_rate
-from models.precision import Precision
-from models.replica import LatencyTargets, ReplicaConfig, TrafficMix
-from models.step_time import step_model
+from models.physics import catalog
+from models.physics.efficiency import efficiency_for
+from models.physics.precision import Precision
+from models.physics.step_time import step_model
+from models.serving.capacity import replica_capacity
+from models.serving.latency import latency_at_rate
+from models.serving.replica import LatencyTargets, ReplicaConfig, TrafficMix
 from solver.simulate.engine import ReplicaEngine, simulate_pool
 from solver.simulate.traffic import arrival_times_s
 

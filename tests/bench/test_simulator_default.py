@@ -6,7 +6,7 @@ the measurement, not a pass/fail line: no wall-clock assertion)."""
 
 import time
 
-from models.loading import load_instance
+from models.io.loading import load_instance
 from solver.simulate.replay import simulate_plan
 from solver.solve import solve
 from tests.paths import DEFAULT_INSTANCE

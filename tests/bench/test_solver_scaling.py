@@ -4,7 +4,7 @@ without region-loss scenarios. Run by `make bench` only (not `make test`).
 Prints two tables:
 
 - scaling (the default backend, `highs`, which hands some workload programs to SCIP:
-  solver.part_backend): regions x workloads x GPU types up to 50 x 50, without failures
+  solver.decompose.part_backend): regions x workloads x GPU types up to 50 x 50, without failures
   and surviving any region loss (then a few sizes surviving zone or replica loss, and
   one with the policy's default whole servers and simple pools, marked `+`), each with
   its program's size, the
@@ -64,7 +64,7 @@ BACKEND_SIZES = [(3, 2, 2), (5, 5, 3)]
 SURVIVE = ["none", "region"]
 FAILURE_KINDS = [((10, 20, 6), "replica"), ((10, 20, 6), "zone"), ((20, 20, 6), "zone")]
 """The other failure policies (zone loss with 3 zones per region), which move the line
-between HiGHS and SCIP (solver.part_backend)."""
+between HiGHS and SCIP (solver.decompose.part_backend)."""
 DEFAULT_POLICY_SIZES = [(10, 20, 6)]
 """Solved with region loss and the policy's defaults (whole servers, one configuration
 per pool), where the generator buys single GPUs: whole servers couple the workloads
@@ -78,7 +78,7 @@ LARGEST = (10, 20, 6)
 LARGEST_LIMIT_S = 10.0
 """What `fleetplan solve` may take on LARGEST with region loss (the target is 5 s on two
 idle cores: measured 2.9-3.1 s on the shared 2-core machine, 6.2-7.0 s before
-solver.swap_dominance and forked workers; the limit leaves room for a loaded machine)."""
+solver.candidates.swap_dominance and forked workers; the limit leaves room for a loaded machine)."""
 
 SCALING_ROWS: list[tuple] = []
 BACKEND_ROWS: list[tuple] = []

@@ -33,7 +33,7 @@ import numpy as np
 from solver.backends import _mathopt
 from solver.backends.base import CompiledProgram, Deadline
 from solver.backends.cpsat.exact import glop
-from solver.lp import Termination
+from solver.program.lp import Termination
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from solver.backends.cpsat.status import (
     out_of_time,
     stopped,
 )
-from solver.lp import Termination
+from solver.program.lp import Termination
 
 MAX_CUT_ROUNDS = 200
 """Rounds of feasibility cuts on one grid level before it is refined."""

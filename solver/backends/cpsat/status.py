@@ -19,7 +19,7 @@ import numpy as np
 from solver.backends import _mathopt
 from solver.backends.base import Answer, SolveOptions, relative_gap
 from solver.backends.cpsat.grid import Grid
-from solver.lp import Termination
+from solver.program.lp import Termination
 
 GRID_GAP_TOLERANCE = 1e-6
 """A relative gap this small from the grid alone still counts as optimal."""

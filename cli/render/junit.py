@@ -1,0 +1,88 @@
+"""CI outputs of `fleetplan batch`: each instance's verdict, and the run as JUnit XML.
+
+The verdict of one instance: `pass` or `fail`, with the reasons (the regressions against
+its golden file with `--check`; without it, a plan that is not solved or not verified).
+The JUnit file is the shape CI systems read (Jenkins, GitLab, GitHub test reporters): one
+`<testsuite>` of one `<testcase>` per instance; a failing instance carries a `<failure>`
+whose message is its first reason and whose text lists them all.
+"""
+
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree
+
+from solver.studies.batch import Comparison, Outcome
+
+SUITE_NAME = "fleetplan batch"
+CLASS_NAME = "fleetplan.batch"
+
+
+def verdict(outcome: Outcome, comparison: Comparison | None) -> dict[str, Any]:
+    """`{verdict: pass|fail, reasons: [...]}` of one instance (`comparison` with --check)."""
+    if comparison is not None:
+        reasons = list(comparison.regressions)
+    elif outcome.status != "solved":
+        reasons = [f"{outcome.status}: {outcome.message}".rstrip(": ")]
+    elif not outcome.verified:
+        reasons = [f"plan fails the verifier: {outcome.message}"]
+    else:
+        reasons = []
+    improvements = list(comparison.improvements) if comparison is not None else []
+    return {
+        "verdict": "fail" if reasons else "pass",
+        "reasons": reasons,
+        "improvements": improvements,
+    }
+
+
+def outcome_records(
+    outcomes: list[Outcome], comparisons: list[Comparison | None]
+) -> list[dict[str, Any]]:
+    """The batch JSON: every outcome with its verdict."""
+    return [
+        {**outcome.model_dump(mode="json"), **verdict(outcome, comparison)}
+        for outcome, comparison in zip(outcomes, comparisons, strict=True)
+    ]
+
+
+def junit_xml(outcomes: list[Outcome], comparisons: list[Comparison | None]) -> str:
+    """The batch as a JUnit XML document (one testcase per instance)."""
+    verdicts = [verdict(o, c) for o, c in zip(outcomes, comparisons, strict=True)]
+    failures = sum(v["verdict"] == "fail" for v in verdicts)
+    suite = ElementTree.Element(
+        "testsuite",
+        name=SUITE_NAME,
+        tests=str(len(outcomes)),
+        failures=str(failures),
+        errors="0",
+        skipped="0",
+        time=f"{sum(o.runtime_s for o in outcomes):.3f}",
+    )
+    for outcome, result in zip(outcomes, verdicts, strict=True):
+        case = ElementTree.SubElement(
+            suite,
+            "testcase",
+            name=Path(outcome.file).name,
+            classname=CLASS_NAME,
+            time=f"{outcome.runtime_s:.3f}",
+        )
+        if result["verdict"] == "fail":
+            failure = ElementTree.SubElement(
+                case, "failure", message=result["reasons"][0], type="regression"
+            )
+            failure.text = "\n".join(result["reasons"])
+        else:
+            cost = "-" if outcome.cost_per_month is None else f"${outcome.cost_per_month:,.2f}"
+            ElementTree.SubElement(
+                case, "system-out"
+            ).text = f"{outcome.status}, {cost}/month, {outcome.total_gpus} GPUs"
+    suites = ElementTree.Element(
+        "testsuites", tests=str(len(outcomes)), failures=str(failures), errors="0"
+    )
+    suites.append(suite)
+    ElementTree.indent(suites)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        + ElementTree.tostring(suites, encoding="unicode")
+        + "\n"
+    )

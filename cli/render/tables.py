@@ -1,0 +1,152 @@
+"""The shared table spec: a report as header lines, tables of strings and a closing note,
+printed to the terminal or written as Markdown. Every command that shows tables builds
+`TableSpec`s and hands them to `print_tables` or `markdown_tables`."""
+
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from cli.render.console import out
+from cli.render.plain_tables import plain_table
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A table as strings, rendered to the terminal or to Markdown."""
+
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    note: str = ""
+
+
+def print_tables(
+    header: list[str], tables: list[TableSpec], note: str = "", console: Console = out
+) -> None:
+    """Print the header lines, each table (its note as the caption) and the note, on
+    `console` (standard output unless a `-` output has it)."""
+    wrap = console.is_terminal  # a terminal's lines wrap at its width; a file's stay whole
+    for line in header:
+        console.print(line, markup=False, emoji=False, soft_wrap=not wrap)
+    for spec in tables:
+        groups = column_groups(spec, console.width - TABLE_MARGIN)
+        for number, group in enumerate(groups):
+            title = spec.title if number == 0 else f"{spec.title} (continued)"
+            last = number == len(groups) - 1
+            plain = plain_table(
+                console,
+                title,
+                [spec.columns[index] for index in group],
+                [[row[index] for index in group] for row in spec.rows],
+                spec.note if last else "",
+            )
+            if plain is not None:  # what rich would draw, without its cell-by-cell layout
+                console.print(plain, markup=False, emoji=False, highlight=False, soft_wrap=True)
+                continue
+            # Text, not markup: a name like ":fire:" or "[b]" is printed as written (no
+            # emoji codes, no styles), as the plain writer prints it
+            table = Table(
+                title=Text(title),
+                caption=Text(spec.note) if last and spec.note else None,
+                title_justify="left",
+            )
+            for index in group:
+                table.add_column(
+                    Text(spec.columns[index]), overflow="fold", min_width=_unbroken(spec, index)
+                )
+            for row in spec.rows:
+                table.add_row(*(Text(row[index]) for index in group))
+            console.print(table, soft_wrap=not wrap)
+    if note:
+        console.print(note, markup=False, emoji=False, soft_wrap=not wrap)
+
+
+UNBROKEN_CELL = 16
+"""Cells up to this long (names, numbers) are never folded when a table is narrowed."""
+
+
+def _unbroken(spec: TableSpec, index: int) -> int | None:
+    """The column's longest cell, as its minimum width, when that is short."""
+    longest = max(
+        [
+            max((len(word) for word in spec.columns[index].split()), default=0),
+            *(len(row[index]) for row in spec.rows if index < len(row)),
+        ]
+    )
+    return longest if longest <= UNBROKEN_CELL else None
+
+
+TABLE_MARGIN = 2
+"""Characters kept free at the right edge (rich rounds column widths up)."""
+CELL_FRAME = 3
+"""Characters a rich table adds per column (a border and a space each side)."""
+
+
+def column_groups(spec: TableSpec, width: int) -> list[tuple[int, ...]]:
+    """The table's columns in groups that each fit `width` characters, so that a table
+    wider than the terminal wraps deliberately: the first group as many columns as fit,
+    each further group the first (key) column again and the next columns that fit.
+
+    A column's natural width is its longest cell or the longest word of its header
+    (headers wrap at spaces); one column wider than the terminal folds in its group.
+    """
+    count = len(spec.columns)
+    natural = [
+        max(
+            [
+                max((len(word) for word in spec.columns[i].split()), default=1),
+                *(len(row[i]) for row in spec.rows if i < len(row)),
+            ]
+        )
+        + CELL_FRAME
+        for i in range(count)
+    ]
+    if count <= 2 or sum(natural) + 1 <= width:
+        return [tuple(range(count))]
+    groups, current, used = [], [0], natural[0] + 1
+    for index in range(1, count):
+        if used + natural[index] > width and len(current) > 1:
+            groups.append(tuple(current))
+            current, used = [0], natural[0] + 1
+        current.append(index)
+        used += natural[index]
+    groups.append(tuple(current))
+    return groups
+
+
+def markdown_tables(header: list[str], tables: list[TableSpec], note: str = "") -> str:
+    """The same report as Markdown: the first header line as the title (none without a
+    header), a section and a pipe table per table."""
+    lines = [f"# {header[0]}", "", *header[1:], ""] if header else []
+    for spec in tables:
+        lines += [f"## {spec.title}", ""]
+        lines.append("| " + " | ".join(spec.columns) + " |")
+        lines.append("|" + "---|" * len(spec.columns))
+        lines += [
+            "| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in spec.rows
+        ]
+        if spec.note:
+            lines += ["", spec.note]
+        lines.append("")
+    if note:
+        lines += [note, ""]
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Report:
+    """A whole report in the table spec: header lines, tables, a closing note."""
+
+    header: list[str]
+    tables: list[TableSpec]
+    note: str = ""
+
+    def print(self, console: Console = out) -> None:
+        """Print it to the terminal (`print_tables`), on `console`."""
+        print_tables(self.header, self.tables, self.note, console)
+
+    def markdown(self) -> str:
+        """It as Markdown (`markdown_tables`)."""
+        return markdown_tables(self.header, self.tables, self.note)

@@ -1,0 +1,185 @@
+"""Tables of an hourly plan (issue 11): the 24 hours, commitments, headroom and scaling
+thresholds, error budget per failure scenario, batch placement and the months."""
+
+from cli.render.tables import TableSpec
+from solver.plan.schema import Month, Plan
+
+
+def time_tables(plan: Plan) -> list[TableSpec]:
+    """The hourly plan's tables (none for a single-period plan)."""
+    if not plan.hours:
+        return []
+    tables = [
+        TableSpec(
+            "Hours (UTC): replicas and GPUs paid reserved / on demand / spot",
+            ("hour", "period", "replicas", "GPUs", "reserved", "on demand", "spot", "$/hour"),
+            tuple(
+                (
+                    f"{h.hour:02d}",
+                    f"{h.period:02d}",
+                    ", ".join(f"{p.workload}@{p.region} {p.count}" for p in h.pools),
+                    str(sum(g.used for g in h.gpus)),
+                    f"{sum(g.reserved for g in h.gpus):g}",
+                    f"{sum(g.on_demand for g in h.gpus):g}",
+                    f"{sum(g.spot for g in h.gpus):g}",
+                    f"{h.cost_per_hour:,.2f}",
+                )
+                for h in plan.hours
+            ),
+            note=f"idle GPU-hours per day: {plan.idle_gpu_hours_per_day or 0:,.1f}; "
+            f"idle replica-hours per day: {plan.idle_replica_hours_per_day or 0:,.1f}",
+        )
+    ]
+    if plan.committed:
+        tables.append(
+            TableSpec(
+                "Committed (reserved) GPUs",
+                ("region", "GPU", "committed", "reserved $/GPU-h", "on-demand $/GPU-h"),
+                tuple(
+                    (
+                        c.region,
+                        c.gpu,
+                        f"{c.committed_gpus:g}",
+                        f"{c.reserved_price_per_gpu_hour:.2f}",
+                        f"{c.on_demand_price_per_gpu_hour:.2f}",
+                    )
+                    for c in plan.committed
+                ),
+            )
+        )
+    if plan.headroom:
+        tables.append(
+            TableSpec(
+                "Warm headroom and scaling thresholds per pool",
+                (
+                    "pool",
+                    "lag s",
+                    "ramp req/s/min",
+                    "headroom req/s",
+                    "replicas",
+                    "KV usage >",
+                    "queue depth >",
+                    "SLO edge",
+                ),
+                tuple(
+                    (
+                        f"{h.workload}@{h.region} {h.configuration}",
+                        f"{h.lag_s:g}",
+                        f"{h.steepest_ramp_rps_per_minute:.3f}",
+                        f"{h.headroom_rps:.2f}",
+                        str(h.headroom_replicas),
+                        f"{h.kv_usage_scale_out:.0%}",
+                        f"{h.queue_depth_scale_out:.2f}",
+                        "-" if h.queue_depth_slo_edge is None else f"{h.queue_depth_slo_edge:.1f}",
+                    )
+                    for h in plan.headroom
+                ),
+                note=plan.headroom[0].signal_note,
+            )
+        )
+    if plan.error_budget_minutes_used:
+        tables.append(
+            TableSpec(
+                "Error budget per failure scenario (worst UTC hour)",
+                (
+                    "scenario",
+                    "workload",
+                    "hour",
+                    "shortfall req/s",
+                    "minutes used",
+                    "budget",
+                    "started after loss",
+                    "expected min/year",
+                ),
+                tuple(
+                    (
+                        b.scenario,
+                        b.workload,
+                        f"{b.worst_hour:02d}",
+                        f"{b.shortfall_rps:.2f}",
+                        f"{b.budget_minutes_used:.2f}",
+                        f"{b.budget_minutes:.1f}",
+                        f"{b.started_replicas}",
+                        "-"
+                        if b.expected_burn_minutes_per_year is None
+                        else f"{b.expected_burn_minutes_per_year:.2f}",
+                    )
+                    for b in plan.error_budget_minutes_used
+                ),
+            )
+        )
+    if plan.batch:
+        tables.append(
+            TableSpec(
+                "Batch: soaked into the trough or dedicated (chosen with the fleet)",
+                (
+                    "workload",
+                    "region",
+                    "req/day",
+                    "soaked",
+                    "limit",
+                    "idle before",
+                    "idle after",
+                    "dedicated",
+                    "break-even $/GPU-h",
+                ),
+                tuple(
+                    (
+                        b.workload,
+                        b.region,
+                        f"{b.requests_per_day:,.0f}",
+                        f"{b.soaked_requests_per_day:,.0f}",
+                        b.soak_limit,
+                        f"{b.idle_replica_hours_before:.1f}",
+                        f"{b.idle_replica_hours_after:.1f}",
+                        f"{b.dedicated_replicas} x {b.dedicated_configuration} ({b.dedicated_tier})"
+                        if b.dedicated_replicas
+                        else "-",
+                        "-"
+                        if b.breakeven_price_per_gpu_hour is None
+                        else f"{b.breakeven_price_per_gpu_hour:.2f}",
+                    )
+                    for b in plan.batch
+                ),
+            )
+        )
+    if plan.months:
+        tables.append(
+            TableSpec(
+                "Months: commit, order and pay",
+                (
+                    "month",
+                    "growth",
+                    "peak GPUs",
+                    "owned",
+                    "bought (ordered in)",
+                    "ordered",
+                    "on-demand GPU-h",
+                    "$/month",
+                ),
+                tuple(
+                    (
+                        str(m.month),
+                        f"{m.growth_factor:.3f}",
+                        f"{sum(o.peak_need_gpus for o in m.offers):g}",
+                        f"{sum(o.owned_gpus for o in m.offers):g}",
+                        _bought(m),
+                        f"{sum(o.ordered_gpus for o in m.offers):g}",
+                        f"{sum(o.on_demand_gpu_hours for o in m.offers):,.0f}",
+                        f"{m.cost_per_month:,.0f}",
+                    )
+                    for m in plan.months
+                ),
+            )
+        )
+    return tables
+
+
+def _bought(month: Month) -> str:
+    """Committed GPUs that start serving this month, and the month their order was placed
+    (negative: before the horizon)."""
+    bought = [o for o in month.offers if o.bought_gpus > 0]
+    if not bought:
+        return "0"
+    months = sorted({o.order_month for o in bought if o.order_month is not None})
+    return f"{sum(o.bought_gpus for o in bought):g} (" + ", ".join(f"m{m}" for m in months) + ")"

@@ -1,0 +1,3 @@
+"""Stand-alone calculators: the back-of-envelope fleet estimate and the voice latency budget.
+
+Imports: any models/ package."""

@@ -1,0 +1,4 @@
+"""Several workloads on the same GPUs: co-resident engines, their memory and interference,
+multi-LoRA, same-model merges, swapping and warm/cold splits.
+
+Imports: models.physics, models.serving and the schema's value vocabulary."""

@@ -1,0 +1,424 @@
+"""Reading YAML and JSON documents with every resource bounded.
+
+One reader for every file fleetplan takes (instances, plans, golden results, estimate
+assumptions). It refuses, with a message that names the limit, what could hang or
+exhaust the machine or lose data silently:
+
+- a path that is not a regular file (FIFO, device, socket, directory): checked with
+  `os.stat` before opening, and opened non-blocking, so a FIFO never blocks the reader;
+- a file over `MAX_DOCUMENT_BYTES`;
+- bytes that are not UTF-8 text (a binary or latin-1 file);
+- nesting deeper than `MAX_NESTING_DEPTH`, checked on YAML's event stream before any
+  recursive composing, and after JSON's (recursion-guarded) parser;
+- more than `MAX_DOCUMENT_NODES` values after YAML alias expansion (billion laughs), and
+  aliases that refer to themselves (a JSON instance is held to the same count; JSON
+  plans and golden files, which grow with the fleet, only to the byte limit);
+- a key given twice in one mapping (YAML or JSON), naming both lines.
+
+All limits live in `models/schema/limits.py`.
+"""
+
+import json
+import os
+import re
+import stat
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from models.physics.yaml_files import SAFE_LOADER
+from models.schema import limits
+from models.schema.errors import InputError, Issue
+
+LineMap = dict[tuple[str | int, ...], int]
+"""Line (1-based) of every mapping key and sequence item, by field path."""
+Lines = Mapping[tuple[str | int, ...], int]
+"""A line map as `read_document` returns it (a JSON file's is computed on first use)."""
+
+_BASE_LOADER = SAFE_LOADER
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+         (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))  # fmt: skip
+
+
+def read_document(path: str | Path, what: str = "instance") -> tuple[Any, Lines]:
+    """Parse a YAML or JSON file into plain data and a map from field path to line.
+
+    `.yaml` and `.yml` files are YAML (safe loading only) and `.json` files JSON; for
+    any other suffix an instance is refused and other documents are read as JSON.
+
+    Args:
+        path: the file.
+        what: what the file holds ("instance", "plan", "golden"), for messages; a JSON
+            instance is also held to `MAX_DOCUMENT_NODES` (YAML always is, for aliases).
+
+    Raises:
+        InputError: naming the file (and line where there is one) when the path is not a
+            readable regular file, breaks a limit of `models/schema/limits.py`, is not UTF-8, is
+            malformed, or gives a key twice.
+    """
+    path = Path(path)
+    name = str(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".json", ".yaml", ".yml") and what == "instance":
+        raise _problem(name, f"unknown file type {path.suffix!r}: use .yaml, .yml or .json")
+    text = _decode(name, _read_bytes(path, what))
+    if suffix in (".yaml", ".yml"):
+        return _parse_yaml(text, name)
+    return _parse_json(text, name, what)
+
+
+def _problem(name: str, message: str, line: int | None = None, field: str = "") -> InputError:
+    return InputError([Issue(name, line, field, message)])
+
+
+def _read_bytes(path: Path, what: str) -> bytes:
+    """The file's bytes: regular files only, never more than the size limit."""
+    name = str(path)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise _problem(name, "no such file") from None
+    except OSError as error:
+        raise _problem(name, f"cannot read: {error.strerror or error}") from None
+    _require_regular(name, info.st_mode, what)
+    _require_small(name, info.st_size)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError as error:
+        raise _problem(name, f"cannot read: {error.strerror or error}") from None
+    with os.fdopen(descriptor, "rb") as handle:
+        # the path may have been swapped between stat and open: check what was opened
+        _require_regular(name, os.fstat(handle.fileno()).st_mode, what)
+        data = handle.read(limits.MAX_DOCUMENT_BYTES + 1)
+    _require_small(name, len(data))
+    return data
+
+
+def _require_regular(name: str, mode: int, what: str) -> None:
+    if stat.S_ISREG(mode):
+        return
+    kind = next((label for test, label in _FILE_KINDS if test(mode)), "not a regular file")
+    raise _problem(name, f"is {kind}, not a regular file ({what} files must be regular files)")
+
+
+def _require_small(name: str, size: int) -> None:
+    if size > limits.MAX_DOCUMENT_BYTES:
+        raise _problem(
+            name,
+            f"is {size:,} bytes or more; files are limited to {limits.MAX_DOCUMENT_BYTES:,} bytes "
+            f"({limits.MAX_DOCUMENT_BYTES / 2**20:g} MiB, MAX_DOCUMENT_BYTES in "
+            "models/schema/limits.py)",
+        )
+
+
+def _decode(name: str, data: bytes) -> str:
+    """UTF-8 text (a leading byte-order mark dropped), or a message saying what it is."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            raise _problem(name, f"is {encoding} text; save it as UTF-8")
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise _problem(
+            name,
+            f"is a binary file (NUL byte at offset {nul:,}), not YAML or JSON text",
+            data.count(b"\n", 0, nul) + 1,
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise _problem(
+            name,
+            f"is not UTF-8 text: byte 0x{data[error.start]:02x} cannot be decoded "
+            "(a binary or latin-1 file?); save it as UTF-8",
+            line,
+        ) from None
+
+
+# --- YAML -----------------------------------------------------------------------------
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: Any, first_line: int | None, line: int | None):
+        super().__init__(key)
+        self.key, self.first_line, self.line = key, first_line, line
+
+
+def _duplicate_issue(name: str, dup: _DuplicateKey, field: str = "") -> InputError:
+    return _problem(
+        name,
+        f"duplicate key {dup.key!r} (first on line {dup.first_line}, again on line "
+        f"{dup.line}): the second would silently replace the first",
+        dup.line,
+        field,
+    )
+
+
+class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]
+    """Safe loading that refuses a key given twice in one mapping (merge keys aside)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        if isinstance(node, yaml.MappingNode):
+            first_lines: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == _MERGE_TAG:
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                try:
+                    if key in first_lines:
+                        raise _DuplicateKey(key, first_lines[key], line)
+                    first_lines[key] = line
+                except TypeError:  # unhashable key: the base constructor says so
+                    break
+        return super().construct_mapping(node, deep=deep)
+
+
+def _parse_yaml(text: str, name: str) -> tuple[Any, LineMap]:
+    try:
+        _check_yaml_events(text, name)
+        loader = _Loader(text)
+        try:
+            root = loader.get_single_node()
+            data = loader.construct_document(root) if root is not None else None
+        finally:
+            loader.dispose()
+    except _DuplicateKey as dup:
+        raise _duplicate_issue(name, dup) from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(error, "problem", None) or str(error)
+        if "nesting depth" in problem:  # libyaml's own limit on flow nesting (1,000)
+            raise _problem(name, _depth_message(), line) from None
+        raise _problem(name, f"YAML syntax: {problem}", line) from None
+    except (ValueError, OverflowError) as error:
+        raise _problem(name, f"YAML value cannot be read: {_value_problem(error)}") from None
+    return data, _yaml_line_map(root)
+
+
+def _check_yaml_events(text: str, name: str) -> None:
+    """Walk the event stream (no recursion, nothing built) and refuse a document that
+    nests too deep, expands past the node limit, or holds a self-referring alias.
+
+    Each collection's expanded size is counted as its events stream by; an alias adds
+    the size of the node its anchor names, so `total` is the node count after alias
+    expansion, computed without expanding anything.
+    """
+    frames: list[list[Any]] = []  # [expanded size so far, anchor] per open collection
+    sizes: dict[str, int] = {}  # expanded size of each anchored node
+    total = 0
+    for event in yaml.parse(text, Loader=_BASE_LOADER):
+        line = event.start_mark.line + 1
+        if isinstance(event, yaml.CollectionStartEvent):
+            frames.append([1, event.anchor])
+            if len(frames) > limits.MAX_NESTING_DEPTH:
+                raise _problem(name, _depth_message(), line)
+            total += 1
+        elif isinstance(event, yaml.CollectionEndEvent):
+            size, anchor = frames.pop()
+            if anchor is not None:
+                sizes[anchor] = size
+            if frames:
+                frames[-1][0] += size
+            continue
+        elif isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent)):
+            if isinstance(event, yaml.AliasEvent):
+                if any(frame[1] == event.anchor for frame in frames):
+                    raise _problem(
+                        name, f"alias *{event.anchor} refers to a node that contains it", line
+                    )
+                size = sizes.get(event.anchor, 1)
+            else:
+                size = 1
+                if event.anchor is not None:
+                    sizes[event.anchor] = 1
+            total += size
+            if frames:
+                frames[-1][0] += size
+        if total > limits.MAX_DOCUMENT_NODES:
+            raise _problem(name, _nodes_message(), line)
+
+
+def _value_problem(error: Exception) -> str:
+    """What a value error while parsing means (most often: an integer of 5,000 digits)."""
+    if "digits" in str(error):
+        return f"a number has more than {sys.get_int_max_str_digits():,} digits"
+    return str(error)
+
+
+def _depth_message() -> str:
+    return (
+        f"nesting deeper than {limits.MAX_NESTING_DEPTH} levels (MAX_NESTING_DEPTH in "
+        "models/schema/limits.py; fleetplan's own files nest at most 7)"
+    )
+
+
+def _nodes_message(yaml_aliases: bool = True) -> str:
+    where = " after YAML alias expansion" if yaml_aliases else ""
+    return (
+        f"more than {limits.MAX_DOCUMENT_NODES:,} values{where} (MAX_DOCUMENT_NODES in "
+        "models/schema/limits.py): too large" + (", or an alias bomb" if yaml_aliases else "")
+    )
+
+
+def _yaml_line_map(root: yaml.Node | None) -> LineMap:
+    lines: LineMap = {}
+
+    def walk(node: yaml.Node, path: tuple[str | int, ...]) -> None:
+        lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                key_path = (*path, str(key_node.value))
+                lines[key_path] = key_node.start_mark.line + 1
+                walk(value_node, key_path)
+        elif isinstance(node, yaml.SequenceNode):
+            for index, child in enumerate(node.value):
+                walk(child, (*path, index))
+
+    if root is not None:
+        walk(root, ())
+    return lines
+
+
+# --- JSON -----------------------------------------------------------------------------
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key, None, None)
+            seen.add(key)
+    return data
+
+
+def _parse_json(text: str, name: str, what: str) -> tuple[Any, Lines]:
+    try:
+        data = json.loads(text, object_pairs_hook=_no_duplicates)
+    except _DuplicateKey:
+        _, where = _json_lines(text)
+        if where is None:  # the scanner always finds it; keep a message regardless
+            raise _problem(name, "a key is given twice in one object") from None
+        path, dup = where
+        raise _duplicate_issue(name, dup, dotted(path)) from None
+    except json.JSONDecodeError as error:
+        raise _problem(name, f"JSON syntax: {error.msg}", error.lineno) from None
+    except RecursionError:
+        raise _problem(name, _depth_message()) from None
+    except ValueError as error:
+        raise _problem(name, f"JSON value cannot be read: {_value_problem(error)}") from None
+    _check_tree(data, name, limits.MAX_DOCUMENT_NODES if what == "instance" else None)
+    return data, _LazyLines(text)
+
+
+def _check_tree(data: Any, name: str, max_nodes: int | None) -> None:
+    """Nesting depth (and, when `max_nodes` is given, value count) of parsed JSON, walked
+    without recursion."""
+    stack = [(data, 1)]
+    count = 0
+    while stack:
+        value, depth = stack.pop()
+        count += 1
+        if max_nodes is not None and count > max_nodes:
+            raise _problem(name, _nodes_message(yaml_aliases=False))
+        if isinstance(value, (dict, list)):
+            if depth > limits.MAX_NESTING_DEPTH:
+                raise _problem(name, _depth_message())
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+
+
+class _LazyLines(Mapping):
+    """A JSON document's line map, computed on first use: only an error needs lines, and
+    scanning a large file in Python takes a while (about 2 s per 4 MB)."""
+
+    def __init__(self, text: str):
+        self._text = text
+        self._lines: LineMap | None = None
+
+    def _map(self) -> LineMap:
+        if self._lines is None:
+            self._lines, _ = _json_lines(self._text)
+        return self._lines
+
+    def __getitem__(self, path: tuple[str | int, ...]) -> int:
+        return self._map()[path]
+
+    def __iter__(self) -> Iterator[tuple[str | int, ...]]:
+        return iter(self._map())
+
+    def __len__(self) -> int:
+        return len(self._map())
+
+
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+')
+
+
+def _json_lines(text: str) -> tuple[LineMap, tuple[tuple[str | int, ...], _DuplicateKey] | None]:
+    """Lines of every key and item of well-formed JSON, and the first duplicate key.
+
+    A small scanner over string, punctuation and bare-word tokens; each open container
+    keeps its path, its next index (arrays) or the keys seen so far (objects).
+    """
+    lines: LineMap = {}
+    duplicate = None
+    stack: list[dict[str, Any]] = []
+    line, position = 1, 0
+    for match in _JSON_TOKEN.finditer(text):
+        line += text.count("\n", position, match.start())
+        position = match.start()
+        token = match.group()
+        top = stack[-1] if stack else None
+        if token in ("}", "]"):
+            stack.pop()
+            continue
+        if token == ",":
+            if top is not None and top["kind"] == "object":
+                top["expect_key"] = True
+            continue
+        if token == ":":
+            continue
+        if top is not None and top["kind"] == "object" and top["expect_key"]:
+            key = json.loads(token)
+            if key in top["keys"] and duplicate is None:
+                duplicate = (top["path"], _DuplicateKey(key, top["keys"][key], line))
+            top["keys"].setdefault(key, line)
+            top["key"], top["expect_key"] = key, False
+            lines[(*top["path"], key)] = line
+            continue
+        if top is None:
+            path: tuple[str | int, ...] = ()
+        elif top["kind"] == "array":
+            path = (*top["path"], top["index"])
+            top["index"] += 1
+        else:
+            path = (*top["path"], top["key"])
+        lines.setdefault(path, line)
+        if token in ("{", "["):
+            kind = "object" if token == "{" else "array"
+            stack.append({"kind": kind, "path": path, "index": 0, "keys": {}, "key": None,
+                          "expect_key": True})  # fmt: skip
+    return lines, duplicate
+
+
+def dotted(path: tuple[str | int, ...]) -> str:
+    """`workloads[0].demand.us-east` from a field path."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text

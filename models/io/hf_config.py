@@ -1,0 +1,286 @@
+"""Hugging Face config.json -> `LlmSpec`, for the model families fleetplan's physics knows.
+
+Each family maps its config keys onto the Llama-family block of `models.physics.llm`:
+
+- `llama`, `qwen2`, `qwen3`: dense GQA; Qwen2 always has q/k/v biases, Llama and Qwen3
+  when `attention_bias` is true.
+- `mixtral`: every layer MoE, `num_local_experts` experts of `intermediate_size`.
+- `qwen3_moe`: `num_experts` of `moe_intermediate_size`, no shared expert; every
+  `decoder_sparse_step`-th layer MoE; leading `mlp_only_layers` dense.
+- `deepseek_v3`: MLA attention; `first_k_dense_replace` dense layers, then MoE with
+  `n_shared_experts`; the multi-token-prediction module is not counted.
+- `gpt_oss`: experts of `intermediate_size`, q/k/v biases, `layer_types` sliding
+  windows, MXFP4 experts when `quantization_config.quant_method` is `mxfp4`.
+- `llama4` (the `text_config` inside; `llama4_text` on its own): routed experts and one
+  shared expert of `intermediate_size`, dense layers of `intermediate_size_mlp`, every
+  `interleave_moe_layer_step`-th layer MoE, chunked attention over
+  `attention_chunk_size` on all but every `no_rope_layer_interval`-th layer.
+
+A config.json carries no published parameter count: the count computed from the
+shapes stands in for it, and its source says so.
+"""
+
+from collections.abc import Callable, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from models.io.documents import read_document
+from models.physics.llm import Attention, LlmSpec
+from models.physics.precision import Precision
+from models.schema.errors import InputError
+
+
+class HfConfigError(ValueError):
+    """A config.json fleetplan cannot read: unknown family, missing or malformed field."""
+
+
+Fields = dict[str, Any]
+
+
+class _Config:
+    """Typed reads of one config mapping, each naming the missing field on failure."""
+
+    def __init__(self, data: Mapping[str, Any], family: str, prefix: str = "") -> None:
+        self.data, self.family, self.prefix = data, family, prefix
+
+    def _where(self, key: str) -> str:
+        return f"{self.prefix}{key}"
+
+    def integer(self, key: str, default: int | None = None) -> int:
+        value = self.data.get(key, default)
+        if value is None:
+            raise HfConfigError(
+                f"config.json field {self._where(key)!r} is missing "
+                f"(needed for model_type {self.family!r})"
+            )
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise HfConfigError(
+                f"config.json field {self._where(key)!r} must be an integer, got {value!r}"
+            )
+        return value
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.data.get(key, default)
+        if not isinstance(value, bool):
+            raise HfConfigError(
+                f"config.json field {self._where(key)!r} must be true or false, got {value!r}"
+            )
+        return value
+
+
+def _gqa(c: _Config) -> Fields:
+    """The fields every GQA family shares."""
+    heads = c.integer("num_attention_heads")
+    hidden = c.integer("hidden_size")
+    head_dim = c.data.get("head_dim")
+    return {
+        "layers": c.integer("num_hidden_layers"),
+        "hidden_size": hidden,
+        "intermediate_size": c.integer("intermediate_size"),
+        "attention_heads": heads,
+        "kv_heads": c.integer("num_key_value_heads", heads),
+        "head_dim": c.integer("head_dim") if head_dim is not None else hidden // heads,
+        "vocab_size": c.integer("vocab_size"),
+        "tie_embeddings": c.flag("tie_word_embeddings", False),
+        "max_context_tokens": c.integer("max_position_embeddings"),
+        "attention": Attention.GQA,
+    }
+
+
+def _llama(c: _Config) -> Fields:
+    return {**_gqa(c), "qkv_bias": c.flag("attention_bias", False)}
+
+
+def _qwen2(c: _Config) -> Fields:
+    return {**_gqa(c), "qkv_bias": True}
+
+
+def _mixtral(c: _Config) -> Fields:
+    fields = _gqa(c)
+    return {
+        **fields,
+        "experts": c.integer("num_local_experts"),
+        "experts_per_token": c.integer("num_experts_per_tok"),
+        "moe_intermediate_size": fields["intermediate_size"],
+    }
+
+
+def _qwen3_moe(c: _Config) -> Fields:
+    dense = c.data.get("mlp_only_layers") or []
+    if list(dense) != list(range(len(dense))):
+        raise HfConfigError(
+            f"config.json field 'mlp_only_layers' = {dense!r}: only leading dense layers "
+            "(0, 1, ..., k-1) are supported"
+        )
+    return {
+        **_llama(c),
+        "experts": c.integer("num_experts"),
+        "experts_per_token": c.integer("num_experts_per_tok"),
+        "moe_intermediate_size": c.integer("moe_intermediate_size"),
+        "first_dense_layers": len(dense),
+        "moe_layer_step": c.integer("decoder_sparse_step", 1),
+    }
+
+
+def _deepseek_v3(c: _Config) -> Fields:
+    heads = c.integer("num_attention_heads")
+    return {
+        "layers": c.integer("num_hidden_layers"),
+        "hidden_size": c.integer("hidden_size"),
+        "intermediate_size": c.integer("intermediate_size"),
+        "attention_heads": heads,
+        "kv_heads": c.integer("num_key_value_heads", heads),
+        "head_dim": c.integer("qk_nope_head_dim"),
+        "vocab_size": c.integer("vocab_size"),
+        "tie_embeddings": c.flag("tie_word_embeddings", False),
+        "max_context_tokens": c.integer("max_position_embeddings"),
+        "attention": Attention.MLA,
+        "q_lora_rank": c.integer("q_lora_rank") if c.data.get("q_lora_rank") is not None else 0,
+        "kv_lora_rank": c.integer("kv_lora_rank"),
+        "qk_nope_head_dim": c.integer("qk_nope_head_dim"),
+        "qk_rope_head_dim": c.integer("qk_rope_head_dim"),
+        "v_head_dim": c.integer("v_head_dim"),
+        "experts": c.integer("n_routed_experts"),
+        "experts_per_token": c.integer("num_experts_per_tok"),
+        "shared_experts": c.integer("n_shared_experts", 0),
+        "moe_intermediate_size": c.integer("moe_intermediate_size"),
+        "first_dense_layers": c.integer("first_k_dense_replace", 0),
+        "moe_layer_step": c.integer("moe_layer_freq", 1),
+    }
+
+
+def _gpt_oss(c: _Config) -> Fields:
+    fields = _gqa(c)
+    layer_types = c.data.get("layer_types") or []
+    windowed = sum(1 for kind in layer_types if kind == "sliding_attention")
+    quant = c.data.get("quantization_config") or {}
+    mxfp4 = isinstance(quant, Mapping) and quant.get("quant_method") == "mxfp4"
+    return {
+        **fields,
+        "qkv_bias": c.flag("attention_bias", True),
+        "experts": c.integer("num_local_experts"),
+        "experts_per_token": c.integer("num_experts_per_tok", c.data.get("experts_per_token")),
+        "moe_intermediate_size": fields["intermediate_size"],
+        "expert_weight_precision": Precision.FP4 if mxfp4 else None,
+        "sliding_window_tokens": c.integer("sliding_window") if windowed else 0,
+        "sliding_window_layers": windowed,
+    }
+
+
+def _llama4_text(c: _Config) -> Fields:
+    fields = _gqa(c)
+    layers = fields["layers"]
+    rope_layers = c.data.get("no_rope_layers")
+    if rope_layers:
+        chunked = sum(1 for uses_rope in rope_layers if uses_rope)
+    else:
+        interval = c.integer("no_rope_layer_interval", 4)
+        chunked = layers - layers // interval
+    chunk = c.data.get("attention_chunk_size")
+    return {
+        **fields,
+        "intermediate_size": c.integer("intermediate_size_mlp"),
+        "experts": c.integer("num_local_experts"),
+        "experts_per_token": c.integer("num_experts_per_tok"),
+        "shared_experts": 1,
+        "moe_intermediate_size": fields["intermediate_size"],
+        "moe_layer_step": c.integer("interleave_moe_layer_step", 1),
+        "sliding_window_tokens": c.integer("attention_chunk_size") if chunk else 0,
+        "sliding_window_layers": chunked if chunk else 0,
+    }
+
+
+_FAMILIES: dict[str, Callable[[_Config], Fields]] = {
+    "llama": _llama,
+    "qwen2": _qwen2,
+    "qwen3": _llama,
+    "qwen3_moe": _qwen3_moe,
+    "mixtral": _mixtral,
+    "deepseek_v3": _deepseek_v3,
+    "gpt_oss": _gpt_oss,
+    "llama4": _llama4_text,
+    "llama4_text": _llama4_text,
+}
+SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_FAMILIES)
+"""The `model_type` values fleetplan can import."""
+
+
+def llm_from_hf_config(
+    config: Mapping[str, Any], name: str, source: str = "config.json"
+) -> LlmSpec:
+    """The `LlmSpec` a parsed config.json describes.
+
+    Args:
+        config: the parsed config.json.
+        name: the model's name in fleetplan.
+        source: where the config came from, recorded in `sources`.
+
+    Raises:
+        HfConfigError: unknown `model_type`, or a field missing or malformed, naming it.
+    """
+    if not isinstance(config, Mapping):
+        raise HfConfigError(f"a config.json is a JSON object, got {type(config).__name__}")
+    model_type = config.get("model_type")
+    family = _FAMILIES.get(model_type) if isinstance(model_type, str) else None
+    if family is None:
+        architectures = config.get("architectures")
+        raise HfConfigError(
+            f"model_type {model_type!r} (architectures {architectures!r}) is not supported; "
+            f"supported model_type values: {', '.join(SUPPORTED_MODEL_TYPES)}"
+        )
+    data, prefix = config, ""
+    if model_type == "llama4":
+        data, prefix = config.get("text_config"), "text_config."
+        if not isinstance(data, Mapping):
+            raise HfConfigError("config.json field 'text_config' is missing (model_type 'llama4')")
+    fields = family(_Config(data, model_type, prefix))
+    display = config.get("_name_or_path") or name
+    try:
+        shaped = LlmSpec(name=name, published_params_b=1.0, published_active_params_b=1.0, **fields)
+        total_b, active_b = shaped.total_params() / 1e9, shaped.active_params() / 1e9
+        return shaped.model_copy(
+            update={
+                "display_name": str(display),
+                "published_params_b": round(total_b, 3),
+                "published_active_params_b": round(active_b, 3),
+                "sources": {
+                    "architecture": f"{source} (model_type {model_type})",
+                    "published_params_b": "not in config.json: computed from the shapes",
+                },
+            }
+        )
+    except ValidationError as error:
+        details = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        raise HfConfigError(
+            f"config.json ({model_type}) describes no valid model: {details}"
+        ) from None
+
+
+def default_model_name(path: str | Path) -> str:
+    """The name a config file gives its model: the folder's name for `config.json`
+    (`Qwen3-32B/config.json` -> `Qwen3-32B`), else the file's stem."""
+    path = Path(path)
+    if path.stem == "config" and path.parent.name:
+        return path.parent.name
+    return path.stem
+
+
+@cache
+def load_hf_config(path: str, name: str | None = None) -> LlmSpec:
+    """Read a config.json file into an `LlmSpec` named `name` (default: `default_model_name`).
+
+    Raises:
+        HfConfigError: the file is missing, not JSON, or not a supported config.
+    """
+    file = Path(path)
+    try:  # the bounded reader: a FIFO, a device, a huge or non-UTF-8 file is refused
+        config, _ = read_document(file, what="config")
+    except InputError as error:
+        raise HfConfigError("; ".join(str(issue) for issue in error.issues)) from None
+    try:
+        return llm_from_hf_config(config, name or default_model_name(file), source=str(path))
+    except HfConfigError as error:
+        raise HfConfigError(f"{path}: {error}") from None

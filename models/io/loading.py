@@ -1,0 +1,162 @@
+"""Reading instance files: YAML (safe loading only) or JSON, validated in full.
+
+Every error reads `FILE:LINE: field.path: message`, with the line wherever the file
+gives one, and all errors are reported at once (up to `MAX_ISSUES_REPORTED`, then a
+count). Reading itself is bounded by `models.io.documents.read_document`.
+"""
+
+import types
+import typing
+from difflib import get_close_matches
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from models.io.documents import LineMap, Lines, dotted, read_document
+from models.schema import limits
+from models.schema.errors import InputError, Issue
+from models.schema.instance import Instance, cross_check
+from models.schema.quantities import describe
+
+__all__ = ["LineMap", "Lines", "load_instance", "read_document", "validate_instance"]
+
+
+def load_instance(path: str | Path) -> Instance:
+    """Read, validate and cross-check an instance file.
+
+    Raises:
+        InputError: with every problem found, each naming file, line and field.
+    """
+    path = Path(path)
+    data, lines = read_document(path, what="instance")
+    return validate_instance(data, str(path), lines, instance_dir=path.parent)
+
+
+def validate_instance(
+    data: Any,
+    file: str = "<instance>",
+    lines: Lines | None = None,
+    instance_dir: Path | None = None,
+) -> Instance:
+    """Validate parsed data as an `Instance` and cross-check its references; paths in the
+    data (`models[].config`) are relative to `instance_dir` (default: the working folder)."""
+    lines = {} if lines is None else lines
+    if not isinstance(data, dict):
+        kind = "empty" if data is None else f"a {type(data).__name__}"
+        raise InputError([Issue(file, 1, "", f"an instance is a mapping of sections, got {kind}")])
+    try:
+        context = {"instance_dir": str(instance_dir)} if instance_dir is not None else None
+        instance = Instance.model_validate(data, context=context)
+    except ValidationError as error:
+        shown = error.errors()[: limits.MAX_ISSUES_REPORTED]
+        issues = [_issue_from_pydantic(item, file, lines) for item in shown]
+        raise InputError(_capped(file, issues, error.error_count())) from None
+    problems = cross_check(instance)
+    if problems:
+        raise InputError(
+            _capped(
+                file,
+                [Issue(file, _line_for(path, lines), dotted(path), msg) for path, msg in problems],
+                len(problems),
+            )
+        )
+    return instance
+
+
+def _capped(file: str, issues: list[Issue], total: int) -> list[Issue]:
+    """The first `MAX_ISSUES_REPORTED` of `total` issues, then one that counts the rest."""
+    if total <= limits.MAX_ISSUES_REPORTED:
+        return issues
+    rest = total - limits.MAX_ISSUES_REPORTED
+    return [
+        *issues[: limits.MAX_ISSUES_REPORTED],
+        Issue(file, None, "", f"... and {rest:,} more problems (MAX_ISSUES_REPORTED)"),
+    ]
+
+
+def _issue_from_pydantic(item: Any, file: str, lines: Lines) -> Issue:
+    loc = tuple(part for part in item["loc"] if not _is_union_tag(part))
+    message = item["msg"]
+    if item["type"] == "extra_forbidden":
+        allowed = _fields_at(Instance, loc[:-1])
+        key = str(loc[-1])
+        close = [name for name in allowed if name.startswith(key)] or get_close_matches(
+            key, allowed, n=1
+        )
+        message = f"unknown key {loc[-1]!r}"
+        if close:
+            message += f"; did you mean {close[0]!r}?"
+        elif allowed:
+            message += f" (allowed: {', '.join(allowed)})"
+    elif item["type"] == "missing":
+        message = "required field is missing"
+    elif item["type"] == "finite_number":
+        message = f"must be a finite number, got {_shown(item.get('input'))}"
+    elif item["type"] == "int_parsing_size":
+        message = f"integer too large to represent, got {_shown(item.get('input'))}"
+    elif "input" in item and item["type"] not in ("value_error", "assertion_error"):
+        message += f" (got {_shown(item['input'])})"
+    if message.startswith("Value error, "):
+        message = message[len("Value error, ") :]
+    return Issue(file, _line_for(loc, lines), dotted(loc), message)
+
+
+def _shown(value: Any) -> str:
+    """A short rendering of an input value (huge integers and long strings cut)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return describe(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an integer too long to print
+        return "a value too large to print"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _is_union_tag(part: str | int) -> bool:
+    # pydantic inserts the union member's type name into the location ("function-after[...]").
+    return isinstance(part, str) and ("[" in part or part in {"float", "int", "str", "none"})
+
+
+def _line_for(path: tuple[str | int, ...], lines: Lines) -> int | None:
+    for cut in range(len(path), -1, -1):
+        line = lines.get(tuple(path[:cut]))
+        if line is not None:
+            return line
+    return None
+
+
+def _fields_at(model: type[BaseModel], path: tuple[str | int, ...]) -> list[str]:
+    """Field names of the model reached by following `path` from `model`."""
+    current: Any = model
+    for part in path:
+        if isinstance(part, int) or not _is_model(current):
+            current = _inner_model(current)
+            if isinstance(part, int):
+                continue
+        if not _is_model(current) or part not in current.model_fields:
+            # a dict key (region name, GPU name): step into the dict's value type
+            current = _inner_model(current)
+            continue
+        current = _inner_model(current.model_fields[part].annotation)
+    current = _inner_model(current)
+    return list(current.model_fields) if _is_model(current) else []
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+def _inner_model(tp: Any) -> Any:
+    """The first pydantic model inside Optional/list/dict/tuple annotations, else `tp`."""
+    if _is_model(tp):
+        return tp
+    for arg in typing.get_args(tp):
+        found = _inner_model(arg)
+        if _is_model(found):
+            return found
+    if isinstance(tp, types.UnionType):
+        for arg in tp.__args__:
+            if _is_model(arg):
+                return arg
+    return tp

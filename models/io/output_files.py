@@ -1,0 +1,160 @@
+"""Writing what the user asked for, and nothing else: every output file goes through here.
+
+Rules (the README's "Output files" paragraph says the same to users):
+
+- `-` means standard output, everywhere.
+- The target is checked before any work is done (`check_target`): a directory, a device,
+  a FIFO or a socket is refused, and so is any file the command reads (the instance, the
+  plan), so an output can never replace an input.
+- A symbolic link is followed to its target, which must be a regular file or not exist
+  yet; the link itself stays a link.
+- The text is written to an exclusive, uniquely named temporary file in the target's
+  folder, flushed to disk, then renamed over the target in one step: a reader sees the
+  old file or the new one, never half of one, and two writers never share a temporary.
+- Every failure (missing or read-only folder, full disk) is an `InputError` naming the
+  path, which the command line turns into exit code 2.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import stat
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from models.schema.errors import InputError, Issue
+
+STDOUT = "-"
+"""The path that means standard output."""
+
+
+def _refuse(path: Path | str, message: str) -> InputError:
+    return InputError([Issue(str(path), None, "", message)])
+
+
+def is_stdout(path: Path | str) -> bool:
+    """Whether `path` is the `-` that stands for standard output."""
+    return str(path) == STDOUT
+
+
+def resolved_target(path: Path) -> Path:
+    """The file a write to `path` lands in: a symbolic link followed to its end."""
+    return Path(os.path.realpath(path))
+
+
+def check_target(path: Path | str, inputs: tuple[Path, ...] = ()) -> None:
+    """Refuse an output path that is not a regular file (or a new one) in a writable folder,
+    or that is one of the command's own input files.
+
+    Args:
+        path: Where the user asked the output to go (`-` is always fine).
+        inputs: Files the command reads; writing over one of them is refused.
+
+    Raises:
+        InputError: naming the path and what is wrong with it.
+    """
+    if is_stdout(path):
+        return
+    path = Path(path)
+    target = resolved_target(path)
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        info = None
+    except OSError as error:
+        raise _refuse(path, f"cannot be checked: {error.strerror}") from None
+    if info is not None:
+        if stat.S_ISDIR(info.st_mode):
+            raise _refuse(path, "is a directory; give a file name")
+        if not stat.S_ISREG(info.st_mode):
+            raise _refuse(
+                path,
+                f"is not a regular file ({_kind(info.st_mode)}); fleetplan writes only regular "
+                "files (use - for standard output)",
+            )
+        for source in inputs:
+            with contextlib.suppress(OSError):
+                if os.path.samefile(target, source):
+                    raise _refuse(path, f"is the input file {source}; choose another output path")
+    folder = target.parent
+    if not folder.is_dir():
+        raise _refuse(path, f"folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise _refuse(path, f"folder {folder} is not writable")
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def write_text(path: Path | str, text: str, inputs: tuple[Path, ...] = ()) -> None:
+    """Write `text` to `path` atomically (or to standard output for `-`).
+
+    Args:
+        path: The output path; checked again here (it may have changed since the command
+            started).
+        text: The whole content.
+        inputs: The command's input files, never overwritten.
+
+    Raises:
+        InputError: naming the path when it cannot be written.
+    """
+    if is_stdout(path):
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+        return
+    check_target(path, inputs)
+    target = resolved_target(Path(path))
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as error:
+        raise _refuse(path, f"cannot be written: {error.strerror}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(tmp_name, stat.S_IMODE(os.stat(target).st_mode))
+        if not os.path.exists(target):
+            os.chmod(tmp_name, 0o666 & ~_umask())
+        os.replace(tmp_name, target)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise _refuse(path, f"cannot be written: {error.strerror}") from None
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Hold an exclusive advisory lock on `folder` (a `.fleetplan.lock` file inside it)
+    while a group of files in it is rewritten, so that concurrent writers take turns."""
+    lock_path = folder / ".fleetplan.lock"
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as error:
+        raise _refuse(folder, f"cannot be locked for writing: {error.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)

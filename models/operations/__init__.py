@@ -1,0 +1,4 @@
+"""The fleet over time and under failure: hourly demand, pricing tiers, autoscaling, procurement
+over months, batch soaking, failure scenarios, SLO budgets and sites.
+
+Imports: any models/ package but the calculators."""

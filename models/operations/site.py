@@ -1,0 +1,108 @@
+"""What a site holds: whole servers, power and rack space (arithmetic, no solver).
+
+Whole servers. With `policy.buy_unit: node` GPUs are bought as whole servers of
+`gpus_per_node` GPUs; the existing fleet counts as it is (any number of GPUs):
+
+    bought(used, existing, n) = n x ceil(max(0, used - existing) / n)
+
+A replica never straddles servers unless its layout says so: tensor parallelism (and
+attention data parallelism, which shares the stage's all-to-all) stays within one
+server, pipeline stages may sit on different servers. So a stage of tp x dp GPUs must
+divide `gpus_per_node` (`stage_problem`): stages then tile servers exactly, and any
+GPU count of such replicas packs into ceil(GPUs / n) servers, which is what `bought`
+assumes.
+
+Power. A GPU in service draws, at the site's meter,
+
+    kW per GPU = tdp_w / 1000 x server_power_factor x pue
+
+`server_power_factor` is the server's power over its GPUs' board power (CPUs, memory,
+NICs, fans): NVIDIA's DGX H100 datasheet gives ~10.2 kW maximum system power for
+8 x 700 W GPUs, 10.2 / 5.6 = 1.82 (SERVER_POWER_FACTOR, used for every GPU type as an
+assumption; `policy.server_power_factor` overrides it). `pue` (power usage
+effectiveness, facility over IT power) is the region's, else the policy's, else 1.0
+(then `power_kw` is read as IT power). Every GPU installed draws it, the existing
+fleet as well as what is bought: the plan sizes for the peak.
+
+Racks. A rack feeds `kw_per_rack` of IT power (no PUE inside the rack), so it holds
+
+    servers_per_rack = floor(kw_per_rack / (gpus_per_node x tdp_w / 1000 x factor))
+
+whole servers of one type (a server drawing more than a rack feeds takes
+ceil(server kW / kw_per_rack) racks); GPU types share a region's racks in proportion
+(exact when each type fills whole racks, otherwise up to one rack per type optimistic).
+"""
+
+import math
+
+from models.schema.instance import BuyUnit, Instance
+
+SERVER_POWER_FACTOR = 10.2 / (8 * 0.700)
+"""1.82: NVIDIA DGX H100 datasheet, 'System power usage ~10.2 kW max' for 8 H100 SXM at
+700 W each; an assumption for other servers (override: policy.server_power_factor)."""
+
+
+def node_gpus(instance: Instance, gpu: str) -> int:
+    """GPUs per unit bought: `gpus_per_node` with buy_unit node, else 1."""
+    if instance.policy.buy_unit is BuyUnit.GPU:
+        return 1
+    return instance.gpu_specs[gpu].gpus_per_node
+
+
+def gpus_bought(used: int, existing: int, unit_gpus: int) -> int:
+    """GPUs to buy: what the use needs beyond the existing fleet, in whole units,
+    unit_gpus x ceil(max(0, used - existing) / unit_gpus)."""
+    need = max(0, used - existing)
+    return unit_gpus * -(-need // unit_gpus)  # integer ceiling: exact for any count
+
+
+def stage_problem(tp: int, dp: int, gpus_per_node: int) -> str | None:
+    """Why a stage of tp x dp GPUs cannot sit within whole servers of `gpus_per_node`
+    (it must divide the server so that stages tile servers exactly), or None."""
+    stage = tp * dp
+    if gpus_per_node % stage:
+        return (
+            f"a stage of tp {tp} x dp {dp} = {stage} GPUs does not divide a server of "
+            f"{gpus_per_node} GPUs"
+        )
+    return None
+
+
+def server_factor(instance: Instance) -> float:
+    """Server power over GPU board power (policy override, else SERVER_POWER_FACTOR)."""
+    factor = instance.policy.server_power_factor
+    return SERVER_POWER_FACTOR if factor is None else factor
+
+
+def pue(instance: Instance, region: str) -> float:
+    """The region's PUE, else the policy's, else 1.0 (power_kw is then IT power)."""
+    own = instance.region(region).pue
+    if own is not None:
+        return own
+    return instance.policy.pue if instance.policy.pue is not None else 1.0
+
+
+def gpu_kw(instance: Instance, region: str, gpu: str) -> float:
+    """Facility kW one GPU in service draws: tdp_w / 1000 x server factor x PUE."""
+    return instance.gpu_specs[gpu].tdp_w / 1000 * server_factor(instance) * pue(instance, region)
+
+
+def racks_per_gpu(instance: Instance, gpu: str, kw_per_rack: float) -> float:
+    """Racks one GPU of type `gpu` takes, in whole servers of its type: with
+    k = floor(kw_per_rack / server IT kW) servers per rack, 1 / (gpus_per_node x k); a
+    server drawing more than one rack feeds takes ceil(server kW / kw_per_rack) racks,
+    ceil(...) / gpus_per_node per GPU."""
+    spec = instance.gpu_specs[gpu]
+    server_kw = spec.gpus_per_node * spec.tdp_w / 1000 * server_factor(instance)
+    per_rack = math.floor(kw_per_rack / server_kw + 1e-9)
+    if per_rack >= 1:
+        return 1.0 / (spec.gpus_per_node * per_rack)
+    return math.ceil(server_kw / kw_per_rack - 1e-9) / spec.gpus_per_node
+
+
+def demand_factor(instance: Instance) -> float:
+    """The factor on every demand: `demand_growth` (top level, else policy), else 1."""
+    for growth in (instance.demand_growth, instance.policy.demand_growth):
+        if growth is not None:
+            return growth
+    return 1.0

@@ -1,0 +1,43 @@
+"""Built-in catalogs of GPUs and LLMs, read from the data files beside this module."""
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from models.physics.hardware import GpuSpec
+from models.physics.llm import LlmSpec
+from models.physics.yaml_files import read_yaml
+
+CATALOG_DIR = Path(__file__).parent / "catalog"
+
+
+def _read(file_name: str) -> dict[str, dict[str, Any]]:
+    return read_yaml(CATALOG_DIR / file_name)
+
+
+@cache
+def gpu_catalog() -> dict[str, GpuSpec]:
+    """Every built-in GPU by catalog name."""
+    return {name: GpuSpec(name=name, **fields) for name, fields in _read("gpus.yaml").items()}
+
+
+@cache
+def llm_catalog() -> dict[str, LlmSpec]:
+    """Every built-in LLM by catalog name."""
+    return {name: LlmSpec(name=name, **fields) for name, fields in _read("llms.yaml").items()}
+
+
+def gpu(name: str) -> GpuSpec:
+    """A built-in GPU by name; KeyError naming the choices when unknown."""
+    try:
+        return gpu_catalog()[name]
+    except KeyError:
+        raise KeyError(f"unknown GPU {name!r}; catalog has {', '.join(gpu_catalog())}") from None
+
+
+def llm(name: str) -> LlmSpec:
+    """A built-in LLM by name; KeyError naming the choices when unknown."""
+    try:
+        return llm_catalog()[name]
+    except KeyError:
+        raise KeyError(f"unknown model {name!r}; catalog has {', '.join(llm_catalog())}") from None

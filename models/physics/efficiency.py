@@ -1,0 +1,270 @@
+"""Efficiency factors of the performance model: what fraction of the datasheet a real
+serving engine achieves, the fixed costs no datasheet lists, and the two engine settings
+that shape a step (token budget per forward pass, most sequences in flight).
+
+Each factor is named, documented and overridable per instance (`efficiency:` in the
+instance file). Calibrated values live in `models/physics/catalog/efficiency.yaml`, written by
+`python -m calibration.calibrate --write` from the published measurements in
+`calibration/data/`, one set per *engine profile* (a serving engine and version with data:
+`trtllm-0.20`, `trtllm-0.17`) and GPU generation. The instance key `engine:` and
+`--engine` on `perf`/`estimate` pick a profile; the default is the newest with data.
+
+Two regimes, fitted apart: the latency constants (`step_overhead_s`,
+`allreduce_latency_s`) come from latency data or a cited physical floor, the throughput
+constants (FLOP, HBM and link fractions) from max-throughput rows with the latency
+constants held fixed, so that neither regime is bent to fit the other.
+
+A GPU runs on its own generation's factors when the calibration has rows for it; a GPU
+with none (MI300X, an inline GPU) runs on those of the GPU its `efficiency_like` names, or
+on the pooled `default` fit, and every report says so (`efficiency_source`).
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from models.physics.hardware import GpuSpec
+from models.physics.precision import Precision
+from models.physics.yaml_files import read_yaml
+from models.schema.quantities import BatchSequences, StepLatencyS, TokenCount
+
+_FILE = Path(__file__).parent / "catalog" / "efficiency.yaml"
+
+
+class Efficiency(BaseModel):
+    """Achieved fractions of peak, fixed overheads and engine settings for one GPU type
+    and weight precision. The class defaults are generic; `efficiency_for` layers the
+    calibrated values and the instance overrides on top."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prefill_flops_fraction: float = Field(default=0.55, gt=0, le=1)
+    """Achieved fraction of dense peak FLOP/s on prefill tokens (large GEMMs, attention)."""
+    decode_flops_fraction: float = Field(default=0.45, gt=0, le=1)
+    """Achieved fraction of dense peak FLOP/s on decode tokens (skinny GEMMs at batch B)."""
+    hbm_fraction: float = Field(default=0.75, gt=0, le=1)
+    """Achieved fraction of peak HBM bandwidth when streaming weights and KV cache."""
+    scaleup_fraction: float = Field(default=0.7, gt=0, le=1)
+    """Achieved fraction of scale-up link bandwidth (NVLink, Infinity Fabric, PCIe) in a
+    ring all-reduce or a pipeline hand-off."""
+    scaleout_fraction: float = Field(default=0.8, gt=0, le=1)
+    """Achieved fraction of the scale-out NIC bandwidth (all-reduce across nodes, KV
+    transfer from a prefill to a decode replica)."""
+    allreduce_latency_s: float = Field(default=10e-6, ge=0)
+    """Fixed latency of one all-reduce (launch and synchronisation), seconds."""
+    pp_hop_latency_s: float = Field(default=20e-6, ge=0)
+    """Fixed latency of one pipeline-stage hand-off, seconds."""
+    step_overhead_s: float = Field(default=2e-3, ge=0)
+    """Fixed cost of one engine iteration (scheduling, sampling, launches), seconds: a
+    latency constant, fitted on latency rows."""
+    sequence_overhead_s: float = Field(default=0.0, ge=0)
+    """Cost of one iteration per sequence in it (host-side sampling, stop checks and
+    scheduler bookkeeping, small per-token kernels the roofline leaves out), seconds: a
+    throughput constant, fitted on max-throughput rows; it is a few us, so it moves
+    large batches only."""
+    memory_reserve_fraction: float = Field(default=0.05, ge=0, lt=1)
+    """Fraction of device memory held back for the runtime (CUDA context, allocator
+    slack, graphs, communication buffers). Activations are counted separately."""
+    prefill_chunk_tokens: int = Field(default=8192, ge=256)
+    """Engine token budget of one forward pass (vLLM `max_num_batched_tokens`, TensorRT-LLM
+    `max_num_tokens`): prompts are prefilled in chunks of at most this many tokens."""
+    max_batch_sequences: int = Field(default=2048, ge=1)
+    """Most sequences the engine keeps in flight (vLLM `max_num_seqs`, TensorRT-LLM
+    `max_batch_size`), whatever the memory would allow."""
+
+
+class EfficiencyOverrides(BaseModel):
+    """Instance-level overrides: any field of `Efficiency`, applied to every GPU."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prefill_flops_fraction: float | None = Field(default=None, gt=0, le=1)
+    decode_flops_fraction: float | None = Field(default=None, gt=0, le=1)
+    hbm_fraction: float | None = Field(default=None, gt=0, le=1)
+    scaleup_fraction: float | None = Field(default=None, gt=0, le=1)
+    scaleout_fraction: float | None = Field(default=None, gt=0, le=1)
+    allreduce_latency_s: StepLatencyS | None = None
+    pp_hop_latency_s: StepLatencyS | None = None
+    step_overhead_s: StepLatencyS | None = None
+    sequence_overhead_s: StepLatencyS | None = None
+    memory_reserve_fraction: float | None = Field(default=None, ge=0, lt=1)
+    prefill_chunk_tokens: TokenCount | None = Field(default=None, ge=256)
+    max_batch_sequences: BatchSequences | None = None
+
+
+@cache
+def calibration_table() -> dict[str, Any]:
+    """The parsed `efficiency.yaml` (empty when the file is absent)."""
+    if not _FILE.exists():
+        return {}
+    return read_yaml(_FILE) or {}
+
+
+class UnknownEngine(ValueError):
+    """An engine profile name `efficiency.yaml` does not hold."""
+
+
+def engine_profiles() -> dict[str, dict[str, Any]]:
+    """The calibrated engine profiles by name (`efficiency.yaml` `engines`)."""
+    return calibration_table().get("engines", {})
+
+
+def default_engine() -> str:
+    """The profile used when none is named: the newest engine version with data."""
+    return calibration_table().get("default_engine", "")
+
+
+def check_engine(name: str | None) -> str:
+    """`name`, or the default profile when None; raises UnknownEngine naming the known
+    profiles when the calibration has no profile of that name."""
+    if name is None:
+        return default_engine()
+    known = engine_profiles()
+    if name not in known:
+        raise UnknownEngine(
+            f"unknown engine profile {name!r}; known: {', '.join(sorted(known))} "
+            f"(default {default_engine()})"
+        )
+    return name
+
+
+def _chain(engine: str) -> list[dict[str, Any]]:
+    """The `by_key` tables of `engine` and its fallbacks, newest first."""
+    tables, seen = [], set()
+    name: str | None = engine
+    while name and name not in seen:
+        seen.add(name)
+        profile = engine_profiles().get(name, {})
+        tables.append(profile.get("by_key", {}))
+        name = profile.get("fallback")
+    return tables
+
+
+def generation_of(gpu_name: str) -> str | None:
+    """The calibrated generation a GPU belongs to (`hopper`, ...): a GPU with calibration
+    rows of its own. None for any other GPU."""
+    return calibration_table().get("generation_of", {}).get(gpu_name)
+
+
+@dataclass(frozen=True)
+class EfficiencySource:
+    """Where a GPU's efficiency factors come from."""
+
+    gpu: str
+    engine: str
+    """The engine profile."""
+    like: str | None
+    """The GPU whose calibrated factors are used, when not the GPU's own."""
+    generation: str | None
+    """The calibrated generation used; None: the pooled `default` fit."""
+
+    @property
+    def borrowed(self) -> bool:
+        """Whether the factors were fitted on another GPU's rows (or pooled)."""
+        return self.like is not None or self.generation is None
+
+    @property
+    def note(self) -> str:
+        """One phrase: `h100-sxm (hopper)`, `pooled fit`, or `own rows (hopper)`."""
+        if self.generation is None:
+            return "the pooled fit over every generation (no calibration rows)"
+        if self.like is not None:
+            return f"{self.like}'s ({self.generation}, no calibration rows of its own)"
+        return f"its own rows ({self.generation})"
+
+
+def _spec(gpu: str | GpuSpec) -> GpuSpec | None:
+    if isinstance(gpu, GpuSpec):
+        return gpu
+    from models.physics.catalog import gpu_catalog  # the catalog reads efficiency-free files
+
+    return gpu_catalog().get(gpu)
+
+
+def efficiency_source(gpu: str | GpuSpec, engine: str | None = None) -> EfficiencySource:
+    """Which calibrated set a GPU gets: its own generation's when the calibration holds
+    rows of it, else that of the GPU its `efficiency_like` names, else the pooled fit."""
+    spec = _spec(gpu)
+    name = gpu.name if isinstance(gpu, GpuSpec) else gpu
+    like = spec.efficiency_like if spec is not None else None
+    if like == name:
+        like = None
+    generation = generation_of(like or name)
+    return EfficiencySource(name, check_engine(engine), like, generation)
+
+
+def borrowed_gpus(gpus: Iterable[str | GpuSpec], engine: str | None = None) -> list[str]:
+    """Sorted names of the GPUs among `gpus` that run on borrowed efficiencies."""
+    sources = (efficiency_source(gpu, engine) for gpu in gpus)
+    return sorted({source.gpu for source in sources if source.borrowed})
+
+
+def borrowed_note(gpus: Iterable[str | GpuSpec], engine: str | None = None) -> str:
+    """A sentence naming the GPUs on borrowed efficiencies and whose they use ('' for
+    none)."""
+    sources = {s.gpu: s for s in (efficiency_source(g, engine) for g in gpus) if s.borrowed}
+    if not sources:
+        return ""
+    parts = [f"{name} on {sources[name].note}" for name in sorted(sources)]
+    return (
+        "borrowed efficiencies (no calibration rows of their own; numbers less certain): "
+        + "; ".join(parts)
+    )
+
+
+def efficiency_for(
+    gpu: str | GpuSpec,
+    precision: Precision | str,
+    overrides: EfficiencyOverrides | None = None,
+    engine: str | None = None,
+) -> Efficiency:
+    """The efficiency factors for a GPU and weight precision under an engine profile.
+
+    Layering, later wins: the class defaults; the calibrated `default` set; the
+    calibrated values for the GPU's generation, then `<generation>/<precision>`; values
+    keyed by the GPU name, then `<gpu>/<precision>`; then the instance overrides. Each key
+    is looked up in the profile first, then in its `fallback` profile (a generation the
+    newest engine version has no rows for keeps the older version's fit). A GPU with no
+    calibration rows is looked up as the GPU its `efficiency_like` names; without one it
+    gets the calibrated `default` set (`efficiency_source` says which).
+
+    Raises UnknownEngine for a profile the calibration does not hold.
+    """
+    source = efficiency_source(gpu, engine)
+    calibrated = _calibrated(
+        source.like or source.gpu, source.generation, Precision(precision), source.engine
+    )
+    if overrides is None:
+        return calibrated
+    return Efficiency(**{**calibrated.model_dump(), **overrides.model_dump(exclude_none=True)})
+
+
+@cache
+def _calibrated(
+    lookup: str, generation: str | None, precision: Precision, engine: str
+) -> Efficiency:
+    """The calibrated layers of `efficiency_for`, without the instance overrides."""
+    keys = ["default", lookup, f"{lookup}/{precision}"]
+    if generation is not None:
+        keys[1:1] = [generation, f"{generation}/{precision}"]
+    tables = _chain(engine)
+    fields: dict[str, float] = {}
+    for key in keys:
+        for table in tables:
+            if key in table:
+                fields.update(table[key])
+                break
+    return Efficiency(**fields)
+
+
+def engine_report(gpus: Iterable[str | GpuSpec], engine: str | None = None) -> str:
+    """The line every report carries: the engine profile used and, when any, the GPUs on
+    borrowed efficiencies."""
+    name = check_engine(engine)
+    line = f"engine profile: {name}" + (" (default)" if engine is None else "")
+    borrowed = borrowed_note(gpus, engine)
+    return f"{line}; {borrowed}" if borrowed else line

@@ -1,0 +1,249 @@
+"""Expert parallelism: how a mixture-of-experts layer's work and traffic fall on the GPUs.
+
+Layout (the rule `models.physics.memory.expert_layout_problem` enforces). A replica is
+tp x pp x dp GPUs: `pp` pipeline stages, each with `dp` attention data-parallel groups
+of `tp` GPUs. Attention, dense MLPs, shared experts, the router, the embedding and the
+LM head run per group, split by TP, on the group's own sequences. The routed experts of a
+stage are split over all G = tp x dp GPUs of the stage as `ep` expert-parallel ranks of
+experts / ep whole experts, each expert split by TP over moe_tp = G / ep GPUs. With
+ep = dp = 1 this is plain tensor parallelism.
+
+Routing statistics (uniform top-k routing, the assumption of the closed forms below):
+- Experts touched. T tokens each choosing k of E experts leave an expert idle with
+  probability (1 - k/E)^T, so E (1 - (1 - k/E)^T) experts are read per step; an EP rank
+  holding E/ep of them reads (E/ep) (1 - (1 - k/E)^T) on average.
+- Load imbalance. The T k expert choices land on ep ranks, about T k / ep each with
+  spread sqrt(T k / ep) (binomial); the expected largest of ep such counts is the mean
+  plus sqrt(2 ln ep) standard deviations (Gaussian maximum), so
+
+      imbalance = E[max rank load] / mean = 1 + sqrt(2 ln(ep) x ep / (T k)),
+
+  at least ep / (T k) (with fewer choices than ranks the busiest rank still holds a
+  whole one: the Gaussian estimate fails there) and capped at the most a rank can
+  receive, T min(k, E/ep) (every token sends at most min(k, E/ep) of its choices to one
+  rank): ep x min(k, E/ep) / k. It is 1 at ep = 1 and
+  falls towards 1 as the batch grows. Real routers are skewed beyond uniform (popular
+  experts); engines rebalance with redundant experts (EPLB), which is what makes the
+  uniform statistic a fair estimate. `routing_skew` multiplies the excess for a model
+  whose measured routing is more skewed.
+- The slowest rank sets the step: its expert FLOPs, the experts it reads and the tokens
+  it receives are the mean's times the imbalance.
+
+All-to-all (dispatch before the experts, combine after). Each token's hidden state goes
+to each of its k experts and comes back: 2 x k x hidden x bytes per token per MoE layer
+when dispatch and combine have the same precision; here dispatch is FP8 when the weights
+are FP8 or FP4 (DeepEP's and TensorRT-LLM's FP8 dispatch; block scales of 4 bytes per
+128 elements not counted) and BF16 otherwise, combine is always BF16, so with whole
+experts on each rank (moe_tp = 1, ep >= k)
+
+      alltoall bytes per token per MoE layer = k x hidden x (dispatch + combine bytes).
+
+That is the upper bound, one copy per expert. The kernels send a token once per
+destination rank and fan it out there (DeepEP, TensorRT-LLM's all-to-all), so a token
+reaches the distinct ranks among its k choices, ep (1 - (1 - 1/ep)^k) of them on average
+under uniform routing (5.25 for k = 8 over 8 ranks), and every one of the moe_tp GPUs of
+each: copies = ep (1 - (1 - 1/ep)^k) x moe_tp. At ep = 1 with attention DP that is all
+G GPUs, an all-gather before the experts and a reduce-scatter after.
+
+A GPU sends its 1/G share of the step's tokens, of which (G - 1)/G leaves it; within a
+node the bytes cross the scale-up link (NVLink), and the share bound for GPUs of other
+nodes, (G - n) / G for n GPUs per node, crosses the NIC, the two in parallel. Each
+collective pays a fixed latency (launch and synchronisation), two per MoE layer.
+"""
+
+import math
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from models.physics.efficiency import Efficiency, generation_of
+from models.physics.hardware import GpuSpec
+from models.physics.llm import LlmSpec
+from models.physics.memory import ACTIVATION_BYTES_PER_ELEMENT
+from models.physics.precision import Precision
+from models.physics.yaml_files import read_yaml
+
+ALLTOALL_LATENCY_S = 20e-6
+"""Fixed latency of one dispatch or combine collective, seconds: the order of the
+small-message time of NVLink all-to-all kernels (DeepEP's intranode kernels, TensorRT-LLM's
+MNNVL all-to-all: tens of microseconds). An assumption until a fit moves it."""
+COMBINE_BYTES_PER_ELEMENT = 2.0
+"""The combine (expert outputs back to their tokens) is BF16."""
+_FILE = Path(__file__).parent / "catalog" / "moe_efficiency.yaml"
+
+
+class MoeEfficiency(BaseModel):
+    """The expert-parallel constants no datasheet lists, per GPU generation."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    alltoall_latency_s: float = Field(default=ALLTOALL_LATENCY_S, ge=0)
+    """Fixed latency of one dispatch or combine collective, seconds."""
+    routing_skew: float = Field(default=1.0, ge=0)
+    """Multiplier on the uniform-routing excess of the max-rank load (1: uniform top-k
+    routing; > 1: a router more skewed than uniform, after the engine's rebalancing)."""
+
+
+@cache
+def _moe_table() -> dict:
+    if not _FILE.exists():
+        return {}
+    return read_yaml(_FILE) or {}
+
+
+def moe_efficiency_for(gpu_name: str) -> MoeEfficiency:
+    """The expert-parallel constants of a GPU: the `default` set of
+    `models/physics/catalog/moe_efficiency.yaml`, then its generation's (`generation_of`), then the
+    GPU's own entry; the class defaults where the file says nothing."""
+    table = _moe_table().get("by_key", {})
+    fields: dict[str, float] = {}
+    for key in ("default", generation_of(gpu_name), gpu_name):
+        if key is not None:
+            fields.update(table.get(key, {}))
+    return MoeEfficiency(**fields)
+
+
+def moe_tp(tp: int, dp: int, ep: int) -> int:
+    """GPUs each routed expert is split over: tp x dp / ep."""
+    return tp * dp // ep
+
+
+def experts_touched_per_rank(experts: int, experts_per_token: int, ep: int, tokens: float) -> float:
+    """Expected experts one EP rank reads in a step of `tokens` tokens:
+    (E / ep) x (1 - (1 - k/E)^T). At ep = 1 the E (1 - (1 - k/E)^T) of the whole layer."""
+    if experts == 0 or tokens <= 0:
+        return 0.0
+    return experts / ep * (1 - (1 - experts_per_token / experts) ** tokens)
+
+
+def load_imbalance(
+    tokens: float, experts_per_token: int, ep: int, experts: int, routing_skew: float = 1.0
+) -> float:
+    """E[max rank load] / mean load over `ep` ranks for `tokens` tokens routed top-k:
+    max(1 + routing_skew x sqrt(2 ln(ep) x ep / (T k)), ep / (T k)), capped at
+    ep x min(k, E/ep) / k (see the module docstring). 1 at ep = 1 or with no tokens."""
+    if ep <= 1 or tokens <= 0:
+        return 1.0
+    choices = tokens * experts_per_token
+    excess = routing_skew * math.sqrt(2 * math.log(ep) * ep / choices)
+    cap = ep * min(experts_per_token, experts / ep) / experts_per_token
+    return min(max(1 + excess, ep / choices), cap)
+
+
+def dispatch_bytes_per_element(weight_precision: Precision) -> float:
+    """Dispatch precision: FP8 (1 byte) when the weights are FP8 or FP4, else BF16."""
+    return 1.0 if weight_precision is not Precision.BF16 else ACTIVATION_BYTES_PER_ELEMENT
+
+
+def alltoall_bytes_per_token(llm: LlmSpec, weight_precision: Precision) -> float:
+    """Dispatch plus combine bytes of one token through one MoE layer, one copy per
+    expert (the upper bound): k x hidden x (dispatch bytes + combine bytes)."""
+    per_element = dispatch_bytes_per_element(weight_precision) + COMBINE_BYTES_PER_ELEMENT
+    return llm.experts_per_token * llm.hidden_size * per_element
+
+
+def alltoall_copies(experts_per_token: int, ep: int, expert_tp: int) -> float:
+    """GPUs one token's hidden state is sent to, once per destination rank: the expected
+    distinct ranks among k uniform choices over ep, ep (1 - (1 - 1/ep)^k), x moe_tp."""
+    return ep * (1 - (1 - 1 / ep) ** experts_per_token) * expert_tp
+
+
+def alltoall_bytes_per_token_sent(
+    llm: LlmSpec, weight_precision: Precision, ep: int, expert_tp: int = 1
+) -> float:
+    """Dispatch plus combine bytes of one token through one MoE layer as the kernels send
+    them: `alltoall_copies` x hidden x (dispatch bytes + combine bytes)."""
+    per_expert = alltoall_bytes_per_token(llm, weight_precision) / llm.experts_per_token
+    return alltoall_copies(llm.experts_per_token, ep, expert_tp) * per_expert
+
+
+@dataclass(frozen=True)
+class ExpertLayout:
+    """The per-GPU coefficients of the routed experts of one stage under a TP x DP x EP
+    layout. Build it with `expert_layout`; `models.physics.step_time` reads it."""
+
+    ep: int
+    dp: int
+    experts: int
+    experts_per_token: int
+    routing_skew: float
+    alltoall_collectives: int
+    """Dispatch and combine collectives per pass: 2 x MoE layers of the stage when the
+    experts span more than one attention group's GPUs (ep > 1 or dp > 1), else 0 (TP's
+    all-reduce does the job)."""
+    alltoall_latency_s: float
+    alltoall_s_per_token: float
+    """Seconds one of the step's tokens adds to the all-to-all of the mean GPU, all the
+    stage's MoE layers: bytes per token x MoE layers / G x (G-1)/G over the links."""
+
+    def imbalance(self, tokens: float) -> float:
+        """Max-rank load over the mean at `tokens` tokens (`load_imbalance`)."""
+        return load_imbalance(
+            tokens, self.experts_per_token, self.ep, self.experts, self.routing_skew
+        )
+
+    def touched_per_rank(self, tokens: float) -> float:
+        """Experts the slowest rank reads: its share of E touched by T x imbalance tokens'
+        worth of choices."""
+        return experts_touched_per_rank(
+            self.experts, self.experts_per_token, self.ep, tokens * self.imbalance(tokens)
+        )
+
+    def alltoall_s(self, tokens: float) -> float:
+        """Dispatch and combine of `tokens` tokens on the slowest GPU, all MoE layers of
+        the stage: collectives x latency + T x imbalance x seconds per token."""
+        if self.alltoall_collectives == 0 or tokens <= 0:
+            return 0.0
+        volume_s = tokens * self.imbalance(tokens) * self.alltoall_s_per_token
+        return self.alltoall_collectives * self.alltoall_latency_s + volume_s
+
+
+def alltoall_link_s_per_byte(gpu: GpuSpec, efficiency: Efficiency, stage_gpus: int) -> float:
+    """Seconds per byte a GPU sends into an all-to-all over `stage_gpus` GPUs, of which
+    (G-1)/G leaves it: the part bound within its node crosses the scale-up link, the part
+    bound for other nodes the NIC, in parallel (the slower sets the time):
+
+        max((n - 1) / G / scale-up, (G - n) / G / NIC),  n = min(G, gpus_per_node)
+    """
+    node = min(stage_gpus, gpu.gpus_per_node)
+    local = (node - 1) / stage_gpus / (gpu.scaleup_bytes_per_s * efficiency.scaleup_fraction)
+    remote_share = (stage_gpus - node) / stage_gpus
+    remote = (
+        remote_share / (gpu.scaleout_bytes_per_s * efficiency.scaleout_fraction)
+        if remote_share
+        else 0.0
+    )
+    return max(local, remote)
+
+
+def expert_layout(
+    gpu: GpuSpec,
+    llm: LlmSpec,
+    weight_precision: Precision,
+    tp: int,
+    ep: int,
+    dp: int,
+    stage_moe_layers: float,
+    efficiency: Efficiency,
+    alltoall_latency_s: float = ALLTOALL_LATENCY_S,
+    routing_skew: float = 1.0,
+) -> ExpertLayout:
+    """The routed experts' coefficients of a stage with `stage_moe_layers` MoE layers."""
+    stage_gpus = tp * dp
+    spans_groups = ep > 1 or dp > 1
+    expert_tp = moe_tp(tp, dp, ep)
+    per_token_bytes = alltoall_bytes_per_token_sent(llm, weight_precision, ep, expert_tp)
+    per_token_bytes *= stage_moe_layers
+    s_per_byte = alltoall_link_s_per_byte(gpu, efficiency, stage_gpus)
+    return ExpertLayout(
+        ep=ep,
+        dp=dp,
+        experts=llm.experts,
+        experts_per_token=llm.experts_per_token,
+        routing_skew=routing_skew,
+        alltoall_collectives=round(2 * stage_moe_layers) if spans_groups else 0,
+        alltoall_latency_s=alltoall_latency_s,
+        alltoall_s_per_token=per_token_bytes / stage_gpus * s_per_byte if spans_groups else 0.0,
+    )

@@ -1,0 +1,92 @@
+"""One stage pass of a replica split into its kernels' roofline terms.
+
+The linear layers (GEMMs) and attention run as separate kernels, so each takes the larger
+of its compute and memory time and the times add:
+
+    pass_s = max(linear FLOPs / linear rate, weight bytes / bandwidth)
+           + max(decode attention FLOPs / attention rate, KV bytes / bandwidth)
+           + prefill attention FLOPs / attention rate        (compute-bound)
+           + communication
+
+`models.physics.step_time.StepModel` computes the terms; the capacity reasons and the reports
+read which roof takes most of a pass.
+"""
+
+from dataclasses import dataclass
+
+
+def pass_total_s(
+    linear_compute_s: float,
+    weight_read_s: float,
+    attention_compute_s: float,
+    kv_read_s: float,
+    prefill_attention_s: float,
+    comm_s: float,
+) -> float:
+    """A stage pass from its roofline terms (`PassParts`' fields, in order): the linear
+    kernels max(compute, weight read), plus attention max(compute, KV read) + prefill
+    attention, plus communication."""
+    linear_s = max(linear_compute_s, weight_read_s)
+    attention_s = max(attention_compute_s, kv_read_s) + prefill_attention_s
+    return linear_s + attention_s + comm_s
+
+
+@dataclass(frozen=True)
+class PassParts:
+    """One stage pass split into its kernels' roofline terms, seconds.
+
+    The linear layers (GEMMs) and attention are separate kernels, so each takes the
+    larger of its compute and memory time and the two add up; prefill attention is
+    compute-bound; communication adds on top.
+    """
+
+    linear_compute_s: float
+    weight_read_s: float
+    attention_compute_s: float
+    """Decode attention FLOPs over the achieved peak."""
+    kv_read_s: float
+    prefill_attention_s: float
+    comm_s: float
+
+    @property
+    def linear_s(self) -> float:
+        """max(linear FLOPs / rate, weight bytes / bandwidth)."""
+        return max(self.linear_compute_s, self.weight_read_s)
+
+    @property
+    def attention_s(self) -> float:
+        """max(decode attention FLOPs / rate, KV bytes / bandwidth) + prefill attention."""
+        return max(self.attention_compute_s, self.kv_read_s) + self.prefill_attention_s
+
+    @property
+    def total_s(self) -> float:
+        """linear + attention + communication."""
+        return pass_total_s(
+            self.linear_compute_s,
+            self.weight_read_s,
+            self.attention_compute_s,
+            self.kv_read_s,
+            self.prefill_attention_s,
+            self.comm_s,
+        )
+
+    @property
+    def compute_s(self) -> float:
+        """Time spent in compute-bound kernels."""
+        linear = self.linear_compute_s if self.linear_compute_s >= self.weight_read_s else 0.0
+        attention = self.attention_compute_s if self.attention_compute_s >= self.kv_read_s else 0.0
+        return linear + attention + self.prefill_attention_s
+
+    @property
+    def memory_s(self) -> float:
+        """Time spent in memory-bound kernels."""
+        linear = self.weight_read_s if self.weight_read_s > self.linear_compute_s else 0.0
+        attention = self.kv_read_s if self.kv_read_s > self.attention_compute_s else 0.0
+        return linear + attention
+
+    @property
+    def bound(self) -> str:
+        """Which roof takes most of the pass: `compute`, `memory` or `interconnect`."""
+        if self.comm_s > max(self.compute_s, self.memory_s):
+            return "interconnect"
+        return "compute" if self.compute_s >= self.memory_s else "memory"

@@ -1,0 +1,534 @@
+"""Roofline step times of one replica: prefill of a prompt, a decode iteration at batch B.
+
+The FLOP counts live in models/physics/flop_counts.py, the all-reduces in
+models/physics/collectives.py, a pass's roofline terms in models/physics/pass_parts.py and the MoE
+routing arithmetic in models/physics/moe.py; this module splits them over the GPUs of a layout
+(`step_model`) and times passes, iterations and prefills (`StepModel`).
+
+A forward pass through one pipeline stage, on one GPU of it, runs the linear layers
+(GEMMs) and attention as separate kernels, so each takes the larger of its compute and
+memory time and the times add:
+
+    pass_s = max(linear FLOPs / linear rate, weight bytes / bandwidth)
+           + max(decode attention FLOPs / attention rate, KV bytes / bandwidth)
+           + prefill attention FLOPs / attention rate        (compute-bound)
+           + all-reduces
+
+    rates: dense peak x prefill_flops_fraction (prompt tokens) or x decode_flops_fraction
+    (decode tokens); bandwidth: peak HBM x hbm_fraction
+
+When everything is memory-bound this is (weights + KV bytes) / bandwidth, when everything
+is compute-bound it is FLOPs / rate: the larger of the two roofs, as the textbook step;
+in between, the kernels do not overlap, which is what measured mixed steps show.
+
+FLOPs (`models.physics.flop_counts`) split over the `tp` GPUs of a stage, and a stage holds
+ceil(layers / pp) layers. Linear FLOPs run at the weight precision's peak; attention runs
+at the FP8 peak with an FP8 (or FP4) KV cache on a GPU with FP8 tensor cores, else at the
+BF16 peak.
+
+A decode pass reads the stage's weights once (a mixture-of-experts layer reads only the
+experts the batch touches) and every resident sequence's KV cache. Tensor parallelism
+pays two all-reduces per layer per pass (`models.physics.collectives`), each a fixed latency plus
+the ring's share of the message over the link that joins the TP group.
+
+Mixture of experts under expert parallelism (`models.physics.moe` states the routing statistics
+and the all-to-all): with `dp` attention groups the attention, the dense layers and the
+KV reads of a pass are the group's share, 1/dp of the replica's tokens (the router is
+taken to spread sequences and prompt chunks evenly over the groups); the routed experts
+see all T tokens of the pass, spread over the `ep` ranks, and the slowest rank sets the
+pass: its expert FLOPs are the mean's x the load imbalance, it reads the experts its
+tokens touch, and it waits for the dispatch and combine all-to-alls of every MoE layer.
+With ep = dp = 1 every term is the tensor-parallel one above.
+
+A decode iteration advances every resident sequence by one token. With pipeline
+parallelism the batch runs as m = min(pp, B) micro-batches and a micro-batch needs pp
+stage passes plus pp hops per token, so the iteration takes pp x (pass + hop): stages
+idle (the bubble) when fewer than pp micro-batches are in flight. The engine pays a fixed
+overhead per iteration and a small one per sequence in it. Prefill of a prompt runs in
+chunks of at most `prefill_chunk_tokens`; chunks pipeline through the stages.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+from models.physics.collectives import group_link_bytes_per_s, tp_allreduces_per_pass
+from models.physics.efficiency import Efficiency
+from models.physics.flop_counts import (
+    attention_flops_per_pair,
+    body_params,
+    expected_experts_touched,
+    lm_head_params,
+)
+from models.physics.hardware import GpuSpec
+from models.physics.llm import LlmSpec
+from models.physics.memory import (
+    ACTIVATION_BYTES_PER_ELEMENT,
+    HIGH_PRECISION_BYTES_PER_ELEMENT,
+    check_layout,
+    expert_bytes_per_element,
+    kv_bytes_per_token_per_gpu,
+    layers_per_stage,
+    weight_bytes_per_gpu_ep,
+)
+from models.physics.moe import (
+    ExpertLayout,
+    MoeEfficiency,
+    expert_layout,
+    moe_efficiency_for,
+    moe_tp,
+)
+from models.physics.pass_parts import PassParts, pass_total_s
+from models.physics.precision import Precision
+
+
+@dataclass(frozen=True)
+class StepModel:
+    """Per-GPU coefficients of one replica layout, precomputed so that a step time is a
+    handful of multiplications. Build it with `step_model`."""
+
+    tp: int
+    pp: int
+    chunk_tokens: int
+    overhead_s: float
+    # compute, per token on one GPU of the heaviest stage
+    prefill_linear_flops_per_token: float
+    decode_linear_flops_per_token: float
+    prefill_attention_flops_per_pair: float
+    decode_attention_flops_per_pair: float
+    prefill_linear_flops_per_s: float
+    decode_linear_flops_per_s: float
+    prefill_attention_flops_per_s: float
+    decode_attention_flops_per_s: float
+    # memory, per GPU
+    dense_weight_bytes: float
+    """Weights read by every pass: all but the routed experts (and the input embedding)."""
+    expert_weight_bytes: float
+    """One routed expert's bytes on this GPU, summed over the stage's MoE layers."""
+    experts: int
+    experts_per_token: int
+    kv_bytes_per_token: float
+    hbm_bytes_per_s: float
+    # communication
+    allreduces_per_pass: int
+    allreduce_latency_s: float
+    allreduce_s_per_token: float
+    hop_latency_s: float
+    hop_s_per_token: float
+    # mixture of experts (ep = dp = 1: the tensor-parallel terms above)
+    dp: int = field(default=1, kw_only=True)
+    """Attention data-parallel groups per stage."""
+    routed_flops_per_token: float = field(default=0.0, kw_only=True)
+    """Routed-expert FLOPs one replica token puts on the mean GPU of the stage:
+    2 x k x expert params x stage MoE layers / (tp x dp) (included in the linear FLOPs
+    per token above, which are per token of the GPU's own group)."""
+    experts_layout: ExpertLayout | None = field(default=None, kw_only=True)
+    sequence_overhead_s: float = field(default=0.0, kw_only=True)
+    """Iteration cost per sequence in it (`Efficiency.sequence_overhead_s`)."""
+
+    def pass_parts(
+        self,
+        decode_tokens: float,
+        decode_kv_tokens: float,
+        prefill_tokens: float = 0.0,
+        prefill_pairs: float = 0.0,
+    ) -> PassParts:
+        """One forward pass of one stage on one GPU.
+
+        Args:
+            decode_tokens: decode tokens in the pass (one per sequence).
+            decode_kv_tokens: cached tokens those sequences attend to, summed.
+            prefill_tokens: prompt tokens in the pass.
+            prefill_pairs: (query, key) pairs of those prompt tokens, summed.
+        """
+        return PassParts(
+            *self._pass_terms(decode_tokens, decode_kv_tokens, prefill_tokens, prefill_pairs)
+        )
+
+    def _pass_terms(
+        self,
+        decode_tokens: float,
+        decode_kv_tokens: float,
+        prefill_tokens: float,
+        prefill_pairs: float,
+    ) -> tuple[float, float, float, float, float, float]:
+        """The six roofline terms of `pass_parts`, in `PassParts`' field order (a tuple:
+        the capacity searches time millions of passes and need no record of each)."""
+        if self.experts_layout is not None:
+            return self._moe_pass_terms(
+                self.experts_layout, decode_tokens, decode_kv_tokens, prefill_tokens, prefill_pairs
+            )
+        linear_compute_s = (
+            prefill_tokens * self.prefill_linear_flops_per_token / self.prefill_linear_flops_per_s
+            + decode_tokens * self.decode_linear_flops_per_token / self.decode_linear_flops_per_s
+        )
+        tokens = decode_tokens + prefill_tokens
+        weights = self.dense_weight_bytes
+        if self.experts:
+            touched = expected_experts_touched(self.experts, self.experts_per_token, tokens)
+            weights += touched * self.expert_weight_bytes
+        comm_s = self.allreduces_per_pass * (
+            self.allreduce_latency_s + tokens * self.allreduce_s_per_token
+        )
+        return (
+            linear_compute_s,
+            weights / self.hbm_bytes_per_s,
+            decode_kv_tokens
+            * self.decode_attention_flops_per_pair
+            / self.decode_attention_flops_per_s,
+            decode_kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
+            prefill_pairs
+            * self.prefill_attention_flops_per_pair
+            / self.prefill_attention_flops_per_s,
+            comm_s,
+        )
+
+    def _moe_pass_terms(
+        self,
+        layout: ExpertLayout,
+        decode_tokens: float,
+        decode_kv_tokens: float,
+        prefill_tokens: float,
+        prefill_pairs: float,
+    ) -> tuple[float, float, float, float, float, float]:
+        """`pass_parts` of an MoE model on the slowest GPU: attention-side terms at the
+        group's 1/dp share of the tokens, routed experts at all T tokens x the imbalance f
+        (extra FLOPs T x routed x (f - 1) over the even share), the experts the slowest
+        rank touches, TP all-reduces of the group's tokens and the all-to-alls."""
+        share = 1.0 / self.dp
+        tokens = decode_tokens + prefill_tokens
+        extra = layout.imbalance(tokens) - 1.0
+        prefill_flops = prefill_tokens * (
+            share * self.prefill_linear_flops_per_token + extra * self.routed_flops_per_token
+        )
+        decode_flops = decode_tokens * (
+            share * self.decode_linear_flops_per_token + extra * self.routed_flops_per_token
+        )
+        weights = self.dense_weight_bytes
+        weights += layout.touched_per_rank(tokens) * self.expert_weight_bytes
+        allreduce_s = self.allreduces_per_pass * (
+            self.allreduce_latency_s + share * tokens * self.allreduce_s_per_token
+        )
+        return (
+            prefill_flops / self.prefill_linear_flops_per_s
+            + decode_flops / self.decode_linear_flops_per_s,
+            weights / self.hbm_bytes_per_s,
+            share
+            * decode_kv_tokens
+            * self.decode_attention_flops_per_pair
+            / self.decode_attention_flops_per_s,
+            share * decode_kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
+            share
+            * prefill_pairs
+            * self.prefill_attention_flops_per_pair
+            / self.prefill_attention_flops_per_s,
+            allreduce_s + layout.alltoall_s(tokens),
+        )
+
+    def pass_s(
+        self,
+        decode_tokens: float,
+        decode_kv_tokens: float,
+        prefill_tokens: float = 0.0,
+        prefill_pairs: float = 0.0,
+    ) -> float:
+        """`pass_parts(...).total_s`, without building the record (the same arithmetic)."""
+        return pass_total_s(
+            *self._pass_terms(decode_tokens, decode_kv_tokens, prefill_tokens, prefill_pairs)
+        )
+
+    def hop_s(self, tokens: float) -> float:
+        """One pipeline hand-off of `tokens` tokens' hidden states (0 without PP)."""
+        if self.pp == 1:
+            return 0.0
+        return self.hop_latency_s + tokens * self.hop_s_per_token
+
+    def micro_batches(self, batch: float) -> float:
+        """Micro-batches in flight: min(pp, max(batch, 1))."""
+        return min(float(self.pp), max(batch, 1.0))
+
+    def iteration_s(
+        self,
+        batch: float,
+        context_tokens: float,
+        prefill_tokens: float = 0.0,
+        prefill_context_tokens: float = 0.0,
+    ) -> float:
+        """One decode iteration: every one of `batch` sequences (mean context
+        `context_tokens`) advances a token while `prefill_tokens` prompt tokens ride along
+        (each attending to `prefill_context_tokens` tokens on average).
+
+        pp = 1: pass + overhead. pp > 1: m = min(pp, B) micro-batches of B/m sequences,
+        pp x (pass + hop) + overhead, the pass that of `iteration_parts`. The overhead is
+        the fixed step overhead plus B x the per-sequence overhead.
+        """
+        m = min(float(self.pp), max(batch, 1.0))  # `micro_batches(batch)`
+        b, q = batch / m, prefill_tokens / m  # one micro-batch's tokens
+        terms = self._pass_terms(b, b * context_tokens, q, q * prefill_context_tokens)
+        pass_s = pass_total_s(*terms)
+        overhead_s = self.overhead_s + self.sequence_overhead_s * batch
+        if self.pp == 1:
+            return pass_s + overhead_s
+        return self.pp * (pass_s + self.hop_s(b + q)) + overhead_s
+
+    def iterations_s(
+        self,
+        batch: float,
+        context_tokens: float,
+        prefill_loads: list[float],
+        prefill_context_tokens: float,
+    ) -> list[float]:
+        """`iteration_s` at one batch and each of several prompt loads (prefill tokens),
+        in order: the same arithmetic, with the decode side's terms worked out once (the
+        iteration mixture of `models.serving.batch_model` times ~10 loads at every batch). A
+        subclass that adds to `iteration_s` (`models.colocation.lora.LoraStepModel`) gets its own
+        `iteration_s` at each load."""
+        if type(self).iteration_s is not StepModel.iteration_s:  # a subclass adds a cost
+            return [
+                self.iteration_s(batch, context_tokens, load, prefill_context_tokens)
+                for load in prefill_loads
+            ]
+        m = min(float(self.pp), max(batch, 1.0))
+        b = batch / m
+        overhead_s = self.overhead_s + self.sequence_overhead_s * batch
+        if self.experts_layout is not None:
+            passes_s = self._moe_passes_s(
+                self.experts_layout, b, b * context_tokens, m, prefill_loads, prefill_context_tokens
+            )
+        elif self.experts:  # experts without a layout: load by load
+            return [
+                self.iteration_s(batch, context_tokens, load, prefill_context_tokens)
+                for load in prefill_loads
+            ]
+        else:
+            passes_s = self._dense_passes_s(
+                b, b * context_tokens, m, prefill_loads, prefill_context_tokens
+            )
+        if self.pp == 1:
+            return [pass_s + overhead_s for pass_s in passes_s]
+        return [
+            self.pp * (pass_s + self.hop_s(b + load / m)) + overhead_s
+            for pass_s, load in zip(passes_s, prefill_loads, strict=True)
+        ]
+
+    def _dense_passes_s(
+        self,
+        b: float,
+        kv_tokens: float,
+        m: float,
+        prefill_loads: list[float],
+        prefill_context_tokens: float,
+    ) -> list[float]:
+        """`pass_s` of one micro-batch (b decode tokens attending to `kv_tokens`, load / m
+        prompt tokens) at each load: `_pass_terms`' arithmetic term by term, the decode
+        side's terms once."""
+        decode_linear_s = b * self.decode_linear_flops_per_token / self.decode_linear_flops_per_s
+        attention_s = max(
+            kv_tokens * self.decode_attention_flops_per_pair / self.decode_attention_flops_per_s,
+            kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
+        )
+        weight_read_s = self.dense_weight_bytes / self.hbm_bytes_per_s
+        prefill_linear = self.prefill_linear_flops_per_token
+        prefill_linear_rate = self.prefill_linear_flops_per_s
+        prefill_attention = self.prefill_attention_flops_per_pair
+        prefill_attention_rate = self.prefill_attention_flops_per_s
+        allreduces, latency_s = self.allreduces_per_pass, self.allreduce_latency_s
+        per_token_s = self.allreduce_s_per_token
+        passes_s = []
+        for load in prefill_loads:
+            q = load / m
+            linear_compute_s = q * prefill_linear / prefill_linear_rate + decode_linear_s
+            linear_s = max(linear_compute_s, weight_read_s)
+            prefill_attention_s = (
+                q * prefill_context_tokens * prefill_attention / prefill_attention_rate
+            )
+            comm_s = allreduces * (latency_s + (b + q) * per_token_s)
+            passes_s.append(linear_s + (attention_s + prefill_attention_s) + comm_s)
+        return passes_s
+
+    def _moe_passes_s(
+        self,
+        layout: ExpertLayout,
+        b: float,
+        kv_tokens: float,
+        m: float,
+        prefill_loads: list[float],
+        prefill_context_tokens: float,
+    ) -> list[float]:
+        """`_dense_passes_s` of an MoE model: `_moe_pass_terms`' arithmetic term by term,
+        the attention side's terms once (the experts' depend on each load's tokens)."""
+        share = 1.0 / self.dp
+        attention_s = max(
+            share * kv_tokens * self.decode_attention_flops_per_pair
+            / self.decode_attention_flops_per_s,
+            share * kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
+        )
+        prefill_linear = share * self.prefill_linear_flops_per_token
+        decode_linear = share * self.decode_linear_flops_per_token
+        routed = self.routed_flops_per_token
+        passes_s = []
+        for load in prefill_loads:
+            q = load / m
+            tokens = b + q
+            extra = layout.imbalance(tokens) - 1.0
+            prefill_flops = q * (prefill_linear + extra * routed)
+            decode_flops = b * (decode_linear + extra * routed)
+            linear_compute_s = (
+                prefill_flops / self.prefill_linear_flops_per_s
+                + decode_flops / self.decode_linear_flops_per_s
+            )
+            weights = self.dense_weight_bytes
+            weights += layout.touched_per_rank(tokens) * self.expert_weight_bytes
+            linear_s = max(linear_compute_s, weights / self.hbm_bytes_per_s)
+            prefill_attention_s = (
+                share
+                * (q * prefill_context_tokens)
+                * self.prefill_attention_flops_per_pair
+                / self.prefill_attention_flops_per_s
+            )
+            allreduce_s = self.allreduces_per_pass * (
+                self.allreduce_latency_s + share * tokens * self.allreduce_s_per_token
+            )
+            comm_s = allreduce_s + layout.alltoall_s(tokens)
+            passes_s.append(linear_s + (attention_s + prefill_attention_s) + comm_s)
+        return passes_s
+
+    def iteration_parts(
+        self,
+        batch: float,
+        context_tokens: float,
+        prefill_tokens: float = 0.0,
+        prefill_context_tokens: float = 0.0,
+    ) -> PassParts:
+        """The stage pass of `iteration_s`, split into its roofline terms: one micro-batch
+        of B/m sequences and Q/m prompt tokens, m = `micro_batches(B)`."""
+        m = self.micro_batches(batch)
+        b, q = batch / m, prefill_tokens / m
+        return self.pass_parts(b, b * context_tokens, q, q * prefill_context_tokens)
+
+    def decode_step_s(self, batch: float, context_tokens: float) -> float:
+        """A decode iteration with no prefill riding along."""
+        return self.iteration_s(batch, context_tokens)
+
+    def prefill_s(self, prompt_tokens: float, cached_tokens: float = 0.0) -> float:
+        """Unloaded latency of prefilling one prompt of `prompt_tokens` new tokens after
+        `cached_tokens` prefix-cache hits, up to its first token.
+
+        n = ceil(P / chunk) chunks of P/n tokens, each attending on average to
+        cached + P/2 tokens; chunks pipeline through the stages:
+        (n + pp - 1) x (pass + hop) + n x overhead.
+        """
+        if prompt_tokens <= 0:
+            return self.overhead_s
+        chunks = math.ceil(prompt_tokens / self.chunk_tokens)
+        t_pass = self._chunk_pass_s(prompt_tokens / chunks, prompt_tokens, cached_tokens)
+        return (chunks + self.pp - 1) * t_pass + chunks * self.overhead_s
+
+    def prefill_tokens_per_s(self, prompt_tokens: float, cached_tokens: float = 0.0) -> float:
+        """Prompt tokens/s of a replica doing nothing but prefill, with full chunks in
+        every stage: chunk / (pass + hop + overhead), prompts of `prompt_tokens` new tokens."""
+        chunk = float(self.chunk_tokens)
+        t_chunk = self._chunk_pass_s(chunk, prompt_tokens, cached_tokens) + self.overhead_s
+        return chunk / t_chunk
+
+    def _chunk_pass_s(self, chunk: float, prompt_tokens: float, cached_tokens: float) -> float:
+        """One stage pass and hop of a prefill chunk of `chunk` tokens from a prompt of
+        `prompt_tokens` new tokens after `cached_tokens` hits: each chunk token attends on
+        average to cached + P/2 tokens."""
+        pairs = chunk * (cached_tokens + prompt_tokens / 2)
+        return self.pass_s(0.0, 0.0, chunk, pairs) + self.hop_s(chunk)
+
+
+def attention_precision(gpu: GpuSpec, kv_precision: Precision) -> Precision:
+    """Precision attention math runs at: FP8 with an FP8/FP4 KV cache on a GPU with FP8
+    tensor cores, else BF16."""
+    if kv_precision is not Precision.BF16 and gpu.supports(Precision.FP8):
+        return Precision.FP8
+    return Precision.BF16
+
+
+def step_model(
+    gpu: GpuSpec,
+    llm: LlmSpec,
+    weight_precision: Precision,
+    kv_precision: Precision,
+    tp: int,
+    pp: int,
+    efficiency: Efficiency,
+    ep: int = 1,
+    dp: int = 1,
+    moe: MoeEfficiency | None = None,
+) -> StepModel:
+    """The per-GPU coefficients of a TP x PP (x DP attention groups, EP expert ranks)
+    replica of `llm` on `gpu`. `moe`: the all-to-all latency and routing skew
+    (default: `models.physics.moe.moe_efficiency_for(gpu)`).
+
+    Raises ValueError for a layout TP/PP/EP/DP cannot split or a precision the GPU lacks.
+    """
+    check_layout(llm, tp, pp, ep, dp)
+    stage_layers = layers_per_stage(llm, pp)
+    stage = stage_layers / llm.layers
+    linear_peak = gpu.peak_flops(weight_precision)
+    attention_peak = gpu.peak_flops(attention_precision(gpu, kv_precision))
+    body = body_params(llm)
+    head = lm_head_params(llm)
+
+    weights = weight_bytes_per_gpu_ep(llm, weight_precision, tp, pp, ep, dp)
+    if pp == 1 and not llm.tie_embeddings:
+        # The input embedding is a lookup, not a stream. With PP the heaviest stage is
+        # taken to be the last one, whose LM head is read in full.
+        weights -= llm.vocab_size * llm.hidden_size / tp * HIGH_PRECISION_BYTES_PER_ELEMENT
+    stage_moe_layers = llm.moe_layers * stage
+    expert_bytes_per_weight = expert_bytes_per_element(llm, weight_precision)
+    expert_split = moe_tp(tp, dp, ep)  # GPUs each routed expert is split over (tp at ep=dp=1)
+    expert_bytes = stage_moe_layers * llm.expert_params() / expert_split * expert_bytes_per_weight
+    dense_weights = weights - llm.experts // ep * expert_bytes
+    routed_flops = 2 * llm.experts_per_token * llm.expert_params() * stage_moe_layers
+    moe = moe or moe_efficiency_for(gpu.name)
+
+    tp_link = group_link_bytes_per_s(gpu, efficiency, tp)
+    hop_link = group_link_bytes_per_s(gpu, efficiency, tp * pp * dp)
+    token_bytes = llm.hidden_size * ACTIVATION_BYTES_PER_ELEMENT
+    ring_factor = 2 * (tp - 1) / tp
+
+    return StepModel(
+        tp=tp,
+        pp=pp,
+        chunk_tokens=efficiency.prefill_chunk_tokens * dp,  # each group's token budget
+        overhead_s=efficiency.step_overhead_s,
+        sequence_overhead_s=efficiency.sequence_overhead_s,
+        prefill_linear_flops_per_token=2 * body * stage / tp,
+        decode_linear_flops_per_token=2 * (body + head) * stage / tp,
+        prefill_attention_flops_per_pair=attention_flops_per_pair(llm, decode=False) * stage / tp,
+        decode_attention_flops_per_pair=attention_flops_per_pair(llm, decode=True) * stage / tp,
+        prefill_linear_flops_per_s=linear_peak * efficiency.prefill_flops_fraction,
+        decode_linear_flops_per_s=linear_peak * efficiency.decode_flops_fraction,
+        prefill_attention_flops_per_s=attention_peak * efficiency.prefill_flops_fraction,
+        decode_attention_flops_per_s=attention_peak * efficiency.decode_flops_fraction,
+        dense_weight_bytes=dense_weights,
+        expert_weight_bytes=expert_bytes,
+        experts=llm.experts,
+        experts_per_token=llm.experts_per_token,
+        kv_bytes_per_token=kv_bytes_per_token_per_gpu(llm, kv_precision, tp, pp),
+        hbm_bytes_per_s=gpu.hbm_bytes_per_s * efficiency.hbm_fraction,
+        allreduces_per_pass=tp_allreduces_per_pass(llm, tp, ep, dp, stage_layers, stage_moe_layers),
+        allreduce_latency_s=efficiency.allreduce_latency_s,
+        allreduce_s_per_token=ring_factor * token_bytes / tp_link,
+        hop_latency_s=efficiency.pp_hop_latency_s,
+        hop_s_per_token=token_bytes / hop_link / dp,  # each group hands off its own tokens
+        dp=dp,
+        routed_flops_per_token=routed_flops / (tp * dp),
+        experts_layout=expert_layout(
+            gpu,
+            llm,
+            weight_precision,
+            tp,
+            ep,
+            dp,
+            stage_moe_layers,
+            efficiency,
+            moe.alltoall_latency_s,
+            moe.routing_skew,
+        )
+        if llm.is_moe
+        else None,
+    )

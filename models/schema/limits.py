@@ -1,0 +1,317 @@
+"""Every limit fleetplan puts on its input, each with the reason it is where it is.
+
+Numbers are bounded by physical sense: a bound sits an order of magnitude or more beyond
+the largest real value known today, so that no real fleet is refused while a units
+mistake, a typo or a hostile file (`.inf`, `1e308`, `10**37`) is. Reading is bounded so
+that no file can hang or exhaust the machine. The schema (`models/schema/quantities.py`), the
+reader (`models/io/loading.py`) and the program-size check use these constants and nothing
+else; change a limit here and every message that names it follows.
+"""
+
+import os
+from dataclasses import dataclass
+
+# --- reading files ----------------------------------------------------------------------
+
+MAX_DOCUMENT_BYTES = 8 * 2**20
+"""8 MiB: the largest instance the list limits below allow is about 2 MB of YAML; plans
+are larger but JSON parses at ~30 MB/s. A bigger file is junk, not a fleet."""
+MAX_NESTING_DEPTH = 32
+"""Containers inside containers: fleetplan's own files nest at most 7 levels (an
+`explain --json` report); 100,000 levels would crash a recursive parser."""
+MAX_DOCUMENT_NODES = 250_000
+"""Values (scalars, lists, mappings) of a YAML file after alias expansion: the largest
+instance the list limits allow has about 160,000; PyYAML builds roughly 100,000 values a
+second, so this bounds a read to seconds, and a billion-laughs file (10^9) is refused
+after reading a few hundred bytes."""
+MAX_ISSUES_REPORTED = 50
+"""Problems listed for one file; the rest are counted (a file of 10^5 junk keys would
+otherwise print 10^5 lines)."""
+
+# --- list lengths -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Most:
+    """The most entries one list (or mapping) of the instance may hold, and why.
+
+    Attributes:
+        count: largest number of entries allowed.
+        what: what the entries are, plural ("regions").
+        why: one line saying why the limit is where it is.
+    """
+
+    count: int
+    what: str
+    why: str
+
+
+REGIONS = Most(
+    100,
+    "regions",
+    "the biggest clouds offer 30-60 regions each; the failover program grows as their cube",
+)
+LINKS = Most(REGIONS.count * (REGIONS.count - 1) // 2, "links", "one per pair of regions")
+WORKLOADS = Most(200, "workloads", "each workload is a sub-program of its own")
+MODELS = Most(200, "models", "no more than the workloads that could serve them")
+GPU_TYPES = Most(50, "GPU types", "the catalog holds 6 and all clouds together offer ~30")
+HISTOGRAM_BUCKETS = Most(
+    10_000, "buckets", "a histogram finer than 10,000 buckets adds nothing the physics uses"
+)
+CHOICES = Most(16, "choices", "powers of two up to 1,024 are 11 entries")
+PREFIXES = Most(1_000, "prefix classes", "use `count` for many prefixes of one length and share")
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The range one kind of quantity must lie in, its unit and why.
+
+    Attributes:
+        high: largest value allowed (inclusive).
+        unit: unit for messages ("requests/s"); empty for a pure number.
+        why: one line saying why the bound is where it is.
+        low: smallest value; allowed when `low_open` is False, excluded when True.
+        low_open: whether `low` itself is excluded (`> low` rather than `>= low`).
+        high_open: whether `high` itself is excluded (`< high` rather than `<= high`).
+    """
+
+    high: float
+    unit: str
+    why: str
+    low: float = 0.0
+    low_open: bool = True
+    high_open: bool = False
+
+
+# --- traffic ----------------------------------------------------------------------------
+
+REQUEST_RATE = Bound(
+    1e7, "requests/s", "100x the peak of the busiest public LLM APIs, about 10^5 requests/s"
+)
+REQUESTS_PER_DAY = Bound(1e12, "requests/day", "10^7 requests/s sustained for a whole day")
+PEAK_TO_AVERAGE = Bound(
+    100,
+    "",
+    "a peak over 100x the day's mean rate is a burst, not a diurnal peak: "
+    "give peak_requests_per_s instead",
+    low=1.0,
+    low_open=False,
+)
+TOKENS = Bound(1e8, "tokens", "10x the longest context window offered today, 10M tokens")
+HISTOGRAM_WEIGHT = Bound(1e15, "", "weights are relative; 10^15 exceeds any request log")
+HIT_RATE = Bound(
+    1.0, "", "a fraction of tokens; 1 would mean no prefill at all", low_open=False, high_open=True
+)
+QUALITY_DELTA = Bound(
+    1e6,
+    "",
+    "a change of a quality metric in its own units (points, percent); beyond 10^6 is a "
+    "units mistake",
+    low=-1e6,
+    low_open=False,
+)
+QUALITY_REGRESSION = Bound(
+    1e6, "", "the largest drop of a quality metric a change may cost", low_open=False
+)
+AVAILABILITY = Bound(1.0, "", "a fraction of requests; 1 would allow no failure", high_open=True)
+
+# --- objectives and network -------------------------------------------------------------
+
+LATENCY_MS = Bound(
+    86_400_000, "ms", "a latency target beyond a day is no target; omit it for offline work"
+)
+RTT_MS = Bound(
+    10_000,
+    "ms",
+    "10x the longest round trip on Earth, about 600 ms through a geostationary satellite",
+    low_open=False,
+)
+
+VOICE_STAGE_MS = Bound(
+    60_000,
+    "ms",
+    "a voice turn waits seconds at most; a minute in one stage is no conversation",
+    low_open=False,
+)
+TTFT_SHARE = Bound(
+    1.0, "", "a share of the LLM's allowance; 1 leaves nothing for the first clause", high_open=True
+)
+
+# --- money, counts and time -------------------------------------------------------------
+
+USD_PER_GPU_HOUR = Bound(
+    1_000, "USD/GPU-hour", "100x the list price of the dearest cloud GPU, about $10 an hour"
+)
+GPU_COUNT = Bound(
+    1_000_000,
+    "GPUs",
+    "5x the largest GPU cluster built, about 200,000 GPUs",
+    low_open=False,
+)
+ZONES = Bound(16, "zones", "clouds offer at most 6 zones per region", low=1.0, low_open=False)
+PARALLEL_DEGREE = Bound(
+    1024,
+    "",
+    "no scale-up domain or model depth comes near it: NVL72 has 72 GPUs, Llama 3.1 405B 126 layers",
+    low=1.0,
+    low_open=False,
+)
+TIME_LIMIT_S = Bound(86_400, "s", "a solve allowed more than a day belongs in a job scheduler")
+MIP_GAP = Bound(1.0, "", "a relative gap; 1 accepts any plan", low_open=False, high_open=True)
+HOURS_PER_MONTH = Bound(744, "hours", "31 days x 24 hours")
+START_TIME_S = Bound(
+    86_400, "s", "a replica that takes over a day to start is broken", low_open=False
+)
+STEP_LATENCY_S = Bound(
+    10.0, "s", "1,000x the fixed cost of an engine step or collective, about 10 ms", low_open=False
+)
+BATCH_SEQUENCES = Bound(
+    1_000_000,
+    "sequences",
+    "1,000x what serving engines keep in flight, 256 to 2,048",
+    low=1.0,
+    low_open=False,
+)
+
+# --- hardware ---------------------------------------------------------------------------
+
+HBM_GIB = Bound(4096, "GiB", "14x the largest GPU memory shipped, 288 GB")
+HBM_TB_S = Bound(100, "TB/s", "12x the fastest HBM shipped, 8 TB/s")
+TFLOPS = Bound(100_000, "TFLOPS", "7x the densest FP4 peak announced, about 15,000 TFLOPS")
+SCALEUP_GB_S = Bound(10_000, "GB/s", "11x NVLink 5, 900 GB/s per direction")
+SCALEOUT_GBIT_S = Bound(10_000, "Gbit/s", "12x the fastest NICs shipped, 800 Gbit/s")
+GPUS_PER_NODE = Bound(
+    1024, "GPUs", "announced scale-up domains reach 576 GPUs", low=1.0, low_open=False
+)
+POWER_W = Bound(10_000, "W", "7x the hungriest GPU board, about 1,400 W")
+
+# --- model architecture -----------------------------------------------------------------
+
+LAYERS = Bound(1024, "layers", "8x the deepest released LLM, 126 layers", low=1.0, low_open=False)
+SHAPE = Bound(2**20, "", "4x the largest released shape, a vocabulary of 256,000", low_open=False)
+PARAMS_B = Bound(100_000, "billion parameters", "50x the largest published model, about 2,000 B")
+
+
+# --- time, pricing tiers, co-location ---------------------------------------------------
+
+UTC_OFFSET_HOURS = Bound(
+    14, "hours", "time zones run from UTC-12 to UTC+14", low=-12.0, low_open=False
+)
+PROBABILITY = Bound(1.0, "", "a probability below 1", low_open=False, high_open=True)
+SPOT_CONFIDENCE = Bound(
+    1.0, "", "a confidence in (0, 1); 1 would need unboundedly many spot spares", high_open=True
+)
+INTERRUPTIONS_PER_HOUR = Bound(
+    60, "per hour", "a spot replica taken back every minute serves nothing", low_open=False
+)
+DEADLINE_HOURS = Bound(24 * 31, "hours", "batch work due beyond a month is not a daily plan")
+MONTHLY_GROWTH = Bound(
+    10, "", "demand growing 11x every month is a typo for a percentage", low=-1.0
+)
+BURST_FACTOR = Bound(
+    100,
+    "",
+    "a burst 100x above the steepest ramp is an outage, not a ramp",
+    low=1.0,
+    low_open=False,
+)
+HORIZON_MONTHS = Bound(120, "months", "ten years of procurement", low=1.0, low_open=False)
+LEAD_TIME_MONTHS = Bound(60, "months", "five years between order and delivery", low_open=False)
+LORA_RANK = Bound(65_536, "", "LoRA ranks are 4 to 256; above the widest layer means no LoRA")
+
+
+# --- KV tiers and shared prefixes ---------------------------------------------------------
+
+SHARE = Bound(1.0, "", "a fraction of the workload's requests", low_open=True, high_open=False)
+PREFIX_CLASSES = Bound(
+    1_000_000,
+    "prefixes",
+    "a million distinct prefixes of one class is per-request data",
+    low=1.0,
+    low_open=False,
+)
+HOST_MEMORY_GIB = Bound(65_536, "GiB", "64 TiB per GPU is 16x the largest server's DRAM per GPU")
+HOST_LINK_GB_S = Bound(10_000, "GB/s", "11x NVLink-C2C, 900 GB/s")
+NVME_TB = Bound(10_000, "TB", "20x the NVMe a dense storage node holds, about 500 TB")
+NVME_GB_S = Bound(10_000, "GB/s", "20x a node of 16 PCIe 5 drives, about 500 GB/s")
+DWPD = Bound(1_000, "drive writes/day", "100x the most durable SLC drives, about 10 DWPD")
+WARRANTY_YEARS = Bound(50, "years", "10x the usual 5-year drive warranty")
+
+
+# --- procurement: servers, power, space, headroom ---------------------------------------
+
+POWER_KW = Bound(
+    10_000_000, "kW", "10x the largest data-centre campus planned, about 1 GW", low_open=False
+)
+RACKS = Bound(1_000_000, "racks", "20x the racks of the largest data centre, about 50,000")
+KW_PER_RACK = Bound(1_000, "kW", "7x an NVL72 rack, about 132 kW")
+PUE = Bound(
+    3.0,
+    "",
+    "power usage effectiveness is 1.1-1.6 in modern data centres; above 3 is a units mistake",
+    low=1.0,
+    low_open=False,
+)
+SERVER_POWER_FACTOR = Bound(
+    5.0,
+    "",
+    "a server drawing 5x its GPUs' board power is a GPU-less server; DGX H100 is 1.82x",
+    low=1.0,
+    low_open=False,
+)
+CONFIGS_PER_POOL = Bound(
+    64,
+    "configurations",
+    "more configurations per pool than the candidates ever kept",
+    low=1.0,
+    low_open=False,
+)
+MAX_UTILIZATION = Bound(1.0, "", "a fraction of the capacity at the SLO", high_open=False)
+DEMAND_GROWTH = Bound(
+    1_000, "", "demand 1,000x today's is a different service, not growth", low_open=True
+)
+DRAFT_TOKENS = Bound(
+    16,
+    "tokens",
+    "engines draft 1-8 tokens; past 16 even a = 0.9 adds under 0.2 token per cycle",
+    low=1.0,
+    low_open=False,
+)
+ACCEPTANCE_RATE = Bound(1.0, "", "a probability", low_open=False, high_open=False)
+DRAFT_COST_RATIO = Bound(
+    1.0, "", "a drafter as slow as the target can never pay for itself", low_open=True
+)
+SPECULATIVE_OPTIONS = Most(
+    16, "speculative options", "each doubles the candidates of every workload it applies to"
+)
+
+# --- program size -----------------------------------------------------------------------
+
+CONFIGURATIONS = Most(
+    100_000,
+    "replica configurations to evaluate",
+    "each costs ~1.7 ms of physics (880 took 1.5 s on one core), so 100,000 are ~3 minutes "
+    "before any solving; the benchmark's largest instance has 880",
+)
+PROGRAM_VARIABLES = Most(
+    2_000_000,
+    "program variables",
+    "building costs ~55 us and ~1 KB a variable (228,000 took 12.7 s), so 2 million are "
+    "~2 minutes and ~2 GB before the backend starts; the benchmark's largest has 14,000",
+)
+VARIABLES_PER_SOLVER_S = 10_000
+"""Variables a backend can take per second of time limit, with margin: the solves measured
+reach 1,200-1,500 (14,000 variables optimal in 11.5 s, 49,500 in 32 s on one core, at a
+0.1% gap), and a program of 228,000 found no plan in 120 s (< 1,900 a second). A program
+above 6.7x the best measured rate has no hope within the time limit."""
+VARIABLES_ANY_TIME_LIMIT = 50_000
+"""Variables never refused for want of time (short limits on small programs are left to the
+backend: below this, start-up costs dominate and the rate above does not apply)."""
+
+
+def max_threads() -> int:
+    """Solver threads allowed on this machine: its CPU count.
+
+    More threads than cores only oversubscribes; 100,000 requested threads hang it.
+    """
+    return os.cpu_count() or 1

@@ -1,0 +1,235 @@
+"""Annotated types for the instance schema: one per kind of quantity, each finite and
+bounded by the `models/schema/limits.py` entry that says why.
+
+A field declared `peak_requests_per_s: RequestRate` rejects NaN, infinity, negatives
+and 10^37 alike, with a message that gives the bound, its unit and its reason:
+`must be at most 10,000,000 requests/s, got 1e+37 (the bound: 100x the peak of ...)`.
+"""
+
+import math
+from collections.abc import Sized
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BeforeValidator, Field
+
+from models.schema import limits
+from models.schema.limits import Bound, Most
+
+
+def describe(value: float) -> str:
+    """A number as a message shows it, safe for integers of any size."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        if value.bit_length() > 50:
+            return f"an integer of about 10^{int(value.bit_length() * math.log10(2))}"
+        return f"{value:,}"
+    if math.isfinite(value) and value.is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    return f"{value:g}"
+
+
+def out_of_range(value: float, bound: Bound) -> str | None:
+    """Why `value` is not finite or lies outside `bound`, or None when it is fine."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"must be a finite number, got {value}"
+    unit = f" {bound.unit}" if bound.unit else ""
+    low_fails = value <= bound.low if bound.low_open else value < bound.low
+    if low_fails:
+        relation = "greater than" if bound.low_open else "at least"
+        return f"must be {relation} {describe(bound.low)}{unit}, got {describe(value)}"
+    high_fails = value >= bound.high if bound.high_open else value > bound.high
+    if high_fails:
+        relation = "below" if bound.high_open else "at most"
+        return (
+            f"must be {relation} {describe(bound.high)}{unit}, got {describe(value)} "
+            f"(the bound: {bound.why})"
+        )
+    return None
+
+
+def _check_within(bound: Bound):
+    def check(value: float) -> float:
+        problem = out_of_range(value, bound)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    return check
+
+
+def _schema_of(bound: Bound) -> dict[str, Any]:
+    low_key = "exclusiveMinimum" if bound.low_open else "minimum"
+    high_key = "exclusiveMaximum" if bound.high_open else "maximum"
+    return {low_key: bound.low, high_key: bound.high}
+
+
+def real(bound: Bound) -> Any:
+    """A finite float within `bound` (NaN and infinity rejected before the range)."""
+    return Annotated[
+        float, Field(json_schema_extra=_schema_of(bound)), AfterValidator(_check_within(bound))
+    ]
+
+
+def whole(bound: Bound) -> Any:
+    """An integer within `bound` (floats with a fraction and huge integers rejected)."""
+    return Annotated[
+        int, Field(json_schema_extra=_schema_of(bound)), AfterValidator(_check_within(bound))
+    ]
+
+
+def _check_count(most: Most):
+    def check(value: Any) -> Any:
+        if isinstance(value, Sized) and not isinstance(value, str) and len(value) > most.count:
+            raise ValueError(
+                f"has {len(value):,} entries; at most {most.count:,} {most.what} "
+                f"are allowed ({most.why})"
+            )
+        return value
+
+    return check
+
+
+def at_most(most: Most) -> BeforeValidator:
+    """A length check that runs before the entries are validated (so 10^5 regions fail
+    at once, not after 10^5 validations). Use as `Annotated[list[X], at_most(REGIONS)]`."""
+    return BeforeValidator(_check_count(most))
+
+
+def _within_cores(threads: int) -> int:
+    cores = limits.max_threads()
+    if threads < 1 or threads > cores:
+        raise ValueError(
+            f"must be between 1 and {cores}, the CPU count of this machine "
+            f"(more threads only oversubscribe it); got {describe(threads)}"
+        )
+    return threads
+
+
+RequestRate = real(limits.REQUEST_RATE)
+"""Requests per second."""
+RequestsPerDay = real(limits.REQUESTS_PER_DAY)
+"""Requests in one day."""
+PeakToAverage = real(limits.PEAK_TO_AVERAGE)
+"""Peak rate over the daily mean rate, >= 1."""
+Tokens = real(limits.TOKENS)
+"""A token length (may be fractional: a mean)."""
+TokenCount = whole(limits.TOKENS)
+"""A whole number of tokens (a context window, a chunk)."""
+HistogramWeight = real(limits.HISTOGRAM_WEIGHT)
+"""A relative weight of a histogram bucket."""
+HitRate = real(limits.HIT_RATE)
+"""A fraction in [0, 1)."""
+QualityDelta = real(limits.QUALITY_DELTA)
+"""A change of a quality metric, its own units (negative: worse)."""
+QualityRegression = real(limits.QUALITY_REGRESSION)
+"""The largest drop of a quality metric allowed, its own units (>= 0)."""
+Availability = real(limits.AVAILABILITY)
+"""A fraction in (0, 1)."""
+LatencyMs = real(limits.LATENCY_MS)
+"""A latency target, milliseconds."""
+RttMs = real(limits.RTT_MS)
+"""A network round trip, milliseconds, >= 0."""
+VoiceStageMs = real(limits.VOICE_STAGE_MS)
+"""One fixed line of a voice latency budget, milliseconds, >= 0."""
+TtftShare = real(limits.TTFT_SHARE)
+"""A fraction in (0, 1): TTFT's share of the LLM's voice allowance."""
+UsdPerGpuHour = real(limits.USD_PER_GPU_HOUR)
+"""A price, USD per GPU-hour."""
+GpuCount = whole(limits.GPU_COUNT)
+"""A number of GPUs, >= 0."""
+Zones = whole(limits.ZONES)
+"""Availability zones of one region."""
+ParallelDegree = whole(limits.PARALLEL_DEGREE)
+"""A tensor- or pipeline-parallel degree."""
+HoursPerMonth = real(limits.HOURS_PER_MONTH)
+"""Hours billed per month."""
+TimeLimitS = real(limits.TIME_LIMIT_S)
+"""A solver time limit, seconds."""
+MipGap = real(limits.MIP_GAP)
+"""A relative MIP gap in [0, 1)."""
+Threads = Annotated[int, AfterValidator(_within_cores)]
+"""Solver threads: 1 to this machine's CPU count."""
+StartTimeS = real(limits.START_TIME_S)
+"""Seconds for a replica to become ready."""
+StepLatencyS = real(limits.STEP_LATENCY_S)
+"""A fixed per-step or per-collective latency, seconds."""
+BatchSequences = whole(limits.BATCH_SEQUENCES)
+"""Sequences an engine keeps in flight."""
+HbmGib = real(limits.HBM_GIB)
+"""Device memory, GiB."""
+HbmTbS = real(limits.HBM_TB_S)
+"""Memory bandwidth, TB/s."""
+Tflops = real(limits.TFLOPS)
+"""Dense peak TFLOPS."""
+ScaleupGbS = real(limits.SCALEUP_GB_S)
+"""Scale-up bandwidth per GPU per direction, GB/s."""
+ScaleoutGbitS = real(limits.SCALEOUT_GBIT_S)
+"""Scale-out NIC bandwidth per GPU, Gbit/s."""
+GpusPerNode = whole(limits.GPUS_PER_NODE)
+"""GPUs in one scale-up domain."""
+PowerW = real(limits.POWER_W)
+"""Board power, W."""
+Layers = whole(limits.LAYERS)
+"""Transformer blocks."""
+Shape = whole(limits.SHAPE)
+"""An architecture dimension (width, head count, vocabulary, expert count), >= 0."""
+ParamsB = real(limits.PARAMS_B)
+"""Parameters, billions."""
+UtcOffsetHours = real(limits.UTC_OFFSET_HOURS)
+"""Local time minus UTC, hours."""
+Probability = real(limits.PROBABILITY)
+SpotConfidence = real(limits.SPOT_CONFIDENCE)
+"""A probability in [0, 1)."""
+InterruptionsPerHour = real(limits.INTERRUPTIONS_PER_HOUR)
+"""Spot interruptions per replica per hour."""
+DeadlineHours = real(limits.DEADLINE_HOURS)
+"""Hours within which batch work must be served."""
+MonthlyGrowth = real(limits.MONTHLY_GROWTH)
+"""Demand growth per month as a fraction (> -1)."""
+BurstFactor = real(limits.BURST_FACTOR)
+"""A multiplier >= 1 on a ramp."""
+HorizonMonths = whole(limits.HORIZON_MONTHS)
+"""Months of a procurement horizon."""
+LeadTimeMonths = whole(limits.LEAD_TIME_MONTHS)
+"""Months between order and delivery."""
+LoraRank = whole(limits.LORA_RANK)
+"""A LoRA adapter's rank."""
+Share = real(limits.SHARE)
+"""A fraction of requests in (0, 1]."""
+PrefixClasses = whole(limits.PREFIX_CLASSES)
+"""Distinct prefixes of one class."""
+HostMemoryGib = real(limits.HOST_MEMORY_GIB)
+"""Host DRAM per GPU, GiB."""
+HostLinkGbS = real(limits.HOST_LINK_GB_S)
+"""Host-to-GPU bandwidth, GB/s."""
+NvmeTb = real(limits.NVME_TB)
+"""NVMe capacity per node, TB."""
+NvmeGbS = real(limits.NVME_GB_S)
+"""NVMe read bandwidth per node, GB/s."""
+Dwpd = real(limits.DWPD)
+"""Drive writes per day."""
+WarrantyYears = real(limits.WARRANTY_YEARS)
+"""Years a drive's endurance rating holds over."""
+PowerKw = real(limits.POWER_KW)
+"""Power a site can feed, kW."""
+RackCount = whole(limits.RACKS)
+"""Racks of a site."""
+KwPerRack = real(limits.KW_PER_RACK)
+"""Power one rack can feed, kW."""
+Pue = real(limits.PUE)
+"""Power usage effectiveness: facility power over IT power, >= 1."""
+ServerPowerFactor = real(limits.SERVER_POWER_FACTOR)
+"""A server's power over its GPUs' board power, >= 1."""
+ConfigsPerPool = whole(limits.CONFIGS_PER_POOL)
+"""Replica configurations one pool may mix."""
+MaxUtilization = real(limits.MAX_UTILIZATION)
+"""A fraction in (0, 1] of a pool's capacity at the SLO."""
+DemandGrowth = real(limits.DEMAND_GROWTH)
+"""A factor > 0 applied to all demand."""
+DraftTokens = whole(limits.DRAFT_TOKENS)
+"""k: tokens a speculative drafter proposes per cycle."""
+AcceptanceRate = real(limits.ACCEPTANCE_RATE)
+"""a: the mean chance a proposed draft token is accepted, in [0, 1]."""
+DraftCostRatio = real(limits.DRAFT_COST_RATIO)
+"""One draft step's time over one target decode pass at the same batch, in (0, 1]."""

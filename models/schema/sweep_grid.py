@@ -1,0 +1,155 @@
+"""The grid file of `fleetplan sweep`: a base instance and the changes to try on it.
+
+    instance: chat.yaml              # relative to the grid file
+    set:                             # applied to every point (optional)
+      policy.max_utilization: 0.9
+    axes:                            # path (as for --set): the values it takes
+      demand_growth: [1.0, 1.25, 1.5]
+      regions[us-east].supply.h100-sxm.price_per_gpu_hour: [2.0, 2.4, 3.0]
+
+The grid is the cartesian product of the axes (3 x 3 = 9 points above), in the order the
+axes are written, the last axis varying fastest. Each point is the base document with
+`set` and then its axis values applied (models/io/overrides.py), validated in full.
+"""
+
+import itertools
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from models.io.documents import read_document
+from models.io.overrides import Override, apply_overrides, parse_override
+from models.schema.errors import InputError, Issue
+
+MAX_AXES = 8
+"""Axes one grid may have: a what-if over more dimensions than this is better split."""
+MAX_VALUES = 100
+"""Values one axis may take."""
+MAX_POINTS = 10_000
+"""Points one grid may have (at a second a solve, about three hours on one core)."""
+
+
+class SweepGrid(BaseModel):
+    """A sweep: the base instance, fixed changes, and the axes of the grid."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    instance: str = Field(min_length=1)
+    """The base instance file, relative to the grid file."""
+    set: dict[str, Any] = Field(default_factory=dict)
+    """Changes applied to every point: `path: value`, paths as for `--set`."""
+    axes: Annotated[dict[str, list[Any]], Field(min_length=1, max_length=MAX_AXES)]
+    """Each axis: a `--set` path and the list of values it takes."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """One point of the grid: its position and the changes that make it."""
+
+    index: int
+    values: tuple[tuple[str, Any], ...]
+    """(path, value) of every axis, in axis order."""
+
+    @property
+    def key(self) -> str:
+        """The point's identity in a results file (stable across runs of the same grid)."""
+        return json.dumps([[path, value] for path, value in self.values], sort_keys=True)
+
+    def overrides(self) -> tuple[Override, ...]:
+        """The point's axis values as overrides."""
+        return tuple(_override(path, value) for path, value in self.values)
+
+    @property
+    def label(self) -> str:
+        """`path=value, ...` for tables."""
+        return ", ".join(f"{path}={value}" for path, value in self.values)
+
+
+def _override(path: str, value: Any) -> Override:
+    """An override from a path and an already-parsed value (the path checked)."""
+    parsed = parse_override(f"{path}=null")
+    return Override(text=f"{path}={value}", steps=parsed.steps, value=value)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A read grid: the base document (with `set` applied), where it came from, the points."""
+
+    file: Path
+    instance_file: Path
+    base: dict
+    points: tuple[Point, ...]
+    axes: tuple[str, ...]
+
+
+def read_grid(path: Path) -> Grid:
+    """Read and check a grid file and its base instance document.
+
+    Raises:
+        InputError: naming the grid's field (a bad path, too many points, a missing
+            instance file) or the base instance's problem.
+    """
+    data, _ = read_document(path, what="instance")
+    try:
+        grid = SweepGrid.model_validate(data)
+    except ValidationError as error:
+        raise InputError(
+            [
+                Issue(str(path), None, ".".join(str(p) for p in item["loc"]), item["msg"])
+                for item in error.errors()
+            ]
+        ) from None
+    not_finite = "not a finite number (NaN and infinity have no place in a plan)"
+    problems = [
+        Issue(str(path), None, where, not_finite)
+        for where in _non_finite(grid.set, "set") + _non_finite(grid.axes, "axes")
+    ]
+    for axis, values in grid.axes.items():
+        if not values:
+            problems.append(Issue(str(path), None, f"axes.{axis}", "an axis needs a value"))
+        elif len(values) > MAX_VALUES:
+            message = f"{len(values)} values; at most {MAX_VALUES}"
+            problems.append(Issue(str(path), None, f"axes.{axis}", message))
+    count = 1
+    for values in grid.axes.values():
+        count *= max(len(values), 1)
+    if count > MAX_POINTS:
+        problems.append(Issue(str(path), None, "axes", f"{count:,} points; at most {MAX_POINTS:,}"))
+    if problems:
+        raise InputError(problems)
+    instance_file = (path.parent / grid.instance).resolve()
+    if not instance_file.is_file():
+        raise InputError([Issue(str(path), None, "instance", f"{instance_file} is not a file")])
+    base, _ = read_document(instance_file, what="instance")
+    fixed = tuple(_override(p, v) for p, v in grid.set.items())
+    base = apply_overrides(base, fixed)
+    axes = tuple(grid.axes)
+    points = tuple(
+        Point(index, tuple(zip(axes, combination, strict=True)))
+        for index, combination in enumerate(itertools.product(*grid.axes.values()))
+    )
+    for axis in axes:  # every axis path must lead somewhere in the base document
+        apply_overrides(base, (_override(axis, grid.axes[axis][0]),))
+    return Grid(path, instance_file, base, points, axes)
+
+
+def _non_finite(value: Any, where: str) -> list[str]:
+    """Where in `value` (a parsed YAML/JSON tree) a float is NaN or infinite: such a value
+    would reach the instance only to be refused point by point, and JSON Lines results
+    cannot carry it (json.dumps writes a bare NaN, which no JSON reader accepts)."""
+    if isinstance(value, float):
+        return [] if math.isfinite(value) else [where]
+    if isinstance(value, dict):
+        return [w for key, item in value.items() for w in _non_finite(item, f"{where}.{key}")]
+    if isinstance(value, list):
+        return [w for i, item in enumerate(value) for w in _non_finite(item, f"{where}[{i}]")]
+    return []
+
+
+def point_document(grid: Grid, point: Point) -> dict:
+    """The base document with the point's changes applied (not yet validated)."""
+    return apply_overrides(grid.base, point.overrides())

@@ -1,0 +1,694 @@
+"""The unified (or decode-only) replica as functions of its mean batch B.
+
+`models.serving.capacity` states the model; this module holds its moving parts, shared by the
+capacity search (`models.serving.capacity`), the throughput frontier (`models.serving.frontier`)
+and the latency at a load (`models.serving.latency`): the traffic mix in tokens (`MixTokens`), the
+mean iteration t(B) with prompts riding along as whole chunks, the p99 TTFT and TPOT at B
+(`BatchModel`), the M/G/c prompt wait of a pool (`pooled_wait_p99_s`), the KV transfer
+between disaggregated replicas (`kv_transfer_s`), and the bisection of the throughput
+frontier (`bisect_edge`; the capacity searches use `models.serving.edge_search`).
+
+Chunked-prefill interference (the iteration mixture)
+    A continuous-batching engine does not spread prefill evenly over iterations: the
+    prompts that arrived during an iteration go whole into the next one, up to the
+    token budget left beside the decode tokens (vLLM `max_num_batched_tokens`,
+    TensorRT-LLM `max_num_tokens`). A 1,500-token prompt turns a memory-bound decode
+    iteration into a compute-bound one several times longer, while most iterations carry
+    no prompt at all. As many requests start as finish, so on average
+        mu(B) = B / O          prompts join each iteration
+    and the number K that join one iteration is taken to be Poisson(mu) (arrivals are
+    Poisson; the longer iterations that gather more arrivals are ignored). K prompts make
+    an iteration of
+        t_k = iteration(B decode tokens, k P (1-h) prompt tokens)   when they fit the
+              lane pp x chunk - B, else k P (1-h) / lane iterations at a full lane
+    and t_0 is pure decode. The mean iteration and its second moment are averages over
+    iterations (weights Poisson(k; mu) x iterations of k):
+        t(B) = E[t_K],   E[t^2] = E[t_K^2 + (t_K - t_0)^2 cv_p^2 / K]
+    the last term the spread of the K prompts' lengths (cv_p), to first order. Prompt
+    tokens are conserved (Q(B) = mu P (1-h) per iteration on average). Grouping matters:
+    a decode iteration is memory-bound, so the first few hundred prompt tokens in it
+    ride in the weight read's shadow once per iteration, not once per prompt. Every
+    iteration time is `StepModel.iteration_s`, the function the simulator
+    (`solver.simulate`) prices its iterations with.
+
+    TPOT: a reply of m = O - 1 tokens lives T = m t_0 plus the prefill of every prompt
+    that joins an iteration while it decodes. Prompts arrive at lambda while it lives,
+    so T is a busy period started by m t_0 of work, with the prompts' share rho =
+    1 - t_0 / t(B) of the iteration time:
+        E[T] = m t_0 / (1 - rho) = m t(B),   Var[T] = m Var[t] / (1 - rho)^2
+    (Var[t] ~ lambda t(B) E[s^2] the compound Poisson spread of one iteration; a reply
+    that meets more prompt work lives longer and meets more, which independent
+    iterations miss by the 1 / (1 - rho)^2). That holds for a lone replica, whose
+    arrivals ignore its state. In a pool of n replicas behind a router that sends each
+    request to the replica with the fewest in flight (`least_prefill` breaks its ties
+    so), a slowed replica finishes fewer requests and is sent fewer: only its 1/n share
+    of the pool's arrivals feeds the stretch, S(n) = 1 + (1 / (1 - rho)^2 - 1) / n
+    (`BatchModel.busy_stretch`). Over replies whose lengths spread with cv_o,
+    E[1/m] = (1 + cv_o^2) / m (lognormal lengths). The batch a reply lives through
+    fluctuates too: Poisson (sd sqrt(B)) for a fixed service time, amplified by feedback
+    near capacity (a larger batch lengthens every iteration, so sequences stay longer:
+    linear response gives sd sqrt(B) / (1 - g), g = B t'(B) / t(B) the step's
+    elasticity); in a pool the n B sequences spread as sqrt(n B), and the router keeps
+    each replica's batch at its share, sqrt(B / n). The replies in the TPOT's tail are
+    those living through the high batch B_hi, where more prompts ride per iteration (mu
+    grows with the batch) and take a larger share of it, so their spread is the
+    mixture's at B_hi. The p99 TPOT combines the two deviations in quadrature:
+        B_hi   = B + 2.326 sqrt(B / n) / (1 - g)
+        TPOT99 = t(B) + sqrt((t(B_hi) - t(B))^2
+                             + 2.326^2 Var[t](B_hi) S(n)(B_hi) (1 + cv_o^2) / m)
+    Assumptions: a reply's mean iteration is normal (moment-matched: short replies have
+    heavier tails); the 1/n share is the simplest law between a lone replica (all of
+    the stretch) and an unlimited pool (none), checked against the simulator only; for
+    mu > 8 the Poisson law is replaced by a normal one at 9 Gauss-Hermite points
+    (`poisson_points`).
+    Against the simulator at 100% of planned capacity (router `least_prefill`, 3-4 seeds
+    x 20 minutes, four configurations; tests/test_pool_slo.py asserts three): a lone
+    replica's p99 TPOT 2-5% conservative or within sampling error (it was 10-20%
+    optimistic with independent iterations and the reply's spread at B), pools of 2 to
+    16 within sampling error to 7% conservative (the lone replica's batch spread and no
+    share of the stretch made pools of 4-18 5-25% conservative). The KV-memory bound
+    keeps a lone replica's Poisson batch (B + 2.326 sqrt(B)) at every pool size, which
+    is conservative for pools.
+    The TPOT-limited capacity so rises with the pool size; the program credits it flat
+    at q(1), a lower bound at every size, unless `policy.credit_tpot_pooling`
+    (`models.serving.capacity.pooling_can_lift` says why), and reports each pool at its real
+    size.
+
+Speculative decoding (`models.physics.speculative`)
+    With speculation an iteration is one speculation cycle: k draft steps and a verify
+    pass of k + 1 positions per sequence, emitting E tokens per sequence on average. So
+    every sequence advances E tokens per iteration: prompts join at mu(B) = B E / O, the
+    decode tokens take B (k + 1) of the token budget, the rate is B E / (O t(B)), and the
+    TPOT is t(B) / E; a reply lives through (O - 1) / E cycles, and the tokens a cycle
+    emits spread too (Var[X], `models.physics.speculative.tokens_variance`): over a reply of n
+    tokens the mean time per token has variance t^2 Var[X] / (E^3 n) from that alone,
+    added in quadrature. Without speculation E = k + 1 = 1 and every formula above is
+    unchanged.
+"""
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from models.physics.efficiency import Efficiency
+from models.physics.memory import MemoryBudget, kv_bytes_per_token, memory_budget
+from models.physics.speculative import (
+    SpeculativeSteps,
+    speculative_steps,
+    tokens_variance,
+    with_draft_memory,
+)
+from models.physics.step_time import PassParts, StepModel, step_model
+from models.serving.queueing import wait_quantile_s
+from models.serving.replica import ReplicaConfig, Role, TrafficMix
+
+Z_P99 = 2.326347874
+"""Standard normal quantile at 0.99."""
+BISECTION_STEPS = 48
+"""Steps of the bisection over the batch (or the rate): a relative precision of ~1e-14."""
+
+
+def pooled_wait_p99_s(
+    rate: float, service_s: float, service_scv: float, pool_replicas: float = 1
+) -> float:
+    """p99 wait of a prompt for a prefill lane when `pool_replicas` replicas, each fed
+    `rate` prompts/s, share one queue: M/G/c with c = pool_replicas and arrivals c x rate,
+    `models.serving.queueing.wait_quantile_s(c x rate, service_s, cs^2, c, 0.99)`.
+
+    The router assumed: each request goes at arrival to the replica with the least
+    prompt work queued for prefill (prompt tokens waiting, or admitted and not yet
+    prefilled), which then serves its queue first come first served. Dispatch by least
+    work left makes an arrival wait for the smallest remaining work over the c lanes,
+    the moment the first lane would free in one central FCFS queue, so the waits are
+    those of M/G/c (Harchol-Balter, Performance Modeling and Design of Computer Systems,
+    2013, ch. 24). The simulator's `least_prefill` router is this one and matches M/M/c
+    waits (tests/test_pool_dispatch.py). A router blind to queued prompt work (fewest
+    outstanding requests, a count dominated by running decodes; round robin) pools
+    less well: at a pool's planned capacity its p99 TTFT is 10-50% above this model
+    for pools of 2-8 replicas (`solver.simulate.engine`, dispatch `jsq`).
+
+    c = 1 is the single FCFS server. `UNLIMITED_POOL` (math.inf) is the limit c -> inf
+    at a fixed per-lane utilisation rho = rate x service_s: no wait while rho < 1,
+    math.inf from rho >= 1 (never below any finite pool's wait)."""
+    if math.isinf(pool_replicas):
+        return 0.0 if rate * service_s < 1 else math.inf
+    servers = int(pool_replicas)
+    return wait_quantile_s(servers * rate, service_s, service_scv, servers, 0.99)
+
+
+def bisect_edge(ok: Callable[[float], bool], low: float, high: float) -> tuple[float, float]:
+    """Bisection for the edge of a monotone predicate, true at `low` and false beyond the
+    edge: `BISECTION_STEPS` halvings of [low, high], keeping `ok(low)`. Returns the final
+    (low, high) bracket."""
+    for _ in range(BISECTION_STEPS):
+        mid = (low + high) / 2
+        if ok(mid):
+            low = mid
+        else:
+            high = mid
+    return low, high
+
+
+def batch_p99(batch: float) -> float:
+    """p99 of a Poisson number of sequences with mean `batch`: B + 2.326 sqrt(B)."""
+    return batch + Z_P99 * math.sqrt(max(batch, 0.0))
+
+
+def ride_s(
+    utilisation: float, waited_s: float, prompt_tokens: float, lane_tokens: float, lane_s: float
+) -> float:
+    """Other prompts' tokens in the iteration that completes a prompt which waited
+    `waited_s`, in seconds: min(room, rho x waited), room = (ceil(P / L) L - P) x t_L / L.
+
+    The engine puts every waiting prompt into the next iteration in arrival order, up to
+    the lane's L tokens, and every prompt in it gets its first token when the whole
+    iteration ends. So the prompts that arrived while this one waited (rho x waited
+    seconds of lane work at lane utilisation rho = lambda P / (L / t_L)) are behind it
+    in the same iteration, up to the room its last iteration leaves; t_L the time of a
+    full lane iteration. Conservative side: the prompt sits at the head of its last
+    iteration with everything that arrived while it waited behind it. The same term as a
+    prefill-only replica's (`models.serving.prefill_model.PrefillLane.ride_s`)."""
+    if lane_tokens <= 0:
+        return math.inf
+    iterations = max(math.ceil(prompt_tokens / lane_tokens - 1e-12), 1)
+    room_s = (iterations * lane_tokens - prompt_tokens) * lane_s / lane_tokens
+    return min(room_s, utilisation * waited_s)
+
+
+def within_target(value: float, target: float | None, check: bool = True) -> bool:
+    """Whether `value` meets `target` (always, with no target or `check` False)."""
+    return not check or target is None or value <= target
+
+
+def kv_transfer_s(config: ReplicaConfig, prompt_tokens: float, efficiency: Efficiency) -> float:
+    """Seconds to ship a prompt's KV cache from a prefill replica to a decode replica over
+    the replica's NICs: P x KV bytes per token / (gpus x NIC bytes/s x scaleout_fraction)."""
+    return kv_transfer_bytes(config, prompt_tokens) / nic_bytes_per_s(config, efficiency)
+
+
+def kv_transfer_bytes(config: ReplicaConfig, prompt_tokens: float) -> float:
+    """KV bytes of a prompt of `prompt_tokens` tokens: P x KV bytes per token."""
+    return prompt_tokens * kv_bytes_per_token(config.llm, config.kv_precision)
+
+
+def nic_bytes_per_s(config: ReplicaConfig, efficiency: Efficiency) -> float:
+    """What the replica's NICs carry: gpus x NIC bytes/s x scaleout_fraction."""
+    return config.gpus * config.gpu.scaleout_bytes_per_s * efficiency.scaleout_fraction
+
+
+def replica_memory_budget(config: ReplicaConfig, efficiency: Efficiency) -> MemoryBudget:
+    """The memory budget of the replica's layout (`models.physics.memory.memory_budget`), with a
+    speculative drafter's weights and KV cache (`models.physics.speculative.with_draft_memory`)."""
+    budget = memory_budget(
+        config.gpu,
+        config.llm,
+        config.weight_precision,
+        config.kv_precision,
+        config.tp,
+        config.pp,
+        efficiency,
+        config.ep,
+        config.dp,
+    )
+    if config.speculation is None:
+        return budget
+    return with_draft_memory(
+        budget, config.speculation, config.tp, config.weight_precision, config.kv_precision
+    )
+
+
+def replica_step_model(config: ReplicaConfig, efficiency: Efficiency) -> StepModel:
+    """The step model of the replica's layout."""
+    return step_model(
+        config.gpu,
+        config.llm,
+        config.weight_precision,
+        config.kv_precision,
+        config.tp,
+        config.pp,
+        efficiency,
+        ep=config.ep,
+        dp=config.dp,
+    )
+
+
+def decode_steps(
+    config: ReplicaConfig, efficiency: Efficiency, steps: StepModel
+) -> StepModel | SpeculativeSteps:
+    """What one iteration of the replica's decode side is: `steps` (the replica's step
+    model), or a speculation cycle over it when the configuration speculates."""
+    if config.speculation is None or config.role is Role.PREFILL:
+        return steps
+    return speculative_steps(
+        config.gpu,
+        steps,
+        config.speculation,
+        config.weight_precision,
+        config.kv_precision,
+        efficiency,
+        config.dp,
+    )
+
+
+@dataclass(frozen=True)
+class MixTokens:
+    """The traffic mix reduced to what the model uses, in tokens."""
+
+    prompt: float
+    prompt_p99: float
+    prompt_scv: float
+    output: float
+    output_scv: float
+    """Squared coefficient of variation of the output length, cv_o^2."""
+    output_p99: float
+    hit: float
+    context: float
+    """Mean context a decode step attends to: P + O (1 + cv_o^2) / 2."""
+    footprint: float
+    """KV tokens one sequence holds: P + O, less the shared prefixes held once per replica
+    (`models.serving.prefix_kv`)."""
+    shared_kv_tokens: float = 0.0
+    """KV tokens of shared prefixes held once per replica in HBM (a fixed charge on the
+    KV budget, `models.serving.prefix_kv`)."""
+
+    def kv_sequences(self, kv_capacity_tokens: float) -> float:
+        """Sequences the KV cache holds: (capacity - shared prefixes) / footprint."""
+        return max(kv_capacity_tokens - self.shared_kv_tokens, 0.0) / self.footprint
+
+    @classmethod
+    def of(cls, mix: TrafficMix) -> "MixTokens":
+        """The mix in tokens: lengths floored at one token, the p99s at least the means,
+        the prefix-cache hit rate clipped to [0, 0.999]."""
+        prompt = max(mix.prompt_mean_tokens, 1.0)
+        output = max(mix.output_mean_tokens, 1.0)
+        return cls(
+            prompt=prompt,
+            prompt_p99=max(mix.prompt_p99_tokens, prompt),
+            prompt_scv=mix.prompt_cv**2,
+            output=output,
+            output_scv=mix.output_cv**2,
+            output_p99=max(mix.output_p99_tokens, output),
+            hit=min(max(mix.prefix_cache_hit_rate, 0.0), 0.999),
+            context=prompt + output * (1 + mix.output_cv**2) / 2,
+            footprint=prompt + output,
+        )
+
+    @property
+    def new_prompt(self) -> float:
+        """Prompt tokens that need prefill compute: P (1 - h)."""
+        return self.prompt * (1 - self.hit)
+
+    @property
+    def new_prompt_p99(self) -> float:
+        """New tokens of a p99 prompt: P99 (1 - h)."""
+        return self.prompt_p99 * (1 - self.hit)
+
+    @property
+    def cached_prompt(self) -> float:
+        """Prompt tokens served from the prefix cache: P h."""
+        return self.prompt * self.hit
+
+
+@dataclass(frozen=True)
+class BatchPoint:
+    """The state of a unified or decode replica at a mean batch B."""
+
+    batch: float
+    step_s: float
+    rate: float
+    tpot_p99_s: float
+    ttft_p99_s: float
+
+
+@dataclass(frozen=True)
+class IterationMixture:
+    """The distribution of one iteration's time at a mean batch (module docstring)."""
+
+    mean_s: float
+    """E[t]: the mean iteration, t(B)."""
+    second_moment_s2: float
+    """E[t^2], prompt-length spread included."""
+    mixed_share: float
+    """Share of iterations that carry prompt tokens."""
+    decode_only_s: float
+    """t_0: an iteration with no prompt tokens."""
+
+    @property
+    def variance_s2(self) -> float:
+        """Var[t] = E[t^2] - E[t]^2 (never below 0)."""
+        return max(self.second_moment_s2 - self.mean_s**2, 0.0)
+
+    @property
+    def prefill_share(self) -> float:
+        """rho = 1 - t_0 / t(B): the share of the iteration time spent on prompts (0 for a
+        decode replica; clipped to [0, `PREFILL_SHARE_CAP`])."""
+        if not self.mean_s > 0 or math.isinf(self.mean_s):
+            return 0.0
+        return min(max(1.0 - self.decode_only_s / self.mean_s, 0.0), PREFILL_SHARE_CAP)
+
+
+_HERMITE_NODES = (
+    -4.512745863399783,
+    -3.20542900285647,
+    -2.07684797867783,
+    -1.0232556637891326,
+    0.0,
+    1.0232556637891326,
+    2.07684797867783,
+    3.20542900285647,
+    4.512745863399783,
+)
+"""Nodes of the 9-point Gauss-Hermite rule of the standard normal law (the roots of the
+probabilists' Hermite polynomial He_9): `numpy.polynomial.hermite_e.hermegauss(9)`
+written out, so that the physics does not import numpy (issue 19);
+tests/test_hermite_constants.py checks them against numpy's to the bit."""
+_HERMITE_WEIGHTS = (
+    2.2345844007746607e-05,
+    0.0027891413212317692,
+    0.04991640676521782,
+    0.24409750289493953,
+    0.40634920634920635,
+    0.24409750289493953,
+    0.04991640676521782,
+    0.0027891413212317692,
+    2.2345844007746607e-05,
+)
+"""Their weights, normalised to sum to 1 (hermegauss's weights over their sum)."""
+_HERMITE_POINTS = tuple(zip(_HERMITE_NODES, _HERMITE_WEIGHTS, strict=True))
+"""The rule's (node, weight) pairs."""
+FEEDBACK_GAIN_CAP = 0.9
+"""Largest feedback gain g of the batch on its own step time (`BatchModel.batch_high`)."""
+PREFILL_SHARE_CAP = 0.9
+"""Largest prefill share rho of the iteration time the busy-period stretch
+1 / (1 - rho)^2 of a reply's variance is taken at (`BatchModel.tpot_p99_s`): beyond it
+the token budget, not the stretch, is what stops the batch."""
+POISSON_TAIL = 1e-12
+"""Poisson mass left out of `poisson_points` (its weights are renormalised). Small enough
+that a term joining the sum as the mean grows moves the mixture by ~1e-12, not by a step
+a numerical derivative would amplify (at 1e-5, `BatchModel.batch_high`'s derivative over
+a 1e-3 B step turned such a step into a 13-15% spike of the p99 TPOT a few tenths of a
+sequence wide, which made the SLO's edge depend on where a search landed)."""
+POISSON_EXACT_MEAN = 8.0
+"""Up to this mean the Poisson law is summed term by term; from `POISSON_NORMAL_MEAN` on,
+a normal law of the same mean and variance at 9 Gauss-Hermite points; in between, the
+two laws mixed with a weight moving linearly from the first to the second, so that the
+iteration mixture is continuous in the batch (a switch at one mean moved the step time
+by up to 0.6% at once and the p99 TPOT's derivative term by 3%)."""
+POISSON_NORMAL_MEAN = 16.0
+"""The mean from which `poisson_points` is the normal law alone."""
+
+
+def poisson_points(mean: float) -> list[tuple[float, float]]:
+    """(value, probability) points of a Poisson law of mean `mean`: its terms from 0 up
+    to where the mass left is below `POISSON_TAIL` (the weights are renormalised) for
+    mean <= `POISSON_EXACT_MEAN`; a 9-point Gauss-Hermite rule of the normal N(mean,
+    mean), values clipped at 0, from `POISSON_NORMAL_MEAN`; in between, both sets of
+    points, the normal's weighted w = (mean - 8) / (16 - 8) and the terms' 1 - w."""
+    if mean <= POISSON_EXACT_MEAN:
+        return _poisson_terms(mean)
+    root = math.sqrt(mean)
+    normal = [(max(mean + root * node, 0.0), weight) for node, weight in _HERMITE_POINTS]
+    if mean >= POISSON_NORMAL_MEAN:
+        return normal
+    w = (mean - POISSON_EXACT_MEAN) / (POISSON_NORMAL_MEAN - POISSON_EXACT_MEAN)
+    return [(v, (1 - w) * p) for v, p in _poisson_terms(mean)] + [(v, w * p) for v, p in normal]
+
+
+def _poisson_terms(mean: float) -> list[tuple[float, float]]:
+    """The Poisson law's terms from 0 until the mass left is below `POISSON_TAIL`."""
+    term, total, points, k = math.exp(-mean), 0.0, [], 0
+    while k <= mean or total < 1 - POISSON_TAIL:
+        points.append((float(k), term))
+        total += term
+        k += 1
+        term *= mean / k
+    return [(value, weight / total) for value, weight in points]
+
+
+MIXTURES_KEPT_PER_SIDE = 128
+"""Iteration mixtures kept per decode side (`shared_mixtures`) before its table starts
+again: a capacity search evaluates ~35 batches."""
+MIXTURE_SIDES_KEPT = 1024
+"""Decode sides whose mixtures are kept (`shared_mixtures`) before all start again."""
+_MIXTURES: dict[tuple, dict[float, IterationMixture]] = {}
+
+
+def shared_mixtures(
+    steps: StepModel | SpeculativeSteps, mix: MixTokens, prefill: bool
+) -> dict[float, IterationMixture]:
+    """The table of iteration mixtures by batch (`BatchModel.mixture`) of a decode side:
+    one table per (step model, mix in tokens, prefill or not), shared by every
+    `BatchModel` of that side, since the mixture at B depends on nothing else (not on the
+    pool size, the transfer times or the targets). The capacity searches of one
+    configuration at several pool sizes and TTFT targets (`solver.candidates.pools`) evaluate many
+    of the same batches. A speculation cycle's model gets a table of its own (a
+    `SpeculativeSteps` is not hashable)."""
+    if not isinstance(steps, StepModel):
+        return {}
+    key = (steps, mix, prefill)
+    table = _MIXTURES.get(key)
+    if table is None:
+        if len(_MIXTURES) >= MIXTURE_SIDES_KEPT:
+            _MIXTURES.clear()
+        table = _MIXTURES[key] = {}
+    return table
+
+
+class BatchModel:
+    """The unified/decode replica as functions of the batch B (the model is stated in the
+    `models.serving.capacity` docstring, "Unified replica" and "Pools")."""
+
+    def __init__(
+        self,
+        steps: StepModel | SpeculativeSteps,
+        mix: MixTokens,
+        role: Role,
+        transfer_s: float,
+        transfer_p99_s: float,
+        pool_replicas: float = 1,
+    ):
+        self.steps = steps
+        plain = steps.steps if isinstance(steps, SpeculativeSteps) else steps
+        self.advance = 1.0
+        """Tokens a sequence advances per iteration: E with speculation, else 1."""
+        self.positions = 1.0
+        """Decode positions a sequence takes of the token budget: k + 1, else 1."""
+        self.advance_variance = 0.0
+        """Var[X] of the tokens one cycle emits (0 without speculation)."""
+        if isinstance(steps, SpeculativeSteps):
+            spec = steps.speculation
+            self.advance = spec.expected_tokens
+            self.positions = float(spec.tokens + 1)
+            self.advance_variance = tokens_variance(spec.acceptance_rate, spec.tokens)
+        self.mix = mix
+        self.pool_replicas = pool_replicas
+        self.prefill = role is Role.UNIFIED
+        self.transfer_s = transfer_s
+        self.transfer_p99_s = transfer_p99_s
+        self.budget_tokens = plain.pp * plain.chunk_tokens
+        self.prefill_context = (mix.cached_prompt + mix.new_prompt / 2) * (1 + mix.prompt_scv)
+        """Context a prompt token attends to, token-weighted over prompt lengths: a prompt
+        of P tokens (hits h P) puts P (1-h) tokens in at h P + P (1-h) / 2 each, so the
+        mean over tokens is E[P^2] / E[P] (h + (1-h) / 2) = (cached + new / 2)(1 + cv_p^2)
+        (long prompts carry more tokens, each attending further)."""
+        self._mixtures = shared_mixtures(steps, mix, self.prefill)
+
+    def prefill_tokens(self, batch: float) -> float:
+        """Q(B) = B E P (1-h) / O: prompt tokens per iteration on average (0 for a decode
+        replica; E = 1 without speculation)."""
+        if not self.prefill:
+            return 0.0
+        return batch * self.advance * self.mix.new_prompt / self.mix.output
+
+    def lane_batch_limit(self) -> float:
+        """Largest B whose prompts fit the token budget: B (k + 1) + Q(B) <= pp x chunk
+        (k + 1 = 1 without speculation)."""
+        if not self.prefill:
+            return math.inf
+        return self.budget_tokens / (
+            self.positions + self.advance * self.mix.new_prompt / self.mix.output
+        )
+
+    def lane_tokens(self, batch: float) -> float:
+        """Prompt tokens an iteration has room for beside the decode tokens:
+        pp x chunk - B (k + 1)."""
+        return self.budget_tokens - batch * self.positions
+
+    def prompts_per_iteration(self, batch: float) -> float:
+        """mu(B) = B E / O: prompts arriving per iteration on average (as many requests
+        start as finish; 0 for a decode replica)."""
+        return batch * self.advance / self.mix.output if self.prefill else 0.0
+
+    def decode_only_s(self, batch: float) -> float:
+        """t_0(B): an iteration with no prompt tokens."""
+        return self.steps.iteration_s(batch, self.mix.context)
+
+    def mixture(self, batch: float) -> IterationMixture:
+        """The iterations at mean batch B as the module docstring's mixture: K ~
+        Poisson(mu) prompts per iteration, k of them an iteration of
+        t_k = iteration(B, k P (1-h)), or k P (1-h) / lane iterations at a full lane
+        when they exceed it."""
+        cached = self._mixtures.get(batch)
+        if cached is not None:
+            return cached
+        mean_prompts = self.prompts_per_iteration(batch)
+        lane_tokens = self.lane_tokens(batch)
+        if mean_prompts <= 0:
+            decode_s = self.decode_only_s(batch)
+            result = IterationMixture(decode_s, decode_s**2, 0.0, decode_s)
+        elif lane_tokens <= 0:
+            result = IterationMixture(math.inf, math.inf, 1.0, math.inf)
+        else:
+            result = self._mixture(batch, mean_prompts, lane_tokens)
+        if len(self._mixtures) >= MIXTURES_KEPT_PER_SIDE:
+            self._mixtures.clear()
+        self._mixtures[batch] = result
+        return result
+
+    def _mixture(self, batch: float, mean_prompts: float, lane_tokens: float) -> IterationMixture:
+        mix, steps = self.mix, self.steps
+        new_prompt = mix.new_prompt
+        points = poisson_points(mean_prompts)
+        loads = [min(k * new_prompt, lane_tokens) for k, _ in points if k * new_prompt > 0]
+        # t_0 and every load's in one call (a StepModel works the decode side out once)
+        decode_s, *loaded_s = steps.iterations_s(
+            batch, mix.context, [0.0, *loads], self.prefill_context
+        )
+        times_s = iter(loaded_s)
+        iterations = time_s = square_s = mixed = 0.0
+        for prompts, weight in points:
+            tokens = prompts * new_prompt
+            if tokens <= 0:
+                count, one_s, spread_s2 = 1.0, decode_s, 0.0
+            else:
+                count = max(1.0, tokens / lane_tokens)
+                one_s = next(times_s)
+                spread_s2 = (one_s - decode_s) ** 2 * mix.prompt_scv / max(prompts, 1.0)
+                mixed += weight * count
+            iterations += weight * count
+            time_s += weight * count * one_s
+            square_s += weight * count * (one_s**2 + spread_s2)
+        return IterationMixture(
+            time_s / iterations, square_s / iterations, mixed / iterations, decode_s
+        )
+
+    def step_s(self, batch: float) -> float:
+        """t(B): the mean iteration of the mixture (module docstring)."""
+        return self.mixture(batch).mean_s
+
+    def tpot_p99_s(self, batch: float) -> float:
+        """p99 TPOT at mean batch B: t(B) + sqrt((t(B_hi) - t(B))^2 + (z sd)^2), the
+        batch a reply lives through and the prompts that ride in its iterations, in
+        quadrature; sd the spread of a reply's mean iteration at B_hi, stretched by the
+        busy period (`busy_stretch`; module docstring, "TPOT")."""
+        mean_s = self.step_s(batch)
+        if math.isinf(mean_s):
+            return math.inf
+        high = self.mixture(self.batch_high(batch))  # the batch of the replies in the tail
+        if math.isinf(high.mean_s):
+            return math.inf
+        batch_dev_s = high.mean_s - mean_s
+        prompts_var_s2 = high.variance_s2 * self.busy_stretch(high) * (1 + self.mix.output_scv)
+        if self.advance == 1.0:
+            iterations = max(self.mix.output - 1, 1.0)
+            reply_sd_s = math.sqrt(prompts_var_s2 / iterations)
+            return mean_s + math.hypot(batch_dev_s, Z_P99 * reply_sd_s)
+        e, tokens = self.advance, max(self.mix.output - 1, 1.0)
+        iterations = max(tokens / e, 1.0)
+        reply_var_s2 = prompts_var_s2 / iterations
+        reply_var_s2 += mean_s**2 * self.advance_variance / (e * tokens)
+        return (mean_s + math.hypot(batch_dev_s, Z_P99 * math.sqrt(reply_var_s2))) / e
+
+    def busy_stretch(self, mixture: IterationMixture) -> float:
+        """The busy period's stretch of a reply's variance, 1 + (1 / (1 - rho)^2 - 1) / n
+        (module docstring, "TPOT"): a lone replica's arrivals ignore its state, so a reply
+        that meets more prompt work lives longer and meets more (1 / (1 - rho)^2); in a
+        pool of n behind a router that sends each request to the replica with the fewest
+        in flight, a slowed replica finishes fewer requests and is sent fewer, so only
+        its 1/n share of the pool's arrivals still feeds the stretch (none in an
+        unlimited pool)."""
+        full = 1.0 / (1.0 - mixture.prefill_share) ** 2
+        return 1.0 + (full - 1.0) / self.pool_replicas
+
+    def batch_high(self, batch: float) -> float:
+        """The p99 batch a reply lives through: B + 2.326 sqrt(B / n) / (1 - g), the
+        Poisson spread of the pool's n B sequences shared over its n replicas (a router
+        that sends each request to the replica with the fewest in flight keeps their
+        batches even), amplified by the step's feedback g = B t'(B) / t(B) (a larger
+        batch lengthens every iteration, so sequences stay longer and the batch grows
+        further; g capped at 0.9). n = 1 is a lone replica; an unlimited pool has none."""
+        pool = self.pool_replicas
+        if batch <= 0 or math.isinf(pool):
+            return batch
+        step = max(1e-3 * batch, 1e-3)
+        mean_s = self.step_s(batch)
+        gain = batch * (self.step_s(batch + step) - mean_s) / (step * mean_s)
+        gain = min(max(gain, 0.0), FEEDBACK_GAIN_CAP)
+        return batch + Z_P99 * math.sqrt(batch / pool) / (1 - gain)
+
+    def residual_s(self, batch: float) -> float:
+        """The iteration a prompt arrives in, whole: length-biased over the mixture,
+        E[t^2] / E[t], times the chance the engine is busy, 1 - e^-B (the Poisson number
+        of resident sequences is not 0)."""
+        mixture = self.mixture(batch)
+        if math.isinf(mixture.mean_s):
+            return math.inf
+        return mixture.second_moment_s2 / mixture.mean_s * (1 - math.exp(-batch))
+
+    def parts(self, batch: float) -> PassParts:
+        """The stage pass of an iteration at B with Q(B) prompt tokens spread evenly,
+        split into its roofline terms (for naming the roof, not for timing)."""
+        return self.steps.iteration_parts(
+            batch, self.mix.context, self.prefill_tokens(batch), self.prefill_context
+        )
+
+    def own_prefill_s(
+        self,
+        batch: float,
+        prompt_new: float,
+        lane_tokens: float,
+        prompt_context: float | None = None,
+    ) -> float:
+        """S(P): iterations a prompt of `prompt_new` new tokens needs when it has the lane,
+        its tokens attending to `prompt_context` tokens on average (default: the mix's
+        token-weighted mean), the Q(B) others' to the mix's mean."""
+        mix, steps = self.mix, self.steps
+        others = self.prefill_tokens(batch)
+        tokens = min(lane_tokens, others + prompt_new)
+        context = self.prefill_context
+        if prompt_context is not None:
+            context = (prompt_new * prompt_context + others * context) / (prompt_new + others)
+        one = steps.iteration_s(batch, mix.context, tokens, context)
+        return one * max(1.0, prompt_new / lane_tokens)
+
+    def ttft_p99_s(self, batch: float, step_s: float, rate: float) -> float:
+        """p99 TTFT at batch B (unified):
+            residual + S(P) + sqrt((W99 + ride)^2 + (S(P99) - S(P))^2),
+        W99 the M/G/c wait of the replica's pool (`pooled_wait_p99_s`), the residual the
+        length-biased iteration in progress (`residual_s`), the ride the prompts that
+        arrived while it waited and finish in its iteration (`ride_s`)."""
+        if not self.prefill:
+            return self.transfer_p99_s
+        mix, steps = self.mix, self.steps
+        lane_tokens = self.lane_tokens(batch)
+        if lane_tokens <= 0:
+            return math.inf
+        full_s = steps.iteration_s(batch, mix.context, lane_tokens, self.prefill_context)
+        lane_rate = lane_tokens / full_s
+        service_s = mix.new_prompt / lane_rate
+        wait_s = pooled_wait_p99_s(rate, service_s, mix.prompt_scv, self.pool_replicas)
+        if math.isinf(wait_s):
+            return math.inf
+        own_s = self.own_prefill_s(batch, mix.new_prompt, lane_tokens)
+        p99_context = mix.prompt_p99 * mix.hit + mix.new_prompt_p99 / 2
+        own_p99_s = self.own_prefill_s(batch, mix.new_prompt_p99, lane_tokens, p99_context)
+        residual_s = self.residual_s(batch)
+        ride = ride_s(rate * service_s, wait_s + residual_s, mix.new_prompt, lane_tokens, full_s)
+        return residual_s + own_s + math.hypot(wait_s + ride, own_p99_s - own_s)
+
+    def point(self, batch: float) -> BatchPoint:
+        """The operating point at mean batch B."""
+        step_s = self.step_s(batch)
+        rate = batch * self.advance / (self.mix.output * step_s)
+        tpot_s = self.tpot_p99_s(batch)
+        return BatchPoint(batch, step_s, rate, tpot_s, self.ttft_p99_s(batch, step_s, rate))

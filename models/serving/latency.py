@@ -1,0 +1,350 @@
+"""Latency at a given load: what TTFT and TPOT users see at a request rate or a concurrency.
+
+The capacity model (`models.serving.capacity`) answers "how much load at the SLO"; this module
+answers the other direction for one unified replica (or one of a pool of n replicas
+behind one router), with the same step-time model and the same queueing formulas.
+
+Notation as in `models.serving.capacity`: P prompt tokens (mean, p99, spread cv_p), O output
+tokens, h the prefix-cache hit rate, B the mean decode batch, t(B) one iteration with B
+decode tokens and Q(B) = B P (1-h) / O prompt tokens riding along
+(the mean of decode-only and prompt-carrying iterations, `models.serving.batch_model`, each
+priced by `models.physics.step_time.StepModel.iteration_s`), c = P + O (1 + cv_o^2) / 2 the mean
+context.
+
+Open loop (Poisson arrivals at R requests/s per replica)
+    The Little's-law fixed point: requests finish at rate(B) = B / (O t(B)), increasing
+    in B, so the batch at a load is the B with rate(B) = R (bisection). At that batch:
+        in flight   = R x (mean TTFT + O t(B))          (Little's law)
+        KV resident = B x c x KV bytes per token
+        TPOT mean   = t(B);   TPOT p99 as the planner (`models.serving.batch_model`: the Poisson
+                      batch and the share of prompt-carrying iterations in quadrature)
+        TTFT        = residual + own prefill S(P) + queue wait W for the prefill lane
+    The prefill lane serves prompts at r = (pp x chunk - B) / t(B, lane full) tokens/s,
+    one prompt in P (1-h) / r seconds; the wait is M/G/c with c = pool replicas fed at
+    c R (`models.serving.queueing`). Mean: t(B)(1 - e^-B)/2 + S(P) + Wq mean (Allen-Cunneen);
+    p50: the same residual + S(P50) + Wq p50 (P50 the lognormal median
+    P exp(-sigma^2/2)); p99: the planner's own p99 TTFT at that batch and pool
+    (`models.serving.capacity.throughput_frontier`). The replica saturates at the smaller of
+    its offline maximum rate (KV memory, the engine's batch cap, the token budget) and
+    the rate at which the prefill lane's utilisation R P (1-h) / r reaches 1; past it
+    the queue grows without bound and the result says `saturated`.
+
+Closed loop (C users, each sending the next request as soon as the last completes)
+    Every user is always in the system: C = B + X x mean TTFT with X = rate(B) the
+    throughput (Little's law on the decode and the TTFT phases). The right side rises
+    with B, so B solves it by bisection, with the TTFT wait taken from the open-loop
+    formula at rate X (an upper bound for a finite population). When C exceeds what the
+    replica holds at its batch ceiling B_max, the throughput stays at X_max = rate(B_max)
+    and the C - C(B_max) extra users queue in front of the replica: each waits
+    (C - C(B_max)) / X_max on top of the TTFT at the ceiling (`saturated`).
+
+Assumptions: a unified replica with chunked prefill (prefill-only and decode-only
+replicas are not covered); arrivals Poisson; the engine's token budget pp x chunk per
+iteration; the p99s are the planner's (`models.serving.capacity`), so a plan's promised latency
+and this module agree at the plan's load.
+"""
+
+import math
+from dataclasses import dataclass
+
+from models.physics.efficiency import Efficiency
+from models.physics.step_time import StepModel
+from models.serving.batch_model import BatchModel, MixTokens, replica_step_model
+from models.serving.capacity import replica_capacity
+from models.serving.frontier import throughput_frontier
+from models.serving.queueing import mgc_mean_wait_s, wait_quantile_s
+from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+
+BISECTION_STEPS = 60
+"""Halvings of the batch bracket: a relative precision of ~1e-18 of the bracket."""
+
+
+@dataclass(frozen=True)
+class LoadLatency:
+    """What one replica does at a load: the fixed point and the latencies users see.
+
+    Latencies are math.inf when the replica is saturated in open loop (the queue grows
+    without bound)."""
+
+    mode: str
+    """`rate` (open loop) or `concurrency` (closed loop)."""
+    offered: float
+    """The load asked for: requests/s per replica, or concurrent users per replica."""
+    pool_replicas: int
+    saturated: bool
+    saturation_requests_per_s: float
+    """Largest rate per replica the replica sustains (open loop: the queue stays finite)."""
+    throughput_requests_per_s: float
+    """Completed requests/s per replica."""
+    in_flight: float
+    """Requests in the replica, waiting or running (Little's law)."""
+    batch: float
+    """Mean sequences decoding."""
+    kv_bytes_resident: float
+    """KV cache of the decoding sequences, bytes, whole replica."""
+    step_s: float
+    """Iteration time at the batch, prefill riding along."""
+    lane_utilisation: float
+    """Busy share of the prefill lane: R x P (1-h) / r."""
+    ttft_mean_s: float
+    ttft_p50_s: float
+    ttft_p99_s: float
+    tpot_mean_s: float
+    tpot_p99_s: float
+
+
+class _Replica:
+    """The unified replica as functions of the mean batch B (see the module docstring)."""
+
+    def __init__(
+        self, config: ReplicaConfig, mix: TrafficMix, efficiency: Efficiency, pool_replicas: int
+    ):
+        if config.role is not Role.UNIFIED:
+            raise ValueError(
+                f"latency at a load covers unified replicas; {config.label} is {config.role}"
+            )
+        self.config, self.mix, self.efficiency = config, mix, efficiency
+        self.pool_replicas = pool_replicas
+        self.offline = replica_capacity(config, mix, LatencyTargets(), efficiency)
+        if not self.offline.fits:
+            raise ValueError(self.offline.reason)
+        self.steps: StepModel = replica_step_model(config, efficiency)
+        self.output = max(mix.output_mean_tokens, 1.0)
+        hit = min(max(mix.prefix_cache_hit_rate, 0.0), 0.999)
+        prompt = max(mix.prompt_mean_tokens, 1.0)
+        self.new_prompt = prompt * (1 - hit)
+        sigma_sq = math.log1p(mix.prompt_cv**2)
+        self.new_prompt_p50 = self.new_prompt * math.exp(-sigma_sq / 2)
+        self.prompt_scv = mix.prompt_cv**2
+        self.context = prompt + self.output * (1 + mix.output_cv**2) / 2
+        self.prefill_context = (prompt * hit + self.new_prompt / 2) * (1 + self.prompt_scv)
+        """Token-weighted mean context of a prompt token (`BatchModel.prefill_context`)."""
+        self.budget_tokens = self.steps.pp * self.steps.chunk_tokens
+        self.batch_ceiling = self.offline.batch
+        self.model = BatchModel(
+            self.steps, MixTokens.of(mix), Role.UNIFIED, 0.0, 0.0, pool_replicas
+        )
+
+    def prefill_tokens(self, batch: float) -> float:
+        """Q(B) = B P (1-h) / O."""
+        return batch * self.new_prompt / self.output
+
+    def step_s(self, batch: float) -> float:
+        """t(B): the planner's mean iteration, prompts riding along as whole chunks
+        (`models.serving.batch_model.BatchModel.step_s`)."""
+        return self.model.step_s(batch)
+
+    def rate(self, batch: float) -> float:
+        """Requests/s finishing at batch B: B / (O t(B))."""
+        return batch / (self.output * self.step_s(batch))
+
+    def lane_service_s(self, batch: float) -> float:
+        """One mean prompt's time on the prefill lane: P (1-h) / r (inf with no lane)."""
+        lane_tokens = self.budget_tokens - batch
+        if lane_tokens <= 0:
+            return math.inf
+        full_s = self.steps.iteration_s(batch, self.context, lane_tokens, self.prefill_context)
+        return self.new_prompt * full_s / lane_tokens
+
+    def own_prefill_s(self, batch: float, prompt_new: float) -> float:
+        """S(p): the iterations a prompt of `prompt_new` new tokens needs on the lane."""
+        lane_tokens = self.budget_tokens - batch
+        tokens = min(lane_tokens, self.prefill_tokens(batch) + prompt_new)
+        one = self.steps.iteration_s(batch, self.context, tokens, self.prefill_context)
+        return one * max(1.0, prompt_new / lane_tokens)
+
+    def stable(self, batch: float) -> bool:
+        """Whether batch B is within the ceiling and the lane's utilisation below 1."""
+        return batch <= self.batch_ceiling and self.rate(batch) * self.lane_service_s(batch) < 1
+
+    def saturation_batch(self) -> float:
+        """The largest stable batch (bisection; the ceiling when the lane never saturates)."""
+        if self.stable(self.batch_ceiling):
+            return self.batch_ceiling
+        return _bisect(self.stable, 0.0, self.batch_ceiling)
+
+    def batch_at_rate(self, rate: float) -> float:
+        """The fixed point: the B with rate(B) = `rate` (within the ceiling)."""
+        return _bisect(lambda b: self.rate(b) <= rate, 0.0, self.batch_ceiling)
+
+    def ttft_mean_s(self, batch: float, rate: float) -> float:
+        """residual/2 + S(P) + mean M/G/c wait."""
+        return (
+            self._residual_s(batch) / 2
+            + self.own_prefill_s(batch, self.new_prompt)
+            + (self._wait_s(batch, rate, None))
+        )
+
+    def ttft_p50_s(self, batch: float, rate: float) -> float:
+        """residual/2 + S(P50) + median M/G/c wait."""
+        return (
+            self._residual_s(batch) / 2
+            + self.own_prefill_s(batch, self.new_prompt_p50)
+            + (self._wait_s(batch, rate, 0.5))
+        )
+
+    def p99s(self, batch: float) -> tuple[float, float]:
+        """(p99 TTFT, p99 TPOT) at batch B: the planner's own numbers."""
+        (point,) = throughput_frontier(
+            self.config,
+            self.mix,
+            LatencyTargets(),
+            self.efficiency,
+            batches=[batch],
+            pool_replicas=self.pool_replicas,
+        )
+        return point.ttft_p99_s, point.tpot_p99_s
+
+    def point(
+        self,
+        mode: str,
+        offered: float,
+        batch: float,
+        throughput: float,
+        saturated: bool,
+        saturation_rate: float,
+        extra_wait_s: float = 0.0,
+    ) -> LoadLatency:
+        """The record at batch B with throughput X; `extra_wait_s` queued in front."""
+        ttft_p99_s, tpot_p99_s = self.p99s(batch)
+        ttft_mean_s = self.ttft_mean_s(batch, throughput) + extra_wait_s
+        step_s = self.step_s(batch)
+        return LoadLatency(
+            mode=mode,
+            offered=offered,
+            pool_replicas=self.pool_replicas,
+            saturated=saturated,
+            saturation_requests_per_s=saturation_rate,
+            throughput_requests_per_s=throughput,
+            in_flight=throughput * (ttft_mean_s + self.output * step_s),
+            batch=batch,
+            kv_bytes_resident=batch * self.context * self.offline.kv_bytes_per_token,
+            step_s=step_s,
+            lane_utilisation=throughput * self.lane_service_s(batch),
+            ttft_mean_s=ttft_mean_s,
+            ttft_p50_s=self.ttft_p50_s(batch, throughput) + extra_wait_s,
+            ttft_p99_s=ttft_p99_s + extra_wait_s,
+            tpot_mean_s=step_s,
+            tpot_p99_s=tpot_p99_s,
+        )
+
+    def _residual_s(self, batch: float) -> float:
+        """The iteration in progress when a prompt arrives (the planner's, length-biased
+        over the mixture of decode and mixed iterations)."""
+        return self.model.residual_s(batch)
+
+    def _wait_s(self, batch: float, rate: float, quantile: float | None) -> float:
+        """The M/G/c wait for a lane (mean when `quantile` is None)."""
+        service_s = self.lane_service_s(batch)
+        if math.isinf(service_s) or rate * service_s >= 1:
+            return math.inf
+        c = self.pool_replicas
+        if quantile is None:
+            return mgc_mean_wait_s(c * rate, service_s, self.prompt_scv, c)
+        return wait_quantile_s(c * rate, service_s, self.prompt_scv, c, quantile)
+
+
+def _bisect(ok, low: float, high: float) -> float:
+    """The edge of a predicate true at `low` and false beyond the edge (keeps ok(low))."""
+    for _ in range(BISECTION_STEPS):
+        mid = (low + high) / 2
+        if ok(mid):
+            low = mid
+        else:
+            high = mid
+    return low
+
+
+def _check_pool(pool_replicas: int) -> None:
+    if pool_replicas < 1 or int(pool_replicas) != pool_replicas:
+        raise ValueError(f"pool_replicas must be a whole number >= 1, got {pool_replicas}")
+
+
+def saturation_rate(
+    config: ReplicaConfig, mix: TrafficMix, efficiency: Efficiency, pool_replicas: int = 1
+) -> float:
+    """Largest request rate per replica at which the queue stays finite: the smaller of
+    the offline maximum (KV memory, batch cap, token budget) and the rate at which the
+    prefill lane is busy all the time. Raises ValueError for a non-unified or
+    non-fitting replica."""
+    _check_pool(pool_replicas)
+    replica = _Replica(config, mix, efficiency, pool_replicas)
+    return replica.rate(replica.saturation_batch())
+
+
+def latency_at_rate(
+    config: ReplicaConfig,
+    mix: TrafficMix,
+    efficiency: Efficiency,
+    requests_per_s: float,
+    pool_replicas: int = 1,
+) -> LoadLatency:
+    """Open loop: Poisson arrivals at `requests_per_s` per replica, the replica one of
+    `pool_replicas` sharing one prompt queue (see the module docstring).
+
+    At or past the saturation rate the result has `saturated` True, the batch at its
+    stable edge and infinite latencies. Raises ValueError for a negative rate, a
+    non-unified replica or one that does not fit.
+    """
+    if requests_per_s < 0:
+        raise ValueError(f"requests_per_s must be >= 0, got {requests_per_s}")
+    _check_pool(pool_replicas)
+    replica = _Replica(config, mix, efficiency, pool_replicas)
+    edge = replica.saturation_batch()
+    edge_rate = replica.rate(edge)
+    if requests_per_s >= edge_rate:
+        step_s = replica.step_s(edge)
+        return LoadLatency(
+            mode="rate",
+            offered=requests_per_s,
+            pool_replicas=pool_replicas,
+            saturated=True,
+            saturation_requests_per_s=edge_rate,
+            throughput_requests_per_s=edge_rate,
+            in_flight=math.inf,
+            batch=edge,
+            kv_bytes_resident=edge * replica.context * replica.offline.kv_bytes_per_token,
+            step_s=step_s,
+            lane_utilisation=min(edge_rate * replica.lane_service_s(edge), 1.0),
+            ttft_mean_s=math.inf,
+            ttft_p50_s=math.inf,
+            ttft_p99_s=math.inf,
+            tpot_mean_s=step_s,
+            tpot_p99_s=replica.model.tpot_p99_s(edge),
+        )
+    batch = replica.batch_at_rate(requests_per_s)
+    return replica.point("rate", requests_per_s, batch, requests_per_s, False, edge_rate)
+
+
+def latency_at_concurrency(
+    config: ReplicaConfig,
+    mix: TrafficMix,
+    efficiency: Efficiency,
+    concurrency: float,
+    pool_replicas: int = 1,
+) -> LoadLatency:
+    """Closed loop: `concurrency` users per replica, each sending its next request when
+    the last completes (see the module docstring). Past the batch ceiling the throughput
+    stays at its maximum and the extra users' queue adds to every TTFT. Raises
+    ValueError for a concurrency below 1, a non-unified replica or one that does not fit.
+    """
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+    _check_pool(pool_replicas)
+    replica = _Replica(config, mix, efficiency, pool_replicas)
+    edge = replica.saturation_batch()
+    edge_rate = replica.rate(edge)
+
+    def users(batch: float) -> float:
+        rate = replica.rate(batch)
+        return batch + rate * replica.ttft_mean_s(batch, rate)
+
+    held = users(edge)
+    if concurrency > held:
+        extra_s = (concurrency - held) / edge_rate
+        return replica.point(
+            "concurrency", concurrency, edge, edge_rate, True, edge_rate, extra_wait_s=extra_s
+        )
+    batch = _bisect(lambda b: users(b) <= concurrency, 0.0, edge)
+    rate = replica.rate(batch)
+    return replica.point("concurrency", concurrency, batch, rate, False, edge_rate)

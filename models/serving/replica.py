@@ -1,0 +1,215 @@
+"""The vocabulary shared by the performance model and the planner: a replica
+configuration, the traffic it serves, the latency it must keep, and its capacity.
+
+The functions that fill `ReplicaCapacity` live in `models.serving.capacity`; the planner reads
+only these records, so the program stays linear.
+"""
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from models.physics.hardware import GpuSpec
+from models.physics.llm import LlmSpec
+from models.physics.precision import Precision
+from models.physics.speculative import Speculation
+from models.schema.instance import Slo, Workload
+from models.schema.traffic import TokenDistribution
+
+
+class Role(StrEnum):
+    """What a replica does: both phases, or one side of a disaggregated pair."""
+
+    UNIFIED = "unified"
+    PREFILL = "prefill"
+    DECODE = "decode"
+
+
+class Limit(StrEnum):
+    """The factor that sets a replica's capacity at the SLO."""
+
+    KV_MEMORY = "kv_memory"
+    """No room for more resident sequences' KV cache."""
+    HBM_BANDWIDTH = "hbm_bandwidth"
+    """Decode steps are bandwidth-bound and throughput is what the bytes allow."""
+    COMPUTE = "compute"
+    """Steps are compute-bound (prefill, or decode at a large batch)."""
+    TTFT_QUEUEING = "ttft_queueing"
+    """More load would push the p99 time to first token past its target."""
+    TPOT = "tpot"
+    """A larger batch would push the time per output token past its target."""
+    INTERCONNECT = "interconnect"
+    """All-reduce or KV-transfer traffic over the links sets the pace."""
+
+
+@dataclass(frozen=True)
+class ReplicaConfig:
+    """One way to lay out a replica: GPU, precisions, TP x PP (x DP attention groups, with
+    EP expert-parallel ranks for the routed experts), role.
+
+    `ep` divides the tp x dp GPUs of a stage (`models.physics.memory.expert_layout_problem`);
+    ep = dp = 1 is the plain TP x PP replica."""
+
+    gpu: GpuSpec
+    llm: LlmSpec
+    weight_precision: Precision
+    kv_precision: Precision
+    tp: int
+    pp: int
+    role: Role = Role.UNIFIED
+    ep: int = 1
+    """Expert-parallel ranks the routed experts of a stage are split over."""
+    dp: int = 1
+    """Attention data-parallel groups per stage, each of `tp` GPUs."""
+    speculation: Speculation | None = None
+    """Speculative decoding on the decode side (`models.physics.speculative`); None: plain."""
+
+    @property
+    def gpus(self) -> int:
+        """GPUs in one replica: tp x pp x dp."""
+        return self.tp * self.pp * self.dp
+
+    @property
+    def layout(self) -> str:
+        """`tp4xpp1`, or `tp1xpp1xdp8 ep8` with attention DP or expert parallelism."""
+        text = f"tp{self.tp}xpp{self.pp}"
+        if self.dp > 1:
+            text += f"xdp{self.dp}"
+        return text + (f" ep{self.ep}" if self.ep > 1 else "")
+
+    @property
+    def label(self) -> str:
+        """Short human label, e.g. `h100-sxm fp8 tp4xpp1 unified` (with speculation:
+        `h100-sxm fp8 tp4xpp1 unified spec eagle k3 a0.7`)."""
+        text = f"{self.gpu.name} {self.weight_precision} {self.layout} {self.role}"
+        return text if self.speculation is None else f"{text} {self.speculation.label}"
+
+
+@dataclass(frozen=True)
+class TrafficMix:
+    """The token mix a replica serves (means, p99s, spreads), from one workload."""
+
+    prompt_mean_tokens: float
+    prompt_p99_tokens: float
+    prompt_cv: float
+    output_mean_tokens: float
+    output_p99_tokens: float
+    output_cv: float
+    prefix_cache_hit_rate: float = 0.0
+    prefix_tokens: tuple[float, ...] = ()
+    """Declared shared prefixes' lengths (`Workload.prefixes`), tokens."""
+    prefix_shares: tuple[float, ...] = ()
+    """Their shares of the requests, in the same order."""
+    hit_rate_from_prefixes: bool = False
+    """Whether the hit rate comes from where the prefixes are held
+    (`models.serving.prefix_kv`) rather than `prefix_cache_hit_rate`."""
+    prefix_affinity: bool = False
+    """Whether the router keeps each prefix's requests on its home replicas."""
+
+    @classmethod
+    def of(cls, workload: Workload, prefix_affinity: bool = False) -> "TrafficMix":
+        """The mix of a workload from the instance file; `prefix_affinity` is the
+        policy's routing (it matters only with declared prefixes)."""
+        mix = cls.of_lengths(
+            workload.prompt_tokens, workload.output_tokens, workload.prefix_cache_hit_rate
+        )
+        if not workload.prefixes:
+            return mix
+        return replace(
+            mix,
+            prefix_tokens=tuple(p.tokens for p in workload.prefixes for _ in range(p.count)),
+            prefix_shares=tuple(p.share for p in workload.prefixes for _ in range(p.count)),
+            hit_rate_from_prefixes="prefix_cache_hit_rate" not in workload.model_fields_set,
+            prefix_affinity=prefix_affinity,
+        )
+
+    @classmethod
+    def of_lengths(
+        cls,
+        prompt: TokenDistribution,
+        output: TokenDistribution,
+        prefix_cache_hit_rate: float = 0.0,
+    ) -> "TrafficMix":
+        """The mix of prompt and output length distributions."""
+        return cls(
+            prompt_mean_tokens=prompt.mean_tokens,
+            prompt_p99_tokens=prompt.p99_tokens,
+            prompt_cv=prompt.cv,
+            output_mean_tokens=output.mean_tokens,
+            output_p99_tokens=output.p99_tokens,
+            output_cv=output.cv,
+            prefix_cache_hit_rate=prefix_cache_hit_rate,
+        )
+
+    @classmethod
+    def fixed(cls, prompt_tokens: float, output_tokens: float) -> "TrafficMix":
+        """Every request has exactly these lengths (benchmarks' synthetic traffic)."""
+        return cls(prompt_tokens, prompt_tokens, 0.0, output_tokens, output_tokens, 0.0)
+
+
+@dataclass(frozen=True)
+class LatencyTargets:
+    """p99 latency targets in seconds; None means no target (offline)."""
+
+    ttft_p99_s: float | None = None
+    tpot_p99_s: float | None = None
+
+    @classmethod
+    def of(cls, slo: Slo) -> "LatencyTargets":
+        """Targets from an instance SLO (ms at the edge, seconds inside)."""
+        return cls(
+            ttft_p99_s=None if slo.ttft_p99_ms is None else slo.ttft_p99_ms / 1e3,
+            tpot_p99_s=None if slo.tpot_p99_ms is None else slo.tpot_p99_ms / 1e3,
+        )
+
+    @property
+    def is_offline(self) -> bool:
+        """No latency target at all."""
+        return self.ttft_p99_s is None and self.tpot_p99_s is None
+
+
+@dataclass(frozen=True)
+class ReplicaCapacity:
+    """What one replica can carry at the SLO, and why not more.
+
+    `requests_per_s` is the rate of the replica's own phase: whole requests for a
+    unified replica, prompts for a prefill replica, generations for a decode replica.
+    It is 0.0 when the replica does not fit or cannot meet the SLO at any load;
+    `reason` then says why, with numbers.
+    """
+
+    config: ReplicaConfig
+    fits: bool
+    meets_slo: bool
+    requests_per_s: float
+    limit: Limit
+    reason: str
+    weight_bytes_per_gpu: float
+    kv_bytes_per_token: float
+    """KV bytes one token stores across the whole replica."""
+    kv_capacity_tokens: float
+    """Tokens of KV cache the replica can hold."""
+    max_batch: int
+    """Sequences that fit at the mix's mean context."""
+    batch: float
+    """Mean decode batch at the operating point."""
+    prefill_s: float
+    """Prefill time of a mean prompt (after prefix-cache hits), unloaded."""
+    decode_step_s: float
+    """Decode step time at the operating batch."""
+    ttft_p99_s: float
+    """p99 TTFT at the operating point (inf when unmet)."""
+    tpot_p99_s: float
+    """p99 time per output token at the operating point."""
+    best_ttft_p99_s: float
+    """p99 TTFT as load goes to zero: the best this configuration can do."""
+    best_tpot_s: float
+    """Time per output token at batch 1: the best this configuration can do."""
+    output_tokens_per_s: float
+    """Output tokens/s of the whole replica at the operating point."""
+    kv_transfer_bytes_per_request: float
+    """Prompt KV bytes a prefill replica ships to a decode replica (disaggregated)."""
+
+    @property
+    def output_tokens_per_s_per_gpu(self) -> float:
+        """Output tokens/s divided by the replica's GPUs."""
+        return self.output_tokens_per_s / self.config.gpus

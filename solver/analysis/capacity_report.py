@@ -1,0 +1,171 @@
+"""One capacity unit across generations, and what routing by GPU count would do.
+
+The unit (models.serving.capacity_unit): requests/s of the reference mix at its SLO on one
+replica of the reference configuration. Here the reference workload is the one with the
+most peak demand, its mix and SLO the unit's, and the reference configuration its first
+dedicated unified pool in the plan. Every dedicated unified pool then states what one of
+its replicas holds in that unit (`ReplicaPool.capacity_units_per_replica`): its own model
+on its own layout, serving the reference mix at the reference SLO.
+
+Routing by GPU count: where a workload has dedicated unified pools of several
+configurations in one region, `models.serving.capacity_unit.routing_by_gpu_count` gives the p99s
+each pool would show if the region's traffic were split by GPU count instead of by
+capacity (the plan's `routing_weight`); the slower pool breaks its SLO, by the amount shown.
+"""
+
+import math
+from collections import defaultdict
+
+from pydantic import BaseModel, ConfigDict
+
+from models.physics.efficiency import efficiency_for
+from models.physics.memory import kv_precision_for
+from models.physics.precision import Precision
+from models.schema.instance import Instance
+from models.serving.capacity_unit import (
+    PoolShare,
+    capacity_units,
+    define_capacity_unit,
+    routing_by_gpu_count,
+)
+from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from solver.plan.schema import Plan, ReplicaPool
+
+_FROZEN = ConfigDict(extra="forbid", frozen=True)
+
+
+class GpuCountRouting(BaseModel):
+    """One pool under routing by GPU count instead of by capacity."""
+
+    model_config = _FROZEN
+
+    workload: str
+    region: str
+    configuration: str
+    weight_by_capacity: float
+    weight_by_gpus: float
+    utilisation: float
+    ttft_p99_ms: float | None
+    """None when the queue grows without bound."""
+    ttft_target_ms: float | None
+    tpot_p99_ms: float | None
+    tpot_target_ms: float | None
+    breaks_slo: bool
+
+
+def _config(instance: Instance, entry: ReplicaPool, model: str) -> ReplicaConfig:
+    gpu = instance.gpu_specs[entry.gpu]
+    precision = Precision(entry.precision)
+    kv = entry.kv_precision or kv_precision_for(precision, instance.model_entry(model).kv_precision)
+    return ReplicaConfig(
+        gpu,
+        instance.llm_specs[model],
+        precision,
+        kv,
+        entry.tp,
+        entry.pp,
+        Role.UNIFIED,
+        entry.ep,
+        entry.dp,
+        instance.speculations.get(entry.speculative) if entry.speculative else None,
+    )
+
+
+def with_capacity_units(instance: Instance, plan: Plan) -> tuple[Plan, str]:
+    """The plan with every dedicated unified pool's capacity in the unit, and the unit's
+    statement (empty when the plan has no dedicated unified pool)."""
+    workloads = {w.name: w for w in instance.workloads}
+    pools = [e for e in plan.replicas if not e.shared and e.role == Role.UNIFIED]
+    if not pools:
+        return plan, ""
+    demand = {
+        w: sum(level.peak_rps for level in workloads[w].demand.values())
+        for w in {e.workload for e in pools}
+    }
+    reference_workload = max(sorted(demand), key=lambda w: demand[w])
+    reference = next(e for e in pools if e.workload == reference_workload)
+    ref = workloads[reference_workload]
+    model = ref.model
+    efficiency = efficiency_for(
+        instance.gpu_specs[reference.gpu], reference.precision, instance.efficiency, instance.engine
+    )
+    mix = TrafficMix.of(ref, instance.policy.prefix_affinity)
+    try:
+        unit = define_capacity_unit(
+            f"{reference_workload}-rps",
+            _config(instance, reference, model),
+            mix,
+            LatencyTargets.of(ref.slo),
+            efficiency,
+        )
+    except ValueError:
+        return plan, ""
+    entries = []
+    for entry in plan.replicas:
+        if entry.shared or entry.role != Role.UNIFIED:
+            entries.append(entry)
+            continue
+        eff = efficiency_for(
+            instance.gpu_specs[entry.gpu], entry.precision, instance.efficiency, instance.engine
+        )
+        units = capacity_units(_config(instance, entry, workloads[entry.workload].model), unit, eff)
+        entries.append(entry.model_copy(update={"capacity_units_per_replica": units}))
+    statement = (
+        f"1 unit = 1 request/s of {reference_workload}'s mix at its SLO; one "
+        f"{unit.reference} replica of {model} holds {unit.reference_requests_per_s:.3g} units"
+    )
+    return plan.model_copy(update={"replicas": tuple(entries)}), statement
+
+
+def gpu_count_routing(instance: Instance, plan: Plan) -> tuple[GpuCountRouting, ...]:
+    """Every pool of every (workload, region) served by several dedicated unified
+    configurations, under routing by GPU count (see the module docstring)."""
+    workloads = {w.name: w for w in instance.workloads}
+    grouped: dict[tuple[str, str], list[ReplicaPool]] = defaultdict(list)
+    for e in plan.replicas:
+        if not e.shared and e.role == Role.UNIFIED and e.count > 0:
+            grouped[(e.workload, e.region)].append(e)
+    rows = []
+    for (w, r), entries in grouped.items():
+        if len(entries) < 2:
+            continue
+        workload = workloads[w]
+        shares = [
+            PoolShare(
+                e.label,
+                _config(instance, e, workload.model),
+                e.count,
+                e.requests_per_s_per_replica or 0.0,
+            )
+            for e in entries
+        ]
+        targets = LatencyTargets.of(workload.slo)
+        load = workload.demand[r].peak_rps if r in workload.demand else 0.0
+        efficiency = {
+            e.label: efficiency_for(
+                instance.gpu_specs[e.gpu], e.precision, instance.efficiency, instance.engine
+            )
+            for e in entries
+        }
+        mix = TrafficMix.of(workload, instance.policy.prefix_affinity)
+        for m in routing_by_gpu_count(shares, load, mix, targets, efficiency):
+            rows.append(
+                GpuCountRouting(
+                    workload=w,
+                    region=r,
+                    configuration=m.name,
+                    weight_by_capacity=m.weight_by_capacity,
+                    weight_by_gpus=m.weight_by_gpus,
+                    utilisation=m.utilisation,
+                    ttft_p99_ms=None if math.isinf(m.ttft_p99_s) else m.ttft_p99_s * 1e3,
+                    ttft_target_ms=_ms(targets.ttft_p99_s),
+                    tpot_p99_ms=None if math.isinf(m.tpot_p99_s) else m.tpot_p99_s * 1e3,
+                    tpot_target_ms=_ms(targets.tpot_p99_s),
+                    breaks_slo=m.breaks_slo,
+                )
+            )
+    return tuple(rows)
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1e3

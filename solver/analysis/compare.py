@@ -1,0 +1,285 @@
+"""The cost-ledger audit: is a proposed change (another GPU, another engine profile, a
+faster decoder) really a cheaper service at the same SLO and quality?
+
+Both instances are solved on the same demand (the same workloads, rates and token
+mixes: otherwise the comparison is refused), each plan is checked by the independent
+verifier, and the candidate is adopted only when every gate holds:
+
+1. it is cheaper per million tokens at the SLO (same demand: the same as cheaper per
+   month). A lower price per GPU-hour bought with more GPUs is named as such.
+2. its plan meets every p99 target at peak and in every failure scenario of its policy
+   (`solver.verify.fleet`, physics alone) and keeps the base's failure policy.
+3. its saving does not rest on borrowed efficiencies: a GPU type the base plan does not
+   use whose efficiency factors come from the pooled `default` fit, not from its own
+   calibration rows (`models.physics.efficiency`).
+4. its declared quality change (`quality: {metric, delta, max_regression}`) is within
+   its gate.
+
+With every gate passed it proposes a rollout: a canary share, the metrics to watch with
+thresholds from the candidate's own targets, and the criteria for rolling back.
+"""
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from models.physics.efficiency import borrowed_gpus
+from models.schema.instance import Instance
+from solver.analysis.cost_attribution import average_to_peak
+from solver.plan.schema import Plan
+from solver.settings import SolveSettings
+from solver.solve import solve
+from solver.verify.fleet import verify
+
+CANARY_SHARE = 0.05
+"""Traffic share of the first rollout stage: small enough that a bad canary burns little
+error budget, large enough to reach p99 statistics within an hour at typical rates."""
+ROLLOUT_STAGES = (0.05, 0.25, 0.5, 1.0)
+FAST_BURN_RATE = 14.4
+"""Error-budget burn rate that pages: 2% of a 30-day budget in one hour (the multi-window
+alert of the SRE workbook)."""
+COST_TOLERANCE = 0.05
+"""Rollback when the measured $ per million tokens exceeds the plan's by this fraction."""
+
+
+class Side(BaseModel):
+    """One instance's plan, in the ledger's terms."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    instance: str
+    status: str
+    cost_per_month: float | None = None
+    total_gpus: int | None = None
+    usd_per_gpu_hour: float | None = None
+    """Blended: cost / (GPUs x hours per month)."""
+    usd_per_million_tokens: float | None = None
+    """Cost over the input + output tokens served in a month at the average rate."""
+    prefill_share: float | None = None
+    utilisation_mean: float | None = None
+    """Load over capacity of every pool phase, without failures, summed then divided."""
+    utilisation_max: float | None = None
+    p99_headroom: float | None = None
+    """Smallest servable / demand - 1 over every scenario: how much more load the plan
+    carries before a p99 target breaks (the verifier's capacity at the SLO)."""
+    gpu_types: tuple[str, ...] = ()
+    violations: tuple[str, ...] = ()
+    """The verifier's findings on this plan."""
+
+
+class Comparison(BaseModel):
+    """`fleetplan compare`'s answer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    decision: Literal["adopt", "reject"]
+    reasons: tuple[str, ...]
+    base: Side
+    candidate: Side
+    rollout: dict[str, Any] = {}
+
+
+def same_demand(base: Instance, candidate: Instance) -> list[str]:
+    """How the two instances' demand differs (empty: the same workloads, rates and mixes)."""
+
+    def demand(instance: Instance) -> dict[str, Any]:
+        return {
+            w.name: w.model_dump(mode="json", include={"demand", "prompt_tokens", "output_tokens"})
+            for w in instance.workloads
+        }
+
+    mine, theirs = demand(base), demand(candidate)
+    problems = []
+    for name in sorted(set(mine) | set(theirs)):
+        if name not in theirs or name not in mine:
+            problems.append(f"workload {name} is in only one of the two instances")
+        elif mine[name] != theirs[name]:
+            problems.append(f"workload {name} has other demand or token lengths")
+    return problems
+
+
+def tokens_per_s(instance: Instance) -> float:
+    """Input + output tokens/s at the average rate, all workloads and regions."""
+    total = 0.0
+    for w in instance.workloads:
+        per_request = w.prompt_tokens.mean_tokens + w.output_tokens.mean_tokens
+        for demand in w.demand.values():
+            total += demand.peak_rps * average_to_peak(demand) * per_request
+    return total
+
+
+def side_of(instance: Instance, plan: Plan | None, status: str) -> Side:
+    """The ledger's view of one plan (None: no plan, `status` says why)."""
+    if plan is None:
+        return Side(instance=instance.name, status=status)
+    hours = instance.policy.hours_per_month
+    cost = plan.cost_per_month or 0.0
+    gpus = plan.total_gpus or 0
+    tokens_per_month = tokens_per_s(instance) * 3600 * hours
+    check = verify(instance, plan)
+    pools = plan.scenarios[0].pools if plan.scenarios else ()
+    load = sum(p.load_requests_per_s for p in pools)
+    capacity = sum(p.capacity_requests_per_s for p in pools)
+    headroom = [
+        c.servable_requests_per_s / c.demand_requests_per_s - 1
+        for c in check.checks
+        if c.demand_requests_per_s > 0
+    ]
+    attributed = sum(a.cost_per_month for a in plan.cost_attribution)
+    prefill = sum(a.cost_per_month * a.prefill_share for a in plan.cost_attribution)
+    return Side(
+        instance=instance.name,
+        status=status,
+        cost_per_month=cost,
+        total_gpus=gpus,
+        usd_per_gpu_hour=cost / (gpus * hours) if gpus else None,
+        usd_per_million_tokens=cost / (tokens_per_month / 1e6) if tokens_per_month else None,
+        prefill_share=prefill / attributed if attributed else None,
+        utilisation_mean=load / capacity if capacity else None,
+        utilisation_max=max((p.utilisation for p in pools), default=None),
+        p99_headroom=min(headroom) if headroom else None,
+        gpu_types=tuple(sorted({p.gpu for p in plan.replicas})),
+        violations=tuple(str(v) for v in check.violations),
+    )
+
+
+def _solved(instance: Instance, backend: str | None) -> tuple[Plan | None, str]:
+    from solver.errors import Infeasible, NoSolution, PlanRejected
+
+    try:
+        return solve(instance, SolveSettings.of(instance, backend=backend)), "solved"
+    except Infeasible as error:
+        return None, f"infeasible: {error}"
+    except NoSolution as error:
+        return None, f"no solution: {error}"
+    except PlanRejected as error:
+        return None, f"rejected by the verifier: {error}"
+
+
+def compare_instances(
+    base: Instance, candidate: Instance, backend: str | None = None
+) -> Comparison:
+    """Solve both, audit the candidate's win, decide, and propose a rollout on adopt."""
+    demand_problems = same_demand(base, candidate)
+    if demand_problems:
+        empty = Side(instance=base.name, status="not solved")
+        return Comparison(
+            decision="reject",
+            reasons=tuple(f"not the same demand: {p}" for p in demand_problems),
+            base=empty,
+            candidate=empty.model_copy(update={"instance": candidate.name}),
+        )
+    base_plan, base_status = _solved(base, backend)
+    cand_plan, cand_status = _solved(candidate, backend)
+    ours, theirs = side_of(base, base_plan, base_status), side_of(candidate, cand_plan, cand_status)
+    reasons = _gate_failures(base, candidate, ours, theirs)
+    if reasons:
+        return Comparison(decision="reject", reasons=tuple(reasons), base=ours, candidate=theirs)
+    return Comparison(
+        decision="adopt",
+        reasons=(_win(ours, theirs),),
+        base=ours,
+        candidate=theirs,
+        rollout=rollout(candidate, ours, theirs),
+    )
+
+
+def _gate_failures(base: Instance, candidate: Instance, ours: Side, theirs: Side) -> list[str]:
+    reasons: list[str] = []
+    if ours.cost_per_month is None:
+        return [f"the base has no plan to compare with ({ours.status})"]
+    if theirs.cost_per_month is None:
+        return [f"the candidate has no plan ({theirs.status})"]
+    assert ours.total_gpus is not None and theirs.total_gpus is not None
+    if theirs.cost_per_month >= ours.cost_per_month:
+        cheaper_hour = (theirs.usd_per_gpu_hour or 0) < (ours.usd_per_gpu_hour or 0)
+        if cheaper_hour and theirs.total_gpus > ours.total_gpus:
+            reasons.append(
+                f"cheaper per GPU-hour (${theirs.usd_per_gpu_hour:.2f} vs "
+                f"${ours.usd_per_gpu_hour:.2f}) but {theirs.total_gpus - ours.total_gpus} more "
+                f"GPUs ({theirs.total_gpus} vs {ours.total_gpus}): "
+                f"${theirs.usd_per_million_tokens:.3f} vs ${ours.usd_per_million_tokens:.3f} "
+                "per million tokens at the SLO"
+            )
+        else:
+            reasons.append(
+                f"not cheaper: ${theirs.cost_per_month:,.0f} vs ${ours.cost_per_month:,.0f} "
+                "per month on the same demand"
+            )
+    if theirs.violations:
+        reasons.append(
+            "the candidate's plan breaks a requirement at peak or in a failure scenario "
+            "(independent verifier): " + "; ".join(theirs.violations[:3])
+        )
+    if candidate.policy.survive != base.policy.survive:
+        reasons.append(
+            f"the candidate survives {candidate.policy.survive}, the base "
+            f"{base.policy.survive}: a saving from a weaker failure policy is not a like "
+            "for like"
+        )
+    new_gpus = set(theirs.gpu_types) - set(ours.gpu_types)
+    borrowed = borrowed_gpus(
+        [candidate.gpu_specs[g] for g in new_gpus if g in candidate.gpu_specs], candidate.engine
+    )
+    if borrowed and theirs.cost_per_month < ours.cost_per_month:
+        reasons.append(
+            f"the saving rests on borrowed efficiencies: {', '.join(borrowed)} "
+            "has no calibration rows of its own (models/physics/catalog/efficiency.yaml; it uses "
+            "another GPU's or the pooled fit): measure it (`make calibrate`) before adopting"
+        )
+    quality = candidate.quality
+    if quality is not None and not quality.passes:
+        reasons.append(
+            f"quality: {quality.metric} changes by {quality.delta:+g}, beyond the gate of "
+            f"-{quality.max_regression:g}"
+        )
+    return reasons
+
+
+def _win(ours: Side, theirs: Side) -> str:
+    saving = (ours.cost_per_month or 0) - (theirs.cost_per_month or 0)
+    return (
+        f"cheaper at the same SLO: ${theirs.usd_per_million_tokens:.3f} vs "
+        f"${ours.usd_per_million_tokens:.3f} per million tokens (${saving:,.0f}/month less, "
+        f"{theirs.total_gpus} vs {ours.total_gpus} GPUs); verifier passes in every scenario"
+    )
+
+
+def rollout(candidate: Instance, ours: Side, theirs: Side) -> dict[str, Any]:
+    """A staged rollout with the metrics to watch and the rollback criteria."""
+    watch: list[dict[str, Any]] = []
+    for w in candidate.workloads:
+        if w.slo.ttft_p99_ms is not None:
+            watch.append({"metric": f"{w.name} p99 TTFT", "threshold_ms": w.slo.ttft_p99_ms})
+        if w.slo.tpot_p99_ms is not None:
+            watch.append({"metric": f"{w.name} p99 TPOT", "threshold_ms": w.slo.tpot_p99_ms})
+        if w.slo.availability is not None:
+            watch.append(
+                {
+                    "metric": f"{w.name} error-budget burn rate (1 h and 5 min windows)",
+                    "threshold": FAST_BURN_RATE,
+                }
+            )
+    per_million = theirs.usd_per_million_tokens or 0.0
+    watch.append(
+        {
+            "metric": "$ per million tokens",
+            "threshold": round(per_million * (1 + COST_TOLERANCE), 6),
+        }
+    )
+    if candidate.quality is not None:
+        q = candidate.quality
+        watch.append({"metric": q.metric, "threshold_delta": -q.max_regression})
+    return {
+        "canary_share": CANARY_SHARE,
+        "stages": list(ROLLOUT_STAGES),
+        "watch": watch,
+        "rollback": [
+            "any watched p99 above its threshold for two consecutive 5-minute windows",
+            f"error-budget burn rate above {FAST_BURN_RATE:g} over both 1 h and 5 min",
+            f"$ per million tokens more than {COST_TOLERANCE:.0%} above the plan's "
+            f"${per_million:.3f}",
+            "a quality evaluation of the canary beyond the declared gate",
+        ],
+        "promote": "each stage holds for a full daily peak with every watched metric in bounds",
+    }

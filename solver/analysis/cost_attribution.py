@@ -1,0 +1,106 @@
+"""The plan's cost attribution: every workload's pools in every region priced by phase
+(`models.serving.attribution`), filled in at read-back.
+
+Each chosen pool's time splits at its operating batch (the physics of its real size,
+from its tabulated curve): unified pools by the step model's Shapley split, prefill and
+decode pools wholly to their phase. Tokens served are the scenario-without-failure
+routing into the region, scaled from the peak the fleet is sized for to the average
+rate of each origin (`average_to_peak`).
+"""
+
+from collections import defaultdict
+
+from models.schema.instance import Instance
+from models.schema.traffic import Demand
+from models.serving.attribution import (
+    DECODE_ONLY,
+    PREFILL_ONLY,
+    PoolCost,
+    attribute,
+    unified_phase_shares,
+)
+from models.serving.batch_model import MixTokens, replica_step_model
+from models.serving.replica import Role, TrafficMix
+from solver.candidates.pools import PoolCurve, physics_of
+from solver.plan.schema import CostAttribution, Route
+from solver.program.sets import ProgramSets
+
+SECONDS_PER_DAY = 86_400.0
+
+
+def average_to_peak(demand: Demand) -> float:
+    """Average over peak arrival rate of one region's demand: requests_per_day / 86,400
+    over the peak rate; 1 when only a peak rate is given (every hour at the peak)."""
+    peak = demand.peak_rps
+    if demand.requests_per_day is None or peak <= 0:
+        return 1.0
+    return min(demand.requests_per_day / SECONDS_PER_DAY / peak, 1.0)
+
+
+def cost_attribution(
+    sets: ProgramSets,
+    counts: dict[tuple[str, str, str], int],
+    curves: dict[tuple[str, str], PoolCurve],
+    routing: tuple[Route, ...],
+) -> tuple[CostAttribution, ...]:
+    """Per (workload, region) with pools: cost, phase shares, GPU-hours and $/Mtok."""
+    instance = sets.instance
+    hours = sets.hours_per_month
+    pools: dict[tuple[str, str], list[PoolCost]] = defaultdict(list)
+    for pool in sets.pools:
+        count = counts.get((pool.workload, pool.candidate.key, pool.region), 0)
+        if not count:
+            continue
+        c = pool.candidate
+        gpus = count * c.gpus
+        price = sets.offers[(pool.region, c.gpu)].price_per_gpu_hour
+        batch = curves[(pool.workload, c.key)].physics(count).batch
+        pools[(pool.workload, pool.region)].append(
+            PoolCost(gpus * price * hours, gpus * hours, _shares(instance, pool.workload, c, batch))
+        )
+    served = _average_served(instance, routing)
+    rows = []
+    for (w, r), costs in pools.items():
+        workload = next(item for item in instance.workloads if item.name == w)
+        mix = TrafficMix.of(workload, instance.policy.prefix_affinity)
+        rate = served.get((w, r), 0.0)
+        split = attribute(
+            costs, rate * mix.prompt_mean_tokens, rate * mix.output_mean_tokens, hours
+        )
+        rows.append(
+            CostAttribution(
+                workload=w,
+                region=r,
+                cost_per_month=split.cost_per_month,
+                usd_per_million_input_tokens=split.usd_per_million_input_tokens,
+                usd_per_million_output_tokens=split.usd_per_million_output_tokens,
+                prefill_share=split.prefill_share,
+                decode_share=split.decode_share,
+                prefill_gpu_hours_per_month=split.prefill_gpu_hours_per_month,
+                decode_gpu_hours_per_month=split.decode_gpu_hours_per_month,
+                bill=split.bill,
+                offline=workload.slo.is_offline,
+            )
+        )
+    return tuple(rows)
+
+
+def _shares(instance: Instance, workload: str, candidate, batch: float):
+    if candidate.role is Role.PREFILL:
+        return PREFILL_ONLY
+    if candidate.role is Role.DECODE:
+        return DECODE_ONLY
+    physics = physics_of(instance, workload, candidate.config)
+    steps = replica_step_model(candidate.config, physics.efficiency)
+    return unified_phase_shares(steps, MixTokens.of(physics.mix), batch)
+
+
+def _average_served(instance: Instance, routing: tuple[Route, ...]) -> dict[tuple[str, str], float]:
+    """(workload, destination) -> average requests/s served there."""
+    demand = {(w.name, r): d for w in instance.workloads for r, d in w.demand.items()}
+    served: dict[tuple[str, str], float] = defaultdict(float)
+    for route in routing:
+        origin = demand.get((route.workload, route.origin))
+        scale = average_to_peak(origin) if origin is not None else 1.0
+        served[(route.workload, route.destination)] += route.requests_per_s * scale
+    return served

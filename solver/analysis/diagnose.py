@@ -1,0 +1,285 @@
+"""Why an instance has no plan: pre-solve checks and an elastic re-solve.
+
+Pre-solve checks run on the program's sets before any solver is called and collect
+every problem at once, each with its numbers and a remedy:
+
+- a region with demand for a workload that it cannot host at all (in `none` users are
+  served in their own region);
+- for every scenario and workload, a max-flow on the routes the latency policy allows,
+  with each region's capacity bounded above by all of its supply running the workload's
+  best configuration per GPU (a disaggregated request is counted as if one phase were
+  the whole request, so the bound only over-estimates). Demand beyond that flow cannot
+  be served by any plan.
+
+Both are necessary conditions only; workloads competing for the same supply are caught
+by the elastic re-solve: the program built with `elastic=True` (solver.program.elastic), which
+has priced slack unserved[f,w,o] in every demand row and extra_gpus[r,g] in every
+gpu_supply row and is always feasible. Its slack names the requirements in conflict and
+how far apart they are ("needs 112 b200 in us-east, 64 available"), with the scenario
+that asks for them.
+"""
+
+import math
+from collections import defaultdict
+
+from models.operations.scenarios import Scenario, ScenarioKind
+from solver.backends import Backend
+from solver.errors import Diagnosis, Problem
+from solver.program.build import FleetProgram, build_program, with_bounds
+from solver.program.families.demand import UnservedColumn
+from solver.program.families.power import site_conflicts
+from solver.program.families.supply import ExtraGpusColumn
+from solver.program.families.variables import ServedColumn
+from solver.program.lp import LinearProgram, Termination
+from solver.program.row_names import DemandRow, GpuSupplyRow
+from solver.program.sets import ProgramSets
+from solver.settings import SolveSettings
+
+
+def presolve_problems(sets: ProgramSets) -> list[Problem]:
+    """Every requirement no plan can meet, found without a solver."""
+    problems = _unhosted_demand(sets)
+    if all(key in sets.modes for key in sets.demand):
+        problems += _unroutable_demand(sets)
+    return problems
+
+
+def _unhosted_demand(sets: ProgramSets) -> list[Problem]:
+    problems = []
+    for (w, o), rate in sets.demand.items():
+        if (w, o) in sets.modes or not sets.table.of(w):
+            continue  # hosted, or no configuration at all (a problem of its own)
+        offered = sorted(g for (r, g) in sets.offers if r == o)
+        gpus = sorted({c.gpu for c in sets.table.of(w)})
+        if not offered:
+            why = f"{o} offers no GPU at all"
+        else:
+            why = (
+                f"{o} offers {', '.join(offered)}, and no configuration of {w} runs on "
+                f"{'it' if len(offered) == 1 else 'them'} (configurations exist on "
+                f"{', '.join(gpus) or 'no GPU'})"
+            )
+        problems.append(
+            Problem(
+                DemandRow("none", w, o).name(),
+                f"{rate:.1f} requests/s of {w} in {o} must be served there, but {why}",
+                f"offer {' or '.join(gpus) or 'a suitable GPU'} in {o}, or drop its demand",
+            )
+        )
+    return problems
+
+
+def capacity_upper_bound(sets: ProgramSets, w: str, d: str) -> float:
+    """Requests/s region d could serve of w if all its supply ran w's best configuration
+    per GPU, each replica at the capacity of an unlimited pool (an over-estimate: pairs,
+    integer replicas and finite pools only lower it)."""
+    best_per_gpu: dict[str, float] = defaultdict(float)
+    for pool in sets.pools_at.get((w, d), ()):
+        c = pool.candidate
+        best_per_gpu[c.gpu] = max(best_per_gpu[c.gpu], c.ceiling / c.gpus)
+    return sum(rate * sets.offers[(d, g)].available for g, rate in best_per_gpu.items())
+
+
+def _unroutable_demand(sets: ProgramSets) -> list[Problem]:
+    problems = []
+    bounds = {
+        (w, d): capacity_upper_bound(sets, w, d) for w in sets.workloads for d in sets.regions
+    }
+    for f in sets.routing_scenarios:
+        for w in sets.workloads:
+            origins = {o: rate for (w2, o), rate in sets.demand.items() if w2 == w}
+            pairs = sets.routes[(f.name, w)]
+            reach: dict[str, list[tuple[str, float]]] = defaultdict(list)
+            for o, d, rtt in pairs:
+                reach[o].append((d, rtt))
+            for o, rate in origins.items():
+                if reach[o]:
+                    continue
+                near = sets.graph.nearest_outside(o, without=f.lost_region)
+                limit = sets.max_failover_rtt_ms(w)
+                nearest = f"nearest: {near[0]} at {near[1]:g} ms" if near else "no link"
+                problems.append(
+                    Problem(
+                        DemandRow(f.name, w, o).name(),
+                        f"{f.name}: {rate:.1f} requests/s of {w} from {o} have no region to "
+                        f"go to within {_rtt(limit)} ({nearest})",
+                        f"raise max_failover_rtt_ms of {w}, add a link, or offer capacity "
+                        f"closer to {o}",
+                    )
+                )
+            if any(not reach[o] for o in origins):
+                continue
+            full = {d: bounds[(w, d)] for d in sets.regions}
+            problems += _flow_shortfall(sets, f, w, origins, reach, full)
+    return problems
+
+
+def _flow_shortfall(
+    sets: ProgramSets,
+    f: Scenario,
+    w: str,
+    origins: dict[str, float],
+    reach: dict[str, list[tuple[str, float]]],
+    full: dict[str, float],
+) -> list[Problem]:
+    """Demand of w in f beyond the max-flow over allowed routes into regions bounded by
+    their full-supply capacity (none when every region could take all that may reach it)."""
+    bound = {d: 0.0 if d == f.lost_region else cap for d, cap in full.items()}
+    if f.kind is ScenarioKind.ZONE and f.region is not None:
+        zones = sets.zones[f.region]
+        bound[f.region] *= (zones - 1) / zones
+    reachable_demand = dict.fromkeys(bound, 0.0)
+    for o, rate in origins.items():
+        for d, _ in reach[o]:
+            reachable_demand[d] += rate
+    if all(reachable_demand[d] <= bound[d] for d in bound):
+        return []  # every region could take all the demand that may reach it
+    import networkx as nx  # only here: a max flow over several regions
+    from networkx.algorithms.flow import edmonds_karp
+
+    network = nx.DiGraph()
+    for o, rate in origins.items():
+        network.add_edge("source", ("o", o), capacity=rate)
+        for d, _ in reach[o]:
+            network.add_edge(("o", o), ("d", d))
+    for d, cap in bound.items():
+        network.add_edge(("d", d), "sink", capacity=cap)
+    total = sum(origins.values())
+    served = nx.maximum_flow_value(network, "source", "sink", flow_func=edmonds_karp)
+    if served >= total * (1 - 1e-9):
+        return []
+    demand_text = " + ".join(
+        f"{o} {rate:.1f}" + (f" (may go to {', '.join(d for d, _ in reach[o])})")
+        for o, rate in origins.items()
+    )
+    caps = ", ".join(f"{d} {cap:.1f}" for d, cap in bound.items() if cap > 0)
+    return [
+        Problem(
+            f"capacity[{f.name},{w}]",
+            f"{f.name}: demand {demand_text} = {total:.1f} requests/s of {w}, but at most "
+            f"{served:.1f} can be served even with every GPU on offer running its best "
+            f"configuration (at most {caps or 'nothing'} requests/s per region)",
+            "offer more GPUs in the regions that may serve these users, raise "
+            "max_failover_rtt_ms, or loosen the SLO",
+        )
+    ]
+
+
+def diagnose_infeasible(
+    program: FleetProgram, backend: Backend, settings: SolveSettings
+) -> Diagnosis:
+    """Name the requirements in conflict by an elastic re-solve of the program."""
+    sets = program.sets
+    lp = elastic_program(program)
+    settings = settings.with_duals(False)
+    result = backend.run(lp, settings)
+    method = "elastic re-solve (supply and demand slack priced far above any plan)"
+    if not result.termination.has_solution:
+        result = backend.run(with_bounds(lp, {}, relax=True), settings)
+        method += ", relaxed to an LP"
+    if result.termination is not Termination.OPTIMAL and not result.termination.has_solution:
+        return Diagnosis(
+            "infeasible: the program has no plan, and the elastic re-solve found none "
+            f"either ({result.termination})",
+            (),
+            method,
+        )
+    values = result.values
+    problems = _supply_conflicts(sets, values) + _demand_conflicts(sets, values)
+    problems += site_conflicts(sets, values)
+    if not problems:
+        problems = [
+            Problem(
+                "program",
+                "the solver reported infeasibility, but the elastic re-solve needed no "
+                "slack: numerical trouble",
+                "try another backend (--backend)",
+            )
+        ]
+    count = len(problems)
+    return Diagnosis(
+        f"infeasible: {count} requirement{'s' if count != 1 else ''} in conflict",
+        tuple(problems),
+        method,
+    )
+
+
+def elastic_program(program: FleetProgram) -> LinearProgram:
+    """The program built elastic (solver.program.elastic): priced slack on every demand and
+    supply row, always feasible."""
+    sets = program.sets
+    return build_program(sets.instance, sets.table, sets.scenarios, elastic=True).lp
+
+
+def _supply_conflicts(sets: ProgramSets, values: dict[str, float]) -> list[Problem]:
+    problems = []
+    for (r, g), offer in sets.offers.items():
+        extra = values.get(ExtraGpusColumn(r, g).name(), 0.0)
+        if extra <= 1e-6:
+            continue
+        needed = offer.available + math.ceil(extra - 1e-6)
+        problems.append(
+            Problem(
+                GpuSupplyRow(r, g).name(),
+                f"{r} supply of {offer.available} {g} (existing {offer.existing} + "
+                f"purchasable {offer.max_gpus}) cannot carry "
+                f"{_heaviest_load(sets, values, r, g)}: needs {needed}",
+                f"raise max_gpus of {g} in {r} to at least {needed - offer.existing}, offer "
+                "another GPU type there, or move demand to other regions",
+            )
+        )
+    return problems
+
+
+def _heaviest_load(sets: ProgramSets, values: dict[str, float], r: str, g: str) -> str:
+    """The scenario that loads region r hardest for the workloads running on g there,
+    as text: 'us-east 92.6 + rerouted eu-west 30.0 requests/s of chat when eu-west is lost'."""
+    workloads = {p.workload for p in sets.pools_of_gpu.get((r, g), ())}
+    best_text, best_load = "its load", -1.0
+    for f in sets.routing_scenarios:
+        parts, total = [], 0.0
+        for w in sorted(workloads):
+            mine = []
+            for o in sets.inflow.get((f.name, w, r), ()):
+                rate = values.get(ServedColumn(f.name, w, o, r).name(), 0.0)
+                if rate > 1e-6:
+                    total += rate
+                    mine.append(f"{'' if o == r else 'rerouted '}{o} {rate:.1f}")
+            if mine:
+                mine[-1] += f" requests/s of {w}"
+            parts += mine
+        if total > best_load + 1e-9 and parts:
+            best_load = total
+            when = {
+                ScenarioKind.NONE: "with no failure",
+                ScenarioKind.REGION: f"when {f.region} is lost",
+                ScenarioKind.ZONE: f"when {f.region} loses a zone",
+            }.get(f.kind, "")
+            best_text = f"{' + '.join(parts)} {when}"
+    if sets.survives_replica_loss:
+        best_text += " with a spare replica per phase"
+    return best_text
+
+
+def _demand_conflicts(sets: ProgramSets, values: dict[str, float]) -> list[Problem]:
+    problems = []
+    for f in sets.routing_scenarios:
+        for (w, o), rate in sets.demand.items():
+            missing = values.get(UnservedColumn(f.name, w, o).name(), 0.0)
+            if missing <= 1e-6:
+                continue
+            places = [(d, rtt) for o2, d, rtt in sets.routes[(f.name, w)] if o2 == o]
+            where = ", ".join(f"{d} ({rtt:g} ms)" for d, rtt in places) or "nowhere"
+            problems.append(
+                Problem(
+                    DemandRow(f.name, w, o).name(),
+                    f"{missing:.1f} of {rate:.1f} requests/s of {w} from {o} cannot be served "
+                    f"({f.description}); allowed: {where}",
+                    f"offer GPUs that can serve {w} in those regions, or raise max_failover_rtt_ms",
+                )
+            )
+    return problems
+
+
+def _rtt(limit: float | None) -> str:
+    return "any reachable distance" if limit is None else f"{limit:g} ms"

@@ -1,0 +1,428 @@
+"""Why the plan is what it is.
+
+- Binding constraints with shadow prices (solver.readback.pricing: the LP with the plan's
+  discrete choices fixed and replica counts relaxed; not MIP duals).
+- Utilisation of every phase of every workload in every region, in every scenario.
+- The limiting factor of each chosen configuration, with the performance model's numbers
+  for a pool of its real size behind one router.
+- What each chosen pool's best alternative would cost: the program is re-solved with
+  that configuration excluded from that region (replicas fixed at 0), and the cost
+  difference and what took its place are reported. A re-solve, not a re-pricing: the
+  runner-up is whatever the optimiser picks once the pool is gone, failover included.
+- Slack of every reported constraint family at the plan.
+
+The re-solves (one per chosen pool, and the one that prices the limit on configurations
+per pool) are independent: they run side by side in worker processes, one solver
+thread each (solver.decompose.parallel), and each one finished is reported to `progress`
+(the command writes it on stderr once the explanation has taken a couple of seconds).
+"""
+
+import math
+import multiprocessing
+from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+
+from pydantic import BaseModel, ConfigDict
+
+from models.schema.instance import Instance
+from models.serving.replica import Limit
+from solver.analysis.capacity_report import GpuCountRouting, gpu_count_routing
+from solver.analysis.levers import LeverResult
+from solver.backends import get_backend
+from solver.candidates.table import CandidateTable
+from solver.decompose.by_workload import optimise
+from solver.decompose.parallel import processes_for, worth_parallel
+from solver.plan.schema import Binding, MaybeMoney, Money, Plan, SimplicityCost
+from solver.program.build import FleetProgram
+from solver.program.families import FAMILIES
+from solver.program.lp import Sense, SolveResult, Termination
+from solver.program.row_names import ReplicasColumn
+from solver.readback.assign import gpu_use, integral, replica_counts
+from solver.readback.groups import group_gpus
+from solver.readback.pricing import is_idle, is_tight
+from solver.settings import SolveSettings
+from solver.simulate.effects import PoolEffects
+from solver.solve import Solved, simplicity_cost, solve_program
+
+Progress = Callable[[str], None]
+"""Called with one line each time a re-solve ends (e.g. `alternative 3 of 8: ...`)."""
+
+MAX_ALTERNATIVES = 40
+"""Pools beyond this many are not re-solved one by one (explain stays interactive)."""
+
+_FROZEN = ConfigDict(extra="forbid", frozen=True)
+
+
+class Utilisation(BaseModel):
+    """Load against capacity of one phase in one scenario."""
+
+    model_config = _FROZEN
+
+    scenario: str
+    workload: str
+    region: str
+    phase: str
+    load_requests_per_s: float
+    capacity_requests_per_s: float
+    utilisation: float
+
+
+class LimitNote(BaseModel):
+    """What limits one chosen configuration, in the performance model's words."""
+
+    model_config = _FROZEN
+
+    workload: str
+    region: str
+    configuration: str
+    count: int
+    requests_per_s_per_replica: float
+    limit: Limit
+    reason: str
+
+
+class Alternative(BaseModel):
+    """The cost of doing without one chosen pool."""
+
+    model_config = _FROZEN
+
+    workload: str
+    region: str
+    configuration: str
+    count: int
+    cost_without_per_month: MaybeMoney
+    """Optimal cost with the configuration excluded from the region (None: no plan)."""
+    extra_cost_per_month: MaybeMoney
+    replaced_by: tuple[str, ...]
+    """Pools of the workload in the region in the re-solved plan, as `count x label`."""
+
+
+class FamilySlack(BaseModel):
+    """How tight one constraint family is at the plan."""
+
+    model_config = _FROZEN
+
+    family: str
+    description: str
+    unit: str
+    rows: int
+    tight_rows: int
+    min_slack: float
+
+
+class Explanation(BaseModel):
+    """The plan with the reasons behind it."""
+
+    model_config = _FROZEN
+
+    instance: str
+    status: str
+    """The plan's status: "optimal", or "feasible (gap X%)" (solver.plan.schema.plan_status)."""
+    cost_per_month: Money
+    binding: tuple[Binding, ...]
+    shadow_price_note: str
+    utilisation: tuple[Utilisation, ...]
+    limits: tuple[LimitNote, ...]
+    alternatives: tuple[Alternative, ...]
+    alternative_method: str
+    families: tuple[FamilySlack, ...]
+    plan: Plan
+    levers: tuple[LeverResult, ...] = ()
+    """Levers ranked by dollars (`solver.analysis.levers`), when asked for."""
+    gpu_count_routing: tuple[GpuCountRouting, ...] = ()
+    """Pools of one workload and region on several configurations, routed by GPU count
+    instead of by capacity (solver.analysis.capacity_report): what the slower pool's p99 becomes."""
+    engine_effects: tuple[PoolEffects, ...] = ()
+    """Per simulated pool, which engine effects (batching, preemption, chunked-prefill
+    interference, head-of-line blocking) bind its p99 (solver.simulate.effects: a short
+    fixed-seed replay, each effect switched off in turn)."""
+    engine_effects_method: str = ""
+
+
+ALTERNATIVE_METHOD = (
+    "re-solve with the configuration excluded from the region (its replicas fixed at 0), "
+    "same backend and failure policy, to within a 1% gap (solver.settings.COMPARISON_GAP)"
+)
+ALTERNATIVES_TIME_SHARE = 0.8
+"""Share of the time left that explain's alternative re-solves take, split evenly over
+the pools still to re-solve; the rest keeps room for what the limit on configurations
+per pool costs and for rendering, so that explain answers within its time limit."""
+PARALLEL_MIN_LEFT_S = 20.0
+"""Time left below which the re-solves run in this process: starting worker processes
+(an interpreter and the solver library each, seconds on a loaded machine) would eat the
+shares of a tight deadline, and a re-solve ending past it fails the whole explanation."""
+UNPROVEN_ALTERNATIVE = "(not proven within its share of the time limit: the cost is an upper bound)"
+ALTERNATIVES_SKIPPED = (
+    "skipped: the plan is {status}, not proven optimal, so a re-solve without a pool "
+    "may cost less than the plan itself and the difference means nothing"
+)
+
+
+def explain(
+    instance: Instance, settings: SolveSettings | None = None, progress: Progress | None = None
+) -> Explanation:
+    """Solve the instance and explain the plan.
+
+    Raises:
+        Infeasible, NoSolution: as `solver.solve.solve`.
+    """
+    return explain_solved(solve_program(instance, settings), progress)
+
+
+def explain_solved(solved: Solved, progress: Progress | None = None) -> Explanation:
+    """The explanation of an already solved program, within the run's deadline.
+
+    A plan that is not proven optimal (`Plan.optimal`) gets no alternatives: its cost is
+    only an upper bound, so "extra $/month without this pool" could be negative.
+
+    Args:
+        solved: The solved program (solver.solve.solve_program).
+        progress: Told of each re-solve as it ends; None: nothing is told.
+
+    Raises:
+        TimeLimitReached: the deadline passed during the re-solves (stage "explain").
+    """
+    plan = solved.plan
+    alternatives: tuple[Alternative, ...] = ()
+    if plan.optimal:
+        alternatives, simplicity = _resolves(solved, progress or (lambda _line: None))
+        if plan.simplicity is None:
+            plan = plan.model_copy(update={"simplicity": simplicity})
+    return Explanation(
+        instance=plan.instance,
+        status=plan.status,
+        cost_per_month=plan.cost_per_month or 0.0,
+        binding=plan.binding,
+        shadow_price_note=plan.shadow_price_note,
+        utilisation=tuple(
+            Utilisation(
+                scenario=scenario.name,
+                workload=row.workload,
+                region=row.region,
+                phase=row.phase,
+                load_requests_per_s=row.load_requests_per_s,
+                capacity_requests_per_s=row.capacity_requests_per_s,
+                utilisation=row.utilisation,
+            )
+            for scenario in plan.scenarios
+            for row in scenario.pools
+        ),
+        limits=_limits(solved),
+        alternatives=alternatives,
+        alternative_method=ALTERNATIVE_METHOD
+        if plan.optimal
+        else ALTERNATIVES_SKIPPED.format(status=plan.status),
+        families=_family_slack(solved),
+        plan=plan,
+        gpu_count_routing=gpu_count_routing(solved.program.sets.instance, plan),
+        **_engine_effects(solved.program.sets.instance, plan),
+    )
+
+
+def _engine_effects(instance: Instance, plan: Plan) -> dict:
+    """The engine effects of the plan's pools at its load, or nothing for a plan the
+    simulator cannot replay."""
+    from solver.simulate.effects import (
+        BIND_SHARE,
+        EXPLAIN_DURATION_S,
+        EXPLAIN_SEED,
+        engine_effects,
+    )
+
+    try:
+        rows = engine_effects(instance, plan)
+    except ValueError:
+        return {}
+    return {
+        "engine_effects": rows,
+        "engine_effects_method": (
+            f"simulated {EXPLAIN_DURATION_S:g} s of arrivals per pool at the plan's load "
+            f"(scenario none, seed {EXPLAIN_SEED}), once with every effect on and once "
+            "with each off; an effect binds when switching it off lowers the pool's p99 "
+            f"by {BIND_SHARE:.0%} or more"
+        ),
+    }
+
+
+def _limits(solved: Solved) -> tuple[LimitNote, ...]:
+    sets = solved.program.sets
+    notes = []
+    for pool in solved.plan.replicas:
+        if pool.shared:
+            continue  # a shared group: its limit is in the plan entry (solver.colocation.groups)
+        candidate = sets.table.find(pool.workload, pool.key)
+        curve = solved.curves[(pool.workload, candidate.key)]
+        physics = curve.physics(pool.count)  # in a pool of its real size
+        notes.append(
+            LimitNote(
+                workload=pool.workload,
+                region=pool.region,
+                configuration=pool.label,
+                count=pool.count,
+                requests_per_s_per_replica=physics.requests_per_s,
+                limit=physics.limit,
+                reason=physics.reason,
+            )
+        )
+    return tuple(notes)
+
+
+def _resolves(
+    solved: Solved, progress: Progress
+) -> tuple[tuple[Alternative, ...], SimplicityCost | None]:
+    """Every chosen pool's alternative and what the limit on configurations costs, the
+    re-solves side by side in worker processes (one solver thread each) when there are
+    several and a second core, else one after the other here."""
+    program, plan = solved.program, solved.plan
+    comparison = solved.settings.for_comparison()
+    pools = [p for p in plan.replicas if not p.shared][:MAX_ALTERNATIVES]
+    wants_simplicity = plan.simplicity is None
+    jobs = len(pools) + wants_simplicity
+    processes = processes_for(jobs) if worth_parallel([program.lp] * jobs) else 1
+    left = solved.settings.remaining_s()
+    if left is not None and left < PARALLEL_MIN_LEFT_S:
+        processes = 1  # no time to start workers: the shares below would be eaten by it
+    names = [
+        ReplicasColumn(
+            p.workload, solved.program.sets.table.find(p.workload, p.key).key, p.region
+        ).name()
+        for p in pools
+    ]
+    results: dict[int, SolveResult] = {}
+    simplicity = None
+    done = 0
+    progress(f"explain: {jobs} re-solves, {processes} at a time")
+
+    def told(what: str) -> None:
+        nonlocal done
+        done += 1
+        progress(f"explain: {done} of {jobs} re-solves done ({what})")
+
+    def share_s(not_started: int) -> float | None:
+        """Time of one re-solve about to start: what is left, shared evenly over the
+        rounds of re-solves not yet started (this one included), `processes` a round."""
+        left = solved.settings.remaining_s()
+        rounds = max(math.ceil(not_started / processes), 1)
+        return None if left is None else ALTERNATIVES_TIME_SHARE * left / rounds
+
+    if processes <= 1:
+        backend = get_backend(solved.settings.backend)
+        for index, var in enumerate(names):
+            solved.settings.check("explain")
+            bounds = {var: (0.0, 0.0)}
+            limited = comparison.limited(share_s(jobs - done))
+            results[index] = optimise(program, backend, limited, bounds).result
+            told(f"without {pools[index].label} in {pools[index].region}")
+        if wants_simplicity:
+            solved.settings.check("explain")
+            limited = comparison.limited(share_s(1))
+            simplicity = _simplicity(program, plan, limited, program.sets.table)
+            told("with the limit on configurations per pool lifted")
+    else:
+        # Handed out as workers free up, each with its share of what is left then.
+        waiting = list(range(len(names))) + ([-1] if wants_simplicity else [])
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=processes, mp_context=context) as pool:
+            running: dict[Future, int] = {}
+
+            def hand_out() -> None:
+                while waiting and len(running) < processes:
+                    limited = comparison.limited(share_s(len(waiting)))
+                    index = waiting.pop(0)
+                    if index < 0:
+                        table = program.sets.table
+                        future = pool.submit(_simplicity, program, plan, limited, table)
+                    else:
+                        future = pool.submit(_resolve_without, program, limited, names[index])
+                    running[future] = index
+
+            hand_out()
+            while running:
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    index = running.pop(future)
+                    found = future.result()
+                    solved.settings.check("explain")  # past the deadline, a worker gives None
+                    if index < 0:
+                        simplicity = found
+                        told("with the limit on configurations per pool lifted")
+                    else:
+                        results[index] = found
+                        told(f"without {pools[index].label} in {pools[index].region}")
+                hand_out()
+    solved.settings.check("explain")
+    alternatives = tuple(_alternative(solved, p, results[i]) for i, p in enumerate(pools))
+    return alternatives, simplicity
+
+
+def _resolve_without(program: FleetProgram, settings: SolveSettings, var: str) -> SolveResult:
+    """The program re-solved with one pool's replicas fixed at 0 (in a worker: one
+    solver thread, workload programs one after the other)."""
+    backend = get_backend(settings.backend)
+    return optimise(
+        program, backend, settings.limited(settings.time_limit_s), {var: (0.0, 0.0)}
+    ).result
+
+
+def _simplicity(
+    program: FleetProgram, plan: Plan, settings: SolveSettings, table: CandidateTable
+) -> SimplicityCost | None:
+    """What the limit on configurations per pool costs (solver.solve.simplicity_cost)."""
+    return simplicity_cost(program.sets.instance, plan, settings, table)
+
+
+def _alternative(solved: Solved, pool, result: SolveResult) -> Alternative:
+    """What doing without one chosen pool costs, from its re-solve's result."""
+    program, plan = solved.program, solved.plan
+    sets = program.sets
+    if result.termination.has_solution:
+        values = integral(program, result.values)
+        counts = replica_counts(sets, values)
+        shared = group_gpus(program, values)
+        cost = sum(use.cost_per_month for use in gpu_use(sets, counts, shared))
+        extra = cost - (plan.cost_per_month or 0.0)
+        replaced_by = tuple(
+            f"{counts[key]} x {p.candidate.label}"
+            for p in sets.pools_at.get((pool.workload, pool.region), ())
+            if (key := (pool.workload, p.candidate.key, pool.region)) in counts
+        )
+        if result.termination is not Termination.OPTIMAL:
+            replaced_by += (UNPROVEN_ALTERNATIVE,)
+    else:
+        cost = extra = None
+        replaced_by = (
+            "no plan without it"
+            if result.termination is Termination.INFEASIBLE
+            else f"no plan found ({result.termination})",
+        )
+    return Alternative(
+        workload=pool.workload,
+        region=pool.region,
+        configuration=pool.label,
+        count=pool.count,
+        cost_without_per_month=cost,
+        extra_cost_per_month=extra,
+        replaced_by=replaced_by,
+    )
+
+
+def _family_slack(solved: Solved) -> tuple[FamilySlack, ...]:
+    """Per reported family: rows in use, rows tight at the plan, the smallest slack."""
+    values = integral(solved.program, solved.result.values)
+    rows: dict[str, list[tuple[float, bool]]] = defaultdict(list)
+    for row in solved.program.lp.constraints.values():
+        shown = FAMILIES[row.family].reported and row.sense is not Sense.EQ
+        if shown and not is_idle(row, values):
+            rows[row.family].append((row.slack(values), is_tight(row, values)))
+    return tuple(
+        FamilySlack(
+            family=name,
+            description=FAMILIES[name].description,
+            unit=FAMILIES[name].dual_unit,
+            rows=len(found),
+            tight_rows=sum(tight for _, tight in found),
+            min_slack=min(slack for slack, _ in found),
+        )
+        for name, found in rows.items()
+    )

@@ -1,0 +1,318 @@
+"""Levers ranked by dollars: the plan re-solved with one change at a time.
+
+Shadow prices say where to look (the marginal $ of one more unit of a right-hand side);
+a lever is a discrete change of the question itself, and only a re-solve says what it is
+worth. Each lever is a pure function Instance -> Instance (or None where it does not
+apply): the instance's set keys are dumped, one thing changed, and the result validated
+again as a new Instance (`models.io.loading.validate_instance`), so a lever's instance is
+exactly what a user would get by editing the file the same way.
+
+The levers (names are what the report shows):
+
+- `prefix-cache hit +10 points`: every workload's prefix-cache hit rate + 0.10 (capped
+  below 1).
+- `fp8 KV` / `fp4 KV`: every model's KV cache one precision step below what it uses now
+  (the default KV rule: the weight precision, never below fp8).
+- `precision one step down`: every model may also use the next lower weight precision.
+- `TTFT +20%` / `TPOT +20%`: every workload's p99 target looser by 20%.
+- `allow disaggregation`, `allow co-location`: the policy switch turned on.
+- `credit TPOT pooling`: `policy.credit_tpot_pooling` on, so TPOT-limited pools are
+  credited what they carry at their size; its saving is what the default's lone-replica
+  credit costs (not a change to the fleet's world, a finer program).
+- `allow GPU_NAME`: a catalog GPU type the instance does not offer, offered in every
+  region at its catalog price, up to the largest supply the region has of any type.
+- `drop survive: X`: the failure policy's single-failure requirement removed.
+
+Re-solves run in a spawn-context process pool with one solver thread each (DESIGN.md,
+"Scale") when there is more than one and `jobs` > 1.
+"""
+
+import multiprocessing
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from models.io.loading import validate_instance
+from models.physics import catalog
+from models.physics.precision import Precision
+from models.schema.errors import InputError
+from models.schema.instance import Instance, Survive
+from solver.errors import Infeasible, NoSolution, PlanRejected
+from solver.settings import SolveSettings
+from solver.solve import solve
+
+HIT_RATE_STEP = 0.10
+"""Prefix-cache hit-rate lever: ten points more of the prompt served from cache."""
+HIT_RATE_CEILING = 0.99
+"""The hit rate a lever raises to at most (1 would mean no prefill at all)."""
+SLO_LOOSENING = 1.2
+"""TTFT and TPOT levers: the p99 target times 1.2 (20% looser)."""
+_LOWER = {Precision.BF16: Precision.FP8, Precision.FP8: Precision.FP4}
+
+Transform = Callable[[Instance], Instance | None]
+
+
+@dataclass(frozen=True)
+class Lever:
+    """A named instance transformation."""
+
+    name: str
+    apply: Transform
+
+
+class LeverResult(BaseModel):
+    """One lever's re-solve."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    lever: str
+    cost_per_month: float | None
+    """The re-solved plan's cost; None when it has no plan (status says why)."""
+    saving_per_month: float | None
+    """Base cost minus the lever's cost (negative: the lever costs more)."""
+    status: str = "solved"
+    """solved | infeasible | no_solution | rejected | bad_input"""
+    total_gpus: int | None = None
+
+
+def _edited(instance: Instance, edit: Callable[[dict[str, Any]], bool]) -> Instance | None:
+    """The instance with `edit` applied to its set keys, validated again; None when
+    `edit` says it changed nothing."""
+    data = instance.model_dump(mode="json", exclude_unset=True)
+    if not edit(data):
+        return None
+    return validate_instance(data, f"{instance.name} (lever)")
+
+
+def _workloads(data: dict[str, Any]) -> list[dict[str, Any]]:
+    return data["workloads"]
+
+
+def more_prefix_hits(instance: Instance) -> Instance | None:
+    """Every workload's prefix-cache hit rate + 10 points (at most 0.99)."""
+
+    def edit(data: dict[str, Any]) -> bool:
+        changed = False
+        for entry, workload in zip(_workloads(data), instance.workloads, strict=True):
+            hit = min(workload.prefix_cache_hit_rate + HIT_RATE_STEP, HIT_RATE_CEILING)
+            if hit > workload.prefix_cache_hit_rate:
+                entry["prefix_cache_hit_rate"] = hit
+                changed = True
+        return changed
+
+    return _edited(instance, edit)
+
+
+def current_kv_precision(instance: Instance, model: str) -> Precision:
+    """The lowest KV precision a model's replicas can use today: its `kv_precision`, else
+    its lowest weight precision but never below fp8 (the default KV rule)."""
+    entry = instance.model_entry(model)
+    if entry.kv_precision is not None:
+        return entry.kv_precision
+    lowest = min(entry.weight_precisions, key=lambda p: p.bytes_per_element)
+    return Precision.FP8 if lowest is Precision.FP4 else lowest
+
+
+def lower_kv(instance: Instance) -> Instance | None:
+    """Every model's KV cache one precision step down (bf16 -> fp8 -> fp4)."""
+
+    def edit(data: dict[str, Any]) -> bool:
+        changed = False
+        for entry in data["models"]:
+            lower = _LOWER.get(current_kv_precision(instance, entry["name"]))
+            if lower is not None:
+                entry["kv_precision"] = str(lower)
+                changed = True
+        return changed
+
+    return _edited(instance, edit)
+
+
+def lower_kv_name(instance: Instance) -> str:
+    """`fp8 KV` or `fp4 KV`: what `lower_kv` moves the first model to."""
+    lower = _LOWER.get(current_kv_precision(instance, instance.models[0].name), Precision.FP4)
+    return f"{lower} KV"
+
+
+def precision_step_down(instance: Instance) -> Instance | None:
+    """Every model may also use the weight precision one step below its lowest."""
+
+    def edit(data: dict[str, Any]) -> bool:
+        changed = False
+        for entry, model in zip(data["models"], instance.models, strict=True):
+            lowest = min(model.weight_precisions, key=lambda p: p.bytes_per_element)
+            lower = _LOWER.get(lowest)
+            if lower is not None and not model.is_adapter:
+                entry["weight_precisions"] = [*map(str, model.weight_precisions), str(lower)]
+                changed = True
+        return changed
+
+    return _edited(instance, edit)
+
+
+def looser_slo(key: str) -> Transform:
+    """A lever making every workload's `slo.<key>` 20% looser."""
+
+    def apply(instance: Instance) -> Instance | None:
+        def edit(data: dict[str, Any]) -> bool:
+            changed = False
+            for entry in _workloads(data):
+                target = entry.get("slo", {}).get(key)
+                if target is not None:
+                    entry["slo"][key] = target * SLO_LOOSENING
+                    changed = True
+            return changed
+
+        return _edited(instance, edit)
+
+    return apply
+
+
+def policy_switch(key: str) -> Transform:
+    """A lever turning `policy.<key>` on."""
+
+    def apply(instance: Instance) -> Instance | None:
+        if getattr(instance.policy, key):
+            return None
+        if key == "colocation" and len(instance.workloads) < 2:
+            return None  # one workload has nobody to share with
+
+        def edit(data: dict[str, Any]) -> bool:
+            data.setdefault("policy", {})[key] = True
+            return True
+
+        return _edited(instance, edit)
+
+    return apply
+
+
+def allow_gpu(gpu: str) -> Transform:
+    """A lever offering catalog GPU `gpu` in every region at its catalog price, up to the
+    largest supply (`max_gpus`) the region offers of any type."""
+
+    def apply(instance: Instance) -> Instance | None:
+        if any(entry.name == gpu for entry in instance.gpus):
+            return None
+
+        def edit(data: dict[str, Any]) -> bool:
+            data["gpus"].append({"name": gpu})
+            changed = False
+            for entry, region in zip(data["regions"], instance.regions, strict=True):
+                largest = max((s.max_gpus for s in region.supply.values()), default=0)
+                if largest:
+                    entry.setdefault("supply", {})[gpu] = {"max_gpus": largest}
+                    changed = True
+            return changed
+
+        return _edited(instance, edit)
+
+    return apply
+
+
+def drop_failure_requirement(instance: Instance) -> Instance | None:
+    """The policy's single-failure requirement removed (`survive: none`)."""
+    if instance.policy.survive is Survive.NONE:
+        return None
+
+    def edit(data: dict[str, Any]) -> bool:
+        data["policy"]["survive"] = str(Survive.NONE)
+        return True
+
+    return _edited(instance, edit)
+
+
+def levers_for(instance: Instance) -> list[Lever]:
+    """Every lever that applies to the instance, in the module docstring's order."""
+    levers = [
+        Lever("prefix-cache hit +10 points", more_prefix_hits),
+        Lever(lower_kv_name(instance), lower_kv),
+        Lever("precision one step down", precision_step_down),
+        Lever("TTFT +20%", looser_slo("ttft_p99_ms")),
+        Lever("TPOT +20%", looser_slo("tpot_p99_ms")),
+        Lever("allow disaggregation", policy_switch("disaggregation")),
+        Lever("allow co-location", policy_switch("colocation")),
+        Lever("credit TPOT pooling", policy_switch("credit_tpot_pooling")),
+        *(Lever(f"allow {gpu}", allow_gpu(gpu)) for gpu in catalog.gpu_catalog()),
+        Lever(f"drop survive: {instance.policy.survive}", drop_failure_requirement),
+    ]
+    return [lever for lever in levers if lever.apply(instance) is not None]
+
+
+def solve_lever(
+    name: str, instance: Instance, base_cost: float, backend: str | None
+) -> LeverResult:
+    """Solve a lever's instance with one solver thread; every ending is a LeverResult."""
+    settings = SolveSettings.of(instance, backend=backend, threads=1)
+    try:
+        plan = solve(instance, settings)
+    except Infeasible:
+        return LeverResult(
+            lever=name, cost_per_month=None, saving_per_month=None, status="infeasible"
+        )
+    except NoSolution:
+        return LeverResult(
+            lever=name, cost_per_month=None, saving_per_month=None, status="no_solution"
+        )
+    except PlanRejected:
+        return LeverResult(
+            lever=name, cost_per_month=None, saving_per_month=None, status="rejected"
+        )
+    cost = plan.cost_per_month or 0.0
+    return LeverResult(
+        lever=name,
+        cost_per_month=cost,
+        saving_per_month=base_cost - cost,
+        total_gpus=plan.total_gpus,
+    )
+
+
+def rank_levers(
+    instance: Instance,
+    base_cost: float,
+    backend: str | None = None,
+    jobs: int = 1,
+    on_done: Callable[[LeverResult], None] | None = None,
+) -> tuple[LeverResult, ...]:
+    """Every applicable lever re-solved, largest saving first (no plan: last).
+
+    Args:
+        instance: The base instance.
+        base_cost: The base plan's $/month (what savings are measured from).
+        backend: Solver backend (default: the instance's).
+        jobs: Re-solves in parallel (spawn-context processes, one solver thread each).
+        on_done: Called with each result as it finishes (progress).
+    """
+    work = []
+    for lever in levers_for(instance):
+        try:
+            changed = lever.apply(instance)
+        except InputError:
+            continue  # the change makes an invalid instance: not a lever here
+        if changed is not None:
+            work.append((lever.name, changed))
+    results: list[LeverResult] = []
+    if jobs <= 1 or len(work) <= 1:
+        for name, changed in work:
+            results.append(solve_lever(name, changed, base_cost, backend))
+            if on_done:
+                on_done(results[-1])
+    else:
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            futures = [
+                pool.submit(solve_lever, name, changed, base_cost, backend)
+                for name, changed in work
+            ]
+            for future in as_completed(futures):
+                results.append(future.result())
+                if on_done:
+                    on_done(results[-1])
+    return tuple(sorted(results, key=_rank))
+
+
+def _rank(result: LeverResult) -> tuple[bool, float, str]:
+    saving = result.saving_per_month
+    return (saving is None, -(saving or 0.0), result.lever)

@@ -1,0 +1,341 @@
+"""Pool math, in one place: the capacity curve q(n), the pooling ladder, the largest
+useful pool and the tiers the program credits.
+
+A pool is the replicas of one candidate serving one workload in one region, behind one
+router: their prompts share one queue (M/G/c, `models.serving.capacity`, "Pools"), so the
+capacity per replica q(n) rises with the pool size n, towards the ceiling q(inf) of an
+unlimited pool. What survives a failure (n - 1, n - ceil(n / Z)) is a world rule and
+lives in `models.serving.pooling`.
+
+The physics is asked here only, at two moments of the pipeline, and tabulated:
+
+- at enumeration (`tabulate_curve`): q(1), the ceiling, and q at the sizes the program
+  can use: the ladder's sizes P_k and their survivors P_k - 1 and P_k - ceil(P_k / Z)
+  for the instance's zone counts Z;
+- after the solve (`assess_pools`): q at the chosen pools' real sizes and their
+  survivors, for the plan's report.
+
+Between tabulated sizes a `PoolCurve` answers with the largest tabulated size at or
+below n: q never falls as n grows, so that is a lower bound, and at the sizes the
+program uses it is exact.
+
+The ladder (`pool_ladder`): pool sizes 2, 4, 8, ... at which the capacity per replica
+has risen by at least `POOL_STEP_GAIN` over the last size kept, up to the largest pool
+worth having (`largest_pool`). The tiers (`pool_tiers`): the ladder's steps a pool in one
+region can use, each with its gain at full strength, less one replica and less a zone
+(solver.program.families.pooling credits them).
+"""
+
+import math
+from dataclasses import dataclass, replace
+
+from models.operations.scenarios import failover_targets
+from models.operations.site import demand_factor
+from models.physics.efficiency import Efficiency, efficiency_for
+from models.schema.instance import Instance
+from models.serving.capacity import (
+    UNLIMITED_POOL,
+    holds_at_tighter_ttft,
+    pooling_can_lift,
+    replica_capacity,
+)
+from models.serving.pooling import planning_capacity, spare_survivors, zone_survivors
+from models.serving.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, TrafficMix
+
+POOL_STEP_GAIN = 0.02
+"""A pool size joins a candidate's ladder when it lifts the capacity per replica by at
+least this fraction over the last size kept (smaller gains are not worth a binary)."""
+POOL_LADDER_MAX_REPLICAS = 4096
+"""Largest pool size the ladder looks at (a power of two)."""
+
+
+@dataclass(frozen=True)
+class PoolStep:
+    """A pool size and the capacity per replica at the SLO of a pool that large."""
+
+    replicas: int
+    requests_per_s: float
+
+
+@dataclass(frozen=True)
+class PoolCurve:
+    """q(n) of one candidate, tabulated: the physics of one replica in a pool of n.
+
+    `points` holds (n, physics) for n = 1 and every size evaluated, increasing; a size
+    not tabulated reads the largest tabulated size below it (a lower bound: q never
+    falls as n grows)."""
+
+    points: tuple[tuple[int, ReplicaCapacity], ...]
+    ceiling_requests_per_s: float
+    """q(inf): capacity per replica of an unlimited pool (above every size's)."""
+
+    @classmethod
+    def flat(cls, lone: ReplicaCapacity) -> "PoolCurve":
+        """The curve of a replica whose capacity pooling cannot lift: q(n) = q(1)."""
+        return cls(((1, lone),), planning_capacity(lone))
+
+    @property
+    def lone(self) -> ReplicaCapacity:
+        """The physics of a lone replica (pool of 1)."""
+        return self.points[0][1]
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """The tabulated pool sizes, increasing."""
+        return tuple(n for n, _ in self.points)
+
+    def physics(self, replicas: int) -> ReplicaCapacity:
+        """The physics of one replica in a pool of `replicas` (tabulated: exact at a
+        tabulated size, the largest tabulated size below it otherwise)."""
+        found = self.points[0][1]
+        for n, capacity in self.points:
+            if n > replicas:
+                break
+            found = capacity
+        return found
+
+    def requests_per_s(self, replicas: int) -> float:
+        """q(n): capacity per replica at the SLO in a pool of `replicas` (0 when empty)."""
+        if replicas < 1:
+            return 0.0
+        return planning_capacity(self.physics(replicas))
+
+    def with_points(self, points: dict[int, ReplicaCapacity]) -> "PoolCurve":
+        """This curve with more tabulated sizes."""
+        merged = dict(self.points) | points
+        return PoolCurve(tuple(sorted(merged.items())), self.ceiling_requests_per_s)
+
+
+@dataclass(frozen=True)
+class PoolPhysics:
+    """What the physics needs to evaluate one configuration at any pool size."""
+
+    config: ReplicaConfig
+    mix: TrafficMix
+    targets: LatencyTargets
+    efficiency: Efficiency
+    credit_tpot: bool = False
+    """Whether a TPOT-limited candidate gets a pool ladder (`policy.credit_tpot_pooling`,
+    `models.serving.capacity.pooling_can_lift`)."""
+
+    def at(self, replicas: float) -> ReplicaCapacity:
+        """The physics of one replica in a pool of `replicas` behind one queue."""
+        return replica_capacity(self.config, self.mix, self.targets, self.efficiency, replicas)
+
+
+def physics_of(instance: Instance, workload: str, config: ReplicaConfig) -> PoolPhysics:
+    """The physics inputs of a configuration serving a workload of the instance."""
+    entry = next(w for w in instance.workloads if w.name == workload)
+    return PoolPhysics(
+        config,
+        TrafficMix.of(entry, instance.policy.prefix_affinity),
+        LatencyTargets.of(entry.slo),
+        efficiency_for(config.gpu, config.weight_precision, instance.efficiency, instance.engine),
+        instance.policy.credit_tpot_pooling,
+    )
+
+
+def failover_curve(physics: PoolPhysics, curve: PoolCurve, rtt_ms: float) -> PoolCurve:
+    """The curve of a configuration while it serves users rerouted from `rtt_ms` away:
+    q'(n) at every tabulated size, q' the capacity per replica at
+    `models.operations.scenarios.failover_targets` (the TTFT target less the round trip). The
+    program credits a pool in such a scenario with the same steps on this curve
+    (solver.program.families.pooling: q'(P_j) n <= q'(n) n, q' never falling as n grows)."""
+    tighter = replace(physics, targets=failover_targets(physics.targets, rtt_ms))
+    points = tuple(
+        (n, c if holds_at_tighter_ttft(c, tighter.targets) else tighter.at(n))
+        for n, c in curve.points
+    )
+    return PoolCurve(points, max(planning_capacity(c) for _, c in points))
+
+
+def lone_curve(physics: PoolPhysics, lone: ReplicaCapacity) -> PoolCurve:
+    """q(1) and the ceiling q(inf) of a configuration (flat when pooling cannot lift it):
+    what pruning compares, before any ladder."""
+    if not pooling_can_lift(lone, physics.mix, physics.credit_tpot):
+        return PoolCurve.flat(lone)
+    ceiling = planning_capacity(physics.at(UNLIMITED_POOL))
+    return PoolCurve(((1, lone),), max(ceiling, planning_capacity(lone)))
+
+
+def tabulate_curve(
+    physics: PoolPhysics, curve: PoolCurve, largest: int, zone_counts: tuple[int, ...]
+) -> tuple[PoolCurve, tuple[PoolStep, ...]]:
+    """A candidate's curve and ladder, from the physics, once.
+
+    Evaluates the sizes 2, 4, 8, ... the ladder looks at (up to `largest`), then the
+    survivors of every kept step (P - 1, and P - ceil(P / Z) for each zone count in
+    `zone_counts`), so that the program never needs another size.
+    """
+    if not pooling_can_lift(curve.lone, physics.mix, physics.credit_tpot):
+        return curve, ()
+    points: dict[int, ReplicaCapacity] = dict(curve.points)
+
+    def q(replicas: int) -> float:
+        if replicas not in points:
+            points[replicas] = physics.at(replicas)
+        return planning_capacity(points[replicas])
+
+    ladder = pool_ladder(q, q(1), curve.ceiling_requests_per_s, largest)
+    for step in ladder:
+        q(max(spare_survivors(step.replicas), 1))
+        for zones in zone_counts:
+            q(max(zone_survivors(step.replicas, zones), 1))
+    return curve.with_points(points), ladder
+
+
+def pool_ladder(
+    q, lone_requests_per_s: float, ceiling_requests_per_s: float, max_replicas: int
+) -> tuple[PoolStep, ...]:
+    """The pool sizes worth crediting a candidate with.
+
+    Sizes 2, 4, 8, ... up to `max_replicas`; a size is kept when its capacity per
+    replica `q(size)` beats the last kept (q(1) first) by `POOL_STEP_GAIN`, and the
+    search stops once nothing left below the unlimited-pool ceiling could. Empty when
+    q(1) is already within the gain of the ceiling (the wait does not bind).
+
+    One more doubling is kept after the last step when that step's pool less one
+    replica falls back by the gain (q(P - 1) below q(P)): the program credits a pool
+    that lost a replica at its top step's survivors, so without it a pool of any size
+    above P would be credited q(P - 1) in the one-replica-lost row (a ladder that
+    stops at P = 2 credits q(1)), although its survivors still hold the ceiling.
+    """
+    steps: list[PoolStep] = []
+    last = lone_requests_per_s
+    size = 2
+    while size <= max_replicas and ceiling_requests_per_s > last * (1 + POOL_STEP_GAIN):
+        rate = q(size)
+        if rate >= last * (1 + POOL_STEP_GAIN):
+            steps.append(PoolStep(size, rate))
+            last = rate
+        size *= 2
+    if steps and steps[-1].replicas * 2 <= max_replicas:
+        top = steps[-1]
+        if q(max(top.replicas - 1, 1)) * (1 + POOL_STEP_GAIN) < top.requests_per_s:
+            steps.append(PoolStep(top.replicas * 2, q(top.replicas * 2)))
+    return tuple(steps)
+
+
+def largest_pool(instance: Instance, workload: str, gpu: str, gpus: int, lone: float) -> int:
+    """The largest pool of a candidate worth crediting anywhere: no more replicas than
+    one region's supply holds, nor than q(1) replicas need to carry all of the
+    workload's demand (with a zone lost and a replica down), which a larger pool could
+    shed and still carry."""
+    per_region = [
+        (region.existing.get(gpu, 0) + supply.max_gpus) // gpus
+        if (supply := region.supply.get(gpu))
+        else region.existing.get(gpu, 0) // gpus
+        for region in instance.regions
+    ]
+    entry = next(w for w in instance.workloads if w.name == workload)
+    demand = sum(level.peak_rps for level in entry.demand.values())
+    demand *= demand_factor(instance) / instance.policy.max_utilization  # as planned
+    zones = max((region.zones for region in instance.regions), default=1)
+    spread = zones / (zones - 1) if zones > 1 else 1.0
+    worth = math.ceil(demand * spread / lone) + 1
+    return min(max(per_region, default=0), worth, POOL_LADDER_MAX_REPLICAS)
+
+
+@dataclass(frozen=True)
+class Tier:
+    """One pooling step of a pool: credited when the pool holds at least `replicas`.
+
+    Each gain is a difference of capacities per replica between this step and the one
+    below (q(1) below the first), so that the credited steps telescope to the capacity
+    per replica of the largest one (solver.program.families.pooling)."""
+
+    replicas: int
+    gain: float
+    """q(P_k) - q(P_{k-1}): the pool at full strength."""
+    spare_gain: float
+    """q(R_k) - q(R_{k-1}), R = max(1, P - 1): the pool less one replica."""
+    zone_gain: float
+    """q(S_k) - q(S_{k-1}), S = max(1, P - ceil(P / zones)): the pool less its fullest
+    zone (0 where the region's zone loss is not a scenario)."""
+
+
+def largest_useful_pool(
+    curve: PoolCurve, ladder: tuple[PoolStep, ...], load: float, zones: int | None, spare: bool
+) -> int:
+    """n_max: the smallest pool that alone carries `load` (the most its region may be
+    sent) in every scenario, credited as the program credits it (the ladder's step at or
+    below its size): n q(t(n)) >= L at full strength; with its fullest zone lost (`zones`
+    given), (n - ceil(n / Z)) q(S(t(n))) >= L; with one replica lost (`spare`),
+    (n - 1) q(R(t(n))) >= L. A larger pool could shed replicas down to n_max and still
+    carry every load in every row, so no pooling step above it, nor credit on more
+    replicas, is ever needed. Each side grows with n, so a bisection between 1 and the
+    pool that carries L at q(1) finds it."""
+    spread = zones / (zones - 1) if zones else 1.0
+    sizes = [1, *(step.replicas for step in ladder)]
+
+    def q(replicas: int) -> float:
+        return curve.requests_per_s(max(replicas, 1))
+
+    def carries(n: int) -> bool:
+        step = max(size for size in sizes if size <= n)
+        if n * q(step) < load:
+            return False
+        if zones and zone_survivors(n, zones) * q(zone_survivors(step, zones)) < load:
+            return False
+        return not (spare and spare_survivors(n) * q(spare_survivors(step)) < load)
+
+    low, high = 1, math.ceil(load * spread / curve.lone.requests_per_s) + 1
+    if not ladder:
+        return high  # no pooling step to credit: the bound is never used
+    while low < high:
+        mid = (low + high) // 2
+        if carries(mid):
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
+def pool_tiers(
+    curve: PoolCurve, ladder: tuple[PoolStep, ...], largest: int, zones: int | None, spare: bool
+) -> tuple[Tier, ...]:
+    """The steps of the candidate's ladder a pool can use: sizes up to `largest` (its
+    supply and its load: see `largest_useful_pool`), with their gains at full strength,
+    less one replica (`spare`) and less its fullest zone (`zones` given)."""
+
+    def q(replicas: int) -> float:  # capacity per replica of a pool that large
+        return curve.requests_per_s(max(replicas, 1))
+
+    tiers = []
+    below = 1
+    for step in ladder:
+        size = step.replicas
+        if size > largest:
+            break
+        tiers.append(
+            Tier(
+                replicas=size,
+                gain=q(size) - q(below),
+                spare_gain=q(spare_survivors(size)) - q(spare_survivors(below)) if spare else 0.0,
+                zone_gain=q(zone_survivors(size, zones)) - q(zone_survivors(below, zones))
+                if zones
+                else 0.0,
+            )
+        )
+        below = size
+    return tuple(tiers)
+
+
+def assess_pools(
+    instance: Instance, chosen: dict[tuple[str, str], tuple[ReplicaConfig, PoolCurve, set[int]]]
+) -> dict[tuple[str, str], PoolCurve]:
+    """The chosen pools' curves, with the physics at the sizes the plan's report needs
+    (each pool's real size and its survivors): (workload, candidate key) -> curve.
+
+    The one place the physics is asked after the solve: the program credited the
+    tabulated steps (a TPOT-limited candidate, without `policy.credit_tpot_pooling`, the
+    lone replica's capacity at every size), the report states what the pools carry at
+    their real sizes."""
+    curves = {}
+    for (w, key), (config, curve, sizes) in chosen.items():
+        missing = sorted(n for n in sizes if n > 1 and n not in curve.sizes)
+        physics = physics_of(instance, w, config)
+        if missing and pooling_can_lift(curve.lone, physics.mix, tpot=True):
+            curve = curve.with_points({n: physics.at(n) for n in missing})
+        curves[(w, key)] = curve
+    return curves

@@ -1,0 +1,482 @@
+"""The candidate table: every replica configuration worth considering, with its capacity.
+
+For each workload w the candidates are the configurations
+
+    (GPU g, weight precision p, TP t, PP s, EP e, DP d, role)
+
+with g offered in some region (supply or existing fleet), p in the model entry's
+`weight_precisions` and supported by g's tensor cores, t in `policy.tensor_parallel`
+dividing the attention heads and within one scale-up domain (t <= gpus_per_node; with
+`policy.buy_unit: node`, each stage's t x d GPUs divide the server, so a replica never
+straddles servers but by its pipeline stages: `models.operations.site.stage_problem`), s in
+`policy.pipeline_parallel` (at most the layer count), e in `policy.expert_parallel` and d
+in `policy.attention_data_parallel` where the expert layout rule holds (an MoE model, e
+dividing t x d and the experts; e = d = 1 always), role unified, plus prefill and
+decode when `policy.disaggregation`. The KV cache is kept at the model entry's
+`kv_precision`, else at p but never below fp8. Each unified and decode configuration
+comes plain and with each option of `policy.speculative` (`models.physics.speculative`), so the
+program turns speculation on per pool; dominance below drops the variant that carries
+less (speculation usually wins at tight TPOT targets and loses at loose ones).
+
+The performance model (`models.serving.capacity.replica_capacity`) gives each one its capacity
+at the SLO, q in requests/s of its own phase, and the factor that limits it. The KV
+transfer of disaggregated serving is a per-replica limit there (a prefill replica's NICs
+ship its own prompts' KV, a decode replica's NICs receive it; limit `interconnect`), not
+an aggregate row over pools in the program: one pool's idle NIC cannot carry another
+pool's KV, so only the per-replica cap is sound.
+
+Kept: configurations that fit and meet the SLO (q > 0). Pruned: dominated ones.
+Within a group of the same GPU type and role (and, for a disaggregated role, the same
+weight precision, since prefill and decode halves pair by it), A dominates B when
+
+    gpus(A) divides gpus(B)   and   (gpus(B) / gpus(A)) x q(A) >= q(B),
+
+that is, B's GPUs regrouped as replicas of A carry at least as much. Any plan using B
+becomes one at the same cost using A (n replicas of B become m n of A, m = gpus(B) /
+gpus(A)), and it survives the same failures: after losing one replica, (m n - 1) q(A)
+>= (n - 1) q(B) remains; after losing a zone, floor(m n (Z-1) / Z) >= m floor(n (Z-1)
+/ Z) replicas of A remain. So pruning never raises the optimum, and the program stays
+small: for each group it keeps the front of capacity per GPU against replica size.
+
+Prefill candidates with no decode candidate of the same precision (and vice versa) are
+dropped: half a pair serves nothing.
+
+Pools. The replicas of one candidate serving one workload in one region sit behind one
+router, so their prompts share one queue (M/G/c) and each replica carries more, the more
+replicas the pool holds (`models.serving.capacity`, "Pools"). Each candidate carries its pool
+curve (solver.candidates.pools.PoolCurve: q(1), the ceiling q(inf) of an unlimited pool, and q at
+every size the program can use, tabulated here once) and its pooling ladder: the pool
+sizes 2, 4, 8, ... at which the capacity per replica has risen by at least
+`POOL_STEP_GAIN` over the last size kept (`PoolStep`; empty when pooling does not matter,
+i.e. when the wait does not bind: TPOT, KV memory or the decode side limits the
+replica), up to the largest pool worth having (`solver.candidates.pools.largest_pool`). The program
+(solver.program.families.pooling) credits a pool with a step only when it holds at least that
+many replicas. Powers of two keep the ladder short (one step per doubling at most) and
+the same in every region.
+
+Failover round trip. A region that may receive users rerouted from R ms away serves its
+whole queue at the TTFT target less R (`models.operations.scenarios`), so each kept candidate also
+carries its curve at every such target (`failover`, at the sizes of its own curve) for
+the program's failover capacity rows.
+
+With pooling, dominance compares the worst of A with the best of B: A dominates B when
+gpus(A) divides gpus(B) and (gpus(B) / gpus(A)) x q_A(1) >= q_B(inf). Then n replicas of
+B, credited at most n q_B(inf) in a pool of any size and in any scenario, become m n
+replicas of A credited at least m n q_A(1) >= n q_B(inf), and the failure arguments above
+hold with q_A(1) and q_B(inf) in place of q(A) and q(B). When the wait does not bind,
+q(inf) = q(1) and this is the rule above; when it binds, pruning is weaker, never wrong.
+"""
+
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any
+
+from models.operations.scenarios import rerouted_rtts
+from models.operations.site import stage_problem
+from models.physics.efficiency import efficiency_for
+from models.physics.llm import LlmSpec
+from models.physics.memory import expert_layout_problem, kv_precision_for
+from models.physics.precision import Precision
+from models.schema.instance import BuyUnit, Instance, Workload
+from models.serving.pooling import planning_capacity
+from models.serving.replica import (
+    LatencyTargets,
+    Limit,
+    ReplicaCapacity,
+    ReplicaConfig,
+    Role,
+    TrafficMix,
+)
+from solver.candidates.pools import (
+    PoolCurve,
+    PoolPhysics,
+    PoolStep,
+    failover_curve,
+    largest_pool,
+    lone_curve,
+    tabulate_curve,
+)
+from solver.errors import Problem
+from solver.plan.schema import configuration_key
+from solver.settings import SolveSettings
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One replica configuration for one workload, with its capacity at the SLO: plain
+    frozen data, evaluated once at enumeration.
+
+    `capacity` is that of a lone replica (pool of 1); `curve` q(n) tabulated at the
+    sizes the program can use (solver.candidates.pools); `ladder` the larger pool sizes worth
+    crediting (see the module docstring).
+    """
+
+    workload: str
+    capacity: ReplicaCapacity
+    curve: PoolCurve
+    ladder: tuple[PoolStep, ...] = ()
+    """Pool sizes > 1, increasing, each with a capacity per replica at least
+    `POOL_STEP_GAIN` above the previous step (or q(1))."""
+    failover: tuple[tuple[float, PoolCurve], ...] = ()
+    """(round trip ms, the curve at the TTFT target less it) for every round trip from
+    which the workload's users may be rerouted to some region in some scenario
+    (`models.operations.scenarios.rerouted_rtts`, `solver.candidates.pools.failover_curve`), at the
+    sizes of `curve`; empty for a table built by hand (its pools are then not charged)."""
+
+    def failover_curve(self, rtt_ms: float) -> PoolCurve | None:
+        """The curve at the TTFT target less `rtt_ms`, or None when not tabulated."""
+        return next((curve for rtt, curve in self.failover if rtt == rtt_ms), None)
+
+    @property
+    def requests_per_s(self) -> float:
+        """Capacity of one lone replica at the SLO (requests/s of its own phase): what
+        a replica carries in a pool of any size, at least."""
+        return self.capacity.requests_per_s
+
+    @property
+    def top_requests_per_s(self) -> float:
+        """The largest capacity per replica the program may credit (top of the ladder)."""
+        return self.ladder[-1].requests_per_s if self.ladder else self.requests_per_s
+
+    @property
+    def ceiling(self) -> float:
+        """Capacity per replica of an unlimited pool (at least the ladder's top)."""
+        return max(self.curve.ceiling_requests_per_s, self.top_requests_per_s)
+
+    def requests_per_s_at(self, pool_replicas: int) -> float:
+        """Capacity per replica at the SLO in a pool of `pool_replicas`, from the
+        tabulated curve (0 for an empty pool)."""
+        return self.curve.requests_per_s(pool_replicas)
+
+    @property
+    def limit(self) -> Limit:
+        """What limits one replica's capacity."""
+        return self.capacity.limit
+
+    @property
+    def config(self) -> ReplicaConfig:
+        """The replica layout."""
+        return self.capacity.config
+
+    @property
+    def gpu(self) -> str:
+        """GPU type name."""
+        return self.config.gpu.name
+
+    @property
+    def precision(self) -> Precision:
+        """Weight precision."""
+        return self.config.weight_precision
+
+    @property
+    def kv_precision(self) -> Precision:
+        """KV-cache precision."""
+        return self.config.kv_precision
+
+    @property
+    def role(self) -> Role:
+        """unified, prefill or decode."""
+        return self.config.role
+
+    @property
+    def gpus(self) -> int:
+        """GPUs per replica (tp x pp)."""
+        return self.config.gpus
+
+    @cached_property
+    def key(self) -> str:
+        """Short, name-safe identifier, e.g. `h100-sxm.fp8.tp4pp1.unified` (written once:
+        every row of the program names it)."""
+        c = self.config
+        speculative = c.speculation.name if c.speculation is not None else None
+        return configuration_key(
+            c.gpu.name, c.weight_precision, c.tp, c.pp, c.role, c.ep, c.dp, speculative
+        )
+
+    @property
+    def label(self) -> str:
+        """Human label, e.g. `h100-sxm fp8 tp4xpp1 unified`."""
+        return self.config.label
+
+    @property
+    def layout_fields(self) -> dict[str, Any]:
+        """The fields of a plan's replica pool (`solver.plan.schema.ReplicaPool`) that name this
+        layout: GPU, precisions, TP x PP (x DP, EP), speculative option and role."""
+        c = self.config
+        return {
+            "gpu": self.gpu,
+            "precision": self.precision,
+            "kv_precision": self.kv_precision,
+            "tp": c.tp,
+            "pp": c.pp,
+            "ep": c.ep,
+            "dp": c.dp,
+            "speculative": c.speculation.name if c.speculation is not None else None,
+            "role": self.role,
+        }
+
+
+@dataclass(frozen=True)
+class CandidateTable:
+    """The kept candidates of every workload, and what was left out."""
+
+    by_workload: dict[str, tuple[Candidate, ...]]
+    evaluated: dict[str, int] = field(default_factory=dict)
+    """Configurations the performance model was asked about, per workload."""
+    usable: dict[str, int] = field(default_factory=dict)
+    """Of those, the ones that fit and meet the SLO."""
+    problems: tuple[Problem, ...] = ()
+    """One per workload that no configuration can serve, with the best value reached."""
+
+    def of(self, workload: str) -> tuple[Candidate, ...]:
+        """The kept candidates of a workload (empty when none)."""
+        return self.by_workload.get(workload, ())
+
+    def find(self, workload: str, key: str) -> Candidate:
+        """The candidate of `workload` with this key (`h100-sxm.fp8.tp4pp1.unified`)."""
+        return next(c for c in self.of(workload) if c.key == key)
+
+
+def offered_gpus(instance: Instance) -> list[str]:
+    """GPU types some region offers (supply entry or existing fleet), in `gpus` order."""
+    offered = {
+        gpu
+        for region in instance.regions
+        for gpu in (*region.supply, *(g for g, n in region.existing.items() if n > 0))
+    }
+    return [entry.name for entry in instance.gpus if entry.name in offered]
+
+
+def configurations(instance: Instance, workload: Workload) -> list[ReplicaConfig]:
+    """Every layout the policy allows for a workload (before any physics)."""
+    entry = instance.model_entry(workload.model)
+    llm = instance.llm_specs[workload.model]
+    policy = instance.policy
+    roles = [Role.UNIFIED]
+    if policy.disaggregation:
+        roles += [Role.PREFILL, Role.DECODE]
+    configs = []
+    whole_servers = policy.buy_unit is BuyUnit.NODE
+    for gpu_name in offered_gpus(instance):
+        gpu = instance.gpu_specs[gpu_name]
+        for precision in entry.weight_precisions:
+            if not gpu.supports(precision):
+                continue
+            kv = kv_precision_for(precision, entry.kv_precision)
+            for tp in sorted(set(policy.tensor_parallel)):
+                if llm.attention_heads % tp or tp > gpu.gpus_per_node:
+                    continue
+                for pp in sorted(set(policy.pipeline_parallel)):
+                    if pp > llm.layers:
+                        continue
+                    for ep, dp in expert_layouts(instance, llm, tp):
+                        if whole_servers and stage_problem(tp, dp, gpu.gpus_per_node):
+                            continue
+                        for role in roles:
+                            plain = ReplicaConfig(gpu, llm, precision, kv, tp, pp, role, ep, dp)
+                            configs.append(plain)
+                            if role is not Role.PREFILL:
+                                configs += [
+                                    replace(plain, speculation=speculation)
+                                    for speculation in instance.speculations.values()
+                                ]
+    return configs
+
+
+def expert_layouts(instance: Instance, llm: LlmSpec, tp: int) -> list[tuple[int, int]]:
+    """The (ep, dp) pairs the policy allows at TP `tp`: ep in `policy.expert_parallel`,
+    dp in `policy.attention_data_parallel`, kept when the layout rule holds
+    (`models.physics.memory.expert_layout_problem`: an MoE model, ep dividing tp x dp and the
+    experts). (1, 1), plain TP, is always kept, so a dense model and the defaults
+    enumerate exactly the TP x PP layouts."""
+    policy = instance.policy
+    pairs = [(1, 1)]
+    for dp in sorted(set(policy.attention_data_parallel)):
+        for ep in sorted(set(policy.expert_parallel)):
+            if (ep, dp) != (1, 1) and expert_layout_problem(llm, tp, ep, dp) is None:
+                pairs.append((ep, dp))
+    return pairs
+
+
+def build_candidates(instance: Instance, settings: SolveSettings | None = None) -> CandidateTable:
+    """Evaluate every configuration of every workload and keep the useful ones.
+
+    A workload that no configuration can serve gets no candidates and a problem in
+    `problems`, naming the best value any configuration reaches against its target
+    (the pipeline reports it with the pre-solve checks, before solving). The physics of
+    each kept candidate is tabulated here (solver.candidates.pools), never asked again.
+
+    Args:
+        instance: The validated instance.
+        settings: The run's settings; their deadline is checked after each configuration
+            (`TimeLimitReached` in stage "candidates"). None: no deadline.
+    """
+    cache: dict[tuple, ReplicaCapacity] = {}
+    physics: dict[tuple, PoolPhysics] = {}
+    curves: dict[tuple, PoolCurve] = {}  # q(1) and the ceiling, per configuration and mix
+    by_workload: dict[str, tuple[Candidate, ...]] = {}
+    evaluated: dict[str, int] = {}
+    usable_counts: dict[str, int] = {}
+    problems: list[Problem] = []
+    zone_counts = tuple(sorted({r.zones for r in instance.regions if r.zones > 1}))
+    rerouted = rerouted_rtts(instance)
+    for workload in instance.workloads:
+        mix = TrafficMix.of(workload, instance.policy.prefix_affinity)
+        targets = LatencyTargets.of(workload.slo)
+        results = []
+        usable = []
+        for config in configurations(instance, workload):
+            if settings is not None:
+                settings.check("candidates")
+            key = (
+                config.gpu.name,
+                config.llm.name,
+                config.weight_precision,
+                config.kv_precision,
+                config.tp,
+                config.pp,
+                config.role,
+                config.ep,
+                config.dp,
+                config.speculation.name if config.speculation else None,
+                mix,
+                targets,
+            )
+            if key not in cache:
+                efficiency = efficiency_for(
+                    config.gpu, config.weight_precision, instance.efficiency, instance.engine
+                )
+                physics[key] = PoolPhysics(
+                    config, mix, targets, efficiency, instance.policy.credit_tpot_pooling
+                )
+                cache[key] = physics[key].at(1)
+                if planning_capacity(cache[key]) > 0:
+                    curves[key] = lone_curve(physics[key], cache[key])
+            results.append(cache[key])
+            if key in curves:
+                usable.append((key, Candidate(workload.name, cache[key], curves[key])))
+        evaluated[workload.name] = len(results)
+        usable_counts[workload.name] = len(usable)
+        keys = {id(c): key for key, c in usable}
+        kept = []
+        for c in prune_dominated(drop_unpaired([c for _, c in usable])):
+            largest = largest_pool(instance, workload.name, c.gpu, c.gpus, c.requests_per_s)
+            curve, ladder = tabulate_curve(physics[keys[id(c)]], c.curve, largest, zone_counts)
+            failover = tuple(
+                (rtt_ms, failover_curve(physics[keys[id(c)]], curve, rtt_ms))
+                for rtt_ms in rerouted[workload.name]
+            )
+            kept.append(replace(c, curve=curve, ladder=ladder, failover=failover))
+        if not kept:
+            problems.append(no_candidate_problem(instance, workload, results))
+        by_workload[workload.name] = tuple(kept)
+    return CandidateTable(by_workload, evaluated, usable_counts, tuple(problems))
+
+
+def drop_unpaired(candidates: list[Candidate]) -> list[Candidate]:
+    """Drop prefill candidates with no decode candidate of the same weight precision,
+    and the reverse."""
+    sides: dict[Precision, set[Role]] = defaultdict(set)
+    for candidate in candidates:
+        sides[candidate.precision].add(candidate.role)
+    return [
+        c
+        for c in candidates
+        if c.role is Role.UNIFIED or {Role.PREFILL, Role.DECODE} <= sides[c.precision]
+    ]
+
+
+def prune_dominated(candidates: list[Candidate]) -> list[Candidate]:
+    """Keep, in each (GPU, role[, precision]) group, the candidates no other dominates.
+
+    A dominates B when gpus(A) divides gpus(B) and gpus(B) / gpus(A) x q_A(1) >= q_B(inf)
+    (the worst A can be credited with against the best B could be; see the module
+    docstring); among equals, the smaller replica (then fewer TP, then the first
+    precision) stays.
+    """
+    groups: dict[tuple, list[Candidate]] = defaultdict(list)
+    for candidate in candidates:
+        precision = None if candidate.role is Role.UNIFIED else candidate.precision
+        groups[(candidate.gpu, candidate.role, precision)].append(candidate)
+    kept: list[Candidate] = []
+    for group in groups.values():
+        ordered = sorted(group, key=lambda c: (c.gpus, -c.requests_per_s, c.config.tp))
+        front: list[Candidate] = []
+        for candidate in ordered:
+            if not any(_dominates(a, candidate) for a in front):
+                front.append(candidate)
+        kept.extend(front)
+    order = {id(c): i for i, c in enumerate(candidates)}
+    return sorted(kept, key=lambda c: order[id(c)])
+
+
+def _dominates(a: Candidate, b: Candidate) -> bool:
+    if b.gpus % a.gpus:
+        return False
+    return (b.gpus // a.gpus) * a.requests_per_s >= b.ceiling * (1 - 1e-9)
+
+
+def no_candidate_problem(
+    instance: Instance, workload: Workload, results: list[ReplicaCapacity]
+) -> Problem:
+    """Why no configuration can serve a workload, with the best value any reaches."""
+    llm = instance.llm_specs[workload.model]
+    context = (
+        f"{_tokens(workload.prompt_tokens.mean_tokens)} prompts, "
+        f"{_tokens(workload.output_tokens.mean_tokens)} outputs on a "
+        f"{llm.published_params_b:g}B model"
+    )
+    name = f"candidates[{workload.name}]"
+    if not results:
+        return Problem(
+            name,
+            f"{workload.name}: no configuration to consider: no offered GPU supports any of "
+            f"{[str(p) for p in instance.model_entry(workload.model).weight_precisions]} "
+            f"with a TP in {instance.policy.tensor_parallel} dividing "
+            f"{llm.attention_heads} heads",
+            "offer a GPU that supports the model's precisions, or allow other TP degrees",
+        )
+    fitting = [r for r in results if r.fits]
+    if not fitting:
+        largest = max(results, key=lambda r: r.config.gpus * r.config.gpu.hbm_bytes)
+        return Problem(
+            name,
+            f"{workload.name}: no configuration fits in memory ({context}); the largest, "
+            f"{largest.config.label}, does not: {largest.reason}",
+            "allow larger TP or PP, a lower weight precision, or GPUs with more memory",
+        )
+    slo = workload.slo
+    parts = []
+    best_ttft = min(fitting, key=lambda r: r.best_ttft_p99_s)
+    best_tpot = min(fitting, key=lambda r: r.best_tpot_s)
+    if slo.ttft_p99_ms is not None and best_ttft.best_ttft_p99_s * 1e3 > slo.ttft_p99_ms:
+        parts.append(
+            f"p99 TTFT >= {_seconds(best_ttft.best_ttft_p99_s)} on every configuration that "
+            f"fits (best: {best_ttft.config.label}); target {_seconds(slo.ttft_p99_ms / 1e3)}"
+        )
+    if slo.tpot_p99_ms is not None and best_tpot.best_tpot_s * 1e3 > slo.tpot_p99_ms:
+        parts.append(
+            f"time per output token >= {best_tpot.best_tpot_s * 1e3:.1f} ms even at batch 1 "
+            f"(best: {best_tpot.config.label}); target {slo.tpot_p99_ms:g} ms"
+        )
+    if not parts:
+        closest = min(fitting, key=lambda r: r.best_ttft_p99_s)
+        parts.append(
+            f"no configuration meets both latency targets at any load "
+            f"(TTFT target {slo.ttft_p99_ms} ms, TPOT target {slo.tpot_p99_ms} ms); "
+            f"e.g. {closest.config.label}: {closest.reason}"
+        )
+    return Problem(
+        name,
+        f"{workload.name}: " + "; ".join(parts) + f"; {context}",
+        "loosen the SLO, raise the prefix-cache hit rate, allow larger TP, or offer a faster GPU",
+    )
+
+
+def _tokens(count: float) -> str:
+    return f"{count / 1024:.0f}K-token" if count >= 4096 else f"{count:,.0f}-token"
+
+
+def _seconds(value_s: float) -> str:
+    return f"{value_s:.2f} s" if value_s >= 0.1 else f"{value_s * 1e3:.0f} ms"

@@ -1,0 +1,140 @@
+"""Solving the fleet program workload by workload, when the workloads do not compete.
+
+Workloads share nothing but the GPUs of each region: `gpu_supply[r,g]` and
+`purchase[r,g]` are the only rows that mention more than one workload. Drop the sharing
+and the program falls apart into one small program per workload w, each seeing the
+whole supply and the whole existing fleet:
+
+    P_w:  minimise cost_w  subject to w's rows, gpu_supply and purchase of w alone
+
+Each P_w is a relaxation of the joint program restricted to w, so
+
+    LB = sum_w bound(P_w)  <=  optimum of the joint program
+
+(with a shared existing fleet E, sum_w max(0, u_w - E) <= max(0, sum_w u_w - E)). The
+union of the P_w solutions is a joint solution once the supply rows hold for it; its
+joint cost UB is then an upper bound, and when (UB - LB) / UB is within the requested
+gap the union is a plan as good as the joint solve would return. Where workloads
+compete for a GPU type in some region (the union breaks its supply row), its largest
+users are re-solved within shares of it that fit (a plan: solver.decompose.join_mend), then its
+users paying a price on it (a higher, Lagrangian bound, and a plan where their union
+fits: solver.decompose.join_price), and when no plan is proved within the gap the workloads that
+use it are solved together as one part and the union retried (solver.decompose.join), until
+it holds or one part is left. A
+union still outside the gap (an existing fleet shared unevenly, say) has the joint
+program solved as one, from the cheapest union that held; when less than a quarter of
+the time limit is left, that union is the plan, `feasible` with its gap stated.
+
+Whole servers (policy.buy_unit: node) and site power are shared between workloads
+too: each P_w buys single GPUs against the whole power of each site (a relaxation
+still), the join rounds each (r, g) purchase up to whole servers, and the joined plan
+must then hold every row of the whole program, power included, and be within the gap;
+otherwise the whole is solved as one.
+
+Why: failover couples every region of a workload, and each (workload, region, phase)
+rounds its replicas up on its own, so the joint branch and bound has to close hundreds
+of independent roundings at once; a 0.1% gap on a large fleet is less than one
+GPU-month. Apart, each program closes its own gap in well under a second. Measured on
+the benchmark's 10-region x 20-workload x 6-GPU-type instance with region loss (HiGHS
+1.16, one thread): the joint program stood at a 2.3% gap after 30 s and 0.38% after
+300 s ($512,321/month); the twenty programs apart reach 0.02% in 2 to 5 s of solver
+time ($500,554/month).
+
+With co-location (solver.colocation.groups) a shared group template couples its members: they
+share rows (its groups[t,r] column sits in each member's capacity rows), so the parts
+are the connected groups of workloads coupled by some template, each solved jointly
+(a workload in no template is a part of its own). The bound argument above holds part
+by part.
+
+The parts' programs (solver.decompose.workload_parts) start in the worker processes as soon as the
+candidates are known, while this process builds the whole program the union is checked
+against; each is reduced first to the pools and sizes an optimal plan of it needs
+(solver.candidates.swap_dominance).
+"""
+
+import time
+from dataclasses import replace
+
+from solver.backends import Backend
+from solver.candidates.replica_dominance import Bounds, sizes_start, with_sizes
+from solver.candidates.swap_dominance import optimal_reduction
+from solver.decompose.join import solve_by_workload
+from solver.decompose.warm_start import warm_start
+from solver.decompose.workload_parts import PartSolves
+from solver.program.build import FleetProgram, with_bounds
+from solver.program.lp import SolveResult, Termination
+from solver.program.optimised import Optimised
+from solver.settings import SolveSettings
+
+MIN_TIME_LIMIT_S = 1.0
+"""Time the whole program still gets when the decomposition used up the limit."""
+WHOLE_AFTER_JOIN_SHARE = 0.25
+"""A join that holds but is not proved within the gap is the plan when less than this
+share of the time limit is left; with more, the whole program is solved from it."""
+
+
+def optimise(
+    program: FleetProgram,
+    backend: Backend,
+    settings: SolveSettings,
+    bounds: Bounds | None = None,
+    parts: PartSolves | None = None,
+) -> Optimised:
+    """Solve the program (with some variables' bounds replaced): workload by workload
+    when the workloads do not compete for supply (`solve_by_workload`; from `parts` when
+    they were started already), else as one, in what is left of the time limit,
+    starting from the plan of a restriction of it (solver.decompose.warm_start) when the program
+    is large enough, or from the decomposition's join when one held but was not proved
+    within the gap (that join is the plan when the time is nearly out, or when the
+    whole finds nothing cheaper). Each program solved is first bounded to the pools and sizes an
+    optimal plan needs (solver.candidates.swap_dominance, solver.candidates.replica_dominance),
+    except where `bounds` name the candidates involved; the result holds the program's columns
+    only."""
+    started = time.monotonic()
+    joined = None
+    if len(program.sets.workloads) > 1:
+        joined = solve_by_workload(program, backend, settings, bounds, parts)
+        if joined is not None and joined.result.termination is not Termination.FEASIBLE:
+            return joined
+        if joined is not None and _little_left(settings):
+            return joined  # a join that holds, not proved within the gap
+    reduction = optimal_reduction(program, bounds)
+    bounds = {**reduction.bounds, **(bounds or {})} or None
+    lp = with_bounds(program.lp, bounds) if bounds else program.lp
+    first = settings.limited(_left_s(settings, started)).with_duals(False)
+    if joined is not None:  # the join that held starts the search
+        start = dict(joined.result.values) if backend.capabilities.warm_start else None
+    else:
+        start = warm_start(program, backend, first, bounds)
+    if start is not None:
+        start |= sizes_start(reduction.sizes, start)
+    one = settings.limited(_left_s(settings, started)).with_duals(False)  # the start's time out
+    result = backend.run(with_sizes(lp, reduction.sizes), one, start=start)
+    if joined is not None and not _better(result, joined.result):
+        return joined
+    own = {name: value for name, value in result.values.items() if name in program.lp.variables}
+    join_gap = None if joined is None else joined.result.mip_gap
+    return Optimised(replace(result, values=own), join_gap=join_gap)
+
+
+def _better(result: SolveResult, than: SolveResult) -> bool:
+    """Whether `result` has a plan no dearer than `than`'s (the whole program's result
+    also bounds its own gap)."""
+    if not result.termination.has_solution or result.objective is None:
+        return False
+    return than.objective is None or result.objective <= than.objective * (1 + 1e-9)
+
+
+def _little_left(settings: SolveSettings) -> bool:
+    """Whether less than `WHOLE_AFTER_JOIN_SHARE` of the time limit is left."""
+    left_s = settings.remaining_s()
+    limit_s = settings.time_limit_s
+    return left_s is not None and limit_s is not None and left_s < WHOLE_AFTER_JOIN_SHARE * limit_s
+
+
+def _left_s(settings: SolveSettings, started: float) -> float | None:
+    """What is left of the settings' time limit since `started` (at least
+    `MIN_TIME_LIMIT_S`), None without a limit."""
+    if settings.time_limit_s is None:
+        return None
+    return max(settings.time_limit_s - (time.monotonic() - started), MIN_TIME_LIMIT_S)

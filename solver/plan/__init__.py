@@ -1,0 +1,4 @@
+"""The plan schema: what to run where, what it costs, what binds it. The vocabulary every
+later stage reads, and the only part of solver/ besides the row names that the verifier reads.
+
+Imports: models/ only."""

@@ -1,0 +1,288 @@
+"""Failover with a start time: after a region loss, spare may be started in the survivors
+instead of kept warm, and the start window is paid from the error budget.
+
+Per period p (its copy of the static program, solver.time.periods), region-loss scenario
+f = lose=<x>, workload w with `slo.availability` A_w, surviving region d and unified
+candidate c of w in d:
+
+    started[f,w,c,d]@p   integer >= 0: replicas started in d at the loss; they serve
+                         after T_s = policy.failover_start_s (default: the slowest
+                         replica start among the GPU types on offer)
+    gap[f,w,d]@p         >= 0: requests/s of d's rerouted load beyond the warm
+                         survivors' capacity until the started replicas serve
+
+    capacity[f,w,d,unified]@p  (the static row) gains + q_c x started[f,w,c,d]
+                         (after the start the survivors carry everything; started
+                         replicas are credited their lone capacity q_c, no pooling gain,
+                         at the TTFT target less the round trip of rerouted users)
+    failover_window[f,w,d]@p:  warm credit_f[w,d] + gap[f,w,d] >= load_f[w,d] / u
+                         (the static capacity row as it was, plus the gap)
+    error_budget[f,w]@p:  m_f x T_s / (60 a_w) x sum_d gap[f,w,d] <= B_w
+    start_supply[f,d,g]@p:  sum gpus(c) x (replicas + started) <= existing + max_gpus
+    start_on_demand[f,d,g]@p:  sum gpus(c) x started + on_demand[d,g]@p <= K
+                         (only where `max_on_demand_gpus` = K is given: started
+                         replicas are paid on demand and share the cap with the hour's
+                         own on-demand GPUs)
+
+B_w = (1 - A_w) x month minutes (models.operations.failover_budget.budget_minutes_per_month);
+a_w = w's average actual rate over the day, all regions (the budget counts requests,
+so gap x T_s failed requests are gap x T_s / (60 a_w) minutes of full outage);
+m_f = the losses of x a month's budget must absorb: max(1, lambda x hours_per_month /
+8,760) with lambda = -ln(1 - p) from x's `failure_probability_per_year` p, else 1
+(models.operations.failover_budget.budgeted_losses: a monthly SLO is judged month by month, so a
+rare loss is assumed to fall in the month judged, not averaged away over the years).
+
+Started replicas cost nothing in the month (they run only during a loss; an epsilon
+keeps the solver from starting replicas it does not need). With T_s = 0 no gap is
+possible (they serve at once): no window or budget rows, and the warm spare shrinks
+to what the survivors' supply cannot start. With a large T_s the budget row forces
+gap to 0: the warm survivors carry the loss, today's static spare. Workloads without
+an availability target keep their warm spare (no budget to spend).
+"""
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from models.operations.failover_budget import budget_minutes_per_month, budgeted_losses
+from models.operations.scenarios import ScenarioKind
+from models.operations.time_demand import failover_window_s, interactive_grid
+from models.schema.instance import Instance
+from models.serving.replica import Role
+from solver.program.build import FleetProgram
+from solver.program.families import FAMILIES, register
+from solver.program.families.capacity import CapacityRow
+from solver.program.lp import Constraint, LinearProgram, Sense
+from solver.program.row_names import Index, ReplicasColumn
+
+SECONDS_PER_MINUTE = 60.0
+STARTED_EPSILON = 0.1
+"""Objective weight of a started GPU, relative to the tie-break per warm GPU."""
+
+
+@dataclass(frozen=True)
+class StartedColumn(Index):
+    """started[f,w,c,d]: replicas of c started in d after the loss f."""
+
+    family: ClassVar[str] = "started"
+    scenario: str
+    workload: str
+    candidate: str
+    region: str
+
+
+@dataclass(frozen=True)
+class GapColumn(Index):
+    """gap[f,w,d]: requests/s beyond the warm survivors' capacity in the start window."""
+
+    family: ClassVar[str] = "gap"
+    scenario: str
+    workload: str
+    region: str
+
+
+@dataclass(frozen=True)
+class FailoverWindowRow(Index):
+    """failover_window[f,w,d]."""
+
+    family: ClassVar[str] = "failover_window"
+    scenario: str
+    workload: str
+    region: str
+
+
+@dataclass(frozen=True)
+class ErrorBudgetRow(Index):
+    """error_budget[f,w]."""
+
+    family: ClassVar[str] = "error_budget"
+    scenario: str
+    workload: str
+
+
+@dataclass(frozen=True)
+class StartSupplyRow(Index):
+    """start_supply[f,r,g]."""
+
+    family: ClassVar[str] = "start_supply"
+    scenario: str
+    region: str
+    gpu: str
+
+
+@dataclass(frozen=True)
+class StartOnDemandRow(Index):
+    """start_on_demand[f,r,g]."""
+
+    family: ClassVar[str] = "start_on_demand"
+    scenario: str
+    region: str
+    gpu: str
+
+
+FAILOVER_WINDOW = register(
+    FailoverWindowRow,
+    "until started replicas serve, the warm survivors carry the rerouted load but the gap",
+    "$/month per request/s of load",
+)
+ERROR_BUDGET = register(
+    ErrorBudgetRow,
+    "the start window of a loss spends at most the month's error budget",
+    "$/month per budget minute",
+)
+START_SUPPLY = register(
+    StartSupplyRow,
+    "replicas started after a loss fit in the survivor's GPU supply",
+    "$/month per GPU",
+)
+START_ON_DEMAND = register(
+    StartOnDemandRow,
+    "replicas started after a loss fit under the on-demand cap",
+    "$/month per GPU",
+)
+
+
+@dataclass(frozen=True)
+class FailoverTerms:
+    """What the rows of one instance read, once for all periods."""
+
+    window_s: float
+    """T_s."""
+    budget_minutes: dict[str, float]
+    """w -> B_w (workloads with an availability target and demand)."""
+    average_rps: dict[str, float]
+    """w -> a_w."""
+    losses_per_month: dict[str, float]
+    """lost region -> m_f."""
+
+
+def failover_terms(instance: Instance) -> FailoverTerms:
+    """T_s, B_w, a_w and m_f of an instance (see the module text)."""
+    grid = interactive_grid(instance)
+    months = instance.policy.hours_per_month
+    budgets, averages = {}, {}
+    for workload in instance.workloads:
+        availability = workload.slo.availability
+        if availability is None or workload.is_batch:
+            continue
+        average = sum(sum(rates) for key, rates in grid.items() if key[0] == workload.name) / 24
+        if average > 0:
+            budgets[workload.name] = budget_minutes_per_month(availability, months)
+            averages[workload.name] = average
+    losses = {
+        region.name: budgeted_losses(region.failure_probability_per_year, months)
+        for region in instance.regions
+    }
+    return FailoverTerms(failover_window_s(instance), budgets, averages, losses)
+
+
+def add_failover_start(
+    lp: LinearProgram,
+    program: FleetProgram,
+    mark: str,
+    terms: FailoverTerms,
+    on_demand: dict[tuple[str, str], tuple[str, int]],
+    weight_hours: float,
+) -> None:
+    """The failover rows of one period, its names suffixed with `mark` (`@tHH`).
+
+    Args:
+        on_demand: (region, GPU) -> (the period's on-demand column, cap K) where a cap
+            is given.
+        weight_hours: hours a day the period stands for (weights the epsilon).
+    """
+    sets = program.sets
+    instance = sets.instance
+    epsilon = STARTED_EPSILON * sets.tie_break_per_gpu * weight_hours / 24
+    for f in sets.routing_scenarios:
+        if f.kind is not ScenarioKind.REGION or f.lost_region is None:
+            continue
+        started_gpus: dict[tuple[str, str], dict[str, float]] = {}
+        for w in terms.budget_minutes:
+            gaps = {}
+            for d in sets.regions:
+                row_name = CapacityRow(f.name, w, d, Role.UNIFIED.value).name() + mark
+                row = lp.constraints.get(row_name)
+                if d == f.lost_region or row is None:
+                    continue
+                added = {}
+                for pool in sets.pools_at.get((w, d), ()):
+                    c = pool.candidate
+                    if c.role is not Role.UNIFIED or c.requests_per_s <= 0:
+                        continue
+                    name = StartedColumn(f.name, w, c.key, d).name() + mark
+                    lp.add_variable(name, upper=float(pool.max_replicas), integer=True)
+                    lp.add_objective({name: epsilon * c.gpus})
+                    # a started replica serves the rerouted users too: its lone capacity
+                    # at the TTFT target less their round trip where any may come
+                    rerouted = sets.failover_tiers(f.name, pool)
+                    added[name] = c.requests_per_s if rerouted is None else rerouted[0]
+                    started_gpus.setdefault((d, c.gpu), {})[name] = float(c.gpus)
+                if not added:
+                    continue
+                lp.constraints[row_name] = Constraint(
+                    row_name, row.family, {**row.coefficients, **added}, row.sense, row.rhs
+                )
+                if terms.window_s <= 0:
+                    continue
+                gap = lp.add_variable(GapColumn(f.name, w, d).name() + mark)
+                gaps[gap] = 1.0
+                _add_marked(
+                    lp,
+                    FailoverWindowRow(f.name, w, d),
+                    mark,
+                    {**row.coefficients, gap: 1.0},
+                    row.sense,
+                    row.rhs,
+                )
+            if gaps:
+                per_rps = (
+                    terms.losses_per_month[f.lost_region]
+                    * terms.window_s
+                    / (SECONDS_PER_MINUTE * terms.average_rps[w])
+                )
+                _add_marked(
+                    lp,
+                    ErrorBudgetRow(f.name, w),
+                    mark,
+                    {gap: per_rps for gap in gaps},
+                    Sense.LE,
+                    terms.budget_minutes[w],
+                )
+        for (d, g), started in started_gpus.items():
+            warm = {
+                ReplicasColumn(p.workload, p.candidate.key, d).name() + mark: float(
+                    p.candidate.gpus
+                )
+                for p in sets.pools
+                if p.region == d and p.candidate.gpu == g
+            }
+            region = instance.region(d)
+            supply = region.supply.get(g)
+            available = region.existing.get(g, 0) + (supply.max_gpus if supply else 0)
+            _add_marked(
+                lp,
+                StartSupplyRow(f.name, d, g),
+                mark,
+                {**warm, **started},
+                Sense.LE,
+                float(available),
+            )
+            if (d, g) in on_demand:
+                column, cap = on_demand[(d, g)]
+                _add_marked(
+                    lp,
+                    StartOnDemandRow(f.name, d, g),
+                    mark,
+                    {**started, column: 1.0},
+                    Sense.LE,
+                    float(cap),
+                )
+
+
+def _add_marked(
+    lp: LinearProgram, index: Index, mark: str, terms: dict[str, float], sense: Sense, rhs: float
+) -> None:
+    """A registered family's row under its period name."""
+    if index.family not in FAMILIES:
+        raise ValueError(f"row family {index.family} is not registered")
+    lp.add_constraint(index.name() + mark, index.family, terms, sense, rhs)

@@ -1,0 +1,124 @@
+"""Paying for GPUs by the hour: a committed (reserved) base and the on-demand top-up.
+
+Periods p (UTC hours with equal warm demand, weight w_p hours a day, sum_p w_p = 24);
+offers (r, g) with existing fleet E, purchasable max_gpus M, on-demand price p_od,
+optional reserved price p_res and on-demand cap K (`max_on_demand_gpus`, default M).
+
+    used[r,g,p]   = sum_{(w,c) : g(c) = g} gpus(c) x replicas[w,c,r]@p
+
+    committed[r,g]       0 <= . <= M              (only where p_res is offered)
+    on_demand[r,g,p]     0 <= . <= K
+    gpu_cover[r,g,p]:    committed[r,g] + on_demand[r,g,p] - used[r,g,p] >= -E
+
+    minimise  days x [ 24 x p_res x committed[r,g] + sum_p w_p x p_od x on_demand[r,g,p] ]
+            + epsilon x sum_p (w_p / 24) x used[r,g,p]
+
+days = hours_per_month / 24: the objective is $/month, the sum over the day's hours
+repeated over the month. committed is continuous: the cost is piecewise linear and
+convex in it with breakpoints at the hours' integer needs (`models.operations.pricing_tiers`), so
+an optimum sits at a whole GPU count. epsilon is the static program's tie-break per GPU
+(fewer GPUs among equal-cost plans), weighted by the hours a period stands for.
+gpu_cover's dual is what one more owned GPU in that period would save per month (<= 0
+in $/month per GPU); the committed column's reduced cost is the newsvendor rule: commit
+while the hours above the base cost more on demand than the commitment.
+
+Spot capacity is not offered to interactive pools here: an SLO that holds only in
+expectation over independent interruptions is the wrong guarantee for correlated
+reclaims. Spot serves dedicated batch replicas (solver.program.families.batch_work), whose lost
+work is redone.
+"""
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from solver.program.families import add_row, register
+from solver.program.lp import LinearProgram, Sense
+from solver.program.row_names import Index
+
+
+@dataclass(frozen=True)
+class CommittedColumn(Index):
+    """committed[r,g]: reserved GPUs of type g in r, paid every hour."""
+
+    family: ClassVar[str] = "committed"
+    region: str
+    gpu: str
+
+
+@dataclass(frozen=True)
+class OnDemandColumn(Index):
+    """on_demand[r,g,p]: GPUs paid by the hour in the period starting at UTC hour p."""
+
+    family: ClassVar[str] = "on_demand"
+    region: str
+    gpu: str
+    period: int
+
+
+@dataclass(frozen=True)
+class GpuCoverRow(Index):
+    """gpu_cover[r,g,p]."""
+
+    family: ClassVar[str] = "gpu_cover"
+    region: str
+    gpu: str
+    period: int
+
+
+GPU_COVER = register(
+    GpuCoverRow,
+    "GPUs used in the period are owned, committed or paid on demand",
+    "$/month per GPU",
+)
+
+
+@dataclass(frozen=True)
+class OfferTerms:
+    """One (region, GPU type) offer as the pricing rows read it."""
+
+    region: str
+    gpu: str
+    existing: int
+    max_gpus: int
+    on_demand_price_per_gpu_hour: float
+    reserved_price_per_gpu_hour: float | None
+    max_on_demand_gpus: int
+    spot_price_per_gpu_hour: float | None = None
+    """Where spot is offered (dedicated batch replicas only)."""
+
+
+def add_pricing(
+    lp: LinearProgram,
+    offers: tuple[OfferTerms, ...],
+    used_terms: dict[tuple[str, str, int], dict[str, float]],
+    weight_hours: dict[int, int],
+    hours_per_month: float,
+    tie_break_per_gpu: float,
+) -> None:
+    """committed, on_demand and gpu_cover for every offer and period, and the objective.
+
+    Args:
+        used_terms: (r, g, period) -> {replica column: GPUs per replica}.
+        weight_hours: period -> hours per day it stands for.
+    """
+    days = hours_per_month / 24
+    for offer in offers:
+        r, g = offer.region, offer.gpu
+        committed = None
+        if offer.reserved_price_per_gpu_hour is not None:
+            committed = lp.add_variable(CommittedColumn(r, g).name(), upper=float(offer.max_gpus))
+            lp.add_objective({committed: days * 24 * offer.reserved_price_per_gpu_hour})
+        for period, weight in weight_hours.items():
+            used = used_terms.get((r, g, period))
+            if not used:
+                continue
+            on_demand = lp.add_variable(
+                OnDemandColumn(r, g, period).name(), upper=float(offer.max_on_demand_gpus)
+            )
+            lp.add_objective({on_demand: days * weight * offer.on_demand_price_per_gpu_hour})
+            lp.add_objective({var: tie_break_per_gpu * weight / 24 * n for var, n in used.items()})
+            terms = {var: -n for var, n in used.items()}
+            terms[on_demand] = 1.0
+            if committed is not None:
+                terms[committed] = 1.0
+            add_row(lp, GpuCoverRow(r, g, period), terms, Sense.GE, -float(offer.existing))

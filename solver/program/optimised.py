@@ -1,0 +1,63 @@
+"""How a program was solved: the backend's result, the method and what it took."""
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from solver.program.lp import SolveResult
+
+
+class Method(StrEnum):
+    """How a program was solved."""
+
+    ONE_PROGRAM = "one program"
+    BY_WORKLOAD = "decomposed by workload"
+    BY_COUPLED_WORKLOADS = "decomposed by coupled workloads"
+
+
+@dataclass(frozen=True)
+class Optimised:
+    """A backend result and how it was reached."""
+
+    result: SolveResult
+    method: Method = Method.ONE_PROGRAM
+    programs: int = 1
+    """Programs solved: 1, or one per part when decomposed."""
+    processes: int = 1
+    """Processes that solved them side by side (solver.decompose.parallel): 1 is this process."""
+    competing: int = 0
+    """Parts that are workloads solved together because, solved apart, they asked more
+    of some shared row (a region's supply of a GPU type, say) than it holds
+    (solver.decompose.join)."""
+    mended: int = 0
+    """Workloads re-solved so that their join fits a region's supply: together around
+    the region, or within shares of it (solver.decompose.join_mend)."""
+    by_scip: int = 0
+    """Parts solved by SCIP rather than the backend (solver.decompose.part_backend)."""
+    join_gap: float | None = None
+    """One program solved from a join of the workload programs that held but was not
+    within the gap (whole servers rounded, say): that join's gap to their bound."""
+
+    @property
+    def description(self) -> str:
+        """One line for the report, e.g. `decomposed by workload: 3 independent programs
+        joined`, `... joined (10 of them solved by SCIP), solved in 2 parallel
+        processes`, `decomposed by coupled workloads: 47 independent programs joined,
+        1 of them workloads that compete for supply, ...`, or `one program, started
+        from the joined workload programs (gap 4.07% to their bound)`."""
+        if self.method in (Method.BY_WORKLOAD, Method.BY_COUPLED_WORKLOADS):
+            joined = f"{self.method}: {self.programs} independent programs joined"
+            if self.by_scip:
+                joined += f" ({self.by_scip} of them solved by SCIP)"
+            if self.competing:
+                joined += f", {self.competing} of them workloads that compete for supply"
+            if self.mended:
+                joined += f", {self.mended} re-solved to fit a region's supply"
+            if self.processes > 1:
+                joined += f", solved in {self.processes} parallel processes"
+            return joined
+        if self.join_gap is not None:
+            return (
+                f"{self.method}, started from the joined workload programs (gap "
+                f"{self.join_gap:.2%} to their bound)"
+            )
+        return str(self.method)

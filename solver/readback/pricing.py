@@ -1,0 +1,105 @@
+"""Shadow prices of a plan, and the constraints that bind it.
+
+A MIP has no meaningful duals, and with the cost on the integer decisions the LP with
+every integer fixed prices nothing (all its duals are zero). So the pricing LP keeps
+the plan's discrete choices and relaxes only the counts:
+
+    pools with no replica in the plan     replicas = 0              (choice fixed)
+    pools with replicas                   replicas >= 0             (continuous)
+    pool_used, pool_at_least              fixed at the plan's 0/1
+    zone_survivors, pooled                continuous
+
+A chosen pool's replicas keep no upper bound of their own: `gpu_supply` already limits
+them, and a bound beside it would take the supply's price as a reduced cost instead.
+Its optimal duals are d(cost)/d(rhs) for the plan's layout: the marginal $/month of one
+more request/s of demand, one more GPU of supply, and so on. A row binds when its slack
+at the (integer) plan is zero, or when it has a nonzero price in the pricing LP (integer
+rounding leaves slack in rows that still set the cost). Rows with nothing flowing
+through them (a disaggregated phase the plan does not use: 0 >= 0) are left out: any
+price the LP gives them is degenerate.
+"""
+
+from solver.plan.schema import Binding
+from solver.program.build import FleetProgram, with_bounds
+from solver.program.families import FAMILIES
+from solver.program.families.pooling import PoolAtLeastColumn
+from solver.program.families.variables import PoolUsedColumn
+from solver.program.families.zone import ZoneSurvivorsIndex
+from solver.program.lp import Constraint, Sense, SolveResult
+from solver.program.row_names import ReplicasColumn
+
+PRICE_TOLERANCE = 1e-6
+"""$/month below which a shadow price counts as zero."""
+SLACK_TOLERANCE = 1e-6
+"""Relative slack below which a row counts as tight."""
+
+
+def pricing_program(program: FleetProgram, values: dict[str, float]):
+    """The LP with the plan's discrete choices fixed and replica counts continuous."""
+    sets = program.sets
+    bounds: dict[str, tuple[float, float | None]] = {}
+    for pool in sets.pools:
+        w, key, r = pool.workload, pool.candidate.key, pool.region
+        names = [ReplicasColumn(w, key, r).name()]
+        if r in sets.zone_regions:
+            names.append(ZoneSurvivorsIndex(w, key, r).name())
+        chosen = round(values.get(names[0], 0.0)) > 0
+        for name in names:
+            bounds[name] = (0.0, None if chosen else 0.0)
+        fixed = [PoolAtLeastColumn.of(pool, tier.replicas).name() for tier in pool.tiers]
+        if sets.needs_pool_used:
+            fixed.append(PoolUsedColumn(w, key, r).name())
+        for name in fixed:
+            level = float(round(values.get(name, 0.0)))
+            bounds[name] = (level, level)
+    return with_bounds(program.lp, bounds, relax=True)
+
+
+def binding_constraints(
+    program: FleetProgram, values: dict[str, float], duals: dict[str, float]
+) -> tuple[Binding, ...]:
+    """Rows of reported families that are tight at the plan or priced by the pricing LP,
+    most expensive first."""
+    found = []
+    for row in program.lp.constraints.values():
+        family = FAMILIES[row.family]
+        if not family.reported:
+            continue
+        if is_idle(row, values):
+            continue  # nothing flows through it: any price it has is degenerate
+        tight = row.sense is not Sense.EQ and is_tight(row, values)
+        price = duals.get(row.name, 0.0)
+        if abs(price) <= PRICE_TOLERANCE:
+            price = 0.0
+        if tight or price:
+            found.append(
+                Binding(
+                    name=row.name,
+                    family=family.name,
+                    description=family.description,
+                    slack=0.0 if is_tight(row, values) else row.slack(values),
+                    shadow_price=price,
+                    unit=family.dual_unit,
+                )
+            )
+    return tuple(sorted(found, key=lambda b: (-abs(b.shadow_price), b.name)))
+
+
+def activity(row: Constraint, values: dict[str, float]) -> float:
+    """sum |coef x value| over the row's terms: how much flows through it."""
+    return sum(abs(c * values.get(v, 0.0)) for v, c in row.coefficients.items())
+
+
+def is_idle(row: Constraint, values: dict[str, float]) -> bool:
+    """A row reading 0 >= 0 at the plan (a phase or pool the plan does not use)."""
+    return row.rhs == 0 and activity(row, values) <= SLACK_TOLERANCE
+
+
+def is_tight(row: Constraint, values: dict[str, float]) -> bool:
+    """Whether the row's slack at the plan is zero, relative to what flows through it."""
+    return abs(row.slack(values)) <= SLACK_TOLERANCE * (1.0 + activity(row, values))
+
+
+def priced_rows(result: SolveResult) -> dict[str, float]:
+    """The duals of a pricing solve (empty when the backend gave none)."""
+    return dict(result.duals) if result.termination.has_solution else {}

@@ -1,0 +1,393 @@
+"""A folder of instances solved side by side and compared with their golden results.
+
+Each `NAME.yaml` (or `.yml`, `.json`) in the folder may have a golden file
+`NAME.expected.json` beside it. A check compares, for every instance:
+
+- status (optimal/feasible count as `solved`; infeasible; no_solution; bad_input),
+- cost per month, within the golden file's relative tolerance,
+- the set of binding constraint families,
+
+and requires the independent verifier to accept every plan. GPUs by type and region are
+recorded in the golden file and reported when they change, but alternative optima with
+the same cost may legitimately move GPUs between equal-priced options, so they are not a
+regression on their own.
+
+Workers get the validated instance (never a built solver model, which does not pickle)
+and solve with one solver thread each, in a spawn-context process pool.
+
+One bad instance never sinks the batch: whatever ends an instance (a file that does not
+validate, an unknown backend, the time limit, a crash in the pipeline or in a worker) is
+that instance's `Outcome`, and a golden file that does not validate is a regression of
+that instance (`check_golden`). Golden files are written (`write_golden`) through
+models.io.output_files under a lock on their folder, each through its own temporary file,
+so concurrent `--update` runs never leave a partial or mixed golden; a corrupt golden is
+replaced, not read.
+"""
+
+import json
+import multiprocessing
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from models.io.loading import load_instance
+from models.io.output_files import folder_lock, write_text
+from models.schema.errors import InputError, Issue
+from models.schema.instance import Instance
+from solver.backends import UnknownBackendError
+from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
+from solver.plan.schema import Plan
+from solver.settings import SolveSettings
+from solver.solve import solve
+from solver.verify.hours import verify_any as verify
+
+GOLDEN_SUFFIX = ".expected.json"
+INSTANCE_SUFFIXES = (".yaml", ".yml", ".json")
+DEFAULT_COST_TOLERANCE = 0.005
+"""Relative cost change (0.5%) that a golden file tolerates unless it says otherwise."""
+
+_FROZEN = ConfigDict(extra="forbid", frozen=True)
+
+
+class Outcome(BaseModel):
+    """What solving one instance file produced."""
+
+    model_config = _FROZEN
+
+    file: str
+    instance: str = ""
+    status: str
+    """solved | infeasible | no_solution (time limit or solver failure) | bad_input |
+    rejected (the verifier refused the plan) | error (a crash: a bug to report)"""
+    plan_status: str = ""
+    """For a solved instance: "optimal" or "feasible (gap X%)" (solver.plan.schema.plan_status)."""
+    cost_per_month: float | None = None
+    total_gpus: int | None = None
+    gpus: dict[str, dict[str, int]] = Field(default_factory=dict)
+    """{gpu: {region: GPUs used}}"""
+    binding_families: tuple[str, ...] = ()
+    verified: bool = False
+    runtime_s: float = 0.0
+    """Wall time of the whole instance (loading, candidates, solve, pricing, verifier)."""
+    message: str = ""
+
+
+FAILED_STATUSES = frozenset({"bad_input", "error"})
+"""Outcomes that say nothing about the instance's plan; never frozen as golden."""
+
+
+class Golden(BaseModel):
+    """The frozen expected result of one instance (`NAME.expected.json`); numbers must be
+    finite (a NaN cost is a bad golden, not a cost no change can exceed)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    status: str
+    cost_per_month: float | None = None
+    cost_rel_tolerance: float = Field(default=DEFAULT_COST_TOLERANCE, ge=0)
+    total_gpus: int | None = None
+    gpus: dict[str, dict[str, int]] = Field(default_factory=dict)
+    binding_families: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, outcome: Outcome, tolerance: float = DEFAULT_COST_TOLERANCE) -> "Golden":
+        """The golden record of an outcome (what `--update` writes)."""
+        return cls(
+            status=outcome.status,
+            cost_per_month=None
+            if outcome.cost_per_month is None
+            else round(outcome.cost_per_month, 2),
+            cost_rel_tolerance=tolerance,
+            total_gpus=outcome.total_gpus,
+            gpus=outcome.gpus,
+            binding_families=outcome.binding_families,
+        )
+
+
+class Comparison(BaseModel):
+    """One instance checked against its golden file."""
+
+    model_config = _FROZEN
+
+    outcome: Outcome
+    golden: Golden | None
+    regressions: tuple[str, ...] = ()
+    """What changed in a way that fails the check."""
+    notes: tuple[str, ...] = ()
+    """What changed without failing it (GPU moves at equal cost)."""
+    improvements: tuple[str, ...] = ()
+    """A verified plan cheaper than the golden beyond its tolerance: better, not a
+    regression (the check passes; `--update` freezes the new cost)."""
+
+    @property
+    def ok(self) -> bool:
+        """No regression."""
+        return not self.regressions
+
+
+def instance_files(folder: Path) -> list[Path]:
+    """The instance files of a folder, sorted by name (golden files excluded)."""
+    if not folder.is_dir():
+        raise _input_error(folder, "is not a folder of instance files")
+    return sorted(
+        path
+        for path in folder.iterdir()
+        if path.is_file()
+        and path.suffix.lower() in INSTANCE_SUFFIXES
+        and not path.name.endswith(GOLDEN_SUFFIX)
+    )
+
+
+def _input_error(path: Path, message: str) -> InputError:
+    """An InputError about one path."""
+    return InputError([Issue(str(path), None, "", message)])
+
+
+def golden_path(instance_file: Path) -> Path:
+    """`NAME.expected.json` beside `NAME.yaml`."""
+    return instance_file.with_name(instance_file.stem + GOLDEN_SUFFIX)
+
+
+def solve_or_ending(
+    instance: Instance, backend: str | None, started: float
+) -> tuple[Plan | None, str, str]:
+    """Solve with one solver thread within the instance's time limit, counted from
+    `started`: (plan, "solved", "") or (None, status, message) for each way a solve ends
+    without a plan (bad_input, infeasible, no_solution, rejected)."""
+    try:
+        settings = SolveSettings.of(instance, backend=backend, threads=1).started(at=started)
+        return solve(instance, settings), "solved", ""
+    except (UnknownBackendError, BackendUnavailable, ValueError) as error:
+        return None, "bad_input", f"--backend/solver settings: {error}"
+    except Infeasible as error:
+        return None, "infeasible", str(error)
+    except NoSolution as error:
+        return None, "no_solution", str(error)
+    except PlanRejected as error:
+        return None, "rejected", str(error)
+
+
+def solve_one(file: str, instance: Instance | None, backend: str | None) -> Outcome:
+    """Solve and verify one instance within its own time limit; every way it can end,
+    a crash included, becomes an Outcome."""
+    started = time.monotonic()
+    try:
+        return _solve_one(file, instance, backend, started)
+    except Exception as error:  # one instance's crash is its outcome, never the batch's
+        return Outcome(
+            file=file,
+            instance=instance.name if instance is not None else "",
+            status="error",
+            runtime_s=time.monotonic() - started,
+            message=f"internal error ({type(error).__name__}: {error}); please report it",
+        )
+
+
+def _solve_one(file: str, instance: Instance | None, backend: str | None, started: float):
+    def ended(status: str, message: str) -> Outcome:
+        name = instance.name if instance is not None else ""
+        wall_s = time.monotonic() - started
+        return Outcome(file=file, instance=name, status=status, runtime_s=wall_s, message=message)
+
+    if instance is None:
+        try:
+            instance = load_instance(file)
+        except InputError as error:
+            return ended("bad_input", str(error))
+    plan, status, message = solve_or_ending(instance, backend, started)
+    if plan is None:
+        return ended(status, message)
+    check = verify(instance, plan)
+    return Outcome(
+        file=file,
+        instance=instance.name,
+        status="solved",
+        plan_status=plan.status,
+        cost_per_month=plan.cost_per_month,
+        total_gpus=plan.total_gpus,
+        gpus=plan.gpus_by_type_and_region(),
+        binding_families=tuple(sorted({b.family for b in plan.binding})),
+        verified=check.ok,
+        runtime_s=time.monotonic() - started,
+        message="" if check.ok else "; ".join(str(v) for v in check.violations),
+    )
+
+
+def _load(path: Path) -> tuple[Instance | None, Outcome | None]:
+    """The validated instance of a file, or the outcome that ends it (bad input, crash)."""
+    started = time.monotonic()
+    try:
+        return load_instance(path), None
+    except InputError as error:
+        status, message = "bad_input", str(error)
+    except Exception as error:  # a loader crash is this file's outcome
+        status, message = "error", f"internal error ({type(error).__name__}: {error})"
+    wall_s = time.monotonic() - started
+    return None, Outcome(file=str(path), status=status, runtime_s=wall_s, message=message)
+
+
+def run_batch(
+    files: Iterable[Path],
+    jobs: int = 1,
+    backend: str | None = None,
+    on_done: Callable[[Outcome], None] | None = None,
+) -> list[Outcome]:
+    """Solve every file, `jobs` at a time, in input order; one Outcome per file.
+
+    Files are loaded and validated here; a file that fails validation becomes a
+    `bad_input` outcome without reaching a worker, and a worker that dies becomes an
+    `error` outcome of its instance.
+    """
+    files = list(files)
+    work: list[tuple[str, Instance]] = []
+    outcomes: dict[str, Outcome] = {}
+
+    def record(file: str, outcome: Outcome) -> None:
+        outcomes[file] = outcome
+        if on_done:
+            on_done(outcome)
+
+    for path in files:
+        instance, failed = _load(path)
+        if failed is not None:
+            record(str(path), failed)
+        else:
+            work.append((str(path), instance))
+    if jobs <= 1 or len(work) <= 1:
+        for file, instance in work:
+            record(file, solve_one(file, instance, backend))
+    else:
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            futures = {
+                pool.submit(solve_one, file, instance, backend): file for file, instance in work
+            }
+            for future in as_completed(futures):
+                file = futures[future]
+                try:
+                    outcome = future.result()
+                except Exception as error:  # the worker process died
+                    outcome = Outcome(
+                        file=file,
+                        status="error",
+                        message=f"worker failed ({type(error).__name__}: {error})",
+                    )
+                record(file, outcome)
+    return [outcomes[str(path)] for path in files]
+
+
+def orphan_goldens(folder: Path) -> list[Path]:
+    """Golden files in `folder` with no instance file beside them."""
+    instances = {path.stem for path in instance_files(folder)}
+    return sorted(
+        path
+        for path in folder.glob(f"*{GOLDEN_SUFFIX}")
+        if path.name[: -len(GOLDEN_SUFFIX)] not in instances
+    )
+
+
+def read_golden(instance_file: Path) -> Golden | None:
+    """The golden result beside an instance file, or None when there is none.
+
+    Raises:
+        InputError: the golden file cannot be read or does not validate.
+    """
+    path = golden_path(instance_file)
+    if not path.exists():
+        return None
+    try:
+        return Golden.model_validate_json(path.read_text(encoding="utf-8"))
+    except (ValueError, OSError) as error:
+        raise _input_error(path, f"not a valid golden file: {error}") from None
+
+
+def check_golden(outcome: Outcome) -> Comparison:
+    """An outcome against its golden file; a golden that does not validate is a
+    regression of this instance (fix it, or regenerate it with `--update`)."""
+    try:
+        golden = read_golden(Path(outcome.file))
+    except InputError as error:
+        return Comparison(outcome=outcome, golden=None, regressions=(f"bad golden file: {error}",))
+    return compare(outcome, golden)
+
+
+def compare(outcome: Outcome, golden: Golden | None) -> Comparison:
+    """The regressions of an outcome against its golden result."""
+    regressions: list[str] = []
+    notes: list[str] = []
+    improvements: list[str] = []
+    if golden is None:
+        regressions.append("no golden file: solve, check the plan, then run with --update")
+        return Comparison(outcome=outcome, golden=None, regressions=tuple(regressions))
+    if outcome.status != golden.status:
+        regressions.append(f"status {golden.status} -> {outcome.status}: {outcome.message}")
+    if outcome.status == "solved" and not outcome.verified:
+        regressions.append(f"plan fails the verifier: {outcome.message}")
+    if outcome.cost_per_month is not None and golden.cost_per_month is not None:
+        change = outcome.cost_per_month - golden.cost_per_month
+        relative = change / golden.cost_per_month if golden.cost_per_month else float(change != 0)
+        if abs(relative) > golden.cost_rel_tolerance:
+            line = (
+                f"cost ${golden.cost_per_month:,.2f} -> ${outcome.cost_per_month:,.2f} per month "
+                f"({relative:+.2%}; tolerance {golden.cost_rel_tolerance:.2%})"
+            )
+            cheaper = relative < 0 and outcome.status == golden.status and outcome.verified
+            (improvements if cheaper else regressions).append(line)
+    if outcome.status == golden.status == "solved":
+        added = sorted(set(outcome.binding_families) - set(golden.binding_families))
+        removed = sorted(set(golden.binding_families) - set(outcome.binding_families))
+        if added or removed:
+            regressions.append(
+                "binding families changed:"
+                + (f" now binding {', '.join(added)}" if added else "")
+                + (f" no longer binding {', '.join(removed)}" if removed else "")
+            )
+        for gpu, region, before, after in _gpu_changes(golden.gpus, outcome.gpus):
+            notes.append(f"{gpu} in {region}: {before} -> {after} GPUs")
+    return Comparison(
+        outcome=outcome,
+        golden=golden,
+        regressions=tuple(regressions),
+        notes=tuple(notes),
+        improvements=tuple(improvements),
+    )
+
+
+def write_golden(instance_file: Path, outcome: Outcome) -> Path:
+    """Freeze an outcome as the golden result (only `--update` calls this).
+
+    The previous golden's cost tolerance is kept when it is readable; a corrupt golden is
+    simply replaced. The write holds the folder's lock and goes through a temporary file
+    of its own (models.io.output_files), so concurrent writers never mix or truncate.
+
+    Raises:
+        InputError: the golden file cannot be written (naming it).
+    """
+    path = golden_path(instance_file)
+    with folder_lock(path.parent):
+        try:
+            previous = read_golden(instance_file)
+        except InputError:
+            previous = None
+        tolerance = previous.cost_rel_tolerance if previous else DEFAULT_COST_TOLERANCE
+        golden = Golden.of(outcome, tolerance)
+        text = json.dumps(golden.model_dump(mode="json"), indent=2) + "\n"
+        write_text(path, text, (instance_file,))
+    return path
+
+
+def _gpu_changes(
+    before: dict[str, dict[str, int]], after: dict[str, dict[str, int]]
+) -> list[tuple[str, str, int, int]]:
+    changes = []
+    for gpu in sorted(set(before) | set(after)):
+        regions = set(before.get(gpu, {})) | set(after.get(gpu, {}))
+        for region in sorted(regions):
+            old = before.get(gpu, {}).get(region, 0)
+            new = after.get(gpu, {}).get(region, 0)
+            if old != new:
+                changes.append((gpu, region, old, new))
+    return changes

@@ -1,0 +1,290 @@
+"""A sweep: one instance solved across a grid of changes, and the robust choice.
+
+Every point of the grid (models/schema/sweep_grid.py) is validated here and solved in a worker
+(`solve_point`, one solver thread each): a spawn-context process pool (`local`) or Ray
+tasks (`ray`, an optional extra). Each result is one JSON record, streamed to a JSON
+Lines file as it arrives, so a sweep that stops resumes where it was: a point whose key
+is already in the file is not solved again.
+
+The robust choice: every distinct plan the points produced (its replica pools, the
+decisions) is checked by the independent verifier against every point's instance
+(solver.verify.fleet), which recomputes its cost at that point's prices. A plan that serves
+every point has a worst-case cost, the largest of those costs; the robust choice is the
+plan with the smallest worst-case cost. It is only chosen among the points' own plans:
+a plan none of the points would pick alone could be cheaper in the worst case, so the
+answer is an upper bound on the truly robust cost (a joint program over all points
+would give the bound's other side).
+"""
+
+import json
+import multiprocessing
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from models.io.loading import validate_instance
+from models.schema.errors import InputError, Issue
+from models.schema.instance import Instance
+from models.schema.sweep_grid import Grid, Point, point_document
+from solver.plan.schema import Plan
+from solver.studies.batch import solve_or_ending
+from solver.verify.hours import verify_any as verify
+
+EXECUTORS = ("local", "ray")
+STATED_FIGURES = ("cost_per_month", "limit", "requests_per_s_per_replica", "routing_weight")
+"""Fields of a replica entry that are consequences at one point's prices and physics,
+dropped before the plan is checked at another point (the verifier recomputes them)."""
+
+_FROZEN = ConfigDict(extra="forbid", frozen=True)
+
+
+def solve_point(instance: Instance, backend: str | None = None) -> dict[str, Any]:
+    """Solve one point with one solver thread; every ending (a crash included) is a
+    record: status, cost, GPUs, run time and the plan's replica pools."""
+    started = time.monotonic()
+
+    def ended(status: str, message: str = "") -> dict[str, Any]:
+        return {"status": status, "message": message, "runtime_s": time.monotonic() - started}
+
+    try:
+        plan, status, message = solve_or_ending(instance, backend, started)
+    except Exception as error:  # one point's crash is its record, never the sweep's
+        return ended("error", f"internal error ({type(error).__name__}: {error})")
+    if plan is None:
+        return ended(status, message)
+    return {
+        "status": "solved",
+        "plan_status": plan.status,
+        "cost_per_month": plan.cost_per_month,
+        "total_gpus": plan.total_gpus,
+        "runtime_s": time.monotonic() - started,
+        "message": "",
+        "replicas": [r.model_dump(mode="json", exclude_none=True) for r in plan.replicas],
+    }
+
+
+# --- the results file -------------------------------------------------------------------
+
+
+def read_results(path: Path | None) -> dict[str, dict[str, Any]]:
+    """The records already in a JSON Lines results file, by point key; a line that does
+    not parse (the end of a sweep killed mid-write) is skipped and solved again."""
+    if path is None or not path.is_file():
+        return {}
+    done: dict[str, dict[str, Any]] = {}
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict) and isinstance(record.get("key"), str):
+                done[record["key"]] = record
+    return done
+
+
+class ResultsFile:
+    """Appends one record a line, flushed to disk each time (a killed sweep loses at most
+    the line being written)."""
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self.handle = None
+        if path is not None:
+            ends_cleanly = not path.exists() or path.stat().st_size == 0
+            if not ends_cleanly:
+                with path.open("rb") as existing:
+                    existing.seek(-1, 2)
+                    ends_cleanly = existing.read(1) == b"\n"
+            try:
+                self.handle = path.open("a", encoding="utf-8")
+            except OSError as error:
+                message = f"cannot be written: {error.strerror}"
+                raise InputError([Issue(str(path), None, "", message)]) from None
+            if not ends_cleanly:
+                self.handle.write("\n")  # a line cut by a killed run ends before ours
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Write one record as a line."""
+        if self.handle is not None:
+            self.handle.write(json.dumps(record) + "\n")
+            self.handle.flush()
+
+    def close(self) -> None:
+        """Close the file."""
+        if self.handle is not None:
+            self.handle.close()
+
+
+# --- running the points ------------------------------------------------------------------
+
+
+def point_instance(grid: Grid, point: Point) -> tuple[Instance | None, str]:
+    """The validated instance of a point, or the message that makes it a bad point."""
+    try:
+        document = point_document(grid, point)
+        instance = validate_instance(
+            document, str(grid.instance_file), instance_dir=grid.instance_file.parent
+        )
+    except InputError as error:
+        return None, str(error)
+    return instance, ""
+
+
+def run_points(
+    work: list[tuple[Point, Instance]],
+    executor: str = "local",
+    jobs: int = 1,
+    backend: str | None = None,
+    on_done: Callable[[Point, dict[str, Any]], None] | None = None,
+) -> dict[int, dict[str, Any]]:
+    """Solve every (point, instance), `jobs` at a time; the records by point index, each
+    passed to `on_done` as it arrives (in completion order)."""
+    results: dict[int, dict[str, Any]] = {}
+
+    def record(point: Point, result: dict[str, Any]) -> None:
+        results[point.index] = result
+        if on_done is not None:
+            on_done(point, result)
+
+    if executor == "ray":
+        _run_on_ray(work, jobs, backend, record)
+    elif jobs <= 1 or len(work) <= 1:
+        for point, instance in work:
+            record(point, solve_point(instance, backend))
+    else:
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            futures = {pool.submit(solve_point, inst, backend): point for point, inst in work}
+            for future in as_completed(futures):
+                try:
+                    result = future.result()
+                except Exception as error:  # the worker process died
+                    result = {"status": "error", "message": f"worker failed: {error}"}
+                record(futures[future], result)
+    return results
+
+
+def ray_available() -> bool:
+    """Whether Ray can be imported (`pip install fleetplan[ray]`)."""
+    import importlib.util
+
+    return importlib.util.find_spec("ray") is not None
+
+
+def _run_on_ray(
+    work: list[tuple[Point, Instance]],
+    jobs: int,
+    backend: str | None,
+    record: Callable[[Point, dict[str, Any]], None],
+) -> None:
+    """Solve the points as Ray tasks (one CPU each) on the cluster `ray.init` finds, or a
+    local one of `jobs` CPUs started here and shut down after."""
+    if not ray_available():
+        raise InputError(
+            [Issue("--executor", None, "", "ray is not installed: pip install 'fleetplan[ray]'")]
+        )
+    import ray
+
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False)
+    try:
+        task = ray.remote(num_cpus=1, max_retries=0)(solve_point)
+        pending = {task.remote(instance, backend): point for point, instance in work}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                point = pending.pop(ref)
+                try:
+                    result = ray.get(ref)
+                except Exception as error:  # the task's worker died
+                    result = {"status": "error", "message": f"ray task failed: {error}"}
+                record(point, result)
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+# --- the robust choice -------------------------------------------------------------------
+
+
+class PlanCheck(BaseModel):
+    """One distinct plan of the sweep, checked at every point."""
+
+    model_config = _FROZEN
+
+    plan: int
+    """The plan's number (in order of the first point that chose it)."""
+    chosen_at: tuple[int, ...]
+    """Points whose own optimum it is."""
+    serves: tuple[int, ...]
+    """Points whose every requirement it meets (the verifier)."""
+    fails: tuple[int, ...]
+    """Points it does not serve."""
+    cost_per_month: dict[int, float]
+    """Its cost at each point's prices (GPUs bought x price x hours)."""
+    worst_cost_per_month: float | None
+    """Its largest cost over the points; None unless it serves every point."""
+    total_gpus: int
+    failure: dict[int, str]
+    """The first violation at each point it fails."""
+
+
+def plan_key(replicas: list[dict[str, Any]]) -> str:
+    """A plan's identity: its replica pools without the figures that depend on a point."""
+    stripped = [{k: v for k, v in r.items() if k not in STATED_FIGURES} for r in replicas]
+    return json.dumps(sorted(stripped, key=lambda r: json.dumps(r, sort_keys=True)), sort_keys=True)
+
+
+def check_plans(
+    records: dict[int, dict[str, Any]], instances: dict[int, Instance]
+) -> list[PlanCheck]:
+    """Every distinct plan of the solved points, verified against every valid point."""
+    plans: dict[str, list[int]] = {}
+    replicas_of: dict[str, list[dict[str, Any]]] = {}
+    for index in sorted(records):
+        record = records[index]
+        if record.get("status") != "solved":
+            continue
+        key = plan_key(record.get("replicas", []))
+        plans.setdefault(key, []).append(index)
+        replicas_of[key] = json.loads(key)
+    checks = []
+    for number, (key, chosen) in enumerate(plans.items()):
+        plan = Plan.model_validate({"replicas": replicas_of[key]})
+        serves, fails, costs, failure = [], [], {}, {}
+        total_gpus = 0
+        for index, instance in sorted(instances.items()):
+            result = verify(instance, plan)
+            costs[index] = result.cost_per_month
+            total_gpus = result.total_gpus
+            if result.ok:
+                serves.append(index)
+            else:
+                fails.append(index)
+                failure[index] = str(result.violations[0]) if result.violations else ""
+        checks.append(
+            PlanCheck(
+                plan=number,
+                chosen_at=tuple(chosen),
+                serves=tuple(serves),
+                fails=tuple(fails),
+                cost_per_month=costs,
+                worst_cost_per_month=None if fails else max(costs.values(), default=0.0),
+                total_gpus=total_gpus,
+                failure=failure,
+            )
+        )
+    return checks
+
+
+def robust_choice(checks: Iterable[PlanCheck]) -> PlanCheck | None:
+    """The plan that serves every point at the smallest worst-case cost (None when no
+    point's plan serves them all)."""
+    robust = [c for c in checks if c.worst_cost_per_month is not None]
+    return min(robust, key=lambda c: (c.worst_cost_per_month, c.plan), default=None)

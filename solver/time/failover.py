@@ -1,0 +1,113 @@
+"""Failover with a start time in the hourly plan: the replicas each period starts after a
+region loss (read back from the program, solver.program.families.failover_start), and the error
+budget each loss spends at each hour (recomputed from the physics, the way the verifier
+does it: solver.verify.hours.warm_shortfalls).
+"""
+
+from models.operations.failover_budget import expected_burn_minutes_per_year, scenario_budget
+from models.schema.instance import Instance
+from solver.plan.schema import FailoverStart, Hour, ReplicaPool, ScenarioBudgetUse
+from solver.program.families.failover_start import FailoverTerms, StartedColumn, failover_terms
+from solver.time.periods import TimeProgram
+from solver.verify.hours import warm_shortfalls
+
+
+def started_pools(
+    program: TimeProgram, period: int, values: dict[str, float]
+) -> tuple[FailoverStart, ...]:
+    """The replicas started in the period starting at UTC hour `period`, per scenario
+    and pool, at their lone capacity (what the program credits them with).
+
+    Args:
+        values: the period's values under the static program's names.
+    """
+    price = {(o.region, o.gpu): o.on_demand_price_per_gpu_hour for o in program.offers}
+    hours = program.instance.policy.hours_per_month
+    found = []
+    for name, value in sorted(values.items()):
+        if not name.startswith(StartedColumn.family + "[") or round(value) < 1:
+            continue
+        index = StartedColumn.parse(name)
+        count = round(value)
+        c = next(c for c in program.table.of(index.workload) if c.key == index.candidate)
+        pool = ReplicaPool(
+            workload=index.workload,
+            region=index.region,
+            **c.layout_fields,
+            count=count,
+            gpus=count * c.gpus,
+            limit=c.capacity.limit,
+            requests_per_s_per_replica=c.requests_per_s,
+            cost_per_month=count * c.gpus * price.get((index.region, c.gpu), 0.0) * hours,
+        )
+        found.append(FailoverStart(scenario=index.scenario, pool=pool))
+    return tuple(found)
+
+
+def error_budgets(instance: Instance, hours: tuple[Hour, ...]) -> tuple[ScenarioBudgetUse, ...]:
+    """Per region loss and workload with an availability target: the budget minutes a
+    loss at its worst UTC hour spends (warm-rate demand beyond what the warm survivors
+    serve within reach, for T_s seconds), m, and the expected burn per year."""
+    terms = failover_terms(instance)
+    if not terms.budget_minutes:
+        return ()
+    risk = {r.name: r.failure_probability_per_year for r in instance.regions}
+    by_key: dict[tuple[str, str], list] = {}
+    started: dict[tuple[str, str, int], int] = {}
+    for hour in hours:
+        for (scenario, workload), (load, servable) in warm_shortfalls(instance, hour).items():
+            if workload not in terms.budget_minutes:
+                continue
+            by_key.setdefault((scenario, workload), []).append(
+                _budget(instance, terms, scenario, workload, hour.hour, load, servable)
+            )
+        for start in hour.failover_starts:
+            key = (start.scenario, start.pool.workload, hour.hour)
+            started[key] = started.get(key, 0) + start.pool.count
+    rows = []
+    for (scenario, workload), budgets in by_key.items():
+        worst = max(budgets, key=lambda b: (b.budget_minutes_used, -b.hour))
+        lost = scenario.removeprefix("lose=")
+        probability = risk.get(lost)
+        rows.append(
+            ScenarioBudgetUse(
+                scenario=scenario,
+                workload=workload,
+                worst_hour=worst.hour,
+                failover_start_s=terms.window_s,
+                shortfall_rps=worst.shortfall_rps,
+                budget_minutes=worst.budget_minutes,
+                budget_minutes_used=worst.budget_minutes_used,
+                expected_burn_minutes_per_year=None
+                if probability is None
+                else expected_burn_minutes_per_year(
+                    probability, [b.budget_minutes_used for b in budgets]
+                ),
+                losses_per_month=terms.losses_per_month.get(lost, 1.0),
+                started_replicas=started.get((scenario, workload, worst.hour), 0),
+            )
+        )
+    return tuple(rows)
+
+
+def _budget(
+    instance: Instance,
+    terms: FailoverTerms,
+    scenario: str,
+    workload: str,
+    hour: int,
+    load: float,
+    servable: float,
+):
+    return scenario_budget(
+        scenario,
+        hour,
+        load,
+        servable,
+        servable,
+        terms.window_s,
+        terms.window_s,
+        terms.average_rps[workload],
+        next(w for w in instance.workloads if w.name == workload).slo.availability,
+        instance.policy.hours_per_month,
+    )

@@ -1,0 +1,231 @@
+"""Procurement over `policy.horizon_months`: every month planned at its own demand, on a
+fleet that never shrinks and grows only as fast as orders arrive.
+
+Demand. Month m (0 = the instance as written) runs every workload's demand times its
+growth (1 + g_w)^m (models.operations.procurement.month_instance; g_w = `monthly_growth` of the
+workload, else of the policy): `requests_per_day` or `peak_requests_per_s` of each
+region is scaled, the hourly profile kept (`grown_instance`).
+
+Months solved in sequence. Month 0 is the hourly plan itself (its cost stays the
+plan's top-level `cost_per_month`). Each later month m is its own periods program
+(solver.time.periods, the same program as month 0) on month m's demand, with the
+commitments bounded by the months before:
+
+    committed_m[r,g] >= committed_(m-1)[r,g]        (bought GPUs are never sold back)
+    committed_m[r,g] <= committed_(m-1)[r,g]  if m < L (no order placed in the horizon
+                                                    arrives before month L)
+
+L = `lead_time_months`. The GPUs a month adds to its commitment, b_m = c_m - c_(m-1),
+are ordered in month m - L (month 0's commitment is the fleet the horizon starts
+with: ordered before it, in month -L). What a month does not commit it rents on
+demand (or on spot) hour by hour, as in month 0.
+
+Sequence, not one joint program. Solving month by month is greedy: a month commits
+what is cheapest for itself given the commitments it inherits, without looking ahead
+(a joint program could commit earlier for later months). With growing demand each
+month's own base is already at least the last month's, so the lower bound rarely
+binds; one joint program over 12 months x the periods of the day would be 12 times
+the size of the hourly program. The candidate table (the physics of every
+configuration, the slow part) is built once, on the horizon's largest demand, and
+reused by every month.
+"""
+
+import math
+from collections.abc import Callable
+
+from models.operations.procurement import (
+    grown_instance,
+    growth_factors,
+    month_factors,
+    month_instance,
+)
+from models.schema.instance import Instance
+from solver.backends import Backend
+from solver.candidates.table import CandidateTable, build_candidates
+from solver.errors import Infeasible, NoSolution, Problem
+from solver.plan.schema import Commitment, Hour, Month, MonthOffer, Plan
+from solver.program.families.pricing import CommittedColumn
+from solver.program.lp import SolveResult, Termination, Variable
+from solver.settings import SolveSettings
+from solver.time.periods import TimeProgram, build_time_program
+
+HOURS_PER_DAY = 24
+
+ReadBack = Callable[[TimeProgram, SolveResult, dict[str, float], SolveSettings], Plan]
+"""Reads a solved periods program back into an hourly plan (solver.time.solve)."""
+
+
+def horizon_table(instance: Instance, horizon: int) -> CandidateTable:
+    """Candidates for every month: built once on each workload's largest demand over the
+    horizon (the pooling tables then reach the largest pool any month needs)."""
+    largest = {
+        w.name: max(growth_factors(instance.monthly_growth(w.name), horizon))
+        for w in instance.workloads
+    }
+    return build_candidates(grown_instance(instance, largest))
+
+
+def solve_month(
+    instance: Instance,
+    month: int,
+    table: CandidateTable,
+    previous: dict[tuple[str, str], float],
+    backend: Backend,
+    settings: SolveSettings,
+    hourly_plan: ReadBack,
+) -> Plan:
+    """Month `month`'s hourly plan: its periods program at its demand, its commitments
+    at least `previous` (and exactly `previous` before the lead time).
+
+    Raises:
+        Infeasible: the month's demand cannot be served (on-demand supply or its cap
+            short while orders are still on their way).
+        NoSolution: the solver stopped without a plan.
+    """
+    grown = month_instance(instance, month)
+    program: TimeProgram = build_time_program(grown, table)
+    frozen = month < instance.policy.lead_time_months
+    for offer in program.offers:
+        name = CommittedColumn(offer.region, offer.gpu).name()
+        if name not in program.lp.variables:
+            continue
+        var = program.lp.variables[name]
+        floor = previous.get((offer.region, offer.gpu), 0.0)
+        program.lp.variables[name] = Variable(
+            name, max(var.lower, floor), floor if frozen else var.upper, var.integer
+        )
+    result = backend.run(program.lp, settings.with_duals(False))
+    if result.termination is Termination.INFEASIBLE:
+        growth = max(month_factors(instance, month).values(), default=1.0)
+        remedy = "offer more GPUs (max_gpus) or a shorter lead_time_months"
+        if frozen:
+            remedy = (
+                f"orders take {instance.policy.lead_time_months} month(s), so month {month}'s "
+                "growth is rented on demand: raise max_on_demand_gpus or max_gpus"
+            )
+        raise Infeasible.from_problems(
+            [
+                Problem(
+                    f"month[{month}]",
+                    f"month {month} of the horizon (demand x{growth:.3f}) cannot be served "
+                    "on the commitments it inherits and the supply offered",
+                    remedy,
+                )
+            ],
+            method="month-by-month procurement",
+        )
+    if not result.termination.has_solution:
+        raise NoSolution(
+            f"{result.solver} found no plan for month {month} ({result.termination}) within "
+            f"{settings.time_limit_s:g} s: {result.message}",
+            str(result.termination),
+        )
+    values = dict(result.values)
+    for name in program.lp.integer_variables:
+        values[name] = float(round(values.get(name, 0.0)))
+    return hourly_plan(program, result, values, settings)
+
+
+def month_offers(
+    instance: Instance,
+    month: int,
+    hours: tuple[Hour, ...],
+    committed: tuple[Commitment, ...],
+    previous: dict[tuple[str, str], float],
+) -> tuple[MonthOffer, ...]:
+    """Per offer: the month's peak GPUs, owned / committed / bought, its order month,
+    on-demand GPU-hours and cost (recomputed from the month's hours at the instance's
+    prices). `ordered_gpus` is filled in by `with_months` once later months are known."""
+    days = instance.policy.hours_per_month / HOURS_PER_DAY
+    lead = instance.policy.lead_time_months
+    commits = {(c.region, c.gpu): c for c in committed}
+    keys = sorted({(g.region, g.gpu) for h in hours for g in h.gpus} | set(commits))
+    rows = []
+    for key in keys:
+        region, gpu = key
+        price = instance.price_per_gpu_hour(region, gpu)
+        supply = instance.region(region).supply.get(gpu)
+        spot_price = (supply.spot_price_per_gpu_hour if supply else None) or 0.0
+        gpus = [g for h in hours for g in h.gpus if (g.region, g.gpu) == key]
+        commit = commits.get(key)
+        count = commit.committed_gpus if commit else 0.0
+        reserved = commit.reserved_price_per_gpu_hour if commit else 0.0
+        on_demand_hours = days * math.fsum(g.on_demand for g in gpus)
+        cost = days * (
+            HOURS_PER_DAY * count * reserved
+            + math.fsum(g.on_demand * price + g.spot * spot_price for g in gpus)
+        )
+        bought = max(count - previous.get(key, 0.0), 0.0)
+        rows.append(
+            MonthOffer(
+                region=region,
+                gpu=gpu,
+                peak_need_gpus=float(max((g.used for g in gpus), default=0)),
+                committed_gpus=count,
+                ordered_gpus=0.0,
+                on_demand_gpu_hours=on_demand_hours,
+                cost=cost,
+                owned_gpus=instance.region(region).existing.get(gpu, 0) + count,
+                bought_gpus=bought,
+                order_month=month - lead if bought > 0 else None,
+            )
+        )
+    return tuple(rows)
+
+
+def with_months(
+    instance: Instance,
+    program: TimeProgram,
+    plan: Plan,
+    backend: Backend,
+    settings: SolveSettings,
+    hourly_plan: ReadBack,
+) -> Plan:
+    """The plan with `months` filled in when the instance gives a horizon (see the module
+    text); month 0 is the plan itself. `hourly_plan` reads a solved periods program
+    back into a plan (solver.time.solve.hourly_plan, passed in: no import circle)."""
+    del program  # month 0 is already solved; later months build their own programs
+    horizon = instance.policy.horizon_months
+    if horizon is None:
+        return plan
+    table = horizon_table(instance, horizon) if horizon > 1 else None
+    previous: dict[tuple[str, str], float] = {}
+    months: list[Month] = []
+    for month in range(horizon):
+        if month == 0:
+            hours, committed, cost = plan.hours, plan.committed, plan.cost_per_month
+        else:
+            solved = solve_month(instance, month, table, previous, backend, settings, hourly_plan)
+            hours, committed, cost = solved.hours, solved.committed, solved.cost_per_month
+        offers = month_offers(instance, month, hours, committed, previous)
+        previous = {(c.region, c.gpu): c.committed_gpus for c in committed}
+        months.append(
+            Month(
+                month=month,
+                growth_factor=max(month_factors(instance, month).values(), default=1.0),
+                cost_per_month=cost or 0.0,
+                offers=offers,
+                hours=hours if month else (),
+                committed=committed if month else (),
+            )
+        )
+    orders: dict[tuple[int, str, str], float] = {}
+    for m in months:
+        for o in m.offers:
+            if o.order_month is not None and o.order_month >= 0:
+                key = (o.order_month, o.region, o.gpu)
+                orders[key] = orders.get(key, 0.0) + o.bought_gpus
+    months = [
+        m.model_copy(
+            update={
+                "offers": tuple(
+                    o.model_copy(
+                        update={"ordered_gpus": orders.get((m.month, o.region, o.gpu), 0.0)}
+                    )
+                    for o in m.offers
+                )
+            }
+        )
+        for m in months
+    ]
+    return plan.model_copy(update={"months": tuple(months)})

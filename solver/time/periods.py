@@ -1,0 +1,199 @@
+"""The program in time: one copy of the static program per period of the day, joined by
+the pricing rows (solver.program.families.pricing).
+
+Periods. The interactive warm rates of the 24 UTC hours (models.operations.time_demand.warm_grid:
+demand plus the autoscaler's headroom ahead of the ramps) are merged into periods of
+equal rate vectors (models.operations.time_periods.aggregate_periods); a period p stands for w_p
+hours a day.
+
+Per period the static program is built on the period's hour instance (every
+interactive (workload, region) at its warm rate; models.operations.time_demand.hour_instance), so
+each period has its own replicas, routing, capacity rows per failure scenario, pooling
+steps and supply rows. Its names carry the period: `replicas[chat,h100...,us-east]@t07`
+is the pool's replicas in the period starting at UTC hour 7 (`at_period`). Its
+objective is dropped (its `purchased` columns stay, unpriced, so that whole servers,
+power and racks hold in every hour); the pricing rows take its place:
+
+    gpu_cover[r,g,p]:  committed[r,g] + on_demand[r,g,p] >= used[r,g,p] - existing[r,g]
+    minimise  days x (24 p_res committed + sum_p w_p p_od on_demand_p)
+
+Three more families join the periods (each module opens with its math):
+solver.program.families.batch_work (batch soaked on interactive pools or run on dedicated
+replicas, against an hour-by-hour deadline schedule; dedicated GPUs join `used`),
+solver.program.families.spot_pools (interactive spot replicas with a Poisson margin, with
+policy.spot_confidence) and solver.program.families.failover_start (spare started after a
+region loss, its start window paid from the error budget).
+
+Only `committed`, batch and the dedicated batch replicas couple the periods (and,
+through a shared GPU offer, the workloads).
+The program is solved as one: splitting by workload would need the commitments priced
+across workloads (a Lagrangian on committed), which the instances here do not need; its
+size is the static program's times the number of periods (reported in the plan).
+"""
+
+from dataclasses import dataclass, field
+
+from models.operations.scenarios import failure_scenarios
+from models.operations.time_demand import hour_instance, warm_grid
+from models.operations.time_periods import Period, aggregate_periods
+from models.schema.instance import Instance
+from solver.candidates.table import CandidateTable
+from solver.program.build import FleetProgram, build_program
+from solver.program.families.batch_work import BatchWork, add_batch_work
+from solver.program.families.failover_start import add_failover_start, failover_terms
+from solver.program.families.pricing import OfferTerms, OnDemandColumn, add_pricing
+from solver.program.families.spot_pools import SpotTerms, add_spot_pools
+from solver.program.lp import LinearProgram
+from solver.program.row_names import ReplicasColumn
+
+PERIOD_MARK = "@t"
+
+
+def at_period(name: str, period: int) -> str:
+    """`name@tHH`: a static program's row or column in the period starting at hour HH."""
+    return f"{name}{PERIOD_MARK}{period:02d}"
+
+
+def split_period(name: str) -> tuple[str, int | None]:
+    """(static name, period) of a period name; (name, None) for a name without one."""
+    base, mark, hour = name.rpartition(PERIOD_MARK)
+    if not mark or not hour.isdigit():
+        return name, None
+    return base, int(hour)
+
+
+@dataclass(frozen=True)
+class PeriodProgram:
+    """The static program of one period."""
+
+    period: Period
+    program: FleetProgram
+
+    @property
+    def first_hour(self) -> int:
+        """The period's name: its first UTC hour."""
+        return self.period.hours[0]
+
+
+@dataclass(frozen=True)
+class TimeProgram:
+    """The joined program and its periods."""
+
+    lp: LinearProgram
+    periods: tuple[PeriodProgram, ...]
+    instance: Instance
+    table: CandidateTable
+    offers: tuple[OfferTerms, ...]
+    batch: tuple[BatchWork, ...] = ()
+    """Each batch workload's columns per region (solver.program.families.batch_work)."""
+    spot: dict[int, dict[tuple[str, str, str], SpotTerms]] = field(default_factory=dict)
+    """Period -> the pools that may run on spot, with u and beta
+    (solver.program.families.spot_pools; policy.spot_confidence)."""
+
+    def period_values(self, values: dict[str, float], period: int) -> dict[str, float]:
+        """The values of one period under the static program's names."""
+        found = {}
+        for name, value in values.items():
+            base, hour = split_period(name)
+            if hour == period:
+                found[base] = value
+        return found
+
+
+def interactive_table(instance: Instance, table: CandidateTable) -> CandidateTable:
+    """The candidates of the interactive workloads (batch has its own columns,
+    solver.program.families.batch_work)."""
+    return CandidateTable({w.name: table.of(w.name) for w in instance.workloads if not w.is_batch})
+
+
+def build_time_program(instance: Instance, table: CandidateTable) -> TimeProgram:
+    """One static program per period of the warm day, joined by the pricing rows."""
+    warm = warm_grid(instance)
+    periods = aggregate_periods(warm)
+    scenarios = failure_scenarios(instance)
+    lp = LinearProgram(f"{instance.name}-hours")
+    parts = []
+    used: dict[tuple[str, str, int], dict[str, float]] = {}
+    tie_break = 0.0
+    for period in periods:
+        hour = period.hours[0]
+        program = build_program(
+            hour_instance(instance, period.values), interactive_table(instance, table), scenarios
+        )
+        parts.append(PeriodProgram(period, program))
+        _copy_into(lp, program, hour)
+        tie_break = program.sets.tie_break_per_gpu
+        for pool in program.sets.pools:
+            key = (pool.region, pool.candidate.gpu, hour)
+            name = ReplicasColumn(pool.workload, pool.candidate.key, pool.region).name()
+            used.setdefault(key, {})[at_period(name, hour)] = float(pool.candidate.gpus)
+    batch = add_batch_work(lp, instance, table, parts, used)
+    offers = offer_terms(instance)
+    weights = {period.hours[0]: period.weight_hours for period in periods}
+    add_pricing(lp, offers, used, weights, instance.policy.hours_per_month, tie_break)
+    spot = {
+        part.first_hour: add_spot_pools(
+            lp, part.program, at_period("", part.first_hour), weights[part.first_hour]
+        )
+        for part in parts
+    }
+    terms = failover_terms(instance)
+    if terms.budget_minutes:
+        for part in parts:
+            hour = part.first_hour
+            capped = {
+                (o.region, o.gpu): (
+                    OnDemandColumn(o.region, o.gpu, hour).name(),
+                    o.max_on_demand_gpus,
+                )
+                for o in offers
+                if o.max_on_demand_gpus < o.max_gpus
+                and OnDemandColumn(o.region, o.gpu, hour).name() in lp.variables
+            }
+            add_failover_start(lp, part.program, at_period("", hour), terms, capped, weights[hour])
+    return TimeProgram(lp, tuple(parts), instance, table, offers, batch, spot)
+
+
+def offer_terms(instance: Instance) -> tuple[OfferTerms, ...]:
+    """Every (region, GPU type) with supply or an existing fleet, as pricing reads it."""
+    offers = []
+    for region in instance.regions:
+        for gpu in instance.gpu_specs:
+            supply = region.supply.get(gpu)
+            existing = region.existing.get(gpu, 0)
+            if supply is None and existing <= 0:
+                continue
+            max_gpus = supply.max_gpus if supply else 0
+            cap = supply.max_on_demand_gpus if supply else None
+            offers.append(
+                OfferTerms(
+                    region=region.name,
+                    gpu=gpu,
+                    existing=existing,
+                    max_gpus=max_gpus,
+                    on_demand_price_per_gpu_hour=instance.price_per_gpu_hour(region.name, gpu),
+                    reserved_price_per_gpu_hour=supply.reserved_price_per_gpu_hour
+                    if supply
+                    else None,
+                    max_on_demand_gpus=max_gpus if cap is None else cap,
+                    spot_price_per_gpu_hour=supply.spot_price_per_gpu_hour if supply else None,
+                )
+            )
+    return tuple(offers)
+
+
+def _copy_into(lp: LinearProgram, program: FleetProgram, hour: int) -> None:
+    """The period's columns and rows under period names, less the objective: the period's
+    `purchased` (GPUs installed beyond the owned ones that hour) keeps its rows, so that
+    whole servers, power and racks hold in every hour, but costs nothing itself (the
+    pricing rows price the hour's GPUs)."""
+    for name, var in program.lp.variables.items():
+        lp.add_variable(at_period(name, hour), var.lower, var.upper, var.integer)
+    for name, row in program.lp.constraints.items():
+        lp.add_constraint(
+            at_period(name, hour),
+            row.family,
+            {at_period(var, hour): coef for var, coef in row.coefficients.items()},
+            row.sense,
+            row.rhs,
+        )

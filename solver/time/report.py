@@ -1,0 +1,125 @@
+"""What the hourly plan reports beside its counts: each pool's warm headroom and scaling
+thresholds (models.operations.autoscaling), the error budget each failure scenario spends
+(models.operations.failover_budget) and the idle hours of the day.
+
+Headroom of a pool: its own GPU's start time (not the slowest one the rows plan for),
+the actual demand of its (workload, region), its capacity per replica at its peak size.
+
+Error budget of a region loss at UTC hour h, per workload with `slo.availability`
+(solver.time.failover.error_budgets): the warm-rate demand beyond what the warm
+survivors serve within reach, for failover_start_s seconds, as minutes of full outage;
+the worst hour is reported, with the replicas started after the loss and, with
+`failure_probability_per_year`, the expected burn lambda x mean_h.
+
+Idle GPU-hours per day: in each hour, each pool's GPUs times the share of its capacity
+the hour's actual demand leaves unused, plus committed GPUs that run nothing.
+"""
+
+import math
+from collections import defaultdict
+
+from models.operations.autoscaling import GPU_UTILISATION_NOTE, pool_headroom, scaling_thresholds
+from models.operations.time_demand import interactive_grid
+from models.schema.instance import Instance
+from solver.plan.schema import Plan, PoolHeadroom
+from solver.time.failover import error_budgets
+from solver.time.periods import TimeProgram
+
+SECONDS_PER_DAY = 86_400.0
+
+
+def with_time_report(instance: Instance, program: TimeProgram, plan: Plan) -> Plan:
+    """The plan with headroom, error budget and idle hours filled in."""
+    idle_replicas, idle_gpus = idle_hours(instance, plan)
+    return plan.model_copy(
+        update={
+            "headroom": headrooms(instance, program, plan),
+            "error_budget_minutes_used": error_budgets(instance, plan.hours),
+            "idle_replica_hours_per_day": idle_replicas,
+            "idle_gpu_hours_per_day": idle_gpus,
+        }
+    )
+
+
+def headrooms(instance: Instance, program: TimeProgram, plan: Plan) -> tuple[PoolHeadroom, ...]:
+    """Headroom and thresholds of every pool of the peak fleet (unified pools only:
+    disaggregated halves scale on their own phase's signal)."""
+    grid = interactive_grid(instance)
+    policy = instance.policy
+    rows = []
+    for pool in plan.replicas:
+        rates = grid.get((pool.workload, pool.region))
+        capacity = pool.requests_per_s_per_replica
+        if rates is None or not capacity or pool.role != "unified":
+            continue
+        candidate = next((c for c in program.table.of(pool.workload) if c.key == pool.key), None)
+        if candidate is None:
+            continue
+        start_s = instance.replica_start_s(pool.gpu)
+        headroom = pool_headroom(
+            rates, capacity, start_s, policy.scale_detection_s, policy.burst_factor
+        )
+        lone = candidate.capacity
+        workload = next(w for w in instance.workloads if w.name == pool.workload)
+        ttft = workload.slo.ttft_p99_ms
+        thresholds = scaling_thresholds(
+            capacity,
+            headroom.headroom_rps,
+            pool.count,
+            lone.batch,
+            max(lone.max_batch, 1),
+            max(lone.prefill_s, 1e-9),
+            workload.prompt_tokens.cv,
+            None if ttft is None else ttft / 1000,
+        )
+        rows.append(
+            PoolHeadroom(
+                workload=pool.workload,
+                region=pool.region,
+                configuration=pool.key,
+                replica_start_s=start_s,
+                lag_s=headroom.lag_s,
+                steepest_ramp_rps_per_minute=headroom.ramp.rps_per_minute,
+                headroom_rps=headroom.headroom_rps,
+                headroom_replicas=headroom.headroom_replicas,
+                capacity_rps_per_replica=capacity,
+                peak_replicas=pool.count,
+                target_utilization=thresholds.target_utilization,
+                kv_usage_scale_out=thresholds.kv_usage_scale_out,
+                queue_depth_scale_out=thresholds.queue_depth_scale_out,
+                queue_depth_slo_edge=None
+                if math.isinf(thresholds.queue_depth_slo_edge)
+                else thresholds.queue_depth_slo_edge,
+                signal_note=GPU_UTILISATION_NOTE,
+            )
+        )
+    return tuple(rows)
+
+
+def idle_hours(instance: Instance, plan: Plan) -> tuple[float, float]:
+    """(idle replica-hours, idle GPU-hours) per day of the interactive pools, with
+    committed GPUs that run nothing counted as idle GPU-hours."""
+    grid = interactive_grid(instance)
+    committed = {(c.region, c.gpu): c.committed_gpus for c in plan.committed}
+    replicas = gpus = 0.0
+    for whole in plan.hours:
+        hour = whole.model_copy(
+            update={"pools": tuple(p for p in whole.pools if (p.workload, p.region) in grid)}
+        )
+        capacity: dict[tuple[str, str], float] = defaultdict(float)
+        for pool in hour.pools:
+            capacity[(pool.workload, pool.region)] += pool.count * (
+                pool.requests_per_s_per_replica or 0.0
+            )
+        for pool in hour.pools:
+            total = capacity[(pool.workload, pool.region)]
+            load = grid.get((pool.workload, pool.region), (0.0,) * 24)[hour.hour]
+            share = 1 - min(load / total, 1.0) if total > 0 else 1.0
+            replicas += pool.count * share
+            gpus += (pool.gpus or 0) * share
+        for row in hour.gpus:
+            gpus += max(committed.get((row.region, row.gpu), 0.0) - row.reserved, 0.0)
+        for (r, g), count in committed.items():
+            if not any((row.region, row.gpu) == (r, g) for row in hour.gpus):
+                gpus += count
+    return replicas, gpus

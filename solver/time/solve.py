@@ -1,0 +1,313 @@
+"""Solving in time: the periods program (solver.time.periods), its read-back into 24 hours,
+the batch schedule (solver.time.batch), the error budget and headroom report
+(solver.time.report) and the months of the horizon (solver.time.months), then the
+independent verifier (which checks every hour and month).
+"""
+
+import math
+import time
+
+from models.operations.time_demand import planning_start_s
+from models.schema.instance import Instance
+from solver.analysis.diagnose import diagnose_infeasible, presolve_problems
+from solver.backends import get_backend
+from solver.candidates.pools import assess_pools
+from solver.candidates.table import build_candidates
+from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected, Problem
+from solver.plan.schema import Commitment, GpuUse, Hour, HourGpus, Plan, ReplicaPool
+from solver.program.families.pricing import CommittedColumn, OfferTerms
+from solver.program.lp import SolveResult, Termination
+from solver.program.optimised import Optimised
+from solver.readback.assign import chosen_sizes, read_plan, replica_counts
+from solver.settings import SolveSettings
+from solver.time.batch import dedicated_pools, hour_soaks
+from solver.time.failover import started_pools
+from solver.time.periods import PeriodProgram, TimeProgram, build_time_program
+from solver.time.spot import spot_replicas
+from solver.verify.hours import verify_hours as verify
+
+HOURS_PER_DAY = 24
+
+
+def solve_time(instance: Instance, settings: SolveSettings) -> tuple[Plan, PeriodProgram, dict]:
+    """The cheapest hourly plan; returns the plan, the peak period's program and its
+    values (what `explain` reads).
+
+    Raises:
+        Infeasible, NoSolution, PlanRejected: as solver.solve.solve.
+    """
+    backend = get_backend(settings.backend)
+    reason = backend.unavailable_reason()
+    if reason:
+        raise BackendUnavailable(f"backend {settings.backend!r} cannot run here: {reason}")
+    table = build_candidates(instance)
+    built_s = time.monotonic()
+    program = build_time_program(instance, table)
+    build_s = time.monotonic() - built_s
+    peak = max(program.periods, key=lambda p: sum(p.period.values.values()))
+    problems = [
+        *table.problems,
+        *presolve_problems(peak.program.sets),
+        *unplaceable_batch(program),
+    ]
+    if problems:
+        raise Infeasible.from_problems(problems)
+    result = backend.run(program.lp, settings.with_duals(False))
+    if result.termination is Termination.INFEASIBLE:
+        raise Infeasible(diagnose_infeasible(peak.program, backend, settings))
+    if not result.termination.has_solution:
+        raise NoSolution(
+            f"{result.solver} found no hourly plan ({result.termination}) within "
+            f"{settings.time_limit_s:g} s: {result.message}",
+            str(result.termination),
+        )
+    values = dict(result.values)
+    for name in program.lp.integer_variables:
+        values[name] = float(round(values.get(name, 0.0)))
+    plan = hourly_plan(program, result, values, settings, build_s)
+    from solver.time.batch import with_batch
+    from solver.time.months import with_months
+    from solver.time.report import with_time_report
+
+    plan = with_time_report(instance, program, plan)
+    plan = with_batch(instance, program, plan, values)
+    plan = with_months(instance, program, plan, backend, settings, hourly_plan)
+    check = verify(instance, plan)
+    if not check.ok:
+        raise PlanRejected(
+            "the solver's hourly plan fails the independent verifier:\n"
+            + "\n".join(f"  - {v}" for v in check.violations)
+        )
+    return plan, peak, program.period_values(values, peak.first_hour)
+
+
+def unplaceable_batch(program: TimeProgram) -> list[Problem]:
+    """Batch work with neither an interactive pool of its model to soak nor a dedicated
+    candidate in its region: no plan serves it."""
+    return [
+        Problem(
+            f"batch_arrivals[{work.batch},{work.region},*]",
+            f"{sum(work.arrivals_by_hour):,.0f} requests a day of {work.batch} in "
+            f"{work.region}: no interactive pool of its model runs there to soak them and "
+            "no configuration of it runs on the GPUs offered there",
+            f"offer a GPU {work.batch} fits on in {work.region}, or drop its demand there",
+        )
+        for work in program.batch
+        if not work.soak and not work.dedicated
+    ]
+
+
+def period_plans(
+    program: TimeProgram, result: SolveResult, values: dict[str, float], settings: SolveSettings
+) -> dict[int, Plan]:
+    """Each period's static read-back (replicas at their physics, scenarios), by first hour."""
+    plans = {}
+    for part in program.periods:
+        hour = part.first_hour
+        own = program.period_values(values, hour)
+        counts = replica_counts(part.program.sets, own)
+        curves = assess_pools(part.program.sets.instance, chosen_sizes(part.program.sets, counts))
+        plans[hour] = read_plan(part.program, Optimised(result), own, {}, settings, curves)
+    return plans
+
+
+def hourly_plan(
+    program: TimeProgram,
+    result: SolveResult,
+    values: dict[str, float],
+    settings: SolveSettings,
+    build_s: float = 0.0,
+) -> Plan:
+    """The 24 hours, the commitments, the peak fleet and the month's cost."""
+    instance = program.instance
+    days = instance.policy.hours_per_month / HOURS_PER_DAY
+    plans = period_plans(program, result, values, settings)
+    dedicated = dedicated_pools(program, values)
+    batch_pools = tuple(pool for pool, _, _ in dedicated)
+    batch_spot: dict[tuple[str, str], int] = {}
+    for pool, tier, _ in dedicated:
+        if tier == "spot":
+            key = (pool.region, pool.gpu)
+            batch_spot[key] = batch_spot.get(key, 0) + (pool.gpus or 0)
+    soaks = hour_soaks(program, values)
+    on_spot = spot_replicas(program, values)
+    spot_by_period = {}
+    for part in program.periods:
+        spot = dict(batch_spot)
+        for entry in on_spot.get(part.first_hour, ()):
+            c = next(c for c in program.table.of(entry.workload) if c.key == entry.configuration)
+            key = (entry.region, c.gpu)
+            spot[key] = spot.get(key, 0) + entry.replicas * c.gpus
+        spot_by_period[part.first_hour] = spot
+    committed = {
+        (o.region, o.gpu): values.get(CommittedColumn(o.region, o.gpu).name(), 0.0)
+        for o in program.offers
+    }
+    hours = []
+    for part in program.periods:
+        first = part.first_hour
+        pools = plans[first].replicas + batch_pools
+        gpus = hour_gpus(program.offers, pools, committed, spot_by_period[first])
+        cost = hour_cost(program.offers, gpus, committed)
+        for hour in part.period.hours:
+            hours.append(
+                Hour(
+                    hour=hour,
+                    period=first,
+                    pools=pools,
+                    batch_soak=soaks[hour],
+                    spot_pools=on_spot.get(first, ()),
+                    gpus=gpus,
+                    cost_per_hour=cost,
+                    failover_starts=started_pools(
+                        program, first, program.period_values(values, first)
+                    ),
+                )
+            )
+    hours.sort(key=lambda h: h.hour)
+    peak_pools = peak_fleet(hours)
+    uses = peak_gpu_use(program.offers, hours, days, committed)
+    peak_plan = max(plans.values(), key=lambda p: p.total_gpus or 0)
+    size = program.lp.size()
+    solver = peak_plan.solver.model_copy(
+        update={
+            "runtime_s": result.runtime_s,
+            "mip_gap": result.mip_gap,
+            "variables": size["variables"],
+            "integer_variables": size["integer_variables"],
+            "constraints": size["constraints"],
+            "method": f"one program over {len(program.periods)} periods of the day "
+            f"(built in {build_s:.2f} s)",
+        }
+    )
+    return Plan(
+        instance=instance.name,
+        status="optimal" if result.termination is Termination.OPTIMAL else "feasible",
+        cost_per_month=days * math.fsum(h.cost_per_hour for h in hours),
+        total_gpus=sum(u.used for u in uses),
+        gpus=uses,
+        replicas=peak_pools,
+        scenarios=peak_plan.scenarios,
+        solver=solver,
+        shadow_price_note="hourly plan: shadow prices are not computed for the periods program",
+        hours=tuple(hours),
+        committed=tuple(
+            Commitment(
+                region=o.region,
+                gpu=o.gpu,
+                committed_gpus=round(committed[(o.region, o.gpu)], 6),
+                reserved_price_per_gpu_hour=o.reserved_price_per_gpu_hour,
+                on_demand_price_per_gpu_hour=o.on_demand_price_per_gpu_hour,
+            )
+            for o in program.offers
+            if o.reserved_price_per_gpu_hour is not None
+        ),
+        notes=(
+            f"planned in {len(program.periods)} periods of the UTC day at the warm rate "
+            f"(demand plus headroom for a {planning_start_s(instance):g} s replica start "
+            f"and {instance.policy.scale_detection_s:g} s detection)",
+        ),
+    )
+
+
+def hour_gpus(
+    offers: tuple[OfferTerms, ...],
+    pools: tuple[ReplicaPool, ...],
+    committed: dict[tuple[str, str], float],
+    spot: dict[tuple[str, str], int] | None = None,
+) -> tuple[HourGpus, ...]:
+    """GPUs used per offer in one period, split owned / reserved / on demand / spot
+    (`spot`: GPUs on spot per offer: dedicated batch replicas and interactive spot
+    replicas)."""
+    spot = spot or {}
+    used: dict[tuple[str, str], int] = {}
+    for pool in pools:
+        used[(pool.region, pool.gpu)] = used.get((pool.region, pool.gpu), 0) + (pool.gpus or 0)
+    rows = []
+    for o in offers:
+        n = used.get((o.region, o.gpu), 0)
+        if not n:
+            continue
+        on_spot = spot.get((o.region, o.gpu), 0)
+        owned = min(n - on_spot, o.existing)
+        reserved = min(committed[(o.region, o.gpu)], n - on_spot - owned)
+        rows.append(
+            HourGpus(
+                region=o.region,
+                gpu=o.gpu,
+                used=n,
+                existing=owned,
+                reserved=round(reserved, 6),
+                on_demand=round(max(n - on_spot - owned - reserved, 0.0), 6),
+                spot=float(on_spot),
+            )
+        )
+    return tuple(rows)
+
+
+def hour_cost(
+    offers: tuple[OfferTerms, ...],
+    gpus: tuple[HourGpus, ...],
+    committed: dict[tuple[str, str], float],
+) -> float:
+    """USD this hour: every committed GPU at its reserved price, on-demand and spot GPUs
+    at theirs."""
+    by_offer = {(g.region, g.gpu): g for g in gpus}
+    cost = 0.0
+    for o in offers:
+        if o.reserved_price_per_gpu_hour is not None:
+            cost += committed[(o.region, o.gpu)] * o.reserved_price_per_gpu_hour
+        row = by_offer.get((o.region, o.gpu))
+        if row is not None:
+            cost += row.on_demand * o.on_demand_price_per_gpu_hour
+            if row.spot:
+                cost += row.spot * (o.spot_price_per_gpu_hour or 0.0)
+    return cost
+
+
+def peak_fleet(hours: list[Hour]) -> tuple[ReplicaPool, ...]:
+    """Each pool at its largest count over the day (the fleet at its busiest)."""
+    largest: dict[tuple[str, str, str], ReplicaPool] = {}
+    for hour in hours:
+        for pool in hour.pools:
+            key = (pool.workload, pool.region, pool.key)
+            if key not in largest or pool.count > largest[key].count:
+                largest[key] = pool
+    return tuple(largest.values())
+
+
+def peak_gpu_use(
+    offers: tuple[OfferTerms, ...],
+    hours: list[Hour],
+    days: float,
+    committed: dict[tuple[str, str], float],
+) -> tuple[GpuUse, ...]:
+    """Per offer: the most GPUs used in any hour, and the month's cost of that offer."""
+    uses = []
+    for o in offers:
+        key = (o.region, o.gpu)
+        rows = [g for h in hours for g in h.gpus if (g.region, g.gpu) == key]
+        most = max((g.used for g in rows), default=0)
+        if not most and not o.existing and not committed[key]:
+            continue
+        reserved_cost = 0.0
+        if o.reserved_price_per_gpu_hour is not None:
+            reserved_cost = HOURS_PER_DAY * o.reserved_price_per_gpu_hour * committed[key]
+        on_demand_cost = math.fsum(
+            g.on_demand * o.on_demand_price_per_gpu_hour
+            + g.spot * (o.spot_price_per_gpu_hour or 0.0)
+            for g in rows
+        )
+        uses.append(
+            GpuUse(
+                region=o.region,
+                gpu=o.gpu,
+                used=most,
+                existing=o.existing,
+                purchased=max(0, most - o.existing),
+                available=o.existing + o.max_gpus,
+                price_per_gpu_hour=o.on_demand_price_per_gpu_hour,
+                cost_per_month=days * (reserved_cost + on_demand_cost),
+            )
+        )
+    return tuple(uses)

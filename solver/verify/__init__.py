@@ -1,0 +1,5 @@
+"""The independent verifier: recomputes a plan from the instance with the physics alone and
+lists every violated requirement.
+
+Imports: models/, and from solver/ only the plan schema (solver.plan) and the row names
+(solver.program.row_names). Checked by tests/test_imports.py."""

@@ -1,0 +1,183 @@
+"""The hour verifier's batch checks (part of solver.verify.hours, held to its rule: from
+solver/ it reads the plan schema and the row names only).
+
+For every batch workload b and region r with volume:
+
+1. C_b recomputed: one replica of each soaking pool's configuration running b's mix
+   with no latency target (models.operations.batch_soak.batch_capacity); a dedicated batch pool's
+   replicas serve the same physics on their own configuration, times the spot goodput
+   (models.operations.pricing_tiers.spot_batch_goodput) for the share of its GPUs the hour pays on
+   spot.
+2. The interactive pools keep their own load: per interactive (w, r) and hour,
+   sum_c (n_c - x_c / C_b,c) x q_c x u >= the hour's warm rate, with x_c the batch
+   requests/s the hour soaks on pool c and q_c its stated capacity per replica (which
+   the static verifier has held to at most the physics).
+3. The deadline: the cyclic earliest-deadline-first schedule of b's arrivals in the
+   hours' room (3,600 x (soaked requests/s + dedicated capacity)) misses nothing
+   (models.operations.batch_soak.schedule_batch).
+"""
+
+import math
+from collections import defaultdict
+
+from models.operations.batch_soak import SECONDS_PER_HOUR, batch_capacity, schedule_batch
+from models.operations.pricing_tiers import spot_batch_goodput
+from models.operations.time_periods import demand_grid
+from models.physics.efficiency import efficiency_for
+from models.physics.memory import kv_precision_for
+from models.physics.precision import Precision
+from models.schema.instance import Instance
+from models.serving.replica import ReplicaCapacity, ReplicaConfig, TrafficMix
+from solver.plan.schema import Hour, ReplicaPool
+from solver.verify.fleet import Violation
+
+CAPACITY_TOLERANCE = 1e-6
+
+
+def batch_replica(instance: Instance, batch: str, pool: ReplicaPool) -> ReplicaCapacity:
+    """One replica of the pool's configuration running `batch`'s mix alone."""
+    workload = next(w for w in instance.workloads if w.name == batch)
+    model = instance.model_entry(workload.model)
+    llm = instance.llm_specs[workload.model]
+    gpu = instance.gpu_specs[pool.gpu]
+    kv = pool.kv_precision or kv_precision_for(Precision(pool.precision), model.kv_precision)
+    config = ReplicaConfig(
+        gpu, llm, pool.precision, kv, pool.tp, pool.pp, pool.role, pool.ep, pool.dp
+    )
+    mix = TrafficMix.of(workload, instance.policy.prefix_affinity)
+    efficiency = efficiency_for(gpu, pool.precision, instance.efficiency, instance.engine)
+    return batch_capacity(config, mix, efficiency)
+
+
+def check_batch(
+    instance: Instance,
+    hours: tuple[Hour, ...],
+    warm: dict[tuple[str, str], tuple[float, ...]],
+) -> list[Violation]:
+    """Steps 1-3 of the module text over the plan's hours."""
+    violations: list[Violation] = []
+    batch = [w for w in instance.workloads if w.is_batch]
+    if not batch:
+        return violations
+    grid = demand_grid(instance)
+    rates: dict[tuple[str, str], float] = {}
+    for hour in hours:
+        violations += _check_shares(instance, hour, warm, rates)
+    for workload in batch:
+        for region in workload.demand:
+            arrivals = [rate * SECONDS_PER_HOUR for rate in grid[(workload.name, region)]]
+            room = [0.0] * 24
+            for hour in hours:
+                room[hour.hour] = SECONDS_PER_HOUR * _room_rps(
+                    instance, hour, workload.name, region, rates
+                )
+            schedule = schedule_batch(arrivals, room, workload.deadline_hours)
+            if not schedule.fits:
+                violations.append(
+                    Violation(
+                        requirement=f"batch[{workload.name},{region}]",
+                        message=f"{schedule.shortfall_requests:,.0f} of "
+                        f"{schedule.arrivals_per_day:,.0f} requests a day miss their "
+                        f"{workload.deadline_hours:g} h deadline in the hours' soak and "
+                        "dedicated capacity",
+                    )
+                )
+    return violations
+
+
+def _capacity(instance: Instance, batch: str, pool: ReplicaPool, rates: dict):
+    key = (batch, pool.key)
+    if key not in rates:
+        rates[key] = batch_replica(instance, batch, pool)
+    return rates[key]
+
+
+def _rate(instance: Instance, batch: str, pool: ReplicaPool, rates: dict) -> float:
+    """C_b in requests/s (0 when the batch mix does not fit the configuration)."""
+    capacity = _capacity(instance, batch, pool, rates)
+    return capacity.requests_per_s if capacity.fits else 0.0
+
+
+def _check_shares(
+    instance: Instance,
+    hour: Hour,
+    warm: dict[tuple[str, str], tuple[float, ...]],
+    rates: dict,
+) -> list[Violation]:
+    """Step 2 for one hour."""
+    found = []
+    mark = f"@t{hour.hour:02d}"
+    soaked: dict[tuple[str, str], float] = defaultdict(float)  # (w, r) -> capacity lost
+    for soak in hour.batch_soak:
+        pool = next(
+            (
+                p
+                for p in hour.pools
+                if (p.workload, p.region, p.key) == (soak.workload, soak.region, soak.configuration)
+            ),
+            None,
+        )
+        if pool is None:
+            found.append(
+                Violation(
+                    requirement=f"soak[{soak.batch},{soak.workload},{soak.configuration},"
+                    f"{soak.region}]{mark}",
+                    message="soaks a pool that does not run this hour",
+                )
+            )
+            continue
+        c_b = _rate(instance, soak.batch, pool, rates)
+        if c_b <= 0:
+            found.append(
+                Violation(
+                    requirement=f"soak[{soak.batch},{soak.workload},{pool.key},{soak.region}]"
+                    + mark,
+                    message=f"{soak.batch} does not fit on {pool.label}",
+                )
+            )
+            continue
+        soaked[(soak.workload, soak.region)] += (
+            soak.requests_per_s / c_b * (pool.requests_per_s_per_replica or 0.0)
+        )
+    u = instance.policy.max_utilization
+    for (w, r), lost in soaked.items():
+        capacity = math.fsum(
+            p.count * (p.requests_per_s_per_replica or 0.0)
+            for p in hour.pools
+            if (p.workload, p.region) == (w, r) and p.role == "unified"
+        )
+        load = warm.get((w, r), (0.0,) * 24)[hour.hour]
+        if (capacity - lost) * u < load * (1 - CAPACITY_TOLERANCE) - CAPACITY_TOLERANCE:
+            found.append(
+                Violation(
+                    requirement=f"capacity[none,{w},{r},unified]{mark}",
+                    message=f"the pools carry {capacity * u:.2f} requests/s; the batch they "
+                    f"soak takes {lost * u:.2f} of it, leaving less than the warm "
+                    f"{load:.2f}",
+                )
+            )
+    return found
+
+
+def _room_rps(instance: Instance, hour: Hour, batch: str, region: str, rates: dict) -> float:
+    """Soaked requests/s plus the dedicated pools' capacity, in one hour."""
+    room = math.fsum(
+        s.requests_per_s for s in hour.batch_soak if (s.batch, s.region) == (batch, region)
+    )
+    supply = instance.region(region).supply
+    for pool in hour.pools:
+        if (pool.workload, pool.region) != (batch, region):
+            continue
+        rate = pool.count * _rate(instance, batch, pool, rates)
+        row = next((g for g in hour.gpus if (g.region, g.gpu) == (region, pool.gpu)), None)
+        offer = supply.get(pool.gpu)
+        if row is not None and row.spot and offer and offer.spot_interruptions_per_hour:
+            share = min(row.spot / max(pool.gpus or 1, 1), 1.0)
+            capacity = _capacity(instance, batch, pool, rates)
+            duration_s = capacity.batch / max(capacity.requests_per_s, 1e-12)
+            goodput = spot_batch_goodput(
+                offer.spot_interruptions_per_hour, instance.replica_start_s(pool.gpu), duration_s
+            )
+            rate *= 1 - share + share * goodput
+        room += rate
+    return room

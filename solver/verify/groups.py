@@ -1,0 +1,171 @@
+"""Shared groups (part of solver.verify.fleet, step 5): each group entry recomputed on its own
+at its members' stated capacities, with the co-location physics, the one-engine group
+(multi-LoRA or a same-model merge) or the swapped-weights group; the physics modules are
+imported only when a plan holds a group. A group that holds credits each member its
+stated share per group replica in the scenario checks.
+"""
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from models.physics.efficiency import efficiency_for
+from models.physics.precision import Precision
+from models.schema.instance import Instance
+from models.serving.replica import LatencyTargets, Role, TrafficMix
+from solver.plan.schema import Plan, ReplicaPool
+from solver.program.row_names import GroupsColumn
+from solver.verify.verdict import ENGINE_TOLERANCE, Violation
+
+if TYPE_CHECKING:
+    from models.colocation.shared_layout import SharedLayout
+
+
+@dataclass
+class GroupShare:
+    """One member's share of a shared group entry: what the flows credit to it."""
+
+    workload: str
+    region: str
+    entry: ReplicaPool
+    rate: float
+    """a[w] per group replica when the group holds, else 0."""
+    role: Role = Role.UNIFIED
+    precision: str = ""
+
+    @property
+    def entries(self) -> list[ReplicaPool]:
+        """The group's entry (counted once for supply and cost)."""
+        return [self.entry]
+
+    @property
+    def count(self) -> int:
+        """Group replicas."""
+        return self.entry.count
+
+    @property
+    def key(self) -> str:
+        """`a+b@h100-sxm.bf16.tp1pp1`: the template key the program names it by."""
+        e = self.entry
+        engine = ".engine" if e.shared_engine else ""
+        swap = ".swap" if e.swapped_weights else ""
+        return f"{'+'.join(e.workloads)}@{e.gpu}.{e.precision}.tp{e.tp}pp{e.pp}{engine}{swap}"
+
+    @property
+    def label(self) -> str:
+        """`shared group a+b on h100-sxm bf16 tp1xpp1`."""
+        return f"shared group {'+'.join(self.entry.workloads)} on {self.entry.label}"
+
+    def carries(self, replicas: int, rerouted_rtt_ms: float = 0.0) -> float:
+        """n x a[w] (a shared group is not charged the failover round trip, as in the
+        program: `rerouted_rtt_ms` is not used)."""
+        del rerouted_rtt_ms
+        return replicas * self.rate
+
+
+def check_groups(instance: Instance, plan: Plan, violations: list[Violation]) -> list[GroupShare]:
+    """Recompute every shared group at its members' stated capacities (solver.verify.fleet, step
+    5)."""
+    workloads = {w.name: w for w in instance.workloads}
+    shares: list[GroupShare] = []
+    for entry in plan.replicas:
+        if not entry.members:
+            continue
+        name = GroupsColumn(GroupShare("", "", entry, 0.0).key, entry.region).name()
+        problems = _group_problems(instance, entry, workloads)
+        for problem in problems:
+            violations.append(Violation(requirement=name, message=problem))
+        for m in entry.members:
+            rate = 0.0 if problems else m.requests_per_s_per_replica
+            shares.append(GroupShare(m.workload, entry.region, entry, rate))
+    return shares
+
+
+def _group_problems(instance: Instance, entry: ReplicaPool, workloads: dict) -> list[str]:
+    # shared groups load their physics here: a plan without one never imports it
+    from models.colocation.coresident import evaluate_group
+    from models.colocation.shared_layout import Member, SharedLayout
+    from models.colocation.swap_group import evaluate_swapped_group
+
+    gpu = instance.gpu_specs.get(entry.gpu)
+    unknown = [m.workload for m in entry.members if m.workload not in workloads]
+    if gpu is None or unknown or entry.region not in {r.name for r in instance.regions}:
+        return [f"unknown GPU, region or workloads in a shared group: {unknown or entry.gpu}"]
+    if entry.role is not Role.UNIFIED:
+        return ["a shared group serves unified replicas only"]
+    problems = []
+    members = []
+    for m in entry.members:
+        workload = workloads[m.workload]
+        model = instance.model_entry(workload.model)
+        if entry.precision not in model.weight_precisions:
+            problems.append(
+                f"{m.workload}: weight precision {entry.precision} is not allowed for "
+                f"{workload.model}"
+            )
+        members.append(
+            Member(
+                m.workload,
+                instance.llm_specs[workload.model],
+                TrafficMix.of(workload, instance.policy.prefix_affinity),
+                LatencyTargets.of(workload.slo),
+                m.requests_per_s_per_replica,
+            )
+        )
+    expected_gpus = entry.count * entry.replica_gpus
+    if entry.gpus is not None and entry.gpus != expected_gpus:
+        problems.append(f"states {entry.gpus} GPUs, but {entry.count} x {entry.replica_gpus}")
+    kv = entry.kv_precision or entry.precision
+    layout = SharedLayout(gpu, Precision(entry.precision), Precision(kv), entry.tp, entry.pp)
+    efficiency = efficiency_for(gpu, entry.precision, instance.efficiency, instance.engine)
+    if entry.shared_engine:
+        return problems + _engine_problems(instance, entry, workloads, layout, efficiency)
+    if entry.swapped_weights:
+        if len(members) < 2:
+            return [*problems, "a swapped group needs at least two members"]
+        swapped = evaluate_swapped_group(layout, members, efficiency)
+        return problems + list(swapped.problems)
+    group = evaluate_group(layout, members, efficiency)
+    return problems + list(group.problems)
+
+
+def _engine_problems(
+    instance: Instance, entry: ReplicaPool, workloads: dict, layout: "SharedLayout", efficiency
+) -> list[str]:
+    """One engine serving every member (multi-LoRA or a same-model merge): the members
+    must share one base, and the engine's capacity along the stated rates, at the
+    strictest SLO with the members' envelope mix, must cover their sum
+    (`models.colocation.engine_group`)."""
+    from models.colocation.engine_group import EngineMember, engine_group
+
+    entries = {m.workload: instance.model_entry(workloads[m.workload].model) for m in entry.members}
+    roots = {e.base if e.base else e.name for e in entries.values()}
+    if len(roots) != 1:
+        return [f"one engine serves one base model, but the members use {sorted(roots)}"]
+    if any(e.base for e in entries.values()) and not instance.policy.multi_lora:
+        return ["LoRA adapters share an engine only with policy.multi_lora"]
+    root = next(iter(roots))
+    llm = instance.llm_specs.get(root)
+    llm = llm or instance.llm_specs[workloads[entry.members[0].workload].model]
+    stated = [
+        EngineMember(
+            m.workload,
+            workloads[m.workload].model if entries[m.workload].base else None,
+            entries[m.workload].rank,
+            TrafficMix.of(workloads[m.workload], instance.policy.prefix_affinity),
+            LatencyTargets.of(workloads[m.workload].slo),
+            m.requests_per_s_per_replica,
+        )
+        for m in entry.members
+    ]
+    if sum(m.requests_per_s for m in stated) <= 0:
+        return ["a shared engine states no capacity"]
+    found = engine_group(layout.config(llm), stated, efficiency)
+    if found.problems:
+        return list(found.problems)
+    claimed = sum(m.requests_per_s for m in stated)
+    if claimed > found.total_requests_per_s * (1 + ENGINE_TOLERANCE):
+        return [
+            f"the shared engine states {claimed:.3f} requests/s per replica for its members "
+            f"together, but carries {found.total_requests_per_s:.3f} within the strictest SLO"
+        ]
+    return []

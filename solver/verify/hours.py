@@ -1,0 +1,447 @@
+"""The independent verifier in time: every hour and every month of an hourly plan.
+
+Like solver.verify.fleet it reads the instance and the plan only (models/, the plan schema,
+the row names and the static verifier), never the program:
+
+1. The plan has the 24 UTC hours, once each.
+2. Each hour: its interactive pools serve the hour's warm demand (demand plus the
+   autoscaler's headroom, models.operations.time_demand.warm_grid) in every scenario the policy
+   names, checked by the static verifier on the hour's instance
+   (models.operations.time_demand.hour_instance): physics recomputed, max-flow per scenario,
+   replica loss, supply. Its violations carry the hour: `demand[none,chat,us-east]@t07`.
+3. Each hour's GPUs per offer: the pools' GPUs (batch included) equal `used`;
+   used <= existing + max_gpus; existing + reserved + on-demand + spot covers used;
+   reserved <= committed (`committed <= use` of the commitment is its own business: a
+   committed GPU may idle); on-demand <= max_on_demand_gpus.
+4. Cost: each hour's cost recomputed (committed x reserved price + on-demand x price +
+   spot x spot price), the month = hours_per_month / 24 x the day's sum.
+5. Months (policy.horizon_months): each month m >= 1 is checked by this verifier on its
+   own, its hours against month m's grown demand (models.operations.procurement.month_instance);
+   committed counts never fall, grow only from month L = lead_time_months on, by GPUs
+   ordered in month 0 .. m - L (each month's `ordered_gpus` is what later months
+   need); owned = existing + committed; each offer's cost is recomputed from the
+   month's hours and the month's cost is its offers' sum.
+6. Failover with a start time: where the warm pools of an hour fall short in a region
+   loss for a workload with `slo.availability`, the replicas the hour says it starts
+   after that loss (`Hour.failover_starts`) must, added to the warm pools, serve the
+   whole demand within supply (static verifier on the sum, the on-demand cap apart),
+   and the start window must fit the budget: m x (demand - what the warm survivors
+   serve, max-flow within reach) x T_s / (60 a) <= (1 - A) x month minutes, with T_s
+   = `policy.failover_start_s` (default the slowest replica start), a the workload's
+   average actual rate and m = max(1, the lost region's losses per month) (lambda x
+   month / 8,760 from `failure_probability_per_year`; 1 without it). The plan's stated
+   `error_budget_minutes_used` (worst hour per loss) is recomputed.
+7. Batch (solver.verify.batch): C_b recomputed, the soaked interactive pools keep their
+   warm load, and every batch request meets its deadline in the hours' room.
+8. Interactive spot (`Hour.spot_pools`, policy.spot_confidence a): steps 2 and 6 judge
+   each pool less Q(n u, a) replicas, its spot replicas down at once with confidence a
+   (u = lambda T / (1 + lambda T), T = replica start + scale detection).
+"""
+
+from collections import defaultdict
+
+from models.operations.failover_budget import budget_minutes_per_month, budgeted_losses
+from models.operations.pricing_tiers import poisson_quantile, spot_down_fraction
+from models.operations.scenarios import ScenarioKind, failure_scenarios
+from models.operations.time_demand import (
+    failover_window_s,
+    hour_instance,
+    interactive_grid,
+    warm_grid,
+)
+from models.schema.instance import Instance
+from solver.plan.schema import Hour, Plan, ReplicaPool
+from solver.program.row_names import DemandRow, GpuSupplyRow
+from solver.verify.batch import check_batch
+from solver.verify.fleet import COST_TOLERANCE, ScenarioCheck, Verification, Violation, verify
+from solver.verify.months import check_months
+
+HOURS_PER_DAY = 24
+GPU_TOLERANCE = 1e-6
+
+
+def verify_any(instance: Instance, plan: Plan) -> Verification:
+    """Hour by hour for an hourly plan, else the static verifier."""
+    return verify_hours(instance, plan) if plan.hours else verify(instance, plan)
+
+
+def verify_hours(instance: Instance, plan: Plan) -> Verification:
+    """Check every hour and month of an hourly plan; list every violation."""
+    violations: list[Violation] = []
+    checks: list[ScenarioCheck] = []
+    found = sorted(hour.hour for hour in plan.hours)
+    if found != list(range(HOURS_PER_DAY)):
+        violations.append(
+            Violation(requirement="hours", message=f"needs UTC hours 0-23 once each, got {found}")
+        )
+    warm = warm_grid(instance)
+    committed = {(c.region, c.gpu): c.committed_gpus for c in plan.committed}
+    cost_per_day = 0.0
+    peak_gpus = 0
+    cache: dict = {}
+    budget_used: dict[tuple[str, str], float] = {}
+    for hour in plan.hours:
+        mark = f"@t{hour.hour:02d}"
+        static = _check_hour_capacity(instance, hour, warm, cache, budget_used)
+        violations += [
+            Violation(
+                requirement=v.requirement + mark, message=f"UTC hour {hour.hour}: {v.message}"
+            )
+            for v in static.violations
+        ]
+        checks += [c.model_copy(update={"scenario": c.scenario + mark}) for c in static.checks]
+        cost, used = _check_hour_gpus(instance, hour, committed, violations)
+        cost_per_day += cost
+        peak_gpus = max(peak_gpus, used)
+    for (r, g), count in committed.items():
+        supply = instance.region(r).supply.get(g)
+        if supply is None or supply.reserved_price_per_gpu_hour is None:
+            violations.append(
+                Violation(requirement=f"committed[{r},{g}]", message="no reserved price on offer")
+            )
+        elif count > supply.max_gpus + GPU_TOLERANCE:
+            violations.append(
+                Violation(
+                    requirement=f"committed[{r},{g}]",
+                    message=f"commits {count:g} GPUs; max_gpus is {supply.max_gpus}",
+                )
+            )
+    cost = instance.policy.hours_per_month / HOURS_PER_DAY * cost_per_day
+    if plan.cost_per_month is not None and abs(plan.cost_per_month - cost) > COST_TOLERANCE:
+        violations.append(
+            Violation(
+                requirement="cost",
+                message=f"states ${plan.cost_per_month:,.2f}/month; its hours cost "
+                f"${cost:,.2f}/month at the instance's prices",
+            )
+        )
+    violations += check_months(instance, plan, verify_hours)
+    _check_stated_budgets(plan, budget_used, violations)
+    violations += check_batch(instance, plan.hours, warm)
+    return Verification(
+        ok=not violations,
+        violations=tuple(violations),
+        cost_per_month=cost,
+        total_gpus=peak_gpus,
+        checks=tuple(checks),
+    )
+
+
+def _static(alone: Instance, pools: tuple[ReplicaPool, ...], cache: dict) -> Verification:
+    """The static verifier on one hour's instance and pools (hours with the same pools
+    and rates are checked once)."""
+    key = (tuple(sorted((w.name, str(w.demand)) for w in alone.workloads)), pools)
+    if key not in cache:
+        cache[key] = verify(alone, Plan(replicas=pools))
+    return cache[key]
+
+
+def warm_shortfalls(
+    instance: Instance, hour: Hour, cache: dict | None = None
+) -> dict[tuple[str, str], tuple[float, float]]:
+    """(scenario, workload) -> (warm-rate demand, requests/s the warm pools serve within
+    reach) for every region loss, in one hour."""
+    rates = {key: series[hour.hour] for key, series in warm_grid(instance).items()}
+    alone = hour_instance(instance, rates)
+    serving = {w.name for w in alone.workloads}
+    if not serving:
+        return {}
+    pools = _less_spot_down(
+        instance, hour, tuple(p for p in hour.pools if p.workload in serving), []
+    )
+    result = _static(alone, pools, {} if cache is None else cache)
+    regions = {f.name for f in failure_scenarios(instance) if f.kind is ScenarioKind.REGION}
+    return {
+        (c.scenario, c.workload): (c.demand_requests_per_s, c.servable_requests_per_s)
+        for c in result.checks
+        if c.scenario in regions
+    }
+
+
+def _check_hour_capacity(
+    instance: Instance,
+    hour: Hour,
+    warm: dict[tuple[str, str], tuple[float, ...]],
+    cache: dict,
+    budget_used: dict[tuple[str, str], float],
+) -> Verification:
+    """The static verifier on the hour's instance and its interactive pools; region
+    losses of workloads with an availability target may lean on started replicas and
+    the error budget (step 6)."""
+    rates = {key: series[hour.hour] for key, series in warm.items()}
+    alone = hour_instance(instance, rates)
+    serving = {w.name for w in alone.workloads}
+    batch = {w.name for w in instance.workloads if w.is_batch}
+    stray = [p for p in hour.pools if p.workload not in serving and p.workload not in batch]
+    spot_problems: list[Violation] = []
+    pools = _less_spot_down(
+        instance, hour, tuple(p for p in hour.pools if p.workload in serving), spot_problems
+    )
+    result = _static(alone, pools, cache) if serving else None
+    violations = list(result.violations) if result else []
+    if result is not None:
+        violations = _failover_checks(instance, alone, hour, pools, result, cache, budget_used)
+    violations += spot_problems
+    violations += [
+        Violation(
+            requirement=f"replicas[{p.workload},{p.key},{p.region}]",
+            message=f"{p.count} replicas run for a workload with no demand this hour",
+        )
+        for p in stray
+        if p.count
+    ]
+    return Verification(
+        ok=not violations,
+        violations=tuple(violations),
+        cost_per_month=0.0,
+        total_gpus=result.total_gpus if result else 0,
+        checks=result.checks if result else (),
+    )
+
+
+def _less_spot_down(
+    instance: Instance,
+    hour: Hour,
+    pools: tuple[ReplicaPool, ...],
+    violations: list[Violation],
+) -> tuple[ReplicaPool, ...]:
+    """The pools less their spot replicas down at once with the policy's confidence
+    (step 8): u = lambda T / (1 + lambda T), T = replica start + scale detection, and
+    Q(n u, a) replicas down (Poisson quantile), recomputed here."""
+    if not hour.spot_pools:
+        return pools
+    confidence = instance.policy.spot_confidence
+    mark = f"@t{hour.hour:02d}"
+    down: dict[tuple[str, str, str], int] = {}
+    for entry in hour.spot_pools:
+        key = (entry.workload, entry.region, entry.configuration)
+        pool = next((p for p in pools if (p.workload, p.region, p.key) == key), None)
+        offer = instance.region(entry.region).supply.get(pool.gpu) if pool else None
+        name = f"spot[{entry.workload},{entry.configuration},{entry.region}]{mark}"
+        if confidence is None or pool is None or offer is None or not offer.spot_price_per_gpu_hour:
+            violations.append(
+                Violation(
+                    requirement=name,
+                    message="spot replicas for an interactive pool need policy.spot_confidence, "
+                    "a running pool and a spot price on offer",
+                )
+            )
+            continue
+        if entry.replicas > pool.count:
+            violations.append(
+                Violation(
+                    requirement=name,
+                    message=f"{entry.replicas} spot replicas in a pool of {pool.count}",
+                )
+            )
+        restart_s = instance.replica_start_s(pool.gpu) + instance.policy.scale_detection_s
+        u = spot_down_fraction(offer.spot_interruptions_per_hour, restart_s)
+        down[key] = poisson_quantile(min(entry.replicas, pool.count) * u, confidence)
+    reduced = []
+    for p in pools:
+        lost = down.get((p.workload, p.region, p.key), 0)
+        if lost:
+            count = max(p.count - lost, 0)
+            p = p.model_copy(
+                update={
+                    "count": count,
+                    "gpus": count * p.replica_gpus,
+                    "requests_per_s_per_replica": None,
+                    "cost_per_month": None,
+                    "routing_weight": None,
+                    "capacity_units_per_replica": None,
+                    "limit": None,
+                }
+            )
+        reduced.append(p)
+    return tuple(reduced)
+
+
+def _failover_checks(
+    instance: Instance,
+    alone: Instance,
+    hour: Hour,
+    pools: tuple[ReplicaPool, ...],
+    warm: Verification,
+    cache: dict,
+    budget_used: dict[tuple[str, str], float],
+) -> list[Violation]:
+    """The warm verification's violations, with each region loss of a workload with an
+    availability target judged after the start (warm + started pools) and by its
+    budget instead (step 6)."""
+    window_s = failover_window_s(instance)
+    months = instance.policy.hours_per_month
+    actual = interactive_grid(instance)
+    risk = {r.name: r.failure_probability_per_year for r in instance.regions}
+    violations = list(warm.violations)
+    for f in failure_scenarios(instance):
+        if f.kind is not ScenarioKind.REGION or f.lost_region is None:
+            continue
+        started = tuple(s.pool for s in hour.failover_starts if s.scenario == f.name)
+        violations += _started_within_cap(instance, hour, f.name, started)
+        for workload in alone.workloads:
+            w = workload.name
+            if workload.slo.availability is None:
+                continue
+            prefix = DemandRow(f.name, w, "").name()[:-1]
+            mine = [v for v in violations if v.requirement.startswith(prefix)]
+            check = next((c for c in warm.checks if (c.scenario, c.workload) == (f.name, w)), None)
+            if check is None:
+                continue
+            average = sum(sum(r) for k, r in actual.items() if k[0] == w) / 24
+            shortfall = max(check.demand_requests_per_s - check.servable_requests_per_s, 0.0)
+            minutes = shortfall * window_s / (60.0 * average) if average > 0 else 0.0
+            key = (f.name, w)
+            budget_used[key] = max(budget_used.get(key, 0.0), minutes)
+            if not mine:
+                continue
+            violations = [v for v in violations if v not in mine]
+            m = budgeted_losses(risk[f.lost_region], months)
+            budget = budget_minutes_per_month(workload.slo.availability, months)
+            if m * minutes > budget * (1 + 1e-6) + 1e-9:
+                violations.append(
+                    Violation(
+                        requirement=f"error_budget[{f.name},{w}]",
+                        message=f"the warm survivors fall {shortfall:.2f} requests/s short "
+                        f"for {window_s:g} s: {m:g} x {minutes:.2f} budget minutes; the "
+                        f"month's budget is {budget:.2f}",
+                    )
+                )
+            after = _static(alone, pools + started, cache)
+            for v in after.violations:
+                if v.requirement.startswith(prefix) or (
+                    v.requirement.startswith(GpuSupplyRow.family) and v not in warm.violations
+                ):
+                    violations.append(
+                        Violation(
+                            requirement=v.requirement,
+                            message=f"{v.message} (with the {sum(p.count for p in started)} "
+                            f"replicas started after {f.name})",
+                        )
+                    )
+    return violations
+
+
+def _started_within_cap(
+    instance: Instance, hour: Hour, scenario: str, started: tuple[ReplicaPool, ...]
+) -> list[Violation]:
+    """Started GPUs are paid on demand: with the hour's own on-demand GPUs they stay
+    within `max_on_demand_gpus` where it is given."""
+    gpus: dict[tuple[str, str], int] = defaultdict(int)
+    for pool in started:
+        gpus[(pool.region, pool.gpu)] += pool.count * pool.replica_gpus
+    found = []
+    for (r, g), n in gpus.items():
+        supply = instance.region(r).supply.get(g)
+        cap = supply.max_on_demand_gpus if supply else None
+        row = next((x for x in hour.gpus if (x.region, x.gpu) == (r, g)), None)
+        in_use = row.on_demand if row else 0.0
+        if cap is not None and n + in_use > cap + GPU_TOLERANCE:
+            found.append(
+                Violation(
+                    requirement=f"start_on_demand[{scenario},{r},{g}]@t{hour.hour:02d}",
+                    message=f"{n} GPUs started after {scenario} and {in_use:g} on demand; "
+                    f"max_on_demand_gpus is {cap}",
+                )
+            )
+    return found
+
+
+def _check_stated_budgets(
+    plan: Plan, budget_used: dict[tuple[str, str], float], violations: list[Violation]
+) -> None:
+    """Each stated worst-hour `budget_minutes_used` against the recomputed one."""
+    for row in plan.error_budget_minutes_used:
+        found = budget_used.get((row.scenario, row.workload))
+        if found is None or abs(found - row.budget_minutes_used) > 1e-6 * max(1.0, found):
+            violations.append(
+                Violation(
+                    requirement=f"error_budget[{row.scenario},{row.workload}]",
+                    message=f"states {row.budget_minutes_used:.4f} budget minutes used at "
+                    f"its worst hour; recomputed {found if found is not None else 'none'}",
+                )
+            )
+
+
+def _check_hour_gpus(
+    instance: Instance,
+    hour: Hour,
+    committed: dict[tuple[str, str], float],
+    violations: list[Violation],
+) -> tuple[float, int]:
+    """(the hour's recomputed cost, GPUs used) with the per-offer checks of step 3."""
+    mark = f"@t{hour.hour:02d}"
+    used: dict[tuple[str, str], int] = defaultdict(int)
+    for pool in hour.pools:
+        used[(pool.region, pool.gpu)] += pool.count * pool.replica_gpus
+    stated = {(g.region, g.gpu): g for g in hour.gpus}
+    cost = 0.0
+    for (r, g), count in committed.items():
+        supply = instance.region(r).supply.get(g)
+        if supply is not None and supply.reserved_price_per_gpu_hour is not None:
+            cost += count * supply.reserved_price_per_gpu_hour
+    for (r, g), n in sorted(used.items()):
+        region = instance.region(r)
+        supply = region.supply.get(g)
+        existing = region.existing.get(g, 0)
+        available = existing + (supply.max_gpus if supply else 0)
+        name = f"[{r},{g}]{mark}"
+        if n > available:
+            violations.append(
+                Violation(
+                    requirement=GpuSupplyRow(r, g).name() + mark,
+                    message=f"UTC hour {hour.hour}: uses {n} {g} in {r}; available {available}",
+                )
+            )
+        row = stated.get((r, g))
+        if row is None or row.used != n:
+            violations.append(
+                Violation(
+                    requirement="gpus" + name,
+                    message=f"the pools hold {n} GPUs; the hour states "
+                    f"{row.used if row else 'none'}",
+                )
+            )
+            continue
+        paid = min(existing, n) + row.reserved + row.on_demand + row.spot
+        if paid < n - GPU_TOLERANCE:
+            violations.append(
+                Violation(
+                    requirement="gpu_cover" + name,
+                    message=f"{n} GPUs used; owned, reserved, on-demand and spot cover {paid:g}",
+                )
+            )
+        if row.reserved > committed.get((r, g), 0.0) + GPU_TOLERANCE:
+            violations.append(
+                Violation(
+                    requirement="reserved" + name,
+                    message=f"{row.reserved:g} reserved GPUs in use; "
+                    f"{committed.get((r, g), 0.0):g} committed",
+                )
+            )
+        cap = (
+            supply.max_on_demand_gpus if supply and supply.max_on_demand_gpus is not None else None
+        )
+        if cap is not None and row.on_demand > cap + GPU_TOLERANCE:
+            violations.append(
+                Violation(
+                    requirement="on_demand" + name,
+                    message=f"{row.on_demand:g} on-demand GPUs; max_on_demand_gpus is {cap}",
+                )
+            )
+        cost += row.on_demand * instance.price_per_gpu_hour(r, g)
+        if row.spot:
+            if supply is None or supply.spot_price_per_gpu_hour is None:
+                violations.append(
+                    Violation(requirement="spot" + name, message="no spot price on offer")
+                )
+            else:
+                cost += row.spot * supply.spot_price_per_gpu_hour
+    if abs(cost - hour.cost_per_hour) > COST_TOLERANCE:
+        violations.append(
+            Violation(
+                requirement=f"cost{mark}",
+                message=f"states ${hour.cost_per_hour:,.4f}/hour; recomputed ${cost:,.4f}/hour",
+            )
+        )
+    return cost, sum(used.values())

@@ -1,0 +1,171 @@
+"""The hour verifier's month checks (policy.horizon_months): every month of the horizon
+verified on its own, at its own demand, and the procurement rules between months
+(see solver.verify.hours, step 5)."""
+
+import math
+from collections.abc import Callable
+
+from models.operations.procurement import month_instance
+from models.schema.instance import Instance
+from solver.plan.schema import Hour, MonthOffer, Plan
+from solver.verify.fleet import COST_TOLERANCE, Verification, Violation
+
+HOURS_PER_DAY = 24
+GPU_TOLERANCE = 1e-6
+
+
+def check_months(
+    instance: Instance, plan: Plan, verify_hours: Callable[[Instance, Plan], Verification]
+) -> list[Violation]:
+    """Each month of the horizon on its own: month m's hours serve month m's grown
+    demand (this verifier, run on the month's instance and hours; month 0 is the plan's
+    own hours, checked by the caller), its commitments never fall and grow only by orders placed
+    `lead_time_months` ahead (none arrives before month L), and its figures add up.
+
+    Args:
+        instance: the instance as written (month 0).
+        plan: the hourly plan with its `months`.
+        verify_hours: the hour verifier (solver.verify.hours.verify_hours), passed in so
+            that this module does not import it back.
+    """
+    violations: list[Violation] = []
+    expected = list(range(instance.policy.horizon_months or 0))
+    found = [month.month for month in plan.months]
+    if plan.months and found != expected:
+        return [
+            Violation(
+                requirement="months",
+                message=f"needs months 0 .. horizon_months - 1 once each in order "
+                f"(horizon_months {instance.policy.horizon_months}); got {len(found)} "
+                f"months starting {found[:3]}",
+            )
+        ]
+    days = instance.policy.hours_per_month / HOURS_PER_DAY
+    lead = instance.policy.lead_time_months
+    previous: dict[tuple[str, str], float] = {}
+    ordered: dict[tuple[int, str, str], float] = {}
+    for month in plan.months:
+        where = f"month[{month.month}]"
+        hours, committed = month.hours, month.committed
+        if month.month == 0:
+            hours, committed = plan.hours, plan.committed
+            if abs(month.cost_per_month - (plan.cost_per_month or 0.0)) > COST_TOLERANCE:
+                violations.append(
+                    Violation(requirement=where, message="month 0 is not the plan's own cost")
+                )
+        else:
+            alone = verify_hours(
+                month_instance(instance, month.month),
+                Plan(
+                    instance=plan.instance,
+                    hours=hours,
+                    committed=committed,
+                    cost_per_month=month.cost_per_month,
+                ),
+            )
+            violations += [
+                Violation(
+                    requirement=f"{where}.{v.requirement}",
+                    message=f"month {month.month}: {v.message}",
+                )
+                for v in alone.violations
+            ]
+        total = math.fsum(offer.cost for offer in month.offers)
+        if abs(total - month.cost_per_month) > COST_TOLERANCE:
+            violations.append(
+                Violation(
+                    requirement=where,
+                    message=f"states ${month.cost_per_month:,.2f}; its offers sum to ${total:,.2f}",
+                )
+            )
+        counts = {(c.region, c.gpu): c.committed_gpus for c in committed}
+        for offer in month.offers:
+            key = (offer.region, offer.gpu)
+            name = f"month[{month.month},{offer.region},{offer.gpu}]"
+            count = counts.get(key, 0.0)
+            if abs(offer.committed_gpus - count) > GPU_TOLERANCE:
+                violations.append(
+                    Violation(
+                        requirement=name,
+                        message=f"states {offer.committed_gpus:g} committed; its hours "
+                        f"commit {count:g}",
+                    )
+                )
+            existing = instance.region(offer.region).existing.get(offer.gpu, 0)
+            if abs(offer.owned_gpus - existing - count) > GPU_TOLERANCE:
+                violations.append(
+                    Violation(
+                        requirement=name,
+                        message=f"owns {offer.owned_gpus:g}; existing {existing} + committed "
+                        f"{count:g}",
+                    )
+                )
+            bought = count - previous.get(key, 0.0)
+            if month.month > 0:  # month 0's commitment is the fleet the horizon starts with
+                _check_order(month.month, lead, bought, offer, name, violations)
+            if bought > GPU_TOLERANCE and offer.order_month is not None:
+                slot = (offer.order_month, offer.region, offer.gpu)
+                ordered[slot] = ordered.get(slot, 0.0) + bought
+            cost = _month_offer_cost(instance, offer, hours, count, days)
+            if abs(cost - offer.cost) > COST_TOLERANCE * (1.0 + abs(cost) * 1e-3):
+                violations.append(
+                    Violation(
+                        requirement=name,
+                        message=f"states ${offer.cost:,.2f}; recomputed ${cost:,.2f}",
+                    )
+                )
+        previous = counts
+    for month in plan.months:
+        for offer in month.offers:
+            due = ordered.get((month.month, offer.region, offer.gpu), 0.0)
+            if abs(offer.ordered_gpus - due) > GPU_TOLERANCE:
+                violations.append(
+                    Violation(
+                        requirement=f"month[{month.month},{offer.region},{offer.gpu}]",
+                        message=f"states {offer.ordered_gpus:g} GPUs ordered; later months "
+                        f"need {due:g} ordered this month",
+                    )
+                )
+    return violations
+
+
+def _check_order(
+    month: int, lead: int, bought: float, offer: MonthOffer, name: str, violations: list[Violation]
+) -> None:
+    """Committed GPUs never fall; those added in month m were ordered in a month of the
+    horizon at least `lead` months earlier (so none before month `lead`)."""
+    if bought < -GPU_TOLERANCE:
+        violations.append(
+            Violation(
+                requirement=name,
+                message=f"the committed count falls by {-bought:g} in month {month} "
+                "(bought GPUs are not sold back)",
+            )
+        )
+    elif bought > GPU_TOLERANCE and (
+        offer.order_month is None or not 0 <= offer.order_month <= month - lead
+    ):
+        violations.append(
+            Violation(
+                requirement=name,
+                message=f"{bought:g} GPUs serving from month {month} need an order in month "
+                f"0..{month - lead} (lead time {lead}); the plan orders in month "
+                f"{offer.order_month}",
+            )
+        )
+
+
+def _month_offer_cost(
+    instance: Instance, offer: MonthOffer, hours: tuple[Hour, ...], committed: float, days: float
+) -> float:
+    """One offer's month: committed x reserved price every hour, on demand and spot at
+    their prices, from the month's hours."""
+    supply = instance.region(offer.region).supply.get(offer.gpu)
+    reserved = (supply.reserved_price_per_gpu_hour if supply else None) or 0.0
+    spot = (supply.spot_price_per_gpu_hour if supply else None) or 0.0
+    price = instance.price_per_gpu_hour(offer.region, offer.gpu)
+    rows = [g for h in hours for g in h.gpus if (g.region, g.gpu) == (offer.region, offer.gpu)]
+    return days * (
+        HOURS_PER_DAY * reserved * committed
+        + math.fsum(g.on_demand * price + g.spot * spot for g in rows)
+    )

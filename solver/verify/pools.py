@@ -1,0 +1,288 @@
+"""The verifier's pools (part of solver.verify.fleet, step 1): the plan's dedicated replicas
+grouped into pools (one configuration serving one workload in one region, however many
+plan entries list it), each pool's configuration checked against the instance and its
+capacity recomputed from scratch with the physics at any pool size. A stated capacity,
+limit, prefix hit rate or KV tier that differs from the physics is a warning, or a
+violation when the plan's routing loads a replica beyond what the physics carries.
+"""
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from models.operations.scenarios import failover_targets
+from models.physics.efficiency import Efficiency, efficiency_for
+from models.physics.memory import kv_precision_for
+from models.physics.precision import Precision
+from models.schema.instance import Instance
+from models.serving.capacity import holds_at_tighter_ttft, replica_capacity
+from models.serving.pooling import planning_capacity
+from models.serving.prefix_kv import pool_kv
+from models.serving.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
+from solver.plan.schema import Plan, ReplicaPool
+from solver.program.row_names import ReplicasColumn
+from solver.verify.verdict import Violation
+
+
+@dataclass
+class RecomputedPool:
+    """The replicas of one configuration serving one workload in one region (one or more
+    plan entries), and the physics to ask at any pool size."""
+
+    workload: str
+    region: str
+    role: Role
+    precision: str
+    label: str
+    entries: list[ReplicaPool]
+    config: ReplicaConfig
+    mix: TrafficMix
+    targets: LatencyTargets
+    efficiency: Efficiency
+    serves: bool
+    """Whether the configuration fits and meets the SLO at some load."""
+    physics: dict[int, ReplicaCapacity] = field(default_factory=dict)
+    """Pool size -> the physics (shared by the pools of one configuration and workload)."""
+
+    @property
+    def count(self) -> int:
+        """Replicas in the pool, all entries together."""
+        return sum(entry.count for entry in self.entries)
+
+    def capacity(self, replicas: int) -> ReplicaCapacity:
+        """The physics of one replica in a pool of `replicas` (computed once per size)."""
+        if replicas not in self.physics:
+            self.physics[replicas] = replica_capacity(
+                self.config, self.mix, self.targets, self.efficiency, max(replicas, 1)
+            )
+        return self.physics[replicas]
+
+    def requests_per_s(self, replicas: int) -> float:
+        """Capacity per replica at the SLO in a pool of `replicas` (0 when empty)."""
+        if replicas < 1 or not self.serves:
+            return 0.0
+        return planning_capacity(self.capacity(replicas))
+
+    headroom: float = 1.0
+    """policy.max_utilization: the fraction of the capacity the pool may be loaded to."""
+    failover_physics: dict[tuple[int, float], ReplicaCapacity] = field(default_factory=dict)
+    """(pool size, rerouted round trip ms) -> the physics at the tighter TTFT target."""
+
+    def carries(self, replicas: int, rerouted_rtt_ms: float = 0.0) -> float:
+        """Requests/s the pool may carry with `replicas` replicas: n x q(n) x headroom;
+        while it serves users rerouted from `rerouted_rtt_ms` away, q(n) at the TTFT
+        target less that round trip (`models.operations.scenarios.failover_targets`)."""
+        if rerouted_rtt_ms <= 0:
+            return replicas * self.requests_per_s(replicas) * self.headroom
+        if replicas < 1 or not self.serves:
+            return 0.0
+        key = (replicas, rerouted_rtt_ms)
+        if key not in self.failover_physics:
+            tighter = failover_targets(self.targets, rerouted_rtt_ms)
+            normal = self.capacity(replicas)
+            self.failover_physics[key] = (
+                normal
+                if holds_at_tighter_ttft(normal, tighter)
+                else replica_capacity(self.config, self.mix, tighter, self.efficiency, replicas)
+            )
+        return replicas * planning_capacity(self.failover_physics[key]) * self.headroom
+
+
+def recompute_pools(
+    instance: Instance, plan: Plan, violations: list[Violation], warnings: list[Violation]
+) -> list[RecomputedPool]:
+    """The plan's pools with their physics recomputed; a configuration that cannot serve
+    is a violation, a stated capacity or limit that differs from the physics a warning
+    (the scenario checks judge the recomputed capacity against the load)."""
+    add = violations.append
+    workloads = {w.name: w for w in instance.workloads}
+    regions = {r.name for r in instance.regions}
+    pools: dict[tuple, RecomputedPool] = {}
+    physics: dict[tuple, dict[int, ReplicaCapacity]] = defaultdict(dict)
+    for entry in plan.replicas:
+        if entry.members:
+            continue  # a shared group: check_groups
+        name = ReplicasColumn(entry.workload, entry.key, entry.region).name()
+        workload = workloads.get(entry.workload)
+        gpu = instance.gpu_specs.get(entry.gpu)
+        if workload is None or gpu is None or entry.region not in regions:
+            unknown = [
+                f"unknown {kind} {value!r}"
+                for kind, value, known in (
+                    ("workload", entry.workload, workloads),
+                    ("region", entry.region, regions),
+                    ("GPU", entry.gpu, instance.gpu_specs),
+                )
+                if value not in known
+            ]
+            add(Violation(requirement=name, message="; ".join(unknown)))
+            continue
+        model = instance.model_entry(workload.model)
+        llm = instance.llm_specs[workload.model]
+        if entry.precision not in model.weight_precisions:
+            add(
+                Violation(
+                    requirement=name,
+                    message=f"weight precision {entry.precision} is not among "
+                    f"{[str(p) for p in model.weight_precisions]} allowed for {llm.name}",
+                )
+            )
+        expected_gpus = entry.count * entry.replica_gpus
+        if entry.gpus is not None and entry.gpus != expected_gpus:
+            dp = f" x DP {entry.dp}" if entry.dp > 1 else ""
+            add(
+                Violation(
+                    requirement=name,
+                    message=f"states {entry.gpus} GPUs, but {entry.count} replicas x TP "
+                    f"{entry.tp} x PP {entry.pp}{dp} = {expected_gpus}",
+                )
+            )
+        speculation = instance.speculations.get(entry.speculative or "")
+        if entry.speculative is not None and speculation is None:
+            add(
+                Violation(
+                    requirement=name,
+                    message=f"decodes with speculative option {entry.speculative!r}, which "
+                    f"policy.speculative does not declare "
+                    f"(declared: {', '.join(instance.speculations) or 'none'})",
+                )
+            )
+            continue
+        kv = entry.kv_precision or kv_precision_for(Precision(entry.precision), model.kv_precision)
+        key = (entry.workload, entry.region, entry.label, kv)
+        if key not in pools:
+            config = ReplicaConfig(
+                gpu,
+                llm,
+                entry.precision,
+                kv,
+                entry.tp,
+                entry.pp,
+                entry.role,
+                entry.ep,
+                entry.dp,
+                speculation if entry.role is not Role.PREFILL else None,
+            )
+            pool = RecomputedPool(
+                workload=entry.workload,
+                region=entry.region,
+                role=entry.role,
+                precision=str(entry.precision),
+                label=entry.label,
+                entries=[],
+                config=config,
+                mix=TrafficMix.of(workload, instance.policy.prefix_affinity),
+                targets=LatencyTargets.of(workload.slo),
+                efficiency=efficiency_for(
+                    gpu, entry.precision, instance.efficiency, instance.engine
+                ),
+                serves=True,
+                physics=physics[(entry.workload, entry.label, kv)],
+                headroom=instance.policy.max_utilization,
+            )
+            lone = pool.capacity(1)  # fits and meets the SLO alike at every pool size
+            pool.serves = planning_capacity(lone) > 0
+            if not pool.serves:
+                add(
+                    Violation(
+                        requirement=name,
+                        message=f"cannot serve {entry.workload} within its SLO: {lone.reason}",
+                    )
+                )
+            pools[key] = pool
+        pools[key].entries.append(entry)
+    for pool in pools.values():
+        if not pool.serves:
+            continue
+        size = max(pool.count, 1)
+        rate = pool.requests_per_s(size)
+        for entry in pool.entries:
+            stated = entry.requests_per_s_per_replica
+            if stated is not None and stated < 0:
+                add(
+                    Violation(
+                        requirement=ReplicasColumn(entry.workload, entry.key, entry.region).name(),
+                        message=f"states {stated:.4g} requests/s per replica; a capacity is "
+                        "never negative",
+                    )
+                )
+            elif stated is not None and not _close(stated, rate):
+                routed = stated * _peak_utilisation(plan, entry)
+                overloaded = routed > rate and not _close(routed, rate)
+                (violations if overloaded else warnings).append(
+                    Violation(
+                        requirement=ReplicasColumn(entry.workload, entry.key, entry.region).name(),
+                        message=f"states {stated:.4g} requests/s per replica; the physics "
+                        f"gives {rate:.4g} in a pool of {size} behind one router"
+                        + (
+                            f", and the plan's routing loads it with {routed:.4g}"
+                            if overloaded
+                            else " (the scenario checks use the physics)"
+                        ),
+                    )
+                )
+            limit = pool.capacity(size).limit
+            if entry.limit is not None and entry.limit != limit:
+                warnings.append(
+                    Violation(
+                        requirement=ReplicasColumn(entry.workload, entry.key, entry.region).name(),
+                        message=f"states limit {entry.limit}; the physics says {limit} limits "
+                        f"a replica in a pool of {size}",
+                    )
+                )
+            for message in _prefix_cache_problems(pool, entry, size):
+                add(
+                    Violation(
+                        requirement=ReplicasColumn(entry.workload, entry.key, entry.region).name(),
+                        message=message,
+                    )
+                )
+    return list(pools.values())
+
+
+def _prefix_cache_problems(pool: RecomputedPool, entry: ReplicaPool, size: int) -> list[str]:
+    """A stated hit rate above the one the pool's real size gives (affinity needs
+    `affinity_min_replicas`; the spill of hot prefixes is taken off), or a stated KV tier
+    the replica does not use, recomputed with `models.serving.prefix_kv.pool_kv`."""
+    if entry.prefix_hit_rate is None and entry.kv_tiers_used is None:
+        return []
+    kv = pool_kv(pool.config, pool.mix, pool.efficiency, size)
+    hit = 0.0 if kv is None else kv.hit_rate
+    used = set() if kv is None else {tier.value for tier in kv.tiers_used}
+    problems = []
+    stated = entry.prefix_hit_rate
+    if stated is not None and stated > hit and not _close(stated, hit):
+        problems.append(
+            f"states a prefix hit rate of {stated:.4g}; a pool of {size} replicas gets "
+            f"{hit:.4g} (recomputed from where its prefixes live under its router)"
+        )
+    extra = sorted(set(entry.kv_tiers_used or ()) - used)
+    if extra:
+        problems.append(
+            f"states KV tiers {extra} that its replicas do not use (used: {sorted(used)})"
+        )
+    return problems
+
+
+def _peak_utilisation(plan: Plan, entry: ReplicaPool) -> float:
+    """The largest utilisation the plan states for the entry's phase in any scenario.
+
+    The plan routes by stated capacity (routing_weight), so every replica of a phase is
+    loaded to the phase's utilisation of its stated figure: stated x utilisation is what
+    the router sends one replica. A plan without scenarios (a fleet written by hand)
+    states no routing: 0, and the max-flow alone judges it.
+    """
+    return max(
+        (
+            load.utilisation
+            for scenario in plan.scenarios
+            for load in scenario.pools
+            if load.workload == entry.workload
+            and load.region == entry.region
+            and load.phase.split("-")[0] == str(entry.role)
+        ),
+        default=0.0,
+    )
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b))

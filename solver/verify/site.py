@@ -1,0 +1,176 @@
+"""What the fleet takes (part of solver.verify.fleet, steps 2 and 3): GPUs within the existing
+fleet plus the supply per region and type, the cost of the GPUs bought recomputed, the
+stated servers, power and racks against the GPUs installed, and the configurations per
+(workload, region, phase) within policy.max_configs_per_pool.
+"""
+
+from collections import defaultdict
+
+from models.operations.site import gpu_kw, gpus_bought, node_gpus, racks_per_gpu
+from models.schema.instance import Instance
+from models.serving.replica import Role
+from solver.plan.schema import Plan
+from solver.program.row_names import (
+    ConfigsPerPoolRow,
+    GpuSupplyRow,
+    PowerRow,
+    RackSpaceRow,
+    WholeServersRow,
+    phase_label,
+)
+from solver.verify.pools import RecomputedPool
+from solver.verify.verdict import COST_TOLERANCE, DEMAND_TOLERANCE, Violation
+
+
+def check_supply(
+    instance: Instance, pools: list[RecomputedPool], violations: list[Violation]
+) -> dict[tuple[str, str], int]:
+    """GPUs used per (region, type), each entry counted once, within the existing fleet
+    plus the purchasable supply (`gpu_supply[r,g]`); returns the GPUs used."""
+    used: dict[tuple[str, str], int] = defaultdict(int)
+    counted: set[int] = set()
+    for pool in pools:
+        for e in pool.entries:
+            if id(e) not in counted:  # a shared group's entry is in each member's share
+                counted.add(id(e))
+                used[(e.region, e.gpu)] += e.count * e.replica_gpus
+    for (r, g), n in sorted(used.items()):
+        region = instance.region(r)
+        supply = region.supply.get(g)
+        existing = region.existing.get(g, 0)
+        available = existing + (supply.max_gpus if supply else 0)
+        if n > available:
+            violations.append(
+                Violation(
+                    requirement=GpuSupplyRow(r, g).name(),
+                    message=f"uses {n} {g} in {r}; available {available} "
+                    f"(existing {existing} + purchasable {available - existing})",
+                )
+            )
+    return used
+
+
+def check_cost(
+    instance: Instance,
+    plan: Plan,
+    used: dict[tuple[str, str], int],
+    violations: list[Violation],
+) -> float:
+    """The cost of the GPUs bought beyond the existing fleet, in whole servers, at the
+    instance's prices; the plan's stated cost and GPU total must match. Returns the
+    recomputed USD per month."""
+    hours = instance.policy.hours_per_month
+    cost = 0.0
+    for (r, g), n in used.items():
+        bought = gpus_bought(n, instance.region(r).existing.get(g, 0), node_gpus(instance, g))
+        cost += bought * instance.price_per_gpu_hour(r, g) * hours
+    if plan.cost_per_month is not None and abs(plan.cost_per_month - cost) > COST_TOLERANCE:
+        violations.append(
+            Violation(
+                requirement="cost",
+                message=f"states ${plan.cost_per_month:,.2f}/month; the GPUs bought cost "
+                f"${cost:,.2f}/month at the instance's prices",
+            )
+        )
+    total = sum(used.values())
+    if plan.total_gpus is not None and plan.total_gpus != total:
+        violations.append(
+            Violation(
+                requirement="total_gpus",
+                message=f"states {plan.total_gpus} GPUs; the pools hold {total}",
+            )
+        )
+    return cost
+
+
+def check_site(
+    instance: Instance,
+    plan: Plan,
+    used: dict[tuple[str, str], int],
+    violations: list[Violation],
+) -> None:
+    """Stated servers hold the GPUs bought; power and racks hold every GPU installed."""
+    bought: dict[tuple[str, str], int] = {}
+    for region in instance.regions:
+        gpus = set(region.existing) | {g for r, g in used if r == region.name}
+        for g in gpus:
+            if g in instance.gpu_specs:
+                existing = region.existing.get(g, 0)
+                n = node_gpus(instance, g)
+                bought[(region.name, g)] = gpus_bought(used.get((region.name, g), 0), existing, n)
+    stated = {(s.region, s.gpu): s.count for s in plan.servers}
+    for (r, g), count in sorted(stated.items()):
+        n = node_gpus(instance, g) if g in instance.gpu_specs else 1
+        need = bought.get((r, g), 0) // n
+        if count != need:
+            violations.append(
+                Violation(
+                    requirement=WholeServersRow(r, g).name(),
+                    message=f"states {count} servers of {g} in {r}; the GPUs used beyond the "
+                    f"existing fleet need {need} of {n} GPUs",
+                )
+            )
+    for region in instance.regions:
+        installed = {
+            g: region.existing.get(g, 0) + bought.get((region.name, g), 0)
+            for g in instance.gpu_specs
+        }
+        if region.power_kw is not None:
+            kw = sum(gpu_kw(instance, region.name, g) * n for g, n in installed.items() if n)
+            if kw > region.power_kw * (1 + DEMAND_TOLERANCE) + DEMAND_TOLERANCE:
+                violations.append(
+                    Violation(
+                        requirement=PowerRow(region.name).name(),
+                        message=f"the GPUs installed in {region.name} draw {kw:,.1f} kW; "
+                        f"power_kw is {region.power_kw:,.1f}",
+                    )
+                )
+        if region.racks is not None and region.kw_per_rack is not None:
+            racks = sum(
+                racks_per_gpu(instance, g, region.kw_per_rack) * n
+                for g, n in installed.items()
+                if n
+            )
+            if racks > region.racks * (1 + DEMAND_TOLERANCE) + DEMAND_TOLERANCE:
+                violations.append(
+                    Violation(
+                        requirement=RackSpaceRow(region.name).name(),
+                        message=f"the servers installed in {region.name} take {racks:,.2f} "
+                        f"racks of {region.kw_per_rack:g} kW; it has {region.racks}",
+                    )
+                )
+
+
+def check_configs_per_pool(
+    instance: Instance, pools: list[RecomputedPool], violations: list[Violation]
+) -> None:
+    """No (workload, region, phase) mixes more dedicated configurations than the policy
+    allows (shared groups are co-location's choice and are not counted, as in the
+    program's configs_per_pool rows)."""
+    limit = instance.policy.max_configs_per_pool
+    if limit is None:
+        return
+    grouped: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for pool in pools:
+        if pool.count > 0:
+            split = (
+                len(
+                    {
+                        p.precision
+                        for p in pools
+                        if p.workload == pool.workload and p.role is not Role.UNIFIED
+                    }
+                )
+                > 1
+            )
+            phase = phase_label(pool.role, pool.precision, split)
+            grouped[(pool.workload, pool.region, phase)].append(pool.label)
+    for (w, d, phase), labels in sorted(grouped.items()):
+        if len(labels) > limit:
+            violations.append(
+                Violation(
+                    requirement=ConfigsPerPoolRow(w, d, phase).name(),
+                    message=f"{len(labels)} configurations ({'; '.join(labels)}); "
+                    f"policy.max_configs_per_pool is {limit}",
+                )
+            )

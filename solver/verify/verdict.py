@@ -1,0 +1,53 @@
+"""The verifier's verdict (part of solver.verify.fleet, held to its rule: from solver/ it reads
+the plan schema and the row names only): a violation named after the requirement it
+breaks, the demand checked per scenario, and the tolerances the checks allow.
+"""
+
+from pydantic import BaseModel, ConfigDict
+
+DEMAND_TOLERANCE = 1e-6
+"""Relative shortfall of served demand tolerated (solver feasibility tolerance)."""
+ENGINE_TOLERANCE = 1e-6
+"""Relative excess of a shared engine's stated capacity over the recomputed one allowed."""
+COST_TOLERANCE = 0.01
+"""USD per month by which a stated cost may differ from the recomputed one."""
+
+_FROZEN = ConfigDict(extra="forbid", frozen=True)
+
+
+class Violation(BaseModel):
+    """One requirement the fleet breaks, with the numbers."""
+
+    model_config = _FROZEN
+
+    requirement: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.requirement}: {self.message}"
+
+
+class ScenarioCheck(BaseModel):
+    """Demand against what the fleet can serve in one scenario, for one workload."""
+
+    model_config = _FROZEN
+
+    scenario: str
+    workload: str
+    demand_requests_per_s: float
+    servable_requests_per_s: float
+
+
+class Verification(BaseModel):
+    """The verifier's verdict and the figures it recomputed."""
+
+    model_config = _FROZEN
+
+    ok: bool
+    violations: tuple[Violation, ...]
+    cost_per_month: float
+    total_gpus: int
+    checks: tuple[ScenarioCheck, ...]
+    warnings: tuple[Violation, ...] = ()
+    """Stated figures that differ from the recomputed physics without breaking a
+    requirement (a per-replica capacity, a limiting factor): the plan still holds."""
