@@ -48,7 +48,7 @@ lint: install
 
 test: bytecode lint $(BROWSER_STAMP)
 	$(BIN)/fleetplan batch instances --check --jobs 2
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2
 
 
 # The calibration report (on calibration/data, shipped in the repo) and solver scaling.

@@ -19,7 +19,7 @@ titles and captions are not wrapped), title and caption within the console's wid
 string printable ASCII on one line with no space at either end and none doubled
 (rich's wrapping would move such spaces), and the table's natural width within the
 console's (rich would shrink columns). Anything else goes to rich. A hypothesis test
-holds the two to the same characters (tests/test_plain_tables.py).
+holds the two to the same characters (tests/cli/test_plain_tables.py).
 """
 
 from rich.console import Console

@@ -62,7 +62,7 @@ Chunked-prefill interference (the iteration mixture)
     mu > 8 the Poisson law is replaced by a normal one at 9 Gauss-Hermite points
     (`poisson_points`).
     Against the simulator at 100% of planned capacity (router `least_prefill`, 3-4 seeds
-    x 20 minutes, four configurations; tests/test_pool_slo.py asserts three): a lone
+    x 20 minutes, four configurations; tests/models/serving/test_pool_slo.py asserts three): a lone
     replica's p99 TPOT 2-5% conservative or within sampling error (it was 10-20%
     optimistic with independent iterations and the reply's spread at B), pools of 2 to
     16 within sampling error to 7% conservative (the lone replica's batch spread and no
@@ -122,8 +122,8 @@ def pooled_wait_p99_s(
     the moment the first lane would free in one central FCFS queue, so the waits are
     those of M/G/c (Harchol-Balter, Performance Modeling and Design of Computer Systems,
     2013, ch. 24). The simulator's `least_prefill` router is this one and matches M/M/c
-    waits (tests/test_pool_dispatch.py). A router blind to queued prompt work (fewest
-    outstanding requests, a count dominated by running decodes; round robin) pools
+    waits (tests/solver/simulate/test_pool_dispatch.py). A router blind to queued prompt work
+    (fewest outstanding requests, a count dominated by running decodes; round robin) pools
     less well: at a pool's planned capacity its p99 TTFT is 10-50% above this model
     for pools of 2-8 replicas (`solver.simulate.engine`, dispatch `jsq`).
 
@@ -361,7 +361,7 @@ _HERMITE_NODES = (
 """Nodes of the 9-point Gauss-Hermite rule of the standard normal law (the roots of the
 probabilists' Hermite polynomial He_9): `numpy.polynomial.hermite_e.hermegauss(9)`
 written out, so that the physics does not import numpy (issue 19);
-tests/test_hermite_constants.py checks them against numpy's to the bit."""
+tests/models/serving/test_hermite_constants.py checks them against numpy's to the bit."""
 _HERMITE_WEIGHTS = (
     2.2345844007746607e-05,
     0.0027891413212317692,

@@ -13,7 +13,8 @@ built in this process (single process, `build_candidates`), with CPU time
 
 Beside the time: the batch points and edge-test evaluations each build asked for, and how
 many lone capacities differ from the bisection's by more than 1e-9 (relative): those are
-where the bisection stopped in a spike of the p99 TPOT (tests/test_capacity_search.py).
+where the bisection stopped in a spike of the p99 TPOT
+(tests/models/serving/test_capacity_search.py).
 """
 
 import time

@@ -2,7 +2,7 @@
 the busy-period stretch of a reply's spread, and the batch a reply lives through, whose
 spread over the replicas of a pool narrows as 1 / sqrt(n). Hand arithmetic where the
 formula is closed, properties where it is not; the simulator checks lie in
-tests/test_pool_slo.py."""
+tests/models/serving/test_pool_slo.py."""
 
 import math
 
@@ -44,7 +44,7 @@ def _lengths(prompt: int, prompt_p99: int, output: int, output_p99: int) -> Traf
 
 CHAT = _lengths(1500, 6000, 400, 1200)
 LONG_PROMPT = _lengths(4000, 16000, 300, 1000)
-"""Llama 3.1 8B's long-prompt case of tests/test_pool_slo.py."""
+"""Llama 3.1 8B's long-prompt case of tests/models/serving/test_pool_slo.py."""
 
 
 def _config(role: Role = Role.UNIFIED) -> ReplicaConfig:

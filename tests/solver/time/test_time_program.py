@@ -138,8 +138,8 @@ def test_adding_reserved_pricing_never_raises_the_cost():
 def test_flattening_the_whole_day_to_its_peak_never_lowers_the_cost(profile):
     """The exact property: every hour raised to the peak rate (peak_requests_per_s held),
     which raises every warm hour to the peak (models.operations.autoscaling: warm_h <= P). Raising
-    only some hours is NOT monotone (tests/test_time_periods.py: filling a trough removes
-    a ramp and its headroom)."""
+    only some hours is NOT monotone (tests/models/operations/test_time_periods.py: filling a trough
+    removes a ramp and its headroom)."""
     shaped = solve(_instance(profile=profile, start_s=240, detection_s=60))
     flat = solve(_instance(profile=[1.0] * 24, start_s=240, detection_s=60))
     assert flat.cost_per_month >= shaped.cost_per_month - 1e-6

@@ -72,8 +72,8 @@ def _chat(speculative: list[dict] | None) -> Instance:
 
 
 def test_the_program_speculates_for_the_tight_tpot_pool_and_not_the_loose_one():
-    """Why, from the physics (tests/test_speculative.py): at batch 1 a cycle of three 8B
-    draft steps and one verify pass emits E = 2.533 tokens, so the TPOT falls by a third;
+    """Why, from the physics (tests/models/physics/test_speculative.py): at batch 1 a cycle of
+    three 8B draft steps and one verify pass emits E = 2.533 tokens, so the TPOT falls by a third;
     the verify pass costs 4 positions per sequence, so once the batch is large the cycle
     costs more than E plain steps. A p99 TPOT 1.25 x the batch-1 plain step keeps plain
     decoding to a handful of sequences (~4 under the current efficiencies), where the

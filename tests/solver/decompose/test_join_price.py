@@ -24,7 +24,7 @@ from solver.program.build import build_program
 from solver.program.lp import Constraint, LinearProgram, Sense, SolveResult, Termination
 from solver.program.row_names import GpuSupplyRow
 from solver.settings import SolveSettings
-from tests.test_part_join import competing
+from tests.solver.decompose.test_part_join import competing
 
 ROW = GpuSupplyRow("east", "h100-sxm").name()
 

@@ -14,9 +14,9 @@ from solver.candidates.size_check import (
 )
 from solver.candidates.table import build_candidates, configurations
 from solver.program.build import build_program
+from tests.cli.test_hostile_input import run_checked
 from tests.paths import DEFAULT_INSTANCE
 from tests.synthetic import generated, instance, workload
-from tests.test_hostile_input import run_checked
 
 
 def test_configurations_are_counted_as_a_product_without_building_them():

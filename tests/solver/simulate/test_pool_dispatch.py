@@ -11,7 +11,7 @@ import pytest
 from models.serving.queueing import mgc_mean_wait_s, wait_quantile_s
 from solver.simulate.engine import simulate_pool
 from solver.simulate.traffic import arrival_times_s
-from tests.test_simulate import ITERATION_S, _single_server
+from tests.solver.simulate.test_simulate import ITERATION_S, _single_server
 
 BATCHES = 20
 """Slices of a run for the batch-means standard error (consecutive requests are

@@ -26,7 +26,7 @@ from models.serving.batch_model import (
 )
 from models.serving.capacity import decode_steps, replica_capacity
 from models.serving.replica import LatencyTargets
-from tests.test_capacity_search import CHAT, FP8, LONG_PROMPT, SHORT_REPLY, _config
+from tests.models.serving.test_capacity_search import CHAT, FP8, LONG_PROMPT, SHORT_REPLY, _config
 
 
 def _expect(points, f) -> float:

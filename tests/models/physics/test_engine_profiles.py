@@ -4,7 +4,6 @@ with no calibration rows runs on the factors of the GPU its `efficiency_like` na
 every report says which profile it used and which GPUs borrow."""
 
 import json
-from pathlib import Path
 
 import pytest
 import yaml
@@ -24,8 +23,9 @@ from models.physics.efficiency import (
 from models.physics.hardware import GpuSpec
 from models.physics.precision import Precision
 from models.schema.errors import InputError
+from tests.paths import ONE_MODEL_ONE_REGION
 
-FIXTURE = Path(__file__).parent / "fixtures" / "one-model-one-region.yaml"
+FIXTURE = ONE_MODEL_ONE_REGION
 FP8 = Precision.FP8
 
 

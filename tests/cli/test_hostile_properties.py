@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.cli.test_hostile_input import GOOD_DATA, run_checked
 from tests.paths import DEFAULT_INSTANCE
-from tests.test_hostile_input import GOOD_DATA, run_checked
 
 DOCUMENTED_EXIT_CODES = {0, 1, 2, 3, 4}
 

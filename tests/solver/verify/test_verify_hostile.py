@@ -15,9 +15,9 @@ from models.io.loading import load_instance
 from solver.plan.schema import Plan
 from solver.solve import solve
 from solver.verify.fleet import verify
+from tests.cli.test_hostile_input import run_checked
+from tests.cli.test_hostile_properties import _emit, _mutated, _paths
 from tests.paths import DEFAULT_INSTANCE
-from tests.test_hostile_input import run_checked
-from tests.test_hostile_properties import _emit, _mutated, _paths
 
 
 @pytest.fixture(scope="module")
@@ -286,8 +286,8 @@ def test_mutated_numbers_exit_0_1_or_2_never_a_traceback(
 def test_any_change_to_a_recomputed_figure_fails(instance, plan_data, data):
     """Counts, GPU totals, prices, costs and routed rates: every change is caught, by the
     schema or by the verifier (stated per-replica capacity and limits aside: they are
-    judged by the requirements they affect, tests/test_verify_drift.py; the plan's only
-    other numbers are the solver's own report)."""
+    judged by the requirements they affect, tests/solver/verify/test_verify_drift.py; the plan's
+    only other numbers are the solver's own report)."""
     paths = [
         p
         for p in _number_paths(plan_data)

@@ -1,8 +1,8 @@
 """Co-location chosen by the program (policy.colocation): shared groups in the plan, the
 verifier's own recomputation of them, and the tiering report.
 
-The hand case reuses tests/test_colocation.py's numbers: two fine-tunes of Llama 3.1 8B
-(same shapes), bf16 on one H100, fixed 1000-token prompts and 200-token outputs, p99
+The hand case reuses tests/models/colocation/test_colocation.py's numbers: two fine-tunes of Llama
+3.1 8B (same shapes), bf16 on one H100, fixed 1000-token prompts and 200-token outputs, p99
 TTFT 500 ms and TPOT 50 ms, class-default efficiency factors.
 """
 
@@ -18,8 +18,7 @@ from models.physics.precision import Precision
 from models.serving.replica import LatencyTargets, TrafficMix
 from solver.solve import solve
 from solver.verify.fleet import verify
-from tests.synthetic import workload
-from tests.test_colocation import (
+from tests.models.colocation.test_colocation import (
     ACTIVATION_BYTES_8B,
     EFF,
     H100,
@@ -29,6 +28,7 @@ from tests.test_colocation import (
     _dedicated_rps,
     _step_by_hand,
 )
+from tests.synthetic import workload
 
 GIB = 2**30
 HOURS = 730
@@ -104,7 +104,7 @@ def test_a_high_load_model_keeps_its_p99_wherever_it_is_served():
     plan = solve(inst)
     assert verify(inst, plan).ok
     # Sharing would need two group replicas (the pair at these loads breaks big's TPOT,
-    # tests/test_colocation.py): no cheaper than two dedicated GPUs.
+    # tests/models/colocation/test_colocation.py): no cheaper than two dedicated GPUs.
     assert plan.total_gpus == 2
     mix = TrafficMix.fixed(1000, 200)
     layout = SharedLayout(H100, Precision.BF16, Precision.BF16)
