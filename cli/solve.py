@@ -29,7 +29,7 @@ from models.io.loading import read_document
 from models.io.output_files import check_target, is_stdout, write_text
 from models.schema.backend_names import BACKEND_NAMES
 from models.schema.errors import InputError, Issue
-from models.schema.instance import SolverSettings
+from models.schema.policy import SolverSettings
 from solver.backends import UnknownBackendError
 from solver.errors import BackendUnavailable, Diagnosis, Infeasible, NoSolution, PlanRejected
 from solver.plan.schema import Plan, ReplicaPool

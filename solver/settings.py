@@ -1,6 +1,6 @@
 """The one runtime settings object of a solve: which backend, its limits, and its deadline.
 
-The instance file's `solver` section (`models.schema.instance.SolverSettings`) is the schema a
+The instance file's `solver` section (`models.schema.policy.SolverSettings`) is the schema a
 user writes; `SolveSettings` is what the pipeline, the decomposition, the diagnosis and
 every backend call read. `SolveSettings.of` applies command-line overrides to the
 instance's section; `Backend.solve` builds one from its keyword arguments, so a backend

@@ -35,7 +35,8 @@ ceil(server kW / kw_per_rack) racks); GPU types share a region's racks in propor
 
 import math
 
-from models.schema.instance import BuyUnit, Instance
+from models.schema.instance import Instance
+from models.schema.policy import BuyUnit
 
 SERVER_POWER_FACTOR = 10.2 / (8 * 0.700)
 """1.82: NVIDIA DGX H100 datasheet, 'System power usage ~10.2 kW max' for 8 H100 SXM at

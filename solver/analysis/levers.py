@@ -39,7 +39,8 @@ from models.io.loading import validate_instance
 from models.physics import catalog
 from models.physics.precision import Precision
 from models.schema.errors import InputError
-from models.schema.instance import Instance, Survive
+from models.schema.instance import Instance
+from models.schema.policy import Survive
 from solver.errors import Infeasible, NoSolution, PlanRejected
 from solver.settings import SolveSettings
 from solver.solve import solve

@@ -78,7 +78,8 @@ from models.physics.efficiency import efficiency_for
 from models.physics.llm import LlmSpec
 from models.physics.memory import expert_layout_problem, kv_precision_for
 from models.physics.precision import Precision
-from models.schema.instance import BuyUnit, Instance, Workload
+from models.schema.instance import Instance, Workload
+from models.schema.policy import BuyUnit
 from models.serving.pooling import planning_capacity
 from models.serving.replica import (
     LatencyTargets,

@@ -3,7 +3,7 @@ own plan, ranked by dollars."""
 
 import pytest
 
-from models.schema.instance import Survive
+from models.schema.policy import Survive
 from solver.analysis.levers import (
     HIT_RATE_STEP,
     SLO_LOOSENING,
