@@ -14,15 +14,17 @@ collects every problem at once.
 """
 
 from functools import cached_property
-from typing import Annotated, Self
+from pathlib import Path
+from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, ValidationInfo, model_validator
 
 from models.calculators.voice import Voice, VoiceBudgetError, voice_budget
 from models.physics import catalog
 from models.physics.efficiency import EfficiencyOverrides
 from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
+from models.physics.profile_files import is_profile_file
 from models.physics.speculative import Speculation
 from models.schema import limits
 from models.schema.catalog_entries import (
@@ -287,16 +289,30 @@ class Instance(BaseModel):
     """The MIP solver and its limits."""
     efficiency: EfficiencyOverrides | None = None
     """Overrides of the performance model's efficiency factors, for every GPU."""
-    engine: str | None = Field(default=None, min_length=1, max_length=64)
+    engine: str | None = Field(default=None, min_length=1, max_length=limits.MAX_PATH_CHARS)
     """The serving engine profile whose calibrated efficiency factors the physics uses
-    (`trtllm-0.20`, `trtllm-0.17`; `fleetplan perf --help` lists them); default: the
-    newest engine version with calibration data. Every report names the profile used."""
+    (`trtllm-0.20`, `trtllm-0.17`; `fleetplan perf --help` lists them), or a profile file
+    written by `fleetplan calibrate` (a name ending in .yaml, relative to the instance
+    file's folder); default: the newest engine version with calibration data. Every
+    report names the profile used."""
     quality: Quality | None = None
     """A quality change declared against a base instance (read by `fleetplan compare`
     only; the plan ignores it)."""
     demand_growth: DemandGrowth | None = None
     """A factor applied to all demand (1.3 plans for 30% more); default:
     `policy.demand_growth`, else 1."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _engine_file_beside_the_instance(cls, data: Any, info: ValidationInfo) -> Any:
+        """Resolve a relative engine profile file against the instance file's folder
+        (`instance_dir` in the validation context), as `models[].config` is."""
+        engine = data.get("engine") if isinstance(data, dict) else None
+        base = (info.context or {}).get("instance_dir")
+        if not isinstance(engine, str) or not is_profile_file(engine) or base is None:
+            return data
+        path = Path(engine).expanduser()
+        return data if path.is_absolute() else {**data, "engine": str(Path(base) / path)}
 
     @cached_property
     def gpu_specs(self) -> dict[str, GpuSpec]:

@@ -46,6 +46,7 @@ and this module agree at the plan's load.
 
 import math
 from dataclasses import dataclass
+from functools import cache
 
 from models.physics.efficiency import Efficiency
 from models.physics.step_time import StepModel
@@ -377,6 +378,7 @@ def latency_at_concurrency_burst(
     context, prefill_context = replica.context, replica.prefill_context
     steps = replica.steps
 
+    @cache  # a replay repeats few (B, q) pairs: full batches decoding, full chunks
     def iteration_s(batch: int, prompt_tokens: float) -> float:
         return steps.iteration_s(batch, context, prompt_tokens, prefill_context)
 
