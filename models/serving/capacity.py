@@ -160,12 +160,11 @@ def pooling_can_lift(
     through spreads as 1 / sqrt(n), `models.serving.batch_model.BatchModel.batch_high`: 3-18%
     from a lone replica to a pool of 16), so by default the program credits it flat at
     q(1), which every pool size carries (q never falls as n grows): pool ladders for the
-    TPOT-limited candidates of the 10-region x 20-workload x 6-GPU region-loss class
-    multiply its integers by 3 (2,987 to 8,856) and its solve time by 4.6 (6.9 to 32 s)
-    for a plan 5.6% cheaper. A pool planned so is reported at its real size
-    (`solver.candidates.pools.assess_pools`), where its utilisation shows the headroom. A candidate
-    whose lone replica is TTFT-limited has a ladder, and its capacity at every size on
-    it includes the TPOT's pooling.
+    TPOT-limited candidates multiply a large program's integers and its solve time
+    several-fold for a plan a few percent cheaper (the README's speed notes). A pool
+    planned so is reported at its real size (`solver.candidates.pools.assess_pools`), where
+    its utilisation shows the headroom. A candidate whose lone replica is TTFT-limited has
+    a ladder, and its capacity at every size on it includes the TPOT's pooling.
 
     Any other limit (KV memory, the token budget, the engine's batch cap) is a cap on the
     batch that the pool's size does not move: the largest feasible batch stays at that
