@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from models.schema import limits
 from models.schema.backend_names import DEFAULT_BACKEND, BackendName
 from models.schema.quantities import (
+    HOURS_PER_MONTH,
     BurstFactor,
     ConfigsPerPool,
     DemandGrowth,
@@ -85,7 +86,7 @@ class Policy(BaseModel):
     """Whether a workload with per-customer prefixes may be served by a warm pool (requests
     that reuse a prefix) and a cold pool (the rest), each sized for its share
     (`models.colocation.warm_cold`); the plan takes the split only where it is cheaper."""
-    hours_per_month: HoursPerMonth = 730
+    hours_per_month: HoursPerMonth = HOURS_PER_MONTH
     """Hours billed per month for a GPU bought (730 = 8,760 h / 12)."""
     colocation: bool = False
     """Whether several workloads may share replica groups (co-resident engines, multi-LoRA,
