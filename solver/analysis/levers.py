@@ -27,9 +27,8 @@ Re-solves run in a spawn-context process pool with one solver thread each (DESIG
 "Scale") when there is more than one and `jobs` > 1.
 """
 
-import multiprocessing
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +43,7 @@ from models.schema.policy import Survive
 from solver.errors import Infeasible, NoSolution, PlanRejected
 from solver.settings import SolveSettings
 from solver.solve import solve
+from solver.workers import process_pool
 
 HIT_RATE_STEP = 0.10
 """Prefix-cache hit-rate lever: ten points more of the prompt served from cache."""
@@ -301,8 +301,7 @@ def rank_levers(
             if on_done:
                 on_done(results[-1])
     else:
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        with process_pool(jobs) as pool:
             futures = [
                 pool.submit(solve_lever, name, changed, base_cost, backend)
                 for name, changed in work

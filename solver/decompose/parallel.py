@@ -35,6 +35,7 @@ from solver.backends import Backend, get_backend
 from solver.backends.base import library_called
 from solver.program.lp import LinearProgram, SolveResult
 from solver.settings import SolveSettings, machine_threads
+from solver.workers import new_pool, process_pool
 
 PARALLEL_MIN_INTEGERS = 400
 """Integer variables, over all the programs, below which they are solved in this process
@@ -117,22 +118,19 @@ def workers_kept() -> Iterator[None]:
 
 @contextmanager
 def worker_pool(processes: int) -> Iterator[Any]:
-    """A `spawn` process pool of `processes` workers for the block: the kept one inside
-    `workers_kept` (started, or restarted larger, on first need), otherwise a pool of
-    its own, shut down when the block ends."""
-    import multiprocessing  # here: a small solve never loads it (issue 19)
-    from concurrent.futures import ProcessPoolExecutor
-
-    context = multiprocessing.get_context(start_method())
+    """A process pool of `processes` workers for the block (solver.workers: they end with
+    this process), started by `start_method`: the kept one inside `workers_kept`
+    (started, or restarted larger, on first need), otherwise a pool of its own, shut
+    down when the block ends."""
     if not _KEPT.get("active"):
-        with ProcessPoolExecutor(max_workers=processes, mp_context=context) as pool:
+        with process_pool(processes, start_method()) as pool:
             yield pool
         return
     pool = _KEPT.get("pool")
     if pool is None or pool._max_workers < processes:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-        pool = _KEPT["pool"] = ProcessPoolExecutor(max_workers=processes, mp_context=context)
+        pool = _KEPT["pool"] = new_pool(processes, start_method())
     yield pool
 
 

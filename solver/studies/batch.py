@@ -25,10 +25,9 @@ replaced, not read.
 """
 
 import json
-import multiprocessing
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -43,6 +42,7 @@ from solver.plan.schema import Plan
 from solver.settings import SolveSettings
 from solver.solve import solve
 from solver.verify.hours import verify_any as verify
+from solver.workers import process_pool
 
 GOLDEN_SUFFIX = ".expected.json"
 INSTANCE_SUFFIXES = (".yaml", ".yml", ".json")
@@ -260,8 +260,7 @@ def run_batch(
         for file, instance in work:
             record(file, solve_one(file, instance, backend))
     else:
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        with process_pool(jobs) as pool:
             futures = {
                 pool.submit(solve_one, file, instance, backend): file for file, instance in work
             }
