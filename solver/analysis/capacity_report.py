@@ -29,7 +29,8 @@ from models.serving.capacity_unit import (
     routing_by_gpu_count,
 )
 from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
-from solver.plan.schema import Plan, ReplicaPool
+from solver.plan.records import ReplicaPool
+from solver.plan.schema import Plan
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True)
 

@@ -23,7 +23,7 @@ from models.serving.mix_tokens import MixTokens
 from models.serving.replica import Role, TrafficMix
 from models.serving.replica_layout import replica_step_model
 from solver.candidates.pools import PoolCurve, physics_of
-from solver.plan.schema import CostAttribution, Route
+from solver.plan.records import CostAttribution, Route
 from solver.program.sets import ProgramSets
 
 SECONDS_PER_DAY = 86_400.0

@@ -99,7 +99,7 @@ from solver.candidates.pools import (
     tabulate_curve,
 )
 from solver.errors import Problem
-from solver.plan.schema import configuration_key
+from solver.plan.records import configuration_key
 from solver.settings import SolveSettings
 
 
@@ -202,7 +202,7 @@ class Candidate:
 
     @property
     def layout_fields(self) -> dict[str, Any]:
-        """The fields of a plan's replica pool (`solver.plan.schema.ReplicaPool`) that name this
+        """The fields of a plan's replica pool (`solver.plan.records.ReplicaPool`) that name this
         layout: GPU, precisions, TP x PP (x DP, EP), speculative option and role."""
         c = self.config
         return {

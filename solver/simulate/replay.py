@@ -29,7 +29,8 @@ from models.serving.capacity import replica_capacity
 from models.serving.latency import latency_at_rate
 from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
 from models.serving.replica_layout import replica_step_model
-from solver.plan.schema import Plan, ReplicaPool
+from solver.plan.records import ReplicaPool
+from solver.plan.schema import Plan
 from solver.simulate.engine import Effects, PoolTrace, ReplicaEngine, simulate_pool
 from solver.simulate.pair_rows import pair_meets, simulate_pair_rows
 from solver.simulate.results import (

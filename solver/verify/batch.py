@@ -28,7 +28,8 @@ from models.physics.memory import kv_precision_for
 from models.physics.precision import Precision
 from models.schema.instance import Instance
 from models.serving.replica import ReplicaCapacity, ReplicaConfig, TrafficMix
-from solver.plan.schema import Hour, ReplicaPool
+from solver.plan.records import ReplicaPool
+from solver.plan.time_records import Hour
 from solver.verify.fleet import Violation
 
 CAPACITY_TOLERANCE = 1e-6

@@ -12,7 +12,8 @@ from models.physics.efficiency import efficiency_for
 from models.physics.precision import Precision
 from models.schema.instance import Instance
 from models.serving.replica import LatencyTargets, Role, TrafficMix
-from solver.plan.schema import Plan, ReplicaPool
+from solver.plan.records import ReplicaPool
+from solver.plan.schema import Plan
 from solver.program.row_names import GroupsColumn
 from solver.verify.verdict import ENGINE_TOLERANCE, Violation
 

@@ -18,7 +18,8 @@ from models.serving.capacity import holds_at_tighter_ttft, replica_capacity
 from models.serving.pooling import planning_capacity
 from models.serving.prefix_kv import pool_kv
 from models.serving.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
-from solver.plan.schema import Plan, ReplicaPool
+from solver.plan.records import ReplicaPool
+from solver.plan.schema import Plan
 from solver.program.row_names import ReplicasColumn
 from solver.verify.verdict import Violation
 

@@ -10,7 +10,8 @@ from models.physics.precision import Precision
 from models.schema.instance import Instance
 from models.serving.capacity import replica_capacity
 from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
-from solver.plan.schema import Plan, ReplicaPool
+from solver.plan.records import ReplicaPool
+from solver.plan.schema import Plan
 from solver.verify.fleet import verify
 from tests.synthetic import FLAT_SLO, instance, long_prompt_workload, workload
 
