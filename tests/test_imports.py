@@ -139,6 +139,37 @@ def test_models_never_import_solver_or_cli():
     assert upward == []
 
 
+SCHEMA_VALUE_VOCABULARY = {
+    "models.schema.quantities",
+    "models.schema.limits",
+    "models.schema.errors",
+    "models.schema.traffic",
+}
+"""The schema's modules that physics and serving may read: units, bounds, input errors and
+token distributions, none of which imports the instance schema."""
+
+
+def test_physics_and_serving_never_import_the_instance_schema():
+    """No module of models.physics or models.serving imports models.schema.instance, nor a
+    module of models.schema that imports it (directly or not): the roofline and the serving
+    model load without the instance file's schema (issue 31)."""
+    graph = import_graph()
+    instance = "models.schema.instance"
+    near_instance = {
+        m for m in graph if m.startswith("models.schema.") and nx.has_path(graph, m, instance)
+    }
+    assert {instance, "models.schema.serving_inputs"} <= near_instance  # the graph sees them
+    assert near_instance.isdisjoint(SCHEMA_VALUE_VOCABULARY)
+    reads_the_schema = {
+        (module, target)
+        for module in graph
+        if module.startswith(("models.physics.", "models.serving."))
+        for target in graph.successors(module)
+        if target in near_instance
+    }
+    assert reads_the_schema == set()
+
+
 def test_the_import_graph_has_no_circle():
     cycles = list(nx.simple_cycles(import_graph()))
     assert cycles == []
@@ -206,9 +237,10 @@ def _contract(allowed: str, why: str) -> tuple[frozenset[str], str]:
 CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
     "models": _contract("", "the package's own __init__: a docstring"),
     "models.schema": _contract(
-        "models.physics models.io models.calculators",
+        "models.physics models.io models.calculators models.serving.replica",
         "the instance refers to catalog records, imports config.json and the voice budget; "
-        "what it imports reads back only the value vocabulary, so the modules make no circle",
+        "what it imports reads back only the value vocabulary, so the modules make no circle; "
+        "serving_inputs turns a workload into serving's TrafficMix and LatencyTargets",
     ),
     "models.physics": _contract(
         "models.schema.quantities",
@@ -219,9 +251,9 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
         "files become schema records; the YAML reader and the LLM records are physics'",
     ),
     "models.serving": _contract(
-        "models.physics models.schema",
-        "capacity at the SLO is the roofline under a traffic mix; replica.py still reads the "
-        "instance's Slo and Workload (TrafficMix.of, LatencyTargets.of)",
+        "models.physics models.schema.traffic",
+        "capacity at the SLO is the roofline under a traffic mix; of the schema only the token "
+        "distributions, never the instance schema",
     ),
     "models.colocation": _contract(
         "models.physics models.serving models.schema",

@@ -5,14 +5,13 @@ The functions that fill `ReplicaCapacity` live in `models.serving.capacity`; the
 only these records, so the program stays linear.
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 
 from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
 from models.physics.precision import Precision
 from models.physics.speculative import Speculation
-from models.schema.instance import Slo, Workload
 from models.schema.traffic import TokenDistribution
 
 
@@ -106,23 +105,6 @@ class TrafficMix:
     """Whether the router keeps each prefix's requests on its home replicas."""
 
     @classmethod
-    def of(cls, workload: Workload, prefix_affinity: bool = False) -> "TrafficMix":
-        """The mix of a workload from the instance file; `prefix_affinity` is the
-        policy's routing (it matters only with declared prefixes)."""
-        mix = cls.of_lengths(
-            workload.prompt_tokens, workload.output_tokens, workload.prefix_cache_hit_rate
-        )
-        if not workload.prefixes:
-            return mix
-        return replace(
-            mix,
-            prefix_tokens=tuple(p.tokens for p in workload.prefixes for _ in range(p.count)),
-            prefix_shares=tuple(p.share for p in workload.prefixes for _ in range(p.count)),
-            hit_rate_from_prefixes="prefix_cache_hit_rate" not in workload.model_fields_set,
-            prefix_affinity=prefix_affinity,
-        )
-
-    @classmethod
     def of_lengths(
         cls,
         prompt: TokenDistribution,
@@ -152,14 +134,6 @@ class LatencyTargets:
 
     ttft_p99_s: float | None = None
     tpot_p99_s: float | None = None
-
-    @classmethod
-    def of(cls, slo: Slo) -> "LatencyTargets":
-        """Targets from an instance SLO (ms at the edge, seconds inside)."""
-        return cls(
-            ttft_p99_s=None if slo.ttft_p99_ms is None else slo.ttft_p99_ms / 1e3,
-            tpot_p99_s=None if slo.tpot_p99_ms is None else slo.tpot_p99_ms / 1e3,
-        )
 
     @property
     def is_offline(self) -> bool:
