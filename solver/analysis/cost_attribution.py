@@ -20,8 +20,7 @@ from models.serving.attribution import (
     attribute,
     unified_phase_shares,
 )
-from models.serving.mix_tokens import MixTokens
-from models.serving.replica import Role
+from models.serving.replica import MixTokens, Role
 from models.serving.replica_layout import replica_step_model
 from solver.candidates.pools import PoolCurve, physics_of
 from solver.plan.records import CostAttribution, Route
