@@ -332,9 +332,10 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
         "checks the queue formulas from outside the program: physics and the plan only",
     ),
     "solver.studies": _contract(
-        "models.schema models.io solver.solve solver.settings solver.errors "
+        "models.schema models.io models.physics solver.solve solver.settings solver.errors "
         "solver.backends solver.plan solver.verify",
-        "many solves, each through solver.solve and the hour verifier",
+        "many solves, each through solver.solve and the hour verifier; a golden's "
+        "fingerprint reads the built-in catalog's files",
     ),
     "solver.solve": _contract(
         "models.schema models.physics models.operations models.colocation "
