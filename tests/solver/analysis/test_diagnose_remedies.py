@@ -3,10 +3,13 @@ suggested only where a longer bound reaches a region that may serve the users.""
 
 import pytest
 
+from models.io.loading import load_instance
+from solver.analysis.levers import lower_kv
 from solver.errors import Infeasible
 from solver.settings import SolveSettings
 from solver.solve import solve
 from tests import synthetic
+from tests.paths import INSTANCES
 
 
 def _problems(instance) -> list[str]:
@@ -53,3 +56,16 @@ def test_a_bound_short_of_the_next_region_is_named_with_the_distance():
         "raise max_failover_rtt_ms of chat (now 40 ms; west is 50 ms from east)" in remedy
         for remedy in remedies
     ), remedies
+
+
+def test_an_fp4_kv_cache_on_gpus_without_fp4_is_named_as_such():
+    # region-loss-3-baseline serves bf16 weights on H100s (no fp4 arithmetic); KV two
+    # steps down is fp4: no configuration can hold it, whatever its memory
+    fp4 = lower_kv(lower_kv(load_instance(INSTANCES / "region-loss-3-baseline.yaml")))
+    with pytest.raises(Infeasible) as ended:
+        solve(fp4, SolveSettings.of(fp4, threads=1))
+    (problem,) = ended.value.diagnosis.problems
+    assert "keeps its KV cache in fp4, which h100-sxm cannot hold" in problem.message
+    assert problem.remedy == (
+        "set llama-3.1-8b's kv_precision to fp8 or bf16, or offer a GPU with fp4 support"
+    )
