@@ -351,7 +351,8 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
     ),
     "cli": _contract(
         "cli.render models.schema models.io models.physics models.serving "
-        "models.calculators models.profiles solver.solve solver.settings solver.errors solver.backends "
+        "models.calculators models.profiles solver.solve solver.settings solver.errors "
+        "solver.backends "
         "solver.plan solver.verify solver.analysis solver.studies solver.simulate "
         "solver.candidates solver.program",
         "each command fronts one library function (export: the table and the program)",
