@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from cli.exit_codes import ExitCode
-from cli.options import JsonOnly, emit_json
+from cli.options import JsonOnly, emit_json, within
 from cli.perf_request import PerfRequest, problem
 from cli.perf_speculative import speculation_json, speculation_table_spec, speculative_model
 from cli.render.console import err
@@ -20,6 +20,7 @@ from cli.render.perf_tables import kv_tiers_json, load_json, perf_json, perf_tab
 from cli.render.tables import markdown_tables, print_tables
 from models.physics.efficiency import Efficiency, efficiency_for, engine_report
 from models.physics.precision import Precision
+from models.schema import limits
 from models.serving.capacity import replica_capacity
 from models.serving.frontier import throughput_frontier
 from models.serving.latency import LoadLatency, latency_at_concurrency, latency_at_rate
@@ -30,10 +31,22 @@ from models.serving.replica import ReplicaConfig, Role
 def perf(
     gpu: Annotated[str, typer.Option("--gpu", "-g", help="Catalog GPU, e.g. h100-sxm.")],
     input_tokens: Annotated[
-        float, typer.Option("--input-tokens", "-i", help="Mean prompt tokens per request.")
+        float,
+        typer.Option(
+            "--input-tokens",
+            "-i",
+            help="Mean prompt tokens per request.",
+            callback=within(limits.TOKENS),
+        ),
     ],
     output_tokens: Annotated[
-        float, typer.Option("--output-tokens", "-o", help="Mean output tokens per request.")
+        float,
+        typer.Option(
+            "--output-tokens",
+            "-o",
+            help="Mean output tokens per request.",
+            callback=within(limits.TOKENS),
+        ),
     ],
     precision: Annotated[
         Precision, typer.Option("--precision", "-p", help="Weight precision.")
@@ -42,13 +55,19 @@ def perf(
         Precision | None,
         typer.Option(help="KV-cache precision (default: the weights', never below fp8)."),
     ] = None,
-    tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs.")] = 1,
-    pp: Annotated[int, typer.Option("--pp", help="Pipeline stages.")] = 1,
+    tp: Annotated[
+        int,
+        typer.Option("--tp", help="Tensor-parallel GPUs.", callback=within(limits.PARALLEL_DEGREE)),
+    ] = 1,
+    pp: Annotated[
+        int, typer.Option("--pp", help="Pipeline stages.", callback=within(limits.PARALLEL_DEGREE))
+    ] = 1,
     ep: Annotated[
         int,
         typer.Option(
             "--ep",
             help="Expert-parallel ranks of an MoE model's routed experts; must divide tp x dp.",
+            callback=within(limits.PARALLEL_DEGREE),
         ),
     ] = 1,
     dp: Annotated[
@@ -57,6 +76,7 @@ def perf(
             "--dp",
             help="Attention data-parallel groups of --tp GPUs each (MoE models); the replica "
             "has tp x pp x dp GPUs.",
+            callback=within(limits.PARALLEL_DEGREE),
         ),
     ] = 1,
     role: Annotated[
@@ -64,28 +84,44 @@ def perf(
     ] = Role.UNIFIED,
     input_p99_tokens: Annotated[
         float | None,
-        typer.Option(help="p99 prompt tokens (lognormal spread; default: fixed length)."),
+        typer.Option(
+            help="p99 prompt tokens (lognormal spread; default: fixed length).",
+            callback=within(limits.TOKENS),
+        ),
     ] = None,
     output_p99_tokens: Annotated[
         float | None,
-        typer.Option(help="p99 output tokens (lognormal spread; default: fixed length)."),
+        typer.Option(
+            help="p99 output tokens (lognormal spread; default: fixed length).",
+            callback=within(limits.TOKENS),
+        ),
     ] = None,
     prefix_cache_hit_rate: Annotated[
-        float, typer.Option(help="Fraction of prompt tokens served from a prefix cache.")
+        float,
+        typer.Option(
+            help="Fraction of prompt tokens served from a prefix cache.",
+            callback=within(limits.HIT_RATE),
+        ),
     ] = 0.0,
     ttft_p99_ms: Annotated[
-        float | None, typer.Option(help="p99 time-to-first-token target, ms.")
+        float | None,
+        typer.Option(
+            help="p99 time-to-first-token target, ms.", callback=within(limits.LATENCY_MS)
+        ),
     ] = None,
     tpot_p99_ms: Annotated[
-        float | None, typer.Option(help="p99 time-per-output-token target, ms.")
+        float | None,
+        typer.Option(
+            help="p99 time-per-output-token target, ms.", callback=within(limits.LATENCY_MS)
+        ),
     ] = None,
     pool_replicas: Annotated[
         int,
         typer.Option(
             "--pool-replicas",
-            min=1,
             help="Identical replicas behind one router sharing one prompt queue (M/G/c); "
             "the numbers are per replica.",
+            callback=within(limits.POOL_REPLICAS),
         ),
     ] = 1,
     sweep: Annotated[
@@ -101,6 +137,7 @@ def perf(
             help="Latency at a load, open loop: Poisson arrivals at R requests/s per replica "
             "(per replica of the pool with --pool-replicas). JSON's ttft_p99_ms and "
             "tpot_p99_ms then hold the values at that load.",
+            callback=within(limits.REQUEST_RATE),
         ),
     ] = None,
     concurrency: Annotated[
@@ -109,6 +146,7 @@ def perf(
             "--concurrency",
             help="Latency at a load, closed loop: C users per replica, each sending the next "
             "request when the last completes.",
+            callback=within(limits.CONCURRENT_USERS),
         ),
     ] = None,
     prefix_tokens: Annotated[
@@ -117,11 +155,16 @@ def perf(
             "--prefix-tokens",
             help="A shared prefix of T tokens (a system prompt): its KV is held once per "
             "replica; without --prefix-cache-hit-rate it also sets the hit rate.",
+            callback=within(limits.TOKENS),
         ),
     ] = None,
     prefix_share: Annotated[
         float,
-        typer.Option("--prefix-share", help="Share of requests carrying the prefix, (0, 1]."),
+        typer.Option(
+            "--prefix-share",
+            help="Share of requests carrying the prefix, (0, 1].",
+            callback=within(limits.SHARE),
+        ),
     ] = 1.0,
     prefix_affinity: Annotated[
         bool,
@@ -132,16 +175,24 @@ def perf(
         typer.Option("--kv-tiers", help="Print the per-tier value table (HBM, host DRAM, NVMe)."),
     ] = False,
     host_memory_gib_per_gpu: Annotated[
-        float | None, typer.Option(help="Host DRAM per GPU for a KV tier, GiB.")
+        float | None,
+        typer.Option(
+            help="Host DRAM per GPU for a KV tier, GiB.", callback=within(limits.HOST_MEMORY_GIB)
+        ),
     ] = None,
     nvme_tb_per_node: Annotated[
-        float | None, typer.Option(help="Local NVMe per node for a KV tier, TB.")
+        float | None,
+        typer.Option(
+            help="Local NVMe per node for a KV tier, TB.", callback=within(limits.NVME_TB)
+        ),
     ] = None,
     nvme_gb_s_per_node: Annotated[
-        float | None, typer.Option(help="NVMe read bandwidth per node, GB/s.")
+        float | None,
+        typer.Option(help="NVMe read bandwidth per node, GB/s.", callback=within(limits.NVME_GB_S)),
     ] = None,
     nvme_dwpd: Annotated[
-        float | None, typer.Option(help="NVMe endurance, drive writes per day.")
+        float | None,
+        typer.Option(help="NVMe endurance, drive writes per day.", callback=within(limits.DWPD)),
     ] = None,
     as_json: JsonOnly = None,
     as_markdown: Annotated[
@@ -160,11 +211,17 @@ def perf(
     ] = None,
     speculative_tokens: Annotated[
         int | None,
-        typer.Option(help="Speculative decoding: k tokens drafted per cycle (1-16)."),
+        typer.Option(
+            help="Speculative decoding: k tokens drafted per cycle (1-16).",
+            callback=within(limits.DRAFT_TOKENS),
+        ),
     ] = None,
     acceptance_rate: Annotated[
         float | None,
-        typer.Option(help="Speculative decoding: mean acceptance of a drafted token, [0, 1]."),
+        typer.Option(
+            help="Speculative decoding: mean acceptance of a drafted token, [0, 1].",
+            callback=within(limits.ACCEPTANCE_RATE),
+        ),
     ] = None,
     draft_model: Annotated[
         str | None,
@@ -174,7 +231,8 @@ def perf(
         float | None,
         typer.Option(
             help="Speculative decoding with EAGLE heads / MTP: one draft step over one target "
-            "decode pass, (0, 1]."
+            "decode pass, (0, 1].",
+            callback=within(limits.DRAFT_COST_RATIO),
         ),
     ] = None,
     engine: Annotated[
