@@ -149,3 +149,21 @@ def test_jobs_within_the_cores_say_nothing(run_cli, monkeypatch, tmp_path):
     monkeypatch.setattr(limits, "max_threads", lambda: 2)
     result = run_cli("batch", str(tmp_path), "--jobs", "2")
     assert "warning: --jobs" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("peak_to_average: 1e308", "peak_to_average: must be at most 100, got 1e+308"),
+        ("latency_s: .inf", "latency_s: Input should be a finite number"),
+        ("window_days: 1e9", "window_days: must be at most 3,660 days"),
+    ],
+)
+def test_estimate_config_file_holds_the_same_bounds_as_the_flags(run_cli, tmp_path, line, message):
+    """`estimate --config` reads the assumptions the flags give, into the same bounded
+    record (EstimateAssumptions): 1e308 there exited 70 (an overflow in the GPU count)."""
+    config = tmp_path / "assumptions.yaml"
+    config.write_text(line + "\n")
+    result = run_cli("estimate", "--config", str(config))
+    assert result.exit_code == 2, result.stderr
+    assert f"{config}:1: {message}" in result.stderr
