@@ -21,7 +21,16 @@ from pydantic import ValidationError
 from rich.markup import escape
 
 from cli.exit_codes import ExitCode
-from cli.options import JsonOut, MarkdownOut, SetOption, emit_json, load, to_stdout
+from cli.options import (
+    JsonOut,
+    MarkdownOut,
+    SetOption,
+    capped_at_cores,
+    emit_json,
+    load,
+    to_stdout,
+    within,
+)
 from cli.render.console import err, out
 from cli.render.plan_tables import (
     explanation_tables,
@@ -34,6 +43,7 @@ from cli.render.time_tables import time_tables
 from cli.render.zeros import json_without_negative_zero
 from models.io.loading import read_document
 from models.io.output_files import check_target, is_stdout, write_text
+from models.schema import limits
 from models.schema.backend_names import BACKEND_NAMES
 from models.schema.errors import InputError, Issue
 from models.schema.policy import SolverSettings
@@ -57,13 +67,17 @@ TimeLimit = Annotated[
     float | None,
     typer.Option(
         "--time-limit",
-        min=0.001,
         help="Time limit of the whole run (candidates, solve, pricing, checks), seconds.",
+        callback=within(limits.TIME_LIMIT_S),
     ),
 ]
 MipGap = Annotated[
     float | None,
-    typer.Option("--mip-gap", min=0.0, max=0.999, help="Relative MIP gap to stop at."),
+    typer.Option(
+        "--mip-gap",
+        help="Relative MIP gap to stop at.",
+        callback=within(limits.MIP_GAP),
+    ),
 ]
 Threads = Annotated[
     int | None, typer.Option(min=1, help="Solver threads (default: the instance's, usually 1).")
@@ -125,7 +139,12 @@ def explain(
     levers: Annotated[
         bool, typer.Option("--levers", help="Also re-solve with each lever; rank by $ saved.")
     ] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Lever re-solves at once.")] = 2,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs", "-j", min=1, help="Lever re-solves at once.", callback=capped_at_cores
+        ),
+    ] = 2,
     sets: SetOption = None,
 ) -> None:
     """Solve, then explain the plan: what binds, at what price, and what else would cost."""
