@@ -7,6 +7,7 @@ independent verifier (which checks every hour and month).
 import math
 import time
 
+from models.operations.site import gpus_bought
 from models.operations.time_demand import planning_start_s
 from models.schema.instance import Instance
 from solver.analysis.diagnose import diagnose_infeasible, presolve_problems
@@ -15,10 +16,11 @@ from solver.candidates.pools import assess_pools
 from solver.candidates.table import build_candidates
 from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected, Problem
 from solver.plan.schema import Commitment, GpuUse, Hour, HourGpus, Plan, ReplicaPool
-from solver.program.families.pricing import CommittedColumn, OfferTerms
+from solver.program.families.pricing import CommittedColumn, CommittedServersColumn, OfferTerms
 from solver.program.lp import SolveResult, Termination
 from solver.program.optimised import Optimised
 from solver.readback.assign import chosen_sizes, read_plan, replica_counts
+from solver.readback.site import region_power, server_purchases
 from solver.settings import SolveSettings
 from solver.time.batch import dedicated_pools, hour_soaks
 from solver.time.failover import started_pools
@@ -139,10 +141,7 @@ def hourly_plan(
             key = (entry.region, c.gpu)
             spot[key] = spot.get(key, 0) + entry.replicas * c.gpus
         spot_by_period[part.first_hour] = spot
-    committed = {
-        (o.region, o.gpu): values.get(CommittedColumn(o.region, o.gpu).name(), 0.0)
-        for o in program.offers
-    }
+    committed = committed_gpus(program.offers, values)
     hours = []
     for part in program.periods:
         first = part.first_hour
@@ -168,6 +167,7 @@ def hourly_plan(
     peak_pools = peak_fleet(hours)
     uses = peak_gpu_use(program.offers, hours, days, committed)
     peak_plan = max(plans.values(), key=lambda p: p.total_gpus or 0)
+    peak_sets = program.periods[0].program.sets  # the instance's GPUs, regions and policy
     size = program.lp.size()
     solver = peak_plan.solver.model_copy(
         update={
@@ -191,6 +191,8 @@ def hourly_plan(
         solver=solver,
         shadow_price_note="hourly plan: shadow prices are not computed for the periods program",
         hours=tuple(hours),
+        servers=server_purchases(peak_sets, uses),
+        power_kw=region_power(peak_sets, uses, {}),
         committed=tuple(
             Commitment(
                 region=o.region,
@@ -210,6 +212,20 @@ def hourly_plan(
     )
 
 
+def committed_gpus(
+    offers: tuple[OfferTerms, ...], values: dict[str, float]
+) -> dict[tuple[str, str], float]:
+    """(region, GPU) -> GPUs committed, whole servers of n where GPUs come in servers
+    (n x the rounded committed_servers column; else the committed column to 1e-6)."""
+    found = {}
+    for o in offers:
+        key = (o.region, o.gpu)
+        gpus = values.get(CommittedColumn(o.region, o.gpu).name(), 0.0)
+        servers = values.get(CommittedServersColumn(o.region, o.gpu).name())
+        found[key] = float(o.gpus_per_server * round(servers)) if servers is not None else gpus
+    return found
+
+
 def hour_gpus(
     offers: tuple[OfferTerms, ...],
     pools: tuple[ReplicaPool, ...],
@@ -218,7 +234,9 @@ def hour_gpus(
 ) -> tuple[HourGpus, ...]:
     """GPUs used per offer in one period, split owned / reserved / on demand / spot
     (`spot`: GPUs on spot per offer: dedicated batch replicas and interactive spot
-    replicas)."""
+    replicas). On demand is what is rented: the need beyond owned, reserved and spot GPUs
+    in whole servers where GPUs come in servers (OfferTerms.paid_on_demand), so owned +
+    reserved + on demand + spot may exceed `used` by less than a server."""
     spot = spot or {}
     used: dict[tuple[str, str], int] = {}
     for pool in pools:
@@ -238,7 +256,7 @@ def hour_gpus(
                 used=n,
                 existing=owned,
                 reserved=round(reserved, 6),
-                on_demand=round(max(n - on_spot - owned - reserved, 0.0), 6),
+                on_demand=round(o.paid_on_demand(n - on_spot - owned - reserved), 6),
                 spot=float(on_spot),
             )
         )
@@ -282,7 +300,9 @@ def peak_gpu_use(
     days: float,
     committed: dict[tuple[str, str], float],
 ) -> tuple[GpuUse, ...]:
-    """Per offer: the most GPUs used in any hour, and the month's cost of that offer."""
+    """Per offer: the most GPUs used in any hour, the GPUs beyond the existing fleet that
+    hour needs (in whole servers where GPUs come in servers:
+    models.operations.site.gpus_bought), and the month's cost of that offer."""
     uses = []
     for o in offers:
         key = (o.region, o.gpu)
@@ -304,7 +324,7 @@ def peak_gpu_use(
                 gpu=o.gpu,
                 used=most,
                 existing=o.existing,
-                purchased=max(0, most - o.existing),
+                purchased=gpus_bought(most, o.existing, o.gpus_per_server),
                 available=o.existing + o.max_gpus,
                 price_per_gpu_hour=o.on_demand_price_per_gpu_hour,
                 cost_per_month=days * (reserved_cost + on_demand_cost),

@@ -12,7 +12,8 @@ the row names and the static verifier), never the program:
 3. Each hour's GPUs per offer: the pools' GPUs (batch included) equal `used`;
    used <= existing + max_gpus; existing + reserved + on-demand + spot covers used;
    reserved <= committed (`committed <= use` of the commitment is its own business: a
-   committed GPU may idle); on-demand <= max_on_demand_gpus.
+   committed GPU may idle); on-demand <= max_on_demand_gpus. With policy.buy_unit: node
+   committed and on-demand GPUs come in whole servers of gpus_per_node.
 4. Cost: each hour's cost recomputed (committed x reserved price + on-demand x price +
    spot x spot price), the month = hours_per_month / 24 x the day's sum.
 5. Months (policy.horizon_months): each month m >= 1 is checked by this verifier on its
@@ -43,6 +44,7 @@ from collections import defaultdict
 from models.operations.failover_budget import budget_minutes_per_month, budgeted_losses
 from models.operations.pricing_tiers import poisson_quantile, spot_down_fraction
 from models.operations.scenarios import ScenarioKind, failure_scenarios
+from models.operations.site import node_gpus
 from models.operations.time_demand import (
     failover_window_s,
     hour_instance,
@@ -98,6 +100,14 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
         if supply is None or supply.reserved_price_per_gpu_hour is None:
             violations.append(
                 Violation(requirement=f"committed[{r},{g}]", message="no reserved price on offer")
+            )
+        elif not _whole_servers(instance, g, count):
+            violations.append(
+                Violation(
+                    requirement=f"committed[{r},{g}]",
+                    message=f"commits {count:g} GPUs: not whole servers of "
+                    f"{node_gpus(instance, g)}",
+                )
             )
         elif count > supply.max_gpus + GPU_TOLERANCE:
             violations.append(
@@ -363,6 +373,12 @@ def _check_stated_budgets(
             )
 
 
+def _whole_servers(instance: Instance, gpu: str, gpus: float) -> bool:
+    """Whether `gpus` reserved or rented are whole servers (any count with buy_unit gpu)."""
+    n = node_gpus(instance, gpu)
+    return abs(gpus / n - round(gpus / n)) * n <= GPU_TOLERANCE
+
+
 def _check_hour_gpus(
     instance: Instance,
     hour: Hour,
@@ -427,6 +443,14 @@ def _check_hour_gpus(
                 Violation(
                     requirement="on_demand" + name,
                     message=f"{row.on_demand:g} on-demand GPUs; max_on_demand_gpus is {cap}",
+                )
+            )
+        if not _whole_servers(instance, g, row.on_demand):
+            violations.append(
+                Violation(
+                    requirement="on_demand" + name,
+                    message=f"{row.on_demand:g} on-demand GPUs: not whole servers of "
+                    f"{node_gpus(instance, g)}",
                 )
             )
         cost += row.on_demand * instance.price_per_gpu_hour(r, g)

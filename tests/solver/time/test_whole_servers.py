@@ -1,0 +1,157 @@
+"""Whole servers in time (issue 32): with policy.buy_unit: node the hourly plan reserves and
+rents whole servers of gpus_per_node, as the static plan buys them, and states its servers
+and power like a static plan.
+
+Hand cases use Llama 3.1 8B fp8 at TP 1 on H100 (8 GPUs a server) with the KV cache
+stopping the batch (`tests.synthetic.FLAT_SLO`: n replicas carry n q(1) at every n), so an
+hour at rate x needs ceil(x / q) GPUs. Every plan here has passed the hour-by-hour verifier
+inside `solve`."""
+
+import math
+
+import pytest
+
+from models.io.loading import validate_instance
+from models.operations.time_demand import warm_grid
+from models.operations.time_periods import aggregate_periods
+from solver.candidates.table import build_candidates
+from solver.solve import solve
+
+ON_DEMAND, RESERVED = 2.0, 1.2
+"""Reserved at 60% of on demand: a server busy more than 24 x 0.6 = 14.4 hours a day is
+cheaper reserved."""
+HOURS_PER_MONTH = 730.0
+DAYS = HOURS_PER_MONTH / 24
+SERVER_GPUS = 8
+"""gpus_per_node of the H100 SXM (an HGX board)."""
+PROFILE = [1.0] * 12 + [3.0] * 12
+"""A trough at a third of the peak for UTC hours 0-11, the peak for hours 12-23. With no
+start lag the warm day reads each hour at its highest point on the line between hour
+centres: hours 0 and 11 touch the step at (1 + 3) / 2 = 2, so the day has three periods:
+the trough (hours 1-10, 10 h) at P / 3, the shoulders (hours 0 and 11, 2 h) at 2P / 3 and
+the peak (hours 12-23, 12 h) at P."""
+TROUGH_H, SHOULDER_H, PEAK_H = 10, 2, 12
+
+
+def _data(rates: dict[str, float], profile=PROFILE, reserved=("r1",)) -> dict:
+    regions = []
+    for region in rates:
+        offer = {"max_gpus": 64, "price_per_gpu_hour": ON_DEMAND}
+        if region in reserved:
+            offer["reserved_price_per_gpu_hour"] = RESERVED
+        regions.append({"name": region, "supply": {"h100-sxm": offer}})
+    demand = {}
+    for region, rate in rates.items():
+        demand[region] = {"peak_requests_per_s": rate}
+        if profile is not None:
+            demand[region]["hourly_profile"] = list(profile)
+    return {
+        "name": "servers-in-time",
+        "gpus": [{"name": "h100-sxm"}],
+        "models": [{"name": "llama-3.1-8b", "weight_precisions": ["fp8"]}],
+        "regions": regions,
+        "workloads": [
+            {
+                "name": "chat",
+                "model": "llama-3.1-8b",
+                "demand": demand,
+                "prompt_tokens": {"mean": 1000, "p99": 1000},
+                "output_tokens": {"mean": 200, "p99": 200},
+                "slo": {"ttft_p99_ms": 10000.0, "tpot_p99_ms": 200.0},
+            }
+        ],
+        "policy": {
+            "buy_unit": "node",
+            "tensor_parallel": [1],
+            "replica_start_s": 0.0,
+            "scale_detection_s": 0.0,
+            "hours_per_month": HOURS_PER_MONTH,
+        },
+    }
+
+
+def _instance(rates, **kwargs):
+    return validate_instance(_data(rates, **kwargs), "servers-in-time.yaml")
+
+
+def _lone_rps() -> float:
+    """q(1) of the only candidate, after checking that pooling adds nothing."""
+    (candidate,) = build_candidates(_instance({"r1": 10.0})).of("chat")
+    assert candidate.limit.value == "kv_memory"  # q(n) = q(1) for every pool size
+    assert candidate.ladder == () and candidate.ceiling == candidate.requests_per_s
+    return candidate.requests_per_s
+
+
+def _gpus(plan, region):
+    return [sum(p.gpus for p in hour.pools if p.region == region) for hour in plan.hours]
+
+
+def test_two_regions_three_periods_reserve_and_rent_whole_servers_by_hand():
+    q = _lone_rps()
+    # r1 at P = 11.7 q: trough 3.9 q, shoulder 7.8 q, peak 11.7 q -> 4, 8, 12 GPUs;
+    # r2 at P = 5.7 q: 1.9 q, 3.8 q, 5.7 q -> 2, 4, 6 GPUs. r2 has no reserved price.
+    instance = _instance({"r1": 11.7 * q, "r2": 5.7 * q})
+    periods = aggregate_periods(warm_grid(instance))
+    assert [p.weight_hours for p in periods] == [SHOULDER_H, TROUGH_H, PEAK_H]
+    plan = solve(instance)
+    trough, shoulder, peak = 1, 0, 12  # an hour of each period
+    assert [_gpus(plan, "r1")[h] for h in (trough, shoulder, peak)] == [4, 8, 12]
+    assert [_gpus(plan, "r2")[h] for h in (trough, shoulder, peak)] == [2, 4, 6]
+    # r1, committing c whole servers (GPU-hours a day on demand, in whole servers):
+    #   c = 0:  10 x 8 + 2 x 8 + 12 x 16 = 288 GPU-h x 2.0          = 576.0 $/day
+    #   c = 8:  24 x 8 x 1.2 = 230.4, + 12 x 8 GPU-h x 2.0 = 192.0  = 422.4 $/day
+    #   c = 16: 24 x 16 x 1.2                                        = 460.8 $/day
+    # so one server is reserved (per GPU, 4 would be: GPUs 5-8 run 14 h < 14.4 h).
+    r1_per_day = 24 * 8 * RESERVED + 12 * 8 * ON_DEMAND
+    assert r1_per_day < min(288 * ON_DEMAND, 24 * 16 * RESERVED)
+    # r2 rents one server every hour: 24 x 8 GPU-h x 2.0 = 384 $/day.
+    r2_per_day = 24 * 8 * ON_DEMAND
+    (commitment,) = plan.committed
+    assert (commitment.region, commitment.committed_gpus) == ("r1", SERVER_GPUS)
+    assert commitment.committed_gpus % SERVER_GPUS == 0
+    assert plan.cost_per_month == pytest.approx(DAYS * (r1_per_day + r2_per_day), abs=0.005)
+    for hour in plan.hours:
+        for row in hour.gpus:
+            assert row.on_demand % SERVER_GPUS == 0
+    (r1_peak,) = [row for row in plan.hours[peak].gpus if row.region == "r1"]
+    assert (r1_peak.used, r1_peak.reserved, r1_peak.on_demand) == (12, 8, 8)
+    # The busiest hour's GPUs beyond the (empty) existing fleet, in whole servers:
+    # r1 12 -> 16 GPUs = 2 servers, r2 6 -> 8 GPUs = 1 server.
+    servers = {(s.region, s.count, s.gpus_per_server) for s in plan.servers}
+    assert servers == {("r1", 2, SERVER_GPUS), ("r2", 1, SERVER_GPUS)}
+    # Power of the installed servers: kW per GPU = 0.700 kW TDP x 10.2 / (8 x 0.700)
+    # server factor (DGX H100) x PUE 1.0 = 1.275 kW.
+    kw_per_gpu = 0.700 * 10.2 / (8 * 0.700)
+    power = {row.region: row.kw for row in plan.power_kw}
+    assert power == pytest.approx({"r1": 16 * kw_per_gpu, "r2": 8 * kw_per_gpu})
+    # Idle GPU-hours a day count every GPU paid and not running: r1's reserved server
+    # half idle in the trough (8 - 4), its rented one at the peak (16 - 12); r2's rented
+    # server in each period (8 - 2, 8 - 4, 8 - 6); pools' idle shares come on top.
+    rented_idle = (
+        TROUGH_H * (8 - 4) + PEAK_H * (16 - 12) + TROUGH_H * (8 - 2)
+        + SHOULDER_H * (8 - 4) + PEAK_H * (8 - 6)
+    )
+    assert plan.idle_gpu_hours_per_day >= rented_idle - 1e-6
+
+
+@pytest.mark.parametrize("multiple", [5.7, 11.7, 16.0])
+def test_the_static_plan_is_the_one_period_hourly_plan_to_the_cent(multiple):
+    """A flat day is one period of 24 hours; with no reserved price its on-demand servers
+    cost hours_per_month x price x n x ceil(used / n), the static plan's purchase."""
+    q = _lone_rps()
+    rates = {"r1": multiple * q, "r2": 5.7 * q}
+    static = solve(_instance(rates, profile=None, reserved=()))
+    hourly = solve(_instance(rates, profile=[1.0] * 24, reserved=()))
+    assert static.hours == () and len(hourly.hours) == 24
+    flat = _instance(rates, profile=[1.0] * 24, reserved=())
+    assert [p.weight_hours for p in aggregate_periods(warm_grid(flat))] == [24]
+    assert hourly.cost_per_month == pytest.approx(static.cost_per_month, abs=0.005)
+    # by hand: r1 needs ceil(multiple) GPUs, bought in servers of 8, r2 ceil(5.7) = 6 -> 8
+    r1 = SERVER_GPUS * math.ceil(math.ceil(multiple) / SERVER_GPUS)
+    expected = HOURS_PER_MONTH * ON_DEMAND * (r1 + SERVER_GPUS)
+    assert static.cost_per_month == pytest.approx(expected, abs=0.005)
+    assert {(s.region, s.count) for s in hourly.servers} == {
+        (s.region, s.count) for s in static.servers
+    }
+    assert [p.region for p in hourly.power_kw] == [p.region for p in static.power_kw]
+    assert [p.kw for p in hourly.power_kw] == pytest.approx([p.kw for p in static.power_kw])
