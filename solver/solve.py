@@ -49,13 +49,16 @@ from solver.program.optimised import Optimised
 from solver.program.sets import ProgramSets
 from solver.readback.assign import chosen_sizes, gpu_use, integral, read_plan, replica_counts
 from solver.readback.pricing import priced_rows, pricing_program
-from solver.settings import PRICING_SHARE, SOLVE_SHARE, SolveSettings, TimeLimitReached
+from solver.settings import (
+    PRICING_BACKEND,
+    PRICING_SHARE,
+    SOLVE_SHARE,
+    SolveSettings,
+    TimeLimitReached,
+)
 from solver.verify.fleet import verify
 
 T = TypeVar("T")
-
-PRICING_BACKEND = "highs"
-"""Backend that prices the plan when the chosen one gives no duals (scip, cpsat)."""
 
 __all__ = [
     "PRICING_BACKEND",

@@ -25,6 +25,7 @@ from solver.settings import SolveSettings
 from solver.time.batch import dedicated_pools, hour_soaks
 from solver.time.failover import started_pools
 from solver.time.periods import PeriodProgram, TimeProgram, build_time_program
+from solver.time.prices import NOT_PRICED, hour_bindings, price_hours, site_duals
 from solver.time.spot import spot_replicas
 from solver.verify.hours import verify_hours as verify
 
@@ -66,7 +67,8 @@ def solve_time(instance: Instance, settings: SolveSettings) -> tuple[Plan, Perio
     values = dict(result.values)
     for name in program.lp.integer_variables:
         values[name] = float(round(values.get(name, 0.0)))
-    plan = hourly_plan(program, result, values, settings, build_s)
+    duals, note = price_hours(program, values, backend, settings)
+    plan = hourly_plan(program, result, values, settings, build_s, duals, note)
     from solver.time.batch import with_batch
     from solver.time.months import with_months
     from solver.time.report import with_time_report
@@ -119,8 +121,13 @@ def hourly_plan(
     values: dict[str, float],
     settings: SolveSettings,
     build_s: float = 0.0,
+    duals: dict[str, float] | None = None,
+    shadow_price_note: str = NOT_PRICED,
 ) -> Plan:
-    """The 24 hours, the commitments, the peak fleet and the month's cost."""
+    """The 24 hours, the commitments, the peak fleet and the month's cost; with the
+    pricing LP's `duals` (solver.time.prices), its binding constraints and the power
+    rows' prices."""
+    duals = duals or {}
     instance = program.instance
     days = instance.policy.hours_per_month / HOURS_PER_DAY
     plans = period_plans(program, result, values, settings)
@@ -189,10 +196,11 @@ def hourly_plan(
         replicas=peak_pools,
         scenarios=peak_plan.scenarios,
         solver=solver,
-        shadow_price_note="hourly plan: shadow prices are not computed for the periods program",
+        shadow_price_note=shadow_price_note,
         hours=tuple(hours),
         servers=server_purchases(peak_sets, uses),
-        power_kw=region_power(peak_sets, uses, {}),
+        power_kw=region_power(peak_sets, uses, site_duals(program, duals)),
+        binding=hour_bindings(program, values, duals) if duals else (),
         committed=tuple(
             Commitment(
                 region=o.region,
