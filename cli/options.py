@@ -72,9 +72,9 @@ def overrides_of(sets: list[str] | None):
 
 def load(file: Path, sets: list[str] | None):
     """The instance in `file` with the `--set` overrides applied, validated in full; its
-    warnings (models.schema.instance.input_warnings) printed on stderr."""
+    warnings (models.schema.checks.input_warnings) printed on stderr."""
     from models.io.overrides import load_instance_with
-    from models.schema.instance import input_warnings
+    from models.schema.checks import input_warnings
 
     instance = load_instance_with(file, overrides_of(sets))
     print_warnings(input_warnings(instance))

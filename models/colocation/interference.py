@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from models.colocation.shared_layout import Member, SharedLayout
 from models.physics.efficiency import Efficiency
 from models.physics.step_time import StepModel, step_model
-from models.serving.batch_model import BatchModel, MixTokens, batch_p99
+from models.serving.batch_model import BatchModel, batch_p99
+from models.serving.mix_tokens import MixTokens
 from models.serving.replica import Role
 
 EXACT_ACTIVITY_STATES = 12

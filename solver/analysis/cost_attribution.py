@@ -19,8 +19,9 @@ from models.serving.attribution import (
     attribute,
     unified_phase_shares,
 )
-from models.serving.batch_model import MixTokens, replica_step_model
+from models.serving.mix_tokens import MixTokens
 from models.serving.replica import Role, TrafficMix
+from models.serving.replica_layout import replica_step_model
 from solver.candidates.pools import PoolCurve, physics_of
 from solver.plan.schema import CostAttribution, Route
 from solver.program.sets import ProgramSets

@@ -23,6 +23,7 @@ import math
 from collections import defaultdict
 
 from models.operations.scenarios import Scenario, ScenarioKind
+from models.operations.slo import zone_loss_overprovision_factor
 from solver.backends import Backend
 from solver.errors import Diagnosis, Problem
 from solver.program.build import FleetProgram, build_program, with_bounds
@@ -127,7 +128,7 @@ def _flow_shortfall(
     bound = {d: 0.0 if d == f.lost_region else cap for d, cap in full.items()}
     if f.kind is ScenarioKind.ZONE and f.region is not None:
         zones = sets.zones[f.region]
-        bound[f.region] *= (zones - 1) / zones
+        bound[f.region] /= zone_loss_overprovision_factor(zones)
     reachable_demand = dict.fromkeys(bound, 0.0)
     for o, rate in origins.items():
         for d, _ in reach[o]:

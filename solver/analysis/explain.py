@@ -18,10 +18,9 @@ thread each (solver.decompose.parallel), and each one finished is reported to `p
 """
 
 import math
-import multiprocessing
 from collections import defaultdict
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 
 from pydantic import BaseModel, ConfigDict
 
@@ -44,6 +43,7 @@ from solver.readback.pricing import is_idle, is_tight
 from solver.settings import SolveSettings
 from solver.simulate.effects import PoolEffects
 from solver.solve import Solved, simplicity_cost, solve_program
+from solver.workers import process_pool
 
 Progress = Callable[[str], None]
 """Called with one line each time a re-solve ends (e.g. `alternative 3 of 8: ...`)."""
@@ -322,8 +322,7 @@ def _resolves(
     else:
         # Handed out as workers free up, each with its share of what is left then.
         waiting = list(range(len(names))) + ([-1] if wants_simplicity else [])
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=processes, mp_context=context) as pool:
+        with process_pool(processes) as pool:
             running: dict[Future, int] = {}
 
             def hand_out() -> None:

@@ -73,12 +73,13 @@ from functools import cached_property
 from typing import Any
 
 from models.operations.scenarios import rerouted_rtts
-from models.operations.site import stage_problem
+from models.operations.site import offered, stage_problem
 from models.physics.efficiency import efficiency_for
 from models.physics.llm import LlmSpec
 from models.physics.memory import expert_layout_problem, kv_precision_for
 from models.physics.precision import Precision
-from models.schema.instance import BuyUnit, Instance, Workload
+from models.schema.instance import Instance, Workload
+from models.schema.policy import BuyUnit
 from models.serving.pooling import planning_capacity
 from models.serving.replica import (
     LatencyTargets,
@@ -240,12 +241,8 @@ class CandidateTable:
 
 def offered_gpus(instance: Instance) -> list[str]:
     """GPU types some region offers (supply entry or existing fleet), in `gpus` order."""
-    offered = {
-        gpu
-        for region in instance.regions
-        for gpu in (*region.supply, *(g for g, n in region.existing.items() if n > 0))
-    }
-    return [entry.name for entry in instance.gpus if entry.name in offered]
+    types = {gpu for _, gpu in offered(instance)}
+    return [entry.name for entry in instance.gpus if entry.name in types]
 
 
 def configurations(instance: Instance, workload: Workload) -> list[ReplicaConfig]:

@@ -1,4 +1,5 @@
 """The plan schema: what to run where, what it costs, what binds it. The vocabulary every
 later stage reads, and the only part of solver/ besides the row names that the verifier reads.
 
-Imports: models/ only."""
+Imports: models.physics and models.serving only (the precision and replica records a plan
+names); nothing from solver/."""

@@ -7,6 +7,11 @@ MPS keeps names exactly (they hold no spaces, `solver.program.row_names`). The L
 LP-safely, one to one: `[` -> `(`, `]` -> `)`, `=` -> `~`, any other character outside
 letters, digits and `_.,(){}~!#;@$` -> `_` (`lp_name`); two names that would meet are
 refused (write MPS instead). The objective constant is written as the model's offset.
+
+HiGHS writes only to a path, so the text passes through a private temporary folder under a
+fixed file name (`program.mps`): nothing from the instance (its `name` may hold `/`,
+`..` or an absolute path) ever becomes part of a path. The caller writes the text where
+the user asked, through `models.io.output_files`.
 """
 
 import re
@@ -53,7 +58,7 @@ def program_text(lp: LinearProgram, suffix: str) -> str:
     highs = _new_highs()
     highs.passModel(model)
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / f"{lp.name or 'fleet'}{suffix}"
+        path = Path(folder) / f"program{suffix}"  # never the instance's name (a path)
         if highs.writeModel(str(path)) == highspy.HighsStatus.kError:
             raise ValueError(f"HiGHS could not write the program as {suffix}")
         return path.read_text(encoding="utf-8")

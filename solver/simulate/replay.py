@@ -25,10 +25,10 @@ import numpy as np
 from models.physics.efficiency import efficiency_for
 from models.physics.memory import default_kv_precision
 from models.schema.instance import Instance
-from models.serving.batch_model import replica_step_model
 from models.serving.capacity import replica_capacity
 from models.serving.latency import latency_at_rate
 from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.serving.replica_layout import replica_step_model
 from solver.plan.schema import Plan, ReplicaPool
 from solver.simulate.engine import Effects, PoolTrace, ReplicaEngine, simulate_pool
 from solver.simulate.pair_rows import pair_meets, simulate_pair_rows

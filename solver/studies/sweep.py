@@ -17,10 +17,9 @@ would give the bound's other side).
 """
 
 import json
-import multiprocessing
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from models.schema.sweep_grid import Grid, Point, point_document
 from solver.plan.schema import Plan
 from solver.studies.batch import solve_or_ending
 from solver.verify.hours import verify_any as verify
+from solver.workers import process_pool
 
 EXECUTORS = ("local", "ray")
 STATED_FIGURES = ("cost_per_month", "limit", "requests_per_s_per_replica", "routing_weight")
@@ -157,8 +157,7 @@ def run_points(
         for point, instance in work:
             record(point, solve_point(instance, backend))
     else:
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        with process_pool(jobs) as pool:
             futures = {pool.submit(solve_point, inst, backend): point for point, inst in work}
             for future in as_completed(futures):
                 try:
