@@ -25,13 +25,14 @@ the row names and the static verifier), never the program:
 6. Failover with a start time: where the warm pools of an hour fall short in a region
    loss for a workload with `slo.availability`, the replicas the hour says it starts
    after that loss (`Hour.failover_starts`) must, added to the warm pools, serve the
-   whole demand within supply (static verifier on the sum, the on-demand cap apart),
-   and the start window must fit the budget: m x (demand - what the warm survivors
-   serve, max-flow within reach) x T_s / (60 a) <= (1 - A) x month minutes, with T_s
-   = `policy.failover_start_s` (default the slowest replica start), a the workload's
-   average actual rate and m = max(1, the lost region's losses per month) (lambda x
-   month / 8,760 from `failure_probability_per_year`; 1 without it). The plan's stated
-   `error_budget_minutes_used` (worst hour per loss) is recomputed.
+   whole demand within supply and max_configs_per_pool (static verifier on the sum,
+   the on-demand cap apart), and the start window must fit the budget: m x (demand -
+   what the warm survivors serve, max-flow within reach) x T_s / (60 a) <= (1 - A) x
+   month minutes, with T_s = `policy.failover_start_s` (default the slowest replica
+   start), a the workload's average actual rate and m = max(1, the lost region's
+   losses per month) (lambda x month / 8,760 from `failure_probability_per_year`; 1
+   without it). The plan's stated `error_budget_minutes_used` (worst hour per loss) is
+   recomputed.
 7. Batch (solver.verify.batch): C_b recomputed, the soaked interactive pools keep their
    warm load, and every batch request meets its deadline in the hours' room.
 8. Interactive spot (`Hour.spot_pools`, policy.spot_confidence a): steps 2 and 6 judge
@@ -53,7 +54,7 @@ from models.operations.time_demand import (
 )
 from models.schema.instance import Instance
 from solver.plan.schema import Hour, Plan, ReplicaPool
-from solver.program.row_names import DemandRow, GpuSupplyRow
+from solver.program.row_names import ConfigsPerPoolRow, DemandRow, GpuSupplyRow
 from solver.verify.batch import check_batch
 from solver.verify.fleet import COST_TOLERANCE, ScenarioCheck, Verification, Violation, verify
 from solver.verify.months import check_months
@@ -320,7 +321,8 @@ def _failover_checks(
             after = _static(alone, pools + started, cache)
             for v in after.violations:
                 if v.requirement.startswith(prefix) or (
-                    v.requirement.startswith(GpuSupplyRow.family) and v not in warm.violations
+                    v.requirement.startswith((GpuSupplyRow.family, ConfigsPerPoolRow.family))
+                    and v not in warm.violations
                 ):
                     violations.append(
                         Violation(
