@@ -25,7 +25,7 @@ which is what the plan's power table states (`site_duals`).
 """
 
 from solver.backends import Backend, get_backend
-from solver.plan.schema import Binding
+from solver.plan.records import Binding
 from solver.program.build import with_bounds
 from solver.program.lp import LinearProgram, Termination
 from solver.program.row_names import PowerRow, RackSpaceRow

@@ -22,7 +22,8 @@ from collections import defaultdict
 from models.operations.autoscaling import GPU_UTILISATION_NOTE, pool_headroom, scaling_thresholds
 from models.operations.time_demand import interactive_grid
 from models.schema.instance import Instance
-from solver.plan.schema import Plan, PoolHeadroom
+from solver.plan.schema import Plan
+from solver.plan.time_records import PoolHeadroom
 from solver.time.failover import error_budgets
 from solver.time.periods import TimeProgram
 
