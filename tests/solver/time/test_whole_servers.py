@@ -16,6 +16,7 @@ from models.operations.time_demand import warm_grid
 from models.operations.time_periods import aggregate_periods
 from solver.candidates.table import build_candidates
 from solver.solve import solve
+from tests.solver.time.test_months import _data as months_data
 
 ON_DEMAND, RESERVED = 2.0, 1.2
 """Reserved at 60% of on demand: a server busy more than 24 x 0.6 = 14.4 hours a day is
@@ -128,8 +129,11 @@ def test_two_regions_three_periods_reserve_and_rent_whole_servers_by_hand():
     # half idle in the trough (8 - 4), its rented one at the peak (16 - 12); r2's rented
     # server in each period (8 - 2, 8 - 4, 8 - 6); pools' idle shares come on top.
     rented_idle = (
-        TROUGH_H * (8 - 4) + PEAK_H * (16 - 12) + TROUGH_H * (8 - 2)
-        + SHOULDER_H * (8 - 4) + PEAK_H * (8 - 6)
+        TROUGH_H * (8 - 4)
+        + PEAK_H * (16 - 12)
+        + TROUGH_H * (8 - 2)
+        + SHOULDER_H * (8 - 4)
+        + PEAK_H * (8 - 6)
     )
     assert plan.idle_gpu_hours_per_day >= rented_idle - 1e-6
 
@@ -155,3 +159,35 @@ def test_the_static_plan_is_the_one_period_hourly_plan_to_the_cent(multiple):
     }
     assert [p.region for p in hourly.power_kw] == [p.region for p in static.power_kw]
     assert [p.kw for p in hourly.power_kw] == pytest.approx([p.kw for p in static.power_kw])
+
+
+def test_a_horizon_orders_whole_servers_with_their_order_month_by_hand():
+    """tests/solver/time/test_months.py's flat day in whole servers: rate 7.5 q growing
+    10% a month over 4 months, orders taking 2 months."""
+    q = _lone_rps()
+    data = months_data(7.5 * q, 0.10, 2, 4)
+    data["policy"]["buy_unit"] = "node"
+    plan = solve(validate_instance(data, "months-in-servers.yaml"))
+    # 7.5 x 1.1^m = 7.5, 8.25, 9.075, 9.98 -> 8, 9, 10, 10 GPUs every hour.
+    assert [math.ceil(7.5 * 1.1**m) for m in range(4)] == [8, 9, 10, 10]
+    # A server busy all day costs 8 x 24 x 1.2 = 230.4 $/day reserved < 384 on demand.
+    # Month 0 reserves 1 server. Month 1 needs 9 GPUs but cannot add a reservation (the
+    # earliest order, in month 0, serves in month 2): it rents a second server all day.
+    # Month 2 reserves 2 servers (one ordered in month 0), month 3 keeps them.
+    server_day = {"reserved": 8 * 24 * RESERVED, "on_demand": 8 * 24 * ON_DEMAND}
+    per_day = [
+        server_day["reserved"],
+        server_day["reserved"] + server_day["on_demand"],
+        2 * server_day["reserved"],
+        2 * server_day["reserved"],
+    ]
+    assert [m.cost_per_month for m in plan.months] == pytest.approx(
+        [DAYS * d for d in per_day], abs=0.005
+    )
+    assert [[o.committed_gpus for o in m.offers] for m in plan.months] == [[8], [8], [16], [16]]
+    orders = [
+        [(o.servers, o.gpus_per_server, o.order_month) for o in m.servers_ordered]
+        for m in plan.months
+    ]
+    assert orders == [[(1, 8, -2)], [], [(1, 8, 0)], []]
+    assert plan.horizon_cost == pytest.approx(DAYS * sum(per_day), abs=0.01)
