@@ -35,9 +35,10 @@ bookkeeping (their dual is the price of a GPU in a server) and not reported.
 
 epsilon is the static program's tie-break per GPU (fewer GPUs among equal-cost plans),
 weighted by the hours a period stands for.
-gpu_cover's dual is what one more owned GPU in that period would save per month (<= 0
-in $/month per GPU); the committed column's reduced cost is the newsvendor rule: commit
-while the hours above the base cost more on demand than the commitment.
+gpu_cover's shadow price is what one GPU fewer owned in that period would cost per month
+(>= 0, $/month per GPU: days x w_p x p_od where the period rents on demand; one more
+owned GPU saves as much); the committed column's reduced cost is the newsvendor rule:
+commit while the hours above the base cost more on demand than the commitment.
 
 Spot capacity is not offered to interactive pools here: an SLO that holds only in
 expectation over independent interruptions is the wrong guarantee for correlated
