@@ -15,6 +15,7 @@ from models.io.loading import validate_instance
 from models.operations.time_demand import warm_grid
 from models.operations.time_periods import aggregate_periods
 from solver.candidates.table import build_candidates
+from solver.errors import Infeasible
 from solver.solve import solve
 from tests.solver.time.test_months import _data as months_data
 
@@ -191,3 +192,51 @@ def test_a_horizon_orders_whole_servers_with_their_order_month_by_hand():
     ]
     assert orders == [[(1, 8, -2)], [], [(1, 8, 0)], []]
     assert plan.horizon_cost == pytest.approx(DAYS * sum(per_day), abs=0.01)
+
+
+def _with_batch(power_kw=None) -> dict:
+    """r1's chat, and a nightly batch of another model (Llama 3.3 70B at TP 2, none of
+    whose pools run interactive) that can only run on dedicated replicas."""
+    q = _lone_rps()
+    data = _data({"r1": 11.7 * q}, reserved=())
+    data["models"].append({"name": "llama-3.3-70b", "weight_precisions": ["fp8"]})
+    data["policy"]["tensor_parallel"] = [1, 2]
+    data["workloads"].append(
+        {
+            "name": "nightly",
+            "model": "llama-3.3-70b",
+            "deadline_hours": 24,
+            "demand": {"r1": {"requests_per_day": 200_000}},
+            "prompt_tokens": {"mean": 1000, "p99": 1000},
+            "output_tokens": {"mean": 200, "p99": 200},
+        }
+    )
+    if power_kw is not None:
+        data["regions"][0]["power_kw"] = power_kw
+    return data
+
+
+def test_dedicated_batch_gpus_count_in_every_period_s_servers_and_power():
+    from solver.time.periods import build_time_program
+
+    instance = validate_instance(_with_batch(), "batch-servers.yaml")
+    program = build_time_program(instance, build_candidates(instance))
+    (work,) = program.batch
+    assert work.dedicated
+    for part in program.periods:
+        row = program.lp.constraints[f"purchase[r1,h100-sxm]@t{part.first_hour:02d}"]
+        for option in work.dedicated:
+            assert row.coefficients[option.column] == -float(option.candidate.gpus)
+    # Power for the busiest hour's servers, chat and batch, fits; one server less does
+    # not (H100 is the only GPU on offer), where it fitted while batch drew no power.
+    plan = solve(instance)
+    kw_per_gpu = 0.700 * 10.2 / (8 * 0.700)
+    (use,) = plan.gpus
+    batch_gpus = sum(p.gpus for p in plan.hours[0].pools if p.workload == "nightly")
+    assert batch_gpus and use.purchased - SERVER_GPUS < use.used
+    capped = solve(validate_instance(_with_batch(use.purchased * kw_per_gpu), "cap.yaml"))
+    (power,) = capped.power_kw
+    assert power.kw == pytest.approx(power.limit_kw)
+    short = _with_batch((use.purchased - SERVER_GPUS) * kw_per_gpu)
+    with pytest.raises(Infeasible):
+        solve(validate_instance(short, "short.yaml"))
