@@ -267,7 +267,12 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
         "models.physics models.serving models.operations models.schema",
         "the back-of-envelope estimate runs the whole model on one workload",
     ),
+    "models.profiles": _contract(
+        "models.io models.physics models.serving models.schema",
+        "a user's runs are read through the bounded readers and replayed on the serving model",
+    ),
     "solver": _contract("", "the package's own __init__: a docstring"),
+    "solver.workers": _contract("", "the one worker-pool helper: the standard library only"),
     "solver.errors": _contract("", "the solver's error types: imported by all, importing nothing"),
     "solver.settings": _contract(
         "models.schema solver.errors",
@@ -301,8 +306,8 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
     ),
     "solver.decompose": _contract(
         "models.schema models.operations solver.program solver.candidates "
-        "solver.colocation solver.backends solver.settings",
-        "builds and solves the program in parts",
+        "solver.colocation solver.backends solver.settings solver.workers",
+        "builds and solves the program in parts, in worker processes",
     ),
     "solver.readback": _contract(
         "models.serving models.operations solver.program solver.candidates solver.plan "
@@ -324,7 +329,7 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
         "models.schema models.io models.physics models.serving models.operations "
         "solver.solve solver.settings solver.errors solver.program solver.backends "
         "solver.decompose solver.readback solver.candidates solver.plan solver.verify "
-        "solver.simulate",
+        "solver.simulate solver.workers",
         "explanation, levers and compare solve again and read the results back",
     ),
     "solver.simulate": _contract(
@@ -332,9 +337,10 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
         "checks the queue formulas from outside the program: physics and the plan only",
     ),
     "solver.studies": _contract(
-        "models.schema models.io solver.solve solver.settings solver.errors "
-        "solver.backends solver.plan solver.verify",
-        "many solves, each through solver.solve and the hour verifier",
+        "models.schema models.io models.physics solver.solve solver.settings solver.errors "
+        "solver.backends solver.plan solver.verify solver.workers",
+        "many solves, each through solver.solve and the hour verifier, in worker processes; "
+        "a golden's fingerprint hashes the catalog",
     ),
     "solver.solve": _contract(
         "models.schema models.physics models.operations models.colocation "
@@ -345,7 +351,8 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
     ),
     "cli": _contract(
         "cli.render models.schema models.io models.physics models.serving "
-        "models.calculators solver.solve solver.settings solver.errors solver.backends "
+        "models.calculators models.profiles solver.solve solver.settings solver.errors "
+        "solver.backends "
         "solver.plan solver.verify solver.analysis solver.studies solver.simulate "
         "solver.candidates solver.program",
         "each command fronts one library function (export: the table and the program)",

@@ -434,6 +434,18 @@ def no_candidate_problem(
             "offer a GPU that supports the model's precisions, or allow other TP degrees",
         )
     fitting = [r for r in results if r.fits]
+    no_fp4 = sorted(
+        {r.config.gpu.name for r in results if not r.config.gpu.supports(Precision.FP4)}
+    )
+    if not fitting and all(
+        r.config.kv_precision is Precision.FP4 and r.config.gpu.name in no_fp4 for r in results
+    ):  # not memory: the KV precision asked for is one no GPU offered can hold
+        return Problem(
+            name,
+            f"{workload.name}: every configuration keeps its KV cache in fp4, which "
+            f"{', '.join(no_fp4)} cannot hold ({context})",
+            f"set {workload.model}'s kv_precision to fp8 or bf16, or offer a GPU with fp4 support",
+        )
     if not fitting:
         largest = max(results, key=lambda r: r.config.gpus * r.config.gpu.hbm_bytes)
         return Problem(
