@@ -10,13 +10,15 @@ inside `solve`."""
 import math
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from models.io.loading import validate_instance
 from models.operations.time_demand import warm_grid
 from models.operations.time_periods import aggregate_periods
 from solver.candidates.table import build_candidates
 from solver.errors import Infeasible
-from solver.solve import solve
+from solver.solve import SolveSettings, solve
 from tests.solver.time.test_months import _data as months_data
 
 ON_DEMAND, RESERVED = 2.0, 1.2
@@ -240,3 +242,61 @@ def test_dedicated_batch_gpus_count_in_every_period_s_servers_and_power():
     short = _with_batch((use.purchased - SERVER_GPUS) * kw_per_gpu)
     with pytest.raises(Infeasible):
         solve(validate_instance(short, "short.yaml"))
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    r1=st.floats(min_value=20.0, max_value=600.0),
+    r2=st.floats(min_value=20.0, max_value=600.0),
+    h200_price=st.floats(min_value=2.4, max_value=4.0),
+    survive=st.sampled_from(["none", "region"]),
+    buy_unit=st.sampled_from(["node", "gpu"]),
+)
+def test_a_flat_hourly_profile_leaves_the_cost_unchanged(r1, r2, h200_price, survive, buy_unit):
+    """Property (issue 32): the static plan is the one-period case of the hourly program,
+    for any rates, GPU prices, failure policy and buy unit (both solved to optimality)."""
+
+    def plan(profile: bool):
+        demand = {
+            r: {"peak_requests_per_s": x, **({"hourly_profile": [1.0] * 24} if profile else {})}
+            for r, x in {"r1": r1, "r2": r2}.items()
+        }
+        supply = {"h100-sxm": 2.4, "h200": h200_price}
+        data = {
+            "name": "flat-day",
+            "gpus": [{"name": g} for g in supply],
+            "models": [{"name": "llama-3.1-8b", "weight_precisions": ["fp8"]}],
+            "regions": [
+                {
+                    "name": r,
+                    "supply": {
+                        g: {"max_gpus": 64, "price_per_gpu_hour": p} for g, p in supply.items()
+                    },
+                }
+                for r in demand
+            ],
+            "links": [["r1", "r2", 20]],
+            "workloads": [
+                {
+                    "name": "chat",
+                    "model": "llama-3.1-8b",
+                    "demand": demand,
+                    "prompt_tokens": {"mean": 1000, "p99": 2000},
+                    "output_tokens": {"mean": 200, "p99": 400},
+                    "slo": {"ttft_p99_ms": 1000, "tpot_p99_ms": 50, "max_failover_rtt_ms": 50},
+                }
+            ],
+            "policy": {
+                "survive": survive,
+                "buy_unit": buy_unit,
+                "tensor_parallel": [1, 2],
+                "replica_start_s": 240,
+                "scale_detection_s": 60,
+            },
+        }
+        instance = validate_instance(data, "flat-day.yaml")
+        return solve(instance, SolveSettings.of(instance, mip_gap=0.0))
+
+    static, hourly = plan(False), plan(True)
+    assert static.hours == () and len(hourly.hours) == 24
+    assert hourly.cost_per_month == pytest.approx(static.cost_per_month, abs=0.005)
