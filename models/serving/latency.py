@@ -53,6 +53,7 @@ from models.physics.step_time import StepModel
 from models.serving.batch_model import BatchModel
 from models.serving.capacity import replica_capacity
 from models.serving.closed_loop import ClosedLoopRun, replay_closed_loop
+from models.serving.edge_search import bisect_edge
 from models.serving.frontier import throughput_frontier
 from models.serving.mix_tokens import MixTokens
 from models.serving.queueing import mgc_mean_wait_s, wait_quantile_s
@@ -165,11 +166,14 @@ class _Replica:
         """The largest stable batch (bisection; the ceiling when the lane never saturates)."""
         if self.stable(self.batch_ceiling):
             return self.batch_ceiling
-        return _bisect(self.stable, 0.0, self.batch_ceiling)
+        return bisect_edge(self.stable, 0.0, self.batch_ceiling, BISECTION_STEPS)[0]
 
     def batch_at_rate(self, rate: float) -> float:
         """The fixed point: the B with rate(B) = `rate` (within the ceiling)."""
-        return _bisect(lambda b: self.rate(b) <= rate, 0.0, self.batch_ceiling)
+        low, _ = bisect_edge(
+            lambda b: self.rate(b) <= rate, 0.0, self.batch_ceiling, BISECTION_STEPS
+        )
+        return low
 
     def ttft_mean_s(self, batch: float, rate: float) -> float:
         """residual/2 + S(P) + mean M/G/c wait."""
@@ -246,17 +250,6 @@ class _Replica:
         if quantile is None:
             return mgc_mean_wait_s(c * rate, service_s, self.prompt_scv, c)
         return wait_quantile_s(c * rate, service_s, self.prompt_scv, c, quantile)
-
-
-def _bisect(ok, low: float, high: float) -> float:
-    """The edge of a predicate true at `low` and false beyond the edge (keeps ok(low))."""
-    for _ in range(BISECTION_STEPS):
-        mid = (low + high) / 2
-        if ok(mid):
-            low = mid
-        else:
-            high = mid
-    return low
 
 
 def _check_pool(pool_replicas: int) -> None:
@@ -349,7 +342,7 @@ def latency_at_concurrency(
         return replica.point(
             "concurrency", concurrency, edge, edge_rate, True, edge_rate, extra_wait_s=extra_s
         )
-    batch = _bisect(lambda b: users(b) <= concurrency, 0.0, edge)
+    batch, _ = bisect_edge(lambda b: users(b) <= concurrency, 0.0, edge, BISECTION_STEPS)
     rate = replica.rate(batch)
     return replica.point("concurrency", concurrency, batch, rate, False, edge_rate)
 

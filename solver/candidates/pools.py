@@ -40,6 +40,7 @@ from models.serving.capacity import (
     pooling_can_lift,
     replica_capacity,
 )
+from models.serving.edge_search import smallest_passing
 from models.serving.pooling import planning_capacity, spare_survivors, zone_survivors
 from models.serving.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, TrafficMix
 
@@ -280,16 +281,10 @@ def largest_useful_pool(
             return False
         return not (spare and spare_survivors(n) * q(spare_survivors(step)) < load)
 
-    low, high = 1, math.ceil(load * spread / curve.lone.requests_per_s) + 1
+    high = math.ceil(load * spread / curve.lone.requests_per_s) + 1
     if not ladder:
         return high  # no pooling step to credit: the bound is never used
-    while low < high:
-        mid = (low + high) // 2
-        if carries(mid):
-            high = mid
-        else:
-            low = mid + 1
-    return low
+    return smallest_passing(carries, 0, high)  # no replica carries nothing
 
 
 def pool_tiers(
