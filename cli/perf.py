@@ -46,7 +46,14 @@ from models.serving.capacity import replica_capacity
 from models.serving.frontier import FrontierPoint, throughput_frontier
 from models.serving.latency import LoadLatency, latency_at_concurrency, latency_at_rate
 from models.serving.prefix_kv import KvTierReport, kv_tier_report
-from models.serving.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
+from models.serving.replica import (
+    LatencyTargets,
+    ReplicaCapacity,
+    ReplicaConfig,
+    Role,
+    ServingContext,
+    TrafficMix,
+)
 
 _WHERE = "command line"
 
@@ -419,9 +426,11 @@ def _load(
     flag = "--rate" if rate is not None else "--concurrency"
     try:
         if rate is not None:
-            return latency_at_rate(config, mix, efficiency, rate, pool_replicas)
+            return latency_at_rate(ServingContext(config, mix, efficiency), rate, pool_replicas)
         if concurrency is not None:
-            return latency_at_concurrency(config, mix, efficiency, concurrency, pool_replicas)
+            return latency_at_concurrency(
+                ServingContext(config, mix, efficiency), concurrency, pool_replicas
+            )
     except ValueError as error:
         raise _problem(flag, str(error)) from None
     return None
@@ -724,13 +733,15 @@ def perf(
     engine_line = engine_report([gpu_spec], engine)
     capacity = replica_capacity(config, mix, targets, efficiency, pool_replicas)
     frontier = (
-        throughput_frontier(config, mix, targets, efficiency, pool_replicas=pool_replicas)
+        throughput_frontier(
+            ServingContext(config, mix, efficiency), targets, pool_replicas=pool_replicas
+        )
         if sweep
         else None
     )
     load = _load(config, mix, efficiency, pool_replicas, rate, concurrency)
     tiers = (
-        kv_tier_report(config, mix, efficiency, capacity.requests_per_s)
+        kv_tier_report(ServingContext(config, mix, efficiency), capacity.requests_per_s)
         if kv_tiers or prefix_tokens is not None
         else None
     )

@@ -48,7 +48,6 @@ import math
 from dataclasses import dataclass
 from functools import cache
 
-from models.physics.efficiency import Efficiency
 from models.physics.step_time import StepModel
 from models.serving.batch_model import BatchModel
 from models.serving.capacity import replica_capacity
@@ -57,7 +56,7 @@ from models.serving.edge_search import bisect_edge
 from models.serving.frontier import throughput_frontier
 from models.serving.mix_tokens import MixTokens
 from models.serving.queueing import mgc_mean_wait_s, wait_quantile_s
-from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.serving.replica import LatencyTargets, Role, ServingContext
 from models.serving.replica_layout import replica_step_model
 
 BISECTION_STEPS = 60
@@ -101,14 +100,13 @@ class LoadLatency:
 class _Replica:
     """The unified replica as functions of the mean batch B (see the module docstring)."""
 
-    def __init__(
-        self, config: ReplicaConfig, mix: TrafficMix, efficiency: Efficiency, pool_replicas: int
-    ):
+    def __init__(self, serving: ServingContext, pool_replicas: int):
+        config, mix, efficiency = serving.config, serving.mix, serving.efficiency
         if config.role is not Role.UNIFIED:
             raise ValueError(
                 f"latency at a load covers unified replicas; {config.label} is {config.role}"
             )
-        self.config, self.mix, self.efficiency = config, mix, efficiency
+        self.serving = serving
         self.pool_replicas = pool_replicas
         self.offline = replica_capacity(config, mix, LatencyTargets(), efficiency)
         if not self.offline.fits:
@@ -194,12 +192,7 @@ class _Replica:
     def p99s(self, batch: float) -> tuple[float, float]:
         """(p99 TTFT, p99 TPOT) at batch B: the planner's own numbers."""
         (point,) = throughput_frontier(
-            self.config,
-            self.mix,
-            LatencyTargets(),
-            self.efficiency,
-            batches=[batch],
-            pool_replicas=self.pool_replicas,
+            self.serving, LatencyTargets(), batches=[batch], pool_replicas=self.pool_replicas
         )
         return point.ttft_p99_s, point.tpot_p99_s
 
@@ -257,24 +250,18 @@ def _check_pool(pool_replicas: int) -> None:
         raise ValueError(f"pool_replicas must be a whole number >= 1, got {pool_replicas}")
 
 
-def saturation_rate(
-    config: ReplicaConfig, mix: TrafficMix, efficiency: Efficiency, pool_replicas: int = 1
-) -> float:
+def saturation_rate(serving: ServingContext, pool_replicas: int = 1) -> float:
     """Largest request rate per replica at which the queue stays finite: the smaller of
     the offline maximum (KV memory, batch cap, token budget) and the rate at which the
     prefill lane is busy all the time. Raises ValueError for a non-unified or
     non-fitting replica."""
     _check_pool(pool_replicas)
-    replica = _Replica(config, mix, efficiency, pool_replicas)
+    replica = _Replica(serving, pool_replicas)
     return replica.rate(replica.saturation_batch())
 
 
 def latency_at_rate(
-    config: ReplicaConfig,
-    mix: TrafficMix,
-    efficiency: Efficiency,
-    requests_per_s: float,
-    pool_replicas: int = 1,
+    serving: ServingContext, requests_per_s: float, pool_replicas: int = 1
 ) -> LoadLatency:
     """Open loop: Poisson arrivals at `requests_per_s` per replica, the replica one of
     `pool_replicas` sharing one prompt queue (see the module docstring).
@@ -286,7 +273,7 @@ def latency_at_rate(
     if requests_per_s < 0:
         raise ValueError(f"requests_per_s must be >= 0, got {requests_per_s}")
     _check_pool(pool_replicas)
-    replica = _Replica(config, mix, efficiency, pool_replicas)
+    replica = _Replica(serving, pool_replicas)
     edge = replica.saturation_batch()
     edge_rate = replica.rate(edge)
     if requests_per_s >= edge_rate:
@@ -314,11 +301,7 @@ def latency_at_rate(
 
 
 def latency_at_concurrency(
-    config: ReplicaConfig,
-    mix: TrafficMix,
-    efficiency: Efficiency,
-    concurrency: float,
-    pool_replicas: int = 1,
+    serving: ServingContext, concurrency: float, pool_replicas: int = 1
 ) -> LoadLatency:
     """Closed loop: `concurrency` users per replica, each sending its next request when
     the last completes (see the module docstring). Past the batch ceiling the throughput
@@ -328,7 +311,7 @@ def latency_at_concurrency(
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
     _check_pool(pool_replicas)
-    replica = _Replica(config, mix, efficiency, pool_replicas)
+    replica = _Replica(serving, pool_replicas)
     edge = replica.saturation_batch()
     edge_rate = replica.rate(edge)
 
@@ -354,11 +337,7 @@ fully bunched wave weighs 1/10 of the mean."""
 
 
 def latency_at_concurrency_burst(
-    config: ReplicaConfig,
-    mix: TrafficMix,
-    efficiency: Efficiency,
-    concurrency: int,
-    requests_per_user: int = REQUESTS_PER_USER,
+    serving: ServingContext, concurrency: int, requests_per_user: int = REQUESTS_PER_USER
 ) -> ClosedLoopRun:
     """Closed loop as benchmark tools run it: `concurrency` users per replica start
     together with fixed lengths (the mix's mean prompt, less prefix hits, and mean output)
@@ -369,7 +348,7 @@ def latency_at_concurrency_burst(
     """
     if concurrency < 1 or int(concurrency) != concurrency:
         raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency}")
-    replica = _Replica(config, mix, efficiency, 1)
+    replica = _Replica(serving, 1)
     context, prefill_context = replica.context, replica.prefill_context
     steps = replica.steps
 

@@ -22,7 +22,7 @@ from models.serving.latency import latency_at_rate, saturation_rate
 from models.serving.mix_tokens import MixTokens
 from models.serving.replica import ReplicaConfig, Role
 from models.serving.replica_layout import replica_step_model
-from solver.candidates.pools import physics_of
+from solver.candidates.pools import PoolPhysics, physics_of
 from solver.plan.schema import Plan, ReplicaPool
 
 HOCKEY_POINTS = 40
@@ -129,11 +129,11 @@ def _charts(
         else None,
     )
     if first.role is not Role.UNIFIED:
-        return _with_frontier(charts, config, physics, note="latency curve: unified pools only")
+        return _with_frontier(charts, physics, note="latency curve: unified pools only")
     count = max(p.count for p in pools)
-    edge = saturation_rate(config, physics.mix, physics.efficiency, count)
+    edge = saturation_rate(physics.serving, count)
     rates = [edge * 0.98 * i / HOCKEY_POINTS for i in range(1, HOCKEY_POINTS + 1)]
-    curve = [latency_at_rate(config, physics.mix, physics.efficiency, r, count) for r in rates]
+    curve = [latency_at_rate(physics.serving, r, count) for r in rates]
     served = sum(loads.get((p.workload, p.region, "unified"), 0.0) for p in pools)
     replicas = sum(p.count for p in pools)
     charts = ConfigCharts(
@@ -145,11 +145,11 @@ def _charts(
             "operating_rate": served / replicas if replicas else None,
         }
     )
-    return _with_frontier(charts, config, physics)
+    return _with_frontier(charts, physics)
 
 
-def _with_frontier(charts: ConfigCharts, config, physics, note: str = "") -> ConfigCharts:
-    points = throughput_frontier(config, physics.mix, physics.targets, physics.efficiency)
+def _with_frontier(charts: ConfigCharts, physics: PoolPhysics, note: str = "") -> ConfigCharts:
+    points = throughput_frontier(physics.serving, physics.targets)
     return ConfigCharts(
         **{
             **charts.__dict__,

@@ -6,7 +6,7 @@ from typing import Any
 from models.physics.efficiency import efficiency_for
 from models.schema.instance import Instance
 from models.serving.prefix_kv import pool_kv
-from models.serving.replica import ReplicaConfig, TrafficMix
+from models.serving.replica import ReplicaConfig, ServingContext, TrafficMix
 
 
 def pool_kv_fields(
@@ -19,7 +19,7 @@ def pool_kv_fields(
     efficiency = efficiency_for(
         config.gpu, config.weight_precision, instance.efficiency, instance.engine
     )
-    kv = pool_kv(config, mix, efficiency, max(count, 1))
+    kv = pool_kv(ServingContext(config, mix, efficiency), max(count, 1))
     if kv is None:
         return {}
     return {

@@ -42,7 +42,13 @@ from models.serving.capacity import (
 )
 from models.serving.edge_search import smallest_passing
 from models.serving.pooling import planning_capacity, spare_survivors, zone_survivors
-from models.serving.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, TrafficMix
+from models.serving.replica import (
+    LatencyTargets,
+    ReplicaCapacity,
+    ReplicaConfig,
+    ServingContext,
+    TrafficMix,
+)
 
 POOL_STEP_GAIN = 0.02
 """A pool size joins a candidate's ladder when it lifts the capacity per replica by at
@@ -119,6 +125,11 @@ class PoolPhysics:
     credit_tpot: bool = False
     """Whether a TPOT-limited candidate gets a pool ladder (`policy.credit_tpot_pooling`,
     `models.serving.capacity.pooling_can_lift`)."""
+
+    @property
+    def serving(self) -> ServingContext:
+        """The configuration, traffic and efficiency the serving models read together."""
+        return ServingContext(self.config, self.mix, self.efficiency)
 
     def at(self, replicas: float) -> ReplicaCapacity:
         """The physics of one replica in a pool of `replicas` behind one queue."""

@@ -27,7 +27,7 @@ from models.physics.memory import default_kv_precision
 from models.schema.instance import Instance
 from models.serving.capacity import replica_capacity
 from models.serving.latency import latency_at_rate
-from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.serving.replica import LatencyTargets, ReplicaConfig, Role, ServingContext, TrafficMix
 from models.serving.replica_layout import replica_step_model
 from solver.plan.schema import Plan, ReplicaPool
 from solver.simulate.engine import Effects, PoolTrace, ReplicaEngine, simulate_pool
@@ -233,7 +233,7 @@ def _simulate_one(
     offline = replica_capacity(config, mix, LatencyTargets(), efficiency)
     steps = replica_step_model(config, efficiency)
     engine = ReplicaEngine(steps, offline.kv_capacity_tokens, efficiency.max_batch_sequences)
-    analytic = latency_at_rate(config, mix, efficiency, load / replicas, replicas)
+    analytic = latency_at_rate(ServingContext(config, mix, efficiency), load / replicas, replicas)
 
     def run(fx: Effects) -> PoolTrace:
         return simulate_pool(
