@@ -48,8 +48,13 @@ def comparison_report(result: Comparison) -> Report:
     b, c = result.base, result.candidate
     rows = [
         ("$/month", _money(b.cost_per_month), _money(c.cost_per_month)),
-        ("GPUs", _text(b.total_gpus), _text(c.total_gpus)),
-        ("$/GPU-hour (blended)", _usd(b.usd_per_gpu_hour, 2), _usd(c.usd_per_gpu_hour, 2)),
+        ("GPUs used", _text(b.total_gpus), _text(c.total_gpus)),
+        ("GPUs paid (bought + owned in use)", _text(b.gpus_paid), _text(c.gpus_paid)),
+        (
+            "$/GPU-hour (blended over GPUs paid)",
+            _usd(b.usd_per_gpu_hour, 2),
+            _usd(c.usd_per_gpu_hour, 2),
+        ),
         (
             "$/million tokens at the SLO",
             _usd(b.usd_per_million_tokens, 3),
