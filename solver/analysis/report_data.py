@@ -64,7 +64,7 @@ class ConfigCharts:
 
 def config_of(instance: Instance, pool: ReplicaPool) -> ReplicaConfig:
     """The replica configuration of a plan pool."""
-    workload = next(w for w in instance.workloads if w.name == pool.workload)
+    workload = instance.workload(pool.workload)
     return ReplicaConfig(
         gpu=instance.gpu_specs[pool.gpu],
         llm=instance.llm_specs[workload.model],

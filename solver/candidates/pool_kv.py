@@ -14,7 +14,7 @@ def pool_kv_fields(
 ) -> dict[str, Any]:
     """`kv_tiers_used` and `prefix_hit_rate` of a pool of `count` replicas of `config`
     serving `workload` (empty when the workload has no prefix cache)."""
-    entry = next(w for w in instance.workloads if w.name == workload)
+    entry = instance.workload(workload)
     mix = TrafficMix.of(entry, instance.policy.prefix_affinity)
     efficiency = efficiency_for(
         config.gpu, config.weight_precision, instance.efficiency, instance.engine

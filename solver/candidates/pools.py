@@ -138,7 +138,7 @@ class PoolPhysics:
 
 def physics_of(instance: Instance, workload: str, config: ReplicaConfig) -> PoolPhysics:
     """The physics inputs of a configuration serving a workload of the instance."""
-    entry = next(w for w in instance.workloads if w.name == workload)
+    entry = instance.workload(workload)
     return PoolPhysics(
         config,
         TrafficMix.of(entry, instance.policy.prefix_affinity),
@@ -234,13 +234,8 @@ def largest_pool(instance: Instance, workload: str, gpu: str, gpus: int, lone: f
     one region's supply holds, nor than q(1) replicas need to carry all of the
     workload's demand (with a zone lost and a replica down), which a larger pool could
     shed and still carry."""
-    per_region = [
-        (region.existing.get(gpu, 0) + supply.max_gpus) // gpus
-        if (supply := region.supply.get(gpu))
-        else region.existing.get(gpu, 0) // gpus
-        for region in instance.regions
-    ]
-    entry = next(w for w in instance.workloads if w.name == workload)
+    per_region = [region.available_gpus(gpu) // gpus for region in instance.regions]
+    entry = instance.workload(workload)
     demand = sum(level.peak_rps for level in entry.demand.values())
     demand *= demand_factor(instance) / instance.policy.max_utilization  # as planned
     zones = max((region.zones for region in instance.regions), default=1)

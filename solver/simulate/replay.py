@@ -67,7 +67,7 @@ def _surviving(plan: Plan, scenario: str) -> list[tuple[str, str, str, float, di
 
 
 def _config(instance: Instance, pool: ReplicaPool) -> tuple[ReplicaConfig, TrafficMix, object]:
-    workload = next(w for w in instance.workloads if w.name == pool.workload)
+    workload = instance.workload(pool.workload)
     entry = instance.model_entry(workload.model)
     gpu = instance.gpu_specs[pool.gpu]
     llm = instance.llm_specs[workload.model]
@@ -112,26 +112,25 @@ def simulate_plan(
     warmup = min(60.0, 0.1 * duration_s) if warmup_s is None else warmup_s
     pools: list[PoolSimulation] = []
     events = 0
-    workloads = {w.name: w for w in instance.workloads}
     entries = _surviving(plan, scenario)
     for index, (workload_name, region, phase, load, counts) in enumerate(entries):
         if phase.startswith(str(Role.DECODE)):
             continue  # replayed with its prefill phase
-        shares = _shares(instance, plan, workloads[workload_name], region, counts)
+        shares = _shares(instance, plan, instance.workload(workload_name), region, counts)
         if phase.startswith(str(Role.PREFILL)):
             decode_phase = str(Role.DECODE) + phase[len(str(Role.PREFILL)) :]
             partner = next(
                 (e for e in entries if e[:3] == (workload_name, region, decode_phase)), None
             )
             decode_shares = (
-                _shares(instance, plan, workloads[workload_name], region, partner[4])
+                _shares(instance, plan, instance.workload(workload_name), region, partner[4])
                 if partner
                 else []
             )
 
             pair = partial(
                 simulate_pair_rows,
-                workloads[workload_name],
+                instance.workload(workload_name),
                 shares,
                 decode_shares,
                 load,
@@ -152,7 +151,7 @@ def simulate_plan(
             one = partial(
                 _simulate_one,
                 pool,
-                workloads[workload_name],
+                instance.workload(workload_name),
                 config,
                 mix,
                 efficiency,

@@ -60,7 +60,7 @@ def headrooms(instance: Instance, program: TimeProgram, plan: Plan) -> tuple[Poo
             rates, capacity, start_s, policy.scale_detection_s, policy.burst_factor
         )
         lone = candidate.capacity
-        workload = next(w for w in instance.workloads if w.name == pool.workload)
+        workload = instance.workload(pool.workload)
         ttft = workload.slo.ttft_p99_ms
         thresholds = scaling_thresholds(
             capacity,
