@@ -58,10 +58,10 @@ import numpy as np
 from calibration.rows import GENERATIONS, Row, load_rows
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import Efficiency, efficiency_for, engine_profiles
-from models.physics.fitting import from_vector, nelder_mead, to_vector
 from models.physics.memory import layout_problem
 from models.physics.precision import Precision
 from models.physics.step_time import step_model
+from models.profiles.fitting import from_vector, nelder_mead, to_vector
 from models.serving.capacity import replica_capacity
 from models.serving.frontier import operating_point
 from models.serving.replica import ReplicaConfig, Role, ServingContext

@@ -32,6 +32,7 @@ from cli.exit_codes import ExitCode
 from cli.options import JsonOut
 from cli.render.console import err, out
 from cli.render.junit import junit_xml, outcome_records, verdict
+from cli.render.zeros import json_without_negative_zero
 from models.io.output_files import check_target, is_stdout, write_text
 from models.schema.errors import InputError
 from solver.studies.batch import (
@@ -126,6 +127,7 @@ def batch(
         failed = _update_goldens(outcomes, allow_infeasible, console)
     if json_out is not None:
         text = json.dumps(outcome_records(outcomes, comparisons, strict), indent=2)
+        text = json_without_negative_zero(text)
         write_text(json_out, text, tuple(files))
     if markdown_out is not None:
         write_text(markdown_out, _markdown(outcomes, comparisons, check, strict), tuple(files))

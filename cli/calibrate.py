@@ -1,5 +1,5 @@
 """Command `calibrate`: an engine profile fitted on one's own benchmark runs. Parsing and
-rendering only: the reading is `models.io.measurements`, the fit `models.serving.profile_fit`.
+rendering only: the reading is `models.profiles.measurements`, the fit `models.profiles.fit`.
 """
 
 import datetime
@@ -13,11 +13,11 @@ import yaml
 from cli.options import JsonOnly, emit_json, to_stdout
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, print_tables
-from models.io.measurements import Measurement, RunDefaults, read_measurements
 from models.io.output_files import check_target, write_text
 from models.physics.efficiency import UnknownEngine, check_engine
+from models.profiles.fit import FIGURES, FITTED, ProfileFit, fit_profile, profile_document
+from models.profiles.measurements import Measurement, RunDefaults, read_measurements
 from models.schema.errors import InputError, Issue
-from models.serving.profile_fit import FIGURES, FITTED, ProfileFit, fit_profile, profile_document
 
 _LABELS = {"output_tokens_per_s": "tok/s", "ttft_mean_ms": "TTFT ms", "tpot_mean_ms": "TPOT ms"}
 

@@ -47,7 +47,7 @@ def lever_table(results: tuple[LeverResult, ...]) -> TableSpec:
             (
                 r.lever,
                 "-" if r.cost_per_month is None else f"{r.cost_per_month:,.0f}",
-                "-" if r.saving_per_month is None else f"{r.saving_per_month:+,.0f}",
+                "-" if r.saving_per_month is None else f"{r.saving_per_month:+z,.0f}",
                 "-" if r.total_gpus is None else str(r.total_gpus),
                 r.status,
                 r.reason or r.note,

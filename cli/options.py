@@ -50,13 +50,15 @@ def emit_json(target: Path | None, data: Any, inputs: tuple[Path, ...] = ()) -> 
     for None, standard output for `-`, else the file (atomically, never over an input)."""
     if target is None:
         return
+    from cli.render.zeros import json_without_negative_zero
+
     if isinstance(data, str):
         text = data
     elif hasattr(data, "model_dump_json"):
         text = data.model_dump_json(indent=2)
     else:
         text = json.dumps(data, indent=2)
-    write_text(target, text, inputs)
+    write_text(target, json_without_negative_zero(text), inputs)
     if not is_stdout(target):
         from cli.render.console import err
 

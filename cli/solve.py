@@ -31,6 +31,7 @@ from cli.render.plan_tables import (
 )
 from cli.render.tables import TableSpec, markdown_tables, print_tables
 from cli.render.time_tables import time_tables
+from cli.render.zeros import json_without_negative_zero
 from models.io.loading import read_document
 from models.io.output_files import check_target, is_stdout, write_text
 from models.schema.backend_names import BACKEND_NAMES
@@ -322,7 +323,7 @@ def _report(
     holds only that output), and write it as JSON and Markdown where asked."""
     console = err if to_stdout(json_out, markdown_out) else out
     print_tables(header, tables, result.shadow_price_note, console)
-    _write(json_out, result.model_dump_json(indent=2), file)
+    _write(json_out, json_without_negative_zero(result.model_dump_json(indent=2)), file)
     _write(markdown_out, markdown_tables(header, tables, result.shadow_price_note), file)
 
 

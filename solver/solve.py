@@ -42,7 +42,8 @@ from solver.decompose.by_workload import optimise
 from solver.decompose.parallel import workers_kept
 from solver.decompose.workload_parts import start_by_workload
 from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
-from solver.plan.schema import Plan, SimplicityCost
+from solver.plan.records import SimplicityCost
+from solver.plan.schema import Plan
 from solver.program.build import FleetProgram, build_program
 from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.program.optimised import Optimised

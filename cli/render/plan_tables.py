@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from cli.render.attribution import attribution_table
 from cli.render.tables import TableSpec
-from solver.plan.schema import Plan, ReplicaPool
+from solver.plan.records import ReplicaPool
+from solver.plan.schema import Plan
 
 if TYPE_CHECKING:  # rendering never needs the explanation's modules (levers, re-solves)
     from solver.analysis.explain import Explanation

@@ -21,8 +21,7 @@ from models.physics.efficiency import Efficiency
 from models.physics.step_time import StepModel, step_model
 from models.serving.batch_model import BatchModel, batch_p99
 from models.serving.edge_search import bisect_edge
-from models.serving.mix_tokens import MixTokens
-from models.serving.replica import Role
+from models.serving.replica import MixTokens, Role
 
 EXACT_ACTIVITY_STATES = 12
 """Up to this many other engines the p99 interference is exact over their activity

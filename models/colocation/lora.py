@@ -44,8 +44,14 @@ from models.physics.llm import Attention, LlmSpec
 from models.physics.memory import does_not_fit_message, layers_per_stage
 from models.physics.step_time import StepModel, step_model
 from models.serving import capacity as replica_model
-from models.serving.mix_tokens import MixTokens
-from models.serving.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
+from models.serving.replica import (
+    LatencyTargets,
+    MixTokens,
+    ReplicaCapacity,
+    ReplicaConfig,
+    Role,
+    TrafficMix,
+)
 from models.serving.replica_layout import replica_memory_budget
 
 DEFAULT_LORA_RANK = 16

@@ -4,7 +4,7 @@
 capacity search (`models.serving.capacity`), the throughput frontier (`models.serving.frontier`)
 and the latency at a load (`models.serving.latency`): the mean iteration t(B) with prompts
 riding along as whole chunks and the p99 TTFT and TPOT at B (`BatchModel`). Beside it: the
-traffic mix in tokens (`models.serving.mix_tokens.MixTokens`), the iteration mixture's law
+traffic mix in tokens (`models.serving.replica.MixTokens`), the iteration mixture's law
 and its shared tables (`models.serving.iteration_mixture`), the replica layout's memory
 budget, step model and KV transfer between disaggregated replicas
 (`models.serving.replica_layout`), the M/G/c prompt wait of a pool
@@ -100,9 +100,8 @@ from models.serving.iteration_mixture import (
     poisson_points,
     shared_mixtures,
 )
-from models.serving.mix_tokens import MixTokens
 from models.serving.queueing import pooled_wait_p99_s
-from models.serving.replica import Role
+from models.serving.replica import MixTokens, Role
 
 Z_P99 = 2.326347874
 """Standard normal quantile at 0.99."""

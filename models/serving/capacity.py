@@ -118,12 +118,12 @@ from models.serving.capacity_reasons import (
     slo_unreachable_reason,
 )
 from models.serving.edge_search import find_edge, signed_margin
-from models.serving.mix_tokens import MixTokens
 from models.serving.prefill_model import prefill_lane
 from models.serving.prefix_kv import pool_size_matters, prefix_mix
 from models.serving.replica import (
     LatencyTargets,
     Limit,
+    MixTokens,
     ReplicaCapacity,
     ReplicaConfig,
     Role,

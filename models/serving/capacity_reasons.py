@@ -12,8 +12,7 @@ from models.physics.memory import GIB, MemoryBudget, smallest_fitting_tp
 from models.physics.pass_parts import PassParts
 from models.physics.precision import Precision
 from models.serving.batch_model import BatchPoint
-from models.serving.mix_tokens import MixTokens
-from models.serving.replica import LatencyTargets, Limit, ReplicaConfig
+from models.serving.replica import LatencyTargets, Limit, MixTokens, ReplicaConfig
 
 MIB = 2**20
 

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from models.serving.batch_model import BatchModel, BatchPoint, batch_p99, within_target
 from models.serving.capacity import check_pool_replicas, replica_capacity
 from models.serving.edge_search import bisect_edge
-from models.serving.mix_tokens import MixTokens
-from models.serving.replica import LatencyTargets, ReplicaConfig, Role, ServingContext
+from models.serving.replica import LatencyTargets, MixTokens, ReplicaConfig, Role, ServingContext
 from models.serving.replica_layout import decode_steps, replica_step_model
 
 BISECTION_STEPS = 48

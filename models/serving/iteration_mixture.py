@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from models.physics.speculative import SpeculativeSteps
 from models.physics.step_time import StepModel
-from models.serving.mix_tokens import MixTokens
+from models.serving.replica import MixTokens
 
 
 @dataclass(frozen=True)

@@ -54,9 +54,8 @@ from models.serving.capacity import replica_capacity
 from models.serving.closed_loop import ClosedLoopRun, replay_closed_loop
 from models.serving.edge_search import bisect_edge
 from models.serving.frontier import throughput_frontier
-from models.serving.mix_tokens import MixTokens
 from models.serving.queueing import mgc_mean_wait_s, wait_quantile_s
-from models.serving.replica import LatencyTargets, Role, ServingContext
+from models.serving.replica import LatencyTargets, MixTokens, Role, ServingContext
 from models.serving.replica_layout import replica_step_model
 
 BISECTION_STEPS = 60

@@ -61,9 +61,8 @@ from dataclasses import dataclass
 
 from models.physics.efficiency import Efficiency
 from models.physics.step_time import StepModel
-from models.serving.mix_tokens import MixTokens
 from models.serving.queueing import pooled_wait_p99_s
-from models.serving.replica import ReplicaConfig
+from models.serving.replica import MixTokens, ReplicaConfig
 from models.serving.replica_layout import kv_transfer_s
 
 

@@ -32,7 +32,6 @@ from models.physics.kv_tiers import (
 )
 from models.physics.memory import MemoryBudget, kv_bytes_per_token_per_replica
 from models.physics.step_time import StepModel
-from models.serving.mix_tokens import MixTokens
 from models.serving.prefix_routing import (
     PrefixHits,
     affinity_min_replicas,
@@ -40,7 +39,7 @@ from models.serving.prefix_routing import (
     random_hits,
     spill_threshold_s,
 )
-from models.serving.replica import ReplicaConfig, ServingContext, TrafficMix
+from models.serving.replica import MixTokens, ReplicaConfig, ServingContext, TrafficMix
 from models.serving.replica_layout import replica_memory_budget, replica_step_model
 
 HIT_RATE_CEILING = 0.999

@@ -24,10 +24,10 @@ The levers (names are what the report shows):
 - `drop survive: X`: the failure policy's single-failure requirement removed.
 
 A lever with no plan says why (`reason`: the diagnosis' first requirement in conflict,
-e.g. "h100-sxm cannot hold an fp4 KV cache"). A lever that changes the GPUs in use but
-not the whole servers bought (`policy.buy_unit: node`) saves nothing, and says so
-(`note`: "rounded to whole servers: 7 GPUs saved, 0 servers"), so a "+0" is never read
-as a lever that changes nothing.
+e.g. "every configuration keeps its KV cache in fp4, which h100-sxm cannot hold"). A
+lever that changes the GPUs in use but not the whole servers bought (`policy.buy_unit:
+node`) saves nothing, and says so (`note`: "rounded to whole servers: 7 GPUs saved, 0
+servers"), so a "+0" is never read as a lever that changes nothing.
 
 Re-solves run in a spawn-context process pool with one solver thread each (DESIGN.md,
 "Scale") when there is more than one and `jobs` > 1.

@@ -34,6 +34,7 @@ from models.operations.site import demand_factor
 from models.operations.slo import zone_loss_overprovision_factor
 from models.physics.efficiency import Efficiency, efficiency_for
 from models.schema.instance import Instance
+from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.capacity import (
     UNLIMITED_POOL,
     holds_at_tighter_ttft,
@@ -141,8 +142,8 @@ def physics_of(instance: Instance, workload: str, config: ReplicaConfig) -> Pool
     entry = instance.workload(workload)
     return PoolPhysics(
         config,
-        TrafficMix.of(entry, instance.policy.prefix_affinity),
-        LatencyTargets.of(entry.slo),
+        traffic_mix(entry, instance.policy.prefix_affinity),
+        latency_targets(entry.slo),
         efficiency_for(config.gpu, config.weight_precision, instance.efficiency, instance.engine),
         instance.policy.credit_tpot_pooling,
     )

@@ -2,4 +2,5 @@
 backend per part and the join that mends what the parts overfill.
 
 Imports: models.schema, models.operations; solver.program, solver.candidates,
-solver.colocation, solver.backends, solver.settings."""
+solver.colocation, solver.backends, solver.settings, solver.workers (the worker
+processes)."""

@@ -34,9 +34,8 @@ import numpy as np
 
 from models.serving.capacity import replica_capacity
 from models.serving.frontier import operating_point
-from models.serving.mix_tokens import MixTokens
 from models.serving.prefill_model import prefill_lane
-from models.serving.replica import LatencyTargets, ServingContext
+from models.serving.replica import LatencyTargets, MixTokens, ServingContext
 from models.serving.replica_layout import kv_transfer_s, replica_step_model
 from solver.simulate.engine import Effects, ReplicaEngine, simulate_pool
 from solver.simulate.traffic import arrival_times_s, token_lengths

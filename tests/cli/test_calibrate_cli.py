@@ -5,7 +5,7 @@ import json
 
 import yaml
 
-from tests.models.serving.test_profile_fit import TRUTH, synthetic_runs
+from tests.models.profiles.test_profile_fit import TRUTH, synthetic_runs
 from tests.paths import ONE_MODEL_ONE_REGION
 
 COLUMNS = (

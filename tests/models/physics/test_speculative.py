@@ -26,8 +26,7 @@ from models.physics.speculative import (
 from models.physics.step_time import step_model
 from models.serving.batch_model import BatchModel
 from models.serving.capacity import replica_capacity
-from models.serving.mix_tokens import MixTokens
-from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.serving.replica import LatencyTargets, MixTokens, ReplicaConfig, Role, TrafficMix
 from models.serving.replica_layout import decode_steps, replica_step_model
 
 H100 = catalog.gpu("h100-sxm")

@@ -25,8 +25,7 @@ from models.schema.speculative_option import Speculation
 from models.serving.batch_model import BatchModel
 from models.serving.capacity import UNLIMITED_POOL, replica_capacity
 from models.serving.edge_search import EDGE_REL_TOL
-from models.serving.mix_tokens import MixTokens
-from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.serving.replica import LatencyTargets, MixTokens, ReplicaConfig, Role, TrafficMix
 from models.serving.replica_layout import replica_step_model
 
 BF16, FP8 = Precision.BF16, Precision.FP8

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from models.physics import catalog
 from models.physics.efficiency import efficiency_for
 from models.physics.precision import Precision
-from models.serving.batch_model import replica_step_model
 from models.serving.closed_loop import replay_closed_loop
 from models.serving.latency import latency_at_concurrency_burst
 from models.serving.replica import ReplicaConfig, ServingContext, TrafficMix
+from models.serving.replica_layout import replica_step_model
 
 TAU = 0.010
 """A constant iteration time, s: the hand cases count iterations."""

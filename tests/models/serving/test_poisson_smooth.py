@@ -19,8 +19,7 @@ from models.physics.efficiency import efficiency_for
 from models.serving.batch_model import BatchModel
 from models.serving.capacity import replica_capacity
 from models.serving.iteration_mixture import POISSON_EXACT_MEAN, POISSON_NORMAL_MEAN, poisson_points
-from models.serving.mix_tokens import MixTokens
-from models.serving.replica import LatencyTargets
+from models.serving.replica import LatencyTargets, MixTokens
 from models.serving.replica_layout import decode_steps, replica_step_model
 from tests.models.serving.test_capacity_search import CHAT, FP8, LONG_PROMPT, SHORT_REPLY, _config
 

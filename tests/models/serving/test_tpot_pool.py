@@ -19,8 +19,7 @@ from models.schema.traffic import TokenDistribution
 from models.serving.batch_model import FEEDBACK_GAIN_CAP, Z_P99, BatchModel
 from models.serving.capacity import UNLIMITED_POOL, pooling_can_lift, replica_capacity
 from models.serving.iteration_mixture import PREFILL_SHARE_CAP, IterationMixture
-from models.serving.mix_tokens import MixTokens
-from models.serving.replica import LatencyTargets, Limit, ReplicaConfig, Role, TrafficMix
+from models.serving.replica import LatencyTargets, Limit, MixTokens, ReplicaConfig, Role, TrafficMix
 from models.serving.replica_layout import replica_step_model
 from solver.candidates.table import build_candidates
 from solver.solve import solve

@@ -99,6 +99,6 @@ def test_an_infeasible_lever_gives_its_reason():
     assert "fp4 KV" in [lever.name for lever in levers_for(instance)]
     result = solve_lever("fp4 KV", lower_kv(instance), 0.0, None)
     assert result.status == "infeasible"
-    assert "cannot hold an fp4 KV cache" in result.reason
+    assert "keeps its KV cache in fp4, which h100-sxm cannot hold" in result.reason
     (row,) = lever_table((result,)).rows
     assert row[-1] == result.reason

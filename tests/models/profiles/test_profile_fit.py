@@ -1,14 +1,14 @@
-"""An engine profile fitted on benchmark runs (models.serving.profile_fit): a synthetic
+"""An engine profile fitted on benchmark runs (models.profiles.fit): a synthetic
 data set made with known factors is fitted back to them."""
 
 from dataclasses import replace
 
 import pytest
 
-from models.io.measurements import Measurement
 from models.physics.efficiency import efficiency_for
 from models.physics.precision import Precision
-from models.serving.profile_fit import fit_profile, predict, profile_document
+from models.profiles.fit import fit_profile, predict, profile_document
+from models.profiles.measurements import Measurement
 
 TRUTH = {
     "prefill_flops_fraction": 0.45,

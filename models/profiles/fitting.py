@@ -1,6 +1,6 @@
 """Fitting efficiency factors to measurements: the bounds each factor may take and a
 derivative-free minimiser. One home for `calibration.calibrate` (the catalog's fit on the
-repository's data) and `models.serving.profile_fit` (a user's fit on their own runs).
+repository's data) and `models.profiles.fit` (a user's fit on their own runs).
 
 Each factor x in [lo, hi] is searched as the logit z = log(u / (1 - u)), u = (x - lo) /
 (hi - lo), so that every point the minimiser visits is a valid factor. The loss each

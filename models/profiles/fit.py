@@ -1,11 +1,11 @@
 """An engine profile fitted on the user's own benchmark runs (`fleetplan calibrate`).
 
-Each run (`models.io.measurements.Measurement`) is replayed as the benchmark tool ran it:
+Each run (`models.profiles.measurements.Measurement`) is replayed as the benchmark tool ran it:
 C closed-loop users with fixed lengths, iteration by iteration on the replica's step model
 (`models.serving.latency.latency_at_concurrency_burst`). The replay predicts the three
 figures the tools print: output tokens/s, mean TTFT and mean TPOT. The fit chooses the
 efficiency factors that minimise the mean squared log error over every figure of every
-run (`models.physics.fitting`):
+run (`models.profiles.fitting`):
 
     loss(f) = mean over runs r and figures m of log(predicted_rm(f) / measured_rm)^2
 
@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.io.measurements import Measurement
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import Efficiency, efficiency_for
-from models.physics.fitting import from_vector, nelder_mead, to_vector
+from models.profiles.fitting import from_vector, nelder_mead, to_vector
+from models.profiles.measurements import Measurement
 from models.serving.latency import latency_at_concurrency_burst
 from models.serving.replica import ReplicaConfig, ServingContext, TrafficMix
 

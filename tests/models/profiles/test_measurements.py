@@ -1,4 +1,4 @@
-"""Reading one's own benchmark runs (models.io.measurements): the documented CSV and the
+"""Reading one's own benchmark runs (models.profiles.measurements): the documented CSV and the
 JSON of vllm bench serve, genai-perf/aiperf and trtllm-bench, and bad files named by line
 and column."""
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from models.io.measurements import RunDefaults, read_measurements
 from models.physics.precision import Precision
+from models.profiles.measurements import RunDefaults, read_measurements
 from models.schema.errors import InputError
 
 HEADER = "model,gpu,precision,tp,isl,osl,concurrency,output_tok_s,ttft_mean_ms,tpot_mean_ms\n"
