@@ -25,7 +25,7 @@ from models.serving.capacity import replica_capacity
 from models.serving.frontier import throughput_frontier
 from models.serving.latency import LoadLatency, latency_at_concurrency, latency_at_rate
 from models.serving.prefix_kv import kv_tier_report
-from models.serving.replica import ReplicaConfig, Role
+from models.serving.replica import ReplicaConfig, Role, ServingContext
 
 
 def perf(
@@ -260,13 +260,15 @@ def perf(
     engine_line = engine_report([config.gpu], engine)
     capacity = replica_capacity(config, mix, targets, efficiency, pool_replicas)
     frontier = (
-        throughput_frontier(config, mix, targets, efficiency, pool_replicas=pool_replicas)
+        throughput_frontier(
+            ServingContext(config, mix, efficiency), targets, pool_replicas=pool_replicas
+        )
         if sweep
         else None
     )
     load = _load(request, config, efficiency)
     tiers = (
-        kv_tier_report(config, mix, efficiency, capacity.requests_per_s)
+        kv_tier_report(ServingContext(config, mix, efficiency), capacity.requests_per_s)
         if request.tiers_asked
         else None
     )
@@ -300,9 +302,11 @@ def _load(
     mix, replicas = request.mix, request.pool_replicas
     try:
         if request.rate is not None:
-            return latency_at_rate(config, mix, efficiency, request.rate, replicas)
+            return latency_at_rate(ServingContext(config, mix, efficiency), request.rate, replicas)
         if request.concurrency is not None:
-            return latency_at_concurrency(config, mix, efficiency, request.concurrency, replicas)
+            return latency_at_concurrency(
+                ServingContext(config, mix, efficiency), request.concurrency, replicas
+            )
     except ValueError as error:
         raise problem(
             "--rate" if request.rate is not None else "--concurrency", str(error)

@@ -173,6 +173,7 @@ def offer_terms(instance: Instance) -> tuple[OfferTerms, ...]:
                 gpu=gpu,
                 existing=region.existing.get(gpu, 0),
                 max_gpus=max_gpus,
+                available=region.available_gpus(gpu),
                 on_demand_price_per_gpu_hour=instance.price_per_gpu_hour(region.name, gpu),
                 reserved_price_per_gpu_hour=supply.reserved_price_per_gpu_hour if supply else None,
                 max_on_demand_gpus=max_gpus if cap is None else cap,

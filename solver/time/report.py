@@ -69,7 +69,7 @@ def headrooms(instance: Instance, program: TimeProgram, plan: Plan) -> tuple[Poo
         headroom = pool_headroom(
             rates, capacity, start_s, policy.scale_detection_s, policy.burst_factor
         )
-        workload = next(w for w in instance.workloads if w.name == pool.workload)
+        workload = instance.workload(pool.workload)
         thresholds = pool_thresholds(
             capacity, headroom.headroom_rps, pool.count, candidate, workload
         )

@@ -335,7 +335,7 @@ def peak_gpu_use(
                 used=most,
                 existing=o.existing,
                 purchased=gpus_bought(most, o.existing, o.gpus_per_server),
-                available=o.existing + o.max_gpus,
+                available=o.available,
                 price_per_gpu_hour=o.on_demand_price_per_gpu_hour,
                 cost_per_month=days * (reserved_cost + on_demand_cost),
             )

@@ -403,8 +403,7 @@ def _check_hour_gpus(
     for (r, g), n in sorted(used.items()):
         region = instance.region(r)
         supply = region.supply.get(g)
-        existing = region.existing.get(g, 0)
-        available = existing + (supply.max_gpus if supply else 0)
+        existing, available = region.existing.get(g, 0), region.available_gpus(g)
         name = f"[{r},{g}]{mark}"
         if n > available:
             violations.append(

@@ -266,7 +266,7 @@ def _soak_options(instance: Instance, b, r: str, parts: list) -> tuple[SoakOptio
     for part in parts:
         sets = part.program.sets
         for pool in sets.pools:
-            owner = next(w for w in instance.workloads if w.name == pool.workload)
+            owner = instance.workload(pool.workload)
             c = pool.candidate
             if pool.region != r or owner.model != b.model or c.role is not Role.UNIFIED:
                 continue
@@ -330,9 +330,7 @@ def _join_supply(
     name = GpuSupplyRow(r, g).name() + f"@t{hour:02d}"
     row = lp.constraints.get(name)
     if row is None:
-        region = instance.region(r)
-        supply = region.supply.get(g)
-        available = region.existing.get(g, 0) + (supply.max_gpus if supply else 0)
+        available = instance.region(r).available_gpus(g)
         lp.add_constraint(name, GpuSupplyRow.family, {column: gpus}, Sense.LE, float(available))
         return
     coefficients = {**row.coefficients, column: gpus}

@@ -294,9 +294,7 @@ def add_failover_start(
                 for p in sets.pools
                 if p.region == d and p.candidate.gpu == g
             }
-            region = instance.region(d)
-            supply = region.supply.get(g)
-            available = region.existing.get(g, 0) + (supply.max_gpus if supply else 0)
+            available = instance.region(d).available_gpus(g)
             _add_marked(
                 lp,
                 StartSupplyRow(f.name, d, g),

@@ -149,6 +149,8 @@ class OfferTerms:
     gpu: str
     existing: int
     max_gpus: int
+    available: int
+    """Existing plus purchasable (`Region.available_gpus`)."""
     on_demand_price_per_gpu_hour: float
     reserved_price_per_gpu_hour: float | None
     max_on_demand_gpus: int

@@ -12,7 +12,7 @@ from models.physics.efficiency import efficiency_for
 from models.physics.precision import Precision
 from models.serving.closed_loop import replay_closed_loop
 from models.serving.latency import latency_at_concurrency_burst
-from models.serving.replica import ReplicaConfig, TrafficMix
+from models.serving.replica import ReplicaConfig, ServingContext, TrafficMix
 from models.serving.replica_layout import replica_step_model
 
 TAU = 0.010
@@ -98,7 +98,9 @@ def test_a_lone_user_sees_one_prefill_iteration_and_the_decode_step():
     config = ReplicaConfig(gpu, llm, Precision.BF16, Precision.BF16, 1, 1)
     efficiency = efficiency_for(gpu, Precision.BF16)
     mix = TrafficMix.fixed(1000, 100)
-    run = latency_at_concurrency_burst(config, mix, efficiency, 1, requests_per_user=1)
+    run = latency_at_concurrency_burst(
+        ServingContext(config, mix, efficiency), 1, requests_per_user=1
+    )
     steps = replica_step_model(config, efficiency)
     context = 1000 + 100 / 2
     prefill_context = 1000 / 2
@@ -113,7 +115,7 @@ def test_a_burst_waits_longer_than_staggered_arrivals():
     config = ReplicaConfig(gpu, llm, Precision.BF16, Precision.BF16, 1, 1)
     efficiency = efficiency_for(gpu, Precision.BF16)
     mix = TrafficMix.fixed(2000, 200)
-    lone = latency_at_concurrency_burst(config, mix, efficiency, 1)
-    few = latency_at_concurrency_burst(config, mix, efficiency, 16)
-    many = latency_at_concurrency_burst(config, mix, efficiency, 64)
+    lone = latency_at_concurrency_burst(ServingContext(config, mix, efficiency), 1)
+    few = latency_at_concurrency_burst(ServingContext(config, mix, efficiency), 16)
+    many = latency_at_concurrency_burst(ServingContext(config, mix, efficiency), 64)
     assert lone.ttft_mean_s < few.ttft_mean_s < many.ttft_mean_s
