@@ -227,6 +227,10 @@ def _minimax_m2(c: _Config) -> Fields:
 
 def _qwen3_hybrid(c: _Config) -> Fields:
     layer_types = c.data.get("layer_types")
+    if layer_types is None and "full_attention_interval" in c.data:  # transformers' default
+        interval, layers = c.integer("full_attention_interval"), c.integer("num_hidden_layers")
+        full = {i for i in range(layers) if (i + 1) % interval == 0}
+        layer_types = ["full_attention" if i in full else "linear_attention" for i in range(layers)]
     if not isinstance(layer_types, list) or not layer_types:
         raise HfConfigError(
             f"config.json field {c._where('layer_types')!r} is missing "

@@ -100,6 +100,9 @@ def test_qwen35_reads_the_hybrid_layers_and_the_state_window():
     wider = {"model_type": "qwen3_5_moe", "text_config": wider_shared}
     with pytest.raises(HfConfigError, match="shared_expert_intermediate_size"):
         llm_from_hf_config(wider, "q35")
+    by_interval = {k: v for k, v in text.items() if k != "layer_types"}  # every 4th full
+    from_interval = llm_from_hf_config({"model_type": "qwen3_5_moe_text", **by_interval}, "q35")
+    assert from_interval.model_dump(exclude={"sources"}) == spec.model_dump(exclude={"sources"})
     odd = {"model_type": "qwen3_5_moe", "text_config": {**text, "layer_types": ["mamba"] * 60}}
     with pytest.raises(HfConfigError, match="layer_types"):
         llm_from_hf_config(odd, "q35")
