@@ -49,7 +49,7 @@ chunks of at most `prefill_chunk_tokens`; chunks pipeline through the stages.
 """
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from models.physics.collectives import group_link_bytes_per_s, tp_allreduces_per_pass
 from models.physics.efficiency import Efficiency
@@ -73,6 +73,7 @@ from models.physics.memory import (
 from models.physics.moe import (
     ExpertLayout,
     MoeEfficiency,
+    busiest_rank_share,
     expert_layout,
     moe_efficiency_for,
     moe_tp,
@@ -124,6 +125,26 @@ class StepModel:
     experts_layout: ExpertLayout | None = field(default=None, kw_only=True)
     sequence_overhead_s: float = field(default=0.0, kw_only=True)
     """Iteration cost per sequence in it (`Efficiency.sequence_overhead_s`)."""
+    prompt_tokens: float = field(default=0.0, kw_only=True)
+    """New tokens of one prompt riding in the iterations: with attention DP (dp > 1) each
+    prompt is prefilled whole by one group, and the busiest group sets the pass
+    (`models.physics.moe.busiest_rank_share`). 0: unknown, the prompt tokens spread evenly
+    over the groups. `with_prompt_tokens` sets it for a traffic mix."""
+
+    def with_prompt_tokens(self, prompt_tokens: float) -> "StepModel":
+        """This model for iterations whose prompts carry `prompt_tokens` new tokens each
+        (itself when the layout has one attention group: nothing changes)."""
+        if self.dp == 1 or self.experts_layout is None:
+            return self
+        return replace(self, prompt_tokens=prompt_tokens)
+
+    def prefill_group_share(self, prefill_tokens: float) -> float:
+        """Share of a pass's `prefill_tokens` prompt tokens on the busiest attention
+        group: `busiest_rank_share` of the whole prompts they make, 1/dp when the prompt
+        size is unknown."""
+        if self.prompt_tokens <= 0 or prefill_tokens <= 0:
+            return 1.0 / self.dp
+        return busiest_rank_share(prefill_tokens / self.prompt_tokens, self.dp)
 
     def pass_parts(
         self,
@@ -191,22 +212,27 @@ class StepModel:
         prefill_pairs: float,
     ) -> tuple[float, float, float, float, float, float]:
         """`pass_parts` of an MoE model on the slowest GPU: attention-side terms at the
-        group's 1/dp share of the tokens, routed experts at all T tokens x the imbalance f
-        (extra FLOPs T x routed x (f - 1) over the even share), the experts the slowest
-        rank touches, TP all-reduces of the group's tokens and the all-to-alls."""
+        group's 1/dp share of the decode tokens and the busiest group's share w of the
+        prompt tokens (`prefill_group_share`), routed experts at all T tokens x the
+        imbalance f (extra FLOPs T x routed x (f - 1) over the even share), the experts the
+        slowest rank touches, TP all-reduces of the group's tokens and the all-to-alls.
+        A prompt token's linear FLOPs on a GPU of its group are the attention side,
+        prefill linear - dp x routed, plus the routed share spread over all G GPUs."""
         share = 1.0 / self.dp
+        busiest = self.prefill_group_share(prefill_tokens)
         tokens = decode_tokens + prefill_tokens
         extra = layout.imbalance(tokens) - 1.0
-        prefill_flops = prefill_tokens * (
-            share * self.prefill_linear_flops_per_token + extra * self.routed_flops_per_token
-        )
+        routed = self.routed_flops_per_token
+        attention_side = self.prefill_linear_flops_per_token - self.dp * routed
+        prefill_flops = prefill_tokens * (busiest * attention_side + (1.0 + extra) * routed)
         decode_flops = decode_tokens * (
             share * self.decode_linear_flops_per_token + extra * self.routed_flops_per_token
         )
         weights = self.dense_weight_bytes
         weights += layout.touched_per_rank(tokens) * self.expert_weight_bytes
+        group_tokens = share * decode_tokens + busiest * prefill_tokens
         allreduce_s = self.allreduces_per_pass * (
-            self.allreduce_latency_s + share * tokens * self.allreduce_s_per_token
+            self.allreduce_latency_s + group_tokens * self.allreduce_s_per_token
         )
         return (
             prefill_flops / self.prefill_linear_flops_per_s
@@ -217,7 +243,7 @@ class StepModel:
             * self.decode_attention_flops_per_pair
             / self.decode_attention_flops_per_s,
             share * decode_kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
-            share
+            busiest
             * prefill_pairs
             * self.prefill_attention_flops_per_pair
             / self.prefill_attention_flops_per_s,
@@ -362,15 +388,16 @@ class StepModel:
             / self.decode_attention_flops_per_s,
             share * kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
         )
-        prefill_linear = share * self.prefill_linear_flops_per_token
         decode_linear = share * self.decode_linear_flops_per_token
         routed = self.routed_flops_per_token
+        attention_side = self.prefill_linear_flops_per_token - self.dp * routed
         passes_s = []
         for load in prefill_loads:
             q = load / m
+            busiest = self.prefill_group_share(q)
             tokens = b + q
             extra = layout.imbalance(tokens) - 1.0
-            prefill_flops = q * (prefill_linear + extra * routed)
+            prefill_flops = q * (busiest * attention_side + (1.0 + extra) * routed)
             decode_flops = b * (decode_linear + extra * routed)
             linear_compute_s = (
                 prefill_flops / self.prefill_linear_flops_per_s
@@ -380,13 +407,13 @@ class StepModel:
             weights += layout.touched_per_rank(tokens) * self.expert_weight_bytes
             linear_s = max(linear_compute_s, weights / self.hbm_bytes_per_s)
             prefill_attention_s = (
-                share
+                busiest
                 * (q * prefill_context_tokens)
                 * self.prefill_attention_flops_per_pair
                 / self.prefill_attention_flops_per_s
             )
             allreduce_s = self.allreduces_per_pass * (
-                self.allreduce_latency_s + share * tokens * self.allreduce_s_per_token
+                self.allreduce_latency_s + (share * b + busiest * q) * self.allreduce_s_per_token
             )
             comm_s = allreduce_s + layout.alltoall_s(tokens)
             passes_s.append(linear_s + (attention_s + prefill_attention_s) + comm_s)

@@ -166,6 +166,9 @@ class BatchModel:
         transfer_p99_s: float,
         pool_replicas: float = 1,
     ):
+        if isinstance(steps, StepModel) and role is Role.UNIFIED:
+            # whole prompts land on one attention-DP group (`StepModel.prompt_tokens`)
+            steps = steps.with_prompt_tokens(mix.new_prompt)
         self.steps = steps
         plain = steps.steps if isinstance(steps, SpeculativeSteps) else steps
         self.advance = 1.0
