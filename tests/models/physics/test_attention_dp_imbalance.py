@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import efficiency_for
 from models.physics.moe import (
-    MULTINOMIAL_EXACT_PROMPTS,
+    MULTINOMIAL_EXACT_ITEMS,
     busiest_rank_share,
     expected_max_multinomial,
     expected_max_standard_normal,
@@ -43,9 +43,9 @@ def test_expected_max_of_standard_normals_by_hand():
 
 
 def test_normal_branch_meets_the_exact_one():
-    """Past `MULTINOMIAL_EXACT_PROMPTS` the normal maximum takes over within 2%."""
-    exact = expected_max_multinomial(MULTINOMIAL_EXACT_PROMPTS, 8)
-    normal = expected_max_multinomial(MULTINOMIAL_EXACT_PROMPTS + 1, 8)
+    """Past `MULTINOMIAL_EXACT_ITEMS` the normal maximum takes over within 2%."""
+    exact = expected_max_multinomial(MULTINOMIAL_EXACT_ITEMS, 8)
+    normal = expected_max_multinomial(MULTINOMIAL_EXACT_ITEMS + 1, 8)
     assert normal == pytest.approx(exact, rel=0.02)
 
 
