@@ -47,11 +47,25 @@ variables conditioned on their sum being k (the Poissonisation of the multinomia
 a polynomial power truncated at degree k. A fractional k (part of a prompt, or the
 normal points of a busy iteration mixture) interpolates between its integer neighbours:
 a part-prompt sits on one group, E[max | k] = k for k <= 1. The routed experts are
-unaffected: the ep ranks see all the tokens (`load_imbalance`). The attention work of
-the decode sequences also varies with their lengths (a group's KV is the sum of b/dp
-contexts; with ISL/OSL fixed its spread is O / sqrt(12) per sequence, so the slowest of
-dp groups holds 1 + sqrt(2 ln dp) x O / sqrt(12) / (P + O/2) / sqrt(b/dp) of the mean,
-about 2% at 400 sequences per group): not modelled.
+unaffected: the ep ranks see all the tokens (`load_imbalance`).
+
+The decode attention of a group varies with its sequences' lengths: the engine evens
+the groups' sequence counts, n = b/dp each, not their contexts. A resident sequence's
+context is its prompt P plus its age a, and a reply of O' tokens is resident in
+proportion to O' with its age uniform on [0, O'], so E[a] = E[O^2] / (2 E[O]) and
+E[a^2] = E[O^3] / (3 E[O]); for lognormal replies E[O^n] = O^n (1 + cv_o^2)^(n(n-1)/2):
+
+    Var[c] = P^2 cv_p^2 + O^2 ((1 + cv_o^2)^3 / 3 - (1 + cv_o^2)^2 / 4)
+    cv_c   = sqrt(Var[c]) / (P + O (1 + cv_o^2) / 2)          (`resident_context_cv`)
+
+(O^2 / 12 with fixed lengths). A group's KV is the sum of n such contexts, so the
+busiest of dp groups holds (normal maximum, `expected_max_standard_normal`)
+
+    f_kv = 1 + E[max of dp standard normals] x cv_c / sqrt(n),  at most dp,
+
+of the mean: 1.014 at 400 sequences per group with ISL = OSL = 1,000 on 8 groups, 1.29
+at 16 per group with P = O = 1,000 and cv_p = cv_o = 1 (`group_kv_imbalance`); its
+decode attention (FLOPs and KV reads) is the mean's x f_kv.
 
 All-to-all (dispatch before the experts, combine after). Each token's hidden state goes
 to each of its k experts and comes back: 2 x k x hidden x bytes per token per MoE layer
@@ -223,6 +237,33 @@ def busiest_rank_share(items: float, ranks: int) -> float:
     high_max = expected_max_multinomial(low + 1, ranks)
     low_max = expected_max_multinomial(low, ranks)
     return (low_max + (items - low) * (high_max - low_max)) / items
+
+
+def resident_context_cv(
+    prompt_tokens: float, prompt_scv: float, output_tokens: float, output_scv: float
+) -> float:
+    """Coefficient of variation of a resident decode sequence's context (prompt plus
+    age; the module docstring derives it): sqrt(P^2 cv_p^2 + O^2 ((1 + cv_o^2)^3 / 3
+    - (1 + cv_o^2)^2 / 4)) / (P + O (1 + cv_o^2) / 2). With fixed lengths
+    (O / sqrt(12)) / (P + O / 2). 0 with no tokens."""
+    spread = 1.0 + output_scv
+    mean = prompt_tokens + output_tokens * spread / 2
+    if mean <= 0:
+        return 0.0
+    age_variance = output_tokens**2 * (spread**3 / 3 - spread**2 / 4)
+    return math.sqrt(prompt_tokens**2 * prompt_scv + age_variance) / mean
+
+
+def group_kv_imbalance(sequences: float, groups: int, context_cv: float) -> float:
+    """KV of the busiest of `groups` attention groups over the mean when `sequences`
+    decode sequences are spread evenly by count and each context varies with
+    `context_cv`: 1 + E[max of groups standard normals] x cv / sqrt(sequences / groups),
+    at most `groups` (one group holding every token). 1 for one group or no spread."""
+    if groups <= 1 or context_cv <= 0 or sequences <= 0:
+        return 1.0
+    per_group = max(sequences / groups, 1.0)
+    excess = expected_max_standard_normal(groups) * context_cv / math.sqrt(per_group)
+    return min(1.0 + excess, float(groups))
 
 
 def dispatch_bytes_per_element(weight_precision: Precision) -> float:

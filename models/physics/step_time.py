@@ -75,6 +75,7 @@ from models.physics.moe import (
     MoeEfficiency,
     busiest_rank_share,
     expert_layout,
+    group_kv_imbalance,
     moe_efficiency_for,
     moe_tp,
 )
@@ -129,14 +130,25 @@ class StepModel:
     """New tokens of one prompt riding in the iterations: with attention DP (dp > 1) each
     prompt is prefilled whole by one group, and the busiest group sets the pass
     (`models.physics.moe.busiest_rank_share`). 0: unknown, the prompt tokens spread evenly
-    over the groups. `with_prompt_tokens` sets it for a traffic mix."""
+    over the groups. `with_group_loads` sets it for a traffic mix."""
 
-    def with_prompt_tokens(self, prompt_tokens: float) -> "StepModel":
+    context_cv: float = field(default=0.0, kw_only=True)
+    """Spread (coefficient of variation) of one resident sequence's context: with
+    attention DP the busiest group's decode attention is the mean's x
+    `models.physics.moe.group_kv_imbalance`. 0: every group at the mean."""
+
+    def with_group_loads(self, prompt_tokens: float, context_cv: float = 0.0) -> "StepModel":
         """This model for iterations whose prompts carry `prompt_tokens` new tokens each
-        (itself when the layout has one attention group: nothing changes)."""
+        and whose resident contexts spread with `context_cv` (itself when the layout has
+        one attention group: nothing changes)."""
         if self.dp == 1 or self.experts_layout is None:
             return self
-        return replace(self, prompt_tokens=prompt_tokens)
+        return replace(self, prompt_tokens=prompt_tokens, context_cv=context_cv)
+
+    def decode_group_share(self, decode_tokens: float) -> float:
+        """Share of the decode attention (FLOPs and KV reads) on the busiest group:
+        1/dp x `group_kv_imbalance` of its decode_tokens / dp sequences."""
+        return group_kv_imbalance(decode_tokens, self.dp, self.context_cv) / self.dp
 
     def prefill_group_share(self, prefill_tokens: float) -> float:
         """Share of a pass's `prefill_tokens` prompt tokens on the busiest attention
@@ -220,6 +232,7 @@ class StepModel:
         prefill linear - dp x routed, plus the routed share spread over all G GPUs."""
         share = 1.0 / self.dp
         busiest = self.prefill_group_share(prefill_tokens)
+        attention_share = self.decode_group_share(decode_tokens)
         tokens = decode_tokens + prefill_tokens
         extra = layout.imbalance(tokens) - 1.0
         routed = self.routed_flops_per_token
@@ -238,11 +251,11 @@ class StepModel:
             prefill_flops / self.prefill_linear_flops_per_s
             + decode_flops / self.decode_linear_flops_per_s,
             weights / self.hbm_bytes_per_s,
-            share
+            attention_share
             * decode_kv_tokens
             * self.decode_attention_flops_per_pair
             / self.decode_attention_flops_per_s,
-            share * decode_kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
+            attention_share * decode_kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
             busiest
             * prefill_pairs
             * self.prefill_attention_flops_per_pair
@@ -383,10 +396,11 @@ class StepModel:
         """`_dense_passes_s` of an MoE model: `_moe_pass_terms`' arithmetic term by term,
         the attention side's terms once (the experts' depend on each load's tokens)."""
         share = 1.0 / self.dp
+        attention_share = self.decode_group_share(b)
         attention_s = max(
-            share * kv_tokens * self.decode_attention_flops_per_pair
+            attention_share * kv_tokens * self.decode_attention_flops_per_pair
             / self.decode_attention_flops_per_s,
-            share * kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
+            attention_share * kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
         )
         decode_linear = share * self.decode_linear_flops_per_token
         routed = self.routed_flops_per_token

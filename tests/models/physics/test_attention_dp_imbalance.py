@@ -16,6 +16,8 @@ from models.physics.moe import (
     busiest_rank_share,
     expected_max_multinomial,
     expected_max_standard_normal,
+    group_kv_imbalance,
+    resident_context_cv,
 )
 from models.physics.precision import Precision
 from models.physics.step_time import step_model
@@ -73,7 +75,7 @@ def test_dep_pass_carries_the_busiest_groups_prompts_by_hand():
     gpu, llm = gpu_catalog()["h200"], llm_catalog()["qwen3-235b-a22b"]
     efficiency = efficiency_for(gpu, FP8)
     even = step_model(gpu, llm, FP8, FP8, 1, 1, efficiency, ep=2, dp=2)
-    whole = even.with_prompt_tokens(1000.0)
+    whole = even.with_group_loads(1000.0)
     q, pairs = 2000.0, 2000.0 * 500
     assert whole.prefill_group_share(q) == pytest.approx(0.75)
     assert even.prefill_group_share(q) == 0.5
@@ -95,4 +97,44 @@ def test_dep_pass_carries_the_busiest_groups_prompts_by_hand():
     )
     # One attention group (TP) has nothing to balance: the model is unchanged.
     tp = step_model(gpu, llm, FP8, FP8, 8, 1, efficiency)
-    assert tp.with_prompt_tokens(1000.0) is tp
+    assert tp.with_group_loads(1000.0, 0.5) is tp
+
+
+def test_resident_context_spread_by_hand():
+    # Fixed lengths, P = O = 1,000: the age is uniform on [0, 1000], sd 1000 / sqrt(12)
+    # = 288.675, over a mean context of 1000 + 1000 / 2 = 1500.
+    assert resident_context_cv(1000, 0.0, 1000, 0.0) == pytest.approx(
+        1000 / math.sqrt(12) / 1500
+    )
+    # cv_p = cv_o = 1: Var = 1000^2 x 1 + 1000^2 x (2^3 / 3 - 2^2 / 4) = 1e6 x (1 + 5/3),
+    # over a mean of 1000 + 1000 x 2 / 2 = 2000.
+    assert resident_context_cv(1000, 1.0, 1000, 1.0) == pytest.approx(
+        math.sqrt(1e6 * (1 + 5 / 3)) / 2000
+    )
+    assert resident_context_cv(0, 0.0, 0, 0.0) == 0.0
+
+
+def test_group_kv_imbalance_by_hand():
+    # 3,200 sequences on 8 groups (400 each), cv 0.19245: 1 + 1.4236 x 0.19245 / 20.
+    cv = 1000 / math.sqrt(12) / 1500
+    expected = 1 + expected_max_standard_normal(8) * cv / math.sqrt(3200 / 8)
+    assert group_kv_imbalance(3200, 8, cv) == pytest.approx(expected)
+    assert expected == pytest.approx(1.0137, abs=1e-4)
+    assert group_kv_imbalance(3200, 1, cv) == 1.0  # one group: nothing to balance
+    assert group_kv_imbalance(8, 8, 50.0) == 8.0  # capped: one group holds it all
+
+
+def test_dep_decode_attention_carries_the_busiest_groups_kv_by_hand():
+    """DEP2: 64 decode sequences (32 per group) with context spread cv 0.5: the busiest
+    group's KV is 1 + E[max of 2 normals] x 0.5 / sqrt(32) = 1 + 0.5642 x 0.08839 of the
+    mean, and its KV read is that x half the pass's KV bytes."""
+    gpu, llm = gpu_catalog()["h200"], llm_catalog()["qwen3-235b-a22b"]
+    steps = step_model(gpu, llm, FP8, FP8, 1, 1, efficiency_for(gpu, FP8), ep=2, dp=2)
+    spread = steps.with_group_loads(1000.0, 0.5)
+    factor = 1 + (1 / math.sqrt(math.pi)) * 0.5 / math.sqrt(32)
+    kv_tokens = 64 * 1500
+    parts = spread.pass_parts(64, kv_tokens)
+    assert parts.kv_read_s == pytest.approx(
+        factor / 2 * kv_tokens * steps.kv_bytes_per_token / steps.hbm_bytes_per_s, rel=1e-6
+    )
+    assert parts.kv_read_s == pytest.approx(factor * steps.pass_parts(64, kv_tokens).kv_read_s)
