@@ -33,8 +33,10 @@ the ring's share of the message over the link that joins the TP group.
 
 Mixture of experts under expert parallelism (`models.physics.moe` states the routing statistics
 and the all-to-all): with `dp` attention groups the attention, the dense layers and the
-KV reads of a pass are the group's share, 1/dp of the replica's tokens (the router is
-taken to spread sequences and prompt chunks evenly over the groups); the routed experts
+KV reads of a pass are those of the busiest group: 1/dp of the decode sequences (the
+engine evens their counts) with the busiest group's KV (`context_cv`), and the prompts
+that the busiest group prefills whole (`prompt_tokens`; both set per traffic mix by
+`StepModel.with_group_loads`, else the even 1/dp share); the routed experts
 see all T tokens of the pass, spread over the `ep` ranks, and the slowest rank sets the
 pass: its expert FLOPs are the mean's x the load imbalance, it reads the experts its
 tokens touch, and it waits for the dispatch and combine all-to-alls of every MoE layer.
