@@ -133,7 +133,6 @@ class StepModel:
     prompt is prefilled whole by one group, and the busiest group sets the pass
     (`models.physics.moe.busiest_rank_share`). 0: unknown, the prompt tokens spread evenly
     over the groups. `with_group_loads` sets it for a traffic mix."""
-
     context_cv: float = field(default=0.0, kw_only=True)
     """Spread (coefficient of variation) of one resident sequence's context: with
     attention DP the busiest group's decode attention is the mean's x
