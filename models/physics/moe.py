@@ -94,7 +94,6 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from models.physics.efficiency import Efficiency, generation_of
@@ -182,6 +181,8 @@ k/n + sd x E[max of n standard normals], sd = sqrt(k/n (1 - 1/n))
 def expected_max_standard_normal(count: int) -> float:
     """E[max of `count` independent standard normals] = integral of z n phi(z) Phi(z)^(n-1)
     dz, by the trapezoid rule on [-10, 10] (0 for one; 1/sqrt(pi) = 0.5642 for two)."""
+    import numpy as np  # here, not at the top: numpy stays off dense paths (test_imports)
+
     z = np.linspace(-10.0, 10.0, 20001)
     phi = np.exp(-z * z / 2) / math.sqrt(2 * math.pi)
     cdf = np.cumsum(phi) * (z[1] - z[0])
@@ -202,6 +203,8 @@ def expected_max_multinomial(items: int, ranks: int) -> float:
     if items > MULTINOMIAL_EXACT_ITEMS:
         spread = math.sqrt(mean * (1 - 1 / ranks))
         return mean + spread * expected_max_standard_normal(ranks)
+    import numpy as np  # here, not at the top: numpy stays off dense paths (test_imports)
+
     log_total = items * math.log(items) - items - math.lgamma(items + 1)  # Poisson(k; k)
     pmf = [math.exp(j * math.log(mean) - mean - math.lgamma(j + 1)) for j in range(items + 1)]
     expected = 0.0
