@@ -2,18 +2,36 @@
 
 import json
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from rich.console import Console
+from rich.segment import Segment
 
+from models.io.output_files import terminal_safe
 from models.schema.errors import InputError
+
+
+class SafeConsole(Console):
+    """A console that shows the characters a terminal would act on instead of sending
+    them: the text printed holds the user's names and paths, and a workload called
+    "chat\\u001b]0;title\\u0007" must not retitle, recolour or clear the user's terminal.
+    Every text segment passes `terminal_safe` as the output is assembled (rich's own
+    control segments, cursor moves, are kept), so tables and messages alike are covered."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            segment if segment.control else Segment(terminal_safe(segment.text), segment.style)
+            for segment in buffer
+        )
+
 
 # Wide enough for the plan tables when output goes to a file or a CI log.
 _WIDTH = None if sys.stdout.isatty() else 160
 # No emoji codes: the text printed holds the user's names and paths, and a workload
 # called ":fire:" is printed as written.
-out = Console(highlight=False, soft_wrap=True, width=_WIDTH, emoji=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH, emoji=False)
+out = SafeConsole(highlight=False, soft_wrap=True, width=_WIDTH, emoji=False)
+err = SafeConsole(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH, emoji=False)
 
 
 def print_json(data: Any) -> None:

@@ -158,3 +158,36 @@ def test_a_binary_results_file_is_solved_again_not_a_crash(run_cli, tmp_path):
     result = run_checked(run_cli, "sweep", grid, "--out", str(results), code=0)
     records = [json.loads(line) for line in results.read_bytes().splitlines()[-2:]]
     assert len({r["key"] for r in records}) == 2, result.stderr  # both points solved anew
+
+
+# --- names reach the terminal shown, never obeyed ---------------------------------------
+
+ESCAPES = "\x1b]0;retitled\x07\x1b[2J\x1b[31m\x9b31m\u202e"
+"""A title change, a screen clear, a colour (7-bit and C1 CSI) and a bidi override."""
+
+
+def _obeyable(text: str) -> list[str]:
+    """Characters in `text` that a terminal would act on (tab and newline are fine)."""
+    return [
+        c
+        for c in text
+        if (ord(c) < 32 and c not in "\t\n")
+        or 0x7F <= ord(c) <= 0x9F
+        or 0x202A <= ord(c) <= 0x202E
+        or 0x2066 <= ord(c) <= 0x2069
+    ]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("validate",), ("solve",), ("solve", "--markdown", "-")],
+)
+def test_escape_sequences_in_names_are_shown_not_obeyed(run_cli, tmp_path, command):
+    data = _changed(("name",), f"evil{ESCAPES}")
+    data["workloads"][0]["name"] = f"chat{ESCAPES}"
+    source = _instance(tmp_path, data, "escapes.json")
+    source.write_text(json.dumps(data), encoding="utf-8")  # JSON keeps every character
+    result = run_cli(command[0], source, *command[1:])
+    assert "Traceback" not in result.stdout + result.stderr
+    assert _obeyable(result.stdout + result.stderr) == []
+    assert "evil\\u001b]0;retitled" in result.stdout + result.stderr  # shown, spelled out
