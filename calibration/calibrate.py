@@ -61,6 +61,7 @@ from models.physics.efficiency import Efficiency, efficiency_for, engine_profile
 from models.physics.memory import layout_problem
 from models.physics.precision import Precision
 from models.physics.step_time import step_model
+from models.profiles.fitting import from_vector, nelder_mead, to_vector
 from models.serving.capacity import replica_capacity
 from models.serving.frontier import operating_point
 from models.serving.replica import ReplicaConfig, Role
@@ -81,15 +82,6 @@ LATENCY_FACTORS = ("step_overhead_s",)
 held at their fit."""
 FITTED = THROUGHPUT_FACTORS + LATENCY_FACTORS + ("allreduce_latency_s",)
 """Every factor `efficiency.yaml` states; every other factor keeps its documented default."""
-BOUNDS = {
-    "prefill_flops_fraction": (0.15, 0.9),
-    "decode_flops_fraction": (0.15, 0.9),
-    "hbm_fraction": (0.3, 0.95),
-    "step_overhead_s": (2e-4, 0.03),
-    "allreduce_latency_s": (2e-6, 2e-4),
-    "scaleup_fraction": (0.1, 0.95),
-    "sequence_overhead_s": (1e-8, 1e-4),
-}
 PROFILES = {"trtllm-0.20": "trtllm-0.17", "trtllm-0.17": None}
 """Engine profiles fitted (those with max-throughput rows), each with the profile it falls
 back to for a generation it has no rows of."""
@@ -184,24 +176,6 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
 # --- fitting -----------------------------------------------------------------------------
 
 
-def _to_vector(efficiency: Efficiency, names: tuple[str, ...]) -> np.ndarray:
-    values = []
-    for name in names:
-        low, high = BOUNDS[name]
-        x = (getattr(efficiency, name) - low) / (high - low)
-        x = min(max(x, 1e-4), 1 - 1e-4)
-        values.append(math.log(x / (1 - x)))
-    return np.array(values)
-
-
-def _from_vector(vector: np.ndarray, base: Efficiency, names: tuple[str, ...]) -> Efficiency:
-    update = {}
-    for name, value in zip(names, vector, strict=True):
-        low, high = BOUNDS[name]
-        update[name] = low + (high - low) / (1 + math.exp(-value))
-    return base.model_copy(update=update)
-
-
 def _loss(rows: list[Row], efficiency: Efficiency) -> float:
     """Mean squared log error; a row the model cannot place costs as much as a 3x miss."""
     errors = []
@@ -211,45 +185,11 @@ def _loss(rows: list[Row], efficiency: Efficiency) -> float:
     return float(np.mean(errors))
 
 
-def nelder_mead(fun, start: np.ndarray, steps: int = 240, scale: float = 0.6) -> np.ndarray:
-    """A plain Nelder-Mead minimiser (numpy only)."""
-    dim = len(start)
-    simplex = [start] + [start + scale * np.eye(dim)[i] for i in range(dim)]
-    values = [fun(x) for x in simplex]
-    for _ in range(steps):
-        order = np.argsort(values)
-        simplex = [simplex[i] for i in order]
-        values = [values[i] for i in order]
-        centroid = np.mean(simplex[:-1], axis=0)
-        worst = simplex[-1]
-        reflected = centroid + (centroid - worst)
-        f_reflected = fun(reflected)
-        if f_reflected < values[0]:
-            expanded = centroid + 2 * (centroid - worst)
-            f_expanded = fun(expanded)
-            if f_expanded < f_reflected:
-                simplex[-1], values[-1] = expanded, f_expanded
-            else:
-                simplex[-1], values[-1] = reflected, f_reflected
-        elif f_reflected < values[-2]:
-            simplex[-1], values[-1] = reflected, f_reflected
-        else:
-            contracted = centroid + 0.5 * (worst - centroid)
-            f_contracted = fun(contracted)
-            if f_contracted < values[-1]:
-                simplex[-1], values[-1] = contracted, f_contracted
-            else:
-                best = simplex[0]
-                simplex = [best] + [best + 0.5 * (x - best) for x in simplex[1:]]
-                values = [values[0]] + [fun(x) for x in simplex[1:]]
-    return simplex[int(np.argmin(values))]
-
-
 def fit(rows: list[Row], base: Efficiency, names: tuple[str, ...]) -> Efficiency:
     """The factors `names` that minimise the mean squared log error over `rows`, every
     other factor as in `base`."""
-    best = nelder_mead(lambda v: _loss(rows, _from_vector(v, base, names)), _to_vector(base, names))
-    return _from_vector(best, base, names)
+    best = nelder_mead(lambda v: _loss(rows, from_vector(v, base, names)), to_vector(base, names))
+    return from_vector(best, base, names)
 
 
 def generation(row: Row) -> str:

@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "compare": "cli.compare",
     "report": "cli.report",
     "sweep": "cli.sweep",
+    "calibrate": "cli.calibrate",
 }
 """Command name -> the module holding the function of that name, in `--help` order."""
 

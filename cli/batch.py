@@ -6,9 +6,16 @@ time limit, a plan the verifier refuses, a bad golden file, a costlier plan (eac
 that instance's row; the run goes on); 2 the folder or an output path is unusable
 (nothing was solved).
 
-A verified plan cheaper than its golden beyond the tolerance is an improvement, not a
-regression: exit 0 with an `improvement` line (and `improvements` in --json), since the
-plan is better and the independent verifier accepted it; `--update` freezes the new cost.
+Each row of a check ends in one verdict word (solver.studies.batch.Verdict: regression,
+improvement, bad input, infeasible, input changed, ...) in the table, the Markdown, the
+JSON (`finding`) and the JUnit failure's type; the reason beside it is the first thing
+that broke (a parse error names file, line and field). A verified plan cheaper than its
+golden beyond the tolerance is an improvement, not a regression: exit 0 with an
+`improvement` line, since the plan is better and the independent verifier accepted it;
+`--update` freezes the new cost. `input changed` (the instance, catalog or version differ
+from the golden's fingerprint) fails only under `--strict`. `--update` never freezes a
+failed instance, nor an infeasible one unless `--allow-infeasible` says infeasibility is
+the expected answer.
 """
 
 import json
@@ -24,7 +31,8 @@ from rich.text import Text
 from cli.exit_codes import ExitCode
 from cli.options import JsonOut
 from cli.render.console import err, out
-from cli.render.junit import junit_xml, outcome_records
+from cli.render.junit import junit_xml, outcome_records, verdict
+from cli.render.zeros import json_without_negative_zero
 from models.io.output_files import check_target, is_stdout, write_text
 from models.schema.errors import InputError
 from solver.studies.batch import (
@@ -67,6 +75,21 @@ def batch(
         Path | None,
         typer.Option("--junit", help="Write a JUnit XML report (one test case per instance)."),
     ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="With --check, fail an instance whose input (instance, catalog or version) "
+            "changed since its golden was frozen.",
+        ),
+    ] = False,
+    allow_infeasible: Annotated[
+        bool,
+        typer.Option(
+            "--allow-infeasible",
+            help="With --update, freeze an infeasible result as golden (refused otherwise).",
+        ),
+    ] = False,
 ) -> None:
     """Solve every instance in FOLDER; exit 1 when any fails (or, with --check, regresses)."""
     files = instance_files(folder)
@@ -95,32 +118,41 @@ def batch(
         outcomes = run_batch(files, jobs=jobs, backend=backend, on_done=done)
 
     comparisons = [check_golden(o) if check else None for o in outcomes]
-    console.print(_summary_table(outcomes, comparisons, check))
-    failed = _report_failures(outcomes, comparisons, check, console)
+    console.print(_summary_table(outcomes, comparisons, check, strict))
+    failed = _report_failures(outcomes, comparisons, check, strict, console)
     for orphan in orphan_goldens(folder):
         err.print(f"orphan golden {orphan.name}: no instance file beside it", markup=False)
 
     if update:
-        failed = _update_goldens(outcomes, console)
+        failed = _update_goldens(outcomes, allow_infeasible, console)
     if json_out is not None:
-        text = json.dumps(outcome_records(outcomes, comparisons), indent=2)
+        text = json.dumps(outcome_records(outcomes, comparisons, strict), indent=2)
+        text = json_without_negative_zero(text)
         write_text(json_out, text, tuple(files))
     if markdown_out is not None:
-        write_text(markdown_out, _markdown(outcomes, comparisons, check), tuple(files))
+        write_text(markdown_out, _markdown(outcomes, comparisons, check, strict), tuple(files))
     if junit_out is not None:
-        write_text(junit_out, junit_xml(outcomes, comparisons), tuple(files))
+        write_text(junit_out, junit_xml(outcomes, comparisons, strict), tuple(files))
     if failed:
         raise typer.Exit(ExitCode.CHECK_FAILED)
 
 
-def _update_goldens(outcomes: list[Outcome], console) -> bool:
+def _update_goldens(outcomes: list[Outcome], allow_infeasible: bool, console) -> bool:
     """Freeze every outcome that says something about its plan; True when one could not
-    be (a failed instance, or a golden that cannot be written)."""
+    be (a failed instance, an infeasible one without --allow-infeasible, or a golden that
+    cannot be written)."""
     failed = False
     for outcome in outcomes:
+        name = golden_path(Path(outcome.file)).name
         if outcome.status in FAILED_STATUSES:
-            console.print(
-                f"not updated {golden_path(Path(outcome.file)).name}: {outcome.status}",
+            err.print(f"not updated {name}: {outcome.status}: {outcome.message}", markup=False)
+            failed = True
+            continue
+        if outcome.status == "infeasible" and not allow_infeasible:
+            err.print(
+                f"not updated {name}: the instance is infeasible, and a golden would make "
+                "--check pass on it; pass --allow-infeasible if infeasible is the expected "
+                f"answer ({outcome.message})",
                 markup=False,
             )
             failed = True
@@ -141,16 +173,30 @@ def _status(outcome: Outcome) -> str:
     return outcome.status
 
 
+def _detail(result: dict, comparison: Comparison | None) -> str:
+    """What a row has to say beside its verdict word: the first reason it fails (the word
+    itself left off), or the input change it only notes."""
+    if result["reasons"]:
+        return result["reasons"][0].removeprefix(f"{result['finding']}: ")
+    if comparison is not None and comparison.input_changed:
+        return comparison.input_changed
+    return ""
+
+
 def _summary_table(
-    outcomes: list[Outcome], comparisons: list[Comparison | None], check: bool
+    outcomes: list[Outcome], comparisons: list[Comparison | None], check: bool, strict: bool
 ) -> Table:
+    results = [verdict(o, c, strict) for o, c in zip(outcomes, comparisons, strict=True)]
+    details = [_detail(r, c) for r, c in zip(results, comparisons, strict=True)]
     table = Table(title="fleetplan batch")
     columns = ["instance", "status", "cost / month", "GPUs", "verified", "wall s"]
     if check:
         columns.append("vs golden")
+    if any(details):
+        columns.append("what broke")
     for column in columns:
         table.add_column(column, justify="right" if column in ("cost / month", "GPUs") else "left")
-    for outcome, comparison in zip(outcomes, comparisons, strict=True):
+    for outcome, result, detail in zip(outcomes, results, details, strict=True):
         row = [
             Path(outcome.file).name,
             _status(outcome),
@@ -160,41 +206,51 @@ def _summary_table(
             f"{outcome.runtime_s:.2f}",
         ]
         cells = [Text(cell) for cell in row]  # user strings never reach rich markup
-        if check and comparison is not None:
-            count = len(comparison.regressions)
-            if not comparison.ok:
-                cells.append(Text(f"{count} change(s)", style="red"))
-            else:
-                cells.append(Text("improved" if comparison.improvements else "ok"))
+        if check:
+            style = "red" if result["verdict"] == "fail" else ""
+            cells.append(Text(result["finding"], style=style))
+        if any(details):
+            cells.append(Text(detail))
         table.add_row(*cells)
     return table
 
 
 def _report_failures(
-    outcomes: list[Outcome], comparisons: list[Comparison | None], check: bool, console
+    outcomes: list[Outcome],
+    comparisons: list[Comparison | None],
+    check: bool,
+    strict: bool,
+    console,
 ) -> bool:
+    """Print every reason an instance fails on stderr, led by its verdict word, and the
+    improvements, notes and (unless they fail) input changes on `console`; True when one
+    failed."""
     failed = False
     for outcome, comparison in zip(outcomes, comparisons, strict=True):
-        name = escape(Path(outcome.file).name)
-        if check and comparison is not None:
-            for line in comparison.regressions:
-                err.print(f"[red]regression[/] {name}: {escape(line)}")
-                failed = True
-            for line in comparison.improvements:
-                console.print(
-                    f"improvement {Path(outcome.file).name}: {line} (cheaper and verified; "
-                    "--update freezes it)",
-                    markup=False,
-                )
-            for line in comparison.notes:
-                console.print(f"note {Path(outcome.file).name}: {line}", markup=False)
-        elif outcome.status != "solved" or not outcome.verified:
-            err.print(f"[red]failed[/] {name}: {escape(outcome.status)}: {escape(outcome.message)}")
+        name = Path(outcome.file).name
+        result = verdict(outcome, comparison, strict)
+        word = result["finding"]
+        for line in result["reasons"]:
+            reason = escape(line.removeprefix(f"{word}: "))
+            err.print(f"[red]{escape(word)}[/] {escape(name)}: {reason}")
             failed = True
+        if not check or comparison is None:
+            continue
+        for line in comparison.improvements:
+            console.print(
+                f"improvement {name}: {line} (cheaper and verified; --update freezes it)",
+                markup=False,
+            )
+        if comparison.input_changed and not strict:
+            console.print(f"input changed {name}: {comparison.input_changed}", markup=False)
+        for line in comparison.notes:
+            console.print(f"note {name}: {line}", markup=False)
     return failed
 
 
-def _markdown(outcomes: list[Outcome], comparisons: list[Comparison | None], check: bool) -> str:
+def _markdown(
+    outcomes: list[Outcome], comparisons: list[Comparison | None], check: bool, strict: bool
+) -> str:
     lines = [
         "# fleetplan batch",
         "",
@@ -210,9 +266,13 @@ def _markdown(outcomes: list[Outcome], comparisons: list[Comparison | None], che
             f"{'yes' if outcome.verified else 'no'} |"
         )
         if check and comparison is not None:
-            changes = "<br>".join(_cell(r) for r in comparison.regressions)
-            improved = "<br>".join(_cell(f"improved: {i}") for i in comparison.improvements)
-            row += f" {improved or 'ok'} |" if comparison.ok else f" {changes} |"
+            result = verdict(outcome, comparison, strict)
+            word = result["finding"]
+            said = [line.removeprefix(f"{word}: ") for line in result["reasons"]]
+            said += [f"improved: {i}" for i in comparison.improvements]
+            if comparison.input_changed and not strict:
+                said.append(comparison.input_changed)
+            row += " " + "<br>".join([f"**{word}**", *map(_cell, said)]) + " |"
         lines.append(row)
     return "\n".join(lines) + "\n"
 

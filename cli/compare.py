@@ -9,6 +9,7 @@ from cli.exit_codes import ExitCode
 from cli.options import JsonOut, MarkdownOut, to_stdout
 from cli.render.console import err, out
 from cli.render.tables import Report, TableSpec
+from cli.render.zeros import json_without_negative_zero
 from models.io.loading import load_instance
 from models.io.output_files import check_target, is_stdout, write_text
 from solver.analysis.compare import Comparison, Side, compare_instances
@@ -32,7 +33,8 @@ def compare(
     report = comparison_report(result)
     report.print(err if to_stdout(json_out, markdown_out) else out)
     if json_out is not None:
-        write_text(json_out, result.model_dump_json(indent=2), inputs=(base, candidate))
+        text = json_without_negative_zero(result.model_dump_json(indent=2))
+        write_text(json_out, text, inputs=(base, candidate))
         if not is_stdout(json_out):
             err.print(f"wrote {json_out}", markup=False)
     if markdown_out is not None:
@@ -48,8 +50,13 @@ def comparison_report(result: Comparison) -> Report:
     b, c = result.base, result.candidate
     rows = [
         ("$/month", _money(b.cost_per_month), _money(c.cost_per_month)),
-        ("GPUs", _text(b.total_gpus), _text(c.total_gpus)),
-        ("$/GPU-hour (blended)", _usd(b.usd_per_gpu_hour, 2), _usd(c.usd_per_gpu_hour, 2)),
+        ("GPUs used", _text(b.total_gpus), _text(c.total_gpus)),
+        ("GPUs paid (bought + owned in use)", _text(b.gpus_paid), _text(c.gpus_paid)),
+        (
+            "$/GPU-hour (blended over GPUs paid)",
+            _usd(b.usd_per_gpu_hour, 2),
+            _usd(c.usd_per_gpu_hour, 2),
+        ),
         (
             "$/million tokens at the SLO",
             _usd(b.usd_per_million_tokens, 3),
@@ -76,10 +83,7 @@ def comparison_report(result: Comparison) -> Report:
             TableSpec(
                 "Rollout: metrics to watch",
                 ("metric", "threshold"),
-                tuple(
-                    (w["metric"], str({k: v for k, v in w.items() if k != "metric"}))
-                    for w in rollout["watch"]
-                ),
+                tuple((w["metric"], threshold_text(w)) for w in rollout["watch"]),
                 f"canary {rollout['canary_share']:.0%}, stages "
                 + " -> ".join(f"{s:.0%}" for s in rollout["stages"])
                 + "; "
@@ -90,6 +94,22 @@ def comparison_report(result: Comparison) -> Report:
             TableSpec("Rollback when", ("criterion",), tuple((r,) for r in rollout["rollback"]))
         )
     return Report([f"compare: {result.decision.upper()}"], tables)
+
+
+def threshold_text(watch: dict) -> str:
+    """A watched metric's rollback threshold as it reads: "above 1,000 ms" for a p99,
+    "above $0.093" for the $ per million tokens, "above 14.4x" for a burn rate, "change
+    below -1" for a quality metric."""
+    if "threshold_ms" in watch:
+        return f"above {watch['threshold_ms']:,g} ms"
+    if "threshold_delta" in watch:
+        return f"change below {watch['threshold_delta']:+g}"
+    value = watch.get("threshold")
+    if value is None:
+        return "-"
+    if watch["metric"].startswith("$"):
+        return f"above ${value:,.3f}"
+    return f"above {value:g}x"
 
 
 def _money(value: float | None) -> str:

@@ -31,7 +31,7 @@ def ranked(solved: Solved, backend: str | None, jobs: int) -> tuple[LeverResult,
         task = progress.add_task("", total=total)
         return rank_levers(
             instance,
-            solved.plan.cost_per_month or 0.0,
+            solved.plan,
             backend,
             jobs,
             on_done=lambda r: progress.update(task, advance=1, description=r.lever),
@@ -42,14 +42,15 @@ def lever_table(results: tuple[LeverResult, ...]) -> TableSpec:
     """Levers, largest saving first."""
     return TableSpec(
         "Levers ranked by dollars",
-        ("lever", "$/month", "saving $/month", "GPUs", "status"),
+        ("lever", "$/month", "saving $/month", "GPUs", "status", "why"),
         tuple(
             (
                 r.lever,
                 "-" if r.cost_per_month is None else f"{r.cost_per_month:,.0f}",
-                "-" if r.saving_per_month is None else f"{r.saving_per_month:+,.0f}",
+                "-" if r.saving_per_month is None else f"{r.saving_per_month:+z,.0f}",
                 "-" if r.total_gpus is None else str(r.total_gpus),
                 r.status,
+                r.reason or r.note,
             )
             for r in results
         ),

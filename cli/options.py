@@ -50,13 +50,15 @@ def emit_json(target: Path | None, data: Any, inputs: tuple[Path, ...] = ()) -> 
     for None, standard output for `-`, else the file (atomically, never over an input)."""
     if target is None:
         return
+    from cli.render.zeros import json_without_negative_zero
+
     if isinstance(data, str):
         text = data
     elif hasattr(data, "model_dump_json"):
         text = data.model_dump_json(indent=2)
     else:
         text = json.dumps(data, indent=2)
-    write_text(target, text, inputs)
+    write_text(target, json_without_negative_zero(text), inputs)
     if not is_stdout(target):
         from cli.render.console import err
 
@@ -72,9 +74,9 @@ def overrides_of(sets: list[str] | None):
 
 def load(file: Path, sets: list[str] | None):
     """The instance in `file` with the `--set` overrides applied, validated in full; its
-    warnings (models.schema.instance.input_warnings) printed on stderr."""
+    warnings (models.schema.checks.input_warnings) printed on stderr."""
     from models.io.overrides import load_instance_with
-    from models.schema.instance import input_warnings
+    from models.schema.checks import input_warnings
 
     instance = load_instance_with(file, overrides_of(sets))
     print_warnings(input_warnings(instance))

@@ -18,8 +18,8 @@ from models.physics.speculative import (
 from models.schema import limits
 from models.schema.errors import InputError, Issue
 from models.schema.quantities import out_of_range
-from models.serving.batch_model import MixTokens, decode_steps, replica_step_model
-from models.serving.replica import ReplicaConfig, Role, TrafficMix
+from models.serving.replica import MixTokens, ReplicaConfig, Role, TrafficMix
+from models.serving.replica_layout import decode_steps, replica_step_model
 
 _WHERE = "command line"
 DEFAULT_TABLE_BATCH = 512

@@ -26,7 +26,8 @@ def report(
     """
     started = time.monotonic()
     from cli.render.html_report import report_html
-    from cli.solve import _read_plan, _solve, plan_header, plan_tables
+    from cli.render.plan_tables import plan_header, plan_tables
+    from cli.solve import _read_plan, _solve
     from solver.analysis.report_data import chart_data
 
     inputs = (file,) if plan_file is None else (file, plan_file)

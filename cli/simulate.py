@@ -13,6 +13,7 @@ from cli.exit_codes import ExitCode
 from cli.options import JsonOut, MarkdownOut, SetOption, load
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, markdown_tables, print_tables
+from cli.render.zeros import json_without_negative_zero
 from models.io.output_files import check_target, is_stdout, write_text
 from models.schema.errors import InputError, Issue
 from solver.plan.schema import Plan
@@ -215,7 +216,8 @@ def simulate(
     wall_s = time.perf_counter() - started
     tables = simulation_tables(result)
     if json_out is not None:
-        write_text(json_out, result.model_dump_json(indent=2), (file, plan_file))
+        text = json_without_negative_zero(result.model_dump_json(indent=2))
+        write_text(json_out, text, (file, plan_file))
     if markdown_out is not None:
         write_text(markdown_out, markdown_tables([], tables), (file, plan_file))
     print_tables([], tables, console=err if any(is_stdout(p) for p in outputs) else out)

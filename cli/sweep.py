@@ -75,7 +75,7 @@ def sweep(
             work.append((point, instance))
     if instances:  # what is probably unintended in the instance (the first valid point's)
         from cli.options import print_warnings
-        from models.schema.instance import input_warnings
+        from models.schema.checks import input_warnings
 
         print_warnings(input_warnings(instances[min(instances)]))
     console = err if to_stdout(json_out) else out

@@ -1,6 +1,6 @@
 """The one runtime settings object of a solve: which backend, its limits, and its deadline.
 
-The instance file's `solver` section (`models.schema.instance.SolverSettings`) is the schema a
+The instance file's `solver` section (`models.schema.policy.SolverSettings`) is the schema a
 user writes; `SolveSettings` is what the pipeline, the decomposition, the diagnosis and
 every backend call read. `SolveSettings.of` applies command-line overrides to the
 instance's section; `Backend.solve` builds one from its keyword arguments, so a backend
@@ -27,9 +27,8 @@ MIN_CALL_S = 0.01
 SOLVE_SHARE = 0.8
 """Share of a run's time limit its solve may use (`SolveSettings.within`): the rest is
 kept for the pricing LP, the verifier and the report, so that a solve the limit stops
-with a plan in hand (FEASIBLE, its gap stated) still returns that plan. Measured on the
-scaling bench's 50 x 50 x 6 region-loss instance (about 800,000 variables): 48 s after
-the solve, 36 s of it the pricing LP and 7 s the verifier, 16% of its 300 s limit."""
+with a plan in hand (FEASIBLE, its gap stated) still returns that plan. The fifth kept
+covers the largest bench instance's work after its solve (the README's speed notes)."""
 PRICING_SHARE = 0.95
 """Share of a run's time limit by which the pricing LP must end: a plan whose pricing LP
 has not ended by then is reported without shadow prices (and says so), and the rest is

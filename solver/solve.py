@@ -15,8 +15,8 @@ returned; a pricing LP not ended by `PRICING_SHARE` of it leaves the plan withou
 prices, and the plan says so. A run that passes the deadline before it has a plan raises
 `TimeLimitReached` naming the stage it was in; once the solve has one, the deadline no
 longer throws it away: a plan whose read-back, pricing or verification ends past the
-limit (the 50 x 50 x 6 region-loss bench instance reads back and verifies in about
-30 s) is still verified and returned, since the time is spent either way.
+limit (a large plan's read-back and verification take tens of seconds) is still
+verified and returned, since the time is spent either way.
 """
 
 import threading
@@ -42,7 +42,8 @@ from solver.decompose.by_workload import optimise
 from solver.decompose.parallel import workers_kept
 from solver.decompose.workload_parts import start_by_workload
 from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
-from solver.plan.schema import Plan, SimplicityCost
+from solver.plan.records import SimplicityCost
+from solver.plan.schema import Plan
 from solver.program.build import FleetProgram, build_program
 from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.program.optimised import Optimised
@@ -194,8 +195,8 @@ PRICING_TIMED_OUT = (
 def _in_background(run: Callable[..., T], *args) -> Callable[[], T]:
     """`run(*args)` started in a thread; the returned function waits for it and gives its
     result (or raises what it raised). The pricing LP runs so while the plan is read
-    back: HiGHS releases the interpreter lock while it solves (measured: a Python loop
-    beside it runs at full speed), so the two share the cores."""
+    back: HiGHS releases the interpreter lock while it solves, so the two share the
+    cores."""
     outcome: list = []
 
     def target() -> None:

@@ -1,3 +1,6 @@
 """Rendering: tables for the terminal, Markdown, JUnit and the HTML report. No arithmetic.
 
-Imports: models/, solver/ (the plan and the reports' data)."""
+Imports: the records it draws: solver.plan (the plan), solver.analysis (the report's data),
+solver.studies (a batch's results, for JUnit), models.calculators and models.serving (the
+estimate and its headroom), models.schema (the input errors) and models.io.output_files
+(terminal_safe: a name's escape sequences are shown, not obeyed)."""

@@ -1,13 +1,15 @@
 """Shared terminal output: one console for results, one for errors."""
 
 import json
+import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rich.console import Console
 from rich.segment import Segment
 
+from cli.render.zeros import json_without_negative_zero
 from models.io.output_files import terminal_safe
 from models.schema.errors import InputError
 
@@ -26,8 +28,21 @@ class SafeConsole(Console):
         )
 
 
-# Wide enough for the plan tables when output goes to a file or a CI log.
-_WIDTH = None if sys.stdout.isatty() else 160
+FILE_WIDTH = 160
+"""Wide enough for the plan tables when output goes to a file or a CI log."""
+
+
+def output_width(environ: Mapping[str, str] = os.environ, is_terminal: bool = False) -> int | None:
+    """The width tables are laid out in: `COLUMNS` when it is set to a positive number
+    (the user's word, terminal or not), else the terminal's own (None: rich asks it), else
+    `FILE_WIDTH` for a file or a pipe."""
+    columns = environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return None if is_terminal else FILE_WIDTH
+
+
+_WIDTH = output_width(is_terminal=sys.stdout.isatty())
 # No emoji codes: the text printed holds the user's names and paths, and a workload
 # called ":fire:" is printed as written.
 out = SafeConsole(highlight=False, soft_wrap=True, width=_WIDTH, emoji=False)
@@ -36,7 +51,8 @@ err = SafeConsole(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH, em
 
 def print_json(data: Any) -> None:
     """Write `data` as indented JSON on stdout (no colour, no wrapping)."""
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    text = json.dumps(data, indent=2, sort_keys=False)
+    sys.stdout.write(json_without_negative_zero(text) + "\n")
 
 
 def report_input_error(error: InputError) -> None:

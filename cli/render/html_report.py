@@ -2,7 +2,7 @@
 by matplotlib (text as paths), no script and no external file: it opens offline, in any
 browser, forever.
 
-Sections: the plan header and tables (`cli.solve.plan_tables`), the cost split by phase,
+Sections: the plan header and tables (`cli.render.plan_tables`), the cost split by phase,
 utilisation by scenario as a heat map, and per chosen configuration the roofline, the
 latency-vs-load hockey stick and the throughput frontier (`solver.analysis.report_data`).
 """

@@ -1,7 +1,10 @@
 """CI outputs of `fleetplan batch`: each instance's verdict, and the run as JUnit XML.
 
-The verdict of one instance: `pass` or `fail`, with the reasons (the regressions against
-its golden file with `--check`; without it, a plan that is not solved or not verified).
+The verdict of one instance: `pass` or `fail`, the word for what was found (`finding`, a
+solver.studies.batch.Verdict: regression, bad input, infeasible, input changed, ...) and
+the reasons (the regressions against its golden file with `--check`, and under `--strict`
+an input change; without it, a plan that is not solved or not verified, with its message:
+the parse error of a bad input).
 The JUnit file is the shape CI systems read (Jenkins, GitLab, GitHub test reporters): one
 `<testsuite>` of one `<testcase>` per instance; a failing instance carries a `<failure>`
 whose message is its first reason and whose text lists them all.
@@ -11,43 +14,55 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
-from solver.studies.batch import Comparison, Outcome
+from solver.studies.batch import Comparison, Outcome, Verdict, led_by, outcome_verdict
 
 SUITE_NAME = "fleetplan batch"
 CLASS_NAME = "fleetplan.batch"
 
 
-def verdict(outcome: Outcome, comparison: Comparison | None) -> dict[str, Any]:
-    """`{verdict: pass|fail, reasons: [...]}` of one instance (`comparison` with --check)."""
+def verdict(
+    outcome: Outcome, comparison: Comparison | None, strict: bool = False
+) -> dict[str, Any]:
+    """`{verdict: pass|fail, finding: word, reasons: [...], improvements: [...]}` of one
+    instance (`comparison` with --check; `strict`: an input change fails)."""
     if comparison is not None:
+        finding = comparison.verdict
         reasons = list(comparison.regressions)
-    elif outcome.status != "solved":
-        reasons = [f"{outcome.status}: {outcome.message}".rstrip(": ")]
-    elif not outcome.verified:
-        reasons = [f"plan fails the verifier: {outcome.message}"]
+        if strict and comparison.input_changed:
+            reasons.append(comparison.input_changed)
     else:
-        reasons = []
+        finding = outcome_verdict(outcome)
+        if finding is Verdict.OK:
+            reasons = []
+        elif outcome.status == "solved":
+            reasons = [f"plan fails the verifier: {outcome.message}"]
+        else:
+            reasons = [led_by(finding, outcome.message)]
     improvements = list(comparison.improvements) if comparison is not None else []
     return {
         "verdict": "fail" if reasons else "pass",
+        "finding": str(finding),
         "reasons": reasons,
         "improvements": improvements,
     }
 
 
 def outcome_records(
-    outcomes: list[Outcome], comparisons: list[Comparison | None]
+    outcomes: list[Outcome], comparisons: list[Comparison | None], strict: bool = False
 ) -> list[dict[str, Any]]:
     """The batch JSON: every outcome with its verdict."""
     return [
-        {**outcome.model_dump(mode="json"), **verdict(outcome, comparison)}
+        {**outcome.model_dump(mode="json"), **verdict(outcome, comparison, strict)}
         for outcome, comparison in zip(outcomes, comparisons, strict=True)
     ]
 
 
-def junit_xml(outcomes: list[Outcome], comparisons: list[Comparison | None]) -> str:
-    """The batch as a JUnit XML document (one testcase per instance)."""
-    verdicts = [verdict(o, c) for o, c in zip(outcomes, comparisons, strict=True)]
+def junit_xml(
+    outcomes: list[Outcome], comparisons: list[Comparison | None], strict: bool = False
+) -> str:
+    """The batch as a JUnit XML document (one testcase per instance); a failure's type is
+    the verdict word, its message the first reason."""
+    verdicts = [verdict(o, c, strict) for o, c in zip(outcomes, comparisons, strict=True)]
     failures = sum(v["verdict"] == "fail" for v in verdicts)
     suite = ElementTree.Element(
         "testsuite",
@@ -68,7 +83,7 @@ def junit_xml(outcomes: list[Outcome], comparisons: list[Comparison | None]) -> 
         )
         if result["verdict"] == "fail":
             failure = ElementTree.SubElement(
-                case, "failure", message=result["reasons"][0], type="regression"
+                case, "failure", message=result["reasons"][0], type=result["finding"]
             )
             failure.text = "\n".join(result["reasons"])
         else:

@@ -10,16 +10,22 @@ from rich.text import Text
 
 from cli.render.console import out
 from cli.render.plain_tables import plain_table
+from cli.render.zeros import unsigned_zero
 
 
 @dataclass(frozen=True)
 class TableSpec:
-    """A table as strings, rendered to the terminal or to Markdown."""
+    """A table as strings, rendered to the terminal or to Markdown; a cell that reads as
+    a negative zero ("-0", "-$0", "-0.00") is kept without its minus (cli.render.zeros)."""
 
     title: str
     columns: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     note: str = ""
+
+    def __post_init__(self) -> None:
+        clean = tuple(tuple(unsigned_zero(cell) for cell in row) for row in self.rows)
+        object.__setattr__(self, "rows", clean)
 
 
 def print_tables(
@@ -58,9 +64,34 @@ def print_tables(
                 )
             for row in spec.rows:
                 table.add_row(*(Text(row[index]) for index in group))
-            console.print(table, soft_wrap=not wrap)
+            width = _fitted_width(console, table, soft_wrap=not wrap)
+            console.print(table, soft_wrap=not wrap, width=width)
     if note:
         console.print(note, markup=False, emoji=False, soft_wrap=not wrap)
+
+
+FIT_TRIES = 4
+"""Narrowings `_fitted_width` tries before it gives up (one or two suffice)."""
+
+
+def _fitted_width(console: Console, table: Table, soft_wrap: bool) -> int:
+    """The width to lay `table` out in so that none of its lines passes the console's
+    (`COLUMNS`, the terminal or the file width): rich's column collapse rounds widths up,
+    so a table asked for 70 characters with narrow minimum widths may draw 71. Narrow by
+    the overshoot until it fits. The caption is left out of the measure: a file's prose
+    stays whole (`print_tables`)."""
+    caption, table.caption = table.caption, None
+    width = console.width
+    for _ in range(FIT_TRIES):
+        with console.capture() as drawn:
+            console.print(table, soft_wrap=soft_wrap, width=width)
+        lines = drawn.get().splitlines()  # styles as escape codes: measure the text
+        widest = max((Text.from_ansi(line).cell_len for line in lines), default=0)
+        if widest <= console.width or width == 1:
+            break
+        width = max(width - (widest - console.width), 1)
+    table.caption = caption
+    return width
 
 
 UNBROKEN_CELL = 16

@@ -2,7 +2,8 @@
 thresholds, error budget per failure scenario, batch placement and the months."""
 
 from cli.render.tables import TableSpec
-from solver.plan.schema import Month, Plan
+from solver.plan.schema import Plan
+from solver.plan.time_records import Month
 
 
 def time_tables(plan: Plan) -> list[TableSpec]:

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from models.colocation.shared_layout import Member, SharedLayout
 from models.physics.efficiency import Efficiency
 from models.physics.step_time import StepModel, step_model
-from models.serving.batch_model import BatchModel, MixTokens, batch_p99
-from models.serving.replica import Role
+from models.serving.batch_model import BatchModel, batch_p99
+from models.serving.replica import MixTokens, Role
 
 EXACT_ACTIVITY_STATES = 12
 """Up to this many other engines the p99 interference is exact over their activity

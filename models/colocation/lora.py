@@ -44,8 +44,15 @@ from models.physics.llm import Attention, LlmSpec
 from models.physics.memory import does_not_fit_message, layers_per_stage
 from models.physics.step_time import StepModel, step_model
 from models.serving import capacity as replica_model
-from models.serving.batch_model import MixTokens, replica_memory_budget
-from models.serving.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
+from models.serving.replica import (
+    LatencyTargets,
+    MixTokens,
+    ReplicaCapacity,
+    ReplicaConfig,
+    Role,
+    TrafficMix,
+)
+from models.serving.replica_layout import replica_memory_budget
 
 DEFAULT_LORA_RANK = 16
 """Rank of an adapter whose entry gives none (PEFT's examples and S-LoRA's evaluation use

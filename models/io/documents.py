@@ -78,6 +78,13 @@ def read_document(path: str | Path, what: str = "instance") -> tuple[Any, Lines]
     return _parse_json(text, name, what)
 
 
+def read_text(path: str | Path, what: str) -> str:
+    """A text file's content (a CSV of measurements, say) under the same limits as every
+    document: a regular file, at most `MAX_DOCUMENT_BYTES`, UTF-8. Raises InputError."""
+    path = Path(path)
+    return _decode(str(path), _read_bytes(path, what))
+
+
 def _problem(name: str, message: str, line: int | None = None, field: str = "") -> InputError:
     return InputError([Issue(name, line, field, message)])
 

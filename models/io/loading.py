@@ -15,8 +15,9 @@ from pydantic import BaseModel, ValidationError
 
 from models.io.documents import LineMap, Lines, dotted, read_document
 from models.schema import limits
+from models.schema.checks import cross_check
 from models.schema.errors import InputError, Issue
-from models.schema.instance import Instance, cross_check
+from models.schema.instance import Instance
 from models.schema.quantities import describe
 
 __all__ = ["LineMap", "Lines", "load_instance", "read_document", "validate_instance"]

@@ -42,7 +42,7 @@ move with load are the sequences resident in the KV cache (KV-cache usage) and t
 prompts waiting for prefill (queue depth). Thresholds, per replica, for a pool that
 runs at target utilisation u* = 1 - H / (n C) of its SLO capacity at its peak size n:
 
-    kv_usage_scale_out    = u* x B / B_max           (B the mean batch at capacity,
+    kv_usage_scale_out    = u* x B / B_max           (B the mean batch at capacity C,
                                                       B_max the sequences that fit)
     queue_depth_scale_out = lambda Wq at lambda = u* C, Wq the M/G/1 mean wait of the
                             prefill lane (service S = prefill time of a mean prompt,
@@ -53,7 +53,10 @@ runs at target utilisation u* = 1 - H / (n C) of its SLO capacity at its peak si
 
 The KV threshold uses Little's law at a fixed duration: below capacity steps are
 shorter, so the true usage at u* C is somewhat lower and the alarm fires a little late;
-the queue-depth threshold does not have that bias and should lead.
+the queue-depth threshold does not have that bias and should lead. B, B_max and S are a
+replica's in a pool of size n, the same pool whose capacity C is credited: a replica's
+batch at C is B = C x B_n / q(n) (`resident_batch`, Little's law at the duration of a
+request in that pool), never a lone replica's batch B_1 at q(1) against a pooled C.
 """
 
 import math
@@ -176,6 +179,18 @@ class ScalingThresholds:
     queue_depth_slo_edge: float
     """T / S - 1: prompts queued ahead beyond which the TTFT target cannot hold."""
     note: str = GPU_UTILISATION_NOTE
+
+
+def resident_batch(rate_rps: float, pool_batch: float, pool_rps: float) -> float:
+    """Sequences resident in one replica at `rate_rps`, by Little's law at the duration
+    a request spends in a replica of the pool at its capacity:
+
+        B = rate x D,  D = pool_batch / pool_rps     (B_n at q(n): D = B_n / q(n))
+
+    (`pool_batch` when the pool's capacity is not positive)."""
+    if pool_rps <= 0:
+        return pool_batch
+    return rate_rps * pool_batch / pool_rps
 
 
 def scaling_thresholds(

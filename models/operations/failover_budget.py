@@ -36,12 +36,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from models.operations.slo import error_budget_minutes
+from models.schema.quantities import HOURS_PER_MONTH
 
 HOURS_PER_DAY = 24
 SECONDS_PER_MINUTE = 60.0
 
 
-def budget_minutes_per_month(availability: float, hours_per_month: float = 730.0) -> float:
+def budget_minutes_per_month(
+    availability: float, hours_per_month: float = HOURS_PER_MONTH
+) -> float:
     """(1 - A) x hours_per_month x 60: the month's budget as minutes of full outage."""
     return error_budget_minutes(availability, hours_per_month / HOURS_PER_DAY)
 
@@ -108,7 +111,7 @@ def scenario_budget(
     outage_s: float,
     average_rps: float,
     availability: float,
-    hours_per_month: float = 730.0,
+    hours_per_month: float = HOURS_PER_MONTH,
 ) -> ScenarioBudget:
     """The budget one loss spends (see the module text for each quantity)."""
     failed = failed_requests(load_rps, warm_rps, after_start_rps, failover_start_s, outage_s)
@@ -160,7 +163,9 @@ def max_shortfall_rps(
 HOURS_PER_YEAR = 8760.0
 
 
-def losses_per_month(failure_probability_per_year: float, hours_per_month: float = 730.0) -> float:
+def losses_per_month(
+    failure_probability_per_year: float, hours_per_month: float = HOURS_PER_MONTH
+) -> float:
     """m = lambda x hours_per_month / 8,760: the expected losses of a region in a month,
     lambda = -ln(1 - p) per year (`failures_per_year`)."""
     return failures_per_year(failure_probability_per_year) * hours_per_month / HOURS_PER_YEAR

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from models.operations.pricing_tiers import committed_base, daily_cost
 from models.schema.instance import Instance
+from models.schema.quantities import HOURS_PER_MONTH
 
 HOURS_PER_DAY = 24
 
@@ -98,7 +99,7 @@ def procurement_plan(
     reserved_price_per_gpu_hour: float,
     on_demand_price_per_gpu_hour: float,
     lead_time_months: int = 0,
-    hours_per_month: float = 730.0,
+    hours_per_month: float = HOURS_PER_MONTH,
     initial_committed_gpus: float = 0.0,
     weight_hours: Sequence[float] | None = None,
     max_on_demand_gpus: float | None = None,

@@ -33,7 +33,8 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import cached_property, lru_cache
 
-from models.schema.instance import Instance, Survive
+from models.schema.instance import Instance
+from models.schema.policy import Survive
 from models.serving.pooling import zone_survivors
 from models.serving.replica import LatencyTargets
 

@@ -1,4 +1,9 @@
-"""What a site holds: whole servers, power and rack space (arithmetic, no solver).
+"""What a site holds: the GPU types each region offers, whole servers, power and rack
+space (arithmetic, no solver).
+
+Offers. A region offers a GPU type when it has a `supply` entry for it (more can be
+bought) or already owns at least one (`existing`); every other (region, GPU type) pair
+holds nothing and has no pool, purchase or price (`offered`).
 
 Whole servers. With `policy.buy_unit: node` GPUs are bought as whole servers of
 `gpus_per_node` GPUs; the existing fleet counts as it is (any number of GPUs):
@@ -35,11 +40,23 @@ ceil(server kW / kw_per_rack) racks); GPU types share a region's racks in propor
 
 import math
 
-from models.schema.instance import BuyUnit, Instance
+from models.schema.instance import Instance, Region
+from models.schema.policy import BuyUnit
 
 SERVER_POWER_FACTOR = 10.2 / (8 * 0.700)
 """1.82: NVIDIA DGX H100 datasheet, 'System power usage ~10.2 kW max' for 8 H100 SXM at
 700 W each; an assumption for other servers (override: policy.server_power_factor)."""
+
+
+def offered(instance: Instance) -> tuple[tuple[Region, str], ...]:
+    """Every (region, GPU type) the region offers (a supply entry or an existing GPU):
+    regions in the file's order, GPU types in `gpus` order within each."""
+    return tuple(
+        (region, gpu)
+        for region in instance.regions
+        for gpu in instance.gpu_specs
+        if gpu in region.supply or region.existing.get(gpu, 0) > 0
+    )
 
 
 def node_gpus(instance: Instance, gpu: str) -> int:

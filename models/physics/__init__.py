@@ -1,5 +1,5 @@
 """One replica's roofline: GPU and LLM records and their catalogs, efficiency factors, memory,
 step times (prefill, decode, collectives, MoE, speculation) and KV tiers.
 
-Imports: from models.schema only the value vocabulary (quantities, limits, errors, traffic);
-never the instance schema."""
+Imports: models.schema.quantities only (the unit types), never the instance schema, so that
+the roofline loads without the schema, its validators and the config reader."""

@@ -29,6 +29,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from models.physics.hardware import GpuSpec
 from models.physics.precision import Precision
+from models.physics.profile_files import (
+    ProfileFileError,
+    is_profile_file,
+    profile_summary,
+    read_profile_file,
+)
 from models.physics.yaml_files import read_yaml
 from models.schema.quantities import BatchSequences, StepLatencyS, TokenCount
 
@@ -118,11 +124,29 @@ def default_engine() -> str:
     return calibration_table().get("default_engine", "")
 
 
+def profile_of(name: str) -> dict[str, Any]:
+    """The engine profile `name`: a catalog profile, or the profile a file holds
+    (`models.physics.profile_files`); empty for an unknown catalog name. Raises
+    UnknownEngine for a profile file that does not hold a profile."""
+    if is_profile_file(name):
+        try:
+            return read_profile_file(name, Efficiency)
+        except ProfileFileError as error:
+            raise UnknownEngine(str(error)) from None
+    return engine_profiles().get(name, {})
+
+
 def check_engine(name: str | None) -> str:
     """`name`, or the default profile when None; raises UnknownEngine naming the known
-    profiles when the calibration has no profile of that name."""
+    profiles when the calibration has no profile of that name, or naming what is wrong
+    with a profile file."""
     if name is None:
         return default_engine()
+    if is_profile_file(name):
+        profile = profile_of(name)
+        if profile["fallback"] is not None:
+            check_engine(profile["fallback"])
+        return name
     known = engine_profiles()
     if name not in known:
         raise UnknownEngine(
@@ -138,7 +162,7 @@ def _chain(engine: str) -> list[dict[str, Any]]:
     name: str | None = engine
     while name and name not in seen:
         seen.add(name)
-        profile = engine_profiles().get(name, {})
+        profile = profile_of(name)
         tables.append(profile.get("by_key", {}))
         name = profile.get("fallback")
     return tables
@@ -265,6 +289,7 @@ def engine_report(gpus: Iterable[str | GpuSpec], engine: str | None = None) -> s
     """The line every report carries: the engine profile used and, when any, the GPUs on
     borrowed efficiencies."""
     name = check_engine(engine)
-    line = f"engine profile: {name}" + (" (default)" if engine is None else "")
+    shown = profile_summary(profile_of(name), name) if is_profile_file(name) else name
+    line = f"engine profile: {shown}" + (" (default)" if engine is None else "")
     borrowed = borrowed_note(gpus, engine)
     return f"{line}; {borrowed}" if borrowed else line

@@ -27,6 +27,8 @@ after reading a few hundred bytes."""
 MAX_ISSUES_REPORTED = 50
 """Problems listed for one file; the rest are counted (a file of 10^5 junk keys would
 otherwise print 10^5 lines)."""
+MAX_PATH_CHARS = 4096
+"""Longest file path an instance may name (an engine profile file): Linux's PATH_MAX."""
 
 # --- list lengths -----------------------------------------------------------------------
 

@@ -167,6 +167,10 @@ ParallelDegree = whole(limits.PARALLEL_DEGREE)
 """A tensor- or pipeline-parallel degree."""
 HoursPerMonth = real(limits.HOURS_PER_MONTH)
 """Hours billed per month."""
+HOURS_PER_MONTH = 730
+"""Hours in an average month, 8,760 h a year / 12: the default of `policy.hours_per_month`
+and of every month-long budget (an instance's own value is bounded by
+`limits.HOURS_PER_MONTH`, a 31-day month)."""
 TimeLimitS = real(limits.TIME_LIMIT_S)
 """A solver time limit, seconds."""
 MipGap = real(limits.MIP_GAP)

@@ -25,7 +25,8 @@ from pydantic import BaseModel
 from models.physics.efficiency import Efficiency, EfficiencyOverrides
 from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
-from models.schema.instance import GpuOverrides, Instance, LlmOverrides
+from models.schema.catalog_entries import GpuOverrides, LlmOverrides
+from models.schema.instance import Instance
 
 DOCUMENTED_BY: dict[type[BaseModel], type[BaseModel]] = {
     GpuOverrides: GpuSpec,

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 
 from models.physics.step_time import StepModel
-from models.serving.batch_model import MixTokens
+from models.serving.replica import MixTokens
 
 SECONDS_PER_HOUR = 3600.0
 TOKENS_PER_MILLION = 1e6

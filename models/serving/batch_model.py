@@ -2,11 +2,14 @@
 
 `models.serving.capacity` states the model; this module holds its moving parts, shared by the
 capacity search (`models.serving.capacity`), the throughput frontier (`models.serving.frontier`)
-and the latency at a load (`models.serving.latency`): the traffic mix in tokens (`MixTokens`), the
-mean iteration t(B) with prompts riding along as whole chunks, the p99 TTFT and TPOT at B
-(`BatchModel`), the M/G/c prompt wait of a pool (`pooled_wait_p99_s`), the KV transfer
-between disaggregated replicas (`kv_transfer_s`), and the bisection of the throughput
-frontier (`bisect_edge`; the capacity searches use `models.serving.edge_search`).
+and the latency at a load (`models.serving.latency`): the mean iteration t(B) with prompts
+riding along as whole chunks and the p99 TTFT and TPOT at B (`BatchModel`). Beside it: the
+traffic mix in tokens (`models.serving.replica.MixTokens`), the iteration mixture's law
+and its shared tables (`models.serving.iteration_mixture`), the replica layout's memory
+budget, step model and KV transfer between disaggregated replicas
+(`models.serving.replica_layout`), the M/G/c prompt wait of a pool
+(`models.serving.queueing.pooled_wait_p99_s`), and the bisection of the throughput frontier
+(`models.serving.edge_search.bisect_edge`; the capacity searches use Brent's method there).
 
 Chunked-prefill interference (the iteration mixture)
     A continuous-batching engine does not spread prefill evenly over iterations: the
@@ -60,7 +63,7 @@ Chunked-prefill interference (the iteration mixture)
     heavier tails); the 1/n share is the simplest law between a lone replica (all of
     the stretch) and an unlimited pool (none), checked against the simulator only; for
     mu > 8 the Poisson law is replaced by a normal one at 9 Gauss-Hermite points
-    (`poisson_points`).
+    (`models.serving.iteration_mixture.poisson_points`).
     Against the simulator at 100% of planned capacity (router `least_prefill`, 3-4 seeds
     x 20 minutes, four configurations; tests/models/serving/test_pool_slo.py asserts three): a lone
     replica's p99 TPOT 2-5% conservative or within sampling error (it was 10-20%
@@ -87,66 +90,21 @@ Speculative decoding (`models.physics.speculative`)
 """
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from models.physics.efficiency import Efficiency
-from models.physics.memory import MemoryBudget, kv_bytes_per_token, memory_budget
-from models.physics.speculative import (
-    SpeculativeSteps,
-    speculative_steps,
-    tokens_variance,
-    with_draft_memory,
+from models.physics.speculative import SpeculativeSteps, tokens_variance
+from models.physics.step_time import PassParts, StepModel
+from models.serving.iteration_mixture import (
+    MIXTURES_KEPT_PER_SIDE,
+    IterationMixture,
+    poisson_points,
+    shared_mixtures,
 )
-from models.physics.step_time import PassParts, StepModel, step_model
-from models.serving.queueing import wait_quantile_s
-from models.serving.replica import ReplicaConfig, Role, TrafficMix
+from models.serving.queueing import pooled_wait_p99_s
+from models.serving.replica import MixTokens, Role
 
 Z_P99 = 2.326347874
 """Standard normal quantile at 0.99."""
-BISECTION_STEPS = 48
-"""Steps of the bisection over the batch (or the rate): a relative precision of ~1e-14."""
-
-
-def pooled_wait_p99_s(
-    rate: float, service_s: float, service_scv: float, pool_replicas: float = 1
-) -> float:
-    """p99 wait of a prompt for a prefill lane when `pool_replicas` replicas, each fed
-    `rate` prompts/s, share one queue: M/G/c with c = pool_replicas and arrivals c x rate,
-    `models.serving.queueing.wait_quantile_s(c x rate, service_s, cs^2, c, 0.99)`.
-
-    The router assumed: each request goes at arrival to the replica with the least
-    prompt work queued for prefill (prompt tokens waiting, or admitted and not yet
-    prefilled), which then serves its queue first come first served. Dispatch by least
-    work left makes an arrival wait for the smallest remaining work over the c lanes,
-    the moment the first lane would free in one central FCFS queue, so the waits are
-    those of M/G/c (Harchol-Balter, Performance Modeling and Design of Computer Systems,
-    2013, ch. 24). The simulator's `least_prefill` router is this one and matches M/M/c
-    waits (tests/solver/simulate/test_pool_dispatch.py). A router blind to queued prompt work
-    (fewest outstanding requests, a count dominated by running decodes; round robin) pools
-    less well: at a pool's planned capacity its p99 TTFT is 10-50% above this model
-    for pools of 2-8 replicas (`solver.simulate.engine`, dispatch `jsq`).
-
-    c = 1 is the single FCFS server. `UNLIMITED_POOL` (math.inf) is the limit c -> inf
-    at a fixed per-lane utilisation rho = rate x service_s: no wait while rho < 1,
-    math.inf from rho >= 1 (never below any finite pool's wait)."""
-    if math.isinf(pool_replicas):
-        return 0.0 if rate * service_s < 1 else math.inf
-    servers = int(pool_replicas)
-    return wait_quantile_s(servers * rate, service_s, service_scv, servers, 0.99)
-
-
-def bisect_edge(ok: Callable[[float], bool], low: float, high: float) -> tuple[float, float]:
-    """Bisection for the edge of a monotone predicate, true at `low` and false beyond the
-    edge: `BISECTION_STEPS` halvings of [low, high], keeping `ok(low)`. Returns the final
-    (low, high) bracket."""
-    for _ in range(BISECTION_STEPS):
-        mid = (low + high) / 2
-        if ok(mid):
-            low = mid
-        else:
-            high = mid
-    return low, high
 
 
 def batch_p99(batch: float) -> float:
@@ -180,135 +138,6 @@ def within_target(value: float, target: float | None, check: bool = True) -> boo
     return not check or target is None or value <= target
 
 
-def kv_transfer_s(config: ReplicaConfig, prompt_tokens: float, efficiency: Efficiency) -> float:
-    """Seconds to ship a prompt's KV cache from a prefill replica to a decode replica over
-    the replica's NICs: P x KV bytes per token / (gpus x NIC bytes/s x scaleout_fraction)."""
-    return kv_transfer_bytes(config, prompt_tokens) / nic_bytes_per_s(config, efficiency)
-
-
-def kv_transfer_bytes(config: ReplicaConfig, prompt_tokens: float) -> float:
-    """KV bytes of a prompt of `prompt_tokens` tokens: P x KV bytes per token."""
-    return prompt_tokens * kv_bytes_per_token(config.llm, config.kv_precision)
-
-
-def nic_bytes_per_s(config: ReplicaConfig, efficiency: Efficiency) -> float:
-    """What the replica's NICs carry: gpus x NIC bytes/s x scaleout_fraction."""
-    return config.gpus * config.gpu.scaleout_bytes_per_s * efficiency.scaleout_fraction
-
-
-def replica_memory_budget(config: ReplicaConfig, efficiency: Efficiency) -> MemoryBudget:
-    """The memory budget of the replica's layout (`models.physics.memory.memory_budget`), with a
-    speculative drafter's weights and KV cache (`models.physics.speculative.with_draft_memory`)."""
-    budget = memory_budget(
-        config.gpu,
-        config.llm,
-        config.weight_precision,
-        config.kv_precision,
-        config.tp,
-        config.pp,
-        efficiency,
-        config.ep,
-        config.dp,
-    )
-    if config.speculation is None:
-        return budget
-    return with_draft_memory(
-        budget, config.speculation, config.tp, config.weight_precision, config.kv_precision
-    )
-
-
-def replica_step_model(config: ReplicaConfig, efficiency: Efficiency) -> StepModel:
-    """The step model of the replica's layout."""
-    return step_model(
-        config.gpu,
-        config.llm,
-        config.weight_precision,
-        config.kv_precision,
-        config.tp,
-        config.pp,
-        efficiency,
-        ep=config.ep,
-        dp=config.dp,
-    )
-
-
-def decode_steps(
-    config: ReplicaConfig, efficiency: Efficiency, steps: StepModel
-) -> StepModel | SpeculativeSteps:
-    """What one iteration of the replica's decode side is: `steps` (the replica's step
-    model), or a speculation cycle over it when the configuration speculates."""
-    if config.speculation is None or config.role is Role.PREFILL:
-        return steps
-    return speculative_steps(
-        config.gpu,
-        steps,
-        config.speculation,
-        config.weight_precision,
-        config.kv_precision,
-        efficiency,
-        config.dp,
-    )
-
-
-@dataclass(frozen=True)
-class MixTokens:
-    """The traffic mix reduced to what the model uses, in tokens."""
-
-    prompt: float
-    prompt_p99: float
-    prompt_scv: float
-    output: float
-    output_scv: float
-    """Squared coefficient of variation of the output length, cv_o^2."""
-    output_p99: float
-    hit: float
-    context: float
-    """Mean context a decode step attends to: P + O (1 + cv_o^2) / 2."""
-    footprint: float
-    """KV tokens one sequence holds: P + O, less the shared prefixes held once per replica
-    (`models.serving.prefix_kv`)."""
-    shared_kv_tokens: float = 0.0
-    """KV tokens of shared prefixes held once per replica in HBM (a fixed charge on the
-    KV budget, `models.serving.prefix_kv`)."""
-
-    def kv_sequences(self, kv_capacity_tokens: float) -> float:
-        """Sequences the KV cache holds: (capacity - shared prefixes) / footprint."""
-        return max(kv_capacity_tokens - self.shared_kv_tokens, 0.0) / self.footprint
-
-    @classmethod
-    def of(cls, mix: TrafficMix) -> "MixTokens":
-        """The mix in tokens: lengths floored at one token, the p99s at least the means,
-        the prefix-cache hit rate clipped to [0, 0.999]."""
-        prompt = max(mix.prompt_mean_tokens, 1.0)
-        output = max(mix.output_mean_tokens, 1.0)
-        return cls(
-            prompt=prompt,
-            prompt_p99=max(mix.prompt_p99_tokens, prompt),
-            prompt_scv=mix.prompt_cv**2,
-            output=output,
-            output_scv=mix.output_cv**2,
-            output_p99=max(mix.output_p99_tokens, output),
-            hit=min(max(mix.prefix_cache_hit_rate, 0.0), 0.999),
-            context=prompt + output * (1 + mix.output_cv**2) / 2,
-            footprint=prompt + output,
-        )
-
-    @property
-    def new_prompt(self) -> float:
-        """Prompt tokens that need prefill compute: P (1 - h)."""
-        return self.prompt * (1 - self.hit)
-
-    @property
-    def new_prompt_p99(self) -> float:
-        """New tokens of a p99 prompt: P99 (1 - h)."""
-        return self.prompt_p99 * (1 - self.hit)
-
-    @property
-    def cached_prompt(self) -> float:
-        """Prompt tokens served from the prefix cache: P h."""
-        return self.prompt * self.hit
-
-
 @dataclass(frozen=True)
 class BatchPoint:
     """The state of a unified or decode replica at a mean batch B."""
@@ -320,138 +149,8 @@ class BatchPoint:
     ttft_p99_s: float
 
 
-@dataclass(frozen=True)
-class IterationMixture:
-    """The distribution of one iteration's time at a mean batch (module docstring)."""
-
-    mean_s: float
-    """E[t]: the mean iteration, t(B)."""
-    second_moment_s2: float
-    """E[t^2], prompt-length spread included."""
-    mixed_share: float
-    """Share of iterations that carry prompt tokens."""
-    decode_only_s: float
-    """t_0: an iteration with no prompt tokens."""
-
-    @property
-    def variance_s2(self) -> float:
-        """Var[t] = E[t^2] - E[t]^2 (never below 0)."""
-        return max(self.second_moment_s2 - self.mean_s**2, 0.0)
-
-    @property
-    def prefill_share(self) -> float:
-        """rho = 1 - t_0 / t(B): the share of the iteration time spent on prompts (0 for a
-        decode replica; clipped to [0, `PREFILL_SHARE_CAP`])."""
-        if not self.mean_s > 0 or math.isinf(self.mean_s):
-            return 0.0
-        return min(max(1.0 - self.decode_only_s / self.mean_s, 0.0), PREFILL_SHARE_CAP)
-
-
-_HERMITE_NODES = (
-    -4.512745863399783,
-    -3.20542900285647,
-    -2.07684797867783,
-    -1.0232556637891326,
-    0.0,
-    1.0232556637891326,
-    2.07684797867783,
-    3.20542900285647,
-    4.512745863399783,
-)
-"""Nodes of the 9-point Gauss-Hermite rule of the standard normal law (the roots of the
-probabilists' Hermite polynomial He_9): `numpy.polynomial.hermite_e.hermegauss(9)`
-written out, so that the physics does not import numpy (issue 19);
-tests/models/serving/test_hermite_constants.py checks them against numpy's to the bit."""
-_HERMITE_WEIGHTS = (
-    2.2345844007746607e-05,
-    0.0027891413212317692,
-    0.04991640676521782,
-    0.24409750289493953,
-    0.40634920634920635,
-    0.24409750289493953,
-    0.04991640676521782,
-    0.0027891413212317692,
-    2.2345844007746607e-05,
-)
-"""Their weights, normalised to sum to 1 (hermegauss's weights over their sum)."""
-_HERMITE_POINTS = tuple(zip(_HERMITE_NODES, _HERMITE_WEIGHTS, strict=True))
-"""The rule's (node, weight) pairs."""
 FEEDBACK_GAIN_CAP = 0.9
 """Largest feedback gain g of the batch on its own step time (`BatchModel.batch_high`)."""
-PREFILL_SHARE_CAP = 0.9
-"""Largest prefill share rho of the iteration time the busy-period stretch
-1 / (1 - rho)^2 of a reply's variance is taken at (`BatchModel.tpot_p99_s`): beyond it
-the token budget, not the stretch, is what stops the batch."""
-POISSON_TAIL = 1e-12
-"""Poisson mass left out of `poisson_points` (its weights are renormalised). Small enough
-that a term joining the sum as the mean grows moves the mixture by ~1e-12, not by a step
-a numerical derivative would amplify (at 1e-5, `BatchModel.batch_high`'s derivative over
-a 1e-3 B step turned such a step into a 13-15% spike of the p99 TPOT a few tenths of a
-sequence wide, which made the SLO's edge depend on where a search landed)."""
-POISSON_EXACT_MEAN = 8.0
-"""Up to this mean the Poisson law is summed term by term; from `POISSON_NORMAL_MEAN` on,
-a normal law of the same mean and variance at 9 Gauss-Hermite points; in between, the
-two laws mixed with a weight moving linearly from the first to the second, so that the
-iteration mixture is continuous in the batch (a switch at one mean moved the step time
-by up to 0.6% at once and the p99 TPOT's derivative term by 3%)."""
-POISSON_NORMAL_MEAN = 16.0
-"""The mean from which `poisson_points` is the normal law alone."""
-
-
-def poisson_points(mean: float) -> list[tuple[float, float]]:
-    """(value, probability) points of a Poisson law of mean `mean`: its terms from 0 up
-    to where the mass left is below `POISSON_TAIL` (the weights are renormalised) for
-    mean <= `POISSON_EXACT_MEAN`; a 9-point Gauss-Hermite rule of the normal N(mean,
-    mean), values clipped at 0, from `POISSON_NORMAL_MEAN`; in between, both sets of
-    points, the normal's weighted w = (mean - 8) / (16 - 8) and the terms' 1 - w."""
-    if mean <= POISSON_EXACT_MEAN:
-        return _poisson_terms(mean)
-    root = math.sqrt(mean)
-    normal = [(max(mean + root * node, 0.0), weight) for node, weight in _HERMITE_POINTS]
-    if mean >= POISSON_NORMAL_MEAN:
-        return normal
-    w = (mean - POISSON_EXACT_MEAN) / (POISSON_NORMAL_MEAN - POISSON_EXACT_MEAN)
-    return [(v, (1 - w) * p) for v, p in _poisson_terms(mean)] + [(v, w * p) for v, p in normal]
-
-
-def _poisson_terms(mean: float) -> list[tuple[float, float]]:
-    """The Poisson law's terms from 0 until the mass left is below `POISSON_TAIL`."""
-    term, total, points, k = math.exp(-mean), 0.0, [], 0
-    while k <= mean or total < 1 - POISSON_TAIL:
-        points.append((float(k), term))
-        total += term
-        k += 1
-        term *= mean / k
-    return [(value, weight / total) for value, weight in points]
-
-
-MIXTURES_KEPT_PER_SIDE = 128
-"""Iteration mixtures kept per decode side (`shared_mixtures`) before its table starts
-again: a capacity search evaluates ~35 batches."""
-MIXTURE_SIDES_KEPT = 1024
-"""Decode sides whose mixtures are kept (`shared_mixtures`) before all start again."""
-_MIXTURES: dict[tuple, dict[float, IterationMixture]] = {}
-
-
-def shared_mixtures(
-    steps: StepModel | SpeculativeSteps, mix: MixTokens, prefill: bool
-) -> dict[float, IterationMixture]:
-    """The table of iteration mixtures by batch (`BatchModel.mixture`) of a decode side:
-    one table per (step model, mix in tokens, prefill or not), shared by every
-    `BatchModel` of that side, since the mixture at B depends on nothing else (not on the
-    pool size, the transfer times or the targets). The capacity searches of one
-    configuration at several pool sizes and TTFT targets (`solver.candidates.pools`) evaluate many
-    of the same batches. A speculation cycle's model gets a table of its own (a
-    `SpeculativeSteps` is not hashable)."""
-    if not isinstance(steps, StepModel):
-        return {}
-    key = (steps, mix, prefill)
-    table = _MIXTURES.get(key)
-    if table is None:
-        if len(_MIXTURES) >= MIXTURE_SIDES_KEPT:
-            _MIXTURES.clear()
-        table = _MIXTURES[key] = {}
-    return table
 
 
 class BatchModel:

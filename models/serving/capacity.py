@@ -46,7 +46,7 @@ Pools: replicas behind one router (M/G/c). The replicas of one configuration ser
 workload in one region sit behind one router. The model assumes the router sends each
 request at arrival to the replica with the least prompt work queued for prefill (least
 work left, which waits exactly as one central FCFS queue: see
-`models.serving.batch_model.pooled_wait_p99_s`), so the prompt queue of a pool of
+`models.serving.queueing.pooled_wait_p99_s`), so the prompt queue of a pool of
 c = `pool_replicas` replicas is M/G/c: c lanes, each with service P (1-h) / r, fed at
 c lambda. Two things change with c, the wait:
     W99 = `wait_quantile_s`(c lambda, P (1-h) / r, cv_p^2, c, 0.99)
@@ -107,21 +107,7 @@ from models.physics.efficiency import Efficiency
 from models.physics.memory import MemoryBudget, does_not_fit_message, layout_problem
 from models.physics.pass_parts import PassParts
 from models.physics.step_time import StepModel
-from models.serving.batch_model import (
-    Z_P99,
-    BatchModel,
-    BatchPoint,
-    MixTokens,
-    decode_steps,
-    kv_transfer_bytes,
-    nic_bytes_per_s,
-    replica_memory_budget,
-    replica_step_model,
-    within_target,
-)
-from models.serving.batch_model import batch_p99 as batch_p99
-from models.serving.batch_model import kv_transfer_s as kv_transfer_s
-from models.serving.batch_model import pooled_wait_p99_s as pooled_wait_p99_s
+from models.serving.batch_model import Z_P99, BatchModel, BatchPoint, within_target
 from models.serving.capacity_reasons import (
     comm_share_reason,
     limit_reason,
@@ -137,10 +123,19 @@ from models.serving.prefix_kv import pool_size_matters, prefix_mix
 from models.serving.replica import (
     LatencyTargets,
     Limit,
+    MixTokens,
     ReplicaCapacity,
     ReplicaConfig,
     Role,
     TrafficMix,
+)
+from models.serving.replica_layout import (
+    decode_steps,
+    kv_transfer_bytes,
+    kv_transfer_s,
+    nic_bytes_per_s,
+    replica_memory_budget,
+    replica_step_model,
 )
 
 INTERCONNECT_SHARE = 0.5
@@ -165,12 +160,11 @@ def pooling_can_lift(
     through spreads as 1 / sqrt(n), `models.serving.batch_model.BatchModel.batch_high`: 3-18%
     from a lone replica to a pool of 16), so by default the program credits it flat at
     q(1), which every pool size carries (q never falls as n grows): pool ladders for the
-    TPOT-limited candidates of the 10-region x 20-workload x 6-GPU region-loss class
-    multiply its integers by 3 (2,987 to 8,856) and its solve time by 4.6 (6.9 to 32 s)
-    for a plan 5.6% cheaper. A pool planned so is reported at its real size
-    (`solver.candidates.pools.assess_pools`), where its utilisation shows the headroom. A candidate
-    whose lone replica is TTFT-limited has a ladder, and its capacity at every size on
-    it includes the TPOT's pooling.
+    TPOT-limited candidates multiply a large program's integers and its solve time
+    several-fold for a plan a few percent cheaper (the README's speed notes). A pool
+    planned so is reported at its real size (`solver.candidates.pools.assess_pools`), where
+    its utilisation shows the headroom. A candidate whose lone replica is TTFT-limited has
+    a ladder, and its capacity at every size on it includes the TPOT's pooling.
 
     Any other limit (KV memory, the token budget, the engine's batch cap) is a cap on the
     batch that the pool's size does not move: the largest feasible batch stays at that

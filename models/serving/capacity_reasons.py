@@ -11,8 +11,8 @@ from models.physics.efficiency import Efficiency
 from models.physics.memory import GIB, MemoryBudget, smallest_fitting_tp
 from models.physics.pass_parts import PassParts
 from models.physics.precision import Precision
-from models.serving.batch_model import BatchPoint, MixTokens
-from models.serving.replica import LatencyTargets, Limit, ReplicaConfig
+from models.serving.batch_model import BatchPoint
+from models.serving.replica import LatencyTargets, Limit, MixTokens, ReplicaConfig
 
 MIB = 2**20
 

@@ -131,3 +131,20 @@ def signed_margin(size: float, passes: bool) -> float:
     at size 0 still counts as one; a NaN size counts as 0)."""
     magnitude = 0.0 if math.isnan(size) else abs(size)
     return -magnitude if passes else max(magnitude, math.ulp(0.0))
+
+
+BISECTION_STEPS = 48
+"""Steps of the bisection over the batch (or the rate): a relative precision of ~1e-14."""
+
+
+def bisect_edge(ok: Callable[[float], bool], low: float, high: float) -> tuple[float, float]:
+    """Bisection for the edge of a monotone predicate, true at `low` and false beyond the
+    edge: `BISECTION_STEPS` halvings of [low, high], keeping `ok(low)`. Returns the final
+    (low, high) bracket."""
+    for _ in range(BISECTION_STEPS):
+        mid = (low + high) / 2
+        if ok(mid):
+            low = mid
+        else:
+            high = mid
+    return low, high

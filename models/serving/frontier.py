@@ -9,18 +9,11 @@ import math
 from dataclasses import dataclass
 
 from models.physics.efficiency import Efficiency
-from models.serving.batch_model import (
-    BatchModel,
-    BatchPoint,
-    MixTokens,
-    batch_p99,
-    bisect_edge,
-    decode_steps,
-    replica_step_model,
-    within_target,
-)
+from models.serving.batch_model import BatchModel, BatchPoint, batch_p99, within_target
 from models.serving.capacity import check_pool_replicas, replica_capacity
-from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.serving.edge_search import bisect_edge
+from models.serving.replica import LatencyTargets, MixTokens, ReplicaConfig, Role, TrafficMix
+from models.serving.replica_layout import decode_steps, replica_step_model
 
 
 @dataclass(frozen=True)

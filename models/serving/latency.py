@@ -46,14 +46,17 @@ and this module agree at the plan's load.
 
 import math
 from dataclasses import dataclass
+from functools import cache
 
 from models.physics.efficiency import Efficiency
 from models.physics.step_time import StepModel
-from models.serving.batch_model import BatchModel, MixTokens, replica_step_model
+from models.serving.batch_model import BatchModel
 from models.serving.capacity import replica_capacity
+from models.serving.closed_loop import ClosedLoopRun, replay_closed_loop
 from models.serving.frontier import throughput_frontier
 from models.serving.queueing import mgc_mean_wait_s, wait_quantile_s
-from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.serving.replica import LatencyTargets, MixTokens, ReplicaConfig, Role, TrafficMix
+from models.serving.replica_layout import replica_step_model
 
 BISECTION_STEPS = 60
 """Halvings of the batch bracket: a relative precision of ~1e-18 of the bracket."""
@@ -348,3 +351,44 @@ def latency_at_concurrency(
     batch = _bisect(lambda b: users(b) <= concurrency, 0.0, edge)
     rate = replica.rate(batch)
     return replica.point("concurrency", concurrency, batch, rate, False, edge_rate)
+
+
+REQUESTS_PER_USER = 10
+"""Requests each closed-loop user sends in a burst replay: benchmark runs send several
+waves (`vllm bench serve` sends --num-prompts, often 10 x the concurrency); the first,
+fully bunched wave weighs 1/10 of the mean."""
+
+
+def latency_at_concurrency_burst(
+    config: ReplicaConfig,
+    mix: TrafficMix,
+    efficiency: Efficiency,
+    concurrency: int,
+    requests_per_user: int = REQUESTS_PER_USER,
+) -> ClosedLoopRun:
+    """Closed loop as benchmark tools run it: `concurrency` users per replica start
+    together with fixed lengths (the mix's mean prompt, less prefix hits, and mean output)
+    and each sends its next request when the last completes, replayed iteration by
+    iteration on the replica's step model (`models.serving.closed_loop`). Seats: the
+    replica's batch ceiling at the offline maximum (KV memory, the engine's batch cap);
+    budget: pp x chunk tokens per iteration. Raises ValueError as `latency_at_concurrency`.
+    """
+    if concurrency < 1 or int(concurrency) != concurrency:
+        raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency}")
+    replica = _Replica(config, mix, efficiency, 1)
+    context, prefill_context = replica.context, replica.prefill_context
+    steps = replica.steps
+
+    @cache  # a replay repeats few (B, q) pairs: full batches decoding, full chunks
+    def iteration_s(batch: int, prompt_tokens: float) -> float:
+        return steps.iteration_s(batch, context, prompt_tokens, prefill_context)
+
+    return replay_closed_loop(
+        iteration_s,
+        budget_tokens=int(replica.budget_tokens),
+        max_sequences=max(1, math.floor(replica.batch_ceiling)),
+        users=int(concurrency),
+        requests_per_user=requests_per_user,
+        prompt_tokens=max(1, round(replica.new_prompt)),
+        output_tokens=max(1, round(replica.output)),
+    )

@@ -12,7 +12,7 @@ iteration), and every prompt in an iteration gets its first token when the whole
 iteration ends. An iteration of q tokens takes ~ q / r, so one of C tokens takes C / r.
 A prompt's TTFT is therefore made of
     wait      the M/G/c wait of the pool's prompt queue, service P / r
-              (`models.serving.batch_model.pooled_wait_p99_s`: the work ahead of it)
+              (`models.serving.queueing.pooled_wait_p99_s`: the work ahead of it)
     residual  the iteration in progress on its replica, which it cannot join: whole and
               length-biased, min(C, P (1 + cv_p^2)) / r (a single prompt's iteration,
               E[P^2] / E[P]), times the chance rho that the replica is iterating
@@ -22,7 +22,7 @@ A prompt's TTFT is therefore made of
               to the room left in its last iteration,
                   ride = min(room(P) / r, rho x waited),
                   room(P) = ceil(P / C) C - P
-    transfer  the KV transfer to the decode pool (`models.serving.batch_model.kv_transfer_s`)
+    transfer  the KV transfer to the decode pool (`models.serving.replica_layout.kv_transfer_s`)
 so own + ride is the iteration (or iterations) that complete its prefill at the load's
 iteration size: the prompt alone at low load (ride -> 0, TTFT -> S(P) + transfer),
 whole iterations of C tokens once the queue is deep enough to fill them (own + ride ->
@@ -37,7 +37,7 @@ Conservative side: the residual counts the whole length-biased iteration, not ha
 it, and the ride puts the prompt at the head of its last iteration with every token
 that arrived while it waited behind it (a prompt further back shares less). The pool's
 wait is M/G/c for a router that dispatches by least prompt work queued
-(`models.serving.batch_model.pooled_wait_p99_s`); a router blind to queued prompt work pools
+(`models.serving.queueing.pooled_wait_p99_s`); a router blind to queued prompt work pools
 less well. Optimistic side: above ~93% utilisation the M/G/c tail of a deep queue runs
 short of a simulated one (`solver.simulate`); pools the planner sizes to a latency
 target sit below that. Against the simulator the model is
@@ -61,8 +61,9 @@ from dataclasses import dataclass
 
 from models.physics.efficiency import Efficiency
 from models.physics.step_time import StepModel
-from models.serving.batch_model import MixTokens, kv_transfer_s, pooled_wait_p99_s
-from models.serving.replica import ReplicaConfig
+from models.serving.queueing import pooled_wait_p99_s
+from models.serving.replica import MixTokens, ReplicaConfig
+from models.serving.replica_layout import kv_transfer_s
 
 
 @dataclass(frozen=True)

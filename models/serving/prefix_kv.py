@@ -33,7 +33,6 @@ from models.physics.kv_tiers import (
 )
 from models.physics.memory import MemoryBudget, kv_bytes_per_token_per_replica
 from models.physics.step_time import StepModel
-from models.serving.batch_model import MixTokens, replica_memory_budget, replica_step_model
 from models.serving.prefix_routing import (
     PrefixHits,
     affinity_min_replicas,
@@ -41,7 +40,8 @@ from models.serving.prefix_routing import (
     random_hits,
     spill_threshold_s,
 )
-from models.serving.replica import ReplicaConfig, TrafficMix
+from models.serving.replica import MixTokens, ReplicaConfig, TrafficMix
+from models.serving.replica_layout import replica_memory_budget, replica_step_model
 
 HIT_RATE_CEILING = 0.999
 """The largest hit rate the batch model takes (as `MixTokens.of` clips)."""

@@ -1,18 +1,18 @@
 """The vocabulary shared by the performance model and the planner: a replica
-configuration, the traffic it serves, the latency it must keep, and its capacity.
+configuration, the traffic it serves (and the same in tokens, `MixTokens`), the latency it
+must keep, and its capacity.
 
 The functions that fill `ReplicaCapacity` live in `models.serving.capacity`; the planner reads
 only these records, so the program stays linear.
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 
 from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
 from models.physics.precision import Precision
 from models.physics.speculative import Speculation
-from models.schema.instance import Slo, Workload
 from models.schema.traffic import TokenDistribution
 
 
@@ -106,23 +106,6 @@ class TrafficMix:
     """Whether the router keeps each prefix's requests on its home replicas."""
 
     @classmethod
-    def of(cls, workload: Workload, prefix_affinity: bool = False) -> "TrafficMix":
-        """The mix of a workload from the instance file; `prefix_affinity` is the
-        policy's routing (it matters only with declared prefixes)."""
-        mix = cls.of_lengths(
-            workload.prompt_tokens, workload.output_tokens, workload.prefix_cache_hit_rate
-        )
-        if not workload.prefixes:
-            return mix
-        return replace(
-            mix,
-            prefix_tokens=tuple(p.tokens for p in workload.prefixes for _ in range(p.count)),
-            prefix_shares=tuple(p.share for p in workload.prefixes for _ in range(p.count)),
-            hit_rate_from_prefixes="prefix_cache_hit_rate" not in workload.model_fields_set,
-            prefix_affinity=prefix_affinity,
-        )
-
-    @classmethod
     def of_lengths(
         cls,
         prompt: TokenDistribution,
@@ -147,19 +130,70 @@ class TrafficMix:
 
 
 @dataclass(frozen=True)
+class MixTokens:
+    """The traffic mix reduced to what the model uses, in tokens."""
+
+    prompt: float
+    prompt_p99: float
+    prompt_scv: float
+    output: float
+    output_scv: float
+    """Squared coefficient of variation of the output length, cv_o^2."""
+    output_p99: float
+    hit: float
+    context: float
+    """Mean context a decode step attends to: P + O (1 + cv_o^2) / 2."""
+    footprint: float
+    """KV tokens one sequence holds: P + O, less the shared prefixes held once per replica
+    (`models.serving.prefix_kv`)."""
+    shared_kv_tokens: float = 0.0
+    """KV tokens of shared prefixes held once per replica in HBM (a fixed charge on the
+    KV budget, `models.serving.prefix_kv`)."""
+
+    def kv_sequences(self, kv_capacity_tokens: float) -> float:
+        """Sequences the KV cache holds: (capacity - shared prefixes) / footprint."""
+        return max(kv_capacity_tokens - self.shared_kv_tokens, 0.0) / self.footprint
+
+    @classmethod
+    def of(cls, mix: TrafficMix) -> "MixTokens":
+        """The mix in tokens: lengths floored at one token, the p99s at least the means,
+        the prefix-cache hit rate clipped to [0, 0.999]."""
+        prompt = max(mix.prompt_mean_tokens, 1.0)
+        output = max(mix.output_mean_tokens, 1.0)
+        return cls(
+            prompt=prompt,
+            prompt_p99=max(mix.prompt_p99_tokens, prompt),
+            prompt_scv=mix.prompt_cv**2,
+            output=output,
+            output_scv=mix.output_cv**2,
+            output_p99=max(mix.output_p99_tokens, output),
+            hit=min(max(mix.prefix_cache_hit_rate, 0.0), 0.999),
+            context=prompt + output * (1 + mix.output_cv**2) / 2,
+            footprint=prompt + output,
+        )
+
+    @property
+    def new_prompt(self) -> float:
+        """Prompt tokens that need prefill compute: P (1 - h)."""
+        return self.prompt * (1 - self.hit)
+
+    @property
+    def new_prompt_p99(self) -> float:
+        """New tokens of a p99 prompt: P99 (1 - h)."""
+        return self.prompt_p99 * (1 - self.hit)
+
+    @property
+    def cached_prompt(self) -> float:
+        """Prompt tokens served from the prefix cache: P h."""
+        return self.prompt * self.hit
+
+
+@dataclass(frozen=True)
 class LatencyTargets:
     """p99 latency targets in seconds; None means no target (offline)."""
 
     ttft_p99_s: float | None = None
     tpot_p99_s: float | None = None
-
-    @classmethod
-    def of(cls, slo: Slo) -> "LatencyTargets":
-        """Targets from an instance SLO (ms at the edge, seconds inside)."""
-        return cls(
-            ttft_p99_s=None if slo.ttft_p99_ms is None else slo.ttft_p99_ms / 1e3,
-            tpot_p99_s=None if slo.tpot_p99_ms is None else slo.tpot_p99_ms / 1e3,
-        )
 
     @property
     def is_offline(self) -> bool:

@@ -1,4 +1,9 @@
 """Why the plan is what it is: explanation, levers, compare, infeasibility diagnosis, cost
 attribution, capacity reports and what the HTML report draws.
 
-Imports: anything in solver/ but solver.studies."""
+Imports: models.schema, models.io, models.physics, models.serving, models.operations;
+solver.solve, solver.settings and solver.errors (explain, levers and compare solve again),
+solver.program, solver.backends, solver.decompose and solver.readback (the re-solves and
+diagnosis), solver.candidates, solver.plan, solver.verify and solver.simulate (the engine
+effects explain names), solver.workers (re-solves in worker processes). solver.readback
+imports cost attribution from here."""

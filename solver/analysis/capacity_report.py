@@ -22,14 +22,16 @@ from models.physics.efficiency import efficiency_for
 from models.physics.memory import kv_precision_for
 from models.physics.precision import Precision
 from models.schema.instance import Instance
+from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.capacity_unit import (
     PoolShare,
     capacity_units,
     define_capacity_unit,
     routing_by_gpu_count,
 )
-from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
-from solver.plan.schema import Plan, ReplicaPool
+from models.serving.replica import ReplicaConfig, Role
+from solver.plan.records import ReplicaPool
+from solver.plan.schema import Plan
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True)
 
@@ -89,13 +91,13 @@ def with_capacity_units(instance: Instance, plan: Plan) -> tuple[Plan, str]:
     efficiency = efficiency_for(
         instance.gpu_specs[reference.gpu], reference.precision, instance.efficiency, instance.engine
     )
-    mix = TrafficMix.of(ref, instance.policy.prefix_affinity)
+    mix = traffic_mix(ref, instance.policy.prefix_affinity)
     try:
         unit = define_capacity_unit(
             f"{reference_workload}-rps",
             _config(instance, reference, model),
             mix,
-            LatencyTargets.of(ref.slo),
+            latency_targets(ref.slo),
             efficiency,
         )
     except ValueError:
@@ -139,7 +141,7 @@ def gpu_count_routing(instance: Instance, plan: Plan) -> tuple[GpuCountRouting, 
             )
             for e in entries
         ]
-        targets = LatencyTargets.of(workload.slo)
+        targets = latency_targets(workload.slo)
         load = workload.demand[r].peak_rps if r in workload.demand else 0.0
         efficiency = {
             e.label: efficiency_for(
@@ -147,7 +149,7 @@ def gpu_count_routing(instance: Instance, plan: Plan) -> tuple[GpuCountRouting, 
             )
             for e in entries
         }
-        mix = TrafficMix.of(workload, instance.policy.prefix_affinity)
+        mix = traffic_mix(workload, instance.policy.prefix_affinity)
         for m in routing_by_gpu_count(shares, load, mix, targets, efficiency):
             rows.append(
                 GpuCountRouting(

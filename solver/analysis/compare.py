@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from models.physics.efficiency import borrowed_gpus
 from models.schema.instance import Instance
 from solver.analysis.cost_attribution import average_to_peak
+from solver.analysis.paid import gpus_paid
 from solver.plan.schema import Plan
 from solver.settings import SolveSettings
 from solver.solve import solve
@@ -51,8 +52,13 @@ class Side(BaseModel):
     status: str
     cost_per_month: float | None = None
     total_gpus: int | None = None
+    """GPUs in use."""
+    gpus_paid: int | None = None
+    """GPUs the bill covers: bought (whole servers included) plus owned in use
+    (solver.analysis.paid)."""
     usd_per_gpu_hour: float | None = None
-    """Blended: cost / (GPUs x hours per month)."""
+    """Blended: cost / (GPUs paid x hours per month); a fleet bought at one price blends to
+    that price, whatever the server rounding."""
     usd_per_million_tokens: float | None = None
     """Cost over the input + output tokens served in a month at the average rate."""
     prefill_share: float | None = None
@@ -114,7 +120,7 @@ def side_of(instance: Instance, plan: Plan | None, status: str) -> Side:
         return Side(instance=instance.name, status=status)
     hours = instance.policy.hours_per_month
     cost = plan.cost_per_month or 0.0
-    gpus = plan.total_gpus or 0
+    paid = gpus_paid(plan)
     tokens_per_month = tokens_per_s(instance) * 3600 * hours
     check = verify(instance, plan)
     pools = plan.scenarios[0].pools if plan.scenarios else ()
@@ -131,8 +137,9 @@ def side_of(instance: Instance, plan: Plan | None, status: str) -> Side:
         instance=instance.name,
         status=status,
         cost_per_month=cost,
-        total_gpus=gpus,
-        usd_per_gpu_hour=cost / (gpus * hours) if gpus else None,
+        total_gpus=plan.total_gpus or 0,
+        gpus_paid=paid,
+        usd_per_gpu_hour=cost / (paid * hours) if paid else None,
         usd_per_million_tokens=cost / (tokens_per_month / 1e6) if tokens_per_month else None,
         prefill_share=prefill / attributed if attributed else None,
         utilisation_mean=load / capacity if capacity else None,
@@ -190,14 +197,14 @@ def _gate_failures(base: Instance, candidate: Instance, ours: Side, theirs: Side
         return [f"the base has no plan to compare with ({ours.status})"]
     if theirs.cost_per_month is None:
         return [f"the candidate has no plan ({theirs.status})"]
-    assert ours.total_gpus is not None and theirs.total_gpus is not None
+    assert ours.gpus_paid is not None and theirs.gpus_paid is not None
     if theirs.cost_per_month >= ours.cost_per_month:
         cheaper_hour = (theirs.usd_per_gpu_hour or 0) < (ours.usd_per_gpu_hour or 0)
-        if cheaper_hour and theirs.total_gpus > ours.total_gpus:
+        if cheaper_hour and theirs.gpus_paid > ours.gpus_paid:
             reasons.append(
                 f"cheaper per GPU-hour (${theirs.usd_per_gpu_hour:.2f} vs "
-                f"${ours.usd_per_gpu_hour:.2f}) but {theirs.total_gpus - ours.total_gpus} more "
-                f"GPUs ({theirs.total_gpus} vs {ours.total_gpus}): "
+                f"${ours.usd_per_gpu_hour:.2f}) but {theirs.gpus_paid - ours.gpus_paid} more "
+                f"GPUs paid ({theirs.gpus_paid} vs {ours.gpus_paid}): "
                 f"${theirs.usd_per_million_tokens:.3f} vs ${ours.usd_per_million_tokens:.3f} "
                 "per million tokens at the SLO"
             )
@@ -241,7 +248,7 @@ def _win(ours: Side, theirs: Side) -> str:
     return (
         f"cheaper at the same SLO: ${theirs.usd_per_million_tokens:.3f} vs "
         f"${ours.usd_per_million_tokens:.3f} per million tokens (${saving:,.0f}/month less, "
-        f"{theirs.total_gpus} vs {ours.total_gpus} GPUs); verifier passes in every scenario"
+        f"{theirs.gpus_paid} vs {ours.gpus_paid} GPUs paid); verifier passes in every scenario"
     )
 
 

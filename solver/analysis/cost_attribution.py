@@ -11,6 +11,7 @@ rate of each origin (`average_to_peak`).
 from collections import defaultdict
 
 from models.schema.instance import Instance
+from models.schema.serving_inputs import traffic_mix
 from models.schema.traffic import Demand
 from models.serving.attribution import (
     DECODE_ONLY,
@@ -19,10 +20,10 @@ from models.serving.attribution import (
     attribute,
     unified_phase_shares,
 )
-from models.serving.batch_model import MixTokens, replica_step_model
-from models.serving.replica import Role, TrafficMix
+from models.serving.replica import MixTokens, Role
+from models.serving.replica_layout import replica_step_model
 from solver.candidates.pools import PoolCurve, physics_of
-from solver.plan.schema import CostAttribution, Route
+from solver.plan.records import CostAttribution, Route
 from solver.program.sets import ProgramSets
 
 SECONDS_PER_DAY = 86_400.0
@@ -62,7 +63,7 @@ def cost_attribution(
     rows = []
     for (w, r), costs in pools.items():
         workload = next(item for item in instance.workloads if item.name == w)
-        mix = TrafficMix.of(workload, instance.policy.prefix_affinity)
+        mix = traffic_mix(workload, instance.policy.prefix_affinity)
         rate = served.get((w, r), 0.0)
         split = attribute(
             costs, rate * mix.prompt_mean_tokens, rate * mix.output_mean_tokens, hours

@@ -23,6 +23,7 @@ import math
 from collections import defaultdict
 
 from models.operations.scenarios import Scenario, ScenarioKind
+from models.operations.slo import zone_loss_overprovision_factor
 from solver.backends import Backend
 from solver.errors import Diagnosis, Problem
 from solver.program.build import FleetProgram, build_program, with_bounds
@@ -98,19 +99,21 @@ def _unroutable_demand(sets: ProgramSets) -> list[Problem]:
                 near = sets.graph.nearest_outside(o, without=f.lost_region)
                 limit = sets.max_failover_rtt_ms(w)
                 nearest = f"nearest: {near[0]} at {near[1]:g} ms" if near else "no link"
+                link = "add a link" if len(sets.regions) > 1 else "add a region and a link"
+                remedy = [_wider_reach(sets, f, w, [o]), link, f"offer capacity closer to {o}"]
                 problems.append(
                     Problem(
                         DemandRow(f.name, w, o).name(),
                         f"{f.name}: {rate:.1f} requests/s of {w} from {o} have no region to "
                         f"go to within {_rtt(limit)} ({nearest})",
-                        f"raise max_failover_rtt_ms of {w}, add a link, or offer capacity "
-                        f"closer to {o}",
+                        _either(remedy),
                     )
                 )
             if any(not reach[o] for o in origins):
                 continue
             full = {d: bounds[(w, d)] for d in sets.regions}
-            problems += _flow_shortfall(sets, f, w, origins, reach, full)
+            wider = _wider_reach(sets, f, w, origins)
+            problems += _flow_shortfall(sets, f, w, origins, reach, full, wider)
     return problems
 
 
@@ -121,13 +124,16 @@ def _flow_shortfall(
     origins: dict[str, float],
     reach: dict[str, list[tuple[str, float]]],
     full: dict[str, float],
+    wider_reach: str = "",
 ) -> list[Problem]:
     """Demand of w in f beyond the max-flow over allowed routes into regions bounded by
-    their full-supply capacity (none when every region could take all that may reach it)."""
+    their full-supply capacity (none when every region could take all that may reach it);
+    `wider_reach` is the remedy clause of `_wider_reach` ("" where a longer failover
+    round trip would not help)."""
     bound = {d: 0.0 if d == f.lost_region else cap for d, cap in full.items()}
     if f.kind is ScenarioKind.ZONE and f.region is not None:
         zones = sets.zones[f.region]
-        bound[f.region] *= (zones - 1) / zones
+        bound[f.region] /= zone_loss_overprovision_factor(zones)
     reachable_demand = dict.fromkeys(bound, 0.0)
     for o, rate in origins.items():
         for d, _ in reach[o]:
@@ -159,8 +165,13 @@ def _flow_shortfall(
             f"{f.name}: demand {demand_text} = {total:.1f} requests/s of {w}, but at most "
             f"{served:.1f} can be served even with every GPU on offer running its best "
             f"configuration (at most {caps or 'nothing'} requests/s per region)",
-            "offer more GPUs in the regions that may serve these users, raise "
-            "max_failover_rtt_ms, or loosen the SLO",
+            _either(
+                [
+                    "offer more GPUs in the regions that may serve these users",
+                    wider_reach,
+                    "loosen the SLO",
+                ]
+            ),
         )
     ]
 
@@ -275,10 +286,45 @@ def _demand_conflicts(sets: ProgramSets, values: dict[str, float]) -> list[Probl
                     DemandRow(f.name, w, o).name(),
                     f"{missing:.1f} of {rate:.1f} requests/s of {w} from {o} cannot be served "
                     f"({f.description}); allowed: {where}",
-                    f"offer GPUs that can serve {w} in those regions, or raise max_failover_rtt_ms",
+                    _either(
+                        [
+                            f"offer GPUs that can serve {w} in those regions",
+                            _wider_reach(sets, f, w, [o]),
+                        ]
+                    ),
                 )
             )
     return problems
+
+
+def _wider_reach(sets: ProgramSets, f: Scenario, w: str, origins: list[str] | dict) -> str:
+    """The remedy clause "raise max_failover_rtt_ms of chat (now 40 ms; west is 50 ms from
+    east)" where a longer bound would let some of these users reach a region that may
+    serve them; "" where it would not: the scenario keeps users at home (no failure, a
+    replica loss), the workload has no bound, or no region that may serve it lies beyond
+    the bound (a single-region instance, every region already within reach)."""
+    limit = sets.max_failover_rtt_ms(w)
+    if not f.reroutes or limit is None:
+        return ""
+    serving = set(sets.serving_regions[w])
+    beyond = []
+    for o in origins:
+        allowed = sets.graph.destinations(f, o, limit)
+        for d, rtt in sets.graph.destinations(f, o, None).items():
+            if d in serving and d not in allowed:
+                beyond.append((rtt, d, o))
+    if not beyond:
+        return ""
+    rtt, d, o = min(beyond)
+    return f"raise max_failover_rtt_ms of {w} (now {limit:g} ms; {d} is {rtt:g} ms from {o})"
+
+
+def _either(remedies: list[str]) -> str:
+    """ "a, b, or c" of the remedies that apply (the empty ones left out)."""
+    said = [remedy for remedy in remedies if remedy]
+    if len(said) <= 1:
+        return "".join(said)
+    return ", ".join(said[:-1]) + ("," if len(said) > 2 else "") + " or " + said[-1]
 
 
 def _rtt(limit: float | None) -> str:

@@ -32,7 +32,8 @@ from solver.backends import get_backend
 from solver.candidates.table import CandidateTable
 from solver.decompose.by_workload import optimise
 from solver.decompose.parallel import processes_for, worth_parallel
-from solver.plan.schema import Binding, MaybeMoney, Money, Plan, SimplicityCost
+from solver.plan.records import Binding, MaybeMoney, Money, SimplicityCost
+from solver.plan.schema import Plan
 from solver.program.build import FleetProgram
 from solver.program.families import FAMILIES
 from solver.program.lp import Sense, SolveResult, Termination

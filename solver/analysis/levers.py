@@ -23,6 +23,12 @@ The levers (names are what the report shows):
   region at its catalog price, up to the largest supply the region has of any type.
 - `drop survive: X`: the failure policy's single-failure requirement removed.
 
+A lever with no plan says why (`reason`: the diagnosis' first requirement in conflict,
+e.g. "every configuration keeps its KV cache in fp4, which h100-sxm cannot hold"). A
+lever that changes the GPUs in use but not the whole servers bought (`policy.buy_unit:
+node`) saves nothing, and says so (`note`: "rounded to whole servers: 7 GPUs saved, 0
+servers"), so a "+0" is never read as a lever that changes nothing.
+
 Re-solves run in a spawn-context process pool with one solver thread each (DESIGN.md,
 "Scale") when there is more than one and `jobs` > 1.
 """
@@ -38,8 +44,11 @@ from models.io.loading import validate_instance
 from models.physics import catalog
 from models.physics.precision import Precision
 from models.schema.errors import InputError
-from models.schema.instance import Instance, Survive
+from models.schema.instance import Instance
+from models.schema.policy import Survive
+from solver.analysis.paid import buys_whole_servers, servers_bought
 from solver.errors import Infeasible, NoSolution, PlanRejected
+from solver.plan.schema import Plan
 from solver.settings import SolveSettings
 from solver.solve import solve
 from solver.workers import process_pool
@@ -76,6 +85,15 @@ class LeverResult(BaseModel):
     status: str = "solved"
     """solved | infeasible | no_solution | rejected | bad_input"""
     total_gpus: int | None = None
+    """GPUs in use."""
+    servers: int | None = None
+    """Whole servers bought (0 when the plan buys single GPUs)."""
+    whole_servers: bool = False
+    """Whether the plan buys whole servers of more than one GPU."""
+    reason: str = ""
+    """Why there is no plan (the diagnosis' first requirement in conflict)."""
+    note: str = ""
+    """What the saving hides: GPUs saved that whole servers round away."""
 
 
 def _edited(instance: Instance, edit: Callable[[dict[str, Any]], bool]) -> Instance | None:
@@ -244,34 +262,56 @@ def levers_for(instance: Instance) -> list[Lever]:
 def solve_lever(
     name: str, instance: Instance, base_cost: float, backend: str | None
 ) -> LeverResult:
-    """Solve a lever's instance with one solver thread; every ending is a LeverResult."""
+    """Solve a lever's instance with one solver thread; every ending is a LeverResult,
+    one without a plan with its reason."""
     settings = SolveSettings.of(instance, backend=backend, threads=1)
     try:
         plan = solve(instance, settings)
-    except Infeasible:
-        return LeverResult(
-            lever=name, cost_per_month=None, saving_per_month=None, status="infeasible"
-        )
-    except NoSolution:
-        return LeverResult(
-            lever=name, cost_per_month=None, saving_per_month=None, status="no_solution"
-        )
-    except PlanRejected:
-        return LeverResult(
-            lever=name, cost_per_month=None, saving_per_month=None, status="rejected"
-        )
+    except Infeasible as error:
+        problems = error.diagnosis.problems
+        reason = str(error) if not problems else f"{problems[0].requirement}: {problems[0].message}"
+        if len(problems) > 1:
+            reason += f" (and {len(problems) - 1} more)"
+        return _no_plan(name, "infeasible", reason)
+    except NoSolution as error:
+        return _no_plan(name, "no_solution", str(error))
+    except PlanRejected as error:
+        return _no_plan(name, "rejected", str(error))
     cost = plan.cost_per_month or 0.0
     return LeverResult(
         lever=name,
         cost_per_month=cost,
         saving_per_month=base_cost - cost,
         total_gpus=plan.total_gpus,
+        servers=servers_bought(plan),
+        whole_servers=buys_whole_servers(plan),
     )
+
+
+def _no_plan(name: str, status: str, reason: str) -> LeverResult:
+    return LeverResult(
+        lever=name, cost_per_month=None, saving_per_month=None, status=status, reason=reason
+    )
+
+
+def rounding_note(result: LeverResult, base: Plan) -> str:
+    """ "rounded to whole servers: N GPUs saved, 0 servers" where a lever moves the GPUs in
+    use but neither the servers bought nor the bill (it saves less than a cent); else "".
+    """
+    if result.total_gpus is None or result.saving_per_month is None:
+        return ""
+    if not (result.whole_servers or buys_whole_servers(base)):
+        return ""
+    moved = (base.total_gpus or 0) - result.total_gpus
+    if not moved or result.servers != servers_bought(base) or abs(result.saving_per_month) >= 0.01:
+        return ""
+    gpus = f"{abs(moved)} GPU{'s' if abs(moved) != 1 else ''}"
+    return f"rounded to whole servers: {gpus} {'saved' if moved > 0 else 'more'}, 0 servers"
 
 
 def rank_levers(
     instance: Instance,
-    base_cost: float,
+    base: Plan,
     backend: str | None = None,
     jobs: int = 1,
     on_done: Callable[[LeverResult], None] | None = None,
@@ -280,11 +320,13 @@ def rank_levers(
 
     Args:
         instance: The base instance.
-        base_cost: The base plan's $/month (what savings are measured from).
+        base: The base plan (its $/month is what savings are measured from; its GPUs and
+            servers what the rounding note compares with).
         backend: Solver backend (default: the instance's).
         jobs: Re-solves in parallel (spawn-context processes, one solver thread each).
         on_done: Called with each result as it finishes (progress).
     """
+    base_cost = base.cost_per_month or 0.0
     work = []
     for lever in levers_for(instance):
         try:
@@ -309,7 +351,8 @@ def rank_levers(
                 results.append(future.result())
                 if on_done:
                     on_done(results[-1])
-    return tuple(sorted(results, key=_rank))
+    noted = (r.model_copy(update={"note": rounding_note(r, base)}) for r in results)
+    return tuple(sorted(noted, key=_rank))
 
 
 def _rank(result: LeverResult) -> tuple[bool, float, str]:

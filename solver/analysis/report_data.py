@@ -17,12 +17,13 @@ For every chosen configuration (workload, GPU, precision, layout, role):
 from dataclasses import dataclass, field
 
 from models.schema.instance import Instance
-from models.serving.batch_model import MixTokens, replica_step_model
 from models.serving.frontier import throughput_frontier
 from models.serving.latency import latency_at_rate, saturation_rate
-from models.serving.replica import ReplicaConfig, Role
+from models.serving.replica import MixTokens, ReplicaConfig, Role
+from models.serving.replica_layout import replica_step_model
 from solver.candidates.pools import physics_of
-from solver.plan.schema import Plan, ReplicaPool
+from solver.plan.records import ReplicaPool
+from solver.plan.schema import Plan
 
 HOCKEY_POINTS = 40
 """Rates sampled from 1/40 to 98% of saturation, evenly."""

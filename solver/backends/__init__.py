@@ -14,6 +14,10 @@ A backend that cannot give duals leaves `SolveResult.duals` empty and says so in
 message; the caller gets shadow prices from `highs`. No module here imports a solver
 library at import time, and the OR-Tools backends never load OR-Tools' own HiGHS
 (it crashes a process that has imported highspy).
+
+Imports: models.schema.backend_names (the one list of names), solver.program.lp (the
+solver-neutral program a backend is handed) and solver.settings; nothing else of fleetplan,
+so that a backend sees only the program, never the instance.
 """
 
 import importlib

@@ -225,9 +225,8 @@ class HighsBackend(Backend):
         highs = _new_highs()
         _use_threads(highs, options.threads)
         highs.setOptionValue("mip_rel_gap", options.mip_gap)
-        # No restarts of the root after presolve: on the 10 x 20 x 6 region-loss bench's
-        # workload programs, 5.3-6.0 s of HiGHS CPU against 6.1-6.6 s with them (four
-        # seeds); chat-3region 5.4 s against 6.7 s.
+        # No restarts of the root after presolve: faster on the bench's workload programs
+        # and on chat-3region (the README's speed notes).
         highs.setOptionValue("mip_allow_restart", False)
         remaining = deadline.remaining_s()
         if remaining is not None:

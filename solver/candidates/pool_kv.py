@@ -5,8 +5,9 @@ from typing import Any
 
 from models.physics.efficiency import efficiency_for
 from models.schema.instance import Instance
+from models.schema.serving_inputs import traffic_mix
 from models.serving.prefix_kv import pool_kv
-from models.serving.replica import ReplicaConfig, TrafficMix
+from models.serving.replica import ReplicaConfig
 
 
 def pool_kv_fields(
@@ -15,7 +16,7 @@ def pool_kv_fields(
     """`kv_tiers_used` and `prefix_hit_rate` of a pool of `count` replicas of `config`
     serving `workload` (empty when the workload has no prefix cache)."""
     entry = next(w for w in instance.workloads if w.name == workload)
-    mix = TrafficMix.of(entry, instance.policy.prefix_affinity)
+    mix = traffic_mix(entry, instance.policy.prefix_affinity)
     efficiency = efficiency_for(
         config.gpu, config.weight_precision, instance.efficiency, instance.engine
     )

@@ -31,8 +31,10 @@ from dataclasses import dataclass, replace
 
 from models.operations.scenarios import failover_targets
 from models.operations.site import demand_factor
+from models.operations.slo import zone_loss_overprovision_factor
 from models.physics.efficiency import Efficiency, efficiency_for
 from models.schema.instance import Instance
+from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.capacity import (
     UNLIMITED_POOL,
     holds_at_tighter_ttft,
@@ -128,8 +130,8 @@ def physics_of(instance: Instance, workload: str, config: ReplicaConfig) -> Pool
     entry = next(w for w in instance.workloads if w.name == workload)
     return PoolPhysics(
         config,
-        TrafficMix.of(entry, instance.policy.prefix_affinity),
-        LatencyTargets.of(entry.slo),
+        traffic_mix(entry, instance.policy.prefix_affinity),
+        latency_targets(entry.slo),
         efficiency_for(config.gpu, config.weight_precision, instance.efficiency, instance.engine),
         instance.policy.credit_tpot_pooling,
     )
@@ -231,7 +233,7 @@ def largest_pool(instance: Instance, workload: str, gpu: str, gpus: int, lone: f
     demand = sum(level.peak_rps for level in entry.demand.values())
     demand *= demand_factor(instance) / instance.policy.max_utilization  # as planned
     zones = max((region.zones for region in instance.regions), default=1)
-    spread = zones / (zones - 1) if zones > 1 else 1.0
+    spread = zone_loss_overprovision_factor(zones) if zones > 1 else 1.0
     worth = math.ceil(demand * spread / lone) + 1
     return min(max(per_region, default=0), worth, POOL_LADDER_MAX_REPLICAS)
 
@@ -265,7 +267,7 @@ def largest_useful_pool(
     carry every load in every row, so no pooling step above it, nor credit on more
     replicas, is ever needed. Each side grows with n, so a bisection between 1 and the
     pool that carries L at q(1) finds it."""
-    spread = zones / (zones - 1) if zones else 1.0
+    spread = zone_loss_overprovision_factor(zones) if zones else 1.0
     sizes = [1, *(step.replicas for step in ladder)]
 
     def q(replicas: int) -> float:

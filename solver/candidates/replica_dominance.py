@@ -25,11 +25,11 @@ for several candidates end.
 
 Sizes below N at which some move loses nothing are not needed either (a plan steps
 down from them); where the sizes left have a gap above a contiguous low range, the
-solve holds the pool to them (solver.program.families.pool_sizes). Measured on the 10 x 20 x 6
-region-loss bench: MI300X TP1 (1.423 req/s alone, 1.462 per replica in a pool of 2;
-1.360 alone at the failover target) beside TP2 (2.974 on two GPUs) needs 0, 1 or 3
-replicas, where the program allowed 0 to 512; 550 other pools need at most one. HiGHS
-CPU on the bench's 20 workload programs: 20.5 s without, 7.5 s with.
+solve holds the pool to them (solver.program.families.pool_sizes). On the region-loss
+bench, MI300X TP1 beside TP2 needs 0, 1 or 3 replicas where the program allowed 0 to 512,
+since two TP1 replicas carry less than one TP2 (1.462 req/s each in a pool of 2 against
+2.974 on two GPUs) but three pooled ones carry more than TP2 plus one alone at the
+failover target (1.360); most other pools need at most one (the README's speed notes).
 
 The bounds are applied by `solver.decompose.by_workload.optimise` to the plain solve only: not
 where the caller bounds a candidate (explain's re-solves without a pool: B may be the

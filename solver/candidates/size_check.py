@@ -37,7 +37,8 @@ from models.operations.scenarios import Scenario, failure_scenarios
 from models.schema import limits
 from models.schema.errors import InputError, Issue
 from models.schema.instance import Instance
-from models.serving.replica import LatencyTargets, Role, TrafficMix
+from models.schema.serving_inputs import latency_targets, traffic_mix
+from models.serving.replica import Role
 from solver.candidates.table import CandidateTable, expert_layouts, offered_gpus
 from solver.errors import NoSolution
 from solver.program.sets import ProgramSets
@@ -70,8 +71,8 @@ def count_configurations(instance: Instance) -> int:
     distinct = {
         (
             w.model,
-            TrafficMix.of(w, policy.prefix_affinity),
-            LatencyTargets.of(w.slo),
+            traffic_mix(w, policy.prefix_affinity),
+            latency_targets(w.slo),
         )
         for w in instance.workloads
     }

@@ -30,12 +30,11 @@ room in the supply:
   workloads compete for (the cheap one a decomposed join overfills, solver.decompose.join)
   has no such room, and pools moving into it stay.
 
-So `replicas[w,A,r] <= 0` loses no optimum for every A with such a dominator. Measured
-on the 10 x 20 x 6 region-loss bench: 972 of the 1,940 pools of its 20 workload programs
-go (an A100 TP2 replica of a 70B model carries 0.002 req/s; one MI300X TP2 replica
-costs less than an A100 TP4 one and carries more than the A100's largest pool credits
-per replica), and HiGHS CPU on the 20 programs, one after the other, falls from 7.2 s
-to 4.0 s, every program's optimum unchanged.
+So `replicas[w,A,r] <= 0` loses no optimum for every A with such a dominator. (An A100
+TP2 replica of a 70B model carries almost nothing; one MI300X TP2 replica costs less than
+an A100 TP4 one and carries more than the A100's largest pool credits per replica.) On the
+region-loss bench about half the pools go, every program's optimum unchanged (the
+README's speed notes).
 
 The argument takes a program whose rows and columns are the plain ones (`PLAIN_ROWS`,
 `PLAIN_COLUMNS`): no whole servers, site power, replica or zone loss, limit on

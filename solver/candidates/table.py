@@ -73,20 +73,20 @@ from functools import cached_property
 from typing import Any
 
 from models.operations.scenarios import rerouted_rtts
-from models.operations.site import stage_problem
+from models.operations.site import offered, stage_problem
 from models.physics.efficiency import efficiency_for
 from models.physics.llm import LlmSpec
 from models.physics.memory import expert_layout_problem, kv_precision_for
 from models.physics.precision import Precision
-from models.schema.instance import BuyUnit, Instance, Workload
+from models.schema.instance import Instance, Workload
+from models.schema.policy import BuyUnit
+from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.pooling import planning_capacity
 from models.serving.replica import (
-    LatencyTargets,
     Limit,
     ReplicaCapacity,
     ReplicaConfig,
     Role,
-    TrafficMix,
 )
 from solver.candidates.pools import (
     PoolCurve,
@@ -98,7 +98,7 @@ from solver.candidates.pools import (
     tabulate_curve,
 )
 from solver.errors import Problem
-from solver.plan.schema import configuration_key
+from solver.plan.records import configuration_key
 from solver.settings import SolveSettings
 
 
@@ -201,7 +201,7 @@ class Candidate:
 
     @property
     def layout_fields(self) -> dict[str, Any]:
-        """The fields of a plan's replica pool (`solver.plan.schema.ReplicaPool`) that name this
+        """The fields of a plan's replica pool (`solver.plan.records.ReplicaPool`) that name this
         layout: GPU, precisions, TP x PP (x DP, EP), speculative option and role."""
         c = self.config
         return {
@@ -240,12 +240,8 @@ class CandidateTable:
 
 def offered_gpus(instance: Instance) -> list[str]:
     """GPU types some region offers (supply entry or existing fleet), in `gpus` order."""
-    offered = {
-        gpu
-        for region in instance.regions
-        for gpu in (*region.supply, *(g for g, n in region.existing.items() if n > 0))
-    }
-    return [entry.name for entry in instance.gpus if entry.name in offered]
+    types = {gpu for _, gpu in offered(instance)}
+    return [entry.name for entry in instance.gpus if entry.name in types]
 
 
 def configurations(instance: Instance, workload: Workload) -> list[ReplicaConfig]:
@@ -322,8 +318,8 @@ def build_candidates(instance: Instance, settings: SolveSettings | None = None) 
     zone_counts = tuple(sorted({r.zones for r in instance.regions if r.zones > 1}))
     rerouted = rerouted_rtts(instance)
     for workload in instance.workloads:
-        mix = TrafficMix.of(workload, instance.policy.prefix_affinity)
-        targets = LatencyTargets.of(workload.slo)
+        mix = traffic_mix(workload, instance.policy.prefix_affinity)
+        targets = latency_targets(workload.slo)
         results = []
         usable = []
         for config in configurations(instance, workload):
@@ -438,6 +434,18 @@ def no_candidate_problem(
             "offer a GPU that supports the model's precisions, or allow other TP degrees",
         )
     fitting = [r for r in results if r.fits]
+    no_fp4 = sorted(
+        {r.config.gpu.name for r in results if not r.config.gpu.supports(Precision.FP4)}
+    )
+    if not fitting and all(
+        r.config.kv_precision is Precision.FP4 and r.config.gpu.name in no_fp4 for r in results
+    ):  # not memory: the KV precision asked for is one no GPU offered can hold
+        return Problem(
+            name,
+            f"{workload.name}: every configuration keeps its KV cache in fp4, which "
+            f"{', '.join(no_fp4)} cannot hold ({context})",
+            f"set {workload.model}'s kv_precision to fp8 or bf16, or offer a GPU with fp4 support",
+        )
     if not fitting:
         largest = max(results, key=lambda r: r.config.gpus * r.config.gpu.hbm_bytes)
         return Problem(

@@ -15,7 +15,7 @@ evaluate): a worker process costs its start-up.
 """
 
 from models.schema.instance import Instance
-from models.serving.replica import LatencyTargets, TrafficMix
+from models.schema.serving_inputs import latency_targets, traffic_mix
 from solver.candidates.table import CandidateTable, build_candidates, configurations
 from solver.decompose.parallel import processes_for, worker_pool
 from solver.settings import SolveSettings, TimeLimitReached
@@ -62,8 +62,8 @@ def _cache_groups(instance: Instance) -> dict[tuple, list]:
     """Workloads by what `build_candidates` shares between them: model, mix, targets."""
     groups: dict[tuple, list] = {}
     for workload in instance.workloads:
-        mix = TrafficMix.of(workload, instance.policy.prefix_affinity)
-        key = (workload.model, mix, LatencyTargets.of(workload.slo))
+        mix = traffic_mix(workload, instance.policy.prefix_affinity)
+        key = (workload.model, mix, latency_targets(workload.slo))
         groups.setdefault(key, []).append(workload)
     return groups
 

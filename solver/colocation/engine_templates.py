@@ -25,7 +25,8 @@ from models.colocation.engine_group import EngineMember, engine_group
 from models.colocation.shared_layout import SharedLayout
 from models.physics.efficiency import efficiency_for
 from models.schema.instance import Instance
-from models.serving.replica import LatencyTargets, Role, TrafficMix
+from models.schema.serving_inputs import latency_targets, traffic_mix
+from models.serving.replica import Role
 from solver.candidates.table import Candidate, CandidateTable
 from solver.colocation.groups import TAIL_REPLICAS, Template
 
@@ -77,7 +78,7 @@ def engine_templates(instance: Instance, table: CandidateTable) -> list[Template
 
 
 def _strictness(workload) -> tuple[float, float]:
-    targets = LatencyTargets.of(workload.slo)
+    targets = latency_targets(workload.slo)
     return (targets.ttft_p99_s or math.inf, targets.tpot_p99_s or math.inf)
 
 
@@ -111,8 +112,8 @@ def _evaluate(instance, root, layout: Candidate, members, workloads, peaks) -> T
                 w,
                 workloads[w].model if entry.base else None,
                 entry.rank,
-                TrafficMix.of(workloads[w], instance.policy.prefix_affinity),
-                LatencyTargets.of(workloads[w].slo),
+                traffic_mix(workloads[w], instance.policy.prefix_affinity),
+                latency_targets(workloads[w].slo),
                 peaks[w],
             )
         )

@@ -54,7 +54,8 @@ from models.physics.efficiency import efficiency_for
 from models.physics.memory import weight_bytes_per_gpu
 from models.physics.precision import Precision
 from models.schema.instance import Instance
-from models.serving.replica import LatencyTargets, Limit, Role, TrafficMix
+from models.schema.serving_inputs import latency_targets, traffic_mix
+from models.serving.replica import Limit, Role
 from solver.candidates.table import Candidate, CandidateTable
 from solver.colocation.group_search import Packing, SearchResult, generate
 from solver.decompose.linked import linked_groups
@@ -302,8 +303,8 @@ def _physics(instance: Instance, workloads: dict, group: Sequence[_Option]):
         Member(
             o.workload,
             o.candidate.config.llm,
-            TrafficMix.of(workloads[o.workload], instance.policy.prefix_affinity),
-            LatencyTargets.of(workloads[o.workload].slo),
+            traffic_mix(workloads[o.workload], instance.policy.prefix_affinity),
+            latency_targets(workloads[o.workload].slo),
             o.peak_requests_per_s,
         )
         for o in group

@@ -36,7 +36,8 @@ from models.colocation.swap_group import (
 from models.physics.efficiency import efficiency_for
 from models.physics.memory import weight_bytes_per_gpu
 from models.schema.instance import Instance
-from models.serving.replica import LatencyTargets, Limit, Role
+from models.schema.serving_inputs import latency_targets
+from models.serving.replica import Limit, Role
 from solver.candidates.table import CandidateTable
 from solver.colocation.groups import (
     INTERFERENCE_FACTOR,
@@ -111,7 +112,7 @@ def _worth_evaluating(instance: Instance, workloads: dict, group) -> bool:
         return False
     for i, o in enumerate(group):
         wait = swaps[i] + max(s for j, s in enumerate(swaps) if j != i)
-        target = LatencyTargets.of(workloads[o.workload].slo).ttft_p99_s
+        target = latency_targets(workloads[o.workload].slo).ttft_p99_s
         if colds[i] > 0 and target is not None and wait >= target:
             return False
     return True

@@ -14,7 +14,8 @@ or LoRA base, `solver.colocation.engine_templates`, may take it, and it is then 
 """
 
 from solver.colocation.groups import MAX_GROUP_SIZE, GroupTable
-from solver.plan.schema import ColocationSearch, Plan, Tiering, WorkloadTier
+from solver.plan.records import ColocationSearch, Tiering, WorkloadTier
+from solver.plan.schema import Plan
 
 
 def search_report(groups: GroupTable) -> ColocationSearch | None:

@@ -34,11 +34,9 @@ otherwise the whole is solved as one.
 Why: failover couples every region of a workload, and each (workload, region, phase)
 rounds its replicas up on its own, so the joint branch and bound has to close hundreds
 of independent roundings at once; a 0.1% gap on a large fleet is less than one
-GPU-month. Apart, each program closes its own gap in well under a second. Measured on
-the benchmark's 10-region x 20-workload x 6-GPU-type instance with region loss (HiGHS
-1.16, one thread): the joint program stood at a 2.3% gap after 30 s and 0.38% after
-300 s ($512,321/month); the twenty programs apart reach 0.02% in 2 to 5 s of solver
-time ($500,554/month).
+GPU-month. Apart, each program closes its own gap in well under a second, and the
+parts together reach a tighter gap in seconds than the joint search in minutes (the
+README's speed notes).
 
 With co-location (solver.colocation.groups) a shared group template couples its members: they
 share rows (its groups[t,r] column sits in each member's capacity rows), so the parts

@@ -12,9 +12,7 @@ right-hand side), each taken user p may use
 
 GPUs of that type in r (the excess split in proportion to use), and the others keep
 theirs; sum_p s_p + sum_{not taken} u_p = S. A part re-solved within its shares is a
-restriction of its program. Measured on the scaling bench's 50 x 50 x 6 instance
-without failures: three users of r25's MI300X re-solved give $7,847,223/month, 0.2%
-above the parts' bound of $7,831,190, in 1 s.
+restriction of its program.
 
 Giving back. For one overfilled row, each user p is re-solved alone within
 s_p = max(u_p - (U - S), 0): giving back the whole excess, or all it uses when that is
@@ -23,24 +21,19 @@ users cheapest per GPU given back (d_p / b_p) are taken until they give back the
 (`cheapest_givers`), the others keep their solutions. Also a restriction, one round of
 re-solves (side by side), and the costs add up: the parts are independent apart from
 the row. Where the shares put the whole excess on the largest users, this finds the
-users with a cheap substitute. Measured on the scaling bench's region-loss instances:
-10 x 50 x 6 (r06's MI300X 2 GPUs over, 31 users): two users give them back,
-$1,686,212/month, 0.024% above the bound, where the shares gave $1,688,256 (0.15%) and
-three price rounds $1,687,410 (0.095%); 50 x 50 x 6 (r25's MI300X 17 GPUs over, 35
-users): eleven give them back, $7,861,144, 0.066% above the bound, in one round of 43 s
-where the two price rounds that proved $7,857,158 took 95 s.
+users with a cheap substitute, and on the scaling bench's region-loss instances it
+proves a plan closer to the bound than the shares, and sooner than the price rounds
+(the README's speed notes).
 
 The local merge. Where no route joins r to another region (`reach`: no failover into or
 out of it), the parts that use the row are solved together as one program with every
 column held at the join's value (`fixed_outside`) except the purchases and the columns
 of r: their pools there, and the load served there. That program is the merged part's,
 restricted to what moves in r, so it is small to solve, and it gives the merged part's
-optimum in r: r's load cannot go elsewhere. On the same instance the 35 users re-solved
-so give $7,833,148/month, 0.025% above the bound, in 10.6 s from start to plan, where
-merging them (a relaxation, solved in full) gave $7,837,061 in 19.5-25.6 s. With region
-loss every region is joined to others, and the local program keeps their load served
-free: on the 50 x 50 x 6 region-loss instance it took 305 s for $7,870,473 against the
-shares' $7,871,619, so it is not tried there.
+optimum in r: r's load cannot go elsewhere, and it is found sooner than by merging the
+users (a relaxation, solved in full). With region loss every region is joined to others,
+and the local program keeps their load served free: it is then as large as the whole and
+no better than the shares (the README's speed notes), so it is not tried there.
 
 Only supply rows are mended so: the merge (solver.decompose.join) handles any row.
 """

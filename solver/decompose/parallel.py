@@ -5,9 +5,8 @@ one thread in this process and no solver library called yet, the command-line ca
 else with `spawn` (no forked copy of a solver library's state, which HiGHS and OR-Tools
 do not survive); each solves with one solver thread, so `processes_for(n)` programs run
 side by side on as many cores. A forked worker starts with everything this process has
-imported: on the 10 x 20 x 6 region-loss bench, `fleetplan solve` took 4.9-5.1 s wall
-against 5.6-6.1 s with two spawned workers (five runs each, interleaved), each of which
-spends 0.4 s of CPU importing the planner before its first task. A worker process never
+imported, where a spawned one first imports the planner (the README's speed notes). A
+worker process never
 starts workers of its own: inside one (a `batch` or `explain` job) everything runs in
 that process, as before.
 
@@ -72,9 +71,8 @@ def _runnable_now() -> int | None:
 def processes_for(programs: int) -> int:
     """Worker processes for `programs` independent solves: one per idle core, no more
     than the programs, and 1 (this process) inside a worker, on a one-core machine, or
-    when other work keeps the cores busy (workers would only share them: on the shared
-    2-core machine at a load of 4, the 10 x 20 x 6 region-loss bench took 14.6 s in two
-    workers against 9.5 s in one process)."""
+    when other work keeps the cores busy (workers would only share them, and the
+    processes' start-up and the copies between them make that slower than one process)."""
     import multiprocessing  # here, not at the top: a one-model solve never asks (issue 19)
 
     if multiprocessing.parent_process() is not None:

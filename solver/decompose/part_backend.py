@@ -2,7 +2,7 @@
 
 With the default backend, `highs`, some integer parts are solved by SCIP (the `scip`
 backend, through OR-Tools, one thread) where OR-Tools is installed, by what the part's
-failure rows are (measured below, not guessed):
+failure rows are (measured, not guessed: the README's speed notes):
 
 - with spare-replica rows (`survive: replica`): SCIP, at any size;
 - with zone-survivor rows (`survive: zone`): HiGHS, at any size;
@@ -12,34 +12,16 @@ HiGHS solves the other parts, the whole program when it is solved as one, and th
 pricing LP. A backend named other than `highs` solves every part itself. The plan's
 `solver.method` says how many parts SCIP solved.
 
-Why: the parts of a large instance with region loss are routing-heavy (each lost
-region may reroute every origin: some 13,000 route columns per workload at 50 regions)
-around a few hundred replica and pooling-step integers, and HiGHS spends most of its
-time on them at the root (cut rounds and sub-MIP heuristics: on one 70B part, 6.7 s
-before the first node, 8,567 cuts). SCIP closes the same parts several times faster. On
-small parts HiGHS is the faster: SCIP's model set-up costs more than the solve. The
-spare-replica rows (capacity less each pool's largest replica) make even small parts
-hard, and SCIP closes them faster; the zone-survivor rows (Z x survivors <= (Z - 1) x
-replicas, integer: a pool spread over zones less its fullest one) are where HiGHS is
-the faster at every size.
-Measured on this machine, one thread, every part of the bench's generated instances
-(tests/bench; zone loss with 3 zones per region) built, reduced and solved alone to a
-0.1% gap:
-
-| instance (regions x workloads x GPU types, survive) | columns per part | HiGHS s | SCIP s |
-|---|---|---|---|
-| 10 x 20 x 6, region | 670-1,400 | 2.85 | 5.07 |
-| 20 x 20 x 6, region | 1,800-4,000 | 8.04 | 5.92 |
-| 50 x 50 x 6, region | 12,500-18,400 | 246 | 85 |
-| 10 x 20 x 6, replica | 190-720 | 24.3 | 13.1 |
-| 20 x 20 x 6, zone | 2,100-5,100 | 48.3 | 101 |
-| 50 x 10 x 6, zone: a 70B part, an 8x7B part | 19,600; 16,600 | 78.9; 9.8 | > 120; 1.5 |
-
-On the 50 x 50 region-loss parts SCIP was slower on 13 of 50, by at most 0.2 s; on the
-ten 70B parts (about 17,000 columns, 2,000 integers) it took 3.7-13 s where HiGHS took
-13-32 s. On the 20 x 20 zone-loss parts SCIP took 16-40 s on the four 70B ones where
-HiGHS took 5.5-15 s; on the replica-loss parts it took 1.9-4.0 s on the four 70B ones
-where HiGHS took 2.5-9.7 s (one of them slower: 4.0 s against 2.5 s).
+Why: a part with region loss is routing-heavy (each lost region may reroute every
+origin: some 13,000 route columns per workload at 50 regions) around a few hundred replica
+and pooling-step integers, and HiGHS spends most of its time on such parts at the root
+(cut rounds and sub-MIP heuristics), where SCIP closes them several times faster; on small
+parts SCIP's model set-up costs more than the solve, so HiGHS is the faster. The
+spare-replica rows (capacity less each pool's largest replica) make even small parts hard,
+and SCIP closes them faster; the zone-survivor rows (Z x survivors <= (Z - 1) x replicas,
+integer: a pool spread over zones less its fullest one) are where HiGHS is the faster at
+every size. The line was drawn from every part of the scaling bench's instances solved
+alone by each backend; the times are in the README's speed notes.
 """
 
 from solver.backends import Backend, get_backend
@@ -68,7 +50,7 @@ def part_backend(backend: Backend, program: LinearProgram) -> Backend:
 def hands_to_scip(program: LinearProgram) -> bool:
     """Whether SCIP is the faster on this integer program, by its failure rows: with
     spare-replica rows always, with zone-survivor rows never, else from
-    `SCIP_MIN_COLUMNS` columns up (the measurements above)."""
+    `SCIP_MIN_COLUMNS` columns up (the rule above)."""
     if not program.integer_variables:
         return False
     families = {row.family for row in program.constraints.values()}

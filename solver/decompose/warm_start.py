@@ -3,11 +3,10 @@ per GPU type and phase, solved loosely.
 
 Whole servers and one configuration per pool make the fleet program's relaxation weak:
 the LP buys fractions of servers and credits every pool the capacity per replica of its
-largest useful size, so on the default instance (chat-3region) its root bound is
-$167.5k against a $196.2k optimum. Branch and bound then spends most of its nodes
-below a poor incumbent: HiGHS finds the optimum late (after ~2,200 of ~2,400 nodes) and
-prunes the rest at once. Given the optimum as a start, the same search closes in ~460
-nodes.
+largest useful size, so its root bound lies well below the optimum (15% on the default
+instance, chat-3region). Branch and bound then spends most of its nodes below a poor
+incumbent: HiGHS finds the optimum late and prunes the rest at once; given the optimum
+as a start, the same search closes in a fraction of the nodes.
 
 The restriction: in every region, for every workload, phase (role and precision) and
 GPU type, only the candidate with the lowest price per request/s at the top of its
@@ -16,13 +15,8 @@ are fixed at 0. That program is a restriction of the whole (any plan of it is a 
 the whole), it still chooses GPU types, regions, layouts across types and failover, and
 it is several times smaller. Solved to `START_GAP`, its plan is the start of the whole
 solve (solver.backends, `start`), which is then proven to the requested gap as before:
-the optimum is that of the whole program; only the search is shorter.
-
-Measured on chat-3region (HiGHS 1.16, one thread; CPU seconds, since wall time on the
-shared 2-core machine varied threefold): cold 2,360 nodes, 10.0 s of CPU for the whole
-solve; the restriction at a 10% gap 0.6 s (its plan is the $196,224 optimum), then the
-whole from that start 5.1 s (331-806 nodes over three random seeds, 462 with the
-default seed).
+the optimum is that of the whole program; only the search is shorter (nodes and
+seconds: the README's speed notes).
 """
 
 from dataclasses import replace

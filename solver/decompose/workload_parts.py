@@ -4,7 +4,7 @@ early start in the worker processes while the whole program is built."""
 
 from dataclasses import dataclass, replace
 
-from models.schema.instance import BuyUnit
+from models.schema.policy import BuyUnit
 from solver.backends import Backend
 from solver.candidates.swap_dominance import reduced_program
 from solver.candidates.table import CandidateTable

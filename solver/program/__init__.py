@@ -1,4 +1,7 @@
 """The integer program: index sets, typed row names, the solver-neutral LP, the constraint
 families (one module each, `families/`) and `build_program`, the contents list.
 
-Imports: models/, solver.candidates, solver.colocation (templates), solver.settings."""
+Imports: models.schema, models.serving, models.operations; solver.candidates,
+solver.colocation (templates), solver.settings, solver.errors, and solver.backends (export
+writes MPS through HiGHS). lp.py imports nothing and row_names.py nothing from solver/:
+the backends and the verifier read them."""

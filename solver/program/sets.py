@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 from models.operations.scenarios import RegionGraph, Scenario, ScenarioKind, rerouted_rtt_ms
-from models.operations.site import demand_factor
+from models.operations.site import demand_factor, offered
 from models.schema.instance import Instance
 from models.serving.replica import Role
 from solver.candidates.pools import PoolStep, Tier, largest_useful_pool, pool_tiers
@@ -156,21 +156,18 @@ class ProgramSets:
 
     @cached_property
     def offers(self) -> dict[tuple[str, str], Offer]:
-        """(r, g) -> what region r has of GPU type g (supply entry or existing fleet)."""
+        """(r, g) -> what region r has of GPU type g, for every pair it offers
+        (`models.operations.site.offered`: a supply entry or an existing fleet)."""
         offers = {}
-        for region in self.instance.regions:
-            for gpu in self.instance.gpu_specs:
-                supply = region.supply.get(gpu)
-                existing = region.existing.get(gpu, 0)
-                if supply is None and existing <= 0:
-                    continue
-                offers[(region.name, gpu)] = Offer(
-                    region.name,
-                    gpu,
-                    existing,
-                    supply.max_gpus if supply else 0,
-                    self.instance.price_per_gpu_hour(region.name, gpu),
-                )
+        for region, gpu in offered(self.instance):
+            supply = region.supply.get(gpu)
+            offers[(region.name, gpu)] = Offer(
+                region.name,
+                gpu,
+                region.existing.get(gpu, 0),
+                supply.max_gpus if supply else 0,
+                self.instance.price_per_gpu_hour(region.name, gpu),
+            )
         return offers
 
     @cached_property

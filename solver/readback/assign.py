@@ -17,17 +17,8 @@ from solver.analysis.cost_attribution import cost_attribution
 from solver.candidates.pool_kv import pool_kv_fields
 from solver.candidates.pools import PoolCurve
 from solver.candidates.table import Candidate
-from solver.plan.schema import (
-    SHADOW_PRICE_NOTE,
-    GpuUse,
-    Plan,
-    PoolLoad,
-    ReplicaPool,
-    Route,
-    ScenarioResult,
-    SolverRun,
-    plan_status,
-)
+from solver.plan.records import GpuUse, PoolLoad, ReplicaPool, Route, ScenarioResult, SolverRun
+from solver.plan.schema import SHADOW_PRICE_NOTE, Plan, plan_status
 from solver.program.build import FleetProgram
 from solver.program.families.split import load_terms
 from solver.program.families.variables import ServedColumn

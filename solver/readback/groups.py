@@ -23,7 +23,8 @@ over its share a[w,t] of the group). Then
 
 from collections import defaultdict
 
-from solver.plan.schema import GroupMember, Plan, ReplicaPool
+from solver.plan.records import GroupMember, ReplicaPool
+from solver.plan.schema import Plan
 from solver.program.build import FleetProgram
 from solver.program.row_names import GroupsColumn
 

@@ -19,7 +19,7 @@ through them (a disaggregated phase the plan does not use: 0 >= 0) are left out:
 price the LP gives them is degenerate.
 """
 
-from solver.plan.schema import Binding
+from solver.plan.records import Binding
 from solver.program.build import FleetProgram, with_bounds
 from solver.program.families import FAMILIES
 from solver.program.families.pooling import PoolAtLeastColumn

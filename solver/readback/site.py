@@ -6,7 +6,7 @@ the pricing LP (solver.readback.pricing).
 """
 
 from models.operations.site import gpu_kw, node_gpus, racks_per_gpu
-from solver.plan.schema import GpuUse, RegionPower, ServerPurchase
+from solver.plan.records import GpuUse, RegionPower, ServerPurchase
 from solver.program.row_names import PowerRow
 from solver.program.sets import ProgramSets
 

@@ -32,11 +32,11 @@ iteration(s) that complete the prompt, the transfer); for a decode pool
 
 import numpy as np
 
-from models.serving.batch_model import MixTokens, kv_transfer_s, replica_step_model
 from models.serving.capacity import replica_capacity
 from models.serving.frontier import operating_point
 from models.serving.prefill_model import prefill_lane
-from models.serving.replica import LatencyTargets
+from models.serving.replica import LatencyTargets, MixTokens
+from models.serving.replica_layout import kv_transfer_s, replica_step_model
 from solver.simulate.engine import Effects, ReplicaEngine, simulate_pool
 from solver.simulate.traffic import arrival_times_s, token_lengths
 

@@ -25,7 +25,7 @@ TensorRT-LLM schedule):
   the fewest outstanding requests. This is least-work-left dispatch for the prompt
   lanes: an arrival waits for the least remaining prompt work in the pool, which is the
   wait it would have in one central FCFS queue before the c lanes (M/G/c), the
-  planner's model (`models.serving.batch_model.pooled_wait_p99_s`). NVIDIA Dynamo's KV router
+  planner's model (`models.serving.queueing.pooled_wait_p99_s`). NVIDIA Dynamo's KV router
   counts the prompt tokens a worker has to prefill in its cost, llm-d's scheduler scores
   queue depth.
   `jsq`: the fewest outstanding requests (waiting + prefilling + running). The count is

@@ -25,11 +25,13 @@ import numpy as np
 from models.physics.efficiency import efficiency_for
 from models.physics.memory import default_kv_precision
 from models.schema.instance import Instance
-from models.serving.batch_model import replica_step_model
+from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.capacity import replica_capacity
 from models.serving.latency import latency_at_rate
 from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
-from solver.plan.schema import Plan, ReplicaPool
+from models.serving.replica_layout import replica_step_model
+from solver.plan.records import ReplicaPool
+from solver.plan.schema import Plan
 from solver.simulate.engine import Effects, PoolTrace, ReplicaEngine, simulate_pool
 from solver.simulate.pair_rows import pair_meets, simulate_pair_rows
 from solver.simulate.results import (
@@ -76,7 +78,7 @@ def _config(instance: Instance, pool: ReplicaPool) -> tuple[ReplicaConfig, Traff
         gpu, llm, pool.precision, kv, pool.tp, pool.pp, pool.role, pool.ep, pool.dp
     )
     efficiency = efficiency_for(gpu, pool.precision, instance.efficiency, instance.engine)
-    return config, TrafficMix.of(workload), efficiency
+    return config, traffic_mix(workload), efficiency
 
 
 def simulate_plan(
@@ -201,7 +203,7 @@ def _shares(instance: Instance, plan: Plan, workload, region: str, counts: dict)
     for pool in members:
         config, mix, efficiency = _config(instance, pool)
         n = counts[pool.label]
-        capacity = replica_capacity(config, mix, LatencyTargets.of(workload.slo), efficiency, n)
+        capacity = replica_capacity(config, mix, latency_targets(workload.slo), efficiency, n)
         shares.append((pool, config, mix, efficiency, n, n * capacity.requests_per_s))
     return shares
 

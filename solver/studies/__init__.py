@@ -1,3 +1,5 @@
 """Many solves: a folder of instances against their goldens (batch), a grid of changes (sweep).
 
-Imports: anything in solver/."""
+Imports: models.schema, models.io, models.physics (a golden's fingerprint hashes the
+catalog); solver.solve, solver.settings, solver.errors, solver.backends, solver.plan,
+solver.verify (the hour verifier) and solver.workers (the sweep's worker processes)."""

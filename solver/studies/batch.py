@@ -12,6 +12,15 @@ recorded in the golden file and reported when they change, but alternative optim
 the same cost may legitimately move GPUs between equal-priced options, so they are not a
 regression on their own.
 
+Each comparison ends in one verdict word (`Verdict`) that names what broke: an instance
+that does not validate is `bad input` with its parse error, whether or not it has a golden
+file yet; one with no plan is `infeasible`, `no solution` or `rejected`; a plan that
+moved is a `regression` or an `improvement`. A golden file records the fingerprint of
+what it was solved from (solver.studies.fingerprint); when the instance, the catalog or
+the version changed since, the comparison says `input changed` (a failure only under
+`--strict`). A golden without a fingerprint (frozen before they were recorded) is of
+unknown input and never reads as changed.
+
 Workers get the validated instance (never a built solver model, which does not pickle)
 and solve with one solver thread each, in a spawn-context process pool.
 
@@ -28,6 +37,7 @@ import json
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import as_completed
+from enum import StrEnum
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -42,6 +52,7 @@ from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanReject
 from solver.plan.schema import Plan
 from solver.settings import SolveSettings
 from solver.solve import solve
+from solver.studies.fingerprint import Fingerprint, fingerprint
 from solver.verify.hours import verify_any as verify
 from solver.workers import process_pool
 
@@ -74,6 +85,8 @@ class Outcome(BaseModel):
     runtime_s: float = 0.0
     """Wall time of the whole instance (loading, candidates, solve, pricing, verifier)."""
     message: str = ""
+    fingerprint: Fingerprint | None = None
+    """What the instance was solved from; None when it never validated."""
 
 
 FAILED_STATUSES = frozenset({"bad_input", "error"})
@@ -92,6 +105,9 @@ class Golden(BaseModel):
     total_gpus: int | None = None
     gpus: dict[str, dict[str, int]] = Field(default_factory=dict)
     binding_families: tuple[str, ...] = ()
+    fingerprint: Fingerprint | None = None
+    """What the golden was solved from; None in goldens frozen before it was recorded
+    (unknown: never reported as changed)."""
 
     @classmethod
     def of(cls, outcome: Outcome, tolerance: float = DEFAULT_COST_TOLERANCE) -> "Golden":
@@ -105,7 +121,57 @@ class Golden(BaseModel):
             total_gpus=outcome.total_gpus,
             gpus=outcome.gpus,
             binding_families=outcome.binding_families,
+            fingerprint=outcome.fingerprint,
         )
+
+
+class Verdict(StrEnum):
+    """One word for what a check found, the most telling first when several apply."""
+
+    ERROR = "error"
+    """A crash in the pipeline or a worker: a bug to report."""
+    BAD_INPUT = "bad input"
+    """The instance file (or the solver settings) does not validate."""
+    INFEASIBLE = "infeasible"
+    """No plan meets the instance, and the golden file does not say so."""
+    NO_SOLUTION = "no solution"
+    """The time limit or the solver ended without a plan."""
+    REJECTED = "rejected"
+    """The independent verifier refuses the plan."""
+    NO_GOLDEN = "no golden"
+    """A plan with nothing to compare it to: check it, then freeze it with --update."""
+    REGRESSION = "regression"
+    """The plan is costlier, binds other families or changed status."""
+    INPUT_CHANGED = "input changed"
+    """The instance, catalog or version differs from the golden's; fails under --strict."""
+    IMPROVEMENT = "improvement"
+    """A verified plan cheaper than the golden beyond its tolerance."""
+    OK = "ok"
+
+
+_ENDINGS = {
+    "error": Verdict.ERROR,
+    "bad_input": Verdict.BAD_INPUT,
+    "infeasible": Verdict.INFEASIBLE,
+    "no_solution": Verdict.NO_SOLUTION,
+    "rejected": Verdict.REJECTED,
+}
+"""The verdict of an outcome that ended without a plan."""
+
+
+def led_by(word: str, message: str) -> str:
+    """`word: message`, unless the message already starts with the word."""
+    if message.lower().startswith(f"{word}:"):
+        return message
+    return f"{word}: {message}".rstrip(": ")
+
+
+def outcome_verdict(outcome: Outcome) -> Verdict:
+    """The verdict of an outcome on its own (no golden file): how it ended, `rejected`
+    for a plan the verifier refuses, else ok."""
+    if outcome.status in _ENDINGS:
+        return _ENDINGS[outcome.status]
+    return Verdict.OK if outcome.verified else Verdict.REJECTED
 
 
 class Comparison(BaseModel):
@@ -122,11 +188,19 @@ class Comparison(BaseModel):
     improvements: tuple[str, ...] = ()
     """A verified plan cheaper than the golden beyond its tolerance: better, not a
     regression (the check passes; `--update` freezes the new cost)."""
+    input_changed: str = ""
+    """Which of instance, catalog and version differ from the golden's fingerprint
+    ("" when none does, or the golden has no fingerprint)."""
+    verdict: Verdict = Verdict.OK
 
     @property
     def ok(self) -> bool:
         """No regression."""
         return not self.regressions
+
+    def passes(self, strict: bool = False) -> bool:
+        """No regression, and under `strict` no input change either."""
+        return self.ok and not (strict and self.input_changed)
 
 
 def instance_files(folder: Path) -> list[Path]:
@@ -189,9 +263,18 @@ def solve_one(file: str, instance: Instance | None, backend: str | None) -> Outc
 
 def _solve_one(file: str, instance: Instance | None, backend: str | None, started: float):
     def ended(status: str, message: str) -> Outcome:
-        name = instance.name if instance is not None else ""
+        name, solved_from = (
+            ("", None) if instance is None else (instance.name, fingerprint(instance))
+        )
         wall_s = time.monotonic() - started
-        return Outcome(file=file, instance=name, status=status, runtime_s=wall_s, message=message)
+        return Outcome(
+            file=file,
+            instance=name,
+            status=status,
+            runtime_s=wall_s,
+            message=message,
+            fingerprint=solved_from,
+        )
 
     if instance is None:
         try:
@@ -214,6 +297,7 @@ def _solve_one(file: str, instance: Instance | None, backend: str | None, starte
         verified=check.ok,
         runtime_s=time.monotonic() - started,
         message="" if check.ok else "; ".join(str(v) for v in check.violations),
+        fingerprint=fingerprint(instance),
     )
 
 
@@ -314,18 +398,40 @@ def check_golden(outcome: Outcome) -> Comparison:
     try:
         golden = read_golden(Path(outcome.file))
     except InputError as error:
-        return Comparison(outcome=outcome, golden=None, regressions=(f"bad golden file: {error}",))
+        return Comparison(
+            outcome=outcome,
+            golden=None,
+            regressions=(f"bad golden file: {error}",),
+            verdict=Verdict.REGRESSION,
+        )
     return compare(outcome, golden)
 
 
 def compare(outcome: Outcome, golden: Golden | None) -> Comparison:
-    """The regressions of an outcome against its golden result."""
+    """The regressions of an outcome against its golden result, and its verdict.
+
+    An outcome that failed (bad input, a crash), or ended without a plan where there is no
+    golden to expect it, is reported as itself, with its message (the parse error), never
+    as a missing golden file.
+    """
+    ending = _ENDINGS.get(outcome.status)
+    expected = golden is not None and golden.status == outcome.status
+    if outcome.status in FAILED_STATUSES or (ending is not None and golden is None):
+        reason = led_by(ending, outcome.message)
+        return Comparison(outcome=outcome, golden=golden, regressions=(reason,), verdict=ending)
+    if golden is None and not outcome.verified:
+        reason = f"plan fails the verifier: {outcome.message}"
+        return Comparison(
+            outcome=outcome, golden=None, regressions=(reason,), verdict=Verdict.REJECTED
+        )
+    if golden is None:
+        reason = "no golden file: solve, check the plan, then run with --update"
+        return Comparison(
+            outcome=outcome, golden=None, regressions=(reason,), verdict=Verdict.NO_GOLDEN
+        )
     regressions: list[str] = []
     notes: list[str] = []
     improvements: list[str] = []
-    if golden is None:
-        regressions.append("no golden file: solve, check the plan, then run with --update")
-        return Comparison(outcome=outcome, golden=None, regressions=tuple(regressions))
     if outcome.status != golden.status:
         regressions.append(f"status {golden.status} -> {outcome.status}: {outcome.message}")
     if outcome.status == "solved" and not outcome.verified:
@@ -351,12 +457,41 @@ def compare(outcome: Outcome, golden: Golden | None) -> Comparison:
             )
         for gpu, region, before, after in _gpu_changes(golden.gpus, outcome.gpus):
             notes.append(f"{gpu} in {region}: {before} -> {after} GPUs")
+    changed = _input_changed(outcome, golden)
+    if ending is not None and not expected:
+        verdict = ending
+    elif outcome.status == "solved" and not outcome.verified:
+        verdict = Verdict.REJECTED
+    elif regressions:
+        verdict = Verdict.REGRESSION
+    elif changed:
+        verdict = Verdict.INPUT_CHANGED
+    else:
+        verdict = Verdict.IMPROVEMENT if improvements else Verdict.OK
     return Comparison(
         outcome=outcome,
         golden=golden,
         regressions=tuple(regressions),
         notes=tuple(notes),
         improvements=tuple(improvements),
+        input_changed=changed,
+        verdict=verdict,
+    )
+
+
+def _input_changed(outcome: Outcome, golden: Golden) -> str:
+    """The line naming what changed since the golden was solved ("" when nothing did, or
+    either side's fingerprint is unknown)."""
+    if outcome.fingerprint is None or golden.fingerprint is None:
+        return ""
+    parts = outcome.fingerprint.changes_from(golden.fingerprint)
+    if not parts:
+        return ""
+    was, now = golden.fingerprint, outcome.fingerprint
+    said = [f"version {was.version} -> {now.version}" if p == "version" else p for p in parts]
+    return (
+        f"input changed since the golden was frozen: {', '.join(said)}; a difference may "
+        "be the new input's answer (check the plan, then --update)"
     )
 
 

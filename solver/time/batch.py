@@ -27,7 +27,9 @@ from models.operations.batch_soak import (
 from models.operations.time_demand import warm_grid
 from models.schema.instance import Instance
 from solver.candidates.table import Candidate
-from solver.plan.schema import BatchPlacement, BatchSoak, Plan, ReplicaPool
+from solver.plan.records import ReplicaPool
+from solver.plan.schema import Plan
+from solver.plan.time_records import BatchPlacement, BatchSoak
 from solver.program.families.batch_work import BatchWork, DedicatedOption, SoakOption
 from solver.time.periods import TimeProgram
 

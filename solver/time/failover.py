@@ -6,7 +6,8 @@ does it: solver.verify.hours.warm_shortfalls).
 
 from models.operations.failover_budget import expected_burn_minutes_per_year, scenario_budget
 from models.schema.instance import Instance
-from solver.plan.schema import FailoverStart, Hour, ReplicaPool, ScenarioBudgetUse
+from solver.plan.records import ReplicaPool
+from solver.plan.time_records import FailoverStart, Hour, ScenarioBudgetUse
 from solver.program.families.failover_start import FailoverTerms, StartedColumn, failover_terms
 from solver.time.periods import TimeProgram
 from solver.verify.hours import warm_shortfalls

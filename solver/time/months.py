@@ -43,7 +43,8 @@ from models.schema.instance import Instance
 from solver.backends import Backend
 from solver.candidates.table import CandidateTable, build_candidates
 from solver.errors import Infeasible, NoSolution, Problem
-from solver.plan.schema import Commitment, Hour, Month, MonthOffer, Plan
+from solver.plan.schema import Plan
+from solver.plan.time_records import Commitment, Hour, Month, MonthOffer
 from solver.program.families.pricing import CommittedColumn
 from solver.program.lp import SolveResult, Termination, Variable
 from solver.settings import SolveSettings

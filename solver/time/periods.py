@@ -34,6 +34,7 @@ size is the static program's times the number of periods (reported in the plan).
 from dataclasses import dataclass, field
 
 from models.operations.scenarios import failure_scenarios
+from models.operations.site import offered
 from models.operations.time_demand import hour_instance, warm_grid
 from models.operations.time_periods import Period, aggregate_periods
 from models.schema.instance import Instance
@@ -155,31 +156,26 @@ def build_time_program(instance: Instance, table: CandidateTable) -> TimeProgram
 
 
 def offer_terms(instance: Instance) -> tuple[OfferTerms, ...]:
-    """Every (region, GPU type) with supply or an existing fleet, as pricing reads it."""
-    offers = []
-    for region in instance.regions:
-        for gpu in instance.gpu_specs:
-            supply = region.supply.get(gpu)
-            existing = region.existing.get(gpu, 0)
-            if supply is None and existing <= 0:
-                continue
-            max_gpus = supply.max_gpus if supply else 0
-            cap = supply.max_on_demand_gpus if supply else None
-            offers.append(
-                OfferTerms(
-                    region=region.name,
-                    gpu=gpu,
-                    existing=existing,
-                    max_gpus=max_gpus,
-                    on_demand_price_per_gpu_hour=instance.price_per_gpu_hour(region.name, gpu),
-                    reserved_price_per_gpu_hour=supply.reserved_price_per_gpu_hour
-                    if supply
-                    else None,
-                    max_on_demand_gpus=max_gpus if cap is None else cap,
-                    spot_price_per_gpu_hour=supply.spot_price_per_gpu_hour if supply else None,
-                )
+    """Every (region, GPU type) the region offers (`models.operations.site.offered`), as
+    pricing reads it."""
+    terms = []
+    for region, gpu in offered(instance):
+        supply = region.supply.get(gpu)
+        max_gpus = supply.max_gpus if supply else 0
+        cap = supply.max_on_demand_gpus if supply else None
+        terms.append(
+            OfferTerms(
+                region=region.name,
+                gpu=gpu,
+                existing=region.existing.get(gpu, 0),
+                max_gpus=max_gpus,
+                on_demand_price_per_gpu_hour=instance.price_per_gpu_hour(region.name, gpu),
+                reserved_price_per_gpu_hour=supply.reserved_price_per_gpu_hour if supply else None,
+                max_on_demand_gpus=max_gpus if cap is None else cap,
+                spot_price_per_gpu_hour=supply.spot_price_per_gpu_hour if supply else None,
             )
-    return tuple(offers)
+        )
+    return tuple(terms)
 
 
 def _copy_into(lp: LinearProgram, program: FleetProgram, hour: int) -> None:

@@ -3,7 +3,8 @@ thresholds (models.operations.autoscaling), the error budget each failure scenar
 (models.operations.failover_budget) and the idle hours of the day.
 
 Headroom of a pool: its own GPU's start time (not the slowest one the rows plan for),
-the actual demand of its (workload, region), its capacity per replica at its peak size.
+the actual demand of its (workload, region), its capacity per replica at its peak size;
+its thresholds from the physics of a replica in a pool of that size (`pool_thresholds`).
 
 Error budget of a region loss at UTC hour h, per workload with `slo.availability`
 (solver.time.failover.error_budgets): the warm-rate demand beyond what the warm
@@ -18,10 +19,18 @@ the hour's actual demand leaves unused, plus committed GPUs that run nothing.
 import math
 from collections import defaultdict
 
-from models.operations.autoscaling import GPU_UTILISATION_NOTE, pool_headroom, scaling_thresholds
+from models.operations.autoscaling import (
+    GPU_UTILISATION_NOTE,
+    ScalingThresholds,
+    pool_headroom,
+    resident_batch,
+    scaling_thresholds,
+)
 from models.operations.time_demand import interactive_grid
-from models.schema.instance import Instance
-from solver.plan.schema import Plan, PoolHeadroom
+from models.schema.instance import Instance, Workload
+from solver.candidates.table import Candidate
+from solver.plan.schema import Plan
+from solver.plan.time_records import PoolHeadroom
 from solver.time.failover import error_budgets
 from solver.time.periods import TimeProgram
 
@@ -59,18 +68,9 @@ def headrooms(instance: Instance, program: TimeProgram, plan: Plan) -> tuple[Poo
         headroom = pool_headroom(
             rates, capacity, start_s, policy.scale_detection_s, policy.burst_factor
         )
-        lone = candidate.capacity
         workload = next(w for w in instance.workloads if w.name == pool.workload)
-        ttft = workload.slo.ttft_p99_ms
-        thresholds = scaling_thresholds(
-            capacity,
-            headroom.headroom_rps,
-            pool.count,
-            lone.batch,
-            max(lone.max_batch, 1),
-            max(lone.prefill_s, 1e-9),
-            workload.prompt_tokens.cv,
-            None if ttft is None else ttft / 1000,
+        thresholds = pool_thresholds(
+            capacity, headroom.headroom_rps, pool.count, candidate, workload
         )
         rows.append(
             PoolHeadroom(
@@ -94,6 +94,33 @@ def headrooms(instance: Instance, program: TimeProgram, plan: Plan) -> tuple[Poo
             )
         )
     return tuple(rows)
+
+
+def pool_thresholds(
+    capacity_rps_per_replica: float,
+    headroom_rps: float,
+    replicas: int,
+    candidate: Candidate,
+    workload: Workload,
+) -> ScalingThresholds:
+    """The scale-out thresholds of a pool of `replicas` credited C = `capacity_rps_per_replica`
+    each (models.operations.autoscaling.scaling_thresholds), read from the physics of a
+    replica in a pool of its size (`candidate.curve`), never a lone replica's: the batch
+    at C is B = C x B_n / q(n) (`resident_batch`), so the KV-usage threshold is
+    u* x B / B_max at the pool's own rate. A TTFT-limited replica alone carries
+    q(1) < q(n); its batch at q(1) put the threshold near 40% of the usage at the target."""
+    physics = candidate.curve.physics(replicas)
+    ttft = workload.slo.ttft_p99_ms
+    return scaling_thresholds(
+        capacity_rps_per_replica,
+        headroom_rps,
+        replicas,
+        resident_batch(capacity_rps_per_replica, physics.batch, physics.requests_per_s),
+        max(physics.max_batch, 1),
+        max(physics.prefill_s, 1e-9),
+        workload.prompt_tokens.cv,
+        None if ttft is None else ttft / 1000,
+    )
 
 
 def idle_hours(instance: Instance, plan: Plan) -> tuple[float, float]:

@@ -14,7 +14,9 @@ from solver.backends import get_backend
 from solver.candidates.pools import assess_pools
 from solver.candidates.table import build_candidates
 from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected, Problem
-from solver.plan.schema import Commitment, GpuUse, Hour, HourGpus, Plan, ReplicaPool
+from solver.plan.records import GpuUse, ReplicaPool
+from solver.plan.schema import Plan
+from solver.plan.time_records import Commitment, Hour, HourGpus
 from solver.program.families.pricing import CommittedColumn, OfferTerms
 from solver.program.lp import SolveResult, Termination
 from solver.program.optimised import Optimised

@@ -3,7 +3,7 @@
 time one is down and the replicas down at once with the plan's confidence."""
 
 from models.operations.pricing_tiers import poisson_quantile
-from solver.plan.schema import SpotReplicas
+from solver.plan.time_records import SpotReplicas
 from solver.program.families.spot_pools import SpotColumn
 from solver.time.periods import TimeProgram
 

@@ -28,8 +28,10 @@ from models.physics.efficiency import efficiency_for
 from models.physics.memory import kv_precision_for
 from models.physics.precision import Precision
 from models.schema.instance import Instance
-from models.serving.replica import ReplicaCapacity, ReplicaConfig, TrafficMix
-from solver.plan.schema import Hour, ReplicaPool
+from models.schema.serving_inputs import traffic_mix
+from models.serving.replica import ReplicaCapacity, ReplicaConfig
+from solver.plan.records import ReplicaPool
+from solver.plan.time_records import Hour
 from solver.verify.fleet import Violation
 
 CAPACITY_TOLERANCE = 1e-6
@@ -45,7 +47,7 @@ def batch_replica(instance: Instance, batch: str, pool: ReplicaPool) -> ReplicaC
     config = ReplicaConfig(
         gpu, llm, pool.precision, kv, pool.tp, pool.pp, pool.role, pool.ep, pool.dp
     )
-    mix = TrafficMix.of(workload, instance.policy.prefix_affinity)
+    mix = traffic_mix(workload, instance.policy.prefix_affinity)
     efficiency = efficiency_for(gpu, pool.precision, instance.efficiency, instance.engine)
     return batch_capacity(config, mix, efficiency)
 

@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING
 from models.physics.efficiency import efficiency_for
 from models.physics.precision import Precision
 from models.schema.instance import Instance
-from models.serving.replica import LatencyTargets, Role, TrafficMix
-from solver.plan.schema import Plan, ReplicaPool
+from models.schema.serving_inputs import latency_targets, traffic_mix
+from models.serving.replica import Role
+from solver.plan.records import ReplicaPool
+from solver.plan.schema import Plan
 from solver.program.row_names import GroupsColumn
 from solver.verify.verdict import ENGINE_TOLERANCE, Violation
 
@@ -106,8 +108,8 @@ def _group_problems(instance: Instance, entry: ReplicaPool, workloads: dict) -> 
             Member(
                 m.workload,
                 instance.llm_specs[workload.model],
-                TrafficMix.of(workload, instance.policy.prefix_affinity),
-                LatencyTargets.of(workload.slo),
+                traffic_mix(workload, instance.policy.prefix_affinity),
+                latency_targets(workload.slo),
                 m.requests_per_s_per_replica,
             )
         )
@@ -151,8 +153,8 @@ def _engine_problems(
             m.workload,
             workloads[m.workload].model if entries[m.workload].base else None,
             entries[m.workload].rank,
-            TrafficMix.of(workloads[m.workload], instance.policy.prefix_affinity),
-            LatencyTargets.of(workloads[m.workload].slo),
+            traffic_mix(workloads[m.workload], instance.policy.prefix_affinity),
+            latency_targets(workloads[m.workload].slo),
             m.requests_per_s_per_replica,
         )
         for m in entry.members

@@ -59,7 +59,9 @@ from models.operations.time_demand import (
     warm_grid,
 )
 from models.schema.instance import Instance
-from solver.plan.schema import Hour, Plan, ReplicaPool
+from solver.plan.records import ReplicaPool
+from solver.plan.schema import Plan
+from solver.plan.time_records import Hour
 from solver.program.row_names import DemandRow, GpuSupplyRow
 from solver.verify.batch import check_batch
 from solver.verify.fleet import ScenarioCheck, Verification, Violation, verify

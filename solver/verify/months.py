@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 from models.operations.procurement import month_factors, month_instance
 from models.schema.instance import Instance
-from solver.plan.schema import Hour, MonthOffer, Plan
+from solver.plan.schema import Plan
+from solver.plan.time_records import Hour, MonthOffer
 from solver.verify.fleet import COST_TOLERANCE, Verification, Violation
 from solver.verify.totals import money_close
 

@@ -14,11 +14,13 @@ from models.physics.efficiency import Efficiency, efficiency_for
 from models.physics.memory import kv_precision_for
 from models.physics.precision import Precision
 from models.schema.instance import Instance
+from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.capacity import holds_at_tighter_ttft, replica_capacity
 from models.serving.pooling import planning_capacity
 from models.serving.prefix_kv import pool_kv
 from models.serving.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
-from solver.plan.schema import Plan, ReplicaPool
+from solver.plan.records import ReplicaPool
+from solver.plan.schema import Plan
 from solver.program.row_names import ReplicasColumn
 from solver.verify.verdict import Violation
 
@@ -170,8 +172,8 @@ def recompute_pools(
                 label=entry.label,
                 entries=[],
                 config=config,
-                mix=TrafficMix.of(workload, instance.policy.prefix_affinity),
-                targets=LatencyTargets.of(workload.slo),
+                mix=traffic_mix(workload, instance.policy.prefix_affinity),
+                targets=latency_targets(workload.slo),
                 efficiency=efficiency_for(
                     gpu, entry.precision, instance.efficiency, instance.engine
                 ),

@@ -49,7 +49,8 @@ from models.operations.scenarios import RegionGraph, failure_scenarios
 from models.operations.site import demand_factor, gpus_bought, node_gpus
 from models.schema import limits
 from models.schema.instance import Instance
-from solver.plan.schema import Plan, ReplicaPool
+from solver.plan.records import ReplicaPool
+from solver.plan.schema import Plan
 
 MONEY_TOLERANCE_USD = 0.01
 """A stated amount of money may differ from the recomputed one by less than a cent."""

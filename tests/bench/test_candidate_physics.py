@@ -6,8 +6,8 @@ built in this process (single process, `build_candidates`), with CPU time
 (`time.process_time`, which moves far less than the wall time on a shared machine):
 
 - `edge search`: as fleetplan runs it (`models.serving.edge_search.find_edge`), first with empty
-  mixture tables (`models.serving.batch_model.shared_mixtures`), then again with them full, as a
-  second solve in the same process (explain's re-solves, a sweep, `batch`) finds them;
+  mixture tables (`models.serving.iteration_mixture.shared_mixtures`), then again with them
+  full, as a second solve in the same process (explain's re-solves, a sweep, `batch`) finds them;
 - `48-step bisection`: the same table with the search the edge search replaced, as the
   reference, side by side in the same run.
 
@@ -21,6 +21,7 @@ import time
 
 import models.serving.batch_model as batch_model
 import models.serving.capacity as capacity
+import models.serving.iteration_mixture as iteration_mixture
 from models.io.loading import load_instance
 from solver.candidates.table import build_candidates
 from tests.paths import ONE_MODEL_ONE_REGION
@@ -58,7 +59,7 @@ def _build(instance, search, monkeypatch, fresh: bool):
     monkeypatch.setattr(batch_model.BatchModel, "point", counted_point)
     monkeypatch.setattr(capacity, "find_edge", counted_search)
     if fresh:
-        batch_model._MIXTURES.clear()
+        iteration_mixture._MIXTURES.clear()
     start = time.process_time()
     table = build_candidates(instance)
     seconds = time.process_time() - start

@@ -4,8 +4,9 @@ one H100 or H200, fixed-length synthetic requests, 500 requests per rate).
 
 Prints, per row, the measured mean TTFT and mean ITL, the analytic and the simulated
 values, and their errors; then the median absolute percentage error of each. Rows at rate
-INF (all 500 requests at once) have no open-loop analytic value; the simulator replays
-them as a burst at t = 0. The simulator replays each rate as 500 Poisson arrivals (as the
+INF (all 500 requests at once) are a burst: `perf` answers them with the closed-loop replay
+(models.serving.closed_loop, 500 users sending one request each), the simulator replays
+them as 500 arrivals at t = 0. The simulator replays each rate as 500 Poisson arrivals (as the
 benchmark does), seed 0.
 """
 
@@ -21,7 +22,7 @@ from models.physics.efficiency import efficiency_for
 from models.physics.precision import Precision
 from models.physics.step_time import step_model
 from models.serving.capacity import replica_capacity
-from models.serving.latency import latency_at_rate
+from models.serving.latency import latency_at_concurrency_burst, latency_at_rate
 from models.serving.replica import LatencyTargets, ReplicaConfig, TrafficMix
 from solver.simulate.engine import ReplicaEngine, simulate_pool
 from solver.simulate.traffic import arrival_times_s
@@ -57,7 +58,8 @@ def test_serving_latency_against_published_rows():
         engine = ReplicaEngine(steps, offline.kv_capacity_tokens, efficiency.max_batch_sequences)
         if row["load_value"] == "INF":
             arrivals = np.zeros(requests)
-            perf_ttft = perf_itl = math.nan
+            burst = latency_at_concurrency_burst(config, mix, efficiency, requests, 1)
+            perf_ttft, perf_itl = burst.ttft_mean_s * 1e3, burst.tpot_mean_s * 1e3
         else:
             rate = float(row["load_value"])
             rng = np.random.default_rng(0)

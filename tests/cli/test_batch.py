@@ -6,7 +6,16 @@ import shutil
 
 import pytest
 
-from solver.studies.batch import Golden, Outcome, compare, golden_path, instance_files, write_golden
+from solver.studies.batch import (
+    Golden,
+    Outcome,
+    Verdict,
+    compare,
+    golden_path,
+    instance_files,
+    write_golden,
+)
+from solver.studies.fingerprint import Fingerprint
 from tests.paths import INSTANCES
 
 SMALL = "region-loss-3-baseline.yaml"
@@ -137,7 +146,7 @@ def test_bad_instance_in_the_folder_is_reported_not_raised(run_cli, small_folder
     (small_folder / "broken.yaml").write_text("name: [unclosed\n")
     result = run_cli("batch", small_folder)
     assert result.exit_code == 1
-    assert "broken.yaml" in result.stderr and "bad_input" in result.stderr
+    assert "broken.yaml" in result.stderr and "bad input" in result.stderr
 
 
 def test_write_golden_keeps_a_custom_tolerance(small_folder):
@@ -152,3 +161,104 @@ def test_write_golden_keeps_a_custom_tolerance(small_folder):
 def test_empty_or_missing_folder_exits_2(run_cli, tmp_path):
     assert run_cli("batch", tmp_path).exit_code == 2
     assert run_cli("batch", tmp_path / "nowhere").exit_code == 2
+
+
+# --- CI that says what broke (issue 35) ---------------------------------------------------
+
+PRINTED = Fingerprint(instance="1" * 16, catalog="c" * 16, version="0.1.0")
+
+
+def test_each_finding_has_its_own_verdict_word():
+    golden = Golden.of(_outcome(fingerprint=PRINTED))  # $10,000, tolerance $50
+    found = {
+        "ok": compare(_outcome(fingerprint=PRINTED), golden),
+        "regression": compare(_outcome(cost_per_month=10_100.0), golden),
+        "improvement": compare(_outcome(cost_per_month=9_900.0), golden),
+        "bad input": compare(_outcome(status="bad_input", message="x.yaml:3: nope"), None),
+        "infeasible": compare(_outcome(status="infeasible", message="no GPU fits"), golden),
+        "no golden": compare(_outcome(), None),
+        "input changed": compare(
+            _outcome(fingerprint=PRINTED.model_copy(update={"catalog": "d" * 16})), golden
+        ),
+    }
+    assert {word: c.verdict for word, c in found.items()} == {w: Verdict(w) for w in found}
+    assert found["input changed"].ok and found["improvement"].ok
+    assert found["input changed"].passes() and not found["input changed"].passes(strict=True)
+    assert "catalog" in found["input changed"].input_changed
+
+
+def test_bad_input_without_a_golden_is_its_parse_error_not_a_missing_golden():
+    outcome = _outcome(status="bad_input", message="x.yaml:22: workloads[0].slo.tpot: unknown")
+    (reason,) = compare(outcome, None).regressions
+    assert reason == "bad input: x.yaml:22: workloads[0].slo.tpot: unknown"
+
+
+def test_a_golden_without_a_fingerprint_is_of_unknown_input():
+    golden = Golden.of(_outcome())  # as shipped before fingerprints: none recorded
+    checked = compare(_outcome(fingerprint=PRINTED), golden)
+    assert checked.verdict is Verdict.OK and checked.input_changed == ""
+    assert checked.passes(strict=True)
+
+
+def test_a_version_change_is_named_with_both_versions():
+    golden = Golden.of(_outcome(fingerprint=PRINTED))
+    newer = PRINTED.model_copy(update={"version": "0.2.0"})
+    assert "version 0.1.0 -> 0.2.0" in compare(_outcome(fingerprint=newer), golden).input_changed
+
+
+def _bad_new_instance(folder):
+    """A copy of SMALL with `tpot_p99_ms` misspelt `tpot`, and no golden file."""
+    text = (folder / SMALL).read_text()
+    assert "tpot_p99_ms: 30" in text
+    (folder / "new.yaml").write_text(text.replace("tpot_p99_ms: 30", "tpot: 30"))
+
+
+def test_a_new_bad_instance_shows_its_parse_error_everywhere(run_cli, small_folder, tmp_path):
+    _bad_new_instance(small_folder)
+    junit, report, summary = tmp_path / "j.xml", tmp_path / "r.json", tmp_path / "s.md"
+    result = run_cli(
+        "batch", small_folder, "--check", "--junit", junit, "--json", report, "--markdown", summary
+    )
+    assert result.exit_code == 1
+    said = "workloads[0].slo.tpot: unknown key 'tpot'"
+    everything = result.stdout + result.stderr + junit.read_text() + summary.read_text()
+    assert "no golden" not in everything and "change(s)" not in everything
+    assert "bad input" in result.stdout and "workloads[0].slo.tpot" in result.stdout  # table
+    assert f"bad input new.yaml: {small_folder / 'new.yaml'}:" in result.stderr
+    assert said in result.stderr and said in summary.read_text()
+    assert 'type="bad input"' in junit.read_text() and said in junit.read_text()
+    records = {r["instance"] or r["file"]: r for r in json.loads(report.read_text())}
+    bad = records[str(small_folder / "new.yaml")]
+    assert bad["finding"] == "bad input" and said in bad["reasons"][0]
+
+
+def test_update_refuses_an_infeasible_result_unless_allowed(run_cli, small_folder):
+    path = small_folder / SMALL
+    # one H100 per region serves at most 13.7 of the 60 requests/s each region sends
+    path.write_text(path.read_text().replace("max_gpus: 256", "max_gpus: 1"))
+    golden_path(path).unlink()
+    refused = run_cli("batch", small_folder, "--update")
+    assert refused.exit_code == 1
+    assert "--allow-infeasible" in refused.stderr and not golden_path(path).exists()
+    assert run_cli("batch", small_folder, "--update", "--allow-infeasible").exit_code == 0
+    assert Golden.model_validate_json(golden_path(path).read_text()).status == "infeasible"
+    assert run_cli("batch", small_folder, "--check").exit_code == 0, "infeasible as expected"
+
+
+def test_golden_records_its_input_and_check_names_a_change(run_cli, small_folder):
+    path = small_folder / SMALL
+    assert run_cli("batch", small_folder, "--update").exit_code == 0
+    frozen = Golden.model_validate_json(golden_path(path).read_text()).fingerprint
+    assert frozen is not None and len(frozen.instance) == len(frozen.catalog) == 16
+    # a comment is not input: nothing changed, even under --strict
+    path.write_text("# a comment\n" + path.read_text())
+    quiet = run_cli("batch", small_folder, "--check", "--strict")
+    assert quiet.exit_code == 0 and "input changed" not in quiet.stdout + quiet.stderr
+    # a new description is: the plan is the same, the check names the change
+    text = path.read_text()
+    path.write_text(text.replace('description: "', 'description: "Edited. ', 1))
+    noted = run_cli("batch", small_folder, "--check")
+    assert noted.exit_code == 0 and f"input changed {SMALL}: " in noted.stdout
+    assert "instance" in noted.stdout
+    strict = run_cli("batch", small_folder, "--check", "--strict")
+    assert strict.exit_code == 1 and f"input changed {SMALL}: " in strict.stderr

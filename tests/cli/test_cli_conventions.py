@@ -10,7 +10,7 @@ import pytest
 from cli.app import COMMANDS
 from cli.exit_codes import ExitCode
 from models.io.loading import load_instance
-from models.schema.instance import input_warnings
+from models.schema.checks import input_warnings
 from models.schema.schema_docs import instance_schema
 from tests.paths import INSTANCES, ONE_MODEL_ONE_REGION
 

@@ -147,17 +147,19 @@ def test_a_long_utilisation_table_keeps_its_most_utilised_rows_in_order(
 ):
     """With room for 5 rows, the table keeps the 5 (scenario, pool) rows of highest
     utilisation, in the plan's scenario order, and its note counts the rest."""
-    import cli.solve as solve_cli
+    import cli.render.plan_tables as plan_tables
 
     plan = Plan.model_validate_json(default_plan_json)
     every = [(s.name, p) for s in plan.scenarios for p in s.pools]
     assert len(every) > 5
 
     def table():
-        return next(t for t in solve_cli.plan_tables(plan) if t.title == "Utilisation by scenario")
+        return next(
+            t for t in plan_tables.plan_tables(plan) if t.title == "Utilisation by scenario"
+        )
 
     assert len(table().rows) == len(every) and table().note == ""  # under the limit: all
-    monkeypatch.setattr(solve_cli, "UTILISATION_ROWS_SHOWN", 5)
+    monkeypatch.setattr(plan_tables, "UTILISATION_ROWS_SHOWN", 5)
     shown = table()
     threshold = sorted((p.utilisation for _, p in every), reverse=True)[4]
     expected = [(n, p) for n, p in every if p.utilisation >= threshold][:5]

@@ -12,6 +12,7 @@ from models.physics.catalog import gpu, llm
 from models.physics.efficiency import Efficiency, efficiency_for
 from models.physics.kv_tiers import KvTier, TierName
 from models.physics.precision import Precision
+from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.capacity import replica_capacity
 from models.serving.prefix_kv import pool_kv
 from models.serving.prefix_routing import (
@@ -109,9 +110,9 @@ def _doc_qa() -> tuple[ReplicaConfig, TrafficMix, TrafficMix, LatencyTargets, Ef
     efficiency = efficiency_for("h100-sxm", FP8, instance.efficiency)
     return (
         config,
-        TrafficMix.of(workload, True),
-        TrafficMix.of(workload, False),
-        LatencyTargets.of(workload.slo),
+        traffic_mix(workload, True),
+        traffic_mix(workload, False),
+        latency_targets(workload.slo),
         efficiency,
     )
 

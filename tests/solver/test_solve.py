@@ -14,8 +14,9 @@ from models.io.loading import load_instance
 from models.physics.efficiency import efficiency_for
 from models.physics.precision import Precision
 from models.schema.instance import Instance
+from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.capacity import replica_capacity
-from models.serving.replica import LatencyTargets, Limit, ReplicaConfig, TrafficMix
+from models.serving.replica import Limit, ReplicaConfig
 from solver.analysis.explain import explain
 from solver.backends import available_backends, get_backend
 from solver.candidates.table import build_candidates
@@ -62,8 +63,8 @@ def physics_at(
     )
     return replica_capacity(
         config,
-        TrafficMix.of(w),
-        LatencyTargets.of(w.slo),
+        traffic_mix(w),
+        latency_targets(w.slo),
         efficiency_for(gpu, Precision.FP8),
         pool_replicas,
     )

@@ -247,11 +247,9 @@ def _parameters(program: CompiledProgram, grid: Grid, options: SolveOptions) -> 
     One worker on a program whose continuous variables leave no routing choice (no
     block of rows shares two of them: a fleet without failover, or all integers) gets
     CP-SAT's full linearization (level 2, with its cut families): the program is then
-    integer covering at heart, and measured on the scaling benchmark's workloads without
-    failover (10 x 20 x 6) it solved them in 1.0 s instead of 11.5 s, none slower. With
-    routing choices the default level (1) measured faster (the 5 x 5 x 3 region-loss
-    program: 2.3 s against 15 s). More workers run CP-SAT's own portfolio, which mixes
-    the levels.
+    integer covering at heart, and level 2 solves such programs several times faster,
+    none slower. With routing choices the default level (1) is the faster (the README's
+    speed notes). More workers run CP-SAT's own portfolio, which mixes the levels.
     """
     if options.threads == 1:
         free = ~grid.integral

@@ -16,8 +16,7 @@ With one binary per high size,
 so replicas is in 0..L (every binary 0) or exactly h, and a pooling step above L is
 credited only with a size that reaches it. The relaxation is no tighter (the pool's
 capacity is still the chord to its largest size), but branch and bound no longer
-visits the needless sizes: on the bench's hardest workload program, 9 s of HiGHS CPU
-fell to about 2.5 s.
+visits the needless sizes (the README's speed notes).
 
 These rows are added to the program a solve runs (solver.decompose.by_workload), never to the
 program the plan is read from and priced on: the sizes left out are needless for the

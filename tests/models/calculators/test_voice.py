@@ -11,6 +11,7 @@ from cli.exit_codes import ExitCode
 from models.calculators.voice import Voice, VoiceBudgetError, voice_budget
 from models.io.loading import validate_instance
 from models.schema.instance import Workload
+from models.schema.serving_inputs import latency_targets
 from models.serving.replica import LatencyTargets
 from tests import synthetic
 
@@ -97,7 +98,7 @@ def test_the_workload_sizes_from_the_derived_targets():
     workload = Workload.model_validate(_voice_workload())
     assert workload.slo.ttft_p99_ms == pytest.approx(25.0)
     assert workload.slo.tpot_p99_ms == pytest.approx(5.0)
-    assert LatencyTargets.of(workload.slo) == LatencyTargets(0.025, 0.005)
+    assert latency_targets(workload.slo) == LatencyTargets(0.025, 0.005)
     dumped = workload.model_dump(exclude_unset=True)
     assert dumped["slo"]["ttft_p99_ms"] == workload.slo.ttft_p99_ms  # written with its targets
     again = Workload.model_validate(dumped)

@@ -22,7 +22,8 @@ from models.colocation.shared_layout import Member, SharedLayout
 from models.physics import catalog
 from models.physics.efficiency import Efficiency
 from models.physics.precision import Precision
-from models.serving.capacity import batch_p99, replica_capacity
+from models.serving.batch_model import batch_p99
+from models.serving.capacity import replica_capacity
 from models.serving.replica import LatencyTargets, Limit, TrafficMix
 
 EFF = Efficiency()

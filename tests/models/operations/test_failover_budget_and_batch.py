@@ -20,13 +20,17 @@ from models.operations.failover_budget import (
     budget_minutes_per_month,
     expected_burn_minutes_per_year,
     failures_per_year,
+    losses_per_month,
     max_shortfall_rps,
     scenario_budget,
 )
+from models.operations.procurement import procurement_plan
 from models.operations.slo import error_budget_minutes
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import efficiency_for
 from models.physics.precision import Precision
+from models.schema.policy import Policy
+from models.schema.quantities import HOURS_PER_MONTH
 from models.serving.replica import Limit, ReplicaConfig, TrafficMix
 
 
@@ -34,6 +38,20 @@ def test_budget_minutes_per_month_reuse_the_estimate_figure():
     # 99.9% over a 730-hour month: 0.001 x 730 x 60 = 43.8 minutes.
     assert budget_minutes_per_month(0.999, 730) == pytest.approx(0.001 * 730 * 60)
     assert budget_minutes_per_month(0.999, 720) == error_budget_minutes(0.999, 30)
+
+
+def test_every_month_long_default_is_the_one_730_hour_month():
+    # 8,760 hours a year / 12 months = 730 hours: the policy's default, the budget's,
+    # the expected losses' and the procurement plan's.
+    assert HOURS_PER_MONTH == 8760 / 12 == 730
+    assert Policy().hours_per_month == HOURS_PER_MONTH
+    assert budget_minutes_per_month(0.999) == pytest.approx(0.001 * 730 * 60)
+    assert losses_per_month(0.5) == pytest.approx(-math.log(1 - 0.5) * 730 / 8760)
+    # 2 GPUs needed every hour of the day; committing ($3) is dearer than on demand ($1):
+    # 730 / 24 days x 24 hours x 2 GPUs = 2 x 730 GPU-hours on demand.
+    one_month = procurement_plan([[2.0] * 24], 3.0, 1.0)
+    assert one_month[0].committed_gpus == 0
+    assert one_month[0].on_demand_gpu_hours == pytest.approx(2 * 730)
 
 
 def test_region_loss_spends_the_shortfall_times_the_start_time():

@@ -11,7 +11,6 @@ from models.physics.efficiency import Efficiency
 from models.physics.kv_tiers import KvTier, TierName, replica_tiers, ssd_wear, ssd_write_bytes_per_s
 from models.physics.memory import kv_bytes_per_token_per_replica, memory_budget
 from models.physics.precision import Precision
-from models.serving.batch_model import replica_step_model
 from models.serving.capacity import replica_capacity
 from models.serving.prefix_routing import (
     affinity_hit_pool,
@@ -21,6 +20,7 @@ from models.serving.prefix_routing import (
     spill_threshold_s,
 )
 from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.serving.replica_layout import replica_step_model
 
 FP8 = Precision.FP8
 EFF = Efficiency(prefill_flops_fraction=0.5, decode_flops_fraction=0.5, hbm_fraction=0.8)

@@ -24,9 +24,10 @@ from models.physics.speculative import (
     verify_iteration_s,
 )
 from models.physics.step_time import step_model
-from models.serving.batch_model import BatchModel, MixTokens, decode_steps, replica_step_model
+from models.serving.batch_model import BatchModel
 from models.serving.capacity import replica_capacity
-from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.serving.replica import LatencyTargets, MixTokens, ReplicaConfig, Role, TrafficMix
+from models.serving.replica_layout import decode_steps, replica_step_model
 
 H100 = catalog.gpu("h100-sxm")
 LLAMA_70B = catalog.llm("llama-3.3-70b")

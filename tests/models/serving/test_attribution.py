@@ -5,8 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models.serving.attribution import IterationTimes, unified_iteration_times
-from models.serving.batch_model import MixTokens, replica_step_model
-from models.serving.replica import Role
+from models.serving.replica import MixTokens, Role
+from models.serving.replica_layout import replica_step_model
 from solver.analysis.report_data import config_of
 from solver.candidates.pools import physics_of
 from solver.settings import SolveSettings

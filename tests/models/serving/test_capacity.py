@@ -13,16 +13,12 @@ from models.physics.efficiency import Efficiency, efficiency_for
 from models.physics.memory import kv_bytes_per_token
 from models.physics.precision import Precision
 from models.physics.step_time import step_model
-from models.serving.capacity import (
-    UNLIMITED_POOL,
-    batch_p99,
-    kv_transfer_s,
-    pooled_wait_p99_s,
-    replica_capacity,
-)
+from models.serving.batch_model import batch_p99
+from models.serving.capacity import UNLIMITED_POOL, replica_capacity
 from models.serving.frontier import operating_point, throughput_frontier
-from models.serving.queueing import wait_quantile_s
+from models.serving.queueing import pooled_wait_p99_s, wait_quantile_s
 from models.serving.replica import LatencyTargets, Limit, ReplicaConfig, Role, TrafficMix
+from models.serving.replica_layout import kv_transfer_s
 
 BF16, FP8, FP4 = Precision.BF16, Precision.FP8, Precision.FP4
 EFF = Efficiency(

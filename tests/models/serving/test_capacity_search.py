@@ -16,16 +16,17 @@ import math
 
 import pytest
 
-import models.serving.batch_model as batch_model_module
 import models.serving.capacity as capacity_module
+import models.serving.iteration_mixture as iteration_mixture_module
 from models.physics.catalog import gpu, llm
 from models.physics.efficiency import efficiency_for
 from models.physics.precision import Precision
 from models.schema.speculative_option import Speculation
-from models.serving.batch_model import BatchModel, MixTokens, replica_step_model
+from models.serving.batch_model import BatchModel
 from models.serving.capacity import UNLIMITED_POOL, replica_capacity
 from models.serving.edge_search import EDGE_REL_TOL
-from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.serving.replica import LatencyTargets, MixTokens, ReplicaConfig, Role, TrafficMix
+from models.serving.replica_layout import replica_step_model
 
 BF16, FP8 = Precision.BF16, Precision.FP8
 BISECTION_STEPS = 48
@@ -207,10 +208,10 @@ def test_a_decode_side_shares_its_mixtures_across_pool_sizes_and_nothing_else():
     assert decode._mixtures is not lone._mixtures  # no prompts ride in a decode replica
 
     targets = LatencyTargets(1.0, 0.06)
-    batch_model_module._MIXTURES.clear()
+    iteration_mixture_module._MIXTURES.clear()
     pooled_first = replica_capacity(config, CHAT, targets, efficiency, 16)
     lone_after = replica_capacity(config, CHAT, targets, efficiency, 1)
-    batch_model_module._MIXTURES.clear()
+    iteration_mixture_module._MIXTURES.clear()
     lone_fresh = replica_capacity(config, CHAT, targets, efficiency, 1)
     assert lone_after == lone_fresh
     assert pooled_first.requests_per_s >= lone_fresh.requests_per_s

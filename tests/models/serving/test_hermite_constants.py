@@ -1,11 +1,11 @@
-"""The Gauss-Hermite rule written out in models/serving/batch_model.py (so that the physics does
-not import numpy) is numpy's, to the bit."""
+"""The Gauss-Hermite rule written out in models/serving/iteration_mixture.py (so that the
+physics does not import numpy) is numpy's, to the bit."""
 
 import math
 
 import numpy as np
 
-from models.serving.batch_model import _HERMITE_NODES, _HERMITE_WEIGHTS, poisson_points
+from models.serving.iteration_mixture import _HERMITE_NODES, _HERMITE_WEIGHTS, poisson_points
 
 
 def test_the_nodes_and_weights_are_numpys_hermegauss_9():

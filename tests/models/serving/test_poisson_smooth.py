@@ -16,16 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models.physics.efficiency import efficiency_for
-from models.serving.batch_model import (
-    POISSON_EXACT_MEAN,
-    POISSON_NORMAL_MEAN,
-    BatchModel,
-    MixTokens,
-    poisson_points,
-    replica_step_model,
-)
-from models.serving.capacity import decode_steps, replica_capacity
-from models.serving.replica import LatencyTargets
+from models.serving.batch_model import BatchModel
+from models.serving.capacity import replica_capacity
+from models.serving.iteration_mixture import POISSON_EXACT_MEAN, POISSON_NORMAL_MEAN, poisson_points
+from models.serving.replica import LatencyTargets, MixTokens
+from models.serving.replica_layout import decode_steps, replica_step_model
 from tests.models.serving.test_capacity_search import CHAT, FP8, LONG_PROMPT, SHORT_REPLY, _config
 
 

@@ -1,6 +1,6 @@
 """Unified pools of 2, 4 and 8 replicas planned at 100% of their capacity meet the
 planner's own p99 TTFT and TPOT in simulation (issue 14), behind the router the planner
-assumes (`least_prefill`, `models.serving.batch_model.pooled_wait_p99_s`), and miss the p99 TTFT
+assumes (`least_prefill`, `models.serving.queueing.pooled_wait_p99_s`), and miss the p99 TTFT
 behind a router blind to queued prompt work (`jsq`).
 
 Sampling tolerance: a p99 is met when the share of simulated requests above the
@@ -20,10 +20,10 @@ from models.physics import catalog
 from models.physics.efficiency import efficiency_for
 from models.physics.precision import Precision
 from models.schema.traffic import TokenDistribution
-from models.serving.batch_model import replica_step_model
 from models.serving.capacity import replica_capacity
 from models.serving.latency import latency_at_rate
 from models.serving.replica import LatencyTargets, ReplicaConfig, TrafficMix
+from models.serving.replica_layout import replica_step_model
 from solver.simulate.engine import ReplicaEngine, simulate_pool
 from solver.simulate.traffic import arrival_times_s, token_lengths
 

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from models.serving.batch_model import pooled_wait_p99_s
 from models.serving.prefill_model import PrefillLane
+from models.serving.queueing import pooled_wait_p99_s
 
 TOKEN_RATE = 10_000.0
 """r: prefill tokens/s of the hand-made lane."""

@@ -16,17 +16,11 @@ from models.physics.efficiency import efficiency_for
 from models.physics.precision import Precision
 from models.schema.instance import Instance
 from models.schema.traffic import TokenDistribution
-from models.serving.batch_model import (
-    FEEDBACK_GAIN_CAP,
-    PREFILL_SHARE_CAP,
-    Z_P99,
-    BatchModel,
-    IterationMixture,
-    MixTokens,
-    replica_step_model,
-)
+from models.serving.batch_model import FEEDBACK_GAIN_CAP, Z_P99, BatchModel
 from models.serving.capacity import UNLIMITED_POOL, pooling_can_lift, replica_capacity
-from models.serving.replica import LatencyTargets, Limit, ReplicaConfig, Role, TrafficMix
+from models.serving.iteration_mixture import PREFILL_SHARE_CAP, IterationMixture
+from models.serving.replica import LatencyTargets, Limit, MixTokens, ReplicaConfig, Role, TrafficMix
+from models.serving.replica_layout import replica_step_model
 from solver.candidates.table import build_candidates
 from solver.solve import solve
 from tests.paths import INSTANCES

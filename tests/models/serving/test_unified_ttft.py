@@ -11,15 +11,11 @@ from models.physics import catalog
 from models.physics.efficiency import efficiency_for
 from models.physics.precision import Precision
 from models.schema.traffic import TokenDistribution
-from models.serving.batch_model import (
-    BatchModel,
-    MixTokens,
-    pooled_wait_p99_s,
-    replica_step_model,
-    ride_s,
-)
+from models.serving.batch_model import BatchModel, ride_s
 from models.serving.capacity import replica_capacity
-from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.serving.queueing import pooled_wait_p99_s
+from models.serving.replica import LatencyTargets, MixTokens, ReplicaConfig, Role, TrafficMix
+from models.serving.replica_layout import replica_step_model
 from solver.simulate.engine import ReplicaEngine, simulate_pool
 from solver.simulate.traffic import arrival_times_s, token_lengths
 

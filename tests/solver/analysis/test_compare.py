@@ -5,7 +5,9 @@ import json
 import pytest
 
 from models.io.loading import validate_instance
-from solver.analysis.compare import compare_instances
+from solver.analysis.compare import compare_instances, side_of
+from solver.settings import SolveSettings
+from solver.solve import solve
 from tests import synthetic
 
 DEMAND = {"us": 20.0}
@@ -76,3 +78,42 @@ def test_cli_exit_codes_and_json(run_cli, tmp_path, base):
     reject = run_cli("compare", files["cand"], files["base"])
     assert reject.exit_code == 1
     assert "REJECT" in reject.stdout
+
+
+# --- reports over what is paid (issue 35) ------------------------------------------------
+
+
+def _whole_servers(existing: dict[str, dict[str, int]] | None):
+    """150 requests/s of chat on H100s at $2.40 bought in whole 8-GPU servers: 4 GPUs in
+    use, one server bought (the solve below asserts both)."""
+    return synthetic.instance(
+        {"us": {"h100-sxm": (512, 2.40)}},
+        [synthetic.workload("chat", {"us": 150.0})],
+        models={"llama-3.1-8b": ["fp8", "bf16"]},
+        policy={"buy_unit": "node"},
+        existing=existing,
+    )
+
+
+def test_blended_gpu_hour_divides_the_bill_by_gpus_bought():
+    instance = _whole_servers(None)
+    plan = solve(instance, SolveSettings.of(instance, threads=1))
+    (use,) = plan.gpus
+    assert (use.used, use.purchased) == (4, 8), "4 GPUs in use, one 8-GPU server bought"
+    side = side_of(instance, plan, "solved")
+    # bill 8 x $2.40 x 730 h = $14,016 over 8 GPUs paid x 730 h = $2.40, the price paid
+    # (over the 4 GPUs in use it read 8 x 2.40 / 4 = $4.80)
+    assert side.cost_per_month == pytest.approx(8 * 2.40 * 730)
+    assert (side.total_gpus, side.gpus_paid) == (4, 8)
+    assert side.usd_per_gpu_hour == pytest.approx(2.40)
+
+
+def test_owned_gpus_in_use_count_as_paid_at_no_price():
+    instance = _whole_servers({"us": {"h100-sxm": 3}})
+    plan = solve(instance, SolveSettings.of(instance, threads=1))
+    (use,) = plan.gpus
+    assert (use.used, use.existing, use.purchased) == (4, 3, 8), "1 GPU short: one server"
+    side = side_of(instance, plan, "solved")
+    # 8 bought + 3 owned in use = 11 GPUs paid; bill 8 x $2.40 x 730 h
+    assert side.gpus_paid == 8 + 3
+    assert side.usd_per_gpu_hour == pytest.approx(8 * 2.40 / (8 + 3))

@@ -818,7 +818,7 @@ def test_backend_names_come_from_one_list():
     from typing import get_args
 
     from models.schema.backend_names import BACKEND_NAMES
-    from models.schema.instance import SolverSettings
+    from models.schema.policy import SolverSettings
 
     schema_names = get_args(SolverSettings.model_fields["backend"].annotation)
     assert backend_names() == BACKEND_NAMES == schema_names

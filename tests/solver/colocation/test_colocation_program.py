@@ -197,7 +197,7 @@ def test_the_verifier_rejects_a_group_that_overflows_hbm():
     # reserves alone, past the H100's 80 GiB.
     assert 5 * (WEIGHT_BYTES_8B + ACTIVATION_BYTES_8B + 0.05 * 80 * GIB) > 80 * GIB
     group = _shared(plan)[0]
-    from solver.plan.schema import GroupMember
+    from solver.plan.records import GroupMember
 
     everyone = tuple(GroupMember(workload=w, requests_per_s_per_replica=tenth / 4) for w in names)
     doctored = group.model_copy(

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from solver.backends import get_backend
 from solver.candidates.table import build_candidates
 from solver.decompose.by_workload import WHOLE_AFTER_JOIN_SHARE
-from solver.decompose.join import GAP_KEPT, gap_left, joined_purchases, solve_by_workload
+from solver.decompose.join import solve_by_workload
 from solver.decompose.join_mend import (
     cheapest_givers,
     fixed_outside,
@@ -21,6 +21,8 @@ from solver.decompose.join_mend import (
     reach,
     supply_shares,
 )
+from solver.decompose.join_run import GAP_KEPT, gap_left
+from solver.decompose.join_values import joined_purchases
 from solver.program.build import build_program
 from solver.program.lp import Constraint, Sense, SolveResult, Termination
 from solver.settings import SOLVE_SHARE, SolveSettings

@@ -8,7 +8,8 @@ import pytest
 
 from models.io.loading import load_instance
 from solver.candidates.table import build_candidates
-from solver.plan.schema import Plan, ReplicaPool
+from solver.plan.records import ReplicaPool
+from solver.plan.schema import Plan
 from solver.program.build import build_program
 from solver.program.elastic import DEMAND_PENALTY_FACTOR, SUPPLY_PENALTY_FACTOR
 from solver.program.families import FAMILIES

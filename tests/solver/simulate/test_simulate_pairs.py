@@ -11,9 +11,9 @@ from models.physics import catalog
 from models.physics.efficiency import efficiency_for
 from models.physics.precision import Precision
 from models.schema.instance import Workload
-from models.serving.batch_model import kv_transfer_s, replica_step_model
 from models.serving.capacity import replica_capacity
 from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.serving.replica_layout import kv_transfer_s, replica_step_model
 from solver.simulate.disaggregated import prefill_lanes, simulate_pair
 from tests import synthetic
 

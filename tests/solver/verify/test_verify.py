@@ -8,9 +8,11 @@ import pytest
 from models.physics.efficiency import efficiency_for
 from models.physics.precision import Precision
 from models.schema.instance import Instance
+from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.capacity import replica_capacity
-from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
-from solver.plan.schema import Plan, ReplicaPool
+from models.serving.replica import ReplicaConfig, Role
+from solver.plan.records import ReplicaPool
+from solver.plan.schema import Plan
 from solver.verify.fleet import verify
 from tests.synthetic import FLAT_SLO, instance, long_prompt_workload, workload
 
@@ -34,8 +36,8 @@ def capacity_rps(
     )
     result = replica_capacity(
         config,
-        TrafficMix.of(w),
-        LatencyTargets.of(w.slo),
+        traffic_mix(w),
+        latency_targets(w.slo),
         efficiency_for(gpu, precision, inst.efficiency),
     )
     assert result.fits and result.meets_slo
@@ -259,8 +261,8 @@ def pooled_rps(inst: Instance, replicas: int) -> float:
     )
     return replica_capacity(
         config,
-        TrafficMix.of(w),
-        LatencyTargets.of(w.slo),
+        traffic_mix(w),
+        latency_targets(w.slo),
         efficiency_for(H200, Precision.FP8, inst.efficiency),
         pool_replicas=replicas,
     ).requests_per_s

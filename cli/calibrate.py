@@ -1,0 +1,144 @@
+"""Command `calibrate`: an engine profile fitted on one's own benchmark runs. Parsing and
+rendering only: the reading is `models.profiles.measurements`, the fit `models.profiles.fit`.
+"""
+
+import datetime
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+
+from cli.options import JsonOnly, emit_json, to_stdout
+from cli.render.console import err, out
+from cli.render.tables import TableSpec, print_tables
+from models.io.output_files import check_target, write_text
+from models.physics.efficiency import UnknownEngine, check_engine
+from models.profiles.fit import FIGURES, FITTED, ProfileFit, fit_profile, profile_document
+from models.profiles.measurements import Measurement, RunDefaults, read_measurements
+from models.schema.errors import InputError, Issue
+
+_LABELS = {"output_tokens_per_s": "tok/s", "ttft_mean_ms": "TTFT ms", "tpot_mean_ms": "TPOT ms"}
+
+
+def _cell(run: Measurement, predicted: dict[str, float], figure: str) -> str:
+    measured = getattr(run, figure)
+    if measured is None:
+        return ""
+    if figure not in predicted:
+        return f"{measured:,.4g} (no fit)"
+    error = (predicted[figure] - measured) / measured * 100
+    return f"{measured:,.4g} -> {predicted[figure]:,.4g} ({_pct(error)})"
+
+
+def _pct(error: float) -> str:
+    """A signed percentage to one decimal, never '-0.0%'."""
+    rounded = round(error, 1)
+    return f"{rounded + 0.0:+.1f}%" if rounded else "+0.0%"
+
+
+def fit_table(fit: ProfileFit) -> TableSpec:
+    """Per run: measured -> predicted (error) for each figure, in the fit and left out."""
+    rows = []
+    for run_fit in fit.runs:
+        run = run_fit.run
+        layout = f"{run.gpu} {run.precision.value} tp{run.tp}"
+        layout += f" pp{run.pp}" if run.pp > 1 else ""
+        cells = [_cell(run, run_fit.predicted, figure) for figure in FIGURES]
+        loo = run_fit.errors_pct(run_fit.left_out)
+        left_out = ", ".join(f"{_LABELS[f]} {_pct(e)}" for f, e in loo.items()) or "-"
+        rows.append(
+            (
+                run.source,
+                f"{run.model}, {layout}",
+                f"{run.prompt_tokens:,.0f}/{run.output_tokens:,.0f}",
+                str(run.concurrency),
+                *cells,
+                left_out,
+            )
+        )
+    return TableSpec(
+        title="Fit per run (measured -> predicted)",
+        columns=("run", "replica", "isl/osl", "C", *(_LABELS[f] for f in FIGURES), "left out"),
+        rows=tuple(rows),
+        note="left out: the error when the profile is fitted without that run",
+    )
+
+
+def factors_table(fit: ProfileFit) -> TableSpec:
+    """The fitted factors."""
+    rows = tuple((name, f"{getattr(fit.efficiency, name):.4g}") for name in FITTED)
+    loo = fit.median_abs_error_pct(left_out=True)
+    note = f"median |error| {fit.median_abs_error_pct():.1f}% in the fit" + (
+        f", {loo:.1f}% left out" if math.isfinite(loo) else ""
+    )
+    return TableSpec(title="Fitted factors", columns=("factor", "value"), rows=rows, note=note)
+
+
+def calibrate(
+    measurements: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Benchmark results: a CSV (columns model, gpu, precision, tp, [pp, "
+            "kv_precision,] isl, osl, concurrency, [num_requests,] output_tok_s, "
+            "ttft_mean_ms, tpot_mean_ms), or the JSON of vllm bench serve, genai-perf, "
+            "aiperf or trtllm-bench."
+        ),
+    ],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="The profile file to write (.yaml).")
+    ],
+    name: Annotated[
+        str | None, typer.Option(help="The profile's name in reports (default: the file's stem).")
+    ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(help="The catalog profile the fit starts from and keeps the rest of."),
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Catalog model of JSON results.")] = None,
+    gpu: Annotated[str | None, typer.Option(help="Catalog GPU of JSON results.")] = None,
+    precision: Annotated[str | None, typer.Option(help="Weight precision of JSON results.")] = None,
+    kv_precision: Annotated[str | None, typer.Option(help="KV precision of JSON results.")] = None,
+    tp: Annotated[int | None, typer.Option(min=1, max=1024, help="TP of JSON results.")] = None,
+    pp: Annotated[int | None, typer.Option(min=1, max=1024, help="PP of JSON results.")] = None,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(min=1, max=1_000_000, help="Requests in flight, where a result omits it."),
+    ] = None,
+    leave_one_out: Annotated[
+        bool,
+        typer.Option(help="Refit without each run to report its error as an unseen run."),
+    ] = True,
+    json_out: JsonOnly = None,
+) -> None:
+    """Fit an engine profile (efficiency factors) on one's own benchmark runs and write it
+    for `engine: PROFILE.yaml` in an instance or `--engine PROFILE.yaml`; each run is
+    replayed as the tool ran it (C users starting together, fixed lengths) and the fit
+    and leave-one-out error of every run are printed."""
+    if output.suffix.lower() not in (".yaml", ".yml"):
+        raise InputError(
+            [Issue("command line", None, "--output", "the profile file must end in .yaml")]
+        )
+    check_target(output, tuple(measurements))
+    try:
+        base_engine = check_engine(engine)
+    except UnknownEngine as error:
+        raise InputError([Issue("command line", None, "--engine", str(error))]) from None
+    defaults = RunDefaults(model, gpu, precision, kv_precision, tp, pp, concurrency)
+    runs = read_measurements(list(measurements), defaults)
+    err.print(f"fitting {len(runs)} runs ...", markup=False)
+    fit = fit_profile(runs, base_engine, leave_one_out=leave_one_out)
+    date = datetime.date.today().isoformat()
+    document = profile_document(
+        fit, name or output.stem, base_engine, [str(m) for m in measurements], date
+    )
+    header = (
+        f"# fleetplan engine profile, written by `fleetplan calibrate` on {date}.\n"
+        "# Use it with `engine: <this file>` in an instance or `--engine <this file>`.\n"
+    )
+    write_text(output, header + yaml.safe_dump(document, sort_keys=False), tuple(measurements))
+    console = err if to_stdout(json_out) else out
+    print_tables([], [fit_table(fit), factors_table(fit)], console=console)
+    console.print(f"wrote {output}", markup=False)
+    emit_json(json_out, document, tuple(measurements))

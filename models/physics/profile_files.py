@@ -1,0 +1,127 @@
+"""Engine profiles in files of their own: what `fleetplan calibrate` writes and what
+`engine: ./PROFILE.yaml` (an instance) or `--engine PROFILE.yaml` (perf, estimate) reads.
+
+A profile file holds what a catalog profile in `efficiency.yaml` holds, for one engine
+fitted on the user's own measurements:
+
+    kind: fleetplan-engine-profile
+    profile: my-vllm-h100           # the name reports print
+    fallback: trtllm-0.20           # catalog profile for any key the file does not set
+    data: 12 measurements from runs.csv
+    by_key:
+      default: {prefill_flops_fraction: 0.52, decode_flops_fraction: 0.41, ...}
+      h100-sxm: {...}               # optional: per GPU, generation or GPU/precision
+    fit:                            # what the fit measured (reports quote it)
+      rows: 12
+      median_abs_error_pct: 6.1
+      leave_one_out_median_abs_error_pct: 8.3
+
+A name is read as a profile file when it ends in `.yaml` or `.yml`; it is read once per
+process (by its resolved path), bounded in size, with YAML's safe loader, and every
+factor is checked against the `Efficiency` field it sets. A file that does not hold a
+profile raises `ProfileFileError` naming the file and the entry.
+"""
+
+import math
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+
+from models.physics.yaml_files import SAFE_LOADER
+
+PROFILE_KIND = "fleetplan-engine-profile"
+MAX_PROFILE_BYTES = 1 << 20
+"""A profile is a few kilobytes; a megabyte is far past any real one."""
+SUFFIXES = (".yaml", ".yml")
+
+
+class ProfileFileError(ValueError):
+    """A profile file that cannot be read or does not hold a profile."""
+
+
+def is_profile_file(name: str | None) -> bool:
+    """Whether an engine name names a profile file rather than a catalog profile."""
+    return name is not None and name.lower().endswith(SUFFIXES)
+
+
+def read_profile_file(name: str, factors: type[BaseModel]) -> dict[str, Any]:
+    """The profile held by the file `name` (relative to the working directory), as a
+    catalog profile: `{profile, fallback, data, by_key, fit}`, each `by_key` set checked
+    as `factors` (the `Efficiency` model) would check it. Raises ProfileFileError."""
+    path = Path(name).expanduser()
+    try:
+        resolved = path.resolve(strict=True)
+    except (OSError, RuntimeError) as error:
+        raise ProfileFileError(f"engine profile file {name}: cannot be read ({error})") from None
+    return _read(str(resolved), name, factors)
+
+
+@cache
+def _read(resolved: str, shown: str, factors: type[BaseModel]) -> dict[str, Any]:
+    path = Path(resolved)
+    if not path.is_file():
+        raise ProfileFileError(f"engine profile file {shown}: not a regular file")
+    with path.open("rb") as handle:
+        data = handle.read(MAX_PROFILE_BYTES + 1)
+    if len(data) > MAX_PROFILE_BYTES:
+        raise ProfileFileError(
+            f"engine profile file {shown}: over {MAX_PROFILE_BYTES:,} bytes; not a profile"
+        )
+    try:
+        document = yaml.load(data.decode("utf-8"), Loader=SAFE_LOADER)
+    except (UnicodeDecodeError, yaml.YAMLError) as error:
+        raise ProfileFileError(f"engine profile file {shown}: not YAML ({error})") from None
+    if not isinstance(document, dict) or document.get("kind") != PROFILE_KIND:
+        raise ProfileFileError(
+            f"engine profile file {shown}: `kind: {PROFILE_KIND}` missing (write one with "
+            "`fleetplan calibrate MEASUREMENTS -o PROFILE.yaml`)"
+        )
+    by_key = document.get("by_key")
+    if not isinstance(by_key, dict) or "default" not in by_key:
+        raise ProfileFileError(f"engine profile file {shown}: `by_key.default` missing")
+    fields = factors.model_fields
+    for key, values in by_key.items():
+        if not isinstance(values, dict):
+            raise ProfileFileError(f"engine profile file {shown}: by_key.{key} is not a mapping")
+        for field, value in values.items():
+            where = f"engine profile file {shown}: by_key.{key}.{field}"
+            if field not in fields:
+                raise ProfileFileError(f"{where}: not an efficiency factor")
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ProfileFileError(f"{where}: {value!r} is not a number")
+            if not math.isfinite(value):
+                raise ProfileFileError(f"{where}: {value} is not finite")
+        try:
+            factors(**values)
+        except ValueError as error:
+            first = str(error).splitlines()
+            raise ProfileFileError(
+                f"engine profile file {shown}: by_key.{key}: {' '.join(first[1:3])}"
+            ) from None
+    fallback = document.get("fallback")
+    if fallback is not None and not isinstance(fallback, str):
+        raise ProfileFileError(f"engine profile file {shown}: fallback is not a profile name")
+    name = document.get("profile")
+    return {
+        "profile": str(name) if name else Path(shown).stem,
+        "fallback": fallback,
+        "data": str(document.get("data", "")),
+        "by_key": by_key,
+        "fit": document.get("fit") if isinstance(document.get("fit"), dict) else {},
+    }
+
+
+def profile_summary(profile: dict[str, Any], name: str) -> str:
+    """`my-vllm (PROFILE.yaml; fitted on 12 rows, leave-one-out median error 8.3%)`."""
+    fit = profile["fit"]
+    parts = [name]
+    if "rows" in fit:
+        parts.append(f"fitted on {fit['rows']} rows")
+    if "leave_one_out_median_abs_error_pct" in fit:
+        parts.append(f"leave-one-out median error {fit['leave_one_out_median_abs_error_pct']}%")
+    elif "median_abs_error_pct" in fit:
+        parts.append(f"median error {fit['median_abs_error_pct']}%")
+    return f"{profile['profile']} ({'; '.join(parts)})"

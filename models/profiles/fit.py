@@ -1,0 +1,205 @@
+"""An engine profile fitted on the user's own benchmark runs (`fleetplan calibrate`).
+
+Each run (`models.profiles.measurements.Measurement`) is replayed as the benchmark tool ran it:
+C closed-loop users with fixed lengths, iteration by iteration on the replica's step model
+(`models.serving.latency.latency_at_concurrency_burst`). The replay predicts the three
+figures the tools print: output tokens/s, mean TTFT and mean TPOT. The fit chooses the
+efficiency factors that minimise the mean squared log error over every figure of every
+run (`models.profiles.fitting`):
+
+    loss(f) = mean over runs r and figures m of log(predicted_rm(f) / measured_rm)^2
+
+Fitted factors: the FLOP fractions of prefill and decode, the HBM fraction and the fixed
+step overhead: what an engine's kernels and scheduler set. Layout physics (memory,
+collectives) and engine settings (token budget, batch cap) stay as the base profile gives
+them; `FITTED` says which. The error of each run is reported twice: in the fit, and
+left out of it (the fit repeated without that run, then asked to predict it), the honest
+figure for a run the profile has not seen.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from models.physics.catalog import gpu_catalog, llm_catalog
+from models.physics.efficiency import Efficiency, efficiency_for
+from models.profiles.fitting import from_vector, nelder_mead, to_vector
+from models.profiles.measurements import Measurement
+from models.serving.latency import latency_at_concurrency_burst
+from models.serving.replica import ReplicaConfig, TrafficMix
+
+FITTED = ("prefill_flops_fraction", "decode_flops_fraction", "hbm_fraction", "step_overhead_s")
+FIT_REQUESTS_PER_USER = 3
+"""Requests per user in the replay the fit runs: the bunched first wave and two that
+follow (the replay's mean moves by a few % from 3 to 10 requests; the fit runs the replay
+thousands of times)."""
+FIT_STEPS = 160
+"""Nelder-Mead steps of one fit (four factors)."""
+MISS_LOG = math.log(3.0)
+"""What a run the model cannot place (no layout fits) costs in the loss: a 3x miss."""
+FIGURES = ("output_tokens_per_s", "ttft_mean_ms", "tpot_mean_ms")
+
+
+@dataclass(frozen=True)
+class RunFit:
+    """One run's measured and predicted figures, in the fit and left out of it."""
+
+    run: Measurement
+    predicted: dict[str, float]
+    left_out: dict[str, float]
+    """Predicted by the fit without this run (empty when it was not computed)."""
+
+    def errors_pct(self, predicted: dict[str, float]) -> dict[str, float]:
+        """Signed % error of each measured figure."""
+        out = {}
+        for figure in FIGURES:
+            measured = getattr(self.run, figure)
+            if measured is not None and figure in predicted:
+                out[figure] = (predicted[figure] - measured) / measured * 100
+        return out
+
+
+@dataclass(frozen=True)
+class ProfileFit:
+    """The fitted factors and how well they fit."""
+
+    efficiency: Efficiency
+    runs: list[RunFit]
+
+    def median_abs_error_pct(self, left_out: bool = False) -> float:
+        errors = [
+            abs(e)
+            for fit in self.runs
+            for e in fit.errors_pct(fit.left_out if left_out else fit.predicted).values()
+        ]
+        return float(np.median(errors)) if errors else math.nan
+
+
+def predict(run: Measurement, efficiency: Efficiency, requests_per_user: int) -> dict[str, float]:
+    """The run's figures as the replay gives them under `efficiency` (empty when the
+    layout does not fit)."""
+    config = ReplicaConfig(
+        gpu_catalog()[run.gpu],
+        llm_catalog()[run.model],
+        run.precision,
+        run.kv_precision,
+        run.tp,
+        run.pp,
+    )
+    mix = TrafficMix.fixed(run.prompt_tokens, run.output_tokens)
+    per_user = max(1, min(requests_per_user, math.ceil(run.requests / run.concurrency)))
+    try:
+        replay = latency_at_concurrency_burst(config, mix, efficiency, run.concurrency, per_user)
+    except ValueError:
+        return {}
+    return {
+        "output_tokens_per_s": replay.output_tokens_per_s,
+        "ttft_mean_ms": replay.ttft_mean_s * 1e3,
+        "tpot_mean_ms": replay.tpot_mean_s * 1e3,
+    }
+
+
+def loss(runs: list[Measurement], efficiency: Efficiency, requests_per_user: int) -> float:
+    """Mean squared log error over every measured figure (module docstring)."""
+    terms = []
+    for run in runs:
+        predicted = predict(run, efficiency, requests_per_user)
+        for figure in FIGURES:
+            measured = getattr(run, figure)
+            if measured is None:
+                continue
+            value = predicted.get(figure, 0.0)
+            terms.append(math.log(value / measured) ** 2 if value > 0 else MISS_LOG**2)
+    return float(np.mean(terms)) if terms else 0.0
+
+
+def fit_factors(
+    runs: list[Measurement],
+    base: Efficiency,
+    requests_per_user: int = FIT_REQUESTS_PER_USER,
+    steps: int = FIT_STEPS,
+) -> Efficiency:
+    """The factors `FITTED` that minimise `loss` over `runs`, the others as in `base`."""
+    best = nelder_mead(
+        lambda v: loss(runs, from_vector(v, base, FITTED), requests_per_user),
+        to_vector(base, FITTED),
+        steps=steps,
+    )
+    return from_vector(best, base, FITTED)
+
+
+def base_efficiency(runs: list[Measurement], engine: str | None) -> Efficiency:
+    """Where the fit starts, and what it leaves alone: the base profile's factors for the
+    first run's GPU and precision."""
+    return efficiency_for(runs[0].gpu, runs[0].precision, engine=engine)
+
+
+def fit_profile(
+    runs: list[Measurement],
+    engine: str | None = None,
+    leave_one_out: bool = True,
+    requests_per_user: int = FIT_REQUESTS_PER_USER,
+    steps: int = FIT_STEPS,
+) -> ProfileFit:
+    """Fit `FITTED` on every run, then (with `leave_one_out`) once more per run without
+    it, to predict it as an unseen run."""
+    base = base_efficiency(runs, engine)
+    fitted = fit_factors(runs, base, requests_per_user, steps)
+    fits = []
+    for index, run in enumerate(runs):
+        left_out: dict[str, float] = {}
+        if leave_one_out and len(runs) > 1:
+            others = runs[:index] + runs[index + 1 :]
+            left_out = predict(
+                run, fit_factors(others, base, requests_per_user, steps), requests_per_user
+            )
+        fits.append(RunFit(run, predict(run, fitted, requests_per_user), left_out))
+    return ProfileFit(fitted, fits)
+
+
+def profile_document(
+    fit: ProfileFit, name: str, base_engine: str, sources: list[str], date: str
+) -> dict:
+    """The profile file's content (`models.physics.profile_files`): every factor of the
+    fitted set under `by_key.default` (no fallback: a key the file leaves out would let the
+    base profile's generation set override the fit), and what the fit measured."""
+    figures = {
+        "output_tokens_per_s": "output_tok_s",
+        "ttft_mean_ms": "ttft_mean_ms",
+        "tpot_mean_ms": "tpot_mean_ms",
+    }
+    rows = []
+    for run_fit in fit.runs:
+        run = run_fit.run
+        row: dict = {"source": run.source, "concurrency": run.concurrency}
+        for figure, label in figures.items():
+            measured = getattr(run, figure)
+            if measured is None:
+                continue
+            row[label] = {"measured": round(measured, 4)}
+            if figure in run_fit.predicted:
+                row[label]["predicted"] = round(run_fit.predicted[figure], 4)
+            if figure in run_fit.left_out:
+                row[label]["left_out"] = round(run_fit.left_out[figure], 4)
+        rows.append(row)
+    fit_summary: dict = {
+        "rows": len(fit.runs),
+        "fitted": list(FITTED),
+        "median_abs_error_pct": round(fit.median_abs_error_pct(), 2),
+    }
+    loo = fit.median_abs_error_pct(left_out=True)
+    if math.isfinite(loo):
+        fit_summary["leave_one_out_median_abs_error_pct"] = round(loo, 2)
+    fit_summary["runs"] = rows
+    factors = {
+        key: (float(f"{value:.6g}") if isinstance(value, float) else value)
+        for key, value in fit.efficiency.model_dump().items()
+    }
+    return {
+        "kind": "fleetplan-engine-profile",
+        "profile": name,
+        "data": f"{len(fit.runs)} runs from {', '.join(sources)}; fitted {date} from {base_engine}",
+        "by_key": {"default": factors},
+        "fit": fit_summary,
+    }

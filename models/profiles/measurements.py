@@ -1,0 +1,350 @@
+"""Measurements of one's own engine, read for `fleetplan calibrate`.
+
+Four formats, each a closed-loop benchmark run (C requests in flight; a run that sends
+every request at once is C = its request count):
+
+- a CSV with one run per line and these columns (a header line first; the three metrics
+  are each optional, at least one per line):
+    model, gpu, precision, tp        the replica: catalog names, weight precision, TP
+    pp, kv_precision                 optional: 1 and the weight precision
+    isl, osl                         mean prompt (new tokens) and output tokens
+    concurrency                      requests in flight
+    num_requests                     optional: 10 x concurrency
+    output_tok_s                     output tokens/s of the replica
+    ttft_mean_ms, tpot_mean_ms       mean time to first token, mean time per output token
+- the JSON `vllm bench serve --save-result` writes (`max_concurrency`, `completed`,
+  `total_input_tokens`, `total_output_tokens`, `output_throughput`, `mean_ttft_ms`,
+  `mean_tpot_ms`);
+- the JSON genai-perf and aiperf export (`time_to_first_token`, `inter_token_latency`,
+  `output_token_throughput`, `input_sequence_length`, `output_sequence_length`, each with
+  `avg` and `unit`; the concurrency from `input_config`);
+- the JSON `trtllm-bench --report_json` writes (`performance`, `streaming_metrics`,
+  `dataset` or `request_info`, `world_info`).
+The JSON formats do not say which GPU, layout or catalog model ran: `RunDefaults` (the
+command's flags) fill what a file leaves out. Every file is read through the bounded
+reader (`models.io.documents`); every problem names the file, line and column.
+"""
+
+import csv
+import io
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from models.io.documents import read_document, read_text
+from models.physics.catalog import gpu_catalog, llm_catalog
+from models.physics.precision import Precision
+from models.schema.errors import InputError, Issue
+
+DEFAULT_REQUESTS_PER_USER = 10
+"""`num_requests` when a CSV line leaves it out: 10 x the concurrency (a common
+`--num-prompts`)."""
+MAX_MEASUREMENTS = 10_000
+"""More lines than any calibration needs; past it the file is refused."""
+_TIME_UNITS = {"s": 1e3, "sec": 1e3, "ms": 1.0, "us": 1e-3, "µs": 1e-3, "ns": 1e-6}
+"""Milliseconds per unit of a latency figure."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One benchmark run of one replica."""
+
+    source: str
+    """Where it was read: `runs.csv:3` or `bench.json`."""
+    model: str
+    gpu: str
+    precision: Precision
+    kv_precision: Precision
+    tp: int
+    pp: int
+    prompt_tokens: float
+    """Mean new prompt tokens per request."""
+    output_tokens: float
+    concurrency: int
+    requests: int
+    output_tokens_per_s: float | None
+    ttft_mean_ms: float | None
+    tpot_mean_ms: float | None
+
+
+@dataclass(frozen=True)
+class RunDefaults:
+    """What a JSON result does not say (the command's `--model`, `--gpu`, ... flags)."""
+
+    model: str | None = None
+    gpu: str | None = None
+    precision: str | None = None
+    kv_precision: str | None = None
+    tp: int | None = None
+    pp: int | None = None
+    concurrency: int | None = None
+
+
+def read_measurements(paths: list[Path], defaults: RunDefaults) -> list[Measurement]:
+    """Every run in `paths` (CSV or JSON by suffix). Raises InputError listing every
+    problem of every file."""
+    runs: list[Measurement] = []
+    issues: list[Issue] = []
+    for path in paths:
+        try:
+            if path.suffix.lower() == ".csv":
+                runs += _read_csv(path)
+            else:
+                runs.append(_read_json(path, defaults))
+        except InputError as error:
+            issues += error.issues
+    if issues:
+        raise InputError(issues)
+    if not runs:
+        raise InputError([Issue(", ".join(map(str, paths)), None, "", "no measurement in it")])
+    return runs
+
+
+class _Row:
+    """One record's fields, checked one by one; problems collected, not raised."""
+
+    def __init__(self, where: str, line: int | None, fields: dict[str, Any]):
+        self.where, self.line, self.fields = where, line, fields
+        self.issues: list[Issue] = []
+
+    def problem(self, field: str, message: str) -> None:
+        self.issues.append(Issue(self.where, self.line, field, message))
+
+    def number(self, field: str, required: bool = True, whole: bool = False) -> float | None:
+        value = self.fields.get(field)
+        if value is None or value == "":
+            if required:
+                self.problem(field, "missing")
+            return None
+        if isinstance(value, bool):
+            self.problem(field, f"{value!r} is not a number")
+            return None
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.problem(field, f"{value!r} is not a number")
+            return None
+        if not math.isfinite(number) or number <= 0 or number > 1e12:
+            self.problem(field, f"{value!r} must be a finite number above 0 (and below 1e12)")
+            return None
+        if whole and number != int(number):
+            self.problem(field, f"{value!r} must be a whole number")
+            return None
+        return number
+
+    def name(self, field: str, known: dict[str, Any]) -> str | None:
+        value = self.fields.get(field)
+        if value is None or value == "":
+            self.problem(field, "missing (for a JSON result, give it as a flag)")
+            return None
+        if str(value) not in known:
+            self.problem(field, f"{value!r} is not in the catalog (fleetplan catalog)")
+            return None
+        return str(value)
+
+    def precision(self, field: str, default: Precision | None) -> Precision | None:
+        value = self.fields.get(field)
+        if value is None or value == "":
+            if default is None:
+                self.problem(field, "missing")
+            return default
+        try:
+            return Precision(str(value).lower())
+        except ValueError:
+            choices = ", ".join(p.value for p in Precision)
+            self.problem(field, f"{value!r} is not a precision ({choices})")
+            return None
+
+    def measurement(self) -> Measurement | None:
+        model = self.name("model", llm_catalog())
+        gpu = self.name("gpu", gpu_catalog())
+        precision = self.precision("precision", None)
+        kv = self.precision("kv_precision", precision)
+        tp = self.number("tp", whole=True)
+        pp = self.number("pp", required=False, whole=True) or 1
+        isl, osl = self.number("isl"), self.number("osl")
+        concurrency = self.number("concurrency", whole=True)
+        requests = self.number("num_requests", required=False, whole=True)
+        tok_s = self.number("output_tok_s", required=False)
+        ttft = self.number("ttft_mean_ms", required=False)
+        tpot = self.number("tpot_mean_ms", required=False)
+        if tok_s is None and ttft is None and tpot is None and not self.issues:
+            self.problem(
+                "output_tok_s", "no metric: give output_tok_s, ttft_mean_ms or tpot_mean_ms"
+            )
+        if self.issues:
+            return None
+        assert model and gpu and precision and kv and tp and isl and osl and concurrency
+        return Measurement(
+            source=f"{self.where}:{self.line}" if self.line else self.where,
+            model=model,
+            gpu=gpu,
+            precision=precision,
+            kv_precision=kv,
+            tp=int(tp),
+            pp=int(pp),
+            prompt_tokens=isl,
+            output_tokens=osl,
+            concurrency=int(concurrency),
+            requests=int(requests or DEFAULT_REQUESTS_PER_USER * concurrency),
+            output_tokens_per_s=tok_s,
+            ttft_mean_ms=ttft,
+            tpot_mean_ms=tpot,
+        )
+
+
+def _read_csv(path: Path) -> list[Measurement]:
+    text = read_text(path, "measurements")
+    reader = csv.DictReader(io.StringIO(text))
+    if not reader.fieldnames:
+        raise InputError([Issue(str(path), 1, "", "no header line")])
+    runs, issues = [], []
+    for index, fields in enumerate(reader):
+        if index >= MAX_MEASUREMENTS:
+            issues.append(Issue(str(path), None, "", f"more than {MAX_MEASUREMENTS:,} lines"))
+            break
+        if None in fields:
+            issues.append(Issue(str(path), reader.line_num, "", "more values than columns"))
+            continue
+        row = _Row(str(path), reader.line_num, {k.strip(): v.strip() for k, v in fields.items()})
+        run = row.measurement()
+        issues += row.issues
+        if run is not None:
+            runs.append(run)
+    if issues:
+        raise InputError(issues)
+    return runs
+
+
+def _read_json(path: Path, defaults: RunDefaults) -> Measurement:
+    document, _ = read_document(path, "measurements")
+    if not isinstance(document, dict):
+        raise InputError([Issue(str(path), None, "", "not a JSON object of a benchmark result")])
+    if "mean_ttft_ms" in document or "output_throughput" in document:
+        fields = _vllm_fields(document)
+    elif isinstance(document.get("performance"), dict):
+        fields = _trtllm_fields(document)
+    elif isinstance(document.get("time_to_first_token"), dict) or isinstance(
+        document.get("output_token_throughput"), dict
+    ):
+        fields = _genai_perf_fields(document)
+    else:
+        raise InputError(
+            [
+                Issue(
+                    str(path),
+                    None,
+                    "",
+                    "not a result of vllm bench serve, genai-perf, aiperf or trtllm-bench "
+                    "(see `fleetplan calibrate --help` for the CSV columns)",
+                )
+            ]
+        )
+    filled = {
+        "model": defaults.model,
+        "gpu": defaults.gpu,
+        "precision": defaults.precision,
+        "kv_precision": defaults.kv_precision,
+        "tp": defaults.tp,
+        "pp": defaults.pp,
+        "concurrency": defaults.concurrency,
+    }
+    for key, value in fields.items():  # what the file records wins; the flags fill gaps
+        if value is None or (key == "model" and str(value) not in llm_catalog()):
+            continue  # (a Hugging Face id: the --model flag names the catalog model)
+        filled[key] = value
+    if filled["concurrency"] is None and isinstance(document.get("performance"), dict):
+        filled["concurrency"] = fields.get("num_requests")  # max throughput: all queued at once
+    row = _Row(str(path), None, filled)
+    run = row.measurement()
+    if run is None:
+        raise InputError(row.issues)
+    return run
+
+
+def _get(document: dict, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(document, dict):
+            return None
+        document = document.get(key)
+    return document
+
+
+def _per_request(total: Any, count: Any) -> float | None:
+    try:
+        return float(total) / float(count)
+    except (TypeError, ValueError, ZeroDivisionError):
+        return None
+
+
+def _vllm_fields(document: dict) -> dict[str, Any]:
+    completed = document.get("completed")
+    concurrency = document.get("max_concurrency")
+    if concurrency is None and str(document.get("request_rate")).lower() == "inf":
+        concurrency = completed  # every request at once
+    return {
+        "model": document.get("model_id"),
+        "isl": _per_request(document.get("total_input_tokens"), completed),
+        "osl": _per_request(document.get("total_output_tokens"), completed),
+        "concurrency": concurrency,
+        "num_requests": completed,
+        "output_tok_s": document.get("output_throughput"),
+        "ttft_mean_ms": document.get("mean_ttft_ms"),
+        "tpot_mean_ms": document.get("mean_tpot_ms"),
+    }
+
+
+def _ms(metric: Any) -> float | None:
+    """A genai-perf/aiperf latency record's mean in ms (its `unit` honoured)."""
+    if not isinstance(metric, dict) or metric.get("avg") is None:
+        return None
+    scale = _TIME_UNITS.get(str(metric.get("unit", "ms")).lower())
+    try:
+        return None if scale is None else float(metric["avg"]) * scale
+    except (TypeError, ValueError):
+        return None
+
+
+def _find(document: Any, key: str) -> Any:
+    """The first value of `key` anywhere in a nested configuration."""
+    if isinstance(document, dict):
+        if key in document and not isinstance(document[key], dict | list):
+            return document[key]
+        for value in document.values():
+            found = _find(value, key)
+            if found is not None:
+                return found
+    return None
+
+
+def _genai_perf_fields(document: dict) -> dict[str, Any]:
+    return {
+        "isl": _get(document, "input_sequence_length", "avg"),
+        "osl": _get(document, "output_sequence_length", "avg"),
+        "concurrency": _find(document.get("input_config"), "concurrency"),
+        "num_requests": _get(document, "request_count", "avg"),
+        "output_tok_s": _get(document, "output_token_throughput", "avg"),
+        "ttft_mean_ms": _ms(document.get("time_to_first_token")),
+        "tpot_mean_ms": _ms(document.get("inter_token_latency")),
+    }
+
+
+def _trtllm_fields(document: dict) -> dict[str, Any]:
+    requests = _get(document, "dataset", "num_requests") or _get(
+        document, "request_info", "num_requests"
+    )
+    return {
+        "model": _get(document, "engine", "model"),
+        "tp": _get(document, "world_info", "tp_size"),
+        "pp": _get(document, "world_info", "pp_size"),
+        "isl": _get(document, "dataset", "avg_isl")
+        or _get(document, "request_info", "avg_input_length"),
+        "osl": _get(document, "dataset", "avg_osl")
+        or _get(document, "request_info", "avg_output_length"),
+        "concurrency": _get(document, "world_info", "concurrency"),
+        "num_requests": requests,
+        "output_tok_s": _get(document, "performance", "system_output_throughput_tok_s"),
+        "ttft_mean_ms": _get(document, "streaming_metrics", "avg_ttft_ms"),
+        "tpot_mean_ms": _get(document, "streaming_metrics", "avg_tpot_ms"),
+    }

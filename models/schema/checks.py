@@ -1,0 +1,238 @@
+"""Checks across an instance's sections: `cross_check` collects every cross-reference
+problem at once (as field path and message), `input_warnings` what in a valid instance is
+probably not what its author meant."""
+
+from difflib import get_close_matches
+
+from pydantic import ValidationError
+
+from models.io.hf_config import HfConfigError
+from models.physics import catalog
+from models.physics.efficiency import UnknownEngine, calibration_table, check_engine, generation_of
+from models.schema.catalog_entries import resolve_gpu, resolve_llm
+from models.schema.instance import Instance
+from models.schema.policy import Survive
+
+_ADAPTER_KEYS = {"name", "base", "rank", "weight_precisions", "kv_precision"}
+"""Keys an adapter entry may carry: every architecture field comes from its base."""
+
+
+FieldPath = tuple[str | int, ...]
+
+
+def input_warnings(instance: Instance) -> list[str]:
+    """What in a valid instance is probably not what its author meant, one line each
+    (the command line prints them on stderr; the plan is unchanged).
+
+    A `requests_per_day` with neither `peak_to_average` nor an `hourly_profile` plans for
+    the daily average rate (peak factor 1): every hour at the average, so the fleet falls
+    short at any peak above it. Batch work (`deadline_hours`) is sized by its daily volume
+    and deadline, not by a peak, so it is not warned about.
+    """
+    warnings = []
+    for workload in instance.workloads:
+        if workload.is_batch:
+            continue
+        for region, demand in workload.demand.items():
+            daily_only = (
+                demand.requests_per_day is not None
+                and demand.hourly_profile is None
+                and "peak_to_average" not in demand.model_fields_set
+            )
+            if daily_only:
+                warnings.append(
+                    f"workloads[{workload.name}].demand.{region}: requests_per_day without "
+                    f"peak_to_average or hourly_profile sizes {workload.name} for the daily "
+                    f"average ({demand.peak_rps:,.3g} requests/s); traffic that peaks above "
+                    "it is not served at the SLO: give peak_to_average or an hourly_profile"
+                )
+    return warnings
+
+
+def cross_check(instance: Instance) -> list[tuple[FieldPath, str]]:
+    """Every cross-reference problem in the instance, as (field path, message) pairs."""
+    problems: list[tuple[FieldPath, str]] = []
+    add = problems.append
+
+    for section in ("gpus", "models", "regions", "workloads"):
+        seen: set[str] = set()
+        for index, item in enumerate(getattr(instance, section)):
+            if item.name in seen:
+                add(((section, index, "name"), f"duplicate name {item.name!r}"))
+            seen.add(item.name)
+
+    for index, entry in enumerate(instance.gpus):
+        try:
+            resolve_gpu(entry)
+        except ValidationError as error:
+            add((("gpus", index), _inline_message("GPU", entry.name, error, catalog.gpu_catalog())))
+    problems.extend(_efficiency_problems(instance))
+    problems.extend(_adapter_problems(instance))
+    for index, entry in enumerate(instance.models):
+        if entry.is_adapter:
+            continue
+        try:
+            resolve_llm(entry)
+        except HfConfigError as error:
+            add((("models", index, "config"), str(error)))
+        except ValidationError as error:
+            add(
+                (
+                    ("models", index),
+                    _inline_message("model", entry.name, error, catalog.llm_catalog()),
+                )
+            )
+
+    gpu_names = [entry.name for entry in instance.gpus]
+    region_names = [region.name for region in instance.regions]
+    model_names = [entry.name for entry in instance.models]
+
+    for r_index, region in enumerate(instance.regions):
+        for key in ("supply", "existing"):
+            for gpu_name in getattr(region, key):
+                if gpu_name not in gpu_names:
+                    add((("regions", r_index, key, gpu_name), _unknown("GPU", gpu_name, gpu_names)))
+        for gpu_name, offer in region.supply.items():
+            if offer.max_on_demand_gpus is not None and offer.max_on_demand_gpus > offer.max_gpus:
+                add(
+                    (
+                        ("regions", r_index, "supply", gpu_name, "max_on_demand_gpus"),
+                        f"{offer.max_on_demand_gpus} exceeds max_gpus ({offer.max_gpus})",
+                    )
+                )
+        for gpu_name, count in region.existing.items():
+            if count < 0:
+                add((("regions", r_index, "existing", gpu_name), f"must be >= 0, got {count}"))
+        if instance.policy.survive is Survive.ZONE and region.zones < 2:
+            add((("regions", r_index, "zones"), "survive: zone needs at least 2 zones per region"))
+
+    for l_index, (a, b, rtt_ms) in enumerate(instance.links):
+        for position, end in enumerate((a, b)):
+            if end not in region_names:
+                add((("links", l_index, position), _unknown("region", end, region_names)))
+        if a == b:
+            add((("links", l_index), f"a link joins two different regions, got {a!r} twice"))
+        if rtt_ms < 0:
+            add((("links", l_index, 2), f"round-trip ms must be >= 0, got {rtt_ms:g}"))
+
+    for w_index, workload in enumerate(instance.workloads):
+        if workload.model not in model_names:
+            add((("workloads", w_index, "model"), _unknown("model", workload.model, model_names)))
+        for region_name in workload.demand:
+            if region_name not in region_names:
+                add(
+                    (
+                        ("workloads", w_index, "demand", region_name),
+                        _unknown("region", region_name, region_names),
+                    )
+                )
+
+    for p_index, degree in enumerate(instance.policy.tensor_parallel):
+        if degree < 1 or degree & (degree - 1):
+            add((("policy", "tensor_parallel", p_index), f"must be a power of two, got {degree}"))
+    for p_index, degree in enumerate(instance.policy.pipeline_parallel):
+        if degree < 1:
+            add((("policy", "pipeline_parallel", p_index), f"must be >= 1, got {degree}"))
+    if instance.policy.survive is Survive.REGION and len(instance.regions) < 2:
+        add((("policy", "survive"), "survive: region needs at least two regions"))
+    drafts = model_names + [name for name in catalog.llm_catalog() if name not in model_names]
+    option_names: set[str] = set()
+    for o_index, option in enumerate(instance.policy.speculative):
+        if option.name in option_names:
+            add((("policy", "speculative", o_index, "name"), f"duplicate name {option.name!r}"))
+        option_names.add(option.name)
+        if option.draft_model is not None and option.draft_model not in drafts:
+            add(
+                (
+                    ("policy", "speculative", o_index, "draft_model"),
+                    _unknown("model", option.draft_model, drafts),
+                )
+            )
+    return problems
+
+
+def _efficiency_problems(instance: Instance) -> list[tuple[FieldPath, str]]:
+    """An unknown `engine` profile; an `efficiency_like` that names no calibrated GPU."""
+    problems: list[tuple[FieldPath, str]] = []
+    try:
+        check_engine(instance.engine)
+    except UnknownEngine as error:
+        problems.append((("engine",), str(error)))
+    calibrated = sorted(calibration_table().get("generation_of", {}))
+    for index, entry in enumerate(instance.gpus):
+        like = entry.efficiency_like
+        if like is not None and generation_of(like) is None:
+            problems.append(
+                (
+                    ("gpus", index, "efficiency_like"),
+                    f"{like!r} is not a GPU with calibration rows; choose one of "
+                    + ", ".join(calibrated),
+                )
+            )
+    return problems
+
+
+def _adapter_problems(instance: Instance) -> list[tuple[FieldPath, str]]:
+    """Adapters: `base` names a non-adapter model entry or a catalog model, an adapter
+    carries no architecture field, and `rank` comes only with `base`."""
+    problems: list[tuple[FieldPath, str]] = []
+    entries = {entry.name: entry for entry in instance.models}
+    known = [name for name, entry in entries.items() if not entry.is_adapter]
+    known += [name for name in catalog.llm_catalog() if name not in entries]
+    for index, entry in enumerate(instance.models):
+        if entry.base is None:
+            if entry.rank is not None:
+                problems.append(
+                    (("models", index, "rank"), "rank is an adapter's LoRA rank: give base too")
+                )
+            continue
+        if entry.base == entry.name:
+            problems.append((("models", index, "base"), "an adapter cannot be its own base"))
+        elif entry.base in entries and entries[entry.base].is_adapter:
+            problems.append(
+                (
+                    ("models", index, "base"),
+                    f"base {entry.base!r} is itself an adapter; name the model it adapts "
+                    f"({entries[entry.base].base!r})",
+                )
+            )
+        elif entry.base not in known:
+            problems.append((("models", index, "base"), _unknown("base model", entry.base, known)))
+        inherited = sorted(
+            key for key in entry.model_dump(exclude_none=True) if key not in _ADAPTER_KEYS
+        )
+        if inherited:
+            problems.append(
+                (
+                    ("models", index, inherited[0]),
+                    f"adapter {entry.name!r} inherits the architecture of {entry.base!r}; "
+                    f"remove {', '.join(inherited)}",
+                )
+            )
+    return problems
+
+
+def _unknown(kind: str, name: str, known: list[str]) -> str:
+    message = f"unknown {kind} {name!r}"
+    close = get_close_matches(name, known, n=1)
+    if close:
+        message += f"; did you mean {close[0]!r}?"
+    return message + f" (declared: {', '.join(known) or 'none'})"
+
+
+def _inline_message(kind: str, name: str, error: ValidationError, known: dict) -> str:
+    details = "; ".join(
+        f"{'.'.join(str(part) for part in item['loc'])}: "
+        f"{item['msg'].removeprefix('Value error, ')}"
+        for item in error.errors()
+    )
+    if name in known:
+        return f"{kind} {name!r}: overrides are invalid: {details}"
+    return f"{kind} {name!r} is not in the catalog, so it must be defined inline: {details}" + (
+        _did_you_mean(name, list(known))
+    )
+
+
+def _did_you_mean(name: str, known: list[str]) -> str:
+    close = get_close_matches(name, known, n=1, cutoff=0.5)
+    return f" (did you mean the catalog's {close[0]!r}?)" if close else ""

@@ -1,0 +1,185 @@
+"""The instance file's `policy`, `solver` and `quality` sections: what the planner may
+choose and must survive (layouts, failures, purchases), the MIP solver and its limits, and
+a quality change declared against a base."""
+
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+
+from models.schema import limits
+from models.schema.backend_names import DEFAULT_BACKEND, BackendName
+from models.schema.quantities import (
+    HOURS_PER_MONTH,
+    BurstFactor,
+    ConfigsPerPool,
+    DemandGrowth,
+    HorizonMonths,
+    HoursPerMonth,
+    LeadTimeMonths,
+    MaxUtilization,
+    MipGap,
+    MonthlyGrowth,
+    ParallelDegree,
+    Pue,
+    QualityDelta,
+    QualityRegression,
+    ServerPowerFactor,
+    SpotConfidence,
+    StartTimeS,
+    Threads,
+    TimeLimitS,
+    at_most,
+)
+from models.schema.speculative_option import SpeculativeOption
+from models.schema.strict import STRICT
+
+
+class Survive(StrEnum):
+    """Which single failure the fleet must ride through without breaking its SLO."""
+
+    NONE = "none"
+    REPLICA = "replica"
+    ZONE = "zone"
+    REGION = "region"
+
+
+class BuyUnit(StrEnum):
+    """What a purchase is made of: whole servers (`gpus_per_node` GPUs) or single GPUs."""
+
+    NODE = "node"
+    GPU = "gpu"
+
+
+class Policy(BaseModel):
+    """Layout and failure policy."""
+
+    model_config = STRICT
+
+    survive: Survive = Survive.NONE
+    """Failures the fleet must ride through at the SLO: none, replica, zone or region."""
+    tensor_parallel: Annotated[list[ParallelDegree], at_most(limits.CHOICES)] = Field(
+        default=[1, 2, 4, 8], min_length=1
+    )
+    """TP degrees to consider."""
+    pipeline_parallel: Annotated[list[ParallelDegree], at_most(limits.CHOICES)] = Field(
+        default=[1], min_length=1
+    )
+    """PP degrees to consider."""
+    expert_parallel: Annotated[list[ParallelDegree], at_most(limits.CHOICES)] = Field(
+        default=[1], min_length=1
+    )
+    """Expert-parallel sizes to consider for MoE models: the routed experts of a stage are
+    split over `ep` ranks, which must divide tp x dp
+    (`models.physics.memory.expert_layout_problem`); 1 splits every expert by TP."""
+    attention_data_parallel: Annotated[list[ParallelDegree], at_most(limits.CHOICES)] = Field(
+        default=[1], min_length=1
+    )
+    """Attention data-parallel groups to consider for MoE models: a replica is
+    tp x pp x dp GPUs, each group of tp GPUs holding its own sequences."""
+    disaggregation: bool = False
+    """Whether prefill and decode may run in separate pools."""
+    prefix_affinity: bool = False
+    """Route requests with the same declared prefix to the replicas that hold it
+    (`models.serving.prefix_routing`); default: random (least-loaded) routing."""
+    warm_cold_split: bool = False
+    """Whether a workload with per-customer prefixes may be served by a warm pool (requests
+    that reuse a prefix) and a cold pool (the rest), each sized for its share
+    (`models.colocation.warm_cold`); the plan takes the split only where it is cheaper."""
+    hours_per_month: HoursPerMonth = HOURS_PER_MONTH
+    """Hours billed per month for a GPU bought (730 = 8,760 h / 12)."""
+    colocation: bool = False
+    """Whether several workloads may share replica groups (co-resident engines, multi-LoRA,
+    swapping); off by default, so every workload gets its own replicas."""
+    multi_lora: bool = False
+    """With `colocation`: whether workloads of LoRA adapters (`base:` models) of one base,
+    and the base's own workloads, may share one engine of the base (weights once, each
+    adapter resident, the multi-LoRA step cost); off: an adapter is served as a merged
+    fine-tune, its own engine and weights."""
+    replica_start_s: StartTimeS | None = None
+    """Seconds from starting a replica to serving (image pull + weight load + warm-up),
+    for every GPU type; a `gpus[]` entry's own `replica_start_s` wins; default: the
+    catalog value per GPU."""
+    failover_start_s: StartTimeS | None = None
+    """Seconds after a loss before replicas started elsewhere serve (detection +
+    replica start); default: the replica start time of the GPU type."""
+    scale_detection_s: StartTimeS = 60.0
+    """Seconds the autoscaler takes to see a rise and act (metric window + decision)."""
+    spot_confidence: SpotConfidence | None = None
+    """Let interactive pools run on spot where a supply entry offers it: each pool keeps
+    its SLO with this confidence through interruptions (a Poisson quantile of replicas
+    down over the restart window, `models.operations.pricing_tiers`); default: spot serves
+    dedicated batch replicas only."""
+    burst_factor: BurstFactor = 1.0
+    """Multiplier on the profile's steepest ramp that the warm headroom must absorb."""
+    horizon_months: HorizonMonths | None = None
+    """Months to plan procurement over; default: one static month."""
+    monthly_growth: MonthlyGrowth = 0.0
+    """Demand growth per month as a fraction, for workloads without their own."""
+    lead_time_months: LeadTimeMonths = 0
+    """Months between ordering committed capacity and having it to serve."""
+    buy_unit: BuyUnit = BuyUnit.NODE
+    """Purchases in whole servers of `gpus_per_node` GPUs (`node`) or single GPUs (`gpu`);
+    the existing fleet counts as it is. With `node`, a stage's tp x dp GPUs divide the
+    server (TP within a server; pipeline stages may span servers)."""
+    max_configs_per_pool: ConfigsPerPool | None = 1
+    """Replica configurations one (workload, region, phase) may mix; null: any number.
+    The report states what the limit costs."""
+    credit_tpot_pooling: bool = False
+    """Credit TPOT-limited pools with what a larger pool carries per replica (the batch a
+    reply lives through spreads less in a pool): pool ladders for them, 3-18% more per
+    replica in pools of 2-16, at several times the solve time on large instances;
+    default: credited at a lone replica's capacity, which every pool size carries."""
+    max_utilization: MaxUtilization = 1.0
+    """Pools are planned at most this fraction of their capacity at the SLO, in every
+    scenario (headroom)."""
+    demand_growth: DemandGrowth | None = None
+    """A factor applied to all demand (1.3 plans for 30% more); the top-level
+    `demand_growth` wins."""
+    pue: Pue | None = None
+    """Power usage effectiveness of every region without its own; default 1.0 (power_kw
+    is then IT power)."""
+    server_power_factor: ServerPowerFactor | None = None
+    """A server's power over its GPUs' board power; default
+    `models.operations.site.SERVER_POWER_FACTOR` (1.82, DGX H100: 10.2 kW for 8 x 700 W)."""
+    speculative: Annotated[list[SpeculativeOption], at_most(limits.SPECULATIVE_OPTIONS)] = Field(
+        default_factory=list
+    )
+    """Speculative-decoding options the program may turn on per pool (each: name,
+    draft_model or draft_cost_ratio, tokens, acceptance_rate); every unified and decode
+    candidate is enumerated with and without each; default: none."""
+
+
+class Quality(BaseModel):
+    """A quality change the instance declares against a base (for `fleetplan compare`):
+    e.g. a lower precision or a speculative decoder measured on an evaluation."""
+
+    model_config = STRICT
+
+    metric: str = Field(min_length=1, max_length=200)
+    """The evaluation, e.g. `mmlu` or `win-rate vs base`."""
+    delta: QualityDelta
+    """Change against the base, in the metric's units; negative is worse."""
+    max_regression: QualityRegression
+    """The largest drop the gate allows (>= 0, same units): pass when delta >= -max."""
+
+    @property
+    def passes(self) -> bool:
+        """Whether the declared change is within its gate: delta >= -max_regression."""
+        return self.delta >= -self.max_regression
+
+
+class SolverSettings(BaseModel):
+    """Which backend solves the program, and how long it may take."""
+
+    model_config = STRICT
+
+    backend: BackendName = DEFAULT_BACKEND
+    """MIP solver: highs (default; it hands workload programs of 2,000 columns or more to
+    SCIP), cbc, scip or cpsat (`--backend` overrides it)."""
+    time_limit_s: TimeLimitS = 60
+    """Wall-time limit of the whole run, seconds (`--time-limit` overrides it)."""
+    mip_gap: MipGap = 1e-3
+    """Relative optimality gap at which the solver stops (`--mip-gap` overrides it)."""
+    threads: Threads = 1
+    """Solver threads (`--threads` overrides it)."""

@@ -1,0 +1,243 @@
+"""What the rounds of one decomposed solve share (solver.decompose.join): the run's state
+(`JoinRun`: deadline, bound, the cheapest join that held, which solver did each part), the
+joins that hold every row (`Join`), the parts solved in worker processes
+(`solve_parts`), and the gap a merged part may stop at (`gap_left`)."""
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+
+from solver.backends import Backend
+from solver.candidates.replica_dominance import Bounds
+from solver.candidates.swap_dominance import reduced_program
+from solver.decompose.join_price import Prices, priced_objective
+from solver.decompose.join_values import parts_bound, relative_gap
+from solver.decompose.parallel import processes_for, solve_built, worth_workers
+from solver.decompose.part_backend import part_backend
+from solver.decompose.workload_parts import Part, workload_program, workload_sizes
+from solver.program.build import FleetProgram
+from solver.program.lp import LinearProgram, SolveResult, Termination
+from solver.program.optimised import Method, Optimised
+from solver.settings import MIN_CALL_S, SolveSettings
+
+GAP_KEPT = 0.1
+"""Share of the requested gap a merged part's own gap leaves unused (`gap_left`)."""
+
+
+@dataclass
+class JoinRun:
+    """What the rounds of one decomposed solve share."""
+
+    program: FleetProgram
+    backend: Backend
+    settings: SolveSettings
+    bounds: Bounds
+    deadline: float
+    coupled: set[Part] = field(default_factory=set)
+    processes: int = 1
+    runtime_s: float = 0.0
+    competing: int = 0
+    """Parts of workloads merged because they compete for supply."""
+    solver: tuple[str, str] = ("", "")
+    """The backend's solver and version, as the parts' results name them."""
+    handed: set[Part] = field(default_factory=set)
+    """Parts some solve of which another solver did (SCIP: solver.decompose.part_backend)."""
+    best: "Join | None" = None
+    """The cheapest join that held every row but was not proved within the gap."""
+    bound: float = 0.0
+    """The best bound the parts' results have given on the whole."""
+
+    @staticmethod
+    def infeasible(result: SolveResult) -> bool:
+        return result.termination is Termination.INFEASIBLE
+
+    def method(self, join: "Join | None" = None) -> Method:
+        """By coupled workloads where parts hold several (the join's, or this round's)."""
+        merged = self.coupled or (join.competing if join is not None else self.competing)
+        return Method.BY_COUPLED_WORKLOADS if merged else Method.BY_WORKLOAD
+
+    def solve(
+        self,
+        parts: list[Part],
+        gap: float | None = None,
+        supply: dict[Part, dict[str, float]] | None = None,
+        fixed: "Callable[[FleetProgram], Bounds] | None" = None,
+        prices: Prices | None = None,
+    ) -> Iterator[tuple[Part, SolveResult]]:
+        """Solve the parts' programs to the relative `gap` (the requested one by
+        default), each within its `supply` shares (solver.decompose.join_mend) and the bounds
+        `fixed` gives its program, if any, paying `prices` for the GPUs of the rows they
+        name (solver.decompose.join_price), in worker processes when worth it."""
+        gap = gap or self.settings.mip_gap
+        found, used = solve_parts(self, parts, gap, supply or {}, fixed, prices or {})
+        self.processes = max(self.processes, used)
+        return found
+
+    def collect(
+        self, found: Iterable[tuple[Part, SolveResult]]
+    ) -> dict[Part, SolveResult] | Optimised | None:
+        """The parts' results; an INFEASIBLE result when one has no plan; None when one
+        found no plan in time."""
+        results = {}
+        for part, result in found:
+            self.record(part, result)
+            if self.infeasible(result):
+                who = part[0] if len(part) == 1 else "+".join(part)
+                message = f"{who} alone: infeasible"
+                alone = replace(result, runtime_s=self.runtime_s, message=message)
+                return Optimised(
+                    alone, self.method(), 1, self.processes, self.competing, 0, len(self.handed)
+                )
+            if not result.termination.has_solution or result.objective is None:
+                return None
+            results[part] = result
+        return results
+
+    def restricted(
+        self, found: Iterable[tuple[Part, SolveResult]]
+    ) -> dict[Part, SolveResult] | None:
+        """The results of parts solved within a restriction (a mend), their time counted;
+        None when one has no plan (a restriction's, so nothing about the whole)."""
+        results = {}
+        for part, result in found:
+            self.record(part, result)
+            if not result.termination.has_solution:
+                return None
+            results[part] = result
+        return results
+
+    def record(self, part: Part, result: SolveResult) -> None:
+        """Count a part's solve: its time, and which solver did it."""
+        self.runtime_s += result.runtime_s
+        if result.solver == self.backend.name:
+            self.solver = (result.solver, result.solver_version)
+        else:
+            self.handed.add(part)
+
+    def out_of_time(self) -> bool:
+        return time.monotonic() >= self.deadline
+
+    def joined(
+        self,
+        parts: list[Part],
+        results: dict[Part, SolveResult],
+        values: dict[str, float],
+        mended: int = 0,
+    ) -> Optimised | None:
+        """The cheapest join that held so far (this one, `values`, a plan of the whole,
+        or an earlier one) as the result, when its cost is within the requested gap of
+        the best bound the parts' results have given (relaxations of the whole, the
+        parts a partition of the workloads); else None, the cheapest kept as the
+        incumbent. `mended`: parts re-solved within supply shares to reach `values`."""
+        cost = self.program.lp.objective_value(values)
+        join = Join(values, cost, len(parts), self.competing, mended)
+        self.bound = max(self.bound, parts_bound(self.settings, parts, results))
+        if self.best is None or join.cost <= self.best.cost:
+            self.best = join
+        if relative_gap(self.best.cost, self.bound) > self.settings.mip_gap + 1e-9:
+            return None
+        # Proved by this round's parts (the bound), reached by the best join's mends.
+        proved = replace(self.best, programs=len(parts), competing=self.competing)
+        return self._result(Termination.OPTIMAL, proved)
+
+    def incumbent(self) -> Optimised | None:
+        """The cheapest join that held, as a result stopped before its gap was proved
+        (FEASIBLE, its gap against the best bound); None when no join held."""
+        if self.best is None:
+            return None
+        return self._result(Termination.FEASIBLE, self.best)
+
+    def _result(self, termination: Termination, join: "Join") -> Optimised:
+        solver = self.solver if self.solver[0] else (self.backend.name, self.backend.version())
+        found = SolveResult(
+            termination=termination,
+            solver=solver[0],
+            solver_version=solver[1],
+            runtime_s=self.runtime_s,
+            objective=join.cost,
+            values=join.values,
+            mip_gap=relative_gap(join.cost, self.bound),
+        )
+        optimised = Optimised(
+            found,
+            self.method(join),
+            join.programs,
+            self.processes,
+            join.competing,
+            join.mended,
+            len(self.handed),
+        )
+        return replace(optimised, result=replace(found, message=optimised.description))
+
+
+@dataclass(frozen=True)
+class Join:
+    """A join that holds every row of the whole program."""
+
+    values: dict[str, float]
+    cost: float
+    programs: int
+    """Parts joined."""
+    competing: int
+    """Parts of workloads merged because they compete for supply."""
+    mended: int
+    """Parts re-solved within supply shares (solver.decompose.join_mend) to reach it."""
+
+
+def gap_left(
+    requested: float, parts: list[Part], pending: list[Part], results: dict[Part, SolveResult]
+) -> float:
+    """The relative gap the pending parts may stop at so that the join can still be
+    within the `requested` gap: what the requested gap allows on the whole, less what
+    the settled parts' gaps use of it (`GAP_KEPT` of it kept back), over what the
+    pending parts cost (estimated from the earlier results of their workloads); never
+    below the requested gap. The settled parts are mostly proved to far less than it,
+    so a merged part may stop well before the requested gap on its own."""
+    settled = [part for part in parts if part not in pending]
+    used = sum(results[p].objective * max(results[p].mip_gap or 0.0, 0.0) for p in settled)
+    earlier = {w: r.objective / len(p) for p, r in results.items() for w in p}
+    pending_cost = sum(earlier.get(w, 0.0) for part in pending for w in part)
+    total = pending_cost + sum(results[p].objective for p in settled)
+    allowed = requested * total * (1 - GAP_KEPT) - used
+    if pending_cost <= 0:
+        return requested
+    return max(requested, allowed / pending_cost)
+
+
+def solve_parts(
+    run: JoinRun,
+    parts: list[Part],
+    gap: float,
+    supply: dict[Part, dict[str, float]],
+    fixed: "Callable[[FleetProgram], Bounds] | None" = None,
+    prices: Prices | None = None,
+) -> tuple[Iterator[tuple[Part, SolveResult]], int]:
+    """Build, reduce and solve the parts' programs, each within its `supply` shares
+    (in worker processes when worth it: each built here while the workers solve the
+    ones before), paying `prices` (solver.decompose.join_price), each by its backend
+    (solver.decompose.part_backend): (part, result) as each ends, and the processes used."""
+
+    def build(index: int) -> tuple[LinearProgram, Backend]:
+        part = parts[index]
+        alone = workload_program(run.program, part)
+        own = {name: bound for name, bound in run.bounds.items() if name in alone.lp.variables}
+        if fixed is not None:
+            own = {**fixed(alone), **own}
+        rows = alone.lp.constraints
+        shares = {name: gpus for name, gpus in supply.get(part, {}).items() if name in rows}
+        lp = reduced_program(alone, own, shares)
+        lp = priced_objective(lp, prices) if prices else lp
+        return lp, part_backend(run.backend, lp)
+
+    size = workload_sizes(run.program.sets)
+    sizes = [sum(size[w] for w in part) for part in parts]
+    processes = processes_for(len(parts)) if worth_workers(len(parts), sum(sizes)) else 1
+    order = sorted(range(len(parts)), key=lambda i: -sizes[i])  # the largest first
+
+    def part_settings(_index: int) -> SolveSettings:
+        left = max(run.deadline - time.monotonic(), MIN_CALL_S)
+        limited = None if run.settings.time_limit_s is None else left
+        return replace(run.settings.limited(limited), mip_gap=gap).with_duals(False)
+
+    results = solve_built(build, order, part_settings, processes, run.infeasible)
+    return ((parts[index], result) for index, result in results), processes

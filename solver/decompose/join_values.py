@@ -1,0 +1,127 @@
+"""The join of a decomposed solve's parts (solver.decompose.join): the parts' own columns
+and each region's purchases rounded up on their sum (`joined_values`, `joined_purchases`),
+the rows of the whole program the join breaks (`broken_rows`), the parts merged around
+them (`merged_parts`), and the bound the parts give on the whole (`parts_bound`)."""
+
+from models.operations.site import gpus_bought, node_gpus
+from solver.candidates.replica_dominance import Bounds
+from solver.decompose.join_price import result_bound
+from solver.decompose.linked import linked_groups
+from solver.decompose.workload_parts import Part
+from solver.program.build import FleetProgram
+from solver.program.families.pool_sizes import PoolSizeIsColumn
+from solver.program.families.servers import ServersColumn
+from solver.program.families.variables import PurchasedColumn
+from solver.program.lp import Constraint, LinearProgram, SolveResult
+from solver.program.row_names import GroupsColumn, ReplicasColumn, split_name
+from solver.settings import SolveSettings
+
+FEASIBILITY_TOLERANCE = 1e-6
+"""Relative violation of a row tolerated when the join is checked against the whole."""
+
+
+def joined_values(
+    program: FleetProgram, parts: list[Part], results: dict[Part, SolveResult]
+) -> tuple[dict[str, float], dict[str, Part]]:
+    """The join's values (the parts' own columns, and the purchases on their sum), and
+    the part each own column comes from."""
+    values: dict[str, float] = {}
+    owner: dict[str, Part] = {}
+    for part in parts:
+        for name, value in results[part].values.items():
+            if per_workload(name):
+                values[name] = value
+                owner[name] = part
+    values.update(joined_purchases(program, values))
+    return values, owner
+
+
+def per_workload(name: str) -> bool:
+    """Columns the join takes from a part's solution (purchases are rounded on the
+    whole; the size binaries are not the program's)."""
+    family = split_name(name)[0]
+    return family not in (PurchasedColumn.family, ServersColumn.family, PoolSizeIsColumn.family)
+
+
+def joined_purchases(program: FleetProgram, values: dict[str, float]) -> dict[str, float]:
+    """purchased[r,g] = max(0, used - existing), in whole servers servers[r,g] where
+    bought so (models.operations.site.gpus_bought), for the joined replicas."""
+    sets = program.sets
+    used = {key: 0.0 for key in sets.offers}
+    for pool in sets.pools:
+        name = ReplicasColumn(pool.workload, pool.candidate.key, pool.region).name()
+        count = values.get(name, 0.0)
+        used[(pool.region, pool.candidate.gpu)] += round(count) * pool.candidate.gpus
+    for t in program.groups.templates:
+        for r, g in sets.offers:
+            if g == t.gpu:
+                count = values.get(GroupsColumn(t.key, r).name(), 0.0)
+                used[(r, g)] += round(count) * t.gpus
+    purchases = {}
+    for (r, g), offer in sets.offers.items():
+        n = node_gpus(sets.instance, g)
+        bought = gpus_bought(round(used[(r, g)]), offer.existing, n)
+        purchases[PurchasedColumn(r, g).name()] = float(bought)
+        if ServersColumn(r, g).name() in program.lp.variables:
+            purchases[ServersColumn(r, g).name()] = float(bought // n)
+    return purchases
+
+
+def broken_rows(
+    lp: LinearProgram, values: dict[str, float], bounds: Bounds, owner: dict[str, Part]
+) -> list[Constraint] | None:
+    """The rows of the whole program the join breaks ([] when it is a plan of it); None
+    when no merge can mend it: a part's own column out of its bounds, or a purchase out
+    of its bounds while no row is broken (whole servers rounded past what is on offer).
+    A purchase past its bound with a broken row is the broken supply row's doing."""
+    purchase_out = False
+    for name, var in lp.variables.items():
+        lower, upper = bounds.get(name, (var.lower, var.upper))
+        value = values.get(name, 0.0)
+        if value < lower - FEASIBILITY_TOLERANCE or (
+            upper is not None and value > upper + FEASIBILITY_TOLERANCE
+        ):
+            if name in owner:
+                return None
+            purchase_out = True
+    broken = []
+    for row in lp.constraints.values():
+        scale = 1.0 + sum(abs(c * values.get(v, 0.0)) for v, c in row.coefficients.items())
+        if row.slack(values) < -FEASIBILITY_TOLERANCE * scale:
+            broken.append(row)
+    if purchase_out and not broken:
+        return None
+    return broken
+
+
+def merged_parts(
+    parts: list[Part], broken: list[Constraint], owner: dict[str, Part], values: dict[str, float]
+) -> list[Part] | None:
+    """The parts with those that carry each broken row (a nonzero column of it) merged,
+    in the program's order; None when a broken row is carried by one part or none (the
+    part's own solution breaks it, or only the join's purchases do)."""
+    links = []
+    for row in broken:
+        carrying = {owner[v] for v in row.coefficients if v in owner and values[v] != 0.0}
+        if len(carrying) < 2:
+            return None
+        links.append(carrying)
+    order = {w: i for i, w in enumerate(w for part in parts for w in part)}
+    merged = [
+        tuple(sorted((w for part in group for w in part), key=order.__getitem__))
+        for group in linked_groups(parts, links)
+    ]
+    return sorted(merged, key=lambda part: order[part[0]])
+
+
+def parts_bound(
+    settings: SolveSettings, parts: list[Part], results: dict[Part, SolveResult]
+) -> float:
+    """The bound the parts' results give on the whole: sum over the parts of
+    objective x (1 - gap)."""
+    return sum(result_bound(results[part], settings.mip_gap) for part in parts)
+
+
+def relative_gap(cost: float, bound: float) -> float:
+    """The relative gap of a plan of `cost` above `bound`."""
+    return max((cost - bound) / cost, 0.0) if cost > 0 else 0.0

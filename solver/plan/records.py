@@ -1,0 +1,402 @@
+"""The records a plan is made of: its replica pools and shared groups, GPUs, servers and
+power per region, the binding constraints, routes, failure scenarios, cost attribution,
+the solver run and the co-location report; and the plan's money type (USD written to
+JSON in cents) and the key that names a replica configuration.
+
+The plan itself (`solver.plan.schema.Plan`) holds them; the records of time planning
+(hours, commitments, months, batch) live in `solver.plan.time_records`.
+"""
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, model_validator
+
+from models.physics.precision import Precision
+from models.schema.quantities import NUMBER_NOT_BOOLEAN
+from models.serving.replica import Limit, Role
+
+FROZEN = ConfigDict(extra="forbid", frozen=True)
+
+Whole = Annotated[int, NUMBER_NOT_BOOLEAN]
+"""A replica count or layout degree: an integer, never `true` (which pydantic reads as 1)."""
+"""Every plan record: unknown keys refused, frozen."""
+
+
+def _cents(value: float | None) -> float | None:
+    """Money in JSON: rounded to cents (13797.000000000002 -> 13797.0)."""
+    return None if value is None else round(value, 2)
+
+
+Money = Annotated[float, PlainSerializer(_cents, return_type=float, when_used="json")]
+"""USD, written to JSON in cents."""
+MaybeMoney = Annotated[
+    float | None, PlainSerializer(_cents, return_type=float | None, when_used="json")
+]
+"""USD or None, written to JSON in cents."""
+
+
+def configuration_key(
+    gpu: str,
+    precision: str,
+    tp: int,
+    pp: int,
+    role: str,
+    ep: int = 1,
+    dp: int = 1,
+    speculative: str | None = None,
+) -> str:
+    """The name-safe key of a replica configuration, e.g. `h100-sxm.fp8.tp4pp1.unified`
+    (`h200.fp8.tp1pp1dp8ep8.unified` with attention DP and expert parallelism,
+    `h100-sxm.fp8.tp8pp1.unified.spec-eagle3` with a speculative option): how program
+    rows, the plan and the verifier name a candidate."""
+    layout = f"tp{tp}pp{pp}" + (f"dp{dp}" if dp > 1 else "") + (f"ep{ep}" if ep > 1 else "")
+    key = f"{gpu}.{precision}.{layout}.{role}"
+    return key if speculative is None else f"{key}.spec-{speculative}"
+
+
+class GroupMember(BaseModel):
+    """One workload served by a shared group (policy.colocation)."""
+
+    model_config = FROZEN
+
+    workload: str
+    requests_per_s_per_replica: float
+    """a[w,t]: what one group replica carries of this workload within its SLO, the other
+    members at theirs (`models.colocation.coresident`); the verifier recomputes it."""
+    routing_weight: float | None = None
+    """Share of the region's traffic of this workload the group should get (no failure)."""
+    load_requests_per_s: float | None = None
+    """Requests/s of this workload the group carries at peak, all its replicas (no failure)."""
+
+
+class ReplicaPool(BaseModel):
+    """Replicas of one configuration serving one workload (or, for a shared group, several
+    workloads) in one region."""
+
+    model_config = FROZEN
+
+    workload: str
+    """The workload served; a shared group's members joined by `+`."""
+    workloads: tuple[str, ...] = ()
+    """Every workload it serves: one for a dedicated pool, several for a shared group
+    (filled from `workload` when absent)."""
+    members: tuple[GroupMember, ...] = ()
+    """A shared group's members with their capacity per group replica (empty: dedicated)."""
+    shared_engine: bool = False
+    """A shared group served by ONE engine (multi-LoRA adapters of one base, or a
+    same-model merge: weights once, the strictest SLO); False: co-resident engines."""
+    swapped_weights: bool = False
+    """A shared group with one weight slot: the members' weights paged in from host memory
+    when a request finds its model cold (`models.colocation.swap_group`)."""
+    routing_weight: float | None = None
+    """A dedicated pool's share of the region's traffic of its workload, in proportion to
+    capacity (`models.serving.capacity_unit.routing_weights`; no failure)."""
+    capacity_units_per_replica: float | None = None
+    """One replica's capacity in the plan's capacity unit (`Plan.capacity_unit`)."""
+    region: str
+    gpu: str
+    precision: Precision
+    """Weight precision."""
+    kv_precision: Precision | None = None
+    """KV-cache precision; default: the model entry's rule (weights, never below fp8)."""
+    tp: Whole = Field(ge=1)
+    pp: Whole = Field(ge=1)
+    role: Role = Role.UNIFIED
+    count: Whole = Field(ge=0)
+    """Replicas."""
+    ep: Whole = Field(default=1, ge=1)
+    """Expert-parallel ranks of the routed experts (1: experts split by TP)."""
+    dp: Whole = Field(default=1, ge=1)
+    """Attention data-parallel groups per stage (a replica has tp x pp x dp GPUs)."""
+    speculative: str | None = None
+    """The `policy.speculative` option the pool decodes with (None: plain decoding)."""
+    gpus: Whole | None = Field(default=None, ge=0)
+    """GPUs in all: count x tp x pp x dp."""
+    limit: Limit | None = None
+    """What limits one replica's capacity at the SLO, in a pool of `count`."""
+    requests_per_s_per_replica: float | None = None
+    """Capacity of one replica at the SLO, requests/s of its own phase, when the pool's
+    `count` replicas share one router and one prompt queue (`models.serving.capacity`, "Pools")."""
+    cost_per_month: MaybeMoney = None
+    """What these GPUs would cost if all were bought (the existing fleet is free)."""
+    kv_tiers_used: tuple[str, ...] | None = None
+    """KV tiers (`hbm`, `dram`, `ssd`) holding the workload's prefix cache on each replica
+    at the pool's real size (`models.serving.prefix_kv.pool_kv`); None without a prefix cache."""
+    prefix_hit_rate: float | None = Field(default=None, ge=0, le=1)
+    """Effective prefix-cache hit rate of a replica at the pool's real size: with prefix
+    affinity, a pool below `affinity_min_replicas` gets random routing's, and the spill
+    of hot prefixes is taken off (`models.serving.prefix_routing.pool_hits`); None without."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _workloads_default(cls, data: Any) -> Any:
+        """A hand-written entry without `workloads` serves its `workload`."""
+        if isinstance(data, dict) and not data.get("workloads") and "workload" in data:
+            members = data.get("members") or ()
+            names = [m["workload"] if isinstance(m, dict) else m.workload for m in members]
+            return {**data, "workloads": names or [data["workload"]]}
+        return data
+
+    @property
+    def shared(self) -> bool:
+        """Whether this entry is a shared group (several workloads)."""
+        return len(self.members) > 0
+
+    @property
+    def label(self) -> str:
+        """`h100-sxm fp8 tp4xpp1 unified` (`h200 fp8 tp1xpp1xdp8 ep8 unified`)."""
+        layout = f"tp{self.tp}xpp{self.pp}" + (f"xdp{self.dp}" if self.dp > 1 else "")
+        layout += f" ep{self.ep}" if self.ep > 1 else ""
+        text = f"{self.gpu} {self.precision} {layout} {self.role}"
+        return text if self.speculative is None else f"{text} spec {self.speculative}"
+
+    @property
+    def replica_gpus(self) -> int:
+        """GPUs in one replica: tp x pp x dp."""
+        return self.tp * self.pp * self.dp
+
+    @property
+    def key(self) -> str:
+        """`h100-sxm.fp8.tp4pp1.unified` (`configuration_key`)."""
+        return configuration_key(
+            self.gpu,
+            self.precision,
+            self.tp,
+            self.pp,
+            self.role,
+            self.ep,
+            self.dp,
+            self.speculative,
+        )
+
+
+class GpuUse(BaseModel):
+    """GPUs of one type in one region: used, already owned, bought."""
+
+    model_config = FROZEN
+
+    region: str
+    gpu: str
+    used: int
+    existing: int
+    purchased: int
+    available: int
+    """Existing fleet plus what can be had."""
+    price_per_gpu_hour: Money
+    cost_per_month: Money
+    """purchased x price x hours_per_month."""
+
+
+class ServerPurchase(BaseModel):
+    """Whole servers of one GPU type to buy in one region (policy.buy_unit: node)."""
+
+    model_config = FROZEN
+
+    region: str
+    gpu: str
+    count: int = Field(ge=0)
+    """Servers of `gpus_per_node` GPUs each."""
+    gpus_per_server: int | None = Field(default=None, ge=1)
+
+
+class RegionPower(BaseModel):
+    """Facility power (and rack space) the region's GPUs take, against its limits."""
+
+    model_config = FROZEN
+
+    region: str
+    kw: float
+    """kW drawn by every GPU installed (existing and bought) at tdp x server factor x PUE."""
+    limit_kw: float | None = None
+    """The region's power_kw (None: no limit stated)."""
+    shadow_price_per_kw: float | None = None
+    """$/month one more kW would save (the power row's shadow price; 0 when power does
+    not bind; None without a limit)."""
+    racks: float | None = None
+    """Racks the installed servers take (with racks stated)."""
+    limit_racks: int | None = None
+
+
+class SimplicityCost(BaseModel):
+    """What policy.max_configs_per_pool costs: the plan against the one with the limit
+    lifted (solved too)."""
+
+    model_config = FROZEN
+
+    max_configs_per_pool: int
+    cost_per_month_unlimited: float | None
+    """Cost of the plan with any number of configurations per pool (None: not found in
+    the time left)."""
+    extra_cost_per_month: float | None
+    """This plan's cost minus the unlimited one (>= 0 up to the MIP gap)."""
+    configurations_unlimited: int | None = None
+    """Configurations (pools) the unlimited plan uses, against this plan's."""
+
+
+class Binding(BaseModel):
+    """A constraint that shapes the plan, with its shadow price."""
+
+    model_config = FROZEN
+
+    name: str
+    """Row name, e.g. `capacity[lose=eu-west,chat,us-east,unified]`."""
+    family: str
+    description: str = ""
+    slack: float
+    """Slack at the (integer) plan; 0 means the row is tight there."""
+    shadow_price: float
+    """d(cost)/d(rhs) in the pricing LP (see SHADOW_PRICE_NOTE)."""
+    unit: str = ""
+
+
+class Route(BaseModel):
+    """Requests/s of one origin's users served in one destination."""
+
+    model_config = FROZEN
+
+    workload: str
+    origin: str
+    destination: str
+    requests_per_s: float
+    rtt_ms: float = 0.0
+
+
+class PoolLoad(BaseModel):
+    """Load against capacity of one phase of one workload in one region."""
+
+    model_config = FROZEN
+
+    workload: str
+    region: str
+    phase: str
+    """unified, prefill or decode (with the weight precision when several pair up)."""
+    load_requests_per_s: float
+    capacity_requests_per_s: float
+    """Capacity of the replicas that survive the scenario."""
+    utilisation: float
+    """load / capacity (0 when there is no capacity)."""
+    pools: tuple[str, ...] = ()
+    """Configurations carrying the phase, as `count x label`."""
+
+
+class ScenarioResult(BaseModel):
+    """How the plan serves one scenario."""
+
+    model_config = FROZEN
+
+    name: str
+    description: str
+    routing: tuple[Route, ...] = ()
+    pools: tuple[PoolLoad, ...] = ()
+
+
+class CostAttribution(BaseModel):
+    """What one workload's pools in one region cost, split between prefill and decode
+    (`models.serving.attribution`), and per million tokens served."""
+
+    model_config = FROZEN
+
+    workload: str
+    region: str
+    cost_per_month: float
+    """GPU time of the workload's pools here at list price (owned GPUs priced too)."""
+    usd_per_million_input_tokens: float | None = None
+    """Prefill's cost over the prompt tokens served in a month at the average rate."""
+    usd_per_million_output_tokens: float | None = None
+    """Decode's cost over the output tokens served in a month at the average rate."""
+    prefill_share: float
+    decode_share: float
+    prefill_gpu_hours_per_month: float = 0.0
+    decode_gpu_hours_per_month: float = 0.0
+    bill: str = ""
+    """The phase with the larger GPU-hours: `prefill` or `decode`."""
+    offline: bool = False
+    """No latency target: the two passes priced in GPU-hours at the largest batch."""
+
+
+class SolverRun(BaseModel):
+    """Which backend solved the program, how long it took, how close it got."""
+
+    model_config = FROZEN
+
+    name: str
+    version: str
+    termination: str
+    runtime_s: float
+    """Seconds the backend spent solving; for a decomposed solve the sum over its
+    programs, which run side by side in worker processes, so it can pass the wall time."""
+    mip_gap: float | None = None
+    """Relative gap between the plan and the best bound, as the backend reports it."""
+    requested_gap: float
+    time_limit_s: float
+    threads: int
+    variables: int
+    integer_variables: int
+    constraints: int
+    candidates: int
+    """Candidate configurations kept after pruning, all workloads together."""
+    method: str = ""
+    """How the program was solved: as one, or workload by workload
+    (solver.decompose.by_workload)."""
+
+
+class WorkloadTier(BaseModel):
+    """One workload in the tiering report."""
+
+    model_config = FROZEN
+
+    workload: str
+    tier: str
+    """`dedicated`, `shared` or `both` (its own pool and a group)."""
+    peak_requests_per_s: float
+    utilisation: float
+    """Its peak load over the capacity of every replica that serves it (no failure)."""
+    groups: tuple[str, ...] = ()
+    """The shared groups it joins, as their member lists."""
+
+
+class Tiering(BaseModel):
+    """The tiering report of a plan with policy.colocation."""
+
+    model_config = FROZEN
+
+    workloads: tuple[WorkloadTier, ...]
+    idle_fraction: float
+    """With co-location (this plan)."""
+    idle_fraction_dedicated: float | None = None
+    """The same instance solved with colocation off."""
+    cost_per_month_dedicated: float | None = None
+    gpus_dedicated: int | None = None
+    saving_per_month: float | None = None
+    """cost_per_month_dedicated - this plan's cost."""
+    pays_the_bills: tuple[str, ...] = ()
+    """The dedicated tier: workloads on pools of their own, untouched by the tail."""
+    templates: int = 0
+    """Group templates the program could choose."""
+    enumeration_s: float = 0.0
+    note: str = ""
+
+
+class ColocationSearch(BaseModel):
+    """How the group templates were found (solver.colocation.group_search): column generation over
+    packings of the tail, priced against the LP of the tail's packing at peak."""
+
+    model_config = FROZEN
+
+    method: str = "column generation"
+    lp_bound: float | None = None
+    """$/month: a lower bound on the tail's packing at peak without failures (each tail
+    workload on one replica of a group or of its own), over every group of the candidates."""
+    packing_cost: float | None = None
+    """$/month of the integer packing over the generated groups (the heuristic's answer)."""
+    gap: float | None = None
+    """(packing_cost - lp_bound) / packing_cost: how far the heuristic can be from the
+    best packing; 0 when proven optimal."""
+    converged: bool = False
+    """True when no group prices below zero or the packing meets its rounded bound."""
+    rounds: int = 0
+    groups_checked: int = 0
+    """Groups whose physics was checked at their members' peaks."""
+    templates: int = 0
+    """Group templates the program chose among."""
+    note: str = ""

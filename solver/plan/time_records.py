@@ -1,0 +1,230 @@
+"""The plan's records of time planning (issue 11): the UTC hours of the representative
+day with their pools, GPUs, spot replicas, batch soak and failover starts; commitments,
+warm headroom and the error budget's use; the months of the procurement horizon; and
+where batch work is served."""
+
+from pydantic import BaseModel, Field
+
+from solver.plan.records import FROZEN, ReplicaPool
+
+
+class HourGpus(BaseModel):
+    """GPUs of one type in one region in one UTC hour, by how they are paid for."""
+
+    model_config = FROZEN
+
+    region: str
+    gpu: str
+    used: int
+    """GPUs the hour's replicas hold."""
+    existing: int = 0
+    """Owned GPUs (already paid for) among the used ones."""
+    reserved: float = 0.0
+    """Committed GPUs in use this hour (paid every hour whether used or not)."""
+    on_demand: float = 0.0
+    """GPUs paid by the hour this hour: used - existing - reserved."""
+    spot: float = 0.0
+    """Spot GPUs (interruptible) this hour: dedicated batch replicas only."""
+
+
+class Hour(BaseModel):
+    """One UTC hour of the representative day."""
+
+    model_config = FROZEN
+
+    hour: int = Field(ge=0, le=23)
+    period: int
+    """First hour of the program period this hour belongs to (hours with equal warm
+    demand share one period)."""
+    pools: tuple[ReplicaPool, ...] = ()
+    """Replicas running in this hour, per pool (batch dedicated pools included)."""
+    gpus: tuple[HourGpus, ...] = ()
+    cost_per_hour: float = 0.0
+    """Reserved GPUs committed (used or not) x reserved price + on-demand and spot GPUs x
+    their price, this hour."""
+    failover_starts: tuple["FailoverStart", ...] = ()
+    """Replicas started in the survivors if a region is lost in this hour (they serve
+    after `policy.failover_start_s`; until then the warm pools carry the load and the
+    gap is spent from the error budget). Not paid in the month: they run only in a loss."""
+    batch_soak: tuple["BatchSoak", ...] = ()
+    """Batch work served on interactive pools this hour (their idle capacity)."""
+    spot_pools: tuple["SpotReplicas", ...] = ()
+    """Interactive replicas on spot this hour (policy.spot_confidence), per pool."""
+
+
+class SpotReplicas(BaseModel):
+    """The replicas of one interactive pool that run on spot in one hour."""
+
+    model_config = FROZEN
+
+    workload: str
+    region: str
+    configuration: str
+    replicas: int
+    """Of the pool's replicas, those on spot."""
+    down_fraction: float
+    """u: share of time one spot replica is down (interruption + restart)."""
+    down_replicas: int
+    """Q(n u, a): replicas down at once with the plan's confidence a (the margin the
+    pool carries its load without)."""
+
+
+class BatchSoak(BaseModel):
+    """Batch requests/s one interactive pool serves in one hour beside its own load."""
+
+    model_config = FROZEN
+
+    batch: str
+    """The batch workload."""
+    workload: str
+    """The interactive workload whose pool soaks it."""
+    region: str
+    configuration: str
+    """The pool's configuration key."""
+    requests_per_s: float
+    """Batch requests/s served on the pool this hour."""
+    batch_requests_per_s_per_replica: float
+    """C_b: one replica of the configuration running the batch mix alone."""
+    limit: str = ""
+    """What sets C_b (e.g. kv_memory for long contexts)."""
+
+
+class FailoverStart(BaseModel):
+    """Replicas of one pool started after one region loss."""
+
+    model_config = FROZEN
+
+    scenario: str
+    """E.g. `lose=eu-west`."""
+    pool: ReplicaPool
+    """The started replicas (count) of one configuration in one surviving region."""
+
+
+class Commitment(BaseModel):
+    """Committed (reserved) GPUs of one type in one region, paid every hour."""
+
+    model_config = FROZEN
+
+    region: str
+    gpu: str
+    committed_gpus: float
+    reserved_price_per_gpu_hour: float
+    on_demand_price_per_gpu_hour: float
+
+
+class PoolHeadroom(BaseModel):
+    """Warm headroom of one pool ahead of its steepest ramp, and the scaling signal."""
+
+    model_config = FROZEN
+
+    workload: str
+    region: str
+    configuration: str
+    replica_start_s: float
+    lag_s: float
+    """Detection + replica start: from a rise to capacity that serves it."""
+    steepest_ramp_rps_per_minute: float
+    headroom_rps: float
+    headroom_replicas: int
+    capacity_rps_per_replica: float
+    peak_replicas: int
+    target_utilization: float
+    kv_usage_scale_out: float
+    """Scale out when KV-cache usage per replica passes this share."""
+    queue_depth_scale_out: float
+    """Scale out when prompts waiting for prefill per replica pass this."""
+    queue_depth_slo_edge: float | None
+    """Past this queue depth the TTFT target is gone (None: no TTFT target)."""
+    signal_note: str = ""
+
+
+class ScenarioBudgetUse(BaseModel):
+    """Error-budget minutes one failure scenario spends, at its worst UTC hour."""
+
+    model_config = FROZEN
+
+    scenario: str
+    workload: str
+    worst_hour: int
+    failover_start_s: float
+    shortfall_rps: float
+    """Load beyond the survivors' warm capacity until started replicas serve."""
+    budget_minutes: float
+    """The month's budget from slo.availability, minutes of full outage."""
+    budget_minutes_used: float
+    expected_burn_minutes_per_year: float | None = None
+    """lambda x mean over the hours (failure_probability_per_year given)."""
+    losses_per_month: float = 1.0
+    """m: losses of the region the month's budget absorbs, max(1, expected losses a
+    month); the plan keeps m x budget_minutes_used <= budget_minutes."""
+    started_replicas: int = 0
+    """Replicas started in the survivors after a loss at the worst hour."""
+
+
+class MonthOffer(BaseModel):
+    """One GPU offer in one month of the procurement horizon."""
+
+    model_config = FROZEN
+
+    region: str
+    gpu: str
+    peak_need_gpus: float
+    """The most GPUs of this offer the month's hourly plan runs in any hour."""
+    committed_gpus: float
+    """Committed (bought) GPUs serving this month; never fewer than the month before."""
+    ordered_gpus: float
+    """Committed GPUs ordered this month (they serve lead_time_months later)."""
+    on_demand_gpu_hours: float
+    cost: float
+    """USD this month: committed x reserved price every hour, plus on demand and spot."""
+    owned_gpus: float = 0.0
+    """The fleet held this month: the existing GPUs plus the committed ones."""
+    bought_gpus: float = 0.0
+    """Committed GPUs that start serving this month (committed less last month's)."""
+    order_month: int | None = None
+    """When `bought_gpus` must be ordered: this month less lead_time_months (negative
+    for month 0's commitment: ordered before the horizon starts); None when none."""
+
+
+class Month(BaseModel):
+    """One month of the procurement horizon: its own hourly plan at its own demand."""
+
+    model_config = FROZEN
+
+    month: int
+    growth_factor: float
+    cost_per_month: float
+    offers: tuple[MonthOffer, ...] = ()
+    hours: tuple[Hour, ...] = ()
+    """The month's 24 UTC hours, planned at the month's grown demand (month 0: the
+    plan's own `hours`, not repeated)."""
+    committed: tuple[Commitment, ...] = ()
+    """The month's commitments (month 0: the plan's own `committed`, not repeated)."""
+
+
+class BatchPlacement(BaseModel):
+    """How one batch workload's daily volume in one region is served."""
+
+    model_config = FROZEN
+
+    workload: str
+    region: str
+    requests_per_day: float
+    deadline_hours: float
+    soaked_requests_per_day: float
+    """Served on idle interactive replicas of the same model in the trough."""
+    soak_limit: str = ""
+    """What limits a batch replica on the interactive configuration (e.g. kv_memory)."""
+    soak_requests_per_s_per_replica: float = 0.0
+    idle_replica_hours_before: float = 0.0
+    idle_replica_hours_after: float = 0.0
+    dedicated_replicas: int = 0
+    dedicated_configuration: str = ""
+    dedicated_tier: str = ""
+    """on_demand or spot: how the dedicated replicas are paid."""
+    dedicated_cost_per_month: float = 0.0
+    breakeven_price_per_gpu_hour: float | None = None
+    """Dedicated GPU-hour price above which soaking is cheaper per batch request."""
+
+
+Hour.model_rebuild()

@@ -1,0 +1,125 @@
+"""Reading one's own benchmark runs (models.profiles.measurements): the documented CSV and the
+JSON of vllm bench serve, genai-perf/aiperf and trtllm-bench, and bad files named by line
+and column."""
+
+import json
+
+import pytest
+
+from models.physics.precision import Precision
+from models.profiles.measurements import RunDefaults, read_measurements
+from models.schema.errors import InputError
+
+HEADER = "model,gpu,precision,tp,isl,osl,concurrency,output_tok_s,ttft_mean_ms,tpot_mean_ms\n"
+LLAMA = RunDefaults(model="llama-3.1-8b", gpu="h100-sxm", precision="bf16", tp=1)
+
+
+def test_a_csv_line_is_one_run(tmp_path):
+    path = tmp_path / "runs.csv"
+    path.write_text(HEADER + "llama-3.1-8b,h100-sxm,fp8,2,1000,200,16,1500.5,120,14.5\n")
+    (run,) = read_measurements([path], RunDefaults())
+    assert (run.model, run.gpu, run.precision, run.kv_precision) == (
+        "llama-3.1-8b",
+        "h100-sxm",
+        Precision.FP8,
+        Precision.FP8,  # the weight precision when kv_precision is absent
+    )
+    assert (run.tp, run.pp, run.prompt_tokens, run.output_tokens) == (2, 1, 1000, 200)
+    assert run.concurrency == 16
+    assert run.requests == 10 * 16  # num_requests absent: 10 x the concurrency
+    assert (run.output_tokens_per_s, run.ttft_mean_ms, run.tpot_mean_ms) == (1500.5, 120, 14.5)
+    assert run.source == f"{path}:2"
+
+
+def test_every_bad_cell_is_named_by_line_and_column(tmp_path):
+    path = tmp_path / "runs.csv"
+    path.write_text(
+        HEADER
+        + "llama-3.1-8b,h100-sxm,bf16,1,1000,200,16,nan,120,14\n"
+        + "no-such-model,h100-sxm,bf16,1,1000,200,16,1500,120,14\n"
+        + "llama-3.1-8b,h100-sxm,bf16,1.5,1000,200,16,1500,120,14\n"
+        + "llama-3.1-8b,h100-sxm,bf16,1,1000,200,16,,,\n"
+    )
+    with pytest.raises(InputError) as raised:
+        read_measurements([path], RunDefaults())
+    text = str(raised.value)
+    assert f"{path}:2: output_tok_s: 'nan' must be a finite number" in text
+    assert f"{path}:3: model: 'no-such-model' is not in the catalog" in text
+    assert f"{path}:4: tp: '1.5' must be a whole number" in text
+    assert f"{path}:5: output_tok_s: no metric" in text
+
+
+def test_vllm_bench_serve_json(tmp_path):
+    """Per request: 64,000 / 100 = 640 prompt tokens, 12,800 / 100 = 128 output tokens."""
+    path = tmp_path / "vllm.json"
+    path.write_text(
+        json.dumps(
+            {
+                "model_id": "meta-llama/Llama-3.1-8B-Instruct",
+                "max_concurrency": 32,
+                "completed": 100,
+                "total_input_tokens": 64_000,
+                "total_output_tokens": 12_800,
+                "output_throughput": 2_100.0,
+                "mean_ttft_ms": 95.0,
+                "mean_tpot_ms": 13.0,
+            }
+        )
+    )
+    (run,) = read_measurements([path], LLAMA)
+    assert run.model == "llama-3.1-8b"  # a Hugging Face id: the flag names the catalog model
+    assert (run.prompt_tokens, run.output_tokens) == (640, 128)
+    assert (run.concurrency, run.requests) == (32, 100)
+    assert (run.output_tokens_per_s, run.ttft_mean_ms, run.tpot_mean_ms) == (2_100.0, 95.0, 13.0)
+
+
+def test_genai_perf_json_honours_units(tmp_path):
+    """TTFT given in ns: 85,000,000 ns = 85 ms; the concurrency read from input_config."""
+    path = tmp_path / "profile_export_genai_perf.json"
+    path.write_text(
+        json.dumps(
+            {
+                "time_to_first_token": {"unit": "ns", "avg": 85_000_000},
+                "inter_token_latency": {"unit": "ms", "avg": 12.5},
+                "output_token_throughput": {"unit": "tokens/sec", "avg": 900.0},
+                "input_sequence_length": {"avg": 500},
+                "output_sequence_length": {"avg": 100},
+                "request_count": {"avg": 80},
+                "input_config": {"perf_analyzer": {"stimulus": {"concurrency": 8}}},
+            }
+        )
+    )
+    (run,) = read_measurements([path], LLAMA)
+    assert run.ttft_mean_ms == pytest.approx(85.0)
+    assert (run.tpot_mean_ms, run.output_tokens_per_s, run.concurrency) == (12.5, 900.0, 8)
+
+
+def test_trtllm_bench_json_is_all_at_once_without_a_concurrency(tmp_path):
+    path = tmp_path / "report.json"
+    path.write_text(
+        json.dumps(
+            {
+                "world_info": {"tp_size": 2, "pp_size": 1},
+                "dataset": {"avg_isl": 128, "avg_osl": 128, "num_requests": 3000},
+                "performance": {"system_output_throughput_tok_s": 9000.0},
+            }
+        )
+    )
+    (run,) = read_measurements([path], LLAMA)
+    assert (run.tp, run.concurrency, run.requests) == (2, 3000, 3000)  # the file's TP wins
+    assert run.output_tokens_per_s == 9000.0 and run.ttft_mean_ms is None
+
+
+def test_a_json_result_needs_the_replica_it_ran_on(tmp_path):
+    path = tmp_path / "vllm.json"
+    path.write_text(json.dumps({"completed": 10, "output_throughput": 5.0, "max_concurrency": 1,
+                                "total_input_tokens": 10, "total_output_tokens": 10}))  # fmt: skip
+    with pytest.raises(InputError, match="gpu: missing"):
+        read_measurements([path], RunDefaults(model="llama-3.1-8b", precision="bf16", tp=1))
+
+
+def test_an_unknown_json_is_refused(tmp_path):
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps({"hello": 1}))
+    with pytest.raises(InputError, match="not a result of vllm bench serve"):
+        read_measurements([path], LLAMA)
