@@ -14,6 +14,7 @@ from cli.options import JsonOut, MarkdownOut, SetOption, load
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, markdown_tables, print_tables
 from cli.render.zeros import json_without_negative_zero
+from models.io.documents import read_document
 from models.io.output_files import check_target, is_stdout, write_text
 from models.schema.errors import InputError, Issue
 from solver.plan.schema import Plan
@@ -27,10 +28,9 @@ def _problem(flag: str, message: str) -> InputError:
 
 
 def _read_plan(path: Path) -> Plan:
+    data, _ = read_document(path, what="plan")  # bounded: a FIFO or device is refused
     try:
-        return Plan.model_validate_json(path.read_text())
-    except OSError as error:
-        raise _problem("PLAN", f"cannot read {path}: {error.strerror}") from None
+        return Plan.model_validate(data)
     except ValueError as error:
         raise _problem(
             "PLAN",
