@@ -55,10 +55,11 @@ def sweep(
         run_points,
     )
 
+    grid = read_grid(grid_file)
+    inputs = (grid_file, grid.instance_file)  # the base instance is an input too
     for target in (results, json_out):
         if target is not None:
-            check_target(target, (grid_file,))
-    grid = read_grid(grid_file)
+            check_target(target, inputs)
     done = read_results(results)
     records: dict[int, dict[str, Any]] = {}
     instances = {}
@@ -126,7 +127,7 @@ def sweep(
             "robust": None if robust is None else robust.plan,
             "robust_replicas": None if robust is None else _replicas(records, robust),
         },
-        (grid_file,),
+        inputs,
     )
     if robust is None:
         raise typer.Exit(ExitCode.CHECK_FAILED)

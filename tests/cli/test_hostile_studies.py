@@ -1,0 +1,40 @@
+"""`sweep` and `compare` against hostile arguments and hourly instances (issue 36): a
+sweep never writes its results or JSON over the grid's base instance, and `compare`
+judges an hourly plan with the hour verifier (it applied the static one and rejected an
+hourly instance compared with itself)."""
+
+import pytest
+import yaml
+
+from tests.cli.test_hostile_input import run_checked
+from tests.paths import ONE_MODEL_ONE_REGION
+
+
+def _copy_of_base(tmp_path):
+    base = tmp_path / "base.yaml"
+    base.write_text(ONE_MODEL_ONE_REGION.read_text(encoding="utf-8"), encoding="utf-8")
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(
+        f"instance: {base}\naxes:\n  workloads[chat].demand.us-east.peak_requests_per_s: [10]\n",
+        encoding="utf-8",
+    )
+    return base, grid
+
+
+@pytest.mark.parametrize("flag", ["--out", "--json"])
+def test_a_sweep_never_writes_over_its_base_instance(run_cli, tmp_path, flag):
+    base, grid = _copy_of_base(tmp_path)
+    before = base.read_bytes()
+    run_checked(run_cli, "sweep", grid, flag, str(base), needles=("is the input file",))
+    assert base.read_bytes() == before
+
+
+def test_compare_judges_an_hourly_plan_hour_by_hour(run_cli, tmp_path):
+    data = yaml.safe_load(ONE_MODEL_ONE_REGION.read_text(encoding="utf-8"))
+    data["workloads"][0]["demand"]["us-east"]["hourly_profile"] = [1] * 8 + [3] * 8 + [2] * 8
+    source = tmp_path / "hourly.yaml"
+    source.write_text(yaml.safe_dump(data), encoding="utf-8")
+    result = run_checked(run_cli, "compare", source, source, code=None)
+    text = " ".join((result.stdout + result.stderr).split())
+    assert "not cheaper" in text  # the same plan on both sides: no saving, no other reason
+    assert "breaks a requirement" not in text and "independent verifier" not in text
