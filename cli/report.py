@@ -6,13 +6,10 @@ from typing import Annotated
 
 import typer
 
-from cli.exit_codes import ExitCode
 from cli.options import SetOption, load
 from cli.render.console import err
+from cli.verified import require_verified
 from models.io.output_files import check_target, write_text
-
-VIOLATIONS_SHOWN = 20
-"""Violations of a refused plan printed on stderr (`verify` lists them all)."""
 
 
 def report(
@@ -45,7 +42,7 @@ def report(
         else _read_plan(plan_file)
     )
     if not solved:
-        _refuse_unverified(instance, plan, plan_file)
+        require_verified(instance, plan, plan_file, "report")
     text = report_html(
         plan_header(plan),
         plan_tables(plan),
@@ -55,28 +52,3 @@ def report(
     )
     write_text(output, text, inputs=inputs)
     err.print(f"wrote {output}", markup=False)
-
-
-def _refuse_unverified(instance, plan, plan_file: Path) -> None:
-    """A plan read from a file is drawn only when the independent verifier accepts it
-    (hour by hour for an hourly plan): a tampered figure is never drawn as a fact, and a
-    count of 10^12 replicas is refused before any chart loops over it.
-
-    Raises:
-        typer.Exit: code 1 (a plan the verifier rejects), its violations on stderr.
-    """
-    from solver.verify.hours import verify_any
-
-    check = verify_any(instance, plan)
-    if check.ok:
-        return
-    shown = check.violations[:VIOLATIONS_SHOWN]
-    err.print(
-        f"report refused: {plan_file} fails the verifier: {len(check.violations)} "
-        "violation(s)"
-        + (f", the first {len(shown)}:" if len(shown) < len(check.violations) else ":"),
-        markup=False,
-    )
-    for violation in shown:
-        err.print(f"  - {violation}", markup=False)
-    raise typer.Exit(ExitCode.CHECK_FAILED)

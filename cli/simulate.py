@@ -14,6 +14,7 @@ from cli.options import JsonOut, MarkdownOut, SetOption, load
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, markdown_tables, print_tables
 from cli.render.zeros import json_without_negative_zero
+from cli.verified import require_verified
 from models.io.documents import read_document
 from models.io.output_files import check_target, is_stdout, write_text
 from models.schema.errors import InputError, Issue
@@ -191,6 +192,7 @@ def simulate(
         check_target(path, (file, plan_file))
     instance = load(file, sets)
     plan = _read_plan(plan_file)
+    require_verified(instance, plan, plan_file, "simulate")  # replays only what holds
     seconds = duration_s if duration_s is not None else minutes * 60
     if seconds <= 0:
         raise _problem("--minutes/--duration-s", f"must be positive, got {seconds:g} s")

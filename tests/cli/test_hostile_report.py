@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tests.cli.test_hostile_input import run_checked
-from tests.paths import ONE_MODEL_ONE_REGION
+from tests.paths import INSTANCES, ONE_MODEL_ONE_REGION
 
 
 @pytest.fixture
@@ -76,3 +76,22 @@ def test_a_fifo_plan_is_refused_by_simulate(run_cli, tmp_path, hang_guard):
     fifo = tmp_path / "plan.json"
     os.mkfifo(fifo)  # nothing ever writes to it
     run_checked(run_cli, "simulate", ONE_MODEL_ONE_REGION, fifo, needles=("FIFO",))
+
+
+@pytest.mark.parametrize("tamper", ["no replicas", "a pool on mars", "another instance's plan"])
+def test_simulate_replays_only_a_plan_the_verifier_accepts(run_cli, tmp_path, solved, tamper):
+    """It replayed the counts in the scenario text: all three reported ok (exit 0)."""
+    source, plan = solved
+    if tamper == "another instance's plan":
+        run_checked(run_cli, "solve", INSTANCES / "unified.yaml", "--json", str(plan), code=0)
+    else:
+        data = json.loads(plan.read_text(encoding="utf-8"))
+        for entry in data["replicas"]:
+            if tamper == "no replicas":
+                entry["count"], entry["gpus"] = 0, 0
+            else:
+                entry["region"] = "mars"
+        plan.write_text(json.dumps(data), encoding="utf-8")
+    quick = ("--minutes", "0.05", "--no-tolerance")
+    result = run_checked(run_cli, "simulate", source, plan, *quick, code=1)
+    assert "simulate refused" in result.stderr
