@@ -1,7 +1,10 @@
 """`sweep` and `compare` against hostile arguments and hourly instances (issue 36): a
-sweep never writes its results or JSON over the grid's base instance, and `compare`
+sweep never writes its results or JSON over the grid's base instance nor resumes from
+results solved for another version of it, and `compare`
 judges an hourly plan with the hour verifier (it applied the static one and rejected an
 hourly instance compared with itself)."""
+
+import json
 
 import pytest
 import yaml
@@ -38,3 +41,19 @@ def test_compare_judges_an_hourly_plan_hour_by_hour(run_cli, tmp_path):
     text = " ".join((result.stdout + result.stderr).split())
     assert "not cheaper" in text  # the same plan on both sides: no saving, no other reason
     assert "breaks a requirement" not in text and "independent verifier" not in text
+
+
+def test_a_sweep_does_not_resume_from_results_for_another_price(run_cli, tmp_path):
+    """A results line is reused only for the same instance: after the base's price
+    changes from 2.40 to 4.80 a GPU-hour, the point is solved again and costs twice as
+    much (the same GPUs at twice the price)."""
+    base, grid = _copy_of_base(tmp_path)
+    results, summary = tmp_path / "results.jsonl", tmp_path / "sweep.json"
+    flags = ("--out", str(results), "--json", str(summary))
+    run_checked(run_cli, "sweep", grid, *flags, code=0)
+    first = json.loads(summary.read_text(encoding="utf-8"))["points"][0]["cost_per_month"]
+    base.write_text(base.read_text().replace("price_per_gpu_hour: 2.4", "price_per_gpu_hour: 4.8"))
+    result = run_checked(run_cli, "sweep", grid, *flags, code=0)
+    second = json.loads(summary.read_text(encoding="utf-8"))["points"][0]["cost_per_month"]
+    assert second == pytest.approx(2 * first)
+    assert "solving them again" in result.stderr
