@@ -75,9 +75,10 @@ def solve_point(instance: Instance, backend: str | None = None) -> dict[str, Any
 
 def read_results(path: Path | None) -> dict[str, dict[str, Any]]:
     """The records already in a JSON Lines results file, by point key; a line that does
-    not parse (the end of a sweep killed mid-write, bytes that are not UTF-8, a line over
-    `MAX_DOCUMENT_BYTES`) is skipped and its point solved again. Only a regular file is
-    read (a FIFO is never waited on), at most `MAX_POINTS` records' worth of lines."""
+    not parse (the end of a sweep killed mid-write, bytes that are not UTF-8, NaN or
+    Infinity, a line over `MAX_DOCUMENT_BYTES`) is skipped and its point solved again.
+    Only a regular file is read (a FIFO is never waited on), at most `MAX_POINTS`
+    records' worth of lines."""
     if path is None or not path.is_file():
         return {}
     done: dict[str, dict[str, Any]] = {}
@@ -94,12 +95,18 @@ def read_results(path: Path | None) -> dict[str, dict[str, Any]]:
             if not line:
                 break
             try:
-                record = json.loads(line.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+                record = json.loads(line.decode("utf-8"), parse_constant=_not_json)
+            except (UnicodeDecodeError, ValueError, RecursionError):
                 continue
             if isinstance(record, dict) and isinstance(record.get("key"), str):
                 done[record["key"]] = record
     return done
+
+
+def _not_json(constant: str) -> float:
+    """NaN and Infinity are not JSON: a line holding one is solved again (it would make
+    the sweep's own JSON invalid)."""
+    raise ValueError(f"{constant} is not a JSON number")
 
 
 class ResultsFile:

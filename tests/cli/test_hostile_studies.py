@@ -57,3 +57,20 @@ def test_a_sweep_does_not_resume_from_results_for_another_price(run_cli, tmp_pat
     second = json.loads(summary.read_text(encoding="utf-8"))["points"][0]["cost_per_month"]
     assert second == pytest.approx(2 * first)
     assert "solving them again" in result.stderr
+
+
+def test_a_nan_cost_in_the_results_is_solved_again_and_the_json_stays_json(run_cli, tmp_path):
+    _, grid = _copy_of_base(tmp_path)
+    results, summary = tmp_path / "results.jsonl", tmp_path / "sweep.json"
+    flags = ("--out", str(results), "--json", str(summary))
+    run_checked(run_cli, "sweep", grid, *flags, code=0)
+    line = json.loads(results.read_text(encoding="utf-8").splitlines()[-1])
+    line["cost_per_month"] = float("nan")  # json.dumps writes NaN, which is not JSON
+    results.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    run_checked(run_cli, "sweep", grid, *flags, code=0)
+
+    def refuse(constant):
+        raise ValueError(constant)
+
+    points = json.loads(summary.read_text(encoding="utf-8"), parse_constant=refuse)["points"]
+    assert points[0]["cost_per_month"] > 0
