@@ -6,9 +6,8 @@ from typing import Annotated
 
 import typer
 
-from cli.options import SetOption, load
+from cli.options import SetOption, load, require_verified
 from cli.render.console import err
-from cli.verified import require_verified
 from models.io.output_files import check_target, write_text
 
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from cli.exit_codes import ExitCode
-from cli.options import JsonOut, emit_json, to_stdout
+from cli.options import JsonOut, capped_at_cores, emit_json, to_stdout
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, print_tables
 from models.io.output_files import check_target
@@ -30,7 +30,12 @@ def sweep(
     executor: Annotated[
         Executor, typer.Option(help="local: a process pool; ray: Ray tasks (fleetplan[ray]).")
     ] = Executor.local,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Points solved at once.")] = 1,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs", "-j", min=1, help="Points solved at once.", callback=capped_at_cores
+        ),
+    ] = 1,
     results: Annotated[
         Path | None,
         typer.Option(

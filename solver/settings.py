@@ -33,6 +33,8 @@ PRICING_SHARE = 0.95
 """Share of a run's time limit by which the pricing LP must end: a plan whose pricing LP
 has not ended by then is reported without shadow prices (and says so), and the rest is
 the verifier's."""
+PRICING_BACKEND = "highs"
+"""Backend that prices a plan when the chosen one gives no duals (scip, cpsat)."""
 
 
 class TimeLimitReached(NoSolution):

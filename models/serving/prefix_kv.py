@@ -22,7 +22,6 @@ set the sharing.
 import math
 from dataclasses import dataclass, replace
 
-from models.physics.efficiency import Efficiency
 from models.physics.kv_tiers import (
     KvTier,
     SsdWear,
@@ -40,7 +39,7 @@ from models.serving.prefix_routing import (
     random_hits,
     spill_threshold_s,
 )
-from models.serving.replica import MixTokens, ReplicaConfig, TrafficMix
+from models.serving.replica import MixTokens, ReplicaConfig, ServingContext, TrafficMix
 from models.serving.replica_layout import replica_memory_budget, replica_step_model
 
 HIT_RATE_CEILING = 0.999
@@ -141,18 +140,14 @@ class KvTierReport:
     between its replicas and hits less. None without affinity."""
 
 
-def kv_tier_report(
-    config: ReplicaConfig,
-    mix: TrafficMix,
-    efficiency: Efficiency,
-    requests_per_s: float,
-) -> KvTierReport:
+def kv_tier_report(serving: ServingContext, requests_per_s: float) -> KvTierReport:
     """The replica's tiers (valued for its mean prefix, or for the prompt when none is
     declared), the prefixes' placement, the SSD lifetime at `requests_per_s` (write-through
     of every computed prompt token, `models.physics.kv_tiers.ssd_write_bytes_per_s`) and the spill
     threshold for the mean declared prefix."""
-    budget = replica_memory_budget(config, efficiency)
-    steps = replica_step_model(config, efficiency)
+    config, mix = serving.config, serving.mix
+    budget = replica_memory_budget(config, serving.efficiency)
+    steps = replica_step_model(config, serving.efficiency)
     replica_bytes = kv_bytes_per_token_per_replica(
         config.llm, config.kv_precision, config.tp, config.pp
     )
@@ -199,12 +194,11 @@ class PoolKv:
     under the pool's router at its size, or the workload's `prefix_cache_hit_rate`."""
 
 
-def pool_kv(
-    config: ReplicaConfig, mix: TrafficMix, efficiency: Efficiency, pool_replicas: float
-) -> PoolKv | None:
+def pool_kv(serving: ServingContext, pool_replicas: float) -> PoolKv | None:
     """The tiers a replica of a pool of `pool_replicas` uses for the mix's prefixes and its
     effective hit rate (as `prefix_mix` takes it); None when the mix has neither declared
     prefixes nor a hit rate."""
+    config, mix, efficiency = serving.config, serving.mix, serving.efficiency
     if not mix.prefix_tokens:
         if mix.prefix_cache_hit_rate <= 0:
             return None

@@ -7,7 +7,7 @@ from models.physics.efficiency import efficiency_for
 from models.schema.instance import Instance
 from models.schema.serving_inputs import traffic_mix
 from models.serving.prefix_kv import pool_kv
-from models.serving.replica import ReplicaConfig
+from models.serving.replica import ReplicaConfig, ServingContext
 
 
 def pool_kv_fields(
@@ -15,12 +15,12 @@ def pool_kv_fields(
 ) -> dict[str, Any]:
     """`kv_tiers_used` and `prefix_hit_rate` of a pool of `count` replicas of `config`
     serving `workload` (empty when the workload has no prefix cache)."""
-    entry = next(w for w in instance.workloads if w.name == workload)
+    entry = instance.workload(workload)
     mix = traffic_mix(entry, instance.policy.prefix_affinity)
     efficiency = efficiency_for(
         config.gpu, config.weight_precision, instance.efficiency, instance.engine
     )
-    kv = pool_kv(config, mix, efficiency, max(count, 1))
+    kv = pool_kv(ServingContext(config, mix, efficiency), max(count, 1))
     if kv is None:
         return {}
     return {

@@ -35,7 +35,7 @@ import numpy as np
 from models.serving.capacity import replica_capacity
 from models.serving.frontier import operating_point
 from models.serving.prefill_model import prefill_lane
-from models.serving.replica import LatencyTargets, MixTokens
+from models.serving.replica import LatencyTargets, MixTokens, ServingContext
 from models.serving.replica_layout import kv_transfer_s, replica_step_model
 from solver.simulate.engine import Effects, ReplicaEngine, simulate_pool
 from solver.simulate.traffic import arrival_times_s, token_lengths
@@ -44,29 +44,31 @@ ALL_ON = Effects()
 """Every engine effect on (a real engine)."""
 
 
-def prefill_ttft_p99_s(config, mix, efficiency, rate: float, pool_replicas: int) -> float:
+def prefill_ttft_p99_s(serving: ServingContext, rate: float, pool_replicas: int) -> float:
     """p99 TTFT of a prefill-only replica at `rate` prompts/s, one of `pool_replicas`
     behind one router: the planner's `models.serving.prefill_model.PrefillLane.ttft_p99_s`
     (residual iteration + own prefill and the prompts riding in its last iteration +
     transfer, the M/G/c wait in quadrature with the p99 prompt's extra; math.inf at or
     past saturation)."""
+    config, efficiency = serving.config, serving.efficiency
     steps = replica_step_model(config, efficiency)
-    lane = prefill_lane(config, MixTokens.of(mix), efficiency, steps, pool_replicas)
+    lane = prefill_lane(config, MixTokens.of(serving.mix), efficiency, steps, pool_replicas)
     return lane.ttft_p99_s(rate)
 
 
-def _engine(config, mix, efficiency) -> ReplicaEngine:
-    offline = replica_capacity(config, mix, LatencyTargets(), efficiency)
+def _engine(serving: ServingContext) -> ReplicaEngine:
+    config, efficiency = serving.config, serving.efficiency
+    offline = replica_capacity(config, serving.mix, LatencyTargets(), efficiency)
     steps = replica_step_model(config, efficiency)
     return ReplicaEngine(steps, offline.kv_capacity_tokens, efficiency.max_batch_sequences)
 
 
-def prefill_lanes(config, mix, efficiency, replicas: int) -> tuple[ReplicaEngine, int]:
+def prefill_lanes(serving: ServingContext, replicas: int) -> tuple[ReplicaEngine, int]:
     """The engine and count of a prefill pool's lanes: with pp > 1 stages each replica
     keeps pp iterations of one chunk in flight (vLLM's virtual engines; each lane's
     iteration is its pp stage passes, `StepModel.iteration_s` with no decode batch), so
     the pool is replicas x pp lanes of one chunk each, a 1/pp share of the KV cache."""
-    engine = _engine(config, mix, efficiency)
+    engine = _engine(serving)
     lanes = engine.steps.pp
     if lanes == 1:
         return engine, replicas
@@ -121,7 +123,7 @@ def simulate_pair(
     which = _split([share for *_, share in prefill], count, rng)
     for index, (config, efficiency, replicas, _) in enumerate(prefill):
         members = np.flatnonzero(which == index)
-        engine, lanes = prefill_lanes(config, mix, efficiency, replicas)
+        engine, lanes = prefill_lanes(ServingContext(config, mix, efficiency), replicas)
         trace = simulate_pool(
             engine,
             lanes,
@@ -142,7 +144,7 @@ def simulate_pair(
         members = np.flatnonzero((which == index) & ~np.isnan(first_audible_s))
         members = members[np.argsort(first_audible_s[members], kind="stable")]
         trace = simulate_pool(
-            _engine(config, mix, efficiency),
+            _engine(ServingContext(config, mix, efficiency)),
             replicas,
             first_audible_s[members],
             np.zeros(members.size, dtype=int),
@@ -167,10 +169,10 @@ def simulate_pair(
     }
 
 
-def decode_analytic(config, mix, efficiency, rate: float) -> tuple[float | None, float | None]:
+def decode_analytic(serving: ServingContext, rate: float) -> tuple[float | None, float | None]:
     """(mean step s, p99 TPOT s) of a decode replica at `rate` generations/s, or Nones
     past its offline maximum."""
-    point = operating_point(config, mix, efficiency, rate)
+    point = operating_point(serving, rate)
     if point is None:
         return None, None
     return point.decode_step_s, point.tpot_p99_s

@@ -39,7 +39,7 @@ CAPACITY_TOLERANCE = 1e-6
 
 def batch_replica(instance: Instance, batch: str, pool: ReplicaPool) -> ReplicaCapacity:
     """One replica of the pool's configuration running `batch`'s mix alone."""
-    workload = next(w for w in instance.workloads if w.name == batch)
+    workload = instance.workload(batch)
     model = instance.model_entry(workload.model)
     llm = instance.llm_specs[workload.model]
     gpu = instance.gpu_specs[pool.gpu]

@@ -19,18 +19,24 @@ and never trusted (solver.verify.totals does the same for a static plan):
    run, one entry, equal to one of the hours' pools at its largest count of the day.
 6. The `gpus` table, per offer: used = the most GPUs any hour uses; existing and
    available = existing + max_gpus from the instance; purchased = max(0, used -
-   existing); the price is the instance's on-demand price; cost_per_month = D x (24 x
-   reserved price x committed + sum over the hours of on-demand x price + spot x spot
-   price), D = hours_per_month / 24. An offer an hour uses or the plan commits has its
+   existing) in whole servers with buy_unit node (models.operations.site.gpus_bought);
+   the price is the instance's on-demand price; cost_per_month = D x (24 x reserved
+   price x committed + sum over the hours of on-demand x price + spot x spot price),
+   D = hours_per_month / 24. An offer an hour uses or the plan commits has its
    row, once. `total_gpus` = sum of the rows' used. (A month's own hours, checked on
    their own by solver.verify.months, state neither the peak fleet nor the table.)
 7. Commitments: one per offer, >= 0, at the instance's reserved and on-demand prices.
 8. Interactive spot (`hours[h].spot_pools`): down_fraction = u = lambda T / (1 +
    lambda T) and down_replicas = Q(n u, a), as the capacity check recomputes them.
-(Items 9-11, the figures the hourly plan reports beside its counts: idle hours, batch
-placements, headroom, are solver.verify.hour_reports.)
+9. Servers and power (`servers`, `power_kw`) from the `gpus` table, as
+   solver.readback.site states them (`_site_rows`).
+
+(The figures the hourly plan reports beside its counts: idle hours, batch placements,
+headroom, are solver.verify.hour_reports.)
 
 Figures the instance cannot recompute are held finite only: the solver's run, the
+binding constraints' slacks and shadow prices and a power row's (the program's rows and
+duals: the verifier reads no program, as for a static plan), the
 scale-out thresholds (they need the lone replica's batch and prefill time, which only the
 candidate table holds), a batch placement's break-even price (the program's choice among
 configurations; its soak rate is held to the C_b of a soak the hours run), a started
@@ -44,6 +50,7 @@ import math
 from collections import defaultdict
 
 from models.operations.pricing_tiers import poisson_quantile, spot_down_fraction
+from models.operations.site import gpu_kw, gpus_bought, node_gpus, racks_per_gpu
 from models.schema.instance import Instance
 from solver.plan.schema import Plan, ReplicaPool
 from solver.verify.totals import money_close, non_finite
@@ -73,6 +80,7 @@ def stated_hour_figures(instance: Instance, plan: Plan) -> list[Violation]:
     found += _peak_table(instance, plan)
     found += _commitments(instance, plan)
     found += _spot_pools(instance, plan)
+    found += _site_rows(instance, plan)
     return found
 
 
@@ -274,7 +282,12 @@ def _peak_table(instance: Instance, plan: Plan) -> list[Violation]:
         counts = (
             ("used", row.used, used, "the most GPUs an hour uses is"),
             ("existing", row.existing, existing, "the instance owns"),
-            ("purchased", row.purchased, max(0, used - existing), "used less existing is"),
+            (
+                "purchased",
+                row.purchased,
+                gpus_bought(used, existing, node_gpus(instance, row.gpu)),
+                "used less existing, in whole units, needs",
+            ),
             (
                 "available",
                 row.available,
@@ -393,5 +406,70 @@ def _spot_pools(instance: Instance, plan: Plan) -> list[Violation]:
                         down,
                         "the Poisson quantile Q(n u, a) is",
                     )
+                )
+    return found
+
+
+# --- 9. servers and power --------------------------------------------------------------
+
+
+def _site_rows(instance: Instance, plan: Plan) -> list[Violation]:
+    """Servers bought and power drawn, from the `gpus` table (checked by item 6) with
+    models.operations.site's arithmetic, as solver.readback.site states them: per offer
+    sold in servers of n > 1 GPUs with purchases, purchased // n servers of n; per region
+    with GPUs installed, kW = sum of (existing + purchased) x the GPU's kW, racks likewise,
+    and the region's own limits. (A power row's shadow price is held finite only.)"""
+    if not plan.gpus:
+        return []
+    known = {r.name for r in instance.regions}
+    rows = [row for row in plan.gpus if row.region in known and row.gpu in instance.gpu_specs]
+    servers = {
+        (row.region, row.gpu): (row.purchased // n, n)
+        for row in rows
+        if (n := node_gpus(instance, row.gpu)) > 1 and row.purchased
+    }
+    found = []
+    stated = {(s.region, s.gpu): (index, s) for index, s in enumerate(plan.servers)}
+    for key in sorted(set(servers) | set(stated)):
+        index, row = stated.get(key, (None, None))
+        recomputed = servers.get(key)
+        if row is None or recomputed is None or (row.count, row.gpus_per_server) != recomputed:
+            found.append(
+                differs(
+                    "servers" if index is None else f"servers[{index}]",
+                    None if row is None else (row.count, row.gpus_per_server),
+                    recomputed,
+                    f"{key[0]} {key[1]}: (servers, GPUs each) bought are",
+                )
+            )
+    for index, power in enumerate(plan.power_kw):
+        where = f"power_kw[{index}]"
+        if power.region not in known:
+            found.append(Violation(requirement=where, message=f"unknown region {power.region}"))
+            continue
+        region = instance.region(power.region)
+        mine = [r for r in rows if r.region == power.region]
+        kw = sum(gpu_kw(instance, r.region, r.gpu) * (r.existing + r.purchased) for r in mine)
+        racks = None
+        if region.racks is not None and region.kw_per_rack is not None:
+            racks = sum(
+                racks_per_gpu(instance, r.gpu, region.kw_per_rack) * (r.existing + r.purchased)
+                for r in mine
+            )
+        checks = (
+            ("kw", power.kw, kw),
+            ("racks", power.racks, racks),
+            ("limit_kw", power.limit_kw, region.power_kw),
+            ("limit_racks", power.limit_racks, region.racks),
+        )
+        for name, stated_value, value in checks:
+            same = (
+                stated_value is None and value is None
+                if stated_value is None or value is None
+                else close(stated_value, value)
+            )
+            if not same:
+                found.append(
+                    differs(f"{where}.{name}", stated_value, value, "the GPUs installed give")
                 )
     return found

@@ -5,7 +5,8 @@ and solver.time.batch state them:
 
 1. Idle hours per day: in each hour, each interactive pool's replicas (and GPUs) times
    1 - min(demand / capacity, 1) of its (workload, region), capacity = sum of count x
-   stated rate; plus committed GPUs an hour does not use.
+   stated rate; plus committed GPUs an hour does not use, and GPUs an hour pays beyond
+   those its pools run (owned, reserved, on-demand and spot less used).
 2. Batch placements: requests_per_day = 3,600 x the day's arrival rates, the
    workload's deadline, soaked within [requests_per_day without dedicated replicas,
    else 0; min(requests_per_day, 3,600 x the hours' soak rates)], the soak rate one the
@@ -61,6 +62,10 @@ def _idle_hours(instance: Instance, plan: Plan) -> list[Violation]:
         in_use = {(row.region, row.gpu): row.reserved for row in hour.gpus}
         gpus += math.fsum(
             max(count - in_use.get(key, 0.0), 0.0) for key, count in committed.items()
+        )
+        gpus += math.fsum(  # paid beyond the GPUs the pools run (whole servers bought)
+            max(row.existing + row.reserved + row.on_demand + row.spot - row.used, 0.0)
+            for row in hour.gpus
         )
     found = []
     for name, recomputed in (

@@ -12,7 +12,8 @@ the row names and the static verifier), never the program:
 3. Each hour's GPUs per offer: the pools' GPUs (batch included) equal `used`;
    used <= existing + max_gpus; existing + reserved + on-demand + spot covers used;
    reserved <= committed (`committed <= use` of the commitment is its own business: a
-   committed GPU may idle); on-demand <= max_on_demand_gpus.
+   committed GPU may idle); on-demand <= max_on_demand_gpus. With policy.buy_unit: node
+   committed and on-demand GPUs come in whole servers of gpus_per_node.
 4. Cost: each hour's cost recomputed (committed x reserved price + on-demand x price +
    spot x spot price), the month = hours_per_month / 24 x the day's sum.
 5. Months (policy.horizon_months): each month m >= 1 is checked by this verifier on its
@@ -24,13 +25,14 @@ the row names and the static verifier), never the program:
 6. Failover with a start time: where the warm pools of an hour fall short in a region
    loss for a workload with `slo.availability`, the replicas the hour says it starts
    after that loss (`Hour.failover_starts`) must, added to the warm pools, serve the
-   whole demand within supply (static verifier on the sum, the on-demand cap apart),
-   and the start window must fit the budget: m x (demand - what the warm survivors
-   serve, max-flow within reach) x T_s / (60 a) <= (1 - A) x month minutes, with T_s
-   = `policy.failover_start_s` (default the slowest replica start), a the workload's
-   average actual rate and m = max(1, the lost region's losses per month) (lambda x
-   month / 8,760 from `failure_probability_per_year`; 1 without it). The plan's stated
-   `error_budget_minutes_used` (worst hour per loss) is recomputed.
+   whole demand within supply and max_configs_per_pool (static verifier on the sum,
+   the on-demand cap apart), and the start window must fit the budget: m x (demand -
+   what the warm survivors serve, max-flow within reach) x T_s / (60 a) <= (1 - A) x
+   month minutes, with T_s = `policy.failover_start_s` (default the slowest replica
+   start), a the workload's average actual rate and m = max(1, the lost region's
+   losses per month) (lambda x month / 8,760 from `failure_probability_per_year`; 1
+   without it). The plan's stated `error_budget_minutes_used` (worst hour per loss) is
+   recomputed.
 7. Batch (solver.verify.batch): C_b recomputed, the soaked interactive pools keep their
    warm load, and every batch request meets its deadline in the hours' room.
 8. Interactive spot (`Hour.spot_pools`, policy.spot_confidence a): steps 2 and 6 judge
@@ -52,6 +54,7 @@ from models.operations.failover_budget import (
 )
 from models.operations.pricing_tiers import poisson_quantile, spot_down_fraction
 from models.operations.scenarios import ScenarioKind, failure_scenarios
+from models.operations.site import node_gpus
 from models.operations.time_demand import (
     failover_window_s,
     hour_instance,
@@ -62,7 +65,7 @@ from models.schema.instance import Instance
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.plan.time_records import Hour
-from solver.program.row_names import DemandRow, GpuSupplyRow
+from solver.program.row_names import ConfigsPerPoolRow, DemandRow, GpuSupplyRow
 from solver.verify.batch import check_batch
 from solver.verify.fleet import ScenarioCheck, Verification, Violation, verify
 from solver.verify.hour_figures import close, finite_violations, stated_hour_figures
@@ -112,6 +115,14 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
         if supply is None or supply.reserved_price_per_gpu_hour is None:
             violations.append(
                 Violation(requirement=f"committed[{r},{g}]", message="no reserved price on offer")
+            )
+        elif not _whole_servers(instance, g, count):
+            violations.append(
+                Violation(
+                    requirement=f"committed[{r},{g}]",
+                    message=f"commits {count:g} GPUs: not whole servers of "
+                    f"{node_gpus(instance, g)}",
+                )
             )
         elif count > supply.max_gpus + GPU_TOLERANCE:
             violations.append(
@@ -327,7 +338,8 @@ def _failover_checks(
             after = _static(alone, pools + started, cache)
             for v in after.violations:
                 if v.requirement.startswith(prefix) or (
-                    v.requirement.startswith(GpuSupplyRow.family) and v not in warm.violations
+                    v.requirement.startswith((GpuSupplyRow.family, ConfigsPerPoolRow.family))
+                    and v not in warm.violations
                 ):
                     violations.append(
                         Violation(
@@ -433,6 +445,12 @@ def _check_stated_budgets(
                 )
 
 
+def _whole_servers(instance: Instance, gpu: str, gpus: float) -> bool:
+    """Whether `gpus` reserved or rented are whole servers (any count with buy_unit gpu)."""
+    n = node_gpus(instance, gpu)
+    return abs(gpus / n - round(gpus / n)) * n <= GPU_TOLERANCE
+
+
 def _check_hour_gpus(
     instance: Instance,
     hour: Hour,
@@ -453,8 +471,7 @@ def _check_hour_gpus(
     for (r, g), n in sorted(used.items()):
         region = instance.region(r)
         supply = region.supply.get(g)
-        existing = region.existing.get(g, 0)
-        available = existing + (supply.max_gpus if supply else 0)
+        existing, available = region.existing.get(g, 0), region.available_gpus(g)
         name = f"[{r},{g}]{mark}"
         if n > available:
             violations.append(
@@ -497,6 +514,14 @@ def _check_hour_gpus(
                 Violation(
                     requirement="on_demand" + name,
                     message=f"{row.on_demand:g} on-demand GPUs; max_on_demand_gpus is {cap}",
+                )
+            )
+        if not _whole_servers(instance, g, row.on_demand):
+            violations.append(
+                Violation(
+                    requirement="on_demand" + name,
+                    message=f"{row.on_demand:g} on-demand GPUs: not whole servers of "
+                    f"{node_gpus(instance, g)}",
                 )
             )
         cost += row.on_demand * instance.price_per_gpu_hour(r, g)

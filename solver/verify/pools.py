@@ -18,7 +18,14 @@ from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.capacity import holds_at_tighter_ttft, replica_capacity
 from models.serving.pooling import planning_capacity
 from models.serving.prefix_kv import pool_kv
-from models.serving.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
+from models.serving.replica import (
+    LatencyTargets,
+    ReplicaCapacity,
+    ReplicaConfig,
+    Role,
+    ServingContext,
+    TrafficMix,
+)
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.program.row_names import ReplicasColumn
@@ -44,6 +51,11 @@ class RecomputedPool:
     """Whether the configuration fits and meets the SLO at some load."""
     physics: dict[int, ReplicaCapacity] = field(default_factory=dict)
     """Pool size -> the physics (shared by the pools of one configuration and workload)."""
+
+    @property
+    def serving(self) -> ServingContext:
+        """The configuration, traffic and efficiency the serving models read together."""
+        return ServingContext(self.config, self.mix, self.efficiency)
 
     @property
     def count(self) -> int:
@@ -247,7 +259,7 @@ def _prefix_cache_problems(pool: RecomputedPool, entry: ReplicaPool, size: int) 
     the replica does not use, recomputed with `models.serving.prefix_kv.pool_kv`."""
     if entry.prefix_hit_rate is None and entry.kv_tiers_used is None:
         return []
-    kv = pool_kv(pool.config, pool.mix, pool.efficiency, size)
+    kv = pool_kv(pool.serving, size)
     hit = 0.0 if kv is None else kv.hit_rate
     used = set() if kv is None else {tier.value for tier in kv.tiers_used}
     problems = []

@@ -99,9 +99,7 @@ def recompute_totals(instance: Instance, plan: Plan) -> Totals:
 def available_gpus(instance: Instance, region: str, gpu: str) -> tuple[int, int]:
     """(existing, existing + max_gpus) of GPU type `gpu` in `region`."""
     spec = instance.region(region)
-    existing = spec.existing.get(gpu, 0)
-    supply = spec.supply.get(gpu)
-    return existing, existing + (supply.max_gpus if supply else 0)
+    return spec.existing.get(gpu, 0), spec.available_gpus(gpu)
 
 
 def over_supply(instance: Instance, totals: Totals) -> dict[tuple[str, str], str]:
