@@ -5,18 +5,26 @@ TensorRT-LLM, the `--extra_llm_api_options` YAML beside it). The flags are those
 versions named in solver/deploy/references/*.yaml; tests/solver/deploy checks every flag
 written against them.
 
-Mapping (one replica of a pool, `solver.deploy.pools.DeployPool`):
-
-| planned | vLLM | SGLang | TensorRT-LLM |
-|---|---|---|---|
-| weights fp8 / fp4 / bf16 | --quantization fp8 / modelopt_fp4, --dtype bfloat16 | same | checkpoint (none) |
-| KV fp8 | --kv-cache-dtype fp8 | fp8_e4m3 | kv_cache_config.dtype |
-| TP, PP, DP, EP | -tp -pp -dp, --enable-expert-parallel | --tp-size --pp-size --dp-size --enable-dp-attention --ep-size | --tp_size --pp_size --ep_size, enable_attention_dp |
-| batch cap | --max-num-seqs | --max-running-requests | --max_batch_size |
-| tokens per iteration, chunk | --max-num-batched-tokens, --enable-chunked-prefill | --chunked-prefill-size, --max-prefill-tokens | --max_num_tokens, --enable_chunked_prefill |
-| prefix cache, DRAM/SSD tiers | --enable-prefix-caching, LMCache connector | radix cache, --enable-hierarchical-cache (--hicache-storage-backend file) | enable_block_reuse, host_cache_size |
-| speculation | --speculative-config | --speculative-algorithm ... | speculative_config |
-| prefill/decode pair | --kv-transfer-config NixlConnector | --disaggregation-mode, nixl | --server_role, cache_transceiver_config NIXL |
+Mapping (one replica of a pool, `solver.deploy.pools.DeployPool`), vLLM / SGLang /
+TensorRT-LLM:
+- weights fp8 (fp4): `--quantization fp8` (`modelopt_fp4`) in vLLM and SGLang; bf16:
+  `--dtype bfloat16`; TensorRT-LLM reads the precision from the checkpoint.
+- KV fp8: `--kv-cache-dtype fp8` / `fp8_e4m3` / `kv_cache_config.dtype: fp8`.
+- TP, PP, DP, EP: `--tensor-parallel-size --pipeline-parallel-size --data-parallel-size
+  --enable-expert-parallel` / `--tp-size --pp-size --dp-size --enable-dp-attention
+  --ep-size` / `--tp_size --pp_size --ep_size` with `enable_attention_dp`.
+- batch cap: `--max-num-seqs` / `--max-running-requests` / `--max_batch_size`.
+- tokens per iteration and chunk: `--max-num-batched-tokens --enable-chunked-prefill` /
+  `--chunked-prefill-size --max-prefill-tokens` / `--max_num_tokens
+  --enable_chunked_prefill`.
+- prefix cache and host/SSD KV tiers: `--enable-prefix-caching` and the LMCache connector
+  / the radix cache with `--enable-hierarchical-cache` (`--hicache-storage-backend file`
+  for SSD) / `kv_cache_config.enable_block_reuse`.
+- speculation: `--speculative-config` / `--speculative-algorithm ...` /
+  `speculative_config`.
+- prefill/decode pair: `--kv-transfer-config` with NixlConnector / `--disaggregation-mode
+  --disaggregation-transfer-backend nixl` / `--server_role` with
+  `cache_transceiver_config.backend: NIXL`.
 """
 
 import json
@@ -47,10 +55,13 @@ def vllm_command(pool: DeployPool) -> list[str]:
     if pool.ep > 1:
         args += ["--enable-expert-parallel"]
     args += [
-        "--max-num-seqs", str(pool.max_batch),
-        "--max-num-batched-tokens", str(pool.tokens_per_iteration),
+        "--max-num-seqs",
+        str(pool.max_batch),
+        "--max-num-batched-tokens",
+        str(pool.tokens_per_iteration),
         "--enable-chunked-prefill",
-        "--max-model-len", str(pool.max_context_tokens),
+        "--max-model-len",
+        str(pool.max_context_tokens),
     ]
     args += ["--enable-prefix-caching" if pool.prefix_caching else "--no-enable-prefix-caching"]
     if pool.speculative is not None:
@@ -94,9 +105,12 @@ def sglang_command(pool: DeployPool) -> list[str]:
     if pool.ep > 1:
         args += ["--ep-size", str(pool.ep)]
     args += [
-        "--max-running-requests", str(pool.max_batch),
-        "--chunked-prefill-size", str(pool.chunked_prefill_tokens),
-        "--max-prefill-tokens", str(pool.tokens_per_iteration),
+        "--max-running-requests",
+        str(pool.max_batch),
+        "--chunked-prefill-size",
+        str(pool.chunked_prefill_tokens),
+        "--max-prefill-tokens",
+        str(pool.tokens_per_iteration),
     ]
     if not pool.prefix_caching:
         args += ["--disable-radix-cache"]
@@ -110,8 +124,10 @@ def sglang_command(pool: DeployPool) -> list[str]:
         if draft:
             args += ["--speculative-draft-model-path", draft]
         args += [
-            "--speculative-num-steps", str(pool.speculative.tokens),
-            "--speculative-num-draft-tokens", str(pool.speculative.tokens + 1),
+            "--speculative-num-steps",
+            str(pool.speculative.tokens),
+            "--speculative-num-draft-tokens",
+            str(pool.speculative.tokens + 1),
         ]
     if pool.role != "unified":
         args += ["--disaggregation-mode", pool.role, "--disaggregation-transfer-backend", "nixl"]
@@ -130,14 +146,17 @@ def trtllm_command(pool: DeployPool, options_file: str = TRTLLM_OPTIONS_FILE) ->
     if pool.ep > 1:
         args += ["--ep_size", str(pool.ep)]
     args += [
-        "--max_batch_size", str(pool.max_batch),
-        "--max_num_tokens", str(pool.tokens_per_iteration),
-        "--max_seq_len", str(pool.max_context_tokens),
+        "--max_batch_size",
+        str(pool.max_batch),
+        "--max_num_tokens",
+        str(pool.tokens_per_iteration),
+        "--max_seq_len",
+        str(pool.max_context_tokens),
         "--enable_chunked_prefill",
     ]
     if pool.role != "unified":
         args += ["--server_role", "CONTEXT" if pool.role == "prefill" else "GENERATION"]
-    return args + ["--extra_llm_api_options", options_file]
+    return [*args, "--extra_llm_api_options", options_file]
 
 
 def trtllm_options(pool: DeployPool) -> dict:
@@ -162,6 +181,4 @@ def trtllm_options(pool: DeployPool) -> dict:
 
 def engine_command(engine: str, pool: DeployPool) -> list[str]:
     """The launch command of `engine` (one of `ENGINES`) for one replica of `pool`."""
-    return {"vllm": vllm_command, "sglang": sglang_command, "trtllm": trtllm_command}[engine](
-        pool
-    )
+    return {"vllm": vllm_command, "sglang": sglang_command, "trtllm": trtllm_command}[engine](pool)

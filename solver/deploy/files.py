@@ -1,4 +1,5 @@
-"""The files `fleetplan deploy` writes for each target: name -> text.
+"""The files `fleetplan deploy` writes (YAML documents each open with `---`, so that the
+files of a folder may be concatenated): name -> text, for each target.
 
 - vllm, sglang, trtllm: `<pool>.sh`, one launch command per pool (and
   `<pool>.extra-llm-api-options.yaml` for trtllm), with the pool's replica counts in a
@@ -25,7 +26,9 @@ TARGETS = (*ENGINES, "k8s", "llm-d", "dynamo")
 
 
 def _yaml(documents: list) -> str:
-    return yaml.safe_dump_all(documents, sort_keys=False, default_flow_style=False)
+    return yaml.safe_dump_all(
+        documents, sort_keys=False, default_flow_style=False, explicit_start=True
+    )
 
 
 def _script(pool: DeployPool, command: list[str]) -> str:

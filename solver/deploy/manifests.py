@@ -134,7 +134,10 @@ def autoscaler(pool: DeployPool, target: dict) -> dict | None:
     if pool.normal_replicas < 1:
         return None
     scale = pool.autoscale
-    values = {"queue_depth": scale.queue_depth_scale_out, "kv_cache_usage": scale.kv_usage_scale_out}
+    values = {
+        "queue_depth": scale.queue_depth_scale_out,
+        "kv_cache_usage": scale.kv_usage_scale_out,
+    }
     metrics = [
         {
             "type": "Pods",

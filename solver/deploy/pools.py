@@ -19,16 +19,16 @@ its normal size n at C = q(n), with the plan's headroom H for the pool (a plan w
 hourly headroom report has one flat peak hour: H = 0, target u* = 1 - H / (n C) = 1).
 Where the M/G/1 prefill lane saturates at u* C (the queue threshold is infinite, as at
 u* = 1 on a pooled capacity), the queue trigger is the SLO edge T / S - 1: the last depth
-at which the TTFT target still holds. Never GPU utilisation (`GPU_UTILISATION_NOTE`). A prefill pool scales on queue depth (its
-work is the prompt queue), a decode pool on KV-cache usage (its work is the resident
-sequences), a unified pool on both.
+at which the TTFT target still holds. Never GPU utilisation (`GPU_UTILISATION_NOTE`).
+A prefill pool scales on queue depth (its work is the prompt queue), a decode pool on
+KV-cache usage (its work is the resident sequences), a unified pool on both.
 
 Engine settings (one replica): the batch cap is the resident batch at capacity,
 ceil(B(n)) sequences (more would break the TPOT target the capacity holds to), at most the
 sequences that fit (a prefill replica: at least the prompts one chunk holds,
-ceil(chunk / mean prompt), so that a chunk can fill); tokens per iteration and the prefill chunk are the efficiency
-profile's `prefill_chunk_tokens` (the chunk the step model times); the context cap is the
-p99 prompt plus the p99 output.
+ceil(chunk / mean prompt), so that a chunk can fill); tokens per iteration and the
+prefill chunk are the efficiency profile's `prefill_chunk_tokens` (the chunk the step
+model times); the context cap is the p99 prompt plus the p99 output.
 """
 
 import math
@@ -190,9 +190,14 @@ def deploy_pools(instance: Instance, plan: Plan) -> tuple[DeployPool, ...]:
         normal = normal_size(pool, loads.get(key, 0.0) * share)
         entry = pool.entries[0]
         records.append(
-            _record(instance, pool, names[id(pool)], normal, headroom.get(
-                (pool.workload, pool.region, entry.key), 0.0
-            ), _pair_of(pool, pools, names))
+            _record(
+                instance,
+                pool,
+                names[id(pool)],
+                normal,
+                headroom.get((pool.workload, pool.region, entry.key), 0.0),
+                _pair_of(pool, pools, names),
+            )
         )
     return tuple(records)
 
