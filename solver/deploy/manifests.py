@@ -16,7 +16,8 @@ Every object carries the annotation `fleetplan.io/pool` (the pool's layout as JS
 
 llm-d (`llm_d_values`): one ModelService Helm values document per (workload, region,
 prefill/decode pair or unified pool): `modelArtifacts`, `decode` and `prefill` with
-`replicas`, `parallelism` and the vLLM container arguments.
+`replicas`, `nodeSelector` and the vLLM container (`modelCommand: vllmServe`, its
+arguments and GPUs); `multinode: true` when a replica spans nodes.
 
 Dynamo (`dynamo_graph`): one DynamoGraphDeployment (nvidia.com/v1alpha1) per (workload,
 region): a Frontend and one worker service per pool with its replicas, GPU resources and
@@ -34,7 +35,11 @@ GPU_LABEL = "fleetplan.io/gpu"
 """The node label naming the GPU type (catalog name) nodes must carry."""
 REGION_LABEL = "topology.kubernetes.io/region"
 """The well-known node label of the region."""
-IMAGES = {"vllm": "vllm/vllm-openai:latest"}
+IMAGES = {
+    "vllm": "vllm/vllm-openai:latest",
+    "dynamo": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.6.1",
+}
+"""Container images: vLLM's OpenAI server; Dynamo's vLLM runtime (its example's tag)."""
 METRICS = {"queue_depth": "vllm:num_requests_waiting", "kv_cache_usage": "vllm:kv_cache_usage_perc"}
 """The vLLM Prometheus metric of each signal, as exposed to the HPA through an adapter."""
 
@@ -188,9 +193,10 @@ def _groups(pools: tuple[DeployPool, ...]) -> dict[tuple[str, str], list[DeployP
 
 def _llm_d_role(pool: DeployPool) -> dict:
     command = vllm_command(pool)
+    gpus = str(pool.gpus_per_node if pool.multi_node else pool.gpus_per_replica)
     return {
         "replicas": pool.replicas,
-        "parallelism": {"tensor": pool.tp, "data": pool.dp},
+        "nodeSelector": {GPU_LABEL: pool.gpu, REGION_LABEL: pool.region},
         "containers": [
             {
                 "name": "vllm",
@@ -198,15 +204,19 @@ def _llm_d_role(pool: DeployPool) -> dict:
                 "modelCommand": "vllmServe",
                 "args": command[3:],
                 "resources": {
-                    "limits": {"nvidia.com/gpu": str(pool.gpus_per_replica)},
-                    "requests": {"nvidia.com/gpu": str(pool.gpus_per_replica)},
+                    "limits": {"nvidia.com/gpu": gpus},
+                    "requests": {"nvidia.com/gpu": gpus},
                 },
             }
         ],
-        "extraConfig": {
-            "nodeSelector": {GPU_LABEL: pool.gpu, REGION_LABEL: pool.region},
-        },
     }
+
+
+def _llm_d_document(pool: DeployPool) -> dict:
+    document: dict = {"modelArtifacts": {"uri": f"hf://{pool.model}", "name": pool.model}}
+    if pool.multi_node:
+        document["multinode"] = True
+    return document
 
 
 def llm_d_values(pools: tuple[DeployPool, ...]) -> dict[str, dict]:
@@ -217,10 +227,7 @@ def llm_d_values(pools: tuple[DeployPool, ...]) -> dict[str, dict]:
     for pool in pools:
         if pool.role == "prefill":
             continue  # written with its decode half
-        values: dict = {
-            "modelArtifacts": {"uri": f"hf://{pool.model}", "name": pool.model},
-            "decode": _llm_d_role(pool),
-        }
+        values = {**_llm_d_document(pool), "decode": _llm_d_role(pool)}
         prefill = next((p for p in pools if p.role == "prefill" and p.pair == pool.name), None)
         if prefill is not None:
             values["prefill"] = _llm_d_role(prefill)
@@ -228,10 +235,7 @@ def llm_d_values(pools: tuple[DeployPool, ...]) -> dict[str, dict]:
         documents[pool.name] = values
     for pool in pools:
         if pool.role == "prefill" and pool.name not in paired:
-            documents[pool.name] = {
-                "modelArtifacts": {"uri": f"hf://{pool.model}", "name": pool.model},
-                "prefill": _llm_d_role(pool),
-            }
+            documents[pool.name] = {**_llm_d_document(pool), "prefill": _llm_d_role(pool)}
     return documents
 
 
@@ -241,26 +245,34 @@ def dynamo_graph(pools: tuple[DeployPool, ...]) -> list[dict]:
     for (workload, region), members in _groups(pools).items():
         name = dns_name(workload, region)
         services: dict = {
-            "Frontend": {"dynamoNamespace": name, "componentType": "frontend", "replicas": 1}
+            "Frontend": {
+                "dynamoNamespace": name,
+                "componentType": "frontend",
+                "replicas": 1,
+                "extraPodSpec": {"mainContainer": {"image": IMAGES["dynamo"]}},
+            }
         }
         for pool in members:
-            args = ["python3", "-m", "dynamo.vllm", "--model", pool.model]
-            args += vllm_command(pool)[5:]
+            args = ["--model", pool.model, *vllm_command(pool)[5:]]
             if pool.role == "prefill":
                 args.append("--is-prefill-worker")
-            services[pool.name] = {
+            service = {
                 "dynamoNamespace": name,
                 "componentType": "worker",
                 "replicas": pool.replicas,
-                "resources": {
-                    "requests": {"gpu": str(pool.gpus_per_replica)},
-                    "limits": {"gpu": str(pool.gpus_per_replica)},
-                },
+                "resources": {"limits": {"gpu": str(pool.gpus_per_replica)}},
                 "extraPodSpec": {
                     "nodeSelector": {GPU_LABEL: pool.gpu, REGION_LABEL: pool.region},
-                    "mainContainer": {"image": IMAGES["vllm"], "args": args},
+                    "mainContainer": {
+                        "image": IMAGES["dynamo"],
+                        "command": ["python3", "-m", "dynamo.vllm"],
+                        "args": args,
+                    },
                 },
             }
+            if pool.role != "unified":
+                service["subComponentType"] = pool.role
+            services[pool.name] = service
         graphs.append(
             {
                 "apiVersion": "nvidia.com/v1alpha1",
