@@ -12,6 +12,7 @@ is checked against (references/*.yaml, each with the repository, path and commit
 read from). `fleet_import` reads a running fleet (a CSV of pools, or the objects
 `manifests` writes) back into plan replicas and an instance's `existing` GPUs.
 
-Imports: models (schema, physics, serving, operations), solver.plan, solver.verify.pools
-(the verifier's per-pool physics at any pool size) and yaml; never cli.
+Imports: models.schema (the instance), models.serving (roles), models.operations (the
+autoscaling thresholds), solver.plan (the plan and its replica records) and solver.verify
+(its pools: the physics of a configuration at any pool size); never cli.
 """
