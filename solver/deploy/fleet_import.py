@@ -9,8 +9,9 @@ Two inputs:
 
 The result: the replicas (`solver.plan.records.ReplicaPool`, one per layout, counts summed)
 as a fleet plan `{"replicas": [...]}` that `fleetplan verify` judges, and the GPUs they
-hold per (region, GPU type) = sum of count x tp x pp x dp, which become the regions'
-`existing` fleet so that `solve` plans only what to add.
+hold per (region, GPU type) = sum of count x tp x pp x dp, which raise the regions'
+`existing` fleet (never lower it: an owned GPU idle today is still owned) so that
+`solve` plans only what to add.
 """
 
 import csv
@@ -125,8 +126,9 @@ def owned_gpus(pools: list[ReplicaPool]) -> dict[str, dict[str, int]]:
 
 
 def with_existing(document: dict, owned: dict[str, dict[str, int]]) -> dict:
-    """The instance document (as loaded from YAML) with each region's `existing` set to
-    the GPUs the fleet holds there (other GPU types' existing entries kept).
+    """The instance document (as loaded from YAML) with each region's `existing` of a GPU
+    type raised to the GPUs the fleet holds there: max(stated, held), since owned GPUs
+    that run nothing today are still owned; other GPU types' entries are kept.
 
     Raises:
         FleetImportError: the fleet runs in a region the instance does not have.
@@ -143,6 +145,8 @@ def with_existing(document: dict, owned: dict[str, dict[str, int]]) -> dict:
     for region in regions:
         held = owned.get(region.get("name"), {})
         if held:
-            region = {**region, "existing": {**(region.get("existing") or {}), **held}}
+            stated = region.get("existing") or {}
+            raised = {gpu: max(stated.get(gpu, 0), count) for gpu, count in held.items()}
+            region = {**region, "existing": {**stated, **raised}}
         updated.append(region)
     return {**document, "regions": updated}

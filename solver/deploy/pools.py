@@ -10,7 +10,9 @@ count x capacity). Its normal size is the smallest n <= count with
                                     verifier's physics; u_max = policy.max_utilization)
 
 and the spare is count - n (replicas that serve only after a loss elsewhere). A pool with
-no normal load keeps no normal replica: all of it is spare.
+no normal load keeps no normal replica: all of it is spare. A plan without scenarios (a
+fleet written by hand, `{"replicas": [...]}`) states no normal load: all of each pool is
+normal.
 
 Scaling signal. As in the headroom report (`solver.time.report.pool_thresholds`,
 `models.operations.autoscaling.scaling_thresholds`): the pool's scale-out thresholds on
@@ -125,13 +127,18 @@ class DeployPool:
         return self.nodes_per_replica > 1
 
 
-def dns_name(*parts: str) -> str:
-    """Lower-case, `[a-z0-9-]` only, joined by `-`, at most 63 characters."""
+POOL_NAME_CHARS = 57
+"""A pool's name is at most 63 - len("-spare") characters, so its spare's fits a
+Kubernetes name (63) too."""
+
+
+def dns_name(*parts: str, limit: int = 63) -> str:
+    """Lower-case, `[a-z0-9-]` only, joined by `-`, at most `limit` characters."""
     text = "-".join(parts).lower()
-    text = "".join(c if c.isalnum() else "-" for c in text)
+    text = "".join(c if c.isascii() and c.isalnum() else "-" for c in text)
     while "--" in text:
         text = text.replace("--", "-")
-    return text.strip("-")[:63].rstrip("-")
+    return text.strip("-")[:limit].rstrip("-")
 
 
 def _phase(pool: RecomputedPool) -> str:
@@ -182,12 +189,12 @@ def deploy_pools(instance: Instance, plan: Plan) -> tuple[DeployPool, ...]:
     for pool in pools:
         phase_capacity[(pool.workload, pool.region, _phase(pool))] += pool.carries(pool.count)
     headroom = {(h.workload, h.region, h.configuration): h.headroom_rps for h in plan.headroom}
-    names = {id(pool): _pool_name(pool) for pool in pools}
+    names = _unique_names(pools)
     records = []
     for pool in pools:
         key = (pool.workload, pool.region, _phase(pool))
         share = pool.carries(pool.count) / phase_capacity[key] if phase_capacity[key] else 0
-        normal = normal_size(pool, loads.get(key, 0.0) * share)
+        normal = normal_size(pool, loads.get(key, 0.0) * share) if loads else pool.count
         entry = pool.entries[0]
         records.append(
             _record(
@@ -202,13 +209,34 @@ def deploy_pools(instance: Instance, plan: Plan) -> tuple[DeployPool, ...]:
     return tuple(records)
 
 
+def _unique_names(pools: list[RecomputedPool]) -> dict[int, str]:
+    """Each pool's name; one cut to the same text as an earlier one gets `-2`, `-3`, ..."""
+    names: dict[int, str] = {}
+    taken: set[str] = set()
+    for pool in pools:
+        name, index = _pool_name(pool), 1
+        while name in taken:
+            index += 1
+            name = dns_name(_pool_name(pool)[: POOL_NAME_CHARS - len(str(index)) - 1], str(index))
+        taken.add(name)
+        names[id(pool)] = name
+    return names
+
+
 def _pool_name(pool: RecomputedPool) -> str:
     entry = pool.entries[0]
     layout = f"tp{entry.tp}pp{entry.pp}" + (f"dp{entry.dp}" if entry.dp > 1 else "")
     layout += f"ep{entry.ep}" if entry.ep > 1 else ""
     spec = (entry.speculative,) if entry.speculative else ()
     return dns_name(
-        pool.workload, pool.region, entry.gpu, str(entry.precision), layout, str(entry.role), *spec
+        pool.workload,
+        pool.region,
+        entry.gpu,
+        str(entry.precision),
+        layout,
+        str(entry.role),
+        *spec,
+        limit=POOL_NAME_CHARS,
     )
 
 

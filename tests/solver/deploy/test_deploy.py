@@ -31,7 +31,13 @@ from solver.deploy.fleet_import import (
     with_existing,
 )
 from solver.deploy.manifests import dynamo_graph, kubernetes_objects, llm_d_values
-from solver.deploy.pools import Speculative, deploy_pools, normal_loads
+from solver.deploy.pools import (
+    POOL_NAME_CHARS,
+    Speculative,
+    deploy_pools,
+    dns_name,
+    normal_loads,
+)
 from solver.deploy.references import reference, unknown_flags, unknown_keys
 from solver.solve import solve
 from solver.verify.fleet import verify
@@ -131,6 +137,15 @@ def test_engine_arguments_reproduce_the_pool(pools):
             assert _value(sglang, "--disaggregation-mode") == pool.role
 
 
+def test_names_are_kubernetes_names_and_a_spare_never_takes_its_pools():
+    """At most 63 characters of [a-z0-9-]; a 57-character pool name plus `-spare` is 63."""
+    long = dns_name("w" * 80, "us-east", limit=POOL_NAME_CHARS)
+    assert len(long) == POOL_NAME_CHARS
+    spare = dns_name(long, "spare")
+    assert len(spare) == 57 + len("-spare") == 63 and spare != long
+    assert dns_name("Chat_Ü", "EU West") == "chat-eu-west"
+
+
 # --- the replica split and the scaling signal ------------------------------------------
 
 
@@ -182,6 +197,13 @@ def test_a_region_loss_is_what_the_spare_is_for(pools):
     for pool in pools:
         if pool.region == "eu-west" and pool.role == "unified":
             assert pool.normal_replicas == 0 and pool.spare_replicas == pool.replicas
+
+
+def test_a_fleet_without_scenarios_is_all_normal(instance, plan):
+    """A hand-written fleet states no normal load: every replica is normal, none spare."""
+    fleet = fleet_plan(list(plan.replicas))
+    for pool in deploy_pools(instance, fleet):
+        assert (pool.normal_replicas, pool.spare_replicas) == (pool.replicas, 0)
 
 
 def test_thresholds_follow_the_headroom_rule(instance, plan, pools):
@@ -373,6 +395,19 @@ def test_a_csv_fleet_is_read_with_its_gpus_counted():
 def test_a_bad_csv_names_the_row_or_the_header(text, message):
     with pytest.raises(FleetImportError, match=message):
         pools_from_csv(text)
+
+
+def test_existing_is_raised_to_what_runs_never_lowered():
+    """16 owned and 8 running stays 16; 4 owned and 8 running becomes 8."""
+    document = {
+        "regions": [
+            {"name": "a", "existing": {"h100-sxm": 16}},
+            {"name": "b", "existing": {"h100-sxm": 4, "h200": 2}},
+        ]
+    }
+    held = {"a": {"h100-sxm": 8}, "b": {"h100-sxm": 8}}
+    regions = with_existing(document, held)["regions"]
+    assert [r["existing"] for r in regions] == [{"h100-sxm": 16}, {"h100-sxm": 8, "h200": 2}]
 
 
 def test_a_fleet_in_an_unknown_region_is_refused():
