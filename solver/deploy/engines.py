@@ -54,6 +54,8 @@ def vllm_command(pool: DeployPool) -> list[str]:
         args += ["--data-parallel-size", str(pool.dp)]
     if pool.ep > 1:
         args += ["--enable-expert-parallel"]
+    if pool.multi_node:  # the replica's nodes joined by Ray (the LeaderWorkerSet's group)
+        args += ["--distributed-executor-backend", "ray"]
     args += [
         "--max-num-seqs",
         str(pool.max_batch),

@@ -3,7 +3,8 @@
 Kubernetes (`kubernetes_objects`), per pool:
 - the normal scenario's replicas: a Deployment (apps/v1) of `normal_replicas` pods, or a
   LeaderWorkerSet (leaderworkerset.x-k8s.io/v1) when one replica spans several nodes
-  (size = nodes per replica); each pod requests its GPUs (`nvidia.com/gpu`) and selects
+  (size = nodes per replica; the leader starts a Ray head and vLLM over it, the workers
+  join the head); each pod requests its GPUs (`nvidia.com/gpu`) and selects
   nodes by GPU type (`fleetplan.io/gpu`) and region (`topology.kubernetes.io/region`);
 - the failover spare: the same object named `<pool>-spare` with `spare_replicas`, labelled
   `fleetplan.io/spare: "true"` (started by the failover runbook, not by the autoscaler);
@@ -25,6 +26,7 @@ the vLLM worker's arguments (`--is-prefill-worker` on a prefill pool).
 """
 
 import json
+import shlex
 
 from solver.deploy.engines import vllm_command
 from solver.deploy.pools import DeployPool, dns_name
@@ -40,6 +42,9 @@ IMAGES = {
     "dynamo": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.6.1",
 }
 """Container images: vLLM's OpenAI server; Dynamo's vLLM runtime (its example's tag)."""
+RAY_PORT = 6379
+"""The Ray head's port on a LeaderWorkerSet's leader; the workers join it at
+`$LWS_LEADER_ADDRESS` (an environment variable LeaderWorkerSet sets in every pod)."""
 METRICS = {"queue_depth": "vllm:num_requests_waiting", "kv_cache_usage": "vllm:kv_cache_usage_perc"}
 """The vLLM Prometheus metric of each signal, as exposed to the HPA through an adapter."""
 
@@ -118,6 +123,8 @@ def workload_object(pool: DeployPool, spare: bool) -> dict:
             },
         }
     per_node = pool.gpus_per_node
+    leader = ["sh", "-c", f"ray start --head --port={RAY_PORT} && exec {shlex.join(command)}"]
+    worker = ["sh", "-c", f"ray start --block --address=$LWS_LEADER_ADDRESS:{RAY_PORT}"]
     return {
         "apiVersion": "leaderworkerset.x-k8s.io/v1",
         "kind": "LeaderWorkerSet",
@@ -127,8 +134,8 @@ def workload_object(pool: DeployPool, spare: bool) -> dict:
             "leaderWorkerTemplate": {
                 "size": pool.nodes_per_replica,
                 "restartPolicy": "RecreateGroupOnPodRestart",
-                "leaderTemplate": _pod_template(pool, spare, per_node, command),
-                "workerTemplate": _pod_template(pool, spare, per_node, ["ray", "start"]),
+                "leaderTemplate": _pod_template(pool, spare, per_node, leader),
+                "workerTemplate": _pod_template(pool, spare, per_node, worker),
             },
         },
     }

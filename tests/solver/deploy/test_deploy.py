@@ -8,6 +8,7 @@ The default instance is solved once for the module."""
 import dataclasses
 import json
 import math
+import shlex
 
 import pytest
 import yaml
@@ -311,8 +312,12 @@ def test_a_replica_over_two_nodes_is_a_leader_worker_set(pools):
     lws = kubernetes_objects((wide,))[0]
     assert lws["kind"] == "LeaderWorkerSet"
     assert lws["spec"]["leaderWorkerTemplate"]["size"] == 2
-    limits = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
-    assert limits["resources"]["limits"]["nvidia.com/gpu"] == "8"
+    leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+    assert leader["resources"]["limits"]["nvidia.com/gpu"] == "8"
+    script = shlex.split(leader["args"][0])
+    engine = script[script.index("exec") + 1 :]
+    assert engine[:2] == ["vllm", "serve"] and unknown_flags("vllm", engine) == []
+    assert _value(engine, "--distributed-executor-backend") == "ray"
 
 
 # --- llm-d and Dynamo against their stored references ----------------------------------
