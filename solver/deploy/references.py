@@ -2,10 +2,12 @@
 
 Each file names the target's version and the source it was read from (repository, path,
 commit), and lists what fleetplan writes: command-line flags (`flags`, with `choices` for
-enumerated values) for the engines, dotted key paths (`keys`) for the configuration
+enumerated values, `json_keys` and `json_choices` for a flag whose value is JSON) for the
+engines, dotted key paths (`keys`) for the configuration
 formats. `unknown_flags` and `unknown_keys` compare what was written with them.
 """
 
+import json
 from functools import cache
 from pathlib import Path
 
@@ -32,7 +34,8 @@ def written_flags(command: list[str]) -> list[tuple[str, str | None]]:
 
 
 def unknown_flags(name: str, command: list[str]) -> list[str]:
-    """Flags of `command` the reference does not list, and values outside its choices."""
+    """Flags of `command` the reference does not list, values outside its choices, and in
+    a JSON value (`json_keys`) keys it does not list or values outside `json_choices`."""
     known = reference(name)
     choices = known.get("choices") or {}
     problems = []
@@ -41,7 +44,25 @@ def unknown_flags(name: str, command: list[str]) -> list[str]:
             problems.append(f"{flag} is not a {name} flag")
         elif flag in choices and value not in choices[flag]:
             problems.append(f"{flag} {value} is not among {choices[flag]}")
+        elif flag in (known.get("json_keys") or {}):
+            problems += _json_problems(known, flag, value)
     return problems
+
+
+def _json_problems(known: dict, flag: str, value: str | None) -> list[str]:
+    try:
+        data = json.loads(value or "")
+    except json.JSONDecodeError:
+        return [f"{flag} {value!r} is not JSON"]
+    choices = known.get("json_choices") or {}
+    problems = [
+        f"{flag}: {key} is not a key" for key in data if key not in known["json_keys"][flag]
+    ]
+    return problems + [
+        f"{flag}: {key} {data[key]!r} is not among {choices[key]}"
+        for key in data
+        if key in choices and data[key] not in choices[key]
+    ]
 
 
 def key_paths(data, prefix: str = "", star: frozenset[str] = frozenset()) -> set[str]:

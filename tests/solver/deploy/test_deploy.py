@@ -113,6 +113,8 @@ def test_a_flag_outside_the_reference_is_caught():
     problems = unknown_flags("vllm", ["vllm", "serve", "m", "--tensor-parallel", "2"])
     assert problems == ["--tensor-parallel is not a vllm flag"]
     assert unknown_flags("vllm", ["--kv-cache-dtype", "fp4"]) != []
+    assert unknown_flags("vllm", ["--speculative-config", '{"num_draft_tokens": 3}']) != []
+    assert unknown_flags("vllm", ["--kv-transfer-config", '{"kv_role": "kv_sender"}']) != []
 
 
 def _value(command: list[str], flag: str) -> str:
