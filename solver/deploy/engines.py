@@ -174,7 +174,7 @@ def trtllm_options(pool: DeployPool) -> dict:
             "max_draft_len": pool.speculative.tokens,
         }
         if pool.speculative.draft_model:
-            spec["speculative_model_dir"] = pool.speculative.draft_model
+            spec["speculative_model"] = pool.speculative.draft_model
         options["speculative_config"] = spec
     if pool.role != "unified":
         options["cache_transceiver_config"] = {"backend": "NIXL"}

@@ -100,12 +100,15 @@ def test_engine_flags_are_in_the_stored_reference(pools, engine, command):
 
 def test_trtllm_flags_and_options_are_in_the_stored_reference(pools):
     allowed = reference("trtllm")["extra_options"]
+    choices = reference("trtllm")["extra_choices"]
     for pool in _variants(pools):
         assert unknown_flags("trtllm", trtllm_command(pool)) == [], pool.name
         for key, value in trtllm_options(pool).items():
             assert key in allowed, key
             if isinstance(value, dict):
                 assert set(value) <= set(allowed[key]), (key, value)
+                for field, chosen in value.items():
+                    assert field not in choices or chosen in choices[field], (field, chosen)
 
 
 def test_a_flag_outside_the_reference_is_caught():
