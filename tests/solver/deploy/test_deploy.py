@@ -34,12 +34,15 @@ from solver.deploy.fleet_import import (
 from solver.deploy.manifests import dynamo_graph, kubernetes_objects, llm_d_values
 from solver.deploy.pools import (
     POOL_NAME_CHARS,
+    DeployError,
     Speculative,
     deploy_pools,
     dns_name,
     normal_loads,
 )
 from solver.deploy.references import reference, unknown_flags, unknown_keys
+from solver.plan.records import GroupMember, ReplicaPool
+from solver.plan.schema import Plan
 from solver.solve import solve
 from solver.verify.fleet import verify
 from solver.verify.pools import recompute_pools
@@ -423,3 +426,20 @@ def test_existing_is_raised_to_what_runs_never_lowered():
 def test_a_fleet_in_an_unknown_region_is_refused():
     with pytest.raises(FleetImportError, match="mars"):
         with_existing({"regions": [{"name": "us-east"}]}, {"mars": {"h100-sxm": 8}})
+
+
+def test_a_plan_that_does_not_fit_the_instance_is_refused(instance):
+    """A pool in a region the instance lacks, or a shared group, names what is wrong."""
+    stray = ReplicaPool(
+        workload="chat", region="mars", gpu="h100-sxm", precision="fp8", tp=2, pp=1, count=1
+    )
+    with pytest.raises(DeployError, match="mars"):
+        deploy_pools(instance, Plan(replicas=(stray,)))
+    group = stray.model_copy(
+        update={
+            "region": "us-east",
+            "members": (GroupMember(workload="chat", requests_per_s_per_replica=1.0),),
+        }
+    )
+    with pytest.raises(DeployError, match="shared groups"):
+        deploy_pools(instance, Plan(replicas=(group,)))
