@@ -11,7 +11,10 @@ Kubernetes (`kubernetes_objects`), per pool:
 - an autoscaler: a HorizontalPodAutoscaler (autoscaling/v2) on the normal object, between
   the normal size and the whole pool, with Pods metrics on the pool's signals (prefill
   queue depth, KV-cache usage) at the thresholds `solver.deploy.pools` derived; never GPU
-  utilisation. A pool with no normal load has no autoscaler (all of it is spare).
+  utilisation. A pool with no normal load has no autoscaler (all of it is spare). The
+  HPA and the failover runbook draw on the same GPUs: the plan holds normal + spare
+  replicas in all, so a runbook starts the spare only up to the pool's count less what
+  the HPA already runs.
 Every object carries the annotation `fleetplan.io/pool` (the pool's layout as JSON), which
 `solver.deploy.fleet_import` reads back.
 
