@@ -41,7 +41,7 @@ from cli.render.plan_tables import (
 from cli.render.tables import TableSpec, markdown_tables, print_tables
 from cli.render.time_tables import time_tables
 from cli.render.zeros import json_without_negative_zero
-from models.io.loading import read_document
+from models.io.loading import load_instance, read_document
 from models.io.output_files import check_target, is_stdout, write_text
 from models.schema import limits
 from models.schema.backend_names import BACKEND_NAMES
@@ -110,8 +110,6 @@ def solve(
     started = time.monotonic()
     check_outputs(file, json_out, markdown_out, export_mps)
     if export_mps is not None:
-        from cli.export import export_program
-
         export_program(file, export_mps)
     solved = _solve(file, started, backend, time_limit, mip_gap, threads, sets, json_out)
     plan = solved.plan
@@ -310,6 +308,36 @@ def _check_flags(time_limit: float | None, mip_gap: float | None, threads: int |
                 for item in error.errors()
             ]
         ) from None
+
+
+def export_program(file: Path, target: Path) -> None:
+    """Build the instance's program and write it to `target` (`.mps` or `.lp` by suffix).
+
+    Raises:
+        InputError: an unknown suffix, or a target that cannot be written.
+    """
+    from solver.candidates.table import build_candidates
+    from solver.program.build import build_program
+    from solver.program.export import FORMATS, program_text
+
+    suffix = target.suffix.lower()
+    if suffix not in FORMATS:
+        raise InputError(
+            [Issue("--export-mps", None, "", f"{target}: give a file ending in .mps or .lp")]
+        )
+    check_target(target, inputs=(file,))
+    instance = load_instance(file)
+    program = build_program(instance, build_candidates(instance))
+    try:
+        text = program_text(program.lp, suffix)
+    except ValueError as error:
+        raise InputError([Issue("--export-mps", None, "", str(error))]) from None
+    write_text(target, text, inputs=(file,))
+    size = program.lp.size()
+    err.print(
+        f"wrote {target}: {size['variables']} columns, {size['constraints']} rows",
+        markup=False,
+    )
 
 
 def _read_plan(path: Path) -> Plan:

@@ -339,6 +339,11 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
         "solver.simulate solver.workers",
         "explanation, levers and compare solve again and read the results back",
     ),
+    "solver.deploy": _contract(
+        "models.schema models.serving models.operations solver.plan solver.verify",
+        "a plan's pools as engine arguments and manifests: the verifier's per-pool physics "
+        "sizes the normal scenario and the scaling thresholds; a running fleet read back",
+    ),
     "solver.simulate": _contract(
         "models.physics models.serving models.schema solver.plan",
         "checks the queue formulas from outside the program: physics and the plan only",
@@ -361,7 +366,7 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
         "models.calculators models.profiles solver.solve solver.settings solver.errors "
         "solver.backends "
         "solver.plan solver.verify solver.analysis solver.studies solver.simulate "
-        "solver.candidates solver.program",
+        "solver.candidates solver.program solver.deploy",
         "each command fronts one library function (export: the table and the program)",
     ),
     "cli.render": _contract(
