@@ -363,8 +363,13 @@ def _print_diagnosis(file: Path, diagnosis: Diagnosis) -> None:
 
 
 def _print_verification(plan_file: Path, result: Verification) -> None:
+    counts = (
+        f"{result.total_gpus} GPUs used"
+        if result.gpus_bought is None
+        else f"{result.gpus_bought} GPUs bought, {result.total_gpus} used"
+    )
     summary = (
-        f"{result.total_gpus} GPUs, ${result.cost_per_month:,.0f}/month recomputed, "
+        f"{counts}, ${result.cost_per_month:,.0f}/month recomputed, "
         f"{len(result.checks)} scenario checks"
     )
     for warning in result.warnings:

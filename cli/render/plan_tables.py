@@ -30,7 +30,7 @@ def plan_header(plan: Plan) -> list[str]:
     """The lines above the plan's tables (the status says "optimal" only when it is)."""
     lines = [
         f"{plan.instance}: {plan.status}, ${plan.cost_per_month or 0:,.0f}/month, "
-        f"{plan.total_gpus} GPU{'' if plan.total_gpus == 1 else 's'}"
+        + gpu_counts(plan)
     ]
     if plan.idle_fraction is not None:
         lines.append(f"idle at peak: {plan.idle_fraction:.1%} of the GPU-hours paid")
@@ -46,6 +46,18 @@ def plan_header(plan: Plan) -> list[str]:
         lines.append(plan.efficiency_note)
     lines += procurement_lines(plan)
     return lines
+
+
+def gpu_counts(plan: Plan) -> str:
+    """`16 GPUs bought, 10 used` (and the owned GPUs in use, when any): what the bill
+    covers beside what the pools hold, from the plan's `gpus` table."""
+    used = plan.total_gpus or 0
+    if not plan.gpus:
+        return f"{used} GPU{'' if used == 1 else 's'} used"
+    bought = sum(use.purchased for use in plan.gpus)
+    owned = sum(min(use.used, use.existing) for use in plan.gpus)
+    text = f"{bought} GPU{'' if bought == 1 else 's'} bought, {used} used"
+    return text + (f" ({owned} of them owned)" if owned else "")
 
 
 def procurement_lines(plan: Plan) -> list[str]:

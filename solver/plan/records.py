@@ -182,6 +182,12 @@ class GpuUse(BaseModel):
     cost_per_month: Money
     """purchased x price x hours_per_month."""
 
+    @property
+    def paid(self) -> int:
+        """GPUs the bill covers: purchased + min(used, existing), the stated figures'
+        models.operations.site.gpus_paid (owned GPUs the plan leaves idle are not its)."""
+        return self.purchased + min(self.used, self.existing)
+
 
 class ServerPurchase(BaseModel):
     """Whole servers of one GPU type to buy in one region (policy.buy_unit: node)."""

@@ -148,6 +148,7 @@ def verify(instance: Instance, plan: Plan) -> Verification:
         total_gpus=sum(used.values()),
         checks=tuple(checks),
         warnings=tuple(warnings),
+        gpus_bought=totals.gpus_bought,
     )
 
 
@@ -186,6 +187,7 @@ def _refused_before_physics(
         cost_per_month=totals.cost_per_month,
         total_gpus=totals.total_gpus,
         checks=(),
+        gpus_bought=totals.gpus_bought,
     )
 
 

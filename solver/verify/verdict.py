@@ -47,7 +47,11 @@ class Verification(BaseModel):
     violations: tuple[Violation, ...]
     cost_per_month: float
     total_gpus: int
+    """GPUs the pools use."""
     checks: tuple[ScenarioCheck, ...]
     warnings: tuple[Violation, ...] = ()
     """Stated figures that differ from the recomputed physics without breaking a
     requirement (a per-replica capacity, a limiting factor): the plan still holds."""
+    gpus_bought: int | None = None
+    """GPUs bought beyond the existing fleet, in whole servers with buy_unit node (None
+    where this check does not count them)."""
