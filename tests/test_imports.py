@@ -76,6 +76,8 @@ VERIFIER_PARTS = {
     "solver.verify.site": "supply, cost, servers, power, racks, configs per pool (steps 2-3)",
     "solver.verify.scenarios": "every failure scenario served (step 4)",
     "solver.verify.groups": "shared groups recomputed (step 5)",
+    "solver.verify.display": "what a plan displays per scenario (utilisation, started "
+    "replicas, moves), read as the verifier reads it",
 }
 """Modules of the verifier itself, split out of solver/verify/fleet.py; each may import from
 solver/ only the plan vocabulary and the verifier's other parts."""

@@ -11,6 +11,7 @@ time_tables.py.
 from typing import TYPE_CHECKING
 
 from cli.render.attribution import attribution_table
+from cli.render.failover_tables import failover_tables
 from cli.render.tables import TableSpec
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
@@ -200,7 +201,7 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
         )
     )
     tables.append(_utilisation_table(plan))
-    return tables + tiering_tables(plan)
+    return tables + failover_tables(plan) + tiering_tables(plan)
 
 
 def _utilisation_table(plan: Plan) -> TableSpec:
@@ -232,7 +233,12 @@ def _utilisation_table(plan: Plan) -> TableSpec:
             )
             for name, p in rows
         ),
-        note,
+        note
+        or (
+            "capacity counts the replicas started after each loss (warm and started: below)"
+            if any(s.started_replicas for s in plan.scenarios)
+            else ""
+        ),
     )
 
 

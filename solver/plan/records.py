@@ -279,6 +279,26 @@ class PoolLoad(BaseModel):
     """load / capacity (0 when there is no capacity)."""
     pools: tuple[str, ...] = ()
     """Configurations carrying the phase, as `count x label`."""
+    started_requests_per_s: float = 0.0
+    """Of the capacity, what the replicas started after the loss carry (their lone
+    capacity, as the program credits them; 0 without failover_start). The warm
+    survivors' part is capacity - started."""
+
+
+class Move(BaseModel):
+    """Users of one region served in another in one scenario, and the round trip they pay."""
+
+    model_config = FROZEN
+
+    workload: str
+    from_region: str
+    to_region: str
+    requests_per_s: float
+    rtt_ms: float
+    from_lost_region: bool
+    """True: the lost region's users. False: a healthy region's users the optimum serves
+    in a neighbour, to make room for the lost region's users nearer their own survivors
+    or because the neighbour's capacity is cheaper to use (the README explains)."""
 
 
 class ScenarioResult(BaseModel):
@@ -290,6 +310,30 @@ class ScenarioResult(BaseModel):
     description: str
     routing: tuple[Route, ...] = ()
     pools: tuple[PoolLoad, ...] = ()
+    moves: tuple[Move, ...] = ()
+    """Every route whose users are served outside their own region (`moves_of`)."""
+    started_replicas: tuple[ReplicaPool, ...] = ()
+    """Replicas started in the survivors after the loss (hourly plans with
+    failover_start; their capacity is in `pools[].started_requests_per_s`)."""
+    hour: int | None = None
+    """Hourly plans: the UTC hour whose fleet the scenario shows (the busiest period's
+    first hour); None for a static plan."""
+
+
+def moves_of(routes: tuple[Route, ...], lost_region: str | None) -> tuple[Move, ...]:
+    """The routes that take users out of their own region, as moves."""
+    return tuple(
+        Move(
+            workload=route.workload,
+            from_region=route.origin,
+            to_region=route.destination,
+            requests_per_s=route.requests_per_s,
+            rtt_ms=route.rtt_ms,
+            from_lost_region=route.origin == lost_region,
+        )
+        for route in routes
+        if route.origin != route.destination
+    )
 
 
 class CostAttribution(BaseModel):

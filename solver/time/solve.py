@@ -25,7 +25,7 @@ from solver.readback.assign import chosen_sizes, read_plan, replica_counts
 from solver.readback.site import region_power, server_purchases
 from solver.settings import SolveSettings
 from solver.time.batch import dedicated_pools, hour_soaks
-from solver.time.failover import started_pools
+from solver.time.failover import started_pools, with_started
 from solver.time.periods import PeriodProgram, TimeProgram, build_time_program
 from solver.time.prices import NOT_PRICED, hour_bindings, price_hours, site_duals
 from solver.time.spot import spot_replicas
@@ -175,7 +175,9 @@ def hourly_plan(
     hours.sort(key=lambda h: h.hour)
     peak_pools = peak_fleet(hours)
     uses = peak_gpu_use(program.offers, hours, days, committed)
-    peak_plan = max(plans.values(), key=lambda p: p.total_gpus or 0)
+    peak_hour = max(plans, key=lambda first: plans[first].total_gpus or 0)
+    peak_plan = plans[peak_hour]
+    peak_starts = next(h.failover_starts for h in hours if h.hour == peak_hour)
     peak_sets = program.periods[0].program.sets  # the instance's GPUs, regions and policy
     size = program.lp.size()
     solver = peak_plan.solver.model_copy(
@@ -196,7 +198,7 @@ def hourly_plan(
         total_gpus=sum(u.used for u in uses),
         gpus=uses,
         replicas=peak_pools,
-        scenarios=peak_plan.scenarios,
+        scenarios=with_started(peak_plan.scenarios, peak_starts, peak_hour),
         solver=solver,
         shadow_price_note=shadow_price_note,
         hours=tuple(hours),

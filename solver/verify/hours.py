@@ -58,7 +58,14 @@ from solver.plan.schema import Plan
 from solver.plan.time_records import Hour
 from solver.program.row_names import ConfigsPerPoolRow, DemandRow, GpuSupplyRow
 from solver.verify.batch import check_batch
-from solver.verify.fleet import COST_TOLERANCE, ScenarioCheck, Verification, Violation, verify
+from solver.verify.fleet import (
+    COST_TOLERANCE,
+    ScenarioCheck,
+    Verification,
+    Violation,
+    verify,
+)
+from solver.verify.fleet import stated_scenarios as shown
 from solver.verify.months import check_months
 
 HOURS_PER_DAY = 24
@@ -128,6 +135,9 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
                 f"${cost:,.2f}/month at the instance's prices",
             )
         )
+    violations += [
+        Violation(requirement=f.requirement, message=f.message) for f in shown(instance, plan)
+    ]
     violations += check_months(instance, plan, verify_hours)
     _check_stated_budgets(plan, budget_used, violations)
     violations += check_batch(instance, plan.hours, warm)

@@ -20,7 +20,12 @@ is never trusted:
 4. The routing of each scenario the instance's policy names: every route's destination
    may serve its origin's users in that scenario (`RegionGraph.destinations`), with the
    round trip the links give, at a rate >= 0; and each origin's routes add up to its
-   demand. A phase's stated utilisation is its load / capacity.
+   demand.
+4b. The scenarios as displayed (`stated_scenarios`, also called by the hour verifier):
+   utilisation = load / capacity and at most 1; the started part of a capacity is what
+   the scenario's started replicas carry (the same replicas the hour's failover_starts
+   list); `moves` are the routes leaving their own region. The display and the verifier
+   read the same numbers: a survivor shown over 100% is a violation.
 5. Counts beyond supply and layouts beyond bounds, found before any physics runs
    (`over_supply`, `beyond_bounds`): the replicas of
    one region and GPU type needing more GPUs than the region has (existing + max_gpus,
@@ -52,6 +57,8 @@ from models.schema.instance import Instance
 from models.serving.replica import Role
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
+from solver.verify.display import stated_scenarios
+from solver.verify.verdict import Finding
 
 MONEY_TOLERANCE_USD = 0.01
 """A stated amount of money may differ from the recomputed one by less than a cent."""
@@ -63,13 +70,6 @@ RATE_TOLERANCE = 1e-6
 solver's feasibility tolerance), plus `ROUTE_FLOOR_RPS` per route it may have dropped."""
 ROUTE_FLOOR_RPS = 1e-7
 """Requests/s below which the solver leaves a route out of the plan (solver.readback.assign)."""
-
-
-class Finding(NamedTuple):
-    """One figure that is wrong: where (a plan field path or a row name) and why."""
-
-    requirement: str
-    message: str
 
 
 class Totals(NamedTuple):
@@ -153,6 +153,7 @@ def stated_figures(instance: Instance, plan: Plan, totals: Totals) -> list[Findi
     findings += _routing(instance, plan)
     findings += _routing_weights(plan)
     findings += _idle_fraction(plan, totals)
+    findings += stated_scenarios(instance, plan)
     return findings
 
 
@@ -452,17 +453,6 @@ def _routing(instance: Instance, plan: Plan) -> list[Finding]:
                             f"{demand:.6g}",
                         )
                     )
-        for p_index, load in enumerate(result.pools):
-            capacity = load.capacity_requests_per_s
-            expected = load.load_requests_per_s / capacity if capacity > 0 else 0.0
-            if not math.isclose(load.utilisation, expected, rel_tol=1e-6, abs_tol=1e-9):
-                findings.append(
-                    Finding(
-                        f"scenarios[{s_index}].pools[{p_index}].utilisation",
-                        f"states {load.utilisation:.6g}; load / capacity = "
-                        f"{load.load_requests_per_s:.6g} / {capacity:.6g} = {expected:.6g}",
-                    )
-                )
     return findings
 
 
