@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from cli.render.attribution import attribution_table
 from cli.render.failover_tables import failover_tables
+from cli.render.summary_tables import summary_table
 from cli.render.tables import TableSpec
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
@@ -128,8 +129,9 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
     """The plan as tables: pools per region, GPUs, binding constraints, utilisation.
 
     A region with a prefix cache in some pool adds the KV tiers each pool uses and its
-    effective hit rate at its size (`ReplicaPool.kv_tiers_used`, `prefix_hit_rate`)."""
-    tables = []
+    effective hit rate at its size (`ReplicaPool.kv_tiers_used`, `prefix_hit_rate`);
+    the buyer's summary first."""
+    tables = [t for t in (summary_table(plan),) if t is not None]
     for region in dict.fromkeys(pool.region for pool in plan.replicas):
         pools = [p for p in plan.replicas if p.region == region]
         cached = any(p.prefix_hit_rate is not None for p in pools)

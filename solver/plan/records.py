@@ -1,7 +1,7 @@
 """The records a plan is made of: its replica pools and shared groups, GPUs, servers and
 power per region, the binding constraints, routes, failure scenarios, cost attribution,
-the solver run and the co-location report; and the plan's money type (USD written to
-JSON in cents) and the key that names a replica configuration.
+the solver run, the co-location report and the buyer's summary; and the plan's money
+type (USD written to JSON in cents) and the key that names a replica configuration.
 
 The plan itself (`solver.plan.schema.Plan`) holds them; the records of time planning
 (hours, commitments, months, batch) live in `solver.plan.time_records`.
@@ -446,3 +446,51 @@ class ColocationSearch(BaseModel):
     templates: int = 0
     """Group templates the program chose among."""
     note: str = ""
+
+
+class BoughtGpus(BaseModel):
+    """GPUs of one type in one region: bought (whole servers with buy_unit node) and used."""
+
+    model_config = FROZEN
+
+    region: str
+    gpu: str
+    bought: int
+    used: int
+    existing: int = 0
+
+
+class OrderLine(BaseModel):
+    """Servers of one type to order for one region, and when."""
+
+    model_config = FROZEN
+
+    region: str
+    gpu: str
+    servers: int
+    gpus_per_server: int
+    order_month: int = 0
+    """The month to order in (0: now; negative: before the horizon starts)."""
+    serving_from_month: int = 0
+    """The month they start serving (order month + lead time)."""
+
+
+class BuyerSummary(BaseModel):
+    """What a buyer reads first."""
+
+    model_config = FROZEN
+
+    cost_per_month: MaybeMoney = None
+    """USD per month (month 0 of a horizon)."""
+    horizon_months: int = 0
+    """Months of the procurement horizon (0: no horizon)."""
+    horizon_cost: MaybeMoney = None
+    """USD over the horizon: the months' costs summed (None without a horizon)."""
+    gpus_bought: int = 0
+    gpus_used: int = 0
+    idle_fraction: float | None = None
+    """Idle at peak over the GPUs paid (static plans)."""
+    bought: tuple[BoughtGpus, ...] = ()
+    orders: tuple[OrderLine, ...] = ()
+    binding: tuple[Binding, ...] = ()
+    """The binding constraints with the largest shadow prices (at most five)."""

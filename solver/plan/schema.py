@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from solver.plan.records import (
     FROZEN,
     Binding,
+    BuyerSummary,
     ColocationSearch,
     CostAttribution,
     GpuUse,
@@ -139,6 +140,9 @@ class Plan(BaseModel):
     GPU's rows (or pooled); `efficiency_note` names them."""
     efficiency_note: str = ""
     """The engine profile and the GPUs on borrowed efficiencies, as one line."""
+    summary: BuyerSummary | None = None
+    """The buyer's one-screen summary (solver.analysis.summary), read off the fields
+    above; None in a plan written by hand."""
 
     @property
     def optimal(self) -> bool:

@@ -27,9 +27,9 @@ def stated_scenarios(instance: Instance, plan: Plan) -> list[Finding]:
     - `moves` = the routes that leave their own region, rate for rate, `from_lost_region`
       saying whether the origin is the lost region.
     """
+    findings = []
     lost = {f.name: f.lost_region for f in failure_scenarios(instance)}
     hours = {hour.hour: hour for hour in plan.hours}
-    findings = []
     for s_index, result in enumerate(plan.scenarios):
         where = f"scenarios[{s_index}]"
         findings += _stated_loads(where, result)
@@ -127,3 +127,48 @@ def _stated_moves(where: str, result: ScenarioResult, lost_region: str | None) -
                 )
             )
     return findings
+
+
+def stated_display(
+    instance: Instance, plan: Plan, reference: tuple[float, int, int] | None = None
+) -> list[Finding]:
+    """`stated_scenarios` and `stated_summary`: everything the plan displays."""
+    return stated_scenarios(instance, plan) + stated_summary(plan, reference)
+
+
+def stated_summary(plan: Plan, reference: tuple[float, int, int] | None = None) -> list[Finding]:
+    """The buyer's summary against `reference` = (cost per month, GPUs bought, GPUs used)
+    as the verifier recomputed them (default: the plan's own figures, which the hour
+    verifier checks), and against the plan's horizon cost, months and `gpus` rows (each
+    region's bought and used GPUs)."""
+    s = plan.summary
+    if s is None:
+        return []
+    rows = {(u.region, u.gpu): (u.purchased, u.used) for u in plan.gpus}
+    cost, bought, used = reference or (
+        plan.cost_per_month,
+        sum(u.purchased for u in plan.gpus),
+        plan.total_gpus or 0,
+    )
+    pairs = [
+        ("cost_per_month", s.cost_per_month, cost),
+        ("horizon_cost", s.horizon_cost, plan.horizon_cost),
+        ("gpus_bought", s.gpus_bought, bought),
+        ("gpus_used", s.gpus_used, used),
+        ("horizon_months", s.horizon_months, len(plan.months)),
+    ]
+    pairs += [
+        (f"bought[{i}]", (b.bought, b.used), rows.get((b.region, b.gpu)))
+        for i, b in enumerate(s.bought)
+    ]
+    return [
+        Finding(f"summary.{name}", f"states {stated}; the plan's own figures give {own}")
+        for name, stated, own in pairs
+        if not _same(stated, own)
+    ]
+
+
+def _same(stated, own) -> bool:
+    if isinstance(stated, float) and isinstance(own, float):
+        return math.isclose(stated, own, rel_tol=1e-9, abs_tol=0.01)
+    return stated == own

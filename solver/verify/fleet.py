@@ -89,7 +89,7 @@ from models.colocation.warm_cold import warm_cold_instance
 from models.schema.instance import Instance
 from solver.plan.schema import Plan
 from solver.program.row_names import GpuSupplyRow
-from solver.verify.display import stated_scenarios
+from solver.verify.display import stated_display
 from solver.verify.groups import GroupShare, check_groups
 from solver.verify.pools import recompute_pools
 from solver.verify.scenarios import check_scenarios
@@ -110,7 +110,7 @@ __all__ = [
     "ScenarioCheck",
     "Verification",
     "Violation",
-    "stated_scenarios",
+    "stated_display",
     "verify",
 ]
 

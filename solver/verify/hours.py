@@ -65,7 +65,7 @@ from solver.verify.fleet import (
     Violation,
     verify,
 )
-from solver.verify.fleet import stated_scenarios as shown
+from solver.verify.fleet import stated_display as shown
 from solver.verify.months import check_months
 
 HOURS_PER_DAY = 24

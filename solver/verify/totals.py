@@ -57,7 +57,7 @@ from models.schema.instance import Instance
 from models.serving.replica import Role
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
-from solver.verify.display import stated_scenarios
+from solver.verify.display import stated_display
 from solver.verify.verdict import Finding
 
 MONEY_TOLERANCE_USD = 0.01
@@ -153,7 +153,9 @@ def stated_figures(instance: Instance, plan: Plan, totals: Totals) -> list[Findi
     findings += _routing(instance, plan)
     findings += _routing_weights(plan)
     findings += _idle_fraction(plan, totals)
-    findings += stated_scenarios(instance, plan)
+    findings += stated_display(
+        instance, plan, (totals.cost_per_month, totals.gpus_bought, totals.total_gpus)
+    )
     return findings
 
 
