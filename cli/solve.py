@@ -31,7 +31,7 @@ from cli.options import (
     to_stdout,
     within,
 )
-from cli.render.console import err, out
+from cli.render.console import err, out, progress_to_stderr
 from cli.render.plan_tables import (
     explanation_tables,
     plan_header,
@@ -259,6 +259,7 @@ def _solve(
     except ValueError as error:
         raise InputError([Issue("solver", None, "", str(error))]) from None
     settings = settings.started(at=started)
+    progress_to_stderr()
     try:
         return solve_program(instance, settings)
     except Infeasible as infeasible:

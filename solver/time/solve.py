@@ -46,9 +46,11 @@ def solve_time(instance: Instance, settings: SolveSettings) -> tuple[Plan, Perio
     if reason:
         raise BackendUnavailable(f"backend {settings.backend!r} cannot run here: {reason}")
     table = build_candidates(instance)
+    settings.passed("candidates")
     built_s = time.monotonic()
     program = build_time_program(instance, table)
     build_s = time.monotonic() - built_s
+    settings.passed(f"program build ({len(program.periods)} periods)")
     peak = max(program.periods, key=lambda p: sum(p.period.values.values()))
     problems = [
         *table.problems,
@@ -58,6 +60,7 @@ def solve_time(instance: Instance, settings: SolveSettings) -> tuple[Plan, Perio
     if problems:
         raise Infeasible.from_problems(problems)
     result = backend.run(program.lp, settings.with_duals(False))
+    settings.passed("solve")
     if result.termination is Termination.INFEASIBLE:
         raise Infeasible(diagnose_infeasible(peak.program, backend, settings))
     if not result.termination.has_solution:
@@ -70,6 +73,7 @@ def solve_time(instance: Instance, settings: SolveSettings) -> tuple[Plan, Perio
     for name in program.lp.integer_variables:
         values[name] = float(round(values.get(name, 0.0)))
     duals, note = price_hours(program, values, backend, settings)
+    settings.passed("pricing")
     plan = hourly_plan(program, result, values, settings, build_s, duals, note)
     from solver.time.batch import with_batch
     from solver.time.months import with_months
@@ -78,6 +82,7 @@ def solve_time(instance: Instance, settings: SolveSettings) -> tuple[Plan, Perio
     plan = with_time_report(instance, program, plan)
     plan = with_batch(instance, program, plan, values)
     plan = with_months(instance, program, plan, backend, settings, hourly_plan)
+    settings.passed("hours and months")
     check = verify(instance, plan)
     if not check.ok:
         raise PlanRejected(
