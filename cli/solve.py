@@ -31,7 +31,7 @@ from cli.options import (
     to_stdout,
     within,
 )
-from cli.render.console import err, out
+from cli.render.console import err, out, progress_to_stderr
 from cli.render.plan_tables import (
     explanation_tables,
     plan_header,
@@ -257,6 +257,7 @@ def _solve(
     except ValueError as error:
         raise InputError([Issue("solver", None, "", str(error))]) from None
     settings = settings.started(at=started)
+    progress_to_stderr()
     try:
         return solve_program(instance, settings)
     except Infeasible as infeasible:
@@ -391,8 +392,13 @@ def _print_diagnosis(file: Path, diagnosis: Diagnosis) -> None:
 
 
 def _print_verification(plan_file: Path, result: Verification) -> None:
+    counts = (
+        f"{result.total_gpus} GPUs used"
+        if result.gpus_bought is None
+        else f"{result.gpus_bought} GPUs bought, {result.total_gpus} used"
+    )
     summary = (
-        f"{result.total_gpus} GPUs, ${result.cost_per_month:,.0f}/month recomputed, "
+        f"{counts}, ${result.cost_per_month:,.0f}/month recomputed, "
         f"{len(result.checks)} scenario checks"
     )
     for warning in result.warnings:
