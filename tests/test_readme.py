@@ -1,8 +1,10 @@
 """The README's figures against the tool: every marker's figures are what its check's
 command gives now (tests/readme/__init__.py says how the markers read). Slow checks are
-left to `make readme`."""
+left to `make readme`.
 
-import pytest
+One test checks every marker, so that under pytest-xdist the commands that several
+markers quote (the default instance's solve) run once, in one worker.
+"""
 
 from tests.readme.checks import CHECKS
 from tests.readme.markers import find_markers, rewrite, token_pattern
@@ -11,16 +13,17 @@ from tests.readme.verdicts import README, problems, unused_checks
 
 TEXT = README.read_text()
 MARKERS = find_markers(TEXT)
-RUN = Runner()
 
 
-@pytest.mark.parametrize(
-    "marker",
-    [m for m in MARKERS if m.name not in CHECKS or not CHECKS[m.name].slow],
-    ids=lambda m: f"{m.name}@{m.line + 1}",
-)
-def test_figures_are_the_tools(marker):
-    assert problems(TEXT, marker, RUN) == []
+def test_figures_are_the_tools():
+    run = Runner()
+    found = [
+        problem
+        for marker in MARKERS
+        if marker.name not in CHECKS or not CHECKS[marker.name].slow
+        for problem in problems(TEXT, marker, run)
+    ]
+    assert found == [], "README figures out of date; run `make readme`:\n" + "\n".join(found)
 
 
 def test_every_check_is_quoted():

@@ -10,8 +10,11 @@ tolerance, a cheaper plan reported as an improvement).
 
 from __future__ import annotations
 
+import json
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tests.readme.runner import Runner, golden
@@ -98,7 +101,10 @@ LEVERS = "fleetplan explain instances/region-loss-3.yaml --levers"
 def _levers(run: Runner) -> dict[str, str]:
     result = run.json(LEVERS)
     levers = result["levers"]
-    figures = {"base": usd(result["cost_per_month"])}
+    figures = {
+        "base": usd(result["cost_per_month"]),
+        "base_gpus": f"instead of {result['plan']['total_gpus']}",
+    }
     for rank, lever in enumerate(levers[:3], start=1):
         figures[f"lever{rank}"] = lever["lever"]
         figures[f"saving{rank}"] = usd(lever["saving_per_month"])
@@ -281,20 +287,26 @@ DIURNAL = "fleetplan solve instances/diurnal-chat-batch.yaml"
 HORIZON = "fleetplan solve instances/growth-horizon.yaml"
 
 
-@check("diurnal", DIURNAL, slow=True)
-def _diurnal(run: Runner) -> dict[str, str]:
+@check("diurnal-headroom", DIURNAL, slow=True)
+def _diurnal_headroom(run: Runner) -> dict[str, str]:
     plan = run.json(DIURNAL)
-    east = next(
+    (east,) = [
         pool
         for pool in plan["headroom"]
         if pool["workload"] == "chat" and pool["region"] == "us-east"
-    )
-    budget = plan["error_budget_minutes_used"]
+    ]
     return {
         "east_replicas": f"{east['peak_replicas']} replicas",
         "east_kv": pct(east["kv_usage_scale_out"]),
-        "budget": f"{budget[0]['budget_minutes']:.1f} minutes",
-        "worst": f"{max(loss['budget_minutes_used'] for loss in budget):.1f} minutes",
+    }
+
+
+@check("diurnal-budget", DIURNAL, slow=True)
+def _diurnal_budget(run: Runner) -> dict[str, str]:
+    losses = run.json(DIURNAL)["error_budget_minutes_used"]
+    return {
+        "budget": f"{losses[0]['budget_minutes']:.1f} minutes",
+        "worst": f"{max(loss['budget_minutes_used'] for loss in losses):.1f} minutes",
     }
 
 
@@ -320,4 +332,104 @@ def _horizon(run: Runner) -> dict[str, str]:
         "order": f"month {order[0]} for month {order[1]}",
         "cost": f"{usd(first['cost_per_month'])} to {usd(last['cost_per_month'])}",
         "horizon": usd(plan["horizon_cost"]),
+    }
+
+
+INFEASIBLE = (
+    "fleetplan solve instances/region-loss-3.yaml"
+    " --set 'regions[us-east].supply.h100-sxm.max_gpus=4'"
+)
+
+
+@check("infeasible", INFEASIBLE)
+def _infeasible(run: Runner) -> dict[str, str]:
+    (problem,) = run.json(INFEASIBLE)["diagnosis"]["problems"]
+    message = problem["message"]
+
+    def after(text: str, stop: str) -> str:
+        return message.split(text, 1)[1].split(stop, 1)[0].strip()
+
+    return {
+        "demand": f"{after('= ', ' requests/s')} requests/s",
+        "servable": f"at most {after('but at most', ' can be served')}",
+        "east": f"us-east {after('(at most us-east ', ',')}",
+    }
+
+
+TIERS_8B = (
+    "fleetplan perf -g h100-sxm -m llama-3.1-8b -p fp8 -i 4000 -o 300 --kv-tiers"
+    " --prefix-tokens 2000 --prefix-share 1 --nvme-tb-per-node 30 --nvme-gb-s-per-node 25"
+)
+TIERS_70B = (
+    "fleetplan perf -g h100-sxm -m llama-3.3-70b -p fp8 --tp 8 -i 4000 -o 300 --kv-tiers"
+    " --prefix-tokens 2000 --prefix-share 1 --host-memory-gib-per-gpu 256"
+    " --nvme-tb-per-node 30 --nvme-gb-s-per-node 25 --nvme-dwpd 1"
+)
+
+
+@check("kv-tiers", TIERS_8B)
+def _kv_tiers(run: Runner) -> dict[str, str]:
+    ssd = next(tier for tier in run.json(TIERS_8B)["kv_tiers"] if tier["tier"] == "ssd")
+    lifetime = run.text(TIERS_70B).split(" days: ", 1)[0].rsplit("= ", 1)[1]
+    return {
+        "ssd_fetch": f"{ssd['fetch_ms_per_1k_tokens']:.2f} ms",
+        "recompute": f"{ssd['recompute_ms_per_1k_tokens']:.2f} ms",
+        "lifetime": f"{lifetime} days",
+    }
+
+
+SWAP_SOURCE = "models/colocation/swap.py"
+
+
+@check("swap", SWAP_SOURCE)
+def _swap(run: Runner) -> dict[str, str]:
+    """Library figures (no command prints them): swap_in_s over the H100's host link, and
+    a rank-16 adapter's bytes (models/colocation/lora.py)."""
+    from models.colocation.lora import adapter_bytes
+    from models.colocation.swap import host_link_gb_s, swap_in_s
+    from models.physics.catalog import gpu, llm
+    from models.physics.memory import weight_bytes_per_gpu
+    from models.physics.precision import Precision
+
+    link = host_link_gb_s(gpu("h100-sxm"))
+    small = weight_bytes_per_gpu(llm("llama-3.1-8b"), Precision.FP8, 1)
+    large = weight_bytes_per_gpu(llm("qwen3-32b"), Precision.BF16, 1)
+    return {
+        "small_gb": f"{small / 1e9:.1f} GB",
+        "small_s": f"{swap_in_s(small, link):.2f} s",
+        "large_gb": f"{large / 1e9:.1f} GB",
+        "large_s": f"{swap_in_s(large, link):.1f} s",
+        "adapter": f"{adapter_bytes(llm('llama-3.1-8b'), 16) / 2**20:.0f} MiB",
+    }
+
+
+SIMULATE = "fleetplan simulate instances/chat-3region.yaml plan.json --no-tolerance"
+
+
+@check("simulate-default", SIMULATE, slow=True)
+def _simulate_default(run: Runner) -> dict[str, str]:
+    """`make demo`'s plan replayed (seed 0, nothing lost, 10 minutes of arrivals)."""
+    with tempfile.TemporaryDirectory() as folder:
+        plan = Path(folder) / "plan.json"
+        plan.write_text(json.dumps(run.json(DEMO)))
+        pools = run.json(SIMULATE.replace("plan.json", str(plan)))["pools"]
+    served = [pool for pool in pools if pool["load_requests_per_s"] > 0]
+
+    def above(role: str, metric: str) -> str:
+        ratios = [
+            pool["analytic"][metric] / pool["simulated"][metric] - 1
+            for pool in served
+            if pool["role"] == role
+        ]
+        return span(ratios)
+
+    (unified,) = [pool for pool in served if pool["role"] == "unified"]
+    return {
+        "meets": f"{sum(pool['meets_slo'] for pool in served)} of {len(served)} pools",
+        "prefill": above("prefill", "ttft_p99_ms"),
+        "decode": above("decode", "tpot_p99_ms"),
+        "unified_ttft": f"{unified['analytic']['ttft_p99_ms']:.0f} ms p99 TTFT against "
+        f"{unified['simulated']['ttft_p99_ms']:.0f} ms",
+        "unified_tpot": f"{unified['analytic']['tpot_p99_ms']:.1f} ms p99 TPOT against "
+        f"{unified['simulated']['tpot_p99_ms']:.1f} ms",
     }

@@ -76,7 +76,7 @@ def find_markers(text: str) -> list[Marker]:
     lines = text.split("\n")
     markers = []
     for index, line in enumerate(lines):
-        if "<!-- check" not in line and "<!-- output" not in line:
+        if not line.lstrip().startswith(("<!-- check", "<!-- output")):
             continue
         figures, output = FIGURES.match(line), OUTPUT.match(line)
         if not (figures or output):
@@ -99,8 +99,9 @@ def find_markers(text: str) -> list[Marker]:
 
 def token_pattern(value: str) -> re.Pattern[str]:
     """`value` as a whole token: not part of a longer number or word (`24` is not in `124`
-    nor in `2.4`, `$4,380` is not in `$14,380`)."""
-    return re.compile(r"(?<![\w.,$])" + re.escape(value) + r"(?!\w|[.,]\d)")
+    nor in `2.4`, `$4,380` is not in `$14,380`); a space in it matches a line break."""
+    words = (re.escape(word) for word in value.split())
+    return re.compile(r"(?<![\w.,$])" + r"\s+".join(words) + r"(?!\w|[.,]\d)")
 
 
 def block_lines(text: str, marker: Marker) -> list[str]:
