@@ -370,11 +370,11 @@ TIERS_70B = (
 @check("kv-tiers", TIERS_8B)
 def _kv_tiers(run: Runner) -> dict[str, str]:
     ssd = next(tier for tier in run.json(TIERS_8B)["kv_tiers"] if tier["tier"] == "ssd")
-    lifetime = run.text(TIERS_70B).split(" days: ", 1)[0].rsplit("= ", 1)[1]
+    lifetime = run.json(TIERS_70B)["ssd_lifetime_days"]
     return {
         "ssd_fetch": f"{ssd['fetch_ms_per_1k_tokens']:.2f} ms",
         "recompute": f"{ssd['recompute_ms_per_1k_tokens']:.2f} ms",
-        "lifetime": f"{lifetime} days",
+        "lifetime": f"{lifetime:.1f} days",
     }
 
 

@@ -53,10 +53,12 @@ class Runner:
         return json.loads(ran.stdout)
 
     def text(self, command: str) -> str:
-        """What the command prints on standard output and standard error, as a terminal shows
-        it at README_COLUMNS columns."""
-        ran = self.run(command)
-        return ran.stdout + ran.stderr
+        """What the command prints, as a terminal shows it at README_COLUMNS columns: the
+        tables that `--json` sends to standard error, from the same (cached) run as `json`,
+        so a command quoted both ways is run once. For commands that print their tables
+        whatever `--json` says (solve, explain, compare, simulate; not perf or voice)."""
+        ran = self.run(f"{command} --json")
+        return ran.stderr
 
 
 def _run_in_process(argv: tuple[str, ...]) -> Ran:
