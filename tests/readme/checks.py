@@ -433,3 +433,16 @@ def _simulate_default(run: Runner) -> dict[str, str]:
         "unified_tpot": f"{unified['analytic']['tpot_p99_ms']:.1f} ms p99 TPOT against "
         f"{unified['simulated']['tpot_p99_ms']:.1f} ms",
     }
+
+
+SMALL = "fleetplan solve instances/region-loss-3.yaml"
+
+
+@check("small-plan", SMALL)
+def _small_plan(run: Runner) -> str:
+    """The first line, one region's pools and the utilisation table of a one-layout plan."""
+    text = run.text(SMALL)
+    lines = text.split("\n")
+    east = _lines_between(text, "us-east", "└")
+    use = _lines_between(text, "Utilisation by scenario", "└")
+    return "\n".join([lines[0], "...", *east, "...", *use])
