@@ -13,7 +13,7 @@ import typer
 
 from cli.exit_codes import ExitCode
 from cli.options import JsonOnly, emit_json, within
-from cli.perf_request import PerfRequest, problem
+from cli.perf_request import Arrivals, PerfRequest, problem
 from cli.perf_speculative import speculation_json, speculation_table_spec, speculative_model
 from cli.render.console import err
 from cli.render.perf_tables import kv_tiers_json, load_json, perf_json, perf_tables
@@ -23,7 +23,12 @@ from models.physics.precision import Precision
 from models.schema import limits
 from models.serving.capacity import replica_capacity
 from models.serving.frontier import throughput_frontier
-from models.serving.latency import LoadLatency, latency_at_concurrency, latency_at_rate
+from models.serving.latency import (
+    LoadLatency,
+    latency_at_concurrency,
+    latency_at_concurrency_as_tools_run_it,
+    latency_at_rate,
+)
 from models.serving.prefix_kv import kv_tier_report
 from models.serving.replica import ReplicaConfig, Role, ServingContext
 
@@ -149,6 +154,18 @@ def perf(
             callback=within(limits.CONCURRENT_USERS),
         ),
     ] = None,
+    arrivals: Annotated[
+        Arrivals,
+        typer.Option(
+            "--arrivals",
+            help="How --concurrency users arrive. burst (default): all C start together "
+            "with fixed lengths and each sends its next request when the last completes, "
+            "as vllm bench serve --max-concurrency, genai-perf/aiperf and trtllm-bench run "
+            "them; the waves' prompts queue behind each other's prefill, which is what those "
+            "tools' TTFT measures, so this is the default. steady: the users' requests are "
+            "staggered (a long-running service), the closed-loop fixed point.",
+        ),
+    ] = Arrivals.BURST,
     prefix_tokens: Annotated[
         float | None,
         typer.Option(
@@ -303,6 +320,10 @@ def _load(
     try:
         if request.rate is not None:
             return latency_at_rate(ServingContext(config, mix, efficiency), request.rate, replicas)
+        if request.concurrency is not None and request.arrivals is Arrivals.BURST:
+            return latency_at_concurrency_as_tools_run_it(
+                ServingContext(config, mix, efficiency), request.concurrency, replicas
+            )
         if request.concurrency is not None:
             return latency_at_concurrency(
                 ServingContext(config, mix, efficiency), request.concurrency, replicas

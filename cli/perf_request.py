@@ -11,6 +11,7 @@ check run when the objects are asked for (`gpu_spec`, `llm`, `replica_config`,
 """
 
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
 
@@ -42,6 +43,13 @@ def problem(flag: str, message: str) -> InputError:
     return InputError([Issue(WHERE, None, flag, message)])
 
 
+class Arrivals(StrEnum):
+    """How `--concurrency` users arrive (`perf --help` says which is the default and why)."""
+
+    BURST = "burst"
+    STEADY = "steady"
+
+
 @dataclass(frozen=True)
 class PerfRequest:
     """Every flag of `perf`, by its parameter name, checked together on construction.
@@ -70,6 +78,7 @@ class PerfRequest:
     sweep: bool = False
     rate: float | None = None
     concurrency: float | None = None
+    arrivals: Arrivals = Arrivals.BURST
     prefix_tokens: float | None = None
     prefix_share: float = 1.0
     prefix_affinity: bool = False
@@ -103,6 +112,14 @@ class PerfRequest:
             )
         if self.rate is not None and self.concurrency is not None:
             raise problem("--rate/--concurrency", "give one of them, not both")
+        concurrency = self.concurrency
+        if self.arrivals is Arrivals.BURST and concurrency is not None and concurrency != int(
+            concurrency
+        ):
+            raise problem(
+                "--concurrency",
+                f"{concurrency:g} users: a burst replays whole users (or use --arrivals steady)",
+            )
 
     def _check_lengths(self) -> None:
         """Each p99 at least its mean."""

@@ -116,6 +116,9 @@ class SolveSettings:
     """Solver threads, never more than the machine's cores (`SolveSettings.of` caps it)."""
     want_duals: bool = False
     """Return row duals (an LP only, and a backend that can)."""
+    tighten: bool = False
+    """Add the valid inequalities of solver.program.families.tightening to the program
+    (same plans and optimum; off: they did not shorten the shipped instances' solves)."""
     deadline: Deadline | None = field(default=None, compare=False)
     """The run's deadline once started (`started`); None before."""
 

@@ -271,6 +271,7 @@ def load_json(load: LoadLatency, data: dict[str, Any]) -> dict[str, Any]:
     return {
         "load_mode": load.mode,
         "load_offered": load.offered,
+        "arrivals": load.arrivals,
         "ttft_mean_ms": _ms(load.ttft_mean_s),
         "ttft_p50_ms": _ms(load.ttft_p50_s),
         "ttft_p99_ms": _ms(load.ttft_p99_s),
@@ -288,13 +289,19 @@ def load_json(load: LoadLatency, data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_ARRIVALS = {
+    "burst": "all start together, fixed lengths, as benchmark tools run them",
+    "steady": "staggered arrivals",
+}
+
+
 def load_table(load: LoadLatency) -> TableSpec:
     """The --rate/--concurrency table: throughput, queue, batch, KV and latency of one
     replica at the load asked for; the note says when the load saturates it."""
     asked = (
         f"{load.offered:,.2f} requests/s (open loop)"
         if load.mode == "rate"
-        else f"{load.offered:,.0f} concurrent users (closed loop)"
+        else f"{load.offered:,.0f} concurrent users (closed loop, {_ARRIVALS[load.arrivals]})"
     )
     rows = [
         ("throughput", f"{load.throughput_requests_per_s:,.2f} requests/s"),
@@ -317,6 +324,11 @@ def load_table(load: LoadLatency) -> TableSpec:
             "saturated: the queue grows without bound"
             if load.mode == "rate"
             else "saturated: throughput at its ceiling; the extra users queue for the replica"
+        )
+    if load.arrivals == "burst":
+        note = (note + "; " if note else "") + (
+            "replayed iteration by iteration at the mean prompt and output lengths; "
+            "--arrivals steady for staggered users"
         )
     return TableSpec(
         title=f"at {asked}, per replica", columns=("quantity", "value"), rows=tuple(rows), note=note

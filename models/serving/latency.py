@@ -94,6 +94,10 @@ class LoadLatency:
     ttft_p99_s: float
     tpot_mean_s: float
     tpot_p99_s: float
+    arrivals: str = "steady"
+    """Closed loop: `burst` (all users start together, fixed lengths: the benchmark tools'
+    client, replayed by `models.serving.closed_loop`) or `steady` (staggered arrivals, the
+    fixed point of the module docstring); open loop: `steady` (Poisson)."""
 
 
 class _Replica:
@@ -363,4 +367,46 @@ def latency_at_concurrency_burst(
         requests_per_user=requests_per_user,
         prompt_tokens=max(1, round(replica.new_prompt)),
         output_tokens=max(1, round(replica.output)),
+    )
+
+
+def latency_at_concurrency_as_tools_run_it(
+    serving: ServingContext,
+    concurrency: int,
+    pool_replicas: int = 1,
+    requests_per_user: int = REQUESTS_PER_USER,
+) -> LoadLatency:
+    """`latency_at_concurrency_burst` as a `LoadLatency` record (arrivals `burst`): the
+    replay's means and nearest-rank p99s, its throughput and mean decode batch; in flight
+    is the users (a closed loop holds every user in the system); the iteration is the
+    mean TPOT; the prefill lane's busy share is the steady model's at the replay's
+    throughput; saturated when the users outnumber the seats (the rest queue in front)."""
+    if pool_replicas < 1 or int(pool_replicas) != pool_replicas:
+        raise ValueError(f"pool_replicas must be a whole number >= 1, got {pool_replicas}")
+    run = latency_at_concurrency_burst(serving, concurrency, requests_per_user)
+    replica = _Replica(serving, pool_replicas)
+    edge_rate = replica.rate(replica.saturation_batch())
+    lane_s = replica.lane_service_s(run.mean_decode_batch)
+    return LoadLatency(
+        mode="concurrency",
+        offered=concurrency,
+        pool_replicas=pool_replicas,
+        saturated=concurrency > math.floor(replica.batch_ceiling),
+        saturation_requests_per_s=edge_rate,
+        throughput_requests_per_s=run.throughput_requests_per_s,
+        in_flight=float(concurrency),
+        batch=run.mean_decode_batch,
+        kv_bytes_resident=(
+            run.mean_decode_batch * replica.context * replica.offline.kv_bytes_per_token
+        ),
+        step_s=run.tpot_mean_s,
+        lane_utilisation=min(1.0, run.throughput_requests_per_s * lane_s)
+        if math.isfinite(lane_s)
+        else 1.0,
+        ttft_mean_s=run.ttft_mean_s,
+        ttft_p50_s=run.ttft_p50_s,
+        ttft_p99_s=run.ttft_p99_s,
+        tpot_mean_s=run.tpot_mean_s,
+        tpot_p99_s=run.tpot_p99_s,
+        arrivals="burst",
     )
