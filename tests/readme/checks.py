@@ -446,3 +446,18 @@ def _small_plan(run: Runner) -> str:
     east = _lines_between(text, "us-east", "└")
     use = _lines_between(text, "Utilisation by scenario", "└")
     return "\n".join([lines[0], "...", *east, "...", *use])
+
+
+@check("engine-latency", PERF_70B)
+def _engine_latency(run: Runner) -> dict[str, str]:
+    """The latency constants of the default profile (models/physics/catalog/efficiency.yaml:
+    Hopper over NVLink, Ada's L40S over PCIe) and the batch-1 TPOT they give."""
+    from models.physics.efficiency import efficiency_for
+
+    hopper, ada = efficiency_for("h100-sxm", "fp8"), efficiency_for("l40s", "fp8")
+    return {
+        "overhead": f"{hopper.step_overhead_s * 1e3:.1f} ms",
+        "nvlink": f"{hopper.allreduce_latency_s * 1e6:.0f} us",
+        "pcie": f"{ada.allreduce_latency_s * 1e6:.1f} us",
+        **_tpot_70b(run),
+    }
