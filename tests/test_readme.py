@@ -69,3 +69,22 @@ def test_rewrite_replaces_an_output_block():
     (marker,) = find_markers(text)
     new, _ = rewrite(text, marker, "new")
     assert new == "<!-- output y -->\n```\nnew\n```\nafter"
+
+
+def test_a_figure_the_tool_no_longer_gives_is_named():
+    marker_line = "<!-- check server-power: h100_server_kw=99.9 kW -->"
+    text = f"# S\n`fleetplan catalog gpus`\n{marker_line}\nat 99.9 kW"
+    (marker,) = find_markers(text)
+    (found,) = problems(text, marker, Runner())
+    assert found.startswith("README line 3 (server-power): h100_server_kw reads '99.9 kW'")
+
+
+def test_a_figure_without_its_command_in_the_section_is_named():
+    now = CHECKS["server-power"].compute(Runner())["h100_server_kw"]
+    marker_line = f"<!-- check server-power: h100_server_kw={now} -->"
+    text = f"# S\n{marker_line}\nat {now}\n# T\nfleetplan catalog gpus"
+    (marker,) = find_markers(text)
+    assert problems(text, marker, Runner()) == [
+        "README line 2 (server-power): the section does not show the command "
+        "'fleetplan catalog gpus'"
+    ]
