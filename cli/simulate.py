@@ -10,10 +10,11 @@ from typing import Annotated
 import typer
 
 from cli.exit_codes import ExitCode
-from cli.options import JsonOut, MarkdownOut, SetOption, load, within
+from cli.options import JsonOut, MarkdownOut, SetOption, load, require_verified, within
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, markdown_tables, print_tables
 from cli.render.zeros import json_without_negative_zero
+from models.io.documents import read_document
 from models.io.output_files import check_target, is_stdout, write_text
 from models.schema import limits
 from models.schema.errors import InputError, Issue
@@ -28,10 +29,9 @@ def _problem(flag: str, message: str) -> InputError:
 
 
 def _read_plan(path: Path) -> Plan:
+    data, _ = read_document(path, what="plan")  # bounded: a FIFO or device is refused
     try:
-        return Plan.model_validate_json(path.read_text())
-    except OSError as error:
-        raise _problem("PLAN", f"cannot read {path}: {error.strerror}") from None
+        return Plan.model_validate(data)
     except ValueError as error:
         raise _problem(
             "PLAN",
@@ -209,6 +209,7 @@ def simulate(
         check_target(path, (file, plan_file))
     instance = load(file, sets)
     plan = _read_plan(plan_file)
+    require_verified(instance, plan, plan_file, "simulate")  # replays only what holds
     seconds = duration_s if duration_s is not None else minutes * 60
     if dispatch not in DISPATCHES:
         raise _problem("--dispatch", f"must be one of {', '.join(DISPATCHES)}, got {dispatch!r}")

@@ -101,6 +101,13 @@ PEAK_TO_AVERAGE = Bound(
 )
 TOKENS = Bound(1e8, "tokens", "10x the longest context window offered today, 10M tokens")
 HISTOGRAM_WEIGHT = Bound(1e15, "", "weights are relative; 10^15 exceeds any request log")
+HOURLY_WEIGHT = Bound(
+    1e15,
+    "",
+    "weights are relative; 10^15 is beyond any day's peak over its quietest hour, and 24 "
+    "times a weight near 10^308 is infinite",
+    low_open=False,
+)
 HIT_RATE = Bound(
     1.0, "", "a fraction of tokens; 1 would mean no prefill at all", low_open=False, high_open=True
 )

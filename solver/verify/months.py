@@ -1,16 +1,17 @@
 """The hour verifier's month checks (policy.horizon_months): every month of the horizon
 verified on its own, at its own demand, and the procurement rules between months
-(see solver.verify.hours, step 5)."""
+(see solver.verify.hours, step 5), each month's stated growth factor the largest (1 + g)^m."""
 
 import math
 from collections.abc import Callable
 
-from models.operations.procurement import month_instance
+from models.operations.procurement import month_factors, month_instance
 from models.operations.site import node_gpus
 from models.schema.instance import Instance
 from solver.plan.schema import Plan
 from solver.plan.time_records import Hour, MonthOffer, ServerOrder
 from solver.verify.fleet import COST_TOLERANCE, Verification, Violation
+from solver.verify.totals import money_close
 
 HOURS_PER_DAY = 24
 GPU_TOLERANCE = 1e-6
@@ -50,9 +51,18 @@ def check_months(
     for month in plan.months:
         where = f"month[{month.month}]"
         hours, committed = month.hours, month.committed
+        factor = max(month_factors(instance, month.month).values(), default=1.0)
+        if not math.isclose(month.growth_factor, factor, rel_tol=1e-9):
+            violations.append(
+                Violation(
+                    requirement=f"{where}.growth_factor",
+                    message=f"states {month.growth_factor:g}; the largest (1 + g)^m of the "
+                    f"workloads is {factor:g}",
+                )
+            )
         if month.month == 0:
             hours, committed = plan.hours, plan.committed
-            if abs(month.cost_per_month - (plan.cost_per_month or 0.0)) > COST_TOLERANCE:
+            if not money_close(month.cost_per_month, plan.cost_per_month or 0.0):
                 violations.append(
                     Violation(requirement=where, message="month 0 is not the plan's own cost")
                 )
@@ -74,7 +84,7 @@ def check_months(
                 for v in alone.violations
             ]
         total = math.fsum(offer.cost for offer in month.offers)
-        if abs(total - month.cost_per_month) > COST_TOLERANCE:
+        if not money_close(month.cost_per_month, total):
             violations.append(
                 Violation(
                     requirement=where,
