@@ -89,7 +89,14 @@ def verify_any(instance: Instance, plan: Plan) -> Verification:
 
 
 def verify_hours(instance: Instance, plan: Plan) -> Verification:
-    """Check every hour and month of an hourly plan; list every violation."""
+    """Check every hour and month of an hourly plan; list every violation. A plan with a
+    number that is not finite is judged on that alone: every later check does arithmetic
+    on the stated numbers (a NaN commitment cannot even be rounded to servers)."""
+    not_finite = finite_violations(plan)
+    if not_finite:
+        return Verification(
+            ok=False, violations=tuple(not_finite), cost_per_month=0.0, total_gpus=0, checks=()
+        )
     violations: list[Violation] = []
     checks: list[ScenarioCheck] = []
     found = sorted(hour.hour for hour in plan.hours)
@@ -151,10 +158,7 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
     ]
     violations += check_months(instance, plan, verify_hours)
     _check_stated_budgets(instance, plan, budget_used, violations)
-    violations += finite_violations(plan) or [
-        *stated_hour_figures(instance, plan),
-        *stated_report_figures(instance, plan),
-    ]
+    violations += [*stated_hour_figures(instance, plan), *stated_report_figures(instance, plan)]
     violations += check_batch(instance, plan.hours, warm)
     return Verification(
         ok=not violations,
