@@ -17,6 +17,14 @@ prices, and the plan says so. A run that passes the deadline before it has a pla
 longer throws it away: a plan whose read-back, pricing or verification ends past the
 limit (a large plan's read-back and verification take tens of seconds) is still
 verified and returned, since the time is spent either way.
+
+Every horizon passes the same stages (solver.stages): the backend check, the candidate
+table with its guard and its workers, the program's size guard, the deadline checked
+after the build, the solve stopped at `SOLVE_SHARE`, the solver's answer judged, the
+verifier. An hourly plan (`_solve_in_time`) differs only in its program (one static
+copy per period of the day, solver.time.periods, solved whole rather than by workload)
+and its read-back (solver.time.solve: hours, batch, months, its own pricing LP by
+`PRICING_SHARE`).
 """
 
 import dataclasses

@@ -107,6 +107,22 @@ def test_time_limit_10_bounds_the_hourly_run(run_cli, hourly_file):
         assert "gap" in result.stdout  # a plan stopped by the limit states its gap
 
 
+def test_a_limit_below_the_first_incumbent_exits_4_naming_the_stage(run_cli, hourly_file):
+    """With 0.3 s the solve gets 80% of it, less what candidates and the build took: no
+    incumbent by then on this machine (the first comes after ~1 s), so exit 4 naming the
+    stage it stopped in; a faster machine may return a plan, its gap stated."""
+    started = time.monotonic()
+    result = run_cli("solve", hourly_file, "--time-limit", "0.3")
+    wall_s = time.monotonic() - started
+    assert wall_s <= 0.3 + 2, f"{wall_s:.1f} s"
+    assert "Traceback" not in result.stderr
+    if result.exit_code == 4:
+        assert "time limit of 0.3 s reached in" in result.stderr
+        assert any(s in result.stderr for s in ("candidates", "program build", "solve"))
+    else:
+        assert result.exit_code == 0, result.stderr
+
+
 def test_the_hourly_size_guard_counts_every_period():
     """The guard's count of the hourly program is the sum of its periods' static copies,
     each counted as the built program holds it (pools and routes)."""
