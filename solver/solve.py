@@ -17,10 +17,19 @@ prices, and the plan says so. A run that passes the deadline before it has a pla
 longer throws it away: a plan whose read-back, pricing or verification ends past the
 limit (a large plan's read-back and verification take tens of seconds) is still
 verified and returned, since the time is spent either way.
+
+Every horizon passes the same stages (solver.stages): the backend check, the candidate
+table with its guard and its workers, the program's size guard, the deadline checked
+after the build, the solve stopped at `SOLVE_SHARE`, the solver's answer judged, the
+verifier. An hourly plan (`_solve_in_time`) differs only in its program (one static
+copy per period of the day, solver.time.periods, solved whole rather than by workload)
+and its read-back (solver.time.solve: hours, batch, months, its own pricing LP by
+`PRICING_SHARE`).
 """
 
 import dataclasses
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -35,19 +44,18 @@ from solver.analysis.diagnose import diagnose_infeasible, presolve_problems
 from solver.analysis.summary import buyer_summary
 from solver.backends import get_backend
 from solver.candidates.pools import PoolCurve, assess_pools
-from solver.candidates.size_check import check_configurations, check_program_size
+from solver.candidates.size_check import check_program_size
 from solver.candidates.table import CandidateTable, build_candidates
-from solver.candidates.workers import build_candidates_parallel
 from solver.colocation.tiering import search_report, tiering_report
 from solver.colocation.warm_cold import solve_choosing_split
 from solver.decompose.by_workload import optimise
 from solver.decompose.parallel import workers_kept
 from solver.decompose.workload_parts import start_by_workload
-from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
+from solver.errors import Infeasible, NoSolution
 from solver.plan.records import SimplicityCost
 from solver.plan.schema import Plan
 from solver.program.build import FleetProgram, build_program
-from solver.program.lp import LinearProgram, SolveResult, Termination
+from solver.program.lp import SolveResult, Termination
 from solver.program.optimised import Optimised
 from solver.program.sets import ProgramSets
 from solver.readback.assign import chosen_sizes, gpu_use, integral, read_plan, replica_counts
@@ -55,9 +63,15 @@ from solver.readback.pricing import priced_rows, pricing_program
 from solver.settings import (
     PRICING_BACKEND,
     PRICING_SHARE,
-    SOLVE_SHARE,
     SolveSettings,
     TimeLimitReached,
+)
+from solver.stages import (
+    candidate_table,
+    ready_backend,
+    solution,
+    solving,
+    verified,
 )
 from solver.verify.fleet import verify
 
@@ -128,14 +142,8 @@ def solve_program(instance: Instance, settings: SolveSettings | None = None) -> 
 
 def _solve_one(instance: Instance, settings: SolveSettings) -> Solved:
     """One program for the instance as it stands: candidates, program, solve, plan."""
-    backend = get_backend(settings.backend)
-    reason = backend.unavailable_reason()
-    if reason:
-        raise BackendUnavailable(f"backend {settings.backend!r} cannot run here: {reason}")
-    check_configurations(instance)  # refused with the numbers before work that cannot end
-    table = build_candidates_parallel(instance, settings)
-    settings.check("candidates")
-    return _solve_table(instance, settings, table)
+    ready_backend(settings)
+    return _solve_table(instance, settings, candidate_table(instance, settings))
 
 
 def _solve_table(instance: Instance, settings: SolveSettings, table: CandidateTable) -> Solved:
@@ -147,32 +155,21 @@ def _solve_table(instance: Instance, settings: SolveSettings, table: CandidateTa
     problems = [*table.problems, *presolve_problems(sets)]
     if problems:
         raise Infeasible.from_problems(problems)
-    solving = settings.within(SOLVE_SHARE)  # the rest of the limit prices and checks the plan
-    parts = start_by_workload(sets, backend, solving)  # solving while the whole is built
+    solve_settings = solving(settings)  # the rest of the limit prices and checks the plan
+    parts = start_by_workload(sets, backend, solve_settings)  # solving while the whole is built
     try:
         program = build_program(instance, table, settings=settings, sets=sets)
         settings.check("program build")
-        optimised = optimise(program, backend, solving, parts=parts)
+        optimised = optimise(program, backend, solve_settings, parts=parts)
     finally:
         if parts is not None:
             parts.started.abandon()
-    result = optimised.result
-    if result.termination is Termination.INFEASIBLE:
-        raise Infeasible(diagnose_infeasible(program, backend, settings))
-    if not result.termination.has_solution:
-        if result.termination is Termination.TIME_LIMIT and settings.deadline is not None:
-            raise TimeLimitReached(
-                "solve", settings.deadline.limit_s or 0.0, settings.deadline.elapsed_s()
-            )
-        raise NoSolution(
-            f"{result.solver} found no plan ({result.termination}) within "
-            f"{settings.time_limit_s:g} s for a program of {_size_text(program.lp)}"
-            + (f": {result.message}" if result.message else "")
-            + "; raise --time-limit or loosen the MIP gap",
-            str(result.termination),
-        )
-    settings.check("solve")
-    values = integral(program, result.values)
+    values = solution(
+        optimised.result,
+        program.lp,
+        settings,
+        lambda: diagnose_infeasible(program, backend, settings),
+    )
     pricer = backend if backend.capabilities.duals else get_backend(PRICING_BACKEND)
     pricing_settings = settings.within(PRICING_SHARE).with_duals()
     pricing = _in_background(pricer.run, pricing_program(program, values), pricing_settings)
@@ -192,12 +189,7 @@ def _solve_table(instance: Instance, settings: SolveSettings, table: CandidateTa
         plan = plan.model_copy(update={"shadow_price_note": unpriced[0]})
     if program.groups.templates or instance.policy.colocation:
         plan = _with_tiering(instance, settings, plan, program, table)
-    check = verify(instance, plan)  # past the deadline too: the plan is in hand
-    if not check.ok:
-        raise PlanRejected(
-            "the solver's plan fails the independent verifier:\n"
-            + "\n".join(f"  - {v}" for v in check.violations)
-        )
+    plan = verified(plan, verify(instance, plan))  # past the deadline too
     return Solved(program, optimised, with_engine(instance, plan), settings, curves)
 
 
@@ -273,21 +265,52 @@ def _with_tiering(
 
 
 def _solve_in_time(instance: Instance, settings: SolveSettings) -> Solved:
-    """The hourly plan (solver.time.solve); the peak period's program stands for the
+    """The hourly plan through the stages of `_solve_table` (solver.stages: backend,
+    candidates in workers, the size guard over every period's copy, the deadline checked
+    after the build, the solve stopped at `SOLVE_SHARE`, the pricing LP by
+    `PRICING_SHARE`, the verifier); solver.time supplies the step that differs, the
+    periods program and its read-back. The peak period's program stands for the
     program in what `explain` reads."""
-    from solver.time.solve import solve_time
+    from solver.time.periods import build_time_program, interactive_table
+    from solver.time.solve import hourly_problems, peak_period, period_instances, read_hours
+    from solver.verify.hours import verify_hours
 
-    plan, peak, values = solve_time(instance, settings)
-    result = SolveResult(
+    backend = ready_backend(settings)
+    table = candidate_table(instance, settings)
+    check_program_size(
+        instance,
+        interactive_table(instance, table),
+        settings.time_limit_s,
+        periods=period_instances(instance),
+    )
+    built_s = time.monotonic()
+    program = build_time_program(instance, table, settings)
+    build_s = time.monotonic() - built_s
+    settings.check(f"program build ({len(program.periods)} periods)")
+    peak = peak_period(program)
+    problems = [*table.problems, *hourly_problems(program)]
+    if problems:
+        raise Infeasible.from_problems(problems)
+    result = backend.run(program.lp, solving(settings).with_duals(False))
+    values = solution(
+        result,
+        program.lp,
+        settings,
+        lambda: diagnose_infeasible(peak.program, backend, settings),
+        what="hourly plan",
+    )
+    plan = read_hours(program, result, values, backend, settings, build_s)
+    plan = verified(plan, verify_hours(instance, plan), "hourly plan")  # past the deadline too
+    kept = SolveResult(
         termination=Termination.OPTIMAL if plan.status == "optimal" else Termination.FEASIBLE,
         solver=plan.solver.name if plan.solver else "",
         solver_version=plan.solver.version if plan.solver else "",
         runtime_s=plan.solver.runtime_s if plan.solver else 0.0,
         objective=plan.cost_per_month,
-        values=values,
+        values=program.period_values(values, peak.first_hour),
     )
     return Solved(
-        peak.program, Optimised(result), with_engine(instance, plan), settings, {}, instance
+        peak.program, Optimised(kept), with_engine(instance, plan), settings, {}, instance
     )
 
 
@@ -323,12 +346,4 @@ def simplicity_cost(
         cost_per_month_unlimited=unlimited,
         extra_cost_per_month=plan.cost_per_month - unlimited,
         configurations_unlimited=len(replica_counts(program.sets, values)),
-    )
-
-
-def _size_text(lp: LinearProgram) -> str:
-    size = lp.size()
-    return (
-        f"{size['variables']} variables ({size['integer_variables']} integer) and "
-        f"{size['constraints']} constraints"
     )

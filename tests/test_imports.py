@@ -329,8 +329,9 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
     "solver.time": _contract(
         "models.schema models.operations solver.program solver.candidates "
         "solver.readback solver.plan solver.verify solver.backends solver.settings "
-        "solver.errors solver.analysis",
-        "the same program indexed by period, read back and verified hour by hour",
+        "solver.errors solver.analysis solver.stages",
+        "the same program indexed by period and read back hour by hour; the stages around it "
+        "(candidates, guards, deadline, solve) are the pipeline's (solver.stages)",
     ),
     "solver.verify": _contract(
         "models.schema models.physics models.serving models.operations models.colocation "
@@ -363,8 +364,14 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
         "models.schema models.physics models.operations models.colocation "
         "solver.settings solver.errors solver.candidates solver.program solver.backends "
         "solver.decompose solver.colocation solver.readback solver.time solver.verify "
-        "solver.analysis solver.plan",
-        "the pipeline: sequences every stage",
+        "solver.analysis solver.plan solver.stages",
+        "the pipeline: sequences every stage, for every horizon",
+    ),
+    "solver.stages": _contract(
+        "models.schema solver.settings solver.errors solver.candidates solver.program "
+        "solver.backends solver.plan solver.verify",
+        "the stages every horizon passes: backend, candidates and their guard, the solve's "
+        "share of the deadline, the solver's answer judged, the verifier's verdict",
     ),
     "cli": _contract(
         "cli.render models.schema models.io models.physics models.serving "

@@ -27,9 +27,13 @@ measures starts:
    `VARIABLES_ANY_TIME_LIMIT`): `NoSolution`, exit 4, the code of a solve that found no
    plan in time, because that is what it is: a longer time limit may solve it, so the
    instance is not wrong, and the message gives the time limit it would need.
+
+   An hourly program (solver.time.periods) holds one copy of the static program per
+   period of the day, each on its period's hour instance; its count is the sum of the
+   periods' counts (`check_program_size(..., periods=...)`), against the same limits.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -177,23 +181,46 @@ def _route_counts(sets: ProgramSets, serving: dict[str, set[str]]) -> Iterable[i
                 yield len(allowed[(o, rtt)] & here)
 
 
+def measure_periods(
+    periods: Sequence[Instance], table: CandidateTable, stop_at: int | None = None
+) -> ProgramSize:
+    """`measure_program` summed over the periods' hour instances (one static copy each),
+    counting no further than `stop_at` variables in all."""
+    pools = routes = 0
+    for hour in periods:
+        left = None if stop_at is None else stop_at - pools - routes
+        size = measure_program(hour, table, stop_at=left)
+        pools, routes = pools + size.pools, routes + size.routes
+        if not size.complete:
+            return ProgramSize(pools, routes, complete=False)
+    return ProgramSize(pools, routes, complete=True)
+
+
 def check_program_size(
-    instance: Instance, table: CandidateTable, time_limit_s: float
+    instance: Instance,
+    table: CandidateTable,
+    time_limit_s: float | None,
+    periods: Sequence[Instance] = (),
 ) -> ProgramSize:
     """The program's size (a lower bound), or a refusal before it is built: InputError
-    beyond `limits.PROGRAM_VARIABLES`, NoSolution beyond what `time_limit_s` allows."""
-    in_time = max(
-        limits.VARIABLES_ANY_TIME_LIMIT, int(limits.VARIABLES_PER_SOLVER_S * time_limit_s)
-    )
+    beyond `limits.PROGRAM_VARIABLES`, NoSolution beyond what `time_limit_s` allows
+    (none: the hard limit only). `periods`: the hour instances of an hourly program,
+    one static copy each (the module text); none for the static program of `instance`."""
     hard = limits.PROGRAM_VARIABLES
-    size = measure_program(instance, table, stop_at=min(hard.count, in_time))
+    in_time = hard.count
+    if time_limit_s is not None:
+        in_time = max(
+            limits.VARIABLES_ANY_TIME_LIMIT, int(limits.VARIABLES_PER_SOLVER_S * time_limit_s)
+        )
+    size = measure_periods(tuple(periods) or (instance,), table, stop_at=min(hard.count, in_time))
     if size.complete:
         return size
     candidates = sum(len(table.of(w.name)) for w in instance.workloads)
+    copies = f", in {len(periods)} periods of the day" if periods else ""
     counted = (
         f"at least {size.variables:,} variables ({size.pools:,} replica counts over "
         f"{candidates:,} candidates, and {size.routes:,} routes counted before stopping, "
-        f"over {len(failure_scenarios(instance))} failure scenarios)"
+        f"over {len(failure_scenarios(instance))} failure scenarios{copies})"
     )
     if size.variables > hard.count:
         raise InputError(

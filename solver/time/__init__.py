@@ -4,4 +4,5 @@ prices of the periods program: prices.py).
 
 Imports: models.schema, models.operations; solver.program, solver.candidates,
 solver.readback, solver.plan, solver.verify (the hour verifier), solver.backends,
-solver.settings, solver.errors and solver.analysis (infeasibility diagnosis)."""
+solver.settings, solver.errors, solver.analysis (infeasibility diagnosis) and
+solver.stages (the pipeline's stages: candidates, guards, deadline, solve)."""

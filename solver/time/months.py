@@ -45,13 +45,14 @@ from models.operations.procurement import (
 from models.operations.site import node_gpus
 from models.schema.instance import Instance
 from solver.backends import Backend
-from solver.candidates.table import CandidateTable, build_candidates
-from solver.errors import Infeasible, NoSolution, Problem
+from solver.candidates.table import CandidateTable
+from solver.errors import Diagnosis, Infeasible, Problem
 from solver.plan.schema import Plan
 from solver.plan.time_records import Commitment, Hour, Month, MonthOffer, ServerOrder
 from solver.program.families.pricing import CommittedColumn
-from solver.program.lp import SolveResult, Termination, Variable
+from solver.program.lp import SolveResult, Variable
 from solver.settings import SolveSettings
+from solver.stages import candidate_table, solution, solving
 from solver.time.periods import TimeProgram, build_time_program
 
 HOURS_PER_DAY = 24
@@ -60,14 +61,15 @@ ReadBack = Callable[[TimeProgram, SolveResult, dict[str, float], SolveSettings],
 """Reads a solved periods program back into an hourly plan (solver.time.solve)."""
 
 
-def horizon_table(instance: Instance, horizon: int) -> CandidateTable:
+def horizon_table(instance: Instance, horizon: int, settings: SolveSettings) -> CandidateTable:
     """Candidates for every month: built once on each workload's largest demand over the
-    horizon (the pooling tables then reach the largest pool any month needs)."""
+    horizon (the pooling tables then reach the largest pool any month needs), by the
+    pipeline's candidate stage (its guard, its workers, its deadline)."""
     largest = {
         w.name: max(growth_factors(instance.monthly_growth(w.name), horizon))
         for w in instance.workloads
     }
-    return build_candidates(grown_instance(instance, largest))
+    return candidate_table(grown_instance(instance, largest), settings)
 
 
 def solve_month(
@@ -85,10 +87,11 @@ def solve_month(
     Raises:
         Infeasible: the month's demand cannot be served (on-demand supply or its cap
             short while orders are still on their way).
-        NoSolution: the solver stopped without a plan.
+        NoSolution: the solver stopped without a plan (TimeLimitReached naming the
+            month when the run's deadline stopped it).
     """
     grown = month_instance(instance, month)
-    program: TimeProgram = build_time_program(grown, table)
+    program: TimeProgram = build_time_program(grown, table, settings)
     frozen = month < instance.policy.lead_time_months
     for offer in program.offers:
         name = CommittedColumn(offer.region, offer.gpu).name()
@@ -99,36 +102,34 @@ def solve_month(
         program.lp.variables[name] = Variable(
             name, max(var.lower, floor), floor if frozen else var.upper, var.integer
         )
-    result = backend.run(program.lp, settings.with_duals(False))
-    if result.termination is Termination.INFEASIBLE:
-        growth = max(month_factors(instance, month).values(), default=1.0)
-        remedy = "offer more GPUs (max_gpus) or a shorter lead_time_months"
-        if frozen:
-            remedy = (
-                f"orders take {instance.policy.lead_time_months} month(s), so month {month}'s "
-                "growth is rented on demand: raise max_on_demand_gpus or max_gpus"
-            )
-        raise Infeasible.from_problems(
-            [
-                Problem(
-                    f"month[{month}]",
-                    f"month {month} of the horizon (demand x{growth:.3f}) cannot be served "
-                    "on the commitments it inherits and the supply offered",
-                    remedy,
-                )
-            ],
-            method="month-by-month procurement",
-        )
-    if not result.termination.has_solution:
-        raise NoSolution(
-            f"{result.solver} found no plan for month {month} ({result.termination}) within "
-            f"{settings.time_limit_s:g} s: {result.message}",
-            str(result.termination),
-        )
-    values = dict(result.values)
-    for name in program.lp.integer_variables:
-        values[name] = float(round(values.get(name, 0.0)))
+    result = backend.run(program.lp, solving(settings).with_duals(False))
+    values = solution(
+        result,
+        program.lp,
+        settings,
+        lambda: _month_conflict(instance, month, frozen),
+        stage=f"month {month}",
+        what=f"plan for month {month}",
+    )
     return hourly_plan(program, result, values, settings)
+
+
+def _month_conflict(instance: Instance, month: int, frozen: bool) -> Diagnosis:
+    """Why month `month` has no plan: its demand on the commitments it inherits."""
+    growth = max(month_factors(instance, month).values(), default=1.0)
+    remedy = "offer more GPUs (max_gpus) or a shorter lead_time_months"
+    if frozen:
+        remedy = (
+            f"orders take {instance.policy.lead_time_months} month(s), so month {month}'s "
+            "growth is rented on demand: raise max_on_demand_gpus or max_gpus"
+        )
+    problem = Problem(
+        f"month[{month}]",
+        f"month {month} of the horizon (demand x{growth:.3f}) cannot be served "
+        "on the commitments it inherits and the supply offered",
+        remedy,
+    )
+    return Infeasible.from_problems([problem], method="month-by-month procurement").diagnosis
 
 
 def month_offers(
@@ -193,7 +194,7 @@ def with_months(
     horizon = instance.policy.horizon_months
     if horizon is None:
         return plan
-    table = horizon_table(instance, horizon) if horizon > 1 else None
+    table = horizon_table(instance, horizon, settings) if horizon > 1 else None
     previous: dict[tuple[str, str], float] = {}
     months: list[Month] = []
     for month in range(horizon):

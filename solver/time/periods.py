@@ -50,6 +50,7 @@ from solver.program.families.pricing import OfferTerms, OnDemandColumn, add_pric
 from solver.program.families.spot_pools import SpotTerms, add_spot_pools
 from solver.program.lp import LinearProgram
 from solver.program.row_names import ReplicasColumn
+from solver.settings import SolveSettings
 
 PERIOD_MARK = "@t"
 
@@ -111,10 +112,17 @@ def interactive_table(instance: Instance, table: CandidateTable) -> CandidateTab
     return CandidateTable({w.name: table.of(w.name) for w in instance.workloads if not w.is_batch})
 
 
-def build_time_program(instance: Instance, table: CandidateTable) -> TimeProgram:
-    """One static program per period of the warm day, joined by the pricing rows."""
-    warm = warm_grid(instance)
-    periods = aggregate_periods(warm)
+def day_periods(instance: Instance) -> tuple[Period, ...]:
+    """The periods of the warm day (the module text)."""
+    return aggregate_periods(warm_grid(instance))
+
+
+def build_time_program(
+    instance: Instance, table: CandidateTable, settings: SolveSettings | None = None
+) -> TimeProgram:
+    """One static program per period of the warm day, joined by the pricing rows; the
+    run's deadline (`settings`) is checked after each period's copy ("program build")."""
+    periods = day_periods(instance)
     scenarios = failure_scenarios(instance)
     lp = LinearProgram(f"{instance.name}-hours")
     parts = []
@@ -127,6 +135,8 @@ def build_time_program(instance: Instance, table: CandidateTable) -> TimeProgram
         )
         parts.append(PeriodProgram(period, program))
         _copy_into(lp, program, hour)
+        if settings is not None:
+            settings.check("program build")
         tie_break = program.sets.tie_break_per_gpu
         for pool in program.sets.pools:
             key = (pool.region, pool.candidate.gpu, hour)

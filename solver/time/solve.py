@@ -1,20 +1,20 @@
-"""Solving in time: the periods program (solver.time.periods), its read-back into 24 hours,
-the batch schedule (solver.time.batch), the error budget and headroom report
-(solver.time.report) and the months of the horizon (solver.time.months), then the
-independent verifier (which checks every hour and month).
+"""The step of the pipeline that differs in time: the periods program's guards
+(its hour instances, its pre-solve problems) and its read-back into 24 hours, the batch
+schedule (solver.time.batch), the error budget and headroom report (solver.time.report)
+and the months of the horizon (solver.time.months). The stages around it (candidates,
+size guard, deadline and its shares, solve, verification) are the static pipeline's own,
+sequenced by solver.solve.
 """
 
 import math
-import time
 
 from models.operations.site import gpus_bought
-from models.operations.time_demand import planning_start_s
+from models.operations.time_demand import hour_instance, planning_start_s
 from models.schema.instance import Instance
-from solver.analysis.diagnose import diagnose_infeasible, presolve_problems
-from solver.backends import get_backend
+from solver.analysis.diagnose import presolve_problems
+from solver.backends import Backend
 from solver.candidates.pools import assess_pools
-from solver.candidates.table import build_candidates
-from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected, Problem
+from solver.errors import Problem
 from solver.plan.records import GpuUse, ReplicaPool
 from solver.plan.schema import Plan
 from solver.plan.time_records import Commitment, Hour, HourGpus
@@ -26,70 +26,56 @@ from solver.readback.site import region_power, server_purchases
 from solver.settings import SolveSettings
 from solver.time.batch import dedicated_pools, hour_soaks
 from solver.time.failover import started_pools, with_started
-from solver.time.periods import PeriodProgram, TimeProgram, build_time_program
+from solver.time.periods import PeriodProgram, TimeProgram, day_periods
 from solver.time.prices import NOT_PRICED, hour_bindings, price_hours, site_duals
 from solver.time.spot import spot_replicas
-from solver.verify.hours import verify_hours as verify
 
 HOURS_PER_DAY = 24
 
 
-def solve_time(instance: Instance, settings: SolveSettings) -> tuple[Plan, PeriodProgram, dict]:
-    """The cheapest hourly plan; returns the plan, the peak period's program and its
-    values (what `explain` reads).
+def period_instances(instance: Instance) -> tuple[Instance, ...]:
+    """The hour instance of each period of the day, one static copy each in the periods
+    program (what its size guard counts, solver.candidates.size_check)."""
+    return tuple(hour_instance(instance, period.values) for period in day_periods(instance))
 
-    Raises:
-        Infeasible, NoSolution, PlanRejected: as solver.solve.solve.
-    """
-    backend = get_backend(settings.backend)
-    reason = backend.unavailable_reason()
-    if reason:
-        raise BackendUnavailable(f"backend {settings.backend!r} cannot run here: {reason}")
-    table = build_candidates(instance)
-    settings.passed("candidates")
-    built_s = time.monotonic()
-    program = build_time_program(instance, table)
-    build_s = time.monotonic() - built_s
-    settings.passed(f"program build ({len(program.periods)} periods)")
-    peak = max(program.periods, key=lambda p: sum(p.period.values.values()))
-    problems = [
-        *table.problems,
-        *presolve_problems(peak.program.sets),
-        *unplaceable_batch(program),
-    ]
-    if problems:
-        raise Infeasible.from_problems(problems)
-    result = backend.run(program.lp, settings.with_duals(False))
-    settings.passed("solve")
-    if result.termination is Termination.INFEASIBLE:
-        raise Infeasible(diagnose_infeasible(peak.program, backend, settings))
-    if not result.termination.has_solution:
-        raise NoSolution(
-            f"{result.solver} found no hourly plan ({result.termination}) within "
-            f"{settings.time_limit_s:g} s: {result.message}",
-            str(result.termination),
-        )
-    values = dict(result.values)
-    for name in program.lp.integer_variables:
-        values[name] = float(round(values.get(name, 0.0)))
-    duals, note = price_hours(program, values, backend, settings)
-    settings.passed("pricing")
-    plan = hourly_plan(program, result, values, settings, build_s, duals, note)
+
+def peak_period(program: TimeProgram) -> PeriodProgram:
+    """The period of the most demand: its program stands for the program in what
+    `explain` reads and in the diagnosis of an infeasible hourly program."""
+    return max(program.periods, key=lambda p: sum(p.period.values.values()))
+
+
+def hourly_problems(program: TimeProgram) -> list[Problem]:
+    """The pre-solve problems of the periods program: the peak period's static ones and
+    batch work that nothing can serve."""
+    peak = peak_period(program)
+    return [*presolve_problems(peak.program.sets), *unplaceable_batch(program)]
+
+
+def read_hours(
+    program: TimeProgram,
+    result: SolveResult,
+    values: dict[str, float],
+    backend: Backend,
+    settings: SolveSettings,
+    build_s: float,
+) -> Plan:
+    """The read-back of a solved periods program: its pricing LP (by `PRICING_SHARE` of
+    the limit, solver.time.prices), the hours, the batch schedule, the error budget and
+    the months of the horizon (each month its own periods program, solver.time.months)."""
     from solver.time.batch import with_batch
     from solver.time.months import with_months
     from solver.time.report import with_time_report
 
+    instance = program.instance
+    duals, note = price_hours(program, values, backend, settings)
+    settings.passed("pricing")
+    plan = hourly_plan(program, result, values, settings, build_s, duals, note)
     plan = with_time_report(instance, program, plan)
     plan = with_batch(instance, program, plan, values)
     plan = with_months(instance, program, plan, backend, settings, hourly_plan)
     settings.passed("hours and months")
-    check = verify(instance, plan)
-    if not check.ok:
-        raise PlanRejected(
-            "the solver's hourly plan fails the independent verifier:\n"
-            + "\n".join(f"  - {v}" for v in check.violations)
-        )
-    return plan, peak, program.period_values(values, peak.first_hour)
+    return plan
 
 
 def unplaceable_batch(program: TimeProgram) -> list[Problem]:

@@ -1,0 +1,115 @@
+"""The stages every horizon passes, each a function: the static pipeline (solver.solve)
+and the hourly one (its periods program, solver.time.periods) call the same ones, so a
+peak-hour, an hourly and a month plan meet the same guards under the same deadline.
+
+1. `ready_backend`: the chosen backend runs here, or `BackendUnavailable`.
+2. `candidate_table`: the configuration count guard (exit 2 beyond
+   `limits.CONFIGURATIONS`, before any physics), then the candidate table, in worker
+   processes when it is large (solver.candidates.workers); the deadline is checked when
+   it ends ("candidates").
+3. (the program's size guard, solver.candidates.size_check, and its build: the step that
+   differs between horizons; the caller checks "program build".)
+4. `solving`: the settings of the solve, stopped at `SOLVE_SHARE` of the run's limit so
+   that a plan found by then is still priced, read back and verified.
+5. `solution`: the backend's answer judged once for every horizon: infeasible (with the
+   caller's diagnosis), no plan within the limit (`TimeLimitReached` naming the stage),
+   no plan for another reason (`NoSolution`), or a plan, its integer columns rounded.
+6. `verified`: the independent verifier's verdict, or `PlanRejected`.
+"""
+
+from collections.abc import Callable
+
+from models.schema.instance import Instance
+from solver.backends import Backend, get_backend
+from solver.candidates.size_check import check_configurations
+from solver.candidates.table import CandidateTable
+from solver.candidates.workers import build_candidates_parallel
+from solver.errors import BackendUnavailable, Diagnosis, Infeasible, NoSolution, PlanRejected
+from solver.plan.schema import Plan
+from solver.program.lp import LinearProgram, SolveResult, Termination
+from solver.settings import SOLVE_SHARE, SolveSettings, TimeLimitReached
+from solver.verify.verdict import Verification
+
+
+def ready_backend(settings: SolveSettings) -> Backend:
+    """The settings' backend, or BackendUnavailable saying why it cannot run here."""
+    backend = get_backend(settings.backend)
+    reason = backend.unavailable_reason()
+    if reason:
+        raise BackendUnavailable(f"backend {settings.backend!r} cannot run here: {reason}")
+    return backend
+
+
+def candidate_table(instance: Instance, settings: SolveSettings) -> CandidateTable:
+    """The instance's candidate table, refused with the numbers before work that cannot
+    end (InputError, exit 2), built in worker processes when large; the deadline is
+    checked when it is built (TimeLimitReached naming "candidates")."""
+    check_configurations(instance)
+    table = build_candidates_parallel(instance, settings)
+    settings.check("candidates")
+    return table
+
+
+def solving(settings: SolveSettings) -> SolveSettings:
+    """The settings of the solve stage: the deadline at `SOLVE_SHARE` of the limit."""
+    return settings.within(SOLVE_SHARE)
+
+
+def solution(
+    result: SolveResult,
+    lp: LinearProgram,
+    settings: SolveSettings,
+    diagnose: Callable[[], Diagnosis],
+    stage: str = "solve",
+    what: str = "plan",
+) -> dict[str, float]:
+    """The solved values, integer columns rounded (solvers return 2.9999999).
+
+    Raises:
+        Infeasible: the program has no solution; `diagnose()` names why.
+        TimeLimitReached: the deadline stopped `stage` before it had a plan, or passed
+            after it.
+        NoSolution: the backend stopped without a plan for another reason.
+    """
+    if result.termination is Termination.INFEASIBLE:
+        raise Infeasible(diagnose())
+    if not result.termination.has_solution:
+        deadline = settings.deadline
+        if result.termination is Termination.TIME_LIMIT and deadline is not None:
+            raise TimeLimitReached(stage, deadline.limit_s or 0.0, deadline.elapsed_s())
+        raise NoSolution(
+            f"{result.solver} found no {what} ({result.termination}) within "
+            f"{settings.time_limit_s:g} s for a program of {size_text(lp)}"
+            + (f": {result.message}" if result.message else "")
+            + "; raise --time-limit or loosen the MIP gap",
+            str(result.termination),
+        )
+    settings.check(stage)
+    values = dict(result.values)
+    for name in lp.integer_variables:
+        values[name] = float(round(values.get(name, 0.0)))
+    return values
+
+
+def verified(plan: Plan, check: Verification, what: str = "plan") -> Plan:
+    """The plan, once the verifier found no violation (checked past the deadline too: the
+    plan is in hand).
+
+    Raises:
+        PlanRejected: the verifier found violations (a bug, never an answer).
+    """
+    if not check.ok:
+        raise PlanRejected(
+            f"the solver's {what} fails the independent verifier:\n"
+            + "\n".join(f"  - {v}" for v in check.violations)
+        )
+    return plan
+
+
+def size_text(lp: LinearProgram) -> str:
+    """The program's size in words."""
+    size = lp.size()
+    return (
+        f"{size['variables']} variables ({size['integer_variables']} integer) and "
+        f"{size['constraints']} constraints"
+    )
