@@ -40,6 +40,8 @@ from solver.colocation.tiering import search_report, tiering_report
 from solver.colocation.warm_cold import solve_choosing_split
 from solver.decompose.by_workload import optimise
 from solver.decompose.parallel import workers_kept
+from solver.decompose.scenario_cuts import applies as cuts_apply
+from solver.decompose.scenario_cuts import solve_by_cuts
 from solver.decompose.workload_parts import start_by_workload
 from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
 from solver.plan.records import SimplicityCost
@@ -128,22 +130,28 @@ def _solve_table(instance: Instance, settings: SolveSettings, table: CandidateTa
     solve reuses its co-located solve's table: the candidates do not depend on it)."""
     backend = get_backend(settings.backend)
     check_program_size(instance, table, settings.time_limit_s)
-    sets = ProgramSets(instance, table, failure_scenarios(instance))
+    cuts = settings.scenario_rows == "cuts" and cuts_apply(instance)
+    rows = "cuts" if cuts else "routing"
+    sets = ProgramSets(instance, table, failure_scenarios(instance), scenario_rows=rows)
     problems = [*table.problems, *presolve_problems(sets)]
     if problems:
         raise Infeasible.from_problems(problems)
     solving = settings.within(SOLVE_SHARE)  # the rest of the limit prices and checks the plan
-    parts = start_by_workload(sets, backend, solving)  # solving while the whole is built
+    parts = None if cuts else start_by_workload(sets, backend, solving)  # while the whole builds
     try:
         program = build_program(instance, table, settings=settings, sets=sets)
         settings.check("program build")
-        optimised = optimise(program, backend, solving, parts=parts)
+        if cuts:
+            optimised = solve_by_cuts(program, backend, solving)
+        else:
+            optimised = optimise(program, backend, solving, parts=parts)
     finally:
         if parts is not None:
             parts.started.abandon()
     result = optimised.result
     if result.termination is Termination.INFEASIBLE:
-        raise Infeasible(diagnose_infeasible(program, backend, settings))
+        routed = build_program(instance, table, settings=settings) if cuts else program
+        raise Infeasible(diagnose_infeasible(routed, backend, settings))
     if not result.termination.has_solution:
         if result.termination is Termination.TIME_LIMIT and settings.deadline is not None:
             raise TimeLimitReached(

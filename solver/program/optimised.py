@@ -12,6 +12,7 @@ class Method(StrEnum):
     ONE_PROGRAM = "one program"
     BY_WORKLOAD = "decomposed by workload"
     BY_COUPLED_WORKLOADS = "decomposed by coupled workloads"
+    SCENARIO_CUTS = "one program, failover scenarios by Hall cuts"
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,10 @@ class Optimised:
     the region, or within shares of it (solver.decompose.join_mend)."""
     by_scip: int = 0
     """Parts solved by SCIP rather than the backend (solver.decompose.part_backend)."""
+    cuts: int = 0
+    """Hall rows added for the failover scenarios (solver.decompose.scenario_cuts)."""
+    cut_rounds: int = 0
+    """Solves the scenario cuts took (LP and integer rounds)."""
     join_gap: float | None = None
     """One program solved from a join of the workload programs that held but was not
     within the gap (whole servers rounded, say): that join's gap to their bound."""
@@ -55,6 +60,8 @@ class Optimised:
             if self.processes > 1:
                 joined += f", solved in {self.processes} parallel processes"
             return joined
+        if self.method is Method.SCENARIO_CUTS:
+            return f"{self.method}: {self.cuts} rows in {self.cut_rounds} solves"
         if self.join_gap is not None:
             return (
                 f"{self.method}, started from the joined workload programs (gap "

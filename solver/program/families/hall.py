@@ -1,0 +1,169 @@
+"""hall[f,w,origins,phases]: a set of origins' users fits what its reachable regions carry.
+
+With `scenario_rows: cuts` a rerouting scenario f (region or zone loss) has no routing
+columns of its own. Its routing is a transport problem per workload w: each origin o
+sends D[w,o] requests/s along the routes f allows (o -> d), each region d splits what it
+receives between its serving modes m, and each mode carries at most what every phase
+of it carries,
+
+    load_f[w,d,m] x u^-1  <=  credit_f[w,d,phase]      for every phase of m
+
+with credit_f the capacity rows' own terms (solver.program.families.capacity: q or q' at
+the TTFT target less the round trip of rerouted users, pooling steps, zone survivors).
+The credit depends on f only through which regions f may reroute users to, never on the
+routing chosen, so the transport problem's capacities are linear in the program's
+columns. By max-flow / min-cut (Hall's condition with capacities) it is feasible iff,
+for every set U of origins and every choice of one phase p(d,m) per mode,
+
+    sum_{d in N_f(U)} sum_{m in modes(w,d)} credit_f[w,d,p(d,m)]  >=  u^-1 x sum_{o in U} D[w,o]
+
+with N_f(U) the regions f lets U's users reach. (For a fixed U the right choice is the
+phase of least credit in each mode: the rows over all choices are the one row with
+min_p, linearised.) These rows replace f's served, mode_split, demand and capacity rows
+exactly: same feasible fleets, same optimum. There are exponentially many; the solve
+(solver.decompose.scenario_cuts) adds only those a solution breaks, each found as a
+minimum cut of the scenario's transport network (solver.program.transport).
+
+A row's name lists its origins (`r00+r03`) and, where a mode has more than one phase,
+the phase chosen in each such region (`r01:prefill`); `all` where every mode is unified.
+Its dual is what one more request/s of the set's demand costs per month under f.
+"""
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from models.operations.scenarios import Scenario, ScenarioKind
+from solver.program.families import add_row, register
+from solver.program.families.pooling import pool_credit
+from solver.program.lp import LinearProgram, Sense
+from solver.program.row_names import Index
+from solver.program.sets import Mode, Phase, ProgramSets
+
+
+@dataclass(frozen=True)
+class HallRow(Index):
+    """hall[f,w,origins,phases]."""
+
+    family: ClassVar[str] = "hall"
+    scenario: str
+    workload: str
+    origins: str
+    """The set U, `+`-joined in region order."""
+    phases: str
+    """`all` (every mode unified), else `d:phase` `+`-joined for each mode of several phases."""
+
+
+HALL = register(
+    HallRow,
+    "the users of these origins fit in what the surviving regions within their failover RTT carry",
+    "$/month per request/s of demand",
+)
+
+
+@dataclass(frozen=True)
+class HallCut:
+    """One Hall row: the origins U and, per serving mode of N(U) (region, mode name), the
+    phase whose credit stands for the mode."""
+
+    scenario: Scenario
+    workload: str
+    origins: tuple[str, ...]
+    phases: tuple[tuple[str, str, Phase], ...]
+    """(region d, mode name, phase) for every mode of every region U may reach."""
+
+    def index(self) -> HallRow:
+        """The row's name, as the report reads it."""
+        several = [f"{d}:{phase.label}" for d, _, phase in self.phases if phase.label != "unified"]
+        return HallRow(
+            self.scenario.name, self.workload, "+".join(self.origins), "+".join(several) or "all"
+        )
+
+
+class TransportCredit:
+    """The credit terms of each (scenario, workload, region, phase), as the capacity rows
+    write them, worked out once per pool, zone hit and round trip."""
+
+    def __init__(self, sets: ProgramSets):
+        self.sets = sets
+        self._pool_terms: dict[tuple[int, bool, float], dict[str, float]] = {}
+        self._terms: dict[tuple[str, str, str, str], dict[str, float]] = {}
+
+    def terms(self, f: Scenario, w: str, d: str, phase: Phase) -> dict[str, float]:
+        """credit_f[w,d,phase]: sum over the phase's pools in d of their credit terms."""
+        key = (f.name, w, d, phase.label)
+        found = self._terms.get(key)
+        if found is not None:
+            return found
+        sets = self.sets
+        zone_hit = f.kind is ScenarioKind.ZONE and f.region == d
+        rtt_ms = sets.rerouted_rtt.get((f.name, w, d), 0.0)
+        terms: dict[str, float] = {}
+        for pool in sets.phase_pools(w, d, phase):
+            pool_key = (id(pool), zone_hit, rtt_ms)  # sets.pools outlives the cache
+            if pool_key not in self._pool_terms:
+                at = sets.failover_tiers(f.name, pool)
+                self._pool_terms[pool_key] = pool_credit(pool, zone_hit, at)
+            for var, coef in self._pool_terms[pool_key].items():
+                terms[var] = terms.get(var, 0.0) + coef
+        self._terms[key] = terms
+        return terms
+
+    def value(self, f: Scenario, w: str, d: str, phase: Phase, values: dict[str, float]) -> float:
+        """credit_f[w,d,phase] at a solution (requests/s of capacity, >= 0)."""
+        terms = self.terms(f, w, d, phase)
+        return max(0.0, sum(coef * values.get(var, 0.0) for var, coef in terms.items()))
+
+    def modes(self, w: str, d: str) -> tuple[Mode, ...]:
+        """The serving modes of w in d (none: d cannot serve w)."""
+        return self.sets.modes.get((w, d), ())
+
+
+def add_hall_row(lp: LinearProgram, credit: TransportCredit, cut: HallCut) -> str | None:
+    """Add the cut's row; None (and nothing added) when a row of that name exists."""
+    sets = credit.sets
+    index = cut.index()
+    name = index.name()
+    if name in lp.constraints:
+        return None
+    terms: dict[str, float] = {}
+    for d, _, phase in cut.phases:
+        for var, coef in credit.terms(cut.scenario, cut.workload, d, phase).items():
+            terms[var] = terms.get(var, 0.0) + coef
+    demand = sum(sets.demand.get((cut.workload, o), 0.0) for o in cut.origins)
+    add_row(lp, index, terms, Sense.GE, sets.load_per_capacity * demand)
+    return name
+
+
+def seed_cuts(sets: ProgramSets) -> list[HallCut]:
+    """Rows worth having before the first solve, per cut scenario f and workload w: every
+    origin together (the survivors carry the whole demand), and the lost region's own
+    users alone (they must fit in the regions within their failover RTT). One row per
+    phase position where a mode has several phases (the first phase of each, then the
+    second)."""
+    cuts = []
+    for f in sets.cut_scenarios:
+        for w in sets.workloads:
+            origins = [o for o in sets.regions if (w, o) in sets.demand]
+            sets_of_origins = [tuple(origins)]
+            if f.region in origins and len(origins) > 1:
+                sets_of_origins.append((f.region,))
+            for group in sets_of_origins:
+                reach = reachable(sets, f, w, group)
+                if not reach:
+                    continue  # nothing to choose: the pre-solve checks name it
+                deepest = max(len(m.phases) for d in reach for m in sets.modes[(w, d)])
+                for position in range(deepest):
+                    phases = tuple(
+                        (d, m.name, m.phases[min(position, len(m.phases) - 1)])
+                        for d in reach
+                        for m in sets.modes[(w, d)]
+                    )
+                    cuts.append(HallCut(f, w, group, phases))
+    return cuts
+
+
+def reachable(sets: ProgramSets, f: Scenario, w: str, origins: tuple[str, ...]) -> list[str]:
+    """N_f(U): the regions serving w that f lets some origin of U reach, in region order."""
+    wanted = set(origins)
+    found = {d for o, d, _ in sets.routes[(f.name, w)] if o in wanted}
+    return [d for d in sets.regions if d in found]
