@@ -11,7 +11,9 @@ of the routing program; the loop
     2. solve the LP relaxation; for every (f, w) find a minimum cut of the transport
        problem at its solution (solver.program.transport); add each broken row; repeat
        until none is broken
-    3. solve the integer program; the same separation; repeat until none is broken
+    3. solve the integer program (solver.decompose.by_workload.optimise: workload by
+       workload where they do not compete, each part with its workloads' Hall rows);
+       the same separation; repeat until none is broken
 
 ends with an integer solution that breaks no Hall row, so its fleet serves every
 scenario: it is feasible for the routing program, and optimal for it (within the gap
@@ -34,10 +36,11 @@ from dataclasses import replace
 
 from models.schema.instance import Instance
 from solver.backends import Backend
+from solver.decompose.by_workload import optimise
 from solver.program.build import FleetProgram, with_bounds
 from solver.program.families.hall import TransportCredit, add_hall_row, seed_cuts
 from solver.program.lp import SolveResult, Termination
-from solver.program.optimised import Method, Optimised
+from solver.program.optimised import Optimised
 from solver.program.transport import routing_values, transport
 from solver.settings import SolveSettings
 
@@ -68,7 +71,7 @@ def solve_by_cuts(program: FleetProgram, backend: Backend, settings: SolveSettin
         lp_rounds += 1
         if not relaxed.termination.has_solution:
             if relaxed.termination is Termination.INFEASIBLE:
-                return Optimised(relaxed, Method.SCENARIO_CUTS, cuts=added, cut_rounds=lp_rounds)
+                return Optimised(relaxed, cuts=added, cut_rounds=lp_rounds)
             break  # out of time, say: the integer rounds decide
         new = _separate(program, credit, relaxed.values)
         added += new
@@ -76,11 +79,12 @@ def solve_by_cuts(program: FleetProgram, backend: Backend, settings: SolveSettin
             break
     mip_rounds = 0
     while True:
-        result = backend.run(lp, quiet)
+        optimised = optimise(program, backend, quiet)
+        result = optimised.result
         mip_rounds += 1
         rounds = {"cuts": added, "cut_rounds": lp_rounds + mip_rounds}
         if not result.termination.has_solution:
-            return Optimised(result, Method.SCENARIO_CUTS, **rounds)
+            return replace(optimised, **rounds)
         new = _separate(program, credit, result.values)
         added += new
         if not new:
@@ -93,9 +97,9 @@ def solve_by_cuts(program: FleetProgram, backend: Backend, settings: SolveSettin
                 result.runtime_s,
                 message=f"scenario cuts: rows still broken after {MAX_ROUNDS} integer rounds",
             )
-            return Optimised(stopped, Method.SCENARIO_CUTS, **rounds)
+            return Optimised(stopped, **rounds)
     values = dict(result.values) | routing_values(credit, result.values, sets.cut_scenarios)
-    return Optimised(replace(result, values=values), Method.SCENARIO_CUTS, **rounds)
+    return replace(optimised, result=replace(result, values=values), **rounds)
 
 
 def _separate(program: FleetProgram, credit: TransportCredit, values: dict[str, float]) -> int:

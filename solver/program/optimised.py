@@ -1,6 +1,6 @@
 """How a program was solved: the backend's result, the method and what it took."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from solver.program.lp import SolveResult
@@ -12,7 +12,6 @@ class Method(StrEnum):
     ONE_PROGRAM = "one program"
     BY_WORKLOAD = "decomposed by workload"
     BY_COUPLED_WORKLOADS = "decomposed by coupled workloads"
-    SCENARIO_CUTS = "one program, failover scenarios by Hall cuts"
 
 
 @dataclass(frozen=True)
@@ -37,7 +36,8 @@ class Optimised:
     cuts: int = 0
     """Hall rows added for the failover scenarios (solver.decompose.scenario_cuts)."""
     cut_rounds: int = 0
-    """Solves the scenario cuts took (LP and integer rounds)."""
+    """Rounds the scenario cuts took (LP and integer solves, each integer one by the method
+    above)."""
     join_gap: float | None = None
     """One program solved from a join of the workload programs that held but was not
     within the gap (whole servers rounded, say): that join's gap to their bound."""
@@ -49,6 +49,11 @@ class Optimised:
         processes`, `decomposed by coupled workloads: 47 independent programs joined,
         1 of them workloads that compete for supply, ...`, or `one program, started
         from the joined workload programs (gap 4.07% to their bound)`."""
+        if self.cut_rounds:
+            solved = replace(self, cuts=0, cut_rounds=0).description
+            return (
+                f"{solved}; failover scenarios by {self.cuts} Hall rows in {self.cut_rounds} rounds"
+            )
         if self.method in (Method.BY_WORKLOAD, Method.BY_COUPLED_WORKLOADS):
             joined = f"{self.method}: {self.programs} independent programs joined"
             if self.by_scip:
@@ -60,8 +65,6 @@ class Optimised:
             if self.processes > 1:
                 joined += f", solved in {self.processes} parallel processes"
             return joined
-        if self.method is Method.SCENARIO_CUTS:
-            return f"{self.method}: {self.cuts} rows in {self.cut_rounds} solves"
         if self.join_gap is not None:
             return (
                 f"{self.method}, started from the joined workload programs (gap "

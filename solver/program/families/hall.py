@@ -29,6 +29,7 @@ the phase chosen in each such region (`r01:prefill`); `all` where every mode is 
 Its dual is what one more request/s of the set's demand costs per month under f.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -167,3 +168,12 @@ def reachable(sets: ProgramSets, f: Scenario, w: str, origins: tuple[str, ...]) 
     wanted = set(origins)
     found = {d for o, d, _ in sets.routes[(f.name, w)] if o in wanted}
     return [d for d in sets.regions if d in found]
+
+
+def copy_hall_rows(source: LinearProgram, target: LinearProgram, workloads: Iterable[str]) -> None:
+    """The Hall rows of `source` whose workload is one of `workloads`, added to `target`
+    (a part of the program over the same columns: solver.decompose.workload_parts)."""
+    wanted = set(workloads)
+    for row in source.constraints.values():
+        if row.family == HALL.name and HallRow.parse(row.name).workload in wanted:
+            target.add_constraint(row.name, row.family, row.coefficients, row.sense, row.rhs)
