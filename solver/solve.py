@@ -129,8 +129,9 @@ def _solve_table(instance: Instance, settings: SolveSettings, table: CandidateTa
     """`solve_program` from the candidate table on (the tiering report's dedicated
     solve reuses its co-located solve's table: the candidates do not depend on it)."""
     backend = get_backend(settings.backend)
-    check_program_size(instance, table, settings.time_limit_s)
     cuts = settings.scenario_rows == "cuts" and cuts_apply(instance)
+    routed = tuple(f for f in failure_scenarios(instance) if not (cuts and f.reroutes))
+    check_program_size(instance, table, settings.time_limit_s, routed)
     rows = "cuts" if cuts else "routing"
     sets = ProgramSets(instance, table, failure_scenarios(instance), scenario_rows=rows)
     problems = [*table.problems, *presolve_problems(sets)]
@@ -150,8 +151,8 @@ def _solve_table(instance: Instance, settings: SolveSettings, table: CandidateTa
             parts.started.abandon()
     result = optimised.result
     if result.termination is Termination.INFEASIBLE:
-        routed = build_program(instance, table, settings=settings) if cuts else program
-        raise Infeasible(diagnose_infeasible(routed, backend, settings))
+        routing = build_program(instance, table, settings=settings) if cuts else program
+        raise Infeasible(diagnose_infeasible(routing, backend, settings))
     if not result.termination.has_solution:
         if result.termination is Termination.TIME_LIMIT and settings.deadline is not None:
             raise TimeLimitReached(

@@ -178,22 +178,28 @@ def _route_counts(sets: ProgramSets, serving: dict[str, set[str]]) -> Iterable[i
 
 
 def check_program_size(
-    instance: Instance, table: CandidateTable, time_limit_s: float
+    instance: Instance,
+    table: CandidateTable,
+    time_limit_s: float,
+    scenarios: tuple[Scenario, ...] | None = None,
 ) -> ProgramSize:
     """The program's size (a lower bound), or a refusal before it is built: InputError
-    beyond `limits.PROGRAM_VARIABLES`, NoSolution beyond what `time_limit_s` allows."""
+    beyond `limits.PROGRAM_VARIABLES`, NoSolution beyond what `time_limit_s` allows.
+    `scenarios`: those with routing columns (default: every failure scenario; with
+    `scenario_rows: cuts`, `none` only)."""
+    scenarios = scenarios or failure_scenarios(instance)
     in_time = max(
         limits.VARIABLES_ANY_TIME_LIMIT, int(limits.VARIABLES_PER_SOLVER_S * time_limit_s)
     )
     hard = limits.PROGRAM_VARIABLES
-    size = measure_program(instance, table, stop_at=min(hard.count, in_time))
+    size = measure_program(instance, table, scenarios, stop_at=min(hard.count, in_time))
     if size.complete:
         return size
     candidates = sum(len(table.of(w.name)) for w in instance.workloads)
     counted = (
         f"at least {size.variables:,} variables ({size.pools:,} replica counts over "
         f"{candidates:,} candidates, and {size.routes:,} routes counted before stopping, "
-        f"over {len(failure_scenarios(instance))} failure scenarios)"
+        f"over {len(scenarios)} failure scenarios)"
     )
     if size.variables > hard.count:
         raise InputError(

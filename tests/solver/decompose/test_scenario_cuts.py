@@ -9,19 +9,20 @@ from hypothesis import settings as examples
 from hypothesis import strategies as st
 
 from models.operations.scenarios import failure_scenarios
+from models.serving.replica import Role
 from solver.backends import get_backend
 from solver.candidates.pools import PoolCurve
 from solver.candidates.table import CandidateTable
 from solver.decompose.scenario_cuts import solve_by_cuts
 from solver.program.build import build_program
-from solver.program.families.hall import TransportCredit, add_hall_row
-from solver.program.lp import Sense
+from solver.program.families.hall import HallRow, TransportCredit, add_hall_row
+from solver.program.lp import Sense, Termination
 from solver.program.row_names import ReplicasColumn
 from solver.program.sets import ProgramSets
 from solver.program.transport import transport
 from solver.settings import SolveSettings
 from solver.solve import solve_program
-from tests.solver.program.test_program import fake, three_regions
+from tests.solver.program.test_program import H100, fake, three_regions
 from tests.synthetic import generated
 
 SETTINGS = SolveSettings(time_limit_s=60.0, mip_gap=0.0)
@@ -98,12 +99,67 @@ def test_the_cut_loop_reads_the_routing_back_and_serves_every_scenario():
         assert f"served[{f.name},chat,us-east,{f.region}]" not in served  # never the lost one
 
 
-@examples(max_examples=4, deadline=None)
-@given(seed=st.integers(0, 10_000), survive=st.sampled_from(["region", "zone"]))
-def test_cuts_reach_the_routing_programs_optimum(seed, survive):
-    inst = generated(3, 2, 2, survive=survive, seed=seed)
+@examples(max_examples=6, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    regions=st.integers(3, 4),
+    workloads=st.integers(1, 3),
+    survive=st.sampled_from(["region", "zone"]),
+)
+def test_cuts_reach_the_routing_programs_optimum(seed, regions, workloads, survive):
+    """Both solved to a 0 gap, each plan verified (solve_program refuses one the verifier
+    rejects): the same optimal cost."""
+    inst = generated(regions, workloads, 2, survive=survive, seed=seed)
     costs = {}
     for rows in ("routing", "cuts"):
         settings = SolveSettings.of(inst, time_limit_s=60.0, mip_gap=0.0, scenario_rows=rows)
         costs[rows] = solve_program(inst, settings).plan.cost_per_month  # verified
     assert abs(costs["cuts"] - costs["routing"]) <= 1e-6 * costs["routing"]
+
+
+def test_a_disaggregated_mode_is_cut_at_its_weakest_phase():
+    """Prefill replicas carry 5 prompts/s, decode replicas 2 generations/s (no failover
+    curves: the same in every scenario). The lost region's 10 requests/s need both
+    halves beside it, so the loop must add a row on each phase: ceil(10 / 5) = 2 prefill
+    and ceil(10 / 2) = 5 decode replicas beside us-east's own 2 + 5, as the routing
+    program finds."""
+    inst, _, _ = _hand_case()
+    prefill, decode = fake("chat", 5.0, role=Role.PREFILL), fake("chat", 2.0, role=Role.DECODE)
+    table = CandidateTable({"chat": (prefill, decode)})
+    sets = ProgramSets(inst, table, failure_scenarios(inst), scenario_rows="cuts")
+    program = build_program(inst, table, sets=sets)
+    optimised = solve_by_cuts(program, get_backend("highs"), SETTINGS)
+    values = optimised.result.values
+    beside = {
+        c.key: sum(values[ReplicasColumn("chat", c.key, r).name()] for r in ("us-west", "eu-west"))
+        for c in (prefill, decode)
+    }
+    assert beside == {prefill.key: 2, decode.key: 5}
+    phases = {
+        HallRow.parse(name).phases
+        for name, row in program.lp.constraints.items()
+        if row.family == "hall" and name.startswith("hall[lose=us-east,chat,us-east,")
+    }
+    assert {"us-west:prefill+eu-west:prefill", "us-west:decode+eu-west:decode"} <= phases
+    routed = get_backend("highs").run(build_program(inst, table).lp, SETTINGS)
+    assert abs(optimised.result.objective - routed.objective) <= 1e-6 * routed.objective
+
+
+def test_an_unservable_loss_is_infeasible_as_in_the_routing_program():
+    """us-west and eu-west hold one GPU each: losing us-east leaves its 10 requests/s at
+    most 3 + 2.5 = 5.5."""
+    inst, table, _ = _hand_case()
+    regions = [
+        r if r.name == "us-east" else r.model_copy(update={"supply": {H100: _one_gpu(r)}})
+        for r in inst.regions
+    ]
+    inst = inst.model_copy(update={"regions": regions})
+    sets = ProgramSets(inst, table, failure_scenarios(inst), scenario_rows="cuts")
+    optimised = solve_by_cuts(build_program(inst, table, sets=sets), get_backend("highs"), SETTINGS)
+    assert optimised.result.termination is Termination.INFEASIBLE
+    routed = get_backend("highs").run(build_program(inst, table).lp, SETTINGS)
+    assert routed.termination is Termination.INFEASIBLE
+
+
+def _one_gpu(region):
+    return region.supply[H100].model_copy(update={"max_gpus": 1})
