@@ -11,10 +11,10 @@ values, the network is
 
 so a mode carries no more than its weakest phase. The demand is served iff the maximum
 flow is sum_o D[w,o]; otherwise the source side S of a minimum cut gives the violated
-row: U = the origins in S, N(U) = the regions in S (every region an origin of S
-reaches is in S, the edges being unbounded), and in each mode of N(U) the phase whose
-edge the cut crosses. Its value is the flow, so the row is broken by exactly the
-demand left unserved (times u^-1).
+row: N(U) = the regions in S (every region an origin of S reaches is in S, the edges
+being unbounded), U = every origin whose routes all lead into N(U) (the origins in S
+and any others: the row only grows stronger), and in each mode of N(U) the phase whose
+edge the cut crosses. Broken by at least the demand left unserved (times u^-1).
 
 Most scenarios are served once a few rows are in: a nearest-first assignment (origins
 with the fewest regions within reach first) that serves everyone is a flow of the
@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from models.operations.scenarios import Scenario
-from solver.program.families.hall import HallCut, TransportCredit
+from solver.program.families.hall import HallCut, TransportCredit, closure
 from solver.program.families.variables import ModeLoadColumn, ServedColumn
 
 TOLERANCE = 1e-6
@@ -135,7 +135,8 @@ def _max_flow(
     if shortfall <= TOLERANCE * (total + 1.0):
         return Transport(served, modes, total, shortfall, None)
     _, (source_side, _) = nx.minimum_cut(network, "source", "sink")
-    origins = tuple(o for o in credit.sets.regions if ("o", o) in source_side)
+    reached = [d for d in credit.sets.regions if ("d", d) in source_side]
+    origins = closure(credit.sets, f, w, reached)  # the cut's origins and any others held there
     phases = []
     for d in credit.sets.regions:
         if ("d", d) not in source_side:

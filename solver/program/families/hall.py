@@ -31,6 +31,7 @@ Its dual is what one more request/s of the set's demand costs per month under f.
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import product
 from typing import ClassVar
 
 from models.operations.scenarios import Scenario, ScenarioKind
@@ -39,6 +40,12 @@ from solver.program.families.pooling import pool_credit
 from solver.program.lp import LinearProgram, Sense
 from solver.program.row_names import Index
 from solver.program.sets import Mode, Phase, ProgramSets
+
+ENUMERATED_ORIGINS = 6
+"""Origins of a workload up to which every Hall row of a scenario is added at once (at
+most 2^6 - 1 sets, fewer distinct N(U))."""
+ENUMERATED_PHASES = 16
+"""Phase choices of one set's modes up to which each gets its row."""
 
 
 @dataclass(frozen=True)
@@ -136,31 +143,70 @@ def add_hall_row(lp: LinearProgram, credit: TransportCredit, cut: HallCut) -> st
 
 
 def seed_cuts(sets: ProgramSets) -> list[HallCut]:
-    """Rows worth having before the first solve, per cut scenario f and workload w: every
-    origin together (the survivors carry the whole demand), and the lost region's own
-    users alone (they must fit in the regions within their failover RTT). One row per
-    phase position where a mode has several phases (the first phase of each, then the
-    second)."""
+    """Rows worth having before the first solve, per cut scenario f and workload w.
+
+    With at most `ENUMERATED_ORIGINS` origins, every row there is: each distinct N(U)
+    once, with U its closure (every origin whose reach lies within N(U): the strongest
+    row of that N), and every choice of phases where the modes of N(U) leave at most
+    `ENUMERATED_PHASES` (else one row per phase position). The integer solve then breaks
+    none of them (a handful of rows: 3 regions give at most 3 sets per scenario).
+
+    With more origins: every origin together (the survivors carry the whole demand) and
+    the closure of the lost region's own users (they must fit in the regions within
+    their failover RTT), one row per phase position (the first phase of each mode, then
+    the second); the rest as solutions break them.
+    """
     cuts = []
     for f in sets.cut_scenarios:
         for w in sets.workloads:
             origins = [o for o in sets.regions if (w, o) in sets.demand]
-            sets_of_origins = [tuple(origins)]
-            if f.region in origins and len(origins) > 1:
-                sets_of_origins.append((f.region,))
-            for group in sets_of_origins:
+            if len(origins) <= ENUMERATED_ORIGINS:
+                groups = [
+                    tuple(o for o, keep in zip(origins, mask, strict=True) if keep)
+                    for mask in product((False, True), repeat=len(origins))
+                    if any(mask)
+                ]
+            else:
+                groups = [tuple(origins), *([(f.region,)] if f.region in origins else [])]
+            seen: set[tuple[str, ...]] = set()
+            for group in groups:
                 reach = reachable(sets, f, w, group)
-                if not reach:
-                    continue  # nothing to choose: the pre-solve checks name it
-                deepest = max(len(m.phases) for d in reach for m in sets.modes[(w, d)])
-                for position in range(deepest):
-                    phases = tuple(
-                        (d, m.name, m.phases[min(position, len(m.phases) - 1)])
-                        for d in reach
-                        for m in sets.modes[(w, d)]
-                    )
-                    cuts.append(HallCut(f, w, group, phases))
+                if not reach or tuple(reach) in seen:
+                    continue  # nothing to choose (the pre-solve checks name it), or known
+                seen.add(tuple(reach))
+                closed = closure(sets, f, w, reach)
+                for phases in _phase_choices(sets, w, reach):
+                    cuts.append(HallCut(f, w, closed, phases))
     return cuts
+
+
+def _phase_choices(
+    sets: ProgramSets, w: str, reach: list[str]
+) -> list[tuple[tuple[str, str, Phase], ...]]:
+    """Every choice of one phase per mode of the regions in `reach` when there are at
+    most `ENUMERATED_PHASES`, else one per phase position."""
+    modes = [(d, m) for d in reach for m in sets.modes[(w, d)]]
+    count = 1
+    for _, m in modes:
+        count *= len(m.phases)
+    if count <= ENUMERATED_PHASES:
+        return [
+            tuple((d, m.name, p) for (d, m), p in zip(modes, chosen, strict=True))
+            for chosen in product(*(m.phases for _, m in modes))
+        ]
+    deepest = max(len(m.phases) for _, m in modes)
+    return [
+        tuple((d, m.name, m.phases[min(position, len(m.phases) - 1)]) for d, m in modes)
+        for position in range(deepest)
+    ]
+
+
+def closure(sets: ProgramSets, f: Scenario, w: str, regions: Iterable[str]) -> tuple[str, ...]:
+    """The origins with demand all of whose destinations under f lie in `regions`, in
+    region order: the largest U with N(U) within them (the strongest Hall row there)."""
+    within = set(regions)
+    outside = {o for o, d, _ in sets.routes[(f.name, w)] if d not in within}
+    return tuple(o for o in sets.regions if (w, o) in sets.demand and o not in outside)
 
 
 def reachable(sets: ProgramSets, f: Scenario, w: str, origins: tuple[str, ...]) -> list[str]:
