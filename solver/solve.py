@@ -41,7 +41,7 @@ from solver.colocation.warm_cold import solve_choosing_split
 from solver.decompose.by_workload import optimise
 from solver.decompose.parallel import workers_kept
 from solver.decompose.scenario_cuts import applies as cuts_apply
-from solver.decompose.scenario_cuts import solve_by_cuts
+from solver.decompose.scenario_cuts import priced_by_cuts, solve_by_cuts
 from solver.decompose.workload_parts import start_by_workload
 from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
 from solver.plan.records import SimplicityCost
@@ -169,7 +169,11 @@ def _solve_table(instance: Instance, settings: SolveSettings, table: CandidateTa
     values = integral(program, result.values)
     pricer = backend if backend.capabilities.duals else get_backend(PRICING_BACKEND)
     pricing_settings = settings.within(PRICING_SHARE).with_duals()
-    pricing = _in_background(pricer.run, pricing_program(program, values), pricing_settings)
+    if cuts:  # the rows the fractional counts break too (the plan is read meanwhile)
+        priced = (priced_by_cuts, program, pricer, pricing_program(program, values))
+        pricing = _in_background(*priced, pricing_settings)
+    else:
+        pricing = _in_background(pricer.run, pricing_program(program, values), pricing_settings)
     unpriced: list[str] = []
 
     def duals() -> dict[str, float]:

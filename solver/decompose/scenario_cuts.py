@@ -39,7 +39,7 @@ from solver.backends import Backend
 from solver.decompose.by_workload import optimise
 from solver.program.build import FleetProgram, with_bounds
 from solver.program.families.hall import TransportCredit, add_hall_row, seed_cuts
-from solver.program.lp import SolveResult, Termination
+from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.program.optimised import Optimised
 from solver.program.transport import routing_values, transport
 from solver.settings import SolveSettings
@@ -73,7 +73,7 @@ def solve_by_cuts(program: FleetProgram, backend: Backend, settings: SolveSettin
             if relaxed.termination is Termination.INFEASIBLE:
                 return Optimised(relaxed, cuts=added, cut_rounds=lp_rounds)
             break  # out of time, say: the integer rounds decide
-        new = _separate(program, credit, relaxed.values)
+        new = _separate(lp, credit, relaxed.values)
         added += new
         if not new:
             break
@@ -85,7 +85,7 @@ def solve_by_cuts(program: FleetProgram, backend: Backend, settings: SolveSettin
         rounds = {"cuts": added, "cut_rounds": lp_rounds + mip_rounds}
         if not result.termination.has_solution:
             return replace(optimised, **rounds)
-        new = _separate(program, credit, result.values)
+        new = _separate(lp, credit, result.values)
         added += new
         if not new:
             break
@@ -102,16 +102,33 @@ def solve_by_cuts(program: FleetProgram, backend: Backend, settings: SolveSettin
     return replace(optimised, result=replace(result, values=values), **rounds)
 
 
-def _separate(program: FleetProgram, credit: TransportCredit, values: dict[str, float]) -> int:
-    """Add the broken Hall row of every (cut scenario, workload) at `values`; how many
-    are new (a broken row already in the program is the solver's tolerance)."""
-    sets = program.sets
+def priced_by_cuts(
+    program: FleetProgram, backend: Backend, pricing: LinearProgram, settings: SolveSettings
+) -> SolveResult:
+    """The pricing LP (solver.readback.pricing: the plan's choices fixed, its counts
+    continuous) with the Hall rows it breaks added until it breaks none, so that its
+    duals are those of the routing program's pricing LP: the rows the integer loop
+    added need not hold every fractional point. Rows go into `pricing` only (the plan
+    is read back from `program` meanwhile); their duals are the scenarios' prices."""
+    credit = TransportCredit(program.sets)
+    while True:
+        result = backend.run(pricing, settings)
+        if not result.termination.has_solution:
+            return result
+        if not _separate(pricing, credit, result.values):
+            return result
+
+
+def _separate(lp: LinearProgram, credit: TransportCredit, values: dict[str, float]) -> int:
+    """Add to `lp` the broken Hall row of every (cut scenario, workload) at `values`; how
+    many are new (a broken row already there is the solver's tolerance)."""
+    sets = credit.sets
     added = 0
     for f in sets.cut_scenarios:
         for w in sets.workloads:
             if not any((w, o) in sets.demand for o in sets.regions):
                 continue
             cut = transport(credit, f, w, values).cut
-            if cut is not None and add_hall_row(program.lp, credit, cut) is not None:
+            if cut is not None and add_hall_row(lp, credit, cut) is not None:
                 added += 1
     return added

@@ -12,14 +12,16 @@ from models.operations.scenarios import failure_scenarios
 from models.serving.replica import Role
 from solver.backends import get_backend
 from solver.candidates.pools import PoolCurve
-from solver.candidates.table import CandidateTable
-from solver.decompose.scenario_cuts import solve_by_cuts
+from solver.candidates.table import CandidateTable, build_candidates
+from solver.decompose.scenario_cuts import priced_by_cuts, solve_by_cuts
 from solver.program.build import build_program
 from solver.program.families.hall import HallRow, TransportCredit, add_hall_row
 from solver.program.lp import Sense, Termination
 from solver.program.row_names import ReplicasColumn
 from solver.program.sets import ProgramSets
 from solver.program.transport import transport
+from solver.readback.assign import integral
+from solver.readback.pricing import pricing_program
 from solver.settings import SolveSettings
 from solver.solve import solve_program
 from tests.solver.program.test_program import H100, fake, three_regions
@@ -163,3 +165,22 @@ def test_an_unservable_loss_is_infeasible_as_in_the_routing_program():
 
 def _one_gpu(region):
     return region.supply[H100].model_copy(update={"max_gpus": 1})
+
+
+@examples(max_examples=3, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_the_pricing_lp_with_cuts_is_the_routing_programs(seed):
+    """The plan's pricing LP (its choices fixed, counts continuous) has the same optimum
+    with the Hall rows its own loop adds, from none at all, as with every scenario's
+    routing (the integer loop's rows need not hold at its fractional points)."""
+    inst = generated(7, 1, 2, seed=seed)
+    table = build_candidates(inst)
+    routing = build_program(inst, table)
+    backend = get_backend("highs")
+    plan = backend.run(routing.lp, SETTINGS)
+    sets = ProgramSets(inst, table, failure_scenarios(inst), scenario_rows="cuts")
+    cut = build_program(inst, table, sets=sets)
+    values = integral(routing, plan.values)
+    routed = backend.run(pricing_program(routing, values), SETTINGS)
+    priced = priced_by_cuts(cut, backend, pricing_program(cut, values), SETTINGS)
+    assert abs(priced.objective - routed.objective) <= 1e-6 * routed.objective
