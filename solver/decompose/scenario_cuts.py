@@ -56,10 +56,16 @@ def applies(instance: Instance) -> bool:
     return instance.policy.survive.value in ("region", "zone") and not instance.policy.colocation
 
 
-def solve_by_cuts(program: FleetProgram, backend: Backend, settings: SolveSettings) -> Optimised:
+def solve_by_cuts(
+    program: FleetProgram,
+    backend: Backend,
+    settings: SolveSettings,
+    bounds: dict[str, tuple[float, float | None]] | None = None,
+) -> Optimised:
     """The loop of the module docstring on a program built with `scenario_rows: cuts`
-    (its LP gains the Hall rows added). The result's values hold the routing of every
-    cut scenario too (served and mode load columns, which the LP does not have)."""
+    (its LP gains the Hall rows added), with some variables' bounds replaced (explain's
+    re-solve without a pool). The result's values hold the routing of every cut
+    scenario too (served and mode load columns, which the LP does not have)."""
     sets = program.sets
     credit = TransportCredit(sets)
     lp = program.lp
@@ -67,7 +73,7 @@ def solve_by_cuts(program: FleetProgram, backend: Backend, settings: SolveSettin
     quiet = settings.with_duals(False)
     lp_rounds = 0
     while lp_rounds < MAX_LP_ROUNDS:
-        relaxed = backend.run(with_bounds(lp, {}, relax=True), quiet)
+        relaxed = backend.run(with_bounds(lp, bounds or {}, relax=True), quiet)
         lp_rounds += 1
         if not relaxed.termination.has_solution:
             if relaxed.termination is Termination.INFEASIBLE:
@@ -79,7 +85,7 @@ def solve_by_cuts(program: FleetProgram, backend: Backend, settings: SolveSettin
             break
     mip_rounds = 0
     while True:
-        optimised = optimise(program, backend, quiet)
+        optimised = optimise(program, backend, quiet, bounds)
         result = optimised.result
         mip_rounds += 1
         rounds = {"cuts": added, "cut_rounds": lp_rounds + mip_rounds}
