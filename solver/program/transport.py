@@ -16,17 +16,26 @@ being unbounded), U = every origin whose routes all lead into N(U) (the origins 
 and any others: the row only grows stronger), and in each mode of N(U) the phase whose
 edge the cut crosses. Broken by at least the demand left unserved (times u^-1).
 
-Most scenarios are served once a few rows are in: a nearest-first assignment (origins
-with the fewest regions within reach first) that serves everyone is a flow of the
-whole demand, and the maximum flow (networkx) runs only when it does not.
+The phase chain of a mode is cut at its weakest edge, so the network is solved as
+origins -> modes, each mode a node of capacity min_p credit_f[w,d,p] / u^-1 (that phase
+is the one its row credits). The flow starts from a nearest-first assignment (origins
+with the fewest regions within reach first), which serves everyone in most scenarios
+once a few rows are in, and is completed by shortest augmenting paths (Edmonds-Karp:
+origin -> mode with room, or through a mode to another origin that sends it flow and
+on to another mode); the origins and modes still reachable from an unserved origin are
+then the source side of a minimum cut. Pure Python on a network of at most R origins
+and R x modes nodes: a separation round is thousands of these.
 """
 
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import pairwise
 
 from models.operations.scenarios import Scenario
 from solver.program.families.hall import HallCut, TransportCredit, closure
 from solver.program.families.variables import ModeLoadColumn, ServedColumn
+from solver.program.sets import Phase
 
 TOLERANCE = 1e-6
 """Relative shortfall (of the scenario's demand, plus as much in requests/s) below which
@@ -59,94 +68,126 @@ def transport(credit: TransportCredit, f: Scenario, w: str, values: dict[str, fl
         reach[o].append((rtt_ms, d))
     for places in reach.values():
         places.sort()
-    regions = {d for places in reach.values() for _, d in places}
-    phase_room = {
-        (d, m.name): [credit.value(f, w, d, p, values) / per_capacity for p in m.phases]
-        for d in regions
-        for m in credit.modes(w, d)
-    }
+    regions = [
+        d for d in sets.regions if any(d == p for places in reach.values() for _, p in places)
+    ]
+    weakest: dict[Node, Phase] = {}
+    room: dict[Node, float] = {}
+    for d in regions:
+        for mode in credit.modes(w, d):
+            rooms = [credit.value(f, w, d, p, values) / per_capacity for p in mode.phases]
+            i = min(range(len(rooms)), key=rooms.__getitem__)
+            weakest[(d, mode.name)], room[(d, mode.name)] = mode.phases[i], rooms[i]
+    flow = _Flow(
+        demand,
+        {o: [(d, m.name) for _, d in reach[o] for m in credit.modes(w, d)] for o in demand},
+        room,
+    )
     total = sum(demand.values())
-    greedy = _nearest_first(demand, reach, phase_room, credit, w)
-    if greedy is not None:
-        return Transport(greedy[0], greedy[1], total, 0.0, None)
-    return _max_flow(credit, f, w, demand, reach, phase_room, total)
-
-
-def _nearest_first(
-    demand: dict[str, float],
-    reach: dict[str, list[tuple[float, str]]],
-    phase_room: dict[tuple[str, str], list[float]],
-    credit: TransportCredit,
-    w: str,
-) -> tuple[dict, dict] | None:
-    """(served, modes) when nearest-first, origins with the fewest places first, serves
-    every origin whole; else None."""
-    room = {key: min(rooms) for key, rooms in phase_room.items()}
+    shortfall = flow.maximise()
     served: dict[tuple[str, str], float] = {}
-    modes: dict[tuple[str, str], float] = {}
-    for o in sorted(demand, key=lambda o: (len(reach[o]), o)):
-        left = demand[o]
-        for _, d in reach[o]:
-            for mode in credit.modes(w, d):
-                take = min(left, room[(d, mode.name)])
-                if take <= 0:
-                    continue
-                room[(d, mode.name)] -= take
-                served[(o, d)] = served.get((o, d), 0.0) + take
-                modes[(d, mode.name)] = modes.get((d, mode.name), 0.0) + take
-                left -= take
-        if left > 1e-12 * max(demand[o], 1.0):
-            return None
-    return served, modes
-
-
-def _max_flow(
-    credit: TransportCredit,
-    f: Scenario,
-    w: str,
-    demand: dict[str, float],
-    reach: dict[str, list[tuple[float, str]]],
-    phase_room: dict[tuple[str, str], list[float]],
-    total: float,
-) -> Transport:
-    """The maximum flow, and a minimum cut's row when it falls short."""
-    import networkx as nx
-
-    network = nx.DiGraph()
-    network.add_node("sink")
-    for o, rate in demand.items():
-        network.add_edge("source", ("o", o), capacity=rate)
-        for _, d in reach[o]:
-            network.add_edge(("o", o), ("d", d))
-    for (d, name), rooms in phase_room.items():
-        network.add_edge(("d", d), ("m", d, name))
-        chain = [("m", d, name), *(("p", d, name, i) for i in range(len(rooms)))]
-        for i, room in enumerate(rooms):
-            network.add_edge(chain[i], chain[i + 1], capacity=room)
-        network.add_edge(chain[-1], "sink")
-    flow_value, flow = nx.maximum_flow(network, "source", "sink")
-    served = {(o, d): rate for o in demand for (_, d), rate in flow[("o", o)].items() if rate > 0}
-    modes = {
-        (d, name): flow[("d", d)][("m", d, name)]
-        for (d, name) in phase_room
-        if flow[("d", d)][("m", d, name)] > 0
-    }
-    shortfall = max(0.0, total - flow_value)
+    for o, sent in flow.sent.items():
+        for (d, _), rate in sent.items():
+            if rate > 0:
+                served[(o, d)] = served.get((o, d), 0.0) + rate
+    modes = {node: load for node, load in flow.load.items() if load > 0}
     if shortfall <= TOLERANCE * (total + 1.0):
         return Transport(served, modes, total, shortfall, None)
-    _, (source_side, _) = nx.minimum_cut(network, "source", "sink")
-    reached = [d for d in credit.sets.regions if ("d", d) in source_side]
-    origins = closure(credit.sets, f, w, reached)  # the cut's origins and any others held there
-    phases = []
-    for d in credit.sets.regions:
-        if ("d", d) not in source_side:
-            continue
-        for mode in credit.modes(w, d):
-            crossed = next(
-                i for i in range(len(mode.phases)) if ("p", d, mode.name, i) not in source_side
-            )
-            phases.append((d, mode.name, mode.phases[crossed]))
-    return Transport(served, modes, total, shortfall, HallCut(f, w, origins, tuple(phases)))
+    modes_side = flow.source_side()
+    reached = [d for d in regions if any((d, m.name) in modes_side for m in credit.modes(w, d))]
+    origins = closure(sets, f, w, reached)  # the cut's origins and any others held there
+    phases = tuple((d, m.name, weakest[(d, m.name)]) for d in reached for m in credit.modes(w, d))
+    return Transport(served, modes, total, shortfall, HallCut(f, w, origins, phases))
+
+
+Node = tuple[str, str]
+"""A serving mode of a region: (region, mode name)."""
+
+
+class _Flow:
+    """A flow from origins (supply: their demand) to modes (capacity: their room) over
+    unbounded edges origin -> mode: nearest-first, then maximised by augmenting paths."""
+
+    def __init__(
+        self, demand: dict[str, float], places: dict[str, list[Node]], room: dict[Node, float]
+    ):
+        self.demand, self.places, self.room = demand, places, room
+        self.eps = 1e-12 * (sum(demand.values()) + 1.0)
+        self.sent: dict[str, dict[Node, float]] = {o: {} for o in demand}
+        self.load: dict[Node, float] = dict.fromkeys(room, 0.0)
+        self.senders: dict[Node, set[str]] = {node: set() for node in room}
+        self.left = dict(demand)
+        for o in sorted(demand, key=lambda o: (len({d for d, _ in places[o]}), o)):
+            for node in places[o]:
+                take = min(self.left[o], room[node] - self.load[node])
+                if take > 0:
+                    self._move(o, node, take)
+                if self.left[o] <= self.eps:
+                    break
+
+    def _move(self, o: str, node: Node, rate: float) -> None:
+        """Send `rate` more (or, negative, less) of o's users to `node`."""
+        sent = self.sent[o].get(node, 0.0) + rate
+        self.sent[o][node] = sent
+        if sent > self.eps:
+            self.senders[node].add(o)
+        else:
+            self.senders[node].discard(o)
+        self.load[node] += rate
+        self.left[o] -= rate
+
+    def maximise(self) -> float:
+        """Augment along shortest paths until none is left; the demand left unserved."""
+        while True:
+            found, came_from, reached_by = self._search()
+            if found is None:
+                return sum(max(rate, 0.0) for rate in self.left.values())
+            path = []  # (origin, mode) forward edges, last first
+            node = found
+            while True:
+                o = reached_by[node]
+                path.append((o, node))
+                back = came_from[o]
+                if back is None:
+                    break
+                node = back
+            start = path[-1][0]
+            rate = min(self.left[start], self.room[found] - self.load[found])
+            for (o, _), (_, back) in pairwise(path):
+                rate = min(rate, self.sent[o][back])  # o gives up flow into `back`
+            for i, (o, node) in enumerate(path):
+                self._move(o, node, rate)
+                if i + 1 < len(path):  # o's flow into the next mode down the path moves
+                    self._move(o, path[i + 1][1], -rate)
+
+    def _search(self) -> tuple[Node | None, dict[str, Node | None], dict[Node, str]]:
+        """Breadth-first search of the residual network from every unserved origin: a
+        mode with room, and the search's parents."""
+        came_from: dict[str, Node | None] = {
+            o: None for o, rate in self.left.items() if rate > self.eps
+        }
+        reached_by: dict[Node, str] = {}
+        queue = deque(came_from)
+        while queue:
+            o = queue.popleft()
+            for node in self.places[o]:
+                if node in reached_by:
+                    continue
+                reached_by[node] = o
+                if self.room[node] - self.load[node] > self.eps:
+                    return node, came_from, reached_by
+                for other in self.senders[node]:
+                    if other not in came_from:
+                        came_from[other] = node
+                        queue.append(other)
+        return None, came_from, reached_by
+
+    def source_side(self) -> set[Node]:
+        """The modes reachable from an unserved origin in the residual network of a
+        maximum flow: the source side of a minimum cut (with the origins that reach
+        them, every one of which sends only there)."""
+        _, _, reached_by = self._search()
+        return set(reached_by)
 
 
 def routing_values(

@@ -89,37 +89,47 @@ class HallCut:
 
 class TransportCredit:
     """The credit terms of each (scenario, workload, region, phase), as the capacity rows
-    write them, worked out once per pool, zone hit and round trip."""
+    write them. They depend on the scenario only through whether it hits the region's
+    zone and the round trip of the users it may reroute there, so they are worked out
+    (and valued at a solution) once per such pair, however many scenarios share it."""
 
     def __init__(self, sets: ProgramSets):
         self.sets = sets
-        self._pool_terms: dict[tuple[int, bool, float], dict[str, float]] = {}
-        self._terms: dict[tuple[str, str, str, str], dict[str, float]] = {}
+        self._terms: dict[tuple, dict[str, float]] = {}
+        self._valued: tuple[dict[str, float] | None, dict[tuple, float]] = (None, {})
+
+    def _key(self, f: Scenario, w: str, d: str, phase: Phase) -> tuple:
+        zone_hit = f.kind is ScenarioKind.ZONE and f.region == d
+        return (w, d, phase.label, zone_hit, self.sets.rerouted_rtt.get((f.name, w, d), 0.0))
 
     def terms(self, f: Scenario, w: str, d: str, phase: Phase) -> dict[str, float]:
         """credit_f[w,d,phase]: sum over the phase's pools in d of their credit terms."""
-        key = (f.name, w, d, phase.label)
+        key = self._key(f, w, d, phase)
         found = self._terms.get(key)
         if found is not None:
             return found
         sets = self.sets
-        zone_hit = f.kind is ScenarioKind.ZONE and f.region == d
-        rtt_ms = sets.rerouted_rtt.get((f.name, w, d), 0.0)
         terms: dict[str, float] = {}
         for pool in sets.phase_pools(w, d, phase):
-            pool_key = (id(pool), zone_hit, rtt_ms)  # sets.pools outlives the cache
-            if pool_key not in self._pool_terms:
-                at = sets.failover_tiers(f.name, pool)
-                self._pool_terms[pool_key] = pool_credit(pool, zone_hit, at)
-            for var, coef in self._pool_terms[pool_key].items():
+            for var, coef in pool_credit(pool, key[3], sets.failover_tiers(f.name, pool)).items():
                 terms[var] = terms.get(var, 0.0) + coef
         self._terms[key] = terms
         return terms
 
     def value(self, f: Scenario, w: str, d: str, phase: Phase, values: dict[str, float]) -> float:
-        """credit_f[w,d,phase] at a solution (requests/s of capacity, >= 0)."""
-        terms = self.terms(f, w, d, phase)
-        return max(0.0, sum(coef * values.get(var, 0.0) for var, coef in terms.items()))
+        """credit_f[w,d,phase] at a solution (requests/s of capacity, >= 0); valued once
+        per solution (the same `values` object) and key."""
+        held, memo = self._valued
+        if held is not values:
+            memo = {}
+            self._valued = (values, memo)
+        key = self._key(f, w, d, phase)
+        found = memo.get(key)
+        if found is None:
+            terms = self.terms(f, w, d, phase)
+            found = max(0.0, sum(coef * values.get(var, 0.0) for var, coef in terms.items()))
+            memo[key] = found
+        return found
 
     def modes(self, w: str, d: str) -> tuple[Mode, ...]:
         """The serving modes of w in d (none: d cannot serve w)."""
