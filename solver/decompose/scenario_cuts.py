@@ -7,7 +7,8 @@ problem whose capacities are linear in the program's columns, feasible iff every
 row holds (solver.program.families.hall). The program with some of them is a relaxation
 of the routing program; the loop
 
-    1. add the seed rows (every origin together, the lost region's users alone)
+    1. add the seed rows (solver.program.families.hall.seed_cuts: every row of a workload
+       with at most 6 origins; else every origin together and the lost region's users)
     2. solve the LP relaxation; for every (f, w) find a minimum cut of the transport
        problem at its solution (solver.program.transport); add each broken row; repeat
        until none is broken
