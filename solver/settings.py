@@ -101,6 +101,9 @@ def machine_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+SCENARIO_ROWS = ("routing", "cuts")
+"""The ways region and zone loss may enter the program (`SolveSettings.scenario_rows`)."""
+
 COMPARISON_GAP = 0.01
 """Relative gap of comparison re-solves: 1% of a plan's cost is well inside what a
 planner reads from "what would it cost without this pool", and proving the last 0.1% of a
@@ -122,6 +125,10 @@ class SolveSettings:
     tighten: bool = False
     """Add the valid inequalities of solver.program.families.tightening to the program
     (same plans and optimum; off: they did not shorten the shipped instances' solves)."""
+    scenario_rows: str = "routing"
+    """How region and zone loss enter the program: `routing` (each scenario restates the
+    routing of every region) or `cuts` (only the Hall rows its solutions break:
+    solver.decompose.scenario_cuts; where that is not exact, routing)."""
     deadline: Deadline | None = field(default=None, compare=False)
     """The run's deadline once started (`started`); None before."""
 
@@ -134,6 +141,11 @@ class SolveSettings:
             raise ValueError(f"mip_gap must be a number >= 0, got {self.mip_gap}")
         if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
             raise ValueError(f"threads must be an integer >= 1, got {self.threads!r}")
+        if self.scenario_rows not in SCENARIO_ROWS:
+            raise ValueError(
+                f"scenario_rows must be one of {', '.join(SCENARIO_ROWS)}, "
+                f"got {self.scenario_rows!r}"
+            )
 
     @classmethod
     def of(
@@ -143,6 +155,7 @@ class SolveSettings:
         time_limit_s: float | None = None,
         mip_gap: float | None = None,
         threads: int | None = None,
+        scenario_rows: str | None = None,
     ) -> "SolveSettings":
         """The instance's `solver` section with any given override applied; threads
         capped at the machine's cores (more only oversubscribe, and a huge count hangs
@@ -154,6 +167,7 @@ class SolveSettings:
             time_limit_s=base.time_limit_s if time_limit_s is None else time_limit_s,
             mip_gap=base.mip_gap if mip_gap is None else mip_gap,
             threads=max(1, min(wanted_threads, machine_threads())),
+            scenario_rows=scenario_rows or base.scenario_rows,
         )
 
     def started(self, at: float | None = None) -> "SolveSettings":

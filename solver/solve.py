@@ -50,6 +50,8 @@ from solver.colocation.tiering import search_report, tiering_report
 from solver.colocation.warm_cold import solve_choosing_split
 from solver.decompose.by_workload import optimise
 from solver.decompose.parallel import workers_kept
+from solver.decompose.scenario_cuts import applies as cuts_apply
+from solver.decompose.scenario_cuts import priced_by_cuts, solve_by_cuts
 from solver.decompose.workload_parts import start_by_workload
 from solver.errors import Infeasible, NoSolution
 from solver.plan.records import SimplicityCost
@@ -150,29 +152,39 @@ def _solve_table(instance: Instance, settings: SolveSettings, table: CandidateTa
     """`solve_program` from the candidate table on (the tiering report's dedicated
     solve reuses its co-located solve's table: the candidates do not depend on it)."""
     backend = get_backend(settings.backend)
-    check_program_size(instance, table, settings.time_limit_s)
-    sets = ProgramSets(instance, table, failure_scenarios(instance))
+    cuts = settings.scenario_rows == "cuts" and cuts_apply(instance)
+    routed = tuple(f for f in failure_scenarios(instance) if not (cuts and f.reroutes))
+    check_program_size(instance, table, settings.time_limit_s, scenarios=routed)
+    rows = "cuts" if cuts else "routing"
+    sets = ProgramSets(instance, table, failure_scenarios(instance), scenario_rows=rows)
     problems = [*table.problems, *presolve_problems(sets)]
     if problems:
         raise Infeasible.from_problems(problems)
     solve_settings = solving(settings)  # the rest of the limit prices and checks the plan
-    parts = start_by_workload(sets, backend, solve_settings)  # solving while the whole is built
+    parts = None if cuts else start_by_workload(sets, backend, solve_settings)  # while it builds
     try:
         program = build_program(instance, table, settings=settings, sets=sets)
         settings.check("program build")
-        optimised = optimise(program, backend, solve_settings, parts=parts)
+        if cuts:
+            optimised = solve_by_cuts(program, backend, solve_settings)
+        else:
+            optimised = optimise(program, backend, solve_settings, parts=parts)
     finally:
         if parts is not None:
             parts.started.abandon()
-    values = solution(
-        optimised.result,
-        program.lp,
-        settings,
-        lambda: diagnose_infeasible(program, backend, settings),
-    )
+
+    def diagnosis():  # a cut program holds no routing to name a conflict with: build it
+        routing = build_program(instance, table, settings=settings) if cuts else program
+        return diagnose_infeasible(routing, backend, settings)
+
+    values = solution(optimised.result, program.lp, settings, diagnosis)
     pricer = backend if backend.capabilities.duals else get_backend(PRICING_BACKEND)
     pricing_settings = settings.within(PRICING_SHARE).with_duals()
-    pricing = _in_background(pricer.run, pricing_program(program, values), pricing_settings)
+    if cuts:  # the rows the fractional counts break too (the plan is read meanwhile)
+        priced = (priced_by_cuts, program, pricer, pricing_program(program, values))
+        pricing = _in_background(*priced, pricing_settings)
+    else:
+        pricing = _in_background(pricer.run, pricing_program(program, values), pricing_settings)
     unpriced: list[str] = []
 
     def duals() -> dict[str, float]:

@@ -3,7 +3,7 @@ choose and must survive (layouts, failures, purchases), the MIP solver and its l
 a quality change declared against a base."""
 
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
@@ -183,3 +183,9 @@ class SolverSettings(BaseModel):
     """Relative optimality gap at which the solver stops (`--mip-gap` overrides it)."""
     threads: Threads = 1
     """Solver threads (`--threads` overrides it)."""
+    scenario_rows: Literal["routing", "cuts"] = "routing"
+    """How region and zone loss enter the program: `routing` restates every region's
+    routing in each scenario; `cuts` adds only the scenarios' Hall rows (the demand of a
+    set of regions within what the survivors in reach carry) that a solution breaks, by
+    max-flow / min-cut: the same optimum, a program that grows linearly in regions.
+    Instances with `policy.colocation` stay on routing."""

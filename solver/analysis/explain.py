@@ -21,6 +21,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import replace
 
 from pydantic import BaseModel, ConfigDict
 
@@ -32,9 +33,10 @@ from solver.backends import get_backend
 from solver.candidates.table import CandidateTable
 from solver.decompose.by_workload import optimise
 from solver.decompose.parallel import processes_for, worth_parallel
+from solver.decompose.scenario_cuts import solve_by_cuts
 from solver.plan.records import Binding, MaybeMoney, Money, SimplicityCost
 from solver.plan.schema import Plan
-from solver.program.build import FleetProgram
+from solver.program.build import FleetProgram, with_bounds
 from solver.program.families import FAMILIES
 from solver.program.lp import Sense, SolveResult, Termination
 from solver.program.row_names import ReplicasColumn
@@ -308,12 +310,10 @@ def _resolves(
         return None if left is None else ALTERNATIVES_TIME_SHARE * left / rounds
 
     if processes <= 1:
-        backend = get_backend(solved.settings.backend)
         for index, var in enumerate(names):
             solved.settings.check("explain")
-            bounds = {var: (0.0, 0.0)}
             limited = comparison.limited(share_s(jobs - done))
-            results[index] = optimise(program, backend, limited, bounds).result
+            results[index] = _resolve_without(program, limited, var)
             told(f"without {pools[index].label} in {pools[index].region}")
         if wants_simplicity:
             solved.settings.check("explain")
@@ -357,12 +357,15 @@ def _resolves(
 
 
 def _resolve_without(program: FleetProgram, settings: SolveSettings, var: str) -> SolveResult:
-    """The program re-solved with one pool's replicas fixed at 0 (in a worker: one
-    solver thread, workload programs one after the other)."""
+    """The program re-solved with one pool's replicas fixed at 0 (here or in a worker: one
+    solver thread, workload programs one after the other); a program with scenario cuts
+    by its own loop (rows its first plan needed may not be the rows the other needs)."""
     backend = get_backend(settings.backend)
-    return optimise(
-        program, backend, settings.limited(settings.time_limit_s), {var: (0.0, 0.0)}
-    ).result
+    limited = settings.limited(settings.time_limit_s)
+    if program.sets.cut_scenarios:  # its own copy of the rows: the loop adds Hall rows
+        own = replace(program, lp=with_bounds(program.lp, {}))
+        return solve_by_cuts(own, backend, limited, {var: (0.0, 0.0)}).result
+    return optimise(program, backend, limited, {var: (0.0, 0.0)}).result
 
 
 def _simplicity(

@@ -201,18 +201,26 @@ def check_program_size(
     table: CandidateTable,
     time_limit_s: float | None,
     periods: Sequence[Instance] = (),
+    scenarios: tuple[Scenario, ...] | None = None,
 ) -> ProgramSize:
     """The program's size (a lower bound), or a refusal before it is built: InputError
     beyond `limits.PROGRAM_VARIABLES`, NoSolution beyond what `time_limit_s` allows
     (none: the hard limit only). `periods`: the hour instances of an hourly program,
-    one static copy each (the module text); none for the static program of `instance`."""
+    one static copy each (the module text); none for the static program of `instance`.
+    `scenarios`: those with routing columns in a static program (default: every failure
+    scenario; with `scenario_rows: cuts`, `none` only)."""
     hard = limits.PROGRAM_VARIABLES
     in_time = hard.count
     if time_limit_s is not None:
         in_time = max(
             limits.VARIABLES_ANY_TIME_LIMIT, int(limits.VARIABLES_PER_SOLVER_S * time_limit_s)
         )
-    size = measure_periods(tuple(periods) or (instance,), table, stop_at=min(hard.count, in_time))
+    stop_at = min(hard.count, in_time)
+    if periods:
+        size = measure_periods(tuple(periods), table, stop_at=stop_at)
+    else:
+        size = measure_program(instance, table, scenarios, stop_at=stop_at)
+    scenarios = scenarios or failure_scenarios(instance)
     if size.complete:
         return size
     candidates = sum(len(table.of(w.name)) for w in instance.workloads)
@@ -220,7 +228,7 @@ def check_program_size(
     counted = (
         f"at least {size.variables:,} variables ({size.pools:,} replica counts over "
         f"{candidates:,} candidates, and {size.routes:,} routes counted before stopping, "
-        f"over {len(failure_scenarios(instance))} failure scenarios{copies})"
+        f"over {len(scenarios)} failure scenarios{copies})"
     )
     if size.variables > hard.count:
         raise InputError(

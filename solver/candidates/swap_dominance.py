@@ -66,6 +66,7 @@ from solver.candidates.replica_dominance import (
 from solver.program.build import FleetProgram, with_bounds
 from solver.program.families.capacity import CapacityRow
 from solver.program.families.demand import DemandRow
+from solver.program.families.hall import HallRow
 from solver.program.families.pooling import (
     PoolAtLeastColumn,
     PooledColumn,
@@ -85,6 +86,7 @@ PLAIN_ROWS = frozenset(
     for row in (
         CapacityRow,
         DemandRow,
+        HallRow,
         ModeSplitRow,
         GpuSupplyRow,
         PurchaseRow,
@@ -93,7 +95,8 @@ PLAIN_ROWS = frozenset(
         PooledOpenRow,
     )
 )
-"""Row families of a program the argument holds for."""
+"""Row families of a program the argument holds for (a Hall row, solver.program.families.hall,
+is a sum of capacity rows' credits: a move that lowers no capacity row lowers none)."""
 PLAIN_COLUMNS = frozenset(
     column.family
     for column in (ReplicasColumn, ServedColumn, PurchasedColumn, PoolAtLeastColumn, PooledColumn)

@@ -11,6 +11,7 @@ from solver.candidates.table import CandidateTable
 from solver.colocation.groups import GroupTable
 from solver.decompose.parallel import Started, processes_for, start_each, worth_workers
 from solver.program.build import FleetProgram, build_program
+from solver.program.families.hall import copy_hall_rows
 from solver.program.lp import SolveResult
 from solver.program.sets import ProgramSets
 from solver.settings import SolveSettings
@@ -71,10 +72,18 @@ def workload_program(program: FleetProgram, workload: str | Part) -> FleetProgra
     """The program of one workload (or of several solved together) alone, over the whole
     supply (and the whole power of each site), buying single GPUs: whole servers are
     shared between workloads, so rounding each workload's purchase up to servers on its
-    own would not be a relaxation; the join rounds the sum (solver.decompose.join)."""
+    own would not be a relaxation; the join rounds the sum (solver.decompose.join).
+    With `scenario_rows: cuts` the part has the whole program's Hall rows of its
+    workloads (solver.decompose.scenario_cuts), the same columns in each."""
     part = (workload,) if isinstance(workload, str) else workload
     alone, table, scenarios = part_inputs(program.sets, part)
-    return build_program(alone, table, scenarios, groups=program.groups.restricted(part))
+    rows = program.sets.scenario_rows
+    sets = ProgramSets(alone, table, scenarios, scenario_rows=rows)
+    groups = program.groups.restricted(part)
+    built = build_program(alone, table, scenarios, groups=groups, sets=sets)
+    if rows == "cuts":
+        copy_hall_rows(program.lp, built.lp, part)
+    return built
 
 
 def part_inputs(sets: ProgramSets, part: Part) -> tuple:

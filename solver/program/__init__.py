@@ -1,5 +1,7 @@
 """The integer program: index sets, typed row names, the solver-neutral LP, the constraint
-families (one module each, `families/`) and `build_program`, the contents list.
+families (one module each, `families/`) and `build_program`, the contents list; the
+transport problem of a failover scenario at a solution (transport.py: a flow, or the Hall
+row it breaks).
 
 Imports: models.schema, models.serving, models.operations; solver.candidates,
 solver.colocation (templates), solver.settings, solver.errors, and solver.backends (export

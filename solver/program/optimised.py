@@ -1,6 +1,6 @@
 """How a program was solved: the backend's result, the method and what it took."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from solver.program.lp import SolveResult
@@ -33,6 +33,11 @@ class Optimised:
     the region, or within shares of it (solver.decompose.join_mend)."""
     by_scip: int = 0
     """Parts solved by SCIP rather than the backend (solver.decompose.part_backend)."""
+    cuts: int = 0
+    """Hall rows added for the failover scenarios (solver.decompose.scenario_cuts)."""
+    cut_rounds: int = 0
+    """Rounds the scenario cuts took (LP and integer solves, each integer one by the method
+    above)."""
     join_gap: float | None = None
     """One program solved from a join of the workload programs that held but was not
     within the gap (whole servers rounded, say): that join's gap to their bound."""
@@ -44,6 +49,11 @@ class Optimised:
         processes`, `decomposed by coupled workloads: 47 independent programs joined,
         1 of them workloads that compete for supply, ...`, or `one program, started
         from the joined workload programs (gap 4.07% to their bound)`."""
+        if self.cut_rounds:
+            solved = replace(self, cuts=0, cut_rounds=0).description
+            return (
+                f"{solved}; failover scenarios by {self.cuts} Hall rows in {self.cut_rounds} rounds"
+            )
         if self.method in (Method.BY_WORKLOAD, Method.BY_COUPLED_WORKLOADS):
             joined = f"{self.method}: {self.programs} independent programs joined"
             if self.by_scip:

@@ -10,7 +10,9 @@ candidate table and the scenarios, so that each family reads as its math:
     tiers        the pooling steps P_1 < P_2 < ... of a pool: sizes from c's ladder that
                  r's supply can hold and r's load could use (solver.program.families.pooling)
     F            routing scenarios (none, lose=<r>, lose=<r>/zone); lose=replica is
-                 checked on the `none` loads by its own family
+                 checked on the `none` loads by its own family; with `scenario_rows:
+                 cuts` only `none` has routing rows (`routed_scenarios`), the others
+                 Hall rows (solver.program.families.hall)
     routes       (f, w, o, d): d may serve o's users of w in f (models.operations.scenarios)
     modes        (w, d): how region d serves w: `unified`, and `disagg[-p]` (a prefill
                  pool plus a decode pool of weight precision p) where both halves exist
@@ -101,6 +103,10 @@ class ProgramSets:
     scenarios: tuple[Scenario, ...]
     elastic: bool = False
     """The sets of the elastic program: pools widened by `slack.room_gpus` GPUs."""
+    scenario_rows: str = "routing"
+    """How the rerouting scenarios (region and zone loss) enter the program: `routing`,
+    each with its own routing and capacity rows; `cuts`, none of them, their transport
+    problems left to the Hall rows solver.decompose.scenario_cuts adds (`routed_scenarios`)."""
 
     # --- data -----------------------------------------------------------------------
 
@@ -340,6 +346,22 @@ class ProgramSets:
             if f.kind is ScenarioKind.NONE
             or (f.kind in (ScenarioKind.REGION, ScenarioKind.ZONE) and f.region in hosting)
         )
+
+    @cached_property
+    def routed_scenarios(self) -> tuple[Scenario, ...]:
+        """The routing scenarios with rows of their own (served, demand, mode_split,
+        capacity): all of F, or with `scenario_rows: cuts` those that reroute no user
+        (`none`); the others are `cut_scenarios`."""
+        if self.scenario_rows == "routing":
+            return self.routing_scenarios
+        return tuple(f for f in self.routing_scenarios if not f.reroutes)
+
+    @cached_property
+    def cut_scenarios(self) -> tuple[Scenario, ...]:
+        """The routing scenarios left to Hall rows (`scenario_rows: cuts`): region and zone
+        loss; empty with `routing`."""
+        routed = set(self.routed_scenarios)
+        return tuple(f for f in self.routing_scenarios if f not in routed)
 
     @cached_property
     def survives_replica_loss(self) -> bool:

@@ -67,7 +67,7 @@ def add_capacity_within_pools(lp: LinearProgram, sets: ProgramSets) -> None:
     the round trip of the users rerouted to it (`ProgramSets.failover_tiers`), so they
     are worked out once per pool and such pair, however many scenarios share them."""
     credits: dict[tuple[int, bool, float], dict[str, float]] = {}
-    for f in sets.routing_scenarios:
+    for f in sets.routed_scenarios:
         for (w, d), modes in sets.modes.items():
             if d == f.lost_region or (f.name, w, d) not in sets.inflow:
                 continue

@@ -37,7 +37,7 @@ class UnservedColumn(Index):
 def add_demand_met(lp: LinearProgram, sets: ProgramSets) -> None:
     """One row per scenario, workload and origin region with demand (elastic: with its
     priced unserved column)."""
-    for f in sets.routing_scenarios:
+    for f in sets.routed_scenarios:
         by_origin: dict[tuple[str, str], list[str]] = {}  # one pass over the routes
         for w in {w for w, _ in sets.demand}:
             for o, d, _ in sets.routes[(f.name, w)]:

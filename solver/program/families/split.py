@@ -37,7 +37,7 @@ MODE_SPLIT = register(
 
 def add_mode_split(lp: LinearProgram, sets: ProgramSets) -> None:
     """One row per scenario, workload and region offering more than one mode."""
-    for f in sets.routing_scenarios:
+    for f in sets.routed_scenarios:
         for (w, d), modes in sets.modes.items():
             origins = sets.inflow.get((f.name, w, d), ())
             if len(modes) < 2 or not origins:

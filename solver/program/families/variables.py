@@ -4,7 +4,8 @@ replicas[w,c,r]      integer, 0 <= . <= floor((existing + max_gpus)[r,g(c)] / gp
                      replicas of candidate c serving workload w in region r; only
                      where r offers c's GPU type (the decision)
 served[f,w,o,d]      >= 0, requests/s of region o's users of w served in d in
-                     scenario f; only over routes the latency policy allows
+                     scenario f; only over routes the latency policy allows (and
+                     with `scenario_rows: cuts`, in `none` only)
 <mode>[f,w,d]        >= 0, requests/s of d's load of w carried by one serving mode
                      (`unified`, `disagg[-p]`); only where d offers several modes
 zone_survivors[w,c,r] integer >= 0, replicas of a pool left when r loses a zone
@@ -107,10 +108,13 @@ def add_replica_variables(lp: LinearProgram, sets: ProgramSets) -> None:
 
 def add_routing_variables(lp: LinearProgram, sets: ProgramSets) -> None:
     """served[f,w,o,d] for every allowed route, and the mode split of each region's load."""
+    routed = {f.name for f in sets.routed_scenarios}
     for (f, w), pairs in sets.routes.items():
+        if f not in routed:
+            continue
         for o, d, _ in pairs:
             lp.add_variable(ServedColumn(f, w, o, d).name())
-    for f in sets.routing_scenarios:
+    for f in sets.routed_scenarios:
         for (w, d), modes in sets.modes.items():
             if len(modes) > 1 and (f.name, w, d) in sets.inflow:
                 for mode in modes:
