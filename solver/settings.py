@@ -123,7 +123,7 @@ class SolveSettings:
     want_duals: bool = False
     """Return row duals (an LP only, and a backend that can)."""
     tighten: bool = False
-    """Add the valid inequalities of solver.program.families.tightening to the program
+    """Add the valid inequalities of solver.program.tightening to the program
     (same plans and optimum; off: they did not shorten the shipped instances' solves)."""
     scenario_rows: str = "routing"
     """How region and zone loss enter the program: `routing` (each scenario restates the

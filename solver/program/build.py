@@ -54,10 +54,10 @@ from solver.program.families.servers import add_server_variables, add_whole_serv
 from solver.program.families.simplicity import add_configs_per_pool
 from solver.program.families.split import add_mode_split
 from solver.program.families.supply import add_gpu_supply, add_purchase_covers_use
-from solver.program.families.tightening import add_tightening
 from solver.program.families.zone import add_zone_survivors
 from solver.program.lp import LinearProgram
 from solver.program.sets import ProgramSets
+from solver.program.tightening import add_tightening
 from solver.settings import SolveSettings
 
 
@@ -90,7 +90,7 @@ def build_program(
             every demand and supply row, pools widened to use it; always feasible.
         settings: The run's settings; their deadline is checked after each family
             (`TimeLimitReached` in stage "program build"), and `tighten` adds the valid
-            inequalities of solver.program.families.tightening. None: no deadline, none.
+            inequalities of solver.program.tightening. None: no deadline, none.
         groups: Shared group templates (solver.colocation.groups); default: enumerated from the
             instance when policy.colocation is on, else none.
         sets: The program's sets when the caller made them already (of this instance,

@@ -1,4 +1,4 @@
-"""The valid inequalities of solver.program.families.tightening, off and on, side by side.
+"""The valid inequalities of solver.program.tightening, off and on, side by side.
 Run by `make bench` only (not `make test`).
 
 For each shipped instance in `INSTANCES`, the whole program (as `solve` builds it, at the

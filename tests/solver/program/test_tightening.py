@@ -1,4 +1,4 @@
-"""The valid inequalities of solver.program.families.tightening: their rows written out by
+"""The valid inequalities of solver.program.tightening: their rows written out by
 hand on a tiny program, off unless settings ask, and (hypothesis, HiGHS) the optimum of
 small programs unchanged by them."""
 
@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from solver.backends import get_backend
 from solver.candidates.table import CandidateTable
 from solver.program.build import build_program
-from solver.program.families.tightening import step_servers_needed
 from solver.program.lp import Sense
+from solver.program.tightening import step_servers_needed
 from solver.settings import SolveSettings
 from tests.solver.program.test_program import H100, fake
 from tests.synthetic import instance, workload

@@ -15,7 +15,8 @@ MODES = [("a", "unified"), ("b", "unified"), ("b", "disagg"), ("c", "unified"), 
 @st.composite
 def networks(draw):
     origins = [f"o{i}" for i in range(draw(st.integers(1, 5)))]
-    rate = st.floats(0.0, 10.0, allow_nan=False)
+    # 0 or a rate a program states (networkx's reference flow breaks on 1e-170 capacities)
+    rate = st.one_of(st.just(0.0), st.floats(1e-6, 10.0))
     demand = {o: draw(rate) for o in origins}
     places = {o: draw(st.lists(st.sampled_from(MODES), unique=True, max_size=4)) for o in origins}
     room = {m: draw(rate) for m in MODES}
