@@ -35,7 +35,8 @@ import numpy as np
 from models.serving.capacity import replica_capacity
 from models.serving.frontier import operating_point
 from models.serving.prefill_model import prefill_lane
-from models.serving.replica import LatencyTargets, MixTokens
+from models.serving.prefix_kv import pool_kv, pool_mix_tokens
+from models.serving.replica import LatencyTargets
 from models.serving.replica_layout import kv_transfer_s, replica_step_model
 from solver.simulate.engine import Effects, ReplicaEngine, simulate_pool
 from solver.simulate.traffic import arrival_times_s, token_lengths
@@ -51,14 +52,31 @@ def prefill_ttft_p99_s(config, mix, efficiency, rate: float, pool_replicas: int)
     transfer, the M/G/c wait in quadrature with the p99 prompt's extra; math.inf at or
     past saturation)."""
     steps = replica_step_model(config, efficiency)
-    lane = prefill_lane(config, MixTokens.of(mix), efficiency, steps, pool_replicas)
+    tokens = pool_mix_tokens(mix, config, efficiency, pool_replicas)
+    lane = prefill_lane(config, tokens, efficiency, steps, pool_replicas)
     return lane.ttft_p99_s(rate)
 
 
-def _engine(config, mix, efficiency) -> ReplicaEngine:
+def replica_engine(config, mix, efficiency, pool_replicas: int = 1) -> ReplicaEngine:
+    """One replica of a pool of `pool_replicas` as the simulator runs it: the planner's
+    step model and engine batch cap, and the KV cache that holds as many whole sequences
+    as the planner's: the engine charges each sequence its whole prompt and output, so
+    the declared prefixes the pool holds once per replica in HBM
+    (`models.serving.prefix_kv.pool_mix_tokens`: H tokens of copies, S of a mean request's
+    prompt in them) appear as the equivalent cache
+        K_sim = (K - H) / (P + O - S) x (P + O)
+    (K without shared prefixes)."""
     offline = replica_capacity(config, mix, LatencyTargets(), efficiency)
     steps = replica_step_model(config, efficiency)
-    return ReplicaEngine(steps, offline.kv_capacity_tokens, efficiency.max_batch_sequences)
+    tokens = pool_mix_tokens(mix, config, efficiency, pool_replicas)
+    capacity = tokens.kv_sequences(offline.kv_capacity_tokens) * (tokens.prompt + tokens.output)
+    return ReplicaEngine(steps, capacity, efficiency.max_batch_sequences)
+
+
+def cached_tokens(prompts: np.ndarray, config, mix, efficiency, pool_replicas: int) -> np.ndarray:
+    """Prompt tokens each request finds in the pool's prefix cache: floor(P x h), h the
+    pool's hit rate (`models.serving.prefix_kv.pool_kv`, the plan's `prefix_hit_rate`)."""
+    return np.floor(prompts * pool_kv(config, mix, efficiency, pool_replicas).hit_rate)
 
 
 def prefill_lanes(config, mix, efficiency, replicas: int) -> tuple[ReplicaEngine, int]:
@@ -66,7 +84,7 @@ def prefill_lanes(config, mix, efficiency, replicas: int) -> tuple[ReplicaEngine
     keeps pp iterations of one chunk in flight (vLLM's virtual engines; each lane's
     iteration is its pp stage passes, `StepModel.iteration_s` with no decode batch), so
     the pool is replicas x pp lanes of one chunk each, a 1/pp share of the KV cache."""
-    engine = _engine(config, mix, efficiency)
+    engine = replica_engine(config, mix, efficiency, replicas)
     lanes = engine.steps.pp
     if lanes == 1:
         return engine, replicas
@@ -114,21 +132,21 @@ def simulate_pair(
     count = arrivals.size
     prompts = token_lengths(workload.prompt_tokens, count, rng)
     outputs = token_lengths(workload.output_tokens, count, rng)
-    cached = np.floor(prompts * workload.prefix_cache_hit_rate)
     first_audible_s = np.full(count, np.nan)
     finish_s = np.full(count, np.nan)
     prefill_out, decode_out = [], []
     which = _split([share for *_, share in prefill], count, rng)
     for index, (config, efficiency, replicas, _) in enumerate(prefill):
         members = np.flatnonzero(which == index)
+        cached = cached_tokens(prompts[members], config, mix, efficiency, replicas)
         engine, lanes = prefill_lanes(config, mix, efficiency, replicas)
         trace = simulate_pool(
             engine,
             lanes,
             arrivals[members],
-            prompts[members] - cached[members],
+            prompts[members] - cached,
             np.ones(members.size, dtype=int),
-            cached[members],
+            cached,
             effects,
             dispatch=dispatch,
         )
@@ -142,7 +160,7 @@ def simulate_pair(
         members = np.flatnonzero((which == index) & ~np.isnan(first_audible_s))
         members = members[np.argsort(first_audible_s[members], kind="stable")]
         trace = simulate_pool(
-            _engine(config, mix, efficiency),
+            replica_engine(config, mix, efficiency, replicas),
             replicas,
             first_audible_s[members],
             np.zeros(members.size, dtype=int),
