@@ -132,6 +132,10 @@ class Policy(BaseModel):
     falls when a target loosens (issue 35: a candidate turning from TTFT- to TPOT-limited
     kept its ladder); false credits them a lone replica's capacity (a smaller program,
     conservative plans, and a looser target can then cost more)."""
+    one_precision_per_workload: bool = False
+    """Serve every pool of a workload at one weight precision (in every region and phase),
+    so that its users get the same weights wherever they are routed. Off, a plan may mix
+    them (fp8 in one region, fp4 in another) where that is cheaper, and its notes say so."""
     max_utilization: MaxUtilization = 1.0
     """Pools are planned at most this fraction of their capacity at the SLO, in every
     scenario (headroom)."""
