@@ -64,7 +64,7 @@ from models.physics.step_time import step_model
 from models.profiles.fitting import from_vector, nelder_mead, to_vector
 from models.serving.capacity import replica_capacity
 from models.serving.frontier import operating_point
-from models.serving.replica import ReplicaConfig, Role
+from models.serving.replica import ReplicaConfig, Role, ServingContext
 
 EFFICIENCY_YAML = (
     Path(__file__).resolve().parents[1] / "models" / "physics" / "catalog" / "efficiency.yaml"
@@ -122,7 +122,7 @@ def predict(row: Row, efficiency: Efficiency) -> float:
         config = ReplicaConfig(
             gpu, llm, row.weight_precision, row.kv_precision, row.tps[0], row.pp, Role.UNIFIED
         )
-        point = operating_point(config, row.mix, efficiency, row.rate)
+        point = operating_point(ServingContext(config, row.mix, efficiency), row.rate)
         return math.nan if point is None else point.decode_step_s
     if row.kind in ("ttft", "static"):
         tp = row.tps[0]

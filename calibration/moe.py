@@ -14,15 +14,32 @@ table gives one. A blank TP with an EP is TensorRT-LLM's "DEP" layout (the notes
 stage, dp = num_gpus / pp, tp = 1, ep as given. A row with TP and no EP runs the experts
 tensor-parallel (ep = 1), TensorRT-LLM's default.
 
-Fit: at most one MoE-specific constant per GPU generation, the routing skew of
-`models.physics.moe.MoeEfficiency` (the multiplier on the uniform top-k max-rank excess), on the
-EP rows of that generation only; nothing per row. `python -m calibration.calibrate`
-prints this report after the dense one; `make bench` prints it too
-(tests/bench/test_moe_calibration.py).
+Split: like the dense rows (`calibration.rows`), one row in three is held out by a CRC of
+its configuration (`MoeRow.held_out`); a fit may read only the others.
+
+Layout families (`MoeRow.family`): `TP` (experts tensor-parallel, ep = dp = 1), `DEP`
+(attention data parallelism with expert parallelism, tp = 1), `EP+TP` (expert
+parallelism inside tensor-parallel attention groups). The report gives, per family,
+model, GPU and generation, the median |error| and the median signed error (the bias)
+before issue 34's physics (`BEFORE_FILE`: the predictions of main at ec6ad5f, stored so
+the comparison survives later changes) and now, on the held-out rows and on the fit rows.
+`make bench` prints it (tests/bench/test_moe_calibration.py).
+
+Fit: none adopted. The two expert-parallel constants of
+`models.physics.moe.MoeEfficiency` were scanned per generation on the fit rows with EP
+or attention DP (issue 34): the routing skew (1 to 6) moves no generation's loss by more
+than 5%, since decode at these batches reads every expert anyway; the all-to-all latency
+would go to its floor on Blackwell and GB200 (already pessimistic there) and to 800 us
+per collective on Hopper, ten times DeepEP's measured EP8 kernels (77 us dispatch and
+114 us combine for 128 tokens over RDMA, most of it bandwidth), to absorb the Hopper
+GPT-OSS (MXFP4) rows, which are as optimistic under TP. A constant that lands on a
+bound, or off physics, to cover another cause is not a fit; `moe_efficiency.yaml`
+keeps the documented defaults.
 """
 
 import csv
 import math
+import zlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +54,9 @@ from models.serving.capacity import replica_capacity
 from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
 
 MOE_FILE = "trtllm_perf_moe.csv"
+BEFORE_FILE = Path(__file__).parent / "moe_before.csv"
+"""Each row's prediction before issue 34 (fleetplan main at ec6ad5f), by label."""
+FAMILIES = ("TP", "DEP", "EP+TP")
 MOE_MODELS = {
     "Llama 4 Maverick": "llama-4-maverick",
     "LLaMA v4 Maverick": "llama-4-maverick",
@@ -81,6 +101,18 @@ class MoeRow:
     def expert_parallel(self) -> bool:
         """Whether the row uses EP or attention DP (the rows the MoE constant is fitted on)."""
         return self.ep > 1 or self.dp > 1
+
+    @property
+    def family(self) -> str:
+        """`TP` (ep = dp = 1), `DEP` (attention DP, dp > 1) or `EP+TP` (ep > 1, dp = 1)."""
+        if self.dp > 1:
+            return "DEP"
+        return "EP+TP" if self.ep > 1 else "TP"
+
+    @property
+    def held_out(self) -> bool:
+        """One row in three, by a CRC of its label (its configuration): never fitted on."""
+        return zlib.crc32(self.label.encode()) % 3 == 0
 
     @property
     def engine(self) -> str:
@@ -165,7 +197,7 @@ def predict_moe(row: MoeRow, efficiency: Efficiency | None = None) -> float:
 
 @dataclass(frozen=True)
 class MoeSummary:
-    """Signed percentage errors of a set of rows, and their median and worst."""
+    """Signed percentage errors of a set of rows, and their median, bias and worst."""
 
     name: str
     errors_pct: tuple[float, ...]
@@ -175,6 +207,11 @@ class MoeSummary:
     def median_abs_pct(self) -> float:
         """Median |error| in percent (nan with no placed row)."""
         return float(np.median(np.abs(self.errors_pct))) if self.errors_pct else math.nan
+
+    @property
+    def bias_pct(self) -> float:
+        """Median signed error in percent: > 0 optimistic, < 0 pessimistic."""
+        return float(np.median(self.errors_pct)) if self.errors_pct else math.nan
 
     @property
     def worst_pct(self) -> float:
@@ -194,36 +231,82 @@ def summarise(name: str, rows: list[MoeRow], predicted: list[float]) -> MoeSumma
     return MoeSummary(name, errors, sum(math.isnan(v) for v in predicted))
 
 
-def moe_report(rows: list[MoeRow]) -> tuple[list[str], list[MoeSummary]]:
-    """The report's lines (every row, then summaries by layout kind, model and
-    generation) and the summaries."""
+def predictions_before(rows: list[MoeRow]) -> list[float]:
+    """Each row's stored prediction before issue 34 (`BEFORE_FILE`; nan where absent)."""
+    with BEFORE_FILE.open(encoding="utf-8") as handle:
+        stored = {raw["label"]: float(raw["predicted_before"]) for raw in csv.DictReader(handle)}
+    return [stored.get(row.label, math.nan) for row in rows]
+
+
+def _groups(rows: list[MoeRow]) -> list[tuple[str, list[int]]]:
+    """Named row sets of the report: all, each layout family (and by generation), model,
+    GPU, generation, engine."""
+    groups: list[tuple[str, list[int]]] = [("all MoE rows", list(range(len(rows))))]
+    for family in FAMILIES:
+        groups.append((f"family {family}", [i for i, r in enumerate(rows) if r.family == family]))
+    for family in FAMILIES:
+        for key in sorted({r.generation for r in rows if r.family == family}):
+            members = [i for i, r in enumerate(rows) if r.family == family and r.generation == key]
+            groups.append((f"{family} on {key}", members))
+    for attribute in ("model", "gpu", "generation", "engine"):
+        for key in sorted({getattr(r, attribute) for r in rows}):
+            members = [i for i, r in enumerate(rows) if getattr(r, attribute) == key]
+            groups.append((f"{attribute} {key}", members))
+    return groups
+
+
+def _summary_table(
+    title: str, rows: list[MoeRow], now: list[float], before: list[float]
+) -> tuple[list[str], list[MoeSummary]]:
+    """Lines of one before/after table (median |error| and bias per group) and the
+    summaries of now."""
+    lines = [
+        f"\n{title}",
+        f"  {'rows':32s} {'n':>4s}   {'before: median|e|':>17s} {'bias':>7s}"
+        f"   {'now: median|e|':>14s} {'bias':>7s} {'worst':>8s}",
+    ]
+    summaries = []
+    for name, indices in _groups(rows):
+        if not indices:
+            lines.append(f"  {name:32s} {0:4d}   (no rows)")
+            continue
+        subset = [rows[i] for i in indices]
+        old = summarise(name, subset, [before[i] for i in indices])
+        new = summarise(name, subset, [now[i] for i in indices])
+        summaries.append(new)
+        lines.append(
+            f"  {name:32s} {len(indices):4d}   {old.median_abs_pct:16.1f}% {old.bias_pct:+6.1f}%"
+            f"   {new.median_abs_pct:13.1f}% {new.bias_pct:+6.1f}% {new.worst_pct:+7.1f}%"
+            + (f"  (no layout fits: {new.unplaced})" if new.unplaced else "")
+        )
+    return lines, summaries
+
+
+def moe_report(rows: list[MoeRow]) -> tuple[list[str], dict[str, list[MoeSummary]]]:
+    """The report's lines (every row, then before/after tables on the held-out rows and on
+    the fit rows) and the summaries of now, by split (`held out`, `fit`)."""
     predicted = [predict_moe(row) for row in rows]
-    lines = [f"{'MoE row':78s} {'predicted':>10s} {'measured':>10s} {'error':>8s}"]
-    for row, value in zip(rows, predicted, strict=True):
+    before = predictions_before(rows)
+    lines = [
+        f"{'MoE row':78s} {'split':>5s} {'family':>6s} {'before':>10s} {'now':>10s} "
+        f"{'measured':>10s} {'error':>8s}"
+    ]
+    for row, value, old in zip(rows, predicted, before, strict=True):
+        split = "held" if row.held_out else "fit"
+        head = f"{row.label:78s} {split:>5s} {row.family:>6s} {old:10.4g}"
         if math.isnan(value):
-            lines.append(f"{row.label:78s} {'no fit':>10s} {row.measured:10.4g}")
+            lines.append(f"{head} {'no fit':>10s} {row.measured:10.4g}")
             continue
         error = (value - row.measured) / row.measured * 100
-        lines.append(f"{row.label:78s} {value:10.4g} {row.measured:10.4g} {error:+7.1f}%")
-    groups: list[tuple[str, list[int]]] = [
-        ("all MoE rows", list(range(len(rows)))),
-        ("EP / attention-DP rows", [i for i, r in enumerate(rows) if r.expert_parallel]),
-        ("TP-only MoE rows", [i for i, r in enumerate(rows) if not r.expert_parallel]),
-    ]
-    for key in sorted({r.model for r in rows}):
-        groups.append((f"model {key}", [i for i, r in enumerate(rows) if r.model == key]))
-    for key in sorted({r.generation for r in rows}):
-        groups.append((f"generation {key}", [i for i, r in enumerate(rows) if r.generation == key]))
-    for key in sorted({r.engine for r in rows}):
-        groups.append((f"engine {key}", [i for i, r in enumerate(rows) if r.engine == key]))
-    summaries = []
-    lines.append("\nMoE summary (median |error|, worst signed error):")
-    for name, indices in groups:
-        summary = summarise(name, [rows[i] for i in indices], [predicted[i] for i in indices])
-        summaries.append(summary)
-        lines.append(
-            f"  {name:34s} rows {len(summary.errors_pct):4d}  median |error| "
-            f"{summary.median_abs_pct:5.1f}%  worst {summary.worst_pct:+7.1f}%"
-            + (f"  (no layout fits: {summary.unplaced})" if summary.unplaced else "")
+        lines.append(f"{head} {value:10.4g} {row.measured:10.4g} {error:+7.1f}%")
+    summaries: dict[str, list[MoeSummary]] = {}
+    for split, keep in (("held out", True), ("fit", False)):
+        indices = [i for i, r in enumerate(rows) if r.held_out is keep]
+        table, summaries[split] = _summary_table(
+            f"MoE {split} rows, before issue 34 and now (median |error|, median signed error):",
+            [rows[i] for i in indices],
+            [predicted[i] for i in indices],
+            [before[i] for i in indices],
         )
+        lines += table
     return lines, summaries

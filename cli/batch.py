@@ -29,7 +29,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cli.exit_codes import ExitCode
-from cli.options import JsonOut
+from cli.options import JsonOut, capped_at_cores
 from cli.render.console import err, out
 from cli.render.junit import junit_xml, outcome_records, verdict
 from cli.render.zeros import json_without_negative_zero
@@ -55,7 +55,10 @@ def batch(
         typer.Option("--check", help="Compare each result with its NAME.expected.json."),
     ] = False,
     jobs: Annotated[
-        int, typer.Option("--jobs", "-j", min=1, help="Instances solved in parallel.")
+        int,
+        typer.Option(
+            "--jobs", "-j", min=1, help="Instances solved in parallel.", callback=capped_at_cores
+        ),
     ] = 1,
     backend: Annotated[
         str | None, typer.Option(help="Override every instance's solver backend.")

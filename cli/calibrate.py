@@ -10,13 +10,14 @@ from typing import Annotated
 import typer
 import yaml
 
-from cli.options import JsonOnly, emit_json, to_stdout
+from cli.options import JsonOnly, emit_json, to_stdout, within
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, print_tables
 from models.io.output_files import check_target, write_text
 from models.physics.efficiency import UnknownEngine, check_engine
 from models.profiles.fit import FIGURES, FITTED, ProfileFit, fit_profile, profile_document
 from models.profiles.measurements import Measurement, RunDefaults, read_measurements
+from models.schema import limits
 from models.schema.errors import InputError, Issue
 
 _LABELS = {"output_tokens_per_s": "tok/s", "ttft_mean_ms": "TTFT ms", "tpot_mean_ms": "TPOT ms"}
@@ -100,11 +101,20 @@ def calibrate(
     gpu: Annotated[str | None, typer.Option(help="Catalog GPU of JSON results.")] = None,
     precision: Annotated[str | None, typer.Option(help="Weight precision of JSON results.")] = None,
     kv_precision: Annotated[str | None, typer.Option(help="KV precision of JSON results.")] = None,
-    tp: Annotated[int | None, typer.Option(min=1, max=1024, help="TP of JSON results.")] = None,
-    pp: Annotated[int | None, typer.Option(min=1, max=1024, help="PP of JSON results.")] = None,
+    tp: Annotated[
+        int | None,
+        typer.Option(help="TP of JSON results.", callback=within(limits.PARALLEL_DEGREE)),
+    ] = None,
+    pp: Annotated[
+        int | None,
+        typer.Option(help="PP of JSON results.", callback=within(limits.PARALLEL_DEGREE)),
+    ] = None,
     concurrency: Annotated[
         int | None,
-        typer.Option(min=1, max=1_000_000, help="Requests in flight, where a result omits it."),
+        typer.Option(
+            help="Requests in flight, where a result omits it.",
+            callback=within(limits.CONCURRENT_USERS),
+        ),
     ] = None,
     leave_one_out: Annotated[
         bool,

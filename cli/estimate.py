@@ -13,7 +13,7 @@ import typer
 
 from cli.estimate_config import assumptions_from, read_config
 from cli.exit_codes import ExitCode
-from cli.options import JsonOnly, emit_json
+from cli.options import JsonOnly, emit_json, within
 from cli.render.console import err
 from cli.render.estimate_tables import estimate_report, headroom_report
 from cli.render.tables import Report
@@ -29,6 +29,8 @@ from models.physics.efficiency import UnknownEngine, check_engine, efficiency_so
 from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
 from models.physics.precision import Precision
+from models.schema import limits
+from models.schema.limits import Bound
 from models.serving.headroom import derive_headroom
 from models.serving.replica import LatencyTargets
 
@@ -42,47 +44,74 @@ def _default(field: str) -> str:
     return f"{value:,g}" if isinstance(value, float) else str(value)
 
 
-def _assumption(text: str, field: str) -> Any:
-    return typer.Option(help=f"{text} (default {_default(field)})", show_default=False)
+def _assumption(text: str, field: str, bound: Bound) -> Any:
+    return typer.Option(
+        help=f"{text} (default {_default(field)})", show_default=False, callback=within(bound)
+    )
 
 
 def estimate(
     requests_per_day: Annotated[
-        float | None, _assumption("Requests in an average day.", "requests_per_day")
+        float | None,
+        _assumption("Requests in an average day.", "requests_per_day", limits.REQUESTS_PER_DAY),
     ] = None,
     peak_to_average: Annotated[
-        float | None, _assumption("Peak-hour rate over the daily average.", "peak_to_average")
+        float | None,
+        _assumption(
+            "Peak-hour rate over the daily average.", "peak_to_average", limits.PEAK_TO_AVERAGE
+        ),
     ] = None,
     latency_s: Annotated[
         float | None,
-        _assumption("End-to-end seconds per request (Little's law W).", "latency_s"),
+        _assumption(
+            "End-to-end seconds per request (Little's law W).",
+            "latency_s",
+            limits.REQUEST_LATENCY_S,
+        ),
     ] = None,
     input_tokens: Annotated[
-        float | None, _assumption("Prompt tokens per request.", "input_tokens")
+        float | None,
+        _assumption("Prompt tokens per request.", "input_tokens", limits.PROMPT_TOKENS),
     ] = None,
     output_tokens: Annotated[
-        float | None, _assumption("Output tokens per request.", "output_tokens")
+        float | None, _assumption("Output tokens per request.", "output_tokens", limits.TOKENS)
     ] = None,
     gpu_tokens_per_s: Annotated[
         float | None,
-        _assumption("ASSUMED output tokens/s per GPU under batching.", "gpu_tokens_per_s"),
+        _assumption(
+            "ASSUMED output tokens/s per GPU under batching.",
+            "gpu_tokens_per_s",
+            limits.GPU_TOKENS_PER_S,
+        ),
     ] = None,
     target_utilization: Annotated[
         float | None,
-        _assumption("Planned utilisation at peak, in (0, 1].", "target_utilization"),
+        _assumption(
+            "Planned utilisation at peak, in (0, 1].", "target_utilization", limits.MAX_UTILIZATION
+        ),
     ] = None,
     seqs_per_gpu: Annotated[
         float | None,
-        _assumption("Concurrent sequences one GPU's memory holds.", "seqs_per_gpu"),
+        _assumption(
+            "Concurrent sequences one GPU's memory holds.", "seqs_per_gpu", limits.SEQUENCES_PER_GPU
+        ),
     ] = None,
-    slo: Annotated[float | None, _assumption("SLO as a fraction of good requests.", "slo")] = None,
-    window_days: Annotated[float | None, _assumption("SLO window, days.", "window_days")] = None,
+    slo: Annotated[
+        float | None, _assumption("SLO as a fraction of good requests.", "slo", limits.AVAILABILITY)
+    ] = None,
+    window_days: Annotated[
+        float | None, _assumption("SLO window, days.", "window_days", limits.SLO_WINDOW_DAYS)
+    ] = None,
     bytes_per_token: Annotated[
-        float | None, _assumption("Logged bytes of text per token.", "bytes_per_token")
+        float | None,
+        _assumption("Logged bytes of text per token.", "bytes_per_token", limits.BYTES_PER_TOKEN),
     ] = None,
     zones: Annotated[
         int | None,
-        typer.Option(help="Zones to spread over, surviving the loss of one (>= 2)."),
+        typer.Option(
+            help="Zones to spread over, surviving the loss of one (>= 2).",
+            callback=within(limits.ZONES),
+        ),
     ] = None,
     config: Annotated[
         Path | None,
@@ -104,11 +133,15 @@ def estimate(
         float | None,
         typer.Option(
             help="p99 TTFT target for --model, ms (default none); the capacity is taken at "
-            "it, so no --target-utilization applies on top (it already holds the p99)."
+            "it, so no --target-utilization applies on top (it already holds the p99).",
+            callback=within(limits.LATENCY_MS),
         ),
     ] = None,
     tpot_p99_ms: Annotated[
-        float | None, typer.Option(help="p99 time per output token for --model, ms.")
+        float | None,
+        typer.Option(
+            help="p99 time per output token for --model, ms.", callback=within(limits.LATENCY_MS)
+        ),
     ] = None,
     as_json: JsonOnly = None,
     as_markdown: MarkdownFlag = False,
@@ -224,9 +257,6 @@ def _check_model_flags(
             "give either --gpu-tokens-per-s or --model/--gpu, not both",
             param_hint="--gpu-tokens-per-s",
         )
-    for name, value in (("--ttft-p99-ms", ttft_p99_ms), ("--tpot-p99-ms", tpot_p99_ms)):
-        if value is not None and value <= 0:
-            raise typer.BadParameter(f"must be > 0, got {value:g}", param_hint=name)
 
 
 def _catalog_llm(name: str) -> LlmSpec:
@@ -246,27 +276,30 @@ def _catalog_gpu(name: str) -> GpuSpec:
 # ---- headroom -------------------------------------------------------------------------
 
 
-def _positive(value: float) -> float:
-    if value <= 0:
-        raise typer.BadParameter(f"must be > 0, got {value:g}")
-    return value
-
-
 def headroom(
     prefill_ms: Annotated[
         float,
         typer.Option(
-            help="Mean prefill time of one prompt, ms (the service time).", callback=_positive
+            help="Mean prefill time of one prompt, ms (the service time).",
+            callback=within(limits.LATENCY_MS),
         ),
     ],
     ttft_p99_ms: Annotated[
-        float, typer.Option(help="p99 time-to-first-token target, ms.", callback=_positive)
+        float,
+        typer.Option(
+            help="p99 time-to-first-token target, ms.", callback=within(limits.LATENCY_MS)
+        ),
     ],
     prompt_cv: Annotated[
         float,
-        typer.Option(help="Coefficient of variation of prompt length (1.0: exponential).", min=0),
+        typer.Option(
+            help="Coefficient of variation of prompt length (1.0: exponential).",
+            callback=within(limits.LENGTH_CV),
+        ),
     ] = 1.0,
-    servers: Annotated[int, typer.Option(help="Replicas behind one queue.", min=1)] = 1,
+    servers: Annotated[
+        int, typer.Option(help="Replicas behind one queue.", callback=within(limits.POOL_REPLICAS))
+    ] = 1,
     as_json: JsonOnly = None,
     as_markdown: MarkdownFlag = False,
 ) -> None:

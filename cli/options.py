@@ -6,18 +6,27 @@
 - `--markdown` is the same for Markdown.
 - `--set path=value` (repeatable) changes the instance document before it is validated
   (models/io/overrides.py).
+- Every numeric flag is strict (`within`): NaN, infinity and a value beyond its bound in
+  models/schema/limits.py exit 2 with a message naming the flag and the bound's reason.
+  `--jobs` is capped at this machine's CPU count (`capped_at_cores`).
 
 `--json` without a value is rewritten to `--json=-` by the app (cli.app.bare_outputs)
 before the command parses its arguments, so the value is always a path here.
 """
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer import _click
 
 from models.io.output_files import is_stdout, write_text
+from models.schema import limits
+from models.schema.errors import InputError, Issue
+from models.schema.limits import Bound
+from models.schema.quantities import out_of_range
 
 JSON_HELP = "Write the result as JSON: alone or - for standard output, else to this file."
 MARKDOWN_HELP = "Write the result as Markdown: alone or - for standard output, else to this file."
@@ -89,3 +98,76 @@ def print_warnings(lines: list[str]) -> None:
 
     for line in lines:
         err.print(f"warning: {line}", markup=False)
+
+
+def _flag(param: typer.CallbackParam) -> str:
+    """The flag's long name, as the user reads it in --help (`--input-tokens`)."""
+    return max(param.opts, key=len)
+
+
+def within(bound: Bound) -> Callable[[typer.CallbackParam, Any], Any]:
+    """A typer callback for a numeric flag: the value, or exit 2 naming the flag when it
+    is NaN, infinite or outside `bound` (the message gives the bound, its unit and why).
+    A flag not given (None) passes. Use as `typer.Option(..., callback=within(limits.X))`.
+    """
+
+    def check(param: typer.CallbackParam, value: Any) -> Any:
+        problem = None if value is None else out_of_range(value, bound)
+        if problem is not None:
+            raise InputError([Issue("command line", None, _flag(param), problem)])
+        return value
+
+    check.bound = bound  # the bound it holds the flag to (the tests read it)
+    return check
+
+
+def capped_at_cores(ctx: typer.Context, param: typer.CallbackParam, jobs: int) -> int:
+    """A typer callback for `--jobs`: at most this machine's CPU count
+    (`limits.max_threads`), since more workers only oversubscribe it; a larger value
+    given on the command line is capped, with a warning that says so."""
+    cores = limits.max_threads()
+    if jobs <= cores:
+        return jobs
+    if ctx.get_parameter_source(param.name or "") is not _click.core.ParameterSource.DEFAULT:
+        from cli.render.console import err
+
+        err.print(
+            f"warning: {_flag(param)} {jobs:,} is more than this machine's {cores} CPUs; "
+            f"running {cores} at a time",
+            markup=False,
+        )
+    return cores
+
+
+VIOLATIONS_SHOWN = 20
+"""Violations of a refused plan printed on stderr (`verify` lists them all)."""
+
+
+def require_verified(instance: Any, plan: Any, plan_file: Path, command: str) -> None:
+    """Return when the independent verifier accepts `plan` for `instance` (hour by hour
+    for an hourly plan); otherwise print why and exit. `report --plan` and `simulate` act
+    only on such a plan (issue 36): a tampered figure is never shown as a fact, a pool in
+    a region the instance does not have or another instance's plan is refused, and a
+    count of 10^12 replicas never reaches a chart or an event loop (the verifier refuses
+    it before any physics).
+
+    Raises:
+        typer.Exit: code 1 (CHECK_FAILED), the violations on stderr.
+    """
+    from cli.exit_codes import ExitCode
+    from cli.render.console import err
+    from solver.verify.hours import verify_any
+
+    check = verify_any(instance, plan)
+    if check.ok:
+        return
+    shown = check.violations[:VIOLATIONS_SHOWN]
+    more = f", the first {len(shown)}" if len(shown) < len(check.violations) else ""
+    err.print(
+        f"{command} refused: {plan_file} fails the verifier: "
+        f"{len(check.violations)} violation(s){more}:",
+        markup=False,
+    )
+    for violation in shown:
+        err.print(f"  - {violation}", markup=False)
+    raise typer.Exit(ExitCode.CHECK_FAILED)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from cli.options import SetOption, load
+from cli.options import SetOption, load, require_verified
 from cli.render.console import err
 from models.io.output_files import check_target, write_text
 
@@ -22,7 +22,8 @@ def report(
 ) -> None:
     """Write the plan as one HTML file: tables, cost split, utilisation, per-configuration charts.
 
-    Self-contained: every chart is an inline SVG, so the file opens offline.
+    Self-contained: every chart is an inline SVG, so the file opens offline. A --plan is
+    drawn only when the verifier accepts it (exit 1 with its violations otherwise).
     """
     started = time.monotonic()
     from cli.render.html_report import report_html
@@ -39,6 +40,8 @@ def report(
         if solved
         else _read_plan(plan_file)
     )
+    if not solved:
+        require_verified(instance, plan, plan_file, "report")
     text = report_html(
         plan_header(plan),
         plan_tables(plan),

@@ -10,11 +10,13 @@ from typing import Annotated
 import typer
 
 from cli.exit_codes import ExitCode
-from cli.options import JsonOut, MarkdownOut, SetOption, load
+from cli.options import JsonOut, MarkdownOut, SetOption, load, require_verified, within
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, markdown_tables, print_tables
 from cli.render.zeros import json_without_negative_zero
+from models.io.documents import read_document
 from models.io.output_files import check_target, is_stdout, write_text
+from models.schema import limits
 from models.schema.errors import InputError, Issue
 from solver.plan.schema import Plan
 from solver.simulate.engine import DISPATCHES
@@ -27,10 +29,9 @@ def _problem(flag: str, message: str) -> InputError:
 
 
 def _read_plan(path: Path) -> Plan:
+    data, _ = read_document(path, what="plan")  # bounded: a FIFO or device is refused
     try:
-        return Plan.model_validate_json(path.read_text())
-    except OSError as error:
-        raise _problem("PLAN", f"cannot read {path}: {error.strerror}") from None
+        return Plan.model_validate(data)
     except ValueError as error:
         raise _problem(
             "PLAN",
@@ -152,13 +153,30 @@ def simulate(
         Path, typer.Argument(metavar="PLAN.json", help="Plan written by `fleetplan solve --json`.")
     ],
     scenario: Annotated[str, typer.Option(help="Failure scenario of the plan to replay.")] = "none",
-    minutes: Annotated[float, typer.Option(help="Simulated minutes of arrivals.")] = 10.0,
+    minutes: Annotated[
+        float,
+        typer.Option(
+            help="Simulated minutes of arrivals.", callback=within(limits.SIMULATED_MINUTES)
+        ),
+    ] = 10.0,
     duration_s: Annotated[
-        float | None, typer.Option("--duration-s", help="Simulated seconds (overrides --minutes).")
+        float | None,
+        typer.Option(
+            "--duration-s",
+            help="Simulated seconds (overrides --minutes).",
+            callback=within(limits.SIMULATED_S),
+        ),
     ] = None,
-    seed: Annotated[int, typer.Option(help="Random seed (same seed, same output).")] = 0,
+    seed: Annotated[
+        int,
+        typer.Option(help="Random seed (same seed, same output).", callback=within(limits.SEED)),
+    ] = 0,
     burstiness: Annotated[
-        float, typer.Option(help="Coefficient of variation of inter-arrival times (1: Poisson).")
+        float,
+        typer.Option(
+            help="Coefficient of variation of inter-arrival times (1: Poisson).",
+            callback=within(limits.ARRIVAL_CV),
+        ),
     ] = 1.0,
     dispatch: Annotated[
         str,
@@ -191,11 +209,8 @@ def simulate(
         check_target(path, (file, plan_file))
     instance = load(file, sets)
     plan = _read_plan(plan_file)
+    require_verified(instance, plan, plan_file, "simulate")  # replays only what holds
     seconds = duration_s if duration_s is not None else minutes * 60
-    if seconds <= 0:
-        raise _problem("--minutes/--duration-s", f"must be positive, got {seconds:g} s")
-    if burstiness <= 0:
-        raise _problem("--burstiness", f"must be positive, got {burstiness:g}")
     if dispatch not in DISPATCHES:
         raise _problem("--dispatch", f"must be one of {', '.join(DISPATCHES)}, got {dispatch!r}")
     started = time.perf_counter()

@@ -21,7 +21,16 @@ from pydantic import ValidationError
 from rich.markup import escape
 
 from cli.exit_codes import ExitCode
-from cli.options import JsonOut, MarkdownOut, SetOption, emit_json, load, to_stdout
+from cli.options import (
+    JsonOut,
+    MarkdownOut,
+    SetOption,
+    capped_at_cores,
+    emit_json,
+    load,
+    to_stdout,
+    within,
+)
 from cli.render.console import err, out
 from cli.render.plan_tables import (
     explanation_tables,
@@ -34,6 +43,7 @@ from cli.render.time_tables import time_tables
 from cli.render.zeros import json_without_negative_zero
 from models.io.loading import read_document
 from models.io.output_files import check_target, is_stdout, write_text
+from models.schema import limits
 from models.schema.backend_names import BACKEND_NAMES
 from models.schema.errors import InputError, Issue
 from models.schema.policy import SolverSettings
@@ -45,6 +55,7 @@ from solver.solve import Solved, solve_program
 from solver.verify.fleet import Verification
 
 if TYPE_CHECKING:  # `solve` never needs the explanation's modules (levers, re-solves)
+    from cli.levers import HourlyLevers
     from solver.analysis.explain import Explanation
 
 
@@ -57,13 +68,17 @@ TimeLimit = Annotated[
     float | None,
     typer.Option(
         "--time-limit",
-        min=0.001,
         help="Time limit of the whole run (candidates, solve, pricing, checks), seconds.",
+        callback=within(limits.TIME_LIMIT_S),
     ),
 ]
 MipGap = Annotated[
     float | None,
-    typer.Option("--mip-gap", min=0.0, max=0.999, help="Relative MIP gap to stop at."),
+    typer.Option(
+        "--mip-gap",
+        help="Relative MIP gap to stop at.",
+        callback=within(limits.MIP_GAP),
+    ),
 ]
 Threads = Annotated[
     int | None, typer.Option(min=1, help="Solver threads (default: the instance's, usually 1).")
@@ -125,17 +140,28 @@ def explain(
     levers: Annotated[
         bool, typer.Option("--levers", help="Also re-solve with each lever; rank by $ saved.")
     ] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Lever re-solves at once.")] = 2,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs", "-j", min=1, help="Lever re-solves at once.", callback=capped_at_cores
+        ),
+    ] = 2,
     sets: SetOption = None,
 ) -> None:
     """Solve, then explain the plan: what binds, at what price, and what else would cost."""
     started = time.monotonic()
     check_outputs(file, json_out, markdown_out)
     solved = _solve(file, started, backend, time_limit, mip_gap, threads, sets, json_out)
-    if solved.plan.hours:  # an hourly plan: its hours, headroom, budget and months
+    if solved.plan.hours:  # an hourly plan: its hours, headroom, budget, months and levers
         plan = solved.plan
         tables = plan_tables(plan) + time_tables(plan)
-        _report(plan_header(plan), tables, plan, json_out, markdown_out, file)
+        if not levers:
+            _report(plan_header(plan), tables, plan, json_out, markdown_out, file)
+            return
+        from cli.levers import hourly_with_levers
+
+        levered, tables = hourly_with_levers(solved, tables, backend, jobs)
+        _report(plan_header(plan), tables, levered, json_out, markdown_out, file)
         return
     from solver.analysis.explain import explain_solved
 
@@ -314,7 +340,7 @@ def _write(path: Path | None, text: str, file: Path) -> None:
 def _report(
     header: list[str],
     tables: list[TableSpec],
-    result: "Plan | Explanation",
+    result: "Plan | Explanation | HourlyLevers",
     json_out: Path | None,
     markdown_out: Path | None,
     file: Path,

@@ -6,6 +6,7 @@ the sweep serves every point (no robust choice); 2 the grid, its base instance o
 output path is unusable (nothing was solved).
 """
 
+import hashlib
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from cli.exit_codes import ExitCode
-from cli.options import JsonOut, emit_json, to_stdout
+from cli.options import JsonOut, capped_at_cores, emit_json, to_stdout
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, print_tables
 from models.io.output_files import check_target
@@ -29,7 +30,12 @@ def sweep(
     executor: Annotated[
         Executor, typer.Option(help="local: a process pool; ray: Ray tasks (fleetplan[ray]).")
     ] = Executor.local,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Points solved at once.")] = 1,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs", "-j", min=1, help="Points solved at once.", callback=capped_at_cores
+        ),
+    ] = 1,
     results: Annotated[
         Path | None,
         typer.Option(
@@ -42,7 +48,8 @@ def sweep(
     """Solve an instance across a grid of changes; report the cost surface and the robust
     choice (the plan cheapest in the worst case over the grid).
 
-    A point already in the --out file is not solved again (the sweep resumes). Every
+    A point already in the --out file is not solved again (the sweep resumes), unless
+    its instance changed since (each line holds the instance's SHA-256). Every
     distinct plan is re-checked by the verifier at every point, at that point's prices.
     """
     from models.schema.sweep_grid import read_grid
@@ -55,24 +62,40 @@ def sweep(
         run_points,
     )
 
+    grid = read_grid(grid_file)
+    inputs = (grid_file, grid.instance_file)  # the base instance is an input too
     for target in (results, json_out):
         if target is not None:
-            check_target(target, (grid_file,))
-    grid = read_grid(grid_file)
+            check_target(target, inputs)
     done = read_results(results)
     records: dict[int, dict[str, Any]] = {}
     instances = {}
+    prints: dict[int, str | None] = {}
+    stale = 0
     work = []
     for point in grid.points:
         instance, problem = point_instance(grid, point)
+        prints[point.index] = None if instance is None else fingerprint(instance)
         if instance is not None:
             instances[point.index] = instance
-        if point.key in done:
-            records[point.index] = {**done[point.key], "point": point.index}
+        earlier = done.get(point.key)
+        if earlier is not None and earlier.get(FINGERPRINT) != prints[point.index]:
+            stale += 1  # solved for another instance, prices or catalog: solve it again
+            earlier = None
+        if earlier is not None:
+            records[point.index] = {**earlier, "point": point.index}
         elif instance is None:
-            records[point.index] = _record(point, {"status": "bad_input", "message": problem})
+            records[point.index] = _record(
+                point, {"status": "bad_input", "message": problem}, prints[point.index]
+            )
         else:
             work.append((point, instance))
+    if stale:
+        err.print(
+            f"{results}: {stale} result(s) were solved for another version of the instance "
+            "(its file, the grid's set or the catalog changed); solving them again",
+            markup=False,
+        )
     if instances:  # what is probably unintended in the instance (the first valid point's)
         from cli.options import print_warnings
         from models.schema.checks import input_warnings
@@ -92,7 +115,7 @@ def sweep(
             sink.append(record)
 
     def arrived(point, result: dict[str, Any]) -> None:
-        record = _record(point, result)
+        record = _record(point, result, prints[point.index])
         records[point.index] = record
         sink.append(record)
         cost = result.get("cost_per_month")
@@ -126,15 +149,32 @@ def sweep(
             "robust": None if robust is None else robust.plan,
             "robust_replicas": None if robust is None else _replicas(records, robust),
         },
-        (grid_file,),
+        inputs,
     )
     if robust is None:
         raise typer.Exit(ExitCode.CHECK_FAILED)
 
 
-def _record(point, result: dict[str, Any]) -> dict[str, Any]:
-    """A results line: the point, its changes, then what solving it gave."""
-    return {"point": point.index, "key": point.key, "set": dict(point.values), **result}
+FINGERPRINT = "instance_sha256"
+"""The results line's field holding `fingerprint` of the point's instance."""
+
+
+def fingerprint(instance) -> str:
+    """SHA-256 of the point's validated instance (every price, rate and catalog entry it
+    holds): a results line is reused on resume only for the same instance."""
+    return hashlib.sha256(instance.model_dump_json().encode("utf-8")).hexdigest()
+
+
+def _record(point, result: dict[str, Any], instance_print: str | None) -> dict[str, Any]:
+    """A results line: the point, its changes, the instance's fingerprint, then what
+    solving it gave."""
+    return {
+        "point": point.index,
+        "key": point.key,
+        "set": dict(point.values),
+        FINGERPRINT: instance_print,
+        **result,
+    }
 
 
 def _replicas(records: dict[int, dict[str, Any]], check) -> list:

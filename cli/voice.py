@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from cli.options import within
 from cli.render.console import out
 from cli.render.tables import TableSpec, print_tables
 from models.calculators.voice import (
@@ -15,6 +16,7 @@ from models.calculators.voice import (
     VoiceBudgetError,
     voice_budget,
 )
+from models.schema import limits
 from models.schema.errors import InputError, Issue
 
 
@@ -66,26 +68,42 @@ def voice_tables(instance) -> list[TableSpec]:
 
 def voice(
     first_audio_ms: Annotated[
-        float, typer.Option(min=0.0, max=60_000.0, help="p99 time-to-first-audio target, ms.")
+        float,
+        typer.Option(
+            callback=within(limits.VOICE_STAGE_MS), help="p99 time-to-first-audio target, ms."
+        ),
     ],
     endpointing_ms: Annotated[
-        float, typer.Option(min=0.0, max=60_000.0, help="Endpointing (end-of-speech) delay, ms.")
+        float,
+        typer.Option(
+            callback=within(limits.VOICE_STAGE_MS), help="Endpointing (end-of-speech) delay, ms."
+        ),
     ],
     network_rtt_ms: Annotated[
-        float, typer.Option(min=0.0, max=60_000.0, help="Device <-> region round trip, ms.")
+        float,
+        typer.Option(
+            callback=within(limits.VOICE_STAGE_MS), help="Device <-> region round trip, ms."
+        ),
     ] = 0.0,
     asr_ms: Annotated[
-        float, typer.Option(min=0.0, max=60_000.0, help="ASR final-transcript latency, ms.")
+        float,
+        typer.Option(
+            callback=within(limits.VOICE_STAGE_MS), help="ASR final-transcript latency, ms."
+        ),
     ] = 0.0,
     tts_first_audio_ms: Annotated[
-        float, typer.Option(min=0.0, max=60_000.0, help="TTS time to first audio, ms.")
+        float,
+        typer.Option(callback=within(limits.VOICE_STAGE_MS), help="TTS time to first audio, ms."),
     ] = 0.0,
     first_clause_tokens: Annotated[
         int, typer.Option(min=1, max=100_000, help="LLM tokens in the first spoken clause.")
     ] = 10,
     ttft_share: Annotated[
         float,
-        typer.Option(help="Share of the LLM's allowance given to TTFT, in (0, 1)."),
+        typer.Option(
+            help="Share of the LLM's allowance given to TTFT, in (0, 1).",
+            callback=within(limits.TTFT_SHARE),
+        ),
     ] = DEFAULT_TTFT_SHARE,
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the budget as JSON instead of a table.")
@@ -93,10 +111,6 @@ def voice(
 ) -> None:
     """Print a time-to-first-audio budget line by line and the LLM's TTFT and TPOT
     targets it leaves; exit 2 when the fixed lines take the whole budget."""
-    if not 0 < ttft_share < 1:
-        raise InputError(
-            [Issue("command line", None, "--ttft-share", f"must be in (0, 1), got {ttft_share:g}")]
-        )
     lines = Voice(
         network_rtt_ms=network_rtt_ms,
         endpointing_ms=endpointing_ms,

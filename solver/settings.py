@@ -33,6 +33,8 @@ PRICING_SHARE = 0.95
 """Share of a run's time limit by which the pricing LP must end: a plan whose pricing LP
 has not ended by then is reported without shadow prices (and says so), and the rest is
 the verifier's."""
+PRICING_BACKEND = "highs"
+"""Backend that prices a plan when the chosen one gives no duals (scip, cpsat)."""
 
 
 class TimeLimitReached(NoSolution):
@@ -114,6 +116,9 @@ class SolveSettings:
     """Solver threads, never more than the machine's cores (`SolveSettings.of` caps it)."""
     want_duals: bool = False
     """Return row duals (an LP only, and a backend that can)."""
+    tighten: bool = False
+    """Add the valid inequalities of solver.program.families.tightening to the program
+    (same plans and optimum; off: they did not shorten the shipped instances' solves)."""
     deadline: Deadline | None = field(default=None, compare=False)
     """The run's deadline once started (`started`); None before."""
 

@@ -50,13 +50,16 @@ from solver.program.optimised import Optimised
 from solver.program.sets import ProgramSets
 from solver.readback.assign import chosen_sizes, gpu_use, integral, read_plan, replica_counts
 from solver.readback.pricing import priced_rows, pricing_program
-from solver.settings import PRICING_SHARE, SOLVE_SHARE, SolveSettings, TimeLimitReached
+from solver.settings import (
+    PRICING_BACKEND,
+    PRICING_SHARE,
+    SOLVE_SHARE,
+    SolveSettings,
+    TimeLimitReached,
+)
 from solver.verify.fleet import verify
 
 T = TypeVar("T")
-
-PRICING_BACKEND = "highs"
-"""Backend that prices the plan when the chosen one gives no duals (scip, cpsat)."""
 
 __all__ = [
     "PRICING_BACKEND",
@@ -79,6 +82,14 @@ class Solved:
     settings: SolveSettings
     curves: dict[tuple[str, str], PoolCurve]
     """(workload, candidate key) -> the chosen pools' curves at their real sizes."""
+    source: Instance | None = None
+    """The instance as solved, where the program's is not it (an hourly plan's program is
+    its peak period's, at that period's rates)."""
+
+    @property
+    def instance(self) -> Instance:
+        """The instance the plan answers (levers re-solve it)."""
+        return self.source if self.source is not None else self.program.sets.instance
 
     @property
     def result(self) -> SolveResult:
@@ -271,7 +282,9 @@ def _solve_in_time(instance: Instance, settings: SolveSettings) -> Solved:
         objective=plan.cost_per_month,
         values=values,
     )
-    return Solved(peak.program, Optimised(result), with_engine(instance, plan), settings, {})
+    return Solved(
+        peak.program, Optimised(result), with_engine(instance, plan), settings, {}, instance
+    )
 
 
 def simplicity_cost(

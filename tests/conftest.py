@@ -1,9 +1,14 @@
 """Shared fixtures: paths and an in-process runner for the `fleetplan` command line."""
 
+import os
 import sys
 from dataclasses import dataclass
 
 import pytest
+
+# Tables follow COLUMNS when it is set (cli.render.console reads it once, at import);
+# pytest-xdist's workers set it to 80. Tests read the file width every run gets without it.
+os.environ.pop("COLUMNS", None)
 
 from cli.app import main
 

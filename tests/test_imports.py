@@ -108,16 +108,22 @@ HOUR_VERIFIER_PARTS = {
     "to the hour verifier's rule",
     "solver.verify.months": "the hour verifier's month checks (each month verified alone, "
     "orders a lead time ahead); held to the hour verifier's rule",
+    "solver.verify.hour_figures": "every other figure an hourly plan states, recomputed "
+    "(issue 36); held to the hour verifier's rule",
+    "solver.verify.hour_reports": "the figures an hourly plan reports beside its counts "
+    "(idle hours, batch placements, headroom), recomputed; held to the hour verifier's rule",
 }
 
 
 def test_the_hour_verifier_imports_nothing_from_solver_but_the_verifier_and_the_plan():
     graph = import_graph()
     solver_imports = {m for m in graph.successors("solver.verify.hours") if m.startswith("solver")}
-    assert solver_imports == {"solver.verify.fleet", *PLAN_VOCABULARY, *HOUR_VERIFIER_PARTS}
-    for part in HOUR_VERIFIER_PARTS:
+    allowed = {"solver.verify.fleet", *PLAN_VOCABULARY, *VERIFIER_PARTS}
+    assert solver_imports <= allowed | set(HOUR_VERIFIER_PARTS)
+    assert {"solver.verify.fleet", *HOUR_VERIFIER_PARTS} <= solver_imports
+    for part in HOUR_VERIFIER_PARTS:  # a part may use another's helpers (no circle: above)
         part_imports = {m for m in graph.successors(part) if m.startswith("solver")}
-        assert part_imports <= {"solver.verify.fleet", *PLAN_VOCABULARY}, part
+        assert part_imports <= allowed | set(HOUR_VERIFIER_PARTS), part
 
 
 def test_the_plan_vocabulary_imports_nothing_from_solver_but_itself():
@@ -281,8 +287,9 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
         "one settings object built from the instance and the backend names",
     ),
     "solver.plan": _contract(
-        "models.physics models.serving",
-        "the plan vocabulary names precisions and replica records, nothing of the solver",
+        "models.physics models.serving models.schema.quantities",
+        "the plan vocabulary names precisions and replica records, nothing of the solver; "
+        "its counts are the schema's strict numbers",
     ),
     "solver.program": _contract(
         "models.schema models.serving models.operations solver.candidates "
@@ -361,8 +368,10 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
     ),
     "cli.render": _contract(
         "solver.plan solver.analysis solver.studies models.calculators models.serving "
-        "models.schema",
-        "draws records: the plan, the report's data, a batch, the estimate, input errors",
+        "models.schema models.physics models.io.output_files",
+        "draws records: the plan, the report's data, a batch, the estimate, input errors, "
+        "a replica's memory and efficiency factors (perf's tables); text reaches the "
+        "terminal as output_files.terminal_safe spells it",
     ),
 }
 """Package (or a module at solver/'s top level) -> what it may import outside itself, and
@@ -438,9 +447,7 @@ def test_each_package_init_states_its_contract():
 MAX_MODULES_PER_FOLDER = 20
 MAX_MODULE_LINES = 600
 
-BEING_SPLIT = {
-    "cli/perf.py",
-}
+BEING_SPLIT: set[str] = set()
 """Modules over the line limit today, each being split; one that drops under the limit
 leaves this set, so that the set stays the list of what is still to split."""
 

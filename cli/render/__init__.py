@@ -2,4 +2,6 @@
 
 Imports: the records it draws: solver.plan (the plan), solver.analysis (the report's data),
 solver.studies (a batch's results, for JUnit), models.calculators and models.serving (the
-estimate and its headroom) and models.schema (the input errors)."""
+estimate and its headroom), models.physics (perf's memory and efficiency tables),
+models.schema (the input errors) and models.io.output_files (terminal_safe: a name's
+escape sequences are shown, not obeyed)."""

@@ -3,13 +3,30 @@
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rich.console import Console
+from rich.segment import Segment
 
 from cli.render.zeros import json_without_negative_zero
+from models.io.output_files import terminal_safe
 from models.schema.errors import InputError
+
+
+class SafeConsole(Console):
+    """A console that shows the characters a terminal would act on instead of sending
+    them: the text printed holds the user's names and paths, and a workload called
+    "chat\\u001b]0;title\\u0007" must not retitle, recolour or clear the user's terminal.
+    Every text segment passes `terminal_safe` as the output is assembled (rich's own
+    control segments, cursor moves, are kept), so tables and messages alike are covered."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            segment if segment.control else Segment(terminal_safe(segment.text), segment.style)
+            for segment in buffer
+        )
+
 
 FILE_WIDTH = 160
 """Wide enough for the plan tables when output goes to a file or a CI log."""
@@ -28,8 +45,8 @@ def output_width(environ: Mapping[str, str] = os.environ, is_terminal: bool = Fa
 _WIDTH = output_width(is_terminal=sys.stdout.isatty())
 # No emoji codes: the text printed holds the user's names and paths, and a workload
 # called ":fire:" is printed as written.
-out = Console(highlight=False, soft_wrap=True, width=_WIDTH, emoji=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH, emoji=False)
+out = SafeConsole(highlight=False, soft_wrap=True, width=_WIDTH, emoji=False)
+err = SafeConsole(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH, emoji=False)
 
 
 def print_json(data: Any) -> None:

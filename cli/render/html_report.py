@@ -31,6 +31,7 @@ def _pyplot():
 
     matplotlib.use("Agg")
     matplotlib.rcParams["svg.hashsalt"] = "fleetplan"  # stable ids: the same plan, same file
+    matplotlib.rcParams["text.parse_math"] = False  # names are text: "$x^$" drawn as written
     import matplotlib.pyplot as plt
 
     return plt
@@ -38,7 +39,8 @@ def _pyplot():
 
 def _svg(figure) -> str:
     buffer = io.StringIO()
-    figure.savefig(buffer, format="svg", bbox_inches="tight")
+    # no date in the SVG's metadata: the same plan gives the same file, byte for byte
+    figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
     _pyplot().close(figure)
     text = buffer.getvalue()
     return text[text.index("<svg") :]

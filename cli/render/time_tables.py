@@ -171,8 +171,31 @@ def time_tables(plan: Plan) -> list[TableSpec]:
                     )
                     for m in plan.months
                 ),
+                ""
+                if plan.horizon_cost is None
+                else f"over the {len(plan.months)} months: ${plan.horizon_cost:,.0f}",
             )
         )
+        orders = [(m.month, o) for m in plan.months for o in m.servers_ordered]
+        if orders:
+            tables.append(
+                TableSpec(
+                    "Servers to order (reserved, whole servers)",
+                    ("order in month", "serving from", "region", "GPU", "servers", "GPUs each"),
+                    tuple(
+                        (
+                            f"m{o.order_month}",
+                            f"m{month}",
+                            o.region,
+                            o.gpu,
+                            str(o.servers),
+                            str(o.gpus_per_server),
+                        )
+                        for month, o in sorted(orders, key=lambda x: (x[1].order_month, x[0]))
+                    ),
+                    "a negative month orders before the horizon starts (month 0's reservation)",
+                )
+            )
     return tables
 
 

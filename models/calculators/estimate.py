@@ -51,6 +51,8 @@ from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
 from models.physics.memory import default_kv_precision
 from models.physics.precision import Precision
+from models.schema import limits
+from models.schema.quantities import real
 from models.serving.capacity import replica_capacity
 from models.serving.queueing import (
     SEED_MM1_UTILIZATIONS,
@@ -104,29 +106,29 @@ class EstimateAssumptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    requests_per_day: float = Field(default=2_000_000.0, gt=0)
+    requests_per_day: real(limits.REQUESTS_PER_DAY) = 2_000_000.0
     """Requests in an average day."""
-    peak_to_average: float = Field(default=4.0, ge=1)
+    peak_to_average: real(limits.PEAK_TO_AVERAGE) = 4.0
     """Peak-hour rate over the daily average rate."""
-    latency_s: float = Field(default=6.0, gt=0)
+    latency_s: real(limits.REQUEST_LATENCY_S) = 6.0
     """End-to-end seconds per (streamed) request: the W of Little's law."""
-    input_tokens: float = Field(default=1500.0, ge=0)
+    input_tokens: real(limits.PROMPT_TOKENS) = 1500.0
     """Prompt tokens per request."""
-    output_tokens: float = Field(default=400.0, gt=0)
+    output_tokens: real(limits.TOKENS) = 400.0
     """Output tokens per request."""
-    gpu_tokens_per_s: float = Field(default=2000.0, gt=0)
+    gpu_tokens_per_s: real(limits.GPU_TOKENS_PER_S) = 2000.0
     """Output tokens/s one GPU generates under batching (an assumption to measure)."""
-    target_utilization: float = Field(default=0.6, gt=0, le=1)
+    target_utilization: real(limits.MAX_UTILIZATION) = 0.6
     """Planned utilisation at peak, of both throughput and sequence slots."""
-    seqs_per_gpu: float = Field(default=40.0, gt=0)
+    seqs_per_gpu: real(limits.SEQUENCES_PER_GPU) = 40.0
     """Concurrent sequences one GPU's memory holds (KV cache)."""
-    slo: float = Field(default=0.999, gt=0, lt=1)
+    slo: real(limits.AVAILABILITY) = 0.999
     """Target fraction of good requests."""
-    window_days: float = Field(default=30.0, gt=0)
+    window_days: real(limits.SLO_WINDOW_DAYS) = 30.0
     """SLO window in days."""
-    bytes_per_token: float = Field(default=4.0, gt=0)
+    bytes_per_token: real(limits.BYTES_PER_TOKEN) = 4.0
     """Bytes of logged text per token (about 4 for English)."""
-    zones: int | None = Field(default=None, ge=2)
+    zones: int | None = Field(default=None, ge=2, le=limits.ZONES.high)
     """Zones (or regions) the fleet spreads over to survive losing one; None: not asked."""
     mm1_utilizations: tuple[Utilization, ...] = Field(default=SEED_MM1_UTILIZATIONS, min_length=1)
     """Utilisations of the M/M/1 latency table."""

@@ -65,6 +65,7 @@ from models.colocation.shared_layout import Member, SharedLayout
 from models.physics.efficiency import Efficiency
 from models.physics.memory import layout_problem, weight_bytes_per_gpu
 from models.serving.batch_model import batch_p99
+from models.serving.edge_search import bisect_edge
 from models.serving.replica import LatencyTargets, Limit
 
 MAX_LOAD_SCALE = 2.0**20
@@ -360,12 +361,7 @@ def group_template(
         if high >= MAX_LOAD_SCALE:
             return _template(layout, members, high, top, top)
         low, high = high, high * 2
-    for _ in range(bisection_steps):
-        mid = (low + high) / 2
-        if at(mid).meets_slo:
-            low = mid
-        else:
-            high = mid
+    low, high = bisect_edge(lambda scale: at(scale).meets_slo, low, high, bisection_steps)
     return _template(layout, members, low, at(low), at(high))
 
 

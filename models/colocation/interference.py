@@ -20,6 +20,7 @@ from models.colocation.shared_layout import Member, SharedLayout
 from models.physics.efficiency import Efficiency
 from models.physics.step_time import StepModel, step_model
 from models.serving.batch_model import BatchModel, batch_p99
+from models.serving.edge_search import bisect_edge
 from models.serving.replica import MixTokens, Role
 
 EXACT_ACTIVITY_STATES = 12
@@ -60,13 +61,7 @@ class GroupEngine:
 
         if rate_at(self.cap) < rate:
             return math.inf
-        low, high = 0.0, self.cap
-        for _ in range(BISECTION_STEPS):
-            mid = (low + high) / 2
-            if rate_at(mid) < rate:
-                low = mid
-            else:
-                high = mid
+        _, high = bisect_edge(lambda b: rate_at(b) < rate, 0.0, self.cap, BISECTION_STEPS)
         return high
 
 

@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from models.serving.edge_search import bisect_edge
 from models.serving.replica import LatencyTargets, TrafficMix
 
 _BISECTION_STEPS = 100
@@ -77,13 +78,7 @@ def mixture_quantile(
             for w, m, cv in zip(weights, means, cvs, strict=True)
         )
 
-    low, high = 0.0, max(p99s)
-    for _ in range(_BISECTION_STEPS):
-        mid = (low + high) / 2
-        if exceed(mid) > tail:
-            low = mid
-        else:
-            high = mid
+    _, high = bisect_edge(lambda x: exceed(x) > tail, 0.0, max(p99s), _BISECTION_STEPS)
     return high
 
 

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from models.physics.hardware import GpuSpec
+from models.serving.edge_search import bisect_edge
 
 HOST_LINK_FRACTION = 0.8
 """Achieved fraction of the host link's rate for pinned-memory host-to-device copies
@@ -96,15 +97,10 @@ def lru_characteristic_s(rates: Sequence[float], slots: int) -> float:
     def resident(t: float) -> float:
         return sum(-math.expm1(-rate * t) for rate in rates)
 
-    low, high = 0.0, 1.0
+    high = 1.0
     while resident(high) < slots:
         high *= 2
-    for _ in range(100):
-        mid = (low + high) / 2
-        if resident(mid) < slots:
-            low = mid
-        else:
-            high = mid
+    low, high = bisect_edge(lambda t: resident(t) < slots, 0.0, high, 100)
     return (low + high) / 2
 
 

@@ -48,6 +48,7 @@ from models.colocation.swap import (
 )
 from models.physics.efficiency import Efficiency
 from models.physics.memory import weight_bytes_per_gpu
+from models.serving.edge_search import bisect_edge
 
 SWAP_BUSY_MAX = 0.05
 """Most of the GPU's time spent copying weights in (rho_swap): above it swaps queue behind
@@ -158,10 +159,5 @@ def swapped_capacity_scale(
         if high >= 2.0**20:
             return high
         low, high = high, high * 2
-    for _ in range(bisection_steps):
-        mid = (low + high) / 2
-        if holds(mid):
-            low = mid
-        else:
-            high = mid
+    low, _ = bisect_edge(holds, low, high, bisection_steps)
     return low

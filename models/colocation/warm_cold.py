@@ -114,4 +114,4 @@ def warm_cold_instance(instance: Instance, workloads: tuple[str, ...]) -> Instan
 
 def warm_share(instance: Instance, name: str) -> float:
     """w of a workload of `instance` (0 when it declares no steering prefix)."""
-    return steering_share(next(w for w in instance.workloads if w.name == name))
+    return steering_share(instance.workload(name))

@@ -216,6 +216,21 @@ def _parse_yaml(text: str, name: str) -> tuple[Any, LineMap]:
     return data, _yaml_line_map(root)
 
 
+def check_yaml_text(text: str, name: str) -> None:
+    """Refuse YAML text that is not a file (a `--set` value) by the limits a file is held
+    to: nesting deeper than `MAX_NESTING_DEPTH`, more than `MAX_DOCUMENT_NODES` values
+    after alias expansion (an alias bomb), a self-referring alias; nothing is built.
+    A syntax error is left to the caller's parser, which names it its own way.
+
+    Raises:
+        InputError: naming `name` and the limit.
+    """
+    try:
+        _check_yaml_events(text, name)
+    except yaml.YAMLError:
+        return
+
+
 def _check_yaml_events(text: str, name: str) -> None:
     """Walk the event stream (no recursion, nothing built) and refuse a document that
     nests too deep, expands past the node limit, or holds a self-referring alias.

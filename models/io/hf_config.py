@@ -15,6 +15,17 @@ Each family maps its config keys onto the Llama-family block of `models.physics.
   shared expert of `intermediate_size`, dense layers of `intermediate_size_mlp`, every
   `interleave_moe_layer_step`-th layer MoE, chunked attention over
   `attention_chunk_size` on all but every `no_rope_layer_interval`-th layer.
+- `kimi_k2` (and `kimi_k25`, its `text_config` when nested): the `deepseek_v3` block.
+- `minimax_m2`: GQA in every layer (an `attn_type_list` entry 0, MiniMax-01's lightning
+  attention, is refused), `num_local_experts` experts of `intermediate_size`, no shared
+  expert (a nonzero `shared_intermediate_size` is refused).
+- `qwen3_5_moe` (the `text_config` inside; `qwen3_5_moe_text` and `qwen3_next` on their
+  own): hybrid layers, `layer_types` entries `linear_attention` (Gated DeltaNet) and
+  `full_attention` (gated when `attn_output_gate`), `num_experts` of
+  `moe_intermediate_size` plus one shared expert of the same width. The linear layers'
+  recurrent and convolution state per sequence is entered as a window of the tokens
+  whose KV it equals: (value_heads x key_dim x value_dim + conv_dim x (kernel - 1)) //
+  (2 x kv_heads x head_dim).
 
 A config.json carries no published parameter count: the count computed from the
 shapes stands in for it, and its source says so.
@@ -193,6 +204,85 @@ def _llama4_text(c: _Config) -> Fields:
     }
 
 
+def _minimax_m2(c: _Config) -> Fields:
+    fields = _gqa(c)
+    kinds = c.data.get("attn_type_list") or []
+    if any(kind != 1 for kind in kinds):
+        raise HfConfigError(
+            "config.json field 'attn_type_list' holds linear (lightning) attention layers "
+            "(0): only softmax attention (1) in every layer is supported"
+        )
+    if c.integer("shared_intermediate_size", 0):
+        raise HfConfigError(
+            "config.json field 'shared_intermediate_size' is nonzero: MiniMax shared "
+            "experts are not supported"
+        )
+    return {
+        **fields,
+        "experts": c.integer("num_local_experts"),
+        "experts_per_token": c.integer("num_experts_per_tok"),
+        "moe_intermediate_size": fields["intermediate_size"],
+    }
+
+
+def _qwen3_hybrid(c: _Config) -> Fields:
+    layer_types = c.data.get("layer_types")
+    if layer_types is None and "full_attention_interval" in c.data:  # transformers' default
+        interval, layers = c.integer("full_attention_interval"), c.integer("num_hidden_layers")
+        full = {i for i in range(layers) if (i + 1) % interval == 0}
+        layer_types = ["full_attention" if i in full else "linear_attention" for i in range(layers)]
+    if not isinstance(layer_types, list) or not layer_types:
+        raise HfConfigError(
+            f"config.json field {c._where('layer_types')!r} is missing "
+            f"(needed for model_type {c.family!r})"
+        )
+    unknown = set(layer_types) - {"linear_attention", "full_attention"}
+    if unknown:
+        raise HfConfigError(
+            f"config.json field {c._where('layer_types')!r} holds {sorted(unknown)!r}: "
+            "only 'linear_attention' and 'full_attention' are supported"
+        )
+    moe_width = c.integer("moe_intermediate_size")
+    shared = c.integer("shared_expert_intermediate_size", 0)
+    if shared not in (0, moe_width):
+        raise HfConfigError(
+            f"config.json field {c._where('shared_expert_intermediate_size')!r} = {shared}: "
+            f"only a shared expert of the routed width ({moe_width}) is supported"
+        )
+    if c.data.get("mlp_only_layers"):
+        raise HfConfigError(
+            f"config.json field {c._where('mlp_only_layers')!r}: dense layers of a hybrid "
+            "model are not supported"
+        )
+    width = c.data.get("intermediate_size") or moe_width  # no dense MLP: any positive width
+    fields = _gqa(_Config({**c.data, "intermediate_size": width}, c.family, c.prefix))
+    linear = sum(1 for kind in layer_types if kind == "linear_attention")
+    key_heads, value_heads = c.integer("linear_num_key_heads"), c.integer("linear_num_value_heads")
+    key_dim, value_dim = c.integer("linear_key_head_dim"), c.integer("linear_value_head_dim")
+    kernel = c.integer("linear_conv_kernel_dim")
+    state = value_heads * key_dim * value_dim
+    conv_state = (2 * key_heads * key_dim + value_heads * value_dim) * (kernel - 1)
+    kv_per_token = 2 * fields["kv_heads"] * fields["head_dim"]
+    return {
+        **fields,
+        "qkv_bias": c.flag("attention_bias", False),
+        "attention_output_gate": c.flag("attn_output_gate", True),
+        "experts": c.integer("num_experts"),
+        "experts_per_token": c.integer("num_experts_per_tok"),
+        "shared_experts": 1 if shared else 0,
+        "moe_intermediate_size": moe_width,
+        "moe_layer_step": c.integer("decoder_sparse_step", 1),
+        "linear_attention_layers": linear,
+        "linear_key_heads": key_heads,
+        "linear_value_heads": value_heads,
+        "linear_key_head_dim": key_dim,
+        "linear_value_head_dim": value_dim,
+        "linear_conv_kernel": kernel,
+        "sliding_window_tokens": (state + conv_state) // kv_per_token if linear else 0,
+        "sliding_window_layers": linear,
+    }
+
+
 _FAMILIES: dict[str, Callable[[_Config], Fields]] = {
     "llama": _llama,
     "qwen2": _qwen2,
@@ -203,7 +293,16 @@ _FAMILIES: dict[str, Callable[[_Config], Fields]] = {
     "gpt_oss": _gpt_oss,
     "llama4": _llama4_text,
     "llama4_text": _llama4_text,
+    "kimi_k2": _deepseek_v3,
+    "kimi_k25": _deepseek_v3,
+    "minimax_m2": _minimax_m2,
+    "qwen3_5_moe": _qwen3_hybrid,
+    "qwen3_5_moe_text": _qwen3_hybrid,
+    "qwen3_next": _qwen3_hybrid,
 }
+_TEXT_CONFIG_FAMILIES = {"llama4": True, "qwen3_5_moe": True, "kimi_k25": False}
+"""Multimodal families whose text model sits in `text_config`: required (True) or read
+when present (False: some copies flatten it)."""
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_FAMILIES)
 """The `model_type` values fleetplan can import."""
 
@@ -232,10 +331,15 @@ def llm_from_hf_config(
             f"supported model_type values: {', '.join(SUPPORTED_MODEL_TYPES)}"
         )
     data, prefix = config, ""
-    if model_type == "llama4":
-        data, prefix = config.get("text_config"), "text_config."
-        if not isinstance(data, Mapping):
-            raise HfConfigError("config.json field 'text_config' is missing (model_type 'llama4')")
+    if model_type in _TEXT_CONFIG_FAMILIES:
+        text = config.get("text_config")
+        if isinstance(text, Mapping):  # the top level may hold the embedding tie
+            tie = {k: config[k] for k in ("tie_word_embeddings",) if k in config}
+            data, prefix = {**tie, **text}, "text_config."
+        elif _TEXT_CONFIG_FAMILIES[model_type]:
+            raise HfConfigError(
+                f"config.json field 'text_config' is missing (model_type {model_type!r})"
+            )
     fields = family(_Config(data, model_type, prefix))
     display = config.get("_name_or_path") or name
     try:

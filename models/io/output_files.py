@@ -2,7 +2,8 @@
 
 Rules (the README's "Output files" paragraph says the same to users):
 
-- `-` means standard output, everywhere.
+- `-` means standard output, everywhere; what goes there is `terminal_safe` (an escape
+  sequence in a name is shown, not obeyed).
 - The target is checked before any work is done (`check_target`): a directory, a device,
   a FIFO or a socket is refused, and so is any file the command reads (the instance, the
   plan), so an output can never replace an input.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -30,6 +32,18 @@ from models.schema.errors import InputError, Issue
 
 STDOUT = "-"
 """The path that means standard output."""
+
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""Characters a terminal acts on instead of showing: C0 controls but tab and newline
+(ESC starts colour, title and screen-clearing sequences), DEL, C1 controls, and the
+bidirectional overrides that reorder what is shown."""
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every character a terminal would act on written out as `\\uNNNN`, so
+    that a name holding an escape sequence is shown, not obeyed. The spelling is JSON's
+    own escape: JSON on standard output still parses to the same strings."""
+    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _refuse(path: Path | str, message: str) -> InputError:
@@ -111,7 +125,8 @@ def write_text(path: Path | str, text: str, inputs: tuple[Path, ...] = ()) -> No
     Raises:
         InputError: naming the path when it cannot be written.
     """
-    if is_stdout(path):
+    if is_stdout(path):  # a terminal, perhaps: shown, never obeyed
+        text = terminal_safe(text)
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         sys.stdout.flush()
         return

@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from models.io.documents import check_yaml_text
 from models.schema.errors import InputError, Issue
 
 _KEY = r"[^.\[\]=]+"
@@ -119,8 +120,14 @@ def parse_override(text: str) -> Override:
 
 
 def parse_value(text: str, raw: str) -> Any:
-    """`raw` read as YAML (a scalar or a flow collection); an empty value is null, and
-    an exponent without a dot (`2e-05`, a string to YAML 1.1) is the number it reads as."""
+    """`raw` read as YAML (a scalar or a flow collection), held to the limits of a file
+    (models.io.documents.check_yaml_text: an alias bomb is refused before it is built);
+    an empty value is null, and an exponent without a dot (`2e-05`, a string to YAML 1.1)
+    is the number it reads as."""
+    try:
+        check_yaml_text(raw, "--set")  # the file limits: no alias bomb, no deep nesting
+    except InputError as error:
+        raise _refuse(text, error.issues[0].message) from None
     try:
         value = yaml.safe_load(raw) if raw.strip() else None
     except yaml.YAMLError as error:
@@ -220,6 +227,7 @@ def load_instance_with(path: str | Path, overrides: tuple[Override, ...] = ()):
         InputError: a bad override (naming it) or a bad instance (naming the field).
     """
     from models.io import loading
+
     if not overrides:
         return loading.load_instance(path)
     path = Path(path)

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 from models.physics.efficiency import Efficiency
 from models.serving.capacity import replica_capacity
+from models.serving.edge_search import smallest_passing
 from models.serving.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, TrafficMix
 
 HOURS_PER_DAY = 24
@@ -190,10 +191,7 @@ def dedicated_replicas_for(
     low, high = 0, max(1, math.ceil(max(arrivals_by_hour) / per_hour))  # high: each hour
     if fits(low):  # serves its own arrivals, so it always fits
         return 0
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (low, middle) if fits(middle) else (middle, high)
-    return high
+    return smallest_passing(fits, low, high)
 
 
 @dataclass(frozen=True)

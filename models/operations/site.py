@@ -55,7 +55,7 @@ def offered(instance: Instance) -> tuple[tuple[Region, str], ...]:
         (region, gpu)
         for region in instance.regions
         for gpu in instance.gpu_specs
-        if gpu in region.supply or region.existing.get(gpu, 0) > 0
+        if region.offers(gpu)
     )
 
 

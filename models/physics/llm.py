@@ -6,8 +6,14 @@ attention (or DeepSeek's multi-head latent attention), untied input embedding an
 unless `tie_embeddings`. Mixture-of-experts layers hold `experts` routed SwiGLU experts,
 `shared_experts` always-on experts and a linear router (hidden x experts).
 
+Hybrid models (Qwen3.5, Qwen3-Next) replace the attention of `linear_attention_layers`
+layers by a Gated DeltaNet linear-attention mixer, whose weights are counted from its
+head shapes (`linear_attention_params_per_layer`); its fixed-size recurrent state is not a
+per-token KV cache (see the catalog entry's notes for how the KV model approximates it).
+
 Not counted (each under 0.1% of the weights of the models in the catalog): biases other
-than q/k/v, attention sinks (one scalar per head), q/k norms, router biases.
+than q/k/v, attention sinks (one scalar per head), q/k norms, router biases, a shared
+expert's sigmoid gate (hidden x 1).
 """
 
 from enum import StrEnum
@@ -88,6 +94,23 @@ class LlmSpec(BaseModel):
     """MLA: per-head query/key width with rotary embedding."""
     v_head_dim: Shape = 0
     """MLA: per-head value width."""
+    attention_output_gate: bool = False
+    """Whether the full-attention q projection also emits a sigmoid output gate of the same
+    width (heads x head_dim more outputs; Qwen3.5 and Qwen3-Next `attn_output_gate`)."""
+    linear_attention_layers: Shape = 0
+    """Layers whose token mixer is a Gated DeltaNet linear attention (a recurrent state
+    of fixed size per sequence, no KV cache) instead of attention; 0: none."""
+    linear_key_heads: Shape = 0
+    """Linear attention: query/key heads (linear_num_key_heads)."""
+    linear_value_heads: Shape = 0
+    """Linear attention: value heads (linear_num_value_heads)."""
+    linear_key_head_dim: Shape = 0
+    """Linear attention: width of one query/key head (linear_key_head_dim)."""
+    linear_value_head_dim: Shape = 0
+    """Linear attention: width of one value head (linear_value_head_dim)."""
+    linear_conv_kernel: Shape = 0
+    """Linear attention: taps of the causal depthwise convolution over q, k and v
+    (linear_conv_kernel_dim)."""
     published_params_b: ParamsB
     """Total parameters as published, billions."""
     published_active_params_b: ParamsB
@@ -112,6 +135,20 @@ class LlmSpec(BaseModel):
             raise ValueError("first_dense_layers and sliding_window_layers cannot exceed layers")
         if (self.sliding_window_tokens == 0) != (self.sliding_window_layers == 0):
             raise ValueError("sliding_window_tokens and sliding_window_layers go together")
+        if self.linear_attention_layers >= self.layers:
+            raise ValueError("linear_attention_layers must leave some full-attention layers")
+        linear_shapes = (
+            self.linear_key_heads,
+            self.linear_value_heads,
+            self.linear_key_head_dim,
+            self.linear_value_head_dim,
+            self.linear_conv_kernel,
+        )
+        if self.linear_attention_layers and not all(linear_shapes):
+            raise ValueError(
+                "linear_attention_layers needs linear_key_heads, linear_value_heads, "
+                "linear_key_head_dim, linear_value_head_dim and linear_conv_kernel"
+            )
         return self
 
     @property
@@ -134,10 +171,17 @@ class LlmSpec(BaseModel):
 
     # --- parameter counts (elements, not bytes) -----------------------------------------
 
-    def attention_params_per_layer(self) -> int:
-        """Attention projection weights (plus biases and latent norms) in one layer.
+    @property
+    def full_attention_layers(self) -> int:
+        """Layers with softmax attention (and a KV cache): layers - linear_attention_layers."""
+        return self.layers - self.linear_attention_layers
 
-        GQA: q and o are hidden x heads*head_dim, k and v are hidden x kv_heads*head_dim.
+    def attention_params_per_layer(self) -> int:
+        """Attention projection weights (plus biases and latent norms) in one full-attention
+        layer.
+
+        GQA: q and o are hidden x heads*head_dim, k and v are hidden x kv_heads*head_dim;
+        an output gate doubles q (hidden x 2*heads*head_dim).
         MLA: q down (hidden x q_lora) and up (q_lora x heads*(nope+rope)); kv down
         (hidden x (kv_lora+rope)) and up (kv_lora x heads*(nope+v)); o (heads*v x hidden);
         RMSNorm vectors on both latents.
@@ -158,10 +202,38 @@ class LlmSpec(BaseModel):
             return q + kv + o
         q_out = self.attention_heads * self.head_dim
         kv_out = self.kv_heads * self.head_dim
-        params = h * q_out + 2 * h * kv_out + q_out * h
+        gate_out = q_out if self.attention_output_gate else 0
+        params = h * (q_out + gate_out) + 2 * h * kv_out + q_out * h
         if self.qkv_bias:
             params += q_out + 2 * kv_out
         return params
+
+    def linear_attention_params_per_layer(self) -> int:
+        """Gated DeltaNet weights in one linear-attention layer (0 without any):
+        in_proj_qkv hidden x conv_dim, with conv_dim = 2 x key_heads x key_dim
+        + value_heads x value_dim; in_proj_z hidden x value_heads x value_dim; in_proj_a and
+        in_proj_b hidden x value_heads each; depthwise conv conv_dim x kernel; A_log and
+        dt_bias value_heads each; gated RMSNorm value_dim; out_proj value_heads x value_dim
+        x hidden."""
+        if self.linear_attention_layers == 0:
+            return 0
+        h = self.hidden_size
+        key_width = self.linear_key_heads * self.linear_key_head_dim
+        value_width = self.linear_value_heads * self.linear_value_head_dim
+        conv_dim = 2 * key_width + value_width
+        projections = h * conv_dim + h * value_width + 2 * h * self.linear_value_heads
+        conv = conv_dim * self.linear_conv_kernel
+        per_head = 2 * self.linear_value_heads + self.linear_value_head_dim
+        return projections + conv + per_head + value_width * h
+
+    def attention_params_total(self) -> int:
+        """Token-mixer weights of all layers: full-attention layers x
+        `attention_params_per_layer` + linear-attention layers x
+        `linear_attention_params_per_layer`."""
+        return (
+            self.full_attention_layers * self.attention_params_per_layer()
+            + self.linear_attention_layers * self.linear_attention_params_per_layer()
+        )
 
     def dense_mlp_params(self) -> int:
         """One dense SwiGLU MLP: 3 x hidden x intermediate."""
@@ -193,7 +265,7 @@ class LlmSpec(BaseModel):
     def total_params(self) -> int:
         """All weights, counted from the shapes."""
         return (
-            self.layers * self.attention_params_per_layer()
+            self.attention_params_total()
             + self.dense_mlp_layers * self.dense_mlp_params()
             + self.moe_layers * self.moe_layer_params()
             + self.embedding_params()

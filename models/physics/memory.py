@@ -218,7 +218,9 @@ def layer_linear_params_per_gpu(llm: LlmSpec, tp: int) -> float:
     dense and MoE layers).
 
     Everything splits by TP except the K/V projections of a GQA model beyond the KV-head
-    count (kv_heads_per_gpu heads each) and the MLA down-projections (replicated).
+    count (kv_heads_per_gpu heads each) and the MLA down-projections (replicated). A
+    hybrid model's linear-attention layers split by TP whole; the token mixer is averaged
+    over full- and linear-attention layers like the MLP.
     """
     attention = llm.attention_params_per_layer()
     if llm.attention is Attention.MLA:
@@ -228,6 +230,10 @@ def layer_linear_params_per_gpu(llm: LlmSpec, tp: int) -> float:
         kv = _kv_projection_params(llm)
         kv_per_gpu = kv * kv_heads_per_gpu(llm, tp) / llm.kv_heads
         attention_per_gpu = (attention - kv) / tp + kv_per_gpu
+    if llm.linear_attention_layers:
+        linear = llm.linear_attention_layers * llm.linear_attention_params_per_layer() / tp
+        full = llm.full_attention_layers * attention_per_gpu
+        attention_per_gpu = (full + linear) / llm.layers
     mlp_total = llm.dense_mlp_layers * llm.dense_mlp_params() + llm.moe_layers * (
         llm.moe_layer_params()
     )

@@ -33,8 +33,10 @@ the ring's share of the message over the link that joins the TP group.
 
 Mixture of experts under expert parallelism (`models.physics.moe` states the routing statistics
 and the all-to-all): with `dp` attention groups the attention, the dense layers and the
-KV reads of a pass are the group's share, 1/dp of the replica's tokens (the router is
-taken to spread sequences and prompt chunks evenly over the groups); the routed experts
+KV reads of a pass are those of the busiest group: 1/dp of the decode sequences (the
+engine evens their counts) with the busiest group's KV (`context_cv`), and the prompts
+that the busiest group prefills whole (`prompt_tokens`; both set per traffic mix by
+`StepModel.with_group_loads`, else the even 1/dp share); the routed experts
 see all T tokens of the pass, spread over the `ep` ranks, and the slowest rank sets the
 pass: its expert FLOPs are the mean's x the load imbalance, it reads the experts its
 tokens touch, and it waits for the dispatch and combine all-to-alls of every MoE layer.
@@ -49,7 +51,7 @@ chunks of at most `prefill_chunk_tokens`; chunks pipeline through the stages.
 """
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from models.physics.collectives import group_link_bytes_per_s, tp_allreduces_per_pass
 from models.physics.efficiency import Efficiency
@@ -73,7 +75,9 @@ from models.physics.memory import (
 from models.physics.moe import (
     ExpertLayout,
     MoeEfficiency,
+    busiest_rank_share,
     expert_layout,
+    group_kv_imbalance,
     moe_efficiency_for,
     moe_tp,
 )
@@ -124,6 +128,36 @@ class StepModel:
     experts_layout: ExpertLayout | None = field(default=None, kw_only=True)
     sequence_overhead_s: float = field(default=0.0, kw_only=True)
     """Iteration cost per sequence in it (`Efficiency.sequence_overhead_s`)."""
+    prompt_tokens: float = field(default=0.0, kw_only=True)
+    """New tokens of one prompt riding in the iterations: with attention DP (dp > 1) each
+    prompt is prefilled whole by one group, and the busiest group sets the pass
+    (`models.physics.moe.busiest_rank_share`). 0: unknown, the prompt tokens spread evenly
+    over the groups. `with_group_loads` sets it for a traffic mix."""
+    context_cv: float = field(default=0.0, kw_only=True)
+    """Spread (coefficient of variation) of one resident sequence's context: with
+    attention DP the busiest group's decode attention is the mean's x
+    `models.physics.moe.group_kv_imbalance`. 0: every group at the mean."""
+
+    def with_group_loads(self, prompt_tokens: float, context_cv: float = 0.0) -> "StepModel":
+        """This model for iterations whose prompts carry `prompt_tokens` new tokens each
+        and whose resident contexts spread with `context_cv` (itself when the layout has
+        one attention group: nothing changes)."""
+        if self.dp == 1 or self.experts_layout is None:
+            return self
+        return replace(self, prompt_tokens=prompt_tokens, context_cv=context_cv)
+
+    def decode_group_share(self, decode_tokens: float) -> float:
+        """Share of the decode attention (FLOPs and KV reads) on the busiest group:
+        1/dp x `group_kv_imbalance` of its decode_tokens / dp sequences."""
+        return group_kv_imbalance(decode_tokens, self.dp, self.context_cv) / self.dp
+
+    def prefill_group_share(self, prefill_tokens: float) -> float:
+        """Share of a pass's `prefill_tokens` prompt tokens on the busiest attention
+        group: `busiest_rank_share` of the whole prompts they make, 1/dp when the prompt
+        size is unknown."""
+        if self.prompt_tokens <= 0 or prefill_tokens <= 0:
+            return 1.0 / self.dp
+        return busiest_rank_share(prefill_tokens / self.prompt_tokens, self.dp)
 
     def pass_parts(
         self,
@@ -191,33 +225,39 @@ class StepModel:
         prefill_pairs: float,
     ) -> tuple[float, float, float, float, float, float]:
         """`pass_parts` of an MoE model on the slowest GPU: attention-side terms at the
-        group's 1/dp share of the tokens, routed experts at all T tokens x the imbalance f
-        (extra FLOPs T x routed x (f - 1) over the even share), the experts the slowest
-        rank touches, TP all-reduces of the group's tokens and the all-to-alls."""
+        group's 1/dp share of the decode tokens and the busiest group's share w of the
+        prompt tokens (`prefill_group_share`), routed experts at all T tokens x the
+        imbalance f (extra FLOPs T x routed x (f - 1) over the even share), the experts the
+        slowest rank touches, TP all-reduces of the group's tokens and the all-to-alls.
+        A prompt token's linear FLOPs on a GPU of its group are the attention side,
+        prefill linear - dp x routed, plus the routed share spread over all G GPUs."""
         share = 1.0 / self.dp
+        busiest = self.prefill_group_share(prefill_tokens)
+        attention_share = self.decode_group_share(decode_tokens)
         tokens = decode_tokens + prefill_tokens
         extra = layout.imbalance(tokens) - 1.0
-        prefill_flops = prefill_tokens * (
-            share * self.prefill_linear_flops_per_token + extra * self.routed_flops_per_token
-        )
+        routed = self.routed_flops_per_token
+        attention_side = self.prefill_linear_flops_per_token - self.dp * routed
+        prefill_flops = prefill_tokens * (busiest * attention_side + (1.0 + extra) * routed)
         decode_flops = decode_tokens * (
             share * self.decode_linear_flops_per_token + extra * self.routed_flops_per_token
         )
         weights = self.dense_weight_bytes
         weights += layout.touched_per_rank(tokens) * self.expert_weight_bytes
+        group_tokens = share * decode_tokens + busiest * prefill_tokens
         allreduce_s = self.allreduces_per_pass * (
-            self.allreduce_latency_s + share * tokens * self.allreduce_s_per_token
+            self.allreduce_latency_s + group_tokens * self.allreduce_s_per_token
         )
         return (
             prefill_flops / self.prefill_linear_flops_per_s
             + decode_flops / self.decode_linear_flops_per_s,
             weights / self.hbm_bytes_per_s,
-            share
+            attention_share
             * decode_kv_tokens
             * self.decode_attention_flops_per_pair
             / self.decode_attention_flops_per_s,
-            share * decode_kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
-            share
+            attention_share * decode_kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
+            busiest
             * prefill_pairs
             * self.prefill_attention_flops_per_pair
             / self.prefill_attention_flops_per_s,
@@ -357,20 +397,22 @@ class StepModel:
         """`_dense_passes_s` of an MoE model: `_moe_pass_terms`' arithmetic term by term,
         the attention side's terms once (the experts' depend on each load's tokens)."""
         share = 1.0 / self.dp
+        attention_share = self.decode_group_share(b)
         attention_s = max(
-            share * kv_tokens * self.decode_attention_flops_per_pair
+            attention_share * kv_tokens * self.decode_attention_flops_per_pair
             / self.decode_attention_flops_per_s,
-            share * kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
+            attention_share * kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
         )
-        prefill_linear = share * self.prefill_linear_flops_per_token
         decode_linear = share * self.decode_linear_flops_per_token
         routed = self.routed_flops_per_token
+        attention_side = self.prefill_linear_flops_per_token - self.dp * routed
         passes_s = []
         for load in prefill_loads:
             q = load / m
+            busiest = self.prefill_group_share(q)
             tokens = b + q
             extra = layout.imbalance(tokens) - 1.0
-            prefill_flops = q * (prefill_linear + extra * routed)
+            prefill_flops = q * (busiest * attention_side + (1.0 + extra) * routed)
             decode_flops = b * (decode_linear + extra * routed)
             linear_compute_s = (
                 prefill_flops / self.prefill_linear_flops_per_s
@@ -380,13 +422,13 @@ class StepModel:
             weights += layout.touched_per_rank(tokens) * self.expert_weight_bytes
             linear_s = max(linear_compute_s, weights / self.hbm_bytes_per_s)
             prefill_attention_s = (
-                share
+                busiest
                 * (q * prefill_context_tokens)
                 * self.prefill_attention_flops_per_pair
                 / self.prefill_attention_flops_per_s
             )
             allreduce_s = self.allreduces_per_pass * (
-                self.allreduce_latency_s + share * tokens * self.allreduce_s_per_token
+                self.allreduce_latency_s + (share * b + busiest * q) * self.allreduce_s_per_token
             )
             comm_s = allreduce_s + layout.alltoall_s(tokens)
             passes_s.append(linear_s + (attention_s + prefill_attention_s) + comm_s)

@@ -27,7 +27,7 @@ from models.physics.efficiency import Efficiency, efficiency_for
 from models.profiles.fitting import from_vector, nelder_mead, to_vector
 from models.profiles.measurements import Measurement
 from models.serving.latency import latency_at_concurrency_burst
-from models.serving.replica import ReplicaConfig, TrafficMix
+from models.serving.replica import ReplicaConfig, ServingContext, TrafficMix
 
 FITTED = ("prefill_flops_fraction", "decode_flops_fraction", "hbm_fraction", "step_overhead_s")
 FIT_REQUESTS_PER_USER = 3
@@ -90,7 +90,9 @@ def predict(run: Measurement, efficiency: Efficiency, requests_per_user: int) ->
     mix = TrafficMix.fixed(run.prompt_tokens, run.output_tokens)
     per_user = max(1, min(requests_per_user, math.ceil(run.requests / run.concurrency)))
     try:
-        replay = latency_at_concurrency_burst(config, mix, efficiency, run.concurrency, per_user)
+        replay = latency_at_concurrency_burst(
+            ServingContext(config, mix, efficiency), run.concurrency, per_user
+        )
     except ValueError:
         return {}
     return {

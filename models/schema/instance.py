@@ -130,6 +130,16 @@ class Region(BaseModel):
             )
         return self
 
+    def offers(self, gpu: str) -> bool:
+        """Whether the region offers GPU type `gpu`: a supply entry, or at least one owned."""
+        return gpu in self.supply or self.existing.get(gpu, 0) > 0
+
+    def available_gpus(self, gpu: str) -> int:
+        """GPUs of type `gpu` the region can field: existing + max_gpus (its supply entry's;
+        0 without one)."""
+        supply = self.supply.get(gpu)
+        return self.existing.get(gpu, 0) + (supply.max_gpus if supply else 0)
+
 
 class Slo(BaseModel):
     """Latency and availability objectives of one workload. Omit both latency
@@ -356,6 +366,10 @@ class Instance(BaseModel):
         """The region called `name`."""
         return next(region for region in self.regions if region.name == name)
 
+    def workload(self, name: str) -> Workload:
+        """The workload called `name`."""
+        return next(item for item in self.workloads if item.name == name)
+
     def replica_start_s(self, gpu: str) -> float:
         """Seconds for a replica on `gpu` to serve: the `gpus[]` entry's own value, else
         `policy.replica_start_s`, else the catalog's."""
@@ -375,7 +389,7 @@ class Instance(BaseModel):
 
     def monthly_growth(self, workload: str) -> float:
         """Monthly demand growth of `workload`: its own, else the policy's."""
-        own = next(item for item in self.workloads if item.name == workload).monthly_growth
+        own = self.workload(workload).monthly_growth
         return self.policy.monthly_growth if own is None else own
 
     def price_per_gpu_hour(self, region: str, gpu: str) -> float:

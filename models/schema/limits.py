@@ -101,6 +101,13 @@ PEAK_TO_AVERAGE = Bound(
 )
 TOKENS = Bound(1e8, "tokens", "10x the longest context window offered today, 10M tokens")
 HISTOGRAM_WEIGHT = Bound(1e15, "", "weights are relative; 10^15 exceeds any request log")
+HOURLY_WEIGHT = Bound(
+    1e15,
+    "",
+    "weights are relative; 10^15 is beyond any day's peak over its quietest hour, and 24 "
+    "times a weight near 10^308 is infinite",
+    low_open=False,
+)
 HIT_RATE = Bound(
     1.0, "", "a fraction of tokens; 1 would mean no prefill at all", low_open=False, high_open=True
 )
@@ -286,6 +293,55 @@ DRAFT_COST_RATIO = Bound(
 SPECULATIVE_OPTIONS = Most(
     16, "speculative options", "each doubles the candidates of every workload it applies to"
 )
+
+# --- the calculators' command-line flags ------------------------------------------------
+
+POOL_REPLICAS = Bound(
+    10_000,
+    "replicas",
+    "10,000 replicas behind one router's queue is a whole large fleet as one queue; the "
+    "M/G/c wait sums c terms, so 10^9 replicas would hang the command",
+    low=1.0,
+    low_open=False,
+)
+CONCURRENT_USERS = Bound(
+    1e9,
+    "users",
+    "Little's law at the largest request rate (10^7 requests/s) held 100 s each",
+)
+PROMPT_TOKENS = Bound(TOKENS.high, "tokens", TOKENS.why + "; a prompt may be empty", low_open=False)
+GPU_TOKENS_PER_S = Bound(
+    1e6,
+    "tokens/s",
+    "30x the best published output throughput of one GPU on a small model, about 30,000 tokens/s",
+)
+SEQUENCES_PER_GPU = Bound(BATCH_SEQUENCES.high, "sequences", BATCH_SEQUENCES.why)
+REQUEST_LATENCY_S = Bound(
+    86_400, "s", "a request in flight for over a day is a batch job, not a latency"
+)
+SLO_WINDOW_DAYS = Bound(3_660, "days", "SLO windows run 7 to 90 days; ten years is no window")
+BYTES_PER_TOKEN = Bound(
+    1_000, "bytes", "text runs about 4 bytes a token; 1,000 bytes a token is a units mistake"
+)
+LENGTH_CV = Bound(
+    100,
+    "",
+    "prompt lengths and inter-arrival gaps of real traffic have a coefficient of variation "
+    "of a few units; 100 is a units mistake",
+    low_open=False,
+)
+ARRIVAL_CV = Bound(LENGTH_CV.high, "", LENGTH_CV.why)
+SIMULATED_MINUTES = Bound(
+    1_440, "minutes", "the replay holds the peak rate steady, and no peak lasts a day"
+)
+SIMULATED_S = Bound(SIMULATED_MINUTES.high * 60, "s", SIMULATED_MINUTES.why)
+SEED = Bound(
+    2**64 - 1,
+    "",
+    "a random seed is a non-negative integer; 64 bits tell more runs apart than anyone makes",
+    low_open=False,
+)
+
 
 # --- program size -----------------------------------------------------------------------
 

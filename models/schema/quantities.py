@@ -1,8 +1,8 @@
 """Annotated types for the instance schema: one per kind of quantity, each finite and
 bounded by the `models/schema/limits.py` entry that says why.
 
-A field declared `peak_requests_per_s: RequestRate` rejects NaN, infinity, negatives
-and 10^37 alike, with a message that gives the bound, its unit and its reason:
+A field declared `peak_requests_per_s: RequestRate` rejects NaN, infinity, negatives,
+10^37 and `true` alike, with a message that gives the bound, its unit and its reason:
 `must be at most 10,000,000 requests/s, got 1e+37 (the bound: 100x the peak of ...)`.
 """
 
@@ -64,17 +64,38 @@ def _schema_of(bound: Bound) -> dict[str, Any]:
     return {low_key: bound.low, high_key: bound.high}
 
 
+def not_a_boolean(value: Any) -> Any:
+    """Refuse `true`/`false` where a number belongs: pydantic reads them as 1 and 0, so
+    `max_gpus: yes` (YAML 1.1's true) would offer one GPU. Booleans are not numbers."""
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number, got {str(value).lower()} (a boolean is not a number)")
+    return value
+
+
+NUMBER_NOT_BOOLEAN = BeforeValidator(not_a_boolean)
+"""`not_a_boolean` as a validator, for every numeric field (`real`, `whole`, and the
+plain numbers of the schema)."""
+
+
 def real(bound: Bound) -> Any:
-    """A finite float within `bound` (NaN and infinity rejected before the range)."""
+    """A finite float within `bound` (a boolean refused, NaN and infinity rejected before
+    the range)."""
     return Annotated[
-        float, Field(json_schema_extra=_schema_of(bound)), AfterValidator(_check_within(bound))
+        float,
+        Field(json_schema_extra=_schema_of(bound)),
+        NUMBER_NOT_BOOLEAN,
+        AfterValidator(_check_within(bound)),
     ]
 
 
 def whole(bound: Bound) -> Any:
-    """An integer within `bound` (floats with a fraction and huge integers rejected)."""
+    """An integer within `bound` (a boolean, floats with a fraction and huge integers
+    rejected)."""
     return Annotated[
-        int, Field(json_schema_extra=_schema_of(bound)), AfterValidator(_check_within(bound))
+        int,
+        Field(json_schema_extra=_schema_of(bound)),
+        NUMBER_NOT_BOOLEAN,
+        AfterValidator(_check_within(bound)),
     ]
 
 
@@ -118,6 +139,8 @@ TokenCount = whole(limits.TOKENS)
 """A whole number of tokens (a context window, a chunk)."""
 HistogramWeight = real(limits.HISTOGRAM_WEIGHT)
 """A relative weight of a histogram bucket."""
+HourlyWeight = real(limits.HOURLY_WEIGHT)
+"""A relative weight of one hour of the day (0 allowed: an hour without traffic)."""
 HitRate = real(limits.HIT_RATE)
 """A fraction in [0, 1)."""
 QualityDelta = real(limits.QUALITY_DELTA)

@@ -9,7 +9,7 @@ from dataclasses import replace
 from models.physics.efficiency import efficiency_for
 from models.schema.instance import Instance, Slo, Workload
 from models.serving.prefix_kv import PoolKv, pool_kv
-from models.serving.replica import LatencyTargets, ReplicaConfig, TrafficMix
+from models.serving.replica import LatencyTargets, ReplicaConfig, ServingContext, TrafficMix
 
 
 def traffic_mix(workload: Workload, prefix_affinity: bool) -> TrafficMix:
@@ -53,4 +53,4 @@ def workload_prefix_cache(
         config.gpu, config.weight_precision, instance.efficiency, instance.engine
     )
     mix = traffic_mix(entry, instance.policy.prefix_affinity)
-    return pool_kv(config, mix, efficiency, max(pool_replicas, 1))
+    return pool_kv(ServingContext(config, mix, efficiency), max(pool_replicas, 1))

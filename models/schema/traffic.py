@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from models.schema.limits import HISTOGRAM_BUCKETS
 from models.schema.quantities import (
     HistogramWeight,
+    HourlyWeight,
     PeakToAverage,
     PrefixClasses,
     RequestRate,
@@ -59,7 +60,7 @@ class Demand(BaseModel):
     """Peak-hour rate over the daily average rate (diurnal and bursty traffic)."""
     peak_requests_per_s: RequestRate | None = None
     """The peak rate itself, requests/s; replaces requests_per_day x peak_to_average."""
-    hourly_profile: list[float] | None = None
+    hourly_profile: list[HourlyWeight] | None = None
     """24 relative weights, one per local hour 0-23 of the region (normalised to a mean
     of 1); default: none, every hour at the peak rate."""
 

@@ -92,6 +92,7 @@ Speculative decoding (`models.physics.speculative`)
 import math
 from dataclasses import dataclass
 
+from models.physics.moe import resident_context_cv
 from models.physics.speculative import SpeculativeSteps, tokens_variance
 from models.physics.step_time import PassParts, StepModel
 from models.serving.iteration_mixture import (
@@ -166,6 +167,12 @@ class BatchModel:
         transfer_p99_s: float,
         pool_replicas: float = 1,
     ):
+        if isinstance(steps, StepModel):
+            # the busiest attention-DP group: whole prompts, contexts that spread
+            steps = steps.with_group_loads(
+                mix.new_prompt if role is Role.UNIFIED else 0.0,
+                resident_context_cv(mix.prompt, mix.prompt_scv, mix.output, mix.output_scv),
+            )
         self.steps = steps
         plain = steps.steps if isinstance(steps, SpeculativeSteps) else steps
         self.advance = 1.0

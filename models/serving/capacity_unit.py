@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from models.physics.efficiency import Efficiency
 from models.serving.capacity import replica_capacity
 from models.serving.frontier import operating_point
-from models.serving.replica import LatencyTargets, ReplicaConfig, TrafficMix
+from models.serving.replica import LatencyTargets, ReplicaConfig, ServingContext, TrafficMix
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,9 @@ def routing_by_gpu_count(
     for pool in pools:
         weight = pool.replicas * pool.config.gpus / gpus
         per_replica = weight * region_requests_per_s / pool.replicas
-        point = operating_point(pool.config, mix, efficiency_of[pool.name], per_replica)
+        point = operating_point(
+            ServingContext(pool.config, mix, efficiency_of[pool.name]), per_replica
+        )
         ttft = math.inf if point is None else point.ttft_p99_s
         tpot = math.inf if point is None else point.tpot_p99_s
         result.append(

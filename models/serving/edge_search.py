@@ -17,6 +17,11 @@ other (relative to high). The sign of the margin is the test's verdict, so the b
 never trusts an interpolation: where the margin jumps (a discontinuity of the physics) the
 method still returns a bracket of a pass and a fail, like the bisection. An infinite
 margin (a queue past saturation) makes that step a bisection.
+
+Where a test has no margin to interpolate, or a caller's precision is a count of halvings,
+the plain bisection is here too, once: `bisect_edge` halves a real bracket a given number
+of times (keeping a passing low and a failing high), `smallest_passing` finds the first
+whole number at which a monotone test passes.
 """
 
 import math
@@ -133,18 +138,44 @@ def signed_margin(size: float, passes: bool) -> float:
     return -magnitude if passes else max(magnitude, math.ulp(0.0))
 
 
-BISECTION_STEPS = 48
-"""Steps of the bisection over the batch (or the rate): a relative precision of ~1e-14."""
+def bisect_edge(
+    passes: Callable[[float], bool], low: float, high: float, steps: int, width: float = 0.0
+) -> tuple[float, float]:
+    """The edge of a monotone test by plain bisection: `steps` halvings of [low, high],
+    each keeping a low where the test passes and a high where it fails, and no more once
+    high - low < `width`.
 
+    Args:
+        passes: the test, true up to the edge and false beyond it.
+        low, high: the bracket: taken to pass at low and fail at high (neither is
+            evaluated).
+        steps: halvings at most: the bracket ends (high - low) / 2^steps wide.
+        width: stop as soon as the bracket is narrower (0: always `steps` halvings).
 
-def bisect_edge(ok: Callable[[float], bool], low: float, high: float) -> tuple[float, float]:
-    """Bisection for the edge of a monotone predicate, true at `low` and false beyond the
-    edge: `BISECTION_STEPS` halvings of [low, high], keeping `ok(low)`. Returns the final
-    (low, high) bracket."""
-    for _ in range(BISECTION_STEPS):
+    Returns:
+        (low, high): the final bracket.
+    """
+    for _ in range(steps):
         mid = (low + high) / 2
-        if ok(mid):
+        if passes(mid):
             low = mid
         else:
             high = mid
+        if high - low < width:
+            break
     return low, high
+
+
+def smallest_passing(passes: Callable[[int], bool], low: int, high: int) -> int:
+    """The smallest whole n in (low, high] at which a monotone test passes (false up to
+    some n, true from it on), by bisection of the whole numbers: about log2(high - low)
+    evaluations.
+
+    Args:
+        passes: the test.
+        low, high: taken to fail at low and pass at high (neither is evaluated).
+    """
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if passes(middle) else (middle, high)
+    return high

@@ -8,13 +8,15 @@ Both read the unified/decode replica of `models.serving.batch_model` (the model 
 import math
 from dataclasses import dataclass
 
-from models.physics.efficiency import Efficiency
 from models.serving.batch_model import BatchModel, BatchPoint, batch_p99, within_target
 from models.serving.capacity import check_pool_replicas, replica_capacity
 from models.serving.edge_search import bisect_edge
 from models.serving.prefix_kv import pool_mix_tokens
-from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.serving.replica import LatencyTargets, ReplicaConfig, Role, ServingContext
 from models.serving.replica_layout import decode_steps, replica_step_model
+
+BISECTION_STEPS = 48
+"""Halvings of the operating point's batch bracket: a relative precision of ~1e-14."""
 
 
 @dataclass(frozen=True)
@@ -41,10 +43,8 @@ class FrontierPoint:
 
 
 def throughput_frontier(
-    config: ReplicaConfig,
-    mix: TrafficMix,
+    serving: ServingContext,
     targets: LatencyTargets,
-    efficiency: Efficiency,
     batches: list[float] | None = None,
     pool_replicas: float = 1,
 ) -> list[FrontierPoint]:
@@ -55,10 +55,11 @@ def throughput_frontier(
     replica in a pool of `pool_replicas` behind one queue.
     """
     check_pool_replicas(pool_replicas)
-    capacity = replica_capacity(config, mix, LatencyTargets(), efficiency)
+    config, efficiency = serving.config, serving.efficiency
+    capacity = replica_capacity(config, serving.mix, LatencyTargets(), efficiency)
     if not capacity.fits or config.role is Role.PREFILL:
         return []
-    model = _frontier_model(config, mix, efficiency, pool_replicas)
+    model = _frontier_model(serving, pool_replicas)
     m = model.mix
     kv_sequences = m.kv_sequences(capacity.kv_capacity_tokens)
     engine_cap = float(efficiency.max_batch_sequences * config.dp)  # one cap per DP group
@@ -81,35 +82,32 @@ def throughput_frontier(
     return points
 
 
-def operating_point(
-    config: ReplicaConfig,
-    mix: TrafficMix,
-    efficiency: Efficiency,
-    requests_per_s: float,
-) -> FrontierPoint | None:
+def operating_point(serving: ServingContext, requests_per_s: float) -> FrontierPoint | None:
     """The state of a unified or decode replica serving `requests_per_s`: the mean batch
     B that solves lambda(B) = rate (the Little's-law fixed point), its step time, p99 TTFT
     and TPOT. None when the layout does not fit, the role is prefill, or the rate exceeds
     the replica's offline maximum."""
-    offline = replica_capacity(config, mix, LatencyTargets(), efficiency)
+    config = serving.config
+    offline = replica_capacity(config, serving.mix, LatencyTargets(), serving.efficiency)
     if not offline.fits or config.role is Role.PREFILL or requests_per_s > offline.requests_per_s:
         return None
-    model = _frontier_model(config, mix, efficiency)
-    _, batch = bisect_edge(lambda b: model.point(b).rate < requests_per_s, 0.0, offline.batch)
+    model = _frontier_model(serving)
+    _, batch = bisect_edge(
+        lambda b: model.point(b).rate < requests_per_s, 0.0, offline.batch, BISECTION_STEPS
+    )
     fits = batch_p99(batch) <= model.mix.kv_sequences(offline.kv_capacity_tokens)
     return _frontier_point(config, model, model.point(batch), fits_memory=fits, meets_slo=True)
 
 
-def _frontier_model(
-    config: ReplicaConfig, mix: TrafficMix, efficiency: Efficiency, pool_replicas: float = 1
-) -> BatchModel:
+def _frontier_model(serving: ServingContext, pool_replicas: float = 1) -> BatchModel:
     """The unified/decode model behind the frontier and the operating point (no KV
     transfer counted in a decode replica's TTFT), with the pool's prefix cache
     (`models.serving.prefix_kv.pool_mix_tokens`, as the capacity takes it)."""
+    config, efficiency = serving.config, serving.efficiency
     steps = replica_step_model(config, efficiency)
     return BatchModel(
         decode_steps(config, efficiency, steps),  # a speculation cycle when configured
-        pool_mix_tokens(mix, config, efficiency, pool_replicas),
+        pool_mix_tokens(serving, pool_replicas),
         config.role,
         0.0,
         0.0,

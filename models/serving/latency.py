@@ -48,15 +48,15 @@ import math
 from dataclasses import dataclass
 from functools import cache
 
-from models.physics.efficiency import Efficiency
 from models.physics.step_time import StepModel
 from models.serving.batch_model import BatchModel
 from models.serving.capacity import replica_capacity
 from models.serving.closed_loop import ClosedLoopRun, replay_closed_loop
+from models.serving.edge_search import bisect_edge
 from models.serving.frontier import throughput_frontier
 from models.serving.prefix_kv import pool_mix_tokens
 from models.serving.queueing import mgc_mean_wait_s, wait_quantile_s
-from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.serving.replica import LatencyTargets, Role, ServingContext
 from models.serving.replica_layout import replica_step_model
 
 BISECTION_STEPS = 60
@@ -95,25 +95,28 @@ class LoadLatency:
     ttft_p99_s: float
     tpot_mean_s: float
     tpot_p99_s: float
+    arrivals: str = "steady"
+    """Closed loop: `burst` (all users start together, fixed lengths: the benchmark tools'
+    client, replayed by `models.serving.closed_loop`) or `steady` (staggered arrivals, the
+    fixed point of the module docstring); open loop: `steady` (Poisson)."""
 
 
 class _Replica:
     """The unified replica as functions of the mean batch B (see the module docstring)."""
 
-    def __init__(
-        self, config: ReplicaConfig, mix: TrafficMix, efficiency: Efficiency, pool_replicas: int
-    ):
+    def __init__(self, serving: ServingContext, pool_replicas: int):
+        config, mix, efficiency = serving.config, serving.mix, serving.efficiency
         if config.role is not Role.UNIFIED:
             raise ValueError(
                 f"latency at a load covers unified replicas; {config.label} is {config.role}"
             )
-        self.config, self.mix, self.efficiency = config, mix, efficiency
+        self.serving = serving
         self.pool_replicas = pool_replicas
         self.offline = replica_capacity(config, mix, LatencyTargets(), efficiency, pool_replicas)
         if not self.offline.fits:
             raise ValueError(self.offline.reason)
         self.steps: StepModel = replica_step_model(config, efficiency)
-        tokens = pool_mix_tokens(mix, config, efficiency, pool_replicas)  # the pool's cache
+        tokens = pool_mix_tokens(serving, pool_replicas)  # the pool's prefix cache
         self.output = tokens.output
         hit = tokens.hit
         prompt = tokens.prompt
@@ -164,11 +167,14 @@ class _Replica:
         """The largest stable batch (bisection; the ceiling when the lane never saturates)."""
         if self.stable(self.batch_ceiling):
             return self.batch_ceiling
-        return _bisect(self.stable, 0.0, self.batch_ceiling)
+        return bisect_edge(self.stable, 0.0, self.batch_ceiling, BISECTION_STEPS)[0]
 
     def batch_at_rate(self, rate: float) -> float:
         """The fixed point: the B with rate(B) = `rate` (within the ceiling)."""
-        return _bisect(lambda b: self.rate(b) <= rate, 0.0, self.batch_ceiling)
+        low, _ = bisect_edge(
+            lambda b: self.rate(b) <= rate, 0.0, self.batch_ceiling, BISECTION_STEPS
+        )
+        return low
 
     def ttft_mean_s(self, batch: float, rate: float) -> float:
         """residual/2 + S(P) + mean M/G/c wait."""
@@ -189,12 +195,7 @@ class _Replica:
     def p99s(self, batch: float) -> tuple[float, float]:
         """(p99 TTFT, p99 TPOT) at batch B: the planner's own numbers."""
         (point,) = throughput_frontier(
-            self.config,
-            self.mix,
-            LatencyTargets(),
-            self.efficiency,
-            batches=[batch],
-            pool_replicas=self.pool_replicas,
+            self.serving, LatencyTargets(), batches=[batch], pool_replicas=self.pool_replicas
         )
         return point.ttft_p99_s, point.tpot_p99_s
 
@@ -247,40 +248,23 @@ class _Replica:
         return wait_quantile_s(c * rate, service_s, self.prompt_scv, c, quantile)
 
 
-def _bisect(ok, low: float, high: float) -> float:
-    """The edge of a predicate true at `low` and false beyond the edge (keeps ok(low))."""
-    for _ in range(BISECTION_STEPS):
-        mid = (low + high) / 2
-        if ok(mid):
-            low = mid
-        else:
-            high = mid
-    return low
-
-
 def _check_pool(pool_replicas: int) -> None:
     if pool_replicas < 1 or int(pool_replicas) != pool_replicas:
         raise ValueError(f"pool_replicas must be a whole number >= 1, got {pool_replicas}")
 
 
-def saturation_rate(
-    config: ReplicaConfig, mix: TrafficMix, efficiency: Efficiency, pool_replicas: int = 1
-) -> float:
+def saturation_rate(serving: ServingContext, pool_replicas: int = 1) -> float:
     """Largest request rate per replica at which the queue stays finite: the smaller of
     the offline maximum (KV memory, batch cap, token budget) and the rate at which the
     prefill lane is busy all the time. Raises ValueError for a non-unified or
     non-fitting replica."""
     _check_pool(pool_replicas)
-    replica = _Replica(config, mix, efficiency, pool_replicas)
+    replica = _Replica(serving, pool_replicas)
     return replica.rate(replica.saturation_batch())
 
 
 def latency_at_rate(
-    config: ReplicaConfig,
-    mix: TrafficMix,
-    efficiency: Efficiency,
-    requests_per_s: float,
-    pool_replicas: int = 1,
+    serving: ServingContext, requests_per_s: float, pool_replicas: int = 1
 ) -> LoadLatency:
     """Open loop: Poisson arrivals at `requests_per_s` per replica, the replica one of
     `pool_replicas` sharing one prompt queue (see the module docstring).
@@ -292,7 +276,7 @@ def latency_at_rate(
     if requests_per_s < 0:
         raise ValueError(f"requests_per_s must be >= 0, got {requests_per_s}")
     _check_pool(pool_replicas)
-    replica = _Replica(config, mix, efficiency, pool_replicas)
+    replica = _Replica(serving, pool_replicas)
     edge = replica.saturation_batch()
     edge_rate = replica.rate(edge)
     if requests_per_s >= edge_rate:
@@ -320,11 +304,7 @@ def latency_at_rate(
 
 
 def latency_at_concurrency(
-    config: ReplicaConfig,
-    mix: TrafficMix,
-    efficiency: Efficiency,
-    concurrency: float,
-    pool_replicas: int = 1,
+    serving: ServingContext, concurrency: float, pool_replicas: int = 1
 ) -> LoadLatency:
     """Closed loop: `concurrency` users per replica, each sending its next request when
     the last completes (see the module docstring). Past the batch ceiling the throughput
@@ -334,7 +314,7 @@ def latency_at_concurrency(
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
     _check_pool(pool_replicas)
-    replica = _Replica(config, mix, efficiency, pool_replicas)
+    replica = _Replica(serving, pool_replicas)
     edge = replica.saturation_batch()
     edge_rate = replica.rate(edge)
 
@@ -348,7 +328,7 @@ def latency_at_concurrency(
         return replica.point(
             "concurrency", concurrency, edge, edge_rate, True, edge_rate, extra_wait_s=extra_s
         )
-    batch = _bisect(lambda b: users(b) <= concurrency, 0.0, edge)
+    batch, _ = bisect_edge(lambda b: users(b) <= concurrency, 0.0, edge, BISECTION_STEPS)
     rate = replica.rate(batch)
     return replica.point("concurrency", concurrency, batch, rate, False, edge_rate)
 
@@ -360,11 +340,7 @@ fully bunched wave weighs 1/10 of the mean."""
 
 
 def latency_at_concurrency_burst(
-    config: ReplicaConfig,
-    mix: TrafficMix,
-    efficiency: Efficiency,
-    concurrency: int,
-    requests_per_user: int = REQUESTS_PER_USER,
+    serving: ServingContext, concurrency: int, requests_per_user: int = REQUESTS_PER_USER
 ) -> ClosedLoopRun:
     """Closed loop as benchmark tools run it: `concurrency` users per replica start
     together with fixed lengths (the mix's mean prompt, less prefix hits, and mean output)
@@ -375,7 +351,7 @@ def latency_at_concurrency_burst(
     """
     if concurrency < 1 or int(concurrency) != concurrency:
         raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency}")
-    replica = _Replica(config, mix, efficiency, 1)
+    replica = _Replica(serving, 1)
     context, prefill_context = replica.context, replica.prefill_context
     steps = replica.steps
 
@@ -391,4 +367,46 @@ def latency_at_concurrency_burst(
         requests_per_user=requests_per_user,
         prompt_tokens=max(1, round(replica.new_prompt)),
         output_tokens=max(1, round(replica.output)),
+    )
+
+
+def latency_at_concurrency_as_tools_run_it(
+    serving: ServingContext,
+    concurrency: int,
+    pool_replicas: int = 1,
+    requests_per_user: int = REQUESTS_PER_USER,
+) -> LoadLatency:
+    """`latency_at_concurrency_burst` as a `LoadLatency` record (arrivals `burst`): the
+    replay's means and nearest-rank p99s, its throughput and mean decode batch; in flight
+    is the users (a closed loop holds every user in the system); the iteration is the
+    mean TPOT; the prefill lane's busy share is the steady model's at the replay's
+    throughput; saturated when the users outnumber the seats (the rest queue in front)."""
+    if pool_replicas < 1 or int(pool_replicas) != pool_replicas:
+        raise ValueError(f"pool_replicas must be a whole number >= 1, got {pool_replicas}")
+    run = latency_at_concurrency_burst(serving, concurrency, requests_per_user)
+    replica = _Replica(serving, pool_replicas)
+    edge_rate = replica.rate(replica.saturation_batch())
+    lane_s = replica.lane_service_s(run.mean_decode_batch)
+    return LoadLatency(
+        mode="concurrency",
+        offered=concurrency,
+        pool_replicas=pool_replicas,
+        saturated=concurrency > math.floor(replica.batch_ceiling),
+        saturation_requests_per_s=edge_rate,
+        throughput_requests_per_s=run.throughput_requests_per_s,
+        in_flight=float(concurrency),
+        batch=run.mean_decode_batch,
+        kv_bytes_resident=(
+            run.mean_decode_batch * replica.context * replica.offline.kv_bytes_per_token
+        ),
+        step_s=run.tpot_mean_s,
+        lane_utilisation=min(1.0, run.throughput_requests_per_s * lane_s)
+        if math.isfinite(lane_s)
+        else 1.0,
+        ttft_mean_s=run.ttft_mean_s,
+        ttft_p50_s=run.ttft_p50_s,
+        ttft_p99_s=run.ttft_p99_s,
+        tpot_mean_s=run.tpot_mean_s,
+        tpot_p99_s=run.tpot_p99_s,
+        arrivals="burst",
     )

@@ -22,7 +22,6 @@ set the sharing.
 import math
 from dataclasses import dataclass, replace
 
-from models.physics.efficiency import Efficiency
 from models.physics.kv_tiers import (
     KvTier,
     SsdWear,
@@ -40,7 +39,7 @@ from models.serving.prefix_routing import (
     random_hits,
     spill_threshold_s,
 )
-from models.serving.replica import MixTokens, ReplicaConfig, TrafficMix
+from models.serving.replica import MixTokens, ReplicaConfig, ServingContext, TrafficMix
 from models.serving.replica_layout import replica_memory_budget, replica_step_model
 
 HIT_RATE_CEILING = 0.999
@@ -116,14 +115,13 @@ def prefix_mix(
     )
 
 
-def pool_mix_tokens(
-    mix: TrafficMix, config: ReplicaConfig, efficiency: Efficiency, pool_replicas: float = 1
-) -> MixTokens:
+def pool_mix_tokens(serving: ServingContext, pool_replicas: float = 1) -> MixTokens:
     """The mix in tokens as a replica of a pool of `pool_replicas` sees it: `prefix_mix`
     with the replica's own memory budget and step model (what `replica_capacity` takes,
     for the latency at a load, the frontier and the simulator)."""
-    budget = replica_memory_budget(config, efficiency)
-    steps = replica_step_model(config, efficiency)
+    config, mix = serving.config, serving.mix
+    budget = replica_memory_budget(config, serving.efficiency)
+    steps = replica_step_model(config, serving.efficiency)
     return prefix_mix(MixTokens.of(mix), mix, config, budget, steps, pool_replicas)
 
 
@@ -144,18 +142,14 @@ class KvTierReport:
     between its replicas and hits less. None without affinity."""
 
 
-def kv_tier_report(
-    config: ReplicaConfig,
-    mix: TrafficMix,
-    efficiency: Efficiency,
-    requests_per_s: float,
-) -> KvTierReport:
+def kv_tier_report(serving: ServingContext, requests_per_s: float) -> KvTierReport:
     """The replica's tiers (valued for its mean prefix, or for the prompt when none is
     declared), the prefixes' placement, the SSD lifetime at `requests_per_s` (write-through
     of every computed prompt token, `models.physics.kv_tiers.ssd_write_bytes_per_s`) and the spill
     threshold for the mean declared prefix."""
-    budget = replica_memory_budget(config, efficiency)
-    steps = replica_step_model(config, efficiency)
+    config, mix = serving.config, serving.mix
+    budget = replica_memory_budget(config, serving.efficiency)
+    steps = replica_step_model(config, serving.efficiency)
     replica_bytes = kv_bytes_per_token_per_replica(
         config.llm, config.kv_precision, config.tp, config.pp
     )
@@ -248,11 +242,10 @@ def pool_prefix_cache(
     )
 
 
-def pool_kv(
-    config: ReplicaConfig, mix: TrafficMix, efficiency: Efficiency, pool_replicas: float
-) -> PoolKv:
+def pool_kv(serving: ServingContext, pool_replicas: float) -> PoolKv:
     """`pool_prefix_cache` of a replica with its own memory budget and step model; without
     declared prefixes, HBM alone at the stated hit rate, or `NO_PREFIX_CACHE`."""
+    config, mix, efficiency = serving.config, serving.mix, serving.efficiency
     if not mix.prefix_tokens:
         stated = min(max(mix.prefix_cache_hit_rate, 0.0), HIT_RATE_CEILING)
         return PoolKv((TierName.HBM,), stated) if stated > 0 else NO_PREFIX_CACHE

@@ -29,6 +29,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from models.serving.edge_search import bisect_edge
+
 SEED_MM1_UTILIZATIONS = (0.5, 0.7, 0.8, 0.9, 0.95, 0.99)
 """The utilisations of the usual M/M/1 latency table, 50% to 99%."""
 
@@ -253,15 +255,7 @@ def max_utilization_for_wait(
     def wait_at(rho: float) -> float:
         return wait_quantile_s(rho * servers / service_s, service_s, service_scv, servers, quantile)
 
-    low, high = 0.0, 1.0
-    for _ in range(100):
-        mid = (low + high) / 2
-        if wait_at(mid) <= max_wait_s:
-            low = mid
-        else:
-            high = mid
-        if high - low < 1e-9:
-            break
+    low, _ = bisect_edge(lambda rho: wait_at(rho) <= max_wait_s, 0.0, 1.0, 100, width=1e-9)
     return low
 
 

@@ -1,6 +1,7 @@
 """The vocabulary shared by the performance model and the planner: a replica
 configuration, the traffic it serves (and the same in tokens, `MixTokens`), the latency it
-must keep, and its capacity.
+must keep, and its capacity; and the serving context, the configuration, traffic and
+efficiency that travel together.
 
 The functions that fill `ReplicaCapacity` live in `models.serving.capacity`; the planner reads
 only these records, so the program stays linear.
@@ -9,6 +10,7 @@ only these records, so the program stays linear.
 from dataclasses import dataclass
 from enum import StrEnum
 
+from models.physics.efficiency import Efficiency
 from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
 from models.physics.precision import Precision
@@ -199,6 +201,18 @@ class LatencyTargets:
     def is_offline(self) -> bool:
         """No latency target at all."""
         return self.ttft_p99_s is None and self.tpot_p99_s is None
+
+
+@dataclass(frozen=True)
+class ServingContext:
+    """One replica at work, as every serving model reads it: its layout (`config`), the
+    traffic it serves (`mix`) and the fractions of peak its GPU achieves (`efficiency`).
+    Passed whole where the three travel together; the load, the pool size and the targets
+    vary per question and stay arguments."""
+
+    config: ReplicaConfig
+    mix: TrafficMix
+    efficiency: Efficiency
 
 
 @dataclass(frozen=True)

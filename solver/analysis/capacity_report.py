@@ -76,17 +76,16 @@ def _config(instance: Instance, entry: ReplicaPool, model: str) -> ReplicaConfig
 def with_capacity_units(instance: Instance, plan: Plan) -> tuple[Plan, str]:
     """The plan with every dedicated unified pool's capacity in the unit, and the unit's
     statement (empty when the plan has no dedicated unified pool)."""
-    workloads = {w.name: w for w in instance.workloads}
     pools = [e for e in plan.replicas if not e.shared and e.role == Role.UNIFIED]
     if not pools:
         return plan, ""
     demand = {
-        w: sum(level.peak_rps for level in workloads[w].demand.values())
+        w: sum(level.peak_rps for level in instance.workload(w).demand.values())
         for w in {e.workload for e in pools}
     }
     reference_workload = max(sorted(demand), key=lambda w: demand[w])
     reference = next(e for e in pools if e.workload == reference_workload)
-    ref = workloads[reference_workload]
+    ref = instance.workload(reference_workload)
     model = ref.model
     efficiency = efficiency_for(
         instance.gpu_specs[reference.gpu], reference.precision, instance.efficiency, instance.engine
@@ -110,7 +109,9 @@ def with_capacity_units(instance: Instance, plan: Plan) -> tuple[Plan, str]:
         eff = efficiency_for(
             instance.gpu_specs[entry.gpu], entry.precision, instance.efficiency, instance.engine
         )
-        units = capacity_units(_config(instance, entry, workloads[entry.workload].model), unit, eff)
+        units = capacity_units(
+            _config(instance, entry, instance.workload(entry.workload).model), unit, eff
+        )
         entries.append(entry.model_copy(update={"capacity_units_per_replica": units}))
     statement = (
         f"1 unit = 1 request/s of {reference_workload}'s mix at its SLO; one "
@@ -122,7 +123,6 @@ def with_capacity_units(instance: Instance, plan: Plan) -> tuple[Plan, str]:
 def gpu_count_routing(instance: Instance, plan: Plan) -> tuple[GpuCountRouting, ...]:
     """Every pool of every (workload, region) served by several dedicated unified
     configurations, under routing by GPU count (see the module docstring)."""
-    workloads = {w.name: w for w in instance.workloads}
     grouped: dict[tuple[str, str], list[ReplicaPool]] = defaultdict(list)
     for e in plan.replicas:
         if not e.shared and e.role == Role.UNIFIED and e.count > 0:
@@ -131,7 +131,7 @@ def gpu_count_routing(instance: Instance, plan: Plan) -> tuple[GpuCountRouting, 
     for (w, r), entries in grouped.items():
         if len(entries) < 2:
             continue
-        workload = workloads[w]
+        workload = instance.workload(w)
         shares = [
             PoolShare(
                 e.label,

@@ -8,7 +8,8 @@ verifier, and the candidate is adopted only when every gate holds:
 1. it is cheaper per million tokens at the SLO (same demand: the same as cheaper per
    month). A lower price per GPU-hour bought with more GPUs is named as such.
 2. its plan meets every p99 target at peak and in every failure scenario of its policy
-   (`solver.verify.fleet`, physics alone) and keeps the base's failure policy.
+   (`solver.verify.hours.verify_any`: hour by hour for an hourly plan, else
+   `solver.verify.fleet`, physics alone) and keeps the base's failure policy.
 3. its saving does not rest on borrowed efficiencies: a GPU type the base plan does not
    use whose efficiency factors come from the pooled `default` fit, not from its own
    calibration rows (`models.physics.efficiency`).
@@ -30,7 +31,7 @@ from solver.analysis.paid import gpus_paid
 from solver.plan.schema import Plan
 from solver.settings import SolveSettings
 from solver.solve import solve
-from solver.verify.fleet import verify
+from solver.verify.hours import verify_any as verify
 
 CANARY_SHARE = 0.05
 """Traffic share of the first rollout stage: small enough that a bad canary burns little

@@ -62,7 +62,7 @@ def cost_attribution(
     served = _average_served(instance, routing)
     rows = []
     for (w, r), costs in pools.items():
-        workload = next(item for item in instance.workloads if item.name == w)
+        workload = instance.workload(w)
         mix = traffic_mix(workload, instance.policy.prefix_affinity)
         rate = served.get((w, r), 0.0)
         split = attribute(

@@ -24,6 +24,19 @@ The levers (names are what the report shows):
   region at its catalog price, up to the largest supply the region has of any type.
 - `drop survive: X`: the failure policy's single-failure requirement removed.
 
+Hourly plans (models.operations.time_demand.uses_time) re-solve the hourly program with
+every lever above, and with the levers of time:
+
+- `daily profile flattened`: every hourly profile replaced by a flat day of the same
+  volume (peak_requests_per_s x mean w / max w with a peak rate): what moving all load
+  out of the peak would save at most.
+- `failover start -50%`: `policy.failover_start_s` half of what it is (given, or the
+  slowest replica start), where some workload spends an error budget on a region loss.
+- `lift on-demand caps`: every `max_on_demand_gpus` removed.
+- `reserved price -10%`: every reserved price 10% lower (a better commitment deal).
+- `interactive spot (99%)`: `policy.spot_confidence` 0.99 where spot is offered and
+  interactive pools do not use it yet.
+
 A lever with no plan says why (`reason`: the diagnosis' first requirement in conflict,
 e.g. "every configuration keeps its KV cache in fp4, which h100-sxm cannot hold"). A
 lever that changes the GPUs in use but not the whole servers bought (`policy.buy_unit:
@@ -42,6 +55,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from models.io.loading import validate_instance
+from models.operations.time_demand import failover_window_s, uses_time
 from models.physics import catalog
 from models.physics.precision import Precision
 from models.schema.errors import InputError
@@ -243,6 +257,111 @@ def drop_failure_requirement(instance: Instance) -> Instance | None:
     return _edited(instance, edit)
 
 
+FAILOVER_START_SHARE = 0.5
+"""`failover start -50%`: the start time a faster start (warm images, pre-pulled
+weights) would give."""
+RESERVED_DISCOUNT = 0.9
+"""`reserved price -10%`."""
+SPOT_CONFIDENCE = 0.99
+"""`interactive spot (99%)`: the confidence its pools keep their SLO with."""
+
+
+def flatten_day(instance: Instance) -> Instance | None:
+    """Every hourly profile flat, at the same daily volume."""
+
+    def edit(data: dict[str, Any]) -> bool:
+        changed = False
+        for entry in _workloads(data):
+            for demand in entry.get("demand", {}).values():
+                profile = demand.get("hourly_profile")
+                if profile is None or max(profile) == min(profile):
+                    continue
+                if demand.get("peak_requests_per_s") is not None:
+                    mean = sum(profile) / len(profile)
+                    demand["peak_requests_per_s"] *= mean / max(profile)
+                demand["hourly_profile"] = [1.0] * len(profile)
+                changed = True
+        return changed
+
+    return _edited(instance, edit)
+
+
+def faster_failover_start(instance: Instance) -> Instance | None:
+    """`policy.failover_start_s` halved, where an availability target spends budget on a
+    region loss (survive: region)."""
+    if instance.policy.survive is not Survive.REGION or not any(
+        w.slo.availability is not None and not w.is_batch for w in instance.workloads
+    ):
+        return None
+    start_s = failover_window_s(instance)
+    if start_s <= 0:
+        return None
+
+    def edit(data: dict[str, Any]) -> bool:
+        data.setdefault("policy", {})["failover_start_s"] = FAILOVER_START_SHARE * start_s
+        return True
+
+    return _edited(instance, edit)
+
+
+def supply_edit(key: str, change: Callable[[float], float | None]) -> Transform:
+    """A lever changing `key` of every supply entry that sets it (None: remove it)."""
+
+    def apply(instance: Instance) -> Instance | None:
+        def edit(data: dict[str, Any]) -> bool:
+            changed = False
+            for region in data["regions"]:
+                for offer in region.get("supply", {}).values():
+                    if offer.get(key) is None:
+                        continue
+                    value = change(offer[key])
+                    if value is None:
+                        del offer[key]
+                    else:
+                        offer[key] = value
+                    changed = True
+            return changed
+
+        return _edited(instance, edit)
+
+    return apply
+
+
+def interactive_spot(instance: Instance) -> Instance | None:
+    """Interactive pools may run spot replicas (policy.spot_confidence 0.99), where some
+    supply offers a spot price."""
+    if instance.policy.spot_confidence is not None:
+        return None
+    if not any(
+        offer.spot_price_per_gpu_hour is not None
+        for region in instance.regions
+        for offer in region.supply.values()
+    ):
+        return None
+
+    def edit(data: dict[str, Any]) -> bool:
+        data.setdefault("policy", {})["spot_confidence"] = SPOT_CONFIDENCE
+        return True
+
+    return _edited(instance, edit)
+
+
+def time_levers(instance: Instance) -> list[Lever]:
+    """The levers of time (hourly instances only; see the module text)."""
+    if not uses_time(instance):
+        return []
+    return [
+        Lever("daily profile flattened", flatten_day),
+        Lever("failover start -50%", faster_failover_start),
+        Lever("lift on-demand caps", supply_edit("max_on_demand_gpus", lambda _: None)),
+        Lever(
+            "reserved price -10%",
+            supply_edit("reserved_price_per_gpu_hour", lambda p: RESERVED_DISCOUNT * p),
+        ),
+        Lever("interactive spot (99%)", interactive_spot),
+    ]
+
+
 def levers_for(instance: Instance) -> list[Lever]:
     """Every lever that applies to the instance, in the module docstring's order."""
     levers = [
@@ -256,6 +375,7 @@ def levers_for(instance: Instance) -> list[Lever]:
         Lever("credit TPOT pooling", policy_switch("credit_tpot_pooling")),
         *(Lever(f"allow {gpu}", allow_gpu(gpu)) for gpu in catalog.gpu_catalog()),
         Lever(f"drop survive: {instance.policy.survive}", drop_failure_requirement),
+        *time_levers(instance),
     ]
     return [lever for lever in levers if lever.apply(instance) is not None]
 

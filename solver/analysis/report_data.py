@@ -21,7 +21,7 @@ from models.serving.frontier import throughput_frontier
 from models.serving.latency import latency_at_rate, saturation_rate
 from models.serving.replica import MixTokens, ReplicaConfig, Role
 from models.serving.replica_layout import replica_step_model
-from solver.candidates.pools import physics_of
+from solver.candidates.pools import PoolPhysics, physics_of
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 
@@ -64,7 +64,7 @@ class ConfigCharts:
 
 def config_of(instance: Instance, pool: ReplicaPool) -> ReplicaConfig:
     """The replica configuration of a plan pool."""
-    workload = next(w for w in instance.workloads if w.name == pool.workload)
+    workload = instance.workload(pool.workload)
     return ReplicaConfig(
         gpu=instance.gpu_specs[pool.gpu],
         llm=instance.llm_specs[workload.model],
@@ -129,11 +129,11 @@ def _charts(
         else None,
     )
     if first.role is not Role.UNIFIED:
-        return _with_frontier(charts, config, physics, note="latency curve: unified pools only")
+        return _with_frontier(charts, physics, note="latency curve: unified pools only")
     count = max(p.count for p in pools)
-    edge = saturation_rate(config, physics.mix, physics.efficiency, count)
+    edge = saturation_rate(physics.serving, count)
     rates = [edge * 0.98 * i / HOCKEY_POINTS for i in range(1, HOCKEY_POINTS + 1)]
-    curve = [latency_at_rate(config, physics.mix, physics.efficiency, r, count) for r in rates]
+    curve = [latency_at_rate(physics.serving, r, count) for r in rates]
     served = sum(loads.get((p.workload, p.region, "unified"), 0.0) for p in pools)
     replicas = sum(p.count for p in pools)
     charts = ConfigCharts(
@@ -145,11 +145,11 @@ def _charts(
             "operating_rate": served / replicas if replicas else None,
         }
     )
-    return _with_frontier(charts, config, physics)
+    return _with_frontier(charts, physics)
 
 
-def _with_frontier(charts: ConfigCharts, config, physics, note: str = "") -> ConfigCharts:
-    points = throughput_frontier(config, physics.mix, physics.targets, physics.efficiency)
+def _with_frontier(charts: ConfigCharts, physics: PoolPhysics, note: str = "") -> ConfigCharts:
+    points = throughput_frontier(physics.serving, physics.targets)
     return ConfigCharts(
         **{
             **charts.__dict__,

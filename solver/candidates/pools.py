@@ -41,8 +41,15 @@ from models.serving.capacity import (
     pooling_can_lift,
     replica_capacity,
 )
+from models.serving.edge_search import smallest_passing
 from models.serving.pooling import planning_capacity, spare_survivors, zone_survivors
-from models.serving.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, TrafficMix
+from models.serving.replica import (
+    LatencyTargets,
+    ReplicaCapacity,
+    ReplicaConfig,
+    ServingContext,
+    TrafficMix,
+)
 
 POOL_STEP_GAIN = 0.02
 """A pool size joins a candidate's ladder when it lifts the capacity per replica by at
@@ -120,6 +127,11 @@ class PoolPhysics:
     """Whether a TPOT-limited candidate gets a pool ladder (`policy.credit_tpot_pooling`,
     `models.serving.capacity.pooling_can_lift`)."""
 
+    @property
+    def serving(self) -> ServingContext:
+        """The configuration, traffic and efficiency the serving models read together."""
+        return ServingContext(self.config, self.mix, self.efficiency)
+
     def at(self, replicas: float) -> ReplicaCapacity:
         """The physics of one replica in a pool of `replicas` behind one queue."""
         return replica_capacity(self.config, self.mix, self.targets, self.efficiency, replicas)
@@ -127,7 +139,7 @@ class PoolPhysics:
 
 def physics_of(instance: Instance, workload: str, config: ReplicaConfig) -> PoolPhysics:
     """The physics inputs of a configuration serving a workload of the instance."""
-    entry = next(w for w in instance.workloads if w.name == workload)
+    entry = instance.workload(workload)
     return PoolPhysics(
         config,
         traffic_mix(entry, instance.policy.prefix_affinity),
@@ -223,13 +235,8 @@ def largest_pool(instance: Instance, workload: str, gpu: str, gpus: int, lone: f
     one region's supply holds, nor than q(1) replicas need to carry all of the
     workload's demand (with a zone lost and a replica down), which a larger pool could
     shed and still carry."""
-    per_region = [
-        (region.existing.get(gpu, 0) + supply.max_gpus) // gpus
-        if (supply := region.supply.get(gpu))
-        else region.existing.get(gpu, 0) // gpus
-        for region in instance.regions
-    ]
-    entry = next(w for w in instance.workloads if w.name == workload)
+    per_region = [region.available_gpus(gpu) // gpus for region in instance.regions]
+    entry = instance.workload(workload)
     demand = sum(level.peak_rps for level in entry.demand.values())
     demand *= demand_factor(instance) / instance.policy.max_utilization  # as planned
     zones = max((region.zones for region in instance.regions), default=1)
@@ -281,16 +288,10 @@ def largest_useful_pool(
             return False
         return not (spare and spare_survivors(n) * q(spare_survivors(step)) < load)
 
-    low, high = 1, math.ceil(load * spread / curve.lone.requests_per_s) + 1
+    high = math.ceil(load * spread / curve.lone.requests_per_s) + 1
     if not ladder:
         return high  # no pooling step to credit: the bound is never used
-    while low < high:
-        mid = (low + high) // 2
-        if carries(mid):
-            high = mid
-        else:
-            low = mid + 1
-    return low
+    return smallest_passing(carries, 0, high)  # no replica carries nothing
 
 
 def pool_tiers(

@@ -45,7 +45,6 @@ def engine_templates(instance: Instance, table: CandidateTable) -> list[Template
     """The one-engine templates of an instance (see the module docstring)."""
     if not instance.policy.colocation:
         return []
-    workloads = {w.name: w for w in instance.workloads}
     peaks = {
         w.name: max((level.peak_rps for level in w.demand.values()), default=0.0)
         for w in instance.workloads
@@ -55,7 +54,7 @@ def engine_templates(instance: Instance, table: CandidateTable) -> list[Template
         names = tuple(w for w in names if peaks[w] > 0)
         if len(names) < 2:
             continue
-        strictest = min(names, key=lambda w: _strictness(workloads[w]))
+        strictest = min(names, key=lambda w: _strictness(instance.workload(w)))
         unified = [
             c
             for c in table.of(strictest)
@@ -71,7 +70,7 @@ def engine_templates(instance: Instance, table: CandidateTable) -> list[Template
             if len(tail) >= 2:
                 subsets.add(tail)
             for members in sorted(subsets):
-                template = _evaluate(instance, root, layout, members, workloads, peaks)
+                template = _evaluate(instance, root, layout, members, peaks)
                 if template is not None:
                     templates.append(template)
     return templates
@@ -96,7 +95,7 @@ def _in_tail(table: CandidateTable, w: str, peak: float) -> bool:
     return bool(lone) and peak < TAIL_REPLICAS * max(lone)
 
 
-def _evaluate(instance, root, layout: Candidate, members, workloads, peaks) -> Template | None:
+def _evaluate(instance, root, layout: Candidate, members, peaks) -> Template | None:
     """The template of one engine of `layout` serving `members` at their peaks."""
     config = layout.config
     if root in instance.llm_specs:
@@ -106,14 +105,15 @@ def _evaluate(instance, root, layout: Candidate, members, workloads, peaks) -> T
     )
     engine_members = []
     for w in members:
-        entry = instance.model_entry(workloads[w].model)
+        workload = instance.workload(w)
+        entry = instance.model_entry(workload.model)
         engine_members.append(
             EngineMember(
                 w,
-                workloads[w].model if entry.base else None,
+                workload.model if entry.base else None,
                 entry.rank,
-                traffic_mix(workloads[w], instance.policy.prefix_affinity),
-                latency_targets(workloads[w].slo),
+                traffic_mix(workload, instance.policy.prefix_affinity),
+                latency_targets(workload.slo),
                 peaks[w],
             )
         )

@@ -196,7 +196,7 @@ def build_groups(
         return GroupTable()
     started = time.monotonic()
     factor = INTERFERENCE_FACTOR if interference_factor is None else interference_factor
-    workloads = {w.name: w for w in instance.workloads}
+    workloads = [w.name for w in instance.workloads]
     peaks = {
         w.name: max((level.peak_rps for level in w.demand.values()), default=0.0)
         for w in instance.workloads
@@ -233,7 +233,7 @@ def build_groups(
 
     def evaluate(packing: Packing) -> float | None:
         # one check at the peaks (s* >= 1 or not): the bisection only for the support
-        return 1.0 if _meets_at_peak(instance, workloads, groups[packing], factor) else None
+        return 1.0 if _meets_at_peak(instance, groups[packing], factor) else None
 
     def time_left_s() -> float | None:
         if settings is None or settings.deadline is None:
@@ -243,7 +243,7 @@ def build_groups(
     search = generate(
         tail, singletons, list(groups), evaluate, MAX_EVALUATIONS, PER_ROUND, time_left_s
     )
-    found = (_evaluate(instance, workloads, groups[p], factor) for p in search.support)
+    found = (_evaluate(instance, groups[p], factor) for p in search.support)
     kept = tuple(t for t in found if t is not None)
     elapsed = time.monotonic() - started
     notes = (
@@ -290,7 +290,7 @@ def _fits(instance: Instance, group: Sequence[_Option]) -> bool:
     return weights <= config.gpu.hbm_bytes
 
 
-def _physics(instance: Instance, workloads: dict, group: Sequence[_Option]):
+def _physics(instance: Instance, group: Sequence[_Option]):
     """(layout, members at their peaks, efficiency) of `group`."""
     from models.colocation.shared_layout import Member, SharedLayout
 
@@ -303,8 +303,8 @@ def _physics(instance: Instance, workloads: dict, group: Sequence[_Option]):
         Member(
             o.workload,
             o.candidate.config.llm,
-            traffic_mix(workloads[o.workload], instance.policy.prefix_affinity),
-            latency_targets(workloads[o.workload].slo),
+            traffic_mix(instance.workload(o.workload), instance.policy.prefix_affinity),
+            latency_targets(instance.workload(o.workload).slo),
             o.peak_requests_per_s,
         )
         for o in group
@@ -312,21 +312,19 @@ def _physics(instance: Instance, workloads: dict, group: Sequence[_Option]):
     return layout, members, efficiency
 
 
-def _meets_at_peak(
-    instance: Instance, workloads: dict, group: Sequence[_Option], factor: float
-) -> bool:
+def _meets_at_peak(instance: Instance, group: Sequence[_Option], factor: float) -> bool:
     """Whether one group replica carries every member's peak within its SLO (s* >= 1)."""
     from models.colocation.coresident import evaluate_group
 
-    layout, members, efficiency = _physics(instance, workloads, group)
+    layout, members, efficiency = _physics(instance, group)
     return evaluate_group(layout, members, efficiency, factor).meets_slo
 
 
-def _evaluate(instance: Instance, workloads: dict, group: Sequence[_Option], factor: float):
+def _evaluate(instance: Instance, group: Sequence[_Option], factor: float):
     """The template of `group` at its members' peaks, or None when it cannot be shared."""
     from models.colocation.coresident import group_template
 
-    layout, members, efficiency = _physics(instance, workloads, group)
+    layout, members, efficiency = _physics(instance, group)
     config = group[0].candidate.config
     found = group_template(layout, members, efficiency, factor, bisection_steps=SEARCH_STEPS)
     if not found.feasible:

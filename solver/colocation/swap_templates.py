@@ -58,7 +58,7 @@ def swapped_templates(instance: Instance, table: CandidateTable) -> list[Templat
     """The swapped group templates of an instance (none unless `policy.colocation`)."""
     if not instance.policy.colocation:
         return []
-    workloads = {w.name: w for w in instance.workloads}
+    workloads = [w.name for w in instance.workloads]
     peaks = {
         w.name: max((level.peak_rps for level in w.demand.values()), default=0.0)
         for w in instance.workloads
@@ -79,18 +79,18 @@ def swapped_templates(instance: Instance, table: CandidateTable) -> list[Templat
         for size in range(2, MAX_GROUP_SIZE + 1):
             for names in itertools.combinations(usable, size):
                 group = _common_layout([options[w] for w in names])
-                if group is None or not _worth_evaluating(instance, workloads, group):
+                if group is None or not _worth_evaluating(instance, group):
                     continue
                 if budget == 0:
                     return templates
                 budget -= 1
-                template = _evaluate(instance, workloads, group)
+                template = _evaluate(instance, group)
                 if template is not None:
                     templates.append(template)
     return templates
 
 
-def _worth_evaluating(instance: Instance, workloads: dict, group) -> bool:
+def _worth_evaluating(instance: Instance, group) -> bool:
     """The cheap pre-filters of the module docstring."""
     config = group[0].candidate.config
     gpu = config.gpu
@@ -112,15 +112,15 @@ def _worth_evaluating(instance: Instance, workloads: dict, group) -> bool:
         return False
     for i, o in enumerate(group):
         wait = swaps[i] + max(s for j, s in enumerate(swaps) if j != i)
-        target = latency_targets(workloads[o.workload].slo).ttft_p99_s
+        target = latency_targets(instance.workload(o.workload).slo).ttft_p99_s
         if colds[i] > 0 and target is not None and wait >= target:
             return False
     return True
 
 
-def _evaluate(instance: Instance, workloads: dict, group) -> Template | None:
+def _evaluate(instance: Instance, group) -> Template | None:
     """The swapped template of `group` at its members' peaks, or None when it fails."""
-    layout, members, efficiency = _physics(instance, workloads, group)
+    layout, members, efficiency = _physics(instance, group)
     if not evaluate_swapped_group(layout, members, efficiency, INTERFERENCE_FACTOR).meets_slo:
         return None
     scale = swapped_capacity_scale(

@@ -44,17 +44,12 @@ Each round after the first solves its merged parts to the gap the settled parts 
 unused (`gap_left`): most close far inside the requested gap, and the join's gap is
 what is checked in the end, against the sum of the final parts' bounds.
 
-Measured on the scaling bench's 50 x 50 x 6 instance without failures: the first join
-takes more of r25's MI300X than it holds. Shares for its three largest users (re-solved
-in 1 s) give a plan $7,847,223/month, 0.2% above the parts' bound of $7,831,190: outside
-the 0.1% gap. Its 35 users re-solved together around r25 give $7,833,148, 0.025% above:
-the plan, 10.6 s from start. Merging the 35 workloads (the next step) gave a plan in
-19.5-25.6 s (16 programs joined, $7,837,061/month, 0.07% gap; the merged program
-reduced by solver.candidates.swap_dominance across its workloads, 59 s without), where the whole
-program as one took 118-136 s. Tried and dropped as the only mend: re-solving the largest user
-within what the others leave ($14k/month above the bound), shares in proportion to use
-for every user ($27k above), and the largest users re-solved together within the row
-(84 s, $10k above).
+The mends come before the merge because they are cheaper: each re-solves a few parts
+under a restriction, where the merge solves the merged part in full, and the whole as one
+is dearer still. Tried and dropped as the only mend, each further above the bound: the
+largest user re-solved within what the others leave, shares in proportion to use for
+every user, and the largest users re-solved together within the row. (The figures, on
+the scaling bench's 50 x 50 x 6 instance, are in the README's speed notes.)
 """
 
 import time

@@ -21,7 +21,8 @@ spare-replica rows (capacity less each pool's largest replica) make even small p
 and SCIP closes them faster; the zone-survivor rows (Z x survivors <= (Z - 1) x replicas,
 integer: a pool spread over zones less its fullest one) are where HiGHS is the faster at
 every size. The line was drawn from every part of the scaling bench's instances solved
-alone by each backend; the times are in the README's speed notes.
+alone by each backend: the README's speed notes give the times, and `make bench` measures
+them again (tests/bench/test_part_backends.py).
 """
 
 from solver.backends import Backend, get_backend

@@ -4,4 +4,5 @@ the plan itself (schema), the records it is made of (records) and those of time 
 (time_records).
 
 Imports: models.physics and models.serving only (the precision and replica records a plan
-names); nothing from solver/."""
+names) and models.schema.quantities (a count is a strict number, never `true`); nothing
+from solver/."""

@@ -12,9 +12,13 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, model_validator
 
 from models.physics.precision import Precision
+from models.schema.quantities import NUMBER_NOT_BOOLEAN
 from models.serving.replica import Limit, Role
 
 FROZEN = ConfigDict(extra="forbid", frozen=True)
+
+Whole = Annotated[int, NUMBER_NOT_BOOLEAN]
+"""A replica count or layout degree: an integer, never `true` (which pydantic reads as 1)."""
 """Every plan record: unknown keys refused, frozen."""
 
 
@@ -95,18 +99,18 @@ class ReplicaPool(BaseModel):
     """Weight precision."""
     kv_precision: Precision | None = None
     """KV-cache precision; default: the model entry's rule (weights, never below fp8)."""
-    tp: int = Field(ge=1)
-    pp: int = Field(ge=1)
+    tp: Whole = Field(ge=1)
+    pp: Whole = Field(ge=1)
     role: Role = Role.UNIFIED
-    count: int = Field(ge=0)
+    count: Whole = Field(ge=0)
     """Replicas."""
-    ep: int = Field(default=1, ge=1)
+    ep: Whole = Field(default=1, ge=1)
     """Expert-parallel ranks of the routed experts (1: experts split by TP)."""
-    dp: int = Field(default=1, ge=1)
+    dp: Whole = Field(default=1, ge=1)
     """Attention data-parallel groups per stage (a replica has tp x pp x dp GPUs)."""
     speculative: str | None = None
     """The `policy.speculative` option the pool decodes with (None: plain decoding)."""
-    gpus: int | None = Field(default=None, ge=0)
+    gpus: Whole | None = Field(default=None, ge=0)
     """GPUs in all: count x tp x pp x dp."""
     limit: Limit | None = None
     """What limits one replica's capacity at the SLO, in a pool of `count`."""

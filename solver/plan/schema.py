@@ -98,6 +98,9 @@ class Plan(BaseModel):
     headroom: tuple["PoolHeadroom", ...] = ()
     error_budget_minutes_used: tuple["ScenarioBudgetUse", ...] = ()
     months: tuple["Month", ...] = ()
+    horizon_cost: MaybeMoney = None
+    """USD over the procurement horizon: the sum of the months' cost_per_month (None
+    without policy.horizon_months)."""
     batch: tuple["BatchPlacement", ...] = ()
 
     idle_fraction: float | None = Field(default=None, ge=0, le=1)

@@ -186,6 +186,21 @@ class MonthOffer(BaseModel):
     for month 0's commitment: ordered before the horizon starts); None when none."""
 
 
+class ServerOrder(BaseModel):
+    """Servers one month's commitment adds in one region, and when they must be ordered."""
+
+    model_config = FROZEN
+
+    region: str
+    gpu: str
+    servers: int
+    """Whole servers (policy.buy_unit: node; with buy_unit gpu each server is one GPU)."""
+    gpus_per_server: int
+    order_month: int
+    """The month they are ordered: the month they serve less lead_time_months (negative
+    for month 0's commitment, ordered before the horizon starts)."""
+
+
 class Month(BaseModel):
     """One month of the procurement horizon: its own hourly plan at its own demand."""
 
@@ -200,6 +215,9 @@ class Month(BaseModel):
     plan's own `hours`, not repeated)."""
     committed: tuple[Commitment, ...] = ()
     """The month's commitments (month 0: the plan's own `committed`, not repeated)."""
+    servers_ordered: tuple[ServerOrder, ...] = ()
+    """The servers this month's commitment adds (its offers' `bought_gpus` / GPUs per
+    server), each with its order month."""
 
 
 class BatchPlacement(BaseModel):

@@ -18,8 +18,10 @@ names); routes (f, w, o, d) the latency policy allows; serving modes of (w, d).
     gpu_supply[r,g]          sum gpus(c) x replicas <= existing + max_gpus
     purchase[r,g]            purchased >= sum gpus(c) x replicas - existing
     configs_per_pool[w,d,ph] sum_c pool_used <= max_configs_per_pool           (simplicity)
-    one_precision[w]         sum_p precision_used[w,p] <= 1                    (precision)
+    one_precision[w]         sum_p precision_used[w,p] <= 1                    (simplicity)
     whole_servers[r,g]       purchased = gpus_per_node x servers               (servers)
+    step_needs_pool, step_servers  valid inequalities on the pooling steps, with
+                             settings.tighten only (tightening)
     power[r]                 sum_g kW_g x (existing + purchased) <= power_kw   (power)
     rack_space[r]            sum_g racks_g x (existing + purchased) <= racks   (power)
 
@@ -48,12 +50,16 @@ from solver.program.families.groups import GroupSets, add_group_rows, add_group_
 from solver.program.families.objective import add_fleet_cost
 from solver.program.families.pooling import add_pool_steps, add_pooling_variables
 from solver.program.families.power import add_power_within_site
-from solver.program.families.precision import add_one_precision, add_precision_variables
 from solver.program.families.replica import add_pool_open, add_replica_spare
 from solver.program.families.servers import add_server_variables, add_whole_servers
-from solver.program.families.simplicity import add_configs_per_pool
+from solver.program.families.simplicity import (
+    add_configs_per_pool,
+    add_one_precision,
+    add_precision_variables,
+)
 from solver.program.families.split import add_mode_split
 from solver.program.families.supply import add_gpu_supply, add_purchase_covers_use
+from solver.program.families.tightening import add_tightening
 from solver.program.families.zone import add_zone_survivors
 from solver.program.lp import LinearProgram
 from solver.program.sets import ProgramSets
@@ -88,7 +94,8 @@ def build_program(
         elastic: Build the elastic program instead (solver.program.elastic): priced slack on
             every demand and supply row, pools widened to use it; always feasible.
         settings: The run's settings; their deadline is checked after each family
-            (`TimeLimitReached` in stage "program build"). None: no deadline.
+            (`TimeLimitReached` in stage "program build"), and `tighten` adds the valid
+            inequalities of solver.program.families.tightening. None: no deadline, none.
         groups: Shared group templates (solver.colocation.groups); default: enumerated from the
             instance when policy.colocation is on, else none.
         sets: The program's sets when the caller made them already (of this instance,
@@ -131,6 +138,7 @@ def build_program(
         add_purchase_covers_use,
         add_whole_servers,
         add_power_within_site,
+        lambda lp, _sets: add_tightening(lp, _sets, settings is not None and settings.tighten),
         add_fleet_cost,
         # last: extends the capacity, spare, supply and purchase rows with the groups
         lambda lp, _sets: add_group_rows(lp, sites),

@@ -47,12 +47,9 @@ class Offer:
     gpu: str
     existing: int
     max_gpus: int
+    available: int
+    """Existing fleet plus what can be bought (`Region.available_gpus`)."""
     price_per_gpu_hour: float
-
-    @property
-    def available(self) -> int:
-        """Existing fleet plus what can be bought."""
-        return self.existing + self.max_gpus
 
 
 @dataclass(frozen=True)
@@ -166,6 +163,7 @@ class ProgramSets:
                 gpu,
                 region.existing.get(gpu, 0),
                 supply.max_gpus if supply else 0,
+                region.available_gpus(gpu),
                 self.instance.price_per_gpu_hour(region.name, gpu),
             )
         return offers
@@ -359,7 +357,7 @@ class ProgramSets:
 
     def max_failover_rtt_ms(self, w: str) -> float | None:
         """The workload's failover latency bound (None: anywhere reachable)."""
-        return next(x for x in self.instance.workloads if x.name == w).slo.max_failover_rtt_ms
+        return self.instance.workload(w).slo.max_failover_rtt_ms
 
     @cached_property
     def rerouted_rtt(self) -> dict[tuple[str, str, str], float]:

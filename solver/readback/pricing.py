@@ -25,7 +25,7 @@ from solver.program.families import FAMILIES
 from solver.program.families.pooling import PoolAtLeastColumn
 from solver.program.families.variables import PoolUsedColumn
 from solver.program.families.zone import ZoneSurvivorsIndex
-from solver.program.lp import Constraint, Sense, SolveResult
+from solver.program.lp import Constraint, LinearProgram, Sense, SolveResult
 from solver.program.row_names import ReplicasColumn
 
 PRICE_TOLERANCE = 1e-6
@@ -34,8 +34,17 @@ SLACK_TOLERANCE = 1e-6
 """Relative slack below which a row counts as tight."""
 
 
-def pricing_program(program: FleetProgram, values: dict[str, float]):
+def pricing_program(program: FleetProgram, values: dict[str, float]) -> LinearProgram:
     """The LP with the plan's discrete choices fixed and replica counts continuous."""
+    return with_bounds(program.lp, pricing_bounds(program, values), relax=True)
+
+
+def pricing_bounds(
+    program: FleetProgram, values: dict[str, float]
+) -> dict[str, tuple[float, float | None]]:
+    """The bounds that fix the plan's discrete choices (see the module text); every other
+    integer column is relaxed by `with_bounds(..., relax=True)`. The hourly pricing LP
+    (solver.time.prices) applies them to every period's copy of the program."""
     sets = program.sets
     bounds: dict[str, tuple[float, float | None]] = {}
     for pool in sets.pools:
@@ -52,7 +61,7 @@ def pricing_program(program: FleetProgram, values: dict[str, float]):
         for name in fixed:
             level = float(round(values.get(name, 0.0)))
             bounds[name] = (level, level)
-    return with_bounds(program.lp, bounds, relax=True)
+    return bounds
 
 
 def binding_constraints(
@@ -60,10 +69,18 @@ def binding_constraints(
 ) -> tuple[Binding, ...]:
     """Rows of reported families that are tight at the plan or priced by the pricing LP,
     most expensive first."""
+    return binding_rows(program.lp, values, duals)
+
+
+def binding_rows(
+    lp: LinearProgram, values: dict[str, float], duals: dict[str, float]
+) -> tuple[Binding, ...]:
+    """`binding_constraints` over any program's rows (the hourly program's too: its rows
+    carry their period, `capacity[none,chat,us-east,unified]@t07`)."""
     found = []
-    for row in program.lp.constraints.values():
-        family = FAMILIES[row.family]
-        if not family.reported:
+    for row in lp.constraints.values():
+        family = FAMILIES.get(row.family)
+        if family is None or not family.reported:
             continue
         if is_idle(row, values):
             continue  # nothing flows through it: any price it has is degenerate

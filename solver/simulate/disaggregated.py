@@ -36,7 +36,7 @@ from models.serving.capacity import replica_capacity
 from models.serving.frontier import operating_point
 from models.serving.prefill_model import prefill_lane
 from models.serving.prefix_kv import pool_kv, pool_mix_tokens
-from models.serving.replica import LatencyTargets
+from models.serving.replica import LatencyTargets, ServingContext
 from models.serving.replica_layout import kv_transfer_s, replica_step_model
 from solver.simulate.engine import Effects, ReplicaEngine, simulate_pool
 from solver.simulate.traffic import arrival_times_s, token_lengths
@@ -45,19 +45,20 @@ ALL_ON = Effects()
 """Every engine effect on (a real engine)."""
 
 
-def prefill_ttft_p99_s(config, mix, efficiency, rate: float, pool_replicas: int) -> float:
+def prefill_ttft_p99_s(serving: ServingContext, rate: float, pool_replicas: int) -> float:
     """p99 TTFT of a prefill-only replica at `rate` prompts/s, one of `pool_replicas`
     behind one router: the planner's `models.serving.prefill_model.PrefillLane.ttft_p99_s`
     (residual iteration + own prefill and the prompts riding in its last iteration +
     transfer, the M/G/c wait in quadrature with the p99 prompt's extra; math.inf at or
     past saturation)."""
+    config, efficiency = serving.config, serving.efficiency
     steps = replica_step_model(config, efficiency)
-    tokens = pool_mix_tokens(mix, config, efficiency, pool_replicas)
+    tokens = pool_mix_tokens(serving, pool_replicas)
     lane = prefill_lane(config, tokens, efficiency, steps, pool_replicas)
     return lane.ttft_p99_s(rate)
 
 
-def replica_engine(config, mix, efficiency, pool_replicas: int = 1) -> ReplicaEngine:
+def replica_engine(serving: ServingContext, pool_replicas: int = 1) -> ReplicaEngine:
     """One replica of a pool of `pool_replicas` as the simulator runs it: the planner's
     step model and engine batch cap, and the KV cache that holds as many whole sequences
     as the planner's: the engine charges each sequence its whole prompt and output, so
@@ -66,25 +67,28 @@ def replica_engine(config, mix, efficiency, pool_replicas: int = 1) -> ReplicaEn
     prompt in them) appear as the equivalent cache
         K_sim = (K - H) / (P + O - S) x (P + O)
     (K without shared prefixes)."""
-    offline = replica_capacity(config, mix, LatencyTargets(), efficiency)
+    config, efficiency = serving.config, serving.efficiency
+    offline = replica_capacity(config, serving.mix, LatencyTargets(), efficiency)
     steps = replica_step_model(config, efficiency)
-    tokens = pool_mix_tokens(mix, config, efficiency, pool_replicas)
+    tokens = pool_mix_tokens(serving, pool_replicas)
     capacity = tokens.kv_sequences(offline.kv_capacity_tokens) * (tokens.prompt + tokens.output)
     return ReplicaEngine(steps, capacity, efficiency.max_batch_sequences)
 
 
-def cached_tokens(prompts: np.ndarray, config, mix, efficiency, pool_replicas: int) -> np.ndarray:
+def cached_tokens(
+    prompts: np.ndarray, serving: ServingContext, pool_replicas: int
+) -> np.ndarray:
     """Prompt tokens each request finds in the pool's prefix cache: floor(P x h), h the
     pool's hit rate (`models.serving.prefix_kv.pool_kv`, the plan's `prefix_hit_rate`)."""
-    return np.floor(prompts * pool_kv(config, mix, efficiency, pool_replicas).hit_rate)
+    return np.floor(prompts * pool_kv(serving, pool_replicas).hit_rate)
 
 
-def prefill_lanes(config, mix, efficiency, replicas: int) -> tuple[ReplicaEngine, int]:
+def prefill_lanes(serving: ServingContext, replicas: int) -> tuple[ReplicaEngine, int]:
     """The engine and count of a prefill pool's lanes: with pp > 1 stages each replica
     keeps pp iterations of one chunk in flight (vLLM's virtual engines; each lane's
     iteration is its pp stage passes, `StepModel.iteration_s` with no decode batch), so
     the pool is replicas x pp lanes of one chunk each, a 1/pp share of the KV cache."""
-    engine = replica_engine(config, mix, efficiency, replicas)
+    engine = replica_engine(serving, replicas)
     lanes = engine.steps.pp
     if lanes == 1:
         return engine, replicas
@@ -138,8 +142,9 @@ def simulate_pair(
     which = _split([share for *_, share in prefill], count, rng)
     for index, (config, efficiency, replicas, _) in enumerate(prefill):
         members = np.flatnonzero(which == index)
-        cached = cached_tokens(prompts[members], config, mix, efficiency, replicas)
-        engine, lanes = prefill_lanes(config, mix, efficiency, replicas)
+        serving = ServingContext(config, mix, efficiency)
+        cached = cached_tokens(prompts[members], serving, replicas)
+        engine, lanes = prefill_lanes(serving, replicas)
         trace = simulate_pool(
             engine,
             lanes,
@@ -160,7 +165,7 @@ def simulate_pair(
         members = np.flatnonzero((which == index) & ~np.isnan(first_audible_s))
         members = members[np.argsort(first_audible_s[members], kind="stable")]
         trace = simulate_pool(
-            replica_engine(config, mix, efficiency, replicas),
+            replica_engine(ServingContext(config, mix, efficiency), replicas),
             replicas,
             first_audible_s[members],
             np.zeros(members.size, dtype=int),
@@ -185,10 +190,10 @@ def simulate_pair(
     }
 
 
-def decode_analytic(config, mix, efficiency, rate: float) -> tuple[float | None, float | None]:
+def decode_analytic(serving: ServingContext, rate: float) -> tuple[float | None, float | None]:
     """(mean step s, p99 TPOT s) of a decode replica at `rate` generations/s, or Nones
     past its offline maximum."""
-    point = operating_point(config, mix, efficiency, rate)
+    point = operating_point(serving, rate)
     if point is None:
         return None, None
     return point.decode_step_s, point.tpot_p99_s

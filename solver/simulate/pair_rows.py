@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from models.serving.replica import ServingContext
 from solver.simulate.disaggregated import decode_analytic, prefill_ttft_p99_s, simulate_pair
 from solver.simulate.engine import Effects
 from solver.simulate.results import (
@@ -66,7 +67,7 @@ def simulate_pair_rows(
     if effects:
         total = sum(share[-1] for share in decode) or 1.0
         _, config, _, eff, n, weight = decode[0]
-        step_s = decode_analytic(config, mix, eff, load * weight / total / n)[0]
+        step_s = decode_analytic(ServingContext(config, mix, eff), load * weight / total / n)[0]
         reference = Effects(
             reference_batch=max(
                 load * weight / total / n * mix.output_mean_tokens * (step_s or 0.0), 1.0
@@ -104,7 +105,9 @@ def simulate_pair_rows(
                 analytic = Latencies(
                     ttft_p50_ms=None,
                     ttft_p99_ms=measured_ms(
-                        prefill_ttft_p99_s(config, mix, efficiency, pool_load / n, n)
+                        prefill_ttft_p99_s(
+                            ServingContext(config, mix, efficiency), pool_load / n, n
+                        )
                     ),
                     tpot_p50_ms=None,
                     tpot_p99_ms=None,
@@ -121,7 +124,9 @@ def simulate_pair_rows(
                     tpot_p50_ms=measured_ms(quantile(tpot, 0.5)),
                     tpot_p99_ms=measured_ms(quantile(tpot, 0.99)),
                 )
-                step_s, tpot_p99_s = decode_analytic(config, mix, efficiency, pool_load / n)
+                step_s, tpot_p99_s = decode_analytic(
+                    ServingContext(config, mix, efficiency), pool_load / n
+                )
                 analytic = Latencies(
                     ttft_p50_ms=None,
                     ttft_p99_ms=None,

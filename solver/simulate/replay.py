@@ -28,7 +28,7 @@ from models.schema.instance import Instance
 from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.capacity import replica_capacity
 from models.serving.latency import latency_at_rate
-from models.serving.replica import ReplicaConfig, Role, TrafficMix
+from models.serving.replica import ReplicaConfig, Role, ServingContext, TrafficMix
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.simulate.disaggregated import cached_tokens, replica_engine
@@ -69,7 +69,7 @@ def _surviving(plan: Plan, scenario: str) -> list[tuple[str, str, str, float, di
 
 
 def _config(instance: Instance, pool: ReplicaPool) -> tuple[ReplicaConfig, TrafficMix, object]:
-    workload = next(w for w in instance.workloads if w.name == pool.workload)
+    workload = instance.workload(pool.workload)
     entry = instance.model_entry(workload.model)
     gpu = instance.gpu_specs[pool.gpu]
     llm = instance.llm_specs[workload.model]
@@ -114,26 +114,25 @@ def simulate_plan(
     warmup = min(60.0, 0.1 * duration_s) if warmup_s is None else warmup_s
     pools: list[PoolSimulation] = []
     events = 0
-    workloads = {w.name: w for w in instance.workloads}
     entries = _surviving(plan, scenario)
     for index, (workload_name, region, phase, load, counts) in enumerate(entries):
         if phase.startswith(str(Role.DECODE)):
             continue  # replayed with its prefill phase
-        shares = _shares(instance, plan, workloads[workload_name], region, counts)
+        shares = _shares(instance, plan, instance.workload(workload_name), region, counts)
         if phase.startswith(str(Role.PREFILL)):
             decode_phase = str(Role.DECODE) + phase[len(str(Role.PREFILL)) :]
             partner = next(
                 (e for e in entries if e[:3] == (workload_name, region, decode_phase)), None
             )
             decode_shares = (
-                _shares(instance, plan, workloads[workload_name], region, partner[4])
+                _shares(instance, plan, instance.workload(workload_name), region, partner[4])
                 if partner
                 else []
             )
 
             pair = partial(
                 simulate_pair_rows,
-                workloads[workload_name],
+                instance.workload(workload_name),
                 shares,
                 decode_shares,
                 load,
@@ -154,7 +153,7 @@ def simulate_plan(
             one = partial(
                 _simulate_one,
                 pool,
-                workloads[workload_name],
+                instance.workload(workload_name),
                 config,
                 mix,
                 efficiency,
@@ -230,9 +229,10 @@ def _simulate_one(
     arrivals = arrival_times_s(load, duration_s, burstiness_cv, rng)
     prompts = token_lengths(workload_prompt, arrivals.size, rng)
     outputs = token_lengths(workload_output, arrivals.size, rng)
-    cached = cached_tokens(prompts, config, mix, efficiency, replicas)
-    engine = replica_engine(config, mix, efficiency, replicas)
-    analytic = latency_at_rate(config, mix, efficiency, load / replicas, replicas)
+    serving = ServingContext(config, mix, efficiency)
+    cached = cached_tokens(prompts, serving, replicas)
+    engine = replica_engine(serving, replicas)
+    analytic = latency_at_rate(serving, load / replicas, replicas)
 
     def run(fx: Effects) -> PoolTrace:
         return simulate_pool(

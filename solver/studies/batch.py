@@ -42,6 +42,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from models.io.documents import read_document
 from models.io.loading import load_instance
 from models.io.output_files import folder_lock, write_text
 from models.schema.errors import InputError, Issue
@@ -375,15 +376,19 @@ def orphan_goldens(folder: Path) -> list[Path]:
 def read_golden(instance_file: Path) -> Golden | None:
     """The golden result beside an instance file, or None when there is none.
 
+    Read as every input is (models.io.documents.read_document): a FIFO, a device or a
+    file over the size limit is refused, never waited on or read to its end.
+
     Raises:
         InputError: the golden file cannot be read or does not validate.
     """
     path = golden_path(instance_file)
     if not path.exists():
         return None
+    data, _ = read_document(path, "golden")  # bounded: regular files only, size and depth
     try:
-        return Golden.model_validate_json(path.read_text(encoding="utf-8"))
-    except (ValueError, OSError) as error:
+        return Golden.model_validate(data)
+    except ValueError as error:
         raise _input_error(path, f"not a valid golden file: {error}") from None
 
 

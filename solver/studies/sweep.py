@@ -17,6 +17,8 @@ would give the bound's other side).
 """
 
 import json
+import os
+import stat
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import as_completed
@@ -26,9 +28,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from models.io.loading import validate_instance
+from models.schema import limits
 from models.schema.errors import InputError, Issue
 from models.schema.instance import Instance
-from models.schema.sweep_grid import Grid, Point, point_document
+from models.schema.sweep_grid import MAX_POINTS, Grid, Point, point_document
 from solver.plan.schema import Plan
 from solver.studies.batch import solve_or_ending
 from solver.verify.hours import verify_any as verify
@@ -72,19 +75,38 @@ def solve_point(instance: Instance, backend: str | None = None) -> dict[str, Any
 
 def read_results(path: Path | None) -> dict[str, dict[str, Any]]:
     """The records already in a JSON Lines results file, by point key; a line that does
-    not parse (the end of a sweep killed mid-write) is skipped and solved again."""
+    not parse (the end of a sweep killed mid-write, bytes that are not UTF-8, NaN or
+    Infinity, a line over `MAX_DOCUMENT_BYTES`) is skipped and its point solved again.
+    Only a regular file is read (a FIFO is never waited on), at most `MAX_POINTS`
+    records' worth of lines."""
     if path is None or not path.is_file():
         return {}
     done: dict[str, dict[str, Any]] = {}
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError:
+        return {}
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return {}
+        for _ in range(2 * MAX_POINTS):
+            line = handle.readline(limits.MAX_DOCUMENT_BYTES + 1)
+            if not line:
+                break
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
+                record = json.loads(line.decode("utf-8"), parse_constant=_not_json)
+            except (UnicodeDecodeError, ValueError, RecursionError):
                 continue
             if isinstance(record, dict) and isinstance(record.get("key"), str):
                 done[record["key"]] = record
     return done
+
+
+def _not_json(constant: str) -> float:
+    """NaN and Infinity are not JSON: a line holding one is solved again (it would make
+    the sweep's own JSON invalid)."""
+    raise ValueError(f"{constant} is not a JSON number")
 
 
 class ResultsFile:

@@ -154,7 +154,7 @@ def _idle(instance: Instance, plan: Plan, work: BatchWork) -> tuple[float, float
     the hour's warm rate (demand plus the autoscaler's headroom, which is never soaked);
     soaked_h = sum over the soaked pools of x / C_b replicas."""
     warm = warm_grid(instance)
-    model = next(w.model for w in instance.workloads if w.name == work.batch)
+    model = instance.workload(work.batch).model
     interactive = [w.name for w in instance.workloads if not w.is_batch and w.model == model]
     before = after = 0.0
     for hour in plan.hours:

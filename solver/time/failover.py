@@ -109,6 +109,6 @@ def _budget(
         terms.window_s,
         terms.window_s,
         terms.average_rps[workload],
-        next(w for w in instance.workloads if w.name == workload).slo.availability,
+        instance.workload(workload).slo.availability,
         instance.policy.hours_per_month,
     )

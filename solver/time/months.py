@@ -17,7 +17,10 @@ commitments bounded by the months before:
 
 L = `lead_time_months`. The GPUs a month adds to its commitment, b_m = c_m - c_(m-1),
 are ordered in month m - L (month 0's commitment is the fleet the horizon starts
-with: ordered before it, in month -L). What a month does not commit it rents on
+with: ordered before it, in month -L); with policy.buy_unit: node commitments are whole
+servers (solver.program.families.pricing), and each month states the servers it adds
+with their order month (`servers_ordered`). The plan's `horizon_cost` is the sum of the
+months' costs. What a month does not commit it rents on
 demand (or on spot) hour by hour, as in month 0.
 
 Sequence, not one joint program. Solving month by month is greedy: a month commits
@@ -39,12 +42,13 @@ from models.operations.procurement import (
     month_factors,
     month_instance,
 )
+from models.operations.site import node_gpus
 from models.schema.instance import Instance
 from solver.backends import Backend
 from solver.candidates.table import CandidateTable, build_candidates
 from solver.errors import Infeasible, NoSolution, Problem
 from solver.plan.schema import Plan
-from solver.plan.time_records import Commitment, Hour, Month, MonthOffer
+from solver.plan.time_records import Commitment, Hour, Month, MonthOffer, ServerOrder
 from solver.program.families.pricing import CommittedColumn
 from solver.program.lp import SolveResult, Termination, Variable
 from solver.settings import SolveSettings
@@ -224,9 +228,36 @@ def with_months(
                         update={"ordered_gpus": orders.get((m.month, o.region, o.gpu), 0.0)}
                     )
                     for o in m.offers
-                )
+                ),
+                "servers_ordered": server_orders(instance, m.offers),
             }
         )
         for m in months
     ]
-    return plan.model_copy(update={"months": tuple(months)})
+    return plan.model_copy(
+        update={
+            "months": tuple(months),
+            "horizon_cost": math.fsum(m.cost_per_month for m in months),
+        }
+    )
+
+
+def server_orders(instance: Instance, offers: tuple[MonthOffer, ...]) -> tuple[ServerOrder, ...]:
+    """The servers a month's commitment adds per offer: bought_gpus / gpus per server
+    (whole, as the periods program commits them: solver.program.families.pricing), with
+    their order month."""
+    orders = []
+    for o in offers:
+        if o.bought_gpus <= 0 or o.order_month is None:
+            continue
+        n = node_gpus(instance, o.gpu)
+        orders.append(
+            ServerOrder(
+                region=o.region,
+                gpu=o.gpu,
+                servers=round(o.bought_gpus / n),
+                gpus_per_server=n,
+                order_month=o.order_month,
+            )
+        )
+    return tuple(orders)

@@ -17,6 +17,10 @@ power and racks hold in every hour); the pricing rows take its place:
     gpu_cover[r,g,p]:  committed[r,g] + on_demand[r,g,p] >= used[r,g,p] - existing[r,g]
     minimise  days x (24 p_res committed + sum_p w_p p_od on_demand_p)
 
+committed and on_demand come in whole servers with policy.buy_unit: node, as the static
+program's purchases do; a flat day is one period of 24 hours, whose cost is the static
+plan's to the cent.
+
 Three more families join the periods (each module opens with its math):
 solver.program.families.batch_work (batch soaked on interactive pools or run on dedicated
 replicas, against an hour-by-hour deadline schedule; dedicated GPUs join `used`),
@@ -34,7 +38,7 @@ size is the static program's times the number of periods (reported in the plan).
 from dataclasses import dataclass, field
 
 from models.operations.scenarios import failure_scenarios
-from models.operations.site import offered
+from models.operations.site import node_gpus, offered
 from models.operations.time_demand import hour_instance, warm_grid
 from models.operations.time_periods import Period, aggregate_periods
 from models.schema.instance import Instance
@@ -169,10 +173,12 @@ def offer_terms(instance: Instance) -> tuple[OfferTerms, ...]:
                 gpu=gpu,
                 existing=region.existing.get(gpu, 0),
                 max_gpus=max_gpus,
+                available=region.available_gpus(gpu),
                 on_demand_price_per_gpu_hour=instance.price_per_gpu_hour(region.name, gpu),
                 reserved_price_per_gpu_hour=supply.reserved_price_per_gpu_hour if supply else None,
                 max_on_demand_gpus=max_gpus if cap is None else cap,
                 spot_price_per_gpu_hour=supply.spot_price_per_gpu_hour if supply else None,
+                gpus_per_server=node_gpus(instance, gpu),
             )
         )
     return tuple(terms)

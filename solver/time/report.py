@@ -13,7 +13,8 @@ the worst hour is reported, with the replicas started after the loss and, with
 `failure_probability_per_year`, the expected burn lambda x mean_h.
 
 Idle GPU-hours per day: in each hour, each pool's GPUs times the share of its capacity
-the hour's actual demand leaves unused, plus committed GPUs that run nothing.
+the hour's actual demand leaves unused, plus committed GPUs that run nothing and GPUs
+rented on demand that run nothing (the rest of a whole server).
 """
 
 import math
@@ -68,7 +69,7 @@ def headrooms(instance: Instance, program: TimeProgram, plan: Plan) -> tuple[Poo
         headroom = pool_headroom(
             rates, capacity, start_s, policy.scale_detection_s, policy.burst_factor
         )
-        workload = next(w for w in instance.workloads if w.name == pool.workload)
+        workload = instance.workload(pool.workload)
         thresholds = pool_thresholds(
             capacity, headroom.headroom_rps, pool.count, candidate, workload
         )
@@ -125,7 +126,7 @@ def pool_thresholds(
 
 def idle_hours(instance: Instance, plan: Plan) -> tuple[float, float]:
     """(idle replica-hours, idle GPU-hours) per day of the interactive pools, with
-    committed GPUs that run nothing counted as idle GPU-hours."""
+    committed and on-demand GPUs that run nothing counted as idle GPU-hours."""
     grid = interactive_grid(instance)
     committed = {(c.region, c.gpu): c.committed_gpus for c in plan.committed}
     replicas = gpus = 0.0
@@ -146,6 +147,8 @@ def idle_hours(instance: Instance, plan: Plan) -> tuple[float, float]:
             gpus += (pool.gpus or 0) * share
         for row in hour.gpus:
             gpus += max(committed.get((row.region, row.gpu), 0.0) - row.reserved, 0.0)
+            paid = row.existing + row.reserved + row.on_demand + row.spot
+            gpus += max(paid - row.used, 0.0)
         for (r, g), count in committed.items():
             if not any((row.region, row.gpu) == (r, g) for row in hour.gpus):
                 gpus += count

@@ -7,6 +7,7 @@ independent verifier (which checks every hour and month).
 import math
 import time
 
+from models.operations.site import gpus_bought
 from models.operations.time_demand import planning_start_s
 from models.schema.instance import Instance
 from solver.analysis.diagnose import diagnose_infeasible, presolve_problems
@@ -17,14 +18,16 @@ from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanReject
 from solver.plan.records import GpuUse, ReplicaPool
 from solver.plan.schema import Plan
 from solver.plan.time_records import Commitment, Hour, HourGpus
-from solver.program.families.pricing import CommittedColumn, OfferTerms
+from solver.program.families.pricing import CommittedColumn, CommittedServersColumn, OfferTerms
 from solver.program.lp import SolveResult, Termination
 from solver.program.optimised import Optimised
 from solver.readback.assign import chosen_sizes, read_plan, replica_counts
+from solver.readback.site import region_power, server_purchases
 from solver.settings import SolveSettings
 from solver.time.batch import dedicated_pools, hour_soaks
 from solver.time.failover import started_pools
 from solver.time.periods import PeriodProgram, TimeProgram, build_time_program
+from solver.time.prices import NOT_PRICED, hour_bindings, price_hours, site_duals
 from solver.time.spot import spot_replicas
 from solver.verify.hours import verify_hours as verify
 
@@ -66,7 +69,8 @@ def solve_time(instance: Instance, settings: SolveSettings) -> tuple[Plan, Perio
     values = dict(result.values)
     for name in program.lp.integer_variables:
         values[name] = float(round(values.get(name, 0.0)))
-    plan = hourly_plan(program, result, values, settings, build_s)
+    duals, note = price_hours(program, values, backend, settings)
+    plan = hourly_plan(program, result, values, settings, build_s, duals, note)
     from solver.time.batch import with_batch
     from solver.time.months import with_months
     from solver.time.report import with_time_report
@@ -119,8 +123,13 @@ def hourly_plan(
     values: dict[str, float],
     settings: SolveSettings,
     build_s: float = 0.0,
+    duals: dict[str, float] | None = None,
+    shadow_price_note: str = NOT_PRICED,
 ) -> Plan:
-    """The 24 hours, the commitments, the peak fleet and the month's cost."""
+    """The 24 hours, the commitments, the peak fleet and the month's cost; with the
+    pricing LP's `duals` (solver.time.prices), its binding constraints and the power
+    rows' prices."""
+    duals = duals or {}
     instance = program.instance
     days = instance.policy.hours_per_month / HOURS_PER_DAY
     plans = period_plans(program, result, values, settings)
@@ -141,10 +150,7 @@ def hourly_plan(
             key = (entry.region, c.gpu)
             spot[key] = spot.get(key, 0) + entry.replicas * c.gpus
         spot_by_period[part.first_hour] = spot
-    committed = {
-        (o.region, o.gpu): values.get(CommittedColumn(o.region, o.gpu).name(), 0.0)
-        for o in program.offers
-    }
+    committed = committed_gpus(program.offers, values)
     hours = []
     for part in program.periods:
         first = part.first_hour
@@ -170,6 +176,7 @@ def hourly_plan(
     peak_pools = peak_fleet(hours)
     uses = peak_gpu_use(program.offers, hours, days, committed)
     peak_plan = max(plans.values(), key=lambda p: p.total_gpus or 0)
+    peak_sets = program.periods[0].program.sets  # the instance's GPUs, regions and policy
     size = program.lp.size()
     solver = peak_plan.solver.model_copy(
         update={
@@ -191,8 +198,11 @@ def hourly_plan(
         replicas=peak_pools,
         scenarios=peak_plan.scenarios,
         solver=solver,
-        shadow_price_note="hourly plan: shadow prices are not computed for the periods program",
+        shadow_price_note=shadow_price_note,
         hours=tuple(hours),
+        servers=server_purchases(peak_sets, uses),
+        power_kw=region_power(peak_sets, uses, site_duals(program, duals)),
+        binding=hour_bindings(program, values, duals) if duals else (),
         committed=tuple(
             Commitment(
                 region=o.region,
@@ -212,6 +222,20 @@ def hourly_plan(
     )
 
 
+def committed_gpus(
+    offers: tuple[OfferTerms, ...], values: dict[str, float]
+) -> dict[tuple[str, str], float]:
+    """(region, GPU) -> GPUs committed, whole servers of n where GPUs come in servers
+    (n x the rounded committed_servers column; else the committed column to 1e-6)."""
+    found = {}
+    for o in offers:
+        key = (o.region, o.gpu)
+        gpus = values.get(CommittedColumn(o.region, o.gpu).name(), 0.0)
+        servers = values.get(CommittedServersColumn(o.region, o.gpu).name())
+        found[key] = float(o.gpus_per_server * round(servers)) if servers is not None else gpus
+    return found
+
+
 def hour_gpus(
     offers: tuple[OfferTerms, ...],
     pools: tuple[ReplicaPool, ...],
@@ -220,7 +244,9 @@ def hour_gpus(
 ) -> tuple[HourGpus, ...]:
     """GPUs used per offer in one period, split owned / reserved / on demand / spot
     (`spot`: GPUs on spot per offer: dedicated batch replicas and interactive spot
-    replicas)."""
+    replicas). On demand is what is rented: the need beyond owned, reserved and spot GPUs
+    in whole servers where GPUs come in servers (OfferTerms.paid_on_demand), so owned +
+    reserved + on demand + spot may exceed `used` by less than a server."""
     spot = spot or {}
     used: dict[tuple[str, str], int] = {}
     for pool in pools:
@@ -240,7 +266,7 @@ def hour_gpus(
                 used=n,
                 existing=owned,
                 reserved=round(reserved, 6),
-                on_demand=round(max(n - on_spot - owned - reserved, 0.0), 6),
+                on_demand=round(o.paid_on_demand(n - on_spot - owned - reserved), 6),
                 spot=float(on_spot),
             )
         )
@@ -284,7 +310,9 @@ def peak_gpu_use(
     days: float,
     committed: dict[tuple[str, str], float],
 ) -> tuple[GpuUse, ...]:
-    """Per offer: the most GPUs used in any hour, and the month's cost of that offer."""
+    """Per offer: the most GPUs used in any hour, the GPUs beyond the existing fleet that
+    hour needs (in whole servers where GPUs come in servers:
+    models.operations.site.gpus_bought), and the month's cost of that offer."""
     uses = []
     for o in offers:
         key = (o.region, o.gpu)
@@ -306,8 +334,8 @@ def peak_gpu_use(
                 gpu=o.gpu,
                 used=most,
                 existing=o.existing,
-                purchased=max(0, most - o.existing),
-                available=o.existing + o.max_gpus,
+                purchased=gpus_bought(most, o.existing, o.gpus_per_server),
+                available=o.available,
                 price_per_gpu_hour=o.on_demand_price_per_gpu_hour,
                 cost_per_month=days * (reserved_cost + on_demand_cost),
             )

@@ -3,11 +3,12 @@ solver/ it reads the plan schema and the row names only).
 
 For every batch workload b and region r with volume:
 
-1. C_b recomputed: one replica of each soaking pool's configuration running b's mix
-   with no latency target (models.operations.batch_soak.batch_capacity); a dedicated batch pool's
-   replicas serve the same physics on their own configuration, times the spot goodput
-   (models.operations.pricing_tiers.spot_batch_goodput) for the share of its GPUs the hour pays on
-   spot.
+1. C_b recomputed (a soak's stated `batch_requests_per_s_per_replica` held to it): one
+   replica of each soaking pool's configuration running b's mix with no latency target
+   (models.operations.batch_soak.batch_capacity); a dedicated batch pool's replicas
+   serve the same physics on their own configuration, times the spot goodput
+   (models.operations.pricing_tiers.spot_batch_goodput) for the share of its GPUs the
+   hour pays on spot.
 2. The interactive pools keep their own load: per interactive (w, r) and hour,
    sum_c (n_c - x_c / C_b,c) x q_c x u >= the hour's warm rate, with x_c the batch
    requests/s the hour soaks on pool c and q_c its stated capacity per replica (which
@@ -38,7 +39,7 @@ CAPACITY_TOLERANCE = 1e-6
 
 def batch_replica(instance: Instance, batch: str, pool: ReplicaPool) -> ReplicaCapacity:
     """One replica of the pool's configuration running `batch`'s mix alone."""
-    workload = next(w for w in instance.workloads if w.name == batch)
+    workload = instance.workload(batch)
     model = instance.model_entry(workload.model)
     llm = instance.llm_specs[workload.model]
     gpu = instance.gpu_specs[pool.gpu]
@@ -129,6 +130,17 @@ def _check_shares(
             )
             continue
         c_b = _rate(instance, soak.batch, pool, rates)
+        if c_b > 0 and not math.isclose(
+            soak.batch_requests_per_s_per_replica, c_b, rel_tol=CAPACITY_TOLERANCE
+        ):
+            found.append(
+                Violation(
+                    requirement=f"soak[{soak.batch},{soak.workload},{pool.key},{soak.region}]"
+                    + mark,
+                    message=f"states {soak.batch_requests_per_s_per_replica:.6g} {soak.batch} "
+                    f"requests/s per replica; C_b recomputed is {c_b:.6g}",
+                )
+            )
         if c_b <= 0:
             found.append(
                 Violation(

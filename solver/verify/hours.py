@@ -12,7 +12,8 @@ the row names and the static verifier), never the program:
 3. Each hour's GPUs per offer: the pools' GPUs (batch included) equal `used`;
    used <= existing + max_gpus; existing + reserved + on-demand + spot covers used;
    reserved <= committed (`committed <= use` of the commitment is its own business: a
-   committed GPU may idle); on-demand <= max_on_demand_gpus.
+   committed GPU may idle); on-demand <= max_on_demand_gpus. With policy.buy_unit: node
+   committed and on-demand GPUs come in whole servers of gpus_per_node.
 4. Cost: each hour's cost recomputed (committed x reserved price + on-demand x price +
    spot x spot price), the month = hours_per_month / 24 x the day's sum.
 5. Months (policy.horizon_months): each month m >= 1 is checked by this verifier on its
@@ -24,25 +25,36 @@ the row names and the static verifier), never the program:
 6. Failover with a start time: where the warm pools of an hour fall short in a region
    loss for a workload with `slo.availability`, the replicas the hour says it starts
    after that loss (`Hour.failover_starts`) must, added to the warm pools, serve the
-   whole demand within supply (static verifier on the sum, the on-demand cap apart),
-   and the start window must fit the budget: m x (demand - what the warm survivors
-   serve, max-flow within reach) x T_s / (60 a) <= (1 - A) x month minutes, with T_s
-   = `policy.failover_start_s` (default the slowest replica start), a the workload's
-   average actual rate and m = max(1, the lost region's losses per month) (lambda x
-   month / 8,760 from `failure_probability_per_year`; 1 without it). The plan's stated
-   `error_budget_minutes_used` (worst hour per loss) is recomputed.
+   whole demand within supply and max_configs_per_pool (static verifier on the sum,
+   the on-demand cap apart), and the start window must fit the budget: m x (demand -
+   what the warm survivors serve, max-flow within reach) x T_s / (60 a) <= (1 - A) x
+   month minutes, with T_s = `policy.failover_start_s` (default the slowest replica
+   start), a the workload's average actual rate and m = max(1, the lost region's
+   losses per month) (lambda x month / 8,760 from `failure_probability_per_year`; 1
+   without it). The plan's stated `error_budget_minutes_used` (worst hour per loss) is
+   recomputed.
 7. Batch (solver.verify.batch): C_b recomputed, the soaked interactive pools keep their
    warm load, and every batch request meets its deadline in the hours' room.
 8. Interactive spot (`Hour.spot_pools`, policy.spot_confidence a): steps 2 and 6 judge
    each pool less Q(n u, a) replicas, its spot replicas down at once with confidence a
    (u = lambda T / (1 + lambda T), T = replica start + scale detection).
+9. Every other figure the plan states (every number finite, periods, the peak fleet and
+   its `gpus` table, commitments, idle hours, batch placements, headroom) against its
+   recomputation: solver.verify.hour_figures and solver.verify.hour_reports. A NaN
+   never passes a comparison: costs are compared with `totals.money_close`, which
+   refuses a non-finite amount.
 """
 
 from collections import defaultdict
 
-from models.operations.failover_budget import budget_minutes_per_month, budgeted_losses
+from models.operations.failover_budget import (
+    budget_minutes_per_month,
+    budgeted_losses,
+    expected_burn_minutes_per_year,
+)
 from models.operations.pricing_tiers import poisson_quantile, spot_down_fraction
 from models.operations.scenarios import ScenarioKind, failure_scenarios
+from models.operations.site import node_gpus
 from models.operations.time_demand import (
     failover_window_s,
     hour_instance,
@@ -53,10 +65,13 @@ from models.schema.instance import Instance
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.plan.time_records import Hour
-from solver.program.row_names import DemandRow, GpuSupplyRow
+from solver.program.row_names import ConfigsPerPoolRow, DemandRow, GpuSupplyRow
 from solver.verify.batch import check_batch
-from solver.verify.fleet import COST_TOLERANCE, ScenarioCheck, Verification, Violation, verify
+from solver.verify.fleet import ScenarioCheck, Verification, Violation, verify
+from solver.verify.hour_figures import close, finite_violations, stated_hour_figures
+from solver.verify.hour_reports import stated_report_figures
 from solver.verify.months import check_months
+from solver.verify.totals import money_close
 
 HOURS_PER_DAY = 24
 GPU_TOLERANCE = 1e-6
@@ -81,7 +96,7 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
     cost_per_day = 0.0
     peak_gpus = 0
     cache: dict = {}
-    budget_used: dict[tuple[str, str], float] = {}
+    budget_used: dict[tuple[str, str], list[tuple[int, float, float]]] = {}
     for hour in plan.hours:
         mark = f"@t{hour.hour:02d}"
         static = _check_hour_capacity(instance, hour, warm, cache, budget_used)
@@ -101,6 +116,14 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
             violations.append(
                 Violation(requirement=f"committed[{r},{g}]", message="no reserved price on offer")
             )
+        elif not _whole_servers(instance, g, count):
+            violations.append(
+                Violation(
+                    requirement=f"committed[{r},{g}]",
+                    message=f"commits {count:g} GPUs: not whole servers of "
+                    f"{node_gpus(instance, g)}",
+                )
+            )
         elif count > supply.max_gpus + GPU_TOLERANCE:
             violations.append(
                 Violation(
@@ -109,7 +132,7 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
                 )
             )
     cost = instance.policy.hours_per_month / HOURS_PER_DAY * cost_per_day
-    if plan.cost_per_month is not None and abs(plan.cost_per_month - cost) > COST_TOLERANCE:
+    if plan.cost_per_month is not None and not money_close(plan.cost_per_month, cost):
         violations.append(
             Violation(
                 requirement="cost",
@@ -118,7 +141,11 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
             )
         )
     violations += check_months(instance, plan, verify_hours)
-    _check_stated_budgets(plan, budget_used, violations)
+    _check_stated_budgets(instance, plan, budget_used, violations)
+    violations += finite_violations(plan) or [
+        *stated_hour_figures(instance, plan),
+        *stated_report_figures(instance, plan),
+    ]
     violations += check_batch(instance, plan.hours, warm)
     return Verification(
         ok=not violations,
@@ -165,7 +192,7 @@ def _check_hour_capacity(
     hour: Hour,
     warm: dict[tuple[str, str], tuple[float, ...]],
     cache: dict,
-    budget_used: dict[tuple[str, str], float],
+    budget_used: dict[tuple[str, str], list[tuple[int, float, float]]],
 ) -> Verification:
     """The static verifier on the hour's instance and its interactive pools; region
     losses of workloads with an availability target may lean on started replicas and
@@ -266,7 +293,7 @@ def _failover_checks(
     pools: tuple[ReplicaPool, ...],
     warm: Verification,
     cache: dict,
-    budget_used: dict[tuple[str, str], float],
+    budget_used: dict[tuple[str, str], list[tuple[int, float, float]]],
 ) -> list[Violation]:
     """The warm verification's violations, with each region loss of a workload with an
     availability target judged after the start (warm + started pools) and by its
@@ -293,8 +320,7 @@ def _failover_checks(
             average = sum(sum(r) for k, r in actual.items() if k[0] == w) / 24
             shortfall = max(check.demand_requests_per_s - check.servable_requests_per_s, 0.0)
             minutes = shortfall * window_s / (60.0 * average) if average > 0 else 0.0
-            key = (f.name, w)
-            budget_used[key] = max(budget_used.get(key, 0.0), minutes)
+            budget_used.setdefault((f.name, w), []).append((hour.hour, shortfall, minutes))
             if not mine:
                 continue
             violations = [v for v in violations if v not in mine]
@@ -312,7 +338,8 @@ def _failover_checks(
             after = _static(alone, pools + started, cache)
             for v in after.violations:
                 if v.requirement.startswith(prefix) or (
-                    v.requirement.startswith(GpuSupplyRow.family) and v not in warm.violations
+                    v.requirement.startswith((GpuSupplyRow.family, ConfigsPerPoolRow.family))
+                    and v not in warm.violations
                 ):
                     violations.append(
                         Violation(
@@ -350,19 +377,78 @@ def _started_within_cap(
 
 
 def _check_stated_budgets(
-    plan: Plan, budget_used: dict[tuple[str, str], float], violations: list[Violation]
+    instance: Instance,
+    plan: Plan,
+    budget_used: dict[tuple[str, str], list[tuple[int, float, float]]],
+    violations: list[Violation],
 ) -> None:
-    """Each stated worst-hour `budget_minutes_used` against the recomputed one."""
-    for row in plan.error_budget_minutes_used:
-        found = budget_used.get((row.scenario, row.workload))
-        if found is None or abs(found - row.budget_minutes_used) > 1e-6 * max(1.0, found):
+    """Each stated error-budget row against its recomputation (step 6): the worst hour
+    (most minutes, the earliest on a tie), its shortfall and minutes, the start window,
+    the month's budget, m, the replicas started then, and lambda x the mean minutes."""
+    months = instance.policy.hours_per_month
+    workloads = {w.name: w for w in instance.workloads}
+    risk = {r.name: r.failure_probability_per_year for r in instance.regions}
+    for index, row in enumerate(plan.error_budget_minutes_used):
+        hours = budget_used.get((row.scenario, row.workload))
+        where = f"error_budget_minutes_used[{index}]"
+        if not hours:
             violations.append(
                 Violation(
                     requirement=f"error_budget[{row.scenario},{row.workload}]",
                     message=f"states {row.budget_minutes_used:.4f} budget minutes used at "
-                    f"its worst hour; recomputed {found if found is not None else 'none'}",
+                    "its worst hour; recomputed none",
                 )
             )
+            continue
+        worst, shortfall, minutes = max(hours, key=lambda h: (h[2], -h[0]))
+        lost = row.scenario.removeprefix("lose=")
+        probability = risk.get(lost)
+        started = sum(
+            start.pool.count
+            for hour in plan.hours
+            if hour.hour == worst
+            for start in hour.failover_starts
+            if (start.scenario, start.pool.workload) == (row.scenario, row.workload)
+        )
+        availability = workloads[row.workload].slo.availability
+        burn = (
+            None
+            if probability is None
+            else expected_burn_minutes_per_year(probability, [h[2] for h in hours])
+        )
+        recomputed = {
+            "worst_hour": worst,
+            "shortfall_rps": shortfall,
+            "budget_minutes_used": minutes,
+            "failover_start_s": failover_window_s(instance),
+            "budget_minutes": budget_minutes_per_month(availability, months)
+            if availability is not None
+            else None,
+            "losses_per_month": budgeted_losses(probability, months),
+            "started_replicas": started,
+            "expected_burn_minutes_per_year": burn,
+        }
+        for name, value in recomputed.items():
+            stated = getattr(row, name)
+            same = (
+                stated is None and value is None
+                if stated is None or value is None
+                else close(stated, value)
+            )
+            if not same:
+                violations.append(
+                    Violation(
+                        requirement=f"{where}.{name}",
+                        message=f"error budget of {row.workload} after {row.scenario}: "
+                        f"states {stated}; recomputed {value}",
+                    )
+                )
+
+
+def _whole_servers(instance: Instance, gpu: str, gpus: float) -> bool:
+    """Whether `gpus` reserved or rented are whole servers (any count with buy_unit gpu)."""
+    n = node_gpus(instance, gpu)
+    return abs(gpus / n - round(gpus / n)) * n <= GPU_TOLERANCE
 
 
 def _check_hour_gpus(
@@ -385,8 +471,7 @@ def _check_hour_gpus(
     for (r, g), n in sorted(used.items()):
         region = instance.region(r)
         supply = region.supply.get(g)
-        existing = region.existing.get(g, 0)
-        available = existing + (supply.max_gpus if supply else 0)
+        existing, available = region.existing.get(g, 0), region.available_gpus(g)
         name = f"[{r},{g}]{mark}"
         if n > available:
             violations.append(
@@ -431,6 +516,14 @@ def _check_hour_gpus(
                     message=f"{row.on_demand:g} on-demand GPUs; max_on_demand_gpus is {cap}",
                 )
             )
+        if not _whole_servers(instance, g, row.on_demand):
+            violations.append(
+                Violation(
+                    requirement="on_demand" + name,
+                    message=f"{row.on_demand:g} on-demand GPUs: not whole servers of "
+                    f"{node_gpus(instance, g)}",
+                )
+            )
         cost += row.on_demand * instance.price_per_gpu_hour(r, g)
         if row.spot:
             if supply is None or supply.spot_price_per_gpu_hour is None:
@@ -439,7 +532,7 @@ def _check_hour_gpus(
                 )
             else:
                 cost += row.spot * supply.spot_price_per_gpu_hour
-    if abs(cost - hour.cost_per_hour) > COST_TOLERANCE:
+    if not money_close(hour.cost_per_hour, cost):
         violations.append(
             Violation(
                 requirement=f"cost{mark}",

@@ -1,15 +1,17 @@
 """The hour verifier's month checks (policy.horizon_months): every month of the horizon
 verified on its own, at its own demand, and the procurement rules between months
-(see solver.verify.hours, step 5)."""
+(see solver.verify.hours, step 5), each month's stated growth factor the largest (1 + g)^m."""
 
 import math
 from collections.abc import Callable
 
-from models.operations.procurement import month_instance
+from models.operations.procurement import month_factors, month_instance
+from models.operations.site import node_gpus
 from models.schema.instance import Instance
 from solver.plan.schema import Plan
-from solver.plan.time_records import Hour, MonthOffer
+from solver.plan.time_records import Hour, MonthOffer, ServerOrder
 from solver.verify.fleet import COST_TOLERANCE, Verification, Violation
+from solver.verify.totals import money_close
 
 HOURS_PER_DAY = 24
 GPU_TOLERANCE = 1e-6
@@ -21,7 +23,8 @@ def check_months(
     """Each month of the horizon on its own: month m's hours serve month m's grown
     demand (this verifier, run on the month's instance and hours; month 0 is the plan's
     own hours, checked by the caller), its commitments never fall and grow only by orders placed
-    `lead_time_months` ahead (none arrives before month L), and its figures add up.
+    `lead_time_months` ahead (none arrives before month L), and its figures add up (the
+    servers it orders to its added commitment, the horizon's cost to its months').
 
     Args:
         instance: the instance as written (month 0).
@@ -48,9 +51,18 @@ def check_months(
     for month in plan.months:
         where = f"month[{month.month}]"
         hours, committed = month.hours, month.committed
+        factor = max(month_factors(instance, month.month).values(), default=1.0)
+        if not math.isclose(month.growth_factor, factor, rel_tol=1e-9):
+            violations.append(
+                Violation(
+                    requirement=f"{where}.growth_factor",
+                    message=f"states {month.growth_factor:g}; the largest (1 + g)^m of the "
+                    f"workloads is {factor:g}",
+                )
+            )
         if month.month == 0:
             hours, committed = plan.hours, plan.committed
-            if abs(month.cost_per_month - (plan.cost_per_month or 0.0)) > COST_TOLERANCE:
+            if not money_close(month.cost_per_month, plan.cost_per_month or 0.0):
                 violations.append(
                     Violation(requirement=where, message="month 0 is not the plan's own cost")
                 )
@@ -72,7 +84,7 @@ def check_months(
                 for v in alone.violations
             ]
         total = math.fsum(offer.cost for offer in month.offers)
-        if abs(total - month.cost_per_month) > COST_TOLERANCE:
+        if not money_close(month.cost_per_month, total):
             violations.append(
                 Violation(
                     requirement=where,
@@ -102,6 +114,7 @@ def check_months(
                     )
                 )
             bought = count - previous.get(key, 0.0)
+            violations += _check_servers(instance, month.servers_ordered, offer, bought, name)
             if month.month > 0:  # month 0's commitment is the fleet the horizon starts with
                 _check_order(month.month, lead, bought, offer, name, violations)
             if bought > GPU_TOLERANCE and offer.order_month is not None:
@@ -127,7 +140,36 @@ def check_months(
                         f"need {due:g} ordered this month",
                     )
                 )
+    total = math.fsum(month.cost_per_month for month in plan.months)
+    if plan.horizon_cost is not None and abs(plan.horizon_cost - total) > COST_TOLERANCE:
+        violations.append(
+            Violation(
+                requirement="horizon_cost",
+                message=f"states ${plan.horizon_cost:,.2f}; its months sum to ${total:,.2f}",
+            )
+        )
     return violations
+
+
+def _check_servers(
+    instance: Instance, orders: tuple[ServerOrder, ...], offer: MonthOffer, bought: float, name: str
+) -> list[Violation]:
+    """The servers a month states it adds to an offer are the GPUs its commitment adds,
+    in servers of gpus_per_node (policy.buy_unit: node; one GPU each with buy_unit gpu)."""
+    n = node_gpus(instance, offer.gpu)
+    mine = [o for o in orders if (o.region, o.gpu) == (offer.region, offer.gpu)]
+    stated = sum(o.servers * o.gpus_per_server for o in mine)
+    if abs(stated - max(bought, 0.0)) <= GPU_TOLERANCE and all(
+        o.gpus_per_server == n for o in mine
+    ):
+        return []
+    return [
+        Violation(
+            requirement=name,
+            message=f"states {stated:g} GPUs of servers ordered; its commitment adds "
+            f"{max(bought, 0.0):g} GPUs in servers of {n}",
+        )
+    ]
 
 
 def _check_order(

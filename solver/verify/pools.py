@@ -17,7 +17,14 @@ from models.schema.instance import Instance
 from models.schema.serving_inputs import latency_targets, traffic_mix, workload_prefix_cache
 from models.serving.capacity import holds_at_tighter_ttft, replica_capacity
 from models.serving.pooling import planning_capacity
-from models.serving.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
+from models.serving.replica import (
+    LatencyTargets,
+    ReplicaCapacity,
+    ReplicaConfig,
+    Role,
+    ServingContext,
+    TrafficMix,
+)
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.program.row_names import ReplicasColumn
@@ -43,6 +50,11 @@ class RecomputedPool:
     """Whether the configuration fits and meets the SLO at some load."""
     physics: dict[int, ReplicaCapacity] = field(default_factory=dict)
     """Pool size -> the physics (shared by the pools of one configuration and workload)."""
+
+    @property
+    def serving(self) -> ServingContext:
+        """The configuration, traffic and efficiency the serving models read together."""
+        return ServingContext(self.config, self.mix, self.efficiency)
 
     @property
     def count(self) -> int:

@@ -37,9 +37,7 @@ def check_supply(
                 used[(e.region, e.gpu)] += e.count * e.replica_gpus
     for (r, g), n in sorted(used.items()):
         region = instance.region(r)
-        supply = region.supply.get(g)
-        existing = region.existing.get(g, 0)
-        available = existing + (supply.max_gpus if supply else 0)
+        existing, available = region.existing.get(g, 0), region.available_gpus(g)
         if n > available:
             violations.append(
                 Violation(

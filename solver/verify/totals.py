@@ -99,9 +99,7 @@ def recompute_totals(instance: Instance, plan: Plan) -> Totals:
 def available_gpus(instance: Instance, region: str, gpu: str) -> tuple[int, int]:
     """(existing, existing + max_gpus) of GPU type `gpu` in `region`."""
     spec = instance.region(region)
-    existing = spec.existing.get(gpu, 0)
-    supply = spec.supply.get(gpu)
-    return existing, existing + (supply.max_gpus if supply else 0)
+    return spec.existing.get(gpu, 0), spec.available_gpus(gpu)
 
 
 def over_supply(instance: Instance, totals: Totals) -> dict[tuple[str, str], str]:
@@ -139,7 +137,7 @@ def stated_figures(instance: Instance, plan: Plan, totals: Totals) -> list[Findi
     recomputation (items 1-4 of the module docstring)."""
     findings = [
         Finding(path, f"is {value}: every number in a plan must be finite")
-        for path, value in _non_finite(plan)
+        for path, value in non_finite(plan)
     ]
     findings += _gpu_table(instance, plan, totals)
     findings += _replica_costs(instance, plan)
@@ -235,17 +233,17 @@ def money_close(stated: float, recomputed: float) -> bool:
 # --- 1. finite numbers ------------------------------------------------------------------
 
 
-def _non_finite(value: object, path: str = "") -> Iterator[tuple[str, float]]:
+def non_finite(value: object, path: str = "") -> Iterator[tuple[str, float]]:
     """(field path, value) of every NaN or infinity inside a plan (models and tuples)."""
     if isinstance(value, float):
         if not math.isfinite(value):
             yield path, value
     elif isinstance(value, BaseModel):
         for name in type(value).model_fields:
-            yield from _non_finite(getattr(value, name), f"{path}.{name}" if path else name)
+            yield from non_finite(getattr(value, name), f"{path}.{name}" if path else name)
     elif isinstance(value, tuple):
         for index, item in enumerate(value):
-            yield from _non_finite(item, f"{path}[{index}]")
+            yield from non_finite(item, f"{path}[{index}]")
 
 
 # --- 2. the gpus table ------------------------------------------------------------------

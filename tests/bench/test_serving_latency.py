@@ -23,7 +23,7 @@ from models.physics.precision import Precision
 from models.physics.step_time import step_model
 from models.serving.capacity import replica_capacity
 from models.serving.latency import latency_at_concurrency_burst, latency_at_rate
-from models.serving.replica import LatencyTargets, ReplicaConfig, TrafficMix
+from models.serving.replica import LatencyTargets, ReplicaConfig, ServingContext, TrafficMix
 from solver.simulate.engine import ReplicaEngine, simulate_pool
 from solver.simulate.traffic import arrival_times_s
 
@@ -58,13 +58,15 @@ def test_serving_latency_against_published_rows():
         engine = ReplicaEngine(steps, offline.kv_capacity_tokens, efficiency.max_batch_sequences)
         if row["load_value"] == "INF":
             arrivals = np.zeros(requests)
-            burst = latency_at_concurrency_burst(config, mix, efficiency, requests, 1)
+            burst = latency_at_concurrency_burst(
+                ServingContext(config, mix, efficiency), requests, 1
+            )
             perf_ttft, perf_itl = burst.ttft_mean_s * 1e3, burst.tpot_mean_s * 1e3
         else:
             rate = float(row["load_value"])
             rng = np.random.default_rng(0)
             arrivals = arrival_times_s(rate, 10 * requests / rate, 1.0, rng)[:requests]
-            load = latency_at_rate(config, mix, efficiency, rate)
+            load = latency_at_rate(ServingContext(config, mix, efficiency), rate)
             perf_ttft = load.ttft_mean_s * 1e3
             perf_itl = load.tpot_mean_s * 1e3
         trace = simulate_pool(

@@ -124,7 +124,10 @@ def test_unreachable_slo_exits_3_with_the_best_value(run_cli):
         (["--model", "llama-3.3-70b", "--gpu", "no-such-gpu"], "unknown GPU"),
         (["--model", "llama-3.3-70b", "--gpu", "h100-sxm", "--tp", "3"], "does not divide"),
         (["--model", "llama-3.3-70b", "--gpu", "h100-sxm", "-p", "fp4"], "no fp4"),
-        (["--model", "llama-3.3-70b", "--gpu", "h100-sxm", "--tpot-p99-ms", "-5"], "positive"),
+        (
+            ["--model", "llama-3.3-70b", "--gpu", "h100-sxm", "--tpot-p99-ms", "-5"],
+            "--tpot-p99-ms: must be greater than 0 ms, got -5",
+        ),
     ],
 )
 def test_bad_input_exits_2(run_cli, flags, message):

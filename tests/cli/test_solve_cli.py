@@ -89,8 +89,29 @@ def test_verify_rejects_a_file_that_is_not_a_plan(tmp_path, run_cli):
     assert "replicas.0.region" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_explain_prints_limits_alternatives_and_slack(run_cli):
-    result = run_cli("explain", DEFAULT_INSTANCE)
+def two_region_file(tmp_path):
+    """Two regions surviving the loss of either, east with a second GPU type (A100, bf16)
+    to fall back on: every table of `explain` has rows, and its re-solves are small (the
+    default instance's took a minute)."""
+    inst = instance(
+        {
+            "east": {"h100-sxm": (64, 2.0), "a100-80gb-sxm": (64, 1.2)},
+            "west": {"h100-sxm": (64, 2.1)},
+        },
+        [workload("chat", {"east": 30.0, "west": 20.0}, max_failover_rtt_ms=80)],
+        gpus=["h100-sxm", "a100-80gb-sxm"],
+        models={"llama-3.1-8b": ["fp8", "bf16"]},
+        links=[("east", "west", 50)],
+        survive="region",
+        name="two-regions",
+    )
+    path = tmp_path / "two-regions.json"
+    path.write_text(inst.model_dump_json(exclude_unset=True))
+    return path
+
+
+def test_explain_prints_limits_alternatives_and_slack(tmp_path, run_cli):
+    result = run_cli("explain", two_region_file(tmp_path))
     assert result.exit_code == 0, result.stderr
     for heading in (
         "Binding constraints",

@@ -26,7 +26,7 @@ from models.serving.prefix_routing import (
     replica_loads,
     routed,
 )
-from models.serving.replica import LatencyTargets, ReplicaConfig, TrafficMix
+from models.serving.replica import LatencyTargets, ReplicaConfig, ServingContext, TrafficMix
 from solver.solve import solve
 from solver.verify.fleet import verify
 from tests.paths import INSTANCES
@@ -127,7 +127,7 @@ def test_affinity_hits_grow_with_the_pool_up_to_its_minimum():
     # 2,000 + 150 x 0.5% x 20,000 = 17,000 of a 24,000-token prompt, once every document
     # has a home: from the affinity minimum on.
     limit_hit = (2000 + 150 * 0.005 * 20_000) / 24_000
-    hits = [pool_kv(config, affinity, efficiency, n).hit_rate for n in range(1, 9)]
+    hits = [pool_kv(ServingContext(config, affinity, efficiency), n).hit_rate for n in range(1, 9)]
     n_min = 1 + next(i for i, h in enumerate(hits) if h == pytest.approx(limit_hit))
     assert n_min > 1
     assert all(a <= b + 1e-12 for a, b in itertools.pairwise(hits))
@@ -138,7 +138,9 @@ def test_affinity_hits_grow_with_the_pool_up_to_its_minimum():
     ]
     assert all(a <= b * (1 + 1e-9) for a, b in itertools.pairwise(rates))
     assert rates[n_min - 1] > rates[0]
-    assert pool_kv(config, affinity, efficiency, n_min).tiers_used == (TierName.HBM,)
+    assert pool_kv(ServingContext(config, affinity, efficiency), n_min).tiers_used == (
+        TierName.HBM,
+    )
 
 
 def test_plan_states_tiers_and_hit_rate_and_verify_recomputes_them():
@@ -166,7 +168,11 @@ def test_verify_refuses_a_pool_smaller_than_its_affinity_needs():
     # a plan that loads it as if affinity held fails the capacity check.
     instance = load_instance(AFFINITY)
     config, affinity, _, targets, efficiency = _doc_qa()
-    n_min = next(n for n in range(1, 64) if pool_kv(config, affinity, efficiency, n).hit_rate > 0.7)
+    n_min = next(
+        n
+        for n in range(1, 64)
+        if pool_kv(ServingContext(config, affinity, efficiency), n).hit_rate > 0.7
+    )
     small = n_min - 1
     as_if = replica_capacity(config, affinity, targets, efficiency, n_min).requests_per_s
     real = replica_capacity(config, affinity, targets, efficiency, small).requests_per_s

@@ -28,8 +28,9 @@ q_top(c) each (the candidate's ceiling, an unlimited pool's capacity per replica
 q(n) <= q_top, so the row stays sound at any pool size). The row is the `none`
 scenario's at the warm rate: the autoscaler's headroom is never soaked, and batch
 yields to failover (a loss is rare; its deadline slips). Dedicated GPUs join every
-period's supply row, and the on-demand ones its pricing rows: a committed GPU the
-interactive trough leaves idle hosts batch for free.
+period's supply row and purchase row (so the period's whole servers, power and racks
+count them: solver.program.families.servers, power), and the on-demand ones its pricing
+rows: a committed GPU the interactive trough leaves idle hosts batch for free.
 """
 
 import math
@@ -44,6 +45,8 @@ from solver.candidates.pools import physics_of
 from solver.candidates.table import Candidate, CandidateTable
 from solver.program.families import FAMILIES, register
 from solver.program.families.capacity import CapacityRow
+from solver.program.families.supply import PurchaseRow
+from solver.program.families.variables import PurchasedColumn
 from solver.program.lp import Constraint, LinearProgram, Sense
 from solver.program.row_names import GpuSupplyRow, Index, ReplicasColumn
 
@@ -216,6 +219,7 @@ def add_batch_work(
                     if option.tier == "on_demand":
                         used.setdefault((r, option.candidate.gpu, hour), {})[option.column] = gpus
                     _join_supply(lp, instance, r, option.candidate.gpu, hour, option.column, gpus)
+                    _join_purchase(lp, instance, r, option.candidate.gpu, hour, option.column, gpus)
             room = {h: {} for h in range(HOURS_PER_DAY)}
             for option in dedicated:
                 for h in room:
@@ -262,7 +266,7 @@ def _soak_options(instance: Instance, b, r: str, parts: list) -> tuple[SoakOptio
     for part in parts:
         sets = part.program.sets
         for pool in sets.pools:
-            owner = next(w for w in instance.workloads if w.name == pool.workload)
+            owner = instance.workload(pool.workload)
             c = pool.candidate
             if pool.region != r or owner.model != b.model or c.role is not Role.UNIFIED:
                 continue
@@ -326,12 +330,32 @@ def _join_supply(
     name = GpuSupplyRow(r, g).name() + f"@t{hour:02d}"
     row = lp.constraints.get(name)
     if row is None:
-        region = instance.region(r)
-        supply = region.supply.get(g)
-        available = region.existing.get(g, 0) + (supply.max_gpus if supply else 0)
+        available = instance.region(r).available_gpus(g)
         lp.add_constraint(name, GpuSupplyRow.family, {column: gpus}, Sense.LE, float(available))
         return
     coefficients = {**row.coefficients, column: gpus}
+    lp.constraints[name] = Constraint(name, row.family, coefficients, row.sense, row.rhs)
+
+
+def _join_purchase(
+    lp: LinearProgram, instance: Instance, r: str, g: str, hour: int, column: str, gpus: float
+) -> None:
+    """The dedicated GPUs join the period's purchase[r,g] row, purchased >= used -
+    existing (a new one where the period has none but buys the type), so that its
+    whole servers and site rows count them."""
+    mark = f"@t{hour:02d}"
+    purchased = PurchasedColumn(r, g).name() + mark
+    if purchased not in lp.variables:
+        return
+    name = PurchaseRow(r, g).name() + mark
+    row = lp.constraints.get(name)
+    if row is None:
+        existing = float(instance.region(r).existing.get(g, 0))
+        lp.add_constraint(
+            name, PurchaseRow.family, {purchased: 1.0, column: -gpus}, Sense.GE, -existing
+        )
+        return
+    coefficients = {**row.coefficients, column: -gpus}
     lp.constraints[name] = Constraint(name, row.family, coefficients, row.sense, row.rhs)
 
 

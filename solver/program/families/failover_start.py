@@ -23,6 +23,12 @@ candidate c of w in d:
                          (only where `max_on_demand_gpus` = K is given: started
                          replicas are paid on demand and share the cap with the hour's
                          own on-demand GPUs)
+    started_open[f,w,c,d]@p:  started - N x pool_used[w,c,d]@p <= 0
+                         (only with policy.max_configs_per_pool: a configuration
+                         started after a loss is one the pool counts in its
+                         configs_per_pool row, solver.program.families.simplicity, so
+                         warm and started replicas together keep the limit; N the
+                         pool's replica bound)
 
 B_w = (1 - A_w) x month minutes (models.operations.failover_budget.budget_minutes_per_month);
 a_w = w's average actual rate over the day, all regions (the budget counts requests,
@@ -51,6 +57,7 @@ from models.serving.replica import Role
 from solver.program.build import FleetProgram
 from solver.program.families import FAMILIES, register
 from solver.program.families.capacity import CapacityRow
+from solver.program.families.variables import PoolUsedColumn
 from solver.program.lp import Constraint, LinearProgram, Sense
 from solver.program.row_names import Index, ReplicasColumn
 
@@ -142,6 +149,26 @@ START_ON_DEMAND = register(
 
 
 @dataclass(frozen=True)
+class StartedOpenRow(Index):
+    """started_open[f,w,c,d]."""
+
+    family: ClassVar[str] = "started_open"
+    scenario: str
+    workload: str
+    candidate: str
+    region: str
+
+
+STARTED_OPEN = register(
+    StartedOpenRow,
+    "replicas started after a loss run a configuration the pool counts against "
+    "max_configs_per_pool",
+    "$/month per replica",
+    reported=False,
+)
+
+
+@dataclass(frozen=True)
 class FailoverTerms:
     """What the rows of one instance read, once for all periods."""
 
@@ -193,6 +220,7 @@ def add_failover_start(
     sets = program.sets
     instance = sets.instance
     epsilon = STARTED_EPSILON * sets.tie_break_per_gpu * weight_hours / 24
+    limit = instance.policy.max_configs_per_pool
     for f in sets.routing_scenarios:
         if f.kind is not ScenarioKind.REGION or f.lost_region is None:
             continue
@@ -212,6 +240,16 @@ def add_failover_start(
                     name = StartedColumn(f.name, w, c.key, d).name() + mark
                     lp.add_variable(name, upper=float(pool.max_replicas), integer=True)
                     lp.add_objective({name: epsilon * c.gpus})
+                    used = PoolUsedColumn(w, c.key, d).name() + mark
+                    if limit is not None and used in lp.variables:
+                        _add_marked(
+                            lp,
+                            StartedOpenRow(f.name, w, c.key, d),
+                            mark,
+                            {name: 1.0, used: -float(pool.max_replicas)},
+                            Sense.LE,
+                            0.0,
+                        )
                     # a started replica serves the rerouted users too: its lone capacity
                     # at the TTFT target less their round trip where any may come
                     rerouted = sets.failover_tiers(f.name, pool)
@@ -256,9 +294,7 @@ def add_failover_start(
                 for p in sets.pools
                 if p.region == d and p.candidate.gpu == g
             }
-            region = instance.region(d)
-            supply = region.supply.get(g)
-            available = region.existing.get(g, 0) + (supply.max_gpus if supply else 0)
+            available = instance.region(d).available_gpus(g)
             _add_marked(
                 lp,
                 StartSupplyRow(f.name, d, g),

@@ -14,13 +14,31 @@ optional reserved price p_res and on-demand cap K (`max_on_demand_gpus`, default
             + epsilon x sum_p (w_p / 24) x used[r,g,p]
 
 days = hours_per_month / 24: the objective is $/month, the sum over the day's hours
-repeated over the month. committed is continuous: the cost is piecewise linear and
-convex in it with breakpoints at the hours' integer needs (`models.operations.pricing_tiers`), so
-an optimum sits at a whole GPU count. epsilon is the static program's tie-break per GPU
-(fewer GPUs among equal-cost plans), weighted by the hours a period stands for.
-gpu_cover's dual is what one more owned GPU in that period would save per month (<= 0
-in $/month per GPU); the committed column's reduced cost is the newsvendor rule: commit
-while the hours above the base cost more on demand than the commitment.
+repeated over the month. With single GPUs (n = 1: policy.buy_unit gpu, or a one-GPU
+server) committed is continuous: the cost is piecewise linear and convex in it with
+breakpoints at the hours' integer needs (`models.operations.pricing_tiers`), so an
+optimum sits at a whole GPU count.
+
+Whole servers (policy.buy_unit: node, n = gpus_per_node > 1): GPUs are reserved and
+rented as whole servers, as the static program buys them (solver.program.families.servers):
+
+    committed_servers[r,g]     integer, 0 <= . <= floor(M / n)
+    on_demand_servers[r,g,p]   integer, 0 <= . <= floor(K / n)
+    committed_whole[r,g]:      committed[r,g] - n x committed_servers[r,g] = 0
+    on_demand_whole[r,g,p]:    on_demand[r,g,p] - n x on_demand_servers[r,g,p] = 0
+
+so on_demand = n x ceil(max(0, used - E - spot - committed) / n) at the optimum, and
+with one period of 24 hours and no reserved price the cost is the static program's,
+hours_per_month x p_od x n x ceil(max(0, used - E) / n). The existing fleet counts as
+it is (any number of GPUs); spot GPUs are rented one replica at a time. Both rows are
+bookkeeping (their dual is the price of a GPU in a server) and not reported.
+
+epsilon is the static program's tie-break per GPU (fewer GPUs among equal-cost plans),
+weighted by the hours a period stands for.
+gpu_cover's shadow price is what one GPU fewer owned in that period would cost per month
+(>= 0, $/month per GPU: days x w_p x p_od where the period rents on demand; one more
+owned GPU saves as much); the committed column's reduced cost is the newsvendor rule:
+commit while the hours above the base cost more on demand than the commitment.
 
 Spot capacity is not offered to interactive pools here: an SLO that holds only in
 expectation over independent interruptions is the wrong guarantee for correlated
@@ -28,6 +46,7 @@ reclaims. Spot serves dedicated batch replicas (solver.program.families.batch_wo
 work is redone.
 """
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -65,10 +84,60 @@ class GpuCoverRow(Index):
     period: int
 
 
+@dataclass(frozen=True)
+class CommittedServersColumn(Index):
+    """committed_servers[r,g]: whole servers reserved (policy.buy_unit: node)."""
+
+    family: ClassVar[str] = "committed_servers"
+    region: str
+    gpu: str
+
+
+@dataclass(frozen=True)
+class OnDemandServersColumn(Index):
+    """on_demand_servers[r,g,p]: whole servers rented in the period starting at hour p."""
+
+    family: ClassVar[str] = "on_demand_servers"
+    region: str
+    gpu: str
+    period: int
+
+
+@dataclass(frozen=True)
+class CommittedWholeRow(Index):
+    """committed_whole[r,g]."""
+
+    family: ClassVar[str] = "committed_whole"
+    region: str
+    gpu: str
+
+
+@dataclass(frozen=True)
+class OnDemandWholeRow(Index):
+    """on_demand_whole[r,g,p]."""
+
+    family: ClassVar[str] = "on_demand_whole"
+    region: str
+    gpu: str
+    period: int
+
+
 GPU_COVER = register(
     GpuCoverRow,
     "GPUs used in the period are owned, committed or paid on demand",
     "$/month per GPU",
+)
+COMMITTED_WHOLE = register(
+    CommittedWholeRow,
+    "reserved GPUs come in whole servers of gpus_per_node",
+    "$/month per GPU",
+    reported=False,
+)
+ON_DEMAND_WHOLE = register(
+    OnDemandWholeRow,
+    "on-demand GPUs are rented in whole servers of gpus_per_node",
+    "$/month per GPU",
+    reported=False,
 )
 
 
@@ -80,11 +149,25 @@ class OfferTerms:
     gpu: str
     existing: int
     max_gpus: int
+    available: int
+    """Existing plus purchasable (`Region.available_gpus`)."""
     on_demand_price_per_gpu_hour: float
     reserved_price_per_gpu_hour: float | None
     max_on_demand_gpus: int
     spot_price_per_gpu_hour: float | None = None
     """Where spot is offered (dedicated batch replicas only)."""
+    gpus_per_server: int = 1
+    """n: GPUs reserved and rented together (gpus_per_node with policy.buy_unit: node)."""
+
+    def paid_on_demand(self, need_gpus: float) -> float:
+        """GPUs rented on demand for a need beyond what is owned, committed and on spot:
+        n x ceil(max(0, need) / n) (the program's on_demand at its optimum)."""
+        n = self.gpus_per_server
+        if need_gpus <= 1e-9:
+            return 0.0
+        if n == 1:
+            return need_gpus
+        return float(n * math.ceil(need_gpus / n - 1e-9))
 
 
 def add_pricing(
@@ -104,10 +187,18 @@ def add_pricing(
     days = hours_per_month / 24
     for offer in offers:
         r, g = offer.region, offer.gpu
+        n = offer.gpus_per_server
         committed = None
         if offer.reserved_price_per_gpu_hour is not None:
             committed = lp.add_variable(CommittedColumn(r, g).name(), upper=float(offer.max_gpus))
             lp.add_objective({committed: days * 24 * offer.reserved_price_per_gpu_hour})
+            if n > 1:
+                servers = lp.add_variable(
+                    CommittedServersColumn(r, g).name(), upper=offer.max_gpus // n, integer=True
+                )
+                add_row(
+                    lp, CommittedWholeRow(r, g), {committed: 1.0, servers: -float(n)}, Sense.EQ, 0
+                )
         for period, weight in weight_hours.items():
             used = used_terms.get((r, g, period))
             if not used:
@@ -116,6 +207,19 @@ def add_pricing(
                 OnDemandColumn(r, g, period).name(), upper=float(offer.max_on_demand_gpus)
             )
             lp.add_objective({on_demand: days * weight * offer.on_demand_price_per_gpu_hour})
+            if n > 1:
+                servers = lp.add_variable(
+                    OnDemandServersColumn(r, g, period).name(),
+                    upper=offer.max_on_demand_gpus // n,
+                    integer=True,
+                )
+                add_row(
+                    lp,
+                    OnDemandWholeRow(r, g, period),
+                    {on_demand: 1.0, servers: -float(n)},
+                    Sense.EQ,
+                    0.0,
+                )
             lp.add_objective({var: tie_break_per_gpu * weight / 24 * n for var, n in used.items()})
             terms = {var: -n for var, n in used.items()}
             terms[on_demand] = 1.0

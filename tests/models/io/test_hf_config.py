@@ -21,7 +21,10 @@ from tests.paths import DEFAULT_INSTANCE, REPO
 
 FIXTURES = REPO / "tests" / "fixtures" / "hf_configs"
 FIXTURE_FILES = sorted(FIXTURES.glob("*.json"))
-FAMILIES = {"llama", "qwen2", "qwen3", "qwen3_moe", "mixtral", "deepseek_v3", "gpt_oss", "llama4"}
+FAMILIES = {
+    "llama", "qwen2", "qwen3", "qwen3_moe", "mixtral", "deepseek_v3", "gpt_oss", "llama4",
+    "kimi_k25", "minimax_m2", "qwen3_5_moe",
+}  # fmt: skip
 
 
 def _config(stem: str) -> dict:
@@ -63,6 +66,48 @@ def test_llama4_reads_the_nested_text_config():
     assert (spec.experts, spec.shared_experts, spec.moe_intermediate_size) == (16, 1, 8192)
     assert (spec.moe_layers, spec.sliding_window_layers) == (48, 48 - 48 // 4)
     assert spec.sliding_window_tokens == 8192
+
+
+def test_kimi_k2_reads_as_deepseek_v3_flat_or_nested():
+    flat = _config("kimi-k2.5")
+    k2 = llm_from_hf_config({**flat, "model_type": "kimi_k2"}, "k2")
+    assert (k2.experts, k2.first_dense_layers, k2.attention) == (384, 1, "mla")
+    nested = {"model_type": "kimi_k25", "text_config": {**flat, "model_type": "kimi_k2"}}
+    not_shapes = {"display_name", "sources"}
+    assert llm_from_hf_config(nested, "k2").model_dump(exclude=not_shapes) == (
+        k2.model_dump(exclude=not_shapes)
+    )
+
+
+def test_minimax_m2_refuses_lightning_attention_and_shared_experts():
+    config = _config("minimax-m2.5")
+    spec = llm_from_hf_config({**config, "attn_type_list": [1] * 62}, "m2")
+    assert (spec.experts, spec.moe_intermediate_size, spec.shared_experts) == (256, 1536, 0)
+    with pytest.raises(HfConfigError, match="attn_type_list"):
+        llm_from_hf_config({**config, "attn_type_list": [0, 1] * 31}, "m1")
+    with pytest.raises(HfConfigError, match="shared_intermediate_size"):
+        llm_from_hf_config({**config, "shared_intermediate_size": 512}, "m2")
+
+
+def test_qwen35_reads_the_hybrid_layers_and_the_state_window():
+    spec = llm_from_hf_config(_config("qwen3.5-397b-a17b"), "q35")
+    assert (spec.linear_attention_layers, spec.full_attention_layers) == (45, 15)
+    assert spec.attention_output_gate and spec.shared_experts == 1
+    # (64 x 128 x 128 state + (2 x 16 x 128 + 64 x 128) x 3 conv) // (2 x 2 x 256)
+    assert spec.sliding_window_tokens == (64 * 128 * 128 + 12288 * 3) // 1024 == 1060
+    text = _config("qwen3.5-397b-a17b")["text_config"]
+    wider_shared = {**text, "shared_expert_intermediate_size": 2048}
+    wider = {"model_type": "qwen3_5_moe", "text_config": wider_shared}
+    with pytest.raises(HfConfigError, match="shared_expert_intermediate_size"):
+        llm_from_hf_config(wider, "q35")
+    by_interval = {k: v for k, v in text.items() if k != "layer_types"}  # every 4th full
+    from_interval = llm_from_hf_config({"model_type": "qwen3_5_moe_text", **by_interval}, "q35")
+    assert from_interval.model_dump(exclude={"sources"}) == spec.model_dump(exclude={"sources"})
+    odd = {"model_type": "qwen3_5_moe", "text_config": {**text, "layer_types": ["mamba"] * 60}}
+    with pytest.raises(HfConfigError, match="layer_types"):
+        llm_from_hf_config(odd, "q35")
+    with pytest.raises(HfConfigError, match="text_config"):
+        llm_from_hf_config({"model_type": "qwen3_5_moe"}, "q35")
 
 
 def test_gpt_oss_reads_windows_and_mxfp4_experts():

@@ -126,9 +126,10 @@ def test_profile_with_a_peak_rate_scales_its_highest_hour_to_it():
     ("profile", "expected"),
     [
         ([1.0] * 23, "needs 24 values, got 23"),
-        ([1.0] * 23 + [-1.0], "hourly_profile[23] must be a finite value >= 0"),
-        ([1.0] * 23 + [math.nan], "hourly_profile[23] must be a finite value >= 0"),
-        ([1.0] * 23 + [math.inf], "hourly_profile[23] must be a finite value >= 0"),
+        ([1.0] * 23 + [-1.0], "hourly_profile[23]: must be at least 0, got -1"),
+        ([1.0] * 23 + [math.nan], "hourly_profile[23]: must be a finite number"),
+        ([1.0] * 23 + [math.inf], "hourly_profile[23]: must be a finite number"),
+        ([1.0] * 23 + [1e308], "hourly_profile[23]: must be at most"),  # 24 x 1e308 = inf
         ([0.0] * 24, "all zero"),
     ],
 )

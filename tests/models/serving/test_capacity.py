@@ -17,7 +17,14 @@ from models.serving.batch_model import batch_p99
 from models.serving.capacity import UNLIMITED_POOL, replica_capacity
 from models.serving.frontier import operating_point, throughput_frontier
 from models.serving.queueing import pooled_wait_p99_s, wait_quantile_s
-from models.serving.replica import LatencyTargets, Limit, ReplicaConfig, Role, TrafficMix
+from models.serving.replica import (
+    LatencyTargets,
+    Limit,
+    ReplicaConfig,
+    Role,
+    ServingContext,
+    TrafficMix,
+)
 from models.serving.replica_layout import kv_transfer_s
 
 BF16, FP8, FP4 = Precision.BF16, Precision.FP8, Precision.FP4
@@ -69,13 +76,13 @@ def test_littles_law_fixed_point():
 
 def test_operating_point_solves_the_fixed_point_for_a_rate():
     cfg = config()
-    point = operating_point(cfg, CHAT, EFF, 2.0)
+    point = operating_point(ServingContext(cfg, CHAT, EFF), 2.0)
     assert point is not None
     assert point.requests_per_s == pytest.approx(2.0, rel=1e-6)
     assert point.batch == pytest.approx(
         2.0 * CHAT.output_mean_tokens * point.decode_step_s, rel=1e-6
     )
-    assert operating_point(cfg, CHAT, EFF, 1e6) is None
+    assert operating_point(ServingContext(cfg, CHAT, EFF), 1e6) is None
 
 
 def test_targets_bind_and_are_met_at_the_operating_point():
@@ -200,13 +207,13 @@ def test_chunked_prefill_steals_decode_time():
 
 
 def test_frontier_trades_user_speed_for_gpu_throughput():
-    points = throughput_frontier(config(), CHAT, LatencyTargets(0.8, 0.05), EFF)
+    points = throughput_frontier(ServingContext(config(), CHAT, EFF), LatencyTargets(0.8, 0.05))
     assert len(points) >= 5
     for a, b in pairwise(points):
         assert b.tokens_per_s_per_user <= a.tokens_per_s_per_user
         assert b.output_tokens_per_s_per_gpu >= a.output_tokens_per_s_per_gpu
     assert points[0].meets_slo and not points[-1].meets_slo
-    assert throughput_frontier(config(tp=3), CHAT, OFFLINE, EFF) == []
+    assert throughput_frontier(ServingContext(config(tp=3), CHAT, EFF), OFFLINE) == []
 
 
 def test_batch_p99_is_poisson():

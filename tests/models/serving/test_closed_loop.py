@@ -1,6 +1,7 @@
 """Closed-loop benchmark clients (models.serving.closed_loop): C users that start together,
 replayed iteration by iteration, checked against waves worked out by hand."""
 
+import json
 import math
 
 import pytest
@@ -12,7 +13,7 @@ from models.physics.efficiency import efficiency_for
 from models.physics.precision import Precision
 from models.serving.closed_loop import replay_closed_loop
 from models.serving.latency import latency_at_concurrency_burst
-from models.serving.replica import ReplicaConfig, TrafficMix
+from models.serving.replica import ReplicaConfig, ServingContext, TrafficMix
 from models.serving.replica_layout import replica_step_model
 
 TAU = 0.010
@@ -98,7 +99,9 @@ def test_a_lone_user_sees_one_prefill_iteration_and_the_decode_step():
     config = ReplicaConfig(gpu, llm, Precision.BF16, Precision.BF16, 1, 1)
     efficiency = efficiency_for(gpu, Precision.BF16)
     mix = TrafficMix.fixed(1000, 100)
-    run = latency_at_concurrency_burst(config, mix, efficiency, 1, requests_per_user=1)
+    run = latency_at_concurrency_burst(
+        ServingContext(config, mix, efficiency), 1, requests_per_user=1
+    )
     steps = replica_step_model(config, efficiency)
     context = 1000 + 100 / 2
     prefill_context = 1000 / 2
@@ -113,7 +116,33 @@ def test_a_burst_waits_longer_than_staggered_arrivals():
     config = ReplicaConfig(gpu, llm, Precision.BF16, Precision.BF16, 1, 1)
     efficiency = efficiency_for(gpu, Precision.BF16)
     mix = TrafficMix.fixed(2000, 200)
-    lone = latency_at_concurrency_burst(config, mix, efficiency, 1)
-    few = latency_at_concurrency_burst(config, mix, efficiency, 16)
-    many = latency_at_concurrency_burst(config, mix, efficiency, 64)
+    lone = latency_at_concurrency_burst(ServingContext(config, mix, efficiency), 1)
+    few = latency_at_concurrency_burst(ServingContext(config, mix, efficiency), 16)
+    many = latency_at_concurrency_burst(ServingContext(config, mix, efficiency), 64)
     assert lone.ttft_mean_s < few.ttft_mean_s < many.ttft_mean_s
+
+
+PERF_ONE = ("perf", "-m", "llama-3.1-8b", "--gpu", "h100-sxm", "--precision", "bf16",
+            "-i", "1000", "-o", "100", "--json")  # fmt: skip
+
+
+def test_perf_concurrency_replays_the_tools_burst_by_default(run_cli):
+    """One user: every request runs alone, so each TTFT is one prefill iteration of the
+    whole 1,000-token prompt with nothing decoding, t(0, 1000), and the JSON says
+    `arrivals: burst`; --arrivals steady gives the staggered fixed point instead."""
+    burst = json.loads(run_cli(*PERF_ONE, "--concurrency", "1").stdout)
+    steady = json.loads(run_cli(*PERF_ONE, "--concurrency", "1", "--arrivals", "steady").stdout)
+    gpu, llm = catalog.gpu("h100-sxm"), catalog.llm("llama-3.1-8b")
+    config = ReplicaConfig(gpu, llm, Precision.BF16, Precision.BF16, 1, 1)
+    steps = replica_step_model(config, efficiency_for(gpu, Precision.BF16))
+    one_prefill_ms = steps.iteration_s(0, 1000 + 100 / 2, 1000, 1000 / 2) * 1e3
+    assert burst["arrivals"] == "burst" and steady["arrivals"] == "steady"
+    assert burst["ttft_mean_ms"] == pytest.approx(one_prefill_ms)
+    assert burst["in_flight"] == 1
+    assert steady["ttft_mean_ms"] != pytest.approx(one_prefill_ms)
+
+
+def test_a_burst_replays_whole_users(run_cli):
+    result = run_cli(*PERF_ONE, "--concurrency", "2.5")
+    assert result.exit_code == 2 and "--arrivals steady" in result.stderr
+    assert run_cli(*PERF_ONE, "--concurrency", "2.5", "--arrivals", "steady").exit_code == 0

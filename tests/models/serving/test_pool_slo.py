@@ -22,7 +22,7 @@ from models.physics.precision import Precision
 from models.schema.traffic import TokenDistribution
 from models.serving.capacity import replica_capacity
 from models.serving.latency import latency_at_rate
-from models.serving.replica import LatencyTargets, ReplicaConfig, TrafficMix
+from models.serving.replica import LatencyTargets, ReplicaConfig, ServingContext, TrafficMix
 from models.serving.replica_layout import replica_step_model
 from solver.simulate.engine import ReplicaEngine, simulate_pool
 from solver.simulate.traffic import arrival_times_s, token_lengths
@@ -71,7 +71,9 @@ def _pool_at_capacity(case: str, replicas: int, dispatch: str):
     efficiency = efficiency_for(config.gpu, FP8)
     capacity = replica_capacity(config, mix, targets, efficiency, replicas)
     assert capacity.meets_slo
-    analytic = latency_at_rate(config, mix, efficiency, capacity.requests_per_s, replicas)
+    analytic = latency_at_rate(
+        ServingContext(config, mix, efficiency), capacity.requests_per_s, replicas
+    )
     offline = replica_capacity(config, mix, LatencyTargets(), efficiency)
     engine = ReplicaEngine(
         replica_step_model(config, efficiency),

@@ -117,8 +117,11 @@ def _optimum(lp, reduction=None) -> float:
 def test_the_reduction_keeps_every_workload_programs_optimum(seed, survive, disaggregation):
     """Each workload program of a generated instance (random prices and supply per
     region; unified, or prefill and decode pools too), and the whole, solved exactly
-    with and without the reduction: the same optimum."""
-    _same_optimum(seed, survive, disaggregation)
+    with and without the reduction: the same optimum. Two regions, the fewest with a
+    region loss to survive: with three, the exact solves of split pools under region loss
+    took four times as long; with two, the reduction still drops pools in every program
+    tried (9 to 54 bounds per instance)."""
+    _same_optimum(seed, survive, disaggregation, regions=2)
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -129,8 +132,8 @@ def test_the_reduction_keeps_the_optimum_under_zone_and_replica_loss(seed, survi
     _same_optimum(seed, survive, disaggregation=False)
 
 
-def _same_optimum(seed: int, survive: str, disaggregation: bool) -> None:
-    data = generated_data(3, 2, 4, survive=survive, seed=seed)
+def _same_optimum(seed: int, survive: str, disaggregation: bool, regions: int = 3) -> None:
+    data = generated_data(regions, 2, 4, survive=survive, seed=seed)
     data["policy"]["disaggregation"] = disaggregation
     inst = validate_instance(data, data["name"])
     program = build_program(inst, build_candidates(inst, SolveSettings.of(inst)))

@@ -12,7 +12,7 @@ from models.physics.efficiency import efficiency_for
 from models.physics.precision import Precision
 from models.schema.instance import Workload
 from models.serving.capacity import replica_capacity
-from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.serving.replica import LatencyTargets, ReplicaConfig, Role, ServingContext, TrafficMix
 from models.serving.replica_layout import kv_transfer_s, replica_step_model
 from solver.simulate.disaggregated import prefill_lanes, simulate_pair
 from tests import synthetic
@@ -93,9 +93,9 @@ def test_a_pipelined_prefill_replica_is_replayed_as_one_lane_per_stage():
     staged = ReplicaConfig(GPU, LLM, Precision.BF16, Precision.BF16, 1, 2, Role.PREFILL)
     mix = TrafficMix.fixed(PROMPT, OUTPUT)
     whole_kv_tokens = replica_capacity(staged, mix, LatencyTargets(), EFFICIENCY).kv_capacity_tokens
-    lane, count = prefill_lanes(staged, mix, EFFICIENCY, 3)
+    lane, count = prefill_lanes(ServingContext(staged, mix, EFFICIENCY), 3)
     assert count == 3 * 2
     assert lane.token_budget == replica_step_model(staged, EFFICIENCY).chunk_tokens
     assert lane.kv_capacity_tokens == pytest.approx(whole_kv_tokens / 2)
-    flat, flat_count = prefill_lanes(PREFILL, mix, EFFICIENCY, 3)
+    flat, flat_count = prefill_lanes(ServingContext(PREFILL, mix, EFFICIENCY), 3)
     assert flat_count == 3 and flat.token_budget == flat.steps.chunk_tokens

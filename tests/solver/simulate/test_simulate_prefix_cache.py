@@ -16,7 +16,7 @@ from models.physics.precision import Precision
 from models.schema.serving_inputs import traffic_mix, workload_prefix_cache
 from models.serving.capacity import replica_capacity
 from models.serving.prefix_kv import pool_mix_tokens
-from models.serving.replica import LatencyTargets, ReplicaConfig
+from models.serving.replica import LatencyTargets, ReplicaConfig, ServingContext
 from solver.plan.schema import Plan
 from solver.simulate.disaggregated import cached_tokens, replica_engine
 from solver.simulate.effects import engine_effects
@@ -78,7 +78,7 @@ def test_plan_verifier_and_simulator_read_one_prefix_cache(tmp_path, run_cli, na
     assert kv.hit_rate > 0.5 and pool.prefix_hit_rate == pytest.approx(kv.hit_rate, rel=1e-12)
     assert [t.value for t in kv.tiers_used] == list(pool.kv_tiers_used)
     prompts = np.array([24_000, 10_000])
-    cached = cached_tokens(prompts, config, mix, efficiency, pool.count)
+    cached = cached_tokens(prompts, ServingContext(config, mix, efficiency), pool.count)
     assert list(cached) == [np.floor(24_000 * kv.hit_rate), np.floor(10_000 * kv.hit_rate)]
 
 
@@ -88,14 +88,15 @@ def test_the_simulated_cache_holds_the_planned_number_of_sequences():
     instance = load_instance(INSTANCES / "prefix-affinity-doc-qa.yaml")
     workload = instance.workloads[0]
     config, mix, efficiency = _doc_qa(instance, 4)
-    tokens = pool_mix_tokens(mix, config, efficiency, 6)
+    serving = ServingContext(config, mix, efficiency)
+    tokens = pool_mix_tokens(serving, 6)
     kv = workload_prefix_cache(instance, workload.name, config, 6)
     assert kv.shared_kv_tokens > 0 and kv.shared_tokens_per_request > 0
     budget = replica_capacity(config, mix, LatencyTargets(), efficiency).kv_capacity_tokens
     prompt_plus_output = 24_000 + 400
     sequences = (budget - kv.shared_kv_tokens) / (prompt_plus_output - kv.shared_tokens_per_request)
     assert tokens.kv_sequences(budget) == pytest.approx(sequences, rel=1e-12)
-    engine = replica_engine(config, mix, efficiency, 6)
+    engine = replica_engine(serving, 6)
     assert engine.kv_capacity_tokens / prompt_plus_output == pytest.approx(sequences, rel=1e-12)
 
 

@@ -42,6 +42,7 @@ def _instance(
     if availability is not None:
         slo["availability"] = availability
     policy = {
+        "buy_unit": "gpu",  # the rules here are per GPU (whole servers: test_whole_servers.py)
         "survive": survive,
         "tensor_parallel": [1],
         "replica_start_s": 240,

@@ -53,6 +53,7 @@ def _data(rate_rps: float, growth: float, lead: int, horizon: int) -> dict:
             }
         ],
         "policy": {
+            "buy_unit": "gpu",  # per-GPU orders here (whole servers: test_whole_servers.py)
             "tensor_parallel": [1],
             "replica_start_s": 0.0,
             "scale_detection_s": 0.0,

@@ -27,6 +27,7 @@ def _instance(confidence=None):
         "spot_interruptions_per_hour": INTERRUPTIONS_PER_HOUR,
     }
     policy = {
+        "buy_unit": "gpu",  # the rules here are per GPU (whole servers: test_whole_servers.py)
         "tensor_parallel": [1],
         "replica_start_s": START_S,
         "scale_detection_s": DETECTION_S,

@@ -67,6 +67,8 @@ def _instance(
         "regions": [{"name": "r1", "supply": {"h100-sxm": offer}}],
         "workloads": workloads,
         "policy": {
+            # single GPUs: the rules here are per GPU (whole servers: test_whole_servers.py)
+            "buy_unit": "gpu",
             "tensor_parallel": [1],
             "replica_start_s": start_s,
             "scale_detection_s": detection_s,

@@ -1,0 +1,238 @@
+"""`perf`'s flags as one validated record, and the library objects they describe.
+
+`PerfRequest` holds every flag of `perf` under its parameter name. Each numeric flag
+was checked alone as it was parsed (finite, within its bound in models/schema/limits.py:
+`cli.options.within` on its declaration). Building the record checks the rules that tie
+flags together (a p99 at least its mean, a prefix within the prompt, one load mode, one
+drafter, speculation without a load); each broken rule is an `InputError` naming the
+flag, so the command exits 2. The catalog lookups (GPU, model, engine) and the layout
+check run when the objects are asked for (`gpu_spec`, `llm`, `replica_config`,
+`efficiency_source`), each naming its flag too.
+"""
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from functools import cached_property
+from pathlib import Path
+
+import typer
+
+from cli.perf_speculative import speculation_from_flags
+from models.io.hf_config import HfConfigError, load_hf_config
+from models.physics import catalog
+from models.physics.efficiency import EfficiencySource, UnknownEngine, check_engine
+from models.physics.efficiency import efficiency_source as engine_source
+from models.physics.hardware import GpuSpec
+from models.physics.llm import LlmSpec
+from models.physics.memory import default_kv_precision, layout_problem
+from models.physics.precision import Precision
+from models.physics.speculative import Speculation
+from models.schema.errors import InputError, Issue
+from models.schema.traffic import TokenDistribution
+from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+
+WHERE = "command line"
+"""Where a flag's problem is, in an `Issue`."""
+
+TIER_FLAGS = ("host_memory_gib_per_gpu", "nvme_tb_per_node", "nvme_gb_s_per_node", "nvme_dwpd")
+"""The KV-tier flags, named as the catalog GPU's fields they replace."""
+
+
+def problem(flag: str, message: str) -> InputError:
+    """One flag's problem as an input error (exit 2)."""
+    return InputError([Issue(WHERE, None, flag, message)])
+
+
+class Arrivals(StrEnum):
+    """How `--concurrency` users arrive (`perf --help` says which is the default and why)."""
+
+    BURST = "burst"
+    STEADY = "steady"
+
+
+@dataclass(frozen=True)
+class PerfRequest:
+    """Every flag of `perf`, by its parameter name, checked together on construction.
+
+    Raises:
+        InputError: flags that disagree, naming the flag.
+        typer.BadParameter: both --json and --markdown.
+    """
+
+    gpu: str
+    input_tokens: float
+    output_tokens: float
+    precision: Precision = Precision.BF16
+    kv_precision: Precision | None = None
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    dp: int = 1
+    role: Role = Role.UNIFIED
+    input_p99_tokens: float | None = None
+    output_p99_tokens: float | None = None
+    prefix_cache_hit_rate: float = 0.0
+    ttft_p99_ms: float | None = None
+    tpot_p99_ms: float | None = None
+    pool_replicas: int = 1
+    sweep: bool = False
+    rate: float | None = None
+    concurrency: float | None = None
+    arrivals: Arrivals = Arrivals.BURST
+    prefix_tokens: float | None = None
+    prefix_share: float = 1.0
+    prefix_affinity: bool = False
+    kv_tiers: bool = False
+    host_memory_gib_per_gpu: float | None = None
+    nvme_tb_per_node: float | None = None
+    nvme_gb_s_per_node: float | None = None
+    nvme_dwpd: float | None = None
+    as_json: Path | None = None
+    as_markdown: bool = False
+    model: str | None = None
+    model_config: Path | None = None
+    speculative_tokens: int | None = None
+    acceptance_rate: float | None = None
+    draft_model: str | None = None
+    draft_cost_ratio: float | None = None
+    engine: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.as_json and self.as_markdown:
+            raise typer.BadParameter("give --json or --markdown, not both", param_hint="--markdown")
+        if (self.model is None) == (self.model_config is None):
+            raise problem("--model", "give either --model NAME or --model-config FILE")
+        self._check_lengths()
+        self._check_prefix()
+        if self.speculation is not None and self.load_asked:
+            raise problem(
+                "--rate/--concurrency",
+                "the latency at a load runs plain decoding: drop --rate/--concurrency or the "
+                "speculative flags",
+            )
+        if self.rate is not None and self.concurrency is not None:
+            raise problem("--rate/--concurrency", "give one of them, not both")
+        concurrency = self.concurrency
+        if self.arrivals is Arrivals.BURST and concurrency is not None and concurrency != int(
+            concurrency
+        ):
+            raise problem(
+                "--concurrency",
+                f"{concurrency:g} users: a burst replays whole users (or use --arrivals steady)",
+            )
+
+    def _check_lengths(self) -> None:
+        """Each p99 at least its mean."""
+        problems = [
+            Issue(WHERE, None, flag, f"must be at least the mean ({mean:g})")
+            for flag, p99, mean in (
+                ("--input-p99-tokens", self.input_p99_tokens, self.input_tokens),
+                ("--output-p99-tokens", self.output_p99_tokens, self.output_tokens),
+            )
+            if p99 is not None and p99 < mean
+        ]
+        if problems:
+            raise InputError(problems)
+
+    def _check_prefix(self) -> None:
+        """A declared prefix within the p99 prompt, and its share of the mean prompt
+        (tokens x share) within the mean."""
+        tokens, share = self.prefix_tokens, self.prefix_share
+        if tokens is None:
+            return
+        prompt_p99 = self.input_p99_tokens or self.input_tokens
+        if tokens > prompt_p99:
+            raise problem(
+                "--prefix-tokens", f"({tokens:g}) exceeds the p99 prompt ({prompt_p99:g} tokens)"
+            )
+        if tokens * share > self.input_tokens:
+            raise problem(
+                "--prefix-share",
+                f"tokens x share exceeds the mean prompt ({self.input_tokens:g} tokens)",
+            )
+
+    # --- what the flags describe ------------------------------------------------------
+
+    @property
+    def load_asked(self) -> bool:
+        """Whether a latency at a load (--rate or --concurrency) is asked for."""
+        return self.rate is not None or self.concurrency is not None
+
+    @property
+    def tiers_asked(self) -> bool:
+        """Whether the KV-tier report is asked for (--kv-tiers, or a declared prefix)."""
+        return self.kv_tiers or self.prefix_tokens is not None
+
+    @cached_property
+    def speculation(self) -> Speculation | None:
+        """The speculative decoding the flags ask for, or None."""
+        return speculation_from_flags(
+            self.speculative_tokens, self.acceptance_rate, self.draft_model, self.draft_cost_ratio
+        )
+
+    @cached_property
+    def mix(self) -> TrafficMix:
+        """The traffic: prompt and output lengths, the hit rate and the declared prefix."""
+        input_p99, output_p99 = self.input_p99_tokens, self.output_p99_tokens
+        prompt = TokenDistribution(mean=self.input_tokens, p99=input_p99 or self.input_tokens)
+        output = TokenDistribution(mean=self.output_tokens, p99=output_p99 or self.output_tokens)
+        mix = TrafficMix.of_lengths(prompt, output, self.prefix_cache_hit_rate)
+        if self.prefix_tokens is None:
+            return mix
+        return replace(
+            mix,
+            prefix_tokens=(self.prefix_tokens,),
+            prefix_shares=(self.prefix_share,),
+            hit_rate_from_prefixes=not self.prefix_cache_hit_rate > 0,
+            prefix_affinity=self.prefix_affinity,
+        )
+
+    @property
+    def targets(self) -> LatencyTargets:
+        """The p99 targets in seconds (none: offline maximum throughput)."""
+        return LatencyTargets(
+            ttft_p99_s=None if self.ttft_p99_ms is None else self.ttft_p99_ms / 1e3,
+            tpot_p99_s=None if self.tpot_p99_ms is None else self.tpot_p99_ms / 1e3,
+        )
+
+    @cached_property
+    def gpu_spec(self) -> GpuSpec:
+        """The catalog GPU with the KV-tier flags given."""
+        try:
+            gpu = catalog.gpu(self.gpu)
+        except KeyError as error:
+            raise problem("--gpu", str(error.args[0])) from None
+        given = {key: getattr(self, key) for key in TIER_FLAGS if getattr(self, key) is not None}
+        return gpu.model_copy(update=given) if given else gpu
+
+    @cached_property
+    def llm(self) -> LlmSpec:
+        """The model `--model` names in the catalog, or the one `--model-config` describes."""
+        if self.model_config is not None:
+            try:
+                return load_hf_config(str(self.model_config))
+            except HfConfigError as error:
+                raise problem("--model-config", str(error)) from None
+        try:
+            return catalog.llm(self.model or "")
+        except KeyError as error:
+            raise problem("--model", str(error.args[0])) from None
+
+    def replica_config(self) -> ReplicaConfig:
+        """The replica the flags lay out (refused when the layout cannot hold the model)."""
+        gpu, llm = self.gpu_spec, self.llm
+        kv = self.kv_precision or default_kv_precision(self.precision)
+        layout = layout_problem(gpu, llm, self.precision, kv, self.tp, self.pp, self.ep, self.dp)
+        if layout is not None:
+            raise problem("--tp/--pp/--ep/--dp/--precision", layout)
+        config = ReplicaConfig(
+            gpu, llm, self.precision, kv, self.tp, self.pp, self.role, self.ep, self.dp
+        )
+        return replace(config, speculation=self.speculation)
+
+    def efficiency_source(self) -> EfficiencySource:
+        """The engine profile whose efficiency factors apply (--engine, else the newest)."""
+        try:
+            return engine_source(self.gpu_spec, check_engine(self.engine))
+        except UnknownEngine as error:
+            raise problem("--engine", str(error)) from None

@@ -1,0 +1,96 @@
+"""Shadow prices of an hourly plan, and the constraints that bind it.
+
+As for a static plan (solver.readback.pricing), the periods program (solver.time.periods)
+is priced as an LP with the plan's discrete choices fixed and its counts continuous:
+
+    in every period p, the static rule on its copy of the program
+        (solver.readback.pricing.pricing_bounds: a pool with no replica stays at 0,
+        a chosen pool's replicas are continuous, pool_used and pool_at_least keep
+        the plan's 0/1)
+    every other binary of the periods program (spot_open) keeps the plan's 0/1
+    whole servers (committed_servers, on_demand_servers, servers), started, spot and
+        dedicated batch replicas: continuous
+
+Its optimal duals are d(cost)/d(rhs) for the plan's layout, period by period:
+`gpu_cover[us-east,h100-sxm,12]` is what one more owned GPU in the period starting at
+UTC hour 12 would save per month, `capacity[none,chat,us-east,unified]@t12` what one
+more request/s of that period's warm load costs.
+
+A region's power_kw (and racks) is the right-hand side of its site row in every period,
+so its price is the sum over the periods:
+
+    d cost / d power_kw[r] = sum_p dual(power[r]@p)          $/month per kW
+
+which is what the plan's power table states (`site_duals`).
+"""
+
+from solver.backends import Backend, get_backend
+from solver.plan.records import Binding
+from solver.program.build import with_bounds
+from solver.program.lp import LinearProgram, Termination
+from solver.program.row_names import PowerRow, RackSpaceRow
+from solver.readback.pricing import binding_rows, priced_rows, pricing_bounds
+from solver.settings import PRICING_BACKEND, PRICING_SHARE, SolveSettings
+from solver.time.periods import TimeProgram, at_period
+
+PRICED_NOTE = (
+    "hourly plan: shadow prices from the periods program as an LP with the plan's discrete "
+    "choices fixed (pools chosen, 0/1 decisions) and counts continuous, period by period "
+    "(a row's @tHH is its period's first UTC hour); power and racks summed over the periods"
+)
+NOT_PRICED = "no shadow prices: this periods program was not priced (a later month's plan)"
+UNPRICED_NOTE = (
+    "hourly plan: no shadow prices (the pricing LP of the periods program ended {}; raise "
+    "--time-limit to have them)"
+)
+
+
+def pricing_lp(program: TimeProgram, values: dict[str, float]) -> LinearProgram:
+    """The periods program with the plan's discrete choices fixed (see the module text)."""
+    bounds: dict[str, tuple[float, float | None]] = {}
+    for part in program.periods:
+        hour = part.first_hour
+        own = program.period_values(values, hour)
+        for name, bound in pricing_bounds(part.program, own).items():
+            bounds[at_period(name, hour)] = bound
+    for name in program.lp.integer_variables:
+        var = program.lp.variables[name]
+        if name not in bounds and var.upper == 1:
+            level = float(round(values.get(name, 0.0)))
+            bounds[name] = (level, level)
+    return with_bounds(program.lp, bounds, relax=True)
+
+
+def price_hours(
+    program: TimeProgram, values: dict[str, float], backend: Backend, settings: SolveSettings
+) -> tuple[dict[str, float], str]:
+    """(the pricing LP's duals by row name, the plan's shadow-price note); no duals and a
+    note saying why when the LP does not end optimal."""
+    pricer = backend if backend.capabilities.duals else get_backend(PRICING_BACKEND)
+    result = pricer.run(pricing_lp(program, values), settings.within(PRICING_SHARE).with_duals())
+    if result.termination is not Termination.OPTIMAL:
+        return {}, UNPRICED_NOTE.format(str(result.termination))
+    return priced_rows(result), PRICED_NOTE
+
+
+def hour_bindings(
+    program: TimeProgram, values: dict[str, float], duals: dict[str, float]
+) -> tuple[Binding, ...]:
+    """The periods program's rows tight at the plan or priced, most expensive first."""
+    return binding_rows(program.lp, values, duals)
+
+
+def site_duals(program: TimeProgram, duals: dict[str, float]) -> dict[str, float]:
+    """power[r] and rack_space[r] -> the sum of their periods' duals (see the module text),
+    under the static row names that solver.readback.site.region_power reads."""
+    summed: dict[str, float] = {}
+    for region in program.instance.regions:
+        for row in (PowerRow(region.name).name(), RackSpaceRow(region.name).name()):
+            prices = [
+                duals[at_period(row, part.first_hour)]
+                for part in program.periods
+                if at_period(row, part.first_hour) in duals
+            ]
+            if prices:
+                summed[row] = sum(prices)
+    return summed

@@ -1,0 +1,121 @@
+"""The hour verifier trusts nothing an hourly plan states (issue 36): a solved hourly plan
+of instances/diurnal-chat-batch.yaml (two regions, reserved, on-demand and spot prices, a
+batch soaking the trough, an error budget per region loss), tampered in any one numeric
+figure, fails `fleetplan verify` (exit 1 naming it, or 2 where the plan schema refuses the
+value), through the command line.
+
+Figures the instance cannot recompute are held finite only (solver.verify.hour_figures):
+tampering them with NaN or an infinity fails, any finite value passes."""
+
+import json
+import math
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from models.io.overrides import load_instance_with, parse_overrides
+from solver.solve import solve
+from tests.cli.test_hostile_input import run_checked
+from tests.cli.test_hostile_properties import _emit, _mutated, _paths
+from tests.paths import INSTANCES
+
+DIURNAL = INSTANCES / "diurnal-chat-batch.yaml"
+
+HELD_FINITE_ONLY = {
+    r"solver\..*": "the solver's own run (time, sizes, gap)",
+    r"binding\[\]\.(slack|shadow_price)": "the program's rows and duals: the verifier reads "
+    "no program (as for a static plan)",
+    r"power_kw\[\]\.shadow_price_per_kw": "a dual of the pricing LP",
+    r"headroom\[\]\.(target_utilization|kv_usage_scale_out|queue_depth_scale_out"
+    r"|queue_depth_slo_edge)": "scale-out thresholds: the lone replica's batch and prefill "
+    "time are the candidate table's",
+    r"batch\[\]\.breakeven_price_per_gpu_hour": "the program's choice among configurations",
+    r"hours\[\]\.failover_starts\[\]\.pool\.requests_per_s_per_replica": "a stated "
+    "capacity that differs from the physics is a warning (solver.verify.fleet step 1)",
+    r"scenarios\[\]\..*": "the peak period's scenario table",
+    r"(demand_growth|max_utilization)": "left at their defaults by the hourly planner",
+}
+"""Field patterns (list indices as []) whose finite values the verifier cannot recompute."""
+
+
+@pytest.fixture(scope="module")
+def plan_data():
+    """A solved hourly plan as `solve --json` writes it (a 5% gap: any plan the solver
+    returns has passed the verifier, and a looser gap solves in a few seconds)."""
+    instance = load_instance_with(DIURNAL, parse_overrides(["solver.mip_gap=0.05"]))
+    return json.loads(solve(instance).model_dump_json())
+
+
+@pytest.fixture(scope="module")
+def figures(plan_data):
+    """(path, pattern) of every number in the plan."""
+
+    def is_number(path):
+        value = plan_data
+        for key in path:
+            value = value[key]
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    found = []
+    for path in _paths(plan_data):
+        if is_number(path):
+            pattern = ".".join("[]" if isinstance(key, int) else key for key in path)
+            found.append((path, pattern.replace(".[]", "[]")))
+    return found
+
+
+def _value(data, path):
+    for key in path:
+        data = data[key]
+    return data
+
+
+def _verify(run_cli, tmp_path, data, code):
+    plan = tmp_path / "plan.json"
+    plan.write_text(_emit(data, "json"), encoding="utf-8")
+    return run_checked(run_cli, "verify", DIURNAL, plan, code=code)
+
+
+def test_the_solved_hourly_plan_passes_and_covers_the_hour_figures(run_cli, tmp_path, plan_data):
+    assert plan_data["hours"] and plan_data["batch"] and plan_data["error_budget_minutes_used"]
+    assert any(h["failover_starts"] for h in plan_data["hours"])
+    _verify(run_cli, tmp_path, plan_data, 0)
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf])
+def test_a_non_finite_month_cost_fails_naming_it(run_cli, tmp_path, plan_data, value):
+    result = _verify(run_cli, tmp_path, _mutated(plan_data, ("cost_per_month",), value), 1)
+    assert f"cost_per_month: is {value}" in result.stdout + result.stderr
+
+
+def test_ten_times_the_replicas_and_a_zeroed_gpu_table_fail(run_cli, tmp_path, plan_data):
+    data = json.loads(json.dumps(plan_data))
+    for entry in data["replicas"]:
+        entry["count"] *= 10
+    for row in data["gpus"]:
+        for name in ("used", "existing", "purchased", "available", "cost_per_month"):
+            row[name] = 0
+    result = _verify(run_cli, tmp_path, data, 1)
+    text = result.stdout + result.stderr
+    assert "replicas[0].count" in text and "gpus[0].used" in text
+    assert "gpus[0].cost_per_month" in text and "total_gpus" not in text  # left as solved
+
+
+@settings(
+    deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=30
+)
+@given(data=st.data())
+def test_any_tampered_figure_fails(run_cli, tmp_path, plan_data, figures, data):
+    path, pattern = data.draw(st.sampled_from(figures), label="figure")
+    value = _value(plan_data, path)
+    finite_only = any(re.fullmatch(p, pattern) for p in HELD_FINITE_ONLY)
+    tampers = [math.nan, math.inf] if finite_only else [math.nan, math.inf, value * 10 + 1]
+    if not finite_only and value != 0:
+        tampers.append(0)
+    tampered = data.draw(st.sampled_from(tampers), label="tampered")
+    if isinstance(value, int) and not isinstance(tampered, float):
+        tampered = int(tampered)
+    result = _verify(run_cli, tmp_path, _mutated(plan_data, path, tampered), None)
+    assert result.exit_code in (1, 2), (pattern, value, tampered)
