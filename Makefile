@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install bytecode browser demo test lint bench calibrate clean
+.PHONY: install bytecode browser demo test lint bench readme calibrate clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "fleetplan needs $(PYTHON) on PATH (or run: make PYTHON=/path/to/python3.11 ...)"; exit 2; }
@@ -54,6 +54,11 @@ test: bytecode lint $(BROWSER_STAMP)
 # The calibration report (on calibration/data, shipped in the repo) and solver scaling.
 bench: bytecode
 	$(BIN)/python -m pytest tests/bench -q -s -p no:cacheprovider --override-ini addopts=
+
+# The README's figures, recomputed by the commands beside them and written back (the slow
+# checks too); `make test` checks the fast ones (tests/test_readme.py).
+readme: bytecode
+	$(BIN)/python -m tests.readme --write --slow
 
 # Refit the efficiency factors on calibration/data and rewrite models/physics/catalog/efficiency.yaml.
 calibrate: install

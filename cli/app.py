@@ -41,8 +41,11 @@ COMMANDS: dict[str, str] = {
     "report": "cli.report",
     "sweep": "cli.sweep",
     "calibrate": "cli.calibrate",
+    "deploy": "cli.deploy",
+    "fleet-import": "cli.deploy",
 }
-"""Command name -> the module holding the function of that name, in `--help` order."""
+"""Command name -> the module holding the function of that name (`-` read as `_`), in
+`--help` order."""
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 """Click settings of the app and of every command: `-h` is `--help`."""
@@ -55,8 +58,9 @@ def summary(name: str) -> str:
     if spec is None or spec.origin is None:
         return ""
     source = Path(spec.origin).read_text(encoding="utf-8")
-    for node in _definition(source, name).body:
-        if isinstance(node, ast.FunctionDef) and node.name == name:
+    function = name.replace("-", "_")
+    for node in _definition(source, function).body:
+        if isinstance(node, ast.FunctionDef) and node.name == function:
             paragraph = " ".join((ast.get_docstring(node) or "").split("\n\n")[0].split())
             return paragraph.split("; ")[0].split(". ")[0].rstrip(".") + "."
     return ""
@@ -85,7 +89,7 @@ def _definition(source: str, name: str) -> ast.Module:
 @cache
 def load_command(name: str) -> _click.Command:
     """The real command `name`: its module imported and its function built by typer."""
-    function = getattr(importlib.import_module(COMMANDS[name]), name)
+    function = getattr(importlib.import_module(COMMANDS[name]), name.replace("-", "_"))
     single = typer.Typer(
         add_completion=False, pretty_exceptions_enable=False, context_settings=CONTEXT
     )

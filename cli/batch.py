@@ -192,19 +192,21 @@ def _summary_table(
     results = [verdict(o, c, strict) for o, c in zip(outcomes, comparisons, strict=True)]
     details = [_detail(r, c) for r, c in zip(results, comparisons, strict=True)]
     table = Table(title="fleetplan batch")
-    columns = ["instance", "status", "cost / month", "GPUs", "verified", "wall s"]
+    columns = ["instance", "status", "cost / month", "GPUs used", "bought", "verified", "wall s"]
     if check:
         columns.append("vs golden")
     if any(details):
         columns.append("what broke")
     for column in columns:
-        table.add_column(column, justify="right" if column in ("cost / month", "GPUs") else "left")
+        right = column in ("cost / month", "GPUs used", "bought")
+        table.add_column(column, justify="right" if right else "left")
     for outcome, result, detail in zip(outcomes, results, details, strict=True):
         row = [
             Path(outcome.file).name,
             _status(outcome),
             "-" if outcome.cost_per_month is None else f"${outcome.cost_per_month:,.0f}",
             "-" if outcome.total_gpus is None else str(outcome.total_gpus),
+            "-" if outcome.gpus_bought is None else str(outcome.gpus_bought),
             "yes" if outcome.verified else ("-" if outcome.status != "solved" else "NO"),
             f"{outcome.runtime_s:.2f}",
         ]
@@ -257,15 +259,17 @@ def _markdown(
     lines = [
         "# fleetplan batch",
         "",
-        "| instance | status | cost / month | GPUs | verified |"
+        "| instance | status | cost / month | GPUs used | bought | verified |"
         + (" vs golden |" if check else ""),
-        "|---|---|---:|---:|---|" + ("---|" if check else ""),
+        "|---|---|---:|---:|---:|---|" + ("---|" if check else ""),
     ]
     for outcome, comparison in zip(outcomes, comparisons, strict=True):
         cost = "-" if outcome.cost_per_month is None else f"${outcome.cost_per_month:,.0f}"
         gpus = "-" if outcome.total_gpus is None else str(outcome.total_gpus)
+        bought = "-" if outcome.gpus_bought is None else str(outcome.gpus_bought)
         row = (
             f"| {_cell(Path(outcome.file).name)} | {_cell(_status(outcome))} | {cost} | {gpus} | "
+            f"{bought} | "
             f"{'yes' if outcome.verified else 'no'} |"
         )
         if check and comparison is not None:

@@ -20,16 +20,19 @@ def report(
     ] = None,
     sets: SetOption = None,
 ) -> None:
-    """Write the plan as one HTML file: tables, cost split, utilisation, per-configuration charts.
+    """Write the plan as one HTML file: the buyer's summary, the day and the months of an
+    hourly plan, reservations, power, cost split, utilisation, per-configuration charts.
 
     Self-contained: every chart is an inline SVG, so the file opens offline. A --plan is
     drawn only when the verifier accepts it (exit 1 with its violations otherwise).
     """
     started = time.monotonic()
-    from cli.render.html_report import report_html
+    from cli.render.html_report import TimeCharts, report_html
     from cli.render.plan_tables import plan_header, plan_tables
+    from cli.render.time_tables import time_tables
     from cli.solve import _read_plan, _solve
     from solver.analysis.report_data import chart_data
+    from solver.analysis.report_time import cost_split, day_chart
 
     inputs = (file,) if plan_file is None else (file, plan_file)
     check_target(output, inputs=inputs)
@@ -42,12 +45,14 @@ def report(
     )
     if not solved:
         require_verified(instance, plan, plan_file, "report")
+    time_charts = TimeCharts(day=day_chart(instance, plan), split=cost_split(instance, plan))
     text = report_html(
         plan_header(plan),
-        plan_tables(plan),
+        plan_tables(plan) + time_tables(plan),
         plan,
         chart_data(instance, plan),
         plan.shadow_price_note,
+        time_charts,
     )
     write_text(output, text, inputs=inputs)
     err.print(f"wrote {output}", markup=False)

@@ -31,7 +31,7 @@ from cli.options import (
     to_stdout,
     within,
 )
-from cli.render.console import err, out
+from cli.render.console import err, out, progress_to_stderr
 from cli.render.plan_tables import (
     explanation_tables,
     plan_header,
@@ -41,7 +41,7 @@ from cli.render.plan_tables import (
 from cli.render.tables import TableSpec, markdown_tables, print_tables
 from cli.render.time_tables import time_tables
 from cli.render.zeros import json_without_negative_zero
-from models.io.loading import read_document
+from models.io.loading import load_instance, read_document
 from models.io.output_files import check_target, is_stdout, write_text
 from models.schema import limits
 from models.schema.backend_names import BACKEND_NAMES
@@ -110,8 +110,6 @@ def solve(
     started = time.monotonic()
     check_outputs(file, json_out, markdown_out, export_mps)
     if export_mps is not None:
-        from cli.export import export_program
-
         export_program(file, export_mps)
     solved = _solve(file, started, backend, time_limit, mip_gap, threads, sets, json_out)
     plan = solved.plan
@@ -259,6 +257,7 @@ def _solve(
     except ValueError as error:
         raise InputError([Issue("solver", None, "", str(error))]) from None
     settings = settings.started(at=started)
+    progress_to_stderr()
     try:
         return solve_program(instance, settings)
     except Infeasible as infeasible:
@@ -312,6 +311,36 @@ def _check_flags(time_limit: float | None, mip_gap: float | None, threads: int |
         ) from None
 
 
+def export_program(file: Path, target: Path) -> None:
+    """Build the instance's program and write it to `target` (`.mps` or `.lp` by suffix).
+
+    Raises:
+        InputError: an unknown suffix, or a target that cannot be written.
+    """
+    from solver.candidates.table import build_candidates
+    from solver.program.build import build_program
+    from solver.program.export import FORMATS, program_text
+
+    suffix = target.suffix.lower()
+    if suffix not in FORMATS:
+        raise InputError(
+            [Issue("--export-mps", None, "", f"{target}: give a file ending in .mps or .lp")]
+        )
+    check_target(target, inputs=(file,))
+    instance = load_instance(file)
+    program = build_program(instance, build_candidates(instance))
+    try:
+        text = program_text(program.lp, suffix)
+    except ValueError as error:
+        raise InputError([Issue("--export-mps", None, "", str(error))]) from None
+    write_text(target, text, inputs=(file,))
+    size = program.lp.size()
+    err.print(
+        f"wrote {target}: {size['variables']} columns, {size['constraints']} rows",
+        markup=False,
+    )
+
+
 def _read_plan(path: Path) -> Plan:
     data, _ = read_document(path, what="plan")
     try:
@@ -363,8 +392,13 @@ def _print_diagnosis(file: Path, diagnosis: Diagnosis) -> None:
 
 
 def _print_verification(plan_file: Path, result: Verification) -> None:
+    counts = (
+        f"{result.total_gpus} GPUs used"
+        if result.gpus_bought is None
+        else f"{result.gpus_bought} GPUs bought, {result.total_gpus} used"
+    )
     summary = (
-        f"{result.total_gpus} GPUs, ${result.cost_per_month:,.0f}/month recomputed, "
+        f"{counts}, ${result.cost_per_month:,.0f}/month recomputed, "
         f"{len(result.checks)} scenario checks"
     )
     for warning in result.warnings:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from models.schema.backend_names import DEFAULT_BACKEND
 from models.schema.instance import Instance
 from solver.errors import NoSolution
+from solver.progress import StageReporter
 
 MIN_CALL_S = 0.01
 """Least time limit handed to a solver call (a zero or negative one is an error there)."""
@@ -60,6 +61,8 @@ class Deadline:
 
     start: float
     limit_s: float | None
+    stages: StageReporter = field(default_factory=StageReporter, compare=False, repr=False)
+    """Reports the stages the run passes once it is past progress.QUIET_S."""
 
     @classmethod
     def starting_now(cls, limit_s: float | None) -> "Deadline":
@@ -185,6 +188,12 @@ class SolveSettings:
         """
         if self.deadline is not None:
             self.deadline.check(stage)
+            self.deadline.stages.passed(stage, self.deadline.elapsed_s())
+
+    def passed(self, stage: str) -> None:
+        """Report `stage` done (solver.progress, past QUIET_S), without stopping the run."""
+        if self.deadline is not None:
+            self.deadline.stages.passed(stage, self.deadline.elapsed_s())
 
     def limited(self, time_limit_s: float | None) -> "SolveSettings":
         """The same settings with another time limit (the deadline still applies)."""

@@ -19,6 +19,7 @@ limit (a large plan's read-back and verification take tens of seconds) is still
 verified and returned, since the time is spent either way.
 """
 
+import dataclasses
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from models.physics.efficiency import borrowed_gpus, check_engine, engine_report
 from models.schema.instance import Instance
 from solver.analysis.capacity_report import with_capacity_units
 from solver.analysis.diagnose import diagnose_infeasible, presolve_problems
+from solver.analysis.summary import buyer_summary
 from solver.backends import get_backend
 from solver.candidates.pools import PoolCurve, assess_pools
 from solver.candidates.size_check import check_configurations, check_program_size
@@ -115,11 +117,13 @@ def solve_program(instance: Instance, settings: SolveSettings | None = None) -> 
     settings = (settings or SolveSettings.of(instance)).started()
     with workers_kept():  # candidates and workload solves share their worker processes
         if uses_time(instance):
-            return _solve_in_time(instance, settings)
-        split = splittable(instance)
-        if split:
-            return solve_choosing_split(instance, split, settings, _solve_one)
-        return _solve_one(instance, settings)
+            solved = _solve_in_time(instance, settings)
+        elif split := splittable(instance):
+            solved = solve_choosing_split(instance, split, settings, _solve_one)
+        else:
+            solved = _solve_one(instance, settings)
+    plan = solved.plan.model_copy(update={"summary": buyer_summary(solved.plan)})
+    return dataclasses.replace(solved, plan=plan)
 
 
 def _solve_one(instance: Instance, settings: SolveSettings) -> Solved:

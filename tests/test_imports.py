@@ -76,6 +76,8 @@ VERIFIER_PARTS = {
     "solver.verify.site": "supply, cost, servers, power, racks, configs per pool (steps 2-3)",
     "solver.verify.scenarios": "every failure scenario served (step 4)",
     "solver.verify.groups": "shared groups recomputed (step 5)",
+    "solver.verify.display": "what a plan displays per scenario (utilisation, started "
+    "replicas, moves), read as the verifier reads it",
 }
 """Modules of the verifier itself, split out of solver/verify/fleet.py; each may import from
 solver/ only the plan vocabulary and the verifier's other parts."""
@@ -282,8 +284,11 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
     "solver": _contract("", "the package's own __init__: a docstring"),
     "solver.workers": _contract("", "the one worker-pool helper: the standard library only"),
     "solver.errors": _contract("", "the solver's error types: imported by all, importing nothing"),
+    "solver.progress": _contract(
+        "", "progress of long work on the fleetplan.progress logger: the standard library only"
+    ),
     "solver.settings": _contract(
-        "models.schema solver.errors",
+        "models.schema solver.errors solver.progress",
         "one settings object built from the instance and the backend names",
     ),
     "solver.plan": _contract(
@@ -297,7 +302,7 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
         "the program reads the candidate table and templates; export writes MPS via HiGHS",
     ),
     "solver.backends": _contract(
-        "models.schema.backend_names solver.program.lp solver.settings",
+        "models.schema.backend_names solver.program.lp solver.settings solver.progress",
         "a backend sees the solver-neutral program only, never the instance",
     ),
     "solver.candidates": _contract(
@@ -341,6 +346,11 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
         "solver.simulate solver.workers",
         "explanation, levers and compare solve again and read the results back",
     ),
+    "solver.deploy": _contract(
+        "models.schema models.serving models.operations solver.plan solver.verify",
+        "a plan's pools as engine arguments and manifests: the verifier's per-pool physics "
+        "sizes the normal scenario and the scaling thresholds; a running fleet read back",
+    ),
     "solver.simulate": _contract(
         "models.physics models.serving models.schema solver.plan",
         "checks the queue formulas from outside the program: physics and the plan only",
@@ -363,7 +373,7 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
         "models.calculators models.profiles solver.solve solver.settings solver.errors "
         "solver.backends "
         "solver.plan solver.verify solver.analysis solver.studies solver.simulate "
-        "solver.candidates solver.program",
+        "solver.candidates solver.program solver.deploy",
         "each command fronts one library function (export: the table and the program)",
     ),
     "cli.render": _contract(

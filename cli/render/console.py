@@ -1,6 +1,7 @@
 """Shared terminal output: one console for results, one for errors."""
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterable, Mapping
@@ -61,3 +62,21 @@ def report_input_error(error: InputError) -> None:
     err.print(f"[bold red]error:[/] {count} problem{'s' if count != 1 else ''} in the input")
     for issue in error.issues:
         err.print(f"  {issue}", markup=False)
+
+
+class _Stderr(logging.Handler):
+    """Writes each record to the stderr of the moment (a test's capture included)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sys.stderr.write(self.format(record) + "\n")
+        sys.stderr.flush()
+
+
+def progress_to_stderr() -> None:
+    """Send the solver's progress (solver.progress: the stage, the incumbent and the gap of
+    a run past 2 s) to stderr, never to stdout where `--json -` writes."""
+    logger = logging.getLogger("fleetplan.progress")
+    if not any(isinstance(h, _Stderr) for h in logger.handlers):
+        logger.addHandler(_Stderr())
+    logger.setLevel(logging.INFO)
+    logger.propagate = False

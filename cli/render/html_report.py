@@ -2,16 +2,23 @@
 by matplotlib (text as paths), no script and no external file: it opens offline, in any
 browser, forever.
 
-Sections: the plan header and tables (`cli.render.plan_tables`), the cost split by phase,
-utilisation by scenario as a heat map, and per chosen configuration the roofline, the
-latency-vs-load hockey stick and the throughput frontier (`solver.analysis.report_data`).
+Sections, the buyer's first: the summary (cost per month and over the horizon, GPUs bought
+by region and type, servers to order and when, what binds); for an hourly plan the day's
+chart (demand, warm capacity, committed vs on-demand GPUs) and the months per region with
+the horizon's total (`solver.analysis.report_time`); reservations and servers; power; the
+cost split (by phase for a single-period plan, reserved / on demand / spot for an hourly
+one); utilisation by scenario as a heat map; per chosen configuration the roofline, the
+latency-vs-load hockey stick and the throughput frontier (`solver.analysis.report_data`);
+then the remaining plan tables.
 """
 
 import html
 import io
+from dataclasses import dataclass, field
 
 from cli.render.tables import TableSpec
 from solver.analysis.report_data import ConfigCharts
+from solver.analysis.report_time import CostSplitRow, DayChart
 from solver.plan.schema import Plan
 
 _STYLE = """
@@ -22,6 +29,7 @@ th { background: #f3f3f3; }
 caption { caption-side: bottom; text-align: left; color: #555; font-size: 0.85em; }
 .charts { display: flex; flex-wrap: wrap; gap: 1em; }
 .chart svg { width: 340px; height: auto; }
+.wide .chart svg { width: 700px; }
 .note { color: #555; font-size: 0.9em; }
 """
 
@@ -184,32 +192,136 @@ def frontier_svg(charts: ConfigCharts) -> str:
     return _svg(figure)
 
 
+def day_svg(day: DayChart) -> str:
+    """The 24 UTC hours: demand against warm capacity (requests/s) above, the GPUs in use
+    by how they are paid (owned, committed, on demand, spot) against the GPUs committed
+    below."""
+    plt = _pyplot()
+    hours = list(range(len(day.demand_rps)))
+    figure, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
+    top.step(hours, day.demand_rps, where="post", label="demand", color="#c44e52")
+    top.step(hours, day.warm_capacity_rps, where="post", label="warm capacity", color="#4c72b0")
+    top.set_ylabel("requests/s")
+    top.set_title("The day (UTC): demand, warm capacity and GPUs paid", fontsize=10)
+    top.legend(fontsize=8)
+    layers = [
+        ("owned", day.owned_gpus, "#8c8c8c"),
+        ("committed (reserved)", day.reserved_gpus, "#55a868"),
+        ("on demand", day.on_demand_gpus, "#dd8452"),
+        ("spot", day.spot_gpus, "#8172b3"),
+    ]
+    bottom_of = [0.0] * len(hours)
+    for label, values, colour in layers:
+        if any(values):
+            bottom.bar(hours, values, bottom=bottom_of, label=label, color=colour, width=0.9)
+            bottom_of = [a + b for a, b in zip(bottom_of, values, strict=True)]
+    if day.committed_gpus:
+        bottom.axhline(day.committed_gpus, color="k", ls="--", lw=1, label="GPUs committed")
+    bottom.set_xlabel("UTC hour")
+    bottom.set_ylabel("GPUs")
+    bottom.set_xticks(range(0, len(hours), 3))
+    bottom.legend(fontsize=7)
+    return _svg(figure)
+
+
+def split_table(rows: list[CostSplitRow]) -> TableSpec:
+    """The month's cost per offer: reserved, on demand, spot."""
+    return TableSpec(
+        "Cost split: reserved, on demand and spot ($/month)",
+        ("region", "GPU", "reserved", "on demand", "spot", "total"),
+        tuple(
+            (
+                r.region,
+                r.gpu,
+                f"{r.reserved:,.0f}",
+                f"{r.on_demand:,.0f}",
+                f"{r.spot:,.0f}",
+                f"{r.reserved + r.on_demand + r.spot:,.0f}",
+            )
+            for r in rows
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class TimeCharts:
+    """The hourly plan's parts of the report (solver.analysis.report_time)."""
+
+    day: DayChart | None = None
+    split: list[CostSplitRow] = field(default_factory=list)
+
+
+SECTION_TABLES = {
+    "Summary": "summary",
+    "Months by region ($)": "months",
+    "Months: commit, order and pay": "months",
+    "Committed (reserved) GPUs": "reservations",
+    "Servers to order (reserved, whole servers)": "reservations",
+    "Servers to buy": "reservations",
+}
+"""Tables the report places in a section of their own (the rest follow the charts)."""
+
+
+def _placed(spec: TableSpec) -> str:
+    if spec.title.startswith("Power by region"):
+        return "power"
+    if spec.title.startswith("Cost attribution"):
+        return "cost"
+    return SECTION_TABLES.get(spec.title, "")
+
+
 def report_html(
     header: list[str],
     tables: list[TableSpec],
     plan: Plan,
     charts: list[ConfigCharts],
     note: str = "",
+    time: TimeCharts | None = None,
 ) -> str:
-    """The whole report as one HTML document."""
+    """The whole report as one HTML document: the buyer's summary first; for an hourly
+    plan the day's chart, the months per region with the horizon's total and the
+    reservations; power; the cost split; then utilisation, configurations and tables.
+    A section with nothing to show is left out, never a heading alone."""
+    time = time or TimeCharts()
+    placed = {key: [t for t in tables if _placed(t) == key] for key in set(map(_placed, tables))}
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{html.escape(header[0])}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{html.escape(header[0])}</h1>",
         *(f'<p class="note">{html.escape(line)}</p>' for line in header[1:]),
-        "<h2>Cost split</h2>",
-        '<p class="note">Each pool\'s GPU time split between prefill and decode by the step '
-        "model (unified pools: the Shapley split of one iteration; models/serving/attribution.py); "
-        "$ per million tokens at the average rate served.</p>",
     ]
+    parts += [table_html(t) for t in placed.get("summary", [])]
+    if time.day is not None:
+        parts.append("<h2>The day (UTC)</h2>")
+        parts.append(f'<div class="charts wide">{_chart("day", day_svg(time.day))}</div>')
+    if placed.get("months"):
+        parts.append("<h2>Months</h2>")
+        parts += [table_html(t) for t in placed["months"]]
+    if placed.get("reservations"):
+        parts.append("<h2>Reservations and servers</h2>")
+        parts += [table_html(t) for t in placed["reservations"]]
+    if placed.get("power"):
+        parts.append("<h2>Power</h2>")
+        parts += [table_html(t) for t in placed["power"]]
+    if plan.cost_attribution or time.split:
+        parts.append("<h2>Cost split</h2>")
+    if time.split:
+        parts.append(table_html(split_table(time.split)))
     if plan.cost_attribution:
-        parts.append(f'<div class="charts">{_chart("cost split", cost_split_svg(plan))}</div>')
-    parts += [table_html(t) for t in tables if t.title.startswith("Cost attribution")]
-    parts.append("<h2>Utilisation by scenario</h2>")
+        parts += [
+            '<p class="note">Each pool\'s GPU time split between prefill and decode by the '
+            "step model (unified pools: the Shapley split of one iteration; "
+            "models/serving/attribution.py); $ per million tokens at the average rate "
+            "served.</p>",
+            f'<div class="charts">{_chart("cost split", cost_split_svg(plan))}</div>',
+        ]
+        parts += [table_html(t) for t in placed.get("cost", [])]
     if plan.scenarios:
+        parts.append("<h2>Utilisation by scenario</h2>")
         parts.append(f'<div class="charts">{_chart("utilisation", utilisation_svg(plan))}</div>')
-    parts.append("<h2>Chosen configurations</h2>")
+    if charts:
+        parts.append("<h2>Chosen configurations</h2>")
     for item in charts:
         parts.append(f"<h3>{html.escape(item.title)}</h3>")
         figures = [_chart(f"roofline {item.title}", roofline_svg(item))]
@@ -221,7 +333,7 @@ def report_html(
         if item.note:
             parts.append(f'<p class="note">{html.escape(item.note)}</p>')
     parts.append("<h2>Plan tables and binding constraints</h2>")
-    parts += [table_html(t) for t in tables if not t.title.startswith("Cost attribution")]
+    parts += [table_html(t) for t in placed.get("", [])]
     if note:
         parts.append(f'<p class="note">{html.escape(note)}</p>')
     parts.append("</body></html>")

@@ -11,6 +11,8 @@ time_tables.py.
 from typing import TYPE_CHECKING
 
 from cli.render.attribution import attribution_table
+from cli.render.failover_tables import failover_tables
+from cli.render.summary_tables import summary_table
 from cli.render.tables import TableSpec
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
@@ -30,7 +32,7 @@ def plan_header(plan: Plan) -> list[str]:
     """The lines above the plan's tables (the status says "optimal" only when it is)."""
     lines = [
         f"{plan.instance}: {plan.status}, ${plan.cost_per_month or 0:,.0f}/month, "
-        f"{plan.total_gpus} GPU{'' if plan.total_gpus == 1 else 's'}"
+        + gpu_counts(plan)
     ]
     if plan.idle_fraction is not None:
         lines.append(f"idle at peak: {plan.idle_fraction:.1%} of the GPU-hours paid")
@@ -47,6 +49,18 @@ def plan_header(plan: Plan) -> list[str]:
     lines += procurement_lines(plan)
     lines += [f"note: {note}" for note in plan.notes]
     return lines
+
+
+def gpu_counts(plan: Plan) -> str:
+    """`16 GPUs bought, 10 used` (and the owned GPUs in use, when any): what the bill
+    covers beside what the pools hold, from the plan's `gpus` table."""
+    used = plan.total_gpus or 0
+    if not plan.gpus:
+        return f"{used} GPU{'' if used == 1 else 's'} used"
+    bought = sum(use.purchased for use in plan.gpus)
+    owned = sum(min(use.used, use.existing) for use in plan.gpus)
+    text = f"{bought} GPU{'' if bought == 1 else 's'} bought, {used} used"
+    return text + (f" ({owned} of them owned)" if owned else "")
 
 
 def procurement_lines(plan: Plan) -> list[str]:
@@ -116,8 +130,9 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
     """The plan as tables: pools per region, GPUs, binding constraints, utilisation.
 
     A region with a prefix cache in some pool adds the KV tiers each pool uses and its
-    effective hit rate at its size (`ReplicaPool.kv_tiers_used`, `prefix_hit_rate`)."""
-    tables = []
+    effective hit rate at its size (`ReplicaPool.kv_tiers_used`, `prefix_hit_rate`);
+    the buyer's summary first."""
+    tables = [t for t in (summary_table(plan),) if t is not None]
     for region in dict.fromkeys(pool.region for pool in plan.replicas):
         pools = [p for p in plan.replicas if p.region == region]
         cached = any(p.prefix_hit_rate is not None for p in pools)
@@ -189,7 +204,7 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
         )
     )
     tables.append(_utilisation_table(plan))
-    return tables + tiering_tables(plan)
+    return tables + failover_tables(plan) + tiering_tables(plan)
 
 
 def _utilisation_table(plan: Plan) -> TableSpec:
@@ -221,7 +236,12 @@ def _utilisation_table(plan: Plan) -> TableSpec:
             )
             for name, p in rows
         ),
-        note,
+        note
+        or (
+            "capacity counts the replicas started after each loss (warm and started: below)"
+            if any(s.started_replicas for s in plan.scenarios)
+            else ""
+        ),
     )
 
 

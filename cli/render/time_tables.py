@@ -2,6 +2,7 @@
 thresholds, error budget per failure scenario, batch placement and the months."""
 
 from cli.render.tables import TableSpec
+from solver.analysis.report_time import MonthsByRegion, months_by_region
 from solver.plan.schema import Plan
 from solver.plan.time_records import Month
 
@@ -176,6 +177,7 @@ def time_tables(plan: Plan) -> list[TableSpec]:
                 else f"over the {len(plan.months)} months: ${plan.horizon_cost:,.0f}",
             )
         )
+        tables.append(months_table(months_by_region(plan)))
         orders = [(m.month, o) for m in plan.months for o in m.servers_ordered]
         if orders:
             tables.append(
@@ -207,3 +209,24 @@ def _bought(month: Month) -> str:
         return "0"
     months = sorted({o.order_month for o in bought if o.order_month is not None})
     return f"{sum(o.bought_gpus for o in bought):g} (" + ", ".join(f"m{m}" for m in months) + ")"
+
+
+def months_table(months: MonthsByRegion) -> TableSpec:
+    """$ per month per region, each month's total, and the horizon's."""
+    rows = [
+        (f"m{m}", *(f"{c:,.0f}" for c in costs), f"{total:,.0f}")
+        for m, costs, total in zip(months.months, months.cost, months.month_totals, strict=True)
+    ]
+    rows.append(
+        (
+            "horizon",
+            *(f"{c:,.0f}" for c in months.by_region_totals),
+            f"{months.horizon_total:,.0f}",
+        )
+    )
+    return TableSpec(
+        "Months by region ($)",
+        ("month", *months.regions, "total"),
+        tuple(rows),
+        f"over the {len(months.months)} months: ${months.horizon_total:,.0f}",
+    )

@@ -73,6 +73,13 @@ def gpus_bought(used: int, existing: int, unit_gpus: int) -> int:
     return unit_gpus * -(-need // unit_gpus)  # integer ceiling: exact for any count
 
 
+def gpus_paid(used: int, existing: int, unit_gpus: int) -> int:
+    """GPUs a plan's bill covers: the GPUs bought plus the owned ones it runs on,
+    gpus_bought(used, existing, unit_gpus) + min(used, existing). Owned GPUs left idle are
+    neither used nor paid for by the plan; a server bought for 3 busy GPUs pays for 8."""
+    return gpus_bought(used, existing, unit_gpus) + min(used, existing)
+
+
 def stage_problem(tp: int, dp: int, gpus_per_node: int) -> str | None:
     """Why a stage of tp x dp GPUs cannot sit within whole servers of `gpus_per_node`
     (it must divide the server so that stages tile servers exactly), or None."""

@@ -16,7 +16,7 @@ from solver.plan.schema import Plan
 
 def gpus_paid(plan: Plan) -> int:
     """GPUs the plan's bill covers: bought plus owned in use (see the module docstring)."""
-    return sum(use.purchased + min(use.used, use.existing) for use in plan.gpus)
+    return sum(use.paid for use in plan.gpus)
 
 
 def servers_bought(plan: Plan) -> int:

@@ -16,8 +16,9 @@ library at import time, and the OR-Tools backends never load OR-Tools' own HiGHS
 (it crashes a process that has imported highspy).
 
 Imports: models.schema.backend_names (the one list of names), solver.program.lp (the
-solver-neutral program a backend is handed) and solver.settings; nothing else of fleetplan,
-so that a backend sees only the program, never the instance.
+solver-neutral program a backend is handed), solver.settings and solver.progress (where
+HiGHS reports its incumbent and gap); nothing else of fleetplan, so that a backend sees only
+the program, never the instance.
 """
 
 import importlib

@@ -40,6 +40,7 @@ from functools import cache
 from pathlib import Path
 from types import ModuleType
 
+from solver import progress
 from solver.backends.base import (
     Answer,
     Backend,
@@ -240,6 +241,8 @@ class HighsBackend(Backend):
             start.col_value = program.start.tolist()
             start.value_valid = True
             highs.setSolution(start)  # an infeasible start is ignored, not an error
+        if program.is_mip and progress.listening():
+            _report_progress(highs, highspy, deadline, program.objective_constant)
         highs.run()
 
         model_status = highs.getModelStatus()
@@ -358,3 +361,11 @@ def mps_text(program: CompiledProgram) -> str | None:
         lines.append(f" PL bnd c{j}" if up == math.inf else f" UP bnd c{j} {up!r}")
     lines.append("ENDATA")
     return "\n".join(lines) + "\n"
+
+
+def _report_progress(highs, highspy: ModuleType, deadline: Deadline, offset: float) -> None:
+    """Report the MIP's incumbent, bound and gap while it runs (solver.progress), from
+    HiGHS's interrupt and improving-solution callbacks."""
+    highs.setCallback(progress.IncumbentReporter(deadline.start, offset), None)
+    highs.startCallback(highspy.cb.kCallbackMipInterrupt)
+    highs.startCallback(highspy.cb.kCallbackMipImprovingSolution)

@@ -1,7 +1,7 @@
 """The records a plan is made of: its replica pools and shared groups, GPUs, servers and
 power per region, the binding constraints, routes, failure scenarios, cost attribution,
-the solver run and the co-location report; and the plan's money type (USD written to
-JSON in cents) and the key that names a replica configuration.
+the solver run, the co-location report and the buyer's summary; and the plan's money
+type (USD written to JSON in cents) and the key that names a replica configuration.
 
 The plan itself (`solver.plan.schema.Plan`) holds them; the records of time planning
 (hours, commitments, months, batch) live in `solver.plan.time_records`.
@@ -186,6 +186,12 @@ class GpuUse(BaseModel):
     cost_per_month: Money
     """purchased x price x hours_per_month."""
 
+    @property
+    def paid(self) -> int:
+        """GPUs the bill covers: purchased + min(used, existing), the stated figures'
+        models.operations.site.gpus_paid (owned GPUs the plan leaves idle are not its)."""
+        return self.purchased + min(self.used, self.existing)
+
 
 class ServerPurchase(BaseModel):
     """Whole servers of one GPU type to buy in one region (policy.buy_unit: node)."""
@@ -277,6 +283,26 @@ class PoolLoad(BaseModel):
     """load / capacity (0 when there is no capacity)."""
     pools: tuple[str, ...] = ()
     """Configurations carrying the phase, as `count x label`."""
+    started_requests_per_s: float = 0.0
+    """Of the capacity, what the replicas started after the loss carry (their lone
+    capacity, as the program credits them; 0 without failover_start). The warm
+    survivors' part is capacity - started."""
+
+
+class Move(BaseModel):
+    """Users of one region served in another in one scenario, and the round trip they pay."""
+
+    model_config = FROZEN
+
+    workload: str
+    from_region: str
+    to_region: str
+    requests_per_s: float
+    rtt_ms: float
+    from_lost_region: bool
+    """True: the lost region's users. False: a healthy region's users the optimum serves
+    in a neighbour, to make room for the lost region's users nearer their own survivors
+    or because the neighbour's capacity is cheaper to use (the README explains)."""
 
 
 class ScenarioResult(BaseModel):
@@ -288,6 +314,30 @@ class ScenarioResult(BaseModel):
     description: str
     routing: tuple[Route, ...] = ()
     pools: tuple[PoolLoad, ...] = ()
+    moves: tuple[Move, ...] = ()
+    """Every route whose users are served outside their own region (`moves_of`)."""
+    started_replicas: tuple[ReplicaPool, ...] = ()
+    """Replicas started in the survivors after the loss (hourly plans with
+    failover_start; their capacity is in `pools[].started_requests_per_s`)."""
+    hour: int | None = None
+    """Hourly plans: the UTC hour whose fleet the scenario shows (the busiest period's
+    first hour); None for a static plan."""
+
+
+def moves_of(routes: tuple[Route, ...], lost_region: str | None) -> tuple[Move, ...]:
+    """The routes that take users out of their own region, as moves."""
+    return tuple(
+        Move(
+            workload=route.workload,
+            from_region=route.origin,
+            to_region=route.destination,
+            requests_per_s=route.requests_per_s,
+            rtt_ms=route.rtt_ms,
+            from_lost_region=route.origin == lost_region,
+        )
+        for route in routes
+        if route.origin != route.destination
+    )
 
 
 class CostAttribution(BaseModel):
@@ -400,3 +450,51 @@ class ColocationSearch(BaseModel):
     templates: int = 0
     """Group templates the program chose among."""
     note: str = ""
+
+
+class BoughtGpus(BaseModel):
+    """GPUs of one type in one region: bought (whole servers with buy_unit node) and used."""
+
+    model_config = FROZEN
+
+    region: str
+    gpu: str
+    bought: int
+    used: int
+    existing: int = 0
+
+
+class OrderLine(BaseModel):
+    """Servers of one type to order for one region, and when."""
+
+    model_config = FROZEN
+
+    region: str
+    gpu: str
+    servers: int
+    gpus_per_server: int
+    order_month: int = 0
+    """The month to order in (0: now; negative: before the horizon starts)."""
+    serving_from_month: int = 0
+    """The month they start serving (order month + lead time)."""
+
+
+class BuyerSummary(BaseModel):
+    """What a buyer reads first."""
+
+    model_config = FROZEN
+
+    cost_per_month: MaybeMoney = None
+    """USD per month (month 0 of a horizon)."""
+    horizon_months: int = 0
+    """Months of the procurement horizon (0: no horizon)."""
+    horizon_cost: MaybeMoney = None
+    """USD over the horizon: the months' costs summed (None without a horizon)."""
+    gpus_bought: int = 0
+    gpus_used: int = 0
+    idle_fraction: float | None = None
+    """Idle at peak over the GPUs paid (static plans)."""
+    bought: tuple[BoughtGpus, ...] = ()
+    orders: tuple[OrderLine, ...] = ()
+    binding: tuple[Binding, ...] = ()
+    """The binding constraints with the largest shadow prices (at most five)."""

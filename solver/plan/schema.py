@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from solver.plan.records import (
     FROZEN,
     Binding,
+    BuyerSummary,
     ColocationSearch,
     CostAttribution,
     GpuUse,
@@ -105,7 +106,9 @@ class Plan(BaseModel):
 
     idle_fraction: float | None = Field(default=None, ge=0, le=1)
     """GPU-hours idle / GPU-hours paid at peak with no failure: 1 - sum_p gpus_p x
-    utilisation_p / sum_p gpus_p over every pool and shared group."""
+    utilisation_p / sum_{r,g} gpus[r,g].paid, busy GPUs over every pool and shared group,
+    over the GPUs the bill covers (bought, in whole servers, plus the owned ones in use):
+    a server of 8 bought for 3 busy GPUs is 5 idle GPUs (solver.readback.groups)."""
     capacity_unit: str = ""
     """The unit of `ReplicaPool.capacity_units_per_replica` (solver.analysis.capacity_report)."""
     colocation: "ColocationSearch | None" = None
@@ -137,6 +140,9 @@ class Plan(BaseModel):
     GPU's rows (or pooled); `efficiency_note` names them."""
     efficiency_note: str = ""
     """The engine profile and the GPUs on borrowed efficiencies, as one line."""
+    summary: BuyerSummary | None = None
+    """The buyer's one-screen summary (solver.analysis.summary), read off the fields
+    above; None in a plan written by hand."""
 
     @property
     def optimal(self) -> bool:

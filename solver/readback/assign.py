@@ -17,7 +17,15 @@ from solver.analysis.cost_attribution import cost_attribution
 from solver.candidates.pool_kv import pool_kv_fields
 from solver.candidates.pools import PoolCurve
 from solver.candidates.table import Candidate
-from solver.plan.records import GpuUse, PoolLoad, ReplicaPool, Route, ScenarioResult, SolverRun
+from solver.plan.records import (
+    GpuUse,
+    PoolLoad,
+    ReplicaPool,
+    Route,
+    ScenarioResult,
+    SolverRun,
+    moves_of,
+)
 from solver.plan.schema import SHADOW_PRICE_NOTE, Plan, plan_status
 from solver.program.build import FleetProgram
 from solver.program.families.split import load_terms
@@ -251,6 +259,7 @@ def scenario_results(
                 description=f.description,
                 routing=routes,
                 pools=_phase_loads(sets, f, values, counts, curves, shared=shared),
+                moves=moves_of(routes, f.lost_region),
             )
         )
     if sets.survives_replica_loss:
@@ -262,6 +271,7 @@ def scenario_results(
                 + " (capacity: each phase less its largest replica)",
                 routing=none.routing,
                 pools=_phase_loads(sets, LOSE_REPLICA, values, counts, curves, "none", shared),
+                moves=none.moves,
             )
         )
     return tuple(results)

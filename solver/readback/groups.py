@@ -16,9 +16,11 @@ each member: the loads its template was evaluated at, or less.
 
 Idle fraction at peak (no failure): a GPU of a pool is busy the fraction u[w,d] of its
 capacity; a GPU of a group is busy the mean of its members' u[w,d] (each member's load
-over its share a[w,t] of the group). Then
+over its share a[w,t] of the group). The share is over the GPUs the bill covers
+(`GpuUse.paid`: bought, in whole servers with buy_unit node, plus the owned GPUs in use),
+not over the GPUs the pools hold, so a server bought for 3 busy GPUs counts 5 idle:
 
-    idle = 1 - sum_p gpus_p x busy_p / sum_p gpus_p.
+    idle = 1 - sum_p gpus_p x busy_p / sum_{r,g} paid[r,g].
 """
 
 from collections import defaultdict
@@ -93,8 +95,8 @@ def _credit(entry: ReplicaPool, workload: str) -> float:
 
 def with_routing(plan: Plan) -> Plan:
     """The plan with every unified pool's and group's routing weight, each group member's
-    peak load, and the fleet's idle fraction at peak (see the module docstring), from the
-    unified loads of its `none` scenario.
+    peak load, and the fleet's idle fraction at peak over the GPUs paid (see the module
+    docstring), from the unified loads of its `none` scenario.
     """
     none = next((s for s in plan.scenarios if s.name == "none"), None)
     demand = {
@@ -143,10 +145,10 @@ def with_routing(plan: Plan) -> Plan:
                 entry.model_copy(update={"routing_weight": share(entry, entry.workload)})
             )
             busy_gpus += gpus * busy(entry.workload, entry.region)
-    total_gpus = sum(
+    paid = sum(use.paid for use in plan.gpus) or sum(
         e.gpus if e.gpus is not None else e.count * e.replica_gpus for e in plan.replicas
     )
-    idle = 1 - busy_gpus / total_gpus if total_gpus else 0.0
+    idle = 1 - busy_gpus / paid if paid else 0.0
     return plan.model_copy(
         update={"replicas": tuple(entries), "idle_fraction": min(max(idle, 0.0), 1.0)}
     )

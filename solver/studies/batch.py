@@ -10,7 +10,8 @@ Each `NAME.yaml` (or `.yml`, `.json`) in the folder may have a golden file
 and requires the independent verifier to accept every plan. GPUs by type and region are
 recorded in the golden file and reported when they change, but alternative optima with
 the same cost may legitimately move GPUs between equal-priced options, so they are not a
-regression on their own.
+regression on their own; so are the GPUs bought and the idle share at peak over the GPUs
+paid, which a golden records beside the GPUs used.
 
 Each comparison ends in one verdict word (`Verdict`) that names what broke: an instance
 that does not validate is `bad input` with its parse error, whether or not it has a golden
@@ -78,6 +79,11 @@ class Outcome(BaseModel):
     """For a solved instance: "optimal" or "feasible (gap X%)" (solver.plan.schema.plan_status)."""
     cost_per_month: float | None = None
     total_gpus: int | None = None
+    """GPUs the pools use."""
+    gpus_bought: int | None = None
+    """GPUs bought beyond the existing fleet (whole servers with buy_unit node)."""
+    idle_fraction: float | None = None
+    """Idle at peak over the GPUs paid (Plan.idle_fraction; None for hourly plans)."""
     gpus: dict[str, dict[str, int]] = Field(default_factory=dict)
     """{gpu: {region: GPUs used}}"""
     binding_families: tuple[str, ...] = ()
@@ -103,6 +109,11 @@ class Golden(BaseModel):
     cost_per_month: float | None = None
     cost_rel_tolerance: float = Field(default=DEFAULT_COST_TOLERANCE, ge=0)
     total_gpus: int | None = None
+    """GPUs used."""
+    gpus_bought: int | None = None
+    """GPUs bought (None in goldens frozen before it was recorded)."""
+    idle_fraction: float | None = None
+    """Idle at peak over the GPUs paid, to 0.1% (None: not recorded, or an hourly plan)."""
     gpus: dict[str, dict[str, int]] = Field(default_factory=dict)
     binding_families: tuple[str, ...] = ()
     fingerprint: Fingerprint | None = None
@@ -119,6 +130,10 @@ class Golden(BaseModel):
             else round(outcome.cost_per_month, 2),
             cost_rel_tolerance=tolerance,
             total_gpus=outcome.total_gpus,
+            gpus_bought=outcome.gpus_bought,
+            idle_fraction=None
+            if outcome.idle_fraction is None
+            else round(outcome.idle_fraction, 3),
             gpus=outcome.gpus,
             binding_families=outcome.binding_families,
             fingerprint=outcome.fingerprint,
@@ -292,6 +307,8 @@ def _solve_one(file: str, instance: Instance | None, backend: str | None, starte
         plan_status=plan.status,
         cost_per_month=plan.cost_per_month,
         total_gpus=plan.total_gpus,
+        gpus_bought=sum(use.purchased for use in plan.gpus),
+        idle_fraction=plan.idle_fraction,
         gpus=plan.gpus_by_type_and_region(),
         binding_families=tuple(sorted({b.family for b in plan.binding})),
         verified=check.ok,
@@ -457,6 +474,7 @@ def compare(outcome: Outcome, golden: Golden | None) -> Comparison:
             )
         for gpu, region, before, after in _gpu_changes(golden.gpus, outcome.gpus):
             notes.append(f"{gpu} in {region}: {before} -> {after} GPUs")
+        notes += _count_changes(outcome, golden)
     changed = _input_changed(outcome, golden)
     if ending is not None and not expected:
         verdict = ending
@@ -477,6 +495,27 @@ def compare(outcome: Outcome, golden: Golden | None) -> Comparison:
         input_changed=changed,
         verdict=verdict,
     )
+
+
+IDLE_NOTE = 0.001
+"""A change of the idle fraction (over the GPUs paid) noted against the golden: 0.1%,
+the precision it is frozen at."""
+
+
+def _count_changes(outcome: Outcome, golden: Golden) -> list[str]:
+    """Notes on GPUs bought and the idle share moving against a golden that records them
+    (not regressions on their own: an alternative optimum may buy other servers)."""
+    notes = []
+    bought = (golden.gpus_bought, outcome.gpus_bought)
+    if None not in bought and bought[0] != bought[1]:
+        notes.append(f"GPUs bought: {golden.gpus_bought} -> {outcome.gpus_bought}")
+    idle = (golden.idle_fraction, outcome.idle_fraction)
+    if idle[0] is not None and idle[1] is not None and abs(idle[1] - idle[0]) > IDLE_NOTE:
+        notes.append(
+            f"idle at peak: {golden.idle_fraction:.1%} -> {outcome.idle_fraction:.1%} "
+            "of the GPUs paid"
+        )
+    return notes
 
 
 def _input_changed(outcome: Outcome, golden: Golden) -> str:

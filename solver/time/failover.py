@@ -6,7 +6,7 @@ does it: solver.verify.hours.warm_shortfalls).
 
 from models.operations.failover_budget import expected_burn_minutes_per_year, scenario_budget
 from models.schema.instance import Instance
-from solver.plan.records import ReplicaPool
+from solver.plan.records import ReplicaPool, ScenarioResult
 from solver.plan.time_records import FailoverStart, Hour, ScenarioBudgetUse
 from solver.program.families.failover_start import FailoverTerms, StartedColumn, failover_terms
 from solver.time.periods import TimeProgram
@@ -43,6 +43,50 @@ def started_pools(
         )
         found.append(FailoverStart(scenario=index.scenario, pool=pool))
     return tuple(found)
+
+
+def with_started(
+    scenarios: tuple[ScenarioResult, ...], starts: tuple[FailoverStart, ...], hour: int
+) -> tuple[ScenarioResult, ...]:
+    """The busiest period's scenarios as they happen: each loss's started replicas
+    (`started_replicas`) and their lone capacity added to the unified phase of their
+    workload in their region (what the program's capacity row credits them,
+    solver.program.families.failover_start), so that utilisation = load / (warm + started)
+    capacity, the load being the routing after the start. `hour`: the period's first UTC
+    hour, whose `Hour.failover_starts` these are."""
+    by_scenario: dict[str, list[ReplicaPool]] = {}
+    for start in starts:
+        by_scenario.setdefault(start.scenario, []).append(start.pool)
+    shown = []
+    for scenario in scenarios:
+        started = tuple(by_scenario.get(scenario.name, ()))
+        credit: dict[tuple[str, str], float] = {}
+        labels: dict[tuple[str, str], list[str]] = {}
+        for pool in started:
+            key = (pool.workload, pool.region)
+            credit[key] = credit.get(key, 0.0) + pool.count * (pool.requests_per_s_per_replica or 0)
+            labels.setdefault(key, []).append(f"{pool.count} x {pool.label} (started)")
+        loads = []
+        for load in scenario.pools:
+            key = (load.workload, load.region)
+            if not load.phase.startswith("unified") or key not in credit:
+                loads.append(load)
+                continue
+            extra = credit.pop(key)
+            capacity = load.capacity_requests_per_s + extra
+            loads.append(
+                load.model_copy(
+                    update={
+                        "capacity_requests_per_s": capacity,
+                        "started_requests_per_s": extra,
+                        "utilisation": load.load_requests_per_s / capacity if capacity else 0.0,
+                        "pools": load.pools + tuple(labels[key]),
+                    }
+                )
+            )
+        update = {"pools": tuple(loads), "started_replicas": started, "hour": hour}
+        shown.append(scenario.model_copy(update=update))
+    return tuple(shown)
 
 
 def error_budgets(instance: Instance, hours: tuple[Hour, ...]) -> tuple[ScenarioBudgetUse, ...]:

@@ -202,6 +202,7 @@ def with_months(
         else:
             solved = solve_month(instance, month, table, previous, backend, settings, hourly_plan)
             hours, committed, cost = solved.hours, solved.committed, solved.cost_per_month
+            settings.passed(f"month {month} of {horizon - 1}")
         offers = month_offers(instance, month, hours, committed, previous)
         previous = {(c.region, c.gpu): c.committed_gpus for c in committed}
         months.append(

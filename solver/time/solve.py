@@ -25,7 +25,7 @@ from solver.readback.assign import chosen_sizes, read_plan, replica_counts
 from solver.readback.site import region_power, server_purchases
 from solver.settings import SolveSettings
 from solver.time.batch import dedicated_pools, hour_soaks
-from solver.time.failover import started_pools
+from solver.time.failover import started_pools, with_started
 from solver.time.periods import PeriodProgram, TimeProgram, build_time_program
 from solver.time.prices import NOT_PRICED, hour_bindings, price_hours, site_duals
 from solver.time.spot import spot_replicas
@@ -46,9 +46,11 @@ def solve_time(instance: Instance, settings: SolveSettings) -> tuple[Plan, Perio
     if reason:
         raise BackendUnavailable(f"backend {settings.backend!r} cannot run here: {reason}")
     table = build_candidates(instance)
+    settings.passed("candidates")
     built_s = time.monotonic()
     program = build_time_program(instance, table)
     build_s = time.monotonic() - built_s
+    settings.passed(f"program build ({len(program.periods)} periods)")
     peak = max(program.periods, key=lambda p: sum(p.period.values.values()))
     problems = [
         *table.problems,
@@ -58,6 +60,7 @@ def solve_time(instance: Instance, settings: SolveSettings) -> tuple[Plan, Perio
     if problems:
         raise Infeasible.from_problems(problems)
     result = backend.run(program.lp, settings.with_duals(False))
+    settings.passed("solve")
     if result.termination is Termination.INFEASIBLE:
         raise Infeasible(diagnose_infeasible(peak.program, backend, settings))
     if not result.termination.has_solution:
@@ -70,6 +73,7 @@ def solve_time(instance: Instance, settings: SolveSettings) -> tuple[Plan, Perio
     for name in program.lp.integer_variables:
         values[name] = float(round(values.get(name, 0.0)))
     duals, note = price_hours(program, values, backend, settings)
+    settings.passed("pricing")
     plan = hourly_plan(program, result, values, settings, build_s, duals, note)
     from solver.time.batch import with_batch
     from solver.time.months import with_months
@@ -78,6 +82,7 @@ def solve_time(instance: Instance, settings: SolveSettings) -> tuple[Plan, Perio
     plan = with_time_report(instance, program, plan)
     plan = with_batch(instance, program, plan, values)
     plan = with_months(instance, program, plan, backend, settings, hourly_plan)
+    settings.passed("hours and months")
     check = verify(instance, plan)
     if not check.ok:
         raise PlanRejected(
@@ -175,7 +180,9 @@ def hourly_plan(
     hours.sort(key=lambda h: h.hour)
     peak_pools = peak_fleet(hours)
     uses = peak_gpu_use(program.offers, hours, days, committed)
-    peak_plan = max(plans.values(), key=lambda p: p.total_gpus or 0)
+    peak_hour = max(plans, key=lambda first: plans[first].total_gpus or 0)
+    peak_plan = plans[peak_hour]
+    peak_starts = next(h.failover_starts for h in hours if h.hour == peak_hour)
     peak_sets = program.periods[0].program.sets  # the instance's GPUs, regions and policy
     size = program.lp.size()
     solver = peak_plan.solver.model_copy(
@@ -196,7 +203,7 @@ def hourly_plan(
         total_gpus=sum(u.used for u in uses),
         gpus=uses,
         replicas=peak_pools,
-        scenarios=peak_plan.scenarios,
+        scenarios=with_started(peak_plan.scenarios, peak_starts, peak_hour),
         solver=solver,
         shadow_price_note=shadow_price_note,
         hours=tuple(hours),

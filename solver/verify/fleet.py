@@ -89,6 +89,7 @@ from models.colocation.warm_cold import warm_cold_instance
 from models.schema.instance import Instance
 from solver.plan.schema import Plan
 from solver.program.row_names import GpuSupplyRow
+from solver.verify.display import stated_display
 from solver.verify.groups import GroupShare, check_groups
 from solver.verify.pools import recompute_pools
 from solver.verify.scenarios import check_scenarios
@@ -110,7 +111,14 @@ from solver.verify.totals import (
 )
 from solver.verify.verdict import COST_TOLERANCE, ScenarioCheck, Verification, Violation
 
-__all__ = ["COST_TOLERANCE", "ScenarioCheck", "Verification", "Violation", "verify"]
+__all__ = [
+    "COST_TOLERANCE",
+    "ScenarioCheck",
+    "Verification",
+    "Violation",
+    "stated_display",
+    "verify",
+]
 
 
 def verify(instance: Instance, plan: Plan) -> Verification:
@@ -154,6 +162,7 @@ def verify(instance: Instance, plan: Plan) -> Verification:
         total_gpus=sum(used.values()),
         checks=tuple(checks),
         warnings=tuple(warnings),
+        gpus_bought=totals.gpus_bought,
     )
 
 
@@ -192,6 +201,7 @@ def _refused_before_physics(
         cost_per_month=totals.cost_per_month,
         total_gpus=totals.total_gpus,
         checks=(),
+        gpus_bought=totals.gpus_bought,
     )
 
 

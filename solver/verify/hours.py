@@ -67,7 +67,13 @@ from solver.plan.schema import Plan
 from solver.plan.time_records import Hour
 from solver.program.row_names import ConfigsPerPoolRow, DemandRow, GpuSupplyRow
 from solver.verify.batch import check_batch
-from solver.verify.fleet import ScenarioCheck, Verification, Violation, verify
+from solver.verify.fleet import (
+    ScenarioCheck,
+    Verification,
+    Violation,
+    verify,
+)
+from solver.verify.fleet import stated_display as shown
 from solver.verify.hour_figures import close, finite_violations, stated_hour_figures
 from solver.verify.hour_reports import stated_report_figures
 from solver.verify.months import check_months
@@ -140,6 +146,9 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
                 f"${cost:,.2f}/month at the instance's prices",
             )
         )
+    violations += [
+        Violation(requirement=f.requirement, message=f.message) for f in shown(instance, plan)
+    ]
     violations += check_months(instance, plan, verify_hours)
     _check_stated_budgets(instance, plan, budget_used, violations)
     violations += finite_violations(plan) or [

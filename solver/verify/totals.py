@@ -20,7 +20,12 @@ is never trusted:
 4. The routing of each scenario the instance's policy names: every route's destination
    may serve its origin's users in that scenario (`RegionGraph.destinations`), with the
    round trip the links give, at a rate >= 0; and each origin's routes add up to its
-   demand. A phase's stated utilisation is its load / capacity.
+   demand.
+4b. The scenarios as displayed (`stated_scenarios`, also called by the hour verifier):
+   utilisation = load / capacity and at most 1; the started part of a capacity is what
+   the scenario's started replicas carry (the same replicas the hour's failover_starts
+   list); `moves` are the routes leaving their own region. The display and the verifier
+   read the same numbers: a survivor shown over 100% is a violation.
 5. Counts beyond supply and layouts beyond bounds, found before any physics runs
    (`over_supply`, `beyond_bounds`): the replicas of
    one region and GPU type needing more GPUs than the region has (existing + max_gpus,
@@ -46,11 +51,14 @@ from typing import NamedTuple
 from pydantic import BaseModel
 
 from models.operations.scenarios import RegionGraph, failure_scenarios
-from models.operations.site import demand_factor, gpus_bought, node_gpus
+from models.operations.site import demand_factor, gpus_bought, gpus_paid, node_gpus
 from models.schema import limits
 from models.schema.instance import Instance
+from models.serving.replica import Role
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
+from solver.verify.display import stated_display
+from solver.verify.verdict import Finding
 
 MONEY_TOLERANCE_USD = 0.01
 """A stated amount of money may differ from the recomputed one by less than a cent."""
@@ -64,19 +72,16 @@ ROUTE_FLOOR_RPS = 1e-7
 """Requests/s below which the solver leaves a route out of the plan (solver.readback.assign)."""
 
 
-class Finding(NamedTuple):
-    """One figure that is wrong: where (a plan field path or a row name) and why."""
-
-    requirement: str
-    message: str
-
-
 class Totals(NamedTuple):
-    """What the replicas add up to: GPUs used per (region, type), in all, and their cost."""
+    """What the replicas add up to: GPUs used per (region, type), in all, and their cost;
+    the GPUs bought (whole servers with buy_unit node) and the GPUs the bill covers
+    (bought plus owned in use, models.operations.site.gpus_paid)."""
 
     used: dict[tuple[str, str], int]
     total_gpus: int
     cost_per_month: float
+    gpus_bought: int = 0
+    gpus_paid: int = 0
 
 
 def recompute_totals(instance: Instance, plan: Plan) -> Totals:
@@ -90,10 +95,14 @@ def recompute_totals(instance: Instance, plan: Plan) -> Totals:
             used[(entry.region, entry.gpu)] += entry.count * entry.replica_gpus
     hours = instance.policy.hours_per_month
     cost = 0.0
+    bought_total = paid_total = 0
     for (r, g), n in used.items():
-        bought = gpus_bought(n, instance.region(r).existing.get(g, 0), node_gpus(instance, g))
+        existing, unit = instance.region(r).existing.get(g, 0), node_gpus(instance, g)
+        bought = gpus_bought(n, existing, unit)
         cost += _usd(bought, instance.price_per_gpu_hour(r, g) * hours)
-    return Totals(dict(used), sum(used.values()), cost)
+        bought_total += bought
+        paid_total += gpus_paid(n, existing, unit)
+    return Totals(dict(used), sum(used.values()), cost, bought_total, paid_total)
 
 
 def available_gpus(instance: Instance, region: str, gpu: str) -> tuple[int, int]:
@@ -143,7 +152,42 @@ def stated_figures(instance: Instance, plan: Plan, totals: Totals) -> list[Findi
     findings += _replica_costs(instance, plan)
     findings += _routing(instance, plan)
     findings += _routing_weights(plan)
+    findings += _idle_fraction(plan, totals)
+    findings += stated_display(
+        instance, plan, (totals.cost_per_month, totals.gpus_bought, totals.total_gpus)
+    )
     return findings
+
+
+def _idle_fraction(plan: Plan, totals: Totals) -> list[Finding]:
+    """The stated `idle_fraction` against 1 - busy GPUs / GPUs paid (Totals.gpus_paid),
+    busy GPUs read from the `none` scenario's utilisation u (at most 1) of each phase: a
+    pool's GPUs x u of its (workload, region, phase), a shared group's GPUs x the mean u of
+    its members (the read-back's rule, solver.readback.groups, over the bill's GPUs)."""
+    none = next((s for s in plan.scenarios if s.name == "none"), None)
+    if plan.idle_fraction is None or none is None or not totals.gpus_paid:
+        return []
+    if totals.total_gpus > limits.GPU_COUNT.high:
+        return []  # beyond any supply (over_supply says so): no float holds the sums
+    busy_at: dict[tuple[str, str, str], float] = {}
+    for load in none.pools:  # a phase reads `decode` or `decode-fp8`: the first one counts
+        role = next((r for r in Role if load.phase.startswith(r)), "")
+        busy_at.setdefault((load.workload, load.region, role), min(max(load.utilisation, 0), 1))
+    busy_gpus = 0.0
+    for entry in plan.replicas:
+        members = [m.workload for m in entry.members] if entry.shared else [entry.workload]
+        busy = [busy_at.get((w, entry.region, str(entry.role)), 0.0) for w in members]
+        busy_gpus += entry.count * entry.replica_gpus * sum(busy) / len(busy)
+    expected = min(max(1 - busy_gpus / totals.gpus_paid, 0.0), 1.0)
+    if abs(plan.idle_fraction - expected) <= 1e-6:
+        return []
+    return [
+        Finding(
+            "idle_fraction",
+            f"states {plan.idle_fraction:.4%}; 1 - {busy_gpus:,.2f} busy GPUs / "
+            f"{totals.gpus_paid:,} GPUs paid (bought plus owned in use) = {expected:.4%}",
+        )
+    ]
 
 
 def _routing_weights(plan: Plan) -> list[Finding]:
@@ -411,17 +455,6 @@ def _routing(instance: Instance, plan: Plan) -> list[Finding]:
                             f"{demand:.6g}",
                         )
                     )
-        for p_index, load in enumerate(result.pools):
-            capacity = load.capacity_requests_per_s
-            expected = load.load_requests_per_s / capacity if capacity > 0 else 0.0
-            if not math.isclose(load.utilisation, expected, rel_tol=1e-6, abs_tol=1e-9):
-                findings.append(
-                    Finding(
-                        f"scenarios[{s_index}].pools[{p_index}].utilisation",
-                        f"states {load.utilisation:.6g}; load / capacity = "
-                        f"{load.load_requests_per_s:.6g} / {capacity:.6g} = {expected:.6g}",
-                    )
-                )
     return findings
 
 

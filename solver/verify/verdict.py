@@ -3,6 +3,8 @@ the plan schema and the row names only): a violation named after the requirement
 breaks, the demand checked per scenario, and the tolerances the checks allow.
 """
 
+from typing import NamedTuple
+
 from pydantic import BaseModel, ConfigDict
 
 DEMAND_TOLERANCE = 1e-6
@@ -13,6 +15,13 @@ COST_TOLERANCE = 0.01
 """USD per month by which a stated cost may differ from the recomputed one."""
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True)
+
+
+class Finding(NamedTuple):
+    """One figure that is wrong: where (a plan field path or a row name) and why."""
+
+    requirement: str
+    message: str
 
 
 class Violation(BaseModel):
@@ -47,7 +56,11 @@ class Verification(BaseModel):
     violations: tuple[Violation, ...]
     cost_per_month: float
     total_gpus: int
+    """GPUs the pools use."""
     checks: tuple[ScenarioCheck, ...]
     warnings: tuple[Violation, ...] = ()
     """Stated figures that differ from the recomputed physics without breaking a
     requirement (a per-replica capacity, a limiting factor): the plan still holds."""
+    gpus_bought: int | None = None
+    """GPUs bought beyond the existing fleet, in whole servers with buy_unit node (None
+    where this check does not count them)."""

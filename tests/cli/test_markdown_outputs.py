@@ -181,7 +181,8 @@ def test_verify_json_matches_the_summary_line(run_cli, tmp_path):
     data = json.loads(result.stdout)
     assert data["ok"] is True and data["violations"] == []
     summary = run_cli("verify", instance, str(plan)).stdout
-    assert f"{data['total_gpus']} GPUs, ${data['cost_per_month']:,.0f}/month" in summary
+    counts = f"{data['gpus_bought']} GPUs bought, {data['total_gpus']} used"
+    assert f"{counts}, ${data['cost_per_month']:,.0f}/month" in summary
     assert f"{len(data['checks'])} scenario checks" in summary
     solved = json.loads(plan.read_text())
     assert data["cost_per_month"] == pytest.approx(solved["cost_per_month"])

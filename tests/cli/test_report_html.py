@@ -72,3 +72,85 @@ def test_charts_render_in_a_real_browser(report_file):
     for width, height, paths in boxes:
         assert width > 100 and height > 100
         assert paths > 10  # axes, ticks, glyphs and data: a drawn chart, not an empty frame
+
+
+HORIZON_MONTHS = 12  # instances/growth-horizon.yaml: policy.horizon_months
+HOURS_PER_DAY = 24
+
+
+@pytest.fixture(scope="module")
+def horizon_report(tmp_path_factory):
+    """The report of a 12-month hourly plan (about 30 s: the hourly program and 11 months)."""
+    from typer.testing import CliRunner
+
+    from cli.app import app
+
+    out = tmp_path_factory.mktemp("report") / "horizon.html"
+    path = str(INSTANCES / "growth-horizon.yaml")
+    result = CliRunner().invoke(app, ["report", path, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def _section(text: str, heading: str) -> str:
+    """The HTML between an <h2> heading and the next one."""
+    start = text.index(f"<h2>{heading}</h2>") + len(f"<h2>{heading}</h2>")
+    end = text.find("<h2>", start)
+    return text[start : end if end >= 0 else len(text)]
+
+
+def test_the_horizon_report_leads_with_the_summary_then_the_day_and_the_months(horizon_report):
+    text = horizon_report.read_text(encoding="utf-8")
+    order = [
+        text.index(h) for h in ("<h3>Summary</h3>", "<h2>The day (UTC)</h2>", "<h2>Months</h2>")
+    ]
+    assert order == sorted(order)
+    assert text.count('data-chart="day"') == 1
+    months = _section(text, "Months")
+    assert "Months by region ($)" in months
+    # one row per month and the horizon's total
+    assert months.count("<tr><td>m") == HORIZON_MONTHS and "<td>horizon</td>" in months
+    for heading in ("Reservations and servers", "Power", "Cost split"):
+        assert "<table>" in _section(text, heading), heading  # never a heading alone
+
+
+def test_the_static_report_has_no_empty_cost_split(report_file):
+    text = report_file.read_text(encoding="utf-8")
+    assert '<figure class="chart" data-chart="cost split"' in _section(text, "Cost split")
+
+
+def test_the_horizon_report_renders_in_a_real_browser(horizon_report):
+    executable = _browser()
+    from playwright.sync_api import sync_playwright
+
+    errors: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(horizon_report.as_uri())
+            day = page.evaluate(
+                """(() => {
+                    const svg = document.querySelector('figure[data-chart="day"] svg');
+                    const box = svg.getBoundingClientRect();
+                    return [box.width, box.height, svg.querySelectorAll('path').length];
+                })()"""
+            )
+            months = page.evaluate(
+                """Array.from(document.querySelectorAll('h3')).filter(
+                    h => h.textContent.startsWith('Months by region'))
+                    .map(h => {
+                        const rows = h.nextElementSibling.querySelectorAll('tbody tr');
+                        const box = h.nextElementSibling.getBoundingClientRect();
+                        return [rows.length, box.height];
+                    })"""
+            )
+        finally:
+            browser.close()
+    assert errors == []
+    width, height, paths = day
+    assert width > 300 and height > 100
+    assert paths > HOURS_PER_DAY  # at least one bar or step segment an hour, axes apart
+    ((rows, table_height),) = months
+    assert rows == HORIZON_MONTHS + 1 and table_height > 100

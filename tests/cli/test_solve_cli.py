@@ -191,10 +191,10 @@ def test_a_long_utilisation_table_keeps_its_most_utilised_rows_in_order(
     assert f"{len(every) - 5} (at most {threshold:.0%}) in --json" in shown.note
 
 
-def test_a_one_gpu_plan_says_gpu_not_gpus(run_cli):
-    """The one-model fixture's plan runs one H100 (in the one 8-GPU server it buys:
-    8 x $2.40/hour x 730 hours = $14,016/month)."""
+def test_a_one_gpu_plan_says_gpus_bought_and_used(run_cli):
+    """The one-model fixture's plan runs one H100 in the one 8-GPU server it buys:
+    8 x $2.40/hour x 730 hours = $14,016/month; the header says both counts."""
     from tests.paths import ONE_MODEL_ONE_REGION
 
     first = run_cli("solve", ONE_MODEL_ONE_REGION).stdout.splitlines()[0]
-    assert first.endswith("$14,016/month, 1 GPU")
+    assert first.endswith("$14,016/month, 8 GPUs bought, 1 used")

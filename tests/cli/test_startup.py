@@ -44,7 +44,7 @@ def test_help_and_catalog_load_no_solver_backend(argv):
 
 def test_every_command_summary_is_its_docstring_first_sentence():
     for name, module in cli_app.COMMANDS.items():
-        function = getattr(__import__(module, fromlist=[name]), name)
+        function = getattr(__import__(module, fromlist=[name]), name.replace("-", "_"))
         doc = " ".join(inspect.getdoc(function).split("\n\n")[0].split())
         summary = cli_app.summary(name)
         assert summary and doc.startswith(summary.rstrip(".")), (name, summary, doc)

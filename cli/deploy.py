@@ -1,0 +1,135 @@
+"""Commands `deploy` and `fleet-import`: a plan to engine arguments and manifests, and a
+running fleet back to an instance's existing GPUs and a fleet plan.
+
+Parsing and writing only: the files come from `solver.deploy.files`, the fleet from
+`solver.deploy.fleet_import`.
+"""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+
+from cli.options import emit_json, load
+from cli.render.console import err
+from models.io.documents import read_document
+from models.io.output_files import check_target, write_text
+from models.schema.errors import InputError, Issue
+
+TARGET_HELP = (
+    "vllm | sglang | trtllm (launch commands), k8s (Deployments, spare, HPA), llm-d, dynamo."
+)
+
+
+def _problem(where: str, field: str, message: str) -> InputError:
+    return InputError([Issue(where, None, field, message)])
+
+
+def deploy(
+    plan_file: Annotated[Path, typer.Argument(help="Plan JSON from `fleetplan solve --json`.")],
+    instance_file: Annotated[
+        Path, typer.Option("--instance", help="The instance the plan was solved for.")
+    ],
+    target: Annotated[str, typer.Option("--target", help=TARGET_HELP)],
+    out_dir: Annotated[Path, typer.Option("-o", "--out", help="Folder to write the files to.")],
+) -> None:
+    """Write each pool's engine launch arguments or deployment manifests for a plan.
+
+    Per pool: model, precision and KV precision, TP/PP/EP/DP, batch cap and tokens per
+    iteration, chunked prefill, prefix caching and KV tiers, speculative decoding, the
+    prefill/decode pair and its KV transfer. For k8s: the normal scenario's replicas, the
+    failover spare as its own object, and an HPA on prefill queue depth and KV-cache
+    usage at the thresholds the plan's headroom rule derives (never GPU utilisation).
+    """
+    from cli.solve import _read_plan
+    from solver.deploy.files import TARGETS, deploy_files
+    from solver.deploy.pools import DeployError
+
+    if target not in TARGETS:
+        raise _problem(
+            "command line", "--target", f"{target!r}; choose one of {', '.join(TARGETS)}"
+        )
+    if out_dir.exists() and not out_dir.is_dir():
+        raise _problem(str(out_dir), "-o", "exists and is not a folder")
+    instance = load(instance_file, None)
+    plan = _read_plan(plan_file)
+    try:
+        files = deploy_files(instance, plan, target)
+    except DeployError as error:
+        raise _problem(str(plan_file), "replicas", str(error)) from None
+    inputs = (plan_file, instance_file)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name in files:
+        check_target(out_dir / name, inputs)
+    for name, text in files.items():
+        write_text(out_dir / name, text, inputs)
+    err.print(f"wrote {len(files)} files for {target} to {out_dir}", markup=False)
+
+
+def fleet_import(
+    fleet_file: Annotated[
+        Path,
+        typer.Argument(
+            help="The running fleet: a CSV of pools, Kubernetes YAML, or a folder of it."
+        ),
+    ],
+    instance_file: Annotated[
+        Path, typer.Option("--instance", help="The instance whose regions own the fleet.")
+    ],
+    instance_out: Annotated[
+        Path,
+        typer.Option("--instance-out", help="Write the instance with `existing` set here."),
+    ],
+    plan_out: Annotated[
+        Path | None,
+        typer.Option("--plan-out", help='Write the fleet as {"replicas": [...]} for verify.'),
+    ] = None,
+) -> None:
+    """Read a running fleet into an instance's existing GPUs and a plan `verify` judges.
+
+    A CSV has one row per pool (workload, region, gpu, precision, tp, pp, replicas, and
+    optionally kv_precision, ep, dp, role, speculative); Kubernetes YAML is what `deploy
+    --target k8s` writes (normal and spare objects add up). Each region's `existing`
+    becomes the GPUs the fleet holds there, so `solve` plans only what to add.
+    """
+    from solver.deploy.fleet_import import (
+        FleetImportError,
+        fleet_plan,
+        owned_gpus,
+        pools_from_csv,
+        pools_from_kubernetes,
+        with_existing,
+    )
+
+    inputs = (fleet_file, instance_file)
+    check_target(instance_out, inputs)
+    if plan_out is not None:
+        check_target(plan_out, inputs)
+    load(instance_file, None)  # the instance must be valid before it is rewritten
+    try:
+        if fleet_file.is_dir():  # the folder `deploy --target k8s` wrote
+            files = sorted(fleet_file.glob("*.yaml")) + sorted(fleet_file.glob("*.yml"))
+            text = "\n---\n".join(path.read_text(encoding="utf-8") for path in files)
+        else:
+            text = fleet_file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise _problem(str(fleet_file), "", f"cannot be read: {error}") from None
+    try:
+        if fleet_file.suffix.lower() == ".csv":
+            pools = pools_from_csv(text)
+        else:
+            pools = pools_from_kubernetes(text)
+        document, _ = read_document(instance_file)
+        updated = with_existing(document, owned_gpus(pools))
+    except (FleetImportError, yaml.YAMLError) as error:
+        raise _problem(str(fleet_file), "", str(error)) from None
+    if not pools:
+        raise _problem(
+            str(fleet_file),
+            "",
+            "holds no pool (no row, or no object with the fleetplan.io/pool annotation)",
+        )
+    write_text(instance_out, yaml.safe_dump(updated, sort_keys=False), inputs)
+    err.print(f"wrote {instance_out}", markup=False)
+    emit_json(plan_out, fleet_plan(pools), inputs)

@@ -1,0 +1,43 @@
+"""The buyer's summary (solver.plan.records.BuyerSummary) as one two-column table, the
+first thing the terminal, the Markdown and the HTML report show."""
+
+from cli.render.tables import TableSpec
+from solver.plan.schema import Plan
+
+
+def summary_table(plan: Plan) -> TableSpec | None:
+    """What it costs, what is bought where, which servers to order when, what binds."""
+    s = plan.summary
+    if s is None:
+        return None
+    cost = f"${s.cost_per_month or 0:,.0f}/month"
+    if s.horizon_months:
+        cost += f" (month 0); ${s.horizon_cost or 0:,.0f} over the {s.horizon_months}-month horizon"
+    counts = f"{s.gpus_bought:,} bought, {s.gpus_used:,} used"
+    if s.idle_fraction is not None:
+        counts += f"; idle at peak {s.idle_fraction:.1%} of the GPUs paid"
+    rows = [("cost", cost), ("GPUs", counts)]
+    by_region: dict[str, list[str]] = {}
+    for b in s.bought:
+        by_region.setdefault(b.region, []).append(f"{b.bought} {b.gpu} ({b.used} used)")
+    rows += [(f"bought in {region}", ", ".join(items)) for region, items in by_region.items()]
+    if s.orders:
+        lines = [
+            f"{o.servers} x {o.gpus_per_server}-GPU {o.gpu} server{'' if o.servers == 1 else 's'} "
+            f"for {o.region}"
+            + (
+                f", order in month {o.order_month} (serving from month {o.serving_from_month})"
+                if s.horizon_months
+                else ", order now"
+            )
+            for o in s.orders
+        ]
+        rows += [("servers to order" if i == 0 else "", line) for i, line in enumerate(lines)]
+    if s.binding:
+        rows += [
+            ("what binds" if i == 0 else "", f"{b.name}: {b.shadow_price:,.2f} {b.unit}")
+            for i, b in enumerate(s.binding)
+        ]
+    else:
+        rows.append(("what binds", "no priced constraint (see the binding table)"))
+    return TableSpec("Summary", ("", "the plan"), tuple(rows))

@@ -1,0 +1,57 @@
+"""The buyer's summary (solver.plan.records.BuyerSummary) of a plan, from the plan alone:
+
+- cost: `cost_per_month`, and over a horizon `horizon_cost` = sum of the months' costs;
+- GPUs: per region and type, `purchased` (bought, whole servers) and `used` from `gpus`;
+- orders: with a horizon, each month's `servers_ordered` (ordered in `order_month`,
+  serving from that month); without one, the `servers` to buy now (month 0);
+- what binds: the `SUMMARY_BINDINGS` binding rows with the largest |shadow price|.
+"""
+
+from solver.plan.records import BoughtGpus, BuyerSummary, OrderLine
+from solver.plan.schema import Plan
+
+SUMMARY_BINDINGS = 5
+"""Binding constraints the summary names (all of them are in the plan's `binding`)."""
+
+
+def buyer_summary(plan: Plan) -> BuyerSummary:
+    """The one-screen summary of `plan` (see the module docstring)."""
+    bought = tuple(
+        BoughtGpus(region=u.region, gpu=u.gpu, bought=u.purchased, used=u.used, existing=u.existing)
+        for u in plan.gpus
+        if u.used or u.purchased
+    )
+    if plan.months:
+        orders = tuple(
+            OrderLine(
+                region=o.region,
+                gpu=o.gpu,
+                servers=o.servers,
+                gpus_per_server=o.gpus_per_server,
+                order_month=o.order_month,
+                serving_from_month=m.month,
+            )
+            for m in plan.months
+            for o in m.servers_ordered
+        )
+        orders = tuple(sorted(orders, key=lambda o: (o.order_month, o.serving_from_month)))
+    else:
+        orders = tuple(
+            OrderLine(
+                region=s.region, gpu=s.gpu, servers=s.count, gpus_per_server=s.gpus_per_server or 1
+            )
+            for s in plan.servers
+            if s.count
+        )
+    priced = sorted((b for b in plan.binding if b.shadow_price), key=lambda b: -abs(b.shadow_price))
+    return BuyerSummary(
+        cost_per_month=plan.cost_per_month,
+        horizon_months=len(plan.months),
+        horizon_cost=plan.horizon_cost,
+        gpus_bought=sum(u.purchased for u in plan.gpus),
+        gpus_used=plan.total_gpus or 0,
+        idle_fraction=plan.idle_fraction,
+        bought=bought,
+        orders=orders,
+        binding=tuple(priced[:SUMMARY_BINDINGS]),
+    )

@@ -1,0 +1,186 @@
+"""Engine launch arguments that reproduce a pool's planned configuration.
+
+One function per engine, each returning the command line as a list of words (and, for
+TensorRT-LLM, the `--extra_llm_api_options` YAML beside it). The flags are those of the
+versions named in solver/deploy/references/*.yaml; tests/solver/deploy checks every flag
+written against them.
+
+Mapping (one replica of a pool, `solver.deploy.pools.DeployPool`), vLLM / SGLang /
+TensorRT-LLM:
+- weights fp8 (fp4): `--quantization fp8` (`modelopt_fp4`) in vLLM and SGLang; bf16:
+  `--dtype bfloat16`; TensorRT-LLM reads the precision from the checkpoint.
+- KV fp8: `--kv-cache-dtype fp8` / `fp8_e4m3` / `kv_cache_config.dtype: fp8`.
+- TP, PP, DP, EP: `--tensor-parallel-size --pipeline-parallel-size --data-parallel-size
+  --enable-expert-parallel` / `--tp-size --pp-size --dp-size --enable-dp-attention
+  --ep-size` / `--tp_size --pp_size --ep_size` with `enable_attention_dp`.
+- batch cap: `--max-num-seqs` / `--max-running-requests` / `--max_batch_size`.
+- tokens per iteration and chunk: `--max-num-batched-tokens --enable-chunked-prefill` /
+  `--chunked-prefill-size --max-prefill-tokens` / `--max_num_tokens
+  --enable_chunked_prefill`.
+- prefix cache and host/SSD KV tiers: `--enable-prefix-caching` and the LMCache connector
+  / the radix cache with `--enable-hierarchical-cache` (`--hicache-storage-backend file`
+  for SSD) / `kv_cache_config.enable_block_reuse`.
+- speculation: `--speculative-config` / `--speculative-algorithm ...` /
+  `speculative_config`.
+- prefill/decode pair: `--kv-transfer-config` with NixlConnector / `--disaggregation-mode
+  --disaggregation-transfer-backend nixl` / `--server_role` with
+  `cache_transceiver_config.backend: NIXL`.
+"""
+
+import json
+
+from solver.deploy.pools import DeployPool
+
+ENGINES = ("vllm", "sglang", "trtllm")
+"""The engines `engine_command` writes."""
+
+_QUANTIZATION = {"fp8": "fp8", "fp4": "modelopt_fp4"}
+"""Weight precision -> the engine's online quantization method (bf16: none)."""
+
+
+def _draft_method(pool: DeployPool) -> str:
+    """vLLM's speculative method: a named draft model runs as `draft_model`, a drafter
+    given by its cost is EAGLE heads (`eagle3`)."""
+    assert pool.speculative is not None
+    return "draft_model" if pool.speculative.draft_model else "eagle3"
+
+
+def vllm_command(pool: DeployPool) -> list[str]:
+    """`vllm serve MODEL ...` for one replica of `pool`."""
+    args = ["vllm", "serve", pool.model, "--served-model-name", pool.model]
+    args += _precision(pool, fp8_kv="fp8")
+    args += ["--tensor-parallel-size", str(pool.tp), "--pipeline-parallel-size", str(pool.pp)]
+    if pool.dp > 1:
+        args += ["--data-parallel-size", str(pool.dp)]
+    if pool.ep > 1:
+        args += ["--enable-expert-parallel"]
+    if pool.multi_node:  # the replica's nodes joined by Ray (the LeaderWorkerSet's group)
+        args += ["--distributed-executor-backend", "ray"]
+    args += [
+        "--max-num-seqs",
+        str(pool.max_batch),
+        "--max-num-batched-tokens",
+        str(pool.tokens_per_iteration),
+        "--enable-chunked-prefill",
+        "--max-model-len",
+        str(pool.max_context_tokens),
+    ]
+    args += ["--enable-prefix-caching" if pool.prefix_caching else "--no-enable-prefix-caching"]
+    if pool.speculative is not None:
+        spec = {"method": _draft_method(pool), "num_speculative_tokens": pool.speculative.tokens}
+        if pool.speculative.draft_model:
+            spec["model"] = pool.speculative.draft_model
+        args += ["--speculative-config", json.dumps(spec, sort_keys=True)]
+    transfer = _vllm_kv_transfer(pool)
+    if transfer is not None:
+        args += ["--kv-transfer-config", json.dumps(transfer, sort_keys=True)]
+    return args
+
+
+def _vllm_kv_transfer(pool: DeployPool) -> dict | None:
+    """NIXL between a prefill and a decode pool; LMCache for host or SSD KV tiers."""
+    if pool.role != "unified":
+        return {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+    if set(pool.kv_tiers) - {"hbm"}:
+        return {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
+    return None
+
+
+def _precision(pool: DeployPool, fp8_kv: str) -> list[str]:
+    args = []
+    if pool.precision in _QUANTIZATION:
+        args += ["--quantization", _QUANTIZATION[pool.precision]]
+    else:
+        args += ["--dtype", "bfloat16"]
+    args += ["--kv-cache-dtype", fp8_kv if pool.kv_precision == "fp8" else "auto"]
+    return args
+
+
+def sglang_command(pool: DeployPool) -> list[str]:
+    """`python -m sglang.launch_server ...` for one replica of `pool`."""
+    args = ["python", "-m", "sglang.launch_server", "--model-path", pool.model]
+    args += ["--served-model-name", pool.model, "--context-length", str(pool.max_context_tokens)]
+    args += _precision(pool, fp8_kv="fp8_e4m3")
+    args += ["--tp-size", str(pool.tp), "--pp-size", str(pool.pp)]
+    if pool.dp > 1:
+        args += ["--dp-size", str(pool.dp), "--enable-dp-attention"]
+    if pool.ep > 1:
+        args += ["--ep-size", str(pool.ep)]
+    args += [
+        "--max-running-requests",
+        str(pool.max_batch),
+        "--chunked-prefill-size",
+        str(pool.chunked_prefill_tokens),
+        "--max-prefill-tokens",
+        str(pool.tokens_per_iteration),
+    ]
+    if not pool.prefix_caching:
+        args += ["--disable-radix-cache"]
+    elif set(pool.kv_tiers) - {"hbm"}:
+        args += ["--enable-hierarchical-cache"]
+        if "ssd" in pool.kv_tiers:
+            args += ["--hicache-storage-backend", "file"]
+    if pool.speculative is not None:
+        draft = pool.speculative.draft_model
+        args += ["--speculative-algorithm", "STANDALONE" if draft else "EAGLE3"]
+        if draft:
+            args += ["--speculative-draft-model-path", draft]
+        args += [
+            "--speculative-num-steps",
+            str(pool.speculative.tokens),
+            "--speculative-num-draft-tokens",
+            str(pool.speculative.tokens + 1),
+        ]
+    if pool.role != "unified":
+        args += ["--disaggregation-mode", pool.role, "--disaggregation-transfer-backend", "nixl"]
+    return args
+
+
+TRTLLM_OPTIONS_FILE = "extra-llm-api-options.yaml"
+"""The name `trtllm_command` gives its `--extra_llm_api_options` file (one per pool,
+`<pool>.extra-llm-api-options.yaml` when written to a folder)."""
+
+
+def trtllm_command(pool: DeployPool, options_file: str = TRTLLM_OPTIONS_FILE) -> list[str]:
+    """`trtllm-serve serve MODEL ...` for one replica of `pool` (with `trtllm_options`)."""
+    args = ["trtllm-serve", "serve", pool.model, "--backend", "pytorch"]
+    args += ["--tp_size", str(pool.tp), "--pp_size", str(pool.pp)]
+    if pool.ep > 1:
+        args += ["--ep_size", str(pool.ep)]
+    args += [
+        "--max_batch_size",
+        str(pool.max_batch),
+        "--max_num_tokens",
+        str(pool.tokens_per_iteration),
+        "--max_seq_len",
+        str(pool.max_context_tokens),
+        "--enable_chunked_prefill",
+    ]
+    if pool.role != "unified":
+        args += ["--server_role", "CONTEXT" if pool.role == "prefill" else "GENERATION"]
+    return [*args, "--extra_llm_api_options", options_file]
+
+
+def trtllm_options(pool: DeployPool) -> dict:
+    """The `--extra_llm_api_options` YAML of `pool` (LlmArgs fields)."""
+    kv: dict = {"dtype": "fp8" if pool.kv_precision == "fp8" else "auto"}
+    kv["enable_block_reuse"] = pool.prefix_caching
+    options: dict = {"kv_cache_config": kv}
+    if pool.dp > 1:
+        options["enable_attention_dp"] = True
+    if pool.speculative is not None:
+        spec: dict = {
+            "decoding_type": "Eagle" if not pool.speculative.draft_model else "Draft_Target",
+            "max_draft_len": pool.speculative.tokens,
+        }
+        if pool.speculative.draft_model:
+            spec["speculative_model"] = pool.speculative.draft_model
+        options["speculative_config"] = spec
+    if pool.role != "unified":
+        options["cache_transceiver_config"] = {"backend": "NIXL"}
+    return options
+
+
+def engine_command(engine: str, pool: DeployPool) -> list[str]:
+    """The launch command of `engine` (one of `ENGINES`) for one replica of `pool`."""
+    return {"vllm": vllm_command, "sglang": sglang_command, "trtllm": trtllm_command}[engine](pool)

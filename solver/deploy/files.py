@@ -1,0 +1,74 @@
+"""The files `fleetplan deploy` writes (YAML documents each open with `---`, so that the
+files of a folder may be concatenated): name -> text, for each target.
+
+- vllm, sglang, trtllm: `<pool>.sh`, one launch command per pool (and
+  `<pool>.extra-llm-api-options.yaml` for trtllm), with the pool's replica counts in a
+  comment; `pools.json`, every pool's deployment record.
+- k8s: `<pool>.yaml`, the pool's objects (`manifests.kubernetes_objects`).
+- llm-d: `<name>.values.yaml`, ModelService values.
+- dynamo: `<workload>-<region>.yaml`, a DynamoGraphDeployment.
+"""
+
+import dataclasses
+import json
+import shlex
+
+import yaml
+
+from models.schema.instance import Instance
+from solver.deploy.engines import ENGINES, engine_command, trtllm_command, trtllm_options
+from solver.deploy.manifests import dynamo_graph, kubernetes_objects, llm_d_values
+from solver.deploy.pools import DeployPool, deploy_pools
+from solver.plan.schema import Plan
+
+TARGETS = (*ENGINES, "k8s", "llm-d", "dynamo")
+"""What `deploy` writes for: three engines, Kubernetes, llm-d and Dynamo."""
+
+
+def _yaml(documents: list) -> str:
+    return yaml.safe_dump_all(
+        documents, sort_keys=False, default_flow_style=False, explicit_start=True
+    )
+
+
+def _script(pool: DeployPool, command: list[str]) -> str:
+    return (
+        "#!/bin/sh\n"
+        f"# {pool.name}: {pool.replicas} replicas of {pool.gpus_per_replica} x {pool.gpu} "
+        f"in {pool.region} ({pool.normal_replicas} normal, {pool.spare_replicas} failover "
+        f"spare); written by fleetplan deploy\n"
+        f"exec {shlex.join(command)}\n"
+    )
+
+
+def deploy_files(instance: Instance, plan: Plan, target: str) -> dict[str, str]:
+    """The files of `target` (one of `TARGETS`) for every pool of `plan`.
+
+    Raises:
+        ValueError: an unknown target; `solver.deploy.pools.DeployError` for a plan that
+            cannot be deployed.
+    """
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)}")
+    pools = deploy_pools(instance, plan)
+    files: dict[str, str] = {}
+    if target in ENGINES:
+        for pool in pools:
+            if target == "trtllm":
+                options = f"{pool.name}.extra-llm-api-options.yaml"
+                files[options] = yaml.safe_dump(trtllm_options(pool), sort_keys=False)
+                command = trtllm_command(pool, options)
+            else:
+                command = engine_command(target, pool)
+            files[f"{pool.name}.sh"] = _script(pool, command)
+        files["pools.json"] = json.dumps([dataclasses.asdict(p) for p in pools], indent=2)
+    elif target == "k8s":
+        for pool in pools:
+            files[f"{pool.name}.yaml"] = _yaml(kubernetes_objects((pool,)))
+    elif target == "llm-d":
+        for name, values in llm_d_values(pools).items():
+            files[f"{name}.values.yaml"] = _yaml([values])
+    else:
+        for graph in dynamo_graph(pools):
+            files[f"{graph['metadata']['name']}.yaml"] = _yaml([graph])
+    return files

@@ -1,0 +1,152 @@
+"""A fleet as it runs, read back: plan replicas and the instance's `existing` GPUs.
+
+Two inputs:
+- a CSV of pools, one row per pool: `workload,region,gpu,precision,tp,pp,replicas` and
+  optionally `kv_precision,ep,dp,role,speculative` (header row required);
+- Kubernetes objects (YAML, several documents): every Deployment or LeaderWorkerSet with
+  the `fleetplan.io/pool` annotation (`solver.deploy.manifests`) is a pool of
+  `spec.replicas`; a pool's normal object and its spare add up.
+
+The result: the replicas (`solver.plan.records.ReplicaPool`, one per layout, counts summed)
+as a fleet plan `{"replicas": [...]}` that `fleetplan verify` judges, and the GPUs they
+hold per (region, GPU type) = sum of count x tp x pp x dp, which raise the regions'
+`existing` fleet (never lower it: an owned GPU idle today is still owned) so that
+`solve` plans only what to add.
+"""
+
+import csv
+import io
+import json
+from collections import defaultdict
+
+import yaml
+
+from solver.deploy.manifests import POOL_ANNOTATION
+from solver.plan.records import ReplicaPool
+from solver.plan.schema import Plan
+
+CSV_REQUIRED = ("workload", "region", "gpu", "precision", "tp", "pp", "replicas")
+CSV_OPTIONAL = ("kv_precision", "ep", "dp", "role", "speculative")
+_INTEGERS = ("tp", "pp", "ep", "dp", "replicas")
+
+
+class FleetImportError(ValueError):
+    """A fleet file that cannot be read (names the row or object and the field)."""
+
+
+def _pool(fields: dict, replicas: int, where: str) -> ReplicaPool:
+    data = {k: v for k, v in fields.items() if v not in (None, "")}
+    data["count"] = replicas
+    try:
+        pool = ReplicaPool.model_validate(data)
+    except ValueError as error:
+        raise FleetImportError(f"{where}: {str(error).splitlines()[0]}; {error}") from None
+    return pool.model_copy(update={"gpus": pool.count * pool.replica_gpus})
+
+
+def pools_from_csv(text: str) -> list[ReplicaPool]:
+    """The pools of a CSV fleet (see the module text)."""
+    reader = csv.DictReader(io.StringIO(text))
+    header = reader.fieldnames or []
+    missing = [name for name in CSV_REQUIRED if name not in header]
+    unknown = [name for name in header if name not in CSV_REQUIRED + CSV_OPTIONAL]
+    if missing or unknown:
+        raise FleetImportError(
+            f"CSV header: missing {missing or 'nothing'}, unknown {unknown or 'nothing'}; "
+            f"columns are {', '.join(CSV_REQUIRED)} and optionally {', '.join(CSV_OPTIONAL)}"
+        )
+    pools = []
+    for line, row in enumerate(reader, start=2):
+        fields = dict(row)
+        for name in _INTEGERS:
+            if fields.get(name) not in (None, ""):
+                try:
+                    fields[name] = int(fields[name])
+                except ValueError:
+                    raise FleetImportError(
+                        f"row {line}: {name} {fields[name]!r} is not a whole number"
+                    ) from None
+        replicas = fields.pop("replicas")
+        pools.append(_pool(fields, replicas, f"row {line}"))
+    return pools
+
+
+def pools_from_kubernetes(text: str) -> list[ReplicaPool]:
+    """The pools of Kubernetes objects written by `fleetplan deploy --target k8s`."""
+    pools = []
+    for index, document in enumerate(yaml.safe_load_all(text)):
+        if not isinstance(document, dict) or document.get("kind") not in (
+            "Deployment",
+            "LeaderWorkerSet",
+        ):
+            continue
+        metadata = document.get("metadata") or {}
+        where = f"document {index} ({document['kind']} {metadata.get('name', '?')})"
+        annotation = (metadata.get("annotations") or {}).get(POOL_ANNOTATION)
+        if annotation is None:
+            continue
+        try:
+            layout = json.loads(annotation)
+        except json.JSONDecodeError as error:
+            raise FleetImportError(f"{where}: {POOL_ANNOTATION} is not JSON: {error}") from None
+        replicas = (document.get("spec") or {}).get("replicas", 1)
+        if not isinstance(replicas, int) or replicas < 0:
+            raise FleetImportError(f"{where}: spec.replicas {replicas!r} is not a count")
+        pools.append(_pool(layout, replicas, where))
+    return pools
+
+
+def merged(pools: list[ReplicaPool]) -> tuple[ReplicaPool, ...]:
+    """One pool per layout (workload, region, configuration), counts summed, empty ones
+    dropped."""
+    counts: dict[tuple, int] = defaultdict(int)
+    first: dict[tuple, ReplicaPool] = {}
+    for pool in pools:
+        key = (pool.workload, pool.region, pool.key, pool.kv_precision)
+        counts[key] += pool.count
+        first.setdefault(key, pool)
+    return tuple(
+        first[key].model_copy(update={"count": n, "gpus": n * first[key].replica_gpus})
+        for key, n in counts.items()
+        if n > 0
+    )
+
+
+def fleet_plan(pools: list[ReplicaPool]) -> Plan:
+    """The running fleet as a plan of replicas only (what `verify` judges)."""
+    return Plan(replicas=merged(pools))
+
+
+def owned_gpus(pools: list[ReplicaPool]) -> dict[str, dict[str, int]]:
+    """{region: {gpu: GPUs held}}: sum of count x tp x pp x dp."""
+    owned: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for pool in merged(pools):
+        owned[pool.region][pool.gpu] += pool.count * pool.replica_gpus
+    return {region: dict(gpus) for region, gpus in owned.items()}
+
+
+def with_existing(document: dict, owned: dict[str, dict[str, int]]) -> dict:
+    """The instance document (as loaded from YAML) with each region's `existing` of a GPU
+    type raised to the GPUs the fleet holds there: max(stated, held), since owned GPUs
+    that run nothing today are still owned; other GPU types' entries are kept.
+
+    Raises:
+        FleetImportError: the fleet runs in a region the instance does not have.
+    """
+    regions = document.get("regions") or []
+    names = {region.get("name") for region in regions if isinstance(region, dict)}
+    unknown = sorted(set(owned) - names)
+    if unknown:
+        raise FleetImportError(
+            f"the fleet runs in regions the instance lacks: {', '.join(unknown)} "
+            f"(instance regions: {', '.join(sorted(map(str, names)))})"
+        )
+    updated = []
+    for region in regions:
+        held = owned.get(region.get("name"), {})
+        if held:
+            stated = region.get("existing") or {}
+            raised = {gpu: max(stated.get(gpu, 0), count) for gpu, count in held.items()}
+            region = {**region, "existing": {**stated, **raised}}
+        updated.append(region)
+    return {**document, "regions": updated}

@@ -1,0 +1,174 @@
+"""The verifier's reading of what a plan displays per scenario (part of the verifier, held
+to its rule: from solver/ it reads the plan schema only): the utilisation of every phase,
+the replicas started after a loss and who moves where. The display and the verifier read
+the same numbers, so a survivor shown over 100% is a violation, never a plan that passes.
+"""
+
+import math
+from collections import defaultdict
+
+from models.operations.scenarios import failure_scenarios
+from models.schema.instance import Instance
+from solver.plan.records import ReplicaPool, ScenarioResult
+from solver.plan.schema import Plan
+from solver.verify.verdict import Finding
+
+
+def stated_scenarios(instance: Instance, plan: Plan) -> list[Finding]:
+    """What the plan displays per scenario, read as the verifier reads it (static and
+    hourly plans alike):
+
+    - utilisation = load / capacity, and at most 1 (+1e-6): a phase over its capacity
+      is a scenario the plan does not serve, whatever its routing says;
+    - the started part of a capacity = sum of count x rate of the scenario's
+      `started_replicas` of that workload in that region (hourly plans: the replicas
+      `Hour.failover_starts` of the scenario's `hour` lists, the ones the hour check
+      credits), and no more than the capacity;
+    - `moves` = the routes that leave their own region, rate for rate, `from_lost_region`
+      saying whether the origin is the lost region.
+    """
+    findings = []
+    lost = {f.name: f.lost_region for f in failure_scenarios(instance)}
+    hours = {hour.hour: hour for hour in plan.hours}
+    for s_index, result in enumerate(plan.scenarios):
+        where = f"scenarios[{s_index}]"
+        findings += _stated_loads(where, result)
+        findings += _stated_moves(where, result, lost.get(result.name))
+        if result.hour is not None and result.hour in hours:
+            stated = _counts(result.started_replicas)
+            starts = hours[result.hour].failover_starts
+            listed = _counts(tuple(x.pool for x in starts if x.scenario == result.name))
+            if stated != listed:
+                findings.append(
+                    Finding(
+                        f"{where}.started_replicas",
+                        f"{result.name}: states {sorted(stated.items())}; UTC hour "
+                        f"{result.hour} starts {sorted(listed.items())}",
+                    )
+                )
+    return findings
+
+
+def _counts(pools: tuple[ReplicaPool, ...]) -> dict[tuple[str, str, str], int]:
+    found: dict[tuple[str, str, str], int] = defaultdict(int)
+    for pool in pools:
+        found[(pool.workload, pool.region, pool.key)] += pool.count
+    return dict(found)
+
+
+def _stated_loads(where: str, result: ScenarioResult) -> list[Finding]:
+    started: dict[tuple[str, str], float] = defaultdict(float)
+    for pool in result.started_replicas:
+        started[(pool.workload, pool.region)] += pool.count * (pool.requests_per_s_per_replica or 0)
+    findings = []
+    for p_index, load in enumerate(result.pools):
+        at = f"{where}.pools[{p_index}]"
+        capacity = load.capacity_requests_per_s
+        expected = load.load_requests_per_s / capacity if capacity > 0 else 0.0
+        if not math.isclose(load.utilisation, expected, rel_tol=1e-6, abs_tol=1e-9):
+            findings.append(
+                Finding(
+                    f"{at}.utilisation",
+                    f"states {load.utilisation:.6g}; load / capacity = "
+                    f"{load.load_requests_per_s:.6g} / {capacity:.6g} = {expected:.6g}",
+                )
+            )
+        if expected > 1 + 1e-6:
+            findings.append(
+                Finding(
+                    f"{at}.utilisation",
+                    f"{result.name}: {load.workload} in {load.region} ({load.phase}) carries "
+                    f"{load.load_requests_per_s:.6g} requests/s on {capacity:.6g} of "
+                    f"capacity ({expected:.0%}): the plan does not serve this scenario",
+                )
+            )
+        credit = started.pop((load.workload, load.region), 0.0)
+        if load.phase.startswith("unified") and not (
+            math.isclose(load.started_requests_per_s, credit, rel_tol=1e-6, abs_tol=1e-9)
+            and load.started_requests_per_s <= capacity * (1 + 1e-9)
+        ):
+            findings.append(
+                Finding(
+                    f"{at}.started_requests_per_s",
+                    f"states {load.started_requests_per_s:.6g} of {capacity:.6g}; the "
+                    f"replicas started in {load.region} carry {credit:.6g}",
+                )
+            )
+    return findings
+
+
+def _stated_moves(where: str, result: ScenarioResult, lost_region: str | None) -> list[Finding]:
+    routes: dict[tuple[str, str, str], float] = defaultdict(float)
+    for route in result.routing:
+        if route.origin != route.destination:
+            routes[(route.workload, route.origin, route.destination)] += route.requests_per_s
+    moves: dict[tuple[str, str, str], float] = defaultdict(float)
+    findings = []
+    for m_index, move in enumerate(result.moves):
+        moves[(move.workload, move.from_region, move.to_region)] += move.requests_per_s
+        if move.from_lost_region != (move.from_region == lost_region):
+            findings.append(
+                Finding(
+                    f"{where}.moves[{m_index}].from_lost_region",
+                    f"{result.name}: states {move.from_lost_region} for {move.from_region}",
+                )
+            )
+    if not result.moves:
+        return findings  # a plan may leave its moves unstated
+    for key in sorted(set(routes) | set(moves)):
+        if not math.isclose(routes.get(key, 0.0), moves.get(key, 0.0), rel_tol=1e-6, abs_tol=1e-7):
+            w, o, d = key
+            findings.append(
+                Finding(
+                    f"{where}.moves",
+                    f"{result.name}: {o} users of {w} moved to {d}: states "
+                    f"{moves.get(key, 0.0):.6g} requests/s; the routing sends "
+                    f"{routes.get(key, 0.0):.6g}",
+                )
+            )
+    return findings
+
+
+def stated_display(
+    instance: Instance, plan: Plan, reference: tuple[float, int, int] | None = None
+) -> list[Finding]:
+    """`stated_scenarios` and `stated_summary`: everything the plan displays."""
+    return stated_scenarios(instance, plan) + stated_summary(plan, reference)
+
+
+def stated_summary(plan: Plan, reference: tuple[float, int, int] | None = None) -> list[Finding]:
+    """The buyer's summary against `reference` = (cost per month, GPUs bought, GPUs used)
+    as the verifier recomputed them (default: the plan's own figures, which the hour
+    verifier checks), and against the plan's horizon cost, months and `gpus` rows (each
+    region's bought and used GPUs)."""
+    s = plan.summary
+    if s is None:
+        return []
+    rows = {(u.region, u.gpu): (u.purchased, u.used) for u in plan.gpus}
+    cost, bought, used = reference or (
+        plan.cost_per_month,
+        sum(u.purchased for u in plan.gpus),
+        plan.total_gpus or 0,
+    )
+    pairs = [
+        ("cost_per_month", s.cost_per_month, cost),
+        ("horizon_cost", s.horizon_cost, plan.horizon_cost),
+        ("gpus_bought", s.gpus_bought, bought),
+        ("gpus_used", s.gpus_used, used),
+        ("horizon_months", s.horizon_months, len(plan.months)),
+    ]
+    pairs += [
+        (f"bought[{i}]", (b.bought, b.used), rows.get((b.region, b.gpu)))
+        for i, b in enumerate(s.bought)
+    ]
+    return [
+        Finding(f"summary.{name}", f"states {stated}; the plan's own figures give {own}")
+        for name, stated, own in pairs
+        if not _same(stated, own)
+    ]
+
+
+def _same(stated, own) -> bool:
+    if isinstance(stated, float) and isinstance(own, float):
+        return math.isclose(stated, own, rel_tol=1e-9, abs_tol=0.01)
+    return stated == own

@@ -1,0 +1,52 @@
+"""Progress on long work (issue 32): past `QUIET_S` a run reports its stages and the MIP's
+incumbent, bound and gap on the `fleetplan.progress` logger, which the CLI sends to
+stderr: `--json -` on stdout stays pure JSON."""
+
+import json
+import logging
+import time
+from types import SimpleNamespace
+
+import solver.progress as progress
+from tests.paths import INSTANCES
+
+
+def _data(incumbent, bound, gap):
+    return SimpleNamespace(mip_primal_bound=incumbent, mip_dual_bound=bound, mip_gap=gap)
+
+
+def test_the_incumbent_is_reported_past_the_quiet_time_at_most_once_a_second(caplog):
+    caplog.set_level(logging.INFO, logger="fleetplan.progress")
+    now = time.monotonic()
+    early = progress.IncumbentReporter(run_start=now)  # 0 s into the run: quiet
+    early(0, "", _data(100.0, 90.0, 0.1), None, None)
+    assert caplog.records == []
+    late = progress.IncumbentReporter(run_start=now - 3.0, offset=1000.0)  # 3 s in
+    late(0, "", _data(1e31, -1e31, 1.0), None, None)  # no incumbent yet: nothing
+    late(0, "", _data(67_434.0, 64_000.0, 0.0509), None, None)
+    late(0, "", _data(67_000.0, 64_000.0, 0.0448), None, None)  # within EVERY_S: dropped
+    (record,) = caplog.records
+    # the objective's constant is added to both sides: 67,434 + 1,000, 64,000 + 1,000
+    assert "incumbent 68,434, bound 65,000, gap 5.09%" in record.getMessage()
+
+
+def test_stages_are_quiet_before_two_seconds_then_said_once(caplog):
+    caplog.set_level(logging.INFO, logger="fleetplan.progress")
+    stages = progress.StageReporter()
+    stages.passed("candidates", progress.QUIET_S / 2)
+    stages.passed("program build", progress.QUIET_S + 0.1)
+    stages.passed("program build", progress.QUIET_S + 0.2)  # same stage within EVERY_S
+    stages.passed("solve", progress.QUIET_S + 0.3)
+    said = [r.getMessage() for r in caplog.records]
+    assert said == [
+        f"progress: run at {progress.QUIET_S + 0.1:.1f} s: program build done",
+        f"progress: run at {progress.QUIET_S + 0.3:.1f} s: solve done",
+    ]
+
+
+def test_progress_goes_to_stderr_never_into_json_on_stdout(run_cli, monkeypatch):
+    monkeypatch.setattr(progress, "QUIET_S", 0.0)  # every run is a long one here
+    result = run_cli("solve", INSTANCES / "region-loss-3.yaml", "--json", "-")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["status"] == "optimal"
+    assert "progress: run at" in result.stderr and "progress" not in result.stdout
