@@ -23,7 +23,7 @@ _WHERE = "command line"
 DEFAULT_TABLE_BATCH = 512
 """Largest batch of the table when the KV cache does not bound it more tightly."""
 CROSSOVER_SEARCH_BATCH = 65_536
-"""Largest batch the crossover search looks at."""
+"""Largest batch the crossover search looks at when the KV cache does not bound it."""
 
 
 def _problem(flag: str, message: str) -> InputError:
@@ -74,13 +74,19 @@ def speculative_model(config: ReplicaConfig, efficiency: Efficiency) -> Speculat
     return cycle if isinstance(cycle, SpeculativeSteps) else None
 
 
+def search_limit(max_batch: int) -> int:
+    """The largest batch the crossover is looked for at: the replica's KV limit (a batch
+    it cannot hold says nothing about the replica), else `CROSSOVER_SEARCH_BATCH`."""
+    return min(max_batch, CROSSOVER_SEARCH_BATCH) if max_batch > 0 else CROSSOVER_SEARCH_BATCH
+
+
 def _rows(
     spec: SpeculativeSteps, mix: TrafficMix, max_batch: int
 ) -> tuple[float, list[SpeculationRow], int | None]:
     context = MixTokens.of(mix).context
     top = max(1, min(max_batch, DEFAULT_TABLE_BATCH)) if max_batch > 0 else DEFAULT_TABLE_BATCH
     rows = speculation_table(spec, context, batch_buckets(top))
-    return context, rows, crossover_batch(spec, context, CROSSOVER_SEARCH_BATCH)
+    return context, rows, crossover_batch(spec, context, search_limit(max_batch))
 
 
 def speculation_table_spec(spec: SpeculativeSteps, mix: TrafficMix, max_batch: int) -> TableSpec:
@@ -105,8 +111,14 @@ def speculation_table_spec(spec: SpeculativeSteps, mix: TrafficMix, max_batch: i
         )
         for row in rows
     )
-    if crossover is None:
-        note = f"speculation still pays at batch {CROSSOVER_SEARCH_BATCH:,}"
+    limit = search_limit(max_batch)
+    if crossover is None and limit < CROSSOVER_SEARCH_BATCH:
+        note = (
+            f"speculation still pays at every batch the KV cache holds (up to {limit:,} "
+            "sequences at the mix's length)"
+        )
+    elif crossover is None:
+        note = f"speculation still pays at batch {limit:,}"
     elif crossover == 1:
         note = "speculation is slower than plain decoding at every batch"
     else:
@@ -146,6 +158,7 @@ def speculation_json(spec: SpeculativeSteps, mix: TrafficMix, max_batch: int) ->
             "expected_tokens": option.expected_tokens,
             "context_tokens": context,
             "crossover_batch": crossover,
+            "crossover_searched_to_batch": search_limit(max_batch),
             "table": [
                 {
                     "batch": row.batch,

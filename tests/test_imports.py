@@ -245,10 +245,12 @@ def _contract(allowed: str, why: str) -> tuple[frozenset[str], str]:
 CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
     "models": _contract("", "the package's own __init__: a docstring"),
     "models.schema": _contract(
-        "models.physics models.io models.calculators models.serving.replica",
+        "models.physics models.io models.calculators models.serving.replica "
+        "models.serving.prefix_kv",
         "the instance refers to catalog records, imports config.json and the voice budget; "
         "what it imports reads back only the value vocabulary, so the modules make no circle; "
-        "serving_inputs turns a workload into serving's TrafficMix and LatencyTargets",
+        "serving_inputs turns a workload into serving's TrafficMix and LatencyTargets, and a "
+        "pool of it into its prefix cache (one description for planner, verifier, simulator)",
     ),
     "models.physics": _contract(
         "models.schema.quantities",

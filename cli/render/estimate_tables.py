@@ -112,7 +112,10 @@ def estimate_report(r: EstimateResult) -> Report:
         ),
         (
             f"with N+1 headroom ({r.binding} binds)",
-            f"ceil({_num(r.gpus_fractional)}) + 1 spare",
+            f"ceil({_num(r.gpus_fractional)}) + 1 spare"
+            if r.gpus_per_replica == 1
+            else f"{r.gpus_per_replica} x ceil({_num(r.gpus_fractional)} / "
+            f"{r.gpus_per_replica}) + 1 spare replica of {r.gpus_per_replica} GPUs",
             str(r.gpus),
         ),
     ]

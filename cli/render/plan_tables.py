@@ -47,6 +47,7 @@ def plan_header(plan: Plan) -> list[str]:
     if plan.efficiency_note:
         lines.append(plan.efficiency_note)
     lines += procurement_lines(plan)
+    lines += [f"note: {note}" for note in plan.notes]
     return lines
 
 

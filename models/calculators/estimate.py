@@ -21,6 +21,7 @@ The steps:
     gpus_by_throughput  = peak_output_tps / (gpu_tokens_per_s x target_utilization)
     gpus_by_concurrency = in_flight / (seqs_per_gpu x target_utilization)
     gpus             = ceil(max of the two) + 1                       (N+1 spare)
+                       in whole replicas of g GPUs with a model: g ceil(max / g) + g
     log_gb_per_day   = requests_per_day x (input + output tokens) x bytes_per_token / 1e9
     M/M/1 multiplier = 1 / (1 - rho)
     error budget     = (1 - slo) x window minutes, x requests in the window
@@ -166,9 +167,13 @@ class EstimateResult:
     gpus_fractional: float
     """max(gpus_by_throughput, gpus_by_concurrency), before rounding up."""
     gpus_needed: int
-    """ceil(max(gpus_by_throughput, gpus_by_concurrency))."""
+    """ceil(max(gpus_by_throughput, gpus_by_concurrency)), in whole replicas of
+    `gpus_per_replica` GPUs: g ceil(max / g)."""
     gpus: int
-    """gpus_needed + 1 spare (N+1)."""
+    """gpus_needed + one spare replica (N+1): gpus_needed + gpus_per_replica."""
+    gpus_per_replica: int
+    """GPUs of one replica (the model's TP x PP layout; 1 for the assumed per-GPU
+    figures), the unit the N+1 spare comes in."""
     bytes_per_request: float
     log_gb_per_day: float
     log_tb_per_30_days: float
@@ -204,6 +209,7 @@ class EstimateResult:
             "binding": self.binding,
             "gpus_needed": self.gpus_needed,
             "gpus": self.gpus,
+            "gpus_per_replica": self.gpus_per_replica,
             "bytes_per_request": self.bytes_per_request,
             "log_gb_per_day": self.log_gb_per_day,
             "log_tb_per_30_days": self.log_tb_per_30_days,
@@ -264,14 +270,17 @@ def whole_gpus(gpus: float) -> int:
 
 
 def estimate(
-    assumptions: EstimateAssumptions, throughput_source: str = ASSUMED_SOURCE
+    assumptions: EstimateAssumptions,
+    throughput_source: str = ASSUMED_SOURCE,
+    gpus_per_replica: int = 1,
 ) -> EstimateResult:
     """The back-of-envelope sizing of `assumptions` (formulas in the module docstring).
 
     Throughput and concurrency each give a GPU count at the target utilisation; the
-    larger binds, rounded up, plus one spare. With `zones`, the fleet from the same
-    rounded need is spread so that losing any one zone keeps it (N / (N - 1) over).
-    Traffic is taken as uniform within the SLO window for the error budget.
+    larger binds, rounded up to whole replicas of `gpus_per_replica` GPUs, plus one spare
+    replica (a TP2 replica's N+1 is two GPUs: one GPU more serves nothing). With `zones`,
+    the fleet from the same rounded need is spread so that losing any one zone keeps it
+    (N / (N - 1) over). Traffic is taken as uniform within the SLO window for the error budget.
     """
     a = assumptions
     avg_qps = a.requests_per_day / SECONDS_PER_DAY
@@ -282,7 +291,7 @@ def estimate(
     gpus_by_concurrency = in_flight / (a.seqs_per_gpu * a.target_utilization)
     binding = "throughput" if gpus_by_throughput >= gpus_by_concurrency else "concurrency"
     gpus_fractional = max(gpus_by_throughput, gpus_by_concurrency)
-    gpus_needed = whole_gpus(gpus_fractional)
+    gpus_needed = whole_gpus(gpus_fractional / gpus_per_replica) * gpus_per_replica
 
     bytes_per_request = (a.input_tokens + a.output_tokens) * a.bytes_per_token
     log_gb_per_day = a.requests_per_day * bytes_per_request / 1e9
@@ -315,7 +324,8 @@ def estimate(
         binding=binding,
         gpus_fractional=gpus_fractional,
         gpus_needed=gpus_needed,
-        gpus=gpus_needed + 1,
+        gpus=gpus_needed + gpus_per_replica,
+        gpus_per_replica=gpus_per_replica,
         bytes_per_request=bytes_per_request,
         log_gb_per_day=log_gb_per_day,
         log_tb_per_30_days=log_gb_per_day * LOG_RETENTION_DAYS / 1000,
@@ -470,4 +480,4 @@ def estimate_with_model(
     if throughput.at_slo:
         update["target_utilization"] = 1.0
     updated = assumptions.model_copy(update=update)
-    return estimate(updated, throughput_source=throughput.source)
+    return estimate(updated, throughput.source, throughput.best.config.gpus)

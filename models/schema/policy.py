@@ -125,11 +125,17 @@ class Policy(BaseModel):
     max_configs_per_pool: ConfigsPerPool | None = 1
     """Replica configurations one (workload, region, phase) may mix; null: any number.
     The report states what the limit costs."""
-    credit_tpot_pooling: bool = False
+    credit_tpot_pooling: bool = True
     """Credit TPOT-limited pools with what a larger pool carries per replica (the batch a
-    reply lives through spreads less in a pool): pool ladders for them, 3-18% more per
-    replica in pools of 2-16, at several times the solve time on large instances;
-    default: credited at a lone replica's capacity, which every pool size carries."""
+    reply lives through spreads less in a pool): pool ladders for them as for TTFT-limited
+    ones, 3-18% more per replica in pools of 2-16. On by default so that the credit never
+    falls when a target loosens (issue 35: a candidate turning from TTFT- to TPOT-limited
+    kept its ladder); false credits them a lone replica's capacity (a smaller program,
+    conservative plans, and a looser target can then cost more)."""
+    one_precision_per_workload: bool = False
+    """Serve every pool of a workload at one weight precision (in every region and phase),
+    so that its users get the same weights wherever they are routed. Off, a plan may mix
+    them (fp8 in one region, fp4 in another) where that is cheaper, and its notes say so."""
     max_utilization: MaxUtilization = 1.0
     """Pools are planned at most this fraction of their capacity at the SLO, in every
     scenario (headroom)."""

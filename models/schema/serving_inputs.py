@@ -1,18 +1,21 @@
-"""A workload of the instance file as the serving model's inputs: its traffic mix and its
-latency targets.
+"""A workload of the instance file as the serving model's inputs: its traffic mix, its
+latency targets and the prefix cache of a pool serving it.
 
 The schema turns its records into models.serving's here, at the edge, so that the physics
 and the serving model never import the instance schema (issue 31)."""
 
 from dataclasses import replace
 
-from models.schema.instance import Slo, Workload
-from models.serving.replica import LatencyTargets, TrafficMix
+from models.physics.efficiency import efficiency_for
+from models.schema.instance import Instance, Slo, Workload
+from models.serving.prefix_kv import PoolKv, pool_kv
+from models.serving.replica import LatencyTargets, ReplicaConfig, ServingContext, TrafficMix
 
 
-def traffic_mix(workload: Workload, prefix_affinity: bool = False) -> TrafficMix:
+def traffic_mix(workload: Workload, prefix_affinity: bool) -> TrafficMix:
     """The mix of a workload from the instance file; `prefix_affinity` is the
-    policy's routing (it matters only with declared prefixes)."""
+    policy's routing (`instance.policy.prefix_affinity`; it matters only with declared
+    prefixes, and is required so that no caller plans one router and replays another)."""
     mix = TrafficMix.of_lengths(
         workload.prompt_tokens, workload.output_tokens, workload.prefix_cache_hit_rate
     )
@@ -33,3 +36,21 @@ def latency_targets(slo: Slo) -> LatencyTargets:
         ttft_p99_s=None if slo.ttft_p99_ms is None else slo.ttft_p99_ms / 1e3,
         tpot_p99_s=None if slo.tpot_p99_ms is None else slo.tpot_p99_ms / 1e3,
     )
+
+
+def workload_prefix_cache(
+    instance: Instance, workload: str, config: ReplicaConfig, pool_replicas: float
+) -> PoolKv:
+    """The prefix cache of a pool of `pool_replicas` replicas of `config` serving the
+    instance's `workload`: the hit rate, the HBM copies of the declared prefixes and the
+    tiers holding them (`models.serving.prefix_kv.pool_kv`, under the policy's router).
+
+    The one description of the cache that the plan states (`prefix_hit_rate`,
+    `kv_tiers_used`), the verifier recomputes and the simulator replays; the planner's
+    capacity takes the same numbers through `models.serving.prefix_kv.prefix_mix`."""
+    entry = next(w for w in instance.workloads if w.name == workload)
+    efficiency = efficiency_for(
+        config.gpu, config.weight_precision, instance.efficiency, instance.engine
+    )
+    mix = traffic_mix(entry, instance.policy.prefix_affinity)
+    return pool_kv(ServingContext(config, mix, efficiency), max(pool_replicas, 1))

@@ -72,10 +72,10 @@ Chunked-prefill interference (the iteration mixture)
     share of the stretch made pools of 4-18 5-25% conservative). The KV-memory bound
     keeps a lone replica's Poisson batch (B + 2.326 sqrt(B)) at every pool size, which
     is conservative for pools.
-    The TPOT-limited capacity so rises with the pool size; the program credits it flat
-    at q(1), a lower bound at every size, unless `policy.credit_tpot_pooling`
-    (`models.serving.capacity.pooling_can_lift` says why), and reports each pool at its real
-    size.
+    The TPOT-limited capacity so rises with the pool size; the program credits it on the
+    pool ladder (`policy.credit_tpot_pooling`, on by default; off: flat at q(1), a lower
+    bound at every size; `models.serving.capacity.pooling_can_lift` says why), and reports
+    each pool at its real size.
 
 Speculative decoding (`models.physics.speculative`)
     With speculation an iteration is one speculation cycle: k draft steps and a verify

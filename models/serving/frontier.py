@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from models.serving.batch_model import BatchModel, BatchPoint, batch_p99, within_target
 from models.serving.capacity import check_pool_replicas, replica_capacity
 from models.serving.edge_search import bisect_edge
-from models.serving.replica import LatencyTargets, MixTokens, ReplicaConfig, Role, ServingContext
+from models.serving.prefix_kv import pool_mix_tokens
+from models.serving.replica import LatencyTargets, ReplicaConfig, Role, ServingContext
 from models.serving.replica_layout import decode_steps, replica_step_model
 
 BISECTION_STEPS = 48
@@ -60,7 +61,7 @@ def throughput_frontier(
         return []
     model = _frontier_model(serving, pool_replicas)
     m = model.mix
-    kv_sequences = capacity.kv_capacity_tokens / m.footprint
+    kv_sequences = m.kv_sequences(capacity.kv_capacity_tokens)
     engine_cap = float(efficiency.max_batch_sequences * config.dp)  # one cap per DP group
     limit = min(kv_sequences, engine_cap, model.lane_batch_limit())
     if batches is None:
@@ -76,7 +77,7 @@ def throughput_frontier(
         occupancy = batch if targets.is_offline else batch_p99(batch)
         ttft_ok = within_target(point.ttft_p99_s, targets.ttft_p99_s, check=model.prefill)
         meets = ttft_ok and within_target(point.tpot_p99_s, targets.tpot_p99_s)
-        fits = occupancy * m.footprint <= capacity.kv_capacity_tokens
+        fits = occupancy <= kv_sequences
         points.append(_frontier_point(config, model, point, fits_memory=fits, meets_slo=meets))
     return points
 
@@ -94,18 +95,19 @@ def operating_point(serving: ServingContext, requests_per_s: float) -> FrontierP
     _, batch = bisect_edge(
         lambda b: model.point(b).rate < requests_per_s, 0.0, offline.batch, BISECTION_STEPS
     )
-    fits = batch_p99(batch) * model.mix.footprint <= offline.kv_capacity_tokens
+    fits = batch_p99(batch) <= model.mix.kv_sequences(offline.kv_capacity_tokens)
     return _frontier_point(config, model, model.point(batch), fits_memory=fits, meets_slo=True)
 
 
 def _frontier_model(serving: ServingContext, pool_replicas: float = 1) -> BatchModel:
     """The unified/decode model behind the frontier and the operating point (no KV
-    transfer counted in a decode replica's TTFT)."""
+    transfer counted in a decode replica's TTFT), with the pool's prefix cache
+    (`models.serving.prefix_kv.pool_mix_tokens`, as the capacity takes it)."""
     config, efficiency = serving.config, serving.efficiency
     steps = replica_step_model(config, efficiency)
     return BatchModel(
         decode_steps(config, efficiency, steps),  # a speculation cycle when configured
-        MixTokens.of(serving.mix),
+        pool_mix_tokens(serving, pool_replicas),
         config.role,
         0.0,
         0.0,

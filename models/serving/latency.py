@@ -54,8 +54,9 @@ from models.serving.capacity import replica_capacity
 from models.serving.closed_loop import ClosedLoopRun, replay_closed_loop
 from models.serving.edge_search import bisect_edge
 from models.serving.frontier import throughput_frontier
+from models.serving.prefix_kv import pool_mix_tokens
 from models.serving.queueing import mgc_mean_wait_s, wait_quantile_s
-from models.serving.replica import LatencyTargets, MixTokens, Role, ServingContext
+from models.serving.replica import LatencyTargets, Role, ServingContext
 from models.serving.replica_layout import replica_step_model
 
 BISECTION_STEPS = 60
@@ -111,25 +112,24 @@ class _Replica:
             )
         self.serving = serving
         self.pool_replicas = pool_replicas
-        self.offline = replica_capacity(config, mix, LatencyTargets(), efficiency)
+        self.offline = replica_capacity(config, mix, LatencyTargets(), efficiency, pool_replicas)
         if not self.offline.fits:
             raise ValueError(self.offline.reason)
         self.steps: StepModel = replica_step_model(config, efficiency)
-        self.output = max(mix.output_mean_tokens, 1.0)
-        hit = min(max(mix.prefix_cache_hit_rate, 0.0), 0.999)
-        prompt = max(mix.prompt_mean_tokens, 1.0)
+        tokens = pool_mix_tokens(serving, pool_replicas)  # the pool's prefix cache
+        self.output = tokens.output
+        hit = tokens.hit
+        prompt = tokens.prompt
         self.new_prompt = prompt * (1 - hit)
         sigma_sq = math.log1p(mix.prompt_cv**2)
         self.new_prompt_p50 = self.new_prompt * math.exp(-sigma_sq / 2)
         self.prompt_scv = mix.prompt_cv**2
-        self.context = prompt + self.output * (1 + mix.output_cv**2) / 2
+        self.context = tokens.context
         self.prefill_context = (prompt * hit + self.new_prompt / 2) * (1 + self.prompt_scv)
         """Token-weighted mean context of a prompt token (`BatchModel.prefill_context`)."""
         self.budget_tokens = self.steps.pp * self.steps.chunk_tokens
         self.batch_ceiling = self.offline.batch
-        self.model = BatchModel(
-            self.steps, MixTokens.of(mix), Role.UNIFIED, 0.0, 0.0, pool_replicas
-        )
+        self.model = BatchModel(self.steps, tokens, Role.UNIFIED, 0.0, 0.0, pool_replicas)
 
     def prefill_tokens(self, batch: float) -> float:
         """Q(B) = B P (1-h) / O."""

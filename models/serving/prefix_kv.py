@@ -101,26 +101,28 @@ def prefix_mix(
     steps: StepModel,
     pool_replicas: float = 1,
 ) -> MixTokens:
-    """`m` with the declared prefixes' sharing (and hit rate, when it comes from them) in
-    a pool of `pool_replicas`; `m` unchanged without declared prefixes."""
+    """`m` with the pool's prefix cache (`pool_prefix_cache`): its hit rate, and the
+    declared prefixes held once per replica in HBM taken off each sequence's footprint
+    and charged to the KV budget; `m` unchanged without declared prefixes."""
     if not mix.prefix_tokens:
         return m
-    held = replica_prefix_kv(mix, config, budget, steps, pool_replicas).hits
-    in_hbm = [
-        (t, s)
-        for t, s, where in zip(
-            mix.prefix_tokens, mix.prefix_shares, held.placement.tiers, strict=True
-        )
-        if where is TierName.HBM
-    ]
-    per_request = sum(t * s for t, s in in_hbm)
-    hit = min(held.hit_rate, HIT_RATE_CEILING) if mix.hit_rate_from_prefixes else m.hit
+    kv = pool_prefix_cache(mix, config, budget, steps, pool_replicas)
     return replace(
         m,
-        hit=hit,
-        footprint=max(m.footprint - per_request, 1.0),
-        shared_kv_tokens=held.placement.hbm_tokens,
+        hit=kv.hit_rate,
+        footprint=max(m.footprint - kv.shared_tokens_per_request, 1.0),
+        shared_kv_tokens=kv.shared_kv_tokens,
     )
+
+
+def pool_mix_tokens(serving: ServingContext, pool_replicas: float = 1) -> MixTokens:
+    """The mix in tokens as a replica of a pool of `pool_replicas` sees it: `prefix_mix`
+    with the replica's own memory budget and step model (what `replica_capacity` takes,
+    for the latency at a load, the frontier and the simulator)."""
+    config, mix = serving.config, serving.mix
+    budget = replica_memory_budget(config, serving.efficiency)
+    steps = replica_step_model(config, serving.efficiency)
+    return prefix_mix(MixTokens.of(mix), mix, config, budget, steps, pool_replicas)
 
 
 @dataclass(frozen=True)
@@ -185,28 +187,68 @@ def kv_tier_report(serving: ServingContext, requests_per_s: float) -> KvTierRepo
 
 @dataclass(frozen=True)
 class PoolKv:
-    """What a pool's replicas hold and hit, at the pool's real size (`fleetplan solve`)."""
+    """A pool's prefix cache at its real size: what its replicas hold and hit. The one
+    description of the cache that the capacity (`prefix_mix`), the plan, the verifier and
+    the simulator all read (issue 35)."""
 
     tiers_used: tuple[TierName, ...]
-    """Tiers holding the declared prefixes, fastest first (HBM alone without prefixes)."""
+    """Tiers holding the declared prefixes, fastest first (HBM alone for a bare
+    `prefix_cache_hit_rate`; empty without a prefix cache)."""
     hit_rate: float
     """Effective prefix-cache hit rate the capacity uses: from the prefixes' placement
     under the pool's router at its size, or the workload's `prefix_cache_hit_rate`."""
+    shared_kv_tokens: float = 0.0
+    """KV tokens of the declared prefixes each replica holds once in HBM (its copies)."""
+    shared_tokens_per_request: float = 0.0
+    """Mean tokens of a request's prompt held in those shared copies: sum over the prefixes
+    in HBM of s_i t_i, taken off each sequence's KV footprint."""
+
+    @property
+    def cached(self) -> bool:
+        """Whether the pool has a prefix cache at all."""
+        return bool(self.tiers_used)
 
 
-def pool_kv(serving: ServingContext, pool_replicas: float) -> PoolKv | None:
-    """The tiers a replica of a pool of `pool_replicas` uses for the mix's prefixes and its
-    effective hit rate (as `prefix_mix` takes it); None when the mix has neither declared
-    prefixes nor a hit rate."""
+NO_PREFIX_CACHE = PoolKv((), 0.0)
+
+
+def pool_prefix_cache(
+    mix: TrafficMix,
+    config: ReplicaConfig,
+    budget: MemoryBudget,
+    steps: StepModel,
+    pool_replicas: float,
+) -> PoolKv:
+    """The prefix cache of a pool of `pool_replicas` replicas of `config` serving `mix`:
+    the declared prefixes placed under the pool's router (`replica_prefix_kv`), the hit
+    rate (from the placement, or the mix's `prefix_cache_hit_rate` when the workload
+    states one), the tiers used and the HBM copies (declared prefixes only: `pool_kv`
+    covers a mix without them)."""
+    stated = min(max(mix.prefix_cache_hit_rate, 0.0), HIT_RATE_CEILING)
+    held = replica_prefix_kv(mix, config, budget, steps, pool_replicas).hits
+    where = held.placement.tiers
+    order = (TierName.HBM, TierName.DRAM, TierName.SSD)
+    in_hbm = sum(
+        t * s
+        for t, s, tier in zip(mix.prefix_tokens, mix.prefix_shares, where, strict=True)
+        if tier is TierName.HBM
+    )
+    hit = min(held.hit_rate, HIT_RATE_CEILING) if mix.hit_rate_from_prefixes else stated
+    return PoolKv(
+        tuple(t for t in order if t in set(where)),
+        hit,
+        shared_kv_tokens=held.placement.hbm_tokens,
+        shared_tokens_per_request=in_hbm,
+    )
+
+
+def pool_kv(serving: ServingContext, pool_replicas: float) -> PoolKv:
+    """`pool_prefix_cache` of a replica with its own memory budget and step model; without
+    declared prefixes, HBM alone at the stated hit rate, or `NO_PREFIX_CACHE`."""
     config, mix, efficiency = serving.config, serving.mix, serving.efficiency
     if not mix.prefix_tokens:
-        if mix.prefix_cache_hit_rate <= 0:
-            return None
-        return PoolKv((TierName.HBM,), min(mix.prefix_cache_hit_rate, HIT_RATE_CEILING))
+        stated = min(max(mix.prefix_cache_hit_rate, 0.0), HIT_RATE_CEILING)
+        return PoolKv((TierName.HBM,), stated) if stated > 0 else NO_PREFIX_CACHE
     budget = replica_memory_budget(config, efficiency)
     steps = replica_step_model(config, efficiency)
-    held = replica_prefix_kv(mix, config, budget, steps, pool_replicas).hits
-    where = set(held.placement.tiers)
-    order = (TierName.HBM, TierName.DRAM, TierName.SSD)
-    hit = held.hit_rate if mix.hit_rate_from_prefixes else mix.prefix_cache_hit_rate
-    return PoolKv(tuple(t for t in order if t in where), min(hit, HIT_RATE_CEILING))
+    return pool_prefix_cache(mix, config, budget, steps, pool_replicas)

@@ -17,8 +17,9 @@ The levers (names are what the report shows):
 - `TTFT +20%` / `TPOT +20%`: every workload's p99 target looser by 20%.
 - `allow disaggregation`, `allow co-location`: the policy switch turned on.
 - `credit TPOT pooling`: `policy.credit_tpot_pooling` on, so TPOT-limited pools are
-  credited what they carry at their size; its saving is what the default's lone-replica
-  credit costs (not a change to the fleet's world, a finer program).
+  credited what they carry at their size, for an instance that turned it off; its saving
+  is what the lone-replica credit costs (not a change to the fleet's world, a finer
+  program).
 - `allow GPU_NAME`: a catalog GPU type the instance does not offer, offered in every
   region at its catalog price, up to the largest supply the region has of any type.
 - `drop survive: X`: the failure policy's single-failure requirement removed.

@@ -331,7 +331,7 @@ def assess_pools(
     (each pool's real size and its survivors): (workload, candidate key) -> curve.
 
     The one place the physics is asked after the solve: the program credited the
-    tabulated steps (a TPOT-limited candidate, without `policy.credit_tpot_pooling`, the
+    tabulated steps (a TPOT-limited candidate, with `policy.credit_tpot_pooling` off, the
     lone replica's capacity at every size), the report states what the pools carry at
     their real sizes."""
     curves = {}

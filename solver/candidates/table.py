@@ -356,7 +356,8 @@ def build_candidates(instance: Instance, settings: SolveSettings | None = None) 
         usable_counts[workload.name] = len(usable)
         keys = {id(c): key for key, c in usable}
         kept = []
-        for c in prune_dominated(drop_unpaired([c for _, c in usable])):
+        one_precision = instance.policy.one_precision_per_workload
+        for c in prune_dominated(drop_unpaired([c for _, c in usable]), one_precision):
             largest = largest_pool(instance, workload.name, c.gpu, c.gpus, c.requests_per_s)
             curve, ladder = tabulate_curve(physics[keys[id(c)]], c.curve, largest, zone_counts)
             failover = tuple(
@@ -383,8 +384,11 @@ def drop_unpaired(candidates: list[Candidate]) -> list[Candidate]:
     ]
 
 
-def prune_dominated(candidates: list[Candidate]) -> list[Candidate]:
-    """Keep, in each (GPU, role[, precision]) group, the candidates no other dominates.
+def prune_dominated(candidates: list[Candidate], by_precision: bool = False) -> list[Candidate]:
+    """Keep, in each (GPU, role[, precision]) group, the candidates no other dominates
+    (`by_precision`: every role grouped by precision too, for
+    `policy.one_precision_per_workload`, where an fp4 replica cannot stand in for an fp8
+    one).
 
     A dominates B when gpus(A) divides gpus(B) and gpus(B) / gpus(A) x q_A(1) >= q_B(inf)
     (the worst A can be credited with against the best B could be; see the module
@@ -393,7 +397,8 @@ def prune_dominated(candidates: list[Candidate]) -> list[Candidate]:
     """
     groups: dict[tuple, list[Candidate]] = defaultdict(list)
     for candidate in candidates:
-        precision = None if candidate.role is Role.UNIFIED else candidate.precision
+        apart = by_precision or candidate.role is not Role.UNIFIED
+        precision = candidate.precision if apart else None
         groups[(candidate.gpu, candidate.role, precision)].append(candidate)
     kept: list[Candidate] = []
     for group in groups.values():

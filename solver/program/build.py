@@ -18,6 +18,7 @@ names); routes (f, w, o, d) the latency policy allows; serving modes of (w, d).
     gpu_supply[r,g]          sum gpus(c) x replicas <= existing + max_gpus
     purchase[r,g]            purchased >= sum gpus(c) x replicas - existing
     configs_per_pool[w,d,ph] sum_c pool_used <= max_configs_per_pool           (simplicity)
+    one_precision[w]         sum_p precision_used[w,p] <= 1                    (simplicity)
     whole_servers[r,g]       purchased = gpus_per_node x servers               (servers)
     step_needs_pool, step_servers  valid inequalities on the pooling steps, with
                              settings.tighten only (tightening)
@@ -51,7 +52,11 @@ from solver.program.families.pooling import add_pool_steps, add_pooling_variable
 from solver.program.families.power import add_power_within_site
 from solver.program.families.replica import add_pool_open, add_replica_spare
 from solver.program.families.servers import add_server_variables, add_whole_servers
-from solver.program.families.simplicity import add_configs_per_pool
+from solver.program.families.simplicity import (
+    add_configs_per_pool,
+    add_one_precision,
+    add_precision_variables,
+)
 from solver.program.families.split import add_mode_split
 from solver.program.families.supply import add_gpu_supply, add_purchase_covers_use
 from solver.program.families.zone import add_zone_survivors
@@ -115,6 +120,7 @@ def build_program(
         variables.add_routing_variables,
         variables.add_zone_survivor_variables,
         variables.add_pool_used_variables,
+        add_precision_variables,
         add_pooling_variables,
         variables.add_purchase_variables,
         add_server_variables,
@@ -127,6 +133,7 @@ def build_program(
         add_pool_open,
         add_replica_spare,
         add_configs_per_pool,
+        add_one_precision,
         add_gpu_supply,
         add_purchase_covers_use,
         add_whole_servers,

@@ -213,6 +213,15 @@ class ConfigsPerPoolRow(Index):
 
 
 @dataclass(frozen=True)
+class OnePrecisionRow(Index):
+    """one_precision[w]: workload w runs one weight precision
+    (policy.one_precision_per_workload)."""
+
+    family: ClassVar[str] = "one_precision"
+    workload: str
+
+
+@dataclass(frozen=True)
 class WholeServersRow(Index):
     """whole_servers[r,g]: GPUs of type g are bought in r as whole servers."""
 

@@ -152,9 +152,28 @@ def read_plan(
         shadow_price_note=SHADOW_PRICE_NOTE
         if duals
         else "no shadow prices: the backend returned no duals for the pricing LP",
-        notes=program.groups.notes,
+        notes=(*program.groups.notes, *mixed_precision_notes(tuple(pools))),
     )
     return with_routing(plan)
+
+
+def mixed_precision_notes(pools: tuple[ReplicaPool, ...]) -> tuple[str, ...]:
+    """One note per workload whose dedicated pools run more than one weight precision (a
+    choice the program makes silently where it is cheaper: users routed to different
+    regions or pools get different weights), naming where each precision runs and the
+    policy option that forbids it."""
+    where: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for pool in pools:
+        if pool.count > 0 and not pool.shared:
+            where[pool.workload][str(pool.precision)].add(pool.region)
+    return tuple(
+        f"{w} is served at {' and '.join(sorted(by))} at once ("
+        + "; ".join(f"{p}: {', '.join(sorted(regions))}" for p, regions in sorted(by.items()))
+        + "): its users get different weights depending on where they are routed; "
+        "policy.one_precision_per_workload: true asks for one"
+        for w, by in sorted(where.items())
+        if len(by) > 1
+    )
 
 
 SharedCredit = dict[tuple[str, str], list[tuple[int, float]]]

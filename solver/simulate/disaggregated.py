@@ -35,7 +35,8 @@ import numpy as np
 from models.serving.capacity import replica_capacity
 from models.serving.frontier import operating_point
 from models.serving.prefill_model import prefill_lane
-from models.serving.replica import LatencyTargets, MixTokens, ServingContext
+from models.serving.prefix_kv import pool_kv, pool_mix_tokens
+from models.serving.replica import LatencyTargets, ServingContext
 from models.serving.replica_layout import kv_transfer_s, replica_step_model
 from solver.simulate.engine import Effects, ReplicaEngine, simulate_pool
 from solver.simulate.traffic import arrival_times_s, token_lengths
@@ -52,15 +53,34 @@ def prefill_ttft_p99_s(serving: ServingContext, rate: float, pool_replicas: int)
     past saturation)."""
     config, efficiency = serving.config, serving.efficiency
     steps = replica_step_model(config, efficiency)
-    lane = prefill_lane(config, MixTokens.of(serving.mix), efficiency, steps, pool_replicas)
+    tokens = pool_mix_tokens(serving, pool_replicas)
+    lane = prefill_lane(config, tokens, efficiency, steps, pool_replicas)
     return lane.ttft_p99_s(rate)
 
 
-def _engine(serving: ServingContext) -> ReplicaEngine:
+def replica_engine(serving: ServingContext, pool_replicas: int = 1) -> ReplicaEngine:
+    """One replica of a pool of `pool_replicas` as the simulator runs it: the planner's
+    step model and engine batch cap, and the KV cache that holds as many whole sequences
+    as the planner's: the engine charges each sequence its whole prompt and output, so
+    the declared prefixes the pool holds once per replica in HBM
+    (`models.serving.prefix_kv.pool_mix_tokens`: H tokens of copies, S of a mean request's
+    prompt in them) appear as the equivalent cache
+        K_sim = (K - H) / (P + O - S) x (P + O)
+    (K without shared prefixes)."""
     config, efficiency = serving.config, serving.efficiency
     offline = replica_capacity(config, serving.mix, LatencyTargets(), efficiency)
     steps = replica_step_model(config, efficiency)
-    return ReplicaEngine(steps, offline.kv_capacity_tokens, efficiency.max_batch_sequences)
+    tokens = pool_mix_tokens(serving, pool_replicas)
+    capacity = tokens.kv_sequences(offline.kv_capacity_tokens) * (tokens.prompt + tokens.output)
+    return ReplicaEngine(steps, capacity, efficiency.max_batch_sequences)
+
+
+def cached_tokens(
+    prompts: np.ndarray, serving: ServingContext, pool_replicas: int
+) -> np.ndarray:
+    """Prompt tokens each request finds in the pool's prefix cache: floor(P x h), h the
+    pool's hit rate (`models.serving.prefix_kv.pool_kv`, the plan's `prefix_hit_rate`)."""
+    return np.floor(prompts * pool_kv(serving, pool_replicas).hit_rate)
 
 
 def prefill_lanes(serving: ServingContext, replicas: int) -> tuple[ReplicaEngine, int]:
@@ -68,7 +88,7 @@ def prefill_lanes(serving: ServingContext, replicas: int) -> tuple[ReplicaEngine
     keeps pp iterations of one chunk in flight (vLLM's virtual engines; each lane's
     iteration is its pp stage passes, `StepModel.iteration_s` with no decode batch), so
     the pool is replicas x pp lanes of one chunk each, a 1/pp share of the KV cache."""
-    engine = _engine(serving)
+    engine = replica_engine(serving, replicas)
     lanes = engine.steps.pp
     if lanes == 1:
         return engine, replicas
@@ -116,21 +136,22 @@ def simulate_pair(
     count = arrivals.size
     prompts = token_lengths(workload.prompt_tokens, count, rng)
     outputs = token_lengths(workload.output_tokens, count, rng)
-    cached = np.floor(prompts * workload.prefix_cache_hit_rate)
     first_audible_s = np.full(count, np.nan)
     finish_s = np.full(count, np.nan)
     prefill_out, decode_out = [], []
     which = _split([share for *_, share in prefill], count, rng)
     for index, (config, efficiency, replicas, _) in enumerate(prefill):
         members = np.flatnonzero(which == index)
-        engine, lanes = prefill_lanes(ServingContext(config, mix, efficiency), replicas)
+        serving = ServingContext(config, mix, efficiency)
+        cached = cached_tokens(prompts[members], serving, replicas)
+        engine, lanes = prefill_lanes(serving, replicas)
         trace = simulate_pool(
             engine,
             lanes,
             arrivals[members],
-            prompts[members] - cached[members],
+            prompts[members] - cached,
             np.ones(members.size, dtype=int),
-            cached[members],
+            cached,
             effects,
             dispatch=dispatch,
         )
@@ -144,7 +165,7 @@ def simulate_pair(
         members = np.flatnonzero((which == index) & ~np.isnan(first_audible_s))
         members = members[np.argsort(first_audible_s[members], kind="stable")]
         trace = simulate_pool(
-            _engine(ServingContext(config, mix, efficiency)),
+            replica_engine(ServingContext(config, mix, efficiency), replicas),
             replicas,
             first_audible_s[members],
             np.zeros(members.size, dtype=int),

@@ -28,11 +28,11 @@ from models.schema.instance import Instance
 from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.capacity import replica_capacity
 from models.serving.latency import latency_at_rate
-from models.serving.replica import LatencyTargets, ReplicaConfig, Role, ServingContext, TrafficMix
-from models.serving.replica_layout import replica_step_model
+from models.serving.replica import ReplicaConfig, Role, ServingContext, TrafficMix
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
-from solver.simulate.engine import Effects, PoolTrace, ReplicaEngine, simulate_pool
+from solver.simulate.disaggregated import cached_tokens, replica_engine
+from solver.simulate.engine import Effects, PoolTrace, simulate_pool
 from solver.simulate.pair_rows import pair_meets, simulate_pair_rows
 from solver.simulate.results import (
     EFFECTS,
@@ -78,7 +78,7 @@ def _config(instance: Instance, pool: ReplicaPool) -> tuple[ReplicaConfig, Traff
         gpu, llm, pool.precision, kv, pool.tp, pool.pp, pool.role, pool.ep, pool.dp
     )
     efficiency = efficiency_for(gpu, pool.precision, instance.efficiency, instance.engine)
-    return config, traffic_mix(workload), efficiency
+    return config, traffic_mix(workload, instance.policy.prefix_affinity), efficiency
 
 
 def simulate_plan(
@@ -225,16 +225,14 @@ def _simulate_one(
     """Simulate one pool at `load` requests/s (all replicas together)."""
     slo = workload.slo
     workload_prompt, workload_output = workload.prompt_tokens, workload.output_tokens
-    hit = workload.prefix_cache_hit_rate
     rng = np.random.default_rng(rng_seed)
     arrivals = arrival_times_s(load, duration_s, burstiness_cv, rng)
     prompts = token_lengths(workload_prompt, arrivals.size, rng)
     outputs = token_lengths(workload_output, arrivals.size, rng)
-    cached = np.floor(prompts * hit)
-    offline = replica_capacity(config, mix, LatencyTargets(), efficiency)
-    steps = replica_step_model(config, efficiency)
-    engine = ReplicaEngine(steps, offline.kv_capacity_tokens, efficiency.max_batch_sequences)
-    analytic = latency_at_rate(ServingContext(config, mix, efficiency), load / replicas, replicas)
+    serving = ServingContext(config, mix, efficiency)
+    cached = cached_tokens(prompts, serving, replicas)
+    engine = replica_engine(serving, replicas)
+    analytic = latency_at_rate(serving, load / replicas, replicas)
 
     def run(fx: Effects) -> PoolTrace:
         return simulate_pool(

@@ -93,7 +93,13 @@ from solver.verify.display import stated_display
 from solver.verify.groups import GroupShare, check_groups
 from solver.verify.pools import recompute_pools
 from solver.verify.scenarios import check_scenarios
-from solver.verify.site import check_configs_per_pool, check_cost, check_site, check_supply
+from solver.verify.site import (
+    check_configs_per_pool,
+    check_cost,
+    check_one_precision,
+    check_site,
+    check_supply,
+)
 from solver.verify.totals import (
     Finding,
     Totals,
@@ -144,9 +150,9 @@ def verify(instance: Instance, plan: Plan) -> Verification:
     used = check_supply(instance, pools, violations)
     cost = check_cost(instance, plan, used, violations)
     check_site(instance, plan, used, violations)
-    check_configs_per_pool(
-        instance, [p for p in pools if not isinstance(p, GroupShare)], violations
-    )
+    dedicated = [p for p in pools if not isinstance(p, GroupShare)]
+    check_configs_per_pool(instance, dedicated, violations)
+    check_one_precision(instance, dedicated, violations)
     checks = check_scenarios(instance, pools, violations)
     violations += [_violation(finding) for finding in stated]
     return Verification(

@@ -14,10 +14,9 @@ from models.physics.efficiency import Efficiency, efficiency_for
 from models.physics.memory import kv_precision_for
 from models.physics.precision import Precision
 from models.schema.instance import Instance
-from models.schema.serving_inputs import latency_targets, traffic_mix
+from models.schema.serving_inputs import latency_targets, traffic_mix, workload_prefix_cache
 from models.serving.capacity import holds_at_tighter_ttft, replica_capacity
 from models.serving.pooling import planning_capacity
-from models.serving.prefix_kv import pool_kv
 from models.serving.replica import (
     LatencyTargets,
     ReplicaCapacity,
@@ -243,7 +242,7 @@ def recompute_pools(
                         f"a replica in a pool of {size}",
                     )
                 )
-            for message in _prefix_cache_problems(pool, entry, size):
+            for message in _prefix_cache_problems(instance, pool, entry, size):
                 add(
                     Violation(
                         requirement=ReplicasColumn(entry.workload, entry.key, entry.region).name(),
@@ -253,15 +252,18 @@ def recompute_pools(
     return list(pools.values())
 
 
-def _prefix_cache_problems(pool: RecomputedPool, entry: ReplicaPool, size: int) -> list[str]:
+def _prefix_cache_problems(
+    instance: Instance, pool: RecomputedPool, entry: ReplicaPool, size: int
+) -> list[str]:
     """A stated hit rate above the one the pool's real size gives (affinity needs
     `affinity_min_replicas`; the spill of hot prefixes is taken off), or a stated KV tier
-    the replica does not use, recomputed with `models.serving.prefix_kv.pool_kv`."""
+    the replica does not use, recomputed with
+    `models.schema.serving_inputs.workload_prefix_cache` (what the simulator replays)."""
     if entry.prefix_hit_rate is None and entry.kv_tiers_used is None:
         return []
-    kv = pool_kv(pool.serving, size)
-    hit = 0.0 if kv is None else kv.hit_rate
-    used = set() if kv is None else {tier.value for tier in kv.tiers_used}
+    kv = workload_prefix_cache(instance, pool.workload, pool.config, size)
+    hit = kv.hit_rate
+    used = {tier.value for tier in kv.tiers_used}
     problems = []
     stated = entry.prefix_hit_rate
     if stated is not None and stated > hit and not _close(stated, hit):

@@ -13,6 +13,7 @@ from solver.plan.schema import Plan
 from solver.program.row_names import (
     ConfigsPerPoolRow,
     GpuSupplyRow,
+    OnePrecisionRow,
     PowerRow,
     RackSpaceRow,
     WholeServersRow,
@@ -170,5 +171,27 @@ def check_configs_per_pool(
                     requirement=ConfigsPerPoolRow(w, d, phase).name(),
                     message=f"{len(labels)} configurations ({'; '.join(labels)}); "
                     f"policy.max_configs_per_pool is {limit}",
+                )
+            )
+
+
+def check_one_precision(
+    instance: Instance, pools: list[RecomputedPool], violations: list[Violation]
+) -> None:
+    """With policy.one_precision_per_workload, every dedicated pool of a workload serves
+    one weight precision (shared groups are not counted, as in the program's rows)."""
+    if not instance.policy.one_precision_per_workload:
+        return
+    used: dict[str, set[str]] = defaultdict(set)
+    for pool in pools:
+        if pool.count > 0:
+            used[pool.workload].add(pool.precision)
+    for w, precisions in sorted(used.items()):
+        if len(precisions) > 1:
+            violations.append(
+                Violation(
+                    requirement=OnePrecisionRow(w).name(),
+                    message=f"serves {w} at {' and '.join(sorted(precisions))}; "
+                    "policy.one_precision_per_workload asks for one weight precision",
                 )
             )

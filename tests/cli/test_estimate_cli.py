@@ -237,6 +237,7 @@ def test_estimate_json_keys_are_unchanged(run_cli):
         "binding",
         "gpus_needed",
         "gpus",
+        "gpus_per_replica",  # added (issue 35): the N+1 spare is one replica of these
         "bytes_per_request",
         "log_gb_per_day",
         "log_tb_per_30_days",

@@ -76,3 +76,19 @@ def test_bad_speculation_flags_exit_2(run_cli, flags, message):
     result = run_cli(*BASE, *flags)
     assert result.exit_code == ExitCode.BAD_INPUT
     assert message in result.stderr
+
+
+def test_a_crossover_past_the_kv_limit_is_bounded_by_it(run_cli):
+    """Speculation that still pays at the largest batch the KV cache holds is reported as
+    paying up to that batch (the replica's `max_batch`), not at a batch of 65,536 it
+    cannot hold (issue 35): 70B fp8 on TP8 H100 with 30,000-token prompts holds 113."""
+    args = [*BASE[:9], "--input-tokens", "30000", "--output-tokens", "300"]
+    spec = [*SPEC[:2], "--acceptance-rate", "0.9", "--draft-cost-ratio", "0.02"]
+    data = json.loads(run_cli(*args, *spec, "--json").stdout)
+    max_batch = data["max_batch"]
+    table = data["speculation"]
+    assert table["crossover_batch"] is None
+    assert table["crossover_searched_to_batch"] == max_batch < 65_536
+    text = run_cli(*args, *spec).stdout
+    assert "65,536" not in text
+    assert f"still pays at every batch the KV cache holds (up to {max_batch:,}" in text

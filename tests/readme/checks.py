@@ -337,7 +337,7 @@ def _horizon(run: Runner) -> dict[str, str]:
 
 INFEASIBLE = (
     "fleetplan solve instances/region-loss-3.yaml"
-    " --set 'regions[us-east].supply.h100-sxm.max_gpus=4'"
+    " --set 'regions[us-east].supply.h100-sxm.max_gpus=3'"
 )
 
 
@@ -423,7 +423,9 @@ def _simulate_default(run: Runner) -> dict[str, str]:
         ]
         return span(ratios)
 
-    (unified,) = [pool for pool in served if pool["role"] == "unified"]
+    unified = next(  # the README names us-east's unified pool (us-west may have one too)
+        pool for pool in served if pool["role"] == "unified" and pool["region"] == "us-east"
+    )
     return {
         "meets": f"{sum(pool['meets_slo'] for pool in served)} of {len(served)} pools",
         "prefill": above("prefill", "ttft_p99_ms"),

@@ -63,7 +63,7 @@ def physics_at(
     )
     return replica_capacity(
         config,
-        traffic_mix(w),
+        traffic_mix(w, False),
         latency_targets(w.slo),
         efficiency_for(gpu, Precision.FP8),
         pool_replicas,

@@ -270,6 +270,13 @@ def test_model_estimate_takes_duration_and_sequences_from_the_operating_point(fa
     assert result.in_flight == pytest.approx(peak_qps * 8.2)
     assert result.gpus_by_concurrency == pytest.approx(peak_qps * gpus / requests_per_s)
     assert result.gpus_by_throughput == pytest.approx(peak_qps * gpus / requests_per_s)
+    # N+1 in whole TP2 replicas: ceil(92.59 x 2 / 4.5 / 2) = 21 replicas = 42 GPUs, and
+    # one spare replica of 2 GPUs (not one GPU, which serves nothing): 44
+    replicas = math.ceil(peak_qps / requests_per_s)
+    assert replicas == 21
+    assert result.gpus_per_replica == gpus
+    assert result.gpus_needed == replicas * gpus
+    assert result.gpus == (replicas + 1) * gpus
 
 
 def test_model_estimate_at_maximum_throughput_keeps_the_utilisation(fake_capacity):

@@ -182,7 +182,7 @@ def test_cold_probability_is_scale_free_and_every_cold_member_pays_the_wait(rate
     layout = SharedLayout(H100, Precision.BF16, Precision.BF16, 1, 1)
     efficiency = efficiency_for(H100, Precision.BF16)
     targets = LatencyTargets(ttft_p99_s=5.0, tpot_p99_s=0.1)
-    mix = traffic_mix(_instance(5000).workloads[0])
+    mix = traffic_mix(_instance(5000).workloads[0], False)
     members = [Member(n, QWEN_32B, mix, targets, r) for n, r in (("a", rate_a), ("b", rate_b))]
     full = evaluate_swapped_group(layout, members, efficiency)
     scaled = evaluate_swapped_group(layout, [m.scaled(s) for m in members], efficiency)

@@ -48,9 +48,11 @@ def test_levers_change_only_what_they_name(base):
     names = [lever.name for lever in levers_for(base)]
     assert "allow co-location" not in names  # one workload: nobody to share with
     assert "allow disaggregation" in names
-    credited = {lever.name: lever for lever in levers_for(base)}["credit TPOT pooling"]
-    assert credited.apply(base).policy.credit_tpot_pooling
-    assert not base.policy.credit_tpot_pooling
+    assert "credit TPOT pooling" not in names  # on by default (issue 35)
+    flat = synthetic.with_policy(base, credit_tpot_pooling=False)
+    credited = {lever.name: lever for lever in levers_for(flat)}["credit TPOT pooling"]
+    assert credited.apply(flat).policy.credit_tpot_pooling
+    assert not flat.policy.credit_tpot_pooling
 
 
 def test_each_lever_re_solve_equals_solving_the_changed_instance(base):

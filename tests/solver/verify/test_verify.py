@@ -36,7 +36,7 @@ def capacity_rps(
     )
     result = replica_capacity(
         config,
-        traffic_mix(w),
+        traffic_mix(w, False),
         latency_targets(w.slo),
         efficiency_for(gpu, precision, inst.efficiency),
     )
@@ -261,7 +261,7 @@ def pooled_rps(inst: Instance, replicas: int) -> float:
     )
     return replica_capacity(
         config,
-        traffic_mix(w),
+        traffic_mix(w, False),
         latency_targets(w.slo),
         efficiency_for(H200, Precision.FP8, inst.efficiency),
         pool_replicas=replicas,
