@@ -6,7 +6,8 @@ cli/render/time_tables.py.
 
 Exit codes: 0 solved (or verified), 1 verify found violations, 2 bad input (an output
 path that cannot be written included, checked before solving), 3 infeasible (with the
-diagnosis), 4 no plan within the time limit (naming the stage it stopped in).
+diagnosis), 4 no plan within the time limit (naming the stage it stopped in), 70 the
+solver's plan fails its own verifier (a bug: one line naming the first violation).
 
 `--time-limit` bounds the whole command from its start: candidates, program, solve,
 pricing, verification and (for explain) the re-solves share one deadline.
@@ -50,6 +51,7 @@ from models.schema.policy import SolverSettings
 from solver.backends import UnknownBackendError
 from solver.errors import BackendUnavailable, Diagnosis, Infeasible, NoSolution, PlanRejected
 from solver.plan.schema import Plan
+from solver.program.lp import Termination
 from solver.settings import SolveSettings
 from solver.solve import Solved, solve_program
 from solver.verify.fleet import Verification
@@ -267,9 +269,13 @@ def _solve(
     except (UnknownBackendError, BackendUnavailable) as error:
         raise InputError([Issue("--backend", None, "", str(error))]) from None
     except PlanRejected as rejected:
-        err.print(f"[bold red]internal error:[/] {escape(str(rejected))}")
-        raise typer.Exit(ExitCode.CHECK_FAILED) from None
+        err.print(f"[bold red]internal error:[/] {escape(f'{file}: {rejected.headline}')}")
+        raise typer.Exit(ExitCode.INTERNAL_ERROR) from None  # a bug, never an answer
     except NoSolution as stopped:
+        if stopped.termination == Termination.ERROR:  # the backend refused our program: a bug
+            line = " ".join(str(stopped).split())
+            err.print(f"[bold red]internal error:[/] {escape(f'{file}: {line}')}")
+            raise typer.Exit(ExitCode.INTERNAL_ERROR) from None
         err.print(f"[bold red]no plan:[/] {escape(f'{file}: {stopped}')}")
         raise typer.Exit(ExitCode.TIME_LIMIT) from None
 

@@ -4,6 +4,7 @@ Both are exceptions carrying frozen records, so a caller that wants a plan gets 
 a reason, never None.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -69,4 +70,23 @@ class BackendUnavailable(SolveError):
 
 
 class PlanRejected(SolveError):
-    """The solver returned a plan the independent verifier rejects (a bug, not an answer)."""
+    """The solver returned a plan the independent verifier rejects (a bug, not an answer).
+
+    `violations` holds the verifier's findings, each naming the requirement it breaks;
+    `headline` says it in one line (the first finding and how many more)."""
+
+    def __init__(self, what: str, violations: Sequence[object]):
+        self.violations = tuple(str(violation) for violation in violations)
+        super().__init__(
+            f"{what} fails the independent verifier:\n"
+            + "\n".join(f"  - {violation}" for violation in self.violations)
+        )
+        self.what = what
+
+    @property
+    def headline(self) -> str:
+        """`WHAT fails the independent verifier: FIRST (and N more)`, on one line."""
+        first = " ".join(self.violations[0].split()) if self.violations else "no reason given"
+        more = len(self.violations) - 1
+        tail = f" (and {more} more)" if more > 0 else ""
+        return f"{self.what} fails the independent verifier: {first}{tail}"

@@ -99,10 +99,7 @@ def verified(plan: Plan, check: Verification, what: str = "plan") -> Plan:
         PlanRejected: the verifier found violations (a bug, never an answer).
     """
     if not check.ok:
-        raise PlanRejected(
-            f"the solver's {what} fails the independent verifier:\n"
-            + "\n".join(f"  - {v}" for v in check.violations)
-        )
+        raise PlanRejected(f"the solver's {what}", check.violations)
     return plan
 
 

@@ -43,7 +43,8 @@ keeps the solver from starting replicas it does not need). With T_s = 0 no gap i
 possible (they serve at once): no window or budget rows, and the warm spare shrinks
 to what the survivors' supply cannot start. With a large T_s the budget row forces
 gap to 0: the warm survivors carry the loss, today's static spare. Workloads without
-an availability target keep their warm spare (no budget to spend).
+an availability target keep their warm spare (no budget to spend), and so do those
+averaging under MIN_BUDGETED_RPS (a budget that allows no gap worth the name).
 """
 
 from dataclasses import dataclass
@@ -63,6 +64,13 @@ from solver.program.row_names import Index, ReplicasColumn
 
 SECONDS_PER_MINUTE = 60.0
 STARTED_EPSILON = 0.1
+MIN_BUDGETED_RPS = 1e-6
+"""Average requests/s below which a workload keeps its warm spare instead of spending its
+error budget (one request in 11.6 days): the budget would allow a gap of at most
+B_w x 60 x a_w / (m_f x T_s) < 43.8 x 60 x 1e-6 / T_s requests/s for a 99.9% target,
+nothing, while its row's coefficient m_f x T_s / (60 a_w) grows past what a solver takes
+(HiGHS refuses a model with a coefficient above 1e15: a workload shrunk by
+`monthly_growth: -0.99` for eight months has a_w near 1e-15)."""
 """Objective weight of a started GPU, relative to the tie-break per warm GPU."""
 
 
@@ -192,7 +200,7 @@ def failover_terms(instance: Instance) -> FailoverTerms:
         if availability is None or workload.is_batch:
             continue
         average = sum(sum(rates) for key, rates in grid.items() if key[0] == workload.name) / 24
-        if average > 0:
+        if average >= MIN_BUDGETED_RPS:  # below: the warm spare, the conservative answer
             budgets[workload.name] = budget_minutes_per_month(availability, months)
             averages[workload.name] = average
     losses = {
