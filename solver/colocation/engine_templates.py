@@ -28,7 +28,8 @@ from models.schema.instance import Instance
 from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.replica import Role
 from solver.candidates.table import Candidate, CandidateTable
-from solver.colocation.groups import TAIL_REPLICAS, Template
+from solver.colocation.groups import TAIL_REPLICAS, Template, check_deadline
+from solver.settings import SolveSettings
 
 
 def families(instance: Instance) -> list[tuple[str, tuple[str, ...]]]:
@@ -41,8 +42,11 @@ def families(instance: Instance) -> list[tuple[str, tuple[str, ...]]]:
     return [(root, tuple(ws)) for root, ws in grouped.items() if len(ws) > 1]
 
 
-def engine_templates(instance: Instance, table: CandidateTable) -> list[Template]:
-    """The one-engine templates of an instance (see the module docstring)."""
+def engine_templates(
+    instance: Instance, table: CandidateTable, settings: SolveSettings | None = None
+) -> list[Template]:
+    """The one-engine templates of an instance (see the module docstring); past
+    `settings`' deadline, TimeLimitReached (checked before each template)."""
     if not instance.policy.colocation:
         return []
     peaks = {
@@ -70,6 +74,7 @@ def engine_templates(instance: Instance, table: CandidateTable) -> list[Template
             if len(tail) >= 2:
                 subsets.add(tail)
             for members in sorted(subsets):
+                check_deadline(settings)
                 template = _evaluate(instance, root, layout, members, peaks)
                 if template is not None:
                     templates.append(template)

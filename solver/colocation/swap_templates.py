@@ -48,14 +48,19 @@ from solver.colocation.groups import (
     _common_layout,
     _Option,
     _physics,
+    check_deadline,
 )
+from solver.settings import SolveSettings
 
 MAX_SWAP_EVALUATIONS = 40
 """Most swapped groups the physics evaluates (each a bisection of ~15 group evaluations)."""
 
 
-def swapped_templates(instance: Instance, table: CandidateTable) -> list[Template]:
-    """The swapped group templates of an instance (none unless `policy.colocation`)."""
+def swapped_templates(
+    instance: Instance, table: CandidateTable, settings: SolveSettings | None = None
+) -> list[Template]:
+    """The swapped group templates of an instance (none unless `policy.colocation`);
+    past `settings`' deadline, TimeLimitReached (checked before each group)."""
     if not instance.policy.colocation:
         return []
     workloads = [w.name for w in instance.workloads]
@@ -78,6 +83,7 @@ def swapped_templates(instance: Instance, table: CandidateTable) -> list[Templat
         usable = [w for w in tail if options[w]]
         for size in range(2, MAX_GROUP_SIZE + 1):
             for names in itertools.combinations(usable, size):
+                check_deadline(settings)
                 group = _common_layout([options[w] for w in names])
                 if group is None or not _worth_evaluating(instance, group):
                     continue

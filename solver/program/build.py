@@ -110,7 +110,10 @@ def build_program(
             from solver.colocation.swap_templates import swapped_templates
 
             groups = groups.extended(
-                [*engine_templates(instance, table), *swapped_templates(instance, table)]
+                [
+                    *engine_templates(instance, table, settings),
+                    *swapped_templates(instance, table, settings),
+                ]
             )
     sites = GroupSets(sets, groups)
     lp = LinearProgram(instance.name)

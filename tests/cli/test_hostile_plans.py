@@ -4,6 +4,7 @@ named error and never a time-out, and the instances that once gave such answers 
 and verify.
 """
 
+import re
 from pathlib import Path
 
 import pytest
@@ -39,9 +40,7 @@ def test_a_plan_the_verifier_rejects_exits_70_in_one_line(run_cli, monkeypatch):
     )
 
     def rejecting(instance, plan):
-        return Verification(
-            ok=False, violations=found, cost_per_month=0.0, total_gpus=0, checks=()
-        )
+        return Verification(ok=False, violations=found, cost_per_month=0.0, total_gpus=0, checks=())
 
     monkeypatch.setattr(fleet_solve, "verify", rejecting)
     result = run_cli("solve", ONE_MODEL_ONE_REGION)
@@ -136,3 +135,49 @@ def test_a_sink_region_taking_every_rerouted_user_verifies_at_gap_zero(run_cli, 
     path = tmp_path / "sink.yaml"
     path.write_text(yaml.safe_dump(instance))
     _solve_and_verify(run_cli, path, tmp_path / "plan.json", "--mip-gap", "0")
+
+
+def test_the_co_location_build_ends_within_the_time_limit(run_cli, tmp_path):
+    """60 tail workloads give C(60,2) + C(60,3) = 1,770 + 34,220 = 35,990 groups to
+    pre-filter, each twice (co-resident and swapped), about 8 s of work on one core: the
+    build checks the deadline before each group, so a 2 s limit stops it in the stage
+    that was running, named, within a group's work of the limit (it ran to the end of the
+    build, 16.4 s, before)."""
+    count, limit_s = 60, 2.0
+    instance = {
+        "name": "many-tail-workloads",
+        "gpus": [{"name": "h100-sxm"}],
+        "models": [
+            {"name": "llama-3.1-8b"},
+            *({"name": f"ft{i}", "base": "llama-3.1-8b", "rank": 16} for i in range(count)),
+        ],
+        "regions": [
+            {
+                "name": "us-east",
+                "supply": {"h100-sxm": {"max_gpus": 4096, "price_per_gpu_hour": 2.4}},
+            }
+        ],
+        "workloads": [
+            {
+                **_tail_workload(f"w{i}", f"ft{i}", "us-east"),
+                "demand": {"us-east": {"peak_requests_per_s": 0.05 + 0.01 * (i % 7)}},
+            }
+            for i in range(count)
+        ],
+        "policy": {
+            "colocation": True,
+            "survive": "none",
+            "tensor_parallel": [1],
+            "pipeline_parallel": [1],
+        },
+    }
+    path = tmp_path / "many.yaml"
+    path.write_text(yaml.safe_dump(instance))
+    result = run_cli("solve", path, "--time-limit", f"{limit_s:g}")
+    assert result.exit_code == 4, result.stderr
+    lines = _said(result.stderr)
+    assert len(lines) == 1, result.stderr
+    stopped = re.search(r"reached in (.+) after ([0-9.]+) s", lines[0])
+    assert stopped is not None, lines[0]
+    assert stopped[1] == "co-location templates"
+    assert float(stopped[2]) <= limit_s + 1.0
