@@ -1,6 +1,6 @@
 """GPU specifications: one frozen record per GPU type, units in field names."""
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from models.physics.precision import Precision
 from models.schema.quantities import (
@@ -93,6 +93,10 @@ class GpuSpec(BaseModel):
     """Those drives' sequential read bandwidth together, GB/s (None: no sourced figure)."""
     server_nvme_dwpd: Dwpd | None = None
     """Those drives' rated drive writes per day (None: no sourced figure)."""
+    kv_tiers_from_server: bool = False
+    """Take each KV-tier field left unset from the catalogued server's figures
+    (`server_*`). Off by default: an instance's GPU holds KV in HBM alone unless it
+    declares tiers (offloading needs an engine set up for it), so plans do not move."""
     efficiency_like: str | None = Field(default=None, min_length=1, max_length=64)
     """A catalog GPU with calibration rows whose efficiency factors this GPU borrows
     (`h100-sxm`, `b200`, ...): for a GPU with no calibration rows of its own (an inline
@@ -100,6 +104,18 @@ class GpuSpec(BaseModel):
     factors."""
     sources: dict[str, str] = Field(default_factory=dict)
     """Where each number comes from, by field name."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _server_tiers(cls, data: object) -> object:
+        """With `kv_tiers_from_server`, the unset tier fields take the server's figures."""
+        if not isinstance(data, dict) or not data.get("kv_tiers_from_server"):
+            return data
+        filled = dict(data)
+        for field in SERVER_TIER_FIELDS:
+            if filled.get(field) is None and filled.get(f"server_{field}") is not None:
+                filled[field] = filled[f"server_{field}"]
+        return filled
 
     @property
     def hbm_bytes(self) -> float:
