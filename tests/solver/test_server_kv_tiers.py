@@ -58,3 +58,12 @@ def test_server_tiers_add_a_dram_tier_and_never_raise_the_cost(tmp_path):
     assert verify(tiered, tiered_plan).ok
     assert tiered_plan.cost_per_month <= plain_plan.cost_per_month
     assert any(TierName.DRAM.value in (pool.kv_tiers_used or ()) for pool in tiered_plan.replicas)
+
+
+def test_hbm_only_prefixes_are_warned_about_and_the_opt_in_silences_it(tmp_path):
+    from models.schema.checks import input_warnings
+
+    (line,) = [w for w in input_warnings(load_instance(SOURCE)) if w.startswith("gpus[")]
+    assert "NVIDIA DGX H100" in line and "256 GiB" in line and "kv_tiers_from_server" in line
+    opted = _instance(tmp_path, "    kv_tiers_from_server: true\n")
+    assert not [w for w in input_warnings(opted) if w.startswith("gpus[")]
