@@ -189,18 +189,26 @@ def perf(
     ] = False,
     kv_tiers: Annotated[
         bool,
-        typer.Option("--kv-tiers", help="Print the per-tier value table (HBM, host DRAM, NVMe)."),
+        typer.Option(
+            "--kv-tiers",
+            help="Print the per-tier value table (HBM, host DRAM, NVMe); host DRAM and NVMe "
+            "default to the catalog server's (DGX H100: 256 GiB/GPU, 30.72 TB/node), the "
+            "flags below override.",
+        ),
     ] = False,
     host_memory_gib_per_gpu: Annotated[
         float | None,
         typer.Option(
-            help="Host DRAM per GPU for a KV tier, GiB.", callback=within(limits.HOST_MEMORY_GIB)
+            help="Host DRAM per GPU for a KV tier, GiB (--kv-tiers: default the catalog server's).",
+            callback=within(limits.HOST_MEMORY_GIB),
         ),
     ] = None,
     nvme_tb_per_node: Annotated[
         float | None,
         typer.Option(
-            help="Local NVMe per node for a KV tier, TB.", callback=within(limits.NVME_TB)
+            help="Local NVMe per node for a KV tier, TB (--kv-tiers: default the catalog "
+            "server's).",
+            callback=within(limits.NVME_TB),
         ),
     ] = None,
     nvme_gb_s_per_node: Annotated[
@@ -275,6 +283,9 @@ def perf(
     source = request.efficiency_source()
     efficiency = efficiency_for(config.gpu, precision, engine=source.engine)
     engine_line = engine_report([config.gpu], engine)
+    tier_line = request.tier_line()
+    if tier_line:
+        engine_line = f"{engine_line}\n{tier_line}" if engine_line else tier_line
     capacity = replica_capacity(config, mix, targets, efficiency, pool_replicas)
     frontier = (
         throughput_frontier(
@@ -294,7 +305,7 @@ def perf(
         data = perf_json(capacity, mix, targets, efficiency, frontier, pool_replicas)
         data.update(engine=source.engine, borrowed_efficiency=source.borrowed)
         if tiers is not None:
-            data.update(kv_tiers_json(tiers))
+            data.update(kv_tiers_json(tiers), kv_tier_figures=tier_line)
         if cycle is not None:
             data.update(speculation_json(cycle, mix, capacity.max_batch))
         emit_json(as_json, data if load is None else {**data, **load_json(load, data)})

@@ -113,8 +113,10 @@ class PerfRequest:
         if self.rate is not None and self.concurrency is not None:
             raise problem("--rate/--concurrency", "give one of them, not both")
         concurrency = self.concurrency
-        if self.arrivals is Arrivals.BURST and concurrency is not None and concurrency != int(
-            concurrency
+        if (
+            self.arrivals is Arrivals.BURST
+            and concurrency is not None
+            and concurrency != int(concurrency)
         ):
             raise problem(
                 "--concurrency",
@@ -203,7 +205,30 @@ class PerfRequest:
         except KeyError as error:
             raise problem("--gpu", str(error.args[0])) from None
         given = {key: getattr(self, key) for key in TIER_FLAGS if getattr(self, key) is not None}
-        return gpu.model_copy(update=given) if given else gpu
+        gpu = gpu.model_copy(update=given) if given else gpu
+        # --kv-tiers: the flags not given default to the catalogued server's figures (a
+        # declared prefix alone keeps the tiers the flags give: HBM unless told)
+        return gpu.with_server_tiers()[0] if self.kv_tiers else gpu
+
+    def tier_line(self) -> str:
+        """Where the KV tiers' figures come from: each flag given, else the catalogued
+        server (named), else none (the tier it feeds is absent); '' unless tiers are asked."""
+        if not self.tiers_asked:
+            return ""
+        gpu = self.gpu_spec
+        parts = []
+        for key in TIER_FLAGS:
+            flag = "--" + key.replace("_", "-")
+            value = getattr(gpu, key)
+            if getattr(self, key) is not None:
+                parts.append(f"{flag} {value:g} (given)")
+            elif value is not None:
+                parts.append(f"{flag} {value:g} (catalog: {gpu.server})")
+            elif not self.kv_tiers and getattr(gpu, f"server_{key}") is not None:
+                parts.append(f"{flag} none (--kv-tiers takes the catalog's {gpu.server})")
+            else:
+                parts.append(f"{flag} none (not catalogued: give it)")
+        return "KV tier figures: " + "; ".join(parts)
 
     @cached_property
     def llm(self) -> LlmSpec:

@@ -150,26 +150,42 @@ def roofline_svg(charts: ConfigCharts) -> str:
     return _svg(figure)
 
 
-def hockey_svg(charts: ConfigCharts) -> str:
-    """p99 TTFT and TPOT against the rate per replica, with the SLO and operating point."""
+def latency_axis_top(values_ms: list[float], target_ms: float | None) -> float:
+    """The top of one latency axis, ms: 2.5 x the larger of the SLO target and the
+    zero-load latency (the first finite point), so the target line sits at 40% of the
+    height or lower and the hockey stick's knee shows above it; 1 with neither."""
+    finite = [v for v in values_ms if v < float("inf")]
+    anchors = [t for t in (target_ms, *finite[:1]) if t is not None]
+    return max(anchors) * 2.5 if anchors else 1.0
+
+
+def hockey_figure(charts: ConfigCharts):
+    """p99 TTFT above and p99 TPOT below against the rate per replica, one axis per
+    quantity (a 50 ms TPOT target under a 2,500 ms TTFT axis would lie flat on zero),
+    each with its SLO line and the operating point; x is shared."""
     plt = _pyplot()
-    figure, axes = plt.subplots(figsize=(4.5, 3.4))
-    axes.plot(charts.rates_per_replica, charts.ttft_p99_ms, label="p99 TTFT", color="#4c72b0")
-    axes.plot(charts.rates_per_replica, charts.tpot_p99_ms, label="p99 TPOT", color="#dd8452")
-    if charts.ttft_target_ms is not None:
-        axes.axhline(charts.ttft_target_ms, color="#4c72b0", ls="--", lw=1, label="TTFT SLO")
-    if charts.tpot_target_ms is not None:
-        axes.axhline(charts.tpot_target_ms, color="#dd8452", ls="--", lw=1, label="TPOT SLO")
-    if charts.operating_rate is not None:
-        axes.axvline(charts.operating_rate, color="k", ls=":", lw=1, label="operating point")
-    finite = [v for v in charts.ttft_p99_ms + charts.tpot_p99_ms if v < float("inf")]
-    targets = [t for t in (charts.ttft_target_ms, charts.tpot_target_ms) if t is not None]
-    axes.set_ylim(0, max([*targets, *finite[:1]]) * 2.5 if finite or targets else 1)
-    axes.set_xlabel("requests/s per replica")
-    axes.set_ylabel("ms")
-    axes.set_title("Latency vs load", fontsize=10)
-    axes.legend(fontsize=7)
-    return _svg(figure)
+    figure, (ttft_axes, tpot_axes) = plt.subplots(2, 1, figsize=(4.5, 4.6), sharex=True)
+    panels = (
+        (ttft_axes, "TTFT", charts.ttft_p99_ms, charts.ttft_target_ms, "#4c72b0"),
+        (tpot_axes, "TPOT", charts.tpot_p99_ms, charts.tpot_target_ms, "#dd8452"),
+    )
+    for axes, name, values, target, color in panels:
+        axes.plot(charts.rates_per_replica, values, label=f"p99 {name}", color=color)
+        if target is not None:
+            axes.axhline(target, color=color, ls="--", lw=1, label=f"{name} SLO")
+        if charts.operating_rate is not None:
+            axes.axvline(charts.operating_rate, color="k", ls=":", lw=1, label="operating point")
+        axes.set_ylim(0, latency_axis_top(values, target))
+        axes.set_ylabel(f"{name} p99, ms")
+        axes.legend(fontsize=7)
+    ttft_axes.set_title("Latency vs load", fontsize=10)
+    tpot_axes.set_xlabel("requests/s per replica")
+    return figure
+
+
+def hockey_svg(charts: ConfigCharts) -> str:
+    """The latency-vs-load chart (`hockey_figure`) as SVG."""
+    return _svg(hockey_figure(charts))
 
 
 def frontier_svg(charts: ConfigCharts) -> str:

@@ -1,6 +1,6 @@
 """GPU specifications: one frozen record per GPU type, units in field names."""
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from models.physics.precision import Precision
 from models.schema.quantities import (
@@ -82,6 +82,21 @@ class GpuSpec(BaseModel):
     """Rated drive writes per day over the warranty (endurance)."""
     nvme_warranty_years: WarrantyYears = 5.0
     """Warranty the DWPD rating holds over, years."""
+    server: str | None = Field(default=None, min_length=1, max_length=64)
+    """The server the catalog's `server_*` figures describe (`NVIDIA DGX H100`); None
+    where no sourced server is catalogued."""
+    server_host_memory_gib_per_gpu: HostMemoryGib | None = None
+    """That server's system memory over its GPUs, GiB: the DRAM tier's default."""
+    server_nvme_tb_per_node: NvmeTb | None = None
+    """That server's local NVMe data drives together, TB: the SSD tier's default."""
+    server_nvme_gb_s_per_node: NvmeGbS | None = None
+    """Those drives' sequential read bandwidth together, GB/s (None: no sourced figure)."""
+    server_nvme_dwpd: Dwpd | None = None
+    """Those drives' rated drive writes per day (None: no sourced figure)."""
+    kv_tiers_from_server: bool = False
+    """Take each KV-tier field left unset from the catalogued server's figures
+    (`server_*`). Off by default: an instance's GPU holds KV in HBM alone unless it
+    declares tiers (offloading needs an engine set up for it), so plans do not move."""
     efficiency_like: str | None = Field(default=None, min_length=1, max_length=64)
     """A catalog GPU with calibration rows whose efficiency factors this GPU borrows
     (`h100-sxm`, `b200`, ...): for a GPU with no calibration rows of its own (an inline
@@ -89,6 +104,18 @@ class GpuSpec(BaseModel):
     factors."""
     sources: dict[str, str] = Field(default_factory=dict)
     """Where each number comes from, by field name."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _server_tiers(cls, data: object) -> object:
+        """With `kv_tiers_from_server`, the unset tier fields take the server's figures."""
+        if not isinstance(data, dict) or not data.get("kv_tiers_from_server"):
+            return data
+        filled = dict(data)
+        for field in SERVER_TIER_FIELDS:
+            if filled.get(field) is None and filled.get(f"server_{field}") is not None:
+                filled[field] = filled[f"server_{field}"]
+        return filled
 
     @property
     def hbm_bytes(self) -> float:
@@ -120,3 +147,22 @@ class GpuSpec(BaseModel):
         if tflops is None:
             raise ValueError(f"{self.name} has no {precision} tensor cores")
         return tflops * 1e12
+
+    def with_server_tiers(self) -> tuple["GpuSpec", tuple[str, ...]]:
+        """This GPU with each unset KV-tier field (`SERVER_TIER_FIELDS`) taken from its
+        catalogued server, and the fields so taken (empty: none unset had a figure)."""
+        taken = {
+            field: getattr(self, f"server_{field}")
+            for field in SERVER_TIER_FIELDS
+            if getattr(self, field) is None and getattr(self, f"server_{field}") is not None
+        }
+        return (self.model_copy(update=taken) if taken else self), tuple(taken)
+
+
+SERVER_TIER_FIELDS = (
+    "host_memory_gib_per_gpu",
+    "nvme_tb_per_node",
+    "nvme_gb_s_per_node",
+    "nvme_dwpd",
+)
+"""The KV-tier fields a catalogued server's `server_*` figures fill by default."""

@@ -46,6 +46,25 @@ def input_warnings(instance: Instance) -> list[str]:
                     f"average ({demand.peak_rps:,.3g} requests/s); traffic that peaks above "
                     "it is not served at the SLO: give peak_to_average or an hourly_profile"
                 )
+    return warnings + _hbm_only_warnings(instance)
+
+
+def _hbm_only_warnings(instance: Instance) -> list[str]:
+    """A GPU that holds declared prefixes in HBM alone while the catalog knows its
+    server's host DRAM and NVMe: tiers are opt-in (`kv_tiers_from_server`), say so."""
+    if not any(workload.prefixes for workload in instance.workloads):
+        return []
+    warnings = []
+    for name, gpu in instance.gpu_specs.items():
+        unset = gpu.host_memory_gib_per_gpu is None and gpu.nvme_tb_per_node is None
+        if unset and gpu.server_host_memory_gib_per_gpu is not None:
+            warnings.append(
+                f"gpus[{name}]: declared prefixes are held in HBM only; the catalog's "
+                f"{gpu.server} has {gpu.server_host_memory_gib_per_gpu:g} GiB host DRAM per "
+                f"GPU and {gpu.server_nvme_tb_per_node or 0:g} TB NVMe per node: set "
+                "kv_tiers_from_server: true (or host_memory_gib_per_gpu, nvme_tb_per_node) "
+                "to plan with them"
+            )
     return warnings
 
 
