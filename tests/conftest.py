@@ -38,3 +38,15 @@ def run_cli(capsys, monkeypatch):
         return CliResult(code, captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def default_plan():
+    """The default instance's plan, solved once per test process: tests that need a solved
+    plan of it (to deploy, tamper or verify), not a solve, share it (chat-3region takes
+    seconds, and a solve of it is tested in tests/solver/test_solve.py)."""
+    from models.io.loading import load_instance
+    from solver.solve import solve
+    from tests.paths import DEFAULT_INSTANCE
+
+    return solve(load_instance(DEFAULT_INSTANCE))

@@ -9,16 +9,14 @@ import json
 import pytest
 import yaml
 
-from models.io.loading import load_instance
 from solver.deploy.files import TARGETS
-from solver.solve import solve
 from tests.paths import DEFAULT_INSTANCE
 
 
 @pytest.fixture(scope="module")
-def plan_file(tmp_path_factory):
+def plan_file(tmp_path_factory, default_plan):
     path = tmp_path_factory.mktemp("plan") / "plan.json"
-    path.write_text(solve(load_instance(DEFAULT_INSTANCE)).model_dump_json())
+    path.write_text(default_plan.model_dump_json())
     return path
 
 

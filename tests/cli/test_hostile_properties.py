@@ -5,7 +5,6 @@ message, never a traceback, and leaves the file as it was."""
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
@@ -119,20 +118,10 @@ def _value_at(data, path):
 
 
 @pytest.fixture(scope="module")
-def plan_data(tmp_path_factory):
-    """The reference instance's plan, as `solve --json` writes it."""
-    from cli.app import main  # the same entry point as run_cli, outside a test's fixtures
-
-    out = tmp_path_factory.mktemp("plan") / "plan.json"
-    argv = sys.argv
-    sys.argv = ["fleetplan", "solve", str(DEFAULT_INSTANCE), "--json", str(out)]
-    try:
-        main()
-    except SystemExit as stop:
-        assert stop.code in (0, None)
-    finally:
-        sys.argv = argv
-    return json.loads(out.read_text())
+def plan_data(default_plan):
+    """The reference instance's plan, as `solve --json` writes it (the JSON of the plan
+    solved once per test process)."""
+    return json.loads(default_plan.model_dump_json())
 
 
 @settings(PROPERTY, max_examples=25)

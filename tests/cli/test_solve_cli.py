@@ -15,18 +15,24 @@ from tests.synthetic import instance, workload
 
 
 @pytest.fixture(scope="module")
-def default_plan_json(tmp_path_factory) -> str:
-    """The default instance's plan, solved once through the command line."""
-    path = tmp_path_factory.mktemp("plan") / "plan.json"
-    result = CliRunner().invoke(app, ["solve", str(DEFAULT_INSTANCE), "--json", str(path)])
+def default_run(tmp_path_factory) -> tuple[str, str, str]:
+    """The default instance solved once through the command line, writing JSON and
+    Markdown files beside its tables: (tables, JSON, Markdown)."""
+    folder = tmp_path_factory.mktemp("plan")
+    path, markdown = folder / "plan.json", folder / "plan.md"
+    argv = ["solve", str(DEFAULT_INSTANCE), "--json", str(path), "--markdown", str(markdown)]
+    result = CliRunner().invoke(app, argv)
     assert result.exit_code == 0, result.output
-    return path.read_text()
+    return result.stdout, path.read_text(), markdown.read_text()
 
 
-def test_solve_prints_the_plan_cost_binding_and_utilisation(run_cli):
-    result = run_cli("solve", DEFAULT_INSTANCE)
-    assert result.exit_code == 0, result.stderr
-    text = result.stdout
+@pytest.fixture(scope="module")
+def default_plan_json(default_run) -> str:
+    return default_run[1]
+
+
+def test_solve_prints_the_plan_cost_binding_and_utilisation(default_run):
+    text = default_run[0]
     assert "chat-70b-three-regions: optimal, $" in text
     for heading in ("GPUs by region and type", "Binding constraints", "Utilisation by scenario"):
         assert heading in text
@@ -35,7 +41,7 @@ def test_solve_prints_the_plan_cost_binding_and_utilisation(run_cli):
     assert "not MIP duals" in text
 
 
-def test_json_and_markdown_are_written(tmp_path, run_cli, default_plan_json):
+def test_json_and_markdown_are_written(default_run, default_plan_json):
     plan = Plan.model_validate_json(default_plan_json)
     assert plan.status == "optimal" and plan.cost_per_month > 0
     data = json.loads(default_plan_json)
@@ -46,10 +52,7 @@ def test_json_and_markdown_are_written(tmp_path, run_cli, default_plan_json):
         assert key in pool
     assert {"name", "slack", "shadow_price"} <= set(data["binding"][0])
 
-    markdown = tmp_path / "plan.md"
-    result = run_cli("solve", DEFAULT_INSTANCE, "--markdown", markdown)
-    assert result.exit_code == 0, result.stderr
-    text = markdown.read_text()
+    text = default_run[2]
     assert text.startswith("# chat-70b-three-regions: optimal")
     assert "## Binding constraints" in text and "| constraint | slack |" in text
 

@@ -43,7 +43,6 @@ from solver.deploy.pools import (
 from solver.deploy.references import reference, unknown_flags, unknown_keys
 from solver.plan.records import GroupMember, ReplicaPool
 from solver.plan.schema import Plan
-from solver.solve import solve
 from solver.verify.fleet import verify
 from solver.verify.pools import recompute_pools
 from tests.paths import DEFAULT_INSTANCE
@@ -55,8 +54,8 @@ def instance():
 
 
 @pytest.fixture(scope="module")
-def plan(instance):
-    return solve(instance)
+def plan(default_plan):
+    return default_plan
 
 
 @pytest.fixture(scope="module")

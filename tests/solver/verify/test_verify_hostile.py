@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from models.io.loading import load_instance
 from solver.plan.schema import Plan
-from solver.solve import solve
 from solver.verify.fleet import verify
 from tests.cli.test_hostile_input import run_checked
 from tests.cli.test_hostile_properties import _emit, _mutated, _paths
@@ -26,9 +25,9 @@ def instance():
 
 
 @pytest.fixture(scope="module")
-def plan_data(instance):
+def plan_data(default_plan):
     """The reference instance's solved plan, as `solve --json` writes it."""
-    return json.loads(solve(instance).model_dump_json())
+    return json.loads(default_plan.model_dump_json())
 
 
 @pytest.fixture
