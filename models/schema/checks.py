@@ -125,7 +125,18 @@ def cross_check(instance: Instance) -> list[tuple[FieldPath, str]]:
         if instance.policy.survive is Survive.ZONE and region.zones < 2:
             add((("regions", r_index, "zones"), "survive: zone needs at least 2 zones per region"))
 
+    first_link: dict[frozenset[str], int] = {}
     for l_index, (a, b, rtt_ms) in enumerate(instance.links):
+        pair = frozenset((a, b))
+        if pair in first_link and a != b:  # one round trip per pair: which would win?
+            add(
+                (
+                    ("links", l_index),
+                    f"links[{first_link[pair]}] already joins {a} and {b}: give each pair "
+                    "of regions one round trip",
+                )
+            )
+        first_link.setdefault(pair, l_index)
         for position, end in enumerate((a, b)):
             if end not in region_names:
                 add((("links", l_index, position), _unknown("region", end, region_names)))
