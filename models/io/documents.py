@@ -218,13 +218,15 @@ def _parse_yaml(text: str, name: str) -> tuple[Any, LineMap]:
 
 def check_yaml_text(text: str, name: str) -> None:
     """Refuse YAML text that is not a file (a `--set` value) by the limits a file is held
-    to: nesting deeper than `MAX_NESTING_DEPTH`, more than `MAX_DOCUMENT_NODES` values
-    after alias expansion (an alias bomb), a self-referring alias; nothing is built.
+    to: more than `MAX_DOCUMENT_BYTES`, nesting deeper than `MAX_NESTING_DEPTH`, more than
+    `MAX_DOCUMENT_NODES` values after alias expansion (an alias bomb), a self-referring
+    alias; nothing is built.
     A syntax error is left to the caller's parser, which names it its own way.
 
     Raises:
         InputError: naming `name` and the limit.
     """
+    _require_small(name, len(text.encode("utf-8", "surrogatepass")))
     try:
         _check_yaml_events(text, name)
     except yaml.YAMLError:
