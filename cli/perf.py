@@ -340,7 +340,9 @@ def _load(
                 ServingContext(config, mix, efficiency), request.concurrency, replicas
             )
     except ValueError as error:
+        long_replay = "iterations" in str(error)
+        hint = "; --arrivals steady answers any number of users" if long_replay else ""
         raise problem(
-            "--rate" if request.rate is not None else "--concurrency", str(error)
+            "--rate" if request.rate is not None else "--concurrency", str(error) + hint
         ) from None
     return None

@@ -98,7 +98,7 @@ def replay_closed_loop(
     if total * output_tokens / min(max_sequences, users) + prefill_iterations > MAX_ITERATIONS:
         raise ValueError(
             f"a replay of {total:,} requests of {output_tokens:,} output tokens is past "
-            f"{MAX_ITERATIONS:,} iterations; replay fewer requests per user"
+            f"{MAX_ITERATIONS:,} iterations"
         )
 
     waiting: deque[tuple[int, float]] = deque((user, 0.0) for user in range(users))
