@@ -30,13 +30,7 @@ def _cell(run: Measurement, predicted: dict[str, float], figure: str) -> str:
     if figure not in predicted:
         return f"{measured:,.4g} (no fit)"
     error = (predicted[figure] - measured) / measured * 100
-    return f"{measured:,.4g} -> {predicted[figure]:,.4g} ({_pct(error)})"
-
-
-def _pct(error: float) -> str:
-    """A signed percentage to one decimal, never '-0.0%'."""
-    rounded = round(error, 1)
-    return f"{rounded + 0.0:+.1f}%" if rounded else "+0.0%"
+    return f"{measured:,.4g} -> {predicted[figure]:,.4g} ({error:+z.1f}%)"
 
 
 def fit_table(fit: ProfileFit) -> TableSpec:
@@ -48,7 +42,7 @@ def fit_table(fit: ProfileFit) -> TableSpec:
         layout += f" pp{run.pp}" if run.pp > 1 else ""
         cells = [_cell(run, run_fit.predicted, figure) for figure in FIGURES]
         loo = run_fit.errors_pct(run_fit.left_out)
-        left_out = ", ".join(f"{_LABELS[f]} {_pct(e)}" for f, e in loo.items()) or "-"
+        left_out = ", ".join(f"{_LABELS[f]} {e:+z.1f}%" for f, e in loo.items()) or "-"
         rows.append(
             (
                 run.source,

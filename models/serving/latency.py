@@ -381,8 +381,7 @@ def latency_at_concurrency_as_tools_run_it(
     is the users (a closed loop holds every user in the system); the iteration is the
     mean TPOT; the prefill lane's busy share is the steady model's at the replay's
     throughput; saturated when the users outnumber the seats (the rest queue in front)."""
-    if pool_replicas < 1 or int(pool_replicas) != pool_replicas:
-        raise ValueError(f"pool_replicas must be a whole number >= 1, got {pool_replicas}")
+    _check_pool(pool_replicas)
     run = latency_at_concurrency_burst(serving, concurrency, requests_per_user)
     replica = _Replica(serving, pool_replicas)
     edge_rate = replica.rate(replica.saturation_batch())
