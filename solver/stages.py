@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from models.schema.instance import Instance
 from solver.backends import Backend, get_backend
+from solver.candidates.list_sizes import dominant_list
 from solver.candidates.size_check import check_configurations
 from solver.candidates.table import CandidateTable
 from solver.candidates.workers import build_candidates_parallel
@@ -46,6 +47,8 @@ def candidate_table(instance: Instance, settings: SolveSettings) -> CandidateTab
     checked when it is built (TimeLimitReached naming "candidates")."""
     check_configurations(instance)
     table = build_candidates_parallel(instance, settings)
+    if dominant := dominant_list(table):  # told only if the run gets long
+        settings.hold(dominant.text())
     settings.check("candidates")
     return table
 
