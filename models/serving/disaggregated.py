@@ -321,15 +321,21 @@ def replay_pair(
             batch_s += batch * step_s
             push(at_s + step_s, "decode", worker)
 
-    def send(user: int, at_s: float) -> None:
-        queue.append([user, at_s, prompt_tokens])
-        for lane in range(prefill.lanes):
-            if not queue:
-                break
+    def kick(at_s: float) -> None:
+        """At the end of all events of one instant: each idle lane without a prompt
+        takes the next queued one (the router spreads prompts over free workers), then
+        every idle lane fills its chunk and every idle decode worker seats its waiting."""
+        idle = [lane for lane in range(prefill.lanes) if not lane_chunk[lane]]
+        for lane in idle:
+            if queue and not held[lane]:
+                held[lane].append(queue.popleft())
+        for lane in idle:
             start_lane(lane, at_s)
+        for worker in range(decode.workers):
+            start_decode(worker, at_s)
 
-    for user in range(users):
-        send(user, 0.0)
+    queue.extend([user, 0.0, prompt_tokens] for user in range(users))
+    kick(0.0)
     while events:
         now, _, kind, index, data = heapq.heappop(events)
         if kind == "prefill":
@@ -341,11 +347,9 @@ def replay_pair(
                 user, sent, _ = entry
                 ttfts.append(now + transfer_s - sent)
                 push(now + transfer_s, "kv", user, (sent, now + transfer_s))
-            start_lane(index, now)
         elif kind == "kv":
             worker = min(range(decode.workers), key=lambda w: (len(seated[w]) + len(waiting[w]), w))
             waiting[worker].append((index, *data))
-            start_decode(worker, now)
         else:
             decoding[index] = False
             for entry in seated[index]:
@@ -356,8 +360,9 @@ def replay_pair(
                 tpots.append((now - first) / tokens)
                 left[user] -= 1
                 if left[user]:
-                    send(user, now)
-            start_decode(index, now)
+                    queue.append([user, now, prompt_tokens])
+        if not events or events[0][0] > now:
+            kick(now)
     ttft_mean_s = sum(ttfts) / total
     return PairPoint(
         arrivals="burst",
