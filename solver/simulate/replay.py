@@ -27,10 +27,11 @@ from models.physics.memory import default_kv_precision
 from models.schema.instance import Instance
 from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.capacity import replica_capacity
-from models.serving.latency import latency_at_rate
+from models.serving.latency import REQUESTS_PER_USER, latency_at_rate
 from models.serving.replica import ReplicaConfig, Role, ServingContext, TrafficMix
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
+from solver.simulate.closed_rows import CLOSED_LOOP, simulate_closed_pool
 from solver.simulate.disaggregated import cached_tokens, replica_engine
 from solver.simulate.engine import Effects, PoolTrace, simulate_pool
 from solver.simulate.pair_rows import pair_meets, simulate_pair_rows
@@ -92,6 +93,9 @@ def simulate_plan(
     warmup_s: float | None = None,
     effects: bool = False,
     tolerance: bool = False,
+    arrivals: str = "open",
+    concurrency: int | None = None,
+    requests_per_user: int = REQUESTS_PER_USER,
 ) -> PlanSimulation:
     """Replay every pool of `plan` under `scenario` (see the module docstring).
 
@@ -106,11 +110,20 @@ def simulate_plan(
         effects: also run each pool with each engine effect off and report p99 TTFT.
         tolerance: also find the burstiness each pool tolerates (bisection over the
             inter-arrival cv, `solver.simulate.tolerance`; ~9 more runs of each pool).
+        arrivals: `open` (Poisson, or gamma at `burstiness_cv`, at the scenario's load),
+            or a closed-loop client of `concurrency` users per replica sending
+            `requests_per_user` requests each: `burst` or `staggered`
+            (`solver.simulate.closed_rows`; duration, warm-up, burstiness, effects and
+            tolerance do not apply).
 
-    Raises ValueError for a scenario the plan does not have or a bad option.
+    Raises ValueError for a scenario the plan does not have or a bad option, and
+    ClosedLoopRefused for a closed loop on a plan with a disaggregated pair.
     """
     if duration_s <= 0:
         raise ValueError(f"duration must be > 0 s, got {duration_s}")
+    closed = arrivals != "open"
+    if closed and (arrivals not in CLOSED_LOOP or concurrency is None or concurrency < 1):
+        raise ValueError(f"arrivals {arrivals!r}: open, or burst/staggered with a concurrency >= 1")
     warmup = min(60.0, 0.1 * duration_s) if warmup_s is None else warmup_s
     pools: list[PoolSimulation] = []
     events = 0
@@ -119,6 +132,12 @@ def simulate_plan(
         if phase.startswith(str(Role.DECODE)):
             continue  # replayed with its prefill phase
         shares = _shares(instance, plan, instance.workload(workload_name), region, counts)
+        if closed and phase.startswith(str(Role.PREFILL)):
+            raise ClosedLoopRefused(
+                f"{workload_name} in {region} is a disaggregated pair: the closed-loop client "
+                "replays unified pools (perf --prefill-workers answers a pair at a "
+                "concurrency); use open arrivals"
+            )
         if phase.startswith(str(Role.PREFILL)):
             decode_phase = str(Role.DECODE) + phase[len(str(Role.PREFILL)) :]
             partner = next(
@@ -150,6 +169,21 @@ def simulate_plan(
             continue
         total = sum(share[-1] for share in shares) or 1.0
         for offset, (pool, config, mix, efficiency, n, weight) in enumerate(shares):
+            if closed:
+                row, count = simulate_closed_pool(
+                    pool,
+                    instance.workload(workload_name),
+                    ServingContext(config, mix, efficiency),
+                    n,
+                    int(concurrency or 1),
+                    requests_per_user,
+                    arrivals,
+                    [seed, index, offset],
+                    dispatch,
+                )
+                pools.append(row)
+                events += count
+                continue
             one = partial(
                 _simulate_one,
                 pool,
@@ -180,7 +214,13 @@ def simulate_plan(
         dispatch=dispatch,
         pools=tuple(pools),
         events=events,
+        arrivals=arrivals,
+        concurrency=concurrency if closed else None,
     )
+
+
+class ClosedLoopRefused(ValueError):
+    """A closed-loop client asked of a plan it does not replay (a disaggregated pair)."""
 
 
 def _one_meets(run, cv: float) -> bool:
