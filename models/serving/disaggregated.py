@@ -11,10 +11,11 @@ S_p = P (1-h) / r of a worker. The decode side is D workers of at most `seats`
 sequences each (the decode replica's offline batch ceiling: KV memory, the engine's
 batch cap); an iteration at batch B takes t_d(B) (the planner's decode-only iteration,
 `models.serving.batch_model.BatchModel.decode_only_s`). A request's life:
-    prefill   it waits in one FCFS queue for a lane (a router that sends each prompt to
-              the first free prefill worker), is prefilled with the prompts beside it
-              up to the lane's chunk, and its first token comes when the iteration that
-              finishes it ends;
+    prefill   the router sends it to the lane with the fewest prompt tokens queued
+              (least work left, the planner's router, which waits as one FCFS queue
+              before the lanes would: `models.serving.queueing`); the lane takes its
+              queue in order up to its chunk each iteration, and the prompt's first
+              token comes when the iteration that finishes it ends;
     transfer  its KV, K = P x KV bytes per token (`kv_transfer_bytes`), crosses to a
               decode worker in K / W, W the link of one transfer: by default the slower
               side's scale-out NICs (gpus x NIC bytes/s x scaleout fraction,
@@ -245,11 +246,13 @@ def replay_pair(
 ) -> PairPoint:
     """The burst: `users` users start together, each sending `requests_per_user`
     requests of `prompt_tokens` new prompt tokens and `output_tokens` output tokens,
-    replayed event by event (module docstring). Prefill: one FCFS queue; a free lane
-    takes the prompt it has started first, then queued prompts up to its chunk; a
-    prompt's first token comes at the end of the iteration that finishes it, its KV
-    lands `transfer_s` later at the decode worker with the fewest sequences (ties: the
-    lowest index), which seats it at its next iteration boundary when a seat is free.
+    replayed event by event (module docstring). Each prompt goes to the lane with the
+    fewest prompt tokens queued (then the fewest prompts, ties in rotation), which takes
+    its queue in order up to its chunk each iteration; a prompt's first token comes at
+    the end of the iteration that finishes it, its KV lands `transfer_s` later at the
+    decode worker with the fewest sequences (ties in rotation), which seats it at its
+    next iteration boundary when a seat is free. The events of one instant all land
+    before any lane or decode worker starts its next iteration.
     Raises ValueError for arguments that cannot run or a replay past MAX_ITERATIONS."""
     if users < 1 or requests_per_user < 1:
         raise ValueError(f"users and requests must be >= 1, got {users}, {requests_per_user}")
@@ -274,28 +277,38 @@ def replay_pair(
         heapq.heappush(events, (at_s, order, kind, index, data))
         order += 1
 
-    queue: deque[list] = deque()  # [user, sent_s, tokens left]
-    held: list[list[list]] = [[] for _ in range(prefill.lanes)]  # prompts a lane started
-    lane_chunk: list[list[tuple[list, int]]] = [[] for _ in range(prefill.lanes)]
-    lane_busy_s = 0.0
-    waiting: list[deque] = [deque() for _ in range(decode.workers)]  # (user, sent, first)
-    seated: list[list[list]] = [[] for _ in range(decode.workers)]  # [user, sent, first, left]
-    decoding = [False] * decode.workers
+    lanes, workers = prefill.lanes, decode.workers
+    queued: list[deque[list]] = [deque() for _ in range(lanes)]  # [user, sent, tokens left]
+    backlog = [0] * lanes  # prompt tokens a lane has queued, its iteration's included
+    lane_chunk: list[list[tuple[list, int]]] = [[] for _ in range(lanes)]
+    waiting: list[deque] = [deque() for _ in range(workers)]  # (user, sent, first)
+    seated: list[list[list]] = [[] for _ in range(workers)]  # [user, sent, first, left]
+    decoding = [False] * workers
+    turns = [0, 0]  # the routers' rotation: prefill, decode
     left = dict.fromkeys(range(users), requests_per_user)
     ttfts: list[float] = []
     tpots: list[float] = []
     batch_s = 0.0
     now = 0.0
 
+    def route(loads: list[tuple], which: int) -> int:
+        """The least loaded, ties in rotation from the last one chosen (as
+        `solver.simulate.engine.simulate_pool`'s router)."""
+        count, turn = len(loads), turns[which]
+        chosen = min(range(count), key=lambda i: (loads[i], (i - turn) % count))
+        turns[which] = (chosen + 1) % count
+        return chosen
+
+    def send(user: int, at_s: float) -> None:
+        lane = route([(backlog[i], len(queued[i])) for i in range(lanes)], 0)
+        queued[lane].append([user, at_s, prompt_tokens])
+        backlog[lane] += prompt_tokens
+
     def start_lane(lane: int, at_s: float) -> None:
-        nonlocal lane_busy_s
         if lane_chunk[lane]:
             return
-        budget = prefill.chunk_tokens
-        while budget > sum(e[2] for e in held[lane]) and queue:
-            held[lane].append(queue.popleft())
-        chunk = []
-        for entry in held[lane]:
+        budget, chunk = prefill.chunk_tokens, []
+        for entry in queued[lane]:
             if budget <= 0:
                 break
             take = min(entry[2], budget)
@@ -303,8 +316,7 @@ def replay_pair(
             budget -= take
         if chunk:
             lane_chunk[lane] = chunk
-            step_s = prefill.iteration_s(float(sum(take for _, take in chunk)))
-            lane_busy_s += step_s
+            step_s = prefill.iteration_s(float(prefill.chunk_tokens - budget))
             push(at_s + step_s, "prefill", lane)
 
     def start_decode(worker: int, at_s: float) -> None:
@@ -322,19 +334,15 @@ def replay_pair(
             push(at_s + step_s, "decode", worker)
 
     def kick(at_s: float) -> None:
-        """At the end of all events of one instant: each idle lane without a prompt
-        takes the next queued one (the router spreads prompts over free workers), then
-        every idle lane fills its chunk and every idle decode worker seats its waiting."""
-        idle = [lane for lane in range(prefill.lanes) if not lane_chunk[lane]]
-        for lane in idle:
-            if queue and not held[lane]:
-                held[lane].append(queue.popleft())
-        for lane in idle:
+        """At the end of all events of one instant: every idle lane takes its queue's
+        prompts up to its chunk, every idle decode worker seats its waiting."""
+        for lane in range(lanes):
             start_lane(lane, at_s)
-        for worker in range(decode.workers):
+        for worker in range(workers):
             start_decode(worker, at_s)
 
-    queue.extend([user, 0.0, prompt_tokens] for user in range(users))
+    for user in range(users):
+        send(user, 0.0)
     kick(0.0)
     while events:
         now, _, kind, index, data = heapq.heappop(events)
@@ -342,13 +350,13 @@ def replay_pair(
             chunk, lane_chunk[index] = lane_chunk[index], []
             for entry, take in chunk:
                 entry[2] -= take
-            for entry in [e for e in held[index] if e[2] == 0]:
-                held[index].remove(entry)
-                user, sent, _ = entry
+                backlog[index] -= take
+            while queued[index] and queued[index][0][2] == 0:
+                user, sent, _ = queued[index].popleft()
                 ttfts.append(now + transfer_s - sent)
                 push(now + transfer_s, "kv", user, (sent, now + transfer_s))
         elif kind == "kv":
-            worker = min(range(decode.workers), key=lambda w: (len(seated[w]) + len(waiting[w]), w))
+            worker = route([len(seated[w]) + len(waiting[w]) for w in range(workers)], 1)
             waiting[worker].append((index, *data))
         else:
             decoding[index] = False
@@ -360,7 +368,7 @@ def replay_pair(
                 tpots.append((now - first) / tokens)
                 left[user] -= 1
                 if left[user]:
-                    queue.append([user, now, prompt_tokens])
+                    send(user, now)
         if not events or events[0][0] > now:
             kick(now)
     ttft_mean_s = sum(ttfts) / total

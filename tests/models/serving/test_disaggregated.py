@@ -182,23 +182,28 @@ def test_more_decode_workers_never_lower_the_steady_throughput(
     )
 
 
-BURST_LOCKSTEP_TOLERANCE = 0.08
-"""A burst's users run in lockstep (fixed lengths, start together), and how the waves
-meet the decode workers' iterations shifts as workers are added: 32 users on 4 decode
-workers (8 each) stay in step and queue at the single prefill worker together (mean TTFT
-254 ms), where 3 or 5 workers break the waves up (169, 178 ms). Over 60 small cases (8B
-on H100, 1-3 prefill workers, 1-5 decode workers, 1-100 users) one more decode worker
-lowered the burst's throughput by up to 5.2%, never more. The steady fixed point has no
-waves and is held to no drop at all."""
+BURST_LOCKSTEP_TOLERANCE = 0.2
+"""A burst's users run in lockstep (fixed lengths, all started together), so the property
+does not hold strictly there: when the decode workers split the users evenly (32 users
+on 4 workers, 8 each) their waves stay in step and come back to the prefill queue
+together, where 3 or 5 workers (uneven shares, unequal iterations) break the waves up.
+Over 432 cases (8B and 70B on H100, 1,000/100, 4,000/300 and 200/400 tokens, 1-4
+prefill workers, 8-128 users, 1-6 decode workers) one more decode worker lowered the
+burst's throughput by up to 14.8%, always at 4 workers dividing the users. The steady
+fixed point has no waves and is held to no drop at all."""
 
 
 @pytest.mark.parametrize("users", [8, 64, 256])
 def test_more_decode_workers_in_a_burst_lose_at_most_the_lockstep(users):
+    """Within the lockstep's loss, and never past the smallest cap: the decode side's
+    D B / ((O - 1) t_d(B)) is concave in B, so uneven batches carry less than even ones
+    at C / D; a lane's partial chunks prefill slower than the full ones of X_p."""
     previous = 0.0
-    for decode_workers in (1, 2, 3):
+    for decode_workers in (1, 2, 3, 4):
         report = pair_at_concurrency(_pair(4, decode_workers), users, requests_per_user=3)
         throughput = report.point.throughput_requests_per_s
         assert throughput >= previous * (1 - BURST_LOCKSTEP_TOLERANCE)
+        assert throughput <= min(report.point.caps.values()) * 1.01
         previous = max(previous, throughput)
 
 
