@@ -101,12 +101,15 @@ def simulation_tables(result: PlanSimulation) -> list[TableSpec]:
     how = (
         f"{result.duration_s:g} s of arrivals, burstiness cv {result.burstiness_cv:g}"
         if result.arrivals == "open"
-        else f"closed loop, {result.arrivals}, {result.concurrency} users per replica"
+        else f"closed loop, {result.arrivals}, {result.concurrency} users per replica "
+        "(a pair: per decode replica)"
     )
     closed_notes = "; ".join(
-        f"{pool.workload} {pool.region} {pool.gpu}: {pool.note}"
-        for pool in result.pools
-        if result.arrivals != "open" and pool.note
+        dict.fromkeys(  # a pair's two rows share one note
+            f"{pool.workload} {pool.region} {pool.gpu}: {pool.note}"
+            for pool in result.pools
+            if result.arrivals != "open" and pool.note
+        )
     )
     tables = [
         TableSpec(
@@ -230,15 +233,16 @@ def simulate(
             "together with fixed lengths, each sending its next request when the last "
             "completes, as perf --concurrency --arrivals burst predicts. staggered: the "
             "same users with drawn lengths and their first requests spread over one "
-            "cycle (perf --arrivals steady). Closed loops replay unified pools, 10 "
-            "requests per user, every request measured.",
+            "cycle (perf --arrivals steady). Closed loops send 10 requests per user and "
+            "measure every one; the p99s are judged as the tools print them.",
         ),
     ] = "open",
     concurrency: Annotated[
         int | None,
         typer.Option(
             "--concurrency",
-            help="Closed-loop users per replica (with --arrivals burst or staggered).",
+            help="Closed-loop users per replica (per decode replica of a disaggregated "
+            "pair), with --arrivals burst or staggered.",
             callback=within(limits.CONCURRENT_USERS),
         ),
     ] = None,

@@ -31,7 +31,7 @@ from models.serving.latency import REQUESTS_PER_USER, latency_at_rate
 from models.serving.replica import ReplicaConfig, Role, ServingContext, TrafficMix
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
-from solver.simulate.closed_rows import CLOSED_LOOP, simulate_closed_pool
+from solver.simulate.closed_rows import CLOSED_LOOP, simulate_closed_pair, simulate_closed_pool
 from solver.simulate.disaggregated import cached_tokens, replica_engine
 from solver.simulate.engine import Effects, PoolTrace, simulate_pool
 from solver.simulate.pair_rows import pair_meets, simulate_pair_rows
@@ -117,7 +117,8 @@ def simulate_plan(
             tolerance do not apply).
 
     Raises ValueError for a scenario the plan does not have or a bad option, and
-    ClosedLoopRefused for a closed loop on a plan with a disaggregated pair.
+    ClosedLoopRefused for a closed loop on a pair of more than one prefill or decode
+    pool.
     """
     if duration_s <= 0:
         raise ValueError(f"duration must be > 0 s, got {duration_s}")
@@ -133,11 +134,22 @@ def simulate_plan(
             continue  # replayed with its prefill phase
         shares = _shares(instance, plan, instance.workload(workload_name), region, counts)
         if closed and phase.startswith(str(Role.PREFILL)):
-            raise ClosedLoopRefused(
-                f"{workload_name} in {region} is a disaggregated pair: the closed-loop client "
-                "replays unified pools (perf --prefill-workers answers a pair at a "
-                "concurrency); use open arrivals"
+            prefill, decode = _closed_pair(
+                instance, plan, entries, (workload_name, region, phase), shares
             )
+            rows, count = simulate_closed_pair(
+                instance.workload(workload_name),
+                prefill,
+                decode,
+                int(concurrency or 1),
+                requests_per_user,
+                arrivals,
+                [seed, index],
+                dispatch,
+            )
+            pools.extend(rows)
+            events += count
+            continue
         if phase.startswith(str(Role.PREFILL)):
             decode_phase = str(Role.DECODE) + phase[len(str(Role.PREFILL)) :]
             partner = next(
@@ -217,6 +229,24 @@ def simulate_plan(
         arrivals=arrivals,
         concurrency=concurrency if closed else None,
     )
+
+
+def _closed_pair(instance: Instance, plan: Plan, entries, key, shares) -> tuple:
+    """(prefill pool, decode pool) of the pair whose prefill phase is `key`, each as
+    (pool, config, mix, efficiency, replicas); refused unless the pair is one prefill
+    pool and one decode pool."""
+    workload_name, region, phase = key
+    decode_phase = str(Role.DECODE) + phase[len(str(Role.PREFILL)) :]
+    partner = next((e for e in entries if e[:3] == (workload_name, region, decode_phase)), None)
+    workload = instance.workload(workload_name)
+    decode = _shares(instance, plan, workload, region, partner[4]) if partner else []
+    if len(shares) != 1 or len(decode) != 1:
+        raise ClosedLoopRefused(
+            f"{workload_name} in {region}: the closed-loop client replays a pair of one "
+            f"prefill pool and one decode pool, this has {len(shares)} and {len(decode)}; "
+            "use open arrivals"
+        )
+    return shares[0][:5], decode[0][:5]
 
 
 class ClosedLoopRefused(ValueError):
