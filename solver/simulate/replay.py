@@ -14,6 +14,11 @@ the same per-replica load and pool size.
 
 Prefill-only and decode-only pools are replayed as a pair (`solver.simulate.
 disaggregated`): the prefill rows carry TTFT (with the KV transfer), the decode rows TPOT.
+
+With a closed-loop client (`arrivals` burst or staggered) each pool, or pair, is instead
+driven by C users per replica (per decode replica of a pair) that send their next
+request when the last completes, as benchmark tools run them, and set against `perf
+--concurrency` (`solver.simulate.closed_rows`).
 """
 
 import re
