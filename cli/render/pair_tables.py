@@ -49,8 +49,8 @@ def pair_json(
         "throughput_requests_per_s": point.throughput_requests_per_s,
         "output_tokens_per_s": report.output_tokens_per_s,
         "total_tokens_per_s": report.total_tokens_per_s,
-        "output_tokens_per_s_per_gpu": report.output_tokens_per_s / gpus,
-        "total_tokens_per_s_per_gpu": report.total_tokens_per_s / gpus,
+        "output_tokens_per_s_per_gpu": report.per_gpu(report.output_tokens_per_s),
+        "total_tokens_per_s_per_gpu": report.per_gpu(report.total_tokens_per_s),
         "ttft_mean_ms": point.ttft_mean_s * 1e3,
         "prefill_wait_mean_ms": point.prefill_wait_mean_s * 1e3,
         "prefill_ms": report.prefill_s * 1e3,
@@ -95,11 +95,13 @@ def pair_tables(
         ("throughput", f"{point.throughput_requests_per_s:,.2f} requests/s"),
         (
             "output tokens/s",
-            f"{report.output_tokens_per_s:,.0f} ({report.output_tokens_per_s / gpus:,.1f} per GPU)",
+            f"{report.output_tokens_per_s:,.0f} "
+            f"({report.per_gpu(report.output_tokens_per_s):,.1f} per GPU)",
         ),
         (
             "total tokens/s",
-            f"{report.total_tokens_per_s:,.0f} ({report.total_tokens_per_s / gpus:,.1f} per GPU, "
+            f"{report.total_tokens_per_s:,.0f} "
+            f"({report.per_gpu(report.total_tokens_per_s):,.1f} per GPU, "
             "prompt and output)",
         ),
         (

@@ -423,7 +423,12 @@ class PairReport:
 
     @property
     def output_tokens_per_s(self) -> float:
+        """X O: output tokens per second."""
         return self.point.throughput_requests_per_s * self.output_tokens
+
+    def per_gpu(self, tokens_per_s: float) -> float:
+        """A rate over the pair's GPUs."""
+        return tokens_per_s / self.gpus
 
 
 def pair_sides(layout: PairLayout) -> tuple[PrefillSide, DecodeSide, float, float, float]:
