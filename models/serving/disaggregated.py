@@ -19,8 +19,11 @@ batch cap); an iteration at batch B takes t_d(B) (the planner's decode-only iter
     transfer  its KV, K = P x KV bytes per token (`kv_transfer_bytes`), crosses to a
               decode worker in K / W, W the link of one transfer: by default the slower
               side's scale-out NICs (gpus x NIC bytes/s x scaleout fraction,
-              `nic_bytes_per_s`), as the planner's; a pure delay (NICs uncontended);
-    decode    it joins a decode worker (the one with the fewest sequences) at the next
+              `nic_bytes_per_s`; the planner prices each side on its own NICs, the
+              same figure when the sides have as many GPUs); a pure delay (NICs
+              uncontended);
+    decode    it joins a decode worker (the one with the fewest sequences, ties in
+              rotation) at the next
               iteration boundary once a seat is free and decodes O - 1 tokens, one per
               iteration (the first came from prefill).
     TTFT = prefill wait + own prefill + K / W      (the planner's disaggregated TTFT)
