@@ -75,9 +75,7 @@ def replica_engine(serving: ServingContext, pool_replicas: int = 1) -> ReplicaEn
     return ReplicaEngine(steps, capacity, efficiency.max_batch_sequences)
 
 
-def cached_tokens(
-    prompts: np.ndarray, serving: ServingContext, pool_replicas: int
-) -> np.ndarray:
+def cached_tokens(prompts: np.ndarray, serving: ServingContext, pool_replicas: int) -> np.ndarray:
     """Prompt tokens each request finds in the pool's prefix cache: floor(P x h), h the
     pool's hit rate (`models.serving.prefix_kv.pool_kv`, the plan's `prefix_hit_rate`)."""
     return np.floor(prompts * pool_kv(serving, pool_replicas).hit_rate)
