@@ -32,6 +32,8 @@ EVERY_S = 1.0
 LOG = logging.getLogger("fleetplan.progress")
 _HELD: list[str] = []
 """Notes of the run under way in this process, told with its first message."""
+_NOTED: set[str] = set()
+"""Every note held since the run started (a month's stages hold it again: told once)."""
 
 
 def listening() -> bool:
@@ -41,13 +43,15 @@ def listening() -> bool:
 
 def hold(note: str) -> None:
     """Tell `note` with the run's first progress message (nothing when no one listens)."""
-    if listening():
+    if listening() and note not in _NOTED:
+        _NOTED.add(note)
         _HELD.append(note)
 
 
 def forget_held() -> None:
     """Drop the notes of an earlier run (a new run starts)."""
     _HELD.clear()
+    _NOTED.clear()
 
 
 def _tell_held() -> None:

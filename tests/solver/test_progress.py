@@ -62,6 +62,7 @@ def test_a_held_note_is_told_once_before_the_first_message_and_forgotten_by_a_ne
     stages.passed("candidates", progress.QUIET_S / 2)  # quiet: the note waits
     assert caplog.records == []
     stages.passed("program build", progress.QUIET_S + 0.1)
+    progress.hold("policy.tensor_parallel adds 3 of 4 candidates")  # a month's candidates
     stages.passed("solve", progress.QUIET_S + 1.5)
     said = [r.getMessage() for r in caplog.records]
     assert said == [
