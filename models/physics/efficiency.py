@@ -6,7 +6,9 @@ Each factor is named, documented and overridable per instance (`efficiency:` in 
 instance file). Calibrated values live in `models/physics/catalog/efficiency.yaml`, written by
 `python -m calibration.calibrate --write` from the published measurements in
 `calibration/data/`, one set per *engine profile* (a serving engine and version with data:
-`trtllm-0.20`, `trtllm-0.17`) and GPU generation. The instance key `engine:` and
+`trtllm-0.20`, `trtllm-0.17`, `vllm-0.11`, `sglang-0.5`, ...) and GPU generation; a profile
+with no rows of a generation falls back to an older one (`fallback`), the oldest vLLM and
+SGLang profiles to the default TensorRT-LLM one. The instance key `engine:` and
 `--engine` on `perf`/`estimate` pick a profile; the default is the newest with data.
 
 Two regimes, fitted apart: the latency constants (`step_overhead_s`,
@@ -210,15 +212,19 @@ def _spec(gpu: str | GpuSpec) -> GpuSpec | None:
 
 
 def efficiency_source(gpu: str | GpuSpec, engine: str | None = None) -> EfficiencySource:
-    """Which calibrated set a GPU gets: its own generation's when the calibration holds
-    rows of it, else that of the GPU its `efficiency_like` names, else the pooled fit."""
+    """Which calibrated set a GPU gets: its own generation's when the engine profile (or
+    its fallbacks) holds rows of it, else that of the GPU its `efficiency_like` names,
+    else the pooled fit. (MI300X has vLLM rows but no TensorRT-LLM rows: under a vLLM
+    profile it runs on its own generation, under TensorRT-LLM on the Hopper fit it names.)"""
     spec = _spec(gpu)
     name = gpu.name if isinstance(gpu, GpuSpec) else gpu
     like = spec.efficiency_like if spec is not None else None
-    if like == name:
+    engine = check_engine(engine)
+    own = generation_of(name)
+    if like == name or (own is not None and any(own in table for table in _chain(engine))):
         like = None
     generation = generation_of(like or name)
-    return EfficiencySource(name, check_engine(engine), like, generation)
+    return EfficiencySource(name, engine, like, generation)
 
 
 def borrowed_gpus(gpus: Iterable[str | GpuSpec], engine: str | None = None) -> list[str]:
