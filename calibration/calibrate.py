@@ -57,6 +57,7 @@ from pathlib import Path
 import numpy as np
 
 from calibration.engines import (
+    ENGINE_GENERATIONS,
     EngineData,
     fallbacks,
     fit_engine_profiles,
@@ -385,11 +386,15 @@ def render_engine_profiles(data: EngineData, fitted: dict[str, dict[str, Efficie
     chain = fallbacks(data.profiles())
     lines = []
     for engine, sets in fitted.items():
-        lines.append(f"  {engine}:")
-        lines.append(f"    fallback: {chain[engine]}  # for generations with no {engine} rows")
-        versions = sorted(data.versions[engine])
         gpus = sorted({r.run.gpu for r in data.runs if r.engine == engine})
         gpus += sorted({r.gpu for r in data.offline if r.engine == engine} - set(gpus))
+        lines.append(f"  {engine}:")
+        lines.append(f"    fallback: {chain[engine]}  # for generations with no {engine} rows")
+        own = {gpu: ENGINE_GENERATIONS[gpu] for gpu in gpus if gpu in ENGINE_GENERATIONS}
+        if own:
+            lines.append("    generation_of:  # GPUs with rows of this engine only")
+            lines += [f"      {gpu}: {name}" for gpu, name in own.items()]
+        versions = sorted(data.versions[engine])
         files = sorted(
             {"sglang_serving.csv" for r in data.runs if r.engine == engine}
             | {"vllm_throughput.csv" for r in data.offline if r.engine == engine}

@@ -62,6 +62,10 @@ from models.profiles.measurements import Measurement
 from models.serving.capacity import replica_capacity
 from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
 
+ENGINE_GENERATIONS = {"mi300x": "cdna3"}
+"""GPUs with rows of an engine profile but none of TensorRT-LLM's, by generation: written
+into each profile with rows of them (its own `generation_of`), so that under the
+TensorRT-LLM profiles they still borrow through `efficiency_like`."""
 BASE_ENGINE = "trtllm-0.20"
 """The profile every engine profile starts from and finally falls back to."""
 THROUGHPUT_NAMES = ("prefill_flops_fraction", "decode_flops_fraction", "hbm_fraction")
@@ -93,7 +97,7 @@ class EngineRun:
 
     @property
     def generation(self) -> str:
-        return GENERATIONS.get(self.run.gpu, "default")
+        return generation(self.run.gpu)
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,11 @@ class EngineData:
         """Profile names, newest version first within each engine."""
         names = {r.engine for r in self.runs} | {r.engine for r in self.offline}
         return sorted(names, key=_version_key, reverse=True)
+
+
+def generation(gpu: str) -> str:
+    """A GPU's calibrated generation (`default` for one with no rows)."""
+    return GENERATIONS.get(gpu) or ENGINE_GENERATIONS.get(gpu, "default")
 
 
 def profile_name(engine: str, version: str) -> str:
@@ -299,7 +308,7 @@ def groups(data: EngineData, profile: str) -> dict[str, tuple[list[EngineRun], l
             out.setdefault(run.generation, ([], []))[0].append(run)
     for row in data.offline:
         if row.engine == profile and not row.held_out:
-            out.setdefault(GENERATIONS.get(row.gpu, "default"), ([], []))[1].append(row)
+            out.setdefault(generation(row.gpu), ([], []))[1].append(row)
     return dict(sorted(out.items()))
 
 
@@ -374,7 +383,7 @@ def row_errors(
         out.append(
             RowError(
                 engine=row.engine,
-                generation=GENERATIONS.get(row.gpu, "default"),
+                generation=generation(row.gpu),
                 gpu=row.gpu,
                 model=row.model,
                 family=_family(row.model),

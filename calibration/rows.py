@@ -27,7 +27,6 @@ GENERATIONS = {
     "h100-sxm": "hopper",
     "h200": "hopper",
     "b200": "blackwell",
-    "mi300x": "cdna3",
 }
 """GPUs with calibration rows of their own, by generation (every other GPU borrows through
 `efficiency_like` in the GPU catalog)."""

@@ -158,21 +158,32 @@ def check_engine(name: str | None) -> str:
     return name
 
 
-def _chain(engine: str) -> list[dict[str, Any]]:
-    """The `by_key` tables of `engine` and its fallbacks, newest first."""
-    tables, seen = [], set()
+def _profiles(engine: str) -> list[dict[str, Any]]:
+    """`engine`'s profile and its fallbacks', newest first."""
+    profiles, seen = [], set()
     name: str | None = engine
     while name and name not in seen:
         seen.add(name)
         profile = profile_of(name)
-        tables.append(profile.get("by_key", {}))
+        profiles.append(profile)
         name = profile.get("fallback")
-    return tables
+    return profiles
 
 
-def generation_of(gpu_name: str) -> str | None:
+def _chain(engine: str) -> list[dict[str, Any]]:
+    """The `by_key` tables of `engine` and its fallbacks, newest first."""
+    return [profile.get("by_key", {}) for profile in _profiles(engine)]
+
+
+def generation_of(gpu_name: str, engine: str | None = None) -> str | None:
     """The calibrated generation a GPU belongs to (`hopper`, ...): a GPU with calibration
-    rows of its own. None for any other GPU."""
+    rows of its own. With `engine`, a generation the profile (or a fallback) names for a
+    GPU only that engine has rows of comes first (the profile's own `generation_of`:
+    MI300X is `cdna3` under the vLLM profiles). None for any other GPU."""
+    if engine is not None:
+        for profile in _profiles(engine):
+            if gpu_name in profile.get("generation_of", {}):
+                return profile["generation_of"][gpu_name]
     return calibration_table().get("generation_of", {}).get(gpu_name)
 
 
@@ -220,10 +231,10 @@ def efficiency_source(gpu: str | GpuSpec, engine: str | None = None) -> Efficien
     name = gpu.name if isinstance(gpu, GpuSpec) else gpu
     like = spec.efficiency_like if spec is not None else None
     engine = check_engine(engine)
-    own = generation_of(name)
+    own = generation_of(name, engine)
     if like == name or (own is not None and any(own in table for table in _chain(engine))):
         like = None
-    generation = generation_of(like or name)
+    generation = generation_of(like or name, engine)
     return EfficiencySource(name, engine, like, generation)
 
 
