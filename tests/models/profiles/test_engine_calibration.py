@@ -148,3 +148,20 @@ def test_the_fit_recovers_a_known_step_overhead() -> None:
     assert fitted.hbm_fraction == base.hbm_fraction  # not fitted on closed-loop runs
     errors = row_errors(EngineData(runs, [], {}), lambda *_: fitted, requests_per_user=3)
     assert errors and all(abs(e.error_pct) < 2 for e in errors if not math.isnan(e.error_pct))
+
+
+def test_row_errors_are_signed_and_their_median_skips_unplaced_rows() -> None:
+    from calibration.engines import RowError
+    from calibration.errors import median_abs_error_pct
+
+    def error(predicted: float) -> RowError:
+        return RowError(
+            "vllm-0.10", "cdna3", "mi300x", "llama-3.1-70b", "dense", "tp8", "offline", 0,
+            "output_tokens_per_s", True, predicted, 100.0, "row",
+        )  # fmt: skip
+
+    assert error(110.0).error_pct == pytest.approx(10.0)  # (110 - 100) / 100
+    assert error(70.0).error_pct == pytest.approx(-30.0)
+    # |+10|, |-30|, |+20| -> median 20; the unplaced (nan) row is left out, not counted as 0
+    errors = [error(110.0), error(70.0), error(120.0), error(math.nan)]
+    assert median_abs_error_pct(errors) == pytest.approx(20.0)
