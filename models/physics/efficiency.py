@@ -138,10 +138,39 @@ def profile_of(name: str) -> dict[str, Any]:
     return engine_profiles().get(name, {})
 
 
+def _version(text: str) -> tuple[int, ...] | None:
+    """`(0, 12, 1)` for `0.12.1`; None for text that is not a dotted version."""
+    parts = text.split(".")
+    return tuple(int(part) for part in parts) if all(p.isdigit() for p in parts) else None
+
+
+def resolve_engine(name: str) -> str | None:
+    """The catalog profile that serves `name`: itself when the calibration holds it, else
+    for `<engine>-<version>` (`vllm-0.12.1`, `trtllm-1.0`) the same engine's newest
+    profile at or below that version (a release newer than the data runs on the newest
+    fit of its engine); None when there is none."""
+    known = engine_profiles()
+    if name in known:
+        return name
+    engine, _, version = name.partition("-")
+    wanted = _version(version)
+    if wanted is None:
+        return None
+    older = [
+        (found, profile)
+        for profile in known
+        if profile.partition("-")[0] == engine
+        and (found := _version(profile.partition("-")[2])) is not None
+        and found <= wanted
+    ]
+    return max(older)[1] if older else None
+
+
 def check_engine(name: str | None) -> str:
-    """`name`, or the default profile when None; raises UnknownEngine naming the known
-    profiles when the calibration has no profile of that name, or naming what is wrong
-    with a profile file."""
+    """The profile `name` runs on (`resolve_engine`: a newer release than the data runs on
+    its engine's newest profile below it), or the default profile when None; raises
+    UnknownEngine naming the known profiles when the calibration has no profile for it,
+    or naming what is wrong with a profile file."""
     if name is None:
         return default_engine()
     if is_profile_file(name):
@@ -149,13 +178,15 @@ def check_engine(name: str | None) -> str:
         if profile["fallback"] is not None:
             check_engine(profile["fallback"])
         return name
-    known = engine_profiles()
-    if name not in known:
+    resolved = resolve_engine(name)
+    if resolved is None:
+        known = engine_profiles()
         raise UnknownEngine(
             f"unknown engine profile {name!r}; known: {', '.join(sorted(known))} "
-            f"(default {default_engine()})"
+            f"(default {default_engine()}; a newer release of a known engine runs on its "
+            "newest profile)"
         )
-    return name
+    return resolved
 
 
 def _profiles(engine: str) -> list[dict[str, Any]]:
@@ -308,5 +339,7 @@ def engine_report(gpus: Iterable[str | GpuSpec], engine: str | None = None) -> s
     name = check_engine(engine)
     shown = profile_summary(profile_of(name), name) if is_profile_file(name) else name
     line = f"engine profile: {shown}" + (" (default)" if engine is None else "")
+    if engine is not None and name != engine:
+        line += f" (for {engine}: the newest {name.partition('-')[0]} profile at or below it)"
     borrowed = borrowed_note(gpus, engine)
     return f"{line}; {borrowed}" if borrowed else line

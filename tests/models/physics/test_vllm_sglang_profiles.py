@@ -4,15 +4,18 @@ other generation on the profile they fall back to, and a plan records the profil
 
 import json
 
+import pytest
 import yaml
 
 from models.io.loading import validate_instance
 from models.physics.efficiency import (
+    UnknownEngine,
     check_engine,
     default_engine,
     efficiency_for,
     efficiency_source,
     engine_profiles,
+    engine_report,
 )
 from models.physics.precision import Precision
 from tests.paths import ONE_MODEL_ONE_REGION
@@ -75,3 +78,14 @@ def test_perf_takes_an_sglang_engine(run_cli) -> None:
     result = run_cli(*args, "--engine", sglang, "--json")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["engine"] == sglang
+
+
+def test_a_newer_release_runs_on_its_engines_newest_profile_at_or_below_it() -> None:
+    newest = max(_profiles("vllm"), key=lambda p: tuple(map(int, p.split("-")[1].split("."))))
+    assert check_engine("vllm-0.99.1") == newest
+    assert check_engine(newest + ".7") == newest  # a patch release of a fitted minor
+    assert check_engine("trtllm-1.0") == default_engine()  # 1.0 > 0.20 > 0.17
+    assert "for vllm-0.99.1" in engine_report(["mi300x"], "vllm-0.99.1")
+    for unknown in ("sglang-0.0.1", "tgi-2.0", "vllm-next"):  # older than any, or no engine
+        with pytest.raises(UnknownEngine):
+            check_engine(unknown)
