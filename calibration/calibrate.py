@@ -58,6 +58,7 @@ import numpy as np
 
 from calibration.engines import (
     ENGINE_GENERATIONS,
+    REQUEST_NAMES,
     EngineData,
     fallbacks,
     fit_engine_profiles,
@@ -267,8 +268,9 @@ ENGINE_NOTE = (
     "# generation, one row in three held out: on calibration/data/vllm_throughput.csv",
     "# (offline max throughput: FLOP and HBM fractions) and sglang_serving.csv (closed-loop",
     "# benchmark runs replayed as the tool ran them: the step overhead, on output tok/s and",
-    "# mean TPOT); the rest as trtllm-0.20. A generation a profile has no rows of falls back",
-    "# to the engine's older version, then to trtllm-0.20.",
+    "# mean TPOT; the request overhead, on the one-user runs' mean TTFT); the rest as",
+    "# trtllm-0.20. A generation a profile has no rows of falls back to the engine's older",
+    "# version, then to trtllm-0.20.",
 )
 """The header lines that describe the vLLM and SGLang profiles."""
 
@@ -365,7 +367,8 @@ def render_yaml(
 
 def _group_note(group: list) -> str:
     """Median |error| of a group's fitted figures, fit and held out (`engines.RowError`),
-    and of its mean TTFT, which the fit does not use."""
+    and of its mean TTFT at one user (what the request overhead is fitted on) and under
+    load (which no constant is fitted on)."""
 
     def median(errors: list) -> str:
         values = [abs(e.error_pct) for e in errors]
@@ -377,7 +380,14 @@ def _group_note(group: list) -> str:
         f"held out {median([e for e in fitted if e.held_out])}"
     )
     ttft = [e for e in group if e.figure == "ttft_mean_ms"]
-    return note + (f"; mean TTFT (not fitted) {median(ttft)}" if ttft else "")
+    if not ttft:
+        return note
+    lone = [e for e in ttft if e.concurrency == 1]
+    loaded = [e for e in ttft if e.concurrency > 1]
+    return (
+        f"{note}; mean TTFT at C = 1 (fit the request overhead) {median(lone)}, "
+        f"under load {median(loaded)}"
+    )
 
 
 def render_engine_profiles(data: EngineData, fitted: dict[str, dict[str, Efficiency]]) -> str:
@@ -410,6 +420,9 @@ def render_engine_profiles(data: EngineData, fitted: dict[str, dict[str, Efficie
             lines.append(f"      {generation}:  # {_group_note(group)}")
             for factor in FITTED:
                 lines.append(f"        {factor}: {getattr(efficiency, factor):.4g}")
+            for factor in REQUEST_NAMES:  # fitted where the group has one-user runs
+                if getattr(efficiency, factor):
+                    lines.append(f"        {factor}: {getattr(efficiency, factor):.4g}")
     return "\n".join(lines) + "\n" if lines else ""
 
 

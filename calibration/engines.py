@@ -7,7 +7,9 @@ Reads two files of `calibration/data/` (`calibration/data/README.md` names every
   the tool's output tokens/s, mean TTFT and mean TPOT. Predicted by the closed-loop
   replay the fleetplan calibrate command uses (`models.profiles.fit.predict`: the
   iteration-by-iteration burst of `models.serving.closed_loop`), at the run's mean
-  prompt and output lengths (totals / requests).
+  prompt and output lengths (totals / requests), each request's lengths drawn about
+  them as the tool drew them (`length_distribution`: uniform over [R x L, L] for the
+  random runs, `--random-range-ratio R`; a lognormal for a dataset's; `length_spread`).
 - `vllm_throughput.csv`: vLLM offline throughput runs (every request at once), predicted
   as the TensorRT-LLM max-throughput rows are (`replica_capacity` with no latency
   target): output tokens/s per GPU. The page gives "tokens/s" without saying whose; it is
@@ -16,8 +18,8 @@ Reads two files of `calibration/data/` (`calibration/data/README.md` names every
   here, 0.47-0.53 for Llama 70B FP8 in trtllm_perf.csv; as total tokens it would be 0.29).
 
 Runs on the ShareGPT dataset are always held out (as MLPerf rows are for TensorRT-LLM):
-their lengths follow conversations (coefficient of variation near 1), which a replay at
-the mean lengths does not reproduce; they are reported, never fitted.
+their lengths follow conversations, replayed as a lognormal with an assumed coefficient
+of variation of 1 (the pages give only totals); they are reported, never fitted.
 
 A profile is named `<engine>-<major>.<minor>` (`vllm-0.10` holds 0.10.1 and 0.10.2). Each
 (profile, GPU generation) with rows gets one set of factors, fitted on the rows not held
@@ -32,11 +34,12 @@ the per-sequence cost):
 - offline rows: the prefill and decode FLOP fractions and the HBM fraction, on output
   tokens/s (as the TensorRT-LLM throughput fit);
 - closed-loop runs: the fixed step overhead (the engine's scheduler and launches), on
-  output tokens/s and mean TPOT (`FIT_FIGURES`). Mean TTFT is reported, not fitted: the
-  replay keeps every request at the run's mean lengths, so each wave of C users
-  re-bunches behind the others' prefill, while these runs drew lengths at random and
-  their later requests arrive one by one (Llama 3.1 70B on 8 A100 at C = 16: p99 TTFT
-  792 ms, about one 16-prompt prefill, median 147 ms; the replay's mean is 1.1 s).
+  output tokens/s and mean TPOT (`FIT_FIGURES`); then the request overhead
+  (`request_overhead_s`: HTTP, tokenisation, scheduling and the first token's
+  detokenisation, which the tool counts in TTFT) on the one-user runs' mean TTFT only
+  (`fit_request_overhead`), and the step overhead once more with it in place. Mean TTFT
+  under load is reported, never fitted: it is what the replay's waves (lengths drawn as
+  the tool drew them, so they de-synchronise) and the overhead predict.
 A profile's `fallback` is
 the engine's previous version, the oldest falls back to the default TensorRT-LLM profile:
 a generation an engine has no rows of runs on TensorRT-LLM's factors, and says so.
@@ -60,6 +63,7 @@ from models.profiles.fit import predict as replay_figures
 from models.profiles.fitting import from_vector, nelder_mead, to_vector
 from models.profiles.measurements import Measurement
 from models.serving.capacity import replica_capacity
+from models.serving.closed_loop import FIXED, LengthSpread
 from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
 
 ENGINE_GENERATIONS = {"mi300x": "cdna3"}
@@ -78,6 +82,10 @@ FIT_REQUESTS_PER_USER = 3
 """Requests per user in the replay the fit runs (as `models.profiles.fit`)."""
 FIT_STEPS = 120
 """Nelder-Mead steps of one group's fit."""
+REFIT_STEPS = 40
+"""Nelder-Mead steps of the step overhead's refit with the request overhead in place."""
+REQUEST_NAMES = ("request_overhead_s",)
+"""Fitted on a group's one-user closed-loop runs only (`fit_request_overhead`)."""
 MISS_LOG = math.log(3.0)
 """What a row the model cannot place costs in the loss: a 3x miss."""
 
@@ -94,6 +102,8 @@ class EngineRun:
     run: Measurement
     held_out: bool
     source: str
+    spread: LengthSpread = FIXED
+    """How the tool drew each request's lengths (`length_distribution`)."""
 
     @property
     def generation(self) -> str:
@@ -149,6 +159,26 @@ def _held_out(key: str) -> bool:
     return zlib.crc32(key.encode()) % 3 == 0
 
 
+def length_spread(text: str) -> LengthSpread:
+    """A `length_distribution` cell as the replay draws it: `fixed`; `uniform-range:R`
+    (uniform over [R x L, L], `--random-range-ratio R` as `sglang.bench_serving` draws
+    it); `lognormal-cv:C` (a dataset's lengths, coefficient of variation C). Raises
+    ValueError naming the cell for anything else."""
+    shape, _, value = text.strip().partition(":")
+    try:
+        if shape == "fixed" and not value:
+            return FIXED
+        if shape == "uniform-range":
+            return LengthSpread.uniform_range(float(value))
+        if shape == "lognormal-cv":
+            return LengthSpread("lognormal", float(value), float(value))
+    except ValueError as error:
+        raise ValueError(f"length_distribution {text!r}: {error}") from None
+    raise ValueError(
+        f"length_distribution {text!r} is not fixed, uniform-range:R or lognormal-cv:C"
+    )
+
+
 def _serving_runs(path: Path, skipped: Counter) -> list[EngineRun]:
     runs = []
     with path.open(encoding="utf-8") as handle:
@@ -190,7 +220,13 @@ def _serving_runs(path: Path, skipped: Counter) -> list[EngineRun]:
                 f"{raw['source_repo']}@{raw['source_commit']}:{raw['source_path']} {raw['section']}"
             )
             held_out = raw["dataset"].startswith("sharegpt") or _held_out(key)
-            runs.append(EngineRun(label, engine, raw["engine_version"], run, held_out, source))
+            try:
+                spread = length_spread(raw.get("length_distribution") or "fixed")
+            except ValueError as error:
+                raise ValueError(f"{path.name}:{line}: {error}") from None
+            runs.append(
+                EngineRun(label, engine, raw["engine_version"], run, held_out, source, spread)
+            )
     return runs
 
 
@@ -258,10 +294,13 @@ def predict_offline(row: Row, efficiency: Efficiency) -> float:
     return capacity.output_tokens_per_s_per_gpu if ok else math.nan
 
 
-def predict_run(run: EngineRun, efficiency: Efficiency, requests_per_user: int) -> dict[str, float]:
-    """The three figures the tool prints, replayed as the tool ran the run (empty when
-    no layout fits)."""
-    return replay_figures(run.run, efficiency, requests_per_user)
+def predict_run(
+    run: EngineRun, efficiency: Efficiency, requests_per_user: int, lengths: bool = True
+) -> dict[str, float]:
+    """The three figures the tool prints, replayed as the tool ran the run: its lengths
+    drawn as the tool drew them (`lengths`; else every request at the mean lengths, the
+    replay before length spreads); empty when no layout fits."""
+    return replay_figures(run.run, efficiency, requests_per_user, run.spread if lengths else FIXED)
 
 
 # --- fitting -------------------------------------------------------------------------------
@@ -283,16 +322,46 @@ def _loss(runs: list[EngineRun], offline: list[Row], efficiency: Efficiency) -> 
     return float(np.mean(terms)) if terms else 0.0
 
 
+def fit_request_overhead(runs: list[EngineRun], efficiency: Efficiency) -> Efficiency:
+    """`efficiency` with the request overhead o fitted on the one-user runs of `runs` (none:
+    o = 0). A lone user's request never queues, so each of its TTFTs is o plus its own
+    prefill and the replay's mean TTFT is TTFT(0) + o exactly; o is the median over those
+    runs of measured mean TTFT - TTFT(0), at least 0."""
+    bare = efficiency.model_copy(update={"request_overhead_s": 0.0})
+    residuals = []
+    for run in runs:
+        if run.run.concurrency != 1 or run.run.ttft_mean_ms is None:
+            continue
+        predicted = predict_run(run, bare, FIT_REQUESTS_PER_USER)
+        if "ttft_mean_ms" in predicted:
+            residuals.append((run.run.ttft_mean_ms - predicted["ttft_mean_ms"]) / 1e3)
+    overhead = max(0.0, float(np.median(residuals))) if residuals else 0.0
+    return efficiency.model_copy(update={"request_overhead_s": overhead})
+
+
 def fit_group(
     runs: list[EngineRun], offline: list[Row], base: Efficiency, steps: int = FIT_STEPS
 ) -> Efficiency:
     """The factors that minimise the loss (module docstring) over one group's rows, every
-    other factor as in `base`."""
+    other factor as in `base`; with closed-loop runs, then the request overhead on the
+    one-user runs (`fit_request_overhead`), the step overhead refitted with it (the
+    overhead lengthens each user's loop, so a one-user run's tokens/s) and the request
+    overhead once more on that."""
     names = (THROUGHPUT_NAMES if offline else ()) + (LATENCY_NAMES if runs else ())
+    start = base.model_copy(update={"request_overhead_s": 0.0})
     best = nelder_mead(
-        lambda v: _loss(runs, offline, from_vector(v, base, names)), to_vector(base, names), steps
+        lambda v: _loss(runs, offline, from_vector(v, start, names)), to_vector(start, names), steps
     )
-    return from_vector(best, base, names)
+    fitted = from_vector(best, start, names)
+    if not runs:
+        return fitted
+    fitted = fit_request_overhead(runs, fitted)
+    best = nelder_mead(
+        lambda v: _loss(runs, offline, from_vector(v, fitted, LATENCY_NAMES)),
+        to_vector(fitted, LATENCY_NAMES),
+        REFIT_STEPS,
+    )
+    return fit_request_overhead(runs, from_vector(best, fitted, LATENCY_NAMES))
 
 
 def base_efficiency(gpu: str, precision: Precision) -> Efficiency:
@@ -372,11 +441,15 @@ def _family(model: str) -> str:
 
 
 def row_errors(
-    data: EngineData, efficiency_of, requests_per_user: int = REPORT_REQUESTS_PER_USER
+    data: EngineData,
+    efficiency_of,
+    requests_per_user: int = REPORT_REQUESTS_PER_USER,
+    lengths: bool = True,
 ) -> list[RowError]:
     """Every figure of every engine row against the factors `efficiency_of(engine, gpu,
     precision)` returns (the catalog's: `catalog_efficiency`), fit and held-out rows
-    alike; `RowError.held_out` tells them apart."""
+    alike; `RowError.held_out` tells them apart. Closed-loop runs are replayed with their
+    lengths drawn as the tool drew them (`lengths`), else at the mean lengths."""
     out = []
     for row in data.offline:
         value = predict_offline(row, efficiency_of(row.engine, row.gpu, row.weight_precision))
@@ -400,7 +473,7 @@ def row_errors(
     for run in data.runs:
         m = run.run
         efficiency = efficiency_of(run.engine, m.gpu, m.precision)
-        predicted = predict_run(run, efficiency, requests_per_user)
+        predicted = predict_run(run, efficiency, requests_per_user, lengths)
         for figure in FIGURES:
             measured = getattr(m, figure)
             if measured is None:

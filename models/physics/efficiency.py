@@ -12,9 +12,9 @@ SGLang profiles to the default TensorRT-LLM one. The instance key `engine:` and
 `--engine` on `perf`/`estimate` pick a profile; the default is the newest with data.
 
 Two regimes, fitted apart: the latency constants (`step_overhead_s`,
-`allreduce_latency_s`) come from latency data or a cited physical floor, the throughput
-constants (FLOP, HBM and link fractions) from max-throughput rows with the latency
-constants held fixed, so that neither regime is bent to fit the other.
+`allreduce_latency_s`, `request_overhead_s`) come from latency data or a cited physical
+floor, the throughput constants (FLOP, HBM and link fractions) from max-throughput rows
+with the latency constants held fixed, so that neither regime is bent to fit the other.
 
 A GPU runs on its own generation's factors when the calibration has rows for it; a GPU
 with none (MI300X, an inline GPU) runs on those of the GPU its `efficiency_like` names, or
@@ -69,6 +69,12 @@ class Efficiency(BaseModel):
     step_overhead_s: float = Field(default=2e-3, ge=0)
     """Fixed cost of one engine iteration (scheduling, sampling, launches), seconds: a
     latency constant, fitted on latency rows."""
+    request_overhead_s: float = Field(default=0.0, ge=0)
+    """Fixed latency of one request in front of the engine (HTTP, tokenisation, scheduling,
+    detokenising the first token), seconds: a benchmark tool counts it in each TTFT. A
+    latency constant of the vLLM and SGLang profiles, fitted on their one-user runs (a
+    lone request's TTFT less its prefill); 0 where no such run was measured. It delays a
+    request's entry into the engine in the closed-loop replay (`models.serving.closed_loop`)."""
     sequence_overhead_s: float = Field(default=0.0, ge=0)
     """Cost of one iteration per sequence in it (host-side sampling, stop checks and
     scheduler bookkeeping, small per-token kernels the roofline leaves out), seconds: a
@@ -98,6 +104,7 @@ class EfficiencyOverrides(BaseModel):
     allreduce_latency_s: StepLatencyS | None = None
     pp_hop_latency_s: StepLatencyS | None = None
     step_overhead_s: StepLatencyS | None = None
+    request_overhead_s: float | None = Field(default=None, ge=0, le=10)
     sequence_overhead_s: StepLatencyS | None = None
     memory_reserve_fraction: float | None = Field(default=None, ge=0, lt=1)
     prefill_chunk_tokens: TokenCount | None = Field(default=None, ge=256)

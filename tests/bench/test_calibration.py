@@ -174,6 +174,8 @@ def test_engine_profiles_report() -> None:
                     and select(e)
                 ]
                 results[(figure, title, split)] = _median_line(f"{figure} {title} {split}", group)
+    fixed = row_errors(data, _without_request_overhead, lengths=False)
+    _under_load_by_engine({"trtllm-0.20": before, "fixed-length replay": fixed, "after": after})
     print(f"\nskipped engine rows (model or GPU not in the catalogs): {sum(skipped.values())}")
 
     # Guard rails, loose on purpose: every row places, and the fitted throughput stays sane.
@@ -181,3 +183,36 @@ def test_engine_profiles_report() -> None:
     offline_fit = [abs(e.error_pct) for e in after if e.kind == "offline" and not e.held_out]
     assert np.median(offline_fit) < 25
     assert results[("tpot_mean_ms", "after", "all")] < 50
+
+
+def _without_request_overhead(engine: str, gpu: str, precision):
+    """The engine's catalog profile with no request overhead: with `lengths=False`, the
+    closed-loop replay as it was before the tools' length spread and the overhead."""
+    return engine_catalog_efficiency(engine, gpu, precision).model_copy(
+        update={"request_overhead_s": 0.0}
+    )
+
+
+def _under_load_by_engine(variants: dict[str, list]) -> None:
+    """Mean TTFT and TPOT median |error| of the closed-loop runs at C >= 16, per engine and
+    split, under each variant: `trtllm-0.20` (the default profile, replayed as now),
+    `fixed-length replay` (the engine's profile, every request at the mean lengths and no
+    request overhead: the replay before) and `after` (lengths drawn as the tool drew them,
+    the profile's request overhead)."""
+    print("\nunder load by engine (closed-loop runs at C >= 16): median |error| and bias")
+    engines = sorted({e.engine for e in variants["after"] if e.kind == "closed-loop"})
+    for engine in engines:
+        for figure in ("ttft_mean_ms", "tpot_mean_ms"):
+            for split in ("fit", "held-out"):
+                for name, errors in variants.items():
+                    group = [
+                        e
+                        for e in errors
+                        if e.engine == engine
+                        and e.kind == "closed-loop"
+                        and e.concurrency >= 16
+                        and e.figure == figure
+                        and e.held_out == (split == "held-out")
+                    ]
+                    if group:
+                        _median_line(f"{engine} {figure} {split} {name}", group)
