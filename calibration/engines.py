@@ -326,13 +326,14 @@ def fit_request_overhead(runs: list[EngineRun], efficiency: Efficiency) -> Effic
     """`efficiency` with the request overhead o fitted on the one-user runs of `runs` (none:
     o = 0). A lone user's request never queues, so each of its TTFTs is o plus its own
     prefill and the replay's mean TTFT is TTFT(0) + o exactly; o is the median over those
-    runs of measured mean TTFT - TTFT(0), at least 0."""
+    runs of measured mean TTFT - TTFT(0), at least 0 (each run replayed whole, up to
+    `REPORT_REQUESTS_PER_USER` requests, as the report replays it)."""
     bare = efficiency.model_copy(update={"request_overhead_s": 0.0})
     residuals = []
     for run in runs:
         if run.run.concurrency != 1 or run.run.ttft_mean_ms is None:
             continue
-        predicted = predict_run(run, bare, FIT_REQUESTS_PER_USER)
+        predicted = predict_run(run, bare, REPORT_REQUESTS_PER_USER)  # the whole run
         if "ttft_mean_ms" in predicted:
             residuals.append((run.run.ttft_mean_ms - predicted["ttft_mean_ms"]) / 1e3)
     overhead = max(0.0, float(np.median(residuals))) if residuals else 0.0

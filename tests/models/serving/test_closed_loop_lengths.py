@@ -220,3 +220,30 @@ def test_a_spread_keeps_every_request_and_token(users, requests, prompt, output,
     assert run.requests == users * requests
     assert run.output_tokens_per_s == pytest.approx(sum(o for _, o in drawn) / run.duration_s)
     assert run.tpot_mean_s == pytest.approx(TAU) or all(o == 1 for _, o in drawn)
+
+
+def test_a_profiles_request_overhead_reaches_the_burst_replay():
+    """A lone user on the 8B H100 replica with a 1,000-token prompt: each TTFT is the one
+    prefill iteration t(0, 1000) plus the profile's request overhead (80 ms), and TPOT is
+    the decode iteration t(1, 0), as without it."""
+    from models.physics import catalog
+    from models.physics.efficiency import efficiency_for
+    from models.physics.precision import Precision
+    from models.serving.latency import latency_at_concurrency_burst
+    from models.serving.replica import ReplicaConfig, ServingContext, TrafficMix
+    from models.serving.replica_layout import replica_step_model
+
+    gpu, llm = catalog.gpu("h100-sxm"), catalog.llm("llama-3.1-8b")
+    config = ReplicaConfig(gpu, llm, Precision.BF16, Precision.BF16, 1, 1)
+    efficiency = efficiency_for(gpu, Precision.BF16).model_copy(
+        update={"request_overhead_s": 0.080}
+    )
+    run = latency_at_concurrency_burst(
+        ServingContext(config, TrafficMix.fixed(1000, 100), efficiency), 1, requests_per_user=2
+    )
+    steps = replica_step_model(config, efficiency)
+    context, prefill_context = 1000 + 100 / 2, 1000 / 2
+    assert run.ttft_mean_s == pytest.approx(
+        steps.iteration_s(0, context, 1000, prefill_context) + 0.080
+    )
+    assert run.tpot_mean_s == pytest.approx(steps.iteration_s(1, context, 0, prefill_context))
