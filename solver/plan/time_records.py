@@ -5,7 +5,7 @@ where batch work is served."""
 
 from pydantic import BaseModel, Field
 
-from solver.plan.records import FROZEN, ReplicaPool
+from solver.plan.records import FROZEN, Binding, ReplicaPool
 
 
 class HourGpus(BaseModel):
@@ -218,6 +218,11 @@ class Month(BaseModel):
     servers_ordered: tuple[ServerOrder, ...] = ()
     """The servers this month's commitment adds (its offers' `bought_gpus` / GPUs per
     server), each with its order month."""
+    binding: tuple[Binding, ...] = ()
+    """The month's binding constraints with their shadow prices (its own pricing LP, as
+    month 0's are the plan's `binding`), each with `month` set."""
+    shadow_price_note: str = ""
+    """How the month's shadow prices were computed, or why it has none."""
 
 
 class BatchPlacement(BaseModel):

@@ -118,11 +118,15 @@ def day_periods(instance: Instance) -> tuple[Period, ...]:
 
 
 def build_time_program(
-    instance: Instance, table: CandidateTable, settings: SolveSettings | None = None
+    instance: Instance,
+    table: CandidateTable,
+    settings: SolveSettings | None = None,
+    periods: tuple[Period, ...] | None = None,
 ) -> TimeProgram:
-    """One static program per period of the warm day, joined by the pricing rows; the
-    run's deadline (`settings`) is checked after each period's copy ("program build")."""
-    periods = day_periods(instance)
+    """One static program per period of the warm day (`periods`, default
+    `day_periods(instance)`), joined by the pricing rows; the run's deadline (`settings`)
+    is checked after each period's copy ("program build")."""
+    periods = day_periods(instance) if periods is None else periods
     scenarios = failure_scenarios(instance)
     lp = LinearProgram(f"{instance.name}-hours")
     parts = []

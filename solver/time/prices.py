@@ -24,13 +24,11 @@ so its price is the sum over the periods:
 which is what the plan's power table states (`site_duals`).
 """
 
-from solver.backends import Backend, get_backend
 from solver.plan.records import Binding
 from solver.program.build import with_bounds
-from solver.program.lp import LinearProgram, Termination
+from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.program.row_names import PowerRow, RackSpaceRow
 from solver.readback.pricing import binding_rows, priced_rows, pricing_bounds
-from solver.settings import PRICING_BACKEND, PRICING_SHARE, SolveSettings
 from solver.time.periods import TimeProgram, at_period
 
 PRICED_NOTE = (
@@ -38,7 +36,6 @@ PRICED_NOTE = (
     "choices fixed (pools chosen, 0/1 decisions) and counts continuous, period by period "
     "(a row's @tHH is its period's first UTC hour); power and racks summed over the periods"
 )
-NOT_PRICED = "no shadow prices: this periods program was not priced (a later month's plan)"
 UNPRICED_NOTE = (
     "hourly plan: no shadow prices (the pricing LP of the periods program ended {}; raise "
     "--time-limit to have them)"
@@ -61,13 +58,9 @@ def pricing_lp(program: TimeProgram, values: dict[str, float]) -> LinearProgram:
     return with_bounds(program.lp, bounds, relax=True)
 
 
-def price_hours(
-    program: TimeProgram, values: dict[str, float], backend: Backend, settings: SolveSettings
-) -> tuple[dict[str, float], str]:
-    """(the pricing LP's duals by row name, the plan's shadow-price note); no duals and a
-    note saying why when the LP does not end optimal."""
-    pricer = backend if backend.capabilities.duals else get_backend(PRICING_BACKEND)
-    result = pricer.run(pricing_lp(program, values), settings.within(PRICING_SHARE).with_duals())
+def priced_hours(result: SolveResult) -> tuple[dict[str, float], str]:
+    """(the pricing LP's duals by row name, the plan's shadow-price note) from its
+    result; no duals and a note saying why when the LP did not end optimal."""
     if result.termination is not Termination.OPTIMAL:
         return {}, UNPRICED_NOTE.format(str(result.termination))
     return priced_rows(result), PRICED_NOTE
