@@ -18,13 +18,16 @@ longer throws it away: a plan whose read-back, pricing or verification ends past
 limit (a large plan's read-back and verification take tens of seconds) is still
 verified and returned, since the time is spent either way.
 
-Every horizon passes the same stages (solver.stages): the backend check, the candidate
-table with its guard and its workers, the program's size guard, the deadline checked
-after the build, the solve stopped at `SOLVE_SHARE`, the solver's answer judged, the
-verifier. An hourly plan (`_solve_in_time`) differs only in its program (one static
-copy per period of the day, solver.time.periods, solved whole rather than by workload)
-and its read-back (solver.time.solve: hours, batch, months, its own pricing LP by
-`PRICING_SHARE`).
+Every horizon passes one sequence (`_solve_table`): the size guard, the program's build,
+the deadline checked after it, the solve stopped at `SOLVE_SHARE`, the solver's answer
+judged (solver.stages), the pricing LP in the background while the plan is read back,
+the verifier. What differs between horizons is the program step, chosen by the
+horizon (solver.time.horizon.Horizon: its periods and its month): the static program
+(`StaticStep`: one period, the whole day at its peak; solved by workload or by cut rows)
+or the periods program of a day (solver.time.step.PeriodsStep: one static copy per
+period joined by the pricing rows, read back hour by hour, checked by the hour
+verifier). A procurement horizon runs the same sequence for every month, rolling
+(`_solve_months`; solver.time.horizon says why), and verifies the horizon once.
 """
 
 import dataclasses

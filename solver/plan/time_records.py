@@ -219,10 +219,11 @@ class Month(BaseModel):
     """The servers this month's commitment adds (its offers' `bought_gpus` / GPUs per
     server), each with its order month."""
     binding: tuple[Binding, ...] = ()
-    """The month's binding constraints with their shadow prices (its own pricing LP, as
-    month 0's are the plan's `binding`), each with `month` set."""
+    """The month's binding constraints with their shadow prices, from its own pricing LP,
+    each with `month` set (month 0: the plan's own `binding`, not repeated)."""
     shadow_price_note: str = ""
-    """How the month's shadow prices were computed, or why it has none."""
+    """How the month's shadow prices were computed, or why it has none (month 0: the
+    plan's own note)."""
 
 
 class BatchPlacement(BaseModel):

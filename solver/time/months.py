@@ -42,6 +42,7 @@ from models.operations.site import node_gpus
 from models.schema.instance import Instance
 from solver.candidates.table import CandidateTable
 from solver.errors import Diagnosis, Infeasible, Problem
+from solver.plan.records import Binding
 from solver.plan.schema import Plan
 from solver.plan.time_records import Commitment, Hour, Month, MonthOffer, ServerOrder
 from solver.program.families.pricing import CommittedColumn
@@ -167,8 +168,8 @@ def with_months(instance: Instance, plan: Plan, later: Sequence[Plan]) -> Plan:
                 offers=offers,
                 hours=solved.hours if month else (),
                 committed=solved.committed if month else (),
-                binding=tuple(b.model_copy(update={"month": month}) for b in solved.binding),
-                shadow_price_note=solved.shadow_price_note,
+                binding=in_month(solved.binding, month) if month else (),
+                shadow_price_note=solved.shadow_price_note if month else "",
             )
         )
     orders: dict[tuple[int, str, str], float] = {}
@@ -193,10 +194,16 @@ def with_months(instance: Instance, plan: Plan, later: Sequence[Plan]) -> Plan:
     ]
     return plan.model_copy(
         update={
+            "binding": in_month(plan.binding, 0),
             "months": tuple(months),
             "horizon_cost": math.fsum(m.cost_per_month for m in months),
         }
     )
+
+
+def in_month(binding: tuple[Binding, ...], month: int) -> tuple[Binding, ...]:
+    """Binding rows of month `month`'s program, their `month` set."""
+    return tuple(b.model_copy(update={"month": month}) for b in binding)
 
 
 def server_orders(instance: Instance, offers: tuple[MonthOffer, ...]) -> tuple[ServerOrder, ...]:

@@ -1,9 +1,8 @@
-"""The step of the pipeline that differs in time: the periods program's guards
-(its hour instances, its pre-solve problems) and its read-back into 24 hours, the batch
-schedule (solver.time.batch), the error budget and headroom report (solver.time.report)
-and the months of the horizon (solver.time.months). The stages around it (candidates,
-size guard, deadline and its shares, solve, verification) are the static pipeline's own,
-sequenced by solver.solve.
+"""The periods program's guards (its hour instances, its pre-solve problems) and its
+read-back into 24 hours, the batch schedule (solver.time.batch) and the error budget
+and headroom report (solver.time.report). The sequence around it (size guard, deadline
+and its shares, solve, pricing, verification) is the pipeline's one (solver.solve),
+through solver.time.step.
 """
 
 import math
@@ -26,6 +25,7 @@ from solver.readback.site import region_power, server_purchases
 from solver.settings import SolveSettings
 from solver.time.batch import dedicated_pools, hour_soaks
 from solver.time.failover import started_pools, with_started
+from solver.time.idle import hourly_idle_fraction
 from solver.time.periods import PeriodProgram, TimeProgram, day_periods
 from solver.time.prices import hour_bindings, site_duals
 from solver.time.spot import spot_replicas
@@ -193,6 +193,7 @@ def hourly_plan(
         solver=solver,
         shadow_price_note=shadow_price_note,
         hours=tuple(hours),
+        idle_fraction=hourly_idle_fraction(hours, plans, batch_pools, sum(committed.values())),
         servers=server_purchases(peak_sets, uses),
         power_kw=region_power(peak_sets, uses, site_duals(program, duals)),
         binding=hour_bindings(program, values, duals) if duals else (),

@@ -36,6 +36,8 @@ HELD_FINITE_ONLY = {
     "capacity that differs from the physics is a warning (solver.verify.fleet step 1)",
     r"scenarios\[\]\..*": "the peak period's scenario table",
     r"(demand_growth|max_utilization)": "left at their defaults by the hourly planner",
+    r"idle_fraction": "the day's idle share reads each period plan's utilisation with no "
+    "failure, which an hourly plan does not state (solver.time.idle): not recomputed yet",
 }
 """Field patterns (list indices as []) whose finite values the verifier cannot recompute."""
 
