@@ -151,7 +151,7 @@ def _solve_one(instance: Instance, settings: SolveSettings) -> Solved:
     ready_backend(settings)
     horizon = Horizon.of(instance)
     solved = _solve_table(instance, settings, candidate_table(instance, settings), horizon)
-    if horizon.months > 1:
+    if horizon.months:
         solved = _solve_months(instance, settings, horizon, solved)
     return solved
 
@@ -212,9 +212,10 @@ def _solve_months(
     from solver.time.months import horizon_table, with_months
     from solver.verify.hours import verify_hours
 
-    table = horizon_table(instance, horizon.months, settings)
     later: list[Plan] = []
     previous = first.plan
+    if horizon.months > 1:
+        table = horizon_table(instance, horizon.months, settings)
     for month in range(1, horizon.months):
         floor = {(c.region, c.gpu): c.committed_gpus for c in previous.committed}
         grown, month_horizon = horizon.later_month(instance, month, floor)

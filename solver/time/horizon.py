@@ -51,8 +51,8 @@ class Horizon:
     """The periods of the day, by first UTC hour; none: the static plan's one period,
     the whole day at the peak rates."""
     month: int = 0
-    months: int = 1
-    """policy.horizon_months, 1 without a horizon."""
+    months: int = 0
+    """policy.horizon_months; 0 without a procurement horizon."""
     committed_floor: Mapping[tuple[str, str], float] = field(default_factory=dict)
     """(region, GPU) -> GPUs committed the month before (month m >= 1)."""
     frozen: bool = False
@@ -67,7 +67,7 @@ class Horizon:
             return cls()
         from solver.time.periods import day_periods
 
-        return cls(day_periods(instance), months=instance.policy.horizon_months or 1)
+        return cls(day_periods(instance), months=instance.policy.horizon_months or 0)
 
     def later_month(
         self, instance: Instance, month: int, floor: Mapping[tuple[str, str], float]
@@ -99,7 +99,7 @@ class Horizon:
     def verified_alone(self) -> bool:
         """Whether this program's plan is verified on its own: a plan with months is
         verified once, as a whole horizon, after its last month."""
-        return self.months == 1
+        return not self.months
 
     @property
     def stage(self) -> str:

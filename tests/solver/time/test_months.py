@@ -143,6 +143,13 @@ def test_every_month_is_priced_by_its_own_pricing_lp_by_hand():
         assert "LP with the plan's discrete choices fixed" in month.shadow_price_note
 
 
+def test_a_one_month_horizon_is_the_plan_itself():
+    q = _lone_rps()
+    _, plan = _solved(10.5 * q, 0.10, lead=2, horizon=1)  # asserts one month
+    assert plan.horizon_cost == pytest.approx(plan.cost_per_month, rel=1e-12)
+    assert [b.month for b in plan.binding] == [0] * len(plan.binding)
+
+
 def test_the_idle_share_of_an_hourly_plan_is_over_the_gpus_paid_by_hand():
     """Month 0 of the hand case: 11 GPUs committed (paid every hour) for 10.5 GPUs' worth
     of load every hour: 1 - 10.5 / 11 idle, as a static plan counts it."""
