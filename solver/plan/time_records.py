@@ -224,6 +224,9 @@ class Month(BaseModel):
     shadow_price_note: str = ""
     """How the month's shadow prices were computed, or why it has none (month 0: the
     plan's own note)."""
+    idle_fraction: float | None = Field(default=None, ge=0, le=1)
+    """The month's idle share over the GPUs paid, over its day's hours (solver.time.idle;
+    month 0: the plan's own `idle_fraction`, stated here too)."""
 
 
 class BatchPlacement(BaseModel):

@@ -170,6 +170,7 @@ def with_months(instance: Instance, plan: Plan, later: Sequence[Plan]) -> Plan:
                 committed=solved.committed if month else (),
                 binding=in_month(solved.binding, month) if month else (),
                 shadow_price_note=solved.shadow_price_note if month else "",
+                idle_fraction=solved.idle_fraction,
             )
         )
     orders: dict[tuple[int, str, str], float] = {}

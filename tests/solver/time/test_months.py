@@ -152,11 +152,15 @@ def test_a_one_month_horizon_is_the_plan_itself():
 
 def test_the_idle_share_of_an_hourly_plan_is_over_the_gpus_paid_by_hand():
     """Month 0 of the hand case: 11 GPUs committed (paid every hour) for 10.5 GPUs' worth
-    of load every hour: 1 - 10.5 / 11 idle, as a static plan counts it."""
+    of load every hour: 1 - 10.5 / 11 idle, as a static plan counts it; month 1 pays 12
+    for 10.5 x 1.1 = 11.55."""
     q = _lone_rps()
     _, plan = _solved(10.5 * q, 0.10, lead=2, horizon=4)
     assert _offer(plan.months[0]).committed_gpus == 11
     assert plan.idle_fraction == pytest.approx(1 - 10.5 / 11, rel=1e-6)
+    # month 1: 11 committed + 1 rented on demand for 11.55 GPUs' worth of load
+    assert plan.months[1].idle_fraction == pytest.approx(1 - 11.55 / 12, rel=1e-6)
+    assert plan.months[0].idle_fraction == plan.idle_fraction
 
 
 @pytest.mark.parametrize(
