@@ -126,48 +126,80 @@ def build_time_program(
     `day_periods(instance)`), joined by the pricing rows; the run's deadline (`settings`)
     is checked after each period's copy ("program build")."""
     periods = day_periods(instance) if periods is None else periods
-    scenarios = failure_scenarios(instance)
     lp = LinearProgram(f"{instance.name}-hours")
-    parts = []
-    used: dict[tuple[str, str, int], dict[str, float]] = {}
-    tie_break = 0.0
-    for period in periods:
-        hour = period.hours[0]
-        program = build_program(
-            hour_instance(instance, period.values), interactive_table(instance, table), scenarios
-        )
-        parts.append(PeriodProgram(period, program))
-        _copy_into(lp, program, hour)
-        if settings is not None:
-            settings.check("program build")
-        tie_break = program.sets.tie_break_per_gpu
-        for pool in program.sets.pools:
-            key = (pool.region, pool.candidate.gpu, hour)
-            name = ReplicasColumn(pool.workload, pool.candidate.key, pool.region).at(hour).name()
-            used.setdefault(key, {})[name] = float(pool.candidate.gpus)
+    parts = _period_copies(lp, instance, table, periods, settings)
+    used = gpus_used(parts)
     batch = add_batch_work(lp, instance, table, parts, used)
     offers = offer_terms(instance)
-    weights = {period.hours[0]: period.weight_hours for period in periods}
+    weights = {part.first_hour: part.period.weight_hours for part in parts}
+    tie_break = parts[-1].program.sets.tie_break_per_gpu if parts else 0.0
     add_pricing(lp, offers, used, weights, instance.policy.hours_per_month, tie_break)
     spot = {
         part.first_hour: add_spot_pools(lp, part.program, part.first_hour, weights[part.first_hour])
         for part in parts
     }
+    _add_failover_starts(lp, instance, parts, offers, weights)
+    return TimeProgram(lp, parts, instance, table, offers, batch, spot)
+
+
+def _period_copies(
+    lp: LinearProgram,
+    instance: Instance,
+    table: CandidateTable,
+    periods: tuple[Period, ...],
+    settings: SolveSettings | None,
+) -> tuple[PeriodProgram, ...]:
+    """The static program of each period at its warm rates, copied into `lp` in that
+    period; the deadline checked after each copy."""
+    scenarios = failure_scenarios(instance)
+    interactive = interactive_table(instance, table)
+    parts = []
+    for period in periods:
+        program = build_program(hour_instance(instance, period.values), interactive, scenarios)
+        parts.append(PeriodProgram(period, program))
+        _copy_into(lp, program, period.hours[0])
+        if settings is not None:
+            settings.check("program build")
+    return tuple(parts)
+
+
+def gpus_used(parts: tuple[PeriodProgram, ...]) -> dict[tuple[str, str, int], dict[str, float]]:
+    """(region, GPU, period) -> the period's replica columns of that GPU type with their
+    GPUs per replica: used[r,g,p] of the pricing rows (batch adds its dedicated ones)."""
+    used: dict[tuple[str, str, int], dict[str, float]] = {}
+    for part in parts:
+        hour = part.first_hour
+        for pool in part.program.sets.pools:
+            key = (pool.region, pool.candidate.gpu, hour)
+            name = ReplicasColumn(pool.workload, pool.candidate.key, pool.region).at(hour).name()
+            used.setdefault(key, {})[name] = float(pool.candidate.gpus)
+    return used
+
+
+def _add_failover_starts(
+    lp: LinearProgram,
+    instance: Instance,
+    parts: tuple[PeriodProgram, ...],
+    offers: tuple[OfferTerms, ...],
+    weights: dict[int, int],
+) -> None:
+    """Each period's failover start rows, where a workload has an error budget to spend
+    (solver.program.families.failover_start)."""
     terms = failover_terms(instance)
-    if terms.budget_minutes:
-        for part in parts:
-            hour = part.first_hour
-            capped = {
-                (o.region, o.gpu): (
-                    OnDemandColumn(o.region, o.gpu, period=hour).name(),
-                    o.max_on_demand_gpus,
-                )
-                for o in offers
-                if o.max_on_demand_gpus < o.max_gpus
-                and OnDemandColumn(o.region, o.gpu, period=hour).name() in lp.variables
-            }
-            add_failover_start(lp, part.program, hour, terms, capped, weights[hour])
-    return TimeProgram(lp, tuple(parts), instance, table, offers, batch, spot)
+    if not terms.budget_minutes:
+        return
+    for part in parts:
+        hour = part.first_hour
+        capped = {
+            (o.region, o.gpu): (
+                OnDemandColumn(o.region, o.gpu, period=hour).name(),
+                o.max_on_demand_gpus,
+            )
+            for o in offers
+            if o.max_on_demand_gpus < o.max_gpus
+            and OnDemandColumn(o.region, o.gpu, period=hour).name() in lp.variables
+        }
+        add_failover_start(lp, part.program, hour, terms, capped, weights[hour])
 
 
 def offer_terms(instance: Instance) -> tuple[OfferTerms, ...]:

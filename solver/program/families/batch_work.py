@@ -34,6 +34,7 @@ rows: a committed GPU the interactive trough leaves idle hosts batch for free.
 """
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
@@ -187,7 +188,7 @@ def add_batch_work(
     lp: LinearProgram,
     instance: Instance,
     table: CandidateTable,
-    parts: list,
+    parts: Sequence,
     used: dict[tuple[str, str, int], dict[str, float]],
 ) -> tuple[BatchWork, ...]:
     """Every batch workload's columns and rows (see the module text); the on-demand
@@ -259,7 +260,7 @@ def add_batch_work(
     return tuple(works)
 
 
-def _soak_options(instance: Instance, b, r: str, parts: list) -> tuple[SoakOption, ...]:
+def _soak_options(instance: Instance, b, r: str, parts: Sequence) -> tuple[SoakOption, ...]:
     """The unified interactive pools of b's model in r, with C_b > 0 on their
     configuration."""
     options: dict[str, SoakOption] = {}
