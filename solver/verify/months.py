@@ -66,6 +66,14 @@ def check_months(
                 violations.append(
                     Violation(requirement=where, message="month 0 is not the plan's own cost")
                 )
+            if month.idle_fraction != plan.idle_fraction:
+                violations.append(
+                    Violation(
+                        requirement=f"{where}.idle_fraction",
+                        message=f"states {month.idle_fraction}; month 0 is the plan's own "
+                        f"hours, idle {plan.idle_fraction}",
+                    )
+                )
         else:
             alone = verify_hours(
                 month_instance(instance, month.month),
@@ -74,6 +82,7 @@ def check_months(
                     hours=hours,
                     committed=committed,
                     cost_per_month=month.cost_per_month,
+                    idle_fraction=month.idle_fraction,
                 ),
             )
             violations += [
