@@ -157,6 +157,7 @@ def time_tables(plan: Plan) -> list[TableSpec]:
                     "bought (ordered in)",
                     "ordered",
                     "on-demand GPU-h",
+                    "idle",
                     "$/month",
                 ),
                 tuple(
@@ -168,13 +169,17 @@ def time_tables(plan: Plan) -> list[TableSpec]:
                         _bought(m),
                         f"{sum(o.ordered_gpus for o in m.offers):g}",
                         f"{sum(o.on_demand_gpu_hours for o in m.offers):,.0f}",
+                        "-" if m.idle_fraction is None else f"{m.idle_fraction:.1%}",
                         f"{m.cost_per_month:,.0f}",
                     )
                     for m in plan.months
                 ),
-                ""
-                if plan.horizon_cost is None
-                else f"over the {len(plan.months)} months: ${plan.horizon_cost:,.0f}",
+                (
+                    ""
+                    if plan.horizon_cost is None
+                    else f"over the {len(plan.months)} months: ${plan.horizon_cost:,.0f}; "
+                )
+                + "idle: the month's day's GPU-hours paid that serve nothing",
             )
         )
         tables.append(months_table(months_by_region(plan)))
