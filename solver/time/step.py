@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from models.schema.instance import Instance
 from solver.analysis.diagnose import diagnose_infeasible
 from solver.backends import Backend
+from solver.candidates.pools import assess_pools
 from solver.candidates.size_check import check_program_size
 from solver.candidates.table import CandidateTable
 from solver.errors import Diagnosis, Infeasible
@@ -58,7 +59,8 @@ class PeriodsStep:
     program: TimeProgram = field(init=False)
     build_s: float = 0.0
     curves: dict = field(default_factory=dict)
-    """No pool curves are kept for explain (its alternatives are static ones)."""
+    """(workload, candidate key) -> the curves of the plan's interactive pools at their
+    peak sizes (what explain's limiting factors read), set by `explained`."""
 
     @property
     def build_stage(self) -> str:
@@ -148,9 +150,20 @@ class PeriodsStep:
         self, optimised: Optimised, plan: Plan, values: dict[str, float]
     ) -> tuple[FleetProgram, Optimised]:
         """What `explain` reads: the peak period's program, with that period's values
-        under the static names."""
+        under the static names (its utilisation and slack), and the curves of the plan's
+        interactive pools at their peak sizes (their limiting factors); its alternatives
+        re-solve the periods program itself (solver.time.alternatives)."""
         del optimised  # its values are the whole program's
         peak = peak_period(self.program)
+        sets = peak.program.sets
+        chosen: dict = {}
+        for pool in plan.replicas:
+            c = next((c for c in sets.table.of(pool.workload) if c.key == pool.key), None)
+            if c is None or pool.shared:
+                continue  # batch and shared pools: no candidate of the interactive table
+            _, _, sizes = chosen.setdefault((pool.workload, c.key), (c.config, c.curve, set()))
+            sizes.add(pool.count)
+        self.curves = assess_pools(sets.instance, chosen)
         kept = SolveResult(
             termination=Termination.OPTIMAL if plan.status == "optimal" else Termination.FEASIBLE,
             solver=plan.solver.name if plan.solver else "",
