@@ -290,8 +290,8 @@ def _resolves(
     several and a second core, else one after the other here."""
     program, plan = solved.program, solved.plan
     comparison = solved.settings.for_comparison()
-    periods = solved.time_step.program if solved.time_step is not None else None
-    if periods is None:
+    step = solved.time_step
+    if step is None:
         pools = [p for p in plan.replicas if not p.shared][:MAX_ALTERNATIVES]
         names = [
             ReplicasColumn(
@@ -302,14 +302,11 @@ def _resolves(
         run, lp = _resolve_without, program.lp
         args = [(program, name) for name in names]
     else:  # an hourly plan: the periods program without the pool in every period
-        from solver.time.alternatives import resolve_without, without_pool
-
-        bounds = [(p, without_pool(periods, p)) for p in plan.replicas if not p.shared]
-        bounds = [(p, b) for p, b in bounds if b][:MAX_ALTERNATIVES]
+        bounds = step.without_pools(plan.replicas)[:MAX_ALTERNATIVES]
         pools = [p for p, _ in bounds]
-        run, lp = resolve_without, periods.lp
-        args = [(periods, b) for _, b in bounds]
-    wants_simplicity = plan.simplicity is None and periods is None
+        run, lp = step.resolver, step.lp
+        args = [(step.program, b) for _, b in bounds]
+    wants_simplicity = plan.simplicity is None and step is None
     jobs = len(pools) + wants_simplicity
     processes = processes_for(jobs) if worth_parallel([lp] * jobs) else 1
     left = solved.settings.remaining_s()
@@ -384,9 +381,7 @@ def _read_without(solved: Solved, pool, result: SolveResult) -> tuple[float, tup
     """(cost, the pools of the workload in the region) of a re-solve with a solution:
     the static program's read-back, or an hourly plan's hour by hour."""
     if solved.time_step is not None:
-        from solver.time.alternatives import cost_without
-
-        return cost_without(solved.time_step.program, result, solved.settings, pool)
+        return solved.time_step.cost_without(result, solved.settings, pool)
     program = solved.program
     sets = program.sets
     values = integral(program, result.values)

@@ -6,7 +6,8 @@ hourly plan what the plan would cost without it: the periods program
 
     replicas[w,c,r]@p = 0        for every period p of the day
 
-solved by `optimise_periods` (the periods program's one meeting with the backend), and
+solved by `optimise_periods` (the periods program's one meeting with the backend:
+solver.time.step.resolve_without), and
 read back hour by hour as the plan was (solver.time.solve.hourly_plan): its month's cost
 and, at the day's peak, the pools of w in r that took the place of c. A re-solve, not a
 re-pricing: commitments, batch work, spot and failover starts are chosen again. A plan
@@ -14,17 +15,12 @@ with months re-solves its month 0's program (the months after it roll from month
 commitments; their cost is not re-solved).
 """
 
-from dataclasses import replace
-
-from solver.backends import get_backend
 from solver.plan.records import ReplicaPool
-from solver.program.build import with_bounds
 from solver.program.lp import SolveResult
 from solver.program.row_names import ReplicasColumn
 from solver.settings import SolveSettings
 from solver.time.periods import TimeProgram
 from solver.time.solve import hourly_plan
-from solver.time.step import optimise_periods
 
 
 def without_pool(program: TimeProgram, pool: ReplicaPool) -> dict[str, tuple[float, float]]:
@@ -36,16 +32,6 @@ def without_pool(program: TimeProgram, pool: ReplicaPool) -> dict[str, tuple[flo
         if name in program.lp.variables:
             bounds[name] = (0.0, 0.0)
     return bounds
-
-
-def resolve_without(
-    program: TimeProgram, settings: SolveSettings, bounds: dict[str, tuple[float, float]]
-) -> SolveResult:
-    """The periods program re-solved with `bounds` (here or in a worker process: one
-    solver thread)."""
-    own = replace(program, lp=with_bounds(program.lp, bounds))
-    limited = settings.limited(settings.time_limit_s)
-    return optimise_periods(own, get_backend(settings.backend), limited).result
 
 
 def cost_without(
