@@ -6,8 +6,9 @@ import math
 from collections.abc import Callable
 
 from models.operations.procurement import month_factors, month_instance
-from models.operations.site import node_gpus
+from models.operations.site import gpu_kw, gpus_bought, node_gpus
 from models.schema.instance import Instance
+from solver.plan.records import RegionPower
 from solver.plan.schema import Plan
 from solver.plan.time_records import Hour, MonthOffer, ServerOrder
 from solver.verify.fleet import COST_TOLERANCE, Verification, Violation
@@ -149,6 +150,9 @@ def check_months(
                         f"need {due:g} ordered this month",
                     )
                 )
+    for index, month in enumerate(plan.months):
+        hours = month.hours if month.month else plan.hours
+        violations += _check_power(instance, month.power_kw, hours, f"months[{index}].power_kw")
     total = math.fsum(month.cost_per_month for month in plan.months)
     if plan.horizon_cost is not None and abs(plan.horizon_cost - total) > COST_TOLERANCE:
         violations.append(
@@ -158,6 +162,56 @@ def check_months(
             )
         )
     return violations
+
+
+def _check_power(
+    instance: Instance, rows: tuple[RegionPower, ...], hours: tuple[Hour, ...], where: str
+) -> list[Violation]:
+    """A month's stated power per region: kW in its busiest hour, max over the hours of
+    sum_g kw[r,g] x (existing + GPUs bought for the hour's use, whole servers), and the
+    region's power_kw as its cap (its $/month per kW is the month's pricing LP's: held
+    finite only; None exactly without a cap)."""
+    found = []
+    regions = {r.name: r for r in instance.regions}
+    for index, row in enumerate(rows):
+        region = regions.get(row.region)
+        if region is None:
+            found.append(Violation(requirement=f"{where}[{index}]", message="unknown region"))
+            continue
+        kw = max(
+            (
+                math.fsum(
+                    gpu_kw(instance, g.region, g.gpu)
+                    * (
+                        region.existing.get(g.gpu, 0)
+                        + gpus_bought(
+                            g.used, region.existing.get(g.gpu, 0), node_gpus(instance, g.gpu)
+                        )
+                    )
+                    for g in hour.gpus
+                    if g.region == row.region
+                )
+                for hour in hours
+            ),
+            default=0.0,
+        )
+        priced = row.shadow_price_per_kw is not None
+        if not math.isclose(row.kw, kw, rel_tol=1e-6, abs_tol=1e-6):
+            found.append(
+                Violation(
+                    requirement=f"{where}[{index}].kw",
+                    message=f"{row.region}: states {row.kw:g} kW; its busiest hour draws {kw:g}",
+                )
+            )
+        if row.limit_kw != region.power_kw or priced != (region.power_kw is not None):
+            found.append(
+                Violation(
+                    requirement=f"{where}[{index}].limit_kw",
+                    message=f"{row.region}: states a cap of {row.limit_kw} kW (priced: "
+                    f"{priced}); the instance's power_kw is {region.power_kw}",
+                )
+            )
+    return found
 
 
 def _check_servers(

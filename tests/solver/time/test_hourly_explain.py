@@ -7,11 +7,11 @@ one workload of an 8B model KV-bound on H100 ($2.0/GPU-hour) and H200 ($2.6), on
 replica, rented by the GPU (buy_unit gpu), so n replicas carry n q (q_X = H100's, q_Y =
 H200's, q_Y > q_X, and H100 is cheaper per request/s: 2.0 / q_X < 2.6 / q_Y). The day:
 UTC hours 12-23 at the peak, 1-10 at half of it, and the two shoulders 0 and 11 (with
-no start lag) at the mean of the two, 0.75: three periods. Loads at the peak, in H100 replicas: east 7.5, west 2.5.
-At every load the plan runs H100 alone (ceil(L / q_X) replicas, checked cheaper than
-any mix of k >= 1 H200 below), and without H100 in a region that region runs
-ceil(L / q_Y) H200 in each hour (its users cannot leave it), so, with D =
-hours_per_month / 24 days a month:
+no start lag) at the mean of the two, 0.75: three periods. Loads at the peak, in H100
+replicas: east 7.5, west 2.5. At every load the plan runs H100 alone (ceil(L / q_X)
+replicas, checked cheaper than any mix of k >= 1 H200 below), and without H100 in a
+region that region runs ceil(L / q_Y) H200 in each hour (its users cannot leave it),
+so, with D = hours_per_month / 24 days a month:
 
     extra $/month = D x sum over the 24 hours of (2.6 ceil(L_h / q_Y) - 2.0 ceil(L_h / q_X))
 

@@ -22,6 +22,7 @@ moves the mix, not the price of a kW)."""
 import pytest
 
 from solver.solve import SolveSettings, solve
+from solver.verify.hours import verify_hours
 from tests.solver.time.test_hour_prices import (
     GPUS_OF_POWER,
     KW_PER_GPU,
@@ -55,6 +56,13 @@ def test_each_month_states_its_power_and_the_cap_price_where_it_binds():
         assert power.shadow_price_per_kw == pytest.approx(_power_dual_by_hand(24), rel=1e-3)
     mix = {p.gpu: p.count for p in plan.months[1].hours[0].pools}
     assert mix == {"h100-sxm": 8, "h200": 24}  # month 1: one server of H100, three of H200
+    (power,) = plan.months[1].power_kw
+    months = list(plan.months)
+    months[1] = months[1].model_copy(
+        update={"power_kw": (power.model_copy(update={"kw": 24 * KW_PER_GPU}),)}
+    )
+    found = verify_hours(instance, plan.model_copy(update={"months": tuple(months)}))
+    assert [v.requirement for v in found.violations] == ["months[1].power_kw[0].kw"]
 
 
 def test_a_loose_cap_states_its_power_and_no_price():
