@@ -10,7 +10,7 @@ def idle_wording(plan: Plan) -> str:
     day's paid GPU-hours of an hourly plan, month 0's day where the months table states
     each month's."""
     if plan.months:
-        return "idle in month 0 over the day (each month's in the months table)"
+        return "idle over month 0's day"
     if plan.hours:
         return "idle over the day"
     return "idle at peak"

@@ -259,7 +259,7 @@ def month_power_table(plan: Plan) -> TableSpec | None:
                 continue
             cell = f"{p.kw:,.1f} of {p.limit_kw:,.0f}"
             if p.shadow_price_per_kw:
-                cell += f" (binds: ${p.shadow_price_per_kw:,.2f}/kW)"
+                cell += f" ({p.shadow_price_per_kw:,.2f} $/month per kW)"
             cells.append(cell)
         rows.append((f"m{m.month}", *cells))
     return TableSpec(
