@@ -1,0 +1,196 @@
+"""Measured error bands of the performance model, where decisions are made.
+
+`models/physics/catalog/error_bands.yaml` (written by `python -m calibration.bands --write`
+from the calibration's held-out rows, never by hand) holds, per engine profile, model
+family and regime, the signed errors of the model on the rows it was not fitted on:
+
+    e_i = predicted_i / measured_i - 1
+
+summarised as the 10th percentile, the median and the 90th percentile of e (numpy's
+linear interpolation between order statistics) with the row count. For a throughput
+figure e > 0 is optimistic (the model promises more than the engine gave); for a latency
+figure e < 0 is optimistic (the model promises less time).
+
+Families (`family_of`): `dense`; `moe-tp` (experts split by tensor parallelism, ep = dp
+= 1); `moe-ep` (expert parallelism inside tensor-parallel attention, ep > 1, dp = 1);
+`moe-dep` (attention data parallelism with expert parallelism, dp > 1). Regimes:
+`max_throughput` (offline, every request queued), `latency_under_load` (inter-token
+latency at a finite request rate), `borrowed` (a GPU whose efficiency factors were fitted
+on another GPU's rows, measured where the calibration has held-out rows of such GPUs).
+
+A lookup with no measured band of its own (`band`) is never given a made-up number: it
+gets the widest measured band of the profile in that quantity (largest p90 - p10) and a
+flag that says so (`Band.flag`: `borrowed` or `unmeasured`). A profile with no measured
+band at all (a profile file, an engine without held-out rows) gets None.
+
+`capacity_derate` turns a band into the factor `policy.capacity_margin: auto` multiplies
+a replica's capacity by: 1 / (1 + p90) when the 90th percentile is optimistic (> 0),
+else 1 (a pessimistic model is not made more generous).
+"""
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from models.physics.efficiency import efficiency_source
+from models.physics.hardware import GpuSpec
+from models.physics.llm import LlmSpec
+from models.physics.yaml_files import read_yaml
+
+_FILE = Path(__file__).parent / "catalog" / "error_bands.yaml"
+FAMILIES = ("dense", "moe-tp", "moe-ep", "moe-dep")
+MEASURED_REGIMES = ("max_throughput", "latency_under_load", "borrowed")
+REGIMES = (*MEASURED_REGIMES, "unmeasured")
+QUANTITY = {
+    "max_throughput": "throughput",
+    "latency_under_load": "latency",
+    "borrowed": "throughput",
+    "unmeasured": "throughput",
+}
+"""The figure a regime's errors are of: throughput (> 0 optimistic) or latency (< 0
+optimistic)."""
+REGIME_WORDS = {
+    "max_throughput": "max throughput",
+    "latency_under_load": "latency under load",
+    "borrowed": "borrowed GPU generation",
+    "unmeasured": "unmeasured",
+}
+
+
+@dataclass(frozen=True)
+class Band:
+    """Signed errors predicted / measured - 1 of a set of held-out rows, as fractions."""
+
+    engine: str
+    family: str
+    regime: str
+    p10: float
+    median: float
+    p90: float
+    rows: int
+    flag: str = ""
+    """'' for a band measured on its own rows; `borrowed` or `unmeasured` when the
+    lookup had none and got the profile's widest (`measured_as` says which)."""
+    measured_as: str = ""
+    """With a flag: the family and regime whose rows measured the band shown."""
+
+    @property
+    def quantity(self) -> str:
+        """`throughput` or `latency`."""
+        return QUANTITY[self.regime]
+
+    @property
+    def optimistic_error(self) -> float:
+        """The error on the optimistic side, >= 0: p90 for throughput, -p10 for latency."""
+        worst = self.p90 if self.quantity == "throughput" else -self.p10
+        return max(worst, 0.0)
+
+    @property
+    def spread(self) -> float:
+        """p90 - p10."""
+        return self.p90 - self.p10
+
+    @property
+    def uncertain(self) -> bool:
+        """Whether the band is not the replica's own measured regime: a borrowed GPU
+        generation (measured or not) or a flagged stand-in."""
+        return bool(self.flag) or self.regime == "borrowed"
+
+    def describe(self) -> str:
+        """`-8% / +12% (dense, max throughput, 33 rows)`; a flagged band says whose it
+        is: `(UNMEASURED: moe-dep max throughput has no held-out rows; the widest of
+        trtllm-0.17, moe-tp max throughput, 45 rows)`."""
+        span = f"{self.p10:+.0%} / {self.p90:+.0%}"
+        words = REGIME_WORDS[self.regime]
+        if not self.flag:
+            return f"{span} ({self.family}, {words}, {self.rows} rows)"
+        what = (
+            f"{self.family} has no held-out rows on a borrowed GPU"
+            if self.flag == "borrowed"
+            else f"{self.family} {words} has no held-out rows"
+        )
+        return (
+            f"{span} ({self.flag.upper()}: {what}; the widest of {self.engine}, "
+            f"{self.measured_as}, {self.rows} rows)"
+        )
+
+
+@cache
+def _table() -> dict[str, Any]:
+    """The parsed `error_bands.yaml` (empty when the file is absent)."""
+    if not _FILE.exists():
+        return {}
+    return read_yaml(_FILE) or {}
+
+
+def bands_of(engine: str) -> dict[tuple[str, str], Band]:
+    """The measured bands of a profile by (family, regime); empty for an unknown one."""
+    entries = _table().get("engines", {}).get(engine, {}) or {}
+    found = {}
+    for family, regimes in entries.items():
+        for regime, row in (regimes or {}).items():
+            found[(family, regime)] = Band(
+                engine, family, regime, row["p10"], row["median"], row["p90"], row["rows"]
+            )
+    return found
+
+
+def family_of(llm: LlmSpec, ep: int = 1, dp: int = 1) -> str:
+    """`dense`, `moe-tp` (ep = dp = 1), `moe-ep` (ep > 1, dp = 1) or `moe-dep` (dp > 1)."""
+    if not llm.is_moe:
+        return "dense"
+    if dp > 1:
+        return "moe-dep"
+    return "moe-ep" if ep > 1 else "moe-tp"
+
+
+def band(engine: str, family: str, regime: str) -> Band | None:
+    """The measured band of (engine, family, regime); without one, the widest measured
+    band of the profile in the regime's quantity, flagged `borrowed` (regime borrowed)
+    or `unmeasured`; None when the profile has no measured band of that quantity."""
+    measured = bands_of(engine)
+    if (family, regime) in measured:
+        return measured[(family, regime)]
+    quantity = QUANTITY[regime]
+    same = [b for b in measured.values() if b.quantity == quantity]
+    if not same:
+        return None
+    widest = max(same, key=lambda b: (b.spread, b.optimistic_error, b.rows))
+    flag = "borrowed" if regime == "borrowed" else "unmeasured"
+    return Band(
+        engine,
+        family,
+        regime,
+        widest.p10,
+        widest.median,
+        widest.p90,
+        widest.rows,
+        flag,
+        f"{widest.family} {REGIME_WORDS[widest.regime]}",
+    )
+
+
+def band_for(
+    engine: str | None,
+    gpu: str | GpuSpec,
+    llm: LlmSpec,
+    ep: int = 1,
+    dp: int = 1,
+    regime: str = "max_throughput",
+) -> Band | None:
+    """The band of a replica: its family under `regime`, or the `borrowed` regime when
+    the GPU runs on another GPU's efficiency factors (`efficiency_source`)."""
+    source = efficiency_source(gpu, engine)
+    family = family_of(llm, ep, dp)
+    if source.borrowed and regime == "max_throughput":
+        regime = "borrowed"
+    return band(source.engine, family, regime)
+
+
+def capacity_derate(found: Band | None) -> float:
+    """The factor `policy.capacity_margin: auto` multiplies capacity by:
+    1 / (1 + e_opt), e_opt the band's optimistic error (>= 0); 1 without a band."""
+    if found is None:
+        return 1.0
+    return 1.0 / (1.0 + found.optimistic_error)

@@ -1,0 +1,108 @@
+"""Measured error bands (models.physics.error_bands, calibration.bands): the percentiles by
+hand on a tiny synthetic set, the widest-band rule for borrowed and unmeasured regimes,
+and the capacity derate."""
+
+import pytest
+
+from calibration.bands import SignedError, bands, summarise
+from models.physics import catalog, error_bands
+from models.physics.error_bands import Band, band, band_for, capacity_derate, family_of
+
+
+def test_band_of_five_signed_errors_by_hand() -> None:
+    # Sorted errors -0.10, 0.00, 0.10, 0.20, 0.30 at ranks 0..4; numpy's linear rule puts
+    # the q-th percentile at rank q/100 x (5 - 1):
+    #   p10 at rank 0.4: -0.10 + 0.4 x (0.00 - -0.10) = -0.06
+    #   p50 at rank 2:    0.10
+    #   p90 at rank 3.6:  0.20 + 0.6 x (0.30 - 0.20) = 0.26
+    stats = summarise([0.30, -0.10, 0.10, 0.00, 0.20])
+    assert stats.p10 == pytest.approx(-0.10 + 0.4 * 0.10)
+    assert stats.median == pytest.approx(0.10)
+    assert stats.p90 == pytest.approx(0.20 + 0.6 * 0.10)
+    assert stats.rows == 5
+
+
+def test_bands_group_by_engine_family_regime() -> None:
+    errors = [
+        SignedError("a", "e1", "dense", "max_throughput", 0.1),
+        SignedError("b", "e1", "dense", "max_throughput", -0.1),
+        SignedError("c", "e1", "moe-tp", "max_throughput", 0.5),
+    ]
+    table = bands(errors)
+    assert table["e1"]["dense"]["max_throughput"].rows == 2
+    # two rows: the median is their mean, 0.0
+    assert table["e1"]["dense"]["max_throughput"].median == pytest.approx(0.0)
+    assert table["e1"]["moe-tp"]["max_throughput"].p90 == pytest.approx(0.5)
+
+
+def _fake_table(monkeypatch) -> None:
+    monkeypatch.setattr(
+        error_bands,
+        "_table",
+        lambda: {
+            "engines": {
+                "e1": {
+                    "dense": {
+                        "max_throughput": {"p10": -0.08, "median": 0.02, "p90": 0.12, "rows": 33},
+                        "latency_under_load": {"p10": -0.3, "median": 0, "p90": 0.05, "rows": 6},
+                    },
+                    "moe-tp": {
+                        "max_throughput": {"p10": -0.2, "median": 0.1, "p90": 0.6, "rows": 9}
+                    },
+                }
+            }
+        },
+    )
+
+
+def test_measured_band_is_its_own(monkeypatch) -> None:
+    _fake_table(monkeypatch)
+    found = band("e1", "dense", "max_throughput")
+    assert (found.p10, found.p90, found.rows, found.flag) == (-0.08, 0.12, 33, "")
+    assert found.describe() == "-8% / +12% (dense, max throughput, 33 rows)"
+
+
+def test_borrowed_and_unmeasured_get_the_widest_band_and_a_flag(monkeypatch) -> None:
+    _fake_table(monkeypatch)
+    # widest throughput band of e1: moe-tp, spread 0.6 - -0.2 = 0.8 > dense's 0.20
+    borrowed = band("e1", "dense", "borrowed")
+    assert (borrowed.p10, borrowed.p90, borrowed.flag) == (-0.2, 0.6, "borrowed")
+    assert "BORROWED" in borrowed.describe() and borrowed.uncertain
+    unmeasured = band("e1", "moe-dep", "max_throughput")
+    assert (unmeasured.p90, unmeasured.flag) == (0.6, "unmeasured")
+    assert band("e1", "moe-dep", "latency_under_load").p10 == -0.3  # the only latency band
+    assert band("no-such-engine", "dense", "max_throughput") is None
+
+
+def test_capacity_derate_is_one_over_one_plus_the_optimistic_error(monkeypatch) -> None:
+    _fake_table(monkeypatch)
+    assert capacity_derate(band("e1", "dense", "max_throughput")) == pytest.approx(1 / 1.12)
+    # latency: the optimistic side is p10 < 0 (latency promised too low): 1 / (1 + 0.3)
+    assert capacity_derate(band("e1", "dense", "latency_under_load")) == pytest.approx(1 / 1.3)
+    pessimistic = Band("e1", "dense", "max_throughput", -0.3, -0.2, -0.1, 4)
+    assert capacity_derate(pessimistic) == 1.0
+    assert capacity_derate(None) == 1.0
+
+
+def test_families() -> None:
+    dense, moe = catalog.llm("llama-3.1-8b"), catalog.llm("qwen3-30b-a3b")
+    assert family_of(dense) == "dense"
+    assert family_of(moe) == "moe-tp"
+    assert family_of(moe, ep=8) == "moe-ep"
+    assert family_of(moe, ep=8, dp=8) == "moe-dep"
+
+
+def test_a_borrowed_gpu_reads_the_borrowed_regime() -> None:
+    # gb200 borrows b200's factors (efficiency_like), h100-sxm has rows of its own
+    llm = catalog.llm("llama-3.1-8b")
+    own = band_for(None, "h100-sxm", llm)
+    borrowed = band_for(None, "gb200", llm)
+    assert own is not None and own.regime == "max_throughput" and not own.uncertain
+    assert borrowed is not None and borrowed.regime == "borrowed" and borrowed.uncertain
+
+
+def test_the_shipped_file_holds_every_profile_it_names() -> None:
+    from models.physics.efficiency import engine_profiles
+
+    for engine in error_bands._table().get("engines", {}):
+        assert engine in engine_profiles()
