@@ -52,7 +52,7 @@ QUANTITY = {
 optimistic)."""
 REGIME_WORDS = {
     "max_throughput": "max throughput",
-    "latency_under_load": "latency under load",
+    "latency_under_load": "latency under load, mean ITL, < 0 optimistic",
     "borrowed": "borrowed GPU generation",
     "unmeasured": "unmeasured",
 }
@@ -152,12 +152,17 @@ def band(engine: str, family: str, regime: str) -> Band | None:
     measured = bands_of(engine)
     if (family, regime) in measured:
         return measured[(family, regime)]
+    return _widest(engine, family, regime, "borrowed" if regime == "borrowed" else "unmeasured")
+
+
+def _widest(engine: str, family: str, regime: str, flag: str) -> Band | None:
+    """The profile's widest measured band of the regime's quantity (largest p90 - p10),
+    shown as (family, regime) with `flag`; None when the profile has none."""
     quantity = QUANTITY[regime]
-    same = [b for b in measured.values() if b.quantity == quantity]
+    same = [b for b in bands_of(engine).values() if b.quantity == quantity]
     if not same:
         return None
     widest = max(same, key=lambda b: (b.spread, b.optimistic_error, b.rows))
-    flag = "borrowed" if regime == "borrowed" else "unmeasured"
     return Band(
         engine,
         family,
@@ -179,13 +184,16 @@ def band_for(
     dp: int = 1,
     regime: str = "max_throughput",
 ) -> Band | None:
-    """The band of a replica: its family under `regime`, or the `borrowed` regime when
-    the GPU runs on another GPU's efficiency factors (`efficiency_source`)."""
+    """The band of a replica: its family under `regime`; on a GPU that runs on another
+    GPU's efficiency factors (`efficiency_source`), the `borrowed` regime for throughput
+    and the profile's widest latency band, flagged, under load."""
     source = efficiency_source(gpu, engine)
     family = family_of(llm, ep, dp)
-    if source.borrowed and regime == "max_throughput":
-        regime = "borrowed"
-    return band(source.engine, family, regime)
+    if not source.borrowed:
+        return band(source.engine, family, regime)
+    if regime == "max_throughput":
+        return band(source.engine, family, "borrowed")
+    return _widest(source.engine, family, regime, "borrowed")  # no latency row is borrowed
 
 
 def capacity_derate(found: Band | None) -> float:
@@ -194,3 +202,21 @@ def capacity_derate(found: Band | None) -> float:
     if found is None:
         return 1.0
     return 1.0 / (1.0 + found.optimistic_error)
+
+
+def band_line(
+    engine: str | None,
+    gpu: str | GpuSpec,
+    llm: LlmSpec,
+    ep: int = 1,
+    dp: int = 1,
+    under_load: bool = False,
+) -> str:
+    """The line a report prints under a replica's figures: `model error on held-out rows:
+    -8% / +12% (dense, max throughput, 33 rows)`; `under_load`: the latency band."""
+    regime = "latency_under_load" if under_load else "max_throughput"
+    found = band_for(engine, gpu, llm, ep, dp, regime)
+    if found is None:
+        name = efficiency_source(gpu, engine).engine
+        return f"model error on held-out rows: none measured for {name} ({REGIME_WORDS[regime]})"
+    return f"model error on held-out rows: {found.describe()}"
