@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 
 from models.operations.scenarios import failover_targets
 from models.physics.efficiency import Efficiency, efficiency_for
+from models.physics.error_bands import band_for, capacity_derate
 from models.physics.memory import kv_precision_for
 from models.physics.precision import Precision
 from models.schema.instance import Instance
+from models.schema.policy import CapacityMargin
 from models.schema.serving_inputs import latency_targets, traffic_mix, workload_prefix_cache
 from models.serving.capacity import holds_at_tighter_ttft, replica_capacity
 from models.serving.pooling import planning_capacity
@@ -73,10 +75,13 @@ class RecomputedPool:
         """Capacity per replica at the SLO in a pool of `replicas` (0 when empty)."""
         if replicas < 1 or not self.serves:
             return 0.0
-        return planning_capacity(self.capacity(replicas))
+        return planning_capacity(self.capacity(replicas)) * self.derate
 
     headroom: float = 1.0
     """policy.max_utilization: the fraction of the capacity the pool may be loaded to."""
+    derate: float = 1.0
+    """policy.capacity_margin: auto: 1 / (1 + e) of the configuration's measured error
+    band (`margin_of`), what every capacity of the pool is multiplied by; 1 with none."""
     failover_physics: dict[tuple[int, float], ReplicaCapacity] = field(default_factory=dict)
     """(pool size, rerouted round trip ms) -> the physics at the tighter TTFT target."""
 
@@ -97,7 +102,17 @@ class RecomputedPool:
                 if holds_at_tighter_ttft(normal, tighter)
                 else replica_capacity(self.config, self.mix, tighter, self.efficiency, replicas)
             )
-        return replicas * planning_capacity(self.failover_physics[key]) * self.headroom
+        return (
+            replicas * planning_capacity(self.failover_physics[key]) * self.derate * self.headroom
+        )
+
+
+def margin_of(instance: Instance, config: ReplicaConfig) -> float:
+    """The verifier's own reading of `policy.capacity_margin` for a configuration: with
+    `auto`, 1 / (1 + e) of its band (`models.physics.error_bands`), else 1."""
+    if instance.policy.capacity_margin != CapacityMargin.AUTO:
+        return 1.0
+    return capacity_derate(band_for(instance.engine, config.gpu, config.llm, config.ep, config.dp))
 
 
 def recompute_pools(
@@ -191,6 +206,7 @@ def recompute_pools(
                 serves=True,
                 physics=physics[(entry.workload, entry.label, kv)],
                 headroom=instance.policy.max_utilization,
+                derate=margin_of(instance, config),
             )
             lone = pool.capacity(1)  # fits and meets the SLO alike at every pool size
             pool.serves = planning_capacity(lone) > 0
