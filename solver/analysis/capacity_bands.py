@@ -40,12 +40,20 @@ def _record(found: Band, instance: Instance) -> CapacityBand:
 
 
 def with_bands(instance: Instance, plan: Plan) -> Plan:
-    """The plan with each dedicated pool's `capacity_band`."""
-    pools = tuple(
-        pool.model_copy(update={"capacity_band": capacity_band(instance, pool)})
-        for pool in plan.replicas
+    """The plan with each dedicated pool's `capacity_band`, in `replicas` and in every
+    hour's pools (the peak fleet is an hour's pools, field for field)."""
+    found: dict[tuple, CapacityBand | None] = {}
+
+    def banded(pool: ReplicaPool) -> ReplicaPool:
+        key = (pool.workload, pool.key, pool.shared)
+        if key not in found:
+            found[key] = capacity_band(instance, pool)
+        return pool.model_copy(update={"capacity_band": found[key]})
+
+    hours = tuple(
+        hour.model_copy(update={"pools": tuple(map(banded, hour.pools))}) for hour in plan.hours
     )
-    return plan.model_copy(update={"replicas": pools})
+    return plan.model_copy(update={"replicas": tuple(map(banded, plan.replicas)), "hours": hours})
 
 
 def uncertain_pools(plan: Plan) -> tuple[str, ...]:
