@@ -258,6 +258,14 @@ def recompute_pools(
                         f"a replica in a pool of {size}",
                     )
                 )
+            stated_band = _band_problem(instance, pool, entry)
+            if stated_band:
+                warnings.append(
+                    Violation(
+                        requirement=ReplicasColumn(entry.workload, entry.key, entry.region).name(),
+                        message=stated_band,
+                    )
+                )
             for message in _prefix_cache_problems(instance, pool, entry, size):
                 add(
                     Violation(
@@ -266,6 +274,39 @@ def recompute_pools(
                     )
                 )
     return list(pools.values())
+
+
+def _band_problem(instance: Instance, pool: RecomputedPool, entry: ReplicaPool) -> str:
+    """A stated `capacity_band` other than the calibration's for the configuration
+    (`models.physics.error_bands.band_for`) or a capacity factor other than the
+    verifier's `margin_of`: a warning (the band describes the capacity, the scenario
+    checks judge it)."""
+    stated = entry.capacity_band
+    if stated is None:
+        return ""
+    config = pool.config
+    found = band_for(instance.engine, config.gpu, config.llm, config.ep, config.dp)
+    if found is None:
+        return f"states a model error band ({stated.text}); the calibration measures none"
+    same = (
+        (stated.family, stated.regime, stated.rows, stated.flag)
+        == (found.family, found.regime, found.rows, found.flag)
+        and all(
+            _close(a, round(b, 4))
+            for a, b in zip(
+                (stated.p10, stated.median, stated.p90),
+                (found.p10, found.median, found.p90),
+                strict=True,
+            )
+        )
+        and _close(stated.capacity_factor, pool.derate)
+    )
+    if same:
+        return ""
+    return (
+        f"states model error band {stated.text} x {stated.capacity_factor:.4g}; the "
+        f"calibration gives {found.describe()} x {pool.derate:.4g}"
+    )
 
 
 def _prefix_cache_problems(

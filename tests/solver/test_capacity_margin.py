@@ -68,3 +68,17 @@ def test_the_verifier_reads_the_margin_from_the_instance() -> None:
     check = verify(auto, plain)
     assert not check.ok
     assert any(v.requirement.startswith("demand[") for v in check.violations)
+
+
+def test_a_stated_band_other_than_the_calibrations_is_a_warning() -> None:
+    base = _fleet(20.0)
+    plan = solve(base)
+    assert verify(base, plan).warnings == ()
+    pool = plan.replicas[0]
+    wrong = pool.capacity_band.model_copy(update={"p90": pool.capacity_band.p90 + 0.5})
+    edited = plan.model_copy(
+        update={"replicas": (pool.model_copy(update={"capacity_band": wrong}),) + plan.replicas[1:]}
+    )
+    check = verify(base, edited)
+    assert check.ok  # a description, not a requirement
+    assert any("model error band" in w.message for w in check.warnings)
