@@ -13,13 +13,15 @@ rows of one (profile, family, regime), numpy's linear interpolation between orde
 statistics, with the row count (`summarise`).
 
 Which band a row joins (`classify`):
-- profile: the engine profile whose factors predicted the row. A dense row measured by
-  a profile's own engine version (`trtllm-0.20`) belongs to that profile; a MoE row (the
-  table's TensorRT-LLM v0.21 to v1.0, newer than every profile) and an online-serving row
-  (Triton TensorRT-LLM 0.14, the rows the shared step overhead is fitted on) are
-  predicted with the default profile and belong to it. Rows of engines no profile
-  predicts (MLPerf submissions, TensorRT-LLM v0.9 first-token and static-batching rows)
-  join no band; they are counted.
+- profile (`profile_for`): a row measured by a profile's own engine version
+  (`trtllm-0.20`) belongs to that profile and is predicted with its factors; a row of
+  another version of an engine that has profiles (the MoE table's TensorRT-LLM v0.21 to
+  v1.0, the online-serving rows of Triton TensorRT-LLM 0.14 the shared step overhead is
+  fitted on) belongs to, and is predicted with, the newest profile of that engine, which
+  is what `calibrate.catalog_efficiency` and `moe.predict_moe` use while it is the
+  default. Rows of engines no profile stands for (MLPerf submissions) and kinds no
+  regime covers (TensorRT-LLM v0.9 first-token and static-batching rows) join no band;
+  they are counted.
 - family: `models.physics.error_bands.family_of` (dense, moe-tp, moe-ep, moe-dep).
 - regime: `max_throughput` for offline rows, `latency_under_load` for the mean
   inter-token latency at a finite rate (a latency: e < 0 is optimistic), and `borrowed`
@@ -35,17 +37,18 @@ A profile added to `efficiency.yaml` with rows of its own engine name in
 import argparse
 import datetime
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from calibration.calibrate import catalog_efficiency, predict
+from calibration.calibrate import predict
 from calibration.moe import load_moe_rows, predict_moe
 from calibration.rows import Row, calibration_dir, load_rows
-from models.physics.catalog import gpu_catalog, llm_catalog
-from models.physics.efficiency import default_engine, efficiency_source, engine_profiles
+from models.physics.catalog import llm_catalog
+from models.physics.efficiency import efficiency_for, efficiency_source, engine_profiles
 from models.physics.error_bands import FAMILIES, MEASURED_REGIMES, REGIME_WORDS, family_of
 
 BANDS_YAML = (
@@ -82,22 +85,32 @@ def summarise(errors: list[float]) -> BandStats:
     return BandStats(float(p10), float(median), float(p90), int(values.size))
 
 
-def _profile_of(engine: str, kind: str) -> str | None:
-    """The profile whose factors predicted a dense row, or None when the row's engine is
-    neither a profile nor the online-serving rows of the default profile."""
-    if engine in engine_profiles():
+def profile_for(engine: str) -> str | None:
+    """The engine profile a row's prediction uses: its own engine when that is a profile,
+    else the newest profile of the same engine (`triton-trtllm-0.14`, `trtllm-v1.0` ->
+    the newest `trtllm-` profile); None for an engine no profile stands for (MLPerf)."""
+    profiles = engine_profiles()
+    if engine in profiles:
         return engine
-    if kind == "itl":
-        return default_engine()
-    return None
-
-
-def _regime(kind: str, gpu: str, engine: str) -> str | None:
-    if kind == "itl":
-        return "latency_under_load"
-    if kind != "offline":
+    kind = engine.removeprefix("triton-").split("-")[0]
+    same = [name for name in profiles if name.startswith(kind + "-")]
+    if not same:
         return None
-    return "borrowed" if efficiency_source(gpu, engine).borrowed else "max_throughput"
+    return max(same, key=lambda name: tuple(int(x) for x in re.findall(r"\d+", name)))
+
+
+KIND_REGIME = {"offline": "max_throughput", "itl": "latency_under_load"}
+"""Which regime a dense row's kind measures; other kinds (first-token latency of one
+prompt, static batching, MLPerf Server) join no band."""
+
+
+def regime_of(kind: str, gpu: str, engine: str) -> str | None:
+    """The row's regime; an offline row on a GPU that borrows another's factors is
+    `borrowed`."""
+    regime = KIND_REGIME.get(kind)
+    if regime == "max_throughput" and efficiency_source(gpu, engine).borrowed:
+        return "borrowed"
+    return regime
 
 
 def classify(rows: list[Row], skipped: Counter) -> list[tuple[Row, str, str, str]]:
@@ -108,10 +121,13 @@ def classify(rows: list[Row], skipped: Counter) -> list[tuple[Row, str, str, str
     for row in rows:
         if not row.held_out:
             continue
-        engine = _profile_of(row.engine, row.kind)
-        regime = _regime(row.kind, row.gpu, engine) if engine else None
-        if engine is None or regime is None:
-            skipped[f"{row.engine} {row.kind}: no engine profile predicts it"] += 1
+        engine = profile_for(row.engine)
+        if engine is None:
+            skipped[f"{row.engine}: no engine profile stands for it"] += 1
+            continue
+        regime = regime_of(row.kind, row.gpu, engine)
+        if regime is None:
+            skipped[f"{row.engine} {row.kind} rows: no regime of a band"] += 1
             continue
         joined.append((row, engine, family_of(llms[row.model]), regime))
     return joined
@@ -124,23 +140,24 @@ def signed_errors(directory: Path | None = None) -> tuple[list[SignedError], Cou
     left: Counter = Counter()
     found = []
     for row, engine, family, regime in classify(rows, left):
-        value = predict(row, catalog_efficiency(row))
+        value = predict(row, efficiency_for(row.gpu, row.weight_precision, engine=engine))
         if math.isnan(value):
             left["no layout fits"] += 1
             continue
         found.append(SignedError(row.label, engine, family, regime, value / row.measured - 1))
     moe_rows, _ = load_moe_rows(directory)
-    engine = default_engine()
-    llms, gpus = llm_catalog(), gpu_catalog()
+    llms = llm_catalog()
     for row in moe_rows:
-        if not row.held_out:
+        engine = profile_for(row.engine)
+        if not row.held_out or engine is None:
             continue
-        value = predict_moe(row)
+        efficiency = efficiency_for(row.gpu, row.weight_precision, engine=engine)
+        value = predict_moe(row, efficiency)
         if math.isnan(value):
             left["no layout fits"] += 1
             continue
         family = family_of(llms[row.model], row.ep, row.dp)
-        regime = _regime("offline", gpus[row.gpu].name, engine)
+        regime = regime_of("offline", row.gpu, engine)
         found.append(SignedError(row.label, engine, family, regime, value / row.measured - 1))
     return found, left
 
@@ -197,14 +214,14 @@ def render_yaml(table: dict[str, dict[str, dict[str, BandStats]]], left: Counter
 def table_lines(table: dict[str, dict[str, dict[str, BandStats]]]) -> list[str]:
     """The bands as a readable table (percent)."""
     lines = [
-        f"{'engine':14s} {'family':8s} {'regime':24s} {'p10':>7s} {'median':>7s} "
+        f"{'engine':14s} {'family':8s} {'regime':46s} {'p10':>7s} {'median':>7s} "
         f"{'p90':>7s} {'rows':>5s}"
     ]
     for engine, families in table.items():
         for family, regimes in families.items():
             for regime, s in regimes.items():
                 lines.append(
-                    f"{engine:14s} {family:8s} {REGIME_WORDS[regime]:24s} {s.p10:+7.1%} "
+                    f"{engine:14s} {family:8s} {REGIME_WORDS[regime]:46s} {s.p10:+7.1%} "
                     f"{s.median:+7.1%} {s.p90:+7.1%} {s.rows:5d}"
                 )
     return lines

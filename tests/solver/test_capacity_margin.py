@@ -77,7 +77,7 @@ def test_a_stated_band_other_than_the_calibrations_is_a_warning() -> None:
     pool = plan.replicas[0]
     wrong = pool.capacity_band.model_copy(update={"p90": pool.capacity_band.p90 + 0.5})
     edited = plan.model_copy(
-        update={"replicas": (pool.model_copy(update={"capacity_band": wrong}),) + plan.replicas[1:]}
+        update={"replicas": (pool.model_copy(update={"capacity_band": wrong}), *plan.replicas[1:])}
     )
     check = verify(base, edited)
     assert check.ok  # a description, not a requirement

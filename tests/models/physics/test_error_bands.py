@@ -106,3 +106,18 @@ def test_the_shipped_file_holds_every_profile_it_names() -> None:
 
     for engine in error_bands._table().get("engines", {}):
         assert engine in engine_profiles()
+
+
+def test_a_row_of_another_engine_version_joins_the_newest_profile_of_its_engine(
+    monkeypatch,
+) -> None:
+    from calibration import bands as tool
+
+    profiles = {"trtllm-0.9": {}, "trtllm-0.20": {}, "trtllm-0.17": {}, "vllm-0.12": {}}
+    monkeypatch.setattr(tool, "engine_profiles", lambda: profiles)
+    assert tool.profile_for("trtllm-0.17") == "trtllm-0.17"  # its own profile
+    # (0, 20) > (0, 17) > (0, 9): versions compare as numbers, not text
+    assert tool.profile_for("triton-trtllm-0.14") == "trtllm-0.20"
+    assert tool.profile_for("trtllm-post-v1.0") == "trtllm-0.20"
+    assert tool.profile_for("vllm-0.19") == "vllm-0.12"
+    assert tool.profile_for("mlperf-tensorrt-v4.1") is None
