@@ -82,3 +82,17 @@ def test_a_stated_band_other_than_the_calibrations_is_a_warning() -> None:
     check = verify(base, edited)
     assert check.ok  # a description, not a requirement
     assert any("model error band" in w.message for w in check.warnings)
+
+
+def test_an_hourly_plan_with_batch_soak_verifies_under_auto() -> None:
+    """The batch soak's C_b is derated in the planner's soak options and recomputed with
+    the same factor by the verifier (solver.verify.batch)."""
+    from solver.verify.hours import verify_any
+    from tests.solver.time.test_time_program import _instance
+
+    base = _instance(batch_per_day=2_000_000)
+    auto = with_policy(base, capacity_margin="auto")
+    plain, margined = solve(base), solve(auto)
+    assert any(hour.batch_soak for hour in margined.hours)
+    assert margined.cost_per_month >= plain.cost_per_month
+    assert verify_any(auto, margined).ok
