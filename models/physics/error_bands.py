@@ -204,6 +204,17 @@ def capacity_derate(found: Band | None) -> float:
     return 1.0 / (1.0 + found.optimistic_error)
 
 
+def margin_factor(
+    margin: str, engine: str | None, gpu: str | GpuSpec, llm: LlmSpec, ep: int = 1, dp: int = 1
+) -> float:
+    """What `policy.capacity_margin` multiplies a replica's capacity by: with `auto`,
+    `capacity_derate` of the replica's band (`band_for`, max throughput or borrowed);
+    1 otherwise. Planner, verifier and simulator each ask it from the instance."""
+    if margin != "auto":
+        return 1.0
+    return capacity_derate(band_for(engine, gpu, llm, ep, dp))
+
+
 def band_line(
     engine: str | None,
     gpu: str | GpuSpec,

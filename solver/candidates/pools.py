@@ -33,9 +33,8 @@ from models.operations.scenarios import failover_targets
 from models.operations.site import demand_factor
 from models.operations.slo import zone_loss_overprovision_factor
 from models.physics.efficiency import Efficiency, efficiency_for
-from models.physics.error_bands import band_for, capacity_derate
+from models.physics.error_bands import margin_factor
 from models.schema.instance import Instance
-from models.schema.policy import CapacityMargin
 from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.capacity import (
     UNLIMITED_POOL,
@@ -144,11 +143,15 @@ class PoolPhysics:
 
 def capacity_derate_of(instance: Instance, config: ReplicaConfig) -> float:
     """`policy.capacity_margin: auto`: 1 / (1 + e) of the configuration's measured error
-    band (`models.physics.error_bands.capacity_derate`); 1 with `none`."""
-    if instance.policy.capacity_margin != CapacityMargin.AUTO:
-        return 1.0
-    found = band_for(instance.engine, config.gpu, config.llm, config.ep, config.dp)
-    return capacity_derate(found)
+    band (`models.physics.error_bands.margin_factor`); 1 with `none`."""
+    return margin_factor(
+        instance.policy.capacity_margin,
+        instance.engine,
+        config.gpu,
+        config.llm,
+        config.ep,
+        config.dp,
+    )
 
 
 def derated(capacity: ReplicaCapacity, factor: float) -> ReplicaCapacity:

@@ -11,11 +11,10 @@ from dataclasses import dataclass, field
 
 from models.operations.scenarios import failover_targets
 from models.physics.efficiency import Efficiency, efficiency_for
-from models.physics.error_bands import band_for, capacity_derate
+from models.physics.error_bands import band_for, margin_factor
 from models.physics.memory import kv_precision_for
 from models.physics.precision import Precision
 from models.schema.instance import Instance
-from models.schema.policy import CapacityMargin
 from models.schema.serving_inputs import latency_targets, traffic_mix, workload_prefix_cache
 from models.serving.capacity import holds_at_tighter_ttft, replica_capacity
 from models.serving.pooling import planning_capacity
@@ -108,11 +107,16 @@ class RecomputedPool:
 
 
 def margin_of(instance: Instance, config: ReplicaConfig) -> float:
-    """The verifier's own reading of `policy.capacity_margin` for a configuration: with
-    `auto`, 1 / (1 + e) of its band (`models.physics.error_bands`), else 1."""
-    if instance.policy.capacity_margin != CapacityMargin.AUTO:
-        return 1.0
-    return capacity_derate(band_for(instance.engine, config.gpu, config.llm, config.ep, config.dp))
+    """The verifier's own reading of `policy.capacity_margin` for a configuration
+    (`models.physics.error_bands.margin_factor`): with `auto`, 1 / (1 + e) of its band."""
+    return margin_factor(
+        instance.policy.capacity_margin,
+        instance.engine,
+        config.gpu,
+        config.llm,
+        config.ep,
+        config.dp,
+    )
 
 
 def recompute_pools(
