@@ -23,9 +23,13 @@ Which band a row joins (`classify`):
   regime covers (TensorRT-LLM v0.9 first-token and static-batching rows) join no band;
   they are counted.
 - family: `models.physics.error_bands.family_of` (dense, moe-tp, moe-ep, moe-dep).
-- regime: `max_throughput` for offline rows, `latency_under_load` for the mean
-  inter-token latency at a finite rate (a latency: e < 0 is optimistic), and `borrowed`
-  for an offline row whose GPU runs on another GPU's factors (`efficiency_source`).
+- regime: `max_throughput` for offline rows; `latency_under_load` for the mean
+  inter-token latency at a finite rate and a closed-loop run's mean TPOT (a latency:
+  e < 0 is optimistic); `ttft_under_load` for a closed-loop run's mean TTFT; `borrowed`
+  for an offline row whose GPU's factors under the profile were fitted on other rows
+  (`models.physics.error_bands.borrowed_for`).
+- vLLM and SGLang rows come as `calibration.engines.catalog_row_errors` gives them
+  (each predicted under its own profile, the split of `calibration.engines`).
 
     .venv/bin/python -m calibration.bands            # compute and print, write nothing
     .venv/bin/python -m calibration.bands --write    # write error_bands.yaml
@@ -45,11 +49,18 @@ from pathlib import Path
 import numpy as np
 
 from calibration.calibrate import predict
+from calibration.engines import catalog_row_errors
 from calibration.moe import load_moe_rows, predict_moe
 from calibration.rows import Row, calibration_dir, load_rows
 from models.physics.catalog import llm_catalog
-from models.physics.efficiency import efficiency_for, efficiency_source, engine_profiles
-from models.physics.error_bands import FAMILIES, MEASURED_REGIMES, REGIME_WORDS, family_of
+from models.physics.efficiency import efficiency_for, engine_profiles
+from models.physics.error_bands import (
+    FAMILIES,
+    MEASURED_REGIMES,
+    REGIME_WORDS,
+    borrowed_for,
+    family_of,
+)
 
 BANDS_YAML = (
     Path(__file__).resolve().parents[1] / "models" / "physics" / "catalog" / "error_bands.yaml"
@@ -108,7 +119,7 @@ def regime_of(kind: str, gpu: str, engine: str) -> str | None:
     """The row's regime; an offline row on a GPU that borrows another's factors is
     `borrowed`."""
     regime = KIND_REGIME.get(kind)
-    if regime == "max_throughput" and efficiency_source(gpu, engine).borrowed:
+    if regime == "max_throughput" and borrowed_for(gpu, engine):
         return "borrowed"
     return regime
 
@@ -159,7 +170,47 @@ def signed_errors(directory: Path | None = None) -> tuple[list[SignedError], Cou
         family = family_of(llms[row.model], row.ep, row.dp)
         regime = regime_of("offline", row.gpu, engine)
         found.append(SignedError(row.label, engine, family, regime, value / row.measured - 1))
+    found += engine_errors(directory, left)
     return found, left
+
+
+ENGINE_REGIME = {
+    ("offline", "output_tokens_per_s"): "max_throughput",
+    ("closed-loop", "tpot_mean_ms"): "latency_under_load",
+    ("closed-loop", "ttft_mean_ms"): "ttft_under_load",
+}
+"""The regime of a vLLM or SGLang figure (`calibration.engines.RowError`); a closed-loop
+run's output tokens/s (throughput at a concurrency) joins none."""
+
+
+def engine_errors(directory: Path | None, left: Counter) -> list[SignedError]:
+    """The held-out vLLM and SGLang figures (`calibration.engines.catalog_row_errors`,
+    predicted under each row's own profile)."""
+    llms = llm_catalog()
+    found = []
+    for e in catalog_row_errors(directory):
+        if not e.held_out:
+            continue
+        engine = profile_for(e.engine)
+        regime = ENGINE_REGIME.get((e.kind, e.figure))
+        if engine is None or regime is None:
+            left[f"{e.engine} {e.kind} {e.figure}: no regime of a band"] += 1
+            continue
+        if math.isnan(e.predicted):
+            left["no layout fits"] += 1
+            continue
+        if regime == "max_throughput":
+            regime = regime_of("offline", e.gpu, engine)
+        family = family_of(llms[e.model], *_ep_dp(e.layout))
+        found.append(SignedError(e.label, engine, family, regime, e.predicted / e.measured - 1))
+    return found
+
+
+def _ep_dp(layout: str) -> tuple[int, int]:
+    """(ep, dp) of a layout string such as `tp8` or `tp1dp8ep8`."""
+    ep = re.search(r"ep(\d+)", layout)
+    dp = re.search(r"dp(\d+)", layout)
+    return (int(ep.group(1)) if ep else 1, int(dp.group(1)) if dp else 1)
 
 
 def bands(errors: list[SignedError]) -> dict[str, dict[str, dict[str, BandStats]]]:
@@ -182,12 +233,14 @@ def render_yaml(table: dict[str, dict[str, dict[str, BandStats]]], left: Counter
         "# do not edit by hand: change the model or the data and re-run it.",
         "#",
         "# Per engine profile, model family and regime: the signed errors",
-        "# e = predicted / measured - 1 of the held-out calibration rows (the split of",
-        "# calibration/calibrate.py and calibration/moe.py), as the 10th percentile, the",
-        "# median and the 90th percentile (fractions) and the row count. Throughput",
-        "# regimes: e > 0 optimistic. latency_under_load (mean inter-token latency at a",
-        "# finite rate): e < 0 optimistic. A family x regime not listed has no held-out",
-        "# rows; error_bands.band gives it the profile's widest band and a flag.",
+        "# e = predicted / measured - 1 of the held-out calibration rows (the splits of",
+        "# calibration/calibrate.py, calibration/moe.py and calibration/engines.py), as the",
+        "# 10th percentile, the median and the 90th percentile (fractions) and the row",
+        "# count. max_throughput and borrowed (offline tokens/s): e > 0 optimistic.",
+        "# latency_under_load (mean TPOT/ITL at a rate or a concurrency) and",
+        "# ttft_under_load (mean TTFT at a concurrency): e < 0 optimistic. A family x",
+        "# regime not listed has no held-out rows; error_bands.band gives it the",
+        "# profile's widest band of the same quantity and a flag.",
         f"# Held-out rows in no band: {sum(left.values())} ("
         + ", ".join(f"{reason}: {n}" for reason, n in sorted(left.items()))
         + ")",

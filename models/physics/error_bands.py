@@ -14,9 +14,11 @@ figure e < 0 is optimistic (the model promises less time).
 Families (`family_of`): `dense`; `moe-tp` (experts split by tensor parallelism, ep = dp
 = 1); `moe-ep` (expert parallelism inside tensor-parallel attention, ep > 1, dp = 1);
 `moe-dep` (attention data parallelism with expert parallelism, dp > 1). Regimes:
-`max_throughput` (offline, every request queued), `latency_under_load` (inter-token
-latency at a finite request rate), `borrowed` (a GPU whose efficiency factors were fitted
-on another GPU's rows, measured where the calibration has held-out rows of such GPUs).
+`max_throughput` (offline, every request queued); `latency_under_load` (mean time per
+output token, or inter-token latency, at a request rate or a concurrency);
+`ttft_under_load` (mean time to first token at a concurrency); `borrowed` (max throughput
+on a GPU whose efficiency factors under the profile were fitted on other rows:
+`borrowed_for`, measured where the calibration has held-out rows of such GPUs).
 
 A lookup with no measured band of its own (`band`) is never given a made-up number: it
 gets the widest measured band of the profile in that quantity (largest p90 - p10) and a
@@ -33,18 +35,19 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from models.physics.efficiency import efficiency_source
+from models.physics.efficiency import efficiency_source, profile_of
 from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
 from models.physics.yaml_files import read_yaml
 
 _FILE = Path(__file__).parent / "catalog" / "error_bands.yaml"
 FAMILIES = ("dense", "moe-tp", "moe-ep", "moe-dep")
-MEASURED_REGIMES = ("max_throughput", "latency_under_load", "borrowed")
+MEASURED_REGIMES = ("max_throughput", "latency_under_load", "ttft_under_load", "borrowed")
 REGIMES = (*MEASURED_REGIMES, "unmeasured")
 QUANTITY = {
     "max_throughput": "throughput",
     "latency_under_load": "latency",
+    "ttft_under_load": "latency",
     "borrowed": "throughput",
     "unmeasured": "throughput",
 }
@@ -52,7 +55,8 @@ QUANTITY = {
 optimistic)."""
 REGIME_WORDS = {
     "max_throughput": "max throughput",
-    "latency_under_load": "latency under load, mean ITL, < 0 optimistic",
+    "latency_under_load": "TPOT under load",
+    "ttft_under_load": "TTFT under load",
     "borrowed": "borrowed GPU generation",
     "unmeasured": "unmeasured",
 }
@@ -99,20 +103,18 @@ class Band:
 
     def describe(self) -> str:
         """`-8% / +12% (dense, max throughput, 33 rows)`; a flagged band says whose it
-        is: `(UNMEASURED: moe-dep max throughput has no held-out rows; the widest of
-        trtllm-0.17, moe-tp max throughput, 45 rows)`."""
+        is: `(UNMEASURED: no held-out rows of moe-dep max throughput; the widest of
+        trtllm-0.17: moe-tp max throughput, 45 rows)`; a latency band adds that a
+        negative error is the optimistic side."""
         span = f"{self.p10:+.0%} / {self.p90:+.0%}"
         words = REGIME_WORDS[self.regime]
+        sign = "; negative = optimistic" if self.quantity == "latency" else ""
         if not self.flag:
-            return f"{span} ({self.family}, {words}, {self.rows} rows)"
-        what = (
-            f"{self.family} has no held-out rows on a borrowed GPU"
-            if self.flag == "borrowed"
-            else f"{self.family} {words} has no held-out rows"
-        )
+            return f"{span} ({self.family}, {words}, {self.rows} rows{sign})"
+        what = "on a borrowed GPU" if self.flag == "borrowed" else words
         return (
-            f"{span} ({self.flag.upper()}: {what}; the widest of {self.engine}, "
-            f"{self.measured_as}, {self.rows} rows)"
+            f"{span} ({self.flag.upper()}: no held-out rows of {self.family} {what}; the "
+            f"widest of {self.engine}: {self.measured_as}, {self.rows} rows{sign})"
         )
 
 
@@ -176,6 +178,19 @@ def _widest(engine: str, family: str, regime: str, flag: str) -> Band | None:
     )
 
 
+def borrowed_for(gpu: str | GpuSpec, engine: str | None = None) -> bool:
+    """Whether a GPU's efficiency factors under a profile were fitted on other rows: the
+    GPU borrows another's (`efficiency_source`), or the profile holds no factors of the
+    GPU's generation, which then come from a fallback profile (a vLLM profile with MI300X
+    rows only, on an H100: TensorRT-LLM's Hopper fit)."""
+    source = efficiency_source(gpu, engine)
+    if source.borrowed:
+        return True
+    names = (source.generation or "", source.like or source.gpu)
+    own = profile_of(source.engine).get("by_key", {}) or {}
+    return not any(key.split("/")[0] in names for key in own)
+
+
 def band_for(
     engine: str | None,
     gpu: str | GpuSpec,
@@ -184,16 +199,16 @@ def band_for(
     dp: int = 1,
     regime: str = "max_throughput",
 ) -> Band | None:
-    """The band of a replica: its family under `regime`; on a GPU that runs on another
-    GPU's efficiency factors (`efficiency_source`), the `borrowed` regime for throughput
-    and the profile's widest latency band, flagged, under load."""
-    source = efficiency_source(gpu, engine)
+    """The band of a replica: its family under `regime`; on a borrowed GPU generation
+    (`borrowed_for`), the `borrowed` regime for throughput and the profile's widest band
+    of the regime's quantity, flagged, for latency (no latency row is borrowed)."""
+    name = efficiency_source(gpu, engine).engine
     family = family_of(llm, ep, dp)
-    if not source.borrowed:
-        return band(source.engine, family, regime)
-    if regime == "max_throughput":
-        return band(source.engine, family, "borrowed")
-    return _widest(source.engine, family, regime, "borrowed")  # no latency row is borrowed
+    if not borrowed_for(gpu, engine):
+        return band(name, family, regime)
+    if QUANTITY[regime] == "throughput":
+        return band(name, family, "borrowed")
+    return _widest(name, family, regime, "borrowed")
 
 
 def capacity_derate(found: Band | None) -> float:
@@ -224,10 +239,16 @@ def band_line(
     under_load: bool = False,
 ) -> str:
     """The line a report prints under a replica's figures: `model error on held-out rows:
-    -8% / +12% (dense, max throughput, 33 rows)`; `under_load`: the latency band."""
-    regime = "latency_under_load" if under_load else "max_throughput"
-    found = band_for(engine, gpu, llm, ep, dp, regime)
-    if found is None:
-        name = efficiency_source(gpu, engine).engine
-        return f"model error on held-out rows: none measured for {name} ({REGIME_WORDS[regime]})"
-    return f"model error on held-out rows: {found.describe()}"
+    -8% / +12% (dense, max throughput, 33 rows)`; `under_load`: one line for TPOT and one
+    for TTFT."""
+    regimes = ("latency_under_load", "ttft_under_load") if under_load else ("max_throughput",)
+    lines = []
+    for regime in regimes:
+        found = band_for(engine, gpu, llm, ep, dp, regime)
+        if found is None:
+            name = efficiency_source(gpu, engine).engine
+            text = f"none measured for {name} ({REGIME_WORDS[regime]})"
+        else:
+            text = found.describe()
+        lines.append(f"model error on held-out rows: {text}")
+    return "\n".join(lines)

@@ -121,3 +121,22 @@ def test_a_row_of_another_engine_version_joins_the_newest_profile_of_its_engine(
     assert tool.profile_for("trtllm-post-v1.0") == "trtllm-0.20"
     assert tool.profile_for("vllm-0.19") == "vllm-0.12"
     assert tool.profile_for("mlperf-tensorrt-v4.1") is None
+
+
+def test_a_generation_the_profile_has_no_factors_of_reads_borrowed() -> None:
+    from models.physics.error_bands import borrowed_for
+
+    # trtllm-0.20 was fitted on B200, H100 and H200 rows; A100 runs on its fallback
+    # trtllm-0.17's Ampere fit, whose own rows include A100
+    assert not borrowed_for("h100-sxm", "trtllm-0.20")
+    assert borrowed_for("a100-80gb-sxm", "trtllm-0.20")
+    assert not borrowed_for("a100-80gb-sxm", "trtllm-0.17")
+    assert borrowed_for("gb200", "trtllm-0.20")  # efficiency_like: b200
+
+
+def test_a_layout_string_gives_expert_and_data_parallel_sizes() -> None:
+    from calibration.bands import _ep_dp
+
+    assert _ep_dp("tp8") == (1, 1)
+    assert _ep_dp("tp1dp8ep8") == (8, 8)
+    assert _ep_dp("tp2ep4") == (4, 1)
