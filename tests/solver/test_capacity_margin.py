@@ -3,6 +3,8 @@ model's measured error band. The planner and the verifier each read the band fro
 instance; the plan's capacity per replica is the physics x 1 / (1 + p90)."""
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from models.physics.efficiency import efficiency_for
 from models.physics.error_bands import band_for
@@ -96,3 +98,23 @@ def test_an_hourly_plan_with_batch_soak_verifies_under_auto() -> None:
     assert any(hour.batch_soak for hour in margined.hours)
     assert margined.cost_per_month >= plain.cost_per_month
     assert verify_any(auto, margined).ok
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    demand=st.floats(min_value=1.0, max_value=200.0),
+    gpus=st.sampled_from([("h100-sxm",), ("gb200",), ("h100-sxm", "mi300x"), ("b200", "h200")]),
+    survive=st.sampled_from(["none", "region"]),
+)
+def test_auto_never_costs_less_than_none_and_verifies(demand, gpus, survive) -> None:
+    supply = {g: (512, 2.0 + i) for i, g in enumerate(gpus)}
+    base = instance(
+        {"east": supply, "west": supply},
+        [workload("chat", {"east": demand, "west": demand / 3})],
+        links=[("east", "west", 40.0)],
+        survive=survive,
+    )
+    auto = with_policy(base, capacity_margin="auto")
+    plain, margined = solve(base), solve(auto)
+    assert margined.cost_per_month >= plain.cost_per_month - 1e-6
+    assert verify(auto, margined).ok
