@@ -21,7 +21,8 @@ on a GPU whose efficiency factors under the profile were fitted on other rows:
 `borrowed_for`, measured where the calibration has held-out rows of such GPUs).
 
 A lookup with no measured band of its own (`band`) is never given a made-up number: it
-gets the widest measured band of the profile in that quantity (largest p90 - p10) and a
+gets the widest measured band of the profile in that quantity (largest p90 - p10) among
+the bands of its own family where the family has one, else among all, and a
 flag that says so (`Band.flag`: `borrowed` or `unmeasured`). A profile with no measured
 band at all (a profile file, an engine without held-out rows) gets None.
 
@@ -159,9 +160,13 @@ def band(engine: str, family: str, regime: str) -> Band | None:
 
 def _widest(engine: str, family: str, regime: str, flag: str) -> Band | None:
     """The profile's widest measured band of the regime's quantity (largest p90 - p10),
-    shown as (family, regime) with `flag`; None when the profile has none."""
+    of the family's own bands where it has some (a dense model on a borrowed GPU reads
+    the dense rows' spread, not an MoE layout's), shown as (family, regime) with `flag`;
+    None when the profile has none."""
     quantity = QUANTITY[regime]
     same = [b for b in bands_of(engine).values() if b.quantity == quantity]
+    own = [b for b in same if b.family == family]
+    same = own or same
     if not same:
         return None
     widest = max(same, key=lambda b: (b.spread, b.optimistic_error, b.rows))

@@ -64,10 +64,14 @@ def test_measured_band_is_its_own(monkeypatch) -> None:
 
 def test_borrowed_and_unmeasured_get_the_widest_band_and_a_flag(monkeypatch) -> None:
     _fake_table(monkeypatch)
-    # widest throughput band of e1: moe-tp, spread 0.6 - -0.2 = 0.8 > dense's 0.20
+    # a dense model on a borrowed GPU: the widest dense throughput band (its only one,
+    # -0.08..+0.12), flagged; not moe-tp's wider 0.6 - -0.2 = 0.8
     borrowed = band("e1", "dense", "borrowed")
-    assert (borrowed.p10, borrowed.p90, borrowed.flag) == (-0.2, 0.6, "borrowed")
+    assert (borrowed.p10, borrowed.p90, borrowed.flag) == (-0.08, 0.12, "borrowed")
     assert "BORROWED" in borrowed.describe() and borrowed.uncertain
+    # moe-tp borrowed: its own family's band
+    assert band("e1", "moe-tp", "borrowed").p90 == 0.6
+    # moe-dep has no band of its own: the widest of the profile, moe-tp's (0.8 > 0.20)
     unmeasured = band("e1", "moe-dep", "max_throughput")
     assert (unmeasured.p90, unmeasured.flag) == (0.6, "unmeasured")
     assert band("e1", "moe-dep", "latency_under_load").p10 == -0.3  # the only latency band
