@@ -257,7 +257,7 @@ def month_power_table(plan: Plan) -> TableSpec | None:
             if p is None:
                 cells.append("0")
                 continue
-            cell = f"{p.kw:,.1f} of {p.limit_kw:,.0f}"
+            cell = f"{p.kw:,.1f} of {p.limit_kw:,.1f}"
             if p.shadow_price_per_kw:
                 cell += f" ({p.shadow_price_per_kw:,.2f} $/month per kW)"
             cells.append(cell)

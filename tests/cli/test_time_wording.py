@@ -1,11 +1,14 @@
 """What the terminal says an hourly or month plan's figures cover (issue 32): the idle
 share per horizon, and each month's power where a region declares a cap."""
 
+import json
+
 from cli.render.plan_tables import plan_header
 from cli.render.time_tables import month_power_table
 from solver.plan.records import RegionPower
 from solver.plan.schema import Plan
 from solver.plan.time_records import Hour, Month
+from tests.paths import INSTANCES
 
 
 def _idle_line(plan: Plan) -> str:
@@ -39,10 +42,36 @@ def test_month_power_shows_capped_regions_only_with_the_price_where_it_binds():
     table = month_power_table(Plan(months=(month(0, 40.8, 0.0), month(1, 51.0, -778.52))))
     assert table is not None and table.columns == ("month", "east")
     assert table.rows == (
-        ("m0", "40.8 of 51"),
-        ("m1", "51.0 of 51 (-778.52 $/month per kW)"),
+        ("m0", "40.8 of 51.0"),
+        ("m1", "51.0 of 51.0 (-778.52 $/month per kW)"),
     )
     uncapped = Month(
         month=0, growth_factor=1.0, cost_per_month=0.0, power_kw=(RegionPower(region="w", kw=1.0),)
     )
     assert month_power_table(Plan(months=(uncapped,))) is None
+
+
+def test_growth_horizon_with_a_power_cap_on_us_east_states_each_month_power(run_cli, tmp_path):
+    """instances/growth-horizon.yaml over 3 months with us-east capped at two 8-GPU H100
+    servers' power (2 x 8 x 0.700 kW x 10.2 / 5.6 x PUE 1.0 = 20.4 kW): every month states
+    us-east within the cap, and the terminal shows the months' power table."""
+    text = (INSTANCES / "growth-horizon.yaml").read_text(encoding="utf-8")
+    text = text.replace(
+        "  - name: us-east\n    utc_offset_hours: -5\n",
+        "  - name: us-east\n    utc_offset_hours: -5\n    power_kw: 20.4\n",
+    ).replace("horizon_months: 12", "horizon_months: 3")
+    assert "power_kw: 20.4" in text
+    instance, out = tmp_path / "growth-capped.yaml", tmp_path / "plan.json"
+    instance.write_text(text, encoding="utf-8")
+    result = run_cli("solve", instance, "--json", out)
+    assert result.exit_code == 0, result.stderr
+    assert "Months: power by region" in result.stdout and "of 20.4" in result.stdout
+    plan = json.loads(out.read_text())
+    assert [m["month"] for m in plan["months"]] == [0, 1, 2]
+    for month in plan["months"]:
+        (east,) = [p for p in month["power_kw"] if p["region"] == "us-east"]
+        assert east["limit_kw"] == 20.4 and east["kw"] <= 20.4 + 1e-9
+        assert east["shadow_price_per_kw"] is not None
+    (first,) = [p for p in plan["months"][0]["power_kw"] if p["region"] == "us-east"]
+    (own,) = [p for p in plan["power_kw"] if p["region"] == "us-east"]
+    assert first["limit_kw"] == own["limit_kw"] and first["kw"] <= own["kw"] + 1e-9
