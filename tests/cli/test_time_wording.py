@@ -3,6 +3,7 @@ share per horizon, and each month's power where a region declares a cap."""
 
 import json
 
+from cli.render.html_report import report_html
 from cli.render.plan_tables import plan_header
 from cli.render.time_tables import month_power_table
 from solver.plan.records import RegionPower
@@ -75,3 +76,11 @@ def test_growth_horizon_with_a_power_cap_on_us_east_states_each_month_power(run_
     (first,) = [p for p in plan["months"][0]["power_kw"] if p["region"] == "us-east"]
     (own,) = [p for p in plan["power_kw"] if p["region"] == "us-east"]
     assert first["limit_kw"] == own["limit_kw"] and first["kw"] <= own["kw"] + 1e-9
+
+
+def test_the_html_report_places_month_power_in_its_months_section():
+    rows = (RegionPower(region="east", kw=40.8, limit_kw=51.0, shadow_price_per_kw=0.0),)
+    plan = Plan(months=(Month(month=0, growth_factor=1.0, cost_per_month=0.0, power_kw=rows),))
+    page = report_html(["x: plan"], [month_power_table(plan)], plan, [])
+    months = page[page.index("<h2>Months</h2>") :]
+    assert "Months: power by region" in months and "40.8 of 51.0" in months
