@@ -90,6 +90,8 @@ collective pays a fixed latency (launch and synchronisation), two per MoE layer.
 """
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -122,6 +124,9 @@ class MoeEfficiency(BaseModel):
     routing_skew: float = Field(default=1.0, ge=0)
     """Multiplier on the uniform-routing excess of the max-rank load (1: uniform top-k
     routing; > 1: a router more skewed than uniform, after the engine's rebalancing)."""
+    gemm_half_tokens: float = Field(default=0.0, ge=0)
+    """Tokens per expert at which the grouped GEMM of the routed experts runs at half its
+    large-batch rate (`grouped_gemm_efficiency`); 0: every expert GEMM at the dense rate."""
 
 
 @cache
@@ -131,11 +136,26 @@ def _moe_table() -> dict:
     return read_yaml(_FILE) or {}
 
 
+_TRIAL: list[dict] = []
+"""Tables the calibration tool is trying (`trial_constants`), innermost last."""
+
+
+@contextmanager
+def trial_constants(by_key: dict) -> Iterator[None]:
+    """Within the block `moe_efficiency_for` reads `by_key` in place of the catalog file
+    (the calibration tool scoring candidate constants on its fit rows)."""
+    _TRIAL.append(by_key)
+    try:
+        yield
+    finally:
+        _TRIAL.pop()
+
+
 def moe_efficiency_for(gpu_name: str) -> MoeEfficiency:
     """The expert-parallel constants of a GPU: the `default` set of
     `models/physics/catalog/moe_efficiency.yaml`, then its generation's (`generation_of`), then the
     GPU's own entry; the class defaults where the file says nothing."""
-    table = _moe_table().get("by_key", {})
+    table = _TRIAL[-1] if _TRIAL else _moe_table().get("by_key", {})
     fields: dict[str, float] = {}
     for key in ("default", generation_of(gpu_name), gpu_name):
         if key is not None:
@@ -296,6 +316,30 @@ def alltoall_bytes_per_token_sent(
     return alltoall_copies(llm.experts_per_token, ep, expert_tp) * per_expert
 
 
+def grouped_gemm_efficiency(tokens_per_expert: float, half_tokens: float) -> float:
+    """Share of the large-batch GEMM rate the routed experts' grouped GEMM reaches when
+    each expert multiplies `tokens_per_expert` rows: n / (n + n_half), a saturating curve
+    (1 with n_half = 0; 1/2 at n = n_half; 0 with no rows). Small per-expert batches fill
+    a fraction of each tensor-core tile (M tiles of 64-128 rows) and pay the per-expert
+    setup and the gather/scatter of their rows; the curve is the smooth form of that."""
+    if half_tokens <= 0:
+        return 1.0
+    if tokens_per_expert <= 0:
+        return 0.0
+    return tokens_per_expert / (tokens_per_expert + half_tokens)
+
+
+def expert_compute_precision(gpu: GpuSpec, llm: LlmSpec, weight_precision: Precision) -> Precision:
+    """Precision the routed experts' GEMMs run at: the weight precision, except that
+    experts stored 4-bit (`expert_weight_precision`, GPT-OSS's MXFP4) on a GPU without
+    FP4 tensor cores are dequantised in the kernel and multiplied at BF16 (W4A16:
+    TensorRT-LLM's and vLLM's Hopper MXFP4 MoE runs BF16 activations)."""
+    stored = llm.expert_weight_precision
+    if stored is Precision.FP4 and not gpu.supports(Precision.FP4):
+        return Precision.BF16
+    return weight_precision
+
+
 @dataclass(frozen=True)
 class ExpertLayout:
     """The per-GPU coefficients of the routed experts of one stage under a TP x DP x EP
@@ -314,6 +358,26 @@ class ExpertLayout:
     alltoall_s_per_token: float
     """Seconds one of the step's tokens adds to the all-to-all of the mean GPU, all the
     stage's MoE layers: bytes per token x MoE layers / G x (G-1)/G over the links."""
+    compute_slowdown: float = 1.0
+    """Linear-layer peak over the experts' peak (`expert_compute_precision`): 2 for W4A16
+    experts beside FP8 layers on Hopper, else 1."""
+    gemm_half_tokens: float = 0.0
+    """`MoeEfficiency.gemm_half_tokens`."""
+
+    def tokens_per_expert(self, tokens: float) -> float:
+        """Rows each expert of the busiest rank multiplies at `tokens` tokens:
+        T x k / E x imbalance."""
+        if self.experts == 0:
+            return 0.0
+        return tokens * self.experts_per_token / self.experts * self.imbalance(tokens)
+
+    def routed_cost(self, tokens: float) -> float:
+        """Time of the routed FLOPs over their time at the linear layers' rate:
+        compute_slowdown / `grouped_gemm_efficiency` of `tokens_per_expert`."""
+        if tokens <= 0:
+            return self.compute_slowdown
+        efficiency = grouped_gemm_efficiency(self.tokens_per_expert(tokens), self.gemm_half_tokens)
+        return self.compute_slowdown / efficiency
 
     def imbalance(self, tokens: float) -> float:
         """Max-rank load over the mean at `tokens` tokens (`load_imbalance`)."""
@@ -366,6 +430,7 @@ def expert_layout(
     efficiency: Efficiency,
     alltoall_latency_s: float = ALLTOALL_LATENCY_S,
     routing_skew: float = 1.0,
+    gemm_half_tokens: float = 0.0,
 ) -> ExpertLayout:
     """The routed experts' coefficients of a stage with `stage_moe_layers` MoE layers."""
     stage_gpus = tp * dp
@@ -374,6 +439,7 @@ def expert_layout(
     per_token_bytes = alltoall_bytes_per_token_sent(llm, weight_precision, ep, expert_tp)
     per_token_bytes *= stage_moe_layers
     s_per_byte = alltoall_link_s_per_byte(gpu, efficiency, stage_gpus)
+    expert_peak = gpu.peak_flops(expert_compute_precision(gpu, llm, weight_precision))
     return ExpertLayout(
         ep=ep,
         dp=dp,
@@ -383,4 +449,6 @@ def expert_layout(
         alltoall_collectives=round(2 * stage_moe_layers) if spans_groups else 0,
         alltoall_latency_s=alltoall_latency_s,
         alltoall_s_per_token=per_token_bytes / stage_gpus * s_per_byte if spans_groups else 0.0,
+        compute_slowdown=gpu.peak_flops(weight_precision) / expert_peak,
+        gemm_half_tokens=gemm_half_tokens,
     )

@@ -27,7 +27,8 @@ at the FP8 peak with an FP8 (or FP4) KV cache on a GPU with FP8 tensor cores, el
 BF16 peak.
 
 A decode pass reads the stage's weights once (a mixture-of-experts layer reads only the
-experts the batch touches) and every resident sequence's KV cache. Tensor parallelism
+experts the batch touches) and every resident sequence's KV cache (windowed layers only
+their window: `pass_parts.windowed_attended`, prefill pairs alike). Tensor parallelism
 pays two all-reduces per layer per pass (`models.physics.collectives`), each a fixed latency plus
 the ring's share of the message over the link that joins the TP group.
 
@@ -81,7 +82,7 @@ from models.physics.moe import (
     moe_efficiency_for,
     moe_tp,
 )
-from models.physics.pass_parts import PassParts, pass_total_s
+from models.physics.pass_parts import PassParts, pass_total_s, windowed_attended
 from models.physics.precision import Precision
 
 
@@ -133,6 +134,10 @@ class StepModel:
     prompt is prefilled whole by one group, and the busiest group sets the pass
     (`models.physics.moe.busiest_rank_share`). 0: unknown, the prompt tokens spread evenly
     over the groups. `with_group_loads` sets it for a traffic mix."""
+    window_tokens: float = field(default=0.0, kw_only=True)
+    """Window of the windowed attention layers, a share `window_layer_share` of all (0:
+    none): their attention reads and multiplies only the last `window_tokens` tokens."""
+    window_layer_share: float = field(default=0.0, kw_only=True)
     context_cv: float = field(default=0.0, kw_only=True)
     """Spread (coefficient of variation) of one resident sequence's context: with
     attention DP the busiest group's decode attention is the mean's x
@@ -146,6 +151,10 @@ class StepModel:
             return self
         return replace(self, prompt_tokens=prompt_tokens, context_cv=context_cv)
 
+    def attended(self, tokens: float, attended: float) -> float:
+        """`pass_parts.windowed_attended` with this model's window."""
+        return windowed_attended(tokens, attended, self.window_tokens, self.window_layer_share)
+
     def decode_group_share(self, decode_tokens: float) -> float:
         """Share of the decode attention (FLOPs and KV reads) on the busiest group:
         1/dp x `group_kv_imbalance` of its decode_tokens / dp sequences."""
@@ -153,11 +162,17 @@ class StepModel:
 
     def prefill_group_share(self, prefill_tokens: float) -> float:
         """Share of a pass's `prefill_tokens` prompt tokens on the busiest attention
-        group: `busiest_rank_share` of the whole prompts they make, 1/dp when the prompt
-        size is unknown."""
+        group. Each group schedules its own prompts under its own token cap
+        c = chunk_tokens / dp (`max_num_tokens` per rank), so a prompt of P tokens rides
+        as chunks of min(P, c): the busiest group holds `busiest_rank_share` of the
+        Q / min(P, c) chunks, never more than its cap c / Q and never less than 1/dp.
+        1/dp when the prompt size is unknown."""
         if self.prompt_tokens <= 0 or prefill_tokens <= 0:
             return 1.0 / self.dp
-        return busiest_rank_share(prefill_tokens / self.prompt_tokens, self.dp)
+        cap = self.chunk_tokens / self.dp
+        chunks = prefill_tokens / min(self.prompt_tokens, cap)
+        busiest = min(busiest_rank_share(chunks, self.dp), cap / prefill_tokens)
+        return max(busiest, 1.0 / self.dp)
 
     def pass_parts(
         self,
@@ -187,6 +202,8 @@ class StepModel:
     ) -> tuple[float, float, float, float, float, float]:
         """The six roofline terms of `pass_parts`, in `PassParts`' field order (a tuple:
         the capacity searches time millions of passes and need no record of each)."""
+        decode_kv_tokens = self.attended(decode_tokens, decode_kv_tokens)
+        prefill_pairs = self.attended(prefill_tokens, prefill_pairs)
         if self.experts_layout is not None:
             return self._moe_pass_terms(
                 self.experts_layout, decode_tokens, decode_kv_tokens, prefill_tokens, prefill_pairs
@@ -235,12 +252,12 @@ class StepModel:
         busiest = self.prefill_group_share(prefill_tokens)
         attention_share = self.decode_group_share(decode_tokens)
         tokens = decode_tokens + prefill_tokens
-        extra = layout.imbalance(tokens) - 1.0
+        routed_load = layout.imbalance(tokens) * layout.routed_cost(tokens)
         routed = self.routed_flops_per_token
         attention_side = self.prefill_linear_flops_per_token - self.dp * routed
-        prefill_flops = prefill_tokens * (busiest * attention_side + (1.0 + extra) * routed)
+        prefill_flops = prefill_tokens * (busiest * attention_side + routed_load * routed)
         decode_flops = decode_tokens * (
-            share * self.decode_linear_flops_per_token + extra * self.routed_flops_per_token
+            share * self.decode_linear_flops_per_token + (routed_load - 1.0) * routed
         )
         weights = self.dense_weight_bytes
         weights += layout.touched_per_rank(tokens) * self.expert_weight_bytes
@@ -330,6 +347,8 @@ class StepModel:
         m = min(float(self.pp), max(batch, 1.0))
         b = batch / m
         overhead_s = self.overhead_s + self.sequence_overhead_s * batch
+        context_tokens = self.attended(1.0, context_tokens)
+        prefill_context_tokens = self.attended(1.0, prefill_context_tokens)
         if self.experts_layout is not None:
             passes_s = self._moe_passes_s(
                 self.experts_layout, b, b * context_tokens, m, prefill_loads, prefill_context_tokens
@@ -399,7 +418,9 @@ class StepModel:
         share = 1.0 / self.dp
         attention_share = self.decode_group_share(b)
         attention_s = max(
-            attention_share * kv_tokens * self.decode_attention_flops_per_pair
+            attention_share
+            * kv_tokens
+            * self.decode_attention_flops_per_pair
             / self.decode_attention_flops_per_s,
             attention_share * kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
         )
@@ -411,9 +432,9 @@ class StepModel:
             q = load / m
             busiest = self.prefill_group_share(q)
             tokens = b + q
-            extra = layout.imbalance(tokens) - 1.0
-            prefill_flops = q * (busiest * attention_side + (1.0 + extra) * routed)
-            decode_flops = b * (decode_linear + extra * routed)
+            routed_load = layout.imbalance(tokens) * layout.routed_cost(tokens)
+            prefill_flops = q * (busiest * attention_side + routed_load * routed)
+            decode_flops = b * (decode_linear + (routed_load - 1.0) * routed)
             linear_compute_s = (
                 prefill_flops / self.prefill_linear_flops_per_s
                 + decode_flops / self.decode_linear_flops_per_s
@@ -441,8 +462,7 @@ class StepModel:
         prefill_tokens: float = 0.0,
         prefill_context_tokens: float = 0.0,
     ) -> PassParts:
-        """The stage pass of `iteration_s`, split into its roofline terms: one micro-batch
-        of B/m sequences and Q/m prompt tokens, m = `micro_batches(B)`."""
+        """`iteration_s`'s stage pass in roofline terms (B/m sequences, Q/m prompt tokens)."""
         m = self.micro_batches(batch)
         b, q = batch / m, prefill_tokens / m
         return self.pass_parts(b, b * context_tokens, q, q * prefill_context_tokens)
@@ -558,6 +578,8 @@ def step_model(
         hop_latency_s=efficiency.pp_hop_latency_s,
         hop_s_per_token=token_bytes / hop_link / dp,  # each group hands off its own tokens
         dp=dp,
+        window_tokens=llm.sliding_window_tokens,
+        window_layer_share=llm.sliding_window_layers / llm.layers,
         routed_flops_per_token=routed_flops / (tp * dp),
         experts_layout=expert_layout(
             gpu,
@@ -570,6 +592,7 @@ def step_model(
             efficiency,
             moe.alltoall_latency_s,
             moe.routing_skew,
+            moe.gemm_half_tokens,
         )
         if llm.is_moe
         else None,

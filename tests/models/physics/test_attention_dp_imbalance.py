@@ -85,14 +85,16 @@ def test_dep_pass_carries_the_busiest_groups_prompts_by_hand():
     )
     routed = whole.routed_flops_per_token
     attention_side = whole.prefill_linear_flops_per_token - 2 * routed
-    f = whole.experts_layout.imbalance(q)
-    expected_flops = q * (0.75 * attention_side + f * routed)
+    # f: the busiest EP rank's load; c: the grouped GEMM's cost (`routed_cost`).
+    f, c = whole.experts_layout.imbalance(q), whole.experts_layout.routed_cost(q)
+    expected_flops = q * (0.75 * attention_side + f * c * routed)
     assert whole_parts.linear_compute_s == pytest.approx(
         expected_flops / whole.prefill_linear_flops_per_s
     )
-    # The even spread is the previous model: q x (prefill linear / 2 + (f - 1) x routed).
+    # The even spread: q x (prefill linear / 2 + (f c - 1) x routed).
     assert even_parts.linear_compute_s == pytest.approx(
-        q * (even.prefill_linear_flops_per_token / 2 + (f - 1) * routed)
+        q
+        * (even.prefill_linear_flops_per_token / 2 + (f * c - 1) * routed)
         / even.prefill_linear_flops_per_s
     )
     # One attention group (TP) has nothing to balance: the model is unchanged.
@@ -103,9 +105,7 @@ def test_dep_pass_carries_the_busiest_groups_prompts_by_hand():
 def test_resident_context_spread_by_hand():
     # Fixed lengths, P = O = 1,000: the age is uniform on [0, 1000], sd 1000 / sqrt(12)
     # = 288.675, over a mean context of 1000 + 1000 / 2 = 1500.
-    assert resident_context_cv(1000, 0.0, 1000, 0.0) == pytest.approx(
-        1000 / math.sqrt(12) / 1500
-    )
+    assert resident_context_cv(1000, 0.0, 1000, 0.0) == pytest.approx(1000 / math.sqrt(12) / 1500)
     # cv_p = cv_o = 1: Var = 1000^2 x 1 + 1000^2 x (2^3 / 3 - 2^2 / 4) = 1e6 x (1 + 5/3),
     # over a mean of 1000 + 1000 x 2 / 2 = 2000.
     assert resident_context_cv(1000, 1.0, 1000, 1.0) == pytest.approx(
