@@ -365,19 +365,21 @@ class ExpertLayout:
     """`MoeEfficiency.gemm_half_tokens`."""
 
     def tokens_per_expert(self, tokens: float) -> float:
-        """Rows each expert of the busiest rank multiplies at `tokens` tokens:
-        T x k / E x imbalance."""
-        if self.experts == 0:
+        """Rows each expert the busiest rank touches multiplies at `tokens` tokens: its
+        T x k / ep x imbalance rows over the experts it touches (`touched_per_rank`);
+        T x k / E x imbalance once every expert is touched."""
+        touched = self.touched_per_rank(tokens)
+        if touched <= 0:
             return 0.0
-        return tokens * self.experts_per_token / self.experts * self.imbalance(tokens)
+        return tokens * self.experts_per_token / self.ep * self.imbalance(tokens) / touched
 
     def routed_cost(self, tokens: float) -> float:
         """Time of the routed FLOPs over their time at the linear layers' rate:
         compute_slowdown / `grouped_gemm_efficiency` of `tokens_per_expert`."""
         if tokens <= 0:
             return self.compute_slowdown
-        efficiency = grouped_gemm_efficiency(self.tokens_per_expert(tokens), self.gemm_half_tokens)
-        return self.compute_slowdown / efficiency
+        rows = max(self.tokens_per_expert(tokens), 1.0)  # a touched expert has a row
+        return self.compute_slowdown / grouped_gemm_efficiency(rows, self.gemm_half_tokens)
 
     def imbalance(self, tokens: float) -> float:
         """Max-rank load over the mean at `tokens` tokens (`load_imbalance`)."""

@@ -92,13 +92,17 @@ def test_tokens_per_expert_on_the_busiest_rank_by_hand():
     """Mixtral-8x7B (E = 8, k = 2) at EP2, 16 tokens: 32 choices on 2 ranks, the busiest
     rank holds E[max(X, 32 - X)], X ~ Binomial(32, 1/2): 16 + E|X - 16| = 16 + 16 x
     C(32, 16) / 2^32 (de Moivre's mean deviation) = 18.2392; imbalance 18.2392 / 16;
-    tokens per expert 16 x 2 / 8 x imbalance = 4.5598."""
+    its 18.2392 rows fall on the 4 (1 - (3/4)^18.2392) = 3.9790 experts it touches: 4.5839
+    rows each."""
     gpu, llm = gpu_catalog()["h200"], llm_catalog()["mixtral-8x7b"]
     layout = expert_layout(gpu, llm, FP8, 1, 2, 2, llm.moe_layers, efficiency_for(gpu, FP8))
     busiest = 16 + 16 * math.comb(32, 16) / 2**32
     assert busiest == pytest.approx(18.2392, abs=1e-4)
     assert layout.imbalance(16) == pytest.approx(busiest / 16)
-    assert layout.tokens_per_expert(16) == pytest.approx(4 * busiest / 16)
+    touched = 4 * (1 - 0.75**busiest)
+    assert touched == pytest.approx(3.9790, abs=1e-4)
+    assert layout.tokens_per_expert(16) == pytest.approx(busiest / touched)
+    assert busiest / touched == pytest.approx(4.5839, abs=1e-4)
 
 
 def test_ep8_alltoall_on_nvlink_by_hand():
