@@ -332,6 +332,8 @@ def latency_grid(rows: list[MoeRow]) -> tuple[float, ...]:
     """`LATENCY_GRID_S`, up to `NVLINK_LATENCY_MAX_S` when any row's GPU has NVLink."""
     nvlink = any(gpu_catalog()[r.gpu].scaleup_gb_s > PCIE_SCALEUP_GB_S for r in rows)
     return tuple(x for x in LATENCY_GRID_S if not nvlink or x <= NVLINK_LATENCY_MAX_S)
+
+
 HALF_TOKENS_GRID = (0.0, 16.0, 32.0, 64.0)
 """Candidate half-rate rows per expert of the grouped GEMM: 0 (no loss) to 64 (a 64-row
 tile half filled; the module docstring says why the grid stops there)."""

@@ -363,6 +363,13 @@ class ExpertLayout:
     experts beside FP8 layers on Hopper, else 1."""
     gemm_half_tokens: float = 0.0
     """`MoeEfficiency.gemm_half_tokens`."""
+    row_bytes: float = 0.0
+    """HBM bytes one routed row (a token at one of its experts) moves on a GPU through
+    the stage's MoE layers beside the weights (`expert_row_bytes` x MoE layers)."""
+
+    def rows(self, tokens: float) -> float:
+        """Routed rows on the busiest rank: T x k / ep x imbalance."""
+        return tokens * self.experts_per_token / self.ep * self.imbalance(tokens)
 
     def tokens_per_expert(self, tokens: float) -> float:
         """Rows each expert the busiest rank touches multiplies at `tokens` tokens: its
@@ -421,6 +428,23 @@ def alltoall_link_s_per_byte(gpu: GpuSpec, efficiency: Efficiency, stage_gpus: i
     return max(local, remote)
 
 
+def expert_row_bytes(llm: LlmSpec, weight_precision: Precision, expert_tp: int) -> float:
+    """HBM bytes one routed row moves through one MoE layer on a GPU, beside the expert
+    weights: the gathered input written and read by the first GEMM (hidden x a each),
+    the intermediate written by the gate/up GEMM and read by the down GEMM (its
+    moe_intermediate / moe_tp share, a bytes each way) and the BF16 output written and
+    read by the combine (hidden x 2 each way), a = the dispatch precision's bytes
+    (`dispatch_bytes_per_element`):
+
+        hidden x (2 a + 4) + inter / moe_tp x 2 a.
+
+    The floor of the fused kernels (the gated activation fused into the first GEMM);
+    fine-grained experts (Qwen3-30B-A3B: hidden 2,048, inter 768, k = 8) put it at the
+    GEMMs' own ridge, where it decides a prefill's time."""
+    a = dispatch_bytes_per_element(weight_precision)
+    return llm.hidden_size * (2 * a + 4) + llm.moe_intermediate_size / expert_tp * 2 * a
+
+
 def expert_layout(
     gpu: GpuSpec,
     llm: LlmSpec,
@@ -453,4 +477,5 @@ def expert_layout(
         alltoall_s_per_token=per_token_bytes / stage_gpus * s_per_byte if spans_groups else 0.0,
         compute_slowdown=gpu.peak_flops(weight_precision) / expert_peak,
         gemm_half_tokens=gemm_half_tokens,
+        row_bytes=expert_row_bytes(llm, weight_precision, expert_tp) * stage_moe_layers,
     )

@@ -199,8 +199,13 @@ def test_ep1_dp1_is_the_tensor_parallel_model():
     assert plain.gpus == 4 and plain.label == "h200 fp8 tp4xpp1 unified"
     steps = step_model(gpu, llm, FP8, FP8, 4, 1, efficiency)
     touched = expected_experts_touched(8, 2, 64)
-    assert steps.iteration_parts(64, 1000).weight_read_s == pytest.approx(
-        (steps.dense_weight_bytes + touched * steps.expert_weight_bytes) / steps.hbm_bytes_per_s
+    parts = steps.iteration_parts(64, 1000)
+    assert parts.weight_read_s == pytest.approx(steps.dense_weight_bytes / steps.hbm_bytes_per_s)
+    # TP4 splits each expert's intermediate: 4,096 x 6 + 14,336 / 4 x 2 bytes a row a
+    # layer, 64 tokens x 2 rows, 32 layers.
+    rows_bytes = 64 * 2 * (4096 * 6 + 14336 / 4 * 2) * 32
+    assert parts.expert_read_s == pytest.approx(
+        (touched * steps.expert_weight_bytes + rows_bytes) / steps.hbm_bytes_per_s
     )
     assert steps.experts_layout.alltoall_s(64) == 0.0
 
