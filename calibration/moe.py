@@ -124,6 +124,11 @@ class MoeRow:
         return "trtllm-" + self.label.split()[1]
 
     @property
+    def lengths(self) -> str:
+        """ISL/OSL as the row gives them (`1024/8192`), from its label."""
+        return self.label.split()[-1]
+
+    @property
     def generation(self) -> str:
         """The GPU's generation (`models.physics.efficiency.generation_of`), else the GPU name."""
         return generation_of(self.gpu) or self.gpu
@@ -244,7 +249,7 @@ def predictions_before(rows: list[MoeRow]) -> list[float]:
 
 def _groups(rows: list[MoeRow]) -> list[tuple[str, list[int]]]:
     """Named row sets of the report: all, each layout family (and by generation), model,
-    GPU, generation, engine."""
+    GPU, generation, engine, ISL/OSL."""
     groups: list[tuple[str, list[int]]] = [("all MoE rows", list(range(len(rows))))]
     for family in FAMILIES:
         groups.append((f"family {family}", [i for i, r in enumerate(rows) if r.family == family]))
@@ -252,7 +257,7 @@ def _groups(rows: list[MoeRow]) -> list[tuple[str, list[int]]]:
         for key in sorted({r.generation for r in rows if r.family == family}):
             members = [i for i, r in enumerate(rows) if r.family == family and r.generation == key]
             groups.append((f"{family} on {key}", members))
-    for attribute in ("model", "gpu", "generation", "engine"):
+    for attribute in ("model", "gpu", "generation", "engine", "lengths"):
         for key in sorted({getattr(r, attribute) for r in rows}):
             members = [i for i, r in enumerate(rows) if getattr(r, attribute) == key]
             groups.append((f"{attribute} {key}", members))

@@ -16,22 +16,6 @@ read which roof takes most of a pass.
 from dataclasses import dataclass
 
 
-def windowed_attended(
-    tokens: float, attended_tokens: float, window_tokens: float, layer_share: float
-) -> float:
-    """`attended_tokens` (KV tokens read, or query-key pairs, summed over `tokens` tokens)
-    when a share s of the layers attends only to the last W tokens (GPT-OSS's sliding
-    window, Llama 4's chunked attention taken as a window): x (1 - s + s x W / c) at the
-    mean context c = attended / tokens when c > W (`LlmSpec.kv_layers_at_context` /
-    layers), unchanged otherwise or without windowed layers."""
-    if window_tokens <= 0 or layer_share <= 0 or tokens <= 0:
-        return attended_tokens
-    context = attended_tokens / tokens
-    if context <= window_tokens:
-        return attended_tokens
-    return attended_tokens * (1.0 - layer_share + layer_share * window_tokens / context)
-
-
 def pass_total_s(
     linear_compute_s: float,
     weight_read_s: float,

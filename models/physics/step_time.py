@@ -27,8 +27,7 @@ at the FP8 peak with an FP8 (or FP4) KV cache on a GPU with FP8 tensor cores, el
 BF16 peak.
 
 A decode pass reads the stage's weights once (a mixture-of-experts layer reads only the
-experts the batch touches) and every resident sequence's KV cache (windowed layers only
-their window: `pass_parts.windowed_attended`, prefill pairs alike). Tensor parallelism
+experts the batch touches) and every resident sequence's KV cache. Tensor parallelism
 pays two all-reduces per layer per pass (`models.physics.collectives`), each a fixed latency plus
 the ring's share of the message over the link that joins the TP group.
 
@@ -82,7 +81,7 @@ from models.physics.moe import (
     moe_efficiency_for,
     moe_tp,
 )
-from models.physics.pass_parts import PassParts, pass_total_s, windowed_attended
+from models.physics.pass_parts import PassParts, pass_total_s
 from models.physics.precision import Precision
 
 
@@ -134,10 +133,6 @@ class StepModel:
     prompt is prefilled whole by one group, and the busiest group sets the pass
     (`models.physics.moe.busiest_rank_share`). 0: unknown, the prompt tokens spread evenly
     over the groups. `with_group_loads` sets it for a traffic mix."""
-    window_tokens: float = field(default=0.0, kw_only=True)
-    """Window of the windowed attention layers, a share `window_layer_share` of all (0:
-    none): their attention reads and multiplies only the last `window_tokens` tokens."""
-    window_layer_share: float = field(default=0.0, kw_only=True)
     context_cv: float = field(default=0.0, kw_only=True)
     """Spread (coefficient of variation) of one resident sequence's context: with
     attention DP the busiest group's decode attention is the mean's x
@@ -150,10 +145,6 @@ class StepModel:
         if self.dp == 1 or self.experts_layout is None:
             return self
         return replace(self, prompt_tokens=prompt_tokens, context_cv=context_cv)
-
-    def attended(self, tokens: float, attended: float) -> float:
-        """`pass_parts.windowed_attended` with this model's window."""
-        return windowed_attended(tokens, attended, self.window_tokens, self.window_layer_share)
 
     def decode_group_share(self, decode_tokens: float) -> float:
         """Share of the decode attention (FLOPs and KV reads) on the busiest group:
@@ -202,8 +193,6 @@ class StepModel:
     ) -> tuple[float, ...]:
         """The roofline terms of `pass_parts`, in `PassParts`' field order (a tuple:
         the capacity searches time millions of passes and need no record of each)."""
-        decode_kv_tokens = self.attended(decode_tokens, decode_kv_tokens)
-        prefill_pairs = self.attended(prefill_tokens, prefill_pairs)
         if self.experts_layout is not None:
             return self._moe_pass_terms(
                 self.experts_layout, decode_tokens, decode_kv_tokens, prefill_tokens, prefill_pairs
@@ -357,8 +346,6 @@ class StepModel:
         m = min(float(self.pp), max(batch, 1.0))
         b = batch / m
         overhead_s = self.overhead_s + self.sequence_overhead_s * batch
-        context_tokens = self.attended(1.0, context_tokens)
-        prefill_context_tokens = self.attended(1.0, prefill_context_tokens)
         if self.experts_layout is not None:
             passes_s = self._moe_passes_s(
                 self.experts_layout, b, b * context_tokens, m, prefill_loads, prefill_context_tokens
@@ -557,8 +544,6 @@ def step_model(
         hop_latency_s=efficiency.pp_hop_latency_s,
         hop_s_per_token=token_bytes / hop_link / dp,  # each group hands off its own tokens
         dp=dp,
-        window_tokens=llm.sliding_window_tokens,
-        window_layer_share=llm.sliding_window_layers / llm.layers,
         routed_flops_per_token=routed_flops / (tp * dp),
         experts_layout=expert_layout(
             gpu,

@@ -1,6 +1,6 @@
 """Issue 34's MoE throughput physics by hand: the grouped-GEMM curve, W4A16 experts on
-Hopper, windowed attention, the per-rank token cap on the busiest DEP group, tokens per
-expert on the busiest rank and the EP8 all-to-all over NVLink."""
+Hopper, the per-rank token cap on the busiest DEP group, tokens per expert on the busiest
+rank and the EP8 all-to-all over NVLink."""
 
 import math
 
@@ -16,7 +16,6 @@ from models.physics.moe import (
     expert_layout,
     grouped_gemm_efficiency,
 )
-from models.physics.pass_parts import windowed_attended
 from models.physics.precision import Precision
 from models.physics.step_time import step_model
 
@@ -50,21 +49,6 @@ def test_w4a16_experts_on_hopper_by_hand():
     assert layout.compute_slowdown == h200.peak_flops(FP8) / h200.peak_flops(BF16)
     assert layout.compute_slowdown == pytest.approx(2.0, rel=0.01)
     assert layout.routed_cost(1000) == layout.compute_slowdown  # n_half = 0: no GEMM loss
-
-
-def test_windowed_attention_by_hand():
-    # Llama 4: 36 of 48 layers see 8,192 tokens. 10 sequences of 16,384 context:
-    # share 12/48 + 36/48 x 8192/16384 = 0.25 + 0.375 = 0.625 of 163,840 KV tokens.
-    assert windowed_attended(10, 163_840, 8192, 0.75) == pytest.approx(0.625 * 163_840)
-    # Within the window, or without windowed layers, nothing changes.
-    assert windowed_attended(10, 81_920, 8192, 0.75) == 81_920
-    assert windowed_attended(10, 163_840, 0, 0.0) == 163_840
-    # The step model reads the window: GPT-OSS-120B (18 of 36 layers, 128 tokens) at
-    # 64 sequences of 4,096 tokens reads 0.5 + 0.5 x 128 / 4096 = 0.515625 of the KV.
-    gpu, llm = gpu_catalog()["b200"], llm_catalog()["gpt-oss-120b"]
-    steps = step_model(gpu, llm, FP4, FP8, 1, 1, efficiency_for(gpu, FP4))
-    full = 64 * 4096 * steps.kv_bytes_per_token / steps.hbm_bytes_per_s
-    assert steps.pass_parts(64, 64 * 4096).kv_read_s == pytest.approx(0.515625 * full)
 
 
 def test_busiest_group_prefill_under_the_per_rank_token_cap_by_hand():
