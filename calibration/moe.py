@@ -31,11 +31,12 @@ constants of `models.physics.moe.MoeEfficiency` on a grid, the point of smallest
 held-out errors to `models/physics/catalog/moe_efficiency.yaml`: the all-to-all latency
 per collective (10 to 100 us with NVLink, to 400 us over PCIe only) and the grouped-GEMM
 half-rate rows per expert (0 to 64: a 64-row tile half filled). The grid stops at 64
-because larger values, which the newer-engine MoE rows would take, make the Mixtral rows
-of the dense set (trtllm_perf.csv, TensorRT-LLM 0.17) 15-20% pessimistic: the extra
-optimism of these rows is another cause (engine version, KV room on H100), not the
-GEMM. The routing skew stays uniform: scanned by the issue-34 work, it moves no
-generation's loss by more than 5% (decode at these batches reads every expert anyway).
+because larger values, which the newer-engine MoE rows would take (256 on Hopper,
+Blackwell and GB200), make the Mixtral rows of the dense set (trtllm_perf.csv,
+TensorRT-LLM 0.17) pessimistic: its held-out median goes 6.9% -> 8.2%. The extra optimism
+of these rows is another cause (engine version, KV room on H100), not the GEMM. The
+routing skew stays uniform: scanned by the issue-34 work, it moves no generation's loss
+by more than 5% (decode at these batches reads every expert anyway).
 """
 
 import argparse

@@ -31,6 +31,18 @@ Routing statistics (uniform top-k routing, the assumption of the closed forms be
 - The slowest rank sets the step: its expert FLOPs, the experts it reads and the tokens
   it receives are the mean's times the imbalance.
 
+The grouped GEMM (the routed experts' own kernel). Its rows per touched expert on the
+busiest rank, n = T k / ep x imbalance / experts touched (at least one), run below the
+large-batch rate: efficiency n / (n + n_half), a saturating curve (`gemm_half_tokens`,
+fitted per generation; a 128-row tile holding a few rows wastes the rest), so the routed
+FLOPs cost 1 / efficiency of their roofline time (`ExpertLayout.routed_cost`). Experts
+stored 4-bit on a GPU without FP4 tensor cores are dequantised and multiplied at BF16
+(`expert_compute_precision`: W4A16, GPT-OSS on Hopper), twice an FP8 layer's time.
+Beside the expert weights each routed row moves its activations through HBM
+(`expert_row_bytes`: gathered input, intermediate round trip, BF16 output and combine),
+which for fine-grained experts (hidden 2,048, intermediate 768, k = 8) is as much as
+the GEMM's FLOPs allow at the ridge.
+
 Attention data parallelism (the slowest DP rank). Decode sequences are spread evenly over
 the dp attention groups (the engine balances their counts), but a prompt is prefilled
 whole by the one group that admits it. An iteration that carries k prompts of P tokens
@@ -46,8 +58,11 @@ variables conditioned on their sum being k (the Poissonisation of the multinomia
 
 a polynomial power truncated at degree k. A fractional k (part of a prompt, or the
 normal points of a busy iteration mixture) interpolates between its integer neighbours:
-a part-prompt sits on one group, E[max | k] = k for k <= 1. The routed experts are
-unaffected: the ep ranks see all the tokens (`load_imbalance`).
+a part-prompt sits on one group, E[max | k] = k for k <= 1. Each group schedules under
+its own token cap c (`max_num_tokens` per rank): a prompt longer than c rides as chunks
+of c, so the items are the Q / min(P, c) chunks and the busiest group holds at most c
+tokens (`StepModel.prefill_group_share`). The routed experts are unaffected: the ep
+ranks see all the tokens (`load_imbalance`).
 
 The decode attention of a group varies with its sequences' lengths: the engine evens
 the groups' sequence counts, n = b/dp each, not their contexts. A resident sequence's

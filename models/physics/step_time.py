@@ -40,7 +40,10 @@ that the busiest group prefills whole (`prompt_tokens`; both set per traffic mix
 see all T tokens of the pass, spread over the `ep` ranks, and the slowest rank sets the
 pass: its expert FLOPs are the mean's x the load imbalance, it reads the experts its
 tokens touch, and it waits for the dispatch and combine all-to-alls of every MoE layer.
-With ep = dp = 1 every term is the tensor-parallel one above.
+The routed experts' grouped GEMM is its own kernel beside the attention-side linear
+layers: max(routed FLOPs x `ExpertLayout.routed_cost` / rate, (experts touched + routed
+rows' activations) / bandwidth) adds to their max (`PassParts.expert_compute_s`,
+`expert_read_s`). With ep = dp = 1 the layout terms are the tensor-parallel ones.
 
 A decode iteration advances every resident sequence by one token. With pipeline
 parallelism the batch runs as m = min(pp, B) micro-batches and a micro-batch needs pp
