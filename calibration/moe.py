@@ -79,6 +79,15 @@ MOE_GPUS = {
     "RTX 6000 Pro Blackwell Server Edition": "rtx-pro-6000",
 }
 MOE_PRECISIONS = {"FP8": Precision.FP8, "FP4": Precision.FP4, "FP16": Precision.BF16}
+HOPPER_KV = Precision.BF16
+"""KV cache of the Hopper MoE rows, a reading of the data, not a published setting. The
+tables give the weight precision only; GPT-OSS's checkpoint (MXFP4 experts) carries no KV
+quantisation, so TensorRT-LLM's `auto` KV dtype is the model's BF16, and the Llama 4 rows
+name NVIDIA's FP8 checkpoint without the KV dtype of the run. The fit rows read BF16 on
+Hopper: with an FP8 KV cache the KV-bound rows of Scout and GPT-OSS are 25-110%
+optimistic where the compute-bound rows of the same models are within 10%, and the
+generation's fit median is 44.3% against 19.0% with BF16. Blackwell's GPT-OSS rows read
+FP8 (BF16 makes them 50% pessimistic), as the Blackwell recipes set it."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +108,11 @@ class MoeRow:
 
     @property
     def kv_precision(self) -> Precision:
-        """FP8 and FP4 checkpoints run an FP8 KV cache."""
+        """The KV cache the row ran: FP8 with FP8 and FP4 checkpoints (NVFP4 pairs FP4
+        weights with an FP8 KV cache), except on Hopper, where these MoE rows ran the
+        checkpoint's BF16 KV cache (`HOPPER_KV`)."""
+        if self.generation == "hopper":
+            return HOPPER_KV
         return default_kv_precision(self.weight_precision)
 
     @property
