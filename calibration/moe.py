@@ -51,7 +51,7 @@ import numpy as np
 
 from calibration.rows import calibration_dir
 from models.physics.catalog import gpu_catalog, llm_catalog
-from models.physics.efficiency import Efficiency, efficiency_for, generation_of
+from models.physics.efficiency import Efficiency, UnknownEngine, efficiency_for, generation_of
 from models.physics.memory import default_kv_precision
 from models.physics.moe import ALLTOALL_LATENCY_S, trial_constants
 from models.physics.precision import Precision
@@ -210,10 +210,22 @@ def moe_config(row: MoeRow) -> ReplicaConfig:
     )
 
 
+def row_efficiency(row: MoeRow) -> Efficiency:
+    """The efficiency factors of the row's engine: the catalog's profile of its TensorRT-LLM
+    release (`trtllm-1.0` for v1.0 and later rows, `trtllm-0.21`) where the catalog holds
+    one, else the default profile (today's case: every row). A new profile moves every
+    prediction: refit the MoE constants after it (`python -m calibration.moe --write`)."""
+    release = "1.0" if "1.0" in row.engine else row.engine.removeprefix("trtllm-v")
+    try:
+        return efficiency_for(row.gpu, row.weight_precision, engine=f"trtllm-{release}")
+    except UnknownEngine:
+        return efficiency_for(row.gpu, row.weight_precision)
+
+
 def predict_moe(row: MoeRow, efficiency: Efficiency | None = None) -> float:
     """Output tokens/s per GPU the model gives a row (offline); nan when it does not fit."""
     config = moe_config(row)
-    efficiency = efficiency or efficiency_for(config.gpu, row.weight_precision)
+    efficiency = efficiency or row_efficiency(row)
     capacity = replica_capacity(config, row.mix, LatencyTargets(), efficiency)
     return capacity.output_tokens_per_s_per_gpu if capacity.fits else math.nan
 
