@@ -1,6 +1,10 @@
 """Fitting the performance model's efficiency factors to published measurements.
 
 A tool, not part of the installed package: `python -m calibration.calibrate` fits and
-prints (`--write` updates models/physics/catalog/efficiency.yaml; `make calibrate`), and
-`make bench` reports the catalog's factors against the data in `calibration/data/`.
+prints (`--write` updates models/physics/catalog/efficiency.yaml; `make calibrate`;
+`--write-engines` refits only the vLLM and SGLang profiles), and `make bench` reports the
+catalog's factors against the data in `calibration/data/`. rows.py reads the TensorRT-LLM,
+MLPerf and Triton rows, engines.py the vLLM and SGLang rows and fits their profiles,
+errors.py gives every row's error against the catalog (`all_row_errors`), moe.py reports
+the MoE rows.
 """

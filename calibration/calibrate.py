@@ -18,6 +18,7 @@ static-batching rows.
 
     .venv/bin/python -m calibration.calibrate            # fit and print, write nothing
     .venv/bin/python -m calibration.calibrate --write    # fit and write efficiency.yaml
+    .venv/bin/python -m calibration.calibrate --write-engines   # vLLM/SGLang profiles only
     make calibrate                                       # the same as --write
 
 The data directory defaults to `calibration/data` in the clone; set
@@ -55,6 +56,15 @@ from pathlib import Path
 
 import numpy as np
 
+from calibration.engines import (
+    ENGINE_GENERATIONS,
+    REQUEST_NAMES,
+    EngineData,
+    fallbacks,
+    fit_engine_profiles,
+    load_engine_data,
+    row_errors,
+)
 from calibration.rows import GENERATIONS, Row, load_rows
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import Efficiency, efficiency_for, engine_profiles
@@ -105,6 +115,7 @@ are faster still (about 6 us at 2 GPUs on an HGX H100: github.com/NVIDIA/nccl/is
 so this is a conservative floor. No latency row measures a TP > 1 decode step, so the
 all-reduce latency is never fitted: fitted on throughput rows it absorbed other costs
 (57-144 us)."""
+
 
 def catalog_efficiency(row: Row) -> Efficiency:
     """The efficiency factors the catalog gives the row's GPU and precision, under the
@@ -252,6 +263,45 @@ def _errors(rows: list[Row], efficiency: Efficiency) -> np.ndarray:
     return (predicted[ok] - measured[ok]) / measured[ok] * 100
 
 
+ENGINE_NOTE = (
+    "# vLLM and SGLang profiles (vllm-*, sglang-*: calibration/engines.py) are fitted per",
+    "# generation, one row in three held out: on calibration/data/vllm_throughput.csv",
+    "# (offline max throughput: FLOP and HBM fractions) and sglang_serving.csv (closed-loop",
+    "# benchmark runs replayed as the tool ran them: the step overhead, on output tok/s and",
+    "# mean TPOT; the request overhead, on the one-user runs' mean TTFT); the rest as",
+    "# trtllm-0.20. A generation a profile has no rows of falls back to the engine's older",
+    "# version, then to trtllm-0.20.",
+)
+"""The header lines that describe the vLLM and SGLang profiles."""
+
+
+def splice_engine_profiles(current: str, engine_text: str) -> str:
+    """`current` (the text of `efficiency.yaml`) with its `generation_of` map written from
+    `GENERATIONS`, its vLLM and SGLang profiles replaced by `engine_text`, and every
+    TensorRT-LLM profile kept as written (their fit moves with the physics; `--write`
+    refits them)."""
+    lines = current.splitlines()
+    out: list[str] = []
+    index, keep = 0, True
+    while index < len(lines):
+        line = lines[index]
+        if line.startswith("default_engine:") and ENGINE_NOTE[0] not in lines:
+            out += [*ENGINE_NOTE, ""]
+        if line == "generation_of:":
+            out.append(line)
+            out += [f"  {gpu}: {gen}" for gpu, gen in GENERATIONS.items()]
+            index += 1
+            while index < len(lines) and lines[index].startswith("  "):
+                index += 1
+            continue
+        if line.startswith("  ") and not line.startswith("   ") and line.endswith(":"):
+            keep = line.strip().startswith("trtllm-")  # a profile under `engines:`
+        if keep:
+            out.append(line)
+        index += 1
+    return "\n".join(out).rstrip("\n") + "\n" + engine_text
+
+
 def render_yaml(
     profiles: dict[str, dict[str, Efficiency]], overhead_s: float, rows: list[Row]
 ) -> str:
@@ -273,13 +323,14 @@ def render_yaml(
         f"# - step_overhead_s: {overhead_s * 1e3:.3g} ms, fitted on {len(latency_rows)} "
         "latency rows (serving_benchmarks.csv:",
         "#   mean inter-token latency of Llama 3.1 8B at a low request rate, TensorRT-LLM 0.14",
-        "#   under Triton, H100 and H200) with the throughput factors held; every profile and",
-        "#   generation uses it (the only latency rows; the overhead is host-side scheduling).",
+        "#   under Triton, H100 and H200) with the throughput factors held; every",
+        "#   TensorRT-LLM profile and generation uses it (the overhead is host-side scheduling).",
         "# - allreduce_latency_s: a physical floor, never fitted (no latency row measures a",
         f"#   TP > 1 decode step): {NCCL_TUNING}.",
         "# A GPU with no rows of its own names the GPU it borrows from (`efficiency_like` in",
         "# models/physics/catalog/gpus.yaml); `default` (pooled over the profile's rows) serves",
         "# inline GPUs that name none.",
+        *ENGINE_NOTE,
         "",
         f"default_engine: {DEFAULT_ENGINE}",
         "",
@@ -314,15 +365,90 @@ def render_yaml(
     return "\n".join(lines) + "\n"
 
 
+def _group_note(group: list) -> str:
+    """Median |error| of a group's fitted figures, fit and held out (`engines.RowError`),
+    and of its mean TTFT at one user (what the request overhead is fitted on) and under
+    load (which no constant is fitted on)."""
+
+    def median(errors: list) -> str:
+        values = [abs(e.error_pct) for e in errors]
+        return f"{len(values)} at {np.nanmedian(values):.1f}%" if values else "none"
+
+    fitted = [e for e in group if e.figure != "ttft_mean_ms"]
+    note = (
+        f"median |error| of fitted figures: fit {median([e for e in fitted if not e.held_out])}, "
+        f"held out {median([e for e in fitted if e.held_out])}"
+    )
+    ttft = [e for e in group if e.figure == "ttft_mean_ms"]
+    if not ttft:
+        return note
+    lone = [e for e in ttft if e.concurrency == 1]
+    loaded = [e for e in ttft if e.concurrency > 1]
+    return (
+        f"{note}; mean TTFT at C = 1 (fit the request overhead) {median(lone)}, "
+        f"under load {median(loaded)}"
+    )
+
+
+def render_engine_profiles(data: EngineData, fitted: dict[str, dict[str, Efficiency]]) -> str:
+    """The vLLM and SGLang profiles' part of `efficiency.yaml` (under `engines:`), each set
+    with its fit and held-out median |error| over every figure of its rows."""
+    chain = fallbacks(data.profiles())
+    lines = []
+    for engine, sets in fitted.items():
+        gpus = sorted({r.run.gpu for r in data.runs if r.engine == engine})
+        gpus += sorted({r.gpu for r in data.offline if r.engine == engine} - set(gpus))
+        lines.append(f"  {engine}:")
+        lines.append(f"    fallback: {chain[engine]}  # for generations with no {engine} rows")
+        own = {gpu: ENGINE_GENERATIONS[gpu] for gpu in gpus if gpu in ENGINE_GENERATIONS}
+        if own:
+            lines.append("    generation_of:  # GPUs with rows of this engine only")
+            lines += [f"      {gpu}: {name}" for gpu, name in own.items()]
+        versions = sorted(data.versions[engine])
+        files = sorted(
+            {"sglang_serving.csv" for r in data.runs if r.engine == engine}
+            | {"vllm_throughput.csv" for r in data.offline if r.engine == engine}
+        )
+        lines.append(
+            f"    data: {engine.partition('-')[0]} {', '.join(versions)} rows on "
+            f"{', '.join(gpus)} (calibration/data/{', '.join(files)})"
+        )
+        lines.append("    by_key:")
+        for generation, efficiency in sets.items():
+            errors = row_errors(data, lambda *_, e=efficiency: e)
+            group = [e for e in errors if e.engine == engine and e.generation == generation]
+            lines.append(f"      {generation}:  # {_group_note(group)}")
+            for factor in FITTED:
+                lines.append(f"        {factor}: {getattr(efficiency, factor):.4g}")
+            for factor in REQUEST_NAMES:  # fitted where the group has one-user runs
+                if getattr(efficiency, factor):
+                    lines.append(f"        {factor}: {getattr(efficiency, factor):.4g}")
+    return "\n".join(lines) + "\n" if lines else ""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="write efficiency.yaml")
+    parser.add_argument(
+        "--write-engines",
+        action="store_true",
+        help="refit the vLLM and SGLang profiles only and write them into efficiency.yaml, "
+        "every TensorRT-LLM set kept as the file has it",
+    )
     args = parser.parse_args()
+    data, engine_skipped = load_engine_data()
+    engine_text = render_engine_profiles(data, fit_engine_profiles(data))
+    if args.write_engines:
+        text = splice_engine_profiles(EFFICIENCY_YAML.read_text(encoding="utf-8"), engine_text)
+        print(engine_text)
+        EFFICIENCY_YAML.write_text(text, encoding="utf-8")
+        print(f"wrote the vLLM and SGLang profiles into {EFFICIENCY_YAML}")
+        return
     rows, skipped = load_rows()
     profiles, overhead_s = fit_all(rows)
-    text = render_yaml(profiles, overhead_s, rows)
+    text = render_yaml(profiles, overhead_s, rows) + engine_text
     print(text)
-    print(f"skipped rows: {sum(skipped.values())}")
+    print(f"skipped rows: {sum(skipped.values()) + sum(engine_skipped.values())}")
     if args.write:
         EFFICIENCY_YAML.write_text(text, encoding="utf-8")
         print(f"wrote {EFFICIENCY_YAML}")

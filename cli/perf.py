@@ -16,12 +16,14 @@ from cli.options import JsonOnly, emit_json, within
 from cli.perf_request import Arrivals, PerfRequest, problem
 from cli.perf_speculative import speculation_json, speculation_table_spec, speculative_model
 from cli.render.console import err
+from cli.render.pair_tables import pair_json, pair_tables
 from cli.render.perf_tables import kv_tiers_json, load_json, perf_json, perf_tables
 from cli.render.tables import markdown_tables, print_tables
 from models.physics.efficiency import Efficiency, efficiency_for, engine_report
 from models.physics.precision import Precision
 from models.schema import limits
 from models.serving.capacity import replica_capacity
+from models.serving.disaggregated import PairLayout, SideDoesNotFit, pair_at_concurrency
 from models.serving.frontier import throughput_frontier
 from models.serving.latency import (
     LoadLatency,
@@ -268,6 +270,98 @@ def perf(
             "default: the newest with data).",
         ),
     ] = None,
+    prefill_workers: Annotated[
+        int | None,
+        typer.Option(
+            "--prefill-workers",
+            help="Disaggregated pair: prefill workers (with --decode-workers and "
+            "--concurrency); each side's layout from --prefill-tp/--prefill-pp/--prefill-ep/"
+            "--prefill-dp and the --decode- ones, each defaulting to --tp/--pp/--ep/--dp.",
+            callback=within(limits.POOL_REPLICAS),
+        ),
+    ] = None,
+    decode_workers: Annotated[
+        int | None,
+        typer.Option(
+            "--decode-workers",
+            help="Disaggregated pair: decode workers, each receiving the prompts' KV.",
+            callback=within(limits.POOL_REPLICAS),
+        ),
+    ] = None,
+    prefill_tp: Annotated[
+        int | None,
+        typer.Option(
+            "--prefill-tp",
+            help="Tensor-parallel GPUs of a prefill worker (default --tp).",
+            callback=within(limits.PARALLEL_DEGREE),
+        ),
+    ] = None,
+    prefill_pp: Annotated[
+        int | None,
+        typer.Option(
+            "--prefill-pp",
+            help="Pipeline stages of a prefill worker (default --pp).",
+            callback=within(limits.PARALLEL_DEGREE),
+        ),
+    ] = None,
+    prefill_ep: Annotated[
+        int | None,
+        typer.Option(
+            "--prefill-ep",
+            help="Expert-parallel ranks of a prefill worker (default --ep).",
+            callback=within(limits.PARALLEL_DEGREE),
+        ),
+    ] = None,
+    prefill_dp: Annotated[
+        int | None,
+        typer.Option(
+            "--prefill-dp",
+            help="Attention data-parallel groups of a prefill worker (default --dp).",
+            callback=within(limits.PARALLEL_DEGREE),
+        ),
+    ] = None,
+    decode_tp: Annotated[
+        int | None,
+        typer.Option(
+            "--decode-tp",
+            help="Tensor-parallel GPUs of a decode worker (default --tp).",
+            callback=within(limits.PARALLEL_DEGREE),
+        ),
+    ] = None,
+    decode_pp: Annotated[
+        int | None,
+        typer.Option(
+            "--decode-pp",
+            help="Pipeline stages of a decode worker (default --pp).",
+            callback=within(limits.PARALLEL_DEGREE),
+        ),
+    ] = None,
+    decode_ep: Annotated[
+        int | None,
+        typer.Option(
+            "--decode-ep",
+            help="Expert-parallel ranks of a decode worker (default --ep).",
+            callback=within(limits.PARALLEL_DEGREE),
+        ),
+    ] = None,
+    decode_dp: Annotated[
+        int | None,
+        typer.Option(
+            "--decode-dp",
+            help="Attention data-parallel groups of a decode worker (default --dp).",
+            callback=within(limits.PARALLEL_DEGREE),
+        ),
+    ] = None,
+    kv_link_gb_s: Annotated[
+        float | None,
+        typer.Option(
+            "--kv-link-gb-s",
+            help="Disaggregated pair: GB/s of one prompt's KV transfer from a prefill to a "
+            "decode worker (default: the slower side's scale-out NICs, GPUs x NIC x the "
+            "scale-out fraction).",
+            callback=within(limits.SCALEUP_GB_S),
+        ),
+    ] = None,
 ) -> None:
     """One replica configuration's memory, step times, capacity and limiting factor.
 
@@ -275,10 +369,15 @@ def perf(
     max-throughput tables measure). With --pool-replicas N the replica is one of N behind
     one router, whose prompts wait for the first free prefill lane of the N (M/G/N): a
     long prefill against a tight TTFT target leaves a lone replica little room to queue,
-    and a pool much more. Exit 3 when the configuration does not fit or cannot
-    meet the targets at any load; exit 2 for bad input.
+    and a pool much more. With --prefill-workers and --decode-workers it reports a
+    disaggregated pair at --concurrency users instead: throughput, mean TTFT (prefill
+    wait + prefill + KV transfer), mean TPOT and the side that limits. Exit 3 when the
+    configuration does not fit or cannot meet the targets at any load; exit 2 for bad input.
     """
     request = PerfRequest(**locals())  # every flag, by its parameter name
+    if request.disaggregated:
+        _pair(request, as_json, as_markdown)
+        return
     config, mix, targets = request.replica_config(), request.mix, request.targets
     source = request.efficiency_source()
     efficiency = efficiency_for(config.gpu, precision, engine=source.engine)
@@ -346,3 +445,40 @@ def _load(
             "--rate" if request.rate is not None else "--concurrency", str(error) + hint
         ) from None
     return None
+
+
+def _pair(request: PerfRequest, as_json: Path | None, as_markdown: bool) -> None:
+    """A disaggregated pair at the concurrency asked (models.serving.disaggregated)."""
+    prefill = request.side_config(Role.PREFILL)
+    decode = request.side_config(Role.DECODE)
+    source = request.efficiency_source()
+    efficiency = efficiency_for(request.gpu_spec, request.precision, engine=source.engine)
+    workers = (int(request.prefill_workers or 1), int(request.decode_workers or 1))
+    link = None if request.kv_link_gb_s is None else request.kv_link_gb_s * 1e9
+    layout = PairLayout(
+        ServingContext(prefill, request.mix, efficiency),
+        ServingContext(decode, request.mix, efficiency),
+        *workers,
+        link_bytes_per_s=link,
+    )
+    try:
+        report = pair_at_concurrency(layout, request.concurrency or 1, str(request.arrivals))
+    except SideDoesNotFit as error:
+        err.print("[bold red]does not fit:[/]")
+        err.print(str(error), markup=False)
+        raise typer.Exit(ExitCode.INFEASIBLE) from None
+    except ValueError as error:
+        long_replay = "iterations" in str(error)
+        hint = "; --arrivals steady answers any number of users" if long_replay else ""
+        raise problem("--concurrency", str(error) + hint) from None
+    if as_json:
+        data = pair_json(report, prefill, decode, workers)
+        data.update(engine=source.engine, borrowed_efficiency=source.borrowed)
+        emit_json(as_json, data)
+        return
+    tables = pair_tables(report, prefill, decode, workers)
+    engine_line = engine_report([request.gpu_spec], request.engine)
+    if as_markdown:
+        sys.stdout.write(markdown_tables([], tables, engine_line))
+    else:
+        print_tables([], tables, engine_line)

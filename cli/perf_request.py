@@ -38,6 +38,16 @@ TIER_FLAGS = ("host_memory_gib_per_gpu", "nvme_tb_per_node", "nvme_gb_s_per_node
 """The KV-tier flags, named as the catalog GPU's fields they replace."""
 
 
+PAIR_LAYOUT_FLAGS = tuple(
+    f"{side}_{part}" for side in ("prefill", "decode") for part in ("tp", "pp", "ep", "dp")
+)
+"""A disaggregated pair's per-side layout flags; each defaults to the shared one."""
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
 def problem(flag: str, message: str) -> InputError:
     """One flag's problem as an input error (exit 2)."""
     return InputError([Issue(WHERE, None, flag, message)])
@@ -96,6 +106,17 @@ class PerfRequest:
     draft_model: str | None = None
     draft_cost_ratio: float | None = None
     engine: str | None = None
+    prefill_workers: int | None = None
+    decode_workers: int | None = None
+    prefill_tp: int | None = None
+    prefill_pp: int | None = None
+    prefill_ep: int | None = None
+    prefill_dp: int | None = None
+    decode_tp: int | None = None
+    decode_pp: int | None = None
+    decode_ep: int | None = None
+    decode_dp: int | None = None
+    kv_link_gb_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.as_json and self.as_markdown:
@@ -104,6 +125,7 @@ class PerfRequest:
             raise problem("--model", "give either --model NAME or --model-config FILE")
         self._check_lengths()
         self._check_prefix()
+        self._check_pair()
         if self.speculation is not None and self.load_asked:
             raise problem(
                 "--rate/--concurrency",
@@ -122,6 +144,44 @@ class PerfRequest:
                 "--concurrency",
                 f"{concurrency:g} users: a burst replays whole users (or use --arrivals steady)",
             )
+
+    def _check_pair(self) -> None:
+        """A disaggregated pair: both worker counts, a concurrency, at least two output
+        tokens, and none of the flags that describe one replica."""
+        side_flags = [name for name in PAIR_LAYOUT_FLAGS if getattr(self, name) is not None]
+        if self.kv_link_gb_s is not None:
+            side_flags.append("kv_link_gb_s")
+        if self.prefill_workers is None and self.decode_workers is None:
+            if side_flags:
+                raise problem(
+                    _flag(side_flags[0]),
+                    "describes a disaggregated pair: give --prefill-workers and --decode-workers",
+                )
+            return
+        for name, other in (("prefill_workers", "--decode-workers"),
+                            ("decode_workers", "--prefill-workers")):  # fmt: skip
+            if getattr(self, name) is None:
+                raise problem(_flag(name), f"a pair needs both worker counts: give it with {other}")
+        if self.concurrency is None:
+            raise problem(
+                "--concurrency",
+                "a disaggregated pair is asked at a concurrency: give --concurrency",
+            )
+        if self.output_tokens < 2:
+            raise problem(
+                "--output-tokens", "a pair decodes on its decode workers: at least 2 tokens"
+            )
+        alone = (
+            ("--role", self.role is not Role.UNIFIED),
+            ("--pool-replicas", self.pool_replicas != 1),
+            ("--sweep", self.sweep),
+            ("--kv-tiers", self.kv_tiers),
+            ("--ttft-p99-ms", self.ttft_p99_ms is not None),
+            ("--tpot-p99-ms", self.tpot_p99_ms is not None),
+        )
+        for flag, given in alone:
+            if given:
+                raise problem(flag, "describes one replica, not a disaggregated pair: drop it")
 
     def _check_lengths(self) -> None:
         """Each p99 at least its mean."""
@@ -254,6 +314,28 @@ class PerfRequest:
             gpu, llm, self.precision, kv, self.tp, self.pp, self.role, self.ep, self.dp
         )
         return replace(config, speculation=self.speculation)
+
+    @property
+    def disaggregated(self) -> bool:
+        """Whether the flags describe a disaggregated pair (--prefill-workers)."""
+        return self.prefill_workers is not None
+
+    def side_config(self, role: Role) -> ReplicaConfig:
+        """One side of the pair: its layout flags (--prefill-tp, ...), each defaulting to
+        the shared one (--tp, ...), refused naming the side's flags when the layout cannot
+        hold the model."""
+        side = str(role)
+        tp, pp, ep, dp = (
+            getattr(self, f"{side}_{part}") or getattr(self, part)
+            for part in ("tp", "pp", "ep", "dp")
+        )
+        gpu, llm = self.gpu_spec, self.llm
+        kv = self.kv_precision or default_kv_precision(self.precision)
+        layout = layout_problem(gpu, llm, self.precision, kv, tp, pp, ep, dp)
+        if layout is not None:
+            flags = "/".join(f"--{side}-{part}" for part in ("tp", "pp", "ep", "dp"))
+            raise problem(f"{flags}/--precision", layout)
+        return ReplicaConfig(gpu, llm, self.precision, kv, tp, pp, role, ep, dp)
 
     def efficiency_source(self) -> EfficiencySource:
         """The engine profile whose efficiency factors apply (--engine, else the newest)."""

@@ -19,13 +19,28 @@ from models.io.output_files import check_target, is_stdout, write_text
 from models.schema import limits
 from models.schema.errors import InputError, Issue
 from solver.plan.schema import Plan
+from solver.simulate.closed_rows import CLOSED_LOOP
 from solver.simulate.engine import DISPATCHES
-from solver.simulate.replay import EFFECTS, PlanSimulation, simulate_plan
+from solver.simulate.replay import EFFECTS, ClosedLoopRefused, PlanSimulation, simulate_plan
 from solver.simulate.tolerance import MAX_CV, MIN_CV
 
 
 def _problem(flag: str, message: str) -> InputError:
     return InputError([Issue("command line", None, flag, message)])
+
+
+def _check_arrivals(arrivals: str, concurrency: int | None, effects: bool) -> None:
+    """--arrivals open, or a closed loop with --concurrency (and no --effects)."""
+    if arrivals not in ("open", *CLOSED_LOOP):
+        raise _problem("--arrivals", f"must be open, burst or staggered, got {arrivals!r}")
+    if arrivals == "open":
+        if concurrency is not None:
+            raise _problem("--concurrency", "needs --arrivals burst or staggered (a closed loop)")
+        return
+    if concurrency is None:
+        raise _problem("--concurrency", f"--arrivals {arrivals} needs the users per replica")
+    if effects:
+        raise _problem("--effects", "switches engine effects off under open arrivals only")
 
 
 def _read_plan(path: Path) -> Plan:
@@ -83,11 +98,23 @@ def simulation_tables(result: PlanSimulation) -> list[TableSpec]:
                 _cv(pool.tolerated_burstiness_cv, searched and pool.meets_slo is not None),
             )
         )
+    how = (
+        f"{result.duration_s:g} s of arrivals, burstiness cv {result.burstiness_cv:g}"
+        if result.arrivals == "open"
+        else f"closed loop, {result.arrivals}, {result.concurrency} users per replica "
+        "(a pair: per decode replica)"
+    )
+    closed_notes = "; ".join(
+        dict.fromkeys(  # a pair's two rows share one note
+            f"{pool.workload} {pool.region} {pool.gpu}: {pool.note}"
+            for pool in result.pools
+            if result.arrivals != "open" and pool.note
+        )
+    )
     tables = [
         TableSpec(
             title=f"{result.instance}, scenario {result.scenario}: simulated vs analytic "
-            f"(ms; {result.duration_s:g} s of arrivals, burstiness cv {result.burstiness_cv:g}, "
-            f"{result.dispatch})",
+            f"(ms; {how}, {result.dispatch})",
             columns=(
                 "pool",
                 "replicas",
@@ -110,7 +137,7 @@ def simulation_tables(result: PlanSimulation) -> list[TableSpec]:
                 f"its SLO (bisection, {MIN_CV:g} to {MAX_CV:g}; a disaggregated pair is "
                 "judged together)"
                 if searched
-                else ""
+                else closed_notes
             ),
         )
     ]
@@ -195,6 +222,30 @@ def simulate(
             "missing its SLO (bisection at the same seed; ~9 more runs of each pool)."
         ),
     ] = True,
+    arrivals: Annotated[
+        str,
+        typer.Option(
+            "--arrivals",
+            help="How requests arrive. open (default): Poisson at the plan's load (gamma "
+            "with --burstiness), the traffic a service sees and the plan is sized for. "
+            "burst: the benchmark tools' closed loop (vllm bench serve --max-concurrency, "
+            "genai-perf/aiperf, trtllm-bench): --concurrency users per replica start "
+            "together with fixed lengths, each sending its next request when the last "
+            "completes, as perf --concurrency --arrivals burst predicts. staggered: the "
+            "same users with drawn lengths and their first requests spread over one "
+            "cycle (perf --arrivals steady). Closed loops send 10 requests per user and "
+            "measure every one; the p99s are judged as the tools print them.",
+        ),
+    ] = "open",
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrency",
+            help="Closed-loop users per replica (per decode replica of a disaggregated "
+            "pair), with --arrivals burst or staggered.",
+            callback=within(limits.CONCURRENT_USERS),
+        ),
+    ] = None,
     json_out: JsonOut = None,
     markdown_out: MarkdownOut = None,
     sets: SetOption = None,
@@ -202,6 +253,7 @@ def simulate(
     """Replay each pool of a plan with continuous batching, chunked prefill, a KV limit
     with preemption and the router's queue; compare p50/p99 TTFT and TPOT with the
     analytic promise and the SLO. Exit 1 when a pool misses its SLO in simulation."""
+    _check_arrivals(arrivals, concurrency, effects)
     outputs = [path for path in (json_out, markdown_out) if path is not None]
     if sum(is_stdout(path) for path in outputs) > 1:
         raise _problem("--json/--markdown", "only one of them can be - (standard output)")
@@ -224,8 +276,12 @@ def simulate(
             burstiness,
             dispatch,
             effects=effects,
-            tolerance=tolerance,
+            tolerance=tolerance and arrivals == "open",
+            arrivals=arrivals,
+            concurrency=concurrency,
         )
+    except ClosedLoopRefused as error:
+        raise _problem("--arrivals", str(error)) from None
     except ValueError as error:
         raise _problem("--scenario", str(error)) from None
     wall_s = time.perf_counter() - started

@@ -12,6 +12,12 @@ Messages, at most one per `EVERY_S` per kind:
     progress: run at 3.1 s: candidates done
     progress: MIP solve at 2.3 s: incumbent 67,434, bound 65,210, gap 3.30%
 
+A note held for a long run (`hold`: which list sets the program's size,
+solver.candidates.list_sizes) is told once, before the first message past QUIET_S; a run
+that ends sooner never tells it, and the next run started in the process forgets it:
+
+    progress: policy.tensor_parallel adds 7 of 11 candidates (TP 1: 4, TP 4: 4, TP 2: 3); ...
+
 (a stage's time from the run's start, a MIP's from its own; incumbent and bound in the
 objective's unit, $/month plus the tie-breaks.)
 """
@@ -24,11 +30,33 @@ QUIET_S = 2.0
 EVERY_S = 1.0
 """Least seconds between two messages of the same kind."""
 LOG = logging.getLogger("fleetplan.progress")
+_HELD: list[str] = []
+"""Notes of the run under way in this process, told with its first message."""
+_NOTED: set[str] = set()
+"""Every note held since the run started (a month's stages hold it again: told once)."""
 
 
 def listening() -> bool:
     """Whether anyone reads progress (the CLI's stderr handler, a test's caplog)."""
     return LOG.isEnabledFor(logging.INFO)
+
+
+def hold(note: str) -> None:
+    """Tell `note` with the run's first progress message (nothing when no one listens)."""
+    if listening() and note not in _NOTED:
+        _NOTED.add(note)
+        _HELD.append(note)
+
+
+def forget_held() -> None:
+    """Drop the notes of an earlier run (a new run starts)."""
+    _HELD.clear()
+    _NOTED.clear()
+
+
+def _tell_held() -> None:
+    while _HELD:
+        LOG.info("progress: %s", _HELD.pop(0))
 
 
 class StageReporter:
@@ -46,6 +74,7 @@ class StageReporter:
         if stage == self.last_stage and elapsed_s - self.last_s < EVERY_S:
             return
         self.last_s, self.last_stage = elapsed_s, stage
+        _tell_held()
         LOG.info("progress: run at %.1f s: %s done", elapsed_s, stage)
 
 
@@ -67,6 +96,7 @@ class IncumbentReporter:
         if not abs(incumbent) < 1e30:  # no incumbent yet
             return
         self.last_s = elapsed
+        _tell_held()
         LOG.info(
             "progress: MIP solve at %.1f s: incumbent %s, bound %s, gap %.2f%%",
             elapsed,

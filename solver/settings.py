@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from models.schema.backend_names import DEFAULT_BACKEND
 from models.schema.instance import Instance
+from solver import progress
 from solver.errors import NoSolution
 from solver.progress import StageReporter
 
@@ -176,6 +177,7 @@ class SolveSettings:
         if self.deadline is not None:
             return self
         start = time.monotonic() if at is None else at
+        progress.forget_held()
         return replace(self, deadline=Deadline(start, self.time_limit_s))
 
     def within(self, share: float) -> "SolveSettings":
@@ -203,6 +205,10 @@ class SolveSettings:
         if self.deadline is not None:
             self.deadline.check(stage)
             self.deadline.stages.passed(stage, self.deadline.elapsed_s())
+
+    def hold(self, note: str) -> None:
+        """Tell `note` with the run's first progress message (solver.progress.hold)."""
+        progress.hold(note)
 
     def passed(self, stage: str) -> None:
         """Report `stage` done (solver.progress, past QUIET_S), without stopping the run."""

@@ -18,20 +18,22 @@ longer throws it away: a plan whose read-back, pricing or verification ends past
 limit (a large plan's read-back and verification take tens of seconds) is still
 verified and returned, since the time is spent either way.
 
-Every horizon passes the same stages (solver.stages): the backend check, the candidate
-table with its guard and its workers, the program's size guard, the deadline checked
-after the build, the solve stopped at `SOLVE_SHARE`, the solver's answer judged, the
-verifier. An hourly plan (`_solve_in_time`) differs only in its program (one static
-copy per period of the day, solver.time.periods, solved whole rather than by workload)
-and its read-back (solver.time.solve: hours, batch, months, its own pricing LP by
-`PRICING_SHARE`).
+Every horizon passes one sequence (`_solve_table`): the size guard, the program's build,
+the deadline checked after it, the solve stopped at `SOLVE_SHARE`, the solver's answer
+judged (solver.stages), the pricing LP in the background while the plan is read back,
+the verifier. What differs between horizons is the program step, chosen by the
+horizon (solver.time.horizon.Horizon: its periods and its month): the static program
+(`StaticStep`: one period, the whole day at its peak; solved by workload or by cut rows)
+or the periods program of a day (solver.time.step.PeriodsStep: one static copy per
+period joined by the pricing rows, read back hour by hour, checked by the hour
+verifier). A procurement horizon runs the same sequence for every month, rolling
+(`_solve_months`; solver.time.horizon says why), and verifies the horizon once.
 """
 
 import dataclasses
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from models.colocation.warm_cold import splittable
@@ -42,7 +44,7 @@ from models.schema.instance import Instance
 from solver.analysis.capacity_report import with_capacity_units
 from solver.analysis.diagnose import diagnose_infeasible, presolve_problems
 from solver.analysis.summary import buyer_summary
-from solver.backends import get_backend
+from solver.backends import Backend, get_backend
 from solver.candidates.pools import PoolCurve, assess_pools
 from solver.candidates.size_check import check_program_size
 from solver.candidates.table import CandidateTable, build_candidates
@@ -52,12 +54,12 @@ from solver.decompose.by_workload import optimise
 from solver.decompose.parallel import workers_kept
 from solver.decompose.scenario_cuts import applies as cuts_apply
 from solver.decompose.scenario_cuts import priced_by_cuts, solve_by_cuts
-from solver.decompose.workload_parts import start_by_workload
-from solver.errors import Infeasible, NoSolution
+from solver.decompose.workload_parts import PartSolves, start_by_workload
+from solver.errors import Diagnosis, Infeasible, NoSolution
 from solver.plan.records import SimplicityCost
 from solver.plan.schema import Plan
 from solver.program.build import FleetProgram, build_program
-from solver.program.lp import SolveResult, Termination
+from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.program.optimised import Optimised
 from solver.program.sets import ProgramSets
 from solver.readback.assign import chosen_sizes, gpu_use, integral, read_plan, replica_counts
@@ -69,13 +71,16 @@ from solver.settings import (
     TimeLimitReached,
 )
 from solver.stages import (
+    ProgramStep,
     candidate_table,
     ready_backend,
     solution,
     solving,
     verified,
 )
+from solver.time.horizon import Horizon
 from solver.verify.fleet import verify
+from solver.verify.verdict import Verification
 
 T = TypeVar("T")
 
@@ -132,9 +137,7 @@ def solve_program(instance: Instance, settings: SolveSettings | None = None) -> 
     settings carry the run's deadline (explain's re-solves share it)."""
     settings = (settings or SolveSettings.of(instance)).started()
     with workers_kept():  # candidates and workload solves share their worker processes
-        if uses_time(instance):
-            solved = _solve_in_time(instance, settings)
-        elif split := splittable(instance):
+        if not uses_time(instance) and (split := splittable(instance)):
             solved = solve_choosing_split(instance, split, settings, _solve_one)
         else:
             solved = _solve_one(instance, settings)
@@ -143,72 +146,204 @@ def solve_program(instance: Instance, settings: SolveSettings | None = None) -> 
 
 
 def _solve_one(instance: Instance, settings: SolveSettings) -> Solved:
-    """One program for the instance as it stands: candidates, program, solve, plan."""
+    """One program for the instance as it stands: candidates, program, solve, plan; with
+    policy.horizon_months, one after another for every month (`_solve_months`)."""
     ready_backend(settings)
-    return _solve_table(instance, settings, candidate_table(instance, settings))
+    horizon = Horizon.of(instance)
+    solved = _solve_table(instance, settings, candidate_table(instance, settings), horizon)
+    if horizon.months:
+        solved = _solve_months(instance, settings, horizon, solved)
+    return solved
 
 
-def _solve_table(instance: Instance, settings: SolveSettings, table: CandidateTable) -> Solved:
-    """`solve_program` from the candidate table on (the tiering report's dedicated
-    solve reuses its co-located solve's table: the candidates do not depend on it)."""
+def _solve_table(
+    instance: Instance,
+    settings: SolveSettings,
+    table: CandidateTable,
+    horizon: Horizon | None = None,
+) -> Solved:
+    """The one sequence, for every horizon, from the candidate table on (the tiering
+    report's dedicated solve reuses its co-located solve's table: the candidates do not
+    depend on it): size guard, program build, the deadline checked, the solve at
+    `SOLVE_SHARE`, the answer judged, the pricing LP in the background by `PRICING_SHARE`
+    while the plan is read back, the verifier. The horizon (solver.time.horizon) chooses
+    the program step: the static program, or the periods program of its day and month."""
+    horizon = horizon or Horizon.of(instance)
     backend = get_backend(settings.backend)
-    cuts = settings.scenario_rows == "cuts" and cuts_apply(instance)
-    routed = tuple(f for f in failure_scenarios(instance) if not (cuts and f.reroutes))
-    check_program_size(instance, table, settings.time_limit_s, scenarios=routed)
-    rows = "cuts" if cuts else "routing"
-    sets = ProgramSets(instance, table, failure_scenarios(instance), scenario_rows=rows)
-    problems = [*table.problems, *presolve_problems(sets)]
-    if problems:
-        raise Infeasible.from_problems(problems)
+    step: ProgramStep = StaticStep(instance, table, settings)
+    if horizon.in_time:  # the static path loads no module of time (tests/test_imports.py)
+        from solver.time.step import PeriodsStep
+
+        step = PeriodsStep(instance, table, horizon, settings)
+    step.check_size()
     solve_settings = solving(settings)  # the rest of the limit prices and checks the plan
-    parts = None if cuts else start_by_workload(sets, backend, solve_settings)  # while it builds
     try:
-        program = build_program(instance, table, settings=settings, sets=sets)
-        settings.check("program build")
-        if cuts:
-            optimised = solve_by_cuts(program, backend, solve_settings)
-        else:
-            optimised = optimise(program, backend, solve_settings, parts=parts)
+        step.build(backend, solve_settings)
+        settings.check(step.build_stage)
+        optimised = step.optimise(backend, solve_settings)
     finally:
-        if parts is not None:
-            parts.started.abandon()
-
-    def diagnosis():  # a cut program holds no routing to name a conflict with: build it
-        routing = build_program(instance, table, settings=settings) if cuts else program
-        return diagnose_infeasible(routing, backend, settings)
-
-    values = solution(optimised.result, program.lp, settings, diagnosis)
+        step.close()
+    values = solution(
+        optimised.result,
+        step.lp,
+        settings,
+        lambda: step.diagnosis(backend),
+        stage=horizon.stage,
+        what=horizon.what,
+    )
     pricer = backend if backend.capabilities.duals else get_backend(PRICING_BACKEND)
     pricing_settings = settings.within(PRICING_SHARE).with_duals()
-    if cuts:  # the rows the fractional counts break too (the plan is read meanwhile)
-        priced = (priced_by_cuts, program, pricer, pricing_program(program, values))
-        pricing = _in_background(*priced, pricing_settings)
-    else:
-        pricing = _in_background(pricer.run, pricing_program(program, values), pricing_settings)
-    unpriced: list[str] = []
+    pricing = _in_background(step.price, pricer, values, pricing_settings)
+    plan = step.read_back(optimised, values, pricing)
+    if horizon.verified_alone:
+        plan = verified(plan, step.verify(plan), horizon.what)  # past the deadline too
+    program, explained = step.explained(optimised, plan, values)
+    source = instance if horizon.in_time else None
+    return Solved(program, explained, with_engine(instance, plan), settings, step.curves, source)
 
-    def duals() -> dict[str, float]:
-        priced = pricing()
-        if priced.termination is Termination.TIME_LIMIT:
-            unpriced.append(PRICING_TIMED_OUT)
-            return {}
-        return priced_rows(priced)
 
-    counts = replica_counts(program.sets, values)
-    curves = assess_pools(instance, chosen_sizes(program.sets, counts))
-    plan = read_plan(program, optimised, values, duals, settings, curves)
-    if unpriced:
-        plan = plan.model_copy(update={"shadow_price_note": unpriced[0]})
-    if program.groups.templates or instance.policy.colocation:
-        plan = _with_tiering(instance, settings, plan, program, table)
-    plan = verified(plan, verify(instance, plan))  # past the deadline too
-    return Solved(program, optimised, with_engine(instance, plan), settings, curves)
+def _solve_months(
+    instance: Instance, settings: SolveSettings, horizon: Horizon, first: Solved
+) -> Solved:
+    """The months of policy.horizon_months after month 0 (`first`), each through
+    `_solve_table` on its grown demand with its commitments bounded by the month before
+    (rolling: solver.time.horizon says why), from one candidate table built on the
+    horizon's largest demand; the whole horizon verified once by the hour verifier."""
+    from solver.time.months import horizon_table, with_months
+    from solver.verify.hours import verify_hours
+
+    later: list[Plan] = []
+    previous = first.plan
+    if horizon.months > 1:
+        table = horizon_table(instance, horizon.months, settings)
+    for month in range(1, horizon.months):
+        floor = {(c.region, c.gpu): c.committed_gpus for c in previous.committed}
+        grown, month_horizon = horizon.later_month(instance, month, floor)
+        previous = _solve_table(grown, settings, table, month_horizon).plan
+        later.append(previous)
+        settings.passed(f"month {month} of {horizon.months - 1}")
+    plan = with_months(instance, first.plan, later)
+    plan = verified(plan, verify_hours(instance, plan), "hourly plan")  # past the deadline too
+    return dataclasses.replace(first, plan=plan)
 
 
 PRICING_TIMED_OUT = (
     "no shadow prices: the pricing LP did not end within the time limit (raise --time-limit "
     "to have them)"
 )
+
+
+@dataclass
+class StaticStep:
+    """The static program as the sequence's program step (solver.stages.ProgramStep):
+    failover by routing columns or by cut rows (`solver.scenario_rows`), solved by
+    workload (solver.decompose), read back by solver.readback, checked by the fleet
+    verifier."""
+
+    instance: Instance
+    table: CandidateTable
+    settings: SolveSettings
+    build_stage: str = "program build"
+    program: FleetProgram = field(init=False)
+    curves: dict[tuple[str, str], PoolCurve] = field(default_factory=dict)
+    parts: PartSolves | None = None
+    cuts: bool = field(init=False)
+    """Failover by cut rows (solver.decompose.scenario_cuts), else by routing columns."""
+
+    def __post_init__(self) -> None:
+        self.cuts = self.settings.scenario_rows == "cuts" and cuts_apply(self.instance)
+
+    @property
+    def lp(self) -> LinearProgram:
+        """The program the backend solves."""
+        return self.program.lp
+
+    def check_size(self) -> None:
+        """The size guard, over the scenarios with routing columns."""
+        routed = tuple(
+            f for f in failure_scenarios(self.instance) if not (self.cuts and f.reroutes)
+        )
+        check_program_size(self.instance, self.table, self.settings.time_limit_s, scenarios=routed)
+
+    def build(self, backend: Backend, solve_settings: SolveSettings) -> None:
+        """The pre-solve problems (Infeasible), then the program, its workload parts
+        started in workers while it builds."""
+        instance, table = self.instance, self.table
+        rows = "cuts" if self.cuts else "routing"
+        sets = ProgramSets(instance, table, failure_scenarios(instance), scenario_rows=rows)
+        problems = [*table.problems, *presolve_problems(sets)]
+        if problems:
+            raise Infeasible.from_problems(problems)
+        if not self.cuts:
+            self.parts = start_by_workload(sets, backend, solve_settings)
+        self.program = build_program(instance, table, settings=self.settings, sets=sets)
+
+    def optimise(self, backend: Backend, solve_settings: SolveSettings) -> Optimised:
+        """By cut rows, or by workload from the parts started at the build."""
+        if self.cuts:
+            return solve_by_cuts(self.program, backend, solve_settings)
+        return optimise(self.program, backend, solve_settings, parts=self.parts)
+
+    def close(self) -> None:
+        """The workload parts no longer needed are abandoned."""
+        if self.parts is not None:
+            self.parts.started.abandon()
+
+    def diagnosis(self, backend: Backend) -> Diagnosis:
+        """The requirements in conflict (a cut program holds no routing to name a
+        conflict with: the routing program is built for it)."""
+        routing = self.program
+        if self.cuts:
+            routing = build_program(self.instance, self.table, settings=self.settings)
+        return diagnose_infeasible(routing, backend, self.settings)
+
+    def price(
+        self, pricer: Backend, values: dict[str, float], settings: SolveSettings
+    ) -> SolveResult:
+        """The pricing LP (solver.readback.pricing); with cut rows, the rows the
+        fractional counts break too."""
+        lp = pricing_program(self.program, values)
+        if self.cuts:
+            return priced_by_cuts(self.program, pricer, lp, settings)
+        return pricer.run(lp, settings)
+
+    def read_back(
+        self,
+        optimised: Optimised,
+        values: dict[str, float],
+        pricing: Callable[[], SolveResult],
+    ) -> Plan:
+        """The plan at its pools' physics, priced once `pricing` ends; with groups or
+        colocation, its tiering report."""
+        instance, program = self.instance, self.program
+        unpriced: list[str] = []
+
+        def duals() -> dict[str, float]:
+            priced = pricing()
+            if priced.termination is Termination.TIME_LIMIT:
+                unpriced.append(PRICING_TIMED_OUT)
+                return {}
+            return priced_rows(priced)
+
+        counts = replica_counts(program.sets, values)
+        self.curves = assess_pools(instance, chosen_sizes(program.sets, counts))
+        plan = read_plan(program, optimised, values, duals, self.settings, self.curves)
+        if unpriced:
+            plan = plan.model_copy(update={"shadow_price_note": unpriced[0]})
+        if program.groups.templates or instance.policy.colocation:
+            plan = _with_tiering(instance, self.settings, plan, program, self.table)
+        return plan
+
+    def verify(self, plan: Plan) -> Verification:
+        """The fleet verifier."""
+        return verify(self.instance, plan)
+
+    def explained(
+        self, optimised: Optimised, plan: Plan, values: dict[str, float]
+    ) -> tuple[FleetProgram, Optimised]:
+        """What `explain` reads: the program and its result as solved."""
+        del plan, values
+        return self.program, optimised
 
 
 def _in_background(run: Callable[..., T], *args) -> Callable[[], T]:
@@ -273,56 +408,6 @@ def _with_tiering(
     plan, unit = with_capacity_units(instance, plan)
     return plan.model_copy(
         update={"tiering": report, "capacity_unit": unit, "colocation": search_report(groups)}
-    )
-
-
-def _solve_in_time(instance: Instance, settings: SolveSettings) -> Solved:
-    """The hourly plan through the stages of `_solve_table` (solver.stages: backend,
-    candidates in workers, the size guard over every period's copy, the deadline checked
-    after the build, the solve stopped at `SOLVE_SHARE`, the pricing LP by
-    `PRICING_SHARE`, the verifier); solver.time supplies the step that differs, the
-    periods program and its read-back. The peak period's program stands for the
-    program in what `explain` reads."""
-    from solver.time.periods import build_time_program, interactive_table
-    from solver.time.solve import hourly_problems, peak_period, period_instances, read_hours
-    from solver.verify.hours import verify_hours
-
-    backend = ready_backend(settings)
-    table = candidate_table(instance, settings)
-    check_program_size(
-        instance,
-        interactive_table(instance, table),
-        settings.time_limit_s,
-        periods=period_instances(instance),
-    )
-    built_s = time.monotonic()
-    program = build_time_program(instance, table, settings)
-    build_s = time.monotonic() - built_s
-    settings.check(f"program build ({len(program.periods)} periods)")
-    peak = peak_period(program)
-    problems = [*table.problems, *hourly_problems(program)]
-    if problems:
-        raise Infeasible.from_problems(problems)
-    result = backend.run(program.lp, solving(settings).with_duals(False))
-    values = solution(
-        result,
-        program.lp,
-        settings,
-        lambda: diagnose_infeasible(peak.program, backend, settings),
-        what="hourly plan",
-    )
-    plan = read_hours(program, result, values, backend, settings, build_s)
-    plan = verified(plan, verify_hours(instance, plan), "hourly plan")  # past the deadline too
-    kept = SolveResult(
-        termination=Termination.OPTIMAL if plan.status == "optimal" else Termination.FEASIBLE,
-        solver=plan.solver.name if plan.solver else "",
-        solver_version=plan.solver.version if plan.solver else "",
-        runtime_s=plan.solver.runtime_s if plan.solver else 0.0,
-        objective=plan.cost_per_month,
-        values=program.period_values(values, peak.first_hour),
-    )
-    return Solved(
-        peak.program, Optimised(kept), with_engine(instance, plan), settings, {}, instance
     )
 
 

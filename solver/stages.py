@@ -15,20 +15,67 @@ peak-hour, an hourly and a month plan meet the same guards under the same deadli
    caller's diagnosis), no plan within the limit (`TimeLimitReached` naming the stage),
    no plan for another reason (`NoSolution`), or a plan, its integer columns rounded.
 6. `verified`: the independent verifier's verdict, or `PlanRejected`.
+
+`ProgramStep` is what the sequence (solver.solve._solve_table) asks of the step that
+differs between horizons: the static program (solver.solve.StaticStep) or the periods
+program of a day and month (solver.time.step.PeriodsStep), chosen by the horizon
+(solver.time.horizon.Horizon).
 """
 
 from collections.abc import Callable
+from typing import Protocol
 
 from models.schema.instance import Instance
 from solver.backends import Backend, get_backend
+from solver.candidates.list_sizes import dominant_list
 from solver.candidates.size_check import check_configurations
 from solver.candidates.table import CandidateTable
 from solver.candidates.workers import build_candidates_parallel
 from solver.errors import BackendUnavailable, Diagnosis, Infeasible, NoSolution, PlanRejected
 from solver.plan.schema import Plan
+from solver.program.build import FleetProgram
 from solver.program.lp import LinearProgram, SolveResult, Termination
+from solver.program.optimised import Optimised
 from solver.settings import SOLVE_SHARE, SolveSettings, TimeLimitReached
 from solver.verify.verdict import Verification
+
+
+class ProgramStep(Protocol):
+    """The part of the sequence that differs between horizons, in the order it is called:
+    size guard, build (pre-solve problems: Infeasible), optimise, close (whatever ran
+    beside the solve is let go), diagnosis (of an infeasible program), price (the
+    pricing LP, run in the background), read_back (the plan, waiting on the prices only
+    where it needs them), verify, explained (what `explain` reads)."""
+
+    build_stage: str
+    curves: dict
+
+    @property
+    def lp(self) -> LinearProgram: ...
+
+    def check_size(self) -> None: ...
+
+    def build(self, backend: Backend, solve_settings: SolveSettings) -> None: ...
+
+    def optimise(self, backend: Backend, solve_settings: SolveSettings) -> Optimised: ...
+
+    def close(self) -> None: ...
+
+    def diagnosis(self, backend: Backend) -> Diagnosis: ...
+
+    def price(
+        self, pricer: Backend, values: dict[str, float], settings: SolveSettings
+    ) -> SolveResult: ...
+
+    def read_back(
+        self, optimised: Optimised, values: dict[str, float], pricing: Callable[[], SolveResult]
+    ) -> Plan: ...
+
+    def verify(self, plan: Plan) -> Verification: ...
+
+    def explained(
+        self, optimised: Optimised, plan: Plan, values: dict[str, float]
+    ) -> tuple[FleetProgram, Optimised]: ...
 
 
 def ready_backend(settings: SolveSettings) -> Backend:
@@ -46,6 +93,8 @@ def candidate_table(instance: Instance, settings: SolveSettings) -> CandidateTab
     checked when it is built (TimeLimitReached naming "candidates")."""
     check_configurations(instance)
     table = build_candidates_parallel(instance, settings)
+    if dominant := dominant_list(table):  # told only if the run gets long
+        settings.hold(dominant.text())
     settings.check("candidates")
     return table
 

@@ -329,7 +329,7 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
         "solver values become the plan; each pool's cost lines come from cost attribution",
     ),
     "solver.time": _contract(
-        "models.schema models.operations solver.program solver.candidates "
+        "models.schema models.operations models.serving solver.program solver.candidates "
         "solver.readback solver.plan solver.verify solver.backends solver.settings "
         "solver.errors solver.analysis solver.stages",
         "the same program indexed by period and read back hour by hour; the stages around it "

@@ -6,13 +6,15 @@ Each factor is named, documented and overridable per instance (`efficiency:` in 
 instance file). Calibrated values live in `models/physics/catalog/efficiency.yaml`, written by
 `python -m calibration.calibrate --write` from the published measurements in
 `calibration/data/`, one set per *engine profile* (a serving engine and version with data:
-`trtllm-0.20`, `trtllm-0.17`) and GPU generation. The instance key `engine:` and
+`trtllm-0.20`, `trtllm-0.17`, `vllm-0.11`, `sglang-0.5`, ...) and GPU generation; a profile
+with no rows of a generation falls back to an older one (`fallback`), the oldest vLLM and
+SGLang profiles to the default TensorRT-LLM one. The instance key `engine:` and
 `--engine` on `perf`/`estimate` pick a profile; the default is the newest with data.
 
 Two regimes, fitted apart: the latency constants (`step_overhead_s`,
-`allreduce_latency_s`) come from latency data or a cited physical floor, the throughput
-constants (FLOP, HBM and link fractions) from max-throughput rows with the latency
-constants held fixed, so that neither regime is bent to fit the other.
+`allreduce_latency_s`, `request_overhead_s`) come from latency data or a cited physical
+floor, the throughput constants (FLOP, HBM and link fractions) from max-throughput rows
+with the latency constants held fixed, so that neither regime is bent to fit the other.
 
 A GPU runs on its own generation's factors when the calibration has rows for it; a GPU
 with none (MI300X, an inline GPU) runs on those of the GPU its `efficiency_like` names, or
@@ -67,6 +69,12 @@ class Efficiency(BaseModel):
     step_overhead_s: float = Field(default=2e-3, ge=0)
     """Fixed cost of one engine iteration (scheduling, sampling, launches), seconds: a
     latency constant, fitted on latency rows."""
+    request_overhead_s: float = Field(default=0.0, ge=0)
+    """Fixed latency of one request in front of the engine (HTTP, tokenisation, scheduling,
+    detokenising the first token), seconds: a benchmark tool counts it in each TTFT. A
+    latency constant of the vLLM and SGLang profiles, fitted on their one-user runs (a
+    lone request's TTFT less its prefill); 0 where no such run was measured. It delays a
+    request's entry into the engine in the closed-loop replay (`models.serving.closed_loop`)."""
     sequence_overhead_s: float = Field(default=0.0, ge=0)
     """Cost of one iteration per sequence in it (host-side sampling, stop checks and
     scheduler bookkeeping, small per-token kernels the roofline leaves out), seconds: a
@@ -96,6 +104,7 @@ class EfficiencyOverrides(BaseModel):
     allreduce_latency_s: StepLatencyS | None = None
     pp_hop_latency_s: StepLatencyS | None = None
     step_overhead_s: StepLatencyS | None = None
+    request_overhead_s: float | None = Field(default=None, ge=0, le=10)
     sequence_overhead_s: StepLatencyS | None = None
     memory_reserve_fraction: float | None = Field(default=None, ge=0, lt=1)
     prefill_chunk_tokens: TokenCount | None = Field(default=None, ge=256)
@@ -136,10 +145,39 @@ def profile_of(name: str) -> dict[str, Any]:
     return engine_profiles().get(name, {})
 
 
+def _version(text: str) -> tuple[int, ...] | None:
+    """`(0, 12, 1)` for `0.12.1`; None for text that is not a dotted version."""
+    parts = text.split(".")
+    return tuple(int(part) for part in parts) if all(p.isdigit() for p in parts) else None
+
+
+def resolve_engine(name: str) -> str | None:
+    """The catalog profile that serves `name`: itself when the calibration holds it, else
+    for `<engine>-<version>` (`vllm-0.12.1`, `trtllm-1.0`) the same engine's newest
+    profile at or below that version (a release newer than the data runs on the newest
+    fit of its engine); None when there is none."""
+    known = engine_profiles()
+    if name in known:
+        return name
+    engine, _, version = name.partition("-")
+    wanted = _version(version)
+    if wanted is None:
+        return None
+    older = [
+        (found, profile)
+        for profile in known
+        if profile.partition("-")[0] == engine
+        and (found := _version(profile.partition("-")[2])) is not None
+        and found <= wanted
+    ]
+    return max(older)[1] if older else None
+
+
 def check_engine(name: str | None) -> str:
-    """`name`, or the default profile when None; raises UnknownEngine naming the known
-    profiles when the calibration has no profile of that name, or naming what is wrong
-    with a profile file."""
+    """The profile `name` runs on (`resolve_engine`: a newer release than the data runs on
+    its engine's newest profile below it), or the default profile when None; raises
+    UnknownEngine naming the known profiles when the calibration has no profile for it,
+    or naming what is wrong with a profile file."""
     if name is None:
         return default_engine()
     if is_profile_file(name):
@@ -147,30 +185,43 @@ def check_engine(name: str | None) -> str:
         if profile["fallback"] is not None:
             check_engine(profile["fallback"])
         return name
-    known = engine_profiles()
-    if name not in known:
+    resolved = resolve_engine(name)
+    if resolved is None:
+        known = engine_profiles()
         raise UnknownEngine(
             f"unknown engine profile {name!r}; known: {', '.join(sorted(known))} "
-            f"(default {default_engine()})"
+            f"(default {default_engine()}; a newer release of a known engine runs on its "
+            "newest profile)"
         )
-    return name
+    return resolved
 
 
-def _chain(engine: str) -> list[dict[str, Any]]:
-    """The `by_key` tables of `engine` and its fallbacks, newest first."""
-    tables, seen = [], set()
+def _profiles(engine: str) -> list[dict[str, Any]]:
+    """`engine`'s profile and its fallbacks', newest first."""
+    profiles, seen = [], set()
     name: str | None = engine
     while name and name not in seen:
         seen.add(name)
         profile = profile_of(name)
-        tables.append(profile.get("by_key", {}))
+        profiles.append(profile)
         name = profile.get("fallback")
-    return tables
+    return profiles
 
 
-def generation_of(gpu_name: str) -> str | None:
+def _chain(engine: str) -> list[dict[str, Any]]:
+    """The `by_key` tables of `engine` and its fallbacks, newest first."""
+    return [profile.get("by_key", {}) for profile in _profiles(engine)]
+
+
+def generation_of(gpu_name: str, engine: str | None = None) -> str | None:
     """The calibrated generation a GPU belongs to (`hopper`, ...): a GPU with calibration
-    rows of its own. None for any other GPU."""
+    rows of its own. With `engine`, a generation the profile (or a fallback) names for a
+    GPU only that engine has rows of comes first (the profile's own `generation_of`:
+    MI300X is `cdna3` under the vLLM profiles). None for any other GPU."""
+    if engine is not None:
+        for profile in _profiles(engine):
+            if gpu_name in profile.get("generation_of", {}):
+                return profile["generation_of"][gpu_name]
     return calibration_table().get("generation_of", {}).get(gpu_name)
 
 
@@ -210,15 +261,19 @@ def _spec(gpu: str | GpuSpec) -> GpuSpec | None:
 
 
 def efficiency_source(gpu: str | GpuSpec, engine: str | None = None) -> EfficiencySource:
-    """Which calibrated set a GPU gets: its own generation's when the calibration holds
-    rows of it, else that of the GPU its `efficiency_like` names, else the pooled fit."""
+    """Which calibrated set a GPU gets: its own generation's when the engine profile (or
+    its fallbacks) holds rows of it, else that of the GPU its `efficiency_like` names,
+    else the pooled fit. (MI300X has vLLM rows but no TensorRT-LLM rows: under a vLLM
+    profile it runs on its own generation, under TensorRT-LLM on the Hopper fit it names.)"""
     spec = _spec(gpu)
     name = gpu.name if isinstance(gpu, GpuSpec) else gpu
     like = spec.efficiency_like if spec is not None else None
-    if like == name:
+    engine = check_engine(engine)
+    own = generation_of(name, engine)
+    if like == name or (own is not None and any(own in table for table in _chain(engine))):
         like = None
-    generation = generation_of(like or name)
-    return EfficiencySource(name, check_engine(engine), like, generation)
+    generation = generation_of(like or name, engine)
+    return EfficiencySource(name, engine, like, generation)
 
 
 def borrowed_gpus(gpus: Iterable[str | GpuSpec], engine: str | None = None) -> list[str]:
@@ -291,5 +346,7 @@ def engine_report(gpus: Iterable[str | GpuSpec], engine: str | None = None) -> s
     name = check_engine(engine)
     shown = profile_summary(profile_of(name), name) if is_profile_file(name) else name
     line = f"engine profile: {shown}" + (" (default)" if engine is None else "")
+    if engine is not None and name != engine:
+        line += f" (for {engine}: the newest {name.partition('-')[0]} profile at or below it)"
     borrowed = borrowed_note(gpus, engine)
     return f"{line}; {borrowed}" if borrowed else line

@@ -26,6 +26,7 @@ from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import Efficiency, efficiency_for
 from models.profiles.fitting import from_vector, nelder_mead, to_vector
 from models.profiles.measurements import Measurement
+from models.serving.closed_loop import FIXED, LengthSpread
 from models.serving.latency import latency_at_concurrency_burst
 from models.serving.replica import ReplicaConfig, ServingContext, TrafficMix
 
@@ -76,9 +77,14 @@ class ProfileFit:
         return float(np.median(errors)) if errors else math.nan
 
 
-def predict(run: Measurement, efficiency: Efficiency, requests_per_user: int) -> dict[str, float]:
-    """The run's figures as the replay gives them under `efficiency` (empty when the
-    layout does not fit)."""
+def predict(
+    run: Measurement,
+    efficiency: Efficiency,
+    requests_per_user: int,
+    spread: LengthSpread = FIXED,
+) -> dict[str, float]:
+    """The run's figures as the replay gives them under `efficiency`, its lengths spread
+    as `spread` draws them (empty when the layout does not fit)."""
     config = ReplicaConfig(
         gpu_catalog()[run.gpu],
         llm_catalog()[run.model],
@@ -91,7 +97,7 @@ def predict(run: Measurement, efficiency: Efficiency, requests_per_user: int) ->
     per_user = max(1, min(requests_per_user, math.ceil(run.requests / run.concurrency)))
     try:
         replay = latency_at_concurrency_burst(
-            ServingContext(config, mix, efficiency), run.concurrency, per_user
+            ServingContext(config, mix, efficiency), run.concurrency, per_user, spread
         )
     except ValueError:
         return {}

@@ -22,15 +22,32 @@ The replay is deterministic and uses only what one engine iteration is:
   that produced its O-th token, and its user sends the next request at once.
 Per request: TTFT = first token - sent, TPOT = (completion - first token) / (O - 1).
 
-Assumptions: fixed lengths (P new prompt tokens after any prefix hit, O output tokens);
-one replica (a pool behind a router that splits users evenly replays the same per
-replica); no preemption (a seated sequence keeps its KV).
+Lengths: the tools draw each request's lengths from a distribution (`LengthSpread`:
+fixed; uniform over [m (1 - s), m (1 + s)] about the mean m, what `--random-range-ratio`
+draws; lognormal with a coefficient of variation, a dataset's conversation lengths). The
+replay draws them deterministically by quantiles: the k-th request sent (in send order,
+over all users) gets the prompt quantile u_k and the output quantile v_k of the R2
+sequence (u_k, v_k) = frac(1/2 + (k + 1) (1/g, 1/g^2)), g the plastic number, whose every
+prefix covers the unit square evenly, so a short run's mean lengths match the
+distribution's and the two lengths are not correlated. Requests of different lengths
+finish at different iterations, so the waves de-synchronise as they do in the real runs;
+with fixed lengths every request is (P, O) and the replay is the bunched one.
+
+A request reaches the engine `request_overhead_s` after it is sent (the engine's fixed
+cost per request: HTTP, tokenisation, scheduling, detokenising the first token, all of
+which a benchmark tool counts in TTFT): it counts once in each TTFT and once in each
+user's loop; the engine runs other requests meanwhile.
+
+Assumptions: P is the new prompt tokens after any prefix hit; one replica (a pool behind a
+router that splits users evenly replays the same per replica); no preemption (a seated
+sequence keeps its KV).
 """
 
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 IterationTime = Callable[[int, float], float]
 """t(B, q): seconds of one iteration with B decoding sequences and q prompt tokens."""
@@ -39,6 +56,72 @@ MAX_ITERATIONS = 2_000_000
 """A replay longer than this is refused: users x requests x (O + prefill iterations) past
 any benchmark a planner would replay (10 requests of 256 users with 32K outputs is
 ~330,000 iterations at full batch)."""
+SHAPES = ("fixed", "uniform", "lognormal")
+PLASTIC = 1.324717957244746
+"""g, the real root of g^3 = g + 1: the R2 sequence's base (module docstring)."""
+_NORMAL = NormalDist()
+
+
+@dataclass(frozen=True)
+class LengthSpread:
+    """How each request's prompt and output lengths spread about their means (module
+    docstring). `prompt` and `output` are, for `uniform`, the half-width s as a fraction of
+    the mean (lengths over [m (1 - s), m (1 + s)], 0 <= s <= 1), for `lognormal` the
+    coefficient of variation; `fixed` ignores them."""
+
+    shape: str = "fixed"
+    prompt: float = 0.0
+    output: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.shape not in SHAPES:
+            raise ValueError(f"length spread {self.shape!r} is not one of {', '.join(SHAPES)}")
+        limit = 1.0 if self.shape == "uniform" else math.inf
+        for name, value in (("prompt", self.prompt), ("output", self.output)):
+            if not 0 <= value <= limit:
+                raise ValueError(
+                    f"{self.shape} {name} spread must be in [0, {limit:g}], got {value!r}"
+                )
+
+    @classmethod
+    def uniform_range(cls, ratio: float) -> "LengthSpread":
+        """Uniform lengths over [ratio x L, L] (`--random-range-ratio` as `sglang.bench_serving`
+        draws it): mean m = L (1 + ratio) / 2, half-width L (1 - ratio) / 2 = m s with
+        s = (1 - ratio) / (1 + ratio), for prompts and outputs alike."""
+        if not 0 <= ratio <= 1:
+            raise ValueError(f"a range ratio must be in [0, 1], got {ratio!r}")
+        half = (1 - ratio) / (1 + ratio)
+        return cls("uniform", half, half)
+
+    def quantile(self, u: float, mean: int, spread: float) -> int:
+        """The length at quantile u in (0, 1) of a distribution with this shape, the mean
+        `mean` and `spread`, rounded to whole tokens, at least 1."""
+        if self.shape == "fixed" or spread == 0:
+            return mean
+        if self.shape == "uniform":
+            value = mean * (1 + spread * (2 * u - 1))
+        else:
+            sigma = math.sqrt(math.log1p(spread**2))
+            value = mean * math.exp(sigma * _NORMAL.inv_cdf(u) - sigma**2 / 2)
+        return max(1, round(value))
+
+    def draw(self, count: int, prompt_tokens: int, output_tokens: int) -> list[tuple[int, int]]:
+        """(prompt, output) of the first `count` requests sent, by the R2 quantiles."""
+        a1, a2 = 1 / PLASTIC, 1 / PLASTIC**2
+        out = []
+        for k in range(count):
+            u, v = (0.5 + (k + 1) * a1) % 1.0, (0.5 + (k + 1) * a2) % 1.0
+            out.append(
+                (
+                    self.quantile(u, prompt_tokens, self.prompt),
+                    self.quantile(v, output_tokens, self.output),
+                )
+            )
+        return out
+
+
+FIXED = LengthSpread()
+"""Every request at the mean lengths."""
 
 
 @dataclass(frozen=True)
@@ -75,11 +158,14 @@ def replay_closed_loop(
     requests_per_user: int,
     prompt_tokens: int,
     output_tokens: int,
+    spread: LengthSpread = FIXED,
+    request_overhead_s: float = 0.0,
 ) -> ClosedLoopRun:
     """Replay `users` closed-loop clients, each sending `requests_per_user` requests of
-    `prompt_tokens` new prompt tokens and `output_tokens` output tokens (see the module
-    docstring). Raises ValueError for arguments that cannot run (no budget, no seat, a
-    replay past `MAX_ITERATIONS`)."""
+    mean `prompt_tokens` new prompt tokens and mean `output_tokens` output tokens, spread
+    as `spread` draws them, each reaching the engine `request_overhead_s` after it is sent
+    (see the module docstring). Raises ValueError for arguments that cannot run (no
+    budget, no seat, a replay past `MAX_ITERATIONS`)."""
     if users < 1 or requests_per_user < 1:
         raise ValueError(
             f"users and requests per user must be >= 1, got {users}, {requests_per_user}"
@@ -100,21 +186,52 @@ def replay_closed_loop(
             f"a replay of {total:,} requests of {output_tokens:,} output tokens is past "
             f"{MAX_ITERATIONS:,} iterations"
         )
+    lengths = spread.draw(total, prompt_tokens, output_tokens)
+    return replay_requests(
+        iteration_s, budget_tokens, max_sequences, users, lengths, request_overhead_s
+    )
 
-    waiting: deque[tuple[int, float]] = deque((user, 0.0) for user in range(users))
-    prefilling: deque[list] = deque()  # [user, sent_s, prompt tokens left]
-    finishing: dict[int, list[tuple[int, float, float]]] = {}  # iteration -> (user, sent, first)
-    left = dict.fromkeys(range(users), requests_per_user)
+
+def replay_requests(
+    iteration_s: IterationTime,
+    budget_tokens: int,
+    max_sequences: int,
+    users: int,
+    lengths: Sequence[tuple[int, int]],
+    request_overhead_s: float = 0.0,
+) -> ClosedLoopRun:
+    """The replay of `replay_closed_loop` with the lengths given: `lengths[k]` is the
+    (prompt, output) of the k-th request sent, the first `users` at t = 0, each later one
+    when a user's last request completes; the run ends when all are done."""
+    if request_overhead_s < 0:
+        raise ValueError(f"the request overhead must be >= 0 s, got {request_overhead_s!r}")
+    total = len(lengths)
+    queue = deque(lengths)
+    # waiting: (user, sent_s, ready_s, prompt, output), in send order (ready_s rises)
+    waiting: deque[tuple[int, float, float, int, int]] = deque()
+    prefilling: deque[list] = deque()  # [user, sent_s, prompt tokens left, output]
+    finishing: dict[int, list[tuple[int, float, float, int]]] = {}  # it -> (user, sent, first, O)
+
+    def send(user: int, now: float) -> None:
+        if queue:
+            prompt, output = queue.popleft()
+            waiting.append((user, now, now + request_overhead_s, prompt, output))
+
+    for user in range(min(users, total)):
+        send(user, 0.0)
     decoding = 0
     now = 0.0
     batch_time = 0.0
+    output_total = 0
     ttfts: list[float] = []
     tpots: list[float] = []
     iteration = 0
     while waiting or prefilling or decoding:
-        while waiting and decoding + len(prefilling) < max_sequences:
-            user, sent = waiting.popleft()
-            prefilling.append([user, sent, prompt_tokens])
+        if not prefilling and not decoding and waiting[0][2] > now:
+            now = waiting[0][2]  # the engine idles until the next request reaches it
+        while waiting and decoding + len(prefilling) < max_sequences and waiting[0][2] <= now:
+            user, sent, _ready, prompt, output = waiting.popleft()
+            prefilling.append([user, sent, prompt, output])
         budget = budget_tokens - decoding
         served, done = 0, []
         for entry in prefilling:
@@ -134,19 +251,18 @@ def replay_closed_loop(
             prefilling.popleft()  # first come, first served: the finished ones lead
         completed = finishing.pop(iteration, [])
         decoding -= len(completed)
-        for _user, _sent, first in completed:
-            tpots.append((now - first) / (output_tokens - 1))
-        for user, sent, _left in done:
+        for _user, _sent, first, output in completed:
+            tpots.append((now - first) / (output - 1))
+        for user, sent, _left, output in done:
             ttfts.append(now - sent)
-            if output_tokens == 1:
-                completed.append((user, sent, now))
+            output_total += output
+            if output == 1:
+                completed.append((user, sent, now, output))
             else:
-                finishing.setdefault(iteration + output_tokens - 1, []).append((user, sent, now))
+                finishing.setdefault(iteration + output - 1, []).append((user, sent, now, output))
                 decoding += 1
-        for user, _, _ in completed:
-            left[user] -= 1
-            if left[user]:
-                waiting.append((user, now))
+        for user, _, _, _ in completed:
+            send(user, now)
         iteration += 1
 
     ttfts.sort()
@@ -156,7 +272,7 @@ def replay_closed_loop(
         requests=total,
         duration_s=now,
         throughput_requests_per_s=total / now,
-        output_tokens_per_s=total * output_tokens / now,
+        output_tokens_per_s=output_total / now,
         mean_decode_batch=batch_time / now,
         ttft_mean_s=sum(ttfts) / len(ttfts),
         ttft_p50_s=_quantile(ttfts, 0.5),

@@ -51,7 +51,7 @@ from functools import cache
 from models.physics.step_time import StepModel
 from models.serving.batch_model import BatchModel
 from models.serving.capacity import replica_capacity
-from models.serving.closed_loop import ClosedLoopRun, replay_closed_loop
+from models.serving.closed_loop import FIXED, ClosedLoopRun, LengthSpread, replay_closed_loop
 from models.serving.edge_search import bisect_edge
 from models.serving.frontier import throughput_frontier
 from models.serving.prefix_kv import pool_mix_tokens
@@ -340,14 +340,19 @@ fully bunched wave weighs 1/10 of the mean."""
 
 
 def latency_at_concurrency_burst(
-    serving: ServingContext, concurrency: int, requests_per_user: int = REQUESTS_PER_USER
+    serving: ServingContext,
+    concurrency: int,
+    requests_per_user: int = REQUESTS_PER_USER,
+    spread: LengthSpread = FIXED,
 ) -> ClosedLoopRun:
     """Closed loop as benchmark tools run it: `concurrency` users per replica start
-    together with fixed lengths (the mix's mean prompt, less prefix hits, and mean output)
-    and each sends its next request when the last completes, replayed iteration by
-    iteration on the replica's step model (`models.serving.closed_loop`). Seats: the
-    replica's batch ceiling at the offline maximum (KV memory, the engine's batch cap);
-    budget: pp x chunk tokens per iteration. Raises ValueError as `latency_at_concurrency`.
+    together (the mix's mean prompt, less prefix hits, and mean output; fixed lengths
+    unless `spread` draws them spread about those means) and each sends its next request
+    when the last completes, replayed iteration by iteration on the replica's step model
+    (`models.serving.closed_loop`), each request reaching the engine the profile's
+    `request_overhead_s` after it is sent. Seats: the replica's batch ceiling at the
+    offline maximum (KV memory, the engine's batch cap); budget: pp x chunk tokens per
+    iteration. Raises ValueError as `latency_at_concurrency`.
     """
     if concurrency < 1 or int(concurrency) != concurrency:
         raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency}")
@@ -367,6 +372,8 @@ def latency_at_concurrency_burst(
         requests_per_user=requests_per_user,
         prompt_tokens=max(1, round(replica.new_prompt)),
         output_tokens=max(1, round(replica.output)),
+        spread=spread,
+        request_overhead_s=serving.efficiency.request_overhead_s,
     )
 
 

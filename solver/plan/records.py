@@ -253,6 +253,12 @@ class Binding(BaseModel):
     shadow_price: float
     """d(cost)/d(rhs) in the pricing LP (see SHADOW_PRICE_NOTE)."""
     unit: str = ""
+    period: int | None = None
+    """The row's period: its first UTC hour (an hourly plan's row; None in a static plan,
+    whose one period is the whole day)."""
+    month: int | None = None
+    """The month of the procurement horizon whose program the row is in (None without
+    policy.horizon_months)."""
 
 
 class Route(BaseModel):

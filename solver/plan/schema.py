@@ -108,7 +108,9 @@ class Plan(BaseModel):
     """GPU-hours idle / GPU-hours paid at peak with no failure: 1 - sum_p gpus_p x
     utilisation_p / sum_{r,g} gpus[r,g].paid, busy GPUs over every pool and shared group,
     over the GPUs the bill covers (bought, in whole servers, plus the owned ones in use):
-    a server of 8 bought for 3 busy GPUs is 5 idle GPUs (solver.readback.groups)."""
+    a server of 8 bought for 3 busy GPUs is 5 idle GPUs (solver.readback.groups). An
+    hourly plan states the same share over the day's hours, committed GPUs paid in every
+    hour (solver.time.idle)."""
     capacity_unit: str = ""
     """The unit of `ReplicaPool.capacity_units_per_replica` (solver.analysis.capacity_report)."""
     colocation: "ColocationSearch | None" = None

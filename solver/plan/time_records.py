@@ -5,7 +5,7 @@ where batch work is served."""
 
 from pydantic import BaseModel, Field
 
-from solver.plan.records import FROZEN, ReplicaPool
+from solver.plan.records import FROZEN, Binding, ReplicaPool
 
 
 class HourGpus(BaseModel):
@@ -218,6 +218,15 @@ class Month(BaseModel):
     servers_ordered: tuple[ServerOrder, ...] = ()
     """The servers this month's commitment adds (its offers' `bought_gpus` / GPUs per
     server), each with its order month."""
+    binding: tuple[Binding, ...] = ()
+    """The month's binding constraints with their shadow prices, from its own pricing LP,
+    each with `month` set (month 0: the plan's own `binding`, not repeated)."""
+    shadow_price_note: str = ""
+    """How the month's shadow prices were computed, or why it has none (month 0: the
+    plan's own note)."""
+    idle_fraction: float | None = Field(default=None, ge=0, le=1)
+    """The month's idle share over the GPUs paid, over its day's hours (solver.time.idle;
+    month 0: the plan's own `idle_fraction`, stated here too)."""
 
 
 class BatchPlacement(BaseModel):

@@ -12,6 +12,16 @@ strings at the call site:
     parse_name("capacity[lose=eu-west,chat,us-east,decode]")
         == CapacityRow("lose=eu-west", "chat", "us-east", "decode")
 
+Time is a dimension of every family, not a family of its own: every index carries two
+typed fields beside its own, `period` (the first UTC hour of the period of the day its
+row is in; None in a static program, whose one period is the day) and `month` (the month
+of the procurement horizon; None without one). They are set with `at` and written
+only when the name is rendered for the program (`timed_name`: `name@tHH`, then `@mMM`):
+
+    CapacityRow("none", "chat", "us-east", "unified").at(7).name()
+        == "capacity[none,chat,us-east,unified]@t07"
+    parse_name("capacity[none,chat,us-east,unified]@t07").period == 7
+
 This module sits beside the plan schema (solver.plan.schema) as its vocabulary, and imports
 nothing from solver/: the independent verifier names the requirements a fleet breaks
 with the same names as the program's rows, so the index types it needs live here
@@ -21,7 +31,7 @@ declares its index type in its own module under solver.program.families.
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from operator import attrgetter
 from typing import ClassVar, Self
@@ -30,13 +40,48 @@ from models.serving.replica import Role
 
 _INDEX_TYPES: dict[str, type["Index"]] = {}
 
+PERIOD_MARK = "@t"
+"""Written before a period's first UTC hour in a rendered name (`@t07`)."""
+MONTH_MARK = "@m"
+"""Written before the month of the horizon in a rendered name (`@m03`)."""
+TIME_FIELDS = ("period", "month")
+"""The fields every index has beside its own: where in time its row is."""
+
+
+def timed_name(name: str, period: int | None = None, month: int | None = None) -> str:
+    """`name` in `period` (first UTC hour) and `month`: `name@tHH@mMM`, either mark left
+    out when None. The one place the marks are written (the program's names, and the
+    verifier's requirements that repeat them)."""
+    if period is not None:
+        name = f"{name}{PERIOD_MARK}{period:02d}"
+    if month is not None:
+        name = f"{name}{MONTH_MARK}{month:02d}"
+    return name
+
+
+def split_timed(name: str) -> tuple[str, int | None, int | None]:
+    """(the name without its marks, its period, its month): `timed_name` read back."""
+    month = period = None
+    base, mark, number = name.rpartition(MONTH_MARK)
+    if mark and number.isdigit():
+        name, month = base, int(number)
+    base, mark, number = name.rpartition(PERIOD_MARK)
+    if mark and number.isdigit():
+        name, period = base, int(number)
+    return name, period, month
+
 
 @dataclass(frozen=True)
 class Index:
-    """The index of one row (or column) of a family; subclasses add the fields in order."""
+    """The index of one row (or column) of a family; subclasses add the fields in order,
+    after the time fields every index has (keyword-only)."""
 
     family: ClassVar[str] = ""
     """The text before the bracket; one index type per family."""
+    period: int | None = field(default=None, kw_only=True)
+    """The first UTC hour of the row's period of the day (None: a static program's row)."""
+    month: int | None = field(default=None, kw_only=True)
+    """The month of the procurement horizon (None: a program without months)."""
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -51,8 +96,16 @@ class Index:
         return _getter(type(self))(self)
 
     def name(self) -> str:
-        """`family[index,...]`: the row's (or column's) name."""
-        return f"{self.family}[{','.join(map(str, self.values()))}]"
+        """`family[index,...]`, marked with its period and month where set: the row's
+        (or column's) name in the program."""
+        name = f"{self.family}[{','.join(map(str, self.values()))}]"
+        if self.period is None and self.month is None:
+            return name
+        return timed_name(name, self.period, self.month)
+
+    def at(self, period: int | None, month: int | None = None) -> Self:
+        """The same index in `period` (first UTC hour) and `month`."""
+        return replace(self, period=period, month=month)
 
     @classmethod
     def owns(cls, family: str) -> bool:
@@ -62,25 +115,34 @@ class Index:
     @classmethod
     def index_text(cls) -> str:
         """The index tuple as the report shows it: `[scenario,workload,region,phase]`."""
-        return "[" + ",".join(f.name for f in fields(cls)) + "]"
+        return "[" + ",".join(f.name for f in _own_fields(cls)) + "]"
 
     @classmethod
     def parse(cls, name: str) -> Self:
-        """The index of a name of this family (fields typed `int` read as integers)."""
-        family, parts = split_name(name)
+        """The index of a name of this family (fields typed `int` read as integers), its
+        period and month read from their marks."""
+        base, period, month = split_timed(name)
+        family, parts = split_name(base)
         if family != cls.family:
             raise ValueError(f"{name!r} is not a {cls.family} name")
-        own = fields(cls)
+        own = _own_fields(cls)
         if len(parts) != len(own):
             raise ValueError(f"{name!r}: {cls.family} has {len(own)} indices {cls.index_text()}")
-        return cls(*(int(p) if f.type is int else p for f, p in zip(own, parts, strict=True)))
+        values = (int(p) if f.type is int else p for f, p in zip(own, parts, strict=True))
+        return cls(*values, period=period, month=month)
+
+
+@cache
+def _own_fields(index_type: type) -> tuple:
+    """The fields of an index type's own index, in order (not the time fields)."""
+    return tuple(f for f in fields(index_type) if f.name not in TIME_FIELDS)
 
 
 @cache
 def _getter(index_type: type) -> Callable[[object], tuple]:
     """Reads an index's fields as a tuple, in order (built once per type: the program
     writes a name for every row and column)."""
-    names = tuple(f.name for f in fields(index_type))
+    names = tuple(f.name for f in _own_fields(index_type))
     if len(names) == 1:
         one = attrgetter(names[0])
         return lambda index: (one(index),)
@@ -102,13 +164,15 @@ def parse_name(name: str) -> Index:
         ValueError: the name is malformed or its family has no registered index type
             (its module is not imported).
     """
-    family, _ = split_name(name)
+    base, period, month = split_timed(name)
+    family, _ = split_name(base)
     index_type = _INDEX_TYPES.get(family) or next(
         (t for t in _INDEX_TYPES.values() if t.owns(family)), None
     )
     if index_type is None:
         raise ValueError(f"{name!r}: no index type is registered for family {family!r}")
-    return index_type.parse(name)
+    index = index_type.parse(base)
+    return index if period is None and month is None else index.at(period, month)
 
 
 def phase_label(role: Role, precision: str | None, split_precisions: bool) -> str:

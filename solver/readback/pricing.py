@@ -26,7 +26,7 @@ from solver.program.families.pooling import PoolAtLeastColumn
 from solver.program.families.variables import PoolUsedColumn
 from solver.program.families.zone import ZoneSurvivorsIndex
 from solver.program.lp import Constraint, LinearProgram, Sense, SolveResult
-from solver.program.row_names import ReplicasColumn
+from solver.program.row_names import ReplicasColumn, split_timed
 
 PRICE_TOLERANCE = 1e-6
 """$/month below which a shadow price counts as zero."""
@@ -75,8 +75,8 @@ def binding_constraints(
 def binding_rows(
     lp: LinearProgram, values: dict[str, float], duals: dict[str, float]
 ) -> tuple[Binding, ...]:
-    """`binding_constraints` over any program's rows (the hourly program's too: its rows
-    carry their period, `capacity[none,chat,us-east,unified]@t07`)."""
+    """`binding_constraints` over any program's rows (the hourly program's too: a row in a
+    period states it as `Binding.period`, its name marked `capacity[...]@t07`)."""
     found = []
     for row in lp.constraints.values():
         family = FAMILIES.get(row.family)
@@ -89,6 +89,7 @@ def binding_rows(
         if abs(price) <= PRICE_TOLERANCE:
             price = 0.0
         if tight or price:
+            _, period, month = split_timed(row.name)
             found.append(
                 Binding(
                     name=row.name,
@@ -97,6 +98,8 @@ def binding_rows(
                     slack=0.0 if is_tight(row, values) else row.slack(values),
                     shadow_price=price,
                     unit=family.dual_unit,
+                    period=period,
+                    month=month,
                 )
             )
     return tuple(sorted(found, key=lambda b: (-abs(b.shadow_price), b.name)))

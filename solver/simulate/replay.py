@@ -14,6 +14,11 @@ the same per-replica load and pool size.
 
 Prefill-only and decode-only pools are replayed as a pair (`solver.simulate.
 disaggregated`): the prefill rows carry TTFT (with the KV transfer), the decode rows TPOT.
+
+With a closed-loop client (`arrivals` burst or staggered) each pool, or pair, is instead
+driven by C users per replica (per decode replica of a pair) that send their next
+request when the last completes, as benchmark tools run them, and set against `perf
+--concurrency` (`solver.simulate.closed_rows`).
 """
 
 import re
@@ -27,10 +32,11 @@ from models.physics.memory import default_kv_precision
 from models.schema.instance import Instance
 from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.capacity import replica_capacity
-from models.serving.latency import latency_at_rate
+from models.serving.latency import REQUESTS_PER_USER, latency_at_rate
 from models.serving.replica import ReplicaConfig, Role, ServingContext, TrafficMix
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
+from solver.simulate.closed_rows import CLOSED_LOOP, simulate_closed_pair, simulate_closed_pool
 from solver.simulate.disaggregated import cached_tokens, replica_engine
 from solver.simulate.engine import Effects, PoolTrace, simulate_pool
 from solver.simulate.pair_rows import pair_meets, simulate_pair_rows
@@ -92,6 +98,9 @@ def simulate_plan(
     warmup_s: float | None = None,
     effects: bool = False,
     tolerance: bool = False,
+    arrivals: str = "open",
+    concurrency: int | None = None,
+    requests_per_user: int = REQUESTS_PER_USER,
 ) -> PlanSimulation:
     """Replay every pool of `plan` under `scenario` (see the module docstring).
 
@@ -106,11 +115,21 @@ def simulate_plan(
         effects: also run each pool with each engine effect off and report p99 TTFT.
         tolerance: also find the burstiness each pool tolerates (bisection over the
             inter-arrival cv, `solver.simulate.tolerance`; ~9 more runs of each pool).
+        arrivals: `open` (Poisson, or gamma at `burstiness_cv`, at the scenario's load),
+            or a closed-loop client of `concurrency` users per replica sending
+            `requests_per_user` requests each: `burst` or `staggered`
+            (`solver.simulate.closed_rows`; duration, warm-up, burstiness, effects and
+            tolerance do not apply).
 
-    Raises ValueError for a scenario the plan does not have or a bad option.
+    Raises ValueError for a scenario the plan does not have or a bad option, and
+    ClosedLoopRefused for a closed loop on a pair of more than one prefill or decode
+    pool.
     """
     if duration_s <= 0:
         raise ValueError(f"duration must be > 0 s, got {duration_s}")
+    closed = arrivals != "open"
+    if closed and (arrivals not in CLOSED_LOOP or concurrency is None or concurrency < 1):
+        raise ValueError(f"arrivals {arrivals!r}: open, or burst/staggered with a concurrency >= 1")
     warmup = min(60.0, 0.1 * duration_s) if warmup_s is None else warmup_s
     pools: list[PoolSimulation] = []
     events = 0
@@ -119,6 +138,23 @@ def simulate_plan(
         if phase.startswith(str(Role.DECODE)):
             continue  # replayed with its prefill phase
         shares = _shares(instance, plan, instance.workload(workload_name), region, counts)
+        if closed and phase.startswith(str(Role.PREFILL)):
+            prefill, decode = _closed_pair(
+                instance, plan, entries, (workload_name, region, phase), shares
+            )
+            rows, count = simulate_closed_pair(
+                instance.workload(workload_name),
+                prefill,
+                decode,
+                int(concurrency or 1),
+                requests_per_user,
+                arrivals,
+                [seed, index],
+                dispatch,
+            )
+            pools.extend(rows)
+            events += count
+            continue
         if phase.startswith(str(Role.PREFILL)):
             decode_phase = str(Role.DECODE) + phase[len(str(Role.PREFILL)) :]
             partner = next(
@@ -150,6 +186,21 @@ def simulate_plan(
             continue
         total = sum(share[-1] for share in shares) or 1.0
         for offset, (pool, config, mix, efficiency, n, weight) in enumerate(shares):
+            if closed:
+                row, count = simulate_closed_pool(
+                    pool,
+                    instance.workload(workload_name),
+                    ServingContext(config, mix, efficiency),
+                    n,
+                    int(concurrency or 1),
+                    requests_per_user,
+                    arrivals,
+                    [seed, index, offset],
+                    dispatch,
+                )
+                pools.append(row)
+                events += count
+                continue
             one = partial(
                 _simulate_one,
                 pool,
@@ -180,7 +231,31 @@ def simulate_plan(
         dispatch=dispatch,
         pools=tuple(pools),
         events=events,
+        arrivals=arrivals,
+        concurrency=concurrency if closed else None,
     )
+
+
+def _closed_pair(instance: Instance, plan: Plan, entries, key, shares) -> tuple:
+    """(prefill pool, decode pool) of the pair whose prefill phase is `key`, each as
+    (pool, config, mix, efficiency, replicas); refused unless the pair is one prefill
+    pool and one decode pool."""
+    workload_name, region, phase = key
+    decode_phase = str(Role.DECODE) + phase[len(str(Role.PREFILL)) :]
+    partner = next((e for e in entries if e[:3] == (workload_name, region, decode_phase)), None)
+    workload = instance.workload(workload_name)
+    decode = _shares(instance, plan, workload, region, partner[4]) if partner else []
+    if len(shares) != 1 or len(decode) != 1:
+        raise ClosedLoopRefused(
+            f"{workload_name} in {region}: the closed-loop client replays a pair of one "
+            f"prefill pool and one decode pool, this has {len(shares)} and {len(decode)}; "
+            "use open arrivals"
+        )
+    return shares[0][:5], decode[0][:5]
+
+
+class ClosedLoopRefused(ValueError):
+    """A closed-loop client asked of a plan it does not replay (a disaggregated pair)."""
 
 
 def _one_meets(run, cv: float) -> bool:

@@ -89,6 +89,11 @@ class PlanSimulation(BaseModel):
     dispatch: str
     pools: tuple[PoolSimulation, ...]
     events: int = 0
+    arrivals: str = "open"
+    """`open` (Poisson or gamma at the load), or a closed-loop client: `burst`,
+    `staggered` (`solver.simulate.closed_rows`)."""
+    concurrency: int | None = None
+    """Closed loop: users per replica."""
 
     @property
     def meets_slo(self) -> bool:

@@ -1,10 +1,17 @@
-"""Synthetic traffic for the simulator: arrival times and token lengths, seeded."""
+"""Synthetic traffic for the simulator: arrival times and token lengths, seeded, and the
+benchmark tools' closed-loop client (users that send their next request when the last
+completes)."""
 
+import heapq
 import math
 
 import numpy as np
 
 from models.schema.traffic import TokenDistribution
+
+# the engine's replica and its event loop drive the closed-loop client as they drive
+# `simulate_pool`; only the source of the arrivals differs
+from solver.simulate.engine import DISPATCHES, Effects, PoolTrace, ReplicaEngine, _Replica
 
 
 def arrival_times_s(
@@ -48,3 +55,227 @@ def token_lengths(
     sigma_sq = math.log1p(cv**2)
     draws = rng.lognormal(math.log(mean) - sigma_sq / 2, math.sqrt(sigma_sq), size=count)
     return np.maximum(1, np.rint(draws)).astype(int)
+
+
+def closed_loop_trace(
+    engine: ReplicaEngine,
+    replicas: int,
+    start_s: np.ndarray,
+    requests_per_user: int,
+    prompt_tokens: np.ndarray,
+    output_tokens: np.ndarray,
+    cached_tokens: np.ndarray | None = None,
+    dispatch: str = "least_prefill",
+) -> PoolTrace:
+    """The benchmark tools' closed-loop client on a pool: user u sends its first request
+    at `start_s[u]` and each next one the moment the last completes, `requests_per_user`
+    in all (C = len(start_s) users). Requests are numbered in the order they are sent;
+    request i has `prompt_tokens[i]` tokens to prefill (after `cached_tokens[i]` hits)
+    and `output_tokens[i]` output tokens. The replicas, the router and every engine
+    effect are `solver.simulate.engine.simulate_pool`'s (its replica and event loop);
+    only the arrivals differ: a send waits for its user's completion, not a clock.
+    At one instant the engines' events fire before the sends (as `simulate_pool` fires
+    the events up to an arrival first)."""
+    if dispatch not in DISPATCHES:
+        raise ValueError(f"dispatch must be one of {', '.join(DISPATCHES)}, got {dispatch!r}")
+    users = len(start_s)
+    total = users * requests_per_user
+    if users < 1 or requests_per_user < 1 or len(prompt_tokens) < total:
+        raise ValueError(
+            f"{users} users x {requests_per_user} requests need {total} lengths, "
+            f"got {len(prompt_tokens)}"
+        )
+    trace = PoolTrace(
+        arrival_s=np.full(total, np.nan),
+        first_token_s=np.full(total, np.nan),
+        finish_s=np.full(total, np.nan),
+        output_tokens=np.asarray(output_tokens[:total], dtype=int),
+    )
+    prompt = [int(p) for p in prompt_tokens[:total]]
+    output = [int(o) for o in output_tokens[:total]]
+    cached = [0.0] * total if cached_tokens is None else [float(c) for c in cached_tokens[:total]]
+    pool = [_Replica(engine, Effects(), trace, prompt, output, cached) for _ in range(replicas)]
+    in_flight: list[dict[int, int]] = [{} for _ in range(replicas)]  # request -> user
+    left = [requests_per_user] * users
+    sends = [(float(at), user) for user, at in enumerate(start_s)]
+    heapq.heapify(sends)
+    heap: list = []
+    sent = turn = 0
+    while sends or heap:
+        if heap and (not sends or heap[0][0] <= sends[0][0]):
+            _, index, epoch = heapq.heappop(heap)
+            replica = pool[index]
+            if epoch != replica.epoch or replica.kind == "idle":
+                continue
+            replica.fire()
+            replica.epoch += 1
+            if replica.kind != "idle":
+                heapq.heappush(heap, (replica.event_s, index, replica.epoch))
+            done = [r for r in in_flight[index] if not math.isnan(trace.finish_s[r])]
+            for request in done:
+                user = in_flight[index].pop(request)
+                left[user] -= 1
+                if left[user]:
+                    heapq.heappush(sends, (float(trace.finish_s[request]), user))
+            continue
+        at_s, user = heapq.heappop(sends)
+        request, sent = sent, sent + 1
+        trace.arrival_s[request] = at_s
+        target, turn = _route(pool, dispatch, turn)
+        in_flight[target][request] = user
+        replica = pool[target]
+        moved = replica.arrive(request, at_s)
+        if replica.kind == "mixed" and replica.now == at_s:
+            replica.schedule()  # the iteration starting now is planned again with it
+            moved = True
+        if moved:
+            replica.epoch += 1
+            heapq.heappush(heap, (replica.event_s, target, replica.epoch))
+    trace.end_s = max((r.now for r in pool), default=0.0)
+    return trace
+
+
+def _route(pool: list, dispatch: str, turn: int) -> tuple[int, int]:
+    """(replica, next turn) for a request, as `simulate_pool`'s router picks it."""
+    replicas = len(pool)
+    if dispatch == "round_robin":
+        return turn, (turn + 1) % replicas
+    if dispatch == "jsq":
+        target = min(range(replicas), key=lambda r: (pool[r].outstanding(), (r - turn) % replicas))
+    else:
+        target = min(
+            range(replicas),
+            key=lambda r: (pool[r].backlog_tokens, pool[r].outstanding(), (r - turn) % replicas),
+        )
+    return target, (target + 1) % replicas
+
+
+def closed_loop_pair_trace(
+    prefill_engine: ReplicaEngine,
+    prefill_lanes: int,
+    decode_engine: ReplicaEngine,
+    decode_replicas: int,
+    start_s: np.ndarray,
+    requests_per_user: int,
+    prompt_tokens: np.ndarray,
+    output_tokens: np.ndarray,
+    transfer_s: np.ndarray,
+    dispatch: str = "least_prefill",
+) -> dict:
+    """The closed-loop client on a disaggregated pair: user u sends its first request at
+    `start_s[u]`, the prefill lanes (`prefill_lanes` replicas of `prefill_engine`, one
+    output token: the first) prefill it, its KV lands `transfer_s[i]` after its first
+    token at the decode pool (`decode_replicas` of `decode_engine`, the prompt's KV
+    already resident, O - 1 tokens to decode), and its user sends the next request the
+    moment the decode pool finishes it. Both pools are `simulate_pool`'s replicas and
+    router; at one instant the engines' events land first, then the KV, then the sends.
+    Returns per request (in send order) `arrival_s`, `ttft_s` (first token + transfer -
+    sent, the planner's), `tpot_s` ((finish - first token - transfer) / (O - 1)),
+    `finish_s`, and `end_s`, `preemptions`, `events`, `decode_busy_batch_s`."""
+    if dispatch not in DISPATCHES:
+        raise ValueError(f"dispatch must be one of {', '.join(DISPATCHES)}, got {dispatch!r}")
+    users = len(start_s)
+    total = users * requests_per_user
+    if users < 1 or requests_per_user < 1 or len(prompt_tokens) < total:
+        raise ValueError(
+            f"{users} users x {requests_per_user} requests need {total} lengths, "
+            f"got {len(prompt_tokens)}"
+        )
+    outputs = np.asarray(output_tokens[:total], dtype=int)
+    traces = [
+        PoolTrace(
+            arrival_s=np.full(total, np.nan),
+            first_token_s=np.full(total, np.nan),
+            finish_s=np.full(total, np.nan),
+            output_tokens=tokens,
+        )
+        for tokens in (np.ones(total, dtype=int), outputs)
+    ]
+    prompts = [int(p) for p in prompt_tokens[:total]]
+    pools = [
+        [
+            _Replica(prefill_engine, Effects(), traces[0], prompts, [1] * total, [0.0] * total)
+            for _ in range(prefill_lanes)
+        ],
+        [
+            _Replica(
+                decode_engine,
+                Effects(),
+                traces[1],
+                [0] * total,
+                outputs.tolist(),
+                [float(p) for p in prompts],
+            )
+            for _ in range(decode_replicas)
+        ],
+    ]
+    in_flight: list[list[dict[int, int]]] = [[{} for _ in pool] for pool in pools]
+    left = [requests_per_user] * users
+    owner = [0] * total
+    audible_s = np.full(total, np.nan)
+    sends = [(float(at), user) for user, at in enumerate(start_s)]
+    heapq.heapify(sends)
+    landings: list[tuple[float, int]] = []  # (KV lands at the decode pool, request)
+    heap: list = []
+    sent = 0
+    turns = [0, 0]
+
+    def enter(side: int, request: int, at_s: float) -> None:
+        pool = pools[side]
+        target, turns[side] = _route(pool, dispatch, turns[side])
+        in_flight[side][target][request] = owner[request]
+        replica = pool[target]
+        traces[side].arrival_s[request] = at_s
+        moved = replica.arrive(request, at_s)
+        if replica.kind == "mixed" and replica.now == at_s:
+            replica.schedule()  # the iteration starting now is planned again with it
+            moved = True
+        if moved:
+            replica.epoch += 1
+            heapq.heappush(heap, (replica.event_s, side, target, replica.epoch))
+
+    while sends or landings or heap:
+        next_s = min(sends[0][0] if sends else math.inf, landings[0][0] if landings else math.inf)
+        if heap and heap[0][0] <= next_s:
+            _, side, index, epoch = heapq.heappop(heap)
+            replica = pools[side][index]
+            if epoch != replica.epoch or replica.kind == "idle":
+                continue
+            replica.fire()
+            replica.epoch += 1
+            if replica.kind != "idle":
+                heapq.heappush(heap, (replica.event_s, side, index, replica.epoch))
+            trace, flying = traces[side], in_flight[side][index]
+            for request in [r for r in flying if not math.isnan(trace.finish_s[r])]:
+                user = flying.pop(request)
+                if side == 0:
+                    audible_s[request] = trace.first_token_s[request] + transfer_s[request]
+                    heapq.heappush(landings, (float(audible_s[request]), request))
+                else:
+                    left[user] -= 1
+                    if left[user]:
+                        heapq.heappush(sends, (float(trace.finish_s[request]), user))
+            continue
+        if landings and landings[0][0] <= (sends[0][0] if sends else math.inf):
+            at_s, request = heapq.heappop(landings)
+            enter(1, request, at_s)
+            continue
+        at_s, user = heapq.heappop(sends)
+        request, sent = sent, sent + 1
+        owner[request] = user
+        enter(0, request, at_s)
+    arrival_s = traces[0].arrival_s
+    finish_s = traces[1].finish_s
+    many = outputs > 1
+    tpot_s = np.full(total, np.nan)
+    tpot_s[many] = (finish_s[many] - audible_s[many]) / (outputs[many] - 1)
+    return {
+        "arrival_s": arrival_s,
+        "ttft_s": audible_s - arrival_s,
+        "tpot_s": tpot_s,
+        "finish_s": finish_s,
+        "end_s": max((r.now for pool in pools for r in pool), default=0.0),
+        "preemptions": traces[0].preemptions + traces[1].preemptions,
+        "events": traces[0].events + traces[1].events,
+        "decode_busy_batch_s": traces[1].busy_batch_s,
+    }

@@ -31,6 +31,7 @@ from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.plan.time_records import BatchPlacement, BatchSoak
 from solver.program.families.batch_work import BatchWork, DedicatedOption, SoakOption
+from solver.program.row_names import timed_name
 from solver.time.periods import TimeProgram
 
 HOURS_PER_DAY = 24
@@ -80,9 +81,8 @@ def hour_soaks(program: TimeProgram, values: dict[str, float]) -> dict[int, tupl
     soaks: dict[int, list[BatchSoak]] = {h: [] for h in range(HOURS_PER_DAY)}
     for work in program.batch:
         for part in program.periods:
-            mark = f"@t{part.first_hour:02d}"
             for option in work.soak:
-                rate = values.get(option.column + mark, 0.0)
+                rate = values.get(timed_name(option.column, part.first_hour), 0.0)
                 if rate <= 1e-9:
                     continue
                 for hour in part.period.hours:
@@ -189,7 +189,7 @@ def _chosen_soak(
 
     def day_rps(option: SoakOption) -> float:
         return math.fsum(
-            values.get(option.column + f"@t{p.first_hour:02d}", 0.0) * p.period.weight_hours
+            values.get(timed_name(option.column, p.first_hour), 0.0) * p.period.weight_hours
             for p in program.periods
         )
 

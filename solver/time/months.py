@@ -23,42 +23,35 @@ with their order month (`servers_ordered`). The plan's `horizon_cost` is the sum
 months' costs. What a month does not commit it rents on
 demand (or on spot) hour by hour, as in month 0.
 
-Sequence, not one joint program. Solving month by month is greedy: a month commits
-what is cheapest for itself given the commitments it inherits, without looking ahead
-(a joint program could commit earlier for later months). With growing demand each
-month's own base is already at least the last month's, so the lower bound rarely
-binds; one joint program over 12 months x the periods of the day would be 12 times
-the size of the hourly program. The candidate table (the physics of every
-configuration, the slow part) is built once, on the horizon's largest demand, and
-reused by every month.
+Rolling, not one joint program: each month is solved by the pipeline's one sequence
+(solver.solve) as its own horizon (solver.time.horizon says why rolling), priced and
+read back as month 0 is; the whole horizon is verified once. The candidate table (the
+physics of every configuration, the slow part) is built once, on the horizon's largest
+demand, and reused by every later month.
 """
 
 import math
-from collections.abc import Callable
+from collections.abc import Mapping, Sequence
 
 from models.operations.procurement import (
     grown_instance,
     growth_factors,
     month_factors,
-    month_instance,
 )
 from models.operations.site import node_gpus
 from models.schema.instance import Instance
-from solver.backends import Backend
 from solver.candidates.table import CandidateTable
 from solver.errors import Diagnosis, Infeasible, Problem
+from solver.plan.records import Binding
 from solver.plan.schema import Plan
 from solver.plan.time_records import Commitment, Hour, Month, MonthOffer, ServerOrder
 from solver.program.families.pricing import CommittedColumn
-from solver.program.lp import SolveResult, Variable
+from solver.program.lp import Variable
 from solver.settings import SolveSettings
-from solver.stages import candidate_table, solution, solving
-from solver.time.periods import TimeProgram, build_time_program
+from solver.stages import candidate_table
+from solver.time.periods import TimeProgram
 
 HOURS_PER_DAY = 24
-
-ReadBack = Callable[[TimeProgram, SolveResult, dict[str, float], SolveSettings], Plan]
-"""Reads a solved periods program back into an hourly plan (solver.time.solve)."""
 
 
 def horizon_table(instance: Instance, horizon: int, settings: SolveSettings) -> CandidateTable:
@@ -72,51 +65,30 @@ def horizon_table(instance: Instance, horizon: int, settings: SolveSettings) -> 
     return candidate_table(grown_instance(instance, largest), settings)
 
 
-def solve_month(
-    instance: Instance,
-    month: int,
-    table: CandidateTable,
-    previous: dict[tuple[str, str], float],
-    backend: Backend,
-    settings: SolveSettings,
-    hourly_plan: ReadBack,
-) -> Plan:
-    """Month `month`'s hourly plan: its periods program at its demand, its commitments
-    at least `previous` (and exactly `previous` before the lead time).
-
-    Raises:
-        Infeasible: the month's demand cannot be served (on-demand supply or its cap
-            short while orders are still on their way).
-        NoSolution: the solver stopped without a plan (TimeLimitReached naming the
-            month when the run's deadline stopped it).
-    """
-    grown = month_instance(instance, month)
-    program: TimeProgram = build_time_program(grown, table, settings)
-    frozen = month < instance.policy.lead_time_months
+def bound_commitments(
+    program: TimeProgram, floor: Mapping[tuple[str, str], float], frozen: bool
+) -> None:
+    """A later month's periods program with its commitments at least `floor` (the month
+    before's), and exactly `floor` before the lead time (`frozen`): the module text."""
     for offer in program.offers:
         name = CommittedColumn(offer.region, offer.gpu).name()
         if name not in program.lp.variables:
             continue
         var = program.lp.variables[name]
-        floor = previous.get((offer.region, offer.gpu), 0.0)
+        least = floor.get((offer.region, offer.gpu), 0.0)
         program.lp.variables[name] = Variable(
-            name, max(var.lower, floor), floor if frozen else var.upper, var.integer
+            name, max(var.lower, least), least if frozen else var.upper, var.integer
         )
-    result = backend.run(program.lp, solving(settings).with_duals(False))
-    values = solution(
-        result,
-        program.lp,
-        settings,
-        lambda: _month_conflict(instance, month, frozen),
-        stage=f"month {month}",
-        what=f"plan for month {month}",
-    )
-    return hourly_plan(program, result, values, settings)
 
 
-def _month_conflict(instance: Instance, month: int, frozen: bool) -> Diagnosis:
-    """Why month `month` has no plan: its demand on the commitments it inherits."""
-    growth = max(month_factors(instance, month).values(), default=1.0)
+def month_growth(instance: Instance, month: int) -> float:
+    """The largest demand factor of month `month` over the workloads (1 for month 0)."""
+    return max(month_factors(instance, month).values(), default=1.0)
+
+
+def month_conflict(instance: Instance, month: int, frozen: bool, growth: float) -> Diagnosis:
+    """Why month `month` has no plan: its demand (x `growth`) on the commitments it
+    inherits."""
     remedy = "offer more GPUs (max_gpus) or a shorter lead_time_months"
     if frozen:
         remedy = (
@@ -179,41 +151,26 @@ def month_offers(
     return tuple(rows)
 
 
-def with_months(
-    instance: Instance,
-    program: TimeProgram,
-    plan: Plan,
-    backend: Backend,
-    settings: SolveSettings,
-    hourly_plan: ReadBack,
-) -> Plan:
-    """The plan with `months` filled in when the instance gives a horizon (see the module
-    text); month 0 is the plan itself. `hourly_plan` reads a solved periods program
-    back into a plan (solver.time.solve.hourly_plan, passed in: no import circle)."""
-    del program  # month 0 is already solved; later months build their own programs
-    horizon = instance.policy.horizon_months
-    if horizon is None:
-        return plan
-    table = horizon_table(instance, horizon, settings) if horizon > 1 else None
+def with_months(instance: Instance, plan: Plan, later: Sequence[Plan]) -> Plan:
+    """The plan with `months` filled in: month 0 is the plan itself, `later` the hourly
+    plans of months 1 .. H - 1 (each solved by the pipeline's sequence with its
+    commitments bounded by the month before: solver.time.horizon)."""
     previous: dict[tuple[str, str], float] = {}
     months: list[Month] = []
-    for month in range(horizon):
-        if month == 0:
-            hours, committed, cost = plan.hours, plan.committed, plan.cost_per_month
-        else:
-            solved = solve_month(instance, month, table, previous, backend, settings, hourly_plan)
-            hours, committed, cost = solved.hours, solved.committed, solved.cost_per_month
-            settings.passed(f"month {month} of {horizon - 1}")
-        offers = month_offers(instance, month, hours, committed, previous)
-        previous = {(c.region, c.gpu): c.committed_gpus for c in committed}
+    for month, solved in enumerate((plan, *later)):
+        offers = month_offers(instance, month, solved.hours, solved.committed, previous)
+        previous = {(c.region, c.gpu): c.committed_gpus for c in solved.committed}
         months.append(
             Month(
                 month=month,
-                growth_factor=max(month_factors(instance, month).values(), default=1.0),
-                cost_per_month=cost or 0.0,
+                growth_factor=month_growth(instance, month),
+                cost_per_month=solved.cost_per_month or 0.0,
                 offers=offers,
-                hours=hours if month else (),
-                committed=committed if month else (),
+                hours=solved.hours if month else (),
+                committed=solved.committed if month else (),
+                binding=in_month(solved.binding, month) if month else (),
+                shadow_price_note=solved.shadow_price_note if month else "",
+                idle_fraction=solved.idle_fraction,
             )
         )
     orders: dict[tuple[int, str, str], float] = {}
@@ -238,10 +195,16 @@ def with_months(
     ]
     return plan.model_copy(
         update={
+            "binding": in_month(plan.binding, 0),
             "months": tuple(months),
             "horizon_cost": math.fsum(m.cost_per_month for m in months),
         }
     )
+
+
+def in_month(binding: tuple[Binding, ...], month: int) -> tuple[Binding, ...]:
+    """Binding rows of month `month`'s program, their `month` set."""
+    return tuple(b.model_copy(update={"month": month}) for b in binding)
 
 
 def server_orders(instance: Instance, offers: tuple[MonthOffer, ...]) -> tuple[ServerOrder, ...]:

@@ -9,8 +9,10 @@ hours a day.
 Per period the static program is built on the period's hour instance (every
 interactive (workload, region) at its warm rate; models.operations.time_demand.hour_instance), so
 each period has its own replicas, routing, capacity rows per failure scenario, pooling
-steps and supply rows. Its names carry the period: `replicas[chat,h100...,us-east]@t07`
-is the pool's replicas in the period starting at UTC hour 7 (`at_period`). Its
+steps and supply rows. Its rows and columns carry the period as their index's typed
+`period` field (solver.program.row_names), written into the name only in the program:
+`replicas[chat,h100...,us-east]@t07` is the pool's replicas in the period starting at
+UTC hour 7. Its
 objective is dropped (its `purchased` columns stay, unpriced, so that whole servers,
 power and racks hold in every hour); the pricing rows take its place:
 
@@ -49,23 +51,20 @@ from solver.program.families.failover_start import add_failover_start, failover_
 from solver.program.families.pricing import OfferTerms, OnDemandColumn, add_pricing
 from solver.program.families.spot_pools import SpotTerms, add_spot_pools
 from solver.program.lp import LinearProgram
-from solver.program.row_names import ReplicasColumn
+from solver.program.row_names import ReplicasColumn, split_timed, timed_name
 from solver.settings import SolveSettings
-
-PERIOD_MARK = "@t"
 
 
 def at_period(name: str, period: int) -> str:
-    """`name@tHH`: a static program's row or column in the period starting at hour HH."""
-    return f"{name}{PERIOD_MARK}{period:02d}"
+    """A static program's row or column name in the period starting at UTC hour `period`
+    (solver.program.row_names.timed_name: the program's copy of a static name)."""
+    return timed_name(name, period)
 
 
 def split_period(name: str) -> tuple[str, int | None]:
     """(static name, period) of a period name; (name, None) for a name without one."""
-    base, mark, hour = name.rpartition(PERIOD_MARK)
-    if not mark or not hour.isdigit():
-        return name, None
-    return base, int(hour)
+    base, period, _ = split_timed(name)
+    return base, period
 
 
 @dataclass(frozen=True)
@@ -100,7 +99,7 @@ class TimeProgram:
         """The values of one period under the static program's names."""
         found = {}
         for name, value in values.items():
-            base, hour = split_period(name)
+            base, hour, _ = split_timed(name)
             if hour == period:
                 found[base] = value
         return found
@@ -118,55 +117,89 @@ def day_periods(instance: Instance) -> tuple[Period, ...]:
 
 
 def build_time_program(
-    instance: Instance, table: CandidateTable, settings: SolveSettings | None = None
+    instance: Instance,
+    table: CandidateTable,
+    settings: SolveSettings | None = None,
+    periods: tuple[Period, ...] | None = None,
 ) -> TimeProgram:
-    """One static program per period of the warm day, joined by the pricing rows; the
-    run's deadline (`settings`) is checked after each period's copy ("program build")."""
-    periods = day_periods(instance)
-    scenarios = failure_scenarios(instance)
+    """One static program per period of the warm day (`periods`, default
+    `day_periods(instance)`), joined by the pricing rows; the run's deadline (`settings`)
+    is checked after each period's copy ("program build")."""
+    periods = day_periods(instance) if periods is None else periods
     lp = LinearProgram(f"{instance.name}-hours")
-    parts = []
-    used: dict[tuple[str, str, int], dict[str, float]] = {}
-    tie_break = 0.0
-    for period in periods:
-        hour = period.hours[0]
-        program = build_program(
-            hour_instance(instance, period.values), interactive_table(instance, table), scenarios
-        )
-        parts.append(PeriodProgram(period, program))
-        _copy_into(lp, program, hour)
-        if settings is not None:
-            settings.check("program build")
-        tie_break = program.sets.tie_break_per_gpu
-        for pool in program.sets.pools:
-            key = (pool.region, pool.candidate.gpu, hour)
-            name = ReplicasColumn(pool.workload, pool.candidate.key, pool.region).name()
-            used.setdefault(key, {})[at_period(name, hour)] = float(pool.candidate.gpus)
+    parts = _period_copies(lp, instance, table, periods, settings)
+    used = gpus_used(parts)
     batch = add_batch_work(lp, instance, table, parts, used)
     offers = offer_terms(instance)
-    weights = {period.hours[0]: period.weight_hours for period in periods}
+    weights = {part.first_hour: part.period.weight_hours for part in parts}
+    tie_break = parts[-1].program.sets.tie_break_per_gpu if parts else 0.0
     add_pricing(lp, offers, used, weights, instance.policy.hours_per_month, tie_break)
     spot = {
-        part.first_hour: add_spot_pools(
-            lp, part.program, at_period("", part.first_hour), weights[part.first_hour]
-        )
+        part.first_hour: add_spot_pools(lp, part.program, part.first_hour, weights[part.first_hour])
         for part in parts
     }
+    _add_failover_starts(lp, instance, parts, offers, weights)
+    return TimeProgram(lp, parts, instance, table, offers, batch, spot)
+
+
+def _period_copies(
+    lp: LinearProgram,
+    instance: Instance,
+    table: CandidateTable,
+    periods: tuple[Period, ...],
+    settings: SolveSettings | None,
+) -> tuple[PeriodProgram, ...]:
+    """The static program of each period at its warm rates, copied into `lp` in that
+    period; the deadline checked after each copy."""
+    scenarios = failure_scenarios(instance)
+    interactive = interactive_table(instance, table)
+    parts = []
+    for period in periods:
+        program = build_program(hour_instance(instance, period.values), interactive, scenarios)
+        parts.append(PeriodProgram(period, program))
+        _copy_into(lp, program, period.hours[0])
+        if settings is not None:
+            settings.check("program build")
+    return tuple(parts)
+
+
+def gpus_used(parts: tuple[PeriodProgram, ...]) -> dict[tuple[str, str, int], dict[str, float]]:
+    """(region, GPU, period) -> the period's replica columns of that GPU type with their
+    GPUs per replica: used[r,g,p] of the pricing rows (batch adds its dedicated ones)."""
+    used: dict[tuple[str, str, int], dict[str, float]] = {}
+    for part in parts:
+        hour = part.first_hour
+        for pool in part.program.sets.pools:
+            key = (pool.region, pool.candidate.gpu, hour)
+            name = ReplicasColumn(pool.workload, pool.candidate.key, pool.region).at(hour).name()
+            used.setdefault(key, {})[name] = float(pool.candidate.gpus)
+    return used
+
+
+def _add_failover_starts(
+    lp: LinearProgram,
+    instance: Instance,
+    parts: tuple[PeriodProgram, ...],
+    offers: tuple[OfferTerms, ...],
+    weights: dict[int, int],
+) -> None:
+    """Each period's failover start rows, where a workload has an error budget to spend
+    (solver.program.families.failover_start)."""
     terms = failover_terms(instance)
-    if terms.budget_minutes:
-        for part in parts:
-            hour = part.first_hour
-            capped = {
-                (o.region, o.gpu): (
-                    OnDemandColumn(o.region, o.gpu, hour).name(),
-                    o.max_on_demand_gpus,
-                )
-                for o in offers
-                if o.max_on_demand_gpus < o.max_gpus
-                and OnDemandColumn(o.region, o.gpu, hour).name() in lp.variables
-            }
-            add_failover_start(lp, part.program, at_period("", hour), terms, capped, weights[hour])
-    return TimeProgram(lp, tuple(parts), instance, table, offers, batch, spot)
+    if not terms.budget_minutes:
+        return
+    for part in parts:
+        hour = part.first_hour
+        capped = {
+            (o.region, o.gpu): (
+                OnDemandColumn(o.region, o.gpu, period=hour).name(),
+                o.max_on_demand_gpus,
+            )
+            for o in offers
+            if o.max_on_demand_gpus < o.max_gpus
+            and OnDemandColumn(o.region, o.gpu, period=hour).name() in lp.variables
+        }
+        add_failover_start(lp, part.program, hour, terms, capped, weights[hour])
 
 
 def offer_terms(instance: Instance) -> tuple[OfferTerms, ...]:
@@ -195,17 +228,19 @@ def offer_terms(instance: Instance) -> tuple[OfferTerms, ...]:
 
 
 def _copy_into(lp: LinearProgram, program: FleetProgram, hour: int) -> None:
-    """The period's columns and rows under period names, less the objective: the period's
+    """The period's columns and rows under their names in the period (the static
+    program's names are rendered, so the copy marks them: `timed_name`), less the
+    objective: the period's
     `purchased` (GPUs installed beyond the owned ones that hour) keeps its rows, so that
     whole servers, power and racks hold in every hour, but costs nothing itself (the
     pricing rows price the hour's GPUs)."""
     for name, var in program.lp.variables.items():
-        lp.add_variable(at_period(name, hour), var.lower, var.upper, var.integer)
+        lp.add_variable(timed_name(name, hour), var.lower, var.upper, var.integer)
     for name, row in program.lp.constraints.items():
         lp.add_constraint(
-            at_period(name, hour),
+            timed_name(name, hour),
             row.family,
-            {at_period(var, hour): coef for var, coef in row.coefficients.items()},
+            {timed_name(var, hour): coef for var, coef in row.coefficients.items()},
             row.sense,
             row.rhs,
         )

@@ -12,9 +12,10 @@ is priced as an LP with the plan's discrete choices fixed and its counts continu
         dedicated batch replicas: continuous
 
 Its optimal duals are d(cost)/d(rhs) for the plan's layout, period by period:
-`gpu_cover[us-east,h100-sxm,12]` is what one more owned GPU in the period starting at
+`gpu_cover[us-east,h100-sxm]@t12` is what one more owned GPU in the period starting at
 UTC hour 12 would save per month, `capacity[none,chat,us-east,unified]@t12` what one
-more request/s of that period's warm load costs.
+more request/s of that period's warm load costs. Each binding row states its period (and
+in a horizon its month) as typed fields beside its name (`Binding.period`, `.month`).
 
 A region's power_kw (and racks) is the right-hand side of its site row in every period,
 so its price is the sum over the periods:
@@ -24,21 +25,19 @@ so its price is the sum over the periods:
 which is what the plan's power table states (`site_duals`).
 """
 
-from solver.backends import Backend, get_backend
 from solver.plan.records import Binding
 from solver.program.build import with_bounds
-from solver.program.lp import LinearProgram, Termination
-from solver.program.row_names import PowerRow, RackSpaceRow
+from solver.program.lp import LinearProgram, SolveResult, Termination
+from solver.program.row_names import PowerRow, RackSpaceRow, timed_name
 from solver.readback.pricing import binding_rows, priced_rows, pricing_bounds
-from solver.settings import PRICING_BACKEND, PRICING_SHARE, SolveSettings
-from solver.time.periods import TimeProgram, at_period
+from solver.time.periods import TimeProgram
 
 PRICED_NOTE = (
     "hourly plan: shadow prices from the periods program as an LP with the plan's discrete "
     "choices fixed (pools chosen, 0/1 decisions) and counts continuous, period by period "
-    "(a row's @tHH is its period's first UTC hour); power and racks summed over the periods"
+    "(a row's period is its first UTC hour, @tHH in its name); power and racks summed over "
+    "the periods"
 )
-NOT_PRICED = "no shadow prices: this periods program was not priced (a later month's plan)"
 UNPRICED_NOTE = (
     "hourly plan: no shadow prices (the pricing LP of the periods program ended {}; raise "
     "--time-limit to have them)"
@@ -52,7 +51,7 @@ def pricing_lp(program: TimeProgram, values: dict[str, float]) -> LinearProgram:
         hour = part.first_hour
         own = program.period_values(values, hour)
         for name, bound in pricing_bounds(part.program, own).items():
-            bounds[at_period(name, hour)] = bound
+            bounds[timed_name(name, hour)] = bound
     for name in program.lp.integer_variables:
         var = program.lp.variables[name]
         if name not in bounds and var.upper == 1:
@@ -61,13 +60,9 @@ def pricing_lp(program: TimeProgram, values: dict[str, float]) -> LinearProgram:
     return with_bounds(program.lp, bounds, relax=True)
 
 
-def price_hours(
-    program: TimeProgram, values: dict[str, float], backend: Backend, settings: SolveSettings
-) -> tuple[dict[str, float], str]:
-    """(the pricing LP's duals by row name, the plan's shadow-price note); no duals and a
-    note saying why when the LP does not end optimal."""
-    pricer = backend if backend.capabilities.duals else get_backend(PRICING_BACKEND)
-    result = pricer.run(pricing_lp(program, values), settings.within(PRICING_SHARE).with_duals())
+def priced_hours(result: SolveResult) -> tuple[dict[str, float], str]:
+    """(the pricing LP's duals by row name, the plan's shadow-price note) from its
+    result; no duals and a note saying why when the LP did not end optimal."""
     if result.termination is not Termination.OPTIMAL:
         return {}, UNPRICED_NOTE.format(str(result.termination))
     return priced_rows(result), PRICED_NOTE
@@ -85,12 +80,9 @@ def site_duals(program: TimeProgram, duals: dict[str, float]) -> dict[str, float
     under the static row names that solver.readback.site.region_power reads."""
     summed: dict[str, float] = {}
     for region in program.instance.regions:
-        for row in (PowerRow(region.name).name(), RackSpaceRow(region.name).name()):
-            prices = [
-                duals[at_period(row, part.first_hour)]
-                for part in program.periods
-                if at_period(row, part.first_hour) in duals
-            ]
+        for row in (PowerRow(region.name), RackSpaceRow(region.name)):
+            names = (row.at(part.first_hour).name() for part in program.periods)
+            prices = [duals[name] for name in names if name in duals]
             if prices:
-                summed[row] = sum(prices)
+                summed[row.name()] = sum(prices)
     return summed

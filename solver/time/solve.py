@@ -1,18 +1,17 @@
-"""The step of the pipeline that differs in time: the periods program's guards
-(its hour instances, its pre-solve problems) and its read-back into 24 hours, the batch
-schedule (solver.time.batch), the error budget and headroom report (solver.time.report)
-and the months of the horizon (solver.time.months). The stages around it (candidates,
-size guard, deadline and its shares, solve, verification) are the static pipeline's own,
-sequenced by solver.solve.
+"""The periods program's guards (its hour instances, its pre-solve problems) and its
+read-back into 24 hours, the batch schedule (solver.time.batch) and the error budget
+and headroom report (solver.time.report). The sequence around it (size guard, deadline
+and its shares, solve, pricing, verification) is the pipeline's one (solver.solve),
+through solver.time.step.
 """
 
 import math
+from collections.abc import Callable
 
 from models.operations.site import gpus_bought
 from models.operations.time_demand import hour_instance, planning_start_s
 from models.schema.instance import Instance
 from solver.analysis.diagnose import presolve_problems
-from solver.backends import Backend
 from solver.candidates.pools import assess_pools
 from solver.errors import Problem
 from solver.plan.records import GpuUse, ReplicaPool
@@ -26,8 +25,9 @@ from solver.readback.site import region_power, server_purchases
 from solver.settings import SolveSettings
 from solver.time.batch import dedicated_pools, hour_soaks
 from solver.time.failover import started_pools, with_started
+from solver.time.idle import hourly_idle_fraction
 from solver.time.periods import PeriodProgram, TimeProgram, day_periods
-from solver.time.prices import NOT_PRICED, hour_bindings, price_hours, site_duals
+from solver.time.prices import hour_bindings, site_duals
 from solver.time.spot import spot_replicas
 
 HOURS_PER_DAY = 24
@@ -56,25 +56,26 @@ def read_hours(
     program: TimeProgram,
     result: SolveResult,
     values: dict[str, float],
-    backend: Backend,
     settings: SolveSettings,
     build_s: float,
+    duals: Callable[[], tuple[dict[str, float], str]],
+    in_horizon: bool = False,
 ) -> Plan:
-    """The read-back of a solved periods program: its pricing LP (by `PRICING_SHARE` of
-    the limit, solver.time.prices), the hours, the batch schedule, the error budget and
-    the months of the horizon (each month its own periods program, solver.time.months)."""
+    """The read-back of a solved periods program: the hours with their prices (`duals`
+    gives the pricing LP's duals and the plan's note once it has ended, solver.time.prices),
+    then, for the plan itself (not a later month of its horizon, `in_horizon`, whose
+    hours, commitments and cost are all its month keeps: solver.time.months), the
+    batch schedule and the error budget."""
     from solver.time.batch import with_batch
-    from solver.time.months import with_months
     from solver.time.report import with_time_report
 
     instance = program.instance
-    duals, note = price_hours(program, values, backend, settings)
-    settings.passed("pricing")
-    plan = hourly_plan(program, result, values, settings, build_s, duals, note)
+    plan = hourly_plan(program, result, values, settings, build_s, duals)
+    if in_horizon:
+        return plan
     plan = with_time_report(instance, program, plan)
     plan = with_batch(instance, program, plan, values)
-    plan = with_months(instance, program, plan, backend, settings, hourly_plan)
-    settings.passed("hours and months")
+    settings.passed("hours")
     return plan
 
 
@@ -114,13 +115,11 @@ def hourly_plan(
     values: dict[str, float],
     settings: SolveSettings,
     build_s: float = 0.0,
-    duals: dict[str, float] | None = None,
-    shadow_price_note: str = NOT_PRICED,
+    priced: Callable[[], tuple[dict[str, float], str]] = lambda: ({}, ""),
 ) -> Plan:
     """The 24 hours, the commitments, the peak fleet and the month's cost; with the
-    pricing LP's `duals` (solver.time.prices), its binding constraints and the power
-    rows' prices."""
-    duals = duals or {}
+    pricing LP's duals (`priced()`, solver.time.prices: called once the periods are
+    read), its binding constraints and the power rows' prices."""
     instance = program.instance
     days = instance.policy.hours_per_month / HOURS_PER_DAY
     plans = period_plans(program, result, values, settings)
@@ -170,6 +169,7 @@ def hourly_plan(
     peak_plan = plans[peak_hour]
     peak_starts = next(h.failover_starts for h in hours if h.hour == peak_hour)
     peak_sets = program.periods[0].program.sets  # the instance's GPUs, regions and policy
+    duals, shadow_price_note = priced()
     size = program.lp.size()
     solver = peak_plan.solver.model_copy(
         update={
@@ -193,6 +193,7 @@ def hourly_plan(
         solver=solver,
         shadow_price_note=shadow_price_note,
         hours=tuple(hours),
+        idle_fraction=hourly_idle_fraction(hours, plans, batch_pools, sum(committed.values())),
         servers=server_purchases(peak_sets, uses),
         power_kw=region_power(peak_sets, uses, site_duals(program, duals)),
         binding=hour_bindings(program, values, duals) if duals else (),

@@ -17,10 +17,9 @@ def spot_replicas(
     if confidence is None:
         return found
     for period, pools in program.spot.items():
-        mark = f"@t{period:02d}"
         rows = []
         for (w, key, r), terms in sorted(pools.items()):
-            count = round(values.get(SpotColumn(w, key, r).name() + mark, 0.0))
+            count = round(values.get(SpotColumn(w, key, r).at(period).name(), 0.0))
             if count < 1:
                 continue
             rows.append(

@@ -32,6 +32,7 @@ from models.schema.serving_inputs import traffic_mix
 from models.serving.replica import ReplicaCapacity, ReplicaConfig
 from solver.plan.records import ReplicaPool
 from solver.plan.time_records import Hour
+from solver.program.row_names import timed_name
 from solver.verify.fleet import Violation
 
 CAPACITY_TOLERANCE = 1e-6
@@ -109,7 +110,7 @@ def _check_shares(
 ) -> list[Violation]:
     """Step 2 for one hour."""
     found = []
-    mark = f"@t{hour.hour:02d}"
+    at = hour.hour
     soaked: dict[tuple[str, str], float] = defaultdict(float)  # (w, r) -> capacity lost
     for soak in hour.batch_soak:
         pool = next(
@@ -123,8 +124,10 @@ def _check_shares(
         if pool is None:
             found.append(
                 Violation(
-                    requirement=f"soak[{soak.batch},{soak.workload},{soak.configuration},"
-                    f"{soak.region}]{mark}",
+                    requirement=timed_name(
+                        f"soak[{soak.batch},{soak.workload},{soak.configuration},{soak.region}]",
+                        at,
+                    ),
                     message="soaks a pool that does not run this hour",
                 )
             )
@@ -135,8 +138,9 @@ def _check_shares(
         ):
             found.append(
                 Violation(
-                    requirement=f"soak[{soak.batch},{soak.workload},{pool.key},{soak.region}]"
-                    + mark,
+                    requirement=timed_name(
+                        f"soak[{soak.batch},{soak.workload},{pool.key},{soak.region}]", at
+                    ),
                     message=f"states {soak.batch_requests_per_s_per_replica:.6g} {soak.batch} "
                     f"requests/s per replica; C_b recomputed is {c_b:.6g}",
                 )
@@ -144,8 +148,9 @@ def _check_shares(
         if c_b <= 0:
             found.append(
                 Violation(
-                    requirement=f"soak[{soak.batch},{soak.workload},{pool.key},{soak.region}]"
-                    + mark,
+                    requirement=timed_name(
+                        f"soak[{soak.batch},{soak.workload},{pool.key},{soak.region}]", at
+                    ),
                     message=f"{soak.batch} does not fit on {pool.label}",
                 )
             )
@@ -164,7 +169,7 @@ def _check_shares(
         if (capacity - lost) * u < load * (1 - CAPACITY_TOLERANCE) - CAPACITY_TOLERANCE:
             found.append(
                 Violation(
-                    requirement=f"capacity[none,{w},{r},unified]{mark}",
+                    requirement=timed_name(f"capacity[none,{w},{r},unified]", at),
                     message=f"the pools carry {capacity * u:.2f} requests/s; the batch they "
                     f"soak takes {lost * u:.2f} of it, leaving less than the warm "
                     f"{load:.2f}",

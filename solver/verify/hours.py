@@ -8,7 +8,8 @@ the row names and the static verifier), never the program:
    autoscaler's headroom, models.operations.time_demand.warm_grid) in every scenario the policy
    names, checked by the static verifier on the hour's instance
    (models.operations.time_demand.hour_instance): physics recomputed, max-flow per scenario,
-   replica loss, supply. Its violations carry the hour: `demand[none,chat,us-east]@t07`.
+   replica loss, supply. Its violations carry the hour (solver.program.row_names.timed_name):
+   `demand[none,chat,us-east]@t07`.
 3. Each hour's GPUs per offer: the pools' GPUs (batch included) equal `used`;
    used <= existing + max_gpus; existing + reserved + on-demand + spot covers used;
    reserved <= committed (`committed <= use` of the commitment is its own business: a
@@ -65,7 +66,7 @@ from models.schema.instance import Instance
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.plan.time_records import Hour
-from solver.program.row_names import ConfigsPerPoolRow, DemandRow, GpuSupplyRow
+from solver.program.row_names import ConfigsPerPoolRow, DemandRow, GpuSupplyRow, timed_name
 from solver.verify.batch import check_batch
 from solver.verify.fleet import (
     ScenarioCheck,
@@ -111,15 +112,17 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
     cache: dict = {}
     budget_used: dict[tuple[str, str], list[tuple[int, float, float]]] = {}
     for hour in plan.hours:
-        mark = f"@t{hour.hour:02d}"
+        at = hour.hour
         static = _check_hour_capacity(instance, hour, warm, cache, budget_used)
         violations += [
             Violation(
-                requirement=v.requirement + mark, message=f"UTC hour {hour.hour}: {v.message}"
+                requirement=timed_name(v.requirement, at), message=f"UTC hour {at}: {v.message}"
             )
             for v in static.violations
         ]
-        checks += [c.model_copy(update={"scenario": c.scenario + mark}) for c in static.checks]
+        checks += [
+            c.model_copy(update={"scenario": timed_name(c.scenario, at)}) for c in static.checks
+        ]
         cost, used = _check_hour_gpus(instance, hour, committed, violations)
         cost_per_day += cost
         peak_gpus = max(peak_gpus, used)
@@ -253,13 +256,12 @@ def _less_spot_down(
     if not hour.spot_pools:
         return pools
     confidence = instance.policy.spot_confidence
-    mark = f"@t{hour.hour:02d}"
     down: dict[tuple[str, str, str], int] = {}
     for entry in hour.spot_pools:
         key = (entry.workload, entry.region, entry.configuration)
         pool = next((p for p in pools if (p.workload, p.region, p.key) == key), None)
         offer = instance.region(entry.region).supply.get(pool.gpu) if pool else None
-        name = f"spot[{entry.workload},{entry.configuration},{entry.region}]{mark}"
+        name = timed_name(f"spot[{entry.workload},{entry.configuration},{entry.region}]", hour.hour)
         if confidence is None or pool is None or offer is None or not offer.spot_price_per_gpu_hour:
             violations.append(
                 Violation(
@@ -381,7 +383,7 @@ def _started_within_cap(
         if cap is not None and n + in_use > cap + GPU_TOLERANCE:
             found.append(
                 Violation(
-                    requirement=f"start_on_demand[{scenario},{r},{g}]@t{hour.hour:02d}",
+                    requirement=timed_name(f"start_on_demand[{scenario},{r},{g}]", hour.hour),
                     message=f"{n} GPUs started after {scenario} and {in_use:g} on demand; "
                     f"max_on_demand_gpus is {cap}",
                 )
@@ -471,7 +473,6 @@ def _check_hour_gpus(
     violations: list[Violation],
 ) -> tuple[float, int]:
     """(the hour's recomputed cost, GPUs used) with the per-offer checks of step 3."""
-    mark = f"@t{hour.hour:02d}"
     used: dict[tuple[str, str], int] = defaultdict(int)
     for pool in hour.pools:
         used[(pool.region, pool.gpu)] += pool.count * pool.replica_gpus
@@ -485,11 +486,11 @@ def _check_hour_gpus(
         region = instance.region(r)
         supply = region.supply.get(g)
         existing, available = region.existing.get(g, 0), region.available_gpus(g)
-        name = f"[{r},{g}]{mark}"
+        name = timed_name(f"[{r},{g}]", hour.hour)
         if n > available:
             violations.append(
                 Violation(
-                    requirement=GpuSupplyRow(r, g).name() + mark,
+                    requirement=GpuSupplyRow(r, g).at(hour.hour).name(),
                     message=f"UTC hour {hour.hour}: uses {n} {g} in {r}; available {available}",
                 )
             )
@@ -548,7 +549,7 @@ def _check_hour_gpus(
     if not money_close(hour.cost_per_hour, cost):
         violations.append(
             Violation(
-                requirement=f"cost{mark}",
+                requirement=timed_name("cost", hour.hour),
                 message=f"states ${hour.cost_per_hour:,.4f}/hour; recomputed ${cost:,.4f}/hour",
             )
         )

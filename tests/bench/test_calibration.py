@@ -13,7 +13,10 @@ import math
 import numpy as np
 
 from calibration.calibrate import abs_pct_errors, catalog_efficiency, predict, spearman
+from calibration.engines import catalog_efficiency as engine_catalog_efficiency
+from calibration.engines import load_engine_data, row_errors
 from calibration.rows import GENERATIONS, MLPERF_WORKLOADS, Row, calibration_dir, load_rows
+from models.physics.efficiency import efficiency_for
 
 LATENCY = ("ttft", "itl")
 
@@ -34,7 +37,13 @@ def _summary(name: str, rows: list[Row], predicted: np.ndarray) -> tuple[float, 
 
 def test_calibration_data_is_present() -> None:
     """The report must run from a fresh clone: the data is in the repository."""
-    for name in ("trtllm_perf.csv", "mlperf.csv", "serving_benchmarks.csv"):
+    for name in (
+        "trtllm_perf.csv",
+        "mlperf.csv",
+        "serving_benchmarks.csv",
+        "sglang_serving.csv",
+        "vllm_throughput.csv",
+    ):
         assert (calibration_dir() / name).is_file(), f"missing {calibration_dir() / name}"
 
 
@@ -105,3 +114,109 @@ def test_calibration_report() -> None:
     held_median, held_rho = results["held-out: TensorRT-LLM offline"]
     assert fit_median < 20 and held_median < 25
     assert fit_rho > 0.9 and held_rho > 0.9
+
+
+def _median_line(name: str, errors: list) -> float:
+    values = [abs(e.error_pct) for e in errors if not math.isnan(e.predicted)]
+    median = float(np.median(values)) if values else math.nan
+    bias = float(np.median([e.error_pct for e in errors])) if errors else math.nan
+    print(
+        f"  {name:58s} figures {len(values):3d}  median |error| {median:6.1f}%  bias {bias:+6.1f}%"
+    )
+    return median
+
+
+def test_engine_profiles_report() -> None:
+    """vLLM and SGLang rows (calibration/engines.py) against the catalog's profiles and,
+    for comparison, against the default TensorRT-LLM profile the planner used before
+    (`before`): by engine, generation, model family, GPU and layout, fit and held out."""
+    data, skipped = load_engine_data()
+    after = row_errors(data, engine_catalog_efficiency)
+    before = row_errors(data, lambda _engine, gpu, precision: efficiency_for(gpu, precision))
+
+    print("\n\nvLLM and SGLang rows vs the model (closed-loop runs replayed as the tool ran them)")
+    print(f"{'row':64s} {'figure':20s} {'split':8s} {'predicted':>10s} {'measured':>10s} error")
+    for e in after:
+        split = "held-out" if e.held_out else "fit"
+        print(
+            f"{e.label:64s} {e.figure:20s} {split:8s} {e.predicted:10.4g} {e.measured:10.4g} "
+            f"{e.error_pct:+6.1f}%"
+        )
+    for title, errors in (
+        ("after (the engine's own profile)", after),
+        ("before (trtllm-0.20)", before),
+    ):
+        print(
+            f"\n{title}: median |error| by engine, generation, family, GPU, layout, figure, split"
+        )
+        groups: dict[str, list] = {}
+        for e in errors:
+            split = "held-out" if e.held_out else "fit"
+            name = f"{e.engine} {e.generation} {e.family} {e.gpu} {e.layout} {e.figure} {split}"
+            groups.setdefault(name, []).append(e)
+        for name, group in sorted(groups.items()):
+            _median_line(name, group)
+
+    print(
+        "\nrecent engines under load (closed-loop runs at concurrency >= 16; targets: TPOT < 15%,"
+    )
+    print("TTFT < 30% median |error|); the engine's profile (after) and trtllm-0.20:")
+    results = {}
+    for figure in ("tpot_mean_ms", "ttft_mean_ms", "output_tokens_per_s"):
+        for title, errors in (("after", after), ("trtllm-0.20", before)):
+            for split, select in (("all", lambda e: True), ("held-out", lambda e: e.held_out)):
+                group = [
+                    e
+                    for e in errors
+                    if e.kind == "closed-loop"
+                    and e.concurrency >= 16
+                    and e.figure == figure
+                    and select(e)
+                ]
+                results[(figure, title, split)] = _median_line(f"{figure} {title} {split}", group)
+    fixed = row_errors(data, _without_request_overhead, lengths=False)
+    _under_load_by_engine({"trtllm-0.20": before, "fixed-length replay": fixed, "after": after})
+    print(f"\nskipped engine rows (model or GPU not in the catalogs): {sum(skipped.values())}")
+
+    # Guard rails, loose on purpose: every row places, and the fitted throughput stays sane.
+    assert all(not math.isnan(e.predicted) for e in after)
+    offline_fit = [abs(e.error_pct) for e in after if e.kind == "offline" and not e.held_out]
+    assert np.median(offline_fit) < 25
+    assert results[("tpot_mean_ms", "after", "all")] < 50
+    # the tools' length spread and the request overhead must beat the fixed-length replay
+    loaded = [e for e in fixed if e.kind == "closed-loop" and e.concurrency >= 16]
+    fixed_ttft = np.median([abs(e.error_pct) for e in loaded if e.figure == "ttft_mean_ms"])
+    assert results[("ttft_mean_ms", "after", "all")] < fixed_ttft
+
+
+def _without_request_overhead(engine: str, gpu: str, precision):
+    """The engine's catalog profile with no request overhead: with `lengths=False`, the
+    closed-loop replay as it was before the tools' length spread and the overhead."""
+    return engine_catalog_efficiency(engine, gpu, precision).model_copy(
+        update={"request_overhead_s": 0.0}
+    )
+
+
+def _under_load_by_engine(variants: dict[str, list]) -> None:
+    """Mean TTFT and TPOT median |error| of the closed-loop runs at C >= 16, per engine and
+    split, under each variant: `trtllm-0.20` (the default profile, replayed as now),
+    `fixed-length replay` (the engine's profile, every request at the mean lengths and no
+    request overhead: the replay before) and `after` (lengths drawn as the tool drew them,
+    the profile's request overhead)."""
+    print("\nunder load by engine (closed-loop runs at C >= 16): median |error| and bias")
+    engines = sorted({e.engine for e in variants["after"] if e.kind == "closed-loop"})
+    for engine in engines:
+        for figure in ("ttft_mean_ms", "tpot_mean_ms"):
+            for split in ("fit", "held-out"):
+                for name, errors in variants.items():
+                    group = [
+                        e
+                        for e in errors
+                        if e.engine == engine
+                        and e.kind == "closed-loop"
+                        and e.concurrency >= 16
+                        and e.figure == figure
+                        and e.held_out == (split == "held-out")
+                    ]
+                    if group:
+                        _median_line(f"{engine} {figure} {split} {name}", group)

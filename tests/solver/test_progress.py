@@ -4,10 +4,12 @@ stderr: `--json -` on stdout stays pure JSON."""
 
 import json
 import logging
+import re
 import time
 from types import SimpleNamespace
 
 import solver.progress as progress
+from solver.candidates import list_sizes
 from tests.paths import INSTANCES
 
 
@@ -50,3 +52,47 @@ def test_progress_goes_to_stderr_never_into_json_on_stdout(run_cli, monkeypatch)
     assert result.exit_code == 0
     assert json.loads(result.stdout)["status"] == "optimal"
     assert "progress: run at" in result.stderr and "progress" not in result.stdout
+
+
+def test_a_held_note_is_told_once_before_the_first_message_and_forgotten_by_a_new_run(caplog):
+    caplog.set_level(logging.INFO, logger="fleetplan.progress")
+    progress.forget_held()
+    progress.hold("policy.tensor_parallel adds 3 of 4 candidates")
+    stages = progress.StageReporter()
+    stages.passed("candidates", progress.QUIET_S / 2)  # quiet: the note waits
+    assert caplog.records == []
+    stages.passed("program build", progress.QUIET_S + 0.1)
+    progress.hold("policy.tensor_parallel adds 3 of 4 candidates")  # a month's candidates
+    stages.passed("solve", progress.QUIET_S + 1.5)
+    said = [r.getMessage() for r in caplog.records]
+    assert said == [
+        "progress: policy.tensor_parallel adds 3 of 4 candidates",
+        f"progress: run at {progress.QUIET_S + 0.1:.1f} s: program build done",
+        f"progress: run at {progress.QUIET_S + 1.5:.1f} s: solve done",
+    ]
+    caplog.clear()
+    progress.hold("a short run's note")
+    progress.forget_held()  # the next run starts: the short run's note is never told
+    late = progress.IncumbentReporter(run_start=time.monotonic() - 3.0)
+    late(0, "", _data(100.0, 90.0, 0.1), None, None)
+    assert [r.getMessage() for r in caplog.records] == [
+        "progress: MIP solve at 3.0 s: incumbent 100, bound 90, gap 10.00%"
+    ]
+
+
+def test_a_long_run_names_the_list_that_dominates_its_size(run_cli, monkeypatch):
+    """seed-chat-sizing offers one GPU type, one precision and one PP size, and TP 1, 2,
+    4 and 8: the TP list is the only one with two entries or more among the kept
+    candidates, so it is the one named, once, and its entries add up to the table."""
+    monkeypatch.setattr(progress, "QUIET_S", 0.0)
+    result = run_cli("solve", INSTANCES / "seed-chat-sizing.yaml", "--json", "-")
+    assert result.exit_code == 0
+    (told,) = [line for line in result.stderr.splitlines() if " candidates (" in line]
+    match = re.match(
+        r"progress: policy.tensor_parallel adds (\d+) of (\d+) candidates \((.*)\);", told
+    )
+    assert match, told
+    adds, total = int(match[1]), int(match[2])
+    counts = [int(entry.split(": ")[1]) for entry in match[3].split(", ")]
+    assert sum(counts) == total and adds == total - max(counts)
+    assert adds >= list_sizes.DOMINANT_SHARE * total

@@ -34,6 +34,7 @@ rows: a committed GPU the interactive trough leaves idle hosts batch for free.
 """
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
@@ -48,7 +49,7 @@ from solver.program.families.capacity import CapacityRow
 from solver.program.families.supply import PurchaseRow
 from solver.program.families.variables import PurchasedColumn
 from solver.program.lp import Constraint, LinearProgram, Sense
-from solver.program.row_names import GpuSupplyRow, Index, ReplicasColumn
+from solver.program.row_names import GpuSupplyRow, Index, ReplicasColumn, timed_name
 
 SECONDS_PER_HOUR = 3600.0
 HOURS_PER_DAY = 24
@@ -141,7 +142,7 @@ class SoakOption:
     """One interactive pool a batch workload may soak."""
 
     column: str
-    """Without the period mark."""
+    """Its static name; in period p, `timed_name(column, p)` (solver.program.row_names)."""
     workload: str
     candidate: Candidate
     batch_rps_per_replica: float
@@ -187,7 +188,7 @@ def add_batch_work(
     lp: LinearProgram,
     instance: Instance,
     table: CandidateTable,
-    parts: list,
+    parts: Sequence,
     used: dict[tuple[str, str, int], dict[str, float]],
 ) -> tuple[BatchWork, ...]:
     """Every batch workload's columns and rows (see the module text); the on-demand
@@ -199,7 +200,7 @@ def add_batch_work(
     grid = demand_grid(instance)
     days = instance.policy.hours_per_month / HOURS_PER_DAY
     works = []
-    shares: dict[tuple[str, str, str, str], dict[str, float]] = {}
+    shares: dict[tuple[str, str, str, int], dict[str, float]] = {}
     for b in (w for w in instance.workloads if w.is_batch):
         for r in b.demand:
             arrivals = tuple(rate * SECONDS_PER_HOUR for rate in grid[(b.name, r)])
@@ -225,15 +226,15 @@ def add_batch_work(
                 for h in room:
                     room[h][option.column] = -SECONDS_PER_HOUR * option.rps_per_replica
             for part in parts:
-                mark = f"@t{part.first_hour:02d}"
+                hour = part.first_hour
                 weight = part.period.weight_hours
                 for option in soak:
-                    name = option.column + mark
+                    name = timed_name(option.column, hour)
                     if name not in lp.variables:
                         lp.add_variable(name)
                         lp.add_objective({name: SOAK_EPSILON * weight})
-                    _deduct_from_capacity(lp, option, mark, name)
-                    key = (option.workload, option.candidate.key, r, mark)
+                    _deduct_from_capacity(lp, option, hour, name)
+                    key = (option.workload, option.candidate.key, r, hour)
                     shares.setdefault(key, {})[name] = 1.0 / option.batch_rps_per_replica
                     for h in part.period.hours:
                         room[h][name] = -SECONDS_PER_HOUR
@@ -249,17 +250,17 @@ def add_batch_work(
             for h, terms in room.items():
                 _add(lp, BatchRoomRow(b.name, r, h), terms, Sense.LE, 0.0)
             works.append(work)
-    for (w, key, r, mark), terms in shares.items():
-        replicas = ReplicasColumn(w, key, r).name() + mark
+    for (w, key, r, hour), terms in shares.items():
+        replicas = ReplicasColumn(w, key, r).at(hour).name()
         if replicas not in lp.variables:
             for name in terms:  # the pool is not in this period's program: no soak
                 lp.variables[name] = replace(lp.variables[name], upper=0.0)
             continue
-        _add_marked(lp, SoakWithinRow(w, key, r), mark, {**terms, replicas: -1.0})
+        _add(lp, SoakWithinRow(w, key, r).at(hour), {**terms, replicas: -1.0}, Sense.LE, 0.0)
     return tuple(works)
 
 
-def _soak_options(instance: Instance, b, r: str, parts: list) -> tuple[SoakOption, ...]:
+def _soak_options(instance: Instance, b, r: str, parts: Sequence) -> tuple[SoakOption, ...]:
     """The unified interactive pools of b's model in r, with C_b > 0 on their
     configuration."""
     options: dict[str, SoakOption] = {}
@@ -282,11 +283,11 @@ def _soak_options(instance: Instance, b, r: str, parts: list) -> tuple[SoakOptio
     return tuple(options.values())
 
 
-def _deduct_from_capacity(lp: LinearProgram, option: SoakOption, mark: str, name: str) -> None:
+def _deduct_from_capacity(lp: LinearProgram, option: SoakOption, hour: int, name: str) -> None:
     """capacity[none,w,r,unified]@p less q_top / C_b per soaked batch request/s, q_top the
     candidate's ceiling (an unlimited pool's capacity per replica: q(n) <= q_top)."""
-    row_name = CapacityRow("none", option.workload, _region(option), Role.UNIFIED.value).name()
-    row = lp.constraints.get(row_name + mark)
+    index = CapacityRow("none", option.workload, _region(option), Role.UNIFIED.value).at(hour)
+    row = lp.constraints.get(index.name())
     if row is None:
         return
     q_top = max(option.candidate.requests_per_s, option.candidate.ceiling)
@@ -327,7 +328,7 @@ def _join_supply(
 ) -> None:
     """The dedicated GPUs join the period's gpu_supply[r,g] row (a new one where the
     period has none)."""
-    name = GpuSupplyRow(r, g).name() + f"@t{hour:02d}"
+    name = GpuSupplyRow(r, g).at(hour).name()
     row = lp.constraints.get(name)
     if row is None:
         available = instance.region(r).available_gpus(g)
@@ -343,11 +344,10 @@ def _join_purchase(
     """The dedicated GPUs join the period's purchase[r,g] row, purchased >= used -
     existing (a new one where the period has none but buys the type), so that its
     whole servers and site rows count them."""
-    mark = f"@t{hour:02d}"
-    purchased = PurchasedColumn(r, g).name() + mark
+    purchased = PurchasedColumn(r, g).at(hour).name()
     if purchased not in lp.variables:
         return
-    name = PurchaseRow(r, g).name() + mark
+    name = PurchaseRow(r, g).at(hour).name()
     row = lp.constraints.get(name)
     if row is None:
         existing = float(instance.region(r).existing.get(g, 0))
@@ -357,12 +357,6 @@ def _join_purchase(
         return
     coefficients = {**row.coefficients, column: -gpus}
     lp.constraints[name] = Constraint(name, row.family, coefficients, row.sense, row.rhs)
-
-
-def _add_marked(lp: LinearProgram, index: Index, mark: str, terms: dict[str, float]) -> None:
-    if index.family not in FAMILIES:
-        raise ValueError(f"row family {index.family} is not registered")
-    lp.add_constraint(index.name() + mark, index.family, terms, Sense.LE, 0.0)
 
 
 def _add(lp: LinearProgram, index: Index, terms: dict[str, float], sense: Sense, rhs: float):

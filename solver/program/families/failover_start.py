@@ -56,7 +56,7 @@ from models.operations.time_demand import failover_window_s, interactive_grid
 from models.schema.instance import Instance
 from models.serving.replica import Role
 from solver.program.build import FleetProgram
-from solver.program.families import FAMILIES, register
+from solver.program.families import add_row, register
 from solver.program.families.capacity import CapacityRow
 from solver.program.families.variables import PoolUsedColumn
 from solver.program.lp import Constraint, LinearProgram, Sense
@@ -213,12 +213,13 @@ def failover_terms(instance: Instance) -> FailoverTerms:
 def add_failover_start(
     lp: LinearProgram,
     program: FleetProgram,
-    mark: str,
+    period: int,
     terms: FailoverTerms,
     on_demand: dict[tuple[str, str], tuple[str, int]],
     weight_hours: float,
 ) -> None:
-    """The failover rows of one period, its names suffixed with `mark` (`@tHH`).
+    """The failover rows of one period (`period`: its first UTC hour, every row's and
+    column's typed `period`).
 
     Args:
         on_demand: (region, GPU) -> (the period's on-demand column, cap K) where a cap
@@ -236,7 +237,7 @@ def add_failover_start(
         for w in terms.budget_minutes:
             gaps = {}
             for d in sets.regions:
-                row_name = CapacityRow(f.name, w, d, Role.UNIFIED.value).name() + mark
+                row_name = CapacityRow(f.name, w, d, Role.UNIFIED.value).at(period).name()
                 row = lp.constraints.get(row_name)
                 if d == f.lost_region or row is None:
                     continue
@@ -245,15 +246,14 @@ def add_failover_start(
                     c = pool.candidate
                     if c.role is not Role.UNIFIED or c.requests_per_s <= 0:
                         continue
-                    name = StartedColumn(f.name, w, c.key, d).name() + mark
+                    name = StartedColumn(f.name, w, c.key, d).at(period).name()
                     lp.add_variable(name, upper=float(pool.max_replicas), integer=True)
                     lp.add_objective({name: epsilon * c.gpus})
-                    used = PoolUsedColumn(w, c.key, d).name() + mark
+                    used = PoolUsedColumn(w, c.key, d).at(period).name()
                     if limit is not None and used in lp.variables:
-                        _add_marked(
+                        add_row(
                             lp,
-                            StartedOpenRow(f.name, w, c.key, d),
-                            mark,
+                            StartedOpenRow(f.name, w, c.key, d).at(period),
                             {name: 1.0, used: -float(pool.max_replicas)},
                             Sense.LE,
                             0.0,
@@ -270,12 +270,11 @@ def add_failover_start(
                 )
                 if terms.window_s <= 0:
                     continue
-                gap = lp.add_variable(GapColumn(f.name, w, d).name() + mark)
+                gap = lp.add_variable(GapColumn(f.name, w, d).at(period).name())
                 gaps[gap] = 1.0
-                _add_marked(
+                add_row(
                     lp,
-                    FailoverWindowRow(f.name, w, d),
-                    mark,
+                    FailoverWindowRow(f.name, w, d).at(period),
                     {**row.coefficients, gap: 1.0},
                     row.sense,
                     row.rhs,
@@ -286,47 +285,35 @@ def add_failover_start(
                     * terms.window_s
                     / (SECONDS_PER_MINUTE * terms.average_rps[w])
                 )
-                _add_marked(
+                add_row(
                     lp,
-                    ErrorBudgetRow(f.name, w),
-                    mark,
+                    ErrorBudgetRow(f.name, w).at(period),
                     {gap: per_rps for gap in gaps},
                     Sense.LE,
                     terms.budget_minutes[w],
                 )
         for (d, g), started in started_gpus.items():
             warm = {
-                ReplicasColumn(p.workload, p.candidate.key, d).name() + mark: float(
+                ReplicasColumn(p.workload, p.candidate.key, d).at(period).name(): float(
                     p.candidate.gpus
                 )
                 for p in sets.pools
                 if p.region == d and p.candidate.gpu == g
             }
             available = instance.region(d).available_gpus(g)
-            _add_marked(
+            add_row(
                 lp,
-                StartSupplyRow(f.name, d, g),
-                mark,
+                StartSupplyRow(f.name, d, g).at(period),
                 {**warm, **started},
                 Sense.LE,
                 float(available),
             )
             if (d, g) in on_demand:
                 column, cap = on_demand[(d, g)]
-                _add_marked(
+                add_row(
                     lp,
-                    StartOnDemandRow(f.name, d, g),
-                    mark,
+                    StartOnDemandRow(f.name, d, g).at(period),
                     {**started, column: 1.0},
                     Sense.LE,
                     float(cap),
                 )
-
-
-def _add_marked(
-    lp: LinearProgram, index: Index, mark: str, terms: dict[str, float], sense: Sense, rhs: float
-) -> None:
-    """A registered family's row under its period name."""
-    if index.family not in FAMILIES:
-        raise ValueError(f"row family {index.family} is not registered")
-    lp.add_constraint(index.name() + mark, index.family, terms, sense, rhs)

@@ -66,22 +66,21 @@ class CommittedColumn(Index):
 
 @dataclass(frozen=True)
 class OnDemandColumn(Index):
-    """on_demand[r,g,p]: GPUs paid by the hour in the period starting at UTC hour p."""
+    """on_demand[r,g]@tPP: GPUs paid by the hour in the period starting at UTC hour p
+    (the index's `period`)."""
 
     family: ClassVar[str] = "on_demand"
     region: str
     gpu: str
-    period: int
 
 
 @dataclass(frozen=True)
 class GpuCoverRow(Index):
-    """gpu_cover[r,g,p]."""
+    """gpu_cover[r,g]@tPP (p: the index's `period`)."""
 
     family: ClassVar[str] = "gpu_cover"
     region: str
     gpu: str
-    period: int
 
 
 @dataclass(frozen=True)
@@ -95,12 +94,11 @@ class CommittedServersColumn(Index):
 
 @dataclass(frozen=True)
 class OnDemandServersColumn(Index):
-    """on_demand_servers[r,g,p]: whole servers rented in the period starting at hour p."""
+    """on_demand_servers[r,g]@tPP: whole servers rented in the period starting at hour p."""
 
     family: ClassVar[str] = "on_demand_servers"
     region: str
     gpu: str
-    period: int
 
 
 @dataclass(frozen=True)
@@ -114,12 +112,11 @@ class CommittedWholeRow(Index):
 
 @dataclass(frozen=True)
 class OnDemandWholeRow(Index):
-    """on_demand_whole[r,g,p]."""
+    """on_demand_whole[r,g]@tPP."""
 
     family: ClassVar[str] = "on_demand_whole"
     region: str
     gpu: str
-    period: int
 
 
 GPU_COVER = register(
@@ -204,18 +201,18 @@ def add_pricing(
             if not used:
                 continue
             on_demand = lp.add_variable(
-                OnDemandColumn(r, g, period).name(), upper=float(offer.max_on_demand_gpus)
+                OnDemandColumn(r, g, period=period).name(), upper=float(offer.max_on_demand_gpus)
             )
             lp.add_objective({on_demand: days * weight * offer.on_demand_price_per_gpu_hour})
             if n > 1:
                 servers = lp.add_variable(
-                    OnDemandServersColumn(r, g, period).name(),
+                    OnDemandServersColumn(r, g, period=period).name(),
                     upper=offer.max_on_demand_gpus // n,
                     integer=True,
                 )
                 add_row(
                     lp,
-                    OnDemandWholeRow(r, g, period),
+                    OnDemandWholeRow(r, g, period=period),
                     {on_demand: 1.0, servers: -float(n)},
                     Sense.EQ,
                     0.0,
@@ -225,4 +222,4 @@ def add_pricing(
             terms[on_demand] = 1.0
             if committed is not None:
                 terms[committed] = 1.0
-            add_row(lp, GpuCoverRow(r, g, period), terms, Sense.GE, -float(offer.existing))
+            add_row(lp, GpuCoverRow(r, g, period=period), terms, Sense.GE, -float(offer.existing))

@@ -96,10 +96,11 @@ def spot_margin(down_fraction: float, max_replicas: int, confidence: float) -> f
 
 
 def add_spot_pools(
-    lp: LinearProgram, program: FleetProgram, mark: str, weight_hours: float
+    lp: LinearProgram, program: FleetProgram, period: int, weight_hours: float
 ) -> dict[tuple[str, str, str], SpotTerms]:
-    """The spot split of every pool of one period that may run on spot; returns its
-    terms by (workload, candidate, region)."""
+    """The spot split of every pool of one period (`period`: its first UTC hour, every
+    row's and column's typed `period`) that may run on spot; returns its terms by
+    (workload, candidate, region)."""
     sets = program.sets
     instance: Instance = sets.instance
     confidence = instance.policy.spot_confidence
@@ -112,25 +113,25 @@ def add_spot_pools(
         offer = instance.region(r).supply.get(c.gpu)
         if c.role is not Role.UNIFIED or offer is None or offer.spot_price_per_gpu_hour is None:
             continue
-        cover = GpuCoverRow(r, c.gpu, int(mark[2:])).name()
+        cover = GpuCoverRow(r, c.gpu, period=period).name()
         if cover not in lp.constraints:
             continue
         restart_s = instance.replica_start_s(c.gpu) + instance.policy.scale_detection_s
         u = spot_down_fraction(offer.spot_interruptions_per_hour, restart_s)
         beta = spot_margin(u, pool.max_replicas, confidence)
         index = (w, c.key, r)
-        spot = SpotColumn(*index).name() + mark
-        spot_open = SpotOpenColumn(*index).name() + mark
+        spot = SpotColumn(*index).at(period).name()
+        spot_open = SpotOpenColumn(*index).at(period).name()
         lp.add_variable(spot, upper=float(pool.max_replicas), integer=True)
         lp.add_variable(spot_open, upper=1.0, integer=True)
         lp.add_objective({spot: days * weight_hours * offer.spot_price_per_gpu_hour * c.gpus})
-        replicas = ReplicasColumn(*index).name() + mark
-        _add(lp, SpotWithinRow(*index), mark, {spot: 1.0, replicas: -1.0})
-        _add(lp, SpotOpenRow(*index), mark, {spot: 1.0, spot_open: -float(pool.max_replicas)})
+        replicas = ReplicasColumn(*index).at(period).name()
+        _add(lp, SpotWithinRow(*index).at(period), {spot: 1.0, replicas: -1.0})
+        _add(lp, SpotOpenRow(*index).at(period), {spot: 1.0, spot_open: -float(pool.max_replicas)})
         _extend(lp, cover, {spot: float(c.gpus)})
         q_top = max(c.requests_per_s, c.ceiling)
         for f in sets.routing_scenarios:
-            row = CapacityRow(f.name, w, r, Role.UNIFIED.value).name() + mark
+            row = CapacityRow(f.name, w, r, Role.UNIFIED.value).at(period).name()
             if row in lp.constraints:
                 _extend(lp, row, {spot: -q_top * u, spot_open: -q_top * beta})
         found[index] = SpotTerms(u, beta)
@@ -145,7 +146,7 @@ def _extend(lp: LinearProgram, name: str, terms: dict[str, float]) -> None:
     lp.constraints[name] = Constraint(name, row.family, coefficients, row.sense, row.rhs)
 
 
-def _add(lp: LinearProgram, index: Index, mark: str, terms: dict[str, float]) -> None:
+def _add(lp: LinearProgram, index: Index, terms: dict[str, float]) -> None:
     if index.family not in FAMILIES:
         raise ValueError(f"row family {index.family} is not registered")
-    lp.add_constraint(index.name() + mark, index.family, terms, Sense.LE, 0.0)
+    lp.add_constraint(index.name(), index.family, terms, Sense.LE, 0.0)

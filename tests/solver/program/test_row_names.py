@@ -24,6 +24,8 @@ from solver.program.row_names import (
     ReplicaSpareRow,
     parse_name,
     split_name,
+    split_timed,
+    timed_name,
 )
 from solver.verify.fleet import verify
 from tests.paths import INSTANCES
@@ -37,6 +39,26 @@ def test_an_index_writes_the_row_name_and_reads_it_back():
     assert row.name() == "capacity[lose=eu-west,chat,us-east,decode]"
     assert parse_name(row.name()) == row
     assert FAMILIES["capacity"].index == "[scenario,workload,region,phase]"
+
+
+def test_a_row_in_a_period_and_month_carries_them_as_typed_fields():
+    """Time is two typed fields of every index, written only in the rendered name."""
+    row = CapacityRow("none", "chat", "us-east", "unified").at(7)
+    assert (row.period, row.month) == (7, None)
+    assert row.name() == "capacity[none,chat,us-east,unified]@t07"
+    assert parse_name(row.name()) == row
+    in_month = row.at(7, month=3)
+    assert in_month.name() == "capacity[none,chat,us-east,unified]@t07@m03"
+    assert parse_name(in_month.name()) == in_month
+    assert split_timed(in_month.name()) == ("capacity[none,chat,us-east,unified]", 7, 3)
+    assert timed_name("capacity[none,chat,us-east,unified]", 7, 3) == in_month.name()
+    assert row != CapacityRow("none", "chat", "us-east", "unified")  # the period counts
+    assert FAMILIES["capacity"].index == "[scenario,workload,region,phase]"  # not its time
+
+
+def test_a_mode_load_in_a_period_parses_to_its_own_index_in_that_period():
+    load = parse_name(timed_name("disagg-fp8[none,chat,east]", 23))
+    assert load == ModeLoadColumn("disagg-fp8", "none", "chat", "east").at(23)
 
 
 def test_integer_indices_come_back_as_integers():

@@ -17,6 +17,7 @@ import pytest
 from models.io.loading import validate_instance
 from models.operations.site import SERVER_POWER_FACTOR
 from solver.candidates.table import build_candidates
+from solver.program.row_names import parse_name
 from solver.solve import SolveSettings, solve
 
 H100, H200 = "h100-sxm", "h200"
@@ -94,6 +95,7 @@ def test_a_flat_day_prices_power_as_the_static_plan_does():
     assert power.shadow_price_per_kw == pytest.approx(_power_dual_by_hand(24), rel=1e-3)
     (row,) = [b for b in plan.binding if b.family == "power"]
     assert row.name == "power[east]@t00" and row.unit == "$/month per kW"
+    assert (row.period, row.month) == (0, None)  # typed: the period's first UTC hour
     assert "LP with the plan's discrete choices fixed" in plan.shadow_price_note
 
 
@@ -110,10 +112,11 @@ def test_power_binding_at_the_peak_only_is_priced_for_the_peak_hours():
     assert power.shadow_price_per_kw == pytest.approx(_power_dual_by_hand(12), rel=1e-3)
     priced = {b.name for b in plan.binding if b.family == "power" and b.shadow_price}
     assert priced == {"power[east]@t12"}
+    assert {b.period for b in plan.binding if b.family == "power" and b.shadow_price} == {12}
 
 
 def test_without_a_power_cap_a_gpu_in_a_period_costs_its_on_demand_hours():
-    """gpu_cover[r,g,p] (committed + on_demand - used >= -existing): one GPU fewer owned in
+    """gpu_cover[r,g]@p (committed + on_demand - used >= -existing): one GPU fewer owned in
     period p is one more rented on demand for its w_p hours a day, days x w_p x price."""
     plan = _solved(_instance(_load(), [0.25] * 12 + [1.0] * 12))
     (power,) = plan.power_kw
@@ -122,6 +125,7 @@ def test_without_a_power_cap_a_gpu_in_a_period_costs_its_on_demand_hours():
     covers = [b for b in plan.binding if b.family == "gpu_cover"]
     assert covers
     for b in covers:
-        gpu, period = b.name[len("gpu_cover[east,") : -1].split(",")
-        by_hand = HOURS_PER_MONTH / 24 * weights[int(period)] * PRICES[gpu]
+        index = parse_name(b.name)  # the typed index, its period read from the name
+        assert index.period == b.period and index.region == "east"
+        by_hand = HOURS_PER_MONTH / 24 * weights[b.period] * PRICES[index.gpu]
         assert b.shadow_price == pytest.approx(by_hand, rel=1e-9)

@@ -120,6 +120,49 @@ def test_ten_percent_growth_with_a_two_month_lead_by_hand():
     assert plan.months[0].hours == ()  # not repeated: it is plan.hours
 
 
+def test_every_month_is_priced_by_its_own_pricing_lp_by_hand():
+    """The hand case above, priced month by month (issue 32: every month goes through the
+    pipeline's one sequence, its pricing LP included). In the pricing LP the counts are
+    continuous: month m serves 10.5 x 1.1^m GPUs' worth of load. One more owned GPU in the
+    day's one period (gpu_cover[r1,h100-sxm]@t00) saves the GPU at the margin for 24 h a
+    day: a committed one (DAYS x 24 x 1.2) where the commitment may grow to the need,
+    an on-demand one (DAYS x 24 x 2.0) in month 1, whose commitment is held at month 0's
+    11 < 11.55 by the two-month lead."""
+    q = _lone_rps()
+    _, plan = _solved(10.5 * q, 0.10, lead=2, horizon=4)
+    margin = [RESERVED, ON_DEMAND, RESERVED, RESERVED]
+    rows = [plan.binding, *(month.binding for month in plan.months[1:])]
+    assert plan.months[0].binding == ()  # month 0's rows are the plan's own
+    for m, binding in enumerate(rows):
+        (cover,) = [b for b in binding if b.family == "gpu_cover"]
+        assert cover.name == "gpu_cover[r1,h100-sxm]@t00"
+        assert (cover.period, cover.month) == (0, m)
+        assert cover.shadow_price == pytest.approx(DAYS * 24 * margin[m], rel=1e-9)
+        assert all(b.month == m for b in binding)
+    for month in plan.months[1:]:
+        assert "LP with the plan's discrete choices fixed" in month.shadow_price_note
+
+
+def test_a_one_month_horizon_is_the_plan_itself():
+    q = _lone_rps()
+    _, plan = _solved(10.5 * q, 0.10, lead=2, horizon=1)  # asserts one month
+    assert plan.horizon_cost == pytest.approx(plan.cost_per_month, rel=1e-12)
+    assert [b.month for b in plan.binding] == [0] * len(plan.binding)
+
+
+def test_the_idle_share_of_an_hourly_plan_is_over_the_gpus_paid_by_hand():
+    """Month 0 of the hand case: 11 GPUs committed (paid every hour) for 10.5 GPUs' worth
+    of load every hour: 1 - 10.5 / 11 idle, as a static plan counts it; month 1 pays 12
+    for 10.5 x 1.1 = 11.55."""
+    q = _lone_rps()
+    _, plan = _solved(10.5 * q, 0.10, lead=2, horizon=4)
+    assert _offer(plan.months[0]).committed_gpus == 11
+    assert plan.idle_fraction == pytest.approx(1 - 10.5 / 11, rel=1e-6)
+    # month 1: 11 committed + 1 rented on demand for 11.55 GPUs' worth of load
+    assert plan.months[1].idle_fraction == pytest.approx(1 - 11.55 / 12, rel=1e-6)
+    assert plan.months[0].idle_fraction == plan.idle_fraction
+
+
 @pytest.mark.parametrize(
     ("growth", "lead"),
     [(-0.25, 0), (0.0, 1), (0.2, 0), (0.35, 1), (-0.1, 2)],

@@ -162,6 +162,12 @@ def test_the_static_plan_is_the_one_period_hourly_plan_to_the_cent(multiple):
     }
     assert [p.region for p in hourly.power_kw] == [p.region for p in static.power_kw]
     assert [p.kw for p in hourly.power_kw] == pytest.approx([p.kw for p in static.power_kw])
+    # one pipeline: the same idle share over the GPUs paid, the same rows binding, the
+    # hourly ones in their one period (first UTC hour 0), the static ones in none
+    assert hourly.idle_fraction == pytest.approx(static.idle_fraction, abs=1e-9)
+    assert {b.period for b in hourly.binding} == {0}
+    assert {b.period for b in static.binding} <= {None}
+    assert {b.month for b in hourly.binding + static.binding} <= {None}
 
 
 def test_a_horizon_orders_whole_servers_with_their_order_month_by_hand():

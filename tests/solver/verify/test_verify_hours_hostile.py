@@ -25,8 +25,8 @@ DIURNAL = INSTANCES / "diurnal-chat-batch.yaml"
 
 HELD_FINITE_ONLY = {
     r"solver\..*": "the solver's own run (time, sizes, gap)",
-    r"binding\[\]\.(slack|shadow_price)": "the program's rows and duals: the verifier reads "
-    "no program (as for a static plan)",
+    r"binding\[\]\.(slack|shadow_price|period|month)": "the program's rows, their period "
+    "and month, and duals: the verifier reads no program (as for a static plan)",
     r"power_kw\[\]\.shadow_price_per_kw": "a dual of the pricing LP",
     r"headroom\[\]\.(target_utilization|kv_usage_scale_out|queue_depth_scale_out"
     r"|queue_depth_slo_edge)": "scale-out thresholds: the lone replica's batch and prefill "
@@ -36,6 +36,8 @@ HELD_FINITE_ONLY = {
     "capacity that differs from the physics is a warning (solver.verify.fleet step 1)",
     r"scenarios\[\]\..*": "the peak period's scenario table",
     r"(demand_growth|max_utilization)": "left at their defaults by the hourly planner",
+    r"idle_fraction": "the day's idle share reads each period plan's utilisation with no "
+    "failure, which an hourly plan does not state (solver.time.idle): not recomputed yet",
 }
 """Field patterns (list indices as []) whose finite values the verifier cannot recompute."""
 

@@ -1,0 +1,512 @@
+"""vLLM and SGLang engine profiles fitted on public measurements.
+
+Reads two files of `calibration/data/` (`calibration/data/README.md` names every source):
+
+- `sglang_serving.csv`: closed-loop runs of `sglang.bench_serving --max-concurrency C`
+  (C users start together; each sends its next request when the last completes), with
+  the tool's output tokens/s, mean TTFT and mean TPOT. Predicted by the closed-loop
+  replay the fleetplan calibrate command uses (`models.profiles.fit.predict`: the
+  iteration-by-iteration burst of `models.serving.closed_loop`), at the run's mean
+  prompt and output lengths (totals / requests), each request's lengths drawn about
+  them as the tool drew them (`length_distribution`: uniform over [R x L, L] for the
+  random runs, `--random-range-ratio R`; a lognormal for a dataset's; `length_spread`).
+- `vllm_throughput.csv`: vLLM offline throughput runs (every request at once), predicted
+  as the TensorRT-LLM max-throughput rows are (`replica_capacity` with no latency
+  target): output tokens/s per GPU. The page gives "tokens/s" without saying whose; it is
+  read as output tokens/s of the 8-GPU server, because its ratios between shapes are
+  those of output throughput in TensorRT-LLM's own tables (2048/2048 : 128/2048 = 0.55
+  here, 0.47-0.53 for Llama 70B FP8 in trtllm_perf.csv; as total tokens it would be 0.29).
+
+Runs on the ShareGPT dataset are always held out (as MLPerf rows are for TensorRT-LLM):
+their lengths follow conversations, replayed as a lognormal with an assumed coefficient
+of variation of 1 (the pages give only totals); they are reported, never fitted.
+
+A profile is named `<engine>-<major>.<minor>` (`vllm-0.10` holds 0.10.1 and 0.10.2). Each
+(profile, GPU generation) with rows gets one set of factors, fitted on the rows not held
+out (one in three, by a CRC of the run's configuration), starting from and falling back
+to the default TensorRT-LLM profile:
+
+    loss(f) = mean over rows r and figures m of log(predicted_rm(f) / measured_rm)^2
+
+(a row the model cannot place costs a 3x miss). What a group's rows can pin is fitted,
+the rest stays as the TensorRT-LLM profile has it (layout physics, the all-reduce floor,
+the per-sequence cost):
+- offline rows: the prefill and decode FLOP fractions and the HBM fraction, on output
+  tokens/s (as the TensorRT-LLM throughput fit);
+- closed-loop runs: the fixed step overhead (the engine's scheduler and launches), on
+  output tokens/s and mean TPOT (`FIT_FIGURES`); then the request overhead
+  (`request_overhead_s`: HTTP, tokenisation, scheduling and the first token's
+  detokenisation, which the tool counts in TTFT) on the one-user runs' mean TTFT only
+  (`fit_request_overhead`), and the step overhead once more with it in place. Mean TTFT
+  under load is reported, never fitted: it is what the replay's waves (lengths drawn as
+  the tool drew them, so they de-synchronise) and the overhead predict.
+A profile's `fallback` is
+the engine's previous version, the oldest falls back to the default TensorRT-LLM profile:
+a generation an engine has no rows of runs on TensorRT-LLM's factors, and says so.
+"""
+
+import csv
+import math
+import zlib
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from calibration.rows import GENERATIONS, Row, calibration_dir
+from models.physics.catalog import gpu_catalog, llm_catalog
+from models.physics.efficiency import Efficiency, efficiency_for
+from models.physics.precision import Precision
+from models.profiles.fit import FIGURES
+from models.profiles.fit import predict as replay_figures
+from models.profiles.fitting import from_vector, nelder_mead, to_vector
+from models.profiles.measurements import Measurement
+from models.serving.capacity import replica_capacity
+from models.serving.closed_loop import FIXED, LengthSpread
+from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+
+ENGINE_GENERATIONS = {"mi300x": "cdna3"}
+"""GPUs with rows of an engine profile but none of TensorRT-LLM's, by generation: written
+into each profile with rows of them (its own `generation_of`), so that under the
+TensorRT-LLM profiles they still borrow through `efficiency_like`."""
+BASE_ENGINE = "trtllm-0.20"
+"""The profile every engine profile starts from and finally falls back to."""
+THROUGHPUT_NAMES = ("prefill_flops_fraction", "decode_flops_fraction", "hbm_fraction")
+"""Fitted where a group has offline rows."""
+LATENCY_NAMES = ("step_overhead_s",)
+"""Fitted where a group has closed-loop runs."""
+FIT_FIGURES = ("output_tokens_per_s", "tpot_mean_ms")
+"""The figures of a closed-loop run the fit uses (module docstring: why not TTFT)."""
+FIT_REQUESTS_PER_USER = 3
+"""Requests per user in the replay the fit runs (as `models.profiles.fit`)."""
+FIT_STEPS = 120
+"""Nelder-Mead steps of one group's fit."""
+REFIT_STEPS = 40
+"""Nelder-Mead steps of the step overhead's refit with the request overhead in place."""
+REQUEST_NAMES = ("request_overhead_s",)
+"""Fitted on a group's one-user closed-loop runs only (`fit_request_overhead`)."""
+MISS_LOG = math.log(3.0)
+"""What a row the model cannot place costs in the loss: a 3x miss."""
+
+
+@dataclass(frozen=True)
+class EngineRun:
+    """One closed-loop benchmark run of an engine, in the model's terms."""
+
+    label: str
+    engine: str
+    """The profile (`sglang-0.5`)."""
+    version: str
+    """The version as published (`0.5.6`)."""
+    run: Measurement
+    held_out: bool
+    source: str
+    spread: LengthSpread = FIXED
+    """How the tool drew each request's lengths (`length_distribution`)."""
+
+    @property
+    def generation(self) -> str:
+        return generation(self.run.gpu)
+
+
+@dataclass(frozen=True)
+class EngineData:
+    """Every engine row: closed-loop runs and offline max-throughput rows."""
+
+    runs: list[EngineRun]
+    offline: list[Row]
+    versions: dict[str, set[str]]
+    """The engine versions as published behind each profile."""
+
+    def profiles(self) -> list[str]:
+        """Profile names, newest version first within each engine."""
+        names = {r.engine for r in self.runs} | {r.engine for r in self.offline}
+        return sorted(names, key=_version_key, reverse=True)
+
+
+def generation(gpu: str) -> str:
+    """A GPU's calibrated generation (`default` for one with no rows)."""
+    return GENERATIONS.get(gpu) or ENGINE_GENERATIONS.get(gpu, "default")
+
+
+def profile_name(engine: str, version: str) -> str:
+    """`vllm-0.10` for vLLM 0.10.2; `sglang-0.5` for SGLang 0.5.6."""
+    return f"{engine}-" + ".".join(version.split(".")[:2])
+
+
+def _version_key(name: str) -> tuple:
+    engine, _, version = name.partition("-")
+    return (engine, tuple(int(part) for part in version.split(".")))
+
+
+def fallbacks(profiles: list[str]) -> dict[str, str]:
+    """Each profile's fallback: the same engine's next older profile, else `BASE_ENGINE`."""
+    chain = {}
+    for name in profiles:
+        engine = name.partition("-")[0]
+        older = [
+            p
+            for p in profiles
+            if p.partition("-")[0] == engine and _version_key(p) < _version_key(name)
+        ]
+        chain[name] = max(older, key=_version_key) if older else BASE_ENGINE
+    return chain
+
+
+def _held_out(key: str) -> bool:
+    """Deterministic 1-in-3 hold-out by a CRC of the row's configuration (as `rows`)."""
+    return zlib.crc32(key.encode()) % 3 == 0
+
+
+def length_spread(text: str) -> LengthSpread:
+    """A `length_distribution` cell as the replay draws it: `fixed`; `uniform-range:R`
+    (uniform over [R x L, L], `--random-range-ratio R` as `sglang.bench_serving` draws
+    it); `lognormal-cv:C` (a dataset's lengths, coefficient of variation C). Raises
+    ValueError naming the cell for anything else."""
+    shape, _, value = text.strip().partition(":")
+    try:
+        if shape == "fixed" and not value:
+            return FIXED
+        if shape == "uniform-range":
+            return LengthSpread.uniform_range(float(value))
+        if shape == "lognormal-cv":
+            return LengthSpread("lognormal", float(value), float(value))
+    except ValueError as error:
+        raise ValueError(f"length_distribution {text!r}: {error}") from None
+    raise ValueError(
+        f"length_distribution {text!r} is not fixed, uniform-range:R or lognormal-cv:C"
+    )
+
+
+def _serving_runs(path: Path, skipped: Counter) -> list[EngineRun]:
+    runs = []
+    with path.open(encoding="utf-8") as handle:
+        for line, raw in enumerate(csv.DictReader(handle), start=2):
+            model, gpu = raw["model"], raw["gpu"]
+            if model not in llm_catalog() or gpu not in gpu_catalog():
+                skipped[f"{path.name}: {model} on {gpu} not in the catalogs"] += 1
+                continue
+            requests = int(raw["num_prompts"])
+            concurrency = int(raw["concurrency"])
+            isl = float(raw["total_input_tokens"]) / requests
+            osl = float(raw["total_output_tokens"]) / requests
+            engine = profile_name(raw["engine"], raw["engine_version"])
+            key = (
+                f"{engine}|{raw['engine_version']}|{model}|{gpu}|{raw['tp']}|"
+                f"{isl:.0f}|{osl:.0f}|{concurrency}"
+            )
+            run = Measurement(
+                source=f"{path.name}:{line}",
+                model=model,
+                gpu=gpu,
+                precision=Precision(raw["precision"]),
+                kv_precision=Precision(raw["kv_precision"]),
+                tp=int(raw["tp"]),
+                pp=1,
+                prompt_tokens=isl,
+                output_tokens=osl,
+                concurrency=concurrency,
+                requests=requests,
+                output_tokens_per_s=float(raw["output_tok_s"]),
+                ttft_mean_ms=float(raw["ttft_mean_ms"]),
+                tpot_mean_ms=float(raw["tpot_mean_ms"]),
+            )
+            label = (
+                f"{raw['engine']} {raw['engine_version']} {model} {gpu} {raw['precision']} "
+                f"tp{raw['tp']} {isl:.0f}/{osl:.0f} c{concurrency}"
+            )
+            source = (
+                f"{raw['source_repo']}@{raw['source_commit']}:{raw['source_path']} {raw['section']}"
+            )
+            held_out = raw["dataset"].startswith("sharegpt") or _held_out(key)
+            try:
+                spread = length_spread(raw.get("length_distribution") or "fixed")
+            except ValueError as error:
+                raise ValueError(f"{path.name}:{line}: {error}") from None
+            runs.append(
+                EngineRun(label, engine, raw["engine_version"], run, held_out, source, spread)
+            )
+    return runs
+
+
+def _offline_rows(path: Path, skipped: Counter) -> tuple[list[Row], dict[str, set[str]]]:
+    rows, versions = [], {}
+    with path.open(encoding="utf-8") as handle:
+        for raw in csv.DictReader(handle):
+            model, gpu = raw["model"], raw["gpu"]
+            if model not in llm_catalog() or gpu not in gpu_catalog():
+                skipped[f"{path.name}: {model} on {gpu} not in the catalogs"] += 1
+                continue
+            isl, osl, tp = float(raw["input_len"]), float(raw["output_len"]), int(raw["tp"])
+            output_per_gpu = float(raw["throughput_tok_s"]) / tp
+            engine = profile_name(raw["engine"], raw["engine_version"])
+            versions.setdefault(engine, set()).add(raw["engine_version"])
+            precision = Precision(raw["precision"])
+            key = f"{engine}|{raw['engine_version']}|{model}|{gpu}|{precision}|{tp}|{isl:g}|{osl:g}"
+            rows.append(
+                Row(
+                    label=f"{raw['engine']} {raw['engine_version']} {model} {gpu} {precision} "
+                    f"tp{tp} {isl:g}/{osl:g} offline",
+                    source=raw["engine"],
+                    kind="offline",
+                    model=model,
+                    gpu=gpu,
+                    weight_precision=precision,
+                    tps=(tp,),
+                    pp=1,
+                    mix=TrafficMix.fixed(isl, osl),
+                    measured=output_per_gpu,
+                    held_out=_held_out(key),
+                    engine=engine,
+                )
+            )
+    return rows, versions
+
+
+def load_engine_data(directory: Path | None = None) -> tuple[EngineData, Counter]:
+    """The engine rows of `directory` (default: `calibration_dir()`), and the skipped."""
+    directory = directory or calibration_dir()
+    skipped: Counter = Counter()
+    runs = _serving_runs(directory / "sglang_serving.csv", skipped)
+    offline, versions = _offline_rows(directory / "vllm_throughput.csv", skipped)
+    for run in runs:
+        versions.setdefault(run.engine, set()).add(run.version)
+    return EngineData(runs, offline, versions), skipped
+
+
+# --- prediction ----------------------------------------------------------------------------
+
+
+def predict_offline(row: Row, efficiency: Efficiency) -> float:
+    """Output tokens/s per GPU at maximum throughput (nan when no layout fits)."""
+    config = ReplicaConfig(
+        gpu_catalog()[row.gpu],
+        llm_catalog()[row.model],
+        row.weight_precision,
+        row.kv_precision,
+        row.tps[0],
+        row.pp,
+        Role.UNIFIED,
+    )
+    capacity = replica_capacity(config, row.mix, LatencyTargets(), efficiency)
+    ok = capacity.fits and capacity.meets_slo
+    return capacity.output_tokens_per_s_per_gpu if ok else math.nan
+
+
+def predict_run(
+    run: EngineRun, efficiency: Efficiency, requests_per_user: int, lengths: bool = True
+) -> dict[str, float]:
+    """The three figures the tool prints, replayed as the tool ran the run: its lengths
+    drawn as the tool drew them (`lengths`; else every request at the mean lengths, the
+    replay before length spreads); empty when no layout fits."""
+    return replay_figures(run.run, efficiency, requests_per_user, run.spread if lengths else FIXED)
+
+
+# --- fitting -------------------------------------------------------------------------------
+
+
+def _loss(runs: list[EngineRun], offline: list[Row], efficiency: Efficiency) -> float:
+    terms = []
+    for row in offline:
+        value = predict_offline(row, efficiency)
+        terms.append(math.log(value / row.measured) ** 2 if value > 0 else MISS_LOG**2)
+    for run in runs:
+        predicted = predict_run(run, efficiency, FIT_REQUESTS_PER_USER)
+        for figure in FIT_FIGURES:
+            measured = getattr(run.run, figure)
+            if measured is None:
+                continue
+            value = predicted.get(figure, 0.0)
+            terms.append(math.log(value / measured) ** 2 if value > 0 else MISS_LOG**2)
+    return float(np.mean(terms)) if terms else 0.0
+
+
+def fit_request_overhead(runs: list[EngineRun], efficiency: Efficiency) -> Efficiency:
+    """`efficiency` with the request overhead o fitted on the one-user runs of `runs` (none:
+    o = 0). A lone user's request never queues, so each of its TTFTs is o plus its own
+    prefill and the replay's mean TTFT is TTFT(0) + o exactly; o is the median over those
+    runs of measured mean TTFT - TTFT(0), at least 0 (each run replayed whole, up to
+    `REPORT_REQUESTS_PER_USER` requests, as the report replays it)."""
+    bare = efficiency.model_copy(update={"request_overhead_s": 0.0})
+    residuals = []
+    for run in runs:
+        if run.run.concurrency != 1 or run.run.ttft_mean_ms is None:
+            continue
+        predicted = predict_run(run, bare, REPORT_REQUESTS_PER_USER)  # the whole run
+        if "ttft_mean_ms" in predicted:
+            residuals.append((run.run.ttft_mean_ms - predicted["ttft_mean_ms"]) / 1e3)
+    overhead = max(0.0, float(np.median(residuals))) if residuals else 0.0
+    return efficiency.model_copy(update={"request_overhead_s": overhead})
+
+
+def fit_group(
+    runs: list[EngineRun], offline: list[Row], base: Efficiency, steps: int = FIT_STEPS
+) -> Efficiency:
+    """The factors that minimise the loss (module docstring) over one group's rows, every
+    other factor as in `base`; with closed-loop runs, then the request overhead on the
+    one-user runs (`fit_request_overhead`), the step overhead refitted with it (the
+    overhead lengthens each user's loop, so a one-user run's tokens/s) and the request
+    overhead once more on that."""
+    names = (THROUGHPUT_NAMES if offline else ()) + (LATENCY_NAMES if runs else ())
+    start = base.model_copy(update={"request_overhead_s": 0.0})
+    best = nelder_mead(
+        lambda v: _loss(runs, offline, from_vector(v, start, names)), to_vector(start, names), steps
+    )
+    fitted = from_vector(best, start, names)
+    if not runs:
+        return fitted
+    fitted = fit_request_overhead(runs, fitted)
+    best = nelder_mead(
+        lambda v: _loss(runs, offline, from_vector(v, fitted, LATENCY_NAMES)),
+        to_vector(fitted, LATENCY_NAMES),
+        REFIT_STEPS,
+    )
+    return fit_request_overhead(runs, from_vector(best, fitted, LATENCY_NAMES))
+
+
+def base_efficiency(gpu: str, precision: Precision) -> Efficiency:
+    """Where a group's fit starts: the default TensorRT-LLM profile's factors."""
+    return efficiency_for(gpu, precision, engine=BASE_ENGINE)
+
+
+def groups(data: EngineData, profile: str) -> dict[str, tuple[list[EngineRun], list[Row]]]:
+    """A profile's fit rows (not held out) by GPU generation."""
+    out: dict[str, tuple[list[EngineRun], list[Row]]] = {}
+    for run in data.runs:
+        if run.engine == profile and not run.held_out:
+            out.setdefault(run.generation, ([], []))[0].append(run)
+    for row in data.offline:
+        if row.engine == profile and not row.held_out:
+            out.setdefault(generation(row.gpu), ([], []))[1].append(row)
+    return dict(sorted(out.items()))
+
+
+def fit_engine_profiles(data: EngineData) -> dict[str, dict[str, Efficiency]]:
+    """Every engine profile's factor sets by generation."""
+    fitted: dict[str, dict[str, Efficiency]] = {}
+    for profile in data.profiles():
+        fitted[profile] = {}
+        for generation, (runs, offline) in groups(data, profile).items():
+            first = runs[0].run if runs else None
+            gpu = first.gpu if first else offline[0].gpu
+            precision = first.precision if first else offline[0].weight_precision
+            fitted[profile][generation] = fit_group(runs, offline, base_efficiency(gpu, precision))
+    return fitted
+
+
+# --- errors --------------------------------------------------------------------------------
+
+REPORT_REQUESTS_PER_USER = 10
+"""Requests per user in the replay a report runs: the whole run, up to 10 per user."""
+FIGURE_NAMES = {
+    "output_tokens_per_s": "output tok/s",
+    "ttft_mean_ms": "mean TTFT",
+    "tpot_mean_ms": "mean TPOT",
+}
+
+
+@dataclass(frozen=True)
+class RowError:
+    """One measured figure of one engine row against the model: what `make bench` prints
+    and what error bands are built from (`row_errors`)."""
+
+    engine: str
+    generation: str
+    gpu: str
+    model: str
+    family: str
+    """`dense` or `moe`."""
+    layout: str
+    """`tp8`, ..."""
+    kind: str
+    """`closed-loop` (a benchmark run at a concurrency) or `offline` (max throughput)."""
+    concurrency: int
+    """Users in flight; 0 for an offline row (every request at once)."""
+    figure: str
+    """`output_tokens_per_s` (offline rows: per GPU), `ttft_mean_ms` or `tpot_mean_ms`."""
+    held_out: bool
+    predicted: float
+    """nan when no layout fits."""
+    measured: float
+    label: str
+
+    @property
+    def error_pct(self) -> float:
+        """Signed: (predicted - measured) / measured x 100."""
+        return (self.predicted - self.measured) / self.measured * 100
+
+
+def _family(model: str) -> str:
+    return "moe" if llm_catalog()[model].is_moe else "dense"
+
+
+def row_errors(
+    data: EngineData,
+    efficiency_of,
+    requests_per_user: int = REPORT_REQUESTS_PER_USER,
+    lengths: bool = True,
+) -> list[RowError]:
+    """Every figure of every engine row against the factors `efficiency_of(engine, gpu,
+    precision)` returns (the catalog's: `catalog_efficiency`), fit and held-out rows
+    alike; `RowError.held_out` tells them apart. Closed-loop runs are replayed with their
+    lengths drawn as the tool drew them (`lengths`), else at the mean lengths."""
+    out = []
+    for row in data.offline:
+        value = predict_offline(row, efficiency_of(row.engine, row.gpu, row.weight_precision))
+        out.append(
+            RowError(
+                engine=row.engine,
+                generation=generation(row.gpu),
+                gpu=row.gpu,
+                model=row.model,
+                family=_family(row.model),
+                layout=f"tp{row.tps[0]}",
+                kind="offline",
+                concurrency=0,
+                figure="output_tokens_per_s",
+                held_out=row.held_out,
+                predicted=value,
+                measured=row.measured,
+                label=row.label,
+            )
+        )
+    for run in data.runs:
+        m = run.run
+        efficiency = efficiency_of(run.engine, m.gpu, m.precision)
+        predicted = predict_run(run, efficiency, requests_per_user, lengths)
+        for figure in FIGURES:
+            measured = getattr(m, figure)
+            if measured is None:
+                continue
+            out.append(
+                RowError(
+                    engine=run.engine,
+                    generation=run.generation,
+                    gpu=m.gpu,
+                    model=m.model,
+                    family=_family(m.model),
+                    layout=f"tp{m.tp}",
+                    kind="closed-loop",
+                    concurrency=m.concurrency,
+                    figure=figure,
+                    held_out=run.held_out,
+                    predicted=predicted.get(figure, math.nan),
+                    measured=measured,
+                    label=run.label,
+                )
+            )
+    return out
+
+
+def catalog_efficiency(engine: str, gpu: str, precision: Precision) -> Efficiency:
+    """The catalog's factors for a row: its engine profile's, as `efficiency_for` looks
+    them up (fallbacks included)."""
+    return efficiency_for(gpu, precision, engine=engine)
+
+
+def catalog_row_errors(directory: Path | None = None) -> list[RowError]:
+    """`row_errors` of the repository's engine rows against the catalog's profiles: the
+    per-row fit and held-out errors by engine, generation, model family and layout."""
+    data, _ = load_engine_data(directory)
+    return row_errors(data, catalog_efficiency)

@@ -1,0 +1,114 @@
+"""Time as the program's dimension: a `Horizon` says which periods of the day and which
+month of the procurement horizon one program covers, and so which program, read-back and
+verifier the pipeline's one sequence (solver.solve) runs.
+
+- Static (an instance that uses no time: no hourly profile, reserved or spot price,
+  failover start, batch work or horizon): one period of 24 hours, the one-period case.
+  Its program is the static one (solver.program.build), solved by workload
+  (solver.decompose), read back by solver.readback and checked by solver.verify.fleet.
+  The one-period periods program costs the same to the cent (tested), so the static
+  program stands for it: its decomposition and its goldens are kept.
+- In time: the periods of the warm day (solver.time.periods.day_periods), one copy of
+  the static program per period joined by the pricing rows; read back hour by hour
+  (solver.time.solve) and checked by the hour verifier.
+- Months (policy.horizon_months = H): month m's horizon is the periods of month m's
+  grown day, with the commitments it inherits as bounds on its `committed` columns
+  (solver.time.months).
+
+Months are solved rolling, one after the other through the same sequence, not jointly:
+month m's program is month m's periods program with
+
+    committed_m[r,g] >= committed_(m-1)[r,g]        (bought GPUs are never sold back)
+    committed_m[r,g] <= committed_(m-1)[r,g]  if m < L (orders arrive after L months)
+
+Rolling keeps each program the size of one day (a joint program is H times the hourly
+program, and its integer commitments couple every month), gives every month the same
+guards, deadline share, pricing LP and read-back as month 0, and is exact where the
+lower bound does not bind: with growing demand each month's own optimum commits at
+least the month before's. Where it binds the rolling plan is feasible but may cost more
+than a joint one that commits earlier for later months (it does not look ahead).
+The whole horizon is verified once, month by month (solver.verify.hours checks each
+month on its own and the orders between them), so a month's sequence defers its
+verification to the horizon (`verified_alone`).
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from models.operations.time_demand import uses_time
+from models.schema.instance import Instance
+
+if TYPE_CHECKING:  # the static path loads no module of time (tests/test_imports.py)
+    from models.operations.time_periods import Period
+
+
+@dataclass(frozen=True)
+class Horizon:
+    """The periods and the month one program covers (see the module text)."""
+
+    periods: tuple["Period", ...] = ()
+    """The periods of the day, by first UTC hour; none: the static plan's one period,
+    the whole day at the peak rates."""
+    month: int = 0
+    months: int = 0
+    """policy.horizon_months; 0 without a procurement horizon."""
+    committed_floor: Mapping[tuple[str, str], float] = field(default_factory=dict)
+    """(region, GPU) -> GPUs committed the month before (month m >= 1)."""
+    frozen: bool = False
+    """Month m < lead_time_months: the commitments stay at the floor."""
+    growth_factor: float = 1.0
+    """Month m's largest demand factor (what its infeasibility diagnosis states)."""
+
+    @classmethod
+    def of(cls, instance: Instance) -> "Horizon":
+        """Month 0 of the instance: static, or its warm day's periods."""
+        if not uses_time(instance):
+            return cls()
+        from solver.time.periods import day_periods
+
+        return cls(day_periods(instance), months=instance.policy.horizon_months or 0)
+
+    def later_month(
+        self, instance: Instance, month: int, floor: Mapping[tuple[str, str], float]
+    ) -> tuple[Instance, "Horizon"]:
+        """Month `month`'s instance (its demand grown: models.operations.procurement) and
+        horizon: the periods of its grown day, its commitments bounded by `floor` (the
+        month before's)."""
+        from models.operations.procurement import month_instance
+        from solver.time.months import month_growth
+        from solver.time.periods import day_periods
+
+        grown = month_instance(instance, month)
+        horizon = Horizon(
+            day_periods(grown),
+            month=month,
+            months=self.months,
+            committed_floor=dict(floor),
+            frozen=month < instance.policy.lead_time_months,
+            growth_factor=month_growth(instance, month),
+        )
+        return grown, horizon
+
+    @property
+    def in_time(self) -> bool:
+        """Whether the periods program (solver.time.periods) is built; else the static one."""
+        return bool(self.periods)
+
+    @property
+    def verified_alone(self) -> bool:
+        """Whether this program's plan is verified on its own: a plan with months is
+        verified once, as a whole horizon, after its last month."""
+        return not self.months
+
+    @property
+    def stage(self) -> str:
+        """The stage the deadline names while this program solves."""
+        return f"month {self.month}" if self.month else "solve"
+
+    @property
+    def what(self) -> str:
+        """The plan's name in messages."""
+        if self.month:
+            return f"plan for month {self.month}"
+        return "hourly plan" if self.in_time else "plan"

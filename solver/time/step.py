@@ -1,0 +1,162 @@
+"""The periods program as the pipeline's program step: what the one sequence of
+solver.solve asks of a horizon in time (solver.time.horizon), each a method in the order
+the sequence calls them:
+
+    check_size   the size guard over every period's copy (solver.candidates.size_check)
+    build        the periods program of the horizon's periods, a later month's
+                 commitments bounded by the month before (solver.time.months), its
+                 pre-solve problems (Infeasible)
+    optimise     `optimise_periods`: the one place the periods program meets the backend
+    diagnosis    why it has no solution (the peak period's static diagnosis; a month's
+                 inherited commitments)
+    price        its pricing LP (solver.time.prices), run in the background
+    read_back    the hours, the batch schedule, the error budget and headroom, with the
+                 prices once the pricing LP has ended
+    verify       the hour verifier
+"""
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from models.schema.instance import Instance
+from solver.analysis.diagnose import diagnose_infeasible
+from solver.backends import Backend
+from solver.candidates.size_check import check_program_size
+from solver.candidates.table import CandidateTable
+from solver.errors import Diagnosis, Infeasible
+from solver.plan.schema import Plan
+from solver.program.build import FleetProgram
+from solver.program.lp import SolveResult, Termination
+from solver.program.optimised import Optimised
+from solver.settings import SolveSettings
+from solver.time.horizon import Horizon
+from solver.time.months import bound_commitments, month_conflict
+from solver.time.periods import TimeProgram, build_time_program, interactive_table
+from solver.time.prices import priced_hours, pricing_lp
+from solver.time.solve import hourly_problems, peak_period, period_instances, read_hours
+from solver.verify.hours import verify_hours
+from solver.verify.verdict import Verification
+
+
+def optimise_periods(program: TimeProgram, backend: Backend, settings: SolveSettings) -> Optimised:
+    """The periods program solved: today as one program by the backend (its periods are
+    coupled by the commitments, batch work and spot; a decomposition by period takes
+    this place)."""
+    return Optimised(backend.run(program.lp, settings.with_duals(False)))
+
+
+@dataclass
+class PeriodsStep:
+    """One horizon's periods program through the pipeline's stages (the module text)."""
+
+    instance: Instance
+    """The instance of the horizon's month (its demand grown for a later month)."""
+    table: CandidateTable
+    horizon: Horizon
+    settings: SolveSettings
+    program: TimeProgram = field(init=False)
+    build_s: float = 0.0
+    curves: dict = field(default_factory=dict)
+    """No pool curves are kept for explain (its alternatives are static ones)."""
+
+    @property
+    def build_stage(self) -> str:
+        """The stage the deadline names after the build."""
+        return f"program build ({len(self.horizon.periods)} periods)"
+
+    @property
+    def lp(self):
+        """The program the backend solves."""
+        return self.program.lp
+
+    def check_size(self) -> None:
+        """The size guard over every period's copy."""
+        check_program_size(
+            self.instance,
+            interactive_table(self.instance, self.table),
+            self.settings.time_limit_s,
+            periods=period_instances(self.instance),
+        )
+
+    def build(self, backend: Backend, solve_settings: SolveSettings) -> None:
+        """The periods program, a later month's commitments bounded (Infeasible on a
+        pre-solve problem)."""
+        del backend, solve_settings  # solved whole: nothing starts while it builds
+        started = time.monotonic()
+        self.program = build_time_program(
+            self.instance, self.table, self.settings, self.horizon.periods
+        )
+        if self.horizon.month:
+            bound_commitments(self.program, self.horizon.committed_floor, self.horizon.frozen)
+        self.build_s = time.monotonic() - started
+        problems = [*self.table.problems, *hourly_problems(self.program)]
+        if problems:
+            raise Infeasible.from_problems(problems)
+
+    def optimise(self, backend: Backend, solve_settings: SolveSettings) -> Optimised:
+        """`optimise_periods`."""
+        return optimise_periods(self.program, backend, solve_settings)
+
+    def close(self) -> None:
+        """Nothing runs beside the solve."""
+
+    def diagnosis(self, backend: Backend) -> Diagnosis:
+        """Month 0: the peak period's static diagnosis; a later month: its demand on the
+        commitments it inherits."""
+        if self.horizon.month:
+            h = self.horizon
+            return month_conflict(self.instance, h.month, h.frozen, h.growth_factor)
+        return diagnose_infeasible(peak_period(self.program).program, backend, self.settings)
+
+    def price(
+        self, pricer: Backend, values: dict[str, float], settings: SolveSettings
+    ) -> SolveResult:
+        """The pricing LP (solver.time.prices), solved."""
+        return pricer.run(pricing_lp(self.program, values), settings)
+
+    def read_back(
+        self,
+        optimised: Optimised,
+        values: dict[str, float],
+        pricing: Callable[[], SolveResult],
+    ) -> Plan:
+        """The hourly plan; its prices read once `pricing` ends (the periods are read
+        back meanwhile)."""
+
+        def duals() -> tuple[dict[str, float], str]:
+            priced = priced_hours(pricing())
+            month = self.horizon.month
+            self.settings.passed(f"month {month} pricing" if month else "pricing")
+            return priced
+
+        return read_hours(
+            self.program,
+            optimised.result,
+            values,
+            self.settings,
+            self.build_s,
+            duals,
+            in_horizon=bool(self.horizon.month),
+        )
+
+    def verify(self, plan: Plan) -> Verification:
+        """The hour verifier."""
+        return verify_hours(self.instance, plan)
+
+    def explained(
+        self, optimised: Optimised, plan: Plan, values: dict[str, float]
+    ) -> tuple[FleetProgram, Optimised]:
+        """What `explain` reads: the peak period's program, with that period's values
+        under the static names."""
+        del optimised  # its values are the whole program's
+        peak = peak_period(self.program)
+        kept = SolveResult(
+            termination=Termination.OPTIMAL if plan.status == "optimal" else Termination.FEASIBLE,
+            solver=plan.solver.name if plan.solver else "",
+            solver_version=plan.solver.version if plan.solver else "",
+            runtime_s=plan.solver.runtime_s if plan.solver else 0.0,
+            objective=plan.cost_per_month,
+            values=self.program.period_values(values, peak.first_hour),
+        )
+        return peak.program, Optimised(kept)

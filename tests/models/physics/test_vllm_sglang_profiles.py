@@ -1,0 +1,91 @@
+"""vLLM and SGLang engine profiles in the catalog (issue 34): they load, `engine:` and
+`--engine` accept them, a generation they have rows of runs on their own factors, every
+other generation on the profile they fall back to, and a plan records the profile."""
+
+import json
+
+import pytest
+import yaml
+
+from models.io.loading import validate_instance
+from models.physics.efficiency import (
+    UnknownEngine,
+    check_engine,
+    default_engine,
+    efficiency_for,
+    efficiency_source,
+    engine_profiles,
+    engine_report,
+)
+from models.physics.precision import Precision
+from tests.paths import ONE_MODEL_ONE_REGION
+
+FP8 = Precision.FP8
+
+
+def _profiles(engine: str) -> list[str]:
+    return sorted(name for name in engine_profiles() if name.startswith(f"{engine}-"))
+
+
+def _chain(name: str) -> list[str]:
+    names = [name]
+    while engine_profiles()[names[-1]].get("fallback"):
+        names.append(engine_profiles()[names[-1]]["fallback"])
+    return names
+
+
+def test_vllm_and_sglang_profiles_load_and_fall_back_to_the_default() -> None:
+    assert _profiles("vllm") and _profiles("sglang")
+    for name in _profiles("vllm") + _profiles("sglang"):
+        assert check_engine(name) == name
+        assert _chain(name)[-2:] == [default_engine(), "trtllm-0.17"], name
+
+
+def test_mi300x_runs_on_its_own_vllm_rows_and_borrows_under_tensorrt_llm() -> None:
+    vllm = max(_profiles("vllm"))
+    own = efficiency_source("mi300x", vllm)
+    assert not own.borrowed and own.generation is not None
+    assert efficiency_source("mi300x").borrowed  # TensorRT-LLM has no MI300X rows
+    assert efficiency_for("mi300x", FP8, engine=vllm) != efficiency_for("mi300x", FP8)
+
+
+def test_a_generation_without_rows_gets_the_fallback_factors() -> None:
+    """No vLLM row was measured on Hopper: a vLLM profile there is the default profile's."""
+    for name in _profiles("vllm"):
+        assert efficiency_for("h100-sxm", FP8, engine=name) == efficiency_for("h100-sxm", FP8)
+
+
+def _instance(**changes) -> dict:
+    data = yaml.safe_load(ONE_MODEL_ONE_REGION.read_text(encoding="utf-8"))
+    data.update(changes)
+    return data
+
+
+def test_an_instance_with_a_vllm_engine_solves_and_its_plan_records_it() -> None:
+    from solver.solve import solve
+
+    vllm = max(_profiles("vllm"))
+    data = _instance(engine=vllm, gpus=[{"name": "mi300x"}])
+    data["regions"][0]["supply"] = {"mi300x": {"max_gpus": 64, "price_per_gpu_hour": 2.0}}
+    plan = solve(validate_instance(data))
+    assert plan.engine == vllm and plan.borrowed_efficiency is False
+    assert plan.efficiency_note.startswith(f"engine profile: {vllm}")
+
+
+def test_perf_takes_an_sglang_engine(run_cli) -> None:
+    sglang = max(_profiles("sglang"))
+    args = ["perf", "-g", "b200", "-m", "llama-3.1-8b", "-p", "fp8", "-i", "1000", "-o", "200"]
+    result = run_cli(*args, "--engine", sglang, "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["engine"] == sglang
+
+
+def test_a_newer_release_runs_on_its_engines_newest_profile_at_or_below_it() -> None:
+    newest = max(_profiles("vllm"), key=lambda p: tuple(map(int, p.split("-")[1].split("."))))
+    assert check_engine("vllm-0.99.1") == newest
+    assert check_engine(newest + ".7") == newest  # a patch release of a fitted minor
+    assert check_engine("trtllm-1.0") == default_engine()  # 1.0 > 0.20 > 0.17
+    assert "for vllm-0.99.1" in engine_report(["mi300x"], "vllm-0.99.1")
+    for unknown in ("sglang-0.0.1", "tgi-2.0", "vllm-next"):  # older than any, or no engine
+        with pytest.raises(UnknownEngine):
+            check_engine(unknown)

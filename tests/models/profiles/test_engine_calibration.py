@@ -1,0 +1,199 @@
+"""vLLM and SGLang profiles fitted on public measurements (issue 34, calibration/engines.py):
+the readers turn published figures into the model's terms (hand-computed), profile names
+and fallbacks follow the versions, and the fit recovers a known step overhead from runs
+the replay itself generated."""
+
+import csv
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from calibration.engines import (
+    BASE_ENGINE,
+    EngineData,
+    EngineRun,
+    fallbacks,
+    fit_group,
+    length_spread,
+    load_engine_data,
+    predict_run,
+    profile_name,
+    row_errors,
+)
+from models.physics.efficiency import efficiency_for
+from models.physics.precision import Precision
+from models.profiles.measurements import Measurement
+from models.serving.closed_loop import FIXED, LengthSpread
+
+SERVING = {
+    "engine": "sglang",
+    "engine_version": "0.5.6",
+    "hf_model": "meta-llama/Llama-3.1-8B-Instruct",
+    "model": "llama-3.1-8b",
+    "gpu": "h100-sxm",
+    "gpu_as_published": "H100",
+    "precision": "bf16",
+    "kv_precision": "bf16",
+    "tp": "1",
+    "dataset": "random",
+    "length_distribution": "uniform-range:0",
+    "random_input_len": "1000",
+    "random_output_len": "1000",
+    "num_prompts": "10",
+    "concurrency": "1",
+    "total_input_tokens": "6101",
+    "total_output_tokens": "4210",
+    "output_tok_s": "96.65",
+    "ttft_mean_ms": "99.03",
+    "tpot_mean_ms": "10.12",
+    "source_repo": "example/repo",
+    "source_path": "bench.md",
+    "source_commit": "0" * 40,
+    "section": "5.1",
+    "notes": "",
+}
+OFFLINE = {
+    "engine": "vllm",
+    "engine_version": "0.10.2",
+    "docker_image": "image",
+    "hf_model": "amd/Llama-3.1-70B-Instruct-FP8-KV",
+    "model": "llama-3.1-70b",
+    "gpu": "mi300x",
+    "precision": "fp8",
+    "kv_precision": "fp8",
+    "tp": "8",
+    "input_len": "128",
+    "output_len": "2048",
+    "num_prompts": "3200",
+    "max_num_seqs": "3200",
+    "throughput_tok_s": "16000",
+    "throughput_unit": "tokens/s",
+    "source_page": "https://example.invalid/results",
+    "notes": "",
+}
+
+
+def _write(path: Path, rows: list[dict]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    _write(tmp_path / "sglang_serving.csv", [SERVING, {**SERVING, "model": "no-such-model"}])
+    _write(tmp_path / "vllm_throughput.csv", [OFFLINE])
+    return tmp_path
+
+
+def test_the_readers_put_published_figures_in_the_model_terms(data_dir: Path) -> None:
+    data, skipped = load_engine_data(data_dir)
+    (run,) = data.runs
+    # means are totals / requests: 6101 / 10 = 610.1 prompt tokens, 4210 / 10 = 421.0 out
+    assert run.run.prompt_tokens == pytest.approx(610.1)
+    assert run.run.output_tokens == pytest.approx(421.0)
+    assert run.engine == "sglang-0.5" and run.generation == "hopper"
+    # lengths uniform over [0 x L, L]: half-width (1 - 0) / (1 + 0) = the mean itself
+    assert run.spread == LengthSpread("uniform", 1.0, 1.0)
+    (row,) = data.offline
+    # the page's server-wide output tokens/s over its 8 GPUs: 16000 / 8 = 2000 per GPU
+    assert row.measured == pytest.approx(2000.0)
+    assert row.engine == "vllm-0.10"
+    assert sum(skipped.values()) == 1  # the model the catalog lacks, counted, not fitted
+    assert data.versions == {"sglang-0.5": {"0.5.6"}, "vllm-0.10": {"0.10.2"}}
+
+
+def test_profile_names_and_fallbacks_follow_the_versions() -> None:
+    assert profile_name("vllm", "0.10.2") == "vllm-0.10"
+    assert profile_name("vllm", "0.9.0.1") == "vllm-0.9"
+    chain = fallbacks(["vllm-0.11", "vllm-0.9", "vllm-0.10", "sglang-0.5"])
+    assert chain == {
+        "vllm-0.11": "vllm-0.10",
+        "vllm-0.10": "vllm-0.9",  # 0.10 sorts after 0.9 as versions, not as text
+        "vllm-0.9": BASE_ENGINE,
+        "sglang-0.5": BASE_ENGINE,
+    }
+
+
+def _synthetic_run(
+    concurrency: int, truth, prompt: int = 512, output: int = 256, spread: LengthSpread = FIXED
+) -> EngineRun:
+    """A closed-loop run whose figures are the replay's own under `truth`."""
+    run = Measurement(
+        source="synthetic",
+        model="llama-3.1-8b",
+        gpu="h100-sxm",
+        precision=Precision.BF16,
+        kv_precision=Precision.BF16,
+        tp=1,
+        pp=1,
+        prompt_tokens=prompt,
+        output_tokens=output,
+        concurrency=concurrency,
+        requests=3 * concurrency,
+        output_tokens_per_s=None,
+        ttft_mean_ms=None,
+        tpot_mean_ms=None,
+    )
+    synthetic = EngineRun("synthetic", "sglang-0.5", "0.5.6", run, False, "synthetic", spread)
+    figures = predict_run(synthetic, truth, requests_per_user=3)
+    return replace(synthetic, run=replace(run, **figures))
+
+
+def test_the_fit_recovers_a_known_step_overhead() -> None:
+    """Runs generated by the replay with a 5 ms step overhead (the base has the trtllm fit's
+    1.88 ms): the fit, which moves only the step overhead on closed-loop runs, finds 5 ms
+    back and the runs' errors vanish."""
+    base = efficiency_for("h100-sxm", Precision.BF16)
+    truth = base.model_copy(update={"step_overhead_s": 5e-3})
+    runs = [_synthetic_run(c, truth) for c in (1, 8, 32)]
+    fitted = fit_group(runs, [], base)
+    assert fitted.step_overhead_s == pytest.approx(5e-3, rel=0.02)
+    assert fitted.hbm_fraction == base.hbm_fraction  # not fitted on closed-loop runs
+    errors = row_errors(EngineData(runs, [], {}), lambda *_: fitted, requests_per_user=3)
+    assert errors and all(abs(e.error_pct) < 2 for e in errors if not math.isnan(e.error_pct))
+
+
+def test_the_fit_recovers_a_known_request_overhead_from_the_one_user_run() -> None:
+    """Runs with uniform lengths over [0, 2 x mean], generated by the replay with a 5 ms step
+    overhead and an 80 ms request overhead: a lone user's TTFT is 80 ms more than its
+    prefill, so the one-user run gives the 80 ms back (the median of one residual), and
+    the step overhead, fitted on tokens/s and TPOT with it in place, 5 ms."""
+    base = efficiency_for("h100-sxm", Precision.BF16)
+    truth = base.model_copy(update={"step_overhead_s": 5e-3, "request_overhead_s": 0.080})
+    spread = LengthSpread.uniform_range(0.0)
+    runs = [_synthetic_run(c, truth, spread=spread) for c in (1, 8, 32)]
+    fitted = fit_group(runs, [], base)
+    assert fitted.request_overhead_s == pytest.approx(0.080, rel=0.02)
+    assert fitted.step_overhead_s == pytest.approx(5e-3, rel=0.02)
+
+
+def test_length_distributions_are_read_or_refused() -> None:
+    """`uniform-range:0.5`: lengths over [L / 2, L], half-width (1 - 0.5) / (1 + 0.5) = 1/3
+    of the mean; `lognormal-cv:1` a dataset's spread; a missing cell is fixed lengths."""
+    assert length_spread("uniform-range:0.5").prompt == pytest.approx(1 / 3)
+    assert length_spread("lognormal-cv:1") == LengthSpread("lognormal", 1.0, 1.0)
+    assert length_spread("fixed") == FIXED
+    for bad in ("uniform", "uniform-range:x", "uniform-range:2", "zipf:1"):
+        with pytest.raises(ValueError, match="length_distribution"):
+            length_spread(bad)
+
+
+def test_row_errors_are_signed_and_their_median_skips_unplaced_rows() -> None:
+    from calibration.engines import RowError
+    from calibration.errors import median_abs_error_pct
+
+    def error(predicted: float) -> RowError:
+        return RowError(
+            "vllm-0.10", "cdna3", "mi300x", "llama-3.1-70b", "dense", "tp8", "offline", 0,
+            "output_tokens_per_s", True, predicted, 100.0, "row",
+        )  # fmt: skip
+
+    assert error(110.0).error_pct == pytest.approx(10.0)  # (110 - 100) / 100
+    assert error(70.0).error_pct == pytest.approx(-30.0)
+    # |+10|, |-30|, |+20| -> median 20; the unplaced (nan) row is left out, not counted as 0
+    errors = [error(110.0), error(70.0), error(120.0), error(math.nan)]
+    assert median_abs_error_pct(errors) == pytest.approx(20.0)
