@@ -40,3 +40,17 @@ def test_simulator_steps_are_the_planners_busiest_group_steps():
     assert engine.steps.prefill_group_share(4000.0) == 1.0
     assert even.prefill_group_share(4000.0) == 1 / 8
     assert engine.steps.iteration_s(64, 1500, 4000, 2000) > even.iteration_s(64, 1500, 4000, 2000)
+
+
+def test_perf_at_a_load_prices_the_same_busiest_group():
+    """`perf --concurrency` (the closed-loop replay and the latency at a load) times its
+    iterations on the same busiest-group steps as the planner and the simulator."""
+    from models.serving.latency import _Replica
+
+    serving = _dep8()
+    replica = _Replica(serving, 1)
+    engine = replica_engine(serving)
+    assert replica.steps.prompt_tokens == engine.steps.prompt_tokens == pytest.approx(4000.0)
+    assert replica.steps.iteration_s(64, 1500, 4000, 2000) == pytest.approx(
+        engine.steps.iteration_s(64, 1500, 4000, 2000)
+    )
