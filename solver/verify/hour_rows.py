@@ -24,6 +24,8 @@ def check_binding_times(plan: Plan) -> list[Violation]:
     """Every binding row of the plan and of each month against the hours it lies in."""
     with_months = bool(plan.months)
     found = _rows("binding", plan.binding, plan.hours, 0 if with_months else None)
+    if [month.month for month in plan.months] != list(range(len(plan.months))):
+        return found  # months out of order: refused on that alone (solver.verify.months)
     for index, month in enumerate(plan.months):
         if month.month == 0:
             continue  # month 0's rows are the plan's own (`binding`)
