@@ -149,8 +149,8 @@ class PrefillLane:
         residual_s = self.residual_s(rate)
         queued_s = wait_s + self.ride_s(rate, wait_s + residual_s)
         extra_s = self.own_p99_s + self.transfer_p99_s - self.own_s - self.transfer_s
-        own_s = self.own_s + self.transfer_s
-        return self.request_overhead_s + residual_s + own_s + math.hypot(queued_s, extra_s)
+        alone_s = self.request_overhead_s + residual_s + self.own_s + self.transfer_s
+        return alone_s + math.hypot(queued_s, extra_s)
 
 
 def prefill_lane(
