@@ -60,9 +60,11 @@ bench: bytecode
 readme: bytecode
 	$(BIN)/python -m tests.readme --write --slow
 
-# Refit the efficiency factors on calibration/data and rewrite models/physics/catalog/efficiency.yaml.
+# Refit the efficiency factors on calibration/data and rewrite models/physics/catalog/efficiency.yaml,
+# then the measured error bands of the refitted model (models/physics/catalog/error_bands.yaml).
 calibrate: install
 	$(BIN)/python -m calibration.calibrate --write
+	$(BIN)/python -m calibration.bands --write
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -14,7 +14,10 @@ from solver.solve import Solved
 
 LEVER_NOTE = (
     "each lever re-solved alone on the same instance (same backend and gap); saving = "
-    "base $/month - lever $/month; a new GPU type is offered at its catalog price"
+    "base $/month - lever $/month; a new GPU type is offered at its catalog price; "
+    "rests on: the lever plan's pools whose capacity comes from a borrowed GPU generation "
+    "or an unmeasured regime, with the model's error band on held-out rows (10th / 90th "
+    "percentile of predicted / measured - 1)"
 )
 
 
@@ -45,12 +48,13 @@ def lever_table(results: tuple[LeverResult, ...]) -> TableSpec:
     """Levers, largest saving first."""
     return TableSpec(
         "Levers ranked by dollars",
-        ("lever", "$/month", "saving $/month", "GPUs", "status", "why"),
+        ("lever", "$/month", "saving $/month", "rests on", "GPUs", "status", "why"),
         tuple(
             (
                 r.lever,
                 "-" if r.cost_per_month is None else f"{r.cost_per_month:,.0f}",
                 "-" if r.saving_per_month is None else f"{r.saving_per_month:+z,.0f}",
+                rests_on(r),
                 "-" if r.total_gpus is None else str(r.total_gpus),
                 r.status,
                 r.reason or r.note,
@@ -59,6 +63,14 @@ def lever_table(results: tuple[LeverResult, ...]) -> TableSpec:
         ),
         LEVER_NOTE,
     )
+
+
+def rests_on(result: LeverResult) -> str:
+    """`gb200 dense BORROWED -18%/+133%` for each pool of the lever's plan on a borrowed
+    GPU generation or an unmeasured regime; `measured` when none; `-` without a plan."""
+    if result.cost_per_month is None:
+        return "-"
+    return "; ".join(result.uncertain) or "measured"
 
 
 class HourlyLevers(BaseModel):

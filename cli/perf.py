@@ -20,6 +20,7 @@ from cli.render.pair_tables import pair_json, pair_tables
 from cli.render.perf_tables import kv_tiers_json, load_json, perf_json, perf_tables
 from cli.render.tables import markdown_tables, print_tables
 from models.physics.efficiency import Efficiency, efficiency_for, engine_report
+from models.physics.error_bands import band_line
 from models.physics.precision import Precision
 from models.schema import limits
 from models.serving.capacity import replica_capacity
@@ -402,6 +403,9 @@ def perf(
     source = request.efficiency_source()
     efficiency = efficiency_for(config.gpu, precision, engine=source.engine)
     engine_line = engine_report([config.gpu], engine)
+    engine_line += "\n" + band_line(
+        source.engine, config.gpu, config.llm, config.ep, config.dp, request.load_asked
+    )
     tier_line = request.tier_line()
     if tier_line:
         engine_line = f"{engine_line}\n{tier_line}" if engine_line else tier_line

@@ -41,6 +41,7 @@ from models.operations.scenarios import failure_scenarios
 from models.operations.time_demand import uses_time
 from models.physics.efficiency import borrowed_gpus, check_engine, engine_report
 from models.schema.instance import Instance
+from solver.analysis.capacity_bands import with_bands
 from solver.analysis.capacity_report import with_capacity_units
 from solver.analysis.diagnose import diagnose_infeasible, presolve_problems
 from solver.analysis.summary import buyer_summary
@@ -373,11 +374,12 @@ def _in_background(run: Callable[..., T], *args) -> Callable[[], T]:
 
 
 def with_engine(instance: Instance, plan: Plan) -> Plan:
-    """The plan with the engine profile used and the GPU types it uses that run on
-    borrowed efficiency factors (`models.physics.efficiency.efficiency_source`)."""
+    """The plan with the engine profile used, the GPU types it uses that run on
+    borrowed efficiency factors (`models.physics.efficiency.efficiency_source`) and each
+    pool's measured error band (`solver.analysis.capacity_bands`)."""
     used = sorted({use.gpu for use in plan.gpus if use.used} | {p.gpu for p in plan.replicas})
     specs = [instance.gpu_specs[gpu] for gpu in used if gpu in instance.gpu_specs]
-    return plan.model_copy(
+    return with_bands(instance, plan).model_copy(
         update={
             "engine": check_engine(instance.engine),
             "borrowed_efficiency": bool(borrowed_gpus(specs, instance.engine)),

@@ -278,6 +278,41 @@ SECTION_TABLES = {
 """Tables the report places in a section of their own (the rest follow the charts)."""
 
 
+def band_table(plan: Plan) -> TableSpec | None:
+    """One row per GPU, family and band the plan's pools rest on: the model's signed
+    error on held-out rows (predicted / measured - 1), whether the band is the pool's own
+    or a borrowed or unmeasured stand-in, and what `capacity_margin: auto` applied."""
+    rows: dict[tuple, tuple[str, ...]] = {}
+    for pool in plan.replicas:
+        b = pool.capacity_band
+        if b is None or not pool.count:
+            continue
+        key = (pool.gpu, b.family, b.regime, b.flag)
+        rows[key] = (
+            pool.gpu,
+            b.family,
+            b.regime.replace("_", " "),
+            f"{b.p10:+.0%}",
+            f"{b.median:+.0%}",
+            f"{b.p90:+.0%}",
+            str(b.rows),
+            (b.flag or ("borrowed" if b.regime == "borrowed" else "own")).upper(),
+            f"{b.capacity_factor:.3f}",
+        )
+    if not rows:
+        return None
+    return TableSpec(
+        "Model error on held-out rows",
+        ("GPU", "family", "regime", "p10", "median", "p90", "rows", "band", "capacity x"),
+        tuple(rows.values()),
+        "signed error of the performance model, predicted / measured - 1, on calibration "
+        "rows it was not fitted on (models/physics/catalog/error_bands.yaml); BORROWED: the "
+        "GPU runs on another GPU's efficiency factors; UNMEASURED: no held-out rows of this "
+        "family and regime, the profile's widest band stands in; capacity x: the factor "
+        "policy.capacity_margin: auto applied (1: none)",
+    )
+
+
 def _placed(spec: TableSpec) -> str:
     if spec.title.startswith("Power by region"):
         return "power"
@@ -336,6 +371,10 @@ def report_html(
     if plan.scenarios:
         parts.append("<h2>Utilisation by scenario</h2>")
         parts.append(f'<div class="charts">{_chart("utilisation", utilisation_svg(plan))}</div>')
+    bands = band_table(plan)
+    if bands is not None:
+        parts.append("<h2>Model error</h2>")
+        parts.append(table_html(bands))
     if charts:
         parts.append("<h2>Chosen configurations</h2>")
     for item in charts:

@@ -14,7 +14,7 @@ from cli.render.attribution import attribution_table
 from cli.render.failover_tables import failover_tables
 from cli.render.summary_tables import summary_table
 from cli.render.tables import TableSpec
-from solver.plan.records import ReplicaPool
+from solver.plan.records import CapacityBand, ReplicaPool
 from solver.plan.schema import Plan
 
 if TYPE_CHECKING:  # rendering never needs the explanation's modules (levers, re-solves)
@@ -136,6 +136,7 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
     for region in dict.fromkeys(pool.region for pool in plan.replicas):
         pools = [p for p in plan.replicas if p.region == region]
         cached = any(p.prefix_hit_rate is not None for p in pools)
+        banded = any(p.capacity_band is not None for p in pools)
         columns = (
             "workload",
             "GPU",
@@ -145,12 +146,14 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
             "replicas",
             "GPUs",
             "req/s per replica",
-            "limit",
         )
         tables.append(
             TableSpec(
                 f"{region}",
-                columns + (("KV tiers", "hit rate") if cached else ()),
+                columns
+                + (("model error",) if banded else ())
+                + ("limit",)
+                + (("KV tiers", "hit rate") if cached else ()),
                 tuple(
                     (
                         _served(p),
@@ -163,11 +166,13 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
                         str(p.count),
                         str(p.gpus),
                         _per_replica(p),
-                        str(p.limit or "-"),
                     )
+                    + ((band_cell(p.capacity_band),) if banded else ())
+                    + (str(p.limit or "-"),)
                     + (_prefix_cache(p) if cached else ())
                     for p in pools
                 ),
+                band_note(pools) if banded else "",
             )
         )
     tables.append(
@@ -250,6 +255,33 @@ def _served(pool) -> str:
     if pool.shared:
         return "shared: " + ", ".join(pool.workloads)
     return pool.workload
+
+
+def band_cell(found: CapacityBand | None) -> str:
+    """`-11%/+14%` (the 10th / 90th percentile of predicted / measured - 1 on held-out
+    rows), with BORROWED or UNMEASURED where the band is not the pool's own."""
+    if found is None:
+        return "-"
+    text = f"{found.p10:+.0%}/{found.p90:+.0%}"
+    if found.flag:
+        return f"{text} {found.flag.upper()}"
+    return f"{text} borrowed" if found.regime == "borrowed" else text
+
+
+def band_note(pools: list[ReplicaPool]) -> str:
+    """The table's note: what the model error column means, each band in words, and the
+    factor `policy.capacity_margin: auto` applied."""
+    bands = {p.capacity_band.text: p.capacity_band for p in pools if p.capacity_band}
+    lines = ["model error: predicted / measured - 1 on held-out rows, 10th / 90th percentile"]
+    lines += [f"  {text}" for text in bands]
+    factors = {
+        f"{p.gpu} {p.capacity_band.capacity_factor:.3f}"
+        for p in pools
+        if p.capacity_band and p.capacity_band.capacity_factor != 1.0
+    }
+    if factors:
+        lines.append("capacity_margin auto: capacity per replica x " + ", ".join(sorted(factors)))
+    return "\n".join(lines)
 
 
 def _per_replica(pool) -> str:

@@ -31,6 +31,18 @@ Routing statistics (uniform top-k routing, the assumption of the closed forms be
 - The slowest rank sets the step: its expert FLOPs, the experts it reads and the tokens
   it receives are the mean's times the imbalance.
 
+The grouped GEMM (the routed experts' own kernel). Its rows per touched expert on the
+busiest rank, n = T k / ep x imbalance / experts touched (at least one), run below the
+large-batch rate: efficiency n / (n + n_half), a saturating curve (`gemm_half_tokens`,
+fitted per generation; a 128-row tile holding a few rows wastes the rest), so the routed
+FLOPs cost 1 / efficiency of their roofline time (`ExpertLayout.routed_cost`). Experts
+stored 4-bit on a GPU without FP4 tensor cores are dequantised and multiplied at BF16
+(`expert_compute_precision`: W4A16, GPT-OSS on Hopper), twice an FP8 layer's time.
+Beside the expert weights each routed row moves its activations through HBM
+(`expert_row_bytes`: gathered input, intermediate round trip, BF16 output and combine),
+which for fine-grained experts (hidden 2,048, intermediate 768, k = 8) is as much as
+the GEMM's FLOPs allow at the ridge.
+
 Attention data parallelism (the slowest DP rank). Decode sequences are spread evenly over
 the dp attention groups (the engine balances their counts), but a prompt is prefilled
 whole by the one group that admits it. An iteration that carries k prompts of P tokens
@@ -46,8 +58,11 @@ variables conditioned on their sum being k (the Poissonisation of the multinomia
 
 a polynomial power truncated at degree k. A fractional k (part of a prompt, or the
 normal points of a busy iteration mixture) interpolates between its integer neighbours:
-a part-prompt sits on one group, E[max | k] = k for k <= 1. The routed experts are
-unaffected: the ep ranks see all the tokens (`load_imbalance`).
+a part-prompt sits on one group, E[max | k] = k for k <= 1. Each group schedules under
+its own token cap c (`max_num_tokens` per rank): a prompt longer than c rides as chunks
+of c, so the items are the Q / min(P, c) chunks and the busiest group holds at most c
+tokens (`StepModel.prefill_group_share`). The routed experts are unaffected: the ep
+ranks see all the tokens (`load_imbalance`).
 
 The decode attention of a group varies with its sequences' lengths: the engine evens
 the groups' sequence counts, n = b/dp each, not their contexts. A resident sequence's
@@ -90,6 +105,8 @@ collective pays a fixed latency (launch and synchronisation), two per MoE layer.
 """
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -122,6 +139,9 @@ class MoeEfficiency(BaseModel):
     routing_skew: float = Field(default=1.0, ge=0)
     """Multiplier on the uniform-routing excess of the max-rank load (1: uniform top-k
     routing; > 1: a router more skewed than uniform, after the engine's rebalancing)."""
+    gemm_half_tokens: float = Field(default=0.0, ge=0)
+    """Tokens per expert at which the grouped GEMM of the routed experts runs at half its
+    large-batch rate (`grouped_gemm_efficiency`); 0: every expert GEMM at the dense rate."""
 
 
 @cache
@@ -131,11 +151,26 @@ def _moe_table() -> dict:
     return read_yaml(_FILE) or {}
 
 
+_TRIAL: list[dict] = []
+"""Tables the calibration tool is trying (`trial_constants`), innermost last."""
+
+
+@contextmanager
+def trial_constants(by_key: dict) -> Iterator[None]:
+    """Within the block `moe_efficiency_for` reads `by_key` in place of the catalog file
+    (the calibration tool scoring candidate constants on its fit rows)."""
+    _TRIAL.append(by_key)
+    try:
+        yield
+    finally:
+        _TRIAL.pop()
+
+
 def moe_efficiency_for(gpu_name: str) -> MoeEfficiency:
     """The expert-parallel constants of a GPU: the `default` set of
     `models/physics/catalog/moe_efficiency.yaml`, then its generation's (`generation_of`), then the
     GPU's own entry; the class defaults where the file says nothing."""
-    table = _moe_table().get("by_key", {})
+    table = _TRIAL[-1] if _TRIAL else _moe_table().get("by_key", {})
     fields: dict[str, float] = {}
     for key in ("default", generation_of(gpu_name), gpu_name):
         if key is not None:
@@ -296,6 +331,30 @@ def alltoall_bytes_per_token_sent(
     return alltoall_copies(llm.experts_per_token, ep, expert_tp) * per_expert
 
 
+def grouped_gemm_efficiency(tokens_per_expert: float, half_tokens: float) -> float:
+    """Share of the large-batch GEMM rate the routed experts' grouped GEMM reaches when
+    each expert multiplies `tokens_per_expert` rows: n / (n + n_half), a saturating curve
+    (1 with n_half = 0; 1/2 at n = n_half; 0 with no rows). Small per-expert batches fill
+    a fraction of each tensor-core tile (M tiles of 64-128 rows) and pay the per-expert
+    setup and the gather/scatter of their rows; the curve is the smooth form of that."""
+    if half_tokens <= 0:
+        return 1.0
+    if tokens_per_expert <= 0:
+        return 0.0
+    return tokens_per_expert / (tokens_per_expert + half_tokens)
+
+
+def expert_compute_precision(gpu: GpuSpec, llm: LlmSpec, weight_precision: Precision) -> Precision:
+    """Precision the routed experts' GEMMs run at: the weight precision, except that
+    experts stored 4-bit (`expert_weight_precision`, GPT-OSS's MXFP4) on a GPU without
+    FP4 tensor cores are dequantised in the kernel and multiplied at BF16 (W4A16:
+    TensorRT-LLM's and vLLM's Hopper MXFP4 MoE runs BF16 activations)."""
+    stored = llm.expert_weight_precision
+    if stored is Precision.FP4 and not gpu.supports(Precision.FP4):
+        return Precision.BF16
+    return weight_precision
+
+
 @dataclass(frozen=True)
 class ExpertLayout:
     """The per-GPU coefficients of the routed experts of one stage under a TP x DP x EP
@@ -314,6 +373,35 @@ class ExpertLayout:
     alltoall_s_per_token: float
     """Seconds one of the step's tokens adds to the all-to-all of the mean GPU, all the
     stage's MoE layers: bytes per token x MoE layers / G x (G-1)/G over the links."""
+    compute_slowdown: float = 1.0
+    """Linear-layer peak over the experts' peak (`expert_compute_precision`): 2 for W4A16
+    experts beside FP8 layers on Hopper, else 1."""
+    gemm_half_tokens: float = 0.0
+    """`MoeEfficiency.gemm_half_tokens`."""
+    row_bytes: float = 0.0
+    """HBM bytes one routed row (a token at one of its experts) moves on a GPU through
+    the stage's MoE layers beside the weights (`expert_row_bytes` x MoE layers)."""
+
+    def rows(self, tokens: float) -> float:
+        """Routed rows on the busiest rank: T x k / ep x imbalance."""
+        return tokens * self.experts_per_token / self.ep * self.imbalance(tokens)
+
+    def tokens_per_expert(self, tokens: float) -> float:
+        """Rows each expert the busiest rank touches multiplies at `tokens` tokens: its
+        T x k / ep x imbalance rows over the experts it touches (`touched_per_rank`);
+        T x k / E x imbalance once every expert is touched."""
+        touched = self.touched_per_rank(tokens)
+        if touched <= 0:
+            return 0.0
+        return tokens * self.experts_per_token / self.ep * self.imbalance(tokens) / touched
+
+    def routed_cost(self, tokens: float) -> float:
+        """Time of the routed FLOPs over their time at the linear layers' rate:
+        compute_slowdown / `grouped_gemm_efficiency` of `tokens_per_expert`."""
+        if tokens <= 0:
+            return self.compute_slowdown
+        rows = max(self.tokens_per_expert(tokens), 1.0)  # a touched expert has a row
+        return self.compute_slowdown / grouped_gemm_efficiency(rows, self.gemm_half_tokens)
 
     def imbalance(self, tokens: float) -> float:
         """Max-rank load over the mean at `tokens` tokens (`load_imbalance`)."""
@@ -355,6 +443,23 @@ def alltoall_link_s_per_byte(gpu: GpuSpec, efficiency: Efficiency, stage_gpus: i
     return max(local, remote)
 
 
+def expert_row_bytes(llm: LlmSpec, weight_precision: Precision, expert_tp: int) -> float:
+    """HBM bytes one routed row moves through one MoE layer on a GPU, beside the expert
+    weights: the gathered input written and read by the first GEMM (hidden x a each),
+    the intermediate written by the gate/up GEMM and read by the down GEMM (its
+    moe_intermediate / moe_tp share, a bytes each way) and the BF16 output written and
+    read by the combine (hidden x 2 each way), a = the dispatch precision's bytes
+    (`dispatch_bytes_per_element`):
+
+        hidden x (2 a + 4) + inter / moe_tp x 2 a.
+
+    The floor of the fused kernels (the gated activation fused into the first GEMM);
+    fine-grained experts (Qwen3-30B-A3B: hidden 2,048, inter 768, k = 8) put it at the
+    GEMMs' own ridge, where it decides a prefill's time."""
+    a = dispatch_bytes_per_element(weight_precision)
+    return llm.hidden_size * (2 * a + 4) + llm.moe_intermediate_size / expert_tp * 2 * a
+
+
 def expert_layout(
     gpu: GpuSpec,
     llm: LlmSpec,
@@ -366,6 +471,7 @@ def expert_layout(
     efficiency: Efficiency,
     alltoall_latency_s: float = ALLTOALL_LATENCY_S,
     routing_skew: float = 1.0,
+    gemm_half_tokens: float = 0.0,
 ) -> ExpertLayout:
     """The routed experts' coefficients of a stage with `stage_moe_layers` MoE layers."""
     stage_gpus = tp * dp
@@ -374,6 +480,7 @@ def expert_layout(
     per_token_bytes = alltoall_bytes_per_token_sent(llm, weight_precision, ep, expert_tp)
     per_token_bytes *= stage_moe_layers
     s_per_byte = alltoall_link_s_per_byte(gpu, efficiency, stage_gpus)
+    expert_peak = gpu.peak_flops(expert_compute_precision(gpu, llm, weight_precision))
     return ExpertLayout(
         ep=ep,
         dp=dp,
@@ -383,4 +490,7 @@ def expert_layout(
         alltoall_collectives=round(2 * stage_moe_layers) if spans_groups else 0,
         alltoall_latency_s=alltoall_latency_s,
         alltoall_s_per_token=per_token_bytes / stage_gpus * s_per_byte if spans_groups else 0.0,
+        compute_slowdown=gpu.peak_flops(weight_precision) / expert_peak,
+        gemm_half_tokens=gemm_half_tokens,
+        row_bytes=expert_row_bytes(llm, weight_precision, expert_tp) * stage_moe_layers,
     )

@@ -4,6 +4,7 @@ The linear layers (GEMMs) and attention run as separate kernels, so each takes t
 of its compute and memory time and the times add:
 
     pass_s = max(linear FLOPs / linear rate, weight bytes / bandwidth)
+           + max(routed-expert FLOPs / their rate, expert bytes read / bandwidth)
            + max(decode attention FLOPs / attention rate, KV bytes / bandwidth)
            + prefill attention FLOPs / attention rate        (compute-bound)
            + communication
@@ -22,11 +23,14 @@ def pass_total_s(
     kv_read_s: float,
     prefill_attention_s: float,
     comm_s: float,
+    expert_compute_s: float = 0.0,
+    expert_read_s: float = 0.0,
 ) -> float:
     """A stage pass from its roofline terms (`PassParts`' fields, in order): the linear
-    kernels max(compute, weight read), plus attention max(compute, KV read) + prefill
-    attention, plus communication."""
-    linear_s = max(linear_compute_s, weight_read_s)
+    kernels max(compute, weight read), the routed experts' grouped GEMM max(compute,
+    expert read), plus attention max(compute, KV read) + prefill attention, plus
+    communication."""
+    linear_s = max(linear_compute_s, weight_read_s) + max(expert_compute_s, expert_read_s)
     attention_s = max(attention_compute_s, kv_read_s) + prefill_attention_s
     return linear_s + attention_s + comm_s
 
@@ -47,11 +51,19 @@ class PassParts:
     kv_read_s: float
     prefill_attention_s: float
     comm_s: float
+    expert_compute_s: float = 0.0
+    """A mixture of experts' routed-expert grouped GEMM (its own kernel): FLOPs over the
+    rate it reaches (`models.physics.moe.ExpertLayout.routed_cost`)."""
+    expert_read_s: float = 0.0
+    """The routed experts' weight bytes the slowest rank reads, over the bandwidth."""
 
     @property
     def linear_s(self) -> float:
-        """max(linear FLOPs / rate, weight bytes / bandwidth)."""
-        return max(self.linear_compute_s, self.weight_read_s)
+        """max(linear FLOPs / rate, weight bytes / bandwidth), plus the same for the
+        routed experts' grouped GEMM."""
+        return max(self.linear_compute_s, self.weight_read_s) + max(
+            self.expert_compute_s, self.expert_read_s
+        )
 
     @property
     def attention_s(self) -> float:
@@ -68,21 +80,25 @@ class PassParts:
             self.kv_read_s,
             self.prefill_attention_s,
             self.comm_s,
+            self.expert_compute_s,
+            self.expert_read_s,
         )
 
     @property
     def compute_s(self) -> float:
         """Time spent in compute-bound kernels."""
         linear = self.linear_compute_s if self.linear_compute_s >= self.weight_read_s else 0.0
+        expert = self.expert_compute_s if self.expert_compute_s >= self.expert_read_s else 0.0
         attention = self.attention_compute_s if self.attention_compute_s >= self.kv_read_s else 0.0
-        return linear + attention + self.prefill_attention_s
+        return linear + expert + attention + self.prefill_attention_s
 
     @property
     def memory_s(self) -> float:
         """Time spent in memory-bound kernels."""
         linear = self.weight_read_s if self.weight_read_s > self.linear_compute_s else 0.0
+        expert = self.expert_read_s if self.expert_read_s > self.expert_compute_s else 0.0
         attention = self.kv_read_s if self.kv_read_s > self.attention_compute_s else 0.0
-        return linear + attention
+        return linear + expert + attention
 
     @property
     def bound(self) -> str:

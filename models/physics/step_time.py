@@ -40,7 +40,10 @@ that the busiest group prefills whole (`prompt_tokens`; both set per traffic mix
 see all T tokens of the pass, spread over the `ep` ranks, and the slowest rank sets the
 pass: its expert FLOPs are the mean's x the load imbalance, it reads the experts its
 tokens touch, and it waits for the dispatch and combine all-to-alls of every MoE layer.
-With ep = dp = 1 every term is the tensor-parallel one above.
+The routed experts' grouped GEMM is its own kernel beside the attention-side linear
+layers: max(routed FLOPs x `ExpertLayout.routed_cost` / rate, (experts touched + routed
+rows' activations) / bandwidth) adds to their max (`PassParts.expert_compute_s`,
+`expert_read_s`). With ep = dp = 1 the layout terms are the tensor-parallel ones.
 
 A decode iteration advances every resident sequence by one token. With pipeline
 parallelism the batch runs as m = min(pp, B) micro-batches and a micro-batch needs pp
@@ -153,11 +156,17 @@ class StepModel:
 
     def prefill_group_share(self, prefill_tokens: float) -> float:
         """Share of a pass's `prefill_tokens` prompt tokens on the busiest attention
-        group: `busiest_rank_share` of the whole prompts they make, 1/dp when the prompt
-        size is unknown."""
+        group. Each group schedules its own prompts under its own token cap
+        c = chunk_tokens / dp (`max_num_tokens` per rank), so a prompt of P tokens rides
+        as chunks of min(P, c): the busiest group holds `busiest_rank_share` of the
+        Q / min(P, c) chunks, never more than its cap c / Q and never less than 1/dp.
+        1/dp when the prompt size is unknown."""
         if self.prompt_tokens <= 0 or prefill_tokens <= 0:
             return 1.0 / self.dp
-        return busiest_rank_share(prefill_tokens / self.prompt_tokens, self.dp)
+        cap = self.chunk_tokens / self.dp
+        chunks = prefill_tokens / min(self.prompt_tokens, cap)
+        busiest = min(busiest_rank_share(chunks, self.dp), cap / prefill_tokens)
+        return max(busiest, 1.0 / self.dp)
 
     def pass_parts(
         self,
@@ -184,8 +193,8 @@ class StepModel:
         decode_kv_tokens: float,
         prefill_tokens: float,
         prefill_pairs: float,
-    ) -> tuple[float, float, float, float, float, float]:
-        """The six roofline terms of `pass_parts`, in `PassParts`' field order (a tuple:
+    ) -> tuple[float, ...]:
+        """The roofline terms of `pass_parts`, in `PassParts`' field order (a tuple:
         the capacity searches time millions of passes and need no record of each)."""
         if self.experts_layout is not None:
             return self._moe_pass_terms(
@@ -223,35 +232,43 @@ class StepModel:
         decode_kv_tokens: float,
         prefill_tokens: float,
         prefill_pairs: float,
-    ) -> tuple[float, float, float, float, float, float]:
-        """`pass_parts` of an MoE model on the slowest GPU: attention-side terms at the
-        group's 1/dp share of the decode tokens and the busiest group's share w of the
-        prompt tokens (`prefill_group_share`), routed experts at all T tokens x the
-        imbalance f (extra FLOPs T x routed x (f - 1) over the even share), the experts the
-        slowest rank touches, TP all-reduces of the group's tokens and the all-to-alls.
-        A prompt token's linear FLOPs on a GPU of its group are the attention side,
-        prefill linear - dp x routed, plus the routed share spread over all G GPUs."""
+    ) -> tuple[float, ...]:
+        """`pass_parts` of an MoE model on the slowest GPU. The attention side (the
+        non-routed linear layers, attention, the TP all-reduces) at the group's 1/dp share
+        of the decode tokens and the busiest group's share w of the prompt tokens
+        (`prefill_group_share`): a prompt token's attention-side FLOPs on a GPU of its
+        group are prefill linear - dp x routed, a decode token's 1/dp x decode linear -
+        routed. The routed experts are their own kernel (the grouped GEMM): all T tokens'
+        routed FLOPs x the imbalance f x `ExpertLayout.routed_cost`, against the experts
+        the slowest rank touches; then the all-to-alls."""
         share = 1.0 / self.dp
         busiest = self.prefill_group_share(prefill_tokens)
         attention_share = self.decode_group_share(decode_tokens)
         tokens = decode_tokens + prefill_tokens
-        extra = layout.imbalance(tokens) - 1.0
         routed = self.routed_flops_per_token
-        attention_side = self.prefill_linear_flops_per_token - self.dp * routed
-        prefill_flops = prefill_tokens * (busiest * attention_side + (1.0 + extra) * routed)
-        decode_flops = decode_tokens * (
-            share * self.decode_linear_flops_per_token + extra * self.routed_flops_per_token
+        prefill_rate, decode_rate = self.prefill_linear_flops_per_s, self.decode_linear_flops_per_s
+        attention_side_s = (
+            prefill_tokens * busiest * (self.prefill_linear_flops_per_token - self.dp * routed)
+        ) / prefill_rate + decode_tokens * (
+            share * self.decode_linear_flops_per_token - routed
+        ) / decode_rate
+        expert_s = (
+            layout.imbalance(tokens)
+            * layout.routed_cost(tokens)
+            * routed
+            * (prefill_tokens / prefill_rate + decode_tokens / decode_rate)
         )
-        weights = self.dense_weight_bytes
-        weights += layout.touched_per_rank(tokens) * self.expert_weight_bytes
+        expert_read_s = (
+            layout.touched_per_rank(tokens) * self.expert_weight_bytes
+            + layout.rows(tokens) * layout.row_bytes
+        ) / self.hbm_bytes_per_s
         group_tokens = share * decode_tokens + busiest * prefill_tokens
         allreduce_s = self.allreduces_per_pass * (
             self.allreduce_latency_s + group_tokens * self.allreduce_s_per_token
         )
         return (
-            prefill_flops / self.prefill_linear_flops_per_s
-            + decode_flops / self.decode_linear_flops_per_s,
-            weights / self.hbm_bytes_per_s,
+            attention_side_s,
+            self.dense_weight_bytes / self.hbm_bytes_per_s,
             attention_share
             * decode_kv_tokens
             * self.decode_attention_flops_per_pair
@@ -262,6 +279,8 @@ class StepModel:
             * self.prefill_attention_flops_per_pair
             / self.prefill_attention_flops_per_s,
             allreduce_s + layout.alltoall_s(tokens),
+            expert_s,
+            expert_read_s,
         )
 
     def pass_s(
@@ -394,45 +413,16 @@ class StepModel:
         prefill_loads: list[float],
         prefill_context_tokens: float,
     ) -> list[float]:
-        """`_dense_passes_s` of an MoE model: `_moe_pass_terms`' arithmetic term by term,
-        the attention side's terms once (the experts' depend on each load's tokens)."""
-        share = 1.0 / self.dp
-        attention_share = self.decode_group_share(b)
-        attention_s = max(
-            attention_share * kv_tokens * self.decode_attention_flops_per_pair
-            / self.decode_attention_flops_per_s,
-            attention_share * kv_tokens * self.kv_bytes_per_token / self.hbm_bytes_per_s,
-        )
-        decode_linear = share * self.decode_linear_flops_per_token
-        routed = self.routed_flops_per_token
-        attention_side = self.prefill_linear_flops_per_token - self.dp * routed
-        passes_s = []
-        for load in prefill_loads:
-            q = load / m
-            busiest = self.prefill_group_share(q)
-            tokens = b + q
-            extra = layout.imbalance(tokens) - 1.0
-            prefill_flops = q * (busiest * attention_side + (1.0 + extra) * routed)
-            decode_flops = b * (decode_linear + extra * routed)
-            linear_compute_s = (
-                prefill_flops / self.prefill_linear_flops_per_s
-                + decode_flops / self.decode_linear_flops_per_s
+        """`_dense_passes_s` of an MoE model: `_moe_pass_terms` at each load (its terms
+        all depend on the load's tokens but the decode attention)."""
+        return [
+            pass_total_s(
+                *self._moe_pass_terms(
+                    layout, b, kv_tokens, load / m, load / m * prefill_context_tokens
+                )
             )
-            weights = self.dense_weight_bytes
-            weights += layout.touched_per_rank(tokens) * self.expert_weight_bytes
-            linear_s = max(linear_compute_s, weights / self.hbm_bytes_per_s)
-            prefill_attention_s = (
-                busiest
-                * (q * prefill_context_tokens)
-                * self.prefill_attention_flops_per_pair
-                / self.prefill_attention_flops_per_s
-            )
-            allreduce_s = self.allreduces_per_pass * (
-                self.allreduce_latency_s + (share * b + busiest * q) * self.allreduce_s_per_token
-            )
-            comm_s = allreduce_s + layout.alltoall_s(tokens)
-            passes_s.append(linear_s + (attention_s + prefill_attention_s) + comm_s)
-        return passes_s
+            for load in prefill_loads
+        ]
 
     def iteration_parts(
         self,
@@ -441,8 +431,7 @@ class StepModel:
         prefill_tokens: float = 0.0,
         prefill_context_tokens: float = 0.0,
     ) -> PassParts:
-        """The stage pass of `iteration_s`, split into its roofline terms: one micro-batch
-        of B/m sequences and Q/m prompt tokens, m = `micro_batches(B)`."""
+        """`iteration_s`'s stage pass in roofline terms (B/m sequences, Q/m prompt tokens)."""
         m = self.micro_batches(batch)
         b, q = batch / m, prefill_tokens / m
         return self.pass_parts(b, b * context_tokens, q, q * prefill_context_tokens)
@@ -570,6 +559,7 @@ def step_model(
             efficiency,
             moe.alltoall_latency_s,
             moe.routing_skew,
+            moe.gemm_half_tokens,
         )
         if llm.is_moe
         else None,

@@ -51,6 +51,13 @@ class BuyUnit(StrEnum):
     GPU = "gpu"
 
 
+class CapacityMargin(StrEnum):
+    """How much of the performance model's capacity the planner trusts."""
+
+    NONE = "none"
+    AUTO = "auto"
+
+
 class Policy(BaseModel):
     """Layout and failure policy."""
 
@@ -139,6 +146,14 @@ class Policy(BaseModel):
     max_utilization: MaxUtilization = 1.0
     """Pools are planned at most this fraction of their capacity at the SLO, in every
     scenario (headroom)."""
+    capacity_margin: CapacityMargin = CapacityMargin.NONE
+    """`none`: pools are sized on the model's capacity (with `max_utilization`). `auto`:
+    on the conservative side of its measured error band
+    (`models.physics.error_bands`): each replica's capacity x 1 / (1 + e), e the 90th
+    percentile of the held-out rows' predicted / measured - 1 for its engine profile,
+    model family and regime (a borrowed GPU generation: the profile's widest band) when
+    that percentile is optimistic (e > 0); 1 where the model is pessimistic or no band is
+    measured. Planner and verifier apply it alike."""
     demand_growth: DemandGrowth | None = None
     """A factor applied to all demand (1.3 plans for 30% more); the top-level
     `demand_growth` wins."""

@@ -108,6 +108,17 @@ Z_P99 = 2.326347874
 """Standard normal quantile at 0.99."""
 
 
+def group_loaded_steps(steps: StepModel, mix: MixTokens, role: Role) -> StepModel:
+    """`steps` with the busiest attention-DP group's loads for `mix`
+    (`StepModel.with_group_loads`): a unified replica's groups prefill whole prompts of
+    the mix's new prompt tokens, and resident contexts spread by `resident_context_cv`.
+    The planner (`BatchModel`) and the simulator price iterations with it alike."""
+    return steps.with_group_loads(
+        mix.new_prompt if role is Role.UNIFIED else 0.0,
+        resident_context_cv(mix.prompt, mix.prompt_scv, mix.output, mix.output_scv),
+    )
+
+
 def batch_p99(batch: float) -> float:
     """p99 of a Poisson number of sequences with mean `batch`: B + 2.326 sqrt(B)."""
     return batch + Z_P99 * math.sqrt(max(batch, 0.0))
@@ -170,12 +181,8 @@ class BatchModel:
     ):
         if request_overhead_s < 0:
             raise ValueError(f"the request overhead must be >= 0 s, got {request_overhead_s!r}")
-        if isinstance(steps, StepModel):
-            # the busiest attention-DP group: whole prompts, contexts that spread
-            steps = steps.with_group_loads(
-                mix.new_prompt if role is Role.UNIFIED else 0.0,
-                resident_context_cv(mix.prompt, mix.prompt_scv, mix.output, mix.output_scv),
-            )
+        if isinstance(steps, StepModel):  # the busiest attention-DP group's loads
+            steps = group_loaded_steps(steps, mix, role)
         self.steps = steps
         plain = steps.steps if isinstance(steps, SpeculativeSteps) else steps
         self.advance = 1.0

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from models.physics.step_time import StepModel
-from models.serving.batch_model import BatchModel
+from models.serving.batch_model import BatchModel, group_loaded_steps
 from models.serving.capacity import replica_capacity
 from models.serving.closed_loop import FIXED, ClosedLoopRun, LengthSpread, replay_closed_loop
 from models.serving.edge_search import bisect_edge
@@ -119,8 +119,11 @@ class _Replica:
         self.offline = replica_capacity(config, mix, LatencyTargets(), efficiency, pool_replicas)
         if not self.offline.fits:
             raise ValueError(self.offline.reason)
-        self.steps: StepModel = replica_step_model(config, efficiency)
         tokens = pool_mix_tokens(serving, pool_replicas)  # the pool's prefix cache
+        # the busiest attention-DP group's loads, as the planner and the simulator price them
+        self.steps: StepModel = group_loaded_steps(
+            replica_step_model(config, efficiency), tokens, Role.UNIFIED
+        )
         self.output = tokens.output
         hit = tokens.hit
         prompt = tokens.prompt

@@ -61,6 +61,7 @@ from models.physics.precision import Precision
 from models.schema.errors import InputError
 from models.schema.instance import Instance
 from models.schema.policy import Survive
+from solver.analysis.capacity_bands import uncertain_pools
 from solver.analysis.paid import buys_whole_servers, servers_bought
 from solver.errors import Infeasible, NoSolution, PlanRejected
 from solver.plan.schema import Plan
@@ -109,6 +110,10 @@ class LeverResult(BaseModel):
     """Why there is no plan (the diagnosis' first requirement in conflict)."""
     note: str = ""
     """What the saving hides: GPUs saved that whole servers round away."""
+    uncertain: tuple[str, ...] = ()
+    """The lever plan's pools whose capacity rests on a borrowed GPU generation or an
+    unmeasured regime, with their error band (`capacity_bands.uncertain_pools`): the
+    saving is only as good as that band."""
 
 
 def _edited(instance: Instance, edit: Callable[[dict[str, Any]], bool]) -> Instance | None:
@@ -406,6 +411,7 @@ def solve_lever(
         total_gpus=plan.total_gpus,
         servers=servers_bought(plan),
         whole_servers=buys_whole_servers(plan),
+        uncertain=uncertain_pools(plan),
     )
 
 

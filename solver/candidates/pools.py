@@ -33,6 +33,7 @@ from models.operations.scenarios import failover_targets
 from models.operations.site import demand_factor
 from models.operations.slo import zone_loss_overprovision_factor
 from models.physics.efficiency import Efficiency, efficiency_for
+from models.physics.error_bands import margin_factor
 from models.schema.instance import Instance
 from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.capacity import (
@@ -126,6 +127,8 @@ class PoolPhysics:
     credit_tpot: bool = False
     """Whether a TPOT-limited candidate gets a pool ladder (`policy.credit_tpot_pooling`,
     `models.serving.capacity.pooling_can_lift`)."""
+    derate: float = 1.0
+    """The factor every capacity is multiplied by (`capacity_derate_of`; 1: none)."""
 
     @property
     def serving(self) -> ServingContext:
@@ -134,7 +137,32 @@ class PoolPhysics:
 
     def at(self, replicas: float) -> ReplicaCapacity:
         """The physics of one replica in a pool of `replicas` behind one queue."""
-        return replica_capacity(self.config, self.mix, self.targets, self.efficiency, replicas)
+        found = replica_capacity(self.config, self.mix, self.targets, self.efficiency, replicas)
+        return derated(found, self.derate)
+
+
+def capacity_derate_of(instance: Instance, config: ReplicaConfig) -> float:
+    """`policy.capacity_margin: auto`: 1 / (1 + e) of the configuration's measured error
+    band (`models.physics.error_bands.margin_factor`); 1 with `none`."""
+    return margin_factor(
+        instance.policy.capacity_margin,
+        instance.engine,
+        config.gpu,
+        config.llm,
+        config.ep,
+        config.dp,
+    )
+
+
+def derated(capacity: ReplicaCapacity, factor: float) -> ReplicaCapacity:
+    """The capacity with its rates (requests/s, output tokens/s) x `factor`."""
+    if factor == 1.0:
+        return capacity
+    return replace(
+        capacity,
+        requests_per_s=capacity.requests_per_s * factor,
+        output_tokens_per_s=capacity.output_tokens_per_s * factor,
+    )
 
 
 def physics_of(instance: Instance, workload: str, config: ReplicaConfig) -> PoolPhysics:
@@ -146,6 +174,7 @@ def physics_of(instance: Instance, workload: str, config: ReplicaConfig) -> Pool
         latency_targets(entry.slo),
         efficiency_for(config.gpu, config.weight_precision, instance.efficiency, instance.engine),
         instance.policy.credit_tpot_pooling,
+        capacity_derate_of(instance, config),
     )
 
 

@@ -92,6 +92,7 @@ from solver.candidates.pools import (
     PoolCurve,
     PoolPhysics,
     PoolStep,
+    capacity_derate_of,
     failover_curve,
     largest_pool,
     lone_curve,
@@ -344,7 +345,12 @@ def build_candidates(instance: Instance, settings: SolveSettings | None = None) 
                     config.gpu, config.weight_precision, instance.efficiency, instance.engine
                 )
                 physics[key] = PoolPhysics(
-                    config, mix, targets, efficiency, instance.policy.credit_tpot_pooling
+                    config,
+                    mix,
+                    targets,
+                    efficiency,
+                    instance.policy.credit_tpot_pooling,
+                    capacity_derate_of(instance, config),
                 )
                 cache[key] = physics[key].at(1)
                 if planning_capacity(cache[key]) > 0:

@@ -69,6 +69,35 @@ class GroupMember(BaseModel):
     """Requests/s of this workload the group carries at peak, all its replicas (no failure)."""
 
 
+class CapacityBand(BaseModel):
+    """The measured error band of a pool's capacity (`models.physics.error_bands`): the
+    held-out rows' predicted / measured - 1 for its engine profile, model family and
+    regime, as fractions (> 0: the model promised more than the engine gave)."""
+
+    model_config = FROZEN
+
+    family: str
+    regime: str
+    p10: float
+    median: float
+    p90: float
+    rows: int
+    flag: str = ""
+    """'' for the regime's own band; `borrowed` or `unmeasured`: none measured, the
+    profile's widest instead."""
+    capacity_factor: float = 1.0
+    """What the pool's capacity was multiplied by (`policy.capacity_margin: auto`:
+    1 / (1 + p90) when p90 > 0; 1 with `none`)."""
+    text: str = ""
+    """The band in words, e.g. `-11% / +14% (dense, max throughput, 56 rows)`."""
+
+    @property
+    def uncertain(self) -> bool:
+        """Whether the capacity rests on a borrowed GPU generation or an unmeasured
+        regime (the flag, or the borrowed regime measured on other GPUs' rows)."""
+        return bool(self.flag) or self.regime == "borrowed"
+
+
 class ReplicaPool(BaseModel):
     """Replicas of one configuration serving one workload (or, for a shared group, several
     workloads) in one region."""
@@ -126,6 +155,9 @@ class ReplicaPool(BaseModel):
     """Effective prefix-cache hit rate of a replica at the pool's real size: with prefix
     affinity, a pool below `affinity_min_replicas` gets random routing's, and the spill
     of hot prefixes is taken off (`models.serving.prefix_routing.pool_hits`); None without."""
+    capacity_band: CapacityBand | None = None
+    """The measured error band of the capacity per replica (None: a shared group, a plan
+    written by hand, or a profile with no measured band)."""
 
     @model_validator(mode="before")
     @classmethod

@@ -35,6 +35,7 @@ iteration(s) that complete the prompt, the transfer); for a decode pool
 
 import numpy as np
 
+from models.serving.batch_model import group_loaded_steps
 from models.serving.capacity import replica_capacity
 from models.serving.frontier import operating_point
 from models.serving.prefill_model import prefill_lane
@@ -69,11 +70,13 @@ def replica_engine(serving: ServingContext, pool_replicas: int = 1) -> ReplicaEn
     (`models.serving.prefix_kv.pool_mix_tokens`: H tokens of copies, S of a mean request's
     prompt in them) appear as the equivalent cache
         K_sim = (K - H) / (P + O - S) x (P + O)
-    (K without shared prefixes)."""
+    (K without shared prefixes). With attention DP the step model carries the planner's
+    busiest-group loads (`models.serving.batch_model.group_loaded_steps`: a unified
+    replica's groups prefill whole prompts), so both price a DEP prefill alike."""
     config, efficiency = serving.config, serving.efficiency
     offline = replica_capacity(config, serving.mix, LatencyTargets(), efficiency)
-    steps = replica_step_model(config, efficiency)
     tokens = pool_mix_tokens(serving, pool_replicas)
+    steps = group_loaded_steps(replica_step_model(config, efficiency), tokens, config.role)
     capacity = tokens.kv_sequences(offline.kv_capacity_tokens) * (tokens.prompt + tokens.output)
     return ReplicaEngine(steps, capacity, efficiency.max_batch_sequences)
 

@@ -30,6 +30,7 @@ from functools import partial
 import numpy as np
 
 from models.physics.efficiency import efficiency_for
+from models.physics.error_bands import margin_factor
 from models.physics.memory import default_kv_precision
 from models.schema.instance import Instance
 from models.schema.serving_inputs import latency_targets, traffic_mix
@@ -266,7 +267,8 @@ def _one_meets(run, cv: float) -> bool:
 
 
 def _shares(instance: Instance, plan: Plan, workload, region: str, counts: dict) -> list:
-    """Per pool carrying the phase: (pool, config, mix, efficiency, n, n q(n))."""
+    """Per pool carrying the phase: (pool, config, mix, efficiency, n, n q(n)), q(n) x
+    the `policy.capacity_margin` factor, as the plan's routing reads it."""
     members = [
         p
         for p in plan.replicas
@@ -280,7 +282,15 @@ def _shares(instance: Instance, plan: Plan, workload, region: str, counts: dict)
         config, mix, efficiency = _config(instance, pool)
         n = counts[pool.label]
         capacity = replica_capacity(config, mix, latency_targets(workload.slo), efficiency, n)
-        shares.append((pool, config, mix, efficiency, n, n * capacity.requests_per_s))
+        margin = margin_factor(
+            instance.policy.capacity_margin,
+            instance.engine,
+            config.gpu,
+            config.llm,
+            config.ep,
+            config.dp,
+        )
+        shares.append((pool, config, mix, efficiency, n, n * capacity.requests_per_s * margin))
     return shares
 
 

@@ -34,6 +34,7 @@ from solver.plan.records import ReplicaPool
 from solver.plan.time_records import Hour
 from solver.program.row_names import timed_name
 from solver.verify.fleet import Violation
+from solver.verify.pools import margin_of
 
 CAPACITY_TOLERANCE = 1e-6
 
@@ -97,9 +98,12 @@ def _capacity(instance: Instance, batch: str, pool: ReplicaPool, rates: dict):
 
 
 def _rate(instance: Instance, batch: str, pool: ReplicaPool, rates: dict) -> float:
-    """C_b in requests/s (0 when the batch mix does not fit the configuration)."""
+    """C_b in requests/s (0 when the batch mix does not fit the configuration), x the
+    configuration's `policy.capacity_margin` factor (`margin_of`)."""
     capacity = _capacity(instance, batch, pool, rates)
-    return capacity.requests_per_s if capacity.fits else 0.0
+    if not capacity.fits:
+        return 0.0
+    return capacity.requests_per_s * margin_of(instance, capacity.config)
 
 
 def _check_shares(

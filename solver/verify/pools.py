@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from models.operations.scenarios import failover_targets
 from models.physics.efficiency import Efficiency, efficiency_for
+from models.physics.error_bands import band_for, margin_factor
 from models.physics.memory import kv_precision_for
 from models.physics.precision import Precision
 from models.schema.instance import Instance
@@ -73,10 +74,13 @@ class RecomputedPool:
         """Capacity per replica at the SLO in a pool of `replicas` (0 when empty)."""
         if replicas < 1 or not self.serves:
             return 0.0
-        return planning_capacity(self.capacity(replicas))
+        return planning_capacity(self.capacity(replicas)) * self.derate
 
     headroom: float = 1.0
     """policy.max_utilization: the fraction of the capacity the pool may be loaded to."""
+    derate: float = 1.0
+    """policy.capacity_margin: auto: 1 / (1 + e) of the configuration's measured error
+    band (`margin_of`), what every capacity of the pool is multiplied by; 1 with none."""
     failover_physics: dict[tuple[int, float], ReplicaCapacity] = field(default_factory=dict)
     """(pool size, rerouted round trip ms) -> the physics at the tighter TTFT target."""
 
@@ -97,7 +101,22 @@ class RecomputedPool:
                 if holds_at_tighter_ttft(normal, tighter)
                 else replica_capacity(self.config, self.mix, tighter, self.efficiency, replicas)
             )
-        return replicas * planning_capacity(self.failover_physics[key]) * self.headroom
+        return (
+            replicas * planning_capacity(self.failover_physics[key]) * self.derate * self.headroom
+        )
+
+
+def margin_of(instance: Instance, config: ReplicaConfig) -> float:
+    """The verifier's own reading of `policy.capacity_margin` for a configuration
+    (`models.physics.error_bands.margin_factor`): with `auto`, 1 / (1 + e) of its band."""
+    return margin_factor(
+        instance.policy.capacity_margin,
+        instance.engine,
+        config.gpu,
+        config.llm,
+        config.ep,
+        config.dp,
+    )
 
 
 def recompute_pools(
@@ -191,6 +210,7 @@ def recompute_pools(
                 serves=True,
                 physics=physics[(entry.workload, entry.label, kv)],
                 headroom=instance.policy.max_utilization,
+                derate=margin_of(instance, config),
             )
             lone = pool.capacity(1)  # fits and meets the SLO alike at every pool size
             pool.serves = planning_capacity(lone) > 0
@@ -242,6 +262,14 @@ def recompute_pools(
                         f"a replica in a pool of {size}",
                     )
                 )
+            stated_band = _band_problem(instance, pool, entry)
+            if stated_band:
+                warnings.append(
+                    Violation(
+                        requirement=ReplicasColumn(entry.workload, entry.key, entry.region).name(),
+                        message=stated_band,
+                    )
+                )
             for message in _prefix_cache_problems(instance, pool, entry, size):
                 add(
                     Violation(
@@ -250,6 +278,39 @@ def recompute_pools(
                     )
                 )
     return list(pools.values())
+
+
+def _band_problem(instance: Instance, pool: RecomputedPool, entry: ReplicaPool) -> str:
+    """A stated `capacity_band` other than the calibration's for the configuration
+    (`models.physics.error_bands.band_for`) or a capacity factor other than the
+    verifier's `margin_of`: a warning (the band describes the capacity, the scenario
+    checks judge it)."""
+    stated = entry.capacity_band
+    if stated is None:
+        return ""
+    config = pool.config
+    found = band_for(instance.engine, config.gpu, config.llm, config.ep, config.dp)
+    if found is None:
+        return f"states a model error band ({stated.text}); the calibration measures none"
+    same = (
+        (stated.family, stated.regime, stated.rows, stated.flag)
+        == (found.family, found.regime, found.rows, found.flag)
+        and all(
+            _close(a, round(b, 4))
+            for a, b in zip(
+                (stated.p10, stated.median, stated.p90),
+                (found.p10, found.median, found.p90),
+                strict=True,
+            )
+        )
+        and _close(stated.capacity_factor, pool.derate)
+    )
+    if same:
+        return ""
+    return (
+        f"states model error band {stated.text} x {stated.capacity_factor:.4g}; the "
+        f"calibration gives {found.describe()} x {pool.derate:.4g}"
+    )
 
 
 def _prefix_cache_problems(

@@ -69,9 +69,9 @@ def test_busiest_share_lies_between_even_and_all(prompts, ranks):
 def test_dep_pass_carries_the_busiest_groups_prompts_by_hand():
     """Qwen3-235B-A22B DEP2 on H200, a pass with 2 prompts of 1,000 tokens: the busiest
     group prefills E[max] = 1.5 of them (share 0.75, not 0.5): its prefill attention is
-    1.5x the even spread's, and its linear FLOPs are 0.75 x the attention side plus the
-    routed experts' share of every token: q x (0.75 x (prefill linear - 2 x routed)
-    + f x routed)."""
+    1.5x the even spread's, and its attention-side linear FLOPs are 0.75 x q x (prefill
+    linear - 2 x routed); the routed experts (their own kernel) take every token's
+    share: q x f x c x routed, f the busiest EP rank's load, c the grouped GEMM's cost."""
     gpu, llm = gpu_catalog()["h200"], llm_catalog()["qwen3-235b-a22b"]
     efficiency = efficiency_for(gpu, FP8)
     even = step_model(gpu, llm, FP8, FP8, 1, 1, efficiency, ep=2, dp=2)
@@ -83,18 +83,14 @@ def test_dep_pass_carries_the_busiest_groups_prompts_by_hand():
     assert whole_parts.prefill_attention_s == pytest.approx(
         even_parts.prefill_attention_s * 0.75 / 0.5
     )
+    rate = whole.prefill_linear_flops_per_s
     routed = whole.routed_flops_per_token
     attention_side = whole.prefill_linear_flops_per_token - 2 * routed
-    f = whole.experts_layout.imbalance(q)
-    expected_flops = q * (0.75 * attention_side + f * routed)
-    assert whole_parts.linear_compute_s == pytest.approx(
-        expected_flops / whole.prefill_linear_flops_per_s
-    )
-    # The even spread is the previous model: q x (prefill linear / 2 + (f - 1) x routed).
-    assert even_parts.linear_compute_s == pytest.approx(
-        q * (even.prefill_linear_flops_per_token / 2 + (f - 1) * routed)
-        / even.prefill_linear_flops_per_s
-    )
+    assert whole_parts.linear_compute_s == pytest.approx(q * 0.75 * attention_side / rate)
+    assert even_parts.linear_compute_s == pytest.approx(q * 0.5 * attention_side / rate)
+    f, c = whole.experts_layout.imbalance(q), whole.experts_layout.routed_cost(q)
+    assert whole_parts.expert_compute_s == pytest.approx(q * f * c * routed / rate)
+    assert even_parts.expert_compute_s == whole_parts.expert_compute_s
     # One attention group (TP) has nothing to balance: the model is unchanged.
     tp = step_model(gpu, llm, FP8, FP8, 8, 1, efficiency)
     assert tp.with_group_loads(1000.0, 0.5) is tp
@@ -103,9 +99,7 @@ def test_dep_pass_carries_the_busiest_groups_prompts_by_hand():
 def test_resident_context_spread_by_hand():
     # Fixed lengths, P = O = 1,000: the age is uniform on [0, 1000], sd 1000 / sqrt(12)
     # = 288.675, over a mean context of 1000 + 1000 / 2 = 1500.
-    assert resident_context_cv(1000, 0.0, 1000, 0.0) == pytest.approx(
-        1000 / math.sqrt(12) / 1500
-    )
+    assert resident_context_cv(1000, 0.0, 1000, 0.0) == pytest.approx(1000 / math.sqrt(12) / 1500)
     # cv_p = cv_o = 1: Var = 1000^2 x 1 + 1000^2 x (2^3 / 3 - 2^2 / 4) = 1e6 x (1 + 5/3),
     # over a mean of 1000 + 1000 x 2 / 2 = 2000.
     assert resident_context_cv(1000, 1.0, 1000, 1.0) == pytest.approx(

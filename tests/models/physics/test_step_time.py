@@ -148,9 +148,21 @@ def test_moe_reads_only_the_experts_a_batch_touches():
     assert expected_experts_touched(256, 8, 4) == pytest.approx(256 * (1 - (1 - 8 / 256) ** 4))
     assert expected_experts_touched(8, 2, 1000) == pytest.approx(8)
     steps = step_model(gpu("h100-sxm"), llm("mixtral-8x7b"), FP8, FP8, 1, 1, EFF)
-    one = steps.pass_parts(1, 0).weight_read_s
-    many = steps.pass_parts(64, 0).weight_read_s
-    full = (steps.dense_weight_bytes + 8 * steps.expert_weight_bytes) / steps.hbm_bytes_per_s
+    hbm = steps.hbm_bytes_per_s
+    # The routed experts are their own kernel: its read is the experts touched plus the
+    # rows' activations, Mixtral (hidden 4,096, inter 14,336, FP8 rows, 32 layers):
+    # 4,096 x (2 + 4) + 14,336 x 2 = 53,248 bytes a row a layer, 2 rows a token.
+    row_bytes = (4096 * 6 + 14336 * 2) * 32
+    assert steps.experts_layout.row_bytes == row_bytes
+
+    def expert_weights_s(batch: float) -> float:
+        parts = steps.pass_parts(batch, 0)
+        assert parts.weight_read_s == pytest.approx(steps.dense_weight_bytes / hbm)
+        return parts.expert_read_s - 2 * batch * row_bytes / hbm
+
+    one, many = expert_weights_s(1), expert_weights_s(64)
+    full = 8 * steps.expert_weight_bytes / hbm
+    assert one == pytest.approx(2 * steps.expert_weight_bytes / hbm)
     assert one < many <= full
     assert many == pytest.approx(full, rel=1e-3)
 

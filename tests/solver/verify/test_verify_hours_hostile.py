@@ -35,6 +35,8 @@ HELD_FINITE_ONLY = {
     r"hours\[\]\.failover_starts\[\]\.pool\.requests_per_s_per_replica": "a stated "
     "capacity that differs from the physics is a warning (solver.verify.fleet step 1)",
     r"scenarios\[\]\..*": "the peak period's scenario table",
+    r"(replicas|hours\[\]\.pools)\[\]\.capacity_band\..*": "the model error band describes "
+    "the capacity: one other than the calibration's is a warning (solver.verify.pools)",
     r"(demand_growth|max_utilization)": "left at their defaults by the hourly planner",
     r"idle_fraction": "the day's idle share reads each period plan's utilisation with no "
     "failure, which an hourly plan does not state (solver.time.idle): not recomputed yet",

@@ -1,0 +1,84 @@
+"""The MoE calibration tool (`calibration.moe`): its grid, its file, the trial constants
+and a fit that recovers constants it was given."""
+
+import dataclasses
+
+import pytest
+import yaml
+
+from calibration.moe import (
+    HALF_TOKENS_GRID,
+    LATENCY_GRID_S,
+    MoeFit,
+    fit_moe_constants,
+    latency_grid,
+    load_moe_rows,
+    predict_moe,
+    render_moe_yaml,
+)
+from calibration.rows import calibration_dir
+from models.physics.moe import MoeEfficiency, moe_efficiency_for, trial_constants
+from models.physics.precision import Precision
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return load_moe_rows(calibration_dir())[0]
+
+
+def test_latency_grid_stops_at_100_us_with_nvlink(rows):
+    pcie = [r for r in rows if r.gpu == "rtx-pro-6000"]
+    nvlink = [r for r in rows if r.gpu == "h200"]
+    assert latency_grid(pcie) == LATENCY_GRID_S and LATENCY_GRID_S[-1] == 400e-6
+    assert latency_grid(nvlink) == (10e-6, 20e-6, 50e-6, 100e-6)
+
+
+def test_hopper_rows_run_a_bf16_kv_cache(rows):
+    by_gpu = {r.gpu: r for r in rows}
+    assert by_gpu["h200"].kv_precision is Precision.BF16
+    assert by_gpu["b200"].kv_precision is Precision.FP8
+    assert by_gpu["rtx-pro-6000"].kv_precision is Precision.FP8
+
+
+def test_trial_constants_replace_the_file_inside_the_block():
+    with trial_constants({"hopper": {"alltoall_latency_s": 3e-5, "gemm_half_tokens": 7.0}}):
+        inside = moe_efficiency_for("h200")
+    assert (inside.alltoall_latency_s, inside.gemm_half_tokens) == (3e-5, 7.0)
+    assert moe_efficiency_for("h200") != inside  # the file again
+
+
+def test_written_file_reads_back_as_the_fitted_constants():
+    fits = [
+        MoeFit("hopper", 1e-4, 64.0, 50, 19.0, 21, 21.5),
+        MoeFit("rtx-pro-6000", 2e-4, 0.0, 53, 17.2, 35, 20.3),
+    ]
+    table = yaml.safe_load(render_moe_yaml(fits))["by_key"]
+    assert MoeEfficiency(**table["hopper"]) == MoeEfficiency(
+        alltoall_latency_s=1e-4, gemm_half_tokens=64.0
+    )
+    assert MoeEfficiency(**table["rtx-pro-6000"]).alltoall_latency_s == 2e-4
+    assert MoeEfficiency(**table["default"]) == MoeEfficiency()
+    assert fits[0].on_bound and not fits[1].on_bound  # 64 rows: the top of its grid
+    assert HALF_TOKENS_GRID[-1] == 64.0
+
+
+def test_fit_recovers_constants_it_was_given(rows):
+    """Fit rows on H200 of Llama 4 Maverick DEP8 (the all-to-all) and prefill-heavy Llama
+    4 Scout TP4 (the grouped GEMM), whose measurements are the model's own predictions at
+    50 us and 32 rows: the fit lands on that grid point, error 0."""
+    chosen = [r for r in rows if r.gpu == "h200" and r.dp == 8 and not r.held_out][:2]
+    chosen += [
+        r
+        for r in rows
+        if r.gpu == "h200"
+        and r.model == "llama-4-scout"
+        and not r.held_out
+        and r.lengths in ("128/128", "5000/500")
+    ]
+    assert len(chosen) == 4
+    truth = {"hopper": {"alltoall_latency_s": 50e-6, "gemm_half_tokens": 32.0}}
+    with trial_constants(truth):
+        synthetic = [dataclasses.replace(r, measured=predict_moe(r)) for r in chosen]
+    (fit,) = fit_moe_constants(synthetic)
+    assert (fit.alltoall_latency_s, fit.gemm_half_tokens) == (50e-6, 32.0)
+    assert fit.fit_median_pct == pytest.approx(0.0, abs=1e-9)
