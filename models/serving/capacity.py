@@ -323,15 +323,8 @@ def batch_capacity(
     transfer_s = kv_transfer_s(config, m.prompt, efficiency) if decode else 0.0
     transfer_p99_s = kv_transfer_s(config, m.prompt_p99, efficiency) if decode else 0.0
     cycle = decode_steps(config, efficiency, steps)  # a speculation cycle, or `steps`
-    model = BatchModel(
-        cycle,
-        m,
-        config.role,
-        transfer_s,
-        transfer_p99_s,
-        pool_replicas,
-        request_overhead_s=efficiency.request_overhead_s,
-    )
+    overhead_s = efficiency.request_overhead_s  # in every TTFT of a unified replica
+    model = BatchModel(cycle, m, config.role, transfer_s, transfer_p99_s, pool_replicas, overhead_s)
     kv_sequences = m.kv_sequences(budget.kv_capacity_tokens)
     max_batch = int(kv_sequences) if m.shared_kv_tokens else budget.max_sequences(m.footprint)
     offline = targets.is_offline
@@ -475,9 +468,10 @@ def _slo_unreachable(
     floor: BatchPoint,
     best_ttft_s: float,
     best_tpot_s: float,
-    request_overhead_s: float = 0.0,
+    overhead_s: float = 0.0,
 ) -> ReplicaCapacity:
-    """A configuration that misses a target even at vanishing load."""
+    """A configuration that misses a target even at vanishing load (`overhead_s` the
+    request overhead in its TTFT, named in the reason)."""
     tpot_missed = targets.tpot_p99_s is not None and floor.tpot_p99_s > targets.tpot_p99_s
     ttft_missed = targets.ttft_p99_s is not None and floor.ttft_p99_s > targets.ttft_p99_s
     return ReplicaCapacity(
@@ -486,13 +480,7 @@ def _slo_unreachable(
         requests_per_s=0.0,
         limit=Limit.COMPUTE if ttft_missed else Limit.TPOT,
         reason=slo_unreachable_reason(
-            config.label,
-            targets,
-            tpot_missed,
-            ttft_missed,
-            best_ttft_s,
-            best_tpot_s,
-            request_overhead_s,
+            config.label, targets, tpot_missed, ttft_missed, best_ttft_s, best_tpot_s, overhead_s
         ),
         batch=0.0,
         decode_step_s=floor.step_s,
