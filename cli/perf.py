@@ -169,6 +169,26 @@ def perf(
             "staggered (a long-running service), the closed-loop fixed point.",
         ),
     ] = Arrivals.BURST,
+    random_range_ratio: Annotated[
+        float | None,
+        typer.Option(
+            "--random-range-ratio",
+            help="The burst's lengths as vllm bench serve's random dataset draws them: "
+            "uniform over [L (1 - R), L (1 + R)] about the mean prompt and output L "
+            "(default: fixed lengths). sglang.bench_serving's ratio R draws [R L, L]: give "
+            "its mean (1 + R) L / 2 as the lengths and (1 - R) / (1 + R) here.",
+            callback=within(limits.RANGE_RATIO),
+        ),
+    ] = None,
+    length_cv: Annotated[
+        float | None,
+        typer.Option(
+            "--length-cv",
+            help="The burst's lengths spread as a dataset's conversations: lognormal about "
+            "the means with this coefficient of variation (ShareGPT: about 1).",
+            callback=within(limits.LENGTH_CV),
+        ),
+    ] = None,
     prefix_tokens: Annotated[
         float | None,
         typer.Option(
@@ -436,7 +456,10 @@ def _load(
             return latency_at_rate(ServingContext(config, mix, efficiency), request.rate, replicas)
         if request.concurrency is not None and request.arrivals is Arrivals.BURST:
             return latency_at_concurrency_as_tools_run_it(
-                ServingContext(config, mix, efficiency), request.concurrency, replicas
+                ServingContext(config, mix, efficiency),
+                int(request.concurrency),
+                replicas,
+                spread=request.spread,
             )
         if request.concurrency is not None:
             return latency_at_concurrency(
