@@ -164,6 +164,28 @@ def check_months(
     return violations
 
 
+def busiest_hour_kw(instance: Instance, region_name: str, hours: tuple[Hour, ...]) -> float:
+    """A region's kW in its busiest hour: max over the hours of
+    sum_g kw[r,g] x (existing + GPUs bought for the hour's use, whole servers), what its
+    power_kw caps in every period."""
+    region = instance.region(region_name)
+    return max(
+        (
+            math.fsum(
+                gpu_kw(instance, g.region, g.gpu)
+                * (
+                    region.existing.get(g.gpu, 0)
+                    + gpus_bought(g.used, region.existing.get(g.gpu, 0), node_gpus(instance, g.gpu))
+                )
+                for g in hour.gpus
+                if g.region == region_name
+            )
+            for hour in hours
+        ),
+        default=0.0,
+    )
+
+
 def _check_power(
     instance: Instance, rows: tuple[RegionPower, ...], hours: tuple[Hour, ...], where: str
 ) -> list[Violation]:
@@ -178,23 +200,7 @@ def _check_power(
         if region is None:
             found.append(Violation(requirement=f"{where}[{index}]", message="unknown region"))
             continue
-        kw = max(
-            (
-                math.fsum(
-                    gpu_kw(instance, g.region, g.gpu)
-                    * (
-                        region.existing.get(g.gpu, 0)
-                        + gpus_bought(
-                            g.used, region.existing.get(g.gpu, 0), node_gpus(instance, g.gpu)
-                        )
-                    )
-                    for g in hour.gpus
-                    if g.region == row.region
-                )
-                for hour in hours
-            ),
-            default=0.0,
-        )
+        kw = busiest_hour_kw(instance, row.region, hours)
         priced = row.shadow_price_per_kw is not None
         if not math.isclose(row.kw, kw, rel_tol=1e-6, abs_tol=1e-6):
             found.append(

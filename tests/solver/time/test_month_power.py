@@ -54,6 +54,9 @@ def test_each_month_states_its_power_and_the_cap_price_where_it_binds():
         assert power.region == "east" and power.limit_kw == pytest.approx(32 * KW_PER_GPU)
         assert power.kw == pytest.approx(GPUS_OF_POWER * KW_PER_GPU)  # the cap, all used
         assert power.shadow_price_per_kw == pytest.approx(_power_dual_by_hand(24), rel=1e-3)
+    # the plan's own power is month 0's: the busiest hour's draw, never above the cap
+    # (it summed each GPU type's peak, in whichever hour each came)
+    assert [p.kw for p in plan.power_kw] == [p.kw for p in plan.months[0].power_kw]
     mix = {p.gpu: p.count for p in plan.months[1].hours[0].pools}
     assert mix == {"h100-sxm": 8, "h200": 24}  # month 1: one server of H100, three of H200
     (power,) = plan.months[1].power_kw
