@@ -20,7 +20,7 @@ from cli.render.pair_tables import pair_json, pair_tables
 from cli.render.perf_tables import kv_tiers_json, load_json, perf_json, perf_tables
 from cli.render.tables import markdown_tables, print_tables
 from models.physics.efficiency import Efficiency, efficiency_for, engine_report
-from models.physics.error_bands import band_line
+from models.physics.error_bands import band_line, band_records
 from models.physics.precision import Precision
 from models.schema import limits
 from models.serving.capacity import replica_capacity
@@ -427,6 +427,9 @@ def perf(
     if as_json:
         data = perf_json(capacity, mix, targets, efficiency, frontier, pool_replicas)
         data.update(engine=source.engine, borrowed_efficiency=source.borrowed)
+        data["model_error"] = band_records(
+            source.engine, config.gpu, config.llm, config.ep, config.dp, request.load_asked
+        )
         if tiers is not None:
             data.update(kv_tiers_json(tiers), kv_tier_figures=tier_line)
         if cycle is not None:
