@@ -450,6 +450,49 @@ def _small_plan(run: Runner) -> str:
     return "\n".join([lines[0], "...", *east, "...", *use])
 
 
+PAIR = (
+    "fleetplan perf -m llama-3.3-70b -g h100-sxm -p fp8 --tp 4 --prefill-workers 13"
+    " --decode-workers 2 --concurrency 256 -i 4000 -o 300"
+)
+
+
+@check("pair", PAIR)
+def _pair(run: Runner) -> dict[str, str]:
+    """A disaggregated pair at a closed-loop concurrency (`perf --prefill-workers ...`)."""
+    pair = run.json(PAIR)
+    return {
+        "gpus": str(pair["gpus"]),
+        "throughput": f"{pair['throughput_requests_per_s']:.2f} req/s",
+        "output": f"{pair['output_tokens_per_s']:,.0f} tokens/s",
+        "ttft": f"{pair['ttft_mean_ms']:.1f} ms",
+        "wait": f"{pair['prefill_wait_mean_ms']:.1f} ms",
+        "prefill": f"{pair['prefill_ms']:.1f} ms",
+        "transfer": f"{pair['kv_transfer_ms']:.1f} ms",
+        "tpot": f"{pair['tpot_mean_ms']:.2f} ms",
+        "limit": pair["limit"],
+    }
+
+
+@check("sglang-overhead", "models/physics/catalog/efficiency.yaml")
+def _sglang_overhead(run: Runner) -> dict[str, str]:
+    """The request overhead of the sglang-0.5 profile per generation, as the planner reads
+    it (models.physics.efficiency.efficiency_for)."""
+    from models.physics.efficiency import efficiency_for
+
+    def ms(gpu: str) -> str:
+        overhead = efficiency_for(gpu, "fp8", engine="sglang-0.5").request_overhead_s
+        return f"{overhead * 1e3:.1f} ms"
+
+    return {"b200": ms("b200"), "a100": ms("a100-80gb-sxm"), "hopper": ms("h100-sxm")}
+
+
+@check("bands", PERF_70B)
+def _bands(run: Runner) -> dict[str, str]:
+    """The error band `perf` prints under the 70B figures."""
+    (record,) = run.json(PERF_70B)["model_error"]
+    return {"dense": record["text"]}
+
+
 @check("engine-latency", PERF_70B)
 def _engine_latency(run: Runner) -> dict[str, str]:
     """The latency constants of the default profile (models/physics/catalog/efficiency.yaml:
