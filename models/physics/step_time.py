@@ -72,8 +72,10 @@ from models.physics.memory import (
     check_layout,
     expert_bytes_per_element,
     kv_bytes_per_token_per_gpu,
+    kv_window,
     layers_per_stage,
     weight_bytes_per_gpu_ep,
+    windowed_kv_share,
 )
 from models.physics.moe import (
     ExpertLayout,
@@ -136,6 +138,11 @@ class StepModel:
     prompt is prefilled whole by one group, and the busiest group sets the pass
     (`models.physics.moe.busiest_rank_share`). 0: unknown, the prompt tokens spread evenly
     over the groups. `with_group_loads` sets it for a traffic mix."""
+    kv_window_tokens: float = field(default=0.0, kw_only=True)
+    """Window of the model's windowed layers (`models.physics.memory.kv_window`); 0: none."""
+    kv_window_layer_share: float = field(default=0.0, kw_only=True)
+    """Share of layers that attend within `kv_window_tokens`: decode KV reads and prompt
+    attention pairs are the full ones x `windowed_kv_share` at the mean context."""
     context_cv: float = field(default=0.0, kw_only=True)
     """Spread (coefficient of variation) of one resident sequence's context: with
     attention DP the busiest group's decode attention is the mean's x
@@ -196,6 +203,9 @@ class StepModel:
     ) -> tuple[float, ...]:
         """The roofline terms of `pass_parts`, in `PassParts`' field order (a tuple:
         the capacity searches time millions of passes and need no record of each)."""
+        if self.kv_window_tokens:  # window layers attend to min(context, window) tokens
+            decode_kv_tokens *= self._window_share(decode_kv_tokens, decode_tokens)
+            prefill_pairs *= self._window_share(prefill_pairs, prefill_tokens)
         if self.experts_layout is not None:
             return self._moe_pass_terms(
                 self.experts_layout, decode_tokens, decode_kv_tokens, prefill_tokens, prefill_pairs
@@ -224,6 +234,13 @@ class StepModel:
             / self.prefill_attention_flops_per_s,
             comm_s,
         )
+
+    def _window_share(self, pairs: float, tokens: float) -> float:
+        """`windowed_kv_share` at the mean attended span pairs / tokens (1 with no tokens)."""
+        if tokens <= 0:
+            return 1.0
+        span = pairs / tokens
+        return windowed_kv_share(span, self.kv_window_tokens, self.kv_window_layer_share)
 
     def _moe_pass_terms(
         self,
@@ -547,6 +564,8 @@ def step_model(
         hop_latency_s=efficiency.pp_hop_latency_s,
         hop_s_per_token=token_bytes / hop_link / dp,  # each group hands off its own tokens
         dp=dp,
+        kv_window_tokens=kv_window(llm)[0],
+        kv_window_layer_share=kv_window(llm)[1],
         routed_flops_per_token=routed_flops / (tp * dp),
         experts_layout=expert_layout(
             gpu,

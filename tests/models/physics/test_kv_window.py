@@ -1,0 +1,81 @@
+"""Windowed KV (Llama 4 chunked attention, GPT-OSS sliding window): the KV one sequence
+holds and the KV a decode step reads, by hand, and the invariants (never above the full
+cache; equal to it within the window)."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from models.physics.catalog import gpu_catalog, llm_catalog
+from models.physics.efficiency import efficiency_for
+from models.physics.memory import (
+    kv_bytes_per_sequence,
+    kv_bytes_per_token,
+    memory_budget,
+    windowed_kv_share,
+)
+from models.physics.precision import Precision
+from models.physics.step_time import step_model
+
+WINDOWED = sorted(name for name, spec in llm_catalog().items() if spec.sliding_window_layers)
+
+
+def test_maverick_sequence_at_16k_by_hand() -> None:
+    # Llama 4 Maverick: 48 layers, 8 KV heads of 128; every 4th layer (12) global, the
+    # other 36 chunked over 8192 tokens. BF16 KV: 2 (K and V) x 8 x 128 x 2 bytes = 4096
+    # bytes per token per layer.
+    maverick = llm_catalog()["llama-4-maverick"]
+    per_token_layer = 2 * 8 * 128 * 2
+    chunked = per_token_layer * (12 * 16384 + 36 * 8192)  # 4096 x 491,520
+    assert chunked == 2_013_265_920
+    assert kv_bytes_per_sequence(maverick, Precision.BF16, 16384) == chunked
+    full = per_token_layer * 48 * 16384  # every layer over the whole context
+    assert kv_bytes_per_token(maverick, Precision.BF16) * 16384 == full == 3_221_225_472
+    # share 1 - 36/48 + 36/48 x 8192/16384 = 0.25 + 0.375 = 0.625
+    assert windowed_kv_share(16384, 8192, 36 / 48) == 0.625 == chunked / full
+
+
+def test_budget_at_context_holds_more_windowed_sequences() -> None:
+    # The same HBM holds 1 / 0.625 = 1.6 x the 16k-token Maverick sequences.
+    gpu, maverick = gpu_catalog()["b200"], llm_catalog()["llama-4-maverick"]
+    efficiency = efficiency_for("b200", Precision.FP4)
+    budget = memory_budget(gpu, maverick, Precision.FP4, Precision.FP8, 8, 1, efficiency)
+    at_16k = budget.at_context(16384)
+    assert at_16k.kv_bytes_per_token_per_gpu == budget.kv_bytes_per_token_per_gpu * 0.625
+    assert at_16k.kv_capacity_tokens == pytest.approx(budget.kv_capacity_tokens / 0.625)
+    assert budget.at_context(8192) is budget  # within the chunk: the full cache
+    assert at_16k.at_context(16384) is at_16k  # applied once
+
+
+def test_decode_kv_reads_follow_the_window() -> None:
+    # A decode step of 64 sequences at a mean context of 16k reads 0.625 x the full KV;
+    # at 4k (within the chunk) all of it.
+    gpu, maverick = gpu_catalog()["h200"], llm_catalog()["llama-4-maverick"]
+    efficiency = efficiency_for("h200", Precision.FP8)
+    steps = step_model(gpu, maverick, Precision.FP8, Precision.FP8, 8, 1, efficiency)
+    per_token = steps.kv_bytes_per_token / steps.hbm_bytes_per_s
+    assert steps.pass_parts(64, 64 * 16384).kv_read_s == pytest.approx(
+        0.625 * 64 * 16384 * per_token
+    )
+    assert steps.pass_parts(64, 64 * 4096).kv_read_s == pytest.approx(64 * 4096 * per_token)
+
+
+@given(name=st.sampled_from(WINDOWED), context=st.floats(1, 2_000_000))
+def test_windowed_kv_never_exceeds_full(name: str, context: float) -> None:
+    spec = llm_catalog()[name]
+    full = kv_bytes_per_token(spec, Precision.BF16) * context
+    windowed = kv_bytes_per_sequence(spec, Precision.BF16, context)
+    assert windowed <= full * (1 + 1e-12)
+    if context <= spec.sliding_window_tokens:
+        assert windowed == full
+    assert windowed == pytest.approx(full * spec.kv_layers_at_context(context) / spec.layers)
+
+
+@given(
+    context=st.floats(1, 1e7),
+    window=st.floats(0, 1e6),
+    share=st.floats(0, 1),
+)
+def test_share_between_full_layers_and_one(context: float, window: float, share: float) -> None:
+    value = windowed_kv_share(context, window, share)
+    assert 1 - share - 1e-12 <= value <= 1.0
