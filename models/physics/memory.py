@@ -347,6 +347,25 @@ def windowed_kv_share(
     return 1.0 - window_layer_share + window_layer_share * window_tokens / context_tokens
 
 
+def chunked_read_share(span_tokens: float, chunk_tokens: float, window_layer_share: float) -> float:
+    """Share of the full attention reads at a mean attended span of `span_tokens` when
+    `window_layer_share` of the layers attend within fixed chunks of `chunk_tokens`.
+
+    A chunked layer's token at position x attends to x mod chunk tokens. The positions of
+    a batch (or of one prompt's tokens) with mean span m are taken as spread evenly over
+    [0, 2m], so a chunked layer reads E[x mod chunk] = (n x chunk^2 / 2 + r^2 / 2) / (2m)
+    with n = floor(2m / chunk) whole chunks and r = 2m - n x chunk left over; the share is
+    1 - s + s x E[x mod chunk] / m. 1 while 2m fits in one chunk; never above
+    `windowed_kv_share` (a chunk reads no more than a window of the same size).
+    """
+    if chunk_tokens <= 0 or window_layer_share <= 0 or 2 * span_tokens <= chunk_tokens:
+        return 1.0
+    whole = math.floor(2 * span_tokens / chunk_tokens)
+    rest = 2 * span_tokens - whole * chunk_tokens
+    attended = (whole * chunk_tokens**2 / 2 + rest**2 / 2) / (2 * span_tokens)
+    return 1.0 - window_layer_share + window_layer_share * attended / span_tokens
+
+
 def kv_window(llm: LlmSpec) -> tuple[float, float]:
     """(window tokens, share of layers windowed) of `llm`: (0, 0) without a window."""
     return float(llm.sliding_window_tokens), llm.sliding_window_layers / llm.layers

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import efficiency_for
 from models.physics.memory import (
+    chunked_read_share,
     kv_bytes_per_sequence,
     kv_bytes_per_token,
     memory_budget,
@@ -47,15 +48,17 @@ def test_budget_at_context_holds_more_windowed_sequences() -> None:
     assert at_16k.at_context(16384) is at_16k  # applied once
 
 
-def test_decode_kv_reads_follow_the_window() -> None:
-    # A decode step of 64 sequences at a mean context of 16k reads 0.625 x the full KV;
-    # at 4k (within the chunk) all of it.
+def test_decode_kv_reads_follow_the_chunks() -> None:
+    # A decode step of 64 Maverick sequences at a mean context of 16k: contexts spread
+    # over [0, 32768] = 4 whole chunks, a chunked layer reads 4 x 8192^2 / 2 / 32768 =
+    # 4096 tokens on average, so 1/4 + 3/4 x 4096 / 16384 = 0.4375 of the full KV (it
+    # holds 0.625 of it); at 4k ([0, 8192], one chunk) all of it.
     gpu, maverick = gpu_catalog()["h200"], llm_catalog()["llama-4-maverick"]
     efficiency = efficiency_for("h200", Precision.FP8)
     steps = step_model(gpu, maverick, Precision.FP8, Precision.FP8, 8, 1, efficiency)
     per_token = steps.kv_bytes_per_token / steps.hbm_bytes_per_s
     assert steps.pass_parts(64, 64 * 16384).kv_read_s == pytest.approx(
-        0.625 * 64 * 16384 * per_token
+        0.4375 * 64 * 16384 * per_token
     )
     assert steps.pass_parts(64, 64 * 4096).kv_read_s == pytest.approx(64 * 4096 * per_token)
 
@@ -79,3 +82,30 @@ def test_windowed_kv_never_exceeds_full(name: str, context: float) -> None:
 def test_share_between_full_layers_and_one(context: float, window: float, share: float) -> None:
     value = windowed_kv_share(context, window, share)
     assert 1 - share - 1e-12 <= value <= 1.0
+
+
+@pytest.mark.parametrize("name", WINDOWED)
+def test_iterations_at_loads_price_the_window_like_one_iteration(name: str) -> None:
+    # The capacity search's many-loads path applies the window exactly as iteration_s.
+    spec = llm_catalog()[name]
+    gpu = gpu_catalog()["h200"]
+    efficiency = efficiency_for("h200", Precision.FP8)
+    steps = step_model(gpu, spec, Precision.FP8, Precision.FP8, 8, 1, efficiency)
+    loads = [0.0, 512.0, 4096.0]
+    at_loads = steps.iterations_s(96, 20_000, loads, 12_000)
+    one_by_one = [steps.iteration_s(96, 20_000, load, 12_000) for load in loads]
+    assert at_loads == pytest.approx(one_by_one, rel=1e-12)
+
+
+def test_chunked_reads_by_hand() -> None:
+    # Mean span 12,288 with chunks of 8192: positions spread over [0, 24,576] = 3 whole
+    # chunks, each attending 8192 / 2 on average: E = 3 x 8192^2 / 2 / 24,576 = 4096, so
+    # with 3/4 of the layers chunked the share is 1/4 + 3/4 x 4096 / 12,288 = 0.5.
+    assert chunked_read_share(12_288, 8192, 0.75) == pytest.approx(0.5)
+    assert chunked_read_share(4096, 8192, 0.75) == 1.0  # [0, 8192] is one chunk
+
+
+@given(span=st.floats(1, 1e7), chunk=st.floats(1, 1e6), share=st.floats(0, 1))
+def test_a_chunk_reads_no_more_than_a_window(span: float, chunk: float, share: float) -> None:
+    chunked = chunked_read_share(span, chunk, share)
+    assert 1 - share - 1e-9 <= chunked <= windowed_kv_share(span, chunk, share) + 1e-12
