@@ -61,9 +61,20 @@ def fit_table(fit: ProfileFit) -> TableSpec:
     )
 
 
+def overhead_cell(fit: ProfileFit) -> str:
+    """The request overhead and where it comes from: '87.9 ms (median over 2 one-user
+    runs)', or the base profile's."""
+    value = f"{fit.efficiency.request_overhead_s * 1e3:.1f} ms"
+    if fit.overhead_runs:
+        runs = "run" if fit.overhead_runs == 1 else "runs"
+        return f"{value} (median over {fit.overhead_runs} one-user {runs})"
+    return f"{value} (the base profile's: fitted with a one-user run and a second TTFT)"
+
+
 def factors_table(fit: ProfileFit) -> TableSpec:
-    """The fitted factors."""
+    """The fitted factors, and the request overhead in every TTFT."""
     rows = tuple((name, f"{getattr(fit.efficiency, name):.4g}") for name in FITTED)
+    rows += (("request_overhead_s", overhead_cell(fit)),)
     loo = fit.median_abs_error_pct(left_out=True)
     note = f"median |error| {fit.median_abs_error_pct():.1f}% in the fit" + (
         f", {loo:.1f}% left out" if math.isfinite(loo) else ""
@@ -119,7 +130,11 @@ def calibrate(
     """Fit an engine profile (efficiency factors) on one's own benchmark runs and write it
     for `engine: PROFILE.yaml` in an instance or `--engine PROFILE.yaml`; each run is
     replayed as the tool ran it (C users starting together, fixed lengths) and the fit
-    and leave-one-out error of every run are printed."""
+    and leave-one-out error of every run are printed. With a one-user (concurrency 1) run
+    and a second TTFT (under load, or another prompt length) it also fits the request
+    overhead, the fixed cost before the engine (HTTP, tokenisation, scheduling) the tools
+    count in every TTFT: the median over the one-user runs of measured TTFT less the
+    replayed one; the plan and perf then add it to every TTFT."""
     if output.suffix.lower() not in (".yaml", ".yml"):
         raise InputError(
             [Issue("command line", None, "--output", "the profile file must end in .yaml")]

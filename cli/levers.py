@@ -1,15 +1,13 @@
 """`explain --levers`: every lever re-solved (with progress on stderr), ranked by dollars,
-added to the explanation's tables and JSON (an hourly plan's: to the plan's tables, and
-its JSON is `HourlyLevers`)."""
+added to the explanation's tables and JSON (an hourly plan's explanation as well: its
+levers re-solve the hourly program, its alternatives the periods program)."""
 
-from pydantic import BaseModel, ConfigDict
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cli.render.console import err
 from cli.render.tables import TableSpec
 from solver.analysis.explain import Explanation
 from solver.analysis.levers import LeverResult, levers_for, rank_levers
-from solver.plan.schema import Plan
 from solver.solve import Solved
 
 LEVER_NOTE = (
@@ -71,36 +69,6 @@ def rests_on(result: LeverResult) -> str:
     if result.cost_per_month is None:
         return "-"
     return "; ".join(result.uncertain) or "measured"
-
-
-class HourlyLevers(BaseModel):
-    """An hourly plan with its levers (`explain --levers` on an hourly instance: the
-    explanation's alternatives and slack read a static program; the levers re-solve the
-    hourly one)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    instance: str
-    cost_per_month: float | None
-    shadow_price_note: str
-    levers: tuple[LeverResult, ...]
-    plan: Plan
-
-
-def hourly_with_levers(
-    solved: Solved, tables: list[TableSpec], backend: str | None, jobs: int
-) -> tuple[HourlyLevers, list[TableSpec]]:
-    """The hourly plan with its levers, and the lever table first."""
-    plan = solved.plan
-    results = ranked(solved, backend, jobs)
-    levered = HourlyLevers(
-        instance=plan.instance,
-        cost_per_month=plan.cost_per_month,
-        shadow_price_note=plan.shadow_price_note,
-        levers=results,
-        plan=plan,
-    )
-    return levered, [lever_table(results), *tables]
 
 
 def with_levers(

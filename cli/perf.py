@@ -20,7 +20,7 @@ from cli.render.pair_tables import pair_json, pair_tables
 from cli.render.perf_tables import kv_tiers_json, load_json, perf_json, perf_tables
 from cli.render.tables import markdown_tables, print_tables
 from models.physics.efficiency import Efficiency, efficiency_for, engine_report
-from models.physics.error_bands import band_line
+from models.physics.error_bands import band_line, band_records
 from models.physics.precision import Precision
 from models.schema import limits
 from models.serving.capacity import replica_capacity
@@ -169,6 +169,26 @@ def perf(
             "staggered (a long-running service), the closed-loop fixed point.",
         ),
     ] = Arrivals.BURST,
+    random_range_ratio: Annotated[
+        float | None,
+        typer.Option(
+            "--random-range-ratio",
+            help="The burst's lengths as vllm bench serve's random dataset draws them: "
+            "uniform over [L (1 - R), L (1 + R)] about the mean prompt and output L "
+            "(default: fixed lengths). sglang.bench_serving's ratio R draws [R L, L]: give "
+            "its mean (1 + R) L / 2 as the lengths and (1 - R) / (1 + R) here.",
+            callback=within(limits.RANGE_RATIO),
+        ),
+    ] = None,
+    length_cv: Annotated[
+        float | None,
+        typer.Option(
+            "--length-cv",
+            help="The burst's lengths spread as a dataset's conversations: lognormal about "
+            "the means with this coefficient of variation (ShareGPT: about 1).",
+            callback=within(limits.LENGTH_CV),
+        ),
+    ] = None,
     prefix_tokens: Annotated[
         float | None,
         typer.Option(
@@ -407,6 +427,9 @@ def perf(
     if as_json:
         data = perf_json(capacity, mix, targets, efficiency, frontier, pool_replicas)
         data.update(engine=source.engine, borrowed_efficiency=source.borrowed)
+        data["model_error"] = band_records(
+            source.engine, config.gpu, config.llm, config.ep, config.dp, request.load_asked
+        )
         if tiers is not None:
             data.update(kv_tiers_json(tiers), kv_tier_figures=tier_line)
         if cycle is not None:
@@ -436,7 +459,10 @@ def _load(
             return latency_at_rate(ServingContext(config, mix, efficiency), request.rate, replicas)
         if request.concurrency is not None and request.arrivals is Arrivals.BURST:
             return latency_at_concurrency_as_tools_run_it(
-                ServingContext(config, mix, efficiency), request.concurrency, replicas
+                ServingContext(config, mix, efficiency),
+                int(request.concurrency),
+                replicas,
+                spread=request.spread,
             )
         if request.concurrency is not None:
             return latency_at_concurrency(

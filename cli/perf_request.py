@@ -29,6 +29,7 @@ from models.physics.precision import Precision
 from models.physics.speculative import Speculation
 from models.schema.errors import InputError, Issue
 from models.schema.traffic import TokenDistribution
+from models.serving.closed_loop import FIXED, LengthSpread
 from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
 
 WHERE = "command line"
@@ -117,6 +118,8 @@ class PerfRequest:
     decode_ep: int | None = None
     decode_dp: int | None = None
     kv_link_gb_s: float | None = None
+    random_range_ratio: float | None = None
+    length_cv: float | None = None
 
     def __post_init__(self) -> None:
         if self.as_json and self.as_markdown:
@@ -126,6 +129,7 @@ class PerfRequest:
         self._check_lengths()
         self._check_prefix()
         self._check_pair()
+        self._check_spread()
         if self.speculation is not None and self.load_asked:
             raise problem(
                 "--rate/--concurrency",
@@ -182,6 +186,30 @@ class PerfRequest:
         for flag, given in alone:
             if given:
                 raise problem(flag, "describes one replica, not a disaggregated pair: drop it")
+
+    def _check_spread(self) -> None:
+        """A length spread describes the tools' burst of one replica: one of the two
+        flags, with --concurrency and --arrivals burst, not a pair."""
+        given = [
+            flag
+            for flag, value in (
+                ("--random-range-ratio", self.random_range_ratio),
+                ("--length-cv", self.length_cv),
+            )
+            if value is not None
+        ]
+        if not given:
+            return
+        if len(given) > 1:
+            raise problem(given[1], f"give {given[0]} or {given[1]}, not both")
+        if self.concurrency is None or self.arrivals is not Arrivals.BURST:
+            raise problem(
+                given[0],
+                "spreads the lengths of the tools' burst: give it with --concurrency "
+                "(--arrivals burst)",
+            )
+        if self.disaggregated:
+            raise problem(given[0], "a disaggregated pair's burst replays fixed lengths: drop it")
 
     def _check_lengths(self) -> None:
         """Each p99 at least its mean."""
@@ -248,6 +276,17 @@ class PerfRequest:
             hit_rate_from_prefixes=not self.prefix_cache_hit_rate > 0,
             prefix_affinity=self.prefix_affinity,
         )
+
+    @property
+    def spread(self) -> LengthSpread:
+        """How the burst draws each request's lengths about the means: uniform over
+        [L (1 - R), L (1 + R)] (--random-range-ratio R, as vllm bench serve's random
+        dataset), lognormal (--length-cv, a dataset's conversations), else fixed."""
+        if self.random_range_ratio is not None:
+            return LengthSpread("uniform", self.random_range_ratio, self.random_range_ratio)
+        if self.length_cv is not None:
+            return LengthSpread("lognormal", self.length_cv, self.length_cv)
+        return FIXED
 
     @property
     def targets(self) -> LatencyTargets:

@@ -57,7 +57,6 @@ from solver.solve import Solved, solve_program
 from solver.verify.fleet import Verification
 
 if TYPE_CHECKING:  # `solve` never needs the explanation's modules (levers, re-solves)
-    from cli.levers import HourlyLevers
     from solver.analysis.explain import Explanation
 
 
@@ -152,17 +151,6 @@ def explain(
     started = time.monotonic()
     check_outputs(file, json_out, markdown_out)
     solved = _solve(file, started, backend, time_limit, mip_gap, threads, sets, json_out)
-    if solved.plan.hours:  # an hourly plan: its hours, headroom, budget, months and levers
-        plan = solved.plan
-        tables = plan_tables(plan) + time_tables(plan)
-        if not levers:
-            _report(plan_header(plan), tables, plan, json_out, markdown_out, file)
-            return
-        from cli.levers import hourly_with_levers
-
-        levered, tables = hourly_with_levers(solved, tables, backend, jobs)
-        _report(plan_header(plan), tables, levered, json_out, markdown_out, file)
-        return
     from solver.analysis.explain import explain_solved
 
     try:
@@ -181,6 +169,8 @@ def explain(
         )
     header += procurement_lines(explanation.plan)
     tables = explanation_tables(explanation) + _voice_tables(solved)
+    if explanation.plan.hours:  # an hourly plan: its hours, headroom, budget and months too
+        tables += time_tables(explanation.plan)
     if levers:
         from cli.levers import with_levers
 
@@ -375,7 +365,7 @@ def _write(path: Path | None, text: str, file: Path) -> None:
 def _report(
     header: list[str],
     tables: list[TableSpec],
-    result: "Plan | Explanation | HourlyLevers",
+    result: "Plan | Explanation",
     json_out: Path | None,
     markdown_out: Path | None,
     file: Path,

@@ -34,7 +34,7 @@ import dataclasses
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from models.colocation.warm_cold import splittable
 from models.operations.scenarios import failure_scenarios
@@ -83,6 +83,9 @@ from solver.time.horizon import Horizon
 from solver.verify.fleet import verify
 from solver.verify.verdict import Verification
 
+if TYPE_CHECKING:  # the static path loads no module of time (tests/test_imports.py)
+    from solver.time.step import PeriodsStep
+
 T = TypeVar("T")
 
 __all__ = [
@@ -109,6 +112,9 @@ class Solved:
     source: Instance | None = None
     """The instance as solved, where the program's is not it (an hourly plan's program is
     its peak period's, at that period's rates)."""
+    time_step: "PeriodsStep | None" = None
+    """An hourly plan's program step (its periods program, month 0's with months): what
+    explain re-solves without each chosen pool (solver.time.alternatives)."""
 
     @property
     def instance(self) -> Instance:
@@ -200,7 +206,9 @@ def _solve_table(
         plan = verified(plan, step.verify(plan), horizon.what)  # past the deadline too
     program, explained = step.explained(optimised, plan, values)
     source = instance if horizon.in_time else None
-    return Solved(program, explained, with_engine(instance, plan), settings, step.curves, source)
+    in_time = step if horizon.in_time else None
+    plan = with_engine(instance, plan)
+    return Solved(program, explained, plan, settings, step.curves, source, in_time)
 
 
 def _solve_months(

@@ -114,6 +114,10 @@ HOUR_VERIFIER_PARTS = {
     "(issue 36); held to the hour verifier's rule",
     "solver.verify.hour_reports": "the figures an hourly plan reports beside its counts "
     "(idle hours, batch placements, headroom), recomputed; held to the hour verifier's rule",
+    "solver.verify.hour_idle": "an hourly plan's idle share over the GPUs paid, recomputed "
+    "from its hours; held to the hour verifier's rule",
+    "solver.verify.hour_rows": "the period and month of each binding row, checked against "
+    "the hours; held to the hour verifier's rule",
 }
 
 

@@ -271,6 +271,7 @@ SECTION_TABLES = {
     "Summary": "summary",
     "Months by region ($)": "months",
     "Months: commit, order and pay": "months",
+    "Months: power by region (kW of power_kw)": "months",
     "Committed (reserved) GPUs": "reservations",
     "Servers to order (reserved, whole servers)": "reservations",
     "Servers to buy": "reservations",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from cli.render.attribution import attribution_table
 from cli.render.failover_tables import failover_tables
-from cli.render.summary_tables import summary_table
+from cli.render.summary_tables import idle_wording, summary_table
 from cli.render.tables import TableSpec
 from solver.plan.records import CapacityBand, ReplicaPool
 from solver.plan.schema import Plan
@@ -35,7 +35,10 @@ def plan_header(plan: Plan) -> list[str]:
         + gpu_counts(plan)
     ]
     if plan.idle_fraction is not None:
-        lines.append(f"idle at peak: {plan.idle_fraction:.1%} of the GPU-hours paid")
+        months = "; each month's in the months table" if plan.months else ""
+        lines.append(
+            f"{idle_wording(plan)}: {plan.idle_fraction:.1%} of the GPU-hours paid{months}"
+        )
     if plan.solver is not None:
         s = plan.solver
         gap = "" if s.mip_gap is None else f", gap {s.mip_gap:.3%}"

@@ -5,6 +5,17 @@ from cli.render.tables import TableSpec
 from solver.plan.schema import Plan
 
 
+def idle_wording(plan: Plan) -> str:
+    """What `idle_fraction` covers in each horizon: the peak hour of a static plan, the
+    day's paid GPU-hours of an hourly plan, month 0's day where the months table states
+    each month's."""
+    if plan.months:
+        return "idle over month 0's day"
+    if plan.hours:
+        return "idle over the day"
+    return "idle at peak"
+
+
 def summary_table(plan: Plan) -> TableSpec | None:
     """What it costs, what is bought where, which servers to order when, what binds."""
     s = plan.summary
@@ -15,7 +26,7 @@ def summary_table(plan: Plan) -> TableSpec | None:
         cost += f" (month 0); ${s.horizon_cost or 0:,.0f} over the {s.horizon_months}-month horizon"
     counts = f"{s.gpus_bought:,} bought, {s.gpus_used:,} used"
     if s.idle_fraction is not None:
-        counts += f"; idle at peak {s.idle_fraction:.1%} of the GPUs paid"
+        counts += f"; {idle_wording(plan)} {s.idle_fraction:.1%} of the GPUs paid"
     rows = [("cost", cost), ("GPUs", counts)]
     by_region: dict[str, list[str]] = {}
     for b in s.bought:

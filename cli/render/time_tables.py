@@ -157,6 +157,7 @@ def time_tables(plan: Plan) -> list[TableSpec]:
                     "bought (ordered in)",
                     "ordered",
                     "on-demand GPU-h",
+                    "idle",
                     "$/month",
                 ),
                 tuple(
@@ -168,16 +169,23 @@ def time_tables(plan: Plan) -> list[TableSpec]:
                         _bought(m),
                         f"{sum(o.ordered_gpus for o in m.offers):g}",
                         f"{sum(o.on_demand_gpu_hours for o in m.offers):,.0f}",
+                        "-" if m.idle_fraction is None else f"{m.idle_fraction:.1%}",
                         f"{m.cost_per_month:,.0f}",
                     )
                     for m in plan.months
                 ),
-                ""
-                if plan.horizon_cost is None
-                else f"over the {len(plan.months)} months: ${plan.horizon_cost:,.0f}",
+                (
+                    ""
+                    if plan.horizon_cost is None
+                    else f"over the {len(plan.months)} months: ${plan.horizon_cost:,.0f}; "
+                )
+                + "idle: the month's day's GPU-hours paid that serve nothing",
             )
         )
         tables.append(months_table(months_by_region(plan)))
+        power = month_power_table(plan)
+        if power is not None:
+            tables.append(power)
         orders = [(m.month, o) for m in plan.months for o in m.servers_ordered]
         if orders:
             tables.append(
@@ -229,4 +237,36 @@ def months_table(months: MonthsByRegion) -> TableSpec:
         ("month", *months.regions, "total"),
         tuple(rows),
         f"over the {len(months.months)} months: ${months.horizon_total:,.0f}",
+    )
+
+
+def month_power_table(plan: Plan) -> TableSpec | None:
+    """kW used of the cap per region and month, and the cap's $/month per kW where it
+    binds (regions with a declared power_kw only; None when no region declares one)."""
+    capped = list(
+        dict.fromkeys(p.region for m in plan.months for p in m.power_kw if p.limit_kw is not None)
+    )
+    if not capped:
+        return None
+    rows = []
+    for m in plan.months:
+        at = {p.region: p for p in m.power_kw}
+        cells = []
+        for region in capped:
+            p = at.get(region)
+            if p is None:
+                cells.append("0")
+                continue
+            cell = f"{p.kw:,.1f} of {p.limit_kw:,.1f}"
+            if p.shadow_price_per_kw:
+                cell += f" ({p.shadow_price_per_kw:,.2f} $/month per kW)"
+            cells.append(cell)
+        rows.append((f"m{m.month}", *cells))
+    return TableSpec(
+        "Months: power by region (kW of power_kw)",
+        ("month", *capped),
+        tuple(rows),
+        "the GPUs installed in the month's busiest hour, owned and bought (what the cap bounds in "
+        "every period); where "
+        "the cap binds, the $/month one more kW saves in that month (its own pricing LP)",
     )

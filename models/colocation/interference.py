@@ -47,7 +47,16 @@ class GroupEngine:
     def with_interference(self, extra_s: float) -> BatchModel:
         """The same engine with every iteration lengthened by `extra_s`."""
         steps = dataclasses.replace(self.steps, overhead_s=self.steps.overhead_s + extra_s)
-        return BatchModel(steps, self.model.mix, Role.UNIFIED, 0.0, 0.0, self.model.pool_replicas)
+        model = self.model
+        return BatchModel(
+            steps,
+            model.mix,
+            Role.UNIFIED,
+            0.0,
+            0.0,
+            model.pool_replicas,
+            request_overhead_s=model.request_overhead_s,
+        )
 
     def batch_at(self, rate: float, extra_s: float) -> float:
         """B solving rate = B / (O (t(B) + X)) (bisection on B; the rate rises with B), or
@@ -78,7 +87,15 @@ def group_engine(
         layout.pp,
         efficiency,
     )
-    model = BatchModel(steps, MixTokens.of(member.mix), Role.UNIFIED, 0.0, 0.0, pool)
+    model = BatchModel(
+        steps,
+        MixTokens.of(member.mix),
+        Role.UNIFIED,
+        0.0,
+        0.0,
+        pool,
+        request_overhead_s=efficiency.request_overhead_s,
+    )
     cap = min(model.lane_batch_limit() * 0.999, float(efficiency.max_batch_sequences))
     return GroupEngine(member, steps, model, cap)
 

@@ -21,6 +21,7 @@ with none (MI300X, an inline GPU) runs on those of the GPU its `efficiency_like`
 on the pooled `default` fit, and every report says so (`efficiency_source`).
 """
 
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -313,6 +314,12 @@ def efficiency_for(
     whose catalog entry measures its own link (`GpuSpec.scaleup_fraction`) keeps that
     link fraction instead of the lender's.
 
+    The request overhead (`request_overhead_s`: HTTP, tokenisation and scheduling on the
+    host, before the engine) is the engine's, not the GPU's: a generation the profile
+    has no fit of takes the median of the profile's own fitted overheads, never the
+    fallback profile's (sglang-0.5 on Hopper: the median of its Ampere and Blackwell
+    fits, not TensorRT-LLM's 0).
+
     Raises UnknownEngine for a profile the calibration does not hold.
     """
     source = efficiency_source(gpu, engine)
@@ -337,11 +344,21 @@ def _calibrated(
         keys[1:1] = [generation, f"{generation}/{precision}"]
     tables = _chain(engine)
     fields: dict[str, float] = {}
+    own_overhead = False
     for key in keys:
-        for table in tables:
+        for depth, table in enumerate(tables):
             if key in table:
                 fields.update(table[key])
+                own_overhead |= depth == 0 and "request_overhead_s" in table[key]
                 break
+    if not own_overhead:  # an engine's cost, not a GPU's: the profile's own measure
+        measured = [
+            entry["request_overhead_s"]
+            for entry in tables[0].values()
+            if isinstance(entry, dict) and "request_overhead_s" in entry
+        ]
+        if measured:
+            fields["request_overhead_s"] = statistics.median(measured)
     return Efficiency(**fields)
 
 

@@ -235,6 +235,42 @@ def margin_factor(
     return capacity_derate(band_for(engine, gpu, llm, ep, dp))
 
 
+def band_records(
+    engine: str | None,
+    gpu: str | GpuSpec,
+    llm: LlmSpec,
+    ep: int = 1,
+    dp: int = 1,
+    under_load: bool = False,
+) -> list[dict[str, Any]]:
+    """What `band_line` prints, as JSON records: one per regime (max throughput, or TPOT
+    and TTFT under load), each with its band's figures and text, or `band: null` and the
+    text where the profile has none."""
+    regimes = ("latency_under_load", "ttft_under_load") if under_load else ("max_throughput",)
+    records = []
+    for regime in regimes:
+        found = band_for(engine, gpu, llm, ep, dp, regime)
+        record: dict[str, Any] = {"regime": regime}
+        if found is None:
+            name = efficiency_source(gpu, engine).engine
+            record.update(band=None, text=f"none measured for {name} ({REGIME_WORDS[regime]})")
+        else:
+            record.update(
+                band={
+                    "family": found.family,
+                    "p10": found.p10,
+                    "median": found.median,
+                    "p90": found.p90,
+                    "rows": found.rows,
+                    "flag": found.flag,
+                    "measured_as": found.measured_as,
+                },
+                text=found.describe(),
+            )
+        records.append(record)
+    return records
+
+
 def band_line(
     engine: str | None,
     gpu: str | GpuSpec,
@@ -246,14 +282,5 @@ def band_line(
     """The line a report prints under a replica's figures: `model error on held-out rows:
     -8% / +12% (dense, max throughput, 33 rows)`; `under_load`: one line for TPOT and one
     for TTFT."""
-    regimes = ("latency_under_load", "ttft_under_load") if under_load else ("max_throughput",)
-    lines = []
-    for regime in regimes:
-        found = band_for(engine, gpu, llm, ep, dp, regime)
-        if found is None:
-            name = efficiency_source(gpu, engine).engine
-            text = f"none measured for {name} ({REGIME_WORDS[regime]})"
-        else:
-            text = found.describe()
-        lines.append(f"model error on held-out rows: {text}")
-    return "\n".join(lines)
+    records = band_records(engine, gpu, llm, ep, dp, under_load)
+    return "\n".join(f"model error on held-out rows: {r['text']}" for r in records)

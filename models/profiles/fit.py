@@ -15,6 +15,21 @@ collectives) and engine settings (token budget, batch cap) stay as the base prof
 them; `FITTED` says which. The error of each run is reported twice: in the fit, and
 left out of it (the fit repeated without that run, then asked to predict it), the honest
 figure for a run the profile has not seen.
+
+The request overhead o (`Efficiency.request_overhead_s`: HTTP, tokenisation and scheduling
+before the engine, which the tools count in every TTFT) is fitted as
+`calibration.engines` fits it, on the one-user (C = 1) runs' mean TTFT only: a lone
+user's request never queues, so its replayed mean TTFT is TTFT_0 + o exactly, and
+
+    o = max(0, median over the one-user runs of (measured mean TTFT - replayed TTFT_0))
+
+with TTFT_0 the replay without o. o is profiled out of the fit: at every point the
+minimiser tries, o is set by the rule on that point's factors, so the loss sees what the
+factors cannot explain once o has taken the one-user runs' common excess (the spread of
+their residuals, the TTFTs under load, every tokens/s and TPOT: o lengthens each user's
+loop), and the returned factors and o satisfy the rule together. Telling o from the
+prefill needs a second TTFT beside a one-user run's (under load, or of another prompt
+length): without it o stays as the base profile has it (0 for the TensorRT-LLM profiles).
 """
 
 import math
@@ -40,6 +55,7 @@ FIT_STEPS = 160
 MISS_LOG = math.log(3.0)
 """What a run the model cannot place (no layout fits) costs in the loss: a 3x miss."""
 FIGURES = ("output_tokens_per_s", "ttft_mean_ms", "tpot_mean_ms")
+OVERHEAD = "request_overhead_s"
 
 
 @dataclass(frozen=True)
@@ -67,6 +83,8 @@ class ProfileFit:
 
     efficiency: Efficiency
     runs: list[RunFit]
+    overhead_runs: int = 0
+    """One-user runs the request overhead was fitted on (0: the base profile's)."""
 
     def median_abs_error_pct(self, left_out: bool = False) -> float:
         errors = [
@@ -122,19 +140,60 @@ def loss(runs: list[Measurement], efficiency: Efficiency, requests_per_user: int
     return float(np.mean(terms)) if terms else 0.0
 
 
+def _lone_ttft(run: Measurement) -> bool:
+    """A one-user run with a measured TTFT: what the request overhead is fitted on."""
+    return run.concurrency == 1 and run.ttft_mean_ms is not None
+
+
+def overhead_fittable(runs: list[Measurement]) -> bool:
+    """Whether `runs` tell the request overhead from the prefill: a one-user run's TTFT
+    and another TTFT, under load or of another prompt length (module docstring)."""
+    lone = [run for run in runs if _lone_ttft(run)]
+    return bool(lone) and any(
+        run.ttft_mean_ms is not None
+        and (run.concurrency > 1 or run.prompt_tokens != lone[0].prompt_tokens)
+        for run in runs
+    )
+
+
+def fit_request_overhead(
+    runs: list[Measurement], efficiency: Efficiency, requests_per_user: int
+) -> Efficiency:
+    """`efficiency` with o = max(0, median over the one-user runs of measured mean TTFT -
+    the replay's without o) (module docstring); unchanged without a one-user run."""
+    bare = efficiency.model_copy(update={OVERHEAD: 0.0})
+    residuals_s = []
+    for run in filter(_lone_ttft, runs):
+        predicted = predict(run, bare, requests_per_user)
+        if run.ttft_mean_ms is not None and "ttft_mean_ms" in predicted:
+            residuals_s.append((run.ttft_mean_ms - predicted["ttft_mean_ms"]) / 1e3)
+    if not residuals_s:
+        return efficiency
+    return efficiency.model_copy(update={OVERHEAD: max(0.0, float(np.median(residuals_s)))})
+
+
 def fit_factors(
     runs: list[Measurement],
     base: Efficiency,
     requests_per_user: int = FIT_REQUESTS_PER_USER,
     steps: int = FIT_STEPS,
 ) -> Efficiency:
-    """The factors `FITTED` that minimise `loss` over `runs`, the others as in `base`."""
+    """The factors `FITTED` that minimise `loss` over `runs`, the others as in `base`;
+    where `overhead_fittable`, with the request overhead at every point the minimiser
+    tries set by `fit_request_overhead` on those factors (o profiled out: the returned
+    factors and o satisfy the rule of the module docstring together)."""
+    overhead = overhead_fittable(runs)
+
+    def at(vector: np.ndarray) -> Efficiency:
+        efficiency = from_vector(vector, base, FITTED)
+        return fit_request_overhead(runs, efficiency, requests_per_user) if overhead else efficiency
+
     best = nelder_mead(
-        lambda v: loss(runs, from_vector(v, base, FITTED), requests_per_user),
+        lambda v: loss(runs, at(v), requests_per_user),
         to_vector(base, FITTED),
         steps=steps,
     )
-    return from_vector(best, base, FITTED)
+    return at(best)
 
 
 def base_efficiency(runs: list[Measurement], engine: str | None) -> Efficiency:
@@ -163,7 +222,8 @@ def fit_profile(
                 run, fit_factors(others, base, requests_per_user, steps), requests_per_user
             )
         fits.append(RunFit(run, predict(run, fitted, requests_per_user), left_out))
-    return ProfileFit(fitted, fits)
+    lone = sum(map(_lone_ttft, runs)) if overhead_fittable(runs) else 0
+    return ProfileFit(fitted, fits, lone)
 
 
 def profile_document(
@@ -193,9 +253,11 @@ def profile_document(
         rows.append(row)
     fit_summary: dict = {
         "rows": len(fit.runs),
-        "fitted": list(FITTED),
+        "fitted": list(FITTED) + ([OVERHEAD] if fit.overhead_runs else []),
         "median_abs_error_pct": round(fit.median_abs_error_pct(), 2),
     }
+    if fit.overhead_runs:
+        fit_summary["request_overhead_one_user_runs"] = fit.overhead_runs
     loo = fit.median_abs_error_pct(left_out=True)
     if math.isfinite(loo):
         fit_summary["leave_one_out_median_abs_error_pct"] = round(loo, 2)

@@ -91,6 +91,20 @@ REQUEST_RATE = Bound(
     1e7, "requests/s", "100x the peak of the busiest public LLM APIs, about 10^5 requests/s"
 )
 REQUESTS_PER_DAY = Bound(1e12, "requests/day", "10^7 requests/s sustained for a whole day")
+RANGE_RATIO = Bound(
+    1.0,
+    "",
+    "a benchmark's length range ratio R draws lengths over [L (1 - R), L (1 + R)]; "
+    "vllm bench serve takes R below 1 (R = 1 would allow empty requests)",
+    low_open=False,
+    high_open=True,
+)
+LENGTH_CV = Bound(
+    10.0,
+    "",
+    "10x the length spread of a conversation dataset (ShareGPT's is about 1)",
+    low_open=False,
+)
 PEAK_TO_AVERAGE = Bound(
     100,
     "",

@@ -177,7 +177,10 @@ class BatchModel:
         transfer_s: float,
         transfer_p99_s: float,
         pool_replicas: float = 1,
+        request_overhead_s: float = 0.0,
     ):
+        if request_overhead_s < 0:
+            raise ValueError(f"the request overhead must be >= 0 s, got {request_overhead_s!r}")
         if isinstance(steps, StepModel):  # the busiest attention-DP group's loads
             steps = group_loaded_steps(steps, mix, role)
         self.steps = steps
@@ -198,6 +201,10 @@ class BatchModel:
         self.prefill = role is Role.UNIFIED
         self.transfer_s = transfer_s
         self.transfer_p99_s = transfer_p99_s
+        self.request_overhead_s = request_overhead_s if self.prefill else 0.0
+        """The engine profile's fixed cost of a request before the engine (HTTP,
+        tokenisation, scheduling; `Efficiency.request_overhead_s`), in every TTFT of a
+        unified replica; a decode replica's requests paid it at the prefill side."""
         self.budget_tokens = plain.pp * plain.chunk_tokens
         self.prefill_context = (mix.cached_prompt + mix.new_prompt / 2) * (1 + mix.prompt_scv)
         """Context a prompt token attends to, token-weighted over prompt lengths: a prompt
@@ -376,10 +383,13 @@ class BatchModel:
 
     def ttft_p99_s(self, batch: float, step_s: float, rate: float) -> float:
         """p99 TTFT at batch B (unified):
-            residual + S(P) + sqrt((W99 + ride)^2 + (S(P99) - S(P))^2),
-        W99 the M/G/c wait of the replica's pool (`pooled_wait_p99_s`), the residual the
-        length-biased iteration in progress (`residual_s`), the ride the prompts that
-        arrived while it waited and finish in its iteration (`ride_s`)."""
+            overhead + residual + S(P) + sqrt((W99 + ride)^2 + (S(P99) - S(P))^2),
+        the overhead the profile's fixed cost of a request before the engine
+        (`request_overhead_s`: a constant every request pays once, never queued, so it
+        shifts every quantile and leaves the engine's queue as it is), W99 the M/G/c wait
+        of the replica's pool (`pooled_wait_p99_s`), the residual the length-biased
+        iteration in progress (`residual_s`), the ride the prompts that arrived while it
+        waited and finish in its iteration (`ride_s`)."""
         if not self.prefill:
             return self.transfer_p99_s
         mix, steps = self.mix, self.steps
@@ -397,7 +407,8 @@ class BatchModel:
         own_p99_s = self.own_prefill_s(batch, mix.new_prompt_p99, lane_tokens, p99_context)
         residual_s = self.residual_s(batch)
         ride = ride_s(rate * service_s, wait_s + residual_s, mix.new_prompt, lane_tokens, full_s)
-        return residual_s + own_s + math.hypot(wait_s + ride, own_p99_s - own_s)
+        queued_s = math.hypot(wait_s + ride, own_p99_s - own_s)
+        return self.request_overhead_s + residual_s + own_s + queued_s
 
     def point(self, batch: float) -> BatchPoint:
         """The operating point at mean batch B."""

@@ -37,10 +37,16 @@ Unified replica (prefill and decode on the same GPUs, chunked prefill)
     rho = lambda P (1-h) / r, up to the room its last iteration leaves
     (`models.serving.batch_model.ride_s`, the prefill-only model's term). The p99 combines the
     p99 wait with its ride and the p99 prompt's extra prefill time in quadrature:
-        TTFT99 = residual + S(P) + sqrt((W99 + ride)^2 + (S(P99) - S(P))^2)
-    exact with no queue (S(P99)). Against the simulator (one B200, Llama-3.3-70B fp8,
+        TTFT99 = o + residual + S(P) + sqrt((W99 + ride)^2 + (S(P99) - S(P))^2)
+    exact with no queue (o + S(P99)). Against the simulator (one B200, Llama-3.3-70B fp8,
     1,500/400 tokens, 6 x 20 min at the planned capacity) the simulated p99 TTFT is
-    within 1% of the target; without the ride it was 22% above it.
+    within 1% of the target; without the ride it was 22% above it. o is the engine
+    profile's fixed cost of a request before the engine (`Efficiency.request_overhead_s`:
+    HTTP, tokenisation, scheduling, which benchmark tools count in every TTFT; 0 for the
+    TensorRT-LLM profiles): a constant each request pays once, outside the engine's
+    queue (an arrival stream shifted by a constant queues as the unshifted one), so it
+    moves every TTFT quantile by o, never raises a capacity, and puts a TTFT target
+    tighter than o out of reach at any load.
 
 Pools: replicas behind one router (M/G/c). The replicas of one configuration serving one
 workload in one region sit behind one router. The model assumes the router sends each
@@ -66,8 +72,9 @@ above half.
 
 Prefill-only replica (disaggregated): prompts/s. The replica prefills full chunks at
 r tokens/s; lambda <= r / (P (1-h)) (compute) and lambda x KV bytes per prompt <= the
-replica's NICs (interconnect). TTFT = residual of the iteration in progress + wait +
-the iteration(s) that complete the prompt + KV transfer to the decode pool, with the
+replica's NICs (interconnect). TTFT = the request overhead o + residual of the iteration in
+progress + wait + the iteration(s) that complete the prompt + KV transfer to the decode
+pool, with the
 same M/G/1 wait (M/G/c in a pool) and quadrature: a prompt's first token comes when the
 whole iteration it shares ends, and the prompts that arrived while it waited fill that
 iteration up to the token budget (`models.serving.prefill_model`, where the model and its
@@ -316,7 +323,8 @@ def batch_capacity(
     transfer_s = kv_transfer_s(config, m.prompt, efficiency) if decode else 0.0
     transfer_p99_s = kv_transfer_s(config, m.prompt_p99, efficiency) if decode else 0.0
     cycle = decode_steps(config, efficiency, steps)  # a speculation cycle, or `steps`
-    model = BatchModel(cycle, m, config.role, transfer_s, transfer_p99_s, pool_replicas)
+    overhead_s = efficiency.request_overhead_s  # in every TTFT of a unified replica
+    model = BatchModel(cycle, m, config.role, transfer_s, transfer_p99_s, pool_replicas, overhead_s)
     kv_sequences = m.kv_sequences(budget.kv_capacity_tokens)
     max_batch = int(kv_sequences) if m.shared_kv_tokens else budget.max_sequences(m.footprint)
     offline = targets.is_offline
@@ -346,7 +354,7 @@ def batch_capacity(
         else cycle.tpot_s(1.0, m.context)  # type: ignore[union-attr]
     )
     best_ttft_s = (
-        model.own_prefill_s(0.0, m.new_prompt_p99, model.budget_tokens)
+        model.request_overhead_s + model.own_prefill_s(0.0, m.new_prompt_p99, model.budget_tokens)
         if not decode
         else transfer_p99_s
     )
@@ -386,7 +394,9 @@ def batch_capacity(
     else:
         floor = point_at(1e-9)
         if not feasible(floor):
-            return _slo_unreachable(config, targets, common, floor, best_ttft_s, best_tpot_s)
+            return _slo_unreachable(
+                config, targets, common, floor, best_ttft_s, best_tpot_s, model.request_overhead_s
+            )
         top = point_at(cap)
         if feasible(top):
             batch, limit = cap, cap_limit
@@ -458,8 +468,10 @@ def _slo_unreachable(
     floor: BatchPoint,
     best_ttft_s: float,
     best_tpot_s: float,
+    overhead_s: float = 0.0,
 ) -> ReplicaCapacity:
-    """A configuration that misses a target even at vanishing load."""
+    """A configuration that misses a target even at vanishing load (`overhead_s` the
+    request overhead in its TTFT, named in the reason)."""
     tpot_missed = targets.tpot_p99_s is not None and floor.tpot_p99_s > targets.tpot_p99_s
     ttft_missed = targets.ttft_p99_s is not None and floor.ttft_p99_s > targets.ttft_p99_s
     return ReplicaCapacity(
@@ -468,7 +480,7 @@ def _slo_unreachable(
         requests_per_s=0.0,
         limit=Limit.COMPUTE if ttft_missed else Limit.TPOT,
         reason=slo_unreachable_reason(
-            config.label, targets, tpot_missed, ttft_missed, best_ttft_s, best_tpot_s
+            config.label, targets, tpot_missed, ttft_missed, best_ttft_s, best_tpot_s, overhead_s
         ),
         batch=0.0,
         decode_step_s=floor.step_s,
@@ -498,7 +510,7 @@ def _prefill_capacity(
     service_s = lane.service_s
     ttft_at = lane.ttft_p99_s
 
-    best_ttft_s = own_p99_s + transfer_p99_s
+    best_ttft_s = lane.request_overhead_s + own_p99_s + transfer_p99_s
     if compute_rate <= nic_rate:
         cap, cap_limit = compute_rate, Limit.COMPUTE
     else:
@@ -533,6 +545,7 @@ def _prefill_capacity(
                 transfer_p99_s,
                 m.prompt_p99,
                 targets.ttft_p99_s,
+                lane.request_overhead_s,
             ),
             batch=0.0,
             ttft_p99_s=math.inf,

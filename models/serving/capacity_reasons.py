@@ -115,8 +115,10 @@ def slo_unreachable_reason(
     ttft_missed: bool,
     best_ttft_s: float,
     best_tpot_s: float,
+    request_overhead_s: float = 0.0,
 ) -> str:
-    """A unified or decode configuration that misses a target even at vanishing load."""
+    """A unified or decode configuration that misses a target even at vanishing load
+    (with the engine profile's request overhead in the TTFT named when there is one)."""
     misses = []
     if tpot_missed:
         misses.append(
@@ -126,7 +128,8 @@ def slo_unreachable_reason(
     if ttft_missed:
         misses.append(
             f"p99 TTFT >= {best_ttft_s * 1e3:.0f} ms with no queue "
-            f"(target {targets.ttft_p99_s * 1e3:g} ms)"  # type: ignore[operator]
+            f"(target {targets.ttft_p99_s * 1e3:g} ms"  # type: ignore[operator]
+            f"{overhead_note(request_overhead_s)})"
         )
     return f"{label} cannot meet the SLO at any load: " + "; ".join(misses)
 
@@ -149,13 +152,27 @@ def prefill_unreachable_reason(
     transfer_p99_s: float,
     prompt_p99_tokens: float,
     ttft_target_s: float,
+    request_overhead_s: float = 0.0,
 ) -> str:
-    """A prefill replica whose p99 prompt alone (prefill + KV transfer) misses the TTFT."""
+    """A prefill replica whose p99 prompt alone (request overhead + prefill + KV
+    transfer) misses the TTFT."""
+    overhead = f"request overhead {request_overhead_s * 1e3:.0f} ms + " * (request_overhead_s > 0)
     return (
         f"{label} cannot meet the SLO at any load: p99 TTFT >= "
-        f"{best_ttft_s * 1e3:.0f} ms with no queue (prefill {own_p99_s * 1e3:.0f} ms + "
-        f"KV transfer {transfer_p99_s * 1e3:.0f} ms of a {prompt_p99_tokens:,.0f}-token "
-        f"prompt; target {ttft_target_s * 1e3:g} ms)"
+        f"{best_ttft_s * 1e3:.0f} ms with no queue ({overhead}prefill {own_p99_s * 1e3:.0f} ms "
+        f"+ KV transfer {transfer_p99_s * 1e3:.0f} ms of a {prompt_p99_tokens:,.0f}-token "
+        f"prompt; target {ttft_target_s * 1e3:g} ms{overhead_note(request_overhead_s)})"
+    )
+
+
+def overhead_note(request_overhead_s: float) -> str:
+    """'; 88 ms of it is the engine profile's request overhead (request_overhead_s: HTTP,
+    tokenisation, scheduling), which no layout removes' ('' without one)."""
+    if request_overhead_s <= 0:
+        return ""
+    return (
+        f"; {request_overhead_s * 1e3:.0f} ms of it is the engine profile's request overhead "
+        "(request_overhead_s: HTTP, tokenisation, scheduling), which no layout removes"
     )
 
 

@@ -26,7 +26,11 @@ batch cap); an iteration at batch B takes t_d(B) (the planner's decode-only iter
               rotation) at the next
               iteration boundary once a seat is free and decodes O - 1 tokens, one per
               iteration (the first came from prefill).
-    TTFT = prefill wait + own prefill + K / W      (the planner's disaggregated TTFT)
+    TTFT = o + prefill wait + own prefill + K / W  (the planner's disaggregated TTFT; o
+                                                    the profile's fixed cost of a request
+                                                    before the engine, paid once: the
+                                                    request reaches a lane o after it is
+                                                    sent, `Efficiency.request_overhead_s`)
     TPOT = (decode done - first token) / (O - 1)   (a wait for a seat counts here, as in
                                                     the simulator's pair, solver.simulate)
 The planner's decode replica holds a sequence O iterations (B / (O t(B)) generations/s);
@@ -46,7 +50,7 @@ Two ways the users arrive (`perf --arrivals`):
   transfers and decode iterations on their own clocks.
 - steady: staggered users, the closed-loop fixed point. At pair throughput X, each decode
   worker decodes at its share: B(X) with D B / ((O - 1) t_d(B)) = X (bisection), and
-      C = X (W_q(X) + S_own + K / W + (O - 1) t_d(B(X)))          (Little's law)
+      C = X (o + W_q(X) + S_own + K / W + (O - 1) t_d(B(X)))      (Little's law)
   with W_q the M/G/c mean wait of the prefill queue (`mgc_mean_wait_s`: c = L lanes,
   service pp S_p per lane, arrivals at X taken as Poisson, an upper bound for a finite
   population). The right side rises with X; X solves it by bisection below the smaller
@@ -107,6 +111,9 @@ class PrefillSide:
     prompt_scv: float
     iteration_s: Callable[[float], float]
     """t_p(q): a lane iteration of q prompt tokens."""
+    request_overhead_s: float = 0.0
+    """o: the fixed cost of a request before the engine; it reaches a lane o after it is
+    sent."""
 
     @property
     def lanes(self) -> int:
@@ -158,8 +165,8 @@ class PairPoint:
     throughput_requests_per_s: float
     ttft_mean_s: float
     prefill_wait_mean_s: float
-    """TTFT less a lone prompt's prefill and the transfer: the queue for a lane and the
-    prompts sharing its iterations."""
+    """TTFT less the request overhead, a lone prompt's prefill and the transfer: the
+    queue for a lane and the prompts sharing its iterations."""
     tpot_mean_s: float
     decode_batch: float
     """Mean sequences decoding per decode worker (time-weighted in a burst)."""
@@ -205,7 +212,8 @@ def steady_pair(
     def in_system(rate: float) -> float:
         wait_s = prefill.mean_wait_s(rate)
         batch = decode.batch_at(rate, tokens)
-        return rate * (wait_s + prefill.own_s + transfer_s + tokens * decode.iteration_s(batch))
+        ttft_s = prefill.request_overhead_s + wait_s + prefill.own_s + transfer_s
+        return rate * (ttft_s + tokens * decode.iteration_s(batch))
 
     seat_cap = decode.rate(float(decode.seats), tokens)
     edges = {PREFILL: prefill.max_rate, DECODE: seat_cap, LINK: link_cap}
@@ -228,7 +236,7 @@ def steady_pair(
         arrivals="steady",
         users=users,
         throughput_requests_per_s=rate,
-        ttft_mean_s=wait_s + prefill.own_s + transfer_s,
+        ttft_mean_s=prefill.request_overhead_s + wait_s + prefill.own_s + transfer_s,
         prefill_wait_mean_s=wait_s,
         tpot_mean_s=decode.iteration_s(batch) + extra_tpot_s,
         decode_batch=batch,
@@ -250,7 +258,8 @@ def replay_pair(
     """The burst: `users` users start together, each sending `requests_per_user`
     requests of `prompt_tokens` new prompt tokens and `output_tokens` output tokens,
     replayed event by event (module docstring). Each prompt goes to the lane with the
-    fewest prompt tokens queued (then the fewest prompts, ties in rotation), which takes
+    fewest prompt tokens queued (then the fewest prompts, ties in rotation) when it
+    reaches the engine, the request overhead after it is sent, and the lane takes
     its queue in order up to its chunk each iteration; a prompt's first token comes at
     the end of the iteration that finishes it, its KV lands `transfer_s` later at the
     decode worker with the fewest sequences (ties in rotation), which seats it at its
@@ -303,8 +312,14 @@ def replay_pair(
         return chosen
 
     def send(user: int, at_s: float) -> None:
+        if prefill.request_overhead_s > 0:  # it reaches the engine o later
+            push(at_s + prefill.request_overhead_s, "enter", user, (at_s,))
+        else:
+            enter(user, at_s)
+
+    def enter(user: int, sent_s: float) -> None:
         lane = route([(backlog[i], len(queued[i])) for i in range(lanes)], 0)
-        queued[lane].append([user, at_s, prompt_tokens])
+        queued[lane].append([user, sent_s, prompt_tokens])
         backlog[lane] += prompt_tokens
 
     def start_lane(lane: int, at_s: float) -> None:
@@ -358,6 +373,8 @@ def replay_pair(
                 user, sent, _ = queued[index].popleft()
                 ttfts.append(now + transfer_s - sent)
                 push(now + transfer_s, "kv", user, (sent, now + transfer_s))
+        elif kind == "enter":
+            enter(index, data[0])
         elif kind == "kv":
             worker = route([len(seated[w]) + len(waiting[w]) for w in range(workers)], 1)
             waiting[worker].append((index, *data))
@@ -380,7 +397,9 @@ def replay_pair(
         users=users,
         throughput_requests_per_s=total / now,
         ttft_mean_s=ttft_mean_s,
-        prefill_wait_mean_s=max(0.0, ttft_mean_s - prefill.own_s - transfer_s),
+        prefill_wait_mean_s=max(
+            0.0, ttft_mean_s - prefill.request_overhead_s - prefill.own_s - transfer_s
+        ),
         tpot_mean_s=sum(tpots) / total,
         decode_batch=batch_s / (now * decode.workers),
         caps=_caps(prefill, decode, link_cap, users, tokens),
@@ -470,6 +489,7 @@ def pair_sides(layout: PairLayout) -> tuple[PrefillSide, DecodeSide, float, floa
         own_s=lane.own_s,
         prompt_scv=m_p.prompt_scv,
         iteration_s=prefill_iteration_s,
+        request_overhead_s=lane.request_overhead_s,
     )
     m_d = pool_mix_tokens(dec, d_workers)
     model = BatchModel(

@@ -101,7 +101,8 @@ def operating_point(serving: ServingContext, requests_per_s: float) -> FrontierP
 
 def _frontier_model(serving: ServingContext, pool_replicas: float = 1) -> BatchModel:
     """The unified/decode model behind the frontier and the operating point (no KV
-    transfer counted in a decode replica's TTFT), with the pool's prefix cache
+    transfer counted in a decode replica's TTFT; the profile's request overhead in a
+    unified one's), with the pool's prefix cache
     (`models.serving.prefix_kv.pool_mix_tokens`, as the capacity takes it)."""
     config, efficiency = serving.config, serving.efficiency
     steps = replica_step_model(config, efficiency)
@@ -112,6 +113,7 @@ def _frontier_model(serving: ServingContext, pool_replicas: float = 1) -> BatchM
         0.0,
         0.0,
         pool_replicas,
+        request_overhead_s=efficiency.request_overhead_s,
     )
 
 

@@ -18,11 +18,14 @@ Open loop (Poisson arrivals at R requests/s per replica)
         KV resident = B x c x KV bytes per token
         TPOT mean   = t(B);   TPOT p99 as the planner (`models.serving.batch_model`: the Poisson
                       batch and the share of prompt-carrying iterations in quadrature)
-        TTFT        = residual + own prefill S(P) + queue wait W for the prefill lane
+        TTFT        = o + residual + own prefill S(P) + queue wait W for the prefill lane
+                      (o the profile's fixed cost of a request before the engine,
+                      `Efficiency.request_overhead_s`: the arrivals reach the engine o
+                      later, which leaves their queueing as it is)
     The prefill lane serves prompts at r = (pp x chunk - B) / t(B, lane full) tokens/s,
     one prompt in P (1-h) / r seconds; the wait is M/G/c with c = pool replicas fed at
-    c R (`models.serving.queueing`). Mean: t(B)(1 - e^-B)/2 + S(P) + Wq mean (Allen-Cunneen);
-    p50: the same residual + S(P50) + Wq p50 (P50 the lognormal median
+    c R (`models.serving.queueing`). Mean: o + t(B)(1 - e^-B)/2 + S(P) + Wq mean
+    (Allen-Cunneen); p50: o + the same residual + S(P50) + Wq p50 (P50 the lognormal median
     P exp(-sigma^2/2)); p99: the planner's own p99 TTFT at that batch and pool
     (`models.serving.capacity.throughput_frontier`). The replica saturates at the smaller of
     its offline maximum rate (KV memory, the engine's batch cap, the token budget) and
@@ -31,7 +34,8 @@ Open loop (Poisson arrivals at R requests/s per replica)
 
 Closed loop (C users, each sending the next request as soon as the last completes)
     Every user is always in the system: C = B + X x mean TTFT with X = rate(B) the
-    throughput (Little's law on the decode and the TTFT phases). The right side rises
+    throughput (Little's law on the decode and the TTFT phases; a user whose request is
+    still in front of the engine, the overhead o, counts in the TTFT phase). The right side rises
     with B, so B solves it by bisection, with the TTFT wait taken from the open-loop
     formula at rate X (an upper bound for a finite population). When C exceeds what the
     replica holds at its batch ceiling B_max, the throughput stays at X_max = rate(B_max)
@@ -132,7 +136,17 @@ class _Replica:
         """Token-weighted mean context of a prompt token (`BatchModel.prefill_context`)."""
         self.budget_tokens = self.steps.pp * self.steps.chunk_tokens
         self.batch_ceiling = self.offline.batch
-        self.model = BatchModel(self.steps, tokens, Role.UNIFIED, 0.0, 0.0, pool_replicas)
+        self.overhead_s = efficiency.request_overhead_s
+        """o: the profile's fixed cost of a request before the engine, in every TTFT."""
+        self.model = BatchModel(
+            self.steps,
+            tokens,
+            Role.UNIFIED,
+            0.0,
+            0.0,
+            pool_replicas,
+            request_overhead_s=self.overhead_s,
+        )
 
     def prefill_tokens(self, batch: float) -> float:
         """Q(B) = B P (1-h) / O."""
@@ -180,17 +194,19 @@ class _Replica:
         return low
 
     def ttft_mean_s(self, batch: float, rate: float) -> float:
-        """residual/2 + S(P) + mean M/G/c wait."""
+        """o + residual/2 + S(P) + mean M/G/c wait."""
         return (
-            self._residual_s(batch) / 2
+            self.overhead_s
+            + self._residual_s(batch) / 2
             + self.own_prefill_s(batch, self.new_prompt)
             + (self._wait_s(batch, rate, None))
         )
 
     def ttft_p50_s(self, batch: float, rate: float) -> float:
-        """residual/2 + S(P50) + median M/G/c wait."""
+        """o + residual/2 + S(P50) + median M/G/c wait."""
         return (
-            self._residual_s(batch) / 2
+            self.overhead_s
+            + self._residual_s(batch) / 2
             + self.own_prefill_s(batch, self.new_prompt_p50)
             + (self._wait_s(batch, rate, 0.5))
         )
@@ -385,14 +401,17 @@ def latency_at_concurrency_as_tools_run_it(
     concurrency: int,
     pool_replicas: int = 1,
     requests_per_user: int = REQUESTS_PER_USER,
+    spread: LengthSpread = FIXED,
 ) -> LoadLatency:
-    """`latency_at_concurrency_burst` as a `LoadLatency` record (arrivals `burst`): the
+    """`latency_at_concurrency_burst` as a `LoadLatency` record (arrivals `burst`, the
+    lengths as `spread` draws them: fixed by default, as the tools' random dataset at
+    range ratio 1): the
     replay's means and nearest-rank p99s, its throughput and mean decode batch; in flight
     is the users (a closed loop holds every user in the system); the iteration is the
     mean TPOT; the prefill lane's busy share is the steady model's at the replay's
     throughput; saturated when the users outnumber the seats (the rest queue in front)."""
     _check_pool(pool_replicas)
-    run = latency_at_concurrency_burst(serving, concurrency, requests_per_user)
+    run = latency_at_concurrency_burst(serving, concurrency, requests_per_user, spread)
     replica = _Replica(serving, pool_replicas)
     edge_rate = replica.rate(replica.saturation_batch())
     lane_s = replica.lane_service_s(run.mean_decode_batch)

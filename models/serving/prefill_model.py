@@ -23,15 +23,19 @@ A prompt's TTFT is therefore made of
                   ride = min(room(P) / r, rho x waited),
                   room(P) = ceil(P / C) C - P
     transfer  the KV transfer to the decode pool (`models.serving.replica_layout.kv_transfer_s`)
+    overhead  o, the engine profile's fixed cost of a request before the engine
+              (`Efficiency.request_overhead_s`: HTTP, tokenisation, scheduling), paid
+              once, outside the queue: the arrivals reach the engine o later, which
+              leaves their queueing as it is
 so own + ride is the iteration (or iterations) that complete its prefill at the load's
 iteration size: the prompt alone at low load (ride -> 0, TTFT -> S(P) + transfer),
 whole iterations of C tokens once the queue is deep enough to fill them (own + ride ->
 S(P) + (ceil(P/C) C - P) / r, i.e. ceil(P/C) x C / r when S(P) = P / r). The p99
 combines the p99 wait (with its ride) and the p99 prompt's extra time in quadrature, as
 the unified model does:
-    TTFT99 = residual + S(P) + T(P) + sqrt((W99 + ride(W99 + residual))^2
-                                           + (S(P99) + T(P99) - S(P) - T(P))^2)
-exact with no load (S(P99) + T(P99)).
+    TTFT99 = o + residual + S(P) + T(P) + sqrt((W99 + ride(W99 + residual))^2
+                                               + (S(P99) + T(P99) - S(P) - T(P))^2)
+exact with no load (o + S(P99) + T(P99)).
 
 Conservative side: the residual counts the whole length-biased iteration, not half of
 it, and the ride puts the prompt at the head of its last iteration with every token
@@ -90,6 +94,8 @@ class PrefillLane:
     """Replicas behind one router (M/G/c, c = pool_replicas x lanes)."""
     lanes: int = 1
     """Iterations in flight per replica: pp (module docstring, "Pipeline stages")."""
+    request_overhead_s: float = 0.0
+    """o: the fixed cost of a request before the engine, in every TTFT."""
 
     @property
     def service_s(self) -> float:
@@ -143,7 +149,8 @@ class PrefillLane:
         residual_s = self.residual_s(rate)
         queued_s = wait_s + self.ride_s(rate, wait_s + residual_s)
         extra_s = self.own_p99_s + self.transfer_p99_s - self.own_s - self.transfer_s
-        return residual_s + self.own_s + self.transfer_s + math.hypot(queued_s, extra_s)
+        alone_s = self.request_overhead_s + residual_s + self.own_s + self.transfer_s
+        return alone_s + math.hypot(queued_s, extra_s)
 
 
 def prefill_lane(
@@ -154,7 +161,8 @@ def prefill_lane(
     pool_replicas: float = 1,
 ) -> PrefillLane:
     """The lane of a prefill-only replica of `config` serving the mix `m`: r at full
-    chunks of the mean prompt, C = pp x chunk, S(P), S(P99) and the KV transfers."""
+    chunks of the mean prompt, C = pp x chunk, S(P), S(P99), the KV transfers and the
+    profile's request overhead."""
     return PrefillLane(
         token_rate=steps.prefill_tokens_per_s(m.new_prompt, m.cached_prompt),
         budget_tokens=float(steps.chunk_tokens),
@@ -166,4 +174,5 @@ def prefill_lane(
         transfer_p99_s=kv_transfer_s(config, m.prompt_p99, efficiency),
         pool_replicas=pool_replicas,
         lanes=steps.pp,
+        request_overhead_s=efficiency.request_overhead_s,
     )

@@ -9,6 +9,9 @@
   that configuration excluded from that region (replicas fixed at 0), and the cost
   difference and what took its place are reported. A re-solve, not a re-pricing: the
   runner-up is whatever the optimiser picks once the pool is gone, failover included.
+  An hourly plan re-solves its periods program with the configuration's replicas at 0
+  in every period (solver.time.alternatives); its utilisation, limits and slack are its
+  peak period's.
 - Slack of every reported constraint family at the plan.
 
 The re-solves (one per chosen pool, and the one that prices the limit on configurations
@@ -147,6 +150,12 @@ ALTERNATIVE_METHOD = (
     "re-solve with the configuration excluded from the region (its replicas fixed at 0), "
     "same backend and failure policy, to within a 1% gap (solver.settings.COMPARISON_GAP)"
 )
+HOURLY_ALTERNATIVE_METHOD = (
+    "re-solve of the periods program with the configuration's replicas fixed at 0 in the "
+    "region in every period of the day (commitments, batch, spot and failover starts chosen "
+    "again; a plan with months: month 0's program), same backend, to within a 1% gap "
+    "(solver.time.alternatives)"
+)
 ALTERNATIVES_TIME_SHARE = 0.8
 """Share of the time left that explain's alternative re-solves take, split evenly over
 the pools still to re-solve; the rest keeps room for what the limit on configurations
@@ -213,7 +222,9 @@ def explain_solved(solved: Solved, progress: Progress | None = None) -> Explanat
         ),
         limits=_limits(solved),
         alternatives=alternatives,
-        alternative_method=ALTERNATIVE_METHOD
+        alternative_method=(
+            ALTERNATIVE_METHOD if solved.time_step is None else HOURLY_ALTERNATIVE_METHOD
+        )
         if plan.optimal
         else ALTERNATIVES_SKIPPED.format(status=plan.status),
         families=_family_slack(solved),
@@ -249,13 +260,13 @@ def _engine_effects(instance: Instance, plan: Plan) -> dict:
 
 
 def _limits(solved: Solved) -> tuple[LimitNote, ...]:
-    sets = solved.program.sets
     notes = []
     for pool in solved.plan.replicas:
         if pool.shared:
             continue  # a shared group: its limit is in the plan entry (solver.colocation.groups)
-        candidate = sets.table.find(pool.workload, pool.key)
-        curve = solved.curves[(pool.workload, candidate.key)]
+        curve = solved.curves.get((pool.workload, pool.key))
+        if curve is None:
+            continue  # an hourly plan's batch pool: its own columns, no interactive curve
         physics = curve.physics(pool.count)  # in a pool of its real size
         notes.append(
             LimitNote(
@@ -279,19 +290,28 @@ def _resolves(
     several and a second core, else one after the other here."""
     program, plan = solved.program, solved.plan
     comparison = solved.settings.for_comparison()
-    pools = [p for p in plan.replicas if not p.shared][:MAX_ALTERNATIVES]
-    wants_simplicity = plan.simplicity is None
+    step = solved.time_step
+    if step is None:
+        pools = [p for p in plan.replicas if not p.shared][:MAX_ALTERNATIVES]
+        names = [
+            ReplicasColumn(
+                p.workload, solved.program.sets.table.find(p.workload, p.key).key, p.region
+            ).name()
+            for p in pools
+        ]
+        run, lp = _resolve_without, program.lp
+        args = [(program, name) for name in names]
+    else:  # an hourly plan: the periods program without the pool in every period
+        bounds = step.without_pools(plan.replicas)[:MAX_ALTERNATIVES]
+        pools = [p for p, _ in bounds]
+        run, lp = step.resolver, step.lp
+        args = [(step.program, b) for _, b in bounds]
+    wants_simplicity = plan.simplicity is None and step is None
     jobs = len(pools) + wants_simplicity
-    processes = processes_for(jobs) if worth_parallel([program.lp] * jobs) else 1
+    processes = processes_for(jobs) if worth_parallel([lp] * jobs) else 1
     left = solved.settings.remaining_s()
     if left is not None and left < PARALLEL_MIN_LEFT_S:
         processes = 1  # no time to start workers: the shares below would be eaten by it
-    names = [
-        ReplicasColumn(
-            p.workload, solved.program.sets.table.find(p.workload, p.key).key, p.region
-        ).name()
-        for p in pools
-    ]
     results: dict[int, SolveResult] = {}
     simplicity = None
     done = 0
@@ -310,10 +330,10 @@ def _resolves(
         return None if left is None else ALTERNATIVES_TIME_SHARE * left / rounds
 
     if processes <= 1:
-        for index, var in enumerate(names):
+        for index, (own, removed) in enumerate(args):
             solved.settings.check("explain")
             limited = comparison.limited(share_s(jobs - done))
-            results[index] = _resolve_without(program, limited, var)
+            results[index] = run(own, limited, removed)
             told(f"without {pools[index].label} in {pools[index].region}")
         if wants_simplicity:
             solved.settings.check("explain")
@@ -322,7 +342,7 @@ def _resolves(
             told("with the limit on configurations per pool lifted")
     else:
         # Handed out as workers free up, each with its share of what is left then.
-        waiting = list(range(len(names))) + ([-1] if wants_simplicity else [])
+        waiting = list(range(len(args))) + ([-1] if wants_simplicity else [])
         with process_pool(processes) as pool:
             running: dict[Future, int] = {}
 
@@ -334,7 +354,8 @@ def _resolves(
                         table = program.sets.table
                         future = pool.submit(_simplicity, program, plan, limited, table)
                     else:
-                        future = pool.submit(_resolve_without, program, limited, names[index])
+                        own, removed = args[index]
+                        future = pool.submit(run, own, limited, removed)
                     running[future] = index
 
             hand_out()
@@ -354,6 +375,25 @@ def _resolves(
     solved.settings.check("explain")
     alternatives = tuple(_alternative(solved, p, results[i]) for i, p in enumerate(pools))
     return alternatives, simplicity
+
+
+def _read_without(solved: Solved, pool, result: SolveResult) -> tuple[float, tuple[str, ...]]:
+    """(cost, the pools of the workload in the region) of a re-solve with a solution:
+    the static program's read-back, or an hourly plan's hour by hour."""
+    if solved.time_step is not None:
+        return solved.time_step.cost_without(result, solved.settings, pool)
+    program = solved.program
+    sets = program.sets
+    values = integral(program, result.values)
+    counts = replica_counts(sets, values)
+    shared = group_gpus(program, values)
+    cost = sum(use.cost_per_month for use in gpu_use(sets, counts, shared))
+    replaced_by = tuple(
+        f"{counts[key]} x {p.candidate.label}"
+        for p in sets.pools_at.get((pool.workload, pool.region), ())
+        if (key := (pool.workload, p.candidate.key, pool.region)) in counts
+    )
+    return cost, replaced_by
 
 
 def _resolve_without(program: FleetProgram, settings: SolveSettings, var: str) -> SolveResult:
@@ -377,19 +417,10 @@ def _simplicity(
 
 def _alternative(solved: Solved, pool, result: SolveResult) -> Alternative:
     """What doing without one chosen pool costs, from its re-solve's result."""
-    program, plan = solved.program, solved.plan
-    sets = program.sets
+    plan = solved.plan
     if result.termination.has_solution:
-        values = integral(program, result.values)
-        counts = replica_counts(sets, values)
-        shared = group_gpus(program, values)
-        cost = sum(use.cost_per_month for use in gpu_use(sets, counts, shared))
+        cost, replaced_by = _read_without(solved, pool, result)
         extra = cost - (plan.cost_per_month or 0.0)
-        replaced_by = tuple(
-            f"{counts[key]} x {p.candidate.label}"
-            for p in sets.pools_at.get((pool.workload, pool.region), ())
-            if (key := (pool.workload, p.candidate.key, pool.region)) in counts
-        )
         if result.termination is not Termination.OPTIMAL:
             replaced_by += (UNPROVEN_ALTERNATIVE,)
     else:

@@ -74,7 +74,7 @@ from typing import Any
 
 from models.operations.scenarios import rerouted_rtts
 from models.operations.site import offered, stage_problem
-from models.physics.efficiency import efficiency_for
+from models.physics.efficiency import check_engine, efficiency_for
 from models.physics.llm import LlmSpec
 from models.physics.memory import expert_layout_problem, kv_precision_for
 from models.physics.precision import Precision
@@ -473,6 +473,7 @@ def no_candidate_problem(
         parts.append(
             f"p99 TTFT >= {_seconds(best_ttft.best_ttft_p99_s)} on every configuration that "
             f"fits (best: {best_ttft.config.label}); target {_seconds(slo.ttft_p99_ms / 1e3)}"
+            + _overhead_part(instance, best_ttft.config)
         )
     if slo.tpot_p99_ms is not None and best_tpot.best_tpot_s * 1e3 > slo.tpot_p99_ms:
         parts.append(
@@ -490,6 +491,22 @@ def no_candidate_problem(
         name,
         f"{workload.name}: " + "; ".join(parts) + f"; {context}",
         "loosen the SLO, raise the prefix-cache hit rate, allow larger TP, or offer a faster GPU",
+    )
+
+
+def _overhead_part(instance: Instance, config: ReplicaConfig) -> str:
+    """' (of which 88 ms is the sglang-0.5 profile's request overhead, ...)' where the
+    engine profile puts a fixed cost in front of every request ('' where it does not)."""
+    efficiency = efficiency_for(
+        config.gpu, config.weight_precision, instance.efficiency, instance.engine
+    )
+    overhead_s = efficiency.request_overhead_s
+    if overhead_s <= 0:
+        return ""
+    return (
+        f" (of which {_seconds(overhead_s)} is the {check_engine(instance.engine)} engine "
+        "profile's request overhead, request_overhead_s: HTTP, tokenisation and scheduling "
+        "before the engine, in every TTFT whatever the layout)"
     )
 
 

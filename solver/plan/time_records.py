@@ -5,7 +5,7 @@ where batch work is served."""
 
 from pydantic import BaseModel, Field
 
-from solver.plan.records import FROZEN, Binding, ReplicaPool
+from solver.plan.records import FROZEN, Binding, RegionPower, ReplicaPool
 
 
 class HourGpus(BaseModel):
@@ -227,6 +227,11 @@ class Month(BaseModel):
     idle_fraction: float | None = Field(default=None, ge=0, le=1)
     """The month's idle share over the GPUs paid, over its day's hours (solver.time.idle;
     month 0: the plan's own `idle_fraction`, stated here too)."""
+    power_kw: tuple[RegionPower, ...] = ()
+    """The month's power per region in the record of the plan's `power_kw`: kW its GPUs
+    draw in the month's busiest hour (what the cap bounds in every period:
+    solver.time.months.month_power), the cap, and the cap's $/month per kW from the
+    month's own pricing LP (0 where it does not bind)."""
 
 
 class BatchPlacement(BaseModel):

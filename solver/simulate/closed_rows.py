@@ -13,7 +13,9 @@ Two ways to start, as `perf --arrivals`:
   throughput per replica, `latency_at_concurrency`), so no wave forms; the analytic side
   is `perf --arrivals steady`.
 Every request is measured (a closed-loop benchmark reports them all, the first wave
-included); the pool's load is the requests completed over the run.
+included); the pool's load is the requests completed over the run. A request reaches the
+engine the profile's request overhead after its user sends it
+(`Efficiency.request_overhead_s`), as in perf's replay (`models.serving.closed_loop`).
 
 A disaggregated pair (one prefill pool feeding one decode pool) runs the same client with
 C users per decode replica (`traffic.closed_loop_pair_trace`): TTFT on the prefill row
@@ -88,6 +90,7 @@ def simulate_closed_pool(
         outputs,
         cached,
         dispatch,
+        request_overhead_s=serving.efficiency.request_overhead_s,
     )
     ttft, tpot = trace.ttft_s, trace.tpot_s
     simulated = Latencies(
@@ -199,6 +202,7 @@ def simulate_closed_pair(
         outputs,
         np.array([kv_transfer_bytes(p_config, float(p)) / link for p in prompts]),
         dispatch,
+        request_overhead_s=p_eff.request_overhead_s,
     )
     try:
         perf = pair_at_concurrency(

@@ -13,6 +13,9 @@ transfer time; the NICs are taken as uncontended, so a transfer is a pure delay)
 
     TTFT = prefill first token + transfer - arrival
 
+(a request reaches the prefill pool's router the profile's request overhead after it
+arrives, `Efficiency.request_overhead_s`, so its TTFT holds it as the planner's does)
+
 (the planner's definition of a disaggregated TTFT: wait + own prefill + transfer). The
 requests then arrive, in the order their KV lands, at the decode pools (split at random
 in proportion to capacity), whose replicas admit them with the prompt's KV already
@@ -155,6 +158,7 @@ def simulate_pair(
             cached,
             effects,
             dispatch=dispatch,
+            request_overhead_s=efficiency.request_overhead_s,
         )
         transfer_s = np.array(
             [kv_transfer_s(config, float(p), efficiency) for p in prompts[members]]

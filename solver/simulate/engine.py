@@ -18,6 +18,11 @@ TensorRT-LLM schedule):
 - A request with no prompt tokens to prefill (a decode-only replica of a disaggregated
   pair: the prompt's KV arrives with it, `cached_tokens` = the prompt) starts decoding at
   the first iteration boundary where its KV fits and the batch has room.
+- Request overhead: a request reaches the router and its engine `request_overhead_s`
+  after it arrives (the engine profile's fixed cost of a request: HTTP, tokenisation,
+  scheduling, `Efficiency.request_overhead_s`), and its TTFT counts from its arrival. An
+  open-loop stream shifted by a constant queues exactly as the unshifted one, so every
+  TTFT moves by the overhead and nothing else does: the planner's term.
 - Router: each request is dispatched on arrival to one replica, which keeps its own
   FIFO queue (there is no central queue):
   `least_prefill` (default, the router the planner assumes): the replica with the fewest
@@ -380,6 +385,7 @@ def simulate_pool(
     effects: Effects = Effects(),
     dispatch: str = "least_prefill",
     drain_s: float = 600.0,
+    request_overhead_s: float = 0.0,
 ) -> PoolTrace:
     """Replay `arrival_s` (sorted) on `replicas` replicas behind one router.
 
@@ -394,11 +400,15 @@ def simulate_pool(
             outstanding requests) or `round_robin`.
         drain_s: how long after the last arrival to keep serving; requests unfinished
             then keep NaN times (an unstable pool).
+        request_overhead_s: each request reaches the router this long after it arrives
+            (the module docstring's request overhead); its TTFT counts from its arrival.
     """
     if dispatch not in DISPATCHES:
         raise ValueError(f"dispatch must be one of {', '.join(DISPATCHES)}, got {dispatch!r}")
     if replicas < 1:
         raise ValueError(f"replicas must be >= 1, got {replicas}")
+    if request_overhead_s < 0:
+        raise ValueError(f"the request overhead must be >= 0 s, got {request_overhead_s!r}")
     count = len(arrival_s)
     trace = PoolTrace(
         arrival_s=np.asarray(arrival_s, dtype=float),
@@ -411,7 +421,7 @@ def simulate_pool(
     cached = [0.0] * count if cached_tokens is None else [float(c) for c in cached_tokens]
     pool = [_Replica(engine, effects, trace, prompt, output, cached) for _ in range(replicas)]
     heap: list = []
-    arrivals = trace.arrival_s.tolist()
+    arrivals = (trace.arrival_s + request_overhead_s).tolist()  # when each reaches the engine
     turn = 0
     for request, at_s in enumerate(arrivals):
         while heap and heap[0][0] <= at_s:

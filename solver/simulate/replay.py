@@ -8,7 +8,9 @@ carry it in proportion to their capacity n q(n), n the replicas that survive and
 the physics' capacity per replica in a pool of n (`models.serving.capacity.replica_capacity`).
 Arrivals are Poisson (or gamma with a stated coefficient of variation), lengths are
 drawn from the workload's distributions, and the replicas run the planner's own step
-model (`solver.simulate.engine`). Requests that arrive in the first `warmup_s` are
+model (`solver.simulate.engine`), each request reaching its engine the profile's
+request overhead after it arrives (`Efficiency.request_overhead_s`, in its TTFT as in the
+planner's). Requests that arrive in the first `warmup_s` are
 served but not measured. The analytic numbers are `models.serving.latency.latency_at_rate` at
 the same per-replica load and pool size.
 
@@ -321,7 +323,15 @@ def _simulate_one(
 
     def run(fx: Effects) -> PoolTrace:
         return simulate_pool(
-            engine, replicas, arrivals, prompts - cached, outputs, cached, fx, dispatch
+            engine,
+            replicas,
+            arrivals,
+            prompts - cached,
+            outputs,
+            cached,
+            fx,
+            dispatch,
+            request_overhead_s=efficiency.request_overhead_s,
         )
 
     trace = run(Effects())

@@ -66,6 +66,7 @@ def closed_loop_trace(
     output_tokens: np.ndarray,
     cached_tokens: np.ndarray | None = None,
     dispatch: str = "least_prefill",
+    request_overhead_s: float = 0.0,
 ) -> PoolTrace:
     """The benchmark tools' closed-loop client on a pool: user u sends its first request
     at `start_s[u]` and each next one the moment the last completes, `requests_per_user`
@@ -74,8 +75,9 @@ def closed_loop_trace(
     and `output_tokens[i]` output tokens. The replicas, the router and every engine
     effect are `solver.simulate.engine.simulate_pool`'s (its replica and event loop);
     only the arrivals differ: a send waits for its user's completion, not a clock.
-    At one instant the engines' events fire before the sends (as `simulate_pool` fires
-    the events up to an arrival first)."""
+    A request reaches the router `request_overhead_s` after it is sent (as in
+    `simulate_pool`; its TTFT counts from the send). At one instant the engines' events
+    fire before the entries (as `simulate_pool` fires the events up to an arrival first)."""
     if dispatch not in DISPATCHES:
         raise ValueError(f"dispatch must be one of {', '.join(DISPATCHES)}, got {dispatch!r}")
     users = len(start_s)
@@ -97,7 +99,8 @@ def closed_loop_trace(
     pool = [_Replica(engine, Effects(), trace, prompt, output, cached) for _ in range(replicas)]
     in_flight: list[dict[int, int]] = [{} for _ in range(replicas)]  # request -> user
     left = [requests_per_user] * users
-    sends = [(float(at), user) for user, at in enumerate(start_s)]
+    overhead_s = request_overhead_s
+    sends = [(float(at) + overhead_s, user) for user, at in enumerate(start_s)]  # entries
     heapq.heapify(sends)
     heap: list = []
     sent = turn = 0
@@ -116,11 +119,11 @@ def closed_loop_trace(
                 user = in_flight[index].pop(request)
                 left[user] -= 1
                 if left[user]:
-                    heapq.heappush(sends, (float(trace.finish_s[request]), user))
+                    heapq.heappush(sends, (float(trace.finish_s[request]) + overhead_s, user))
             continue
         at_s, user = heapq.heappop(sends)
         request, sent = sent, sent + 1
-        trace.arrival_s[request] = at_s
+        trace.arrival_s[request] = at_s - overhead_s
         target, turn = _route(pool, dispatch, turn)
         in_flight[target][request] = user
         replica = pool[target]
@@ -161,14 +164,16 @@ def closed_loop_pair_trace(
     output_tokens: np.ndarray,
     transfer_s: np.ndarray,
     dispatch: str = "least_prefill",
+    request_overhead_s: float = 0.0,
 ) -> dict:
     """The closed-loop client on a disaggregated pair: user u sends its first request at
     `start_s[u]`, the prefill lanes (`prefill_lanes` replicas of `prefill_engine`, one
     output token: the first) prefill it, its KV lands `transfer_s[i]` after its first
     token at the decode pool (`decode_replicas` of `decode_engine`, the prompt's KV
     already resident, O - 1 tokens to decode), and its user sends the next request the
-    moment the decode pool finishes it. Both pools are `simulate_pool`'s replicas and
-    router; at one instant the engines' events land first, then the KV, then the sends.
+    moment the decode pool finishes it; a request reaches the prefill router
+    `request_overhead_s` after it is sent. Both pools are `simulate_pool`'s replicas and
+    router; at one instant the engines' events land first, then the KV, then the entries.
     Returns per request (in send order) `arrival_s`, `ttft_s` (first token + transfer -
     sent, the planner's), `tpot_s` ((finish - first token - transfer) / (O - 1)),
     `finish_s`, and `end_s`, `preemptions`, `events`, `decode_busy_batch_s`."""
@@ -213,7 +218,8 @@ def closed_loop_pair_trace(
     left = [requests_per_user] * users
     owner = [0] * total
     audible_s = np.full(total, np.nan)
-    sends = [(float(at), user) for user, at in enumerate(start_s)]
+    overhead_s = request_overhead_s
+    sends = [(float(at) + overhead_s, user) for user, at in enumerate(start_s)]  # entries
     heapq.heapify(sends)
     landings: list[tuple[float, int]] = []  # (KV lands at the decode pool, request)
     heap: list = []
@@ -254,7 +260,7 @@ def closed_loop_pair_trace(
                 else:
                     left[user] -= 1
                     if left[user]:
-                        heapq.heappush(sends, (float(trace.finish_s[request]), user))
+                        heapq.heappush(sends, (float(trace.finish_s[request]) + overhead_s, user))
             continue
         if landings and landings[0][0] <= (sends[0][0] if sends else math.inf):
             at_s, request = heapq.heappop(landings)
@@ -264,6 +270,7 @@ def closed_loop_pair_trace(
         request, sent = sent, sent + 1
         owner[request] = user
         enter(0, request, at_s)
+        traces[0].arrival_s[request] = at_s - overhead_s  # sent: its TTFT counts from here
     arrival_s = traces[0].arrival_s
     finish_s = traces[1].finish_s
     many = outputs > 1

@@ -38,11 +38,11 @@ from models.operations.procurement import (
     growth_factors,
     month_factors,
 )
-from models.operations.site import node_gpus
+from models.operations.site import gpu_kw, gpus_bought, node_gpus
 from models.schema.instance import Instance
 from solver.candidates.table import CandidateTable
 from solver.errors import Diagnosis, Infeasible, Problem
-from solver.plan.records import Binding
+from solver.plan.records import Binding, RegionPower
 from solver.plan.schema import Plan
 from solver.plan.time_records import Commitment, Hour, Month, MonthOffer, ServerOrder
 from solver.program.families.pricing import CommittedColumn
@@ -171,6 +171,7 @@ def with_months(instance: Instance, plan: Plan, later: Sequence[Plan]) -> Plan:
                 binding=in_month(solved.binding, month) if month else (),
                 shadow_price_note=solved.shadow_price_note if month else "",
                 idle_fraction=solved.idle_fraction,
+                power_kw=month_power(instance, solved.hours, solved.power_kw),
             )
         )
     orders: dict[tuple[int, str, str], float] = {}
@@ -200,6 +201,36 @@ def with_months(instance: Instance, plan: Plan, later: Sequence[Plan]) -> Plan:
             "horizon_cost": math.fsum(m.cost_per_month for m in months),
         }
     )
+
+
+def month_power(
+    instance: Instance, hours: Sequence[Hour], stated: Sequence[RegionPower]
+) -> tuple[RegionPower, ...]:
+    """The month's power per region in its busiest hour, what the cap bounds in every
+    period (solver.program.families.power, one row per period):
+
+        kW_r = max_h sum_g kw[r,g] x (existing[r,g] + bought(used[r,g,h]))
+
+    bought in whole servers as the period's `purchased` column counts them
+    (models.operations.site.gpus_bought); the cap and its $/month per kW are the month's
+    own plan's (`stated`: its pricing LP's power duals summed over the periods)."""
+    rows = []
+    for power in stated:
+        region = instance.region(power.region)
+        by_hour = [
+            math.fsum(
+                gpu_kw(instance, g.region, g.gpu)
+                * (
+                    region.existing.get(g.gpu, 0)
+                    + gpus_bought(g.used, region.existing.get(g.gpu, 0), node_gpus(instance, g.gpu))
+                )
+                for g in hour.gpus
+                if g.region == power.region
+            )
+            for hour in hours
+        ]
+        rows.append(power.model_copy(update={"kw": max(by_hour, default=power.kw)}))
+    return tuple(rows)
 
 
 def in_month(binding: tuple[Binding, ...], month: int) -> tuple[Binding, ...]:

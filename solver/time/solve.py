@@ -26,6 +26,7 @@ from solver.settings import SolveSettings
 from solver.time.batch import dedicated_pools, hour_soaks
 from solver.time.failover import started_pools, with_started
 from solver.time.idle import hourly_idle_fraction
+from solver.time.months import month_power
 from solver.time.periods import PeriodProgram, TimeProgram, day_periods
 from solver.time.prices import hour_bindings, site_duals
 from solver.time.spot import spot_replicas
@@ -195,7 +196,9 @@ def hourly_plan(
         hours=tuple(hours),
         idle_fraction=hourly_idle_fraction(hours, plans, batch_pools, sum(committed.values())),
         servers=server_purchases(peak_sets, uses),
-        power_kw=region_power(peak_sets, uses, site_duals(program, duals)),
+        power_kw=month_power(
+            instance, hours, region_power(peak_sets, uses, site_duals(program, duals))
+        ),
         binding=hour_bindings(program, values, duals) if duals else (),
         committed=tuple(
             Commitment(

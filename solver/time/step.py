@@ -17,19 +17,22 @@ the sequence calls them:
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from models.schema.instance import Instance
 from solver.analysis.diagnose import diagnose_infeasible
-from solver.backends import Backend
+from solver.backends import Backend, get_backend
+from solver.candidates.pools import assess_pools
 from solver.candidates.size_check import check_program_size
 from solver.candidates.table import CandidateTable
 from solver.errors import Diagnosis, Infeasible
+from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
-from solver.program.build import FleetProgram
+from solver.program.build import FleetProgram, with_bounds
 from solver.program.lp import SolveResult, Termination
 from solver.program.optimised import Optimised
 from solver.settings import SolveSettings
+from solver.time.alternatives import cost_without, without_pool
 from solver.time.horizon import Horizon
 from solver.time.months import bound_commitments, month_conflict
 from solver.time.periods import TimeProgram, build_time_program, interactive_table
@@ -46,6 +49,16 @@ def optimise_periods(program: TimeProgram, backend: Backend, settings: SolveSett
     return Optimised(backend.run(program.lp, settings.with_duals(False)))
 
 
+def resolve_without(
+    program: TimeProgram, settings: SolveSettings, bounds: dict[str, tuple[float, float]]
+) -> SolveResult:
+    """The periods program re-solved with `bounds` (explain's alternatives,
+    solver.time.alternatives; here or in a worker process: one solver thread)."""
+    own = replace(program, lp=with_bounds(program.lp, bounds))
+    limited = settings.limited(settings.time_limit_s)
+    return optimise_periods(own, get_backend(settings.backend), limited).result
+
+
 @dataclass
 class PeriodsStep:
     """One horizon's periods program through the pipeline's stages (the module text)."""
@@ -58,7 +71,8 @@ class PeriodsStep:
     program: TimeProgram = field(init=False)
     build_s: float = 0.0
     curves: dict = field(default_factory=dict)
-    """No pool curves are kept for explain (its alternatives are static ones)."""
+    """(workload, candidate key) -> the curves of the plan's interactive pools at their
+    peak sizes (what explain's limiting factors read), set by `explained`."""
 
     @property
     def build_stage(self) -> str:
@@ -144,13 +158,43 @@ class PeriodsStep:
         """The hour verifier."""
         return verify_hours(self.instance, plan)
 
+    def without_pools(
+        self, pools: tuple[ReplicaPool, ...]
+    ) -> list[tuple[ReplicaPool, dict[str, tuple[float, float]]]]:
+        """Each interactive pool with the bounds that remove it from its region in every
+        period (solver.time.alternatives; batch and shared pools have none and are left
+        out)."""
+        found = [(p, without_pool(self.program, p)) for p in pools if not p.shared]
+        return [(p, bounds) for p, bounds in found if bounds]
+
+    resolver = staticmethod(resolve_without)
+    """The re-solve without a pool, module-level so that a worker process can run it:
+    `resolver(program, settings, bounds)`."""
+
+    def cost_without(
+        self, result: SolveResult, settings: SolveSettings, pool: ReplicaPool
+    ) -> tuple[float, tuple[str, ...]]:
+        """The re-solved plan's cost and the pools of the workload in the region at peak."""
+        return cost_without(self.program, result, settings, pool)
+
     def explained(
         self, optimised: Optimised, plan: Plan, values: dict[str, float]
     ) -> tuple[FleetProgram, Optimised]:
         """What `explain` reads: the peak period's program, with that period's values
-        under the static names."""
+        under the static names (its utilisation and slack), and the curves of the plan's
+        interactive pools at their peak sizes (their limiting factors); its alternatives
+        re-solve the periods program itself (solver.time.alternatives)."""
         del optimised  # its values are the whole program's
         peak = peak_period(self.program)
+        sets = peak.program.sets
+        chosen: dict = {}
+        for pool in plan.replicas:
+            c = next((c for c in sets.table.of(pool.workload) if c.key == pool.key), None)
+            if c is None or pool.shared:
+                continue  # batch and shared pools: no candidate of the interactive table
+            _, _, sizes = chosen.setdefault((pool.workload, c.key), (c.config, c.curve, set()))
+            sizes.add(pool.count)
+        self.curves = assess_pools(sets.instance, chosen)
         kept = SolveResult(
             termination=Termination.OPTIMAL if plan.status == "optimal" else Termination.FEASIBLE,
             solver=plan.solver.name if plan.solver else "",

@@ -50,9 +50,10 @@ import math
 from collections import defaultdict
 
 from models.operations.pricing_tiers import poisson_quantile, spot_down_fraction
-from models.operations.site import gpu_kw, gpus_bought, node_gpus, racks_per_gpu
+from models.operations.site import gpus_bought, node_gpus, racks_per_gpu
 from models.schema.instance import Instance
 from solver.plan.schema import Plan, ReplicaPool
+from solver.verify.months import busiest_hour_kw
 from solver.verify.totals import money_close, non_finite
 from solver.verify.verdict import Violation
 
@@ -449,7 +450,7 @@ def _site_rows(instance: Instance, plan: Plan) -> list[Violation]:
             continue
         region = instance.region(power.region)
         mine = [r for r in rows if r.region == power.region]
-        kw = sum(gpu_kw(instance, r.region, r.gpu) * (r.existing + r.purchased) for r in mine)
+        kw = busiest_hour_kw(instance, power.region, plan.hours)  # the cap binds per hour
         racks = None
         if region.racks is not None and region.kw_per_rack is not None:
             racks = sum(

@@ -40,8 +40,10 @@ the row names and the static verifier), never the program:
    each pool less Q(n u, a) replicas, its spot replicas down at once with confidence a
    (u = lambda T / (1 + lambda T), T = replica start + scale detection).
 9. Every other figure the plan states (every number finite, periods, the peak fleet and
-   its `gpus` table, commitments, idle hours, batch placements, headroom) against its
-   recomputation: solver.verify.hour_figures and solver.verify.hour_reports. A NaN
+   its `gpus` table, commitments, idle hours, batch placements, headroom, the idle
+   share over the GPUs paid, the period and month of each binding row) against its
+   recomputation: solver.verify.hour_figures, solver.verify.hour_reports,
+   solver.verify.hour_idle and solver.verify.hour_rows. A NaN
    never passes a comparison: costs are compared with `totals.money_close`, which
    refuses a non-finite amount.
 """
@@ -76,7 +78,9 @@ from solver.verify.fleet import (
 )
 from solver.verify.fleet import stated_display as shown
 from solver.verify.hour_figures import close, finite_violations, stated_hour_figures
+from solver.verify.hour_idle import check_idle_fraction
 from solver.verify.hour_reports import stated_report_figures
+from solver.verify.hour_rows import check_binding_times
 from solver.verify.months import check_months
 from solver.verify.totals import money_close
 
@@ -162,6 +166,8 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
     violations += check_months(instance, plan, verify_hours)
     _check_stated_budgets(instance, plan, budget_used, violations)
     violations += [*stated_hour_figures(instance, plan), *stated_report_figures(instance, plan)]
+    violations += check_idle_fraction(instance, plan)
+    violations += check_binding_times(plan)
     violations += check_batch(instance, plan.hours, warm)
     return Verification(
         ok=not violations,

@@ -6,8 +6,9 @@ import math
 from collections.abc import Callable
 
 from models.operations.procurement import month_factors, month_instance
-from models.operations.site import node_gpus
+from models.operations.site import gpu_kw, gpus_bought, node_gpus
 from models.schema.instance import Instance
+from solver.plan.records import RegionPower
 from solver.plan.schema import Plan
 from solver.plan.time_records import Hour, MonthOffer, ServerOrder
 from solver.verify.fleet import COST_TOLERANCE, Verification, Violation
@@ -66,6 +67,14 @@ def check_months(
                 violations.append(
                     Violation(requirement=where, message="month 0 is not the plan's own cost")
                 )
+            if month.idle_fraction != plan.idle_fraction:
+                violations.append(
+                    Violation(
+                        requirement=f"{where}.idle_fraction",
+                        message=f"states {month.idle_fraction}; month 0 is the plan's own "
+                        f"hours, idle {plan.idle_fraction}",
+                    )
+                )
         else:
             alone = verify_hours(
                 month_instance(instance, month.month),
@@ -74,6 +83,7 @@ def check_months(
                     hours=hours,
                     committed=committed,
                     cost_per_month=month.cost_per_month,
+                    idle_fraction=month.idle_fraction,
                 ),
             )
             violations += [
@@ -140,6 +150,9 @@ def check_months(
                         f"need {due:g} ordered this month",
                     )
                 )
+    for index, month in enumerate(plan.months):
+        hours = month.hours if month.month else plan.hours
+        violations += _check_power(instance, month.power_kw, hours, f"months[{index}].power_kw")
     total = math.fsum(month.cost_per_month for month in plan.months)
     if plan.horizon_cost is not None and abs(plan.horizon_cost - total) > COST_TOLERANCE:
         violations.append(
@@ -149,6 +162,62 @@ def check_months(
             )
         )
     return violations
+
+
+def busiest_hour_kw(instance: Instance, region_name: str, hours: tuple[Hour, ...]) -> float:
+    """A region's kW in its busiest hour: max over the hours of
+    sum_g kw[r,g] x (existing + GPUs bought for the hour's use, whole servers), what its
+    power_kw caps in every period."""
+    region = instance.region(region_name)
+    return max(
+        (
+            math.fsum(
+                gpu_kw(instance, g.region, g.gpu)
+                * (
+                    region.existing.get(g.gpu, 0)
+                    + gpus_bought(g.used, region.existing.get(g.gpu, 0), node_gpus(instance, g.gpu))
+                )
+                for g in hour.gpus
+                if g.region == region_name
+            )
+            for hour in hours
+        ),
+        default=0.0,
+    )
+
+
+def _check_power(
+    instance: Instance, rows: tuple[RegionPower, ...], hours: tuple[Hour, ...], where: str
+) -> list[Violation]:
+    """A month's stated power per region: kW in its busiest hour, max over the hours of
+    sum_g kw[r,g] x (existing + GPUs bought for the hour's use, whole servers), and the
+    region's power_kw as its cap (its $/month per kW is the month's pricing LP's: held
+    finite only; None exactly without a cap)."""
+    found = []
+    regions = {r.name: r for r in instance.regions}
+    for index, row in enumerate(rows):
+        region = regions.get(row.region)
+        if region is None:
+            found.append(Violation(requirement=f"{where}[{index}]", message="unknown region"))
+            continue
+        kw = busiest_hour_kw(instance, row.region, hours)
+        priced = row.shadow_price_per_kw is not None
+        if not math.isclose(row.kw, kw, rel_tol=1e-6, abs_tol=1e-6):
+            found.append(
+                Violation(
+                    requirement=f"{where}[{index}].kw",
+                    message=f"{row.region}: states {row.kw:g} kW; its busiest hour draws {kw:g}",
+                )
+            )
+        if row.limit_kw != region.power_kw or priced != (region.power_kw is not None):
+            found.append(
+                Violation(
+                    requirement=f"{where}[{index}].limit_kw",
+                    message=f"{row.region}: states a cap of {row.limit_kw} kW (priced: "
+                    f"{priced}); the instance's power_kw is {region.power_kw}",
+                )
+            )
+    return found
 
 
 def _check_servers(

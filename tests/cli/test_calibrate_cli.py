@@ -14,9 +14,10 @@ COLUMNS = (
 )
 
 
-def _write_runs(path):
+def _write_runs(path, request_overhead_s: float = 0.0):
     lines = [COLUMNS]
-    for run in synthetic_runs([(2000, 64, 1), (256, 256, 1), (256, 256, 32)]):
+    shapes = [(2000, 64, 1), (256, 256, 1), (256, 256, 32)]
+    for run in synthetic_runs(shapes, request_overhead_s):
         lines.append(
             f"{run.model},{run.gpu},bf16,1,{run.prompt_tokens},{run.output_tokens},"
             f"{run.concurrency},{run.requests},{run.output_tokens_per_s:.4f},"
@@ -73,3 +74,31 @@ def test_calibrate_refuses_bad_measurements_and_outputs(run_cli, tmp_path):
     assert not (tmp_path / "p.yaml").exists()
     wrong = run_cli("calibrate", runs, "-o", tmp_path / "p.txt")
     assert wrong.exit_code == 2 and "--output" in wrong.stderr
+
+
+def test_calibrate_fits_a_known_request_overhead_and_the_plan_carries_it(run_cli, tmp_path):
+    """Runs made with an 80 ms request overhead: calibrate prints and writes it back
+    (median over the two one-user runs of measured TTFT less the replayed prefill), and
+    perf with the profile adds it to the TTFT: a lone request's p99 TTFT with the profile
+    is 80 ms above the same profile with the overhead set to 0."""
+    runs = tmp_path / "runs.csv"
+    _write_runs(runs, request_overhead_s=0.080)
+    profile = tmp_path / "mine.yaml"
+    result = run_cli("calibrate", runs, "-o", profile, "--no-leave-one-out")
+    assert result.exit_code == 0, result.stderr
+    assert "request_overhead_s" in result.stdout and "median over 2 one-user runs" in result.stdout
+    document = yaml.safe_load(profile.read_text())
+    overhead_s = document["by_key"]["default"]["request_overhead_s"]
+    assert abs(overhead_s - 0.080) / 0.080 < 0.02
+    assert "request_overhead_s" in document["fit"]["fitted"]
+
+    document["by_key"]["default"]["request_overhead_s"] = 0.0
+    bare = tmp_path / "bare.yaml"
+    bare.write_text(yaml.safe_dump(document))
+    shape = ("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--precision", "bf16",
+             "-i", "1000", "-o", "200", "--ttft-p99-ms", "2000", "--json")  # fmt: skip
+    paid = run_cli("perf", *shape, "-", "--engine", profile)
+    unpaid = run_cli("perf", *shape, "-", "--engine", bare)
+    assert paid.exit_code == 0 and unpaid.exit_code == 0, paid.stderr + unpaid.stderr
+    best = [json.loads(r.stdout)["best_ttft_p99_ms"] for r in (paid, unpaid)]
+    assert abs(best[0] - best[1] - overhead_s * 1e3) < 0.01  # ms, as JSON rounds them

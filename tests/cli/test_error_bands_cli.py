@@ -1,6 +1,7 @@
 """The measured error bands where decisions are made (issue 34): perf, plans, levers,
 the policy switch `capacity_margin`."""
 
+import json
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -67,3 +68,15 @@ def test_a_plan_carries_each_pools_band_and_the_tables_show_it() -> None:
     assert h100.describe() in us.note
     html = table_html(band_table(plan))
     assert "OWN" in html and "BORROWED" in html
+
+
+def test_perf_json_carries_the_band_the_terminal_prints() -> None:
+    args = ["perf", "-m", "llama-3.1-8b", "-g", "h100-sxm", "-p", "fp8", "-i", "1000", "-o", "200"]
+    printed = CliRunner().invoke(app, args)
+    given = CliRunner().invoke(app, [*args, "--json", "-"])
+    assert printed.exit_code == 0 and given.exit_code == 0
+    (record,) = json.loads(given.stdout)["model_error"]
+    measured = band(default_engine(), "dense", "max_throughput")
+    assert record["regime"] == "max_throughput"
+    assert (record["band"]["p10"], record["band"]["p90"]) == (measured.p10, measured.p90)
+    assert f"model error on held-out rows: {record['text']}" in printed.stdout

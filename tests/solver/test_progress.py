@@ -19,6 +19,7 @@ def _data(incumbent, bound, gap):
 
 def test_the_incumbent_is_reported_past_the_quiet_time_at_most_once_a_second(caplog):
     caplog.set_level(logging.INFO, logger="fleetplan.progress")
+    progress.forget_held()  # a note an earlier short run in this worker held, never told
     now = time.monotonic()
     early = progress.IncumbentReporter(run_start=now)  # 0 s into the run: quiet
     early(0, "", _data(100.0, 90.0, 0.1), None, None)
@@ -34,6 +35,7 @@ def test_the_incumbent_is_reported_past_the_quiet_time_at_most_once_a_second(cap
 
 def test_stages_are_quiet_before_two_seconds_then_said_once(caplog):
     caplog.set_level(logging.INFO, logger="fleetplan.progress")
+    progress.forget_held()
     stages = progress.StageReporter()
     stages.passed("candidates", progress.QUIET_S / 2)
     stages.passed("program build", progress.QUIET_S + 0.1)

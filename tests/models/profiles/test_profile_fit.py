@@ -19,9 +19,12 @@ TRUTH = {
 """Factors unlike the catalog's Hopper set (0.54, 0.46, 0.75, 1.9 ms), so the fit must move."""
 
 
-def synthetic_runs(shapes) -> list[Measurement]:
-    """Runs whose figures are the replay's under TRUTH: the known answer."""
-    truth = efficiency_for("h100-sxm", Precision.BF16).model_copy(update=TRUTH)
+def synthetic_runs(shapes, request_overhead_s: float = 0.0) -> list[Measurement]:
+    """Runs whose figures are the replay's under TRUTH (and a request overhead): the known
+    answer."""
+    truth = efficiency_for("h100-sxm", Precision.BF16).model_copy(
+        update={**TRUTH, "request_overhead_s": request_overhead_s}
+    )
     runs = []
     for isl, osl, users in shapes:
         run = Measurement(
@@ -51,6 +54,46 @@ def test_the_fit_finds_the_factors_the_runs_were_made_with():
     for name in ("prefill_flops_fraction", "hbm_fraction", "step_overhead_s"):
         assert getattr(fit.efficiency, name) == pytest.approx(TRUTH[name], rel=0.03), name
     assert fit.median_abs_error_pct() < 1.0
+
+
+def test_the_fit_recovers_a_known_request_overhead():
+    """The same runs made with an 80 ms request overhead: the one-user runs' TTFT less
+    their replayed prefill gives the 80 ms back (a lone user never queues, so each of
+    its TTFTs is 80 ms + its prefill), and with it in place the factors come back as
+    without it; the profile file carries it and says it was fitted on 2 one-user runs."""
+    runs = synthetic_runs(
+        [(2000, 64, 1), (2000, 64, 8), (256, 256, 1), (256, 256, 32)], request_overhead_s=0.080
+    )
+    fit = fit_profile(runs, leave_one_out=False)
+    assert fit.efficiency.request_overhead_s == pytest.approx(0.080, rel=0.02)
+    for name in ("prefill_flops_fraction", "hbm_fraction", "step_overhead_s"):
+        assert getattr(fit.efficiency, name) == pytest.approx(TRUTH[name], rel=0.03), name
+    assert fit.overhead_runs == 2
+    document = profile_document(fit, "mine", "trtllm-0.20", ["runs.csv"], "2026-12-05")
+    assert document["by_key"]["default"]["request_overhead_s"] == pytest.approx(0.080, rel=0.02)
+    assert "request_overhead_s" in document["fit"]["fitted"]
+
+
+def test_two_one_user_runs_of_two_prompt_lengths_tell_the_overhead_from_the_prefill():
+    """TTFT_1 = o + S(2,000) and TTFT_2 = o + S(256): two equations, two unknowns (the
+    prefill rate and o), so two lone users alone give the 80 ms back."""
+    runs = synthetic_runs([(2000, 64, 1), (256, 256, 1)], request_overhead_s=0.080)
+    fit = fit_profile(runs, leave_one_out=False)
+    assert fit.efficiency.request_overhead_s == pytest.approx(0.080, rel=0.02)
+    assert fit.efficiency.prefill_flops_fraction == pytest.approx(
+        TRUTH["prefill_flops_fraction"], rel=0.03
+    )
+
+
+def test_one_prompt_length_at_one_user_cannot_tell_the_overhead_from_the_prefill():
+    """Lone users with one prompt length only: both the overhead and the prefill add to
+    each TTFT alike, so the overhead stays the base profile's (0 for TensorRT-LLM) and is
+    not listed as fitted."""
+    runs = synthetic_runs([(2000, 64, 1), (2000, 256, 1)], request_overhead_s=0.080)
+    fit = fit_profile(runs, leave_one_out=False, steps=40)
+    assert fit.efficiency.request_overhead_s == 0.0 and fit.overhead_runs == 0
+    document = profile_document(fit, "mine", "trtllm-0.20", ["runs.csv"], "2026-12-05")
+    assert "request_overhead_s" not in document["fit"]["fitted"]
 
 
 def test_leave_one_out_predicts_each_run_from_the_others():

@@ -29,7 +29,7 @@ KW_PER_GPU = 0.700 * SERVER_POWER_FACTOR * PUE
 GPUS_OF_POWER = 32
 
 
-def _instance(load_rps: float, profile: list[float], power_kw: float | None = None):
+def _instance(load_rps: float, profile: list[float], power_kw: float | None = None, **policy):
     region = {
         "name": "east",
         "pue": PUE,
@@ -59,6 +59,7 @@ def _instance(load_rps: float, profile: list[float], power_kw: float | None = No
             "replica_start_s": 0.0,
             "scale_detection_s": 0.0,
             "hours_per_month": HOURS_PER_MONTH,
+            **policy,
         },
     }
     return validate_instance(data, "hour-prices.yaml")

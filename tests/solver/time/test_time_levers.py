@@ -84,3 +84,8 @@ def test_explain_levers_on_an_hourly_instance_re_solves_the_hourly_program(run_c
     )
     savings = [r["saving_per_month"] for r in report["levers"] if r["saving_per_month"] is not None]
     assert savings == sorted(savings, reverse=True)  # ranked by dollars
+    # the levers compose with the explanation: each chosen pool's alternative is there too
+    assert "Without each chosen pool" in result.stdout
+    assert {(a["workload"], a["region"]) for a in report["alternatives"]} == {
+        (p["workload"], p["region"]) for p in report["plan"]["replicas"]
+    }

@@ -25,8 +25,8 @@ DIURNAL = INSTANCES / "diurnal-chat-batch.yaml"
 
 HELD_FINITE_ONLY = {
     r"solver\..*": "the solver's own run (time, sizes, gap)",
-    r"binding\[\]\.(slack|shadow_price|period|month)": "the program's rows, their period "
-    "and month, and duals: the verifier reads no program (as for a static plan)",
+    r"binding\[\]\.(slack|shadow_price)": "the program's rows and duals: the verifier "
+    "reads no program (as for a static plan)",
     r"power_kw\[\]\.shadow_price_per_kw": "a dual of the pricing LP",
     r"headroom\[\]\.(target_utilization|kv_usage_scale_out|queue_depth_scale_out"
     r"|queue_depth_slo_edge)": "scale-out thresholds: the lone replica's batch and prefill "
@@ -38,8 +38,6 @@ HELD_FINITE_ONLY = {
     r"(replicas|hours\[\]\.pools)\[\]\.capacity_band\..*": "the model error band describes "
     "the capacity: one other than the calibration's is a warning (solver.verify.pools)",
     r"(demand_growth|max_utilization)": "left at their defaults by the hourly planner",
-    r"idle_fraction": "the day's idle share reads each period plan's utilisation with no "
-    "failure, which an hourly plan does not state (solver.time.idle): not recomputed yet",
 }
 """Field patterns (list indices as []) whose finite values the verifier cannot recompute."""
 
@@ -105,6 +103,25 @@ def test_ten_times_the_replicas_and_a_zeroed_gpu_table_fail(run_cli, tmp_path, p
     text = result.stdout + result.stderr
     assert "replicas[0].count" in text and "gpus[0].used" in text
     assert "gpus[0].cost_per_month" in text and "total_gpus" not in text  # left as solved
+
+
+def test_a_shifted_idle_share_fails_naming_it(run_cli, tmp_path, plan_data):
+    """idle_fraction is recomputed from the hours (solver.verify.hour_idle): moved by
+    5 points either way, it fails."""
+    stated = plan_data["idle_fraction"]
+    assert 0.05 < stated < 0.95  # diurnal pays for idle trough hours, and serves some
+    for shifted in (stated - 0.05, stated + 0.05):
+        data = _mutated(plan_data, ("idle_fraction",), shifted)
+        result = _verify(run_cli, tmp_path, data, 1)
+        assert "idle_fraction: states" in result.stdout + result.stderr
+
+
+def test_a_binding_row_moved_to_another_period_fails(run_cli, tmp_path, plan_data):
+    """A row's period is its name's and one of the hours' periods (solver.verify.hour_rows)."""
+    index, row = next((i, b) for i, b in enumerate(plan_data["binding"]) if b["period"])
+    data = _mutated(plan_data, ("binding", index, "period"), 0 if row["period"] else 1)
+    result = _verify(run_cli, tmp_path, data, 1)
+    assert f"binding[{index}].period" in result.stdout + result.stderr
 
 
 @settings(
