@@ -201,6 +201,7 @@ def _llama4_text(c: _Config) -> Fields:
         "moe_layer_step": c.integer("interleave_moe_layer_step", 1),
         "sliding_window_tokens": c.integer("attention_chunk_size") if chunk else 0,
         "sliding_window_layers": chunked if chunk else 0,
+        "window_is_chunked": bool(chunk),
     }
 
 

@@ -310,7 +310,9 @@ def efficiency_for(
     is looked up in the profile first, then in its `fallback` profile (a generation the
     newest engine version has no rows for keeps the older version's fit). A GPU with no
     calibration rows is looked up as the GPU its `efficiency_like` names; without one it
-    gets the calibrated `default` set (`efficiency_source` says which).
+    gets the calibrated `default` set (`efficiency_source` says which). A borrowing GPU
+    whose catalog entry measures its own link (`GpuSpec.scaleup_fraction`) keeps that
+    link fraction instead of the lender's.
 
     The request overhead (`request_overhead_s`: HTTP, tokenisation and scheduling on the
     host, before the engine) is the engine's, not the GPU's: a generation the profile
@@ -324,6 +326,9 @@ def efficiency_for(
     calibrated = _calibrated(
         source.like or source.gpu, source.generation, Precision(precision), source.engine
     )
+    spec = _spec(gpu)
+    if source.borrowed and spec is not None and spec.scaleup_fraction is not None:
+        calibrated = calibrated.model_copy(update={"scaleup_fraction": spec.scaleup_fraction})
     if overrides is None:
         return calibrated
     return Efficiency(**{**calibrated.model_dump(), **overrides.model_dump(exclude_none=True)})

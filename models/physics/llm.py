@@ -81,9 +81,14 @@ class LlmSpec(BaseModel):
     cores); None: experts are stored like every other linear layer."""
     sliding_window_tokens: Shape = 0
     """Window of the layers that attend only to recent tokens (GPT-OSS sliding window 128;
-    Llama 4 chunked attention 8192, taken as a window); 0: none."""
+    Llama 4 chunked attention over attention_chunk_size 8192, taken as a window: a chunk
+    layer holds at most one chunk of KV and reads at most one chunk per token); 0: none."""
     sliding_window_layers: Shape = 0
     """Layers with windowed attention; the other layers attend to the whole context."""
+    window_is_chunked: bool = False
+    """Whether the windowed layers attend within fixed chunks of `sliding_window_tokens`
+    (Llama 4's attention_chunk_size: a token at position p sees the p mod chunk tokens
+    of its own chunk) rather than a window sliding over the last tokens."""
     q_lora_rank: Shape = 0
     """MLA: rank of the query compression; 0 without one."""
     kv_lora_rank: Shape = 0
@@ -301,9 +306,12 @@ class LlmSpec(BaseModel):
         """Layers' worth of KV one sequence of `context_tokens` tokens holds, per token:
         full layers + window layers x min(1, window / context).
 
-        Equals `layers` for a model without windowed layers. Memory and step time charge
-        KV on every layer today (an upper bound for windowed models); this is the
-        quantity a window-aware KV model multiplies by.
+        Equals `layers` for a model without windowed layers. The KV cache one sequence
+        holds is `kv_bytes_per_token` x context x this / layers
+        (`models.physics.memory.windowed_kv_share`): the engine keeps a window layer's KV
+        in a buffer of `sliding_window_tokens` (TensorRT-LLM's per-layer
+        max_attention_window, vLLM's sliding-window and chunked-local KV specs). What a
+        step reads: `models.physics.step_time.StepModel.attention_chunk_tokens`.
         """
         if self.sliding_window_layers == 0 or context_tokens <= self.sliding_window_tokens:
             return float(self.layers)

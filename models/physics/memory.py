@@ -27,7 +27,7 @@ Assumptions, stated once:
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from models.physics.efficiency import Efficiency
 from models.physics.hardware import GpuSpec
@@ -332,6 +332,53 @@ def kv_bytes_per_token_per_replica(
     return tp * elements * llm.layers * kv_precision.bytes_per_element
 
 
+def windowed_kv_share(
+    context_tokens: float, window_tokens: float, window_layer_share: float
+) -> float:
+    """Share of a full-context KV cache one sequence of `context_tokens` tokens holds (and
+    one decode step reads) when `window_layer_share` of the layers keep only the last
+    `window_tokens` tokens: 1 - s + s x min(1, window / context).
+
+    1 without windowed layers or at a context within the window; never above 1.
+    `LlmSpec.kv_layers_at_context` / layers for the model's own window and layers.
+    """
+    if window_tokens <= 0 or window_layer_share <= 0 or context_tokens <= window_tokens:
+        return 1.0
+    return 1.0 - window_layer_share + window_layer_share * window_tokens / context_tokens
+
+
+def chunked_read_share(span_tokens: float, chunk_tokens: float, window_layer_share: float) -> float:
+    """Share of the full attention reads at a mean attended span of `span_tokens` when
+    `window_layer_share` of the layers attend within fixed chunks of `chunk_tokens`.
+
+    A chunked layer's token at position x attends to x mod chunk tokens. The positions of
+    a batch (or of one prompt's tokens) with mean span m are taken as spread evenly over
+    [0, 2m], so a chunked layer reads E[x mod chunk] = (n x chunk^2 / 2 + r^2 / 2) / (2m)
+    with n = floor(2m / chunk) whole chunks and r = 2m - n x chunk left over; the share is
+    1 - s + s x E[x mod chunk] / m. 1 while 2m fits in one chunk; never above
+    `windowed_kv_share` (a chunk reads no more than a window of the same size).
+    """
+    if chunk_tokens <= 0 or window_layer_share <= 0 or 2 * span_tokens <= chunk_tokens:
+        return 1.0
+    whole = math.floor(2 * span_tokens / chunk_tokens)
+    rest = 2 * span_tokens - whole * chunk_tokens
+    attended = (whole * chunk_tokens**2 / 2 + rest**2 / 2) / (2 * span_tokens)
+    return 1.0 - window_layer_share + window_layer_share * attended / span_tokens
+
+
+def kv_window(llm: LlmSpec) -> tuple[float, float]:
+    """(window tokens, share of layers windowed) of `llm`: (0, 0) without a window."""
+    return float(llm.sliding_window_tokens), llm.sliding_window_layers / llm.layers
+
+
+def kv_bytes_per_sequence(llm: LlmSpec, kv_precision: Precision, context_tokens: float) -> float:
+    """KV bytes one sequence of `context_tokens` tokens holds in the whole model (no TP
+    replication): per token per layer x bytes x (full layers x context + window layers
+    x min(context, window)) = `kv_bytes_per_token` x context x `windowed_kv_share`."""
+    share = windowed_kv_share(context_tokens, *kv_window(llm))
+    return kv_bytes_per_token(llm, kv_precision) * context_tokens * share
+
+
 # --- activations and the budget ------------------------------------------------------
 
 
@@ -364,6 +411,25 @@ class MemoryBudget:
     """KV bytes one token occupies across the replica (replicas included)."""
     dp_groups: int = 1
     """Attention data-parallel groups: each holds its own sequences' KV cache."""
+    window_tokens: float = 0.0
+    """Window of the model's windowed (sliding or chunked) layers; 0: none."""
+    window_layer_share: float = 0.0
+    """Share of the layers that keep only `window_tokens` of KV."""
+
+    def at_context(self, context_tokens: float) -> "MemoryBudget":
+        """This budget for sequences of `context_tokens` tokens: KV bytes per token x
+        `windowed_kv_share`, so the capacities count real tokens of such sequences (a
+        window layer holds min(context, window) of them). Itself without a window."""
+        share = windowed_kv_share(context_tokens, self.window_tokens, self.window_layer_share)
+        if share == 1.0:
+            return self
+        return replace(
+            self,
+            kv_bytes_per_token_per_gpu=self.kv_bytes_per_token_per_gpu * share,
+            kv_bytes_per_token=self.kv_bytes_per_token * share,
+            window_tokens=0.0,
+            window_layer_share=0.0,
+        )
 
     @property
     def kv_room_bytes_per_gpu(self) -> float:
@@ -411,8 +477,12 @@ def memory_budget(
     per-GPU share of TP (an MLA latent is not split by TP: every rank of the group holds
     it), so the replica holds dp x the tokens one group holds.
 
+    A model with windowed layers carries its window (`MemoryBudget.at_context` applies it
+    for a sequence length); the KV per token here is the full-context one.
+
     Raises ValueError for a layout TP/PP/EP/DP cannot split (see `check_layout`).
     """
+    window = kv_window(llm)
     return MemoryBudget(
         hbm_bytes_per_gpu=gpu.hbm_bytes,
         weight_bytes_per_gpu=weight_bytes_per_gpu_ep(llm, weight_precision, tp, pp, ep, dp),
@@ -421,6 +491,8 @@ def memory_budget(
         kv_bytes_per_token_per_gpu=kv_bytes_per_token_per_gpu(llm, kv_precision, tp, pp),
         kv_bytes_per_token=kv_bytes_per_token_per_replica(llm, kv_precision, tp, pp),
         dp_groups=dp,
+        window_tokens=window[0],
+        window_layer_share=window[1],
     )
 
 

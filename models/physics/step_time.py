@@ -70,8 +70,10 @@ from models.physics.memory import (
     ACTIVATION_BYTES_PER_ELEMENT,
     HIGH_PRECISION_BYTES_PER_ELEMENT,
     check_layout,
+    chunked_read_share,
     expert_bytes_per_element,
     kv_bytes_per_token_per_gpu,
+    kv_window,
     layers_per_stage,
     weight_bytes_per_gpu_ep,
 )
@@ -136,6 +138,15 @@ class StepModel:
     prompt is prefilled whole by one group, and the busiest group sets the pass
     (`models.physics.moe.busiest_rank_share`). 0: unknown, the prompt tokens spread evenly
     over the groups. `with_group_loads` sets it for a traffic mix."""
+    attention_chunk_tokens: float = field(default=0.0, kw_only=True)
+    """Chunk of the model's chunked-attention layers (Llama 4's attention_chunk_size); 0:
+    none. Decode KV reads and prompt attention pairs are the full ones x
+    `chunked_read_share` at the mean attended span. A sliding window's reads are charged
+    in full (GPT-OSS: the TensorRT-LLM rows of its 128-token window layers read as full
+    attention; charging 128 tokens makes its fit rows +26% to +73% optimistic), though
+    its KV memory is windowed (`models.physics.memory.MemoryBudget.at_context`)."""
+    chunked_layer_share: float = field(default=0.0, kw_only=True)
+    """Share of the layers that attend within `attention_chunk_tokens`."""
     context_cv: float = field(default=0.0, kw_only=True)
     """Spread (coefficient of variation) of one resident sequence's context: with
     attention DP the busiest group's decode attention is the mean's x
@@ -196,6 +207,9 @@ class StepModel:
     ) -> tuple[float, ...]:
         """The roofline terms of `pass_parts`, in `PassParts`' field order (a tuple:
         the capacity searches time millions of passes and need no record of each)."""
+        if self.attention_chunk_tokens:  # chunked layers attend within their chunk
+            decode_kv_tokens *= self._chunk_share(decode_kv_tokens, decode_tokens)
+            prefill_pairs *= self._chunk_share(prefill_pairs, prefill_tokens)
         if self.experts_layout is not None:
             return self._moe_pass_terms(
                 self.experts_layout, decode_tokens, decode_kv_tokens, prefill_tokens, prefill_pairs
@@ -224,6 +238,14 @@ class StepModel:
             / self.prefill_attention_flops_per_s,
             comm_s,
         )
+
+    def _chunk_share(self, pairs: float, tokens: float) -> float:
+        """`chunked_read_share` at the mean attended span pairs / tokens (1 with no
+        tokens)."""
+        if tokens <= 0:
+            return 1.0
+        span = pairs / tokens
+        return chunked_read_share(span, self.attention_chunk_tokens, self.chunked_layer_share)
 
     def _moe_pass_terms(
         self,
@@ -349,15 +371,18 @@ class StepModel:
         m = min(float(self.pp), max(batch, 1.0))
         b = batch / m
         overhead_s = self.overhead_s + self.sequence_overhead_s * batch
-        if self.experts_layout is not None:
-            passes_s = self._moe_passes_s(
-                self.experts_layout, b, b * context_tokens, m, prefill_loads, prefill_context_tokens
-            )
-        elif self.experts:  # experts without a layout: load by load
+        if self.experts and self.experts_layout is None:  # experts without a layout: load by load
             return [
                 self.iteration_s(batch, context_tokens, load, prefill_context_tokens)
                 for load in prefill_loads
             ]
+        # the chunks' reads, applied here as `_pass_terms` applies them
+        context_tokens *= self._chunk_share(context_tokens, 1.0)
+        prefill_context_tokens *= self._chunk_share(prefill_context_tokens, 1.0)
+        if self.experts_layout is not None:
+            passes_s = self._moe_passes_s(
+                self.experts_layout, b, b * context_tokens, m, prefill_loads, prefill_context_tokens
+            )
         else:
             passes_s = self._dense_passes_s(
                 b, b * context_tokens, m, prefill_loads, prefill_context_tokens
@@ -547,6 +572,8 @@ def step_model(
         hop_latency_s=efficiency.pp_hop_latency_s,
         hop_s_per_token=token_bytes / hop_link / dp,  # each group hands off its own tokens
         dp=dp,
+        attention_chunk_tokens=kv_window(llm)[0] if llm.window_is_chunked else 0.0,
+        chunked_layer_share=kv_window(llm)[1] if llm.window_is_chunked else 0.0,
         routed_flops_per_token=routed_flops / (tp * dp),
         experts_layout=expert_layout(
             gpu,

@@ -295,7 +295,7 @@ def replica_capacity(
             f"{config.label}: a p99 request of {m.prompt_p99:,.0f} + {m.output_p99:,.0f} tokens "
             f"exceeds the {llm.max_context_tokens:,}-token context window of {llm.name}",
         )
-    budget = replica_memory_budget(config, efficiency)
+    budget = replica_memory_budget(config, efficiency).at_context(m.footprint)
     needed = m.prompt_p99 if config.role is Role.PREFILL else m.prompt_p99 + m.output_p99
     if budget.sequence_kv_capacity_tokens < needed:  # one sequence lives in one DP group
         remedy = memory_remedy(config, efficiency, needed)

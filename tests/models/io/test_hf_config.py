@@ -65,7 +65,7 @@ def test_llama4_reads_the_nested_text_config():
     spec = llm_from_hf_config(_config("llama-4-scout"), "scout")
     assert (spec.experts, spec.shared_experts, spec.moe_intermediate_size) == (16, 1, 8192)
     assert (spec.moe_layers, spec.sliding_window_layers) == (48, 48 - 48 // 4)
-    assert spec.sliding_window_tokens == 8192
+    assert spec.sliding_window_tokens == 8192 and spec.window_is_chunked
 
 
 def test_kimi_k2_reads_as_deepseek_v3_flat_or_nested():
