@@ -192,9 +192,14 @@ def start_each(
         return Started({pool.submit(task, *args): index for index, args in enumerate(arguments)})
 
 
-def _solve_one(backend: str, lp: LinearProgram, settings: SolveSettings) -> SolveResult:
-    """One solve in a worker: one solver thread."""
-    return get_backend(backend).run(lp, replace(settings, threads=1))
+def _solve_one(
+    backend: str,
+    lp: LinearProgram,
+    settings: SolveSettings,
+    start: dict[str, float] | None = None,
+) -> SolveResult:
+    """One solve in a worker: one solver thread, from `start` if given."""
+    return get_backend(backend).run(lp, replace(settings, threads=1), start=start)
 
 
 def solve_built(
@@ -203,6 +208,7 @@ def solve_built(
     settings: Callable[[int], SolveSettings],
     processes: int,
     stop: Callable[[SolveResult], bool] = lambda _result: False,
+    start: Callable[[int], dict[str, float] | None] = lambda _index: None,
 ) -> Iterator[tuple[int, SolveResult]]:
     """Solve programs 0..n-1 (`order` names them, the order they start in across the
     workers), each built by `build(i)` (the program and the backend that solves it) only
@@ -212,11 +218,12 @@ def solve_built(
 
     `settings(i)` is asked when program i is handed to a worker (so its time limit is
     what is left of the run's when it starts); `stop` is called with each result, and
-    True drops the programs not yet started (an infeasible part ends a decomposition)."""
+    True drops the programs not yet started (an infeasible part ends a decomposition);
+    `start(i)` is a solution program i's search may start from (None: none)."""
     if processes <= 1:
         for index in sorted(order):
             lp, backend = build(index)
-            result = backend.run(lp, settings(index))
+            result = backend.run(lp, settings(index), start=start(index))
             yield index, result
             if stop(result):
                 return
@@ -238,7 +245,8 @@ def solve_built(
                 if not ready:
                     build_next()
                 index, lp, backend = ready.pop(0)
-                running[pool.submit(_solve_one, backend.name, lp, settings(index))] = index
+                task = (_solve_one, backend.name, lp, settings(index), start(index))
+                running[pool.submit(*task)] = index
 
         hand_out()
         while running:

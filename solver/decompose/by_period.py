@@ -1,0 +1,561 @@
+"""The periods program solved period by period (issue 33): the periods of the day share
+only the committed capacity, so once the commitment is fixed each period is a program
+of its own, and the work grows linearly in the periods.
+
+Split. Take the committed columns y (`committed[r,g]`, `committed_servers[r,g]`) out of
+the periods program (solver.time.periods); its rows fall apart into blocks (connected
+components of the rows over their other columns), one per period where nothing else
+joins them (batch work and dedicated batch replicas join the periods: a program left
+in one block is solved whole). The rows over y alone (`committed_whole`) tie each
+offer's GPUs to its servers. Block b (own columns x_b, own cost f_b) sees y through its
+cover rows (`gpu_cover`) only:
+
+    min  R y + sum_b F_b(y),    F_b(y) = min { f_b(x_b) : A_b x_b + B_b y >= d_b }.
+
+y is whole servers of n_o GPUs per offer o (or whole GPUs, n_o = 1: a single-GPU
+commitment sits at an integer optimum, solver.program.families.pricing), between the
+bounds of its columns: finitely many levels k, y_o = n_o k.
+
+Master (integer L-shaped). One binary z[o,k] per offer and level (sum_k z[o,k] = 1) and
+one theta_b >= 0 per block:
+
+    min  sum_o R_o n_o sum_k k z[o,k] + sum_b theta_b    subject to the cuts.
+
+Block b solved at levels k^ with proven bound F^ <= F_b(y^) gives the cut
+
+    theta_b >= F^ - sum_o sum_(k > k^_o) min(F^, s_bo (k - k^_o)) z[o,k],
+
+valid for every y: F_b does not increase in y (more committed, the same fleet rents
+less), and from y^ up to max(y, y^) a level of offer o saves at most s_bo = n_o a_bo,
+a server's on-demand price in the block (the fleet optimal at the larger y rents that
+much more at y^, and costs no more there than F_b(y^)). That needs on demand free to
+rent what the commitment covered: where on demand is capped below the commitment's
+reach (`max_on_demand_gpus`, whose headroom the failover start spends too), s_bo is
+infinite and the cut holds only while y_o <= y^_o (the min with F^ switches it off
+beyond, F_b >= 0). A block with no answer at k^ (infeasible) has none below it either:
+the master must raise some offer above k^.
+
+Rounds. The first solves every block at the lowest levels (y = 0 where nothing is
+committed yet): the cut there says a server saves at most its on-demand price, the
+strongest bound below any other point. Each round then solves the master: its optimum
+is a lower bound LB on the whole program, and its levels k*. A block's known
+solutions stay feasible at another y once their on-demand columns are re-set to cover
+what y leaves (checked row by row), so the cheapest re-costed one is an upper bound
+U_b(k*) for free; the blocks are solved at k* (from that solution) where theta_b falls
+short of U_b most, until the shortfalls left add up to less than half the requested
+gap. The plan at the best levels, its blocks' best solutions, is the upper bound UB.
+The run ends when (UB - LB) / UB is within the gap (status optimal). It ends in finitely
+many rounds: where every block has been solved at k*, theta_b >= F^_b there, so the master
+proposes k* again only once LB has reached UB within the blocks' own gaps. Blocks are
+solved within `BLOCK_GAP_SHARE` of the gap (their bounds add up), a block worth little
+within a looser one (what it may leave is its share of the plan's gap).
+
+Rejected: Lagrangian prices on the commitment from the LP relaxation's cover duals (the
+blocks solved with their copy of y free) gave a weaker first bound (34,433 against
+34,509 from the cut at y = 0 on the bench's hourly failover instance, optimum 34,923)
+and blocks twice as slow to solve.
+
+`solve_periods` is the periods program's one call to the backend: by period where it
+splits, the whole program (from the best plan found) where it does not or where the
+rounds end outside the gap with time left.
+"""
+
+import logging
+import math
+import time
+from dataclasses import dataclass, replace
+
+from solver.backends import Backend
+from solver.decompose.parallel import processes_for, solve_built, worth_workers
+from solver.program.families.pricing import (
+    CommittedColumn,
+    CommittedServersColumn,
+    GpuCoverRow,
+    OnDemandColumn,
+    OnDemandServersColumn,
+)
+from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, Variable
+from solver.settings import SolveSettings
+
+MASTER_ROUNDS = 40
+"""Master solves at most before the whole program is solved from the best plan."""
+
+BLOCK_GAP_SHARE = 0.25
+"""A block's MIP gap as a share of the run's (the blocks' bounds add up)."""
+
+TOLERANCE = 1e-6
+"""Row slack below which a re-costed solution counts as feasible."""
+
+METHOD = "period decomposition"
+
+LOG = logging.getLogger(__name__)
+"""Each round's levels and bounds, at debug level."""
+
+
+@dataclass(frozen=True)
+class Offer:
+    """One committed offer: its GPU column, its servers column (None: single GPUs), the
+    GPUs per level and its lowest and highest level."""
+
+    gpus: str
+    servers: str | None
+    per_level: int
+    lowest: int
+    highest: int
+
+    @property
+    def levels(self) -> range:
+        """Its levels, lowest first."""
+        return range(self.lowest, self.highest + 1)
+
+
+@dataclass(frozen=True)
+class Cover:
+    """A block's cover row that names the commitment, with its on-demand columns."""
+
+    row: str
+    on_demand: str
+    servers: str | None
+    committed: str
+
+
+@dataclass(frozen=True)
+class Block:
+    """One independent part of the program once the commitment is taken out."""
+
+    columns: tuple[str, ...]
+    """Its own columns (no committed column)."""
+    rows: tuple[str, ...]
+    covers: tuple[Cover, ...]
+
+
+@dataclass(frozen=True)
+class Split:
+    """The blocks and the committed offers of a periods program."""
+
+    offers: tuple[Offer, ...]
+    blocks: tuple[Block, ...]
+
+
+Levels = dict[str, int]
+"""Committed GPU column -> level (servers, or GPUs where single)."""
+
+
+def split(lp: LinearProgram) -> Split | None:
+    """The blocks of `lp` (the module text); None where there is no commitment, fewer
+    than two blocks remain, or a committed column sits in a row other than a cover row
+    or its whole-server link (the program is then solved whole)."""
+    linked = {
+        name
+        for name in lp.variables
+        if _family(name) in (CommittedColumn.family, CommittedServersColumn.family)
+    }
+    if not linked:
+        return None
+    parent = {name: name for name in lp.variables if name not in linked}
+
+    def find(name: str) -> str:
+        root = name
+        while parent[root] != root:
+            root = parent[root]
+        while parent[name] != root:
+            parent[name], name = root, parent[name]
+        return root
+
+    links = []
+    for row in lp.constraints.values():
+        own = [v for v in row.coefficients if v not in linked]
+        if not own:
+            links.append(row.name)
+            continue
+        first = find(own[0])
+        for other in own[1:]:
+            root = find(other)
+            if root != first:
+                parent[root] = first
+    offers = _offers(lp, linked, links)
+    if offers is None:
+        return None
+    columns: dict[str, list[str]] = {}
+    for name in parent:
+        columns.setdefault(find(name), []).append(name)
+    rows: dict[str, list[str]] = {}
+    covers: dict[str, list[Cover]] = {}
+    for row in lp.constraints.values():
+        own = next((v for v in row.coefficients if v not in linked), None)
+        if own is None:
+            continue
+        root = find(own)
+        rows.setdefault(root, []).append(row.name)
+        if len(row.coefficients) > sum(v not in linked for v in row.coefficients):
+            cover = _cover(lp, row.name, linked)
+            if cover is None:
+                return None
+            covers.setdefault(root, []).append(cover)
+    blocks = tuple(
+        Block(tuple(names), tuple(rows.get(root, ())), tuple(covers.get(root, ())))
+        for root, names in columns.items()
+    )
+    return Split(offers, blocks) if len(blocks) > 1 else None
+
+
+def _family(name: str) -> str:
+    return name.partition("[")[0]
+
+
+def _cover(lp: LinearProgram, name: str, linked: set[str]) -> Cover | None:
+    """The cover row `name` as the rounds read it (None: not a cover row of the form
+    committed + on_demand - used >= -existing)."""
+    row = lp.constraints[name]
+    if _family(name) != GpuCoverRow.family or row.sense is not Sense.GE:
+        return None
+    index = GpuCoverRow.parse(name)
+    committed = CommittedColumn(index.region, index.gpu).name()
+    on_demand = OnDemandColumn(index.region, index.gpu, index.period).name()
+    servers = OnDemandServersColumn(index.region, index.gpu, index.period).name()
+    named = [v for v in row.coefficients if v in linked]
+    if named != [committed] or row.coefficients[committed] != 1.0:
+        return None
+    if row.coefficients.get(on_demand) != 1.0:
+        return None
+    return Cover(name, on_demand, servers if servers in lp.variables else None, committed)
+
+
+def _offers(lp: LinearProgram, linked: set[str], links: list[str]) -> tuple[Offer, ...] | None:
+    """The committed offers with their levels (None where a row over the commitment
+    alone is not the link of one offer's GPUs to its servers: y - n servers = 0)."""
+    servers_of: dict[str, tuple[str, int]] = {}
+    for name in links:
+        row = lp.constraints[name]
+        gpus = [v for v in row.coefficients if _family(v) == CommittedColumn.family]
+        whole = [v for v in row.coefficients if _family(v) == CommittedServersColumn.family]
+        if len(gpus) != 1 or len(whole) != 1 or row.sense is not Sense.EQ or row.rhs != 0:
+            return None
+        n = -row.coefficients[whole[0]] / row.coefficients[gpus[0]]
+        if n < 1 or n != round(n):
+            return None
+        servers_of[gpus[0]] = (whole[0], round(n))
+    offers = []
+    for name in sorted(v for v in linked if _family(v) == CommittedColumn.family):
+        var = lp.variables[name]
+        if var.upper is None:
+            return None
+        servers, n = servers_of.get(name, (None, 1))
+        lowest, highest = var.lower / n, var.upper / n
+        if servers is not None:
+            whole = lp.variables[servers]
+            lowest = max(lowest, whole.lower)
+            highest = min(highest, math.inf if whole.upper is None else whole.upper)
+        low, high = math.ceil(lowest - 1e-9), math.floor(highest + 1e-9)
+        if high < low:
+            return None
+        offers.append(Offer(name, servers, n, low, high))
+    named = {o.gpus for o in offers} | {o.servers for o in offers if o.servers}
+    return tuple(offers) if named == linked else None
+
+
+def solve_periods(lp: LinearProgram, backend: Backend, settings: SolveSettings) -> SolveResult:
+    """The periods program's solution (module text): by period where it splits, else,
+    or where the rounds end outside the gap, the whole program from the best plan."""
+    found = solve_by_period(lp, backend, settings)
+    if found is not None and found.termination is Termination.OPTIMAL:
+        return found
+    held = found is not None and found.termination.has_solution
+    if held and settings.deadline is not None and settings.deadline.expired():
+        return found
+    whole = backend.run(lp, settings, start=found.values if held else None)
+    if held and not (
+        whole.termination.has_solution and (whole.objective or math.inf) <= found.objective
+    ):
+        return found
+    return whole
+
+
+def solve_by_period(
+    lp: LinearProgram, backend: Backend, settings: SolveSettings
+) -> SolveResult | None:
+    """The rounds of the module text; None where the program does not split or the
+    lowest levels leave a block without an answer (the whole program then says why)."""
+    parts = split(lp)
+    if parts is None:
+        return None
+    started = time.monotonic()
+    run = _Rounds(lp, parts, backend, settings)
+    lowest = {o.gpus: o.lowest for o in parts.offers}
+    if not run.solve_blocks(lowest, range(len(parts.blocks))) or run.forbidden:
+        return None
+    lower, best = -math.inf, run.plan(lowest)
+    while run.rounds < MASTER_ROUNDS and not _expired(settings):
+        answer = run.master()
+        if answer is None:
+            break
+        levels, bound, thetas = answer
+        lower = max(lower, bound)
+        best = _cheaper(best, run.plan(levels))
+        if best is not None and best[0] - lower <= settings.mip_gap * abs(best[0]):
+            break
+        chosen = run.open_blocks(levels, thetas, settings.mip_gap / 2)
+        LOG.debug(
+            "round %d: levels %s, bound %.2f, plan %s, %d periods to solve, %.1f s",
+            run.rounds,
+            list(levels.values()),
+            lower,
+            best and f"{best[0]:.2f}",
+            len(chosen),
+            time.monotonic() - started,
+        )
+        if not chosen or not run.solve_blocks(levels, chosen):
+            break
+        best = _cheaper(best, run.plan(levels))
+    if best is None:
+        return None
+    cost, values = best
+    gap = max(0.0, (cost - lower) / max(abs(cost), 1e-9)) if math.isfinite(lower) else None
+    proved = gap is not None and gap <= settings.mip_gap
+    return SolveResult(
+        termination=Termination.OPTIMAL if proved else Termination.FEASIBLE,
+        solver=backend.name,
+        solver_version=backend.version(),
+        runtime_s=time.monotonic() - started,
+        objective=lp.objective_value(values),
+        values=values,
+        mip_gap=gap,
+        message=f"{METHOD}: {len(parts.blocks)} periods, {run.rounds} master rounds, "
+        f"{run.solves} period solves",
+    )
+
+
+def _expired(settings: SolveSettings) -> bool:
+    return settings.deadline is not None and settings.deadline.expired()
+
+
+def _cheaper(best, other):
+    if other is None:
+        return best
+    return other if best is None or other[0] < best[0] else best
+
+
+class _Rounds:
+    """The rounds' state: the cuts, each block's known solutions, the solves made."""
+
+    def __init__(self, lp: LinearProgram, parts: Split, backend: Backend, settings: SolveSettings):
+        self.lp, self.parts, self.backend, self.settings = lp, parts, backend, settings
+        self.offer_of = {o.gpus: o for o in parts.offers}
+        self.cuts: list[tuple[int, float, dict[tuple[str, int], float]]] = []
+        """(block, F^, {(offer, level): coefficient}): theta_b + sum coef z >= F^."""
+        self.known: list[list[dict[str, float]]] = [[] for _ in parts.blocks]
+        self.forbidden: list[Levels] = []
+        """Levels at which a block has no answer: some offer must be above them."""
+        self.saving = [self._saving(block) for block in parts.blocks]
+        self.touched = [self._touched(block) for block in parts.blocks]
+        self.priced: dict[tuple[int, int, tuple[int, ...]], tuple | None] = {}
+        """(block, known solution, levels) -> its re-costing (`_recost`)."""
+        self.solves = 0
+        self.rounds = 0
+
+    def _saving(self, block: Block) -> dict[str, float]:
+        """s_bo per offer the block covers (module text): a level's on-demand price, or
+        inf where on demand cannot rent all the commitment may cover."""
+        found = {}
+        for cover in block.covers:
+            offer = self.offer_of[cover.committed]
+            n = offer.per_level
+            price = self.lp.objective.get(cover.on_demand, 0.0)
+            price += self.lp.objective.get(cover.servers or "", 0.0) / n
+            rented = self.lp.variables[cover.servers or cover.on_demand].upper
+            reach = math.inf if rented is None else rented * (n if cover.servers else 1)
+            found[cover.committed] = n * price if reach >= n * offer.highest else math.inf
+        return found
+
+    def _touched(self, block: Block) -> tuple[str, ...]:
+        """The block's rows over its commitment or on-demand columns: the only rows a
+        re-costing can break (the solution held the others)."""
+        names = {c.committed for c in block.covers} | {c.on_demand for c in block.covers}
+        names |= {c.servers for c in block.covers if c.servers}
+        return tuple(
+            row for row in block.rows if not names.isdisjoint(self.lp.constraints[row].coefficients)
+        )
+
+    def _fixed(self, index: int, levels: Levels) -> LinearProgram:
+        """Block `index` with the commitment held at `levels`."""
+        block = self.parts.blocks[index]
+        sub = LinearProgram(f"{self.lp.name}-period{index}")
+        for name in block.columns:
+            sub.variables[name] = self.lp.variables[name]
+        for cover in block.covers:
+            level = float(self.offer_of[cover.committed].per_level * levels[cover.committed])
+            sub.variables[cover.committed] = Variable(cover.committed, level, level)
+        for name in block.rows:
+            sub.constraints[name] = self.lp.constraints[name]
+        sub.objective = {v: self.lp.objective[v] for v in block.columns if v in self.lp.objective}
+        return sub
+
+    def solve_blocks(self, levels: Levels, blocks) -> bool:
+        """`blocks` solved at `levels`, each from its cheapest known solution there: a
+        cut and a known solution each. False where none answered (the deadline)."""
+        chosen = list(blocks)
+        starts = {i: self.block_upper(i, levels) for i in chosen}
+        plan = self.plan(levels)
+        gaps = {i: self._gap(starts[i], plan, len(self.parts.blocks)) for i in chosen}
+        programs = {i: self._fixed(i, levels) for i in chosen}
+        integers = sum(p.size()["integer_variables"] for p in programs.values())
+        processes = processes_for(len(chosen)) if worth_workers(len(chosen), integers) else 1
+        answered = False
+        for i, result in solve_built(
+            lambda i: (programs[i], self.backend),
+            chosen,
+            lambda i: replace(self.settings, mip_gap=gaps[i], want_duals=False),
+            processes,
+            start=lambda i: None if starts[i] is None else {**starts[i][1], **_held(levels, self)},
+        ):
+            self.solves += 1
+            if result.termination is Termination.INFEASIBLE:
+                self.forbidden.append(dict(levels))
+                answered = True
+            elif result.termination.has_solution:
+                answered = True
+                self._cut(i, levels, _bound(result))
+                own = self.parts.blocks[i].columns
+                self.known[i].append({name: result.values.get(name, 0.0) for name in own})
+        return answered
+
+    def _gap(self, start, plan, blocks: int) -> float:
+        """A block's relative gap: the run's share, looser for a block worth little
+        (its absolute gap no more than its share of the plan's)."""
+        share = self.settings.mip_gap * BLOCK_GAP_SHARE
+        if start is None or plan is None or start[0] <= 0:
+            return share
+        return min(0.5, max(share, share * plan[0] / (blocks * start[0])))
+
+    def _cut(self, index: int, levels: Levels, bound: float) -> None:
+        terms = {}
+        for offer in self.parts.offers:
+            saving = self.saving[index].get(offer.gpus, 0.0)
+            for k in range(levels[offer.gpus] + 1, offer.highest + 1):
+                drop = min(bound, saving * (k - levels[offer.gpus]))
+                if drop > 0:
+                    terms[(offer.gpus, k)] = drop
+        self.cuts.append((index, bound, terms))
+
+    def master(self) -> tuple[Levels, float, list[float]] | None:
+        """The master's levels, its proven bound and theta per block (None: no answer)."""
+        self.rounds += 1
+        master = LinearProgram(f"{self.lp.name}-master")
+        z = {}
+        for offer in self.parts.offers:
+            price = self.lp.objective.get(offer.gpus, 0.0) * offer.per_level
+            price += self.lp.objective.get(offer.servers or "", 0.0)
+            for k in offer.levels:
+                z[(offer.gpus, k)] = master.add_variable(
+                    f"level[{offer.gpus},{k}]", upper=1.0, integer=True
+                )
+                master.add_objective({z[(offer.gpus, k)]: price * k})
+            one = {z[(offer.gpus, k)]: 1.0 for k in offer.levels}
+            master.add_constraint(f"one[{offer.gpus}]", "one", one, Sense.EQ, 1.0)
+        thetas = [master.add_variable(f"theta[{i}]") for i in range(len(self.parts.blocks))]
+        master.add_objective(dict.fromkeys(thetas, 1.0))
+        for number, (i, rhs, terms) in enumerate(self.cuts):
+            coefficients = {thetas[i]: 1.0} | {z[key]: c for key, c in terms.items()}
+            master.add_constraint(f"cut[{number}]", "cut", coefficients, Sense.GE, rhs)
+        for number, levels in enumerate(self.forbidden):
+            above = {
+                z[(o.gpus, k)]: 1.0
+                for o in self.parts.offers
+                for k in o.levels
+                if k > levels[o.gpus]
+            }
+            master.add_constraint(f"above[{number}]", "above", above, Sense.GE, 1.0)
+        result = self.backend.run(master, replace(self.settings, mip_gap=1e-9, want_duals=False))
+        if not result.termination.has_solution:
+            return None
+        levels = {
+            o.gpus: next(k for k in o.levels if result.values[z[(o.gpus, k)]] > 0.5)
+            for o in self.parts.offers
+        }
+        return levels, _bound(result), [result.values[t] for t in thetas]
+
+    def open_blocks(self, levels: Levels, thetas: list[float], share: float) -> list[int]:
+        """The blocks to solve at `levels`: those whose theta falls furthest below their
+        cheapest known solution there (all without one), until the shortfalls left add
+        up to at most `share` of the plan's cost there."""
+        plan = self.plan(levels)
+        shortfalls = []
+        for i, theta in enumerate(thetas):
+            known = self.block_upper(i, levels)
+            shortfalls.append((math.inf if known is None else known[0] - theta, i))
+        shortfalls.sort(reverse=True)
+        left = sum(d for d, _ in shortfalls)
+        chosen = []
+        for shortfall, i in shortfalls:
+            if shortfall <= 0 or (plan is not None and left <= share * abs(plan[0])):
+                break
+            chosen.append(i)
+            left -= shortfall
+        return chosen
+
+    def block_upper(self, index: int, levels: Levels) -> tuple[float, dict[str, float]] | None:
+        """The cheapest known solution of block `index` re-costed at `levels` (None:
+        none holds there)."""
+        best = None
+        key = tuple(levels[o.gpus] for o in self.parts.offers)
+        for number, values in enumerate(self.known[index]):
+            if (index, number, key) not in self.priced:
+                self.priced[(index, number, key)] = self._recost(index, values, levels)
+            best = _cheaper(best, self.priced[(index, number, key)])
+        return best
+
+    def _recost(self, index: int, values: dict[str, float], levels: Levels):
+        """A block's solution at other levels: each cover's on demand re-set to the least
+        that covers (whole servers where rented so), every row and bound checked;
+        (cost, values) or None."""
+        block = self.parts.blocks[index]
+        new = dict(values)
+        full = new | _held(levels, self, block)
+        for cover in block.covers:
+            row = self.lp.constraints[cover.row]
+            rest = sum(
+                c * full.get(v, 0.0) for v, c in row.coefficients.items() if v != cover.on_demand
+            )
+            need = max(0.0, row.rhs - rest)
+            if cover.servers is not None:
+                n = self.offer_of[cover.committed].per_level
+                count = math.ceil(need / n - 1e-9)
+                new[cover.servers] = full[cover.servers] = float(count)
+                need = float(n * count)
+            new[cover.on_demand] = full[cover.on_demand] = need
+        for cover in block.covers:
+            for name in (cover.on_demand, cover.servers):
+                upper = None if name is None else self.lp.variables[name].upper
+                if upper is not None and full[name] > upper + TOLERANCE:
+                    return None
+        for name in self.touched[index]:
+            row = self.lp.constraints[name]
+            if row.slack(full) < -TOLERANCE * max(1.0, abs(row.rhs)):
+                return None
+        return sum(self.lp.objective.get(v, 0.0) * x for v, x in new.items()), new
+
+    def plan(self, levels: Levels) -> tuple[float, dict[str, float]] | None:
+        """The whole program's cost and values at `levels` from the blocks' cheapest
+        known solutions (None where a block has none that holds there)."""
+        values = _held(levels, self)
+        for offer in self.parts.offers:
+            if offer.servers is not None:
+                values[offer.servers] = float(levels[offer.gpus])
+        for i in range(len(self.parts.blocks)):
+            known = self.block_upper(i, levels)
+            if known is None:
+                return None
+            values.update(known[1])
+        return self.lp.objective_value(values), values
+
+
+def _held(levels: Levels, rounds: _Rounds, block: Block | None = None) -> dict[str, float]:
+    """The committed GPU columns at `levels` (those `block` covers, or all)."""
+    names = {c.committed for c in block.covers} if block is not None else set(levels)
+    return {name: float(rounds.offer_of[name].per_level * levels[name]) for name in names}
+
+
+def _bound(result: SolveResult) -> float:
+    """A solve's proven lower bound: its objective less its gap."""
+    objective = result.objective or 0.0
+    return objective - (result.mip_gap or 0.0) * max(abs(objective), 1e-9)
