@@ -335,7 +335,7 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
     "solver.time": _contract(
         "models.schema models.operations models.serving solver.program solver.candidates "
         "solver.readback solver.plan solver.verify solver.backends solver.settings "
-        "solver.errors solver.analysis solver.stages",
+        "solver.errors solver.analysis solver.stages solver.decompose",
         "the same program indexed by period and read back hour by hour; the stages around it "
         "(candidates, guards, deadline, solve) are the pipeline's (solver.stages)",
     ),

@@ -1,79 +1,74 @@
 """The periods program solved period by period (issue 33): the periods of the day share
-only the committed capacity, so once the commitment is fixed each period is a program
-of its own, and the work grows linearly in the periods.
+only the committed capacity, so once the commitment is priced or fixed each period is a
+program of its own, and the work grows linearly in the periods.
 
-Split. Take the committed columns y (`committed[r,g]`, `committed_servers[r,g]`) out of
-the periods program (solver.time.periods); its rows fall apart into blocks (connected
-components of the rows over their other columns), one per period where nothing else
-joins them (batch work and dedicated batch replicas join the periods: a program left
-in one block is solved whole). The rows over y alone (`committed_whole`) tie each
-offer's GPUs to its servers. Block b (own columns x_b, own cost f_b) sees y through its
-cover rows (`gpu_cover`) only:
+Split (solver.decompose.period_split): with the committed columns y taken out, the
+periods program falls apart into blocks b, one per period where nothing else joins
+them (batch work does: a program left in one block is solved whole), each seeing y
+through its cover rows only:
 
     min  R y + sum_b F_b(y),    F_b(y) = min { f_b(x_b) : A_b x_b + B_b y >= d_b }.
 
 y is whole servers of n_o GPUs per offer o (or whole GPUs, n_o = 1: a single-GPU
 commitment sits at an integer optimum, solver.program.families.pricing), between the
-bounds of its columns: finitely many levels k, y_o = n_o k.
+bounds of its columns (a month's commitment is bounded by the month before's,
+solver.time.months): finitely many levels k, y_o = n_o k.
 
 Master (integer L-shaped). One binary z[o,k] per offer and level (sum_k z[o,k] = 1) and
 one theta_b >= 0 per block:
 
     min  sum_o R_o n_o sum_k k z[o,k] + sum_b theta_b    subject to the cuts.
 
-Block b solved at levels k^ with proven bound F^ <= F_b(y^) gives the cut
+Two kinds of cut, each a lower bound on F_b at every y:
 
-    theta_b >= F^ - sum_o sum_(k > k^_o) min(F^, s_bo (k - k^_o)) z[o,k],
+- Priced (Lagrangian). Block b solved with its own copy of y free and paid lambda_b per
+  GPU, to a proven bound L_b <= min_y' F_b(y') + lambda_b y' <= F_b(y) + lambda_b y:
+  theta_b >= L_b - lambda_b y. lambda_b are the duals of b's cover rows in the whole
+  program's LP relaxation (what a committed GPU is worth in that period); such cuts
+  tell the master what commitment in one region cannot replace in another.
+- At a point. Block b solved at levels k^ to a proven bound F^ <= F_b(y^):
+  theta_b >= F^ - sum_o sum_(k > k^_o) min(F^, s_bo (k - k^_o)) z[o,k]. F_b does not
+  increase in y (more committed, the same fleet rents less), and from y^ up to
+  max(y, y^) a level of offer o saves at most s_bo = n_o a_bo, a server's on-demand
+  price in the block (the fleet optimal at the larger y rents that much more at y^).
+  That needs on demand free to rent what the commitment covered: where it is capped
+  below the commitment's reach (`max_on_demand_gpus`, whose headroom the failover
+  start spends too), s_bo is infinite and the cut holds only while y_o <= y^_o (the
+  min with F^ switches it off beyond; F_b >= 0). A block with no answer at k^
+  (infeasible) has none below it either: the master must raise some offer above k^.
 
-valid for every y: F_b does not increase in y (more committed, the same fleet rents
-less), and from y^ up to max(y, y^) a level of offer o saves at most s_bo = n_o a_bo,
-a server's on-demand price in the block (the fleet optimal at the larger y rents that
-much more at y^, and costs no more there than F_b(y^)). That needs on demand free to
-rent what the commitment covered: where on demand is capped below the commitment's
-reach (`max_on_demand_gpus`, whose headroom the failover start spends too), s_bo is
-infinite and the cut holds only while y_o <= y^_o (the min with F^ switches it off
-beyond, F_b >= 0). A block with no answer at k^ (infeasible) has none below it either:
-the master must raise some offer above k^.
-
-Rounds. The first solves every block at the lowest levels (y = 0 where nothing is
-committed yet): the cut there says a server saves at most its on-demand price, the
-strongest bound below any other point. Each round then solves the master: its optimum
-is a lower bound LB on the whole program, and its levels k*. A block's known
+Rounds. Every block priced, then every block at the lowest levels (the cut there says a
+server saves at most its on-demand price). Each round then solves the master: its
+optimum is a lower bound LB on the whole program, with its levels k*. A block's known
 solutions stay feasible at another y once their on-demand columns are re-set to cover
-what y leaves (checked row by row), so the cheapest re-costed one is an upper bound
-U_b(k*) for free; the blocks are solved at k* (from that solution) where theta_b falls
-short of U_b most, until the shortfalls left add up to less than half the requested
-gap. The plan at the best levels, its blocks' best solutions, is the upper bound UB.
-The run ends when (UB - LB) / UB is within the gap (status optimal). It ends in finitely
-many rounds: where every block has been solved at k*, theta_b >= F^_b there, so the master
-proposes k* again only once LB has reached UB within the blocks' own gaps. Blocks are
-solved within `BLOCK_GAP_SHARE` of the gap (their bounds add up), a block worth little
-within a looser one (what it may leave is its share of the plan's gap).
+what y leaves (the rows that name them checked), so the cheapest re-costed one is an
+upper bound U_b(k*) for free; the blocks are solved at k* (from that solution) where
+theta_b falls short of U_b most, until the shortfalls left add up to less than half
+the requested gap. The plan at the best levels, from its blocks' best solutions, is the
+upper bound UB; the run ends when (UB - LB) / UB is within the gap (status optimal, the
+gap stated). It ends in finitely many rounds: where every block has been solved at k*,
+theta_b >= F^_b there, so the master proposes k* again only once LB has reached UB
+within the blocks' own gaps. A block at a point is solved within `BLOCK_GAP_SHARE` of
+the gap (the blocks' bounds add up), one worth little within a looser one (what it may
+leave is its share of the plan's gap).
 
-Rejected: Lagrangian prices on the commitment from the LP relaxation's cover duals (the
-blocks solved with their copy of y free) gave a weaker first bound (34,433 against
-34,509 from the cut at y = 0 on the bench's hourly failover instance, optimum 34,923)
-and blocks twice as slow to solve.
+Measured on the bench's hourly failover instance (3 regions, TP [1, 2, 4, 8], 21
+periods): the cuts at the lowest levels alone took 8 rounds and 147 period solves to
+prove the optimum; with the priced cuts, 2 rounds and 43.
 
 `solve_periods` is the periods program's one call to the backend: by period where it
-splits, the whole program (from the best plan found) where it does not or where the
+splits, the whole program (from the best plan found) where it does not, or where the
 rounds end outside the gap with time left.
 """
 
 import logging
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from solver.backends import Backend
 from solver.decompose.parallel import processes_for, solve_built, worth_workers
-from solver.program.families.pricing import (
-    CommittedColumn,
-    CommittedServersColumn,
-    GpuCoverRow,
-    OnDemandColumn,
-    OnDemandServersColumn,
-)
+from solver.decompose.period_split import Block, Split, split
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, Variable
 from solver.settings import SolveSettings
 
@@ -82,6 +77,9 @@ MASTER_ROUNDS = 40
 
 BLOCK_GAP_SHARE = 0.25
 """A block's MIP gap as a share of the run's (the blocks' bounds add up)."""
+
+PRICED_GAP_SHARE = 1.0
+"""A priced block's MIP gap as a share of the run's (its cut only guides the master)."""
 
 TOLERANCE = 1e-6
 """Row slack below which a re-costed solution counts as feasible."""
@@ -92,166 +90,8 @@ LOG = logging.getLogger(__name__)
 """Each round's levels and bounds, at debug level."""
 
 
-@dataclass(frozen=True)
-class Offer:
-    """One committed offer: its GPU column, its servers column (None: single GPUs), the
-    GPUs per level and its lowest and highest level."""
-
-    gpus: str
-    servers: str | None
-    per_level: int
-    lowest: int
-    highest: int
-
-    @property
-    def levels(self) -> range:
-        """Its levels, lowest first."""
-        return range(self.lowest, self.highest + 1)
-
-
-@dataclass(frozen=True)
-class Cover:
-    """A block's cover row that names the commitment, with its on-demand columns."""
-
-    row: str
-    on_demand: str
-    servers: str | None
-    committed: str
-
-
-@dataclass(frozen=True)
-class Block:
-    """One independent part of the program once the commitment is taken out."""
-
-    columns: tuple[str, ...]
-    """Its own columns (no committed column)."""
-    rows: tuple[str, ...]
-    covers: tuple[Cover, ...]
-
-
-@dataclass(frozen=True)
-class Split:
-    """The blocks and the committed offers of a periods program."""
-
-    offers: tuple[Offer, ...]
-    blocks: tuple[Block, ...]
-
-
 Levels = dict[str, int]
 """Committed GPU column -> level (servers, or GPUs where single)."""
-
-
-def split(lp: LinearProgram) -> Split | None:
-    """The blocks of `lp` (the module text); None where there is no commitment, fewer
-    than two blocks remain, or a committed column sits in a row other than a cover row
-    or its whole-server link (the program is then solved whole)."""
-    linked = {
-        name
-        for name in lp.variables
-        if _family(name) in (CommittedColumn.family, CommittedServersColumn.family)
-    }
-    if not linked:
-        return None
-    parent = {name: name for name in lp.variables if name not in linked}
-
-    def find(name: str) -> str:
-        root = name
-        while parent[root] != root:
-            root = parent[root]
-        while parent[name] != root:
-            parent[name], name = root, parent[name]
-        return root
-
-    links = []
-    for row in lp.constraints.values():
-        own = [v for v in row.coefficients if v not in linked]
-        if not own:
-            links.append(row.name)
-            continue
-        first = find(own[0])
-        for other in own[1:]:
-            root = find(other)
-            if root != first:
-                parent[root] = first
-    offers = _offers(lp, linked, links)
-    if offers is None:
-        return None
-    columns: dict[str, list[str]] = {}
-    for name in parent:
-        columns.setdefault(find(name), []).append(name)
-    rows: dict[str, list[str]] = {}
-    covers: dict[str, list[Cover]] = {}
-    for row in lp.constraints.values():
-        own = next((v for v in row.coefficients if v not in linked), None)
-        if own is None:
-            continue
-        root = find(own)
-        rows.setdefault(root, []).append(row.name)
-        if len(row.coefficients) > sum(v not in linked for v in row.coefficients):
-            cover = _cover(lp, row.name, linked)
-            if cover is None:
-                return None
-            covers.setdefault(root, []).append(cover)
-    blocks = tuple(
-        Block(tuple(names), tuple(rows.get(root, ())), tuple(covers.get(root, ())))
-        for root, names in columns.items()
-    )
-    return Split(offers, blocks) if len(blocks) > 1 else None
-
-
-def _family(name: str) -> str:
-    return name.partition("[")[0]
-
-
-def _cover(lp: LinearProgram, name: str, linked: set[str]) -> Cover | None:
-    """The cover row `name` as the rounds read it (None: not a cover row of the form
-    committed + on_demand - used >= -existing)."""
-    row = lp.constraints[name]
-    if _family(name) != GpuCoverRow.family or row.sense is not Sense.GE:
-        return None
-    index = GpuCoverRow.parse(name)
-    committed = CommittedColumn(index.region, index.gpu).name()
-    on_demand = OnDemandColumn(index.region, index.gpu, index.period).name()
-    servers = OnDemandServersColumn(index.region, index.gpu, index.period).name()
-    named = [v for v in row.coefficients if v in linked]
-    if named != [committed] or row.coefficients[committed] != 1.0:
-        return None
-    if row.coefficients.get(on_demand) != 1.0:
-        return None
-    return Cover(name, on_demand, servers if servers in lp.variables else None, committed)
-
-
-def _offers(lp: LinearProgram, linked: set[str], links: list[str]) -> tuple[Offer, ...] | None:
-    """The committed offers with their levels (None where a row over the commitment
-    alone is not the link of one offer's GPUs to its servers: y - n servers = 0)."""
-    servers_of: dict[str, tuple[str, int]] = {}
-    for name in links:
-        row = lp.constraints[name]
-        gpus = [v for v in row.coefficients if _family(v) == CommittedColumn.family]
-        whole = [v for v in row.coefficients if _family(v) == CommittedServersColumn.family]
-        if len(gpus) != 1 or len(whole) != 1 or row.sense is not Sense.EQ or row.rhs != 0:
-            return None
-        n = -row.coefficients[whole[0]] / row.coefficients[gpus[0]]
-        if n < 1 or n != round(n):
-            return None
-        servers_of[gpus[0]] = (whole[0], round(n))
-    offers = []
-    for name in sorted(v for v in linked if _family(v) == CommittedColumn.family):
-        var = lp.variables[name]
-        if var.upper is None:
-            return None
-        servers, n = servers_of.get(name, (None, 1))
-        lowest, highest = var.lower / n, var.upper / n
-        if servers is not None:
-            whole = lp.variables[servers]
-            lowest = max(lowest, whole.lower)
-            highest = min(highest, math.inf if whole.upper is None else whole.upper)
-        low, high = math.ceil(lowest - 1e-9), math.floor(highest + 1e-9)
-        if high < low:
-            return None
-        offers.append(Offer(name, servers, n, low, high))
-    named = {o.gpus for o in offers} | {o.servers for o in offers if o.servers}
-    return tuple(offers) if named == linked else None
 
 
 def solve_periods(lp: LinearProgram, backend: Backend, settings: SolveSettings) -> SolveResult:
@@ -282,8 +122,12 @@ def solve_by_period(
     started = time.monotonic()
     run = _Rounds(lp, parts, backend, settings)
     lowest = {o.gpus: o.lowest for o in parts.offers}
+    if not run.priced_blocks(_lp_prices(lp, parts, backend, settings)):
+        return None
+    LOG.debug("priced periods solved, %.1f s", time.monotonic() - started)
     if not run.solve_blocks(lowest, range(len(parts.blocks))) or run.forbidden:
         return None
+    LOG.debug("lowest levels solved, %.1f s", time.monotonic() - started)
     lower, best = -math.inf, run.plan(lowest)
     while run.rounds < MASTER_ROUNDS and not _expired(settings):
         answer = run.master()
@@ -323,6 +167,30 @@ def solve_by_period(
         message=f"{METHOD}: {len(parts.blocks)} periods, {run.rounds} master rounds, "
         f"{run.solves} period solves",
     )
+
+
+def _lp_prices(
+    lp: LinearProgram, parts: Split, backend: Backend, settings: SolveSettings
+) -> list[dict[str, float]]:
+    """Each block's prices on the commitment: the duals of its cover rows in the whole
+    program's LP relaxation (none where the backend gives no duals)."""
+    relaxed = LinearProgram(
+        lp.name + "-relaxed",
+        {n: replace(v, integer=False) for n, v in lp.variables.items()},
+        lp.constraints,
+        lp.objective,
+        lp.objective_constant,
+    )
+    duals = backend.run(relaxed, settings.with_duals()).duals
+    prices = []
+    for block in parts.blocks:
+        own: dict[str, float] = {}
+        for cover in block.covers:
+            own[cover.committed] = own.get(cover.committed, 0.0) + max(
+                duals.get(cover.row, 0.0), 0.0
+            )
+        prices.append(own)
+    return prices
 
 
 def _expired(settings: SolveSettings) -> bool:
@@ -376,13 +244,66 @@ class _Rounds:
             row for row in block.rows if not names.isdisjoint(self.lp.constraints[row].coefficients)
         )
 
-    def _fixed(self, index: int, levels: Levels) -> LinearProgram:
+    def _free(self, index: int, prices: dict[str, float]) -> LinearProgram:
+        """Block `index` with its own copy of the commitment, priced `prices` per GPU."""
+        block = self.parts.blocks[index]
+        sub = self._fixed(index, None)
+        for committed in {c.committed for c in block.covers}:
+            offer = self.offer_of[committed]
+            sub.variables[committed] = self.lp.variables[committed]
+            sub.objective[committed] = prices.get(committed, 0.0)
+            if offer.servers is not None:
+                sub.variables[offer.servers] = self.lp.variables[offer.servers]
+                link = next(
+                    row
+                    for row in self.lp.constraints.values()
+                    if committed in row.coefficients and offer.servers in row.coefficients
+                )
+                sub.constraints[link.name] = link
+        return sub
+
+    def priced_blocks(self, prices: list[dict[str, float]]) -> bool:
+        """Every block with its commitment free at `prices` (Lagrangian): the cut
+        theta_b >= L_b - prices_b y and a known solution each. False where a block has
+        no answer."""
+        programs = {i: self._free(i, prices[i]) for i in range(len(self.parts.blocks))}
+        for i, result in self._run(
+            programs, lambda _i: self.settings.mip_gap * PRICED_GAP_SHARE, lambda _i: None
+        ):
+            if not result.termination.has_solution:
+                return False
+            terms = {}
+            for committed, price in prices[i].items():
+                offer = self.offer_of[committed]
+                for k in offer.levels:
+                    if price * k:
+                        terms[(committed, k)] = price * offer.per_level * k
+            self.cuts.append((i, _bound(result), terms))
+            own = self.parts.blocks[i].columns
+            self.known[i].append({name: result.values.get(name, 0.0) for name in own})
+        return True
+
+    def _run(self, programs, gap, start):
+        chosen = list(programs)
+        integers = sum(p.size()["integer_variables"] for p in programs.values())
+        processes = processes_for(len(chosen)) if worth_workers(len(chosen), integers) else 1
+        for i, result in solve_built(
+            lambda i: (programs[i], self.backend),
+            chosen,
+            lambda i: replace(self.settings, mip_gap=gap(i), want_duals=False),
+            processes,
+            start=start,
+        ):
+            self.solves += 1
+            yield i, result
+
+    def _fixed(self, index: int, levels: Levels | None) -> LinearProgram:
         """Block `index` with the commitment held at `levels`."""
         block = self.parts.blocks[index]
         sub = LinearProgram(f"{self.lp.name}-period{index}")
         for name in block.columns:
             sub.variables[name] = self.lp.variables[name]
-        for cover in block.covers:
+        for cover in block.covers if levels is not None else ():
             level = float(self.offer_of[cover.committed].per_level * levels[cover.committed])
             sub.variables[cover.committed] = Variable(cover.committed, level, level)
         for name in block.rows:
@@ -398,17 +319,12 @@ class _Rounds:
         plan = self.plan(levels)
         gaps = {i: self._gap(starts[i], plan, len(self.parts.blocks)) for i in chosen}
         programs = {i: self._fixed(i, levels) for i in chosen}
-        integers = sum(p.size()["integer_variables"] for p in programs.values())
-        processes = processes_for(len(chosen)) if worth_workers(len(chosen), integers) else 1
         answered = False
-        for i, result in solve_built(
-            lambda i: (programs[i], self.backend),
-            chosen,
-            lambda i: replace(self.settings, mip_gap=gaps[i], want_duals=False),
-            processes,
-            start=lambda i: None if starts[i] is None else {**starts[i][1], **_held(levels, self)},
+        for i, result in self._run(
+            programs,
+            gaps.get,
+            lambda i: None if starts[i] is None else {**starts[i][1], **_held(levels, self)},
         ):
-            self.solves += 1
             if result.termination is Termination.INFEASIBLE:
                 self.forbidden.append(dict(levels))
                 answered = True

@@ -7,5 +7,6 @@ periods program: prices.py, the idle share over the GPUs paid: idle.py).
 Imports: models.schema, models.operations, models.serving (the phase roles);
 solver.program, solver.candidates, solver.readback, solver.plan, solver.verify (the hour
 verifier), solver.backends, solver.settings, solver.errors, solver.analysis
-(infeasibility diagnosis) and solver.stages (the pipeline's stages: candidates, guards,
-deadline, solve)."""
+(infeasibility diagnosis), solver.stages (the pipeline's stages: candidates, guards,
+deadline, solve) and solver.decompose (the periods program solved period by period:
+by_period)."""

@@ -25,6 +25,7 @@ from solver.backends import Backend, get_backend
 from solver.candidates.pools import assess_pools
 from solver.candidates.size_check import check_program_size
 from solver.candidates.table import CandidateTable
+from solver.decompose.by_period import solve_periods
 from solver.errors import Diagnosis, Infeasible
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
@@ -43,10 +44,9 @@ from solver.verify.verdict import Verification
 
 
 def optimise_periods(program: TimeProgram, backend: Backend, settings: SolveSettings) -> Optimised:
-    """The periods program solved: today as one program by the backend (its periods are
-    coupled by the commitments, batch work and spot; a decomposition by period takes
-    this place)."""
-    return Optimised(backend.run(program.lp, settings.with_duals(False)))
+    """The periods program solved: period by period where only the commitment joins its
+    periods, else whole (solver.decompose.by_period.solve_periods)."""
+    return Optimised(solve_periods(program.lp, backend, settings.with_duals(False)))
 
 
 def resolve_without(
