@@ -222,8 +222,9 @@ class _Rounds:
         self.rounds = 0
 
     def _saving(self, block: Block) -> dict[str, float]:
-        """s_bo per offer the block covers (module text): a level's on-demand price, or
-        inf where on demand cannot rent all the commitment may cover."""
+        """s_bo per offer the block covers (module text): a level's on-demand price, summed
+        over the block's periods, or inf where on demand cannot rent all the commitment
+        may cover."""
         found = {}
         for cover in block.covers:
             offer = self.offer_of[cover.committed]
@@ -232,7 +233,8 @@ class _Rounds:
             price += self.lp.objective.get(cover.servers or "", 0.0) / n
             rented = self.lp.variables[cover.servers or cover.on_demand].upper
             reach = math.inf if rented is None else rented * (n if cover.servers else 1)
-            found[cover.committed] = n * price if reach >= n * offer.highest else math.inf
+            saving = n * price if reach >= n * offer.highest else math.inf
+            found[cover.committed] = found.get(cover.committed, 0.0) + saving
         return found
 
     def _touched(self, block: Block) -> tuple[str, ...]:

@@ -67,10 +67,16 @@ class Split:
     blocks: tuple[Block, ...]
 
 
+LARGEST_SHARE = 0.5
+"""The share of the columns above which one block is most of the program: the rounds
+would solve it again and again, and the whole program is solved instead."""
+
+
 def split(lp: LinearProgram) -> Split | None:
-    """The blocks of `lp` (the module text); None where there is no commitment, fewer
-    than two blocks remain, or a committed column sits in a row other than a cover row
-    or its whole-server link (the program is then solved whole)."""
+    """The blocks of `lp` (the module text); None where there is no commitment, where
+    fewer than two blocks remain or one holds more than `LARGEST_SHARE` of the columns,
+    or where a committed column sits in a row other than a cover row or its
+    whole-server link (the program is then solved whole)."""
     linked = {
         name
         for name in lp.variables
@@ -122,7 +128,10 @@ def split(lp: LinearProgram) -> Split | None:
         Block(tuple(names), tuple(rows.get(root, ())), tuple(covers.get(root, ())))
         for root, names in columns.items()
     )
-    return Split(offers, blocks) if len(blocks) > 1 else None
+    largest = max(len(block.columns) for block in blocks)
+    if len(blocks) < 2 or largest > LARGEST_SHARE * (len(lp.variables) - len(linked)):
+        return None
+    return Split(offers, blocks)
 
 
 def _family(name: str) -> str:

@@ -1,0 +1,182 @@
+"""The periods program solved period by period (solver.decompose.by_period): the split
+(one block per period, the commitment the only link), a hand-checked cut, and on small
+generated hourly instances the same optimum as the whole program with valid bounds."""
+
+import math
+
+from hypothesis import given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
+
+from models.io.loading import validate_instance
+from solver.backends import get_backend
+from solver.candidates.table import build_candidates
+from solver.decompose.by_period import _Rounds, solve_by_period, solve_periods
+from solver.decompose.period_split import split
+from solver.program.families.pricing import CommittedColumn, GpuCoverRow
+from solver.program.lp import Termination
+from solver.settings import SolveSettings
+from solver.time.periods import build_time_program
+
+EXACT = SolveSettings(time_limit_s=120.0, mip_gap=1e-6)
+
+SHAPES = (
+    [1.0] * 8 + [3.0] * 10 + [2.0] * 6,
+    [1.0] * 6 + [2.0, 3.0, 4.0, 4.0, 4.0, 4.0, 3.0, 2.0] + [1.0] * 10,
+    [2.0, 1.0, 1.0, 1.0, 1.0, 2.0] * 4,
+)
+
+
+def _data(rates, shape, reserved_share, h200, cap, survive, buy_unit, start_s):
+    supply = {"h100-sxm": {"max_gpus": 64, "price_per_gpu_hour": 2.4}}
+    if h200:
+        supply["h200"] = {"max_gpus": 64, "price_per_gpu_hour": 3.1}
+    for offer in supply.values():
+        offer["reserved_price_per_gpu_hour"] = round(
+            reserved_share * offer["price_per_gpu_hour"], 2
+        )
+        if cap is not None:
+            offer["max_on_demand_gpus"] = cap
+    policy = {
+        "survive": survive,
+        "tensor_parallel": [1, 2],
+        "buy_unit": buy_unit,
+        "scale_detection_s": 60,
+    }
+    if start_s is not None:
+        policy["failover_start_s"] = start_s
+    return {
+        "name": "periods",
+        "gpus": [{"name": "h100-sxm"}, *([{"name": "h200"}] if h200 else [])],
+        "models": [{"name": "llama-3.1-8b", "weight_precisions": ["fp8"]}],
+        "regions": [{"name": r, "supply": supply} for r in rates],
+        "links": [["r1", "r2", 20]],
+        "workloads": [
+            {
+                "name": "chat",
+                "model": "llama-3.1-8b",
+                "demand": {
+                    r: {"peak_requests_per_s": rate, "hourly_profile": list(shape)}
+                    for r, rate in rates.items()
+                },
+                "prompt_tokens": {"mean": 1000, "p99": 1000},
+                "output_tokens": {"mean": 200, "p99": 200},
+                "slo": {
+                    "ttft_p99_ms": 1000,
+                    "tpot_p99_ms": 50,
+                    "max_failover_rtt_ms": 50,
+                    "availability": 0.999,
+                },
+            }
+        ],
+        "policy": policy,
+    }
+
+
+def _program(data):
+    inst = validate_instance(data, "periods.yaml")
+    return build_time_program(inst, build_candidates(inst))
+
+
+def _base():
+    return _data({"r1": 40.0, "r2": 25.0}, SHAPES[0], 0.6, True, None, "region", "node", None)
+
+
+def test_the_commitment_is_the_only_link_between_periods():
+    """Every block's cover rows are of one period, and every period has a block (here
+    each region's pools of a period are a block of their own: with two regions a lost
+    region's users go to the other, whose rows name only its own pools)."""
+    program = _program(_base())
+    parts = split(program.lp)
+    assert parts is not None
+    assert {o.gpus for o in parts.offers} == {
+        CommittedColumn(r, g).name() for r in ("r1", "r2") for g in ("h100-sxm", "h200")
+    }
+    # 8-GPU servers: levels 0 .. floor(64 / 8) = 8
+    assert {(o.per_level, o.lowest, o.highest) for o in parts.offers} == {(8, 0, 8)}
+    periods = []
+    for block in parts.blocks:
+        assert {GpuCoverRow.parse(c.row).period for c in block.covers} == {
+            GpuCoverRow.parse(block.covers[0].row).period
+        }
+        periods.append(GpuCoverRow.parse(block.covers[0].row).period)
+    assert sorted(set(periods)) == sorted(p.first_hour for p in program.periods)
+
+
+def test_a_cut_at_a_point_saves_a_server_s_on_demand_price_per_level():
+    """The cut at levels k^ = 0 of a block standing for w hours a day: one level of offer
+    o above 0 lowers the bound by s = n x a, a = days x w x p_od the block's on-demand
+    price per GPU (pricing's objective): for H100 in r1 at 2.40 $/h, n = 8, days =
+    730 / 24, s = 8 x 30.4167 x w x 2.40 = 584 w; two levels 1,168 w, capped at F^."""
+    program = _program(_base())
+    parts = split(program.lp)
+    run = _Rounds(program.lp, parts, get_backend("highs"), EXACT)
+    committed = CommittedColumn("r1", "h100-sxm").name()
+    for index, block in enumerate(parts.blocks):
+        if committed not in {c.committed for c in block.covers}:
+            continue
+        period = GpuCoverRow.parse(block.covers[0].row).period
+        weight = next(p.period.weight_hours for p in program.periods if p.first_hour == period)
+        assert math.isclose(run.saving[index][committed], 8 * 730 / 24 * weight * 2.40)
+        run._cut(index, {o.gpus: 0 for o in parts.offers}, bound=10_000.0)
+        _, rhs, terms = run.cuts[-1]
+        assert rhs == 10_000.0
+        assert math.isclose(terms[(committed, 1)], min(10_000.0, 584.0 * weight))
+        assert math.isclose(terms[(committed, 2)], min(10_000.0, 1168.0 * weight))
+
+
+def test_a_program_without_a_commitment_is_solved_whole():
+    """Without a commitment there is nothing to split on: solve_periods solves whole."""
+    data = _base()
+    for region in data["regions"]:
+        for offer in region["supply"].values():
+            offer.pop("reserved_price_per_gpu_hour", None)
+    program = _program(data)
+    assert split(program.lp) is None
+    assert solve_by_period(program.lp, get_backend("highs"), EXACT.started()) is None
+    whole = solve_periods(program.lp, get_backend("highs"), EXACT.started())
+    assert whole.termination is Termination.OPTIMAL
+
+
+@examples(max_examples=6, deadline=None)
+@given(
+    r1=st.sampled_from([15.0, 40.0, 90.0, 200.0]),
+    r2=st.sampled_from([10.0, 30.0]),
+    shape=st.sampled_from(SHAPES),
+    reserved_share=st.sampled_from([0.45, 0.6, 0.8]),
+    h200=st.booleans(),
+    cap=st.sampled_from([None, 24]),
+    survive=st.sampled_from(["none", "region"]),
+    buy_unit=st.sampled_from(["node", "gpu"]),
+    start_s=st.sampled_from([None, 300]),
+)
+def test_the_decomposed_optimum_is_the_whole_program_s(
+    r1, r2, shape, reserved_share, h200, cap, survive, buy_unit, start_s
+):
+    """Both proved within 1e-6: equal cost; the decomposition's lower bound never above
+    the whole program's optimum, its plan holds every row of the whole program."""
+    data = _data({"r1": r1, "r2": r2}, shape, reserved_share, h200, cap, survive, buy_unit, start_s)
+    program = _program(data)
+    backend = get_backend("highs")
+    whole = backend.run(program.lp, EXACT.started())
+    parts = solve_by_period(program.lp, backend, EXACT.started())
+    if not whole.termination.has_solution:
+        assert parts is None or not parts.termination.has_solution
+        return
+    assert whole.termination is Termination.OPTIMAL
+    if parts is None:  # not split: one block, or no commitment
+        assert split(program.lp) is None
+        return
+    assert parts.termination is Termination.OPTIMAL
+    tolerance = 1e-5 * abs(whole.objective) + 1e-6
+    assert abs(parts.objective - whole.objective) <= tolerance
+    lower = parts.objective - parts.mip_gap * abs(parts.objective)
+    assert lower <= whole.objective + tolerance
+    for row in program.lp.constraints.values():
+        assert row.slack(parts.values) >= -1e-6 * max(1.0, abs(row.rhs)), row.name
+    for name, var in program.lp.variables.items():
+        value = parts.values[name]
+        assert value >= var.lower - 1e-9
+        assert var.upper is None or value <= var.upper + 1e-9
+        if var.integer:
+            assert abs(value - round(value)) <= 1e-6
