@@ -9,13 +9,17 @@
 - Every numeric flag is strict (`within`): NaN, infinity and a value beyond its bound in
   models/schema/limits.py exit 2 with a message naming the flag and the bound's reason.
   `--jobs` is capped at this machine's CPU count (`capped_at_cores`).
+- `--executor local|ray` says where a solve's subproblems run (`ExecutorOption`); `ray`
+  needs the optional extra (`pip install 'fleetplan[ray]'`) and exits 2 without it.
 
 `--json` without a value is rewritten to `--json=-` by the app (cli.app.bare_outputs)
 before the command parses its arguments, so the value is always a path here.
 """
 
+import importlib.util
 import json
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -137,6 +141,32 @@ def capped_at_cores(ctx: typer.Context, param: typer.CallbackParam, jobs: int) -
             markup=False,
         )
     return cores
+
+
+class Executor(StrEnum):
+    """Where the workload, scenario and period subproblems of a solve run."""
+
+    local = "local"
+    ray = "ray"
+
+
+def ray_installed(param: typer.CallbackParam, value: Executor) -> Executor:
+    """A typer callback for `--executor`: `ray` exits 2 naming the flag where Ray cannot
+    be imported."""
+    if value is Executor.ray and importlib.util.find_spec("ray") is None:
+        problem = "ray is not installed: pip install 'fleetplan[ray]'"
+        raise InputError([Issue("command line", None, _flag(param), problem)])
+    return value
+
+
+ExecutorOption = Annotated[
+    Executor,
+    typer.Option(
+        "--executor",
+        help="Where subproblems run: local (worker processes) or ray (Ray tasks; the ray extra).",
+        callback=ray_installed,
+    ),
+]
 
 
 VIOLATIONS_SHOWN = 20

@@ -23,6 +23,8 @@ from rich.markup import escape
 
 from cli.exit_codes import ExitCode
 from cli.options import (
+    Executor,
+    ExecutorOption,
     JsonOut,
     MarkdownOut,
     SetOption,
@@ -102,6 +104,7 @@ def solve(
         ),
     ] = None,
     sets: SetOption = None,
+    executor: ExecutorOption = Executor.local,
 ) -> None:
     """Find the cheapest fleet that meets the instance's SLOs and failure policy.
 
@@ -112,7 +115,9 @@ def solve(
     check_outputs(file, json_out, markdown_out, export_mps)
     if export_mps is not None:
         export_program(file, export_mps)
-    solved = _solve(file, started, backend, time_limit, mip_gap, threads, sets, json_out)
+    solved = _solve(
+        file, started, backend, time_limit, mip_gap, threads, sets, json_out, executor.value
+    )
     plan = solved.plan
     tables = plan_tables(plan) + time_tables(plan) + _voice_tables(solved)
     _report(plan_header(plan), tables, plan, json_out, markdown_out, file)
@@ -241,11 +246,14 @@ def _solve(
     threads: int | None,
     sets: list[str] | None = None,
     json_out: Path | None = None,
+    executor: str = "local",
 ) -> Solved:
     instance = load(file, sets)
     _check_flags(time_limit, mip_gap, threads)
     try:
-        settings = SolveSettings.of(instance, backend, time_limit, mip_gap, threads)
+        settings = SolveSettings.of(
+            instance, backend, time_limit, mip_gap, threads, executor=executor
+        )
     except ValueError as error:
         raise InputError([Issue("solver", None, "", str(error))]) from None
     settings = settings.started(at=started)

@@ -102,6 +102,9 @@ def machine_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+EXECUTORS = ("local", "ray")
+"""Where the decompositions' subproblems run (`SolveSettings.executor`)."""
+
 SCENARIO_ROWS = ("routing", "cuts")
 """The ways region and zone loss may enter the program (`SolveSettings.scenario_rows`)."""
 
@@ -130,6 +133,10 @@ class SolveSettings:
     """How region and zone loss enter the program: `routing` (each scenario restates the
     routing of every region) or `cuts` (only the Hall rows its solutions break:
     solver.decompose.scenario_cuts; where that is not exact, routing)."""
+    executor: str = "local"
+    """Where the workload, scenario and period subproblems run: `local` (this machine's
+    worker processes, solver.decompose.parallel) or `ray` (Ray tasks on the cluster
+    `ray.init` finds, or a local one: the `ray` extra)."""
     deadline: Deadline | None = field(default=None, compare=False)
     """The run's deadline once started (`started`); None before."""
 
@@ -142,6 +149,10 @@ class SolveSettings:
             raise ValueError(f"mip_gap must be a number >= 0, got {self.mip_gap}")
         if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
             raise ValueError(f"threads must be an integer >= 1, got {self.threads!r}")
+        if self.executor not in EXECUTORS:
+            raise ValueError(
+                f"executor must be one of {', '.join(EXECUTORS)}, got {self.executor!r}"
+            )
         if self.scenario_rows not in SCENARIO_ROWS:
             raise ValueError(
                 f"scenario_rows must be one of {', '.join(SCENARIO_ROWS)}, "
@@ -157,6 +168,7 @@ class SolveSettings:
         mip_gap: float | None = None,
         threads: int | None = None,
         scenario_rows: str | None = None,
+        executor: str | None = None,
     ) -> "SolveSettings":
         """The instance's `solver` section with any given override applied; threads
         capped at the machine's cores (more only oversubscribe, and a huge count hangs
@@ -169,6 +181,7 @@ class SolveSettings:
             mip_gap=base.mip_gap if mip_gap is None else mip_gap,
             threads=max(1, min(wanted_threads, machine_threads())),
             scenario_rows=scenario_rows or base.scenario_rows,
+            executor=executor or "local",
         )
 
     def started(self, at: float | None = None) -> "SolveSettings":

@@ -21,6 +21,13 @@ that then solve the workload programs: they start once, and what they imported s
 loaded. There, work can also be handed out at once and collected later (`start_each`):
 the workload programs are built and solved in the workers while this process builds the
 whole program the join is checked against.
+
+With `SolveSettings.executor: ray` the same programs go to Ray tasks instead (one CPU
+each, `ray_tasks`), on the cluster `ray.init` finds or, where none is running, a local
+one of this machine's cores started on first need (and shut down with the
+`workers_kept` block that started it). The tasks import the planner from the directory
+this process imports it from (their PYTHONPATH). Ray is the optional `ray` extra; the
+command line refuses `--executor ray` without it (cli/options.py).
 """
 
 import math
@@ -111,9 +118,14 @@ def workers_kept() -> Iterator[None]:
         yield
     finally:
         pool = _KEPT.pop("pool", None)
+        started_ray = _KEPT.pop("ray", False)
         _KEPT.clear()
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        if started_ray:
+            import ray
+
+            ray.shutdown()
 
 
 @contextmanager
@@ -185,7 +197,13 @@ def start_each(
     """Hand `task(*args)` for every args in `arguments` to the kept workers (`workers_kept`,
     started with `processes` workers on first need), in order: the workers take them
     first come, first served. None outside a `workers_kept` block (a pool of its own
-    would end with the call) or with fewer than 2 processes."""
+    would end with the call) or with fewer than 2 processes. Where the arguments carry
+    settings with `executor: ray`, the tasks are Ray tasks (`processes` is Ray's to
+    decide)."""
+    if arguments and _executor_of(arguments[0]) == "ray":
+        ray = ray_tasks()
+        remote = ray.remote(num_cpus=1, max_retries=0)(task)
+        return Started({remote.remote(*args).future(): i for i, args in enumerate(arguments)})
     if processes < 2 or not _KEPT.get("active"):
         return None
     with worker_pool(processes) as pool:
@@ -219,7 +237,11 @@ def solve_built(
     `settings(i)` is asked when program i is handed to a worker (so its time limit is
     what is left of the run's when it starts); `stop` is called with each result, and
     True drops the programs not yet started (an infeasible part ends a decomposition);
-    `start(i)` is a solution program i's search may start from (None: none)."""
+    `start(i)` is a solution program i's search may start from (None: none). With
+    `executor: ray` in the settings, the programs are Ray tasks (`_solve_on_ray`)."""
+    if order and settings(order[0]).executor == "ray":
+        yield from _solve_on_ray(build, order, settings, stop, start)
+        return
     if processes <= 1:
         for index in sorted(order):
             lp, backend = build(index)
@@ -266,3 +288,56 @@ def solve_built(
                         other.cancel()
                     return
             hand_out()
+
+
+def _executor_of(arguments: tuple) -> str:
+    """The executor of the settings among a task's arguments ("local" without any)."""
+    return next((a.executor for a in arguments if isinstance(a, SolveSettings)), "local")
+
+
+def ray_tasks() -> Any:
+    """The `ray` module, connected: to the cluster already initialised, else to a local
+    Ray of this machine's cores started here, whose tasks import the planner from where
+    this process does (kept until the `workers_kept` block ends, if one is running)."""
+    import ray
+
+    if not ray.is_initialized():
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+        ray.init(
+            num_cpus=machine_threads(),
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": path}},
+        )
+        if _KEPT.get("active"):
+            _KEPT["ray"] = True
+    return ray
+
+
+def _solve_on_ray(
+    build: Callable[[int], tuple[LinearProgram, Backend]],
+    order: Sequence[int],
+    settings: Callable[[int], SolveSettings],
+    stop: Callable[[SolveResult], bool],
+    start: Callable[[int], dict[str, float] | None],
+) -> Iterator[tuple[int, SolveResult]]:
+    """`solve_built` on Ray: each program built in `order` and handed to a Ray task as
+    soon as it is built (one CPU, one solver thread each); (index, result) as each
+    ends; `stop` True cancels the tasks not ended."""
+    ray = ray_tasks()
+    remote = ray.remote(num_cpus=1, max_retries=0)(_solve_one)
+    pending = {}
+    for index in order:
+        lp, backend = build(index)
+        pending[remote.remote(backend.name, lp, settings(index), start(index))] = index
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        for ref in ready:
+            index = pending.pop(ref)
+            result = ray.get(ref)
+            yield index, result
+            if stop(result):
+                for other in pending:
+                    ray.cancel(other)
+                return
