@@ -124,7 +124,8 @@ def solve_periods(lp: LinearProgram, backend: Backend, settings: SolveSettings) 
     if first.termination is Termination.OPTIMAL or first.termination in _ANSWERS:
         return first
     start = first.values if first.termination.has_solution else None
-    found = solve_by_period(lp, backend, settings, parts, start)
+    bound = _bound(first) if first.termination.has_solution else -math.inf
+    found = solve_by_period(lp, backend, settings, parts, start, bound)
     if found is not None and found.termination is Termination.OPTIMAL:
         return found
     held = found is not None and found.termination.has_solution
@@ -148,11 +149,13 @@ def solve_by_period(
     settings: SolveSettings,
     parts: Split | None = None,
     start: dict[str, float] | None = None,
+    lower: float = -math.inf,
 ) -> SolveResult | None:
     """The rounds of the module text (`parts`: the split of `lp`, made here if not
-    given; `start`: a plan of the whole program to begin from); None where the program
-    does not split or a block has no answer with its commitment free (the whole
-    program then says why)."""
+        given; `start`: a plan of the whole program to begin from, `lower`: a bound on it
+    known already); None where the program
+        does not split or a block has no answer with its commitment free (the whole
+        program then says why)."""
     parts = parts or split(lp)
     if parts is None:
         return None
@@ -160,14 +163,15 @@ def solve_by_period(
     run = _Rounds(lp, parts, backend, settings)
     begun = run.begin_with(start) if start else None
     lowest = {o.gpus: o.lowest for o in parts.offers}
+    # a block without an answer: infeasible (the whole program says why), or the deadline
     if not run.priced_blocks(dict(enumerate(_lp_prices(lp, parts, backend, settings)))):
+        if not _expired(settings):
+            return None
+    elif not run.solve_blocks(lowest, range(len(parts.blocks))) and not _expired(settings):
         return None
-    LOG.debug("priced periods solved, %.1f s", time.monotonic() - started)
-    if not run.solve_blocks(lowest, range(len(parts.blocks))) or run.forbidden:
-        return None
-    LOG.debug("lowest levels solved, %.1f s", time.monotonic() - started)
+    LOG.debug("priced and lowest levels solved, %.1f s", time.monotonic() - started)
     gaps: list[float] = []
-    lower, best = -math.inf, _cheaper(run.plan(lowest), begun and run.plan(begun))
+    best = _cheaper(run.plan(lowest), begun and run.plan(begun))
     while run.rounds < MASTER_ROUNDS and not _expired(settings):
         answer = run.master()
         if answer is None:
@@ -201,6 +205,8 @@ def solve_by_period(
         best = _cheaper(best, run.plan(levels))
     if best is None:
         return None
+    if not run.rounds and (answer := run.master()) is not None:  # stopped before: its bound
+        lower = max(lower, answer[1])
     cost, values = best
     gap = max(0.0, (cost - lower) / max(abs(cost), 1e-9)) if math.isfinite(lower) else None
     proved = gap is not None and gap <= settings.mip_gap

@@ -17,7 +17,8 @@ decomposition: `by_period.split` patched to refuse every program) and once perio
 period (solver.decompose.by_period). The table prints the wall time from the start of
 `solve_program` to the verified plan, this process's CPU time (worker processes not
 counted), the month-0 cost, the horizon's total where there is one, the gap and status
-of month 0's program and, period by period, month 0's rounds. Both are proved within
+of month 0's program and, period by period, the rounds of the first periods program
+(month 0). Both are proved within
 the same gap (0.1%), so their costs may differ by up to that much where several plans
 lie within it.
 """
@@ -180,7 +181,7 @@ def _recorded(methods: list[str]):
     def recorded(*args):
         result = solve(*args)
         if result is not None and not methods:
-            methods.append(f"{result.message} (month 0)")
+            methods.append(result.message)
         return result
 
     return recorded
