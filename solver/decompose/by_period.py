@@ -157,10 +157,9 @@ def solve_by_period(
     lower: float = -math.inf,
 ) -> SolveResult | None:
     """The rounds of the module text (`parts`: the split of `lp`, made here if not
-        given; `start`: a plan of the whole program to begin from, `lower`: a bound on it
-    known already); None where the program
-        does not split or a block has no answer with its commitment free (the whole
-        program then says why)."""
+    given; `start`: a plan of the whole program to begin from; `lower`: a bound on it
+    known already); None where the program does not split or a block has no answer
+    with its commitment free (the whole program then says why)."""
     parts = parts or split(lp)
     if parts is None:
         return None
@@ -202,12 +201,6 @@ def solve_by_period(
             time.monotonic() - started,
         )
         if not chosen or not run.solve_blocks(levels, chosen):
-            break
-        import os
-
-        if os.environ.get("BP_MARGINAL") and not run.priced_blocks(
-            run.marginal_prices(levels, chosen), levels
-        ):
             break
         best = _cheaper(best, run.plan(levels))
     if best is None:
@@ -334,29 +327,15 @@ class _Rounds:
                 sub.constraints[link.name] = link
         return sub
 
-    def priced_blocks(
-        self, prices: dict[int, dict[str, float]], levels: Levels | None = None
-    ) -> bool:
+    def priced_blocks(self, prices: dict[int, dict[str, float]]) -> bool:
         """Blocks with their commitment free at `prices` (block -> prices per GPU;
-        Lagrangian), each from its cheapest known solution at `levels` if given: the cut
-        theta_b >= L_b - prices_b y and a known solution each. False where a block has
-        no answer."""
+        Lagrangian): the cut theta_b >= L_b - prices_b y and a known solution each.
+        False where a block has no answer."""
         programs = {i: self._free(i, own) for i, own in prices.items()}
-
-        def start(i: int) -> dict[str, float] | None:
-            known = None if levels is None else self.block_upper(i, levels)
-            if known is None:
-                return None
-            held = {o.servers: float(levels[o.gpus]) for o in self.parts.offers if o.servers}
-            return known[1] | _held(levels, self) | held
-
-        for i, result in self._run(
-            programs, lambda _i: self.settings.mip_gap * PRICED_GAP_SHARE, start
-        ):
+        gap = self.settings.mip_gap * PRICED_GAP_SHARE
+        for i, result in self._run(programs, lambda _i: gap, lambda _i: None):
             if _misread(programs[i], result):
-                result = self.backend.run(
-                    programs[i], replace(self.settings, mip_gap=self.settings.mip_gap)
-                )
+                result = self.backend.run(programs[i], replace(self.settings, mip_gap=gap))
             if not result.termination.has_solution:
                 return False
             terms = {}
@@ -371,6 +350,8 @@ class _Rounds:
         return True
 
     def _run(self, programs, gap, start):
+        """Solve `programs` (block -> program), on the workers where worth it, each
+        within `gap(i)` from `start(i)`; (block, result) as each ends."""
         chosen = list(programs)
         integers = sum(p.size()["integer_variables"] for p in programs.values())
         processes = processes_for(len(chosen)) if worth_workers(len(chosen), integers) else 1
