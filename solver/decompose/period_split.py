@@ -145,9 +145,9 @@ def _cover(lp: LinearProgram, name: str, linked: set[str]) -> Cover | None:
     if _family(name) != GpuCoverRow.family or row.sense is not Sense.GE:
         return None
     index = GpuCoverRow.parse(name)
-    committed = CommittedColumn(index.region, index.gpu).name()
-    on_demand = OnDemandColumn(index.region, index.gpu, index.period).name()
-    servers = OnDemandServersColumn(index.region, index.gpu, index.period).name()
+    committed = CommittedColumn(index.region, index.gpu).at(None, index.month).name()
+    on_demand = OnDemandColumn(index.region, index.gpu).at(index.period, index.month).name()
+    servers = OnDemandServersColumn(index.region, index.gpu).at(index.period, index.month).name()
     named = [v for v in row.coefficients if v in linked]
     if named != [committed] or row.coefficients[committed] != 1.0:
         return None
