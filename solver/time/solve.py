@@ -13,6 +13,7 @@ from models.operations.time_demand import hour_instance, planning_start_s
 from models.schema.instance import Instance
 from solver.analysis.diagnose import presolve_problems
 from solver.candidates.pools import assess_pools
+from solver.decompose.by_period import METHOD as PERIOD_METHOD
 from solver.errors import Problem
 from solver.plan.records import GpuUse, ReplicaPool
 from solver.plan.schema import Plan
@@ -179,8 +180,12 @@ def hourly_plan(
             "variables": size["variables"],
             "integer_variables": size["integer_variables"],
             "constraints": size["constraints"],
-            "method": f"one program over {len(program.periods)} periods of the day "
-            f"(built in {build_s:.2f} s)",
+            "method": (
+                result.message
+                if result.message.startswith(PERIOD_METHOD)
+                else f"one program over {len(program.periods)} periods of the day"
+            )
+            + f" (built in {build_s:.2f} s)",
         }
     )
     return Plan(
