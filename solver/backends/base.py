@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination
-from solver.settings import Deadline, SolveSettings, machine_threads
+from solver.settings import MIN_CALL_S, Deadline, SolveSettings, machine_threads
 
 DEFAULT_MIP_GAP = 1e-4
 """Relative MIP gap every backend stops at unless told otherwise (HiGHS's default)."""
@@ -400,7 +400,15 @@ class Backend(ABC):
         except Exception as exc:  # a library failure is an answer, not a crash
             answer = Answer(Termination.ERROR, message=f"{type(exc).__name__}: {exc}")
         runtime_s = deadline.elapsed_s()
-        return self._result(lp, program, options, answer, runtime_s)
+        result = self._result(lp, program, options, answer, runtime_s)
+        if start and _misread(lp, result) and not deadline.expired():
+            # HiGHS, given a start to a MIP its presolve solves outright, returns the
+            # start's values with the optimum's objective: the values are not the answer
+            left = None if time_limit_s is None else max(time_limit_s - runtime_s, MIN_CALL_S)
+            return self.solve(
+                lp, time_limit_s=left, mip_gap=mip_gap, threads=threads, want_duals=want_duals
+            )
+        return result
 
     def run(
         self, lp: LinearProgram, settings: SolveSettings, start: dict[str, float] | None = None
@@ -504,3 +512,17 @@ def _snapped(value: float, integer: int) -> float:
     if integer and math.isfinite(value):
         value = float(round(value))
     return value + 0.0
+
+
+MISREAD_TOLERANCE = 1e-6
+"""Relative difference between a result's objective and its values' cost that marks the
+values as not the ones the objective was found with."""
+
+
+def _misread(lp: LinearProgram, result: SolveResult) -> bool:
+    """Whether a result's values cost more than the objective it reports (a solver that
+    kept a start's values beside the optimum's objective)."""
+    if not result.termination.has_solution or result.objective is None or not result.values:
+        return False
+    cost = lp.objective_value(result.values)
+    return cost > result.objective + MISREAD_TOLERANCE * max(1.0, abs(result.objective))

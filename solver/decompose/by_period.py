@@ -334,8 +334,6 @@ class _Rounds:
         programs = {i: self._free(i, own) for i, own in prices.items()}
         gap = self.settings.mip_gap * PRICED_GAP_SHARE
         for i, result in self._run(programs, lambda _i: gap, lambda _i: None):
-            if _misread(programs[i], result):
-                result = self.backend.run(programs[i], replace(self.settings, mip_gap=gap))
             if not result.termination.has_solution:
                 return False
             terms = {}
@@ -393,8 +391,6 @@ class _Rounds:
             gaps.get,
             lambda i: None if starts[i] is None else {**starts[i][1], **_held(levels, self)},
         ):
-            if _misread(programs[i], result):
-                result = self.backend.run(programs[i], replace(self.settings, mip_gap=gaps[i]))
             if result.termination is Termination.INFEASIBLE:
                 self.forbidden.append(dict(levels))
                 answered = True
@@ -539,17 +535,6 @@ def _held(levels: Levels, rounds: _Rounds, block: Block | None = None) -> dict[s
     """The committed GPU columns at `levels` (those `block` covers, or all)."""
     names = {c.committed for c in block.covers} if block is not None else set(levels)
     return {name: float(rounds.offer_of[name].per_level * levels[name]) for name in names}
-
-
-def _misread(program: LinearProgram, result: SolveResult) -> bool:
-    """Whether a solve from a start came back with values costing more than the
-    objective it reports: HiGHS, given a start to a MIP its presolve solves outright,
-    returns the start's values with the optimum's objective (seen on month programs).
-    The block is then solved again without a start."""
-    if not result.termination.has_solution or result.objective is None:
-        return False
-    cost = program.objective_value(result.values)
-    return cost > result.objective + TOLERANCE * max(1.0, abs(result.objective))
 
 
 def _bound(result: SolveResult) -> float:

@@ -5,6 +5,7 @@ expected values are hand arithmetic; solutions are also checked row by row again
 the program, independently of the solver.
 """
 
+import dataclasses
 import math
 import random
 import subprocess
@@ -876,3 +877,30 @@ def test_cpsat_refuses_an_optimum_on_the_edge_of_its_box():
     result = cpsat.solve(lp, time_limit_s=10)
     assert result.termination is Termination.ERROR
     assert "lies on the edge" in result.message and "highs backend" in result.message
+
+
+def test_a_start_kept_beside_the_optimums_objective_is_solved_again_without_it():
+    """A backend that hands back a MIP start's values with the optimum's objective (HiGHS
+    does when its presolve solves a started MIP outright) is asked again without the
+    start: gpu-mix's optimum is (1, 2) at 13; the start (3, 0) costs 15."""
+    from solver.backends.highs import HighsBackend
+
+    calls = []
+
+    class KeepsTheStart(HighsBackend):
+        def _solve(self, program, options, deadline):
+            answer = super()._solve(program, options, deadline)
+            calls.append(program.start is not None)
+            if program.start is not None:  # the start's values, the optimum's objective
+                return dataclasses.replace(answer, values=list(program.start))
+            return answer
+
+    backend = KeepsTheStart()
+    if not backend.is_available():
+        pytest.skip(backend.unavailable_reason())
+    lp = gpu_mix()
+    start = {"replicas[A, us-east]": 3.0, "replicas[B, us-east]": 0.0}
+    result = backend.solve(lp, start=start)
+    assert calls == [True, False]  # asked again, without the start
+    assert result.objective == pytest.approx(13.0)
+    assert lp.objective_value(result.values) == pytest.approx(13.0)
