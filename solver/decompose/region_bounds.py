@@ -44,7 +44,8 @@ from solver.settings import SolveSettings
 MIN_INTEGERS = 200
 """Integer columns below which the program is solved without the rows (it is quick)."""
 TIME_SHARE = 0.1
-"""Most of what is left of the time limit each region's program may take."""
+"""Most of what is left of the time limit the regions' programs may take together (each
+an equal part of it); one stopped by its limit still gives the bound it proved."""
 
 
 @dataclass(frozen=True)
@@ -114,12 +115,12 @@ def with_region_rows(lp: LinearProgram, backend: Backend, settings: SolveSetting
     if integers < MIN_INTEGERS or len(programs) < 2:
         return lp
     rows = {}
-    for region, program in programs.items():
-        if not program.objective or not program.constraints:
-            continue
-        left = settings.remaining_s()
-        limited = settings.limited(None if left is None else TIME_SHARE * left)
-        bound = proven_bound(backend, program, limited.with_duals(False))
+    solved = {r: p for r, p in programs.items() if p.objective and p.constraints}
+    left = settings.remaining_s()
+    share_s = None if left is None else TIME_SHARE * left / max(len(solved), 1)
+    limited = settings.limited(share_s).with_duals(False)
+    for region, program in solved.items():
+        bound = proven_bound(backend, program, limited)
         if bound is not None and bound > 0:
             rows[region] = (program.objective, bound)
     if not rows:
