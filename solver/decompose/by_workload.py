@@ -111,7 +111,7 @@ def optimise(
     one = settings.limited(_left_s(settings, started)).with_duals(False)  # the start's time out
     solved = with_sizes(lp, reduction.sizes)
     if backend.capabilities.warm_start:  # a backend whose gap bounds its optimum (HiGHS)
-        solved = with_region_rows(solved, backend, one)
+        solved = with_region_rows(solved, backend, one, program.lp, program.region_costs)
     result = backend.run(solved, one, start=start)
     if joined is not None and not _better(result, joined.result):
         return joined

@@ -106,23 +106,68 @@ def proven_bound(backend: Backend, program: LinearProgram, settings: SolveSettin
     return result.objective - result.mip_gap * abs(result.objective)
 
 
-def with_region_rows(lp: LinearProgram, backend: Backend, settings: SolveSettings) -> LinearProgram:
-    """A copy of `lp` with region_cost[r] for every region whose own program proves a
-    positive bound; `lp` itself when it is small (`MIN_INTEGERS`), names fewer than two
-    regions, or no region's program proves a bound."""
+Rows = dict[str, tuple[dict[str, float], float]]
+"""Region -> its cost terms and proven bound z_r."""
+
+
+def region_rows(lp: LinearProgram, backend: Backend, settings: SolveSettings) -> Rows:
+    """z_r for every region of `lp` whose own program proves a positive bound (none when
+    `lp` is small, `MIN_INTEGERS`, or names fewer than two regions)."""
     integers = sum(var.integer for var in lp.variables.values())
     programs = region_programs(lp)
     if integers < MIN_INTEGERS or len(programs) < 2:
-        return lp
-    rows = {}
+        return {}
     solved = {r: p for r, p in programs.items() if p.objective and p.constraints}
     left = settings.remaining_s()
     share_s = None if left is None else TIME_SHARE * left / max(len(solved), 1)
     limited = settings.limited(share_s).with_duals(False)
+    rows = {}
     for region, program in solved.items():
         bound = proven_bound(backend, program, limited)
         if bound is not None and bound > 0:
             rows[region] = (program.objective, bound)
+    return rows
+
+
+def narrower(lp: LinearProgram, base: LinearProgram) -> bool:
+    """Whether every plan of `lp` is, on `base`'s columns, a plan of `base`: `lp` keeps
+    every row of `base` and every column of it, integers as integers, within its bounds
+    (it may add rows and columns: pool sizes, a pool fixed at 0)."""
+    for name, row in base.constraints.items():
+        if lp.constraints.get(name) is not row:
+            return False
+    for name, var in base.variables.items():
+        mine = lp.variables.get(name)
+        if mine is None or mine.lower < var.lower or (var.integer and not mine.integer):
+            return False
+        if var.upper is not None and (mine.upper is None or mine.upper > var.upper):
+            return False
+    return True
+
+
+def with_region_rows(
+    lp: LinearProgram,
+    backend: Backend,
+    settings: SolveSettings,
+    base: LinearProgram | None = None,
+    known: dict | None = None,
+) -> LinearProgram:
+    """A copy of `lp` with region_cost[r] for every region whose own program in `base`
+    (default `lp`) proves a positive bound; `lp` itself where there is none, or where
+    `lp` is not `narrower` than `base` (the rows hold for plans of `base` only).
+
+    `known`: where the rows of `base` are kept once worked out (a program's
+    `region_costs`), so that re-solves of the same program with pools fixed at 0
+    (explain's) reuse them: they remain valid bounds on a narrower program."""
+    base = lp if base is None else base
+    if base is not lp and not narrower(lp, base):
+        return lp
+    if known is not None and known.get("lp") is base:
+        rows = known["rows"]
+    else:
+        rows = region_rows(base, backend, settings)
+        if known is not None:
+            known.update(lp=base, rows=rows)
     if not rows:
         return lp
     copy = with_bounds(lp, {})

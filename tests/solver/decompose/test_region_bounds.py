@@ -98,3 +98,23 @@ def test_the_rows_never_move_the_optimum(east, west, west_price):
     assert "region_cost[east]" in rows.constraints
     without, with_rows = backend.run(lp, exact), backend.run(rows, exact)
     assert with_rows.objective == pytest.approx(without.objective, rel=1e-6)
+
+
+class NoRuns:
+    """A backend that must not be asked: the rows are known already."""
+
+    def run(self, *args, **kwargs):
+        raise AssertionError("the region programs were solved again")
+
+
+def test_known_rows_serve_a_narrower_program_and_no_looser_one(monkeypatch):
+    monkeypatch.setattr(region_bounds, "MIN_INTEGERS", 0)
+    base, plain, known = hand_program(), SolveSettings(mip_gap=0.0), {}
+    region_bounds.with_region_rows(base, get_backend("highs"), plain, base, known)
+    assert known["rows"]["east"][1] == pytest.approx(60.0)
+    narrower = with_bounds(base, {WEST: (0.0, 0.0)})  # a pool fixed at 0, as explain does
+    looser = with_bounds(base, {EAST: (0.0, None)})  # east's bound of 64 lifted
+    assert region_bounds.narrower(narrower, base) and not region_bounds.narrower(looser, base)
+    again = region_bounds.with_region_rows(narrower, NoRuns(), plain, base, known)
+    assert again.constraints["region_cost[east]"].rhs == pytest.approx(60.0)
+    assert region_bounds.with_region_rows(looser, NoRuns(), plain, base, known) is looser
