@@ -57,6 +57,7 @@ from solver.backends import Backend
 from solver.candidates.replica_dominance import Bounds, sizes_start, with_sizes
 from solver.candidates.swap_dominance import optimal_reduction
 from solver.decompose.join import solve_by_workload
+from solver.decompose.region_bounds import with_region_rows
 from solver.decompose.warm_start import warm_start
 from solver.decompose.workload_parts import PartSolves
 from solver.program.build import FleetProgram, with_bounds
@@ -86,8 +87,9 @@ def optimise(
     within the gap (that join is the plan when the time is nearly out, or when the
     whole finds nothing cheaper). Each program solved is first bounded to the pools and sizes an
     optimal plan needs (solver.candidates.swap_dominance, solver.candidates.replica_dominance),
-    except where `bounds` name the candidates involved; the result holds the program's columns
-    only."""
+    except where `bounds` name the candidates involved, and the whole program is given each
+    region's proven cost (solver.decompose.region_bounds); the result holds the program's
+    columns only."""
     started = time.monotonic()
     joined = None
     if len(program.sets.workloads) > 1:
@@ -107,7 +109,10 @@ def optimise(
     if start is not None:
         start |= sizes_start(reduction.sizes, start)
     one = settings.limited(_left_s(settings, started)).with_duals(False)  # the start's time out
-    result = backend.run(with_sizes(lp, reduction.sizes), one, start=start)
+    solved = with_sizes(lp, reduction.sizes)
+    if backend.capabilities.warm_start:  # a backend whose gap bounds its optimum (HiGHS)
+        solved = with_region_rows(solved, backend, one, program.lp, program.region_costs)
+    result = backend.run(solved, one, start=start)
     if joined is not None and not _better(result, joined.result):
         return joined
     own = {name: value for name, value in result.values.items() if name in program.lp.variables}

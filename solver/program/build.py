@@ -74,6 +74,9 @@ class FleetProgram:
     sets: ProgramSets
     groups: GroupTable = field(default_factory=GroupTable)
     """The shared group templates the program may choose (empty without colocation)."""
+    region_costs: dict = field(default_factory=dict, compare=False, repr=False)
+    """Each region's proven cost in `lp`, once a solve has worked it out
+    (solver.decompose.region_bounds), for re-solves of the same program."""
 
 
 def build_program(

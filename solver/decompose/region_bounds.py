@@ -1,0 +1,176 @@
+"""A lower bound on each region's cost, from the region's own program, as one row each.
+
+Partition the columns of the program by the region their index names (a pool's replicas
+and pooling steps, the GPUs bought there and their servers, the requests served there
+and its mode loads: `region_of`). Region r's own program P_r keeps r's columns, with
+their bounds, and every row of the whole program that mentions r's columns only (r's
+capacity and mode split rows in every scenario, its pools' rows, supply, purchase and
+whole servers, and the `none` demand of its own users, whom only r serves), and
+minimises the part of the objective on r's columns:
+
+    P_r:  z*_r = min  sum_{j in r} cost_j x_j   subject to the rows of r alone
+
+Any plan x of the whole program, restricted to r's columns, satisfies every row of P_r
+(the same rows, on the same values), so its cost in r is at least z*_r, and at least
+any proven lower bound z_r <= z*_r (the backend's dual bound). So the row
+
+    region_cost[r]:   sum_{j in r} cost_j x_j  >=  z_r
+
+removes no plan: the optimum and every plan are those of the program without it. This
+holds for any partition of the columns, so nothing about the program's families is
+assumed; a column whose index names no region belongs to none, and rows that mention
+it are in no P_r.
+
+Why: whole servers and one configuration per pool leave the relaxation of the fleet
+program far below its optimum (chat-3region: LP bound $203k, optimum $236.5k). Its LP
+credits every pool the capacity per replica of its largest useful size, and buys
+fractions of servers; P_r must carry r's own users with whole pools and whole servers,
+and its bound carries that into the whole program (chat-3region: LP bound +4.8%, nodes
+x0.37: tests/bench/test_chat3region_speed.py prints both side by side). The rows are
+added to the program a solve runs (solver.decompose.by_workload), never to the program
+the plan is read from and priced on.
+"""
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from solver.backends import Backend
+from solver.program.build import with_bounds
+from solver.program.families import add_row, register
+from solver.program.lp import LinearProgram, Sense
+from solver.program.row_names import Index, parse_name
+from solver.settings import SolveSettings
+
+MIN_INTEGERS = 200
+"""Integer columns below which the program is solved without the rows (it is quick)."""
+TIME_SHARE = 0.1
+"""Most of what is left of the time limit the regions' programs may take together (each
+an equal part of it); one stopped by its limit still gives the bound it proved."""
+
+
+@dataclass(frozen=True)
+class RegionCostRow(Index):
+    """region_cost[r]: the cost on region r's columns is at least its own program's bound."""
+
+    family: ClassVar[str] = "region_cost"
+    region: str
+
+
+REGION_COST = register(
+    RegionCostRow,
+    "the region costs at least what its own program proves it must",
+    "$/month per $/month",
+    reported=False,
+)
+
+
+def region_of(name: str) -> str | None:
+    """The region a column's index names (`served[f,w,o,d]`: the serving region d);
+    None for a column of no region or a name no index type reads."""
+    try:
+        index = parse_name(name)
+    except ValueError:
+        return None
+    region = getattr(index, "region", None)
+    return region if isinstance(region, str) else None
+
+
+def region_programs(lp: LinearProgram) -> dict[str, LinearProgram]:
+    """P_r for every region some column names (the module docstring)."""
+    columns: dict[str, set[str]] = {}
+    for name in lp.variables:
+        region = region_of(name)
+        if region is not None:
+            columns.setdefault(region, set()).add(name)
+    programs = {}
+    for region, own in columns.items():
+        program = LinearProgram(f"{lp.name}@{region}")
+        program.variables = {name: lp.variables[name] for name in lp.variables if name in own}
+        program.constraints = {
+            name: row for name, row in lp.constraints.items() if row.coefficients.keys() <= own
+        }
+        program.objective = {name: cost for name, cost in lp.objective.items() if name in own}
+        programs[region] = program
+    return programs
+
+
+def proven_bound(backend: Backend, program: LinearProgram, settings: SolveSettings) -> float | None:
+    """A proven lower bound on `program`'s optimum (its optimum less the gap the backend
+    reports), or None when the backend proves none in its time."""
+    result = backend.run(program, settings)
+    if not result.termination.has_solution or result.objective is None:
+        return None
+    if result.mip_gap is None:
+        is_mip = any(var.integer for var in program.variables.values())
+        return None if is_mip else result.objective
+    return result.objective - result.mip_gap * abs(result.objective)
+
+
+Rows = dict[str, tuple[dict[str, float], float]]
+"""Region -> its cost terms and proven bound z_r."""
+
+
+def region_rows(lp: LinearProgram, backend: Backend, settings: SolveSettings) -> Rows:
+    """z_r for every region of `lp` whose own program proves a positive bound (none when
+    `lp` is small, `MIN_INTEGERS`, or names fewer than two regions)."""
+    integers = sum(var.integer for var in lp.variables.values())
+    programs = region_programs(lp)
+    if integers < MIN_INTEGERS or len(programs) < 2:
+        return {}
+    solved = {r: p for r, p in programs.items() if p.objective and p.constraints}
+    left = settings.remaining_s()
+    share_s = None if left is None else TIME_SHARE * left / max(len(solved), 1)
+    limited = settings.limited(share_s).with_duals(False)
+    rows = {}
+    for region, program in solved.items():
+        bound = proven_bound(backend, program, limited)
+        if bound is not None and bound > 0:
+            rows[region] = (program.objective, bound)
+    return rows
+
+
+def narrower(lp: LinearProgram, base: LinearProgram) -> bool:
+    """Whether every plan of `lp` is, on `base`'s columns, a plan of `base`: `lp` keeps
+    every row of `base` and every column of it, integers as integers, within its bounds
+    (it may add rows and columns: pool sizes, a pool fixed at 0)."""
+    for name, row in base.constraints.items():
+        if lp.constraints.get(name) is not row:
+            return False
+    for name, var in base.variables.items():
+        mine = lp.variables.get(name)
+        if mine is None or mine.lower < var.lower or (var.integer and not mine.integer):
+            return False
+        if var.upper is not None and (mine.upper is None or mine.upper > var.upper):
+            return False
+    return True
+
+
+def with_region_rows(
+    lp: LinearProgram,
+    backend: Backend,
+    settings: SolveSettings,
+    base: LinearProgram | None = None,
+    known: dict | None = None,
+) -> LinearProgram:
+    """A copy of `lp` with region_cost[r] for every region whose own program in `base`
+    (default `lp`) proves a positive bound; `lp` itself where there is none, or where
+    `lp` is not `narrower` than `base` (the rows hold for plans of `base` only).
+
+    `known`: where the rows of `base` are kept once worked out (a program's
+    `region_costs`), so that re-solves of the same program with pools fixed at 0
+    (explain's) reuse them: they remain valid bounds on a narrower program."""
+    base = lp if base is None else base
+    if base is not lp and not narrower(lp, base):
+        return lp
+    if known is not None and known.get("lp") is base:
+        rows = known["rows"]
+    else:
+        rows = region_rows(base, backend, settings)
+        if known is not None:
+            known.update(lp=base, rows=rows)
+    if not rows:
+        return lp
+    copy = with_bounds(lp, {})
+    for region, (cost, bound) in rows.items():
+        add_row(copy, RegionCostRow(region), dict(cost), Sense.GE, bound)
+    return copy

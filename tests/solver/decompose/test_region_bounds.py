@@ -1,0 +1,120 @@
+"""Each region's proven cost as a row (solver.decompose.region_bounds): which columns and
+rows a region's own program holds, its bound on a hand-sized program, and that the rows
+never move the optimum."""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import solver.decompose.region_bounds as region_bounds
+from solver.backends import get_backend
+from solver.candidates.table import build_candidates
+from solver.program.build import build_program, with_bounds
+from solver.program.lp import LinearProgram, Sense
+from solver.settings import SolveSettings
+from tests.synthetic import instance, workload
+
+EAST, WEST = "purchased[east,h100-sxm]", "purchased[west,h100-sxm]"
+
+
+def hand_program() -> LinearProgram:
+    """GPUs at $20 in east and $10 in west; east's own users need 2.5 GPUs there, and
+    both regions together 10 (a row of both, in neither region's program)."""
+    lp = LinearProgram("hand")
+    lp.add_variable(EAST, upper=64, integer=True)
+    lp.add_variable(WEST, upper=64, integer=True)
+    lp.add_constraint("own[east]", "test", {EAST: 1.0}, Sense.GE, 2.5)
+    lp.add_constraint("both[east,west]", "test", {EAST: 1.0, WEST: 1.0}, Sense.GE, 10.0)
+    lp.add_objective({EAST: 20.0, WEST: 10.0})
+    return lp
+
+
+def test_a_column_belongs_to_the_region_its_index_names():
+    assert region_bounds.region_of(EAST) == "east"
+    # served[f,w,o,d]: the serving region d, not the users' origin o
+    assert region_bounds.region_of("served[lose=west,chat,west,east]") == "east"
+    assert region_bounds.region_of("replicas[chat,h100-sxm.fp8.tp2pp1.unified,west]") == "west"
+    assert region_bounds.region_of("no_such_family[east]") is None
+
+
+def test_a_region_program_holds_the_rows_of_its_columns_alone():
+    programs = region_bounds.region_programs(hand_program())
+    assert set(programs) == {"east", "west"}
+    assert set(programs["east"].constraints) == {"own[east]"}
+    assert programs["east"].objective == {EAST: 20.0}
+    assert programs["west"].constraints == {}
+
+
+def test_the_row_lifts_the_relaxation_to_whole_gpus(monkeypatch):
+    monkeypatch.setattr(region_bounds, "MIN_INTEGERS", 0)
+    backend, lp = get_backend("highs"), hand_program()
+    plain = SolveSettings(mip_gap=0.0)
+    # east alone: 20 x ceil(2.5) = $60
+    east = region_bounds.region_programs(lp)["east"]
+    assert region_bounds.proven_bound(backend, east, plain) == pytest.approx(60.0)
+    rows = region_bounds.with_region_rows(lp, backend, plain)
+    assert rows.constraints["region_cost[east]"].rhs == pytest.approx(60.0)
+    assert "region_cost[west]" not in rows.constraints  # west proves nothing (no rows)
+    # LP without the row: 2.5 x 20 + 7.5 x 10 = 125; with it: 3 x 20 + 7 x 10 = 130,
+    # the integer optimum of both
+    relaxed = backend.run(with_bounds(lp, {}, relax=True), plain)
+    tightened = backend.run(with_bounds(rows, {}, relax=True), plain)
+    assert relaxed.objective == pytest.approx(125.0)
+    assert tightened.objective == pytest.approx(130.0)
+    assert backend.run(rows, plain).objective == pytest.approx(backend.run(lp, plain).objective)
+
+
+def test_a_small_program_is_left_as_it_is():
+    lp = hand_program()  # 2 integers, below MIN_INTEGERS
+    assert region_bounds.with_region_rows(lp, get_backend("highs"), SolveSettings()) is lp
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    east=st.floats(2.0, 14.0),
+    west=st.floats(1.0, 8.0),
+    west_price=st.floats(1.8, 2.8),
+)
+def test_the_rows_never_move_the_optimum(east, west, west_price):
+    """Whole servers, one configuration per pool, region loss: the optimum with the rows
+    is the optimum without them (both proved to a zero gap)."""
+    inst = instance(
+        {"east": {"h100-sxm": (64, 2.0)}, "west": {"h100-sxm": (64, round(west_price, 2))}},
+        [workload("chat", {"east": east, "west": west}, max_failover_rtt_ms=80)],
+        links=[("east", "west", 40)],
+        survive="region",
+        tensor_parallel=[1, 2, 4],
+        pipeline_parallel=[1, 2],
+        policy={"buy_unit": "node", "max_configs_per_pool": 1},
+    )
+    lp = build_program(inst, build_candidates(inst)).lp
+    backend, exact = get_backend("highs"), SolveSettings(mip_gap=0.0)
+    saved = region_bounds.MIN_INTEGERS
+    region_bounds.MIN_INTEGERS = 0
+    try:
+        rows = region_bounds.with_region_rows(lp, backend, exact)
+    finally:
+        region_bounds.MIN_INTEGERS = saved
+    assert "region_cost[east]" in rows.constraints
+    without, with_rows = backend.run(lp, exact), backend.run(rows, exact)
+    assert with_rows.objective == pytest.approx(without.objective, rel=1e-6)
+
+
+class NoRuns:
+    """A backend that must not be asked: the rows are known already."""
+
+    def run(self, *args, **kwargs):
+        raise AssertionError("the region programs were solved again")
+
+
+def test_known_rows_serve_a_narrower_program_and_no_looser_one(monkeypatch):
+    monkeypatch.setattr(region_bounds, "MIN_INTEGERS", 0)
+    base, plain, known = hand_program(), SolveSettings(mip_gap=0.0), {}
+    region_bounds.with_region_rows(base, get_backend("highs"), plain, base, known)
+    assert known["rows"]["east"][1] == pytest.approx(60.0)
+    narrower = with_bounds(base, {WEST: (0.0, 0.0)})  # a pool fixed at 0, as explain does
+    looser = with_bounds(base, {EAST: (0.0, None)})  # east's bound of 64 lifted
+    assert region_bounds.narrower(narrower, base) and not region_bounds.narrower(looser, base)
+    again = region_bounds.with_region_rows(narrower, NoRuns(), plain, base, known)
+    assert again.constraints["region_cost[east]"].rhs == pytest.approx(60.0)
+    assert region_bounds.with_region_rows(looser, NoRuns(), plain, base, known) is looser
