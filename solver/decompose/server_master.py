@@ -1,0 +1,272 @@
+"""Whole servers coordinated across workloads: a master over server counts whose columns
+are the workload programs' plans (a restricted Dantzig-Wolfe master, solved in integers).
+
+With `policy.buy_unit: node` the workloads of a decomposed solve (solver.decompose.join)
+share each region's servers: the parts buy single GPUs, and the join rounds each
+region's purchase of a GPU type up to whole servers on the sum. Where the workloads pick
+different GPU types, or fill servers unevenly, that rounding is far from the best: every
+(r, g) a workload opens wastes up to n_g - 1 GPUs. The master chooses one plan per part
+among the plans found so far, together with the servers:
+
+    min  sum_{p,k} c_{p,k} z_{p,k} + sum_{r,g} price_{r,g} n_g servers[r,g]
+    s.t. sum_k z_{p,k} = 1                                        every part p
+         sum_{p,k} u_{p,k,r,g} z_{p,k} - n_g servers[r,g] <= E_{r,g}   every offer (r, g)
+         z binary, servers integer in [0, floor(max_gpus / n_g)]
+
+with c_{p,k} the cost of plan k of part p less its purchases (every column of the whole
+program's objective but `purchased` and `servers`), u_{p,k,r,g} the GPUs of type g it
+runs in region r, E the existing fleet (n_g = 1 and `servers` continuous for an offer
+bought in single GPUs). Any choice the master makes is a plan of the whole program once
+its rows hold (each column is a plan of its part over the whole supply; the master's
+rows are the whole program's supply and purchase rows, and the join checks every other
+row: solver.decompose.join_values.broken_rows), so the master's plans are upper bounds.
+
+Its columns grow by best responses (`best_response`): each part re-solved with every
+other part's chosen plan held, buying whole servers for the region's total (the other
+parts' GPUs counted as already in use), so a part that can fill the other parts' spare
+slots does so when that is cheaper than its own servers. The first columns are the parts'
+own optima (single GPUs). Rounds alternate the master and the best responses until a
+round finds no cheaper plan or the time is out.
+
+The bound is not the master's: its LP relaxation (servers continuous) is no higher than
+the parts' bound (single GPUs), which the join keeps (solver.decompose.join_run). The
+plan's gap is stated against the best bound known: the parts', or the whole program's
+when it is solved from the master's plan (solver.decompose.by_workload).
+"""
+
+import time
+from dataclasses import dataclass, replace
+
+from models.operations.site import node_gpus
+from solver.backends import Backend
+from solver.candidates.swap_dominance import reduced_program
+from solver.decompose.join_values import joined_purchases, per_workload
+from solver.decompose.workload_parts import Part, workload_program
+from solver.program.build import FleetProgram
+from solver.program.families.servers import ServersColumn
+from solver.program.families.supply import PurchaseRow
+from solver.program.families.variables import PurchasedColumn
+from solver.program.lp import LinearProgram, Sense, SolveResult
+from solver.program.row_names import GpuSupplyRow, ReplicasColumn
+from solver.settings import MIN_CALL_S, SolveSettings
+
+MAX_ROUNDS = 6
+"""Rounds of master and best responses at most."""
+MASTER_MIN_S = 5.0
+"""Time the master MIP gets however late it starts (it is small)."""
+MASTER_GAP = 1e-5
+"""Relative gap the master MIP is solved to (it is small: a binary per plan)."""
+
+Offer = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One plan of one part: its own columns' values, their cost (purchases aside) and
+    the GPUs it runs per offer."""
+
+    part: Part
+    values: dict[str, float]
+    cost: float
+    use: dict[Offer, float]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The master's answer: one column per part, and the join's values (a candidate plan
+    of the whole program, purchases rounded to whole servers on the sum)."""
+
+    columns: dict[Part, Column]
+    values: dict[str, float]
+    cost: float
+
+
+def has_servers(program: FleetProgram) -> bool:
+    """Whether some offer of the program is bought in whole servers."""
+    return any(name.startswith(ServersColumn.family + "[") for name in program.lp.variables)
+
+
+def column_of(program: FleetProgram, part: Part, result: SolveResult) -> Column:
+    """The column of a part's solution: its own columns (not purchases or servers)."""
+    objective = program.lp.objective
+    own = {n: v for n, v in result.values.items() if per_workload(n) and n in program.lp.variables}
+    cost = sum(objective.get(name, 0.0) * value for name, value in own.items())
+    return Column(part, own, cost, gpu_use(program, own))
+
+
+def gpu_use(program: FleetProgram, values: dict[str, float]) -> dict[Offer, float]:
+    """GPUs run per offer (r, g) by the replicas in `values` (rounded to whole replicas)."""
+    use: dict[Offer, float] = {}
+    for pool in program.sets.pools:
+        count = round(values.get(ReplicasColumn(*pool_key(pool)).name(), 0.0))
+        if count:
+            key = (pool.region, pool.candidate.gpu)
+            use[key] = use.get(key, 0.0) + count * pool.candidate.gpus
+    return use
+
+
+def pool_key(pool) -> tuple[str, str, str]:
+    return pool.workload, pool.candidate.key, pool.region
+
+
+def coordinate(
+    program: FleetProgram,
+    backend: Backend,
+    settings: SolveSettings,
+    results: dict[Part, SolveResult],
+    deadline: float,
+) -> Choice | None:
+    """The cheapest plan the master finds from the parts' `results` (the first columns)
+    and the best responses' columns, in rounds until one finds nothing cheaper or the
+    `deadline` (a time.monotonic() reading) passes; None when the master finds none."""
+    columns = {part: [column_of(program, part, result)] for part, result in results.items()}
+    first = master(program, backend, settings, columns, deadline)
+    if first is None:
+        return None
+    for part in sorted(columns, key=lambda p: -first.columns[p].cost):
+        for gpu in sorted({g for _, g in program.sets.offers}):
+            if _out(deadline):
+                return first
+            _add(columns, one_type(program, backend, settings, part, gpu, deadline))
+    chosen = master(program, backend, settings, columns, deadline)
+    best = chosen if chosen is not None and chosen.cost < first.cost else first
+    answers = [first, best] if best is not first else [first]
+    for _ in range(MAX_ROUNDS):
+        for answer in answers:  # the first round answers the parts' own join too
+            for part in sorted(columns, key=lambda p: -answer.columns[p].cost):
+                if _out(deadline):
+                    return best
+                _add(columns, best_response(program, backend, settings, answer, part, deadline))
+        chosen = master(program, backend, settings, columns, deadline)
+        if chosen is None or chosen.cost >= best.cost * (1 - 1e-9):
+            return best
+        best = chosen
+        answers = [best]
+    return best
+
+
+def _add(columns: dict[Part, list[Column]], found: Column | None) -> None:
+    """Add a column to its part's unless it has one with the same GPU use."""
+    if found is not None and all(found.use != c.use for c in columns[found.part]):
+        columns[found.part].append(found)
+
+
+def _out(deadline: float) -> bool:
+    return time.monotonic() >= deadline
+
+
+def master(
+    program: FleetProgram,
+    backend: Backend,
+    settings: SolveSettings,
+    columns: dict[Part, list[Column]],
+    deadline: float,
+) -> Choice | None:
+    """The master program over the columns so far (the module docstring), solved; its
+    choice joined into the whole program's values. None when it has no solution."""
+    lp = LinearProgram("server-master")
+    picks: dict[str, Column] = {}
+    for index, plans in enumerate(columns.values()):
+        names = []
+        for k, column in enumerate(plans):
+            name = lp.add_variable(f"plan[{index},{k}]", upper=1, integer=True)
+            lp.add_objective({name: column.cost})
+            picks[name] = column
+            names.append(name)
+        lp.add_constraint(f"one_plan[{index}]", "one_plan", dict.fromkeys(names, 1.0), Sense.EQ, 1)
+    sets = program.sets
+    for (r, g), offer in sets.offers.items():
+        terms = {n: c.use.get((r, g), 0.0) for n, c in picks.items() if c.use.get((r, g))}
+        if not terms:
+            continue
+        n = node_gpus(sets.instance, g)
+        price = program.lp.objective.get(PurchasedColumn(r, g).name(), 0.0)
+        bought = lp.add_variable(
+            f"servers[{r},{g}]", upper=offer.max_gpus // n, integer=n > 1 and has_servers(program)
+        )
+        lp.add_objective({bought: price * n})
+        terms[bought] = -float(n)
+        lp.add_constraint(f"cover[{r},{g}]", "cover", terms, Sense.LE, float(offer.existing))
+    left = max(deadline - time.monotonic(), MASTER_MIN_S)
+    quiet = replace(settings.limited(left), mip_gap=MASTER_GAP).with_duals(False)
+    solved = backend.run(lp, quiet)
+    if not solved.termination.has_solution:
+        return None
+    chosen = {c.part: c for n, c in picks.items() if solved.values.get(n, 0.0) > 0.5}
+    values = {name: value for c in chosen.values() for name, value in c.values.items()}
+    values.update(joined_purchases(program, values))
+    return Choice(chosen, values, program.lp.objective_value(values))
+
+
+def one_type(
+    program: FleetProgram,
+    backend: Backend,
+    settings: SolveSettings,
+    part: Part,
+    gpu: str,
+    deadline: float,
+) -> Column | None:
+    """The part's plan on GPU type `gpu` alone (every pool of another type closed), so
+    that the master can line the parts up on one type per region; None when it has none
+    in time."""
+    alone = workload_program(program, part)
+    closed = {
+        ReplicasColumn(*pool_key(pool)).name(): (0.0, 0.0)
+        for pool in alone.sets.pools
+        if pool.candidate.gpu != gpu
+    }
+    lp = reduced_program(alone, closed)
+    left = max(deadline - time.monotonic(), MIN_CALL_S)
+    solved = backend.run(lp, settings.limited(left).with_duals(False))
+    if not solved.termination.has_solution:
+        return None
+    return column_of(program, part, solved)
+
+
+def best_response(
+    program: FleetProgram,
+    backend: Backend,
+    settings: SolveSettings,
+    choice: Choice,
+    part: Part,
+    deadline: float,
+) -> Column | None:
+    """The part re-solved with every other part's chosen plan held: its program over the
+    supply the others leave, buying whole servers for the region's total (the others'
+    GPUs count as in use), from its chosen plan; None when no plan is found in time."""
+    others: dict[Offer, float] = {}
+    for other, column in choice.columns.items():
+        if other != part:
+            for key, gpus in column.use.items():
+                others[key] = others.get(key, 0.0) + gpus
+    alone = workload_program(program, part)
+    lp = reduced_program(alone)
+    sets = program.sets
+    start = dict(choice.columns[part].values)
+    for (r, g), offer in sets.offers.items():
+        held = others.get((r, g), 0.0)
+        supply, purchase = GpuSupplyRow(r, g).name(), PurchaseRow(r, g).name()
+        if supply in lp.constraints:
+            row = lp.constraints[supply]
+            lp.constraints[supply] = replace(row, rhs=row.rhs - held)
+        if purchase not in lp.constraints:
+            continue
+        row = lp.constraints[purchase]
+        lp.constraints[purchase] = replace(row, rhs=row.rhs + held)
+        bought = PurchasedColumn(r, g).name()
+        lp.variables[bought] = replace(lp.variables[bought], upper=None)
+        start[bought] = choice.values.get(bought, 0.0)
+        n = node_gpus(sets.instance, g)
+        if n > 1 and has_servers(program):
+            servers = ServersColumn(r, g).name()
+            lp.add_variable(servers, upper=offer.max_gpus // n, integer=True)
+            lp.add_constraint(
+                f"whole_servers[{r},{g}]", "whole_servers", {bought: 1.0, servers: -n}, Sense.EQ, 0
+            )
+            start[servers] = choice.values.get(servers, 0.0)
+    left = max(deadline - time.monotonic(), MIN_CALL_S)
+    quiet = settings.limited(left).with_duals(False)
+    solved = backend.run(lp, quiet, start=start if backend.capabilities.warm_start else None)
+    if not solved.termination.has_solution:
+        return None
+    return column_of(program, part, solved)

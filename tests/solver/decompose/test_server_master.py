@@ -1,0 +1,102 @@
+"""Whole servers coordinated across workloads (solver.decompose.server_master): the master's
+choice by hand, and on generated instances at the policy's defaults its plan holds every
+row of the whole program, costs no less than the whole program's optimum, which costs no
+less than the parts' bound."""
+
+import time
+
+import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
+
+from models.io.loading import validate_instance
+from models.operations.scenarios import failure_scenarios
+from solver.backends import get_backend
+from solver.candidates.swap_dominance import reduced_program
+from solver.candidates.table import build_candidates
+from solver.decompose.join_values import broken_rows, joined_values
+from solver.decompose.server_master import Column, coordinate, has_servers, master
+from solver.decompose.workload_parts import workload_program
+from solver.program.build import build_program
+from solver.program.families.variables import PurchasedColumn
+from solver.program.sets import ProgramSets
+from solver.settings import SolveSettings
+from tests.synthetic import generated_data
+
+EXACT = SolveSettings(time_limit_s=60.0, mip_gap=0.0)
+
+
+def _default_policy(seed: int, regions: int = 3, workloads: int = 2, gpu_types: int = 2):
+    """A generated instance surviving a region loss at the policy's defaults (whole
+    servers, one configuration per pool), its program and the parts' exact results."""
+    data = generated_data(regions, workloads, gpu_types, survive="region", seed=seed)
+    for key in ("buy_unit", "max_configs_per_pool"):
+        data["policy"].pop(key)
+    instance = validate_instance(data, data["name"])
+    table = build_candidates(instance, EXACT)
+    sets = ProgramSets(instance, table, failure_scenarios(instance))
+    program = build_program(instance, table, sets=sets)
+    highs = get_backend("highs")
+    results = {
+        (w,): highs.run(reduced_program(workload_program(program, (w,))), EXACT)
+        for w in sets.workloads
+    }
+    return program, results
+
+
+@pytest.fixture(scope="module")
+def small():
+    return _default_policy(seed=2)
+
+
+def test_the_master_fills_shared_servers(small):
+    """Two parts on 8-GPU servers of one offer (r, g): A runs 5 GPUs in either of two
+    plans, B 3 GPUs (plan 1, $10) or 4 (plan 2, $1). Plan pairs: 5 + 3 = 8 GPUs, one
+    server; 5 + 4 = 9, two servers. With a server at 8 p, the master takes B's dearer
+    plan 1 when 8 p > $9 (one server saves 8 p and costs $9 more); priced at
+    $1 + 8 p + $1 plan 1 costs more than the server it saves, and the master takes plan 2."""
+    program, _ = small
+    r, g = next(key for key in program.sets.offers if key[1] == "h100-sxm")
+    price = program.lp.objective[PurchasedColumn(r, g).name()]
+    a = Column(("a",), {}, 0.0, {(r, g): 5.0})
+    b1 = Column(("b",), {}, 10.0, {(r, g): 3.0})
+    b2 = Column(("b",), {}, 1.0, {(r, g): 4.0})
+    highs = get_backend("highs")
+    chosen = master(program, highs, EXACT, {("a",): [a], ("b",): [b1, b2]}, 1e9)
+    assert 8 * price > 9.0  # a GPU-month costs dollars, not cents
+    assert chosen.columns[("b",)] is b1
+    dear = Column(("b",), {}, 1.0 + 8 * price + 1.0, {(r, g): 3.0})
+    chosen = master(program, highs, EXACT, {("a",): [a], ("b",): [dear, b2]}, 1e9)
+    assert chosen.columns[("b",)] is b2
+
+
+def test_the_rounded_join_is_the_masters_first_answer(small):
+    """With only the parts' own plans the master's choice is the join's: the same
+    columns, purchases rounded up to whole servers on the sum."""
+    program, results = small
+    assert has_servers(program)
+    chosen = master(program, get_backend("highs"), EXACT, _first(program, results), 1e9)
+    joined, _ = joined_values(program, list(results), results)
+    assert chosen.cost == pytest.approx(program.lp.objective_value(joined))
+
+
+def _first(program, results):
+    from solver.decompose.server_master import column_of
+
+    return {part: [column_of(program, part, result)] for part, result in results.items()}
+
+
+@examples(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(min_value=0, max_value=10_000))
+def test_the_masters_plan_is_a_plan_between_the_bounds(seed):
+    """parts' bound <= whole optimum <= master's plan, which holds every row."""
+    program, results = _default_policy(seed)
+    highs = get_backend("highs")
+    choice = coordinate(program, highs, EXACT, results, time.monotonic() + 60)
+    whole = highs.run(program.lp, EXACT)
+    bound = sum(result.objective for result in results.values())
+    assert broken_rows(program.lp, choice.values, {}, {}) == []
+    tolerance = 1e-6 * whole.objective
+    assert bound <= whole.objective + tolerance
+    assert whole.objective <= choice.cost + tolerance
