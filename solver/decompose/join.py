@@ -44,6 +44,12 @@ Each round after the first solves its merged parts to the gap the settled parts 
 unused (`gap_left`): most close far inside the requested gap, and the join's gap is
 what is checked in the end, against the sum of the final parts' bounds.
 
+With whole servers (policy.buy_unit: node) the join's rounding wastes up to a server
+per offer a part opens; with `COORDINATE_SHARE` above 0 (off by default), before any
+mend, a master over server counts picks one plan per part among the parts' plans and
+their variants (solver.decompose.server_master), and its plan, when it holds every row,
+is the join kept (a plan; the bound stays the parts').
+
 The mends come before the merge because they are cheaper: each re-solves a few parts
 under a restriction, where the merge solves the merged part in full, and the whole as one
 is dearer still. Tried and dropped as the only mend, each further above the bound: the
@@ -74,6 +80,7 @@ from solver.decompose.join_values import (
     merged_parts,
     per_workload,
 )
+from solver.decompose.server_master import coordinate, has_servers
 from solver.decompose.workload_parts import Part, PartSolves
 from solver.program.build import FleetProgram
 from solver.program.lp import Constraint, SolveResult
@@ -83,6 +90,11 @@ from solver.settings import SolveSettings
 
 MEND_ROUNDS = 3
 """Rounds of re-solving parts within supply shares before the join's parts are merged."""
+COORDINATE_SHARE = 0.0
+"""Share of the time left that the master over server counts may take, with whole
+servers; 0, the rounded join alone: the whole program is solved from the join either
+way, and from the master's plan it reached the same optimum later (tests/bench/
+test_server_master_bench.py)."""
 PRICE_ROUNDS = 6
 """Prices tried on the broken supply rows before the parts are merged (`_price`)."""
 
@@ -129,6 +141,10 @@ def solve_by_workload(
     broken = broken_rows(program.lp, values, bounds, owner)
     if broken is None:
         return None
+    if has_servers(program) and not run.coupled and COORDINATE_SHARE > 0:
+        found = _coordinate(run, parts, results)
+        if found is not None:
+            return found
     found = _mend_or_merge(run, parts, results, values, owner, broken)
     return found if found is not None else run.incumbent()
 
@@ -172,6 +188,21 @@ def _mend_or_merge(
         if broken is None:
             return None
     return run.joined(parts, results, values)
+
+
+def _coordinate(
+    run: JoinRun, parts: list[Part], results: dict[Part, SolveResult]
+) -> Optimised | None:
+    """Whole servers: the master over server counts (solver.decompose.server_master) for
+    `COORDINATE_SHARE` of the time left; its plan, when it holds every row of the whole,
+    is the result if within the gap of the parts' bound, else kept as the incumbent
+    (`JoinRun.best`, which the whole program then starts from); None then."""
+    left = run.deadline - time.monotonic()
+    deadline = time.monotonic() + COORDINATE_SHARE * left
+    choice = coordinate(run.program, run.backend, run.settings, results, deadline)
+    if choice is None or broken_rows(run.program.lp, choice.values, run.bounds, {}) != []:
+        return None
+    return run.joined(parts, results, choice.values, len(parts))
 
 
 def _local_merge(

@@ -21,27 +21,39 @@ its rows hold (each column is a plan of its part over the whole supply; the mast
 rows are the whole program's supply and purchase rows, and the join checks every other
 row: solver.decompose.join_values.broken_rows), so the master's plans are upper bounds.
 
-Its columns grow by best responses (`best_response`): each part re-solved with every
-other part's chosen plan held, buying whole servers for the region's total (the other
-parts' GPUs counted as already in use), so a part that can fill the other parts' spare
-slots does so when that is cheaper than its own servers. The first columns are the parts'
-own optima (single GPUs). Rounds alternate the master and the best responses until a
-round finds no cheaper plan or the time is out.
+The first columns are the parts' own optima (single GPUs); then each part's plan on
+one GPU type alone (`type_program`), so that the master can line the parts up on one
+type per region; then best responses (`response_program`): each part re-solved with
+every other part's chosen plan held, buying whole servers for the region's total (the
+other parts' GPUs counted as already in use), so a part that can fill the others' spare
+slots does so when that is cheaper than servers of its own. The first round answers both
+the parts' own join and the master's choice; rounds alternate the master and the best
+responses until one finds no cheaper plan or the time is out. The columns are solved in
+worker processes when worth it (solver.decompose.parallel).
 
-The bound is not the master's: its LP relaxation (servers continuous) is no higher than
-the parts' bound (single GPUs), which the join keeps (solver.decompose.join_run). The
-plan's gap is stated against the best bound known: the parts', or the whole program's
-when it is solved from the master's plan (solver.decompose.by_workload).
+The bound is not the master's. Dualise the cover rows with lam >= 0 per GPU: the
+servers' own problem, min over 0 <= s <= S of (price - lam) n s, is 0 for lam <= price
+and negative beyond, so the Lagrangian (the master's LP bound over every column) is
+highest at lam = price, where it is the parts' own bound, each buying single GPUs at
+the price. Servers are integral in their own subproblem, so no split by workload,
+Lagrangian or Dantzig-Wolfe, proves more than the parts' bound; the plan's gap is stated
+against the best bound known: the parts', or the whole program's when it is solved from
+the master's plan (solver.decompose.by_workload).
 """
 
+import math
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 
 from models.operations.site import node_gpus
 from solver.backends import Backend
 from solver.candidates.swap_dominance import reduced_program
 from solver.decompose.join_values import joined_purchases, per_workload
-from solver.decompose.workload_parts import Part, workload_program
+from solver.decompose.parallel import processes_for, solve_built, worth_workers
+from solver.decompose.part_backend import part_backend
+from solver.decompose.workload_parts import Part, workload_program, workload_sizes
 from solver.program.build import FleetProgram
 from solver.program.families.servers import ServersColumn
 from solver.program.families.supply import PurchaseRow
@@ -123,26 +135,59 @@ def coordinate(
     first = master(program, backend, settings, columns, deadline)
     if first is None:
         return None
-    for part in sorted(columns, key=lambda p: -first.columns[p].cost):
-        for gpu in sorted({g for _, g in program.sets.offers}):
-            if _out(deadline):
-                return first
-            _add(columns, one_type(program, backend, settings, part, gpu, deadline))
+    gpus = sorted({g for _, g in program.sets.offers})
+    order = sorted(columns, key=lambda p: -first.columns[p].cost)
+    typed = [(part, partial(type_program, program, part, gpu)) for part in order for gpu in gpus]
+    for found in solve_columns(program, backend, settings, typed, deadline):
+        _add(columns, found)
     chosen = master(program, backend, settings, columns, deadline)
     best = chosen if chosen is not None and chosen.cost < first.cost else first
     answers = [first, best] if best is not first else [first]
     for _ in range(MAX_ROUNDS):
-        for answer in answers:  # the first round answers the parts' own join too
-            for part in sorted(columns, key=lambda p: -answer.columns[p].cost):
-                if _out(deadline):
-                    return best
-                _add(columns, best_response(program, backend, settings, answer, part, deadline))
+        if _out(deadline):
+            return best
+        jobs = [  # the first round answers the parts' own join too
+            (part, partial(response_program, program, answer, part))
+            for answer in answers
+            for part in sorted(columns, key=lambda p: -answer.columns[p].cost)
+        ]
+        for found in solve_columns(program, backend, settings, jobs, deadline):
+            _add(columns, found)
         chosen = master(program, backend, settings, columns, deadline)
         if chosen is None or chosen.cost >= best.cost * (1 - 1e-9):
             return best
         best = chosen
         answers = [best]
     return best
+
+
+def solve_columns(
+    program: FleetProgram,
+    backend: Backend,
+    settings: SolveSettings,
+    jobs: list[tuple[Part, Callable[[], LinearProgram]]],
+    deadline: float,
+) -> Iterator[Column]:
+    """The columns of the parts' programs that `jobs` build, solved in worker processes
+    when worth it (solver.decompose.parallel), each by the backend a part's program gets
+    (solver.decompose.part_backend), until the `deadline`: those with a plan."""
+    if not jobs or _out(deadline):
+        return
+
+    def build(index: int) -> tuple[LinearProgram, Backend]:
+        lp = jobs[index][1]()
+        return lp, part_backend(backend, lp)
+
+    def job_settings(_index: int) -> SolveSettings:
+        return replace(_until(settings, deadline), threads=1)
+
+    size = workload_sizes(program.sets)
+    integers = sum(size[w] for part, _ in jobs for w in part)
+    processes = processes_for(len(jobs)) if worth_workers(len(jobs), integers) else 1
+    stop = lambda _result: _out(deadline)  # noqa: E731 (the programs not started are dropped)
+    for index, solved in solve_built(build, range(len(jobs)), job_settings, processes, stop):
+        if solved.termination.has_solution:
+            yield column_of(program, jobs[index][0], solved)
 
 
 def _add(columns: dict[Part, list[Column]], found: Column | None) -> None:
@@ -153,6 +198,14 @@ def _add(columns: dict[Part, list[Column]], found: Column | None) -> None:
 
 def _out(deadline: float) -> bool:
     return time.monotonic() >= deadline
+
+
+def _until(settings: SolveSettings, deadline: float, floor_s: float = MIN_CALL_S) -> SolveSettings:
+    """The settings of one solver call that ends by `deadline` (at least `floor_s`; no
+    limit for an infinite deadline), without duals."""
+    left = deadline - time.monotonic()
+    limit = None if math.isinf(left) else max(left, floor_s)
+    return settings.limited(limit).with_duals(False)
 
 
 def master(
@@ -187,8 +240,7 @@ def master(
         lp.add_objective({bought: price * n})
         terms[bought] = -float(n)
         lp.add_constraint(f"cover[{r},{g}]", "cover", terms, Sense.LE, float(offer.existing))
-    left = max(deadline - time.monotonic(), MASTER_MIN_S)
-    quiet = replace(settings.limited(left), mip_gap=MASTER_GAP).with_duals(False)
+    quiet = replace(_until(settings, deadline, MASTER_MIN_S), mip_gap=MASTER_GAP)
     solved = backend.run(lp, quiet)
     if not solved.termination.has_solution:
         return None
@@ -198,42 +250,22 @@ def master(
     return Choice(chosen, values, program.lp.objective_value(values))
 
 
-def one_type(
-    program: FleetProgram,
-    backend: Backend,
-    settings: SolveSettings,
-    part: Part,
-    gpu: str,
-    deadline: float,
-) -> Column | None:
-    """The part's plan on GPU type `gpu` alone (every pool of another type closed), so
-    that the master can line the parts up on one type per region; None when it has none
-    in time."""
+def type_program(program: FleetProgram, part: Part, gpu: str) -> LinearProgram:
+    """The part's program on GPU type `gpu` alone (every pool of another type closed),
+    so that the master can line the parts up on one type per region."""
     alone = workload_program(program, part)
     closed = {
         ReplicasColumn(*pool_key(pool)).name(): (0.0, 0.0)
         for pool in alone.sets.pools
         if pool.candidate.gpu != gpu
     }
-    lp = reduced_program(alone, closed)
-    left = max(deadline - time.monotonic(), MIN_CALL_S)
-    solved = backend.run(lp, settings.limited(left).with_duals(False))
-    if not solved.termination.has_solution:
-        return None
-    return column_of(program, part, solved)
+    return reduced_program(alone, closed)
 
 
-def best_response(
-    program: FleetProgram,
-    backend: Backend,
-    settings: SolveSettings,
-    choice: Choice,
-    part: Part,
-    deadline: float,
-) -> Column | None:
-    """The part re-solved with every other part's chosen plan held: its program over the
-    supply the others leave, buying whole servers for the region's total (the others'
-    GPUs count as in use), from its chosen plan; None when no plan is found in time."""
+def response_program(program: FleetProgram, choice: Choice, part: Part) -> LinearProgram:
+    """The part's best response to the master's choice: its program with every other
+    part's chosen plan held, over the supply the others leave, buying whole servers for
+    the region's total (the others' GPUs count as in use)."""
     others: dict[Offer, float] = {}
     for other, column in choice.columns.items():
         if other != part:
@@ -242,7 +274,6 @@ def best_response(
     alone = workload_program(program, part)
     lp = reduced_program(alone)
     sets = program.sets
-    start = dict(choice.columns[part].values)
     for (r, g), offer in sets.offers.items():
         held = others.get((r, g), 0.0)
         supply, purchase = GpuSupplyRow(r, g).name(), PurchaseRow(r, g).name()
@@ -255,7 +286,6 @@ def best_response(
         lp.constraints[purchase] = replace(row, rhs=row.rhs + held)
         bought = PurchasedColumn(r, g).name()
         lp.variables[bought] = replace(lp.variables[bought], upper=None)
-        start[bought] = choice.values.get(bought, 0.0)
         n = node_gpus(sets.instance, g)
         if n > 1 and has_servers(program):
             servers = ServersColumn(r, g).name()
@@ -263,10 +293,4 @@ def best_response(
             lp.add_constraint(
                 f"whole_servers[{r},{g}]", "whole_servers", {bought: 1.0, servers: -n}, Sense.EQ, 0
             )
-            start[servers] = choice.values.get(servers, 0.0)
-    left = max(deadline - time.monotonic(), MIN_CALL_S)
-    quiet = settings.limited(left).with_duals(False)
-    solved = backend.run(lp, quiet, start=start if backend.capabilities.warm_start else None)
-    if not solved.termination.has_solution:
-        return None
-    return column_of(program, part, solved)
+    return lp
