@@ -45,9 +45,10 @@ unused (`gap_left`): most close far inside the requested gap, and the join's gap
 what is checked in the end, against the sum of the final parts' bounds.
 
 With whole servers (policy.buy_unit: node) the join's rounding wastes up to a server
-per offer a part opens; with `COORDINATE_SHARE` above 0 (off by default), before any
-mend, a master over server counts picks one plan per part among the parts' plans and
-their variants (solver.decompose.server_master), and its plan, when it holds every row,
+per offer a part opens. Where the whole program will not be solved after the join (too
+little time is left), before any mend a master over server counts picks one plan per
+part among the parts' plans and their variants in the time left
+(solver.decompose.server_master), and its plan, when it holds every row and is cheaper,
 is the join kept (a plan; the bound stays the parts').
 
 The mends come before the merge because they are cheaper: each re-solves a few parts
@@ -80,7 +81,7 @@ from solver.decompose.join_values import (
     merged_parts,
     per_workload,
 )
-from solver.decompose.server_master import coordinate, has_servers
+from solver.decompose.server_master import MASTER_MIN_S, coordinate, has_servers
 from solver.decompose.workload_parts import Part, PartSolves
 from solver.program.build import FleetProgram
 from solver.program.lp import Constraint, SolveResult
@@ -92,9 +93,13 @@ MEND_ROUNDS = 3
 """Rounds of re-solving parts within supply shares before the join's parts are merged."""
 COORDINATE_SHARE = 0.0
 """Share of the time left that the master over server counts may take, with whole
-servers; 0, the rounded join alone: the whole program is solved from the join either
-way, and from the master's plan it reached the same optimum later (tests/bench/
-test_server_master_bench.py)."""
+servers, while the whole program will still be solved after it; 0: none. The whole is
+solved from the join either way, and from the master's plan it reached the same optimum,
+later (on the generated instances at the policy's defaults)."""
+WHOLE_SKIPPED_SHARE = 0.25
+"""Share of the time limit below which the whole program is not solved after a join
+that is not proved (solver.decompose.by_workload.WHOLE_AFTER_JOIN_SHARE): then the
+master takes the time left, and its plan, not the rounded join, is the plan."""
 PRICE_ROUNDS = 6
 """Prices tried on the broken supply rows before the parts are merged (`_price`)."""
 
@@ -141,7 +146,7 @@ def solve_by_workload(
     broken = broken_rows(program.lp, values, bounds, owner)
     if broken is None:
         return None
-    if has_servers(program) and not run.coupled and COORDINATE_SHARE > 0:
+    if has_servers(program) and not run.coupled:
         found = _coordinate(run, parts, results)
         if found is not None:
             return found
@@ -193,16 +198,31 @@ def _mend_or_merge(
 def _coordinate(
     run: JoinRun, parts: list[Part], results: dict[Part, SolveResult]
 ) -> Optimised | None:
-    """Whole servers: the master over server counts (solver.decompose.server_master) for
-    `COORDINATE_SHARE` of the time left; its plan, when it holds every row of the whole,
-    is the result if within the gap of the parts' bound, else kept as the incumbent
-    (`JoinRun.best`, which the whole program then starts from); None then."""
-    left = run.deadline - time.monotonic()
-    deadline = time.monotonic() + COORDINATE_SHARE * left
+    """Whole servers: the master over server counts (solver.decompose.server_master),
+    until `_master_deadline`; its plan, when it holds every row of the whole, is the
+    result if within the gap of the parts' bound, else kept as the incumbent
+    (`JoinRun.best`, the plan when the whole program is not solved, and its start when
+    it is); None then, and when the master does not run."""
+    deadline = _master_deadline(run)
+    if deadline is None:
+        return None
     choice = coordinate(run.program, run.backend, run.settings, results, deadline)
     if choice is None or broken_rows(run.program.lp, choice.values, run.bounds, {}) != []:
         return None
     return run.joined(parts, results, choice.values, len(parts))
+
+
+def _master_deadline(run: JoinRun) -> float | None:
+    """Until when the master runs: the time left but `MASTER_MIN_S` (its last program's
+    floor) when less than `WHOLE_SKIPPED_SHARE` of the time limit is left, so that the
+    whole program will not be solved and the join is the plan; else `COORDINATE_SHARE`
+    of the time left; None for no time (or a share of 0)."""
+    now = time.monotonic()
+    left = run.deadline - now
+    limit = run.settings.time_limit_s
+    if limit is not None and left < WHOLE_SKIPPED_SHARE * limit:
+        return run.deadline - MASTER_MIN_S if left > 2 * MASTER_MIN_S else None
+    return now + COORDINATE_SHARE * left if COORDINATE_SHARE > 0 else None
 
 
 def _local_merge(

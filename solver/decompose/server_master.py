@@ -27,9 +27,9 @@ type per region; then best responses (`response_program`): each part re-solved w
 every other part's chosen plan held, buying whole servers for the region's total (the
 other parts' GPUs counted as already in use), so a part that can fill the others' spare
 slots does so when that is cheaper than servers of its own. The first round answers both
-the parts' own join and the master's choice; rounds alternate the master and the best
-responses until one finds no cheaper plan or the time is out. The columns are solved in
-worker processes when worth it (solver.decompose.parallel).
+the parts' own join and the master's choice among the one-type plans; later rounds
+answer the master's choice, until one finds no cheaper plan or the time is out. The
+columns are solved in worker processes when worth it (solver.decompose.parallel).
 
 The bound is not the master's. Dualise the cover rows with lam >= 0 per GPU: the
 servers' own problem, min over 0 <= s <= S of (price - lam) n s, is 0 for lam <= price
@@ -137,16 +137,16 @@ def coordinate(
         return None
     gpus = sorted({g for _, g in program.sets.offers})
     order = sorted(columns, key=lambda p: -first.columns[p].cost)
-    typed = [(part, partial(type_program, program, part, gpu)) for part in order for gpu in gpus]
-    for found in solve_columns(program, backend, settings, typed, deadline):
+    jobs = [(part, partial(type_program, program, part, gpu)) for part in order for gpu in gpus]
+    for found in solve_columns(program, backend, settings, jobs, deadline):
         _add(columns, found)
-    chosen = master(program, backend, settings, columns, deadline)
-    best = chosen if chosen is not None and chosen.cost < first.cost else first
-    answers = [first, best] if best is not first else [first]
+    typed = master(program, backend, settings, columns, deadline)
+    best = typed if typed is not None and typed.cost < first.cost else first
+    answers = [first] if best is first else [first, best]  # the first round answers both
     for _ in range(MAX_ROUNDS):
         if _out(deadline):
             return best
-        jobs = [  # the first round answers the parts' own join too
+        jobs = [
             (part, partial(response_program, program, answer, part))
             for answer in answers
             for part in sorted(columns, key=lambda p: -answer.columns[p].cost)

@@ -5,13 +5,15 @@ only (not `make test`).
 For each generated instance surviving any region loss at the policy's defaults (whole
 servers, one configuration per pool; tests.synthetic.generated: per-region random
 prices) the same candidates are solved twice through `solve_program` in this process:
-`rounded`, the parts' join with each region's purchase rounded up to whole servers and
-the whole program solved from it (solver.decompose.join with `COORDINATE_SHARE` 0, the
-code before the master), and `master`, the master's plan kept as the join and the
-whole solved from it. The table prints the wall time from the start of `solve_program`
-to the verified plan, the cost, the gap the plan states (against the best bound known:
-the parts' or the whole program's), the status, and the master's wall time and cost
-relative to the rounded join's.
+`rounded`, today's code before the master, the parts' join with each region's purchase
+rounded up to whole servers and the whole program solved from it
+(solver.decompose.join with `WHOLE_SKIPPED_SHARE` 0), and `master`, the default: where
+too little time is left after the parts for the whole program, the master's plan in
+that time in place of the rounded join (elsewhere both solve the whole program from the
+rounded join: the same path). The table prints the wall time from the start of
+`solve_program` to the verified plan, the cost, the gap the plan states (against the
+best bound known: the parts' or the whole program's), the status, and the master's wall
+time and cost relative to the rounded join's.
 """
 
 import time
@@ -27,8 +29,6 @@ from tests.synthetic import generated_data
 SIZES = [(3, 2, 2), (5, 5, 3), (10, 10, 4), (10, 20, 6)]
 """(regions, workloads, GPU types), region loss, at the policy's defaults."""
 TIME_LIMIT_S = 300.0
-MASTER_SHARE = 0.25
-"""Share of the time left the master may take (solver.decompose.join.COORDINATE_SHARE)."""
 ROWS: list[tuple] = []
 
 
@@ -69,8 +69,8 @@ def test_rounded_against_master(size, monkeypatch):
     label = " x ".join(map(str, size))
     settings = SolveSettings.of(inst, time_limit_s=TIME_LIMIT_S, mip_gap=1e-3)
     walls, costs = {}, {}
-    for name, share in (("rounded", 0.0), ("master", MASTER_SHARE)):
-        monkeypatch.setattr(join, "COORDINATE_SHARE", share)
+    for name, skipped in (("rounded", 0.0), ("master", join.WHOLE_SKIPPED_SHARE)):
+        monkeypatch.setattr(join, "WHOLE_SKIPPED_SHARE", skipped)
         started = time.perf_counter()
         try:
             solved = solve_program(inst, settings)

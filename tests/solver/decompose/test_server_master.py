@@ -10,13 +10,16 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
 
+import solver.decompose.join as join
 from models.io.loading import validate_instance
 from models.operations.scenarios import failure_scenarios
 from solver.backends import get_backend
 from solver.candidates.swap_dominance import reduced_program
 from solver.candidates.table import build_candidates
+from solver.decompose.by_workload import WHOLE_AFTER_JOIN_SHARE
+from solver.decompose.join_run import JoinRun
 from solver.decompose.join_values import broken_rows, joined_values
-from solver.decompose.server_master import Column, coordinate, has_servers, master
+from solver.decompose.server_master import MASTER_MIN_S, Column, coordinate, has_servers, master
 from solver.decompose.workload_parts import workload_program
 from solver.program.build import build_program
 from solver.program.families.variables import PurchasedColumn
@@ -100,3 +103,22 @@ def test_the_masters_plan_is_a_plan_between_the_bounds(seed):
     tolerance = 1e-6 * whole.objective
     assert bound <= whole.objective + tolerance
     assert whole.objective <= choice.cost + tolerance
+
+
+def _run(limit_s: float | None, left_s: float) -> JoinRun:
+    settings = SolveSettings(time_limit_s=limit_s)
+    return JoinRun(None, None, settings, {}, time.monotonic() + left_s)
+
+
+def test_the_master_takes_the_time_the_whole_program_would_not_get():
+    """Limit 100 s: with 20 s left (< 25% of it) the whole program is not solved after
+    the join, and the master runs until the deadline less its last program's floor
+    (MASTER_MIN_S); with 90 s left, or 8 s (< 2 floors), or no limit, it does not run
+    (COORDINATE_SHARE is 0)."""
+    assert join.WHOLE_SKIPPED_SHARE == WHOLE_AFTER_JOIN_SHARE
+    run = _run(100.0, 20.0)
+    assert join._master_deadline(run) == pytest.approx(run.deadline - MASTER_MIN_S)
+    assert join.COORDINATE_SHARE == 0.0
+    assert join._master_deadline(_run(100.0, 90.0)) is None
+    assert join._master_deadline(_run(100.0, 8.0)) is None
+    assert join._master_deadline(_run(None, float("inf"))) is None
