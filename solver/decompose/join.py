@@ -91,11 +91,15 @@ from solver.settings import SolveSettings
 
 MEND_ROUNDS = 3
 """Rounds of re-solving parts within supply shares before the join's parts are merged."""
-COORDINATE_SHARE = 0.0
-"""Share of the time left that the master over server counts may take, with whole
-servers, while the whole program will still be solved after it; 0: none. The whole is
-solved from the join either way, and from the master's plan it reached the same optimum,
-later (on the generated instances at the policy's defaults)."""
+COORDINATE_SHARE = 0.5
+"""Share of the time left that the master over server counts takes, with whole servers
+and at least `COORDINATE_MIN_PARTS` parts, before the whole program is solved from the
+cheaper of its plan and the rounded join (when time is left for it)."""
+COORDINATE_MIN_PARTS = 10
+"""Parts from which the master runs first. With few parts the whole program, solved from
+the rounded join, found the optimum sooner than from the master's plan (the master's time
+added, the whole's no shorter); with 20 the master's plan was cheaper than what the whole
+reached in the rest of the limit (the commit messages give the runs)."""
 WHOLE_SKIPPED_SHARE = 0.25
 """Share of the time limit below which the whole program is not solved after a join
 that is not proved (solver.decompose.by_workload.WHOLE_AFTER_JOIN_SHARE): then the
@@ -203,26 +207,27 @@ def _coordinate(
     result if within the gap of the parts' bound, else kept as the incumbent
     (`JoinRun.best`, the plan when the whole program is not solved, and its start when
     it is); None then, and when the master does not run."""
-    deadline = _master_deadline(run)
+    deadline = _master_deadline(run, len(parts))
     if deadline is None:
         return None
     choice = coordinate(run.program, run.backend, run.settings, results, deadline)
     if choice is None or broken_rows(run.program.lp, choice.values, run.bounds, {}) != []:
         return None
-    return run.joined(parts, results, choice.values, len(parts))
+    return run.joined(parts, results, choice.values, coordinated=choice.plans)
 
 
-def _master_deadline(run: JoinRun) -> float | None:
+def _master_deadline(run: JoinRun, parts: int) -> float | None:
     """Until when the master runs: the time left but `MASTER_MIN_S` (its last program's
     floor) when less than `WHOLE_SKIPPED_SHARE` of the time limit is left, so that the
-    whole program will not be solved and the join is the plan; else `COORDINATE_SHARE`
-    of the time left; None for no time (or a share of 0)."""
+    whole program will not be solved and the join is the plan; else, with at least
+    `COORDINATE_MIN_PARTS` parts, `COORDINATE_SHARE` of the time left; None for no time
+    (or fewer parts)."""
     now = time.monotonic()
     left = run.deadline - now
     limit = run.settings.time_limit_s
     if limit is not None and left < WHOLE_SKIPPED_SHARE * limit:
         return run.deadline - MASTER_MIN_S if left > 2 * MASTER_MIN_S else None
-    return now + COORDINATE_SHARE * left if COORDINATE_SHARE > 0 else None
+    return now + COORDINATE_SHARE * left if parts >= COORDINATE_MIN_PARTS else None
 
 
 def _local_merge(

@@ -91,6 +91,8 @@ class Choice:
     columns: dict[Part, Column]
     values: dict[str, float]
     cost: float
+    plans: int
+    """Plans the master chose among."""
 
 
 def has_servers(program: FleetProgram) -> bool:
@@ -247,7 +249,7 @@ def master(
     chosen = {c.part: c for n, c in picks.items() if solved.values.get(n, 0.0) > 0.5}
     values = {name: value for c in chosen.values() for name, value in c.values.items()}
     values.update(joined_purchases(program, values))
-    return Choice(chosen, values, program.lp.objective_value(values))
+    return Choice(chosen, values, program.lp.objective_value(values), len(picks))
 
 
 def type_program(program: FleetProgram, part: Part, gpu: str) -> LinearProgram:

@@ -7,10 +7,11 @@ servers, one configuration per pool; tests.synthetic.generated: per-region rando
 prices) the same candidates are solved twice through `solve_program` in this process:
 `rounded`, today's code before the master, the parts' join with each region's purchase
 rounded up to whole servers and the whole program solved from it
-(solver.decompose.join with `WHOLE_SKIPPED_SHARE` 0), and `master`, the default: where
-too little time is left after the parts for the whole program, the master's plan in
-that time in place of the rounded join (elsewhere both solve the whole program from the
-rounded join: the same path). The table prints the wall time from the start of
+(solver.decompose.join with `WHOLE_SKIPPED_SHARE` and `COORDINATE_SHARE` 0), and
+`master`, the default: with many parts (`COORDINATE_MIN_PARTS`) the master first, for a
+share of the time left, and the whole program from the cheaper plan; with fewer, the
+master only where too little time is left after the parts for the whole program (else
+the same path as `rounded`). The table prints the wall time from the start of
 `solve_program` to the verified plan, the cost, the gap the plan states (against the
 best bound known: the parts' or the whole program's), the status, and the master's wall
 time and cost relative to the rounded join's.
@@ -69,8 +70,10 @@ def test_rounded_against_master(size, monkeypatch):
     label = " x ".join(map(str, size))
     settings = SolveSettings.of(inst, time_limit_s=TIME_LIMIT_S, mip_gap=1e-3)
     walls, costs = {}, {}
-    for name, skipped in (("rounded", 0.0), ("master", join.WHOLE_SKIPPED_SHARE)):
+    runs = (("rounded", 0.0, 0.0), ("master", join.WHOLE_SKIPPED_SHARE, join.COORDINATE_SHARE))
+    for name, skipped, share in runs:
         monkeypatch.setattr(join, "WHOLE_SKIPPED_SHARE", skipped)
+        monkeypatch.setattr(join, "COORDINATE_SHARE", share)
         started = time.perf_counter()
         try:
             solved = solve_program(inst, settings)

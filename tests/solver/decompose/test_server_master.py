@@ -23,6 +23,8 @@ from solver.decompose.server_master import MASTER_MIN_S, Column, coordinate, has
 from solver.decompose.workload_parts import workload_program
 from solver.program.build import build_program
 from solver.program.families.variables import PurchasedColumn
+from solver.program.lp import LinearProgram
+from solver.program.optimised import Method, Optimised
 from solver.program.sets import ProgramSets
 from solver.settings import SolveSettings
 from tests.synthetic import generated_data
@@ -113,12 +115,33 @@ def _run(limit_s: float | None, left_s: float) -> JoinRun:
 def test_the_master_takes_the_time_the_whole_program_would_not_get():
     """Limit 100 s: with 20 s left (< 25% of it) the whole program is not solved after
     the join, and the master runs until the deadline less its last program's floor
-    (MASTER_MIN_S); with 90 s left, or 8 s (< 2 floors), or no limit, it does not run
-    (COORDINATE_SHARE is 0)."""
+    (MASTER_MIN_S), however few the parts; with 90 s left it runs for COORDINATE_SHARE
+    of them with COORDINATE_MIN_PARTS parts, not with fewer; with 8 s (< 2 floors) it
+    does not run, nor without a limit and few parts."""
     assert join.WHOLE_SKIPPED_SHARE == WHOLE_AFTER_JOIN_SHARE
+    few, many = 2, join.COORDINATE_MIN_PARTS
     run = _run(100.0, 20.0)
-    assert join._master_deadline(run) == pytest.approx(run.deadline - MASTER_MIN_S)
-    assert join.COORDINATE_SHARE == 0.0
-    assert join._master_deadline(_run(100.0, 90.0)) is None
-    assert join._master_deadline(_run(100.0, 8.0)) is None
-    assert join._master_deadline(_run(None, float("inf"))) is None
+    assert join._master_deadline(run, few) == pytest.approx(run.deadline - MASTER_MIN_S)
+    started = time.monotonic()
+    until = join._master_deadline(_run(100.0, 90.0), many)
+    assert started + join.COORDINATE_SHARE * 89.0 <= until <= time.monotonic() + 45.0
+    assert join._master_deadline(_run(100.0, 90.0), few) is None
+    assert join._master_deadline(_run(100.0, 8.0), many) is None
+    assert join._master_deadline(_run(None, float("inf")), few) is None
+
+
+def test_the_plan_names_the_master():
+    """A join the master reached says so in the method, in place of the mends."""
+    result = get_backend("highs").run(_one_column(), EXACT)
+    optimised = Optimised(result, Method.BY_WORKLOAD, 20, 2, mended=3, coordinated=140)
+    assert optimised.description == (
+        "decomposed by workload: 20 independent programs joined, whole servers shared by a"
+        " master over 140 plans, solved in 2 parallel processes"
+    )
+
+
+def _one_column() -> LinearProgram:
+    lp = LinearProgram("one")
+    lp.add_variable("x", upper=1.0, integer=True)
+    lp.add_objective({"x": 1.0})
+    return lp
