@@ -18,12 +18,12 @@ from solver.candidates.swap_dominance import reduced_program
 from solver.candidates.table import build_candidates
 from solver.decompose.by_workload import WHOLE_AFTER_JOIN_SHARE
 from solver.decompose.join_run import JoinRun
-from solver.decompose.join_values import broken_rows, joined_values
+from solver.decompose.join_values import broken_rows, joined_values, with_parts_bound
 from solver.decompose.server_master import MASTER_MIN_S, Column, coordinate, has_servers, master
 from solver.decompose.workload_parts import workload_program
 from solver.program.build import build_program
 from solver.program.families.variables import PurchasedColumn
-from solver.program.lp import LinearProgram
+from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.program.optimised import Method, Optimised
 from solver.program.sets import ProgramSets
 from solver.settings import SolveSettings
@@ -145,3 +145,19 @@ def _one_column() -> LinearProgram:
     lp.add_variable("x", upper=1.0, integer=True)
     lp.add_objective({"x": 1.0})
     return lp
+
+
+def _stopped(objective: float, gap: float) -> SolveResult:
+    return SolveResult(Termination.FEASIBLE, "highs", "1", 0.0, objective, mip_gap=gap)
+
+
+def test_the_whole_programs_gap_is_against_the_better_bound():
+    """The whole program stopped at $100 with its bound at $80 (gap 20%), solved from a
+    join of $110 at 10% above the parts' bound ($99): the plan is (100 - 99) / 100 = 1%
+    from a valid bound. With the parts' bound lower ($110 x 0.5 = $55) its own 20% stays."""
+    assert with_parts_bound(_stopped(100.0, 0.2), _stopped(110.0, 0.1)).mip_gap == pytest.approx(
+        0.01
+    )
+    assert with_parts_bound(_stopped(100.0, 0.2), _stopped(110.0, 0.5)).mip_gap == pytest.approx(
+        0.2
+    )
