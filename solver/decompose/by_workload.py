@@ -57,6 +57,7 @@ from solver.backends import Backend
 from solver.candidates.replica_dominance import Bounds, sizes_start, with_sizes
 from solver.candidates.swap_dominance import optimal_reduction
 from solver.decompose.join import solve_by_workload
+from solver.decompose.join_values import with_parts_bound
 from solver.decompose.region_bounds import with_region_rows
 from solver.decompose.warm_start import warm_start
 from solver.decompose.workload_parts import PartSolves
@@ -117,6 +118,7 @@ def optimise(
         return joined
     own = {name: value for name, value in result.values.items() if name in program.lp.variables}
     join_gap = None if joined is None else joined.result.mip_gap
+    result = result if joined is None else with_parts_bound(result, joined.result)
     return Optimised(replace(result, values=own), join_gap=join_gap)
 
 

@@ -44,6 +44,13 @@ Each round after the first solves its merged parts to the gap the settled parts 
 unused (`gap_left`): most close far inside the requested gap, and the join's gap is
 what is checked in the end, against the sum of the final parts' bounds.
 
+With whole servers (policy.buy_unit: node) the join's rounding wastes up to a server
+per offer a part opens. Where the whole program will not be solved after the join (too
+little time is left), before any mend a master over server counts picks one plan per
+part among the parts' plans and their variants in the time left
+(solver.decompose.server_master), and its plan, when it holds every row and is cheaper,
+is the join kept (a plan; the bound stays the parts').
+
 The mends come before the merge because they are cheaper: each re-solves a few parts
 under a restriction, where the merge solves the merged part in full, and the whole as one
 is dearer still. Tried and dropped as the only mend, each further above the bound: the
@@ -74,6 +81,7 @@ from solver.decompose.join_values import (
     merged_parts,
     per_workload,
 )
+from solver.decompose.server_master import MASTER_MIN_S, coordinate, has_servers
 from solver.decompose.workload_parts import Part, PartSolves
 from solver.program.build import FleetProgram
 from solver.program.lp import Constraint, SolveResult
@@ -83,6 +91,19 @@ from solver.settings import SolveSettings
 
 MEND_ROUNDS = 3
 """Rounds of re-solving parts within supply shares before the join's parts are merged."""
+COORDINATE_SHARE = 0.5
+"""Share of the time left that the master over server counts takes, with whole servers
+and at least `COORDINATE_MIN_PARTS` parts, before the whole program is solved from the
+cheaper of its plan and the rounded join (when time is left for it)."""
+COORDINATE_MIN_PARTS = 10
+"""Parts from which the master runs first. With few parts the whole program, solved from
+the rounded join, found the optimum sooner than from the master's plan (the master's time
+added, the whole's no shorter); with 20 the master's plan was cheaper than what the whole
+reached in the rest of the limit (the commit messages give the runs)."""
+WHOLE_SKIPPED_SHARE = 0.25
+"""Share of the time limit below which the whole program is not solved after a join
+that is not proved (solver.decompose.by_workload.WHOLE_AFTER_JOIN_SHARE): then the
+master takes the time left, and its plan, not the rounded join, is the plan."""
 PRICE_ROUNDS = 6
 """Prices tried on the broken supply rows before the parts are merged (`_price`)."""
 
@@ -129,6 +150,10 @@ def solve_by_workload(
     broken = broken_rows(program.lp, values, bounds, owner)
     if broken is None:
         return None
+    if has_servers(program) and not run.coupled:
+        found = _coordinate(run, parts, results)
+        if found is not None:
+            return found
     found = _mend_or_merge(run, parts, results, values, owner, broken)
     return found if found is not None else run.incumbent()
 
@@ -172,6 +197,37 @@ def _mend_or_merge(
         if broken is None:
             return None
     return run.joined(parts, results, values)
+
+
+def _coordinate(
+    run: JoinRun, parts: list[Part], results: dict[Part, SolveResult]
+) -> Optimised | None:
+    """Whole servers: the master over server counts (solver.decompose.server_master),
+    until `_master_deadline`; its plan, when it holds every row of the whole, is the
+    result if within the gap of the parts' bound, else kept as the incumbent
+    (`JoinRun.best`, the plan when the whole program is not solved, and its start when
+    it is); None then, and when the master does not run."""
+    deadline = _master_deadline(run, len(parts))
+    if deadline is None:
+        return None
+    choice = coordinate(run.program, run.backend, run.settings, results, deadline)
+    if choice is None or broken_rows(run.program.lp, choice.values, run.bounds, {}) != []:
+        return None
+    return run.joined(parts, results, choice.values, coordinated=choice.plans)
+
+
+def _master_deadline(run: JoinRun, parts: int) -> float | None:
+    """Until when the master runs: the time left but `MASTER_MIN_S` (its last program's
+    floor) when less than `WHOLE_SKIPPED_SHARE` of the time limit is left, so that the
+    whole program will not be solved and the join is the plan; else, with at least
+    `COORDINATE_MIN_PARTS` parts, `COORDINATE_SHARE` of the time left; None for no time
+    (or fewer parts)."""
+    now = time.monotonic()
+    left = run.deadline - now
+    limit = run.settings.time_limit_s
+    if limit is not None and left < WHOLE_SKIPPED_SHARE * limit:
+        return run.deadline - MASTER_MIN_S if left > 2 * MASTER_MIN_S else None
+    return now + COORDINATE_SHARE * left if parts >= COORDINATE_MIN_PARTS else None
 
 
 def _local_merge(

@@ -123,14 +123,17 @@ class JoinRun:
         results: dict[Part, SolveResult],
         values: dict[str, float],
         mended: int = 0,
+        coordinated: int = 0,
     ) -> Optimised | None:
         """The cheapest join that held so far (this one, `values`, a plan of the whole,
         or an earlier one) as the result, when its cost is within the requested gap of
         the best bound the parts' results have given (relaxations of the whole, the
         parts a partition of the workloads); else None, the cheapest kept as the
-        incumbent. `mended`: parts re-solved within supply shares to reach `values`."""
+        incumbent. `mended`: parts re-solved within supply shares to reach `values`;
+        `coordinated`: plans the master over server counts chose among
+        (solver.decompose.server_master), 0 when it did not reach `values`."""
         cost = self.program.lp.objective_value(values)
-        join = Join(values, cost, len(parts), self.competing, mended)
+        join = Join(values, cost, len(parts), self.competing, mended, coordinated)
         self.bound = max(self.bound, parts_bound(self.settings, parts, results))
         if self.best is None or join.cost <= self.best.cost:
             self.best = join
@@ -166,6 +169,7 @@ class JoinRun:
             join.competing,
             join.mended,
             len(self.handed),
+            coordinated=join.coordinated,
         )
         return replace(optimised, result=replace(found, message=optimised.description))
 
@@ -182,6 +186,8 @@ class Join:
     """Parts of workloads merged because they compete for supply."""
     mended: int
     """Parts re-solved within supply shares (solver.decompose.join_mend) to reach it."""
+    coordinated: int = 0
+    """Plans the master over server counts chose among to reach it (0: not the master's)."""
 
 
 def gap_left(

@@ -3,6 +3,8 @@ and each region's purchases rounded up on their sum (`joined_values`, `joined_pu
 the rows of the whole program the join breaks (`broken_rows`), the parts merged around
 them (`merged_parts`), and the bound the parts give on the whole (`parts_bound`)."""
 
+from dataclasses import replace
+
 from models.operations.site import gpus_bought, node_gpus
 from solver.candidates.replica_dominance import Bounds
 from solver.decompose.join_price import result_bound
@@ -125,3 +127,13 @@ def parts_bound(
 def relative_gap(cost: float, bound: float) -> float:
     """The relative gap of a plan of `cost` above `bound`."""
     return max((cost - bound) / cost, 0.0) if cost > 0 else 0.0
+
+
+def with_parts_bound(result: SolveResult, joined: SolveResult) -> SolveResult:
+    """The whole program's `result` with its gap against the better of its own bound and
+    the parts' (the bound under the `joined` result: cost x (1 - gap)), both valid
+    bounds of the whole."""
+    if result.mip_gap is None or result.objective is None or joined.mip_gap is None:
+        return result
+    bound = (joined.objective or 0.0) * (1 - joined.mip_gap)
+    return replace(result, mip_gap=min(result.mip_gap, relative_gap(result.objective, bound)))

@@ -6,6 +6,8 @@ failure rows are (measured, not guessed: the README's speed notes):
 
 - with spare-replica rows (`survive: replica`): SCIP, at any size;
 - with zone-survivor rows (`survive: zone`): HiGHS, at any size;
+- with one configuration per pool (`configs_per_pool` rows, the policy's default):
+  HiGHS, at any size;
 - otherwise (region loss, or none): SCIP from `SCIP_MIN_COLUMNS` columns up.
 
 HiGHS solves the other parts, the whole program when it is solved as one, and the
@@ -20,15 +22,17 @@ parts SCIP's model set-up costs more than the solve, so HiGHS is the faster. The
 spare-replica rows (capacity less each pool's largest replica) make even small parts hard,
 and SCIP closes them faster; the zone-survivor rows (Z x survivors <= (Z - 1) x replicas,
 integer: a pool spread over zones less its fullest one) are where HiGHS is the faster at
-every size. The line was drawn from every part of the scaling bench's instances solved
-alone by each backend: the README's speed notes give the times, and `make bench` measures
-them again (tests/bench/test_part_backends.py).
+every size. With one configuration per pool (a binary per pool that picks its
+configuration) HiGHS closes the 10 x 20 x 6 region-loss parts several times faster than
+SCIP. The line was drawn from every part of the scaling bench's instances solved alone
+by each backend: the README's speed notes give the times, and `make bench` measures them
+again (tests/bench/test_part_backends.py).
 """
 
 from solver.backends import Backend, get_backend
 from solver.program.families.zone import ZoneSurvivorsIndex
 from solver.program.lp import LinearProgram
-from solver.program.row_names import ReplicaSpareRow
+from solver.program.row_names import ConfigsPerPoolRow, ReplicaSpareRow
 
 SCIP_MIN_COLUMNS = 2_000
 """Columns of a part's program without spare-replica or zone-survivor rows (region loss,
@@ -50,13 +54,13 @@ def part_backend(backend: Backend, program: LinearProgram) -> Backend:
 
 def hands_to_scip(program: LinearProgram) -> bool:
     """Whether SCIP is the faster on this integer program, by its failure rows: with
-    spare-replica rows always, with zone-survivor rows never, else from
-    `SCIP_MIN_COLUMNS` columns up (the rule above)."""
+    spare-replica rows always, with zone-survivor or one-configuration-per-pool rows
+    never, else from `SCIP_MIN_COLUMNS` columns up (the rule above)."""
     if not program.integer_variables:
         return False
     families = {row.family for row in program.constraints.values()}
     if ReplicaSpareRow.family in families:
         return True
-    if ZoneSurvivorsIndex.family in families:
+    if ZoneSurvivorsIndex.family in families or ConfigsPerPoolRow.family in families:
         return False
     return len(program.variables) >= SCIP_MIN_COLUMNS

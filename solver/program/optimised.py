@@ -38,6 +38,9 @@ class Optimised:
     cut_rounds: int = 0
     """Rounds the scenario cuts took (LP and integer solves, each integer one by the method
     above)."""
+    coordinated: int = 0
+    """Plans of the workload programs a master over server counts chose among, when its
+    plan is the join (whole servers: solver.decompose.server_master); 0 otherwise."""
     join_gap: float | None = None
     """One program solved from a join of the workload programs that held but was not
     within the gap (whole servers rounded, say): that join's gap to their bound."""
@@ -60,7 +63,9 @@ class Optimised:
                 joined += f" ({self.by_scip} of them solved by SCIP)"
             if self.competing:
                 joined += f", {self.competing} of them workloads that compete for supply"
-            if self.mended:
+            if self.coordinated:
+                joined += f", whole servers shared by a master over {self.coordinated} plans"
+            elif self.mended:
                 joined += f", {self.mended} re-solved to fit a region's supply"
             if self.processes > 1:
                 joined += f", solved in {self.processes} parallel processes"
