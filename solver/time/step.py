@@ -117,11 +117,21 @@ class PeriodsStep:
 
     def diagnosis(self, backend: Backend) -> Diagnosis:
         """Month 0: the peak period's static diagnosis; a later month: its demand on the
-        commitments it inherits."""
-        if self.horizon.month:
-            h = self.horizon
-            return month_conflict(self.instance, h.month, h.frozen, h.growth_factor)
-        return diagnose_infeasible(peak_period(self.program).program, backend, self.settings)
+        commitments it inherits, with its peak period's conflicts where that period has
+        no plan on any commitment (a power cap the grown demand passes, say)."""
+        peak = diagnose_infeasible(peak_period(self.program).program, backend, self.settings)
+        if not self.horizon.month:
+            return peak
+        h = self.horizon
+        inherited = month_conflict(self.instance, h.month, h.frozen, h.growth_factor)
+        if any(p.requirement != "program" for p in peak.problems):
+            # the month's own peak has no plan on any commitment (power, supply): name it
+            return Diagnosis(
+                inherited.summary,
+                (*inherited.problems[:1], *peak.problems),
+                f"{inherited.method}; month {h.month}'s peak period: {peak.method}",
+            )
+        return inherited
 
     def price(
         self, pricer: Backend, values: dict[str, float], settings: SolveSettings
