@@ -57,7 +57,7 @@ def _with_time_keys() -> dict:
     return data
 
 
-TIME_INSTANCES = {"diurnal-chat-batch", "growth-horizon"}
+TIME_INSTANCES = {"diurnal-chat-batch", "growth-horizon", "procurement-3region"}
 """The instances written to use the time keys (issue 11)."""
 
 
