@@ -118,3 +118,30 @@ def test_known_rows_serve_a_narrower_program_and_no_looser_one(monkeypatch):
     again = region_bounds.with_region_rows(narrower, NoRuns(), plain, base, known)
     assert again.constraints["region_cost[east]"].rhs == pytest.approx(60.0)
     assert region_bounds.with_region_rows(looser, NoRuns(), plain, base, known) is looser
+
+
+def test_a_bound_cut_short_by_the_clock_gives_no_row():
+    """A region program stopped by its time limit proves a valid bound too, but one that
+    moves with the machine's load, and the program (and the optimum among ties) with it:
+    only a bound proved within the gap makes a row."""
+    from types import SimpleNamespace
+
+    from solver.decompose.region_bounds import proven_bound
+    from solver.program.lp import LinearProgram, SolveResult, Termination
+
+    def answering(termination: Termination):
+        result = SolveResult(
+            termination=termination,
+            solver="fake",
+            solver_version="0",
+            runtime_s=1.0,
+            objective=100.0,
+            values={},
+            mip_gap=0.02,
+        )
+        return SimpleNamespace(run=lambda program, settings: result)
+
+    program = LinearProgram("region")
+    assert proven_bound(answering(Termination.OPTIMAL), program, None) == 98.0  # 100 - 2%
+    assert proven_bound(answering(Termination.TIME_LIMIT), program, None) is None
+    assert proven_bound(answering(Termination.FEASIBLE), program, None) is None
