@@ -380,7 +380,7 @@ def perf(
             help="Disaggregated pair: GB/s of one prompt's KV transfer from a prefill to a "
             "decode worker (default: the slower side's scale-out NICs, GPUs x NIC x the "
             "scale-out fraction).",
-            callback=within(limits.SCALEUP_GB_S),
+            callback=within(limits.KV_LINK_GB_S),
         ),
     ] = None,
 ) -> None:

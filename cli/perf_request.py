@@ -179,6 +179,7 @@ class PerfRequest:
             ("--role", self.role is not Role.UNIFIED),
             ("--pool-replicas", self.pool_replicas != 1),
             ("--sweep", self.sweep),
+            ("--prefix-affinity", self.prefix_affinity),
             ("--kv-tiers", self.kv_tiers),
             ("--ttft-p99-ms", self.ttft_p99_ms is not None),
             ("--tpot-p99-ms", self.tpot_p99_ms is not None),
