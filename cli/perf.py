@@ -12,13 +12,14 @@ from typing import Annotated
 import typer
 
 from cli.exit_codes import ExitCode
-from cli.options import JsonOnly, emit_json, within
+from cli.options import JsonOnly, emit_json, read_files, within
 from cli.perf_request import Arrivals, PerfRequest, problem
 from cli.perf_speculative import speculation_json, speculation_table_spec, speculative_model
 from cli.render.console import err
 from cli.render.pair_tables import pair_json, pair_tables
 from cli.render.perf_tables import kv_tiers_json, load_json, perf_json, perf_tables
 from cli.render.tables import markdown_tables, print_tables
+from models.io.output_files import check_target
 from models.physics.efficiency import Efficiency, efficiency_for, engine_report
 from models.physics.error_bands import band_line, band_records
 from models.physics.precision import Precision
@@ -396,6 +397,8 @@ def perf(
     configuration does not fit or cannot meet the targets at any load; exit 2 for bad input.
     """
     request = PerfRequest(**locals())  # every flag, by its parameter name
+    if as_json is not None:
+        check_target(as_json, read_files(engine, model_config))
     if request.disaggregated:
         _pair(request, as_json, as_markdown)
         return

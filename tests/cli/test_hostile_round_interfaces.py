@@ -69,3 +69,34 @@ def test_simulate_refuses_a_closed_loop_past_the_request_limit_at_once(run_cli, 
         assert result.exit_code == ExitCode.BAD_INPUT, result.stderr
         assert "--concurrency" in result.stderr
         assert f"{users * replicas * REQUESTS_PER_USER:,} requests" in result.stderr
+
+
+def test_perf_json_never_replaces_the_model_config_or_engine_profile_it_reads(run_cli, tmp_path):
+    """`--json` onto the `--model-config` or `--engine` file it reads: exit 2, the file
+    byte for byte as it was (it was replaced by the JSON before)."""
+    config = tmp_path / "config.json"
+    hf_config = ONE_MODEL_ONE_REGION.parent / "hf_configs" / "gpt-oss-120b.json"
+    config.write_text(hf_config.read_text())
+    before = config.read_bytes()
+    result = run_cli("perf", "--model-config", config, "--gpu", "h100-sxm", "-p", "fp8",
+                     "--tp", "8", "-i", "1000", "-o", "100", "--json", config)  # fmt: skip
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert "is the input file" in result.stderr and config.read_bytes() == before
+    profile = tmp_path / "mine.yaml"
+    profile.write_text("kind: fleetplan-engine-profile\n")  # never read: refused first
+    result = run_cli(*ONE, "--engine", profile, "--json", profile)
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert "is the input file" in result.stderr
+    assert profile.read_text() == "kind: fleetplan-engine-profile\n"
+
+
+def test_calibrate_never_writes_over_the_profile_it_starts_from(run_cli, tmp_path):
+    profile = tmp_path / "base.yaml"
+    profile.write_text("kind: fleetplan-engine-profile\n")
+    runs = tmp_path / "runs.csv"
+    runs.write_text("model,gpu,precision,tp,isl,osl,concurrency,output_tok_s\n"
+                    "llama-3.1-8b,h100-sxm,bf16,1,256,256,1,100\n")  # fmt: skip
+    result = run_cli("calibrate", runs, "-o", profile, "--engine", profile)
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert "is the input file" in result.stderr
+    assert profile.read_text() == "kind: fleetplan-engine-profile\n"
