@@ -159,7 +159,7 @@ def perf(
         ),
     ] = None,
     arrivals: Annotated[
-        Arrivals,
+        Arrivals | None,
         typer.Option(
             "--arrivals",
             help="How --concurrency users arrive. burst (default): all C start together "
@@ -169,7 +169,7 @@ def perf(
             "tools' TTFT measures, so this is the default. steady: the users' requests are "
             "staggered (a long-running service), the closed-loop fixed point.",
         ),
-    ] = Arrivals.BURST,
+    ] = None,
     random_range_ratio: Annotated[
         float | None,
         typer.Option(

@@ -89,7 +89,8 @@ class PerfRequest:
     sweep: bool = False
     rate: float | None = None
     concurrency: float | None = None
-    arrivals: Arrivals = Arrivals.BURST
+    arrivals: Arrivals | None = None
+    """--arrivals as given; burst when not (set on construction, never None after)."""
     prefix_tokens: float | None = None
     prefix_share: float = 1.0
     prefix_affinity: bool = False
@@ -126,6 +127,9 @@ class PerfRequest:
             raise typer.BadParameter("give --json or --markdown, not both", param_hint="--markdown")
         if (self.model is None) == (self.model_config is None):
             raise problem("--model", "give either --model NAME or --model-config FILE")
+        if self.arrivals is not None and self.concurrency is None:
+            raise problem("--arrivals", "says how --concurrency users arrive: give --concurrency")
+        object.__setattr__(self, "arrivals", self.arrivals or Arrivals.BURST)
         self._check_lengths()
         self._check_prefix()
         self._check_pair()

@@ -100,3 +100,13 @@ def test_calibrate_never_writes_over_the_profile_it_starts_from(run_cli, tmp_pat
     assert result.exit_code == ExitCode.BAD_INPUT
     assert "is the input file" in result.stderr
     assert profile.read_text() == "kind: fleetplan-engine-profile\n"
+
+
+def test_arrivals_without_a_concurrency_is_refused_not_ignored(run_cli):
+    """--arrivals says how --concurrency users arrive; alone (or with --rate) it changed
+    nothing and exited 0."""
+    for extra in ((), ("--rate", "2")):
+        result = run_cli(*ONE, "--arrivals", "steady", *extra)
+        assert result.exit_code == ExitCode.BAD_INPUT
+        assert "--arrivals" in result.stderr and "give --concurrency" in result.stderr
+    assert run_cli(*ONE, "--concurrency", "32", "--length-cv", "0.5").exit_code == 0
