@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 import yaml
 
-from cli.options import JsonOnly, emit_json, to_stdout, within
+from cli.options import JsonOnly, emit_json, read_files, to_stdout, within
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, print_tables
 from models.io.output_files import check_target, write_text
@@ -139,7 +139,7 @@ def calibrate(
         raise InputError(
             [Issue("command line", None, "--output", "the profile file must end in .yaml")]
         )
-    check_target(output, tuple(measurements))
+    check_target(output, (*measurements, *read_files(engine)))
     try:
         base_engine = check_engine(engine)
     except UnknownEngine as error:

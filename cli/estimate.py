@@ -13,7 +13,7 @@ import typer
 
 from cli.estimate_config import assumptions_from, read_config
 from cli.exit_codes import ExitCode
-from cli.options import JsonOnly, emit_json, within
+from cli.options import JsonOnly, emit_json, read_files, within
 from cli.render.console import err
 from cli.render.estimate_tables import estimate_report, headroom_report
 from cli.render.tables import Report
@@ -24,6 +24,7 @@ from models.calculators.estimate import (
     model_throughput,
 )
 from models.calculators.estimate import estimate as run_estimate
+from models.io.output_files import check_target
 from models.physics import catalog
 from models.physics.efficiency import UnknownEngine, check_engine, efficiency_source, engine_report
 from models.physics.hardware import GpuSpec
@@ -176,6 +177,8 @@ def estimate(
         "zones": zones,
     }
     _check_output_flags(as_json, as_markdown)
+    if as_json is not None:
+        check_target(as_json, read_files(engine, config))
     _check_model_flags(model, gpu, gpu_tokens_per_s, ttft_p99_ms, tpot_p99_ms)
     assumptions = assumptions_from(flags, read_config(config) if config else None)
     if engine is not None and model is None:

@@ -58,6 +58,17 @@ def to_stdout(*outputs: Path | None) -> bool:
     return any(path is not None and is_stdout(path) for path in outputs)
 
 
+def read_files(engine: str | None, *paths: Path | None) -> tuple[Path, ...]:
+    """The files a command reads besides its arguments: an `--engine` that names a profile
+    file, and `paths` given (`--model-config`): an output may not replace one of them."""
+    from models.physics.profile_files import is_profile_file
+
+    files = [path for path in paths if path is not None]
+    if engine is not None and is_profile_file(engine):
+        files.append(Path(engine))
+    return tuple(files)
+
+
 def emit_json(target: Path | None, data: Any, inputs: tuple[Path, ...] = ()) -> None:
     """Write `data` (a JSON string, a pydantic model or plain data) to `target`: nothing
     for None, standard output for `-`, else the file (atomically, never over an input)."""

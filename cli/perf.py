@@ -12,13 +12,14 @@ from typing import Annotated
 import typer
 
 from cli.exit_codes import ExitCode
-from cli.options import JsonOnly, emit_json, within
+from cli.options import JsonOnly, emit_json, read_files, within
 from cli.perf_request import Arrivals, PerfRequest, problem
 from cli.perf_speculative import speculation_json, speculation_table_spec, speculative_model
 from cli.render.console import err
 from cli.render.pair_tables import pair_json, pair_tables
 from cli.render.perf_tables import kv_tiers_json, load_json, perf_json, perf_tables
 from cli.render.tables import markdown_tables, print_tables
+from models.io.output_files import check_target
 from models.physics.efficiency import Efficiency, efficiency_for, engine_report
 from models.physics.error_bands import band_line, band_records
 from models.physics.precision import Precision
@@ -158,7 +159,7 @@ def perf(
         ),
     ] = None,
     arrivals: Annotated[
-        Arrivals,
+        Arrivals | None,
         typer.Option(
             "--arrivals",
             help="How --concurrency users arrive. burst (default): all C start together "
@@ -168,7 +169,7 @@ def perf(
             "tools' TTFT measures, so this is the default. steady: the users' requests are "
             "staggered (a long-running service), the closed-loop fixed point.",
         ),
-    ] = Arrivals.BURST,
+    ] = None,
     random_range_ratio: Annotated[
         float | None,
         typer.Option(
@@ -380,7 +381,7 @@ def perf(
             help="Disaggregated pair: GB/s of one prompt's KV transfer from a prefill to a "
             "decode worker (default: the slower side's scale-out NICs, GPUs x NIC x the "
             "scale-out fraction).",
-            callback=within(limits.SCALEUP_GB_S),
+            callback=within(limits.KV_LINK_GB_S),
         ),
     ] = None,
 ) -> None:
@@ -396,6 +397,8 @@ def perf(
     configuration does not fit or cannot meet the targets at any load; exit 2 for bad input.
     """
     request = PerfRequest(**locals())  # every flag, by its parameter name
+    if as_json is not None:
+        check_target(as_json, read_files(engine, model_config))
     if request.disaggregated:
         _pair(request, as_json, as_markdown)
         return

@@ -89,7 +89,8 @@ class PerfRequest:
     sweep: bool = False
     rate: float | None = None
     concurrency: float | None = None
-    arrivals: Arrivals = Arrivals.BURST
+    arrivals: Arrivals | None = None
+    """--arrivals as given; burst when not (set on construction, never None after)."""
     prefix_tokens: float | None = None
     prefix_share: float = 1.0
     prefix_affinity: bool = False
@@ -126,6 +127,9 @@ class PerfRequest:
             raise typer.BadParameter("give --json or --markdown, not both", param_hint="--markdown")
         if (self.model is None) == (self.model_config is None):
             raise problem("--model", "give either --model NAME or --model-config FILE")
+        if self.arrivals is not None and self.concurrency is None:
+            raise problem("--arrivals", "says how --concurrency users arrive: give --concurrency")
+        object.__setattr__(self, "arrivals", self.arrivals or Arrivals.BURST)
         self._check_lengths()
         self._check_prefix()
         self._check_pair()
@@ -179,6 +183,7 @@ class PerfRequest:
             ("--role", self.role is not Role.UNIFIED),
             ("--pool-replicas", self.pool_replicas != 1),
             ("--sweep", self.sweep),
+            ("--prefix-affinity", self.prefix_affinity),
             ("--kv-tiers", self.kv_tiers),
             ("--ttft-p99-ms", self.ttft_p99_ms is not None),
             ("--tpot-p99-ms", self.tpot_p99_ms is not None),

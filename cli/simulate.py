@@ -18,6 +18,7 @@ from models.io.documents import read_document
 from models.io.output_files import check_target, is_stdout, write_text
 from models.schema import limits
 from models.schema.errors import InputError, Issue
+from models.serving.latency import REQUESTS_PER_USER
 from solver.plan.schema import Plan
 from solver.simulate.closed_rows import CLOSED_LOOP
 from solver.simulate.engine import DISPATCHES
@@ -41,6 +42,24 @@ def _check_arrivals(arrivals: str, concurrency: int | None, effects: bool) -> No
         raise _problem("--concurrency", f"--arrivals {arrivals} needs the users per replica")
     if effects:
         raise _problem("--effects", "switches engine effects off under open arrivals only")
+
+
+def _check_closed_loop_size(plan: Plan, users: int | None) -> None:
+    """A closed loop sends `users` x replicas x REQUESTS_PER_USER requests (every replica
+    of the plan counted: an upper bound for a pair, whose users sit on its decode side);
+    more than `limits.CLOSED_LOOP_REQUESTS` is refused before any replay."""
+    if users is None:
+        return
+    replicas = sum(pool.count for pool in plan.replicas)
+    requests = users * replicas * REQUESTS_PER_USER
+    most = limits.CLOSED_LOOP_REQUESTS
+    if requests > most.count:
+        raise _problem(
+            "--concurrency",
+            f"{users:,} users on each of the plan's {replicas:,} replicas send {requests:,} "
+            f"requests ({REQUESTS_PER_USER} each); at most {most.count:,} {most.what} "
+            f"({most.why})",
+        )
 
 
 def _read_plan(path: Path) -> Plan:
@@ -262,6 +281,7 @@ def simulate(
     instance = load(file, sets)
     plan = _read_plan(plan_file)
     require_verified(instance, plan, plan_file, "simulate")  # replays only what holds
+    _check_closed_loop_size(plan, concurrency)
     seconds = duration_s if duration_s is not None else minutes * 60
     if dispatch not in DISPATCHES:
         raise _problem("--dispatch", f"must be one of {', '.join(DISPATCHES)}, got {dispatch!r}")

@@ -21,6 +21,7 @@ with none (MI300X, an inline GPU) runs on those of the GPU its `efficiency_like`
 on the pooled `default` fit, and every report says so (`efficiency_source`).
 """
 
+import re
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -146,10 +147,18 @@ def profile_of(name: str) -> dict[str, Any]:
     return engine_profiles().get(name, {})
 
 
+_VERSION = re.compile(r"(\d{1,9}(?:\.\d{1,9}){0,7})(?:[.-]?(?:post|rc|a|b|dev)\d{0,9})?", re.I)
+"""A release as engines publish it: up to 8 dotted numbers of up to 9 digits, then
+perhaps one PEP 440 pre-, post- or dev-release tag (`0.5.6.post1`, `1.0.0rc2`)."""
+
+
 def _version(text: str) -> tuple[int, ...] | None:
-    """`(0, 12, 1)` for `0.12.1`; None for text that is not a dotted version."""
-    parts = text.split(".")
-    return tuple(int(part) for part in parts) if all(p.isdigit() for p in parts) else None
+    """`(0, 12, 1)` for `0.12.1`, and for a tagged release of it (`0.12.1.post1`,
+    `0.12.1rc2`: the tag is ignored, so a pre-release runs on the profile of the release
+    it precedes); None for text that is not a version (a digit run past 9 is not one:
+    `int` refuses strings past 4,300 digits)."""
+    match = _VERSION.fullmatch(text)
+    return tuple(int(part) for part in match.group(1).split(".")) if match else None
 
 
 def resolve_engine(name: str) -> str | None:

@@ -202,6 +202,14 @@ HBM_GIB = Bound(4096, "GiB", "14x the largest GPU memory shipped, 288 GB")
 HBM_TB_S = Bound(100, "TB/s", "12x the fastest HBM shipped, 8 TB/s")
 TFLOPS = Bound(100_000, "TFLOPS", "7x the densest FP4 peak announced, about 15,000 TFLOPS")
 SCALEUP_GB_S = Bound(10_000, "GB/s", "11x NVLink 5, 900 GB/s per direction")
+KV_LINK_GB_S = Bound(
+    SCALEUP_GB_S.high,
+    "GB/s",
+    SCALEUP_GB_S.why + "; at least 0.01 GB/s (80 Mbit/s), where a 1 GB prompt's KV already "
+    "takes 100 s to move: far below it the figures underflow (1e-300 GB/s gave a TPOT of 0)",
+    low=0.01,
+    low_open=False,
+)
 SCALEOUT_GBIT_S = Bound(10_000, "Gbit/s", "12x the fastest NICs shipped, 800 Gbit/s")
 GPUS_PER_NODE = Bound(
     1024, "GPUs", "announced scale-up domains reach 576 GPUs", low=1.0, low_open=False
@@ -356,6 +364,14 @@ SEED = Bound(
     low_open=False,
 )
 
+
+CLOSED_LOOP_REQUESTS = Most(
+    500_000,
+    "closed-loop requests in one `simulate --arrivals burst|staggered`",
+    "the replay runs ~8,500 requests a CPU-second (24 replicas x 1,000 users x 10 requests "
+    "= 240,000 took 28 s on one core), so 500,000 is about a minute; 10^9 users would run "
+    "for days or exhaust memory",
+)
 
 # --- program size -----------------------------------------------------------------------
 
