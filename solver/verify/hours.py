@@ -251,8 +251,34 @@ def _check_hour_capacity(
         violations=tuple(violations),
         cost_per_month=0.0,
         total_gpus=result.total_gpus if result else 0,
-        checks=result.checks if result else (),
+        checks=_after_starts(alone, hour, pools, result, cache) if result else (),
     )
+
+
+def _after_starts(
+    alone: Instance,
+    hour: Hour,
+    pools: tuple[ReplicaPool, ...],
+    warm: Verification,
+    cache: dict,
+) -> tuple[ScenarioCheck, ...]:
+    """The hour's checks, each region loss's servable counted with the replicas the hour
+    starts after it (warm + started, as the plan's utilisation table counts them; the
+    budget of step 6 is charged on the warm survivors' shortfall alone)."""
+    checks = list(warm.checks)
+    for scenario in dict.fromkeys(s.scenario for s in hour.failover_starts):
+        started = tuple(s.pool for s in hour.failover_starts if s.scenario == scenario)
+        helped = {p.workload for p in started}
+        after = {
+            (c.scenario, c.workload): c for c in _static(alone, pools + started, cache).checks
+        }
+        checks = [
+            after.get((c.scenario, c.workload), c)
+            if c.scenario == scenario and c.workload in helped
+            else c
+            for c in checks
+        ]
+    return tuple(checks)
 
 
 def _less_spot_down(
