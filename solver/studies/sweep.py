@@ -67,6 +67,29 @@ def solve_point(instance: Instance, backend: str | None = None) -> dict[str, Any
         "runtime_s": time.monotonic() - started,
         "message": "",
         "replicas": [r.model_dump(mode="json", exclude_none=True) for r in plan.replicas],
+        **_time_parts(plan),
+    }
+
+
+TIME_PARTS = ("hours", "committed", "months", "cost_per_month")
+"""What an hourly plan is beyond its peak pools: the verifier checks its 24 hours, its
+commitments and its months (month 0 against the plan's cost; solver.verify.hours), not
+the peak fleet alone. The idle shares are left out (they depend on each point's demand,
+as the peak pools' STATED_FIGURES do); the hours and months state their costs at the
+point's prices, so one point's plan passes at another only where the prices agree."""
+
+
+def _time_parts(plan: Plan) -> dict[str, Any]:
+    if not plan.hours:
+        return {}
+    return {
+        "hours": [h.model_dump(mode="json", exclude_none=True) for h in plan.hours],
+        "committed": [c.model_dump(mode="json", exclude_none=True) for c in plan.committed],
+        "months": [
+            m.model_dump(mode="json", exclude_none=True, exclude={"idle_fraction"})
+            for m in plan.months
+        ],
+        "cost_per_month": plan.cost_per_month,
     }
 
 
@@ -267,17 +290,21 @@ def check_plans(
 ) -> list[PlanCheck]:
     """Every distinct plan of the solved points, verified against every valid point."""
     plans: dict[str, list[int]] = {}
-    replicas_of: dict[str, list[dict[str, Any]]] = {}
+    parts_of: dict[str, dict[str, Any]] = {}
     for index in sorted(records):
         record = records[index]
         if record.get("status") != "solved":
             continue
         key = plan_key(record.get("replicas", []))
+        key += json.dumps({n: record[n] for n in TIME_PARTS[:3] if n in record}, sort_keys=True)
         plans.setdefault(key, []).append(index)
-        replicas_of[key] = json.loads(key)
+        timed = {n: record[n] for n in TIME_PARTS if n in record and "hours" in record}
+        # an hourly plan is its hours: its peak pools state one point's figures, and the
+        # hour verifier holds stated peak pools to the hours' (none stated: not checked)
+        parts_of[key] = timed or {"replicas": json.loads(plan_key(record.get("replicas", [])))}
     checks = []
     for number, (key, chosen) in enumerate(plans.items()):
-        plan = Plan.model_validate({"replicas": replicas_of[key]})
+        plan = Plan.model_validate(parts_of[key])
         serves, fails, costs, failure = [], [], {}, {}
         total_gpus = 0
         for index, instance in sorted(instances.items()):

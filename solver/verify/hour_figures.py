@@ -246,18 +246,39 @@ def _peak_fleet(plan: Plan) -> list[Violation]:
     return found
 
 
-def _peak_table(instance: Instance, plan: Plan) -> list[Violation]:
-    if not plan.gpus and plan.total_gpus is None:
-        return []  # a month's own hours state no table
-    days = instance.policy.hours_per_month / HOURS_PER_DAY
+def most_used(plan: Plan) -> dict[tuple[str, str], int]:
+    """(region, GPU) -> the most GPUs of that offer the pools of any one hour use."""
     most: dict[tuple[str, str], int] = defaultdict(int)
-    rows_of: dict[tuple[str, str], list] = defaultdict(list)
     for hour in plan.hours:
         used: dict[tuple[str, str], int] = defaultdict(int)
         for pool in hour.pools:
             used[(pool.region, pool.gpu)] += pool.count * pool.replica_gpus
         for key, n in used.items():
             most[key] = max(most[key], n)
+    return most
+
+
+def peak_fleet(instance: Instance, plan: Plan) -> tuple[int, int]:
+    """(GPUs bought, GPUs used) of the day's fleet recomputed from the hours: used = the sum
+    over offers of the most GPUs any hour uses (`total_gpus`); bought = the sum over offers
+    of that most less existing, in whole units (models.operations.site.gpus_bought), as the
+    static verifier counts them."""
+    most = most_used(plan)
+    bought = sum(
+        gpus_bought(n, existing_gpus(instance, r, g), node_gpus(instance, g))
+        for (r, g), n in most.items()
+        if g in instance.gpu_specs  # an unknown GPU is a violation of its own (_peak_table)
+    )
+    return bought, sum(most.values())
+
+
+def _peak_table(instance: Instance, plan: Plan) -> list[Violation]:
+    if not plan.gpus and plan.total_gpus is None:
+        return []  # a month's own hours state no table
+    days = instance.policy.hours_per_month / HOURS_PER_DAY
+    most = most_used(plan)
+    rows_of: dict[tuple[str, str], list] = defaultdict(list)
+    for hour in plan.hours:
         for row in hour.gpus:
             rows_of[(row.region, row.gpu)].append(row)
     committed = {(c.region, c.gpu): c.committed_gpus for c in plan.committed}

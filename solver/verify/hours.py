@@ -77,7 +77,12 @@ from solver.verify.fleet import (
     verify,
 )
 from solver.verify.fleet import stated_display as shown
-from solver.verify.hour_figures import close, finite_violations, stated_hour_figures
+from solver.verify.hour_figures import (
+    close,
+    finite_violations,
+    peak_fleet,
+    stated_hour_figures,
+)
 from solver.verify.hour_idle import check_idle_fraction
 from solver.verify.hour_reports import stated_report_figures
 from solver.verify.hour_rows import check_binding_times
@@ -112,7 +117,6 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
     warm = warm_grid(instance)
     committed = {(c.region, c.gpu): c.committed_gpus for c in plan.committed}
     cost_per_day = 0.0
-    peak_gpus = 0
     cache: dict = {}
     budget_used: dict[tuple[str, str], list[tuple[int, float, float]]] = {}
     for hour in plan.hours:
@@ -127,9 +131,8 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
         checks += [
             c.model_copy(update={"scenario": timed_name(c.scenario, at)}) for c in static.checks
         ]
-        cost, used = _check_hour_gpus(instance, hour, committed, violations)
+        cost, _ = _check_hour_gpus(instance, hour, committed, violations)
         cost_per_day += cost
-        peak_gpus = max(peak_gpus, used)
     for (r, g), count in committed.items():
         supply = instance.region(r).supply.get(g)
         if supply is None or supply.reserved_price_per_gpu_hour is None:
@@ -169,12 +172,14 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
     violations += check_idle_fraction(instance, plan)
     violations += check_binding_times(plan)
     violations += check_batch(instance, plan.hours, warm)
+    bought, used = peak_fleet(instance, plan)
     return Verification(
         ok=not violations,
         violations=tuple(violations),
         cost_per_month=cost,
-        total_gpus=peak_gpus,
+        total_gpus=used,
         checks=tuple(checks),
+        gpus_bought=bought,
     )
 
 
@@ -246,8 +251,34 @@ def _check_hour_capacity(
         violations=tuple(violations),
         cost_per_month=0.0,
         total_gpus=result.total_gpus if result else 0,
-        checks=result.checks if result else (),
+        checks=_after_starts(alone, hour, pools, result, cache) if result else (),
     )
+
+
+def _after_starts(
+    alone: Instance,
+    hour: Hour,
+    pools: tuple[ReplicaPool, ...],
+    warm: Verification,
+    cache: dict,
+) -> tuple[ScenarioCheck, ...]:
+    """The hour's checks, each region loss's servable counted with the replicas the hour
+    starts after it (warm + started, as the plan's utilisation table counts them; the
+    budget of step 6 is charged on the warm survivors' shortfall alone)."""
+    checks = list(warm.checks)
+    for scenario in dict.fromkeys(s.scenario for s in hour.failover_starts):
+        started = tuple(s.pool for s in hour.failover_starts if s.scenario == scenario)
+        helped = {p.workload for p in started}
+        after = {
+            (c.scenario, c.workload): c for c in _static(alone, pools + started, cache).checks
+        }
+        checks = [
+            after.get((c.scenario, c.workload), c)
+            if c.scenario == scenario and c.workload in helped
+            else c
+            for c in checks
+        ]
+    return tuple(checks)
 
 
 def _less_spot_down(

@@ -88,3 +88,12 @@ def test_the_cost_split_adds_up_to_the_month_and_the_day_is_24_hours(horizon):
     assert all(c >= d for c, d in zip(day.warm_capacity_rps, day.demand_rps, strict=True))
     assert day.committed_gpus == 11
     assert all(r + o >= 11 for r, o in zip(day.reserved_gpus, day.on_demand_gpus, strict=True))
+
+
+def test_the_hour_verifier_counts_the_gpus_bought_as_the_summary_does(horizon):
+    instance, plan = horizon
+    result = verify_hours(instance, plan)
+    # month 0 uses 11 H100 every hour, none existing, bought by the GPU: 11 bought, 11 used
+    # (`verify` printed "11 GPUs used" alone for hourly plans, "N bought, M used" for static)
+    assert (result.gpus_bought, result.total_gpus) == (11, 11)
+    assert (plan.summary.gpus_bought, plan.summary.gpus_used) == (11, 11)

@@ -182,3 +182,18 @@ def test_the_hour_verifier_refuses_a_start_window_beyond_the_budget():
     stated = plan.model_copy(update={"error_budget_minutes_used": ()})
     found = {v.requirement.split("[")[0] for v in verify_hours(slower, stated).violations}
     assert "error_budget" in found
+
+
+def test_the_hour_verifier_counts_the_started_replicas_in_a_loss_s_servable():
+    # T_s = 0: the warm fleet is the no-spare one, so a loss leaves the survivor short
+    # until it starts replicas; the plan's utilisation table counts those, and so do the
+    # verifier's checks (before: the warm survivors alone, servable < demand in a plan
+    # the verifier passed, which `compare` read as a negative headroom)
+    instance = _instance(start_s=0)
+    plan = solve(instance)
+    result = verify_hours(instance, plan)
+    assert result.ok
+    losses = [c for c in result.checks if c.scenario.startswith("lose=")]
+    assert any(h.failover_starts for h in plan.hours) and losses
+    for check in losses:
+        assert check.servable_requests_per_s == pytest.approx(check.demand_requests_per_s)
