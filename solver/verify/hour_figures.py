@@ -90,6 +90,14 @@ def close(stated: float, recomputed: float) -> bool:
     return math.isclose(stated, recomputed, rel_tol=RELATIVE, abs_tol=RELATIVE)
 
 
+def agrees(stated: float | None, recomputed: float | None) -> bool:
+    """Whether an optional figure agrees with its recomputation: both absent, or both
+    present and `close`."""
+    if stated is None or recomputed is None:
+        return stated is None and recomputed is None
+    return close(stated, recomputed)
+
+
 def differs(path: str, stated: object, recomputed: object, what: str) -> Violation:
     return Violation(requirement=path, message=f"states {stated}; {what} {recomputed}")
 
@@ -485,12 +493,7 @@ def _site_rows(instance: Instance, plan: Plan) -> list[Violation]:
             ("limit_racks", power.limit_racks, region.racks),
         )
         for name, stated_value, value in checks:
-            same = (
-                stated_value is None and value is None
-                if stated_value is None or value is None
-                else close(stated_value, value)
-            )
-            if not same:
+            if not agrees(stated_value, value):
                 found.append(
                     differs(f"{where}.{name}", stated_value, value, "the GPUs installed give")
                 )

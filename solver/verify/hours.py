@@ -78,7 +78,7 @@ from solver.verify.fleet import (
 )
 from solver.verify.fleet import stated_display as shown
 from solver.verify.hour_figures import (
-    close,
+    agrees,
     finite_violations,
     peak_fleet,
     stated_hour_figures,
@@ -269,9 +269,7 @@ def _after_starts(
     for scenario in dict.fromkeys(s.scenario for s in hour.failover_starts):
         started = tuple(s.pool for s in hour.failover_starts if s.scenario == scenario)
         helped = {p.workload for p in started}
-        after = {
-            (c.scenario, c.workload): c for c in _static(alone, pools + started, cache).checks
-        }
+        after = {(c.scenario, c.workload): c for c in _static(alone, pools + started, cache).checks}
         checks = [
             after.get((c.scenario, c.workload), c)
             if c.scenario == scenario and c.workload in helped
@@ -482,12 +480,7 @@ def _check_stated_budgets(
         }
         for name, value in recomputed.items():
             stated = getattr(row, name)
-            same = (
-                stated is None and value is None
-                if stated is None or value is None
-                else close(stated, value)
-            )
-            if not same:
+            if not agrees(stated, value):
                 violations.append(
                     Violation(
                         requirement=f"{where}.{name}",
