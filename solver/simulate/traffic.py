@@ -4,6 +4,7 @@ completes)."""
 
 import heapq
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -78,15 +79,7 @@ def closed_loop_trace(
     A request reaches the router `request_overhead_s` after it is sent (as in
     `simulate_pool`; its TTFT counts from the send). At one instant the engines' events
     fire before the entries (as `simulate_pool` fires the events up to an arrival first)."""
-    if dispatch not in DISPATCHES:
-        raise ValueError(f"dispatch must be one of {', '.join(DISPATCHES)}, got {dispatch!r}")
-    users = len(start_s)
-    total = users * requests_per_user
-    if users < 1 or requests_per_user < 1 or len(prompt_tokens) < total:
-        raise ValueError(
-            f"{users} users x {requests_per_user} requests need {total} lengths, "
-            f"got {len(prompt_tokens)}"
-        )
+    users, total = _closed_loop_size(dispatch, start_s, requests_per_user, prompt_tokens)
     trace = PoolTrace(
         arrival_s=np.full(total, np.nan),
         first_token_s=np.full(total, np.nan),
@@ -177,15 +170,7 @@ def closed_loop_pair_trace(
     Returns per request (in send order) `arrival_s`, `ttft_s` (first token + transfer -
     sent, the planner's), `tpot_s` ((finish - first token - transfer) / (O - 1)),
     `finish_s`, and `end_s`, `preemptions`, `events`, `decode_busy_batch_s`."""
-    if dispatch not in DISPATCHES:
-        raise ValueError(f"dispatch must be one of {', '.join(DISPATCHES)}, got {dispatch!r}")
-    users = len(start_s)
-    total = users * requests_per_user
-    if users < 1 or requests_per_user < 1 or len(prompt_tokens) < total:
-        raise ValueError(
-            f"{users} users x {requests_per_user} requests need {total} lengths, "
-            f"got {len(prompt_tokens)}"
-        )
+    users, total = _closed_loop_size(dispatch, start_s, requests_per_user, prompt_tokens)
     outputs = np.asarray(output_tokens[:total], dtype=int)
     traces = [
         PoolTrace(
@@ -286,3 +271,20 @@ def closed_loop_pair_trace(
         "events": traces[0].events + traces[1].events,
         "decode_busy_batch_s": traces[1].busy_batch_s,
     }
+
+
+def _closed_loop_size(
+    dispatch: str, start_s: Sequence[float], requests_per_user: int, prompt_tokens: Sequence
+) -> tuple[int, int]:
+    """(users, requests) of a closed loop, or ValueError for an unknown dispatch or too
+    few lengths for every user's requests."""
+    if dispatch not in DISPATCHES:
+        raise ValueError(f"dispatch must be one of {', '.join(DISPATCHES)}, got {dispatch!r}")
+    users = len(start_s)
+    total = users * requests_per_user
+    if users < 1 or requests_per_user < 1 or len(prompt_tokens) < total:
+        raise ValueError(
+            f"{users} users x {requests_per_user} requests need {total} lengths, "
+            f"got {len(prompt_tokens)}"
+        )
+    return users, total
