@@ -6,7 +6,10 @@ GPT-OSS 20B and 120B, Qwen3-30B-A3B on H100, H200, B200, GB200 and RTX PRO 6000,
 TensorRT-LLM v0.21 to v1.0 and a later layout. Every row is an offline max-throughput
 measurement (all requests queued at once, fixed ISL/OSL), predicted like the dense rows
 of `calibration.calibrate`: `replica_capacity` with no latency target, output tokens/s
-per GPU, with the catalog's efficiency factors for the GPU and precision.
+per GPU, with the catalog's efficiency factors for the GPU and precision, at the engine
+settings trtllm-bench chose for the run (`bench_settings`: max_batch_size and
+max_num_tokens from its own KV estimate, chunked prefill off). An offline run of fixed
+lengths keeps attention-DP groups in lockstep (`models.serving.batch_model.offline_lockstep`).
 
 Layout of a row: `tp` and `pp` as published; `ep` the expert-parallel size where the
 table gives one. A blank TP with an EP is TensorRT-LLM's "DEP" layout (the notes say so:
@@ -27,7 +30,8 @@ the comparison survives later changes) and now, on the held-out rows and on the 
 
 Fit (`fit_moe_constants`, `python -m calibration.moe --write`): per GPU generation, two
 constants of `models.physics.moe.MoeEfficiency` on a grid, the point of smallest mean
-|ln(predicted / measured)| over the generation's fit rows, written with its fit and
+|ln(predicted / measured)| over the generation's fit rows and the dense set's MoE fit
+rows of the generation (Mixtral 8x7B on Hopper, `dense_moe_fit_rows`), written with its fit and
 held-out errors to `models/physics/catalog/moe_efficiency.yaml`: the all-to-all latency
 per collective (10 to 100 us with NVLink, to 400 us over PCIe only) and the grouped-GEMM
 half-rate rows per expert (0 to 64: a 64-row tile half filled). The grid stops at 64
@@ -44,12 +48,14 @@ import csv
 import math
 import zlib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from calibration.rows import calibration_dir
+from calibration.calibrate import catalog_efficiency, predict
+from calibration.rows import Row, calibration_dir, load_rows
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import Efficiency, UnknownEngine, efficiency_for, generation_of
 from models.physics.memory import default_kv_precision
@@ -210,16 +216,87 @@ def moe_config(row: MoeRow) -> ReplicaConfig:
     )
 
 
+BENCH_KV_FRACTION = 0.90
+"""trtllm-bench's `--kv_cache_free_gpu_mem_fraction` default (NVIDIA/TensorRT-LLM
+`tensorrt_llm/bench/benchmark/throughput.py`: `default=.90`)."""
+BENCH_BYTES_PER_WEIGHT = {Precision.FP4: 0.5, Precision.FP8: 1.0, Precision.BF16: 2.0}
+"""Bytes per parameter trtllm-bench's sizing assumes (`tuning.py` BYTES_PER_ELEM: NVFP4
+0.5, FP8 1, unquantised 2), for every parameter alike."""
+
+
+def bench_requests(row: MoeRow) -> float:
+    """Requests trtllm-bench estimates the KV cache holds for a row (`bench_settings`):
+    0.90 (G x memory - params x bytes) / (2 L max(tp, kv heads) d a (ISL + OSL)), memory
+    in GiB, G = tp x pp GPUs with tp the whole stage for attention DP (as the tool is
+    given it), every layer counted in full, a the KV bytes per element."""
+    llm = llm_catalog()[row.model]
+    gpu = gpu_catalog()[row.gpu]
+    isl, osl = (float(x) for x in row.lengths.split("/"))
+    stage_tp = row.tp * row.dp
+    kv_bytes = 1.0 if row.kv_precision is not Precision.BF16 else 2.0
+    per_token_gib = 2 * llm.layers * max(stage_tp, llm.kv_heads) * llm.head_dim * kv_bytes / 2**30
+    weights_gib = llm.total_params() * BENCH_BYTES_PER_WEIGHT[row.weight_precision] / 2**30
+    cache_gib = (gpu.hbm_gib * stage_tp * row.pp - weights_gib) * BENCH_KV_FRACTION
+    return cache_gib / (per_token_gib * (isl + osl))
+
+
+def bench_caps(requests: float, isl: float, osl: float, pp: int) -> tuple[int, int]:
+    """(max_batch_size, max_num_tokens) trtllm-bench sets from its request estimate:
+
+        raw_bs  = min(requests, 4096) / pp,   raw_tok = min(raw_bs (1 + ISL / OSL), 32768)
+        max_bs  = max(64, 32 ceil(raw_bs / 32)) below 256, 128 ceil(raw_bs / 128) below
+                  1024, else 256 ceil(raw_bs / 256)
+        max_tok = max(2048, 256 ceil(raw_tok / 256)) below 4096, 512 ceil(raw_tok / 512)
+                  below 8192, else 1024 ceil(raw_tok / 1024)
+
+    and, chunked prefill being off by default, max_num_tokens = max(max_tok, ISL + max_bs)."""
+    raw_bs = min(requests, 4096) / pp
+    raw_tokens = min(raw_bs * (1 + isl / osl), 32768)
+    if raw_bs < 256:
+        max_bs = max(64, 32 * math.ceil(raw_bs / 32))
+    elif raw_bs < 1024:
+        max_bs = 128 * math.ceil(raw_bs / 128)
+    else:
+        max_bs = 256 * math.ceil(raw_bs / 256)
+    if raw_tokens < 4096:
+        max_tokens = max(2048, 256 * math.ceil(raw_tokens / 256))
+    elif raw_tokens < 8192:
+        max_tokens = 512 * math.ceil(raw_tokens / 512)
+    else:
+        max_tokens = 1024 * math.ceil(raw_tokens / 1024)
+    return max_bs, max(max_tokens, int(isl) + max_bs)
+
+
+def bench_settings(row: MoeRow) -> tuple[int, int]:
+    """(max_batch_size, max_num_tokens) trtllm-bench ran the row with. The published runs
+    set neither (the tables give none; the notes name `trtllm-bench throughput`), so the
+    tool chose them from its estimate of the requests the KV cache holds
+    (`bench_requests`, `bench_caps`): NVIDIA/TensorRT-LLM `tensorrt_llm/bench/build/tuning.py`
+    (`calc_engine_setting`, `finetune_setting`; commit 04cba882084a25665e7f80f5bda71b35b9790b6f)
+    and `tensorrt_llm/bench/benchmark/utils/general.py` (`get_settings`: chunked prefill
+    off unless asked, max_num_tokens at least the longest prompt + max_batch_size; commit
+    0171265edef1c67ef334e0db2427148161aa2815). With attention DP each rank schedules under
+    both caps (the model's per-group `max_batch_sequences` and `prefill_chunk_tokens`)."""
+    isl, osl = (float(x) for x in row.lengths.split("/"))
+    return bench_caps(bench_requests(row), isl, osl, row.pp)
+
+
 def row_efficiency(row: MoeRow) -> Efficiency:
     """The efficiency factors of the row's engine: the catalog's profile of its TensorRT-LLM
     release (`trtllm-1.0` for v1.0 and later rows, `trtllm-0.21`) where the catalog holds
-    one, else the default profile (today's case: every row). A new profile moves every
-    prediction: refit the MoE constants after it (`python -m calibration.moe --write`)."""
+    one, else the default profile (today's case: every row), run at the operating point
+    trtllm-bench chose (`bench_settings`: its max_batch_size and max_num_tokens). A new
+    profile moves every prediction: refit the MoE constants after it
+    (`python -m calibration.moe --write`)."""
     release = "1.0" if "1.0" in row.engine else row.engine.removeprefix("trtllm-v")
     try:
-        return efficiency_for(row.gpu, row.weight_precision, engine=f"trtllm-{release}")
+        efficiency = efficiency_for(row.gpu, row.weight_precision, engine=f"trtllm-{release}")
     except UnknownEngine:
-        return efficiency_for(row.gpu, row.weight_precision)
+        efficiency = efficiency_for(row.gpu, row.weight_precision)
+    max_bs, max_tokens = bench_settings(row)
+    return efficiency.model_copy(
+        update={"max_batch_sequences": max_bs, "prefill_chunk_tokens": max_tokens}
+    )
 
 
 def predict_moe(row: MoeRow, efficiency: Efficiency | None = None) -> float:
@@ -394,33 +471,61 @@ class MoeFit:
         )
 
 
-def _scores(rows: list[MoeRow], by_key: dict) -> tuple[float, float]:
-    """(mean |ln(predicted / measured)|, median |error| in percent) of `rows` under the
-    trial constants `by_key`; a row no layout fits counts ln 10."""
+def _log_errors(predicted: list[float], measured: list[float]) -> list[float]:
+    """|ln(predicted / measured)| of each row; a row no layout fits counts ln 10."""
+    return [
+        math.log(10.0) if math.isnan(value) else abs(math.log(value / truth))
+        for value, truth in zip(predicted, measured, strict=True)
+    ]
+
+
+def _scores(rows: list[MoeRow], by_key: dict, dense: list[Row] = ()) -> tuple[float, float]:
+    """(mean |ln(predicted / measured)|, median |error| in percent of `rows`) under the
+    trial constants `by_key`; the mean also runs over `dense`, the dense set's MoE rows
+    (`dense_moe_fit_rows`), predicted as `calibration.calibrate` predicts them."""
     with trial_constants(by_key):
         predicted = [predict_moe(row) for row in rows]
-    logs = [
-        math.log(10.0) if math.isnan(value) else abs(math.log(value / row.measured))
-        for row, value in zip(rows, predicted, strict=True)
-    ]
+        dense_predicted = [predict(row, catalog_efficiency(row)) for row in dense]
+    logs = _log_errors(predicted, [row.measured for row in rows])
+    logs += _log_errors(dense_predicted, [row.measured for row in dense])
     return float(np.mean(logs)), summarise("trial", rows, predicted).median_abs_pct
 
 
-def fit_moe_constants(rows: list[MoeRow]) -> list[MoeFit]:
+def dense_moe_fit_rows(generation: str) -> list[Row]:
+    """The fit rows of the dense set (`calibration.rows`, TensorRT-LLM offline rows) whose
+    model is a mixture of experts (Mixtral 8x7B) on `generation`'s GPUs: the MoE constants
+    drive their predictions too, so a generation's fit scores them beside its MoE rows
+    (its held-out rows stay unseen)."""
+    rows, _ = load_rows(calibration_dir())
+    return [
+        row
+        for row in rows
+        if row.kind == "offline"
+        and not row.held_out
+        and llm_catalog()[row.model].is_moe
+        and generation_of(row.gpu) == generation
+    ]
+
+
+def fit_moe_constants(
+    rows: list[MoeRow], dense_rows: Callable[[str], list[Row]] = dense_moe_fit_rows
+) -> list[MoeFit]:
     """Per GPU generation, the (all-to-all latency, grouped-GEMM half rows) of the grids
-    with the smallest mean |ln(predicted / measured)| on the generation's fit rows (every
-    row counts, a ratio off either way alike; ties: the smaller constants); the held-out
-    rows are scored after the choice, for the record only."""
+    with the smallest mean |ln(predicted / measured)| on the generation's fit rows and
+    the dense set's MoE fit rows of the generation (`dense_rows`: Mixtral on Hopper);
+    every row counts, a ratio off either way alike; ties: the smaller constants. The
+    held-out rows are scored after the choice, for the record only."""
     fits = []
     for generation in sorted({row.generation for row in rows}):
         fit = [r for r in rows if r.generation == generation and not r.held_out]
         held = [r for r in rows if r.generation == generation and r.held_out]
+        dense = dense_rows(generation)
 
         def table(latency: float, half: float, generation: str = generation) -> dict:
             return {generation: {"alltoall_latency_s": latency, "gemm_half_tokens": half}}
 
         scored = [
-            (_scores(fit, table(latency, half))[0], half, latency)
+            (_scores(fit, table(latency, half), dense)[0], half, latency)
             for latency in latency_grid(fit)
             for half in HALF_TOKENS_GRID
         ]
@@ -440,9 +545,10 @@ def render_moe_yaml(fits: list[MoeFit]) -> str:
         "# Written by `python -m calibration.moe --write`; do not edit by hand.",
         "# Keys: `default`, a GPU generation (efficiency.yaml `generation_of`) or a GPU name;",
         "# later wins. Per generation, on the TensorRT-LLM MoE rows (trtllm_perf_moe.csv, one",
-        "# engine: v0.21 to post-v1.0), the grid point of smallest median |error| on the fit",
-        "# rows (two in three by a CRC of the configuration; objective mean |ln(pred / meas)|);",
-        "# the held-out error is scored",
+        "# engine: v0.21 to post-v1.0, at trtllm-bench's own max_batch_size and max_num_tokens)",
+        "# and the dense set's MoE fit rows (Mixtral), the grid point of smallest mean",
+        "# |ln(pred / meas)| on the fit rows (two in three by a CRC of the configuration);",
+        "# the errors below are the MoE rows'; the held-out error is scored",
         "# after the choice. alltoall_latency_s: one dispatch or combine collective;",
         "# gemm_half_tokens: rows per expert at which the grouped GEMM runs at half rate;",
         "# routing_skew stays uniform (1.0: it moves no generation's loss, calibration/moe.py).",

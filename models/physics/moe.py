@@ -62,7 +62,10 @@ a part-prompt sits on one group, E[max | k] = k for k <= 1. Each group schedules
 its own token cap c (`max_num_tokens` per rank): a prompt longer than c rides as chunks
 of c, so the items are the Q / min(P, c) chunks and the busiest group holds at most c
 tokens (`StepModel.prefill_group_share`). The routed experts are unaffected: the ep
-ranks see all the tokens (`load_imbalance`).
+ranks see all the tokens (`load_imbalance`). An offline run of fixed lengths (every
+request queued at once) is the exception: the groups start, prefill, retire and refill
+their batches in the same iterations, so each carries 1/dp of every load
+(`models.serving.batch_model.offline_lockstep`).
 
 The decode attention of a group varies with its sequences' lengths: the engine evens
 the groups' sequence counts, n = b/dp each, not their contexts. A resident sequence's

@@ -1,0 +1,89 @@
+"""The operating point of the MoE calibration rows (issue 34): the max_batch_size and
+max_num_tokens trtllm-bench chose for the published runs (`calibration.moe.bench_caps`),
+and attention-DP groups in lockstep in an offline run of fixed lengths
+(`models.serving.batch_model.offline_lockstep`). Hand arithmetic and properties."""
+
+import dataclasses
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from calibration.moe import bench_caps, bench_requests, bench_settings, load_moe_rows
+from calibration.rows import calibration_dir
+from models.physics.catalog import gpu_catalog, llm_catalog
+from models.physics.efficiency import efficiency_for
+from models.physics.precision import Precision
+from models.physics.step_time import step_model
+from models.serving.batch_model import BatchModel, offline_lockstep
+from models.serving.replica import MixTokens, Role, TrafficMix
+
+FP8 = Precision.FP8
+
+
+def test_bench_caps_by_hand():
+    # 1,592 requests, 2048/128, pp 1: raw_bs 1592 >= 1024 -> 256 x ceil(1592 / 256) = 1792;
+    # raw_tok = min(1592 x 17, 32768) = 27064 -> 1024 x ceil(26.43) = 27648; ISL + max_bs
+    # = 3840 is less. With 4,000 requests raw_tok = min(68000, 32768) = 32768.
+    assert bench_caps(1592.0, 2048, 128, 1) == (1792, 27648)
+    assert bench_caps(4000.0, 2048, 128, 1) == (4096, 32768)
+    # 100 requests, 1024/1024: raw_bs 100 < 256 -> max(64, 32 x 4) = 128; raw_tok 200
+    # < 4096 -> max(2048, 256) = 2048; ISL + max_bs = 1152.
+    assert bench_caps(100.0, 1024, 1024, 1) == (128, 2048)
+    # 5,000 requests, pp 2, 8192/1024: raw_bs = 4096 / 2 = 2048 -> 2048; raw_tok =
+    # min(2048 x 9, 32768) = 18432 -> 1024 x 18 = 18432; ISL + max_bs = 10240.
+    assert bench_caps(5000.0, 8192, 1024, 2) == (2048, 18432)
+    # 20 requests, 32768/1024: max_bs 64 (the floor); raw_tok 660 -> 2048, but the
+    # whole prompt must fit (no chunking): 32768 + 64.
+    assert bench_caps(20.0, 32768, 1024, 1) == (64, 32832)
+
+
+@given(
+    st.floats(1, 10_000),
+    st.sampled_from([128, 1000, 2048, 8192]),
+    st.sampled_from([128, 1000, 8192]),
+    st.sampled_from([1, 2]),
+)
+def test_bench_caps_cover_the_estimate_and_a_whole_prompt(requests, isl, osl, pp):
+    max_bs, max_tokens = bench_caps(requests, isl, osl, pp)
+    assert max_bs >= min(requests, 4096) / pp and max_bs >= 64  # rounded up, never down
+    assert max_tokens >= isl + max_bs and max_tokens >= 2048
+
+
+def test_bench_requests_by_hand():
+    """Qwen3-30B-A3B FP4 on one B200, 128/128 (FP8 KV): 0.9 x (memory - params / 2) over
+    2 x 48 layers x max(1, 4) KV heads x 128 x 1 byte x 256 tokens."""
+    (row,) = [
+        r
+        for r in load_moe_rows(calibration_dir())[0]
+        if r.label == "trtllm v1.0 qwen3-30b-a3b b200 fp4 tp1pp1 128/128"
+    ]
+    llm, gpu = llm_catalog()["qwen3-30b-a3b"], gpu_catalog()["b200"]
+    assert (llm.layers, llm.kv_heads, llm.head_dim) == (48, 4, 128)
+    cache_gib = 0.9 * (gpu.hbm_gib - llm.total_params() * 0.5 / 2**30)
+    per_request_gib = 2 * 48 * 4 * 128 * 1.0 * 256 / 2**30
+    assert bench_requests(row) == pytest.approx(cache_gib / per_request_gib)
+    assert bench_settings(row) == bench_caps(cache_gib / per_request_gib, 128, 128, 1)
+
+
+def test_offline_fixed_lengths_run_in_lockstep():
+    fixed = TrafficMix.fixed(1000, 1000)
+    spread = dataclasses.replace(fixed, prompt_cv=0.5)
+    assert offline_lockstep(MixTokens.of(fixed), offline=True)
+    assert not offline_lockstep(MixTokens.of(fixed), offline=False)  # arrivals at random
+    assert not offline_lockstep(MixTokens.of(spread), offline=True)  # lengths differ
+
+
+def test_lockstep_groups_carry_an_even_share_by_hand():
+    """Qwen3-235B-A22B DEP2 on H200, 1000/1000: in lockstep the busiest group prefills
+    1/2 of an iteration's prompt tokens and holds the mean context; at random, 2 prompts
+    of 1,000 tokens put 1.5 on the busiest group (E[max] of 2 on 2 bins), share 0.75."""
+    gpu, llm = gpu_catalog()["h200"], llm_catalog()["qwen3-235b-a22b"]
+    steps = step_model(gpu, llm, FP8, FP8, 1, 1, efficiency_for(gpu, FP8), ep=2, dp=2)
+    mix = MixTokens.of(TrafficMix.fixed(1000, 1000))
+    lockstep = BatchModel(steps, mix, Role.UNIFIED, 0.0, 0.0, lockstep=True).steps
+    random = BatchModel(steps, mix, Role.UNIFIED, 0.0, 0.0).steps
+    assert lockstep.prefill_group_share(2000.0) == 0.5
+    assert lockstep.decode_group_share(400.0) == 0.5
+    assert random.prefill_group_share(2000.0) == pytest.approx(0.75)
+    assert random.decode_group_share(400.0) > 0.5  # the busiest group's longer contexts
