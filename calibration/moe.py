@@ -31,16 +31,12 @@ the comparison survives later changes) and now, on the held-out rows and on the 
 Fit (`fit_moe_constants`, `python -m calibration.moe --write`): per GPU generation, two
 constants of `models.physics.moe.MoeEfficiency` on a grid, the point of smallest mean
 |ln(predicted / measured)| over the generation's fit rows and the dense set's MoE fit
-rows of the generation (Mixtral 8x7B on Hopper, `dense_moe_fit_rows`), written with its fit and
-held-out errors to `models/physics/catalog/moe_efficiency.yaml`: the all-to-all latency
-per collective (10 to 100 us with NVLink, to 400 us over PCIe only) and the grouped-GEMM
-half-rate rows per expert (0 to 64: a 64-row tile half filled). The grid stops at 64
-because larger values, which the newer-engine MoE rows would take (256 on Hopper,
-Blackwell and GB200), make the Mixtral rows of the dense set (trtllm_perf.csv,
-TensorRT-LLM 0.17) pessimistic: its held-out median goes 6.9% -> 8.2%. The extra optimism
-of these rows is another cause (engine version, KV room on H100), not the GEMM. The
-routing skew stays uniform: scanned by the issue-34 work, it moves no generation's loss
-by more than 5% (decode at these batches reads every expert anyway).
+rows of the generation (Mixtral 8x7B on Hopper, `dense_moe_fit_rows`), written with its
+fit and held-out errors to `models/physics/catalog/moe_efficiency.yaml`: the all-to-all
+latency per collective (10 to 100 us with NVLink, to 400 us over PCIe only) and the
+grouped-GEMM half-rate rows per expert (0 to 64: a 64-row tile half filled; larger
+values make the dense set's Mixtral rows pessimistic, held out 6.9% -> 8.2%). The
+routing skew stays uniform: it moves no generation's loss by more than 5%.
 """
 
 import argparse
@@ -76,6 +72,11 @@ MOE_MODELS = {
     "GPT-OSS 120B": "gpt-oss-120b",
     "Qwen3-30B-A3B": "qwen3-30b-a3b",
     "Qwen3 30B A3B": "qwen3-30b-a3b",
+    "DeepSeek R1": "deepseek-r1",
+    "DeepSeek-R1": "deepseek-r1",
+    "DeepSeek-R1-0528": "deepseek-r1",
+    "Qwen3-235B-A22B": "qwen3-235b-a22b",
+    "Qwen3 235B A22B": "qwen3-235b-a22b",
 }
 MOE_GPUS = {
     "H100 SXM 80GB (DGX H100)": "h100-sxm",
@@ -94,6 +95,12 @@ Hopper: with an FP8 KV cache the KV-bound rows of Scout and GPT-OSS are 25-110%
 optimistic where the compute-bound rows of the same models are within 10%, and the
 generation's fit median is 44.3% against 19.0% with BF16. Blackwell's GPT-OSS rows read
 FP8 (BF16 makes them 50% pessimistic), as the Blackwell recipes set it."""
+
+FP8_KV_MODELS = frozenset({"deepseek-r1"})
+"""Models whose runs set `kv_cache_config: dtype: fp8` on every GPU: the perf overview's
+`llm_options.yml` for DeepSeek R1 (NVIDIA/TensorRT-LLM docs/source/developer-guide/
+perf-overview.md, commit 8a9c66ce086594054d3722307cfed2d658d25e60); GPT-OSS's says fp8
+but "Hopper: use auto", Qwen3 MoE's and Llama 4 Maverick's set none."""
 
 
 @dataclass(frozen=True)
@@ -116,8 +123,9 @@ class MoeRow:
     def kv_precision(self) -> Precision:
         """The KV cache the row ran: FP8 with FP8 and FP4 checkpoints (NVFP4 pairs FP4
         weights with an FP8 KV cache), except on Hopper, where these MoE rows ran the
-        checkpoint's BF16 KV cache (`HOPPER_KV`)."""
-        if self.generation == "hopper":
+        checkpoint's BF16 KV cache (`HOPPER_KV`), but for a model whose published options
+        set an FP8 cache on every GPU (`FP8_KV_MODELS`)."""
+        if self.generation == "hopper" and self.model not in FP8_KV_MODELS:
             return HOPPER_KV
         return default_kv_precision(self.weight_precision)
 
@@ -228,13 +236,16 @@ def bench_requests(row: MoeRow) -> float:
     """Requests trtllm-bench estimates the KV cache holds for a row (`bench_settings`):
     0.90 (G x memory - params x bytes) / (2 L max(tp, kv heads) d a (ISL + OSL)), memory
     in GiB, G = tp x pp GPUs with tp the whole stage for attention DP (as the tool is
-    given it), every layer counted in full, a the KV bytes per element."""
+    given it), every layer counted in full, a the KV bytes per element, d the config's
+    head_dim, else hidden / heads (the tool's `ModelConfig`; an MLA config such as
+    DeepSeek-V3's names no head_dim: 7168 / 128 = 56, its latent cache not modelled)."""
     llm = llm_catalog()[row.model]
     gpu = gpu_catalog()[row.gpu]
     isl, osl = (float(x) for x in row.lengths.split("/"))
     stage_tp = row.tp * row.dp
     kv_bytes = 1.0 if row.kv_precision is not Precision.BF16 else 2.0
-    per_token_gib = 2 * llm.layers * max(stage_tp, llm.kv_heads) * llm.head_dim * kv_bytes / 2**30
+    head = llm.hidden_size // llm.attention_heads if llm.attention == "mla" else llm.head_dim
+    per_token_gib = 2 * llm.layers * max(stage_tp, llm.kv_heads) * head * kv_bytes / 2**30
     weights_gib = llm.total_params() * BENCH_BYTES_PER_WEIGHT[row.weight_precision] / 2**30
     cache_gib = (gpu.hbm_gib * stage_tp * row.pp - weights_gib) * BENCH_KV_FRACTION
     return cache_gib / (per_token_gib * (isl + osl))

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from calibration.moe import bench_caps, bench_requests, bench_settings, load_moe_rows
+from calibration.moe import MoeRow, bench_caps, bench_requests, bench_settings, load_moe_rows
 from calibration.rows import calibration_dir
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import efficiency_for
@@ -87,3 +87,26 @@ def test_lockstep_groups_carry_an_even_share_by_hand():
     assert lockstep.decode_group_share(400.0) == 0.5
     assert random.prefill_group_share(2000.0) == pytest.approx(0.75)
     assert random.decode_group_share(400.0) > 0.5  # the busiest group's longer contexts
+
+
+def test_deepseek_rows_read_as_the_tool_sizes_them():
+    """DeepSeek-R1 FP8 at TP8 on H200, 1024/1024: its options set an FP8 KV cache on
+    Hopper too, and its config names no head_dim, so the tool sizes a token as
+    2 x 61 layers x max(8, 128) KV heads x (7168 / 128 = 56) x 1 byte."""
+    row = MoeRow(
+        "trtllm post-v1.0 deepseek-r1 h200 fp8 tp8pp1 1024/1024",
+        "deepseek-r1",
+        "h200",
+        FP8,
+        8,
+        1,
+        1,
+        1,
+        TrafficMix.fixed(1024, 1024),
+        1.0,
+    )
+    assert row.kv_precision is FP8
+    llm, gpu = llm_catalog()["deepseek-r1"], gpu_catalog()["h200"]
+    cache_gib = 0.9 * (8 * gpu.hbm_gib - llm.total_params() * 1.0 / 2**30)
+    per_request_gib = 2 * 61 * 128 * 56 * 1.0 * 2048 / 2**30
+    assert bench_requests(row) == pytest.approx(cache_gib / per_request_gib)
