@@ -52,6 +52,7 @@ import numpy as np
 
 from calibration.calibrate import catalog_efficiency, predict
 from calibration.rows import Row, calibration_dir, load_rows
+from calibration.trtllm_bench import bench_caps, bench_requests
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import Efficiency, UnknownEngine, efficiency_for, generation_of
 from models.physics.memory import default_kv_precision
@@ -87,20 +88,24 @@ MOE_GPUS = {
 }
 MOE_PRECISIONS = {"FP8": Precision.FP8, "FP4": Precision.FP4, "FP16": Precision.BF16}
 HOPPER_KV = Precision.BF16
-"""KV cache of the Hopper MoE rows, a reading of the data, not a published setting. The
-tables give the weight precision only; GPT-OSS's checkpoint (MXFP4 experts) carries no KV
-quantisation, so TensorRT-LLM's `auto` KV dtype is the model's BF16, and the Llama 4 rows
-name NVIDIA's FP8 checkpoint without the KV dtype of the run. The fit rows read BF16 on
-Hopper: with an FP8 KV cache the KV-bound rows of Scout and GPT-OSS are 25-110%
-optimistic where the compute-bound rows of the same models are within 10%, and the
-generation's fit median is 44.3% against 19.0% with BF16. Blackwell's GPT-OSS rows read
-FP8 (BF16 makes them 50% pessimistic), as the Blackwell recipes set it."""
+"""KV cache of the Hopper MoE rows: the checkpoint's BF16 (TensorRT-LLM's `auto` dtype;
+GPT-OSS's options say "Hopper: use auto", Llama 4's and Qwen3's set none). With an FP8
+KV cache the KV-bound Hopper rows of Scout and GPT-OSS are 25-110% optimistic where the
+compute-bound rows are within 10% (fit median 44.3% against 19.0%). Blackwell's GPT-OSS
+rows read FP8 (BF16 makes them 50% pessimistic), as its options set it."""
 
 FP8_KV_MODELS = frozenset({"deepseek-r1"})
 """Models whose runs set `kv_cache_config: dtype: fp8` on every GPU: the perf overview's
 `llm_options.yml` for DeepSeek R1 (NVIDIA/TensorRT-LLM docs/source/developer-guide/
 perf-overview.md, commit 8a9c66ce086594054d3722307cfed2d658d25e60); GPT-OSS's says fp8
 but "Hopper: use auto", Qwen3 MoE's and Llama 4 Maverick's set none."""
+
+ATTENTION_DP_MODELS = frozenset({"qwen3-30b-a3b", "qwen3-235b-a22b", "llama-4-maverick"})
+ATTENTION_DP_MODELS |= {"deepseek-r1", "gpt-oss-20b", "gpt-oss-120b"}
+"""Models whose v1.0 and later runs enable attention DP in every layout (`llm_options.yml`
+of the perf overview, commit above: `enable_attention_dp: true` for GPT-OSS, DeepSeek R1,
+Qwen3 MoE and Llama 4 Maverick, not Llama 4 Scout): a TP column with no EP is attention DP
+over its TP GPUs with the experts TP-split (TensorRT-LLM's default without `--ep`)."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,9 @@ class MoeRow:
     mix: TrafficMix
     measured: float
     """Output tokens/s per GPU."""
+    published_tp: bool = False
+    """A TP column run with attention DP over its GPUs (`ATTENTION_DP_MODELS`): tp = 1,
+    dp = the published TP, the experts TP-split (ep = 1); its family stays `TP`."""
 
     @property
     def kv_precision(self) -> Precision:
@@ -136,8 +144,9 @@ class MoeRow:
 
     @property
     def family(self) -> str:
-        """`TP` (ep = dp = 1), `DEP` (attention DP, dp > 1) or `EP+TP` (ep > 1, dp = 1)."""
-        if self.dp > 1:
+        """`TP` (ep = dp = 1, or a published TP column: `published_tp`), `DEP` (attention
+        DP, dp > 1) or `EP+TP` (ep > 1, dp = 1)."""
+        if self.dp > 1 and not self.published_tp:
             return "DEP"
         return "EP+TP" if self.ep > 1 else "TP"
 
@@ -174,7 +183,7 @@ def _layout(raw: dict[str, str]) -> tuple[int, int, int, int]:
 
 def load_moe_rows(directory: Path) -> tuple[list[MoeRow], Counter]:
     """Every usable MoE row of `directory/trtllm_perf_moe.csv`, and the skipped ones."""
-    rows: list[MoeRow] = []
+    rows = []
     skipped: Counter = Counter()
     with (directory / MOE_FILE).open(encoding="utf-8") as handle:
         for raw in csv.DictReader(handle):
@@ -190,6 +199,9 @@ def load_moe_rows(directory: Path) -> tuple[list[MoeRow], Counter]:
             measured = float(per_gpu) if "whole" in raw["unit"] and per_gpu else float(raw["value"])
             version = raw["trtllm_version_stated"].split(" ")[0]
             layout = f"tp{tp}pp{pp}" + (f"dp{dp}" if dp > 1 else "") + (f"ep{ep}" if ep > 1 else "")
+            tp_with_adp = version != "v0.21" and model in ATTENTION_DP_MODELS and tp > dp == ep == 1
+            if tp_with_adp:  # the label keeps the published layout (and the split)
+                tp, dp = 1, tp
             rows.append(
                 MoeRow(
                     label=f"trtllm {version} {model} {gpu} {precision} {layout} {isl:g}/{osl:g}",
@@ -202,6 +214,7 @@ def load_moe_rows(directory: Path) -> tuple[list[MoeRow], Counter]:
                     dp=dp,
                     mix=TrafficMix.fixed(isl, osl),
                     measured=measured,
+                    published_tp=tp_with_adp,
                 )
             )
     return rows, skipped
@@ -224,72 +237,16 @@ def moe_config(row: MoeRow) -> ReplicaConfig:
     )
 
 
-BENCH_KV_FRACTION = 0.90
-"""trtllm-bench's `--kv_cache_free_gpu_mem_fraction` default (NVIDIA/TensorRT-LLM
-`tensorrt_llm/bench/benchmark/throughput.py`: `default=.90`)."""
-BENCH_BYTES_PER_WEIGHT = {Precision.FP4: 0.5, Precision.FP8: 1.0, Precision.BF16: 2.0}
-"""Bytes per parameter trtllm-bench's sizing assumes (`tuning.py` BYTES_PER_ELEM: NVFP4
-0.5, FP8 1, unquantised 2), for every parameter alike."""
-
-
-def bench_requests(row: MoeRow) -> float:
-    """Requests trtllm-bench estimates the KV cache holds for a row (`bench_settings`):
-    0.90 (G x memory - params x bytes) / (2 L max(tp, kv heads) d a (ISL + OSL)), memory
-    in GiB, G = tp x pp GPUs with tp the whole stage for attention DP (as the tool is
-    given it), every layer counted in full, a the KV bytes per element, d the config's
-    head_dim, else hidden / heads (the tool's `ModelConfig`; an MLA config such as
-    DeepSeek-V3's names no head_dim: 7168 / 128 = 56, its latent cache not modelled)."""
-    llm = llm_catalog()[row.model]
-    gpu = gpu_catalog()[row.gpu]
-    isl, osl = (float(x) for x in row.lengths.split("/"))
-    stage_tp = row.tp * row.dp
-    kv_bytes = 1.0 if row.kv_precision is not Precision.BF16 else 2.0
-    head = llm.hidden_size // llm.attention_heads if llm.attention == "mla" else llm.head_dim
-    per_token_gib = 2 * llm.layers * max(stage_tp, llm.kv_heads) * head * kv_bytes / 2**30
-    weights_gib = llm.total_params() * BENCH_BYTES_PER_WEIGHT[row.weight_precision] / 2**30
-    cache_gib = (gpu.hbm_gib * stage_tp * row.pp - weights_gib) * BENCH_KV_FRACTION
-    return cache_gib / (per_token_gib * (isl + osl))
-
-
-def bench_caps(requests: float, isl: float, osl: float, pp: int) -> tuple[int, int]:
-    """(max_batch_size, max_num_tokens) trtllm-bench sets from its request estimate:
-
-        raw_bs  = min(requests, 4096) / pp,   raw_tok = min(raw_bs (1 + ISL / OSL), 32768)
-        max_bs  = max(64, 32 ceil(raw_bs / 32)) below 256, 128 ceil(raw_bs / 128) below
-                  1024, else 256 ceil(raw_bs / 256)
-        max_tok = max(2048, 256 ceil(raw_tok / 256)) below 4096, 512 ceil(raw_tok / 512)
-                  below 8192, else 1024 ceil(raw_tok / 1024)
-
-    and, chunked prefill being off by default, max_num_tokens = max(max_tok, ISL + max_bs)."""
-    raw_bs = min(requests, 4096) / pp
-    raw_tokens = min(raw_bs * (1 + isl / osl), 32768)
-    if raw_bs < 256:
-        max_bs = max(64, 32 * math.ceil(raw_bs / 32))
-    elif raw_bs < 1024:
-        max_bs = 128 * math.ceil(raw_bs / 128)
-    else:
-        max_bs = 256 * math.ceil(raw_bs / 256)
-    if raw_tokens < 4096:
-        max_tokens = max(2048, 256 * math.ceil(raw_tokens / 256))
-    elif raw_tokens < 8192:
-        max_tokens = 512 * math.ceil(raw_tokens / 512)
-    else:
-        max_tokens = 1024 * math.ceil(raw_tokens / 1024)
-    return max_bs, max(max_tokens, int(isl) + max_bs)
-
-
 def bench_settings(row: MoeRow) -> tuple[int, int]:
-    """(max_batch_size, max_num_tokens) trtllm-bench ran the row with. The published runs
-    set neither (the tables give none; the notes name `trtllm-bench throughput`), so the
-    tool chose them from its estimate of the requests the KV cache holds
-    (`bench_requests`, `bench_caps`): NVIDIA/TensorRT-LLM `tensorrt_llm/bench/build/tuning.py`
-    (`calc_engine_setting`, `finetune_setting`; commit 04cba882084a25665e7f80f5bda71b35b9790b6f)
-    and `tensorrt_llm/bench/benchmark/utils/general.py` (`get_settings`: chunked prefill
-    off unless asked, max_num_tokens at least the longest prompt + max_batch_size; commit
-    0171265edef1c67ef334e0db2427148161aa2815). With attention DP each rank schedules under
-    both caps (the model's per-group `max_batch_sequences` and `prefill_chunk_tokens`)."""
+    """(max_batch_size, max_num_tokens) trtllm-bench ran the row with: the runs set neither,
+    so the tool chose them (`calibration.trtllm_bench`). With attention DP each rank
+    schedules under both (the model's per-group `max_batch_sequences` and
+    `prefill_chunk_tokens`); the tool is given the whole stage as its TP."""
     isl, osl = (float(x) for x in row.lengths.split("/"))
-    return bench_caps(bench_requests(row), isl, osl, row.pp)
+    llm, gpu = llm_catalog()[row.model], gpu_catalog()[row.gpu]
+    shape = (row.tp * row.dp, row.pp, isl, osl)
+    requests = bench_requests(llm, gpu, row.weight_precision, row.kv_precision, *shape)
+    return bench_caps(requests, isl, osl, row.pp)
 
 
 def row_efficiency(row: MoeRow) -> Efficiency:
@@ -436,13 +393,11 @@ def moe_report(rows: list[MoeRow]) -> tuple[list[str], dict[str, list[MoeSummary
 
 
 LATENCY_GRID_S = (10e-6, 20e-6, 50e-6, 100e-6, 200e-6, 400e-6)
-"""Candidate all-to-all latencies per collective: from NVLink kernels' small-message time
-(tens of microseconds) to NCCL all-to-all over PCIe (hundreds); a fit on the top end is
-reported as such (`MoeFit.on_bound`)."""
+"""Candidate all-to-all latencies per collective: NVLink kernels' tens of microseconds to
+NCCL over PCIe's hundreds; a fit on the top end is reported (`MoeFit.on_bound`)."""
 NVLINK_LATENCY_MAX_S = 100e-6
-"""Top of the latency grid for GPUs joined by NVLink: DeepEP's NVLink dispatch and
-combine and TensorRT-LLM's NVLink all-to-all take tens of microseconds per collective at
-these batches; the hundreds of microseconds of the grid's top are PCIe's."""
+"""Top of the latency grid for GPUs joined by NVLink (DeepEP's and TensorRT-LLM's NVLink
+all-to-alls take tens of microseconds per collective; hundreds are PCIe's)."""
 PCIE_SCALEUP_GB_S = 128
 """Scale-up bandwidth at or below which a GPU is taken to have PCIe only (no NVLink)."""
 

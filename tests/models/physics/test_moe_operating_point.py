@@ -1,7 +1,8 @@
 """The operating point of the MoE calibration rows (issue 34): the max_batch_size and
-max_num_tokens trtllm-bench chose for the published runs (`calibration.moe.bench_caps`),
-and attention-DP groups in lockstep in an offline run of fixed lengths
-(`models.serving.batch_model.offline_lockstep`). Hand arithmetic and properties."""
+max_num_tokens trtllm-bench chose for the published runs (`calibration.trtllm_bench`),
+the attention DP the runs' options enabled, and attention-DP groups in lockstep in an
+offline run of fixed lengths (`models.serving.batch_model.offline_lockstep`). Hand
+arithmetic and properties."""
 
 import dataclasses
 
@@ -9,8 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from calibration.moe import MoeRow, bench_caps, bench_requests, bench_settings, load_moe_rows
+from calibration.moe import MoeRow, bench_settings, load_moe_rows
 from calibration.rows import calibration_dir
+from calibration.trtllm_bench import bench_caps, bench_requests
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import efficiency_for
 from models.physics.precision import Precision
@@ -62,7 +64,8 @@ def test_bench_requests_by_hand():
     assert (llm.layers, llm.kv_heads, llm.head_dim) == (48, 4, 128)
     cache_gib = 0.9 * (gpu.hbm_gib - llm.total_params() * 0.5 / 2**30)
     per_request_gib = 2 * 48 * 4 * 128 * 1.0 * 256 / 2**30
-    assert bench_requests(row) == pytest.approx(cache_gib / per_request_gib)
+    requests = bench_requests(llm, gpu, Precision.FP4, FP8, 1, 1, 128, 128)  # FP4 weights
+    assert requests == pytest.approx(cache_gib / per_request_gib)
     assert bench_settings(row) == bench_caps(cache_gib / per_request_gib, 128, 128, 1)
 
 
@@ -109,4 +112,28 @@ def test_deepseek_rows_read_as_the_tool_sizes_them():
     llm, gpu = llm_catalog()["deepseek-r1"], gpu_catalog()["h200"]
     cache_gib = 0.9 * (8 * gpu.hbm_gib - llm.total_params() * 1.0 / 2**30)
     per_request_gib = 2 * 61 * 128 * 56 * 1.0 * 2048 / 2**30
-    assert bench_requests(row) == pytest.approx(cache_gib / per_request_gib)
+    requests = cache_gib / per_request_gib
+    assert bench_requests(llm, gpu, FP8, row.kv_precision, 8, 1, 1024, 1024) == pytest.approx(
+        requests
+    )
+    assert bench_settings(row) == bench_caps(requests, 1024, 1024, 1)
+
+
+def test_tp_columns_of_attention_dp_models_read_as_attention_dp():
+    """Since v1.0 the runs of Llama 4 Maverick and Qwen3 MoE enable attention DP: a TP8
+    column is 8 attention groups with the experts split 8 ways (ep = 1), its label and
+    family as published; v0.21's Maverick and v1.0's Scout (no attention DP) stay TP."""
+    by_label = {r.label: r for r in load_moe_rows(calibration_dir())[0]}
+    adp = by_label["trtllm v1.0 llama-4-maverick b200 fp4 tp8pp1 1000/1000"]
+    assert (adp.tp, adp.dp, adp.ep, adp.family) == (1, 8, 1, "TP")
+    assert bench_settings(adp)[0] == bench_caps(
+        bench_requests(
+            llm_catalog()[adp.model], gpu_catalog()["b200"], Precision.FP4, FP8, 8, 1, 1000, 1000
+        ),
+        1000,
+        1000,
+        1,
+    )[0]
+    old = by_label["trtllm v0.21 llama-4-maverick h200 fp8 tp8pp1 1024/2048"]
+    scout = by_label["trtllm v1.0 llama-4-scout h200 fp8 tp4pp1 1000/1000"]
+    assert (old.tp, old.dp, scout.tp, scout.dp) == (8, 1, 4, 1)
