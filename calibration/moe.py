@@ -56,7 +56,7 @@ from calibration.trtllm_bench import bench_caps, bench_requests
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import Efficiency, UnknownEngine, efficiency_for, generation_of
 from models.physics.memory import default_kv_precision
-from models.physics.moe import ALLTOALL_LATENCY_S, trial_constants
+from models.physics.moe import ALLTOALL_LATENCY_S, expert_compute_precision, trial_constants
 from models.physics.precision import Precision
 from models.serving.capacity import replica_capacity
 from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
@@ -427,13 +427,15 @@ class MoeFit:
     fit_median_pct: float
     held_rows: int
     held_median_pct: float
+    dequant_half_tokens: float | None = None
+    """The W4A16 kernel's half rows where the generation has rows that run it, else None."""
 
     @property
     def on_bound(self) -> bool:
         """Whether a constant sits on the top of its grid (the data want more than the
         physical range allows: a sign of another cause)."""
         return self.alltoall_latency_s in (LATENCY_GRID_S[-1], NVLINK_LATENCY_MAX_S) or (
-            self.gemm_half_tokens == HALF_TOKENS_GRID[-1]
+            HALF_TOKENS_GRID[-1] in (self.gemm_half_tokens, self.dequant_half_tokens)
         )
 
 
@@ -487,19 +489,32 @@ def fit_moe_constants(
         held = [r for r in rows if r.generation == generation and r.held_out]
         dense = dense_rows(generation)
 
-        def table(latency: float, half: float, generation: str = generation) -> dict:
-            return {generation: {"alltoall_latency_s": latency, "gemm_half_tokens": half}}
+        def table(latency: float, half: float, dq: float | None, key: str = generation) -> dict:
+            constants = {"alltoall_latency_s": latency, "gemm_half_tokens": half}
+            return {key: constants | ({} if dq is None else {"dequant_gemm_half_tokens": dq})}
 
+        dequant_grid = HALF_TOKENS_GRID if any(map(dequantises, fit)) else (None,)
         scored = [
-            (_scores(fit, table(latency, half), dense)[0], half, latency)
+            (_scores(fit, table(latency, half, dq), dense)[0], half, latency, dq or 0.0)
             for latency in latency_grid(fit)
             for half in HALF_TOKENS_GRID
+            for dq in dequant_grid
         ]
-        _, half, latency = min(scored)
-        error = _scores(fit, table(latency, half))[1]
-        held_error = _scores(held, table(latency, half))[1] if held else math.nan
-        fits.append(MoeFit(generation, latency, half, len(fit), error, len(held), held_error))
+        _, half, latency, dq = min(scored)
+        dq = dq if dequant_grid[0] is not None else None
+        error = _scores(fit, table(latency, half, dq))[1]
+        held_error = _scores(held, table(latency, half, dq))[1] if held else math.nan
+        fits.append(
+            MoeFit(generation, latency, half, len(fit), error, len(held), held_error, dq)
+        )
     return fits
+
+
+def dequantises(row: MoeRow) -> bool:
+    """Whether the row's experts are dequantised in the kernel (W4A16:
+    `models.physics.moe.expert_compute_precision`)."""
+    gpu, llm = gpu_catalog()[row.gpu], llm_catalog()[row.model]
+    return expert_compute_precision(gpu, llm, row.weight_precision) is not row.weight_precision
 
 
 def render_moe_yaml(fits: list[MoeFit]) -> str:
@@ -516,7 +531,8 @@ def render_moe_yaml(fits: list[MoeFit]) -> str:
         "# |ln(pred / meas)| on the fit rows (two in three by a CRC of the configuration);",
         "# the errors below are the MoE rows'; the held-out error is scored",
         "# after the choice. alltoall_latency_s: one dispatch or combine collective;",
-        "# gemm_half_tokens: rows per expert at which the grouped GEMM runs at half rate;",
+        "# gemm_half_tokens: rows per expert at which the grouped GEMM runs at half rate",
+        "# (dequant_gemm_half_tokens: the same for a kernel that dequantises W4A16 experts);",
         "# routing_skew stays uniform (1.0: it moves no generation's loss, calibration/moe.py).",
         "",
         "by_key:",
@@ -533,6 +549,8 @@ def render_moe_yaml(fits: list[MoeFit]) -> str:
             f"    alltoall_latency_s: {fit.alltoall_latency_s:.4g}",
             f"    gemm_half_tokens: {fit.gemm_half_tokens:g}",
         ]
+        if fit.dequant_half_tokens is not None:
+            lines.append(f"    dequant_gemm_half_tokens: {fit.dequant_half_tokens:g}")
     return "\n".join(lines) + "\n"
 
 

@@ -15,6 +15,7 @@ from calibration.rows import calibration_dir
 from calibration.trtllm_bench import bench_caps, bench_requests
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import efficiency_for
+from models.physics.moe import trial_constants
 from models.physics.precision import Precision
 from models.physics.step_time import step_model
 from models.serving.batch_model import BatchModel, offline_lockstep
@@ -137,3 +138,29 @@ def test_tp_columns_of_attention_dp_models_read_as_attention_dp():
     old = by_label["trtllm v0.21 llama-4-maverick h200 fp8 tp8pp1 1024/2048"]
     scout = by_label["trtllm v1.0 llama-4-scout h200 fp8 tp4pp1 1000/1000"]
     assert (old.tp, old.dp, scout.tp, scout.dp) == (8, 1, 4, 1)
+
+
+def test_dequantising_kernels_take_their_own_half_rows():
+    """GPT-OSS's MXFP4 experts on Hopper are dequantised in the kernel (W4A16), so their
+    grouped GEMM takes `dequant_gemm_half_tokens` (32 here); FP8 experts on Hopper and
+    MXFP4 experts on Blackwell (FP4 tensor cores) take `gemm_half_tokens` (64)."""
+    constants = {"gemm_half_tokens": 64.0, "dequant_gemm_half_tokens": 32.0}
+    fp4 = Precision.FP4
+
+    def half(model: str, gpu_name: str, precision: Precision) -> float:
+        gpu = gpu_catalog()[gpu_name]
+        with trial_constants({"hopper": constants, "blackwell": constants}):
+            steps = step_model(
+                gpu, llm_catalog()[model], precision, FP8, 1, 1, efficiency_for(gpu, precision)
+            )
+        return steps.experts_layout.gemm_half_tokens
+
+    assert half("gpt-oss-120b", "h200", FP8) == 32.0
+    assert half("llama-4-scout", "h200", FP8) == 64.0
+    assert half("gpt-oss-120b", "b200", fp4) == 64.0
+    with trial_constants({"hopper": {"gemm_half_tokens": 64.0}}):  # none given: the same
+        gpu = gpu_catalog()["h200"]
+        steps = step_model(
+            gpu, llm_catalog()["gpt-oss-120b"], FP8, FP8, 1, 1, efficiency_for(gpu, FP8)
+        )
+    assert steps.experts_layout.gemm_half_tokens == 64.0
