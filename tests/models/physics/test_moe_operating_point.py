@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from calibration.moe import MoeRow, bench_settings, load_moe_rows
+from calibration.moe import MoeRow, bench_settings, load_moe_rows, predict_moe
+from calibration.moe_breakdown import worst_rows
 from calibration.rows import calibration_dir
 from calibration.trtllm_bench import bench_caps, bench_requests
 from models.physics.catalog import gpu_catalog, llm_catalog
@@ -164,3 +165,12 @@ def test_dequantising_kernels_take_their_own_half_rows():
             gpu, llm_catalog()["gpt-oss-120b"], FP8, FP8, 1, 1, efficiency_for(gpu, FP8)
         )
     assert steps.experts_layout.gemm_half_tokens == 64.0
+
+
+def test_worst_rows_lead_with_the_largest_error():
+    rows = load_moe_rows(calibration_dir())[0][:6]
+    lines = worst_rows(rows, 3)
+    assert len(lines) == 6  # two lines a row
+    errors = [abs(float(line.split("%")[0])) for line in lines[::2]]
+    assert errors == sorted(errors, reverse=True)
+    assert all(abs(predict_moe(r) / r.measured - 1) * 100 <= errors[0] + 0.05 for r in rows)
