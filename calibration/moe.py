@@ -249,18 +249,19 @@ def bench_settings(row: MoeRow) -> tuple[int, int]:
     return bench_caps(requests, isl, osl, row.pp)
 
 
-def row_efficiency(row: MoeRow) -> Efficiency:
-    """The efficiency factors of the row's engine: the catalog's profile of its TensorRT-LLM
-    release (`trtllm-1.0` for v1.0 and later rows, `trtllm-0.21`) where the catalog holds
-    one, else the default profile (today's case: every row), run at the operating point
-    trtllm-bench chose (`bench_settings`: its max_batch_size and max_num_tokens). A new
-    profile moves every prediction: refit the MoE constants after it
-    (`python -m calibration.moe --write`)."""
-    release = "1.0" if "1.0" in row.engine else row.engine.removeprefix("trtllm-v")
-    try:
-        efficiency = efficiency_for(row.gpu, row.weight_precision, engine=f"trtllm-{release}")
-    except UnknownEngine:
-        efficiency = efficiency_for(row.gpu, row.weight_precision)
+def row_efficiency(row: MoeRow, efficiency: Efficiency | None = None) -> Efficiency:
+    """The efficiency factors a row runs on: `efficiency` where given, else the catalog's
+    profile of its TensorRT-LLM release (`trtllm-1.0` for v1.0 and later rows,
+    `trtllm-0.21`) where the catalog holds one, else the default profile (today's case:
+    every row); always at the operating point trtllm-bench chose (`bench_settings`: its
+    max_batch_size and max_num_tokens), a property of the run. A new profile moves every
+    prediction: refit the MoE constants after it (`python -m calibration.moe --write`)."""
+    if efficiency is None:
+        release = "1.0" if "1.0" in row.engine else row.engine.removeprefix("trtllm-v")
+        try:
+            efficiency = efficiency_for(row.gpu, row.weight_precision, engine=f"trtllm-{release}")
+        except UnknownEngine:
+            efficiency = efficiency_for(row.gpu, row.weight_precision)
     max_bs, max_tokens = bench_settings(row)
     return efficiency.model_copy(
         update={"max_batch_sequences": max_bs, "prefill_chunk_tokens": max_tokens}
@@ -268,10 +269,10 @@ def row_efficiency(row: MoeRow) -> Efficiency:
 
 
 def predict_moe(row: MoeRow, efficiency: Efficiency | None = None) -> float:
-    """Output tokens/s per GPU the model gives a row (offline); nan when it does not fit."""
+    """Output tokens/s per GPU the model gives a row (offline) on `efficiency` (default:
+    its engine's, `row_efficiency`) at the run's operating point; nan when it does not fit."""
     config = moe_config(row)
-    efficiency = efficiency or row_efficiency(row)
-    capacity = replica_capacity(config, row.mix, LatencyTargets(), efficiency)
+    capacity = replica_capacity(config, row.mix, LatencyTargets(), row_efficiency(row, efficiency))
     return capacity.output_tokens_per_s_per_gpu if capacity.fits else math.nan
 
 
