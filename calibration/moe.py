@@ -52,7 +52,7 @@ import numpy as np
 
 from calibration.calibrate import catalog_efficiency, predict
 from calibration.rows import Row, calibration_dir, load_rows
-from calibration.trtllm_bench import bench_caps, bench_requests
+from calibration.trtllm_bench import RUN_REQUESTS, bench_caps, bench_requests
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import Efficiency, UnknownEngine, efficiency_for, generation_of
 from models.physics.memory import default_kv_precision
@@ -241,12 +241,15 @@ def bench_settings(row: MoeRow) -> tuple[int, int]:
     """(max_batch_size, max_num_tokens) trtllm-bench ran the row with: the runs set neither,
     so the tool chose them (`calibration.trtllm_bench`). With attention DP each rank
     schedules under both (the model's per-group `max_batch_sequences` and
-    `prefill_chunk_tokens`); the tool is given the whole stage as its TP."""
+    `prefill_chunk_tokens`); the tool is given the whole stage as its TP. A run of N
+    requests (`RUN_REQUESTS`, the runs after v1.0) never holds more than N / dp per rank."""
     isl, osl = (float(x) for x in row.lengths.split("/"))
     llm, gpu = llm_catalog()[row.model], gpu_catalog()[row.gpu]
     shape = (row.tp * row.dp, row.pp, isl, osl)
     requests = bench_requests(llm, gpu, row.weight_precision, row.kv_precision, *shape)
-    return bench_caps(requests, isl, osl, row.pp)
+    max_bs, max_tokens = bench_caps(requests, isl, osl, row.pp)
+    run = RUN_REQUESTS.get((int(isl), int(osl))) if row.engine == "trtllm-post-v1.0" else None
+    return (max_bs if run is None else min(max_bs, math.ceil(run / row.dp))), max_tokens
 
 
 def row_efficiency(row: MoeRow, efficiency: Efficiency | None = None) -> Efficiency:

@@ -17,6 +17,17 @@ from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
 from models.physics.precision import Precision
 
+RUN_REQUESTS = {
+    (1024, 1024): 3000,
+    (8192, 1024): 1500,
+    (1024, 8192): 1500,
+    (32768, 1024): 1000,
+    (1024, 32768): 1000,
+}
+"""Requests in one published run (`--num-requests` of the dataset) by (ISL, OSL), from the
+perf overview's table for the runs after v1.0 (NVIDIA/TensorRT-LLM
+docs/source/developer-guide/perf-overview.md, "Preparing a Dataset"): no more sequences
+than these are ever in flight, spread evenly over the attention-DP ranks."""
 BENCH_KV_FRACTION = 0.90
 """trtllm-bench's `--kv_cache_free_gpu_mem_fraction` default."""
 BENCH_BYTES_PER_WEIGHT = {Precision.FP4: 0.5, Precision.FP8: 1.0, Precision.BF16: 2.0}

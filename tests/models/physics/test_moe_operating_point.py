@@ -174,3 +174,17 @@ def test_worst_rows_lead_with_the_largest_error():
     errors = [abs(float(line.split("%")[0])) for line in lines[::2]]
     assert errors == sorted(errors, reverse=True)
     assert all(abs(predict_moe(r) / r.measured - 1) * 100 <= errors[0] + 0.05 for r in rows)
+
+
+def test_a_run_never_holds_more_sequences_than_its_requests():
+    """GPT-OSS-120B DEP2 on B200, 1024/1024 (after v1.0): the run has 3,000 requests, so
+    a rank holds at most ceil(3000 / 2) = 1,500 sequences whatever the KV estimate; the
+    v1.0 rows (another table of runs) keep the tool's own cap."""
+    by_label = {r.label: r for r in load_moe_rows(calibration_dir())[0]}
+    row = by_label["trtllm post-v1.0 gpt-oss-120b b200 fp4 tp1pp1dp2ep2 1024/1024"]
+    llm, gpu = llm_catalog()[row.model], gpu_catalog()["b200"]
+    tool = bench_caps(
+        bench_requests(llm, gpu, Precision.FP4, row.kv_precision, 2, 1, 1024, 1024), 1024, 1024, 1
+    )
+    assert tool[0] > 1500
+    assert bench_settings(row) == (1500, tool[1])
