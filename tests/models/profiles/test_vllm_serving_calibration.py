@@ -2,14 +2,17 @@
 reader takes the file beside the SGLang one, a `held_out_reason` holds a row out, a run
 that sends every request at once is read as offline throughput (its output tokens/s pins
 the FLOP and HBM fractions; its TPOT and TTFT are never fitted, so the step overhead stays
-the base's), and a vLLM release newer than any profile runs on vLLM's own Hopper fit."""
+the base's), a vLLM release newer than any profile runs on vLLM's own Hopper fit, and on a
+generation vLLM has no rows of the engine line says whose fit it runs on."""
 
 import csv
+import json
 import math
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
 from calibration.engines import (
     BASE_ENGINE,
@@ -21,7 +24,7 @@ from calibration.engines import (
     predict_run,
     row_errors,
 )
-from models.physics.efficiency import efficiency_for
+from models.physics.efficiency import efficiency_for, engine_report
 from models.physics.precision import Precision
 from models.profiles.measurements import Measurement
 
@@ -159,3 +162,30 @@ def test_a_newer_vllm_release_on_hopper_runs_on_vllms_own_fit() -> None:
     newer = efficiency_for("h100-sxm", Precision.BF16, engine="vllm-0.19")
     assert newer == efficiency_for("h100-sxm", Precision.BF16, engine="vllm-0.11")
     assert newer != efficiency_for("h100-sxm", Precision.BF16, engine=BASE_ENGINE)
+
+
+def test_a_vllm_name_on_a_generation_without_vllm_rows_says_whose_fit_it_runs_on(
+    run_cli,
+) -> None:
+    """B200 has no vLLM rows: vllm-0.19 there runs on the default TensorRT-LLM profile's
+    Blackwell set, and the engine line (perf's table and JSON, a plan's note) says so;
+    on H100, which vLLM has rows of, it does not."""
+    from models.io.loading import validate_instance
+    from solver.solve import solve
+    from tests.paths import ONE_MODEL_ONE_REGION
+
+    note = f"b200 runs on {BASE_ENGINE}'s blackwell fit (no vllm rows of blackwell)"
+    assert note in engine_report(["b200"], "vllm-0.19")
+    assert "runs on" not in engine_report(["h100-sxm"], "vllm-0.19")
+    assert "runs on" not in engine_report(["b200"])  # the default profile's own rows
+
+    args = ["perf", "-g", "b200", "-m", "llama-3.1-8b", "-p", "fp8", "-i", "1000", "-o", "200"]
+    result = run_cli(*args, "--engine", "vllm-0.19", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert note in json.loads(result.stdout)["engine_note"]
+
+    data = yaml.safe_load(ONE_MODEL_ONE_REGION.read_text(encoding="utf-8"))
+    data.update(engine="vllm-0.19", gpus=[{"name": "b200"}])
+    data["regions"][0]["supply"] = {"b200": {"max_gpus": 64, "price_per_gpu_hour": 6.0}}
+    plan = solve(validate_instance(data))
+    assert note in plan.efficiency_note
