@@ -44,8 +44,9 @@ the per-sequence cost):
   the engine's schedule; their TTFT is the queue. Both are reported, never fitted: fitted
   on them, the step overhead of vLLM 0.11 on Hopper came out at 14 ms, where the same
   release's closed-loop run of Qwen3-8B on one H100 at C = 4 (TPOT 7.4 ms; the model is
-  not in the catalog, so the row is skipped) is what 1.9 ms predicts (8.0 ms; 14 ms would
-  predict about 20);
+  not in the catalog, so the row is skipped; replayed from its config.json) is what
+  1.9 ms predicts (8.0 ms on TensorRT-LLM's Hopper fractions, 9.0 on this fit's; 14 ms
+  would predict about 20);
 - closed-loop runs: the fixed step overhead (the engine's scheduler and launches), on
   output tokens/s and mean TPOT (`FIT_FIGURES`); then the request overhead
   (`request_overhead_s`: HTTP, tokenisation, scheduling and the first token's
