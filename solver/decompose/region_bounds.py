@@ -30,6 +30,15 @@ x0.37: tests/bench/test_chat3region_speed.py prints both side by side). The rows
 added to the program a solve runs (solver.decompose.by_workload), never to the program
 the plan is read from and priced on.
 
+How far rows of this kind can go: any valid row over one region's columns holds on the
+convex hull of that region's plans, so none lifts the bound past the Dantzig-Wolfe bound
+by region (the master over convex combinations of each region's plans, held to the
+demand rows that name several regions). On chat-3region that bound is $222.6k against
+the $236,520 optimum, and the LP with the rows is at $212.9k: the rest of the gap is in
+how the regions' whole-server fleets combine across the failure scenarios, which only a
+search over more than one region at a time closes (rows over pairs of regions are valid
+too and reach $225.4k; tests/bench/test_chat3region_speed.py prints each).
+
 The region programs are independent of each other and of the warm start's restricted
 program (solver.decompose.warm_start): they run in a thread beside it, started before it
 (`start_region_rows`; HiGHS releases the interpreter lock while it solves), on every
@@ -42,7 +51,6 @@ time with the same time shares, and only a bound proven within its gap makes a r
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -145,13 +153,23 @@ def region_rows(
     left = settings.remaining_s()
     share_s = None if left is None else TIME_SHARE * left / rounds
     limited = settings.limited(share_s).with_duals(False)
-    with ThreadPoolExecutor(threads, thread_name_prefix="fleetplan-region") as pool:
-        bounds = list(pool.map(lambda p: proven_bound(backend, p, limited), solved.values()))
+    bounds = _each(lambda p: proven_bound(backend, p, limited), list(solved.values()), threads)
     return {
         region: (program.objective, bound)
         for (region, program), bound in zip(solved.items(), bounds, strict=True)
         if bound is not None and bound > 0
     }
+
+
+def _each(run: Callable, programs: list[LinearProgram], threads: int) -> list:
+    """`run` on each program, `threads` at a time, in the programs' order (the executor
+    is imported only where threads are asked for: a one-model solve loads no more)."""
+    if threads == 1:
+        return [run(program) for program in programs]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(threads, thread_name_prefix="fleetplan-region") as pool:
+        return list(pool.map(run, programs))
 
 
 def side_threads() -> int:
