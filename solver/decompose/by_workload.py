@@ -58,7 +58,7 @@ from solver.candidates.replica_dominance import Bounds, sizes_start, with_sizes
 from solver.candidates.swap_dominance import optimal_reduction
 from solver.decompose.join import solve_by_workload
 from solver.decompose.join_values import with_parts_bound
-from solver.decompose.region_bounds import with_region_rows
+from solver.decompose.region_bounds import narrower, start_region_rows, with_region_rows
 from solver.decompose.warm_start import warm_start
 from solver.decompose.workload_parts import PartSolves
 from solver.program.build import FleetProgram, with_bounds
@@ -103,6 +103,9 @@ def optimise(
     bounds = {**reduction.bounds, **(bounds or {})} or None
     lp = with_bounds(program.lp, bounds) if bounds else program.lp
     first = settings.limited(_left_s(settings, started)).with_duals(False)
+    rows_ready = None  # the region programs run beside the warm start
+    if backend.capabilities.warm_start and narrower(lp, program.lp):
+        rows_ready = start_region_rows(program.lp, backend, first, program.region_costs)
     if joined is not None:  # the join that held starts the search
         start = dict(joined.result.values) if backend.capabilities.warm_start else None
     else:
@@ -111,7 +114,8 @@ def optimise(
         start |= sizes_start(reduction.sizes, start)
     one = settings.limited(_left_s(settings, started)).with_duals(False)  # the start's time out
     solved = with_sizes(lp, reduction.sizes)
-    if backend.capabilities.warm_start:  # a backend whose gap bounds its optimum (HiGHS)
+    if rows_ready is not None:  # a backend whose gap bounds its optimum (HiGHS)
+        rows_ready()
         solved = with_region_rows(solved, backend, one, program.lp, program.region_costs)
     result = backend.run(solved, one, start=start)
     if joined is not None and not _better(result, joined.result):
