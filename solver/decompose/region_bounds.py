@@ -197,6 +197,7 @@ def start_region_rows(
         except BaseException as error:  # handed to the waiting caller
             outcome.append(error)
 
+    backend.is_available()  # loads the library here: two threads loading it at once fail
     thread = threading.Thread(target=work, name="fleetplan-region-rows", daemon=True)
     thread.start()
 
