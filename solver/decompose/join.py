@@ -81,6 +81,7 @@ from solver.decompose.join_values import (
     merged_parts,
     per_workload,
 )
+from solver.decompose.region_join import floored, region_join, rows_apply
 from solver.decompose.server_master import MASTER_MIN_S, coordinate, has_servers
 from solver.decompose.workload_parts import Part, PartSolves
 from solver.program.build import FleetProgram
@@ -104,6 +105,9 @@ WHOLE_SKIPPED_SHARE = 0.25
 """Share of the time limit below which the whole program is not solved after a join
 that is not proved (solver.decompose.by_workload.WHOLE_AFTER_JOIN_SHARE): then the
 master takes the time left, and its plan, not the rounded join, is the plan."""
+REGION_SHARE = 0.5
+"""Share of the time left that the regions' programs take, with whole servers, before
+the master (solver.decompose.region_join)."""
 PRICE_ROUNDS = 6
 """Prices tried on the broken supply rows before the parts are merged (`_price`)."""
 
@@ -151,7 +155,7 @@ def solve_by_workload(
     if broken is None:
         return None
     if has_servers(program) and not run.coupled:
-        found = _coordinate(run, parts, results)
+        found = _coordinate(run, parts, results, values)
         if found is not None:
             return found
     found = _mend_or_merge(run, parts, results, values, owner, broken)
@@ -200,13 +204,19 @@ def _mend_or_merge(
 
 
 def _coordinate(
-    run: JoinRun, parts: list[Part], results: dict[Part, SolveResult]
+    run: JoinRun, parts: list[Part], results: dict[Part, SolveResult], values: dict[str, float]
 ) -> Optimised | None:
-    """Whole servers: the master over server counts (solver.decompose.server_master),
-    until `_master_deadline`; its plan, when it holds every row of the whole, is the
-    result if within the gap of the parts' bound, else kept as the incumbent
-    (`JoinRun.best`, the plan when the whole program is not solved, and its start when
-    it is); None then, and when the master does not run."""
+    """Whole servers: first the regions' own programs (solver.decompose.region_join),
+    whose bound joins the parts' and whose plan, with the join's routing between regions
+    held, buys each region's servers for all its workloads; then, where that gave no plan,
+    the master over server counts (solver.decompose.server_master), until
+    `_master_deadline`. A plan that holds every row of the whole is the result if within
+    the gap of the best bound, else kept as the incumbent (`JoinRun.best`, the plan when
+    the whole program is not solved, and its start when it is); None then, and when
+    neither finds a plan."""
+    found = _by_region(run, parts, results, values)
+    if found is not None or run.best is not None:
+        return found
     deadline = _master_deadline(run, len(parts))
     if deadline is None:
         return None
@@ -214,6 +224,39 @@ def _coordinate(
     if choice is None or broken_rows(run.program.lp, choice.values, run.bounds, {}) != []:
         return None
     return run.joined(parts, results, choice.values, coordinated=choice.plans)
+
+
+def _by_region(
+    run: JoinRun, parts: list[Part], results: dict[Part, SolveResult], values: dict[str, float]
+) -> Optimised | None:
+    """The regions' programs (solver.decompose.region_join) with the join's `values` on
+    the columns that link regions, in `REGION_SHARE` of the time left: their bound raises
+    the run's, their rows are kept for the whole program (solver.decompose.region_bounds,
+    the program's `region_costs`), and their plan, when it holds every row, is the
+    result within the gap or the incumbent; None when it is not proved."""
+    deadline = time.monotonic() + REGION_SHARE * max(run.deadline - time.monotonic(), 0.0)
+    program = run.program
+    joined = region_join(program, run.backend, run.settings, values, deadline, run.bounds)
+    if joined.bound is not None:
+        run.bound = max(run.bound, joined.bound)
+    if not program.region_costs and joined.rows and rows_apply(program.lp, joined.regions):
+        program.region_costs.update(lp=program.lp, rows=joined.rows)  # the whole's rows
+    if joined.values is not None and broken_rows(program.lp, joined.values, run.bounds, {}) == []:
+        found = run.joined(parts, results, joined.values, by_region=joined.regions)
+        if found is not None:
+            return found
+    if not joined.own or run.out_of_time():
+        return None
+    start = run.best.values if run.best is not None else None
+    deadline = time.monotonic() + REGION_SHARE * max(run.deadline - time.monotonic(), 0.0)
+    left = max(deadline - time.monotonic(), MASTER_MIN_S)
+    lp = floored(program, joined.own, run.bounds)
+    added = run.backend.run(lp, run.settings.limited(left).with_duals(False), start=start)
+    run.runtime_s += added.runtime_s
+    if not added.termination.has_solution:
+        return None
+    own = {name: value for name, value in added.values.items() if name in program.lp.variables}
+    return run.joined(parts, results, own, by_region=joined.regions)
 
 
 def _master_deadline(run: JoinRun, parts: int) -> float | None:

@@ -41,6 +41,9 @@ class Optimised:
     coordinated: int = 0
     """Plans of the workload programs a master over server counts chose among, when its
     plan is the join (whole servers: solver.decompose.server_master); 0 otherwise."""
+    by_region: int = 0
+    """Regions whose own programs, with the routing between regions held, bought the
+    join's servers (solver.decompose.region_join); 0 otherwise."""
     join_gap: float | None = None
     """One program solved from a join of the workload programs that held but was not
     within the gap (whole servers rounded, say): that join's gap to their bound."""
@@ -65,6 +68,8 @@ class Optimised:
                 joined += f", {self.competing} of them workloads that compete for supply"
             if self.coordinated:
                 joined += f", whole servers shared by a master over {self.coordinated} plans"
+            elif self.by_region:
+                joined += f", whole servers bought by {self.by_region} region programs"
             elif self.mended:
                 joined += f", {self.mended} re-solved to fit a region's supply"
             if self.processes > 1:
