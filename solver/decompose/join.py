@@ -81,7 +81,7 @@ from solver.decompose.join_values import (
     merged_parts,
     per_workload,
 )
-from solver.decompose.region_join import floored, region_join, rows_apply
+from solver.decompose.region_join import floored, keep_rows, region_join
 from solver.decompose.server_master import MASTER_MIN_S, coordinate, has_servers
 from solver.decompose.workload_parts import Part, PartSolves
 from solver.program.build import FleetProgram
@@ -107,7 +107,7 @@ that is not proved (solver.decompose.by_workload.WHOLE_AFTER_JOIN_SHARE): then t
 master takes the time left, and its plan, not the rounded join, is the plan."""
 REGION_SHARE = 0.5
 """Share of the time left that the regions' programs take, with whole servers, before
-the master (solver.decompose.region_join)."""
+the master (solver.decompose.region_join); 0 skips them (the bench's `before`)."""
 PRICE_ROUNDS = 6
 """Prices tried on the broken supply rows before the parts are merged (`_price`)."""
 
@@ -214,9 +214,10 @@ def _coordinate(
     the gap of the best bound, else kept as the incumbent (`JoinRun.best`, the plan when
     the whole program is not solved, and its start when it is); None then, and when
     neither finds a plan."""
-    found = _by_region(run, parts, results, values)
-    if found is not None or run.best is not None:
-        return found
+    if REGION_SHARE > 0:
+        found = _by_region(run, parts, results, values)
+        if found is not None or run.best is not None:
+            return found
     deadline = _master_deadline(run, len(parts))
     if deadline is None:
         return None
@@ -234,13 +235,12 @@ def _by_region(
     the run's, their rows are kept for the whole program (solver.decompose.region_bounds,
     the program's `region_costs`), and their plan, when it holds every row, is the
     result within the gap or the incumbent; None when it is not proved."""
-    deadline = time.monotonic() + REGION_SHARE * max(run.deadline - time.monotonic(), 0.0)
+    deadline = _region_deadline(run)
     program = run.program
     joined = region_join(program, run.backend, run.settings, values, deadline, run.bounds)
     if joined.bound is not None:
         run.bound = max(run.bound, joined.bound)
-    if not program.region_costs and joined.rows and rows_apply(program.lp, joined.regions):
-        program.region_costs.update(lp=program.lp, rows=joined.rows)  # the whole's rows
+    keep_rows(program, joined)
     if joined.values is not None and broken_rows(program.lp, joined.values, run.bounds, {}) == []:
         found = run.joined(parts, results, joined.values, by_region=joined.regions)
         if found is not None:
@@ -248,8 +248,7 @@ def _by_region(
     if not joined.own or run.out_of_time():
         return None
     start = run.best.values if run.best is not None else None
-    deadline = time.monotonic() + REGION_SHARE * max(run.deadline - time.monotonic(), 0.0)
-    left = max(deadline - time.monotonic(), MASTER_MIN_S)
+    left = max(_region_deadline(run) - time.monotonic(), MASTER_MIN_S)
     lp = floored(program, joined.own, run.bounds)
     added = run.backend.run(lp, run.settings.limited(left).with_duals(False), start=start)
     run.runtime_s += added.runtime_s
@@ -257,6 +256,18 @@ def _by_region(
         return None
     own = {name: value for name, value in added.values.items() if name in program.lp.variables}
     return run.joined(parts, results, own, by_region=joined.regions)
+
+
+def _region_deadline(run: JoinRun) -> float:
+    """Until when a step of the regions' programs runs: `REGION_SHARE` of the time left,
+    or all of it when less than `WHOLE_SKIPPED_SHARE` of the limit is left (the whole
+    program will not be solved after)."""
+    now = time.monotonic()
+    left = max(run.deadline - now, 0.0)
+    limit = run.settings.time_limit_s
+    if limit is not None and left < WHOLE_SKIPPED_SHARE * limit:
+        return run.deadline
+    return now + REGION_SHARE * left
 
 
 def _master_deadline(run: JoinRun, parts: int) -> float | None:

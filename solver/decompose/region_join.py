@@ -30,7 +30,9 @@ import math
 import time
 from dataclasses import dataclass, replace
 
+from models.schema.policy import BuyUnit
 from solver.backends import Backend
+from solver.backends.base import relative_gap
 from solver.candidates.replica_dominance import Bounds
 from solver.decompose.parallel import processes_for, solve_built, worth_workers
 from solver.decompose.region_bounds import MIN_INTEGERS, Rows, region_of, region_programs
@@ -38,11 +40,16 @@ from solver.program.build import FleetProgram, with_bounds
 from solver.program.families.servers import ServersColumn
 from solver.program.families.variables import PurchasedColumn
 from solver.program.lp import LinearProgram, SolveResult, Termination
+from solver.program.optimised import Method, Optimised
 from solver.program.row_names import ReplicasColumn, split_name
+from solver.program.sets import ProgramSets
 from solver.settings import MIN_CALL_S, SolveSettings
 
 FLOORED = (ReplicasColumn.family, PurchasedColumn.family, ServersColumn.family)
 """The columns `floored` holds at least at the regions' own choice."""
+REGIONS_FIRST = True
+"""Whether a solve with whole servers starts with the regions' programs (`first_by_region`);
+off, the bench's `before` (tests/bench/test_server_master_bench.py)."""
 BOUND_SHARE = 0.5
 """Share of the time up to the deadline the regions' own programs (the bound) may take."""
 
@@ -78,30 +85,26 @@ def region_join(
     program: FleetProgram,
     backend: Backend,
     settings: SolveSettings,
-    held: dict[str, float],
+    held: dict[str, float] | None,
     deadline: float,
     bounds: Bounds | None = None,
 ) -> RegionJoin:
     """The regions' bound and the plan with the linking columns held at `held`'s values
-    (a plan of the whole: the module docstring), each region's program within `bounds`
-    (the caller's), solved in worker processes when worth it, until the `deadline` (a
-    time.monotonic() reading)."""
+    (a plan of the whole: the module docstring; none without `held`), each region's
+    program within `bounds` (the caller's), solved in worker processes when worth it,
+    until the `deadline` (a time.monotonic() reading). The regions' own programs are
+    solved once per program (kept in its `region_costs`)."""
     lp = program.lp
+    known = program.region_costs.get("own")
+    if known is not None and known[0] is lp:
+        bound, joined_own, rows, regions = known[1:]
+    else:
+        bound, joined_own, rows, regions = _own(program, backend, settings, deadline)
+        program.region_costs["own"] = (lp, bound, joined_own, rows, regions)
+    if held is None:
+        return RegionJoin(bound, None, len(regions), joined_own, rows)
     programs = region_programs(lp)
-    regions = sorted(programs)
-    costed = all(region_of(name) is not None for name, cost in lp.objective.items() if cost)
     linked = linking_columns(lp)
-    bound_deadline = time.monotonic() + BOUND_SHARE * max(deadline - time.monotonic(), 0.0)
-    own = [programs[r] for r in regions]
-    found = _solved(backend, settings, own, bound_deadline)
-    proven = {regions[i]: proven_bound_of(result) for i, result in found.items()}
-    rows = {
-        r: (own[i].objective, b) for i, r in enumerate(regions) if (b := proven.get(r)) and b > 0
-    }
-    bound = None
-    if costed and len(proven) == len(own) and all(b is not None for b in proven.values()):
-        bound = lp.objective_constant + sum(b for b in proven.values() if b is not None)
-    joined_own = {n: v for result in found.values() for n, v in result.values.items()}
     restricted = []
     for region in regions:
         alone = programs[region]
@@ -117,6 +120,29 @@ def region_join(
     return RegionJoin(bound, values, len(regions), joined_own, rows)
 
 
+def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadline: float):
+    """(bound, their solutions joined, region_cost rows, regions) of the regions' own
+    programs, in `BOUND_SHARE` of the time to the `deadline`."""
+    lp = program.lp
+    programs = region_programs(lp)
+    regions = sorted(programs)
+    programs = region_programs(lp)
+    regions = sorted(programs)
+    costed = all(region_of(name) is not None for name, cost in lp.objective.items() if cost)
+    bound_deadline = time.monotonic() + BOUND_SHARE * max(deadline - time.monotonic(), 0.0)
+    own = [programs[r] for r in regions]
+    found = _solved(backend, settings, own, bound_deadline)
+    proven = {regions[i]: proven_bound_of(result) for i, result in found.items()}
+    rows = {
+        r: (own[i].objective, b) for i, r in enumerate(regions) if (b := proven.get(r)) and b > 0
+    }
+    bound = None
+    if costed and len(proven) == len(own) and all(b is not None for b in proven.values()):
+        bound = lp.objective_constant + sum(b for b in proven.values() if b is not None)
+    joined_own = {n: v for result in found.values() for n, v in result.values.items()}
+    return bound, joined_own, rows, regions
+
+
 def floored(program: FleetProgram, own: dict[str, float], bounds: Bounds | None) -> LinearProgram:
     """The whole program (within `bounds`) with each pool's replicas and each region's
     purchases and servers at least what the regions' own programs chose (`own`): a
@@ -129,10 +155,16 @@ def floored(program: FleetProgram, own: dict[str, float], bounds: Bounds | None)
     return with_bounds(program.lp, floors)
 
 
-def rows_apply(lp: LinearProgram, regions: int) -> bool:
-    """Whether the whole program gets region_cost rows at all
-    (solver.decompose.region_bounds.region_rows: `MIN_INTEGERS`, two regions or more)."""
-    return regions >= 2 and sum(var.integer for var in lp.variables.values()) >= MIN_INTEGERS
+def keep_rows(program: FleetProgram, found: RegionJoin) -> None:
+    """Keep the regions' bounds as the whole program's region_cost rows, where it gets
+    them at all (solver.decompose.region_bounds.region_rows: `MIN_INTEGERS`, two regions
+    or more), so that they are not worked out again (its `region_costs`)."""
+    lp = program.lp
+    integers = sum(var.integer for var in lp.variables.values())
+    if program.region_costs.get("lp") is lp or not found.rows:
+        return
+    if found.regions >= 2 and integers >= MIN_INTEGERS:
+        program.region_costs.update(lp=lp, rows=found.rows)
 
 
 def proven_bound_of(result: SolveResult) -> float | None:
@@ -148,21 +180,75 @@ def proven_bound_of(result: SolveResult) -> float | None:
 def _solved(
     backend: Backend, settings: SolveSettings, lps: list[LinearProgram], deadline: float
 ) -> dict[int, SolveResult]:
-    """The programs with a solution by the `deadline`, by index (each in what is left)."""
+    """The programs with a solution by the `deadline`, by index: each gets an equal share
+    of what is left when it starts (per process), so that a slow one leaves the others time."""
+    integers = sum(var.integer for lp in lps for var in lp.variables.values())
+    processes = processes_for(len(lps)) if worth_workers(len(lps), integers) else 1
+    started = [0]
 
     def build(index: int):
         return lps[index], backend
 
     def job_settings(_index: int) -> SolveSettings:
         left = deadline - time.monotonic()
-        limit = None if math.isinf(left) else max(left, MIN_CALL_S)
+        waiting = max(len(lps) - started[0], 1)
+        started[0] += 1
+        share = left * min(processes, waiting) / waiting
+        limit = None if math.isinf(left) else max(share, MIN_CALL_S)
         return replace(settings.limited(limit).with_duals(False), threads=1)
 
-    integers = sum(var.integer for lp in lps for var in lp.variables.values())
-    processes = processes_for(len(lps)) if worth_workers(len(lps), integers) else 1
     found = {}
     for index, result in solve_built(build, range(len(lps)), job_settings, processes):
         if result.termination.has_solution:
             found[index] = result
     return found
 
+
+def first_by_region(sets: ProgramSets) -> bool:
+    """Whether a solve starts with the regions' programs (`by_region`): whole servers
+    (policy.buy_unit: node) shared by several workloads in two regions or more, and no
+    co-location template or elastic demand (the join's cases: solver.decompose.join);
+    never with `REGIONS_FIRST` off."""
+    return (
+        REGIONS_FIRST
+        and sets.instance.policy.buy_unit is BuyUnit.NODE
+        and len({r for r, _ in sets.offers}) > 1
+        and len(sets.workloads) > 1
+        and not sets.instance.policy.colocation
+        and not sets.elastic
+    )
+
+
+def by_region(
+    program: FleetProgram,
+    backend: Backend,
+    settings: SolveSettings,
+    bounds: Bounds | None,
+    deadline: float,
+) -> Optimised | None:
+    """The whole program's plan floored at the regions' own fleets (`floored`), against
+    the regions' bound, by the `deadline`: OPTIMAL when within the requested gap of it,
+    else FEASIBLE with its gap (an incumbent, the start of what comes next); None when
+    the regions prove no bound or the floored program finds no plan in time."""
+    found = region_join(program, backend, settings, None, deadline, bounds)
+    keep_rows(program, found)
+    if found.bound is None or not found.own or time.monotonic() >= deadline:
+        return None
+    left = max(deadline - time.monotonic(), MIN_CALL_S)
+    lp = floored(program, found.own, bounds)
+    added = backend.run(lp, settings.limited(left).with_duals(False))
+    if not added.termination.has_solution or added.objective is None:
+        return None
+    values = {name: value for name, value in added.values.items() if name in program.lp.variables}
+    cost = program.lp.objective_value(values)
+    gap = relative_gap(cost, found.bound) or 0.0
+    proved = gap <= settings.mip_gap + 1e-9
+    result = replace(
+        added,
+        termination=Termination.OPTIMAL if proved else Termination.FEASIBLE,
+        objective=cost,
+        values=values,
+        mip_gap=gap,
+    )
+    optimised = Optimised(result, Method.BY_REGION, found.regions)
+    return replace(optimised, result=replace(result, message=optimised.description))

@@ -12,6 +12,7 @@ class Method(StrEnum):
     ONE_PROGRAM = "one program"
     BY_WORKLOAD = "decomposed by workload"
     BY_COUPLED_WORKLOADS = "decomposed by coupled workloads"
+    BY_REGION = "decomposed by region"
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,9 @@ class Optimised:
     by_region: int = 0
     """Regions whose own programs, with the routing between regions held, bought the
     join's servers (solver.decompose.region_join); 0 otherwise."""
+    from_regions: bool = False
+    """The join the one program started from was the regions' plan
+    (solver.decompose.region_join), not the workload programs'."""
     join_gap: float | None = None
     """One program solved from a join of the workload programs that held but was not
     within the gap (whole servers rounded, say): that join's gap to their bound."""
@@ -75,9 +79,15 @@ class Optimised:
             if self.processes > 1:
                 joined += f", solved in {self.processes} parallel processes"
             return joined
-        if self.join_gap is not None:
+        if self.method is Method.BY_REGION:
             return (
-                f"{self.method}, started from the joined workload programs (gap "
+                f"{self.method}: {self.programs} region programs joined, whole servers"
+                " bought for every workload of a region, fleets raised for failover"
+            )
+        if self.join_gap is not None:
+            joined = "region" if self.from_regions else "workload"
+            return (
+                f"{self.method}, started from the joined {joined} programs (gap "
                 f"{self.join_gap:.2%} to their bound)"
             )
         return str(self.method)
