@@ -59,6 +59,7 @@ every user, and the largest users re-solved together within the row. (The figure
 the scaling bench's 50 x 50 x 6 instance, are in the README's speed notes.)
 """
 
+import math
 import time
 
 from solver.backends import Backend
@@ -248,7 +249,8 @@ def _by_region(
     if not joined.own or run.out_of_time():
         return None
     start = run.best.values if run.best is not None else None
-    left = max(_region_deadline(run) - time.monotonic(), MASTER_MIN_S)
+    left = _region_deadline(run) - time.monotonic()
+    left = None if math.isinf(left) else max(left, MASTER_MIN_S)
     lp = floored(program, joined.own, run.bounds)
     added = run.backend.run(lp, run.settings.limited(left).with_duals(False), start=start)
     run.runtime_s += added.runtime_s

@@ -24,6 +24,15 @@ Every linking row then holds as it does for y, every other row is some P_r's, so
 union of the regions' solutions is a plan of the whole (checked against every row,
 solver.decompose.join_values.broken_rows), an upper bound; its regions buy whole servers
 together, where the join rounded each region's purchase of the parts' single GPUs.
+
+A second plan needs no parts (`floored`): the whole program with each pool's replicas
+and each region's purchases and servers at least what the regions' own programs chose.
+A restriction, so its plans are plans of the whole; it only adds what the lost regions'
+users need to fleets that already serve every region's own users at the regions'
+bound. Without linking rows (no region loss) the regions' own solutions are a plan and
+the bound is the optimum. A solve with whole servers starts here (`by_region`, from
+solver.decompose.by_workload): proved within the gap, the floored plan is the plan, and
+the workload programs are never solved; else the whole program starts from it.
 """
 
 import math
@@ -177,6 +186,12 @@ def proven_bound_of(result: SolveResult) -> float | None:
     return result.objective - (result.mip_gap or 0.0) * abs(result.objective)
 
 
+def _left_s(deadline: float, floor_s: float = MIN_CALL_S) -> float | None:
+    """Seconds to the `deadline` (at least `floor_s`), None for none."""
+    left = deadline - time.monotonic()
+    return None if math.isinf(left) else max(left, floor_s)
+
+
 def _solved(
     backend: Backend, settings: SolveSettings, lps: list[LinearProgram], deadline: float
 ) -> dict[int, SolveResult]:
@@ -234,9 +249,8 @@ def by_region(
     keep_rows(program, found)
     if found.bound is None or not found.own or time.monotonic() >= deadline:
         return None
-    left = max(deadline - time.monotonic(), MIN_CALL_S)
     lp = floored(program, found.own, bounds)
-    added = backend.run(lp, settings.limited(left).with_duals(False))
+    added = backend.run(lp, settings.limited(_left_s(deadline)).with_duals(False))
     if not added.termination.has_solution or added.objective is None:
         return None
     values = {name: value for name, value in added.values.items() if name in program.lp.variables}

@@ -6,14 +6,14 @@
 For each generated instance surviving any region loss at the policy's defaults (whole
 servers, one configuration per pool; tests.synthetic.generated: per-region random
 prices) the same candidates are solved twice through `solve_program` in this process:
-`master`, the code before the regions' programs (solver.decompose.join with
-`REGION_SHARE` 0): with many parts (`COORDINATE_MIN_PARTS`) the master first, for a
-share of the time left, and the whole program from the cheaper of its plan and the
-rounded join; and `regions`, the default: the regions' programs first (their bound, the
-plan with the join's routing held, the plan floored at the regions' own fleets), the
-master only where they give no plan, and the whole program from the cheapest plan when
-none is proved within the gap. The table prints the wall time from the start of
-`solve_program` to the verified plan, the cost, the gap the plan states (against the
+`master`, the code before the regions' programs (`REGION_SHARE` 0 in
+solver.decompose.join, `REGIONS_FIRST` off in solver.decompose.region_join): with many
+parts (`COORDINATE_MIN_PARTS`) the master first, for a share of the time left, and the
+whole program from the cheaper of its plan and the rounded join; and `regions`, the
+default: the regions' programs first, before any workload program (their bound, and
+the whole program floored at their fleets: a plan), and when that is not proved within
+the gap the whole program from its plan. The table prints the wall time from the start
+of `solve_program` to the verified plan, the cost, the gap the plan states (against the
 best bound known: the parts', the regions' or the whole program's), the status, and
 `regions`' wall time and cost relative to `master`'s.
 """
@@ -23,6 +23,7 @@ import time
 import pytest
 
 import solver.decompose.join as join
+import solver.decompose.region_join as region_join
 from models.io.loading import validate_instance
 from solver.errors import NoSolution
 from solver.solve import SolveSettings, solve_program
@@ -73,6 +74,7 @@ def test_master_against_regions(size, monkeypatch):
     walls, costs = {}, {}
     for name, share in (("master", 0.0), ("regions", join.REGION_SHARE)):
         monkeypatch.setattr(join, "REGION_SHARE", share)
+        monkeypatch.setattr(region_join, "REGIONS_FIRST", share > 0)
         started = time.perf_counter()
         try:
             solved = solve_program(inst, settings)

@@ -3,6 +3,7 @@ hand, and on generated instances at the policy's defaults the regions' bound is 
 the whole program's optimum, which is at most the cost of each plan the regions give
 (held routing, floored fleets), each of which holds every row of the whole."""
 
+import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
@@ -13,7 +14,13 @@ from solver.backends import get_backend
 from solver.candidates.swap_dominance import reduced_program
 from solver.candidates.table import build_candidates
 from solver.decompose.join_values import broken_rows, joined_values
-from solver.decompose.region_join import floored, linking_columns, region_join
+from solver.decompose.region_join import (
+    by_region,
+    first_by_region,
+    floored,
+    linking_columns,
+    region_join,
+)
 from solver.decompose.workload_parts import workload_program
 from solver.program.build import build_program
 from solver.program.families.variables import ServedColumn
@@ -89,3 +96,43 @@ def test_the_plan_names_the_region_programs():
         "decomposed by workload: 2 independent programs joined, "
         "whole servers bought by 3 region programs"
     )
+
+
+def _whole_servers(survive: str, seed: int = 0, buy_unit: str | None = None):
+    data = generated_data(3, 2, 2, survive=survive, seed=seed)
+    for key in ("buy_unit", "max_configs_per_pool"):
+        data["policy"].pop(key)
+    if buy_unit is not None:
+        data["policy"]["buy_unit"] = buy_unit
+    instance = validate_instance(data, data["name"])
+    table = build_candidates(instance, EXACT)
+    return build_program(
+        instance, table, sets=ProgramSets(instance, table, failure_scenarios(instance))
+    )
+
+
+def test_only_whole_servers_start_by_region():
+    assert first_by_region(_whole_servers("region").sets)
+    assert not first_by_region(_whole_servers("region", buy_unit="gpu").sets)
+
+
+@pytest.mark.parametrize("survive", ["none", "region"])
+def test_the_regions_plan_is_a_plan_above_the_optimum(survive):
+    """Without region loss no row links two regions, so the regions' own optima joined
+    are the whole optimum and `by_region` proves it; with region loss its plan holds
+    every row, costs at least the optimum, and is OPTIMAL only within the gap."""
+    program = _whole_servers(survive)
+    highs = get_backend("highs")
+    whole = highs.run(program.lp, EXACT)
+    found = by_region(program, highs, EXACT, None, float("inf"))
+    assert found is not None and found.method is Method.BY_REGION
+    values = found.result.values
+    assert broken_rows(program.lp, values, {}, {}) == []
+    cost = program.lp.objective_value(values)
+    assert cost >= whole.objective * (1 - TOLERANCE)
+    if survive == "none":
+        assert linking_columns(program.lp) == set()
+        assert found.result.termination is Termination.OPTIMAL
+        assert cost == pytest.approx(whole.objective, rel=TOLERANCE)
+    if found.result.termination is Termination.OPTIMAL:
+        assert found.result.mip_gap <= EXACT.mip_gap + 1e-9
