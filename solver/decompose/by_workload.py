@@ -29,7 +29,11 @@ Whole servers (policy.buy_unit: node) and site power are shared between workload
 too: each P_w buys single GPUs against the whole power of each site (a relaxation
 still), the join rounds each (r, g) purchase up to whole servers, and the joined plan
 must then hold every row of the whole program, power included, and be within the gap;
-otherwise the whole is solved as one.
+otherwise the whole is solved as one. With whole servers in two regions or more the
+solve starts by region instead (solver.decompose.region_join.by_region): each region's
+own program buys whole servers for all its workloads, the sum of their bounds bounds
+the whole, and the whole program floored at their fleets is a plan; within the gap it
+is the result and no P_w is solved, else the whole is solved as one from it.
 
 Why: failover couples every region of a workload, and each (workload, region, phase)
 rounds its replicas up on its own, so the joint branch and bound has to close hundreds

@@ -45,11 +45,14 @@ unused (`gap_left`): most close far inside the requested gap, and the join's gap
 what is checked in the end, against the sum of the final parts' bounds.
 
 With whole servers (policy.buy_unit: node) the join's rounding wastes up to a server
-per offer a part opens. Where the whole program will not be solved after the join (too
-little time is left), before any mend a master over server counts picks one plan per
-part among the parts' plans and their variants in the time left
-(solver.decompose.server_master), and its plan, when it holds every row and is cheaper,
-is the join kept (a plan; the bound stays the parts').
+per offer a part opens. Before any mend the regions' own programs
+(solver.decompose.region_join) give a bound (kept when above the parts') and plans: each
+region's program with the join's routing between regions held, and the whole program
+floored at the regions' own fleets. Where they give none, and the whole program will
+not be solved after the join (too little time is left) or there are many parts, a
+master over server counts picks one plan per part among the parts' plans and their
+variants (solver.decompose.server_master). A plan that holds every row and is cheaper
+is the join kept.
 
 The mends come before the merge because they are cheaper: each re-solves a few parts
 under a restriction, where the merge solves the merged part in full, and the whole as one
