@@ -72,7 +72,7 @@ from solver.program.lp import SolveResult, Termination
 from solver.program.optimised import Method, Optimised
 from solver.settings import SolveSettings
 
-REGION_FIRST_SHARE = 0.5
+REGION_FIRST_SHARE = 0.75
 """Share of the time left that the regions' programs and the plan floored at their fleets
 take (solver.decompose.region_join.by_region) before the whole program is solved from it."""
 MIN_TIME_LIMIT_S = 1.0
