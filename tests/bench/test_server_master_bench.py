@@ -3,9 +3,10 @@
 (solver.decompose.region_join), side by side in one run. Run by `make bench` only (not
 `make test`).
 
-For each generated instance surviving any region loss at the policy's defaults (whole
-servers, one configuration per pool; tests.synthetic.generated: per-region random
-prices) the same candidates are solved twice through `solve_program` in this process:
+For each generated instance surviving any region loss (and the largest surviving none)
+at the policy's defaults (whole servers, one configuration per pool;
+tests.synthetic.generated: per-region random prices) the same candidates are solved
+twice through `solve_program` in this process:
 `master`, the code before the regions' programs (`REGION_SHARE` 0 in
 solver.decompose.join, `REGIONS_FIRST` off in solver.decompose.region_join): with many
 parts (`COORDINATE_MIN_PARTS`) the master first, for a share of the time left, and the
@@ -29,8 +30,8 @@ from solver.errors import NoSolution
 from solver.solve import SolveSettings, solve_program
 from tests.synthetic import generated_data
 
-SIZES = [(3, 2, 2), (5, 5, 3), (10, 20, 6)]
-"""(regions, workloads, GPU types), region loss, at the policy's defaults."""
+SIZES = [(3, 2, 2, "region"), (5, 5, 3, "region"), (10, 20, 6, "region"), (10, 20, 6, "none")]
+"""(regions, workloads, GPU types, failures survived), at the policy's defaults."""
 TIME_LIMIT_S = 300.0
 ROWS: list[tuple] = []
 
@@ -58,18 +59,18 @@ def table():
     print("\n".join(lines))
 
 
-def _instance(size: tuple[int, int, int]):
-    data = generated_data(*size, survive="region")
+def _instance(size: tuple[int, int, int, str]):
+    data = generated_data(*size[:3], survive=size[3])
     for key in ("buy_unit", "max_configs_per_pool"):
         data["policy"].pop(key)
     data["name"] += "-default-policy"
     return validate_instance(data, data["name"])
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: "x".join(map(str, s[:3])) + f"-{s[3]}")
 def test_master_against_regions(size, monkeypatch):
     inst = _instance(size)
-    label = " x ".join(map(str, size))
+    label = " x ".join(map(str, size[:3])) + f", survive {size[3]}"
     settings = SolveSettings.of(inst, time_limit_s=TIME_LIMIT_S, mip_gap=1e-3)
     walls, costs = {}, {}
     for name, share in (("master", 0.0), ("regions", join.REGION_SHARE)):
