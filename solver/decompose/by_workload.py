@@ -29,7 +29,11 @@ Whole servers (policy.buy_unit: node) and site power are shared between workload
 too: each P_w buys single GPUs against the whole power of each site (a relaxation
 still), the join rounds each (r, g) purchase up to whole servers, and the joined plan
 must then hold every row of the whole program, power included, and be within the gap;
-otherwise the whole is solved as one.
+otherwise the whole is solved as one. With whole servers in two regions or more the
+solve starts by region instead (solver.decompose.region_join.by_region): each region's
+own program buys whole servers for all its workloads, the sum of their bounds bounds
+the whole, and the whole program floored at their fleets is a plan; within the gap it
+is the result and no P_w is solved, else the whole is solved as one from it.
 
 Why: failover couples every region of a workload, and each (workload, region, phase)
 rounds its replicas up on its own, so the joint branch and bound has to close hundreds
@@ -50,6 +54,7 @@ against; each is reduced first to the pools and sizes an optimal plan of it need
 (solver.candidates.swap_dominance).
 """
 
+import math
 import time
 from dataclasses import replace
 
@@ -59,13 +64,17 @@ from solver.candidates.swap_dominance import optimal_reduction
 from solver.decompose.join import solve_by_workload
 from solver.decompose.join_values import with_parts_bound
 from solver.decompose.region_bounds import narrower, start_region_rows, with_region_rows
+from solver.decompose.region_join import by_region, first_by_region
 from solver.decompose.warm_start import warm_start
 from solver.decompose.workload_parts import PartSolves
 from solver.program.build import FleetProgram, with_bounds
 from solver.program.lp import SolveResult, Termination
-from solver.program.optimised import Optimised
+from solver.program.optimised import Method, Optimised
 from solver.settings import SolveSettings
 
+REGION_FIRST_SHARE = 0.75
+"""Share of the time left that the regions' programs and the plan floored at their fleets
+take (solver.decompose.region_join.by_region) before the whole program is solved from it."""
 MIN_TIME_LIMIT_S = 1.0
 """Time the whole program still gets when the decomposition used up the limit."""
 WHOLE_AFTER_JOIN_SHARE = 0.25
@@ -93,7 +102,15 @@ def optimise(
     columns only."""
     started = time.monotonic()
     joined = None
-    if len(program.sets.workloads) > 1:
+    if first_by_region(program.sets):
+        left = settings.remaining_s()
+        deadline = started + (math.inf if left is None else REGION_FIRST_SHARE * left)
+        joined = by_region(program, backend, settings, bounds, deadline)
+        if joined is not None and (
+            joined.result.termination is not Termination.FEASIBLE or _little_left(settings)
+        ):
+            return joined  # proved within the gap by the regions' bound, or no time left
+    if joined is None and len(program.sets.workloads) > 1:
         joined = solve_by_workload(program, backend, settings, bounds, parts)
         if joined is not None and joined.result.termination is not Termination.FEASIBLE:
             return joined
@@ -123,7 +140,8 @@ def optimise(
     own = {name: value for name, value in result.values.items() if name in program.lp.variables}
     join_gap = None if joined is None else joined.result.mip_gap
     result = result if joined is None else with_parts_bound(result, joined.result)
-    return Optimised(replace(result, values=own), join_gap=join_gap)
+    from_regions = joined is not None and joined.method is Method.BY_REGION
+    return Optimised(replace(result, values=own), join_gap=join_gap, from_regions=from_regions)
 
 
 def _better(result: SolveResult, than: SolveResult) -> bool:
