@@ -133,14 +133,17 @@ Levels = dict[str, int]
 def solve_periods(lp: LinearProgram, backend: Backend, settings: SolveSettings) -> SolveResult:
     """The periods program's solution: the whole program first for at most
     `WHOLE_FIRST_S` where it is small (`WHOLE_FIRST_INTEGERS`; a program its backend
-    proves at once is done); then by period where
+    proves at once is done) and its commitment not held at one level (a month before
+    the lead time: its blocks are then programs apart, each solved once); then by
+    period where
     it splits, from the whole program's plan if it had one; and where the rounds end
     outside the gap with time left, the whole program again from the best plan."""
     parts = split(lp)
     if parts is None:
         return backend.run(lp, settings)
     start, bound = None, -math.inf
-    if lp.size()["integer_variables"] <= WHOLE_FIRST_INTEGERS:
+    held = all(o.lowest == o.highest for o in parts.offers)  # one level each: blocks apart
+    if not held and lp.size()["integer_variables"] <= WHOLE_FIRST_INTEGERS:
         limit = settings.remaining_s()
         first = backend.run(lp, settings.limited(min(WHOLE_FIRST_S, limit or WHOLE_FIRST_S)))
         if first.termination is Termination.OPTIMAL or first.termination in _ANSWERS:
@@ -184,8 +187,11 @@ def solve_by_period(
     run = _Rounds(lp, parts, backend, settings)
     begun = run.begin_with(start) if start else None
     lowest = {o.gpus: o.lowest for o in parts.offers}
+    prices = {}
+    if any(o.lowest < o.highest for o in parts.offers):  # else the lowest levels are all
+        prices = dict(enumerate(_lp_prices(lp, parts, backend, settings)))
     # a block without an answer: infeasible (the whole program says why), or the deadline
-    if not run.priced_blocks(dict(enumerate(_lp_prices(lp, parts, backend, settings)))):
+    if not run.priced_blocks(prices):
         if not _expired(settings):
             return None
     elif not run.solve_blocks(lowest, range(len(parts.blocks))) and not _expired(settings):
@@ -568,6 +574,7 @@ def in_threads(backend: Backend, programs: dict, settings, start) -> list[tuple[
     threads = 1 if multiprocessing.parent_process() else min(len(chosen), machine_threads())
     if threads <= 1:
         return [(i, backend.run(programs[i], settings(i), start=start(i))) for i in chosen]
+    backend.is_available()  # loads the library here: two threads loading it at once fail
     with ThreadPoolExecutor(threads, thread_name_prefix="fleetplan-period") as pool:
         futures = [
             (i, pool.submit(backend.run, programs[i], settings(i), start(i))) for i in chosen
