@@ -100,8 +100,10 @@ of 1e-5 $ per GPU) leave the block an objective near 0, which a relative gap pro
 only slowly (0.2-0.4 s a block, where the cut gains nothing)."""
 
 FIRST_GAP = 0.1
-"""The gap after the first master round above which the rounds stop at once (the cuts
-start too weak to close it soon)."""
+"""The gap at the second master round, once the first round's levels are solved, above
+which the rounds stop at once (the cuts start too weak to close it soon). Not the
+first round's: its plan is re-costed from solutions at other levels (a 3-region
+procurement month of 63 periods: 11.8% there, its bound 1.5% below the optimum)."""
 
 STALL_ROUNDS = 3
 """Rounds within which the gap must halve: where it does not, the rounds stop and the
@@ -209,7 +211,7 @@ def solve_by_period(
         gaps.append(math.inf if best is None else (best[0] - lower) / max(abs(best[0]), 1e-9))
         if gaps[-1] <= settings.mip_gap:
             break
-        if gaps[0] > FIRST_GAP or (
+        if (len(gaps) > 1 and gaps[1] > FIRST_GAP) or (
             len(gaps) > STALL_ROUNDS and gaps[-1] > gaps[-1 - STALL_ROUNDS] / 2
         ):
             break  # the cuts close the gap too slowly: the whole program takes over
