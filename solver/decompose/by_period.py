@@ -38,36 +38,35 @@ Two kinds of cut, each a lower bound on F_b at every y:
   (infeasible) has none below it either: the master must raise some offer above k^.
 
 Rounds. Every block priced, then every block at the lowest levels (the cut there says a
-server saves at most its on-demand price). Each round then solves the master: its
-optimum is a lower bound LB on the whole program, with its levels k*. A block's known
-solutions stay feasible at another y once their on-demand columns are re-set to cover
-what y leaves (the rows that name them checked), so the cheapest re-costed one is an
-upper bound U_b(k*) for free; the blocks are solved at k* (from that solution) where
-theta_b falls short of U_b most, until the shortfalls left add up to less than half
-the requested gap. The plan at the best levels, from its blocks' best solutions, is the
-upper bound UB; the run ends when (UB - LB) / UB is within the gap (status optimal, the
-gap stated). It ends in finitely many rounds: where every block has been solved at k*,
-theta_b >= F^_b there, so the master proposes k* again only once LB has reached UB
-within the blocks' own gaps. A block at a point is solved within `BLOCK_GAP_SHARE` of
-the gap (the blocks' bounds add up), one worth little within a looser one (what it may
-leave is its share of the plan's gap).
+server saves at most its on-demand price; a commitment held at one level, a month
+before the lead time, needs no price: its blocks are programs apart, each solved
+once). A round's blocks are solved side by side in threads (`in_threads`). Each round
+then solves the master: its optimum is a lower bound LB on the whole program, with its
+levels k*. A block's known solutions stay feasible at another y once their on-demand
+columns are re-set to cover what y leaves (the rows that name them checked), so the
+cheapest re-costed one is an upper bound U_b(k*) for free; the blocks are solved at k*
+(from that solution) where theta_b falls short of U_b most, until the shortfalls left
+add up to less than half the requested gap. The plan at the best levels, from its
+blocks' best solutions, is the upper bound UB; the run ends when (UB - LB) / UB is
+within the gap (status optimal, the gap stated). It ends in finitely many rounds:
+where every block has been solved at k*, theta_b >= F^_b there, so the master proposes
+k* again only once LB has reached UB within the blocks' own gaps. A block at a point is
+solved within `BLOCK_GAP_SHARE` of the gap (the blocks' bounds add up), one worth
+little within a looser one (what it may leave is its share of the plan's gap). Without
+the priced cuts the bench's hourly failover instance took 8 rounds and 147 period
+solves where it takes 2 and about 40.
 
-Measured on the bench's hourly failover instance (3 regions, TP [1, 2, 4, 8], 21
-periods): the cuts at the lowest levels alone took 8 rounds and 147 period solves to
-prove the optimum; with the priced cuts, 2 rounds and 43.
-
-`solve_periods` is the periods program's one call to the backend. It gives the whole
-program `WHOLE_FIRST_S` first (a program the backend proves at once is not split: the
-rounds would cost more there; its plan, if any, is every block's first known solution),
-then the rounds where the program splits, and the whole program again from the best
-plan where the rounds end outside the gap: after `MASTER_ROUNDS`, where the first
-round leaves more than `FIRST_GAP`, or where the gap has not halved within
-`STALL_ROUNDS` rounds. Measured on a 3-region procurement month with
-region loss and two GPU types per region (6 offers, 10 periods), the gap went from 29%
-to 5% in 28 rounds (531 period solves, 120 s under load) where the whole program
-proves it in about 10 s: such programs go back to the whole program after a few rounds.
-Prices from each block's marginal on-demand cost at the master's levels (a second
-priced solve per block and round) did not close it faster.
+`solve_periods` is the periods program's one call to the backend. It gives a program of
+at most `WHOLE_FIRST_INTEGERS` integer columns to the backend whole for `WHOLE_FIRST_S`
+first (a program the backend proves at once is not split: the rounds would cost more
+there; its plan, if any, is every block's first known solution), then the rounds where
+the program splits, and the whole program again from the best plan where the rounds
+end outside the gap: after `MASTER_ROUNDS`, where the second round still leaves more
+than `FIRST_GAP`, or where the gap has not halved within `STALL_ROUNDS` rounds. A
+procurement month with region loss and two GPU types per region (6 offers) is such a
+program: its gap went from 29% to 5% in 28 rounds where the whole program proves it
+in one solve. Prices from each block's marginal on-demand cost at the master's levels
+(a second priced solve per block and round) did not close it faster.
 """
 
 import logging
