@@ -57,7 +57,7 @@ the priced cuts the bench's hourly failover instance took 8 rounds and 147 perio
 solves where it takes 2 and about 40.
 
 `solve_periods` is the periods program's one call to the backend. It gives a program of
-at most `WHOLE_FIRST_INTEGERS` integer columns to the backend whole for `WHOLE_FIRST_S`
+small periods (`WHOLE_FIRST_INTEGERS`) to the backend whole for `WHOLE_FIRST_S`
 first (a program the backend proves at once is not split: the rounds would cost more
 there; its plan, if any, is every block's first known solution), then the rounds where
 the program splits, and the whole program again from the best plan where the rounds
@@ -86,11 +86,13 @@ WHOLE_FIRST_S = 1.0
 """Seconds the whole program is given first: a periods program its backend proves in
 that time is not split (the rounds cost more than they save there)."""
 
-WHOLE_FIRST_INTEGERS = 1500
-"""Integer variables above which the whole program is not tried first: the rounds start
-at once. Measured: the procurement months (770-900 integers) are proved whole in
-0.03-0.2 s CPU; the hourly failover program (2,240) ends its first second 97% off, a
-start the rounds do not use."""
+WHOLE_FIRST_INTEGERS = 100
+"""Integer columns per period (on average) above which the whole program is not tried
+first: the rounds start at once. Programs of small periods are proved whole in a
+second or leave a plan the rounds start from (procurement months of 32-90 per period:
+proved in 0.03-0.2 s CPU, or a start within a few percent); the hourly failover
+program's periods (107 each: TP 1-8 with region loss) left it 97% off after a second,
+a start the rounds do not use."""
 
 PRICE_FLOOR = 1e-6
 """A block's price on an offer moving its priced cut by less than this share of the LP
@@ -133,7 +135,7 @@ Levels = dict[str, int]
 
 def solve_periods(lp: LinearProgram, backend: Backend, settings: SolveSettings) -> SolveResult:
     """The periods program's solution: the whole program first for at most
-    `WHOLE_FIRST_S` where it is small (`WHOLE_FIRST_INTEGERS`; a program its backend
+    `WHOLE_FIRST_S` where its periods are small (`WHOLE_FIRST_INTEGERS`; a program its backend
     proves at once is done) and its commitment not held at one level (a month before
     the lead time: its blocks are then programs apart, each solved once); then by
     period where
@@ -144,7 +146,8 @@ def solve_periods(lp: LinearProgram, backend: Backend, settings: SolveSettings) 
         return backend.run(lp, settings)
     start, bound = None, -math.inf
     held = all(o.lowest == o.highest for o in parts.offers)  # one level each: blocks apart
-    if not held and lp.size()["integer_variables"] <= WHOLE_FIRST_INTEGERS:
+    small = lp.size()["integer_variables"] <= WHOLE_FIRST_INTEGERS * len(parts.blocks)
+    if small and not held:
         limit = settings.remaining_s()
         first = backend.run(lp, settings.limited(min(WHOLE_FIRST_S, limit or WHOLE_FIRST_S)))
         if first.termination is Termination.OPTIMAL or first.termination in _ANSWERS:

@@ -235,12 +235,13 @@ def test_a_commitment_held_at_one_level_solves_each_period_once():
 
 
 def test_a_large_program_is_not_tried_whole_first():
-    """Above `WHOLE_FIRST_INTEGERS` integer columns the rounds start at once: the whole
-    program is never handed to the backend where the rounds prove the optimum; at or
-    below it the whole program is the first call."""
+    """Above `WHOLE_FIRST_INTEGERS` integer columns a period on average the rounds start
+    at once: the whole program is never handed to the backend where the rounds prove
+    the optimum; at or below it the whole program is the first call."""
     program = _program(_base())
-    integers = program.lp.size()["integer_variables"]
-    for limit, first_whole in ((integers - 1, False), (integers, True)):
+    per_period = program.lp.size()["integer_variables"] / len(split(program.lp).blocks)
+    limits = ((math.ceil(per_period) - 1, False), (math.ceil(per_period), True))
+    for limit, first_whole in limits:
         spy = _Spy()
         with patch.object(by_period, "WHOLE_FIRST_INTEGERS", limit):
             found = solve_periods(program.lp, spy, EXACT.started())
