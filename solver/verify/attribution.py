@@ -109,7 +109,7 @@ def _recomputed(
     for pool in _dedicated(plan.replicas):
         key = (pool.workload, pool.region)
         gpu_hours[key] += _gpus(pool) * hours
-        cost[key] += _gpus(pool) * instance.price_per_gpu_hour(pool.region, pool.gpu) * hours
+        cost[key] += _gpus(pool) * _price(instance, pool.region, pool.gpu) * hours
     return dict(gpu_hours), dict(cost)
 
 
@@ -139,6 +139,14 @@ def _hourly_total(instance: Instance, plan: Plan) -> list[Violation]:
             )
         ]
     return []
+
+
+def _price(instance: Instance, region: str, gpu: str) -> float:
+    """The instance's price of one GPU-hour; NaN for a region or GPU type it does not
+    have (named by the supply checks: the row then agrees with no cost)."""
+    if gpu not in instance.gpu_specs or all(r.name != region for r in instance.regions):
+        return math.nan
+    return instance.price_per_gpu_hour(region, gpu)
 
 
 def _dedicated(pools: tuple[ReplicaPool, ...]) -> list[ReplicaPool]:
