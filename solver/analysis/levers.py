@@ -48,8 +48,9 @@ Re-solves run in a spawn-context process pool with one solver thread each (DESIG
 
 One deadline for all levers. The levers together get one time limit (the run's, from
 when they start); each lever, as it starts, gets an even share of what is left over the
-rounds of `jobs` levers not yet started (itself included), so the time a quick lever
-leaves is the later ones'. A lever its share stops with a plan reports it with its gap
+rounds of `jobs` levers still to end (itself included), so the time a quick lever
+leaves is the later ones', and never less than twice what the base plan's solve took
+(`BASE_SOLVES`). A lever its share stops with a plan reports it with its gap
 (`status` "feasible", `gap`): its cost is then an upper bound and its saving a lower
 bound; one stopped before it has any plan says so (`no_solution`).
 
@@ -502,7 +503,10 @@ def rank_levers(
     if uses_time(instance):
         start = None  # the periods program starts on its own (solver.decompose.by_period)
     limit_s = instance.solver.time_limit_s if time_limit_s is None else time_limit_s
-    shares = Shares(Deadline.starting_now(limit_s), max(jobs, 1), len(work))
+    floor_s = max(MIN_SHARE_S, BASE_SOLVES * (base.solver.runtime_s if base.solver else 0.0))
+    if limit_s is not None:
+        floor_s = min(floor_s, limit_s)
+    shares = Shares(Deadline.starting_now(limit_s), max(jobs, 1), len(work), floor_s)
     results: list[LeverResult] = []
 
     def done(result: LeverResult) -> None:
@@ -533,6 +537,11 @@ def rank_levers(
 MIN_SHARE_S = 1.0
 """Least time limit a lever's re-solve is given, whatever is left (a solve needs its
 candidates and program before it can stop with a plan)."""
+BASE_SOLVES = 2.0
+"""A lever's share is at least this many times the base plan's own solve (at most the
+time limit): a lever is the base's program with one change, and a share below what the
+base took would stop most levers with no plan (an hourly lever has no base plan to
+start from). So the levers may pass their deadline, by at most the rounds of this."""
 
 
 @dataclass
@@ -541,11 +550,12 @@ class Shares:
     rounds of `jobs` levers still to end (those not started, this one included, and
     those running beside it),
 
-        share = left / ceil((not started + running) / jobs),   at least MIN_SHARE_S."""
+        share = left / ceil((not started + running) / jobs),   at least `floor_s`."""
 
     deadline: Deadline
     jobs: int
     not_started: int
+    floor_s: float = MIN_SHARE_S
 
     def next_s(self, running: int) -> float | None:
         """The time limit of the next lever to start, `running` others running beside it
@@ -553,7 +563,7 @@ class Shares:
         left = self.deadline.remaining_s()
         rounds = max(math.ceil((self.not_started + running) / self.jobs), 1)
         self.not_started -= 1
-        return None if left is None else max(left / rounds, MIN_SHARE_S)
+        return None if left is None else max(left / rounds, self.floor_s)
 
 
 def _rank(result: LeverResult) -> tuple[bool, float, str]:

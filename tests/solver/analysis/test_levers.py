@@ -129,6 +129,8 @@ def test_the_levers_share_one_deadline_over_rounds_of_jobs():
     assert Shares(Deadline.starting_now(None), 2, 4).next_s(0) is None
     spent = Deadline(time.monotonic() - 100.0, 60.0)
     assert Shares(spent, 2, 4).next_s(1) == MIN_SHARE_S
+    # 8 levers, 2 at a time: 60 / 4 = 15 s, raised to the floor of twice a 12.5 s base solve
+    assert Shares(Deadline.starting_now(60.0), 2, 8, floor_s=25.0).next_s(0) == 25.0
 
 
 def test_a_lever_started_from_the_base_plan_ends_at_the_same_cost(base):
