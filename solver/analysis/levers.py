@@ -46,13 +46,14 @@ servers"), so a "+0" is never read as a lever that changes nothing.
 Re-solves run in a spawn-context process pool with one solver thread each (DESIGN.md,
 "Scale") when there is more than one and `jobs` > 1.
 
-One deadline for all levers. The levers together get one time limit (the run's, from
-when they start); each lever, as it starts, gets an even share of what is left over the
+One deadline for all levers. The levers together get one time limit (the run's, counted
+from when they start); each lever, as it starts, gets an even share of what is left over the
 rounds of `jobs` levers still to end (itself included), so the time a quick lever
-leaves is the later ones', and never less than twice what the base plan's solve took
-(`BASE_SOLVES`). A lever its share stops with a plan reports it with its gap
-(`status` "feasible", `gap`): its cost is then an upper bound and its saving a lower
-bound; one stopped before it has any plan says so (`no_solution`).
+leaves is the later ones' (a lever with no base plan to start from: never less than
+twice what the base plan's solve took, `BASE_SOLVES`). A lever its share stops with a
+plan reports it with its gap (`status` "feasible", `gap`): its cost is then an upper
+bound and its saving a lower bound; one stopped before it has any plan says so
+(`no_solution`).
 
 The base plan starts every static re-solve (`SolveSettings.start`, by column name). A
 lever that relaxes the question (a GPU type offered, a target looser, a failure
@@ -503,7 +504,9 @@ def rank_levers(
     if uses_time(instance):
         start = None  # the periods program starts on its own (solver.decompose.by_period)
     limit_s = instance.solver.time_limit_s if time_limit_s is None else time_limit_s
-    floor_s = max(MIN_SHARE_S, BASE_SOLVES * (base.solver.runtime_s if base.solver else 0.0))
+    floor_s = MIN_SHARE_S
+    if start is None:  # no base plan in hand: a share must let the lever find one
+        floor_s = max(floor_s, BASE_SOLVES * (base.solver.runtime_s if base.solver else 0.0))
     if limit_s is not None:
         floor_s = min(floor_s, limit_s)
     shares = Shares(Deadline.starting_now(limit_s), max(jobs, 1), len(work), floor_s)
@@ -538,10 +541,10 @@ MIN_SHARE_S = 1.0
 """Least time limit a lever's re-solve is given, whatever is left (a solve needs its
 candidates and program before it can stop with a plan)."""
 BASE_SOLVES = 2.0
-"""A lever's share is at least this many times the base plan's own solve (at most the
-time limit): a lever is the base's program with one change, and a share below what the
-base took would stop most levers with no plan (an hourly lever has no base plan to
-start from). So the levers may pass their deadline, by at most the rounds of this."""
+"""A lever with no base plan to start from (an hourly or month plan's) gets at least this
+many times the base plan's own solve (at most the time limit): it is the base's program
+with one change, and a share below what the base took would stop most such levers with
+no plan at all. So these levers may pass their deadline, by at most rounds of this."""
 
 
 @dataclass
