@@ -12,17 +12,21 @@ from solver.solve import Solved
 
 LEVER_NOTE = (
     "each lever re-solved alone on the same instance (same backend and gap), from the base "
-    "plan, the levers sharing one time limit; saving = base $/month - lever $/month (status "
-    "feasible: not proven in its share, the saving is at least this, the lever's optimum "
-    "within its gap below its $/month); a new GPU type is offered at its catalog price; "
+    "plan; saving = base $/month - lever $/month (status feasible: not proven in its time, "
+    "the saving is at least this, the lever's optimum within its gap below its $/month); "
+    "a new GPU type is offered at its catalog price; "
     "rests on: the lever plan's pools whose capacity comes from a borrowed GPU generation "
     "or an unmeasured regime, with the model's error band on held-out rows (10th / 90th "
     "percentile of predicted / measured - 1)"
 )
 
 
-def ranked(solved: Solved, backend: str | None, jobs: int) -> tuple[LeverResult, ...]:
-    """The levers of the solved instance, re-solved `jobs` at a time, with a progress bar."""
+def ranked(
+    solved: Solved, backend: str | None, jobs: int, time_limit_s: float | None = None
+) -> tuple[LeverResult, ...]:
+    """The levers of the solved instance, re-solved `jobs` at a time from the base plan,
+    within `time_limit_s` together (None: each within the instance's), with a progress
+    bar."""
     instance = solved.instance
     total = len(levers_for(instance))
     with Progress(
@@ -42,7 +46,7 @@ def ranked(solved: Solved, backend: str | None, jobs: int) -> tuple[LeverResult,
             jobs,
             on_done=lambda r: progress.update(task, advance=1, description=r.lever),
             start=solved.result.values,
-            time_limit_s=solved.settings.time_limit_s,
+            time_limit_s=time_limit_s,
         )
 
 
@@ -81,7 +85,8 @@ def with_levers(
     tables: list[TableSpec],
     backend: str | None,
     jobs: int,
+    time_limit_s: float | None = None,
 ) -> tuple[Explanation, list[TableSpec]]:
     """The explanation with its `levers` filled and the lever table first."""
-    results = ranked(solved, backend, jobs)
+    results = ranked(solved, backend, jobs, time_limit_s)
     return explanation.model_copy(update={"levers": results}), [lever_table(results), *tables]

@@ -46,14 +46,14 @@ servers"), so a "+0" is never read as a lever that changes nothing.
 Re-solves run in a spawn-context process pool with one solver thread each (DESIGN.md,
 "Scale") when there is more than one and `jobs` > 1.
 
-One deadline for all levers. The levers together get one time limit (the run's, counted
-from when they start); each lever, as it starts, gets an even share of what is left over the
-rounds of `jobs` levers still to end (itself included), so the time a quick lever
-leaves is the later ones' (a lever with no base plan to start from: never less than
-twice what the base plan's solve took, `BASE_SOLVES`). A lever its share stops with a
-plan reports it with its gap (`status` "feasible", `gap`): its cost is then an upper
-bound and its saving a lower bound; one stopped before it has any plan says so
-(`no_solution`).
+Each lever gets the instance's whole time limit, or, where the caller gives one
+(`explain --levers-time-limit`), the levers share one deadline, counted from when they
+start: each lever, as it starts, gets an even share of what is left over the rounds of
+`jobs` levers still to end (itself included), so the time a quick lever leaves is the
+later ones' (a lever with no base plan to start from: never less than twice what the
+base plan's solve took, `BASE_SOLVES`). A lever its limit stops with a plan reports it
+with its gap (`status` "feasible", `gap`): its cost is then an upper bound and its
+saving a lower bound; one stopped before it has any plan says so (`no_solution`).
 
 The base plan starts every static re-solve (`SolveSettings.start`, by column name). A
 lever that relaxes the question (a GPU type offered, a target looser, a failure
@@ -489,8 +489,8 @@ def rank_levers(
         on_done: Called with each result as it finishes (progress).
         start: The base plan's column values (`Solved.result.values`): every static
             re-solve starts from them (the module text). None: each starts on its own.
-        time_limit_s: The levers' one time limit, shared as the module text says
-            (default: the instance's `solver.time_limit_s`).
+        time_limit_s: The levers' one time limit, shared as the module text says; None
+            (the default): each lever gets the instance's whole `solver.time_limit_s`.
     """
     base_cost = base.cost_per_month or 0.0
     work = []
@@ -503,7 +503,7 @@ def rank_levers(
             work.append((lever.name, changed))
     if uses_time(instance):
         start = None  # the periods program starts on its own (solver.decompose.by_period)
-    limit_s = instance.solver.time_limit_s if time_limit_s is None else time_limit_s
+    limit_s = time_limit_s
     floor_s = MIN_SHARE_S
     if start is None:  # no base plan in hand: a share must let the lever find one
         floor_s = max(floor_s, BASE_SOLVES * (base.solver.runtime_s if base.solver else 0.0))

@@ -1,6 +1,7 @@
 """Levers: each one an instance transformation whose re-solve is the changed instance's
 own plan, ranked by dollars."""
 
+import json
 import time
 from dataclasses import replace
 
@@ -190,3 +191,22 @@ def test_a_given_start_is_used_only_within_the_solve_bounds():
     # a pool the solve fixes at 0 where the start holds 2 replicas: not a start here
     assert _given_start(lp, settings, {"x": (0.0, 0.0)}) is None
     assert _given_start(lp, SolveSettings(), None) is None
+
+
+def test_explain_levers_time_limit_is_checked_and_shared(run_cli, base, tmp_path):
+    path = INSTANCES / "region-loss-3.yaml"
+    bad = run_cli("explain", path, "--levers", "--levers-time-limit", "0")
+    assert bad.exit_code == 2 and "--levers-time-limit" in bad.stderr
+    # the tiny two-region instance: with 120 s shared, every lever is proven in its share
+    # (no gap shown) and the levers are ranked by dollars
+    mine = tmp_path / "base.json"
+    mine.write_text(json.dumps(base.model_dump(mode="json", exclude_unset=True)))
+    out = tmp_path / "levers.json"
+    ran = run_cli(
+        "explain", mine, "--levers", "--jobs", "1", "--levers-time-limit", "120", "--json", out
+    )
+    assert ran.exit_code == 0, ran.stderr
+    levers = json.loads(out.read_text())["levers"]
+    assert levers and all(r["gap"] is None and r["status"] != "feasible" for r in levers)
+    savings = [r["saving_per_month"] for r in levers if r["saving_per_month"] is not None]
+    assert savings == sorted(savings, reverse=True)
