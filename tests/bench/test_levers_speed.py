@@ -5,13 +5,13 @@ For each instance the base is solved once (one solver thread), then every lever 
 re-solved twice, `JOBS` at a time in worker processes, back to back:
 
 - `today`: each lever's instance solved on its own (`solve_lever` without a start), each
-  with the instance's whole time limit, as `rank_levers` did before the levers shared one
-  deadline: candidates, program, the restricted program's warm start
-  (solver.decompose.warm_start), the regions' programs (solver.decompose.region_bounds),
-  the whole program, its pricing LP.
+  with the instance's whole time limit, as `rank_levers` did before: candidates,
+  program, the restricted program's warm start (solver.decompose.warm_start), the
+  regions' programs (solver.decompose.region_bounds), the whole program, its pricing LP.
 - `after`: `rank_levers` as `explain --levers` runs it: every static re-solve starts from
-  the base plan (no restricted warm start: one program fewer per lever), the levers
-  share one time limit (the instance's), a lever stopped by its share reports its gap.
+  the base plan (no restricted warm start: one program fewer per lever), each within the
+  instance's time limit; a lever its limit stops reports its gap (an hourly lever has
+  no base plan to start from: the periods program starts on its own).
 
 Printed: each lever's $/month and status both ways, and the relative difference where
 both are proven; then wall and CPU seconds (this process and its reaped workers) of
