@@ -501,6 +501,9 @@ def rank_levers(
             continue  # the change makes an invalid instance: not a lever here
         if changed is not None:
             work.append((lever.name, changed))
+    # longest first, as far as size tells: a lever offering more GPU types has the larger
+    # program, and the longest re-solve starting last would run alone at the end
+    work.sort(key=lambda named: -len(named[1].gpus))
     if uses_time(instance):
         start = None  # the periods program starts on its own (solver.decompose.by_period)
     limit_s = time_limit_s
