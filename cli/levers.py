@@ -11,16 +11,22 @@ from solver.analysis.levers import LeverResult, levers_for, rank_levers
 from solver.solve import Solved
 
 LEVER_NOTE = (
-    "each lever re-solved alone on the same instance (same backend and gap); saving = "
-    "base $/month - lever $/month; a new GPU type is offered at its catalog price; "
+    "each lever re-solved alone on the same instance (same backend and gap), from the base "
+    "plan; saving = base $/month - lever $/month (status feasible: not proven in its time, "
+    "the saving is at least this, the lever's optimum within its gap below its $/month); "
+    "a new GPU type is offered at its catalog price; "
     "rests on: the lever plan's pools whose capacity comes from a borrowed GPU generation "
     "or an unmeasured regime, with the model's error band on held-out rows (10th / 90th "
     "percentile of predicted / measured - 1)"
 )
 
 
-def ranked(solved: Solved, backend: str | None, jobs: int) -> tuple[LeverResult, ...]:
-    """The levers of the solved instance, re-solved `jobs` at a time, with a progress bar."""
+def ranked(
+    solved: Solved, backend: str | None, jobs: int, time_limit_s: float | None = None
+) -> tuple[LeverResult, ...]:
+    """The levers of the solved instance, re-solved `jobs` at a time from the base plan,
+    within `time_limit_s` together (None: each within the instance's), with a progress
+    bar."""
     instance = solved.instance
     total = len(levers_for(instance))
     with Progress(
@@ -39,6 +45,8 @@ def ranked(solved: Solved, backend: str | None, jobs: int) -> tuple[LeverResult,
             backend,
             jobs,
             on_done=lambda r: progress.update(task, advance=1, description=r.lever),
+            start=solved.result.values,
+            time_limit_s=time_limit_s,
         )
 
 
@@ -54,7 +62,7 @@ def lever_table(results: tuple[LeverResult, ...]) -> TableSpec:
                 "-" if r.saving_per_month is None else f"{r.saving_per_month:+z,.0f}",
                 rests_on(r),
                 "-" if r.total_gpus is None else str(r.total_gpus),
-                r.status,
+                r.status if r.gap is None else f"{r.status} (gap {r.gap:.2%})",
                 r.reason or r.note,
             )
             for r in results
@@ -77,7 +85,8 @@ def with_levers(
     tables: list[TableSpec],
     backend: str | None,
     jobs: int,
+    time_limit_s: float | None = None,
 ) -> tuple[Explanation, list[TableSpec]]:
     """The explanation with its `levers` filled and the lever table first."""
-    results = ranked(solved, backend, jobs)
+    results = ranked(solved, backend, jobs, time_limit_s)
     return explanation.model_copy(update={"levers": results}), [lever_table(results), *tables]

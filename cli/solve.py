@@ -150,6 +150,15 @@ def explain(
             "--jobs", "-j", min=1, help="Lever re-solves at once.", callback=capped_at_cores
         ),
     ] = 2,
+    levers_time_limit: Annotated[
+        float | None,
+        typer.Option(
+            "--levers-time-limit",
+            help="One time limit the levers share, seconds (a lever not proven in its share "
+            "shows its gap); default: each lever the instance's time limit.",
+            callback=within(limits.TIME_LIMIT_S),
+        ),
+    ] = None,
     sets: SetOption = None,
 ) -> None:
     """Solve, then explain the plan: what binds, at what price, and what else would cost."""
@@ -179,7 +188,9 @@ def explain(
     if levers:
         from cli.levers import with_levers
 
-        explanation, tables = with_levers(solved, explanation, tables, backend, jobs)
+        explanation, tables = with_levers(
+            solved, explanation, tables, backend, jobs, levers_time_limit
+        )
     _report(header, tables, explanation, json_out, markdown_out, file)
 
 

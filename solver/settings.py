@@ -16,6 +16,7 @@ left (`SolveSettings.remaining_s`).
 import math
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from models.schema.backend_names import DEFAULT_BACKEND
@@ -139,6 +140,11 @@ class SolveSettings:
     `ray.init` finds, or a local one: the `ray` extra)."""
     deadline: Deadline | None = field(default=None, compare=False)
     """The run's deadline once started (`started`); None before."""
+    start: Mapping[str, float] | None = field(default=None, compare=False, repr=False)
+    """Values by column name of a plan the whole program's search may start from, in
+    place of the restricted program's (solver.decompose.warm_start): a lever's re-solve
+    starts from the base plan (solver.analysis.levers). A start changes the search only,
+    never the optimum; one the program's bounds rule out is not used."""
 
     def __post_init__(self) -> None:
         if self.time_limit_s is not None and not (

@@ -45,11 +45,29 @@ servers"), so a "+0" is never read as a lever that changes nothing.
 
 Re-solves run in a spawn-context process pool with one solver thread each (DESIGN.md,
 "Scale") when there is more than one and `jobs` > 1.
+
+Each lever gets the instance's whole time limit, or, where the caller gives one
+(`explain --levers-time-limit`), the levers share one deadline, counted from when they
+start: each lever, as it starts, gets an even share of what is left over the rounds of
+`jobs` levers still to end (itself included), so the time a quick lever leaves is the
+later ones' (a lever with no base plan to start from: never less than twice what the
+base plan's solve took, `BASE_SOLVES`). A lever its limit stops with a plan reports it
+with its gap (`status` "feasible", `gap`): its cost is then an upper bound and its
+saving a lower bound; one stopped before it has any plan says so (`no_solution`).
+
+The base plan starts every static re-solve (`SolveSettings.start`, by column name). A
+lever that relaxes the question (a GPU type offered, a target looser, a failure
+requirement dropped, ...) keeps the base plan a plan of its program: its search begins
+with the base's cost in hand, skips the restricted program's start
+(solver.decompose.warm_start), and even stopped by its share never reads below the base
+(a saving >= 0, where a search stopped early could end on a dearer plan). For any lever
+the start changes the search only, never the optimum the lever is proven to.
 """
 
-from collections.abc import Callable
-from concurrent.futures import as_completed
-from dataclasses import dataclass
+import math
+from collections.abc import Callable, Mapping
+from concurrent.futures import FIRST_COMPLETED, wait
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -65,7 +83,7 @@ from solver.analysis.capacity_bands import uncertain_pools
 from solver.analysis.paid import buys_whole_servers, servers_bought
 from solver.errors import Infeasible, NoSolution, PlanRejected
 from solver.plan.schema import Plan
-from solver.settings import SolveSettings
+from solver.settings import Deadline, SolveSettings
 from solver.solve import solve
 from solver.workers import process_pool
 
@@ -99,7 +117,11 @@ class LeverResult(BaseModel):
     saving_per_month: float | None
     """Base cost minus the lever's cost (negative: the lever costs more)."""
     status: str = "solved"
-    """solved | infeasible | no_solution | rejected | bad_input"""
+    """solved | feasible (a plan not proven within the gap in the lever's share of the
+    time limit: `gap`) | infeasible | no_solution | rejected | bad_input"""
+    gap: float | None = None
+    """The plan's relative gap to its bound where it is not proven (status feasible):
+    the lever's optimum lies within cost x (1 - gap) .. cost."""
     total_gpus: int | None = None
     """GPUs in use."""
     servers: int | None = None
@@ -386,11 +408,19 @@ def levers_for(instance: Instance) -> list[Lever]:
 
 
 def solve_lever(
-    name: str, instance: Instance, base_cost: float, backend: str | None
+    name: str,
+    instance: Instance,
+    base_cost: float,
+    backend: str | None,
+    time_limit_s: float | None = None,
+    start: Mapping[str, float] | None = None,
 ) -> LeverResult:
-    """Solve a lever's instance with one solver thread; every ending is a LeverResult,
-    one without a plan with its reason."""
-    settings = SolveSettings.of(instance, backend=backend, threads=1)
+    """Solve a lever's instance with one solver thread, within `time_limit_s` (default:
+    the instance's), from `start` (the base plan's values by column name) where given;
+    every ending is a LeverResult, one without a plan with its reason."""
+    settings = SolveSettings.of(instance, backend=backend, threads=1, time_limit_s=time_limit_s)
+    if start is not None:
+        settings = replace(settings, start=start)
     try:
         plan = solve(instance, settings)
     except Infeasible as error:
@@ -404,10 +434,13 @@ def solve_lever(
     except PlanRejected as error:
         return _no_plan(name, "rejected", str(error))
     cost = plan.cost_per_month or 0.0
+    proven = plan.optimal or plan.solver is None
     return LeverResult(
         lever=name,
         cost_per_month=cost,
         saving_per_month=base_cost - cost,
+        status="solved" if proven else "feasible",
+        gap=None if proven else plan.solver.mip_gap,
         total_gpus=plan.total_gpus,
         servers=servers_bought(plan),
         whole_servers=buys_whole_servers(plan),
@@ -442,6 +475,8 @@ def rank_levers(
     backend: str | None = None,
     jobs: int = 1,
     on_done: Callable[[LeverResult], None] | None = None,
+    start: Mapping[str, float] | None = None,
+    time_limit_s: float | None = None,
 ) -> tuple[LeverResult, ...]:
     """Every applicable lever re-solved, largest saving first (no plan: last).
 
@@ -452,6 +487,10 @@ def rank_levers(
         backend: Solver backend (default: the instance's).
         jobs: Re-solves in parallel (spawn-context processes, one solver thread each).
         on_done: Called with each result as it finishes (progress).
+        start: The base plan's column values (`Solved.result.values`): every static
+            re-solve starts from them (the module text). None: each starts on its own.
+        time_limit_s: The levers' one time limit, shared as the module text says; None
+            (the default): each lever gets the instance's whole `solver.time_limit_s`.
     """
     base_cost = base.cost_per_month or 0.0
     work = []
@@ -462,24 +501,75 @@ def rank_levers(
             continue  # the change makes an invalid instance: not a lever here
         if changed is not None:
             work.append((lever.name, changed))
+    # longest first, as far as size tells: a lever offering more GPU types has the larger
+    # program, and the longest re-solve starting last would run alone at the end
+    work.sort(key=lambda named: -len(named[1].gpus))
+    if uses_time(instance):
+        start = None  # the periods program starts on its own (solver.decompose.by_period)
+    limit_s = time_limit_s
+    floor_s = MIN_SHARE_S
+    if start is None:  # no base plan in hand: a share must let the lever find one
+        floor_s = max(floor_s, BASE_SOLVES * (base.solver.runtime_s if base.solver else 0.0))
+    if limit_s is not None:
+        floor_s = min(floor_s, limit_s)
+    shares = Shares(Deadline.starting_now(limit_s), max(jobs, 1), len(work), floor_s)
     results: list[LeverResult] = []
+
+    def done(result: LeverResult) -> None:
+        results.append(result)
+        if on_done:
+            on_done(result)
+
     if jobs <= 1 or len(work) <= 1:
         for name, changed in work:
-            results.append(solve_lever(name, changed, base_cost, backend))
-            if on_done:
-                on_done(results[-1])
+            done(solve_lever(name, changed, base_cost, backend, shares.next_s(0), start))
     else:
         with process_pool(jobs) as pool:
-            futures = [
-                pool.submit(solve_lever, name, changed, base_cost, backend)
-                for name, changed in work
-            ]
-            for future in as_completed(futures):
-                results.append(future.result())
-                if on_done:
-                    on_done(results[-1])
+            waiting = list(work)
+            running = set()
+            while waiting or running:
+                while waiting and len(running) < jobs:
+                    name, changed = waiting.pop(0)
+                    share_s = shares.next_s(len(running))
+                    args = (name, changed, base_cost, backend, share_s, start)
+                    running.add(pool.submit(solve_lever, *args))
+                finished, running = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    done(future.result())
     noted = (r.model_copy(update={"note": rounding_note(r, base)}) for r in results)
     return tuple(sorted(noted, key=_rank))
+
+
+MIN_SHARE_S = 1.0
+"""Least time limit a lever's re-solve is given, whatever is left (a solve needs its
+candidates and program before it can stop with a plan)."""
+BASE_SOLVES = 2.0
+"""A lever with no base plan to start from (an hourly or month plan's) gets at least this
+many times the base plan's own solve (at most the time limit): it is the base's program
+with one change, and a share below what the base took would stop most such levers with
+no plan at all. So these levers may pass their deadline, by at most rounds of this."""
+
+
+@dataclass
+class Shares:
+    """The levers' one deadline, handed out as each lever starts: what is left, over the
+    rounds of `jobs` levers still to end (those not started, this one included, and
+    those running beside it),
+
+        share = left / ceil((not started + running) / jobs),   at least `floor_s`."""
+
+    deadline: Deadline
+    jobs: int
+    not_started: int
+    floor_s: float = MIN_SHARE_S
+
+    def next_s(self, running: int) -> float | None:
+        """The time limit of the next lever to start, `running` others running beside it
+        (None: no limit)."""
+        left = self.deadline.remaining_s()
+        rounds = max(math.ceil((self.not_started + running) / self.jobs), 1)
+        self.not_started -= 1
+        return None if left is None else max(left / rounds, self.floor_s)
 
 
 def _rank(result: LeverResult) -> tuple[bool, float, str]:

@@ -68,7 +68,7 @@ from solver.decompose.region_join import by_region, first_by_region
 from solver.decompose.warm_start import warm_start
 from solver.decompose.workload_parts import PartSolves
 from solver.program.build import FleetProgram, with_bounds
-from solver.program.lp import SolveResult, Termination
+from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.program.optimised import Method, Optimised
 from solver.settings import SolveSettings
 
@@ -92,14 +92,16 @@ def optimise(
     """Solve the program (with some variables' bounds replaced): workload by workload
     when the workloads do not compete for supply (`solve_by_workload`; from `parts` when
     they were started already), else as one, in what is left of the time limit,
-    starting from the plan of a restriction of it (solver.decompose.warm_start) when the program
-    is large enough, or from the decomposition's join when one held but was not proved
-    within the gap (that join is the plan when the time is nearly out, or when the
-    whole finds nothing cheaper). Each program solved is first bounded to the pools and sizes an
-    optimal plan needs (solver.candidates.swap_dominance, solver.candidates.replica_dominance),
-    except where `bounds` name the candidates involved, and the whole program is given each
-    region's proven cost (solver.decompose.region_bounds); the result holds the program's
-    columns only."""
+    starting from the settings' start where given (`SolveSettings.start`: a lever's base
+    plan), else from the plan of a restriction of it (solver.decompose.warm_start) when the
+    program is large enough, or from the decomposition's join when one held but was not
+    proved within the gap (that join is the plan when the time is nearly out, or when the
+    whole finds nothing cheaper). Each program solved
+    is first bounded to the pools and sizes an optimal plan needs
+    (solver.candidates.swap_dominance, solver.candidates.replica_dominance), except where
+    `bounds` name the candidates involved, and the whole program is given each region's
+    proven cost (solver.decompose.region_bounds); the result holds the program's columns
+    only."""
     started = time.monotonic()
     joined = None
     if first_by_region(program.sets):
@@ -123,10 +125,11 @@ def optimise(
     rows_ready = None  # the region programs run beside the warm start
     if backend.capabilities.warm_start and narrower(lp, program.lp):
         rows_ready = start_region_rows(program.lp, backend, first, program.region_costs)
+    given = _given_start(program.lp, settings, bounds) if backend.capabilities.warm_start else None
     if joined is not None:  # the join that held starts the search
         start = dict(joined.result.values) if backend.capabilities.warm_start else None
     else:
-        start = warm_start(program, backend, first, bounds)
+        start = given if given is not None else warm_start(program, backend, first, bounds)
     if start is not None:
         start |= sizes_start(reduction.sizes, start)
     one = settings.limited(_left_s(settings, started)).with_duals(False)  # the start's time out
@@ -142,6 +145,22 @@ def optimise(
     result = result if joined is None else with_parts_bound(result, joined.result)
     from_regions = joined is not None and joined.method is Method.BY_REGION
     return Optimised(replace(result, values=own), join_gap=join_gap, from_regions=from_regions)
+
+
+def _given_start(
+    lp: LinearProgram, settings: SolveSettings, bounds: Bounds | None
+) -> dict[str, float] | None:
+    """The settings' start (`SolveSettings.start`: a plan of a program like this one,
+    e.g. a lever's base plan), or None when there is none or it gives a column a value
+    outside the bounds of this solve (a pool fixed at 0 by dominance or by the caller)."""
+    if settings.start is None:
+        return None
+    start = {name: value for name, value in settings.start.items() if name in lp.variables}
+    for name, (lower, upper) in (bounds or {}).items():
+        value = start.get(name, 0.0)
+        if value < lower - 1e-9 or (upper is not None and value > upper + 1e-9):
+            return None
+    return start
 
 
 def _better(result: SolveResult, than: SolveResult) -> bool:

@@ -1,6 +1,10 @@
 """Levers: each one an instance transformation whose re-solve is the changed instance's
 own plan, ranked by dollars."""
 
+import json
+import time
+from dataclasses import replace
+
 import pytest
 
 from cli.levers import lever_table
@@ -8,7 +12,10 @@ from models.io.loading import load_instance
 from models.schema.policy import Survive
 from solver.analysis.levers import (
     HIT_RATE_STEP,
+    MIN_SHARE_S,
     SLO_LOOSENING,
+    LeverResult,
+    Shares,
     drop_failure_requirement,
     levers_for,
     looser_slo,
@@ -19,8 +26,10 @@ from solver.analysis.levers import (
     solve_lever,
 )
 from solver.analysis.paid import servers_bought
-from solver.settings import SolveSettings
-from solver.solve import solve
+from solver.decompose.by_workload import _given_start
+from solver.program.lp import LinearProgram
+from solver.settings import Deadline, SolveSettings
+from solver.solve import solve, solve_program
 from tests import synthetic
 from tests.paths import INSTANCES
 
@@ -104,3 +113,100 @@ def test_an_infeasible_lever_gives_its_reason():
     assert "keeps its KV cache in fp4, which h100-sxm cannot hold" in result.reason
     (row,) = lever_table((result,)).rows
     assert row[-1] == result.reason
+
+
+def test_the_levers_share_one_deadline_over_rounds_of_jobs():
+    # 60 s for 5 levers, 2 at a time: the first two start together, each with
+    # 60 / ceil(5 / 2) = 20 s; once one ends (nothing spent here), the third starts beside
+    # the other with 60 / ceil((3 + 1) / 2) = 30 s, the fourth 60 / ceil((2 + 1) / 2) = 30
+    # s, the last 60 / ceil((1 + 1) / 2) = 60 s
+    shares = Shares(Deadline.starting_now(60.0), jobs=2, not_started=5)
+    given = [shares.next_s(0), shares.next_s(1), shares.next_s(1), shares.next_s(1)]
+    given.append(shares.next_s(1))
+    assert given == pytest.approx([20.0, 20.0, 30.0, 30.0, 60.0], abs=0.1)
+    # one at a time, what is left over the levers not started: 60 / 3 = 20 s
+    assert Shares(Deadline.starting_now(60.0), 1, 3).next_s(0) == pytest.approx(20.0, abs=0.1)
+    # no limit: none for a lever either; a spent deadline still gives the least share
+    assert Shares(Deadline.starting_now(None), 2, 4).next_s(0) is None
+    spent = Deadline(time.monotonic() - 100.0, 60.0)
+    assert Shares(spent, 2, 4).next_s(1) == MIN_SHARE_S
+    # 8 levers, 2 at a time: 60 / 4 = 15 s, raised to the floor of twice a 12.5 s base solve
+    assert Shares(Deadline.starting_now(60.0), 2, 8, floor_s=25.0).next_s(0) == 25.0
+
+
+def test_a_lever_started_from_the_base_plan_ends_at_the_same_cost(base):
+    # the start changes the search, never the optimum: each relaxing lever from the base
+    # plan costs what it costs on its own, and never more than the base (its plan is one)
+    settings = SolveSettings.of(base, threads=1)
+    solved = solve_program(base, settings)
+    base_cost = solved.plan.cost_per_month
+    levers = {lever.name: lever for lever in levers_for(base)}
+    for name in ("TPOT +20%", "drop survive: region", "allow h200"):
+        changed = levers[name].apply(base)
+        alone = solve_lever(name, changed, base_cost, None)
+        started = solve_lever(name, changed, base_cost, None, start=solved.result.values)
+        assert started.status == alone.status == "solved"
+        assert started.cost_per_month == pytest.approx(
+            alone.cost_per_month, rel=base.solver.mip_gap
+        )
+        assert started.saving_per_month >= 0
+
+
+def test_rank_levers_from_the_base_plan_gives_every_lever_as_alone(base):
+    solved = solve_program(base, SolveSettings.of(base, threads=1))
+    alone = {r.lever: r for r in rank_levers(base, solved.plan)}
+    started = rank_levers(base, solved.plan, start=solved.result.values, time_limit_s=600.0)
+    assert [r.lever for r in started] and {r.lever for r in started} == set(alone)
+    for result in started:
+        assert result.status == alone[result.lever].status
+        if result.cost_per_month is not None:
+            gap = base.solver.mip_gap
+            assert result.cost_per_month == pytest.approx(
+                alone[result.lever].cost_per_month, rel=gap
+            )
+
+
+def test_a_lever_not_proven_in_its_share_shows_its_gap():
+    # a plan of $100,000 stopped at a 2% gap: the lever's optimum is within
+    # $98,000 .. $100,000, its saving on a $105,000 base at least $5,000
+    unproven = LeverResult(
+        lever="allow gh200",
+        cost_per_month=100_000.0,
+        saving_per_month=5_000.0,
+        status="feasible",
+        gap=0.02,
+    )
+    (row,) = lever_table((unproven,)).rows
+    assert row[2] == "+5,000" and row[5] == "feasible (gap 2.00%)"
+
+
+def test_a_given_start_is_used_only_within_the_solve_bounds():
+    lp = LinearProgram("p")
+    for name in ("x", "y"):
+        lp.add_variable(name, upper=4.0, integer=True)
+    start = {"x": 2.0, "y": 0.0, "gone": 1.0}
+    settings = replace(SolveSettings(), start=start)
+    # names the program lacks are dropped; x = 2 within x <= 3 is kept
+    assert _given_start(lp, settings, {"x": (0.0, 3.0)}) == {"x": 2.0, "y": 0.0}
+    # a pool the solve fixes at 0 where the start holds 2 replicas: not a start here
+    assert _given_start(lp, settings, {"x": (0.0, 0.0)}) is None
+    assert _given_start(lp, SolveSettings(), None) is None
+
+
+def test_explain_levers_time_limit_is_checked_and_shared(run_cli, base, tmp_path):
+    path = INSTANCES / "region-loss-3.yaml"
+    bad = run_cli("explain", path, "--levers", "--levers-time-limit", "0")
+    assert bad.exit_code == 2 and "--levers-time-limit" in bad.stderr
+    # the tiny two-region instance: with 120 s shared, every lever is proven in its share
+    # (no gap shown) and the levers are ranked by dollars
+    mine = tmp_path / "base.json"
+    mine.write_text(json.dumps(base.model_dump(mode="json", exclude_unset=True)))
+    out = tmp_path / "levers.json"
+    ran = run_cli(
+        "explain", mine, "--levers", "--jobs", "1", "--levers-time-limit", "120", "--json", out
+    )
+    assert ran.exit_code == 0, ran.stderr
+    levers = json.loads(out.read_text())["levers"]
+    assert levers and all(r["gap"] is None and r["status"] != "feasible" for r in levers)
+    savings = [r["saving_per_month"] for r in levers if r["saving_per_month"] is not None]
+    assert savings == sorted(savings, reverse=True)
