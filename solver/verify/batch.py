@@ -10,9 +10,11 @@ For every batch workload b and region r with volume:
    (models.operations.pricing_tiers.spot_batch_goodput) for the share of its GPUs the
    hour pays on spot.
 2. The interactive pools keep their own load: per interactive (w, r) and hour,
-   sum_c (n_c - x_c / C_b,c) x q_c x u >= the hour's warm rate, with x_c the batch
-   requests/s the hour soaks on pool c and q_c its stated capacity per replica (which
-   the static verifier has held to at most the physics).
+   [sum_c (n_c - x_c / C_b,c) x q_c + min(P, D)] x u >= the hour's warm rate, with x_c
+   the batch requests/s the hour soaks on unified pool c, q_c its stated capacity per
+   replica (which the static verifier has held to at most the physics), and P and D the
+   requests/s the workload's prefill and decode pools there carry (the pairs take the
+   load the unified pools leave; a batch soaks unified pools only).
 3. The deadline: the cyclic earliest-deadline-first schedule of b's arrivals in the
    hours' room (3,600 x (soaked requests/s + dedicated capacity)) misses nothing
    (models.operations.batch_soak.schedule_batch).
@@ -170,7 +172,15 @@ def _check_shares(
             if (p.workload, p.region) == (w, r) and p.role == "unified"
         )
         load = warm.get((w, r), (0.0,) * 24)[hour.hour]
-        if (capacity - lost) * u < load * (1 - CAPACITY_TOLERANCE) - CAPACITY_TOLERANCE:
+        split = min(  # the prefill/decode pairs carry the rest: no more than either side
+            math.fsum(
+                p.count * (p.requests_per_s_per_replica or 0.0)
+                for p in hour.pools
+                if (p.workload, p.region) == (w, r) and p.role == role
+            )
+            for role in ("prefill", "decode")
+        )
+        if (capacity - lost + split) * u < load * (1 - CAPACITY_TOLERANCE) - CAPACITY_TOLERANCE:
             found.append(
                 Violation(
                     requirement=timed_name(f"capacity[none,{w},{r},unified]", at),
