@@ -33,7 +33,7 @@ which is what makes the transport problem's capacities linear. Shared groups
 Hall rows: `applies` keeps such instances, and hourly programs, on the routing rows.
 """
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from models.schema.instance import Instance
 from solver.backends import Backend
@@ -56,6 +56,42 @@ def applies(instance: Instance) -> bool:
     """Whether `scenario_rows: cuts` is exact for the instance: a failure policy that
     reroutes (region or zone loss) and no shared groups."""
     return instance.policy.survive.value in ("region", "zone") and not instance.policy.colocation
+
+
+AUTO_MIN_REGIONS = 5
+"""Regions from which `scenario_rows: auto` (the default) takes cut rows where they are
+exact: below it the routing program is small (a lost region reroutes at most a few
+regions' users) and the loop's extra solves cost more than they save, and the plan
+states the routing program's own capacity and demand rows as what binds."""
+
+
+@dataclass(frozen=True)
+class FailoverRows:
+    """How region and zone loss enter the program, and why."""
+
+    cuts: bool
+    """By Hall rows (this module), else by routing columns."""
+    note: str = ""
+    """For the plan's `solver.method` where routing columns stand in for cut rows that
+    were asked for (or chosen by `auto`) but are not exact or not worth it; empty
+    otherwise (the cut loop states its rows itself)."""
+
+
+def failover_rows(instance: Instance, asked: str) -> FailoverRows:
+    """`routing`, `cuts` (where exact: `applies`) or `auto` (cut rows where exact and the
+    instance has `AUTO_MIN_REGIONS` regions or more) as a choice for this instance."""
+    if asked == "routing" or instance.policy.survive.value not in ("region", "zone"):
+        return FailoverRows(False)
+    if not applies(instance):
+        return FailoverRows(
+            False, "failover scenarios by routing rows (shared groups: cut rows are not exact)"
+        )
+    if asked == "auto" and len(instance.regions) < AUTO_MIN_REGIONS:
+        return FailoverRows(
+            False,
+            f"failover scenarios by routing rows (fewer than {AUTO_MIN_REGIONS} regions)",
+        )
+    return FailoverRows(True)
 
 
 def solve_by_cuts(

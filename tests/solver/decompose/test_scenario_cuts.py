@@ -13,7 +13,13 @@ from models.serving.replica import Role
 from solver.backends import get_backend
 from solver.candidates.pools import PoolCurve
 from solver.candidates.table import CandidateTable, build_candidates
-from solver.decompose.scenario_cuts import priced_by_cuts, solve_by_cuts
+from solver.decompose.scenario_cuts import (
+    AUTO_MIN_REGIONS,
+    FailoverRows,
+    failover_rows,
+    priced_by_cuts,
+    solve_by_cuts,
+)
 from solver.program.build import build_program
 from solver.program.families.hall import HallRow, TransportCredit, add_hall_row
 from solver.program.lp import Sense, Termination
@@ -25,7 +31,7 @@ from solver.readback.pricing import pricing_program
 from solver.settings import SolveSettings
 from solver.solve import solve_program
 from tests.solver.program.test_program import H100, fake, three_regions
-from tests.synthetic import generated
+from tests.synthetic import generated, with_policy
 
 SETTINGS = SolveSettings(time_limit_s=60.0, mip_gap=0.0)
 
@@ -184,3 +190,26 @@ def test_the_pricing_lp_with_cuts_is_the_routing_programs(seed):
     routed = backend.run(pricing_program(routing, values), SETTINGS)
     priced = priced_by_cuts(cut, backend, pricing_program(cut, values), SETTINGS)
     assert abs(priced.objective - routed.objective) <= 1e-6 * routed.objective
+
+
+def test_auto_takes_cut_rows_from_five_regions_where_they_are_exact():
+    """`auto` (the default): cut rows from AUTO_MIN_REGIONS = 5 regions, routing rows
+    below and wherever cuts are not exact (shared groups), each routing choice saying
+    why in the plan's method; `routing` and `cuts` as asked."""
+    assert AUTO_MIN_REGIONS == 5
+    four, five = generated(4, 1, 1, survive="region"), generated(5, 1, 1, survive="region")
+    assert failover_rows(five, "auto").cuts and failover_rows(four, "cuts").cuts
+    assert not failover_rows(five, "routing").cuts and not failover_rows(five, "routing").note
+    small = failover_rows(four, "auto")
+    assert not small.cuts and "fewer than 5 regions" in small.note
+    shared = failover_rows(with_policy(five, colocation=True), "auto")
+    assert not shared.cuts and "shared groups" in shared.note
+    # Nothing rerouted (no region or zone loss): no failover rows to choose, no note.
+    assert failover_rows(generated(5, 1, 1, survive="none"), "auto") == FailoverRows(False)
+    assert SolveSettings().scenario_rows == "auto"
+
+
+def test_the_plan_names_routing_rows_standing_in_for_cuts():
+    inst = generated(3, 2, 2, survive="region")
+    plan = solve_program(inst, SolveSettings.of(inst, time_limit_s=60.0)).plan
+    assert plan.solver.method.endswith("failover scenarios by routing rows (fewer than 5 regions)")
