@@ -16,11 +16,13 @@ from solver.candidates.table import CandidateTable, build_candidates
 from solver.decompose.scenario_cuts import (
     AUTO_MIN_REGIONS,
     FailoverRows,
+    _lp_rounds,
     failover_rows,
     priced_by_cuts,
     solve_by_cuts,
 )
-from solver.program.build import build_program
+from solver.decompose.workload_parts import workload_program
+from solver.program.build import build_program, with_bounds
 from solver.program.families.hall import HallRow, TransportCredit, add_hall_row
 from solver.program.lp import Sense, Termination
 from solver.program.row_names import ReplicasColumn
@@ -213,3 +215,24 @@ def test_the_plan_names_routing_rows_standing_in_for_cuts():
     inst = generated(3, 2, 2, survive="region")
     plan = solve_program(inst, SolveSettings.of(inst, time_limit_s=60.0)).plan
     assert plan.solver.method.endswith("failover scenarios by routing rows (fewer than 5 regions)")
+
+
+def test_the_lp_rounds_leave_no_workloads_relaxation_breaking_a_hall_row():
+    """Step 2 of the loop runs workload by workload: afterwards each workload's own
+    program relaxed, with the Hall rows found, breaks none (started here without the
+    seed rows, so the rounds must find every row), and the rows found are in the whole
+    program too."""
+    inst = generated(8, 2, 2, survive="region")
+    table = build_candidates(inst)
+    sets = ProgramSets(inst, table, failure_scenarios(inst), scenario_rows="cuts")
+    program = build_program(inst, table, sets=sets)
+    credit = TransportCredit(sets)
+    backend = get_backend("highs")
+    found, rounds, infeasible = _lp_rounds(program, backend, SETTINGS, credit, {})
+    assert infeasible is None and rounds >= 2 and found > 0
+    hall = [row for row in program.lp.constraints.values() if row.family == "hall"]
+    assert len(hall) == found
+    for w in sets.workloads:
+        relaxed = with_bounds(workload_program(program, w).lp, {}, relax=True)
+        values = backend.run(relaxed, SETTINGS).values
+        assert all(transport(credit, f, w, values).cut is None for f in sets.cut_scenarios)
