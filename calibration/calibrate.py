@@ -266,11 +266,12 @@ def _errors(rows: list[Row], efficiency: Efficiency) -> np.ndarray:
 ENGINE_NOTE = (
     "# vLLM and SGLang profiles (vllm-*, sglang-*: calibration/engines.py) are fitted per",
     "# generation, one row in three held out: on calibration/data/vllm_throughput.csv",
-    "# (offline max throughput: FLOP and HBM fractions) and sglang_serving.csv (closed-loop",
-    "# benchmark runs replayed as the tool ran them: the step overhead, on output tok/s and",
-    "# mean TPOT; the request overhead, on the one-user runs' mean TTFT); the rest as",
-    "# trtllm-0.20. A generation a profile has no rows of falls back to the engine's older",
-    "# version, then to trtllm-0.20.",
+    "# (offline max throughput: FLOP and HBM fractions), sglang_serving.csv and",
+    "# vllm_serving.csv (benchmark runs replayed as the tool ran them: the FLOP and HBM",
+    "# fractions on the output tok/s of runs that send every request at once; the step",
+    "# overhead, on output tok/s and mean TPOT of closed-loop runs; the request overhead, on",
+    "# the one-user runs' mean TTFT); the rest as trtllm-0.20. A generation a profile has no",
+    "# rows of falls back to the engine's older version, then to trtllm-0.20.",
 )
 """The header lines that describe the vLLM and SGLang profiles."""
 
@@ -374,7 +375,11 @@ def _group_note(group: list) -> str:
         values = [abs(e.error_pct) for e in errors]
         return f"{len(values)} at {np.nanmedian(values):.1f}%" if values else "none"
 
-    fitted = [e for e in group if e.figure != "ttft_mean_ms"]
+    fitted = [  # an all-at-once run's TPOT is reported, not fitted (calibration/engines.py)
+        e
+        for e in group
+        if e.figure != "ttft_mean_ms" and not (e.all_at_once and e.figure == "tpot_mean_ms")
+    ]
     note = (
         f"median |error| of fitted figures: fit {median([e for e in fitted if not e.held_out])}, "
         f"held out {median([e for e in fitted if e.held_out])}"
@@ -406,7 +411,7 @@ def render_engine_profiles(data: EngineData, fitted: dict[str, dict[str, Efficie
             lines += [f"      {gpu}: {name}" for gpu, name in own.items()]
         versions = sorted(data.versions[engine])
         files = sorted(
-            {"sglang_serving.csv" for r in data.runs if r.engine == engine}
+            {r.run.source.partition(":")[0] for r in data.runs if r.engine == engine}
             | {"vllm_throughput.csv" for r in data.offline if r.engine == engine}
         )
         lines.append(

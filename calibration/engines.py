@@ -1,6 +1,6 @@
 """vLLM and SGLang engine profiles fitted on public measurements.
 
-Reads two files of `calibration/data/` (`calibration/data/README.md` names every source):
+Reads three files of `calibration/data/` (`calibration/data/README.md` names every source):
 
 - `sglang_serving.csv`: closed-loop runs of `sglang.bench_serving --max-concurrency C`
   (C users start together; each sends its next request when the last completes), with
@@ -10,6 +10,9 @@ Reads two files of `calibration/data/` (`calibration/data/README.md` names every
   prompt and output lengths (totals / requests), each request's lengths drawn about
   them as the tool drew them (`length_distribution`: uniform over [R x L, L] for the
   random runs, `--random-range-ratio R`; a lognormal for a dataset's; `length_spread`).
+- `vllm_serving.csv`: runs of `vllm bench serve`, in the same columns and replayed the
+  same way; most send every request at once (no rate or concurrency limit), which the
+  replay reads as as many users as requests (`all_at_once`).
 - `vllm_throughput.csv`: vLLM offline throughput runs (every request at once), predicted
   as the TensorRT-LLM max-throughput rows are (`replica_capacity` with no latency
   target): output tokens/s per GPU. The page gives "tokens/s" without saying whose; it is
@@ -19,7 +22,8 @@ Reads two files of `calibration/data/` (`calibration/data/README.md` names every
 
 Runs on the ShareGPT dataset are always held out (as MLPerf rows are for TensorRT-LLM):
 their lengths follow conversations, replayed as a lognormal with an assumed coefficient
-of variation of 1 (the pages give only totals); they are reported, never fitted.
+of variation of 1 (the pages give only totals); they are reported, never fitted. So is a
+run whose `held_out_reason` cell says why the model cannot stand for it.
 
 A profile is named `<engine>-<major>.<minor>` (`vllm-0.10` holds 0.10.1 and 0.10.2). Each
 (profile, GPU generation) with rows gets one set of factors, fitted on the rows not held
@@ -33,6 +37,16 @@ the rest stays as the TensorRT-LLM profile has it (layout physics, the all-reduc
 the per-sequence cost):
 - offline rows: the prefill and decode FLOP fractions and the HBM fraction, on output
   tokens/s (as the TensorRT-LLM throughput fit);
+- all-at-once runs (every request sent at once, `all_at_once`): offline max throughput
+  that prints latencies, so fitted as offline rows are, the FLOP and HBM fractions on
+  output tokens/s only (`THROUGHPUT_FIGURES`). Their TPOT is not a decode step: with the
+  queue full, each step mixes decodes with another prompt's prefill chunk, so it measures
+  the engine's schedule; their TTFT is the queue. Both are reported, never fitted: fitted
+  on them, the step overhead of vLLM 0.11 on Hopper came out at 14 ms, where the same
+  release's closed-loop run of Qwen3-8B on one H100 at C = 4 (TPOT 7.4 ms; the model is
+  not in the catalog, so the row is skipped; replayed from its config.json) is what
+  1.9 ms predicts (8.0 ms on TensorRT-LLM's Hopper fractions, 9.0 on this fit's; 14 ms
+  would predict about 20);
 - closed-loop runs: the fixed step overhead (the engine's scheduler and launches), on
   output tokens/s and mean TPOT (`FIT_FIGURES`); then the request overhead
   (`request_overhead_s`: HTTP, tokenisation, scheduling and the first token's
@@ -78,6 +92,8 @@ LATENCY_NAMES = ("step_overhead_s",)
 """Fitted where a group has closed-loop runs."""
 FIT_FIGURES = ("output_tokens_per_s", "tpot_mean_ms")
 """The figures of a closed-loop run the fit uses (module docstring: why not TTFT)."""
+THROUGHPUT_FIGURES = ("output_tokens_per_s",)
+"""The figure of an all-at-once run the fit uses (`all_at_once`; module docstring)."""
 FIT_REQUESTS_PER_USER = 3
 """Requests per user in the replay the fit runs (as `models.profiles.fit`)."""
 FIT_STEPS = 120
@@ -219,7 +235,11 @@ def _serving_runs(path: Path, skipped: Counter) -> list[EngineRun]:
             source = (
                 f"{raw['source_repo']}@{raw['source_commit']}:{raw['source_path']} {raw['section']}"
             )
-            held_out = raw["dataset"].startswith("sharegpt") or _held_out(key)
+            held_out = (
+                raw["dataset"].startswith("sharegpt")
+                or bool((raw.get("held_out_reason") or "").strip())
+                or _held_out(key)
+            )
             try:
                 spread = length_spread(raw.get("length_distribution") or "fixed")
             except ValueError as error:
@@ -269,6 +289,8 @@ def load_engine_data(directory: Path | None = None) -> tuple[EngineData, Counter
     directory = directory or calibration_dir()
     skipped: Counter = Counter()
     runs = _serving_runs(directory / "sglang_serving.csv", skipped)
+    if (directory / "vllm_serving.csv").exists():  # an older data folder may not have it
+        runs += _serving_runs(directory / "vllm_serving.csv", skipped)
     offline, versions = _offline_rows(directory / "vllm_throughput.csv", skipped)
     for run in runs:
         versions.setdefault(run.engine, set()).add(run.version)
@@ -306,6 +328,12 @@ def predict_run(
 # --- fitting -------------------------------------------------------------------------------
 
 
+def all_at_once(run: EngineRun) -> bool:
+    """Whether every request of `run` was sent at once (as many users as requests, more
+    than one): an offline max-throughput run that prints latencies (module docstring)."""
+    return run.run.concurrency > 1 and run.run.requests <= run.run.concurrency
+
+
 def _loss(runs: list[EngineRun], offline: list[Row], efficiency: Efficiency) -> float:
     terms = []
     for row in offline:
@@ -313,7 +341,7 @@ def _loss(runs: list[EngineRun], offline: list[Row], efficiency: Efficiency) -> 
         terms.append(math.log(value / row.measured) ** 2 if value > 0 else MISS_LOG**2)
     for run in runs:
         predicted = predict_run(run, efficiency, FIT_REQUESTS_PER_USER)
-        for figure in FIT_FIGURES:
+        for figure in THROUGHPUT_FIGURES if all_at_once(run) else FIT_FIGURES:
             measured = getattr(run.run, figure)
             if measured is None:
                 continue
@@ -344,17 +372,21 @@ def fit_group(
     runs: list[EngineRun], offline: list[Row], base: Efficiency, steps: int = FIT_STEPS
 ) -> Efficiency:
     """The factors that minimise the loss (module docstring) over one group's rows, every
-    other factor as in `base`; with closed-loop runs, then the request overhead on the
-    one-user runs (`fit_request_overhead`), the step overhead refitted with it (the
-    overhead lengthens each user's loop, so a one-user run's tokens/s) and the request
-    overhead once more on that."""
-    names = (THROUGHPUT_NAMES if offline else ()) + (LATENCY_NAMES if runs else ())
+    other factor as in `base`: the FLOP and HBM fractions where offline rows or
+    all-at-once runs pin them, the step overhead where closed-loop runs do; with
+    closed-loop runs, then the request overhead on the one-user runs
+    (`fit_request_overhead`), the step overhead refitted with it (the overhead lengthens
+    each user's loop, so a one-user run's tokens/s) and the request overhead once more on
+    that."""
+    closed = [run for run in runs if not all_at_once(run)]
+    throughput = offline or len(closed) < len(runs)
+    names = (THROUGHPUT_NAMES if throughput else ()) + (LATENCY_NAMES if closed else ())
     start = base.model_copy(update={"request_overhead_s": 0.0})
     best = nelder_mead(
         lambda v: _loss(runs, offline, from_vector(v, start, names)), to_vector(start, names), steps
     )
     fitted = from_vector(best, start, names)
-    if not runs:
+    if not closed:
         return fitted
     fitted = fit_request_overhead(runs, fitted)
     best = nelder_mead(
@@ -430,6 +462,9 @@ class RowError:
     """nan when no layout fits."""
     measured: float
     label: str
+    all_at_once: bool = False
+    """A run that sent every request at once (`all_at_once`): offline throughput with
+    latencies printed, not the tools' closed loop."""
 
     @property
     def error_pct(self) -> float:
@@ -494,6 +529,7 @@ def row_errors(
                     predicted=predicted.get(figure, math.nan),
                     measured=measured,
                     label=run.label,
+                    all_at_once=all_at_once(run),
                 )
             )
     return out

@@ -6,7 +6,10 @@ GPT-OSS 20B and 120B, Qwen3-30B-A3B on H100, H200, B200, GB200 and RTX PRO 6000,
 TensorRT-LLM v0.21 to v1.0 and a later layout. Every row is an offline max-throughput
 measurement (all requests queued at once, fixed ISL/OSL), predicted like the dense rows
 of `calibration.calibrate`: `replica_capacity` with no latency target, output tokens/s
-per GPU, with the catalog's efficiency factors for the GPU and precision.
+per GPU, with the catalog's efficiency factors for the GPU and precision, at the engine
+settings trtllm-bench chose for the run (`bench_settings`: max_batch_size and
+max_num_tokens from its own KV estimate, chunked prefill off). An offline run of fixed
+lengths keeps attention-DP groups in lockstep (`models.serving.batch_model.offline_lockstep`).
 
 Layout of a row: `tp` and `pp` as published; `ep` the expert-parallel size where the
 table gives one. A blank TP with an EP is TensorRT-LLM's "DEP" layout (the notes say so:
@@ -27,16 +30,13 @@ the comparison survives later changes) and now, on the held-out rows and on the 
 
 Fit (`fit_moe_constants`, `python -m calibration.moe --write`): per GPU generation, two
 constants of `models.physics.moe.MoeEfficiency` on a grid, the point of smallest mean
-|ln(predicted / measured)| over the generation's fit rows, written with its fit and
-held-out errors to `models/physics/catalog/moe_efficiency.yaml`: the all-to-all latency
-per collective (10 to 100 us with NVLink, to 400 us over PCIe only) and the grouped-GEMM
-half-rate rows per expert (0 to 64: a 64-row tile half filled). The grid stops at 64
-because larger values, which the newer-engine MoE rows would take (256 on Hopper,
-Blackwell and GB200), make the Mixtral rows of the dense set (trtllm_perf.csv,
-TensorRT-LLM 0.17) pessimistic: its held-out median goes 6.9% -> 8.2%. The extra optimism
-of these rows is another cause (engine version, KV room on H100), not the GEMM. The
-routing skew stays uniform: scanned by the issue-34 work, it moves no generation's loss
-by more than 5% (decode at these batches reads every expert anyway).
+|ln(predicted / measured)| over the generation's fit rows and the dense set's MoE fit
+rows of the generation (Mixtral 8x7B on Hopper, `dense_moe_fit_rows`), written with its
+fit and held-out errors to `models/physics/catalog/moe_efficiency.yaml`: the all-to-all
+latency per collective (10 to 100 us with NVLink, to 400 us over PCIe only) and the
+grouped-GEMM half-rate rows per expert (0 to 64: a 64-row tile half filled; larger
+values make the dense set's Mixtral rows pessimistic, held out 6.9% -> 8.2%). The
+routing skew stays uniform: it moves no generation's loss by more than 5%.
 """
 
 import argparse
@@ -44,16 +44,19 @@ import csv
 import math
 import zlib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from calibration.rows import calibration_dir
+from calibration.calibrate import catalog_efficiency, predict
+from calibration.rows import Row, calibration_dir, load_rows
+from calibration.trtllm_bench import RUN_REQUESTS, bench_caps, bench_requests
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import Efficiency, UnknownEngine, efficiency_for, generation_of
 from models.physics.memory import default_kv_precision
-from models.physics.moe import ALLTOALL_LATENCY_S, trial_constants
+from models.physics.moe import ALLTOALL_LATENCY_S, expert_compute_precision, trial_constants
 from models.physics.precision import Precision
 from models.serving.capacity import replica_capacity
 from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
@@ -70,6 +73,11 @@ MOE_MODELS = {
     "GPT-OSS 120B": "gpt-oss-120b",
     "Qwen3-30B-A3B": "qwen3-30b-a3b",
     "Qwen3 30B A3B": "qwen3-30b-a3b",
+    "DeepSeek R1": "deepseek-r1",
+    "DeepSeek-R1": "deepseek-r1",
+    "DeepSeek-R1-0528": "deepseek-r1",
+    "Qwen3-235B-A22B": "qwen3-235b-a22b",
+    "Qwen3 235B A22B": "qwen3-235b-a22b",
 }
 MOE_GPUS = {
     "H100 SXM 80GB (DGX H100)": "h100-sxm",
@@ -80,14 +88,24 @@ MOE_GPUS = {
 }
 MOE_PRECISIONS = {"FP8": Precision.FP8, "FP4": Precision.FP4, "FP16": Precision.BF16}
 HOPPER_KV = Precision.BF16
-"""KV cache of the Hopper MoE rows, a reading of the data, not a published setting. The
-tables give the weight precision only; GPT-OSS's checkpoint (MXFP4 experts) carries no KV
-quantisation, so TensorRT-LLM's `auto` KV dtype is the model's BF16, and the Llama 4 rows
-name NVIDIA's FP8 checkpoint without the KV dtype of the run. The fit rows read BF16 on
-Hopper: with an FP8 KV cache the KV-bound rows of Scout and GPT-OSS are 25-110%
-optimistic where the compute-bound rows of the same models are within 10%, and the
-generation's fit median is 44.3% against 19.0% with BF16. Blackwell's GPT-OSS rows read
-FP8 (BF16 makes them 50% pessimistic), as the Blackwell recipes set it."""
+"""KV cache of the Hopper MoE rows: the checkpoint's BF16 (TensorRT-LLM's `auto` dtype;
+GPT-OSS's options say "Hopper: use auto", Llama 4's and Qwen3's set none). With an FP8
+KV cache the KV-bound Hopper rows of Scout and GPT-OSS are 25-110% optimistic where the
+compute-bound rows are within 10% (fit median 44.3% against 19.0%). Blackwell's GPT-OSS
+rows read FP8 (BF16 makes them 50% pessimistic), as its options set it."""
+
+FP8_KV_MODELS = frozenset({"deepseek-r1"})
+"""Models whose runs set `kv_cache_config: dtype: fp8` on every GPU: the perf overview's
+`llm_options.yml` for DeepSeek R1 (NVIDIA/TensorRT-LLM docs/source/developer-guide/
+perf-overview.md, commit 8a9c66ce086594054d3722307cfed2d658d25e60); GPT-OSS's says fp8
+but "Hopper: use auto", Qwen3 MoE's and Llama 4 Maverick's set none."""
+
+ATTENTION_DP_MODELS = frozenset({"qwen3-30b-a3b", "qwen3-235b-a22b", "llama-4-maverick"})
+ATTENTION_DP_MODELS |= {"deepseek-r1", "gpt-oss-20b", "gpt-oss-120b"}
+"""Models whose v1.0 and later runs enable attention DP in every layout (`llm_options.yml`
+of the perf overview, commit above: `enable_attention_dp: true` for GPT-OSS, DeepSeek R1,
+Qwen3 MoE and Llama 4 Maverick, not Llama 4 Scout): a TP column with no EP is attention DP
+over its TP GPUs with the experts TP-split (TensorRT-LLM's default without `--ep`)."""
 
 
 @dataclass(frozen=True)
@@ -105,13 +123,17 @@ class MoeRow:
     mix: TrafficMix
     measured: float
     """Output tokens/s per GPU."""
+    published_tp: bool = False
+    """A TP column run with attention DP over its GPUs (`ATTENTION_DP_MODELS`): tp = 1,
+    dp = the published TP, the experts TP-split (ep = 1); its family stays `TP`."""
 
     @property
     def kv_precision(self) -> Precision:
         """The KV cache the row ran: FP8 with FP8 and FP4 checkpoints (NVFP4 pairs FP4
         weights with an FP8 KV cache), except on Hopper, where these MoE rows ran the
-        checkpoint's BF16 KV cache (`HOPPER_KV`)."""
-        if self.generation == "hopper":
+        checkpoint's BF16 KV cache (`HOPPER_KV`), but for a model whose published options
+        set an FP8 cache on every GPU (`FP8_KV_MODELS`)."""
+        if self.generation == "hopper" and self.model not in FP8_KV_MODELS:
             return HOPPER_KV
         return default_kv_precision(self.weight_precision)
 
@@ -122,8 +144,9 @@ class MoeRow:
 
     @property
     def family(self) -> str:
-        """`TP` (ep = dp = 1), `DEP` (attention DP, dp > 1) or `EP+TP` (ep > 1, dp = 1)."""
-        if self.dp > 1:
+        """`TP` (ep = dp = 1, or a published TP column: `published_tp`), `DEP` (attention
+        DP, dp > 1) or `EP+TP` (ep > 1, dp = 1)."""
+        if self.dp > 1 and not self.published_tp:
             return "DEP"
         return "EP+TP" if self.ep > 1 else "TP"
 
@@ -160,7 +183,7 @@ def _layout(raw: dict[str, str]) -> tuple[int, int, int, int]:
 
 def load_moe_rows(directory: Path) -> tuple[list[MoeRow], Counter]:
     """Every usable MoE row of `directory/trtllm_perf_moe.csv`, and the skipped ones."""
-    rows: list[MoeRow] = []
+    rows = []
     skipped: Counter = Counter()
     with (directory / MOE_FILE).open(encoding="utf-8") as handle:
         for raw in csv.DictReader(handle):
@@ -176,6 +199,9 @@ def load_moe_rows(directory: Path) -> tuple[list[MoeRow], Counter]:
             measured = float(per_gpu) if "whole" in raw["unit"] and per_gpu else float(raw["value"])
             version = raw["trtllm_version_stated"].split(" ")[0]
             layout = f"tp{tp}pp{pp}" + (f"dp{dp}" if dp > 1 else "") + (f"ep{ep}" if ep > 1 else "")
+            tp_with_adp = version != "v0.21" and model in ATTENTION_DP_MODELS and tp > dp == ep == 1
+            if tp_with_adp:  # the label keeps the published layout (and the split)
+                tp, dp = 1, tp
             rows.append(
                 MoeRow(
                     label=f"trtllm {version} {model} {gpu} {precision} {layout} {isl:g}/{osl:g}",
@@ -188,6 +214,7 @@ def load_moe_rows(directory: Path) -> tuple[list[MoeRow], Counter]:
                     dp=dp,
                     mix=TrafficMix.fixed(isl, osl),
                     measured=measured,
+                    published_tp=tp_with_adp,
                 )
             )
     return rows, skipped
@@ -210,23 +237,45 @@ def moe_config(row: MoeRow) -> ReplicaConfig:
     )
 
 
-def row_efficiency(row: MoeRow) -> Efficiency:
-    """The efficiency factors of the row's engine: the catalog's profile of its TensorRT-LLM
-    release (`trtllm-1.0` for v1.0 and later rows, `trtllm-0.21`) where the catalog holds
-    one, else the default profile (today's case: every row). A new profile moves every
+def bench_settings(row: MoeRow) -> tuple[int, int]:
+    """(max_batch_size, max_num_tokens) trtllm-bench ran the row with: the runs set neither,
+    so the tool chose them (`calibration.trtllm_bench`). With attention DP each rank
+    schedules under both (the model's per-group `max_batch_sequences` and
+    `prefill_chunk_tokens`); the tool is given the whole stage as its TP. A run of N
+    requests (`RUN_REQUESTS`, the runs after v1.0) never holds more than N / dp per rank."""
+    isl, osl = (float(x) for x in row.lengths.split("/"))
+    llm, gpu = llm_catalog()[row.model], gpu_catalog()[row.gpu]
+    shape = (row.tp * row.dp, row.pp, isl, osl)
+    requests = bench_requests(llm, gpu, row.weight_precision, row.kv_precision, *shape)
+    max_bs, max_tokens = bench_caps(requests, isl, osl, row.pp)
+    run = RUN_REQUESTS.get((int(isl), int(osl))) if row.engine == "trtllm-post-v1.0" else None
+    return (max_bs if run is None else min(max_bs, math.ceil(run / row.dp))), max_tokens
+
+
+def row_efficiency(row: MoeRow, efficiency: Efficiency | None = None) -> Efficiency:
+    """The efficiency factors a row runs on: `efficiency` where given, else the catalog's
+    profile of its TensorRT-LLM release (`trtllm-1.0` for v1.0 and later rows,
+    `trtllm-0.21`) where the catalog holds one, else the default profile (today's case:
+    every row); always at the operating point trtllm-bench chose (`bench_settings`: its
+    max_batch_size and max_num_tokens), a property of the run. A new profile moves every
     prediction: refit the MoE constants after it (`python -m calibration.moe --write`)."""
-    release = "1.0" if "1.0" in row.engine else row.engine.removeprefix("trtllm-v")
-    try:
-        return efficiency_for(row.gpu, row.weight_precision, engine=f"trtllm-{release}")
-    except UnknownEngine:
-        return efficiency_for(row.gpu, row.weight_precision)
+    if efficiency is None:
+        release = "1.0" if "1.0" in row.engine else row.engine.removeprefix("trtllm-v")
+        try:
+            efficiency = efficiency_for(row.gpu, row.weight_precision, engine=f"trtllm-{release}")
+        except UnknownEngine:
+            efficiency = efficiency_for(row.gpu, row.weight_precision)
+    max_bs, max_tokens = bench_settings(row)
+    return efficiency.model_copy(
+        update={"max_batch_sequences": max_bs, "prefill_chunk_tokens": max_tokens}
+    )
 
 
 def predict_moe(row: MoeRow, efficiency: Efficiency | None = None) -> float:
-    """Output tokens/s per GPU the model gives a row (offline); nan when it does not fit."""
+    """Output tokens/s per GPU the model gives a row (offline) on `efficiency` (default:
+    its engine's, `row_efficiency`) at the run's operating point; nan when it does not fit."""
     config = moe_config(row)
-    efficiency = efficiency or row_efficiency(row)
-    capacity = replica_capacity(config, row.mix, LatencyTargets(), efficiency)
+    capacity = replica_capacity(config, row.mix, LatencyTargets(), row_efficiency(row, efficiency))
     return capacity.output_tokens_per_s_per_gpu if capacity.fits else math.nan
 
 
@@ -348,13 +397,11 @@ def moe_report(rows: list[MoeRow]) -> tuple[list[str], dict[str, list[MoeSummary
 
 
 LATENCY_GRID_S = (10e-6, 20e-6, 50e-6, 100e-6, 200e-6, 400e-6)
-"""Candidate all-to-all latencies per collective: from NVLink kernels' small-message time
-(tens of microseconds) to NCCL all-to-all over PCIe (hundreds); a fit on the top end is
-reported as such (`MoeFit.on_bound`)."""
+"""Candidate all-to-all latencies per collective: NVLink kernels' tens of microseconds to
+NCCL over PCIe's hundreds; a fit on the top end is reported (`MoeFit.on_bound`)."""
 NVLINK_LATENCY_MAX_S = 100e-6
-"""Top of the latency grid for GPUs joined by NVLink: DeepEP's NVLink dispatch and
-combine and TensorRT-LLM's NVLink all-to-all take tens of microseconds per collective at
-these batches; the hundreds of microseconds of the grid's top are PCIe's."""
+"""Top of the latency grid for GPUs joined by NVLink (DeepEP's and TensorRT-LLM's NVLink
+all-to-alls take tens of microseconds per collective; hundreds are PCIe's)."""
 PCIE_SCALEUP_GB_S = 128
 """Scale-up bandwidth at or below which a GPU is taken to have PCIe only (no NVLink)."""
 
@@ -384,51 +431,94 @@ class MoeFit:
     fit_median_pct: float
     held_rows: int
     held_median_pct: float
+    dequant_half_tokens: float | None = None
+    """The W4A16 kernel's half rows where the generation has rows that run it, else None."""
 
     @property
     def on_bound(self) -> bool:
         """Whether a constant sits on the top of its grid (the data want more than the
         physical range allows: a sign of another cause)."""
         return self.alltoall_latency_s in (LATENCY_GRID_S[-1], NVLINK_LATENCY_MAX_S) or (
-            self.gemm_half_tokens == HALF_TOKENS_GRID[-1]
+            HALF_TOKENS_GRID[-1] in (self.gemm_half_tokens, self.dequant_half_tokens)
         )
 
 
-def _scores(rows: list[MoeRow], by_key: dict) -> tuple[float, float]:
-    """(mean |ln(predicted / measured)|, median |error| in percent) of `rows` under the
-    trial constants `by_key`; a row no layout fits counts ln 10."""
+def _log_errors(predicted: list[float], measured: list[float]) -> list[float]:
+    """|ln(predicted / measured)| of each row; a row no layout fits counts ln 10."""
+    return [
+        math.log(10.0) if math.isnan(value) else abs(math.log(value / truth))
+        for value, truth in zip(predicted, measured, strict=True)
+    ]
+
+
+def _scores(rows: list[MoeRow], by_key: dict, dense: list[Row] = ()) -> tuple[float, float]:
+    """(mean |ln(predicted / measured)|, median |error| in percent of `rows`) under the
+    trial constants `by_key`; the mean also runs over `dense`, the dense set's MoE rows
+    (`dense_moe_fit_rows`), predicted as `calibration.calibrate` predicts them."""
     with trial_constants(by_key):
         predicted = [predict_moe(row) for row in rows]
-    logs = [
-        math.log(10.0) if math.isnan(value) else abs(math.log(value / row.measured))
-        for row, value in zip(rows, predicted, strict=True)
-    ]
+        dense_predicted = [predict(row, catalog_efficiency(row)) for row in dense]
+    logs = _log_errors(predicted, [row.measured for row in rows])
+    logs += _log_errors(dense_predicted, [row.measured for row in dense])
     return float(np.mean(logs)), summarise("trial", rows, predicted).median_abs_pct
 
 
-def fit_moe_constants(rows: list[MoeRow]) -> list[MoeFit]:
+def dense_moe_fit_rows(generation: str) -> list[Row]:
+    """The fit rows of the dense set (`calibration.rows`, TensorRT-LLM offline rows) whose
+    model is a mixture of experts (Mixtral 8x7B) on `generation`'s GPUs: the MoE constants
+    drive their predictions too, so a generation's fit scores them beside its MoE rows
+    (its held-out rows stay unseen)."""
+    rows, _ = load_rows(calibration_dir())
+    return [
+        row
+        for row in rows
+        if row.kind == "offline"
+        and not row.held_out
+        and llm_catalog()[row.model].is_moe
+        and generation_of(row.gpu) == generation
+    ]
+
+
+def fit_moe_constants(
+    rows: list[MoeRow], dense_rows: Callable[[str], list[Row]] = dense_moe_fit_rows
+) -> list[MoeFit]:
     """Per GPU generation, the (all-to-all latency, grouped-GEMM half rows) of the grids
-    with the smallest mean |ln(predicted / measured)| on the generation's fit rows (every
-    row counts, a ratio off either way alike; ties: the smaller constants); the held-out
-    rows are scored after the choice, for the record only."""
+    with the smallest mean |ln(predicted / measured)| on the generation's fit rows and
+    the dense set's MoE fit rows of the generation (`dense_rows`: Mixtral on Hopper);
+    every row counts, a ratio off either way alike; ties: the smaller constants. The
+    held-out rows are scored after the choice, for the record only."""
     fits = []
     for generation in sorted({row.generation for row in rows}):
         fit = [r for r in rows if r.generation == generation and not r.held_out]
         held = [r for r in rows if r.generation == generation and r.held_out]
+        dense = dense_rows(generation)
 
-        def table(latency: float, half: float, generation: str = generation) -> dict:
-            return {generation: {"alltoall_latency_s": latency, "gemm_half_tokens": half}}
+        def table(latency: float, half: float, dq: float | None, key: str = generation) -> dict:
+            constants = {"alltoall_latency_s": latency, "gemm_half_tokens": half}
+            return {key: constants | ({} if dq is None else {"dequant_gemm_half_tokens": dq})}
 
+        dequant_grid = HALF_TOKENS_GRID if any(map(dequantises, fit)) else (None,)
         scored = [
-            (_scores(fit, table(latency, half))[0], half, latency)
+            (_scores(fit, table(latency, half, dq), dense)[0], half, latency, dq or 0.0)
             for latency in latency_grid(fit)
             for half in HALF_TOKENS_GRID
+            for dq in dequant_grid
         ]
-        _, half, latency = min(scored)
-        error = _scores(fit, table(latency, half))[1]
-        held_error = _scores(held, table(latency, half))[1] if held else math.nan
-        fits.append(MoeFit(generation, latency, half, len(fit), error, len(held), held_error))
+        _, half, latency, dq = min(scored)
+        dq = dq if dequant_grid[0] is not None else None
+        error = _scores(fit, table(latency, half, dq))[1]
+        held_error = _scores(held, table(latency, half, dq))[1] if held else math.nan
+        fits.append(
+            MoeFit(generation, latency, half, len(fit), error, len(held), held_error, dq)
+        )
     return fits
+
+
+def dequantises(row: MoeRow) -> bool:
+    """Whether the row's experts are dequantised in the kernel (W4A16:
+    `models.physics.moe.expert_compute_precision`)."""
+    gpu, llm = gpu_catalog()[row.gpu], llm_catalog()[row.model]
+    return expert_compute_precision(gpu, llm, row.weight_precision) is not row.weight_precision
 
 
 def render_moe_yaml(fits: list[MoeFit]) -> str:
@@ -440,11 +530,13 @@ def render_moe_yaml(fits: list[MoeFit]) -> str:
         "# Written by `python -m calibration.moe --write`; do not edit by hand.",
         "# Keys: `default`, a GPU generation (efficiency.yaml `generation_of`) or a GPU name;",
         "# later wins. Per generation, on the TensorRT-LLM MoE rows (trtllm_perf_moe.csv, one",
-        "# engine: v0.21 to post-v1.0), the grid point of smallest median |error| on the fit",
-        "# rows (two in three by a CRC of the configuration; objective mean |ln(pred / meas)|);",
-        "# the held-out error is scored",
+        "# engine: v0.21 to post-v1.0, at trtllm-bench's own max_batch_size and max_num_tokens)",
+        "# and the dense set's MoE fit rows (Mixtral), the grid point of smallest mean",
+        "# |ln(pred / meas)| on the fit rows (two in three by a CRC of the configuration);",
+        "# the errors below are the MoE rows'; the held-out error is scored",
         "# after the choice. alltoall_latency_s: one dispatch or combine collective;",
-        "# gemm_half_tokens: rows per expert at which the grouped GEMM runs at half rate;",
+        "# gemm_half_tokens: rows per expert at which the grouped GEMM runs at half rate",
+        "# (dequant_gemm_half_tokens: the same for a kernel that dequantises W4A16 experts);",
         "# routing_skew stays uniform (1.0: it moves no generation's loss, calibration/moe.py).",
         "",
         "by_key:",
@@ -461,6 +553,8 @@ def render_moe_yaml(fits: list[MoeFit]) -> str:
             f"    alltoall_latency_s: {fit.alltoall_latency_s:.4g}",
             f"    gemm_half_tokens: {fit.gemm_half_tokens:g}",
         ]
+        if fit.dequant_half_tokens is not None:
+            lines.append(f"    dequant_gemm_half_tokens: {fit.dequant_half_tokens:g}")
     return "\n".join(lines) + "\n"
 
 

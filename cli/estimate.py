@@ -198,8 +198,12 @@ def estimate(
             source = efficiency_source(gpu_spec, check_engine(engine))
         except UnknownEngine as error:
             raise typer.BadParameter(str(error), param_hint="--engine") from None
-        engine_json = {"engine": source.engine, "borrowed_efficiency": source.borrowed}
         engine_line = engine_report([gpu_spec], engine)
+        engine_json = {
+            "engine": source.engine,
+            "borrowed_efficiency": source.borrowed,
+            "engine_note": engine_line,
+        }
         try:
             throughput = model_throughput(
                 _catalog_llm(model),

@@ -430,6 +430,7 @@ def perf(
     if as_json:
         data = perf_json(capacity, mix, targets, efficiency, frontier, pool_replicas)
         data.update(engine=source.engine, borrowed_efficiency=source.borrowed)
+        data["engine_note"] = engine_report([config.gpu], engine)
         data["model_error"] = band_records(
             source.engine, config.gpu, config.llm, config.ep, config.dp, request.load_asked
         )
@@ -507,6 +508,7 @@ def _pair(request: PerfRequest, as_json: Path | None, as_markdown: bool) -> None
     if as_json:
         data = pair_json(report, prefill, decode, workers)
         data.update(engine=source.engine, borrowed_efficiency=source.borrowed)
+        data["engine_note"] = engine_report([request.gpu_spec], request.engine)
         emit_json(as_json, data)
         return
     tables = pair_tables(report, prefill, decode, workers)

@@ -78,6 +78,8 @@ VERIFIER_PARTS = {
     "solver.verify.groups": "shared groups recomputed (step 5)",
     "solver.verify.display": "what a plan displays per scenario (utilisation, started "
     "replicas, moves), read as the verifier reads it",
+    "solver.verify.attribution": "the cost attribution's rows recomputed from the pools and "
+    "prices (static and hourly plans)",
 }
 """Modules of the verifier itself, split out of solver/verify/fleet.py; each may import from
 solver/ only the plan vocabulary and the verifier's other parts."""

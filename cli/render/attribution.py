@@ -7,6 +7,11 @@ ATTRIBUTION_NOTE = (
     "GPU time at list price split by phase with the step model (unified pools: Shapley "
     "split of one iteration); $/Mtok over the tokens served at the average rate"
 )
+HOURLY_ATTRIBUTION_NOTE = (
+    "each hour's bill as paid (every committed GPU at the reserved price, on-demand and spot "
+    "GPUs at theirs) shared among the pools holding that GPU type that hour, split by phase "
+    "with the step model; $/Mtok over the day's tokens served"
+)
 
 
 def attribution_table(plan: Plan) -> TableSpec:
@@ -44,5 +49,5 @@ def attribution_table(plan: Plan) -> TableSpec:
             )
             for a in plan.cost_attribution
         ),
-        ATTRIBUTION_NOTE,
+        HOURLY_ATTRIBUTION_NOTE if plan.hours else ATTRIBUTION_NOTE,
     )

@@ -223,6 +223,17 @@ def _chain(engine: str) -> list[dict[str, Any]]:
     return [profile.get("by_key", {}) for profile in _profiles(engine)]
 
 
+def _fitted_by(source: "EfficiencySource") -> str | None:
+    """The profile in `source.engine`'s fallback chain whose fit of the GPU's generation is
+    used (the first that holds it, as `_calibrated` looks it up); None for the pooled fit."""
+    name: str | None = source.engine
+    for table in _chain(source.engine):
+        if source.generation in table:
+            return name
+        name = profile_of(name).get("fallback") if name else None
+    return None
+
+
 def generation_of(gpu_name: str, engine: str | None = None) -> str | None:
     """The calibrated generation a GPU belongs to (`hopper`, ...): a GPU with calibration
     rows of its own. With `engine`, a generation the profile (or a fallback) names for a
@@ -372,12 +383,30 @@ def _calibrated(
 
 
 def engine_report(gpus: Iterable[str | GpuSpec], engine: str | None = None) -> str:
-    """The line every report carries: the engine profile used and, when any, the GPUs on
-    borrowed efficiencies."""
+    """The line every report carries: the engine profile used, the GPUs whose generation
+    the profile's engine has no rows of (their fit is another engine's, down the fallback
+    chain: vllm-0.11 on B200 runs on trtllm-0.20's Blackwell fit) and, when any, the GPUs
+    on borrowed efficiencies."""
     name = check_engine(engine)
     shown = profile_summary(profile_of(name), name) if is_profile_file(name) else name
     line = f"engine profile: {shown}" + (" (default)" if engine is None else "")
     if engine is not None and name != engine:
         line += f" (for {engine}: the newest {name.partition('-')[0]} profile at or below it)"
+    family = _family(name)
+    other = sorted(
+        {
+            f"{source.gpu} runs on {fitted}'s {source.generation} fit "
+            f"(no {family} rows of {source.generation})"
+            for source in (efficiency_source(gpu, engine) for gpu in gpus)
+            if (fitted := _fitted_by(source)) and _family(fitted) != family
+        }
+    )
+    if other and not is_profile_file(name):  # a vLLM name on TensorRT-LLM's factors, say
+        line += "; " + "; ".join(other)
     borrowed = borrowed_note(gpus, engine)
     return f"{line}; {borrowed}" if borrowed else line
+
+
+def _family(profile: str) -> str:
+    """The engine a profile name belongs to (`vllm` for `vllm-0.11`)."""
+    return profile.partition("-")[0]

@@ -62,7 +62,10 @@ a part-prompt sits on one group, E[max | k] = k for k <= 1. Each group schedules
 its own token cap c (`max_num_tokens` per rank): a prompt longer than c rides as chunks
 of c, so the items are the Q / min(P, c) chunks and the busiest group holds at most c
 tokens (`StepModel.prefill_group_share`). The routed experts are unaffected: the ep
-ranks see all the tokens (`load_imbalance`).
+ranks see all the tokens (`load_imbalance`). An offline run of fixed lengths (every
+request queued at once) is the exception: the groups start, prefill, retire and refill
+their batches in the same iterations, so each carries 1/dp of every load
+(`models.serving.batch_model.offline_lockstep`).
 
 The decode attention of a group varies with its sequences' lengths: the engine evens
 the groups' sequence counts, n = b/dp each, not their contexts. A resident sequence's
@@ -142,6 +145,11 @@ class MoeEfficiency(BaseModel):
     gemm_half_tokens: float = Field(default=0.0, ge=0)
     """Tokens per expert at which the grouped GEMM of the routed experts runs at half its
     large-batch rate (`grouped_gemm_efficiency`); 0: every expert GEMM at the dense rate."""
+    dequant_gemm_half_tokens: float | None = Field(default=None, ge=0)
+    """`gemm_half_tokens` of a grouped GEMM that dequantises its experts in the kernel
+    (W4A16, `expert_compute_precision`: GPT-OSS's MXFP4 experts on Hopper, which
+    TensorRT-LLM runs with its Triton MoE kernel, not the FP8 grouped GEMM); None: the
+    same as `gemm_half_tokens`."""
 
 
 @cache
@@ -472,15 +480,21 @@ def expert_layout(
     alltoall_latency_s: float = ALLTOALL_LATENCY_S,
     routing_skew: float = 1.0,
     gemm_half_tokens: float = 0.0,
+    dequant_half_tokens: float | None = None,
 ) -> ExpertLayout:
-    """The routed experts' coefficients of a stage with `stage_moe_layers` MoE layers."""
+    """The routed experts' coefficients of a stage with `stage_moe_layers` MoE layers;
+    experts dequantised in the kernel (W4A16) take `dequant_half_tokens` half-rate rows
+    where it is given."""
     stage_gpus = tp * dp
     spans_groups = ep > 1 or dp > 1
     expert_tp = moe_tp(tp, dp, ep)
     per_token_bytes = alltoall_bytes_per_token_sent(llm, weight_precision, ep, expert_tp)
     per_token_bytes *= stage_moe_layers
     s_per_byte = alltoall_link_s_per_byte(gpu, efficiency, stage_gpus)
-    expert_peak = gpu.peak_flops(expert_compute_precision(gpu, llm, weight_precision))
+    compute_precision = expert_compute_precision(gpu, llm, weight_precision)
+    expert_peak = gpu.peak_flops(compute_precision)
+    if compute_precision is not weight_precision and dequant_half_tokens is not None:
+        gemm_half_tokens = dequant_half_tokens
     return ExpertLayout(
         ep=ep,
         dp=dp,

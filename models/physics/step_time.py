@@ -587,6 +587,7 @@ def step_model(
             moe.alltoall_latency_s,
             moe.routing_skew,
             moe.gemm_half_tokens,
+            moe.dequant_gemm_half_tokens,
         )
         if llm.is_moe
         else None,

@@ -108,15 +108,35 @@ Z_P99 = 2.326347874
 """Standard normal quantile at 0.99."""
 
 
-def group_loaded_steps(steps: StepModel, mix: MixTokens, role: Role) -> StepModel:
+def group_loaded_steps(
+    steps: StepModel, mix: MixTokens, role: Role, lockstep: bool = False
+) -> StepModel:
     """`steps` with the busiest attention-DP group's loads for `mix`
     (`StepModel.with_group_loads`): a unified replica's groups prefill whole prompts of
     the mix's new prompt tokens, and resident contexts spread by `resident_context_cv`.
-    The planner (`BatchModel`) and the simulator price iterations with it alike."""
+    The planner (`BatchModel`) and the simulator price iterations with it alike.
+
+    `lockstep`: the groups run in step (`offline_lockstep`): every group admits the same
+    prompts in the same iterations and holds the same contexts, so each carries 1/dp
+    of every load (`with_group_loads(0, 0)`)."""
+    if lockstep:
+        return steps.with_group_loads(0.0, 0.0)
     return steps.with_group_loads(
         mix.new_prompt if role is Role.UNIFIED else 0.0,
         resident_context_cv(mix.prompt, mix.prompt_scv, mix.output, mix.output_scv),
     )
+
+
+def offline_lockstep(mix: MixTokens, offline: bool) -> bool:
+    """Whether a replica's attention-DP groups run in lockstep: an offline run (every
+    request queued at once, no latency target) with fixed prompt and output lengths.
+    Each group starts a full batch in the same iteration, prefills it under the same
+    token budget and, the lengths being equal, retires and refills its sequences in the
+    same iterations as every other group, cycle after cycle, so no group carries more
+    prompts or longer contexts than another: the busiest group's share of every load is
+    1/dp. With Poisson arrivals or spread lengths a prompt lands on one group at random
+    (`models.physics.moe`, "Attention data parallelism")."""
+    return offline and mix.prompt_scv == 0 and mix.output_scv == 0
 
 
 def batch_p99(batch: float) -> float:
@@ -178,11 +198,12 @@ class BatchModel:
         transfer_p99_s: float,
         pool_replicas: float = 1,
         request_overhead_s: float = 0.0,
+        lockstep: bool = False,
     ):
         if request_overhead_s < 0:
             raise ValueError(f"the request overhead must be >= 0 s, got {request_overhead_s!r}")
         if isinstance(steps, StepModel):  # the busiest attention-DP group's loads
-            steps = group_loaded_steps(steps, mix, role)
+            steps = group_loaded_steps(steps, mix, role, lockstep)
         self.steps = steps
         plain = steps.steps if isinstance(steps, SpeculativeSteps) else steps
         self.advance = 1.0

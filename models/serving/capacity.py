@@ -114,7 +114,13 @@ from models.physics.efficiency import Efficiency
 from models.physics.memory import MemoryBudget, does_not_fit_message, layout_problem
 from models.physics.pass_parts import PassParts
 from models.physics.step_time import StepModel
-from models.serving.batch_model import Z_P99, BatchModel, BatchPoint, within_target
+from models.serving.batch_model import (
+    Z_P99,
+    BatchModel,
+    BatchPoint,
+    offline_lockstep,
+    within_target,
+)
 from models.serving.capacity_reasons import (
     comm_share_reason,
     limit_reason,
@@ -324,10 +330,13 @@ def batch_capacity(
     transfer_p99_s = kv_transfer_s(config, m.prompt_p99, efficiency) if decode else 0.0
     cycle = decode_steps(config, efficiency, steps)  # a speculation cycle, or `steps`
     overhead_s = efficiency.request_overhead_s  # in every TTFT of a unified replica
-    model = BatchModel(cycle, m, config.role, transfer_s, transfer_p99_s, pool_replicas, overhead_s)
+    offline = targets.is_offline
+    lockstep = offline_lockstep(m, offline)  # attention-DP groups in step
+    model = BatchModel(
+        cycle, m, config.role, transfer_s, transfer_p99_s, pool_replicas, overhead_s, lockstep
+    )
     kv_sequences = m.kv_sequences(budget.kv_capacity_tokens)
     max_batch = int(kv_sequences) if m.shared_kv_tokens else budget.max_sequences(m.footprint)
-    offline = targets.is_offline
 
     # Closed-form caps on B, each with the limit it names.
     if offline:

@@ -16,6 +16,7 @@ from models.schema.traffic import Demand
 from models.serving.attribution import (
     DECODE_ONLY,
     PREFILL_ONLY,
+    PhaseShares,
     PoolCost,
     attribute,
     unified_phase_shares,
@@ -57,7 +58,11 @@ def cost_attribution(
         price = sets.offers[(pool.region, c.gpu)].price_per_gpu_hour
         batch = curves[(pool.workload, c.key)].physics(count).batch
         pools[(pool.workload, pool.region)].append(
-            PoolCost(gpus * price * hours, gpus * hours, _shares(instance, pool.workload, c, batch))
+            PoolCost(
+                gpus * price * hours,
+                gpus * hours,
+                candidate_shares(instance, pool.workload, c, batch),
+            )
         )
     served = _average_served(instance, routing)
     rows = []
@@ -86,7 +91,26 @@ def cost_attribution(
     return tuple(rows)
 
 
-def _shares(instance: Instance, workload: str, candidate, batch: float):
+def pool_phase_shares(
+    sets: ProgramSets,
+    counts: dict[tuple[str, str, str], int],
+    curves: dict[tuple[str, str], PoolCurve],
+) -> dict[tuple[str, str, str], PhaseShares]:
+    """(workload, candidate key, region) -> the phase split of each pool in use, at the
+    operating batch of its real size."""
+    found = {}
+    for pool in sets.pools:
+        key = (pool.workload, pool.candidate.key, pool.region)
+        count = counts.get(key, 0)
+        if count:
+            batch = curves[(pool.workload, pool.candidate.key)].physics(count).batch
+            found[key] = candidate_shares(sets.instance, pool.workload, pool.candidate, batch)
+    return found
+
+
+def candidate_shares(instance: Instance, workload: str, candidate, batch: float) -> PhaseShares:
+    """The phase split of one replica of `candidate` at mean batch `batch`: wholly its
+    phase for a prefill or decode replica, the Shapley split for a unified one."""
     if candidate.role is Role.PREFILL:
         return PREFILL_ONLY
     if candidate.role is Role.DECODE:

@@ -38,56 +38,73 @@ Two kinds of cut, each a lower bound on F_b at every y:
   (infeasible) has none below it either: the master must raise some offer above k^.
 
 Rounds. Every block priced, then every block at the lowest levels (the cut there says a
-server saves at most its on-demand price). Each round then solves the master: its
-optimum is a lower bound LB on the whole program, with its levels k*. A block's known
-solutions stay feasible at another y once their on-demand columns are re-set to cover
-what y leaves (the rows that name them checked), so the cheapest re-costed one is an
-upper bound U_b(k*) for free; the blocks are solved at k* (from that solution) where
-theta_b falls short of U_b most, until the shortfalls left add up to less than half
-the requested gap. The plan at the best levels, from its blocks' best solutions, is the
-upper bound UB; the run ends when (UB - LB) / UB is within the gap (status optimal, the
-gap stated). It ends in finitely many rounds: where every block has been solved at k*,
-theta_b >= F^_b there, so the master proposes k* again only once LB has reached UB
-within the blocks' own gaps. A block at a point is solved within `BLOCK_GAP_SHARE` of
-the gap (the blocks' bounds add up), one worth little within a looser one (what it may
-leave is its share of the plan's gap).
+server saves at most its on-demand price; a commitment held at one level, a month
+before the lead time, needs no price: its blocks are programs apart, each solved
+once). A round's blocks are solved side by side in threads (`in_threads`). Each round
+then solves the master: its optimum is a lower bound LB on the whole program, with its
+levels k*. A block's known solutions stay feasible at another y once their on-demand
+columns are re-set to cover what y leaves (the rows that name them checked), so the
+cheapest re-costed one is an upper bound U_b(k*) for free; the blocks are solved at k*
+(from that solution) where theta_b falls short of U_b most, until the shortfalls left
+add up to less than half the requested gap. The plan at the best levels, from its
+blocks' best solutions, is the upper bound UB; the run ends when (UB - LB) / UB is
+within the gap (status optimal, the gap stated). It ends in finitely many rounds:
+where every block has been solved at k*, theta_b >= F^_b there, so the master proposes
+k* again only once LB has reached UB within the blocks' own gaps. A block at a point is
+solved within `BLOCK_GAP_SHARE` of the gap (the blocks' bounds add up), one worth
+little within a looser one (what it may leave is its share of the plan's gap). Without
+the priced cuts the bench's hourly failover instance took 8 rounds and 147 period
+solves where it takes 2 and about 40.
 
-Measured on the bench's hourly failover instance (3 regions, TP [1, 2, 4, 8], 21
-periods): the cuts at the lowest levels alone took 8 rounds and 147 period solves to
-prove the optimum; with the priced cuts, 2 rounds and 43.
-
-`solve_periods` is the periods program's one call to the backend. It gives the whole
-program `WHOLE_FIRST_S` first (a program the backend proves at once is not split: the
-rounds would cost more there; its plan, if any, is every block's first known solution),
-then the rounds where the program splits, and the whole program again from the best
-plan where the rounds end outside the gap: after `MASTER_ROUNDS`, where the first
-round leaves more than `FIRST_GAP`, or where the gap has not halved within
-`STALL_ROUNDS` rounds. Measured on a 3-region procurement month with
-region loss and two GPU types per region (6 offers, 10 periods), the gap went from 29%
-to 5% in 28 rounds (531 period solves, 120 s under load) where the whole program
-proves it in about 10 s: such programs go back to the whole program after a few rounds.
-Prices from each block's marginal on-demand cost at the master's levels (a second
-priced solve per block and round) did not close it faster.
+`solve_periods` is the periods program's one call to the backend. It gives a program of
+small periods (`WHOLE_FIRST_INTEGERS`) to the backend whole for `WHOLE_FIRST_S`
+first (a program the backend proves at once is not split: the rounds would cost more
+there; its plan, if any, is every block's first known solution), then the rounds where
+the program splits, and the whole program again from the best plan where the rounds
+end outside the gap: after `MASTER_ROUNDS`, where the second round still leaves more
+than `FIRST_GAP`, or where the gap has not halved within `STALL_ROUNDS` rounds. A
+procurement month with region loss and two GPU types per region (6 offers) is such a
+program: its gap went from 29% to 5% in 28 rounds where the whole program proves it
+in one solve. Prices from each block's marginal on-demand cost at the master's levels
+(a second priced solve per block and round) did not close it faster.
 """
 
 import logging
 import math
+import multiprocessing
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from solver.backends import Backend
-from solver.decompose.parallel import processes_for, solve_built, worth_workers
+from solver.decompose.parallel import solve_built
 from solver.decompose.period_split import Block, Split, split
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, Variable
-from solver.settings import SolveSettings
+from solver.settings import SolveSettings, machine_threads
 
 WHOLE_FIRST_S = 1.0
 """Seconds the whole program is given first: a periods program its backend proves in
 that time is not split (the rounds cost more than they save there)."""
 
+WHOLE_FIRST_INTEGERS = 100
+"""Integer columns per period (on average) above which the whole program is not tried
+first: the rounds start at once. Programs of small periods are proved whole in a
+second or leave a plan the rounds start from (procurement months of 32-90 per period:
+proved in 0.03-0.2 s CPU, or a start within a few percent); the hourly failover
+program's periods (107 each: TP 1-8 with region loss) left it 97% off after a second,
+a start the rounds do not use."""
+
+PRICE_FLOOR = 1e-6
+"""A block's price on an offer moving its priced cut by less than this share of the LP
+relaxation's optimum, over the offer's whole reach, is taken as 0: such prices (duals
+of 1e-5 $ per GPU) leave the block an objective near 0, which a relative gap proves
+only slowly (0.2-0.4 s a block, where the cut gains nothing)."""
+
 FIRST_GAP = 0.1
-"""The gap after the first master round above which the rounds stop at once (the cuts
-start too weak to close it soon)."""
+"""The gap at the second master round, once the first round's levels are solved, above
+which the rounds stop at once (the cuts start too weak to close it soon). Not the
+first round's: its plan is re-costed from solutions at other levels (a 3-region
+procurement month of 63 periods: 11.8% there, its bound 1.5% below the optimum)."""
 
 STALL_ROUNDS = 3
 """Rounds within which the gap must halve: where it does not, the rounds stop and the
@@ -118,18 +135,25 @@ Levels = dict[str, int]
 
 def solve_periods(lp: LinearProgram, backend: Backend, settings: SolveSettings) -> SolveResult:
     """The periods program's solution: the whole program first for at most
-    `WHOLE_FIRST_S` (a program its backend proves at once is done); then by period where
+    `WHOLE_FIRST_S` where its periods are small (`WHOLE_FIRST_INTEGERS`; a program its backend
+    proves at once is done) and its commitment not held at one level (a month before
+    the lead time: its blocks are then programs apart, each solved once); then by
+    period where
     it splits, from the whole program's plan if it had one; and where the rounds end
     outside the gap with time left, the whole program again from the best plan."""
     parts = split(lp)
     if parts is None:
         return backend.run(lp, settings)
-    limit = settings.remaining_s()
-    first = backend.run(lp, settings.limited(min(WHOLE_FIRST_S, limit or WHOLE_FIRST_S)))
-    if first.termination is Termination.OPTIMAL or first.termination in _ANSWERS:
-        return first
-    start = first.values if first.termination.has_solution else None
-    bound = _bound(first) if first.termination.has_solution else -math.inf
+    start, bound = None, -math.inf
+    held = all(o.lowest == o.highest for o in parts.offers)  # one level each: blocks apart
+    small = lp.size()["integer_variables"] <= WHOLE_FIRST_INTEGERS * len(parts.blocks)
+    if small and not held:
+        limit = settings.remaining_s()
+        first = backend.run(lp, settings.limited(min(WHOLE_FIRST_S, limit or WHOLE_FIRST_S)))
+        if first.termination is Termination.OPTIMAL or first.termination in _ANSWERS:
+            return first
+        if first.termination.has_solution:
+            start, bound = first.values, _bound(first)
     found = solve_by_period(lp, backend, settings, parts, start, bound)
     if found is not None and found.termination is Termination.OPTIMAL:
         return found
@@ -167,8 +191,11 @@ def solve_by_period(
     run = _Rounds(lp, parts, backend, settings)
     begun = run.begin_with(start) if start else None
     lowest = {o.gpus: o.lowest for o in parts.offers}
+    prices = {}
+    if any(o.lowest < o.highest for o in parts.offers):  # else the lowest levels are all
+        prices = dict(enumerate(_lp_prices(lp, parts, backend, settings)))
     # a block without an answer: infeasible (the whole program says why), or the deadline
-    if not run.priced_blocks(dict(enumerate(_lp_prices(lp, parts, backend, settings)))):
+    if not run.priced_blocks(prices):
         if not _expired(settings):
             return None
     elif not run.solve_blocks(lowest, range(len(parts.blocks))) and not _expired(settings):
@@ -186,7 +213,7 @@ def solve_by_period(
         gaps.append(math.inf if best is None else (best[0] - lower) / max(abs(best[0]), 1e-9))
         if gaps[-1] <= settings.mip_gap:
             break
-        if gaps[0] > FIRST_GAP or (
+        if (len(gaps) > 1 and gaps[1] > FIRST_GAP) or (
             len(gaps) > STALL_ROUNDS and gaps[-1] > gaps[-1 - STALL_ROUNDS] / 2
         ):
             break  # the cuts close the gap too slowly: the whole program takes over
@@ -227,7 +254,8 @@ def _lp_prices(
     lp: LinearProgram, parts: Split, backend: Backend, settings: SolveSettings
 ) -> list[dict[str, float]]:
     """Each block's prices on the commitment: the duals of its cover rows in the whole
-    program's LP relaxation (none where the backend gives no duals)."""
+    program's LP relaxation (none where the backend gives no duals), those below
+    `PRICE_FLOOR` taken as 0 (any price gives a valid cut)."""
     relaxed = LinearProgram(
         lp.name + "-relaxed",
         {n: replace(v, integer=False) for n, v in lp.variables.items()},
@@ -235,7 +263,10 @@ def _lp_prices(
         lp.objective,
         lp.objective_constant,
     )
-    duals = backend.run(relaxed, settings.with_duals()).duals
+    answer = backend.run(relaxed, settings.with_duals())
+    duals = answer.duals
+    floor = PRICE_FLOOR * abs(answer.objective or 0.0)
+    reach = {o.gpus: o.per_level * o.highest for o in parts.offers}
     prices = []
     for block in parts.blocks:
         own: dict[str, float] = {}
@@ -243,7 +274,7 @@ def _lp_prices(
             own[cover.committed] = own.get(cover.committed, 0.0) + max(
                 duals.get(cover.row, 0.0), 0.0
             )
-        prices.append(own)
+        prices.append({o: p if p * reach[o] > floor else 0.0 for o, p in own.items()})
     return prices
 
 
@@ -330,8 +361,10 @@ class _Rounds:
     def priced_blocks(self, prices: dict[int, dict[str, float]]) -> bool:
         """Blocks with their commitment free at `prices` (block -> prices per GPU;
         Lagrangian): the cut theta_b >= L_b - prices_b y and a known solution each.
-        False where a block has no answer."""
-        programs = {i: self._free(i, own) for i, own in prices.items()}
+        A block priced 0 throughout is left out: its cut, theta_b >= min F_b, is at
+        most what the full commitment leaves to rent, and proving an optimum of 0 took
+        HiGHS up to 0.5 s. False where a block has no answer."""
+        programs = {i: self._free(i, own) for i, own in prices.items() if any(own.values())}
         gap = self.settings.mip_gap * PRICED_GAP_SHARE
         for i, result in self._run(programs, lambda _i: gap, lambda _i: None):
             if not result.termination.has_solution:
@@ -348,20 +381,23 @@ class _Rounds:
         return True
 
     def _run(self, programs, gap, start):
-        """Solve `programs` (block -> program), on the workers where worth it, each
-        within `gap(i)` from `start(i)`; (block, result) as each ends."""
-        chosen = list(programs)
-        integers = sum(p.size()["integer_variables"] for p in programs.values())
-        processes = processes_for(len(chosen)) if worth_workers(len(chosen), integers) else 1
-        for i, result in solve_built(
-            lambda i: (programs[i], self.backend),
-            chosen,
-            lambda i: replace(self.settings, mip_gap=gap(i), want_duals=False),
-            processes,
-            start=start,
-        ):
-            self.solves += 1
-            yield i, result
+        """Solve `programs` (block -> program), each within `gap(i)` from `start(i)`:
+        side by side in this process's threads (`in_threads`), or as Ray tasks with
+        `executor: ray`; (block, result) in block order, whatever order they end in."""
+        chosen = sorted(programs)
+
+        def settings(i: int) -> SolveSettings:
+            return replace(self.settings, mip_gap=gap(i), want_duals=False)
+
+        if self.settings.executor == "ray":
+            build = lambda i: (programs[i], self.backend)  # noqa: E731
+            found = dict(solve_built(build, chosen, settings, len(chosen), start=start))
+        else:
+            found = dict(in_threads(self.backend, programs, settings, start))
+        for i in chosen:
+            if i in found:
+                self.solves += 1
+                yield i, found[i]
 
     def _fixed(self, index: int, levels: Levels | None) -> LinearProgram:
         """Block `index` with the commitment held at `levels`."""
@@ -529,6 +565,25 @@ class _Rounds:
                 return None
             values.update(known[1])
         return self.lp.objective_value(values), values
+
+
+def in_threads(backend: Backend, programs: dict, settings, start) -> list[tuple[int, SolveResult]]:
+    """Each of `programs` (index -> program) solved by `backend` with `settings(i)` from
+    `start(i)`, up to one per core at once in threads of this process (the backend
+    releases the interpreter lock while it solves; a thread costs no start-up where a
+    worker process imports the planner, about half a second, for solves of 0.02-0.3 s
+    here); one at a time inside a worker process (its siblings have the cores).
+    (index, result) in index order."""
+    chosen = sorted(programs)
+    threads = 1 if multiprocessing.parent_process() else min(len(chosen), machine_threads())
+    if threads <= 1:
+        return [(i, backend.run(programs[i], settings(i), start=start(i))) for i in chosen]
+    backend.is_available()  # loads the library here: two threads loading it at once fail
+    with ThreadPoolExecutor(threads, thread_name_prefix="fleetplan-period") as pool:
+        futures = [
+            (i, pool.submit(backend.run, programs[i], settings(i), start(i))) for i in chosen
+        ]
+        return [(i, future.result()) for i, future in futures]
 
 
 def _held(levels: Levels, rounds: _Rounds, block: Block | None = None) -> dict[str, float]:

@@ -29,7 +29,11 @@ Whole servers (policy.buy_unit: node) and site power are shared between workload
 too: each P_w buys single GPUs against the whole power of each site (a relaxation
 still), the join rounds each (r, g) purchase up to whole servers, and the joined plan
 must then hold every row of the whole program, power included, and be within the gap;
-otherwise the whole is solved as one.
+otherwise the whole is solved as one. With whole servers in two regions or more the
+solve starts by region instead (solver.decompose.region_join.by_region): each region's
+own program buys whole servers for all its workloads, the sum of their bounds bounds
+the whole, and the whole program floored at their fleets is a plan; within the gap it
+is the result and no P_w is solved, else the whole is solved as one from it.
 
 Why: failover couples every region of a workload, and each (workload, region, phase)
 rounds its replicas up on its own, so the joint branch and bound has to close hundreds
@@ -50,6 +54,7 @@ against; each is reduced first to the pools and sizes an optimal plan of it need
 (solver.candidates.swap_dominance).
 """
 
+import math
 import time
 from dataclasses import replace
 
@@ -58,14 +63,18 @@ from solver.candidates.replica_dominance import Bounds, sizes_start, with_sizes
 from solver.candidates.swap_dominance import optimal_reduction
 from solver.decompose.join import solve_by_workload
 from solver.decompose.join_values import with_parts_bound
-from solver.decompose.region_bounds import with_region_rows
+from solver.decompose.region_bounds import narrower, start_region_rows, with_region_rows
+from solver.decompose.region_join import by_region, first_by_region
 from solver.decompose.warm_start import warm_start
 from solver.decompose.workload_parts import PartSolves
 from solver.program.build import FleetProgram, with_bounds
 from solver.program.lp import SolveResult, Termination
-from solver.program.optimised import Optimised
+from solver.program.optimised import Method, Optimised
 from solver.settings import SolveSettings
 
+REGION_FIRST_SHARE = 0.75
+"""Share of the time left that the regions' programs and the plan floored at their fleets
+take (solver.decompose.region_join.by_region) before the whole program is solved from it."""
 MIN_TIME_LIMIT_S = 1.0
 """Time the whole program still gets when the decomposition used up the limit."""
 WHOLE_AFTER_JOIN_SHARE = 0.25
@@ -93,7 +102,15 @@ def optimise(
     columns only."""
     started = time.monotonic()
     joined = None
-    if len(program.sets.workloads) > 1:
+    if first_by_region(program.sets):
+        left = settings.remaining_s()
+        deadline = started + (math.inf if left is None else REGION_FIRST_SHARE * left)
+        joined = by_region(program, backend, settings, bounds, deadline)
+        if joined is not None and (
+            joined.result.termination is not Termination.FEASIBLE or _little_left(settings)
+        ):
+            return joined  # proved within the gap by the regions' bound, or no time left
+    if joined is None and len(program.sets.workloads) > 1:
         joined = solve_by_workload(program, backend, settings, bounds, parts)
         if joined is not None and joined.result.termination is not Termination.FEASIBLE:
             return joined
@@ -103,6 +120,9 @@ def optimise(
     bounds = {**reduction.bounds, **(bounds or {})} or None
     lp = with_bounds(program.lp, bounds) if bounds else program.lp
     first = settings.limited(_left_s(settings, started)).with_duals(False)
+    rows_ready = None  # the region programs run beside the warm start
+    if backend.capabilities.warm_start and narrower(lp, program.lp):
+        rows_ready = start_region_rows(program.lp, backend, first, program.region_costs)
     if joined is not None:  # the join that held starts the search
         start = dict(joined.result.values) if backend.capabilities.warm_start else None
     else:
@@ -111,7 +131,8 @@ def optimise(
         start |= sizes_start(reduction.sizes, start)
     one = settings.limited(_left_s(settings, started)).with_duals(False)  # the start's time out
     solved = with_sizes(lp, reduction.sizes)
-    if backend.capabilities.warm_start:  # a backend whose gap bounds its optimum (HiGHS)
+    if rows_ready is not None:  # a backend whose gap bounds its optimum (HiGHS)
+        rows_ready()
         solved = with_region_rows(solved, backend, one, program.lp, program.region_costs)
     result = backend.run(solved, one, start=start)
     if joined is not None and not _better(result, joined.result):
@@ -119,7 +140,8 @@ def optimise(
     own = {name: value for name, value in result.values.items() if name in program.lp.variables}
     join_gap = None if joined is None else joined.result.mip_gap
     result = result if joined is None else with_parts_bound(result, joined.result)
-    return Optimised(replace(result, values=own), join_gap=join_gap)
+    from_regions = joined is not None and joined.method is Method.BY_REGION
+    return Optimised(replace(result, values=own), join_gap=join_gap, from_regions=from_regions)
 
 
 def _better(result: SolveResult, than: SolveResult) -> bool:

@@ -45,11 +45,14 @@ unused (`gap_left`): most close far inside the requested gap, and the join's gap
 what is checked in the end, against the sum of the final parts' bounds.
 
 With whole servers (policy.buy_unit: node) the join's rounding wastes up to a server
-per offer a part opens. Where the whole program will not be solved after the join (too
-little time is left), before any mend a master over server counts picks one plan per
-part among the parts' plans and their variants in the time left
-(solver.decompose.server_master), and its plan, when it holds every row and is cheaper,
-is the join kept (a plan; the bound stays the parts').
+per offer a part opens. Before any mend the regions' own programs
+(solver.decompose.region_join) give a bound (kept when above the parts') and plans: each
+region's program with the join's routing between regions held, and the whole program
+floored at the regions' own fleets. Where they give none, and the whole program will
+not be solved after the join (too little time is left) or there are many parts, a
+master over server counts picks one plan per part among the parts' plans and their
+variants (solver.decompose.server_master). A plan that holds every row and is cheaper
+is the join kept.
 
 The mends come before the merge because they are cheaper: each re-solves a few parts
 under a restriction, where the merge solves the merged part in full, and the whole as one
@@ -59,6 +62,7 @@ every user, and the largest users re-solved together within the row. (The figure
 the scaling bench's 50 x 50 x 6 instance, are in the README's speed notes.)
 """
 
+import math
 import time
 
 from solver.backends import Backend
@@ -81,6 +85,7 @@ from solver.decompose.join_values import (
     merged_parts,
     per_workload,
 )
+from solver.decompose.region_join import floored, keep_rows, region_join
 from solver.decompose.server_master import MASTER_MIN_S, coordinate, has_servers
 from solver.decompose.workload_parts import Part, PartSolves
 from solver.program.build import FleetProgram
@@ -104,6 +109,9 @@ WHOLE_SKIPPED_SHARE = 0.25
 """Share of the time limit below which the whole program is not solved after a join
 that is not proved (solver.decompose.by_workload.WHOLE_AFTER_JOIN_SHARE): then the
 master takes the time left, and its plan, not the rounded join, is the plan."""
+REGION_SHARE = 0.5
+"""Share of the time left that the regions' programs take, with whole servers, before
+the master (solver.decompose.region_join); 0 skips them (the bench's `before`)."""
 PRICE_ROUNDS = 6
 """Prices tried on the broken supply rows before the parts are merged (`_price`)."""
 
@@ -151,7 +159,7 @@ def solve_by_workload(
     if broken is None:
         return None
     if has_servers(program) and not run.coupled:
-        found = _coordinate(run, parts, results)
+        found = _coordinate(run, parts, results, values)
         if found is not None:
             return found
     found = _mend_or_merge(run, parts, results, values, owner, broken)
@@ -200,13 +208,20 @@ def _mend_or_merge(
 
 
 def _coordinate(
-    run: JoinRun, parts: list[Part], results: dict[Part, SolveResult]
+    run: JoinRun, parts: list[Part], results: dict[Part, SolveResult], values: dict[str, float]
 ) -> Optimised | None:
-    """Whole servers: the master over server counts (solver.decompose.server_master),
-    until `_master_deadline`; its plan, when it holds every row of the whole, is the
-    result if within the gap of the parts' bound, else kept as the incumbent
-    (`JoinRun.best`, the plan when the whole program is not solved, and its start when
-    it is); None then, and when the master does not run."""
+    """Whole servers: first the regions' own programs (solver.decompose.region_join),
+    whose bound joins the parts' and whose plan, with the join's routing between regions
+    held, buys each region's servers for all its workloads; then, where that gave no plan,
+    the master over server counts (solver.decompose.server_master), until
+    `_master_deadline`. A plan that holds every row of the whole is the result if within
+    the gap of the best bound, else kept as the incumbent (`JoinRun.best`, the plan when
+    the whole program is not solved, and its start when it is); None then, and when
+    neither finds a plan."""
+    if REGION_SHARE > 0:
+        found = _by_region(run, parts, results, values)
+        if found is not None or run.best is not None:
+            return found
     deadline = _master_deadline(run, len(parts))
     if deadline is None:
         return None
@@ -214,6 +229,50 @@ def _coordinate(
     if choice is None or broken_rows(run.program.lp, choice.values, run.bounds, {}) != []:
         return None
     return run.joined(parts, results, choice.values, coordinated=choice.plans)
+
+
+def _by_region(
+    run: JoinRun, parts: list[Part], results: dict[Part, SolveResult], values: dict[str, float]
+) -> Optimised | None:
+    """The regions' programs (solver.decompose.region_join) with the join's `values` on
+    the columns that link regions, in `REGION_SHARE` of the time left: their bound raises
+    the run's, their rows are kept for the whole program (solver.decompose.region_bounds,
+    the program's `region_costs`), and their plan, when it holds every row, is the
+    result within the gap or the incumbent; None when it is not proved."""
+    deadline = _region_deadline(run)
+    program = run.program
+    joined = region_join(program, run.backend, run.settings, values, deadline, run.bounds)
+    if joined.bound is not None:
+        run.bound = max(run.bound, joined.bound)
+    keep_rows(program, joined)
+    if joined.values is not None and broken_rows(program.lp, joined.values, run.bounds, {}) == []:
+        found = run.joined(parts, results, joined.values, by_region=joined.regions)
+        if found is not None:
+            return found
+    if not joined.own or run.out_of_time():
+        return None
+    start = run.best.values if run.best is not None else None
+    left = _region_deadline(run) - time.monotonic()
+    left = None if math.isinf(left) else max(left, MASTER_MIN_S)
+    lp = floored(program, joined.own, run.bounds)
+    added = run.backend.run(lp, run.settings.limited(left).with_duals(False), start=start)
+    run.runtime_s += added.runtime_s
+    if not added.termination.has_solution:
+        return None
+    own = {name: value for name, value in added.values.items() if name in program.lp.variables}
+    return run.joined(parts, results, own, by_region=joined.regions)
+
+
+def _region_deadline(run: JoinRun) -> float:
+    """Until when a step of the regions' programs runs: `REGION_SHARE` of the time left,
+    or all of it when less than `WHOLE_SKIPPED_SHARE` of the limit is left (the whole
+    program will not be solved after)."""
+    now = time.monotonic()
+    left = max(run.deadline - now, 0.0)
+    limit = run.settings.time_limit_s
+    if limit is not None and left < WHOLE_SKIPPED_SHARE * limit:
+        return run.deadline
+    return now + REGION_SHARE * left
 
 
 def _master_deadline(run: JoinRun, parts: int) -> float | None:

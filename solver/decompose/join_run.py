@@ -45,7 +45,8 @@ class JoinRun:
     best: "Join | None" = None
     """The cheapest join that held every row but was not proved within the gap."""
     bound: float = 0.0
-    """The best bound the parts' results have given on the whole."""
+    """The best bound known on the whole: the parts' results', or the regions' own
+    programs' (solver.decompose.region_join) where higher."""
 
     @staticmethod
     def infeasible(result: SolveResult) -> bool:
@@ -124,6 +125,7 @@ class JoinRun:
         values: dict[str, float],
         mended: int = 0,
         coordinated: int = 0,
+        by_region: int = 0,
     ) -> Optimised | None:
         """The cheapest join that held so far (this one, `values`, a plan of the whole,
         or an earlier one) as the result, when its cost is within the requested gap of
@@ -131,9 +133,10 @@ class JoinRun:
         parts a partition of the workloads); else None, the cheapest kept as the
         incumbent. `mended`: parts re-solved within supply shares to reach `values`;
         `coordinated`: plans the master over server counts chose among
-        (solver.decompose.server_master), 0 when it did not reach `values`."""
+        (solver.decompose.server_master), 0 when it did not reach `values`; `by_region`:
+        regions whose programs bought the servers (solver.decompose.region_join)."""
         cost = self.program.lp.objective_value(values)
-        join = Join(values, cost, len(parts), self.competing, mended, coordinated)
+        join = Join(values, cost, len(parts), self.competing, mended, coordinated, by_region)
         self.bound = max(self.bound, parts_bound(self.settings, parts, results))
         if self.best is None or join.cost <= self.best.cost:
             self.best = join
@@ -170,6 +173,7 @@ class JoinRun:
             join.mended,
             len(self.handed),
             coordinated=join.coordinated,
+            by_region=join.by_region,
         )
         return replace(optimised, result=replace(found, message=optimised.description))
 
@@ -188,6 +192,8 @@ class Join:
     """Parts re-solved within supply shares (solver.decompose.join_mend) to reach it."""
     coordinated: int = 0
     """Plans the master over server counts chose among to reach it (0: not the master's)."""
+    by_region: int = 0
+    """Regions whose own programs bought its servers (0: not solver.decompose.region_join's)."""
 
 
 def gap_left(

@@ -29,8 +29,28 @@ and its bound carries that into the whole program (chat-3region: LP bound +4.8%,
 x0.37: tests/bench/test_chat3region_speed.py prints both side by side). The rows are
 added to the program a solve runs (solver.decompose.by_workload), never to the program
 the plan is read from and priced on.
+
+How far rows of this kind can go: any valid row over one region's columns holds on the
+convex hull of that region's plans, so none lifts the bound past the Dantzig-Wolfe bound
+by region (the master over convex combinations of each region's plans, held to the
+demand rows that name several regions). On chat-3region that bound is $222.6k against
+the $236,520 optimum, and the LP with the rows is at $212.9k: the rest of the gap is in
+how the regions' whole-server fleets combine across the failure scenarios, which only a
+search over more than one region at a time closes (rows over pairs of regions are valid
+too and reach $225.4k; tests/bench/test_chat3region_speed.py prints each).
+
+The region programs are independent of each other and of the warm start's restricted
+program (solver.decompose.warm_start): they run in a thread beside it, started before it
+(`start_region_rows`; HiGHS releases the interpreter lock while it solves), on every
+core but the warm start's, so that on idle cores their time hides behind it. The rows
+are those of one program after another: on two cores the programs still run one at a
+time with the same time shares, and only a bound proven within its gap makes a row
+(`proven_bound`).
 """
 
+import os
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -113,23 +133,80 @@ Rows = dict[str, tuple[dict[str, float], float]]
 """Region -> its cost terms and proven bound z_r."""
 
 
-def region_rows(lp: LinearProgram, backend: Backend, settings: SolveSettings) -> Rows:
+def region_rows(
+    lp: LinearProgram, backend: Backend, settings: SolveSettings, threads: int = 1
+) -> Rows:
     """z_r for every region of `lp` whose own program proves a positive bound (none when
-    `lp` is small, `MIN_INTEGERS`, or names fewer than two regions)."""
+    `lp` is small, `MIN_INTEGERS`, or names fewer than two regions), the programs solved
+    `threads` at a time. Each program's time share is `TIME_SHARE` of what is left
+    divided by the rounds of `threads` it takes: the same share as one after another
+    when `threads` is 1, and all of them done within `TIME_SHARE` either way."""
     integers = sum(var.integer for var in lp.variables.values())
     programs = region_programs(lp)
     if integers < MIN_INTEGERS or len(programs) < 2:
         return {}
     solved = {r: p for r, p in programs.items() if p.objective and p.constraints}
+    if not solved:
+        return {}
+    threads = max(1, min(threads, len(solved)))
+    rounds = -(-len(solved) // threads)
     left = settings.remaining_s()
-    share_s = None if left is None else TIME_SHARE * left / max(len(solved), 1)
+    share_s = None if left is None else TIME_SHARE * left / rounds
     limited = settings.limited(share_s).with_duals(False)
-    rows = {}
-    for region, program in solved.items():
-        bound = proven_bound(backend, program, limited)
-        if bound is not None and bound > 0:
-            rows[region] = (program.objective, bound)
-    return rows
+    bounds = _each(lambda p: proven_bound(backend, p, limited), list(solved.values()), threads)
+    return {
+        region: (program.objective, bound)
+        for (region, program), bound in zip(solved.items(), bounds, strict=True)
+        if bound is not None and bound > 0
+    }
+
+
+def _each(run: Callable, programs: list[LinearProgram], threads: int) -> list:
+    """`run` on each program, `threads` at a time, in the programs' order (the executor
+    is imported only where threads are asked for: a one-model solve loads no more)."""
+    if threads == 1:
+        return [run(program) for program in programs]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(threads, thread_name_prefix="fleetplan-region") as pool:
+        return list(pool.map(run, programs))
+
+
+def side_threads() -> int:
+    """Threads for the region programs beside the warm start: every core but one, at
+    least one."""
+    return max(1, (os.cpu_count() or 1) - 1)
+
+
+def start_region_rows(
+    base: LinearProgram, backend: Backend, settings: SolveSettings, known: dict
+) -> Callable[[], None]:
+    """Work out `base`'s rows into `known` (as `with_region_rows` keeps them) in a
+    thread, while the caller goes on (the warm start, on the core left to it: the
+    region programs take the others, `side_threads`); the returned function waits for
+    them and raises what the thread raised. Nothing is started where `known` holds
+    `base`'s rows already."""
+    if known.get("lp") is base:
+        return lambda: None
+    outcome: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            rows = region_rows(base, backend, settings, side_threads())
+            known.update(lp=base, rows=rows)
+        except BaseException as error:  # handed to the waiting caller
+            outcome.append(error)
+
+    backend.is_available()  # loads the library here: two threads loading it at once fail
+    thread = threading.Thread(target=work, name="fleetplan-region-rows", daemon=True)
+    thread.start()
+
+    def wait() -> None:
+        thread.join()
+        if outcome:
+            raise outcome[0]
+
+    return wait
 
 
 def narrower(lp: LinearProgram, base: LinearProgram) -> bool:

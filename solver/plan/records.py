@@ -387,7 +387,8 @@ class CostAttribution(BaseModel):
     workload: str
     region: str
     cost_per_month: float
-    """GPU time of the workload's pools here at list price (owned GPUs priced too)."""
+    """GPU time of the workload's pools here at list price (owned GPUs priced too); in an
+    hourly plan, each hour's bill as paid (solver.analysis.hour_attribution)."""
     usd_per_million_input_tokens: float | None = None
     """Prefill's cost over the prompt tokens served in a month at the average rate."""
     usd_per_million_output_tokens: float | None = None

@@ -12,6 +12,7 @@ class Method(StrEnum):
     ONE_PROGRAM = "one program"
     BY_WORKLOAD = "decomposed by workload"
     BY_COUPLED_WORKLOADS = "decomposed by coupled workloads"
+    BY_REGION = "decomposed by region"
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,12 @@ class Optimised:
     coordinated: int = 0
     """Plans of the workload programs a master over server counts chose among, when its
     plan is the join (whole servers: solver.decompose.server_master); 0 otherwise."""
+    by_region: int = 0
+    """Regions whose own programs, with the routing between regions held, bought the
+    join's servers (solver.decompose.region_join); 0 otherwise."""
+    from_regions: bool = False
+    """The join the one program started from was the regions' plan
+    (solver.decompose.region_join), not the workload programs'."""
     failover: str = ""
     """How failover entered the program where it was by routing rows in place of the cut
     rows asked for (solver.decompose.scenario_cuts.failover_rows); appended to the line."""
@@ -74,14 +81,22 @@ class Optimised:
                 joined += f", {self.competing} of them workloads that compete for supply"
             if self.coordinated:
                 joined += f", whole servers shared by a master over {self.coordinated} plans"
+            elif self.by_region:
+                joined += f", whole servers bought by {self.by_region} region programs"
             elif self.mended:
                 joined += f", {self.mended} re-solved to fit a region's supply"
             if self.processes > 1:
                 joined += f", solved in {self.processes} parallel processes"
             return joined
-        if self.join_gap is not None:
+        if self.method is Method.BY_REGION:
             return (
-                f"{self.method}, started from the joined workload programs (gap "
+                f"{self.method}: {self.programs} region programs joined, whole servers"
+                " bought for every workload of a region, fleets raised for failover"
+            )
+        if self.join_gap is not None:
+            joined = "region" if self.from_regions else "workload"
+            return (
+                f"{self.method}, started from the joined {joined} programs (gap "
                 f"{self.join_gap:.2%} to their bound)"
             )
         return str(self.method)

@@ -38,6 +38,7 @@ size is the static program's times the number of periods (reported in the plan).
 """
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from models.operations.scenarios import failure_scenarios
 from models.operations.site import node_gpus, offered
@@ -96,12 +97,19 @@ class TimeProgram:
     (solver.program.families.spot_pools; policy.spot_confidence)."""
 
     def period_values(self, values: dict[str, float], period: int) -> dict[str, float]:
-        """The values of one period under the static program's names."""
-        found = {}
-        for name, value in values.items():
+        """The values of one period under the static program's names (`values`: a
+        solution of `lp`, which names every column)."""
+        names = self._columns_by_period.get(period, ())
+        return {base: values[name] for name, base in names if name in values}
+
+    @cached_property
+    def _columns_by_period(self) -> dict[int | None, list[tuple[str, str]]]:
+        """Period -> (column, static name) of its columns, the names parsed once (the
+        read-back and the pricing LP ask for every period's values)."""
+        found: dict[int | None, list[tuple[str, str]]] = {}
+        for name in self.lp.variables:
             base, hour, _ = split_timed(name)
-            if hour == period:
-                found[base] = value
+            found.setdefault(hour, []).append((name, base))
         return found
 
 

@@ -11,11 +11,19 @@ from collections.abc import Callable
 from models.operations.site import gpus_bought
 from models.operations.time_demand import hour_instance, planning_start_s
 from models.schema.instance import Instance
+from models.serving.attribution import PhaseShares
+from solver.analysis.cost_attribution import candidate_shares, pool_phase_shares
 from solver.analysis.diagnose import presolve_problems
+from solver.analysis.hour_attribution import (
+    PoolKey,
+    hourly_cost_attribution,
+    pool_hours,
+    served_by_day,
+)
 from solver.candidates.pools import assess_pools
 from solver.decompose.by_period import METHOD as PERIOD_METHOD
 from solver.errors import Problem
-from solver.plan.records import GpuUse, ReplicaPool
+from solver.plan.records import CostAttribution, GpuUse, ReplicaPool
 from solver.plan.schema import Plan
 from solver.plan.time_records import Commitment, Hour, HourGpus
 from solver.program.families.pricing import CommittedColumn, CommittedServersColumn, OfferTerms
@@ -33,6 +41,7 @@ from solver.time.prices import hour_bindings, site_duals
 from solver.time.spot import spot_replicas
 
 HOURS_PER_DAY = 24
+SECONDS_PER_DAY = 86_400.0
 
 
 def period_instances(instance: Instance) -> tuple[Instance, ...]:
@@ -99,16 +108,53 @@ def unplaceable_batch(program: TimeProgram) -> list[Problem]:
 
 def period_plans(
     program: TimeProgram, result: SolveResult, values: dict[str, float], settings: SolveSettings
-) -> dict[int, Plan]:
-    """Each period's static read-back (replicas at their physics, scenarios), by first hour."""
-    plans = {}
+) -> tuple[dict[int, Plan], dict[tuple[int, PoolKey], PhaseShares]]:
+    """Each period's static read-back (replicas at their physics, scenarios), by first hour;
+    and each (period, pool)'s phase split at its real size, for the cost attribution."""
+    plans, phases = {}, {}
     for part in program.periods:
         hour = part.first_hour
         own = program.period_values(values, hour)
         counts = replica_counts(part.program.sets, own)
         curves = assess_pools(part.program.sets.instance, chosen_sizes(part.program.sets, counts))
         plans[hour] = read_plan(part.program, Optimised(result), own, {}, settings, curves)
-    return plans
+        for key, split in pool_phase_shares(part.program.sets, counts, curves).items():
+            phases[(hour, key)] = split
+    return plans, phases
+
+
+def day_attribution(
+    program: TimeProgram,
+    values: dict[str, float],
+    hours: list[Hour],
+    plans: dict[int, Plan],
+    phases: dict[tuple[int, PoolKey], PhaseShares],
+    committed: dict[tuple[str, str], float],
+    spot_gpus: dict[tuple[int, PoolKey], int],
+) -> tuple[CostAttribution, ...]:
+    """The hourly plan's cost attribution (solver.analysis.hour_attribution), with the
+    dedicated batch pools' phase splits and the batch volumes served."""
+    phases = dict(phases)
+    served = served_by_day(
+        program.instance,
+        {
+            first: plan.scenarios[0].routing if plan.scenarios else ()
+            for first, plan in plans.items()
+        },
+        [hour.period for hour in hours],
+    )
+    for work in program.batch:
+        served[(work.batch, work.region)] += math.fsum(work.arrivals_by_hour) / SECONDS_PER_DAY
+        for option in work.dedicated:
+            count = round(values.get(option.column, 0.0))
+            if count < 1:
+                continue
+            batch = option.candidate.curve.physics(count).batch
+            split = candidate_shares(program.instance, work.batch, option.candidate, batch)
+            for part in program.periods:
+                phases[(part.first_hour, (work.batch, option.candidate.key, work.region))] = split
+    shares = pool_hours(hours, program.offers, committed, spot_gpus)
+    return hourly_cost_attribution(program.instance, shares, phases, served)
 
 
 def hourly_plan(
@@ -124,7 +170,7 @@ def hourly_plan(
     read), its binding constraints and the power rows' prices."""
     instance = program.instance
     days = instance.policy.hours_per_month / HOURS_PER_DAY
-    plans = period_plans(program, result, values, settings)
+    plans, phases = period_plans(program, result, values, settings)
     dedicated = dedicated_pools(program, values)
     batch_pools = tuple(pool for pool, _, _ in dedicated)
     batch_spot: dict[tuple[str, str], int] = {}
@@ -135,12 +181,20 @@ def hourly_plan(
     soaks = hour_soaks(program, values)
     on_spot = spot_replicas(program, values)
     spot_by_period = {}
+    spot_gpus: dict[tuple[int, PoolKey], int] = {}
     for part in program.periods:
         spot = dict(batch_spot)
+        for pool, tier, _ in dedicated:
+            if tier == "spot":
+                spot_gpus[(part.first_hour, (pool.workload, pool.key, pool.region))] = (
+                    pool.gpus or 0
+                )
         for entry in on_spot.get(part.first_hour, ()):
             c = next(c for c in program.table.of(entry.workload) if c.key == entry.configuration)
             key = (entry.region, c.gpu)
             spot[key] = spot.get(key, 0) + entry.replicas * c.gpus
+            pool_key = (entry.workload, entry.configuration, entry.region)
+            spot_gpus[(part.first_hour, pool_key)] = entry.replicas * c.gpus
         spot_by_period[part.first_hour] = spot
     committed = committed_gpus(program.offers, values)
     hours = []
@@ -205,6 +259,9 @@ def hourly_plan(
             instance, hours, region_power(peak_sets, uses, site_duals(program, duals))
         ),
         binding=hour_bindings(program, values, duals) if duals else (),
+        cost_attribution=day_attribution(
+            program, values, hours, plans, phases, committed, spot_gpus
+        ),
         committed=tuple(
             Commitment(
                 region=o.region,

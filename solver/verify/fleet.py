@@ -89,6 +89,7 @@ from models.colocation.warm_cold import warm_cold_instance
 from models.schema.instance import Instance
 from solver.plan.schema import Plan
 from solver.program.row_names import GpuSupplyRow
+from solver.verify.attribution import check_attribution
 from solver.verify.display import stated_display
 from solver.verify.groups import GroupShare, check_groups
 from solver.verify.pools import recompute_pools
@@ -155,6 +156,7 @@ def verify(instance: Instance, plan: Plan) -> Verification:
     check_one_precision(instance, dedicated, violations)
     checks = check_scenarios(instance, pools, violations)
     violations += [_violation(finding) for finding in stated]
+    violations += check_attribution(instance, plan)
     return Verification(
         ok=not violations,
         violations=tuple(violations),

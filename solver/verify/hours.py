@@ -69,6 +69,7 @@ from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.plan.time_records import Hour
 from solver.program.row_names import ConfigsPerPoolRow, DemandRow, GpuSupplyRow, timed_name
+from solver.verify.attribution import check_attribution
 from solver.verify.batch import check_batch
 from solver.verify.fleet import (
     ScenarioCheck,
@@ -170,6 +171,7 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
     _check_stated_budgets(instance, plan, budget_used, violations)
     violations += [*stated_hour_figures(instance, plan), *stated_report_figures(instance, plan)]
     violations += check_idle_fraction(instance, plan)
+    violations += check_attribution(instance, plan)
     violations += check_binding_times(plan)
     violations += check_batch(instance, plan.hours, warm)
     bought, used = peak_fleet(instance, plan)

@@ -3,11 +3,12 @@
 prediction and which rows are held out). Run by `make bench`: prints every row, then
 before/after tables (issue 34) of the median |error| and the median signed error (bias)
 by layout family (TP, DEP, EP+TP), model, GPU and generation, on the held-out rows and
-on the fit rows."""
+on the fit rows, then the 20 worst held-out rows with the model's step breakdown."""
 
 import math
 
 from calibration.moe import MOE_FILE, load_moe_rows, moe_report
+from calibration.moe_breakdown import worst_rows
 from calibration.rows import calibration_dir
 
 
@@ -18,6 +19,8 @@ def test_moe_calibration_report() -> None:
     print("\n\nfleetplan performance model vs TensorRT-LLM MoE throughput (tokens/s per GPU)\n")
     print("\n".join(lines))
     print(f"skipped MoE rows (model or GPU not in the catalogs): {sum(skipped.values())}")
+    print("\nthe 20 worst held-out rows and the model's step (calibration/moe_breakdown.py):")
+    print("\n".join(worst_rows([row for row in rows if row.held_out], 20)))
     held = summaries["held out"][0]
     # Guard rails, loose on purpose: every row is placed and the model is not broken.
     assert held.unplaced == 0 and summaries["fit"][0].unplaced == 0

@@ -1,20 +1,22 @@
-"""Whole servers at the policy's defaults: the rounded join against the master over server
-counts (solver.decompose.server_master), side by side in one run. Run by `make bench`
-only (not `make test`).
+"""Whole servers at the policy's defaults: the master over server counts
+(solver.decompose.server_master) against the regions' programs
+(solver.decompose.region_join), side by side in one run. Run by `make bench` only (not
+`make test`).
 
-For each generated instance surviving any region loss at the policy's defaults (whole
-servers, one configuration per pool; tests.synthetic.generated: per-region random
-prices) the same candidates are solved twice through `solve_program` in this process:
-`rounded`, today's code before the master, the parts' join with each region's purchase
-rounded up to whole servers and the whole program solved from it
-(solver.decompose.join with `WHOLE_SKIPPED_SHARE` and `COORDINATE_SHARE` 0), and
-`master`, the default: with many parts (`COORDINATE_MIN_PARTS`) the master first, for a
-share of the time left, and the whole program from the cheaper plan; with fewer, the
-master only where too little time is left after the parts for the whole program (else
-the same path as `rounded`). The table prints the wall time from the start of
-`solve_program` to the verified plan, the cost, the gap the plan states (against the
-best bound known: the parts' or the whole program's), the status, and the master's wall
-time and cost relative to the rounded join's.
+For each generated instance surviving any region loss (and the largest surviving none)
+at the policy's defaults (whole servers, one configuration per pool;
+tests.synthetic.generated: per-region random prices) the same candidates are solved
+twice through `solve_program` in this process:
+`master`, the code before the regions' programs (`REGION_SHARE` 0 in
+solver.decompose.join, `REGIONS_FIRST` off in solver.decompose.region_join): with many
+parts (`COORDINATE_MIN_PARTS`) the master first, for a share of the time left, and the
+whole program from the cheaper of its plan and the rounded join; and `regions`, the
+default: the regions' programs first, before any workload program (their bound, and
+the whole program floored at their fleets: a plan), and when that is not proved within
+the gap the whole program from its plan. The table prints the wall time from the start
+of `solve_program` to the verified plan, the cost, the gap the plan states (against the
+best bound known: the parts', the regions' or the whole program's), the status, and
+`regions`' wall time and cost relative to `master`'s.
 """
 
 import time
@@ -22,13 +24,14 @@ import time
 import pytest
 
 import solver.decompose.join as join
+import solver.decompose.region_join as region_join
 from models.io.loading import validate_instance
 from solver.errors import NoSolution
 from solver.solve import SolveSettings, solve_program
 from tests.synthetic import generated_data
 
-SIZES = [(3, 2, 2), (5, 5, 3), (10, 20, 6)]
-"""(regions, workloads, GPU types), region loss, at the policy's defaults."""
+SIZES = [(3, 2, 2, "region"), (5, 5, 3, "region"), (10, 20, 6, "region"), (10, 20, 6, "none")]
+"""(regions, workloads, GPU types, failures survived), at the policy's defaults."""
 TIME_LIMIT_S = 300.0
 ROWS: list[tuple] = []
 
@@ -43,37 +46,36 @@ def table():
         "cost $/month",
         "gap",
         "status",
-        "wall vs rounded",
-        "cost vs rounded",
+        "wall vs master",
+        "cost vs master",
         "method",
     )
     widths = [max(len(str(row[i])) for row in [header, *ROWS]) for i in range(len(header))]
     lines = [" | ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in ROWS]
-    title = f"whole servers: rounded join vs master (highs, 0.1% gap, limit {TIME_LIMIT_S:g} s)"
+    title = f"whole servers: master vs regions (highs, 0.1% gap, limit {TIME_LIMIT_S:g} s)"
     print(f"\n\n{title}\n")
     print(" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
     print("-+-".join("-" * w for w in widths))
     print("\n".join(lines))
 
 
-def _instance(size: tuple[int, int, int]):
-    data = generated_data(*size, survive="region")
+def _instance(size: tuple[int, int, int, str]):
+    data = generated_data(*size[:3], survive=size[3])
     for key in ("buy_unit", "max_configs_per_pool"):
         data["policy"].pop(key)
     data["name"] += "-default-policy"
     return validate_instance(data, data["name"])
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda s: "x".join(map(str, s)))
-def test_rounded_against_master(size, monkeypatch):
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: "x".join(map(str, s[:3])) + f"-{s[3]}")
+def test_master_against_regions(size, monkeypatch):
     inst = _instance(size)
-    label = " x ".join(map(str, size))
+    label = " x ".join(map(str, size[:3])) + f", survive {size[3]}"
     settings = SolveSettings.of(inst, time_limit_s=TIME_LIMIT_S, mip_gap=1e-3)
     walls, costs = {}, {}
-    runs = (("rounded", 0.0, 0.0), ("master", join.WHOLE_SKIPPED_SHARE, join.COORDINATE_SHARE))
-    for name, skipped, share in runs:
-        monkeypatch.setattr(join, "WHOLE_SKIPPED_SHARE", skipped)
-        monkeypatch.setattr(join, "COORDINATE_SHARE", share)
+    for name, share in (("master", 0.0), ("regions", join.REGION_SHARE)):
+        monkeypatch.setattr(join, "REGION_SHARE", share)
+        monkeypatch.setattr(region_join, "REGIONS_FIRST", share > 0)
         started = time.perf_counter()
         try:
             solved = solve_program(inst, settings)
@@ -87,10 +89,10 @@ def test_rounded_against_master(size, monkeypatch):
         gap = "-" if plan.solver.mip_gap is None else f"{plan.solver.mip_gap:.3%}"
         versus = (
             (
-                f"{walls['master'] / walls['rounded']:.2f}x",
-                f"{costs['master'] / costs['rounded'] - 1:+.3%}",
+                f"{walls['regions'] / walls['master']:.2f}x",
+                f"{costs['regions'] / costs['master'] - 1:+.3%}",
             )
-            if name == "master" and "rounded" in costs
+            if name == "regions" and "master" in costs
             else ("-", "-")
         )
         ROWS.append(

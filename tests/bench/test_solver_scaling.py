@@ -69,11 +69,10 @@ between HiGHS and SCIP (solver.decompose.part_backend)."""
 DEFAULT_POLICY_SIZES = [(10, 20, 6)]
 """Solved with region loss and the policy's defaults (whole servers, one configuration
 per pool), where the generator buys single GPUs: whole servers couple the workloads
-(they share each region's servers), the workload programs' bound buys single GPUs, and
-the whole program is solved as one when the rounded join is not within the gap; where
-too little time is left for it, the master over server counts
-(solver.decompose.server_master) gives the plan (tests/bench/test_server_master_bench.py:
-against the rounded join)."""
+(they share each region's servers), so the solve starts with the regions' programs
+(solver.decompose.region_join: their bound, and the whole program floored at their
+fleets) and the whole program from that plan when it is not within the gap
+(tests/bench/test_server_master_bench.py: against the master over server counts)."""
 TIME_LIMIT_S = 300.0
 """Time limit of one solve, pipeline included."""
 BENCH_BUDGET_S = 1200.0

@@ -16,14 +16,16 @@ Each is solved through `solve_program` to a verified plan twice in this process:
 with the periods program handed whole to the backend (today's code before the
 decomposition: `by_period.split` patched to refuse every program) and once period by
 period (solver.decompose.by_period). The table prints the wall time from the start of
-`solve_program` to the verified plan, this process's CPU time (worker processes not
-counted), the month-0 cost, the horizon's total where there is one, the gap and status
-of month 0's program and, period by period, the rounds of the first periods program
-(month 0). Both are proved within
-the same gap (0.1%), so their costs may differ by up to that much where several plans
-lie within it.
+`solve_program` to the verified plan, this process's CPU time (its threads included:
+the period solves run in threads; worker processes, where candidates go to them, not
+counted), the one-minute load average when the row started (the machine is shared:
+compare rows of one run), the month-0 cost, the horizon's total where there is one, the
+gap and status of month 0's program and, period by period, the rounds of the first
+periods program (month 0). Both are proved within the same gap (0.1%), so their costs
+may differ by up to that much where several plans lie within it.
 """
 
+import os
 import time
 
 import pytest
@@ -190,8 +192,8 @@ def _recorded(methods: list[str]):
 @pytest.fixture(scope="module", autouse=True)
 def table():
     yield
-    header = ("instance", "periods program", "wall s", "cpu s", "$/month", "horizon $", "gap")
-    header += ("status", "method")
+    header = ("instance", "periods program", "wall s", "cpu s", "load", "$/month", "horizon $")
+    header += ("gap", "status", "method")
     widths = [max(len(str(row[i])) for row in [header, *ROWS]) for i in range(len(header))]
     lines = [" | ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in ROWS]
     title = "hourly and month programs: whole vs by period"
@@ -228,12 +230,13 @@ def test_whole_against_by_period(make, limit_s, monkeypatch):
             monkeypatch.undo()
             monkeypatch.setattr(by_period, "solve_by_period", _recorded(methods))
         settings = SolveSettings.of(inst, time_limit_s=limit_s, mip_gap=1e-3)
+        load = f"{os.getloadavg()[0]:.1f}"
         started, cpu = time.perf_counter(), time.process_time()
         try:
             plan = solve_program(inst, settings).plan
         except NoSolution as stopped:
             wall_s = time.perf_counter() - started
-            ROWS.append((data["name"], way, f"{wall_s:.2f}", *["-"] * 5, str(stopped)))
+            ROWS.append((data["name"], way, f"{wall_s:.2f}", "-", load, *["-"] * 4, str(stopped)))
             continue
         wall_s, cpu_s = time.perf_counter() - started, time.process_time() - cpu
         costs[way] = plan.cost_per_month
@@ -246,6 +249,7 @@ def test_whole_against_by_period(make, limit_s, monkeypatch):
                 way,
                 f"{wall_s:.2f}",
                 f"{cpu_s:.2f}",
+                load,
                 f"{plan.cost_per_month:,.0f}",
                 horizon,
                 gap,

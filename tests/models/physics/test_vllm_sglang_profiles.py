@@ -50,9 +50,9 @@ def test_mi300x_runs_on_its_own_vllm_rows_and_borrows_under_tensorrt_llm() -> No
 
 
 def test_a_generation_without_rows_gets_the_fallback_factors() -> None:
-    """No vLLM row was measured on Hopper: a vLLM profile there is the default profile's."""
+    """No vLLM row was measured on Blackwell: a vLLM profile there is the default profile's."""
     for name in _profiles("vllm"):
-        assert efficiency_for("h100-sxm", FP8, engine=name) == efficiency_for("h100-sxm", FP8)
+        assert efficiency_for("b200", FP8, engine=name) == efficiency_for("b200", FP8)
 
 
 def _instance(**changes) -> dict:

@@ -3,6 +3,7 @@
 generated hourly instances the same optimum as the whole program with valid bounds."""
 
 import math
+from dataclasses import replace
 from unittest.mock import patch
 
 from hypothesis import given
@@ -16,7 +17,7 @@ from solver.decompose import by_period
 from solver.decompose.by_period import _Rounds, solve_by_period, solve_periods
 from solver.decompose.period_split import split
 from solver.program.families.pricing import CommittedColumn, GpuCoverRow
-from solver.program.lp import Termination
+from solver.program.lp import SolveResult, Termination
 from solver.settings import SolveSettings
 from solver.time.periods import build_time_program
 
@@ -187,3 +188,113 @@ def test_the_decomposed_optimum_is_the_whole_program_s(
         assert var.upper is None or value <= var.upper + 1e-9
         if var.integer:
             assert abs(value - round(value)) <= 1e-6
+
+
+def _held_at(lp, servers: int) -> None:
+    """Every committed offer of `lp` held at `servers` 8-GPU servers (a month before the
+    lead time holds its commitment at the month before's)."""
+    for name, var in list(lp.variables.items()):
+        family = name.partition("[")[0]
+        if family in ("committed", "committed_servers"):
+            level = float(servers * (8 if family == "committed" else 1))
+            lp.variables[name] = replace(var, lower=level, upper=level)
+
+
+class _Spy:
+    """The HiGHS backend, each program it is handed recorded by name."""
+
+    def __init__(self):
+        self.backend = get_backend("highs")
+        self.names: list[str] = []
+        self.name = self.backend.name
+        self.version = self.backend.version
+        self.is_available = self.backend.is_available
+
+    def run(self, lp, settings, start=None):
+        self.names.append(lp.name)
+        return self.backend.run(lp, settings, start=start)
+
+
+def test_a_commitment_held_at_one_level_solves_each_period_once():
+    """Held at one level (lower = upper on every committed column), the periods are
+    programs apart: no whole program first, no priced round, each period solved once,
+    and one master round proves their sum, the whole program's optimum."""
+    program = _program(_base())
+    _held_at(program.lp, 2)
+    parts = split(program.lp)
+    assert parts is not None and all(o.lowest == o.highest == 2 for o in parts.offers)
+    spy = _Spy()
+    found = solve_periods(program.lp, spy, EXACT.started())
+    whole = get_backend("highs").run(program.lp, EXACT.started())
+    assert found.termination is Termination.OPTIMAL
+    assert abs(found.objective - whole.objective) <= 1e-5 * abs(whole.objective) + 1e-6
+    blocks = len(parts.blocks)
+    assert found.message.endswith(f"{blocks} periods, 1 master rounds, {blocks} period solves")
+    assert program.lp.name not in spy.names  # no whole program first
+    assert not any(name.endswith("-relaxed") for name in spy.names)  # no prices wanted
+
+
+def test_a_large_program_is_not_tried_whole_first():
+    """Above `WHOLE_FIRST_INTEGERS` integer columns a period on average the rounds start
+    at once: the whole program is never handed to the backend where the rounds prove
+    the optimum; at or below it the whole program is the first call."""
+    program = _program(_base())
+    per_period = program.lp.size()["integer_variables"] / len(split(program.lp).blocks)
+    limits = ((math.ceil(per_period) - 1, False), (math.ceil(per_period), True))
+    for limit, first_whole in limits:
+        spy = _Spy()
+        with patch.object(by_period, "WHOLE_FIRST_INTEGERS", limit):
+            found = solve_periods(program.lp, spy, EXACT.started())
+        assert found.termination is Termination.OPTIMAL
+        assert (spy.names[0] == program.lp.name) is first_whole
+        if not first_whole:
+            assert program.lp.name not in spy.names
+
+
+def test_period_solves_in_threads_come_back_in_block_order_with_the_same_answers():
+    """Two threads: every block's result, in block order, each the one a solve of that
+    block alone gives (the same optimum)."""
+    program = _program(_base())
+    parts = split(program.lp)
+    run = _Rounds(program.lp, parts, get_backend("highs"), EXACT.started())
+    levels = {o.gpus: o.lowest for o in parts.offers}
+    programs = {i: run._fixed(i, levels) for i in reversed(range(len(parts.blocks)))}
+    backend = get_backend("highs")
+    with patch.object(by_period, "machine_threads", lambda: 2):
+        found = by_period.in_threads(backend, programs, lambda _i: EXACT.started(), lambda _i: None)
+    assert [i for i, _ in found] == sorted(programs)
+    for i, result in found:
+        alone = backend.run(programs[i], EXACT.started())
+        assert abs(result.objective - alone.objective) <= 1e-5 * abs(alone.objective) + 1e-6
+
+
+class _Duals:
+    """A backend whose every answer is an LP optimum of `objective` with `duals`."""
+
+    name = "duals"
+
+    def __init__(self, objective: float, duals: dict[str, float]):
+        self.objective, self.duals = objective, duals
+
+    def run(self, lp, settings, start=None):
+        del lp, settings, start
+        return SolveResult(
+            Termination.OPTIMAL, self.name, "0", 0.0, objective=self.objective, duals=self.duals
+        )
+
+
+def test_a_price_below_the_floor_is_zero():
+    """LP optimum 1,000: the floor is PRICE_FLOOR x 1,000 = 1e-3 $ over an offer's reach,
+    8 GPUs x 8 levels = 64 GPUs. A dual of 1e-6 $/GPU moves the cut by 6.4e-5 $: 0. A
+    dual of 5 $/GPU (320 $) is kept, summed over the block's cover rows of the offer."""
+    program = _program(_base())
+    parts = split(program.lp)
+    tiny, kept = parts.blocks[0], parts.blocks[1]
+    duals = {c.row: 1e-6 for c in tiny.covers} | {c.row: 5.0 for c in kept.covers}
+    assert by_period.PRICE_FLOOR * 1_000.0 == 1e-3
+    assert {o.per_level * o.highest for o in parts.offers} == {64}
+    prices = by_period._lp_prices(program.lp, parts, _Duals(1_000.0, duals), EXACT.started())
+    assert set(prices[0].values()) == {0.0}
+    for offer in {c.committed for c in kept.covers}:
+        rows = sum(c.committed == offer for c in kept.covers)
+        assert prices[1][offer] == 5.0 * rows

@@ -103,6 +103,9 @@ def test_the_rows_never_move_the_optimum(east, west, west_price):
 class NoRuns:
     """A backend that must not be asked: the rows are known already."""
 
+    def is_available(self) -> bool:
+        return True
+
     def run(self, *args, **kwargs):
         raise AssertionError("the region programs were solved again")
 
@@ -145,3 +148,40 @@ def test_a_bound_cut_short_by_the_clock_gives_no_row():
     assert proven_bound(answering(Termination.OPTIMAL), program, None) == 98.0  # 100 - 2%
     assert proven_bound(answering(Termination.TIME_LIMIT), program, None) is None
     assert proven_bound(answering(Termination.FEASIBLE), program, None) is None
+
+
+def two_region_program() -> LinearProgram:
+    """`hand_program` with west's own users too: 1.5 GPUs in west."""
+    lp = hand_program()
+    lp.add_constraint("own[west]", "test", {WEST: 1.0}, Sense.GE, 1.5)
+    return lp
+
+
+def test_region_programs_side_by_side_prove_what_they_prove_one_by_one(monkeypatch):
+    monkeypatch.setattr(region_bounds, "MIN_INTEGERS", 0)
+    backend, lp, plain = get_backend("highs"), two_region_program(), SolveSettings(mip_gap=0.0)
+    one_by_one = region_bounds.region_rows(lp, backend, plain, threads=1)
+    side_by_side = region_bounds.region_rows(lp, backend, plain, threads=2)
+    # east: 20 x ceil(2.5) = $60; west: 10 x ceil(1.5) = $20
+    assert {r: bound for r, (_, bound) in one_by_one.items()} == pytest.approx(
+        {"east": 60.0, "west": 20.0}
+    )
+    assert side_by_side == one_by_one
+
+
+def test_rows_started_beside_the_warm_start_are_kept_for_the_solve(monkeypatch):
+    monkeypatch.setattr(region_bounds, "MIN_INTEGERS", 0)
+    base, plain, known = two_region_program(), SolveSettings(mip_gap=0.0), {}
+    region_bounds.start_region_rows(base, get_backend("highs"), plain, known)()
+    assert known["lp"] is base
+    rows = region_bounds.with_region_rows(base, NoRuns(), plain, base, known)
+    assert rows.constraints["region_cost[west]"].rhs == pytest.approx(20.0)
+    # known already: nothing is started again
+    region_bounds.start_region_rows(base, NoRuns(), plain, known)()
+
+
+def test_a_failure_beside_the_warm_start_reaches_the_caller(monkeypatch):
+    monkeypatch.setattr(region_bounds, "MIN_INTEGERS", 0)
+    wait = region_bounds.start_region_rows(two_region_program(), NoRuns(), SolveSettings(), {})
+    with pytest.raises(AssertionError, match="solved again"):
+        wait()

@@ -304,3 +304,21 @@ def test_any_change_to_a_recomputed_figure_fails(instance, plan_data, data):
     except ValueError:
         return  # refused by the schema: exit 2
     assert not verify(instance, plan).ok, (path, old, new)
+
+
+def test_cost_attribution_is_recomputed_from_the_pools(instance, plan_data):
+    """Each row's cost is its pools' GPUs x the instance's price x hours_per_month
+    (solver.verify.attribution): a row moved by $10, a prefill share past 1 or GPU-hours
+    doubled fail, naming the row."""
+    rows = plan_data["cost_attribution"]
+    assert rows
+    assert verify(instance, Plan.model_validate(plan_data)).ok
+    first = rows[0]
+    for field, value in (
+        ("cost_per_month", first["cost_per_month"] + 10),
+        ("prefill_share", 1.2),
+        ("prefill_gpu_hours_per_month", 2 * first["prefill_gpu_hours_per_month"]),
+    ):
+        tampered = _mutated(plan_data, ("cost_attribution", 0, field), value)
+        found = {v.requirement for v in verify(instance, Plan.model_validate(tampered)).violations}
+        assert any(name.startswith("cost_attribution[0]") for name in found), (field, found)

@@ -38,6 +38,8 @@ HELD_FINITE_ONLY = {
     r"(replicas|hours\[\]\.pools)\[\]\.capacity_band\..*": "the model error band describes "
     "the capacity: one other than the calibration's is a warning (solver.verify.pools)",
     r"(demand_growth|max_utilization)": "left at their defaults by the hourly planner",
+    r"cost_attribution\[\]\.usd_per_million_(input|output)_tokens": "tokens served need the "
+    "periods' routing (solver.verify.attribution: held finite and >= 0)",
 }
 """Field patterns (list indices as []) whose finite values the verifier cannot recompute."""
 
@@ -103,6 +105,21 @@ def test_ten_times_the_replicas_and_a_zeroed_gpu_table_fail(run_cli, tmp_path, p
     text = result.stdout + result.stderr
     assert "replicas[0].count" in text and "gpus[0].used" in text
     assert "gpus[0].cost_per_month" in text and "total_gpus" not in text  # left as solved
+
+
+def test_the_cost_attribution_adds_up_to_the_bill(run_cli, tmp_path, plan_data):
+    """Each hour's bill is shared out among its pools (solver.analysis.hour_attribution):
+    the rows add up to the plan's cost; one row doubled fails."""
+    rows = plan_data["cost_attribution"]
+    assert {row["workload"] for row in rows} >= {"chat"}
+    assert math.fsum(row["cost_per_month"] for row in rows) == pytest.approx(
+        plan_data["cost_per_month"], abs=0.01
+    )
+    doubled = _mutated(
+        plan_data, ("cost_attribution", 0, "cost_per_month"), 2 * rows[0]["cost_per_month"]
+    )
+    result = _verify(run_cli, tmp_path, doubled, 1)
+    assert "cost_attribution: its rows add up to" in result.stdout + result.stderr
 
 
 def test_a_shifted_idle_share_fails_naming_it(run_cli, tmp_path, plan_data):

@@ -1,0 +1,196 @@
+"""The cost attribution of an hourly plan: what each workload's pools in each region cost
+over the day as paid, split by phase, and per million tokens served.
+
+A static plan prices each pool at list price for the whole month
+(solver.analysis.cost_attribution). An hourly plan pays by the hour and by tier, so each
+hour's bill of one (region, GPU type) is shared out among the pools that hold its GPUs
+that hour:
+
+- spot GPUs: their price x GPUs, to the pools on spot (dedicated batch replicas on the
+  spot tier, interactive replicas on spot), in proportion to their spot GPUs;
+- everything else (every committed GPU at the reserved price, used or not, and the
+  on-demand GPUs): to the pools' other GPUs (owned ones included, they dilute the
+  price), in proportion to those GPUs;
+- an hour in which committed GPUs of the offer hold no pool: that hour's reserved bill
+  goes to the offer's pools over the day, in proportion to their GPU-hours (the
+  commitment is bought for the hours that use it).
+
+Summed over the hours and scaled by days per month, the rows add up to the plan's cost
+(less a commitment that no pool of the day uses, and shared groups' pools, which the
+static attribution leaves out too). Each pool-hour's money splits by the phase shares of
+its pool in its period (unified pools: the step model's Shapley split at the pool's real
+size; prefill and decode pools wholly to their phase), and tokens served are the day's
+average: each hour's real arrivals (not the warm rate the period is sized for) of every
+origin, routed as the period's plan routes them without failure. A batch workload is
+charged its dedicated pools; its work soaked into interactive pools rides on capacity
+their workloads already pay for, and its $/Mtok is over all of its tokens.
+"""
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+
+from models.operations.time_demand import interactive_grid
+from models.schema.instance import Instance
+from models.schema.serving_inputs import traffic_mix
+from models.serving.attribution import PhaseShares, PoolCost, attribute
+from solver.plan.records import CostAttribution, ReplicaPool, Route
+from solver.plan.time_records import Hour
+from solver.program.families.pricing import OfferTerms
+
+HOURS_PER_DAY = 24
+
+PoolKey = tuple[str, str, str]
+"""(workload, configuration key, region)."""
+
+
+@dataclass(frozen=True)
+class PoolHour:
+    """One pool's share of one hour's bill."""
+
+    workload: str
+    region: str
+    gpu: str
+    key: str
+    period: int
+    gpus: int
+    cost: float
+    """USD this hour."""
+
+
+def pool_hours(
+    hours: Iterable[Hour],
+    offers: Iterable[OfferTerms],
+    committed: Mapping[tuple[str, str], float],
+    on_spot: Mapping[tuple[int, PoolKey], int],
+) -> list[PoolHour]:
+    """Every pool's share of every hour's bill (the module text's rules).
+
+    Args:
+        on_spot: (period, pool) -> GPUs of the pool on spot in that period.
+    """
+    terms = {(o.region, o.gpu): o for o in offers}
+    hours = list(hours)
+    shares: list[PoolHour] = []
+    idle: dict[tuple[str, str], float] = defaultdict(float)
+    for hour in hours:
+        by_offer: dict[tuple[str, str], list[ReplicaPool]] = defaultdict(list)
+        for pool in hour.pools:
+            if pool.gpus:
+                by_offer[(pool.region, pool.gpu)].append(pool)
+        paid = {(g.region, g.gpu): g for g in hour.gpus}
+        for key, o in terms.items():
+            reserved = committed.get(key, 0.0) * (o.reserved_price_per_gpu_hour or 0.0)
+            row = paid.get(key)
+            on_demand = row.on_demand * o.on_demand_price_per_gpu_hour if row else 0.0
+            spot_cost = row.spot * (o.spot_price_per_gpu_hour or 0.0) if row else 0.0
+            pools = by_offer.get(key, [])
+            spot = [on_spot.get((hour.period, _key(p)), 0) for p in pools]
+            other = [(p.gpus or 0) - s for p, s in zip(pools, spot, strict=True)]
+            if not pools or sum(other) <= 0:
+                idle[key] += reserved
+                reserved = 0.0
+            for pool, s, rest in zip(pools, spot, other, strict=True):
+                cost = _part(spot_cost, s, sum(spot)) + _part(
+                    reserved + on_demand, rest, sum(other)
+                )
+                shares.append(
+                    PoolHour(
+                        pool.workload, pool.region, pool.gpu, pool.key, hour.period, pool.gpus, cost
+                    )
+                )
+    return _spread_idle(shares, idle)
+
+
+def _part(money: float, mine: float, total: float) -> float:
+    return money * mine / total if total > 0 else 0.0
+
+
+def _key(pool: ReplicaPool) -> PoolKey:
+    return (pool.workload, pool.key, pool.region)
+
+
+def _spread_idle(shares: list[PoolHour], idle: Mapping[tuple[str, str], float]) -> list[PoolHour]:
+    """Each offer's reserved bill of hours it held no pool, over its pool-hours by GPUs."""
+    day_gpus: dict[tuple[str, str], int] = defaultdict(int)
+    for share in shares:
+        day_gpus[(share.region, share.gpu)] += share.gpus
+    return [
+        replace(
+            share,
+            cost=share.cost
+            + _part(
+                idle.get((share.region, share.gpu), 0.0),
+                share.gpus,
+                day_gpus[(share.region, share.gpu)],
+            ),
+        )
+        for share in shares
+    ]
+
+
+def served_by_day(
+    instance: Instance, routing_by_period: Mapping[int, tuple[Route, ...]], period_of: list[int]
+) -> dict[tuple[str, str], float]:
+    """(workload, destination) -> requests/s served there on average over the day: each
+    hour's arrivals of every origin, split as that hour's period routes the origin's users
+    without failure."""
+    arrivals = interactive_grid(instance)
+    served: dict[tuple[str, str], float] = defaultdict(float)
+    for hour, period in enumerate(period_of):
+        sent: dict[tuple[str, str], float] = defaultdict(float)
+        for route in routing_by_period.get(period, ()):
+            sent[(route.workload, route.origin)] += route.requests_per_s
+        for route in routing_by_period.get(period, ()):
+            origin = (route.workload, route.origin)
+            rate = arrivals.get(origin, (0.0,) * HOURS_PER_DAY)[hour]
+            if sent[origin] > 0:
+                served[(route.workload, route.destination)] += (
+                    rate * route.requests_per_s / sent[origin] / HOURS_PER_DAY
+                )
+    return served
+
+
+def hourly_cost_attribution(
+    instance: Instance,
+    shares: list[PoolHour],
+    phases: Mapping[tuple[int, PoolKey], PhaseShares],
+    served: Mapping[tuple[str, str], float],
+) -> tuple[CostAttribution, ...]:
+    """Per (workload, region) with pools: the month's cost as paid, phase shares,
+    GPU-hours and $/Mtok (`phases`: (period, pool) -> the pool's phase split; a
+    pool missing there, a shared group, is left out)."""
+    hours = instance.policy.hours_per_month
+    days = hours / HOURS_PER_DAY
+    pools: dict[tuple[str, str], list[PoolCost]] = defaultdict(list)
+    for share in shares:
+        split = phases.get((share.period, (share.workload, share.key, share.region)))
+        if split is None:
+            continue
+        pools[(share.workload, share.region)].append(
+            PoolCost(share.cost * days, share.gpus * days, split)
+        )
+    rows = []
+    for (w, r), costs in sorted(pools.items()):
+        workload = instance.workload(w)
+        mix = traffic_mix(workload, instance.policy.prefix_affinity)
+        rate = served.get((w, r), 0.0)
+        split = attribute(
+            costs, rate * mix.prompt_mean_tokens, rate * mix.output_mean_tokens, hours
+        )
+        rows.append(
+            CostAttribution(
+                workload=w,
+                region=r,
+                cost_per_month=split.cost_per_month,
+                usd_per_million_input_tokens=split.usd_per_million_input_tokens,
+                usd_per_million_output_tokens=split.usd_per_million_output_tokens,
+                prefill_share=split.prefill_share,
+                decode_share=split.decode_share,
+                prefill_gpu_hours_per_month=split.prefill_gpu_hours_per_month,
+                decode_gpu_hours_per_month=split.decode_gpu_hours_per_month,
+                bill=split.bill,
+                offline=workload.slo.is_offline or workload.is_batch,
+            )
+        )
+    return tuple(rows)

@@ -1,0 +1,268 @@
+"""Whole servers by region: a bound from the regions' own programs, and a plan from the
+same programs with the routing between regions held.
+
+Partition the program's columns by the region their index names
+(solver.decompose.region_bounds.region_of). Region r's own program P_r keeps r's columns
+and every row that mentions them only: r's pools, its purchases in whole servers, its
+capacity in every scenario. Every other row links regions; in the fleet program those
+are the demand rows of the scenarios that reroute (a lost region's users served by
+others). Any plan x of the whole program, restricted to r, satisfies P_r, so
+
+    bound = sum_r z_r  <=  the optimum,      z_r a proven bound on P_r
+
+when every column with a cost names a region (a column of none could make the whole
+cheaper than its regions). The parts' bound (solver.decompose.by_workload) buys single
+GPUs, each workload alone; this one buys whole servers shared by every workload of a
+region but leaves out the capacity a region keeps for others' users when their region
+is lost. Neither dominates the other; the run states the higher (`JoinRun.bound`).
+
+The plan: take a plan y of the whole (the parts' join, whose routing serves every
+scenario), hold every column that a linking row mentions (and every column of no
+region) at y's value, and solve each region's program P_r^y with those held: a region
+carries the load y routes to it in every scenario, with its own pools and whole servers.
+Every linking row then holds as it does for y, every other row is some P_r's, so the
+union of the regions' solutions is a plan of the whole (checked against every row,
+solver.decompose.join_values.broken_rows), an upper bound; its regions buy whole servers
+together, where the join rounded each region's purchase of the parts' single GPUs.
+
+A second plan needs no parts (`floored`): the whole program with each pool's replicas
+and each region's purchases and servers at least what the regions' own programs chose.
+A restriction, so its plans are plans of the whole; it only adds what the lost regions'
+users need to fleets that already serve every region's own users at the regions'
+bound. Without linking rows (no region loss) the regions' own solutions are a plan and
+the bound is the optimum. A solve with whole servers starts here (`by_region`, from
+solver.decompose.by_workload): proved within the gap, the floored plan is the plan, and
+the workload programs are never solved; else the whole program starts from it.
+"""
+
+import math
+import time
+from dataclasses import dataclass, replace
+
+from models.schema.policy import BuyUnit
+from solver.backends import Backend
+from solver.backends.base import relative_gap
+from solver.candidates.replica_dominance import Bounds
+from solver.decompose.parallel import processes_for, solve_built, worth_workers
+from solver.decompose.region_bounds import MIN_INTEGERS, Rows, region_of, region_programs
+from solver.program.build import FleetProgram, with_bounds
+from solver.program.families.servers import ServersColumn
+from solver.program.families.variables import PurchasedColumn
+from solver.program.lp import LinearProgram, SolveResult, Termination
+from solver.program.optimised import Method, Optimised
+from solver.program.row_names import ReplicasColumn, split_name
+from solver.program.sets import ProgramSets
+from solver.settings import MIN_CALL_S, SolveSettings
+
+FLOORED = (ReplicasColumn.family, PurchasedColumn.family, ServersColumn.family)
+"""The columns `floored` holds at least at the regions' own choice."""
+REGIONS_FIRST = True
+"""Whether a solve with whole servers starts with the regions' programs (`first_by_region`);
+off, the bench's `before` (tests/bench/test_server_master_bench.py)."""
+BOUND_SHARE = 0.5
+"""Share of the time up to the deadline the regions' own programs (the bound) may take."""
+
+
+@dataclass(frozen=True)
+class RegionJoin:
+    """What the regions' programs give: the bound on the whole (None when some region's
+    program proved none in time, or a column with a cost names no region), and the
+    plan's values (None when some held program found no plan)."""
+
+    bound: float | None
+    values: dict[str, float] | None
+    regions: int
+    own: dict[str, float]
+    """The regions' own programs' solutions joined (a plan of none but the regions)."""
+    rows: Rows
+    """Each region's cost terms and proven bound, where positive: the whole program's
+    region_cost rows (solver.decompose.region_bounds), worked out once."""
+
+
+def linking_columns(lp: LinearProgram) -> set[str]:
+    """The columns that some row linking two regions (or a region and a column of none)
+    mentions, and the columns of no region."""
+    linked = {name for name in lp.variables if region_of(name) is None}
+    for row in lp.constraints.values():
+        regions = {region_of(name) for name in row.coefficients}
+        if len(regions) > 1 or None in regions:
+            linked.update(row.coefficients)
+    return linked
+
+
+def region_join(
+    program: FleetProgram,
+    backend: Backend,
+    settings: SolveSettings,
+    held: dict[str, float] | None,
+    deadline: float,
+    bounds: Bounds | None = None,
+) -> RegionJoin:
+    """The regions' bound and the plan with the linking columns held at `held`'s values
+    (a plan of the whole: the module docstring; none without `held`), each region's
+    program within `bounds` (the caller's), solved in worker processes when worth it,
+    until the `deadline` (a time.monotonic() reading). The regions' own programs are
+    solved once per program (kept in its `region_costs`)."""
+    lp = program.lp
+    known = program.region_costs.get("own")
+    if known is not None and known[0] is lp:
+        bound, joined_own, rows, regions = known[1:]
+    else:
+        bound, joined_own, rows, regions = _own(program, backend, settings, deadline)
+        program.region_costs["own"] = (lp, bound, joined_own, rows, regions)
+    if held is None:
+        return RegionJoin(bound, None, len(regions), joined_own, rows)
+    programs = region_programs(lp)
+    linked = linking_columns(lp)
+    restricted = []
+    for region in regions:
+        alone = programs[region]
+        fixed = {n: (held.get(n, 0.0),) * 2 for n in alone.variables if n in linked}
+        fixed |= {n: b for n, b in (bounds or {}).items() if n in alone.variables}
+        restricted.append(with_bounds(alone, fixed))
+    solved = _solved(backend, settings, restricted, deadline)
+    if len(solved) < len(restricted):
+        return RegionJoin(bound, None, len(regions), joined_own, rows)
+    values = {name: held.get(name, 0.0) for name in linked}
+    for result in solved.values():
+        values.update((n, v) for n, v in result.values.items() if n not in linked)
+    return RegionJoin(bound, values, len(regions), joined_own, rows)
+
+
+def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadline: float):
+    """(bound, their solutions joined, region_cost rows, regions) of the regions' own
+    programs, in `BOUND_SHARE` of the time to the `deadline`."""
+    lp = program.lp
+    programs = region_programs(lp)
+    regions = sorted(programs)
+    programs = region_programs(lp)
+    regions = sorted(programs)
+    costed = all(region_of(name) is not None for name, cost in lp.objective.items() if cost)
+    bound_deadline = time.monotonic() + BOUND_SHARE * max(deadline - time.monotonic(), 0.0)
+    own = [programs[r] for r in regions]
+    found = _solved(backend, settings, own, bound_deadline)
+    proven = {regions[i]: proven_bound_of(result) for i, result in found.items()}
+    rows = {
+        r: (own[i].objective, b) for i, r in enumerate(regions) if (b := proven.get(r)) and b > 0
+    }
+    bound = None
+    if costed and len(proven) == len(own) and all(b is not None for b in proven.values()):
+        bound = lp.objective_constant + sum(b for b in proven.values() if b is not None)
+    joined_own = {n: v for result in found.values() for n, v in result.values.items()}
+    return bound, joined_own, rows, regions
+
+
+def floored(program: FleetProgram, own: dict[str, float], bounds: Bounds | None) -> LinearProgram:
+    """The whole program (within `bounds`) with each pool's replicas and each region's
+    purchases and servers at least what the regions' own programs chose (`own`): a
+    restriction, so its plans are plans of the whole; it adds to the regions' fleets
+    what the lost regions' users need."""
+    floors = dict(bounds or {})
+    for name, var in program.lp.variables.items():
+        if split_name(name)[0] in FLOORED and own.get(name, 0.0) > 0.5 and name not in floors:
+            floors[name] = (max(var.lower, float(round(own[name]))), var.upper)
+    return with_bounds(program.lp, floors)
+
+
+def keep_rows(program: FleetProgram, found: RegionJoin) -> None:
+    """Keep the regions' bounds as the whole program's region_cost rows, where it gets
+    them at all (solver.decompose.region_bounds.region_rows: `MIN_INTEGERS`, two regions
+    or more), so that they are not worked out again (its `region_costs`)."""
+    lp = program.lp
+    integers = sum(var.integer for var in lp.variables.values())
+    if program.region_costs.get("lp") is lp or not found.rows:
+        return
+    if found.regions >= 2 and integers >= MIN_INTEGERS:
+        program.region_costs.update(lp=lp, rows=found.rows)
+
+
+def proven_bound_of(result: SolveResult) -> float | None:
+    """A proven lower bound from a region program's result (its objective less the gap
+    reached), None unless it was proved within its gap: a bound from a solve the clock
+    stopped is valid too, but would make the plan depend on the machine's load
+    (solver.decompose.region_bounds.proven_bound)."""
+    if result.termination is not Termination.OPTIMAL or result.objective is None:
+        return None
+    return result.objective - (result.mip_gap or 0.0) * abs(result.objective)
+
+
+def _left_s(deadline: float, floor_s: float = MIN_CALL_S) -> float | None:
+    """Seconds to the `deadline` (at least `floor_s`), None for none."""
+    left = deadline - time.monotonic()
+    return None if math.isinf(left) else max(left, floor_s)
+
+
+def _solved(
+    backend: Backend, settings: SolveSettings, lps: list[LinearProgram], deadline: float
+) -> dict[int, SolveResult]:
+    """The programs with a solution by the `deadline`, by index: each gets an equal share
+    of what is left when it starts (per process), so that a slow one leaves the others time."""
+    integers = sum(var.integer for lp in lps for var in lp.variables.values())
+    processes = processes_for(len(lps)) if worth_workers(len(lps), integers) else 1
+    started = [0]
+
+    def build(index: int):
+        return lps[index], backend
+
+    def job_settings(_index: int) -> SolveSettings:
+        left = deadline - time.monotonic()
+        waiting = max(len(lps) - started[0], 1)
+        started[0] += 1
+        share = left * min(processes, waiting) / waiting
+        limit = None if math.isinf(left) else max(share, MIN_CALL_S)
+        return replace(settings.limited(limit).with_duals(False), threads=1)
+
+    found = {}
+    for index, result in solve_built(build, range(len(lps)), job_settings, processes):
+        if result.termination.has_solution:
+            found[index] = result
+    return found
+
+
+def first_by_region(sets: ProgramSets) -> bool:
+    """Whether a solve starts with the regions' programs (`by_region`): whole servers
+    (policy.buy_unit: node) shared by several workloads in two regions or more, and no
+    co-location template or elastic demand (the join's cases: solver.decompose.join);
+    never with `REGIONS_FIRST` off."""
+    return (
+        REGIONS_FIRST
+        and sets.instance.policy.buy_unit is BuyUnit.NODE
+        and len({r for r, _ in sets.offers}) > 1
+        and len(sets.workloads) > 1
+        and not sets.instance.policy.colocation
+        and not sets.elastic
+    )
+
+
+def by_region(
+    program: FleetProgram,
+    backend: Backend,
+    settings: SolveSettings,
+    bounds: Bounds | None,
+    deadline: float,
+) -> Optimised | None:
+    """The whole program's plan floored at the regions' own fleets (`floored`), against
+    the regions' bound, by the `deadline`: OPTIMAL when within the requested gap of it,
+    else FEASIBLE with its gap (an incumbent, the start of what comes next); None when
+    the regions prove no bound or the floored program finds no plan in time."""
+    found = region_join(program, backend, settings, None, deadline, bounds)
+    keep_rows(program, found)
+    if found.bound is None or not found.own or time.monotonic() >= deadline:
+        return None
+    lp = floored(program, found.own, bounds)
+    added = backend.run(lp, settings.limited(_left_s(deadline)).with_duals(False))
+    if not added.termination.has_solution or added.objective is None:
+        return None
+    values = {name: value for name, value in added.values.items() if name in program.lp.variables}
+    cost = program.lp.objective_value(values)
+    gap = relative_gap(cost, found.bound) or 0.0
+    proved = gap <= settings.mip_gap + 1e-9
+    result = replace(
+        added,
+        termination=Termination.OPTIMAL if proved else Termination.FEASIBLE,
+        objective=cost,
+        values=values,
+        mip_gap=gap,
+    )
+    optimised = Optimised(result, Method.BY_REGION, found.regions)
+    return replace(optimised, result=replace(result, message=optimised.description))

@@ -1,0 +1,138 @@
+"""Whole servers by region (solver.decompose.region_join): the columns that link regions by
+hand, and on generated instances at the policy's defaults the regions' bound is at most
+the whole program's optimum, which is at most the cost of each plan the regions give
+(held routing, floored fleets), each of which holds every row of the whole."""
+
+import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
+
+from models.io.loading import validate_instance
+from models.operations.scenarios import failure_scenarios
+from solver.backends import get_backend
+from solver.candidates.swap_dominance import reduced_program
+from solver.candidates.table import build_candidates
+from solver.decompose.join_values import broken_rows, joined_values
+from solver.decompose.region_join import (
+    by_region,
+    first_by_region,
+    floored,
+    linking_columns,
+    region_join,
+)
+from solver.decompose.workload_parts import workload_program
+from solver.program.build import build_program
+from solver.program.families.variables import ServedColumn
+from solver.program.lp import LinearProgram, Sense, SolveResult, Termination
+from solver.program.optimised import Method, Optimised
+from solver.program.row_names import ReplicasColumn
+from solver.program.sets import ProgramSets
+from solver.settings import SolveSettings
+from tests.synthetic import generated_data
+
+EXACT = SolveSettings(time_limit_s=60.0, mip_gap=0.0)
+TOLERANCE = 1e-6
+
+
+def test_the_rows_between_regions_link_their_columns():
+    """Users of a served in a (local) or, with a lost, in b: the demand row names both
+    served columns, so both are held; a's capacity row names a's columns only, so its
+    replicas are not; a column whose name reads no region is held too."""
+    lp = LinearProgram("two regions")
+    home = lp.add_variable(ServedColumn("none", "w", "a", "a").name())
+    away = lp.add_variable(ServedColumn("lose-a", "w", "a", "b").name())
+    replicas = lp.add_variable(ReplicasColumn("w", "c", "a").name(), integer=True)
+    odd = lp.add_variable("odd")
+    lp.add_constraint("demand", "demand", {home: 1.0, away: 1.0}, Sense.GE, 5.0)
+    lp.add_constraint("capacity", "capacity", {home: 1.0, replicas: -2.0}, Sense.LE, 0.0)
+    assert linking_columns(lp) == {home, away, odd}
+
+
+def _default_policy(seed: int):
+    """A 3-region, 2-workload, 2-GPU-type generated instance surviving a region loss at
+    the policy's defaults (whole servers, one configuration per pool), its program, and
+    the parts' join (each workload's exact optimum, purchases rounded on the sum)."""
+    data = generated_data(3, 2, 2, survive="region", seed=seed)
+    for key in ("buy_unit", "max_configs_per_pool"):
+        data["policy"].pop(key)
+    instance = validate_instance(data, data["name"])
+    table = build_candidates(instance, EXACT)
+    sets = ProgramSets(instance, table, failure_scenarios(instance))
+    program = build_program(instance, table, sets=sets)
+    highs = get_backend("highs")
+    parts = [(w,) for w in sets.workloads]
+    results = {p: highs.run(reduced_program(workload_program(program, p)), EXACT) for p in parts}
+    values, _ = joined_values(program, parts, results)
+    return program, values
+
+
+@examples(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(min_value=0, max_value=10_000))
+def test_the_regions_bound_and_plans_hold_the_optimum_between_them(seed):
+    program, join = _default_policy(seed)
+    highs = get_backend("highs")
+    whole = highs.run(program.lp, EXACT)
+    assert whole.termination is Termination.OPTIMAL
+    found = region_join(program, highs, EXACT, join, deadline=float("inf"))
+    assert found.bound is not None
+    assert found.bound <= whole.objective * (1 + TOLERANCE)
+    plans = [found.values]
+    added = highs.run(floored(program, found.own, None), EXACT)
+    if added.termination.has_solution:
+        plans.append(added.values)
+    for values in plans:
+        if values is None:
+            continue
+        assert broken_rows(program.lp, values, {}, {}) == []
+        assert program.lp.objective_value(values) >= whole.objective * (1 - TOLERANCE)
+
+
+def test_the_plan_names_the_region_programs():
+    """A join the regions' programs reached says so in the method, in place of the mends."""
+    result = SolveResult(Termination.OPTIMAL, "highs", "1", 0.0, 1.0)
+    optimised = Optimised(result, Method.BY_WORKLOAD, 2, mended=3, by_region=3)
+    assert optimised.description == (
+        "decomposed by workload: 2 independent programs joined, "
+        "whole servers bought by 3 region programs"
+    )
+
+
+def _whole_servers(survive: str, seed: int = 0, buy_unit: str | None = None):
+    data = generated_data(3, 2, 2, survive=survive, seed=seed)
+    for key in ("buy_unit", "max_configs_per_pool"):
+        data["policy"].pop(key)
+    if buy_unit is not None:
+        data["policy"]["buy_unit"] = buy_unit
+    instance = validate_instance(data, data["name"])
+    table = build_candidates(instance, EXACT)
+    return build_program(
+        instance, table, sets=ProgramSets(instance, table, failure_scenarios(instance))
+    )
+
+
+def test_only_whole_servers_start_by_region():
+    assert first_by_region(_whole_servers("region").sets)
+    assert not first_by_region(_whole_servers("region", buy_unit="gpu").sets)
+
+
+@pytest.mark.parametrize("survive", ["none", "region"])
+def test_the_regions_plan_is_a_plan_above_the_optimum(survive):
+    """Without region loss no row links two regions, so the regions' own optima joined
+    are the whole optimum and `by_region` proves it; with region loss its plan holds
+    every row, costs at least the optimum, and is OPTIMAL only within the gap."""
+    program = _whole_servers(survive)
+    highs = get_backend("highs")
+    whole = highs.run(program.lp, EXACT)
+    found = by_region(program, highs, EXACT, None, float("inf"))
+    assert found is not None and found.method is Method.BY_REGION
+    values = found.result.values
+    assert broken_rows(program.lp, values, {}, {}) == []
+    cost = program.lp.objective_value(values)
+    assert cost >= whole.objective * (1 - TOLERANCE)
+    if survive == "none":
+        assert linking_columns(program.lp) == set()
+        assert found.result.termination is Termination.OPTIMAL
+        assert cost == pytest.approx(whole.objective, rel=TOLERANCE)
+    if found.result.termination is Termination.OPTIMAL:
+        assert found.result.mip_gap <= EXACT.mip_gap + 1e-9
