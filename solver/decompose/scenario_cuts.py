@@ -73,23 +73,22 @@ class FailoverRows:
     """By Hall rows (this module), else by routing columns."""
     note: str = ""
     """For the plan's `solver.method` where routing columns stand in for cut rows that
-    were asked for (or chosen by `auto`) but are not exact or not worth it; empty
-    otherwise (the cut loop states its rows itself)."""
+    were asked for (or chosen by `auto`) but are not exact; empty otherwise (the cut
+    loop states its rows itself)."""
 
 
 def failover_rows(instance: Instance, asked: str) -> FailoverRows:
     """`routing`, `cuts` (where exact: `applies`) or `auto` (cut rows where exact and the
-    instance has `AUTO_MIN_REGIONS` regions or more) as a choice for this instance."""
+    instance has `AUTO_MIN_REGIONS` regions or more) as a choice for this instance. The
+    routing rows of `auto` below the regions are the program's own and say nothing; where
+    cut rows were asked for or chosen and are not exact, the plan's method says so."""
     if asked == "routing" or instance.policy.survive.value not in ("region", "zone"):
+        return FailoverRows(False)
+    if asked == "auto" and len(instance.regions) < AUTO_MIN_REGIONS:
         return FailoverRows(False)
     if not applies(instance):
         return FailoverRows(
             False, "failover scenarios by routing rows (shared groups: cut rows are not exact)"
-        )
-    if asked == "auto" and len(instance.regions) < AUTO_MIN_REGIONS:
-        return FailoverRows(
-            False,
-            f"failover scenarios by routing rows (fewer than {AUTO_MIN_REGIONS} regions)",
         )
     return FailoverRows(True)
 

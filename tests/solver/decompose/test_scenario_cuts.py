@@ -196,14 +196,13 @@ def test_the_pricing_lp_with_cuts_is_the_routing_programs(seed):
 
 def test_auto_takes_cut_rows_from_five_regions_where_they_are_exact():
     """`auto` (the default): cut rows from AUTO_MIN_REGIONS = 5 regions, routing rows
-    below and wherever cuts are not exact (shared groups), each routing choice saying
-    why in the plan's method; `routing` and `cuts` as asked."""
+    below (the program's own: no note) and wherever cuts are not exact (shared groups:
+    the plan's method says so); `routing` and `cuts` as asked."""
     assert AUTO_MIN_REGIONS == 5
     four, five = generated(4, 1, 1, survive="region"), generated(5, 1, 1, survive="region")
     assert failover_rows(five, "auto").cuts and failover_rows(four, "cuts").cuts
     assert not failover_rows(five, "routing").cuts and not failover_rows(five, "routing").note
-    small = failover_rows(four, "auto")
-    assert not small.cuts and "fewer than 5 regions" in small.note
+    assert failover_rows(four, "auto") == FailoverRows(False)
     shared = failover_rows(with_policy(five, colocation=True), "auto")
     assert not shared.cuts and "shared groups" in shared.note
     # Nothing rerouted (no region or zone loss): no failover rows to choose, no note.
@@ -212,9 +211,14 @@ def test_auto_takes_cut_rows_from_five_regions_where_they_are_exact():
 
 
 def test_the_plan_names_routing_rows_standing_in_for_cuts():
-    inst = generated(3, 2, 2, survive="region")
-    plan = solve_program(inst, SolveSettings.of(inst, time_limit_s=60.0)).plan
-    assert plan.solver.method.endswith("failover scenarios by routing rows (fewer than 5 regions)")
+    """Cut rows asked for on an instance with shared groups: routing rows, and the method
+    says why; the same instance on `auto` below 5 regions says nothing."""
+    inst = with_policy(generated(3, 2, 2, survive="region"), colocation=True)
+    asked = solve_program(inst, SolveSettings.of(inst, time_limit_s=60.0, scenario_rows="cuts"))
+    note = "failover scenarios by routing rows (shared groups: cut rows are not exact)"
+    assert asked.plan.solver.method.endswith(f"; {note}")
+    plain = solve_program(inst, SolveSettings.of(inst, time_limit_s=60.0)).plan
+    assert "failover" not in plain.solver.method
 
 
 def test_the_lp_rounds_leave_no_workloads_relaxation_breaking_a_hall_row():
