@@ -106,7 +106,7 @@ def machine_threads() -> int:
 EXECUTORS = ("local", "ray")
 """Where the decompositions' subproblems run (`SolveSettings.executor`)."""
 
-SCENARIO_ROWS = ("routing", "cuts")
+SCENARIO_ROWS = ("auto", "routing", "cuts")
 """The ways region and zone loss may enter the program (`SolveSettings.scenario_rows`)."""
 
 COMPARISON_GAP = 0.01
@@ -130,10 +130,11 @@ class SolveSettings:
     tighten: bool = False
     """Add the valid inequalities of solver.program.tightening to the program
     (same plans and optimum; off: they did not shorten the shipped instances' solves)."""
-    scenario_rows: str = "routing"
+    scenario_rows: str = "auto"
     """How region and zone loss enter the program: `routing` (each scenario restates the
-    routing of every region) or `cuts` (only the Hall rows its solutions break:
-    solver.decompose.scenario_cuts; where that is not exact, routing)."""
+    routing of every region), `cuts` (only the Hall rows its solutions break:
+    solver.decompose.scenario_cuts; where that is not exact, routing) or `auto` (cuts
+    where exact from `AUTO_MIN_REGIONS` regions, routing below: failover_rows there)."""
     executor: str = "local"
     """Where the workload, scenario and period subproblems run: `local` (this machine's
     worker processes, solver.decompose.parallel) or `ray` (Ray tasks on the cluster

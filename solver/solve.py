@@ -53,8 +53,12 @@ from solver.colocation.tiering import search_report, tiering_report
 from solver.colocation.warm_cold import solve_choosing_split
 from solver.decompose.by_workload import optimise
 from solver.decompose.parallel import workers_kept
-from solver.decompose.scenario_cuts import applies as cuts_apply
-from solver.decompose.scenario_cuts import priced_by_cuts, solve_by_cuts
+from solver.decompose.scenario_cuts import (
+    FailoverRows,
+    failover_rows,
+    priced_by_cuts,
+    solve_by_cuts,
+)
 from solver.decompose.workload_parts import PartSolves, start_by_workload
 from solver.errors import Diagnosis, Infeasible, NoSolution
 from solver.plan.records import SimplicityCost
@@ -256,11 +260,16 @@ class StaticStep:
     program: FleetProgram = field(init=False)
     curves: dict[tuple[str, str], PoolCurve] = field(default_factory=dict)
     parts: PartSolves | None = None
-    cuts: bool = field(init=False)
+    failover: FailoverRows = field(init=False)
     """Failover by cut rows (solver.decompose.scenario_cuts), else by routing columns."""
 
     def __post_init__(self) -> None:
-        self.cuts = self.settings.scenario_rows == "cuts" and cuts_apply(self.instance)
+        self.failover = failover_rows(self.instance, self.settings.scenario_rows)
+
+    @property
+    def cuts(self) -> bool:
+        """Whether failover is by cut rows."""
+        return self.failover.cuts
 
     @property
     def lp(self) -> LinearProgram:
@@ -291,7 +300,8 @@ class StaticStep:
         """By cut rows, or by workload from the parts started at the build."""
         if self.cuts:
             return solve_by_cuts(self.program, backend, solve_settings)
-        return optimise(self.program, backend, solve_settings, parts=self.parts)
+        optimised = optimise(self.program, backend, solve_settings, parts=self.parts)
+        return dataclasses.replace(optimised, failover=self.failover.note)
 
     def close(self) -> None:
         """The workload parts no longer needed are abandoned."""

@@ -204,9 +204,10 @@ class SolverSettings(BaseModel):
     """Relative optimality gap at which the solver stops (`--mip-gap` overrides it)."""
     threads: Threads = 1
     """Solver threads (`--threads` overrides it)."""
-    scenario_rows: Literal["routing", "cuts"] = "routing"
+    scenario_rows: Literal["auto", "routing", "cuts"] = "auto"
     """How region and zone loss enter the program: `routing` restates every region's
     routing in each scenario; `cuts` adds only the scenarios' Hall rows (the demand of a
     set of regions within what the survivors in reach carry) that a solution breaks, by
     max-flow / min-cut: the same optimum, a program that grows linearly in regions.
-    Instances with `policy.colocation` stay on routing."""
+    Instances with `policy.colocation` stay on routing. `auto` (the default): cuts from
+    5 regions where they are exact, routing below; `solver.method` in the plan says which."""

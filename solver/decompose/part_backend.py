@@ -8,6 +8,8 @@ failure rows are (measured, not guessed: the README's speed notes):
 - with zone-survivor rows (`survive: zone`): HiGHS, at any size;
 - with one configuration per pool (`configs_per_pool` rows, the policy's default):
   HiGHS, at any size;
+- with Hall rows (failover by cut rows: solver.decompose.scenario_cuts): HiGHS, at any
+  size;
 - otherwise (region loss, or none): SCIP from `SCIP_MIN_COLUMNS` columns up.
 
 HiGHS solves the other parts, the whole program when it is solved as one, and the
@@ -24,12 +26,16 @@ and SCIP closes them faster; the zone-survivor rows (Z x survivors <= (Z - 1) x 
 integer: a pool spread over zones less its fullest one) are where HiGHS is the faster at
 every size. With one configuration per pool (a binary per pool that picks its
 configuration) HiGHS closes the 10 x 20 x 6 region-loss parts several times faster than
-SCIP. The line was drawn from every part of the scaling bench's instances solved alone
-by each backend: the README's speed notes give the times, and `make bench` measures them
-again (tests/bench/test_part_backends.py).
+SCIP. A part with Hall rows has no route columns, only the replica and pooling-step
+integers and a few hundred Hall rows, and HiGHS closes it faster than SCIP (the
+10 x 20 and 20 x 20 x 6 region-loss parts two to four times). The line was drawn from
+every part of the scaling bench's instances solved alone by each backend: the README's
+speed notes give the times, and `make bench` measures them again
+(tests/bench/test_part_backends.py).
 """
 
 from solver.backends import Backend, get_backend
+from solver.program.families.hall import HallRow
 from solver.program.families.zone import ZoneSurvivorsIndex
 from solver.program.lp import LinearProgram
 from solver.program.row_names import ConfigsPerPoolRow, ReplicaSpareRow
@@ -54,13 +60,13 @@ def part_backend(backend: Backend, program: LinearProgram) -> Backend:
 
 def hands_to_scip(program: LinearProgram) -> bool:
     """Whether SCIP is the faster on this integer program, by its failure rows: with
-    spare-replica rows always, with zone-survivor or one-configuration-per-pool rows
-    never, else from `SCIP_MIN_COLUMNS` columns up (the rule above)."""
+    spare-replica rows always, with zone-survivor, one-configuration-per-pool or Hall
+    rows never, else from `SCIP_MIN_COLUMNS` columns up (the rule above)."""
     if not program.integer_variables:
         return False
     families = {row.family for row in program.constraints.values()}
     if ReplicaSpareRow.family in families:
         return True
-    if ZoneSurvivorsIndex.family in families or ConfigsPerPoolRow.family in families:
+    if families & {ZoneSurvivorsIndex.family, ConfigsPerPoolRow.family, HallRow.family}:
         return False
     return len(program.variables) >= SCIP_MIN_COLUMNS

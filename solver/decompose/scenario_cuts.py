@@ -33,11 +33,12 @@ which is what makes the transport problem's capacities linear. Shared groups
 Hall rows: `applies` keeps such instances, and hourly programs, on the routing rows.
 """
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from models.schema.instance import Instance
 from solver.backends import Backend
 from solver.decompose.by_workload import optimise
+from solver.decompose.workload_parts import workload_program
 from solver.program.build import FleetProgram, with_bounds
 from solver.program.families.hall import TransportCredit, add_hall_row, seed_cuts
 from solver.program.lp import LinearProgram, SolveResult, Termination
@@ -57,6 +58,41 @@ def applies(instance: Instance) -> bool:
     return instance.policy.survive.value in ("region", "zone") and not instance.policy.colocation
 
 
+AUTO_MIN_REGIONS = 5
+"""Regions from which `scenario_rows: auto` (the default) takes cut rows where they are
+exact: below it the routing program is small (a lost region reroutes at most a few
+regions' users) and the loop's extra solves cost more than they save, and the plan
+states the routing program's own capacity and demand rows as what binds."""
+
+
+@dataclass(frozen=True)
+class FailoverRows:
+    """How region and zone loss enter the program, and why."""
+
+    cuts: bool
+    """By Hall rows (this module), else by routing columns."""
+    note: str = ""
+    """For the plan's `solver.method` where routing columns stand in for cut rows that
+    were asked for (or chosen by `auto`) but are not exact; empty otherwise (the cut
+    loop states its rows itself)."""
+
+
+def failover_rows(instance: Instance, asked: str) -> FailoverRows:
+    """`routing`, `cuts` (where exact: `applies`) or `auto` (cut rows where exact and the
+    instance has `AUTO_MIN_REGIONS` regions or more) as a choice for this instance. The
+    routing rows of `auto` below the regions are the program's own and say nothing; where
+    cut rows were asked for or chosen and are not exact, the plan's method says so."""
+    if asked == "routing" or instance.policy.survive.value not in ("region", "zone"):
+        return FailoverRows(False)
+    if asked == "auto" and len(instance.regions) < AUTO_MIN_REGIONS:
+        return FailoverRows(False)
+    if not applies(instance):
+        return FailoverRows(
+            False, "failover scenarios by routing rows (shared groups: cut rows are not exact)"
+        )
+    return FailoverRows(True)
+
+
 def solve_by_cuts(
     program: FleetProgram,
     backend: Backend,
@@ -67,23 +103,14 @@ def solve_by_cuts(
     (its LP gains the Hall rows added), with some variables' bounds replaced (explain's
     re-solve without a pool). The result's values hold the routing of every cut
     scenario too (served and mode load columns, which the LP does not have)."""
-    sets = program.sets
-    credit = TransportCredit(sets)
+    credit = TransportCredit(program.sets)
     lp = program.lp
-    added = sum(add_hall_row(lp, credit, cut) is not None for cut in seed_cuts(sets))
+    added = sum(add_hall_row(lp, credit, cut) is not None for cut in seed_cuts(program.sets))
     quiet = settings.with_duals(False)
-    lp_rounds = 0
-    while lp_rounds < MAX_LP_ROUNDS:
-        relaxed = backend.run(with_bounds(lp, bounds or {}, relax=True), quiet)
-        lp_rounds += 1
-        if not relaxed.termination.has_solution:
-            if relaxed.termination is Termination.INFEASIBLE:
-                return Optimised(relaxed, cuts=added, cut_rounds=lp_rounds)
-            break  # out of time, say: the integer rounds decide
-        new = _separate(lp, credit, relaxed.values)
-        added += new
-        if not new:
-            break
+    found, lp_rounds, infeasible = _lp_rounds(program, backend, quiet, credit, bounds or {})
+    added += found
+    if infeasible is not None:
+        return Optimised(infeasible, cuts=added, cut_rounds=lp_rounds)
     mip_rounds = 0
     while True:
         optimised = optimise(program, backend, quiet, bounds)
@@ -92,7 +119,7 @@ def solve_by_cuts(
         rounds = {"cuts": added, "cut_rounds": lp_rounds + mip_rounds}
         if not result.termination.has_solution:
             return replace(optimised, **rounds)
-        new = _separate(lp, credit, result.values)
+        new = len(_separate(lp, credit, result.values))
         added += new
         if not new:
             break
@@ -105,7 +132,7 @@ def solve_by_cuts(
                 message=f"scenario cuts: rows still broken after {MAX_ROUNDS} integer rounds",
             )
             return Optimised(stopped, **rounds)
-    values = dict(result.values) | routing_values(credit, result.values, sets.cut_scenarios)
+    values = dict(result.values) | routing_values(credit, result.values, program.sets.cut_scenarios)
     return replace(optimised, result=replace(result, values=values), **rounds)
 
 
@@ -126,16 +153,64 @@ def priced_by_cuts(
             return result
 
 
-def _separate(lp: LinearProgram, credit: TransportCredit, values: dict[str, float]) -> int:
-    """Add to `lp` the broken Hall row of every (cut scenario, workload) at `values`; how
-    many are new (a broken row already there is the solver's tolerance)."""
+def _lp_rounds(
+    program: FleetProgram,
+    backend: Backend,
+    settings: SolveSettings,
+    credit: TransportCredit,
+    bounds: dict[str, tuple[float, float | None]],
+) -> tuple[int, int, SolveResult | None]:
+    """Step 2 workload by workload: a Hall row names one workload's columns only, so the
+    rows a workload's LP relaxation breaks are found on its own program
+    (solver.decompose.workload_parts: its columns, its rows, its Hall rows so far, the
+    whole supply) relaxed, without the other workloads' columns; each row found goes
+    into that LP and into the whole program's. (The whole program's LP grows as
+    regions^2 x workloads and a simplex on it more than linearly; the parts' LPs add
+    up linearly.) Returns (rows added, the most rounds any workload took, the result
+    of a workload whose LP is infeasible: then so is the whole, or None)."""
+    sets = program.sets
+    added, most = 0, 0
+    for w in sets.workloads:
+        if not any((w, o) in sets.demand for o in sets.regions):
+            continue
+        relaxed = with_bounds(workload_program(program, w).lp, bounds, relax=True)
+        rounds = 0
+        while rounds < MAX_LP_ROUNDS:
+            result = backend.run(relaxed, settings)
+            rounds += 1
+            if result.termination is Termination.INFEASIBLE:
+                return added, max(most, rounds), result
+            if not result.termination.has_solution:
+                break  # out of time, say: the integer rounds decide
+            new = _separate(program.lp, credit, result.values, (w,))
+            for name in new:
+                row = program.lp.constraints[name]
+                relaxed.add_constraint(name, row.family, row.coefficients, row.sense, row.rhs)
+            added += len(new)
+            if not new:
+                break
+        most = max(most, rounds)
+        if settings.deadline is not None and settings.deadline.expired():
+            break
+    return added, most, None
+
+
+def _separate(
+    lp: LinearProgram,
+    credit: TransportCredit,
+    values: dict[str, float],
+    workloads: tuple[str, ...] | None = None,
+) -> list[str]:
+    """Add to `lp` the broken Hall row of every (cut scenario, workload) at `values` (of
+    `workloads` only, if given); the names of those that are new (a broken row already
+    there is the solver's tolerance)."""
     sets = credit.sets
-    added = 0
+    added = []
     for f in sets.cut_scenarios:
-        for w in sets.workloads:
+        for w in workloads or sets.workloads:
             if not any((w, o) in sets.demand for o in sets.regions):
                 continue
             cut = transport(credit, f, w, values).cut
-            if cut is not None and add_hall_row(lp, credit, cut) is not None:
-                added += 1
+            if cut is not None and (name := add_hall_row(lp, credit, cut)) is not None:
+                added.append(name)
     return added

@@ -48,12 +48,21 @@ class Optimised:
     from_regions: bool = False
     """The join the one program started from was the regions' plan
     (solver.decompose.region_join), not the workload programs'."""
+    failover: str = ""
+    """How failover entered the program where it was by routing rows in place of the cut
+    rows asked for (solver.decompose.scenario_cuts.failover_rows); appended to the line."""
     join_gap: float | None = None
     """One program solved from a join of the workload programs that held but was not
     within the gap (whole servers rounded, say): that join's gap to their bound."""
 
     @property
     def description(self) -> str:
+        """The line below, and the failover rows' note where there is one."""
+        line = self._solved
+        return f"{line}; {self.failover}" if self.failover else line
+
+    @property
+    def _solved(self) -> str:
         """One line for the report, e.g. `decomposed by workload: 3 independent programs
         joined`, `... joined (10 of them solved by SCIP), solved in 2 parallel
         processes`, `decomposed by coupled workloads: 47 independent programs joined,

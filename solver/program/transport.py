@@ -68,9 +68,8 @@ def transport(credit: TransportCredit, f: Scenario, w: str, values: dict[str, fl
         reach[o].append((rtt_ms, d))
     for places in reach.values():
         places.sort()
-    regions = [
-        d for d in sets.regions if any(d == p for places in reach.values() for _, p in places)
-    ]
+    reached_by_some = {d for places in reach.values() for _, d in places}
+    regions = [d for d in sets.regions if d in reached_by_some]
     weakest: dict[Node, Phase] = {}
     room: dict[Node, float] = {}
     for d in regions:

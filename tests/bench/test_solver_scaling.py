@@ -11,13 +11,14 @@ Prints two tables:
   wall time from `solve` start to verified plan (candidates, program, backend, pricing
   LP, verifier), the wall time per region-workload pair (flat when solve time grows
   linearly in regions x workloads), the wall time per thousand variables of the program
-  (flat when it grows linearly in the program's size: with region loss every lost region
-  may reroute every region's users, so the program grows as regions^2 x workloads), the
-  cost, the gap reached, whether it was proved
-  within the requested gap (`optimal`) or stopped by the time limit with a plan
-  (`feasible`), and how it was solved
-  (one program, or decomposed by workload, how many of its programs SCIP solved, and in
-  how many processes);
+  (flat when it grows linearly in the program's size: with region loss by routing rows
+  every lost region may reroute every region's users, so the program grows as
+  regions^2 x workloads; by cut rows, `solver.scenario_rows: auto`, the default from 5
+  regions, it grows as regions x workloads plus the Hall rows found), the cost, the gap
+  reached, whether it was proved within the requested gap (`optimal`) or stopped by the
+  time limit with a plan (`feasible`), and how it was solved (one program, or
+  decomposed by workload, how many of its programs SCIP solved, and in how many
+  processes);
 - backends: every available backend on the small sizes.
 
 The scaling rows time the command a planner runs, `fleetplan solve FILE --json OUT`, in

@@ -65,6 +65,8 @@ def test_the_failure_rows_move_the_line():
     assert part_backend(highs, with_row(cover(SCIP_MIN_COLUMNS), "configs_per_pool")).name == (
         "highs"
     )
+    # Hall rows (region loss by cut rows, no route columns): HiGHS however large.
+    assert part_backend(highs, with_row(cover(SCIP_MIN_COLUMNS), "hall")).name == "highs"
     # An LP stays with HiGHS whatever its rows.
     lp = with_row(cover(3, integer=False), "replica_spare")
     assert part_backend(highs, lp).name == "highs"

@@ -13,8 +13,16 @@ from models.serving.replica import Role
 from solver.backends import get_backend
 from solver.candidates.pools import PoolCurve
 from solver.candidates.table import CandidateTable, build_candidates
-from solver.decompose.scenario_cuts import priced_by_cuts, solve_by_cuts
-from solver.program.build import build_program
+from solver.decompose.scenario_cuts import (
+    AUTO_MIN_REGIONS,
+    FailoverRows,
+    _lp_rounds,
+    failover_rows,
+    priced_by_cuts,
+    solve_by_cuts,
+)
+from solver.decompose.workload_parts import workload_program
+from solver.program.build import build_program, with_bounds
 from solver.program.families.hall import HallRow, TransportCredit, add_hall_row
 from solver.program.lp import Sense, Termination
 from solver.program.row_names import ReplicasColumn
@@ -25,7 +33,7 @@ from solver.readback.pricing import pricing_program
 from solver.settings import SolveSettings
 from solver.solve import solve_program
 from tests.solver.program.test_program import H100, fake, three_regions
-from tests.synthetic import generated
+from tests.synthetic import generated, with_policy
 
 SETTINGS = SolveSettings(time_limit_s=60.0, mip_gap=0.0)
 
@@ -184,3 +192,51 @@ def test_the_pricing_lp_with_cuts_is_the_routing_programs(seed):
     routed = backend.run(pricing_program(routing, values), SETTINGS)
     priced = priced_by_cuts(cut, backend, pricing_program(cut, values), SETTINGS)
     assert abs(priced.objective - routed.objective) <= 1e-6 * routed.objective
+
+
+def test_auto_takes_cut_rows_from_five_regions_where_they_are_exact():
+    """`auto` (the default): cut rows from AUTO_MIN_REGIONS = 5 regions, routing rows
+    below (the program's own: no note) and wherever cuts are not exact (shared groups:
+    the plan's method says so); `routing` and `cuts` as asked."""
+    assert AUTO_MIN_REGIONS == 5
+    four, five = generated(4, 1, 1, survive="region"), generated(5, 1, 1, survive="region")
+    assert failover_rows(five, "auto").cuts and failover_rows(four, "cuts").cuts
+    assert not failover_rows(five, "routing").cuts and not failover_rows(five, "routing").note
+    assert failover_rows(four, "auto") == FailoverRows(False)
+    shared = failover_rows(with_policy(five, colocation=True), "auto")
+    assert not shared.cuts and "shared groups" in shared.note
+    # Nothing rerouted (no region or zone loss): no failover rows to choose, no note.
+    assert failover_rows(generated(5, 1, 1, survive="none"), "auto") == FailoverRows(False)
+    assert SolveSettings().scenario_rows == "auto"
+
+
+def test_the_plan_names_routing_rows_standing_in_for_cuts():
+    """Cut rows asked for on an instance with shared groups: routing rows, and the method
+    says why; the same instance on `auto` below 5 regions says nothing."""
+    inst = with_policy(generated(3, 2, 2, survive="region"), colocation=True)
+    asked = solve_program(inst, SolveSettings.of(inst, time_limit_s=60.0, scenario_rows="cuts"))
+    note = "failover scenarios by routing rows (shared groups: cut rows are not exact)"
+    assert asked.plan.solver.method.endswith(f"; {note}")
+    plain = solve_program(inst, SolveSettings.of(inst, time_limit_s=60.0)).plan
+    assert "failover" not in plain.solver.method
+
+
+def test_the_lp_rounds_leave_no_workloads_relaxation_breaking_a_hall_row():
+    """Step 2 of the loop runs workload by workload: afterwards each workload's own
+    program relaxed, with the Hall rows found, breaks none (started here without the
+    seed rows, so the rounds must find every row), and the rows found are in the whole
+    program too."""
+    inst = generated(8, 2, 2, survive="region")
+    table = build_candidates(inst)
+    sets = ProgramSets(inst, table, failure_scenarios(inst), scenario_rows="cuts")
+    program = build_program(inst, table, sets=sets)
+    credit = TransportCredit(sets)
+    backend = get_backend("highs")
+    found, rounds, infeasible = _lp_rounds(program, backend, SETTINGS, credit, {})
+    assert infeasible is None and rounds >= 2 and found > 0
+    hall = [row for row in program.lp.constraints.values() if row.family == "hall"]
+    assert len(hall) == found
+    for w in sets.workloads:
+        relaxed = with_bounds(workload_program(program, w).lp, {}, relax=True)
+        values = backend.run(relaxed, SETTINGS).values
+        assert all(transport(credit, f, w, values).cut is None for f in sets.cut_scenarios)
