@@ -508,9 +508,7 @@ def fit_moe_constants(
         dq = dq if dequant_grid[0] is not None else None
         error = _scores(fit, table(latency, half, dq))[1]
         held_error = _scores(held, table(latency, half, dq))[1] if held else math.nan
-        fits.append(
-            MoeFit(generation, latency, half, len(fit), error, len(held), held_error, dq)
-        )
+        fits.append(MoeFit(generation, latency, half, len(fit), error, len(held), held_error, dq))
     return fits
 
 

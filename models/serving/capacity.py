@@ -212,6 +212,7 @@ def holds_at_tighter_ttft(capacity: ReplicaCapacity, tighter: LatencyTargets) ->
         and capacity.ttft_p99_s <= target
     )
 
+
 def check_pool_replicas(pool_replicas: float) -> None:
     """Raise ValueError unless `pool_replicas` is a whole number >= 1 or math.inf."""
     if not (math.isinf(pool_replicas) or float(pool_replicas).is_integer()) or pool_replicas < 1:
@@ -358,9 +359,7 @@ def batch_capacity(
         cap_limit = _bound_limit(model.parts(cap))
 
     best_tpot_s = (
-        steps.decode_step_s(1.0, m.context)
-        if cycle is steps
-        else cycle.tpot_s(1.0, m.context)  # type: ignore[union-attr]
+        steps.decode_step_s(1.0, m.context) if cycle is steps else cycle.tpot_s(1.0, m.context)  # type: ignore[union-attr]
     )
     best_ttft_s = (
         model.request_overhead_s + model.own_prefill_s(0.0, m.new_prompt_p99, model.budget_tokens)
@@ -448,6 +447,7 @@ def batch_capacity(
 def _nic_batch_cap(model: BatchModel, max_rate: float, high: float) -> float:
     """Largest B whose generation rate the NICs can feed with KV (`find_edge` on the
     rate's excess over the NICs' rate)."""
+
     def margin(batch: float) -> float:
         rate = model.point(batch).rate
         return signed_margin(rate / max_rate - 1, rate <= max_rate)
@@ -562,6 +562,7 @@ def _prefill_capacity(
         )
     else:
         target_s = targets.ttft_p99_s
+
         def margin(rate: float) -> float:
             ttft_s = ttft_at(rate)
             return signed_margin(math.log(ttft_s / target_s), ttft_s <= target_s)

@@ -56,16 +56,14 @@ def _unhosted_demand(sets: ProgramSets) -> list[Problem]:
         if not offered:
             why = f"{o} offers no GPU at all"
         elif empty == offered:  # offered on paper: max_gpus 0 and none owned
-            why = (
-                f"{o} has no GPU to place a replica on: "
-                + ", ".join(f"{g} max_gpus 0 and none owned" for g in empty)
+            why = f"{o} has no GPU to place a replica on: " + ", ".join(
+                f"{g} max_gpus 0 and none owned" for g in empty
             )
             problems.append(
                 Problem(
                     DemandRow("none", w, o).name(),
                     f"{rate:.1f} requests/s of {w} in {o} must be served there, but {why}",
-                    f"raise regions[{o}].supply.{empty[0]}.max_gpus above 0, or drop its "
-                    "demand",
+                    f"raise regions[{o}].supply.{empty[0]}.max_gpus above 0, or drop its demand",
                 )
             )
             continue

@@ -9,8 +9,7 @@ from tests.models.profiles.test_profile_fit import TRUTH, synthetic_runs
 from tests.paths import ONE_MODEL_ONE_REGION
 
 COLUMNS = (
-    "model,gpu,precision,tp,isl,osl,concurrency,num_requests,output_tok_s,ttft_mean_ms,"
-    "tpot_mean_ms"
+    "model,gpu,precision,tp,isl,osl,concurrency,num_requests,output_tok_s,ttft_mean_ms,tpot_mean_ms"
 )
 
 

@@ -45,9 +45,10 @@ def test_perf_runs_a_fitting_layout_with_sane_numbers(run_cli, model, gpu, preci
     assert data["weight_bytes_per_gpu"] + kv_per_gpu <= gpu_spec.hbm_bytes
     # the operating batch touches (almost) every routed expert, so one decode step reads
     # nearly all of each GPU's weights: the step cannot beat that read at peak bandwidth
-    touched = expected_experts_touched(
-        llm_spec.experts, llm_spec.experts_per_token, data["batch"]
-    ) / llm_spec.experts
+    touched = (
+        expected_experts_touched(llm_spec.experts, llm_spec.experts_per_token, data["batch"])
+        / llm_spec.experts
+    )
     assert touched > 0.999
     weights_read_ms = 0.999 * data["weight_bytes_per_gpu"] / gpu_spec.hbm_bytes_per_s * 1e3
     assert data["decode_step_ms"] > weights_read_ms

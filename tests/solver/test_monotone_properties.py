@@ -45,8 +45,10 @@ def questions(draw) -> dict:
     big = "70b" in model
     return {
         "supply": {
-            r: {g: (draw(st.sampled_from([16, 64])), round(draw(st.floats(1.5, 4.0)), 2))
-                for g in gpus}
+            r: {
+                g: (draw(st.sampled_from([16, 64])), round(draw(st.floats(1.5, 4.0)), 2))
+                for g in gpus
+            }
             for r in regions
         },
         "demand": {r: round(draw(st.floats(1.0, 8.0 if big else 30.0)), 1) for r in regions},

@@ -128,14 +128,24 @@ def test_tp_columns_of_attention_dp_models_read_as_attention_dp():
     by_label = {r.label: r for r in load_moe_rows(calibration_dir())[0]}
     adp = by_label["trtllm v1.0 llama-4-maverick b200 fp4 tp8pp1 1000/1000"]
     assert (adp.tp, adp.dp, adp.ep, adp.family) == (1, 8, 1, "TP")
-    assert bench_settings(adp)[0] == bench_caps(
-        bench_requests(
-            llm_catalog()[adp.model], gpu_catalog()["b200"], Precision.FP4, FP8, 8, 1, 1000, 1000
-        ),
-        1000,
-        1000,
-        1,
-    )[0]
+    assert (
+        bench_settings(adp)[0]
+        == bench_caps(
+            bench_requests(
+                llm_catalog()[adp.model],
+                gpu_catalog()["b200"],
+                Precision.FP4,
+                FP8,
+                8,
+                1,
+                1000,
+                1000,
+            ),
+            1000,
+            1000,
+            1,
+        )[0]
+    )
     old = by_label["trtllm v0.21 llama-4-maverick h200 fp8 tp8pp1 1024/2048"]
     scout = by_label["trtllm v1.0 llama-4-scout h200 fp8 tp4pp1 1000/1000"]
     assert (old.tp, old.dp, scout.tp, scout.dp) == (8, 1, 4, 1)
