@@ -64,7 +64,17 @@ def cost_attribution(
                 candidate_shares(instance, pool.workload, c, batch),
             )
         )
-    served = _average_served(instance, routing)
+    return attribution_rows(instance, pools, _average_served(instance, routing), hours)
+
+
+def attribution_rows(
+    instance: Instance,
+    pools: dict[tuple[str, str], list[PoolCost]],
+    served: dict[tuple[str, str], float],
+    hours: float,
+) -> tuple[CostAttribution, ...]:
+    """One row per (workload, region) of `pools`, priced by phase over the requests/s
+    `served` there (`models.serving.attribution.attribute`)."""
     rows = []
     for (w, r), costs in pools.items():
         workload = instance.workload(w)
@@ -85,7 +95,7 @@ def cost_attribution(
                 prefill_gpu_hours_per_month=split.prefill_gpu_hours_per_month,
                 decode_gpu_hours_per_month=split.decode_gpu_hours_per_month,
                 bill=split.bill,
-                offline=workload.slo.is_offline,
+                offline=workload.slo.is_offline or workload.is_batch,
             )
         )
     return tuple(rows)

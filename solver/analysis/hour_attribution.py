@@ -32,8 +32,8 @@ from dataclasses import dataclass, replace
 
 from models.operations.time_demand import interactive_grid
 from models.schema.instance import Instance
-from models.schema.serving_inputs import traffic_mix
-from models.serving.attribution import PhaseShares, PoolCost, attribute
+from models.serving.attribution import PhaseShares, PoolCost
+from solver.analysis.cost_attribution import attribution_rows
 from solver.plan.records import CostAttribution, ReplicaPool, Route
 from solver.plan.time_records import Hour
 from solver.program.families.pricing import OfferTerms
@@ -170,27 +170,4 @@ def hourly_cost_attribution(
         pools[(share.workload, share.region)].append(
             PoolCost(share.cost * days, share.gpus * days, split)
         )
-    rows = []
-    for (w, r), costs in sorted(pools.items()):
-        workload = instance.workload(w)
-        mix = traffic_mix(workload, instance.policy.prefix_affinity)
-        rate = served.get((w, r), 0.0)
-        split = attribute(
-            costs, rate * mix.prompt_mean_tokens, rate * mix.output_mean_tokens, hours
-        )
-        rows.append(
-            CostAttribution(
-                workload=w,
-                region=r,
-                cost_per_month=split.cost_per_month,
-                usd_per_million_input_tokens=split.usd_per_million_input_tokens,
-                usd_per_million_output_tokens=split.usd_per_million_output_tokens,
-                prefill_share=split.prefill_share,
-                decode_share=split.decode_share,
-                prefill_gpu_hours_per_month=split.prefill_gpu_hours_per_month,
-                decode_gpu_hours_per_month=split.decode_gpu_hours_per_month,
-                bill=split.bill,
-                offline=workload.slo.is_offline or workload.is_batch,
-            )
-        )
-    return tuple(rows)
+    return attribution_rows(instance, dict(sorted(pools.items())), served, hours)
