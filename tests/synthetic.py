@@ -219,6 +219,14 @@ def generated(
     return validate_instance(data, data["name"])
 
 
+def at_policy_defaults(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` (from `generated_data`) without the generator's single GPUs and free pools:
+    the policy's defaults (whole servers, one configuration per pool) apply."""
+    for key in ("buy_unit", "max_configs_per_pool"):
+        data["policy"].pop(key)
+    return data
+
+
 def generated_data(
     regions: int,
     workloads: int,

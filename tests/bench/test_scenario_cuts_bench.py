@@ -25,7 +25,7 @@ import pytest
 from models.io.loading import validate_instance
 from solver.errors import NoSolution
 from solver.solve import SolveSettings, solve_program
-from tests.synthetic import generated, generated_data
+from tests.synthetic import at_policy_defaults, generated, generated_data
 
 SIZES = [
     ((3, 2, 2), False),
@@ -74,8 +74,7 @@ def _instance(size: tuple[int, int, int], default_policy: bool):
     if not default_policy:
         return generated(*size, survive="region")
     data = generated_data(*size, survive="region")
-    for key in ("buy_unit", "max_configs_per_pool"):
-        data["policy"].pop(key)
+    at_policy_defaults(data)
     data["name"] += "-default-policy"
     return validate_instance(data, data["name"])
 

@@ -28,7 +28,7 @@ import solver.decompose.region_join as region_join
 from models.io.loading import validate_instance
 from solver.errors import NoSolution
 from solver.solve import SolveSettings, solve_program
-from tests.synthetic import generated_data
+from tests.synthetic import at_policy_defaults, generated_data
 
 SIZES = [(3, 2, 2, "region"), (5, 5, 3, "region"), (10, 20, 6, "region"), (10, 20, 6, "none")]
 """(regions, workloads, GPU types, failures survived), at the policy's defaults."""
@@ -61,8 +61,7 @@ def table():
 
 def _instance(size: tuple[int, int, int, str]):
     data = generated_data(*size[:3], survive=size[3])
-    for key in ("buy_unit", "max_configs_per_pool"):
-        data["policy"].pop(key)
+    at_policy_defaults(data)
     data["name"] += "-default-policy"
     return validate_instance(data, data["name"])
 

@@ -46,7 +46,7 @@ import pytest
 from solver.backends import available_backends
 from solver.errors import NoSolution
 from solver.solve import SolveSettings, solve_program
-from tests.synthetic import generated, generated_data
+from tests.synthetic import at_policy_defaults, generated, generated_data
 
 SCALING = [
     (3, 2, 2),
@@ -166,8 +166,7 @@ def _command(
     pools)."""
     data = generated_data(regions, workloads, gpu_types, survive=survive)
     if default_policy:
-        for key in ("buy_unit", "max_configs_per_pool"):
-            data["policy"].pop(key)
+        at_policy_defaults(data)
         data["name"] += "-default-policy"
     data["solver"] |= {"time_limit_s": TIME_LIMIT_S, "mip_gap": 1e-3}
     source = folder / f"{data['name']}.json"

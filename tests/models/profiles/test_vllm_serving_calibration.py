@@ -5,7 +5,6 @@ the FLOP and HBM fractions; its TPOT and TTFT are never fitted, so the step over
 the base's), a vLLM release newer than any profile runs on vLLM's own Hopper fit, and on a
 generation vLLM has no rows of the engine line says whose fit it runs on."""
 
-import csv
 import json
 import math
 from dataclasses import replace
@@ -27,6 +26,7 @@ from calibration.engines import (
 from models.physics.efficiency import efficiency_for, engine_report
 from models.physics.precision import Precision
 from models.profiles.measurements import Measurement
+from tests.models.profiles.test_engine_calibration import _write
 
 VLLM = {
     "engine": "vllm",
@@ -77,13 +77,6 @@ OFFLINE = {
     "output_len": "2048",
     "throughput_tok_s": "16000",
 }
-
-
-def _write(path: Path, rows: list[dict]) -> None:
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
 
 
 def test_the_vllm_serving_file_is_read_and_a_reason_holds_a_row_out(tmp_path: Path) -> None:

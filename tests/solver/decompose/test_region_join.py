@@ -29,7 +29,7 @@ from solver.program.optimised import Method, Optimised
 from solver.program.row_names import ReplicasColumn
 from solver.program.sets import ProgramSets
 from solver.settings import SolveSettings
-from tests.synthetic import generated_data
+from tests.synthetic import at_policy_defaults, generated_data
 
 EXACT = SolveSettings(time_limit_s=60.0, mip_gap=0.0)
 TOLERANCE = 1e-6
@@ -54,8 +54,7 @@ def _default_policy(seed: int):
     the policy's defaults (whole servers, one configuration per pool), its program, and
     the parts' join (each workload's exact optimum, purchases rounded on the sum)."""
     data = generated_data(3, 2, 2, survive="region", seed=seed)
-    for key in ("buy_unit", "max_configs_per_pool"):
-        data["policy"].pop(key)
+    at_policy_defaults(data)
     instance = validate_instance(data, data["name"])
     table = build_candidates(instance, EXACT)
     sets = ProgramSets(instance, table, failure_scenarios(instance))
@@ -100,8 +99,7 @@ def test_the_plan_names_the_region_programs():
 
 def _whole_servers(survive: str, seed: int = 0, buy_unit: str | None = None):
     data = generated_data(3, 2, 2, survive=survive, seed=seed)
-    for key in ("buy_unit", "max_configs_per_pool"):
-        data["policy"].pop(key)
+    at_policy_defaults(data)
     if buy_unit is not None:
         data["policy"]["buy_unit"] = buy_unit
     instance = validate_instance(data, data["name"])

@@ -27,7 +27,7 @@ from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.program.optimised import Method, Optimised
 from solver.program.sets import ProgramSets
 from solver.settings import SolveSettings
-from tests.synthetic import generated_data
+from tests.synthetic import at_policy_defaults, generated_data
 
 EXACT = SolveSettings(time_limit_s=60.0, mip_gap=0.0)
 
@@ -36,8 +36,7 @@ def _default_policy(seed: int, regions: int = 3, workloads: int = 2, gpu_types: 
     """A generated instance surviving a region loss at the policy's defaults (whole
     servers, one configuration per pool), its program and the parts' exact results."""
     data = generated_data(regions, workloads, gpu_types, survive="region", seed=seed)
-    for key in ("buy_unit", "max_configs_per_pool"):
-        data["policy"].pop(key)
+    at_policy_defaults(data)
     instance = validate_instance(data, data["name"])
     table = build_candidates(instance, EXACT)
     sets = ProgramSets(instance, table, failure_scenarios(instance))
