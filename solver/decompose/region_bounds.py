@@ -119,8 +119,14 @@ def proven_bound(backend: Backend, program: LinearProgram, settings: SolveSettin
     reports), or None unless the backend proves it within its gap in its time: a bound
     from a solve stopped by the clock is valid too, but it differs from run to run with
     the machine's load, and so would the program and the optimum HiGHS ends at among
-    ties (the same plan must come out of the same instance)."""
-    result = backend.run(program, settings)
+    ties (the same plan must come out of the same instance). Started from the settings'
+    start on the program's columns where there is one (a lever's base plan, whose part
+    in the region satisfies every row of the region's program when the lever loosens
+    the question): an incumbent to prune by, never a different bound."""
+    start = None
+    if settings.start is not None and backend.capabilities.warm_start:
+        start = {name: v for name, v in settings.start.items() if name in program.variables}
+    result = backend.run(program, settings, start=start or None)
     if result.termination is not Termination.OPTIMAL or result.objective is None:
         return None  # a bound cut short by time would make the program depend on the load
     if result.mip_gap is None:

@@ -142,12 +142,37 @@ def test_a_bound_cut_short_by_the_clock_gives_no_row():
             values={},
             mip_gap=0.02,
         )
-        return SimpleNamespace(run=lambda program, settings: result)
+        return SimpleNamespace(run=lambda program, settings, start=None: result)
 
-    program = LinearProgram("region")
-    assert proven_bound(answering(Termination.OPTIMAL), program, None) == 98.0  # 100 - 2%
-    assert proven_bound(answering(Termination.TIME_LIMIT), program, None) is None
-    assert proven_bound(answering(Termination.FEASIBLE), program, None) is None
+    program, plain = LinearProgram("region"), SolveSettings()
+    assert proven_bound(answering(Termination.OPTIMAL), program, plain) == 98.0  # 100 - 2%
+    assert proven_bound(answering(Termination.TIME_LIMIT), program, plain) is None
+    assert proven_bound(answering(Termination.FEASIBLE), program, plain) is None
+
+
+def test_a_region_program_starts_from_the_settings_start_on_its_own_columns():
+    """A lever's base plan (SolveSettings.start) starts each region's program, restricted
+    to the region's columns; the bound is the one proved all the same."""
+    from dataclasses import replace as with_fields
+
+    from solver.decompose.region_bounds import proven_bound
+
+    program = region_bounds.region_programs(hand_program())["east"]
+    highs = get_backend("highs")
+    plain = SolveSettings(mip_gap=0.0)
+    alone = proven_bound(highs, program, plain)
+    seen = {}
+
+    class Recording:
+        capabilities = highs.capabilities
+
+        def run(self, lp, settings, start=None):
+            seen["start"] = start
+            return highs.run(lp, settings, start=start)
+
+    started = with_fields(plain, start={EAST: 2.0, "not_a_column": 7.0})
+    assert proven_bound(Recording(), program, started) == pytest.approx(alone)
+    assert seen["start"] == {EAST: 2.0}
 
 
 def two_region_program() -> LinearProgram:
