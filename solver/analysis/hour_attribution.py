@@ -70,7 +70,6 @@ def pool_hours(
         on_spot: (period, pool) -> GPUs of the pool on spot in that period.
     """
     terms = {(o.region, o.gpu): o for o in offers}
-    hours = list(hours)
     shares: list[PoolHour] = []
     idle: dict[tuple[str, str], float] = defaultdict(float)
     for hour in hours:
@@ -80,10 +79,10 @@ def pool_hours(
                 by_offer[(pool.region, pool.gpu)].append(pool)
         paid = {(g.region, g.gpu): g for g in hour.gpus}
         for key, o in terms.items():
-            reserved = committed.get(key, 0.0) * (o.reserved_price_per_gpu_hour or 0.0)
             row = paid.get(key)
-            on_demand = row.on_demand * o.on_demand_price_per_gpu_hour if row else 0.0
-            spot_cost = row.spot * (o.spot_price_per_gpu_hour or 0.0) if row else 0.0
+            reserved, on_demand, spot_cost = o.hour_bill(
+                committed.get(key, 0.0), row.on_demand if row else 0.0, row.spot if row else 0.0
+            )
             pools = by_offer.get(key, [])
             spot = [on_spot.get((hour.period, _key(p)), 0) for p in pools]
             other = [(p.gpus or 0) - s for p, s in zip(pools, spot, strict=True)]

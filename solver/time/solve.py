@@ -342,13 +342,12 @@ def hour_cost(
     by_offer = {(g.region, g.gpu): g for g in gpus}
     cost = 0.0
     for o in offers:
-        if o.reserved_price_per_gpu_hour is not None:
-            cost += committed[(o.region, o.gpu)] * o.reserved_price_per_gpu_hour
         row = by_offer.get((o.region, o.gpu))
-        if row is not None:
-            cost += row.on_demand * o.on_demand_price_per_gpu_hour
-            if row.spot:
-                cost += row.spot * (o.spot_price_per_gpu_hour or 0.0)
+        bill = o.hour_bill(
+            committed[(o.region, o.gpu)], row.on_demand if row else 0.0, row.spot if row else 0.0
+        )
+        for part in bill:
+            cost += part
     return cost
 
 

@@ -104,12 +104,14 @@ def _recomputed(
         days = hours / HOURS_PER_DAY
         for hour in plan.hours:
             for pool in _dedicated(hour.pools):
-                gpu_hours[(pool.workload, pool.region)] += _gpus(pool) * days
+                gpu_hours[(pool.workload, pool.region)] += pool.count * pool.replica_gpus * days
         return dict(gpu_hours), {}
     for pool in _dedicated(plan.replicas):
         key = (pool.workload, pool.region)
-        gpu_hours[key] += _gpus(pool) * hours
-        cost[key] += _gpus(pool) * _price(instance, pool.region, pool.gpu) * hours
+        gpu_hours[key] += pool.count * pool.replica_gpus * hours
+        cost[key] += (
+            pool.count * pool.replica_gpus * _price(instance, pool.region, pool.gpu) * hours
+        )
     return dict(gpu_hours), dict(cost)
 
 
@@ -151,7 +153,3 @@ def _price(instance: Instance, region: str, gpu: str) -> float:
 
 def _dedicated(pools: tuple[ReplicaPool, ...]) -> list[ReplicaPool]:
     return [pool for pool in pools if not pool.shared]
-
-
-def _gpus(pool: ReplicaPool) -> int:
-    return pool.count * pool.tp * pool.pp * pool.dp

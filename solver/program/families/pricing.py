@@ -166,6 +166,17 @@ class OfferTerms:
             return need_gpus
         return float(n * math.ceil(need_gpus / n - 1e-9))
 
+    def hour_bill(
+        self, committed_gpus: float, on_demand_gpus: float, spot_gpus: float
+    ) -> tuple[float, float, float]:
+        """USD of one hour of this offer: every committed GPU at the reserved price (used
+        or not), the on-demand GPUs at theirs, the spot GPUs at theirs."""
+        return (
+            committed_gpus * (self.reserved_price_per_gpu_hour or 0.0),
+            on_demand_gpus * self.on_demand_price_per_gpu_hour,
+            spot_gpus * (self.spot_price_per_gpu_hour or 0.0),
+        )
+
 
 def add_pricing(
     lp: LinearProgram,
