@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -40,7 +40,13 @@ from models.physics.profile_files import (
     read_profile_file,
 )
 from models.physics.yaml_files import read_yaml
-from models.schema.quantities import BatchSequences, StepLatencyS, TokenCount
+from models.schema.quantities import (
+    NUMBER_NOT_BOOLEAN,
+    BatchSequences,
+    EfficiencyFraction,
+    StepLatencyS,
+    TokenCount,
+)
 
 _FILE = Path(__file__).parent / "catalog" / "efficiency.yaml"
 
@@ -52,16 +58,16 @@ class Efficiency(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    prefill_flops_fraction: float = Field(default=0.55, gt=0, le=1)
+    prefill_flops_fraction: EfficiencyFraction = 0.55
     """Achieved fraction of dense peak FLOP/s on prefill tokens (large GEMMs, attention)."""
-    decode_flops_fraction: float = Field(default=0.45, gt=0, le=1)
+    decode_flops_fraction: EfficiencyFraction = 0.45
     """Achieved fraction of dense peak FLOP/s on decode tokens (skinny GEMMs at batch B)."""
-    hbm_fraction: float = Field(default=0.75, gt=0, le=1)
+    hbm_fraction: EfficiencyFraction = 0.75
     """Achieved fraction of peak HBM bandwidth when streaming weights and KV cache."""
-    scaleup_fraction: float = Field(default=0.7, gt=0, le=1)
+    scaleup_fraction: EfficiencyFraction = 0.7
     """Achieved fraction of scale-up link bandwidth (NVLink, Infinity Fabric, PCIe) in a
     ring all-reduce or a pipeline hand-off."""
-    scaleout_fraction: float = Field(default=0.8, gt=0, le=1)
+    scaleout_fraction: EfficiencyFraction = 0.8
     """Achieved fraction of the scale-out NIC bandwidth (all-reduce across nodes, KV
     transfer from a prefill to a decode replica)."""
     allreduce_latency_s: float = Field(default=10e-6, ge=0)
@@ -98,17 +104,21 @@ class EfficiencyOverrides(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    prefill_flops_fraction: float | None = Field(default=None, gt=0, le=1)
-    decode_flops_fraction: float | None = Field(default=None, gt=0, le=1)
-    hbm_fraction: float | None = Field(default=None, gt=0, le=1)
-    scaleup_fraction: float | None = Field(default=None, gt=0, le=1)
-    scaleout_fraction: float | None = Field(default=None, gt=0, le=1)
+    prefill_flops_fraction: EfficiencyFraction | None = None
+    decode_flops_fraction: EfficiencyFraction | None = None
+    hbm_fraction: EfficiencyFraction | None = None
+    scaleup_fraction: EfficiencyFraction | None = None
+    scaleout_fraction: EfficiencyFraction | None = None
     allreduce_latency_s: StepLatencyS | None = None
     pp_hop_latency_s: StepLatencyS | None = None
     step_overhead_s: StepLatencyS | None = None
-    request_overhead_s: float | None = Field(default=None, ge=0, le=10)
+    request_overhead_s: Annotated[float, NUMBER_NOT_BOOLEAN] | None = Field(
+        default=None, ge=0, le=10
+    )
     sequence_overhead_s: StepLatencyS | None = None
-    memory_reserve_fraction: float | None = Field(default=None, ge=0, lt=1)
+    memory_reserve_fraction: Annotated[float, NUMBER_NOT_BOOLEAN] | None = Field(
+        default=None, ge=0, lt=1
+    )
     prefill_chunk_tokens: TokenCount | None = Field(default=None, ge=256)
     max_batch_sequences: BatchSequences | None = None
 

@@ -5,6 +5,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from models.physics.precision import Precision
 from models.schema.quantities import (
     Dwpd,
+    EfficiencyFraction,
     GpusPerNode,
     HbmGib,
     HbmTbS,
@@ -102,7 +103,7 @@ class GpuSpec(BaseModel):
     (`h100-sxm`, `b200`, ...): for a GPU with no calibration rows of its own (an inline
     GPU, MI300X). Default: its own rows, else the pooled fit. Reports flag borrowed
     factors."""
-    scaleup_fraction: float | None = Field(default=None, gt=0, le=1)
+    scaleup_fraction: EfficiencyFraction | None = None
     """Measured fraction of `scaleup_gb_s` a ring all-reduce achieves on this GPU's link
     (nccl-tests bus bandwidth / the link), for a GPU on borrowed efficiencies whose link
     is not the lender's: it replaces the borrowed `Efficiency.scaleup_fraction`. None:

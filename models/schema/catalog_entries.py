@@ -14,7 +14,7 @@ from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
 from models.physics.precision import Precision
 from models.schema import limits
-from models.schema.quantities import LoraRank, at_most
+from models.schema.quantities import NUMBER_NOT_BOOLEAN, LoraRank, at_most
 from models.schema.strict import STRICT
 
 
@@ -38,7 +38,8 @@ def _overridable(spec: type[BaseModel], entry_name: str, doc: str) -> type[BaseM
             continue
         annotation = info.annotation
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            annotation = dict[str, float | None]
+            # booleans refused here: after the merge they would already be 1.0 and 0.0
+            annotation = dict[str, Annotated[float, NUMBER_NOT_BOOLEAN] | None]
         elif info.metadata:
             # keep the field's bounds (they live in the metadata, not the annotation)
             annotation = Annotated[(annotation, *info.metadata)]

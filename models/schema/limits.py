@@ -75,6 +75,8 @@ class Bound:
         low: smallest value; allowed when `low_open` is False, excluded when True.
         low_open: whether `low` itself is excluded (`> low` rather than `>= low`).
         high_open: whether `high` itself is excluded (`< high` rather than `<= high`).
+        low_why: why a floor above zero sits where it is (empty where `low` is the
+            natural zero or one of the quantity).
     """
 
     high: float
@@ -83,6 +85,7 @@ class Bound:
     low: float = 0.0
     low_open: bool = True
     high_open: bool = False
+    low_why: str = ""
 
 
 # --- traffic ----------------------------------------------------------------------------
@@ -113,7 +116,15 @@ PEAK_TO_AVERAGE = Bound(
     low=1.0,
     low_open=False,
 )
-TOKENS = Bound(1e8, "tokens", "10x the longest context window offered today, 10M tokens")
+TOKENS = Bound(
+    1e8,
+    "tokens",
+    "10x the longest context window offered today, 10M tokens",
+    low=1.0,
+    low_open=False,
+    low_why="a request holds whole tokens, at least one; a mean of 1e-300 tokens planned a "
+    "fleet for prompts of nothing",
+)
 HISTOGRAM_WEIGHT = Bound(1e15, "", "weights are relative; 10^15 exceeds any request log")
 HOURLY_WEIGHT = Bound(
     1e15,
@@ -163,7 +174,14 @@ TTFT_SHARE = Bound(
 # --- money, counts and time -------------------------------------------------------------
 
 USD_PER_GPU_HOUR = Bound(
-    1_000, "USD/GPU-hour", "100x the list price of the dearest cloud GPU, about $10 an hour"
+    1_000,
+    "USD/GPU-hour",
+    "100x the list price of the dearest cloud GPU, about $10 an hour",
+    low=0.001,
+    low_open=False,
+    low_why="a tenth of a cent, 1/100 of the cheapest cloud GPU-hour (about $0.10); below "
+    "it every cost rounds to $0 and the solver's tolerances, not prices, pick the plan "
+    "(give owned GPUs as `existing` instead)",
 )
 GPU_COUNT = Bound(
     1_000_000,
@@ -181,7 +199,15 @@ PARALLEL_DEGREE = Bound(
 )
 TIME_LIMIT_S = Bound(86_400, "s", "a solve allowed more than a day belongs in a job scheduler")
 MIP_GAP = Bound(1.0, "", "a relative gap; 1 accepts any plan", low_open=False, high_open=True)
-HOURS_PER_MONTH = Bound(744, "hours", "31 days x 24 hours")
+HOURS_PER_MONTH = Bound(
+    744,
+    "hours",
+    "31 days x 24 hours",
+    low=1.0,
+    low_open=False,
+    low_why="a month bills at least one hour (730 is a whole one); at 1e-300 every cost "
+    "rounded to $0",
+)
 START_TIME_S = Bound(
     86_400, "s", "a replica that takes over a day to start is broken", low_open=False
 )
@@ -199,9 +225,32 @@ BATCH_SEQUENCES = Bound(
 # --- hardware ---------------------------------------------------------------------------
 
 HBM_GIB = Bound(4096, "GiB", "14x the largest GPU memory shipped, 288 GB")
-HBM_TB_S = Bound(100, "TB/s", "12x the fastest HBM shipped, 8 TB/s")
-TFLOPS = Bound(100_000, "TFLOPS", "7x the densest FP4 peak announced, about 15,000 TFLOPS")
-SCALEUP_GB_S = Bound(10_000, "GB/s", "11x NVLink 5, 900 GB/s per direction")
+_STEP_OVERFLOW = "far below it a step takes over 10^154 s and its square overflows"
+HBM_TB_S = Bound(
+    100,
+    "TB/s",
+    "12x the fastest HBM shipped, 8 TB/s",
+    low=0.01,
+    low_open=False,
+    low_why="10 GB/s, under one DDR4 channel (25 GB/s); the slowest GPU memory, an L4's, "
+    "moves 0.3 TB/s; " + _STEP_OVERFLOW,
+)
+TFLOPS = Bound(
+    100_000,
+    "TFLOPS",
+    "7x the densest FP4 peak announced, about 15,000 TFLOPS",
+    low=0.1,
+    low_open=False,
+    low_why="a CPU socket's matrix units reach a few TFLOPS, a T4 65; " + _STEP_OVERFLOW,
+)
+SCALEUP_GB_S = Bound(
+    10_000,
+    "GB/s",
+    "11x NVLink 5, 900 GB/s per direction",
+    low=0.1,
+    low_open=False,
+    low_why="a PCIe 1.0 lane moves 0.25 GB/s; " + _STEP_OVERFLOW,
+)
 KV_LINK_GB_S = Bound(
     SCALEUP_GB_S.high,
     "GB/s",
@@ -210,7 +259,15 @@ KV_LINK_GB_S = Bound(
     low=0.01,
     low_open=False,
 )
-SCALEOUT_GBIT_S = Bound(10_000, "Gbit/s", "12x the fastest NICs shipped, 800 Gbit/s")
+SCALEOUT_GBIT_S = Bound(
+    10_000,
+    "Gbit/s",
+    "12x the fastest NICs shipped, 800 Gbit/s",
+    low=0.1,
+    low_open=False,
+    low_why="100 Mbit/s Ethernet; far below it a KV transfer or a cross-node all-reduce "
+    "takes over 10^154 s",
+)
 GPUS_PER_NODE = Bound(
     1024, "GPUs", "announced scale-up domains reach 576 GPUs", low=1.0, low_open=False
 )
@@ -297,7 +354,25 @@ CONFIGS_PER_POOL = Bound(
     low=1.0,
     low_open=False,
 )
-MAX_UTILIZATION = Bound(1.0, "", "a fraction of the capacity at the SLO", high_open=False)
+MAX_UTILIZATION = Bound(
+    1.0,
+    "",
+    "a fraction of the capacity at the SLO",
+    high_open=False,
+    low=0.01,
+    low_open=False,
+    low_why="below 1% a fleet is over 100x what its load needs; at 1e-300 the program's "
+    "coefficients underflowed and the solver failed",
+)
+EFFICIENCY_FRACTION = Bound(
+    1.0,
+    "",
+    "a fraction of the datasheet peak",
+    low=0.01,
+    low_open=False,
+    low_why="an engine reaching under 1% of peak is misconfigured (the calibrated fractions "
+    "lie between 0.19 and 1); " + _STEP_OVERFLOW,
+)
 DEMAND_GROWTH = Bound(
     1_000, "", "demand 1,000x today's is a different service, not growth", low_open=True
 )

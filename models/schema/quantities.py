@@ -37,7 +37,8 @@ def out_of_range(value: float, bound: Bound) -> str | None:
     low_fails = value <= bound.low if bound.low_open else value < bound.low
     if low_fails:
         relation = "greater than" if bound.low_open else "at least"
-        return f"must be {relation} {describe(bound.low)}{unit}, got {describe(value)}"
+        floor = f" (the floor: {bound.low_why})" if bound.low_why else ""
+        return f"must be {relation} {describe(bound.low)}{unit}, got {describe(value)}{floor}"
     high_fails = value >= bound.high if bound.high_open else value > bound.high
     if high_fails:
         relation = "below" if bound.high_open else "at most"
@@ -251,7 +252,9 @@ ServerPowerFactor = real(limits.SERVER_POWER_FACTOR)
 ConfigsPerPool = whole(limits.CONFIGS_PER_POOL)
 """Replica configurations one pool may mix."""
 MaxUtilization = real(limits.MAX_UTILIZATION)
-"""A fraction in (0, 1] of a pool's capacity at the SLO."""
+"""A fraction in [0.01, 1] of a pool's capacity at the SLO."""
+EfficiencyFraction = real(limits.EFFICIENCY_FRACTION)
+"""An achieved fraction of a datasheet peak (FLOPs, bandwidth), in [0.01, 1]."""
 DemandGrowth = real(limits.DEMAND_GROWTH)
 """A factor > 0 applied to all demand."""
 DraftTokens = whole(limits.DRAFT_TOKENS)
