@@ -380,12 +380,15 @@ def report_html(
         parts.append("<h2>Chosen configurations</h2>")
     for item in charts:
         parts.append(f"<h3>{html.escape(item.title)}</h3>")
-        figures = [_chart(f"roofline {item.title}", roofline_svg(item))]
+        figures = []
+        if item.peak_flops_per_s > 0:  # zero for a co-located group: no single model
+            figures.append(_chart(f"roofline {item.title}", roofline_svg(item)))
         if item.rates_per_replica:
             figures.append(_chart(f"latency {item.title}", hockey_svg(item)))
         if item.frontier_user_tokens_per_s:
             figures.append(_chart(f"frontier {item.title}", frontier_svg(item)))
-        parts.append(f'<div class="charts">{"".join(figures)}</div>')
+        if figures:
+            parts.append(f'<div class="charts">{"".join(figures)}</div>')
         if item.note:
             parts.append(f'<p class="note">{html.escape(item.note)}</p>')
     parts.append("<h2>Plan tables and binding constraints</h2>")

@@ -88,12 +88,30 @@ def _default_kv(pool: ReplicaPool):
 
 
 def chart_data(instance: Instance, plan: Plan) -> list[ConfigCharts]:
-    """Charts of every distinct chosen configuration, in plan order."""
+    """Charts of every distinct chosen configuration, in plan order. A co-located group
+    (several workloads on one replica's GPUs) has no single model to draw a roofline,
+    latency curve or frontier of: its entry is a note naming the members."""
     seen: dict[tuple[str, str], list[ReplicaPool]] = {}
     for pool in plan.replicas:
         seen.setdefault((pool.workload, pool.key), []).append(pool)
     loads = _loads(plan)
-    return [_charts(instance, pools, loads) for pools in seen.values()]
+    return [
+        _charts(instance, pools, loads) if len(pools[0].workloads) <= 1 else _group_note(pools)
+        for pools in seen.values()
+    ]
+
+
+def _group_note(pools: list[ReplicaPool]) -> ConfigCharts:
+    first = pools[0]
+    return ConfigCharts(
+        title=f"{first.workload}: {first.label}",
+        role=str(first.role),
+        peak_flops_per_s=0.0,
+        hbm_bytes_per_s=0.0,
+        note=f"co-located: {', '.join(first.workloads)} share each replica's GPUs; the "
+        "charts draw one model's pools, and the group's capacity per member is in the plan "
+        "tables",
+    )
 
 
 def _loads(plan: Plan) -> dict[tuple[str, str, str], float]:
