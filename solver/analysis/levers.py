@@ -214,12 +214,16 @@ def precision_step_down(instance: Instance) -> Instance | None:
 
 
 def looser_slo(key: str) -> Transform:
-    """A lever making every workload's `slo.<key>` 20% looser."""
+    """A lever making every workload's `slo.<key>` 20% looser. A voice workload's targets
+    derive from its `first_audio_ms` budget and stay: a looser one would contradict the
+    budget (the lever then failed validation and ended `explain --levers` with exit 2)."""
 
     def apply(instance: Instance) -> Instance | None:
         def edit(data: dict[str, Any]) -> bool:
             changed = False
             for entry in _workloads(data):
+                if entry.get("slo", {}).get("first_audio_ms") is not None:
+                    continue
                 target = entry.get("slo", {}).get(key)
                 if target is not None:
                     entry["slo"][key] = target * SLO_LOOSENING
