@@ -33,7 +33,7 @@ from cli.options import JsonOut, capped_at_cores
 from cli.render.console import err, out
 from cli.render.junit import junit_xml, outcome_records, verdict
 from cli.render.zeros import json_without_negative_zero
-from models.io.output_files import check_target, is_stdout, write_text
+from models.io.output_files import check_targets, is_stdout, write_text
 from models.schema.errors import InputError
 from solver.studies.batch import (
     FAILED_STATUSES,
@@ -100,9 +100,7 @@ def batch(
         err.print(f"{folder}: no instance files (.yaml, .yml, .json)", markup=False)
         raise typer.Exit(ExitCode.BAD_INPUT)
     outputs = (json_out, markdown_out, junit_out)
-    for path in outputs:
-        if path is not None:
-            check_target(path, tuple(files))
+    check_targets(outputs, tuple(files))
     console = err if any(p is not None and is_stdout(p) for p in outputs) else out
     with Progress(
         TextColumn("[bold]solving"),

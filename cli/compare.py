@@ -11,7 +11,7 @@ from cli.render.console import err, out
 from cli.render.tables import Report, TableSpec
 from cli.render.zeros import json_without_negative_zero
 from models.io.loading import load_instance
-from models.io.output_files import check_target, is_stdout, write_text
+from models.io.output_files import check_targets, is_stdout, write_text
 from solver.analysis.compare import Comparison, Side, compare_instances
 
 
@@ -26,9 +26,7 @@ def compare(
 
     Exit 0: adopt (with a rollout). Exit 1: reject, with the reasons.
     """
-    for target in (json_out, markdown_out):
-        if target is not None:
-            check_target(target, inputs=(base, candidate))
+    check_targets((json_out, markdown_out), inputs=(base, candidate))
     result = compare_instances(load_instance(base), load_instance(candidate), backend)
     report = comparison_report(result)
     report.print(err if to_stdout(json_out, markdown_out) else out)

@@ -15,7 +15,7 @@ from cli.render.console import err, out
 from cli.render.tables import TableSpec, markdown_tables, print_tables
 from cli.render.zeros import json_without_negative_zero
 from models.io.documents import read_document
-from models.io.output_files import check_target, is_stdout, write_text
+from models.io.output_files import check_targets, is_stdout, write_text
 from models.schema import limits
 from models.schema.errors import InputError, Issue
 from models.serving.latency import REQUESTS_PER_USER
@@ -276,8 +276,7 @@ def simulate(
     outputs = [path for path in (json_out, markdown_out) if path is not None]
     if sum(is_stdout(path) for path in outputs) > 1:
         raise _problem("--json/--markdown", "only one of them can be - (standard output)")
-    for path in outputs:
-        check_target(path, (file, plan_file))
+    check_targets(outputs, (file, plan_file))
     instance = load(file, sets)
     plan = _read_plan(plan_file)
     require_verified(instance, plan, plan_file, "simulate")  # replays only what holds

@@ -45,7 +45,7 @@ from cli.render.tables import TableSpec, markdown_tables, print_tables
 from cli.render.time_tables import time_tables
 from cli.render.zeros import json_without_negative_zero
 from models.io.loading import load_instance, read_document
-from models.io.output_files import check_target, is_stdout, write_text
+from models.io.output_files import check_target, check_targets, is_stdout, write_text
 from models.schema import limits
 from models.schema.backend_names import BACKEND_NAMES
 from models.schema.errors import InputError, Issue
@@ -242,10 +242,9 @@ def _progress_after(started: float, after_s: float = PROGRESS_AFTER_S):
 
 def check_outputs(file: Path, *outputs: Path | None) -> None:
     """Refuse, before any work, an output path that cannot or must not be written
-    (models.io.output_files.check_target): exit code 2 naming the path."""
-    for path in outputs:
-        if path is not None:
-            check_target(path, (file,))
+    (models.io.output_files.check_targets, two outputs in one file included): exit code 2
+    naming the path."""
+    check_targets(outputs, (file,))
 
 
 def _solve(

@@ -17,7 +17,7 @@ from cli.exit_codes import ExitCode
 from cli.options import JsonOut, capped_at_cores, emit_json, to_stdout
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, print_tables
-from models.io.output_files import check_target
+from models.io.output_files import check_targets
 
 
 class Executor(StrEnum):
@@ -64,9 +64,7 @@ def sweep(
 
     grid = read_grid(grid_file)
     inputs = (grid_file, grid.instance_file)  # the base instance is an input too
-    for target in (results, json_out):
-        if target is not None:
-            check_target(target, inputs)
+    check_targets((results, json_out), inputs)
     done = read_results(results)
     records: dict[int, dict[str, Any]] = {}
     instances = {}

@@ -25,7 +25,7 @@ import re
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from models.schema.errors import InputError, Issue
@@ -99,6 +99,36 @@ def check_target(path: Path | str, inputs: tuple[Path, ...] = ()) -> None:
         raise _refuse(path, f"folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise _refuse(path, f"folder {folder} is not writable")
+
+
+def check_targets(paths: Iterable[Path | str | None], inputs: tuple[Path, ...] = ()) -> None:
+    """`check_target` on each path given (None: an output not asked for), and refuse two
+    outputs that land in one file (`--json out --markdown out`: the second write replaced
+    the first, and both said "wrote"). Standard output (`-`) is left to the command.
+
+    Raises:
+        InputError: naming the path and what is wrong with it.
+    """
+    seen: list[tuple[Path, Path | str]] = []
+    for path in paths:
+        if path is None:
+            continue
+        check_target(path, inputs)
+        if is_stdout(path):
+            continue
+        target = resolved_target(Path(path))
+        for earlier_target, earlier in seen:
+            if target == earlier_target or _same_file(target, earlier_target):
+                raise _refuse(path, f"is also the output {earlier}; give each output its own file")
+        seen.append((target, path))
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two existing paths are one file (hard links); False when either is new."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _kind(mode: int) -> str:
