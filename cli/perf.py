@@ -187,7 +187,7 @@ def perf(
             "--length-cv",
             help="The burst's lengths spread as a dataset's conversations: lognormal about "
             "the means with this coefficient of variation (ShareGPT: about 1).",
-            callback=within(limits.LENGTH_CV),
+            callback=within(limits.DATASET_LENGTH_CV),
         ),
     ] = None,
     prefix_tokens: Annotated[

@@ -102,12 +102,14 @@ RANGE_RATIO = Bound(
     low_open=False,
     high_open=True,
 )
-LENGTH_CV = Bound(
+DATASET_LENGTH_CV = Bound(
     10.0,
     "",
     "10x the length spread of a conversation dataset (ShareGPT's is about 1)",
     low_open=False,
 )
+"""`perf --length-cv` (it was named LENGTH_CV too, and the flags' LENGTH_CV below, defined
+later, replaced it: the flag took up to 100)."""
 PEAK_TO_AVERAGE = Bound(
     100,
     "",
@@ -427,7 +429,15 @@ LENGTH_CV = Bound(
     "of a few units; 100 is a units mistake",
     low_open=False,
 )
-ARRIVAL_CV = Bound(LENGTH_CV.high, "", LENGTH_CV.why)
+ARRIVAL_CV = Bound(
+    LENGTH_CV.high,
+    "",
+    LENGTH_CV.why,
+    low=0.01,
+    low_open=False,
+    low_why="0.01 is clockwork arrivals; at 1e-300 the gamma gaps' shape 1/cv^2 overflowed "
+    "(ZeroDivisionError)",
+)
 SIMULATED_MINUTES = Bound(
     1_440, "minutes", "the replay holds the peak rate steady, and no peak lasts a day"
 )
