@@ -12,9 +12,7 @@ PERF = ("perf", "-g", "h100-sxm", "-m", "llama-3.1-8b", "-i", "1000", "-o", "200
 def test_a_burstiness_under_its_floor_exits_2_with_the_reason(run_cli, tmp_path):
     plan = tmp_path / "plan.json"
     plan.write_text('{"replicas": []}')
-    result = run_cli(
-        "simulate", INSTANCES / "region-loss-3.yaml", plan, "--burstiness", "1e-300"
-    )
+    result = run_cli("simulate", INSTANCES / "region-loss-3.yaml", plan, "--burstiness", "1e-300")
     assert result.exit_code == 2, result.stderr
     assert "--burstiness: must be at least 0.01, got 1e-300 (the floor: " in result.stderr
 
