@@ -163,7 +163,11 @@ per pool costs and for rendering, so that explain answers within its time limit.
 PARALLEL_MIN_LEFT_S = 20.0
 """Time left below which the re-solves run in this process: starting worker processes
 (an interpreter and the solver library each, seconds on a loaded machine) would eat the
-shares of a tight deadline, and a re-solve ending past it fails the whole explanation."""
+shares of a tight deadline."""
+NOT_RESOLVED = "not re-solved: the time limit passed before its turn"
+"""An alternative the deadline left out: the re-solves stop starting once the deadline
+has passed, and the explanation keeps the ones done (a re-solve that ended 0.1 s past a
+120 s limit threw away the whole explanation of a proven plan, exit 4)."""
 UNPROVEN_ALTERNATIVE = "(not proven within its share of the time limit: the cost is an upper bound)"
 ALTERNATIVES_SKIPPED = (
     "skipped: the plan is {status}, not proven optimal, so a re-solve without a pool "
@@ -192,8 +196,9 @@ def explain_solved(solved: Solved, progress: Progress | None = None) -> Explanat
         solved: The solved program (solver.solve.solve_program).
         progress: Told of each re-solve as it ends; None: nothing is told.
 
-    Raises:
-        TimeLimitReached: the deadline passed during the re-solves (stage "explain").
+    Past the deadline no further re-solve starts: the pools left out say so
+    (`NOT_RESOLVED`), and the plan and the re-solves done are kept, as a solve keeps a
+    plan read back past the limit.
     """
     plan = solved.plan
     alternatives: tuple[Alternative, ...] = ()
@@ -329,14 +334,18 @@ def _resolves(
         rounds = max(math.ceil(not_started / processes), 1)
         return None if left is None else ALTERNATIVES_TIME_SHARE * left / rounds
 
+    def past() -> bool:
+        deadline = solved.settings.deadline
+        return deadline is not None and deadline.expired()
+
     if processes <= 1:
         for index, (own, removed) in enumerate(args):
-            solved.settings.check("explain")
+            if past():
+                break
             limited = comparison.limited(share_s(jobs - done))
             results[index] = run(own, limited, removed)
             told(f"without {pools[index].label} in {pools[index].region}")
-        if wants_simplicity:
-            solved.settings.check("explain")
+        if wants_simplicity and not past():
             limited = comparison.limited(share_s(1))
             simplicity = _simplicity(program, plan, limited, program.sets.table)
             told("with the limit on configurations per pool lifted")
@@ -347,7 +356,7 @@ def _resolves(
             running: dict[Future, int] = {}
 
             def hand_out() -> None:
-                while waiting and len(running) < processes:
+                while waiting and len(running) < processes and not past():
                     limited = comparison.limited(share_s(len(waiting)))
                     index = waiting.pop(0)
                     if index < 0:
@@ -364,7 +373,8 @@ def _resolves(
                 for future in finished:
                     index = running.pop(future)
                     found = future.result()
-                    solved.settings.check("explain")  # past the deadline, a worker gives None
+                    if found is None:  # past the deadline, a worker gives None
+                        continue
                     if index < 0:
                         simplicity = found
                         told("with the limit on configurations per pool lifted")
@@ -372,9 +382,24 @@ def _resolves(
                         results[index] = found
                         told(f"without {pools[index].label} in {pools[index].region}")
                 hand_out()
-    solved.settings.check("explain")
-    alternatives = tuple(_alternative(solved, p, results[i]) for i, p in enumerate(pools))
+    alternatives = tuple(
+        _alternative(solved, p, results[i]) if results.get(i) is not None else _not_resolved(p)
+        for i, p in enumerate(pools)
+    )
     return alternatives, simplicity
+
+
+def _not_resolved(pool) -> Alternative:
+    """A pool whose re-solve the deadline left out: no cost, and why."""
+    return Alternative(
+        workload=pool.workload,
+        region=pool.region,
+        configuration=pool.label,
+        count=pool.count,
+        cost_without_per_month=None,
+        extra_cost_per_month=None,
+        replaced_by=(NOT_RESOLVED,),
+    )
 
 
 def _read_without(solved: Solved, pool, result: SolveResult) -> tuple[float, tuple[str, ...]]:

@@ -1,0 +1,52 @@
+"""explain past its deadline keeps what it has: the re-solves stop starting, the pools
+left out say so, and the plan and the re-solves done stay. Before, a re-solve ending
+0.1 s past the limit threw the whole explanation of a proven plan away (exit 4 after
+120 s on instances/procurement-3region.yaml)."""
+
+import time
+from dataclasses import replace
+
+import solver.analysis.explain as explain_module
+from models.io.loading import load_instance
+from solver.analysis.explain import NOT_RESOLVED, explain_solved
+from solver.settings import Deadline, SolveSettings
+from solver.solve import solve_program
+from tests.paths import INSTANCES
+
+SMALL = INSTANCES / "region-loss-3.yaml"
+
+
+def _solved_with_deadline(limit_s: float):
+    instance = load_instance(SMALL)
+    solved = solve_program(instance, SolveSettings.of(instance, threads=1))
+    deadline = Deadline(time.monotonic(), limit_s)
+    return replace(solved, settings=replace(solved.settings, deadline=deadline))
+
+
+def test_an_expired_deadline_keeps_the_plan_and_names_every_pool_not_resolved():
+    solved = _solved_with_deadline(1.0)
+    time.sleep(1.05)  # the deadline has passed before explain starts
+    explanation = explain_solved(solved)
+    assert explanation.plan == solved.plan
+    assert explanation.cost_per_month == solved.plan.cost_per_month
+    chosen = [p for p in solved.plan.replicas if not p.shared]
+    assert len(explanation.alternatives) == len(chosen) > 0
+    assert all(a.replaced_by == (NOT_RESOLVED,) for a in explanation.alternatives)
+    assert all(a.cost_without_per_month is None for a in explanation.alternatives)
+
+
+def test_a_deadline_passing_after_the_first_re_solve_keeps_that_one(monkeypatch):
+    real = explain_module._resolve_without
+
+    def then_wait(*args):
+        result = real(*args)
+        time.sleep(1.6)  # the 1.5 s deadline passes during this re-solve
+        return result
+
+    monkeypatch.setattr(explain_module, "_resolve_without", then_wait)
+    solved = _solved_with_deadline(1.5)
+    explanation = explain_solved(solved)
+    first, *rest = explanation.alternatives
+    assert rest, "region-loss-3 chooses a pool in each of its three regions"
+    assert first.replaced_by != (NOT_RESOLVED,)
+    assert all(a.replaced_by == (NOT_RESOLVED,) for a in rest)
