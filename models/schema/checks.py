@@ -46,7 +46,28 @@ def input_warnings(instance: Instance) -> list[str]:
                     f"average ({demand.peak_rps:,.3g} requests/s); traffic that peaks above "
                     "it is not served at the SLO: give peak_to_average or an hourly_profile"
                 )
-    return warnings + _hbm_only_warnings(instance)
+    return warnings + _hbm_only_warnings(instance) + _growth_without_horizon(instance)
+
+
+def _growth_without_horizon(instance: Instance) -> list[str]:
+    """Growth and lead times plan months; without `policy.horizon_months` there are none,
+    and the values were dropped without a word."""
+    if instance.policy.horizon_months is not None:
+        return []
+    given = [
+        f"policy.{key}: {getattr(instance.policy, key):g}"
+        for key in ("monthly_growth", "lead_time_months")
+        if getattr(instance.policy, key)
+    ] + [
+        f"workloads[{w.name}].monthly_growth: {w.monthly_growth:g}"
+        for w in instance.workloads
+        if w.monthly_growth
+    ]
+    return [
+        f"{text} has no effect without policy.horizon_months (the months to plan); the "
+        "plan is of today's demand alone: give horizon_months or drop it"
+        for text in given
+    ]
 
 
 def _hbm_only_warnings(instance: Instance) -> list[str]:
