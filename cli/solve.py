@@ -285,7 +285,21 @@ def _solve(
             err.print(f"[bold red]internal error:[/] {escape(f'{file}: {line}')}")
             raise typer.Exit(ExitCode.INTERNAL_ERROR) from None
         err.print(f"[bold red]no plan:[/] {escape(f'{file}: {stopped}')}")
+        emit_json(json_out, no_solution_json(instance.name, stopped), (file,))
         raise typer.Exit(ExitCode.TIME_LIMIT) from None
+
+
+def no_solution_json(instance: str, stopped: NoSolution) -> dict:
+    """A run the time limit (or the backend) stopped without a plan, as data, so that
+    `--json -` in a pipeline reads a status rather than nothing (batch calls it
+    `no_solution` too)."""
+    return {
+        "instance": instance,
+        "status": "no_solution",
+        "termination": str(stopped.termination),
+        "stage": getattr(stopped, "stage", None),
+        "message": " ".join(str(stopped).split()),
+    }
 
 
 def diagnosis_json(instance: str, diagnosis: Diagnosis) -> dict:
