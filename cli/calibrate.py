@@ -82,6 +82,20 @@ def factors_table(fit: ProfileFit) -> TableSpec:
     return TableSpec(title="Fitted factors", columns=("factor", "value"), rows=rows, note=note)
 
 
+def _not_placed(run: Measurement) -> Issue:
+    """A run the replay cannot place: no profile comes of runs like it alone (the file
+    written held the base profile's factors as if fitted, and a NaN error)."""
+    layout = f"{run.model} on {run.gpu} {run.precision.value} tp{run.tp} pp{run.pp}"
+    return Issue(
+        run.source,
+        None,
+        "",
+        f"{layout}: the replay cannot run this layout (a precision the GPU lacks, a TP the "
+        "model's heads cannot split, or weights beyond its memory), so no run can be fitted "
+        "and no profile was written",
+    )
+
+
 def calibrate(
     measurements: Annotated[
         list[Path],
@@ -148,6 +162,8 @@ def calibrate(
     runs = read_measurements(list(measurements), defaults)
     err.print(f"fitting {len(runs)} runs ...", markup=False)
     fit = fit_profile(runs, base_engine, leave_one_out=leave_one_out)
+    if not any(run_fit.predicted for run_fit in fit.runs):
+        raise InputError([_not_placed(run_fit.run) for run_fit in fit.runs])
     date = datetime.date.today().isoformat()
     document = profile_document(
         fit, name or output.stem, base_engine, [str(m) for m in measurements], date
