@@ -90,10 +90,26 @@ class Bound:
 
 # --- traffic ----------------------------------------------------------------------------
 
-REQUEST_RATE = Bound(
-    1e7, "requests/s", "100x the peak of the busiest public LLM APIs, about 10^5 requests/s"
+_UNDER_TOLERANCE = (
+    "below it the demand falls under the solver's feasibility tolerance and the plan "
+    "buys no GPU for it (1e-6 requests/s planned $0)"
 )
-REQUESTS_PER_DAY = Bound(1e12, "requests/day", "10^7 requests/s sustained for a whole day")
+REQUEST_RATE = Bound(
+    1e7,
+    "requests/s",
+    "100x the peak of the busiest public LLM APIs, about 10^5 requests/s",
+    low=1e-3,
+    low_open=False,
+    low_why="one request every 17 minutes; " + _UNDER_TOLERANCE,
+)
+REQUESTS_PER_DAY = Bound(
+    1e12,
+    "requests/day",
+    "10^7 requests/s sustained for a whole day",
+    low=10.0,
+    low_open=False,
+    low_why="ten a day, a mean of 1.2e-4 requests/s; " + _UNDER_TOLERANCE,
+)
 RANGE_RATIO = Bound(
     1.0,
     "",
@@ -376,7 +392,13 @@ EFFICIENCY_FRACTION = Bound(
     "lie between 0.19 and 1); " + _STEP_OVERFLOW,
 )
 DEMAND_GROWTH = Bound(
-    1_000, "", "demand 1,000x today's is a different service, not growth", low_open=True
+    1_000,
+    "",
+    "demand 1,000x today's is a different service, not growth",
+    low=1e-3,
+    low_open=False,
+    low_why="demand 1,000x below today's is a different service, not a forecast; at 1e-300 "
+    "the plan bought no GPU at all",
 )
 DRAFT_TOKENS = Bound(
     16,

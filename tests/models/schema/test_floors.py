@@ -66,6 +66,12 @@ FLOORS = [
         "supply.h100-sxm.price_per_gpu_hour",
     ),
     (("workloads", 0, "prompt_tokens", "mean"), limits.TOKENS, "prompt_tokens.mean"),
+    (
+        ("workloads", 0, "demand", "r", "peak_requests_per_s"),
+        limits.REQUEST_RATE,
+        "demand.r.peak_requests_per_s",
+    ),
+    (("policy", "demand_growth"), limits.DEMAND_GROWTH, "policy.demand_growth"),
 ]
 
 
@@ -94,6 +100,30 @@ def test_every_floor_sits_below_every_value_the_catalog_and_calibration_hold():
         assert spec.dense_tflops.bf16 >= 10 * limits.TFLOPS.low
         assert spec.scaleup_gb_s >= 10 * limits.SCALEUP_GB_S.low
         assert spec.scaleout_gbit_s >= 10 * limits.SCALEOUT_GBIT_S.low
+
+
+@pytest.mark.parametrize(
+    ("per_day", "refused"), [(limits.REQUESTS_PER_DAY.low / 2, True), (10, False)]
+)
+def test_requests_per_day_has_the_floor_of_ten_a_day(per_day, refused):
+    data = _set(_data(), ("workloads", 0, "demand", "r"), {"requests_per_day": per_day})
+    if not refused:
+        validate_instance(data, "floors.yaml")
+        return
+    with pytest.raises(InputError) as caught:
+        validate_instance(data, "floors.yaml")
+    assert "requests_per_day: must be at least 10 requests/day" in str(caught.value)
+
+
+def test_a_demand_at_its_floor_is_planned_a_gpu(run_cli, tmp_path):
+    """The floors keep demand above the solver's tolerance: at 0.001 requests/s the plan
+    still buys a replica (at 1e-6 it bought none and cost $0)."""
+    data = _set(_data(), ("workloads", 0, "demand", "r", "peak_requests_per_s"), 1e-3)
+    file = tmp_path / "floor.json"
+    file.write_text(json.dumps(data))
+    result = run_cli("solve", file, "--json", "-")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["total_gpus"] >= 1
 
 
 @pytest.mark.parametrize(
