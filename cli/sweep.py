@@ -18,6 +18,7 @@ from cli.options import JsonOut, capped_at_cores, emit_json, to_stdout
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, print_tables
 from models.io.output_files import check_targets
+from models.schema.errors import InputError, Issue
 
 
 class Executor(StrEnum):
@@ -69,8 +70,9 @@ def sweep(
     records: dict[int, dict[str, Any]] = {}
     instances = {}
     prints: dict[int, str | None] = {}
-    stale = 0
+    stale = resumed = 0
     work = []
+    bad: dict[int, InputError] = {}
     for point in grid.points:
         instance, problem = point_instance(grid, point)
         prints[point.index] = None if instance is None else fingerprint(instance)
@@ -82,9 +84,11 @@ def sweep(
             earlier = None
         if earlier is not None:
             records[point.index] = {**earlier, "point": point.index}
+            resumed += 1
         elif instance is None:
+            bad[point.index] = problem
             records[point.index] = _record(
-                point, {"status": "bad_input", "message": problem}, prints[point.index]
+                point, {"status": "bad_input", "message": str(problem)}, prints[point.index]
             )
         else:
             work.append((point, instance))
@@ -99,8 +103,13 @@ def sweep(
         from models.schema.checks import input_warnings
 
         print_warnings(input_warnings(instances[min(instances)]))
+    if len(bad) == len(grid.points):  # nothing to sweep: the base instance, not a point
+        intro = f"no point is a valid instance; {grid.points[0].label}:"
+        raise InputError([Issue(str(grid_file), None, "", intro), *bad[0].issues])
+    for index, problem in bad.items():  # each bad point says why, as solved points do
+        why = " ".join(str(problem).split())
+        err.print(f"  {grid.points[index].label}: bad_input: {why}", markup=False)
     console = err if to_stdout(json_out) else out
-    resumed = len(grid.points) - len(work)
     err.print(
         f"{grid_file}: {len(grid.points)} points, {len(work)} to solve"
         + (f" ({resumed} already in {results})" if resumed else "")

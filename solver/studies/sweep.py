@@ -168,16 +168,16 @@ class ResultsFile:
 # --- running the points ------------------------------------------------------------------
 
 
-def point_instance(grid: Grid, point: Point) -> tuple[Instance | None, str]:
-    """The validated instance of a point, or the message that makes it a bad point."""
+def point_instance(grid: Grid, point: Point) -> tuple[Instance | None, InputError | None]:
+    """The validated instance of a point, or the error that makes it a bad point."""
     try:
         document = point_document(grid, point)
         instance = validate_instance(
             document, str(grid.instance_file), instance_dir=grid.instance_file.parent
         )
     except InputError as error:
-        return None, str(error)
-    return instance, ""
+        return None, error
+    return instance, None
 
 
 def run_points(
