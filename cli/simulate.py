@@ -22,7 +22,13 @@ from models.serving.latency import REQUESTS_PER_USER
 from solver.plan.schema import Plan
 from solver.simulate.closed_rows import CLOSED_LOOP
 from solver.simulate.engine import DISPATCHES
-from solver.simulate.replay import EFFECTS, ClosedLoopRefused, PlanSimulation, simulate_plan
+from solver.simulate.replay import (
+    EFFECTS,
+    ClosedLoopRefused,
+    PlanSimulation,
+    ReplayTooLarge,
+    simulate_plan,
+)
 from solver.simulate.tolerance import MAX_CV, MIN_CV
 
 
@@ -301,6 +307,8 @@ def simulate(
         )
     except ClosedLoopRefused as error:
         raise _problem("--arrivals", str(error)) from None
+    except ReplayTooLarge as error:
+        raise _problem("--minutes/--duration-s", str(error)) from None
     except ValueError as error:
         raise _problem("--scenario", str(error)) from None
     wall_s = time.perf_counter() - started

@@ -472,6 +472,17 @@ SEED = Bound(
 )
 
 
+REPLAY_ROUTER_STEPS = Most(
+    100_000_000,
+    "router steps in one open-arrival replay (requests x the replicas each is chosen among, "
+    "summed over the runs: one, one per engine effect off, ~8 for the tolerance)",
+    "the router scans every replica of its pool for each request: ~1.5 million steps a "
+    "second on one loaded core (360,000 requests among 97 replicas took 23 s), so 10^8 is "
+    "about a minute; one second of three 10^5 requests/s pools of 9,686 replicas "
+    "(2.9 x 10^9, half an hour at that rate) had not ended after a minute, and explain's "
+    "engine effects (120 s of arrivals, five runs) hung past its time limit with it",
+)
+
 CLOSED_LOOP_REQUESTS = Most(
     500_000,
     "closed-loop requests in one `simulate --arrivals burst|staggered`",

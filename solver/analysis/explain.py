@@ -248,9 +248,12 @@ def _engine_effects(instance: Instance, plan: Plan) -> dict:
         EXPLAIN_SEED,
         engine_effects,
     )
+    from solver.simulate.replay import ReplayTooLarge
 
     try:
         rows = engine_effects(instance, plan)
+    except ReplayTooLarge as error:
+        return {"engine_effects": (), "engine_effects_method": f"not simulated: {error}"}
     except ValueError:
         return {}
     return {

@@ -32,6 +32,7 @@ import numpy as np
 from models.physics.efficiency import efficiency_for
 from models.physics.error_bands import margin_factor
 from models.physics.memory import default_kv_precision
+from models.schema import limits
 from models.schema.instance import Instance
 from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.capacity import replica_capacity
@@ -53,6 +54,7 @@ from solver.simulate.results import (
     pool_fields,
     quantile,
 )
+from solver.simulate.tolerance import STEPS as TOLERANCE_STEPS
 from solver.simulate.tolerance import tolerated_cv
 from solver.simulate.traffic import arrival_times_s, token_lengths
 
@@ -75,6 +77,39 @@ def _surviving(plan: Plan, scenario: str) -> list[tuple[str, str, str, float, di
             (load.workload, load.region, str(load.phase), load.load_requests_per_s, counts)
         )
     return result
+
+
+class ReplayTooLarge(ValueError):
+    """An open-arrival replay beyond `limits.REPLAY_ROUTER_STEPS`: refused before it runs."""
+
+
+def replay_router_steps(plan: Plan, scenario: str, duration_s: float) -> float:
+    """Router steps of one open-arrival run of `scenario`: each pool's requests (load x
+    duration) times the replicas the router chooses among (an upper bound: a
+    prefill/decode pair counts both sides)."""
+    return sum(
+        load * duration_s * (sum(counts.values()) + 1)
+        for _, _, _, load, counts in _surviving(plan, scenario)
+    )
+
+
+def check_replay_size(plan: Plan, scenario: str, duration_s: float, runs: int = 1) -> None:
+    """Refuse an open-arrival replay of more than `limits.REPLAY_ROUTER_STEPS`, naming the
+    longest duration that fits.
+
+    Raises:
+        ReplayTooLarge: the replay would take minutes to hours.
+    """
+    most = limits.REPLAY_ROUTER_STEPS
+    steps = replay_router_steps(plan, scenario, duration_s) * runs
+    if steps <= most.count:
+        return
+    longest_s = duration_s * most.count / steps
+    raise ReplayTooLarge(
+        f"{runs} run(s) of {duration_s:g} s of arrivals at the plan's load take "
+        f"{steps:,.3g} router steps; at most {most.count:,} {most.what} ({most.why}); "
+        f"the longest that fits is {longest_s:.3g} s"
+    )
 
 
 def _config(instance: Instance, pool: ReplicaPool) -> tuple[ReplicaConfig, TrafficMix, object]:
@@ -133,6 +168,9 @@ def simulate_plan(
     closed = arrivals != "open"
     if closed and (arrivals not in CLOSED_LOOP or concurrency is None or concurrency < 1):
         raise ValueError(f"arrivals {arrivals!r}: open, or burst/staggered with a concurrency >= 1")
+    if not closed:
+        runs = 1 + (len(EFFECTS) if effects else 0) + (TOLERANCE_STEPS + 1 if tolerance else 0)
+        check_replay_size(plan, scenario, duration_s, runs)
     warmup = min(60.0, 0.1 * duration_s) if warmup_s is None else warmup_s
     pools: list[PoolSimulation] = []
     events = 0
