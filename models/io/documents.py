@@ -108,7 +108,10 @@ def _read_bytes(path: Path, what: str) -> bytes:
     with os.fdopen(descriptor, "rb") as handle:
         # the path may have been swapped between stat and open: check what was opened
         _require_regular(name, os.fstat(handle.fileno()).st_mode, what)
-        data = handle.read(limits.MAX_DOCUMENT_BYTES + 1)
+        try:
+            data = handle.read(limits.MAX_DOCUMENT_BYTES + 1)
+        except OSError as error:  # EIO on /proc/self/mem, a failing disk, a network mount
+            raise _problem(name, f"cannot read: {error.strerror or error}") from None
     _require_small(name, len(data))
     return data
 
