@@ -11,7 +11,7 @@ from models.physics import catalog
 from models.physics.efficiency import UnknownEngine, calibration_table, check_engine, generation_of
 from models.schema.catalog_entries import resolve_gpu, resolve_llm
 from models.schema.instance import Instance
-from models.schema.policy import Survive
+from models.schema.policy import BuyUnit, Survive
 
 _ADAPTER_KEYS = {"name", "base", "rank", "weight_precisions", "kv_precision"}
 """Keys an adapter entry may carry: every architecture field comes from its base."""
@@ -46,7 +46,35 @@ def input_warnings(instance: Instance) -> list[str]:
                     f"average ({demand.peak_rps:,.3g} requests/s); traffic that peaks above "
                     "it is not served at the SLO: give peak_to_average or an hourly_profile"
                 )
-    return warnings + _hbm_only_warnings(instance) + _growth_without_horizon(instance)
+    return (
+        warnings
+        + _hbm_only_warnings(instance)
+        + _growth_without_horizon(instance)
+        + _part_servers(instance)
+    )
+
+
+def _part_servers(instance: Instance) -> list[str]:
+    """With whole servers (policy.buy_unit node) at most floor(max_gpus / gpus_per_node)
+    servers can be bought: an offer that is not a whole number of servers loses the rest,
+    and one smaller than a server offers nothing (64 GB200s, 72 a server)."""
+    if instance.policy.buy_unit is not BuyUnit.NODE:
+        return []
+    warnings = []
+    for region in instance.regions:
+        for gpu, supply in region.supply.items():
+            per_server = instance.gpu_specs[gpu].gpus_per_node
+            if per_server <= 1 or supply.max_gpus % per_server == 0:
+                continue
+            servers = supply.max_gpus // per_server
+            warnings.append(
+                f"regions[{region.name}].supply.{gpu}.max_gpus: {supply.max_gpus:,} is not a "
+                f"whole number of {per_server}-GPU servers (policy.buy_unit: node): at most "
+                f"{servers:,} server{'s' if servers != 1 else ''} ({servers * per_server:,} "
+                f"GPUs) can be bought there; offer a multiple of {per_server} or set "
+                "policy.buy_unit: gpu"
+            )
+    return warnings
 
 
 def _growth_without_horizon(instance: Instance) -> list[str]:

@@ -23,6 +23,7 @@ import math
 from collections import defaultdict
 
 from models.operations.scenarios import Scenario, ScenarioKind
+from models.operations.site import node_gpus
 from models.operations.slo import zone_loss_overprovision_factor
 from solver.backends import Backend
 from solver.errors import Diagnosis, Problem
@@ -52,18 +53,22 @@ def _unhosted_demand(sets: ProgramSets) -> list[Problem]:
             continue  # hosted, or no configuration at all (a problem of its own)
         offered = sorted(g for (r, g) in sets.offers if r == o)
         gpus = sorted({c.gpu for c in sets.table.of(w)})
-        empty = [g for g in offered if sets.offers[(o, g)].available == 0]
+        empty = [g for g in offered if usable_gpus(sets, o, g) == 0]
         if not offered:
             why = f"{o} offers no GPU at all"
-        elif empty == offered:  # offered on paper: max_gpus 0 and none owned
+        elif empty == offered:  # offered on paper: max_gpus 0 (or under a server), none owned
             why = f"{o} has no GPU to place a replica on: " + ", ".join(
-                f"{g} max_gpus 0 and none owned" for g in empty
+                _why_empty(sets, o, g) for g in empty
             )
+            server = node_gpus(sets.instance, empty[0])
+            least = "above 0" if server == 1 else f"to {server} (one whole server)"
             problems.append(
                 Problem(
                     DemandRow("none", w, o).name(),
                     f"{rate:.1f} requests/s of {w} in {o} must be served there, but {why}",
-                    f"raise regions[{o}].supply.{empty[0]}.max_gpus above 0, or drop its demand",
+                    f"raise regions[{o}].supply.{empty[0]}.max_gpus {least}"
+                    + (", or set policy.buy_unit: gpu" if server > 1 else "")
+                    + ", or drop its demand",
                 )
             )
             continue
@@ -83,6 +88,25 @@ def _unhosted_demand(sets: ProgramSets) -> list[Problem]:
     return problems
 
 
+def usable_gpus(sets: ProgramSets, r: str, g: str) -> int:
+    """GPUs of type g region r can run: the existing fleet plus the whole units that
+    max_gpus buys (servers of gpus_per_node with policy.buy_unit node:
+    solver.program.families.servers bounds them by floor(max_gpus / n))."""
+    offer = sets.offers[(r, g)]
+    unit = node_gpus(sets.instance, g)
+    return offer.existing + unit * (offer.max_gpus // unit)
+
+
+def _why_empty(sets: ProgramSets, r: str, g: str) -> str:
+    offer, unit = sets.offers[(r, g)], node_gpus(sets.instance, g)
+    if offer.max_gpus == 0 or unit == 1:
+        return f"{g} max_gpus 0 and none owned"
+    return (
+        f"{g} max_gpus {offer.max_gpus:,} holds no whole server of {unit} GPUs "
+        "(policy.buy_unit: node) and none owned"
+    )
+
+
 def capacity_upper_bound(sets: ProgramSets, w: str, d: str) -> float:
     """Requests/s region d could serve of w if all its supply ran w's best configuration
     per GPU, each replica at the capacity of an unlimited pool (an over-estimate: pairs,
@@ -91,7 +115,7 @@ def capacity_upper_bound(sets: ProgramSets, w: str, d: str) -> float:
     for pool in sets.pools_at.get((w, d), ()):
         c = pool.candidate
         best_per_gpu[c.gpu] = max(best_per_gpu[c.gpu], c.ceiling / c.gpus)
-    return sum(rate * sets.offers[(d, g)].available for g, rate in best_per_gpu.items())
+    return sum(rate * usable_gpus(sets, d, g) for g, rate in best_per_gpu.items())
 
 
 def _unroutable_demand(sets: ProgramSets) -> list[Problem]:
