@@ -57,6 +57,10 @@ def month_share(settings: SolveSettings, horizon: Horizon) -> SolveSettings:
     return replace(settings, deadline=replace(deadline, limit_s=now + share))
 
 
+def _expired(settings: SolveSettings) -> bool:
+    return settings.deadline is not None and settings.deadline.expired()
+
+
 def optimise_periods(program: TimeProgram, backend: Backend, settings: SolveSettings) -> Optimised:
     """The periods program solved: period by period where only the commitment joins its
     periods, else whole (solver.decompose.by_period.solve_periods)."""
@@ -123,8 +127,15 @@ class PeriodsStep:
             raise Infeasible.from_problems(problems)
 
     def optimise(self, backend: Backend, solve_settings: SolveSettings) -> Optimised:
-        """`optimise_periods`, within the month's share of the solve time (`month_share`)."""
-        return optimise_periods(self.program, backend, month_share(solve_settings, self.horizon))
+        """`optimise_periods`, within the month's share of the solve time (`month_share`);
+        where the share ends without a plan, again within the rest of the solve time (a
+        month without a plan ends the horizon)."""
+        shared = month_share(solve_settings, self.horizon)
+        found = optimise_periods(self.program, backend, shared)
+        stopped = found.result.termination is Termination.TIME_LIMIT
+        if shared is solve_settings or not stopped or _expired(solve_settings):
+            return found
+        return optimise_periods(self.program, backend, solve_settings)
 
     def close(self) -> None:
         """Nothing runs beside the solve."""
