@@ -66,7 +66,14 @@ than `FIRST_GAP`, or where the gap has not halved within `STALL_ROUNDS` rounds. 
 procurement month with region loss and two GPU types per region (6 offers) is such a
 program: its gap went from 29% to 5% in 28 rounds where the whole program proves it
 in one solve. Prices from each block's marginal on-demand cost at the master's levels
-(a second priced solve per block and round) did not close it faster.
+(a second priced solve per block and round) did not close it faster. A program of
+large periods keeps its rounds to the deadline (`ROUNDS_TO_DEADLINE`).
+
+Time (solver.decompose.period_passes). Each pass holds its block solves to their part
+of a share of the time left (`FIRST_PASS_SHARE`, `ROUND_SHARE`; the LP relaxation for
+the prices `LP_PRICES_SHARE`), so that a plan exists before the deadline; a block
+stopped by its limit keeps its incumbent and proven bound (a weaker cut, still valid).
+No block program is built once the deadline has passed.
 """
 
 import logging
