@@ -66,21 +66,27 @@ than `FIRST_GAP`, or where the gap has not halved within `STALL_ROUNDS` rounds. 
 procurement month with region loss and two GPU types per region (6 offers) is such a
 program: its gap went from 29% to 5% in 28 rounds where the whole program proves it
 in one solve. Prices from each block's marginal on-demand cost at the master's levels
-(a second priced solve per block and round) did not close it faster.
+(a second priced solve per block and round) did not close it faster. A program of
+large periods keeps its rounds to the deadline (`ROUNDS_TO_DEADLINE`).
+
+Time (solver.decompose.period_passes). Each pass holds its block solves to their part
+of a share of the time left (`FIRST_PASS_SHARE`, `ROUND_SHARE`; the LP relaxation for
+the prices `LP_PRICES_SHARE`), so that a plan exists before the deadline; a block
+stopped by its limit keeps its incumbent and proven bound (a weaker cut, still valid).
+No block program is built once the deadline has passed.
 """
 
 import logging
 import math
-import multiprocessing
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from solver.backends import Backend
 from solver.decompose.parallel import solve_built
+from solver.decompose.period_passes import in_threads, lp_prices, pass_limit
 from solver.decompose.period_split import Block, Split, split
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, Variable
-from solver.settings import SolveSettings, machine_threads
+from solver.settings import SolveSettings
 
 WHOLE_FIRST_S = 1.0
 """Seconds the whole program is given first: a periods program its backend proves in
@@ -94,12 +100,6 @@ proved in 0.03-0.2 s CPU, or a start within a few percent); the hourly failover
 program's periods (107 each: TP 1-8 with region loss) left it 97% off after a second,
 a start the rounds do not use."""
 
-PRICE_FLOOR = 1e-6
-"""A block's price on an offer moving its priced cut by less than this share of the LP
-relaxation's optimum, over the offer's whole reach, is taken as 0: such prices (duals
-of 1e-5 $ per GPU) leave the block an objective near 0, which a relative gap proves
-only slowly (0.2-0.4 s a block, where the cut gains nothing)."""
-
 FIRST_GAP = 0.1
 """The gap at the second master round, once the first round's levels are solved, above
 which the rounds stop at once (the cuts start too weak to close it soon). Not the
@@ -111,6 +111,11 @@ STALL_ROUNDS = 3
 whole program is solved from the best plan (the cuts are too weak there: region loss
 with several GPU types per region lets the commitment move between offers)."""
 
+ROUNDS_TO_DEADLINE = True
+"""A large periods program (not tried whole first) keeps its rounds to the deadline and
+returns its best plan with its gap: the whole program, 24 periods of 240 region
+programs (111k columns), reached 29.6% in 180 s where the rounds were closing it."""
+
 MASTER_ROUNDS = 40
 """Master solves at most before the whole program is solved from the best plan."""
 
@@ -119,6 +124,19 @@ BLOCK_GAP_SHARE = 0.25
 
 PRICED_GAP_SHARE = 1.0
 """A priced block's MIP gap as a share of the run's (its cut only guides the master)."""
+
+FIRST_PASS_SHARE = 1 / 3
+"""The share of the time left that the priced pass may take (solver.decompose.period_passes:
+each block solve is held to its part of it); the lowest levels' pass, like a round,
+takes up to `ROUND_SHARE` of what is left after it."""
+
+LP_PRICES_SHARE = 1 / 4
+"""The share of the time left that the whole program's LP relaxation may take for the
+blocks' prices (none if it does not end: the priced pass is then skipped)."""
+
+ROUND_SHARE = 1 / 2
+"""The share of the time left that a round's block solves may take; a block solved
+again at the same levels is given twice its last limit (its bound was short)."""
 
 TOLERANCE = 1e-6
 """Row slack below which a re-costed solution counts as feasible."""
@@ -154,12 +172,15 @@ def solve_periods(lp: LinearProgram, backend: Backend, settings: SolveSettings) 
             return first
         if first.termination.has_solution:
             start, bound = first.values, _bound(first)
-    found = solve_by_period(lp, backend, settings, parts, start, bound)
+    whole_after = small or not ROUNDS_TO_DEADLINE
+    found = solve_by_period(lp, backend, settings, parts, start, bound, whole_after=whole_after)
     if found is not None and found.termination is Termination.OPTIMAL:
         return found
     held = found is not None and found.termination.has_solution
-    if held and _expired(settings):
-        return found
+    if held and (_expired(settings) or not whole_after):
+        return found  # a large program's rounds ran to the deadline: the whole cannot help
+    if _expired(settings):  # no plan and no time: passing the whole program costs seconds
+        return SolveResult(Termination.TIME_LIMIT, backend.name, backend.version(), 0.0)
     whole = backend.run(lp, settings, start=found.values if held else start)
     if held and not (
         whole.termination.has_solution and (whole.objective or math.inf) <= found.objective
@@ -179,11 +200,14 @@ def solve_by_period(
     parts: Split | None = None,
     start: dict[str, float] | None = None,
     lower: float = -math.inf,
+    whole_after: bool = True,
 ) -> SolveResult | None:
     """The rounds of the module text (`parts`: the split of `lp`, made here if not
     given; `start`: a plan of the whole program to begin from; `lower`: a bound on it
-    known already); None where the program does not split or a block has no answer
-    with its commitment free (the whole program then says why)."""
+    known already; `whole_after`: stop where the cuts close the gap slowly, for the
+    whole program to take over, else go on to the deadline); None where the program
+    does not split or a block has no answer with its commitment free (the whole
+    program then says why)."""
     parts = parts or split(lp)
     if parts is None:
         return None
@@ -193,7 +217,8 @@ def solve_by_period(
     lowest = {o.gpus: o.lowest for o in parts.offers}
     prices = {}
     if any(o.lowest < o.highest for o in parts.offers):  # else the lowest levels are all
-        prices = dict(enumerate(_lp_prices(lp, parts, backend, settings)))
+        relaxed = settings.limited(pass_limit(settings, 1, LP_PRICES_SHARE))
+        prices = dict(enumerate(lp_prices(lp, parts, backend, relaxed)))
     # a block without an answer: infeasible (the whole program says why), or the deadline
     if not run.priced_blocks(prices):
         if not _expired(settings):
@@ -213,8 +238,9 @@ def solve_by_period(
         gaps.append(math.inf if best is None else (best[0] - lower) / max(abs(best[0]), 1e-9))
         if gaps[-1] <= settings.mip_gap:
             break
-        if (len(gaps) > 1 and gaps[1] > FIRST_GAP) or (
-            len(gaps) > STALL_ROUNDS and gaps[-1] > gaps[-1 - STALL_ROUNDS] / 2
+        if whole_after and (
+            (len(gaps) > 1 and gaps[1] > FIRST_GAP)
+            or (len(gaps) > STALL_ROUNDS and gaps[-1] > gaps[-1 - STALL_ROUNDS] / 2)
         ):
             break  # the cuts close the gap too slowly: the whole program takes over
         chosen = run.open_blocks(levels, thetas, settings.mip_gap / 2)
@@ -250,34 +276,6 @@ def solve_by_period(
     )
 
 
-def _lp_prices(
-    lp: LinearProgram, parts: Split, backend: Backend, settings: SolveSettings
-) -> list[dict[str, float]]:
-    """Each block's prices on the commitment: the duals of its cover rows in the whole
-    program's LP relaxation (none where the backend gives no duals), those below
-    `PRICE_FLOOR` taken as 0 (any price gives a valid cut)."""
-    relaxed = LinearProgram(
-        lp.name + "-relaxed",
-        {n: replace(v, integer=False) for n, v in lp.variables.items()},
-        lp.constraints,
-        lp.objective,
-        lp.objective_constant,
-    )
-    answer = backend.run(relaxed, settings.with_duals())
-    duals = answer.duals
-    floor = PRICE_FLOOR * abs(answer.objective or 0.0)
-    reach = {o.gpus: o.per_level * o.highest for o in parts.offers}
-    prices = []
-    for block in parts.blocks:
-        own: dict[str, float] = {}
-        for cover in block.covers:
-            own[cover.committed] = own.get(cover.committed, 0.0) + max(
-                duals.get(cover.row, 0.0), 0.0
-            )
-        prices.append({o: p if p * reach[o] > floor else 0.0 for o, p in own.items()})
-    return prices
-
-
 def _expired(settings: SolveSettings) -> bool:
     return settings.deadline is not None and settings.deadline.expired()
 
@@ -303,6 +301,8 @@ class _Rounds:
         self.touched = [self._touched(block) for block in parts.blocks]
         self.priced: dict[tuple[int, int, tuple[int, ...]], tuple | None] = {}
         """(block, known solution, levels) -> its re-costing (`_recost`)."""
+        self.limits: dict[tuple[int, tuple[int, ...]], float] = {}
+        """(block, levels) -> the time limit it was last solved in there."""
         self.solves = 0
         self.rounds = 0
 
@@ -348,14 +348,9 @@ class _Rounds:
             offer = self.offer_of[committed]
             sub.variables[committed] = self.lp.variables[committed]
             sub.objective[committed] = prices.get(committed, 0.0)
-            if offer.servers is not None:
+            if offer.servers is not None and offer.link is not None:
                 sub.variables[offer.servers] = self.lp.variables[offer.servers]
-                link = next(
-                    row
-                    for row in self.lp.constraints.values()
-                    if committed in row.coefficients and offer.servers in row.coefficients
-                )
-                sub.constraints[link.name] = link
+                sub.constraints[offer.link] = self.lp.constraints[offer.link]
         return sub
 
     def priced_blocks(self, prices: dict[int, dict[str, float]]) -> bool:
@@ -363,10 +358,18 @@ class _Rounds:
         Lagrangian): the cut theta_b >= L_b - prices_b y and a known solution each.
         A block priced 0 throughout is left out: its cut, theta_b >= min F_b, is at
         most what the full commitment leaves to rent, and proving an optimum of 0 took
-        HiGHS up to 0.5 s. False where a block has no answer."""
-        programs = {i: self._free(i, own) for i, own in prices.items() if any(own.values())}
+        HiGHS up to 0.5 s. False where a block has no answer (one its time limit
+        stopped before it had a solution is left without a cut)."""
+        programs = {
+            i: lambda i=i, own=own: self._free(i, own)
+            for i, own in prices.items()
+            if any(own.values())
+        }
         gap = self.settings.mip_gap * PRICED_GAP_SHARE
-        for i, result in self._run(programs, lambda _i: gap, lambda _i: None):
+        limit = pass_limit(self.settings, len(programs), FIRST_PASS_SHARE)
+        for i, result in self._run(programs, lambda _i: gap, lambda _i: None, lambda _i: limit):
+            if result.termination is Termination.TIME_LIMIT:
+                continue
             if not result.termination.has_solution:
                 return False
             terms = {}
@@ -380,17 +383,22 @@ class _Rounds:
             self.known[i].append({name: result.values.get(name, 0.0) for name in own})
         return True
 
-    def _run(self, programs, gap, start):
-        """Solve `programs` (block -> program), each within `gap(i)` from `start(i)`:
-        side by side in this process's threads (`in_threads`), or as Ray tasks with
-        `executor: ray`; (block, result) in block order, whatever order they end in."""
+    def _run(self, programs, gap, start, limit):
+        """Solve `programs` (block -> program), each within `gap(i)` from `start(i)` in at
+        most `limit(i)` seconds (None: what is left of the run): side by side in this
+        process's threads (`in_threads`), or as Ray tasks with `executor: ray`;
+        (block, result) in block order, whatever order they end in."""
         chosen = sorted(programs)
 
         def settings(i: int) -> SolveSettings:
-            return replace(self.settings, mip_gap=gap(i), want_duals=False)
+            own = replace(self.settings, mip_gap=gap(i), want_duals=False)
+            held = limit(i)
+            if held is None or (own.time_limit_s is not None and own.time_limit_s <= held):
+                return own
+            return own.limited(held)
 
         if self.settings.executor == "ray":
-            build = lambda i: (programs[i], self.backend)  # noqa: E731
+            build = lambda i: (programs[i](), self.backend)  # noqa: E731
             found = dict(solve_built(build, chosen, settings, len(chosen), start=start))
         else:
             found = dict(in_threads(self.backend, programs, settings, start))
@@ -413,19 +421,30 @@ class _Rounds:
         sub.objective = {v: self.lp.objective[v] for v in block.columns if v in self.lp.objective}
         return sub
 
-    def solve_blocks(self, levels: Levels, blocks) -> bool:
-        """`blocks` solved at `levels`, each from its cheapest known solution there: a
-        cut and a known solution each. False where none answered (the deadline)."""
+    def solve_blocks(self, levels: Levels, blocks, share: float = ROUND_SHARE) -> bool:
+        """`blocks` solved at `levels`, each from its cheapest known solution there and
+        within its part of `share` of the time left (twice its last limit where it was
+        solved at these levels before): a cut and a known solution each. False where
+        none answered (the deadline)."""
         chosen = list(blocks)
         starts = {i: self.block_upper(i, levels) for i in chosen}
         plan = self.plan(levels)
         gaps = {i: self._gap(starts[i], plan, len(self.parts.blocks)) for i in chosen}
-        programs = {i: self._fixed(i, levels) for i in chosen}
+        programs = {i: lambda i=i: self._fixed(i, levels) for i in chosen}
+        key = tuple(levels[o.gpus] for o in self.parts.offers)
+        base = pass_limit(self.settings, len(chosen), share)
+        limits = {}
+        for i in chosen:
+            earlier = self.limits.get((i, key))
+            limits[i] = None if base is None else max(base, 2 * (earlier or 0.0))
+            if limits[i] is not None:
+                self.limits[(i, key)] = limits[i]
         answered = False
         for i, result in self._run(
             programs,
             gaps.get,
             lambda i: None if starts[i] is None else {**starts[i][1], **_held(levels, self)},
+            limits.get,
         ):
             if result.termination is Termination.INFEASIBLE:
                 self.forbidden.append(dict(levels))
@@ -565,25 +584,6 @@ class _Rounds:
                 return None
             values.update(known[1])
         return self.lp.objective_value(values), values
-
-
-def in_threads(backend: Backend, programs: dict, settings, start) -> list[tuple[int, SolveResult]]:
-    """Each of `programs` (index -> program) solved by `backend` with `settings(i)` from
-    `start(i)`, up to one per core at once in threads of this process (the backend
-    releases the interpreter lock while it solves; a thread costs no start-up where a
-    worker process imports the planner, about half a second, for solves of 0.02-0.3 s
-    here); one at a time inside a worker process (its siblings have the cores).
-    (index, result) in index order."""
-    chosen = sorted(programs)
-    threads = 1 if multiprocessing.parent_process() else min(len(chosen), machine_threads())
-    if threads <= 1:
-        return [(i, backend.run(programs[i], settings(i), start=start(i))) for i in chosen]
-    backend.is_available()  # loads the library here: two threads loading it at once fail
-    with ThreadPoolExecutor(threads, thread_name_prefix="fleetplan-period") as pool:
-        futures = [
-            (i, pool.submit(backend.run, programs[i], settings(i), start(i))) for i in chosen
-        ]
-        return [(i, future.result()) for i, future in futures]
 
 
 def _held(levels: Levels, rounds: _Rounds, block: Block | None = None) -> dict[str, float]:

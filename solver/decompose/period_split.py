@@ -25,13 +25,15 @@ from solver.program.lp import LinearProgram, Sense
 @dataclass(frozen=True)
 class Offer:
     """One committed offer: its GPU column, its servers column (None: single GPUs), the
-    GPUs per level and its lowest and highest level."""
+    GPUs per level, its lowest and highest level and the row that links its GPUs to its
+    servers (None: single GPUs)."""
 
     gpus: str
     servers: str | None
     per_level: int
     lowest: int
     highest: int
+    link: str | None = None
 
     @property
     def levels(self) -> range:
@@ -159,7 +161,7 @@ def _cover(lp: LinearProgram, name: str, linked: set[str]) -> Cover | None:
 def _offers(lp: LinearProgram, linked: set[str], links: list[str]) -> tuple[Offer, ...] | None:
     """The committed offers with their levels (None where a row over the commitment
     alone is not the link of one offer's GPUs to its servers: y - n servers = 0)."""
-    servers_of: dict[str, tuple[str, int]] = {}
+    servers_of: dict[str, tuple[str, int, str]] = {}
     for name in links:
         row = lp.constraints[name]
         gpus = [v for v in row.coefficients if _family(v) == CommittedColumn.family]
@@ -169,13 +171,13 @@ def _offers(lp: LinearProgram, linked: set[str], links: list[str]) -> tuple[Offe
         n = -row.coefficients[whole[0]] / row.coefficients[gpus[0]]
         if n < 1 or n != round(n):
             return None
-        servers_of[gpus[0]] = (whole[0], round(n))
+        servers_of[gpus[0]] = (whole[0], round(n), name)
     offers = []
     for name in sorted(v for v in linked if _family(v) == CommittedColumn.family):
         var = lp.variables[name]
         if var.upper is None:
             return None
-        servers, n = servers_of.get(name, (None, 1))
+        servers, n, link = servers_of.get(name, (None, 1, None))
         lowest, highest = var.lower / n, var.upper / n
         if servers is not None:
             whole = lp.variables[servers]
@@ -184,6 +186,6 @@ def _offers(lp: LinearProgram, linked: set[str], links: list[str]) -> tuple[Offe
         low, high = math.ceil(lowest - 1e-9), math.floor(highest + 1e-9)
         if high < low:
             return None
-        offers.append(Offer(name, servers, n, low, high))
+        offers.append(Offer(name, servers, n, low, high, link))
     named = {o.gpus for o in offers} | {o.servers for o in offers if o.servers}
     return tuple(offers) if named == linked else None

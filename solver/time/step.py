@@ -6,7 +6,8 @@ the sequence calls them:
     build        the periods program of the horizon's periods, a later month's
                  commitments bounded by the month before (solver.time.months), its
                  pre-solve problems (Infeasible)
-    optimise     `optimise_periods`: the one place the periods program meets the backend
+    optimise     `optimise_periods`: the one place the periods program meets the backend,
+                 within the month's share of the solve time (`month_share`)
     diagnosis    why it has no solution (the peak period's static diagnosis; a month's
                  inherited commitments)
     price        its pricing LP (solver.time.prices), run in the background
@@ -41,6 +42,23 @@ from solver.time.prices import priced_hours, pricing_lp
 from solver.time.solve import hourly_problems, peak_period, period_instances, read_hours
 from solver.verify.hours import verify_hours
 from solver.verify.verdict import Verification
+
+
+def month_share(settings: SolveSettings, horizon: Horizon) -> SolveSettings:
+    """The solve settings of month m of a horizon of H months (policy.horizon_months):
+    its deadline at an equal part of the solve time left, now + (end - now) / (H - m),
+    so that the last month has its turn within the limit (each month's time left over
+    goes to the months after it). A day without months keeps the settings."""
+    deadline = settings.deadline
+    if not horizon.months or deadline is None or deadline.limit_s is None:
+        return settings
+    now = deadline.elapsed_s()
+    share = max(0.0, deadline.limit_s - now) / max(1, horizon.months - horizon.month)
+    return replace(settings, deadline=replace(deadline, limit_s=now + share))
+
+
+def _expired(settings: SolveSettings) -> bool:
+    return settings.deadline is not None and settings.deadline.expired()
 
 
 def optimise_periods(program: TimeProgram, backend: Backend, settings: SolveSettings) -> Optimised:
@@ -109,7 +127,14 @@ class PeriodsStep:
             raise Infeasible.from_problems(problems)
 
     def optimise(self, backend: Backend, solve_settings: SolveSettings) -> Optimised:
-        """`optimise_periods`."""
+        """`optimise_periods`, within the month's share of the solve time (`month_share`);
+        where the share ends without a plan, again within the rest of the solve time (a
+        month without a plan ends the horizon)."""
+        shared = month_share(solve_settings, self.horizon)
+        found = optimise_periods(self.program, backend, shared)
+        stopped = found.result.termination is Termination.TIME_LIMIT
+        if shared is solve_settings or not stopped or _expired(solve_settings):
+            return found
         return optimise_periods(self.program, backend, solve_settings)
 
     def close(self) -> None:

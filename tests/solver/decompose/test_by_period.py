@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from models.io.loading import validate_instance
 from solver.backends import get_backend
 from solver.candidates.table import build_candidates
-from solver.decompose import by_period
+from solver.decompose import by_period, period_passes
 from solver.decompose.by_period import _Rounds, solve_by_period, solve_periods
 from solver.decompose.period_split import split
 from solver.program.families.pricing import CommittedColumn, GpuCoverRow
@@ -260,8 +260,10 @@ def test_period_solves_in_threads_come_back_in_block_order_with_the_same_answers
     levels = {o.gpus: o.lowest for o in parts.offers}
     programs = {i: run._fixed(i, levels) for i in reversed(range(len(parts.blocks)))}
     backend = get_backend("highs")
-    with patch.object(by_period, "machine_threads", lambda: 2):
-        found = by_period.in_threads(backend, programs, lambda _i: EXACT.started(), lambda _i: None)
+    with patch.object(period_passes, "machine_threads", lambda: 2):
+        found = period_passes.in_threads(
+            backend, programs, lambda _i: EXACT.started(), lambda _i: None
+        )
     assert [i for i, _ in found] == sorted(programs)
     for i, result in found:
         alone = backend.run(programs[i], EXACT.started())
@@ -291,9 +293,9 @@ def test_a_price_below_the_floor_is_zero():
     parts = split(program.lp)
     tiny, kept = parts.blocks[0], parts.blocks[1]
     duals = {c.row: 1e-6 for c in tiny.covers} | {c.row: 5.0 for c in kept.covers}
-    assert by_period.PRICE_FLOOR * 1_000.0 == 1e-3
+    assert period_passes.PRICE_FLOOR * 1_000.0 == 1e-3
     assert {o.per_level * o.highest for o in parts.offers} == {64}
-    prices = by_period._lp_prices(program.lp, parts, _Duals(1_000.0, duals), EXACT.started())
+    prices = period_passes.lp_prices(program.lp, parts, _Duals(1_000.0, duals), EXACT.started())
     assert set(prices[0].values()) == {0.0}
     for offer in {c.committed for c in kept.covers}:
         rows = sum(c.committed == offer for c in kept.covers)

@@ -1,0 +1,114 @@
+"""How the period rounds (solver.decompose.by_period) spend their cores and their time:
+the block solves of a pass side by side in threads (`in_threads`), each held to its share
+of what is left of the run (`pass_limit`), and the blocks' prices from the whole
+program's LP relaxation (`lp_prices`).
+
+Time. A pass solves n blocks, up to t at once, so in w = ceil(n / t) waves; given a share
+s of the seconds L left, each block solve may run
+
+    limit = max(MIN_BLOCK_S, s L / w)
+
+so that the pass ends within s L (a solve stopped there keeps its incumbent and its
+proven bound, both still valid: a cut from a weaker bound is a weaker cut, never a
+wrong one). Without the limit the first pass alone could spend the whole run: every
+block of a 5-region, 5-workload region-loss hourly program solved to 0.1% at whole
+servers took 5-10 s on the shared machine, 24 of them before any plan existed, and the
+run ended at its deadline with none. With it the rounds reach a plan (its gap stated)
+and spend what is left closing the gap.
+"""
+
+import math
+import multiprocessing
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+
+from solver.backends import Backend
+from solver.decompose.period_split import Split
+from solver.program.lp import LinearProgram, SolveResult, Termination
+from solver.settings import SolveSettings, machine_threads
+
+MIN_BLOCK_S = 0.5
+"""The least time a block solve is given, however little is left: HiGHS needs about that
+to find a first incumbent of a whole-server period (below it a pass would end with
+blocks that have none)."""
+
+PRICE_FLOOR = 1e-6
+"""A block's price on an offer moving its priced cut by less than this share of the LP
+relaxation's optimum, over the offer's whole reach, is taken as 0: such prices (duals
+of 1e-5 $ per GPU) leave the block an objective near 0, which a relative gap proves
+only slowly (0.2-0.4 s a block, where the cut gains nothing)."""
+
+
+def threads_for(count: int) -> int:
+    """Solves at once for `count` blocks: one per core, one inside a worker process (its
+    siblings have the cores)."""
+    if multiprocessing.parent_process():
+        return 1
+    return max(1, min(count, machine_threads()))
+
+
+def pass_limit(settings: SolveSettings, count: int, share: float) -> float | None:
+    """Seconds each of `count` block solves may run so that the pass ends within `share`
+    of what is left of the run (the module text); None where the run has no limit."""
+    left = settings.remaining_s()
+    if left is None or count < 1:
+        return left
+    waves = math.ceil(count / threads_for(count))
+    return max(MIN_BLOCK_S, share * left / waves)
+
+
+def in_threads(backend: Backend, programs: dict, settings, start) -> list[tuple[int, SolveResult]]:
+    """Each of `programs` (index -> program, or a function that builds it) solved by
+    `backend` with `settings(i)` from `start(i)`, up to one per core at once in threads
+    of this process (the backend releases the interpreter lock while it solves; a thread
+    costs no start-up where a worker process imports the planner, about half a second,
+    for solves of 0.02-0.3 s here); one at a time inside a worker process (its siblings
+    have the cores). A program whose turn comes after the run's deadline is neither
+    built nor passed to the backend (a time limit without a solution: passing 240
+    period programs of 10 regions x 20 workloads took 25 s past the deadline).
+    (index, result) in index order."""
+    chosen = sorted(programs)
+
+    def one(i: int) -> SolveResult:
+        own = settings(i)
+        if own.deadline is not None and own.deadline.expired():
+            return SolveResult(Termination.TIME_LIMIT, backend.name, backend.version(), 0.0)
+        program = programs[i]() if callable(programs[i]) else programs[i]
+        return backend.run(program, own, start=start(i))
+
+    threads = threads_for(len(chosen))
+    if threads <= 1:
+        return [(i, one(i)) for i in chosen]
+    backend.is_available()  # loads the library here: two threads loading it at once fail
+    with ThreadPoolExecutor(threads, thread_name_prefix="fleetplan-period") as pool:
+        futures = [(i, pool.submit(one, i)) for i in chosen]
+        return [(i, future.result()) for i, future in futures]
+
+
+def lp_prices(
+    lp: LinearProgram, parts: Split, backend: Backend, settings: SolveSettings
+) -> list[dict[str, float]]:
+    """Each block's prices on the commitment: the duals of its cover rows in the whole
+    program's LP relaxation (none where the backend gives no duals, or the relaxation
+    ends without them), those below `PRICE_FLOOR` taken as 0 (any price gives a valid
+    cut)."""
+    relaxed = LinearProgram(
+        lp.name + "-relaxed",
+        {n: replace(v, integer=False) for n, v in lp.variables.items()},
+        lp.constraints,
+        lp.objective,
+        lp.objective_constant,
+    )
+    answer = backend.run(relaxed, settings.with_duals())
+    duals = answer.duals or {}
+    floor = PRICE_FLOOR * abs(answer.objective or 0.0)
+    reach = {o.gpus: o.per_level * o.highest for o in parts.offers}
+    prices = []
+    for block in parts.blocks:
+        own: dict[str, float] = {}
+        for cover in block.covers:
+            own[cover.committed] = own.get(cover.committed, 0.0) + max(
+                duals.get(cover.row, 0.0), 0.0
+            )
+        prices.append({o: p if p * reach[o] > floor else 0.0 for o, p in own.items()})
+    return prices

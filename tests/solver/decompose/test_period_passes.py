@@ -1,0 +1,94 @@
+"""The period rounds held to the time left (solver.decompose.period_passes): each pass's
+block solves get their part of a share of it, and a priced block its limit stopped
+without a solution leaves the rounds going."""
+
+import time
+from dataclasses import replace
+from unittest.mock import patch
+
+import pytest
+
+from solver.backends import get_backend
+from solver.decompose import by_period, period_passes
+from solver.decompose.by_period import _Rounds
+from solver.decompose.period_passes import MIN_BLOCK_S, pass_limit
+from solver.decompose.period_split import split
+from solver.program.lp import SolveResult, Termination
+from solver.settings import Deadline, SolveSettings
+from tests.solver.decompose.test_by_period import EXACT, _base, _program
+
+
+def _left(seconds: float) -> SolveSettings:
+    """Settings whose run has `seconds` left of a 100 s limit."""
+    started = time.monotonic() - (100.0 - seconds)
+    return replace(SolveSettings(time_limit_s=100.0), deadline=Deadline(started, 100.0))
+
+
+def test_a_pass_ends_within_its_share_of_the_time_left():
+    """30 s left, 24 blocks two at a time: 12 waves; a third of 30 s over 12 waves is
+    30 / 3 / 12 = 0.833 s a solve."""
+    with patch.object(period_passes, "machine_threads", lambda: 2):
+        limit = pass_limit(_left(30.0), 24, 1 / 3)
+    assert limit == pytest.approx(30.0 / 3 / 12, rel=1e-2)
+
+
+def test_a_block_solve_gets_at_least_the_floor():
+    """240 blocks two at a time in 30 s: 120 waves, 30 / 3 / 120 = 0.083 s, below the
+    floor: MIN_BLOCK_S."""
+    with patch.object(period_passes, "machine_threads", lambda: 2):
+        assert pass_limit(_left(30.0), 240, 1 / 3) == MIN_BLOCK_S
+
+
+def test_a_run_without_a_limit_holds_no_pass():
+    assert pass_limit(replace(SolveSettings(), time_limit_s=None), 24, 1 / 3) is None
+
+
+class _Stopping:
+    """HiGHS, except that the priced program of block 0 stops at its time limit with no
+    solution."""
+
+    def __init__(self, stopped: str):
+        self.inner, self.stopped = get_backend("highs"), stopped
+        self.name, self.capabilities = self.inner.name, self.inner.capabilities
+        self.limits: list[float | None] = []
+
+    def is_available(self):
+        return self.inner.is_available()
+
+    def version(self):
+        return self.inner.version()
+
+    def run(self, lp, settings, start=None):
+        self.limits.append(settings.time_limit_s)
+        if lp.name == self.stopped:
+            return SolveResult(Termination.TIME_LIMIT, self.name, "0", 0.0)
+        return self.inner.run(lp, settings, start=start)
+
+
+def test_a_priced_block_stopped_without_a_solution_is_left_without_a_cut():
+    """Block 0's priced solve ends at its limit with nothing: the pass goes on, every
+    other priced block has its cut and its solution, block 0 has neither."""
+    program = _program(_base())
+    parts = split(program.lp)
+    run = _Rounds(program.lp, parts, get_backend("highs"), EXACT.started())
+    backend = _Stopping(run._free(0, {}).name)
+    run.backend = backend
+    prices = {i: {o.gpus: 1.0 for o in parts.offers} for i in range(len(parts.blocks))}
+    assert run.priced_blocks(prices)
+    assert {i for i, _, _ in run.cuts} == set(range(1, len(parts.blocks)))
+    assert not run.known[0] and all(run.known[i] for i in range(1, len(parts.blocks)))
+
+
+def test_each_priced_solve_is_held_to_its_part_of_the_pass():
+    """EXACT's 120 s, n blocks one at a time (threads patched to 1): each priced solve
+    may run a third of 120 s over n waves."""
+    program = _program(_base())
+    parts = split(program.lp)
+    backend = _Stopping("none")
+    settings = EXACT.started()
+    run = _Rounds(program.lp, parts, backend, settings)
+    prices = {i: {o.gpus: 1.0 for o in parts.offers} for i in range(len(parts.blocks))}
+    with patch.object(period_passes, "machine_threads", lambda: 1):
+        expected = by_period.FIRST_PASS_SHARE * settings.remaining_s() / len(parts.blocks)
+        assert run.priced_blocks(prices)
+    assert backend.limits == [pytest.approx(expected, rel=1e-2)] * len(parts.blocks)
