@@ -45,6 +45,7 @@ from solver.backends.base import relative_gap
 from solver.candidates.replica_dominance import Bounds
 from solver.decompose.parallel import processes_for, solve_built, worth_workers
 from solver.decompose.region_bounds import MIN_INTEGERS, Rows, region_of, region_programs
+from solver.decompose.region_lns import search
 from solver.program.build import FleetProgram, with_bounds
 from solver.program.families.servers import ServersColumn
 from solver.program.families.variables import PurchasedColumn
@@ -176,6 +177,11 @@ def keep_rows(program: FleetProgram, found: RegionJoin) -> None:
         program.region_costs.update(lp=lp, rows=found.rows)
 
 
+def _proved(cost: float, bound: float, settings: SolveSettings) -> bool:
+    """Whether a plan of `cost` is within the settings' gap of `bound`."""
+    return (relative_gap(cost, bound) or 0.0) <= settings.mip_gap + 1e-9
+
+
 def proven_bound_of(result: SolveResult) -> float | None:
     """A proven lower bound from a region program's result (its objective less the gap
     reached), None unless it was proved within its gap: a bound from a solve the clock
@@ -254,9 +260,17 @@ def by_region(
     if not added.termination.has_solution or added.objective is None:
         return None
     values = {name: value for name, value in added.values.items() if name in program.lp.variables}
+    searched = None
+    if not _proved(program.lp.objective_value(values), found.bound, settings):
+        own_bounds = {region: bound for region, (_terms, bound) in found.rows.items()}
+        proved_at = found.bound / (1 - min(settings.mip_gap, 0.5))
+        searched = search(
+            program.lp, backend, settings, values, own_bounds, deadline, good_enough=proved_at
+        )
+        values = searched.values
     cost = program.lp.objective_value(values)
     gap = relative_gap(cost, found.bound) or 0.0
-    proved = gap <= settings.mip_gap + 1e-9
+    proved = _proved(cost, found.bound, settings)
     result = replace(
         added,
         termination=Termination.OPTIMAL if proved else Termination.FEASIBLE,
@@ -264,5 +278,11 @@ def by_region(
         values=values,
         mip_gap=gap,
     )
-    optimised = Optimised(result, Method.BY_REGION, found.regions)
+    optimised = Optimised(
+        result,
+        Method.BY_REGION,
+        found.regions,
+        searched=0 if searched is None else searched.tried,
+        search_improved=0 if searched is None else searched.improved,
+    )
     return replace(optimised, result=replace(result, message=optimised.description))
