@@ -262,10 +262,9 @@ def by_region(
     values = {name: value for name, value in added.values.items() if name in program.lp.variables}
     searched = None
     if not _proved(program.lp.objective_value(values), found.bound, settings):
-        own_bounds = {region: bound for region, (_terms, bound) in found.rows.items()}
         proved_at = found.bound / (1 - min(settings.mip_gap, 0.5))
         searched = search(
-            program.lp, backend, settings, values, own_bounds, deadline, good_enough=proved_at
+            program.lp, backend, settings, values, found.rows, deadline, good_enough=proved_at
         )
         values = searched.values
     cost = program.lp.objective_value(values)
