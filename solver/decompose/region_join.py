@@ -32,7 +32,9 @@ users need to fleets that already serve every region's own users at the regions'
 bound. Without linking rows (no region loss) the regions' own solutions are a plan and
 the bound is the optimum. A solve with whole servers starts here (`by_region`, from
 solver.decompose.by_workload): proved within the gap, the floored plan is the plan, and
-the workload programs are never solved; else the whole program starts from it.
+the workload programs are never solved; else it is improved a few regions at a time,
+the rest held (solver.decompose.region_lns: every plan it keeps is a plan of the whole),
+and the whole program starts from the result.
 """
 
 import math
@@ -60,6 +62,10 @@ FLOORED = (ReplicasColumn.family, PurchasedColumn.family, ServersColumn.family)
 REGIONS_FIRST = True
 """Whether a solve with whole servers starts with the regions' programs (`first_by_region`);
 off, the bench's `before` (tests/bench/test_server_master_bench.py)."""
+SEARCH = True
+"""Whether a floored plan not proved within the gap is improved a few regions at a time
+(solver.decompose.region_lns) before it is returned; off, the bench's `before`
+(tests/bench/test_region_lns_bench.py)."""
 BOUND_SHARE = 0.5
 """Share of the time up to the deadline the regions' own programs (the bound) may take."""
 
@@ -261,7 +267,7 @@ def by_region(
         return None
     values = {name: value for name, value in added.values.items() if name in program.lp.variables}
     searched = None
-    if not _proved(program.lp.objective_value(values), found.bound, settings):
+    if SEARCH and not _proved(program.lp.objective_value(values), found.bound, settings):
         proved_at = found.bound / (1 - min(settings.mip_gap, 0.5))
         searched = search(
             program.lp, backend, settings, values, found.rows, deadline, good_enough=proved_at
