@@ -106,8 +106,13 @@ class Optimised:
             return joined
         if self.join_gap is not None:
             joined = "region" if self.from_regions else "workload"
+            if self.searched:
+                joined += f" programs and {self.searched} neighbourhoods of regions re-solved"
+                joined += f" ({self.search_improved} cheaper)"
+            else:
+                joined += " programs"
             return (
-                f"{self.method}, started from the joined {joined} programs (gap "
+                f"{self.method}, started from the joined {joined} (gap "
                 f"{self.join_gap:.2%} to their bound)"
             )
         return str(self.method)

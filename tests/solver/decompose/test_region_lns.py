@@ -28,6 +28,7 @@ from solver.decompose.region_lns import (
 )
 from solver.program.build import build_program
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination
+from solver.program.optimised import Method, Optimised
 from solver.program.sets import ProgramSets
 from solver.settings import SolveSettings
 from tests.synthetic import at_policy_defaults, generated_data
@@ -196,3 +197,20 @@ def test_the_search_returns_plans_between_the_optimum_and_its_start(seed):
     assert broken_rows(program.lp, searched.values, {}, {}) == []
     assert searched.cost <= program.lp.objective_value(values) * (1 + TOLERANCE)
     assert searched.cost >= whole.objective * (1 - TOLERANCE)
+
+
+def test_the_plan_names_the_search():
+    """The method line says how many neighbourhoods were re-solved and how many of them
+    gave a cheaper plan, on the regions' plan and on the one program started from it."""
+    result = SolveResult(Termination.FEASIBLE, "highs", "1", 0.0, 1.0, mip_gap=0.0169)
+    by_region = Optimised(result, Method.BY_REGION, 10, searched=19, search_improved=3)
+    assert by_region.description == (
+        "decomposed by region: 10 region programs joined, whole servers bought for every"
+        " workload of a region, fleets raised for failover, then 19 neighbourhoods of"
+        " regions re-solved (3 cheaper)"
+    )
+    whole = Optimised(result, join_gap=0.0169, from_regions=True, searched=19, search_improved=3)
+    assert whole.description == (
+        "one program, started from the joined region programs and 19 neighbourhoods of"
+        " regions re-solved (3 cheaper) (gap 1.69% to their bound)"
+    )
