@@ -16,10 +16,12 @@ cost of y less y's cost in S plus N_S's, so a cheaper N_S plan is a cheaper plan
 
 Where the regions' join is dear: each region's own program buys whole servers for its
 own users, and the plan floored at those fleets (solver.decompose.region_join.floored)
-adds what the failover scenarios need on top, region by region, where a plan that
-chose other configurations in two regions at once may need less (the spare capacity
-for a lost region's users is met by several regions' idle GPUs together). One region
-freed alone keeps the others' capacity, so the pairs are what the search tries:
+adds what the failover scenarios need on top (whole servers of the type a region has
+bought, its spare GPUs filled with replicas for the lost regions' users), where a plan
+that changes the servers of two regions at once may cost less: one region buys a
+larger server type that carries a lost region's users, the other drops a server it
+added for them. One region freed alone keeps the others' capacity as it is, so the
+pairs are what the search tries:
 
     1. rank the regions by their excess, cost_r(y) - z_r (z_r: the region's own
        program's proven bound; the region furthest above it first);
@@ -52,9 +54,8 @@ from solver.settings import MIN_CALL_S, SolveSettings
 
 TRY_S = 3.0
 """Time limit of one neighbourhood's program: long enough for HiGHS to improve on the
-start in a pair of regions, short enough that many pairs are tried (on the 10 x 20 x 6
-bench instance, 40 s of search from the floored plan reached a cheaper plan at 3 s a
-pair than at 2 s or 4 s: tests/bench/test_region_lns_bench.py)."""
+start in a pair of regions of the bench's 10 x 20 x 6 instance (at 2 s it often stops
+at the start), short enough that many pairs are tried."""
 SIZE = 2
 """Regions freed together."""
 TRY_GAP = 1e-4
