@@ -24,7 +24,9 @@ added for them. One region freed alone keeps the others' capacity as it is, so t
 pairs are what the search tries:
 
     1. rank the regions by their excess, cost_r(y) - z_r (z_r: the region's own
-       program's proven bound; the region furthest above it first);
+       program's proven bound; the region furthest above it first), and those at
+       their bound (within `AT_BOUND` of their cost) by their cost, the largest fleet
+       first;
     2. the neighbourhoods are the pairs {lead, partner}, leads in that order, partners
        in the same order; solve `width` of them at once (one per idle core: each gets
        its own process, solver.decompose.parallel.solve_built), each within `TRY_S`,
@@ -63,6 +65,9 @@ TRY_GAP = 1e-4
 FEASIBILITY_TOLERANCE = 1e-6
 """Slack a merged plan may break a row by, relative to the row's terms (as the join's
 check: solver.decompose.join_values)."""
+AT_BOUND = 1e-3
+"""Share of a region's cost within which it is taken to be at its own bound (the
+regions' programs are proved within such a gap): such regions rank by their cost."""
 IMPROVEMENT = 1e-6
 """Relative improvement of the whole cost that counts as one (smaller ones are the
 solver's tolerances on near-free columns)."""
@@ -103,6 +108,17 @@ def neighbourhood(
         program.constraints[name] = Constraint(name, row.family, kept, row.sense, row.rhs - held)
     program.objective = {name: cost for name, cost in lp.objective.items() if name in columns}
     return program
+
+
+def scores(lp: LinearProgram, values: dict[str, float], rows: Rows) -> dict[str, float]:
+    """Each region's rank: its `excess` where above `AT_BOUND` of its cost, else that
+    share of its cost (a region at its bound ranks by its fleet's cost: a larger fleet
+    has more servers that may change)."""
+    over = excess(lp, values, rows)
+    return {
+        region: max(above, AT_BOUND * (above + (rows[region][1] if region in rows else 0.0)))
+        for region, above in over.items()
+    }
 
 
 def excess(lp: LinearProgram, values: dict[str, float], rows: Rows) -> dict[str, float]:
@@ -149,7 +165,7 @@ def search(
     best = dict(values)
     cost = lp.objective_value(best)
     tried = improved = 0
-    untried = ranked_neighbourhoods(excess(lp, best, rows), SIZE)
+    untried = ranked_neighbourhoods(scores(lp, best, rows), SIZE)
     width = processes_for(len(untried)) if untried else 1
     while untried and cost > good_enough and time.monotonic() < deadline - MIN_CALL_S:
         batch = _disjoint(untried, width)
@@ -159,7 +175,7 @@ def search(
         merged = _merged(lp, best, found)
         if merged is not None and lp.objective_value(merged) < cost * (1 - IMPROVEMENT):
             best, cost, improved = merged, lp.objective_value(merged), improved + 1
-            untried = ranked_neighbourhoods(excess(lp, best, rows), SIZE)
+            untried = ranked_neighbourhoods(scores(lp, best, rows), SIZE)
     return Searched(best, cost, tried, improved)
 
 

@@ -19,11 +19,13 @@ from solver.candidates.table import build_candidates
 from solver.decompose.join_values import broken_rows
 from solver.decompose.region_join import floored, region_join
 from solver.decompose.region_lns import (
+    AT_BOUND,
     _merged,
     excess,
     holds,
     neighbourhood,
     ranked_neighbourhoods,
+    scores,
     search,
 )
 from solver.program.build import build_program
@@ -89,11 +91,16 @@ def test_a_neighbourhood_holds_the_other_regions_at_the_plan():
 
 def test_the_regions_are_ranked_by_how_far_they_are_above_their_own_bound():
     """At START north pays $30 x 6 = $180 against its own $30: $150 above; east and west
-    pay their own optimum. North leads, its partners in name order, then the rest."""
+    pay their own optimum, so they rank by their cost ($20 x 3 = $60 before $10 x 1):
+    north leads, with east then west, then east with west."""
     lp = hand_program()
     over = excess(lp, START, own_rows(lp))
     assert over == pytest.approx({"east": 0.0, "west": 0.0, "north": 30.0 * 6 - 30.0})
-    assert ranked_neighbourhoods(over) == [
+    ranks = scores(lp, START, own_rows(lp))
+    assert ranks == pytest.approx(
+        {"east": AT_BOUND * 20.0 * 3, "west": AT_BOUND * 10.0 * 1, "north": 30.0 * 6 - 30.0}
+    )
+    assert ranked_neighbourhoods(ranks) == [
         frozenset({"north", "east"}),
         frozenset({"north", "west"}),
         frozenset({"east", "west"}),
