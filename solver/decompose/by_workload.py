@@ -144,7 +144,14 @@ def optimise(
     join_gap = None if joined is None else joined.result.mip_gap
     result = result if joined is None else with_parts_bound(result, joined.result)
     from_regions = joined is not None and joined.method is Method.BY_REGION
-    return Optimised(replace(result, values=own), join_gap=join_gap, from_regions=from_regions)
+    searched = (joined.searched, joined.search_improved) if from_regions else (0, 0)
+    return Optimised(
+        replace(result, values=own),
+        join_gap=join_gap,
+        from_regions=from_regions,
+        searched=searched[0],
+        search_improved=searched[1],
+    )
 
 
 def _given_start(

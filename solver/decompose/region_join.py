@@ -32,7 +32,9 @@ users need to fleets that already serve every region's own users at the regions'
 bound. Without linking rows (no region loss) the regions' own solutions are a plan and
 the bound is the optimum. A solve with whole servers starts here (`by_region`, from
 solver.decompose.by_workload): proved within the gap, the floored plan is the plan, and
-the workload programs are never solved; else the whole program starts from it.
+the workload programs are never solved; else it is improved a few regions at a time,
+the rest held (solver.decompose.region_lns: every plan it keeps is a plan of the whole),
+and the whole program starts from the result.
 """
 
 import math
@@ -45,6 +47,7 @@ from solver.backends.base import relative_gap
 from solver.candidates.replica_dominance import Bounds
 from solver.decompose.parallel import processes_for, solve_built, worth_workers
 from solver.decompose.region_bounds import MIN_INTEGERS, Rows, region_of, region_programs
+from solver.decompose.region_lns import search
 from solver.program.build import FleetProgram, with_bounds
 from solver.program.families.servers import ServersColumn
 from solver.program.families.variables import PurchasedColumn
@@ -59,6 +62,10 @@ FLOORED = (ReplicasColumn.family, PurchasedColumn.family, ServersColumn.family)
 REGIONS_FIRST = True
 """Whether a solve with whole servers starts with the regions' programs (`first_by_region`);
 off, the bench's `before` (tests/bench/test_server_master_bench.py)."""
+SEARCH = True
+"""Whether a floored plan not proved within the gap is improved a few regions at a time
+(solver.decompose.region_lns) before it is returned; off, the bench's `before`
+(tests/bench/test_region_lns_bench.py)."""
 BOUND_SHARE = 0.5
 """Share of the time up to the deadline the regions' own programs (the bound) may take."""
 
@@ -176,6 +183,11 @@ def keep_rows(program: FleetProgram, found: RegionJoin) -> None:
         program.region_costs.update(lp=lp, rows=found.rows)
 
 
+def _proved(cost: float, bound: float, settings: SolveSettings) -> bool:
+    """Whether a plan of `cost` is within the settings' gap of `bound`."""
+    return (relative_gap(cost, bound) or 0.0) <= settings.mip_gap + 1e-9
+
+
 def proven_bound_of(result: SolveResult) -> float | None:
     """A proven lower bound from a region program's result (its objective less the gap
     reached), None unless it was proved within its gap: a bound from a solve the clock
@@ -254,9 +266,16 @@ def by_region(
     if not added.termination.has_solution or added.objective is None:
         return None
     values = {name: value for name, value in added.values.items() if name in program.lp.variables}
+    searched = None
+    if SEARCH and not _proved(program.lp.objective_value(values), found.bound, settings):
+        proved_at = found.bound / (1 - min(settings.mip_gap, 0.5))
+        searched = search(
+            program.lp, backend, settings, values, found.rows, deadline, good_enough=proved_at
+        )
+        values = searched.values
     cost = program.lp.objective_value(values)
     gap = relative_gap(cost, found.bound) or 0.0
-    proved = gap <= settings.mip_gap + 1e-9
+    proved = _proved(cost, found.bound, settings)
     result = replace(
         added,
         termination=Termination.OPTIMAL if proved else Termination.FEASIBLE,
@@ -264,5 +283,11 @@ def by_region(
         values=values,
         mip_gap=gap,
     )
-    optimised = Optimised(result, Method.BY_REGION, found.regions)
+    optimised = Optimised(
+        result,
+        Method.BY_REGION,
+        found.regions,
+        searched=0 if searched is None else searched.tried,
+        search_improved=0 if searched is None else searched.improved,
+    )
     return replace(optimised, result=replace(result, message=optimised.description))

@@ -51,6 +51,11 @@ class Optimised:
     failover: str = ""
     """How failover entered the program where it was by routing rows in place of the cut
     rows asked for (solver.decompose.scenario_cuts.failover_rows); appended to the line."""
+    searched: int = 0
+    """Neighbourhoods of a few regions re-solved from the regions' plan, the rest held
+    (solver.decompose.region_lns); 0 when there was no search."""
+    search_improved: int = 0
+    """Of those, the ones whose plan was cheaper and taken."""
     join_gap: float | None = None
     """One program solved from a join of the workload programs that held but was not
     within the gap (whole servers rounded, say): that join's gap to their bound."""
@@ -89,14 +94,25 @@ class Optimised:
                 joined += f", solved in {self.processes} parallel processes"
             return joined
         if self.method is Method.BY_REGION:
-            return (
+            joined = (
                 f"{self.method}: {self.programs} region programs joined, whole servers"
                 " bought for every workload of a region, fleets raised for failover"
             )
+            if self.searched:
+                joined += (
+                    f", then {self.searched} neighbourhoods of regions re-solved"
+                    f" ({self.search_improved} cheaper)"
+                )
+            return joined
         if self.join_gap is not None:
             joined = "region" if self.from_regions else "workload"
+            if self.searched:
+                joined += f" programs and {self.searched} neighbourhoods of regions re-solved"
+                joined += f" ({self.search_improved} cheaper)"
+            else:
+                joined += " programs"
             return (
-                f"{self.method}, started from the joined {joined} programs (gap "
+                f"{self.method}, started from the joined {joined} (gap "
                 f"{self.join_gap:.2%} to their bound)"
             )
         return str(self.method)

@@ -1,0 +1,256 @@
+"""A plan of the whole program improved a few regions at a time: a large-neighbourhood
+search after the regions' join (solver.decompose.region_join).
+
+Given a plan y of the whole program and a set S of regions, the neighbourhood program
+N_S(y) keeps the columns of S's regions (solver.decompose.region_bounds.region_of) free
+and holds every other column at y's value:
+
+    N_S(y):  min  sum_{j in S} cost_j x_j
+             s.t. sum_{j in S} a_ij x_j  (sense_i)  b_i - sum_{j not in S} a_ij y_j
+                  for every row i that mentions a column of S
+
+A row that mentions no column of S holds as it does for y. So every plan of N_S(y),
+with y's values elsewhere, holds every row of the whole program: a plan, and y's own
+values on S are one plan of N_S(y) (the search starts there). Its cost is the whole
+cost of y less y's cost in S plus N_S's, so a cheaper N_S plan is a cheaper plan.
+
+Where the regions' join is dear: each region's own program buys whole servers for its
+own users, and the plan floored at those fleets (solver.decompose.region_join.floored)
+adds what the failover scenarios need on top (whole servers of the type a region has
+bought, its spare GPUs filled with replicas for the lost regions' users), where a plan
+that changes the servers of two regions at once may cost less: one region buys a
+larger server type that carries a lost region's users, the other drops a server it
+added for them. One region freed alone keeps the others' capacity as it is, so the
+pairs are what the search tries:
+
+    1. rank the regions by their excess, cost_r(y) - z_r (z_r: the region's own
+       program's proven bound; the region furthest above it first), and those at
+       their bound (within `AT_BOUND` of their cost) by their cost, the largest fleet
+       first;
+    2. the neighbourhoods are the pairs {lead, partner}, leads in that order, partners
+       in the same order; solve `width` of them at once (one per idle core: each gets
+       its own process, solver.decompose.parallel.solve_built), each within `TRY_S`,
+       from y;
+    3. take the cheapest plan found; a second one from a disjoint pair is merged in
+       when the merged values still hold every row (the two regions' changes meet in
+       the failover rows they share) and cost less;
+    4. after an improvement, rank again and start over; stop at the deadline, when the
+       plan is within the gap of the bound, or when every pair has been tried since
+       the last improvement.
+
+The bound is unchanged by the search (it proves nothing): the plan's gap is stated
+against the regions' bound, as before.
+"""
+
+import itertools
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from solver.backends import Backend
+from solver.decompose.parallel import processes_for, solve_built
+from solver.decompose.region_bounds import Rows, region_of
+from solver.program.lp import Constraint, LinearProgram, SolveResult
+from solver.settings import MIN_CALL_S, SolveSettings
+
+TRY_S = 3.0
+"""Time limit of one neighbourhood's program: long enough for HiGHS to improve on the
+start in a pair of regions of the bench's 10 x 20 x 6 instance (at 2 s it often stops
+at the start), short enough that many pairs are tried."""
+SIZE = 2
+"""Regions freed together."""
+TRY_GAP = 1e-4
+"""Relative gap a neighbourhood program is solved to (on its own cost: a few regions')."""
+FEASIBILITY_TOLERANCE = 1e-6
+"""Slack a merged plan may break a row by, relative to the row's terms (as the join's
+check: solver.decompose.join_values)."""
+AT_BOUND = 1e-3
+"""Share of a region's cost within which it is taken to be at its own bound (the
+regions' programs are proved within such a gap): such regions rank by their cost."""
+IMPROVEMENT = 1e-6
+"""Relative improvement of the whole cost that counts as one (smaller ones are the
+solver's tolerances on near-free columns)."""
+
+
+@dataclass(frozen=True)
+class Searched:
+    """The search's best plan (the start when none was cheaper), its cost, and what it
+    took: neighbourhoods solved and improvements accepted."""
+
+    values: dict[str, float]
+    cost: float
+    tried: int
+    improved: int
+
+
+def neighbourhood(
+    lp: LinearProgram, free: frozenset[str], values: dict[str, float]
+) -> LinearProgram:
+    """N_S(y) of the module docstring: `lp` with the columns of the regions in `free`
+    kept and every other column held at `values` (moved into the right-hand sides).
+
+    The free regions' own bounds are not added as region_cost rows
+    (solver.decompose.region_bounds): they let HiGHS prove a pair's optimum sooner where
+    the pairs cannot improve, but on the 10 x 20 x 6 bench instance they left it at
+    the start in pairs where it found cheaper plans without them."""
+    columns = {name for name in lp.variables if region_of(name) in free}
+    program = LinearProgram(f"{lp.name}@{'+'.join(sorted(free))}")
+    program.variables = {name: var for name, var in lp.variables.items() if name in columns}
+    for name, row in lp.constraints.items():
+        kept = {n: c for n, c in row.coefficients.items() if n in columns}
+        if not kept:
+            continue
+        if len(kept) == len(row.coefficients):
+            program.constraints[name] = row
+            continue
+        held = sum(c * values.get(n, 0.0) for n, c in row.coefficients.items() if n not in columns)
+        program.constraints[name] = Constraint(name, row.family, kept, row.sense, row.rhs - held)
+    program.objective = {name: cost for name, cost in lp.objective.items() if name in columns}
+    return program
+
+
+def scores(lp: LinearProgram, values: dict[str, float], rows: Rows) -> dict[str, float]:
+    """Each region's rank: its `excess` where above `AT_BOUND` of its cost, else that
+    share of its cost (a region at its bound ranks by its fleet's cost: a larger fleet
+    has more servers that may change)."""
+    over = excess(lp, values, rows)
+    return {
+        region: max(above, AT_BOUND * (above + (rows[region][1] if region in rows else 0.0)))
+        for region, above in over.items()
+    }
+
+
+def excess(lp: LinearProgram, values: dict[str, float], rows: Rows) -> dict[str, float]:
+    """Each region's cost at `values` less its own program's bound (`rows`, 0 where
+    none): how far the plan is above what the region alone must pay."""
+    cost: dict[str, float] = {}
+    for name, per_unit in lp.objective.items():
+        region = region_of(name)
+        if region is not None:
+            cost[region] = cost.get(region, 0.0) + per_unit * values.get(name, 0.0)
+    return {
+        region: spent - rows[region][1] if region in rows else spent
+        for region, spent in cost.items()
+    }
+
+
+def ranked_neighbourhoods(over: dict[str, float], size: int = SIZE) -> list[frozenset[str]]:
+    """The sets of `size` regions, those with the region furthest above its bound first
+    (`over`: `excess`), then their partners in the same order (ties by name)."""
+    order = sorted(over, key=lambda region: (-over[region], region))
+    if len(order) <= size:
+        return [frozenset(order)] if order else []
+    seen: dict[frozenset[str], None] = {}
+    for i, lead in enumerate(order):
+        for others in itertools.combinations(order[:i] + order[i + 1 :], size - 1):
+            seen.setdefault(frozenset((lead, *others)), None)
+    return list(seen)
+
+
+def search(
+    lp: LinearProgram,
+    backend: Backend,
+    settings: SolveSettings,
+    values: dict[str, float],
+    rows: Rows,
+    deadline: float,
+    good_enough: float = -math.inf,
+) -> Searched:
+    """The module docstring's search on `lp` from the plan `values`, regions ranked
+    against their own programs' bounds (`rows`: solver.decompose.region_join's), until
+    the `deadline` (a time.monotonic() reading), a cost at most `good_enough`, or every
+    neighbourhood tried since the last improvement. Every plan it returns holds every
+    row of `lp`."""
+    best = dict(values)
+    cost = lp.objective_value(best)
+    tried = improved = 0
+    untried = ranked_neighbourhoods(scores(lp, best, rows), SIZE)
+    width = processes_for(len(untried)) if untried else 1
+    while untried and cost > good_enough and time.monotonic() < deadline - MIN_CALL_S:
+        batch = _disjoint(untried, width)
+        untried = [hood for hood in untried if hood not in batch]
+        found = _solve(lp, backend, settings, best, batch, deadline)
+        tried += len(batch)
+        merged = _merged(lp, best, found)
+        if merged is not None and lp.objective_value(merged) < cost * (1 - IMPROVEMENT):
+            best, cost, improved = merged, lp.objective_value(merged), improved + 1
+            untried = ranked_neighbourhoods(scores(lp, best, rows), SIZE)
+    return Searched(best, cost, tried, improved)
+
+
+def _disjoint(hoods: Sequence[frozenset[str]], width: int) -> list[frozenset[str]]:
+    """Up to `width` of `hoods` in their order, no two sharing a region (so that their
+    plans can be merged)."""
+    batch: list[frozenset[str]] = []
+    for hood in hoods:
+        if len(batch) == width:
+            break
+        if all(hood.isdisjoint(other) for other in batch):
+            batch.append(hood)
+    return batch or list(hoods[:1])
+
+
+def _solve(
+    lp: LinearProgram,
+    backend: Backend,
+    settings: SolveSettings,
+    values: dict[str, float],
+    batch: list[frozenset[str]],
+    deadline: float,
+) -> list[tuple[frozenset[str], SolveResult]]:
+    """Each neighbourhood of `batch` from `values`, side by side, within `TRY_S` and the
+    `deadline`; those that found a plan."""
+    programs = [neighbourhood(lp, hood, values) for hood in batch]
+    try_settings = replace(settings.with_duals(False), mip_gap=TRY_GAP, threads=1)
+
+    def job_settings(_index: int) -> SolveSettings:
+        return try_settings.limited(max(min(TRY_S, deadline - time.monotonic()), MIN_CALL_S))
+
+    def start(index: int) -> dict[str, float]:
+        return {name: values.get(name, 0.0) for name in programs[index].variables}
+
+    found = solve_built(
+        lambda index: (programs[index], backend),
+        range(len(batch)),
+        job_settings,
+        min(len(batch), processes_for(len(batch))),
+        start=start,
+    )
+    return [(batch[i], result) for i, result in found if result.termination.has_solution]
+
+
+def _merged(
+    lp: LinearProgram,
+    values: dict[str, float],
+    found: list[tuple[frozenset[str], SolveResult]],
+) -> dict[str, float] | None:
+    """The cheapest of the neighbourhoods' plans (each with `values` elsewhere), with
+    the others' changes merged in where the merged plan holds every row and is cheaper;
+    None when none was found."""
+    plans = sorted(
+        ({**values, **result.values} for _hood, result in found),
+        key=lp.objective_value,
+    )
+    if not plans:
+        return None
+    best = plans[0]
+    for other in plans[1:]:
+        changed = {n: v for n, v in other.items() if abs(v - values.get(n, 0.0)) > 1e-9}
+        merged = {**best, **changed}
+        cheaper = lp.objective_value(merged) < lp.objective_value(best)
+        if cheaper and holds(lp, merged, set(changed)):
+            best = merged
+    return best
+
+
+def holds(lp: LinearProgram, values: dict[str, float], changed: set[str]) -> bool:
+    """Whether `values` holds every row of `lp` that mentions a column in `changed`
+    (the others hold as they did), within `FEASIBILITY_TOLERANCE` of its terms."""
+    for row in lp.constraints.values():
+        if changed.isdisjoint(row.coefficients):
+            continue
+        scale = 1.0 + sum(abs(c * values.get(n, 0.0)) for n, c in row.coefficients.items())
+        if row.slack(values) < -FEASIBILITY_TOLERANCE * scale:
+            return False
+    return True

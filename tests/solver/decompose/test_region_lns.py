@@ -1,0 +1,223 @@
+"""The search over pairs of regions after the regions' join (solver.decompose.region_lns):
+a neighbourhood's program by hand, the search's moves on a hand-sized program whose
+optimum is worked out by hand, the merge of two neighbourhoods' plans, and on generated
+instances at the policy's defaults every plan it returns holds every row of the whole
+program and costs between the whole optimum and the plan it started from."""
+
+import math
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
+
+from models.io.loading import validate_instance
+from models.operations.scenarios import failure_scenarios
+from solver.backends import get_backend
+from solver.candidates.table import build_candidates
+from solver.decompose.join_values import broken_rows
+from solver.decompose.region_join import floored, region_join
+from solver.decompose.region_lns import (
+    AT_BOUND,
+    _merged,
+    excess,
+    holds,
+    neighbourhood,
+    ranked_neighbourhoods,
+    scores,
+    search,
+)
+from solver.program.build import build_program
+from solver.program.lp import LinearProgram, Sense, SolveResult, Termination
+from solver.program.optimised import Method, Optimised
+from solver.program.sets import ProgramSets
+from solver.settings import SolveSettings
+from tests.synthetic import at_policy_defaults, generated_data
+
+EXACT = SolveSettings(time_limit_s=60.0, mip_gap=0.0)
+TOLERANCE = 1e-6
+PRICE = {"east": 20.0, "west": 10.0, "north": 30.0}
+"""$ per GPU in each region of the hand program."""
+OWN = {"east": 2.5, "west": 1.0, "north": 1.0}
+"""GPUs each region's own users need there."""
+EVERYONE = 10.0
+"""GPUs all regions together hold (the failover row, linking the three)."""
+
+
+def gpus(region: str) -> str:
+    return f"purchased[{region},h100-sxm]"
+
+
+def hand_program() -> LinearProgram:
+    """Whole GPUs at `PRICE`; each region at least `OWN`; all three at least `EVERYONE`."""
+    lp = LinearProgram("hand")
+    for region in PRICE:
+        lp.add_variable(gpus(region), upper=64, integer=True)
+        lp.add_constraint(f"own[{region}]", "test", {gpus(region): 1.0}, Sense.GE, OWN[region])
+    everyone = {gpus(region): 1.0 for region in PRICE}
+    lp.add_constraint("everyone", "test", everyone, Sense.GE, EVERYONE)
+    lp.add_objective({gpus(region): PRICE[region] for region in PRICE})
+    return lp
+
+
+def own_rows(lp: LinearProgram):
+    """Each region's cost terms and its own program's optimum: ceil(OWN) GPUs at PRICE."""
+    return {
+        region: ({gpus(region): PRICE[region]}, math.ceil(OWN[region]) * PRICE[region])
+        for region in PRICE
+    }
+
+
+START = {gpus("east"): 3.0, gpus("west"): 1.0, gpus("north"): 6.0}
+"""A plan of the hand program: the regions' own fleets, north raised for the failover
+row (3 + 1 + 6 = 10): $20 x 3 + $10 x 1 + $30 x 6 = $250."""
+
+
+def test_a_neighbourhood_holds_the_other_regions_at_the_plan():
+    """West and north free, east held at 3 GPUs: east's own row leaves (it names no free
+    column), the failover row keeps west and north with 10 - 3 = 7 on the right."""
+    lp = hand_program()
+    program = neighbourhood(lp, frozenset({"west", "north"}), START)
+    assert set(program.variables) == {gpus("west"), gpus("north")}
+    assert "own[east]" not in program.constraints
+    everyone = program.constraints["everyone"]
+    assert everyone.coefficients == {gpus("west"): 1.0, gpus("north"): 1.0}
+    assert everyone.rhs == pytest.approx(EVERYONE - START[gpus("east")])
+    assert program.constraints["own[west]"] is lp.constraints["own[west]"]
+    assert set(program.constraints) == {"own[west]", "own[north]", "everyone"}
+    assert program.objective == {gpus("west"): 10.0, gpus("north"): 30.0}
+
+
+def test_the_regions_are_ranked_by_how_far_they_are_above_their_own_bound():
+    """At START north pays $30 x 6 = $180 against its own $30: $150 above; east and west
+    pay their own optimum, so they rank by their cost ($20 x 3 = $60 before $10 x 1):
+    north leads, with east then west, then east with west."""
+    lp = hand_program()
+    over = excess(lp, START, own_rows(lp))
+    assert over == pytest.approx({"east": 0.0, "west": 0.0, "north": 30.0 * 6 - 30.0})
+    ranks = scores(lp, START, own_rows(lp))
+    assert ranks == pytest.approx(
+        {"east": AT_BOUND * 20.0 * 3, "west": AT_BOUND * 10.0 * 1, "north": 30.0 * 6 - 30.0}
+    )
+    assert ranked_neighbourhoods(ranks) == [
+        frozenset({"north", "east"}),
+        frozenset({"north", "west"}),
+        frozenset({"east", "west"}),
+    ]
+
+
+@pytest.mark.parametrize("regions", [1, 2, 3, 5])
+def test_every_set_of_regions_is_a_neighbourhood_once(regions):
+    over = {f"r{i}": float(i) for i in range(regions)}
+    hoods = ranked_neighbourhoods(over, size=2)
+    assert len(hoods) == max(1, math.comb(regions, 2))
+    assert len(set(hoods)) == len(hoods)
+
+
+def test_the_search_moves_the_failover_gpus_to_the_cheapest_region():
+    """From START (north raised, $250): {north, east} puts the 6 more GPUs in east ($20
+    each, not $30): east 8, north 1, $20 x 8 + $10 + $30 = $200; ranked again east leads,
+    and {east, west} moves them to west ($10): east 3, west 6, north 1,
+    $60 + $60 + $30 = $150, the optimum (every GPU past the own fleets at $10). Two
+    improvements, and the plan holds every row."""
+    lp = hand_program()
+    found = search(lp, get_backend("highs"), EXACT, START, own_rows(lp), math.inf)
+    optimum = 20.0 * 3 + 10.0 * (EVERYONE - 3 - 1) + 30.0 * 1
+    assert found.cost == pytest.approx(optimum)
+    assert found.values[gpus("west")] == pytest.approx(6.0)
+    assert found.improved == 2
+    assert broken_rows(lp, found.values, {}, {}) == []
+
+
+def test_the_search_stops_at_a_plan_good_enough():
+    """Told that $250 is good enough, the search solves nothing."""
+    lp = hand_program()
+    found = search(lp, get_backend("highs"), EXACT, START, own_rows(lp), math.inf, 250.0)
+    assert (found.tried, found.cost) == (0, pytest.approx(250.0))
+
+
+def _found(values: dict[str, float]) -> SolveResult:
+    return SolveResult(Termination.OPTIMAL, "highs", "1", 0.0, 0.0, values=values)
+
+
+def with_failover(lp: LinearProgram, total: float) -> LinearProgram:
+    """The hand program with its failover row at `total` GPUs."""
+    lp.constraints["everyone"] = replace(lp.constraints["everyone"], rhs=total)
+    return lp
+
+
+MERGE_START = {gpus("east"): 5.0, gpus("west"): 5.0, gpus("north"): 1.0}
+"""East and west raised to 5 GPUs each, north at its own 1."""
+
+
+def test_two_plans_of_disjoint_regions_merge_only_when_the_rows_hold():
+    """Failover row at 7 GPUs. East alone drops to its own 3 (3 + 5 + 1 = 9: holds,
+    $20 x 2 = $40 less), west alone to 2 (5 + 2 + 1 = 8: holds, $10 x 3 = $30 less);
+    together 3 + 2 + 1 = 6 break the row, so east's plan is taken alone:
+    $20 x 3 + $10 x 5 + $30 x 1 = $140."""
+    lp = with_failover(hand_program(), 7.0)
+    east = _found({gpus("east"): 3.0})
+    west = _found({gpus("west"): 2.0})
+    merged = _merged(lp, MERGE_START, [(frozenset({"west"}), west), (frozenset({"east"}), east)])
+    assert merged is not None
+    assert lp.objective_value(merged) == pytest.approx(20.0 * 3 + 10.0 * 5 + 30.0 * 1)
+    assert not holds(lp, {**merged, gpus("west"): 2.0}, {gpus("west")})
+
+
+def test_two_plans_of_disjoint_regions_merge_when_the_rows_hold():
+    """Failover row at 6 GPUs: the same two plans together hold it (3 + 2 + 1 = 6), so
+    they merge: $20 x 3 + $10 x 2 + $30 x 1 = $110."""
+    lp = with_failover(hand_program(), 6.0)
+    found = [
+        (frozenset({"east"}), _found({gpus("east"): 3.0})),
+        (frozenset({"west"}), _found({gpus("west"): 2.0})),
+    ]
+    merged = _merged(lp, MERGE_START, found)
+    assert merged is not None
+    assert lp.objective_value(merged) == pytest.approx(20.0 * 3 + 10.0 * 2 + 30.0 * 1)
+
+
+def test_no_plan_found_merges_to_none():
+    assert _merged(hand_program(), START, []) is None
+
+
+@examples(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(min_value=0, max_value=10_000))
+def test_the_search_returns_plans_between_the_optimum_and_its_start(seed):
+    """A 3-region, 2-workload, 2-GPU-type instance surviving a region loss at the policy's
+    defaults: from the plan floored at the regions' own fleets, the search's plan holds
+    every row of the whole program and costs no more than the floored plan and no less
+    than the whole program's optimum."""
+    data = generated_data(3, 2, 2, survive="region", seed=seed)
+    at_policy_defaults(data)
+    inst = validate_instance(data, data["name"])
+    table = build_candidates(inst, EXACT)
+    program = build_program(inst, table, sets=ProgramSets(inst, table, failure_scenarios(inst)))
+    highs = get_backend("highs")
+    whole = highs.run(program.lp, EXACT)
+    found = region_join(program, highs, EXACT, None, deadline=math.inf)
+    start = highs.run(floored(program, found.own, None), EXACT)
+    assert start.termination.has_solution
+    values = {n: v for n, v in start.values.items() if n in program.lp.variables}
+    searched = search(program.lp, highs, EXACT, values, found.rows, math.inf)
+    assert broken_rows(program.lp, searched.values, {}, {}) == []
+    assert searched.cost <= program.lp.objective_value(values) * (1 + TOLERANCE)
+    assert searched.cost >= whole.objective * (1 - TOLERANCE)
+
+
+def test_the_plan_names_the_search():
+    """The method line says how many neighbourhoods were re-solved and how many of them
+    gave a cheaper plan, on the regions' plan and on the one program started from it."""
+    result = SolveResult(Termination.FEASIBLE, "highs", "1", 0.0, 1.0, mip_gap=0.0169)
+    by_region = Optimised(result, Method.BY_REGION, 10, searched=19, search_improved=3)
+    assert by_region.description == (
+        "decomposed by region: 10 region programs joined, whole servers bought for every"
+        " workload of a region, fleets raised for failover, then 19 neighbourhoods of"
+        " regions re-solved (3 cheaper)"
+    )
+    whole = Optimised(result, join_gap=0.0169, from_regions=True, searched=19, search_improved=3)
+    assert whole.description == (
+        "one program, started from the joined region programs and 19 neighbourhoods of"
+        " regions re-solved (3 cheaper) (gap 1.69% to their bound)"
+    )
