@@ -29,7 +29,8 @@ from concurrent.futures import as_completed
 import pytest
 
 from models.io.loading import load_instance
-from solver.analysis.levers import LeverResult, levers_for, rank_levers, solve_lever
+from solver.analysis.lever_edits import levers_for
+from solver.analysis.levers import LeverResult, rank_levers, solve_lever
 from solver.settings import SolveSettings
 from solver.solve import solve_program
 from solver.workers import process_pool

@@ -9,18 +9,23 @@ import pytest
 
 from cli.levers import lever_table
 from models.io.loading import load_instance
+from models.physics import catalog
 from models.schema.policy import Survive
-from solver.analysis.levers import (
+from solver.analysis.lever_edits import (
     HIT_RATE_STEP,
-    MIN_SHARE_S,
     SLO_LOOSENING,
-    LeverResult,
-    Shares,
     drop_failure_requirement,
     levers_for,
     looser_slo,
     lower_kv,
     more_prefix_hits,
+)
+from solver.analysis.levers import (
+    MIN_SHARE_S,
+    LeverResult,
+    LeverRun,
+    Shares,
+    lever_work,
     rank_levers,
     rounding_note,
     solve_lever,
@@ -164,6 +169,50 @@ def test_rank_levers_from_the_base_plan_gives_every_lever_as_alone(base):
             assert result.cost_per_month == pytest.approx(
                 alone[result.lever].cost_per_month, rel=gap
             )
+
+
+def test_a_lever_run_begun_runs_beside_other_work_and_gives_what_rank_levers_gives(base):
+    # begun, the levers run in 2 worker processes while this thread goes on (explain's
+    # own re-solves meanwhile); waited for, each ends as in one process, same order
+    solved = solve_program(base, SolveSettings.of(base, threads=1))
+    serial = rank_levers(base, solved.plan, start=solved.result.values)
+    seen = []
+    with LeverRun(
+        base, solved.plan, jobs=2, on_done=seen.append, start=solved.result.values
+    ) as run:
+        assert run.work and len(seen) < len(run.work)  # begun, not ended
+        results = run.results()
+    assert len(seen) == len(results) == len(serial)
+    assert [r.lever for r in results] == [r.lever for r in serial]
+    for parallel, alone in zip(results, serial, strict=True):
+        assert parallel.status == alone.status
+        if alone.cost_per_month is not None:
+            rel = base.solver.mip_gap
+            assert parallel.cost_per_month == pytest.approx(alone.cost_per_month, rel=rel)
+
+
+def test_an_error_beside_a_lever_run_drops_the_levers_not_started(base):
+    solved = solve_program(base, SolveSettings.of(base, threads=1))
+    seen = []
+    run = LeverRun(base, solved.plan, jobs=2, on_done=seen.append)
+    with pytest.raises(KeyError), run:
+        raise KeyError("explain failed")
+    # 2 levers ran at most when the error came: the rest were never started
+    assert len(seen) <= 2 < len(run.work)
+
+
+def test_levers_offering_a_finer_server_start_first(base):
+    # more GPU types first (the larger program); among the GPU types offered, the one of
+    # the smallest server first: gh200 (1 GPU a node) before the 8-GPU servers, the
+    # 72-GPU racks (gb200, gb300) last; a lever offering no new type after them all
+    specs = catalog.gpu_catalog()
+    order = [item.name for item in lever_work(base)]
+    offered = [name for name in order if name.startswith("allow ") and name[6:] in specs]
+    assert offered[0] == "allow gh200" and specs["gh200"].gpus_per_node == 1
+    assert {name[6:] for name in offered[-2:]} == {"gb200", "gb300"}
+    nodes = [specs[name[6:]].gpus_per_node for name in offered]
+    assert nodes == sorted(nodes) == [1] + [8] * (len(offered) - 3) + [72, 72]
+    assert order[: len(offered)] == offered  # every other lever after them
 
 
 def test_a_lever_not_proven_in_its_share_shows_its_gap():
