@@ -51,7 +51,7 @@ class RunningLevers:
             on_done=lambda r: self.progress.update(task, advance=1, description=r.lever),
             start=solved.result.values,
             time_limit_s=time_limit_s,
-        ).begin()
+        ).begin(beside=True)
 
     def results(self) -> tuple[LeverResult, ...]:
         """Every lever's result, ranked (solver.analysis.levers.LeverRun.results)."""

@@ -200,6 +200,11 @@ class LeverRun:
     for the time they take: explain's own re-solves), `results` waits for them. As a
     context manager it begins on entry and, on an error, cancels what has not started.
 
+    Begun `beside` other work, the levers take one worker fewer (at least one) until
+    `results` is called: that work keeps the cores it had (explain's re-solves, each
+    within its share of explain's time limit, are not slowed into stopping unproven)
+    and the levers take what it leaves idle; once the caller waits, all `jobs` run.
+
     Args:
         instance: The base instance.
         base: The base plan (its $/month is what savings are measured from; its GPUs and
@@ -236,6 +241,10 @@ class LeverRun:
         self._pool: Any = None
         self._thread: threading.Thread | None = None
         self._failed: list[BaseException] = []
+        self._limit = self.jobs
+        """Levers at once now (`beside`: one fewer until `results`)."""
+        self._woken: Future = Future()
+        """Done when `results` lifts the limit (the dispatcher waits on it too)."""
 
     def __enter__(self) -> "LeverRun":
         return self.begin()
@@ -251,12 +260,15 @@ class LeverRun:
         if self._thread is not None:
             self._thread.join()
 
-    def begin(self) -> "LeverRun":
+    def begin(self, beside: bool = False) -> "LeverRun":
         """Hand the levers to `jobs` worker processes (made in this thread, so that they
-        end with it: solver.workers), handed out by a thread of their own; with one job
-        or one lever, nothing yet (`results` solves them here)."""
+        end with it: solver.workers), handed out by a thread of their own, one fewer
+        while the caller works `beside` them; with one job or one lever, nothing yet
+        (`results` solves them here)."""
         if self._pool is not None or not self._parallel:
             return self
+        if beside:
+            self._limit = max(self.jobs - 1, 1)
         self._shares = self._new_shares()
         self._pool = new_pool(self.jobs)
         self._thread = threading.Thread(target=self._hand_out, name="fleetplan-levers", daemon=True)
@@ -271,6 +283,9 @@ class LeverRun:
                 self._finished(solve_lever(*self._arguments(item, shares.next_s(0))))
         else:
             self.begin()
+            self._limit = self.jobs
+            if not self._woken.done():
+                self._woken.set_result(None)
             self._thread.join()
             if self._failed:
                 raise self._failed[0]
@@ -303,18 +318,21 @@ class LeverRun:
             self.on_done(result)
 
     def _hand_out(self) -> None:
-        """The dispatcher: start levers while fewer than `jobs` run, each with its share
-        as it starts, until every one has ended (an error ends it, for `results`)."""
+        """The dispatcher: start levers while fewer than the limit run, each with its
+        share as it starts, until every one has ended (an error ends it, for `results`);
+        it wakes when a lever ends or `results` lifts the limit."""
         try:
             waiting = list(self.work)
             running: set[Future] = set()
             while waiting or running:
-                while waiting and len(running) < self.jobs:
+                while waiting and len(running) < self._limit:
                     item = waiting.pop(0)
                     share_s = self._shares.next_s(len(running))
                     running.add(self._pool.submit(solve_lever, *self._arguments(item, share_s)))
-                finished, running = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
+                woken = set() if self._woken.done() else {self._woken}
+                finished, _ = wait(running | woken, return_when=FIRST_COMPLETED)
+                for future in finished - woken:
+                    running.discard(future)
                     self._finished(future.result())
         except BaseException as error:  # handed to `results`
             self._failed.append(error)

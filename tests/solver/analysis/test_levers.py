@@ -2,7 +2,9 @@
 own plan, ranked by dollars."""
 
 import json
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import pytest
@@ -11,6 +13,7 @@ from cli.levers import lever_table
 from models.io.loading import load_instance
 from models.physics import catalog
 from models.schema.policy import Survive
+from solver.analysis import levers
 from solver.analysis.lever_edits import (
     HIT_RATE_STEP,
     SLO_LOOSENING,
@@ -199,6 +202,54 @@ def test_an_error_beside_a_lever_run_drops_the_levers_not_started(base):
         raise KeyError("explain failed")
     # 2 levers ran at most when the error came: the rest were never started
     assert len(seen) <= 2 < len(run.work)
+
+
+def _counted(monkeypatch, hold: bool = False) -> dict[str, int]:
+    """Levers solved by a stub in threads (no solver), counting how many run at once;
+    with `hold`, each waits until two have run at once (10 s at most)."""
+    lock, seen = threading.Lock(), {"now": 0, "most": 0}
+    both = threading.Event()
+
+    def stub(name, instance, base_cost, backend, share_s=None, start=None):
+        with lock:
+            seen["now"] += 1
+            seen["most"] = max(seen["most"], seen["now"])
+            if seen["most"] >= 2:
+                both.set()
+        if hold:
+            both.wait(timeout=10.0)
+        with lock:
+            seen["now"] -= 1
+        return LeverResult(lever=name, cost_per_month=base_cost, saving_per_month=0.0)
+
+    monkeypatch.setattr(levers, "new_pool", ThreadPoolExecutor)
+    monkeypatch.setattr(levers, "solve_lever", stub)
+    return seen
+
+
+def test_levers_begun_beside_other_work_take_one_worker_fewer_until_waited_for(base, monkeypatch):
+    seen = _counted(monkeypatch)
+    plan = solve(base, SolveSettings.of(base, threads=1))
+    done, ended = [], threading.Event()
+
+    def finished(result: LeverResult) -> None:
+        done.append(result)
+        if len(done) == len(run.work):
+            ended.set()
+
+    run = LeverRun(base, plan, jobs=2, on_done=finished)
+    run.begin(beside=True)
+    assert ended.wait(timeout=10.0)  # every lever ended before the caller waits
+    results = run.results()
+    run.close()
+    assert len(results) == len(run.work) > 2
+    assert seen["most"] == 1  # 2 jobs, one fewer beside the caller's work
+
+    # begun alone, both jobs run at once (the first waits for the second)
+    seen = _counted(monkeypatch, hold=True)
+    with LeverRun(base, plan, jobs=2) as run:
+        assert len(run.results()) == len(run.work)
+    assert seen["most"] == 2
 
 
 def test_levers_offering_a_finer_server_start_first(base):
