@@ -44,6 +44,7 @@ from models.schema.instance import Instance
 from solver.analysis.capacity_bands import uncertain_pools
 from solver.analysis.lever_edits import levers_for
 from solver.analysis.paid import buys_whole_servers, servers_bought
+from solver.decompose.parallel import idle_cores
 from solver.errors import Infeasible, NoSolution, PlanRejected
 from solver.plan.schema import Plan
 from solver.settings import Deadline, SolveSettings
@@ -203,7 +204,10 @@ class LeverRun:
     Begun `beside` other work, the levers take one worker fewer (at least one) until
     `results` is called: that work keeps the cores it had (explain's re-solves, each
     within its share of explain's time limit, are not slowed into stopping unproven)
-    and the levers take what it leaves idle; once the caller waits, all `jobs` run.
+    and the levers take what it leaves idle; once the caller waits, all `jobs` run. On a
+    machine whose cores others' work keeps busy (fewer than `jobs` idle:
+    solver.decompose.parallel.idle_cores) there is nothing idle to take: the levers then
+    begin when the caller waits, as they would alone.
 
     Args:
         instance: The base instance.
@@ -267,6 +271,8 @@ class LeverRun:
         (`results` solves them here)."""
         if self._pool is not None or not self._parallel:
             return self
+        if beside and idle_cores() < self.jobs:
+            return self  # the cores are others': begun by `results`
         if beside:
             self._limit = max(self.jobs - 1, 1)
         self._shares = self._new_shares()

@@ -223,6 +223,7 @@ def _counted(monkeypatch, hold: bool = False) -> dict[str, int]:
         return LeverResult(lever=name, cost_per_month=base_cost, saving_per_month=0.0)
 
     monkeypatch.setattr(levers, "new_pool", ThreadPoolExecutor)
+    monkeypatch.setattr(levers, "idle_cores", lambda: 2.0)  # an idle 2-core machine
     monkeypatch.setattr(levers, "solve_lever", stub)
     return seen
 
@@ -250,6 +251,15 @@ def test_levers_begun_beside_other_work_take_one_worker_fewer_until_waited_for(b
     with LeverRun(base, plan, jobs=2) as run:
         assert len(run.results()) == len(run.work)
     assert seen["most"] == 2
+
+    # beside other work on a machine others keep busy: nothing begins until waited for
+    seen = _counted(monkeypatch, hold=True)
+    monkeypatch.setattr(levers, "idle_cores", lambda: 0.5)
+    run = LeverRun(base, plan, jobs=2).begin(beside=True)
+    assert seen["most"] == 0
+    with run:
+        assert len(run.results()) == len(run.work)
+    assert seen["most"] == 2  # then both jobs at once
 
 
 def test_levers_offering_a_finer_server_start_first(base):
