@@ -51,6 +51,7 @@ class RunningLevers:
             on_done=lambda r: self.progress.update(task, advance=1, description=r.lever),
             start=solved.result.values,
             time_limit_s=time_limit_s,
+            program=solved.program.lp,
         ).begin(beside=True)
 
     def results(self) -> tuple[LeverResult, ...]:

@@ -43,12 +43,14 @@ from models.schema.errors import InputError
 from models.schema.instance import Instance
 from solver.analysis.capacity_bands import uncertain_pools
 from solver.analysis.lever_edits import levers_for
+from solver.analysis.lever_programs import SAME_PROGRAM_NOTE, BaseProgram, lever_table
 from solver.analysis.paid import buys_whole_servers, servers_bought
 from solver.decompose.parallel import idle_cores
 from solver.errors import Infeasible, NoSolution, PlanRejected
 from solver.plan.schema import Plan
+from solver.program.lp import LinearProgram
 from solver.settings import Deadline, SolveSettings
-from solver.solve import solve
+from solver.solve import solve_program
 from solver.workers import new_pool
 
 
@@ -91,15 +93,24 @@ def solve_lever(
     backend: str | None,
     time_limit_s: float | None = None,
     start: Mapping[str, float] | None = None,
+    base_program: BaseProgram | None = None,
 ) -> LeverResult:
     """Solve a lever's instance with one solver thread, within `time_limit_s` (default:
     the instance's), from `start` (the base plan's values by column name) where given;
-    every ending is a LeverResult, one without a plan with its reason."""
+    every ending is a LeverResult, one without a plan with its reason. With
+    `base_program`, a lever whose program is the base's is not solved: its result is the
+    base plan's (solver.analysis.lever_programs)."""
     settings = SolveSettings.of(instance, backend=backend, threads=1, time_limit_s=time_limit_s)
     if start is not None:
         settings = replace(settings, start=start)
+    settings = settings.started()
+    table = None
     try:
-        plan = solve(instance, settings)
+        if base_program is not None:
+            table, same = lever_table(instance, settings, base_program)
+            if same:
+                return _as_base(name, base_cost, base_program)
+        plan = solve_program(instance, settings, table).plan
     except Infeasible as error:
         problems = error.diagnosis.problems
         reason = str(error) if not problems else f"{problems[0].requirement}: {problems[0].message}"
@@ -122,6 +133,20 @@ def solve_lever(
         servers=servers_bought(plan),
         whole_servers=buys_whole_servers(plan),
         uncertain=uncertain_pools(plan),
+    )
+
+
+def _as_base(name: str, base_cost: float, base: BaseProgram) -> LeverResult:
+    """A lever whose program is the base plan's: the base plan's result, noted."""
+    return LeverResult(
+        lever=name,
+        cost_per_month=base_cost,
+        saving_per_month=0.0,
+        total_gpus=base.total_gpus,
+        servers=base.servers,
+        whole_servers=base.whole_servers,
+        uncertain=base.uncertain,
+        note=SAME_PROGRAM_NOTE,
     )
 
 
@@ -154,10 +179,12 @@ def rank_levers(
     on_done: Callable[[LeverResult], None] | None = None,
     start: Mapping[str, float] | None = None,
     time_limit_s: float | None = None,
+    program: LinearProgram | None = None,
 ) -> tuple[LeverResult, ...]:
     """Every applicable lever re-solved, largest saving first (no plan: last): a
     `LeverRun` started and waited for (its arguments)."""
-    with LeverRun(instance, base, backend, jobs, on_done, start, time_limit_s) as run:
+    run = LeverRun(instance, base, backend, jobs, on_done, start, time_limit_s, program)
+    with run:
         return run.results()
 
 
@@ -221,6 +248,8 @@ class LeverRun:
             re-solve starts from them (the module text). None: each starts on its own.
         time_limit_s: The levers' one time limit, shared as the module text says; None
             (the default): each lever gets the instance's whole `solver.time_limit_s`.
+        program: The base plan's program (`Solved.program.lp`): a static lever whose
+            program is the same is not solved again (solver.analysis.lever_programs).
     """
 
     def __init__(
@@ -232,8 +261,12 @@ class LeverRun:
         on_done: Callable[[LeverResult], None] | None = None,
         start: Mapping[str, float] | None = None,
         time_limit_s: float | None = None,
+        program: LinearProgram | None = None,
     ):
         self.base = base
+        self.base_program = None
+        if program is not None and not uses_time(instance):
+            self.base_program = BaseProgram.of(program, base)
         self.backend = backend
         self.jobs = max(jobs, 1)
         self.on_done = on_done
@@ -295,7 +328,9 @@ class LeverRun:
             self._thread.join()
             if self._failed:
                 raise self._failed[0]
-        noted = (r.model_copy(update={"note": rounding_note(r, self.base)}) for r in self._done)
+        noted = (
+            r.model_copy(update={"note": rounding_note(r, self.base) or r.note}) for r in self._done
+        )
         return tuple(sorted(noted, key=_rank))
 
     @property
@@ -316,7 +351,10 @@ class LeverRun:
     def _arguments(self, item: LeverWork, share_s: float | None) -> tuple:
         """`solve_lever`'s arguments for `item` within `share_s`."""
         base_cost = self.base.cost_per_month or 0.0
-        return item.name, item.instance, base_cost, self.backend, share_s, self.start
+        return (
+            item.name, item.instance, base_cost, self.backend, share_s, self.start,
+            self.base_program,
+        )  # fmt: skip
 
     def _finished(self, result: LeverResult) -> None:
         self._done.append(result)

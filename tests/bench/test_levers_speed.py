@@ -68,7 +68,7 @@ def _before(solved) -> tuple[LeverResult, ...]:
 def _after(solved) -> tuple[LeverResult, ...]:
     """The levers begun, the explanation beside them, then the levers waited for."""
     start = solved.result.values
-    run = LeverRun(solved.instance, solved.plan, jobs=JOBS, start=start)
+    run = LeverRun(solved.instance, solved.plan, jobs=JOBS, start=start, program=solved.program.lp)
     with run.begin(beside=True):
         explain_solved(solved)
         return run.results()

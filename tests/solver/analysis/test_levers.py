@@ -210,7 +210,7 @@ def _counted(monkeypatch, hold: bool = False) -> dict[str, int]:
     lock, seen = threading.Lock(), {"now": 0, "most": 0}
     both = threading.Event()
 
-    def stub(name, instance, base_cost, backend, share_s=None, start=None):
+    def stub(name, instance, base_cost, backend, share_s=None, start=None, program=None):
         with lock:
             seen["now"] += 1
             seen["most"] = max(seen["most"], seen["now"])
