@@ -47,6 +47,7 @@ from models.io.loading import validate_instance
 from models.operations.time_demand import failover_window_s, uses_time
 from models.physics import catalog
 from models.physics.precision import Precision
+from models.schema.errors import InputError
 from models.schema.instance import Instance
 from models.schema.policy import Survive
 
@@ -321,7 +322,8 @@ def time_levers(instance: Instance) -> list[Lever]:
 
 
 def levers_for(instance: Instance) -> list[Lever]:
-    """Every lever that applies to the instance, in the module docstring's order."""
+    """Every lever that applies to the instance (`_applies`), in the module docstring's
+    order."""
     levers = [
         Lever("prefix-cache hit +10 points", more_prefix_hits),
         Lever(lower_kv_name(instance), lower_kv),
@@ -335,4 +337,14 @@ def levers_for(instance: Instance) -> list[Lever]:
         Lever(f"drop survive: {instance.policy.survive}", drop_failure_requirement),
         *time_levers(instance),
     ]
-    return [lever for lever in levers if lever.apply(instance) is not None]
+    return [lever for lever in levers if _applies(lever, instance)]
+
+
+def _applies(lever: Lever, instance: Instance) -> bool:
+    """Whether the lever changes the instance into a valid one (a change the instance's
+    own rules refuse, e.g. a looser TTFT beside a voice budget that derives it, is not a
+    lever here: it would end the command with the lever's input error)."""
+    try:
+        return lever.apply(instance) is not None
+    except InputError:
+        return False

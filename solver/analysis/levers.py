@@ -39,7 +39,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from models.operations.time_demand import uses_time
-from models.schema.errors import InputError
 from models.schema.instance import Instance
 from solver.analysis.capacity_bands import uncertain_pools
 from solver.analysis.lever_edits import levers_for
@@ -198,16 +197,8 @@ class LeverWork:
 
 def lever_work(instance: Instance) -> list[LeverWork]:
     """The applicable levers' instances, longest re-solve first as far as the instance
-    tells (`_longest_first`); a lever whose change makes an invalid instance is not a
-    lever here."""
-    work = []
-    for lever in levers_for(instance):
-        try:
-            changed = lever.apply(instance)
-        except InputError:
-            continue
-        if changed is not None:
-            work.append(LeverWork(lever.name, changed))
+    tells (`_longest_first`)."""
+    work = [LeverWork(lever.name, lever.apply(instance)) for lever in levers_for(instance)]
     return sorted(work, key=lambda item: _longest_first(instance, item.instance))
 
 

@@ -12,6 +12,7 @@ import pytest
 from cli.levers import lever_table
 from models.io.loading import load_instance
 from models.physics import catalog
+from models.schema.errors import InputError
 from models.schema.policy import Survive
 from solver.analysis import levers
 from solver.analysis.lever_edits import (
@@ -70,6 +71,17 @@ def test_levers_change_only_what_they_name(base):
     credited = {lever.name: lever for lever in levers_for(flat)}["credit TPOT pooling"]
     assert credited.apply(flat).policy.credit_tpot_pooling
     assert not flat.policy.credit_tpot_pooling
+
+
+def test_a_lever_the_instance_refuses_is_not_a_lever_there():
+    # voice-agent derives its TTFT target from the voice budget (110 ms): a 20% looser
+    # target (132 ms) is an input error of the lever's instance, not of the user's file
+    instance = load_instance(INSTANCES / "voice-agent.yaml")
+    with pytest.raises(InputError, match="first_audio_ms"):
+        looser_slo("ttft_p99_ms")(instance)
+    names = [lever.name for lever in levers_for(instance)]
+    assert "TTFT +20%" not in names and "prefix-cache hit +10 points" in names
+    assert {item.name for item in lever_work(instance)} == set(names)
 
 
 def test_each_lever_re_solve_equals_solving_the_changed_instance(base):
