@@ -7,7 +7,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from cli.render.console import err
 from cli.render.tables import TableSpec
 from solver.analysis.explain import Explanation
-from solver.analysis.levers import LeverResult, levers_for, rank_levers
+from solver.analysis.lever_edits import levers_for
+from solver.analysis.levers import LeverResult, LeverRun
 from solver.solve import Solved
 
 LEVER_NOTE = (
@@ -21,33 +22,51 @@ LEVER_NOTE = (
 )
 
 
-def ranked(
-    solved: Solved, backend: str | None, jobs: int, time_limit_s: float | None = None
-) -> tuple[LeverResult, ...]:
-    """The levers of the solved instance, re-solved `jobs` at a time from the base plan,
-    within `time_limit_s` together (None: each within the instance's), with a progress
-    bar."""
-    instance = solved.instance
-    total = len(levers_for(instance))
-    with Progress(
-        TextColumn("[bold]levers"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}"),
-        console=err,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("", total=total)
-        return rank_levers(
+class RunningLevers:
+    """The levers of the solved instance, re-solved `jobs` at a time from the base plan in
+    worker processes, within `time_limit_s` together (None: each within the instance's),
+    with a progress bar on stderr: begun at once, so that they run beside what the
+    caller does meanwhile (explain's own re-solves); `results` waits for them."""
+
+    def __init__(
+        self, solved: Solved, backend: str | None, jobs: int, time_limit_s: float | None = None
+    ):
+        instance = solved.instance
+        self.progress = Progress(
+            TextColumn("[bold]levers"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.description}"),
+            console=err,
+            transient=True,
+        )
+        task = self.progress.add_task("", total=len(levers_for(instance)))
+        self.progress.start()
+        self.run = LeverRun(
             instance,
             solved.plan,
             backend,
             jobs,
-            on_done=lambda r: progress.update(task, advance=1, description=r.lever),
+            on_done=lambda r: self.progress.update(task, advance=1, description=r.lever),
             start=solved.result.values,
             time_limit_s=time_limit_s,
-        )
+            program=solved.program.lp,
+        ).begin(beside=True)
+
+    def results(self) -> tuple[LeverResult, ...]:
+        """Every lever's result, ranked (solver.analysis.levers.LeverRun.results)."""
+        try:
+            return self.run.results()
+        finally:
+            self.close()
+
+    def close(self, cancel: bool = False) -> None:
+        """The workers shut down (`cancel`: the levers not started dropped), the bar gone."""
+        try:
+            self.run.close(cancel)
+        finally:
+            self.progress.stop()
 
 
 def lever_table(results: tuple[LeverResult, ...]) -> TableSpec:
@@ -80,13 +99,8 @@ def rests_on(result: LeverResult) -> str:
 
 
 def with_levers(
-    solved: Solved,
-    explanation: Explanation,
-    tables: list[TableSpec],
-    backend: str | None,
-    jobs: int,
-    time_limit_s: float | None = None,
+    running: RunningLevers, explanation: Explanation, tables: list[TableSpec]
 ) -> tuple[Explanation, list[TableSpec]]:
-    """The explanation with its `levers` filled and the lever table first."""
-    results = ranked(solved, backend, jobs, time_limit_s)
+    """The explanation with its `levers` filled (waited for) and the lever table first."""
+    results = running.results()
     return explanation.model_copy(update={"levers": results}), [lever_table(results), *tables]

@@ -167,9 +167,16 @@ def explain(
     solved = _solve(file, started, backend, time_limit, mip_gap, threads, sets, json_out)
     from solver.analysis.explain import explain_solved
 
+    running = None
+    if levers:  # the levers' re-solves run beside the explanation's own
+        from cli.levers import RunningLevers
+
+        running = RunningLevers(solved, backend, jobs, levers_time_limit)
     try:
         explanation = explain_solved(solved, progress=_progress_after(started))
     except NoSolution as stopped:
+        if running is not None:
+            running.close(cancel=True)
         err.print(f"[bold red]no explanation:[/] {escape(f'{file}: {stopped}')}")
         raise typer.Exit(ExitCode.TIME_LIMIT) from None
     header = [
@@ -185,12 +192,10 @@ def explain(
     tables = explanation_tables(explanation) + _voice_tables(solved)
     if explanation.plan.hours:  # an hourly plan: its hours, headroom, budget and months too
         tables += time_tables(explanation.plan)
-    if levers:
+    if running is not None:
         from cli.levers import with_levers
 
-        explanation, tables = with_levers(
-            solved, explanation, tables, backend, jobs, levers_time_limit
-        )
+        explanation, tables = with_levers(running, explanation, tables)
     _report(header, tables, explanation, json_out, markdown_out, file)
 
 

@@ -143,25 +143,33 @@ def solve(instance: Instance, settings: SolveSettings | None = None) -> Plan:
     return solve_program(instance, settings).plan
 
 
-def solve_program(instance: Instance, settings: SolveSettings | None = None) -> Solved:
+def solve_program(
+    instance: Instance, settings: SolveSettings | None = None, table: CandidateTable | None = None
+) -> Solved:
     """`solve`, keeping the program and the raw result for explanations; the returned
-    settings carry the run's deadline (explain's re-solves share it)."""
+    settings carry the run's deadline (explain's re-solves share it). `table`: the
+    instance's candidate table where the caller built it already (a lever compares its
+    program with the base's first: solver.analysis.lever_programs)."""
     settings = (settings or SolveSettings.of(instance)).started()
     with workers_kept():  # candidates and workload solves share their worker processes
         if not uses_time(instance) and (split := splittable(instance)):
             solved = solve_choosing_split(instance, split, settings, _solve_one)
         else:
-            solved = _solve_one(instance, settings)
+            solved = _solve_one(instance, settings, table)
     plan = solved.plan.model_copy(update={"summary": buyer_summary(solved.plan)})
     return dataclasses.replace(solved, plan=plan)
 
 
-def _solve_one(instance: Instance, settings: SolveSettings) -> Solved:
-    """One program for the instance as it stands: candidates, program, solve, plan; with
-    policy.horizon_months, one after another for every month (`_solve_months`)."""
+def _solve_one(
+    instance: Instance, settings: SolveSettings, table: CandidateTable | None = None
+) -> Solved:
+    """One program for the instance as it stands: candidates (unless given), program,
+    solve, plan; with policy.horizon_months, one after another for every month
+    (`_solve_months`)."""
     ready_backend(settings)
     horizon = Horizon.of(instance)
-    solved = _solve_table(instance, settings, candidate_table(instance, settings), horizon)
+    table = table if table is not None else candidate_table(instance, settings)
+    solved = _solve_table(instance, settings, table, horizon)
     if horizon.months:
         solved = _solve_months(instance, settings, horizon, solved)
     return solved

@@ -350,8 +350,9 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
         "models.schema models.io models.physics models.serving models.operations "
         "solver.solve solver.settings solver.errors solver.program solver.backends "
         "solver.decompose solver.readback solver.candidates solver.plan solver.verify "
-        "solver.simulate solver.workers",
-        "explanation, levers and compare solve again and read the results back",
+        "solver.simulate solver.workers solver.stages",
+        "explanation, levers and compare solve again and read the results back (a lever "
+        "builds its table and program with the pipeline's stages first)",
     ),
     "solver.deploy": _contract(
         "models.schema models.serving models.operations solver.plan solver.verify",

@@ -5,5 +5,6 @@ Imports: models.schema, models.io, models.physics, models.serving, models.operat
 solver.solve, solver.settings and solver.errors (explain, levers and compare solve again),
 solver.program, solver.backends, solver.decompose and solver.readback (the re-solves and
 diagnosis), solver.candidates, solver.plan, solver.verify and solver.simulate (the engine
-effects explain names), solver.workers (re-solves in worker processes). solver.readback
+effects explain names), solver.workers (re-solves in worker processes), solver.stages (a
+lever builds its table and program with the pipeline's stages before it solves). solver.readback
 imports cost attribution from here."""

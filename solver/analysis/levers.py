@@ -1,41 +1,6 @@
-"""Levers ranked by dollars: the plan re-solved with one change at a time.
+"""Levers ranked by dollars: the plan re-solved with one change at a time (the levers
+themselves, instance transformations: solver.analysis.lever_edits).
 
-Shadow prices say where to look (the marginal $ of one more unit of a right-hand side);
-a lever is a discrete change of the question itself, and only a re-solve says what it is
-worth. Each lever is a pure function Instance -> Instance (or None where it does not
-apply): the instance's set keys are dumped, one thing changed, and the result validated
-again as a new Instance (`models.io.loading.validate_instance`), so a lever's instance is
-exactly what a user would get by editing the file the same way.
-
-The levers (names are what the report shows):
-
-- `prefix-cache hit +10 points`: every workload's prefix-cache hit rate + 0.10 (capped
-  below 1).
-- `fp8 KV` / `fp4 KV`: every model's KV cache one precision step below what it uses now
-  (the default KV rule: the weight precision, never below fp8).
-- `precision one step down`: every model may also use the next lower weight precision.
-- `TTFT +20%` / `TPOT +20%`: every workload's p99 target looser by 20%.
-- `allow disaggregation`, `allow co-location`: the policy switch turned on.
-- `credit TPOT pooling`: `policy.credit_tpot_pooling` on, so TPOT-limited pools are
-  credited what they carry at their size, for an instance that turned it off; its saving
-  is what the lone-replica credit costs (not a change to the fleet's world, a finer
-  program).
-- `allow GPU_NAME`: a catalog GPU type the instance does not offer, offered in every
-  region at its catalog price, up to the largest supply the region has of any type.
-- `drop survive: X`: the failure policy's single-failure requirement removed.
-
-Hourly plans (models.operations.time_demand.uses_time) re-solve the hourly program with
-every lever above, and with the levers of time:
-
-- `daily profile flattened`: every hourly profile replaced by a flat day of the same
-  volume (peak_requests_per_s x mean w / max w with a peak rate): what moving all load
-  out of the peak would save at most.
-- `failover start -50%`: `policy.failover_start_s` half of what it is (given, or the
-  slowest replica start), where some workload spends an error budget on a region loss.
-- `lift on-demand caps`: every `max_on_demand_gpus` removed.
-- `reserved price -10%`: every reserved price 10% lower (a better commitment deal).
-- `interactive spot (99%)`: `policy.spot_confidence` 0.99 where spot is offered and
-  interactive pools do not use it yet.
 
 A lever with no plan says why (`reason`: the diagnosis' first requirement in conflict,
 e.g. "every configuration keeps its KV cache in fp4, which h100-sxm cannot hold"). A
@@ -65,45 +30,27 @@ the start changes the search only, never the optimum the lever is proven to.
 """
 
 import math
+import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import FIRST_COMPLETED, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from models.io.loading import validate_instance
-from models.operations.time_demand import failover_window_s, uses_time
-from models.physics import catalog
-from models.physics.precision import Precision
-from models.schema.errors import InputError
+from models.operations.time_demand import uses_time
 from models.schema.instance import Instance
-from models.schema.policy import Survive
 from solver.analysis.capacity_bands import uncertain_pools
+from solver.analysis.lever_edits import levers_for
+from solver.analysis.lever_programs import SAME_PROGRAM_NOTE, BaseProgram, lever_table
 from solver.analysis.paid import buys_whole_servers, servers_bought
+from solver.decompose.parallel import idle_cores
 from solver.errors import Infeasible, NoSolution, PlanRejected
 from solver.plan.schema import Plan
+from solver.program.lp import LinearProgram
 from solver.settings import Deadline, SolveSettings
-from solver.solve import solve
-from solver.workers import process_pool
-
-HIT_RATE_STEP = 0.10
-"""Prefix-cache hit-rate lever: ten points more of the prompt served from cache."""
-HIT_RATE_CEILING = 0.99
-"""The hit rate a lever raises to at most (1 would mean no prefill at all)."""
-SLO_LOOSENING = 1.2
-"""TTFT and TPOT levers: the p99 target times 1.2 (20% looser)."""
-_LOWER = {Precision.BF16: Precision.FP8, Precision.FP8: Precision.FP4}
-
-Transform = Callable[[Instance], Instance | None]
-
-
-@dataclass(frozen=True)
-class Lever:
-    """A named instance transformation."""
-
-    name: str
-    apply: Transform
+from solver.solve import solve_program
+from solver.workers import new_pool
 
 
 class LeverResult(BaseModel):
@@ -138,279 +85,6 @@ class LeverResult(BaseModel):
     saving is only as good as that band."""
 
 
-def _edited(instance: Instance, edit: Callable[[dict[str, Any]], bool]) -> Instance | None:
-    """The instance with `edit` applied to its set keys, validated again; None when
-    `edit` says it changed nothing."""
-    data = instance.model_dump(mode="json", exclude_unset=True)
-    if not edit(data):
-        return None
-    return validate_instance(data, f"{instance.name} (lever)")
-
-
-def _workloads(data: dict[str, Any]) -> list[dict[str, Any]]:
-    return data["workloads"]
-
-
-def more_prefix_hits(instance: Instance) -> Instance | None:
-    """Every workload's prefix-cache hit rate + 10 points (at most 0.99)."""
-
-    def edit(data: dict[str, Any]) -> bool:
-        changed = False
-        for entry, workload in zip(_workloads(data), instance.workloads, strict=True):
-            hit = min(workload.prefix_cache_hit_rate + HIT_RATE_STEP, HIT_RATE_CEILING)
-            if hit > workload.prefix_cache_hit_rate:
-                entry["prefix_cache_hit_rate"] = hit
-                changed = True
-        return changed
-
-    return _edited(instance, edit)
-
-
-def current_kv_precision(instance: Instance, model: str) -> Precision:
-    """The lowest KV precision a model's replicas can use today: its `kv_precision`, else
-    its lowest weight precision but never below fp8 (the default KV rule)."""
-    entry = instance.model_entry(model)
-    if entry.kv_precision is not None:
-        return entry.kv_precision
-    lowest = min(entry.weight_precisions, key=lambda p: p.bytes_per_element)
-    return Precision.FP8 if lowest is Precision.FP4 else lowest
-
-
-def lower_kv(instance: Instance) -> Instance | None:
-    """Every model's KV cache one precision step down (bf16 -> fp8 -> fp4)."""
-
-    def edit(data: dict[str, Any]) -> bool:
-        changed = False
-        for entry in data["models"]:
-            lower = _LOWER.get(current_kv_precision(instance, entry["name"]))
-            if lower is not None:
-                entry["kv_precision"] = str(lower)
-                changed = True
-        return changed
-
-    return _edited(instance, edit)
-
-
-def lower_kv_name(instance: Instance) -> str:
-    """`fp8 KV` or `fp4 KV`: what `lower_kv` moves the first model to."""
-    lower = _LOWER.get(current_kv_precision(instance, instance.models[0].name), Precision.FP4)
-    return f"{lower} KV"
-
-
-def precision_step_down(instance: Instance) -> Instance | None:
-    """Every model may also use the weight precision one step below its lowest."""
-
-    def edit(data: dict[str, Any]) -> bool:
-        changed = False
-        for entry, model in zip(data["models"], instance.models, strict=True):
-            lowest = min(model.weight_precisions, key=lambda p: p.bytes_per_element)
-            lower = _LOWER.get(lowest)
-            if lower is not None and not model.is_adapter:
-                entry["weight_precisions"] = [*map(str, model.weight_precisions), str(lower)]
-                changed = True
-        return changed
-
-    return _edited(instance, edit)
-
-
-def looser_slo(key: str) -> Transform:
-    """A lever making every workload's `slo.<key>` 20% looser. A voice workload's targets
-    derive from its `first_audio_ms` budget and stay: a looser one would contradict the
-    budget (the lever then failed validation and ended `explain --levers` with exit 2)."""
-
-    def apply(instance: Instance) -> Instance | None:
-        def edit(data: dict[str, Any]) -> bool:
-            changed = False
-            for entry in _workloads(data):
-                if entry.get("slo", {}).get("first_audio_ms") is not None:
-                    continue
-                target = entry.get("slo", {}).get(key)
-                if target is not None:
-                    entry["slo"][key] = target * SLO_LOOSENING
-                    changed = True
-            return changed
-
-        return _edited(instance, edit)
-
-    return apply
-
-
-def policy_switch(key: str) -> Transform:
-    """A lever turning `policy.<key>` on."""
-
-    def apply(instance: Instance) -> Instance | None:
-        if getattr(instance.policy, key):
-            return None
-        if key == "colocation" and len(instance.workloads) < 2:
-            return None  # one workload has nobody to share with
-
-        def edit(data: dict[str, Any]) -> bool:
-            data.setdefault("policy", {})[key] = True
-            return True
-
-        return _edited(instance, edit)
-
-    return apply
-
-
-def allow_gpu(gpu: str) -> Transform:
-    """A lever offering catalog GPU `gpu` in every region at its catalog price, up to the
-    largest supply (`max_gpus`) the region offers of any type."""
-
-    def apply(instance: Instance) -> Instance | None:
-        if any(entry.name == gpu for entry in instance.gpus):
-            return None
-
-        def edit(data: dict[str, Any]) -> bool:
-            data["gpus"].append({"name": gpu})
-            changed = False
-            for entry, region in zip(data["regions"], instance.regions, strict=True):
-                largest = max((s.max_gpus for s in region.supply.values()), default=0)
-                if largest:
-                    entry.setdefault("supply", {})[gpu] = {"max_gpus": largest}
-                    changed = True
-            return changed
-
-        return _edited(instance, edit)
-
-    return apply
-
-
-def drop_failure_requirement(instance: Instance) -> Instance | None:
-    """The policy's single-failure requirement removed (`survive: none`)."""
-    if instance.policy.survive is Survive.NONE:
-        return None
-
-    def edit(data: dict[str, Any]) -> bool:
-        data["policy"]["survive"] = str(Survive.NONE)
-        return True
-
-    return _edited(instance, edit)
-
-
-FAILOVER_START_SHARE = 0.5
-"""`failover start -50%`: the start time a faster start (warm images, pre-pulled
-weights) would give."""
-RESERVED_DISCOUNT = 0.9
-"""`reserved price -10%`."""
-SPOT_CONFIDENCE = 0.99
-"""`interactive spot (99%)`: the confidence its pools keep their SLO with."""
-
-
-def flatten_day(instance: Instance) -> Instance | None:
-    """Every hourly profile flat, at the same daily volume."""
-
-    def edit(data: dict[str, Any]) -> bool:
-        changed = False
-        for entry in _workloads(data):
-            for demand in entry.get("demand", {}).values():
-                profile = demand.get("hourly_profile")
-                if profile is None or max(profile) == min(profile):
-                    continue
-                if demand.get("peak_requests_per_s") is not None:
-                    mean = sum(profile) / len(profile)
-                    demand["peak_requests_per_s"] *= mean / max(profile)
-                demand["hourly_profile"] = [1.0] * len(profile)
-                changed = True
-        return changed
-
-    return _edited(instance, edit)
-
-
-def faster_failover_start(instance: Instance) -> Instance | None:
-    """`policy.failover_start_s` halved, where an availability target spends budget on a
-    region loss (survive: region)."""
-    if instance.policy.survive is not Survive.REGION or not any(
-        w.slo.availability is not None and not w.is_batch for w in instance.workloads
-    ):
-        return None
-    start_s = failover_window_s(instance)
-    if start_s <= 0:
-        return None
-
-    def edit(data: dict[str, Any]) -> bool:
-        data.setdefault("policy", {})["failover_start_s"] = FAILOVER_START_SHARE * start_s
-        return True
-
-    return _edited(instance, edit)
-
-
-def supply_edit(key: str, change: Callable[[float], float | None]) -> Transform:
-    """A lever changing `key` of every supply entry that sets it (None: remove it)."""
-
-    def apply(instance: Instance) -> Instance | None:
-        def edit(data: dict[str, Any]) -> bool:
-            changed = False
-            for region in data["regions"]:
-                for offer in region.get("supply", {}).values():
-                    if offer.get(key) is None:
-                        continue
-                    value = change(offer[key])
-                    if value is None:
-                        del offer[key]
-                    else:
-                        offer[key] = value
-                    changed = True
-            return changed
-
-        return _edited(instance, edit)
-
-    return apply
-
-
-def interactive_spot(instance: Instance) -> Instance | None:
-    """Interactive pools may run spot replicas (policy.spot_confidence 0.99), where some
-    supply offers a spot price."""
-    if instance.policy.spot_confidence is not None:
-        return None
-    if not any(
-        offer.spot_price_per_gpu_hour is not None
-        for region in instance.regions
-        for offer in region.supply.values()
-    ):
-        return None
-
-    def edit(data: dict[str, Any]) -> bool:
-        data.setdefault("policy", {})["spot_confidence"] = SPOT_CONFIDENCE
-        return True
-
-    return _edited(instance, edit)
-
-
-def time_levers(instance: Instance) -> list[Lever]:
-    """The levers of time (hourly instances only; see the module text)."""
-    if not uses_time(instance):
-        return []
-    return [
-        Lever("daily profile flattened", flatten_day),
-        Lever("failover start -50%", faster_failover_start),
-        Lever("lift on-demand caps", supply_edit("max_on_demand_gpus", lambda _: None)),
-        Lever(
-            "reserved price -10%",
-            supply_edit("reserved_price_per_gpu_hour", lambda p: RESERVED_DISCOUNT * p),
-        ),
-        Lever("interactive spot (99%)", interactive_spot),
-    ]
-
-
-def levers_for(instance: Instance) -> list[Lever]:
-    """Every lever that applies to the instance, in the module docstring's order."""
-    levers = [
-        Lever("prefix-cache hit +10 points", more_prefix_hits),
-        Lever(lower_kv_name(instance), lower_kv),
-        Lever("precision one step down", precision_step_down),
-        Lever("TTFT +20%", looser_slo("ttft_p99_ms")),
-        Lever("TPOT +20%", looser_slo("tpot_p99_ms")),
-        Lever("allow disaggregation", policy_switch("disaggregation")),
-        Lever("allow co-location", policy_switch("colocation")),
-        Lever("credit TPOT pooling", policy_switch("credit_tpot_pooling")),
-        *(Lever(f"allow {gpu}", allow_gpu(gpu)) for gpu in catalog.gpu_catalog()),
-        Lever(f"drop survive: {instance.policy.survive}", drop_failure_requirement),
-        *time_levers(instance),
-    ]
-    return [lever for lever in levers if lever.apply(instance) is not None]
-
-
 def solve_lever(
     name: str,
     instance: Instance,
@@ -418,15 +92,24 @@ def solve_lever(
     backend: str | None,
     time_limit_s: float | None = None,
     start: Mapping[str, float] | None = None,
+    base_program: BaseProgram | None = None,
 ) -> LeverResult:
     """Solve a lever's instance with one solver thread, within `time_limit_s` (default:
     the instance's), from `start` (the base plan's values by column name) where given;
-    every ending is a LeverResult, one without a plan with its reason."""
+    every ending is a LeverResult, one without a plan with its reason. With
+    `base_program`, a lever whose program is the base's is not solved: its result is the
+    base plan's (solver.analysis.lever_programs)."""
     settings = SolveSettings.of(instance, backend=backend, threads=1, time_limit_s=time_limit_s)
     if start is not None:
         settings = replace(settings, start=start)
+    settings = settings.started()
+    table = None
     try:
-        plan = solve(instance, settings)
+        if base_program is not None:
+            table, same = lever_table(instance, settings, base_program)
+            if same:
+                return _as_base(name, base_cost, base_program)
+        plan = solve_program(instance, settings, table).plan
     except Infeasible as error:
         problems = error.diagnosis.problems
         reason = str(error) if not problems else f"{problems[0].requirement}: {problems[0].message}"
@@ -449,6 +132,20 @@ def solve_lever(
         servers=servers_bought(plan),
         whole_servers=buys_whole_servers(plan),
         uncertain=uncertain_pools(plan),
+    )
+
+
+def _as_base(name: str, base_cost: float, base: BaseProgram) -> LeverResult:
+    """A lever whose program is the base plan's: the base plan's result, noted."""
+    return LeverResult(
+        lever=name,
+        cost_per_month=base_cost,
+        saving_per_month=0.0,
+        total_gpus=base.total_gpus,
+        servers=base.servers,
+        whole_servers=base.whole_servers,
+        uncertain=base.uncertain,
+        note=SAME_PROGRAM_NOTE,
     )
 
 
@@ -481,8 +178,54 @@ def rank_levers(
     on_done: Callable[[LeverResult], None] | None = None,
     start: Mapping[str, float] | None = None,
     time_limit_s: float | None = None,
+    program: LinearProgram | None = None,
 ) -> tuple[LeverResult, ...]:
-    """Every applicable lever re-solved, largest saving first (no plan: last).
+    """Every applicable lever re-solved, largest saving first (no plan: last): a
+    `LeverRun` started and waited for (its arguments)."""
+    run = LeverRun(instance, base, backend, jobs, on_done, start, time_limit_s, program)
+    with run:
+        return run.results()
+
+
+@dataclass(frozen=True)
+class LeverWork:
+    """One lever to re-solve: its name and its instance."""
+
+    name: str
+    instance: Instance
+
+
+def lever_work(instance: Instance) -> list[LeverWork]:
+    """The applicable levers' instances, longest re-solve first as far as the instance
+    tells (`_longest_first`)."""
+    work = [LeverWork(lever.name, lever.apply(instance)) for lever in levers_for(instance)]
+    return sorted(work, key=lambda item: _longest_first(instance, item.instance))
+
+
+def _longest_first(base: Instance, changed: Instance) -> tuple[int, int]:
+    """The order key: more GPU types first (the larger program), then the new type's
+    smaller server first (`gpus_per_node`: a finer server leaves the whole-server
+    rounding more ways to pay off, so the search takes longer to prove it does not), so
+    that the longest re-solve does not start last and run alone at the end of `jobs`
+    workers."""
+    offered = {gpu.name for gpu in base.gpus}
+    new = [spec.gpus_per_node for name, spec in changed.gpu_specs.items() if name not in offered]
+    return -len(changed.gpus), min(new, default=0)
+
+
+class LeverRun:
+    """The levers of one base plan re-solved, `jobs` at a time, in the background:
+    `begin` hands them to worker processes and returns at once (a caller has other work
+    for the time they take: explain's own re-solves), `results` waits for them. As a
+    context manager it begins on entry and, on an error, cancels what has not started.
+
+    Begun `beside` other work, the levers take one worker fewer (at least one) until
+    `results` is called: that work keeps the cores it had (explain's re-solves, each
+    within its share of explain's time limit, are not slowed into stopping unproven)
+    and the levers take what it leaves idle; once the caller waits, all `jobs` run. On a
+    machine whose cores others' work keeps busy (fewer than `jobs` idle:
+    solver.decompose.parallel.idle_cores) there is nothing idle to take: the levers then
+    begin when the caller waits, as they would alone.
 
     Args:
         instance: The base instance.
@@ -490,58 +233,144 @@ def rank_levers(
             servers what the rounding note compares with).
         backend: Solver backend (default: the instance's).
         jobs: Re-solves in parallel (spawn-context processes, one solver thread each).
-        on_done: Called with each result as it finishes (progress).
+        on_done: Called with each result as it finishes (progress), from the thread
+            that hands out the work.
         start: The base plan's column values (`Solved.result.values`): every static
             re-solve starts from them (the module text). None: each starts on its own.
         time_limit_s: The levers' one time limit, shared as the module text says; None
             (the default): each lever gets the instance's whole `solver.time_limit_s`.
+        program: The base plan's program (`Solved.program.lp`): a static lever whose
+            program is the same is not solved again (solver.analysis.lever_programs).
     """
-    base_cost = base.cost_per_month or 0.0
-    work = []
-    for lever in levers_for(instance):
+
+    def __init__(
+        self,
+        instance: Instance,
+        base: Plan,
+        backend: str | None = None,
+        jobs: int = 1,
+        on_done: Callable[[LeverResult], None] | None = None,
+        start: Mapping[str, float] | None = None,
+        time_limit_s: float | None = None,
+        program: LinearProgram | None = None,
+    ):
+        self.base = base
+        self.base_program = None
+        if program is not None and not uses_time(instance):
+            self.base_program = BaseProgram.of(program, base)
+        self.backend = backend
+        self.jobs = max(jobs, 1)
+        self.on_done = on_done
+        self.work = lever_work(instance)
+        self.start = None if uses_time(instance) else start  # the periods program starts
+        # on its own (solver.decompose.by_period)
+        self.time_limit_s = time_limit_s
+        self._done: list[LeverResult] = []
+        self._pool: Any = None
+        self._thread: threading.Thread | None = None
+        self._failed: list[BaseException] = []
+        self._limit = self.jobs
+        """Levers at once now (`beside`: one fewer until `results`)."""
+        self._woken: Future = Future()
+        """Done when `results` lifts the limit (the dispatcher waits on it too)."""
+
+    def __enter__(self) -> "LeverRun":
+        return self.begin()
+
+    def __exit__(self, kind, error, trace) -> None:
+        self.close(cancel=error is not None)
+
+    def close(self, cancel: bool = False) -> None:
+        """Shut the workers down once the running levers end; `cancel`: the levers not
+        started are dropped (an error: nobody waits for them)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=cancel)
+        if self._thread is not None:
+            self._thread.join()
+
+    def begin(self, beside: bool = False) -> "LeverRun":
+        """Hand the levers to `jobs` worker processes (made in this thread, so that they
+        end with it: solver.workers), handed out by a thread of their own, one fewer
+        while the caller works `beside` them; with one job or one lever, nothing yet
+        (`results` solves them here)."""
+        if self._pool is not None or not self._parallel:
+            return self
+        if beside and idle_cores() < self.jobs:
+            return self  # the cores are others': begun by `results`
+        if beside:
+            self._limit = max(self.jobs - 1, 1)
+        self._shares = self._new_shares()
+        self._pool = new_pool(self.jobs)
+        self._thread = threading.Thread(target=self._hand_out, name="fleetplan-levers", daemon=True)
+        self._thread.start()
+        return self
+
+    def results(self) -> tuple[LeverResult, ...]:
+        """Every lever's result, largest saving first (no plan: last), once all ended."""
+        if not self._parallel:
+            shares = self._new_shares()
+            for item in self.work:
+                self._finished(solve_lever(*self._arguments(item, shares.next_s(0))))
+        else:
+            self.begin()
+            self._limit = self.jobs
+            if not self._woken.done():
+                self._woken.set_result(None)
+            self._thread.join()
+            if self._failed:
+                raise self._failed[0]
+        noted = (
+            r.model_copy(update={"note": rounding_note(r, self.base) or r.note}) for r in self._done
+        )
+        return tuple(sorted(noted, key=_rank))
+
+    @property
+    def _parallel(self) -> bool:
+        return self.jobs > 1 and len(self.work) > 1
+
+    def _new_shares(self) -> "Shares":
+        """The levers' one deadline, starting now (module text)."""
+        floor_s = MIN_SHARE_S
+        if self.start is None:  # no base plan in hand: a share must let the lever find one
+            solved_s = self.base.solver.runtime_s if self.base.solver else 0.0
+            floor_s = max(floor_s, BASE_SOLVES * solved_s)
+        if self.time_limit_s is not None:
+            floor_s = min(floor_s, self.time_limit_s)
+        deadline = Deadline.starting_now(self.time_limit_s)
+        return Shares(deadline, self.jobs, len(self.work), floor_s)
+
+    def _arguments(self, item: LeverWork, share_s: float | None) -> tuple:
+        """`solve_lever`'s arguments for `item` within `share_s`."""
+        base_cost = self.base.cost_per_month or 0.0
+        return (
+            item.name, item.instance, base_cost, self.backend, share_s, self.start,
+            self.base_program,
+        )  # fmt: skip
+
+    def _finished(self, result: LeverResult) -> None:
+        self._done.append(result)
+        if self.on_done:
+            self.on_done(result)
+
+    def _hand_out(self) -> None:
+        """The dispatcher: start levers while fewer than the limit run, each with its
+        share as it starts, until every one has ended (an error ends it, for `results`);
+        it wakes when a lever ends or `results` lifts the limit."""
         try:
-            changed = lever.apply(instance)
-        except InputError:
-            continue  # the change makes an invalid instance: not a lever here
-        if changed is not None:
-            work.append((lever.name, changed))
-    # longest first, as far as size tells: a lever offering more GPU types has the larger
-    # program, and the longest re-solve starting last would run alone at the end
-    work.sort(key=lambda named: -len(named[1].gpus))
-    if uses_time(instance):
-        start = None  # the periods program starts on its own (solver.decompose.by_period)
-    limit_s = time_limit_s
-    floor_s = MIN_SHARE_S
-    if start is None:  # no base plan in hand: a share must let the lever find one
-        floor_s = max(floor_s, BASE_SOLVES * (base.solver.runtime_s if base.solver else 0.0))
-    if limit_s is not None:
-        floor_s = min(floor_s, limit_s)
-    shares = Shares(Deadline.starting_now(limit_s), max(jobs, 1), len(work), floor_s)
-    results: list[LeverResult] = []
-
-    def done(result: LeverResult) -> None:
-        results.append(result)
-        if on_done:
-            on_done(result)
-
-    if jobs <= 1 or len(work) <= 1:
-        for name, changed in work:
-            done(solve_lever(name, changed, base_cost, backend, shares.next_s(0), start))
-    else:
-        with process_pool(jobs) as pool:
-            waiting = list(work)
-            running = set()
+            waiting = list(self.work)
+            running: set[Future] = set()
             while waiting or running:
-                while waiting and len(running) < jobs:
-                    name, changed = waiting.pop(0)
-                    share_s = shares.next_s(len(running))
-                    args = (name, changed, base_cost, backend, share_s, start)
-                    running.add(pool.submit(solve_lever, *args))
-                finished, running = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    done(future.result())
-    noted = (r.model_copy(update={"note": rounding_note(r, base)}) for r in results)
-    return tuple(sorted(noted, key=_rank))
+                while waiting and len(running) < self._limit:
+                    item = waiting.pop(0)
+                    share_s = self._shares.next_s(len(running))
+                    running.add(self._pool.submit(solve_lever, *self._arguments(item, share_s)))
+                woken = set() if self._woken.done() else {self._woken}
+                finished, _ = wait(running | woken, return_when=FIRST_COMPLETED)
+                for future in finished - woken:
+                    running.discard(future)
+                    self._finished(future.result())
+        except BaseException as error:  # handed to `results`
+            self._failed.append(error)
 
 
 MIN_SHARE_S = 1.0

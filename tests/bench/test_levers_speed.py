@@ -1,21 +1,21 @@
-"""`explain --levers` today and after, side by side in one run (issue 33: chat-3region's
+"""`explain --levers` before and after, side by side in one run (issue 33: chat-3region's
 levers under 30 s). Run by `make bench` only (not `make test`).
 
-For each instance the base is solved once (one solver thread), then every lever is
-re-solved twice, `JOBS` at a time in worker processes, back to back:
+For each instance the base is solved once (one solver thread); then explain's work after
+the base solve is done twice, back to back, with the levers re-solved `JOBS` at a time in
+worker processes:
 
-- `today`: each lever's instance solved on its own (`solve_lever` without a start), each
-  with the instance's whole time limit, as `rank_levers` did before: candidates,
-  program, the restricted program's warm start (solver.decompose.warm_start), the
-  regions' programs (solver.decompose.region_bounds), the whole program, its pricing LP.
-- `after`: `rank_levers` as `explain --levers` runs it: every static re-solve starts from
-  the base plan (no restricted warm start: one program fewer per lever), each within the
-  instance's time limit; a lever its limit stops reports its gap (an hourly lever has
-  no base plan to start from: the periods program starts on its own).
+- `before`: as the command ran before: the explanation (its own re-solves), then every
+  lever from the base plan, more GPU types first, in catalog order among them.
+- `after`: as `explain --levers` runs now (cli.levers.RunningLevers): the levers begin
+  right after the base solve and run beside the explanation's re-solves, one worker
+  fewer until the explanation is done, the GPU type of the smallest server first
+  (solver.analysis.levers.lever_work).
 
-Printed: each lever's $/month and status both ways, and the relative difference where
-both are proven; then wall and CPU seconds (this process and its reaped workers) of
-each run, their ratio, and the load average (the machine is shared: read the ratios).
+Both solve the same programs, each lever from the base plan within the instance's time
+limit (an hourly lever has no base plan to start from). Printed: each lever's $/month and
+status both ways, then wall and CPU seconds (this process and its reaped workers) of each
+run, their ratio, and the load average (the machine is shared: read the ratios).
 Asserted: exactness only, never time. A lever proven within the instance's gap g in both
 runs has both costs in [opt, opt / (1 - g)], so they differ by at most about g of the
 larger.
@@ -29,7 +29,9 @@ from concurrent.futures import as_completed
 import pytest
 
 from models.io.loading import load_instance
-from solver.analysis.levers import LeverResult, levers_for, rank_levers, solve_lever
+from models.operations.time_demand import uses_time
+from solver.analysis.explain import explain_solved
+from solver.analysis.levers import LeverResult, LeverRun, lever_work, solve_lever
 from solver.settings import SolveSettings
 from solver.solve import solve_program
 from solver.workers import process_pool
@@ -48,14 +50,28 @@ def _cpu_s() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def _today(instance, base_cost: float) -> tuple[LeverResult, ...]:
-    """Every lever solved on its own, each with the instance's time limit, no start."""
-    work = [(lever.name, lever.apply(instance)) for lever in levers_for(instance)]
+def _before(solved) -> tuple[LeverResult, ...]:
+    """The explanation, then every lever from the base plan, more GPU types first."""
+    explain_solved(solved)
+    instance = solved.instance
+    work = sorted(lever_work(instance), key=lambda item: -len(item.instance.gpus))
+    start = None if uses_time(instance) else solved.result.values
+    cost = solved.plan.cost_per_month
     with process_pool(JOBS) as pool:
         futures = [
-            pool.submit(solve_lever, name, changed, base_cost, None) for name, changed in work
+            pool.submit(solve_lever, item.name, item.instance, cost, None, None, start)
+            for item in work
         ]
         return tuple(future.result() for future in as_completed(futures))
+
+
+def _after(solved) -> tuple[LeverResult, ...]:
+    """The levers begun, the explanation beside them, then the levers waited for."""
+    start = solved.result.values
+    run = LeverRun(solved.instance, solved.plan, jobs=JOBS, start=start, program=solved.program.lp)
+    with run.begin(beside=True):
+        explain_solved(solved)
+        return run.results()
 
 
 def _timed(run):
@@ -65,20 +81,18 @@ def _timed(run):
 
 
 @pytest.mark.parametrize("name", BENCH_INSTANCES)
-def test_levers_today_and_after(name):
+def test_explain_levers_before_and_after(name):
     instance = load_instance(INSTANCES / f"{name}.yaml")
-    base = solve_program(instance, SolveSettings.of(instance, threads=1))
-    base_cost = base.plan.cost_per_month
+    solved = solve_program(instance, SolveSettings.of(instance, threads=1))
+    base_cost = solved.plan.cost_per_month
     load_before = os.getloadavg()[0]
-    today, today_wall, today_cpu = _timed(lambda: _today(instance, base_cost))
-    after, after_wall, after_cpu = _timed(
-        lambda: rank_levers(instance, base.plan, jobs=JOBS, start=base.result.values)
-    )
+    before, before_wall, before_cpu = _timed(lambda: _before(solved))
+    after, after_wall, after_cpu = _timed(lambda: _after(solved))
     load_after = os.getloadavg()[0]
     gap = instance.solver.mip_gap
-    by_name = {r.lever: r for r in today}
-    print(f"\n{name}: base ${base_cost:,.0f}/month ({base.plan.status}), {len(after)} levers")
-    print(f"{'lever':30} {'today $/mo':>12} {'status':>22} {'after $/mo':>12} {'status':>22} diff")
+    by_name = {r.lever: r for r in before}
+    print(f"\n{name}: base ${base_cost:,.0f}/month ({solved.plan.status}), {len(after)} levers")
+    print(f"{'lever':30} {'before $/mo':>12} {'status':>22} {'after $/mo':>12} {'status':>22} diff")
     for result in after:
         was = by_name[result.lever]
         diff = ""
@@ -92,12 +106,12 @@ def test_levers_today_and_after(name):
         if both and was.cost_per_month is not None:
             larger = max(was.cost_per_month, result.cost_per_month)
             assert abs(was.cost_per_month - result.cost_per_month) <= gap * larger + 0.01
-    print(f"{'':30} {'wall s':>12} {'CPU s':>12}")
-    print(f"{'today':30} {today_wall:>12.1f} {today_cpu:>12.1f}")
+    print(f"{'explain + levers':30} {'wall s':>12} {'CPU s':>12}")
+    print(f"{'before':30} {before_wall:>12.1f} {before_cpu:>12.1f}")
     print(f"{'after':30} {after_wall:>12.1f} {after_cpu:>12.1f}")
     print(
-        f"{'ratio after / today':30} {after_wall / today_wall:>12.2f} "
-        f"{after_cpu / today_cpu:>12.2f}   (load average {load_before:.1f} -> {load_after:.1f})"
+        f"{'ratio after / before':30} {after_wall / before_wall:>12.2f} "
+        f"{after_cpu / before_cpu:>12.2f}   (load average {load_before:.1f} -> {load_after:.1f})"
     )
     assert {r.lever for r in after} == set(by_name)
 

@@ -4,7 +4,7 @@ suggested only where a longer bound reaches a region that may serve the users.""
 import pytest
 
 from models.io.loading import load_instance
-from solver.analysis.levers import lower_kv
+from solver.analysis.lever_edits import lower_kv
 from solver.errors import Infeasible
 from solver.settings import SolveSettings
 from solver.solve import solve

@@ -4,7 +4,8 @@ regime (issue 34): the lever plan's pools with such a band, beside the saving.""
 from cli.levers import lever_table, rests_on
 from models.physics import catalog
 from models.physics.error_bands import band_for
-from solver.analysis.levers import allow_gpu, solve_lever
+from solver.analysis.lever_edits import allow_gpu
+from solver.analysis.levers import solve_lever
 from tests import synthetic
 
 

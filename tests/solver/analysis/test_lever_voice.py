@@ -5,7 +5,7 @@ the lever failed validation and `explain --levers` ended with exit 2 on a valid 
 import pytest
 
 from models.io.loading import load_instance, validate_instance
-from solver.analysis.levers import SLO_LOOSENING, levers_for, looser_slo
+from solver.analysis.lever_edits import SLO_LOOSENING, levers_for, looser_slo
 from tests.paths import INSTANCES
 from tests.synthetic import workload
 

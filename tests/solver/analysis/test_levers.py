@@ -2,25 +2,34 @@
 own plan, ranked by dollars."""
 
 import json
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import pytest
 
 from cli.levers import lever_table
 from models.io.loading import load_instance
+from models.physics import catalog
+from models.schema.errors import InputError, Issue
 from models.schema.policy import Survive
-from solver.analysis.levers import (
+from solver.analysis import lever_edits, levers
+from solver.analysis.lever_edits import (
     HIT_RATE_STEP,
-    MIN_SHARE_S,
     SLO_LOOSENING,
-    LeverResult,
-    Shares,
     drop_failure_requirement,
     levers_for,
     looser_slo,
     lower_kv,
     more_prefix_hits,
+)
+from solver.analysis.levers import (
+    MIN_SHARE_S,
+    LeverResult,
+    LeverRun,
+    Shares,
+    lever_work,
     rank_levers,
     rounding_note,
     solve_lever,
@@ -62,6 +71,28 @@ def test_levers_change_only_what_they_name(base):
     credited = {lever.name: lever for lever in levers_for(flat)}["credit TPOT pooling"]
     assert credited.apply(flat).policy.credit_tpot_pooling
     assert not flat.policy.credit_tpot_pooling
+
+
+def test_a_lever_the_instance_refuses_is_not_a_lever_there():
+    # voice-agent derives its TTFT target from the voice budget (110 ms): a 20% looser
+    # target (132 ms) is an input error of the lever's instance, not of the user's file
+    # target (132 ms) would contradict the budget, so the lever leaves voice targets alone
+    # and, with nothing else to loosen, is no lever there
+    instance = load_instance(INSTANCES / "voice-agent.yaml")
+    assert looser_slo("ttft_p99_ms")(instance) is None
+    names = [lever.name for lever in levers_for(instance)]
+    assert "TTFT +20%" not in names and "prefix-cache hit +10 points" in names
+    assert {item.name for item in lever_work(instance)} == set(names)
+
+
+def test_a_change_the_instance_refuses_is_not_a_lever():
+    # any edit the instance's own rules reject (InputError) is left out, not raised
+    def refused(instance):
+        raise InputError([Issue("voice (lever)", None, "slo.ttft_p99_ms", "too loose")])
+
+    instance = load_instance(INSTANCES / "voice-agent.yaml")
+    assert not lever_edits._applies(lever_edits.Lever("refused", refused), instance)
+    assert lever_edits._applies(lever_edits.Lever("hits", more_prefix_hits), instance)
 
 
 def test_each_lever_re_solve_equals_solving_the_changed_instance(base):
@@ -164,6 +195,108 @@ def test_rank_levers_from_the_base_plan_gives_every_lever_as_alone(base):
             assert result.cost_per_month == pytest.approx(
                 alone[result.lever].cost_per_month, rel=gap
             )
+
+
+def test_a_lever_run_begun_runs_beside_other_work_and_gives_what_rank_levers_gives(base):
+    # begun, the levers run in 2 worker processes while this thread goes on (explain's
+    # own re-solves meanwhile); waited for, each ends as in one process, same order
+    solved = solve_program(base, SolveSettings.of(base, threads=1))
+    serial = rank_levers(base, solved.plan, start=solved.result.values)
+    seen = []
+    with LeverRun(
+        base, solved.plan, jobs=2, on_done=seen.append, start=solved.result.values
+    ) as run:
+        assert run.work and len(seen) < len(run.work)  # begun, not ended
+        results = run.results()
+    assert len(seen) == len(results) == len(serial)
+    assert [r.lever for r in results] == [r.lever for r in serial]
+    for parallel, alone in zip(results, serial, strict=True):
+        assert parallel.status == alone.status
+        if alone.cost_per_month is not None:
+            rel = base.solver.mip_gap
+            assert parallel.cost_per_month == pytest.approx(alone.cost_per_month, rel=rel)
+
+
+def test_an_error_beside_a_lever_run_drops_the_levers_not_started(base):
+    solved = solve_program(base, SolveSettings.of(base, threads=1))
+    seen = []
+    run = LeverRun(base, solved.plan, jobs=2, on_done=seen.append)
+    with pytest.raises(KeyError), run:
+        raise KeyError("explain failed")
+    # 2 levers ran at most when the error came: the rest were never started
+    assert len(seen) <= 2 < len(run.work)
+
+
+def _counted(monkeypatch, hold: bool = False) -> dict[str, int]:
+    """Levers solved by a stub in threads (no solver), counting how many run at once;
+    with `hold`, each waits until two have run at once (10 s at most)."""
+    lock, seen = threading.Lock(), {"now": 0, "most": 0}
+    both = threading.Event()
+
+    def stub(name, instance, base_cost, backend, share_s=None, start=None, program=None):
+        with lock:
+            seen["now"] += 1
+            seen["most"] = max(seen["most"], seen["now"])
+            if seen["most"] >= 2:
+                both.set()
+        if hold:
+            both.wait(timeout=10.0)
+        with lock:
+            seen["now"] -= 1
+        return LeverResult(lever=name, cost_per_month=base_cost, saving_per_month=0.0)
+
+    monkeypatch.setattr(levers, "new_pool", ThreadPoolExecutor)
+    monkeypatch.setattr(levers, "idle_cores", lambda: 2.0)  # an idle 2-core machine
+    monkeypatch.setattr(levers, "solve_lever", stub)
+    return seen
+
+
+def test_levers_begun_beside_other_work_take_one_worker_fewer_until_waited_for(base, monkeypatch):
+    seen = _counted(monkeypatch)
+    plan = solve(base, SolveSettings.of(base, threads=1))
+    done, ended = [], threading.Event()
+
+    def finished(result: LeverResult) -> None:
+        done.append(result)
+        if len(done) == len(run.work):
+            ended.set()
+
+    run = LeverRun(base, plan, jobs=2, on_done=finished)
+    run.begin(beside=True)
+    assert ended.wait(timeout=10.0)  # every lever ended before the caller waits
+    results = run.results()
+    run.close()
+    assert len(results) == len(run.work) > 2
+    assert seen["most"] == 1  # 2 jobs, one fewer beside the caller's work
+
+    # begun alone, both jobs run at once (the first waits for the second)
+    seen = _counted(monkeypatch, hold=True)
+    with LeverRun(base, plan, jobs=2) as run:
+        assert len(run.results()) == len(run.work)
+    assert seen["most"] == 2
+
+    # beside other work on a machine others keep busy: nothing begins until waited for
+    seen = _counted(monkeypatch, hold=True)
+    monkeypatch.setattr(levers, "idle_cores", lambda: 0.5)
+    run = LeverRun(base, plan, jobs=2).begin(beside=True)
+    assert seen["most"] == 0
+    with run:
+        assert len(run.results()) == len(run.work)
+    assert seen["most"] == 2  # then both jobs at once
+
+
+def test_levers_offering_a_finer_server_start_first(base):
+    # more GPU types first (the larger program); among the GPU types offered, the one of
+    # the smallest server first: gh200 (1 GPU a node) before the 8-GPU servers, the
+    # 72-GPU racks (gb200, gb300) last; a lever offering no new type after them all
+    specs = catalog.gpu_catalog()
+    order = [item.name for item in lever_work(base)]
+    offered = [name for name in order if name.startswith("allow ") and name[6:] in specs]
+    assert offered[0] == "allow gh200" and specs["gh200"].gpus_per_node == 1
+    assert {name[6:] for name in offered[-2:]} == {"gb200", "gb300"}
+    nodes = [specs[name[6:]].gpus_per_node for name in offered]
+    assert nodes == sorted(nodes) == [1] + [8] * (len(offered) - 3) + [72, 72]
+    assert order[: len(offered)] == offered  # every other lever after them
 
 
 def test_a_lever_not_proven_in_its_share_shows_its_gap():

@@ -10,14 +10,14 @@ import json
 
 import pytest
 
-from solver.analysis.levers import (
+from solver.analysis.lever_edits import (
     RESERVED_DISCOUNT,
     flatten_day,
     levers_for,
-    solve_lever,
     supply_edit,
     time_levers,
 )
+from solver.analysis.levers import solve_lever
 from tests.solver.time.test_whole_servers import (
     DAYS,
     ON_DEMAND,

@@ -1,0 +1,98 @@
+"""Levers whose program is the base plan's own: not solved again.
+
+A lever changes the instance; the solver sees the program. Where the change does not
+reach the program (a lower weight precision that no GPU on offer computes in, a latency
+target already loose enough that no candidate's capacity moves), the lever's program is
+the base's, column for column and row for row, and so is its optimum: re-solving it
+would prove again what the base solve proved. Each static lever's candidate table and
+program are therefore built first (the table then serves the lever's own solve,
+`solver.solve.solve_program(table=...)`, so nothing is built twice) and the program's
+digest compared with the base program's:
+
+    digest(P_lever) = digest(P_base)  =>  the lever's result is the base plan's,
+
+its status and gap the base's, noted `SAME_PROGRAM_NOTE`. Only a base plan proven
+within the gap answers for a lever (an unproven one would answer with less than the
+lever's own time limit could prove). Hourly and month plans solve the periods program,
+not this one: they are always solved.
+"""
+
+import hashlib
+from dataclasses import dataclass
+
+from models.schema.instance import Instance
+from solver.analysis.capacity_bands import uncertain_pools
+from solver.analysis.paid import buys_whole_servers, servers_bought
+from solver.backends import get_backend
+from solver.candidates.table import CandidateTable
+from solver.plan.schema import Plan
+from solver.program.lp import LinearProgram
+from solver.settings import SolveSettings
+from solver.solve import StaticStep
+from solver.stages import candidate_table, solving
+
+DIGEST_HEX_DIGITS = 16
+SAME_PROGRAM_NOTE = "the base plan's own program (the change does not reach it): not re-solved"
+
+
+def program_digest(lp: LinearProgram) -> str:
+    """SHA-256 (16 hex digits) of what the program is, in no particular order: every
+    column (name, bounds, integrality, cost), every row (name, sense, right-hand side,
+    nonzero coefficients by column name), the objective's constant. Row families and the
+    program's name do not count (they name, they do not constrain)."""
+    hasher = hashlib.sha256()
+    for name in sorted(lp.variables):
+        var = lp.variables[name]
+        cost = lp.objective.get(name, 0.0)
+        hasher.update(repr((name, var.lower, var.upper, var.integer, cost)).encode())
+    for name in sorted(lp.constraints):
+        row = lp.constraints[name]
+        terms = sorted((column, coef) for column, coef in row.coefficients.items() if coef)
+        hasher.update(repr((name, str(row.sense), row.rhs, terms)).encode())
+    hasher.update(repr(lp.objective_constant).encode())
+    return hasher.hexdigest()[:DIGEST_HEX_DIGITS]
+
+
+def static_program(instance: Instance, table: CandidateTable, settings: SolveSettings):
+    """The static program the pipeline builds for the instance from `table`
+    (solver.solve.StaticStep: its size guard, pre-solve checks and build)."""
+    step = StaticStep(instance, table, settings)
+    step.check_size()
+    try:
+        step.build(get_backend(settings.backend), solving(settings))
+    finally:
+        step.close()
+    return step.lp
+
+
+@dataclass(frozen=True)
+class BaseProgram:
+    """The base plan's program, as the levers compare theirs with it: its digest, and
+    the fields of the base plan a lever with the same program reports."""
+
+    digest: str
+    total_gpus: int | None
+    servers: int
+    whole_servers: bool
+    uncertain: tuple[str, ...]
+
+    @classmethod
+    def of(cls, lp: LinearProgram, plan: Plan) -> "BaseProgram | None":
+        """The base's program, or None where its plan is not proven within the gap."""
+        if not plan.optimal:
+            return None
+        return cls(
+            program_digest(lp),
+            plan.total_gpus,
+            servers_bought(plan),
+            buys_whole_servers(plan),
+            uncertain_pools(plan),
+        )
+
+
+def lever_table(
+    instance: Instance, settings: SolveSettings, base: BaseProgram
+) -> tuple[CandidateTable, bool]:
+    """The lever's candidate table, and whether its program is the base's."""
+    table = candidate_table(instance, settings)
+    return table, program_digest(static_program(instance, table, settings)) == base.digest

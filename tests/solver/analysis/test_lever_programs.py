@@ -1,0 +1,64 @@
+"""A lever whose program is the base plan's own is not solved again, and answers as
+solving it would."""
+
+import pytest
+
+from models.io.loading import load_instance
+from solver.analysis.lever_edits import looser_slo
+from solver.analysis.lever_programs import (
+    SAME_PROGRAM_NOTE,
+    BaseProgram,
+    program_digest,
+    static_program,
+)
+from solver.analysis.levers import solve_lever
+from solver.program.lp import LinearProgram, Sense
+from solver.settings import SolveSettings
+from solver.solve import solve_program
+from solver.stages import candidate_table
+from tests.paths import INSTANCES
+
+
+def _program(order: tuple[str, ...], coefficient: float = 2.0) -> LinearProgram:
+    lp = LinearProgram("p")
+    for name in order:
+        lp.add_variable(name, upper=4.0, integer=True)
+    lp.add_constraint("cover", "demand", {"x": coefficient, "y": 1.0}, Sense.GE, 3.0)
+    lp.add_objective({"x": 5.0, "y": 3.0})
+    return lp
+
+
+def test_the_digest_is_what_the_program_is_not_how_it_was_written():
+    # the same columns added in another order: the same program
+    assert program_digest(_program(("x", "y"))) == program_digest(_program(("y", "x")))
+    # one coefficient moved, one bound, one cost: another program each
+    assert program_digest(_program(("x", "y"), 2.5)) != program_digest(_program(("x", "y")))
+    looser = _program(("x", "y"))
+    looser.variables["y"] = type(looser.variables["y"])("y", upper=5.0, integer=True)
+    assert program_digest(looser) != program_digest(_program(("x", "y")))
+    dearer = _program(("x", "y"))
+    dearer.add_objective({"y": 1.0})
+    assert program_digest(dearer) != program_digest(_program(("x", "y")))
+
+
+def test_a_lever_whose_program_is_the_base_answers_with_the_base_plan():
+    # region-loss-2: every candidate meets its TTFT target with room to spare, so a 20%
+    # looser target moves no capacity: the lever's program is the base's own
+    instance = load_instance(INSTANCES / "region-loss-2.yaml")
+    solved = solve_program(instance, SolveSettings.of(instance, threads=1))
+    base = BaseProgram.of(solved.program.lp, solved.plan)
+    settings = SolveSettings.of(instance, threads=1).started()
+    rebuilt = static_program(instance, candidate_table(instance, settings), settings)
+    assert program_digest(rebuilt) == base.digest  # the base's program, built again
+    looser = looser_slo("ttft_p99_ms")(instance)
+    cost = solved.plan.cost_per_month
+    kept = solve_lever("TTFT +20%", looser, cost, None, base_program=base)
+    assert kept.note == SAME_PROGRAM_NOTE
+    assert (kept.cost_per_month, kept.saving_per_month, kept.status) == (cost, 0.0, "solved")
+    assert (kept.total_gpus, kept.servers) == (solved.plan.total_gpus, base.servers)
+    alone = solve_lever("TTFT +20%", looser, cost, None)  # solved as before: the same
+    assert alone.note == "" and alone.status == "solved"
+    assert alone.cost_per_month == pytest.approx(cost, rel=instance.solver.mip_gap)
+    # a base plan not proven within its gap answers for no lever
+    unproven = solved.plan.model_copy(update={"status": "feasible"})
+    assert not unproven.optimal and BaseProgram.of(solved.program.lp, unproven) is None
