@@ -86,6 +86,7 @@ def test_search_before_and_after(size, monkeypatch):
     settings = SolveSettings.of(inst, time_limit_s=TIME_LIMIT_S, mip_gap=MIP_GAP)
     for name, search in (("before", False), ("after", True)):
         monkeypatch.setattr(region_join, "SEARCH", search)
+        monkeypatch.setattr(region_join, "SEARCH_MIN_REGIONS", 0)  # 5 x 5 x 3 searched too
         try:
             (at, cost, gap), plan, wall_s = _solve(inst, settings, monkeypatch)
         except NoSolution as stopped:
