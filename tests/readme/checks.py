@@ -352,7 +352,7 @@ def _infeasible(run: Runner) -> dict[str, str]:
     return {
         "demand": f"{after('= ', ' requests/s')} requests/s",
         "servable": f"at most {after('but at most', ' can be served')}",
-        "east": f"us-east {after('(at most us-east ', ',')}",
+        "regions": after("(at most ", " requests/s per region"),
     }
 
 
