@@ -71,8 +71,9 @@ large periods keeps its rounds to the deadline (`ROUNDS_TO_DEADLINE`).
 
 Time (solver.decompose.period_passes). Each pass holds its block solves to their part
 of a share of the time left (`FIRST_PASS_SHARE`, `ROUND_SHARE`; the LP relaxation for
-the prices `LP_PRICES_SHARE`), so that a plan exists before the deadline; a block
-stopped by its limit keeps its incumbent and proven bound (a weaker cut, still valid).
+the prices `LP_PRICES_SHARE`, skipped where it cannot end in it), so that a plan
+exists before the deadline; a block stopped by its limit keeps its incumbent and
+proven bound (a weaker cut, still valid).
 No block program is built once the deadline has passed.
 """
 
@@ -129,10 +130,6 @@ FIRST_PASS_SHARE = 1 / 3
 """The share of the time left that the priced pass may take (solver.decompose.period_passes:
 each block solve is held to its part of it); the lowest levels' pass, like a round,
 takes up to `ROUND_SHARE` of what is left after it."""
-
-LP_PRICES_SHARE = 1 / 4
-"""The share of the time left that the whole program's LP relaxation may take for the
-blocks' prices (none if it does not end: the priced pass is then skipped)."""
 
 ROUND_SHARE = 1 / 2
 """The share of the time left that a round's block solves may take; a block solved
@@ -217,8 +214,7 @@ def solve_by_period(
     lowest = {o.gpus: o.lowest for o in parts.offers}
     prices = {}
     if any(o.lowest < o.highest for o in parts.offers):  # else the lowest levels are all
-        relaxed = settings.limited(pass_limit(settings, 1, LP_PRICES_SHARE))
-        prices = dict(enumerate(lp_prices(lp, parts, backend, relaxed)))
+        prices = dict(enumerate(lp_prices(lp, parts, backend, settings)))
     # a block without an answer: infeasible (the whole program says why), or the deadline
     if not run.priced_blocks(prices):
         if not _expired(settings):

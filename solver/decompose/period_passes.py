@@ -32,6 +32,15 @@ MIN_BLOCK_S = 0.5
 to find a first incumbent of a whole-server period (below it a pass would end with
 blocks that have none)."""
 
+LP_PRICES_SHARE = 1 / 4
+"""The share of the time left that the whole program's LP relaxation may take for the
+blocks' prices (none if it does not end: the priced pass is then skipped)."""
+
+LP_S_PER_NONZERO = 1e-5
+"""Seconds the prices' LP relaxation takes per nonzero, passing included: the 10 x 10 x 6
+hourly program's (371k nonzeros) took 3.7-4.7 s on the shared machine, 5.2 s where its
+month's share allowed 0.5 s (passing it to the backend does not stop at the limit)."""
+
 PRICE_FLOOR = 1e-6
 """A block's price on an offer moving its priced cut by less than this share of the LP
 relaxation's optimum, over the offer's whole reach, is taken as 0: such prices (duals
@@ -89,9 +98,14 @@ def lp_prices(
     lp: LinearProgram, parts: Split, backend: Backend, settings: SolveSettings
 ) -> list[dict[str, float]]:
     """Each block's prices on the commitment: the duals of its cover rows in the whole
-    program's LP relaxation (none where the backend gives no duals, or the relaxation
-    ends without them), those below `PRICE_FLOOR` taken as 0 (any price gives a valid
-    cut)."""
+    program's LP relaxation, solved within `LP_PRICES_SHARE` of the time left (none
+    where the backend gives no duals, the relaxation ends without them or it would
+    take longer than that at `LP_S_PER_NONZERO`), those below `PRICE_FLOOR` taken as 0
+    (any price gives a valid cut)."""
+    limit = pass_limit(settings, 1, LP_PRICES_SHARE)
+    if limit is not None and limit < LP_S_PER_NONZERO * lp.size()["nonzeros"]:
+        return [{} for _ in parts.blocks]
+    settings = settings.limited(limit)
     relaxed = LinearProgram(
         lp.name + "-relaxed",
         {n: replace(v, integer=False) for n, v in lp.variables.items()},

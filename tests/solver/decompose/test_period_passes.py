@@ -92,3 +92,25 @@ def test_each_priced_solve_is_held_to_its_part_of_the_pass():
         expected = by_period.FIRST_PASS_SHARE * settings.remaining_s() / len(parts.blocks)
         assert run.priced_blocks(prices)
     assert backend.limits == [pytest.approx(expected, rel=1e-2)] * len(parts.blocks)
+
+
+class _Refusing:
+    """A backend that must not be asked."""
+
+    name = "refusing"
+
+    def run(self, lp, settings, start=None):
+        raise AssertionError(f"{lp.name} passed to the backend")
+
+
+def test_a_relaxation_that_cannot_end_in_its_share_is_not_solved(monkeypatch):
+    """120 s left: a quarter is 30 s; at 1 s a nonzero the program's n nonzeros need
+    n s > 30 s, so no LP is passed and every block has no prices (the priced pass is
+    skipped)."""
+    program = _program(_base())
+    parts = split(program.lp)
+    nonzeros = program.lp.size()["nonzeros"]
+    assert nonzeros > 30
+    monkeypatch.setattr(period_passes, "LP_S_PER_NONZERO", 1.0)
+    prices = period_passes.lp_prices(program.lp, parts, _Refusing(), EXACT.started())
+    assert prices == [{} for _ in parts.blocks]
