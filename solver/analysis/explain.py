@@ -376,12 +376,10 @@ def _resolves(
                 for future in finished:
                     index = running.pop(future)
                     found = future.result()
-                    if found is None:  # past the deadline, a worker gives None
-                        continue
-                    if index < 0:
+                    if index < 0:  # None when there is no limit to lift
                         simplicity = found
                         told("with the limit on configurations per pool lifted")
-                    else:
+                    elif found is not None:  # past the deadline, a worker gives None
                         results[index] = found
                         told(f"without {pools[index].label} in {pools[index].region}")
                 hand_out()
