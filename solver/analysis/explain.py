@@ -382,10 +382,10 @@ def _resolves(
                 for future in finished:
                     index = running.pop(future)
                     found = future.result()
-                    if index < 0:  # None when there is no limit to lift
+                    if index < 0:  # None: the limit on configurations binds nothing
                         simplicity = found
                         told("with the limit on configurations per pool lifted")
-                    elif found is not None:  # past the deadline, a worker gives None
+                    elif found is not None:  # None: past the deadline in the worker
                         results[index] = found
                         told(f"without {pools[index].label} in {pools[index].region}")
                 hand_out()
