@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from models.io.hf_config import HfConfigError
 from models.physics import catalog
 from models.physics.efficiency import UnknownEngine, calibration_table, check_engine, generation_of
+from models.schema import limits
 from models.schema.catalog_entries import resolve_gpu, resolve_llm
 from models.schema.instance import Instance
 from models.schema.policy import BuyUnit, Survive
@@ -52,6 +53,28 @@ def input_warnings(instance: Instance) -> list[str]:
         + _growth_without_horizon(instance)
         + _part_servers(instance)
     )
+
+
+def _too_little_demand(instance: Instance) -> list[tuple[FieldPath, str]]:
+    """Each workload's peak in each region, times demand_growth, at least
+    `limits.LEAST_PEAK_RPS`: below the solver's tolerance the demand is planned no GPU."""
+    growth = instance.demand_growth or instance.policy.demand_growth or 1.0
+    problems = []
+    for index, workload in enumerate(instance.workloads):
+        for region, demand in workload.demand.items():
+            peak = demand.peak_rps * growth
+            if peak < limits.LEAST_PEAK_RPS:
+                problems.append(
+                    (
+                        ("workloads", index, "demand", region),
+                        f"a peak of {peak:.3g} requests/s"
+                        + (f" (x demand_growth {growth:g})" if growth != 1.0 else "")
+                        + f" is below {limits.LEAST_PEAK_RPS:g} requests/s (LEAST_PEAK_RPS in "
+                        "models/schema/limits.py): the solver's tolerance would plan no GPU "
+                        "for it; give the real rate, or drop the region",
+                    )
+                )
+    return problems
 
 
 def _part_servers(instance: Instance) -> list[str]:
@@ -136,6 +159,7 @@ def cross_check(instance: Instance) -> list[tuple[FieldPath, str]]:
             add((("gpus", index), _inline_message("GPU", entry.name, error, catalog.gpu_catalog())))
     problems.extend(_efficiency_problems(instance))
     problems.extend(_adapter_problems(instance))
+    problems.extend(_too_little_demand(instance))
     for index, entry in enumerate(instance.models):
         if entry.is_adapter:
             continue

@@ -61,13 +61,14 @@ def _unhosted_demand(sets: ProgramSets) -> list[Problem]:
                 _why_empty(sets, o, g) for g in empty
             )
             server = node_gpus(sets.instance, empty[0])
-            least = "above 0" if server == 1 else f"to {server} (one whole server)"
+            part = server > 1 and sets.offers[(o, empty[0])].max_gpus > 0  # under a server
+            least = f"to {server} (one whole server)" if part else "above 0"
             problems.append(
                 Problem(
                     DemandRow("none", w, o).name(),
                     f"{rate:.1f} requests/s of {w} in {o} must be served there, but {why}",
                     f"raise regions[{o}].supply.{empty[0]}.max_gpus {least}"
-                    + (", or set policy.buy_unit: gpu" if server > 1 else "")
+                    + (", or set policy.buy_unit: gpu" if part else "")
                     + ", or drop its demand",
                 )
             )

@@ -235,13 +235,19 @@ def explain_solved(solved: Solved, progress: Progress | None = None) -> Explanat
         families=_family_slack(solved),
         plan=plan,
         gpu_count_routing=gpu_count_routing(solved.program.sets.instance, plan),
-        **_engine_effects(solved.program.sets.instance, plan),
+        **_engine_effects(solved.program.sets.instance, plan, solved.settings),
     )
 
 
-def _engine_effects(instance: Instance, plan: Plan) -> dict:
+EFFECTS_PAST_DEADLINE = "not simulated: the time limit had passed when the re-solves ended"
+
+
+def _engine_effects(instance: Instance, plan: Plan, settings: SolveSettings) -> dict:
     """The engine effects of the plan's pools at its load, or nothing for a plan the
-    simulator cannot replay."""
+    simulator cannot replay; not started past the run's deadline (five replays of 120 s
+    of arrivals each: seconds to a minute that the limit no longer has)."""
+    if settings.deadline is not None and settings.deadline.expired():
+        return {"engine_effects": (), "engine_effects_method": EFFECTS_PAST_DEADLINE}
     from solver.simulate.effects import (
         BIND_SHARE,
         EXPLAIN_DURATION_S,

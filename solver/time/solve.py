@@ -24,7 +24,7 @@ from solver.candidates.pools import assess_pools
 from solver.decompose.by_period import METHOD as PERIOD_METHOD
 from solver.errors import Problem
 from solver.plan.records import CostAttribution, GpuUse, ReplicaPool
-from solver.plan.schema import Plan
+from solver.plan.schema import Plan, plan_status
 from solver.plan.time_records import Commitment, Hour, HourGpus
 from solver.program.families.pricing import CommittedColumn, CommittedServersColumn, OfferTerms
 from solver.program.lp import SolveResult, Termination
@@ -244,7 +244,11 @@ def hourly_plan(
     )
     return Plan(
         instance=instance.name,
-        status="optimal" if result.termination is Termination.OPTIMAL else "feasible",
+        # as the static read-back says it: the gap reached in the status, and "optimal"
+        # only within the requested gap and OPTIMAL_GAP_CEILING (it said "feasible", no gap)
+        status=plan_status(
+            result.termination is Termination.OPTIMAL, result.mip_gap, settings.mip_gap
+        ),
         cost_per_month=days * math.fsum(h.cost_per_hour for h in hours),
         total_gpus=sum(u.used for u in uses),
         gpus=uses,

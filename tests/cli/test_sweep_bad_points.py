@@ -28,5 +28,5 @@ def test_a_bad_point_of_a_good_grid_says_why_and_the_rest_solve(run_cli, tmp_pat
     result = run_cli("sweep", grid)
     assert result.exit_code == 0, result.stderr
     assert f"{DEMAND}=-1: bad_input: " in result.stderr
-    assert "must be at least 0.001 requests/s, got -1" in result.stderr
+    assert "must be greater than 0 requests/s, got -1" in result.stderr
     assert "2 points, 1 to solve on local" in result.stderr  # nothing resumed

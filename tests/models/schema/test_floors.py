@@ -66,11 +66,6 @@ FLOORS = [
         "supply.h100-sxm.price_per_gpu_hour",
     ),
     (("workloads", 0, "prompt_tokens", "mean"), limits.TOKENS, "prompt_tokens.mean"),
-    (
-        ("workloads", 0, "demand", "r", "peak_requests_per_s"),
-        limits.REQUEST_RATE,
-        "demand.r.peak_requests_per_s",
-    ),
     (("policy", "demand_growth"), limits.DEMAND_GROWTH, "policy.demand_growth"),
 ]
 
@@ -103,22 +98,34 @@ def test_every_floor_sits_below_every_value_the_catalog_and_calibration_hold():
 
 
 @pytest.mark.parametrize(
-    ("per_day", "refused"), [(limits.REQUESTS_PER_DAY.low / 2, True), (10, False)]
+    ("demand", "growth", "refused"),
+    [
+        ({"peak_requests_per_s": 1e-6}, None, True),
+        ({"requests_per_day": 5}, None, True),  # 5 / 86,400 = 5.8e-5 requests/s
+        ({"requests_per_day": 10}, None, False),  # 10 / 86,400 = 1.16e-4
+        ({"peak_requests_per_s": 0.05}, 0.001, True),  # 0.05 x 0.001 = 5e-5
+        ({"peak_requests_per_s": 0.1}, 0.001, False),  # 0.1 x 0.001 = 1e-4
+    ],
 )
-def test_requests_per_day_has_the_floor_of_ten_a_day(per_day, refused):
-    data = _set(_data(), ("workloads", 0, "demand", "r"), {"requests_per_day": per_day})
+def test_a_peak_under_the_solver_tolerance_is_refused(demand, growth, refused):
+    """The peak (times demand_growth) is held to LEAST_PEAK_RPS by the cross-check, not the
+    field: the hourly and monthly rates derived from it may lie below."""
+    data = _set(_data(), ("workloads", 0, "demand", "r"), demand)
+    if growth is not None:
+        data["policy"] = {"demand_growth": growth}
     if not refused:
         validate_instance(data, "floors.yaml")
         return
     with pytest.raises(InputError) as caught:
         validate_instance(data, "floors.yaml")
-    assert "requests_per_day: must be at least 10 requests/day" in str(caught.value)
+    assert "is below 0.0001 requests/s (LEAST_PEAK_RPS" in str(caught.value)
 
 
 def test_a_demand_at_its_floor_is_planned_a_gpu(run_cli, tmp_path):
-    """The floors keep demand above the solver's tolerance: at 0.001 requests/s the plan
+    """The floor keeps demand above the solver's tolerance: at 1e-4 requests/s the plan
     still buys a replica (at 1e-6 it bought none and cost $0)."""
-    data = _set(_data(), ("workloads", 0, "demand", "r", "peak_requests_per_s"), 1e-3)
+    floor = limits.LEAST_PEAK_RPS
+    data = _set(_data(), ("workloads", 0, "demand", "r", "peak_requests_per_s"), floor)
     file = tmp_path / "floor.json"
     file.write_text(json.dumps(data))
     result = run_cli("solve", file, "--json", "-")

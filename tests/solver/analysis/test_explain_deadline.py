@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import solver.analysis.explain as explain_module
 from models.io.loading import load_instance
-from solver.analysis.explain import NOT_RESOLVED, explain_solved
+from solver.analysis.explain import EFFECTS_PAST_DEADLINE, NOT_RESOLVED, explain_solved
 from solver.settings import Deadline, SolveSettings
 from solver.solve import solve_program
 from tests.paths import INSTANCES
@@ -33,6 +33,8 @@ def test_an_expired_deadline_keeps_the_plan_and_names_every_pool_not_resolved():
     assert len(explanation.alternatives) == len(chosen) > 0
     assert all(a.replaced_by == (NOT_RESOLVED,) for a in explanation.alternatives)
     assert all(a.cost_without_per_month is None for a in explanation.alternatives)
+    assert explanation.engine_effects == ()  # its replays do not start past the deadline
+    assert explanation.engine_effects_method == EFFECTS_PAST_DEADLINE
 
 
 def test_a_deadline_passing_after_the_first_re_solve_keeps_that_one(monkeypatch):
