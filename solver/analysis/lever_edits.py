@@ -64,10 +64,13 @@ Transform = Callable[[Instance], Instance | None]
 
 @dataclass(frozen=True)
 class Lever:
-    """A named instance transformation."""
+    """A named instance transformation. `relaxes`: every plan of the instance is a plan
+    of the changed one at the same cost (an option added, a target or requirement
+    loosened), so the lever never costs more than the base plan."""
 
     name: str
     apply: Transform
+    relaxes: bool = False
 
 
 def _edited(instance: Instance, edit: Callable[[dict[str, Any]], bool]) -> Instance | None:
@@ -315,8 +318,10 @@ def time_levers(instance: Instance) -> list[Lever]:
         return []
     return [
         Lever("daily profile flattened", flatten_day),
-        Lever("failover start -50%", faster_failover_start),
-        Lever("lift on-demand caps", supply_edit("max_on_demand_gpus", lambda _: None)),
+        Lever("failover start -50%", faster_failover_start, relaxes=True),
+        Lever(
+            "lift on-demand caps", supply_edit("max_on_demand_gpus", lambda _: None), relaxes=True
+        ),
         Lever(
             "reserved price -10%",
             supply_edit("reserved_price_per_gpu_hour", lambda p: RESERVED_DISCOUNT * p),
@@ -332,13 +337,13 @@ def levers_for(instance: Instance) -> list[Lever]:
         Lever("prefix-cache hit +10 points", more_prefix_hits),
         Lever(lower_kv_name(instance), lower_kv),
         Lever("precision one step down", precision_step_down),
-        Lever("TTFT +20%", looser_slo("ttft_p99_ms")),
-        Lever("TPOT +20%", looser_slo("tpot_p99_ms")),
-        Lever("allow disaggregation", policy_switch("disaggregation")),
-        Lever("allow co-location", policy_switch("colocation")),
-        Lever("credit TPOT pooling", policy_switch("credit_tpot_pooling")),
-        *(Lever(f"allow {gpu}", allow_gpu(gpu)) for gpu in catalog.gpu_catalog()),
-        Lever(f"drop survive: {instance.policy.survive}", drop_failure_requirement),
+        Lever("TTFT +20%", looser_slo("ttft_p99_ms"), relaxes=True),
+        Lever("TPOT +20%", looser_slo("tpot_p99_ms"), relaxes=True),
+        Lever("allow disaggregation", policy_switch("disaggregation"), relaxes=True),
+        Lever("allow co-location", policy_switch("colocation"), relaxes=True),
+        Lever("credit TPOT pooling", policy_switch("credit_tpot_pooling"), relaxes=True),
+        *(Lever(f"allow {gpu}", allow_gpu(gpu), relaxes=True) for gpu in catalog.gpu_catalog()),
+        Lever(f"drop survive: {instance.policy.survive}", drop_failure_requirement, relaxes=True),
         *time_levers(instance),
     ]
     return [lever for lever in levers if _applies(lever, instance)]

@@ -26,7 +26,9 @@ requirement dropped, ...) keeps the base plan a plan of its program: its search 
 with the base's cost in hand, skips the restricted program's start
 (solver.decompose.warm_start), and even stopped by its share never reads below the base
 (a saving >= 0, where a search stopped early could end on a dearer plan). For any lever
-the start changes the search only, never the optimum the lever is proven to.
+the start changes the search only, never the optimum the lever is proven to. An hourly
+or month re-solve takes no start: a relaxing lever stopped there on a plan dearer than
+the base reports the base plan, saving 0, with a note (`base_is_better`).
 """
 
 import math
@@ -51,6 +53,12 @@ from solver.program.lp import LinearProgram
 from solver.settings import Deadline, SolveSettings
 from solver.solve import solve_program
 from solver.workers import new_pool
+
+BASE_IS_BETTER_NOTE = (
+    "the base plan: the lever only loosens the question, and its search stopped on a "
+    "dearer plan (${found:,.0f}/month)"
+)
+"""`base_is_better`'s note."""
 
 
 class LeverResult(BaseModel):
@@ -135,6 +143,31 @@ def solve_lever(
     )
 
 
+def base_is_better(result: LeverResult, base: Plan) -> LeverResult:
+    """A lever that relaxes the question (lever_edits.Lever.relaxes) stopped unproven on a
+    plan dearer than the base (an hourly or month re-solve, which no start reaches): the
+    base plan is a plan of the lever's question too, so it is the lever's best plan found,
+    saving 0, with the gap to the lever's proven bound, found x (1 - gap), where the
+    search stated one. Any other result is returned as it is."""
+    base_cost = base.cost_per_month or 0.0
+    found = result.cost_per_month
+    if result.status != "feasible" or found is None or found <= base_cost or base_cost <= 0:
+        return result
+    bound = None if result.gap is None else found * (1 - result.gap)
+    return result.model_copy(
+        update={
+            "cost_per_month": base_cost,
+            "saving_per_month": 0.0,
+            "gap": None if bound is None else max(base_cost - bound, 0.0) / base_cost,
+            "total_gpus": base.total_gpus,
+            "servers": servers_bought(base),
+            "whole_servers": buys_whole_servers(base),
+            "uncertain": uncertain_pools(base),
+            "note": BASE_IS_BETTER_NOTE.format(found=found),
+        }
+    )
+
+
 def _as_base(name: str, base_cost: float, base: BaseProgram) -> LeverResult:
     """A lever whose program is the base plan's: the base plan's result, noted."""
     return LeverResult(
@@ -193,12 +226,17 @@ class LeverWork:
 
     name: str
     instance: Instance
+    relaxes: bool = False
+    """The lever only loosens the question (lever_edits.Lever.relaxes)."""
 
 
 def lever_work(instance: Instance) -> list[LeverWork]:
     """The applicable levers' instances, longest re-solve first as far as the instance
     tells (`_longest_first`)."""
-    work = [LeverWork(lever.name, lever.apply(instance)) for lever in levers_for(instance)]
+    work = [
+        LeverWork(lever.name, lever.apply(instance), lever.relaxes)
+        for lever in levers_for(instance)
+    ]
     return sorted(work, key=lambda item: _longest_first(instance, item.instance))
 
 
@@ -262,6 +300,7 @@ class LeverRun:
         self.jobs = max(jobs, 1)
         self.on_done = on_done
         self.work = lever_work(instance)
+        self._relaxing = {item.name for item in self.work if item.relaxes}
         self.start = None if uses_time(instance) else start  # the periods program starts
         # on its own (solver.decompose.by_period)
         self.time_limit_s = time_limit_s
@@ -348,6 +387,8 @@ class LeverRun:
         )  # fmt: skip
 
     def _finished(self, result: LeverResult) -> None:
+        if result.lever in self._relaxing:
+            result = base_is_better(result, self.base)
         self._done.append(result)
         if self.on_done:
             self.on_done(result)

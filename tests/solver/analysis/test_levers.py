@@ -29,6 +29,7 @@ from solver.analysis.levers import (
     LeverResult,
     LeverRun,
     Shares,
+    base_is_better,
     lever_work,
     rank_levers,
     rounding_note,
@@ -311,6 +312,36 @@ def test_a_lever_not_proven_in_its_share_shows_its_gap():
     )
     (row,) = lever_table((unproven,)).rows
     assert row[2] == "+5,000" and row[5] == "feasible (gap 2.00%)"
+
+
+def test_a_relaxing_lever_stopped_dearer_than_the_base_reports_the_base(base):
+    plan = solve(base, SolveSettings.of(base, threads=1))
+    cost = plan.cost_per_month
+    # stopped at $1,000 above the base with a 50% gap: its bound is
+    # (cost + 1,000) x 0.5, and the base plan (a plan of the looser question) is
+    # (cost - bound) / cost from it
+    found = cost + 1_000.0
+    dearer = LeverResult(
+        lever="TPOT +20%", cost_per_month=found, saving_per_month=-1_000.0,
+        status="feasible", gap=0.50, total_gpus=999,
+    )  # fmt: skip
+    better = base_is_better(dearer, plan)
+    assert better.cost_per_month == cost and better.saving_per_month == 0.0
+    assert found * 0.5 < cost  # a bound below the base, as a relaxation's must be
+    assert better.gap == pytest.approx((cost - found * 0.5) / cost)
+    assert better.total_gpus == plan.total_gpus and better.servers == servers_bought(plan)
+    assert f"${found:,.0f}/month" in better.note
+    # proven, cheaper, or without a plan: as it is
+    for kept in (
+        dearer.model_copy(update={"status": "solved", "gap": None}),
+        dearer.model_copy(update={"cost_per_month": cost - 1.0, "saving_per_month": 1.0}),
+        LeverResult(lever="x", cost_per_month=None, saving_per_month=None, status="no_solution"),
+    ):
+        assert base_is_better(kept, plan) == kept
+    # which levers relax: a looser target or an added GPU, not a price or a KV change
+    relaxing = {item.name for item in lever_work(base) if item.relaxes}
+    assert {"TPOT +20%", "allow h200", "drop survive: region"} <= relaxing
+    assert not relaxing & {"fp8 KV", "prefix-cache hit +10 points"}
 
 
 def test_a_given_start_is_used_only_within_the_solve_bounds():
