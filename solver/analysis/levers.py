@@ -15,10 +15,14 @@ Each lever gets the instance's whole time limit, or, where the caller gives one
 (`explain --levers-time-limit`), the levers share one deadline, counted from when they
 start: each lever, as it starts, gets an even share of what is left over the rounds of
 `jobs` levers still to end (itself included), so the time a quick lever leaves is the
-later ones' (a lever with no base plan to start from: never less than twice what the
-base plan's solve took, `BASE_SOLVES`). A lever its limit stops with a plan reports it
-with its gap (`status` "feasible", `gap`): its cost is then an upper bound and its
-saving a lower bound; one stopped before it has any plan says so (`no_solution`).
+later ones' (a lever with no base plan to start from: at least twice what the base
+plan's solve took, `BASE_SOLVES`), and never more than what is left: the deadline is
+kept, in every horizon. A share counts from when the lever is handed out, so a worker's
+start-up is inside it. A lever its limit stops with a plan reports it with its gap
+(`status` "feasible", `gap`): its cost is then an upper bound and its saving a lower
+bound; one stopped before it has any plan says so (`no_solution`); one whose turn comes
+with less than `MIN_START_S` left is not started and says that (`no_solution`,
+`NOT_STARTED`), so no lever is dropped.
 
 The base plan starts every static re-solve (`SolveSettings.start`, by column name). A
 lever that relaxes the question (a GPU type offered, a target looser, a failure
@@ -33,6 +37,7 @@ the base reports the base plan, saving 0, with a note (`base_is_better`).
 
 import math
 import threading
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, replace
@@ -59,6 +64,9 @@ BASE_IS_BETTER_NOTE = (
     "dearer plan (${found:,.0f}/month)"
 )
 """`base_is_better`'s note."""
+NOT_STARTED = "not re-solved: the levers' time limit passed before its turn"
+"""The reason of a lever whose turn came with less than `MIN_START_S` of the levers'
+deadline left."""
 
 
 class LeverResult(BaseModel):
@@ -101,16 +109,18 @@ def solve_lever(
     time_limit_s: float | None = None,
     start: Mapping[str, float] | None = None,
     base_program: BaseProgram | None = None,
+    handed_out: float | None = None,
 ) -> LeverResult:
     """Solve a lever's instance with one solver thread, within `time_limit_s` (default:
-    the instance's), from `start` (the base plan's values by column name) where given;
-    every ending is a LeverResult, one without a plan with its reason. With
-    `base_program`, a lever whose program is the base's is not solved: its result is the
-    base plan's (solver.analysis.lever_programs)."""
+    the instance's) counted from `handed_out` (a `time.monotonic()` reading, the same
+    clock in every process of the machine; default: now), from `start` (the base plan's
+    values by column name) where given; every ending is a LeverResult, one without a
+    plan with its reason. With `base_program`, a lever whose program is the base's is not
+    solved: its result is the base plan's (solver.analysis.lever_programs)."""
     settings = SolveSettings.of(instance, backend=backend, threads=1, time_limit_s=time_limit_s)
     if start is not None:
         settings = replace(settings, start=start)
-    settings = settings.started()
+    settings = settings.started(handed_out)
     table = None
     try:
         if base_program is not None:
@@ -180,6 +190,11 @@ def _as_base(name: str, base_cost: float, base: BaseProgram) -> LeverResult:
         uncertain=base.uncertain,
         note=SAME_PROGRAM_NOTE,
     )
+
+
+def not_started(name: str) -> LeverResult:
+    """A lever whose turn came past the levers' deadline: no plan, and why."""
+    return _no_plan(name, "no_solution", NOT_STARTED)
 
 
 def _no_plan(name: str, status: str, reason: str) -> LeverResult:
@@ -349,7 +364,11 @@ class LeverRun:
         if not self._parallel:
             shares = self._new_shares()
             for item in self.work:
-                self._finished(solve_lever(*self._arguments(item, shares.next_s(0))))
+                share_s = shares.next_s(0)
+                if share_s == NONE_LEFT:
+                    self._finished(not_started(item.name))
+                else:
+                    self._finished(solve_lever(*self._arguments(item, share_s)))
         else:
             self.begin()
             self._limit = self.jobs
@@ -373,8 +392,6 @@ class LeverRun:
         if self.start is None:  # no base plan in hand: a share must let the lever find one
             solved_s = self.base.solver.runtime_s if self.base.solver else 0.0
             floor_s = max(floor_s, BASE_SOLVES * solved_s)
-        if self.time_limit_s is not None:
-            floor_s = min(floor_s, self.time_limit_s)
         deadline = Deadline.starting_now(self.time_limit_s)
         return Shares(deadline, self.jobs, len(self.work), floor_s)
 
@@ -383,7 +400,7 @@ class LeverRun:
         base_cost = self.base.cost_per_month or 0.0
         return (
             item.name, item.instance, base_cost, self.backend, share_s, self.start,
-            self.base_program,
+            self.base_program, time.monotonic(),
         )  # fmt: skip
 
     def _finished(self, result: LeverResult) -> None:
@@ -404,6 +421,9 @@ class LeverRun:
                 while waiting and len(running) < self._limit:
                     item = waiting.pop(0)
                     share_s = self._shares.next_s(len(running))
+                    if share_s == NONE_LEFT:
+                        self._finished(not_started(item.name))
+                        continue
                     running.add(self._pool.submit(solve_lever, *self._arguments(item, share_s)))
                 woken = set() if self._woken.done() else {self._woken}
                 finished, _ = wait(running | woken, return_when=FIRST_COMPLETED)
@@ -415,13 +435,20 @@ class LeverRun:
 
 
 MIN_SHARE_S = 1.0
-"""Least time limit a lever's re-solve is given, whatever is left (a solve needs its
-candidates and program before it can stop with a plan)."""
+"""Least time limit a lever's re-solve is given where that much is left (a solve needs
+its candidates and program before it can stop with a plan)."""
 BASE_SOLVES = 2.0
 """A lever with no base plan to start from (an hourly or month plan's) gets at least this
-many times the base plan's own solve (at most the time limit): it is the base's program
-with one change, and a share below what the base took would stop most such levers with
-no plan at all. So these levers may pass their deadline, by at most rounds of this."""
+many times the base plan's own solve (at most what is left of the deadline): it is the
+base's program with one change, and a share below what the base took would stop most
+such levers with no plan at all. The first levers may so take the whole deadline, and
+the later ones are then not started (`NOT_STARTED`)."""
+MIN_START_S = 0.5
+"""A lever whose turn comes with less than this left of the levers' deadline is not
+started: its candidates and program alone take longer, so it would only pass the
+deadline to report no plan."""
+NONE_LEFT = 0.0
+"""`Shares.next_s` for a lever not to start (less than `MIN_START_S` left)."""
 
 
 @dataclass
@@ -430,7 +457,10 @@ class Shares:
     rounds of `jobs` levers still to end (those not started, this one included, and
     those running beside it),
 
-        share = left / ceil((not started + running) / jobs),   at least `floor_s`."""
+        share = min(left, max(left / ceil((not started + running) / jobs), floor_s)),
+
+    and `NONE_LEFT` (the lever is not started) where left < `MIN_START_S`: no share
+    reaches past the deadline."""
 
     deadline: Deadline
     jobs: int
@@ -439,11 +469,15 @@ class Shares:
 
     def next_s(self, running: int) -> float | None:
         """The time limit of the next lever to start, `running` others running beside it
-        (None: no limit)."""
-        left = self.deadline.remaining_s()
+        (None: no limit; `NONE_LEFT`: not to start)."""
+        left = self.deadline.remaining_s(floor_s=0.0)
         rounds = max(math.ceil((self.not_started + running) / self.jobs), 1)
         self.not_started -= 1
-        return None if left is None else max(left / rounds, self.floor_s)
+        if left is None:
+            return None
+        if left < MIN_START_S:
+            return NONE_LEFT
+        return min(left, max(left / rounds, self.floor_s))
 
 
 def _rank(result: LeverResult) -> tuple[bool, float, str]:

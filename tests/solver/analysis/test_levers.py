@@ -26,6 +26,9 @@ from solver.analysis.lever_edits import (
 )
 from solver.analysis.levers import (
     MIN_SHARE_S,
+    MIN_START_S,
+    NONE_LEFT,
+    NOT_STARTED,
     LeverResult,
     LeverRun,
     Shares,
@@ -158,12 +161,48 @@ def test_the_levers_share_one_deadline_over_rounds_of_jobs():
     assert given == pytest.approx([20.0, 20.0, 30.0, 30.0, 60.0], abs=0.1)
     # one at a time, what is left over the levers not started: 60 / 3 = 20 s
     assert Shares(Deadline.starting_now(60.0), 1, 3).next_s(0) == pytest.approx(20.0, abs=0.1)
-    # no limit: none for a lever either; a spent deadline still gives the least share
+    # no limit: none for a lever either; a spent deadline, or less than MIN_START_S left:
+    # the lever is not started (no share reaches past the deadline)
     assert Shares(Deadline.starting_now(None), 2, 4).next_s(0) is None
     spent = Deadline(time.monotonic() - 100.0, 60.0)
-    assert Shares(spent, 2, 4).next_s(1) == MIN_SHARE_S
+    assert Shares(spent, 2, 4).next_s(1) == NONE_LEFT
+    almost = Deadline(time.monotonic() - 60.0 + MIN_START_S / 2, 60.0)
+    assert Shares(almost, 2, 4).next_s(1) == NONE_LEFT
     # 8 levers, 2 at a time: 60 / 4 = 15 s, raised to the floor of twice a 12.5 s base solve
     assert Shares(Deadline.starting_now(60.0), 2, 8, floor_s=25.0).next_s(0) == 25.0
+    # ... but never past what is left: a 10 s deadline, floor 25 s: 10 s; 0.8 s left, the
+    # least share 1 s: 0.8 s
+    assert Shares(Deadline.starting_now(10.0), 2, 8, floor_s=25.0).next_s(0) == pytest.approx(
+        10.0, abs=0.1
+    )
+    nearly = Deadline(time.monotonic() - 59.2, 60.0)
+    assert Shares(nearly, 2, 8, floor_s=MIN_SHARE_S).next_s(0) == pytest.approx(0.8, abs=0.1)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_levers_whose_turn_comes_past_the_deadline_say_so_and_none_is_dropped(base, jobs):
+    # a deadline under MIN_START_S: no lever starts, each says why, at once
+    solved = solve_program(base, SolveSettings.of(base, threads=1))
+    names = {lever.name for lever in levers_for(base)}
+    began = time.monotonic()
+    results = rank_levers(
+        base, solved.plan, jobs=jobs, start=solved.result.values, time_limit_s=MIN_START_S / 5
+    )
+    assert time.monotonic() - began < 30.0  # generous: worker start-up on a loaded machine
+    assert {r.lever for r in results} == names and len(results) == len(names)
+    assert all(r.status == "no_solution" and r.reason == NOT_STARTED for r in results)
+    assert all(r.cost_per_month is None and r.saving_per_month is None for r in results)
+
+
+def test_a_lever_share_counts_from_when_it_was_handed_out(base):
+    # handed out 100 s ago with a 1 s share: past its deadline at its first check, no plan
+    levers = {lever.name: lever for lever in levers_for(base)}
+    changed = levers["TPOT +20%"].apply(base)
+    result = solve_lever(
+        "TPOT +20%", changed, 1.0, None, time_limit_s=1.0, handed_out=time.monotonic() - 100.0
+    )
+    assert result.status == "no_solution" and result.cost_per_month is None
+    assert "time limit" in result.reason
 
 
 def test_a_lever_started_from_the_base_plan_ends_at_the_same_cost(base):
@@ -234,7 +273,7 @@ def _counted(monkeypatch, hold: bool = False) -> dict[str, int]:
     lock, seen = threading.Lock(), {"now": 0, "most": 0}
     both = threading.Event()
 
-    def stub(name, instance, base_cost, backend, share_s=None, start=None, program=None):
+    def stub(name, instance, base_cost, backend, share_s=None, start=None, program=None, at=None):
         with lock:
             seen["now"] += 1
             seen["most"] = max(seen["most"], seen["now"])
