@@ -240,24 +240,31 @@ def explain_solved(solved: Solved, progress: Progress | None = None) -> Explanat
 
 
 EFFECTS_PAST_DEADLINE = "not simulated: the time limit had passed when the re-solves ended"
+EFFECTS_CUT = "; not simulated, the time limit passed first: {pools}"
+"""What the method adds for the pools the deadline left out of the replay."""
 
 
 def _engine_effects(instance: Instance, plan: Plan, settings: SolveSettings) -> dict:
     """The engine effects of the plan's pools at its load, or nothing for a plan the
-    simulator cannot replay; not started past the run's deadline (five replays of 120 s
-    of arrivals each: seconds to a minute that the limit no longer has)."""
-    if settings.deadline is not None and settings.deadline.expired():
+    simulator cannot replay; within the run's deadline (five replays of 120 s of arrivals
+    per pool: seconds to a minute): not started past it, and a pool whose turn, or whose
+    next run, comes past it is not replayed and is named in the method (`EFFECTS_CUT`),
+    so the deadline is passed by at most one run of one pool."""
+    deadline = settings.deadline
+    if deadline is not None and deadline.expired():
         return {"engine_effects": (), "engine_effects_method": EFFECTS_PAST_DEADLINE}
     from solver.simulate.effects import (
         BIND_SHARE,
         EXPLAIN_DURATION_S,
         EXPLAIN_SEED,
-        engine_effects,
+        effects_until,
     )
     from solver.simulate.replay import ReplayTooLarge
 
     try:
-        rows = engine_effects(instance, plan)
+        rows, left_out = effects_until(
+            instance, plan, None if deadline is None else deadline.expired
+        )
     except ReplayTooLarge as error:
         return {"engine_effects": (), "engine_effects_method": f"not simulated: {error}"}
     except ValueError:
@@ -269,6 +276,7 @@ def _engine_effects(instance: Instance, plan: Plan, settings: SolveSettings) -> 
             f"(scenario none, seed {EXPLAIN_SEED}), once with every effect on and once "
             "with each off; an effect binds when switching it off lowers the pool's p99 "
             f"by {BIND_SHARE:.0%} or more"
+            + (EFFECTS_CUT.format(pools=", ".join(left_out)) if left_out else "")
         ),
     }
 

@@ -19,8 +19,12 @@ one. The replay is short (`EXPLAIN_DURATION_S` of arrivals per pool, seed
 `EXPLAIN_SEED`, the first 10% not measured) so that `fleetplan explain` stays
 interactive: at 100 requests/s that is ~11,000 measured requests, and the p99 of 11,000
 samples has a relative standard error of a few percent, which is why the threshold is
-not smaller. `fleetplan simulate --effects` runs the same comparison at any length.
+not smaller. A caller's `stop` (its deadline) is asked before each pool and each run
+with an effect off, so that at most one run of one pool passes it (`effects_until`).
+`fleetplan simulate --effects` runs the same comparison at any length.
 """
+
+from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -74,7 +78,20 @@ def engine_effects(
     seed: int = EXPLAIN_SEED,
 ) -> tuple[PoolEffects, ...]:
     """Each simulated pool's engine effects at the plan's load (module docstring)."""
-    result = simulate_plan(instance, plan, scenario, duration_s, seed, effects=True)
+    return effects_until(instance, plan, None, scenario, duration_s, seed)[0]
+
+
+def effects_until(
+    instance: Instance,
+    plan: Plan,
+    stop: Callable[[], bool] | None,
+    scenario: str = "none",
+    duration_s: float = EXPLAIN_DURATION_S,
+    seed: int = EXPLAIN_SEED,
+) -> tuple[tuple[PoolEffects, ...], tuple[str, ...]]:
+    """`engine_effects` until `stop()` is true: the pools' effects replayed before then,
+    and the `workload region phase` of those left out (`PlanSimulation.not_simulated`)."""
+    result = simulate_plan(instance, plan, scenario, duration_s, seed, effects=True, stop=stop)
     rows = []
     for pool in result.pools:
         metric, p99s = "ttft", pool.effects_ttft_p99_ms
@@ -100,4 +117,4 @@ def engine_effects(
                 binding=tuple(binding),
             )
         )
-    return tuple(rows)
+    return tuple(rows), result.not_simulated

@@ -12,6 +12,7 @@ from solver.simulate.results import (
     EFFECTS,
     Latencies,
     PoolSimulation,
+    check_stop,
     measured_ms,
     meets_p99,
     pool_fields,
@@ -35,10 +36,13 @@ def simulate_pair_rows(
     burstiness_cv: float,
     dispatch: str,
     effects: bool = False,
+    stop=None,
 ) -> tuple[list[PoolSimulation], int]:
     """A disaggregated pair (`solver.simulate.disaggregated`): one row per prefill pool
     (TTFT) and per decode pool (TPOT); with `effects`, also each pool's p99 (TTFT of a
-    prefill pool, TPOT of a decode pool) with each engine effect off."""
+    prefill pool, TPOT of a decode pool) with each engine effect off, `stop` (a
+    no-argument callable) asked before each of those runs (ReplayStopped: results.
+    check_stop)."""
     if not prefill or not decode:
         rows = [
             _unsimulated(pool, n, load, workload, "no partner phase in this scenario")
@@ -77,6 +81,8 @@ def simulate_pair_rows(
         )
         for name in ("none", *EFFECTS):
             fx = Effects() if name == "none" else replace(reference, **{name: False})
+            if name != "none":
+                check_stop(stop)
             off = run if name == "none" else replay(fx)
             for slot, outcome in enumerate(off["prefill_pools"] + off["decode_pools"]):
                 members = outcome[0][measured[outcome[0]]]

@@ -24,6 +24,7 @@ request when the last completes, as benchmark tools run them, and set against `p
 """
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 
@@ -49,6 +50,8 @@ from solver.simulate.results import (
     Latencies,
     PlanSimulation,
     PoolSimulation,
+    ReplayStopped,
+    check_stop,
     measured_ms,
     meets_p99,
     pool_fields,
@@ -139,6 +142,7 @@ def simulate_plan(
     arrivals: str = "open",
     concurrency: int | None = None,
     requests_per_user: int = REQUESTS_PER_USER,
+    stop: Callable[[], bool] | None = None,
 ) -> PlanSimulation:
     """Replay every pool of `plan` under `scenario` (see the module docstring).
 
@@ -158,6 +162,9 @@ def simulate_plan(
             `requests_per_user` requests each: `burst` or `staggered`
             (`solver.simulate.closed_rows`; duration, warm-up, burstiness, effects and
             tolerance do not apply).
+        stop: asked before each open-arrival pool (or pair) and before each of its runs
+            with an effect off: once true, that pool and those after it are not replayed
+            and are named in `not_simulated` (a caller's deadline).
 
     Raises ValueError for a scenario the plan does not have or a bad option, and
     ClosedLoopRefused for a closed loop on a pair of more than one prefill or decode
@@ -175,9 +182,13 @@ def simulate_plan(
     pools: list[PoolSimulation] = []
     events = 0
     entries = _surviving(plan, scenario)
+    stopped: list[str] = []
     for index, (workload_name, region, phase, load, counts) in enumerate(entries):
         if phase.startswith(str(Role.DECODE)):
             continue  # replayed with its prefill phase
+        if not closed and (stopped or (stop is not None and stop())):
+            stopped.append(f"{workload_name} {region} {phase}")
+            continue
         shares = _shares(instance, plan, instance.workload(workload_name), region, counts)
         if closed and phase.startswith(str(Role.PREFILL)):
             prefill, decode = _closed_pair(
@@ -218,7 +229,11 @@ def simulate_plan(
                 warmup,
                 dispatch=dispatch,
             )
-            rows, count = pair(burstiness_cv, effects=effects)
+            try:
+                rows, count = pair(burstiness_cv, effects=effects, stop=stop)
+            except ReplayStopped:
+                stopped.append(f"{workload_name} {region} {phase}")
+                continue
             if tolerance and any(row.meets_slo is not None for row in rows):
                 cv = tolerated_cv(partial(pair_meets, pair))
                 rows = [row.model_copy(update={"tolerated_burstiness_cv": cv}) for row in rows]
@@ -226,42 +241,49 @@ def simulate_plan(
             events += count
             continue
         total = sum(share[-1] for share in shares) or 1.0
-        for offset, (pool, config, mix, efficiency, n, weight) in enumerate(shares):
-            if closed:
-                row, count = simulate_closed_pool(
-                    pool,
-                    instance.workload(workload_name),
-                    ServingContext(config, mix, efficiency),
-                    n,
-                    int(concurrency or 1),
-                    requests_per_user,
-                    arrivals,
-                    [seed, index, offset],
-                    dispatch,
-                )
-                pools.append(row)
-                events += count
-                continue
-            one = partial(
-                _simulate_one,
-                pool,
-                instance.workload(workload_name),
-                config,
-                mix,
-                efficiency,
-                n,
-                load * weight / total,
-                [seed, index, offset],
-                duration_s,
-                warmup,
-                dispatch=dispatch,
-            )
-            row, count = one(burstiness_cv, effects=effects)
-            if tolerance and row.meets_slo is not None:
-                cv = tolerated_cv(partial(_one_meets, one))
-                row = row.model_copy(update={"tolerated_burstiness_cv": cv})
-            pools.append(row)
-            events += count
+        entry: list[PoolSimulation] = []
+        entry_events = 0
+        try:
+            for offset, (pool, config, mix, efficiency, n, weight) in enumerate(shares):
+                if closed:
+                    row, count = simulate_closed_pool(
+                        pool,
+                        instance.workload(workload_name),
+                        ServingContext(config, mix, efficiency),
+                        n,
+                        int(concurrency or 1),
+                        requests_per_user,
+                        arrivals,
+                        [seed, index, offset],
+                        dispatch,
+                    )
+                else:
+                    one = partial(
+                        _simulate_one,
+                        pool,
+                        instance.workload(workload_name),
+                        config,
+                        mix,
+                        efficiency,
+                        n,
+                        load * weight / total,
+                        [seed, index, offset],
+                        duration_s,
+                        warmup,
+                        dispatch=dispatch,
+                        stop=stop,
+                    )
+                    row, count = one(burstiness_cv, effects=effects)
+                    if tolerance and row.meets_slo is not None:
+                        cv = tolerated_cv(partial(_one_meets, one))
+                        row = row.model_copy(update={"tolerated_burstiness_cv": cv})
+                entry.append(row)
+                entry_events += count
+        except ReplayStopped:  # a pool's effects cut short: the whole entry left out
+            stopped.append(f"{workload_name} {region} {phase}")
+            continue
+        pools.extend(entry)
+        events += entry_events
     return PlanSimulation(
         instance=plan.instance or instance.name,
         scenario=scenario,
@@ -274,6 +296,7 @@ def simulate_plan(
         events=events,
         arrivals=arrivals,
         concurrency=concurrency if closed else None,
+        not_simulated=tuple(stopped),
     )
 
 
@@ -346,8 +369,10 @@ def _simulate_one(
     burstiness_cv,
     dispatch,
     effects,
+    stop=None,
 ) -> tuple[PoolSimulation, int]:
-    """Simulate one pool at `load` requests/s (all replicas together)."""
+    """Simulate one pool at `load` requests/s (all replicas together); with `effects`,
+    `stop` asked before each run with an effect off (ReplayStopped: results.check_stop)."""
     slo = workload.slo
     workload_prompt, workload_output = workload.prompt_tokens, workload.output_tokens
     rng = np.random.default_rng(rng_seed)
@@ -398,6 +423,7 @@ def _simulate_one(
         )
         effect_p99["none_off"] = simulated.ttft_p99_ms
         for name in EFFECTS:
+            check_stop(stop)
             off = run(replace(reference, **{name: False}))
             effect_p99[f"{name}_off"] = measured_ms(
                 quantile(off.ttft_s[off.arrival_s >= warmup_s], 0.99)

@@ -8,6 +8,22 @@ from pydantic import BaseModel, ConfigDict
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True)
 EFFECTS = ("batching", "preemption", "interference", "hol_blocking")
+
+
+class ReplayStopped(Exception):
+    """The caller's `stop` said so between two runs of a pool: the pool is left out."""
+
+
+def check_stop(stop) -> None:
+    """Raise ReplayStopped where `stop` (a no-argument callable, or None) says so.
+
+    Raises:
+        ReplayStopped: `stop()` is true.
+    """
+    if stop is not None and stop():
+        raise ReplayStopped
+
+
 """Engine effects the simulator can switch off, in the order reported."""
 
 
@@ -94,6 +110,9 @@ class PlanSimulation(BaseModel):
     `staggered` (`solver.simulate.closed_rows`)."""
     concurrency: int | None = None
     """Closed loop: users per replica."""
+    not_simulated: tuple[str, ...] = ()
+    """`workload region phase` of the pools the caller's `stop` left out (its deadline
+    passed before or while they ran: `simulate_plan`)."""
 
     @property
     def meets_slo(self) -> bool:

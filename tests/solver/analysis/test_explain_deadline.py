@@ -8,7 +8,13 @@ from dataclasses import replace
 
 import solver.analysis.explain as explain_module
 from models.io.loading import load_instance
-from solver.analysis.explain import EFFECTS_PAST_DEADLINE, NOT_RESOLVED, explain_solved
+from solver.analysis.explain import (
+    EFFECTS_CUT,
+    EFFECTS_PAST_DEADLINE,
+    NOT_RESOLVED,
+    _engine_effects,
+    explain_solved,
+)
 from solver.settings import Deadline, SolveSettings
 from solver.solve import solve_program
 from tests.paths import INSTANCES
@@ -52,3 +58,29 @@ def test_a_deadline_passing_after_the_first_re_solve_keeps_that_one(monkeypatch)
     assert rest, "region-loss-3 chooses a pool in each of its three regions"
     assert first.replaced_by != (NOT_RESOLVED,)
     assert all(a.replaced_by == (NOT_RESOLVED,) for a in rest)
+
+
+class _PassingAfter:
+    """A deadline that passes at its `calls`-th question."""
+
+    def __init__(self, calls: int):
+        self.calls, self.asked = calls, 0
+
+    def expired(self) -> bool:
+        self.asked += 1
+        return self.asked >= self.calls
+
+
+def test_a_deadline_passing_during_the_replay_names_the_pools_left_out():
+    # asked once before the replay, then before each pool and each run with an effect off
+    # (1 + 4 per pool of one configuration): passing at the 7th question, the first pool is
+    # replayed, and the method names every later one
+    solved = _solved_with_deadline(60.0)
+    settings = replace(solved.settings, deadline=_PassingAfter(7))
+    found = _engine_effects(solved.program.sets.instance, solved.plan, settings)
+    assert len(found["engine_effects"]) == 1
+    method = found["engine_effects_method"]
+    cut = EFFECTS_CUT.split("{")[0]
+    assert cut in method
+    left_out = method.split(cut)[1].split(", ")
+    assert len(left_out) >= 2  # region-loss-3: a pool in each of its three regions
