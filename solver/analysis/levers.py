@@ -55,7 +55,7 @@ from solver.decompose.parallel import idle_cores
 from solver.errors import Infeasible, NoSolution, PlanRejected
 from solver.plan.schema import Plan
 from solver.program.lp import LinearProgram
-from solver.settings import Deadline, SolveSettings
+from solver.settings import Deadline, SolveSettings, TimeLimitReached
 from solver.solve import solve_program
 from solver.workers import new_pool
 
@@ -64,6 +64,8 @@ BASE_IS_BETTER_NOTE = (
     "dearer plan (${found:,.0f}/month)"
 )
 """`base_is_better`'s note."""
+STOPPED = "stopped by its time limit ({limit_s:.3g} s) in {stage}, before any plan"
+"""The reason of a lever its time limit stopped before the solve had a plan."""
 NOT_STARTED = "not re-solved: the levers' time limit passed before its turn"
 """The reason of a lever whose turn came with less than `MIN_START_S` of the levers'
 deadline left."""
@@ -134,6 +136,9 @@ def solve_lever(
         if len(problems) > 1:
             reason += f" (and {len(problems) - 1} more)"
         return _no_plan(name, "infeasible", reason)
+    except TimeLimitReached as error:  # not the run's --time-limit: the lever's own share
+        limit_s = settings.time_limit_s or 0.0  # a limit it has, since it stopped there
+        return _no_plan(name, "no_solution", STOPPED.format(limit_s=limit_s, stage=error.stage))
     except NoSolution as error:
         return _no_plan(name, "no_solution", str(error))
     except PlanRejected as error:

@@ -202,7 +202,7 @@ def test_a_lever_share_counts_from_when_it_was_handed_out(base):
         "TPOT +20%", changed, 1.0, None, time_limit_s=1.0, handed_out=time.monotonic() - 100.0
     )
     assert result.status == "no_solution" and result.cost_per_month is None
-    assert "time limit" in result.reason
+    assert result.reason.startswith("stopped by its time limit (1 s) in ")
 
 
 def test_a_lever_started_from_the_base_plan_ends_at_the_same_cost(base):
