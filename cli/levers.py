@@ -14,7 +14,8 @@ from solver.solve import Solved
 LEVER_NOTE = (
     "each lever re-solved alone on the same instance (same backend and gap), from the base "
     "plan; saving = base $/month - lever $/month (status feasible: not proven in its time, "
-    "the saving is at least this, the lever's optimum within its gap below its $/month); "
+    "the saving is at least this, the lever's optimum within its gap below its $/month; "
+    "no_solution 'not re-solved': its turn came after the levers' time limit); "
     "a new GPU type is offered at its catalog price; "
     "rests on: the lever plan's pools whose capacity comes from a borrowed GPU generation "
     "or an unmeasured regime, with the model's error band on held-out rows (10th / 90th "
