@@ -56,7 +56,7 @@ against; each is reduced first to the pools and sizes an optimal plan of it need
 
 import math
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from solver.backends import Backend
 from solver.candidates.replica_dominance import Bounds, sizes_start, with_sizes
@@ -103,17 +103,20 @@ def optimise(
     proven cost (solver.decompose.region_bounds); the result holds the program's columns
     only."""
     started = time.monotonic()
+    stages = Stages(settings)
     joined = None
     if first_by_region(program.sets):
         left = settings.remaining_s()
         deadline = started + (math.inf if left is None else REGION_FIRST_SHARE * left)
         joined = by_region(program, backend, settings, bounds, deadline)
+        stages.ended("the regions' programs and the plan floored at their fleets", joined)
         if joined is not None and (
             joined.result.termination is not Termination.FEASIBLE or _little_left(settings)
         ):
             return joined  # proved within the gap by the regions' bound, or no time left
     if joined is None and len(program.sets.workloads) > 1:
         joined = solve_by_workload(program, backend, settings, bounds, parts)
+        stages.ended("the workload programs and their join", joined)
         if joined is not None and joined.result.termination is not Termination.FEASIBLE:
             return joined
         if joined is not None and _little_left(settings):
@@ -140,6 +143,9 @@ def optimise(
     result = backend.run(solved, one, start=start)
     if joined is not None and not _better(result, joined.result):
         return joined
+    stages.ended("the whole program", result)
+    if result.termination is Termination.TIME_LIMIT and not result.termination.has_solution:
+        result = replace(result, message=stages.stopped())
     own = {name: value for name, value in result.values.items() if name in program.lp.variables}
     join_gap = None if joined is None else joined.result.mip_gap
     result = result if joined is None else with_parts_bound(result, joined.result)
@@ -191,3 +197,40 @@ def _left_s(settings: SolveSettings, started: float) -> float | None:
     if settings.time_limit_s is None:
         return None
     return max(settings.time_limit_s - (time.monotonic() - started), MIN_TIME_LIMIT_S)
+
+
+@dataclass
+class Stages:
+    """How long each stage of `optimise` ran, and whether it ended with a plan: what the
+    message says when the time limit stopped every stage without one (`stopped`)."""
+
+    settings: SolveSettings
+    started: float = field(default_factory=time.monotonic)
+    spent: list[tuple[str, float, bool]] = field(default_factory=list)
+
+    def ended(self, what: str, found: Optimised | SolveResult | None) -> None:
+        """Record the stage `what` as ended now, with `found` (None: no plan)."""
+        since = self.started + sum(seconds for _, seconds, _ in self.spent)
+        result = found.result if isinstance(found, Optimised) else found
+        planned = result is not None and result.termination.has_solution
+        self.spent.append((what, time.monotonic() - since, planned))
+
+    def stopped(self) -> str:
+        """Which stages the limit stopped, how long each took, and the limit that gives
+        them twice the time: with b seconds spent before the solve (the build) and S =
+        SOLVE_SHARE x limit - b for the stages, a limit L' with SOLVE_SHARE x L' - b = 2 S,
+        rounded up to 10 s (to 1 s below 10 s)."""
+        took = ", ".join(
+            f"{what} {seconds:.1f} s ({'a plan' if planned else 'no plan'})"
+            for what, seconds, planned in self.spent
+        )
+        text = f"no plan by the limit: {took}"
+        deadline = self.settings.deadline
+        if deadline is None or deadline.limit_s is None or not self.settings.time_limit_s:
+            return text
+        share = deadline.limit_s / self.settings.time_limit_s  # SOLVE_SHARE
+        before_s = max(deadline.elapsed_s() - sum(s for _, s, _ in self.spent), 0.0)
+        stages_s = max(deadline.limit_s - before_s, 0.0)
+        needed_s = (before_s + 2 * stages_s) / share if share > 0 else 2 * deadline.limit_s
+        step_s = 10 if needed_s > 10 else 1
+        return f"{text}; try --time-limit {step_s * math.ceil(needed_s / step_s):g}"

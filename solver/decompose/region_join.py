@@ -288,7 +288,8 @@ def by_region(
     if bound is None or not found.own or time.monotonic() >= deadline:
         return None
     lp = floored(program, found.own, bounds)
-    added = backend.run(lp, settings.limited(_left_s(deadline)).with_duals(False))
+    start = found.own if backend.capabilities.warm_start else None  # a plan without linking rows
+    added = backend.run(lp, settings.limited(_left_s(deadline)).with_duals(False), start=start)
     if not added.termination.has_solution or added.objective is None:
         return None
     values = {name: value for name, value in added.values.items() if name in program.lp.variables}

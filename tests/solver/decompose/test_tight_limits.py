@@ -1,0 +1,106 @@
+"""A solve stopped by a tight time limit (solver.decompose.by_workload.optimise): the plan
+the stages reached is kept, its gap stated against a valid bound, or the message says
+which stages the limit stopped and what limit to try."""
+
+import time
+from dataclasses import replace
+
+import pytest
+
+import solver.decompose.region_join as region_join
+from models.io.loading import validate_instance
+from models.operations.scenarios import failure_scenarios
+from solver.backends import get_backend
+from solver.backends.base import relative_gap
+from solver.candidates.table import build_candidates
+from solver.decompose.by_workload import Stages
+from solver.decompose.join_values import broken_rows
+from solver.program.build import build_program
+from solver.program.lp import SolveResult, Termination
+from solver.program.optimised import Method
+from solver.program.sets import ProgramSets
+from solver.settings import Deadline, SolveSettings, TimeLimitReached
+from solver.solve import solve_program
+from tests.synthetic import at_policy_defaults, generated_data
+
+EXACT = SolveSettings(time_limit_s=60.0, mip_gap=0.0)
+TOLERANCE = 1e-6
+
+
+def _result(objective: float | None, gap: float | None, termination=Termination.FEASIBLE):
+    return SolveResult(termination, "highs", "1", 0.0, objective, mip_gap=gap)
+
+
+def test_a_stopped_region_program_bounds_by_its_objective_less_its_gap():
+    """1000 at a 5% gap: 1000 - 0.05 x 1000 = 950; a gap above 100% bounds by 0, a
+    result without a gap by 0 (a region's cost is never negative)."""
+    assert region_join.stopped_bound_of(_result(1000.0, 0.05)) == pytest.approx(950.0)
+    assert region_join.stopped_bound_of(_result(1000.0, 3.0)) == 0.0
+    assert region_join.stopped_bound_of(_result(1000.0, None)) == 0.0
+
+
+def _whole_servers_program(survive: str):
+    data = generated_data(3, 2, 2, survive=survive, seed=0)
+    at_policy_defaults(data)
+    instance = validate_instance(data, data["name"])
+    table = build_candidates(instance, EXACT)
+    sets = ProgramSets(instance, table, failure_scenarios(instance))
+    return build_program(instance, table, sets=sets)
+
+
+@pytest.mark.parametrize("survive", ["none", "region"])
+def test_unproved_regions_still_give_the_floored_plan_with_its_gap(survive, monkeypatch):
+    """The clock stops every region's program before its proof (no proven bound): the
+    floored plan is still returned, FEASIBLE (never a proof), holding every row, its gap
+    stated against the regions' results as they stood, a bound no higher than the
+    whole optimum."""
+    monkeypatch.setattr(region_join, "proven_bound_of", lambda _result: None)
+    program = _whole_servers_program(survive)
+    highs = get_backend("highs")
+    whole = highs.run(program.lp, EXACT)
+    found = region_join.by_region(program, highs, EXACT, None, float("inf"))
+    assert found is not None and found.method is Method.BY_REGION
+    assert found.result.termination is Termination.FEASIBLE
+    values = found.result.values
+    assert broken_rows(program.lp, values, {}, {}) == []
+    cost = program.lp.objective_value(values)
+    assert cost >= whole.objective * (1 - TOLERANCE)
+    stopped = region_join.region_join(program, highs, EXACT, None, float("inf")).stopped
+    assert stopped is not None and stopped <= whole.objective * (1 + TOLERANCE)
+    assert found.result.mip_gap == pytest.approx(relative_gap(cost, stopped) or 0.0)
+
+
+def test_the_message_names_each_stage_and_a_limit_twice_their_time():
+    """Limit 20 s, the solve's share 16 s, 10 s spent of it, 3 + 2 s by the stages:
+    b = 10 - 5 = 5 s before them, S = 16 - 5 = 11 s for them, and twice S needs
+    L' = (5 + 2 x 11) / 0.8 = 33.75 s, rounded up to 40."""
+    deadline = Deadline(time.monotonic() - 10.0, 16.0)
+    settings = replace(SolveSettings(time_limit_s=20.0), deadline=deadline)
+    spent = [("the regions' programs", 3.0, False), ("parts", 2.0, True)]
+    text = Stages(settings, spent=spent).stopped()
+    assert text.startswith("no plan by the limit: the regions' programs 3.0 s (no plan)")
+    assert "parts 2.0 s (a plan)" in text
+    assert text.endswith("try --time-limit 40")
+
+
+@pytest.mark.parametrize("limit_s", [0.5, 1.0, 2.0])
+def test_a_tight_limit_gives_a_verified_plan_with_its_gap_or_says_why(limit_s):
+    """A small whole-server multi-workload instance with region loss at a tight limit:
+    either a plan (verified by the solve itself; a rejected plan raises), optimal or
+    feasible with its gap stated, or TimeLimitReached whose message names the stage and
+    the limit to try."""
+    data = generated_data(5, 8, 3, survive="region", seed=1)
+    at_policy_defaults(data)
+    instance = validate_instance(data, data["name"])
+    settings = SolveSettings.of(instance, time_limit_s=limit_s, mip_gap=1e-4)
+    try:
+        plan = solve_program(instance, settings).plan
+    except TimeLimitReached as stopped:
+        message = str(stopped)
+        assert f"time limit of {limit_s:g} s reached in" in message
+        assert "--time-limit" in message
+        return
+    assert plan.cost_per_month > 0
+    assert plan.status == "optimal" or plan.status.startswith("feasible (gap ")
+    if plan.status != "optimal":
+        assert plan.solver.mip_gap is not None and plan.solver.mip_gap >= 0
