@@ -20,6 +20,9 @@ from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.program.optimised import Method, Optimised
 from solver.settings import MIN_CALL_S, SolveSettings
 
+EQUAL_SHARES = True
+"""Whether each part gets an equal share of the time left when it starts (`solve_parts`);
+off, each gets all of it, the bench's `before` (tests/bench/test_tight_limits_bench.py)."""
 GAP_KEPT = 0.1
 """Share of the requested gap a merged part's own gap leaves unused (`gap_left`)."""
 
@@ -255,7 +258,7 @@ def solve_parts(
         left = max(run.deadline - time.monotonic(), MIN_CALL_S)
         count = max(len(waiting), 1)
         waiting.discard(index)
-        share = max(left * min(processes, count) / count, MIN_CALL_S)
+        share = max(left * min(processes, count) / count, MIN_CALL_S) if EQUAL_SHARES else left
         limited = None if run.settings.time_limit_s is None else share
         return replace(run.settings.limited(limited), mip_gap=gap).with_duals(False)
 

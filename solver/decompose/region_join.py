@@ -71,6 +71,10 @@ SEARCH_MIN_REGIONS = 8
 and the whole program started from the floored plan (what follows the join) proves the
 optimum itself: on the 5 x 5 x 3 bench cases the search found the optimum once in three
 and added 0-8 s before the same proof."""
+KEEP_STOPPED = True
+"""Whether `by_region` keeps the floored plan when the clock stopped some region's program
+before its proof (its gap against `RegionJoin.stopped`), the floored program started from
+the regions' own plans; off, the bench's `before` (tests/bench/test_tight_limits_bench.py)."""
 BOUND_SHARE = 0.5
 """Share of the time up to the deadline the regions' own programs (the bound) may take."""
 
@@ -284,11 +288,11 @@ def by_region(
     plan, or the floored program none in time."""
     found = region_join(program, backend, settings, None, deadline, bounds)
     keep_rows(program, found)
-    bound = found.bound if found.bound is not None else found.stopped
+    bound = found.bound if found.bound is not None or not KEEP_STOPPED else found.stopped
     if bound is None or not found.own or time.monotonic() >= deadline:
         return None
     lp = floored(program, found.own, bounds)
-    start = found.own if backend.capabilities.warm_start else None  # a plan without linking rows
+    start = found.own if backend.capabilities.warm_start and KEEP_STOPPED else None
     added = backend.run(lp, settings.limited(_left_s(deadline)).with_duals(False), start=start)
     if not added.termination.has_solution or added.objective is None:
         return None
