@@ -10,12 +10,17 @@ import pytest
 import solver.decompose.region_join as region_join
 from models.io.loading import validate_instance
 from models.operations.scenarios import failure_scenarios
+from models.operations.site import node_gpus
 from solver.backends import get_backend
 from solver.backends.base import relative_gap
+from solver.candidates.swap_dominance import reduced_program
 from solver.candidates.table import build_candidates
 from solver.decompose.by_workload import Stages
-from solver.decompose.join_values import broken_rows
+from solver.decompose.join_values import broken_rows, joined_values
+from solver.decompose.workload_parts import workload_program
 from solver.program.build import build_program
+from solver.program.families.servers import ServersColumn
+from solver.program.families.variables import PurchasedColumn
 from solver.program.lp import SolveResult, Termination
 from solver.program.optimised import Method
 from solver.program.sets import ProgramSets
@@ -104,3 +109,28 @@ def test_a_tight_limit_gives_a_verified_plan_with_its_gap_or_says_why(limit_s):
     assert plan.status == "optimal" or plan.status.startswith("feasible (gap ")
     if plan.status != "optimal":
         assert plan.solver.mip_gap is not None and plan.solver.mip_gap >= 0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_workload_join_rounded_to_whole_servers_is_a_plan_of_the_whole(seed):
+    """Each workload's plan buys single GPUs; the join sums them per (region, GPU type)
+    and rounds up to whole servers (solver.decompose.join_values.joined_purchases): more
+    GPUs than the replicas use, so every capacity row still holds, and with supply
+    enough for the sum (the generator's 64-512 GPUs per offer) every row of the whole
+    holds: a plan to fall back on, costing no less than the whole optimum."""
+    data = generated_data(3, 2, 2, survive="region", seed=seed)
+    at_policy_defaults(data)
+    instance = validate_instance(data, data["name"])
+    table = build_candidates(instance, EXACT)
+    sets = ProgramSets(instance, table, failure_scenarios(instance))
+    program = build_program(instance, table, sets=sets)
+    highs = get_backend("highs")
+    parts = [(w,) for w in sets.workloads]
+    results = {p: highs.run(reduced_program(workload_program(program, p)), EXACT) for p in parts}
+    values, _ = joined_values(program, parts, results)
+    assert broken_rows(program.lp, values, {}, {}) == []
+    whole = highs.run(program.lp, EXACT)
+    assert program.lp.objective_value(values) >= whole.objective * (1 - TOLERANCE)
+    for r, g in sets.offers:  # purchased[r,g] = servers[r,g] x GPUs per server
+        bought = values[PurchasedColumn(r, g).name()]
+        assert bought == values[ServersColumn(r, g).name()] * node_gpus(instance, g)
