@@ -101,7 +101,9 @@ def optimise(
     (solver.candidates.swap_dominance, solver.candidates.replica_dominance), except where
     `bounds` name the candidates involved, and the whole program is given each region's
     proven cost (solver.decompose.region_bounds); the result holds the program's columns
-    only."""
+    only. The cheapest plan a stage reached is kept to the end (the whole program's is
+    taken only when no dearer); when the time limit stopped every stage without one, the
+    result's message says how long each ran and what limit to try (`Stages`)."""
     started = time.monotonic()
     stages = Stages(settings)
     joined = None

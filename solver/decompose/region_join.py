@@ -34,7 +34,11 @@ the bound is the optimum. A solve with whole servers starts here (`by_region`, f
 solver.decompose.by_workload): proved within the gap, the floored plan is the plan, and
 the workload programs are never solved; else it is improved a few regions at a time,
 the rest held (solver.decompose.region_lns: every plan it keeps is a plan of the whole),
-and the whole program starts from the result.
+and the whole program starts from the result. When the clock stops some region's program
+before its proof (a tight time limit), the floored plan is kept all the same, its gap
+stated against the regions' results as they stood (`RegionJoin.stopped`: objective x
+(1 - gap) each, 0 for a region without a plan; valid, never a proof), so that the limit
+returns a plan rather than none.
 """
 
 import math
