@@ -218,21 +218,22 @@ class Stages:
         self.spent.append((what, time.monotonic() - since, planned))
 
     def stopped(self) -> str:
-        """Which stages the limit stopped, how long each took, and the limit that gives
-        them twice the time: with b seconds spent before the solve (the build) and S =
-        SOLVE_SHARE x limit - b for the stages, a limit L' with SOLVE_SHARE x L' - b = 2 S,
-        rounded up to 10 s (to 1 s below 10 s)."""
+        """Which stages the limit stopped, how long each took after the b seconds spent
+        before them (candidates, build), and a limit that gives them more than twice the
+        time: with S = SOLVE_SHARE x L - b for them, 2 S needs L' = 2 L - b / SOLVE_SHARE,
+        so twice the limit L, rounded up to 10 s (to 1 s below 10 s)."""
         took = ", ".join(
             f"{what} {seconds:.1f} s ({'a plan' if planned else 'no plan'})"
             for what, seconds, planned in self.spent
         )
-        text = f"no plan by the limit: {took}"
         deadline = self.settings.deadline
-        if deadline is None or deadline.limit_s is None or not self.settings.time_limit_s:
-            return text
-        share = deadline.limit_s / self.settings.time_limit_s  # SOLVE_SHARE
+        limit_s = self.settings.time_limit_s
+        if deadline is None or not limit_s:
+            return f"no plan by the limit: {took}"
         before_s = max(deadline.elapsed_s() - sum(s for _, s, _ in self.spent), 0.0)
-        stages_s = max(deadline.limit_s - before_s, 0.0)
-        needed_s = (before_s + 2 * stages_s) / share if share > 0 else 2 * deadline.limit_s
-        step_s = 10 if needed_s > 10 else 1
-        return f"{text}; try --time-limit {step_s * math.ceil(needed_s / step_s):g}"
+        step_s = 10 if 2 * limit_s > 10 else 1
+        needed_s = step_s * math.ceil(2 * limit_s / step_s)
+        return (
+            f"no plan by the limit: {before_s:.1f} s before the solve, then {took}; "
+            f"try --time-limit {needed_s:g}"
+        )

@@ -75,17 +75,20 @@ def test_unproved_regions_still_give_the_floored_plan_with_its_gap(survive, monk
     assert found.result.mip_gap == pytest.approx(relative_gap(cost, stopped) or 0.0)
 
 
-def test_the_message_names_each_stage_and_a_limit_twice_their_time():
-    """Limit 20 s, the solve's share 16 s, 10 s spent of it, 3 + 2 s by the stages:
-    b = 10 - 5 = 5 s before them, S = 16 - 5 = 11 s for them, and twice S needs
-    L' = (5 + 2 x 11) / 0.8 = 33.75 s, rounded up to 40."""
+def test_the_message_names_each_stage_and_twice_the_limit():
+    """10 s spent, 3 + 2 s of it by the stages: 10 - 5 = 5 s before them; twice the
+    limit, 2 x 20 = 40 s, and 2 x 3.5 = 7 s rounded up to 1 s below 10 s: 7."""
+    spent = [("the regions' programs", 3.0, False), ("parts", 2.0, True)]
     deadline = Deadline(time.monotonic() - 10.0, 16.0)
     settings = replace(SolveSettings(time_limit_s=20.0), deadline=deadline)
-    spent = [("the regions' programs", 3.0, False), ("parts", 2.0, True)]
     text = Stages(settings, spent=spent).stopped()
-    assert text.startswith("no plan by the limit: the regions' programs 3.0 s (no plan)")
-    assert "parts 2.0 s (a plan)" in text
+    assert text.startswith("no plan by the limit: 5.0 s before the solve, then ")
+    assert "the regions' programs 3.0 s (no plan), parts 2.0 s (a plan)" in text
     assert text.endswith("try --time-limit 40")
+    short = replace(settings, time_limit_s=3.5)
+    assert Stages(short, spent=spent).stopped().endswith("try --time-limit 7")
+    odd = replace(settings, time_limit_s=26.0)  # 52 s, up to 60
+    assert Stages(odd, spent=spent).stopped().endswith("try --time-limit 60")
 
 
 @pytest.mark.parametrize("limit_s", [0.5, 1.0, 2.0])
