@@ -43,11 +43,11 @@ PRICING_BACKEND = "highs"
 class TimeLimitReached(NoSolution):
     """The deadline passed while `stage` was running; nothing after it was done."""
 
-    def __init__(self, stage: str, limit_s: float, elapsed_s: float):
+    def __init__(self, stage: str, limit_s: float, elapsed_s: float, detail: str = ""):
         self.stage = stage
+        advice = detail or "raise --time-limit (or solver.time_limit_s)"
         super().__init__(
-            f"time limit of {limit_s:g} s reached in {stage} after {elapsed_s:.1f} s; "
-            "raise --time-limit (or solver.time_limit_s)",
+            f"time limit of {limit_s:g} s reached in {stage} after {elapsed_s:.1f} s; {advice}",
             "time_limit",
         )
 

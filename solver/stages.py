@@ -125,7 +125,8 @@ def solution(
     if not result.termination.has_solution:
         deadline = settings.deadline
         if result.termination is Termination.TIME_LIMIT and deadline is not None:
-            raise TimeLimitReached(stage, deadline.limit_s or 0.0, deadline.elapsed_s())
+            detail = result.message if "--time-limit" in result.message else ""  # the stages'
+            raise TimeLimitReached(stage, deadline.limit_s or 0.0, deadline.elapsed_s(), detail)
         raise NoSolution(
             f"{result.solver} found no {what} ({result.termination}) within "
             f"{settings.time_limit_s:g} s for a program of {size_text(lp)}"

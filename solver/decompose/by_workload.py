@@ -56,7 +56,7 @@ against; each is reduced first to the pools and sizes an optimal plan of it need
 
 import math
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from solver.backends import Backend
 from solver.candidates.replica_dominance import Bounds, sizes_start, with_sizes
@@ -101,19 +101,24 @@ def optimise(
     (solver.candidates.swap_dominance, solver.candidates.replica_dominance), except where
     `bounds` name the candidates involved, and the whole program is given each region's
     proven cost (solver.decompose.region_bounds); the result holds the program's columns
-    only."""
+    only. The cheapest plan a stage reached is kept to the end (the whole program's is
+    taken only when no dearer); when the time limit stopped every stage without one, the
+    result's message says how long each ran and what limit to try (`Stages`)."""
     started = time.monotonic()
+    stages = Stages(settings)
     joined = None
     if first_by_region(program.sets):
         left = settings.remaining_s()
         deadline = started + (math.inf if left is None else REGION_FIRST_SHARE * left)
         joined = by_region(program, backend, settings, bounds, deadline)
+        stages.ended("the regions' programs and the plan floored at their fleets", joined)
         if joined is not None and (
             joined.result.termination is not Termination.FEASIBLE or _little_left(settings)
         ):
             return joined  # proved within the gap by the regions' bound, or no time left
     if joined is None and len(program.sets.workloads) > 1:
         joined = solve_by_workload(program, backend, settings, bounds, parts)
+        stages.ended("the workload programs and their join", joined)
         if joined is not None and joined.result.termination is not Termination.FEASIBLE:
             return joined
         if joined is not None and _little_left(settings):
@@ -140,6 +145,9 @@ def optimise(
     result = backend.run(solved, one, start=start)
     if joined is not None and not _better(result, joined.result):
         return joined
+    stages.ended("the whole program", result)
+    if result.termination is Termination.TIME_LIMIT and not result.termination.has_solution:
+        result = replace(result, message=stages.stopped())
     own = {name: value for name, value in result.values.items() if name in program.lp.variables}
     join_gap = None if joined is None else joined.result.mip_gap
     result = result if joined is None else with_parts_bound(result, joined.result)
@@ -191,3 +199,41 @@ def _left_s(settings: SolveSettings, started: float) -> float | None:
     if settings.time_limit_s is None:
         return None
     return max(settings.time_limit_s - (time.monotonic() - started), MIN_TIME_LIMIT_S)
+
+
+@dataclass
+class Stages:
+    """How long each stage of `optimise` ran, and whether it ended with a plan: what the
+    message says when the time limit stopped every stage without one (`stopped`)."""
+
+    settings: SolveSettings
+    started: float = field(default_factory=time.monotonic)
+    spent: list[tuple[str, float, bool]] = field(default_factory=list)
+
+    def ended(self, what: str, found: Optimised | SolveResult | None) -> None:
+        """Record the stage `what` as ended now, with `found` (None: no plan)."""
+        since = self.started + sum(seconds for _, seconds, _ in self.spent)
+        result = found.result if isinstance(found, Optimised) else found
+        planned = result is not None and result.termination.has_solution
+        self.spent.append((what, time.monotonic() - since, planned))
+
+    def stopped(self) -> str:
+        """Which stages the limit stopped, how long each took after the b seconds spent
+        before them (candidates, build), and a limit that gives them more than twice the
+        time: with S = SOLVE_SHARE x L - b for them, 2 S needs L' = 2 L - b / SOLVE_SHARE,
+        so twice the limit L, rounded up to 10 s (to 1 s below 10 s)."""
+        took = ", ".join(
+            f"{what} {seconds:.1f} s ({'a plan' if planned else 'no plan'})"
+            for what, seconds, planned in self.spent
+        )
+        deadline = self.settings.deadline
+        limit_s = self.settings.time_limit_s
+        if deadline is None or not limit_s:
+            return f"no plan by the limit: {took}"
+        before_s = max(deadline.elapsed_s() - sum(s for _, s, _ in self.spent), 0.0)
+        step_s = 10 if 2 * limit_s > 10 else 1
+        needed_s = step_s * math.ceil(2 * limit_s / step_s)
+        return (
+            f"no plan by the limit: {before_s:.1f} s before the solve, then {took}; "
+            f"try --time-limit {needed_s:g}"
+        )

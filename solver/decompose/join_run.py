@@ -20,6 +20,9 @@ from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.program.optimised import Method, Optimised
 from solver.settings import MIN_CALL_S, SolveSettings
 
+EQUAL_SHARES = True
+"""Whether each part gets an equal share of the time left when it starts (`solve_parts`);
+off, each gets all of it, the bench's `before` (tests/bench/test_tight_limits_bench.py)."""
 GAP_KEPT = 0.1
 """Share of the requested gap a merged part's own gap leaves unused (`gap_left`)."""
 
@@ -227,7 +230,10 @@ def solve_parts(
     """Build, reduce and solve the parts' programs, each within its `supply` shares
     (in worker processes when worth it: each built here while the workers solve the
     ones before), paying `prices` (solver.decompose.join_price), each by its backend
-    (solver.decompose.part_backend): (part, result) as each ends, and the processes used."""
+    (solver.decompose.part_backend): (part, result) as each ends, and the processes used.
+    Under a time limit each part gets an equal share of what is left when it starts (per
+    process), so that a slow large part leaves the others time to find a plan: a join
+    needs a plan of every part, and one stopped early still brings its plan and gap."""
 
     def build(index: int) -> tuple[LinearProgram, Backend]:
         part = parts[index]
@@ -246,9 +252,14 @@ def solve_parts(
     processes = processes_for(len(parts)) if worth_workers(len(parts), sum(sizes)) else 1
     order = sorted(range(len(parts)), key=lambda i: -sizes[i])  # the largest first
 
-    def part_settings(_index: int) -> SolveSettings:
+    waiting = set(range(len(parts)))
+
+    def part_settings(index: int) -> SolveSettings:
         left = max(run.deadline - time.monotonic(), MIN_CALL_S)
-        limited = None if run.settings.time_limit_s is None else left
+        count = max(len(waiting), 1)
+        waiting.discard(index)
+        share = max(left * min(processes, count) / count, MIN_CALL_S) if EQUAL_SHARES else left
+        limited = None if run.settings.time_limit_s is None else share
         return replace(run.settings.limited(limited), mip_gap=gap).with_duals(False)
 
     results = solve_built(build, order, part_settings, processes, run.infeasible)

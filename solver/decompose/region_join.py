@@ -34,7 +34,11 @@ the bound is the optimum. A solve with whole servers starts here (`by_region`, f
 solver.decompose.by_workload): proved within the gap, the floored plan is the plan, and
 the workload programs are never solved; else it is improved a few regions at a time,
 the rest held (solver.decompose.region_lns: every plan it keeps is a plan of the whole),
-and the whole program starts from the result.
+and the whole program starts from the result. When the clock stops some region's program
+before its proof (a tight time limit), the floored plan is kept all the same, its gap
+stated against the regions' results as they stood (`RegionJoin.stopped`: objective x
+(1 - gap) each, 0 for a region without a plan; valid, never a proof), so that the limit
+returns a plan rather than none.
 """
 
 import math
@@ -71,6 +75,10 @@ SEARCH_MIN_REGIONS = 8
 and the whole program started from the floored plan (what follows the join) proves the
 optimum itself: on the 5 x 5 x 3 bench cases the search found the optimum once in three
 and added 0-8 s before the same proof."""
+KEEP_STOPPED = True
+"""Whether `by_region` keeps the floored plan when the clock stopped some region's program
+before its proof (its gap against `RegionJoin.stopped`), the floored program started from
+the regions' own plans; off, the bench's `before` (tests/bench/test_tight_limits_bench.py)."""
 BOUND_SHARE = 0.5
 """Share of the time up to the deadline the regions' own programs (the bound) may take."""
 
@@ -89,6 +97,12 @@ class RegionJoin:
     rows: Rows
     """Each region's cost terms and proven bound, where positive: the whole program's
     region_cost rows (solver.decompose.region_bounds), worked out once."""
+    stopped: float | None = None
+    """The bound of the regions' programs where the clock stopped some before their gap
+    was proved (`stopped_bound_of`: valid, but it depends on the machine's load; a region
+    without a plan counts 0), None when none found a plan or a column with a cost names
+    no region; the bound a
+    plan's gap is stated against when `bound` is None (`by_region`), never a proof."""
 
 
 def linking_columns(lp: LinearProgram) -> set[str]:
@@ -118,12 +132,12 @@ def region_join(
     lp = program.lp
     known = program.region_costs.get("own")
     if known is not None and known[0] is lp:
-        bound, joined_own, rows, regions = known[1:]
+        bound, joined_own, rows, regions, stopped = known[1:]
     else:
-        bound, joined_own, rows, regions = _own(program, backend, settings, deadline)
-        program.region_costs["own"] = (lp, bound, joined_own, rows, regions)
+        bound, joined_own, rows, regions, stopped = _own(program, backend, settings, deadline)
+        program.region_costs["own"] = (lp, bound, joined_own, rows, regions, stopped)
     if held is None:
-        return RegionJoin(bound, None, len(regions), joined_own, rows)
+        return RegionJoin(bound, None, len(regions), joined_own, rows, stopped)
     programs = region_programs(lp)
     linked = linking_columns(lp)
     restricted = []
@@ -134,19 +148,18 @@ def region_join(
         restricted.append(with_bounds(alone, fixed))
     solved = _solved(backend, settings, restricted, deadline)
     if len(solved) < len(restricted):
-        return RegionJoin(bound, None, len(regions), joined_own, rows)
+        return RegionJoin(bound, None, len(regions), joined_own, rows, stopped)
     values = {name: held.get(name, 0.0) for name in linked}
     for result in solved.values():
         values.update((n, v) for n, v in result.values.items() if n not in linked)
-    return RegionJoin(bound, values, len(regions), joined_own, rows)
+    return RegionJoin(bound, values, len(regions), joined_own, rows, stopped)
 
 
 def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadline: float):
-    """(bound, their solutions joined, region_cost rows, regions) of the regions' own
-    programs, in `BOUND_SHARE` of the time to the `deadline`."""
+    """(bound, their solutions joined, region_cost rows, regions, the bound where the
+    clock stopped some: `RegionJoin.stopped`) of the regions' own programs, in
+    `BOUND_SHARE` of the time to the `deadline`."""
     lp = program.lp
-    programs = region_programs(lp)
-    regions = sorted(programs)
     programs = region_programs(lp)
     regions = sorted(programs)
     costed = all(region_of(name) is not None for name, cost in lp.objective.items() if cost)
@@ -160,8 +173,11 @@ def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadl
     bound = None
     if costed and len(proven) == len(own) and all(b is not None for b in proven.values()):
         bound = lp.objective_constant + sum(b for b in proven.values() if b is not None)
+    stopped = None
+    if costed and found:  # a region without a plan bounds its cost by 0
+        stopped = lp.objective_constant + sum(stopped_bound_of(r) for r in found.values())
     joined_own = {n: v for result in found.values() for n, v in result.values.items()}
-    return bound, joined_own, rows, regions
+    return bound, joined_own, rows, regions, stopped
 
 
 def floored(program: FleetProgram, own: dict[str, float], bounds: Bounds | None) -> LinearProgram:
@@ -201,6 +217,16 @@ def proven_bound_of(result: SolveResult) -> float | None:
     if result.termination is not Termination.OPTIMAL or result.objective is None:
         return None
     return result.objective - (result.mip_gap or 0.0) * abs(result.objective)
+
+
+def stopped_bound_of(result: SolveResult) -> float:
+    """The lower bound any region program's result with a plan gives, proved or stopped
+    by the clock: objective x (1 - gap), 0 when the backend states no gap (a region's
+    cost is never negative)."""
+    objective = result.objective or 0.0
+    if result.mip_gap is None:
+        return 0.0
+    return max(objective - min(max(result.mip_gap, 0.0), 1.0) * abs(objective), 0.0)
 
 
 def _left_s(deadline: float, floor_s: float = MIN_CALL_S) -> float | None:
@@ -260,14 +286,18 @@ def by_region(
 ) -> Optimised | None:
     """The whole program's plan floored at the regions' own fleets (`floored`), against
     the regions' bound, by the `deadline`: OPTIMAL when within the requested gap of it,
-    else FEASIBLE with its gap (an incumbent, the start of what comes next); None when
-    the regions prove no bound or the floored program finds no plan in time."""
+    else FEASIBLE with its gap (an incumbent, the start of what comes next), against the
+    bound where the clock stopped some region's program (`RegionJoin.stopped`) when they
+    prove none in time (the regions with a plan floored); None when no region found a
+    plan, or the floored program none in time."""
     found = region_join(program, backend, settings, None, deadline, bounds)
     keep_rows(program, found)
-    if found.bound is None or not found.own or time.monotonic() >= deadline:
+    bound = found.bound if found.bound is not None or not KEEP_STOPPED else found.stopped
+    if bound is None or not found.own or time.monotonic() >= deadline:
         return None
     lp = floored(program, found.own, bounds)
-    added = backend.run(lp, settings.limited(_left_s(deadline)).with_duals(False))
+    start = found.own if backend.capabilities.warm_start and KEEP_STOPPED else None
+    added = backend.run(lp, settings.limited(_left_s(deadline)).with_duals(False), start=start)
     if not added.termination.has_solution or added.objective is None:
         return None
     values = {name: value for name, value in added.values.items() if name in program.lp.variables}
@@ -276,16 +306,16 @@ def by_region(
     if (
         SEARCH
         and regions >= SEARCH_MIN_REGIONS
-        and not _proved(program.lp.objective_value(values), found.bound, settings)
+        and not _proved(program.lp.objective_value(values), bound, settings)
     ):
-        proved_at = found.bound / (1 - min(settings.mip_gap, 0.5))
+        proved_at = bound / (1 - min(settings.mip_gap, 0.5))
         searched = search(
             program.lp, backend, settings, values, found.rows, deadline, good_enough=proved_at
         )
         values = searched.values
     cost = program.lp.objective_value(values)
-    gap = relative_gap(cost, found.bound) or 0.0
-    proved = _proved(cost, found.bound, settings)
+    gap = relative_gap(cost, bound) or 0.0
+    proved = found.bound is not None and _proved(cost, found.bound, settings)
     result = replace(
         added,
         termination=Termination.OPTIMAL if proved else Termination.FEASIBLE,

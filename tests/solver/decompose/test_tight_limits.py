@@ -1,0 +1,139 @@
+"""A solve stopped by a tight time limit (solver.decompose.by_workload.optimise): the plan
+the stages reached is kept, its gap stated against a valid bound, or the message says
+which stages the limit stopped and what limit to try."""
+
+import time
+from dataclasses import replace
+
+import pytest
+
+import solver.decompose.region_join as region_join
+from models.io.loading import validate_instance
+from models.operations.scenarios import failure_scenarios
+from models.operations.site import node_gpus
+from solver.backends import get_backend
+from solver.backends.base import relative_gap
+from solver.candidates.swap_dominance import reduced_program
+from solver.candidates.table import build_candidates
+from solver.decompose.by_workload import Stages
+from solver.decompose.join_values import broken_rows, joined_values
+from solver.decompose.workload_parts import workload_program
+from solver.program.build import build_program
+from solver.program.families.servers import ServersColumn
+from solver.program.families.variables import PurchasedColumn
+from solver.program.lp import SolveResult, Termination
+from solver.program.optimised import Method
+from solver.program.sets import ProgramSets
+from solver.settings import Deadline, SolveSettings, TimeLimitReached
+from solver.solve import solve_program
+from tests.synthetic import at_policy_defaults, generated_data
+
+EXACT = SolveSettings(time_limit_s=60.0, mip_gap=0.0)
+TOLERANCE = 1e-6
+
+
+def _result(objective: float | None, gap: float | None, termination=Termination.FEASIBLE):
+    return SolveResult(termination, "highs", "1", 0.0, objective, mip_gap=gap)
+
+
+def test_a_stopped_region_program_bounds_by_its_objective_less_its_gap():
+    """1000 at a 5% gap: 1000 - 0.05 x 1000 = 950; a gap above 100% bounds by 0, a
+    result without a gap by 0 (a region's cost is never negative)."""
+    assert region_join.stopped_bound_of(_result(1000.0, 0.05)) == pytest.approx(950.0)
+    assert region_join.stopped_bound_of(_result(1000.0, 3.0)) == 0.0
+    assert region_join.stopped_bound_of(_result(1000.0, None)) == 0.0
+
+
+def _whole_servers_program(survive: str):
+    data = generated_data(3, 2, 2, survive=survive, seed=0)
+    at_policy_defaults(data)
+    instance = validate_instance(data, data["name"])
+    table = build_candidates(instance, EXACT)
+    sets = ProgramSets(instance, table, failure_scenarios(instance))
+    return build_program(instance, table, sets=sets)
+
+
+@pytest.mark.parametrize("survive", ["none", "region"])
+def test_unproved_regions_still_give_the_floored_plan_with_its_gap(survive, monkeypatch):
+    """The clock stops every region's program before its proof (no proven bound): the
+    floored plan is still returned, FEASIBLE (never a proof), holding every row, its gap
+    stated against the regions' results as they stood, a bound no higher than the
+    whole optimum."""
+    monkeypatch.setattr(region_join, "proven_bound_of", lambda _result: None)
+    program = _whole_servers_program(survive)
+    highs = get_backend("highs")
+    whole = highs.run(program.lp, EXACT)
+    found = region_join.by_region(program, highs, EXACT, None, float("inf"))
+    assert found is not None and found.method is Method.BY_REGION
+    assert found.result.termination is Termination.FEASIBLE
+    values = found.result.values
+    assert broken_rows(program.lp, values, {}, {}) == []
+    cost = program.lp.objective_value(values)
+    assert cost >= whole.objective * (1 - TOLERANCE)
+    stopped = region_join.region_join(program, highs, EXACT, None, float("inf")).stopped
+    assert stopped is not None and stopped <= whole.objective * (1 + TOLERANCE)
+    assert found.result.mip_gap == pytest.approx(relative_gap(cost, stopped) or 0.0)
+
+
+def test_the_message_names_each_stage_and_twice_the_limit():
+    """10 s spent, 3 + 2 s of it by the stages: 10 - 5 = 5 s before them; twice the
+    limit, 2 x 20 = 40 s, and 2 x 3.5 = 7 s rounded up to 1 s below 10 s: 7."""
+    spent = [("the regions' programs", 3.0, False), ("parts", 2.0, True)]
+    deadline = Deadline(time.monotonic() - 10.0, 16.0)
+    settings = replace(SolveSettings(time_limit_s=20.0), deadline=deadline)
+    text = Stages(settings, spent=spent).stopped()
+    assert text.startswith("no plan by the limit: 5.0 s before the solve, then ")
+    assert "the regions' programs 3.0 s (no plan), parts 2.0 s (a plan)" in text
+    assert text.endswith("try --time-limit 40")
+    short = replace(settings, time_limit_s=3.5)
+    assert Stages(short, spent=spent).stopped().endswith("try --time-limit 7")
+    odd = replace(settings, time_limit_s=26.0)  # 52 s, up to 60
+    assert Stages(odd, spent=spent).stopped().endswith("try --time-limit 60")
+
+
+@pytest.mark.parametrize("limit_s", [0.5, 1.0, 2.0])
+def test_a_tight_limit_gives_a_verified_plan_with_its_gap_or_says_why(limit_s):
+    """A small whole-server multi-workload instance with region loss at a tight limit:
+    either a plan (verified by the solve itself; a rejected plan raises), optimal or
+    feasible with its gap stated, or TimeLimitReached whose message names the stage and
+    the limit to try."""
+    data = generated_data(5, 8, 3, survive="region", seed=1)
+    at_policy_defaults(data)
+    instance = validate_instance(data, data["name"])
+    settings = SolveSettings.of(instance, time_limit_s=limit_s, mip_gap=1e-4)
+    try:
+        plan = solve_program(instance, settings).plan
+    except TimeLimitReached as stopped:
+        message = str(stopped)
+        assert f"time limit of {limit_s:g} s reached in" in message
+        assert "--time-limit" in message
+        return
+    assert plan.cost_per_month > 0
+    assert plan.status == "optimal" or plan.status.startswith("feasible (gap ")
+    if plan.status != "optimal":
+        assert plan.solver.mip_gap is not None and plan.solver.mip_gap >= 0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_workload_join_rounded_to_whole_servers_is_a_plan_of_the_whole(seed):
+    """Each workload's plan buys single GPUs; the join sums them per (region, GPU type)
+    and rounds up to whole servers (solver.decompose.join_values.joined_purchases): more
+    GPUs than the replicas use, so every capacity row still holds, and with supply
+    enough for the sum (the generator's 64-512 GPUs per offer) every row of the whole
+    holds: a plan to fall back on, costing no less than the whole optimum."""
+    data = generated_data(3, 2, 2, survive="region", seed=seed)
+    at_policy_defaults(data)
+    instance = validate_instance(data, data["name"])
+    table = build_candidates(instance, EXACT)
+    sets = ProgramSets(instance, table, failure_scenarios(instance))
+    program = build_program(instance, table, sets=sets)
+    highs = get_backend("highs")
+    parts = [(w,) for w in sets.workloads]
+    results = {p: highs.run(reduced_program(workload_program(program, p)), EXACT) for p in parts}
+    values, _ = joined_values(program, parts, results)
+    assert broken_rows(program.lp, values, {}, {}) == []
+    whole = highs.run(program.lp, EXACT)
+    assert program.lp.objective_value(values) >= whole.objective * (1 - TOLERANCE)
+    for r, g in sets.offers:  # purchased[r,g] = servers[r,g] x GPUs per server
+        bought = values[PurchasedColumn(r, g).name()]
+        assert bought == values[ServersColumn(r, g).name()] * node_gpus(instance, g)
