@@ -21,7 +21,7 @@ from solver.program.optimised import Method, Optimised
 from solver.settings import MIN_CALL_S, SolveSettings
 
 EQUAL_SHARES = True
-"""Whether each part gets an equal share of the time left when it starts (`solve_parts`);
+"""Whether each part gets its share of the time left when it starts (`part_share`);
 off, each gets all of it, the bench's `before` (tests/bench/test_tight_limits_bench.py)."""
 GAP_KEPT = 0.1
 """Share of the requested gap a merged part's own gap leaves unused (`gap_left`)."""
@@ -219,6 +219,21 @@ def gap_left(
     return max(requested, allowed / pending_cost)
 
 
+def part_share(left: float, size: int, waiting: list[int], processes: int) -> float:
+    """Seconds a part of `size` integer columns gets when it starts with `left` seconds to
+    go and the parts of `waiting` sizes (itself included) still to start, `processes` at
+    a time: its size's share of theirs, `processes` of them running side by side,
+
+        left x min(1, processes x size / sum(waiting)),
+
+    at least MIN_CALL_S; all of `left` with EQUAL_SHARES off. A part that ends early
+    leaves its time to those after it (each share is taken from what is left then)."""
+    if not EQUAL_SHARES:
+        return left
+    total = sum(waiting) or 1
+    return max(left * min(1.0, processes * max(size, 1) / total), MIN_CALL_S)
+
+
 def solve_parts(
     run: JoinRun,
     parts: list[Part],
@@ -231,9 +246,9 @@ def solve_parts(
     (in worker processes when worth it: each built here while the workers solve the
     ones before), paying `prices` (solver.decompose.join_price), each by its backend
     (solver.decompose.part_backend): (part, result) as each ends, and the processes used.
-    Under a time limit each part gets an equal share of what is left when it starts (per
-    process), so that a slow large part leaves the others time to find a plan: a join
-    needs a plan of every part, and one stopped early still brings its plan and gap."""
+    Under a time limit each part gets its share of what is left when it starts
+    (`part_share`), so that a slow large part leaves the others time to find a plan: a
+    join needs a plan of every part, and one stopped early still brings its plan and gap."""
 
     def build(index: int) -> tuple[LinearProgram, Backend]:
         part = parts[index]
@@ -256,9 +271,8 @@ def solve_parts(
 
     def part_settings(index: int) -> SolveSettings:
         left = max(run.deadline - time.monotonic(), MIN_CALL_S)
-        count = max(len(waiting), 1)
+        share = part_share(left, sizes[index], [sizes[i] for i in waiting], processes)
         waiting.discard(index)
-        share = max(left * min(processes, count) / count, MIN_CALL_S) if EQUAL_SHARES else left
         limited = None if run.settings.time_limit_s is None else share
         return replace(run.settings.limited(limited), mip_gap=gap).with_duals(False)
 

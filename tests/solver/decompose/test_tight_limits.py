@@ -137,3 +137,19 @@ def test_the_workload_join_rounded_to_whole_servers_is_a_plan_of_the_whole(seed)
     for r, g in sets.offers:  # purchased[r,g] = servers[r,g] x GPUs per server
         bought = values[PurchasedColumn(r, g).name()]
         assert bought == values[ServersColumn(r, g).name()] * node_gpus(instance, g)
+
+
+def test_a_part_gets_its_size_share_of_the_time_left():
+    from solver.decompose.join_run import part_share
+    from solver.settings import MIN_CALL_S
+
+    # 60 s left, parts of 300, 100 and 100 integers to start, one process:
+    # the largest gets 60 x 300 / 500 = 36 s, a small one 60 x 100 / 500 = 12 s
+    assert part_share(60.0, 300, [300, 100, 100], 1) == pytest.approx(36.0)
+    assert part_share(60.0, 100, [300, 100, 100], 1) == pytest.approx(12.0)
+    # two processes side by side: 60 x 2 x 100 / 500 = 24 s, never more than what is left
+    assert part_share(60.0, 100, [300, 100, 100], 2) == pytest.approx(24.0)
+    assert part_share(60.0, 300, [300, 100, 100], 2) == pytest.approx(60.0)
+    # the last part gets all that is left; a sliver still gets the least call
+    assert part_share(7.0, 50, [50], 1) == pytest.approx(7.0)
+    assert part_share(0.01, 1, [1, 10_000], 1) == MIN_CALL_S
