@@ -29,6 +29,13 @@ def describe(value: float) -> str:
     return f"{value:g}"
 
 
+def counted(count: float, noun: str, many: str | None = None) -> str:
+    """`count` and its noun, the noun in the plural unless the count is one:
+    "1 period", "3 periods", "1,024 GPUs"; `many` for a plural not made with an -s
+    (counted(2, "entry", "entries"))."""
+    return f"{describe(count)} {noun if count == 1 else many or noun + 's'}"
+
+
 def out_of_range(value: float, bound: Bound) -> str | None:
     """Why `value` is not finite or lies outside `bound`, or None when it is fine."""
     if isinstance(value, float) and not math.isfinite(value):

@@ -511,7 +511,9 @@ def _overhead_part(instance: Instance, config: ReplicaConfig) -> str:
 
 
 def _tokens(count: float) -> str:
-    return f"{count / 1024:.0f}K-token" if count >= 4096 else f"{count:,.0f}-token"
+    """'32,768-token': a token count as the other messages write it, in full with
+    thousands separators (never a binary K, which read 100,000 as '98K')."""
+    return f"{count:,.0f}-token"
 
 
 def _seconds(value_s: float) -> str:

@@ -106,7 +106,7 @@ def test_set_changes_the_instance_before_validation(run_cli):
     ("override", "named"),
     [
         ("workloads[batch].slo.ttft_p99_ms=1", "no element named 'batch' (chat)"),
-        ("workloads[3].slo.ttft_p99_ms=1", "workloads has 1 element(s); index 3 is out of range"),
+        ("workloads[3].slo.ttft_p99_ms=1", "workloads has 1 element; index 3 is out of range"),
         ("name.first=x", "name is the value 'one-model-one-region', not a mapping"),
         ("policy.survive", "write path=value"),
     ],
@@ -118,9 +118,21 @@ def test_a_bad_set_path_exits_2_naming_it(run_cli, override, named):
 
 
 def test_a_set_value_of_the_wrong_type_is_named_like_a_field_of_the_file(run_cli):
-    result = run_cli("validate", FIXTURE, "--set", "workloads[0].slo.ttft_p99_ms=soon")
+    result = run_cli("validate", FIXTURE, "--set", "workloads[chat].slo.ttft_p99_ms=soon")
     assert result.exit_code == ExitCode.BAD_INPUT
     assert "workloads[0].slo.ttft_p99_ms" in result.stderr
+    # The file's line alone would point at the file's value: the override is named too.
+    assert "(after --set workloads[chat].slo.ttft_p99_ms=soon)" in result.stderr
+
+
+def test_a_set_that_breaks_a_rule_over_several_fields_names_the_set_and_the_fields(run_cli):
+    """A rule of the model entry as a whole (heads a multiple of KV heads) has no one field:
+    the message names the fields and the override, with no empty path (': :')."""
+    result = run_cli("validate", FIXTURE, "--set", "models[0].kv_heads=7")
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert ": :" not in result.stderr
+    assert "must be a multiple of kv_heads (7)" in result.stderr
+    assert "(after --set models[0].kv_heads=7)" in result.stderr
 
 
 # --- warnings ------------------------------------------------------------------------------
