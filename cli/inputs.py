@@ -12,6 +12,7 @@ from cli.options import JsonOnly, JsonOut, SetOption, emit_json, load
 from cli.render.console import out
 from cli.render.tables import TableSpec, markdown_tables, print_tables
 from models.physics.catalog import gpu_catalog, llm_catalog
+from models.schema.quantities import counted
 
 
 class CatalogKind(StrEnum):
@@ -60,8 +61,8 @@ def validate(
     if json_out is not None and is_stdout(json_out):
         return
     out.print(
-        f"{file}: ok: {instance.name}: {len(instance.workloads)} workload(s), "
-        f"{len(instance.regions)} region(s), {len(instance.gpus)} GPU type(s), "
+        f"{file}: ok: {instance.name}: {counted(len(instance.workloads), 'workload')}, "
+        f"{counted(len(instance.regions), 'region')}, {counted(len(instance.gpus), 'GPU type')}, "
         f"{demand:,.1f} peak requests/s in all",
         markup=False,
     )

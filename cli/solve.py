@@ -50,6 +50,7 @@ from models.schema import limits
 from models.schema.backend_names import BACKEND_NAMES
 from models.schema.errors import InputError, Issue
 from models.schema.policy import SolverSettings
+from models.schema.quantities import counted
 from solver.backends import UnknownBackendError
 from solver.errors import BackendUnavailable, Diagnosis, Infeasible, NoSolution, PlanRejected
 from solver.plan.schema import Plan
@@ -426,9 +427,9 @@ def _print_diagnosis(file: Path, diagnosis: Diagnosis) -> None:
 
 def _print_verification(plan_file: Path, result: Verification) -> None:
     counts = (
-        f"{result.total_gpus} GPUs used"
+        f"{counted(result.total_gpus, 'GPU')} used"
         if result.gpus_bought is None
-        else f"{result.gpus_bought} GPUs bought, {result.total_gpus} used"
+        else f"{counted(result.gpus_bought, 'GPU')} bought, {result.total_gpus} used"
     )
     summary = (
         f"{counts}, ${result.cost_per_month:,.0f}/month recomputed, "

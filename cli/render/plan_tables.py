@@ -14,6 +14,7 @@ from cli.render.attribution import attribution_table
 from cli.render.failover_tables import failover_tables
 from cli.render.summary_tables import idle_wording, summary_table
 from cli.render.tables import TableSpec
+from models.schema.quantities import counted
 from solver.plan.records import CapacityBand, ReplicaPool
 from solver.plan.schema import Plan
 
@@ -77,10 +78,10 @@ def procurement_lines(plan: Plan) -> list[str]:
     simple = plan.simplicity
     if simple is not None and simple.extra_cost_per_month is not None:
         lines.append(
-            f"simplicity: at most {simple.max_configs_per_pool} configuration(s) per pool "
+            f"simplicity: at most {counted(simple.max_configs_per_pool, 'configuration')} per pool "
             f"costs ${simple.extra_cost_per_month:,.0f}/month over the unlimited plan "
             f"(${simple.cost_per_month_unlimited:,.0f}/month, "
-            f"{simple.configurations_unlimited} pools)"
+            f"{counted(simple.configurations_unlimited, 'pool')})"
         )
     return lines
 
@@ -302,11 +303,11 @@ def tiering_tables(plan: Plan) -> list[TableSpec]:
     before = "-" if t.idle_fraction_dedicated is None else f"{t.idle_fraction_dedicated:.1%}"
     saved = "-" if t.saving_per_month is None else f"${t.saving_per_month:,.0f}/month"
     note = (
-        f"idle at peak: {before} with dedicated pools ({t.gpus_dedicated} GPUs, "
+        f"idle at peak: {before} with dedicated pools ({counted(t.gpus_dedicated, 'GPU')}, "
         f"${t.cost_per_month_dedicated or 0:,.0f}/month) -> {t.idle_fraction:.1%} with "
         f"co-location; sharing saved {saved}. Pays the bills: "
-        f"{', '.join(t.pays_the_bills) or 'none'}; {t.note}. {t.templates} group templates "
-        f"({t.enumeration_s:.1f} s)."
+        f"{', '.join(t.pays_the_bills) or 'none'}; {t.note}. "
+        f"{counted(t.templates, 'group template')} ({t.enumeration_s:.1f} s)."
     )
     search = plan.colocation
     if search is not None and search.packing_cost is not None and search.lp_bound is not None:

@@ -89,6 +89,14 @@ def test_solve_and_verify_json_round_trip(run_cli, tmp_path):
 # --- --set --------------------------------------------------------------------------------
 
 
+def test_validate_counts_agree_with_their_nouns(run_cli):
+    """One workload, one region and one GPU type in the fixture: each noun in the singular
+    (it read '1 workload(s), 1 region(s), 1 GPU type(s)')."""
+    result = run_cli("validate", FIXTURE)
+    assert result.exit_code == 0
+    assert ": 1 workload, 1 region, 1 GPU type, 20.0 peak requests/s in all" in result.stdout
+
+
 def test_set_changes_the_instance_before_validation(run_cli):
     result = run_cli(
         "validate",
