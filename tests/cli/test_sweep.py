@@ -87,6 +87,8 @@ def test_results_stream_to_json_lines_and_a_second_run_resumes(run_cli, tmp_path
     assert first.exit_code == 0, first.stderr
     records = [json.loads(line) for line in lines.read_text().splitlines()]
     assert sorted(r["point"] for r in records) == list(range(9))
+    for r in records:  # the gap a status may embed, as a number beside it
+        assert r["plan_status"] in ("optimal", f"feasible (gap {r['mip_gap']:.2%})")
     # a run killed mid-write: the last line is cut; the resumed run solves that point only
     kept = lines.read_text().splitlines()[:-1]
     lines.write_text("\n".join(kept) + '\n{"point": 8, "key": "[[\\"work')
