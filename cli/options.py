@@ -47,7 +47,8 @@ SetOption = Annotated[
     typer.Option(
         "--set",
         metavar="PATH=VALUE",
-        help="Change the instance before validation, e.g. workloads[chat].slo.ttft_p99_ms=1200 "
+        # "\[": help is Rich markup, where a bare [chat] is a style tag and vanishes
+        help="Change the instance before validation, e.g. workloads\\[chat].slo.ttft_p99_ms=1200 "
         "(repeatable; the value is read as YAML).",
     ),
 ]

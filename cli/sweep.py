@@ -30,7 +30,8 @@ class Executor(StrEnum):
 def sweep(
     grid_file: Annotated[Path, typer.Argument(help="Grid file (.yaml): base instance and axes.")],
     executor: Annotated[
-        Executor, typer.Option(help="local: a process pool; ray: Ray tasks (fleetplan[ray]).")
+        Executor,
+        typer.Option(help="local: a process pool; ray: Ray tasks (the fleetplan\\[ray] extra)."),
     ] = Executor.local,
     jobs: Annotated[
         int,

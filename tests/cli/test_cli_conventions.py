@@ -32,6 +32,17 @@ def test_dash_h_is_help_on_the_app_and_every_command(run_cli, command):
     assert short.stdout == long.stdout and "Usage" in short.stdout
 
 
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    [("validate", "workloads[chat].slo.ttft_p99_ms=1200"), ("sweep", "fleetplan[ray] extra")],
+)
+def test_square_brackets_in_help_are_shown_not_read_as_markup(run_cli, command, shown):
+    """Help text is Rich markup: a bare `[chat]` is a style tag that vanished, and the
+    --set example read `workloads.slo.ttft_p99_ms=1200`, a path that fails."""
+    result = run_cli(command, "-h")
+    assert shown in " ".join(result.stdout.split())
+
+
 # --- --json -----------------------------------------------------------------------------
 
 
