@@ -43,6 +43,15 @@ def test_square_brackets_in_help_are_shown_not_read_as_markup(run_cli, command, 
     assert shown in " ".join(result.stdout.split())
 
 
+def test_a_refused_choice_reads_without_pydantic_s_prefix(run_cli):
+    """It read "Invalid value for 'kind': Value error, 'foo' is not one of ..."."""
+    result = run_cli("catalog", "foo")
+    assert result.exit_code == ExitCode.BAD_INPUT
+    text = " ".join(result.stderr.replace("│", " ").split())
+    assert "Value error" not in text
+    assert "Invalid value for 'kind': 'foo' is not one of 'gpus', 'models'." in text
+
+
 # --- --json -----------------------------------------------------------------------------
 
 
