@@ -122,6 +122,8 @@ def test_unreachable_slo_exits_3_with_the_best_value(run_cli):
     [
         (["--model", "no-such-model", "--gpu", "h100-sxm"], "unknown model"),
         (["--model", "llama-3.3-70b", "--gpu", "no-such-gpu"], "unknown GPU"),
+        # the one catalog name that starts with what was typed
+        (["--model", "llama-3.3-70b", "--gpu", "h100"], "did you mean 'h100-sxm'?"),
         (["--model", "llama-3.3-70b", "--gpu", "h100-sxm", "--tp", "3"], "does not divide"),
         (["--model", "llama-3.3-70b", "--gpu", "h100-sxm", "-p", "fp4"], "no fp4"),
         (
