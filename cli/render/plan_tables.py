@@ -46,7 +46,7 @@ def plan_header(plan: Plan) -> list[str]:
         lines.append(
             f"solver: {s.name} {s.version}, {s.runtime_s:.2f} s of solving{gap}; program: "
             f"{s.variables} variables ({s.integer_variables} integer), {s.constraints} "
-            f"constraints, {s.candidates} candidate configurations"
+            f"constraints, {counted(s.candidates, 'candidate configuration')}"
         )
     if plan.efficiency_note:
         lines.append(plan.efficiency_note)
@@ -105,7 +105,7 @@ def site_tables(plan: Plan) -> list[TableSpec]:
         tables.append(
             TableSpec(
                 "Power by region (every GPU installed, existing and bought)",
-                ("region", "kW", "power_kw", "$/month per kW", "racks", "of"),
+                ("region", "kW", "power_kw limit", "$/month per kW", "racks", "racks limit"),
                 tuple(
                     (
                         p.region,
