@@ -468,6 +468,12 @@ def engine_effect_tables(explanation: "Explanation") -> list[TableSpec]:
     if not explanation.engine_effects:
         return []
     names = ("batching", "preemption", "interference", "hol_blocking")
+    shown = {  # the JSON keeps the effects' names; the table says them in words
+        "batching": "batching",
+        "preemption": "preemption",
+        "interference": "prefill interference",
+        "hol_blocking": "head-of-line blocking",
+    }
 
     def ms(value: float | None) -> str:
         return "unbounded" if value is None else f"{value:,.1f}"
@@ -475,7 +481,7 @@ def engine_effect_tables(explanation: "Explanation") -> list[TableSpec]:
     return [
         TableSpec(
             "Engine effects that bind (simulated p99, ms, with each effect off)",
-            ("workload", "region", "pool", "p99", "all on", *names, "binding"),
+            ("workload", "region", "pool", "p99", "all on", *(shown[n] for n in names), "binding"),
             tuple(
                 (
                     e.workload,
@@ -484,7 +490,7 @@ def engine_effect_tables(explanation: "Explanation") -> list[TableSpec]:
                     e.metric.upper(),
                     ms(e.p99_ms),
                     *(ms(e.off_p99_ms.get(name)) for name in names),
-                    ", ".join(e.binding) or "none",
+                    ", ".join(shown.get(name, name) for name in e.binding) or "none",
                 )
                 for e in explanation.engine_effects
             ),
