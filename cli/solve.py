@@ -433,7 +433,7 @@ def _print_verification(plan_file: Path, result: Verification) -> None:
     )
     summary = (
         f"{counts}, ${result.cost_per_month:,.0f}/month recomputed, "
-        f"{len(result.checks)} scenario checks"
+        f"{counted(len(result.checks), 'scenario check')}"
     )
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/] {escape(str(warning))}")

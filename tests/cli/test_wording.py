@@ -18,3 +18,23 @@ def test_engine_effects_are_named_in_words_in_the_table_and_by_key_in_json(run_c
     assert effects and set(effects[0]["off_p99_ms"]) == {
         "batching", "preemption", "interference", "hol_blocking"
     }  # fmt: skip
+
+
+def test_one_scenario_and_one_replica_read_in_the_singular(run_cli, tmp_path):
+    """The one-region fixture has one scenario (survive: none) and one replica of one H100:
+    it read '1 scenario checks' and '1 replicas of 1 x h100-sxm'."""
+    plan = tmp_path / "plan.json"
+    assert run_cli("solve", ONE_MODEL_ONE_REGION, "--json", plan).exit_code == 0
+    replicas = json.loads(plan.read_text())["replicas"]
+    assert [pool["count"] for pool in replicas] == [1]
+    checked = run_cli("verify", ONE_MODEL_ONE_REGION, plan)
+    assert checked.exit_code == 0 and checked.stdout.rstrip().endswith(", 1 scenario check")
+    out = tmp_path / "deploy"
+    wrote = run_cli(
+        "deploy", plan, "--instance", ONE_MODEL_ONE_REGION, "--target", "vllm", "--out", out
+    )
+    assert wrote.exit_code == 0, wrote.stderr
+    (script,) = out.glob("*.sh")
+    assert (
+        ": 1 replica of 1 x h100-sxm in us-east (1 normal, 0 failover spare)" in script.read_text()
+    )
