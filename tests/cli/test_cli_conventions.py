@@ -117,6 +117,15 @@ def test_validate_counts_agree_with_their_nouns(run_cli):
     assert ": 1 workload, 1 region, 1 GPU type, 20.0 peak requests/s in all" in result.stdout
 
 
+@pytest.mark.parametrize("override", ["gpus=[]", "workloads[0].demand={}"])
+def test_an_empty_list_or_mapping_is_named_in_plain_words(run_cli, override):
+    """It read "List should have at least 1 item after validation, not 0 (got [])"."""
+    result = run_cli("validate", FIXTURE, "--set", override)
+    assert result.exit_code == ExitCode.BAD_INPUT
+    field = override.split("=")[0]
+    assert f"{field}: is empty; give at least 1 entry (after --set {override})" in result.stderr
+
+
 def test_set_changes_the_instance_before_validation(run_cli):
     result = run_cli(
         "validate",

@@ -21,3 +21,17 @@ def test_the_noun_is_singular_exactly_when_the_count_is_one(count):
     words = counted(count, "workload").split(" ")
     assert words[0].replace(",", "") == str(count)
     assert (words[1] == "workload") == (count == 1)
+
+
+def test_a_floor_of_one_reads_in_the_singular_and_unit_symbols_stay_as_they_are():
+    from models.schema.limits import Bound
+    from models.schema.quantities import out_of_range
+
+    tokens = Bound(100, "tokens", "why", low=1.0, low_open=False)
+    assert out_of_range(0, tokens) == "must be at least 1 token, got 0"  # was "1 tokens"
+    zones = Bound(16, "zones", "why", low=2.0, low_open=False)
+    assert out_of_range(1, zones) == "must be at least 2 zones, got 1"
+    ms = Bound(100, "ms", "why", low=1.0, low_open=False)
+    assert out_of_range(0, ms) == "must be at least 1 ms, got 0"  # a symbol, not a count
+    rate = Bound(100, "requests/s", "why")
+    assert out_of_range(-1, rate) == "must be greater than 0 requests/s, got -1"
