@@ -417,7 +417,8 @@ def _report(
 
 
 def _print_diagnosis(file: Path, diagnosis: Diagnosis) -> None:
-    err.print(f"[bold red]infeasible:[/] {escape(f'{file}: {diagnosis.summary}')}")
+    summary = diagnosis.summary.removeprefix("infeasible: ")  # said once, in red
+    err.print(f"[bold red]infeasible:[/] {escape(f'{file}: {summary}')}")
     err.print(f"  found by {diagnosis.method}", markup=False)
     for problem in diagnosis.problems:
         err.print(f"  - {problem.requirement}: {problem.message}", markup=False)

@@ -38,3 +38,11 @@ def test_one_scenario_and_one_replica_read_in_the_singular(run_cli, tmp_path):
     assert (
         ": 1 replica of 1 x h100-sxm in us-east (1 normal, 0 failover spare)" in script.read_text()
     )
+
+
+def test_an_infeasible_instance_says_infeasible_once(run_cli):
+    """It read 'infeasible: FILE: infeasible: 1 requirement cannot be met'."""
+    result = run_cli("solve", ONE_MODEL_ONE_REGION, "--set", "regions[0].supply={}")
+    assert result.exit_code == 3
+    first = result.stderr.splitlines()[0]
+    assert first == f"infeasible: {ONE_MODEL_ONE_REGION}: 1 requirement cannot be met"

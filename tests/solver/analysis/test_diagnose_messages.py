@@ -71,3 +71,42 @@ def test_too_few_gpus_for_the_smallest_replica_is_named_with_both_counts():
         "raise regions[east].supply.h100-sxm.max_gpus to 2, allow smaller replicas "
         "(policy.tensor_parallel, policy.pipeline_parallel), or drop its demand"
     )
+
+
+def test_no_gpu_offered_anywhere_is_said_so():
+    # the one region's supply is empty: it read "no offered GPU supports any of ['fp8'] with
+    # a TP in [1] dividing 32 heads", as if a GPU were offered
+    instance = synthetic.instance(
+        {"east": {}}, [synthetic.workload("chat", {"east": 10.0})], gpus=["h100-sxm"]
+    )
+    (problem, *_) = _problems(instance)
+    assert problem.requirement == "candidates[chat]"
+    assert problem.message == (
+        "chat: no configuration to consider: no region offers a GPU (every supply is empty "
+        "and no GPU is owned)"
+    )
+
+
+def test_no_gpu_for_the_precision_names_the_gpus_and_the_choices_in_words():
+    # fp4 weights on an H100 (no fp4): the lists read as words, not Python's ['fp4'], [1, 2]
+    instance = synthetic.instance(
+        {"east": {"h100-sxm": (8, 2.0)}},
+        [synthetic.workload("chat", {"east": 10.0})],
+        models={"llama-3.1-8b": ["fp4"]},
+        tensor_parallel=[1, 2],
+    )
+    (problem, *_) = _problems(instance)
+    assert problem.message == (
+        "chat: no configuration to consider: no GPU offered (h100-sxm) supports fp4 with a "
+        "TP of 1 or 2 that divides llama-3.1-8b's 32 attention heads"
+    )
+
+
+def test_a_context_names_the_model_not_a_bare_size_after_a():
+    # it read "on a 8.03B model"
+    instance = synthetic.instance(
+        {"east": {"h100-sxm": (8, 2.0)}},
+        [synthetic.workload("chat", {"east": 10.0}, ttft_p99_ms=5)],
+    )
+    (problem, *_) = _problems(instance)
+    assert "outputs on llama-3.1-8b (8.03B parameters)" in problem.message
