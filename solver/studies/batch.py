@@ -223,6 +223,8 @@ class Comparison(BaseModel):
 
 def instance_files(folder: Path) -> list[Path]:
     """The instance files of a folder, sorted by name (golden files excluded)."""
+    if not folder.exists():
+        raise _input_error(folder, "no such folder")  # as a missing file reads
     if not folder.is_dir():
         raise _input_error(folder, "is not a folder of instance files")
     return sorted(

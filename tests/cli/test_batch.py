@@ -164,7 +164,9 @@ def test_write_golden_keeps_a_custom_tolerance(small_folder):
 
 def test_empty_or_missing_folder_exits_2(run_cli, tmp_path):
     assert run_cli("batch", tmp_path).exit_code == 2
-    assert run_cli("batch", tmp_path / "nowhere").exit_code == 2
+    missing = run_cli("batch", tmp_path / "nowhere")
+    assert missing.exit_code == 2
+    assert f"{tmp_path / 'nowhere'}: no such folder" in missing.stderr  # not "not a folder"
 
 
 # --- CI that says what broke (issue 35) ---------------------------------------------------
