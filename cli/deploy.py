@@ -114,8 +114,12 @@ def fleet_import(
             text = "\n---\n".join(path.read_text(encoding="utf-8") for path in files)
         else:
             text = fleet_file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise _problem(str(fleet_file), "", f"cannot be read: {error}") from None
+    except FileNotFoundError:
+        raise _problem(str(fleet_file), "", "no such file") from None  # as every input reads
+    except OSError as error:
+        raise _problem(str(fleet_file), "", f"cannot read: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise _problem(str(fleet_file), "", f"cannot be read as UTF-8 text: {error}") from None
     try:
         if fleet_file.suffix.lower() == ".csv":
             pools = pools_from_csv(text)
