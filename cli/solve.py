@@ -370,7 +370,7 @@ def export_program(file: Path, target: Path) -> None:
     write_text(target, text, inputs=(file,))
     size = program.lp.size()
     err.print(
-        f"wrote {target}: {size['variables']} columns, {size['constraints']} rows",
+        f"wrote {target}: {size['variables']:,} columns, {size['constraints']:,} rows",
         markup=False,
     )
 

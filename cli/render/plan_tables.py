@@ -45,7 +45,7 @@ def plan_header(plan: Plan) -> list[str]:
         gap = "" if s.mip_gap is None else f", gap {s.mip_gap:.3%}"
         lines.append(
             f"solver: {s.name} {s.version}, {s.runtime_s:.2f} s of solving{gap}; program: "
-            f"{s.variables} variables ({s.integer_variables} integer), {s.constraints} "
+            f"{s.variables:,} variables ({s.integer_variables:,} integer), {s.constraints:,} "
             f"constraints, {counted(s.candidates, 'candidate configuration')}"
         )
     if plan.efficiency_note:

@@ -46,3 +46,23 @@ def test_an_infeasible_instance_says_infeasible_once(run_cli):
     assert result.exit_code == 3
     first = result.stderr.splitlines()[0]
     assert first == f"infeasible: {ONE_MODEL_ONE_REGION}: 1 requirement cannot be met"
+
+
+def test_the_program_size_reads_with_thousands_separators(run_cli, tmp_path):
+    """diurnal-chat-batch's header read '1487 variables (655 integer), 1602 constraints'
+    beside '$26,163/month': every count in a header carries its separators."""
+    from cli.render.plan_tables import plan_header
+    from solver.plan.schema import Plan
+
+    path = tmp_path / "plan.json"
+    assert run_cli("solve", ONE_MODEL_ONE_REGION, "--json", path).exit_code == 0
+    plan = Plan.model_validate_json(path.read_text())
+    sized = plan.model_copy(
+        update={
+            "solver": plan.solver.model_copy(
+                update={"variables": 1487, "integer_variables": 655, "constraints": 1602}
+            )
+        }
+    )
+    (line,) = [line for line in plan_header(sized) if line.startswith("solver: ")]
+    assert "program: 1,487 variables (655 integer), 1,602 constraints, " in line
