@@ -35,3 +35,13 @@ def test_a_floor_of_one_reads_in_the_singular_and_unit_symbols_stay_as_they_are(
     assert out_of_range(0, ms) == "must be at least 1 ms, got 0"  # a symbol, not a count
     rate = Bound(100, "requests/s", "why")
     assert out_of_range(-1, rate) == "must be greater than 0 requests/s, got -1"
+
+
+def test_a_zone_loss_with_one_zone_reads_in_the_singular():
+    import pytest
+
+    from models.operations.slo import zone_loss_overprovision_factor
+
+    with pytest.raises(ValueError) as raised:
+        zone_loss_overprovision_factor(1)
+    assert str(raised.value) == "cannot survive losing 1 of 1 zone: need more zones"  # was zone(s)
