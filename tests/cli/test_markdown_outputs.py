@@ -183,6 +183,7 @@ def test_verify_json_matches_the_summary_line(run_cli, tmp_path):
     summary = run_cli("verify", instance, str(plan)).stdout
     counts = f"{data['gpus_bought']} GPUs bought, {data['total_gpus']} used"
     assert f"{counts}, ${data['cost_per_month']:,.0f}/month" in summary
-    assert f"{len(data['checks'])} scenario checks" in summary
+    checks = len(data["checks"])
+    assert f"{checks} scenario check{'' if checks == 1 else 's'}" in summary
     solved = json.loads(plan.read_text())
     assert data["cost_per_month"] == pytest.approx(solved["cost_per_month"])
