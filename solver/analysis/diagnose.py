@@ -98,11 +98,12 @@ def _unhosted_demand(sets: ProgramSets) -> list[Problem]:
                 )
             )
             continue
-        why = (
-            f"{o} offers {', '.join(offered)}, and no configuration of {w} runs on "
-            f"{'it' if len(offered) == 1 else 'them'} (configurations exist on "
-            f"{', '.join(gpus) or 'no GPU'})"
-        )
+        if offered:
+            why = (
+                f"{o} offers {', '.join(offered)}, and no configuration of {w} runs on "
+                f"{'it' if len(offered) == 1 else 'them'} (configurations exist on "
+                f"{', '.join(gpus) or 'no GPU'})"
+            )
         problems.append(
             Problem(
                 DemandRow("none", w, o).name(),
