@@ -113,12 +113,12 @@ def gpu_catalog_table() -> TableSpec:
         rows.append(
             (
                 spec.name,
-                f"{spec.hbm_gib:g}",
+                f"{spec.hbm_gib:,g}",
                 f"{spec.hbm_tb_s:g}",
-                f"{tf.bf16:g}",
+                f"{tf.bf16:,g}",  # 1,978 as every other count reads
                 _opt(tf.fp8),
                 _opt(tf.fp4),
-                f"{spec.scaleup_gb_s:g}",
+                f"{spec.scaleup_gb_s:,g}",
                 f"{spec.price_per_gpu_hour:.2f}",
             )
         )
@@ -137,7 +137,7 @@ def llm_catalog_table() -> TableSpec:
             f"{spec.total_params() / 1e9:.1f}",
             f"{spec.active_params() / 1e9:.1f}",
             str(spec.layers),
-            str(spec.hidden_size),
+            f"{spec.hidden_size:,}",
             f"{spec.attention_heads}/{spec.kv_heads}",
             spec.attention.value,
             f"{spec.max_context_tokens:,}",
@@ -185,4 +185,4 @@ def _problems_json(file: Path, error) -> dict[str, Any]:
 
 
 def _opt(value: float | None) -> str:
-    return "-" if value is None else f"{value:g}"
+    return "-" if value is None else f"{value:,g}"
