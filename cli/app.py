@@ -165,7 +165,11 @@ class LazyCommand(TyperCommand):
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra):
         command = load_command(self.name)
         args = bare_outputs(command, args)
-        return command.make_context(info_name, args, parent=parent, **extra)
+        try:
+            return command.make_context(info_name, args, parent=parent, **extra)
+        except typer.BadParameter as error:  # typer words a refused choice as pydantic does
+            error.message = error.message.removeprefix("Value error, ")
+            raise
 
     def invoke(self, ctx: _click.Context) -> Any:
         return load_command(self.name).invoke(ctx)

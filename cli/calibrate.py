@@ -19,6 +19,7 @@ from models.profiles.fit import FIGURES, FITTED, ProfileFit, fit_profile, profil
 from models.profiles.measurements import Measurement, RunDefaults, read_measurements
 from models.schema import limits
 from models.schema.errors import InputError, Issue
+from models.schema.quantities import counted
 
 _LABELS = {"output_tokens_per_s": "tok/s", "ttft_mean_ms": "TTFT ms", "tpot_mean_ms": "TPOT ms"}
 
@@ -160,7 +161,7 @@ def calibrate(
         raise InputError([Issue("command line", None, "--engine", str(error))]) from None
     defaults = RunDefaults(model, gpu, precision, kv_precision, tp, pp, concurrency)
     runs = read_measurements(list(measurements), defaults)
-    err.print(f"fitting {len(runs)} runs ...", markup=False)
+    err.print(f"fitting {counted(len(runs), 'run')} ...", markup=False)
     fit = fit_profile(runs, base_engine, leave_one_out=leave_one_out)
     if not any(run_fit.predicted for run_fit in fit.runs):
         raise InputError([_not_placed(run_fit.run) for run_fit in fit.runs])

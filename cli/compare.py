@@ -12,6 +12,7 @@ from cli.render.tables import Report, TableSpec
 from cli.render.zeros import json_without_negative_zero
 from models.io.loading import load_instance
 from models.io.output_files import check_targets, is_stdout, write_text
+from models.schema.quantities import counted
 from solver.analysis.compare import Comparison, Side, compare_instances
 
 
@@ -129,4 +130,4 @@ def _pct(value: float | None) -> str:
 def _verdict(side: Side) -> str:
     if side.cost_per_month is None:
         return side.status
-    return "ok" if not side.violations else f"{len(side.violations)} violation(s)"
+    return "ok" if not side.violations else counted(len(side.violations), "violation")

@@ -16,6 +16,7 @@ from cli.render.console import err
 from models.io.documents import read_document
 from models.io.output_files import check_target, write_text
 from models.schema.errors import InputError, Issue
+from models.schema.quantities import counted
 
 TARGET_HELP = (
     "vllm | sglang | trtllm (launch commands), k8s (Deployments, spare, HPA), llm-d, dynamo."
@@ -64,7 +65,7 @@ def deploy(
         check_target(out_dir / name, inputs)
     for name, text in files.items():
         write_text(out_dir / name, text, inputs)
-    err.print(f"wrote {len(files)} files for {target} to {out_dir}", markup=False)
+    err.print(f"wrote {counted(len(files), 'file')} for {target} to {out_dir}", markup=False)
 
 
 def fleet_import(
@@ -113,8 +114,12 @@ def fleet_import(
             text = "\n---\n".join(path.read_text(encoding="utf-8") for path in files)
         else:
             text = fleet_file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise _problem(str(fleet_file), "", f"cannot be read: {error}") from None
+    except FileNotFoundError:
+        raise _problem(str(fleet_file), "", "no such file") from None  # as every input reads
+    except OSError as error:
+        raise _problem(str(fleet_file), "", f"cannot read: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise _problem(str(fleet_file), "", f"cannot be read as UTF-8 text: {error}") from None
     try:
         if fleet_file.suffix.lower() == ".csv":
             pools = pools_from_csv(text)

@@ -32,6 +32,7 @@ from models.physics.llm import LlmSpec
 from models.physics.precision import Precision
 from models.schema import limits
 from models.schema.limits import Bound
+from models.schema.quantities import describe
 from models.serving.headroom import derive_headroom
 from models.serving.replica import LatencyTargets
 
@@ -42,7 +43,7 @@ MarkdownFlag = Annotated[
 
 def _default(field: str) -> str:
     value = EstimateAssumptions.model_fields[field].default
-    return f"{value:,g}" if isinstance(value, float) else str(value)
+    return describe(value) if isinstance(value, float) else str(value)  # 2,000,000, not 2e+06
 
 
 def _assumption(text: str, field: str, bound: Bound) -> Any:

@@ -12,6 +12,7 @@ from cli.options import JsonOnly, JsonOut, SetOption, emit_json, load
 from cli.render.console import out
 from cli.render.tables import TableSpec, markdown_tables, print_tables
 from models.physics.catalog import gpu_catalog, llm_catalog
+from models.schema.quantities import counted
 
 
 class CatalogKind(StrEnum):
@@ -60,8 +61,8 @@ def validate(
     if json_out is not None and is_stdout(json_out):
         return
     out.print(
-        f"{file}: ok: {instance.name}: {len(instance.workloads)} workload(s), "
-        f"{len(instance.regions)} region(s), {len(instance.gpus)} GPU type(s), "
+        f"{file}: ok: {instance.name}: {counted(len(instance.workloads), 'workload')}, "
+        f"{counted(len(instance.regions), 'region')}, {counted(len(instance.gpus), 'GPU type')}, "
         f"{demand:,.1f} peak requests/s in all",
         markup=False,
     )
@@ -112,12 +113,12 @@ def gpu_catalog_table() -> TableSpec:
         rows.append(
             (
                 spec.name,
-                f"{spec.hbm_gib:g}",
+                f"{spec.hbm_gib:,g}",
                 f"{spec.hbm_tb_s:g}",
-                f"{tf.bf16:g}",
+                f"{tf.bf16:,g}",  # 1,978 as every other count reads
                 _opt(tf.fp8),
                 _opt(tf.fp4),
-                f"{spec.scaleup_gb_s:g}",
+                f"{spec.scaleup_gb_s:,g}",
                 f"{spec.price_per_gpu_hour:.2f}",
             )
         )
@@ -136,7 +137,7 @@ def llm_catalog_table() -> TableSpec:
             f"{spec.total_params() / 1e9:.1f}",
             f"{spec.active_params() / 1e9:.1f}",
             str(spec.layers),
-            str(spec.hidden_size),
+            f"{spec.hidden_size:,}",
             f"{spec.attention_heads}/{spec.kv_heads}",
             spec.attention.value,
             f"{spec.max_context_tokens:,}",
@@ -184,4 +185,4 @@ def _problems_json(file: Path, error) -> dict[str, Any]:
 
 
 def _opt(value: float | None) -> str:
-    return "-" if value is None else f"{value:g}"
+    return "-" if value is None else f"{value:,g}"

@@ -30,7 +30,7 @@ from models.io.output_files import is_stdout, write_text
 from models.schema import limits
 from models.schema.errors import InputError, Issue
 from models.schema.limits import Bound
-from models.schema.quantities import out_of_range
+from models.schema.quantities import counted, out_of_range
 
 JSON_HELP = "Write the result as JSON: alone or - for standard output, else to this file."
 MARKDOWN_HELP = "Write the result as Markdown: alone or - for standard output, else to this file."
@@ -47,7 +47,8 @@ SetOption = Annotated[
     typer.Option(
         "--set",
         metavar="PATH=VALUE",
-        help="Change the instance before validation, e.g. workloads[chat].slo.ttft_p99_ms=1200 "
+        # "\[": help is Rich markup, where a bare [chat] is a style tag and vanishes
+        help="Change the instance before validation, e.g. workloads\\[chat].slo.ttft_p99_ms=1200 "
         "(repeatable; the value is read as YAML).",
     ),
 ]
@@ -206,7 +207,7 @@ def require_verified(instance: Any, plan: Any, plan_file: Path, command: str) ->
     more = f", the first {len(shown)}" if len(shown) < len(check.violations) else ""
     err.print(
         f"{command} refused: {plan_file} fails the verifier: "
-        f"{len(check.violations)} violation(s){more}:",
+        f"{counted(len(check.violations), 'violation')}{more}:",
         markup=False,
     )
     for violation in shown:

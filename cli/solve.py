@@ -50,6 +50,7 @@ from models.schema import limits
 from models.schema.backend_names import BACKEND_NAMES
 from models.schema.errors import InputError, Issue
 from models.schema.policy import SolverSettings
+from models.schema.quantities import counted
 from solver.backends import UnknownBackendError
 from solver.errors import BackendUnavailable, Diagnosis, Infeasible, NoSolution, PlanRejected
 from solver.plan.schema import Plan
@@ -369,7 +370,7 @@ def export_program(file: Path, target: Path) -> None:
     write_text(target, text, inputs=(file,))
     size = program.lp.size()
     err.print(
-        f"wrote {target}: {size['variables']} columns, {size['constraints']} rows",
+        f"wrote {target}: {size['variables']:,} columns, {size['constraints']:,} rows",
         markup=False,
     )
 
@@ -416,7 +417,8 @@ def _report(
 
 
 def _print_diagnosis(file: Path, diagnosis: Diagnosis) -> None:
-    err.print(f"[bold red]infeasible:[/] {escape(f'{file}: {diagnosis.summary}')}")
+    summary = diagnosis.summary.removeprefix("infeasible: ")  # said once, in red
+    err.print(f"[bold red]infeasible:[/] {escape(f'{file}: {summary}')}")
     err.print(f"  found by {diagnosis.method}", markup=False)
     for problem in diagnosis.problems:
         err.print(f"  - {problem.requirement}: {problem.message}", markup=False)
@@ -426,13 +428,13 @@ def _print_diagnosis(file: Path, diagnosis: Diagnosis) -> None:
 
 def _print_verification(plan_file: Path, result: Verification) -> None:
     counts = (
-        f"{result.total_gpus} GPUs used"
+        f"{counted(result.total_gpus, 'GPU')} used"
         if result.gpus_bought is None
-        else f"{result.gpus_bought} GPUs bought, {result.total_gpus} used"
+        else f"{counted(result.gpus_bought, 'GPU')} bought, {result.total_gpus} used"
     )
     summary = (
         f"{counts}, ${result.cost_per_month:,.0f}/month recomputed, "
-        f"{len(result.checks)} scenario checks"
+        f"{counted(len(result.checks), 'scenario check')}"
     )
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/] {escape(str(warning))}")

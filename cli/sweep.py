@@ -19,6 +19,7 @@ from cli.render.console import err, out
 from cli.render.tables import TableSpec, print_tables
 from models.io.output_files import check_targets
 from models.schema.errors import InputError, Issue
+from models.schema.quantities import counted
 
 
 class Executor(StrEnum):
@@ -29,7 +30,8 @@ class Executor(StrEnum):
 def sweep(
     grid_file: Annotated[Path, typer.Argument(help="Grid file (.yaml): base instance and axes.")],
     executor: Annotated[
-        Executor, typer.Option(help="local: a process pool; ray: Ray tasks (fleetplan[ray]).")
+        Executor,
+        typer.Option(help="local: a process pool; ray: Ray tasks (the fleetplan\\[ray] extra)."),
     ] = Executor.local,
     jobs: Annotated[
         int,
@@ -94,7 +96,7 @@ def sweep(
             work.append((point, instance))
     if stale:
         err.print(
-            f"{results}: {stale} result(s) were solved for another version of the instance "
+            f"{results}: {counted(stale, 'result')} solved for another version of the instance "
             "(its file, the grid's set or the catalog changed); solving them again",
             markup=False,
         )
@@ -111,7 +113,7 @@ def sweep(
         err.print(f"  {grid.points[index].label}: bad_input: {why}", markup=False)
     console = err if to_stdout(json_out) else out
     err.print(
-        f"{grid_file}: {len(grid.points)} points, {len(work)} to solve"
+        f"{grid_file}: {counted(len(grid.points), 'point')}, {len(work)} to solve"
         + (f" ({resumed} already in {results})" if resumed else "")
         + f" on {executor.value} x {jobs}",
         markup=False,
@@ -262,7 +264,8 @@ def _robust_line(robust, points: int) -> str:
     if robust is None:
         return f"no plan of the sweep serves all {points} solved points: no robust choice"
     return (
-        f"robust choice: plan {robust.plan} ({robust.total_gpus} GPUs, optimal at point(s) "
+        f"robust choice: plan {robust.plan} ({counted(robust.total_gpus, 'GPU')}, optimal at "
+        f"{'point' if len(robust.chosen_at) == 1 else 'points'} "
         f"{', '.join(map(str, robust.chosen_at))}) serves all {points} points; worst case "
         f"{_money(robust.worst_cost_per_month)}/month"
     )

@@ -120,9 +120,9 @@ def voice(
         ttft_share=ttft_share,
     )
     try:
-        budget = voice_budget(first_audio_ms, lines)
-    except VoiceBudgetError as error:
-        raise InputError([Issue("command line", None, "--first-audio-ms", str(error))]) from None
+        budget = voice_budget(first_audio_ms, lines, name=lambda key: f"--{key.replace('_', '-')}")
+    except VoiceBudgetError as error:  # the figures are flags here: the message names them so
+        raise InputError([Issue("command line", None, "", str(error))]) from None
     if json_out:
         out.print_json(json.dumps(budget_json(budget)))
         return

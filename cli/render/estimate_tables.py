@@ -5,6 +5,7 @@ Formatting only: every figure comes from `models.calculators.estimate` and
 
 from cli.render.tables import Report, TableSpec
 from models.calculators.estimate import ASSUMED_SOURCE, EstimateResult
+from models.schema.quantities import counted
 from models.serving.headroom import HeadroomDerivation
 
 STEPS_COLUMNS = ("figure", "formula", "value")
@@ -77,7 +78,7 @@ def estimate_report(r: EstimateResult) -> Report:
                 "sequences per GPU " + ("(performance model)" if modelled else "(memory)"),
                 f"{a.seqs_per_gpu:.4g}",
             ),
-            ("SLO / window", f"{_trim_pct(a.slo)} over {a.window_days:g} days"),
+            ("SLO / window", f"{_trim_pct(a.slo)} over {counted(a.window_days, 'day')}"),
         ),
     )
     load = TableSpec(
@@ -154,7 +155,7 @@ def estimate_report(r: EstimateResult) -> Report:
         tuple((f"{rho:.2f}", f"{multiplier:.1f} x S") for rho, multiplier in r.mm1),
     )
     budget = TableSpec(
-        f"Error budget (SLO {_trim_pct(a.slo)} over {a.window_days:g} days)",
+        f"Error budget (SLO {_trim_pct(a.slo)} over {counted(a.window_days, 'day')})",
         STEPS_COLUMNS,
         (
             (

@@ -7,6 +7,7 @@ README ("Why healthy regions' users move") explains it.
 """
 
 from cli.render.tables import TableSpec
+from models.schema.quantities import counted
 from solver.plan.schema import Plan
 
 MOVE_ROWS_SHOWN = 40
@@ -25,7 +26,7 @@ def _moves_table(plan: Plan) -> TableSpec | None:
         return None
     healthy = sum(1 for _, m in rows if not m.from_lost_region)
     note = (
-        f"{healthy} move(s) of a healthy region's users: the optimum serves them in a "
+        f"{counted(healthy, 'move')} of a healthy region's users: the optimum serves them in a "
         "neighbour to make room nearer the lost region's users (README: why healthy "
         "regions' users move)"
         if healthy

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
+from models.schema.quantities import counted
 from solver.studies.batch import Comparison, Outcome, Verdict, led_by, outcome_verdict
 
 SUITE_NAME = "fleetplan batch"
@@ -88,9 +89,10 @@ def junit_xml(
             failure.text = "\n".join(result["reasons"])
         else:
             cost = "-" if outcome.cost_per_month is None else f"${outcome.cost_per_month:,.2f}"
+            gpus = "- GPUs" if outcome.total_gpus is None else counted(outcome.total_gpus, "GPU")
             ElementTree.SubElement(
                 case, "system-out"
-            ).text = f"{outcome.status}, {cost}/month, {outcome.total_gpus} GPUs"
+            ).text = f"{outcome.status}, {cost}/month, {gpus}"
     suites = ElementTree.Element(
         "testsuites", tests=str(len(outcomes)), failures=str(failures), errors="0"
     )

@@ -14,6 +14,7 @@ from cli.render.attribution import attribution_table
 from cli.render.failover_tables import failover_tables
 from cli.render.summary_tables import idle_wording, summary_table
 from cli.render.tables import TableSpec
+from models.schema.quantities import counted
 from solver.plan.records import CapacityBand, ReplicaPool
 from solver.plan.schema import Plan
 
@@ -44,8 +45,8 @@ def plan_header(plan: Plan) -> list[str]:
         gap = "" if s.mip_gap is None else f", gap {s.mip_gap:.3%}"
         lines.append(
             f"solver: {s.name} {s.version}, {s.runtime_s:.2f} s of solving{gap}; program: "
-            f"{s.variables} variables ({s.integer_variables} integer), {s.constraints} "
-            f"constraints, {s.candidates} candidate configurations"
+            f"{s.variables:,} variables ({s.integer_variables:,} integer), {s.constraints:,} "
+            f"constraints, {counted(s.candidates, 'candidate configuration')}"
         )
     if plan.efficiency_note:
         lines.append(plan.efficiency_note)
@@ -77,10 +78,10 @@ def procurement_lines(plan: Plan) -> list[str]:
     simple = plan.simplicity
     if simple is not None and simple.extra_cost_per_month is not None:
         lines.append(
-            f"simplicity: at most {simple.max_configs_per_pool} configuration(s) per pool "
+            f"simplicity: at most {counted(simple.max_configs_per_pool, 'configuration')} per pool "
             f"costs ${simple.extra_cost_per_month:,.0f}/month over the unlimited plan "
             f"(${simple.cost_per_month_unlimited:,.0f}/month, "
-            f"{simple.configurations_unlimited} pools)"
+            f"{counted(simple.configurations_unlimited, 'pool')})"
         )
     return lines
 
@@ -104,7 +105,7 @@ def site_tables(plan: Plan) -> list[TableSpec]:
         tables.append(
             TableSpec(
                 "Power by region (every GPU installed, existing and bought)",
-                ("region", "kW", "power_kw", "$/month per kW", "racks", "of"),
+                ("region", "kW", "power_kw limit", "$/month per kW", "racks", "racks limit"),
                 tuple(
                     (
                         p.region,
@@ -302,11 +303,11 @@ def tiering_tables(plan: Plan) -> list[TableSpec]:
     before = "-" if t.idle_fraction_dedicated is None else f"{t.idle_fraction_dedicated:.1%}"
     saved = "-" if t.saving_per_month is None else f"${t.saving_per_month:,.0f}/month"
     note = (
-        f"idle at peak: {before} with dedicated pools ({t.gpus_dedicated} GPUs, "
+        f"idle at peak: {before} with dedicated pools ({counted(t.gpus_dedicated, 'GPU')}, "
         f"${t.cost_per_month_dedicated or 0:,.0f}/month) -> {t.idle_fraction:.1%} with "
         f"co-location; sharing saved {saved}. Pays the bills: "
-        f"{', '.join(t.pays_the_bills) or 'none'}; {t.note}. {t.templates} group templates "
-        f"({t.enumeration_s:.1f} s)."
+        f"{', '.join(t.pays_the_bills) or 'none'}; {t.note}. "
+        f"{counted(t.templates, 'group template')} ({t.enumeration_s:.1f} s)."
     )
     search = plan.colocation
     if search is not None and search.packing_cost is not None and search.lp_bound is not None:
@@ -467,6 +468,12 @@ def engine_effect_tables(explanation: "Explanation") -> list[TableSpec]:
     if not explanation.engine_effects:
         return []
     names = ("batching", "preemption", "interference", "hol_blocking")
+    shown = {  # the JSON keeps the effects' names; the table says them in words
+        "batching": "batching",
+        "preemption": "preemption",
+        "interference": "prefill interference",
+        "hol_blocking": "head-of-line blocking",
+    }
 
     def ms(value: float | None) -> str:
         return "unbounded" if value is None else f"{value:,.1f}"
@@ -474,7 +481,7 @@ def engine_effect_tables(explanation: "Explanation") -> list[TableSpec]:
     return [
         TableSpec(
             "Engine effects that bind (simulated p99, ms, with each effect off)",
-            ("workload", "region", "pool", "p99", "all on", *names, "binding"),
+            ("workload", "region", "pool", "p99", "all on", *(shown[n] for n in names), "binding"),
             tuple(
                 (
                     e.workload,
@@ -483,7 +490,7 @@ def engine_effect_tables(explanation: "Explanation") -> list[TableSpec]:
                     e.metric.upper(),
                     ms(e.p99_ms),
                     *(ms(e.off_p99_ms.get(name)) for name in names),
-                    ", ".join(e.binding) or "none",
+                    ", ".join(shown.get(name, name) for name in e.binding) or "none",
                 )
                 for e in explanation.engine_effects
             ),

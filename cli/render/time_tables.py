@@ -2,6 +2,7 @@
 thresholds, error budget per failure scenario, batch placement and the months."""
 
 from cli.render.tables import TableSpec
+from models.schema.quantities import counted
 from solver.analysis.report_time import MonthsByRegion, months_by_region
 from solver.plan.schema import Plan
 from solver.plan.time_records import Month
@@ -177,7 +178,8 @@ def time_tables(plan: Plan) -> list[TableSpec]:
                 (
                     ""
                     if plan.horizon_cost is None
-                    else f"over the {len(plan.months)} months: ${plan.horizon_cost:,.0f}; "
+                    else f"over the {counted(len(plan.months), 'month')}: "
+                    f"${plan.horizon_cost:,.0f}; "
                 )
                 + "idle: the month's day's GPU-hours paid that serve nothing",
             )
@@ -236,7 +238,7 @@ def months_table(months: MonthsByRegion) -> TableSpec:
         "Months by region ($)",
         ("month", *months.regions, "total"),
         tuple(rows),
-        f"over the {len(months.months)} months: ${months.horizon_total:,.0f}",
+        f"over the {counted(len(months.months), 'month')}: ${months.horizon_total:,.0f}",
     )
 
 

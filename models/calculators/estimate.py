@@ -29,7 +29,7 @@ The steps:
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -52,7 +52,7 @@ from models.physics.llm import LlmSpec
 from models.physics.memory import default_kv_precision
 from models.physics.precision import Precision
 from models.schema import limits
-from models.schema.quantities import real
+from models.schema.quantities import real, whole
 from models.serving.capacity import replica_capacity
 from models.serving.queueing import (
     SEED_MM1_UTILIZATIONS,
@@ -101,6 +101,12 @@ SEED_INCIDENTS = (
 Utilization = Annotated[float, Field(ge=0, lt=1)]
 
 
+SPREAD_ZONES = replace(
+    limits.ZONES, low=2.0, low_why="surviving the loss of one zone needs another to serve"
+)
+"""Zones the estimate spreads a fleet over: those of a region, and at least two."""
+
+
 class EstimateAssumptions(BaseModel):
     """Every assumption of the estimate; the defaults are the worked example."""
 
@@ -128,7 +134,7 @@ class EstimateAssumptions(BaseModel):
     """SLO window in days."""
     bytes_per_token: real(limits.BYTES_PER_TOKEN) = 4.0
     """Bytes of logged text per token (about 4 for English)."""
-    zones: int | None = Field(default=None, ge=2, le=limits.ZONES.high)
+    zones: whole(SPREAD_ZONES) | None = None
     """Zones (or regions) the fleet spreads over to survive losing one; None: not asked."""
     mm1_utilizations: tuple[Utilization, ...] = Field(default=SEED_MM1_UTILIZATIONS, min_length=1)
     """Utilisations of the M/M/1 latency table."""

@@ -29,6 +29,7 @@ the cost-minimising split could give it, at s = 1/2). Summing two p99s is
 conservative: the p99 of TTFT + k TPOT is at most the sum of their p99s.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
@@ -107,9 +108,22 @@ class VoiceBudget:
         return max(self.lines, key=lambda line: line.ms)
 
 
-def voice_budget(first_audio_ms: float, voice: Voice) -> VoiceBudget:
+def file_field(key: str) -> str:
+    """A budget figure as the instance file names it: `voice.asr_ms`, `slo.first_audio_ms`."""
+    return f"slo.{key}" if key == "first_audio_ms" else f"voice.{key}"
+
+
+def voice_budget(
+    first_audio_ms: float, voice: Voice, name: Callable[[str], str] = file_field
+) -> VoiceBudget:
     """Allocate `first_audio_ms` over the fixed lines and split the rest between TTFT
     and the first clause's decode (the formula and split rule: module docstring).
+
+    Args:
+        first_audio_ms: The p99 time-to-first-audio target.
+        voice: The fixed lines and the split.
+        name: How a refusal names a figure (`first_audio_ms`, `asr_ms`, ...): the file's
+            field by default, a command-line flag where the figures came from flags.
 
     Raises:
         VoiceBudgetError: the fixed lines take the whole budget or more; the message
@@ -119,12 +133,13 @@ def voice_budget(first_audio_ms: float, voice: Voice) -> VoiceBudget:
     fixed_ms = sum(ms for _, ms in fixed)
     llm_ms = first_audio_ms - fixed_ms
     if llm_ms <= 0:
-        spent = " + ".join(f"voice.{key} {ms:g}" for key, ms in fixed)
+        spent = " + ".join(f"{name(key)} {ms:g}" for key, ms in fixed)
+        short = f" ({-llm_ms:g} ms short)" if llm_ms < 0 else ""
         raise VoiceBudgetError(
-            f"slo.first_audio_ms is {first_audio_ms:g} ms but the fixed lines take "
-            f"{spent} = {fixed_ms:g} ms, leaving {llm_ms:g} ms for the LLM; raise "
-            f"first_audio_ms above {fixed_ms:g} ms or shorten the largest line "
-            f"(voice.{max(fixed, key=lambda item: item[1])[0]})"
+            f"{name('first_audio_ms')} is {first_audio_ms:g} ms but the fixed lines take "
+            f"{spent} = {fixed_ms:g} ms, leaving nothing for the LLM{short}; raise "
+            f"{name('first_audio_ms')} above {fixed_ms:g} ms or shorten the largest line "
+            f"({name(max(fixed, key=lambda item: item[1])[0])})"
         )
     share = voice.ttft_share
     ttft_ms = share * llm_ms

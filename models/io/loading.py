@@ -18,7 +18,7 @@ from models.schema import limits
 from models.schema.checks import cross_check
 from models.schema.errors import InputError, Issue
 from models.schema.instance import Instance
-from models.schema.quantities import describe
+from models.schema.quantities import counted, describe
 
 __all__ = ["LineMap", "Lines", "load_instance", "read_document", "validate_instance"]
 
@@ -94,6 +94,10 @@ def _issue_from_pydantic(item: Any, file: str, lines: Lines) -> Issue:
         message = "required field is missing"
     elif item["type"] == "finite_number":
         message = f"must be a finite number, got {_shown(item.get('input'))}"
+    elif item["type"] == "too_short" and item.get("ctx", {}).get("actual_length") == 0:
+        # pydantic: "List should have at least 1 item after validation, not 0"
+        least = item["ctx"].get("min_length", 1)
+        message = f"is empty; give at least {counted(least, 'entry', 'entries')}"
     elif item["type"] == "int_parsing_size":
         message = f"integer too large to represent, got {_shown(item.get('input'))}"
     elif "input" in item and item["type"] not in ("value_error", "assertion_error"):

@@ -22,14 +22,15 @@ Missing mappings on the way are created (`policy.pue=1.3` with no `policy` secti
 
 import copy
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from models.io.documents import check_yaml_text
+from models.io.documents import check_yaml_text, dotted
 from models.schema.errors import InputError, Issue
+from models.schema.quantities import counted
 
 _KEY = r"[^.\[\]=]+"
 _STEP = re.compile(rf"(?P<key>{_KEY})(?P<selectors>(?:\[[^\[\]]+\])*)")
@@ -156,25 +157,33 @@ def apply_overrides(document: Any, overrides: tuple[Override, ...]) -> Any:
     """
     if not overrides:
         return document
+    return _applied(document, overrides)[0]
+
+
+def _applied(document: Any, overrides: tuple[Override, ...]) -> tuple[Any, list[str]]:
+    """apply_overrides, and where each override landed as a field path with positions
+    (`workloads[0].slo.ttft_p99_ms` for `workloads[chat].slo.ttft_p99_ms`), as input
+    errors name fields."""
     if not isinstance(document, dict):
         raise _refuse(overrides[0].text, "the document is not a mapping of sections")
     document = copy.deepcopy(document)
-    for override in overrides:
-        _apply(document, override)
-    return document
+    return document, [_apply(document, override) for override in overrides]
 
 
-def _apply(document: dict, override: Override) -> None:
+def _apply(document: dict, override: Override) -> str:
+    """Put the override's value in place; the field path it landed on."""
     node: Any = document
     walked: list[str] = []
+    landed: list[str | int] = []
     for step, after in zip(override.steps, (*override.steps[1:], None), strict=True):
         last = after is None
         if isinstance(step, str):
             if not isinstance(node, dict):
                 raise _refuse(override.text, f"{_at(walked)} is {_kind(node)}, not a mapping")
+            landed.append(step)
             if last:
                 node[step] = override.value
-                return
+                return dotted(tuple(landed))
             if node.get(step) is None:
                 node[step] = [] if not isinstance(after, str) else {}
             node = node[step]
@@ -184,10 +193,12 @@ def _apply(document: dict, override: Override) -> None:
             raise _refuse(override.text, f"{_at(walked)} is {_kind(node)}, not a list")
         index = _index(override, node, step, walked)
         walked[-1] += f"[{step if isinstance(step, int) else step[1]}]"
+        landed.append(index % len(node))
         if last:
             node[index] = override.value
-            return
+            return dotted(tuple(landed))
         node = node[index]
+    raise AssertionError("an override has at least one step")  # parse_path refuses none
 
 
 def _index(override: Override, items: list, step: int | tuple[str, str], walked: list[str]) -> int:
@@ -196,7 +207,7 @@ def _index(override: Override, items: list, step: int | tuple[str, str], walked:
         if not -len(items) <= step < len(items):
             raise _refuse(
                 override.text,
-                f"{_at(walked)} has {len(items)} element(s); index {step} is out of range",
+                f"{_at(walked)} has {counted(len(items), 'element')}; index {step} is out of range",
             )
         return step
     names = [item.get("name") for item in items if isinstance(item, dict)]
@@ -233,5 +244,29 @@ def load_instance_with(path: str | Path, overrides: tuple[Override, ...] = ()):
     path = Path(path)
     read_document, validate_instance = loading.read_document, loading.validate_instance
     data, lines = read_document(path, what="instance")
-    data = apply_overrides(data, overrides)
-    return validate_instance(data, str(path), lines, instance_dir=path.parent)
+    data, landed = _applied(data, overrides)
+    try:
+        return validate_instance(data, str(path), lines, instance_dir=path.parent)
+    except InputError as error:
+        raise InputError([_blame(issue, overrides, landed) for issue in error.issues]) from None
+
+
+def _blame(issue: Issue, overrides: tuple[Override, ...], landed: list[str]) -> Issue:
+    """The issue, naming the `--set` overrides that changed its field or a field within or
+    above it: the file's line alone would point at a value the file may not hold."""
+    if not issue.path:
+        return issue
+    named = [
+        override.text
+        for override, path in zip(overrides, landed, strict=True)
+        if _within(path, issue.path) or _within(issue.path, path)
+    ]
+    if not named:
+        return issue
+    sets = ", ".join(f"--set {text}" for text in named)
+    return replace(issue, message=f"{issue.message} (after {sets})")
+
+
+def _within(path: str, outer: str) -> bool:
+    """`path` is `outer` or a field inside it (`models[0].kv_heads` within `models[0]`)."""
+    return path == outer or path.startswith((f"{outer}.", f"{outer}["))

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from models.operations.pricing_tiers import committed_base, daily_cost
 from models.schema.instance import Instance
-from models.schema.quantities import HOURS_PER_MONTH
+from models.schema.quantities import HOURS_PER_MONTH, counted
 
 HOURS_PER_DAY = 24
 
@@ -144,7 +144,7 @@ def procurement_plan(
         if lower[month] > initial_committed_gpus:
             raise ValueError(
                 f"month {month}: the peak needs {lower[month]:g} committed GPUs under the "
-                f"on-demand cap, but orders take {lead_time_months} month(s) and only "
+                f"on-demand cap, but orders take {counted(lead_time_months, 'month')} and only "
                 f"{initial_committed_gpus:g} are committed"
             )
     committed = [initial_committed_gpus] * frozen + _pool_adjacent(

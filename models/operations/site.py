@@ -42,6 +42,7 @@ import math
 
 from models.schema.instance import Instance, Region
 from models.schema.policy import BuyUnit
+from models.schema.quantities import counted
 
 SERVER_POWER_FACTOR = 10.2 / (8 * 0.700)
 """1.82: NVIDIA DGX H100 datasheet, 'System power usage ~10.2 kW max' for 8 H100 SXM at
@@ -87,7 +88,7 @@ def stage_problem(tp: int, dp: int, gpus_per_node: int) -> str | None:
     if gpus_per_node % stage:
         return (
             f"a stage of tp {tp} x dp {dp} = {stage} GPUs does not divide a server of "
-            f"{gpus_per_node} GPUs"
+            f"{counted(gpus_per_node, 'GPU')}"
         )
     return None
 

@@ -9,6 +9,8 @@ traffic is taken as uniform over it, so a request-based and a time-based budget 
 import math
 from dataclasses import dataclass
 
+from models.schema.quantities import counted
+
 MINUTES_PER_DAY = 24 * 60
 HOURS_PER_DAY = 24
 
@@ -185,7 +187,9 @@ def zone_loss_overprovision_factor(zones: int, zones_lost: int = 1) -> float:
     if zones_lost < 1:
         raise ValueError(f"zones_lost must be >= 1, got {zones_lost}")
     if zones <= zones_lost:
-        raise ValueError(f"cannot survive losing {zones_lost} of {zones} zone(s): need more zones")
+        raise ValueError(
+            f"cannot survive losing {zones_lost} of {counted(zones, 'zone')}: need more zones"
+        )
     return zones / (zones - zones_lost)
 
 

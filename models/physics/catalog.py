@@ -1,5 +1,6 @@
 """Built-in catalogs of GPUs and LLMs, read from the data files beside this module."""
 
+from difflib import get_close_matches
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -28,16 +29,27 @@ def llm_catalog() -> dict[str, LlmSpec]:
 
 
 def gpu(name: str) -> GpuSpec:
-    """A built-in GPU by name; KeyError naming the choices when unknown."""
+    """A built-in GPU by name; KeyError naming the closest name and the choices when
+    unknown."""
     try:
         return gpu_catalog()[name]
     except KeyError:
-        raise KeyError(f"unknown GPU {name!r}; catalog has {', '.join(gpu_catalog())}") from None
+        raise KeyError(_unknown("GPU", name, list(gpu_catalog()))) from None
 
 
 def llm(name: str) -> LlmSpec:
-    """A built-in LLM by name; KeyError naming the choices when unknown."""
+    """A built-in LLM by name; KeyError naming the closest name and the choices when
+    unknown."""
     try:
         return llm_catalog()[name]
     except KeyError:
-        raise KeyError(f"unknown model {name!r}; catalog has {', '.join(llm_catalog())}") from None
+        raise KeyError(_unknown("model", name, list(llm_catalog()))) from None
+
+
+def _unknown(kind: str, name: str, known: list[str]) -> str:
+    """ "unknown GPU 'h100'; did you mean 'h100-sxm'? catalog has ...", the guess where a
+    name is close (difflib's ratio, or the start of one name only)."""
+    starts = [k for k in known if k.startswith(name)]
+    close = starts if len(starts) == 1 else get_close_matches(name, known, n=1)
+    guess = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown {kind} {name!r}{guess} (catalog has {', '.join(known)})"

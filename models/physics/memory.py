@@ -33,6 +33,7 @@ from models.physics.efficiency import Efficiency
 from models.physics.hardware import GpuSpec
 from models.physics.llm import Attention, LlmSpec
 from models.physics.precision import Precision
+from models.schema.quantities import counted
 
 GIB = 2**30
 ACTIVATION_BYTES_PER_ELEMENT = 2.0
@@ -147,7 +148,8 @@ def expert_layout_problem(llm: LlmSpec, tp: int, ep: int = 1, dp: int = 1) -> st
         )
     if (tp * dp) % ep:
         return (
-            f"EP={ep} does not divide the tp x dp = {tp} x {dp} = {tp * dp} GPUs of a stage; "
+            f"EP={ep} does not divide the tp x dp = {tp} x {dp} = {counted(tp * dp, 'GPU')} of a "
+            "stage; "
             f"the expert layers are split over exactly those GPUs"
         )
     if llm.experts % ep:

@@ -41,6 +41,7 @@ from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import Efficiency, efficiency_for
 from models.profiles.fitting import from_vector, nelder_mead, to_vector
 from models.profiles.measurements import Measurement
+from models.schema.quantities import counted
 from models.serving.closed_loop import FIXED, LengthSpread
 from models.serving.latency import latency_at_concurrency_burst
 from models.serving.replica import ReplicaConfig, ServingContext, TrafficMix
@@ -269,7 +270,10 @@ def profile_document(
     return {
         "kind": "fleetplan-engine-profile",
         "profile": name,
-        "data": f"{len(fit.runs)} runs from {', '.join(sources)}; fitted {date} from {base_engine}",
+        "data": (
+            f"{counted(len(fit.runs), 'run')} from {', '.join(sources)}; fitted {date} "
+            f"from {base_engine}"
+        ),
         "by_key": {"default": factors},
         "fit": fit_summary,
     }

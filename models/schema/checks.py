@@ -324,16 +324,22 @@ def _unknown(kind: str, name: str, known: list[str]) -> str:
 
 
 def _inline_message(kind: str, name: str, error: ValidationError, known: dict) -> str:
-    details = "; ".join(
-        f"{'.'.join(str(part) for part in item['loc'])}: "
-        f"{item['msg'].removeprefix('Value error, ')}"
-        for item in error.errors()
-    )
+    details = "; ".join(_detail(item) for item in error.errors())
     if name in known:
-        return f"{kind} {name!r}: overrides are invalid: {details}"
+        return f"{kind} {name!r}: the catalog entry, as this instance changes it, is invalid: " + (
+            details
+        )
     return f"{kind} {name!r} is not in the catalog, so it must be defined inline: {details}" + (
         _did_you_mean(name, list(known))
     )
+
+
+def _detail(item: dict) -> str:
+    """One pydantic error as `field: message`; a rule over several fields (an empty
+    location) as its message alone, which names them."""
+    message = item["msg"].removeprefix("Value error, ")
+    where = ".".join(str(part) for part in item["loc"])
+    return f"{where}: {message}" if where else message
 
 
 def _did_you_mean(name: str, known: list[str]) -> str:

@@ -7,6 +7,7 @@ A field declared `peak_requests_per_s: RequestRate` rejects NaN, infinity, negat
 """
 
 import math
+import re
 from collections.abc import Sized
 from typing import Annotated, Any
 
@@ -29,6 +30,13 @@ def describe(value: float) -> str:
     return f"{value:g}"
 
 
+def counted(count: float, noun: str, many: str | None = None) -> str:
+    """`count` and its noun, the noun in the plural unless the count is one:
+    "1 period", "3 periods", "1,024 GPUs"; `many` for a plural not made with an -s
+    (counted(2, "entry", "entries"))."""
+    return f"{describe(count)} {noun if count == 1 else many or noun + 's'}"
+
+
 def out_of_range(value: float, bound: Bound) -> str | None:
     """Why `value` is not finite or lies outside `bound`, or None when it is fine."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -38,7 +46,9 @@ def out_of_range(value: float, bound: Bound) -> str | None:
     if low_fails:
         relation = "greater than" if bound.low_open else "at least"
         floor = f" (the floor: {bound.low_why})" if bound.low_why else ""
-        return f"must be {relation} {describe(bound.low)}{unit}, got {describe(value)}{floor}"
+        low = counted(bound.low, bound.unit[:-1], bound.unit) if _a_count(bound) else ""
+        low = low or f"{describe(bound.low)}{unit}"  # "at least 1 token", "at least 1 GiB"
+        return f"must be {relation} {low}, got {describe(value)}{floor}"
     high_fails = value >= bound.high if bound.high_open else value > bound.high
     if high_fails:
         relation = "below" if bound.high_open else "at most"
@@ -47,6 +57,12 @@ def out_of_range(value: float, bound: Bound) -> str | None:
             f"(the bound: {bound.why})"
         )
     return None
+
+
+def _a_count(bound: Bound) -> bool:
+    """Whether the bound's unit is a plural noun of things counted ("tokens", "GPUs"), one
+    word ending in s, not a unit symbol ("ms", "s", "requests/s")."""
+    return bool(re.fullmatch(r"[A-Za-z]{2,}s", bound.unit)) and bound.unit not in ("ms",)
 
 
 def _check_within(bound: Bound):

@@ -46,6 +46,18 @@ class SweepGrid(BaseModel):
     """Each axis: a `--set` path and the list of values it takes."""
 
 
+def _grid_message(item: Any) -> str:
+    """A pydantic error on the grid file, worded as the instance file's are."""
+    keys = ", ".join(SweepGrid.model_fields)
+    if item["type"] == "extra_forbidden":
+        return f"unknown key {item['loc'][-1]!r}; a grid has {keys}"
+    if item["type"] == "missing":
+        return "required field is missing"
+    if item["type"] == "too_short" and item["loc"] == ("axes",):
+        return "is empty; give at least one axis (a --set path and its values)"
+    return item["msg"].removeprefix("Value error, ")
+
+
 @dataclass(frozen=True)
 class Point:
     """One point of the grid: its position and the changes that make it."""
@@ -93,13 +105,18 @@ def read_grid(path: Path) -> Grid:
         InputError: naming the grid's field (a bad path, too many points, a missing
             instance file) or the base instance's problem.
     """
-    data, _ = read_document(path, what="instance")
+    data, lines = read_document(path, what="instance")
     try:
         grid = SweepGrid.model_validate(data)
     except ValidationError as error:
         raise InputError(
             [
-                Issue(str(path), None, ".".join(str(p) for p in item["loc"]), item["msg"])
+                Issue(
+                    str(path),
+                    lines.get(tuple(item["loc"][:1])),
+                    ".".join(str(p) for p in item["loc"]),
+                    _grid_message(item),
+                )
                 for item in error.errors()
             ]
         ) from None
@@ -123,7 +140,9 @@ def read_grid(path: Path) -> Grid:
         raise InputError(problems)
     instance_file = (path.parent / grid.instance).resolve()
     if not instance_file.is_file():
-        raise InputError([Issue(str(path), None, "instance", f"{instance_file} is not a file")])
+        why = "is not a file" if instance_file.exists() else "no such file"
+        line = lines.get(("instance",))
+        raise InputError([Issue(str(path), line, "instance", f"{instance_file}: {why}")])
     base, _ = read_document(instance_file, what="instance")
     fixed = tuple(_override(p, v) for p, v in grid.set.items())
     base = apply_overrides(base, fixed)

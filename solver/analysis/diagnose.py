@@ -25,6 +25,7 @@ from collections import defaultdict
 from models.operations.scenarios import Scenario, ScenarioKind
 from models.operations.site import node_gpus
 from models.operations.slo import zone_loss_overprovision_factor
+from models.schema.quantities import counted
 from solver.backends import Backend
 from solver.errors import Diagnosis, Problem
 from solver.program.build import FleetProgram, build_program, with_bounds
@@ -73,7 +74,31 @@ def _unhosted_demand(sets: ProgramSets) -> list[Problem]:
                 )
             )
             continue
-        else:
+        short = _too_few_for_a_replica(sets, w, o, [g for g in offered if g in gpus])
+        if short:  # configurations exist on an offered GPU; none fits the GPUs there
+            g, need = short[0]
+            problems.append(
+                Problem(
+                    DemandRow("none", w, o).name(),
+                    f"{rate:.1f} requests/s of {w} in {o} must be served there, but {o} "
+                    f"holds no replica of {w}: "
+                    + "; ".join(
+                        f"{gpu} has {counted(sets.offers[(o, gpu)].available, 'GPU')} to "
+                        f"place (max_gpus plus those owned), {w}'s smallest replica on it "
+                        f"needs {counted(least, 'GPU')}"
+                        for gpu, least in short
+                    ),
+                    _either(
+                        [
+                            f"raise regions[{o}].supply.{g}.max_gpus to {need}",
+                            _smaller_replicas(sets, need),
+                            "drop its demand",
+                        ]
+                    ),
+                )
+            )
+            continue
+        if offered:
             why = (
                 f"{o} offers {', '.join(offered)}, and no configuration of {w} runs on "
                 f"{'it' if len(offered) == 1 else 'them'} (configurations exist on "
@@ -87,6 +112,30 @@ def _unhosted_demand(sets: ProgramSets) -> list[Problem]:
             )
         )
     return problems
+
+
+def _too_few_for_a_replica(
+    sets: ProgramSets, w: str, o: str, runs_on: list[str]
+) -> list[tuple[str, int]]:
+    """(GPU, the GPUs of w's smallest replica on it) for each GPU of `runs_on` (offered in
+    o, with configurations of w) whose supply in o holds less than that replica; empty
+    unless every one of them falls short (else the cause is another: a disaggregated
+    pair with one role only)."""
+    short = []
+    for g in runs_on:
+        need = min(c.gpus for c in sets.table.of(w) if c.gpu == g)
+        if sets.offers[(o, g)].available < need:
+            short.append((g, need))
+    return short if runs_on and len(short) == len(runs_on) else []
+
+
+def _smaller_replicas(sets: ProgramSets, need: int) -> str:
+    """The remedy "allow smaller replicas (...)" where the policy allows none smaller than
+    `need` GPUs; "" where it does (those did not fit the model or meet the SLO)."""
+    policy = sets.instance.policy
+    if min(policy.tensor_parallel) * min(policy.pipeline_parallel) < need:
+        return ""
+    return "allow smaller replicas (policy.tensor_parallel, policy.pipeline_parallel)"
 
 
 def usable_gpus(sets: ProgramSets, r: str, g: str) -> int:
@@ -134,16 +183,15 @@ def _unroutable_demand(sets: ProgramSets) -> list[Problem]:
             for o, rate in origins.items():
                 if reach[o]:
                     continue
-                near = sets.graph.nearest_outside(o, without=f.lost_region)
                 limit = sets.max_failover_rtt_ms(w)
-                nearest = f"nearest: {near[0]} at {near[1]:g} ms" if near else "no link"
+                nearest = _nearest_host(sets, f, w, o)
                 link = "add a link" if len(sets.regions) > 1 else "add a region and a link"
                 remedy = [_wider_reach(sets, f, w, [o]), link, f"offer capacity closer to {o}"]
                 problems.append(
                     Problem(
                         DemandRow(f.name, w, o).name(),
-                        f"{f.name}: {rate:.1f} requests/s of {w} from {o} have no region to "
-                        f"go to within {_rtt(limit)} ({nearest})",
+                        f"{f.name}: {rate:.1f} requests/s of {w} from {o} have no region that "
+                        f"can serve them within {_rtt(limit)} ({nearest})",
                         _either(remedy),
                     )
                 )
@@ -153,6 +201,36 @@ def _unroutable_demand(sets: ProgramSets) -> list[Problem]:
             wider = _wider_reach(sets, f, w, origins)
             problems += _flow_shortfall(sets, f, w, origins, reach, full, wider)
     return problems
+
+
+def _why_none(sets: ProgramSets, reach: dict[str, list[tuple[str, float]]], f: Scenario) -> str:
+    """ ": east: h100-sxm max_gpus 4 holds no whole server of 8 GPUs ..." for the regions
+    these users may reach whose offers place no GPU ("" where none says why)."""
+    reached = sorted({d for pairs in reach.values() for d, _ in pairs} - {f.lost_region})
+    reasons = [
+        f"{d}: {_why_empty(sets, d, g)}"
+        for d in reached
+        for g in sorted(g for (r, g) in sets.offers if r == d)
+        if usable_gpus(sets, d, g) == 0
+    ]
+    return f": {'; '.join(reasons)}" if reasons else ""
+
+
+def _nearest_host(sets: ProgramSets, f: Scenario, w: str, o: str) -> str:
+    """ "nearest: west at 150 ms", the closest region that can serve w's users from o in f
+    at any round trip; where none can, the regions o reaches say why ("west at 50 ms
+    offers no GPU that runs chat"), or "no link"."""
+    serving = set(sets.serving_regions[w])
+    reached = {d: t for d, t in sets.graph.destinations(f, o, None).items() if d != o}
+    hosts = {d: t for d, t in reached.items() if d in serving}
+    if hosts:
+        d = min(hosts, key=lambda r: (hosts[r], r))
+        return f"nearest: {d} at {hosts[d]:g} ms"
+    if not reached:
+        return "no link"
+    others = ", ".join(f"{d} at {t:g} ms" for d, t in sorted(reached.items(), key=lambda x: x[1]))
+    verb = "offers" if len(reached) == 1 else "offer"
+    return f"{others} {verb} no GPU that runs {w}"
 
 
 def _flow_shortfall(
@@ -202,7 +280,13 @@ def _flow_shortfall(
             f"capacity[{f.name},{w}]",
             f"{f.name}: demand {demand_text} = {total:.1f} requests/s of {w}, but at most "
             f"{served:.1f} can be served even with every GPU on offer running its best "
-            f"configuration (at most {caps or 'nothing'} requests/s per region)",
+            f"configuration ("
+            + (
+                f"at most {caps} requests/s per region"
+                if caps
+                else "at most 0 requests/s in every region" + _why_none(sets, reach, f)
+            )
+            + ")",
             _either(
                 [
                     "offer more GPUs in the regions that may serve these users",

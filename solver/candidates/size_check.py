@@ -41,6 +41,7 @@ from models.operations.scenarios import Scenario, failure_scenarios
 from models.schema import limits
 from models.schema.errors import InputError, Issue
 from models.schema.instance import Instance
+from models.schema.quantities import counted as count_of
 from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.replica import Role
 from solver.candidates.table import CandidateTable, expert_layouts, offered_gpus
@@ -224,7 +225,7 @@ def check_program_size(
     if size.complete:
         return size
     candidates = sum(len(table.of(w.name)) for w in instance.workloads)
-    copies = f", in {len(periods)} periods of the day" if periods else ""
+    copies = f", in {count_of(len(periods), 'period')} of the day" if periods else ""
     counted = (
         f"at least {size.variables:,} variables ({size.pools:,} replica counts over "
         f"{candidates:,} candidates, and {size.routes:,} routes counted before stopping, "

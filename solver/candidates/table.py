@@ -431,17 +431,27 @@ def no_candidate_problem(
     llm = instance.llm_specs[workload.model]
     context = (
         f"{_tokens(workload.prompt_tokens.mean_tokens)} prompts, "
-        f"{_tokens(workload.output_tokens.mean_tokens)} outputs on a "
-        f"{llm.published_params_b:g}B model"
+        f"{_tokens(workload.output_tokens.mean_tokens)} outputs on {llm.name} "
+        f"({llm.published_params_b:g}B parameters)"
     )
     name = f"candidates[{workload.name}]"
-    if not results:
+    if not results and not offered_gpus(instance):
         return Problem(
             name,
-            f"{workload.name}: no configuration to consider: no offered GPU supports any of "
-            f"{[str(p) for p in instance.model_entry(workload.model).weight_precisions]} "
-            f"with a TP in {instance.policy.tensor_parallel} dividing "
-            f"{llm.attention_heads} heads",
+            f"{workload.name}: no configuration to consider: no region offers a GPU "
+            "(every supply is empty and no GPU is owned)",
+            "give a region a supply entry (regions[].supply.GPU.max_gpus) or existing GPUs",
+        )
+    if not results:
+        precisions = " or ".join(
+            str(p) for p in instance.model_entry(workload.model).weight_precisions
+        )
+        degrees = " or ".join(map(str, instance.policy.tensor_parallel))
+        return Problem(
+            name,
+            f"{workload.name}: no configuration to consider: no GPU offered ("
+            f"{', '.join(offered_gpus(instance))}) supports {precisions} with a TP of "
+            f"{degrees} that divides {llm.name}'s {llm.attention_heads} attention heads",
             "offer a GPU that supports the model's precisions, or allow other TP degrees",
         )
     fitting = [r for r in results if r.fits]
@@ -511,7 +521,9 @@ def _overhead_part(instance: Instance, config: ReplicaConfig) -> str:
 
 
 def _tokens(count: float) -> str:
-    return f"{count / 1024:.0f}K-token" if count >= 4096 else f"{count:,.0f}-token"
+    """'32,768-token': a token count as the other messages write it, in full with
+    thousands separators (never a binary K, which read 100,000 as '98K')."""
+    return f"{count:,.0f}-token"
 
 
 def _seconds(value_s: float) -> str:

@@ -54,6 +54,7 @@ from models.physics.efficiency import efficiency_for
 from models.physics.memory import weight_bytes_per_gpu
 from models.physics.precision import Precision
 from models.schema.instance import Instance
+from models.schema.quantities import counted
 from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.replica import Limit, Role
 from solver.candidates.table import Candidate, CandidateTable
@@ -267,10 +268,12 @@ def build_groups(
     kept = tuple(templates)
     elapsed = time.monotonic() - started
     notes = (
-        f"co-location: {len(tail)} tail workloads (peak below {TAIL_REPLICAS:g} lone "
-        f"replica); {len(groups)} groups passed the memory and load pre-filters; column "
-        f"generation evaluated {search.evaluated} in {search.rounds} rounds "
-        f"({'converged' if search.converged else 'stopped early'}), {len(kept)} templates "
+        f"co-location: {counted(len(tail), 'tail workload')} (peak below {TAIL_REPLICAS:g} lone "
+        f"replica); {counted(len(groups), 'group')} passed the memory and load pre-filters; "
+        "column "
+        f"generation evaluated {search.evaluated} in {counted(search.rounds, 'round')} "
+        f"({'converged' if search.converged else 'stopped early'}), "
+        f"{counted(len(kept), 'template')} "
         f"(the packings it uses) in {elapsed:.1f} s; the program is exact over the templates "
         "kept, a heuristic over all groups, with the LP bound of the tail's packing",
     )

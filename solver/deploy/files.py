@@ -16,6 +16,7 @@ import shlex
 import yaml
 
 from models.schema.instance import Instance
+from models.schema.quantities import counted
 from solver.deploy.engines import ENGINES, engine_command, trtllm_command, trtllm_options
 from solver.deploy.manifests import dynamo_graph, kubernetes_objects, llm_d_values
 from solver.deploy.pools import DeployPool, deploy_pools
@@ -34,7 +35,8 @@ def _yaml(documents: list) -> str:
 def _script(pool: DeployPool, command: list[str]) -> str:
     return (
         "#!/bin/sh\n"
-        f"# {pool.name}: {pool.replicas} replicas of {pool.gpus_per_replica} x {pool.gpu} "
+        f"# {pool.name}: {counted(pool.replicas, 'replica')} of {pool.gpus_per_replica} x "
+        f"{pool.gpu} "
         f"in {pool.region} ({pool.normal_replicas} normal, {pool.spare_replicas} failover "
         f"spare); written by fleetplan deploy\n"
         f"exec {shlex.join(command)}\n"

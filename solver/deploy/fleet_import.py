@@ -20,6 +20,7 @@ import json
 from collections import defaultdict
 
 import yaml
+from pydantic import ValidationError
 
 from solver.deploy.manifests import POOL_ANNOTATION
 from solver.plan.records import ReplicaPool
@@ -39,8 +40,16 @@ def _pool(fields: dict, replicas: int, where: str) -> ReplicaPool:
     data["count"] = replicas
     try:
         pool = ReplicaPool.model_validate(data)
+    except ValidationError as error:  # each field and what is wrong with it, in one line
+        problems = "; ".join(
+            f"{'.'.join(map(str, item['loc'])) or 'the pool'}: "
+            f"{item['msg'].removeprefix('Value error, ')}"
+            + (f" (got {item['input']!r})" if isinstance(item.get("input"), str | int) else "")
+            for item in error.errors()
+        )
+        raise FleetImportError(f"{where}: {problems}") from None
     except ValueError as error:
-        raise FleetImportError(f"{where}: {str(error).splitlines()[0]}; {error}") from None
+        raise FleetImportError(f"{where}: {error}") from None
     return pool.model_copy(update={"gpus": pool.count * pool.replica_gpus})
 
 
@@ -51,9 +60,14 @@ def pools_from_csv(text: str) -> list[ReplicaPool]:
     missing = [name for name in CSV_REQUIRED if name not in header]
     unknown = [name for name in header if name not in CSV_REQUIRED + CSV_OPTIONAL]
     if missing or unknown:
+        wrong = [
+            f"{what} {', '.join(names)}"
+            for what, names in (("missing", missing), ("unknown", unknown))
+            if names
+        ]
         raise FleetImportError(
-            f"CSV header: missing {missing or 'nothing'}, unknown {unknown or 'nothing'}; "
-            f"columns are {', '.join(CSV_REQUIRED)} and optionally {', '.join(CSV_OPTIONAL)}"
+            f"CSV header: {'; '.join(wrong)}; the columns are {', '.join(CSV_REQUIRED)} "
+            f"and optionally {', '.join(CSV_OPTIONAL)}"
         )
     pools = []
     for line, row in enumerate(reader, start=2):

@@ -77,6 +77,9 @@ class Outcome(BaseModel):
     rejected (the verifier refused the plan) | error (a crash: a bug to report)"""
     plan_status: str = ""
     """For a solved instance: "optimal" or "feasible (gap X%)" (solver.plan.schema.plan_status)."""
+    mip_gap: float | None = None
+    """The plan's relative gap to its bound as a number (Plan.solver.mip_gap, 0.0123 for the
+    "gap 1.23%" of plan_status); None without a plan or where the backend gives no bound."""
     cost_per_month: float | None = None
     total_gpus: int | None = None
     """GPUs the pools use."""
@@ -220,6 +223,8 @@ class Comparison(BaseModel):
 
 def instance_files(folder: Path) -> list[Path]:
     """The instance files of a folder, sorted by name (golden files excluded)."""
+    if not folder.exists():
+        raise _input_error(folder, "no such folder")  # as a missing file reads
     if not folder.is_dir():
         raise _input_error(folder, "is not a folder of instance files")
     return sorted(
@@ -305,6 +310,7 @@ def _solve_one(file: str, instance: Instance | None, backend: str | None, starte
         instance=instance.name,
         status="solved",
         plan_status=plan.status,
+        mip_gap=plan.solver.mip_gap,
         cost_per_month=plan.cost_per_month,
         total_gpus=plan.total_gpus,
         gpus_bought=sum(use.purchased for use in plan.gpus),

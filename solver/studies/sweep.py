@@ -62,6 +62,7 @@ def solve_point(instance: Instance, backend: str | None = None) -> dict[str, Any
     return {
         "status": "solved",
         "plan_status": plan.status,
+        "mip_gap": plan.solver.mip_gap,  # the gap of "feasible (gap X%)" as a number
         "cost_per_month": plan.cost_per_month,
         "total_gpus": plan.total_gpus,
         "runtime_s": time.monotonic() - started,

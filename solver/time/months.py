@@ -40,6 +40,7 @@ from models.operations.procurement import (
 )
 from models.operations.site import gpu_kw, gpus_bought, node_gpus
 from models.schema.instance import Instance
+from models.schema.quantities import counted
 from solver.candidates.table import CandidateTable
 from solver.errors import Diagnosis, Infeasible, Problem
 from solver.plan.records import Binding, RegionPower
@@ -92,7 +93,7 @@ def month_conflict(instance: Instance, month: int, frozen: bool, growth: float) 
     remedy = "offer more GPUs (max_gpus) or a shorter lead_time_months"
     if frozen:
         remedy = (
-            f"orders take {instance.policy.lead_time_months} month(s), so month {month}'s "
+            f"orders take {counted(instance.policy.lead_time_months, 'month')}, so month {month}'s "
             "growth is rented on demand: raise max_on_demand_gpus or max_gpus"
         )
     problem = Problem(

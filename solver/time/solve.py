@@ -11,6 +11,7 @@ from collections.abc import Callable
 from models.operations.site import gpus_bought
 from models.operations.time_demand import hour_instance, planning_start_s
 from models.schema.instance import Instance
+from models.schema.quantities import counted
 from models.serving.attribution import PhaseShares
 from solver.analysis.cost_attribution import candidate_shares, pool_phase_shares
 from solver.analysis.diagnose import presolve_problems
@@ -237,7 +238,7 @@ def hourly_plan(
             "method": (
                 result.message
                 if result.message.startswith(PERIOD_METHOD)
-                else f"one program over {len(program.periods)} periods of the day"
+                else f"one program over {counted(len(program.periods), 'period')} of the day"
             )
             + f" (built in {build_s:.2f} s)",
         }
@@ -278,7 +279,7 @@ def hourly_plan(
             if o.reserved_price_per_gpu_hour is not None
         ),
         notes=(
-            f"planned in {len(program.periods)} periods of the UTC day at the warm rate "
+            f"planned in {counted(len(program.periods), 'period')} of the UTC day at the warm rate "
             f"(demand plus headroom for a {planning_start_s(instance):g} s replica start "
             f"and {instance.policy.scale_detection_s:g} s detection)",
         ),

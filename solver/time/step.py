@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from models.schema.instance import Instance
+from models.schema.quantities import counted
 from solver.analysis.diagnose import diagnose_infeasible
 from solver.backends import Backend, get_backend
 from solver.candidates.pools import assess_pools
@@ -95,7 +96,7 @@ class PeriodsStep:
     @property
     def build_stage(self) -> str:
         """The stage the deadline names after the build."""
-        return f"program build ({len(self.horizon.periods)} periods)"
+        return f"program build ({counted(len(self.horizon.periods), 'period')})"
 
     @property
     def lp(self):

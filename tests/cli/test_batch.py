@@ -131,6 +131,10 @@ def test_a_price_cut_passes_the_check_as_an_improvement(run_cli, small_folder, t
     assert f"improvement {SMALL}" in result.stdout and "-10.00%" in result.stdout
     (record,) = json.loads(report.read_text())
     assert record["verdict"] == "pass" and "-10.00%" in record["improvements"][0]
+    # The gap the status may embed is there as a number too, the status written from it.
+    gap = record["mip_gap"]
+    assert isinstance(gap, float) and gap >= 0
+    assert record["plan_status"] in ("optimal", f"feasible (gap {gap:.2%})")
 
 
 def test_update_rewrites_the_golden_file(run_cli, small_folder):
@@ -160,7 +164,9 @@ def test_write_golden_keeps_a_custom_tolerance(small_folder):
 
 def test_empty_or_missing_folder_exits_2(run_cli, tmp_path):
     assert run_cli("batch", tmp_path).exit_code == 2
-    assert run_cli("batch", tmp_path / "nowhere").exit_code == 2
+    missing = run_cli("batch", tmp_path / "nowhere")
+    assert missing.exit_code == 2
+    assert f"{tmp_path / 'nowhere'}: no such folder" in missing.stderr  # not "not a folder"
 
 
 # --- CI that says what broke (issue 35) ---------------------------------------------------

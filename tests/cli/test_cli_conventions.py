@@ -32,6 +32,26 @@ def test_dash_h_is_help_on_the_app_and_every_command(run_cli, command):
     assert short.stdout == long.stdout and "Usage" in short.stdout
 
 
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    [("validate", "workloads[chat].slo.ttft_p99_ms=1200"), ("sweep", "fleetplan[ray] extra")],
+)
+def test_square_brackets_in_help_are_shown_not_read_as_markup(run_cli, command, shown):
+    """Help text is Rich markup: a bare `[chat]` is a style tag that vanished, and the
+    --set example read `workloads.slo.ttft_p99_ms=1200`, a path that fails."""
+    result = run_cli(command, "-h")
+    assert shown in " ".join(result.stdout.split())
+
+
+def test_a_refused_choice_reads_without_pydantic_s_prefix(run_cli):
+    """It read "Invalid value for 'kind': Value error, 'foo' is not one of ..."."""
+    result = run_cli("catalog", "foo")
+    assert result.exit_code == ExitCode.BAD_INPUT
+    text = " ".join(result.stderr.replace("│", " ").split())
+    assert "Value error" not in text
+    assert "Invalid value for 'kind': 'foo' is not one of 'gpus', 'models'." in text
+
+
 # --- --json -----------------------------------------------------------------------------
 
 
@@ -89,6 +109,23 @@ def test_solve_and_verify_json_round_trip(run_cli, tmp_path):
 # --- --set --------------------------------------------------------------------------------
 
 
+def test_validate_counts_agree_with_their_nouns(run_cli):
+    """One workload, one region and one GPU type in the fixture: each noun in the singular
+    (it read '1 workload(s), 1 region(s), 1 GPU type(s)')."""
+    result = run_cli("validate", FIXTURE)
+    assert result.exit_code == 0
+    assert ": 1 workload, 1 region, 1 GPU type, 20.0 peak requests/s in all" in result.stdout
+
+
+@pytest.mark.parametrize("override", ["gpus=[]", "workloads[0].demand={}"])
+def test_an_empty_list_or_mapping_is_named_in_plain_words(run_cli, override):
+    """It read "List should have at least 1 item after validation, not 0 (got [])"."""
+    result = run_cli("validate", FIXTURE, "--set", override)
+    assert result.exit_code == ExitCode.BAD_INPUT
+    field = override.split("=")[0]
+    assert f"{field}: is empty; give at least 1 entry (after --set {override})" in result.stderr
+
+
 def test_set_changes_the_instance_before_validation(run_cli):
     result = run_cli(
         "validate",
@@ -106,7 +143,7 @@ def test_set_changes_the_instance_before_validation(run_cli):
     ("override", "named"),
     [
         ("workloads[batch].slo.ttft_p99_ms=1", "no element named 'batch' (chat)"),
-        ("workloads[3].slo.ttft_p99_ms=1", "workloads has 1 element(s); index 3 is out of range"),
+        ("workloads[3].slo.ttft_p99_ms=1", "workloads has 1 element; index 3 is out of range"),
         ("name.first=x", "name is the value 'one-model-one-region', not a mapping"),
         ("policy.survive", "write path=value"),
     ],
@@ -118,9 +155,21 @@ def test_a_bad_set_path_exits_2_naming_it(run_cli, override, named):
 
 
 def test_a_set_value_of_the_wrong_type_is_named_like_a_field_of_the_file(run_cli):
-    result = run_cli("validate", FIXTURE, "--set", "workloads[0].slo.ttft_p99_ms=soon")
+    result = run_cli("validate", FIXTURE, "--set", "workloads[chat].slo.ttft_p99_ms=soon")
     assert result.exit_code == ExitCode.BAD_INPUT
     assert "workloads[0].slo.ttft_p99_ms" in result.stderr
+    # The file's line alone would point at the file's value: the override is named too.
+    assert "(after --set workloads[chat].slo.ttft_p99_ms=soon)" in result.stderr
+
+
+def test_a_set_that_breaks_a_rule_over_several_fields_names_the_set_and_the_fields(run_cli):
+    """A rule of the model entry as a whole (heads a multiple of KV heads) has no one field:
+    the message names the fields and the override, with no empty path (': :')."""
+    result = run_cli("validate", FIXTURE, "--set", "models[0].kv_heads=7")
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert ": :" not in result.stderr
+    assert "must be a multiple of kv_heads (7)" in result.stderr
+    assert "(after --set models[0].kv_heads=7)" in result.stderr
 
 
 # --- warnings ------------------------------------------------------------------------------

@@ -98,6 +98,16 @@ def test_a_bad_csv_fleet_exits_2_naming_the_header(run_cli, tmp_path):
     assert not (tmp_path / "out.yaml").exists()
 
 
+def test_a_missing_fleet_file_reads_as_any_missing_input(run_cli, tmp_path):
+    """It read 'cannot be read: [Errno 2] No such file or directory: ...'."""
+    fleet = tmp_path / "fleet.csv"
+    result = run_cli(
+        "fleet-import", fleet, "--instance", DEFAULT_INSTANCE, "--instance-out", tmp_path / "o.yaml"
+    )
+    assert result.exit_code == 2
+    assert f"{fleet}: no such file" in result.stderr and "Errno" not in result.stderr
+
+
 def test_fleet_import_never_writes_over_its_instance(run_cli, tmp_path):
     fleet = tmp_path / "fleet.csv"
     fleet.write_text("workload,region,gpu,precision,tp,pp,replicas\nchat,us-east,h200,fp8,1,1,2\n")

@@ -119,7 +119,7 @@ def test_estimate_config_file_with_dashes_and_flag_override(run_cli, tmp_path):
     [
         (("--slo", "1.5"), "--slo"),
         (("--target-utilization", "0"), "--target-utilization"),
-        (("--zones", "1"), "--zones"),
+        (("--zones", "1"), "--zones: must be at least 2 zones, got 1"),  # as every bound reads
         (("--requests-per-day", "lots"), "--requests-per-day"),
         (("--model", "llama-3.1-70b"), "--gpu"),
         (("--model", "no-such-llm", "--gpu", "h100-sxm"), "--model"),
@@ -133,6 +133,13 @@ def test_estimate_bad_input_exits_2_naming_it(run_cli, args, named):
     assert result.exit_code == 2
     assert named in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_estimate_help_writes_defaults_as_people_do(run_cli):
+    """2,000,000 requests a day, not 2e+06; 1,500 tokens with the separator."""
+    text = " ".join(run_cli("estimate", "-h").stdout.split())
+    assert "(default 2,000,000)" in text and "(default 1,500)" in text
+    assert "e+0" not in text
 
 
 def test_estimate_bad_config_key_exits_2_with_line(run_cli, tmp_path):

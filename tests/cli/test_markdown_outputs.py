@@ -63,8 +63,11 @@ def test_catalog_gpus_markdown_matches_json(run_cli):
     rows = {row["name"]: row for row in table.rows}
     assert rows.keys() == {gpu["name"] for gpu in data}
     for gpu in data:
-        assert rows[gpu["name"]]["HBM GiB"] == f"{gpu['hbm_gib']:g}"
-        assert rows[gpu["name"]]["BF16"] == f"{gpu['dense_tflops']['bf16']:g}"
+        assert rows[gpu["name"]]["HBM GiB"] == f"{gpu['hbm_gib']:,g}"
+        assert rows[gpu["name"]]["BF16"] == f"{gpu['dense_tflops']['bf16']:,g}"
+    h100 = next(gpu for gpu in data if gpu["name"] == "h100-sxm")
+    fp8 = h100["dense_tflops"]["fp8"]
+    assert fp8 >= 1000 and rows["h100-sxm"]["FP8"] == f"{fp8:,g}"  # "1,978", not "1978"
 
 
 def test_catalog_models_markdown_matches_json(run_cli):
@@ -183,6 +186,7 @@ def test_verify_json_matches_the_summary_line(run_cli, tmp_path):
     summary = run_cli("verify", instance, str(plan)).stdout
     counts = f"{data['gpus_bought']} GPUs bought, {data['total_gpus']} used"
     assert f"{counts}, ${data['cost_per_month']:,.0f}/month" in summary
-    assert f"{len(data['checks'])} scenario checks" in summary
+    checks = len(data["checks"])
+    assert f"{checks} scenario check{'' if checks == 1 else 's'}" in summary
     solved = json.loads(plan.read_text())
     assert data["cost_per_month"] == pytest.approx(solved["cost_per_month"])

@@ -122,7 +122,13 @@ def test_unreachable_slo_exits_3_with_the_best_value(run_cli):
     [
         (["--model", "no-such-model", "--gpu", "h100-sxm"], "unknown model"),
         (["--model", "llama-3.3-70b", "--gpu", "no-such-gpu"], "unknown GPU"),
+        # the one catalog name that starts with what was typed
+        (["--model", "llama-3.3-70b", "--gpu", "h100"], "did you mean 'h100-sxm'?"),
         (["--model", "llama-3.3-70b", "--gpu", "h100-sxm", "--tp", "3"], "does not divide"),
+        (  # one GPU per stage, in the singular
+            ["--model", "qwen3-30b-a3b", "--gpu", "h100-sxm", "--ep", "2"],
+            "EP=2 does not divide the tp x dp = 1 x 1 = 1 GPU of a stage",
+        ),
         (["--model", "llama-3.3-70b", "--gpu", "h100-sxm", "-p", "fp4"], "no fp4"),
         (
             ["--model", "llama-3.3-70b", "--gpu", "h100-sxm", "--tpot-p99-ms", "-5"],

@@ -199,5 +199,10 @@ def test_a_one_gpu_plan_says_gpus_bought_and_used(run_cli):
     8 x $2.40/hour x 730 hours = $14,016/month; the header says both counts."""
     from tests.paths import ONE_MODEL_ONE_REGION
 
-    first = run_cli("solve", ONE_MODEL_ONE_REGION).stdout.splitlines()[0]
-    assert first.endswith("$14,016/month, 8 GPUs bought, 1 used")
+    lines = run_cli("solve", ONE_MODEL_ONE_REGION).stdout.splitlines()
+    assert lines[0].endswith("$14,016/month, 8 GPUs bought, 1 used")
+    # the solver line's count of candidates agrees with its noun (it read "1 candidate
+    # configurations" on this fixture)
+    solver = next(line for line in lines if line.startswith("solver: "))
+    count, noun = solver.rsplit(", ", 1)[1].split(" ", 1)
+    assert noun == ("candidate configuration" if count == "1" else "candidate configurations")

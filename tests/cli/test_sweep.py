@@ -87,6 +87,8 @@ def test_results_stream_to_json_lines_and_a_second_run_resumes(run_cli, tmp_path
     assert first.exit_code == 0, first.stderr
     records = [json.loads(line) for line in lines.read_text().splitlines()]
     assert sorted(r["point"] for r in records) == list(range(9))
+    for r in records:  # the gap a status may embed, as a number beside it
+        assert r["plan_status"] in ("optimal", f"feasible (gap {r['mip_gap']:.2%})")
     # a run killed mid-write: the last line is cut; the resumed run solves that point only
     kept = lines.read_text().splitlines()[:-1]
     lines.write_text("\n".join(kept) + '\n{"point": 8, "key": "[[\\"work')
@@ -103,6 +105,24 @@ def test_a_bad_axis_path_exits_2_naming_it(run_cli, tmp_path):
     result = run_cli("sweep", grid)
     assert result.exit_code == ExitCode.BAD_INPUT
     assert "no element named 'nope'" in result.stderr
+
+
+def test_a_malformed_grid_file_is_worded_as_an_instance_file_is(run_cli, tmp_path):
+    """It read pydantic's 'Field required', 'Extra inputs are not permitted' and
+    'Dictionary should have at least 1 item after validation, not 0', without lines."""
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(f"base: {ONE_MODEL_ONE_REGION}\naxes: {{}}\n")
+    result = run_cli("sweep", grid)
+    assert result.exit_code == ExitCode.BAD_INPUT
+    lines = [line.strip() for line in result.stderr.splitlines()]
+    assert f"{grid}: instance: required field is missing" in lines
+    assert f"{grid}:1: base: unknown key 'base'; a grid has instance, set, axes" in lines
+    assert f"{grid}:2: axes: is empty; give at least one axis (a --set path and its values)" in (
+        lines
+    )
+    grid.write_text("instance: nowhere.yaml\naxes: {demand_growth: [1.0]}\n")
+    result = run_cli("sweep", grid)
+    assert f"{grid}:1: instance: {tmp_path / 'nowhere.yaml'}: no such file" in result.stderr
 
 
 @pytest.mark.parametrize("bad", [".nan", ".inf", "-.inf"])

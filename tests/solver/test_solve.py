@@ -373,7 +373,8 @@ def test_a_workload_no_configuration_can_serve_is_named_with_the_best_it_reaches
     assert candidates.requirement == "candidates[chat]"
     assert "p99 TTFT >= " in candidates.message
     assert "on every configuration that fits" in candidates.message
-    assert "target 0.80 s; 32K-token prompts" in candidates.message
+    # 32768 tokens in full, with separators, as every other message writes a token count.
+    assert "target 0.80 s; 32,768-token prompts" in candidates.message
     assert candidates.remedy
     assert unhosted.requirement == "demand[none,search,west]"
 

@@ -52,6 +52,7 @@ def test_fixed_lines_over_the_budget_name_every_line():
     for key in ("network_rtt_ms", "endpointing_ms", "asr_ms", "tts_first_audio_ms"):
         assert f"voice.{key}" in message
     assert "250 ms" in message  # 30 + 200 + 20 + 0
+    assert "leaving nothing for the LLM (10 ms short)" in message  # 250 - 240, never "-10 ms"
 
 
 def test_a_budget_spent_exactly_leaves_nothing_and_is_refused():
@@ -166,4 +167,12 @@ def test_voice_cli_prints_the_budget_as_json(run_cli):
 def test_voice_cli_over_budget_is_bad_input(run_cli):
     result = run_cli("voice", "--first-audio-ms", "150", "--endpointing-ms", "200")
     assert result.exit_code == ExitCode.BAD_INPUT
-    assert "endpointing_ms" in result.stderr
+    # The figures came from flags, so the message names the flags (it named the file's
+    # voice.endpointing_ms) and says how far short: 0 + 200 + 0 + 0 = 200 ms > 150 ms.
+    text = " ".join(result.stderr.split())
+    assert (
+        "--first-audio-ms is 150 ms but the fixed lines take --network-rtt-ms 0 + "
+        "--endpointing-ms 200 + --asr-ms 0 + --tts-first-audio-ms 0 = 200 ms, leaving nothing "
+        "for the LLM (50 ms short); raise --first-audio-ms above 200 ms or shorten the largest "
+        "line (--endpointing-ms)"
+    ) in text

@@ -56,7 +56,7 @@ def test_the_input_document_is_never_changed():
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("workloads[2].slo=1", "workloads has 2 element(s); index 2 is out of range"),
+        ("workloads[2].slo=1", "workloads has 2 elements; index 2 is out of range"),
         ("workloads[batch].slo=1", "no element named 'batch' (chat, code.v2)"),
         ("name[0]=1", "name is the value 'demo', not a list"),
         ("workloads.slo=1", "workloads is a list, not a mapping"),
