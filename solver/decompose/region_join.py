@@ -290,6 +290,7 @@ def by_region(
     bound where the clock stopped some region's program (`RegionJoin.stopped`) when they
     prove none in time (the regions with a plan floored); None when no region found a
     plan, or the floored program none in time."""
+    started = time.monotonic()
     found = region_join(program, backend, settings, None, deadline, bounds)
     keep_rows(program, found)
     bound = found.bound if found.bound is not None or not KEEP_STOPPED else found.stopped
@@ -322,6 +323,7 @@ def by_region(
         objective=cost,
         values=values,
         mip_gap=gap,
+        runtime_s=time.monotonic() - started,  # the regions, the floored plan, the search
     )
     optimised = Optimised(
         result,

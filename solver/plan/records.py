@@ -413,7 +413,9 @@ class SolverRun(BaseModel):
     termination: str
     runtime_s: float
     """Seconds the backend spent solving; for a decomposed solve the sum over its
-    programs, which run side by side in worker processes, so it can pass the wall time."""
+    programs, which run side by side in worker processes, so it can pass the wall time;
+    decomposed by region, the wall time from the regions' programs to the plan (their
+    programs, the plan floored at their fleets and the search by neighbourhoods)."""
     mip_gap: float | None = None
     """Relative gap between the plan and the best bound, as the backend reports it."""
     requested_gap: float
