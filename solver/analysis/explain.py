@@ -29,6 +29,7 @@ from dataclasses import replace
 from pydantic import BaseModel, ConfigDict
 
 from models.schema.instance import Instance
+from models.schema.quantities import counted
 from models.serving.replica import Limit
 from solver.analysis.capacity_report import GpuCountRouting, gpu_count_routing
 from solver.analysis.levers import LeverResult
@@ -337,7 +338,7 @@ def _resolves(
     results: dict[int, SolveResult] = {}
     simplicity = None
     done = 0
-    progress(f"explain: {jobs} re-solves, {processes} at a time")
+    progress(f"explain: {counted(jobs, 're-solve')}, {processes} at a time")
 
     def told(what: str) -> None:
         nonlocal done

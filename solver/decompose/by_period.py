@@ -82,6 +82,7 @@ import math
 import time
 from dataclasses import replace
 
+from models.schema.quantities import counted
 from solver.backends import Backend
 from solver.decompose.parallel import solve_built
 from solver.decompose.period_passes import in_threads, lp_prices, pass_limit
@@ -267,8 +268,9 @@ def solve_by_period(
         objective=lp.objective_value(values),
         values=values,
         mip_gap=gap,
-        message=f"{METHOD}: {len(parts.blocks)} periods, {run.rounds} master rounds, "
-        f"{run.solves} period solves",
+        message=f"{METHOD}: {counted(len(parts.blocks), 'period')}, "
+        f"{counted(run.rounds, 'master round')}, "
+        f"{counted(run.solves, 'period solve')}",
     )
 
 

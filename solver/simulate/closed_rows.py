@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 
+from models.schema.quantities import counted
 from models.serving.disaggregated import PairLayout, pair_at_concurrency, pair_sides
 from models.serving.latency import (
     LoadLatency,
@@ -113,7 +114,8 @@ def simulate_closed_pool(
     slo = workload.slo
     horizon_s = max(trace.end_s, 1e-9)
     note = (
-        f"closed loop, {start}: {users:,} users, {requests_per_user} requests each; mean TTFT "
+        f"closed loop, {start}: {counted(users, 'user')}, "
+        f"{counted(requests_per_user, 'request')} each; mean TTFT "
         f"{_mean_ms(ttft)} ms, TPOT {_mean_ms(tpot, 2)} ms"
     )
     if load is not None:
@@ -214,7 +216,8 @@ def simulate_closed_pair(
     horizon_s = max(run["end_s"], 1e-9)
     slo = workload.slo
     note = (
-        f"closed loop, {start}: {users:,} users, {requests_per_user} requests each; mean TTFT "
+        f"closed loop, {start}: {counted(users, 'user')}, "
+        f"{counted(requests_per_user, 'request')} each; mean TTFT "
         f"{_mean_ms(ttft)} ms, TPOT {_mean_ms(tpot, 2)} ms"
     )
     if perf is not None:

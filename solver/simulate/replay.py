@@ -35,6 +35,7 @@ from models.physics.error_bands import margin_factor
 from models.physics.memory import default_kv_precision
 from models.schema import limits
 from models.schema.instance import Instance
+from models.schema.quantities import counted
 from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.capacity import replica_capacity
 from models.serving.latency import REQUESTS_PER_USER, latency_at_rate
@@ -109,7 +110,7 @@ def check_replay_size(plan: Plan, scenario: str, duration_s: float, runs: int = 
         return
     longest_s = duration_s * most.count / steps
     raise ReplayTooLarge(
-        f"{runs} run(s) of {duration_s:g} s of arrivals at the plan's load take "
+        f"{counted(runs, 'run')} of {duration_s:g} s of arrivals at the plan's load take "
         f"{steps:,.3g} router steps; at most {most.count:,} {most.what} ({most.why}); "
         f"the longest that fits is {longest_s:.3g} s"
     )

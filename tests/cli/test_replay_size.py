@@ -60,4 +60,4 @@ def test_explain_answers_within_its_limit_without_the_effects_replay(run_cli, bi
     assert result.exit_code == 0, result.stderr
     explanation = json.loads(result.stdout)
     assert explanation["engine_effects"] == []
-    assert explanation["engine_effects_method"].startswith("not simulated: 5 run(s) of 120 s")
+    assert explanation["engine_effects_method"].startswith("not simulated: 5 runs of 120 s")

@@ -229,7 +229,7 @@ def test_a_commitment_held_at_one_level_solves_each_period_once():
     assert found.termination is Termination.OPTIMAL
     assert abs(found.objective - whole.objective) <= 1e-5 * abs(whole.objective) + 1e-6
     blocks = len(parts.blocks)
-    assert found.message.endswith(f"{blocks} periods, 1 master rounds, {blocks} period solves")
+    assert found.message.endswith(f"{blocks} periods, 1 master round, {blocks} period solves")
     assert program.lp.name not in spy.names  # no whole program first
     assert not any(name.endswith("-relaxed") for name in spy.names)  # no prices wanted
 
