@@ -71,6 +71,10 @@ def read_document(path: str | Path, what: str = "instance") -> tuple[Any, Lines]
     name = str(path)
     suffix = path.suffix.lower()
     if suffix not in (".json", ".yaml", ".yml") and what == "instance":
+        if path.is_dir():
+            raise _problem(
+                name, "is a folder, not an instance file (`fleetplan batch` solves a folder)"
+            )
         raise _problem(name, f"unknown file type {path.suffix!r}: use .yaml, .yml or .json")
     text = _decode(name, _read_bytes(path, what))
     if suffix in (".yaml", ".yml"):

@@ -106,3 +106,10 @@ def test_schema_is_json_schema(run_cli):
     assert result.exit_code == 0
     schema = json.loads(result.stdout)
     assert {"gpus", "models", "regions", "workloads", "policy"} <= set(schema["properties"])
+
+
+def test_a_folder_given_as_an_instance_points_to_batch(run_cli, tmp_path):
+    result = run_cli("solve", tmp_path)
+    assert result.exit_code == 2
+    assert f"{tmp_path}: is a folder, not an instance file" in result.stderr
+    assert "fleetplan batch" in result.stderr
