@@ -57,7 +57,7 @@ from typing import ClassVar
 from solver.backends import Backend
 from solver.program.build import with_bounds
 from solver.program.families import add_row, register
-from solver.program.lp import LinearProgram, Sense, Termination
+from solver.program.lp import LinearProgram, Sense, SolveResult, Termination
 from solver.program.row_names import Index, parse_name
 from solver.settings import SolveSettings
 
@@ -127,12 +127,21 @@ def proven_bound(backend: Backend, program: LinearProgram, settings: SolveSettin
     if settings.start is not None and backend.capabilities.warm_start:
         start = {name: v for name, v in settings.start.items() if name in program.variables}
     result = backend.run(program, settings, start=start or None)
+    return bound_of(result, program, settings)
+
+
+def bound_of(result: SolveResult, program: LinearProgram, settings: SolveSettings) -> float | None:
+    """The proven lower bound a solve of `program` gives: its optimum less the gap the
+    backend reports; where it reports none, less the requested gap for an integer
+    program (OPTIMAL means proved within it) and nothing for an LP. None unless it
+    was proved: a bound cut short by the clock would make the program, and the plan,
+    depend on the machine's load. The one rule for the regions' bound and its rows."""
     if result.termination is not Termination.OPTIMAL or result.objective is None:
-        return None  # a bound cut short by time would make the program depend on the load
-    if result.mip_gap is None:
-        is_mip = any(var.integer for var in program.variables.values())
-        return None if is_mip else result.objective
-    return result.objective - result.mip_gap * abs(result.objective)
+        return None
+    gap = result.mip_gap
+    if gap is None:
+        gap = settings.mip_gap if any(v.integer for v in program.variables.values()) else 0.0
+    return result.objective - gap * abs(result.objective)
 
 
 Rows = dict[str, tuple[dict[str, float], float]]

@@ -50,7 +50,13 @@ from solver.backends import Backend
 from solver.backends.base import relative_gap
 from solver.candidates.replica_dominance import Bounds
 from solver.decompose.parallel import processes_for, solve_built, worth_workers
-from solver.decompose.region_bounds import MIN_INTEGERS, Rows, region_of, region_programs
+from solver.decompose.region_bounds import (
+    MIN_INTEGERS,
+    Rows,
+    bound_of,
+    region_of,
+    region_programs,
+)
 from solver.decompose.region_lns import search
 from solver.program.build import FleetProgram, with_bounds
 from solver.program.families.servers import ServersColumn
@@ -166,7 +172,7 @@ def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadl
     bound_deadline = time.monotonic() + BOUND_SHARE * max(deadline - time.monotonic(), 0.0)
     own = [programs[r] for r in regions]
     found = _solved(backend, settings, own, bound_deadline)
-    proven = {regions[i]: proven_bound_of(result) for i, result in found.items()}
+    proven = {regions[i]: bound_of(result, own[i], settings) for i, result in found.items()}
     rows = {
         r: (own[i].objective, b) for i, r in enumerate(regions) if (b := proven.get(r)) and b > 0
     }
@@ -207,16 +213,6 @@ def keep_rows(program: FleetProgram, found: RegionJoin) -> None:
 def _proved(cost: float, bound: float, settings: SolveSettings) -> bool:
     """Whether a plan of `cost` is within the settings' gap of `bound`."""
     return (relative_gap(cost, bound) or 0.0) <= settings.mip_gap + 1e-9
-
-
-def proven_bound_of(result: SolveResult) -> float | None:
-    """A proven lower bound from a region program's result (its objective less the gap
-    reached), None unless it was proved within its gap: a bound from a solve the clock
-    stopped is valid too, but would make the plan depend on the machine's load
-    (solver.decompose.region_bounds.proven_bound)."""
-    if result.termination is not Termination.OPTIMAL or result.objective is None:
-        return None
-    return result.objective - (result.mip_gap or 0.0) * abs(result.objective)
 
 
 def stopped_bound_of(result: SolveResult) -> float:

@@ -210,3 +210,26 @@ def test_a_failure_beside_the_warm_start_reaches_the_caller(monkeypatch):
     wait = region_bounds.start_region_rows(two_region_program(), NoRuns(), SolveSettings(), {})
     with pytest.raises(AssertionError, match="solved again"):
         wait()
+
+
+def test_one_rule_for_a_proven_bound_where_the_backend_states_no_gap():
+    """OPTIMAL means proved within the requested gap: a backend that states no gap gives
+    an integer program's objective less that gap (100 x (1 - 0.05) = 95), an LP's
+    objective itself; a solve the clock stopped gives none."""
+    from solver.decompose.region_bounds import bound_of
+    from solver.program.lp import SolveResult, Termination
+
+    def result(termination, gap):
+        return SolveResult(
+            termination=termination, solver="fake", solver_version="0", runtime_s=1.0,
+            objective=100.0, values={}, mip_gap=gap,
+        )  # fmt: skip
+
+    mip, lp = LinearProgram("mip"), LinearProgram("lp")
+    mip.add_variable("servers", integer=True)
+    lp.add_variable("gpus")
+    asked = SolveSettings(mip_gap=0.05)
+    assert bound_of(result(Termination.OPTIMAL, None), mip, asked) == pytest.approx(95.0)
+    assert bound_of(result(Termination.OPTIMAL, None), lp, asked) == pytest.approx(100.0)
+    assert bound_of(result(Termination.OPTIMAL, 0.02), mip, asked) == pytest.approx(98.0)
+    assert bound_of(result(Termination.TIME_LIMIT, 0.02), mip, asked) is None
