@@ -11,6 +11,7 @@ import ast
 import gc
 import importlib
 import importlib.util
+import inspect
 import re
 import sys
 from functools import cache
@@ -96,8 +97,29 @@ def load_command(name: str) -> _click.Command:
     single.command(name=name)(function)
     command = typer.main.get_command(single)
     command.name = name
+    command.help = reflowed(command.help)
     _end_of_start_up()
     return command
+
+
+def reflowed(text: str | None) -> str | None:
+    """A docstring's paragraphs as single lines, for `-h` to wrap to the terminal (the
+    help keeps the docstring's own line breaks, so lines wrapped at 88 columns broke
+    again mid-sentence at 80); a line that starts a list item (`-`, `*`) or is indented
+    starts a new line, and blank lines still part paragraphs."""
+    if not text:
+        return text
+    paragraphs = []
+    for block in inspect.cleandoc(text).split("\n\n"):
+        lines: list[str] = []
+        for line in block.splitlines():
+            starts_item = line.lstrip().startswith(("- ", "* ")) or line.startswith(" ")
+            if lines and not starts_item:
+                lines[-1] += " " + line.strip()
+            else:
+                lines.append(line.rstrip())
+        paragraphs.append("\n".join(lines))
+    return "\n\n".join(paragraphs)
 
 
 _start_up = {"paused": False}
