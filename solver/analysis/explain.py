@@ -126,6 +126,8 @@ class Explanation(BaseModel):
     instance: str
     status: str
     """The plan's status: "optimal", or "feasible (gap X%)" (solver.plan.schema.plan_status)."""
+    mip_gap: float | None = None
+    """The gap in `status` as a number (the plan's solver.mip_gap), for machine readers."""
     cost_per_month: Money
     binding: tuple[Binding, ...]
     shadow_price_note: str
@@ -210,6 +212,7 @@ def explain_solved(solved: Solved, progress: Progress | None = None) -> Explanat
     return Explanation(
         instance=plan.instance,
         status=plan.status,
+        mip_gap=None if plan.solver is None else plan.solver.mip_gap,
         cost_per_month=plan.cost_per_month or 0.0,
         binding=plan.binding,
         shadow_price_note=plan.shadow_price_note,
