@@ -11,9 +11,8 @@ from hypothesis import strategies as st
 from models.io.loading import validate_instance
 from models.operations.scenarios import failure_scenarios
 from solver.backends import get_backend
-from solver.candidates.swap_dominance import reduced_program
 from solver.candidates.table import build_candidates
-from solver.decompose.join_values import broken_rows, joined_values
+from solver.decompose.join_values import broken_rows
 from solver.decompose.region_join import (
     by_region,
     first_by_region,
@@ -21,17 +20,15 @@ from solver.decompose.region_join import (
     linking_columns,
     region_join,
 )
-from solver.decompose.workload_parts import workload_program
 from solver.program.build import build_program
 from solver.program.families.variables import ServedColumn
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination
 from solver.program.optimised import Method, Optimised
 from solver.program.row_names import ReplicasColumn
 from solver.program.sets import ProgramSets
-from solver.settings import SolveSettings
+from tests.solver.decompose.default_policy import EXACT, default_policy_join
 from tests.synthetic import at_policy_defaults, generated_data
 
-EXACT = SolveSettings(time_limit_s=60.0, mip_gap=0.0)
 TOLERANCE = 1e-6
 
 
@@ -49,27 +46,10 @@ def test_the_rows_between_regions_link_their_columns():
     assert linking_columns(lp) == {home, away, odd}
 
 
-def _default_policy(seed: int):
-    """A 3-region, 2-workload, 2-GPU-type generated instance surviving a region loss at
-    the policy's defaults (whole servers, one configuration per pool), its program, and
-    the parts' join (each workload's exact optimum, purchases rounded on the sum)."""
-    data = generated_data(3, 2, 2, survive="region", seed=seed)
-    at_policy_defaults(data)
-    instance = validate_instance(data, data["name"])
-    table = build_candidates(instance, EXACT)
-    sets = ProgramSets(instance, table, failure_scenarios(instance))
-    program = build_program(instance, table, sets=sets)
-    highs = get_backend("highs")
-    parts = [(w,) for w in sets.workloads]
-    results = {p: highs.run(reduced_program(workload_program(program, p)), EXACT) for p in parts}
-    values, _ = joined_values(program, parts, results)
-    return program, values
-
-
 @examples(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(min_value=0, max_value=10_000))
 def test_the_regions_bound_and_plans_hold_the_optimum_between_them(seed):
-    program, join = _default_policy(seed)
+    program, join = default_policy_join(seed)
     highs = get_backend("highs")
     whole = highs.run(program.lp, EXACT)
     assert whole.termination is Termination.OPTIMAL

@@ -11,47 +11,21 @@ from hypothesis import settings as examples
 from hypothesis import strategies as st
 
 import solver.decompose.join as join
-from models.io.loading import validate_instance
-from models.operations.scenarios import failure_scenarios
 from solver.backends import get_backend
-from solver.candidates.swap_dominance import reduced_program
-from solver.candidates.table import build_candidates
 from solver.decompose.by_workload import WHOLE_AFTER_JOIN_SHARE
 from solver.decompose.join_run import JoinRun
 from solver.decompose.join_values import broken_rows, joined_values, with_parts_bound
 from solver.decompose.server_master import MASTER_MIN_S, Column, coordinate, has_servers, master
-from solver.decompose.workload_parts import workload_program
-from solver.program.build import build_program
 from solver.program.families.variables import PurchasedColumn
 from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.program.optimised import Method, Optimised
-from solver.program.sets import ProgramSets
 from solver.settings import SolveSettings
-from tests.synthetic import at_policy_defaults, generated_data
-
-EXACT = SolveSettings(time_limit_s=60.0, mip_gap=0.0)
-
-
-def _default_policy(seed: int, regions: int = 3, workloads: int = 2, gpu_types: int = 2):
-    """A generated instance surviving a region loss at the policy's defaults (whole
-    servers, one configuration per pool), its program and the parts' exact results."""
-    data = generated_data(regions, workloads, gpu_types, survive="region", seed=seed)
-    at_policy_defaults(data)
-    instance = validate_instance(data, data["name"])
-    table = build_candidates(instance, EXACT)
-    sets = ProgramSets(instance, table, failure_scenarios(instance))
-    program = build_program(instance, table, sets=sets)
-    highs = get_backend("highs")
-    results = {
-        (w,): highs.run(reduced_program(workload_program(program, (w,))), EXACT)
-        for w in sets.workloads
-    }
-    return program, results
+from tests.solver.decompose.default_policy import EXACT, default_policy_parts
 
 
 @pytest.fixture(scope="module")
 def small():
-    return _default_policy(seed=2)
+    return default_policy_parts(seed=2)
 
 
 def test_the_master_fills_shared_servers(small):
@@ -95,7 +69,7 @@ def _first(program, results):
 @given(seed=st.integers(min_value=0, max_value=10_000))
 def test_the_masters_plan_is_a_plan_between_the_bounds(seed):
     """parts' bound <= whole optimum <= master's plan, which holds every row."""
-    program, results = _default_policy(seed)
+    program, results = default_policy_parts(seed)
     highs = get_backend("highs")
     choice = coordinate(program, highs, EXACT, results, time.monotonic() + 60)
     whole = highs.run(program.lp, EXACT)

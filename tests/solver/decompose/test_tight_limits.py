@@ -13,11 +13,9 @@ from models.operations.scenarios import failure_scenarios
 from models.operations.site import node_gpus
 from solver.backends import get_backend
 from solver.backends.base import relative_gap
-from solver.candidates.swap_dominance import reduced_program
 from solver.candidates.table import build_candidates
 from solver.decompose.by_workload import Stages
-from solver.decompose.join_values import broken_rows, joined_values
-from solver.decompose.workload_parts import workload_program
+from solver.decompose.join_values import broken_rows
 from solver.program.build import build_program
 from solver.program.families.servers import ServersColumn
 from solver.program.families.variables import PurchasedColumn
@@ -26,9 +24,9 @@ from solver.program.optimised import Method
 from solver.program.sets import ProgramSets
 from solver.settings import Deadline, SolveSettings, TimeLimitReached
 from solver.solve import solve_program
+from tests.solver.decompose.default_policy import EXACT, default_policy_join
 from tests.synthetic import at_policy_defaults, generated_data
 
-EXACT = SolveSettings(time_limit_s=60.0, mip_gap=0.0)
 TOLERANCE = 1e-6
 
 
@@ -121,18 +119,10 @@ def test_the_workload_join_rounded_to_whole_servers_is_a_plan_of_the_whole(seed)
     GPUs than the replicas use, so every capacity row still holds, and with supply
     enough for the sum (the generator's 64-512 GPUs per offer) every row of the whole
     holds: a plan to fall back on, costing no less than the whole optimum."""
-    data = generated_data(3, 2, 2, survive="region", seed=seed)
-    at_policy_defaults(data)
-    instance = validate_instance(data, data["name"])
-    table = build_candidates(instance, EXACT)
-    sets = ProgramSets(instance, table, failure_scenarios(instance))
-    program = build_program(instance, table, sets=sets)
-    highs = get_backend("highs")
-    parts = [(w,) for w in sets.workloads]
-    results = {p: highs.run(reduced_program(workload_program(program, p)), EXACT) for p in parts}
-    values, _ = joined_values(program, parts, results)
+    program, values = default_policy_join(seed)
+    sets, instance = program.sets, program.sets.instance
     assert broken_rows(program.lp, values, {}, {}) == []
-    whole = highs.run(program.lp, EXACT)
+    whole = get_backend("highs").run(program.lp, EXACT)
     assert program.lp.objective_value(values) >= whole.objective * (1 - TOLERANCE)
     for r, g in sets.offers:  # purchased[r,g] = servers[r,g] x GPUs per server
         bought = values[PurchasedColumn(r, g).name()]
