@@ -14,12 +14,9 @@ from solver.program.build import FleetProgram
 from solver.program.families.pool_sizes import PoolSizeIsColumn
 from solver.program.families.servers import ServersColumn
 from solver.program.families.variables import PurchasedColumn
-from solver.program.lp import Constraint, LinearProgram, SolveResult
+from solver.program.lp import FEASIBILITY_TOLERANCE, Constraint, LinearProgram, SolveResult
 from solver.program.row_names import GroupsColumn, ReplicasColumn, split_name
 from solver.settings import SolveSettings
-
-FEASIBILITY_TOLERANCE = 1e-6
-"""Relative violation of a row tolerated when the join is checked against the whole."""
 
 
 def joined_values(
@@ -86,11 +83,7 @@ def broken_rows(
             if name in owner:
                 return None
             purchase_out = True
-    broken = []
-    for row in lp.constraints.values():
-        scale = 1.0 + sum(abs(c * values.get(v, 0.0)) for v, c in row.coefficients.items())
-        if row.slack(values) < -FEASIBILITY_TOLERANCE * scale:
-            broken.append(row)
+    broken = [row for row in lp.constraints.values() if row.broken_by(values)]
     if purchase_out and not broken:
         return None
     return broken

@@ -62,9 +62,6 @@ SIZE = 2
 """Regions freed together."""
 TRY_GAP = 1e-4
 """Relative gap a neighbourhood program is solved to (on its own cost: a few regions')."""
-FEASIBILITY_TOLERANCE = 1e-6
-"""Slack a merged plan may break a row by, relative to the row's terms (as the join's
-check: solver.decompose.join_values)."""
 AT_BOUND = 1e-3
 """Share of a region's cost within which it is taken to be at its own bound (the
 regions' programs are proved within such a gap): such regions rank by their cost."""
@@ -246,11 +243,9 @@ def _merged(
 
 def holds(lp: LinearProgram, values: dict[str, float], changed: set[str]) -> bool:
     """Whether `values` holds every row of `lp` that mentions a column in `changed`
-    (the others hold as they did), within `FEASIBILITY_TOLERANCE` of its terms."""
-    for row in lp.constraints.values():
-        if changed.isdisjoint(row.coefficients):
-            continue
-        scale = 1.0 + sum(abs(c * values.get(n, 0.0)) for n, c in row.coefficients.items())
-        if row.slack(values) < -FEASIBILITY_TOLERANCE * scale:
-            return False
-    return True
+    (the others hold as they did), by the join's test (Constraint.broken_by)."""
+    return not any(
+        row.broken_by(values)
+        for row in lp.constraints.values()
+        if not changed.isdisjoint(row.coefficients)
+    )

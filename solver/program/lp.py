@@ -35,6 +35,11 @@ class Variable:
     integer: bool = False
 
 
+FEASIBILITY_TOLERANCE = 1e-6
+"""Relative violation of a row tolerated in a plan put together outside a solver
+(`Constraint.broken_by`)."""
+
+
 @dataclass(frozen=True)
 class Constraint:
     """One named row; `family` is the constraint family it belongs to."""
@@ -60,6 +65,13 @@ class Constraint:
         if self.sense is Sense.GE:
             return activity - self.rhs
         return -abs(activity - self.rhs)
+
+    def broken_by(self, values: dict[str, float]) -> bool:
+        """Whether `values` break the row by more than `FEASIBILITY_TOLERANCE` of its
+        terms (1 + the sum of |coefficient x value|): the test of a plan put together
+        outside a solver (a join of parts, merged neighbourhoods)."""
+        scale = 1.0 + sum(abs(c * values.get(v, 0.0)) for v, c in self.coefficients.items())
+        return self.slack(values) < -FEASIBILITY_TOLERANCE * scale
 
 
 @dataclass
