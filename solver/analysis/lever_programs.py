@@ -19,6 +19,7 @@ not this one: they are always solved.
 
 import hashlib
 from dataclasses import dataclass
+from typing import Any
 
 from models.schema.instance import Instance
 from solver.analysis.capacity_bands import uncertain_pools
@@ -81,13 +82,19 @@ class BaseProgram:
         """The base's program, or None where its plan is not proven within the gap."""
         if not plan.optimal:
             return None
-        return cls(
-            program_digest(lp),
-            plan.total_gpus,
-            servers_bought(plan),
-            buys_whole_servers(plan),
-            uncertain_pools(plan),
-        )
+        return cls(program_digest(lp), **plan_fields(plan))
+
+
+def plan_fields(plan: Plan) -> dict[str, Any]:
+    """What a lever's result reports of the plan it ends on (and `BaseProgram` holds of
+    the base's): its GPUs, servers bought, whether it buys whole servers, and its pools
+    resting on a borrowed generation or an unmeasured regime."""
+    return {
+        "total_gpus": plan.total_gpus,
+        "servers": servers_bought(plan),
+        "whole_servers": buys_whole_servers(plan),
+        "uncertain": uncertain_pools(plan),
+    }
 
 
 def lever_table(

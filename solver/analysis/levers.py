@@ -47,9 +47,13 @@ from pydantic import BaseModel, ConfigDict
 
 from models.operations.time_demand import uses_time
 from models.schema.instance import Instance
-from solver.analysis.capacity_bands import uncertain_pools
 from solver.analysis.lever_edits import levers_for
-from solver.analysis.lever_programs import SAME_PROGRAM_NOTE, BaseProgram, lever_table
+from solver.analysis.lever_programs import (
+    SAME_PROGRAM_NOTE,
+    BaseProgram,
+    lever_table,
+    plan_fields,
+)
 from solver.analysis.paid import buys_whole_servers, servers_bought
 from solver.decompose.parallel import idle_cores
 from solver.errors import Infeasible, NoSolution, PlanRejected
@@ -151,10 +155,7 @@ def solve_lever(
         saving_per_month=base_cost - cost,
         status="solved" if proven else "feasible",
         gap=None if proven else plan.solver.mip_gap,
-        total_gpus=plan.total_gpus,
-        servers=servers_bought(plan),
-        whole_servers=buys_whole_servers(plan),
-        uncertain=uncertain_pools(plan),
+        **plan_fields(plan),
     )
 
 
@@ -174,10 +175,7 @@ def base_is_better(result: LeverResult, base: Plan) -> LeverResult:
             "cost_per_month": base_cost,
             "saving_per_month": 0.0,
             "gap": None if bound is None else max(base_cost - bound, 0.0) / base_cost,
-            "total_gpus": base.total_gpus,
-            "servers": servers_bought(base),
-            "whole_servers": buys_whole_servers(base),
-            "uncertain": uncertain_pools(base),
+            **plan_fields(base),
             "note": BASE_IS_BETTER_NOTE.format(found=found),
         }
     )
