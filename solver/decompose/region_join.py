@@ -107,8 +107,8 @@ class RegionJoin:
     """The bound of the regions' programs where the clock stopped some before their gap
     was proved (`stopped_bound_of`: valid, but it depends on the machine's load; a region
     without a plan counts 0), None when none found a plan or a column with a cost names
-    no region; the bound a
-    plan's gap is stated against when `bound` is None (`by_region`), never a proof."""
+    no region; the bound a plan's gap is stated against when `bound` is None
+    (`by_region`), never a proof."""
 
 
 def linking_columns(lp: LinearProgram) -> set[str]:
@@ -299,10 +299,9 @@ def by_region(
         return None
     values = {name: value for name, value in added.values.items() if name in program.lp.variables}
     searched = None
-    regions = len({region for region, _ in program.sets.offers})
     if (
         SEARCH
-        and regions >= SEARCH_MIN_REGIONS
+        and found.regions >= SEARCH_MIN_REGIONS
         and not _proved(program.lp.objective_value(values), bound, settings)
     ):
         proved_at = bound / (1 - min(settings.mip_gap, 0.5))
