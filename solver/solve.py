@@ -44,7 +44,6 @@ from models.schema.instance import Instance
 from solver.analysis.capacity_bands import with_bands
 from solver.analysis.capacity_report import with_capacity_units
 from solver.analysis.diagnose import diagnose_infeasible, presolve_problems
-from solver.analysis.summary import buyer_summary
 from solver.backends import Backend, get_backend
 from solver.candidates.pools import PoolCurve, assess_pools
 from solver.candidates.size_check import check_program_size
@@ -63,6 +62,7 @@ from solver.decompose.workload_parts import PartSolves, start_by_workload
 from solver.errors import Diagnosis, Infeasible, NoSolution
 from solver.plan.records import SimplicityCost
 from solver.plan.schema import Plan
+from solver.plan.summary import buyer_summary
 from solver.program.build import FleetProgram, build_program
 from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.program.optimised import Optimised

@@ -62,6 +62,8 @@ PLAN_VOCABULARY = {
     "solver.plan.schema": "the plan it checks",
     "solver.plan.records": "the records the plan is made of (pools, GPUs, scenarios)",
     "solver.plan.time_records": "the plan's records of time planning (hours, months, batch)",
+    "solver.plan.summary": "the buyer's summary read off the plan's own fields, which the "
+    "verifier recomputes to check the one the plan states",
     "solver.program.row_names": "the names of the program's rows, so that a violation is named as "
     "the row it breaks; it imports nothing from solver/ itself",
 }

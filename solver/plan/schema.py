@@ -143,7 +143,7 @@ class Plan(BaseModel):
     efficiency_note: str = ""
     """The engine profile and the GPUs on borrowed efficiencies, as one line."""
     summary: BuyerSummary | None = None
-    """The buyer's one-screen summary (solver.analysis.summary), read off the fields
+    """The buyer's one-screen summary (solver.plan.summary), read off the fields
     above; None in a plan written by hand."""
 
     @property

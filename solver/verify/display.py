@@ -7,10 +7,13 @@ the same numbers, so a survivor shown over 100% is a violation, never a plan tha
 import math
 from collections import defaultdict
 
+from pydantic import BaseModel
+
 from models.operations.scenarios import failure_scenarios
 from models.schema.instance import Instance
 from solver.plan.records import ReplicaPool, ScenarioResult
 from solver.plan.schema import Plan
+from solver.plan.summary import buyer_summary
 from solver.verify.verdict import Finding
 
 
@@ -137,38 +140,63 @@ def stated_display(
 
 
 def stated_summary(plan: Plan, reference: tuple[float, int, int] | None = None) -> list[Finding]:
-    """The buyer's summary against `reference` = (cost per month, GPUs bought, GPUs used)
-    as the verifier recomputed them (default: the plan's own figures, which the hour
-    verifier checks), and against the plan's horizon cost, months and `gpus` rows (each
-    region's bought and used GPUs)."""
+    """The buyer's summary against the one the plan's own fields give
+    (solver.plan.summary: its GPUs per region, orders, horizon and binding rows), with
+    its cost per month, GPUs bought and GPUs used against `reference` as the verifier
+    recomputed them (default: the plan's own figures, which the hour verifier checks)."""
     s = plan.summary
     if s is None:
         return []
-    rows = {(u.region, u.gpu): (u.purchased, u.used) for u in plan.gpus}
-    cost, bought, used = reference or (
-        plan.cost_per_month,
-        sum(u.purchased for u in plan.gpus),
-        plan.total_gpus or 0,
-    )
-    pairs = [
-        ("cost_per_month", s.cost_per_month, cost),
-        ("horizon_cost", s.horizon_cost, plan.horizon_cost),
-        ("gpus_bought", s.gpus_bought, bought),
-        ("gpus_used", s.gpus_used, used),
-        ("horizon_months", s.horizon_months, len(plan.months)),
-    ]
-    pairs += [
-        (f"bought[{i}]", (b.bought, b.used), rows.get((b.region, b.gpu)))
-        for i, b in enumerate(s.bought)
-    ]
-    return [
-        Finding(f"summary.{name}", f"states {stated}; the plan's own figures give {own}")
-        for name, stated, own in pairs
-        if not _same(stated, own)
-    ]
+    own = buyer_summary(plan)
+    if reference is not None:
+        cost, bought, used = reference
+        own = own.model_copy(
+            update={"cost_per_month": cost, "gpus_bought": bought, "gpus_used": used}
+        )
+    findings = []
+    for name in type(s).model_fields:
+        stated, expected = getattr(s, name), getattr(own, name)
+        pairs = [(name, stated, expected)]
+        if isinstance(stated, tuple) and len(stated) == len(expected):
+            pairs = [
+                (f"{name}[{i}]", a, b)
+                for i, (a, b) in enumerate(zip(stated, expected, strict=True))
+            ]
+        findings += [
+            Finding(
+                f"summary.{field}", f"states {_shown(a)}; the plan's own figures give {_shown(b)}"
+            )
+            for field, a, b in pairs
+            if not _same(_plain(a), _plain(b))
+        ]
+    return findings
+
+
+def _plain(value):
+    """A record as its fields, rows as a list."""
+    if isinstance(value, BaseModel):
+        return value.model_dump()
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _shown(value) -> str:
+    """A figure, a record's fields or a count of rows, as a finding states them."""
+    if isinstance(value, BaseModel):
+        return ", ".join(f"{k} {v}" for k, v in value.model_dump().items())
+    if isinstance(value, tuple):
+        return f"{len(value)} rows"
+    return str(value)
 
 
 def _same(stated, own) -> bool:
+    if isinstance(stated, dict) and isinstance(own, dict):
+        return stated.keys() == own.keys() and all(_same(stated[k], own[k]) for k in stated)
+    if isinstance(stated, list) and isinstance(own, list):
+        return len(stated) == len(own) and all(
+            _same(a, b) for a, b in zip(stated, own, strict=True)
+        )
     if isinstance(stated, float) and isinstance(own, float):
         return math.isclose(stated, own, rel_tol=1e-9, abs_tol=0.01)
     return stated == own

@@ -1,4 +1,4 @@
-"""The report a buyer reads (issue 32): the one-screen summary (solver.analysis.summary),
+"""The report a buyer reads (issue 32): the one-screen summary (solver.plan.summary),
 and an hourly plan's day, months per region and cost split (solver.analysis.report_time),
 each worked out by hand or held to the plan's own totals."""
 
@@ -7,7 +7,7 @@ import pytest
 from cli.render.summary_tables import summary_table
 from models.io.loading import load_instance
 from solver.analysis.report_time import cost_split, day_chart, months_by_region
-from solver.analysis.summary import buyer_summary
+from solver.plan.summary import buyer_summary
 from solver.solve import solve
 from solver.verify.fleet import verify
 from solver.verify.hours import verify_hours
@@ -46,6 +46,12 @@ def test_the_verifier_refuses_a_summary_that_is_not_the_plan_s(batch):
     found = verify(instance, plan.model_copy(update={"summary": wrong})).violations
     assert [v.requirement for v in found] == ["summary.gpus_bought"]
     assert verify(instance, plan).ok
+    # offline-batch owns no GPUs: a summary row claiming one already owned is not the plan's
+    (row,) = plan.summary.bought
+    assert row.existing == 0
+    owned = plan.summary.model_copy(update={"bought": (row.model_copy(update={"existing": 1}),)})
+    found = verify(instance, plan.model_copy(update={"summary": owned})).violations
+    assert [v.requirement for v in found] == ["summary.bought[0]"]
 
 
 @pytest.fixture(scope="module")
