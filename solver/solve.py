@@ -59,11 +59,12 @@ from solver.decompose.scenario_cuts import (
     solve_by_cuts,
 )
 from solver.decompose.workload_parts import PartSolves, start_by_workload
-from solver.errors import Diagnosis, Infeasible, NoSolution
+from solver.errors import Diagnosis, Infeasible, NoSolution, SolveError
 from solver.plan.records import SimplicityCost
 from solver.plan.schema import Plan
 from solver.plan.summary import buyer_summary
 from solver.program.build import FleetProgram, build_program
+from solver.program.families.variables import PurchasedColumn
 from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.program.optimised import Optimised
 from solver.program.sets import ProgramSets
@@ -193,7 +194,7 @@ def _solve_table(
     if horizon.in_time:  # the static path loads no module of time (tests/test_imports.py)
         from solver.time.step import PeriodsStep
 
-        step = PeriodsStep(instance, table, horizon, settings)
+        step = PeriodsStep(instance, table, horizon, settings, held_fleet=held_fleet)
     step.check_size()
     solve_settings = solving(settings)  # the rest of the limit prices and checks the plan
     try:
@@ -221,6 +222,30 @@ def _solve_table(
     in_time = step if horizon.in_time else None
     plan = with_engine(instance, plan)
     return Solved(program, explained, plan, settings, step.curves, source, in_time)
+
+
+def held_fleet(
+    instance: Instance, table: CandidateTable, settings: SolveSettings
+) -> dict[tuple[str, str], float] | None:
+    """GPUs bought per (region, GPU type) by the static program of `instance` solved
+    within `settings` (the hourly rounds' held fleet: solver.time.step); None where it
+    has no plan in time."""
+    step = StaticStep(instance, table, settings)
+    backend = get_backend(settings.backend)
+    try:
+        step.build(backend, settings)
+        result = step.optimise(backend, settings).result
+    except SolveError:  # infeasible at the peak, or no plan in time: the rounds go on
+        return None
+    finally:
+        step.close()
+    if not result.termination.has_solution:
+        return None
+    return {
+        (region.name, gpu): result.values.get(PurchasedColumn(region.name, gpu).name(), 0.0)
+        for region in instance.regions
+        for gpu in region.supply
+    }
 
 
 def _solve_months(

@@ -96,6 +96,41 @@ def hour_instance(instance: Instance, rates: Mapping[tuple[str, str], float]) ->
     return instance.model_copy(update={"workloads": workloads})
 
 
+def held_all_day(instance: Instance) -> Instance:
+    """The static instance of a fleet held every hour of the day: every interactive
+    (workload, region) at its highest warm rate of the day (`warm_grid`; the regions'
+    peaks need not fall in one hour), every offer with a reserved price priced at it
+    (a GPU held all day is committed), the others at their on-demand price, and no
+    reserved or spot terms left (so it plans as a static instance: `uses_time`).
+
+    Its plans serve every hour: each hour's warm rates are at most these, and the
+    hourly program asks no more of a fleet than the static one does at the same rates
+    (its failover may start replicas where the static one keeps them warm). So such a
+    plan's purchases, committed in every hour, are a plan of the hourly program at no
+    more than the static plan's cost (solver.decompose.by_period, `fleet`)."""
+    peak = {key: max(rates) for key, rates in warm_grid(instance).items()}
+    regions = [
+        region.model_copy(
+            update={
+                "supply": {
+                    gpu: offer.model_copy(
+                        update={
+                            "price_per_gpu_hour": offer.reserved_price_per_gpu_hour
+                            or offer.price_per_gpu_hour,
+                            "reserved_price_per_gpu_hour": None,
+                            "spot_price_per_gpu_hour": None,
+                            "spot_interruptions_per_hour": None,
+                        }
+                    )
+                    for gpu, offer in region.supply.items()
+                }
+            }
+        )
+        for region in instance.regions
+    ]
+    return hour_instance(instance, peak).model_copy(update={"regions": regions})
+
+
 def hours_of_day() -> range:
     """UTC hours 0-23."""
     return range(HOURS_PER_DAY)

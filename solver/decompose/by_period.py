@@ -37,6 +37,15 @@ Two kinds of cut, each a lower bound on F_b at every y:
   min with F^ switches it off beyond; F_b >= 0). A block with no answer at k^
   (infeasible) has none below it either: the master must raise some offer above k^.
 
+The held fleet first (`fleet`: the pipeline's static plan of the day's peak,
+models.operations.time_demand.held_all_day). Every hour's warm rates are at most the
+peak's, so that fleet committed all day serves every period: each block is solved at
+its levels k^h renting nothing (a restriction of the block, `HELD_GAP` loose: its
+solution is a known one and no cut) and the plan they make costs the commitment, about
+the static plan's cost. So the rounds start from a plan no dearer than planning the
+peak hour for every hour, where the lowest levels' plan rents the whole day's fleet on
+demand; a block with no solution renting nothing is solved at k^h as it stands.
+
 Rounds. Every block priced, then every block at the lowest levels (the cut there says a
 server saves at most its on-demand price; a commitment held at one level, a month
 before the lead time, needs no price: its blocks are programs apart, each solved
@@ -80,13 +89,14 @@ No block program is built once the deadline has passed.
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from models.schema.quantities import counted
 from solver.backends import Backend
 from solver.decompose.parallel import solve_built
 from solver.decompose.period_passes import in_threads, lp_prices, pass_limit
-from solver.decompose.period_split import Block, Split, split
+from solver.decompose.period_split import Block, Known, Levels, Split, held_values, split
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, Variable
 from solver.settings import SolveSettings
 
@@ -121,6 +131,14 @@ programs (111k columns), reached 29.6% in 180 s where the rounds were closing it
 MASTER_ROUNDS = 40
 """Master solves at most before the whole program is solved from the best plan."""
 
+HELD_PASS_SHARE = 1 / 3
+"""The share of the time left that the held fleet's pass may take."""
+
+HELD_GAP = 0.5
+"""The blocks' gap at the held fleet's levels: that pass looks for a plan (the fleet
+covers nearly every period, and what a block is left to rent is small beside the
+commitment), not for a proof; its cuts are weaker, still valid."""
+
 BLOCK_GAP_SHARE = 0.25
 """A block's MIP gap as a share of the run's (the blocks' bounds add up)."""
 
@@ -136,20 +154,21 @@ ROUND_SHARE = 1 / 2
 """The share of the time left that a round's block solves may take; a block solved
 again at the same levels is given twice its last limit (its bound was short)."""
 
-TOLERANCE = 1e-6
-"""Row slack below which a re-costed solution counts as feasible."""
-
 METHOD = "period decomposition"
 
 LOG = logging.getLogger(__name__)
 """Each round's levels and bounds, at debug level."""
 
 
-Levels = dict[str, int]
-"""Committed GPU column -> level (servers, or GPUs where single)."""
+Fleet = Callable[[], dict[str, float] | None]
+"""GPUs per committed GPU column of a fleet that serves every period held all day (the
+peak hour's plan: models.operations.time_demand.held_all_day), asked for once the rounds
+start; None where there is none."""
 
 
-def solve_periods(lp: LinearProgram, backend: Backend, settings: SolveSettings) -> SolveResult:
+def solve_periods(
+    lp: LinearProgram, backend: Backend, settings: SolveSettings, fleet: Fleet | None = None
+) -> SolveResult:
     """The periods program's solution: the whole program first for at most
     `WHOLE_FIRST_S` where its periods are small (`WHOLE_FIRST_INTEGERS`; a program its backend
     proves at once is done) and its commitment not held at one level (a month before
@@ -171,7 +190,7 @@ def solve_periods(lp: LinearProgram, backend: Backend, settings: SolveSettings) 
         if first.termination.has_solution:
             start, bound = first.values, _bound(first)
     whole_after = small or not ROUNDS_TO_DEADLINE
-    found = solve_by_period(lp, backend, settings, parts, start, bound, whole_after=whole_after)
+    found = solve_by_period(lp, backend, settings, parts, start, bound, whole_after, fleet)
     if found is not None and found.termination is Termination.OPTIMAL:
         return found
     held = found is not None and found.termination.has_solution
@@ -199,6 +218,7 @@ def solve_by_period(
     start: dict[str, float] | None = None,
     lower: float = -math.inf,
     whole_after: bool = True,
+    fleet: Fleet | None = None,
 ) -> SolveResult | None:
     """The rounds of the module text (`parts`: the split of `lp`, made here if not
     given; `start`: a plan of the whole program to begin from; `lower`: a bound on it
@@ -213,6 +233,10 @@ def solve_by_period(
     run = _Rounds(lp, parts, backend, settings)
     begun = run.begin_with(start) if start else None
     lowest = {o.gpus: o.lowest for o in parts.offers}
+    held = _held_levels(parts, fleet, settings)
+    if held is not None and held != lowest:
+        run.solve_held(held)
+        LOG.debug("held levels %s solved, %.1f s", list(held.values()), time.monotonic() - started)
     prices = {}
     if any(o.lowest < o.highest for o in parts.offers):  # else the lowest levels are all
         prices = dict(enumerate(lp_prices(lp, parts, backend, settings)))
@@ -224,14 +248,15 @@ def solve_by_period(
         return None
     LOG.debug("priced and lowest levels solved, %.1f s", time.monotonic() - started)
     gaps: list[float] = []
-    best = _cheaper(run.plan(lowest), begun and run.plan(begun))
+    best = _cheaper(run.known.plan(lowest), begun and run.known.plan(begun))
+    best = _cheaper(best, held and run.known.plan(held))
     while run.rounds < MASTER_ROUNDS and not _expired(settings):
         answer = run.master()
         if answer is None:
             break
         levels, bound, thetas = answer
         lower = max(lower, bound)
-        best = _cheaper(best, run.plan(levels))
+        best = _cheaper(best, run.known.plan(levels))
         gaps.append(math.inf if best is None else (best[0] - lower) / max(abs(best[0]), 1e-9))
         if gaps[-1] <= settings.mip_gap:
             break
@@ -252,7 +277,7 @@ def solve_by_period(
         )
         if not chosen or not run.solve_blocks(levels, chosen):
             break
-        best = _cheaper(best, run.plan(levels))
+        best = _cheaper(best, run.known.plan(levels))
     if best is None:
         return None
     if not run.rounds and (answer := run.master()) is not None:  # stopped before: its bound
@@ -269,13 +294,22 @@ def solve_by_period(
         values=values,
         mip_gap=gap,
         message=f"{METHOD}: {counted(len(parts.blocks), 'period')}, "
-        f"{counted(run.rounds, 'master round')}, "
+        + ("from the day's peak fleet held every hour, " if held is not None else "")
+        + f"{counted(run.rounds, 'master round')}, "
         f"{counted(run.solves, 'period solve')}",
     )
 
 
 def _expired(settings: SolveSettings) -> bool:
     return settings.deadline is not None and settings.deadline.expired()
+
+
+def _held_levels(parts: Split, fleet: Fleet | None, settings: SolveSettings) -> Levels | None:
+    """The levels that commit `fleet`'s GPUs (None: no fleet, or none before the deadline)."""
+    gpus = None if fleet is None or _expired(settings) else fleet()
+    if gpus is None:
+        return None
+    return {o.gpus: o.level_of(gpus.get(o.gpus, 0.0)) for o in parts.offers}
 
 
 def _cheaper(best, other):
@@ -292,13 +326,10 @@ class _Rounds:
         self.offer_of = {o.gpus: o for o in parts.offers}
         self.cuts: list[tuple[int, float, dict[tuple[str, int], float]]] = []
         """(block, F^, {(offer, level): coefficient}): theta_b + sum coef z >= F^."""
-        self.known: list[list[dict[str, float]]] = [[] for _ in parts.blocks]
+        self.known = Known(lp, parts)
         self.forbidden: list[Levels] = []
         """Levels at which a block has no answer: some offer must be above them."""
         self.saving = [self._saving(block) for block in parts.blocks]
-        self.touched = [self._touched(block) for block in parts.blocks]
-        self.priced: dict[tuple[int, int, tuple[int, ...]], tuple | None] = {}
-        """(block, known solution, levels) -> its re-costing (`_recost`)."""
         self.limits: dict[tuple[int, tuple[int, ...]], float] = {}
         """(block, levels) -> the time limit it was last solved in there."""
         self.solves = 0
@@ -306,8 +337,8 @@ class _Rounds:
 
     def begin_with(self, values: dict[str, float]) -> Levels:
         """A plan of the whole program as each block's first known solution; its levels."""
-        for i, block in enumerate(self.parts.blocks):
-            self.known[i].append({name: values.get(name, 0.0) for name in block.columns})
+        for i in range(len(self.parts.blocks)):
+            self.known.add(i, values)
         return {
             o.gpus: min(o.highest, max(o.lowest, round(values.get(o.gpus, 0.0) / o.per_level)))
             for o in self.parts.offers
@@ -328,15 +359,6 @@ class _Rounds:
             saving = n * price if reach >= n * offer.highest else math.inf
             found[cover.committed] = found.get(cover.committed, 0.0) + saving
         return found
-
-    def _touched(self, block: Block) -> tuple[str, ...]:
-        """The block's rows over its commitment or on-demand columns: the only rows a
-        re-costing can break (the solution held the others)."""
-        names = {c.committed for c in block.covers} | {c.on_demand for c in block.covers}
-        names |= {c.servers for c in block.covers if c.servers}
-        return tuple(
-            row for row in block.rows if not names.isdisjoint(self.lp.constraints[row].coefficients)
-        )
 
     def _free(self, index: int, prices: dict[str, float]) -> LinearProgram:
         """Block `index` with its own copy of the commitment, priced `prices` per GPU."""
@@ -377,8 +399,7 @@ class _Rounds:
                     if price * k:
                         terms[(committed, k)] = price * offer.per_level * k
             self.cuts.append((i, _bound(result), terms))
-            own = self.parts.blocks[i].columns
-            self.known[i].append({name: result.values.get(name, 0.0) for name in own})
+            self.known.add(i, result.values)
         return True
 
     def _run(self, programs, gap, start, limit):
@@ -405,8 +426,9 @@ class _Rounds:
                 self.solves += 1
                 yield i, found[i]
 
-    def _fixed(self, index: int, levels: Levels | None) -> LinearProgram:
-        """Block `index` with the commitment held at `levels`."""
+    def _fixed(self, index: int, levels: Levels | None, rent: bool = True) -> LinearProgram:
+        """Block `index` with the commitment held at `levels` (and, `rent` off, nothing
+        on demand)."""
         block = self.parts.blocks[index]
         sub = LinearProgram(f"{self.lp.name}-period{index}")
         for name in block.columns:
@@ -414,20 +436,25 @@ class _Rounds:
         for cover in block.covers if levels is not None else ():
             level = float(self.offer_of[cover.committed].per_level * levels[cover.committed])
             sub.variables[cover.committed] = Variable(cover.committed, level, level)
+            for name in (cover.on_demand, cover.servers) if not rent else ():
+                if name is not None:
+                    sub.variables[name] = replace(sub.variables[name], lower=0.0, upper=0.0)
         for name in block.rows:
             sub.constraints[name] = self.lp.constraints[name]
         sub.objective = {v: self.lp.objective[v] for v in block.columns if v in self.lp.objective}
         return sub
 
-    def solve_blocks(self, levels: Levels, blocks, share: float = ROUND_SHARE) -> bool:
+    def solve_blocks(
+        self, levels: Levels, blocks, share: float = ROUND_SHARE, gap: float | None = None
+    ) -> bool:
         """`blocks` solved at `levels`, each from its cheapest known solution there and
         within its part of `share` of the time left (twice its last limit where it was
-        solved at these levels before): a cut and a known solution each. False where
-        none answered (the deadline)."""
+        solved at these levels before) and its gap (`gap`, else `_gap`): a cut and a
+        known solution each. False where none answered (the deadline)."""
         chosen = list(blocks)
-        starts = {i: self.block_upper(i, levels) for i in chosen}
-        plan = self.plan(levels)
-        gaps = {i: self._gap(starts[i], plan, len(self.parts.blocks)) for i in chosen}
+        starts = {i: self.known.upper(i, levels) for i in chosen}
+        plan = self.known.plan(levels)
+        gaps = {i: gap or self._gap(starts[i], plan, len(self.parts.blocks)) for i in chosen}
         programs = {i: lambda i=i: self._fixed(i, levels) for i in chosen}
         key = tuple(levels[o.gpus] for o in self.parts.offers)
         base = pass_limit(self.settings, len(chosen), share)
@@ -438,10 +465,11 @@ class _Rounds:
             if limits[i] is not None:
                 self.limits[(i, key)] = limits[i]
         answered = False
+        committed = held_values(levels, self.offer_of)
         for i, result in self._run(
             programs,
             gaps.get,
-            lambda i: None if starts[i] is None else {**starts[i][1], **_held(levels, self)},
+            lambda i: None if starts[i] is None else starts[i][1] | committed,
             limits.get,
         ):
             if result.termination is Termination.INFEASIBLE:
@@ -450,9 +478,25 @@ class _Rounds:
             elif result.termination.has_solution:
                 answered = True
                 self._cut(i, levels, _bound(result))
-                own = self.parts.blocks[i].columns
-                self.known[i].append({name: result.values.get(name, 0.0) for name in own})
+                self.known.add(i, result.values)
         return answered
+
+    def solve_held(self, levels: Levels) -> None:
+        """Every block at the held fleet's `levels` renting nothing (a restriction of the
+        block: its solution is a known one, its bound no cut), within `HELD_PASS_SHARE` of the
+        time left; a block without a solution so is solved at `levels` as it stands."""
+        blocks = range(len(self.parts.blocks))
+        programs = {i: lambda i=i: self._fixed(i, levels, rent=False) for i in blocks}
+        limit = pass_limit(self.settings, len(programs), HELD_PASS_SHARE)
+        found = set()
+        solved = self._run(programs, lambda _i: HELD_GAP, lambda _i: None, lambda _i: limit)
+        for i, result in solved:
+            if result.termination.has_solution:
+                found.add(i)
+                self.known.add(i, result.values)
+        if len(found) < len(programs) and not _expired(self.settings):
+            rest = [i for i in programs if i not in found]
+            self.solve_blocks(levels, rest, HELD_PASS_SHARE, HELD_GAP)
 
     def _gap(self, start, plan, blocks: int) -> float:
         """A block's relative gap: the run's share, looser for a block worth little
@@ -513,10 +557,10 @@ class _Rounds:
         """The blocks to solve at `levels`: those whose theta falls furthest below their
         cheapest known solution there (all without one), until the shortfalls left add
         up to at most `share` of the plan's cost there."""
-        plan = self.plan(levels)
+        plan = self.known.plan(levels)
         shortfalls = []
         for i, theta in enumerate(thetas):
-            known = self.block_upper(i, levels)
+            known = self.known.upper(i, levels)
             shortfalls.append((math.inf if known is None else known[0] - theta, i))
         shortfalls.sort(reverse=True)
         left = sum(d for d, _ in shortfalls)
@@ -527,67 +571,6 @@ class _Rounds:
             chosen.append(i)
             left -= shortfall
         return chosen
-
-    def block_upper(self, index: int, levels: Levels) -> tuple[float, dict[str, float]] | None:
-        """The cheapest known solution of block `index` re-costed at `levels` (None:
-        none holds there)."""
-        best = None
-        key = tuple(levels[o.gpus] for o in self.parts.offers)
-        for number, values in enumerate(self.known[index]):
-            if (index, number, key) not in self.priced:
-                self.priced[(index, number, key)] = self._recost(index, values, levels)
-            best = _cheaper(best, self.priced[(index, number, key)])
-        return best
-
-    def _recost(self, index: int, values: dict[str, float], levels: Levels):
-        """A block's solution at other levels: each cover's on demand re-set to the least
-        that covers (whole servers where rented so), every row and bound checked;
-        (cost, values) or None."""
-        block = self.parts.blocks[index]
-        new = dict(values)
-        full = new | _held(levels, self, block)
-        for cover in block.covers:
-            row = self.lp.constraints[cover.row]
-            rest = sum(
-                c * full.get(v, 0.0) for v, c in row.coefficients.items() if v != cover.on_demand
-            )
-            need = max(0.0, row.rhs - rest)
-            if cover.servers is not None:
-                n = self.offer_of[cover.committed].per_level
-                count = math.ceil(need / n - 1e-9)
-                new[cover.servers] = full[cover.servers] = float(count)
-                need = float(n * count)
-            new[cover.on_demand] = full[cover.on_demand] = need
-        for cover in block.covers:
-            for name in (cover.on_demand, cover.servers):
-                upper = None if name is None else self.lp.variables[name].upper
-                if upper is not None and full[name] > upper + TOLERANCE:
-                    return None
-        for name in self.touched[index]:
-            row = self.lp.constraints[name]
-            if row.slack(full) < -TOLERANCE * max(1.0, abs(row.rhs)):
-                return None
-        return sum(self.lp.objective.get(v, 0.0) * x for v, x in new.items()), new
-
-    def plan(self, levels: Levels) -> tuple[float, dict[str, float]] | None:
-        """The whole program's cost and values at `levels` from the blocks' cheapest
-        known solutions (None where a block has none that holds there)."""
-        values = _held(levels, self)
-        for offer in self.parts.offers:
-            if offer.servers is not None:
-                values[offer.servers] = float(levels[offer.gpus])
-        for i in range(len(self.parts.blocks)):
-            known = self.block_upper(i, levels)
-            if known is None:
-                return None
-            values.update(known[1])
-        return self.lp.objective_value(values), values
-
-
-def _held(levels: Levels, rounds: _Rounds, block: Block | None = None) -> dict[str, float]:
-    """The committed GPU columns at `levels` (those `block` covers, or all)."""
-    names = {c.committed for c in block.covers} if block is not None else set(levels)
-    return {name: float(rounds.offer_of[name].per_level * levels[name]) for name in names}
 
 
 def _bound(result: SolveResult) -> float:

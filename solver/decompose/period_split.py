@@ -7,6 +7,9 @@ components of the rows over their other columns, one per period where nothing el
 joins them (batch work and dedicated batch replicas join the periods). The rows over y
 alone (`committed_whole`) tie each offer's GPUs to its servers; a block sees y through
 its cover rows only (`gpu_cover`: committed + on_demand - used >= -existing).
+
+The blocks' known solutions (`Known`) are re-costed at other levels of the commitment:
+on demand re-set to cover what the levels leave, the rows that name it checked.
 """
 
 import math
@@ -39,6 +42,10 @@ class Offer:
     def levels(self) -> range:
         """Its levels, lowest first."""
         return range(self.lowest, self.highest + 1)
+
+    def level_of(self, gpus: float) -> int:
+        """The lowest level that holds `gpus` GPUs, within its levels."""
+        return min(self.highest, max(self.lowest, math.ceil(gpus / self.per_level - 1e-9)))
 
 
 @dataclass(frozen=True)
@@ -189,3 +196,107 @@ def _offers(lp: LinearProgram, linked: set[str], links: list[str]) -> tuple[Offe
         offers.append(Offer(name, servers, n, low, high, link))
     named = {o.gpus for o in offers} | {o.servers for o in offers if o.servers}
     return tuple(offers) if named == linked else None
+
+
+Levels = dict[str, int]
+"""Committed GPU column -> level (servers, or GPUs where single)."""
+
+TOLERANCE = 1e-6
+"""Row slack below which a re-costed solution counts as feasible."""
+
+
+class Known:
+    """Each block's known solutions, and each re-costed at other levels of the commitment
+    (solver.decompose.by_period): a block's solution stays feasible at another y once its
+    on-demand columns are re-set to cover what y leaves, the rows that name them checked."""
+
+    def __init__(self, lp: LinearProgram, parts: Split):
+        self.lp, self.parts = lp, parts
+        self.offer_of = {o.gpus: o for o in parts.offers}
+        self.solutions: list[list[dict[str, float]]] = [[] for _ in parts.blocks]
+        self.touched = [self._touched(block) for block in parts.blocks]
+        self.priced: dict[tuple[int, int, tuple[int, ...]], tuple | None] = {}
+        """(block, known solution, levels) -> its re-costing (`_recost`)."""
+
+    def __getitem__(self, index: int) -> list[dict[str, float]]:
+        """Block `index`'s known solutions."""
+        return self.solutions[index]
+
+    def add(self, index: int, values: dict[str, float]) -> None:
+        """`values` on block `index`'s own columns, as one of its known solutions."""
+        own = self.parts.blocks[index].columns
+        self.solutions[index].append({name: values.get(name, 0.0) for name in own})
+
+    def _touched(self, block: Block) -> tuple[str, ...]:
+        """The block's rows over its commitment or on-demand columns: the only rows a
+        re-costing can break (the solution held the others)."""
+        names = {c.committed for c in block.covers} | {c.on_demand for c in block.covers}
+        names |= {c.servers for c in block.covers if c.servers}
+        return tuple(
+            row for row in block.rows if not names.isdisjoint(self.lp.constraints[row].coefficients)
+        )
+
+    def upper(self, index: int, levels: Levels) -> tuple[float, dict[str, float]] | None:
+        """The cheapest known solution of block `index` re-costed at `levels` (None:
+        none holds there)."""
+        best = None
+        key = tuple(levels[o.gpus] for o in self.parts.offers)
+        for number, values in enumerate(self.solutions[index]):
+            if (index, number, key) not in self.priced:
+                self.priced[(index, number, key)] = self._recost(index, values, levels)
+            found = self.priced[(index, number, key)]
+            if found is not None and (best is None or found[0] < best[0]):
+                best = found
+        return best
+
+    def _recost(self, index: int, values: dict[str, float], levels: Levels):
+        """A block's solution at other levels: each cover's on demand re-set to the least
+        that covers (whole servers where rented so), every row and bound checked;
+        (cost, values) or None."""
+        block = self.parts.blocks[index]
+        new = dict(values)
+        full = new | held_values(levels, self.offer_of, block)
+        for cover in block.covers:
+            row = self.lp.constraints[cover.row]
+            rest = sum(
+                c * full.get(v, 0.0) for v, c in row.coefficients.items() if v != cover.on_demand
+            )
+            need = max(0.0, row.rhs - rest)
+            if cover.servers is not None:
+                n = self.offer_of[cover.committed].per_level
+                count = math.ceil(need / n - 1e-9)
+                new[cover.servers] = full[cover.servers] = float(count)
+                need = float(n * count)
+            new[cover.on_demand] = full[cover.on_demand] = need
+        for cover in block.covers:
+            for name in (cover.on_demand, cover.servers):
+                upper = None if name is None else self.lp.variables[name].upper
+                if upper is not None and full[name] > upper + TOLERANCE:
+                    return None
+        for name in self.touched[index]:
+            row = self.lp.constraints[name]
+            if row.slack(full) < -TOLERANCE * max(1.0, abs(row.rhs)):
+                return None
+        return sum(self.lp.objective.get(v, 0.0) * x for v, x in new.items()), new
+
+    def plan(self, levels: Levels) -> tuple[float, dict[str, float]] | None:
+        """The whole program's cost and values at `levels` from the blocks' cheapest
+        known solutions (None where a block has none that holds there)."""
+        values = held_values(levels, self.offer_of)
+        for offer in self.parts.offers:
+            if offer.servers is not None:
+                values[offer.servers] = float(levels[offer.gpus])
+        for i in range(len(self.parts.blocks)):
+            known = self.upper(i, levels)
+            if known is None:
+                return None
+            values.update(known[1])
+        return self.lp.objective_value(values), values
+
+
+def held_values(
+    levels: Levels, offer_of: dict[str, Offer], block: Block | None = None
+) -> dict[str, float]:
+    """The committed GPU columns at `levels` (those `block` covers, or all)."""
+    names = {c.committed for c in block.covers} if block is not None else set(levels)
+    return {name: float(offer_of[name].per_level * levels[name]) for name in names}

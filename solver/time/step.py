@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from models.operations.time_demand import held_all_day
 from models.schema.instance import Instance
 from models.schema.quantities import counted
 from solver.analysis.diagnose import diagnose_infeasible
@@ -27,11 +28,12 @@ from solver.backends import Backend, get_backend
 from solver.candidates.pools import assess_pools
 from solver.candidates.size_check import check_program_size
 from solver.candidates.table import CandidateTable
-from solver.decompose.by_period import solve_periods
+from solver.decompose.by_period import Fleet, solve_periods
 from solver.errors import Diagnosis, Infeasible
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.program.build import FleetProgram, with_bounds
+from solver.program.families.pricing import CommittedColumn
 from solver.program.lp import SolveResult, Termination
 from solver.program.optimised import Optimised
 from solver.settings import SolveSettings
@@ -43,6 +45,13 @@ from solver.time.prices import priced_hours, pricing_lp
 from solver.time.solve import hourly_problems, peak_period, period_instances, read_hours
 from solver.verify.hours import verify_hours
 from solver.verify.verdict import Verification
+
+HELD_SHARE = 0.4
+"""The share of the time left that the static plan of the day's peak may take."""
+
+HeldFleet = Callable[[Instance, CandidateTable, SolveSettings], dict[tuple[str, str], float] | None]
+"""The static plan of an instance: GPUs bought per (region, GPU type), or None (no plan
+within its settings' deadline)."""
 
 
 def month_share(settings: SolveSettings, horizon: Horizon) -> SolveSettings:
@@ -62,10 +71,13 @@ def _expired(settings: SolveSettings) -> bool:
     return settings.deadline is not None and settings.deadline.expired()
 
 
-def optimise_periods(program: TimeProgram, backend: Backend, settings: SolveSettings) -> Optimised:
+def optimise_periods(
+    program: TimeProgram, backend: Backend, settings: SolveSettings, fleet: Fleet | None = None
+) -> Optimised:
     """The periods program solved: period by period where only the commitment joins its
-    periods, else whole (solver.decompose.by_period.solve_periods)."""
-    return Optimised(solve_periods(program.lp, backend, settings.with_duals(False)))
+    periods, else whole (solver.decompose.by_period.solve_periods); `fleet`: one that
+    serves every period, held all day (the rounds' first plan)."""
+    return Optimised(solve_periods(program.lp, backend, settings.with_duals(False), fleet))
 
 
 def resolve_without(
@@ -88,6 +100,9 @@ class PeriodsStep:
     horizon: Horizon
     settings: SolveSettings
     program: TimeProgram = field(init=False)
+    held_fleet: HeldFleet | None = None
+    """The static plan of the day's peak (`held_all_day`), by the pipeline's static step
+    (solver.solve): its purchases per (region, GPU type), or None without one."""
     build_s: float = 0.0
     curves: dict = field(default_factory=dict)
     """(workload, candidate key) -> the curves of the plan's interactive pools at their
@@ -132,11 +147,32 @@ class PeriodsStep:
         where the share ends without a plan, again within the rest of the solve time (a
         month without a plan ends the horizon)."""
         shared = month_share(solve_settings, self.horizon)
-        found = optimise_periods(self.program, backend, shared)
+        found = optimise_periods(self.program, backend, shared, self._fleet(shared))
         stopped = found.result.termination is Termination.TIME_LIMIT
         if shared is solve_settings or not stopped or _expired(solve_settings):
             return found
-        return optimise_periods(self.program, backend, solve_settings)
+        return optimise_periods(self.program, backend, solve_settings, self._fleet(solve_settings))
+
+    def _fleet(self, settings: SolveSettings) -> Fleet | None:
+        """The static plan of the day's peak as committed GPUs (solver.decompose.by_period,
+        `Fleet`), planned within `HELD_SHARE` of the time left when the rounds ask."""
+        if self.held_fleet is None:
+            return None
+
+        def committed() -> dict[str, float] | None:
+            deadline = settings.deadline
+            held = settings
+            if deadline is not None and deadline.limit_s is not None:
+                now = deadline.elapsed_s()
+                share = HELD_SHARE * max(0.0, deadline.limit_s - now)
+                held = replace(settings, deadline=replace(deadline, limit_s=now + share))
+                held = held.limited(min(share, settings.time_limit_s or share))
+            bought = self.held_fleet(held_all_day(self.instance), self.table, held)
+            if bought is None:
+                return None
+            return {CommittedColumn(r, g).name(): gpus for (r, g), gpus in bought.items()}
+
+        return committed
 
     def close(self) -> None:
         """Nothing runs beside the solve."""

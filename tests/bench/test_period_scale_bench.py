@@ -10,8 +10,9 @@ reserved at 60% of its on-demand price, every region's demand on one daily profi
 shifted 3 hours per region (so up to 24 periods of the day); `months` adds a 12-month
 horizon growing 5% a month with orders two months ahead.
 
-"before" is today's code with the three changes of the time-held rounds taken back
-(patched here): no limit on a pass's block solves
+"before" is today's code without the fleet of the day's peak held every hour (the
+rounds' first plan: solver.decompose.by_period) and with the three changes of the
+time-held rounds taken back (patched here): no limit on a pass's block solves
 (solver.decompose.period_passes.pass_limit), the whole program after the rounds of a
 large periods program (by_period.ROUNDS_TO_DEADLINE), each month solving to the run's
 deadline (solver.time.step.month_share). "limit kept": the run returned within the
@@ -25,6 +26,7 @@ import time
 
 import pytest
 
+import solver.solve as pipeline
 from models.io.loading import validate_instance
 from solver.decompose import by_period
 from solver.errors import NoSolution
@@ -65,8 +67,9 @@ def period_instance(regions: int, workloads: int, gpu_types: int, horizon: str, 
 
 
 def _before(monkeypatch) -> None:
-    """The rounds as they were: no pass limits, the whole program after a large
-    program's rounds, every month to the run's deadline."""
+    """The rounds as they were: no held fleet, no pass limits, the whole program after a
+    large program's rounds, every month to the run's deadline."""
+    monkeypatch.setattr(pipeline, "held_fleet", lambda *_args: None)
     monkeypatch.setattr(by_period, "pass_limit", lambda *_args: None)
     monkeypatch.setattr(by_period, "ROUNDS_TO_DEADLINE", False)
     monkeypatch.setattr(step, "month_share", lambda settings, _horizon: settings)

@@ -45,7 +45,7 @@ def test_a_month_its_share_leaves_without_a_plan_goes_on_within_the_rest(monkeyp
     for first, calls in ((Termination.TIME_LIMIT, 2), (Termination.FEASIBLE, 1)):
         seen = []
 
-        def answering(_program, _backend, settings, first=first, seen=seen):
+        def answering(_program, _backend, settings, _fleet=None, first=first, seen=seen):
             seen.append(settings.deadline.limit_s)
             termination = first if len(seen) == 1 else Termination.OPTIMAL
             return Optimised(SolveResult(termination, "fake", "0", 0.0))
@@ -53,6 +53,7 @@ def test_a_month_its_share_leaves_without_a_plan_goes_on_within_the_rest(monkeyp
         monkeypatch.setattr(step, "optimise_periods", answering)
         months = step.PeriodsStep.__new__(step.PeriodsStep)
         months.horizon, months.program = Horizon(month=3, months=12), None
+        months.held_fleet = None
         months.optimise(None, _at(6.0, 24.0))
         assert len(seen) == calls
         assert seen[0] == pytest.approx(6.0 + 18.0 / 9, abs=0.05)  # 18 s left over 9 months

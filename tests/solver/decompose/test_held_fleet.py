@@ -1,0 +1,102 @@
+"""The fleet of the day's peak held every hour (models.operations.time_demand.held_all_day,
+solver.decompose.by_period `fleet`, solver.time.step): its static instance, its blocks
+renting nothing, and an hourly plan never dearer than it."""
+
+from dataclasses import replace
+
+import pytest
+
+from models.io.loading import validate_instance
+from models.operations.time_demand import held_all_day, uses_time, warm_grid
+from solver.backends import get_backend
+from solver.candidates.table import build_candidates
+from solver.decompose.by_period import _Rounds
+from solver.decompose.period_split import split
+from solver.program.families.pricing import CommittedColumn, OnDemandColumn
+from solver.settings import Deadline, SolveSettings
+from solver.solve import held_fleet, solve_program
+from solver.time import step
+from solver.time.periods import build_time_program
+from tests.solver.decompose.test_by_period import _base
+
+EXACT = SolveSettings(time_limit_s=120.0, mip_gap=1e-6)
+
+
+def _instance():
+    return validate_instance(_base(), "periods.yaml")
+
+
+def test_the_held_instance_plans_each_region_at_its_peak_at_the_reserved_price():
+    """_base: r1 at 40 req/s and r2 at 25 at their profile's peak (3 of [1, 3, 2]); the
+    warm rate of an hour is min(arrivals a lag back + headroom, P), so at the peak hour
+    it is P: the held demand is 40 and 25. Offers reserved at 60%: H100 2.40 -> 1.44,
+    H200 3.10 -> 1.86 $/GPU-hour, with no reserved or spot terms left, so it is static."""
+    inst = _instance()
+    held = held_all_day(inst)
+    assert not uses_time(held)
+    demand = held.workloads[0].demand
+    assert demand["r1"].peak_rps == pytest.approx(40.0)
+    assert demand["r2"].peak_rps == pytest.approx(25.0)
+    for key, rates in warm_grid(inst).items():
+        assert held.workloads[0].demand[key[1]].peak_rps == pytest.approx(max(rates))
+    for region in held.regions:
+        assert region.supply["h100-sxm"].price_per_gpu_hour == pytest.approx(1.44)
+        assert region.supply["h200"].price_per_gpu_hour == pytest.approx(1.86)
+        for offer in region.supply.values():
+            assert offer.reserved_price_per_gpu_hour is None
+            assert offer.spot_price_per_gpu_hour is None
+
+
+def test_the_held_fleet_serves_every_period_renting_nothing():
+    """The static plan of the held instance, committed: every block has a solution
+    renting nothing (a restriction of the block, so it adds no cut), and the plan they
+    make costs what the commitment costs, plus the tie-break per GPU used."""
+    inst = _instance()
+    table = build_candidates(inst)
+    bought = held_fleet(held_all_day(inst), table, EXACT.started())
+    assert bought is not None and sum(bought.values()) > 0
+    program = build_time_program(inst, table)
+    parts = split(program.lp)
+    gpus = {CommittedColumn(r, g).name(): n for (r, g), n in bought.items()}
+    levels = {o.gpus: o.level_of(gpus[o.gpus]) for o in parts.offers}
+    run = _Rounds(program.lp, parts, get_backend("highs"), EXACT.started())
+    run.solve_held(levels)
+    assert run.cuts == []
+    cost, values = run.known.plan(levels)
+    rented = [v for name, v in values.items() if name.startswith(OnDemandColumn.family)]
+    assert rented and max(rented) == 0.0
+    commitment = sum(program.lp.objective.get(o.gpus, 0.0) * gpus[o.gpus] for o in parts.offers)
+    assert commitment <= cost <= commitment * (1 + 1e-4)
+
+
+def test_an_hourly_plan_is_never_dearer_than_the_peak_plan_held_all_day():
+    """Holding the peak's fleet every hour is one plan of the hourly program, so the
+    hourly optimum costs at most the held instance's (both within their gap)."""
+    inst = _instance()
+    settings = SolveSettings.of(inst, mip_gap=1e-3)
+    hourly = solve_program(inst, settings).plan
+    held = solve_program(held_all_day(inst), settings).plan
+    assert hourly.cost_per_month <= held.cost_per_month * (1 + 2e-3)
+
+
+def test_the_held_fleet_is_planned_within_its_share_and_named_by_committed_column(monkeypatch):
+    """24 s limit, 6 s gone: the static plan gets HELD_SHARE of the 18 s left (deadline at
+    6 + 0.4 x 18 = 13.2 s, a 7.2 s limit), and its purchases come back per committed
+    column."""
+    seen = []
+
+    def planned(instance, table, settings):
+        seen.append((settings.deadline.limit_s, settings.time_limit_s, uses_time(instance)))
+        return {("r1", "h100-sxm"): 16.0, ("r2", "h200"): 8.0}
+
+    monkeypatch.setattr(step.time, "monotonic", lambda: 106.0)
+    settings = replace(EXACT, time_limit_s=24.0, deadline=Deadline(100.0, 24.0))
+    months = step.PeriodsStep.__new__(step.PeriodsStep)
+    months.instance, months.table, months.held_fleet = _instance(), None, planned
+    committed = months._fleet(settings)()
+    assert step.HELD_SHARE == 0.4
+    assert seen == [(pytest.approx(13.2), pytest.approx(7.2), False)]
+    assert committed == {
+        CommittedColumn("r1", "h100-sxm").name(): 16.0,
+        CommittedColumn("r2", "h200").name(): 8.0,
+    }
