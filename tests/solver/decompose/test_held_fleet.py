@@ -5,6 +5,9 @@ renting nothing, and an hourly plan never dearer than it."""
 from dataclasses import replace
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 
 from models.io.loading import validate_instance
 from models.operations.time_demand import held_all_day, uses_time, warm_grid
@@ -17,7 +20,7 @@ from solver.settings import Deadline, SolveSettings
 from solver.solve import held_fleet, solve_program
 from solver.time import step
 from solver.time.periods import build_time_program
-from tests.solver.decompose.test_by_period import _base
+from tests.solver.decompose.test_by_period import SHAPES, _base, _data
 
 EXACT = SolveSettings(time_limit_s=120.0, mip_gap=1e-6)
 
@@ -69,10 +72,24 @@ def test_the_held_fleet_serves_every_period_renting_nothing():
     assert commitment <= cost <= commitment * (1 + 1e-4)
 
 
-def test_an_hourly_plan_is_never_dearer_than_the_peak_plan_held_all_day():
-    """Holding the peak's fleet every hour is one plan of the hourly program, so the
-    hourly optimum costs at most the held instance's (both within their gap)."""
-    inst = _instance()
+@examples(max_examples=12, deadline=None)
+@given(
+    r1=st.sampled_from([15.0, 40.0, 90.0]),
+    shape=st.sampled_from(SHAPES),
+    reserved_share=st.sampled_from([0.45, 0.6, 0.8]),
+    h200=st.booleans(),
+    cap=st.sampled_from([None, 24]),
+    survive=st.sampled_from(["none", "region"]),
+    buy_unit=st.sampled_from(["node", "gpu"]),
+)
+def test_an_hourly_plan_is_never_dearer_than_the_peak_plan_held_all_day(
+    r1, shape, reserved_share, h200, cap, survive, buy_unit
+):
+    """Holding the peak's fleet every hour is one plan of the hourly program (an hour's
+    warm rates are at most the peak's; reserved GPUs cost the same every hour), so the
+    hourly optimum costs at most the held instance's, both within their gap."""
+    data = _data({"r1": r1, "r2": 25.0}, shape, reserved_share, h200, cap, survive, buy_unit, None)
+    inst = validate_instance(data, "periods.yaml")
     settings = SolveSettings.of(inst, mip_gap=1e-3)
     hourly = solve_program(inst, settings).plan
     held = solve_program(held_all_day(inst), settings).plan
