@@ -64,9 +64,11 @@ from solver.plan.records import SimplicityCost
 from solver.plan.schema import Plan
 from solver.plan.summary import buyer_summary
 from solver.program.build import FleetProgram, build_program
-from solver.program.families.variables import PurchasedColumn
+from solver.program.families.pooling import PoolAtLeastColumn
+from solver.program.families.variables import PoolUsedColumn, PurchasedColumn
 from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.program.optimised import Optimised
+from solver.program.row_names import ReplicasColumn
 from solver.program.sets import ProgramSets
 from solver.readback.assign import chosen_sizes, gpu_use, integral, read_plan, replica_counts
 from solver.readback.pricing import priced_rows, pricing_program
@@ -226,10 +228,11 @@ def _solve_table(
 
 def held_fleet(
     instance: Instance, table: CandidateTable, settings: SolveSettings
-) -> dict[tuple[str, str], float] | None:
-    """GPUs bought per (region, GPU type) by the static program of `instance` solved
-    within `settings` (the hourly rounds' held fleet: solver.time.step); None where it
-    has no plan in time."""
+) -> tuple[dict[tuple[str, str], float], dict[str, float]] | None:
+    """The static program of `instance` solved within `settings` (the hourly rounds' held
+    fleet: solver.time.step): its GPUs bought per (region, GPU type) and its pools'
+    integer columns (replicas, configuration and pooling-step choices) by name; None
+    where it has no plan in time."""
     step = StaticStep(instance, table, settings)
     backend = get_backend(settings.backend)
     try:
@@ -241,11 +244,18 @@ def held_fleet(
         step.close()
     if not result.termination.has_solution:
         return None
-    return {
+    bought = {
         (region.name, gpu): result.values.get(PurchasedColumn(region.name, gpu).name(), 0.0)
         for region in instance.regions
         for gpu in region.supply
     }
+    pools = {ReplicasColumn.family, PoolUsedColumn.family, PoolAtLeastColumn.family}
+    layout = {
+        name: result.values.get(name, 0.0)
+        for name in step.lp.variables
+        if name.split("[", 1)[0] in pools
+    }
+    return bought, layout
 
 
 def _solve_months(

@@ -90,7 +90,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from models.schema.quantities import counted
 from solver.backends import Backend
@@ -98,6 +98,7 @@ from solver.decompose.parallel import solve_built
 from solver.decompose.period_passes import in_threads, lp_prices, pass_limit
 from solver.decompose.period_split import Block, Known, Levels, Split, held_values, split
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, Variable
+from solver.program.row_names import PERIOD_MARK
 from solver.settings import SolveSettings
 
 WHOLE_FIRST_S = 1.0
@@ -160,10 +161,19 @@ LOG = logging.getLogger(__name__)
 """Each round's levels and bounds, at debug level."""
 
 
-Fleet = Callable[[], dict[str, float] | None]
-"""GPUs per committed GPU column of a fleet that serves every period held all day (the
-peak hour's plan: models.operations.time_demand.held_all_day), asked for once the rounds
-start; None where there is none."""
+@dataclass(frozen=True)
+class Held:
+    """A fleet that serves every period held all day (the static plan of the day's peak:
+    models.operations.time_demand.held_all_day)."""
+
+    committed: dict[str, float]
+    """GPUs per committed GPU column."""
+    layout: dict[str, float]
+    """Its pools' integer columns by name (a period's copies' names less the period)."""
+
+
+Fleet = Callable[[], Held | None]
+"""The held fleet, asked for once the rounds start; None where there is none."""
 
 
 def solve_periods(
@@ -233,9 +243,10 @@ def solve_by_period(
     run = _Rounds(lp, parts, backend, settings)
     begun = run.begin_with(start) if start else None
     lowest = {o.gpus: o.lowest for o in parts.offers}
-    held = _held_levels(parts, fleet, settings)
+    fleet_held = None if fleet is None or _expired(settings) else fleet()
+    held = None if fleet_held is None else _held_levels(parts, fleet_held)
     if held is not None and held != lowest:
-        run.solve_held(held)
+        run.solve_held(held, fleet_held.layout)
         LOG.debug("held levels %s solved, %.1f s", list(held.values()), time.monotonic() - started)
     prices = {}
     if any(o.lowest < o.highest for o in parts.offers):  # else the lowest levels are all
@@ -304,12 +315,9 @@ def _expired(settings: SolveSettings) -> bool:
     return settings.deadline is not None and settings.deadline.expired()
 
 
-def _held_levels(parts: Split, fleet: Fleet | None, settings: SolveSettings) -> Levels | None:
-    """The levels that commit `fleet`'s GPUs (None: no fleet, or none before the deadline)."""
-    gpus = None if fleet is None or _expired(settings) else fleet()
-    if gpus is None:
-        return None
-    return {o.gpus: o.level_of(gpus.get(o.gpus, 0.0)) for o in parts.offers}
+def _held_levels(parts: Split, held: Held) -> Levels:
+    """The levels that commit the held fleet's GPUs."""
+    return {o.gpus: o.level_of(held.committed.get(o.gpus, 0.0)) for o in parts.offers}
 
 
 def _cheaper(best, other):
@@ -426,13 +434,19 @@ class _Rounds:
                 self.solves += 1
                 yield i, found[i]
 
-    def _fixed(self, index: int, levels: Levels | None, rent: bool = True) -> LinearProgram:
+    def _fixed(
+        self, index: int, levels: Levels | None, rent: bool = True, held: dict | None = None
+    ) -> LinearProgram:
         """Block `index` with the commitment held at `levels` (and, `rent` off, nothing
-        on demand)."""
+        on demand; `held`: integer columns held at these values by their names less the
+        period, where the block has them)."""
         block = self.parts.blocks[index]
         sub = LinearProgram(f"{self.lp.name}-period{index}")
         for name in block.columns:
-            sub.variables[name] = self.lp.variables[name]
+            sub.variables[name] = variable = self.lp.variables[name]
+            value = held.get(name.split(PERIOD_MARK, 1)[0]) if held and variable.integer else None
+            if value is not None:
+                sub.variables[name] = replace(variable, lower=round(value), upper=round(value))
         for cover in block.covers if levels is not None else ():
             level = float(self.offer_of[cover.committed].per_level * levels[cover.committed])
             sub.variables[cover.committed] = Variable(cover.committed, level, level)
@@ -481,22 +495,29 @@ class _Rounds:
                 self.known.add(i, result.values)
         return answered
 
-    def solve_held(self, levels: Levels) -> None:
+    def solve_held(self, levels: Levels, layout: dict[str, float]) -> None:
         """Every block at the held fleet's `levels` renting nothing (a restriction of the
-        block: its solution is a known one, its bound no cut), within `HELD_PASS_SHARE` of the
-        time left; a block without a solution so is solved at `levels` as it stands."""
-        blocks = range(len(self.parts.blocks))
-        programs = {i: lambda i=i: self._fixed(i, levels, rent=False) for i in blocks}
-        limit = pass_limit(self.settings, len(programs), HELD_PASS_SHARE)
-        found = set()
-        solved = self._run(programs, lambda _i: HELD_GAP, lambda _i: None, lambda _i: limit)
-        for i, result in solved:
-            if result.termination.has_solution:
-                found.add(i)
-                self.known.add(i, result.values)
-        if len(found) < len(programs) and not _expired(self.settings):
-            rest = [i for i in programs if i not in found]
-            self.solve_blocks(levels, rest, HELD_PASS_SHARE, HELD_GAP)
+        block: its solution is a known one, its bound no cut): first with the held
+        fleet's pools (`layout`, where the block has them), then free to lay them out,
+        each pass within `HELD_PASS_SHARE` of the time left; a block without a solution
+        so is solved at `levels` as it stands."""
+        rest = list(range(len(self.parts.blocks)))
+        for held in (layout, {}):
+            programs = {
+                i: lambda i=i, held=held: self._fixed(i, levels, rent=False, held=held)
+                for i in rest
+            }
+            limit = pass_limit(self.settings, len(programs), HELD_PASS_SHARE)
+            solved = self._run(
+                programs, lambda _i: HELD_GAP, lambda _i: None, lambda _i, limit=limit: limit
+            )
+            for i, result in solved:
+                if result.termination.has_solution:
+                    rest.remove(i)
+                    self.known.add(i, result.values)
+            if not rest or _expired(self.settings):
+                return
+        self.solve_blocks(levels, rest, HELD_PASS_SHARE, HELD_GAP)
 
     def _gap(self, start, plan, blocks: int) -> float:
         """A block's relative gap: the run's share, looser for a block worth little

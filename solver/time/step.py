@@ -28,7 +28,7 @@ from solver.backends import Backend, get_backend
 from solver.candidates.pools import assess_pools
 from solver.candidates.size_check import check_program_size
 from solver.candidates.table import CandidateTable
-from solver.decompose.by_period import Fleet, solve_periods
+from solver.decompose.by_period import Fleet, Held, solve_periods
 from solver.errors import Diagnosis, Infeasible
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
@@ -49,9 +49,12 @@ from solver.verify.verdict import Verification
 HELD_SHARE = 0.4
 """The share of the time left that the static plan of the day's peak may take."""
 
-HeldFleet = Callable[[Instance, CandidateTable, SolveSettings], dict[tuple[str, str], float] | None]
-"""The static plan of an instance: GPUs bought per (region, GPU type), or None (no plan
-within its settings' deadline)."""
+HeldFleet = Callable[
+    [Instance, CandidateTable, SolveSettings],
+    tuple[dict[tuple[str, str], float], dict[str, float]] | None,
+]
+"""The static plan of an instance: GPUs bought per (region, GPU type) and its pools'
+integer columns by name, or None (no plan within its settings' deadline)."""
 
 
 def month_share(settings: SolveSettings, horizon: Horizon) -> SolveSettings:
@@ -159,7 +162,7 @@ class PeriodsStep:
         if self.held_fleet is None:
             return None
 
-        def committed() -> dict[str, float] | None:
+        def committed() -> Held | None:
             deadline = settings.deadline
             held = settings
             if deadline is not None and deadline.limit_s is not None:
@@ -167,10 +170,12 @@ class PeriodsStep:
                 share = HELD_SHARE * max(0.0, deadline.limit_s - now)
                 held = replace(settings, deadline=replace(deadline, limit_s=now + share))
                 held = held.limited(min(share, settings.time_limit_s or share))
-            bought = self.held_fleet(held_all_day(self.instance), self.table, held)
-            if bought is None:
+            planned = self.held_fleet(held_all_day(self.instance), self.table, held)
+            if planned is None:
                 return None
-            return {CommittedColumn(r, g).name(): gpus for (r, g), gpus in bought.items()}
+            bought, layout = planned
+            committed = {CommittedColumn(r, g).name(): gpus for (r, g), gpus in bought.items()}
+            return Held(committed, layout)
 
         return committed
 

@@ -56,14 +56,14 @@ def test_the_held_fleet_serves_every_period_renting_nothing():
     make costs what the commitment costs, plus the tie-break per GPU used."""
     inst = _instance()
     table = build_candidates(inst)
-    bought = held_fleet(held_all_day(inst), table, EXACT.started())
-    assert bought is not None and sum(bought.values()) > 0
+    bought, layout = held_fleet(held_all_day(inst), table, EXACT.started())
+    assert sum(bought.values()) > 0 and layout
     program = build_time_program(inst, table)
     parts = split(program.lp)
     gpus = {CommittedColumn(r, g).name(): n for (r, g), n in bought.items()}
     levels = {o.gpus: o.level_of(gpus[o.gpus]) for o in parts.offers}
     run = _Rounds(program.lp, parts, get_backend("highs"), EXACT.started())
-    run.solve_held(levels)
+    run.solve_held(levels, layout)
     assert run.cuts == []
     cost, values = run.known.plan(levels)
     rented = [v for name, v in values.items() if name.startswith(OnDemandColumn.family)]
@@ -104,7 +104,7 @@ def test_the_held_fleet_is_planned_within_its_share_and_named_by_committed_colum
 
     def planned(instance, table, settings):
         seen.append((settings.deadline.limit_s, settings.time_limit_s, uses_time(instance)))
-        return {("r1", "h100-sxm"): 16.0, ("r2", "h200"): 8.0}
+        return {("r1", "h100-sxm"): 16.0, ("r2", "h200"): 8.0}, {"replicas[x]": 2.0}
 
     monkeypatch.setattr(step.time, "monotonic", lambda: 106.0)
     settings = replace(EXACT, time_limit_s=24.0, deadline=Deadline(100.0, 24.0))
@@ -113,7 +113,8 @@ def test_the_held_fleet_is_planned_within_its_share_and_named_by_committed_colum
     committed = months._fleet(settings)()
     assert step.HELD_SHARE == 0.4
     assert seen == [(pytest.approx(13.2), pytest.approx(7.2), False)]
-    assert committed == {
+    assert committed.committed == {
         CommittedColumn("r1", "h100-sxm").name(): 16.0,
         CommittedColumn("r2", "h200").name(): 8.0,
     }
+    assert committed.layout == {"replicas[x]": 2.0}
