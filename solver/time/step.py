@@ -49,6 +49,10 @@ from solver.verify.verdict import Verification
 HELD_SHARE = 0.4
 """The share of the time left that the static plan of the day's peak may take."""
 
+HELD_PLAN_GAP = 0.01
+"""The loosest gap the static plan of the day's peak is solved to (the run's where that
+is looser): it is the rounds' first plan, which they improve, not their proof."""
+
 HeldFleet = Callable[
     [Instance, CandidateTable, SolveSettings],
     tuple[dict[tuple[str, str], float], dict[str, float]] | None,
@@ -158,7 +162,8 @@ class PeriodsStep:
 
     def _fleet(self, settings: SolveSettings) -> Fleet | None:
         """The static plan of the day's peak as committed GPUs (solver.decompose.by_period,
-        `Fleet`), planned within `HELD_SHARE` of the time left when the rounds ask."""
+        `Fleet`), planned within `HELD_SHARE` of the time left when the rounds ask, to
+        `HELD_PLAN_GAP` at least."""
         if self.held_fleet is None:
             return None
 
@@ -170,6 +175,7 @@ class PeriodsStep:
                 share = HELD_SHARE * max(0.0, deadline.limit_s - now)
                 held = replace(settings, deadline=replace(deadline, limit_s=now + share))
                 held = held.limited(min(share, settings.time_limit_s or share))
+            held = replace(held, mip_gap=max(held.mip_gap, HELD_PLAN_GAP))
             planned = self.held_fleet(held_all_day(self.instance), self.table, held)
             if planned is None:
                 return None

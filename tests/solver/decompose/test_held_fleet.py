@@ -98,12 +98,13 @@ def test_an_hourly_plan_is_never_dearer_than_the_peak_plan_held_all_day(
 
 def test_the_held_fleet_is_planned_within_its_share_and_named_by_committed_column(monkeypatch):
     """24 s limit, 6 s gone: the static plan gets HELD_SHARE of the 18 s left (deadline at
-    6 + 0.4 x 18 = 13.2 s, a 7.2 s limit), and its purchases come back per committed
-    column."""
+    6 + 0.4 x 18 = 13.2 s, a 7.2 s limit) at 1% (the run's 1e-6 is tighter), and its
+    purchases come back per committed column."""
     seen = []
 
     def planned(instance, table, settings):
-        seen.append((settings.deadline.limit_s, settings.time_limit_s, uses_time(instance)))
+        deadline, limit, gap = settings.deadline.limit_s, settings.time_limit_s, settings.mip_gap
+        seen.append((deadline, limit, gap, uses_time(instance)))
         return {("r1", "h100-sxm"): 16.0, ("r2", "h200"): 8.0}, {"replicas[x]": 2.0}
 
     monkeypatch.setattr(step.time, "monotonic", lambda: 106.0)
@@ -112,7 +113,7 @@ def test_the_held_fleet_is_planned_within_its_share_and_named_by_committed_colum
     months.instance, months.table, months.held_fleet = _instance(), None, planned
     committed = months._fleet(settings)()
     assert step.HELD_SHARE == 0.4
-    assert seen == [(pytest.approx(13.2), pytest.approx(7.2), False)]
+    assert seen == [(pytest.approx(13.2), pytest.approx(7.2), step.HELD_PLAN_GAP, False)]
     assert committed.committed == {
         CommittedColumn("r1", "h100-sxm").name(): 16.0,
         CommittedColumn("r2", "h200").name(): 8.0,
