@@ -90,13 +90,21 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from models.schema.quantities import counted
 from solver.backends import Backend
 from solver.decompose.parallel import solve_built
-from solver.decompose.period_passes import in_threads, lp_prices, pass_limit
-from solver.decompose.period_split import Block, Known, Levels, Split, held_values, split
+from solver.decompose.period_passes import MIN_BLOCK_S, in_threads, lp_prices, pass_limit
+from solver.decompose.period_split import (
+    Block,
+    Held,
+    Known,
+    Levels,
+    Split,
+    held_values,
+    split,
+)
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, Variable
 from solver.program.row_names import PERIOD_MARK
 from solver.settings import SolveSettings
@@ -159,17 +167,6 @@ METHOD = "period decomposition"
 
 LOG = logging.getLogger(__name__)
 """Each round's levels and bounds, at debug level."""
-
-
-@dataclass(frozen=True)
-class Held:
-    """A fleet that serves every period held all day (the static plan of the day's peak:
-    models.operations.time_demand.held_all_day)."""
-
-    committed: dict[str, float]
-    """GPUs per committed GPU column."""
-    layout: dict[str, float]
-    """Its pools' integer columns by name (a period's copies' names less the period)."""
 
 
 Fleet = Callable[[], Held | None]
@@ -244,7 +241,7 @@ def solve_by_period(
     begun = run.begin_with(start) if start else None
     lowest = {o.gpus: o.lowest for o in parts.offers}
     fleet_held = None if fleet is None or _expired(settings) else fleet()
-    held = None if fleet_held is None else _held_levels(parts, fleet_held)
+    held = None if fleet_held is None else fleet_held.levels(parts)
     if held is not None and held != lowest:
         run.solve_held(held, fleet_held.layout)
         LOG.debug("held levels %s solved, %.1f s", list(held.values()), time.monotonic() - started)
@@ -291,7 +288,7 @@ def solve_by_period(
         best = _cheaper(best, run.known.plan(levels))
     if best is None:
         return None
-    if not run.rounds and (answer := run.master()) is not None:  # stopped before: its bound
+    if not run.rounds and (answer := run.master(late=True)) is not None:  # stopped: its bound
         lower = max(lower, answer[1])
     cost, values = best
     gap = max(0.0, (cost - lower) / max(abs(cost), 1e-9)) if math.isfinite(lower) else None
@@ -313,11 +310,6 @@ def solve_by_period(
 
 def _expired(settings: SolveSettings) -> bool:
     return settings.deadline is not None and settings.deadline.expired()
-
-
-def _held_levels(parts: Split, held: Held) -> Levels:
-    """The levels that commit the held fleet's GPUs."""
-    return {o.gpus: o.level_of(held.committed.get(o.gpus, 0.0)) for o in parts.offers}
 
 
 def _cheaper(best, other):
@@ -537,8 +529,9 @@ class _Rounds:
                     terms[(offer.gpus, k)] = drop
         self.cuts.append((index, bound, terms))
 
-    def master(self) -> tuple[Levels, float, list[float]] | None:
-        """The master's levels, its proven bound and theta per block (None: no answer)."""
+    def master(self, late: bool = False) -> tuple[Levels, float, list[float]] | None:
+        """The master's levels, its proven bound and theta per block (None: no answer);
+        `late`: past the deadline, within `MIN_BLOCK_S` (the cuts made still bound the plan)."""
         self.rounds += 1
         master = LinearProgram(f"{self.lp.name}-master")
         z = {}
@@ -565,7 +558,10 @@ class _Rounds:
                 if k > levels[o.gpus]
             }
             master.add_constraint(f"above[{number}]", "above", above, Sense.GE, 1.0)
-        result = self.backend.run(master, replace(self.settings, mip_gap=1e-9, want_duals=False))
+        settings = replace(self.settings, mip_gap=1e-9, want_duals=False)
+        if late:
+            settings = replace(settings, deadline=None, time_limit_s=MIN_BLOCK_S)
+        result = self.backend.run(master, settings)
         if not result.termination.has_solution:
             return None
         levels = {

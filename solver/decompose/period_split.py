@@ -205,6 +205,21 @@ TOLERANCE = 1e-6
 """Row slack below which a re-costed solution counts as feasible."""
 
 
+@dataclass(frozen=True)
+class Held:
+    """A fleet that serves every period held all day (the static plan of the day's peak:
+    models.operations.time_demand.held_all_day)."""
+
+    committed: dict[str, float]
+    """GPUs per committed GPU column."""
+    layout: dict[str, float]
+    """Its pools' integer columns by name (a period's copies' names less the period)."""
+
+    def levels(self, parts: Split) -> Levels:
+        """The levels that commit its GPUs."""
+        return {o.gpus: o.level_of(self.committed.get(o.gpus, 0.0)) for o in parts.offers}
+
+
 class Known:
     """Each block's known solutions, and each re-costed at other levels of the commitment
     (solver.decompose.by_period): a block's solution stays feasible at another y once its

@@ -16,6 +16,7 @@ the sequence calls them:
     verify       the hour verifier
 """
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -28,7 +29,8 @@ from solver.backends import Backend, get_backend
 from solver.candidates.pools import assess_pools
 from solver.candidates.size_check import check_program_size
 from solver.candidates.table import CandidateTable
-from solver.decompose.by_period import Fleet, Held, solve_periods
+from solver.decompose.by_period import Fleet, solve_periods
+from solver.decompose.period_split import Held
 from solver.errors import Diagnosis, Infeasible
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
@@ -46,7 +48,7 @@ from solver.time.solve import hourly_problems, peak_period, period_instances, re
 from solver.verify.hours import verify_hours
 from solver.verify.verdict import Verification
 
-HELD_SHARE = 0.4
+HELD_SHARE = 0.6
 """The share of the time left that the static plan of the day's peak may take."""
 
 HELD_PLAN_GAP = 0.01
@@ -59,6 +61,21 @@ HeldFleet = Callable[
 ]
 """The static plan of an instance: GPUs bought per (region, GPU type) and its pools'
 integer columns by name, or None (no plan within its settings' deadline)."""
+
+
+def _planned_held(
+    planned: HeldFleet, instance: Instance, table: CandidateTable, settings: SolveSettings
+) -> Held | BaseException | None:
+    """The held fleet of `instance` (or what raised while planning it, for the rounds to
+    raise in their own thread)."""
+    try:
+        found = planned(held_all_day(instance), table, settings)
+    except BaseException as error:
+        return error
+    if found is None:
+        return None
+    bought, layout = found
+    return Held({CommittedColumn(r, g).name(): gpus for (r, g), gpus in bought.items()}, layout)
 
 
 def month_share(settings: SolveSettings, horizon: Horizon) -> SolveSettings:
@@ -110,6 +127,8 @@ class PeriodsStep:
     held_fleet: HeldFleet | None = None
     """The static plan of the day's peak (`held_all_day`), by the pipeline's static step
     (solver.solve): its purchases per (region, GPU type), or None without one."""
+    held: Fleet | None = field(default=None, init=False)
+    """The held fleet once the build has started planning it (`_held_beside`)."""
     build_s: float = 0.0
     curves: dict = field(default_factory=dict)
     """(workload, candidate key) -> the curves of the plan's interactive pools at their
@@ -136,9 +155,10 @@ class PeriodsStep:
 
     def build(self, backend: Backend, solve_settings: SolveSettings) -> None:
         """The periods program, a later month's commitments bounded (Infeasible on a
-        pre-solve problem)."""
-        del backend, solve_settings  # solved whole: nothing starts while it builds
+        pre-solve problem); the held fleet is planned beside it (`_held_beside`)."""
+        del backend
         started = time.monotonic()
+        self.held = self._held_beside(month_share(solve_settings, self.horizon))
         self.program = build_time_program(
             self.instance, self.table, self.settings, self.horizon.periods
         )
@@ -154,36 +174,41 @@ class PeriodsStep:
         where the share ends without a plan, again within the rest of the solve time (a
         month without a plan ends the horizon)."""
         shared = month_share(solve_settings, self.horizon)
-        found = optimise_periods(self.program, backend, shared, self._fleet(shared))
+        found = optimise_periods(self.program, backend, shared, self.held)
         stopped = found.result.termination is Termination.TIME_LIMIT
         if shared is solve_settings or not stopped or _expired(solve_settings):
             return found
-        return optimise_periods(self.program, backend, solve_settings, self._fleet(solve_settings))
+        return optimise_periods(self.program, backend, solve_settings, self.held)
 
-    def _fleet(self, settings: SolveSettings) -> Fleet | None:
+    def _held_beside(self, settings: SolveSettings) -> Fleet | None:
         """The static plan of the day's peak as committed GPUs (solver.decompose.by_period,
-        `Fleet`), planned within `HELD_SHARE` of the time left when the rounds ask, to
-        `HELD_PLAN_GAP` at least."""
+        `Fleet`), planned in a thread beside the periods program's build (its HiGHS
+        solves and worker processes run while the build holds the interpreter), within
+        `HELD_SHARE` of the time left, to `HELD_PLAN_GAP` at least; the rounds wait for it."""
         if self.held_fleet is None:
             return None
+        deadline = settings.deadline
+        held = settings
+        if deadline is not None and deadline.limit_s is not None:
+            now = deadline.elapsed_s()
+            share = HELD_SHARE * max(0.0, deadline.limit_s - now)
+            held = replace(settings, deadline=replace(deadline, limit_s=now + share))
+            held = held.limited(min(share, settings.time_limit_s or share))
+        held = replace(held, mip_gap=max(held.mip_gap, HELD_PLAN_GAP))
+        found: list = []
+        inputs = (self.held_fleet, self.instance, self.table, held)
+        thread = threading.Thread(
+            target=lambda: found.append(_planned_held(*inputs)), name="held-fleet", daemon=True
+        )
+        thread.start()
 
-        def committed() -> Held | None:
-            deadline = settings.deadline
-            held = settings
-            if deadline is not None and deadline.limit_s is not None:
-                now = deadline.elapsed_s()
-                share = HELD_SHARE * max(0.0, deadline.limit_s - now)
-                held = replace(settings, deadline=replace(deadline, limit_s=now + share))
-                held = held.limited(min(share, settings.time_limit_s or share))
-            held = replace(held, mip_gap=max(held.mip_gap, HELD_PLAN_GAP))
-            planned = self.held_fleet(held_all_day(self.instance), self.table, held)
-            if planned is None:
-                return None
-            bought, layout = planned
-            committed = {CommittedColumn(r, g).name(): gpus for (r, g), gpus in bought.items()}
-            return Held(committed, layout)
+        def waited() -> Held | None:
+            thread.join()
+            if not found or isinstance(found[0], BaseException):
+                raise found[0] if found else RuntimeError("the held fleet's thread ended")
+            return found[0]
 
-        return committed
+        return waited
 
     def close(self) -> None:
         """Nothing runs beside the solve."""

@@ -98,7 +98,7 @@ def test_an_hourly_plan_is_never_dearer_than_the_peak_plan_held_all_day(
 
 def test_the_held_fleet_is_planned_within_its_share_and_named_by_committed_column(monkeypatch):
     """24 s limit, 6 s gone: the static plan gets HELD_SHARE of the 18 s left (deadline at
-    6 + 0.4 x 18 = 13.2 s, a 7.2 s limit) at 1% (the run's 1e-6 is tighter), and its
+    6 + 0.6 x 18 = 16.8 s, a 10.8 s limit) at 1% (the run's 1e-6 is tighter), and its
     purchases come back per committed column."""
     seen = []
 
@@ -111,9 +111,9 @@ def test_the_held_fleet_is_planned_within_its_share_and_named_by_committed_colum
     settings = replace(EXACT, time_limit_s=24.0, deadline=Deadline(100.0, 24.0))
     months = step.PeriodsStep.__new__(step.PeriodsStep)
     months.instance, months.table, months.held_fleet = _instance(), None, planned
-    committed = months._fleet(settings)()
-    assert step.HELD_SHARE == 0.4
-    assert seen == [(pytest.approx(13.2), pytest.approx(7.2), step.HELD_PLAN_GAP, False)]
+    committed = months._held_beside(settings)()
+    assert step.HELD_SHARE == 0.6
+    assert seen == [(pytest.approx(16.8), pytest.approx(10.8), step.HELD_PLAN_GAP, False)]
     assert committed.committed == {
         CommittedColumn("r1", "h100-sxm").name(): 16.0,
         CommittedColumn("r2", "h200").name(): 8.0,
