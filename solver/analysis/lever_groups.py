@@ -1,0 +1,210 @@
+"""GPU levers that save nothing, proven together: one program with every such GPU type
+offered at once instead of one program per type.
+
+Each `allow GPU` lever only adds options: its program P_g is the base program P plus the
+columns of type g (its pools, purchases, servers) in the rows they enter, so the base
+plan x* is a plan of P_g. Offer a set G of such types at once: P_G. Where every plan x
+of P_g, with G's other columns at 0, is a plan of P_G at no greater objective, and x* a
+plan of P_g at no greater objective than in P (`contains`, checked for every member:
+the same rows on the smaller program's columns, bounds no tighter, costs no higher; the
+objective's tie-break on GPUs used, epsilon = 1 / (1 + every GPU that could exist),
+only shrinks as types are added),
+
+    L_G  <=  opt(P_G)  <=  opt(P_g)      and      obj_g(x*)  <=  obj_P(x*) = b,
+
+L_G the proven lower bound of P_G's solve. The gap of x* in P_g, (obj_g(x*) - opt(P_g))
+/ obj_g(x*), grows with obj_g(x*) and shrinks with opt(P_g), so it is at most
+(b - L_G) / b. Where that is within the requested gap, the base plan is proven within
+the gap for every lever of G: each answers with it, status solved, without a solve of
+its own (`solve_group`). Where P_G's solve finds a plan below the base (some type of G
+saves), or proves too little in its time, nothing is concluded and each lever of G is
+solved alone, as without the group.
+
+Which levers join is a choice of speed only (the argument above is what makes an
+answer): a lever whose program's LP relaxation is no lower than the base program's
+(`neutral`: the LP finds no use for g, as on chat-3region for five of the ten types; a
+type the LP uses would likely end the group's proof with a cheaper plan), and whose
+type's server is no finer than every type on offer (`groupable`: a finer server, gh200's
+one GPU, makes whole-server rounding pay off in more ways, and its proof dominated the
+group's: on chat-3region the six 8- and 72-GPU types that save nothing took 16.8 s
+together against 28.3 s alone, the seven with gh200 47 s together, the sum of their
+solves alone). Only static plans proven within the gap, each lever with the instance's
+whole time limit (no shared deadline: solver.analysis.levers), group.
+"""
+
+import math
+from dataclasses import dataclass, replace
+
+from models.colocation.warm_cold import splittable
+from models.schema.instance import Instance
+from solver.analysis.lever_edits import allow_gpu
+from solver.analysis.lever_programs import BaseProgram
+from solver.backends import get_backend
+from solver.backends.base import relative_gap
+from solver.decompose.region_bounds import bound_of
+from solver.errors import Infeasible, NoSolution, PlanRejected
+from solver.program.build import with_bounds
+from solver.program.lp import LinearProgram, Sense
+from solver.settings import SolveSettings
+from solver.solve import solve_program
+
+NEUTRAL_SHARE = 1e-4
+"""How much lower than the base program's LP bound a lever's may be and still count as
+finding no use for its GPU type (`neutral`)."""
+CENT = 0.01
+"""A group plan dearer than the base's less this found no saving."""
+GROUP_NOTE = "proven with {others} offered at once: none saves within the gap"
+"""The note of a lever answered by its group (`solve_group`)."""
+
+
+@dataclass(frozen=True)
+class Neutral:
+    """A GPU lever whose program's LP relaxation finds no use for its type: to be proven
+    with the others (`solve_group`) rather than alone. `lp`: its program, as built."""
+
+    lever: str
+    offers: str
+    lp: LinearProgram
+
+
+@dataclass(frozen=True)
+class GroupOutcome:
+    """What a group's solve concluded: the levers it answers, and those left to be
+    solved alone (all of them where it proved nothing)."""
+
+    answered: dict[str, str]
+    """Each lever the group answers with the base plan, and its note (`GROUP_NOTE`)."""
+    unanswered: tuple[str, ...]
+
+
+def lp_bound(lp: LinearProgram, backend: str | None) -> float | None:
+    """The optimum of `lp`'s LP relaxation (every integer continuous), None without one."""
+    solver = get_backend(backend or "highs")
+    relaxed = with_bounds(lp, {}, relax=True)
+    result = solver.solve(relaxed, mip_gap=0.0, threads=1, want_duals=False)
+    return result.objective if result.termination.has_solution else None
+
+
+def neutral(lp: LinearProgram, base_lp_bound: float, backend: str | None) -> bool:
+    """Whether `lp`'s LP relaxation is no lower than the base program's (`base_lp_bound`)
+    by more than `NEUTRAL_SHARE` of it (the tie-break alone moves it a little)."""
+    bound = lp_bound(lp, backend)
+    return bound is not None and bound >= base_lp_bound - NEUTRAL_SHARE * abs(base_lp_bound)
+
+
+def groups_in(instance: Instance, start: object, base: BaseProgram | None, shared: bool) -> bool:
+    """Whether the levers of `instance` may be proven in groups: a static plan proven
+    within the gap (`base`), a start (the base plan's values), no shared deadline
+    (`shared`), one program to solve (no warm/cold split to choose), and a gap above 0
+    (with none, only a program's own solve tells its tie-break among equal costs)."""
+    if base is None or start is None or shared or instance.solver.mip_gap <= 0:
+        return False
+    return not splittable(instance)
+
+
+def groupable(base: Instance, offers: str | None, changed: Instance) -> bool:
+    """Whether a lever offering the GPU type `offers` may join a group: its server holds
+    no fewer GPUs than the finest server on offer (the module text)."""
+    if offers is None:
+        return False
+    finest = min(spec.gpus_per_node for spec in base.gpu_specs.values())
+    return changed.gpu_specs[offers].gpus_per_node >= finest
+
+
+def contains(outer: LinearProgram, inner: LinearProgram) -> bool:
+    """Whether every plan of `inner`, with `outer`'s other columns at 0, is a plan of
+    `outer` at no greater objective: every column of `inner` in `outer` with bounds no
+    tighter, an integer only where `inner`'s is, a cost no higher (equal where the
+    column may be negative); every other column of `outer` may be 0; every row of
+    `outer` is `inner`'s row of that name on `inner`'s columns with a right-hand side no
+    tighter, or holds for every value of `inner`'s columns within their bounds (a row
+    of the other columns only, or one that the bounds imply); the same constant."""
+    if outer.objective_constant != inner.objective_constant:
+        return False
+    for name, mine in inner.variables.items():
+        theirs = outer.variables.get(name)
+        if theirs is None or theirs.lower > mine.lower or (theirs.integer and not mine.integer):
+            return False
+        if theirs.upper is not None and (mine.upper is None or mine.upper > theirs.upper):
+            return False
+        price, own = outer.objective.get(name, 0.0), inner.objective.get(name, 0.0)
+        if price > own or (price != own and mine.lower < 0):
+            return False
+    for name, var in outer.variables.items():
+        zero_outside = var.lower <= 0 and (var.upper is None or var.upper >= 0)
+        if name not in inner.variables and not zero_outside:
+            return False
+    for name, row in outer.constraints.items():
+        on_inner = {c: a for c, a in row.coefficients.items() if c in inner.variables}
+        mine = inner.constraints.get(name)
+        if mine is None:
+            same = _holds_within_bounds(on_inner, row.sense, row.rhs, inner)
+        else:
+            same = on_inner == mine.coefficients and row.sense == mine.sense
+            same = same and _no_tighter(row.sense, row.rhs, mine.rhs)
+        if not same:
+            return False
+    return True
+
+
+def _holds_within_bounds(
+    terms: dict[str, float], sense: Sense, rhs: float, lp: LinearProgram
+) -> bool:
+    """Whether the row sum(terms) SENSE rhs holds for every value of `lp`'s columns within
+    their bounds (e.g. pool_used[c] <= 1 of one binary column): its least and largest
+    activity over the bounds."""
+    least = most = 0.0
+    for name, coef in terms.items():
+        var = lp.variables[name]
+        upper = math.inf if var.upper is None else var.upper
+        ends = (coef * var.lower, coef * upper)
+        least += min(ends)
+        most += max(ends)
+    return {Sense.GE: least >= rhs, Sense.LE: most <= rhs, Sense.EQ: least == most == rhs}[sense]
+
+
+def _no_tighter(sense: Sense, outer_rhs: float, inner_rhs: float) -> bool:
+    return {
+        Sense.GE: outer_rhs <= inner_rhs,
+        Sense.LE: outer_rhs >= inner_rhs,
+        Sense.EQ: outer_rhs == inner_rhs,
+    }[sense]
+
+
+def solve_group(
+    members: tuple[Neutral, ...],
+    instance: Instance,
+    base_cost: float,
+    backend: str | None,
+    start: dict[str, float],
+    base_lp: LinearProgram,
+) -> GroupOutcome:
+    """P_G, the base `instance` with every member's type offered, solved with one solver
+    thread from the base plan (`start`, a plan of the base program `base_lp`) within the
+    instance's time limit; the members it proves answered with the base plan (the
+    module text), every other member left to be solved alone."""
+    names = tuple(member.lever for member in members)
+    grouped = instance
+    for member in members:
+        grouped = allow_gpu(member.offers)(grouped) or grouped
+    settings = SolveSettings.of(grouped, backend=backend, threads=1)
+    settings = replace(settings, start=start).started()
+    try:
+        solved = solve_program(grouped, settings)
+    except (Infeasible, NoSolution, PlanRejected):
+        return GroupOutcome({}, names)
+    lp = solved.program.lp
+    bound = bound_of(solved.result, lp, settings)
+    cost = solved.plan.cost_per_month
+    if bound is None or cost is None or not solved.plan.optimal or cost < base_cost - CENT:
+        return GroupOutcome({}, names)
+    at_start = base_lp.objective_value(start)
+    gap = relative_gap(at_start, bound)
+    if gap is None or gap > settings.mip_gap + 1e-12:
+        return GroupOutcome({}, names)
+    inside = [m for m in members if contains(lp, m.lp) and contains(m.lp, base_lp)]
+    answered = {
+        member.lever: GROUP_NOTE.format(others=", ".join(m.offers for m in members))
+        for member in inside
+    }
+    return GroupOutcome(answered, tuple(m.lever for m in members if m not in inside))
