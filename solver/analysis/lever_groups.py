@@ -21,15 +21,17 @@ saves), or proves too little in its time, nothing is concluded and each lever of
 solved alone, as without the group.
 
 Which levers join is a choice of speed only (the argument above is what makes an
-answer): a lever whose program's LP relaxation is no lower than the base program's
-(`neutral`: the LP finds no use for g, as on chat-3region for five of the ten types; a
-type the LP uses would likely end the group's proof with a cheaper plan), and whose
-type's server is no finer than every type on offer (`groupable`: a finer server, gh200's
-one GPU, makes whole-server rounding pay off in more ways, and its proof dominated the
-group's: on chat-3region the six 8- and 72-GPU types that save nothing took 16.8 s
-together against 28.3 s alone, the seven with gh200 47 s together, the sum of their
-solves alone). Only static plans proven within the gap, each lever with the instance's
-whole time limit (no shared deadline: solver.analysis.levers), group.
+answer): a lever whose program, relaxed but for its whole servers (`servers_bound`: a
+few integers, 0.1-0.4 s), is no cheaper than the base program so relaxed (`neutral`: a
+type it uses would likely end the group's proof with a cheaper plan; the LP relaxation
+alone cannot tell, as it buys fractions of gb200's 72-GPU racks), and whose type's
+server is no finer than every type on offer (`groupable`: a finer server, gh200's one
+GPU, makes whole-server rounding pay off in more ways, and its proof dominated the
+group's). On chat-3region six of the ten types are neutral (a100, l40s, b300,
+rtx-pro-6000, gb200, gb300): together 16.8 s against 28.3 s alone; the seven with gh200
+took 47 s together, the sum of their solves alone. Only static plans proven within the
+gap, each lever with the instance's whole time limit (no shared deadline:
+solver.analysis.levers), group.
 """
 
 import math
@@ -44,13 +46,21 @@ from solver.backends.base import relative_gap
 from solver.decompose.region_bounds import bound_of
 from solver.errors import Infeasible, NoSolution, PlanRejected
 from solver.program.build import with_bounds
+from solver.program.families.servers import ServersColumn
 from solver.program.lp import LinearProgram, Sense
+from solver.program.row_names import split_name
 from solver.settings import SolveSettings
 from solver.solve import solve_program
 
-NEUTRAL_SHARE = 1e-4
-"""How much lower than the base program's LP bound a lever's may be and still count as
-finding no use for its GPU type (`neutral`)."""
+SCREEN_GAP = 1e-4
+"""The gap `servers_bound` is solved to."""
+NEUTRAL_SHARE = 2 * SCREEN_GAP
+"""How much lower than the base program's `servers_bound` a lever's may be and still
+count as finding no use for its GPU type (`neutral`)."""
+GAP_MARGIN = 1e-3
+"""The group is solved to the requested gap less this share of it: its gap is measured
+at its own objective of the base plan, the members' at theirs, higher by the tie-break
+(a few cents), so the members' stay within the requested gap."""
 CENT = 0.01
 """A group plan dearer than the base's less this found no saving."""
 GROUP_NOTE = "proven with {others} offered at once: none saves within the gap"
@@ -59,8 +69,9 @@ GROUP_NOTE = "proven with {others} offered at once: none saves within the gap"
 
 @dataclass(frozen=True)
 class Neutral:
-    """A GPU lever whose program's LP relaxation finds no use for its type: to be proven
-    with the others (`solve_group`) rather than alone. `lp`: its program, as built."""
+    """A GPU lever whose program relaxed but for whole servers finds no use for its type
+    (`neutral`): to be proven with others (`solve_group`) rather than alone. `lp`: its
+    program, as built."""
 
     lever: str
     offers: str
@@ -75,21 +86,31 @@ class GroupOutcome:
     answered: dict[str, str]
     """Each lever the group answers with the base plan, and its note (`GROUP_NOTE`)."""
     unanswered: tuple[str, ...]
+    gap: float | None = None
+    """None: the answers are proven within the requested gap; else the gap they are
+    proven to (the group stopped by its time limit: status feasible)."""
 
 
-def lp_bound(lp: LinearProgram, backend: str | None) -> float | None:
-    """The optimum of `lp`'s LP relaxation (every integer continuous), None without one."""
-    solver = get_backend(backend or "highs")
+def servers_bound(lp: LinearProgram, backend: str | None) -> float | None:
+    """The optimum (within `SCREEN_GAP`) of `lp` with every integer but the whole servers
+    bought (`servers` columns) made continuous: a small program of a few integers; None
+    without a plan."""
     relaxed = with_bounds(lp, {}, relax=True)
-    result = solver.solve(relaxed, mip_gap=0.0, threads=1, want_duals=False)
+    for name, var in lp.variables.items():
+        if var.integer and split_name(name)[0] == ServersColumn.family:
+            relaxed.variables[name] = var
+    result = get_backend(backend or "highs").solve(
+        relaxed, mip_gap=SCREEN_GAP, threads=1, want_duals=False
+    )
     return result.objective if result.termination.has_solution else None
 
 
-def neutral(lp: LinearProgram, base_lp_bound: float, backend: str | None) -> bool:
-    """Whether `lp`'s LP relaxation is no lower than the base program's (`base_lp_bound`)
-    by more than `NEUTRAL_SHARE` of it (the tie-break alone moves it a little)."""
-    bound = lp_bound(lp, backend)
-    return bound is not None and bound >= base_lp_bound - NEUTRAL_SHARE * abs(base_lp_bound)
+def neutral(lp: LinearProgram, base_bound: float, backend: str | None) -> bool:
+    """Whether `lp`'s `servers_bound` is no lower than the base program's (`base_bound`)
+    by more than `NEUTRAL_SHARE` of it (the tie-break and the screen's gap move it a
+    little)."""
+    bound = servers_bound(lp, backend)
+    return bound is not None and bound >= base_bound - NEUTRAL_SHARE * abs(base_bound)
 
 
 def groups_in(instance: Instance, start: object, base: BaseProgram | None, shared: bool) -> bool:
@@ -181,30 +202,38 @@ def solve_group(
 ) -> GroupOutcome:
     """P_G, the base `instance` with every member's type offered, solved with one solver
     thread from the base plan (`start`, a plan of the base program `base_lp`) within the
-    instance's time limit; the members it proves answered with the base plan (the
-    module text), every other member left to be solved alone."""
+    sum of its members' time limits (it stands in for their solves); the members it
+    contains answered with the base plan (the module text), every other member, and
+    every one where it found a cheaper plan or none, left to be solved alone. Stopped
+    by its limit, its bound still holds for every member: they answer with the base
+    plan, status feasible, at the gap it proves (as each alone would, stopped)."""
     names = tuple(member.lever for member in members)
     grouped = instance
     for member in members:
         grouped = allow_gpu(member.offers)(grouped) or grouped
-    settings = SolveSettings.of(grouped, backend=backend, threads=1)
-    settings = replace(settings, start=start).started()
+    limit_s = instance.solver.time_limit_s
+    limit_s = None if limit_s is None else limit_s * len(members)
+    settings = SolveSettings.of(grouped, backend=backend, threads=1, time_limit_s=limit_s)
+    requested = settings.mip_gap
+    settings = replace(settings, start=start, mip_gap=requested * (1 - GAP_MARGIN)).started()
     try:
         solved = solve_program(grouped, settings)
     except (Infeasible, NoSolution, PlanRejected):
         return GroupOutcome({}, names)
-    lp = solved.program.lp
-    bound = bound_of(solved.result, lp, settings)
+    lp, result = solved.program.lp, solved.result
+    bound = bound_of(result, lp, settings)
+    if bound is None and result.objective is not None and result.mip_gap is not None:
+        bound = result.objective - result.mip_gap * abs(result.objective)  # stopped
     cost = solved.plan.cost_per_month
-    if bound is None or cost is None or not solved.plan.optimal or cost < base_cost - CENT:
+    if bound is None or cost is None or cost < base_cost - CENT:
         return GroupOutcome({}, names)
-    at_start = base_lp.objective_value(start)
-    gap = relative_gap(at_start, bound)
-    if gap is None or gap > settings.mip_gap + 1e-12:
+    gap = relative_gap(base_lp.objective_value(start), bound)
+    if gap is None:
         return GroupOutcome({}, names)
     inside = [m for m in members if contains(lp, m.lp) and contains(m.lp, base_lp)]
     answered = {
         member.lever: GROUP_NOTE.format(others=", ".join(m.offers for m in members))
         for member in inside
     }
-    return GroupOutcome(answered, tuple(m.lever for m in members if m not in inside))
+    unanswered = tuple(m.lever for m in members if m not in inside)
+    return GroupOutcome(answered, unanswered, None if gap <= requested + 1e-12 else gap)

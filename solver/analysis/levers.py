@@ -54,8 +54,8 @@ from solver.analysis.lever_groups import (
     Neutral,
     groupable,
     groups_in,
-    lp_bound,
     neutral,
+    servers_bound,
     solve_group,
 )
 from solver.analysis.lever_programs import (
@@ -134,8 +134,8 @@ def solve_lever(
     values by column name) where given; every ending is a LeverResult, one without a
     plan with its reason. With `base_program`, a lever whose program is the base's is not
     solved: its result is the base plan's (solver.analysis.lever_programs); with `probe`
-    (the GPU type the lever offers, the base program's LP bound) too, a lever whose
-    program's LP relaxation is no lower is not solved either: it is returned `Neutral`,
+    (the GPU type the lever offers, the base program's `lever_groups.servers_bound`)
+    too, a lever whose program's is no lower is not solved either: it is returned `Neutral`,
     to be proven with others (solver.analysis.lever_groups)."""
     settings = SolveSettings.of(instance, backend=backend, threads=1, time_limit_s=time_limit_s)
     if start is not None:
@@ -198,14 +198,20 @@ def base_is_better(result: LeverResult, base: Plan) -> LeverResult:
 
 
 def _as_base(
-    name: str, base_cost: float, base: BaseProgram, note: str = SAME_PROGRAM_NOTE
+    name: str,
+    base_cost: float,
+    base: BaseProgram,
+    note: str = SAME_PROGRAM_NOTE,
+    gap: float | None = None,
 ) -> LeverResult:
     """A lever answered by the base plan (its program is the base's, or its group proved
-    it: solver.analysis.lever_groups): the base plan's result, noted."""
+    it: solver.analysis.lever_groups; `gap`: proven only to that), noted."""
     return LeverResult(
         lever=name,
         cost_per_month=base_cost,
         saving_per_month=0.0,
+        status="solved" if gap is None else "feasible",
+        gap=gap,
         total_gpus=base.total_gpus,
         servers=base.servers,
         whole_servers=base.whole_servers,
@@ -325,8 +331,8 @@ class LeverRun:
             (the default): each lever gets the instance's whole `solver.time_limit_s`.
         program: The base plan's program (`Solved.program.lp`): a static lever whose
             program is the same is not solved again (solver.analysis.lever_programs);
-            `allow GPU` levers whose programs' LP relaxations find no use for their
-            types are proven together, each solved alone only where that proves nothing
+            `allow GPU` levers whose programs relaxed but for whole servers find no use
+            for their types are proven together, each solved alone only where that proves nothing
             (solver.analysis.lever_groups: each probed first, `_outcome`).
     """
 
@@ -354,9 +360,9 @@ class LeverRun:
         # on its own (solver.decompose.by_period)
         self.time_limit_s = time_limit_s
         self._instance, self._lp = instance, program
-        self._probing, self._base_lp_bound = self._probed(instance, program)
+        self._probing, self._base_bound = self._probed(instance, program)
         """The levers whose turn first probes them (`solve_lever(probe=...)`) and the base
-        program's LP bound they are probed against: they go first, so that their group
+        program's `servers_bound` they are probed against: they go first, so that their group
         (`_outcome`) starts early and does not run alone at the end."""
         self.work.sort(key=lambda item: item.name not in self._probing)
         self._neutral: list[Neutral] = []
@@ -373,7 +379,7 @@ class LeverRun:
         self, instance: Instance, program: LinearProgram | None
     ) -> tuple[set[str], float | None]:
         """The `allow GPU` levers that may be proven together (lever_groups: `groups_in`,
-        `groupable`; two at least), and the base program's LP bound."""
+        `groupable`; two at least), and the base program's `servers_bound`."""
         shared = self.time_limit_s is not None
         if program is None or not groups_in(instance, self.start, self.base_program, shared):
             return set(), None
@@ -382,7 +388,7 @@ class LeverRun:
             for item in self.work
             if item.relaxes and groupable(instance, item.offers, item.instance)
         }
-        bound = lp_bound(program, self.backend) if len(names) > 1 else None
+        bound = servers_bound(program, self.backend) if len(names) > 1 else None
         return (names, bound) if bound is not None else (set(), None)
 
     def __enter__(self) -> "LeverRun":
@@ -466,8 +472,8 @@ class LeverRun:
         if share_s == NONE_LEFT:
             return None
         probe = {}
-        if item.name in self._probing and item.offers and self._base_lp_bound is not None:
-            probe = {"probe": (item.offers, self._base_lp_bound)}
+        if item.name in self._probing and item.offers and self._base_bound is not None:
+            probe = {"probe": (item.offers, self._base_bound)}
         return solve_lever, (
             item.name, item.instance, base_cost, self.backend, share_s, self.start,
             self.base_program, time.monotonic(),
@@ -481,7 +487,7 @@ class LeverRun:
         if isinstance(outcome, GroupOutcome):
             base_cost, base = self.base.cost_per_month or 0.0, self.base_program
             for name, note in outcome.answered.items() if base is not None else ():
-                self._finished(_as_base(name, base_cost, base, note))
+                self._finished(_as_base(name, base_cost, base, note, outcome.gap))
             waiting.extendleft(reversed([i for i in self.work if i.name in outcome.unanswered]))
             return
         if isinstance(outcome, Neutral):
