@@ -52,6 +52,9 @@ from solver.program.row_names import split_name
 from solver.settings import SolveSettings
 from solver.solve import solve_program
 
+GROUPS = True
+"""Whether levers are proven in groups at all (`groups_in`); off, the bench's `before`
+(tests/bench/test_levers_speed.py)."""
 SCREEN_GAP = 1e-4
 """The gap `servers_bound` is solved to."""
 NEUTRAL_SHARE = 2 * SCREEN_GAP
@@ -118,7 +121,7 @@ def groups_in(instance: Instance, start: object, base: BaseProgram | None, share
     within the gap (`base`), a start (the base plan's values), no shared deadline
     (`shared`), one program to solve (no warm/cold split to choose), and a gap above 0
     (with none, only a program's own solve tells its tie-break among equal costs)."""
-    if base is None or start is None or shared or instance.solver.mip_gap <= 0:
+    if not GROUPS or base is None or start is None or shared or instance.solver.mip_gap <= 0:
         return False
     return not splittable(instance)
 

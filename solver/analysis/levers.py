@@ -33,6 +33,12 @@ with the base's cost in hand, skips the restricted program's start
 the start changes the search only, never the optimum the lever is proven to. An hourly
 or month re-solve takes no start: a relaxing lever stopped there on a plan dearer than
 the base reports the base plan, saving 0, with a note (`base_is_better`).
+
+`allow GPU` levers that save nothing are proven together where they can be
+(solver.analysis.lever_groups): each is probed first (its program relaxed but for whole
+servers no cheaper than the base's), the neutral ones solved as one program with all
+their types offered, whose bound answers each with the base plan, or, where it finds a
+cheaper plan, each solved alone.
 """
 
 import math
