@@ -37,7 +37,6 @@ solver.analysis.levers), group.
 import math
 from dataclasses import dataclass, replace
 
-from models.colocation.warm_cold import splittable
 from models.schema.instance import Instance
 from solver.analysis.lever_edits import allow_gpu
 from solver.analysis.lever_programs import BaseProgram
@@ -119,11 +118,12 @@ def neutral(lp: LinearProgram, base_bound: float, backend: str | None) -> bool:
 def groups_in(instance: Instance, start: object, base: BaseProgram | None, shared: bool) -> bool:
     """Whether the levers of `instance` may be proven in groups: a static plan proven
     within the gap (`base`), a start (the base plan's values), no shared deadline
-    (`shared`), one program to solve (no warm/cold split to choose), and a gap above 0
-    (with none, only a program's own solve tells its tie-break among equal costs)."""
+    (`shared`), one program to solve (no warm/cold split to choose:
+    policy.warm_cold_split), and a gap above 0 (with none, only a program's own solve
+    tells its tie-break among equal costs)."""
     if not GROUPS or base is None or start is None or shared or instance.solver.mip_gap <= 0:
         return False
-    return not splittable(instance)
+    return not instance.policy.warm_cold_split
 
 
 def groupable(base: Instance, offers: str | None, changed: Instance) -> bool:
@@ -133,6 +133,16 @@ def groupable(base: Instance, offers: str | None, changed: Instance) -> bool:
         return False
     finest = min(spec.gpus_per_node for spec in base.gpu_specs.values())
     return changed.gpu_specs[offers].gpus_per_node >= finest
+
+
+def probes_early(work: list, probing: set[str]) -> list:
+    """`work` (levers, by `name`) with those to probe moved up to the first of them, in
+    their order: the levers before them (the longest) keep their place, the group the
+    probes make starts early and does not run alone at the end."""
+    first = next((i for i, item in enumerate(work) if item.name in probing), len(work))
+    probes = [item for item in work if item.name in probing]
+    rest = [item for item in work[first:] if item.name not in probing]
+    return [*work[:first], *probes, *rest]
 
 
 def contains(outer: LinearProgram, inner: LinearProgram) -> bool:

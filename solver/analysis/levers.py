@@ -61,6 +61,7 @@ from solver.analysis.lever_groups import (
     groupable,
     groups_in,
     neutral,
+    probes_early,
     servers_bound,
     solve_group,
 )
@@ -368,9 +369,10 @@ class LeverRun:
         self._instance, self._lp = instance, program
         self._probing, self._base_bound = self._probed(instance, program)
         """The levers whose turn first probes them (`solve_lever(probe=...)`) and the base
-        program's `servers_bound` they are probed against: they go first, so that their group
+        program's `servers_bound` they are probed against: they go right after the levers
+        `lever_work` puts before them (a finer server's, the longest), so that their group
         (`_outcome`) starts early and does not run alone at the end."""
-        self.work.sort(key=lambda item: item.name not in self._probing)
+        self.work = probes_early(self.work, self._probing)
         self._neutral: list[Neutral] = []
         self._done: list[LeverResult] = []
         self._pool: Any = None

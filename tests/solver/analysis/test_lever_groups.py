@@ -10,6 +10,7 @@ from solver.analysis.lever_groups import (
     GROUP_NOTE,
     Neutral,
     contains,
+    probes_early,
     servers_bound,
     solve_group,
 )
@@ -145,3 +146,11 @@ def test_the_screen_relaxes_all_but_whole_servers():
     lp.add_constraint("cover", "demand", cover, Sense.GE, 5.0)
     lp.add_objective({"replicas[w,c,r]": 5.0, "servers[r,g]": 3.0})
     assert servers_bound(lp, None) == pytest.approx(3 * 1 + 5 * 0.5, rel=1e-4)
+
+
+def test_probes_go_right_after_the_levers_before_them():
+    # a b c d e, probing c and e: a and b (before the first probe, the longest) keep
+    # their place, then c and e, then d
+    named = [type("Work", (), {"name": name})() for name in "abcde"]
+    assert [w.name for w in probes_early(named, {"c", "e"})] == list("abced")
+    assert [w.name for w in probes_early(named, set())] == list("abcde")
