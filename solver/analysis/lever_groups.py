@@ -36,10 +36,11 @@ solver.analysis.levers), group.
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 from models.schema.instance import Instance
 from solver.analysis.lever_edits import allow_gpu
-from solver.analysis.lever_programs import BaseProgram
+from solver.analysis.lever_programs import BaseProgram, plan_fields
 from solver.backends import get_backend
 from solver.backends.base import relative_gap
 from solver.decompose.region_bounds import bound_of
@@ -63,6 +64,8 @@ GAP_MARGIN = 1e-3
 """The group is solved to the requested gap less this share of it: its gap is measured
 at its own objective of the base plan, the members' at theirs, higher by the tie-break
 (a few cents), so the members' stay within the requested gap."""
+INTEGRALITY = 1e-6
+"""How far a value may be from its bound or from an integer in a plan (`plan_of`)."""
 CENT = 0.01
 """A group plan dearer than the base's less this found no saving."""
 GROUP_NOTE = "proven with {others} offered at once: none saves within the gap"
@@ -81,16 +84,32 @@ class Neutral:
 
 
 @dataclass(frozen=True)
+class GroupWork:
+    """GPU levers to prove together (`solve_group`)."""
+
+    members: tuple[Neutral, ...]
+
+
+@dataclass(frozen=True)
+class GroupAnswer:
+    """A lever's answer from its group: the plan it ends on (`fields`: the group's plan's
+    `plan_fields` where that is a plan of the lever's program no dearer there than the
+    base plan; None: the base plan), its cost, the gap it is proven to (None: within the
+    requested gap; else the group stopped by its time limit: status feasible), its note."""
+
+    cost_per_month: float
+    gap: float | None
+    note: str
+    fields: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
 class GroupOutcome:
     """What a group's solve concluded: the levers it answers, and those left to be
     solved alone (all of them where it proved nothing)."""
 
-    answered: dict[str, str]
-    """Each lever the group answers with the base plan, and its note (`GROUP_NOTE`)."""
+    answered: dict[str, GroupAnswer]
     unanswered: tuple[str, ...]
-    gap: float | None = None
-    """None: the answers are proven within the requested gap; else the gap they are
-    proven to (the group stopped by its time limit: status feasible)."""
 
 
 def servers_bound(lp: LinearProgram, backend: str | None) -> float | None:
@@ -197,6 +216,23 @@ def _holds_within_bounds(
     return {Sense.GE: least >= rhs, Sense.LE: most <= rhs, Sense.EQ: least == most == rhs}[sense]
 
 
+def plan_of(lp: LinearProgram, values: dict[str, float]) -> bool:
+    """Whether `values` (columns not named: 0) are a plan of `lp`: every column named is
+    `lp`'s (or 0), within its bounds, integral where it is an integer, and no row broken
+    (`Constraint.broken_by`: the solver's feasibility tolerance)."""
+    if any(abs(v) > INTEGRALITY for n, v in values.items() if n not in lp.variables):
+        return False
+    for name, var in lp.variables.items():
+        value = values.get(name, 0.0)
+        if value < var.lower - INTEGRALITY or (
+            var.upper is not None and value > var.upper + INTEGRALITY
+        ):
+            return False
+        if var.integer and abs(value - round(value)) > INTEGRALITY:
+            return False
+    return not any(row.broken_by(values) for row in lp.constraints.values())
+
+
 def _no_tighter(sense: Sense, outer_rhs: float, inner_rhs: float) -> bool:
     return {
         Sense.GE: outer_rhs <= inner_rhs,
@@ -233,20 +269,27 @@ def solve_group(
         solved = solve_program(grouped, settings)
     except (Infeasible, NoSolution, PlanRejected):
         return GroupOutcome({}, names)
-    lp, result = solved.program.lp, solved.result
+    lp, result, plan = solved.program.lp, solved.result, solved.plan
     bound = bound_of(result, lp, settings)
     if bound is None and result.objective is not None and result.mip_gap is not None:
         bound = result.objective - result.mip_gap * abs(result.objective)  # stopped
-    cost = solved.plan.cost_per_month
+    cost = plan.cost_per_month
     if bound is None or cost is None or cost < base_cost - CENT:
         return GroupOutcome({}, names)
-    gap = relative_gap(base_lp.objective_value(start), bound)
-    if gap is None:
-        return GroupOutcome({}, names)
-    inside = [m for m in members if contains(lp, m.lp) and contains(m.lp, base_lp)]
-    answered = {
-        member.lever: GROUP_NOTE.format(others=", ".join(m.offers for m in members))
-        for member in inside
-    }
-    unanswered = tuple(m.lever for m in members if m not in inside)
-    return GroupOutcome(answered, unanswered, None if gap <= requested + 1e-12 else gap)
+    note = GROUP_NOTE.format(others=", ".join(m.offers for m in members))
+    answered = {}
+    for member in members:
+        if not (contains(lp, member.lp) and contains(member.lp, base_lp)):
+            continue
+        at_base = member.lp.objective_value(start)
+        found = member.lp.objective_value(result.values)
+        if plan_of(member.lp, result.values) and found <= at_base:
+            gap = relative_gap(found, bound)
+            answer = GroupAnswer(cost, gap, note, plan_fields(plan))
+        else:
+            answer = GroupAnswer(base_cost, relative_gap(at_base, bound), note)
+        if answer.gap is not None:
+            proven = answer.gap <= requested + 1e-12
+            answered[member.lever] = replace(answer, gap=None if proven else answer.gap)
+    unanswered = tuple(m.lever for m in members if m.lever not in answered)
+    return GroupOutcome(answered, unanswered)

@@ -57,6 +57,7 @@ from models.schema.instance import Instance
 from solver.analysis.lever_edits import levers_for
 from solver.analysis.lever_groups import (
     GroupOutcome,
+    GroupWork,
     Neutral,
     groupable,
     groups_in,
@@ -282,13 +283,6 @@ class LeverWork:
     """The GPU type an `allow GPU` lever offers (lever_edits.Lever.offers)."""
 
 
-@dataclass(frozen=True)
-class GroupWork:
-    """GPU levers to prove together (solver.analysis.lever_groups.solve_group)."""
-
-    members: tuple[Neutral, ...]
-
-
 def lever_work(instance: Instance) -> list[LeverWork]:
     """The applicable levers' instances, longest re-solve first as far as the instance
     tells (`_longest_first`)."""
@@ -494,8 +488,13 @@ class LeverRun:
         take the base plan and whose others go back first in `waiting`, solved alone."""
         if isinstance(outcome, GroupOutcome):
             base_cost, base = self.base.cost_per_month or 0.0, self.base_program
-            for name, note in outcome.answered.items() if base is not None else ():
-                self._finished(_as_base(name, base_cost, base, note, outcome.gap))
+            for name, answer in outcome.answered.items() if base is not None else ():
+                result = _as_base(name, base_cost, base, answer.note, answer.gap)
+                if answer.fields is not None:  # the group's plan, a plan of the lever's
+                    cost = answer.cost_per_month
+                    changes = {"cost_per_month": cost, "saving_per_month": base_cost - cost}
+                    result = result.model_copy(update={**changes, **answer.fields})
+                self._finished(result)
             waiting.extendleft(reversed([i for i in self.work if i.name in outcome.unanswered]))
             return
         if isinstance(outcome, Neutral):
