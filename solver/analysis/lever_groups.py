@@ -16,9 +16,12 @@ L_G the proven lower bound of P_G's solve. The gap of x* in P_g, (obj_g(x*) - op
 / obj_g(x*), grows with obj_g(x*) and shrinks with opt(P_g), so it is at most
 (b - L_G) / b. Where that is within the requested gap, the base plan is proven within
 the gap for every lever of G: each answers with it, status solved, without a solve of
-its own (`solve_group`). Where P_G's solve finds a plan below the base (some type of G
-saves), or proves too little in its time, nothing is concluded and each lever of G is
-solved alone, as without the group.
+its own (`solve_group`); or with P_G's own plan x_G where that is a plan of P_g
+(`plan_of`: it uses no other type of G) with obj_g(x_G) <= obj_g(x*), its gap
+(obj_g(x_G) - L_G) / obj_g(x_G) by the same bound (an equal-cost plan with fewer GPUs,
+as the lever's own solve would find by the tie-break). Where P_G's solve finds a plan
+below the base (some type of G saves), or none, nothing is concluded and each lever of
+G is solved alone, as without the group.
 
 Which levers join is a choice of speed only (the argument above is what makes an
 answer): a lever whose program, relaxed but for its whole servers (`servers_bound`: a
