@@ -58,6 +58,11 @@ from solver.solve import solve_program
 GROUPS = True
 """Whether levers are proven in groups at all (`groups_in`); off, the bench's `before`
 (tests/bench/test_levers_speed.py)."""
+MIN_INTEGERS = 200
+"""Integer columns of the base program below which its levers are solved alone: each
+solves in well under a second, and the screens would cost as much as the group saves
+(on the 15 smaller static instances in instances/, 0.2-2.5 s of levers in all, the
+group took -0.3 to +0.7 s; chat-3region, 574 integers, saves 10 s)."""
 SCREEN_GAP = 1e-4
 """The gap `servers_bound` is solved to."""
 NEUTRAL_SHARE = 2 * SCREEN_GAP
@@ -137,15 +142,22 @@ def neutral(lp: LinearProgram, base_bound: float, backend: str | None) -> bool:
     return bound is not None and bound >= base_bound - NEUTRAL_SHARE * abs(base_bound)
 
 
-def groups_in(instance: Instance, start: object, base: BaseProgram | None, shared: bool) -> bool:
+def groups_in(
+    instance: Instance,
+    program: LinearProgram,
+    start: object,
+    base: BaseProgram | None,
+    shared: bool,
+) -> bool:
     """Whether the levers of `instance` may be proven in groups: a static plan proven
     within the gap (`base`), a start (the base plan's values), no shared deadline
     (`shared`), one program to solve (no warm/cold split to choose:
-    policy.warm_cold_split), and a gap above 0 (with none, only a program's own solve
-    tells its tie-break among equal costs)."""
+    policy.warm_cold_split), a gap above 0 (with none, only a program's own solve tells
+    its tie-break among equal costs), and a base `program` of `MIN_INTEGERS` or more."""
     if not GROUPS or base is None or start is None or shared or instance.solver.mip_gap <= 0:
         return False
-    return not instance.policy.warm_cold_split
+    integers = sum(var.integer for var in program.variables.values())
+    return not instance.policy.warm_cold_split and integers >= MIN_INTEGERS
 
 
 def groupable(base: Instance, offers: str | None, changed: Instance) -> bool:

@@ -383,7 +383,9 @@ class LeverRun:
         """The `allow GPU` levers that may be proven together (lever_groups: `groups_in`,
         `groupable`; two at least), and the base program's `servers_bound`."""
         shared = self.time_limit_s is not None
-        if program is None or not groups_in(instance, self.start, self.base_program, shared):
+        if program is None or not groups_in(
+            instance, program, self.start, self.base_program, shared
+        ):
             return set(), None
         names = {
             item.name

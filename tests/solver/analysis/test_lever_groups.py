@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from solver.analysis import lever_groups
 from solver.analysis.lever_groups import (
     GROUP_NOTE,
     Neutral,
@@ -101,8 +102,10 @@ def _members(instance, gpus: tuple[str, ...]) -> tuple[Neutral, ...]:
     return tuple(members)
 
 
-def test_grouped_levers_answer_as_each_solved_alone():
-    # h100 at $0.50 an hour: no catalog GPU at its catalog price beats it here
+def test_grouped_levers_answer_as_each_solved_alone(monkeypatch):
+    # h100 at $0.50 an hour: no catalog GPU at its catalog price beats it here; a small
+    # program, grouped all the same
+    monkeypatch.setattr(lever_groups, "MIN_INTEGERS", 0)
     instance = _instance(0.5)
     solved = solve_program(instance, SolveSettings.of(instance, threads=1))
     base_cost = solved.plan.cost_per_month
@@ -167,3 +170,12 @@ def test_a_plan_of_a_program_holds_its_rows_bounds_and_integers():
     assert not plan_of(base, {"x": 5.0})  # above x's bound of 4
     assert not plan_of(base, {"x": 2.0, "z": 1.0})  # z is no column of the program
     assert plan_of(base, {"x": 2.0, "z": 0.0})  # a column of none at 0
+
+
+def test_levers_of_a_small_program_are_solved_alone():
+    instance = _instance(0.5)
+    solved = solve_program(instance, SolveSettings.of(instance, threads=1))
+    integers = sum(v.integer for v in solved.program.lp.variables.values())
+    assert integers < lever_groups.MIN_INTEGERS
+    run = LeverRun(instance, solved.plan, start=solved.result.values, program=solved.program.lp)
+    assert run._probing == set()
