@@ -66,11 +66,14 @@ Transform = Callable[[Instance], Instance | None]
 class Lever:
     """A named instance transformation. `relaxes`: every plan of the instance is a plan
     of the changed one at the same cost (an option added, a target or requirement
-    loosened), so the lever never costs more than the base plan."""
+    loosened), so the lever never costs more than the base plan. `offers`: the GPU type
+    an `allow GPU` lever offers (such levers may be proven together:
+    solver.analysis.lever_groups)."""
 
     name: str
     apply: Transform
     relaxes: bool = False
+    offers: str | None = None
 
 
 def _edited(instance: Instance, edit: Callable[[dict[str, Any]], bool]) -> Instance | None:
@@ -342,7 +345,10 @@ def levers_for(instance: Instance) -> list[Lever]:
         Lever("allow disaggregation", policy_switch("disaggregation"), relaxes=True),
         Lever("allow co-location", policy_switch("colocation"), relaxes=True),
         Lever("credit TPOT pooling", policy_switch("credit_tpot_pooling"), relaxes=True),
-        *(Lever(f"allow {gpu}", allow_gpu(gpu), relaxes=True) for gpu in catalog.gpu_catalog()),
+        *(
+            Lever(f"allow {gpu}", allow_gpu(gpu), relaxes=True, offers=gpu)
+            for gpu in catalog.gpu_catalog()
+        ),
         Lever(f"drop survive: {instance.policy.survive}", drop_failure_requirement, relaxes=True),
         *time_levers(instance),
     ]

@@ -99,7 +99,9 @@ def plan_fields(plan: Plan) -> dict[str, Any]:
 
 def lever_table(
     instance: Instance, settings: SolveSettings, base: BaseProgram
-) -> tuple[CandidateTable, bool]:
-    """The lever's candidate table, and whether its program is the base's."""
+) -> tuple[CandidateTable, LinearProgram, bool]:
+    """The lever's candidate table and static program, and whether the program is the
+    base's."""
     table = candidate_table(instance, settings)
-    return table, program_digest(static_program(instance, table, settings)) == base.digest
+    lp = static_program(instance, table, settings)
+    return table, lp, program_digest(lp) == base.digest

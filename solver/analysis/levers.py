@@ -33,11 +33,18 @@ with the base's cost in hand, skips the restricted program's start
 the start changes the search only, never the optimum the lever is proven to. An hourly
 or month re-solve takes no start: a relaxing lever stopped there on a plan dearer than
 the base reports the base plan, saving 0, with a note (`base_is_better`).
+
+`allow GPU` levers that save nothing are proven together where they can be
+(solver.analysis.lever_groups): each is probed first (its program relaxed but for whole
+servers no cheaper than the base's), the neutral ones solved as one program with all
+their types offered, whose bound answers each with the base plan, or, where it finds a
+cheaper plan, each solved alone.
 """
 
 import math
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, replace
@@ -48,6 +55,17 @@ from pydantic import BaseModel, ConfigDict
 from models.operations.time_demand import uses_time
 from models.schema.instance import Instance
 from solver.analysis.lever_edits import levers_for
+from solver.analysis.lever_groups import (
+    GroupOutcome,
+    GroupWork,
+    Neutral,
+    groupable,
+    groups_in,
+    neutral,
+    probes_early,
+    servers_bound,
+    solve_group,
+)
 from solver.analysis.lever_programs import (
     SAME_PROGRAM_NOTE,
     BaseProgram,
@@ -116,13 +134,17 @@ def solve_lever(
     start: Mapping[str, float] | None = None,
     base_program: BaseProgram | None = None,
     handed_out: float | None = None,
-) -> LeverResult:
+    probe: tuple[str, float] | None = None,
+) -> LeverResult | Neutral:
     """Solve a lever's instance with one solver thread, within `time_limit_s` (default:
     the instance's) counted from `handed_out` (a `time.monotonic()` reading, the same
     clock in every process of the machine; default: now), from `start` (the base plan's
     values by column name) where given; every ending is a LeverResult, one without a
     plan with its reason. With `base_program`, a lever whose program is the base's is not
-    solved: its result is the base plan's (solver.analysis.lever_programs)."""
+    solved: its result is the base plan's (solver.analysis.lever_programs); with `probe`
+    (the GPU type the lever offers, the base program's `lever_groups.servers_bound`)
+    too, a lever whose program's is no lower is not solved either: it is returned `Neutral`,
+    to be proven with others (solver.analysis.lever_groups)."""
     settings = SolveSettings.of(instance, backend=backend, threads=1, time_limit_s=time_limit_s)
     if start is not None:
         settings = replace(settings, start=start)
@@ -130,9 +152,11 @@ def solve_lever(
     table = None
     try:
         if base_program is not None:
-            table, same = lever_table(instance, settings, base_program)
+            table, lp, same = lever_table(instance, settings, base_program)
             if same:
                 return _as_base(name, base_cost, base_program)
+            if probe is not None and neutral(lp, probe[1], backend):
+                return Neutral(name, probe[0], lp)
         plan = solve_program(instance, settings, table).plan
     except Infeasible as error:
         problems = error.diagnosis.problems
@@ -181,17 +205,26 @@ def base_is_better(result: LeverResult, base: Plan) -> LeverResult:
     )
 
 
-def _as_base(name: str, base_cost: float, base: BaseProgram) -> LeverResult:
-    """A lever whose program is the base plan's: the base plan's result, noted."""
+def _as_base(
+    name: str,
+    base_cost: float,
+    base: BaseProgram,
+    note: str = SAME_PROGRAM_NOTE,
+    gap: float | None = None,
+) -> LeverResult:
+    """A lever answered by the base plan (its program is the base's, or its group proved
+    it: solver.analysis.lever_groups; `gap`: proven only to that), noted."""
     return LeverResult(
         lever=name,
         cost_per_month=base_cost,
         saving_per_month=0.0,
+        status="solved" if gap is None else "feasible",
+        gap=gap,
         total_gpus=base.total_gpus,
         servers=base.servers,
         whole_servers=base.whole_servers,
         uncertain=base.uncertain,
-        note=SAME_PROGRAM_NOTE,
+        note=note,
     )
 
 
@@ -246,13 +279,15 @@ class LeverWork:
     instance: Instance
     relaxes: bool = False
     """The lever only loosens the question (lever_edits.Lever.relaxes)."""
+    offers: str | None = None
+    """The GPU type an `allow GPU` lever offers (lever_edits.Lever.offers)."""
 
 
 def lever_work(instance: Instance) -> list[LeverWork]:
     """The applicable levers' instances, longest re-solve first as far as the instance
     tells (`_longest_first`)."""
     work = [
-        LeverWork(lever.name, lever.apply(instance), lever.relaxes)
+        LeverWork(lever.name, lever.apply(instance), lever.relaxes, lever.offers)
         for lever in levers_for(instance)
     ]
     return sorted(work, key=lambda item: _longest_first(instance, item.instance))
@@ -296,7 +331,10 @@ class LeverRun:
         time_limit_s: The levers' one time limit, shared as the module text says; None
             (the default): each lever gets the instance's whole `solver.time_limit_s`.
         program: The base plan's program (`Solved.program.lp`): a static lever whose
-            program is the same is not solved again (solver.analysis.lever_programs).
+            program is the same is not solved again (solver.analysis.lever_programs);
+            `allow GPU` levers whose programs relaxed but for whole servers find no use
+            for their types are proven together, each solved alone only where that proves nothing
+            (solver.analysis.lever_groups: each probed first, `_outcome`).
     """
 
     def __init__(
@@ -322,6 +360,14 @@ class LeverRun:
         self.start = None if uses_time(instance) else start  # the periods program starts
         # on its own (solver.decompose.by_period)
         self.time_limit_s = time_limit_s
+        self._instance, self._lp = instance, program
+        self._probing, self._base_bound = self._probed(instance, program)
+        """The levers whose turn first probes them (`solve_lever(probe=...)`) and the base
+        program's `servers_bound` they are probed against: they go right after the levers
+        `lever_work` puts before them (a finer server's, the longest), so that their group
+        (`_outcome`) starts early and does not run alone at the end."""
+        self.work = probes_early(self.work, self._probing)
+        self._neutral: list[Neutral] = []
         self._done: list[LeverResult] = []
         self._pool: Any = None
         self._thread: threading.Thread | None = None
@@ -330,6 +376,24 @@ class LeverRun:
         """Levers at once now (`beside`: one fewer until `results`)."""
         self._woken: Future = Future()
         """Done when `results` lifts the limit (the dispatcher waits on it too)."""
+
+    def _probed(
+        self, instance: Instance, program: LinearProgram | None
+    ) -> tuple[set[str], float | None]:
+        """The `allow GPU` levers that may be proven together (lever_groups: `groups_in`,
+        `groupable`; two at least), and the base program's `servers_bound`."""
+        shared = self.time_limit_s is not None
+        if program is None or not groups_in(
+            instance, program, self.start, self.base_program, shared
+        ):
+            return set(), None
+        names = {
+            item.name
+            for item in self.work
+            if item.relaxes and groupable(instance, item.offers, item.instance)
+        }
+        bound = servers_bound(program, self.backend) if len(names) > 1 else None
+        return (names, bound) if bound is not None else (set(), None)
 
     def __enter__(self) -> "LeverRun":
         return self.begin()
@@ -365,13 +429,14 @@ class LeverRun:
     def results(self) -> tuple[LeverResult, ...]:
         """Every lever's result, largest saving first (no plan: last), once all ended."""
         if not self._parallel:
-            shares = self._new_shares()
-            for item in self.work:
-                share_s = shares.next_s(0)
-                if share_s == NONE_LEFT:
-                    self._finished(not_started(item.name))
-                else:
-                    self._finished(solve_lever(*self._arguments(item, share_s)))
+            self._shares = self._new_shares()
+            waiting: deque = deque(self.work)
+            while waiting:
+                item = waiting.popleft()
+                task = self._task(item, 0)
+                self._outcome(
+                    task[0](*task[1], **task[2]) if task else not_started(item.name), waiting
+                )
         else:
             self.begin()
             self._limit = self.jobs
@@ -398,13 +463,56 @@ class LeverRun:
         deadline = Deadline.starting_now(self.time_limit_s)
         return Shares(deadline, self.jobs, len(self.work), floor_s)
 
-    def _arguments(self, item: LeverWork, share_s: float | None) -> tuple:
-        """`solve_lever`'s arguments for `item` within `share_s`."""
+    def _task(
+        self, item: "LeverWork | GroupWork", running: int
+    ) -> tuple[Callable, tuple, dict] | None:
+        """The function and arguments that do `item`, `running` others beside it: a
+        lever's solve within its share (None: not to start, `NONE_LEFT`), or a group's."""
         base_cost = self.base.cost_per_month or 0.0
-        return (
+        if isinstance(item, GroupWork):
+            args = (item.members, self._instance, base_cost, self.backend, self.start, self._lp)
+            return solve_group, args, {}
+        share_s = self._shares.next_s(running)
+        if share_s == NONE_LEFT:
+            return None
+        probe = {}
+        if item.name in self._probing and item.offers and self._base_bound is not None:
+            probe = {"probe": (item.offers, self._base_bound)}
+        return solve_lever, (
             item.name, item.instance, base_cost, self.backend, share_s, self.start,
             self.base_program, time.monotonic(),
-        )  # fmt: skip
+        ), probe  # fmt: skip
+
+    def _outcome(self, outcome: "LeverResult | Neutral | GroupOutcome", waiting: deque) -> None:
+        """Take in what a task returned: a lever's result; a probed lever's `Neutral`,
+        kept until every probe is back, then the neutral levers put first in `waiting`
+        as one group (one alone: solved alone); a group's outcome, whose answered levers
+        take the base plan and whose others go back first in `waiting`, solved alone."""
+        if isinstance(outcome, GroupOutcome):
+            base_cost, base = self.base.cost_per_month or 0.0, self.base_program
+            for name, answer in outcome.answered.items() if base is not None else ():
+                result = _as_base(name, base_cost, base, answer.note, answer.gap)
+                if answer.fields is not None:  # the group's plan, a plan of the lever's
+                    cost = answer.cost_per_month
+                    changes = {"cost_per_month": cost, "saving_per_month": base_cost - cost}
+                    result = result.model_copy(update={**changes, **answer.fields})
+                self._finished(result)
+            waiting.extendleft(reversed([i for i in self.work if i.name in outcome.unanswered]))
+            return
+        if isinstance(outcome, Neutral):
+            self._neutral.append(outcome)
+        else:
+            self._finished(outcome)
+        if outcome.lever not in self._probing:
+            return
+        self._probing.discard(outcome.lever)
+        if self._probing or not self._neutral:
+            return
+        members, self._neutral = tuple(self._neutral), []
+        if len(members) > 1:
+            waiting.appendleft(GroupWork(members))
+        else:
+            waiting.extendleft(i for i in self.work if i.name == members[0].lever)
 
     def _finished(self, result: LeverResult) -> None:
         if result.lever in self._relaxing:
@@ -418,21 +526,21 @@ class LeverRun:
         share as it starts, until every one has ended (an error ends it, for `results`);
         it wakes when a lever ends or `results` lifts the limit."""
         try:
-            waiting = list(self.work)
+            waiting: deque = deque(self.work)
             running: set[Future] = set()
             while waiting or running:
                 while waiting and len(running) < self._limit:
-                    item = waiting.pop(0)
-                    share_s = self._shares.next_s(len(running))
-                    if share_s == NONE_LEFT:
-                        self._finished(not_started(item.name))
+                    item = waiting.popleft()
+                    task = self._task(item, len(running))
+                    if task is None:
+                        self._outcome(not_started(item.name), waiting)
                         continue
-                    running.add(self._pool.submit(solve_lever, *self._arguments(item, share_s)))
+                    running.add(self._pool.submit(task[0], *task[1], **task[2]))
                 woken = set() if self._woken.done() else {self._woken}
                 finished, _ = wait(running | woken, return_when=FIRST_COMPLETED)
                 for future in finished - woken:
                     running.discard(future)
-                    self._finished(future.result())
+                    self._outcome(future.result(), waiting)
         except BaseException as error:  # handed to `results`
             self._failed.append(error)
 

@@ -2,40 +2,35 @@
 levers under 30 s). Run by `make bench` only (not `make test`).
 
 For each instance the base is solved once (one solver thread); then explain's work after
-the base solve is done twice, back to back, with the levers re-solved `JOBS` at a time in
-worker processes:
+the base solve is done twice, back to back, as `explain --levers` runs it
+(cli.levers.RunningLevers: the levers begun right after the base solve, beside the
+explanation's re-solves, `JOBS` at a time in worker processes):
 
-- `before`: as the command ran before: the explanation (its own re-solves), then every
-  lever from the base plan, more GPU types first, in catalog order among them.
-- `after`: as `explain --levers` runs now (cli.levers.RunningLevers): the levers begin
-  right after the base solve and run beside the explanation's re-solves, one worker
-  fewer until the explanation is done, the GPU type of the smallest server first
-  (solver.analysis.levers.lever_work).
+- `before`: every lever solved alone (solver.analysis.lever_groups.GROUPS off).
+- `after`: `allow GPU` levers that save nothing proven together where they can be
+  (solver.analysis.lever_groups), the others alone as before.
 
-Both solve the same programs, each lever from the base plan within the instance's time
-limit (an hourly lever has no base plan to start from). Printed: each lever's $/month and
-status both ways, then wall and CPU seconds (this process and its reaped workers) of each
-run, their ratio, and the load average (the machine is shared: read the ratios).
-Asserted: exactness only, never time. A lever proven within the instance's gap g in both
-runs has both costs in [opt, opt / (1 - g)], so they differ by at most about g of the
-larger.
+Printed: each lever's $/month and status both ways, then wall and CPU seconds (this
+process and its reaped workers) of each run, their ratio, and the load average (the
+machine is shared: read the ratios). Asserted: exactness only, never time. A lever
+proven within the instance's gap g in both runs has both costs in [opt, opt / (1 - g)],
+so they differ by at most about g of the larger; a lever proven in both runs has the
+same status.
 """
 
 import os
 import resource
 import time
-from concurrent.futures import as_completed
 from dataclasses import replace
 
 import pytest
 
 from models.io.loading import load_instance
-from models.operations.time_demand import uses_time
+from solver.analysis import lever_groups
 from solver.analysis.explain import explain_solved
-from solver.analysis.levers import LeverResult, LeverRun, lever_work, solve_lever
+from solver.analysis.levers import LeverResult, LeverRun
 from solver.settings import SolveSettings
 from solver.solve import solve_program
-from solver.workers import process_pool
 from tests.paths import INSTANCES
 
 JOBS = 2
@@ -52,18 +47,12 @@ def _cpu_s() -> float:
 
 
 def _before(solved) -> tuple[LeverResult, ...]:
-    """The explanation, then every lever from the base plan, more GPU types first."""
-    explain_solved(solved)
-    instance = solved.instance
-    work = sorted(lever_work(instance), key=lambda item: -len(item.instance.gpus))
-    start = None if uses_time(instance) else solved.result.values
-    cost = solved.plan.cost_per_month
-    with process_pool(JOBS) as pool:
-        futures = [
-            pool.submit(solve_lever, item.name, item.instance, cost, None, None, start)
-            for item in work
-        ]
-        return tuple(future.result() for future in as_completed(futures))
+    """Every lever solved alone (no groups), begun beside the explanation."""
+    lever_groups.GROUPS = False
+    try:
+        return _after(solved)
+    finally:
+        lever_groups.GROUPS = True
 
 
 def _after(solved) -> tuple[LeverResult, ...]:
@@ -114,6 +103,8 @@ def test_explain_levers_before_and_after(name):
         if both and was.cost_per_month is not None:
             larger = max(was.cost_per_month, result.cost_per_month)
             assert abs(was.cost_per_month - result.cost_per_month) <= gap * larger + 0.01
+        if result.note.startswith("proven with"):
+            print(f"{'':30} (proven in a group: solver.analysis.lever_groups)")
     print(f"{'explain + levers':30} {'wall s':>12} {'CPU s':>12}")
     print(f"{'before':30} {before_wall:>12.1f} {before_cpu:>12.1f}")
     print(f"{'after':30} {after_wall:>12.1f} {after_cpu:>12.1f}")
