@@ -119,3 +119,15 @@ def test_the_held_fleet_is_planned_within_its_share_and_named_by_committed_colum
         CommittedColumn("r2", "h200").name(): 8.0,
     }
     assert committed.layout == {"replicas[x]": 2.0}
+
+
+def test_a_peak_no_fleet_can_serve_gives_no_held_fleet():
+    """Offers of one GPU each cannot hold a 40 req/s peak of whole 8-GPU servers: the static
+    program of the peak is infeasible, and the held fleet is None (the rounds go on
+    without it) rather than an error."""
+    data = _base()
+    for region in data["regions"]:
+        for offer in region["supply"].values():
+            offer["max_gpus"] = 1
+    inst = validate_instance(data, "periods.yaml")
+    assert held_fleet(held_all_day(inst), build_candidates(inst), EXACT.started()) is None
