@@ -16,6 +16,7 @@ the sequence calls them:
     verify       the hour verifier
 """
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -48,6 +49,9 @@ from solver.time.solve import hourly_problems, peak_period, period_instances, re
 from solver.verify.hours import verify_hours
 from solver.verify.verdict import Verification
 
+LOG = logging.getLogger(__name__)
+"""Why a held fleet could not be planned, at debug level."""
+
 HELD_SHARE = 0.6
 """The share of the time left that the static plan of the day's peak may take."""
 
@@ -66,11 +70,15 @@ integer columns by name, or None (no plan within its settings' deadline)."""
 def _planned_held(
     planned: HeldFleet, instance: Instance, table: CandidateTable, settings: SolveSettings
 ) -> Held | BaseException | None:
-    """The held fleet of `instance` (or what raised while planning it, for the rounds to
-    raise in their own thread)."""
+    """The held fleet of `instance`. It only speeds the rounds up, so a static plan that
+    fails for any reason but an interruption leaves them without it (logged at debug
+    level); an interruption is handed to the rounds' thread to raise."""
     try:
         found = planned(held_all_day(instance), table, settings)
-    except BaseException as error:
+    except Exception:  # any failure: the rounds go on without the held fleet
+        LOG.debug("no held fleet for %s", instance.name, exc_info=True)
+        return None
+    except BaseException as error:  # an interruption: the rounds' thread raises it
         return error
     if found is None:
         return None

@@ -2,6 +2,7 @@
 solver.decompose.by_period `fleet`, solver.time.step): its static instance, its blocks
 renting nothing, and an hourly plan never dearer than it."""
 
+import logging
 from dataclasses import replace
 
 import pytest
@@ -131,3 +132,15 @@ def test_a_peak_no_fleet_can_serve_gives_no_held_fleet():
             offer["max_gpus"] = 1
     inst = validate_instance(data, "periods.yaml")
     assert held_fleet(held_all_day(inst), build_candidates(inst), EXACT.started()) is None
+
+
+def test_a_held_fleet_that_fails_leaves_the_rounds_without_it(caplog):
+    """The held fleet only speeds the rounds up: a static plan that raises gives None (and a
+    line in the debug log), not an error in the hourly solve."""
+    caplog.set_level(logging.DEBUG, logger=step.__name__)
+
+    def failing(*_args):
+        raise ValueError("boom")
+
+    assert step._planned_held(failing, _instance(), None, EXACT) is None
+    assert "no held fleet" in caplog.text
