@@ -6,7 +6,6 @@ limit, prefix hit rate or KV tier that differs from the physics is a warning, or
 violation when the plan's routing loads a replica beyond what the physics carries.
 """
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 from models.operations.scenarios import failover_targets
@@ -119,6 +118,26 @@ def margin_of(instance: Instance, config: ReplicaConfig) -> float:
     )
 
 
+PHYSICS_KEPT = 256
+"""Configurations whose physics `shared_physics` keeps (the oldest dropped beyond)."""
+
+_PHYSICS: dict[tuple[str, ...], dict[int, ReplicaCapacity]] = {}
+
+
+def shared_physics(
+    config: ReplicaConfig, mix: TrafficMix, targets: LatencyTargets, efficiency: Efficiency
+) -> dict[int, ReplicaCapacity]:
+    """Pool size -> physics of one configuration, traffic, SLO and efficiency, shared by
+    every pool, hour and month the verifier checks with the same inputs: `replica_capacity`
+    is a pure function of them, so a size computed once is read again. Keyed by the
+    inputs' values (their reprs: a configuration holds unhashable specs), not by names a
+    plan or an instance could reuse for other values."""
+    key = (repr(config), repr(mix), repr(targets), repr(efficiency))
+    while key not in _PHYSICS and _PHYSICS and len(_PHYSICS) >= PHYSICS_KEPT:
+        del _PHYSICS[next(iter(_PHYSICS))]
+    return _PHYSICS.setdefault(key, {})
+
+
 def recompute_pools(
     instance: Instance, plan: Plan, violations: list[Violation], warnings: list[Violation]
 ) -> list[RecomputedPool]:
@@ -129,7 +148,6 @@ def recompute_pools(
     workloads = {w.name: w for w in instance.workloads}
     regions = {r.name for r in instance.regions}
     pools: dict[tuple, RecomputedPool] = {}
-    physics: dict[tuple, dict[int, ReplicaCapacity]] = defaultdict(dict)
     for entry in plan.replicas:
         if entry.members:
             continue  # a shared group: check_groups
@@ -194,6 +212,9 @@ def recompute_pools(
                 entry.dp,
                 speculation if entry.role is not Role.PREFILL else None,
             )
+            mix = traffic_mix(workload, instance.policy.prefix_affinity)
+            targets = latency_targets(workload.slo)
+            efficiency = efficiency_for(gpu, entry.precision, instance.efficiency, instance.engine)
             pool = RecomputedPool(
                 workload=entry.workload,
                 region=entry.region,
@@ -202,13 +223,11 @@ def recompute_pools(
                 label=entry.label,
                 entries=[],
                 config=config,
-                mix=traffic_mix(workload, instance.policy.prefix_affinity),
-                targets=latency_targets(workload.slo),
-                efficiency=efficiency_for(
-                    gpu, entry.precision, instance.efficiency, instance.engine
-                ),
+                mix=mix,
+                targets=targets,
+                efficiency=efficiency,
                 serves=True,
-                physics=physics[(entry.workload, entry.label, kv)],
+                physics=shared_physics(config, mix, targets, efficiency),
                 headroom=instance.policy.max_utilization,
                 derate=margin_of(instance, config),
             )
