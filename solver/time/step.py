@@ -5,9 +5,11 @@ the sequence calls them:
     check_size   the size guard over every period's copy (solver.candidates.size_check)
     build        the periods program of the horizon's periods, a later month's
                  commitments bounded by the month before (solver.time.months), its
-                 pre-solve problems (Infeasible)
+                 pre-solve problems (Infeasible); beside it, in a thread, the static plan
+                 of the day's peak (`held_fleet`, by the pipeline's static step)
     optimise     `optimise_periods`: the one place the periods program meets the backend,
-                 within the month's share of the solve time (`month_share`)
+                 within the month's share of the solve time (`month_share`), its rounds
+                 starting from that plan's fleet held every hour
     diagnosis    why it has no solution (the peak period's static diagnosis; a month's
                  inherited commitments)
     price        its pricing LP (solver.time.prices), run in the background
