@@ -21,6 +21,7 @@ from solver.decompose.part_backend import hands_to_scip
 from solver.decompose.workload_parts import workload_program
 from solver.program.build import build_program
 from solver.settings import SolveSettings
+from tests.bench.tables import print_table
 from tests.synthetic import generated
 
 INSTANCES = [
@@ -53,12 +54,7 @@ def table():
         "SCIP faster",
         "rule: to SCIP",
     )
-    rows = [header, *ROWS]
-    widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]
-    lines = [" | ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
-    lines.insert(1, "-+-".join("-" * w for w in widths))
-    print("\n\nworkload programs alone, HiGHS against SCIP (one thread, 0.1% gap)\n")
-    print("\n".join(lines))
+    print_table("workload programs alone, HiGHS against SCIP (one thread, 0.1% gap)", header, ROWS)
 
 
 def _seconds(backend: str, lp) -> float:

@@ -32,6 +32,7 @@ from solver.decompose import by_period
 from solver.errors import NoSolution
 from solver.solve import SolveSettings, solve_program
 from solver.time import step
+from tests.bench.tables import print_table
 from tests.synthetic import at_policy_defaults, generated_data
 
 LIMIT_S = 30.0
@@ -80,12 +81,8 @@ def table():
     yield
     header = ("instance", "horizon", "failover", "code", "wall s", "load", "status", "gap")
     header += ("limit kept", "verified", "$/month", "method")
-    widths = [max(len(str(row[i])) for row in [header, *ROWS]) for i in range(len(header))]
-    lines = [" | ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in ROWS]
-    print(f"\n\nhourly and month programs at the defaults, {LIMIT_S:g} s limit (highs, 0.1%)\n")
-    print(" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
-    print("-+-".join("-" * w for w in widths))
-    print("\n".join(lines))
+    title = f"hourly and month programs at the defaults, {LIMIT_S:g} s limit (highs, 0.1%)"
+    print_table(title, header, ROWS)
 
 
 @pytest.mark.parametrize("survive", SURVIVE)

@@ -22,6 +22,7 @@ import solver.decompose.region_join as region_join
 from models.io.loading import validate_instance
 from solver.errors import NoSolution
 from solver.solve import SolveSettings, solve_program
+from tests.bench.tables import print_table
 from tests.synthetic import at_policy_defaults, generated_data
 
 SIZES = [(10, 20, 6, 0), (5, 5, 3, 1), (5, 5, 3, 2), (5, 5, 3, 3)]
@@ -46,13 +47,8 @@ def table():
         "status",
         "stage = plan",
     )
-    widths = [max(len(str(row[i])) for row in [header, *ROWS]) for i in range(len(header))]
-    lines = [" | ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in ROWS]
     title = f"region LNS: before vs after (highs, {MIP_GAP:.1%} gap, limit {TIME_LIMIT_S:g} s)"
-    print(f"\n\n{title}\n")
-    print(" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
-    print("-+-".join("-" * w for w in widths))
-    print("\n".join(lines))
+    print_table(title, header, ROWS)
 
 
 def _instance(size: tuple[int, int, int, int]):

@@ -25,6 +25,7 @@ import pytest
 from models.io.loading import validate_instance
 from solver.errors import NoSolution
 from solver.solve import SolveSettings, solve_program
+from tests.bench.tables import print_table
 from tests.synthetic import at_policy_defaults, generated, generated_data
 
 SIZES = [
@@ -61,13 +62,8 @@ def table():
         "cuts vs routing",
         "method",
     )
-    widths = [max(len(str(row[i])) for row in [header, *ROWS]) for i in range(len(header))]
-    lines = [" | ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in ROWS]
     title = f"region loss: routing rows vs Hall cuts (highs, 0.1% gap, limit {TIME_LIMIT_S:g} s)"
-    print(f"\n\n{title}\n")
-    print(" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
-    print("-+-".join("-" * w for w in widths))
-    print("\n".join(lines))
+    print_table(title, header, ROWS)
 
 
 def _instance(size: tuple[int, int, int], default_policy: bool):

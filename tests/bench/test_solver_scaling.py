@@ -46,6 +46,7 @@ import pytest
 from solver.backends import available_backends
 from solver.errors import NoSolution
 from solver.solve import SolveSettings, solve_program
+from tests.bench.tables import print_table
 from tests.synthetic import at_policy_defaults, generated, generated_data
 
 SCALING = [
@@ -96,17 +97,6 @@ BACKEND_ROWS: list[tuple] = []
 _spent_s = [0.0]
 
 
-def _print(title: str, header: tuple, rows: list[tuple]) -> None:
-    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
-    lines = [
-        " | ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True))
-        for row in [header, *rows]
-    ]
-    lines.insert(1, "-+-".join("-" * w for w in widths))
-    print(f"\n\n{title}\n")
-    print("\n".join(lines))
-
-
 @pytest.fixture(scope="module", autouse=True)
 def tables():
     yield
@@ -128,9 +118,9 @@ def tables():
         f"solver scaling, highs, large workload programs by SCIP (0.1% gap, time limit"
         f" {TIME_LIMIT_S:g} s per instance)"
     )
-    _print(title, header, SCALING_ROWS)
+    print_table(title, header, SCALING_ROWS)
     header = ("instance", "backend", "vars", "int", "rows", "wall s", "cost $/month", "gap")
-    _print("backends (0.1% gap)", header, BACKEND_ROWS)
+    print_table("backends (0.1% gap)", header, BACKEND_ROWS)
 
 
 def _solve(regions: int, workloads: int, gpu_types: int, survive: str, backend: str):

@@ -20,6 +20,7 @@ import solver.decompose.region_join as region_join
 from models.io.loading import validate_instance
 from solver.errors import NoSolution
 from solver.solve import SolveSettings, solve_program
+from tests.bench.tables import print_table
 from tests.synthetic import at_policy_defaults, generated_data
 
 SIZES = [(10, 20, 6, "region"), (10, 20, 6, "none"), (20, 20, 6, "region")]
@@ -33,12 +34,8 @@ ROWS: list[tuple] = []
 def table():
     yield
     header = ("size", "failover", "limit s", "side", "wall s", "result", "gap", "method")
-    widths = [max(len(str(row[i])) for row in [header, *ROWS]) for i in range(len(header))]
-    lines = [" | ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in ROWS]
-    print(f"\n\ntight limits: before vs after (highs, {MIP_GAP:.1%} gap)\n")
-    print(" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
-    print("-+-".join("-" * w for w in widths))
-    print("\n".join(lines))
+    title = f"tight limits: before vs after (highs, {MIP_GAP:.1%} gap)"
+    print_table(title, header, ROWS)
 
 
 def _instance(size: tuple[int, int, int, str]):

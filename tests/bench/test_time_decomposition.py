@@ -34,6 +34,7 @@ from models.io.loading import validate_instance
 from solver.decompose import by_period
 from solver.errors import NoSolution
 from solver.solve import SolveSettings, solve_program
+from tests.bench.tables import print_table
 
 ROWS: list[tuple] = []
 
@@ -194,13 +195,8 @@ def table():
     yield
     header = ("instance", "periods program", "wall s", "cpu s", "load", "$/month", "horizon $")
     header += ("gap", "status", "method")
-    widths = [max(len(str(row[i])) for row in [header, *ROWS]) for i in range(len(header))]
-    lines = [" | ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in ROWS]
-    title = "hourly and month programs: whole vs by period"
-    print(f"\n\n{title} (highs, 0.1% gap)\n")
-    print(" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
-    print("-+-".join("-" * w for w in widths))
-    print("\n".join(lines))
+    title = "hourly and month programs: whole vs by period (highs, 0.1% gap)"
+    print_table(title, header, ROWS)
 
 
 def procurement_region_loss() -> dict:
