@@ -254,20 +254,11 @@ def rounding_note(result: LeverResult, base: Plan) -> str:
     return f"rounded to whole servers: {gpus} {'saved' if moved > 0 else 'more'}, 0 servers"
 
 
-def rank_levers(
-    instance: Instance,
-    base: Plan,
-    backend: str | None = None,
-    jobs: int = 1,
-    on_done: Callable[[LeverResult], None] | None = None,
-    start: Mapping[str, float] | None = None,
-    time_limit_s: float | None = None,
-    program: LinearProgram | None = None,
-) -> tuple[LeverResult, ...]:
+def rank_levers(instance: Instance, base: Plan, **options) -> tuple[LeverResult, ...]:
     """Every applicable lever re-solved, largest saving first (no plan: last): a
-    `LeverRun` started and waited for (its arguments)."""
-    run = LeverRun(instance, base, backend, jobs, on_done, start, time_limit_s, program)
-    with run:
+    `LeverRun` of `instance` and `base` started and waited for (`options`: its other
+    arguments, by name)."""
+    with LeverRun(instance, base, **options) as run:
         return run.results()
 
 
