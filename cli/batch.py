@@ -24,13 +24,12 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from cli.exit_codes import ExitCode
 from cli.options import JsonOut, capped_at_cores
-from cli.render.console import err, out
+from cli.render.console import err, job_progress, out
 from cli.render.junit import junit_xml, outcome_records, verdict
 from cli.render.zeros import json_without_negative_zero
 from models.io.output_files import check_targets, is_stdout, write_text
@@ -102,15 +101,7 @@ def batch(
     outputs = (json_out, markdown_out, junit_out)
     check_targets(outputs, tuple(files))
     console = err if any(p is not None and is_stdout(p) for p in outputs) else out
-    with Progress(
-        TextColumn("[bold]solving"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}"),
-        console=err,
-        transient=True,
-    ) as progress:
+    with job_progress("solving") as progress:
         task = progress.add_task("", total=len(files))
 
         def done(outcome: Outcome) -> None:

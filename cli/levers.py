@@ -2,9 +2,7 @@
 added to the explanation's tables and JSON (an hourly plan's explanation as well: its
 levers re-solve the hourly program, its alternatives the periods program)."""
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-from cli.render.console import err
+from cli.render.console import job_progress
 from cli.render.tables import TableSpec
 from solver.analysis.explain import Explanation
 from solver.analysis.lever_edits import levers_for
@@ -33,15 +31,7 @@ class RunningLevers:
         self, solved: Solved, backend: str | None, jobs: int, time_limit_s: float | None = None
     ):
         instance = solved.instance
-        self.progress = Progress(
-            TextColumn("[bold]levers"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("{task.description}"),
-            console=err,
-            transient=True,
-        )
+        self.progress = job_progress("levers")
         task = self.progress.add_task("", total=len(levers_for(instance)))
         self.progress.start()
         self.run = LeverRun(

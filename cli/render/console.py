@@ -5,7 +5,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.segment import Segment
@@ -13,6 +13,9 @@ from rich.segment import Segment
 from cli.render.zeros import json_without_negative_zero
 from models.io.output_files import terminal_safe
 from models.schema.errors import InputError
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 
 class SafeConsole(Console):
@@ -48,6 +51,28 @@ _WIDTH = output_width(is_terminal=sys.stdout.isatty())
 # called ":fire:" is printed as written.
 out = SafeConsole(highlight=False, soft_wrap=True, width=_WIDTH, emoji=False)
 err = SafeConsole(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH, emoji=False)
+
+
+def job_progress(label: str) -> "Progress":
+    """The bar on stderr of jobs that end one by one: `label`, the bar, done of total,
+    the time spent and the last job's description; gone once it stops."""
+    from rich.progress import (  # only the commands that run jobs draw it
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    return Progress(
+        TextColumn(f"[bold]{label}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=err,
+        transient=True,
+    )
 
 
 def print_json(data: Any) -> None:
