@@ -68,7 +68,7 @@ from solver.program.families.pooling import PoolAtLeastColumn
 from solver.program.families.variables import PoolUsedColumn, PurchasedColumn
 from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.program.optimised import Optimised
-from solver.program.row_names import ReplicasColumn
+from solver.program.row_names import ReplicasColumn, family_of
 from solver.program.sets import ProgramSets
 from solver.readback.assign import chosen_sizes, gpu_use, integral, read_plan, replica_counts
 from solver.readback.pricing import priced_rows, pricing_program
@@ -251,9 +251,7 @@ def held_fleet(
     }
     pools = {ReplicasColumn.family, PoolUsedColumn.family, PoolAtLeastColumn.family}
     layout = {
-        name: result.values.get(name, 0.0)
-        for name in step.lp.variables
-        if name.split("[", 1)[0] in pools
+        name: result.values.get(name, 0.0) for name in step.lp.variables if family_of(name) in pools
     }
     return bought, layout
 

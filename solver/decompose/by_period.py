@@ -106,7 +106,7 @@ from solver.decompose.period_split import (
     split,
 )
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, Variable
-from solver.program.row_names import PERIOD_MARK
+from solver.program.row_names import split_timed
 from solver.settings import SolveSettings
 
 WHOLE_FIRST_S = 1.0
@@ -436,7 +436,7 @@ class _Rounds:
         sub = LinearProgram(f"{self.lp.name}-period{index}")
         for name in block.columns:
             sub.variables[name] = variable = self.lp.variables[name]
-            value = held.get(name.split(PERIOD_MARK, 1)[0]) if held and variable.integer else None
+            value = held.get(split_timed(name)[0]) if held and variable.integer else None
             if value is not None:
                 sub.variables[name] = replace(variable, lower=round(value), upper=round(value))
         for cover in block.covers if levels is not None else ():

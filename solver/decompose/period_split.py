@@ -23,6 +23,7 @@ from solver.program.families.pricing import (
     OnDemandServersColumn,
 )
 from solver.program.lp import LinearProgram, Sense
+from solver.program.row_names import family_of
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ def split(lp: LinearProgram) -> Split | None:
     linked = {
         name
         for name in lp.variables
-        if _family(name) in (CommittedColumn.family, CommittedServersColumn.family)
+        if family_of(name) in (CommittedColumn.family, CommittedServersColumn.family)
     }
     if not linked:
         return None
@@ -143,15 +144,11 @@ def split(lp: LinearProgram) -> Split | None:
     return Split(offers, blocks)
 
 
-def _family(name: str) -> str:
-    return name.partition("[")[0]
-
-
 def _cover(lp: LinearProgram, name: str, linked: set[str]) -> Cover | None:
     """The cover row `name` as the rounds read it (None: not a cover row of the form
     committed + on_demand - used >= -existing)."""
     row = lp.constraints[name]
-    if _family(name) != GpuCoverRow.family or row.sense is not Sense.GE:
+    if family_of(name) != GpuCoverRow.family or row.sense is not Sense.GE:
         return None
     index = GpuCoverRow.parse(name)
     committed = CommittedColumn(index.region, index.gpu).at(None, index.month).name()
@@ -171,8 +168,8 @@ def _offers(lp: LinearProgram, linked: set[str], links: list[str]) -> tuple[Offe
     servers_of: dict[str, tuple[str, int, str]] = {}
     for name in links:
         row = lp.constraints[name]
-        gpus = [v for v in row.coefficients if _family(v) == CommittedColumn.family]
-        whole = [v for v in row.coefficients if _family(v) == CommittedServersColumn.family]
+        gpus = [v for v in row.coefficients if family_of(v) == CommittedColumn.family]
+        whole = [v for v in row.coefficients if family_of(v) == CommittedServersColumn.family]
         if len(gpus) != 1 or len(whole) != 1 or row.sense is not Sense.EQ or row.rhs != 0:
             return None
         n = -row.coefficients[whole[0]] / row.coefficients[gpus[0]]
@@ -180,7 +177,7 @@ def _offers(lp: LinearProgram, linked: set[str], links: list[str]) -> tuple[Offe
             return None
         servers_of[gpus[0]] = (whole[0], round(n), name)
     offers = []
-    for name in sorted(v for v in linked if _family(v) == CommittedColumn.family):
+    for name in sorted(v for v in linked if family_of(v) == CommittedColumn.family):
         var = lp.variables[name]
         if var.upper is None:
             return None

@@ -149,6 +149,12 @@ def _getter(index_type: type) -> Callable[[object], tuple]:
     return attrgetter(*names)
 
 
+def family_of(name: str) -> str:
+    """The family of a rendered name: the text before its index (the whole name where it
+    has none)."""
+    return name.partition("[")[0]
+
+
 def split_name(name: str) -> tuple[str, tuple[str, ...]]:
     """`family[a,b,c]` -> (family, (a, b, c))."""
     opening = name.find("[")
