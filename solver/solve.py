@@ -172,10 +172,24 @@ def _solve_one(
     ready_backend(settings)
     horizon = Horizon.of(instance)
     table = table if table is not None else candidate_table(instance, settings)
+    started = _elapsed_s(settings)
     solved = _solve_table(instance, settings, table, horizon)
     if horizon.months:
-        solved = _solve_months(instance, settings, horizon, solved)
+        overhead = _overhead_s(solved, _elapsed_s(settings) - started)
+        solved = _solve_months(instance, settings, horizon, solved, overhead)
     return solved
+
+
+def _elapsed_s(settings: SolveSettings) -> float:
+    """Seconds into the run (0 without a deadline)."""
+    return 0.0 if settings.deadline is None else settings.deadline.elapsed_s()
+
+
+def _overhead_s(solved: "Solved", took_s: float) -> float:
+    """What a month's sequence took (`took_s`) besides its solve: build, pricing LP and
+    read-back."""
+    step = solved.time_step
+    return max(0.0, took_s - (step.optimise_s if step is not None else 0.0))
 
 
 def _solve_table(
@@ -257,12 +271,19 @@ def held_fleet(
 
 
 def _solve_months(
-    instance: Instance, settings: SolveSettings, horizon: Horizon, first: Solved
+    instance: Instance,
+    settings: SolveSettings,
+    horizon: Horizon,
+    first: Solved,
+    overhead_s: float = 0.0,
 ) -> Solved:
     """The months of policy.horizon_months after month 0 (`first`), each through
     `_solve_table` on its grown demand with its commitments bounded by the month before
     (rolling: solver.time.horizon says why), from one candidate table built on the
-    horizon's largest demand; the whole horizon verified once by the hour verifier."""
+    horizon's largest demand, each within its share of the solve time less what the
+    month before took besides its solve (`overhead_s` for month 1:
+    solver.time.step.month_share); the whole horizon verified once by the hour
+    verifier."""
     from solver.time.months import horizon_table, with_months
     from solver.verify.hours import verify_hours
 
@@ -272,8 +293,11 @@ def _solve_months(
         table = horizon_table(instance, horizon.months, settings)
     for month in range(1, horizon.months):
         floor = {(c.region, c.gpu): c.committed_gpus for c in previous.committed}
-        grown, month_horizon = horizon.later_month(instance, month, floor)
-        previous = _solve_table(grown, settings, table, month_horizon).plan
+        started = _elapsed_s(settings)
+        grown, month_horizon = horizon.later_month(instance, month, floor, started, overhead_s)
+        solved = _solve_table(grown, settings, table, month_horizon)
+        overhead_s = _overhead_s(solved, _elapsed_s(settings) - started)
+        previous = solved.plan
         later.append(previous)
         settings.passed(f"month {month} of {horizon.months - 1}")
     plan = with_months(instance, first.plan, later)

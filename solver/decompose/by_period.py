@@ -44,7 +44,9 @@ its levels k^h renting nothing (a restriction of the block, `HELD_GAP` loose: it
 solution is a known one and no cut) and the plan they make costs the commitment, about
 the static plan's cost. So the rounds start from a plan no dearer than planning the
 peak hour for every hour, where the lowest levels' plan rents the whole day's fleet on
-demand; a block with no solution renting nothing is solved at k^h as it stands.
+demand; a block with no solution renting nothing is solved at k^h as it stands. Also
+where k^h is the lowest levels (a month's floor already holds the fleet): the held
+pools give each block its first solution in a fraction of a free solve.
 
 Rounds. Every block priced, then every block at the lowest levels (the cut there says a
 server saves at most its on-demand price; a commitment held at one level, a month
@@ -242,7 +244,7 @@ def solve_by_period(
     lowest = {o.gpus: o.lowest for o in parts.offers}
     fleet_held = None if fleet is None or _expired(settings) else fleet()
     held = None if fleet_held is None else fleet_held.levels(parts)
-    if held is not None and held != lowest:
+    if held is not None:
         run.solve_held(held, fleet_held.layout)
         LOG.debug("held levels %s solved, %.1f s", list(held.values()), time.monotonic() - started)
     prices = {}

@@ -59,6 +59,12 @@ class Horizon:
     """Month m < lead_time_months: the commitments stay at the floor."""
     growth_factor: float = 1.0
     """Month m's largest demand factor (what its infeasibility diagnosis states)."""
+    started_s: float | None = None
+    """Seconds into the run when month m's turn began (before its build); None: when its
+    solve starts (`solver.time.step.month_share`)."""
+    overhead_s: float = 0.0
+    """What a month takes besides its solve (build, pricing LP, read-back), as the month
+    before took it: kept out of month m's share of the solve time."""
 
     @classmethod
     def of(cls, instance: Instance) -> "Horizon":
@@ -70,11 +76,17 @@ class Horizon:
         return cls(day_periods(instance), months=instance.policy.horizon_months or 0)
 
     def later_month(
-        self, instance: Instance, month: int, floor: Mapping[tuple[str, str], float]
+        self,
+        instance: Instance,
+        month: int,
+        floor: Mapping[tuple[str, str], float],
+        started_s: float | None = None,
+        overhead_s: float = 0.0,
     ) -> tuple[Instance, "Horizon"]:
         """Month `month`'s instance (its demand grown: models.operations.procurement) and
         horizon: the periods of its grown day, its commitments bounded by `floor` (the
-        month before's)."""
+        month before's); its turn began `started_s` into the run, and the month before
+        took `overhead_s` besides its solve."""
         from models.operations.procurement import month_instance
         from solver.time.months import month_growth
         from solver.time.periods import day_periods
@@ -87,6 +99,8 @@ class Horizon:
             committed_floor=dict(floor),
             frozen=month < instance.policy.lead_time_months,
             growth_factor=month_growth(instance, month),
+            started_s=started_s,
+            overhead_s=overhead_s,
         )
         return grown, horizon
 

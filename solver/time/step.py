@@ -41,7 +41,7 @@ from solver.program.build import FleetProgram, with_bounds
 from solver.program.families.pricing import CommittedColumn
 from solver.program.lp import SolveResult, Termination
 from solver.program.optimised import Optimised
-from solver.settings import SolveSettings
+from solver.settings import MIN_CALL_S, SolveSettings
 from solver.time.alternatives import cost_without, without_pool
 from solver.time.horizon import Horizon
 from solver.time.months import bound_commitments, month_conflict
@@ -90,15 +90,23 @@ def _planned_held(
 
 def month_share(settings: SolveSettings, horizon: Horizon) -> SolveSettings:
     """The solve settings of month m of a horizon of H months (policy.horizon_months):
-    its deadline at an equal part of the solve time left, now + (end - now) / (H - m),
-    so that the last month has its turn within the limit (each month's time left over
-    goes to the months after it). A day without months keeps the settings."""
+    an equal part of the solve time left when the month's turn began (`started_s`, else
+    now), less what the month takes besides its solve (`overhead_s`, as the month before
+    took it), so that the last month has its turn within the limit:
+
+        deadline_m = start + (end - start) / (H - m) - overhead
+
+    (each month's time left over goes to the months after it; a share that is spent
+    before the solve starts leaves the month the rest of the solve time:
+    `PeriodsStep.optimise`). A day without months keeps the settings."""
     deadline = settings.deadline
     if not horizon.months or deadline is None or deadline.limit_s is None:
         return settings
     now = deadline.elapsed_s()
-    share = max(0.0, deadline.limit_s - now) / max(1, horizon.months - horizon.month)
-    return replace(settings, deadline=replace(deadline, limit_s=now + share))
+    start = now if horizon.started_s is None else min(horizon.started_s, now)
+    share = max(0.0, deadline.limit_s - start) / max(1, horizon.months - horizon.month)
+    end = min(deadline.limit_s, start + share - horizon.overhead_s)
+    return replace(settings, deadline=replace(deadline, limit_s=max(now, end)))
 
 
 def _expired(settings: SolveSettings) -> bool:
@@ -140,6 +148,8 @@ class PeriodsStep:
     held: Fleet | None = field(default=None, init=False)
     """The held fleet once the build has started planning it (`_held_beside`)."""
     build_s: float = 0.0
+    optimise_s: float = 0.0
+    """Seconds `optimise` took (what a month's overhead is measured without)."""
     curves: dict = field(default_factory=dict)
     """(workload, candidate key) -> the curves of the plan's interactive pools at their
     peak sizes (what explain's limiting factors read), set by `explained`."""
@@ -168,7 +178,8 @@ class PeriodsStep:
         pre-solve problem); the held fleet is planned beside it (`_held_beside`)."""
         del backend
         started = time.monotonic()
-        self.held = self._held_beside(month_share(solve_settings, self.horizon))
+        shared = month_share(solve_settings, self.horizon)
+        self.held = self._held_beside(solve_settings if _expired(shared) else shared)
         self.program = build_time_program(
             self.instance, self.table, self.settings, self.horizon.periods
         )
@@ -181,14 +192,20 @@ class PeriodsStep:
 
     def optimise(self, backend: Backend, solve_settings: SolveSettings) -> Optimised:
         """`optimise_periods`, within the month's share of the solve time (`month_share`);
-        where the share ends without a plan, again within the rest of the solve time (a
-        month without a plan ends the horizon)."""
-        shared = month_share(solve_settings, self.horizon)
-        found = optimise_periods(self.program, backend, shared, self.held)
-        stopped = found.result.termination is Termination.TIME_LIMIT
-        if shared is solve_settings or not stopped or _expired(solve_settings):
-            return found
-        return optimise_periods(self.program, backend, solve_settings, self.held)
+        where the share ends without a plan, or is spent before the solve starts, within
+        the rest of the solve time (a month without a plan ends the horizon)."""
+        started = time.monotonic()
+        try:
+            shared = month_share(solve_settings, self.horizon)
+            if _expired(shared):  # spent before the solve starts: the rest of the time
+                shared = solve_settings
+            found = optimise_periods(self.program, backend, shared, self.held)
+            stopped = found.result.termination is Termination.TIME_LIMIT
+            if shared is solve_settings or not stopped or _expired(solve_settings):
+                return found
+            return optimise_periods(self.program, backend, solve_settings, self.held)
+        finally:
+            self.optimise_s = time.monotonic() - started
 
     def _held_beside(self, settings: SolveSettings) -> Fleet | None:
         """The static plan of the day's peak as committed GPUs (solver.decompose.by_period,
@@ -202,6 +219,8 @@ class PeriodsStep:
         if deadline is not None and deadline.limit_s is not None:
             now = deadline.elapsed_s()
             share = HELD_SHARE * max(0.0, deadline.limit_s - now)
+            if share < MIN_CALL_S:
+                return None  # the month's share is spent: no time to plan it
             held = replace(settings, deadline=replace(deadline, limit_s=now + share))
             held = held.limited(min(share, settings.time_limit_s or share))
         held = replace(held, mip_gap=max(held.mip_gap, HELD_PLAN_GAP))

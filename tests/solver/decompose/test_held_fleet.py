@@ -144,3 +144,38 @@ def test_a_held_fleet_that_fails_leaves_the_rounds_without_it(caplog):
 
     assert step._planned_held(failing, _instance(), None, EXACT) is None
     assert "no held fleet" in caplog.text
+
+
+def test_a_spent_share_plans_no_held_fleet(monkeypatch):
+    """24 s limit, all 24 s gone: HELD_SHARE of nothing is no time, so no static plan is
+    started (a zero time limit is no solver call) and the rounds go on without one."""
+    called = []
+    monkeypatch.setattr(step.time, "monotonic", lambda: 124.0)
+    settings = replace(EXACT, time_limit_s=24.0, deadline=Deadline(100.0, 24.0))
+    months = step.PeriodsStep.__new__(step.PeriodsStep)
+    months.instance, months.table = _instance(), None
+    months.held_fleet = lambda *args: called.append(args)
+    assert months._held_beside(settings) is None
+    assert called == []
+
+
+def test_a_held_fleet_at_the_lowest_levels_still_gives_the_first_plan(monkeypatch):
+    """A month whose commitment cannot move (or whose held fleet commits no more than its
+    floor) has held levels equal to the lowest: its blocks are still solved renting
+    nothing with the held pools first (the cheap first plan), not only from scratch."""
+    from solver.decompose import by_period
+    from solver.decompose.period_split import Held
+
+    inst = _instance()
+    program = build_time_program(inst, build_candidates(inst))
+    parts = split(program.lp)
+    lowest = {o.gpus: o.lowest for o in parts.offers}
+    calls = []
+    monkeypatch.setattr(
+        by_period._Rounds, "solve_held", lambda _run, levels, layout: calls.append(levels)
+    )
+    found = by_period.solve_by_period(
+        program.lp, get_backend("highs"), EXACT.started(), parts, fleet=lambda: Held({}, {})
+    )
+    assert calls == [lowest]
+    assert found is not None and found.termination.has_solution

@@ -58,3 +58,45 @@ def test_a_month_its_share_leaves_without_a_plan_goes_on_within_the_rest(monkeyp
         assert len(seen) == calls
         assert seen[0] == pytest.approx(6.0 + 18.0 / 9, abs=0.05)  # 18 s left over 9 months
         assert seen[-1] == (24.0 if calls == 2 else seen[0])
+
+
+def test_a_later_month_shares_from_its_turn_and_keeps_its_overhead_out():
+    """24 s of solve time; month 6 of 12 began its turn at 12 s (before its build) and
+    the month before took 0.5 s besides its solve: its part is (24 - 12) / 6 = 2 s from
+    12 s, less 0.5 s, so its solve's deadline is 13.5 s, whenever its solve starts."""
+    month = Horizon(month=6, months=12, started_s=12.0, overhead_s=0.5)
+    assert month_share(_at(12.4, 24.0), month).deadline.limit_s == pytest.approx(13.5, abs=0.05)
+    # the build took past 13.5 s: the share is spent, the deadline is now (not before)
+    spent = month_share(_at(13.8, 24.0), month)
+    assert spent.deadline.limit_s == pytest.approx(13.8, abs=0.05)
+    assert spent.deadline.expired()
+
+
+def test_the_last_month_keeps_its_overhead_out_of_the_limit():
+    """Month 11 of 12 from 20 s, overhead 1 s: 20 + 4 / 1 - 1 = 23 s, inside the 24 s."""
+    month = Horizon(month=11, months=12, started_s=20.0, overhead_s=1.0)
+    last = month_share(_at(20.0, 24.0), month)
+    assert last.deadline.limit_s == pytest.approx(23.0, abs=0.05)
+
+
+def test_a_month_whose_share_is_spent_before_its_solve_gets_the_rest_at_once(monkeypatch):
+    """Month 3 of 12 began at 4 s after a month that took 3 s besides its solve: its part,
+    20 / 9 = 2.2 s less 3 s, is spent before the solve, so the periods program is solved
+    once, within the whole solve deadline (24 s), not first within a spent share."""
+    from solver.program.lp import SolveResult, Termination
+    from solver.program.optimised import Optimised
+    from solver.time import step
+
+    seen = []
+
+    def answering(_program, _backend, settings, _fleet=None):
+        seen.append(settings.deadline.limit_s)
+        return Optimised(SolveResult(Termination.TIME_LIMIT, "fake", "0", 0.0))
+
+    monkeypatch.setattr(step, "optimise_periods", answering)
+    months = step.PeriodsStep.__new__(step.PeriodsStep)
+    months.horizon = Horizon(month=3, months=12, started_s=4.0, overhead_s=3.0)
+    months.program, months.held_fleet, months.held = None, None, None
+    months.optimise(None, _at(6.0, 24.0))
+    assert seen == [24.0]
+    assert months.optimise_s >= 0.0
