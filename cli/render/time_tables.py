@@ -160,6 +160,7 @@ def time_tables(plan: Plan) -> list[TableSpec]:
                     "on-demand GPU-h",
                     "idle",
                     "$/month",
+                    "solved",
                 ),
                 tuple(
                     (
@@ -172,6 +173,7 @@ def time_tables(plan: Plan) -> list[TableSpec]:
                         f"{sum(o.on_demand_gpu_hours for o in m.offers):,.0f}",
                         "-" if m.idle_fraction is None else f"{m.idle_fraction:.1%}",
                         f"{m.cost_per_month:,.0f}",
+                        _solved(m),
                     )
                     for m in plan.months
                 ),
@@ -181,7 +183,9 @@ def time_tables(plan: Plan) -> list[TableSpec]:
                     else f"over the {counted(len(plan.months), 'month')}: "
                     f"${plan.horizon_cost:,.0f}; "
                 )
-                + "idle: the month's day's GPU-hours paid that serve nothing",
+                + "idle: the month's day's GPU-hours paid that serve nothing; solved: the"
+                " month's own plan, optimal or its gap to its bound (each month has its"
+                " share of the time limit)",
             )
         )
         tables.append(months_table(months_by_region(plan)))
@@ -272,3 +276,13 @@ def month_power_table(plan: Plan) -> TableSpec | None:
         "every period); where "
         "the cap binds, the $/month one more kW saves in that month (its own pricing LP)",
     )
+
+
+def _solved(month: Month) -> str:
+    """A month's own plan: "optimal", "gap X%" or "gap unknown" ("-" in a plan written
+    before months stated it)."""
+    if not month.status:
+        return "-"
+    if month.status == "optimal":
+        return "optimal"
+    return "gap unknown" if month.mip_gap is None else f"gap {month.mip_gap:.2%}"

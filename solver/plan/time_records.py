@@ -209,6 +209,11 @@ class Month(BaseModel):
     month: int
     growth_factor: float
     cost_per_month: float
+    status: str = ""
+    """The month's own plan's status: optimal | feasible (gap X%) (solver.plan.schema
+    .plan_status; each month is solved within its share of the time limit)."""
+    mip_gap: float | None = None
+    """The month's own plan's gap to its bound (None: no bound)."""
     offers: tuple[MonthOffer, ...] = ()
     hours: tuple[Hour, ...] = ()
     """The month's 24 UTC hours, planned at the month's grown demand (month 0: the

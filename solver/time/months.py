@@ -166,6 +166,8 @@ def with_months(instance: Instance, plan: Plan, later: Sequence[Plan]) -> Plan:
                 month=month,
                 growth_factor=month_growth(instance, month),
                 cost_per_month=solved.cost_per_month or 0.0,
+                status=solved.status,
+                mip_gap=solved.solver.mip_gap if solved.solver else None,
                 offers=offers,
                 hours=solved.hours if month else (),
                 committed=solved.committed if month else (),
@@ -195,13 +197,34 @@ def with_months(instance: Instance, plan: Plan, later: Sequence[Plan]) -> Plan:
         )
         for m in months
     ]
+    status, gap = horizon_status(months)
     return plan.model_copy(
         update={
+            "status": status,
+            "solver": plan.solver and plan.solver.model_copy(update={"mip_gap": gap}),
             "binding": in_month(plan.binding, 0),
             "months": tuple(months),
             "horizon_cost": math.fsum(m.cost_per_month for m in months),
         }
     )
+
+
+def horizon_status(months: Sequence[Month]) -> tuple[str, float | None]:
+    """The horizon's status and gap: optimal where every month's plan is; else the
+    horizon cost's gap to the sum of the months' bounds,
+
+        gap = sum_m cost_m x gap_m / sum_m cost_m,
+
+    "feasible (gap unknown)" where a month has no bound. Month 0's where it is the only
+    month."""
+    gap = None
+    if all(m.mip_gap is not None for m in months):
+        total = math.fsum(m.cost_per_month for m in months)
+        missed = math.fsum(m.cost_per_month * (m.mip_gap or 0.0) for m in months)
+        gap = missed / total if total > 0 else 0.0
+    if all(m.status == "optimal" for m in months):
+        return "optimal", gap
+    return ("feasible (gap unknown)" if gap is None else f"feasible (gap {gap:.2%})"), gap
 
 
 def month_power(

@@ -117,6 +117,10 @@ def test_ten_percent_growth_with_a_two_month_lead_by_hand():
         assert month.cost_per_month == pytest.approx(expected, rel=1e-9)
     # Month 0 is the plan's own month: the top-level cost keeps its meaning.
     assert plan.months[0].cost_per_month == pytest.approx(plan.cost_per_month, rel=1e-12)
+    # Each month states its own plan's status; all four are proven, so the horizon is.
+    assert [m.status for m in plan.months] == ["optimal"] * 4
+    assert all(m.mip_gap is not None and m.mip_gap <= 1e-3 for m in plan.months)
+    assert plan.status == "optimal"
     assert plan.months[0].hours == ()  # not repeated: it is plan.hours
 
 

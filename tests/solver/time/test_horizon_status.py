@@ -1,0 +1,33 @@
+"""A procurement horizon states each month's own plan and is optimal only where every
+month is (solver.time.months.horizon_status, with_months)."""
+
+import pytest
+
+from solver.plan.time_records import Month
+from solver.time.months import horizon_status
+
+
+def _month(month: int, cost: float, status: str, gap: float | None) -> Month:
+    return Month(month=month, growth_factor=1.0, cost_per_month=cost, status=status, mip_gap=gap)
+
+
+def test_every_month_optimal_is_an_optimal_horizon():
+    months = [_month(0, 100.0, "optimal", 0.0005), _month(1, 300.0, "optimal", 0.0)]
+    status, gap = horizon_status(months)
+    assert status == "optimal"
+    # (100 x 0.0005 + 300 x 0) / 400 = 0.000125
+    assert gap == pytest.approx(0.000125)
+
+
+def test_one_month_short_of_its_bound_makes_the_horizon_feasible_at_the_cost_weighted_gap():
+    """Month 0 costs 100 at 0.05% and month 1 300 at 10%: the horizon's bound is
+    100 x 0.9995 + 300 x 0.9 = 369.95 against 400, a gap of 30.05 / 400 = 7.5125%."""
+    months = [_month(0, 100.0, "optimal", 0.0005), _month(1, 300.0, "feasible (gap 10.00%)", 0.1)]
+    status, gap = horizon_status(months)
+    assert gap == pytest.approx(30.05 / 400)
+    assert status == "feasible (gap 7.51%)"
+
+
+def test_a_month_without_a_bound_leaves_the_horizon_gap_unknown():
+    months = [_month(0, 100.0, "optimal", 0.0), _month(1, 300.0, "feasible (gap unknown)", None)]
+    assert horizon_status(months) == ("feasible (gap unknown)", None)
