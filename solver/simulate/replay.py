@@ -14,6 +14,10 @@ planner's). Requests that arrive in the first `warmup_s` are
 served but not measured. The analytic numbers are `models.serving.latency.latency_at_rate` at
 the same per-replica load and pool size.
 
+An hourly plan is replayed at one UTC hour (solver.simulate.hours: by default its peak
+hour, the one its `scenarios` describe): that hour's pools at that hour's scenario loads,
+the replicas it starts after a loss counted in their configuration's pool.
+
 Prefill-only and decode-only pools are replayed as a pair (`solver.simulate.
 disaggregated`): the prefill rows carry TTFT (with the KV transfer), the decode rows TPOT.
 
