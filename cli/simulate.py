@@ -22,6 +22,7 @@ from models.serving.latency import REQUESTS_PER_USER
 from solver.plan.schema import Plan
 from solver.simulate.closed_rows import CLOSED_LOOP
 from solver.simulate.engine import DISPATCHES
+from solver.simulate.hours import HourRefused, replayed_hour
 from solver.simulate.replay import (
     EFFECTS,
     ClosedLoopRefused,
@@ -138,8 +139,9 @@ def simulation_tables(result: PlanSimulation) -> list[TableSpec]:
     )
     tables = [
         TableSpec(
-            title=f"{result.instance}, scenario {result.scenario}: simulated vs analytic "
-            f"(ms; {how}, {result.dispatch})",
+            title=f"{result.instance}, scenario {result.scenario}"
+            + (f", {result.replayed}" if result.replayed else "")
+            + f": simulated vs analytic (ms; {how}, {result.dispatch})",
             columns=(
                 "pool",
                 "replicas",
@@ -271,13 +273,33 @@ def simulate(
             callback=within(limits.CONCURRENT_USERS),
         ),
     ] = None,
+    hour: Annotated[
+        int | None,
+        typer.Option(
+            "--hour",
+            help="UTC hour (0-23) of an hourly plan to replay: the pools that hour runs at "
+            "that hour's load (with --scenario, its failover loads). Default: the peak hour.",
+            callback=within(limits.UTC_HOUR),
+        ),
+    ] = None,
+    month: Annotated[
+        int | None,
+        typer.Option(
+            "--month",
+            help="Month of a plan with months (policy.horizon_months) to replay: its peak "
+            "hour, or with --hour that hour of it. Default: month 0.",
+            callback=within(limits.MONTH),
+        ),
+    ] = None,
     json_out: JsonOut = None,
     markdown_out: MarkdownOut = None,
     sets: SetOption = None,
 ) -> None:
     """Replay each pool of a plan with continuous batching, chunked prefill, a KV limit
     with preemption and the router's queue; compare p50/p99 TTFT and TPOT with the
-    analytic promise and the SLO. Exit 1 when a pool misses its SLO in simulation."""
+    analytic promise and the SLO. An hourly plan replays one UTC hour (--hour, --month;
+    default its peak hour, named in the title). Exit 1 when a pool misses its SLO in
+    simulation."""
     _check_arrivals(arrivals, concurrency, effects)
     outputs = [path for path in (json_out, markdown_out) if path is not None]
     if sum(is_stdout(path) for path in outputs) > 1:
@@ -285,6 +307,10 @@ def simulate(
     check_targets(outputs, (file, plan_file))
     instance = load(file, sets)
     plan = _read_plan(plan_file)
+    try:
+        replayed_hour(plan, hour, month)  # refused before the verifier's work
+    except HourRefused as error:
+        raise _problem(error.option, str(error)) from None
     require_verified(instance, plan, plan_file, "simulate")  # replays only what holds
     _check_closed_loop_size(plan, concurrency)
     seconds = duration_s if duration_s is not None else minutes * 60
@@ -304,7 +330,11 @@ def simulate(
             tolerance=tolerance and arrivals == "open",
             arrivals=arrivals,
             concurrency=concurrency,
+            hour=hour,
+            month=month,
         )
+    except HourRefused as error:
+        raise _problem(error.option, str(error)) from None
     except ClosedLoopRefused as error:
         raise _problem("--arrivals", str(error)) from None
     except ReplayTooLarge as error:

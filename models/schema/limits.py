@@ -313,6 +313,10 @@ BURST_FACTOR = Bound(
 )
 HORIZON_MONTHS = Bound(120, "months", "ten years of procurement", low=1.0, low_open=False)
 LEAD_TIME_MONTHS = Bound(60, "months", "five years between order and delivery", low_open=False)
+UTC_HOUR = Bound(23, "", "an hour of the UTC day, 0 to 23", low_open=False)
+MONTH = Bound(
+    HORIZON_MONTHS.high - 1, "", "a month of the horizon, 0 to horizon_months - 1", low_open=False
+)
 LORA_RANK = Bound(65_536, "", "LoRA ranks are 4 to 256; above the widest layer means no LoRA")
 
 

@@ -15,9 +15,11 @@
 - Slack of every reported constraint family at the plan.
 
 The re-solves (one per chosen pool, and the one that prices the limit on configurations
-per pool) are independent: they run side by side in worker processes, one solver
-thread each (solver.decompose.parallel), and each one finished is reported to `progress`
-(the command writes it on stderr once the explanation has taken a couple of seconds).
+per pool: an hourly plan's re-solves its periods program with the limit lifted in every
+period, solver.time.alternatives) are independent: they run side by side in worker
+processes, one solver thread each (solver.decompose.parallel), and each one finished is
+reported to `progress` (the command writes it on stderr once the explanation has taken a
+couple of seconds).
 """
 
 import math
@@ -25,6 +27,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import replace
+from functools import partial
 
 from pydantic import BaseModel, ConfigDict
 
@@ -332,7 +335,14 @@ def _resolves(
         pools = [p for p, _ in bounds]
         run, lp = step.resolver, step.lp
         args = [(step.program, b) for _, b in bounds]
-    wants_simplicity = plan.simplicity is None and step is None
+    limit = program.sets.instance.policy.max_configs_per_pool
+    # an hourly plan without a limit sends no periods program to a worker for nothing
+    wants_simplicity = plan.simplicity is None and (step is None or limit is not None)
+    lifted = (  # the limit on configurations per pool lifted: `lifted(settings)`
+        partial(_simplicity, program, plan, table=program.sets.table)
+        if step is None
+        else partial(step.simplicity_resolver, step.program, plan)
+    )
     jobs = len(pools) + wants_simplicity
     processes = processes_for(jobs) if worth_parallel([lp] * jobs) else 1
     left = solved.settings.remaining_s()
@@ -368,7 +378,7 @@ def _resolves(
             told(f"without {pools[index].label} in {pools[index].region}")
         if wants_simplicity and not past():
             limited = comparison.limited(share_s(1))
-            simplicity = _simplicity(program, plan, limited, program.sets.table)
+            simplicity = lifted(limited)
             told("with the limit on configurations per pool lifted")
     else:
         # Handed out as workers free up, each with its share of what is left then.
@@ -381,8 +391,7 @@ def _resolves(
                     limited = comparison.limited(share_s(len(waiting)))
                     index = waiting.pop(0)
                     if index < 0:
-                        table = program.sets.table
-                        future = pool.submit(_simplicity, program, plan, limited, table)
+                        future = pool.submit(lifted, limited)
                     else:
                         own, removed = args[index]
                         future = pool.submit(run, own, limited, removed)

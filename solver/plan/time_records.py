@@ -5,7 +5,7 @@ where batch work is served."""
 
 from pydantic import BaseModel, Field
 
-from solver.plan.records import FROZEN, Binding, RegionPower, ReplicaPool
+from solver.plan.records import FROZEN, Binding, RegionPower, ReplicaPool, ScenarioResult
 
 
 class HourGpus(BaseModel):
@@ -50,6 +50,10 @@ class Hour(BaseModel):
     """Batch work served on interactive pools this hour (their idle capacity)."""
     spot_pools: tuple["SpotReplicas", ...] = ()
     """Interactive replicas on spot this hour (policy.spot_confidence), per pool."""
+    scenarios: tuple[ScenarioResult, ...] = ()
+    """How this hour's pools serve each scenario: its period's routing and the load of
+    every phase, the replicas started after a loss included (the record of the plan's
+    `scenarios`, which is the peak period's). What `fleetplan simulate --hour` replays."""
 
 
 class SpotReplicas(BaseModel):

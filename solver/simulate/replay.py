@@ -14,6 +14,10 @@ planner's). Requests that arrive in the first `warmup_s` are
 served but not measured. The analytic numbers are `models.serving.latency.latency_at_rate` at
 the same per-replica load and pool size.
 
+An hourly plan is replayed at one UTC hour (solver.simulate.hours: by default its peak
+hour, the one its `scenarios` describe): that hour's pools at that hour's scenario loads,
+the replicas it starts after a loss counted in their configuration's pool.
+
 Prefill-only and decode-only pools are replayed as a pair (`solver.simulate.
 disaggregated`): the prefill rows carry TTFT (with the KV transfer), the decode rows TPOT.
 
@@ -45,6 +49,7 @@ from solver.plan.schema import Plan
 from solver.simulate.closed_rows import CLOSED_LOOP, simulate_closed_pair, simulate_closed_pool
 from solver.simulate.disaggregated import cached_tokens, replica_engine
 from solver.simulate.engine import Effects, PoolTrace, simulate_pool
+from solver.simulate.hours import replayed_hour
 from solver.simulate.pair_rows import pair_meets, simulate_pair_rows
 from solver.simulate.results import (
     EFFECTS,
@@ -64,7 +69,9 @@ from solver.simulate.traffic import arrival_times_s, token_lengths
 
 
 def _surviving(plan: Plan, scenario: str) -> list[tuple[str, str, str, float, dict[str, int]]]:
-    """(workload, region, phase, load, {label: surviving count}) of the scenario."""
+    """(workload, region, phase, load, {label: surviving count}) of the scenario; the
+    replicas an hourly plan starts after a loss (`count x label (started)`) are counted
+    in their configuration's pool, whose load they share once started."""
     names = [s.name for s in plan.scenarios]
     if scenario not in names:
         raise ValueError(
@@ -74,9 +81,10 @@ def _surviving(plan: Plan, scenario: str) -> list[tuple[str, str, str, float, di
     for load in next(s for s in plan.scenarios if s.name == scenario).pools:
         counts = {}
         for text in load.pools:
-            match = re.fullmatch(r"(\d+) x (.+)", text)
+            match = re.fullmatch(r"(\d+) x (.+?)(?: \(started\))?", text)
             if match:
-                counts[match.group(2)] = int(match.group(1))
+                label = match.group(2)
+                counts[label] = counts.get(label, 0) + int(match.group(1))
         result.append(
             (load.workload, load.region, str(load.phase), load.load_requests_per_s, counts)
         )
@@ -144,8 +152,11 @@ def simulate_plan(
     concurrency: int | None = None,
     requests_per_user: int = REQUESTS_PER_USER,
     stop: Callable[[], bool] | None = None,
+    hour: int | None = None,
+    month: int | None = None,
 ) -> PlanSimulation:
-    """Replay every pool of `plan` under `scenario` (see the module docstring).
+    """Replay every pool of `plan` under `scenario` (see the module docstring), at one
+    hour of an hourly plan (`hour`, `month`: solver.simulate.hours; default its peak).
 
     Args:
         duration_s: simulated seconds of arrivals per pool.
@@ -166,11 +177,16 @@ def simulate_plan(
         stop: asked before each open-arrival pool (or pair) and before each of its runs
             with an effect off: once true, that pool and those after it are not replayed
             and are named in `not_simulated` (a caller's deadline).
+        hour: the UTC hour of an hourly plan to replay: its pools at its load.
+        month: the month of a plan with months to replay (with `hour`, that hour of it).
 
-    Raises ValueError for a scenario the plan does not have or a bad option, and
+    Raises ValueError for a scenario the plan does not have or a bad option,
+    HourRefused (a ValueError) for an hour or month the plan does not have, and
     ClosedLoopRefused for a closed loop on a pair of more than one prefill or decode
     pool.
     """
+    at = replayed_hour(plan, hour, month)
+    plan = at.plan
     if duration_s <= 0:
         raise ValueError(f"duration must be > 0 s, got {duration_s}")
     closed = arrivals != "open"
@@ -298,6 +314,9 @@ def simulate_plan(
         arrivals=arrivals,
         concurrency=concurrency if closed else None,
         not_simulated=tuple(stopped),
+        hour=at.hour,
+        month=at.month,
+        replayed=at.words,
     )
 
 

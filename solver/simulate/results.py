@@ -113,6 +113,13 @@ class PlanSimulation(BaseModel):
     not_simulated: tuple[str, ...] = ()
     """`workload region phase` of the pools the caller's `stop` left out (its deadline
     passed before or while they ran: `simulate_plan`)."""
+    hour: int | None = None
+    """The UTC hour of an hourly plan replayed (None: a static plan)."""
+    month: int | None = None
+    """The month of a plan with months replayed (None: a plan without months)."""
+    replayed: str = ""
+    """The hour replayed in words, e.g. `the peak hour, 14:00 UTC` ('' for a static
+    plan: solver.simulate.hours)."""
 
     @property
     def meets_slo(self) -> bool:

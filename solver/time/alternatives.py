@@ -13,11 +13,30 @@ and, at the day's peak, the pools of w in r that took the place of c. A re-solve
 re-pricing: commitments, batch work, spot and failover starts are chosen again. A plan
 with months re-solves its month 0's program (the months after it roll from month 0's
 commitments; their cost is not re-solved).
+
+What the limit on configurations per pool (policy.max_configs_per_pool = K) costs an
+hourly plan is asked the same way: the periods program with the limit lifted in every
+period, its rows dropped,
+
+    configs_per_pool[w,d,phase]@p   removed       for every period p of the day
+
+(solver.program.families.simplicity; with them goes all that pool_used had to obey, so
+the started_open rows of failover starts no longer restrict anything), solved by
+`optimise_periods` and read back as the plan was. Dropping rows only relaxes the
+program, so the lifted optimum is never dearer; the plan's `simplicity` states
+
+    extra $/month = plan's cost - lifted plan's cost
+
+(>= 0 up to the two solves' gaps), as the static plan's does (solver.solve.simplicity_cost).
 """
 
-from solver.plan.records import ReplicaPool
+from dataclasses import replace
+
+from solver.plan.records import ReplicaPool, SimplicityCost
+from solver.plan.schema import Plan
+from solver.program.build import with_bounds
 from solver.program.lp import SolveResult
-from solver.program.row_names import ReplicasColumn
+from solver.program.row_names import ConfigsPerPoolRow, ReplicasColumn
 from solver.settings import SolveSettings
 from solver.time.periods import TimeProgram
 from solver.time.solve import hourly_plan
@@ -39,15 +58,68 @@ def cost_without(
 ) -> tuple[float, tuple[str, ...]]:
     """(the re-solved plan's cost per month, the pools of the workload in the region at
     the day's peak, as `count x label`) from a re-solve with a solution."""
-    values = {
-        name: round(value) if program.lp.variables[name].integer else value
-        for name, value in result.values.items()
-        if name in program.lp.variables
-    }
-    plan = hourly_plan(program, result, values, settings)
+    plan = _read_back(program, result, settings)
     replaced_by = tuple(
         f"{p.count} x {p.label} (at peak)"
         for p in plan.replicas
         if (p.workload, p.region) == (pool.workload, pool.region)
     )
     return plan.cost_per_month or 0.0, replaced_by
+
+
+def _read_back(program: TimeProgram, result: SolveResult, settings: SolveSettings) -> Plan:
+    """The hours of a re-solve with a solution, its integer columns rounded."""
+    values = {
+        name: round(value) if program.lp.variables[name].integer else value
+        for name, value in result.values.items()
+        if name in program.lp.variables
+    }
+    return hourly_plan(program, result, values, settings)
+
+
+def configs_limit_rows(program: TimeProgram) -> list[str]:
+    """The configs_per_pool rows of every period (none: the limit binds nothing, each
+    phase has at most K candidates)."""
+    family = ConfigsPerPoolRow.family
+    return [name for name, row in program.lp.constraints.items() if row.family == family]
+
+
+def without_configs_limit(program: TimeProgram) -> TimeProgram:
+    """The periods program with the limit on configurations per pool lifted in every
+    period: its configs_per_pool rows dropped (the module text)."""
+    dropped = set(configs_limit_rows(program))
+    lp = with_bounds(program.lp, {})
+    lp.constraints = {name: row for name, row in lp.constraints.items() if name not in dropped}
+    return replace(program, lp=lp)
+
+
+def interactive_pools(program: TimeProgram, plan: Plan) -> int:
+    """Interactive pools (workload, configuration, region) the plan runs in some hour of
+    the day: its peak fleet less the dedicated batch pools."""
+    return sum(
+        1 for p in plan.replicas if p.shared or not program.instance.workload(p.workload).is_batch
+    )
+
+
+def simplicity_cost(
+    program: TimeProgram, plan: Plan, result: SolveResult | None, settings: SolveSettings
+) -> SimplicityCost:
+    """The plan's cost against the lifted program's (`result`: its re-solve; None when
+    the program has no configs_per_pool row, so that the lifted program is the plan's
+    own and the limit costs nothing). No solution: the unlimited cost is None."""
+    limit = program.instance.policy.max_configs_per_pool or 0
+    if result is None:
+        unlimited, count = plan.cost_per_month or 0.0, interactive_pools(program, plan)
+    elif not result.termination.has_solution:
+        return SimplicityCost(
+            max_configs_per_pool=limit, cost_per_month_unlimited=None, extra_cost_per_month=None
+        )
+    else:
+        lifted = _read_back(program, result, settings)
+        unlimited, count = lifted.cost_per_month or 0.0, interactive_pools(program, lifted)
+    return SimplicityCost(
+        max_configs_per_pool=limit,
+        cost_per_month_unlimited=unlimited,
+        extra_cost_per_month=(plan.cost_per_month or 0.0) - unlimited,
+        configurations_unlimited=count,
+    )

@@ -204,6 +204,7 @@ def hourly_plan(
         pools = plans[first].replicas + batch_pools
         gpus = hour_gpus(program.offers, pools, committed, spot_by_period[first])
         cost = hour_cost(program.offers, gpus, committed)
+        starts = started_pools(program, first, program.period_values(values, first))
         for hour in part.period.hours:
             hours.append(
                 Hour(
@@ -214,9 +215,8 @@ def hourly_plan(
                     spot_pools=on_spot.get(first, ()),
                     gpus=gpus,
                     cost_per_hour=cost,
-                    failover_starts=started_pools(
-                        program, first, program.period_values(values, first)
-                    ),
+                    failover_starts=starts,
+                    scenarios=with_started(plans[first].scenarios, starts, first),
                 )
             )
     hours.sort(key=lambda h: h.hour)

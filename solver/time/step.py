@@ -35,14 +35,20 @@ from solver.candidates.table import CandidateTable
 from solver.decompose.by_period import Fleet, solve_periods
 from solver.decompose.period_split import Held
 from solver.errors import Diagnosis, Infeasible
-from solver.plan.records import ReplicaPool
+from solver.plan.records import ReplicaPool, SimplicityCost
 from solver.plan.schema import Plan
 from solver.program.build import FleetProgram, with_bounds
 from solver.program.families.pricing import CommittedColumn
 from solver.program.lp import SolveResult, Termination
 from solver.program.optimised import Optimised
 from solver.settings import MIN_CALL_S, SolveSettings
-from solver.time.alternatives import cost_without, without_pool
+from solver.time.alternatives import (
+    configs_limit_rows,
+    cost_without,
+    simplicity_cost,
+    without_configs_limit,
+    without_pool,
+)
 from solver.time.horizon import Horizon
 from solver.time.months import bound_commitments, month_conflict
 from solver.time.periods import TimeProgram, build_time_program, interactive_table
@@ -130,6 +136,22 @@ def resolve_without(
     own = replace(program, lp=with_bounds(program.lp, bounds))
     limited = settings.limited(settings.time_limit_s)
     return optimise_periods(own, get_backend(settings.backend), limited).result
+
+
+def resolve_lifted(
+    program: TimeProgram, plan: Plan, settings: SolveSettings
+) -> SimplicityCost | None:
+    """What policy.max_configs_per_pool costs the plan: the periods program re-solved with
+    the limit lifted in every period (solver.time.alternatives; here or in a worker
+    process: one solver thread). None without a limit; no re-solve where no row holds it."""
+    if program.instance.policy.max_configs_per_pool is None or plan.cost_per_month is None:
+        return None
+    if not configs_limit_rows(program):
+        return simplicity_cost(program, plan, None, settings)
+    lifted = without_configs_limit(program)
+    limited = settings.limited(settings.time_limit_s)
+    result = optimise_periods(lifted, get_backend(settings.backend), limited).result
+    return simplicity_cost(lifted, plan, result, settings)
 
 
 @dataclass
@@ -307,6 +329,10 @@ class PeriodsStep:
     resolver = staticmethod(resolve_without)
     """The re-solve without a pool, module-level so that a worker process can run it:
     `resolver(program, settings, bounds)`."""
+
+    simplicity_resolver = staticmethod(resolve_lifted)
+    """The re-solve with the limit on configurations per pool lifted, module-level so
+    that a worker process can run it: `simplicity_resolver(program, plan, settings)`."""
 
     def cost_without(
         self, result: SolveResult, settings: SolveSettings, pool: ReplicaPool

@@ -34,7 +34,8 @@ HELD_FINITE_ONLY = {
     r"batch\[\]\.breakeven_price_per_gpu_hour": "the program's choice among configurations",
     r"hours\[\]\.failover_starts\[\]\.pool\.requests_per_s_per_replica": "a stated "
     "capacity that differs from the physics is a warning (solver.verify.fleet step 1)",
-    r"scenarios\[\]\..*": "the peak period's scenario table",
+    r"(hours\[\]\.)?scenarios\[\]\..*": "the peak period's scenario table, and each "
+    "hour's (what `simulate --hour` replays)",
     r"(replicas|hours\[\]\.pools)\[\]\.capacity_band\..*": "the model error band describes "
     "the capacity: one other than the calibration's is a warning (solver.verify.pools)",
     r"(demand_growth|max_utilization)": "left at their defaults by the hourly planner",
@@ -64,6 +65,8 @@ def figures(plan_data):
 
     found = []
     for path in _paths(plan_data):
+        if path[0] == "hours" and path[2:3] == ("scenarios",) and path[1] != 0:
+            continue  # held finite only: hour 0's table stands for the 24 (a third of the plan)
         if is_number(path):
             pattern = ".".join("[]" if isinstance(key, int) else key for key in path)
             found.append((path, pattern.replace(".[]", "[]")))
