@@ -6,7 +6,8 @@ exhaust the machine or lose data silently:
 
 - a path that is not a regular file (FIFO, device, socket, directory): checked with
   `os.stat` before opening, and opened non-blocking, so a FIFO never blocks the reader;
-- a file over `MAX_DOCUMENT_BYTES`;
+- a file over `MAX_DOCUMENT_BYTES` (a plan or golden result, which grows with the fleet
+  and its hours: over `MAX_PLAN_BYTES`);
 - bytes that are not UTF-8 text (a binary or latin-1 file);
 - nesting deeper than `MAX_NESTING_DEPTH`, checked on YAML's event stream before any
   recursive composing, and after JSON's (recursion-guarded) parser;
@@ -103,7 +104,7 @@ def _read_bytes(path: Path, what: str) -> bytes:
     except OSError as error:
         raise _problem(name, f"cannot read: {error.strerror or error}") from None
     _require_regular(name, info.st_mode, what)
-    _require_small(name, info.st_size)
+    _require_small(name, info.st_size, what)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     try:
         descriptor = os.open(path, flags)
@@ -113,10 +114,10 @@ def _read_bytes(path: Path, what: str) -> bytes:
         # the path may have been swapped between stat and open: check what was opened
         _require_regular(name, os.fstat(handle.fileno()).st_mode, what)
         try:
-            data = handle.read(limits.MAX_DOCUMENT_BYTES + 1)
+            data = handle.read(_most_bytes(what)[0] + 1)
         except OSError as error:  # EIO on /proc/self/mem, a failing disk, a network mount
             raise _problem(name, f"cannot read: {error.strerror or error}") from None
-    _require_small(name, len(data))
+    _require_small(name, len(data), what)
     return data
 
 
@@ -127,13 +128,21 @@ def _require_regular(name: str, mode: int, what: str) -> None:
     raise _problem(name, f"is {kind}, not a regular file ({what} files must be regular files)")
 
 
-def _require_small(name: str, size: int) -> None:
-    if size > limits.MAX_DOCUMENT_BYTES:
+def _most_bytes(what: str) -> tuple[int, str]:
+    """The byte limit of a `what` file and its name in models/schema/limits.py."""
+    if what in ("plan", "golden"):
+        return limits.MAX_PLAN_BYTES, "MAX_PLAN_BYTES"
+    return limits.MAX_DOCUMENT_BYTES, "MAX_DOCUMENT_BYTES"
+
+
+def _require_small(name: str, size: int, what: str) -> None:
+    most, constant = _most_bytes(what)
+    if size > most:
+        kind = f"{what} files" if what in ("plan", "golden") else "files"
         raise _problem(
             name,
-            f"is {size:,} bytes or more; files are limited to {limits.MAX_DOCUMENT_BYTES:,} bytes "
-            f"({limits.MAX_DOCUMENT_BYTES / 2**20:g} MiB, MAX_DOCUMENT_BYTES in "
-            "models/schema/limits.py)",
+            f"is {size:,} bytes or more; {kind} are limited to {most:,} bytes "
+            f"({most / 2**20:g} MiB, {constant} in models/schema/limits.py)",
         )
 
 

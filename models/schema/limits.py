@@ -16,6 +16,11 @@ from dataclasses import dataclass
 MAX_DOCUMENT_BYTES = 8 * 2**20
 """8 MiB: the largest instance the list limits below allow is about 2 MB of YAML; plans
 are larger but JSON parses at ~30 MB/s. A bigger file is junk, not a fleet."""
+MAX_PLAN_BYTES = 64 * 2**20
+"""64 MiB: a plan (or golden result) fleetplan wrote itself and reads back (`simulate`,
+`verify`): a 12-month hourly plan of 5 regions x 5 workloads is about 11 MB of indented
+JSON (each month's 24 hours state their pools and scenarios), so the instance limit
+would refuse plans the tool writes; JSON parses at ~30 MB/s, a couple of seconds here."""
 MAX_NESTING_DEPTH = 32
 """Containers inside containers: fleetplan's own files nest at most 7 levels (an
 `explain --json` report); 100,000 levels would crash a recursive parser."""

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from models.io.documents import read_document
+from models.schema import limits
 from models.schema.errors import InputError
 
 
@@ -28,3 +29,20 @@ def test_the_read_failure_exits_2_through_the_command_line(run_cli, tmp_path):
     result = run_cli("validate", link)
     assert result.exit_code == 2, result.stderr
     assert "cannot read: Input/output error" in result.stderr
+
+
+def test_a_plan_is_held_to_the_plan_limit_not_the_instance_one(tmp_path, monkeypatch):
+    """A plan fleetplan wrote grows with its months and hours past what an instance may
+    be: read as a plan it is held to MAX_PLAN_BYTES, read as an instance to
+    MAX_DOCUMENT_BYTES, each limit exact at the byte count and named when passed."""
+    path = tmp_path / "plan.json"
+    path.write_text('{"instance": "x", "status": "optimal"}')
+    size = path.stat().st_size
+    monkeypatch.setattr(limits, "MAX_DOCUMENT_BYTES", size - 1)
+    monkeypatch.setattr(limits, "MAX_PLAN_BYTES", size)
+    assert read_document(path, what="plan")[0]["status"] == "optimal"
+    with pytest.raises(InputError, match="MAX_DOCUMENT_BYTES"):
+        read_document(path, what="instance")
+    monkeypatch.setattr(limits, "MAX_PLAN_BYTES", size - 1)
+    with pytest.raises(InputError, match=rf"plan files are limited to {size - 1:,} bytes"):
+        read_document(path, what="plan")
