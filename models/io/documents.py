@@ -242,7 +242,7 @@ def check_yaml_text(text: str, name: str) -> None:
     Raises:
         InputError: naming `name` and the limit.
     """
-    _require_small(name, len(text.encode("utf-8", "surrogatepass")))
+    _require_small(name, len(text.encode("utf-8", "surrogatepass")), "instance")
     try:
         _check_yaml_events(text, name)
     except yaml.YAMLError:
