@@ -67,6 +67,10 @@ HELD_PLAN_GAP = 0.01
 """The loosest gap the static plan of the day's peak is solved to (the run's where that
 is looser): it is the rounds' first plan, which they improve, not their proof."""
 
+MIN_SOLVE_SHARE = 0.5
+"""The least share of its equal part of the time a month's solve gets, whatever the
+month before's overhead says (`month_share`)."""
+
 HeldFleet = Callable[
     [Instance, CandidateTable, SolveSettings],
     tuple[dict[tuple[str, str], float], dict[str, float]] | None,
@@ -98,21 +102,24 @@ def month_share(settings: SolveSettings, horizon: Horizon) -> SolveSettings:
     """The solve settings of month m of a horizon of H months (policy.horizon_months):
     an equal part of the solve time left when the month's turn began (`started_s`, else
     now), less what the month takes besides its solve (`overhead_s`, as the month before
-    took it), so that the last month has its turn within the limit:
+    took it), so that the last month has its turn within the limit; never less than
+    `MIN_SOLVE_SHARE` of that part from now (a month whose build ate its part still
+    solves):
 
-        deadline_m = start + (end - start) / (H - m) - overhead
+        part_m     = (end - start) / (H - m)
+        deadline_m = max(start + part_m - overhead, now + MIN_SOLVE_SHARE x part_m)
 
-    (each month's time left over goes to the months after it; a share that is spent
-    before the solve starts leaves the month the rest of the solve time:
-    `PeriodsStep.optimise`). A day without months keeps the settings."""
+    (each month's time left over goes to the months after it; a month whose part ends
+    without a plan goes on within the rest of the solve time: `PeriodsStep.optimise`).
+    A day without months keeps the settings."""
     deadline = settings.deadline
     if not horizon.months or deadline is None or deadline.limit_s is None:
         return settings
     now = deadline.elapsed_s()
     start = now if horizon.started_s is None else min(horizon.started_s, now)
-    share = max(0.0, deadline.limit_s - start) / max(1, horizon.months - horizon.month)
-    end = min(deadline.limit_s, start + share - horizon.overhead_s)
-    return replace(settings, deadline=replace(deadline, limit_s=max(now, end)))
+    part = max(0.0, deadline.limit_s - start) / max(1, horizon.months - horizon.month)
+    end = max(start + part - horizon.overhead_s, now + MIN_SOLVE_SHARE * part)
+    return replace(settings, deadline=replace(deadline, limit_s=min(deadline.limit_s, end)))
 
 
 def _expired(settings: SolveSettings) -> bool:

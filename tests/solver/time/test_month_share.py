@@ -66,23 +66,32 @@ def test_a_later_month_shares_from_its_turn_and_keeps_its_overhead_out():
     12 s, less 0.5 s, so its solve's deadline is 13.5 s, whenever its solve starts."""
     month = Horizon(month=6, months=12, started_s=12.0, overhead_s=0.5)
     assert month_share(_at(12.4, 24.0), month).deadline.limit_s == pytest.approx(13.5, abs=0.05)
-    # the build took past 13.5 s: the share is spent, the deadline is now (not before)
-    spent = month_share(_at(13.8, 24.0), month)
-    assert spent.deadline.limit_s == pytest.approx(13.8, abs=0.05)
-    assert spent.deadline.expired()
+
+
+def test_a_month_whose_build_ate_its_part_still_solves_within_half_of_it():
+    """Month 6 of 12 from 12 s, part 2 s, overhead 0.5 s: at 13.8 s the 13.5 s deadline
+    has passed, so the solve gets MIN_SOLVE_SHARE x 2 = 1 s from now: 14.8 s."""
+    from solver.time.step import MIN_SOLVE_SHARE
+
+    month = Horizon(month=6, months=12, started_s=12.0, overhead_s=0.5)
+    late = month_share(_at(13.8, 24.0), month)
+    assert MIN_SOLVE_SHARE == 0.5
+    assert late.deadline.limit_s == pytest.approx(14.8, abs=0.05)
 
 
 def test_the_last_month_keeps_its_overhead_out_of_the_limit():
-    """Month 11 of 12 from 20 s, overhead 1 s: 20 + 4 / 1 - 1 = 23 s, inside the 24 s."""
+    """Month 11 of 12 from 20 s, overhead 1 s: 20 + 4 / 1 - 1 = 23 s, inside the 24 s;
+    and never past the limit, however little the overhead."""
     month = Horizon(month=11, months=12, started_s=20.0, overhead_s=1.0)
-    last = month_share(_at(20.0, 24.0), month)
-    assert last.deadline.limit_s == pytest.approx(23.0, abs=0.05)
+    assert month_share(_at(20.0, 24.0), month).deadline.limit_s == pytest.approx(23.0, abs=0.05)
+    late = month_share(_at(23.5, 24.0), month)
+    assert late.deadline.limit_s == pytest.approx(24.0, abs=0.05)
 
 
-def test_a_month_whose_share_is_spent_before_its_solve_gets_the_rest_at_once(monkeypatch):
-    """Month 3 of 12 began at 4 s after a month that took 3 s besides its solve: its part,
-    20 / 9 = 2.2 s less 3 s, is spent before the solve, so the periods program is solved
-    once, within the whole solve deadline (24 s), not first within a spent share."""
+def test_a_month_with_no_time_left_is_solved_once_within_the_solve_deadline(monkeypatch):
+    """The solve time is spent (24 s of 24) when month 3's solve starts: its share is
+    spent too, so the periods program is solved once within the solve deadline (which
+    answers at once), not twice."""
     from solver.program.lp import SolveResult, Termination
     from solver.program.optimised import Optimised
     from solver.time import step
@@ -95,8 +104,8 @@ def test_a_month_whose_share_is_spent_before_its_solve_gets_the_rest_at_once(mon
 
     monkeypatch.setattr(step, "optimise_periods", answering)
     months = step.PeriodsStep.__new__(step.PeriodsStep)
-    months.horizon = Horizon(month=3, months=12, started_s=4.0, overhead_s=3.0)
+    months.horizon = Horizon(month=3, months=12, started_s=20.0, overhead_s=3.0)
     months.program, months.held_fleet, months.held = None, None, None
-    months.optimise(None, _at(6.0, 24.0))
+    months.optimise(None, _at(24.5, 24.0))
     assert seen == [24.0]
     assert months.optimise_s >= 0.0
