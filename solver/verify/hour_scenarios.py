@@ -156,6 +156,7 @@ def _table_findings(
                     f"starts {_listed(started)}",
                 )
             )
+        found += _stray_rows(f, result, {w.name for w in alone.workloads}, at)
         recomputed = _recomputed(alone, pools + started, cache)
         for w in alone.workloads:
             origins = [o for o, level in w.demand.items() if level.peak_rps > 0]
@@ -163,6 +164,35 @@ def _table_findings(
             mine = [p for p in recomputed if p.workload == w.name]
             shown = [p for p in pools if w.name in p.workloads and p.count > 0]
             found += _region_loads(f, result, w.name, (mine, shown), rerouted, zones, at, started)
+    return found
+
+
+def _stray_rows(
+    f: Scenario, result: ScenarioResult, serving: set[str], at: str
+) -> list[tuple[str, str]]:
+    """Rows of a workload with no demand this hour, and a (workload, region, phase) shown
+    twice (its load split over two rows each within the phase's capacity)."""
+    found = []
+    seen: dict[tuple[str, str, str], int] = {}
+    for p_index, load in enumerate(result.pools):
+        key = (load.workload, load.region, load.phase)
+        if load.workload not in serving:
+            found.append(
+                (
+                    f"{at}.pools[{p_index}]",
+                    f"{f.name}: a row of {load.workload} in {load.region}, which has no "
+                    "demand this hour",
+                )
+            )
+        elif key in seen:
+            found.append(
+                (
+                    f"{at}.pools[{p_index}]",
+                    f"{f.name}: {load.workload} in {load.region} ({load.phase}) is shown "
+                    f"again (first as pools[{seen[key]}])",
+                )
+            )
+        seen.setdefault(key, p_index)
     return found
 
 
@@ -206,8 +236,9 @@ def _region_loads(
     for d in sorted(set(zones) | set(rows) | set(routed)):
         here = [p for p in recomputed if p.region == d]
         if d == f.lost_region or d not in zones:
+            what = "is lost" if d in zones else "is not a region of the instance"
             found += [
-                (f"{at}.pools[{i}]", f"{f.name}: {workload} shows a row in {d}, which is lost")
+                (f"{at}.pools[{i}]", f"{f.name}: {workload} shows a row in {d}, which {what}")
                 for i, _ in rows[d]
             ]
             continue

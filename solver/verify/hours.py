@@ -46,6 +46,11 @@ the row names and the static verifier), never the program:
    solver.verify.hour_idle and solver.verify.hour_rows. A NaN
    never passes a comparison: costs are compared with `totals.money_close`, which
    refuses a non-finite amount.
+10. Each hour's scenario table (`Hour.scenarios`, what `simulate --hour` replays) as a
+   static plan's `scenarios`: routes within reach adding up to the hour's warm demand,
+   the hour's pool counts (and started replicas), every load within the capacity
+   recomputed for the hour's pools; the plan's `scenarios` is the table of the hour it
+   names (solver.verify.hour_scenarios).
 """
 
 from collections import defaultdict
