@@ -31,7 +31,10 @@ the hour's pools, the replicas it starts after a loss beside them:
    sink edge). Replica loss: each capacity is the least over the pools of one replica
    lost (that pool n - 1 replicas at q(n - 1)), as solver.verify.scenarios judges it.
 
-A plan's own `scenarios` (the busiest period's) is the table of the hour it names,
+An hour that states no table at all (a fleet checked at another point's demand by
+solver.studies.sweep, whose tables are its own point's) is left to the hour's max-flow,
+as a static plan without `scenarios`. A plan's own `scenarios` (the busiest period's) is
+the table of the hour it names,
 record for record, so what holds for the hours holds for it. Findings are named by field
 path (`hours[3].scenarios[1].pools[0]`); the messages name the UTC hour, the scenario,
 the workload, the region and both numbers (a month's hours are named by
@@ -76,7 +79,11 @@ def check_hour_table(
     """Items 1-4 on hour `hour` (plan.hours[index]): the hour's instance (its warm rates
     `warm` as the demand: models.operations.time_demand.hour_instance) and its
     interactive pools. Hours of one period state one table on the same pools and
-    rates: it is checked once (`cache`), its findings named for each hour."""
+    rates: it is checked once (`cache`), its findings named for each hour. An hour that
+    states no table is a fleet to check (as a static plan without `scenarios`: the hour's
+    max-flow judges it), which `simulate --hour` refuses to replay."""
+    if not hour.scenarios:
+        return []
     alone = hour_instance(instance, {key: series[hour.hour] for key, series in warm.items()})
     serving = {w.name for w in alone.workloads}
     pools = tuple(p for p in hour.pools if p.workload in serving)
