@@ -61,7 +61,7 @@ from solver.verify.display import stated_table
 from solver.verify.groups import GroupShare, check_groups
 from solver.verify.pools import RecomputedPool, pool_physics
 from solver.verify.scenarios import phase_capacities, region_capacity
-from solver.verify.totals import stated_routing
+from solver.verify.totals import ROUTE_FLOOR_RPS, stated_routing
 from solver.verify.verdict import DEMAND_TOLERANCE, Violation
 
 Pool = RecomputedPool | GroupShare
@@ -262,7 +262,8 @@ def _region_loads(
                 )
             )
         survivors = (alive, shown)
-        found += _rows(f, workload, d, rows[d], survivors, rtt, routed[d], at, started)
+        sent = (routed[d], len(zones))
+        found += _rows(f, workload, d, rows[d], survivors, rtt, sent, at, started)
     return found
 
 
@@ -273,14 +274,16 @@ def _rows(
     rows: list[tuple[int, PoolLoad]],
     survivors: tuple[list[tuple[Pool, int]], list[tuple[ReplicaPool, int]]],
     rtt: float,
-    routed: float,
+    sent: tuple[float, int],
     at: str,
     started: tuple[ReplicaPool, ...],
 ) -> list[tuple[str, str]]:
     """Each phase row of (workload, region): its pools and counts (item 3), its load
     within the phase's capacity (item 4), and the rows' loads adding up to the routing.
-    `survivors`: (recomputed pool, survivors) and (the hour's entry, survivors)."""
+    `survivors`: (recomputed pool, survivors) and (the hour's entry, survivors); `sent`:
+    (requests/s the routing sends here, origins that may send them)."""
     alive, shown = survivors
+    routed, origins = sent
     found = []
     named = f"{f.name}: {workload} in {region}"
     carried = 0.0
@@ -326,7 +329,9 @@ def _rows(
     unlisted = sorted(f"{n} x {_label(p)}" for p, n in shown if _unlisted(p, rows))
     if unlisted:
         found.append((f"{at}.pools", f"{named}: no row lists {unlisted}"))
-    if not _close(carried, routed) or any(
+    # the routing leaves out routes under ROUTE_FLOOR_RPS, one per origin at most
+    slack = DEMAND_TOLERANCE * max(1.0, routed) + ROUTE_FLOOR_RPS * origins
+    if abs(carried - routed) > slack or any(
         not _close(prefill[p], decode[p]) for p in set(prefill) | set(decode)
     ):
         halves = f" (prefill {dict(prefill)}, decode {dict(decode)})" if prefill or decode else ""
