@@ -122,6 +122,8 @@ HOUR_VERIFIER_PARTS = {
     "from its hours; held to the hour verifier's rule",
     "solver.verify.hour_rows": "the period and month of each binding row, checked against "
     "the hours; held to the hour verifier's rule",
+    "solver.verify.hour_scenarios": "each hour's scenario table (what simulate --hour "
+    "replays) against the hour's pools and demand; held to the hour verifier's rule",
 }
 
 

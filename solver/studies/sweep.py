@@ -286,6 +286,17 @@ def plan_key(replicas: list[dict[str, Any]]) -> str:
     return json.dumps(sorted(stripped, key=lambda r: json.dumps(r, sort_keys=True)), sort_keys=True)
 
 
+def _untabled(part: Any) -> Any:
+    """An hourly plan's part without its hours' scenario tables: each routes its own
+    point's demand, so at another point the hour's max-flow judges the fleet instead
+    (solver.verify.hour_scenarios), as the peak pools are judged without `scenarios`."""
+    if isinstance(part, list):
+        return [_untabled(item) for item in part]
+    if isinstance(part, dict):
+        return {k: _untabled(v) for k, v in part.items() if k != "scenarios"}
+    return part
+
+
 def check_plans(
     records: dict[int, dict[str, Any]], instances: dict[int, Instance]
 ) -> list[PlanCheck]:
@@ -299,7 +310,7 @@ def check_plans(
         key = plan_key(record.get("replicas", []))
         key += json.dumps({n: record[n] for n in TIME_PARTS[:3] if n in record}, sort_keys=True)
         plans.setdefault(key, []).append(index)
-        timed = {n: record[n] for n in TIME_PARTS if n in record and "hours" in record}
+        timed = {n: _untabled(record[n]) for n in TIME_PARTS if n in record and "hours" in record}
         # an hourly plan is its hours: its peak pools state one point's figures, and the
         # hour verifier holds stated peak pools to the hours' (none stated: not checked)
         parts_of[key] = timed or {"replicas": json.loads(plan_key(record.get("replicas", [])))}

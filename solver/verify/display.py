@@ -27,16 +27,13 @@ def stated_scenarios(instance: Instance, plan: Plan) -> list[Finding]:
       `started_replicas` of that workload in that region (hourly plans: the replicas
       `Hour.failover_starts` of the scenario's `hour` lists, the ones the hour check
       credits), and no more than the capacity;
-    - `moves` = the routes that leave their own region, rate for rate, `from_lost_region`
-      saying whether the origin is the lost region.
+    - `moves` = the routes that leave their own region, rate for rate and at their round
+      trip, `from_lost_region` saying whether the origin is the lost region.
     """
-    findings = []
-    lost = {f.name: f.lost_region for f in failure_scenarios(instance)}
+    findings = stated_table(instance, plan.scenarios, "scenarios")
     hours = {hour.hour: hour for hour in plan.hours}
     for s_index, result in enumerate(plan.scenarios):
         where = f"scenarios[{s_index}]"
-        findings += _stated_loads(where, result)
-        findings += _stated_moves(where, result, lost.get(result.name))
         if result.hour is not None and result.hour in hours:
             stated = _counts(result.started_replicas)
             starts = hours[result.hour].failover_starts
@@ -49,6 +46,20 @@ def stated_scenarios(instance: Instance, plan: Plan) -> list[Finding]:
                         f"{result.hour} starts {sorted(listed.items())}",
                     )
                 )
+    return findings
+
+
+def stated_table(
+    instance: Instance, scenarios: tuple[ScenarioResult, ...], where: str
+) -> list[Finding]:
+    """Utilisation, started capacity and moves of one scenario table (`where`: its field
+    path, `scenarios` or `hours[i].scenarios`), read as `stated_scenarios` says."""
+    lost = {f.name: f.lost_region for f in failure_scenarios(instance)}
+    findings = []
+    for s_index, result in enumerate(scenarios):
+        at = f"{where}[{s_index}]"
+        findings += _stated_loads(at, result)
+        findings += _stated_moves(at, result, lost.get(result.name))
     return findings
 
 
@@ -102,13 +113,24 @@ def _stated_loads(where: str, result: ScenarioResult) -> list[Finding]:
 
 def _stated_moves(where: str, result: ScenarioResult, lost_region: str | None) -> list[Finding]:
     routes: dict[tuple[str, str, str], float] = defaultdict(float)
+    rtt_ms: dict[tuple[str, str, str], float] = {}
     for route in result.routing:
         if route.origin != route.destination:
             routes[(route.workload, route.origin, route.destination)] += route.requests_per_s
+            rtt_ms[(route.workload, route.origin, route.destination)] = route.rtt_ms
     moves: dict[tuple[str, str, str], float] = defaultdict(float)
     findings = []
     for m_index, move in enumerate(result.moves):
-        moves[(move.workload, move.from_region, move.to_region)] += move.requests_per_s
+        key = (move.workload, move.from_region, move.to_region)
+        moves[key] += move.requests_per_s
+        if key in rtt_ms and not math.isclose(move.rtt_ms, rtt_ms[key], abs_tol=1e-6):
+            findings.append(
+                Finding(
+                    f"{where}.moves[{m_index}].rtt_ms",
+                    f"{result.name}: states {move.rtt_ms:g} ms from {move.from_region} to "
+                    f"{move.to_region}; its route states {rtt_ms[key]:g}",
+                )
+            )
         if move.from_lost_region != (move.from_region == lost_region):
             findings.append(
                 Finding(

@@ -32,7 +32,8 @@ and never trusted (solver.verify.totals does the same for a static plan):
    solver.readback.site states them (`_site_rows`).
 
 (The figures the hourly plan reports beside its counts: idle hours, batch placements,
-headroom, are solver.verify.hour_reports.)
+headroom, are solver.verify.hour_reports; each hour's scenario table and the peak
+period's, solver.verify.hour_scenarios.)
 
 Figures the instance cannot recompute are held finite only: the solver's run, the
 binding constraints' slacks and shadow prices and a power row's (the program's rows and
@@ -41,8 +42,7 @@ scale-out thresholds (they need the lone replica's batch and prefill time, which
 candidate table holds), a batch placement's break-even price (the program's choice among
 configurations; its soak rate is held to the C_b of a soak the hours run), a started
 pool's capacity per replica (a stated capacity that differs from the physics is a
-warning, solver.verify.fleet step 1), the peak period's scenario table and each hour's
-(`hours[h].scenarios`, what `simulate --hour` replays), and
+warning, solver.verify.fleet step 1), and
 `demand_growth` and `max_utilization` (the hourly planner leaves them at their
 defaults; the hours are judged at the policy's).
 """

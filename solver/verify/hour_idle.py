@@ -32,7 +32,7 @@ from models.operations.time_demand import hour_instance, warm_grid
 from models.schema.instance import Instance
 from solver.plan.schema import Plan
 from solver.plan.time_records import Hour
-from solver.verify.pools import recompute_pools
+from solver.verify.pools import pool_physics
 from solver.verify.verdict import Violation
 
 TOLERANCE = 1e-6
@@ -123,7 +123,7 @@ def _busy(
     span += sum(p.count * p.replica_gpus for p in shared)
     alone = hour_instance(instance, rates)
     growth = demand_factor(alone)
-    pools = recompute_pools(alone, Plan(replicas=interactive), [], [])
+    pools = pool_physics(alone, interactive, cache)  # one configuration's physics, all day
     by_place: dict[tuple[str, str], list] = defaultdict(list)
     for pool in pools:
         by_place[(pool.workload, pool.region)].append(pool)

@@ -46,6 +46,11 @@ the row names and the static verifier), never the program:
    solver.verify.hour_idle and solver.verify.hour_rows. A NaN
    never passes a comparison: costs are compared with `totals.money_close`, which
    refuses a non-finite amount.
+10. Each hour's scenario table (`Hour.scenarios`, what `simulate --hour` replays) as a
+   static plan's `scenarios`: routes within reach adding up to the hour's warm demand,
+   the hour's pool counts (and started replicas), every load within the capacity
+   recomputed for the hour's pools; the plan's `scenarios` is the table of the hour it
+   names (solver.verify.hour_scenarios).
 """
 
 from collections import defaultdict
@@ -87,6 +92,7 @@ from solver.verify.hour_figures import (
 from solver.verify.hour_idle import check_idle_fraction
 from solver.verify.hour_reports import stated_report_figures
 from solver.verify.hour_rows import check_binding_times
+from solver.verify.hour_scenarios import check_hour_table, check_peak_table
 from solver.verify.months import check_months
 from solver.verify.totals import money_close
 
@@ -120,9 +126,10 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
     cost_per_day = 0.0
     cache: dict = {}
     budget_used: dict[tuple[str, str], list[tuple[int, float, float]]] = {}
-    for hour in plan.hours:
+    for index, hour in enumerate(plan.hours):
         at = hour.hour
         static = _check_hour_capacity(instance, hour, warm, cache, budget_used)
+        violations += check_hour_table(instance, hour, index, warm, cache)
         violations += [
             Violation(
                 requirement=timed_name(v.requirement, at), message=f"UTC hour {at}: {v.message}"
@@ -167,6 +174,7 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
     violations += [
         Violation(requirement=f.requirement, message=f.message) for f in shown(instance, plan)
     ]
+    violations += check_peak_table(plan)
     violations += check_months(instance, plan, verify_hours)
     _check_stated_budgets(instance, plan, budget_used, violations)
     violations += [*stated_hour_figures(instance, plan), *stated_report_figures(instance, plan)]

@@ -6,7 +6,8 @@ limit, prefix hit rate or KV tier that differs from the physics is a warning, or
 violation when the plan's routing loads a replica beyond what the physics carries.
 """
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 from models.operations.scenarios import failover_targets
 from models.physics.efficiency import Efficiency, efficiency_for
@@ -144,7 +145,30 @@ def recompute_pools(
     """The plan's pools with their physics recomputed; a configuration that cannot serve
     is a violation, a stated capacity or limit that differs from the physics a warning
     (the scenario checks judge the recomputed capacity against the load)."""
-    add = violations.append
+    pools = _grouped(instance, plan, violations.append, None)
+    _stated_pool_figures(instance, plan, pools, violations, warnings)
+    return list(pools.values())
+
+
+def pool_physics(
+    instance: Instance, entries: tuple[ReplicaPool, ...], memo: dict
+) -> list[RecomputedPool]:
+    """The pools of `entries` with their physics, no stated figure checked (what
+    `recompute_pools` finds in them is its caller's). `memo` keeps each configuration's
+    pool, its physics with it, for later calls on the same instance's workloads and
+    policy (their rates may differ: a pool reads none): an hour's pools are those of
+    the hour before, give or take a few replicas."""
+    return list(_grouped(instance, Plan(replicas=entries), lambda _: None, memo).values())
+
+
+def _grouped(
+    instance: Instance,
+    plan: Plan,
+    add: Callable[[Violation], None],
+    memo: dict | None,
+) -> dict[tuple, RecomputedPool]:
+    """The plan's dedicated entries grouped into pools, each configuration checked
+    against the instance and its physics asked at one replica."""
     workloads = {w.name: w for w in instance.workloads}
     regions = {r.name for r in instance.regions}
     pools: dict[tuple, RecomputedPool] = {}
@@ -199,6 +223,13 @@ def recompute_pools(
             continue
         kv = entry.kv_precision or kv_precision_for(Precision(entry.precision), model.kv_precision)
         key = (entry.workload, entry.region, entry.label, kv)
+        known = memo.get(("pool", key)) if memo is not None else None
+        if key not in pools and known is not None:
+            pools[key] = replace(known, entries=[])
+            if not known.serves:
+                reason = known.capacity(1).reason
+                message = f"cannot serve {entry.workload} within its SLO: {reason}"
+                add(Violation(requirement=name, message=message))
         if key not in pools:
             config = ReplicaConfig(
                 gpu,
@@ -241,7 +272,22 @@ def recompute_pools(
                     )
                 )
             pools[key] = pool
+            if memo is not None:
+                memo[("pool", key)] = pool
         pools[key].entries.append(entry)
+    return pools
+
+
+def _stated_pool_figures(
+    instance: Instance,
+    plan: Plan,
+    pools: dict[tuple, RecomputedPool],
+    violations: list[Violation],
+    warnings: list[Violation],
+) -> None:
+    """Each entry's stated capacity, limit, error band, prefix hit rate and KV tiers
+    against its pool's physics."""
+    add = violations.append
     for pool in pools.values():
         if not pool.serves:
             continue

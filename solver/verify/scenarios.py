@@ -41,7 +41,7 @@ def check_scenarios(
             origins = [o for o, rate in demand.items() if rate > 0]
             rerouted = rerouted_rtt_ms(graph, scenario, origins, workload.slo.max_failover_rtt_ms)
             capacity = {
-                d: _capacity(
+                d: region_capacity(
                     [
                         (p, scenario.surviving_replicas(d, p.count, zones[d]))
                         for p in mine
@@ -65,22 +65,29 @@ def check_scenarios(
     return checks
 
 
-def _capacity(alive: list[tuple[RecomputedPool, int]], rerouted_rtt_ms: float = 0.0) -> float:
-    """U + sum_p min(P_p, D_p) of surviving replicas (pool, count) in one region, in
-    requests/s: unified capacity plus each prefill/decode pair of the same precision;
-    each pool carries n x q(n) at its n survivors, at the TTFT target less
-    `rerouted_rtt_ms` when users may be rerouted there from that far."""
-    unified = 0.0
-    halves: dict[tuple[Role, str], float] = defaultdict(float)
+def phase_capacities(
+    alive: list[tuple[RecomputedPool, int]], rerouted_rtt_ms: float = 0.0
+) -> dict[tuple[Role, str], float]:
+    """Requests/s each phase of the surviving replicas (pool, count) of one region
+    carries: (unified, "") and (prefill or decode, weight precision); each pool n x q(n)
+    at its n survivors, at the TTFT target less `rerouted_rtt_ms` when users may be
+    rerouted there from that far."""
+    phases: dict[tuple[Role, str], float] = defaultdict(float)
     for pool, count in alive:
-        rate = pool.carries(count, rerouted_rtt_ms)
-        if pool.role is Role.UNIFIED:
-            unified += rate
-        else:
-            halves[(pool.role, pool.precision)] += rate
-    precisions = {p for _, p in halves}
-    return unified + sum(
-        min(halves[(Role.PREFILL, p)], halves[(Role.DECODE, p)]) for p in precisions
+        precision = "" if pool.role is Role.UNIFIED else pool.precision
+        phases[(pool.role, precision)] += pool.carries(count, rerouted_rtt_ms)
+    return phases
+
+
+def region_capacity(alive: list[tuple[RecomputedPool, int]], rerouted_rtt_ms: float = 0.0) -> float:
+    """U + sum_p min(P_p, D_p) of surviving replicas (pool, count) in one region, in
+    requests/s: unified capacity plus each prefill/decode pair of the same precision
+    (`phase_capacities`)."""
+    phases = phase_capacities(alive, rerouted_rtt_ms)
+    precisions = {p for role, p in phases if role is not Role.UNIFIED}
+    return phases.get((Role.UNIFIED, ""), 0.0) + sum(
+        min(phases.get((Role.PREFILL, p), 0.0), phases.get((Role.DECODE, p), 0.0))
+        for p in precisions
     )
 
 
@@ -204,7 +211,9 @@ def _check_replica_loss(
     split = len({p.precision for p in pools if p.role is not Role.UNIFIED}) > 1
     for o, rate in demand.items():
         here = [p for p in pools if p.region == o and p.count > 0]
-        losses = [(lost, _capacity([(p, p.count - (p is lost)) for p in here])) for lost in here]
+        losses = [
+            (lost, region_capacity([(p, p.count - (p is lost)) for p in here])) for lost in here
+        ]
         # With no pool at all there is no replica to lose: the `none` check names it.
         lost, left = min(losses, key=lambda item: item[1], default=(None, 0.0))
         if lost is not None and left < rate * (1 - DEMAND_TOLERANCE) - DEMAND_TOLERANCE:

@@ -55,7 +55,7 @@ from models.operations.site import demand_factor, gpus_bought, gpus_paid, node_g
 from models.schema import limits
 from models.schema.instance import Instance
 from models.serving.replica import Role
-from solver.plan.records import ReplicaPool
+from solver.plan.records import ReplicaPool, ScenarioResult
 from solver.plan.schema import Plan
 from solver.verify.display import stated_display
 from solver.verify.verdict import Finding
@@ -392,24 +392,37 @@ def _entry_label(entry: ReplicaPool) -> str:
 
 def _routing(instance: Instance, plan: Plan) -> list[Finding]:
     """Stated routes against the latency policy and the demand (grown by demand_growth), in
-    the scenarios the
-    instance's policy names (a scenario the plan lists that the policy does not name is
-    left to the check that knows it)."""
-    scenarios = {f.name: f for f in failure_scenarios(instance)}
+    the scenarios the instance's policy names (a scenario the plan lists that the policy
+    does not name is left to the check that knows it)."""
+    return stated_routing(instance, plan.scenarios, "scenarios")
+
+
+def stated_routing(
+    instance: Instance,
+    scenarios: tuple[ScenarioResult, ...],
+    where: str,
+    required: bool = False,
+) -> list[Finding]:
+    """Item 4 on one scenario table (`where`: its field path, `plan.scenarios` or an
+    hour's `hours[i].scenarios`): every route allowed in its scenario at the links' round
+    trip, at a rate >= 0, each origin's routes adding up to its demand. `required`: a
+    scenario that states no routing is held to it too (an hour's table, which `simulate
+    --hour` replays), not left to the max-flow check."""
+    known = {f.name: f for f in failure_scenarios(instance)}
     graph = RegionGraph.of(instance)
     workloads = {w.name: w for w in instance.workloads}
     growth = demand_factor(instance)
     findings = []
-    for s_index, result in enumerate(plan.scenarios):
-        scenario = scenarios.get(result.name)
+    for s_index, result in enumerate(scenarios):
+        scenario = known.get(result.name)
         if scenario is None:
             continue
         routed: dict[tuple[str, str], list[float]] = defaultdict(list)
         for r_index, route in enumerate(result.routing):
-            where = f"scenarios[{s_index}].routing[{r_index}]"
+            where_route = f"{where}[{s_index}].routing[{r_index}]"
             workload = workloads.get(route.workload)
             if workload is None:
-                findings.append(Finding(where, f"unknown workload {route.workload!r}"))
+                findings.append(Finding(where_route, f"unknown workload {route.workload!r}"))
                 continue
             reach = (
                 graph.destinations(scenario, route.origin, workload.slo.max_failover_rtt_ms)
@@ -419,7 +432,7 @@ def _routing(instance: Instance, plan: Plan) -> list[Finding]:
             if route.destination not in reach:
                 findings.append(
                     Finding(
-                        where,
+                        where_route,
                         f"serves {route.origin} users of {route.workload} in "
                         f"{route.destination}, which may not serve them in {result.name} "
                         f"(allowed: {', '.join(reach) or 'none'})",
@@ -428,17 +441,17 @@ def _routing(instance: Instance, plan: Plan) -> list[Finding]:
             elif not math.isclose(route.rtt_ms, reach[route.destination], abs_tol=1e-6):
                 findings.append(
                     Finding(
-                        f"{where}.rtt_ms",
+                        f"{where_route}.rtt_ms",
                         f"states {route.rtt_ms:g} ms from {route.origin} to "
                         f"{route.destination}; the links give {reach[route.destination]:g}",
                     )
                 )
             if not route.requests_per_s >= 0:
                 findings.append(
-                    Finding(f"{where}.requests_per_s", f"is {route.requests_per_s:g} (< 0)")
+                    Finding(f"{where_route}.requests_per_s", f"is {route.requests_per_s:g} (< 0)")
                 )
             routed[(route.workload, route.origin)].append(route.requests_per_s)
-        if not result.routing:
+        if not result.routing and not required:
             continue  # a plan that states no routing leaves it to the max-flow check
         for workload in instance.workloads:
             for origin, level in workload.demand.items():
@@ -449,7 +462,7 @@ def _routing(instance: Instance, plan: Plan) -> list[Finding]:
                 if not abs(total - demand) <= slack:
                     findings.append(
                         Finding(
-                            f"scenarios[{s_index}].routing",
+                            f"{where}[{s_index}].routing",
                             f"{result.name}: the routes of {origin} users of {workload.name} "
                             f"add up to {total:.6g} requests/s; their demand is "
                             f"{demand:.6g}",

@@ -34,8 +34,9 @@ HELD_FINITE_ONLY = {
     r"batch\[\]\.breakeven_price_per_gpu_hour": "the program's choice among configurations",
     r"hours\[\]\.failover_starts\[\]\.pool\.requests_per_s_per_replica": "a stated "
     "capacity that differs from the physics is a warning (solver.verify.fleet step 1)",
-    r"(hours\[\]\.)?scenarios\[\]\..*": "the peak period's scenario table, and each "
-    "hour's (what `simulate --hour` replays)",
+    r"hours\[\]\.scenarios\[\]\.pools\[\]\.capacity_requests_per_s": "the program's "
+    "capacity of a phase: a row's load is judged on the recomputed one (and its utilisation "
+    "on the stated one), so only a row with no load leaves it unread",
     r"(replicas|hours\[\]\.pools)\[\]\.capacity_band\..*": "the model error band describes "
     "the capacity: one other than the calibration's is a warning (solver.verify.pools)",
     r"(demand_growth|max_utilization)": "left at their defaults by the hourly planner",
