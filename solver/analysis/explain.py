@@ -36,6 +36,7 @@ from models.schema.quantities import counted
 from models.serving.replica import Limit
 from solver.analysis.capacity_report import GpuCountRouting, gpu_count_routing
 from solver.analysis.levers import LeverResult
+from solver.analysis.without import BaseProof, start_without, with_base_bound
 from solver.backends import get_backend
 from solver.candidates.table import CandidateTable
 from solver.decompose.by_workload import optimise
@@ -329,7 +330,8 @@ def _resolves(
             for p in pools
         ]
         run, lp = _resolve_without, program.lp
-        args = [(program, name) for name in names]
+        base = BaseProof.of(program, solved.result, solved.settings)
+        args = [(program, (name, base)) for name in names]
     else:  # an hourly plan: the periods program without the pool in every period
         bounds = step.without_pools(plan.replicas)[:MAX_ALTERNATIVES]
         pools = [p for p, _ in bounds]
@@ -449,15 +451,29 @@ def _read_without(solved: Solved, pool, result: SolveResult) -> tuple[float, tup
     return cost, replaced_by
 
 
-def _resolve_without(program: FleetProgram, settings: SolveSettings, var: str) -> SolveResult:
-    """The program re-solved with one pool's replicas fixed at 0 (here or in a worker: one
-    solver thread, workload programs one after the other); a program with scenario cuts
-    by its own loop (rows its first plan needed may not be the rows the other needs)."""
+def _resolve_without(
+    program: FleetProgram, settings: SolveSettings, removed: tuple[str, BaseProof | None]
+) -> SolveResult:
+    """The program re-solved with one pool's replicas (column `removed[0]`) fixed at 0
+    (here or in a worker: one solver thread, workload programs one after the other):
+    where the base solve's proof is given (`removed[1]`), first from the base plan
+    changed in the pool's region alone, which is the answer where the base bound proves
+    it within the gap, else the search's start (solver.analysis.without); a program
+    with scenario cuts by its own loop (rows its first plan needed may not be the rows
+    the other needs)."""
+    var, base = removed
     backend = get_backend(settings.backend)
     limited = settings.limited(settings.time_limit_s)
     if program.sets.cut_scenarios:  # its own copy of the rows: the loop adds Hall rows
         own = replace(program, lp=with_bounds(program.lp, {}))
         return solve_by_cuts(own, backend, limited, {var: (0.0, 0.0)}).result
+    if base is not None and backend.capabilities.warm_start:
+        started = start_without(program, backend, limited, var, base)
+        if started is not None and started.answer is not None:
+            return started.answer
+        if started is not None:
+            limited = replace(limited, start=started.values)
+        program = with_base_bound(program, var, base)
     return optimise(program, backend, limited, {var: (0.0, 0.0)}).result
 
 
