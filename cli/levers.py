@@ -13,7 +13,8 @@ LEVER_NOTE = (
     "each lever re-solved alone on the same instance (same backend and gap), from the base "
     "plan; saving = base $/month - lever $/month (status feasible: not proven in its time, "
     "the saving is at least this, the lever's optimum within its gap below its $/month; "
-    "no_solution 'not re-solved': its turn came after the levers' time limit); "
+    "no_solution 'not re-solved': its turn came after the levers' time limit, by default "
+    "what the run's time limit left); "
     "a new GPU type is offered at its catalog price; "
     "rests on: the lever plan's pools whose capacity comes from a borrowed GPU generation "
     "or an unmeasured regime, with the model's error band on held-out rows (10th / 90th "
@@ -23,9 +24,11 @@ LEVER_NOTE = (
 
 class RunningLevers:
     """The levers of the solved instance, re-solved `jobs` at a time from the base plan in
-    worker processes, within `time_limit_s` together (None: each within the instance's),
-    with a progress bar on stderr: begun at once, so that they run beside what the
-    caller does meanwhile (explain's own re-solves); `results` waits for them."""
+    worker processes, within `time_limit_s` together (None: what is left of the run's
+    time limit, so that the command ends within it; an instance without a limit: each
+    lever without one), with a progress bar on stderr: begun at once, so that they run
+    beside what the caller does meanwhile (explain's own re-solves); `results` waits for
+    them."""
 
     def __init__(
         self, solved: Solved, backend: str | None, jobs: int, time_limit_s: float | None = None
@@ -41,7 +44,7 @@ class RunningLevers:
             jobs,
             on_done=lambda r: self.progress.update(task, advance=1, description=r.lever),
             start=solved.result.values,
-            time_limit_s=time_limit_s,
+            time_limit_s=solved.settings.remaining_s() if time_limit_s is None else time_limit_s,
             program=solved.program.lp,
         ).begin(beside=True)
 
