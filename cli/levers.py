@@ -46,6 +46,7 @@ class RunningLevers:
             start=solved.result.values,
             time_limit_s=solved.settings.remaining_s() if time_limit_s is None else time_limit_s,
             program=solved.program.lp,
+            deadline=solved.settings.deadline if time_limit_s is None else None,
         ).begin(beside=True)
 
     def results(self) -> tuple[LeverResult, ...]:

@@ -331,6 +331,9 @@ class LeverRun:
             `allow GPU` levers whose programs relaxed but for whole servers find no use
             for their types are proven together, each solved alone only where that proves nothing
             (solver.analysis.lever_groups: each probed first, `_outcome`).
+        deadline: The levers' deadline where it started before them (`explain --levers`:
+            the run's, so that levers begun only once explain's own re-solves end do not
+            count their time from then); `time_limit_s` is then what was left of it.
     """
 
     def __init__(
@@ -343,6 +346,7 @@ class LeverRun:
         start: Mapping[str, float] | None = None,
         time_limit_s: float | None = None,
         program: LinearProgram | None = None,
+        deadline: Deadline | None = None,
     ):
         self.base = base
         self.base_program = None
@@ -356,6 +360,8 @@ class LeverRun:
         self.start = None if uses_time(instance) else start  # the periods program starts
         # on its own (solver.decompose.by_period)
         self.time_limit_s = time_limit_s
+        self._deadline = deadline
+        self._base_run_s = 0.0 if deadline is None else deadline.elapsed_s()
         self._instance, self._lp = instance, program
         self._probing, self._base_bound = self._probed(instance, program)
         """The levers whose turn first probes them (`solve_lever(probe=...)`) and the base
@@ -448,12 +454,17 @@ class LeverRun:
         return self.jobs > 1 and len(self.work) > 1
 
     def _new_shares(self) -> "Shares":
-        """The levers' one deadline, starting now (module text)."""
-        floor_s = MIN_SHARE_S
+        """The levers' one deadline (module text): the given one (the run's), else
+        `time_limit_s` from now. Under the run's deadline a share is at least what the
+        base run took until the levers were made (its candidates, program, solve and
+        checks): a lever is one more such run, and a share below it stops a lever in its
+        candidates or build with no plan at all, where the later levers, not started,
+        leave the earlier ones enough to answer (a loaded machine)."""
+        floor_s = max(MIN_SHARE_S, self._base_run_s)
         if self.start is None:  # no base plan in hand: a share must let the lever find one
             solved_s = self.base.solver.runtime_s if self.base.solver else 0.0
             floor_s = max(floor_s, BASE_SOLVES * solved_s)
-        deadline = Deadline.starting_now(self.time_limit_s)
+        deadline = self._deadline or Deadline.starting_now(self.time_limit_s)
         return Shares(deadline, self.jobs, len(self.work), floor_s)
 
     def _task(

@@ -223,6 +223,19 @@ def test_a_lever_its_share_stopped_is_tried_once_more_and_keeps_its_better_end(b
     assert tries["TPOT +20%"] == 1 and results["TPOT +20%"].status == "feasible"
 
 
+def test_under_the_runs_deadline_a_share_is_at_least_what_the_base_run_took(base):
+    # the run began 5 s before the levers were made, its limit 60 s: 55 s left over
+    # ceil(n / 2) rounds would be below 5 s for n > 22; each share is at least 5 s
+    plan = solve(base, SolveSettings.of(base, threads=1))
+    run_deadline = Deadline(time.monotonic() - 5.0, 60.0)
+    run = LeverRun(base, plan, jobs=2, time_limit_s=55.0, deadline=run_deadline)
+    shares = run._new_shares()
+    assert shares.deadline is run_deadline and shares.floor_s >= 5.0
+    shares.not_started = 40  # 55 / 20 = 2.75 s: raised to the floor
+    assert shares.next_s(0) >= 5.0
+    assert LeverRun(base, plan, jobs=2, time_limit_s=55.0)._new_shares().floor_s == MIN_SHARE_S
+
+
 def test_of_two_ends_of_a_lever_the_proven_then_the_cheaper_is_kept():
     def end(status, cost, gap=None):
         return LeverResult(
