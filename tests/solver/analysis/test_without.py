@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from solver.analysis import explain as explain_module
 from solver.analysis.lever_groups import plan_of
 from solver.analysis.without import BASE_BOUND, BaseProof, start_without, with_base_bound
 from solver.backends import get_backend
@@ -69,3 +70,23 @@ def test_the_base_bound_row_keeps_the_optimum_of_the_program_without_the_pool():
     with_row = optimise(bounded, backend, settings.started(), {var: (0.0, 0.0)}).result
     assert with_row.objective == pytest.approx(plain.objective, rel=1e-9)
     assert not row.broken_by(plain.values)  # the row removes no plan of the program
+
+
+def test_what_the_limit_on_configurations_costs_is_the_same_from_the_base_plan():
+    # East, 300 requests/s: 3 H100 at $2.0 and any H200 at $3.5; at most one configuration per pool, so
+    # the base cannot mix them, and the lifted program (the base plan one of its plans)
+    # may: from the base plan or not, the same optimum within the comparison gap
+    inst = instance(
+        {"east": {H100: (3, 2.0), H200: (64, 3.5)}},
+        [workload("chat", {"east": 300.0})],
+        policy={"max_configs_per_pool": 1},
+    )
+    solved = solve_program(inst, SolveSettings.of(inst, mip_gap=0.0))
+    comparison = solved.settings.for_comparison()
+    table, program = solved.program.sets.table, solved.program
+    alone = explain_module._simplicity(program, solved.plan, comparison, table)
+    started = explain_module._simplicity(program, solved.plan, comparison, table, solved.result)
+    assert alone.cost_per_month_unlimited < solved.plan.cost_per_month  # the limit binds
+    assert started.cost_per_month_unlimited == pytest.approx(
+        alone.cost_per_month_unlimited, rel=comparison.mip_gap
+    )
