@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict
 from models.schema.instance import Instance
 from models.schema.quantities import counted
 from models.serving.replica import Limit
+from solver.analysis import without
 from solver.analysis.capacity_report import GpuCountRouting, gpu_count_routing
 from solver.analysis.levers import LeverResult
 from solver.analysis.without import BaseProof, start_without, with_base_bound
@@ -340,8 +341,9 @@ def _resolves(
     limit = program.sets.instance.policy.max_configs_per_pool
     # an hourly plan without a limit sends no periods program to a worker for nothing
     wants_simplicity = plan.simplicity is None and (step is None or limit is not None)
+    started = solved.result if without.FROM_BASE else None  # the limit priced from the base
     lifted = (  # the limit on configurations per pool lifted: `lifted(settings)`
-        partial(_simplicity, program, plan, table=program.sets.table, base=solved.result)
+        partial(_simplicity, program, plan, table=program.sets.table, base=started)
         if step is None
         else partial(step.simplicity_resolver, step.program, plan)
     )

@@ -52,6 +52,10 @@ from solver.program.lp import Sense, SolveResult, Termination
 from solver.program.row_names import Index
 from solver.settings import SolveSettings
 
+FROM_BASE = True
+"""Whether explain's re-solves start from the base solve (its bound and plan here, its
+plan for what the limit on configurations costs); off, the bench's `before`
+(tests/bench/test_levers_speed.py)."""
 NEIGHBOURHOOD_SHARE = 0.25
 """Most of the re-solve's time the neighbourhood program may take."""
 BOUND_SLACK = 1e-6
@@ -87,9 +91,12 @@ class BaseProof:
     @classmethod
     def of(cls, program: FleetProgram, result: SolveResult, settings: SolveSettings):
         """The base solve's plan and proven bound, or None where it proved none (a plan
-        stopped by its time limit) or its program has scenario cuts (the module text)."""
+        stopped by its time limit) or its program has scenario cuts (the module text), or
+        `FROM_BASE` is off."""
         bound = bound_of(result, program.lp, settings)
         if bound is None or program.sets.cut_scenarios or not result.termination.has_solution:
+            return None
+        if not FROM_BASE:
             return None
         return cls(dict(result.values), bound)
 

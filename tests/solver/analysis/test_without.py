@@ -73,9 +73,10 @@ def test_the_base_bound_row_keeps_the_optimum_of_the_program_without_the_pool():
 
 
 def test_what_the_limit_on_configurations_costs_is_the_same_from_the_base_plan():
-    # East, 300 requests/s: 3 H100 at $2.0 and any H200 at $3.5; at most one configuration per pool, so
-    # the base cannot mix them, and the lifted program (the base plan one of its plans)
-    # may: from the base plan or not, the same optimum within the comparison gap
+    # East, 300 requests/s: 3 H100 at $2.0 and any H200 at $3.5; at most one
+    # configuration per pool, so the base cannot mix them, and the lifted program (the
+    # base plan one of its plans) may: from the base plan or not, the same optimum
+    # within the comparison gap
     inst = instance(
         {"east": {H100: (3, 2.0), H200: (64, 3.5)}},
         [workload("chat", {"east": 300.0})],
