@@ -385,8 +385,10 @@ def _resolves(
             simplicity = lifted(limited)
             told("with the limit on configurations per pool lifted")
     else:
-        # Handed out as workers free up, each with its share of what is left then.
-        waiting = list(range(len(args))) + ([-1] if wants_simplicity else [])
+        # Handed out as workers free up, each with its share of what is left then; the
+        # limit's whole re-solve first, so that it does not run alone at the end (most
+        # "without" re-solves end in the base bound's proof: solver.analysis.without).
+        waiting = ([-1] if wants_simplicity else []) + list(range(len(args)))
         with process_pool(processes) as pool:
             running: dict[Future, int] = {}
 
