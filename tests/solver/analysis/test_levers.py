@@ -483,3 +483,10 @@ def test_explain_levers_time_limit_is_checked_and_shared(run_cli, base, tmp_path
     assert levers and all(r["gap"] is None and r["status"] != "feasible" for r in levers)
     savings = [r["saving_per_month"] for r in levers if r["saving_per_month"] is not None]
     assert savings == sorted(savings, reverse=True)
+
+
+def test_by_default_only_a_static_plans_levers_share_the_runs_deadline(base):
+    from cli.levers import runs_deadline
+
+    assert runs_deadline(base)
+    assert not runs_deadline(load_instance(INSTANCES / "diurnal-chat-batch.yaml"))
