@@ -4,8 +4,6 @@ levers re-solve the hourly program, its alternatives the periods program)."""
 
 from cli.render.console import job_progress
 from cli.render.tables import TableSpec
-from models.operations.time_demand import uses_time
-from models.schema.instance import Instance
 from solver.analysis.explain import Explanation
 from solver.analysis.lever_edits import levers_for
 from solver.analysis.levers import LeverResult, LeverRun
@@ -36,7 +34,7 @@ class RunningLevers:
         self, solved: Solved, backend: str | None, jobs: int, time_limit_s: float | None = None
     ):
         instance = solved.instance
-        shared = time_limit_s is None and runs_deadline(instance)
+        shared = time_limit_s is None and runs_deadline(solved)
         self.progress = job_progress("levers")
         task = self.progress.add_task("", total=len(levers_for(instance)))
         self.progress.start()
@@ -67,7 +65,7 @@ class RunningLevers:
             self.progress.stop()
 
 
-def runs_deadline(instance: Instance) -> bool:
+def runs_deadline(solved: Solved) -> bool:
     """Whether the levers share the run's deadline by default: a static plan's, each a
     re-solve from the base plan of about the base's own time. An hourly or month plan's
     levers re-solve the periods or months from no plan, each about as long as the whole
@@ -75,7 +73,7 @@ def runs_deadline(instance: Instance) -> bool:
     diurnal-chat-batch 20 of 24 levers unproven at 60 s against all but one proven in
     150 s, procurement-3region none of 20 answered at 120 s against 18 in 638 s): each
     gets the instance's limit, as before."""
-    return not uses_time(instance)
+    return solved.time_step is None
 
 
 def lever_table(results: tuple[LeverResult, ...]) -> TableSpec:

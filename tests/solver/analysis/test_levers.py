@@ -488,5 +488,6 @@ def test_explain_levers_time_limit_is_checked_and_shared(run_cli, base, tmp_path
 def test_by_default_only_a_static_plans_levers_share_the_runs_deadline(base):
     from cli.levers import runs_deadline
 
-    assert runs_deadline(base)
-    assert not runs_deadline(load_instance(INSTANCES / "diurnal-chat-batch.yaml"))
+    assert runs_deadline(solve_program(base, SolveSettings.of(base, threads=1)))
+    hourly = load_instance(INSTANCES / "diurnal-chat-batch.yaml")
+    assert not runs_deadline(solve_program(hourly, SolveSettings.of(hourly, threads=1)))
