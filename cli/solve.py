@@ -155,8 +155,11 @@ def explain(
         float | None,
         typer.Option(
             "--levers-time-limit",
-            help="One time limit the levers share, seconds (a lever not proven in its share "
-            "shows its gap); default: each lever the instance's time limit.",
+            help="One time limit the levers share, seconds: each lever as it starts gets an "
+            "even share of what is left over the levers still to end, one stopped unproven "
+            "is tried again with what the others left, and a lever not proven shows its gap; "
+            "default: what is left of the run's time limit after the base solve (an hourly "
+            "or month plan: each lever the instance's time limit).",
             callback=within(limits.TIME_LIMIT_S),
         ),
     ] = None,

@@ -34,8 +34,10 @@ from pydantic import BaseModel, ConfigDict
 from models.schema.instance import Instance
 from models.schema.quantities import counted
 from models.serving.replica import Limit
+from solver.analysis import without
 from solver.analysis.capacity_report import GpuCountRouting, gpu_count_routing
 from solver.analysis.levers import LeverResult
+from solver.analysis.without import BaseProof, start_without, with_base_bound
 from solver.backends import get_backend
 from solver.candidates.table import CandidateTable
 from solver.decompose.by_workload import optimise
@@ -329,7 +331,8 @@ def _resolves(
             for p in pools
         ]
         run, lp = _resolve_without, program.lp
-        args = [(program, name) for name in names]
+        base = BaseProof.of(program, solved.result, solved.settings)
+        args = [(program, (name, base)) for name in names]
     else:  # an hourly plan: the periods program without the pool in every period
         bounds = step.without_pools(plan.replicas)[:MAX_ALTERNATIVES]
         pools = [p for p, _ in bounds]
@@ -338,8 +341,9 @@ def _resolves(
     limit = program.sets.instance.policy.max_configs_per_pool
     # an hourly plan without a limit sends no periods program to a worker for nothing
     wants_simplicity = plan.simplicity is None and (step is None or limit is not None)
+    started = solved.result if without.FROM_BASE else None  # the limit priced from the base
     lifted = (  # the limit on configurations per pool lifted: `lifted(settings)`
-        partial(_simplicity, program, plan, table=program.sets.table)
+        partial(_simplicity, program, plan, table=program.sets.table, base=started)
         if step is None
         else partial(step.simplicity_resolver, step.program, plan)
     )
@@ -381,8 +385,10 @@ def _resolves(
             simplicity = lifted(limited)
             told("with the limit on configurations per pool lifted")
     else:
-        # Handed out as workers free up, each with its share of what is left then.
-        waiting = list(range(len(args))) + ([-1] if wants_simplicity else [])
+        # Handed out as workers free up, each with its share of what is left then; the
+        # limit's whole re-solve first, so that it does not run alone at the end (most
+        # "without" re-solves end in the base bound's proof: solver.analysis.without).
+        waiting = ([-1] if wants_simplicity else []) + list(range(len(args)))
         with process_pool(processes) as pool:
             running: dict[Future, int] = {}
 
@@ -449,22 +455,45 @@ def _read_without(solved: Solved, pool, result: SolveResult) -> tuple[float, tup
     return cost, replaced_by
 
 
-def _resolve_without(program: FleetProgram, settings: SolveSettings, var: str) -> SolveResult:
-    """The program re-solved with one pool's replicas fixed at 0 (here or in a worker: one
-    solver thread, workload programs one after the other); a program with scenario cuts
-    by its own loop (rows its first plan needed may not be the rows the other needs)."""
+def _resolve_without(
+    program: FleetProgram, settings: SolveSettings, removed: tuple[str, BaseProof | None]
+) -> SolveResult:
+    """The program re-solved with one pool's replicas (column `removed[0]`) fixed at 0
+    (here or in a worker: one solver thread, workload programs one after the other):
+    where the base solve's proof is given (`removed[1]`), first from the base plan
+    changed in the pool's region alone, which is the answer where the base bound proves
+    it within the gap, else the search's start (solver.analysis.without); a program
+    with scenario cuts by its own loop (rows its first plan needed may not be the rows
+    the other needs)."""
+    var, base = removed
     backend = get_backend(settings.backend)
     limited = settings.limited(settings.time_limit_s)
     if program.sets.cut_scenarios:  # its own copy of the rows: the loop adds Hall rows
         own = replace(program, lp=with_bounds(program.lp, {}))
         return solve_by_cuts(own, backend, limited, {var: (0.0, 0.0)}).result
+    if base is not None and backend.capabilities.warm_start:
+        started = start_without(program, backend, limited, var, base)
+        if started is not None and started.answer is not None:
+            return started.answer
+        if started is not None:
+            limited = replace(limited, start=started.values)
+        program = with_base_bound(program, var, base)
     return optimise(program, backend, limited, {var: (0.0, 0.0)}).result
 
 
 def _simplicity(
-    program: FleetProgram, plan: Plan, settings: SolveSettings, table: CandidateTable
+    program: FleetProgram,
+    plan: Plan,
+    settings: SolveSettings,
+    table: CandidateTable,
+    base: SolveResult | None = None,
 ) -> SimplicityCost | None:
-    """What the limit on configurations per pool costs (solver.solve.simplicity_cost)."""
+    """What the limit on configurations per pool costs (solver.solve.simplicity_cost),
+    searched from the base plan (`base`'s values) where given: with the limit lifted the
+    program only loses rows, so the base plan is one of its plans, an incumbent from the
+    first node (chat-3region: 4.2 -> 2.9 s CPU); the optimum is the same."""
+    if base is not None and base.termination.has_solution:
+        settings = replace(settings, start=base.values)
     return simplicity_cost(program.sets.instance, plan, settings, table)
 
 

@@ -33,8 +33,8 @@ GPU, makes whole-server rounding pay off in more ways, and its proof dominated t
 group's). On chat-3region six of the ten types are neutral (a100, l40s, b300,
 rtx-pro-6000, gb200, gb300): together 16.8 s against 28.3 s alone; the seven with gh200
 took 47 s together, the sum of their solves alone. Only static plans proven within the
-gap, each lever with the instance's whole time limit (no shared deadline:
-solver.analysis.levers), group.
+gap group; under the levers' one deadline the group gets its members' shares at once
+(solver.analysis.lever_shares).
 """
 
 import math
@@ -143,18 +143,14 @@ def neutral(lp: LinearProgram, base_bound: float, backend: str | None) -> bool:
 
 
 def groups_in(
-    instance: Instance,
-    program: LinearProgram,
-    start: object,
-    base: BaseProgram | None,
-    shared: bool,
+    instance: Instance, program: LinearProgram, start: object, base: BaseProgram | None
 ) -> bool:
     """Whether the levers of `instance` may be proven in groups: a static plan proven
-    within the gap (`base`), a start (the base plan's values), no shared deadline
-    (`shared`), one program to solve (no warm/cold split to choose:
-    policy.warm_cold_split), a gap above 0 (with none, only a program's own solve tells
-    its tie-break among equal costs), and a base `program` of `MIN_INTEGERS` or more."""
-    if not GROUPS or base is None or start is None or shared or instance.solver.mip_gap <= 0:
+    within the gap (`base`), a start (the base plan's values), one program to solve (no
+    warm/cold split to choose: policy.warm_cold_split), a gap above 0 (with none, only a
+    program's own solve tells its tie-break among equal costs), and a base `program` of
+    `MIN_INTEGERS` or more."""
+    if not GROUPS or base is None or start is None or instance.solver.mip_gap <= 0:
         return False
     integers = sum(var.integer for var in program.variables.values())
     return not instance.policy.warm_cold_split and integers >= MIN_INTEGERS
@@ -263,10 +259,14 @@ def solve_group(
     backend: str | None,
     start: dict[str, float],
     base_lp: LinearProgram,
+    time_limit_s: float | None = None,
+    handed_out: float | None = None,
 ) -> GroupOutcome:
     """P_G, the base `instance` with every member's type offered, solved with one solver
     thread from the base plan (`start`, a plan of the base program `base_lp`) within the
-    sum of its members' time limits (it stands in for their solves); the members it
+    sum of its members' time limits (it stands in for their solves: `time_limit_s`, their
+    shares of the levers' deadline counted from `handed_out`, or, where none is given,
+    the instance's limit each); the members it
     contains answered with the base plan (the module text), every other member, and
     every one where it found a cheaper plan or none, left to be solved alone. Stopped
     by its limit, its bound still holds for every member: they answer with the base
@@ -275,11 +275,13 @@ def solve_group(
     grouped = instance
     for member in members:
         grouped = allow_gpu(member.offers)(grouped) or grouped
-    limit_s = instance.solver.time_limit_s
-    limit_s = None if limit_s is None else limit_s * len(members)
+    limit_s = time_limit_s
+    if limit_s is None and instance.solver.time_limit_s is not None:
+        limit_s = instance.solver.time_limit_s * len(members)
     settings = SolveSettings.of(grouped, backend=backend, threads=1, time_limit_s=limit_s)
     requested = settings.mip_gap
-    settings = replace(settings, start=start, mip_gap=requested * (1 - GAP_MARGIN)).started()
+    settings = replace(settings, start=start, mip_gap=requested * (1 - GAP_MARGIN))
+    settings = settings.started(handed_out)
     try:
         solved = solve_program(grouped, settings)
     except (Infeasible, NoSolution, PlanRejected):

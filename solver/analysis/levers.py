@@ -11,18 +11,21 @@ servers"), so a "+0" is never read as a lever that changes nothing.
 Re-solves run in a spawn-context process pool with one solver thread each (DESIGN.md,
 "Scale") when there is more than one and `jobs` > 1.
 
-Each lever gets the instance's whole time limit, or, where the caller gives one
-(`explain --levers-time-limit`), the levers share one deadline, counted from when they
-start: each lever, as it starts, gets an even share of what is left over the rounds of
-`jobs` levers still to end (itself included), so the time a quick lever leaves is the
-later ones' (a lever with no base plan to start from: at least twice what the base
-plan's solve took, `BASE_SOLVES`), and never more than what is left: the deadline is
-kept, in every horizon. A share counts from when the lever is handed out, so a worker's
-start-up is inside it. A lever its limit stops with a plan reports it with its gap
-(`status` "feasible", `gap`): its cost is then an upper bound and its saving a lower
-bound; one stopped before it has any plan says so (`no_solution`); one whose turn comes
-with less than `MIN_START_S` left is not started and says that (`no_solution`,
-`NOT_STARTED`), so no lever is dropped.
+Where the caller gives a time limit (`explain --levers`: what is left of the run's, or
+`--levers-time-limit`), the levers share one deadline, counted from when they start
+(solver.analysis.lever_shares): each lever, as it starts, gets an even share of what is
+left over the rounds of `jobs` levers still to end (itself included), so the time a
+quick lever leaves is the later ones' (a lever with no base plan to start from: at
+least twice what the base plan's solve took, `BASE_SOLVES`), and never more than what
+is left: the deadline is kept, in every horizon. A share counts from when the lever is
+handed out, so a worker's start-up is inside it. A lever its share stops unproven is
+tried once more after every lever has had its turn, with what the quicker ones left,
+and keeps the better of its two ends. A lever its limit stops with a plan reports it
+with its gap (`status` "feasible", `gap`): its cost is then an upper bound and its
+saving a lower bound; one stopped before it has any plan says so (`no_solution`); one
+whose turn comes with less than `MIN_START_S` left is not started and says that
+(`no_solution`, `NOT_STARTED`), so no lever is dropped. Without a time limit from the
+caller, each lever gets the instance's whole time limit.
 
 The base plan starts every static re-solve (`SolveSettings.start`, by column name). A
 lever that relaxes the question (a GPU type offered, a target looser, a failure
@@ -72,6 +75,7 @@ from solver.analysis.lever_programs import (
     lever_table,
     plan_fields,
 )
+from solver.analysis.lever_shares import BASE_SOLVES, MIN_SHARE_S, NONE_LEFT, Shares
 from solver.analysis.paid import buys_whole_servers, servers_bought
 from solver.decompose.parallel import idle_cores
 from solver.errors import Infeasible, NoSolution, PlanRejected
@@ -319,13 +323,17 @@ class LeverRun:
             that hands out the work.
         start: The base plan's column values (`Solved.result.values`): every static
             re-solve starts from them (the module text). None: each starts on its own.
-        time_limit_s: The levers' one time limit, shared as the module text says; None
-            (the default): each lever gets the instance's whole `solver.time_limit_s`.
+        time_limit_s: The levers' one time limit, shared as the module text says
+            (`explain --levers`: what is left of the run's); None (the default): each
+            lever gets the instance's whole `solver.time_limit_s`.
         program: The base plan's program (`Solved.program.lp`): a static lever whose
             program is the same is not solved again (solver.analysis.lever_programs);
             `allow GPU` levers whose programs relaxed but for whole servers find no use
             for their types are proven together, each solved alone only where that proves nothing
             (solver.analysis.lever_groups: each probed first, `_outcome`).
+        deadline: The levers' deadline where it started before them (`explain --levers`:
+            the run's, so that levers begun only once explain's own re-solves end do not
+            count their time from then); `time_limit_s` is then what was left of it.
     """
 
     def __init__(
@@ -338,6 +346,7 @@ class LeverRun:
         start: Mapping[str, float] | None = None,
         time_limit_s: float | None = None,
         program: LinearProgram | None = None,
+        deadline: Deadline | None = None,
     ):
         self.base = base
         self.base_program = None
@@ -351,6 +360,8 @@ class LeverRun:
         self.start = None if uses_time(instance) else start  # the periods program starts
         # on its own (solver.decompose.by_period)
         self.time_limit_s = time_limit_s
+        self._deadline = deadline
+        self._base_run_s = 0.0 if deadline is None else deadline.elapsed_s()
         self._instance, self._lp = instance, program
         self._probing, self._base_bound = self._probed(instance, program)
         """The levers whose turn first probes them (`solve_lever(probe=...)`) and the base
@@ -359,6 +370,8 @@ class LeverRun:
         (`_outcome`) starts early and does not run alone at the end."""
         self.work = probes_early(self.work, self._probing)
         self._neutral: list[Neutral] = []
+        self._first: dict[str, LeverResult] = {}
+        """Levers stopped by their share, tried once more: their first result."""
         self._done: list[LeverResult] = []
         self._pool: Any = None
         self._thread: threading.Thread | None = None
@@ -373,10 +386,7 @@ class LeverRun:
     ) -> tuple[set[str], float | None]:
         """The `allow GPU` levers that may be proven together (lever_groups: `groups_in`,
         `groupable`; two at least), and the base program's `servers_bound`."""
-        shared = self.time_limit_s is not None
-        if program is None or not groups_in(
-            instance, program, self.start, self.base_program, shared
-        ):
+        if program is None or not groups_in(instance, program, self.start, self.base_program):
             return set(), None
         names = {
             item.name
@@ -425,9 +435,7 @@ class LeverRun:
             while waiting:
                 item = waiting.popleft()
                 task = self._task(item, 0)
-                self._outcome(
-                    task[0](*task[1], **task[2]) if task else not_started(item.name), waiting
-                )
+                self._outcome(task[0](*task[1], **task[2]) if task else _not_started(item), waiting)
         else:
             self.begin()
             self._limit = self.jobs
@@ -446,12 +454,17 @@ class LeverRun:
         return self.jobs > 1 and len(self.work) > 1
 
     def _new_shares(self) -> "Shares":
-        """The levers' one deadline, starting now (module text)."""
-        floor_s = MIN_SHARE_S
+        """The levers' one deadline (module text): the given one (the run's), else
+        `time_limit_s` from now. Under the run's deadline a share is at least what the
+        base run took until the levers were made (its candidates, program, solve and
+        checks): a lever is one more such run, and a share below it stops a lever in its
+        candidates or build with no plan at all, where the later levers, not started,
+        leave the earlier ones enough to answer (a loaded machine)."""
+        floor_s = max(MIN_SHARE_S, self._base_run_s)
         if self.start is None:  # no base plan in hand: a share must let the lever find one
             solved_s = self.base.solver.runtime_s if self.base.solver else 0.0
             floor_s = max(floor_s, BASE_SOLVES * solved_s)
-        deadline = Deadline.starting_now(self.time_limit_s)
+        deadline = self._deadline or Deadline.starting_now(self.time_limit_s)
         return Shares(deadline, self.jobs, len(self.work), floor_s)
 
     def _task(
@@ -460,12 +473,13 @@ class LeverRun:
         """The function and arguments that do `item`, `running` others beside it: a
         lever's solve within its share (None: not to start, `NONE_LEFT`), or a group's."""
         base_cost = self.base.cost_per_month or 0.0
-        if isinstance(item, GroupWork):
-            args = (item.members, self._instance, base_cost, self.backend, self.start, self._lp)
-            return solve_group, args, {}
-        share_s = self._shares.next_s(running)
+        grouped = isinstance(item, GroupWork)
+        share_s = self._shares.next_s(running, len(item.members) if grouped else 1)
         if share_s == NONE_LEFT:
             return None
+        if grouped:
+            args = (item.members, self._instance, base_cost, self.backend, self.start, self._lp)
+            return solve_group, (*args, share_s, time.monotonic()), {}
         probe = {}
         if item.name in self._probing and item.offers and self._base_bound is not None:
             probe = {"probe": (item.offers, self._base_bound)}
@@ -493,7 +507,7 @@ class LeverRun:
         if isinstance(outcome, Neutral):
             self._neutral.append(outcome)
         else:
-            self._finished(outcome)
+            self._ended(outcome, waiting)
         if outcome.lever not in self._probing:
             return
         self._probing.discard(outcome.lever)
@@ -504,6 +518,18 @@ class LeverRun:
             waiting.appendleft(GroupWork(members))
         else:
             waiting.extendleft(i for i in self.work if i.name == members[0].lever)
+
+    def _ended(self, result: LeverResult, waiting: deque) -> None:
+        """A lever's solve ended: one its share of a shared deadline stopped unproven goes
+        once more to the end of `waiting` (`Shares.again`: with what the others leave
+        it), and the better of its two ends is its result (`_better`)."""
+        first = self._first.pop(result.lever, None)
+        if first is None and self.time_limit_s is not None and _stopped(result):
+            self._first[result.lever] = result
+            self._shares.again()
+            waiting.extend(item for item in self.work if item.name == result.lever)
+            return
+        self._finished(result if first is None else min(first, result, key=_better))
 
     def _finished(self, result: LeverResult) -> None:
         if result.lever in self._relaxing:
@@ -524,7 +550,7 @@ class LeverRun:
                     item = waiting.popleft()
                     task = self._task(item, len(running))
                     if task is None:
-                        self._outcome(not_started(item.name), waiting)
+                        self._outcome(_not_started(item), waiting)
                         continue
                     running.add(self._pool.submit(task[0], *task[1], **task[2]))
                 woken = set() if self._woken.done() else {self._woken}
@@ -536,50 +562,26 @@ class LeverRun:
             self._failed.append(error)
 
 
-MIN_SHARE_S = 1.0
-"""Least time limit a lever's re-solve is given where that much is left (a solve needs
-its candidates and program before it can stop with a plan)."""
-BASE_SOLVES = 2.0
-"""A lever with no base plan to start from (an hourly or month plan's) gets at least this
-many times the base plan's own solve (at most what is left of the deadline): it is the
-base's program with one change, and a share below what the base took would stop most
-such levers with no plan at all. The first levers may so take the whole deadline, and
-the later ones are then not started (`NOT_STARTED`)."""
-MIN_START_S = 0.5
-"""A lever whose turn comes with less than this left of the levers' deadline is not
-started: its candidates and program alone take longer, so it would only pass the
-deadline to report no plan."""
-NONE_LEFT = 0.0
-"""`Shares.next_s` for a lever not to start (less than `MIN_START_S` left)."""
+def _not_started(item: "LeverWork | GroupWork") -> "LeverResult | GroupOutcome":
+    """What a task not started (no time left) gives: the lever's `not_started`, or for a
+    group its members back to be solved alone (and so not started either)."""
+    if isinstance(item, GroupWork):
+        return GroupOutcome({}, tuple(member.lever for member in item.members))
+    return not_started(item.name)
 
 
-@dataclass
-class Shares:
-    """The levers' one deadline, handed out as each lever starts: what is left, over the
-    rounds of `jobs` levers still to end (those not started, this one included, and
-    those running beside it),
+def _stopped(result: LeverResult) -> bool:
+    """Whether the lever's share stopped it before it was proven (with a plan or none)."""
+    return result.status == "feasible" or (
+        result.status == "no_solution" and result.reason.startswith(STOPPED.split("(")[0])
+    )
 
-        share = min(left, max(left / ceil((not started + running) / jobs), floor_s)),
 
-    and `NONE_LEFT` (the lever is not started) where left < `MIN_START_S`: no share
-    reaches past the deadline."""
-
-    deadline: Deadline
-    jobs: int
-    not_started: int
-    floor_s: float = MIN_SHARE_S
-
-    def next_s(self, running: int) -> float | None:
-        """The time limit of the next lever to start, `running` others running beside it
-        (None: no limit; `NONE_LEFT`: not to start)."""
-        left = self.deadline.remaining_s(floor_s=0.0)
-        rounds = max(math.ceil((self.not_started + running) / self.jobs), 1)
-        self.not_started -= 1
-        if left is None:
-            return None
-        if left < MIN_START_S:
-            return NONE_LEFT
-        return min(left, max(left / rounds, self.floor_s))
+def _better(result: LeverResult) -> tuple[bool, bool, float, float]:
+    """The order of two ends of one lever: proven first, then with a plan, the cheaper
+    plan, the smaller gap."""
+    cost = math.inf if result.cost_per_month is None else result.cost_per_month
+    return result.status != "solved", result.cost_per_month is None, cost, result.gap or 0.0
 
 
 def _rank(result: LeverResult) -> tuple[bool, float, str]:

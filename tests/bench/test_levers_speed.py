@@ -1,21 +1,27 @@
 """`explain --levers` before and after, side by side in one run (issue 33: chat-3region's
-levers under 30 s). Run by `make bench` only (not `make test`).
+`explain --levers` under 30 s). Run by `make bench` only (not `make test`).
 
 For each instance the base is solved once (one solver thread); then explain's work after
 the base solve is done twice, back to back, as `explain --levers` runs it
 (cli.levers.RunningLevers: the levers begun right after the base solve, beside the
-explanation's re-solves, `JOBS` at a time in worker processes):
+explanation's re-solves, `JOBS` at a time in worker processes), each side with the
+instance's time limit from its start:
 
-- `before`: every lever solved alone (solver.analysis.lever_groups.GROUPS off).
-- `after`: `allow GPU` levers that save nothing proven together where they can be
-  (solver.analysis.lever_groups), the others alone as before.
+- `before`: explain's re-solves on their own (solver.analysis.without.FROM_BASE off: no
+  base bound, no start from the base plan), every lever alone (lever_groups.GROUPS off)
+  with the instance's whole time limit each.
+- `after`: each "without pool X" re-solve proven by the base solve's bound where the
+  base plan changed in X's region is within the gap (solver.analysis.without), else
+  searched from it with the bound as a row; the limit on configurations priced from the
+  base plan; neutral GPU levers proven together; the levers within what is left of the
+  run's time limit (solver.analysis.lever_shares).
 
-Printed: each lever's $/month and status both ways, then wall and CPU seconds (this
-process and its reaped workers) of each run, their ratio, and the load average (the
-machine is shared: read the ratios). Asserted: exactness only, never time. A lever
-proven within the instance's gap g in both runs has both costs in [opt, opt / (1 - g)],
-so they differ by at most about g of the larger; a lever proven in both runs has the
-same status.
+Printed: each alternative's and each lever's $/month and status both ways, then wall
+and CPU seconds (this process and its reaped workers) of each run, their ratio, and the
+load average (the machine is shared: read the ratios). Asserted: exactness only, never
+time. Two answers proven within a gap g both lie in [opt, opt / (1 - g)], so they differ
+by at most about g of the larger (g: the comparison gap for alternatives, the instance's
+for levers); every alternative and every lever is answered both ways (none dropped).
 """
 
 import os
@@ -26,10 +32,10 @@ from dataclasses import replace
 import pytest
 
 from models.io.loading import load_instance
-from solver.analysis import lever_groups
-from solver.analysis.explain import explain_solved
+from solver.analysis import lever_groups, without
+from solver.analysis.explain import Explanation, explain_solved
 from solver.analysis.levers import LeverResult, LeverRun
-from solver.settings import SolveSettings
+from solver.settings import COMPARISON_GAP, SolveSettings
 from solver.solve import solve_program
 from tests.paths import INSTANCES
 
@@ -46,27 +52,36 @@ def _cpu_s() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def _before(solved) -> tuple[LeverResult, ...]:
-    """Every lever solved alone (no groups), begun beside the explanation."""
-    lever_groups.GROUPS = False
+def _before(solved) -> tuple[Explanation, tuple[LeverResult, ...]]:
+    """Explain's re-solves on their own, every lever alone with the whole limit each."""
+    lever_groups.GROUPS, without.FROM_BASE = False, False
     try:
-        return _after(solved)
+        return _run(solved, shared=False)
     finally:
-        lever_groups.GROUPS = True
+        lever_groups.GROUPS, without.FROM_BASE = True, True
 
 
-def _after(solved) -> tuple[LeverResult, ...]:
-    """The levers begun, the explanation beside them, then the levers waited for."""
-    start = solved.result.values
-    run = LeverRun(solved.instance, solved.plan, jobs=JOBS, start=start, program=solved.program.lp)
+def _run(solved, shared: bool = True) -> tuple[Explanation, tuple[LeverResult, ...]]:
+    """The levers begun, the explanation beside them, then the levers waited for (`shared`:
+    within what is left of the run's time limit, as the command gives them)."""
+    settings = solved.settings
+    run = LeverRun(
+        solved.instance,
+        solved.plan,
+        jobs=JOBS,
+        start=solved.result.values,
+        program=solved.program.lp,
+        time_limit_s=settings.remaining_s() if shared else None,
+        deadline=settings.deadline if shared else None,
+    )
     with run.begin(beside=True):
-        explain_solved(solved)
-        return run.results()
+        explanation = explain_solved(solved)
+        return explanation, run.results()
 
 
 def _restarted(solved):
-    """The solved base with its run's deadline starting now: each side's explanation gets
-    the instance's time limit (as the command's, less the base solve's few seconds)."""
+    """The solved base with its run's deadline starting now: each side gets the
+    instance's time limit (as the command's, less the base solve's few seconds)."""
     settings = replace(solved.settings, deadline=None).started()
     return replace(solved, settings=settings)
 
@@ -83,12 +98,40 @@ def test_explain_levers_before_and_after(name):
     solved = solve_program(instance, SolveSettings.of(instance, threads=1))
     base_cost = solved.plan.cost_per_month
     load_before = os.getloadavg()[0]
-    before, before_wall, before_cpu = _timed(lambda: _before(_restarted(solved)))
-    after, after_wall, after_cpu = _timed(lambda: _after(_restarted(solved)))
+    (was, before), before_wall, before_cpu = _timed(lambda: _before(_restarted(solved)))
+    (now, after), after_wall, after_cpu = _timed(lambda: _run(_restarted(solved)))
     load_after = os.getloadavg()[0]
-    gap = instance.solver.mip_gap
-    by_name = {r.lever: r for r in before}
     print(f"\n{name}: base ${base_cost:,.0f}/month ({solved.plan.status}), {len(after)} levers")
+    _alternatives(was, now)
+    _levers(before, after, instance.solver.mip_gap)
+    print(f"{'explain + levers':30} {'wall s':>12} {'CPU s':>12}")
+    print(f"{'before':30} {before_wall:>12.1f} {before_cpu:>12.1f}")
+    print(f"{'after':30} {after_wall:>12.1f} {after_cpu:>12.1f}")
+    print(
+        f"{'ratio after / before':30} {after_wall / before_wall:>12.2f} "
+        f"{after_cpu / before_cpu:>12.2f}   (load average {load_before:.1f} -> {load_after:.1f})"
+    )
+
+
+def _alternatives(was: Explanation, now: Explanation) -> None:
+    """Each pool's cost without it both ways, within the comparison gap where both are
+    proven."""
+    print(f"{'without':42} {'before $/mo':>12} {'after $/mo':>12} diff")
+    assert len(was.alternatives) == len(now.alternatives)
+    for old, new in zip(was.alternatives, now.alternatives, strict=True):
+        assert (old.region, old.configuration) == (new.region, new.configuration)
+        a, b = old.cost_without_per_month, new.cost_without_per_month
+        diff = "" if a is None or b is None else f"{abs(a - b) / max(a, b):.3%}"
+        pool = f"{new.configuration} in {new.region}"
+        print(f"{pool:42} {_money(a):>12} {_money(b):>12} {diff}")
+        proven = not any(why.startswith("(not proven") for why in old.replaced_by + new.replaced_by)
+        if proven and a is not None and b is not None:
+            assert abs(a - b) <= COMPARISON_GAP * max(a, b) + 0.01
+
+
+def _levers(before, after, gap: float) -> None:
+    """Each lever both ways, within the instance's gap where both are proven."""
+    by_name = {r.lever: r for r in before}
     print(f"{'lever':30} {'before $/mo':>12} {'status':>22} {'after $/mo':>12} {'status':>22} diff")
     for result in after:
         was = by_name[result.lever]
@@ -97,26 +140,17 @@ def test_explain_levers_before_and_after(name):
         if both and was.cost_per_month and result.cost_per_month:
             diff = f"{abs(was.cost_per_month - result.cost_per_month) / was.cost_per_month:.3%}"
         print(
-            f"{result.lever:30} {_cost(was):>12} {_status(was):>22} "
-            f"{_cost(result):>12} {_status(result):>22} {diff}"
+            f"{result.lever:30} {_money(was.cost_per_month):>12} {_status(was):>22} "
+            f"{_money(result.cost_per_month):>12} {_status(result):>22} {diff}"
         )
         if both and was.cost_per_month is not None:
             larger = max(was.cost_per_month, result.cost_per_month)
             assert abs(was.cost_per_month - result.cost_per_month) <= gap * larger + 0.01
-        if result.note.startswith("proven with"):
-            print(f"{'':30} (proven in a group: solver.analysis.lever_groups)")
-    print(f"{'explain + levers':30} {'wall s':>12} {'CPU s':>12}")
-    print(f"{'before':30} {before_wall:>12.1f} {before_cpu:>12.1f}")
-    print(f"{'after':30} {after_wall:>12.1f} {after_cpu:>12.1f}")
-    print(
-        f"{'ratio after / before':30} {after_wall / before_wall:>12.2f} "
-        f"{after_cpu / before_cpu:>12.2f}   (load average {load_before:.1f} -> {load_after:.1f})"
-    )
     assert {r.lever for r in after} == set(by_name)
 
 
-def _cost(result: LeverResult) -> str:
-    return "-" if result.cost_per_month is None else f"{result.cost_per_month:,.0f}"
+def _money(cost: float | None) -> str:
+    return "-" if cost is None else f"{cost:,.0f}"
 
 
 def _status(result: LeverResult) -> str:

@@ -24,14 +24,11 @@ from solver.analysis.lever_edits import (
     lower_kv,
     more_prefix_hits,
 )
+from solver.analysis.lever_shares import MIN_SHARE_S, MIN_START_S, NONE_LEFT, Shares
 from solver.analysis.levers import (
-    MIN_SHARE_S,
-    MIN_START_S,
-    NONE_LEFT,
     NOT_STARTED,
     LeverResult,
     LeverRun,
-    Shares,
     base_is_better,
     lever_work,
     rank_levers,
@@ -177,6 +174,79 @@ def test_the_levers_share_one_deadline_over_rounds_of_jobs():
     )
     nearly = Deadline(time.monotonic() - 59.2, 60.0)
     assert Shares(nearly, 2, 8, floor_s=MIN_SHARE_S).next_s(0) == pytest.approx(0.8, abs=0.1)
+
+
+def test_a_group_gets_its_members_shares_and_a_lever_tried_again_one_more_round():
+    # 60 s, 2 at a time, 4 levers not started and 1 running: rounds ceil(5 / 2) = 3; a
+    # group of 3 members (their turns counted when probed) gets 3 x 60 / 3 = 60 s, all
+    # that is left, and counts no turn; a lever then gets 60 / 3 = 20 s
+    shares = Shares(Deadline.starting_now(60.0), jobs=2, not_started=4)
+    assert shares.next_s(1, members=3) == pytest.approx(60.0, abs=0.1)
+    assert shares.not_started == 4
+    assert shares.next_s(1) == pytest.approx(20.0, abs=0.1)
+    # 2 at a time, 1 not started, none running: 60 / 1; tried again, one more lever to
+    # start: 60 / ceil(2 / 2) = 60, two more: 60 / ceil(3 / 2) = 30
+    shares = Shares(Deadline.starting_now(60.0), jobs=2, not_started=1)
+    shares.again()
+    shares.again()
+    assert shares.next_s(0) == pytest.approx(30.0, abs=0.1)
+
+
+def test_a_lever_its_share_stopped_is_tried_once_more_and_keeps_its_better_end(base, monkeypatch):
+    plan = solve(base, SolveSettings.of(base, threads=1))
+    tries: dict[str, int] = {}
+
+    def stub(name, instance, base_cost, backend, share_s=None, *args, **kwargs):
+        tries[name] = tries.get(name, 0) + 1
+        if name == "TPOT +20%" and tries[name] == 1:  # its share stops the first try
+            return LeverResult(
+                lever=name,
+                cost_per_month=base_cost,
+                saving_per_month=0.0,
+                status="feasible",
+                gap=0.05,
+            )
+        cost = base_cost - 1.0 if name == "TPOT +20%" else base_cost
+        return LeverResult(lever=name, cost_per_month=cost, saving_per_month=base_cost - cost)
+
+    monkeypatch.setattr(levers, "solve_lever", stub)
+    seen: list[LeverResult] = []
+    run = LeverRun(base, plan, jobs=1, on_done=seen.append, time_limit_s=600.0)
+    results = {r.lever: r for r in run.results()}
+    assert tries["TPOT +20%"] == 2 and set(tries.values()) == {1, 2}
+    assert results["TPOT +20%"].status == "solved" and results["TPOT +20%"].gap is None
+    assert results["TPOT +20%"].saving_per_month == pytest.approx(1.0)
+    assert len(seen) == len(results) == len(run.work)  # told once per lever
+    # without a shared deadline a lever has the instance's whole limit: not tried again
+    tries.clear()
+    results = {r.lever: r for r in LeverRun(base, plan, jobs=1).results()}
+    assert tries["TPOT +20%"] == 1 and results["TPOT +20%"].status == "feasible"
+
+
+def test_under_the_runs_deadline_a_share_is_at_least_what_the_base_run_took(base):
+    # the run began 5 s before the levers were made, its limit 60 s: 55 s left over
+    # ceil(n / 2) rounds would be below 5 s for n > 22; each share is at least 5 s
+    plan = solve(base, SolveSettings.of(base, threads=1))
+    run_deadline = Deadline(time.monotonic() - 5.0, 60.0)
+    run = LeverRun(base, plan, jobs=2, time_limit_s=55.0, deadline=run_deadline)
+    shares = run._new_shares()
+    assert shares.deadline is run_deadline and shares.floor_s >= 5.0
+    shares.not_started = 40  # 55 / 20 = 2.75 s: raised to the floor
+    assert shares.next_s(0) >= 5.0
+    assert LeverRun(base, plan, jobs=2, time_limit_s=55.0)._new_shares().floor_s == MIN_SHARE_S
+
+
+def test_of_two_ends_of_a_lever_the_proven_then_the_cheaper_is_kept():
+    def end(status, cost, gap=None):
+        return LeverResult(
+            lever="x", cost_per_month=cost, saving_per_month=None, status=status, gap=gap
+        )
+
+    proven, dear, cheap = end("solved", 10.0), end("feasible", 9.0, 0.2), end("feasible", 8.0, 0.3)
+    none = end("no_solution", None)
+    assert min(dear, proven, key=levers._better) is proven
+    assert min(dear, cheap, key=levers._better) is cheap
+    assert min(none, dear, key=levers._better) is dear
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
@@ -413,3 +483,11 @@ def test_explain_levers_time_limit_is_checked_and_shared(run_cli, base, tmp_path
     assert levers and all(r["gap"] is None and r["status"] != "feasible" for r in levers)
     savings = [r["saving_per_month"] for r in levers if r["saving_per_month"] is not None]
     assert savings == sorted(savings, reverse=True)
+
+
+def test_by_default_only_a_static_plans_levers_share_the_runs_deadline(base):
+    from cli.levers import runs_deadline
+
+    assert runs_deadline(solve_program(base, SolveSettings.of(base, threads=1)))
+    hourly = load_instance(INSTANCES / "diurnal-chat-batch.yaml")
+    assert not runs_deadline(solve_program(hourly, SolveSettings.of(hourly, threads=1)))

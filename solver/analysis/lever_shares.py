@@ -1,0 +1,67 @@
+"""The levers' one deadline, handed out as each lever starts (solver.analysis.levers).
+
+Each lever, as it starts, gets an even share of what is left over the rounds of `jobs`
+levers still to end (itself included), so that the time a quick lever leaves is the
+later ones'; a group of levers proven together (solver.analysis.lever_groups) gets its
+members' shares at once; a lever its share stopped unproven is tried once more after
+every other lever has had its turn (`again`), with what they left.
+"""
+
+import math
+from dataclasses import dataclass
+
+from solver.settings import Deadline
+
+MIN_SHARE_S = 1.0
+"""Least time limit a lever's re-solve is given where that much is left (a solve needs
+its candidates and program before it can stop with a plan)."""
+BASE_SOLVES = 2.0
+"""A lever with no base plan to start from (an hourly or month plan's) gets at least this
+many times the base plan's own solve (at most what is left of the deadline): it is the
+base's program with one change, and a share below what the base took would stop most
+such levers with no plan at all. The first levers may so take the whole deadline, and
+the later ones are then not started (`NOT_STARTED`)."""
+MIN_START_S = 0.5
+"""A lever whose turn comes with less than this left of the levers' deadline is not
+started: its candidates and program alone take longer, so it would only pass the
+deadline to report no plan."""
+NONE_LEFT = 0.0
+"""`Shares.next_s` for a lever not to start (less than `MIN_START_S` left)."""
+
+
+@dataclass
+class Shares:
+    """The levers' one deadline, handed out as each lever starts: what is left, over the
+    rounds of `jobs` levers still to end (those not started, this one included, and
+    those running beside it),
+
+        share = min(left, max(k x left / ceil((not started + running) / jobs), floor_s)),
+
+    k = 1 for a lever, its members for a group,
+
+    and `NONE_LEFT` (the lever is not started) where left < `MIN_START_S`: no share
+    reaches past the deadline."""
+
+    deadline: Deadline
+    jobs: int
+    not_started: int
+    floor_s: float = MIN_SHARE_S
+
+    def next_s(self, running: int, members: int = 1) -> float | None:
+        """The time limit of the next lever to start, `running` others running beside it
+        (None: no limit; `NONE_LEFT`: not to start); `members` levers proven together
+        (a group, whose members' own turns were counted when they were probed): their
+        shares summed, still never more than what is left."""
+        left = self.deadline.remaining_s(floor_s=0.0)
+        rounds = max(math.ceil((self.not_started + running) / self.jobs), 1)
+        if members == 1:
+            self.not_started -= 1
+        if left is None:
+            return None
+        if left < MIN_START_S:
+            return NONE_LEFT
+        return min(left, max(members * left / rounds, self.floor_s))
+
+    def again(self) -> None:
+        """Count one more lever to start: one tried again."""
+        self.not_started += 1

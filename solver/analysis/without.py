@@ -1,0 +1,166 @@
+"""A re-solve without one chosen pool, started from the base plan and, where it can be,
+proven by the base solve's own bound (explain's alternatives: solver.analysis.explain).
+
+P is the base program, L a lower bound on its optimum that the base solve proved (its
+objective less its gap: solver.decompose.region_bounds.bound_of), and P_X the program
+with pool X's replicas fixed at 0. P_X keeps every row and column of P and only narrows
+one column's bounds, so every plan of P_X is a plan of P and
+
+    L  <=  opt(P)  <=  opt(P_X).
+
+Any plan x of P_X of objective c is therefore proven within (c - L) / c of P_X's optimum,
+with no search of P_X at all. The plan tried first keeps the base plan y everywhere but
+in X's region r: the neighbourhood program N_r(y) (solver.decompose.region_lns.neighbourhood)
+frees r's columns and holds every other column at y's value, so its plans, with y
+elsewhere, hold every row of P, and with X's replicas at 0 every row of P_X. It is the
+size of one region's program (chat-3region: a third of P's integers) and closes in a
+fraction of a second; r's users are served again by r's other configurations, with the
+other regions' fleets as they are.
+
+    (c - L) / c  <=  requested gap   =>   x is the re-solve's answer, proven to that gap;
+
+otherwise x starts the search of P_X (`SolveSettings.start`: an incumbent from its first
+node, and the restricted warm start skipped), and P_X is searched with the row
+
+    base_bound[r]:   sum_j cost_j x_j  >=  L  (less `BOUND_SLACK` of it)
+
+which removes no plan of P_X (the inequality above) and lifts the search's first bound
+from the LP's to L: where P_X costs no more than the base by more than the gap, the first
+incumbent within the gap of L ends the search (chat-3region: the three re-solves the
+neighbourhood does not prove took 12.3 s from its plan alone, 5.4 s with the row). The
+answer is the same question's, proven to the same gap; only the plan reported among
+plans within the gap may differ (the neighbourhood's: the one that changes region r
+alone).
+
+A program with scenario cuts (solver.decompose.scenario_cuts) is not started this way: its
+rows are those the cuts added so far, so a plan of them may break a scenario row not yet
+added.
+"""
+
+import time
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from solver.analysis.lever_groups import plan_of
+from solver.backends import Backend
+from solver.backends.base import relative_gap
+from solver.decompose.region_bounds import bound_of, region_of
+from solver.decompose.region_lns import neighbourhood
+from solver.program.build import FleetProgram, with_bounds
+from solver.program.families import add_row, register
+from solver.program.lp import Sense, SolveResult, Termination
+from solver.program.row_names import Index
+from solver.settings import SolveSettings
+
+FROM_BASE = True
+"""Whether explain's re-solves start from the base solve (its bound and plan here, its
+plan for what the limit on configurations costs); off, the bench's `before`
+(tests/bench/test_levers_speed.py)."""
+NEIGHBOURHOOD_SHARE = 0.25
+"""Most of the re-solve's time the neighbourhood program may take."""
+BOUND_SLACK = 1e-6
+"""Share of L the base_bound row gives away: a plan at the base's optimum holds it within
+the solver's row tolerance, whatever the rounding of the cost terms."""
+
+
+@dataclass(frozen=True)
+class BaseBoundRow(Index):
+    """base_bound[r]: the program without a pool of region r costs at least the base
+    program's proven bound."""
+
+    family: ClassVar[str] = "base_bound"
+    region: str
+
+
+BASE_BOUND = register(
+    BaseBoundRow,
+    "the program without a pool costs at least what the base solve proved for it with the pool",
+    "$/month per $/month",
+    reported=False,
+)
+
+
+@dataclass(frozen=True)
+class BaseProof:
+    """What the base solve hands each re-solve: its plan (values by column name) and the
+    lower bound it proved on the base program's optimum."""
+
+    values: dict[str, float]
+    bound: float
+
+    @classmethod
+    def of(cls, program: FleetProgram, result: SolveResult, settings: SolveSettings):
+        """The base solve's plan and proven bound, or None where it proved none (a plan
+        stopped by its time limit) or its program has scenario cuts (the module text), or
+        `FROM_BASE` is off."""
+        bound = bound_of(result, program.lp, settings)
+        if bound is None or program.sets.cut_scenarios or not result.termination.has_solution:
+            return None
+        if not FROM_BASE:
+            return None
+        return cls(dict(result.values), bound)
+
+
+@dataclass(frozen=True)
+class Started:
+    """The neighbourhood's plan of P_X: its values, objective, and whether the base bound
+    proves it within the requested gap (`answer`: the re-solve's result then)."""
+
+    values: dict[str, float]
+    objective: float
+    answer: SolveResult | None
+
+
+def start_without(
+    program: FleetProgram,
+    backend: Backend,
+    settings: SolveSettings,
+    var: str,
+    base: BaseProof,
+) -> Started | None:
+    """The plan of P_X that changes X's region alone (module text), with its answer where
+    the base bound proves it within `settings.mip_gap`; None where X's column names no
+    region, or the region finds no plan without X in its share of the time."""
+    began = time.monotonic()
+    region = region_of(var)
+    if region is None:
+        return None
+    narrowed = with_bounds(program.lp, {var: (0.0, 0.0)})
+    held = {**base.values, var: 0.0}
+    local = neighbourhood(narrowed, frozenset({region}), held)
+    left = settings.remaining_s()
+    limited = settings.limited(None if left is None else NEIGHBOURHOOD_SHARE * left)
+    found = backend.run(local, limited.with_duals(False))
+    if not found.termination.has_solution:
+        return None
+    values = {**held, **found.values}
+    if not plan_of(narrowed, values):
+        return None
+    objective = narrowed.objective_value(values)
+    gap = 0.0 if objective <= base.bound else relative_gap(objective, base.bound)
+    answer = None
+    if gap is not None and gap <= settings.mip_gap:
+        answer = replace(
+            found,
+            termination=Termination.OPTIMAL,
+            runtime_s=time.monotonic() - began,
+            objective=objective,
+            values=values,
+            mip_gap=gap,
+            message=f"proven by the base plan's bound {base.bound:,.2f}",
+        )
+    return Started(values, objective, answer)
+
+
+def with_base_bound(program: FleetProgram, var: str, base: BaseProof) -> FleetProgram:
+    """`program` with the row base_bound[r] (module text), r the region of the pool whose
+    replicas are column `var`. The regions' proven costs
+    the base solve worked out (`FleetProgram.region_costs`) go with it: every plan of the
+    new program is a plan of the old one, so they bound it too (and are not worked out
+    again)."""
+    lp = with_bounds(program.lp, {})
+    rhs = base.bound - BOUND_SLACK * abs(base.bound) - program.lp.objective_constant
+    add_row(lp, BaseBoundRow(region_of(var) or "-"), dict(program.lp.objective), Sense.GE, rhs)
+    known = program.region_costs
+    costs = {"lp": lp, "rows": known["rows"]} if known.get("lp") is program.lp else {}
+    return replace(program, lp=lp, region_costs=costs)
