@@ -88,13 +88,21 @@ def lever_table(results: tuple[LeverResult, ...]) -> TableSpec:
                 "-" if r.saving_per_month is None else f"{r.saving_per_month:+z,.0f}",
                 rests_on(r),
                 "-" if r.total_gpus is None else str(r.total_gpus),
-                r.status if r.gap is None else f"{r.status} (gap {r.gap:.2%})",
+                _status(r),
                 r.reason or r.note,
             )
             for r in results
         ),
         LEVER_NOTE,
     )
+
+
+def _status(result: LeverResult) -> str:
+    """The lever's status, with its gap where it is not proven ("gap unknown" where its
+    search stopped before any bound: its saving may be larger than shown)."""
+    if result.gap is not None:
+        return f"{result.status} (gap {result.gap:.2%})"
+    return f"{result.status} (gap unknown)" if result.status == "feasible" else result.status
 
 
 def rests_on(result: LeverResult) -> str:

@@ -491,3 +491,14 @@ def test_by_default_only_a_static_plans_levers_share_the_runs_deadline(base):
     assert runs_deadline(solve_program(base, SolveSettings.of(base, threads=1)))
     hourly = load_instance(INSTANCES / "diurnal-chat-batch.yaml")
     assert not runs_deadline(solve_program(hourly, SolveSettings.of(hourly, threads=1)))
+
+
+def test_a_lever_stopped_before_any_bound_says_its_gap_is_unknown():
+    """A lever re-solve stopped on the base plan with no bound (a search its share cut
+    before any bound) must not read as a proven "+0": the table says the gap is unknown."""
+    unknown = LeverResult(lever="allow x", cost_per_month=100.0, saving_per_month=0.0,
+                          status="feasible", gap=None)  # fmt: skip
+    (row,) = lever_table((unknown,)).rows
+    assert row[5] == "feasible (gap unknown)"
+    proven = unknown.model_copy(update={"status": "solved"})
+    assert lever_table((proven,)).rows[0][5] == "solved"
