@@ -326,8 +326,10 @@ def _rows(
             side = prefill if role is Role.PREFILL else decode
             side[precision or ""] += load.load_requests_per_s
     carried += sum(prefill.values())
+    # a pair the table leaves out carries nothing (the rows-add-up check below holds its
+    # routing to 0): the read-back lists a pair's phases only where it may receive load
     unlisted = sorted(f"{n} x {_label(p)}" for p, n in shown if _unlisted(p, rows))
-    if unlisted:
+    if unlisted and rows:
         found.append((f"{at}.pools", f"{named}: no row lists {unlisted}"))
     # the routing leaves out routes under ROUTE_FLOOR_RPS, one per origin at most
     slack = DEMAND_TOLERANCE * max(1.0, routed) + ROUTE_FLOOR_RPS * origins

@@ -12,7 +12,9 @@ import copy
 import json
 
 import pytest
+import yaml
 
+from models.io.loading import validate_instance
 from models.io.overrides import load_instance_with, parse_overrides
 from solver.plan.schema import Plan
 from solver.solve import solve
@@ -207,3 +209,29 @@ def test_a_tampered_table_in_a_months_hour_fails_naming_the_month(two_months):
         f"{row['load_requests_per_s']:.6g} requests/s; its pools carry "
     )
     assert not any(name.startswith("hours[") for name in found)  # month 0 untouched
+
+
+def test_a_region_that_only_takes_in_the_lost_regions_users_needs_no_row_when_none_is_lost():
+    """diurnal-chat-batch without chat users in eu-west, replicas started 30 min after a
+    loss: eu-west holds chat pools warm in the busy hours, for us-east's users when
+    us-east is lost, but with no region lost nothing is routed
+    there, so the hour's "none" table lists no chat row in eu-west (the read-back lists a
+    pair only where it may receive load) and the plan passes the verifier."""
+    data = yaml.safe_load((INSTANCES / "diurnal-chat-batch.yaml").read_text())
+    chat = next(w for w in data["workloads"] if w["name"] == "chat")
+    del chat["demand"]["eu-west"]
+    data["solver"] = {**data.get("solver", {}), "mip_gap": 0.05}
+    data["policy"]["failover_start_s"] = 1800.0  # too slow to start them after the loss
+    instance = validate_instance(data, "diurnal-east-only.yaml")
+    plan = json.loads(solve(instance).model_dump_json())  # verified inside
+    holding = [
+        h
+        for h in plan["hours"]
+        if any(p["workload"] == "chat" and p["region"] == "eu-west" for p in h["pools"])
+    ]
+    assert holding, "eu-west holds chat replicas for the loss of us-east in some hour"
+    for hour in holding:
+        none = next(s for s in hour["scenarios"] if s["name"] == "none")
+        rows = [r for r in none["pools"] if r["workload"] == "chat" and r["region"] == "eu-west"]
+        assert rows == []
+    assert _violations(instance, plan) == {}
