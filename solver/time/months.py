@@ -44,7 +44,7 @@ from models.schema.quantities import counted
 from solver.candidates.table import CandidateTable
 from solver.errors import Diagnosis, Infeasible, Problem
 from solver.plan.records import Binding, RegionPower
-from solver.plan.schema import Plan
+from solver.plan.schema import Plan, plan_status
 from solver.plan.time_records import Commitment, Hour, Month, MonthOffer, ServerOrder
 from solver.program.families.pricing import CommittedColumn
 from solver.program.lp import Variable
@@ -197,7 +197,7 @@ def with_months(instance: Instance, plan: Plan, later: Sequence[Plan]) -> Plan:
         )
         for m in months
     ]
-    status, gap = horizon_status(months)
+    status, gap = horizon_status(months, plan.solver.requested_gap if plan.solver else 0.0)
     return plan.model_copy(
         update={
             "status": status,
@@ -209,14 +209,15 @@ def with_months(instance: Instance, plan: Plan, later: Sequence[Plan]) -> Plan:
     )
 
 
-def horizon_status(months: Sequence[Month]) -> tuple[str, float | None]:
-    """The horizon's status and gap: optimal where every month's plan is; else the
-    horizon cost's gap to the sum of the months' bounds,
+def horizon_status(months: Sequence[Month], requested_gap: float) -> tuple[str, float | None]:
+    """The horizon's status and gap: the horizon cost's gap to the sum of the months'
+    bounds,
 
         gap = sum_m cost_m x gap_m / sum_m cost_m,
 
-    "feasible (gap unknown)" where a month has no bound. Month 0's where it is the only
-    month."""
+    optimal where every month's plan is, or where that gap is within the requested one
+    (solver.plan.schema.plan_status: the horizon is then proven within it, whatever one
+    month's own gap); "feasible (gap unknown)" where a month has no bound."""
     gap = None
     if all(m.mip_gap is not None for m in months):
         total = math.fsum(m.cost_per_month for m in months)
@@ -224,7 +225,7 @@ def horizon_status(months: Sequence[Month]) -> tuple[str, float | None]:
         gap = missed / total if total > 0 else 0.0
     if all(m.status == "optimal" for m in months):
         return "optimal", gap
-    return ("feasible (gap unknown)" if gap is None else f"feasible (gap {gap:.2%})"), gap
+    return plan_status(gap is not None, gap, requested_gap), gap
 
 
 def month_power(

@@ -13,7 +13,7 @@ def _month(month: int, cost: float, status: str, gap: float | None) -> Month:
 
 def test_every_month_optimal_is_an_optimal_horizon():
     months = [_month(0, 100.0, "optimal", 0.0005), _month(1, 300.0, "optimal", 0.0)]
-    status, gap = horizon_status(months)
+    status, gap = horizon_status(months, 0.001)
     assert status == "optimal"
     # (100 x 0.0005 + 300 x 0) / 400 = 0.000125
     assert gap == pytest.approx(0.000125)
@@ -23,11 +23,20 @@ def test_one_month_short_of_its_bound_makes_the_horizon_feasible_at_the_cost_wei
     """Month 0 costs 100 at 0.05% and month 1 300 at 10%: the horizon's bound is
     100 x 0.9995 + 300 x 0.9 = 369.95 against 400, a gap of 30.05 / 400 = 7.5125%."""
     months = [_month(0, 100.0, "optimal", 0.0005), _month(1, 300.0, "feasible (gap 10.00%)", 0.1)]
-    status, gap = horizon_status(months)
+    status, gap = horizon_status(months, 0.001)
     assert gap == pytest.approx(30.05 / 400)
     assert status == "feasible (gap 7.51%)"
 
 
 def test_a_month_without_a_bound_leaves_the_horizon_gap_unknown():
     months = [_month(0, 100.0, "optimal", 0.0), _month(1, 300.0, "feasible (gap unknown)", None)]
-    assert horizon_status(months) == ("feasible (gap unknown)", None)
+    assert horizon_status(months, 0.001) == ("feasible (gap unknown)", None)
+
+
+def test_a_horizon_proven_within_the_requested_gap_is_optimal_whatever_one_month_says():
+    """Month 0 costs 900 at 0% and month 1 100 at 0.5% (feasible at a 0.1% request): the
+    horizon's gap is 100 x 0.005 / 1000 = 0.05%, within the 0.1% asked, so the horizon
+    is proven optimal; asked for 0.01% it is feasible at 0.05%."""
+    months = [_month(0, 900.0, "optimal", 0.0), _month(1, 100.0, "feasible (gap 0.50%)", 0.005)]
+    assert horizon_status(months, 0.001) == ("optimal", pytest.approx(0.0005))
+    assert horizon_status(months, 0.0001)[0] == "feasible (gap 0.05%)"
