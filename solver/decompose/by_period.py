@@ -211,8 +211,8 @@ def solve_periods(
     if held and not (
         whole.termination.has_solution and (whole.objective or math.inf) <= found.objective
     ):
-        return found
-    return whole
+        return found.within(whole.bound, settings.mip_gap)
+    return whole.within(found.bound if held else None, settings.mip_gap)  # the rounds' bound
 
 
 _ANSWERS = (Termination.INFEASIBLE, Termination.UNBOUNDED, Termination.ERROR)

@@ -187,3 +187,25 @@ class SolveResult:
     mip_gap: float | None = None
     """Relative gap between the solution and the best bound, when the backend reports it."""
     message: str = ""
+
+    @property
+    def bound(self) -> float | None:
+        """Its proven lower bound, objective x (1 - gap) as the gap is defined
+        (objective - bound) / |objective|; None without a solution or a stated gap."""
+        if not self.termination.has_solution or self.objective is None or self.mip_gap is None:
+            return None
+        return self.objective - self.mip_gap * max(abs(self.objective), 1e-9)
+
+    def within(self, lower: float | None, gap: float) -> "SolveResult":
+        """This result judged against `lower`, another proven lower bound of the same
+        program (another method's): its gap to the best of the two bounds, and OPTIMAL
+        once that is within `gap`."""
+        own = self.bound
+        if lower is None or self.objective is None or not self.termination.has_solution:
+            return self
+        best = lower if own is None else max(own, lower)
+        reached = max(0.0, (self.objective - best) / max(abs(self.objective), 1e-9))
+        if self.mip_gap is not None and reached >= self.mip_gap:
+            return self
+        proved = Termination.OPTIMAL if reached <= gap else self.termination
+        return replace(self, mip_gap=reached, termination=proved)
