@@ -288,13 +288,16 @@ def _solve_months(
     from solver.verify.hours import verify_hours
 
     later: list[Plan] = []
-    previous = first.plan
+    previous, solved = first.plan, first
     if horizon.months > 1:
         table = horizon_table(instance, horizon.months, settings)
     for month in range(1, horizon.months):
         floor = {(c.region, c.gpu): c.committed_gpus for c in previous.committed}
         started = _elapsed_s(settings)
-        grown, month_horizon = horizon.later_month(instance, month, floor, started, overhead_s)
+        earlier = solved.time_step.held_found if solved.time_step is not None else None
+        grown, month_horizon = horizon.later_month(
+            instance, month, floor, started, overhead_s, earlier
+        )
         solved = _solve_table(grown, settings, table, month_horizon)
         overhead_s = _overhead_s(solved, _elapsed_s(settings) - started)
         previous = solved.plan

@@ -65,6 +65,10 @@ class Horizon:
     overhead_s: float = 0.0
     """What a month takes besides its solve (build, pricing LP, read-back), as the month
     before took it: kept out of month m's share of the solve time."""
+    earlier_fleet: object | None = None
+    """The fleet held all day that the month before started from
+    (solver.decompose.period_split.Held): month m's first plan where its own peak's is
+    not planned within its share (solver.time.step)."""
 
     @classmethod
     def of(cls, instance: Instance) -> "Horizon":
@@ -82,11 +86,12 @@ class Horizon:
         floor: Mapping[tuple[str, str], float],
         started_s: float | None = None,
         overhead_s: float = 0.0,
+        earlier_fleet: object | None = None,
     ) -> tuple[Instance, "Horizon"]:
         """Month `month`'s instance (its demand grown: models.operations.procurement) and
         horizon: the periods of its grown day, its commitments bounded by `floor` (the
         month before's); its turn began `started_s` into the run, and the month before
-        took `overhead_s` besides its solve."""
+        took `overhead_s` besides its solve and started from `earlier_fleet`."""
         from models.operations.procurement import month_instance
         from solver.time.months import month_growth
         from solver.time.periods import day_periods
@@ -101,6 +106,7 @@ class Horizon:
             growth_factor=month_growth(instance, month),
             started_s=started_s,
             overhead_s=overhead_s,
+            earlier_fleet=earlier_fleet,
         )
         return grown, horizon
 

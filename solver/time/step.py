@@ -176,6 +176,9 @@ class PeriodsStep:
     (solver.solve): its purchases per (region, GPU type), or None without one."""
     held: Fleet | None = field(default=None, init=False)
     """The held fleet once the build has started planning it (`_held_beside`)."""
+    held_found: Held | None = field(default=None, init=False)
+    """The held fleet the rounds started from, once they asked for it: the month's own,
+    else the month before's (`Horizon.earlier_fleet`)."""
     build_s: float = 0.0
     optimise_s: float = 0.0
     """Seconds `optimise` took (what a month's overhead is measured without)."""
@@ -240,16 +243,26 @@ class PeriodsStep:
         """The static plan of the day's peak as committed GPUs (solver.decompose.by_period,
         `Fleet`), planned in a thread beside the periods program's build (its HiGHS
         solves and worker processes run while the build holds the interpreter), within
-        `HELD_SHARE` of the time left, to `HELD_PLAN_GAP` at least; the rounds wait for it."""
+        `HELD_SHARE` of the time left, to `HELD_PLAN_GAP` at least; the rounds wait for it.
+        Where it has none in time, a later month starts from the month before's (its
+        floor may already hold more, and a block that cannot serve at its levels renting
+        nothing is solved there renting: solver.decompose.by_period)."""
+        earlier = self.horizon.earlier_fleet
+        earlier = earlier if isinstance(earlier, Held) else None
+
+        def earlier_only() -> Held | None:
+            self.held_found = earlier
+            return earlier
+
         if self.held_fleet is None:
-            return None
+            return earlier_only if earlier is not None else None
         deadline = settings.deadline
         held = settings
         if deadline is not None and deadline.limit_s is not None:
             now = deadline.elapsed_s()
             share = HELD_SHARE * max(0.0, deadline.limit_s - now)
-            if share < MIN_CALL_S:
-                return None  # the month's share is spent: no time to plan it
+            if share < MIN_CALL_S:  # the month's share is spent: no time to plan it
+                return earlier_only if earlier is not None else None
             held = replace(settings, deadline=replace(deadline, limit_s=now + share))
             held = held.limited(min(share, settings.time_limit_s or share))
         held = replace(held, mip_gap=max(held.mip_gap, HELD_PLAN_GAP))
@@ -264,7 +277,8 @@ class PeriodsStep:
             thread.join()
             if not found or isinstance(found[0], BaseException):
                 raise found[0] if found else RuntimeError("the held fleet's thread ended")
-            return found[0]
+            self.held_found = found[0] if found[0] is not None else earlier
+            return self.held_found
 
         return waited
 

@@ -20,6 +20,7 @@ from solver.program.families.pricing import CommittedColumn, OnDemandColumn
 from solver.settings import Deadline, SolveSettings
 from solver.solve import held_fleet, solve_program
 from solver.time import step
+from solver.time.horizon import Horizon
 from solver.time.periods import build_time_program
 from tests.solver.decompose.test_by_period import SHAPES, _base, _data
 
@@ -112,6 +113,7 @@ def test_the_held_fleet_is_planned_within_its_share_and_named_by_committed_colum
     settings = replace(EXACT, time_limit_s=24.0, deadline=Deadline(100.0, 24.0))
     months = step.PeriodsStep.__new__(step.PeriodsStep)
     months.instance, months.table, months.held_fleet = _instance(), None, planned
+    months.horizon = Horizon()
     committed = months._held_beside(settings)()
     assert step.HELD_SHARE == 0.6
     assert seen == [(pytest.approx(16.8), pytest.approx(10.8), step.HELD_PLAN_GAP, False)]
@@ -153,7 +155,7 @@ def test_a_spent_share_plans_no_held_fleet(monkeypatch):
     monkeypatch.setattr(step.time, "monotonic", lambda: 124.0)
     settings = replace(EXACT, time_limit_s=24.0, deadline=Deadline(100.0, 24.0))
     months = step.PeriodsStep.__new__(step.PeriodsStep)
-    months.instance, months.table = _instance(), None
+    months.instance, months.table, months.horizon = _instance(), None, Horizon()
     months.held_fleet = lambda *args: called.append(args)
     assert months._held_beside(settings) is None
     assert called == []
@@ -179,3 +181,28 @@ def test_a_held_fleet_at_the_lowest_levels_still_gives_the_first_plan(monkeypatc
     )
     assert calls == [lowest]
     assert found is not None and found.termination.has_solution
+
+
+def test_a_month_without_its_own_held_fleet_starts_from_the_month_befores(monkeypatch):
+    """Month 4's own static plan finds nothing in its share (None): the rounds start from
+    the fleet month 3 started from, and the step records it; with its own plan, its own;
+    with its share spent, the month before's without planning."""
+    from solver.decompose.period_split import Held
+
+    earlier = Held({CommittedColumn("r1", "h100-sxm").name(): 16.0}, {"replicas[x]": 2.0})
+    monkeypatch.setattr(step.time, "monotonic", lambda: 106.0)
+    settings = replace(EXACT, time_limit_s=24.0, deadline=Deadline(100.0, 24.0))
+    for own, expected in ((None, earlier), (({("r2", "h200"): 8.0}, {}), "own")):
+        months = step.PeriodsStep.__new__(step.PeriodsStep)
+        months.instance, months.table = _instance(), None
+        months.horizon = Horizon(month=4, months=12, earlier_fleet=earlier)
+        months.held_fleet = lambda *_args, own=own: own
+        found = months._held_beside(settings)()
+        if expected == "own":
+            assert found.committed == {CommittedColumn("r2", "h200").name(): 8.0}
+        else:
+            assert found is earlier
+        assert months.held_found is found
+    monkeypatch.setattr(step.time, "monotonic", lambda: 124.0)  # the share is spent
+    months.held_fleet = lambda *_args: pytest.fail("no time to plan it")
+    assert months._held_beside(settings)() is earlier
