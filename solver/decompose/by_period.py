@@ -594,6 +594,6 @@ class _Rounds:
 
 
 def _bound(result: SolveResult) -> float:
-    """A solve's proven lower bound: its objective less its gap."""
-    objective = result.objective or 0.0
-    return objective - (result.mip_gap or 0.0) * max(abs(objective), 1e-9)
+    """A solve's proven lower bound (SolveResult.bound); its objective where it states no
+    gap."""
+    return (result.objective or 0.0) if result.bound is None else result.bound

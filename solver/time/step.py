@@ -210,8 +210,7 @@ class PeriodsStep:
         pre-solve problem); the held fleet is planned beside it (`_held_beside`)."""
         del backend
         started = time.monotonic()
-        shared = month_share(solve_settings, self.horizon)
-        self.held = self._held_beside(solve_settings if _expired(shared) else shared)
+        self.held = self._held_beside(month_share(solve_settings, self.horizon))
         self.program = build_time_program(
             self.instance, self.table, self.settings, self.horizon.periods
         )
@@ -224,13 +223,11 @@ class PeriodsStep:
 
     def optimise(self, backend: Backend, solve_settings: SolveSettings) -> Optimised:
         """`optimise_periods`, within the month's share of the solve time (`month_share`);
-        where the share ends without a plan, or is spent before the solve starts, within
-        the rest of the solve time (a month without a plan ends the horizon)."""
+        where the share ends without a plan, again within the rest of the solve time (a
+        month without a plan ends the horizon)."""
         started = time.monotonic()
         try:
             shared = month_share(solve_settings, self.horizon)
-            if _expired(shared):  # spent before the solve starts: the rest of the time
-                shared = solve_settings
             found = optimise_periods(self.program, backend, shared, self.held)
             stopped = found.result.termination is Termination.TIME_LIMIT
             if shared is solve_settings or not stopped or _expired(solve_settings):
