@@ -21,11 +21,10 @@ it for in that hour and the analytic column is that hour's promise.
 
 from dataclasses import dataclass
 
+from models.schema.traffic import HOURS_PER_DAY
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.plan.time_records import Hour
-
-HOURS_PER_DAY = 24
 
 
 class HourRefused(ValueError):
