@@ -28,6 +28,16 @@ SHAPES = (
     [1.0] * 6 + [2.0, 3.0, 4.0, 4.0, 4.0, 4.0, 3.0, 2.0] + [1.0] * 10,
     [2.0, 1.0, 1.0, 1.0, 1.0, 2.0] * 4,
 )
+DAYS = {
+    "shape": st.sampled_from(SHAPES),
+    "reserved_share": st.sampled_from([0.45, 0.6, 0.8]),
+    "h200": st.booleans(),
+    "cap": st.sampled_from([None, 24]),
+    "survive": st.sampled_from(["none", "region"]),
+    "buy_unit": st.sampled_from(["node", "gpu"]),
+}
+"""The hourly instances the properties draw (`_data`): the day's shape, the reserved
+price's share, an H200 offer or not, an on-demand cap, region loss, whole servers."""
 
 
 def _data(rates, shape, reserved_share, h200, cap, survive, buy_unit, start_s):
@@ -145,12 +155,7 @@ def test_a_program_without_a_commitment_is_solved_whole():
 @given(
     r1=st.sampled_from([15.0, 40.0, 90.0, 200.0]),
     r2=st.sampled_from([10.0, 30.0]),
-    shape=st.sampled_from(SHAPES),
-    reserved_share=st.sampled_from([0.45, 0.6, 0.8]),
-    h200=st.booleans(),
-    cap=st.sampled_from([None, 24]),
-    survive=st.sampled_from(["none", "region"]),
-    buy_unit=st.sampled_from(["node", "gpu"]),
+    **DAYS,
     start_s=st.sampled_from([None, 300]),
 )
 def test_the_decomposed_optimum_is_the_whole_program_s(

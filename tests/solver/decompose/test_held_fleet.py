@@ -22,7 +22,7 @@ from solver.solve import held_fleet, solve_program
 from solver.time import step
 from solver.time.horizon import Horizon
 from solver.time.periods import build_time_program
-from tests.solver.decompose.test_by_period import SHAPES, _base, _data
+from tests.solver.decompose.test_by_period import DAYS, _base, _data
 
 EXACT = SolveSettings(time_limit_s=120.0, mip_gap=1e-6)
 
@@ -77,12 +77,7 @@ def test_the_held_fleet_serves_every_period_renting_nothing():
 @examples(max_examples=12, deadline=None)
 @given(
     r1=st.sampled_from([15.0, 40.0, 90.0]),
-    shape=st.sampled_from(SHAPES),
-    reserved_share=st.sampled_from([0.45, 0.6, 0.8]),
-    h200=st.booleans(),
-    cap=st.sampled_from([None, 24]),
-    survive=st.sampled_from(["none", "region"]),
-    buy_unit=st.sampled_from(["node", "gpu"]),
+    **DAYS,
 )
 def test_an_hourly_plan_is_never_dearer_than_the_peak_plan_held_all_day(
     r1, shape, reserved_share, h200, cap, survive, buy_unit
