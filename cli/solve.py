@@ -177,7 +177,8 @@ def explain(
 
         running = RunningLevers(solved, backend, jobs, levers_time_limit)
     try:
-        explanation = explain_solved(solved, progress=_progress_after(started))
+        busy = 0 if running is None else running.run.beside
+        explanation = explain_solved(solved, progress=_progress_after(started), busy=busy)
     except NoSolution as stopped:
         if running is not None:
             running.close(cancel=True)

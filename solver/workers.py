@@ -28,7 +28,7 @@ never loads them (issue 19).
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -44,10 +44,13 @@ _PREVIOUS: dict[int, Any] = {}
 """The disposition each of `ENDING_SIGNALS` had before `_end_with_workers` replaced it."""
 
 
-def new_pool(processes: int, start_method: str = "spawn") -> Any:
+def new_pool(
+    processes: int, start_method: str = "spawn", then: Callable[[], None] | None = None
+) -> Any:
     """A `ProcessPoolExecutor` of `processes` workers started with `start_method`
     (`spawn`, or `fork` where the caller knows it is safe), whose workers end with this
-    process (see the module docstring). The caller shuts it down."""
+    process (see the module docstring), each running `then` (a module-level function)
+    before its first task. The caller shuts it down."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -56,7 +59,7 @@ def new_pool(processes: int, start_method: str = "spawn") -> Any:
         max_workers=processes,
         mp_context=multiprocessing.get_context(start_method),
         initializer=_worker_starts,
-        initargs=(os.getpid(),),
+        initargs=(os.getpid(), then),
     )
 
 
@@ -97,9 +100,9 @@ def _end_with_workers(number: int, frame: Any) -> None:
     os.kill(os.getpid(), number)
 
 
-def _worker_starts(parent_pid: int) -> None:
+def _worker_starts(parent_pid: int, then: Callable[[], None] | None = None) -> None:
     """In each worker, before its first task: the default SIGTERM, standard output on
-    /dev/null, and the watchdog on the parent."""
+    /dev/null, the watchdog on the parent, then the pool's own `then`."""
     for number in ENDING_SIGNALS:
         signal.signal(number, signal.SIG_DFL)
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -109,6 +112,8 @@ def _worker_starts(parent_pid: int) -> None:
         target=_watch_parent, args=(parent_pid,), name="fleetplan-parent-watchdog", daemon=True
     )
     watchdog.start()
+    if then is not None:
+        then()
 
 
 def _watch_parent(parent_pid: int) -> None:

@@ -52,7 +52,7 @@ from solver.program.row_names import ReplicasColumn
 from solver.readback.assign import gpu_use, integral, replica_counts
 from solver.readback.groups import group_gpus
 from solver.readback.pricing import is_idle, is_tight
-from solver.settings import SolveSettings
+from solver.settings import SolveSettings, machine_threads
 from solver.simulate.effects import PoolEffects
 from solver.solve import Solved, simplicity_cost, solve_program
 from solver.workers import process_pool
@@ -194,7 +194,7 @@ def explain(
     return explain_solved(solve_program(instance, settings), progress)
 
 
-def explain_solved(solved: Solved, progress: Progress | None = None) -> Explanation:
+def explain_solved(solved: Solved, progress: Progress | None = None, busy: int = 0) -> Explanation:
     """The explanation of an already solved program, within the run's deadline.
 
     A plan that is not proven optimal (`Plan.optimal`) gets no alternatives: its cost is
@@ -203,6 +203,8 @@ def explain_solved(solved: Solved, progress: Progress | None = None) -> Explanat
     Args:
         solved: The solved program (solver.solve.solve_program).
         progress: Told of each re-solve as it ends; None: nothing is told.
+        busy: Worker processes already solving beside (`explain --levers`: the levers'):
+            the re-solves take only the cores left (at least this process).
 
     Past the deadline no further re-solve starts: the pools left out say so
     (`NOT_RESOLVED`), and the plan and the re-solves done are kept, as a solve keeps a
@@ -211,7 +213,7 @@ def explain_solved(solved: Solved, progress: Progress | None = None) -> Explanat
     plan = solved.plan
     alternatives: tuple[Alternative, ...] = ()
     if plan.optimal:
-        alternatives, simplicity = _resolves(solved, progress or (lambda _line: None))
+        alternatives, simplicity = _resolves(solved, progress or (lambda _line: None), busy)
         if plan.simplicity is None:
             plan = plan.model_copy(update={"simplicity": simplicity})
     return Explanation(
@@ -314,11 +316,11 @@ def _limits(solved: Solved) -> tuple[LimitNote, ...]:
 
 
 def _resolves(
-    solved: Solved, progress: Progress
+    solved: Solved, progress: Progress, busy: int = 0
 ) -> tuple[tuple[Alternative, ...], SimplicityCost | None]:
     """Every chosen pool's alternative and what the limit on configurations costs, the
     re-solves side by side in worker processes (one solver thread each) when there are
-    several and a second core, else one after the other here."""
+    several and a second core not `busy`, else one after the other here."""
     program, plan = solved.program, solved.plan
     comparison = solved.settings.for_comparison()
     step = solved.time_step
@@ -349,6 +351,7 @@ def _resolves(
     )
     jobs = len(pools) + wants_simplicity
     processes = processes_for(jobs) if worth_parallel([lp] * jobs) else 1
+    processes = max(min(processes, machine_threads() - busy), 1)
     left = solved.settings.remaining_s()
     if left is not None and left < PARALLEL_MIN_LEFT_S:
         processes = 1  # no time to start workers: the shares below would be eaten by it

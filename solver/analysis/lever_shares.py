@@ -2,9 +2,13 @@
 
 Each lever, as it starts, gets an even share of what is left over the rounds of `jobs`
 levers still to end (itself included), so that the time a quick lever leaves is the
-later ones'; a group of levers proven together (solver.analysis.lever_groups) gets its
-members' shares at once; a lever its share stopped unproven is tried once more after
-every other lever has had its turn (`again`), with what they left.
+later ones', or more where the others would still have what a run like the base's takes
+(`expect_s`): the first levers start with the longest re-solves (levers.lever_work), so
+that a lever an even share would stop is not solved twice, the second time alone at the
+end (chat-3region's gh200 lever, 14 s to prove against a 7 s even share); a group of
+levers proven together (solver.analysis.lever_groups) gets its members' shares at once;
+a lever its share stopped unproven is tried once more after every other lever has had
+its turn (`again`), with what they left.
 """
 
 import math
@@ -35,9 +39,12 @@ class Shares:
     rounds of `jobs` levers still to end (those not started, this one included, and
     those running beside it),
 
-        share = min(left, max(k x left / ceil((not started + running) / jobs), floor_s)),
+        share = min(left, max(k x left / ceil((not started + running) / jobs), floor_s,
+                              left - others x expect_s / jobs)),
 
-    k = 1 for a lever, its members for a group,
+    k = 1 for a lever, its members for a group, others = not started (this one not
+    counted) + running: what the others, `jobs` at a time, would leave of the deadline
+    if each took expect_s (the last term 0 where expect_s is 0),
 
     and `NONE_LEFT` (the lever is not started) where left < `MIN_START_S`: no share
     reaches past the deadline."""
@@ -46,6 +53,8 @@ class Shares:
     jobs: int
     not_started: int
     floor_s: float = MIN_SHARE_S
+    expect_s: float = 0.0
+    """What a lever is expected to take (the base run's time); 0: even shares only."""
 
     def next_s(self, running: int, members: int = 1) -> float | None:
         """The time limit of the next lever to start, `running` others running beside it
@@ -60,7 +69,10 @@ class Shares:
             return None
         if left < MIN_START_S:
             return NONE_LEFT
-        return min(left, max(members * left / rounds, self.floor_s))
+        rest = left - (self.not_started + running) * self.expect_s / self.jobs
+        if self.expect_s <= 0.0:
+            rest = 0.0
+        return min(left, max(members * left / rounds, self.floor_s, rest))
 
     def again(self) -> None:
         """Count one more lever to start: one tried again."""

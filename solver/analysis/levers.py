@@ -77,6 +77,7 @@ from solver.analysis.lever_programs import (
 )
 from solver.analysis.lever_shares import BASE_SOLVES, MIN_SHARE_S, NONE_LEFT, Shares
 from solver.analysis.paid import buys_whole_servers, servers_bought
+from solver.candidates.pools import share_physics, shared_physics
 from solver.decompose.parallel import idle_cores
 from solver.errors import Infeasible, NoSolution, PlanRejected
 from solver.plan.schema import Plan
@@ -422,7 +423,7 @@ class LeverRun:
         if beside:
             self._limit = max(self.jobs - 1, 1)
         self._shares = self._new_shares()
-        self._pool = new_pool(self.jobs)
+        self._pool = new_pool(self.jobs, then=share_physics)
         self._thread = threading.Thread(target=self._hand_out, name="fleetplan-levers", daemon=True)
         self._thread.start()
         return self
@@ -432,10 +433,12 @@ class LeverRun:
         if not self._parallel:
             self._shares = self._new_shares()
             waiting: deque = deque(self.work)
-            while waiting:
-                item = waiting.popleft()
-                task = self._task(item, 0)
-                self._outcome(task[0](*task[1], **task[2]) if task else _not_started(item), waiting)
+            with shared_physics():
+                while waiting:
+                    item = waiting.popleft()
+                    task = self._task(item, 0)
+                    done = task[0](*task[1], **task[2]) if task else _not_started(item)
+                    self._outcome(done, waiting)
         else:
             self.begin()
             self._limit = self.jobs
@@ -450,6 +453,13 @@ class LeverRun:
         return tuple(sorted(noted, key=_rank))
 
     @property
+    def beside(self) -> int:
+        """Worker processes solving levers beside the caller now (`begin(beside=True)`,
+        until `results`): the cores they take."""
+        running = self._pool is not None and not self._woken.done()
+        return self._limit if running else 0
+
+    @property
     def _parallel(self) -> bool:
         return self.jobs > 1 and len(self.work) > 1
 
@@ -459,13 +469,14 @@ class LeverRun:
         base run took until the levers were made (its candidates, program, solve and
         checks): a lever is one more such run, and a share below it stops a lever in its
         candidates or build with no plan at all, where the later levers, not started,
-        leave the earlier ones enough to answer (a loaded machine)."""
+        leave the earlier ones enough to answer (a loaded machine). A lever is expected to
+        take that floor, or the base plan's solve where that is longer (`Shares.expect_s`)."""
         floor_s = max(MIN_SHARE_S, self._base_run_s)
+        solved_s = self.base.solver.runtime_s if self.base.solver else 0.0
         if self.start is None:  # no base plan in hand: a share must let the lever find one
-            solved_s = self.base.solver.runtime_s if self.base.solver else 0.0
             floor_s = max(floor_s, BASE_SOLVES * solved_s)
         deadline = self._deadline or Deadline.starting_now(self.time_limit_s)
-        return Shares(deadline, self.jobs, len(self.work), floor_s)
+        return Shares(deadline, self.jobs, len(self.work), floor_s, max(floor_s, solved_s))
 
     def _task(
         self, item: "LeverWork | GroupWork", running: int

@@ -27,7 +27,10 @@ region can use, each with its gain at full strength, less one replica and less a
 """
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from models.operations.scenarios import failover_targets
 from models.operations.site import demand_factor
@@ -57,6 +60,12 @@ POOL_STEP_GAIN = 0.02
 least this fraction over the last size kept (smaller gains are not worth a binary)."""
 POOL_LADDER_MAX_REPLICAS = 4096
 """Largest pool size the ladder looks at (a power of two)."""
+SHARED_KEPT = 200_000
+"""Pool sizes `shared_physics` keeps (the oldest dropped beyond): a lever's candidate
+table asks about 1,300 on chat-3region."""
+
+_SHARED: dict[tuple, ReplicaCapacity] | None = None
+"""The physics shared across candidate tables (`shared_physics`); None: not shared."""
 
 
 @dataclass(frozen=True)
@@ -135,10 +144,50 @@ class PoolPhysics:
         """The configuration, traffic and efficiency the serving models read together."""
         return ServingContext(self.config, self.mix, self.efficiency)
 
+    @cached_property
+    def inputs(self) -> tuple[str, ...]:
+        """What `replica_capacity` reads, by value (their reprs: a configuration holds
+        unhashable specs), the key of `shared_physics`."""
+        return (repr(self.config), repr(self.mix), repr(self.targets), repr(self.efficiency))
+
     def at(self, replicas: float) -> ReplicaCapacity:
-        """The physics of one replica in a pool of `replicas` behind one queue."""
-        found = replica_capacity(self.config, self.mix, self.targets, self.efficiency, replicas)
+        """The physics of one replica in a pool of `replicas` behind one queue (read
+        again where `shared_physics` holds it)."""
+        memo = _SHARED
+        key = (self.inputs, replicas) if memo is not None else None
+        found = memo.get(key) if memo is not None else None
+        if found is None:
+            found = replica_capacity(self.config, self.mix, self.targets, self.efficiency, replicas)
+            if memo is not None:
+                while len(memo) >= SHARED_KEPT:
+                    del memo[next(iter(memo))]
+                memo[key] = found
         return derated(found, self.derate)
+
+
+@contextmanager
+def shared_physics() -> Iterator[None]:
+    """Within the block, a configuration's physics at a pool size is computed once for
+    every candidate table with the same inputs (`PoolPhysics.inputs`), instead of once a
+    table: `replica_capacity` is a pure function of them, so what a table reads is what
+    it would compute. The levers' re-solves share it: an `allow GPU` lever's table is the
+    base's plus one type's configurations. Nested blocks share the outer one."""
+    global _SHARED
+    outer = _SHARED
+    if outer is None:
+        _SHARED = {}
+    try:
+        yield
+    finally:
+        _SHARED = outer
+
+
+def share_physics() -> None:
+    """`shared_physics` for the rest of this process: a lever worker's initializer (the
+    worker ends with its lever run)."""
+    global _SHARED
+    if _SHARED is None:
+        _SHARED = {}
 
 
 def capacity_derate_of(instance: Instance, config: ReplicaConfig) -> float:

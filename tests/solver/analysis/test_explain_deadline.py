@@ -84,3 +84,16 @@ def test_a_deadline_passing_during_the_replay_names_the_pools_left_out():
     assert cut in method
     left_out = method.split(cut)[1].split(", ")
     assert len(left_out) >= 2  # region-loss-3: a pool in each of its three regions
+
+
+def test_the_re_solves_take_only_the_cores_the_levers_beside_them_leave(monkeypatch):
+    # 2 workers would be started (patched: an idle machine, programs worth it), but the
+    # levers already solve on every core but this process's: one at a time, here
+    monkeypatch.setattr(explain_module, "processes_for", lambda jobs: 2)
+    monkeypatch.setattr(explain_module, "worth_parallel", lambda programs: True)
+    solved = _solved_with_deadline(60.0)
+    told: list[str] = []
+    busy = explain_module.machine_threads()
+    explanation = explain_solved(solved, progress=told.append, busy=busy)
+    assert told[0].endswith(", 1 at a time")
+    assert all(a.replaced_by != (NOT_RESOLVED,) for a in explanation.alternatives)

@@ -176,6 +176,20 @@ def test_the_levers_share_one_deadline_over_rounds_of_jobs():
     assert Shares(nearly, 2, 8, floor_s=MIN_SHARE_S).next_s(0) == pytest.approx(0.8, abs=0.1)
 
 
+def test_a_share_is_what_the_others_would_leave_where_that_is_more_than_even():
+    # 60 s, 2 at a time, 16 levers, each expected to take 4.7 s (the base run): the first
+    # gets max(60 / ceil(16 / 2) = 7.5, 60 - 15 x 4.7 / 2 = 24.75) = 24.75 s; the second,
+    # beside it, 60 - (14 + 1) x 4.7 / 2 = 24.75 s too
+    shares = Shares(Deadline.starting_now(60.0), 2, 16, floor_s=4.7, expect_s=4.7)
+    assert shares.next_s(0) == pytest.approx(24.75, abs=0.1)
+    assert shares.next_s(1) == pytest.approx(24.75, abs=0.1)
+    # expected at 10 s each, the others would leave nothing: the even share, 60 / 8
+    slow = Shares(Deadline.starting_now(60.0), 2, 16, floor_s=4.7, expect_s=10.0)
+    assert slow.next_s(0) == pytest.approx(7.5, abs=0.1)
+    # no expectation (the default): even shares only, as before
+    assert Shares(Deadline.starting_now(60.0), 2, 16).next_s(0) == pytest.approx(7.5, abs=0.1)
+
+
 def test_a_group_gets_its_members_shares_and_a_lever_tried_again_one_more_round():
     # 60 s, 2 at a time, 4 levers not started and 1 running: rounds ceil(5 / 2) = 3; a
     # group of 3 members (their turns counted when probed) gets 3 x 60 / 3 = 60 s, all
@@ -355,7 +369,7 @@ def _counted(monkeypatch, hold: bool = False) -> dict[str, int]:
             seen["now"] -= 1
         return LeverResult(lever=name, cost_per_month=base_cost, saving_per_month=0.0)
 
-    monkeypatch.setattr(levers, "new_pool", ThreadPoolExecutor)
+    monkeypatch.setattr(levers, "new_pool", lambda jobs, then=None: ThreadPoolExecutor(jobs))
     monkeypatch.setattr(levers, "idle_cores", lambda: 2.0)  # an idle 2-core machine
     monkeypatch.setattr(levers, "solve_lever", stub)
     return seen
@@ -372,9 +386,12 @@ def test_levers_begun_beside_other_work_take_one_worker_fewer_until_waited_for(b
             ended.set()
 
     run = LeverRun(base, plan, jobs=2, on_done=finished)
+    assert run.beside == 0  # nothing begun: no core taken
     run.begin(beside=True)
+    assert run.beside == 1  # the cores the caller's own work leaves it: one fewer
     assert ended.wait(timeout=10.0)  # every lever ended before the caller waits
     results = run.results()
+    assert run.beside == 0
     run.close()
     assert len(results) == len(run.work) > 2
     assert seen["most"] == 1  # 2 jobs, one fewer beside the caller's work
