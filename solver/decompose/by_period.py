@@ -198,7 +198,7 @@ def solve_periods(
         if first.termination is Termination.OPTIMAL or first.termination in _ANSWERS:
             return first
         if first.termination.has_solution:
-            start, bound = first.values, _bound(first)
+            start, bound = first.values, first.lower_bound(settings.mip_gap)
     whole_after = small or not ROUNDS_TO_DEADLINE
     found = solve_by_period(lp, backend, settings, parts, start, bound, whole_after, fleet)
     if found is not None and found.termination is Termination.OPTIMAL:
@@ -401,7 +401,7 @@ class _Rounds:
                 for k in offer.levels:
                     if price * k:
                         terms[(committed, k)] = price * offer.per_level * k
-            self.cuts.append((i, _bound(result), terms))
+            self.cuts.append((i, result.lower_bound(gap), terms))
             self.known.add(i, result.values)
         return True
 
@@ -486,7 +486,7 @@ class _Rounds:
                 answered = True
             elif result.termination.has_solution:
                 answered = True
-                self._cut(i, levels, _bound(result))
+                self._cut(i, levels, result.lower_bound(gaps[i]))
                 self.known.add(i, result.values)
         return answered
 
@@ -571,7 +571,7 @@ class _Rounds:
             o.gpus: next(k for k in o.levels if result.values[z[(o.gpus, k)]] > 0.5)
             for o in self.parts.offers
         }
-        return levels, _bound(result), [result.values[t] for t in thetas]
+        return levels, result.lower_bound(settings.mip_gap), [result.values[t] for t in thetas]
 
     def open_blocks(self, levels: Levels, thetas: list[float], share: float) -> list[int]:
         """The blocks to solve at `levels`: those whose theta falls furthest below their
@@ -591,9 +591,3 @@ class _Rounds:
             chosen.append(i)
             left -= shortfall
         return chosen
-
-
-def _bound(result: SolveResult) -> float:
-    """A solve's proven lower bound (SolveResult.bound); its objective where it states no
-    gap."""
-    return (result.objective or 0.0) if result.bound is None else result.bound

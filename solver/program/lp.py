@@ -196,6 +196,18 @@ class SolveResult:
             return None
         return self.objective - self.mip_gap * max(abs(self.objective), 1e-9)
 
+    def lower_bound(self, gap: float) -> float:
+        """`bound`; where the backend states no gap (CBC proving within its -ratio), the
+        objective less the `gap` it was asked for when it ended OPTIMAL, else 0: nothing
+        is proven, and the programs read this way (the period blocks and their master)
+        never cost less than 0."""
+        if self.bound is not None:
+            return self.bound
+        objective = self.objective or 0.0
+        if self.termination is Termination.OPTIMAL:
+            return objective - gap * abs(objective)
+        return 0.0
+
     def within(self, lower: float | None, gap: float) -> "SolveResult":
         """This result judged against `lower`, another proven lower bound of the same
         program (another method's): its gap to the best of the two bounds, and OPTIMAL

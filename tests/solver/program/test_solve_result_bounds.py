@@ -20,6 +20,15 @@ def test_the_bound_is_the_objective_less_its_gap():
     assert SolveResult(Termination.TIME_LIMIT, "highs", "1", 0.0).bound is None
 
 
+def test_a_lower_bound_without_a_stated_gap_is_only_what_the_ending_proves():
+    # CBC proving within its -ratio states no gap: OPTIMAL at 29,570 asked for 1% proves
+    # 29,570 x (1 - 0.01) = 29,274.3; stopped by the clock with no gap, nothing: 0. A
+    # stated gap is read as `bound` reads it, whatever was asked.
+    assert _result(29_570.0, None, Termination.OPTIMAL).lower_bound(0.01) == pytest.approx(29_274.3)
+    assert _result(29_570.0, None).lower_bound(0.01) == 0.0
+    assert _result(29_570.0, 0.138).lower_bound(0.01) == pytest.approx(25_489.34)
+
+
 def test_a_better_bound_from_the_rounds_tightens_the_whole_programs_gap():
     """The whole program stops at 29,570 with its own gap 13.8%; the rounds proved 28,455:
     (29,570 - 28,455) / 29,570 = 3.77%, still short of 0.1%, so it stays feasible."""
