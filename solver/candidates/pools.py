@@ -60,9 +60,9 @@ POOL_STEP_GAIN = 0.02
 least this fraction over the last size kept (smaller gains are not worth a binary)."""
 POOL_LADDER_MAX_REPLICAS = 4096
 """Largest pool size the ladder looks at (a power of two)."""
-SHARED_KEPT = 200_000
-"""Pool sizes `shared_physics` keeps (the oldest dropped beyond): a lever's candidate
-table asks about 1,300 on chat-3region."""
+SHARED_KEPT = 20_000
+"""Pool sizes `shared_physics` keeps (the oldest dropped beyond): chat-3region's table asks
+about 1,100, each about 2.7 KB held, so the levers' 16 tables fit in about 50 MB."""
 
 _SHARED: dict[tuple, ReplicaCapacity] | None = None
 """The physics shared across candidate tables (`shared_physics`); None: not shared."""
