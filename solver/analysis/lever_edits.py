@@ -363,3 +363,36 @@ def _applies(lever: Lever, instance: Instance) -> bool:
         return lever.apply(instance) is not None
     except InputError:
         return False
+
+
+@dataclass(frozen=True)
+class LeverWork:
+    """One lever to re-solve: its name and its instance."""
+
+    name: str
+    instance: Instance
+    relaxes: bool = False
+    """The lever only loosens the question (`Lever.relaxes`)."""
+    offers: str | None = None
+    """The GPU type an `allow GPU` lever offers (`Lever.offers`)."""
+
+
+def lever_work(instance: Instance) -> list[LeverWork]:
+    """The applicable levers' instances, longest re-solve first as far as the instance
+    tells (`_longest_first`)."""
+    work = [
+        LeverWork(lever.name, lever.apply(instance), lever.relaxes, lever.offers)
+        for lever in levers_for(instance)
+    ]
+    return sorted(work, key=lambda item: _longest_first(instance, item.instance))
+
+
+def _longest_first(base: Instance, changed: Instance) -> tuple[int, int]:
+    """The order key: more GPU types first (the larger program), then the new type's
+    smaller server first (`gpus_per_node`: a finer server leaves the whole-server
+    rounding more ways to pay off, so the search takes longer to prove it does not), so
+    that the longest re-solve does not start last and run alone at the end of `jobs`
+    workers."""
+    offered = {gpu.name for gpu in base.gpus}
+    new = [spec.gpus_per_node for name, spec in changed.gpu_specs.items() if name not in offered]
+    return -len(changed.gpus), min(new, default=0)

@@ -3,7 +3,7 @@
 Each lever, as it starts, gets an even share of what is left over the rounds of `jobs`
 levers still to end (itself included), so that the time a quick lever leaves is the
 later ones', or more where the others would still have what a run like the base's takes
-(`expect_s`): the first levers start with the longest re-solves (levers.lever_work), so
+(`expect_s`): the first levers start with the longest re-solves (lever_edits.lever_work), so
 that a lever an even share would stop is not solved twice, the second time alone at the
 end (chat-3region's gh200 lever, 14 s to prove against a 7 s even share); a group of
 levers proven together (solver.analysis.lever_groups) gets its members' shares at once;
@@ -29,6 +29,9 @@ MIN_START_S = 0.5
 """A lever whose turn comes with less than this left of the levers' deadline is not
 started: its candidates and program alone take longer, so it would only pass the
 deadline to report no plan."""
+EXPECTED = True
+"""Whether a share may be what the others would leave (`Shares.expect_s` from the base
+run); off, even shares only: the bench's `before` (tests/bench/test_levers_speed.py)."""
 NONE_LEFT = 0.0
 """`Shares.next_s` for a lever not to start (less than `MIN_START_S` left)."""
 

@@ -50,14 +50,16 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from dataclasses import dataclass, replace
+from contextlib import nullcontext
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from models.operations.time_demand import uses_time
 from models.schema.instance import Instance
-from solver.analysis.lever_edits import levers_for
+from solver.analysis import lever_shares
+from solver.analysis.lever_edits import LeverWork, lever_work
 from solver.analysis.lever_groups import (
     GroupOutcome,
     GroupWork,
@@ -86,6 +88,9 @@ from solver.settings import Deadline, SolveSettings, TimeLimitReached
 from solver.solve import solve_program
 from solver.workers import new_pool
 
+SHARED = True
+"""Whether the levers' candidate tables share their physics (`shared_physics`); off, the
+bench's `before` (tests/bench/test_levers_speed.py)."""
 BASE_IS_BETTER_NOTE = (
     "the base plan: the lever only loosens the question, and its search stopped on a "
     "dearer plan (${found:,.0f}/month)"
@@ -267,39 +272,6 @@ def rank_levers(instance: Instance, base: Plan, **options) -> tuple[LeverResult,
         return run.results()
 
 
-@dataclass(frozen=True)
-class LeverWork:
-    """One lever to re-solve: its name and its instance."""
-
-    name: str
-    instance: Instance
-    relaxes: bool = False
-    """The lever only loosens the question (lever_edits.Lever.relaxes)."""
-    offers: str | None = None
-    """The GPU type an `allow GPU` lever offers (lever_edits.Lever.offers)."""
-
-
-def lever_work(instance: Instance) -> list[LeverWork]:
-    """The applicable levers' instances, longest re-solve first as far as the instance
-    tells (`_longest_first`)."""
-    work = [
-        LeverWork(lever.name, lever.apply(instance), lever.relaxes, lever.offers)
-        for lever in levers_for(instance)
-    ]
-    return sorted(work, key=lambda item: _longest_first(instance, item.instance))
-
-
-def _longest_first(base: Instance, changed: Instance) -> tuple[int, int]:
-    """The order key: more GPU types first (the larger program), then the new type's
-    smaller server first (`gpus_per_node`: a finer server leaves the whole-server
-    rounding more ways to pay off, so the search takes longer to prove it does not), so
-    that the longest re-solve does not start last and run alone at the end of `jobs`
-    workers."""
-    offered = {gpu.name for gpu in base.gpus}
-    new = [spec.gpus_per_node for name, spec in changed.gpu_specs.items() if name not in offered]
-    return -len(changed.gpus), min(new, default=0)
-
-
 class LeverRun:
     """The levers of one base plan re-solved, `jobs` at a time, in the background:
     `begin` hands them to worker processes and returns at once (a caller has other work
@@ -423,7 +395,7 @@ class LeverRun:
         if beside:
             self._limit = max(self.jobs - 1, 1)
         self._shares = self._new_shares()
-        self._pool = new_pool(self.jobs, then=share_physics)
+        self._pool = new_pool(self.jobs, then=share_physics if SHARED else None)
         self._thread = threading.Thread(target=self._hand_out, name="fleetplan-levers", daemon=True)
         self._thread.start()
         return self
@@ -433,7 +405,7 @@ class LeverRun:
         if not self._parallel:
             self._shares = self._new_shares()
             waiting: deque = deque(self.work)
-            with shared_physics():
+            with shared_physics() if SHARED else nullcontext():
                 while waiting:
                     item = waiting.popleft()
                     task = self._task(item, 0)
@@ -476,7 +448,8 @@ class LeverRun:
         if self.start is None:  # no base plan in hand: a share must let the lever find one
             floor_s = max(floor_s, BASE_SOLVES * solved_s)
         deadline = self._deadline or Deadline.starting_now(self.time_limit_s)
-        return Shares(deadline, self.jobs, len(self.work), floor_s, max(floor_s, solved_s))
+        expect_s = max(floor_s, solved_s) if lever_shares.EXPECTED else 0.0
+        return Shares(deadline, self.jobs, len(self.work), floor_s, expect_s)
 
     def _task(
         self, item: "LeverWork | GroupWork", running: int

@@ -8,13 +8,17 @@ explanation's re-solves, `JOBS` at a time in worker processes), each side with t
 instance's time limit from its start:
 
 - `before`: explain's re-solves on their own (solver.analysis.without.FROM_BASE off: no
-  base bound, no start from the base plan), every lever alone (lever_groups.GROUPS off)
-  with the instance's whole time limit each.
+  base bound, no start from the base plan) on every core, every lever alone
+  (lever_groups.GROUPS off) with the instance's whole time limit each, each building its
+  candidate table's physics anew (levers.SHARED off; lever_shares.EXPECTED off).
 - `after`: each "without pool X" re-solve proven by the base solve's bound where the
   base plan changed in X's region is within the gap (solver.analysis.without), else
   searched from it with the bound as a row; the limit on configurations priced from the
   base plan; neutral GPU levers proven together; the levers within what is left of the
-  run's time limit (solver.analysis.lever_shares).
+  run's time limit (solver.analysis.lever_shares, a lever's share what the others would
+  leave where that is more than even), their tables' physics shared
+  (solver.candidates.pools.shared_physics), explain's re-solves on the cores the levers
+  leave.
 
 Printed: each alternative's and each lever's $/month and status both ways, then wall
 and CPU seconds (this process and its reaped workers) of each run, their ratio, and the
@@ -32,7 +36,7 @@ from dataclasses import replace
 import pytest
 
 from models.io.loading import load_instance
-from solver.analysis import lever_groups, without
+from solver.analysis import lever_groups, lever_shares, levers, without
 from solver.analysis.explain import Explanation, explain_solved
 from solver.analysis.levers import LeverResult, LeverRun
 from solver.settings import COMPARISON_GAP, SolveSettings
@@ -55,10 +59,12 @@ def _cpu_s() -> float:
 def _before(solved) -> tuple[Explanation, tuple[LeverResult, ...]]:
     """Explain's re-solves on their own, every lever alone with the whole limit each."""
     lever_groups.GROUPS, without.FROM_BASE = False, False
+    levers.SHARED, lever_shares.EXPECTED = False, False
     try:
         return _run(solved, shared=False)
     finally:
         lever_groups.GROUPS, without.FROM_BASE = True, True
+        levers.SHARED, lever_shares.EXPECTED = True, True
 
 
 def _run(solved, shared: bool = True) -> tuple[Explanation, tuple[LeverResult, ...]]:
@@ -75,7 +81,7 @@ def _run(solved, shared: bool = True) -> tuple[Explanation, tuple[LeverResult, .
         deadline=settings.deadline if shared else None,
     )
     with run.begin(beside=True):
-        explanation = explain_solved(solved)
+        explanation = explain_solved(solved, busy=run.beside if shared else 0)
         return explanation, run.results()
 
 

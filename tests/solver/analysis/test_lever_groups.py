@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from solver.analysis import lever_groups
+from solver.analysis.lever_edits import lever_work
 from solver.analysis.lever_groups import (
     GROUP_NOTE,
     Neutral,
@@ -17,7 +18,7 @@ from solver.analysis.lever_groups import (
     solve_group,
 )
 from solver.analysis.lever_programs import static_program
-from solver.analysis.levers import LeverRun, lever_work, solve_lever
+from solver.analysis.levers import LeverRun, solve_lever
 from solver.program.lp import LinearProgram, Sense, Variable
 from solver.settings import SolveSettings
 from solver.solve import solve_program
