@@ -34,6 +34,7 @@ from solver.program.lp import Termination
 from solver.program.optimised import Optimised
 from solver.program.row_names import ReplicasColumn
 from solver.program.sets import Mode, ProgramSets
+from solver.readback.gap import plan_gap
 from solver.readback.groups import group_counts, group_gpus, group_pools, with_routing
 from solver.readback.pricing import binding_constraints
 from solver.readback.site import region_power, server_purchases
@@ -118,11 +119,13 @@ def read_plan(
     attribution = cost_attribution(sets, counts, curves, scenarios[0].routing if scenarios else ())
     if callable(duals):
         duals = duals()
+    gap = plan_gap(program.lp, sets, result, values, gpu_uses)
+    proven = result.termination is Termination.OPTIMAL or (
+        gap is not None and gap != result.mip_gap and gap <= settings.mip_gap
+    )
     plan = Plan(
         instance=sets.instance.name,
-        status=plan_status(
-            result.termination is Termination.OPTIMAL, result.mip_gap, settings.mip_gap
-        ),
+        status=plan_status(proven, gap, settings.mip_gap),
         cost_per_month=sum(use.cost_per_month for use in gpu_uses),
         total_gpus=sum(use.used for use in gpu_uses),
         gpus=tuple(gpu_uses),
@@ -135,7 +138,7 @@ def read_plan(
             version=result.solver_version,
             termination=str(result.termination),
             runtime_s=result.runtime_s,
-            mip_gap=result.mip_gap,
+            mip_gap=gap,
             requested_gap=settings.mip_gap,
             time_limit_s=settings.time_limit_s,
             threads=settings.threads,
