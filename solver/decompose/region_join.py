@@ -43,8 +43,10 @@ returns a plan rather than none.
 
 import math
 import time
+from collections import defaultdict
 from dataclasses import dataclass, replace
 
+from models.operations.site import gpus_bought, node_gpus
 from models.schema.policy import BuyUnit
 from solver.backends import Backend
 from solver.backends.base import relative_gap
@@ -68,7 +70,7 @@ from solver.program.sets import ProgramSets
 from solver.settings import MIN_CALL_S, SolveSettings
 
 FLOORED = (ReplicasColumn.family, PurchasedColumn.family, ServersColumn.family)
-"""The columns `floored` holds at least at the regions' own choice."""
+"""The columns `floored` holds at least at the regions' own choice (replicas) or what it needs."""
 REGIONS_FIRST = True
 """Whether a solve with whole servers starts with the regions' programs (`first_by_region`);
 off, the bench's `before` (tests/bench/test_server_master_bench.py)."""
@@ -187,14 +189,31 @@ def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadl
 
 
 def floored(program: FleetProgram, own: dict[str, float], bounds: Bounds | None) -> LinearProgram:
-    """The whole program (within `bounds`) with each pool's replicas and each region's
-    purchases and servers at least what the regions' own programs chose (`own`): a
-    restriction, so its plans are plans of the whole; it adds to the regions' fleets
-    what the lost regions' users need."""
+    """The whole program (within `bounds`) with each pool's replicas at least what the
+    regions' own programs chose (`own`), and each region's purchases and servers at least
+    what those replicas need (max(0, used - existing) in whole servers, as the read-back
+    buys): a restriction, so its plans are plans of the whole; it adds to the regions'
+    fleets what the lost regions' users need. Not at `own`'s purchases: a region program
+    the clock stopped may hold servers no pool uses, which every later plan would pay for
+    (a 30 x 30 x 6 region-loss run at 60 s ended on an objective 5 times its pools'
+    cost)."""
     floors = dict(bounds or {})
+    sets = program.sets
+    used: dict[tuple[str, str], int] = defaultdict(int)
+    for pool in sets.pools:
+        count = own.get(ReplicasColumn(pool.workload, pool.candidate.key, pool.region).name(), 0)
+        used[(pool.region, pool.candidate.gpu)] += round(count) * pool.candidate.gpus
+    need: dict[str, float] = {}
+    for (region, gpu), gpus in used.items():
+        node = node_gpus(sets.instance, gpu)
+        bought = gpus_bought(gpus, sets.offers[(region, gpu)].existing, node)
+        need[PurchasedColumn(region, gpu).name()] = bought
+        need[ServersColumn(region, gpu).name()] = bought / node
     for name, var in program.lp.variables.items():
-        if split_name(name)[0] in FLOORED and own.get(name, 0.0) > 0.5 and name not in floors:
-            floors[name] = (max(var.lower, float(round(own[name]))), var.upper)
+        family = split_name(name)[0]
+        least = own.get(name, 0.0) if family == ReplicasColumn.family else need.get(name, 0.0)
+        if family in FLOORED and least > 0.5 and name not in floors:
+            floors[name] = (max(var.lower, float(round(least))), var.upper)
     return with_bounds(program.lp, floors)
 
 

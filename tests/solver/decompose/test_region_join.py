@@ -136,3 +136,37 @@ def test_the_regions_plan_states_the_time_of_every_stage(monkeypatch):
     wall = time.monotonic() - started
     assert found is not None
     assert 0.2 <= found.result.runtime_s <= wall
+
+
+def test_the_floored_fleets_buy_what_the_regions_pools_need_not_an_idle_server():
+    """A region program the clock stopped may hold a server no pool uses: the floored
+    program floors each purchase at what the floored replicas need, max(0, used -
+    existing) in whole servers of n, so the idle server is not carried into the plan."""
+    from models.operations.site import node_gpus
+    from solver.program.families.servers import ServersColumn
+    from solver.program.families.variables import PurchasedColumn
+
+    program, join = default_policy_join(0)
+    highs = get_backend("highs")
+    found = region_join(program, highs, EXACT, join, deadline=float("inf"))
+    sets = program.sets
+    used: dict[tuple[str, str], int] = {}
+    for pool in sets.pools:
+        count = round(
+            found.own.get(ReplicasColumn(pool.workload, pool.candidate.key, pool.region).name(), 0)
+        )
+        key = (pool.region, pool.candidate.gpu)
+        used[key] = used.get(key, 0) + count * pool.candidate.gpus
+    (region, gpu), gpus = max(used.items(), key=lambda item: item[1])
+    assert gpus > 0
+    n = node_gpus(sets.instance, gpu)
+    need = n * -(-max(0, gpus - sets.offers[(region, gpu)].existing) // n)  # whole servers
+    bought, servers = PurchasedColumn(region, gpu).name(), ServersColumn(region, gpu).name()
+    idle = dict(found.own)
+    idle[bought] = found.own.get(bought, 0.0) + n  # one server more than the pools use
+    idle[servers] = found.own.get(servers, 0.0) + 1
+    for own in (found.own, idle):
+        lp = floored(program, own, None)
+        assert lp.variables[bought].lower == need
+        if servers in lp.variables:
+            assert lp.variables[servers].lower == need / n
