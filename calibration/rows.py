@@ -52,8 +52,14 @@ TRT_GPUS = {
     "A100-SXM4-80GB": "a100-80gb-sxm",
     "A100": "a100-80gb-sxm",
     "L40S": "l40s",
+    "GB200 192GB (GB200 NVL72)": "gb200",
+    "RTX 6000 Pro Blackwell Server Edition": "rtx-pro-6000",
 }
 TRT_PRECISIONS = {"FP8": Precision.FP8, "FP4": Precision.FP4, "FP16": Precision.BF16}
+FITTED_TRTLLM = ("trtllm-0.20", "trtllm-0.17")
+"""The TensorRT-LLM versions whose max-throughput rows the fit may use (the keys of
+`calibration.calibrate.PROFILES`). A row of any other version (v1.0's tables) is held out:
+reported against the newest profile, never fitted."""
 MLPERF_GPUS = {
     "NVIDIA H100-SXM-80GB": "h100-sxm",
     "NVIDIA H200-SXM-141GB": "h200",
@@ -62,6 +68,9 @@ MLPERF_GPUS = {
     "NVIDIA L40S": "l40s",
     "AMD Instinct MI300X-NPS1-SPX-192GB-750W": "mi300x",
     "AMD MI300X-NPS1-SPX-192GB-750W": "mi300x",
+    "AMD Instinct MI325X 256GB HBM3E": "mi325x",
+    "AMD Instinct MI325X 256GB HBM3e": "mi325x",
+    "NVIDIA GB200": "gb200",
 }
 
 
@@ -201,7 +210,8 @@ def _trtllm_rows(path: Path, skipped: Counter) -> list[Row]:
                 skipped[f"trtllm {version}: {section} (units ambiguous or superseded)"] += 1
                 continue
             key = f"{version}|{model}|{gpu}|{precision}|{tp}|{pp}|{isl:g}|{osl:g}"
-            held_out = kind != "offline" or _held_out(key)
+            fitted = engine_name(version) in FITTED_TRTLLM
+            held_out = kind != "offline" or not fitted or _held_out(key)
             rows.append(
                 Row(
                     label=f"trtllm {version} {model} {gpu} {precision} tp{tp}pp{pp} "

@@ -1,0 +1,51 @@
+"""MLPerf Inference v5.0 and v5.1 rows (calibration/data/mlperf.csv): read as the v4.x rows
+are, on the GPUs they name, held out and in no error band, each measuring the system's
+output tokens/s over its accelerators."""
+
+import pytest
+
+from calibration.bands import profile_for
+from calibration.rows import load_rows
+
+
+def _rows(round_: str, submitter: str, scenario: str, benchmark: str) -> list:
+    rows, _ = load_rows()
+    return [
+        row
+        for row in rows
+        if row.label.startswith(f"mlperf {round_} {submitter} {benchmark} {scenario} ")
+    ]
+
+
+def test_the_mi325x_rows_are_read_per_gpu_and_held_out() -> None:
+    """AMD's v5.0 8x MI325X Offline run printed 33,928.1 tokens/s: 33,928.1 / 8 =
+    4,241.01 per GPU (the CSV keeps two decimals); every GPU count up to the node's 8 may
+    serve it."""
+    (row,) = _rows("v5.0", "AMD", "Offline", "llama2-70b-99.9")
+    assert row.gpu == "mi325x"
+    assert row.measured == pytest.approx(33928.1 / 8, abs=0.01)
+    assert row.tps == (1, 2, 4, 8)
+    assert row.held_out and row.kind == "offline"
+
+
+def test_the_gb200_nvl4_rows_stay_within_their_four_gpu_node() -> None:
+    """Azure's ND GB200 v6 is a 4-GPU NVL4 node: Server 46,016.49 tokens/s / 4 =
+    11,504.12 per GPU, at the round's 2 s TTFT and 200 ms TPOT limits, layouts of at most
+    4 GPUs."""
+    (row,) = _rows("v5.1", "Azure", "Server", "llama2-70b-99")
+    assert row.gpu == "gb200"
+    assert row.measured == pytest.approx(46016.49 / 4, abs=0.01)
+    assert row.tps == (1, 2, 4)
+    assert (row.targets.ttft_p99_s, row.targets.tpot_p99_s) == (2.0, 0.2)
+    assert row.held_out and row.kind == "server"
+
+
+def test_no_mlperf_row_is_fitted_or_joins_a_band() -> None:
+    """Every MLPerf row, old rounds and new, is held out, and no engine profile stands for
+    an MLPerf submission: the rows are reported, never fitted, and move no error band."""
+    rows, _ = load_rows()
+    mlperf = [row for row in rows if row.source == "mlperf"]
+    rounds = {row.engine for row in mlperf}
+    assert {"mlperf-tensorrt-v5.0", "mlperf-tensorrt-v5.1"} <= rounds
+    assert all(row.held_out for row in mlperf)
+    assert all(profile_for(engine) is None for engine in rounds)
