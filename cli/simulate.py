@@ -349,6 +349,8 @@ def simulate(
     if markdown_out is not None:
         write_text(markdown_out, markdown_tables([], tables), (file, plan_file))
     print_tables([], tables, console=err if any(is_stdout(p) for p in outputs) else out)
+    for left_out in result.not_simulated:
+        err.print(f"not replayed: {left_out}", markup=False, highlight=False)
     err.print(f"{result.events:,} events in {wall_s:.1f} s")
     if not result.meets_slo:
         raise typer.Exit(ExitCode.CHECK_FAILED)

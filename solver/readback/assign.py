@@ -24,6 +24,7 @@ from solver.plan.records import (
     Route,
     ScenarioResult,
     SolverRun,
+    layout_label,
     moves_of,
 )
 from solver.plan.schema import SHADOW_PRICE_NOTE, Plan, plan_status
@@ -316,11 +317,26 @@ def _phase_loads(
                         load_requests_per_s=load,
                         capacity_requests_per_s=capacity,
                         utilisation=load / capacity if capacity > 0 else 0.0,
-                        pools=tuple(f"{n} x {c.label}" for n, c, _ in alive)
+                        pools=tuple(f"{n} x {_pool_label(c)}" for n, c, _ in alive)
                         + tuple(f"{n} x shared group" for n, _ in groups),
                     )
                 )
     return tuple(rows)
+
+
+def _pool_label(candidate: Candidate) -> str:
+    """The plan pool's label of a candidate (`layout_label`), as its `ReplicaPool` spells it."""
+    fields = candidate.layout_fields
+    return layout_label(
+        fields["gpu"],
+        fields["precision"],
+        fields["tp"],
+        fields["pp"],
+        fields["role"],
+        fields["ep"],
+        fields["dp"],
+        fields["speculative"],
+    )
 
 
 def _phase_capacity(alive: list[tuple[int, Candidate, PoolCurve]], less_one: bool = False) -> float:

@@ -18,6 +18,11 @@ An hourly plan is replayed at one UTC hour (solver.simulate.hours: by default it
 hour, the one its `scenarios` describe): that hour's pools at that hour's scenario loads,
 the replicas it starts after a loss counted in their configuration's pool.
 
+A pool that decodes speculatively (`policy.speculative`) keeps its share of the load
+(its n q(n) with the speculation) but is not replayed: the engine advances every
+sequence one token per iteration. It is named in `not_simulated` with that reason
+(a prefill/decode pair whose decode side speculates: the whole pair).
+
 Prefill-only and decode-only pools are replayed as a pair (`solver.simulate.
 disaggregated`): the prefill rows carry TTFT (with the KV transfer), the decode rows TPOT.
 
@@ -91,6 +96,12 @@ def _surviving(plan: Plan, scenario: str) -> list[tuple[str, str, str, float, di
     return result
 
 
+SPECULATION_NOTE = (
+    "(speculative decoding: not replayed; the engine decodes one token per iteration)"
+)
+"""Why a speculating pool is in `PlanSimulation.not_simulated`."""
+
+
 class ReplayTooLarge(ValueError):
     """An open-arrival replay beyond `limits.REPLAY_ROUTER_STEPS`: refused before it runs."""
 
@@ -133,8 +144,17 @@ def _config(instance: Instance, pool: ReplicaPool) -> tuple[ReplicaConfig, Traff
     config = ReplicaConfig(
         gpu, llm, pool.precision, kv, pool.tp, pool.pp, pool.role, pool.ep, pool.dp
     )
+    if pool.speculative is not None and pool.role is not Role.PREFILL:
+        config = replace(config, speculation=instance.speculations.get(pool.speculative))
     efficiency = efficiency_for(gpu, pool.precision, instance.efficiency, instance.engine)
     return config, traffic_mix(workload, instance.policy.prefix_affinity), efficiency
+
+
+def _speculating(shares: list) -> list[str]:
+    """`n x label` of the pools of `shares` that decode speculatively: the replay engine
+    advances every sequence one token per iteration, so it cannot replay them; they keep
+    their share of the load (n q(n) with the speculation), the others are replayed."""
+    return [f"{share[4]} x {share[0].label}" for share in shares if share[1].speculation]
 
 
 def simulate_plan(
@@ -200,6 +220,7 @@ def simulate_plan(
     events = 0
     entries = _surviving(plan, scenario)
     stopped: list[str] = []
+    unreplayable: list[str] = []
     for index, (workload_name, region, phase, load, counts) in enumerate(entries):
         if phase.startswith(str(Role.DECODE)):
             continue  # replayed with its prefill phase
@@ -207,6 +228,26 @@ def simulate_plan(
             stopped.append(f"{workload_name} {region} {phase}")
             continue
         shares = _shares(instance, plan, instance.workload(workload_name), region, counts)
+        total = sum(share[-1] for share in shares) or 1.0  # the load splits over every pool
+        where = f"{workload_name} {region} {phase}"
+        if phase.startswith(str(Role.PREFILL)):
+            partner = next(
+                (e for e in entries if e[:3] == (workload_name, region, _decode_of(phase))), None
+            )
+            decode = partner[4] if partner else {}
+            speculating = _speculating(
+                _shares(instance, plan, instance.workload(workload_name), region, decode)
+            )
+            if speculating:  # the pair is replayed together or not at all
+                unreplayable.append(f"{where}: {', '.join(speculating)} {SPECULATION_NOTE}")
+                continue
+        else:
+            speculating = _speculating(shares)
+            if speculating:
+                unreplayable.append(f"{where}: {', '.join(speculating)} {SPECULATION_NOTE}")
+                shares = [share for share in shares if not share[1].speculation]
+                if not shares:
+                    continue
         if closed and phase.startswith(str(Role.PREFILL)):
             prefill, decode = _closed_pair(
                 instance, plan, entries, (workload_name, region, phase), shares
@@ -257,7 +298,6 @@ def simulate_plan(
             pools.extend(rows)
             events += count
             continue
-        total = sum(share[-1] for share in shares) or 1.0
         entry: list[PoolSimulation] = []
         entry_events = 0
         try:
@@ -313,11 +353,16 @@ def simulate_plan(
         events=events,
         arrivals=arrivals,
         concurrency=concurrency if closed else None,
-        not_simulated=tuple(stopped),
+        not_simulated=tuple(stopped) + tuple(unreplayable),
         hour=at.hour,
         month=at.month,
         replayed=at.words,
     )
+
+
+def _decode_of(prefill_phase: str) -> str:
+    """The decode phase paired with a prefill phase (`prefill fp8` -> `decode fp8`)."""
+    return str(Role.DECODE) + prefill_phase[len(str(Role.PREFILL)) :]
 
 
 def _closed_pair(instance: Instance, plan: Plan, entries, key, shares) -> tuple:
