@@ -18,6 +18,10 @@ An hourly plan is replayed at one UTC hour (solver.simulate.hours: by default it
 hour, the one its `scenarios` describe): that hour's pools at that hour's scenario loads,
 the replicas it starts after a loss counted in their configuration's pool.
 
+A shared group (`policy.colocation`: several models co-resident on one replica) keeps
+its share of its members' load (n a[w,t], as the plan credits it) and is not replayed
+either: the engine runs one model per replica. It is named in `not_simulated`.
+
 A pool that decodes speculatively (`policy.speculative`) keeps its share of the load
 (its n q(n) with the speculation) but is not replayed: the engine advances every
 sequence one token per iteration. It is named in `not_simulated` with that reason
@@ -100,6 +104,10 @@ SPECULATION_NOTE = (
     "(speculative decoding: not replayed; the engine decodes one token per iteration)"
 )
 """Why a speculating pool is in `PlanSimulation.not_simulated`."""
+GROUP_NOTE = "(co-located group: not replayed; the engine runs one model per replica)"
+"""Why a shared group is in `PlanSimulation.not_simulated`."""
+SHARED_GROUP = "shared group"
+"""How a scenario row lists a shared group's replicas (`n x shared group`)."""
 
 
 class ReplayTooLarge(ValueError):
@@ -148,6 +156,38 @@ def _config(instance: Instance, pool: ReplicaPool) -> tuple[ReplicaConfig, Traff
         config = replace(config, speculation=instance.speculations.get(pool.speculative))
     efficiency = efficiency_for(gpu, pool.precision, instance.efficiency, instance.engine)
     return config, traffic_mix(workload, instance.policy.prefix_affinity), efficiency
+
+
+def _group_credit(
+    plan: Plan, workload: str, region: str, counts: dict[str, int]
+) -> tuple[float, list[str]]:
+    """What the shared groups listed in a (workload, region) row carry of the workload,
+    sum_t n_t a[w,t] (`GroupMember.requests_per_s_per_replica`, as the plan's scenario
+    rows credit them), and `n x shared group ... on label` of each. A row lists them as
+    `n x shared group` together, so with several groups their survivors are taken in
+    proportion to their replicas. The engine runs one model per replica: the groups
+    keep their share of the load and are not replayed."""
+    listed = counts.get(SHARED_GROUP, 0)
+    groups = [
+        p for p in plan.replicas if p.shared and p.region == region and workload in p.workloads
+    ]
+    whole = sum(p.count for p in groups)
+    if listed <= 0 or whole <= 0:
+        return 0.0, []
+    carried = sum(
+        p.count * m.requests_per_s_per_replica
+        for p in groups
+        for m in p.members
+        if m.workload == workload
+    )
+    named = [f"{p.count} x {SHARED_GROUP} {'+'.join(p.workloads)} on {p.label}" for p in groups]
+    return carried * listed / whole, named
+
+
+def _why(shares: list, groups: list[str]) -> str:
+    """The reason a row's left-out pools give: speculation, co-location or both."""
+    notes = [SPECULATION_NOTE] if _speculating(shares) else []
+    return " ".join(notes + ([GROUP_NOTE] if groups else []))
 
 
 def _speculating(shares: list) -> list[str]:
@@ -228,7 +268,7 @@ def simulate_plan(
             stopped.append(f"{workload_name} {region} {phase}")
             continue
         shares = _shares(instance, plan, instance.workload(workload_name), region, counts)
-        total = sum(share[-1] for share in shares) or 1.0  # the load splits over every pool
+        total = sum(share[-1] for share in shares)  # the load splits over every pool
         where = f"{workload_name} {region} {phase}"
         if phase.startswith(str(Role.PREFILL)):
             partner = next(
@@ -242,9 +282,11 @@ def simulate_plan(
                 unreplayable.append(f"{where}: {', '.join(speculating)} {SPECULATION_NOTE}")
                 continue
         else:
-            speculating = _speculating(shares)
-            if speculating:
-                unreplayable.append(f"{where}: {', '.join(speculating)} {SPECULATION_NOTE}")
+            credit, groups = _group_credit(plan, workload_name, region, counts)
+            total += credit
+            left_out = _speculating(shares) + groups
+            if left_out:
+                unreplayable.append(f"{where}: {', '.join(left_out)} {_why(shares, groups)}")
                 shares = [share for share in shares if not share[1].speculation]
                 if not shares:
                     continue
@@ -323,7 +365,7 @@ def simulate_plan(
                         mix,
                         efficiency,
                         n,
-                        load * weight / total,
+                        load * weight / (total or 1.0),
                         [seed, index, offset],
                         duration_s,
                         warmup,
