@@ -22,9 +22,12 @@ A shared group (`policy.colocation`: several models co-resident on one replica) 
 its share of its members' load (n a[w,t], as the plan credits it) and is not replayed
 either: the engine runs one model per replica. It is named in `not_simulated`.
 
-A pool that decodes speculatively (`policy.speculative`) keeps its share of the load
-(its n q(n) with the speculation) but is not replayed: the engine advances every
-sequence one token per iteration. It is named in `not_simulated` with that reason
+A unified pool that decodes speculatively (`policy.speculative`) is replayed cycle by
+cycle: each iteration is one speculation cycle (the planner's `SpeculativeSteps`), each
+request's O - 1 tokens take the cycles drawn for it (`traffic.speculation_cycles`, the
+planner's acceptance model), its KV grows by E tokens a cycle. A speculating pool the
+engine does not replay (a decode pool, with attention DP, or under a closed loop) keeps
+its share of the load (n q(n) with the speculation) and is named in `not_simulated`
 (a prefill/decode pair whose decode side speculates: the whole pair).
 
 Prefill-only and decode-only pools are replayed as a pair (`solver.simulate.
@@ -56,7 +59,7 @@ from models.serving.replica import ReplicaConfig, Role, ServingContext, TrafficM
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.simulate.closed_rows import CLOSED_LOOP, simulate_closed_pair, simulate_closed_pool
-from solver.simulate.disaggregated import cached_tokens, replica_engine
+from solver.simulate.disaggregated import cached_tokens, replica_engine, speculates
 from solver.simulate.engine import Effects, PoolTrace, simulate_pool
 from solver.simulate.hours import replayed_hour
 from solver.simulate.pair_rows import pair_meets, simulate_pair_rows
@@ -74,7 +77,7 @@ from solver.simulate.results import (
 )
 from solver.simulate.tolerance import STEPS as TOLERANCE_STEPS
 from solver.simulate.tolerance import tolerated_cv
-from solver.simulate.traffic import arrival_times_s, token_lengths
+from solver.simulate.traffic import arrival_times_s, speculation_cycles, token_lengths
 
 
 def _surviving(plan: Plan, scenario: str) -> list[tuple[str, str, str, float, dict[str, int]]]:
@@ -184,17 +187,24 @@ def _group_credit(
     return carried * listed / whole, named
 
 
-def _why(shares: list, groups: list[str]) -> str:
+def _why(shares: list, groups: list[str], closed: bool) -> str:
     """The reason a row's left-out pools give: speculation, co-location or both."""
-    notes = [SPECULATION_NOTE] if _speculating(shares) else []
+    notes = [SPECULATION_NOTE] if _speculating(shares, closed) else []
     return " ".join(notes + ([GROUP_NOTE] if groups else []))
 
 
-def _speculating(shares: list) -> list[str]:
-    """`n x label` of the pools of `shares` that decode speculatively: the replay engine
-    advances every sequence one token per iteration, so it cannot replay them; they keep
-    their share of the load (n q(n) with the speculation), the others are replayed."""
-    return [f"{share[4]} x {share[0].label}" for share in shares if share[1].speculation]
+def _unreplayable(config: ReplicaConfig, closed: bool) -> bool:
+    """A speculating pool the replay does not run: the engine replays the cycles of an
+    open-arrival unified pool without attention DP (`disaggregated.speculates`), not a
+    decode pool's, a DP replica's or a closed loop's."""
+    return config.speculation is not None and (closed or not speculates(config))
+
+
+def _speculating(shares: list, closed: bool) -> list[str]:
+    """`n x label` of the speculating pools of `shares` the replay does not run
+    (`_unreplayable`; a pair's decode side: all of them). They keep their share of the
+    load (n q(n) with the speculation); the others are replayed."""
+    return [f"{share[4]} x {share[0].label}" for share in shares if _unreplayable(share[1], closed)]
 
 
 def simulate_plan(
@@ -276,7 +286,7 @@ def simulate_plan(
             )
             decode = partner[4] if partner else {}
             speculating = _speculating(
-                _shares(instance, plan, instance.workload(workload_name), region, decode)
+                _shares(instance, plan, instance.workload(workload_name), region, decode), True
             )
             if speculating:  # the pair is replayed together or not at all
                 unreplayable.append(f"{where}: {', '.join(speculating)} {SPECULATION_NOTE}")
@@ -284,10 +294,12 @@ def simulate_plan(
         else:
             credit, groups = _group_credit(plan, workload_name, region, counts)
             total += credit
-            left_out = _speculating(shares) + groups
+            left_out = _speculating(shares, closed) + groups
             if left_out:
-                unreplayable.append(f"{where}: {', '.join(left_out)} {_why(shares, groups)}")
-                shares = [share for share in shares if not share[1].speculation]
+                unreplayable.append(
+                    f"{where}: {', '.join(left_out)} {_why(shares, groups, closed)}"
+                )
+                shares = [share for share in shares if not _unreplayable(share[1], closed)]
                 if not shares:
                     continue
         if closed and phase.startswith(str(Role.PREFILL)):
@@ -489,6 +501,12 @@ def _simulate_one(
     serving = ServingContext(config, mix, efficiency)
     cached = cached_tokens(prompts, serving, replicas)
     engine = replica_engine(serving, replicas)
+    spec = config.speculation
+    cycles = (
+        speculation_cycles(outputs, spec.tokens, spec.acceptance_rate, rng)
+        if speculates(config)
+        else None
+    )
     analytic = latency_at_rate(serving, load / replicas, replicas)
 
     def run(fx: Effects) -> PoolTrace:
@@ -502,6 +520,7 @@ def _simulate_one(
             fx,
             dispatch,
             request_overhead_s=efficiency.request_overhead_s,
+            decode_steps=cycles,
         )
 
     trace = run(Effects())
