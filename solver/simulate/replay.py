@@ -14,6 +14,10 @@ planner's). Requests that arrive in the first `warmup_s` are
 served but not measured. The analytic numbers are `models.serving.latency.latency_at_rate` at
 the same per-replica load and pool size.
 
+In a failure scenario a region's pools that may serve rerouted users are judged at the
+p99 TTFT target less the longest such round trip, the target the planner credited them
+at and the verifier checks (`solver.simulate.failover`).
+
 An hourly plan is replayed at one UTC hour (solver.simulate.hours: by default its peak
 hour, the one its `scenarios` describe): that hour's pools at that hour's scenario loads,
 the replicas it starts after a loss counted in their configuration's pool.
@@ -61,6 +65,7 @@ from solver.plan.schema import Plan
 from solver.simulate.closed_rows import CLOSED_LOOP, simulate_closed_pair, simulate_closed_pool
 from solver.simulate.disaggregated import cached_tokens, replica_engine, speculates
 from solver.simulate.engine import Effects, PoolTrace, simulate_pool
+from solver.simulate.failover import failover_workloads
 from solver.simulate.hours import replayed_hour
 from solver.simulate.pair_rows import pair_meets, simulate_pair_rows
 from solver.simulate.results import (
@@ -271,13 +276,15 @@ def simulate_plan(
     entries = _surviving(plan, scenario)
     stopped: list[str] = []
     unreplayable: list[str] = []
+    rerouted = failover_workloads(instance, scenario)  # tighter TTFT targets where users reroute
     for index, (workload_name, region, phase, load, counts) in enumerate(entries):
+        workload = rerouted.get((workload_name, region)) or instance.workload(workload_name)
         if phase.startswith(str(Role.DECODE)):
             continue  # replayed with its prefill phase
         if not closed and (stopped or (stop is not None and stop())):
             stopped.append(f"{workload_name} {region} {phase}")
             continue
-        shares = _shares(instance, plan, instance.workload(workload_name), region, counts)
+        shares = _shares(instance, plan, workload, region, counts)
         total = sum(share[-1] for share in shares)  # the load splits over every pool
         where = f"{workload_name} {region} {phase}"
         if phase.startswith(str(Role.PREFILL)):
@@ -285,9 +292,7 @@ def simulate_plan(
                 (e for e in entries if e[:3] == (workload_name, region, _decode_of(phase))), None
             )
             decode = partner[4] if partner else {}
-            speculating = _speculating(
-                _shares(instance, plan, instance.workload(workload_name), region, decode), True
-            )
+            speculating = _speculating(_shares(instance, plan, workload, region, decode), True)
             if speculating:  # the pair is replayed together or not at all
                 unreplayable.append(f"{where}: {', '.join(speculating)} {SPECULATION_NOTE}")
                 continue
@@ -307,7 +312,7 @@ def simulate_plan(
                 instance, plan, entries, (workload_name, region, phase), shares
             )
             rows, count = simulate_closed_pair(
-                instance.workload(workload_name),
+                workload,
                 prefill,
                 decode,
                 int(concurrency or 1),
@@ -324,15 +329,11 @@ def simulate_plan(
             partner = next(
                 (e for e in entries if e[:3] == (workload_name, region, decode_phase)), None
             )
-            decode_shares = (
-                _shares(instance, plan, instance.workload(workload_name), region, partner[4])
-                if partner
-                else []
-            )
+            decode_shares = _shares(instance, plan, workload, region, partner[4]) if partner else []
 
             pair = partial(
                 simulate_pair_rows,
-                instance.workload(workload_name),
+                workload,
                 shares,
                 decode_shares,
                 load,
@@ -359,7 +360,7 @@ def simulate_plan(
                 if closed:
                     row, count = simulate_closed_pool(
                         pool,
-                        instance.workload(workload_name),
+                        workload,
                         ServingContext(config, mix, efficiency),
                         n,
                         int(concurrency or 1),
@@ -372,7 +373,7 @@ def simulate_plan(
                     one = partial(
                         _simulate_one,
                         pool,
-                        instance.workload(workload_name),
+                        workload,
                         config,
                         mix,
                         efficiency,
