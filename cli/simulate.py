@@ -19,7 +19,7 @@ from models.io.output_files import check_targets, is_stdout, write_text
 from models.schema import limits
 from models.schema.errors import InputError, Issue
 from models.serving.latency import REQUESTS_PER_USER
-from solver.plan.schema import Plan
+from solver.plan.schema import Plan, no_plan_reason
 from solver.simulate.closed_rows import CLOSED_LOOP
 from solver.simulate.engine import DISPATCHES
 from solver.simulate.hours import HourRefused, replayed_hour
@@ -71,6 +71,8 @@ def _check_closed_loop_size(plan: Plan, users: int | None) -> None:
 
 def _read_plan(path: Path) -> Plan:
     data, _ = read_document(path, what="plan")  # bounded: a FIFO or device is refused
+    if (reason := no_plan_reason(data)) is not None:
+        raise _problem("PLAN", f"{path} {reason}")
     try:
         return Plan.model_validate(data)
     except ValueError as error:
@@ -349,6 +351,8 @@ def simulate(
     if markdown_out is not None:
         write_text(markdown_out, markdown_tables([], tables), (file, plan_file))
     print_tables([], tables, console=err if any(is_stdout(p) for p in outputs) else out)
+    for left_out in result.not_simulated:
+        err.print(f"not replayed: {left_out}", markup=False, highlight=False)
     err.print(f"{result.events:,} events in {wall_s:.1f} s")
     if not result.meets_slo:
         raise typer.Exit(ExitCode.CHECK_FAILED)

@@ -53,7 +53,7 @@ from models.schema.policy import SolverSettings
 from models.schema.quantities import counted
 from solver.backends import UnknownBackendError
 from solver.errors import BackendUnavailable, Diagnosis, Infeasible, NoSolution, PlanRejected
-from solver.plan.schema import Plan
+from solver.plan.schema import Plan, no_plan_reason
 from solver.program.lp import Termination
 from solver.settings import SolveSettings
 from solver.solve import Solved, solve_program
@@ -381,6 +381,8 @@ def export_program(file: Path, target: Path) -> None:
 
 def _read_plan(path: Path) -> Plan:
     data, _ = read_document(path, what="plan")
+    if (reason := no_plan_reason(data)) is not None:
+        raise InputError([Issue(str(path), None, "status", reason)])
     try:
         return Plan.model_validate(data)
     except ValidationError as error:

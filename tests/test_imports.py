@@ -364,8 +364,9 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
         "sizes the normal scenario and the scaling thresholds; a running fleet read back",
     ),
     "solver.simulate": _contract(
-        "models.physics models.serving models.schema solver.plan",
-        "checks the queue formulas from outside the program: physics and the plan only",
+        "models.physics models.serving models.schema models.operations solver.plan",
+        "checks the queue formulas from outside the program: physics and the plan only, "
+        "and a failure scenario's rerouted round trips (the targets a pool is judged at)",
     ),
     "solver.studies": _contract(
         "models.schema models.io models.physics solver.solve solver.settings solver.errors "

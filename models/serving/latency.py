@@ -32,6 +32,13 @@ Open loop (Poisson arrivals at R requests/s per replica)
     the rate at which the prefill lane's utilisation R P (1-h) / r reaches 1; past it
     the queue grows without bound and the result says `saturated`.
 
+Speculative decoding (the configuration's `speculation`): an iteration is one
+speculation cycle t(B) (`models.physics.speculative.SpeculativeSteps`, the planner's), each
+sequence advancing E tokens on average and taking k + 1 positions of the token budget,
+so rate(B) = B E / (O t(B)), Q(B) = B E P (1-h) / O, the lane has pp x chunk - B (k + 1)
+tokens and TPOT mean = t(B) / E; E = 1 and k = 0 without it (as
+`models.serving.batch_model.BatchModel`).
+
 Closed loop (C users, each sending the next request as soon as the last completes)
     Every user is always in the system: C = B + X x mean TTFT with X = rate(B) the
     throughput (Little's law on the decode and the TTFT phases; a user whose request is
@@ -52,6 +59,7 @@ import math
 from dataclasses import dataclass
 from functools import cache
 
+from models.physics.speculative import SpeculativeSteps
 from models.physics.step_time import StepModel
 from models.serving.batch_model import BatchModel, group_loaded_steps
 from models.serving.capacity import replica_capacity
@@ -61,7 +69,7 @@ from models.serving.frontier import throughput_frontier
 from models.serving.prefix_kv import pool_mix_tokens
 from models.serving.queueing import mgc_mean_wait_s, wait_quantile_s
 from models.serving.replica import LatencyTargets, Role, ServingContext
-from models.serving.replica_layout import replica_step_model
+from models.serving.replica_layout import decode_steps, replica_step_model
 
 BISECTION_STEPS = 60
 """Halvings of the batch bracket: a relative precision of ~1e-18 of the bracket."""
@@ -121,9 +129,12 @@ class _Replica:
             raise ValueError(self.offline.reason)
         tokens = pool_mix_tokens(serving, pool_replicas)  # the pool's prefix cache
         # the busiest attention-DP group's loads, as the planner and the simulator price them
-        self.steps: StepModel = group_loaded_steps(
-            replica_step_model(config, efficiency), tokens, Role.UNIFIED
+        raw = replica_step_model(config, efficiency)
+        self.steps: StepModel = group_loaded_steps(raw, tokens, Role.UNIFIED)
+        self.iteration: StepModel | SpeculativeSteps = (
+            self.steps if config.speculation is None else decode_steps(config, efficiency, raw)
         )
+        """One iteration: the plain step, or a speculation cycle (as `models.serving.capacity`)."""
         self.output = tokens.output
         hit = tokens.hit
         prompt = tokens.prompt
@@ -139,7 +150,7 @@ class _Replica:
         self.overhead_s = efficiency.request_overhead_s
         """o: the profile's fixed cost of a request before the engine, in every TTFT."""
         self.model = BatchModel(
-            self.steps,
+            self.iteration,
             tokens,
             Role.UNIFIED,
             0.0,
@@ -149,8 +160,8 @@ class _Replica:
         )
 
     def prefill_tokens(self, batch: float) -> float:
-        """Q(B) = B P (1-h) / O."""
-        return batch * self.new_prompt / self.output
+        """Q(B) = B E P (1-h) / O (E = 1 without speculation)."""
+        return batch * self.model.advance * self.new_prompt / self.output
 
     def step_s(self, batch: float) -> float:
         """t(B): the planner's mean iteration, prompts riding along as whole chunks
@@ -158,22 +169,26 @@ class _Replica:
         return self.model.step_s(batch)
 
     def rate(self, batch: float) -> float:
-        """Requests/s finishing at batch B: B / (O t(B))."""
-        return batch / (self.output * self.step_s(batch))
+        """Requests/s finishing at batch B: B E / (O t(B)) (E tokens an iteration)."""
+        return batch * self.model.advance / (self.output * self.step_s(batch))
+
+    def tpot_mean_s(self, batch: float) -> float:
+        """t(B) / E: the mean time between a sequence's tokens."""
+        return self.step_s(batch) / self.model.advance
 
     def lane_service_s(self, batch: float) -> float:
         """One mean prompt's time on the prefill lane: P (1-h) / r (inf with no lane)."""
-        lane_tokens = self.budget_tokens - batch
+        lane_tokens = self.model.lane_tokens(batch)
         if lane_tokens <= 0:
             return math.inf
-        full_s = self.steps.iteration_s(batch, self.context, lane_tokens, self.prefill_context)
+        full_s = self.iteration.iteration_s(batch, self.context, lane_tokens, self.prefill_context)
         return self.new_prompt * full_s / lane_tokens
 
     def own_prefill_s(self, batch: float, prompt_new: float) -> float:
         """S(p): the iterations a prompt of `prompt_new` new tokens needs on the lane."""
-        lane_tokens = self.budget_tokens - batch
+        lane_tokens = self.model.lane_tokens(batch)
         tokens = min(lane_tokens, self.prefill_tokens(batch) + prompt_new)
-        one = self.steps.iteration_s(batch, self.context, tokens, self.prefill_context)
+        one = self.iteration.iteration_s(batch, self.context, tokens, self.prefill_context)
         return one * max(1.0, prompt_new / lane_tokens)
 
     def stable(self, batch: float) -> bool:
@@ -239,7 +254,7 @@ class _Replica:
             saturated=saturated,
             saturation_requests_per_s=saturation_rate,
             throughput_requests_per_s=throughput,
-            in_flight=throughput * (ttft_mean_s + self.output * step_s),
+            in_flight=throughput * (ttft_mean_s + self.output * self.tpot_mean_s(batch)),
             batch=batch,
             kv_bytes_resident=batch * self.context * self.offline.kv_bytes_per_token,
             step_s=step_s,
@@ -247,7 +262,7 @@ class _Replica:
             ttft_mean_s=ttft_mean_s,
             ttft_p50_s=self.ttft_p50_s(batch, throughput) + extra_wait_s,
             ttft_p99_s=ttft_p99_s + extra_wait_s,
-            tpot_mean_s=step_s,
+            tpot_mean_s=self.tpot_mean_s(batch),
             tpot_p99_s=tpot_p99_s,
         )
 
@@ -315,7 +330,7 @@ def latency_at_rate(
             ttft_mean_s=math.inf,
             ttft_p50_s=math.inf,
             ttft_p99_s=math.inf,
-            tpot_mean_s=step_s,
+            tpot_mean_s=replica.tpot_mean_s(edge),
             tpot_p99_s=replica.model.tpot_p99_s(edge),
         )
     batch = replica.batch_at_rate(requests_per_s)

@@ -98,6 +98,27 @@ class CapacityBand(BaseModel):
         return bool(self.flag) or self.regime == "borrowed"
 
 
+def layout_label(
+    gpu: str,
+    precision: str,
+    tp: int,
+    pp: int,
+    role: str,
+    ep: int = 1,
+    dp: int = 1,
+    speculative: str | None = None,
+) -> str:
+    """How a plan names a pool's configuration, wherever it lists one (its pools, the
+    scenario rows' `n x label`, the hours): `h100-sxm fp8 tp4xpp1 unified`,
+    `h200 fp8 tp1xpp1xdp8 ep8 unified`, `... unified spec eagle` (the option's name,
+    unique in an instance; the physics' own label adds k and a). The simulator and the
+    hour verifier match a row's pools to the plan's by it."""
+    layout = f"tp{tp}xpp{pp}" + (f"xdp{dp}" if dp > 1 else "")
+    layout += f" ep{ep}" if ep > 1 else ""
+    text = f"{gpu} {precision} {layout} {role}"
+    return text if speculative is None else f"{text} spec {speculative}"
+
+
 class ReplicaPool(BaseModel):
     """Replicas of one configuration serving one workload (or, for a shared group, several
     workloads) in one region."""
@@ -176,11 +197,17 @@ class ReplicaPool(BaseModel):
 
     @property
     def label(self) -> str:
-        """`h100-sxm fp8 tp4xpp1 unified` (`h200 fp8 tp1xpp1xdp8 ep8 unified`)."""
-        layout = f"tp{self.tp}xpp{self.pp}" + (f"xdp{self.dp}" if self.dp > 1 else "")
-        layout += f" ep{self.ep}" if self.ep > 1 else ""
-        text = f"{self.gpu} {self.precision} {layout} {self.role}"
-        return text if self.speculative is None else f"{text} spec {self.speculative}"
+        """`h100-sxm fp8 tp4xpp1 unified` (`layout_label`)."""
+        return layout_label(
+            self.gpu,
+            self.precision,
+            self.tp,
+            self.pp,
+            self.role,
+            self.ep,
+            self.dp,
+            self.speculative,
+        )
 
     @property
     def replica_gpus(self) -> int:

@@ -161,3 +161,24 @@ class Plan(BaseModel):
 
 
 Plan.model_rebuild()
+
+
+def no_plan_reason(data: object) -> str | None:
+    """Why a document `fleetplan solve --json` wrote holds no plan (what it writes when
+    the time limit stops it or the instance is infeasible: a status and no replicas), in
+    words for the commands that read a plan; None for anything else (a plan, or a
+    document the plan schema then judges)."""
+    if not isinstance(data, dict) or "replicas" in data:
+        return None
+    status = data.get("status")
+    if status == "no_solution":
+        return (
+            f"records no plan: `fleetplan solve` stopped without one ({data.get('message')}); "
+            "solve again and pass the plan it writes"
+        )
+    if status == "infeasible":
+        return (
+            "records no plan: `fleetplan solve` found the instance infeasible (its diagnosis "
+            "is in the file); change the instance and solve again"
+        )
+    return None

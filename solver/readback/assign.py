@@ -15,7 +15,7 @@ from models.serving.pooling import spare_survivors, zone_survivors
 from models.serving.replica import ReplicaConfig
 from solver.analysis.cost_attribution import cost_attribution
 from solver.candidates.pool_kv import pool_kv_fields
-from solver.candidates.pools import PoolCurve
+from solver.candidates.pools import PoolCurve, failover_curve, physics_of
 from solver.candidates.table import Candidate
 from solver.plan.records import (
     GpuUse,
@@ -24,6 +24,7 @@ from solver.plan.records import (
     Route,
     ScenarioResult,
     SolverRun,
+    layout_label,
     moves_of,
 )
 from solver.plan.schema import SHADOW_PRICE_NOTE, Plan, plan_status
@@ -247,6 +248,7 @@ def scenario_results(
     """Routing and utilisation of every phase in every scenario (shared groups credited
     to their members' unified phase)."""
     shared = shared or {}
+    at_failover = FailoverCurves(sets, curves)
     results = []
     for f in sets.routing_scenarios:
         routes = tuple(
@@ -261,7 +263,7 @@ def scenario_results(
                 name=f.name,
                 description=f.description,
                 routing=routes,
-                pools=_phase_loads(sets, f, values, counts, curves, shared=shared),
+                pools=_phase_loads(sets, f, values, counts, at_failover, shared=shared),
                 moves=moves_of(routes, f.lost_region),
             )
         )
@@ -273,7 +275,7 @@ def scenario_results(
                 description=LOSE_REPLICA.description
                 + " (capacity: each phase less its largest replica)",
                 routing=none.routing,
-                pools=_phase_loads(sets, LOSE_REPLICA, values, counts, curves, "none", shared),
+                pools=_phase_loads(sets, LOSE_REPLICA, values, counts, at_failover, "none", shared),
                 moves=none.moves,
             )
         )
@@ -285,7 +287,7 @@ def _phase_loads(
     f: Scenario,
     values: dict[str, float],
     counts: dict[tuple[str, str, str], int],
-    curves: dict[tuple[str, str], PoolCurve],
+    curves: "FailoverCurves",
     none_scenario: str | None = None,
     shared: SharedCredit | None = None,
 ) -> tuple[PoolLoad, ...]:
@@ -303,7 +305,9 @@ def _phase_loads(
                     count = counts.get((w, pool.candidate.key, d), 0)
                     if count:
                         keep = f.surviving_replicas(d, count, sets.zones[d])
-                        alive.append((keep, pool.candidate, curves[(w, pool.candidate.key)]))
+                        alive.append(
+                            (keep, pool.candidate, curves.of(f.name, w, pool.candidate, d))
+                        )
                 groups = shared.get((w, d), []) if phase.label == "unified" else []
                 groups = [(f.surviving_replicas(d, n, sets.zones[d]), a) for n, a in groups]
                 if not alive and not groups and load <= ROUTE_EPSILON:
@@ -319,11 +323,52 @@ def _phase_loads(
                         load_requests_per_s=load,
                         capacity_requests_per_s=capacity,
                         utilisation=load / capacity if capacity > 0 else 0.0,
-                        pools=tuple(f"{n} x {c.label}" for n, c, _ in alive)
+                        pools=tuple(f"{n} x {_pool_label(c)}" for n, c, _ in alive)
                         + tuple(f"{n} x shared group" for n, _ in groups),
                     )
                 )
     return tuple(rows)
+
+
+class FailoverCurves:
+    """The chosen pools' curves as a scenario credits them: q(n) at their real sizes, and
+    where the scenario may reroute users to the region, q'(n) at the TTFT target less the
+    longest such round trip (`solver.candidates.pools.failover_curve` on the assessed
+    curve, so exact at the real sizes), as the capacity rows credit and the verifier
+    checks them (solver.program.families.capacity, "Failover round trip"). The tighter
+    target's physics is asked here, once per pool and round trip, only where it binds."""
+
+    def __init__(self, sets: ProgramSets, curves: dict[tuple[str, str], PoolCurve]):
+        self.sets = sets
+        self.curves = curves
+        self.memo: dict[tuple[str, str, float], PoolCurve] = {}
+
+    def of(self, f: str, w: str, candidate: Candidate, d: str) -> PoolCurve:
+        """The curve of `candidate` serving `w` in region `d` under scenario `f`."""
+        curve = self.curves[(w, candidate.key)]
+        rtt_ms = self.sets.rerouted_rtt.get((f, w, d), 0.0)
+        if rtt_ms <= 0:
+            return curve
+        key = (w, candidate.key, rtt_ms)
+        if key not in self.memo:
+            physics = physics_of(self.sets.instance, w, candidate.config)
+            self.memo[key] = failover_curve(physics, curve, rtt_ms)
+        return self.memo[key]
+
+
+def _pool_label(candidate: Candidate) -> str:
+    """The plan pool's label of a candidate (`layout_label`), as its `ReplicaPool` spells it."""
+    fields = candidate.layout_fields
+    return layout_label(
+        fields["gpu"],
+        fields["precision"],
+        fields["tp"],
+        fields["pp"],
+        fields["role"],
+        fields["ep"],
+        fields["dp"],
+        fields["speculative"],
+    )
 
 
 def _phase_capacity(alive: list[tuple[int, Candidate, PoolCurve]], less_one: bool = False) -> float:

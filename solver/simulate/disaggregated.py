@@ -40,9 +40,9 @@ from models.serving.capacity import replica_capacity
 from models.serving.frontier import operating_point
 from models.serving.prefill_model import prefill_lane
 from models.serving.prefix_kv import pool_kv, pool_mix_tokens
-from models.serving.replica import LatencyTargets, ServingContext
-from models.serving.replica_layout import kv_transfer_s, replica_step_model
-from solver.simulate.engine import Effects, ReplicaEngine, simulate_pool
+from models.serving.replica import LatencyTargets, Role, ServingContext
+from models.serving.replica_layout import decode_steps, kv_transfer_s, replica_step_model
+from solver.simulate.engine import CycleSteps, Effects, ReplicaEngine, simulate_pool
 from solver.simulate.traffic import arrival_times_s, token_lengths
 
 ALL_ON = Effects()
@@ -78,7 +78,22 @@ def replica_engine(serving: ServingContext, pool_replicas: int = 1) -> ReplicaEn
     tokens = pool_mix_tokens(serving, pool_replicas)
     steps = group_loaded_steps(replica_step_model(config, efficiency), tokens, config.role)
     capacity = tokens.kv_sequences(offline.kv_capacity_tokens) * (tokens.prompt + tokens.output)
+    if speculates(config):
+        cycle = decode_steps(config, efficiency, steps)
+        return ReplicaEngine(
+            CycleSteps(cycle),
+            capacity,
+            efficiency.max_batch_sequences,
+            tokens_per_step=cycle.expected_tokens,
+        )
     return ReplicaEngine(steps, capacity, efficiency.max_batch_sequences)
+
+
+def speculates(config) -> bool:
+    """A unified replica without attention DP that decodes speculatively: the engine
+    replays its cycles (`replica_engine`); a decode-only or DP replica that speculates it
+    does not (`solver.simulate.replay` names it instead)."""
+    return config.speculation is not None and config.role is Role.UNIFIED and config.dp == 1
 
 
 def cached_tokens(prompts: np.ndarray, serving: ServingContext, pool_replicas: int) -> np.ndarray:

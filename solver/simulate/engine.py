@@ -3,7 +3,9 @@
 Each replica is an iteration-level engine (continuous batching, as vLLM and
 TensorRT-LLM schedule):
 
-- Every iteration advances every decoding sequence by one token and spends what is left
+- Every iteration advances every decoding sequence by one token (a speculating replica:
+  one speculation cycle, `ReplicaEngine.tokens_per_step` = E tokens of KV on average,
+  each request's O - 1 tokens taking the cycles drawn for it) and spends what is left
   of the token budget (pp x chunk tokens, as `models.serving.capacity`) on prompts in FIFO
   order (chunked prefill mixed into the decode step). Its duration is the planner's own
   `StepModel.iteration_s(B, mean context, prompt tokens, their mean attended context)`
@@ -59,6 +61,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from models.physics.speculative import SpeculativeSteps
 from models.physics.step_time import StepModel
 
 DISPATCHES = ("least_prefill", "jsq", "round_robin")
@@ -85,14 +88,51 @@ class Effects:
 
 
 @dataclass(frozen=True)
+class CycleSteps:
+    """A speculation cycle as the engine's iteration (`models.physics.speculative.
+    SpeculativeSteps.iteration_s`: k draft steps and the verify pass, prompt tokens riding
+    along), with the target's pipeline stages, chunk and step overhead."""
+
+    cycle: SpeculativeSteps
+
+    @property
+    def pp(self) -> int:
+        """Pipeline stages of the target."""
+        return self.cycle.steps.pp
+
+    @property
+    def chunk_tokens(self) -> int:
+        """Prompt tokens per stage per iteration (the target's chunk)."""
+        return self.cycle.steps.chunk_tokens
+
+    @property
+    def overhead_s(self) -> float:
+        """The target's fixed step overhead."""
+        return self.cycle.steps.overhead_s
+
+    def iteration_s(
+        self,
+        batch: float,
+        context_tokens: float,
+        prefill_tokens: float = 0.0,
+        prefill_context_tokens: float = 0.0,
+    ) -> float:
+        """One cycle at batch B."""
+        return self.cycle.iteration_s(batch, context_tokens, prefill_tokens, prefill_context_tokens)
+
+
+@dataclass(frozen=True)
 class ReplicaEngine:
     """What the simulation needs of one replica configuration."""
 
-    steps: StepModel
+    steps: StepModel | CycleSteps
     kv_capacity_tokens: float
     max_batch_sequences: int
     budget_tokens: int | None = None
     """Tokens per iteration when not pp x chunk (a prefill lane: one chunk)."""
+    tokens_per_step: float = 1.0
+    """KV tokens a decoding sequence writes per iteration: 1, or the E tokens a
+    speculation cycle emits on average (`steps` is then the cycle)."""
 
     @property
     def token_budget(self) -> int:
@@ -147,6 +187,8 @@ class _Replica:
     prompt: list
     output: list
     cached: list
+    decode_steps: list | None = None
+    """Iterations each request decodes after its first token (None: O - 1, no speculation)."""
     now: float = 0.0
     steps_done: int = 0
     epoch: int = 0
@@ -157,7 +199,8 @@ class _Replica:
     """request -> (start step, kv tokens at start, end step), in admission order."""
     ends: list = field(default_factory=list)
     kv_base: float = 0.0
-    """sum over running of (kv tokens at start - start step): kv = base + n x steps_done."""
+    """sum over running of (kv tokens at start - E x start step): kv = base + n x E x
+    steps_done (E = `ReplicaEngine.tokens_per_step`)."""
     reserved: float = 0.0
     backlog_tokens: int = 0
     """Prompt tokens queued for prefill: waiting, and not yet prefilled of those admitted."""
@@ -195,7 +238,7 @@ class _Replica:
     # -- time ---------------------------------------------------------------------------
 
     def kv_tokens(self) -> float:
-        return self.kv_base + len(self.running) * self.steps_done
+        return self.kv_base + len(self.running) * self.steps_done * self.engine.tokens_per_step
 
     def iteration_s(
         self, batch: int, kv_tokens: float, prompt_tokens: float, pairs: float
@@ -234,7 +277,7 @@ class _Replica:
             # the next step's token of every sequence then running, itself included;
             # admitted without it, the decode step would preempt it straight back
             # (unwritten, so at once re-admitted: a livelock at a full cache).
-            step = batch + 1 if head.new_tokens <= 0 else 0
+            step = (batch + 1) * engine.tokens_per_step if head.new_tokens <= 0 else 0
             if self.kv_tokens() + self.reserved + need + step > capacity:
                 if batch or self.prefilling or need + step <= capacity:
                     break
@@ -266,7 +309,8 @@ class _Replica:
             return
         kv = self.kv_tokens()
         free = capacity - kv - self.reserved
-        room = math.floor(free / batch) if math.isfinite(free) else 1 << 62
+        written = batch * engine.tokens_per_step  # KV tokens one iteration adds
+        room = math.floor(free / written) if math.isfinite(free) else 1 << 62
         if room <= 0:
             self._preempt()
             self.schedule()
@@ -274,7 +318,7 @@ class _Replica:
         until_end = self.ends[0][0] - self.steps_done
         iterations = max(1, min(until_end, room))
         first = self.iteration_s(batch, kv, 0, 0.0)
-        growth = self.iteration_s(batch, kv + batch, 0, 0.0) - first
+        growth = self.iteration_s(batch, kv + written, 0, 0.0) - first
         self.span = (self.now, iterations, first, growth)
         self.kind = "decode"
         self.event_s = self.span_end_s(iterations)
@@ -282,7 +326,7 @@ class _Replica:
     def arrive(self, request: int, at_s: float) -> bool:
         """Queue a new request; True when the next event moved (re-push it)."""
         item = _Prefill(
-            request, self.prompt[request], self.cached[request], self.output[request] - 1
+            request, self.prompt[request], self.cached[request], self._decode_steps(request)
         )
         self.enqueue(item)
         if self.kind == "idle":
@@ -298,6 +342,12 @@ class _Replica:
         self.span = (start, k, first, growth)
         self.event_s = self.span_end_s(k)
         return True
+
+    def _decode_steps(self, request: int) -> int:
+        """Iterations `request` decodes after its first token."""
+        if self.decode_steps is None:
+            return self.output[request] - 1
+        return self.decode_steps[request]
 
     @staticmethod
     def _iterations_until(elapsed_s: float, first: float, growth: float) -> int:
@@ -351,7 +401,7 @@ class _Replica:
         end = self.steps_done + item.remaining_steps
         kv_start = item.new_tokens + item.cached_tokens
         self.running[request] = (self.steps_done, kv_start, end)
-        self.kv_base += kv_start - self.steps_done
+        self.kv_base += kv_start - self.steps_done * self.engine.tokens_per_step
         heapq.heappush(self.ends, (end, request))
 
     def _finish_due(self, at_s: float) -> None:
@@ -361,14 +411,14 @@ class _Replica:
             if state is None or state[2] != end:
                 continue  # preempted since
             del self.running[request]
-            self.kv_base -= state[1] - state[0]
+            self.kv_base -= state[1] - state[0] * self.engine.tokens_per_step
             self.trace.finish_s[request] = at_s
 
     def _preempt(self) -> None:
         """Recompute preemption of the most recently admitted sequence."""
         request, (start, kv_start, end) = self.running.popitem()
-        self.kv_base -= kv_start - start
-        written = self.steps_done - start
+        self.kv_base -= kv_start - start * self.engine.tokens_per_step
+        written = round((self.steps_done - start) * self.engine.tokens_per_step)
         cached = self.cached[request]
         item = _Prefill(request, int(kv_start - cached + written), cached, end - self.steps_done)
         self.enqueue(item, front=True)
@@ -386,6 +436,7 @@ def simulate_pool(
     dispatch: str = "least_prefill",
     drain_s: float = 600.0,
     request_overhead_s: float = 0.0,
+    decode_steps: np.ndarray | None = None,
 ) -> PoolTrace:
     """Replay `arrival_s` (sorted) on `replicas` replicas behind one router.
 
@@ -402,6 +453,9 @@ def simulate_pool(
             then keep NaN times (an unstable pool).
         request_overhead_s: each request reaches the router this long after it arrives
             (the module docstring's request overhead); its TTFT counts from its arrival.
+        decode_steps: iterations each request decodes after its first token (default
+            O - 1; with speculation the cycles its O - 1 tokens take, each cycle writing
+            `engine.tokens_per_step` KV tokens on average).
     """
     if dispatch not in DISPATCHES:
         raise ValueError(f"dispatch must be one of {', '.join(DISPATCHES)}, got {dispatch!r}")
@@ -419,7 +473,10 @@ def simulate_pool(
     prompt = [int(p) for p in prompt_tokens]
     output = [int(o) for o in output_tokens]
     cached = [0.0] * count if cached_tokens is None else [float(c) for c in cached_tokens]
-    pool = [_Replica(engine, effects, trace, prompt, output, cached) for _ in range(replicas)]
+    steps = None if decode_steps is None else [int(d) for d in decode_steps]
+    pool = [
+        _Replica(engine, effects, trace, prompt, output, cached, steps) for _ in range(replicas)
+    ]
     heap: list = []
     arrivals = (trace.arrival_s + request_overhead_s).tolist()  # when each reaches the engine
     turn = 0

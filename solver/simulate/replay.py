@@ -14,9 +14,25 @@ planner's). Requests that arrive in the first `warmup_s` are
 served but not measured. The analytic numbers are `models.serving.latency.latency_at_rate` at
 the same per-replica load and pool size.
 
+In a failure scenario a region's pools that may serve rerouted users are judged at the
+p99 TTFT target less the longest such round trip, the target the planner credited them
+at and the verifier checks (`solver.simulate.failover`).
+
 An hourly plan is replayed at one UTC hour (solver.simulate.hours: by default its peak
 hour, the one its `scenarios` describe): that hour's pools at that hour's scenario loads,
 the replicas it starts after a loss counted in their configuration's pool.
+
+A shared group (`policy.colocation`: several models co-resident on one replica) keeps
+its share of its members' load (n a[w,t], as the plan credits it) and is not replayed
+either: the engine runs one model per replica. It is named in `not_simulated`.
+
+A unified pool that decodes speculatively (`policy.speculative`) is replayed cycle by
+cycle: each iteration is one speculation cycle (the planner's `SpeculativeSteps`), each
+request's O - 1 tokens take the cycles drawn for it (`traffic.speculation_cycles`, the
+planner's acceptance model), its KV grows by E tokens a cycle. A speculating pool the
+engine does not replay (a decode pool, with attention DP, or under a closed loop) keeps
+its share of the load (n q(n) with the speculation) and is named in `not_simulated`
+(a prefill/decode pair whose decode side speculates: the whole pair).
 
 Prefill-only and decode-only pools are replayed as a pair (`solver.simulate.
 disaggregated`): the prefill rows carry TTFT (with the KV transfer), the decode rows TPOT.
@@ -47,8 +63,9 @@ from models.serving.replica import ReplicaConfig, Role, ServingContext, TrafficM
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.simulate.closed_rows import CLOSED_LOOP, simulate_closed_pair, simulate_closed_pool
-from solver.simulate.disaggregated import cached_tokens, replica_engine
+from solver.simulate.disaggregated import cached_tokens, replica_engine, speculates
 from solver.simulate.engine import Effects, PoolTrace, simulate_pool
+from solver.simulate.failover import failover_workloads
 from solver.simulate.hours import replayed_hour
 from solver.simulate.pair_rows import pair_meets, simulate_pair_rows
 from solver.simulate.results import (
@@ -65,7 +82,7 @@ from solver.simulate.results import (
 )
 from solver.simulate.tolerance import STEPS as TOLERANCE_STEPS
 from solver.simulate.tolerance import tolerated_cv
-from solver.simulate.traffic import arrival_times_s, token_lengths
+from solver.simulate.traffic import arrival_times_s, speculation_cycles, token_lengths
 
 
 def _surviving(plan: Plan, scenario: str) -> list[tuple[str, str, str, float, dict[str, int]]]:
@@ -89,6 +106,16 @@ def _surviving(plan: Plan, scenario: str) -> list[tuple[str, str, str, float, di
             (load.workload, load.region, str(load.phase), load.load_requests_per_s, counts)
         )
     return result
+
+
+SPECULATION_NOTE = (
+    "(speculative decoding: not replayed; the engine decodes one token per iteration)"
+)
+"""Why a speculating pool is in `PlanSimulation.not_simulated`."""
+GROUP_NOTE = "(co-located group: not replayed; the engine runs one model per replica)"
+"""Why a shared group is in `PlanSimulation.not_simulated`."""
+SHARED_GROUP = "shared group"
+"""How a scenario row lists a shared group's replicas (`n x shared group`)."""
 
 
 class ReplayTooLarge(ValueError):
@@ -133,8 +160,56 @@ def _config(instance: Instance, pool: ReplicaPool) -> tuple[ReplicaConfig, Traff
     config = ReplicaConfig(
         gpu, llm, pool.precision, kv, pool.tp, pool.pp, pool.role, pool.ep, pool.dp
     )
+    if pool.speculative is not None and pool.role is not Role.PREFILL:
+        config = replace(config, speculation=instance.speculations.get(pool.speculative))
     efficiency = efficiency_for(gpu, pool.precision, instance.efficiency, instance.engine)
     return config, traffic_mix(workload, instance.policy.prefix_affinity), efficiency
+
+
+def _group_credit(
+    plan: Plan, workload: str, region: str, counts: dict[str, int]
+) -> tuple[float, list[str]]:
+    """What the shared groups listed in a (workload, region) row carry of the workload,
+    sum_t n_t a[w,t] (`GroupMember.requests_per_s_per_replica`, as the plan's scenario
+    rows credit them), and `n x shared group ... on label` of each. A row lists them as
+    `n x shared group` together, so with several groups their survivors are taken in
+    proportion to their replicas. The engine runs one model per replica: the groups
+    keep their share of the load and are not replayed."""
+    listed = counts.get(SHARED_GROUP, 0)
+    groups = [
+        p for p in plan.replicas if p.shared and p.region == region and workload in p.workloads
+    ]
+    whole = sum(p.count for p in groups)
+    if listed <= 0 or whole <= 0:
+        return 0.0, []
+    carried = sum(
+        p.count * m.requests_per_s_per_replica
+        for p in groups
+        for m in p.members
+        if m.workload == workload
+    )
+    named = [f"{p.count} x {SHARED_GROUP} {'+'.join(p.workloads)} on {p.label}" for p in groups]
+    return carried * listed / whole, named
+
+
+def _why(shares: list, groups: list[str], closed: bool) -> str:
+    """The reason a row's left-out pools give: speculation, co-location or both."""
+    notes = [SPECULATION_NOTE] if _speculating(shares, closed) else []
+    return " ".join(notes + ([GROUP_NOTE] if groups else []))
+
+
+def _unreplayable(config: ReplicaConfig, closed: bool) -> bool:
+    """A speculating pool the replay does not run: the engine replays the cycles of an
+    open-arrival unified pool without attention DP (`disaggregated.speculates`), not a
+    decode pool's, a DP replica's or a closed loop's."""
+    return config.speculation is not None and (closed or not speculates(config))
+
+
+def _speculating(shares: list, closed: bool) -> list[str]:
+    """`n x label` of the speculating pools of `shares` the replay does not run
+    (`_unreplayable`; a pair's decode side: all of them). They keep their share of the
+    load (n q(n) with the speculation); the others are replayed."""
+    return [f"{share[4]} x {share[0].label}" for share in shares if _unreplayable(share[1], closed)]
 
 
 def simulate_plan(
@@ -200,19 +275,44 @@ def simulate_plan(
     events = 0
     entries = _surviving(plan, scenario)
     stopped: list[str] = []
+    unreplayable: list[str] = []
+    rerouted = failover_workloads(instance, scenario)  # tighter TTFT targets where users reroute
     for index, (workload_name, region, phase, load, counts) in enumerate(entries):
+        workload = rerouted.get((workload_name, region)) or instance.workload(workload_name)
         if phase.startswith(str(Role.DECODE)):
             continue  # replayed with its prefill phase
         if not closed and (stopped or (stop is not None and stop())):
             stopped.append(f"{workload_name} {region} {phase}")
             continue
-        shares = _shares(instance, plan, instance.workload(workload_name), region, counts)
+        shares = _shares(instance, plan, workload, region, counts)
+        total = sum(share[-1] for share in shares)  # the load splits over every pool
+        where = f"{workload_name} {region} {phase}"
+        if phase.startswith(str(Role.PREFILL)):
+            partner = next(
+                (e for e in entries if e[:3] == (workload_name, region, _decode_of(phase))), None
+            )
+            decode = partner[4] if partner else {}
+            speculating = _speculating(_shares(instance, plan, workload, region, decode), True)
+            if speculating:  # the pair is replayed together or not at all
+                unreplayable.append(f"{where}: {', '.join(speculating)} {SPECULATION_NOTE}")
+                continue
+        else:
+            credit, groups = _group_credit(plan, workload_name, region, counts)
+            total += credit
+            left_out = _speculating(shares, closed) + groups
+            if left_out:
+                unreplayable.append(
+                    f"{where}: {', '.join(left_out)} {_why(shares, groups, closed)}"
+                )
+                shares = [share for share in shares if not _unreplayable(share[1], closed)]
+                if not shares:
+                    continue
         if closed and phase.startswith(str(Role.PREFILL)):
             prefill, decode = _closed_pair(
                 instance, plan, entries, (workload_name, region, phase), shares
             )
             rows, count = simulate_closed_pair(
-                instance.workload(workload_name),
+                workload,
                 prefill,
                 decode,
                 int(concurrency or 1),
@@ -229,15 +329,11 @@ def simulate_plan(
             partner = next(
                 (e for e in entries if e[:3] == (workload_name, region, decode_phase)), None
             )
-            decode_shares = (
-                _shares(instance, plan, instance.workload(workload_name), region, partner[4])
-                if partner
-                else []
-            )
+            decode_shares = _shares(instance, plan, workload, region, partner[4]) if partner else []
 
             pair = partial(
                 simulate_pair_rows,
-                instance.workload(workload_name),
+                workload,
                 shares,
                 decode_shares,
                 load,
@@ -257,7 +353,6 @@ def simulate_plan(
             pools.extend(rows)
             events += count
             continue
-        total = sum(share[-1] for share in shares) or 1.0
         entry: list[PoolSimulation] = []
         entry_events = 0
         try:
@@ -265,7 +360,7 @@ def simulate_plan(
                 if closed:
                     row, count = simulate_closed_pool(
                         pool,
-                        instance.workload(workload_name),
+                        workload,
                         ServingContext(config, mix, efficiency),
                         n,
                         int(concurrency or 1),
@@ -278,12 +373,12 @@ def simulate_plan(
                     one = partial(
                         _simulate_one,
                         pool,
-                        instance.workload(workload_name),
+                        workload,
                         config,
                         mix,
                         efficiency,
                         n,
-                        load * weight / total,
+                        load * weight / (total or 1.0),
                         [seed, index, offset],
                         duration_s,
                         warmup,
@@ -313,11 +408,16 @@ def simulate_plan(
         events=events,
         arrivals=arrivals,
         concurrency=concurrency if closed else None,
-        not_simulated=tuple(stopped),
+        not_simulated=tuple(stopped) + tuple(unreplayable),
         hour=at.hour,
         month=at.month,
         replayed=at.words,
     )
+
+
+def _decode_of(prefill_phase: str) -> str:
+    """The decode phase paired with a prefill phase (`prefill fp8` -> `decode fp8`)."""
+    return str(Role.DECODE) + prefill_phase[len(str(Role.PREFILL)) :]
 
 
 def _closed_pair(instance: Instance, plan: Plan, entries, key, shares) -> tuple:
@@ -402,6 +502,12 @@ def _simulate_one(
     serving = ServingContext(config, mix, efficiency)
     cached = cached_tokens(prompts, serving, replicas)
     engine = replica_engine(serving, replicas)
+    spec = config.speculation
+    cycles = (
+        speculation_cycles(outputs, spec.tokens, spec.acceptance_rate, rng)
+        if speculates(config)
+        else None
+    )
     analytic = latency_at_rate(serving, load / replicas, replicas)
 
     def run(fx: Effects) -> PoolTrace:
@@ -415,6 +521,7 @@ def _simulate_one(
             fx,
             dispatch,
             request_overhead_s=efficiency.request_overhead_s,
+            decode_steps=cycles,
         )
 
     trace = run(Effects())

@@ -112,7 +112,9 @@ class PlanSimulation(BaseModel):
     """Closed loop: users per replica."""
     not_simulated: tuple[str, ...] = ()
     """`workload region phase` of the pools the caller's `stop` left out (its deadline
-    passed before or while they ran: `simulate_plan`)."""
+    passed before or while they ran: `simulate_plan`), and `workload region phase: n x
+    label (why)` of the speculating pools, which the engine does not replay
+    (`solver.simulate.replay.SPECULATION_NOTE`)."""
     hour: int | None = None
     """The UTC hour of an hourly plan replayed (None: a static plan)."""
     month: int | None = None

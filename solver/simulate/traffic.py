@@ -58,6 +58,27 @@ def token_lengths(
     return np.maximum(1, np.rint(draws)).astype(int)
 
 
+def speculation_cycles(
+    output_tokens: np.ndarray, tokens: int, acceptance_rate: float, rng: np.random.Generator
+) -> np.ndarray:
+    """Speculation cycles each request takes to decode its O - 1 tokens after the first:
+    a cycle of k drafted tokens emits X = min(G, k + 1) tokens, G geometric with success
+    1 - a (the accepted prefix and the target's own token: P(X = j) = a^(j-1) (1 - a) for
+    j <= k, P(X = k + 1) = a^k, E[X] = (1 - a^(k+1)) / (1 - a), the planner's E,
+    `models.physics.speculative`); the cycles are the fewest whose tokens reach O - 1."""
+    cycles = np.zeros(len(output_tokens), dtype=int)
+    for index, output in enumerate(output_tokens):
+        need = int(output) - 1
+        if need <= 0:
+            continue
+        if acceptance_rate >= 1.0:
+            emitted = np.full(need, tokens + 1)
+        else:
+            emitted = np.minimum(rng.geometric(1.0 - acceptance_rate, size=need), tokens + 1)
+        cycles[index] = int(np.searchsorted(np.cumsum(emitted), need)) + 1
+    return cycles
+
+
 def closed_loop_trace(
     engine: ReplicaEngine,
     replicas: int,

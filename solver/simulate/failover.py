@@ -1,0 +1,37 @@
+"""The targets a pool is replayed against in a failure scenario, as the planner and the
+verifier hold it to them.
+
+A region that may receive users rerouted from a lost region (or zone) serves them and
+its own from one queue, and a rerouted user's first token crosses the round trip once
+more; so the planner credits the region's pools at the p99 TTFT target less the longest
+such round trip (`models.operations.scenarios.rerouted_rtt_ms` and `failover_targets`),
+and the verifier checks them there. The replay judges those pools at the same tighter
+target (and splits the load by their capacity at it); the TPOT target is unchanged.
+"""
+
+from models.operations.scenarios import RegionGraph, failure_scenarios, rerouted_rtt_ms
+from models.schema.instance import Instance, Workload
+
+
+def failover_workloads(instance: Instance, scenario: str) -> dict[tuple[str, str], Workload]:
+    """(workload, region) -> the workload with its p99 TTFT target less the longest round
+    trip of the users `scenario` may reroute to the region (at least 1 us, as
+    `failover_targets`); pairs with no rerouted user, or no TTFT target, are absent."""
+    lost = next((s for s in failure_scenarios(instance) if s.name == scenario), None)
+    if lost is None:
+        return {}
+    graph = RegionGraph.of(instance)
+    tighter = {}
+    for workload in instance.workloads:
+        slo = workload.slo
+        if slo.ttft_p99_ms is None:
+            continue
+        origins = [o for o, level in workload.demand.items() if level.peak_rps > 0]
+        for region, rtt_ms in rerouted_rtt_ms(
+            graph, lost, origins, slo.max_failover_rtt_ms
+        ).items():
+            target = max(slo.ttft_p99_ms - rtt_ms, 1e-3)
+            tighter[(workload.name, region)] = workload.model_copy(
+                update={"slo": slo.model_copy(update={"ttft_p99_ms": target})}
+            )
+    return tighter
