@@ -1,0 +1,34 @@
+"""Hostile input, round seven: `--set` and sweep grids. Numbers Python refuses to read
+(an index or a value of 5,000 digits) and YAML values JSON cannot hold (a date, bytes, a
+set) exited 70 as a bug in fleetplan; each now exits 2 naming the override or the axis."""
+
+from tests.cli.test_hostile_input import run_checked
+from tests.paths import ONE_MODEL_ONE_REGION
+
+DIGITS_5000 = "9" * 5000
+"""Past Python's 4,300-digit limit on reading an integer (sys.get_int_max_str_digits)."""
+
+
+def test_a_list_index_of_5000_digits_is_refused_naming_the_override(run_cli):
+    override = f"workloads[{DIGITS_5000}].name=x"
+    result = run_checked(
+        run_cli, "validate", ONE_MODEL_ONE_REGION, "--set", override, needles=("--set",)
+    )
+    assert "more than 18 digits" in result.stderr
+    assert DIGITS_5000 not in result.stderr, "the message is cut, not 5,000 digits long"
+
+
+def test_a_value_of_5000_digits_is_refused_naming_the_override(run_cli):
+    result = run_checked(
+        run_cli, "validate", ONE_MODEL_ONE_REGION, "--set", f"policy.pue={DIGITS_5000}"
+    )
+    assert "policy.pue" in result.stderr and "more than 4,300 digits" in result.stderr
+    assert DIGITS_5000 not in result.stderr
+
+
+def test_an_index_of_18_digits_is_still_read_and_out_of_range(run_cli):
+    index = "9" * 18
+    result = run_checked(
+        run_cli, "validate", ONE_MODEL_ONE_REGION, "--set", f"workloads[{index}].name=x"
+    )
+    assert f"index {index} is out of range" in result.stderr
