@@ -2,6 +2,10 @@
 (an index or a value of 5,000 digits) and YAML values JSON cannot hold (a date, bytes, a
 set) exited 70 as a bug in fleetplan; each now exits 2 naming the override or the axis."""
 
+import shutil
+
+import pytest
+
 from tests.cli.test_hostile_input import run_checked
 from tests.paths import ONE_MODEL_ONE_REGION
 
@@ -32,3 +36,19 @@ def test_an_index_of_18_digits_is_still_read_and_out_of_range(run_cli):
         run_cli, "validate", ONE_MODEL_ONE_REGION, "--set", f"workloads[{index}].name=x"
     )
     assert f"index {index} is out of range" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [
+        ("2025-01-01", "(a date)"),  # YAML 1.1 reads an unquoted date as a date
+        ("!!binary aGVsbG8=", "(a bytes)"),
+        ("{a: !!set {x}}", "(a set)"),
+    ],
+)
+def test_a_grid_value_json_cannot_hold_is_refused_naming_the_axis(run_cli, tmp_path, value, kind):
+    shutil.copy(ONE_MODEL_ONE_REGION, tmp_path / "base.yaml")
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(f"instance: base.yaml\naxes:\n  description: [ok, {value}]\n")
+    result = run_checked(run_cli, "sweep", grid, needles=("axes.description[1]", kind))
+    assert "JSON" in result.stderr
