@@ -41,6 +41,7 @@ from pydantic import ValidationError
 from models.io.documents import read_document
 from models.physics.llm import Attention, LlmSpec
 from models.physics.precision import Precision
+from models.schema import limits
 from models.schema.errors import InputError
 
 
@@ -60,7 +61,13 @@ class _Config:
     def _where(self, key: str) -> str:
         return f"{self.prefix}{key}"
 
-    def integer(self, key: str, default: int | None = None) -> int:
+    def integer(
+        self, key: str, default: int | None = None, least: int | None = None, most: int = 0
+    ) -> int:
+        """The integer at `key`; with `least` (a divisor, a count to iterate over) also at
+        least `least` and, with `most`, at most `most`: checked here, since the value is
+        used before `LlmSpec` checks the shapes (`hidden // 0` raised ZeroDivisionError,
+        a layer count of 10^12 built a list of 10^12 layer types)."""
         value = self.data.get(key, default)
         if value is None:
             raise HfConfigError(
@@ -70,6 +77,14 @@ class _Config:
         if isinstance(value, bool) or not isinstance(value, int):
             raise HfConfigError(
                 f"config.json field {self._where(key)!r} must be an integer, got {value!r}"
+            )
+        if least is not None and value < least:
+            raise HfConfigError(
+                f"config.json field {self._where(key)!r} must be at least {least}, got {value:,}"
+            )
+        if most and value > most:
+            raise HfConfigError(
+                f"config.json field {self._where(key)!r} must be at most {most:,}, got {value:,}"
             )
         return value
 
@@ -84,7 +99,7 @@ class _Config:
 
 def _gqa(c: _Config) -> Fields:
     """The fields every GQA family shares."""
-    heads = c.integer("num_attention_heads")
+    heads = c.integer("num_attention_heads", least=1)
     hidden = c.integer("hidden_size")
     head_dim = c.data.get("head_dim")
     return {
@@ -188,7 +203,7 @@ def _llama4_text(c: _Config) -> Fields:
     if rope_layers:
         chunked = sum(1 for uses_rope in rope_layers if uses_rope)
     else:
-        interval = c.integer("no_rope_layer_interval", 4)
+        interval = c.integer("no_rope_layer_interval", 4, least=1)
         chunked = layers - layers // interval
     chunk = c.data.get("attention_chunk_size")
     return {
@@ -229,7 +244,8 @@ def _minimax_m2(c: _Config) -> Fields:
 def _qwen3_hybrid(c: _Config) -> Fields:
     layer_types = c.data.get("layer_types")
     if layer_types is None and "full_attention_interval" in c.data:  # transformers' default
-        interval, layers = c.integer("full_attention_interval"), c.integer("num_hidden_layers")
+        interval = c.integer("full_attention_interval", least=1)
+        layers = c.integer("num_hidden_layers", least=1, most=int(limits.LAYERS.high))
         full = {i for i in range(layers) if (i + 1) % interval == 0}
         layer_types = ["full_attention" if i in full else "linear_attention" for i in range(layers)]
     if not isinstance(layer_types, list) or not layer_types:
@@ -263,7 +279,8 @@ def _qwen3_hybrid(c: _Config) -> Fields:
     kernel = c.integer("linear_conv_kernel_dim")
     state = value_heads * key_dim * value_dim
     conv_state = (2 * key_heads * key_dim + value_heads * value_dim) * (kernel - 1)
-    kv_per_token = 2 * fields["kv_heads"] * fields["head_dim"]
+    kv_per_token = 2 * c.integer("num_key_value_heads", fields["kv_heads"], least=1)
+    kv_per_token *= c.integer("head_dim", fields["head_dim"], least=1)
     return {
         **fields,
         "qkv_bias": c.flag("attention_bias", False),

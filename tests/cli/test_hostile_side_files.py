@@ -1,0 +1,106 @@
+"""Hostile input, round seven: the files a command reads besides the instance and the
+plan (a Hugging Face config.json, an engine profile, benchmark results, a fleet, the
+assumptions of `estimate`). Each case ran into a ZeroDivisionError, an OverflowError, a
+csv.Error (exit 70) or a hang before; each now exits 2 within seconds naming the file
+and the field."""
+
+import json
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from tests.cli.test_hostile_input import run_checked
+from tests.paths import REPO
+
+LLAMA_CONFIG = {
+    "model_type": "llama",
+    "num_attention_heads": 32,
+    "hidden_size": 4096,
+    "num_hidden_layers": 32,
+    "intermediate_size": 14336,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+    "max_position_embeddings": 131072,
+}
+"""Llama 3.1 8B's config.json, the fields fleetplan reads."""
+
+QWEN3_NEXT_CONFIG = {
+    "model_type": "qwen3_next",
+    "num_attention_heads": 16,
+    "hidden_size": 2048,
+    "num_hidden_layers": 48,
+    "num_key_value_heads": 2,
+    "head_dim": 256,
+    "vocab_size": 151936,
+    "max_position_embeddings": 262144,
+    "moe_intermediate_size": 512,
+    "shared_expert_intermediate_size": 512,
+    "num_experts": 512,
+    "num_experts_per_tok": 10,
+    "full_attention_interval": 4,
+    "linear_num_key_heads": 16,
+    "linear_num_value_heads": 32,
+    "linear_key_head_dim": 128,
+    "linear_value_head_dim": 128,
+    "linear_conv_kernel_dim": 4,
+}
+"""Qwen3-Next 80B-A3B's config.json, the fields fleetplan reads (layer types from the
+interval)."""
+
+
+@pytest.fixture
+def hang_guard():
+    """Fail instead of hanging the suite when a command runs past 20 s (a Python loop is
+    interrupted; the TimeoutError surfaces as exit 70)."""
+
+    def alarm(signum, frame):
+        raise TimeoutError("the command did not return within 20 s")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(20)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def run_apart(*args, timeout_s: float = 30.0) -> subprocess.CompletedProcess:
+    """`fleetplan ARGS` in its own process, killed after `timeout_s`: for input that hung
+    in C code (a signal never reaches Python there)."""
+    return subprocess.run(
+        [sys.executable, "-m", "cli.app", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=timeout_s,
+    )
+
+
+# --- a Hugging Face config.json -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("config", "field", "message"),
+    [
+        # hidden_size // num_attention_heads: ZeroDivisionError
+        ({**LLAMA_CONFIG, "num_attention_heads": 0}, "num_attention_heads", "at least 1, got 0"),
+        # (i + 1) % full_attention_interval: ZeroDivisionError
+        ({**QWEN3_NEXT_CONFIG, "full_attention_interval": 0}, "full_attention_interval", "got 0"),
+        # the state's width // (2 x kv_heads x head_dim): ZeroDivisionError
+        ({**QWEN3_NEXT_CONFIG, "num_key_value_heads": 0}, "num_key_value_heads", "got 0"),
+        # a set of 10^12 layer positions built before any bound was read: a hang
+        (
+            {**QWEN3_NEXT_CONFIG, "num_hidden_layers": 10**12},
+            "num_hidden_layers",
+            "at most 1,024, got 1,000,000,000,000",
+        ),
+    ],
+)
+def test_a_config_json_that_divides_by_zero_or_loops_forever_is_refused(
+    run_cli, tmp_path, hang_guard, config, field, message
+):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    args = ("perf", "-g", "h100-sxm", "-i", "100", "-o", "100", "--model-config", path)
+    run_checked(run_cli, *args, needles=("--model-config", f"'{field}'", message))
