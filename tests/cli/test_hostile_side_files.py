@@ -104,3 +104,27 @@ def test_a_config_json_that_divides_by_zero_or_loops_forever_is_refused(
     path.write_text(json.dumps(config))
     args = ("perf", "-g", "h100-sxm", "-i", "100", "-o", "100", "--model-config", path)
     run_checked(run_cli, *args, needles=("--model-config", f"'{field}'", message))
+
+
+# --- an engine profile file ------------------------------------------------------------
+
+
+def _alias_bomb(levels: int) -> list[str]:
+    """YAML lines anchoring `a0` .. `a{levels}`, each ten aliases of the one before: `a{n}`
+    expands to 10^(n+1) values while the text stays a few hundred bytes."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for n in range(1, levels + 1):
+        lines.append(f"a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * 10) + "]")
+    return lines
+
+
+def test_an_alias_bomb_in_an_engine_profile_is_refused_not_printed(tmp_path):
+    # `data` is printed with str(): 10^7 values expanded to a 30 MB string (10^9 hung).
+    profile = tmp_path / "bomb.yaml"
+    lines = ["kind: fleetplan-engine-profile", *_alias_bomb(6), "by_key: {default: {}}"]
+    profile.write_text("\n".join([*lines, "data: *a6", "profile: *a6"]) + "\n")
+    args = ("perf", "-g", "h100-sxm", "-m", "llama-3.1-8b", "-i", "100", "-o", "100")
+    done = run_apart(*args, "--engine", profile)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "--engine" in done.stderr and "profile is not text" in done.stderr
+    assert "Traceback" not in done.stderr
