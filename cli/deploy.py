@@ -5,6 +5,7 @@ Parsing and writing only: the files come from `solver.deploy.files`, the fleet f
 `solver.deploy.fleet_import`.
 """
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -13,7 +14,8 @@ import yaml
 
 from cli.options import emit_json, load
 from cli.render.console import err
-from models.io.documents import read_document
+from models.io.documents import read_document, read_text
+from models.io.loading import validate_instance
 from models.io.output_files import check_target, write_text
 from models.schema.errors import InputError, Issue
 from models.schema.quantities import counted
@@ -68,6 +70,11 @@ def deploy(
     err.print(f"wrote {counted(len(files), 'file')} for {target} to {out_dir}", markup=False)
 
 
+def _fleet_files(folder: Path) -> list[Path]:
+    """The YAML files of a fleet folder, by name."""
+    return sorted(folder.glob("*.yaml")) + sorted(folder.glob("*.yml"))
+
+
 def fleet_import(
     fleet_file: Annotated[
         Path,
@@ -103,23 +110,16 @@ def fleet_import(
         with_existing,
     )
 
-    inputs = (fleet_file, instance_file)
+    # the folder `deploy --target k8s` wrote: each of its files is an input, never replaced
+    files = _fleet_files(fleet_file) if fleet_file.is_dir() else [fleet_file]
+    inputs = (fleet_file, instance_file, *files)
     check_target(instance_out, inputs)
     if plan_out is not None:
         check_target(plan_out, inputs)
     load(instance_file, None)  # the instance must be valid before it is rewritten
-    try:
-        if fleet_file.is_dir():  # the folder `deploy --target k8s` wrote
-            files = sorted(fleet_file.glob("*.yaml")) + sorted(fleet_file.glob("*.yml"))
-            text = "\n---\n".join(path.read_text(encoding="utf-8") for path in files)
-        else:
-            text = fleet_file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise _problem(str(fleet_file), "", "no such file") from None  # as every input reads
-    except OSError as error:
-        raise _problem(str(fleet_file), "", f"cannot read: {error.strerror or error}") from None
-    except UnicodeDecodeError as error:
-        raise _problem(str(fleet_file), "", f"cannot be read as UTF-8 text: {error}") from None
+    # bounded as every input is (models.io.documents): a FIFO, a device, a binary file or
+    # one over the size limit is refused, never waited on or read without end
+    text = "\n---\n".join(read_text(path, "fleet") for path in files)
     try:
         if fleet_file.suffix.lower() == ".csv":
             pools = pools_from_csv(text)
@@ -135,6 +135,15 @@ def fleet_import(
             "",
             "holds no pool (no row, or no object with the fleetplan.io/pool annotation)",
         )
+    try:  # what is written must load: a fleet past a bound or of an undeclared GPU type
+        validate_instance(updated, str(fleet_file), {}, instance_dir=instance_file.parent)
+    except InputError as error:
+        raise InputError(
+            [
+                replace(issue, message=f"{issue.message} (the fleet raises `existing`)")
+                for issue in error.issues
+            ]
+        ) from None
     write_text(instance_out, yaml.safe_dump(updated, sort_keys=False), inputs)
     err.print(f"wrote {instance_out}", markup=False)
     emit_json(plan_out, fleet_plan(pools), inputs)

@@ -70,7 +70,14 @@ def pools_from_csv(text: str) -> list[ReplicaPool]:
             f"and optionally {', '.join(CSV_OPTIONAL)}"
         )
     pools = []
-    for line, row in enumerate(reader, start=2):
+    rows: list[dict] = []
+    try:
+        rows.extend(reader)
+    except csv.Error as error:  # a field past csv's 128 KiB, a NUL byte
+        raise FleetImportError(f"row {len(rows) + 2}: {error}") from None
+    for line, row in enumerate(rows, start=2):
+        if None in row:
+            raise FleetImportError(f"row {line}: more values than the header has columns")
         fields = dict(row)
         for name in _INTEGERS:
             if fields.get(name) not in (None, ""):

@@ -5,14 +5,16 @@ csv.Error (exit 70) or a hang before; each now exits 2 within seconds naming the
 and the field."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
 
 import pytest
+import yaml
 
 from tests.cli.test_hostile_input import run_checked
-from tests.paths import REPO
+from tests.paths import ONE_MODEL_ONE_REGION, REPO
 
 LLAMA_CONFIG = {
     "model_type": "llama",
@@ -128,3 +130,88 @@ def test_an_alias_bomb_in_an_engine_profile_is_refused_not_printed(tmp_path):
     assert done.returncode == 2, done.stderr[-2000:]
     assert "--engine" in done.stderr and "profile is not text" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+# --- a running fleet (fleet-import) -----------------------------------------------------
+
+FLEET_HEADER = "workload,region,gpu,precision,tp,pp,replicas"
+POOL_ANNOTATION = (
+    '{"workload": "chat", "region": "us-east", "gpu": "h100-sxm", "precision": "fp8", '
+    '"tp": 1, "pp": 1}'
+)
+DEPLOYMENT = f"""kind: Deployment
+metadata:
+  name: chat-us-east
+  annotations:
+    fleetplan.io/pool: '{POOL_ANNOTATION}'
+spec:
+  replicas: 3
+"""
+"""One pool as `deploy --target k8s` writes it (the fields fleet-import reads)."""
+
+
+def _fleet_args(fleet, instance_out):
+    return (
+        "fleet-import",
+        fleet,
+        "--instance",
+        ONE_MODEL_ONE_REGION,
+        "--instance-out",
+        instance_out,
+    )
+
+
+def test_a_fifo_fleet_file_is_refused_not_waited_on(run_cli, tmp_path, hang_guard):
+    fleet = tmp_path / "fleet.csv"
+    os.mkfifo(fleet)
+    run_checked(run_cli, *_fleet_args(fleet, tmp_path / "out.yaml"), needles=("FIFO",))
+    assert not (tmp_path / "out.yaml").exists()
+
+
+def test_a_file_of_the_fleet_folder_is_never_replaced_by_the_instance(run_cli, tmp_path):
+    folder = tmp_path / "k8s"
+    folder.mkdir()
+    manifest = folder / "chat-us-east.yaml"
+    manifest.write_text(DEPLOYMENT)
+    run_checked(run_cli, *_fleet_args(folder, manifest), needles=("is the input file",))
+    assert manifest.read_text() == DEPLOYMENT
+
+
+def test_the_fleet_folder_still_imports(run_cli, tmp_path):
+    folder = tmp_path / "k8s"
+    folder.mkdir()
+    (folder / "chat-us-east.yaml").write_text(DEPLOYMENT)
+    out = tmp_path / "out.yaml"
+    run_checked(run_cli, *_fleet_args(folder, out), code=0)
+    held = 3 * 1  # replicas x tp x pp GPUs
+    assert yaml.safe_load(out.read_text())["regions"][0]["existing"] == {"h100-sxm": held}
+
+
+@pytest.mark.parametrize(
+    ("row", "field", "message"),
+    [
+        # 200,000 replicas x tp 8 = 1,600,000 GPUs, past the bound of 1,000,000
+        ("chat,us-east,h100-sxm,fp8,8,1,200000", "regions[0].existing.h100-sxm", "at most"),
+        # a GPU type the instance does not declare: the instance written would not load
+        ("chat,us-east,a100-80gb-sxm,fp8,1,1,1", "regions[0].existing.a100-80gb-sxm", "unknown"),
+    ],
+)
+def test_an_instance_that_would_not_load_is_not_written(run_cli, tmp_path, row, field, message):
+    fleet = tmp_path / "fleet.csv"
+    fleet.write_text(f"{FLEET_HEADER}\n{row}\n")
+    out = tmp_path / "out.yaml"
+    run_checked(run_cli, *_fleet_args(fleet, out), needles=(str(fleet), field, message))
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ('chat,us-east,h100-sxm,fp8,1,1,"' + "x" * 200_000 + '"', "row 2: field larger"),
+        ("chat,us-east,h100-sxm,fp8,1,1,3,extra", "row 2: more values than the header"),
+    ],
+)
+def test_a_csv_row_csv_cannot_read_names_the_row(run_cli, tmp_path, row, message):
+    fleet = tmp_path / "fleet.csv"
+    fleet.write_text(f"{FLEET_HEADER}\n{row}\n")
+    run_checked(run_cli, *_fleet_args(fleet, tmp_path / "out.yaml"), needles=(message,))
