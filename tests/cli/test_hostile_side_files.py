@@ -215,3 +215,45 @@ def test_a_csv_row_csv_cannot_read_names_the_row(run_cli, tmp_path, row, message
     fleet = tmp_path / "fleet.csv"
     fleet.write_text(f"{FLEET_HEADER}\n{row}\n")
     run_checked(run_cli, *_fleet_args(fleet, tmp_path / "out.yaml"), needles=(message,))
+
+
+# --- benchmark results (calibrate) ------------------------------------------------------
+
+RUNS_HEADER = "model,gpu,precision,tp,isl,osl,concurrency,output_tok_s"
+DIGITS_400 = 10**400
+"""An integer JSON reads and float() cannot hold (OverflowError)."""
+VLLM_RESULT = {
+    "max_concurrency": 1,
+    "completed": 10,
+    "total_input_tokens": 20_000,
+    "total_output_tokens": 640,
+    "output_throughput": 50.0,
+    "mean_ttft_ms": 150.0,
+    "mean_tpot_ms": 10.0,
+}
+"""A `vllm bench serve --save-result` JSON, the fields calibrate reads."""
+RUN_FLAGS = ("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--precision", "bf16", "--tp", "1")
+
+
+def test_a_csv_field_past_the_csv_limit_names_the_line(run_cli, tmp_path):
+    runs = tmp_path / "runs.csv"
+    runs.write_text(f'{RUNS_HEADER}\nllama-3.1-8b,h100-sxm,bf16,1,"{"x" * 200_000}",64,1,50\n')
+    run_checked(
+        run_cli, "calibrate", runs, "-o", tmp_path / "p.yaml", needles=(f"{runs}:2", "field larger")
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "field", "message"),
+    [
+        ("output_throughput", "output_tok_s", "an integer of 401 digits must be below 1e12"),
+        ("total_input_tokens", "isl", "inf must be a finite number"),  # total / completed
+    ],
+)
+def test_a_number_float_cannot_hold_is_refused_naming_the_field(
+    run_cli, tmp_path, key, field, message
+):
+    result = tmp_path / "bench.json"
+    result.write_text(json.dumps({**VLLM_RESULT, key: DIGITS_400}))
+    args = ("calibrate", result, "-o", tmp_path / "p.yaml", *RUN_FLAGS)
+    run_checked(run_cli, *args, needles=(f"{field}: {message}",))
