@@ -257,3 +257,13 @@ def test_a_number_float_cannot_hold_is_refused_naming_the_field(
     result.write_text(json.dumps({**VLLM_RESULT, key: DIGITS_400}))
     args = ("calibrate", result, "-o", tmp_path / "p.yaml", *RUN_FLAGS)
     run_checked(run_cli, *args, needles=(f"{field}: {message}",))
+
+
+# --- the assumptions of estimate --------------------------------------------------------
+
+
+def test_an_assumption_given_in_both_spellings_is_refused_naming_both_lines(run_cli, tmp_path):
+    config = tmp_path / "assumptions.yaml"
+    config.write_text("requests-per-day: 1000000\nrequests_per_day: 3000000\n")
+    needles = (f"{config}:2", "given twice", "'requests-per-day' (line 1)")
+    run_checked(run_cli, "estimate", "--config", config, needles=needles)
