@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 import yaml
 
-from cli.options import emit_json, load
+from cli.options import emit_json, load, require_verified
 from cli.render.console import err
 from models.io.documents import read_document, read_text
 from models.io.loading import validate_instance
@@ -44,6 +44,8 @@ def deploy(
     prefill/decode pair and its KV transfer. For k8s: the normal scenario's replicas, the
     failover spare as its own object, and an HPA on prefill queue depth and KV-cache
     usage at the thresholds the plan's headroom rule derives (never GPU utilisation).
+    Only a plan the verifier accepts for the instance is deployed (exit 1 otherwise, the
+    violations on stderr).
     """
     from cli.solve import _read_plan
     from solver.deploy.files import TARGETS, deploy_files
@@ -57,6 +59,10 @@ def deploy(
         raise _problem(str(out_dir), "-o", "exists and is not a folder")
     instance = load(instance_file, None)
     plan = _read_plan(plan_file)
+    # only a plan the verifier accepts is deployed (as report --plan and simulate): a
+    # tampered count of 10^12 replicas hung the pools' queueing maths; the verifier
+    # refuses it before any physics
+    require_verified(instance, plan, plan_file, "deploy")
     try:
         files = deploy_files(instance, plan, target)
     except DeployError as error:

@@ -2,6 +2,11 @@
 `compare --backend` exited 70 after both solves; each case now exits 2 naming the flag
 or the file, before any work."""
 
+import json
+import signal
+
+import pytest
+
 from tests.cli.test_hostile_input import run_checked
 from tests.paths import ONE_MODEL_ONE_REGION
 
@@ -10,3 +15,40 @@ def test_compare_refuses_an_unknown_backend_naming_the_flag(run_cli):
     args = ("compare", ONE_MODEL_ONE_REGION, ONE_MODEL_ONE_REGION, "--backend", "gurobi")
     result = run_checked(run_cli, *args, needles=("--backend", "'gurobi'", "highs, cbc"))
     assert "internal error" not in result.stderr
+
+
+@pytest.fixture
+def hang_guard():
+    """Fail instead of hanging the suite when a command runs past 20 s."""
+
+    def alarm(signum, frame):
+        raise TimeoutError("the command did not return within 20 s")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(20)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def _fleet_plan(path, count: int):
+    pool = {"workload": "chat", "region": "us-east", "gpu": "h100-sxm", "precision": "fp8"}
+    path.write_text(json.dumps({"replicas": [{**pool, "tp": 1, "pp": 1, "count": count}]}))
+    return path
+
+
+def test_deploy_refuses_a_plan_the_verifier_rejects_before_any_physics(
+    run_cli, tmp_path, hang_guard
+):
+    # 10^12 replicas: the pools' M/G/c queueing maths summed 10^12 terms (a hang)
+    plan = _fleet_plan(tmp_path / "plan.json", 10**12)
+    args = ("deploy", plan, "--instance", ONE_MODEL_ONE_REGION, "--target", "vllm")
+    run_checked(run_cli, *args, "-o", tmp_path / "out", code=1, needles=("deploy refused",))
+    assert not (tmp_path / "out").exists(), "nothing is written for a refused plan"
+
+
+def test_deploy_still_writes_a_plan_the_verifier_accepts(run_cli, tmp_path):
+    plan = _fleet_plan(tmp_path / "plan.json", 4)  # 4 x 8B on H100 for 20 requests/s
+    args = ("deploy", plan, "--instance", ONE_MODEL_ONE_REGION, "--target", "vllm")
+    run_checked(run_cli, *args, "-o", tmp_path / "out", code=0)
+    assert list((tmp_path / "out").glob("*.sh"))
