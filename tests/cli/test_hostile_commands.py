@@ -3,6 +3,8 @@
 or the file, before any work."""
 
 import json
+import os
+import shutil
 import signal
 
 import pytest
@@ -52,3 +54,16 @@ def test_deploy_still_writes_a_plan_the_verifier_accepts(run_cli, tmp_path):
     args = ("deploy", plan, "--instance", ONE_MODEL_ONE_REGION, "--target", "vllm")
     run_checked(run_cli, *args, "-o", tmp_path / "out", code=0)
     assert list((tmp_path / "out").glob("*.sh"))
+
+
+def test_batch_reports_an_instance_it_cannot_read_instead_of_leaving_it_out(
+    run_cli, tmp_path, hang_guard
+):
+    shutil.copy(ONE_MODEL_ONE_REGION, tmp_path / "good.yaml")
+    os.mkfifo(tmp_path / "pipe.yaml")
+    (tmp_path / "moved.yaml").symlink_to(tmp_path / "gone.yaml")  # a dangling link
+    (tmp_path / "notes.yaml").mkdir()  # a folder: not an instance, left out
+    result = run_checked(run_cli, "batch", tmp_path, code=1)
+    assert "bad input pipe.yaml" in result.stderr and "FIFO" in result.stderr
+    assert "bad input moved.yaml" in result.stderr and "no such file" in result.stderr
+    assert "notes.yaml" not in result.stderr + result.stdout
