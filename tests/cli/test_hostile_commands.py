@@ -67,3 +67,25 @@ def test_batch_reports_an_instance_it_cannot_read_instead_of_leaving_it_out(
     assert "bad input pipe.yaml" in result.stderr and "FIFO" in result.stderr
     assert "bad input moved.yaml" in result.stderr and "no such file" in result.stderr
     assert "notes.yaml" not in result.stderr + result.stdout
+
+
+PERF_8B = ("perf", "-g", "h100-sxm", "-m", "llama-3.1-8b", "-i", "1000", "-o", "100")
+
+
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        (("--host-memory-gib-per-gpu", "500"), "give it with --kv-tiers"),
+        (("--nvme-dwpd", "3"), "give it with --kv-tiers"),
+        (("--prefix-share", "0.5"), "give it with --prefix-tokens"),
+        (("--prefix-affinity",), "give it with --prefix-tokens"),
+    ],
+)
+def test_perf_refuses_a_flag_that_would_change_nothing(run_cli, flags, needle):
+    # each printed the same numbers as without it, exit 0
+    run_checked(run_cli, *PERF_8B, *flags, needles=(flags[0], needle))
+
+
+def test_perf_takes_those_flags_with_what_they_refine(run_cli):
+    flags = ("--prefix-tokens", "200", "--prefix-share", "0.5", "--prefix-affinity")
+    run_checked(run_cli, *PERF_8B, *flags, "--kv-tiers", "--nvme-dwpd", "3", code=0)
