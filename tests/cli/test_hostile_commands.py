@@ -89,3 +89,17 @@ def test_perf_refuses_a_flag_that_would_change_nothing(run_cli, flags, needle):
 def test_perf_takes_those_flags_with_what_they_refine(run_cli):
     flags = ("--prefix-tokens", "200", "--prefix-share", "0.5", "--prefix-affinity")
     run_checked(run_cli, *PERF_8B, *flags, "--kv-tiers", "--nvme-dwpd", "3", code=0)
+
+
+@pytest.mark.parametrize("command", ["solve", "explain"])
+def test_two_outputs_on_standard_output_are_refused_before_any_work(run_cli, command):
+    # JSON then Markdown on stdout, one after the other: neither parsed
+    args = (command, ONE_MODEL_ONE_REGION, "--json", "-", "--markdown", "-")
+    result = run_checked(run_cli, *args, needles=("two outputs are - (standard output)",))
+    assert result.stdout == ""
+
+
+def test_batch_refuses_json_and_junit_both_on_standard_output(run_cli, tmp_path):
+    shutil.copy(ONE_MODEL_ONE_REGION, tmp_path / "one.yaml")
+    args = ("batch", tmp_path, "--json", "-", "--junit", "-")
+    run_checked(run_cli, *args, needles=("two outputs are -",))
