@@ -167,6 +167,10 @@ def explain(
 ) -> None:
     """Solve, then explain the plan: what binds, at what price, and what else would cost."""
     started = time.monotonic()
+    if not levers and levers_time_limit is not None:  # it changed nothing, without a word
+        raise InputError(
+            [Issue("command line", None, "--levers-time-limit", "limits the levers: give --levers")]
+        )
     check_outputs(file, json_out, markdown_out)
     solved = _solve(file, started, backend, time_limit, mip_gap, threads, sets, json_out)
     from solver.analysis.explain import explain_solved

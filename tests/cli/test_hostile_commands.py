@@ -103,3 +103,10 @@ def test_batch_refuses_json_and_junit_both_on_standard_output(run_cli, tmp_path)
     shutil.copy(ONE_MODEL_ONE_REGION, tmp_path / "one.yaml")
     args = ("batch", tmp_path, "--json", "-", "--junit", "-")
     run_checked(run_cli, *args, needles=("two outputs are -",))
+
+
+def test_explain_refuses_a_levers_time_limit_without_levers(run_cli):
+    # the explanation ran without levers and the limit changed nothing, exit 0
+    args = ("explain", ONE_MODEL_ONE_REGION, "--levers-time-limit", "5")
+    result = run_checked(run_cli, *args, needles=("--levers-time-limit", "give --levers"))
+    assert result.stdout == "", "refused before the solve"
