@@ -98,6 +98,12 @@ def _issue_from_pydantic(item: Any, file: str, lines: Lines) -> Issue:
         # pydantic: "List should have at least 1 item after validation, not 0"
         least = item["ctx"].get("min_length", 1)
         message = f"is empty; give at least {counted(least, 'entry', 'entries')}"
+    elif item["type"] == "string_too_long" and isinstance(item.get("input"), str):
+        most = item.get("ctx", {}).get("max_length")
+        message = (
+            f"is {len(item['input']):,} characters long; at most {most:,} "
+            f"(got {_shown(item['input'])})"
+        )
     elif item["type"] == "int_parsing_size":
         message = f"integer too large to represent, got {_shown(item.get('input'))}"
     elif "input" in item and item["type"] not in ("value_error", "assertion_error"):

@@ -28,6 +28,7 @@ def _overridable(spec: type[BaseModel], entry_name: str, doc: str) -> type[BaseM
             str,
             Field(
                 min_length=1,
+                max_length=limits.MAX_NAME_CHARS,
                 description="Catalog name; a name the catalog lacks defines a new entry "
                 "inline, with every field given.",
             ),

@@ -2,8 +2,13 @@
 now says so on stderr, naming the field (the plan is unchanged, as for growth without a
 horizon: tests/models/schema/test_growth_warning.py)."""
 
+import json
+import time
+
+import pytest
 import yaml
 
+from models.schema import limits
 from tests.cli.test_hostile_input import run_checked
 from tests.paths import INSTANCES, ONE_MODEL_ONE_REGION
 
@@ -27,3 +32,43 @@ def test_a_horizon_on_a_static_instance_is_warned_about(run_cli, tmp_path):
 def test_a_horizon_on_an_hourly_instance_is_not_warned_about(run_cli):
     result = run_checked(run_cli, "validate", INSTANCES / "growth-horizon.yaml", code=0)
     assert "horizon_months" not in result.stderr
+
+
+def _named(region: str, workload: str) -> dict:
+    data = json.loads(json.dumps(STATIC))
+    data["regions"][0]["name"] = region
+    data["workloads"][0]["name"] = workload
+    data["workloads"][0]["demand"] = {region: STATIC["workloads"][0]["demand"]["us-east"]}
+    return data
+
+
+@pytest.mark.parametrize(
+    ("where", "field"),
+    [
+        ("regions", "regions[0].name"),
+        ("workloads", "workloads[0].name"),
+        ("gpus", "gpus[0].name"),
+        ("instance", "name"),
+    ],
+)
+def test_a_name_of_100000_characters_is_refused_naming_the_field(run_cli, tmp_path, where, field):
+    # 100,000-character names validated and hung `report` past 20 s in the charts' layout
+    long = "x" * 100_000
+    data = _named(
+        long if where == "regions" else "us-east", long if where == "workloads" else "chat"
+    )
+    if where == "gpus":
+        data["gpus"][0]["name"] = long
+    if where == "instance":
+        data["name"] = long
+    needles = (f"{field}: is 100,000 characters long; at most {limits.MAX_NAME_CHARS}",)
+    result = run_checked(run_cli, "validate", _instance(tmp_path, data), needles=needles)
+    assert long not in result.stderr, "the message quotes the start of the name only"
+
+
+def test_names_at_the_bound_solve_and_report_in_seconds(run_cli, tmp_path):
+    most = limits.MAX_NAME_CHARS
+    path = _instance(tmp_path, {**_named("r" * most, "w" * most), "name": "n" * most})
+    started = time.monotonic()
+    run_checked(run_cli, "report", path, "-o", tmp_path / "report.html", code=0)
+    assert time.monotonic() - started < 30
