@@ -5,6 +5,7 @@ gives one, and all errors are reported at once (up to `MAX_ISSUES_REPORTED`, the
 count). Reading itself is bounded by `models.io.documents.read_document`.
 """
 
+import datetime
 import types
 import typing
 from difflib import get_close_matches
@@ -106,11 +107,24 @@ def _issue_from_pydantic(item: Any, file: str, lines: Lines) -> Issue:
         )
     elif item["type"] == "int_parsing_size":
         message = f"integer too large to represent, got {_shown(item.get('input'))}"
+    elif item["type"] == "string_type" and _unquoted(item.get("input")):
+        message = f"must be text, got {_shown(item['input'])}: {_unquoted(item['input'])}"
     elif "input" in item and item["type"] not in ("value_error", "assertion_error"):
         message += f" (got {_shown(item['input'])})"
     if message.startswith("Value error, "):
         message = message[len("Value error, ") :]
     return Issue(file, _line_for(loc, lines), dotted(loc), message)
+
+
+def _unquoted(value: Any) -> str:
+    """Why YAML read what was meant as text as something else, or "" (None: not text)."""
+    if isinstance(value, bool):
+        return "YAML reads an unquoted yes, no, on, off, true or false as a boolean; quote it"
+    if isinstance(value, int | float):
+        return "YAML reads an unquoted number as a number; quote it"
+    if isinstance(value, datetime.date):
+        return "YAML reads an unquoted date as a date; quote it"
+    return ""
 
 
 def _shown(value: Any) -> str:

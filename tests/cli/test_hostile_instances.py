@@ -72,3 +72,18 @@ def test_names_at_the_bound_solve_and_report_in_seconds(run_cli, tmp_path):
     started = time.monotonic()
     run_checked(run_cli, "report", path, "-o", tmp_path / "report.html", code=0)
     assert time.monotonic() - started < 30
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("no", "as a boolean; quote it"),  # Norway's region code, read as false
+        ("2025-01-01", "as a date; quote it"),
+        ("1.0", "as a number; quote it"),
+    ],
+)
+def test_a_name_yaml_reads_as_another_type_says_to_quote_it(run_cli, tmp_path, text, why):
+    path = tmp_path / "inst.yaml"
+    source = ONE_MODEL_ONE_REGION.read_text(encoding="utf-8")
+    path.write_text(source.replace("name: one-model-one-region", f"name: {text}"))
+    run_checked(run_cli, "validate", path, needles=("name: must be text, got", why))
