@@ -52,3 +52,35 @@ def test_a_grid_value_json_cannot_hold_is_refused_naming_the_axis(run_cli, tmp_p
     grid.write_text(f"instance: base.yaml\naxes:\n  description: [ok, {value}]\n")
     result = run_checked(run_cli, "sweep", grid, needles=("axes.description[1]", kind))
     assert "JSON" in result.stderr
+
+
+def _grid(tmp_path):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(f"instance: {ONE_MODEL_ONE_REGION}\naxes:\n  demand_growth: [1.0]\n")
+    return grid
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{\n  "instance": "a plan",\n  "replicas": []\n}\n',  # plan.json given as --out
+        "name: an instance\n",
+        "workload,region,gpu\nchat,us-east,h100-sxm\n",
+    ],
+)
+def test_sweep_never_appends_to_a_file_that_is_not_its_results(run_cli, tmp_path, content):
+    other = tmp_path / "mine.json"
+    other.write_text(content)
+    needles = ("--out", "is not a sweep results file")
+    run_checked(run_cli, "sweep", _grid(tmp_path), "--out", other, needles=needles)
+    assert other.read_text() == content
+
+
+@pytest.mark.parametrize(
+    "content", ["", '{"poi'], ids=["empty", "a first record cut by a killed run"]
+)
+def test_sweep_still_appends_to_its_own_results(run_cli, tmp_path, content):
+    results = tmp_path / "results.jsonl"
+    results.write_text(content)
+    run_checked(run_cli, "sweep", _grid(tmp_path), "--out", str(results), code=0)
+    assert results.read_text().splitlines()[-1].startswith('{"point": 0')
