@@ -16,7 +16,7 @@ from cli.options import emit_json, load, require_verified
 from cli.render.console import err
 from models.io.documents import read_document, read_text
 from models.io.loading import validate_instance
-from models.io.output_files import check_target, write_text
+from models.io.output_files import check_target, check_targets, write_text
 from models.schema.errors import InputError, Issue
 from models.schema.quantities import counted
 
@@ -119,9 +119,7 @@ def fleet_import(
     # the folder `deploy --target k8s` wrote: each of its files is an input, never replaced
     files = _fleet_files(fleet_file) if fleet_file.is_dir() else [fleet_file]
     inputs = (fleet_file, instance_file, *files)
-    check_target(instance_out, inputs)
-    if plan_out is not None:
-        check_target(plan_out, inputs)
+    check_targets((instance_out, plan_out), inputs)  # and never one file for both
     load(instance_file, None)  # the instance must be valid before it is rewritten
     # bounded as every input is (models.io.documents): a FIFO, a device, a binary file or
     # one over the size limit is refused, never waited on or read without end

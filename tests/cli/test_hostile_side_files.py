@@ -267,3 +267,24 @@ def test_an_assumption_given_in_both_spellings_is_refused_naming_both_lines(run_
     config.write_text("requests-per-day: 1000000\nrequests_per_day: 3000000\n")
     needles = (f"{config}:2", "given twice", "'requests-per-day' (line 1)")
     run_checked(run_cli, "estimate", "--config", config, needles=needles)
+
+
+# --- two outputs in one file ------------------------------------------------------------
+
+
+def test_fleet_import_refuses_one_file_for_the_instance_and_the_plan(run_cli, tmp_path):
+    fleet = tmp_path / "fleet.csv"
+    fleet.write_text(f"{FLEET_HEADER}\nchat,us-east,h100-sxm,fp8,1,1,3\n")
+    out = tmp_path / "out.yaml"
+    args = (*_fleet_args(fleet, out), "--plan-out", out)
+    run_checked(run_cli, *args, needles=("is also the output",))
+    assert not out.exists(), "the plan replaced the instance just written; both said wrote"
+
+
+def test_calibrate_refuses_one_file_for_the_profile_and_the_json(run_cli, tmp_path):
+    runs = tmp_path / "runs.csv"
+    runs.write_text(f"{RUNS_HEADER}\nllama-3.1-8b,h100-sxm,bf16,1,2000,64,1,50\n")
+    profile = tmp_path / "mine.yaml"
+    args = ("calibrate", runs, "-o", profile, "--json", profile, "--no-leave-one-out")
+    run_checked(run_cli, *args, needles=("is also the output",))
+    assert not profile.exists()
