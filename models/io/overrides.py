@@ -199,7 +199,10 @@ def _apply(document: dict, override: Override) -> str:
         last = after is None
         if isinstance(step, str):
             if not isinstance(node, dict):
-                raise _refuse(override.text, f"{_at(walked)} is {_kind(node)}, not a mapping")
+                hint = ""
+                if isinstance(node, list):  # `regions.us-east.zones`: the list needs a selector
+                    hint = f": select an element, {_at(walked)}[{step}] or {_at(walked)}[0]"
+                raise _refuse(override.text, f"{_at(walked)} is {_kind(node)}, not a mapping{hint}")
             landed.append(step)
             if last:
                 node[step] = override.value

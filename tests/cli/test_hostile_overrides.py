@@ -84,3 +84,9 @@ def test_sweep_still_appends_to_its_own_results(run_cli, tmp_path, content):
     results.write_text(content)
     run_checked(run_cli, "sweep", _grid(tmp_path), "--out", str(results), code=0)
     assert results.read_text().splitlines()[-1].startswith('{"point": 0')
+
+
+def test_a_key_into_a_list_says_how_to_select_an_element(run_cli):
+    args = ("validate", ONE_MODEL_ONE_REGION, "--set", "regions.us-east.zones=2")
+    needles = ("regions is a list, not a mapping", "regions[us-east] or regions[0]")
+    run_checked(run_cli, *args, needles=needles)
