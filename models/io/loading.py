@@ -47,6 +47,11 @@ def validate_instance(
     if not isinstance(data, dict):
         kind = "empty" if data is None else f"a {type(data).__name__}"
         raise InputError([Issue(file, 1, "", f"an instance is a mapping of sections, got {kind}")])
+    if "replicas" in data and "workloads" not in data:  # `verify plan.json instance.yaml`
+        raise InputError(
+            [Issue(file, 1, "", "is a plan (it has replicas and no workloads), not an instance: "
+                   "were the instance and the plan given the other way round?")]
+        )  # fmt: skip
     try:
         context = {"instance_dir": str(instance_dir)} if instance_dir is not None else None
         instance = Instance.model_validate(data, context=context)

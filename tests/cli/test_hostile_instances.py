@@ -87,3 +87,11 @@ def test_a_name_yaml_reads_as_another_type_says_to_quote_it(run_cli, tmp_path, t
     source = ONE_MODEL_ONE_REGION.read_text(encoding="utf-8")
     path.write_text(source.replace("name: one-model-one-region", f"name: {text}"))
     run_checked(run_cli, "validate", path, needles=("name: must be text, got", why))
+
+
+def test_a_plan_given_as_the_instance_is_named_as_a_plan(run_cli, tmp_path):
+    # `verify plan.json instance.yaml`: 51 schema problems, none saying what happened
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"instance": "x", "replicas": [], "cost_per_month": 0.0}))
+    result = run_checked(run_cli, "verify", plan, ONE_MODEL_ONE_REGION, needles=("is a plan",))
+    assert "other way round" in result.stderr and "1 problem" in result.stderr
