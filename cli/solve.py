@@ -44,7 +44,7 @@ from cli.render.plan_tables import (
 from cli.render.tables import TableSpec, markdown_tables, print_tables
 from cli.render.time_tables import time_tables
 from cli.render.zeros import json_without_negative_zero
-from models.io.loading import load_instance, read_document
+from models.io.loading import capped, load_instance, read_document
 from models.io.output_files import check_target, check_targets, is_stdout, write_text
 from models.schema import limits
 from models.schema.backend_names import BACKEND_NAMES
@@ -387,17 +387,12 @@ def _read_plan(path: Path) -> Plan:
     try:
         return Plan.model_validate(data)
     except ValidationError as error:
-        raise InputError(
-            [
-                Issue(
-                    str(path),
-                    None,
-                    ".".join(str(part) for part in item["loc"]),
-                    item["msg"],
-                )
-                for item in error.errors()
-            ]
-        ) from None
+        shown = error.errors()[: limits.MAX_ISSUES_REPORTED]
+        issues = [
+            Issue(str(path), None, ".".join(str(part) for part in item["loc"]), item["msg"])
+            for item in shown
+        ]
+        raise InputError(capped(str(path), issues, error.error_count())) from None
 
 
 def _write(path: Path | None, text: str, file: Path) -> None:

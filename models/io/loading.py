@@ -21,7 +21,7 @@ from models.schema.errors import InputError, Issue
 from models.schema.instance import Instance
 from models.schema.quantities import counted, describe
 
-__all__ = ["LineMap", "Lines", "load_instance", "read_document", "validate_instance"]
+__all__ = ["LineMap", "Lines", "capped", "load_instance", "read_document", "validate_instance"]
 
 
 def load_instance(path: str | Path) -> Instance:
@@ -58,11 +58,11 @@ def validate_instance(
     except ValidationError as error:
         shown = error.errors()[: limits.MAX_ISSUES_REPORTED]
         issues = [_issue_from_pydantic(item, file, lines) for item in shown]
-        raise InputError(_capped(file, issues, error.error_count())) from None
+        raise InputError(capped(file, issues, error.error_count())) from None
     problems = cross_check(instance)
     if problems:
         raise InputError(
-            _capped(
+            capped(
                 file,
                 [Issue(file, _line_for(path, lines), dotted(path), msg) for path, msg in problems],
                 len(problems),
@@ -71,8 +71,9 @@ def validate_instance(
     return instance
 
 
-def _capped(file: str, issues: list[Issue], total: int) -> list[Issue]:
-    """The first `MAX_ISSUES_REPORTED` of `total` issues, then one that counts the rest."""
+def capped(file: str, issues: list[Issue], total: int) -> list[Issue]:
+    """The first `MAX_ISSUES_REPORTED` of `total` issues, then one that counts the rest
+    (every reader's list of problems: a plan of 50,000 bad pools printed 50,000 lines)."""
     if total <= limits.MAX_ISSUES_REPORTED:
         return issues
     rest = total - limits.MAX_ISSUES_REPORTED

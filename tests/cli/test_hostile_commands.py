@@ -9,6 +9,7 @@ import signal
 
 import pytest
 
+from models.schema import limits
 from tests.cli.test_hostile_input import run_checked
 from tests.paths import ONE_MODEL_ONE_REGION
 
@@ -110,3 +111,16 @@ def test_explain_refuses_a_levers_time_limit_without_levers(run_cli):
     args = ("explain", ONE_MODEL_ONE_REGION, "--levers-time-limit", "5")
     result = run_checked(run_cli, *args, needles=("--levers-time-limit", "give --levers"))
     assert result.stdout == "", "refused before the solve"
+
+
+def test_a_plan_of_many_bad_pools_lists_the_first_problems_and_counts_the_rest(run_cli, tmp_path):
+    # 5,000 pools of an unknown precision printed 5,000 lines
+    pool = {"workload": "chat", "region": "us-east", "gpu": "h100-sxm", "precision": "int3"}
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"replicas": [{**pool, "tp": 1, "pp": 1, "count": 1}] * 5000}))
+    result = run_checked(
+        run_cli, "verify", ONE_MODEL_ONE_REGION, plan, needles=("replicas.0.precision",)
+    )
+    rest = 5000 - limits.MAX_ISSUES_REPORTED
+    assert f"... and {rest:,} more problems" in result.stderr
+    assert len(result.stderr.splitlines()) < limits.MAX_ISSUES_REPORTED + 10
