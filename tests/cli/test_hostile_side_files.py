@@ -288,3 +288,16 @@ def test_calibrate_refuses_one_file_for_the_profile_and_the_json(run_cli, tmp_pa
     args = ("calibrate", runs, "-o", profile, "--json", profile, "--no-leave-one-out")
     run_checked(run_cli, *args, needles=("is also the output",))
     assert not profile.exists()
+
+
+def test_engine_profiles_whose_fallbacks_loop_are_named_as_a_loop(run_cli, tmp_path):
+    # a.yaml -> b.yaml -> a.yaml: "cannot be read (maximum recursion depth exceeded)"
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    for path, fallback in ((first, second), (second, first)):
+        path.write_text(
+            f"kind: fleetplan-engine-profile\nby_key: {{default: {{}}}}\nfallback: {fallback}\n"
+        )
+    args = ("perf", "-g", "h100-sxm", "-m", "llama-3.1-8b", "-i", "100", "-o", "100")
+    needles = ("--engine", f"its fallbacks loop: {first} -> {second} -> {first}")
+    result = run_checked(run_cli, *args, "--engine", first, needles=needles)
+    assert "recursion" not in result.stderr
