@@ -14,7 +14,7 @@ import yaml
 
 from cli.options import emit_json, load, require_verified
 from cli.render.console import err
-from models.io.documents import read_document, read_text
+from models.io.documents import read_document, read_text, yaml_documents
 from models.io.loading import validate_instance
 from models.io.output_files import check_target, check_targets, write_text
 from models.schema.errors import InputError, Issue
@@ -112,7 +112,7 @@ def fleet_import(
         fleet_plan,
         owned_gpus,
         pools_from_csv,
-        pools_from_kubernetes,
+        pools_from_objects,
         with_existing,
     )
 
@@ -123,15 +123,20 @@ def fleet_import(
     load(instance_file, None)  # the instance must be valid before it is rewritten
     # bounded as every input is (models.io.documents): a FIFO, a device, a binary file or
     # one over the size limit is refused, never waited on or read without end
-    text = "\n---\n".join(read_text(path, "fleet") for path in files)
+    pools = []
+    for path in files:  # each file read and named on its own (lines are the file's)
+        text = read_text(path, "fleet")
+        try:
+            if path.suffix.lower() == ".csv":
+                pools += pools_from_csv(text)
+            else:
+                pools += pools_from_objects(yaml_documents(text, str(path)))
+        except FleetImportError as error:
+            raise _problem(str(path), "", str(error)) from None
+    document, _ = read_document(instance_file)
     try:
-        if fleet_file.suffix.lower() == ".csv":
-            pools = pools_from_csv(text)
-        else:
-            pools = pools_from_kubernetes(text)
-        document, _ = read_document(instance_file)
         updated = with_existing(document, owned_gpus(pools))
-    except (FleetImportError, yaml.YAMLError) as error:
+    except FleetImportError as error:
         raise _problem(str(fleet_file), "", str(error)) from None
     if not pools:
         raise _problem(

@@ -301,3 +301,26 @@ def test_engine_profiles_whose_fallbacks_loop_are_named_as_a_loop(run_cli, tmp_p
     needles = ("--engine", f"its fallbacks loop: {first} -> {second} -> {first}")
     result = run_checked(run_cli, *args, "--engine", first, needles=needles)
     assert "recursion" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        # each was an AttributeError or TypeError: exit 70
+        (("metadata:\n", "metadata: [1]\nx:\n"), "metadata is not a mapping"),
+        (("spec:\n  replicas: 3\n", "spec: [3]\n"), "spec is not a mapping"),
+        ((f"'{POOL_ANNOTATION}'", "5"), "is not a JSON object of the pool's layout"),
+        ((f"'{POOL_ANNOTATION}'", "'[1, 2]'"), "is not a JSON object of the pool's layout"),
+        # kept the second value without a word: 30 replicas imported
+        (("  replicas: 3\n", "  replicas: 3\n  replicas: 30\n"), "duplicate key 'replicas'"),
+    ],
+)
+def test_a_kubernetes_object_of_the_wrong_shape_is_refused_naming_it(
+    run_cli, tmp_path, change, needle
+):
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(DEPLOYMENT.replace(*change))
+    assert fleet.read_text() != DEPLOYMENT, "the change applies"
+    out = tmp_path / "out.yaml"
+    run_checked(run_cli, *_fleet_args(fleet, out), needles=(str(fleet), needle))
+    assert not out.exists()
