@@ -203,6 +203,11 @@ def _read_csv(path: Path) -> list[Measurement]:
     reader = csv.DictReader(io.StringIO(text))
     if not reader.fieldnames:
         raise InputError([Issue(str(path), 1, "", "no header line")])
+    names = [name.strip() for name in reader.fieldnames]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:  # csv keeps the last column of a name: the first would be lost unseen
+        raise InputError([Issue(str(path), 1, name, "column given twice in the header")
+                          for name in twice])  # fmt: skip
     runs, issues = [], []
     for index, fields in enumerate(_rows(reader, path)):
         if index >= MAX_MEASUREMENTS:

@@ -58,6 +58,9 @@ def pools_from_csv(text: str) -> list[ReplicaPool]:
     """The pools of a CSV fleet (see the module text)."""
     reader = csv.DictReader(io.StringIO(text))
     header = reader.fieldnames or []
+    twice = sorted({name for name in header if header.count(name) > 1})
+    if twice:  # csv keeps the last column of a name: the first would be lost unseen
+        raise FleetImportError(f"CSV header: column {', '.join(twice)} given twice")
     missing = [name for name in CSV_REQUIRED if name not in header]
     unknown = [name for name in header if name not in CSV_REQUIRED + CSV_OPTIONAL]
     if missing or unknown:

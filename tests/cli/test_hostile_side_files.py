@@ -324,3 +324,19 @@ def test_a_kubernetes_object_of_the_wrong_shape_is_refused_naming_it(
     out = tmp_path / "out.yaml"
     run_checked(run_cli, *_fleet_args(fleet, out), needles=(str(fleet), needle))
     assert not out.exists()
+
+
+def test_a_fleet_csv_column_given_twice_is_refused(run_cli, tmp_path):
+    # the second replicas column (30) was imported without a word
+    fleet = tmp_path / "fleet.csv"
+    fleet.write_text(f"{FLEET_HEADER},replicas\nchat,us-east,h100-sxm,fp8,1,1,3,30\n")
+    out = tmp_path / "out.yaml"
+    run_checked(run_cli, *_fleet_args(fleet, out), needles=("column replicas given twice",))
+    assert not out.exists()
+
+
+def test_a_measurements_csv_column_given_twice_is_refused(run_cli, tmp_path):
+    runs = tmp_path / "runs.csv"
+    runs.write_text(f"{RUNS_HEADER},output_tok_s\nllama-3.1-8b,h100-sxm,bf16,1,2000,64,1,50,5000\n")
+    args = ("calibrate", runs, "-o", tmp_path / "p.yaml")
+    run_checked(run_cli, *args, needles=(f"{runs}:1: output_tok_s: column given twice",))
