@@ -88,6 +88,27 @@ class _Config:
             )
         return value
 
+    def items(self, key: str, layers: int | None = None) -> list[Any]:
+        """The list at `key` ([] when absent) of numbers or strings; with `layers`, one
+        entry per layer. Anything else is refused: an integer or a list of mappings was
+        iterated (TypeError, exit 70), and 12 layer types for 48 layers were read as 12."""
+        value = self.data.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(
+            isinstance(item, str | int | float) for item in value
+        ):
+            raise HfConfigError(
+                f"config.json field {self._where(key)!r} must be a list of numbers or names, "
+                f"got {str(value)[:60]}"
+            )
+        if layers is not None and value and len(value) != layers:
+            raise HfConfigError(
+                f"config.json field {self._where(key)!r} has {len(value):,} entries, one per "
+                f"layer; num_hidden_layers is {layers:,}"
+            )
+        return value
+
     def flag(self, key: str, default: bool) -> bool:
         value = self.data.get(key, default)
         if not isinstance(value, bool):
@@ -135,7 +156,7 @@ def _mixtral(c: _Config) -> Fields:
 
 
 def _qwen3_moe(c: _Config) -> Fields:
-    dense = c.data.get("mlp_only_layers") or []
+    dense = c.items("mlp_only_layers")
     if list(dense) != list(range(len(dense))):
         raise HfConfigError(
             f"config.json field 'mlp_only_layers' = {dense!r}: only leading dense layers "
@@ -180,7 +201,7 @@ def _deepseek_v3(c: _Config) -> Fields:
 
 def _gpt_oss(c: _Config) -> Fields:
     fields = _gqa(c)
-    layer_types = c.data.get("layer_types") or []
+    layer_types = c.items("layer_types", fields["layers"])
     windowed = sum(1 for kind in layer_types if kind == "sliding_attention")
     quant = c.data.get("quantization_config") or {}
     mxfp4 = isinstance(quant, Mapping) and quant.get("quant_method") == "mxfp4"
@@ -199,7 +220,7 @@ def _gpt_oss(c: _Config) -> Fields:
 def _llama4_text(c: _Config) -> Fields:
     fields = _gqa(c)
     layers = fields["layers"]
-    rope_layers = c.data.get("no_rope_layers")
+    rope_layers = c.items("no_rope_layers", layers)
     if rope_layers:
         chunked = sum(1 for uses_rope in rope_layers if uses_rope)
     else:
@@ -222,7 +243,7 @@ def _llama4_text(c: _Config) -> Fields:
 
 def _minimax_m2(c: _Config) -> Fields:
     fields = _gqa(c)
-    kinds = c.data.get("attn_type_list") or []
+    kinds = c.items("attn_type_list", fields["layers"])
     if any(kind != 1 for kind in kinds):
         raise HfConfigError(
             "config.json field 'attn_type_list' holds linear (lightning) attention layers "
@@ -242,7 +263,7 @@ def _minimax_m2(c: _Config) -> Fields:
 
 
 def _qwen3_hybrid(c: _Config) -> Fields:
-    layer_types = c.data.get("layer_types")
+    layer_types = c.items("layer_types", c.integer("num_hidden_layers", least=1)) or None
     if layer_types is None and "full_attention_interval" in c.data:  # transformers' default
         interval = c.integer("full_attention_interval", least=1)
         layers = c.integer("num_hidden_layers", least=1, most=int(limits.LAYERS.high))

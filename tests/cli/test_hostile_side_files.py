@@ -340,3 +340,68 @@ def test_a_measurements_csv_column_given_twice_is_refused(run_cli, tmp_path):
     runs.write_text(f"{RUNS_HEADER},output_tok_s\nllama-3.1-8b,h100-sxm,bf16,1,2000,64,1,50,5000\n")
     args = ("calibrate", runs, "-o", tmp_path / "p.yaml")
     run_checked(run_cli, *args, needles=(f"{runs}:1: output_tok_s: column given twice",))
+
+
+GPT_OSS_CONFIG = {
+    "model_type": "gpt_oss",
+    "num_attention_heads": 64,
+    "hidden_size": 2880,
+    "num_hidden_layers": 24,
+    "intermediate_size": 2880,
+    "num_key_value_heads": 8,
+    "head_dim": 64,
+    "vocab_size": 201088,
+    "max_position_embeddings": 131072,
+    "num_local_experts": 32,
+    "num_experts_per_tok": 4,
+    "sliding_window": 128,
+}
+"""gpt-oss-20b's config.json, the fields fleetplan reads (no layer_types: no windows)."""
+
+
+@pytest.mark.parametrize(
+    ("config", "field", "message"),
+    [
+        # each was iterated as a list: TypeError, exit 70
+        ({**GPT_OSS_CONFIG, "layer_types": 5}, "layer_types", "must be a list"),
+        (
+            {**QWEN3_NEXT_CONFIG, "full_attention_interval": None, "layer_types": [{"a": 1}]},
+            "layer_types",
+            "must be a list of numbers or names",
+        ),
+        (
+            {
+                **LLAMA_CONFIG,
+                "model_type": "qwen3_moe",
+                "mlp_only_layers": 5,
+                "num_experts": 8,
+                "num_experts_per_tok": 2,
+                "moe_intermediate_size": 768,
+            },
+            "mlp_only_layers",
+            "must be a list",
+        ),
+        # 12 layer types for 48 layers: 10 linear layers were planned, not 36
+        (
+            {
+                **QWEN3_NEXT_CONFIG,
+                "full_attention_interval": None,
+                "layer_types": ["linear_attention"] * 10 + ["full_attention"] * 2,
+            },
+            "layer_types",
+            "has 12 entries, one per layer; num_hidden_layers is 48",
+        ),
+        (
+            {**GPT_OSS_CONFIG, "layer_types": ["sliding_attention"] * 200},
+            "layer_types",
+            "has 200 entries, one per layer; num_hidden_layers is 24",
+        ),
+    ],
+)
+def test_a_config_json_list_of_the_wrong_shape_is_refused(
+    run_cli, tmp_path, config, field, message
+):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({k: v for k, v in config.items() if v is not None}))
+    args = ("perf", "-g", "h100-sxm", "-i", "100", "-o", "100", "-p", "fp8", "--tp", "8")
+    run_checked(run_cli, *args, "--model-config", path, needles=(f"'{field}'", message))
