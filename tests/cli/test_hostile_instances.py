@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from models.schema import limits
+from models.schema.errors import SHOWN_MESSAGE_CHARS, SHOWN_PATH_CHARS
 from tests.cli.test_hostile_input import run_checked
 from tests.paths import INSTANCES, ONE_MODEL_ONE_REGION
 
@@ -95,3 +96,21 @@ def test_a_plan_given_as_the_instance_is_named_as_a_plan(run_cli, tmp_path):
     plan.write_text(json.dumps({"instance": "x", "replicas": [], "cost_per_month": 0.0}))
     result = run_checked(run_cli, "verify", plan, ONE_MODEL_ONE_REGION, needles=("is a plan",))
     assert "other way round" in result.stderr and "1 problem" in result.stderr
+
+
+@pytest.mark.parametrize("where", ["demand", "supply", "config", "base"])
+def test_a_100000_character_key_or_path_gives_a_message_of_a_screenful(run_cli, tmp_path, where):
+    # the key was echoed whole in the field path and the message: 200 KB on stderr
+    long = "k" * 100_000
+    data = json.loads(json.dumps(STATIC))
+    if where == "demand":
+        data["workloads"][0]["demand"][long] = {"peak_requests_per_s": 3}
+    elif where == "supply":
+        data["regions"][0]["supply"][long] = {"max_gpus": 3}
+    elif where == "config":
+        data["models"][0]["config"] = long
+    else:
+        data["models"].append({"name": "adapter", "base": long})
+    result = run_checked(run_cli, "validate", _instance(tmp_path, data))
+    # one problem: a line of at most a file name, a path and a message, each cut
+    assert len(result.stderr) < 2 * SHOWN_PATH_CHARS + SHOWN_MESSAGE_CHARS + 200
