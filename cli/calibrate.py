@@ -13,7 +13,7 @@ import yaml
 from cli.options import JsonOnly, emit_json, read_files, to_stdout, within
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, print_tables
-from models.io.output_files import check_target, write_text
+from models.io.output_files import check_targets, write_text
 from models.physics.efficiency import UnknownEngine, check_engine
 from models.profiles.fit import FIGURES, FITTED, ProfileFit, fit_profile, profile_document
 from models.profiles.measurements import Measurement, RunDefaults, read_measurements
@@ -154,7 +154,7 @@ def calibrate(
         raise InputError(
             [Issue("command line", None, "--output", "the profile file must end in .yaml")]
         )
-    check_target(output, (*measurements, *read_files(engine)))
+    check_targets((output, json_out), (*measurements, *read_files(engine)))
     try:
         base_engine = check_engine(engine)
     except UnknownEngine as error:

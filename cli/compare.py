@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from cli.exit_codes import ExitCode
-from cli.options import JsonOut, MarkdownOut, to_stdout
+from cli.options import JsonOut, MarkdownOut, known_backend, to_stdout
 from cli.render.console import err, out
 from cli.render.tables import Report, TableSpec
 from cli.render.zeros import json_without_negative_zero
@@ -19,7 +19,9 @@ from solver.analysis.compare import Comparison, Side, compare_instances
 def compare(
     base: Annotated[Path, typer.Argument(help="The instance as it is today.")],
     candidate: Annotated[Path, typer.Argument(help="The changed instance (same demand).")],
-    backend: Annotated[str | None, typer.Option(help="Solver backend for both.")] = None,
+    backend: Annotated[
+        str | None, typer.Option(help="Solver backend for both.", callback=known_backend)
+    ] = None,
     json_out: JsonOut = None,
     markdown_out: MarkdownOut = None,
 ) -> None:

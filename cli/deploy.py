@@ -5,16 +5,18 @@ Parsing and writing only: the files come from `solver.deploy.files`, the fleet f
 `solver.deploy.fleet_import`.
 """
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
 import yaml
 
-from cli.options import emit_json, load
+from cli.options import emit_json, load, require_verified
 from cli.render.console import err
-from models.io.documents import read_document
-from models.io.output_files import check_target, write_text
+from models.io.documents import read_document, read_text, yaml_documents
+from models.io.loading import validate_instance
+from models.io.output_files import check_target, check_targets, write_text
 from models.schema.errors import InputError, Issue
 from models.schema.quantities import counted
 
@@ -42,6 +44,8 @@ def deploy(
     prefill/decode pair and its KV transfer. For k8s: the normal scenario's replicas, the
     failover spare as its own object, and an HPA on prefill queue depth and KV-cache
     usage at the thresholds the plan's headroom rule derives (never GPU utilisation).
+    Only a plan the verifier accepts for the instance is deployed (exit 1 otherwise, the
+    violations on stderr).
     """
     from cli.solve import _read_plan
     from solver.deploy.files import TARGETS, deploy_files
@@ -55,6 +59,10 @@ def deploy(
         raise _problem(str(out_dir), "-o", "exists and is not a folder")
     instance = load(instance_file, None)
     plan = _read_plan(plan_file)
+    # only a plan the verifier accepts is deployed (as report --plan and simulate): a
+    # tampered count of 10^12 replicas hung the pools' queueing maths; the verifier
+    # refuses it before any physics
+    require_verified(instance, plan, plan_file, "deploy")
     try:
         files = deploy_files(instance, plan, target)
     except DeployError as error:
@@ -66,6 +74,11 @@ def deploy(
     for name, text in files.items():
         write_text(out_dir / name, text, inputs)
     err.print(f"wrote {counted(len(files), 'file')} for {target} to {out_dir}", markup=False)
+
+
+def _fleet_files(folder: Path) -> list[Path]:
+    """The YAML files of a fleet folder, by name."""
+    return sorted(folder.glob("*.yaml")) + sorted(folder.glob("*.yml"))
 
 
 def fleet_import(
@@ -99,35 +112,31 @@ def fleet_import(
         fleet_plan,
         owned_gpus,
         pools_from_csv,
-        pools_from_kubernetes,
+        pools_from_objects,
         with_existing,
     )
 
-    inputs = (fleet_file, instance_file)
-    check_target(instance_out, inputs)
-    if plan_out is not None:
-        check_target(plan_out, inputs)
+    # the folder `deploy --target k8s` wrote: each of its files is an input, never replaced
+    files = _fleet_files(fleet_file) if fleet_file.is_dir() else [fleet_file]
+    inputs = (fleet_file, instance_file, *files)
+    check_targets((instance_out, plan_out), inputs)  # and never one file for both
     load(instance_file, None)  # the instance must be valid before it is rewritten
+    # bounded as every input is (models.io.documents): a FIFO, a device, a binary file or
+    # one over the size limit is refused, never waited on or read without end
+    pools = []
+    for path in files:  # each file read and named on its own (lines are the file's)
+        text = read_text(path, "fleet")
+        try:
+            if path.suffix.lower() == ".csv":
+                pools += pools_from_csv(text)
+            else:
+                pools += pools_from_objects(yaml_documents(text, str(path)))
+        except FleetImportError as error:
+            raise _problem(str(path), "", str(error)) from None
+    document, _ = read_document(instance_file)
     try:
-        if fleet_file.is_dir():  # the folder `deploy --target k8s` wrote
-            files = sorted(fleet_file.glob("*.yaml")) + sorted(fleet_file.glob("*.yml"))
-            text = "\n---\n".join(path.read_text(encoding="utf-8") for path in files)
-        else:
-            text = fleet_file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise _problem(str(fleet_file), "", "no such file") from None  # as every input reads
-    except OSError as error:
-        raise _problem(str(fleet_file), "", f"cannot read: {error.strerror or error}") from None
-    except UnicodeDecodeError as error:
-        raise _problem(str(fleet_file), "", f"cannot be read as UTF-8 text: {error}") from None
-    try:
-        if fleet_file.suffix.lower() == ".csv":
-            pools = pools_from_csv(text)
-        else:
-            pools = pools_from_kubernetes(text)
-        document, _ = read_document(instance_file)
         updated = with_existing(document, owned_gpus(pools))
-    except (FleetImportError, yaml.YAMLError) as error:
+    except FleetImportError as error:
         raise _problem(str(fleet_file), "", str(error)) from None
     if not pools:
         raise _problem(
@@ -135,6 +144,15 @@ def fleet_import(
             "",
             "holds no pool (no row, or no object with the fleetplan.io/pool annotation)",
         )
+    try:  # what is written must load: a fleet past a bound or of an undeclared GPU type
+        validate_instance(updated, str(fleet_file), {}, instance_dir=instance_file.parent)
+    except InputError as error:
+        raise InputError(
+            [
+                replace(issue, message=f"{issue.message} (the fleet raises `existing`)")
+                for issue in error.issues
+            ]
+        ) from None
     write_text(instance_out, yaml.safe_dump(updated, sort_keys=False), inputs)
     err.print(f"wrote {instance_out}", markup=False)
     emit_json(plan_out, fleet_plan(pools), inputs)

@@ -74,6 +74,14 @@ def assumptions_from(
                 line = config.lines.get((str(key),))
                 issues.append(Issue(config.name, line, str(key), f"unknown key; {hint}"))
                 continue
+            if name in origin:  # `requests-per-day` and `requests_per_day`: one would be lost
+                first = origin[name][0]
+                message = (
+                    f"given twice, as {first!r} (line {config.lines.get((first,))}) and "
+                    f"{str(key)!r}: the second would silently replace the first"
+                )
+                issues.append(Issue(config.name, config.lines.get((str(key),)), str(key), message))
+                continue
             merged[name] = value
             origin[name] = (str(key),)
     for name, value in flags.items():

@@ -155,6 +155,18 @@ def capped_at_cores(ctx: typer.Context, param: typer.CallbackParam, jobs: int) -
     return cores
 
 
+def known_backend(param: typer.CallbackParam, value: str | None) -> str | None:
+    """A typer callback for `--backend`: a name not in models.schema.backend_names exits
+    2 naming the flag and the choices, before any instance is read or solved (as the
+    registry reads names: any case, spaces around). None (not given) passes."""
+    from models.schema.backend_names import BACKEND_NAMES
+
+    if value is None or value.strip().lower() in BACKEND_NAMES:
+        return value
+    problem = f"unknown solver backend {value!r}; choose one of {', '.join(BACKEND_NAMES)}"
+    raise InputError([Issue("command line", None, _flag(param), problem)])
+
+
 class Executor(StrEnum):
     """Where the workload, scenario and period subproblems of a solve run."""
 

@@ -132,6 +132,7 @@ class PerfRequest:
         object.__setattr__(self, "arrivals", self.arrivals or Arrivals.BURST)
         self._check_lengths()
         self._check_prefix()
+        self._check_dependents()
         self._check_pair()
         self._check_spread()
         if self.speculation is not None and self.load_asked:
@@ -228,6 +229,25 @@ class PerfRequest:
         ]
         if problems:
             raise InputError(problems)
+
+    def _check_dependents(self) -> None:
+        """A flag that only refines another is refused without it, never ignored: the
+        KV-tier figures size tiers that --kv-tiers (or a declared prefix) asks for, and
+        --prefix-share and --prefix-affinity describe --prefix-tokens (each changed
+        nothing alone, exit 0)."""
+        if not self.tiers_asked:
+            for name in TIER_FLAGS:
+                if getattr(self, name) is not None:
+                    raise problem(
+                        _flag(name), "sizes a KV tier: give it with --kv-tiers (or --prefix-tokens)"
+                    )
+        if self.prefix_tokens is None:
+            for flag, given in (
+                ("--prefix-share", self.prefix_share != 1.0),
+                ("--prefix-affinity", self.prefix_affinity),
+            ):
+                if given:
+                    raise problem(flag, "describes a shared prefix: give it with --prefix-tokens")
 
     def _check_prefix(self) -> None:
         """A declared prefix within the p99 prompt, and its share of the mean prompt

@@ -44,7 +44,7 @@ from cli.render.plan_tables import (
 from cli.render.tables import TableSpec, markdown_tables, print_tables
 from cli.render.time_tables import time_tables
 from cli.render.zeros import json_without_negative_zero
-from models.io.loading import load_instance, read_document
+from models.io.loading import capped, load_instance, read_document
 from models.io.output_files import check_target, check_targets, is_stdout, write_text
 from models.schema import limits
 from models.schema.backend_names import BACKEND_NAMES
@@ -167,6 +167,10 @@ def explain(
 ) -> None:
     """Solve, then explain the plan: what binds, at what price, and what else would cost."""
     started = time.monotonic()
+    if not levers and levers_time_limit is not None:  # it changed nothing, without a word
+        raise InputError(
+            [Issue("command line", None, "--levers-time-limit", "limits the levers: give --levers")]
+        )
     check_outputs(file, json_out, markdown_out)
     solved = _solve(file, started, backend, time_limit, mip_gap, threads, sets, json_out)
     from solver.analysis.explain import explain_solved
@@ -386,17 +390,12 @@ def _read_plan(path: Path) -> Plan:
     try:
         return Plan.model_validate(data)
     except ValidationError as error:
-        raise InputError(
-            [
-                Issue(
-                    str(path),
-                    None,
-                    ".".join(str(part) for part in item["loc"]),
-                    item["msg"],
-                )
-                for item in error.errors()
-            ]
-        ) from None
+        shown = error.errors()[: limits.MAX_ISSUES_REPORTED]
+        issues = [
+            Issue(str(path), None, ".".join(str(part) for part in item["loc"]), item["msg"])
+            for item in shown
+        ]
+        raise InputError(capped(str(path), issues, error.error_count())) from None
 
 
 def _write(path: Path | None, text: str, file: Path) -> None:

@@ -232,6 +232,37 @@ def _parse_yaml(text: str, name: str) -> tuple[Any, LineMap]:
     return data, _yaml_line_map(root)
 
 
+def yaml_documents(text: str, name: str) -> list[Any]:
+    """Every document of a multi-document YAML stream (`---` between them: Kubernetes
+    objects), under the limits a file is held to (nesting, values after alias expansion
+    counted over the whole stream) and refusing a key given twice in one mapping (`replicas:
+    3` then `replicas: 30` kept 30 without a word).
+
+    Raises:
+        InputError: naming `name`, the line and the limit or the key.
+    """
+    try:
+        _check_yaml_events(text, name)
+        loader = _Loader(text)
+        try:
+            documents = []
+            while loader.check_node():
+                node = loader.get_node()
+                documents.append(loader.construct_document(node))
+        finally:
+            loader.dispose()
+    except _DuplicateKey as dup:
+        raise _duplicate_issue(name, dup) from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(error, "problem", None) or str(error)
+        raise _problem(name, f"YAML syntax: {problem}", line) from None
+    except (ValueError, OverflowError) as error:
+        raise _problem(name, f"YAML value cannot be read: {_value_problem(error)}") from None
+    return documents
+
+
 def check_yaml_text(text: str, name: str) -> None:
     """Refuse YAML text that is not a file (a `--set` value) by the limits a file is held
     to: more than `MAX_DOCUMENT_BYTES`, nesting deeper than `MAX_NESTING_DEPTH`, more than

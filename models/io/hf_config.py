@@ -41,6 +41,7 @@ from pydantic import ValidationError
 from models.io.documents import read_document
 from models.physics.llm import Attention, LlmSpec
 from models.physics.precision import Precision
+from models.schema import limits
 from models.schema.errors import InputError
 
 
@@ -60,7 +61,13 @@ class _Config:
     def _where(self, key: str) -> str:
         return f"{self.prefix}{key}"
 
-    def integer(self, key: str, default: int | None = None) -> int:
+    def integer(
+        self, key: str, default: int | None = None, least: int | None = None, most: int = 0
+    ) -> int:
+        """The integer at `key`; with `least` (a divisor, a count to iterate over) also at
+        least `least` and, with `most`, at most `most`: checked here, since the value is
+        used before `LlmSpec` checks the shapes (`hidden // 0` raised ZeroDivisionError,
+        a layer count of 10^12 built a list of 10^12 layer types)."""
         value = self.data.get(key, default)
         if value is None:
             raise HfConfigError(
@@ -70,6 +77,35 @@ class _Config:
         if isinstance(value, bool) or not isinstance(value, int):
             raise HfConfigError(
                 f"config.json field {self._where(key)!r} must be an integer, got {value!r}"
+            )
+        if least is not None and value < least:
+            raise HfConfigError(
+                f"config.json field {self._where(key)!r} must be at least {least}, got {value:,}"
+            )
+        if most and value > most:
+            raise HfConfigError(
+                f"config.json field {self._where(key)!r} must be at most {most:,}, got {value:,}"
+            )
+        return value
+
+    def items(self, key: str, layers: int | None = None) -> list[Any]:
+        """The list at `key` ([] when absent) of numbers or strings; with `layers`, one
+        entry per layer. Anything else is refused: an integer or a list of mappings was
+        iterated (TypeError, exit 70), and 12 layer types for 48 layers were read as 12."""
+        value = self.data.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(
+            isinstance(item, str | int | float) for item in value
+        ):
+            raise HfConfigError(
+                f"config.json field {self._where(key)!r} must be a list of numbers or names, "
+                f"got {str(value)[:60]}"
+            )
+        if layers is not None and value and len(value) != layers:
+            raise HfConfigError(
+                f"config.json field {self._where(key)!r} has {len(value):,} entries, one per "
+                f"layer; num_hidden_layers is {layers:,}"
             )
         return value
 
@@ -84,7 +120,7 @@ class _Config:
 
 def _gqa(c: _Config) -> Fields:
     """The fields every GQA family shares."""
-    heads = c.integer("num_attention_heads")
+    heads = c.integer("num_attention_heads", least=1)
     hidden = c.integer("hidden_size")
     head_dim = c.data.get("head_dim")
     return {
@@ -120,7 +156,7 @@ def _mixtral(c: _Config) -> Fields:
 
 
 def _qwen3_moe(c: _Config) -> Fields:
-    dense = c.data.get("mlp_only_layers") or []
+    dense = c.items("mlp_only_layers")
     if list(dense) != list(range(len(dense))):
         raise HfConfigError(
             f"config.json field 'mlp_only_layers' = {dense!r}: only leading dense layers "
@@ -165,7 +201,7 @@ def _deepseek_v3(c: _Config) -> Fields:
 
 def _gpt_oss(c: _Config) -> Fields:
     fields = _gqa(c)
-    layer_types = c.data.get("layer_types") or []
+    layer_types = c.items("layer_types", fields["layers"])
     windowed = sum(1 for kind in layer_types if kind == "sliding_attention")
     quant = c.data.get("quantization_config") or {}
     mxfp4 = isinstance(quant, Mapping) and quant.get("quant_method") == "mxfp4"
@@ -184,11 +220,11 @@ def _gpt_oss(c: _Config) -> Fields:
 def _llama4_text(c: _Config) -> Fields:
     fields = _gqa(c)
     layers = fields["layers"]
-    rope_layers = c.data.get("no_rope_layers")
+    rope_layers = c.items("no_rope_layers", layers)
     if rope_layers:
         chunked = sum(1 for uses_rope in rope_layers if uses_rope)
     else:
-        interval = c.integer("no_rope_layer_interval", 4)
+        interval = c.integer("no_rope_layer_interval", 4, least=1)
         chunked = layers - layers // interval
     chunk = c.data.get("attention_chunk_size")
     return {
@@ -207,7 +243,7 @@ def _llama4_text(c: _Config) -> Fields:
 
 def _minimax_m2(c: _Config) -> Fields:
     fields = _gqa(c)
-    kinds = c.data.get("attn_type_list") or []
+    kinds = c.items("attn_type_list", fields["layers"])
     if any(kind != 1 for kind in kinds):
         raise HfConfigError(
             "config.json field 'attn_type_list' holds linear (lightning) attention layers "
@@ -227,9 +263,10 @@ def _minimax_m2(c: _Config) -> Fields:
 
 
 def _qwen3_hybrid(c: _Config) -> Fields:
-    layer_types = c.data.get("layer_types")
+    layer_types = c.items("layer_types", c.integer("num_hidden_layers", least=1)) or None
     if layer_types is None and "full_attention_interval" in c.data:  # transformers' default
-        interval, layers = c.integer("full_attention_interval"), c.integer("num_hidden_layers")
+        interval = c.integer("full_attention_interval", least=1)
+        layers = c.integer("num_hidden_layers", least=1, most=int(limits.LAYERS.high))
         full = {i for i in range(layers) if (i + 1) % interval == 0}
         layer_types = ["full_attention" if i in full else "linear_attention" for i in range(layers)]
     if not isinstance(layer_types, list) or not layer_types:
@@ -263,7 +300,8 @@ def _qwen3_hybrid(c: _Config) -> Fields:
     kernel = c.integer("linear_conv_kernel_dim")
     state = value_heads * key_dim * value_dim
     conv_state = (2 * key_heads * key_dim + value_heads * value_dim) * (kernel - 1)
-    kv_per_token = 2 * fields["kv_heads"] * fields["head_dim"]
+    kv_per_token = 2 * c.integer("num_key_value_heads", fields["kv_heads"], least=1)
+    kv_per_token *= c.integer("head_dim", fields["head_dim"], least=1)
     return {
         **fields,
         "qkv_bias": c.flag("attention_bias", False),

@@ -5,6 +5,7 @@ gives one, and all errors are reported at once (up to `MAX_ISSUES_REPORTED`, the
 count). Reading itself is bounded by `models.io.documents.read_document`.
 """
 
+import datetime
 import types
 import typing
 from difflib import get_close_matches
@@ -20,7 +21,7 @@ from models.schema.errors import InputError, Issue
 from models.schema.instance import Instance
 from models.schema.quantities import counted, describe
 
-__all__ = ["LineMap", "Lines", "load_instance", "read_document", "validate_instance"]
+__all__ = ["LineMap", "Lines", "capped", "load_instance", "read_document", "validate_instance"]
 
 
 def load_instance(path: str | Path) -> Instance:
@@ -46,17 +47,22 @@ def validate_instance(
     if not isinstance(data, dict):
         kind = "empty" if data is None else f"a {type(data).__name__}"
         raise InputError([Issue(file, 1, "", f"an instance is a mapping of sections, got {kind}")])
+    if "replicas" in data and "workloads" not in data:  # `verify plan.json instance.yaml`
+        raise InputError(
+            [Issue(file, 1, "", "is a plan (it has replicas and no workloads), not an instance: "
+                   "were the instance and the plan given the other way round?")]
+        )  # fmt: skip
     try:
         context = {"instance_dir": str(instance_dir)} if instance_dir is not None else None
         instance = Instance.model_validate(data, context=context)
     except ValidationError as error:
         shown = error.errors()[: limits.MAX_ISSUES_REPORTED]
         issues = [_issue_from_pydantic(item, file, lines) for item in shown]
-        raise InputError(_capped(file, issues, error.error_count())) from None
+        raise InputError(capped(file, issues, error.error_count())) from None
     problems = cross_check(instance)
     if problems:
         raise InputError(
-            _capped(
+            capped(
                 file,
                 [Issue(file, _line_for(path, lines), dotted(path), msg) for path, msg in problems],
                 len(problems),
@@ -65,8 +71,9 @@ def validate_instance(
     return instance
 
 
-def _capped(file: str, issues: list[Issue], total: int) -> list[Issue]:
-    """The first `MAX_ISSUES_REPORTED` of `total` issues, then one that counts the rest."""
+def capped(file: str, issues: list[Issue], total: int) -> list[Issue]:
+    """The first `MAX_ISSUES_REPORTED` of `total` issues, then one that counts the rest
+    (every reader's list of problems: a plan of 50,000 bad pools printed 50,000 lines)."""
     if total <= limits.MAX_ISSUES_REPORTED:
         return issues
     rest = total - limits.MAX_ISSUES_REPORTED
@@ -98,13 +105,32 @@ def _issue_from_pydantic(item: Any, file: str, lines: Lines) -> Issue:
         # pydantic: "List should have at least 1 item after validation, not 0"
         least = item["ctx"].get("min_length", 1)
         message = f"is empty; give at least {counted(least, 'entry', 'entries')}"
+    elif item["type"] == "string_too_long" and isinstance(item.get("input"), str):
+        most = item.get("ctx", {}).get("max_length")
+        message = (
+            f"is {len(item['input']):,} characters long; at most {most:,} "
+            f"(got {_shown(item['input'])})"
+        )
     elif item["type"] == "int_parsing_size":
         message = f"integer too large to represent, got {_shown(item.get('input'))}"
+    elif item["type"] == "string_type" and _unquoted(item.get("input")):
+        message = f"must be text, got {_shown(item['input'])}: {_unquoted(item['input'])}"
     elif "input" in item and item["type"] not in ("value_error", "assertion_error"):
         message += f" (got {_shown(item['input'])})"
     if message.startswith("Value error, "):
         message = message[len("Value error, ") :]
     return Issue(file, _line_for(loc, lines), dotted(loc), message)
+
+
+def _unquoted(value: Any) -> str:
+    """Why YAML read what was meant as text as something else, or "" (None: not text)."""
+    if isinstance(value, bool):
+        return "YAML reads an unquoted yes, no, on, off, true or false as a boolean; quote it"
+    if isinstance(value, int | float):
+        return "YAML reads an unquoted number as a number; quote it"
+    if isinstance(value, datetime.date):
+        return "YAML reads an unquoted date as a date; quote it"
+    return ""
 
 
 def _shown(value: Any) -> str:

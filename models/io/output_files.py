@@ -101,20 +101,31 @@ def check_target(path: Path | str, inputs: tuple[Path, ...] = ()) -> None:
         raise _refuse(path, f"folder {folder} is not writable")
 
 
+_TWO_ON_STDOUT = (
+    "two outputs are - (standard output), where they would run together and neither would "
+    "parse: give all but one of them a file name"
+)
+
+
 def check_targets(paths: Iterable[Path | str | None], inputs: tuple[Path, ...] = ()) -> None:
     """`check_target` on each path given (None: an output not asked for), and refuse two
     outputs that land in one file (`--json out --markdown out`: the second write replaced
-    the first, and both said "wrote"). Standard output (`-`) is left to the command.
+    the first, and both said "wrote"), or both on standard output (`--json - --markdown
+    -` wrote JSON and Markdown one after the other, so neither parsed).
 
     Raises:
         InputError: naming the path and what is wrong with it.
     """
     seen: list[tuple[Path, Path | str]] = []
+    to_stdout = False
     for path in paths:
         if path is None:
             continue
         check_target(path, inputs)
         if is_stdout(path):
+            if to_stdout:
+                raise InputError([Issue("command line", None, STDOUT, _TWO_ON_STDOUT)])
+            to_stdout = True
             continue
         target = resolved_target(Path(path))
         for earlier_target, earlier in seen:

@@ -22,6 +22,7 @@ Missing mappings on the way are created (`policy.pue=1.3` with no `policy` secti
 
 import copy
 import re
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,9 @@ _KEY = r"[^.\[\]=]+"
 _STEP = re.compile(rf"(?P<key>{_KEY})(?P<selectors>(?:\[[^\[\]]+\])*)")
 _SELECTOR = re.compile(r"\[([^\[\]]+)\]")
 _EXPONENT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+_MOST_INDEX_DIGITS = 18
+"""Digits a list position may have (`workloads[5]`): more is no list, and past 4,300
+Python refuses to read the number at all."""
 MAX_OVERRIDES = 1000
 """Overrides one command or one sweep point may give (a bound against runaway input)."""
 
@@ -56,8 +60,13 @@ class Override:
         return self.text.split("=", 1)[0]
 
 
+def _cut(text: str, most: int = 40) -> str:
+    """`text`, cut to `most` characters for a message (a value may run to megabytes)."""
+    return text if len(text) <= most else f"{text[:most]}... ({len(text):,} characters)"
+
+
 def _refuse(text: str, message: str) -> InputError:
-    return InputError([Issue("--set", None, text.split("=", 1)[0], message)])
+    return InputError([Issue("--set", None, _cut(text.split("=", 1)[0], 120), message)])
 
 
 def parse_path(text: str, path: str) -> tuple[str | int | tuple[str, str], ...]:
@@ -78,6 +87,12 @@ def parse_path(text: str, path: str) -> tuple[str | int | tuple[str, str], ...]:
         for selector in _SELECTOR.findall(match["selectors"]):
             selector = selector.strip()
             if re.fullmatch(r"-?\d+", selector):
+                if len(selector.lstrip("-")) > _MOST_INDEX_DIGITS:
+                    raise _refuse(
+                        text,
+                        f"index [{_cut(selector)}] has more than "
+                        f"{_MOST_INDEX_DIGITS} digits; no list is that long",
+                    )
                 steps.append(int(selector))
             else:
                 steps.append(("name", selector))
@@ -133,7 +148,12 @@ def parse_value(text: str, raw: str) -> Any:
         value = yaml.safe_load(raw) if raw.strip() else None
     except yaml.YAMLError as error:
         problem = getattr(error, "problem", None) or "not valid YAML"
-        raise _refuse(text, f"value {raw!r} is not a YAML value: {problem}") from None
+        raise _refuse(text, f"value {_cut(raw)!r} is not a YAML value: {problem}") from None
+    except (ValueError, OverflowError):  # an integer of 5,000 digits: Python refuses to read it
+        digits = sys.get_int_max_str_digits()
+        raise _refuse(
+            text, f"value {_cut(raw)!r}: a number has more than {digits:,} digits"
+        ) from None
     if isinstance(value, str) and _EXPONENT.fullmatch(value.strip()):
         return float(value)
     return value
@@ -179,7 +199,10 @@ def _apply(document: dict, override: Override) -> str:
         last = after is None
         if isinstance(step, str):
             if not isinstance(node, dict):
-                raise _refuse(override.text, f"{_at(walked)} is {_kind(node)}, not a mapping")
+                hint = ""
+                if isinstance(node, list):  # `regions.us-east.zones`: the list needs a selector
+                    hint = f": select an element, {_at(walked)}[{step}] or {_at(walked)}[0]"
+                raise _refuse(override.text, f"{_at(walked)} is {_kind(node)}, not a mapping{hint}")
             landed.append(step)
             if last:
                 node[step] = override.value

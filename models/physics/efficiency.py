@@ -193,17 +193,21 @@ def resolve_engine(name: str) -> str | None:
     return max(older)[1] if older else None
 
 
-def check_engine(name: str | None) -> str:
+def check_engine(name: str | None, _chain: tuple[str, ...] = ()) -> str:
     """The profile `name` runs on (`resolve_engine`: a newer release than the data runs on
     its engine's newest profile below it), or the default profile when None; raises
     UnknownEngine naming the known profiles when the calibration has no profile for it,
-    or naming what is wrong with a profile file."""
+    or naming what is wrong with a profile file (a `fallback` that leads back to a file
+    of its own chain among them)."""
     if name is None:
         return default_engine()
     if is_profile_file(name):
+        if name in _chain:
+            loop = " -> ".join((*_chain, name))
+            raise UnknownEngine(f"engine profile file {_chain[0]}: its fallbacks loop: {loop}")
         profile = profile_of(name)
         if profile["fallback"] is not None:
-            check_engine(profile["fallback"])
+            check_engine(profile["fallback"], (*_chain, name))
         return name
     resolved = resolve_engine(name)
     if resolved is None:

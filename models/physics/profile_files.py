@@ -104,14 +104,35 @@ def _read(resolved: str, shown: str, factors: type[BaseModel]) -> dict[str, Any]
     fallback = document.get("fallback")
     if fallback is not None and not isinstance(fallback, str):
         raise ProfileFileError(f"engine profile file {shown}: fallback is not a profile name")
-    name = document.get("profile")
+    name = _text(document, "profile", shown)
+    fit = document.get("fit") if isinstance(document.get("fit"), dict) else {}
+    for key in _FIT_SHOWN:
+        value = fit.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise ProfileFileError(f"engine profile file {shown}: fit.{key} is not a number")
     return {
-        "profile": str(name) if name else Path(shown).stem,
+        "profile": name or Path(shown).stem,
         "fallback": fallback,
-        "data": str(document.get("data", "")),
+        "data": _text(document, "data", shown),
         "by_key": by_key,
-        "fit": document.get("fit") if isinstance(document.get("fit"), dict) else {},
+        "fit": fit,
     }
+
+
+_FIT_SHOWN = ("rows", "median_abs_error_pct", "leave_one_out_median_abs_error_pct")
+"""The `fit` figures reports quote (`profile_summary`)."""
+
+
+def _text(document: dict[str, Any], key: str, shown: str) -> str:
+    """The text at `key` ("" when absent). A number is written as text; a list or a
+    mapping is refused, since it would be printed whole: YAML aliases let a file of 500
+    bytes name a list of 10^9 values, which str() took minutes and gigabytes to write."""
+    value = document.get(key)
+    if value is None:
+        return ""
+    if isinstance(value, dict | list | set | tuple | bytes):
+        raise ProfileFileError(f"engine profile file {shown}: {key} is not text")
+    return str(value)
 
 
 def profile_summary(profile: dict[str, Any], name: str) -> str:

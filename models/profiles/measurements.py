@@ -28,6 +28,7 @@ reader (`models.io.documents`); every problem names the file, line and column.
 import csv
 import io
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -125,6 +126,9 @@ class _Row:
         except (TypeError, ValueError):
             self.problem(field, f"{value!r} is not a number")
             return None
+        except OverflowError:  # a JSON integer of 400 digits
+            self.problem(field, f"{_shown(value)} must be below 1e12")
+            return None
         if not math.isfinite(number) or number <= 0 or number > 1e12:
             self.problem(field, f"{value!r} must be a finite number above 0 (and below 1e12)")
             return None
@@ -199,8 +203,13 @@ def _read_csv(path: Path) -> list[Measurement]:
     reader = csv.DictReader(io.StringIO(text))
     if not reader.fieldnames:
         raise InputError([Issue(str(path), 1, "", "no header line")])
+    names = [name.strip() for name in reader.fieldnames]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:  # csv keeps the last column of a name: the first would be lost unseen
+        raise InputError([Issue(str(path), 1, name, "column given twice in the header")
+                          for name in twice])  # fmt: skip
     runs, issues = [], []
-    for index, fields in enumerate(reader):
+    for index, fields in enumerate(_rows(reader, path)):
         if index >= MAX_MEASUREMENTS:
             issues.append(Issue(str(path), None, "", f"more than {MAX_MEASUREMENTS:,} lines"))
             break
@@ -215,6 +224,15 @@ def _read_csv(path: Path) -> list[Measurement]:
     if issues:
         raise InputError(issues)
     return runs
+
+
+def _rows(reader: csv.DictReader, path: Path) -> Iterator[dict[str, Any]]:
+    """The reader's rows; a line csv refuses (a field past its 128 KiB limit, a NUL)
+    raises InputError naming the line (csv.Error reached the user as exit 70)."""
+    try:
+        yield from reader
+    except csv.Error as error:
+        raise InputError([Issue(str(path), reader.line_num + 1, "", f"CSV: {error}")]) from None
 
 
 def _read_json(path: Path, defaults: RunDefaults) -> Measurement:
@@ -263,6 +281,14 @@ def _read_json(path: Path, defaults: RunDefaults) -> Measurement:
     return run
 
 
+def _shown(value: Any) -> str:
+    """A value for a message, cut: an integer of 400 digits is named by its size."""
+    if isinstance(value, int) and abs(value) >= 10**15:
+        return f"an integer of {len(str(abs(value)))} digits"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _get(document: dict, *keys: str) -> Any:
     for key in keys:
         if not isinstance(document, dict):
@@ -274,6 +300,8 @@ def _get(document: dict, *keys: str) -> Any:
 def _per_request(total: Any, count: Any) -> float | None:
     try:
         return float(total) / float(count)
+    except OverflowError:  # a total of 400 digits: past every bound, reported so
+        return math.inf
     except (TypeError, ValueError, ZeroDivisionError):
         return None
 
@@ -302,7 +330,7 @@ def _ms(metric: Any) -> float | None:
     scale = _TIME_UNITS.get(str(metric.get("unit", "ms")).lower())
     try:
         return None if scale is None else float(metric["avg"]) * scale
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 

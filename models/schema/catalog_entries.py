@@ -28,6 +28,7 @@ def _overridable(spec: type[BaseModel], entry_name: str, doc: str) -> type[BaseM
             str,
             Field(
                 min_length=1,
+                max_length=limits.MAX_NAME_CHARS,
                 description="Catalog name; a name the catalog lacks defines a new entry "
                 "inline, with every field given.",
             ),
@@ -66,7 +67,7 @@ class ModelEntry(LlmOverrides):  # type: ignore[misc, valid-type]
     """An LLM to serve: a catalog name, or a Hugging Face config.json, with the precisions
     to consider, optionally overridden."""
 
-    config: str | None = Field(default=None, min_length=1)
+    config: str | None = Field(default=None, min_length=1, max_length=limits.MAX_PATH_CHARS)
     """A Hugging Face config.json to build the model from instead of the catalog (path
     relative to the instance file); `name` then defaults to the config's folder name, or
     the file's stem when the file is not called config.json."""
@@ -76,7 +77,7 @@ class ModelEntry(LlmOverrides):  # type: ignore[misc, valid-type]
     """Weight precisions the planner may choose from."""
     kv_precision: Precision | None = None
     """KV-cache precision; default: the weight precision, but never below fp8."""
-    base: str | None = Field(default=None, min_length=1)
+    base: str | None = Field(default=None, min_length=1, max_length=limits.MAX_NAME_CHARS)
     """This entry is a LoRA adapter of `base` (another `models` entry or a catalog model):
     it inherits the base's architecture and may be served by the base's replicas."""
     rank: LoraRank | None = None

@@ -51,6 +51,7 @@ def input_warnings(instance: Instance) -> list[str]:
         warnings
         + _hbm_only_warnings(instance)
         + _growth_without_horizon(instance)
+        + _horizon_without_hours(instance)
         + _part_servers(instance)
     )
 
@@ -118,6 +119,34 @@ def _growth_without_horizon(instance: Instance) -> list[str]:
         f"{text} has no effect without policy.horizon_months (the months to plan); the "
         "plan is of today's demand alone: give horizon_months or drop it"
         for text in given
+    ]
+
+
+def _horizon_without_hours(instance: Instance) -> list[str]:
+    """Months are planned on the hourly program (solver.time.horizon): an instance with no
+    `hourly_profile` and no reserved or spot price is planned static, one month at
+    today's demand, and `policy.horizon_months` (with its growth and lead time) was
+    dropped without a word. The condition is `models.operations.time_demand.uses_time`'s,
+    which models/schema may not import."""
+    months = instance.policy.horizon_months
+    if months is None:
+        return []
+    profiled = any(
+        demand.hourly_profile is not None
+        for workload in instance.workloads
+        for demand in workload.demand.values()
+    )
+    priced = any(
+        offer.reserved_price_per_gpu_hour is not None or offer.spot_price_per_gpu_hour is not None
+        for region in instance.regions
+        for offer in region.supply.values()
+    )
+    if profiled or priced:
+        return []
+    return [
+        f"policy.horizon_months: {months} has no effect on a static plan: months are planned "
+        "for an hourly plan (an hourly_profile on some demand, or a reserved or spot price "
+        "on some supply); the plan is of today's demand alone, growth not applied"
     ]
 
 

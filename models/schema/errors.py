@@ -13,8 +13,27 @@ class Issue:
     message: str
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+        """`file:line: path: message`, each part cut to a screenful: a key of 100,000
+        characters, echoed in the path and in the message, printed 200 KB per problem."""
+        where = _cut(f"{self.file}:{self.line}" if self.line else self.file, SHOWN_PATH_CHARS)
+        message = _cut(self.message, SHOWN_MESSAGE_CHARS)
+        return (
+            f"{where}: {_cut(self.path, SHOWN_PATH_CHARS)}: {message}"
+            if self.path
+            else (f"{where}: {message}")
+        )
+
+
+SHOWN_PATH_CHARS = 300
+"""Characters of a file name or field path shown in a message (longer ones are cut)."""
+SHOWN_MESSAGE_CHARS = 2000
+"""Characters of a problem's message shown (the longest real ones list some 30 keys)."""
+
+
+def _cut(text: str, most: int) -> str:
+    if len(text) <= most:
+        return text
+    return f"{text[: most - 40]}... ({len(text):,} characters, cut)"
 
 
 class InputError(Exception):

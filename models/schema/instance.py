@@ -94,7 +94,7 @@ class Region(BaseModel):
 
     model_config = STRICT
 
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=limits.MAX_NAME_CHARS)
     """The region's name, as `demand`, `links` and the plan refer to it."""
     supply: Annotated[dict[str, Supply], at_most(limits.GPU_TYPES)] = Field(default_factory=dict)
     """Per GPU type: how many more can be had, at what price."""
@@ -172,9 +172,9 @@ class Workload(BaseModel):
 
     model_config = STRICT
 
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=limits.MAX_NAME_CHARS)
     """The workload's name, as the plan and `--set workloads[NAME]` refer to it."""
-    model: str = Field(min_length=1)
+    model: str = Field(min_length=1, max_length=limits.MAX_NAME_CHARS)
     """Name of an entry in `models`."""
     demand: Annotated[dict[str, Demand], at_most(limits.REGIONS)] = Field(min_length=1)
     """Per region: a daily volume with a peak factor, or a peak rate."""
@@ -277,7 +277,7 @@ class Instance(BaseModel):
 
     model_config = STRICT
 
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=limits.MAX_NAME_CHARS)
     """The instance's name (shown on every report)."""
     description: str = ""
     """Free text: what the instance is about."""

@@ -32,6 +32,10 @@ after reading a few hundred bytes."""
 MAX_ISSUES_REPORTED = 50
 """Problems listed for one file; the rest are counted (a file of 10^5 junk keys would
 otherwise print 10^5 lines)."""
+MAX_NAME_CHARS = 256
+"""Longest name an instance may give (the instance, a region, a workload, a GPU or model
+entry): real ones run to some 40 characters (a Hugging Face id); a name of 100,000
+characters hung `report` past 20 s while the charts laid out their tick labels."""
 MAX_PATH_CHARS = 4096
 """Longest file path an instance may name (an engine profile file): Linux's PATH_MAX."""
 

@@ -125,6 +125,16 @@ def read_grid(path: Path) -> Grid:
         Issue(str(path), None, where, not_finite)
         for where in _non_finite(grid.set, "set") + _non_finite(grid.axes, "axes")
     ]
+    problems += [
+        Issue(
+            str(path),
+            None,
+            where,
+            f"{kind} is not a value JSON can hold (each result line is JSON); "
+            "quote it for a string",
+        )
+        for where, kind in _not_json(grid.axes, "axes")
+    ]
     for axis, values in grid.axes.items():
         if not values:
             problems.append(Issue(str(path), None, f"axes.{axis}", "an axis needs a value"))
@@ -167,6 +177,27 @@ def _non_finite(value: Any, where: str) -> list[str]:
     if isinstance(value, list):
         return [w for i, item in enumerate(value) for w in _non_finite(item, f"{where}[{i}]")]
     return []
+
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def _not_json(value: Any, where: str) -> list[tuple[str, str]]:
+    """Where in `value` (a parsed YAML tree) a value JSON cannot write sits, and its type:
+    YAML reads `2025-01-01` as a date and `!!binary`, `!!set` as bytes and a set, and an
+    axis value is written into every result line (json.dumps raised TypeError, exit 70)."""
+    if isinstance(value, dict):
+        found = []
+        for key, item in value.items():
+            if not isinstance(key, _JSON_SCALARS):
+                found.append((f"{where}.{key}", f"a key of type {type(key).__name__}"))
+            found += _not_json(item, f"{where}.{key}")
+        return found
+    if isinstance(value, list):
+        return [w for i, item in enumerate(value) for w in _not_json(item, f"{where}[{i}]")]
+    if isinstance(value, _JSON_SCALARS):
+        return []
+    return [(where, f"{value!r:.60} (a {type(value).__name__})")]
 
 
 def point_document(grid: Grid, point: Point) -> dict:

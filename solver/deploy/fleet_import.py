@@ -18,6 +18,7 @@ import csv
 import io
 import json
 from collections import defaultdict
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -57,6 +58,9 @@ def pools_from_csv(text: str) -> list[ReplicaPool]:
     """The pools of a CSV fleet (see the module text)."""
     reader = csv.DictReader(io.StringIO(text))
     header = reader.fieldnames or []
+    twice = sorted({name for name in header if header.count(name) > 1})
+    if twice:  # csv keeps the last column of a name: the first would be lost unseen
+        raise FleetImportError(f"CSV header: column {', '.join(twice)} given twice")
     missing = [name for name in CSV_REQUIRED if name not in header]
     unknown = [name for name in header if name not in CSV_REQUIRED + CSV_OPTIONAL]
     if missing or unknown:
@@ -70,7 +74,14 @@ def pools_from_csv(text: str) -> list[ReplicaPool]:
             f"and optionally {', '.join(CSV_OPTIONAL)}"
         )
     pools = []
-    for line, row in enumerate(reader, start=2):
+    rows: list[dict] = []
+    try:
+        rows.extend(reader)
+    except csv.Error as error:  # a field past csv's 128 KiB, a NUL byte
+        raise FleetImportError(f"row {len(rows) + 2}: {error}") from None
+    for line, row in enumerate(rows, start=2):
+        if None in row:
+            raise FleetImportError(f"row {line}: more values than the header has columns")
         fields = dict(row)
         for name in _INTEGERS:
             if fields.get(name) not in (None, ""):
@@ -86,28 +97,53 @@ def pools_from_csv(text: str) -> list[ReplicaPool]:
 
 
 def pools_from_kubernetes(text: str) -> list[ReplicaPool]:
-    """The pools of Kubernetes objects written by `fleetplan deploy --target k8s`."""
+    """The pools of Kubernetes objects written by `fleetplan deploy --target k8s`, as YAML
+    text (`pools_from_objects` of its documents; the command line parses them with the
+    bounded reader, models.io.documents.yaml_documents)."""
+    return pools_from_objects(list(yaml.safe_load_all(text)))
+
+
+def pools_from_objects(documents: list[Any]) -> list[ReplicaPool]:
+    """The pools of parsed Kubernetes objects: every Deployment or LeaderWorkerSet with
+    the pool annotation. An object of the wrong shape (metadata, annotations or spec not
+    a mapping, an annotation that is not a JSON object) raises FleetImportError naming
+    it."""
     pools = []
-    for index, document in enumerate(yaml.safe_load_all(text)):
+    for index, document in enumerate(documents):
         if not isinstance(document, dict) or document.get("kind") not in (
             "Deployment",
             "LeaderWorkerSet",
         ):
             continue
-        metadata = document.get("metadata") or {}
+        where = f"document {index} ({document['kind']})"
+        metadata = _mapping(document.get("metadata"), where, "metadata")
         where = f"document {index} ({document['kind']} {metadata.get('name', '?')})"
-        annotation = (metadata.get("annotations") or {}).get(POOL_ANNOTATION)
+        annotations = _mapping(metadata.get("annotations"), where, "metadata.annotations")
+        annotation = annotations.get(POOL_ANNOTATION)
         if annotation is None:
             continue
         try:
-            layout = json.loads(annotation)
+            layout = json.loads(annotation) if isinstance(annotation, str) else None
         except json.JSONDecodeError as error:
             raise FleetImportError(f"{where}: {POOL_ANNOTATION} is not JSON: {error}") from None
-        replicas = (document.get("spec") or {}).get("replicas", 1)
+        if not isinstance(layout, dict):
+            raise FleetImportError(
+                f"{where}: {POOL_ANNOTATION} is not a JSON object of the pool's layout"
+            )
+        replicas = _mapping(document.get("spec"), where, "spec").get("replicas", 1)
         if not isinstance(replicas, int) or replicas < 0:
             raise FleetImportError(f"{where}: spec.replicas {replicas!r} is not a count")
         pools.append(_pool(layout, replicas, where))
     return pools
+
+
+def _mapping(value: object, where: str, field: str) -> dict:
+    """`value` when it is a mapping, {} when absent; anything else is refused."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise FleetImportError(f"{where}: {field} is not a mapping")
+    return value
 
 
 def merged(pools: list[ReplicaPool]) -> tuple[ReplicaPool, ...]:

@@ -222,7 +222,9 @@ class Comparison(BaseModel):
 
 
 def instance_files(folder: Path) -> list[Path]:
-    """The instance files of a folder, sorted by name (golden files excluded)."""
+    """The instance files of a folder, sorted by name (golden files excluded): every entry
+    but a sub-folder with an instance suffix, so that a FIFO, a dangling or looping link
+    is reported as bad input, not silently left out of the run."""
     if not folder.exists():
         raise _input_error(folder, "no such folder")  # as a missing file reads
     if not folder.is_dir():
@@ -230,7 +232,7 @@ def instance_files(folder: Path) -> list[Path]:
     return sorted(
         path
         for path in folder.iterdir()
-        if path.is_file()
+        if not path.is_dir()
         and path.suffix.lower() in INSTANCE_SUFFIXES
         and not path.name.endswith(GOLDEN_SUFFIX)
     )

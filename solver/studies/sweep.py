@@ -102,7 +102,8 @@ def read_results(path: Path | None) -> dict[str, dict[str, Any]]:
     not parse (the end of a sweep killed mid-write, bytes that are not UTF-8, NaN or
     Infinity, a line over `MAX_DOCUMENT_BYTES`) is skipped and its point solved again.
     Only a regular file is read (a FIFO is never waited on), at most `MAX_POINTS`
-    records' worth of lines."""
+    records' worth of lines. A file whose first line is not a record is refused (InputError):
+    `--out plan.json` appended results to the plan."""
     if path is None or not path.is_file():
         return {}
     done: dict[str, dict[str, Any]] = {}
@@ -114,6 +115,13 @@ def read_results(path: Path | None) -> dict[str, dict[str, Any]]:
     with os.fdopen(descriptor, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             return {}
+        if _someone_elses(handle.readline(_FIRST_LINE_BYTES)):
+            raise InputError(
+                [Issue(str(path), None, "--out", "is not a sweep results file (its first "
+                       f"line does not start {RECORD_START.decode()}): the results would be "
+                       "appended to it; give a new file or this sweep's results file")]
+            )  # fmt: skip
+        handle.seek(0)
         for _ in range(2 * MAX_POINTS):
             line = handle.readline(limits.MAX_DOCUMENT_BYTES + 1)
             if not line:
@@ -125,6 +133,32 @@ def read_results(path: Path | None) -> dict[str, dict[str, Any]]:
             if isinstance(record, dict) and isinstance(record.get("key"), str):
                 done[record["key"]] = record
     return done
+
+
+RECORD_START = b'{"point": '
+"""How every line of a results file starts (cli.sweep._record writes `point` first)."""
+
+
+_FIRST_LINE_BYTES = 1 << 16
+"""How much of a results file's first line is read to tell what the file is."""
+
+
+def _someone_elses(first_line: bytes) -> bool:
+    """Whether a file whose first line this is holds another document (a plan, an
+    instance, a CSV): text that does not open with a record. An empty file, a record (or
+    its start, cut by a killed run) and bytes that are not text (a damaged results file:
+    its points are solved again) are the sweep's to append to."""
+    line = first_line.rstrip(b"\r\n")
+    cut = not first_line.endswith(b"\n") and RECORD_START.startswith(line)  # the file's end
+    if not line or line.startswith(RECORD_START) or cut:
+        return False
+    if b"\x00" in line:
+        return False
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _not_json(constant: str) -> float:

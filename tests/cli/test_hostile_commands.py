@@ -1,0 +1,126 @@
+"""Hostile input, round seven: options and plans given to the commands. An unknown
+`compare --backend` exited 70 after both solves; each case now exits 2 naming the flag
+or the file, before any work."""
+
+import json
+import os
+import shutil
+import signal
+
+import pytest
+
+from models.schema import limits
+from tests.cli.test_hostile_input import run_checked
+from tests.paths import ONE_MODEL_ONE_REGION
+
+
+def test_compare_refuses_an_unknown_backend_naming_the_flag(run_cli):
+    args = ("compare", ONE_MODEL_ONE_REGION, ONE_MODEL_ONE_REGION, "--backend", "gurobi")
+    result = run_checked(run_cli, *args, needles=("--backend", "'gurobi'", "highs, cbc"))
+    assert "internal error" not in result.stderr
+
+
+@pytest.fixture
+def hang_guard():
+    """Fail instead of hanging the suite when a command runs past 20 s."""
+
+    def alarm(signum, frame):
+        raise TimeoutError("the command did not return within 20 s")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(20)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def _fleet_plan(path, count: int):
+    pool = {"workload": "chat", "region": "us-east", "gpu": "h100-sxm", "precision": "fp8"}
+    path.write_text(json.dumps({"replicas": [{**pool, "tp": 1, "pp": 1, "count": count}]}))
+    return path
+
+
+def test_deploy_refuses_a_plan_the_verifier_rejects_before_any_physics(
+    run_cli, tmp_path, hang_guard
+):
+    # 10^12 replicas: the pools' M/G/c queueing maths summed 10^12 terms (a hang)
+    plan = _fleet_plan(tmp_path / "plan.json", 10**12)
+    args = ("deploy", plan, "--instance", ONE_MODEL_ONE_REGION, "--target", "vllm")
+    run_checked(run_cli, *args, "-o", tmp_path / "out", code=1, needles=("deploy refused",))
+    assert not (tmp_path / "out").exists(), "nothing is written for a refused plan"
+
+
+def test_deploy_still_writes_a_plan_the_verifier_accepts(run_cli, tmp_path):
+    plan = _fleet_plan(tmp_path / "plan.json", 4)  # 4 x 8B on H100 for 20 requests/s
+    args = ("deploy", plan, "--instance", ONE_MODEL_ONE_REGION, "--target", "vllm")
+    run_checked(run_cli, *args, "-o", tmp_path / "out", code=0)
+    assert list((tmp_path / "out").glob("*.sh"))
+
+
+def test_batch_reports_an_instance_it_cannot_read_instead_of_leaving_it_out(
+    run_cli, tmp_path, hang_guard
+):
+    shutil.copy(ONE_MODEL_ONE_REGION, tmp_path / "good.yaml")
+    os.mkfifo(tmp_path / "pipe.yaml")
+    (tmp_path / "moved.yaml").symlink_to(tmp_path / "gone.yaml")  # a dangling link
+    (tmp_path / "notes.yaml").mkdir()  # a folder: not an instance, left out
+    result = run_checked(run_cli, "batch", tmp_path, code=1)
+    assert "bad input pipe.yaml" in result.stderr and "FIFO" in result.stderr
+    assert "bad input moved.yaml" in result.stderr and "no such file" in result.stderr
+    assert "notes.yaml" not in result.stderr + result.stdout
+
+
+PERF_8B = ("perf", "-g", "h100-sxm", "-m", "llama-3.1-8b", "-i", "1000", "-o", "100")
+
+
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        (("--host-memory-gib-per-gpu", "500"), "give it with --kv-tiers"),
+        (("--nvme-dwpd", "3"), "give it with --kv-tiers"),
+        (("--prefix-share", "0.5"), "give it with --prefix-tokens"),
+        (("--prefix-affinity",), "give it with --prefix-tokens"),
+    ],
+)
+def test_perf_refuses_a_flag_that_would_change_nothing(run_cli, flags, needle):
+    # each printed the same numbers as without it, exit 0
+    run_checked(run_cli, *PERF_8B, *flags, needles=(flags[0], needle))
+
+
+def test_perf_takes_those_flags_with_what_they_refine(run_cli):
+    flags = ("--prefix-tokens", "200", "--prefix-share", "0.5", "--prefix-affinity")
+    run_checked(run_cli, *PERF_8B, *flags, "--kv-tiers", "--nvme-dwpd", "3", code=0)
+
+
+@pytest.mark.parametrize("command", ["solve", "explain"])
+def test_two_outputs_on_standard_output_are_refused_before_any_work(run_cli, command):
+    # JSON then Markdown on stdout, one after the other: neither parsed
+    args = (command, ONE_MODEL_ONE_REGION, "--json", "-", "--markdown", "-")
+    result = run_checked(run_cli, *args, needles=("two outputs are - (standard output)",))
+    assert result.stdout == ""
+
+
+def test_batch_refuses_json_and_junit_both_on_standard_output(run_cli, tmp_path):
+    shutil.copy(ONE_MODEL_ONE_REGION, tmp_path / "one.yaml")
+    args = ("batch", tmp_path, "--json", "-", "--junit", "-")
+    run_checked(run_cli, *args, needles=("two outputs are -",))
+
+
+def test_explain_refuses_a_levers_time_limit_without_levers(run_cli):
+    # the explanation ran without levers and the limit changed nothing, exit 0
+    args = ("explain", ONE_MODEL_ONE_REGION, "--levers-time-limit", "5")
+    result = run_checked(run_cli, *args, needles=("--levers-time-limit", "give --levers"))
+    assert result.stdout == "", "refused before the solve"
+
+
+def test_a_plan_of_many_bad_pools_lists_the_first_problems_and_counts_the_rest(run_cli, tmp_path):
+    # 5,000 pools of an unknown precision printed 5,000 lines
+    pool = {"workload": "chat", "region": "us-east", "gpu": "h100-sxm", "precision": "int3"}
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"replicas": [{**pool, "tp": 1, "pp": 1, "count": 1}] * 5000}))
+    result = run_checked(
+        run_cli, "verify", ONE_MODEL_ONE_REGION, plan, needles=("replicas.0.precision",)
+    )
+    rest = 5000 - limits.MAX_ISSUES_REPORTED
+    assert f"... and {rest:,} more problems" in result.stderr
+    assert len(result.stderr.splitlines()) < limits.MAX_ISSUES_REPORTED + 10
