@@ -85,6 +85,7 @@ def replica_engine(serving: ServingContext, pool_replicas: int = 1) -> ReplicaEn
             capacity,
             efficiency.max_batch_sequences,
             tokens_per_step=cycle.expected_tokens,
+            positions_per_step=cycle.tokens + 1,
         )
     return ReplicaEngine(steps, capacity, efficiency.max_batch_sequences)
 

@@ -133,6 +133,9 @@ class ReplicaEngine:
     tokens_per_step: float = 1.0
     """KV tokens a decoding sequence writes per iteration: 1, or the E tokens a
     speculation cycle emits on average (`steps` is then the cycle)."""
+    positions_per_step: int = 1
+    """Token-budget positions a decoding sequence takes in an iteration: 1, or the k + 1
+    a speculation cycle verifies (the planner's lane, pp x chunk - B (k + 1))."""
 
     @property
     def token_budget(self) -> int:
@@ -267,7 +270,7 @@ class _Replica:
         engine = self.engine
         capacity = engine.kv_capacity_tokens if self.effects.preemption else math.inf
         batch = len(self.running)
-        budget = engine.token_budget - batch
+        budget = engine.token_budget - batch * engine.positions_per_step
         while budget > 0:
             head = self._head()
             if head is None or batch + len(self.prefilling) >= engine.max_batch_sequences:
@@ -290,7 +293,7 @@ class _Replica:
                 batch = len(self.running)
                 continue
             self.prefilling.append(head)
-        budget = engine.token_budget - batch
+        budget = engine.token_budget - batch * engine.positions_per_step
         chunk, tokens, pairs = [], 0, 0.0
         for item in self.prefilling:
             if budget <= 0:

@@ -11,9 +11,11 @@ import json
 import re
 
 import numpy as np
+import pytest
 
 from models.io.loading import validate_instance
 from solver.plan.schema import Plan
+from solver.simulate.engine import ReplicaEngine, simulate_pool
 from solver.simulate.replay import simulate_plan
 from solver.simulate.traffic import speculation_cycles
 from solver.solve import solve
@@ -75,3 +77,29 @@ def test_an_hourly_plan_that_speculates_passes_the_hour_verifier():
     assert plan.hours
     assert any(p.speculative == "draft-8b" for p in plan.replicas)
     assert verify_any(hourly, plan).ok
+
+
+class _OneSecondSteps:
+    """Every iteration takes 1 s; one stage, 100-token chunks, no overhead."""
+
+    pp = 1
+    chunk_tokens = 100
+    overhead_s = 0.0
+
+    def iteration_s(self, batch, context, prefill_tokens=0.0, prefill_context=0.0):
+        return 1.0
+
+
+@pytest.mark.parametrize(("positions", "ttft_s"), [(4, 3.5), (1, 2.5)])
+def test_a_speculation_cycle_leaves_prompts_the_planners_lane(positions, ttft_s):
+    """Ten sequences decode (their 1-token prompts prefilled in the first iteration, 0-1 s);
+    a 150-token prompt arrives at 5.5 s and joins at the 6 s boundary. A cycle verifying
+    k + 1 = 4 positions per sequence leaves 100 - 10 x 4 = 60 prompt tokens an iteration
+    (the planner's lane, pp x chunk - B (k + 1)): ceil(150 / 60) = 3 iterations, first
+    token at 9 s, TTFT 3.5 s. One position each would leave 90: 2 iterations, 2.5 s."""
+    engine = ReplicaEngine(_OneSecondSteps(), 1e9, 100, positions_per_step=positions)
+    arrivals = np.array([0.0] * 10 + [5.5])
+    prompts = np.array([1] * 10 + [150])
+    outputs = np.array([1000] * 10 + [2])
+    trace = simulate_pool(engine, 1, arrivals, prompts, outputs, drain_s=5.0)
+    assert trace.ttft_s[10] == pytest.approx(ttft_s)
