@@ -152,3 +152,15 @@ def test_deploy_of_a_verified_plan_of_a_quarter_million_replicas_ends_in_seconds
     ]
     bought = json.loads(plan.read_text())["replicas"][0]["count"]
     assert sum(replicas) == bought, "the normal pool and its spare add up to the plan's count"
+
+
+@pytest.mark.parametrize("flag", ["--update", "--check"])
+def test_batch_refuses_instances_that_share_a_golden(run_cli, tmp_path, flag):
+    # a.yaml and a.json both have a.expected.json: --update wrote it twice, the last
+    # silently winning, and --check held both to it
+    shutil.copy(ONE_MODEL_ONE_REGION, tmp_path / "a.yaml")
+    data = yaml.safe_load(ONE_MODEL_ONE_REGION.read_text(encoding="utf-8"))
+    (tmp_path / "a.json").write_text(json.dumps(data))
+    needles = ("a.expected.json: is the golden of a.json, a.yaml",)
+    run_checked(run_cli, "batch", tmp_path, flag, needles=needles)
+    assert not (tmp_path / "a.expected.json").exists()
