@@ -39,6 +39,7 @@ from solver.studies.batch import (
     Comparison,
     Outcome,
     check_golden,
+    check_one_golden_each,
     golden_path,
     instance_files,
     orphan_goldens,
@@ -98,6 +99,8 @@ def batch(
     if not files:
         err.print(f"{folder}: no instance files (.yaml, .yml, .json)", markup=False)
         raise typer.Exit(ExitCode.BAD_INPUT)
+    if check or update:
+        check_one_golden_each(files)
     outputs = (json_out, markdown_out, junit_out)
     check_targets(outputs, tuple(files))
     console = err if any(p is not None and is_stdout(p) for p in outputs) else out

@@ -276,7 +276,10 @@ def check_yaml_text(text: str, name: str) -> None:
     _require_small(name, len(text.encode("utf-8", "surrogatepass")), "instance")
     try:
         _check_yaml_events(text, name)
-    except yaml.YAMLError:
+    except yaml.YAMLError as error:
+        problem = getattr(error, "problem", None) or str(error)
+        if "nesting depth" in problem:  # libyaml's own limit: the caller's parser recurses
+            raise _problem(name, _depth_message()) from None
         return
 
 

@@ -157,13 +157,22 @@ def normal_loads(plan: Plan) -> dict[tuple[str, str, str], float]:
 
 
 def normal_size(pool: RecomputedPool, load_rps: float) -> int:
-    """The smallest n <= count with n x q(n) x u_max >= load (0 for no load)."""
+    """The smallest n <= count with n x q(n) x u_max >= load (0 for no load).
+
+    n x q(n) grows with n (q(n), a replica's capacity in a pool of n behind one queue,
+    does not fall as the pool grows), so n is found by bisection: about log2(count)
+    pools' physics, where trying n = 1, 2, ... in turn computed count of them (a verified
+    plan of 148,524 replicas in one pool ran past 20 s)."""
     if load_rps <= 0:
         return 0
-    for n in range(1, pool.count + 1):
-        if pool.carries(n) >= load_rps * (1 - 1e-9):
-            return n
-    return pool.count
+    low, high = 1, pool.count  # carries(high) is checked last: the whole pool
+    while low < high:
+        middle = (low + high) // 2
+        if pool.carries(middle) >= load_rps * (1 - 1e-9):
+            high = middle
+        else:
+            low = middle + 1
+    return low
 
 
 def deploy_pools(instance: Instance, plan: Plan) -> tuple[DeployPool, ...]:

@@ -36,6 +36,7 @@ replaced, not read.
 
 import json
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from concurrent.futures import as_completed
 from enum import StrEnum
@@ -246,6 +247,23 @@ def _input_error(path: Path, message: str) -> InputError:
 def golden_path(instance_file: Path) -> Path:
     """`NAME.expected.json` beside `NAME.yaml`."""
     return instance_file.with_name(instance_file.stem + GOLDEN_SUFFIX)
+
+
+def check_one_golden_each(files: list[Path]) -> None:
+    """Raise InputError naming instance files that share a golden (`a.yaml` and `a.json`
+    both have `a.expected.json`): `--update` wrote it once per file, the last silently
+    winning, and `--check` held each of them to it."""
+    shared: dict[Path, list[Path]] = defaultdict(list)
+    for path in files:
+        shared[golden_path(path)].append(path)
+    issues = [
+        Issue(str(golden), None, "", f"is the golden of {', '.join(p.name for p in paths)}: "
+              "rename all but one, so that each instance has its own")
+        for golden, paths in shared.items()
+        if len(paths) > 1
+    ]  # fmt: skip
+    if issues:
+        raise InputError(issues)
 
 
 def solve_or_ending(

@@ -6,8 +6,10 @@ import json
 import os
 import shutil
 import signal
+import time
 
 import pytest
+import yaml
 
 from models.schema import limits
 from tests.cli.test_hostile_input import run_checked
@@ -124,3 +126,41 @@ def test_a_plan_of_many_bad_pools_lists_the_first_problems_and_counts_the_rest(r
     rest = 5000 - limits.MAX_ISSUES_REPORTED
     assert f"... and {rest:,} more problems" in result.stderr
     assert len(result.stderr.splitlines()) < limits.MAX_ISSUES_REPORTED + 10
+
+
+def test_deploy_of_a_verified_plan_of_a_quarter_million_replicas_ends_in_seconds(
+    run_cli, tmp_path, hang_guard
+):
+    # 10^7 requests/s of an 8B model: ~297,000 replicas in one pool, a plan verify accepts;
+    # deploy sized its normal scenario by trying n = 1, 2, ... (past 20 s)
+    data = yaml.safe_load(ONE_MODEL_ONE_REGION.read_text(encoding="utf-8"))
+    data["workloads"][0]["demand"]["us-east"] = {"peak_requests_per_s": 1e7}
+    data["regions"][0]["supply"]["h100-sxm"]["max_gpus"] = 1_000_000
+    instance = tmp_path / "inst.yaml"
+    instance.write_text(yaml.safe_dump(data))
+    plan = tmp_path / "plan.json"
+    run_checked(run_cli, "solve", instance, "--json", str(plan), code=0)
+    started = time.monotonic()
+    args = ("deploy", plan, "--instance", instance, "--target", "k8s", "-o", tmp_path / "k8s")
+    run_checked(run_cli, *args, code=0)
+    assert time.monotonic() - started < 15
+    replicas = [
+        document["spec"]["replicas"]
+        for path in (tmp_path / "k8s").glob("*.yaml")
+        for document in yaml.safe_load_all(path.read_text())
+        if document and document.get("kind") == "Deployment"
+    ]
+    bought = json.loads(plan.read_text())["replicas"][0]["count"]
+    assert sum(replicas) == bought, "the normal pool and its spare add up to the plan's count"
+
+
+@pytest.mark.parametrize("flag", ["--update", "--check"])
+def test_batch_refuses_instances_that_share_a_golden(run_cli, tmp_path, flag):
+    # a.yaml and a.json both have a.expected.json: --update wrote it twice, the last
+    # silently winning, and --check held both to it
+    shutil.copy(ONE_MODEL_ONE_REGION, tmp_path / "a.yaml")
+    data = yaml.safe_load(ONE_MODEL_ONE_REGION.read_text(encoding="utf-8"))
+    (tmp_path / "a.json").write_text(json.dumps(data))
+    needles = ("a.expected.json: is the golden of a.json, a.yaml",)
+    run_checked(run_cli, "batch", tmp_path, flag, needles=needles)
+    assert not (tmp_path / "a.expected.json").exists()

@@ -90,3 +90,12 @@ def test_a_key_into_a_list_says_how_to_select_an_element(run_cli):
     args = ("validate", ONE_MODEL_ONE_REGION, "--set", "regions.us-east.zones=2")
     needles = ("regions is a list, not a mapping", "regions[us-east] or regions[0]")
     run_checked(run_cli, *args, needles=needles)
+
+
+def test_a_value_nested_past_libyaml_s_limit_names_the_override(run_cli):
+    # 5,000 brackets: libyaml refused them, the check let its error pass, and the
+    # recursive parser after it ran out of stack: "too large or too deeply nested" with
+    # no word of --set
+    value = "[" * 5000 + "]" * 5000
+    args = ("validate", ONE_MODEL_ONE_REGION, "--set", f"description={value}")
+    run_checked(run_cli, *args, needles=("--set: description: nesting deeper than",))
