@@ -25,6 +25,7 @@ import re
 import stat
 import sys
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -209,15 +210,13 @@ class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]
         return super().construct_mapping(node, deep=deep)
 
 
-def _parse_yaml(text: str, name: str) -> tuple[Any, LineMap]:
+@contextmanager
+def _read_as_yaml(name: str) -> Iterator[None]:
+    """Within: what reading YAML raises becomes an InputError naming `name` (and the line
+    where the parser gives one): a key given twice, a syntax error, libyaml's own nesting
+    limit, a value Python cannot hold."""
     try:
-        _check_yaml_events(text, name)
-        loader = _Loader(text)
-        try:
-            root = loader.get_single_node()
-            data = loader.construct_document(root) if root is not None else None
-        finally:
-            loader.dispose()
+        yield
     except _DuplicateKey as dup:
         raise _duplicate_issue(name, dup) from None
     except yaml.YAMLError as error:
@@ -229,6 +228,17 @@ def _parse_yaml(text: str, name: str) -> tuple[Any, LineMap]:
         raise _problem(name, f"YAML syntax: {problem}", line) from None
     except (ValueError, OverflowError) as error:
         raise _problem(name, f"YAML value cannot be read: {_value_problem(error)}") from None
+
+
+def _parse_yaml(text: str, name: str) -> tuple[Any, LineMap]:
+    with _read_as_yaml(name):
+        _check_yaml_events(text, name)
+        loader = _Loader(text)
+        try:
+            root = loader.get_single_node()
+            data = loader.construct_document(root) if root is not None else None
+        finally:
+            loader.dispose()
     return data, _yaml_line_map(root)
 
 
@@ -241,7 +251,7 @@ def yaml_documents(text: str, name: str) -> list[Any]:
     Raises:
         InputError: naming `name`, the line and the limit or the key.
     """
-    try:
+    with _read_as_yaml(name):
         _check_yaml_events(text, name)
         loader = _Loader(text)
         try:
@@ -251,15 +261,6 @@ def yaml_documents(text: str, name: str) -> list[Any]:
                 documents.append(loader.construct_document(node))
         finally:
             loader.dispose()
-    except _DuplicateKey as dup:
-        raise _duplicate_issue(name, dup) from None
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(error, "problem", None) or str(error)
-        raise _problem(name, f"YAML syntax: {problem}", line) from None
-    except (ValueError, OverflowError) as error:
-        raise _problem(name, f"YAML value cannot be read: {_value_problem(error)}") from None
     return documents
 
 

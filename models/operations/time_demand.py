@@ -25,18 +25,8 @@ from models.schema.traffic import HOURS_PER_DAY, Demand
 
 def uses_time(instance: Instance) -> bool:
     """Whether the instance asks for hourly planning: an hourly profile on some demand,
-    or reserved or spot pricing on some supply entry."""
-    profiled = any(
-        demand.hourly_profile is not None
-        for workload in instance.workloads
-        for demand in workload.demand.values()
-    )
-    priced = any(
-        offer.reserved_price_per_gpu_hour is not None or offer.spot_price_per_gpu_hour is not None
-        for region in instance.regions
-        for offer in region.supply.values()
-    )
-    return profiled or priced
+    or reserved or spot pricing on some supply entry (`Instance.asks_for_hours`)."""
+    return instance.asks_for_hours()
 
 
 def planning_start_s(instance: Instance) -> float:

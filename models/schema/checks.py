@@ -126,22 +126,10 @@ def _horizon_without_hours(instance: Instance) -> list[str]:
     """Months are planned on the hourly program (solver.time.horizon): an instance with no
     `hourly_profile` and no reserved or spot price is planned static, one month at
     today's demand, and `policy.horizon_months` (with its growth and lead time) was
-    dropped without a word. The condition is `models.operations.time_demand.uses_time`'s,
-    which models/schema may not import."""
+    dropped without a word (`Instance.asks_for_hours`, the condition of
+    models.operations.time_demand.uses_time)."""
     months = instance.policy.horizon_months
-    if months is None:
-        return []
-    profiled = any(
-        demand.hourly_profile is not None
-        for workload in instance.workloads
-        for demand in workload.demand.values()
-    )
-    priced = any(
-        offer.reserved_price_per_gpu_hour is not None or offer.spot_price_per_gpu_hour is not None
-        for region in instance.regions
-        for offer in region.supply.values()
-    )
-    if profiled or priced:
+    if months is None or instance.asks_for_hours():
         return []
     return [
         f"policy.horizon_months: {months} has no effect on a static plan: months are planned "

@@ -370,6 +370,22 @@ class Instance(BaseModel):
         """The workload called `name`."""
         return next(item for item in self.workloads if item.name == name)
 
+    def asks_for_hours(self) -> bool:
+        """Whether the instance asks for hourly planning: an hourly profile on some demand,
+        or a reserved or spot price on some supply entry
+        (models.operations.time_demand.uses_time)."""
+        profiled = any(
+            demand.hourly_profile is not None
+            for workload in self.workloads
+            for demand in workload.demand.values()
+        )
+        return profiled or any(
+            offer.reserved_price_per_gpu_hour is not None
+            or offer.spot_price_per_gpu_hour is not None
+            for region in self.regions
+            for offer in region.supply.values()
+        )
+
     def replica_start_s(self, gpu: str) -> float:
         """Seconds for a replica on `gpu` to serve: the `gpus[]` entry's own value, else
         `policy.replica_start_s`, else the catalog's."""
