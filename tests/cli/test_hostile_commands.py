@@ -5,7 +5,6 @@ or the file, before any work."""
 import json
 import os
 import shutil
-import signal
 import time
 
 import pytest
@@ -13,6 +12,7 @@ import yaml
 
 from models.schema import limits
 from tests.cli.test_hostile_input import run_checked
+from tests.guards import failing_after
 from tests.paths import ONE_MODEL_ONE_REGION
 
 
@@ -25,15 +25,8 @@ def test_compare_refuses_an_unknown_backend_naming_the_flag(run_cli):
 @pytest.fixture
 def hang_guard():
     """Fail instead of hanging the suite when a command runs past 20 s."""
-
-    def alarm(signum, frame):
-        raise TimeoutError("the command did not return within 20 s")
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+    with failing_after(20, "the command"):
+        yield
 
 
 def _fleet_plan(path, count: int):

@@ -10,7 +10,6 @@ is sized around it, so each test also shows where the limit falls, to the value.
 import json
 import math
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 import yaml
 
 from models.schema import limits
+from tests.guards import failing_after
 from tests.paths import DEFAULT_INSTANCE
 
 GOOD = DEFAULT_INSTANCE.read_text()
@@ -48,15 +48,8 @@ def run_checked(run_cli, *args, code: int | None = 2, needles: tuple[str, ...] =
 @pytest.fixture
 def no_hang():
     """Fail (instead of hanging the suite) when a read blocks for 10 s."""
-
-    def alarm(signum, frame):
-        raise TimeoutError("fleetplan blocked reading a non-regular file")
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(10)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+    with failing_after(10, "a read of a non-regular file"):
+        yield
 
 
 # --- numbers: non-finite, absurd, unrepresentable --------------------------------------

@@ -6,13 +6,13 @@ Each case runs through the command line and exits with a message naming the fiel
 
 import json
 import os
-import signal
 
 import pytest
 import yaml
 
 from models.schema import limits
 from tests.cli.test_hostile_input import run_checked
+from tests.guards import failing_after
 from tests.paths import ONE_MODEL_ONE_REGION
 
 BASE = yaml.safe_load(ONE_MODEL_ONE_REGION.read_text(encoding="utf-8"))
@@ -21,15 +21,8 @@ BASE = yaml.safe_load(ONE_MODEL_ONE_REGION.read_text(encoding="utf-8"))
 @pytest.fixture
 def hang_guard():
     """Fail instead of hanging the suite when a command runs past 30 s."""
-
-    def alarm(signum, frame):
-        raise TimeoutError("the command did not return within 30 s")
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(30)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+    with failing_after(30, "the command"):
+        yield
 
 
 def _instance(tmp_path, data, name="inst.yaml"):

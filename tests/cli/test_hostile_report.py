@@ -5,27 +5,20 @@ byte (the SVGs carried their date), and a FIFO as the plan is refused, not waite
 
 import json
 import os
-import signal
 
 import pytest
 import yaml
 
 from tests.cli.test_hostile_input import run_checked
+from tests.guards import failing_after
 from tests.paths import INSTANCES, ONE_MODEL_ONE_REGION
 
 
 @pytest.fixture
 def hang_guard():
     """Fail instead of hanging the suite when a command runs past 60 s."""
-
-    def alarm(signum, frame):
-        raise TimeoutError("the command did not return within 60 s")
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(60)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+    with failing_after(60, "the command"):
+        yield
 
 
 @pytest.fixture

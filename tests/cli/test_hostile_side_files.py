@@ -6,7 +6,6 @@ and the field."""
 
 import json
 import os
-import signal
 import subprocess
 import sys
 
@@ -14,6 +13,7 @@ import pytest
 import yaml
 
 from tests.cli.test_hostile_input import run_checked
+from tests.guards import failing_after
 from tests.paths import ONE_MODEL_ONE_REGION, REPO
 
 LLAMA_CONFIG = {
@@ -56,15 +56,8 @@ interval)."""
 def hang_guard():
     """Fail instead of hanging the suite when a command runs past 20 s (a Python loop is
     interrupted; the TimeoutError surfaces as exit 70)."""
-
-    def alarm(signum, frame):
-        raise TimeoutError("the command did not return within 20 s")
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+    with failing_after(20, "the command"):
+        yield
 
 
 def run_apart(*args, timeout_s: float = 30.0) -> subprocess.CompletedProcess:

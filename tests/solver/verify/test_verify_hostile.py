@@ -5,7 +5,6 @@ still verified on its replicas alone."""
 
 import json
 import math
-import signal
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,6 +15,7 @@ from solver.plan.schema import Plan
 from solver.verify.fleet import verify
 from tests.cli.test_hostile_input import run_checked
 from tests.cli.test_hostile_properties import _emit, _mutated, _paths
+from tests.guards import failing_after
 from tests.paths import DEFAULT_INSTANCE
 
 
@@ -34,15 +34,8 @@ def plan_data(default_plan):
 def hang_guard():
     """Fail instead of hanging the suite when a verify runs past 20 s (no timing
     assertion: a slow machine passes, a loop over 10^12 replicas does not)."""
-
-    def alarm(signum, frame):
-        raise TimeoutError("verify did not return within 20 s")
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+    with failing_after(20, "verify"):
+        yield
 
 
 def _write(tmp_path, data, name="plan.json"):
