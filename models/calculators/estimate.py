@@ -53,6 +53,7 @@ from models.physics.memory import default_kv_precision
 from models.physics.precision import Precision
 from models.schema import limits
 from models.schema.quantities import real, whole
+from models.schema.traffic import HOURS_PER_DAY
 from models.serving.capacity import replica_capacity
 from models.serving.queueing import (
     SEED_MM1_UTILIZATIONS,
@@ -62,7 +63,6 @@ from models.serving.queueing import (
 from models.serving.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
 
 SECONDS_PER_DAY = 86_400
-HOURS_PER_DAY = 24
 MINUTES_PER_DAY = 24 * 60
 LOG_RETENTION_DAYS = 30
 """Log volume is also reported per 30 days, whatever the SLO window."""

@@ -41,11 +41,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from models.physics.efficiency import Efficiency
+from models.schema.traffic import HOURS_PER_DAY
 from models.serving.capacity import replica_capacity
 from models.serving.edge_search import smallest_passing
 from models.serving.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, TrafficMix
 
-HOURS_PER_DAY = 24
 SECONDS_PER_HOUR = 3600.0
 WARMUP_DAYS = 3
 

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 from models.operations.slo import error_budget_minutes
 from models.schema.quantities import HOURS_PER_MONTH
+from models.schema.traffic import HOURS_PER_DAY
 
-HOURS_PER_DAY = 24
 SECONDS_PER_MINUTE = 60.0
 
 

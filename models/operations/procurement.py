@@ -34,8 +34,7 @@ from dataclasses import dataclass
 from models.operations.pricing_tiers import committed_base, daily_cost
 from models.schema.instance import Instance
 from models.schema.quantities import HOURS_PER_MONTH, counted
-
-HOURS_PER_DAY = 24
+from models.schema.traffic import HOURS_PER_DAY
 
 
 def growth_factors(monthly_growth: float, horizon_months: int) -> tuple[float, ...]:

@@ -10,9 +10,9 @@ import math
 from dataclasses import dataclass
 
 from models.schema.quantities import counted
+from models.schema.traffic import HOURS_PER_DAY
 
 MINUTES_PER_DAY = 24 * 60
-HOURS_PER_DAY = 24
 
 
 def _check_slo(slo: float) -> None:

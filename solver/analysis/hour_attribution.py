@@ -32,13 +32,12 @@ from dataclasses import dataclass, replace
 
 from models.operations.time_demand import interactive_grid
 from models.schema.instance import Instance
+from models.schema.traffic import HOURS_PER_DAY
 from models.serving.attribution import PhaseShares, PoolCost
 from solver.analysis.cost_attribution import attribution_rows
 from solver.plan.records import CostAttribution, ReplicaPool, Route
 from solver.plan.time_records import Hour
 from solver.program.families.pricing import OfferTerms
-
-HOURS_PER_DAY = 24
 
 PoolKey = tuple[str, str, str]
 """(workload, configuration key, region)."""

@@ -15,9 +15,8 @@
 from dataclasses import dataclass, field
 
 from models.schema.instance import Instance
+from models.schema.traffic import HOURS_PER_DAY
 from solver.plan.schema import Plan
-
-HOURS_PER_DAY = 24
 
 
 @dataclass(frozen=True)

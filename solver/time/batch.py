@@ -26,6 +26,7 @@ from models.operations.batch_soak import (
 )
 from models.operations.time_demand import warm_grid
 from models.schema.instance import Instance
+from models.schema.traffic import HOURS_PER_DAY
 from solver.candidates.table import Candidate
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
@@ -33,8 +34,6 @@ from solver.plan.time_records import BatchPlacement, BatchSoak
 from solver.program.families.batch_work import BatchWork, DedicatedOption, SoakOption
 from solver.program.row_names import timed_name
 from solver.time.periods import TimeProgram
-
-HOURS_PER_DAY = 24
 
 
 def replica_pool(

@@ -41,6 +41,7 @@ from models.operations.procurement import (
 from models.operations.site import gpu_kw, gpus_bought, node_gpus
 from models.schema.instance import Instance
 from models.schema.quantities import counted
+from models.schema.traffic import HOURS_PER_DAY
 from solver.candidates.table import CandidateTable
 from solver.errors import Diagnosis, Infeasible, Problem
 from solver.plan.records import Binding, RegionPower
@@ -51,8 +52,6 @@ from solver.program.lp import Variable
 from solver.settings import SolveSettings
 from solver.stages import candidate_table
 from solver.time.periods import TimeProgram
-
-HOURS_PER_DAY = 24
 
 
 def horizon_table(instance: Instance, horizon: int, settings: SolveSettings) -> CandidateTable:

@@ -12,6 +12,7 @@ from models.operations.site import gpus_bought
 from models.operations.time_demand import hour_instance, planning_start_s
 from models.schema.instance import Instance
 from models.schema.quantities import counted
+from models.schema.traffic import HOURS_PER_DAY
 from models.serving.attribution import PhaseShares
 from solver.analysis.cost_attribution import candidate_shares, pool_phase_shares
 from solver.analysis.diagnose import presolve_problems
@@ -41,7 +42,6 @@ from solver.time.periods import PeriodProgram, TimeProgram, day_periods
 from solver.time.prices import hour_bindings, site_duals
 from solver.time.spot import spot_replicas
 
-HOURS_PER_DAY = 24
 SECONDS_PER_DAY = 86_400.0
 
 

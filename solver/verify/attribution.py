@@ -24,12 +24,12 @@ import math
 from collections import defaultdict
 
 from models.schema.instance import Instance
+from models.schema.traffic import HOURS_PER_DAY
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.verify.totals import money_close
 from solver.verify.verdict import Violation
 
-HOURS_PER_DAY = 24
 SHARE_TOLERANCE = 1e-6
 HOURS_RELATIVE = 1e-9
 

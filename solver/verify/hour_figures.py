@@ -53,12 +53,12 @@ from collections import defaultdict
 from models.operations.pricing_tiers import poisson_quantile, spot_down_fraction
 from models.operations.site import gpus_bought, node_gpus, racks_per_gpu
 from models.schema.instance import Instance
+from models.schema.traffic import HOURS_PER_DAY
 from solver.plan.schema import Plan, ReplicaPool
 from solver.verify.months import busiest_hour_kw
 from solver.verify.totals import money_close, non_finite
 from solver.verify.verdict import Violation
 
-HOURS_PER_DAY = 24
 RELATIVE = 1e-6
 """Relative difference tolerated on a recomputed rate or count of hours (float sums)."""
 

@@ -70,6 +70,7 @@ from models.operations.time_demand import (
     warm_grid,
 )
 from models.schema.instance import Instance
+from models.schema.traffic import HOURS_PER_DAY
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.plan.time_records import Hour
@@ -96,7 +97,6 @@ from solver.verify.hour_scenarios import check_hour_table, check_peak_table
 from solver.verify.months import check_months
 from solver.verify.totals import money_close
 
-HOURS_PER_DAY = 24
 GPU_TOLERANCE = 1e-6
 
 

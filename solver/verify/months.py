@@ -8,13 +8,13 @@ from collections.abc import Callable
 from models.operations.procurement import month_factors, month_instance
 from models.operations.site import gpu_kw, gpus_bought, node_gpus
 from models.schema.instance import Instance
+from models.schema.traffic import HOURS_PER_DAY
 from solver.plan.records import RegionPower
 from solver.plan.schema import Plan
 from solver.plan.time_records import Hour, MonthOffer, ServerOrder
 from solver.verify.fleet import COST_TOLERANCE, Verification, Violation
 from solver.verify.totals import money_close
 
-HOURS_PER_DAY = 24
 GPU_TOLERANCE = 1e-6
 
 

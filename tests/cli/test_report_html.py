@@ -6,6 +6,7 @@ import shutil
 
 import pytest
 
+from models.schema.traffic import HOURS_PER_DAY
 from tests.paths import INSTANCES
 
 CHARTS_PER_CONFIGURATION = 3  # roofline, latency vs load, frontier (unified pools)
@@ -75,7 +76,6 @@ def test_charts_render_in_a_real_browser(report_file):
 
 
 HORIZON_MONTHS = 12  # instances/growth-horizon.yaml: policy.horizon_months
-HOURS_PER_DAY = 24
 
 
 @pytest.fixture(scope="module")

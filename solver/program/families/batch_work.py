@@ -41,6 +41,7 @@ from typing import ClassVar
 from models.operations.pricing_tiers import spot_batch_goodput
 from models.operations.time_periods import demand_grid
 from models.schema.instance import Instance
+from models.schema.traffic import HOURS_PER_DAY
 from models.serving.replica import Role
 from solver.candidates.pools import physics_of
 from solver.candidates.table import Candidate, CandidateTable
@@ -52,7 +53,6 @@ from solver.program.lp import Constraint, LinearProgram, Sense
 from solver.program.row_names import GpuSupplyRow, Index, ReplicasColumn, timed_name
 
 SECONDS_PER_HOUR = 3600.0
-HOURS_PER_DAY = 24
 SOAK_EPSILON = 1e-6
 """$/month per batch request/s soaked: keeps the soak at what the schedule uses."""
 
