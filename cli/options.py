@@ -137,6 +137,11 @@ def within(bound: Bound) -> Callable[[typer.CallbackParam, Any], Any]:
     return check
 
 
+def given_on_command_line(ctx: typer.Context, name: str) -> bool:
+    """Whether the option `name` (its parameter name) was given, not left at its default."""
+    return ctx.get_parameter_source(name) is not _click.core.ParameterSource.DEFAULT
+
+
 def capped_at_cores(ctx: typer.Context, param: typer.CallbackParam, jobs: int) -> int:
     """A typer callback for `--jobs`: at most this machine's CPU count
     (`limits.max_threads`), since more workers only oversubscribe it; a larger value
@@ -144,7 +149,7 @@ def capped_at_cores(ctx: typer.Context, param: typer.CallbackParam, jobs: int) -
     cores = limits.max_threads()
     if jobs <= cores:
         return jobs
-    if ctx.get_parameter_source(param.name or "") is not _click.core.ParameterSource.DEFAULT:
+    if given_on_command_line(ctx, param.name or ""):
         from cli.render.console import err
 
         err.print(

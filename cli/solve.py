@@ -30,6 +30,7 @@ from cli.options import (
     SetOption,
     capped_at_cores,
     emit_json,
+    given_on_command_line,
     load,
     to_stdout,
     within,
@@ -135,6 +136,7 @@ def _voice_tables(solved: Solved) -> list[TableSpec]:
 
 
 def explain(
+    ctx: typer.Context,
     file: InstanceFile,
     backend: BackendOption = None,
     time_limit: TimeLimit = None,
@@ -170,6 +172,10 @@ def explain(
     if not levers and levers_time_limit is not None:  # it changed nothing, without a word
         raise InputError(
             [Issue("command line", None, "--levers-time-limit", "limits the levers: give --levers")]
+        )
+    if not levers and given_on_command_line(ctx, "jobs"):  # as --levers-time-limit
+        raise InputError(
+            [Issue("command line", None, "--jobs", "sets the levers at once: give --levers")]
         )
     check_outputs(file, json_out, markdown_out)
     solved = _solve(file, started, backend, time_limit, mip_gap, threads, sets, json_out)

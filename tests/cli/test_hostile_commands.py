@@ -108,6 +108,14 @@ def test_explain_refuses_a_levers_time_limit_without_levers(run_cli):
     assert result.stdout == "", "refused before the solve"
 
 
+def test_explain_refuses_jobs_without_levers_and_takes_its_default(run_cli):
+    # --jobs sets the levers at once: without --levers it changed nothing, exit 0
+    args = ("explain", ONE_MODEL_ONE_REGION, "--jobs", "1")
+    result = run_checked(run_cli, *args, needles=("--jobs", "give --levers"))
+    assert result.stdout == "", "refused before the solve"
+    assert run_cli("explain", ONE_MODEL_ONE_REGION).exit_code == 0  # the default is no word
+
+
 def test_a_plan_of_many_bad_pools_lists_the_first_problems_and_counts_the_rest(run_cli, tmp_path):
     # 5,000 pools of an unknown precision printed 5,000 lines
     pool = {"workload": "chat", "region": "us-east", "gpu": "h100-sxm", "precision": "int3"}
