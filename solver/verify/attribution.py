@@ -81,11 +81,16 @@ def check_attribution(instance: Instance, plan: Plan) -> list[Violation]:
                 )
             )
         if not plan.hours and not money_close(row.cost_per_month, cost[key]):
+            priced = (
+                f"the pools here cost ${cost[key]:,.2f} at the instance's prices"
+                if not math.isnan(cost[key])
+                else "the pools here run in a region or on a GPU type this instance does "
+                "not offer, so they have no price here"
+            )
             violations.append(
                 Violation(
                     requirement=f"{at}.cost_per_month",
-                    message=f"states ${row.cost_per_month:,.2f}/month; the pools here cost "
-                    f"${cost[key]:,.2f} at the instance's prices",
+                    message=f"states ${row.cost_per_month:,.2f}/month; {priced}",
                 )
             )
     if plan.hours:

@@ -165,3 +165,17 @@ def test_batch_refuses_instances_that_share_a_golden(run_cli, tmp_path, flag):
     needles = ("a.expected.json: is the golden of a.json, a.yaml",)
     run_checked(run_cli, "batch", tmp_path, flag, needles=needles)
     assert not (tmp_path / "a.expected.json").exists()
+
+
+def test_a_plan_checked_against_another_instance_names_what_it_cannot_price(run_cli, tmp_path):
+    # region-loss-3's plan (h100-sxm in us-east, us-west, eu-west) against disaggregated
+    # (one region): its attribution rows were judged against "$nan"
+    from tests.paths import INSTANCES
+
+    plan = tmp_path / "plan.json"
+    assert run_cli("solve", INSTANCES / "region-loss-3.yaml", "--json", plan).exit_code == 0
+    result = run_cli("verify", INSTANCES / "disaggregated.yaml", plan)
+    assert result.exit_code == 1
+    text = result.stdout + result.stderr
+    assert "$nan" not in text and " nan" not in text
+    assert "does not offer, so they have no price here" in text
