@@ -50,6 +50,11 @@ class RunningLevers:
             deadline=solved.settings.deadline if shared else None,
         ).begin(beside=True)
 
+    @property
+    def beside(self) -> int:
+        """Worker processes solving levers beside the caller now (LeverRun.beside)."""
+        return self.run.beside
+
     def results(self) -> tuple[LeverResult, ...]:
         """Every lever's result, ranked (solver.analysis.levers.LeverRun.results)."""
         try:

@@ -187,7 +187,7 @@ def explain(
 
         running = RunningLevers(solved, backend, jobs, levers_time_limit)
     try:
-        busy = 0 if running is None else running.run.beside
+        busy = 0 if running is None else running.beside
         explanation = explain_solved(solved, progress=_progress_after(started), busy=busy)
     except NoSolution as stopped:
         if running is not None:

@@ -72,9 +72,8 @@ class Shares:
             return None
         if left < MIN_START_S:
             return NONE_LEFT
-        rest = left - (self.not_started + running) * self.expect_s / self.jobs
-        if self.expect_s <= 0.0:
-            rest = 0.0
+        others_s = (self.not_started + running) * self.expect_s / self.jobs
+        rest = left - others_s if self.expect_s > 0.0 else 0.0
         return min(left, max(members * left / rounds, self.floor_s, rest))
 
     def again(self) -> None:

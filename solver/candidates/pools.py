@@ -154,14 +154,16 @@ class PoolPhysics:
         """The physics of one replica in a pool of `replicas` behind one queue (read
         again where `shared_physics` holds it)."""
         memo = _SHARED
-        key = (self.inputs, replicas) if memo is not None else None
-        found = memo.get(key) if memo is not None else None
-        if found is None:
+        if memo is None:
             found = replica_capacity(self.config, self.mix, self.targets, self.efficiency, replicas)
-            if memo is not None:
-                while len(memo) >= SHARED_KEPT:
-                    del memo[next(iter(memo))]
-                memo[key] = found
+            return derated(found, self.derate)
+        key = (self.inputs, replicas)
+        found = memo.get(key)
+        if found is None:
+            while len(memo) >= SHARED_KEPT:
+                del memo[next(iter(memo))]
+            found = replica_capacity(self.config, self.mix, self.targets, self.efficiency, replicas)
+            memo[key] = found
         return derated(found, self.derate)
 
 
