@@ -39,7 +39,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from solver.program.lp import LinearProgram, Sense, SolveResult, Termination
+from solver.backends.row_arrays import rows_by_arrays, rows_by_loop, worth_arrays, zeros
+from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.settings import MIN_CALL_S, Deadline, SolveSettings, machine_threads
 
 DEFAULT_MIP_GAP = 1e-4
@@ -187,11 +188,6 @@ class CompiledProgram:
         return replace(self, lower=lower, upper=upper)
 
 
-def _zeros(typecode: str, count: int) -> array:
-    """`count` zeros as an `array.array` of `typecode` (all-zero bytes are 0 and 0.0)."""
-    return array(typecode, bytes(array(typecode).itemsize * count))
-
-
 def compile_program(lp: LinearProgram) -> CompiledProgram:
     """Turn a named program into index arrays.
 
@@ -215,7 +211,7 @@ def compile_program(lp: LinearProgram) -> CompiledProgram:
         if math.isnan(lo) or math.isnan(up) or lo == math.inf or up == -math.inf:
             raise ValueError(f"variable {name} has bounds [{lo}, {up}]")
 
-    cost = _zeros("d", len(names))
+    cost = zeros("d", len(names))
     for name, value in lp.objective.items():
         if name not in index:
             raise ValueError(f"objective uses undeclared variable {name}")
@@ -224,30 +220,10 @@ def compile_program(lp: LinearProgram) -> CompiledProgram:
         raise ValueError("objective has a coefficient that is not a finite number")
 
     row_names = tuple(lp.constraints)
-    row_start = _zeros("q", len(row_names) + 1)
-    col_index = array("q")
-    coef = array("d")
-    row_lower = _zeros("d", len(row_names))
-    row_upper = _zeros("d", len(row_names))
-    for i, row_name in enumerate(row_names):
-        row = lp.constraints[row_name]
-        if not math.isfinite(row.rhs):
-            raise ValueError(f"constraint {row_name} has right-hand side {row.rhs}")
-        terms = []
-        for var, value in row.coefficients.items():
-            if var not in index:
-                raise ValueError(f"constraint {row_name} uses undeclared variable {var}")
-            if not math.isfinite(value):
-                raise ValueError(f"constraint {row_name} has coefficient {value} on {var}")
-            if value != 0.0:
-                terms.append((index[var], float(value)))
-        terms.sort()
-        col_index.extend(j for j, _ in terms)
-        coef.extend(a for _, a in terms)
-        row_start[i + 1] = len(col_index)
-        sense = Sense(row.sense)
-        row_lower[i] = row.rhs if sense in (Sense.GE, Sense.EQ) else -math.inf
-        row_upper[i] = row.rhs if sense in (Sense.LE, Sense.EQ) else math.inf
+    rows = rows_by_arrays(lp, index, row_names) if worth_arrays(lp, row_names) else None
+    if rows is None:
+        rows = rows_by_loop(lp, index, row_names)
+    row_start, col_index, coef, row_lower, row_upper = rows
 
     return CompiledProgram(
         variable_names=names,
@@ -435,7 +411,7 @@ class Backend(ABC):
                 message="infeasible or unbounded; no time left to tell which",
             )
         feasibility = self._solve(
-            program.with_cost(_zeros("d", program.num_variables)),
+            program.with_cost(zeros("d", program.num_variables)),
             replace(options, want_duals=False),
             deadline,
         )

@@ -99,12 +99,19 @@ class LinearProgram:
         """Add a row; zero coefficients are dropped. Every variable must be declared."""
         if name in self.constraints:
             raise ValueError(f"duplicate constraint {name}")
-        unknown = [var for var in coefficients if var not in self.variables]
-        if unknown:
+        declared = list(map(self.variables.get, coefficients))
+        if None in declared:
+            pairs = zip(coefficients, declared, strict=True)
+            unknown = [var for var, known in pairs if known is None]
             raise ValueError(f"constraint {name} uses undeclared variables {unknown[:3]}")
-        row = Constraint(
-            name, family, {v: c for v, c in coefficients.items() if c != 0.0}, sense, rhs
-        )
+        # Keyed by the declared names themselves: a compile's lookups of them then match
+        # by identity before comparing text (solver.backends.base._rows_by_arrays).
+        kept = {
+            known.name: c
+            for known, c in zip(declared, coefficients.values(), strict=True)
+            if c != 0.0
+        }
+        row = Constraint(name, family, kept, sense, rhs)
         self.constraints[name] = row
         return row
 
