@@ -4,6 +4,7 @@ and on small generated instances the same optimum as the routing program."""
 
 from dataclasses import replace
 
+import pytest
 from hypothesis import given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
@@ -232,11 +233,20 @@ def test_the_lp_rounds_leave_no_workloads_relaxation_breaking_a_hall_row():
     program = build_program(inst, table, sets=sets)
     credit = TransportCredit(sets)
     backend = get_backend("highs")
-    found, rounds, infeasible = _lp_rounds(program, backend, SETTINGS, credit, {})
+    found, rounds, infeasible, bound = _lp_rounds(program, backend, SETTINGS, credit, {})
     assert infeasible is None and rounds >= 2 and found > 0
     hall = [row for row in program.lp.constraints.values() if row.family == "hall"]
     assert len(hall) == found
+    relaxations = 0.0
     for w in sets.workloads:
         relaxed = with_bounds(workload_program(program, w).lp, {}, relax=True)
-        values = backend.run(relaxed, SETTINGS).values
-        assert all(transport(credit, f, w, values).cut is None for f in sets.cut_scenarios)
+        result = backend.run(relaxed, SETTINGS)
+        assert all(
+            transport(credit, f, w, result.values).cut is None for f in sets.cut_scenarios
+        )
+        relaxations += result.objective
+    # the bound is the workloads' LP relaxations with their Hall rows, summed ...
+    assert bound == pytest.approx(relaxations, rel=1e-6)
+    # ... and bounds the whole program's optimum (a relaxation of it, workload by workload)
+    optimum = solve_by_cuts(program, backend, SETTINGS).result.objective
+    assert 0 < bound <= optimum * (1 + 1e-9)
