@@ -54,6 +54,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from solver.candidates.config_dominance import config_bounds
 from solver.candidates.replica_dominance import (
     Bounds,
     Reduction,
@@ -109,10 +110,13 @@ PRICED_COLUMNS = frozenset((PurchasedColumn.family, ReplicasColumn.family))
 def optimal_reduction(
     program: FleetProgram, bounds: Bounds | None = None, narrowed: frozenset[str] = frozenset()
 ) -> Reduction:
-    """What both dominance arguments let the solve leave out: the pools removed here
-    (`swap_bounds`, not in the `narrowed` regions), then same-GPU dominance
+    """What the dominance arguments let the solve leave out: the pools removed here
+    (`swap_bounds`, not in the `narrowed` regions) and, with one configuration per pool,
+    those a pool of another layout on the same GPUs stands in for
+    (solver.candidates.config_dominance), then same-GPU dominance
     (solver.candidates.replica_dominance.dominance) on the pools left."""
     removed = swap_bounds(program, bounds, narrowed)
+    removed |= config_bounds(program, {**(bounds or {}), **removed})
     same_gpu = dominance(program, {**(bounds or {}), **removed})
     return Reduction({**removed, **same_gpu.bounds}, same_gpu.sizes)
 
