@@ -38,10 +38,15 @@ fitted per generation; a 128-row tile holding a few rows wastes the rest), so th
 FLOPs cost 1 / efficiency of their roofline time (`ExpertLayout.routed_cost`). Experts
 stored 4-bit on a GPU without FP4 tensor cores are dequantised and multiplied at BF16
 (`expert_compute_precision`: W4A16, GPT-OSS on Hopper), twice an FP8 layer's time.
-Beside the expert weights each routed row moves its activations through HBM
-(`expert_row_bytes`: gathered input, intermediate round trip, BF16 output and combine),
-which for fine-grained experts (hidden 2,048, intermediate 768, k = 8) is as much as
-the GEMM's FLOPs allow at the ridge.
+Beside the expert weights each routed row moves its activations through HBM. The GEMMs
+stream their own operands while they compute (`expert_row_bytes`: the gathered row in,
+the gate/up product out, the activated row in, the BF16 output out), which for
+fine-grained experts (hidden 2,048, intermediate 768, k = 8) is as much as the GEMM's
+FLOPs allow at the ridge. Between the GEMMs run memory-bound kernels of their own, whose
+time adds to the GEMMs' (`expert_kernel_row_bytes`): the permute of each token's row into
+expert order, the gated activation unless the first GEMM fuses it
+(`fuses_gated_activation`: TensorRT-LLM fuses it on its Ampere kernel only, never on the
+TMA grouped GEMM of Hopper and Blackwell nor in FP8), and the combine of the k outputs.
 
 Attention data parallelism (the slowest DP rank). Decode sequences are spread evenly over
 the dp attention groups (the engine balances their counts), but a prompt is prefilled
@@ -388,7 +393,10 @@ class ExpertLayout:
     """`MoeEfficiency.gemm_half_tokens`."""
     row_bytes: float = 0.0
     """HBM bytes one routed row (a token at one of its experts) moves on a GPU through
-    the stage's MoE layers beside the weights (`expert_row_bytes` x MoE layers)."""
+    the stage's MoE layers' GEMMs beside the weights (`expert_row_bytes` x MoE layers)."""
+    kernel_row_bytes: float = 0.0
+    """HBM bytes one routed row moves on a GPU through the memory-bound kernels between
+    the GEMMs, all the stage's MoE layers (`expert_kernel_row_bytes` x MoE layers)."""
 
     def rows(self, tokens: float) -> float:
         """Routed rows on the busiest rank: T x k / ep x imbalance."""
@@ -451,21 +459,52 @@ def alltoall_link_s_per_byte(gpu: GpuSpec, efficiency: Efficiency, stage_gpus: i
     return max(local, remote)
 
 
-def expert_row_bytes(llm: LlmSpec, weight_precision: Precision, expert_tp: int) -> float:
-    """HBM bytes one routed row moves through one MoE layer on a GPU, beside the expert
-    weights: the gathered input written and read by the first GEMM (hidden x a each),
-    the intermediate written by the gate/up GEMM and read by the down GEMM (its
-    moe_intermediate / moe_tp share, a bytes each way) and the BF16 output written and
-    read by the combine (hidden x 2 each way), a = the dispatch precision's bytes
-    (`dispatch_bytes_per_element`):
+def fuses_gated_activation(gpu: GpuSpec, compute_precision: Precision) -> bool:
+    """Whether the first expert GEMM applies the gated activation (SwiGLU) in its epilogue.
+    TensorRT-LLM's grouped GEMM fuses it only on its Ampere-class kernel with 16-bit
+    activations and weights (`isFusedGatedActivation`: not FP8, not the TMA
+    warp-specialised kernel of Hopper and Blackwell); its TMA kernels, vLLM's and SGLang's
+    fused-MoE kernels write both halves and run the activation as its own kernel. Read as:
+    fused on a GPU without FP8 tensor cores multiplying BF16 experts, else not."""
+    return compute_precision is Precision.BF16 and not gpu.supports(Precision.FP8)
 
-        hidden x (2 a + 4) + inter / moe_tp x 2 a.
 
-    The floor of the fused kernels (the gated activation fused into the first GEMM);
-    fine-grained experts (Qwen3-30B-A3B: hidden 2,048, inter 768, k = 8) put it at the
-    GEMMs' own ridge, where it decides a prefill's time."""
+def expert_row_bytes(
+    llm: LlmSpec, weight_precision: Precision, expert_tp: int, fused_activation: bool = True
+) -> float:
+    """HBM bytes the two expert GEMMs move for one routed row through one MoE layer on a GPU,
+    beside the expert weights (operands the GEMMs stream while they compute): the first
+    reads the gathered row (hidden x a) and writes its output, the second reads the
+    activated intermediate (i x a, i = moe_intermediate / moe_tp) and writes the BF16
+    output (hidden x 2), a = the dispatch precision's bytes (`dispatch_bytes_per_element`).
+    The first GEMM's output is the activated i x a when it fuses the gated activation,
+    else both halves of the gate/up product in BF16 (2 i x 2):
+
+        hidden x (a + 2) + i x a + (i x a  or  4 i).
+
+    Fine-grained experts (Qwen3-30B-A3B: hidden 2,048, inter 768, k = 8) put these bytes
+    at the GEMMs' own ridge, where they decide a prefill's time."""
     a = dispatch_bytes_per_element(weight_precision)
-    return llm.hidden_size * (2 * a + 4) + llm.moe_intermediate_size / expert_tp * 2 * a
+    inter = llm.moe_intermediate_size / expert_tp
+    first_output = inter * a if fused_activation else 4 * inter
+    return llm.hidden_size * (a + 2) + inter * a + first_output
+
+
+def expert_kernel_row_bytes(
+    llm: LlmSpec, weight_precision: Precision, expert_tp: int, fused_activation: bool = True
+) -> float:
+    """HBM bytes one routed row moves through the memory-bound kernels between a MoE
+    layer's GEMMs on a GPU (their own kernels: the time adds to the GEMMs'): the permute
+    reads the token's BF16 row and writes it at the dispatch precision (hidden x (2 + a));
+    an unfused gated activation reads both BF16 halves and writes the activated row
+    (i x (4 + a)); the combine reads the BF16 expert output and writes its 1/k share of
+    the token's BF16 sum (hidden x (2 + 2/k)):
+
+        hidden x (4 + a + 2/k) + (0  or  i x (4 + a))."""
+    a = dispatch_bytes_per_element(weight_precision)
+    inter = llm.moe_intermediate_size / expert_tp
+    activation = 0.0 if fused_activation else inter * (4 + a)
+    return llm.hidden_size * (4 + a + 2 / llm.experts_per_token) + activation
 
 
 def expert_layout(
@@ -493,6 +532,7 @@ def expert_layout(
     s_per_byte = alltoall_link_s_per_byte(gpu, efficiency, stage_gpus)
     compute_precision = expert_compute_precision(gpu, llm, weight_precision)
     expert_peak = gpu.peak_flops(compute_precision)
+    fused = fuses_gated_activation(gpu, compute_precision)
     if compute_precision is not weight_precision and dequant_half_tokens is not None:
         gemm_half_tokens = dequant_half_tokens
     return ExpertLayout(
@@ -506,5 +546,7 @@ def expert_layout(
         alltoall_s_per_token=per_token_bytes / stage_gpus * s_per_byte if spans_groups else 0.0,
         compute_slowdown=gpu.peak_flops(weight_precision) / expert_peak,
         gemm_half_tokens=gemm_half_tokens,
-        row_bytes=expert_row_bytes(llm, weight_precision, expert_tp) * stage_moe_layers,
+        row_bytes=expert_row_bytes(llm, weight_precision, expert_tp, fused) * stage_moe_layers,
+        kernel_row_bytes=expert_kernel_row_bytes(llm, weight_precision, expert_tp, fused)
+        * stage_moe_layers,
     )

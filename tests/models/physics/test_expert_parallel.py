@@ -201,12 +201,18 @@ def test_ep1_dp1_is_the_tensor_parallel_model():
     touched = expected_experts_touched(8, 2, 64)
     parts = steps.iteration_parts(64, 1000)
     assert parts.weight_read_s == pytest.approx(steps.dense_weight_bytes / steps.hbm_bytes_per_s)
-    # TP4 splits each expert's intermediate: 4,096 x 6 + 14,336 / 4 x 2 bytes a row a
-    # layer, 64 tokens x 2 rows, 32 layers.
-    rows_bytes = 64 * 2 * (4096 * 6 + 14336 / 4 * 2) * 32
+    # TP4 splits each expert's intermediate (i = 14,336 / 4 = 3,584). The GEMMs stream
+    # the FP8 row in, the BF16 gate/up pair out, the FP8 activated row in and the BF16 row
+    # out: 4,096 x (1 + 2) + 3,584 x 1 + 3,584 x 4 bytes a row a layer, 64 tokens x 2
+    # rows, 32 layers.
+    rows_bytes = 64 * 2 * (4096 * 3 + 3584 * 5) * 32
     assert parts.expert_read_s == pytest.approx(
         (touched * steps.expert_weight_bytes + rows_bytes) / steps.hbm_bytes_per_s
     )
+    # Between the GEMMs: permute 4,096 x (2 + 1), combine 4,096 x (2 + 2/2), activation
+    # 3,584 x (4 + 1) bytes a row a layer.
+    kernel_bytes = 64 * 2 * (4096 * 6 + 3584 * 5) * 32
+    assert parts.expert_kernels_s == pytest.approx(kernel_bytes / steps.hbm_bytes_per_s)
     assert steps.experts_layout.alltoall_s(64) == 0.0
 
 
