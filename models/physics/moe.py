@@ -99,12 +99,18 @@ experts on each rank (moe_tp = 1, ep >= k)
 
       alltoall bytes per token per MoE layer = k x hidden x (dispatch + combine bytes).
 
-That is the upper bound, one copy per expert. The kernels send a token once per
-destination rank and fan it out there (DeepEP, TensorRT-LLM's all-to-all), so a token
-reaches the distinct ranks among its k choices, ep (1 - (1 - 1/ep)^k) of them on average
-under uniform routing (5.25 for k = 8 over 8 ranks), and every one of the moe_tp GPUs of
-each: copies = ep (1 - (1 - 1/ep)^k) x moe_tp. At ep = 1 with attention DP that is all
-G GPUs, an all-gather before the experts and a reduce-scatter after.
+That is the upper bound, one copy per expert. A true all-to-all sends a token once per
+destination rank and fans it out there (DeepEP, TensorRT-LLM's MNNVL all-to-all), so a
+token reaches the distinct ranks among its k choices, ep (1 - (1 - 1/ep)^k) of them on
+average under uniform routing (5.25 for k = 8 over 8 ranks), and every one of the moe_tp
+GPUs of each: copies = ep (1 - (1 - 1/ep)^k) x moe_tp. The engines' default within one
+server is not that but an all-gather of every token to all G GPUs of the stage before
+the experts and a reduce-scatter after (copies = G; `gathers_tokens`): TensorRT-LLM
+enables its all-to-all only on a multi-node NVLink domain (GB200 NVL72) or with DeepEP
+switched on (`select_alltoall_method_type`: else NotEnabled), SGLang's attention DP
+gathers unless DeepEP is chosen, vLLM's default backend is allgather_reducescatter.
+Across servers the deployments run DeepEP's all-to-all. At ep = 1 with attention DP both
+are the all-gather: copies = moe_tp = G.
 
 A GPU sends its 1/G share of the step's tokens, of which (G - 1)/G leaves it; within a
 node the bytes cross the scale-up link (NVLink), and the share bound for GPUs of other
@@ -336,12 +342,24 @@ def alltoall_copies(experts_per_token: int, ep: int, expert_tp: int) -> float:
 
 
 def alltoall_bytes_per_token_sent(
-    llm: LlmSpec, weight_precision: Precision, ep: int, expert_tp: int = 1
+    llm: LlmSpec, weight_precision: Precision, ep: int, expert_tp: int = 1, gather: bool = False
 ) -> float:
     """Dispatch plus combine bytes of one token through one MoE layer as the kernels send
-    them: `alltoall_copies` x hidden x (dispatch bytes + combine bytes)."""
+    them: copies x hidden x (dispatch bytes + combine bytes), copies = `alltoall_copies`
+    for an all-to-all, ep x moe_tp (every GPU of the stage) for an all-gather and
+    reduce-scatter (`gather`)."""
     per_expert = alltoall_bytes_per_token(llm, weight_precision) / llm.experts_per_token
-    return alltoall_copies(llm.experts_per_token, ep, expert_tp) * per_expert
+    copies = ep * expert_tp if gather else alltoall_copies(llm.experts_per_token, ep, expert_tp)
+    return copies * per_expert
+
+
+def gathers_tokens(gpu: GpuSpec, stage_gpus: int) -> bool:
+    """Whether the stage's dispatch and combine are an all-gather and a reduce-scatter (the
+    engines' default inside one server, module docstring) rather than an all-to-all: a
+    stage inside one server of at most 8 GPUs. A multi-node NVLink domain (more GPUs per
+    scale-up domain: GB200 NVL72) runs TensorRT-LLM's all-to-all, a stage across servers
+    DeepEP's."""
+    return gpu.gpus_per_node <= 8 and stage_gpus <= gpu.gpus_per_node
 
 
 def grouped_gemm_efficiency(tokens_per_expert: float, half_tokens: float) -> float:
@@ -527,7 +545,8 @@ def expert_layout(
     stage_gpus = tp * dp
     spans_groups = ep > 1 or dp > 1
     expert_tp = moe_tp(tp, dp, ep)
-    per_token_bytes = alltoall_bytes_per_token_sent(llm, weight_precision, ep, expert_tp)
+    gather = gathers_tokens(gpu, stage_gpus)
+    per_token_bytes = alltoall_bytes_per_token_sent(llm, weight_precision, ep, expert_tp, gather)
     per_token_bytes *= stage_moe_layers
     s_per_byte = alltoall_link_s_per_byte(gpu, efficiency, stage_gpus)
     compute_precision = expert_compute_precision(gpu, llm, weight_precision)

@@ -53,9 +53,10 @@ def test_alltoall_bytes_per_token_of_a_deepseek_v3_moe_layer_by_hand():
     # BF16 weights dispatch in BF16: 2 x k x hidden x 2 bytes.
     assert alltoall_bytes_per_token(llm, Precision.BF16) == 2 * k * hidden * BF16_BYTES
 
-    # Sent once per distinct rank: 8 uniform choices over 8 ranks reach 8 (1 - (7/8)^8)
-    # = 5.2511 ranks on average, so DEP8 on 8 H200s moves per token and GPU
-    # 5.2511 x 7168 x 3 x 58 / 8 GPUs x 7/8 leaving the GPU, over NVLink.
+    # An all-to-all sends once per distinct rank: 8 uniform choices over 8 ranks reach
+    # 8 (1 - (7/8)^8) = 5.2511 ranks on average. Inside one 8-GPU H200 server the engines
+    # all-gather instead (every token to all 8 GPUs, then a reduce-scatter), so DEP8 moves
+    # per token and GPU 8 x 7168 x 3 x 58 / 8 GPUs x 7/8 leaving the GPU, over NVLink.
     distinct = 8 * (1 - (7 / 8) ** 8)
     assert alltoall_copies(k, 8, 1) == pytest.approx(distinct) == pytest.approx(5.2511, abs=1e-4)
     gpu = gpu_catalog()["h200"]
@@ -63,9 +64,16 @@ def test_alltoall_bytes_per_token_of_a_deepseek_v3_moe_layer_by_hand():
     nvlink_bytes_per_s = 450e9 * efficiency.scaleup_fraction
     steps = step_model(gpu, llm, FP8, FP8, 1, 1, efficiency, ep=8, dp=8)
     layout = steps.experts_layout
-    expected_s = distinct * hidden * 3 * moe_layers / 8 * (7 / 8) / nvlink_bytes_per_s
+    expected_s = 8 * hidden * 3 * moe_layers / 8 * (7 / 8) / nvlink_bytes_per_s
     assert layout.alltoall_s_per_token == pytest.approx(expected_s, rel=1e-12)
     assert layout.alltoall_collectives == 2 * moe_layers
+    # GB200's 72-GPU NVLink domain runs TensorRT-LLM's all-to-all: 5.2511 copies, the
+    # NVLink at 900 GB/s.
+    gb200 = gpu_catalog()["gb200"]
+    nvl72 = efficiency_for(gb200, FP8)
+    steps = step_model(gb200, llm, FP8, FP8, 1, 1, nvl72, ep=8, dp=8)
+    expected_s = distinct * hidden * 3 * moe_layers / 8 * (7 / 8) / (900e9 * nvl72.scaleup_fraction)
+    assert steps.experts_layout.alltoall_s_per_token == pytest.approx(expected_s, rel=1e-12)
 
 
 def test_experts_touched_at_a_batch_by_hand():
