@@ -3,8 +3,9 @@ expert parallelism and attention data parallelism where the table gives them.
 
 Reads `trtllm_perf_moe.csv` (`calibration/data/README.md`): Llama 4 Scout and Maverick,
 GPT-OSS 20B and 120B, Qwen3-30B-A3B on H100, H200, B200, GB200 and RTX PRO 6000,
-TensorRT-LLM v0.21 to v1.0 and a later layout, and three DeepSeek-R1 DEP8 runs of its
-DeepSeek blog at their own caps and KV cache (`MoeRow.run_caps`, `kv`; always held out).
+TensorRT-LLM v0.21 to v1.0 and a later layout (with DeepSeek R1 and Qwen3-235B, held out),
+and three DeepSeek-R1 DEP8 runs of its DeepSeek blog at their own caps and KV cache
+(`MoeRow.run_caps`, `kv`; held out).
 Every row is an offline max-throughput
 measurement (all requests queued at once, fixed ISL/OSL), predicted like the dense rows
 of `calibration.calibrate`: `replica_capacity` with no latency target, output tokens/s

@@ -46,7 +46,7 @@ def test_rows_that_set_their_run_keep_it_and_stay_held_out(rows):
     per-rank caps: B200 FP4 with an FP8 cache at 896 sequences / 2,048 tokens, with a
     16-bit cache at 384 / 1,536; H200 FP8 at 128 / 1,151 with the checkpoint's 16-bit
     cache. They are never fitted on."""
-    blog = {(r.gpu, r.run_caps): r for r in rows if r.held_out_reason}
+    blog = {(r.gpu, r.run_caps): r for r in rows if r.run_caps is not None}
     assert set(blog) == {("b200", (896, 2048)), ("b200", (384, 1536)), ("h200", (128, 1151))}
     assert blog["b200", (896, 2048)].kv_precision is Precision.FP8
     assert blog["b200", (384, 1536)].kv_precision is Precision.BF16
