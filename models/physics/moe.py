@@ -47,6 +47,8 @@ time adds to the GEMMs' (`expert_kernel_row_bytes`): the permute of each token's
 expert order, the gated activation unless the first GEMM fuses it
 (`fuses_gated_activation`: TensorRT-LLM fuses it on its Ampere kernel only, never on the
 TMA grouped GEMM of Hopper and Blackwell nor in FP8), and the combine of the k outputs.
+The Triton kernel that dequantises MXFP4 experts on Hopper gathers its rows and applies
+the SwiGLU inside its first matmul (`gathers_in_gemm`): only the combine runs beside it.
 
 Attention data parallelism (the slowest DP rank). Decode sequences are spread evenly over
 the dp attention groups (the engine balances their counts), but a prompt is prefilled
@@ -483,46 +485,62 @@ def fuses_gated_activation(gpu: GpuSpec, compute_precision: Precision) -> bool:
     activations and weights (`isFusedGatedActivation`: not FP8, not the TMA
     warp-specialised kernel of Hopper and Blackwell); its TMA kernels, vLLM's and SGLang's
     fused-MoE kernels write both halves and run the activation as its own kernel. Read as:
-    fused on a GPU without FP8 tensor cores multiplying BF16 experts, else not."""
+    fused on a GPU without FP8 tensor cores multiplying BF16 experts, else not. (The
+    kernel that dequantises MXFP4 experts fuses it too: `gathers_in_gemm`.)"""
     return compute_precision is Precision.BF16 and not gpu.supports(Precision.FP8)
 
 
+def gathers_in_gemm(gpu: GpuSpec, llm: LlmSpec) -> bool:
+    """Whether the expert GEMMs gather their rows and apply the SwiGLU themselves: the
+    Triton MoE kernel that dequantises MXFP4 experts on a GPU without FP4 tensor cores
+    (OpenAI's `matmul_ogs`, TensorRT-LLM's TRITON backend for GPT-OSS on Hopper, vLLM's
+    there: `gather_indx` and `FusedActivation(swiglu)` in the first matmul), so neither a
+    permute nor an activation kernel runs (`expert_compute_precision`'s W4A16 case)."""
+    return llm.expert_weight_precision is Precision.FP4 and not gpu.supports(Precision.FP4)
+
+
 def expert_row_bytes(
-    llm: LlmSpec, weight_precision: Precision, expert_tp: int, fused_activation: bool = True
+    llm: LlmSpec, row_precision: Precision, expert_tp: int, fused_activation: bool = True
 ) -> float:
     """HBM bytes the two expert GEMMs move for one routed row through one MoE layer on a GPU,
     beside the expert weights (operands the GEMMs stream while they compute): the first
     reads the gathered row (hidden x a) and writes its output, the second reads the
     activated intermediate (i x a, i = moe_intermediate / moe_tp) and writes the BF16
-    output (hidden x 2), a = the dispatch precision's bytes (`dispatch_bytes_per_element`).
-    The first GEMM's output is the activated i x a when it fuses the gated activation,
-    else both halves of the gate/up product in BF16 (2 i x 2):
+    output (hidden x 2), a = the bytes of the rows the GEMMs multiply (1 for FP8 or FP4
+    rows, 2 for BF16: `dispatch_bytes_per_element` of `row_precision`). The first GEMM's
+    output is the activated i x a when it fuses the gated activation, else both halves of
+    the gate/up product in BF16 (2 i x 2):
 
         hidden x (a + 2) + i x a + (i x a  or  4 i).
 
     Fine-grained experts (Qwen3-30B-A3B: hidden 2,048, inter 768, k = 8) put these bytes
     at the GEMMs' own ridge, where they decide a prefill's time."""
-    a = dispatch_bytes_per_element(weight_precision)
+    a = dispatch_bytes_per_element(row_precision)
     inter = llm.moe_intermediate_size / expert_tp
     first_output = inter * a if fused_activation else 4 * inter
     return llm.hidden_size * (a + 2) + inter * a + first_output
 
 
 def expert_kernel_row_bytes(
-    llm: LlmSpec, weight_precision: Precision, expert_tp: int, fused_activation: bool = True
+    llm: LlmSpec,
+    row_precision: Precision,
+    expert_tp: int,
+    fused_activation: bool = True,
+    gathered_in_gemm: bool = False,
 ) -> float:
     """HBM bytes one routed row moves through the memory-bound kernels between a MoE
     layer's GEMMs on a GPU (their own kernels: the time adds to the GEMMs'): the permute
-    reads the token's BF16 row and writes it at the dispatch precision (hidden x (2 + a));
-    an unfused gated activation reads both BF16 halves and writes the activated row
-    (i x (4 + a)); the combine reads the BF16 expert output and writes its 1/k share of
-    the token's BF16 sum (hidden x (2 + 2/k)):
+    reads the token's BF16 row and writes it at the rows' precision (hidden x (2 + a)),
+    unless the GEMM gathers its rows itself; an unfused gated activation reads both BF16
+    halves and writes the activated row (i x (4 + a)); the combine reads the BF16 expert
+    output and writes its 1/k share of the token's BF16 sum (hidden x (2 + 2/k)):
 
-        hidden x (4 + a + 2/k) + (0  or  i x (4 + a))."""
-    a = dispatch_bytes_per_element(weight_precision)
+        (hidden x (2 + a)  or  0) + (0  or  i x (4 + a)) + hidden x (2 + 2/k)."""
+    a = dispatch_bytes_per_element(row_precision)
     inter = llm.moe_intermediate_size / expert_tp
+    permute = 0.0 if gathered_in_gemm else llm.hidden_size * (2 + a)
     activation = 0.0 if fused_activation else inter * (4 + a)
-    return llm.hidden_size * (4 + a + 2 / llm.experts_per_token) + activation
+    return permute + activation + llm.hidden_size * (2 + 2 / llm.experts_per_token)
 
 
 def expert_layout(
@@ -551,7 +569,9 @@ def expert_layout(
     s_per_byte = alltoall_link_s_per_byte(gpu, efficiency, stage_gpus)
     compute_precision = expert_compute_precision(gpu, llm, weight_precision)
     expert_peak = gpu.peak_flops(compute_precision)
-    fused = fuses_gated_activation(gpu, compute_precision)
+    in_gemm = gathers_in_gemm(gpu, llm)
+    fused = in_gemm or fuses_gated_activation(gpu, compute_precision)
+    rows_at = compute_precision if in_gemm else weight_precision
     if compute_precision is not weight_precision and dequant_half_tokens is not None:
         gemm_half_tokens = dequant_half_tokens
     return ExpertLayout(
@@ -565,7 +585,7 @@ def expert_layout(
         alltoall_s_per_token=per_token_bytes / stage_gpus * s_per_byte if spans_groups else 0.0,
         compute_slowdown=gpu.peak_flops(weight_precision) / expert_peak,
         gemm_half_tokens=gemm_half_tokens,
-        row_bytes=expert_row_bytes(llm, weight_precision, expert_tp, fused) * stage_moe_layers,
-        kernel_row_bytes=expert_kernel_row_bytes(llm, weight_precision, expert_tp, fused)
+        row_bytes=expert_row_bytes(llm, rows_at, expert_tp, fused) * stage_moe_layers,
+        kernel_row_bytes=expert_kernel_row_bytes(llm, rows_at, expert_tp, fused, in_gemm)
         * stage_moe_layers,
     )

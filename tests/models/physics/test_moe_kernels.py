@@ -58,3 +58,20 @@ def test_the_kernels_between_the_gemms_add_to_a_compute_bound_prefill():
     without = parts.total_s - parts.expert_kernels_s
     assert parts.total_s == pytest.approx(without + kernels_s)
     assert parts.memory_s >= kernels_s
+
+
+def test_the_mxfp4_triton_kernel_gathers_and_activates_inside_its_matmuls():
+    """GPT-OSS-120B (hidden 2,880, inter 2,880, k = 4) on H100 runs its MXFP4 experts
+    through the dequantising Triton kernel: BF16 rows (a = 2), gather and SwiGLU inside
+    the first matmul, so its GEMMs stream 2,880 x (2 + 2) + 2,880 x 2 + 2,880 x 2 = 23,040
+    bytes a row a layer and only the combine runs beside them, 2,880 x (2 + 2/4) = 7,200.
+    On B200 (FP4 tensor cores) the grouped GEMM takes FP4-dispatched rows (a = 1) and runs
+    permute, activation and combine: 2,880 x (3 + 5 + 2.5) = 30,240."""
+    oss = llm("gpt-oss-120b")
+    h100_steps = step_model(gpu("h100-sxm"), oss, FP8, FP8, 1, 1, EFF)
+    layers = oss.moe_layers
+    assert h100_steps.experts_layout.row_bytes == 23_040 * layers
+    assert h100_steps.experts_layout.kernel_row_bytes == 7_200 * layers
+    b200_steps = step_model(gpu("b200"), oss, Precision.FP4, FP8, 1, 1, EFF)
+    assert b200_steps.experts_layout.kernel_row_bytes == 30_240 * layers
+    assert expert_row_bytes(oss, Precision.FP4, 1, fused_activation=False) == 23_040
