@@ -251,8 +251,10 @@ def _dep8_over_tp8() -> None:
     assert dep8.config.gpus == tp8.config.gpus == 8
     assert dep8.kv_capacity_tokens > 1.5 * tp8.kv_capacity_tokens
     assert dep8.requests_per_s > tp8.requests_per_s
-    # With expert parallelism the experts are whole on each rank: fewer bytes sent per
-    # token than all-gathering every token to all 8 GPUs (ep = 1, dp = 8).
+    # Both layouts all-gather every token to the 8 GPUs of the server; with expert
+    # parallelism the experts are whole on each rank, which permutes, multiplies and
+    # combines 1/8 of the routed rows, where ep = 1 (each expert split 8 ways) moves all
+    # of them through every GPU.
     ep1 = replica_capacity(
         ReplicaConfig(gpu, llm, FP8, FP8, 1, 1, Role.UNIFIED, ep=1, dp=8), mix, targets, efficiency
     )
