@@ -74,3 +74,27 @@ def test_the_mixtral_token_mix_is_the_datasets_own() -> None:
     assert mix.output_cv == pytest.approx(outputs.std() / outputs.mean(), abs=0.005)
     assert mix.output_p99_tokens == pytest.approx(np.percentile(outputs, 99), abs=0.5)
     assert abs(mix.output_mean_tokens - outputs.mean()) < 1.5
+
+
+def test_the_llama2_prompt_mix_is_the_datasets_own():
+    """The llama2-70b prompts are read off the 24,576 per-sample token lengths of the
+    MLPerf set (calibration/data/mlperf_llama2_lengths.csv): mean 5,463,976 / 24,576 =
+    222.3, cv 0.77, p99 791 (every prompt under the 1,024-token cut). Its outputs are the
+    GPT-4 reference answers (mean 5,379,553 / 24,576 = 218.9), shorter than the 294 tokens
+    a sample the rows' model generates, which the mix keeps."""
+    import csv
+
+    import numpy as np
+
+    from calibration.rows import MLPERF_WORKLOADS, calibration_dir
+
+    with (calibration_dir() / "mlperf_llama2_lengths.csv").open(encoding="utf-8") as handle:
+        lengths = np.array([[int(v) for v in r.values()] for r in csv.DictReader(handle)])
+    prompts, references = lengths[:, 0], lengths[:, 1]
+    assert len(lengths) == 24_576 and prompts.sum() == 5_463_976 and prompts.max() < 1024
+    assert references.sum() == 5_379_553
+    mix = MLPERF_WORKLOADS["llama2-70b"].mix
+    assert mix.prompt_mean_tokens == pytest.approx(prompts.mean(), abs=0.05)
+    assert mix.prompt_cv == pytest.approx(prompts.std() / prompts.mean(), abs=0.005)
+    assert mix.prompt_p99_tokens == pytest.approx(np.percentile(prompts, 99), abs=0.5)
+    assert mix.output_mean_tokens > references.mean()
