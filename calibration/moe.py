@@ -3,7 +3,10 @@ expert parallelism and attention data parallelism where the table gives them.
 
 Reads `trtllm_perf_moe.csv` (`calibration/data/README.md`): Llama 4 Scout and Maverick,
 GPT-OSS 20B and 120B, Qwen3-30B-A3B on H100, H200, B200, GB200 and RTX PRO 6000,
-TensorRT-LLM v0.21 to v1.0 and a later layout. Every row is an offline max-throughput
+TensorRT-LLM v0.21 to v1.0 and a later layout (with DeepSeek R1 and Qwen3-235B, held out),
+and three DeepSeek-R1 DEP8 runs of its DeepSeek blog at their own caps and KV cache
+(`MoeRow.run_caps`, `kv`; held out).
+Every row is an offline max-throughput
 measurement (all requests queued at once, fixed ISL/OSL), predicted like the dense rows
 of `calibration.calibrate`: `replica_capacity` with no latency target, output tokens/s
 per GPU, with the catalog's efficiency factors for the GPU and precision, at the engine
@@ -86,7 +89,12 @@ MOE_GPUS = {
     "GB200 192GB (GB200 NVL72)": "gb200",
     "RTX 6000 Pro Blackwell Server Edition": "rtx-pro-6000",
 }
-MOE_PRECISIONS = {"FP8": Precision.FP8, "FP4": Precision.FP4, "FP16": Precision.BF16}
+MOE_PRECISIONS = {
+    "FP8": Precision.FP8,
+    "FP4": Precision.FP4,
+    "FP16": Precision.BF16,
+    "BF16": Precision.BF16,
+}
 HOPPER_KV = Precision.BF16
 """KV cache of the Hopper MoE rows: the checkpoint's BF16 (TensorRT-LLM's `auto` dtype;
 GPT-OSS's options say "Hopper: use auto", Llama 4's and Qwen3's set none). With an FP8
@@ -126,6 +134,13 @@ class MoeRow:
     published_tp: bool = False
     """A TP column run with attention DP over its GPUs (`ATTENTION_DP_MODELS`): tp = 1,
     dp = the published TP, the experts TP-split (ep = 1); its family stays `TP`."""
+    run_caps: tuple[int, int] | None = None
+    """(max_batch_size, max_num_tokens) per rank where the run set them (the CSV's
+    `max_batch_size` and `max_num_tokens`); None: trtllm-bench chose (`bench_settings`)."""
+    kv: Precision | None = None
+    """The KV cache the run set (`kv_cache_dtype`); None: `kv_precision`'s rule."""
+    held_out_reason: str = ""
+    """Why a row is always held out (a source outside the perf overview's tables)."""
 
     @property
     def kv_precision(self) -> Precision:
@@ -133,6 +148,8 @@ class MoeRow:
         weights with an FP8 KV cache), except on Hopper, where these MoE rows ran the
         checkpoint's BF16 KV cache (`HOPPER_KV`), but for a model whose published options
         set an FP8 cache on every GPU (`FP8_KV_MODELS`)."""
+        if self.kv is not None:
+            return self.kv
         if self.generation == "hopper" and self.model not in FP8_KV_MODELS:
             return HOPPER_KV
         return default_kv_precision(self.weight_precision)
@@ -152,8 +169,9 @@ class MoeRow:
 
     @property
     def held_out(self) -> bool:
-        """One row in three, by a CRC of its label (its configuration): never fitted on."""
-        return zlib.crc32(self.label.encode()) % 3 == 0
+        """One row in three, by a CRC of its label (its configuration), and every row with a
+        `held_out_reason`: never fitted on."""
+        return bool(self.held_out_reason) or zlib.crc32(self.label.encode()) % 3 == 0
 
     @property
     def engine(self) -> str:
@@ -215,6 +233,11 @@ def load_moe_rows(directory: Path) -> tuple[list[MoeRow], Counter]:
                     mix=TrafficMix.fixed(isl, osl),
                     measured=measured,
                     published_tp=tp_with_adp,
+                    run_caps=(int(raw["max_batch_size"]), int(raw["max_num_tokens"]))
+                    if raw.get("max_batch_size")
+                    else None,
+                    kv=MOE_PRECISIONS.get(raw.get("kv_cache_dtype") or ""),
+                    held_out_reason=raw.get("held_out_reason") or "",
                 )
             )
     return rows, skipped
@@ -242,7 +265,10 @@ def bench_settings(row: MoeRow) -> tuple[int, int]:
     so the tool chose them (`calibration.trtllm_bench`). With attention DP each rank
     schedules under both (the model's per-group `max_batch_sequences` and
     `prefill_chunk_tokens`); the tool is given the whole stage as its TP. A run of N
-    requests (`RUN_REQUESTS`, the runs after v1.0) never holds more than N / dp per rank."""
+    requests (`RUN_REQUESTS`, the runs after v1.0) never holds more than N / dp per rank.
+    A run that set both (`MoeRow.run_caps`) runs at its own."""
+    if row.run_caps is not None:
+        return row.run_caps
     isl, osl = (float(x) for x in row.lengths.split("/"))
     llm, gpu = llm_catalog()[row.model], gpu_catalog()[row.gpu]
     shape = (row.tp * row.dp, row.pp, isl, osl)

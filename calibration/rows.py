@@ -87,32 +87,35 @@ MLPERF_WORKLOADS = {
     "llama2-70b": MlperfWorkload(
         "llama-2-70b",
         TrafficMix(
-            prompt_mean_tokens=250,
-            prompt_p99_tokens=1000,
-            prompt_cv=1.0,
+            prompt_mean_tokens=222.3,
+            prompt_p99_tokens=791,
+            prompt_cv=0.77,
             output_mean_tokens=294,
             output_p99_tokens=1024,
             output_cv=1.0,
         ),
         "MLCommons llama2-70b (OpenOrca, 24,576 samples, prompts and outputs cut at 1,024 "
         "tokens; reference 294.45 output tokens per sample: mlcommons/inference "
-        "language/llama2-70b/README.md). Prompt mean ~250 tokens is an ESTIMATE from the "
-        "processed set's size (41.7 MB with reference answers, HF ctuning/MLPerf-OpenOrca); "
-        "spreads assumed cv=1.",
+        "language/llama2-70b/README.md). Prompt tokens per sample in "
+        "calibration/data/mlperf_llama2_lengths.csv: mean 222.3 (5,463,976 / 24,576), p99 "
+        "791, cv 0.77. The output spread is assumed (cv=1): the file's outputs are the "
+        "GPT-4 reference answers (mean 218.9), not the 294 tokens the model generates.",
     ),
     "mixtral-8x7b": MlperfWorkload(
         "mixtral-8x7b",
         TrafficMix(
-            prompt_mean_tokens=300,
-            prompt_p99_tokens=1500,
-            prompt_cv=1.0,
+            prompt_mean_tokens=427.4,
+            prompt_p99_tokens=1561,
+            prompt_cv=0.77,
             output_mean_tokens=146,
-            output_p99_tokens=1024,
-            output_cv=1.0,
+            output_p99_tokens=582,
+            output_cv=0.78,
         ),
-        "MLCommons mixtral-8x7b (OpenOrca + GSM8K + MBXP); output mean 146 tokens per "
-        "sample as the rows report it. Prompt mean 300 tokens is an ASSUMPTION (not "
-        "sourced); spreads assumed cv=1.",
+        "MLCommons mixtral-8x7b (15,000 samples, 5,000 each of OpenOrca, GSM8K and MBXP: "
+        "mlcommons/inference language/mixtral-8x7b/README.md), token lengths per sample in "
+        "calibration/data/mlperf_mixtral_lengths.csv: prompt mean 427.4 (6,410,905 / "
+        "15,000), p99 1,561, cv 0.77; reference outputs mean 144.8, p99 582, cv 0.78. "
+        "Output mean 146 tokens per sample as the rows report it.",
     ),
 }
 MLPERF_TTFT_S = 2.0

@@ -38,10 +38,17 @@ fitted per generation; a 128-row tile holding a few rows wastes the rest), so th
 FLOPs cost 1 / efficiency of their roofline time (`ExpertLayout.routed_cost`). Experts
 stored 4-bit on a GPU without FP4 tensor cores are dequantised and multiplied at BF16
 (`expert_compute_precision`: W4A16, GPT-OSS on Hopper), twice an FP8 layer's time.
-Beside the expert weights each routed row moves its activations through HBM
-(`expert_row_bytes`: gathered input, intermediate round trip, BF16 output and combine),
-which for fine-grained experts (hidden 2,048, intermediate 768, k = 8) is as much as
-the GEMM's FLOPs allow at the ridge.
+Beside the expert weights each routed row moves its activations through HBM. The GEMMs
+stream their own operands while they compute (`expert_row_bytes`: the gathered row in,
+the gate/up product out, the activated row in, the BF16 output out), which for
+fine-grained experts (hidden 2,048, intermediate 768, k = 8) is as much as the GEMM's
+FLOPs allow at the ridge. Between the GEMMs run memory-bound kernels of their own, whose
+time adds to the GEMMs' (`expert_kernel_row_bytes`): the permute of each token's row into
+expert order, the gated activation unless the first GEMM fuses it
+(`fuses_gated_activation`: TensorRT-LLM fuses it on its Ampere kernel only, never on the
+TMA grouped GEMM of Hopper and Blackwell nor in FP8), and the combine of the k outputs.
+The Triton kernel that dequantises MXFP4 experts on Hopper gathers its rows and applies
+the SwiGLU inside its first matmul (`gathers_in_gemm`): only the combine runs beside it.
 
 Attention data parallelism (the slowest DP rank). Decode sequences are spread evenly over
 the dp attention groups (the engine balances their counts), but a prompt is prefilled
@@ -94,12 +101,18 @@ experts on each rank (moe_tp = 1, ep >= k)
 
       alltoall bytes per token per MoE layer = k x hidden x (dispatch + combine bytes).
 
-That is the upper bound, one copy per expert. The kernels send a token once per
-destination rank and fan it out there (DeepEP, TensorRT-LLM's all-to-all), so a token
-reaches the distinct ranks among its k choices, ep (1 - (1 - 1/ep)^k) of them on average
-under uniform routing (5.25 for k = 8 over 8 ranks), and every one of the moe_tp GPUs of
-each: copies = ep (1 - (1 - 1/ep)^k) x moe_tp. At ep = 1 with attention DP that is all
-G GPUs, an all-gather before the experts and a reduce-scatter after.
+That is the upper bound, one copy per expert. A true all-to-all sends a token once per
+destination rank and fans it out there (DeepEP, TensorRT-LLM's MNNVL all-to-all), so a
+token reaches the distinct ranks among its k choices, ep (1 - (1 - 1/ep)^k) of them on
+average under uniform routing (5.25 for k = 8 over 8 ranks), and every one of the moe_tp
+GPUs of each: copies = ep (1 - (1 - 1/ep)^k) x moe_tp. The engines' default within one
+server is not that but an all-gather of every token to all G GPUs of the stage before
+the experts and a reduce-scatter after (copies = G; `gathers_tokens`): TensorRT-LLM
+enables its all-to-all only on a multi-node NVLink domain (GB200 NVL72) or with DeepEP
+switched on (`select_alltoall_method_type`: else NotEnabled), SGLang's attention DP
+gathers unless DeepEP is chosen, vLLM's default backend is allgather_reducescatter.
+Across servers the deployments run DeepEP's all-to-all. At ep = 1 with attention DP both
+are the all-gather: copies = moe_tp = G.
 
 A GPU sends its 1/G share of the step's tokens, of which (G - 1)/G leaves it; within a
 node the bytes cross the scale-up link (NVLink), and the share bound for GPUs of other
@@ -331,12 +344,24 @@ def alltoall_copies(experts_per_token: int, ep: int, expert_tp: int) -> float:
 
 
 def alltoall_bytes_per_token_sent(
-    llm: LlmSpec, weight_precision: Precision, ep: int, expert_tp: int = 1
+    llm: LlmSpec, weight_precision: Precision, ep: int, expert_tp: int = 1, gather: bool = False
 ) -> float:
     """Dispatch plus combine bytes of one token through one MoE layer as the kernels send
-    them: `alltoall_copies` x hidden x (dispatch bytes + combine bytes)."""
+    them: copies x hidden x (dispatch bytes + combine bytes), copies = `alltoall_copies`
+    for an all-to-all, ep x moe_tp (every GPU of the stage) for an all-gather and
+    reduce-scatter (`gather`)."""
     per_expert = alltoall_bytes_per_token(llm, weight_precision) / llm.experts_per_token
-    return alltoall_copies(llm.experts_per_token, ep, expert_tp) * per_expert
+    copies = ep * expert_tp if gather else alltoall_copies(llm.experts_per_token, ep, expert_tp)
+    return copies * per_expert
+
+
+def gathers_tokens(gpu: GpuSpec, stage_gpus: int) -> bool:
+    """Whether the stage's dispatch and combine are an all-gather and a reduce-scatter (the
+    engines' default inside one server, module docstring) rather than an all-to-all: a
+    stage inside one server of at most 8 GPUs. A multi-node NVLink domain (more GPUs per
+    scale-up domain: GB200 NVL72) runs TensorRT-LLM's all-to-all, a stage across servers
+    DeepEP's."""
+    return gpu.gpus_per_node <= 8 and stage_gpus <= gpu.gpus_per_node
 
 
 def grouped_gemm_efficiency(tokens_per_expert: float, half_tokens: float) -> float:
@@ -388,7 +413,10 @@ class ExpertLayout:
     """`MoeEfficiency.gemm_half_tokens`."""
     row_bytes: float = 0.0
     """HBM bytes one routed row (a token at one of its experts) moves on a GPU through
-    the stage's MoE layers beside the weights (`expert_row_bytes` x MoE layers)."""
+    the stage's MoE layers' GEMMs beside the weights (`expert_row_bytes` x MoE layers)."""
+    kernel_row_bytes: float = 0.0
+    """HBM bytes one routed row moves on a GPU through the memory-bound kernels between
+    the GEMMs, all the stage's MoE layers (`expert_kernel_row_bytes` x MoE layers)."""
 
     def rows(self, tokens: float) -> float:
         """Routed rows on the busiest rank: T x k / ep x imbalance."""
@@ -451,21 +479,68 @@ def alltoall_link_s_per_byte(gpu: GpuSpec, efficiency: Efficiency, stage_gpus: i
     return max(local, remote)
 
 
-def expert_row_bytes(llm: LlmSpec, weight_precision: Precision, expert_tp: int) -> float:
-    """HBM bytes one routed row moves through one MoE layer on a GPU, beside the expert
-    weights: the gathered input written and read by the first GEMM (hidden x a each),
-    the intermediate written by the gate/up GEMM and read by the down GEMM (its
-    moe_intermediate / moe_tp share, a bytes each way) and the BF16 output written and
-    read by the combine (hidden x 2 each way), a = the dispatch precision's bytes
-    (`dispatch_bytes_per_element`):
+def fuses_gated_activation(gpu: GpuSpec, compute_precision: Precision) -> bool:
+    """Whether the first expert GEMM applies the gated activation (SwiGLU) in its epilogue.
+    TensorRT-LLM's grouped GEMM fuses it only on its Ampere-class kernel with 16-bit
+    activations and weights (`isFusedGatedActivation`: not FP8, not the TMA
+    warp-specialised kernel of Hopper and Blackwell); its TMA kernels, vLLM's and SGLang's
+    fused-MoE kernels write both halves and run the activation as its own kernel. Read as:
+    fused on a GPU without FP8 tensor cores multiplying BF16 experts, else not. (The
+    kernel that dequantises MXFP4 experts fuses it too: `gathers_in_gemm`.)"""
+    return compute_precision is Precision.BF16 and not gpu.supports(Precision.FP8)
 
-        hidden x (2 a + 4) + inter / moe_tp x 2 a.
 
-    The floor of the fused kernels (the gated activation fused into the first GEMM);
-    fine-grained experts (Qwen3-30B-A3B: hidden 2,048, inter 768, k = 8) put it at the
-    GEMMs' own ridge, where it decides a prefill's time."""
-    a = dispatch_bytes_per_element(weight_precision)
-    return llm.hidden_size * (2 * a + 4) + llm.moe_intermediate_size / expert_tp * 2 * a
+def gathers_in_gemm(gpu: GpuSpec, llm: LlmSpec) -> bool:
+    """Whether the expert GEMMs gather their rows and apply the SwiGLU themselves: the
+    Triton MoE kernel that dequantises MXFP4 experts on a GPU without FP4 tensor cores
+    (OpenAI's `matmul_ogs`, TensorRT-LLM's TRITON backend for GPT-OSS on Hopper, vLLM's
+    there: `gather_indx` and `FusedActivation(swiglu)` in the first matmul), so neither a
+    permute nor an activation kernel runs (`expert_compute_precision`'s W4A16 case)."""
+    return llm.expert_weight_precision is Precision.FP4 and not gpu.supports(Precision.FP4)
+
+
+def expert_row_bytes(
+    llm: LlmSpec, row_precision: Precision, expert_tp: int, fused_activation: bool = True
+) -> float:
+    """HBM bytes the two expert GEMMs move for one routed row through one MoE layer on a GPU,
+    beside the expert weights (operands the GEMMs stream while they compute): the first
+    reads the gathered row (hidden x a) and writes its output, the second reads the
+    activated intermediate (i x a, i = moe_intermediate / moe_tp) and writes the BF16
+    output (hidden x 2), a = the bytes of the rows the GEMMs multiply (1 for FP8 or FP4
+    rows, 2 for BF16: `dispatch_bytes_per_element` of `row_precision`). The first GEMM's
+    output is the activated i x a when it fuses the gated activation, else both halves of
+    the gate/up product in BF16 (2 i x 2):
+
+        hidden x (a + 2) + i x a + (i x a  or  4 i).
+
+    Fine-grained experts (Qwen3-30B-A3B: hidden 2,048, inter 768, k = 8) put these bytes
+    at the GEMMs' own ridge, where they decide a prefill's time."""
+    a = dispatch_bytes_per_element(row_precision)
+    inter = llm.moe_intermediate_size / expert_tp
+    first_output = inter * a if fused_activation else 4 * inter
+    return llm.hidden_size * (a + 2) + inter * a + first_output
+
+
+def expert_kernel_row_bytes(
+    llm: LlmSpec,
+    row_precision: Precision,
+    expert_tp: int,
+    fused_activation: bool = True,
+    gathered_in_gemm: bool = False,
+) -> float:
+    """HBM bytes one routed row moves through the memory-bound kernels between a MoE
+    layer's GEMMs on a GPU (their own kernels: the time adds to the GEMMs'): the permute
+    reads the token's BF16 row and writes it at the rows' precision (hidden x (2 + a)),
+    unless the GEMM gathers its rows itself; an unfused gated activation reads both BF16
+    halves and writes the activated row (i x (4 + a)); the combine reads the BF16 expert
+    output and writes its 1/k share of the token's BF16 sum (hidden x (2 + 2/k)):
+
+        (hidden x (2 + a)  or  0) + (0  or  i x (4 + a)) + hidden x (2 + 2/k)."""
+    a = dispatch_bytes_per_element(row_precision)
+    inter = llm.moe_intermediate_size / expert_tp
+    permute = 0.0 if gathered_in_gemm else llm.hidden_size * (2 + a)
+    activation = 0.0 if fused_activation else inter * (4 + a)
+    return permute + activation + llm.hidden_size * (2 + 2 / llm.experts_per_token)
 
 
 def expert_layout(
@@ -488,11 +563,15 @@ def expert_layout(
     stage_gpus = tp * dp
     spans_groups = ep > 1 or dp > 1
     expert_tp = moe_tp(tp, dp, ep)
-    per_token_bytes = alltoall_bytes_per_token_sent(llm, weight_precision, ep, expert_tp)
+    gather = gathers_tokens(gpu, stage_gpus)
+    per_token_bytes = alltoall_bytes_per_token_sent(llm, weight_precision, ep, expert_tp, gather)
     per_token_bytes *= stage_moe_layers
     s_per_byte = alltoall_link_s_per_byte(gpu, efficiency, stage_gpus)
     compute_precision = expert_compute_precision(gpu, llm, weight_precision)
     expert_peak = gpu.peak_flops(compute_precision)
+    in_gemm = gathers_in_gemm(gpu, llm)
+    fused = in_gemm or fuses_gated_activation(gpu, compute_precision)
+    rows_at = compute_precision if in_gemm else weight_precision
     if compute_precision is not weight_precision and dequant_half_tokens is not None:
         gemm_half_tokens = dequant_half_tokens
     return ExpertLayout(
@@ -506,5 +585,7 @@ def expert_layout(
         alltoall_s_per_token=per_token_bytes / stage_gpus * s_per_byte if spans_groups else 0.0,
         compute_slowdown=gpu.peak_flops(weight_precision) / expert_peak,
         gemm_half_tokens=gemm_half_tokens,
-        row_bytes=expert_row_bytes(llm, weight_precision, expert_tp) * stage_moe_layers,
+        row_bytes=expert_row_bytes(llm, rows_at, expert_tp, fused) * stage_moe_layers,
+        kernel_row_bytes=expert_kernel_row_bytes(llm, rows_at, expert_tp, fused, in_gemm)
+        * stage_moe_layers,
     )

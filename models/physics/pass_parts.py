@@ -5,6 +5,7 @@ of its compute and memory time and the times add:
 
     pass_s = max(linear FLOPs / linear rate, weight bytes / bandwidth)
            + max(routed-expert FLOPs / their rate, expert bytes read / bandwidth)
+           + routed rows' elementwise kernels (permute, gated activation, combine)
            + max(decode attention FLOPs / attention rate, KV bytes / bandwidth)
            + prefill attention FLOPs / attention rate        (compute-bound)
            + communication
@@ -25,12 +26,17 @@ def pass_total_s(
     comm_s: float,
     expert_compute_s: float = 0.0,
     expert_read_s: float = 0.0,
+    expert_kernels_s: float = 0.0,
 ) -> float:
     """A stage pass from its roofline terms (`PassParts`' fields, in order): the linear
     kernels max(compute, weight read), the routed experts' grouped GEMM max(compute,
-    expert read), plus attention max(compute, KV read) + prefill attention, plus
-    communication."""
-    linear_s = max(linear_compute_s, weight_read_s) + max(expert_compute_s, expert_read_s)
+    expert read) and the memory-bound kernels between its GEMMs, plus attention
+    max(compute, KV read) + prefill attention, plus communication."""
+    linear_s = (
+        max(linear_compute_s, weight_read_s)
+        + max(expert_compute_s, expert_read_s)
+        + expert_kernels_s
+    )
     attention_s = max(attention_compute_s, kv_read_s) + prefill_attention_s
     return linear_s + attention_s + comm_s
 
@@ -55,14 +61,21 @@ class PassParts:
     """A mixture of experts' routed-expert grouped GEMM (its own kernel): FLOPs over the
     rate it reaches (`models.physics.moe.ExpertLayout.routed_cost`)."""
     expert_read_s: float = 0.0
-    """The routed experts' weight bytes the slowest rank reads, over the bandwidth."""
+    """The routed experts' weight bytes the slowest rank reads and its GEMMs' row
+    operands, over the bandwidth."""
+    expert_kernels_s: float = 0.0
+    """The memory-bound kernels between the routed experts' GEMMs (the rows' permute, the
+    gated activation, the combine): their own kernels, so their time adds
+    (`models.physics.moe.expert_kernel_row_bytes`)."""
 
     @property
     def linear_s(self) -> float:
         """max(linear FLOPs / rate, weight bytes / bandwidth), plus the same for the
-        routed experts' grouped GEMM."""
-        return max(self.linear_compute_s, self.weight_read_s) + max(
-            self.expert_compute_s, self.expert_read_s
+        routed experts' grouped GEMM, plus the kernels between its GEMMs."""
+        return (
+            max(self.linear_compute_s, self.weight_read_s)
+            + max(self.expert_compute_s, self.expert_read_s)
+            + self.expert_kernels_s
         )
 
     @property
@@ -82,6 +95,7 @@ class PassParts:
             self.comm_s,
             self.expert_compute_s,
             self.expert_read_s,
+            self.expert_kernels_s,
         )
 
     @property
@@ -98,7 +112,7 @@ class PassParts:
         linear = self.weight_read_s if self.weight_read_s > self.linear_compute_s else 0.0
         expert = self.expert_read_s if self.expert_read_s > self.expert_compute_s else 0.0
         attention = self.kv_read_s if self.kv_read_s > self.attention_compute_s else 0.0
-        return linear + expert + attention
+        return linear + expert + self.expert_kernels_s + attention
 
     @property
     def bound(self) -> str:

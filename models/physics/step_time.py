@@ -41,9 +41,11 @@ see all T tokens of the pass, spread over the `ep` ranks, and the slowest rank s
 pass: its expert FLOPs are the mean's x the load imbalance, it reads the experts its
 tokens touch, and it waits for the dispatch and combine all-to-alls of every MoE layer.
 The routed experts' grouped GEMM is its own kernel beside the attention-side linear
-layers: max(routed FLOPs x `ExpertLayout.routed_cost` / rate, (experts touched + routed
-rows' activations) / bandwidth) adds to their max (`PassParts.expert_compute_s`,
-`expert_read_s`). With ep = dp = 1 the layout terms are the tensor-parallel ones.
+layers: max(routed FLOPs x `ExpertLayout.routed_cost` / rate, (experts touched + the rows
+its GEMMs stream) / bandwidth) adds to their max (`PassParts.expert_compute_s`,
+`expert_read_s`), and the memory-bound kernels between its GEMMs (permute, gated
+activation, combine) add their bytes / bandwidth (`expert_kernels_s`). With ep = dp = 1
+the layout terms are the tensor-parallel ones.
 
 A decode iteration advances every resident sequence by one token. With pipeline
 parallelism the batch runs as m = min(pp, B) micro-batches and a micro-batch needs pp
@@ -262,7 +264,7 @@ class StepModel:
         group are prefill linear - dp x routed, a decode token's 1/dp x decode linear -
         routed. The routed experts are their own kernel (the grouped GEMM): all T tokens'
         routed FLOPs x the imbalance f x `ExpertLayout.routed_cost`, against the experts
-        the slowest rank touches; then the all-to-alls."""
+        the slowest rank touches, plus the kernels between its GEMMs; then the all-to-alls."""
         share = 1.0 / self.dp
         busiest = self.prefill_group_share(prefill_tokens)
         attention_share = self.decode_group_share(decode_tokens)
@@ -303,6 +305,7 @@ class StepModel:
             allreduce_s + layout.alltoall_s(tokens),
             expert_s,
             expert_read_s,
+            layout.rows(tokens) * layout.kernel_row_bytes / self.hbm_bytes_per_s,
         )
 
     def pass_s(

@@ -49,3 +49,52 @@ def test_no_mlperf_row_is_fitted_or_joins_a_band() -> None:
     assert {"mlperf-tensorrt-v5.0", "mlperf-tensorrt-v5.1"} <= rounds
     assert all(row.held_out for row in mlperf)
     assert all(profile_for(engine) is None for engine in rounds)
+
+
+def test_the_mixtral_token_mix_is_the_datasets_own() -> None:
+    """The mixtral-8x7b workload is read off the 15,000 per-sample token lengths of the
+    MLPerf set (calibration/data/mlperf_mixtral_lengths.csv), not assumed: prompt mean
+    6,410,905 / 15,000 = 427.4, cv = std / mean = 0.77, p99 1,561; the reference outputs'
+    p99 582 and cv 0.78 (their mean, 2,172,643 / 15,000 = 144.8, agrees with the 145-146
+    tokens per sample the rows report)."""
+    import csv
+
+    import numpy as np
+
+    from calibration.rows import MLPERF_WORKLOADS, calibration_dir
+
+    with (calibration_dir() / "mlperf_mixtral_lengths.csv").open(encoding="utf-8") as handle:
+        lengths = np.array([[int(v) for v in r.values()] for r in csv.DictReader(handle)])
+    prompts, outputs = lengths[:, 0], lengths[:, 1]
+    assert len(lengths) == 15_000 and prompts.sum() == 6_410_905 and outputs.sum() == 2_172_643
+    mix = MLPERF_WORKLOADS["mixtral-8x7b"].mix
+    assert mix.prompt_mean_tokens == pytest.approx(prompts.mean(), abs=0.05)
+    assert mix.prompt_cv == pytest.approx(prompts.std() / prompts.mean(), abs=0.005)
+    assert mix.prompt_p99_tokens == pytest.approx(np.percentile(prompts, 99), abs=0.5)
+    assert mix.output_cv == pytest.approx(outputs.std() / outputs.mean(), abs=0.005)
+    assert mix.output_p99_tokens == pytest.approx(np.percentile(outputs, 99), abs=0.5)
+    assert abs(mix.output_mean_tokens - outputs.mean()) < 1.5
+
+
+def test_the_llama2_prompt_mix_is_the_datasets_own():
+    """The llama2-70b prompts are read off the 24,576 per-sample token lengths of the
+    MLPerf set (calibration/data/mlperf_llama2_lengths.csv): mean 5,463,976 / 24,576 =
+    222.3, cv 0.77, p99 791 (every prompt under the 1,024-token cut). Its outputs are the
+    GPT-4 reference answers (mean 5,379,553 / 24,576 = 218.9), shorter than the 294 tokens
+    a sample the rows' model generates, which the mix keeps."""
+    import csv
+
+    import numpy as np
+
+    from calibration.rows import MLPERF_WORKLOADS, calibration_dir
+
+    with (calibration_dir() / "mlperf_llama2_lengths.csv").open(encoding="utf-8") as handle:
+        lengths = np.array([[int(v) for v in r.values()] for r in csv.DictReader(handle)])
+    prompts, references = lengths[:, 0], lengths[:, 1]
+    assert len(lengths) == 24_576 and prompts.sum() == 5_463_976 and prompts.max() < 1024
+    assert references.sum() == 5_379_553
+    mix = MLPERF_WORKLOADS["llama2-70b"].mix
+    assert mix.prompt_mean_tokens == pytest.approx(prompts.mean(), abs=0.05)
+    assert mix.prompt_cv == pytest.approx(prompts.std() / prompts.mean(), abs=0.005)
+    assert mix.prompt_p99_tokens == pytest.approx(np.percentile(prompts, 99), abs=0.5)
+    assert mix.output_mean_tokens > references.mean()

@@ -53,9 +53,10 @@ def test_alltoall_bytes_per_token_of_a_deepseek_v3_moe_layer_by_hand():
     # BF16 weights dispatch in BF16: 2 x k x hidden x 2 bytes.
     assert alltoall_bytes_per_token(llm, Precision.BF16) == 2 * k * hidden * BF16_BYTES
 
-    # Sent once per distinct rank: 8 uniform choices over 8 ranks reach 8 (1 - (7/8)^8)
-    # = 5.2511 ranks on average, so DEP8 on 8 H200s moves per token and GPU
-    # 5.2511 x 7168 x 3 x 58 / 8 GPUs x 7/8 leaving the GPU, over NVLink.
+    # An all-to-all sends once per distinct rank: 8 uniform choices over 8 ranks reach
+    # 8 (1 - (7/8)^8) = 5.2511 ranks on average. Inside one 8-GPU H200 server the engines
+    # all-gather instead (every token to all 8 GPUs, then a reduce-scatter), so DEP8 moves
+    # per token and GPU 8 x 7168 x 3 x 58 / 8 GPUs x 7/8 leaving the GPU, over NVLink.
     distinct = 8 * (1 - (7 / 8) ** 8)
     assert alltoall_copies(k, 8, 1) == pytest.approx(distinct) == pytest.approx(5.2511, abs=1e-4)
     gpu = gpu_catalog()["h200"]
@@ -63,9 +64,16 @@ def test_alltoall_bytes_per_token_of_a_deepseek_v3_moe_layer_by_hand():
     nvlink_bytes_per_s = 450e9 * efficiency.scaleup_fraction
     steps = step_model(gpu, llm, FP8, FP8, 1, 1, efficiency, ep=8, dp=8)
     layout = steps.experts_layout
-    expected_s = distinct * hidden * 3 * moe_layers / 8 * (7 / 8) / nvlink_bytes_per_s
+    expected_s = 8 * hidden * 3 * moe_layers / 8 * (7 / 8) / nvlink_bytes_per_s
     assert layout.alltoall_s_per_token == pytest.approx(expected_s, rel=1e-12)
     assert layout.alltoall_collectives == 2 * moe_layers
+    # GB200's 72-GPU NVLink domain runs TensorRT-LLM's all-to-all: 5.2511 copies, the
+    # NVLink at 900 GB/s.
+    gb200 = gpu_catalog()["gb200"]
+    nvl72 = efficiency_for(gb200, FP8)
+    steps = step_model(gb200, llm, FP8, FP8, 1, 1, nvl72, ep=8, dp=8)
+    expected_s = distinct * hidden * 3 * moe_layers / 8 * (7 / 8) / (900e9 * nvl72.scaleup_fraction)
+    assert steps.experts_layout.alltoall_s_per_token == pytest.approx(expected_s, rel=1e-12)
 
 
 def test_experts_touched_at_a_batch_by_hand():
@@ -201,12 +209,18 @@ def test_ep1_dp1_is_the_tensor_parallel_model():
     touched = expected_experts_touched(8, 2, 64)
     parts = steps.iteration_parts(64, 1000)
     assert parts.weight_read_s == pytest.approx(steps.dense_weight_bytes / steps.hbm_bytes_per_s)
-    # TP4 splits each expert's intermediate: 4,096 x 6 + 14,336 / 4 x 2 bytes a row a
-    # layer, 64 tokens x 2 rows, 32 layers.
-    rows_bytes = 64 * 2 * (4096 * 6 + 14336 / 4 * 2) * 32
+    # TP4 splits each expert's intermediate (i = 14,336 / 4 = 3,584). The GEMMs stream
+    # the FP8 row in, the BF16 gate/up pair out, the FP8 activated row in and the BF16 row
+    # out: 4,096 x (1 + 2) + 3,584 x 1 + 3,584 x 4 bytes a row a layer, 64 tokens x 2
+    # rows, 32 layers.
+    rows_bytes = 64 * 2 * (4096 * 3 + 3584 * 5) * 32
     assert parts.expert_read_s == pytest.approx(
         (touched * steps.expert_weight_bytes + rows_bytes) / steps.hbm_bytes_per_s
     )
+    # Between the GEMMs: permute 4,096 x (2 + 1), combine 4,096 x (2 + 2/2), activation
+    # 3,584 x (4 + 1) bytes a row a layer.
+    kernel_bytes = 64 * 2 * (4096 * 6 + 3584 * 5) * 32
+    assert parts.expert_kernels_s == pytest.approx(kernel_bytes / steps.hbm_bytes_per_s)
     assert steps.experts_layout.alltoall_s(64) == 0.0
 
 
@@ -237,8 +251,10 @@ def _dep8_over_tp8() -> None:
     assert dep8.config.gpus == tp8.config.gpus == 8
     assert dep8.kv_capacity_tokens > 1.5 * tp8.kv_capacity_tokens
     assert dep8.requests_per_s > tp8.requests_per_s
-    # With expert parallelism the experts are whole on each rank: fewer bytes sent per
-    # token than all-gathering every token to all 8 GPUs (ep = 1, dp = 8).
+    # Both layouts all-gather every token to the 8 GPUs of the server; with expert
+    # parallelism the experts are whole on each rank, which permutes, multiplies and
+    # combines 1/8 of the routed rows, where ep = 1 (each expert split 8 ways) moves all
+    # of them through every GPU.
     ep1 = replica_capacity(
         ReplicaConfig(gpu, llm, FP8, FP8, 1, 1, Role.UNIFIED, ep=1, dp=8), mix, targets, efficiency
     )

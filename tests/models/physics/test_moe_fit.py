@@ -10,6 +10,7 @@ from calibration.moe import (
     HALF_TOKENS_GRID,
     LATENCY_GRID_S,
     MoeFit,
+    bench_settings,
     fit_moe_constants,
     latency_grid,
     load_moe_rows,
@@ -34,10 +35,25 @@ def test_latency_grid_stops_at_100_us_with_nvlink(rows):
 
 
 def test_hopper_rows_run_a_bf16_kv_cache(rows):
-    by_gpu = {r.gpu: r for r in rows}
+    by_gpu = {r.gpu: r for r in rows if r.kv is None}
     assert by_gpu["h200"].kv_precision is Precision.BF16
     assert by_gpu["b200"].kv_precision is Precision.FP8
     assert by_gpu["rtx-pro-6000"].kv_precision is Precision.FP8
+
+
+def test_rows_that_set_their_run_keep_it_and_stay_held_out(rows):
+    """The DeepSeek-R1 DEP8 rows of TensorRT-LLM's DeepSeek blog set their KV cache and
+    per-rank caps: B200 FP4 with an FP8 cache at 896 sequences / 2,048 tokens, with a
+    16-bit cache at 384 / 1,536; H200 FP8 at 128 / 1,151 with the checkpoint's 16-bit
+    cache. They are never fitted on."""
+    blog = {(r.gpu, r.run_caps): r for r in rows if r.run_caps is not None}
+    assert set(blog) == {("b200", (896, 2048)), ("b200", (384, 1536)), ("h200", (128, 1151))}
+    assert blog["b200", (896, 2048)].kv_precision is Precision.FP8
+    assert blog["b200", (384, 1536)].kv_precision is Precision.BF16
+    assert blog["h200", (128, 1151)].kv_precision is Precision.BF16
+    for row in blog.values():
+        assert row.held_out and row.family == "DEP" and (row.tp, row.dp, row.ep) == (1, 8, 8)
+        assert bench_settings(row) == row.run_caps
 
 
 def test_trial_constants_replace_the_file_inside_the_block():

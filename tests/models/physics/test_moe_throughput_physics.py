@@ -12,6 +12,7 @@ from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import Efficiency, efficiency_for
 from models.physics.moe import (
     alltoall_copies,
+    alltoall_link_s_per_byte,
     expert_compute_precision,
     expert_layout,
     grouped_gemm_efficiency,
@@ -89,23 +90,30 @@ def test_tokens_per_expert_on_the_busiest_rank_by_hand():
     assert busiest / touched == pytest.approx(4.5839, abs=1e-4)
 
 
-def test_ep8_alltoall_on_nvlink_by_hand():
-    """Qwen3-235B (k = 8, hidden 4,096, 94 MoE layers) DEP8 on H200 (450 GB/s NVLink at a
-    0.5 fraction, 20 us a collective). A token goes to 8 (1 - (7/8)^8) = 5.2511 ranks,
-    FP8 dispatch + BF16 combine = 3 bytes x 4,096 each: 64,527 bytes a layer, 6.0655 MB
-    over 94. A GPU sends 1/8 of the tokens, 7/8 of it leaving over 225 GB/s:
-    T x 6.0655e6 / 8 x 7/8 / 225e9 s, plus 2 x 94 x 20 us. At T = 4,096 the routing
-    imbalance f multiplies the volume: 188 x 20 us + 4,096 f x 2.9484 us."""
+def test_ep8_gather_on_nvlink_by_hand():
+    """Qwen3-235B (k = 8, hidden 4,096, 94 MoE layers) DEP8 on one 8-GPU H200 server
+    (450 GB/s NVLink at a 0.5 fraction, 20 us a collective): the engines all-gather every
+    token to the 8 GPUs and reduce-scatter back, FP8 dispatch + BF16 combine = 3 bytes x
+    4,096 each: 98,304 bytes a layer, 9.2406 MB over 94. A GPU sends 1/8 of the tokens,
+    7/8 of it leaving over 225 GB/s: T x 9.2406e6 / 8 x 7/8 / 225e9 s, plus 2 x 94 x
+    20 us. At T = 4,096 the routing imbalance f multiplies the volume: 188 x 20 us +
+    4,096 f x 4.4920 us. An all-to-all (DEP16 over two servers) sends a token to
+    16 (1 - (15/16)^8) = 6.4525 ranks instead of 16."""
     gpu, llm = gpu_catalog()["h200"], llm_catalog()["qwen3-235b-a22b"]
     efficiency = Efficiency(scaleup_fraction=0.5)
     layout = expert_layout(gpu, llm, FP8, 1, 8, 8, 94, efficiency, 20e-6)
-    copies = 8 * (1 - (7 / 8) ** 8)
-    assert copies == pytest.approx(5.2511, abs=1e-4)
-    per_token_s = copies * 4096 * 3 * 94 / 8 * (7 / 8) / 225e9
-    assert per_token_s == pytest.approx(2.9484e-6, rel=1e-4)
+    per_token_s = 8 * 4096 * 3 * 94 / 8 * (7 / 8) / 225e9
+    assert per_token_s == pytest.approx(4.4920e-6, rel=1e-4)
     assert layout.alltoall_s_per_token == pytest.approx(per_token_s)
     f = layout.imbalance(4096)
     assert layout.alltoall_s(4096) == pytest.approx(188 * 20e-6 + 4096 * f * per_token_s)
+    wide = expert_layout(gpu, llm, FP8, 1, 16, 16, 94, efficiency, 20e-6)
+    copies = 16 * (1 - (15 / 16) ** 8)
+    assert copies == pytest.approx(6.4525, abs=1e-4)
+    bytes_per_token = copies * 4096 * 3 * 94
+    assert wide.alltoall_s_per_token * 16 == pytest.approx(
+        bytes_per_token * alltoall_link_s_per_byte(gpu, efficiency, 16)
+    )
 
 
 @given(st.integers(1, 8), st.sampled_from([1, 2, 4, 8, 16, 32, 64]))

@@ -150,10 +150,14 @@ def test_moe_reads_only_the_experts_a_batch_touches():
     steps = step_model(gpu("h100-sxm"), llm("mixtral-8x7b"), FP8, FP8, 1, 1, EFF)
     hbm = steps.hbm_bytes_per_s
     # The routed experts are their own kernel: its read is the experts touched plus the
-    # rows' activations, Mixtral (hidden 4,096, inter 14,336, FP8 rows, 32 layers):
-    # 4,096 x (2 + 4) + 14,336 x 2 = 53,248 bytes a row a layer, 2 rows a token.
-    row_bytes = (4096 * 6 + 14336 * 2) * 32
-    assert steps.experts_layout.row_bytes == row_bytes
+    # rows its GEMMs stream, Mixtral (hidden 4,096, inter 14,336, FP8 rows, 32 layers;
+    # Hopper's grouped GEMM writes the gate/up pair in BF16, the activation is its own
+    # kernel): 4,096 x (1 + 2) + 14,336 x (1 + 4) = 83,968 bytes a row a layer, 2 rows a
+    # token; the permute, activation and combine kernels move 4,096 x (4 + 1 + 2/2) +
+    # 14,336 x (4 + 1) = 96,256 more, their time added to the GEMMs'.
+    row_bytes = (4096 * 3 + 14336 * 5) * 32
+    assert steps.experts_layout.row_bytes == row_bytes == 83_968 * 32
+    assert steps.experts_layout.kernel_row_bytes == (4096 * 6 + 14336 * 5) * 32 == 96_256 * 32
 
     def expert_weights_s(batch: float) -> float:
         parts = steps.pass_parts(batch, 0)
