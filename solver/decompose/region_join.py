@@ -50,6 +50,7 @@ from models.operations.site import gpus_bought, node_gpus
 from models.schema.policy import BuyUnit
 from solver.backends import Backend
 from solver.backends.base import relative_gap
+from solver.candidates.config_dominance import config_bounds
 from solver.candidates.replica_dominance import Bounds
 from solver.decompose.parallel import processes_for, solve_built, worth_workers
 from solver.decompose.region_bounds import (
@@ -171,6 +172,12 @@ def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadl
     programs = region_programs(lp)
     regions = sorted(programs)
     costed = all(region_of(name) is not None for name, cost in lp.objective.items() if cost)
+    # pools another layout stands in for (solver.candidates.config_dominance): the
+    # argument holds for a region's own program too (its rows are some of the whole's)
+    removed = config_bounds(program)
+    for r in regions:
+        alone = {name: b for name, b in removed.items() if name in programs[r].variables}
+        programs[r] = with_bounds(programs[r], alone) if alone else programs[r]
     bound_deadline = time.monotonic() + BOUND_SHARE * max(deadline - time.monotonic(), 0.0)
     own = [programs[r] for r in regions]
     found = _solved(backend, settings, own, bound_deadline)
