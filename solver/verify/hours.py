@@ -238,10 +238,11 @@ def _check_hour_capacity(
     alone = hour_instance(instance, rates)
     serving = {w.name for w in alone.workloads}
     batch = {w.name for w in instance.workloads if w.is_batch}
-    stray = [p for p in hour.pools if p.workload not in serving and p.workload not in batch]
+    # a shared group's `workload` joins its members' names: it serves those it holds
+    stray = [p for p in hour.pools if not serving & set(p.workloads) and p.workload not in batch]
     spot_problems: list[Violation] = []
     pools = _less_spot_down(
-        instance, hour, tuple(p for p in hour.pools if p.workload in serving), spot_problems
+        instance, hour, tuple(p for p in hour.pools if serving & set(p.workloads)), spot_problems
     )
     result = _static(alone, pools, cache) if serving else None
     violations = list(result.violations) if result else []
