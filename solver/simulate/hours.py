@@ -5,7 +5,8 @@ A static plan has one fleet and one load per scenario: its `replicas` and `scena
 An hourly plan states both for every UTC hour (`Hour.pools`, `Hour.scenarios`: the
 hour's period's pools, routing and phase loads at its warm rate, the replicas started
 after a loss included), and its top-level `scenarios` are those of its peak hour (the
-first hour of the period with the most GPUs). The hour replayed is a static view of the
+first hour of the period whose pools hold the most GPUs and, of those, carry the most
+load: solver.time.solve). The hour replayed is a static view of the
 plan: `replicas` = the hour's pools and the replicas it starts after a loss,
 `scenarios` = the hour's, so that every pool is replayed at the load the planner planned
 it for in that hour and the analytic column is that hour's promise.
