@@ -79,12 +79,19 @@ def replayed_hour(plan: Plan, hour: int | None = None, month: int | None = None)
 
 
 def _peak(plan: Plan) -> ReplayedHour:
-    """The plan as it is: a static plan, or an hourly plan's peak hour."""
+    """The plan as it is: a static plan, or an hourly plan's peak hour, viewed as that
+    hour (its pools, not the plan's `replicas`: each pool at its largest count over the
+    day, pools the peak hour does not run among them)."""
     at = next((s.hour for s in plan.scenarios if s.hour is not None), None)
     if at is None:
         return ReplayedHour(plan, "")
     months = ", month 0" if plan.months else ""
-    return ReplayedHour(plan, f"the peak hour{months}, {utc(at)}", at, 0 if plan.months else None)
+    words = f"the peak hour{months}, {utc(at)}"
+    month = 0 if plan.months else None
+    found = next((h for h in plan.hours if h.hour == at and h.scenarios), None)
+    if found is None:  # a plan written before hours kept their scenarios
+        return ReplayedHour(plan, words, at, month)
+    return _view(plan, found, words, at, month)
 
 
 def _in_month(plan: Plan, hour: int | None, month: int) -> ReplayedHour:
