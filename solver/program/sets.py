@@ -31,7 +31,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from functools import cached_property
 
-from models.operations.pricing_tiers import spot_down_fraction
+from models.operations.pricing_tiers import spot_down_fraction, spot_margin
 from models.operations.scenarios import RegionGraph, Scenario, ScenarioKind, rerouted_rtt_ms
 from models.operations.site import demand_factor, offered
 from models.schema.instance import Instance
@@ -273,8 +273,6 @@ class ProgramSets:
             or offer.spot_price_per_gpu_hour is None
         ):
             return largest
-        from solver.program.families.spot_pools import spot_margin  # it builds on these sets
-
         restart_s = self.instance.replica_start_s(c.gpu) + self.instance.policy.scale_detection_s
         u = spot_down_fraction(offer.spot_interruptions_per_hour, restart_s)
         most = self.offers[(r, c.gpu)].available // c.gpus

@@ -35,7 +35,7 @@ independence understates the tail, so the confidence is a floor, not a guarantee
 from dataclasses import dataclass
 from typing import ClassVar
 
-from models.operations.pricing_tiers import poisson_quantile, spot_down_fraction
+from models.operations.pricing_tiers import spot_down_fraction, spot_margin
 from models.schema.instance import Instance
 from models.serving.replica import Role
 from solver.program.build import FleetProgram
@@ -82,17 +82,6 @@ class SpotTerms:
     down_fraction: float
     margin_replicas: float
     """beta."""
-
-
-def spot_margin(down_fraction: float, max_replicas: int, confidence: float) -> float:
-    """beta = max_{1 <= n <= N} (Q(n u, a) - n u) (see the module text)."""
-    return max(
-        (
-            poisson_quantile(n * down_fraction, confidence) - n * down_fraction
-            for n in range(1, max(max_replicas, 1) + 1)
-        ),
-        default=0.0,
-    )
 
 
 def add_spot_pools(
