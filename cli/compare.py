@@ -51,6 +51,11 @@ def comparison_report(result: Comparison) -> Report:
     b, c = result.base, result.candidate
     rows = [
         ("$/month", _money(b.cost_per_month), _money(c.cost_per_month)),
+        *(
+            [("$ over the horizon", _horizon(b), _horizon(c))]
+            if b.horizon_cost is not None or c.horizon_cost is not None
+            else []
+        ),
         ("GPUs used", _text(b.total_gpus), _text(c.total_gpus)),
         ("GPUs paid (bought + owned in use)", _text(b.gpus_paid), _text(c.gpus_paid)),
         (
@@ -115,6 +120,12 @@ def threshold_text(watch: dict) -> str:
 
 def _money(value: float | None) -> str:
     return "-" if value is None else f"${value:,.0f}"
+
+
+def _horizon(side: Side) -> str:
+    if side.horizon_cost is None:
+        return "-"
+    return f"${side.horizon_cost:,.0f} ({counted(side.horizon_months or 0, 'month')})"
 
 
 def _text(value: object) -> str:

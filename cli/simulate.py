@@ -30,6 +30,7 @@ from solver.simulate.replay import (
     ReplayTooLarge,
     simulate_plan,
 )
+from solver.simulate.results import PoolSimulation
 from solver.simulate.tolerance import MAX_CV, MIN_CV
 
 
@@ -99,6 +100,13 @@ def _cv(value: float | None, searched: bool) -> str:
     return f">= {value:g}" if value >= MAX_CV else f"{value:.2f}"
 
 
+def _configuration(pool: PoolSimulation) -> str:
+    """The pool's configuration as the plan labels it (`h200 fp8 tp1xpp1xdp8 ep8
+    unified`: attention DP, expert parallelism, speculation and the role told apart);
+    a replay written before the label: its GPU, precision, TP x PP and role."""
+    return pool.configuration or f"{pool.gpu} {pool.precision} tp{pool.tp}xpp{pool.pp} {pool.role}"
+
+
 def simulation_tables(result: PlanSimulation) -> list[TableSpec]:
     """The replay as tables: each pool's simulated p50/p99 TTFT and TPOT beside the
     analytic promise and the target (ms), and, with --effects, p99 TTFT with each engine
@@ -110,8 +118,7 @@ def simulation_tables(result: PlanSimulation) -> list[TableSpec]:
         verdict = "-" if pool.meets_slo is None else ("ok" if pool.meets_slo else "MISSES")
         rows.append(
             (
-                f"{pool.workload} {pool.region} {pool.gpu} {pool.precision} "
-                f"tp{pool.tp}xpp{pool.pp}",
+                f"{pool.workload} {pool.region} {_configuration(pool)}",
                 str(pool.replicas),
                 f"{pool.load_requests_per_s:,.2f}",
                 _fmt(sim.ttft_p50_ms if sim else None),
@@ -180,7 +187,7 @@ def simulation_tables(result: PlanSimulation) -> list[TableSpec]:
                 continue
             rows.append(
                 (
-                    f"{pool.region} {pool.gpu} tp{pool.tp}xpp{pool.pp} {pool.role}",
+                    f"{pool.region} {_configuration(pool)}",
                     metric,
                     _fmt_ms(p99s.get("none_off"), metric),
                     *(_fmt_ms(p99s.get(f"{name}_off"), metric) for name in EFFECTS),

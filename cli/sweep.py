@@ -127,10 +127,11 @@ def sweep(
         record = _record(point, result, prints[point.index])
         records[point.index] = record
         sink.append(record)
-        cost = result.get("cost_per_month")
+        cost, horizon = result.get("cost_per_month"), result.get("horizon_cost")
         err.print(
             f"  [{len(records)}/{len(grid.points)}] {point.label}: {result['status']}"
-            + ("" if cost is None else f", ${cost:,.0f}/month"),
+            + ("" if cost is None else f", ${cost:,.0f}/month")
+            + ("" if horizon is None else f", ${horizon:,.0f} over the horizon"),
             markup=False,
         )
 
@@ -195,23 +196,32 @@ def _money(value: float | None) -> str:
 
 
 def _surface(grid, records: dict[int, dict[str, Any]]) -> TableSpec:
-    """Every point: its axis values, status, cost and GPUs."""
+    """Every point: its axis values, status, cost and GPUs; where a point plans months,
+    its cost over the horizon too (month 0's $/month alone hides what growth, lead time
+    or a reserved price changes later: solve states both)."""
+    months = any(records[p.index].get("horizon_cost") is not None for p in grid.points)
+    notes = ["axes: " + "; ".join(f"{_short(a)} = {a}" for a in grid.axes)]
+    if not any(_short(a) != a for a in grid.axes):
+        notes = []
+    if months:
+        notes.append("$/month: month 0's; horizon $: the months' sum (solve's 'over N months')")
     return TableSpec(
         "Cost surface (one row per point)",
-        ("#", *(_short(a) for a in grid.axes), "status", "$/month", "GPUs"),
+        ("#", *(_short(a) for a in grid.axes), "status", "$/month")
+        + (("horizon $",) if months else ())
+        + ("GPUs",),
         tuple(
             (
                 str(point.index),
                 *(str(value) for _, value in point.values),
                 str(records[point.index].get("status", "-")),
                 _money(records[point.index].get("cost_per_month")),
+                *((_money(records[point.index].get("horizon_cost")),) if months else ()),
                 str(records[point.index].get("total_gpus", "-")),
             )
             for point in grid.points
         ),
-        "axes: " + "; ".join(f"{_short(a)} = {a}" for a in grid.axes)
-        if any(_short(a) != a for a in grid.axes)
-        else "",
+        "; ".join(notes),
     )
 
 

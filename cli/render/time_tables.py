@@ -14,14 +14,26 @@ def time_tables(plan: Plan) -> list[TableSpec]:
         return []
     tables = [
         TableSpec(
-            "Hours (UTC): replicas and GPUs paid reserved / on demand / spot",
-            ("hour", "period", "replicas", "GPUs", "reserved", "on demand", "spot", "$/hour"),
+            "Hours (UTC): replicas, GPUs in use, and how: owned / reserved / rented on demand "
+            "/ spot",
+            (
+                "hour",
+                "period",
+                "replicas",
+                "GPUs",
+                "owned",
+                "reserved",
+                "on demand",
+                "spot",
+                "$/hour",
+            ),  # owned + reserved + on demand + spot = GPUs, or less than a server more
             tuple(
                 (
                     f"{h.hour:02d}",
                     f"{h.period:02d}",
                     ", ".join(f"{p.workload}@{p.region} {p.count}" for p in h.pools),
                     str(sum(g.used for g in h.gpus)),
+                    f"{sum(g.existing for g in h.gpus):g}",
                     f"{sum(g.reserved for g in h.gpus):g}",
                     f"{sum(g.on_demand for g in h.gpus):g}",
                     f"{sum(g.spot for g in h.gpus):g}",
@@ -30,7 +42,14 @@ def time_tables(plan: Plan) -> list[TableSpec]:
                 for h in plan.hours
             ),
             note=f"idle GPU-hours per day: {plan.idle_gpu_hours_per_day or 0:,.1f}; "
-            f"idle replica-hours per day: {plan.idle_replica_hours_per_day or 0:,.1f}",
+            f"idle replica-hours per day: {plan.idle_replica_hours_per_day or 0:,.1f}"
+            + (
+                "; on demand: rented in whole servers where GPUs come in servers, so a row may "
+                "add up to less than a server more than its GPUs; $/hour pays every "
+                "committed GPU, in use or not (committed below)"
+                if plan.committed
+                else ""
+            ),
         )
     ]
     if plan.committed:

@@ -158,6 +158,19 @@ def poisson_quantile(mean: float, confidence: float) -> int:
     return k
 
 
+def spot_margin(down_fraction: float, max_replicas: int, confidence: float) -> float:
+    """beta = max_{1 <= n <= N} (Q(n u, a) - n u): replicas down beyond the expected n u
+    that bound the Poisson quantile at every pool size up to N (u `down_fraction`, N
+    `max_replicas`, a `confidence`; solver.program.families.spot_pools)."""
+    return max(
+        (
+            poisson_quantile(n * down_fraction, confidence) - n * down_fraction
+            for n in range(1, max(max_replicas, 1) + 1)
+        ),
+        default=0.0,
+    )
+
+
 @dataclass(frozen=True)
 class SpotMargin:
     """Spot replicas that hold a serving count through interruptions."""

@@ -6,7 +6,9 @@ mixes: otherwise the comparison is refused), each plan is checked by the indepen
 verifier, and the candidate is adopted only when every gate holds:
 
 1. it is cheaper per million tokens at the SLO (same demand: the same as cheaper per
-   month). A lower price per GPU-hour bought with more GPUs is named as such.
+   month). A lower price per GPU-hour bought with more GPUs is named as such. Where both
+   plan the same months (`policy.horizon_months`), cheaper over the horizon: month 0 alone
+   does not see what growth, a lead time or a reserved price changes in the later months.
 2. its plan meets every p99 target at peak and in every failure scenario of its policy
    (`solver.verify.hours.verify_any`: hour by hour for an hourly plan, else
    `solver.verify.fleet`, physics alone) and keeps the base's failure policy.
@@ -52,6 +54,10 @@ class Side(BaseModel):
     instance: str
     status: str
     cost_per_month: float | None = None
+    horizon_cost: float | None = None
+    """USD over the plan's months (`Plan.horizon_cost`; None without a horizon)."""
+    horizon_months: int | None = None
+    """Months the plan plans (None without a horizon)."""
     total_gpus: int | None = None
     """GPUs in use."""
     gpus_paid: int | None = None
@@ -138,6 +144,8 @@ def side_of(instance: Instance, plan: Plan | None, status: str) -> Side:
         instance=instance.name,
         status=status,
         cost_per_month=cost,
+        horizon_cost=plan.horizon_cost,
+        horizon_months=len(plan.months) or None,
         total_gpus=plan.total_gpus or 0,
         gpus_paid=paid,
         usd_per_gpu_hour=cost / (paid * hours) if paid else None,
@@ -199,7 +207,8 @@ def _gate_failures(base: Instance, candidate: Instance, ours: Side, theirs: Side
     if theirs.cost_per_month is None:
         return [f"the candidate has no plan ({theirs.status})"]
     assert ours.gpus_paid is not None and theirs.gpus_paid is not None
-    if theirs.cost_per_month >= ours.cost_per_month:
+    our_cost, their_cost, basis = judged_costs(ours, theirs)
+    if their_cost >= our_cost:
         cheaper_hour = (theirs.usd_per_gpu_hour or 0) < (ours.usd_per_gpu_hour or 0)
         if cheaper_hour and theirs.gpus_paid > ours.gpus_paid:
             reasons.append(
@@ -211,8 +220,7 @@ def _gate_failures(base: Instance, candidate: Instance, ours: Side, theirs: Side
             )
         else:
             reasons.append(
-                f"not cheaper: ${theirs.cost_per_month:,.0f} vs ${ours.cost_per_month:,.0f} "
-                "per month on the same demand"
+                f"not cheaper: ${their_cost:,.0f} vs ${our_cost:,.0f} {basis} on the same demand"
             )
     if theirs.violations:
         reasons.append(
@@ -229,7 +237,7 @@ def _gate_failures(base: Instance, candidate: Instance, ours: Side, theirs: Side
     borrowed = borrowed_gpus(
         [candidate.gpu_specs[g] for g in new_gpus if g in candidate.gpu_specs], candidate.engine
     )
-    if borrowed and theirs.cost_per_month < ours.cost_per_month:
+    if borrowed and their_cost < our_cost:
         reasons.append(
             f"the saving rests on borrowed efficiencies: {', '.join(borrowed)} "
             "has no calibration rows of its own (models/physics/catalog/efficiency.yaml; it uses "
@@ -244,11 +252,27 @@ def _gate_failures(base: Instance, candidate: Instance, ours: Side, theirs: Side
     return reasons
 
 
+def judged_costs(ours: Side, theirs: Side) -> tuple[float, float, str]:
+    """The two costs the candidate is judged on and how they read: over the horizon where
+    both plans plan the same months, else per month (month 0's for a plan of months)."""
+    months = ours.horizon_months
+    if (
+        months is not None
+        and months == theirs.horizon_months
+        and ours.horizon_cost is not None
+        and theirs.horizon_cost is not None
+    ):
+        return ours.horizon_cost, theirs.horizon_cost, f"over the {months}-month horizon"
+    return ours.cost_per_month or 0.0, theirs.cost_per_month or 0.0, "per month"
+
+
 def _win(ours: Side, theirs: Side) -> str:
-    saving = (ours.cost_per_month or 0) - (theirs.cost_per_month or 0)
+    our_cost, their_cost, basis = judged_costs(ours, theirs)
+    saving = our_cost - their_cost
+    less = f"${saving:,.0f}/month less" if basis == "per month" else f"${saving:,.0f} less {basis}"
     return (
         f"cheaper at the same SLO: ${theirs.usd_per_million_tokens:.3f} vs "
-        f"${ours.usd_per_million_tokens:.3f} per million tokens (${saving:,.0f}/month less, "
+        f"${ours.usd_per_million_tokens:.3f} per million tokens ({less}, "
         f"{theirs.gpus_paid} vs {ours.gpus_paid} GPUs paid); verifier passes in every scenario"
     )
 

@@ -69,8 +69,9 @@ def engine_templates(
                 (c for c in unified if c.gpu == gpu),
                 key=lambda c: (_dollars_per_request(instance, c), c.key),
             )
-            tail = tuple(w for w in names if _in_tail(table, w, peaks[w]))
-            subsets = {names}
+            allowed = _allowed(instance, names, layout.config.weight_precision)
+            tail = tuple(w for w in allowed if _in_tail(table, w, peaks[w]))
+            subsets = {allowed} if len(allowed) >= 2 else set()
             if len(tail) >= 2:
                 subsets.add(tail)
             for members in sorted(subsets):
@@ -79,6 +80,18 @@ def engine_templates(
                 if template is not None:
                     templates.append(template)
     return templates
+
+
+def _allowed(instance: Instance, names: tuple[str, ...], precision) -> tuple[str, ...]:
+    """The members whose model entry allows the engine's weight precision (its
+    `weight_precisions`), as each member's own candidates do and the verifier checks
+    (solver.verify.groups): an adapter entry that lists none has the default, bf16,
+    whatever its base's."""
+    return tuple(
+        w
+        for w in names
+        if precision in instance.model_entry(instance.workload(w).model).weight_precisions
+    )
 
 
 def _strictness(workload) -> tuple[float, float]:

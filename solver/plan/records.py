@@ -242,8 +242,11 @@ class GpuUse(BaseModel):
     available: int
     """Existing fleet plus what can be had."""
     price_per_gpu_hour: Money
+    """The on-demand (list) price."""
     cost_per_month: Money
-    """purchased x price x hours_per_month."""
+    """purchased x price x hours_per_month; an hourly plan's: the offer's bill over the
+    month as its hours pay it (committed GPUs at the reserved price every hour, rented
+    and spot GPUs by the hour), so that the rows add up to the plan's cost."""
 
     @property
     def paid(self) -> int:

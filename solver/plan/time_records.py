@@ -22,9 +22,12 @@ class HourGpus(BaseModel):
     reserved: float = 0.0
     """Committed GPUs in use this hour (paid every hour whether used or not)."""
     on_demand: float = 0.0
-    """GPUs paid by the hour this hour: used - existing - reserved."""
+    """GPUs rented by the hour this hour: used - existing - reserved - spot, in whole
+    servers where GPUs come in servers (so the four may add up to less than a server
+    more than `used`)."""
     spot: float = 0.0
-    """Spot GPUs (interruptible) this hour: dedicated batch replicas only."""
+    """Spot GPUs (interruptible) this hour: dedicated batch replicas, and interactive
+    pools' spot replicas with policy.spot_confidence."""
 
 
 class Hour(BaseModel):

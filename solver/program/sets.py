@@ -31,6 +31,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from functools import cached_property
 
+from models.operations.pricing_tiers import spot_down_fraction, spot_margin
 from models.operations.scenarios import RegionGraph, Scenario, ScenarioKind, rerouted_rtt_ms
 from models.operations.site import demand_factor, offered
 from models.schema.instance import Instance
@@ -52,6 +53,11 @@ class Offer:
     available: int
     """Existing fleet plus what can be bought (`Region.available_gpus`)."""
     price_per_gpu_hour: float
+
+
+SPOT_ROUNDS = 4
+"""Rounds of n_max = f(L + q_top (u n + beta)) for a spot pool (u is a few percent: the
+second round rarely moves it)."""
 
 
 @dataclass(frozen=True)
@@ -246,6 +252,39 @@ class ProgramSets:
                 continue
             ladder = tuple(PoolStep(s.replicas, curve.requests_per_s(s.replicas)) for s in c.ladder)
             largest = max(largest, largest_useful_pool(curve, ladder, load, zones, spare))
+        return self._spot_grown(c, r, largest, load)
+
+    def _spot_grown(self, c: Candidate, r: str, largest: int, load: float) -> int:
+        """n_max of a pool that may run on spot (policy.spot_confidence, a spot price in
+        r): its spot replicas cost it q_top (u n + beta) of capacity
+        (solver.program.families.spot_pools), so the smallest pool that carries L alone
+        is the one that carries L + q_top (u n + beta); without the steps up to it, a
+        low-load period's spot pool was credited less per replica than a larger pool
+        earns, and buying more for the margin cost more than the margin (a plan with
+        survive: none dearer than with survive: region, whose failover load kept the
+        steps)."""
+        offer = self.instance.region(r).supply.get(c.gpu)
+        confidence = self.instance.policy.spot_confidence
+        if (
+            confidence is None
+            or not c.ladder
+            or c.role is not Role.UNIFIED
+            or offer is None
+            or offer.spot_price_per_gpu_hour is None
+        ):
+            return largest
+        restart_s = self.instance.replica_start_s(c.gpu) + self.instance.policy.scale_detection_s
+        u = spot_down_fraction(offer.spot_interruptions_per_hour, restart_s)
+        most = self.offers[(r, c.gpu)].available // c.gpus
+        beta = spot_margin(u, most, confidence)
+        q_top = max(c.requests_per_s, c.ceiling)
+        zones, spare = self._zone_hit(r), self.survives_replica_loss
+        for _ in range(SPOT_ROUNDS):  # n on both sides: a few rounds settle it
+            margin = q_top * (u * largest + beta)
+            grown = largest_useful_pool(c.curve, c.ladder, load + margin, zones, spare)
+            if grown <= largest:
+                break
+            largest = grown
         return largest
 
     def _tiers(self, c: Candidate, r: str, largest: int) -> tuple[Tier, ...]:

@@ -109,7 +109,9 @@ def effects_until(
             PoolEffects(
                 workload=pool.workload,
                 region=pool.region,
-                pool=f"{pool.replicas} x {pool.gpu} {pool.precision} tp{pool.tp}xpp{pool.pp} "
+                pool=f"{pool.replicas} x {pool.configuration}"
+                if pool.configuration
+                else f"{pool.replicas} x {pool.gpu} {pool.precision} tp{pool.tp}xpp{pool.pp} "
                 f"{pool.role}",
                 metric=metric,
                 p99_ms=on_ms,

@@ -35,3 +35,35 @@ def failover_workloads(instance: Instance, scenario: str) -> dict[tuple[str, str
                 update={"slo": slo.model_copy(update={"ttft_p99_ms": target})}
             )
     return tighter
+
+
+UNROUTED_NOTE = "(no row of the scenario routes load to it: nothing to replay)"
+"""Why a pool the scenario sends nothing is in `PlanSimulation.not_simulated`."""
+
+
+def unrouted_pools(instance: Instance, plan, scenario: str) -> list[str]:
+    """The plan's pools (an hourly plan: the replayed hour's) that no row of `scenario`
+    lists, outside the region it loses: a pool held for another scenario (a region's
+    pool for its neighbour's zone loss, say) that takes no load in this one, named so
+    the replay's table and the plan's pools add up. `plan` is a `solver.plan.Plan`; a
+    row lists a pool as `n x label` (`n x shared group` for a group)."""
+    lost = next((s.lost_region for s in failure_scenarios(instance) if s.name == scenario), None)
+    result = next((s for s in plan.scenarios if s.name == scenario), None)
+    listed: set[tuple[str, str, str, str]] = set()
+    for row in result.pools if result is not None else ():
+        role = str(row.phase).split("-")[0]
+        for text in row.pools:
+            label = text.split(" x ", 1)[-1].removesuffix(" (started)")
+            listed.add((row.workload, row.region, role, label))
+    found = []
+    for pool in plan.replicas:
+        label = "shared group" if pool.members else pool.label
+        role = str(pool.role)
+        if not pool.count or pool.region == lost:
+            continue
+        if any((w, pool.region, role, label) in listed for w in pool.workloads):
+            continue
+        found.append(
+            f"{pool.workload} {pool.region} {role}: {pool.count} x {pool.label} {UNROUTED_NOTE}"
+        )
+    return found

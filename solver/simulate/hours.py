@@ -5,7 +5,8 @@ A static plan has one fleet and one load per scenario: its `replicas` and `scena
 An hourly plan states both for every UTC hour (`Hour.pools`, `Hour.scenarios`: the
 hour's period's pools, routing and phase loads at its warm rate, the replicas started
 after a loss included), and its top-level `scenarios` are those of its peak hour (the
-first hour of the period with the most GPUs). The hour replayed is a static view of the
+first hour of the period whose pools hold the most GPUs and, of those, carry the most
+load: solver.time.solve). The hour replayed is a static view of the
 plan: `replicas` = the hour's pools and the replicas it starts after a loss,
 `scenarios` = the hour's, so that every pool is replayed at the load the planner planned
 it for in that hour and the analytic column is that hour's promise.
@@ -78,12 +79,19 @@ def replayed_hour(plan: Plan, hour: int | None = None, month: int | None = None)
 
 
 def _peak(plan: Plan) -> ReplayedHour:
-    """The plan as it is: a static plan, or an hourly plan's peak hour."""
+    """The plan as it is: a static plan, or an hourly plan's peak hour, viewed as that
+    hour (its pools, not the plan's `replicas`: each pool at its largest count over the
+    day, pools the peak hour does not run among them)."""
     at = next((s.hour for s in plan.scenarios if s.hour is not None), None)
     if at is None:
         return ReplayedHour(plan, "")
     months = ", month 0" if plan.months else ""
-    return ReplayedHour(plan, f"the peak hour{months}, {utc(at)}", at, 0 if plan.months else None)
+    words = f"the peak hour{months}, {utc(at)}"
+    month = 0 if plan.months else None
+    found = next((h for h in plan.hours if h.hour == at and h.scenarios), None)
+    if found is None:  # a plan written before hours kept their scenarios
+        return ReplayedHour(plan, words, at, month)
+    return _view(plan, found, words, at, month)
 
 
 def _in_month(plan: Plan, hour: int | None, month: int) -> ReplayedHour:

@@ -65,7 +65,7 @@ from solver.plan.schema import Plan
 from solver.simulate.closed_rows import CLOSED_LOOP, simulate_closed_pair, simulate_closed_pool
 from solver.simulate.disaggregated import cached_tokens, replica_engine, speculates
 from solver.simulate.engine import Effects, PoolTrace, simulate_pool
-from solver.simulate.failover import failover_workloads
+from solver.simulate.failover import failover_workloads, unrouted_pools
 from solver.simulate.hours import replayed_hour
 from solver.simulate.pair_rows import pair_meets, simulate_pair_rows
 from solver.simulate.results import (
@@ -408,7 +408,7 @@ def simulate_plan(
         events=events,
         arrivals=arrivals,
         concurrency=concurrency if closed else None,
-        not_simulated=tuple(stopped) + tuple(unreplayable),
+        not_simulated=(*stopped, *unreplayable, *unrouted_pools(instance, plan, scenario)),
         hour=at.hour,
         month=at.month,
         replayed=at.words,

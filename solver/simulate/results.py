@@ -50,6 +50,11 @@ class PoolSimulation(BaseModel):
     precision: str
     tp: int
     pp: int
+    configuration: str = ""
+    """The plan's label of the pool's configuration (`solver.plan.records.layout_label`:
+    `b200 fp8 tp1xpp1xdp8 ep8 unified`, `... unified spec eagle`), as the plan, its
+    scenario rows and the hours name it; tp and pp alone do not tell an attention-DP,
+    expert-parallel or speculating pool from a plain one (empty: written before it)."""
     replicas: int
     load_requests_per_s: float
     simulated: Latencies | None
@@ -88,6 +93,7 @@ def pool_fields(pool) -> dict:
         "precision": str(pool.precision),
         "tp": pool.tp,
         "pp": pool.pp,
+        "configuration": pool.label,
     }
 
 

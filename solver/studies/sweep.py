@@ -47,7 +47,8 @@ _FROZEN = ConfigDict(extra="forbid", frozen=True)
 
 def solve_point(instance: Instance, backend: str | None = None) -> dict[str, Any]:
     """Solve one point with one solver thread; every ending (a crash included) is a
-    record: status, cost, GPUs, run time and the plan's replica pools."""
+    record: status, cost (month 0's, and over the horizon for a plan of months: None
+    without), GPUs, run time and the plan's replica pools."""
     started = time.monotonic()
 
     def ended(status: str, message: str = "") -> dict[str, Any]:
@@ -64,6 +65,7 @@ def solve_point(instance: Instance, backend: str | None = None) -> dict[str, Any
         "plan_status": plan.status,
         "mip_gap": plan.solver.mip_gap,  # the gap of "feasible (gap X%)" as a number
         "cost_per_month": plan.cost_per_month,
+        "horizon_cost": plan.horizon_cost,
         "total_gpus": plan.total_gpus,
         "runtime_s": time.monotonic() - started,
         "message": "",

@@ -52,7 +52,7 @@ from solver.program.families.failover_start import add_failover_start, failover_
 from solver.program.families.pricing import OfferTerms, OnDemandColumn, add_pricing
 from solver.program.families.spot_pools import SpotTerms, add_spot_pools
 from solver.program.lp import LinearProgram
-from solver.program.row_names import ReplicasColumn, split_timed, timed_name
+from solver.program.row_names import GroupsColumn, ReplicasColumn, split_timed, timed_name
 from solver.settings import SolveSettings
 
 
@@ -173,7 +173,9 @@ def _period_copies(
 
 def gpus_used(parts: tuple[PeriodProgram, ...]) -> dict[tuple[str, str, int], dict[str, float]]:
     """(region, GPU, period) -> the period's replica columns of that GPU type with their
-    GPUs per replica: used[r,g,p] of the pricing rows (batch adds its dedicated ones)."""
+    GPUs per replica: used[r,g,p] of the pricing rows (batch adds its dedicated ones),
+    the shared groups' replicas (groups[t,r], policy.colocation) among them: a group's
+    GPUs are paid as a pool's are."""
     used: dict[tuple[str, str, int], dict[str, float]] = {}
     for part in parts:
         hour = part.first_hour
@@ -181,6 +183,12 @@ def gpus_used(parts: tuple[PeriodProgram, ...]) -> dict[tuple[str, str, int], di
             key = (pool.region, pool.candidate.gpu, hour)
             name = ReplicasColumn(pool.workload, pool.candidate.key, pool.region).at(hour).name()
             used.setdefault(key, {})[name] = float(pool.candidate.gpus)
+        for t in part.program.groups.templates:
+            for region in part.program.sets.regions:
+                column = GroupsColumn(t.key, region)
+                if column.name() in part.program.lp.variables:
+                    name = column.at(hour).name()
+                    used.setdefault((region, t.gpu, hour), {})[name] = float(t.gpus)
     return used
 
 

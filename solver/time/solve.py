@@ -222,7 +222,7 @@ def hourly_plan(
     hours.sort(key=lambda h: h.hour)
     peak_pools = peak_fleet(hours)
     uses = peak_gpu_use(program.offers, hours, days, committed)
-    peak_hour = max(plans, key=lambda first: plans[first].total_gpus or 0)
+    peak_hour = max(plans, key=lambda first: _busiest(plans[first]))
     peak_plan = plans[peak_hour]
     peak_starts = next(h.failover_starts for h in hours if h.hour == peak_hour)
     peak_sets = program.periods[0].program.sets  # the instance's GPUs, regions and policy
@@ -354,6 +354,15 @@ def hour_cost(
         for part in bill:
             cost += part
     return cost
+
+
+def _busiest(plan: Plan) -> tuple[int, float]:
+    """A period plan's claim to be the peak: the GPUs its pools hold, then the requests/s
+    they carry with no failure (where committed GPUs run as many replicas all day, the
+    period of the most load; `simulate --month` picks a month's busiest hour so)."""
+    none = next((s for s in plan.scenarios if s.name == "none"), None)
+    load = math.fsum(row.load_requests_per_s for row in none.pools) if none else 0.0
+    return plan.total_gpus or 0, load
 
 
 def peak_fleet(hours: list[Hour]) -> tuple[ReplicaPool, ...]:

@@ -20,8 +20,9 @@ every request passes each role of its mode once, so D_h[w,r] is each role's load
 
 Where the load's split is the program's choice and not the physics' (a (w, r) served
 by more than one mode: unified and disaggregated pools, or one role at two
-precisions; a shared group's GPUs), those GPUs are busy anywhere between 0 and all of
-them, and the stated share must lie in the range that gives.
+precisions; a shared group's GPUs, and the pools of a (w, r) a shared group serves too),
+those GPUs are busy anywhere between 0 and all of them, and the stated share must lie
+in the range that gives.
 """
 
 import math
@@ -121,6 +122,7 @@ def _busy(
     interactive = tuple(p for p in hour.pools if p.workload not in batch)
     shared = [p for p in interactive if p.members]
     span += sum(p.count * p.replica_gpus for p in shared)
+    grouped = {(m.workload, p.region) for p in shared for m in p.members}
     alone = hour_instance(instance, rates)
     growth = demand_factor(alone)
     pools = pool_physics(alone, interactive, cache)  # one configuration's physics, all day
@@ -133,7 +135,8 @@ def _busy(
         roles = [p.role for p in found]
         one_mode = len(modes) == len({role for role, _ in modes})  # one precision per role
         unified = {str(role) for role in roles} == {"unified"}
-        if not one_mode or not (unified or "unified" not in {str(x) for x in roles}):
+        split = (w, r) in grouped  # a group carries the share of the load it is routed
+        if split or not one_mode or not (unified or "unified" not in {str(x) for x in roles}):
             span += sum(gpus.values())
             continue
         demand = rates.get((w, r), 0.0) * growth

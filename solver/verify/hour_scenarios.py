@@ -86,7 +86,9 @@ def check_hour_table(
         return []
     alone = hour_instance(instance, {key: series[hour.hour] for key, series in warm.items()})
     serving = {w.name for w in alone.workloads}
-    pools = tuple(p for p in hour.pools if p.workload in serving)
+    # a shared group's `workload` joins its members' names ('chat+code'): it serves the
+    # hour's workloads it holds
+    pools = tuple(p for p in hour.pools if any(w in serving for w in p.workloads))
     starts = hour.failover_starts
     rates = tuple(sorted((w.name, str(w.demand)) for w in alone.workloads))
     key = ("hour table", rates, pools, starts, hour.scenarios, hour.period)

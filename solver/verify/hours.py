@@ -202,6 +202,11 @@ def _static(alone: Instance, pools: tuple[ReplicaPool, ...], cache: dict) -> Ver
     return cache[key]
 
 
+def _serving(hour: Hour, serving: set[str]) -> tuple[ReplicaPool, ...]:
+    """The hour's pools serving `serving` (a group's `workload` is 'a+b': it serves each)."""
+    return tuple(p for p in hour.pools if serving & set(p.workloads))
+
+
 def warm_shortfalls(
     instance: Instance, hour: Hour, cache: dict | None = None
 ) -> dict[tuple[str, str], tuple[float, float]]:
@@ -212,9 +217,7 @@ def warm_shortfalls(
     serving = {w.name for w in alone.workloads}
     if not serving:
         return {}
-    pools = _less_spot_down(
-        instance, hour, tuple(p for p in hour.pools if p.workload in serving), []
-    )
+    pools = _less_spot_down(instance, hour, _serving(hour, serving), [])
     result = _static(alone, pools, {} if cache is None else cache)
     regions = {f.name for f in failure_scenarios(instance) if f.kind is ScenarioKind.REGION}
     return {
@@ -238,11 +241,9 @@ def _check_hour_capacity(
     alone = hour_instance(instance, rates)
     serving = {w.name for w in alone.workloads}
     batch = {w.name for w in instance.workloads if w.is_batch}
-    stray = [p for p in hour.pools if p.workload not in serving and p.workload not in batch]
+    stray = [p for p in hour.pools if not serving & set(p.workloads) and p.workload not in batch]
     spot_problems: list[Violation] = []
-    pools = _less_spot_down(
-        instance, hour, tuple(p for p in hour.pools if p.workload in serving), spot_problems
-    )
+    pools = _less_spot_down(instance, hour, _serving(hour, serving), spot_problems)
     result = _static(alone, pools, cache) if serving else None
     violations = list(result.violations) if result else []
     if result is not None:
@@ -326,9 +327,12 @@ def _less_spot_down(
         restart_s = instance.replica_start_s(pool.gpu) + instance.policy.scale_detection_s
         u = spot_down_fraction(offer.spot_interruptions_per_hour, restart_s)
         down[key] = poisson_quantile(min(entry.replicas, pool.count) * u, confidence)
+    thinned = {(w, r) for (w, r, _), lost in down.items() if lost}  # weights: full strength
     reduced = []
     for p in pools:
         lost = down.get((p.workload, p.region, p.key), 0)
+        if (p.workload, p.region) in thinned and not lost:
+            p = p.model_copy(update={"routing_weight": None})
         if lost:
             count = max(p.count - lost, 0)
             p = p.model_copy(

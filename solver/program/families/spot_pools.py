@@ -9,8 +9,10 @@ spot price s and `spot_interruptions_per_hour` lambda:
 
     spot_within[w,c,r]@p:  spot - replicas <= 0
     spot_open[w,c,r]@p:    spot - N x spot_open <= 0
-    capacity[f,w,r,unified]@p  (every scenario where r serves) gains
-                           - q_top(c) x (u x spot + beta x spot_open)
+    capacity[f,w,r,unified]@p  (every scenario where r serves), and with survive:
+    replica_spare[w,r,unified,c']@p, group_spare[w,r,t]@p  replica (a replica lost
+                           on top of the spot replicas down, as the hour verifier
+                           checks it) gain - q_top(c) x (u x spot + beta x spot_open)
     gpu_cover[r,g,p]  gains + gpus(c) x spot   (spot GPUs are neither committed nor on
                            demand)
     objective         + days x w_p x s x gpus(c) x spot
@@ -35,7 +37,7 @@ independence understates the tail, so the confidence is a floor, not a guarantee
 from dataclasses import dataclass
 from typing import ClassVar
 
-from models.operations.pricing_tiers import poisson_quantile, spot_down_fraction
+from models.operations.pricing_tiers import spot_down_fraction, spot_margin
 from models.schema.instance import Instance
 from models.serving.replica import Role
 from solver.program.build import FleetProgram
@@ -44,7 +46,12 @@ from solver.program.families.capacity import CapacityRow
 from solver.program.families.pooling import PoolIndex
 from solver.program.families.pricing import GpuCoverRow
 from solver.program.lp import Constraint, LinearProgram, Sense
-from solver.program.row_names import Index, ReplicasColumn
+from solver.program.row_names import (
+    GroupSpareRow,
+    Index,
+    ReplicasColumn,
+    ReplicaSpareRow,
+)
 
 
 class SpotColumn(PoolIndex):
@@ -84,17 +91,6 @@ class SpotTerms:
     """beta."""
 
 
-def spot_margin(down_fraction: float, max_replicas: int, confidence: float) -> float:
-    """beta = max_{1 <= n <= N} (Q(n u, a) - n u) (see the module text)."""
-    return max(
-        (
-            poisson_quantile(n * down_fraction, confidence) - n * down_fraction
-            for n in range(1, max(max_replicas, 1) + 1)
-        ),
-        default=0.0,
-    )
-
-
 def add_spot_pools(
     lp: LinearProgram, program: FleetProgram, period: int, weight_hours: float
 ) -> dict[tuple[str, str, str], SpotTerms]:
@@ -130,12 +126,30 @@ def add_spot_pools(
         _add(lp, SpotOpenRow(*index).at(period), {spot: 1.0, spot_open: -float(pool.max_replicas)})
         _extend(lp, cover, {spot: float(c.gpus)})
         q_top = max(c.requests_per_s, c.ceiling)
-        for f in sets.routing_scenarios:
-            row = CapacityRow(f.name, w, r, Role.UNIFIED.value).at(period).name()
-            if row in lp.constraints:
-                _extend(lp, row, {spot: -q_top * u, spot_open: -q_top * beta})
+        for row in _served_rows(lp, program, (w, r), period):
+            _extend(lp, row, {spot: -q_top * u, spot_open: -q_top * beta})
         found[index] = SpotTerms(u, beta)
     return found
+
+
+def _served_rows(
+    lp: LinearProgram, program: FleetProgram, place: tuple[str, str], period: int
+) -> list[str]:
+    """The period's rows where w's unified phase in r carries its load: the capacity row
+    of every routing scenario, and with survive: replica the rows without one replica of
+    a pool or a shared group (replica_spare, group_spare): its spot replicas may be down
+    in each, as the hour verifier takes them down before it checks each scenario."""
+    sets = program.sets
+    w, r = place
+    names = [CapacityRow(f.name, w, r, Role.UNIFIED.value) for f in sets.routing_scenarios]
+    names += [
+        ReplicaSpareRow(w, r, Role.UNIFIED.value, other.key)
+        for other in sets.table.of(w)
+        if other.role is Role.UNIFIED
+    ]
+    names += [GroupSpareRow(w, r, t.key) for t in program.groups.templates if w in t.members]
+    rows = (index.at(period).name() for index in names)
+    return [row for row in rows if row in lp.constraints]
 
 
 def _extend(lp: LinearProgram, name: str, terms: dict[str, float]) -> None:
