@@ -318,7 +318,10 @@ def by_region(
     bound = found.bound if found.bound is not None or not KEEP_STOPPED else found.stopped
     if bound is None or not found.own or time.monotonic() >= deadline:
         return None
-    lp = floored(program, found.own, bounds)
+    # the caller's bounds, and the pools config dominance removes (a restriction that
+    # loses no optimum of the floored program either: a stand-in only adds replicas of A)
+    held = {**config_bounds(program, bounds), **(bounds or {})}
+    lp = floored(program, found.own, held)
     start = found.own if backend.capabilities.warm_start and KEEP_STOPPED else None
     added = backend.run(lp, settings.limited(_left_s(deadline)).with_duals(False), start=start)
     if not added.termination.has_solution or added.objective is None:
@@ -331,8 +334,9 @@ def by_region(
         and not _proved(program.lp.objective_value(values), bound, settings)
     ):
         proved_at = bound / (1 - min(settings.mip_gap, 0.5))
+        within = with_bounds(program.lp, held) if held else program.lp
         searched = search(
-            program.lp, backend, settings, values, found.rows, deadline, good_enough=proved_at
+            within, backend, settings, values, found.rows, deadline, good_enough=proved_at
         )
         values = searched.values
     cost = program.lp.objective_value(values)

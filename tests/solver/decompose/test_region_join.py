@@ -20,6 +20,7 @@ from solver.decompose.region_join import (
     linking_columns,
     region_join,
 )
+from solver.decompose.region_lns import Searched
 from solver.program.build import build_program
 from solver.program.families.variables import ServedColumn
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination
@@ -170,3 +171,33 @@ def test_the_floored_fleets_buy_what_the_regions_pools_need_not_an_idle_server()
         assert lp.variables[bought].lower == need
         if servers in lp.variables:
             assert lp.variables[servers].lower == need / n
+
+
+def test_the_search_keeps_the_callers_bounds(monkeypatch):
+    """explain's re-solve without a pool bounds it at 0: the region search after the
+    floored plan works within that bound (and within the pools config dominance
+    removes), never on the unbounded program, so no freed region can bring the pool
+    back."""
+    from solver.decompose import region_join as module
+
+    program = _whole_servers("region")
+    highs = get_backend("highs")
+    plain = by_region(program, highs, EXACT, None, float("inf"))
+    used = next(
+        name
+        for name, value in plain.result.values.items()
+        if name.startswith("replicas[") and value > 0.5
+    )
+    seen = []
+
+    def searched(lp, backend, settings, values, rows, deadline, good_enough):
+        seen.append(lp)
+        return Searched(values, lp.objective_value(values), 0, 0)
+
+    monkeypatch.setattr(module, "SEARCH_MIN_REGIONS", 1)
+    monkeypatch.setattr(module, "_proved", lambda *args: False)
+    monkeypatch.setattr(module, "search", searched)
+    found = by_region(_whole_servers("region"), highs, EXACT, {used: (0.0, 0.0)}, float("inf"))
+    assert found is not None and seen
+    assert seen[0].variables[used].upper == 0.0
+    assert found.result.values.get(used, 0.0) == 0.0
