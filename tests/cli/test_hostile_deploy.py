@@ -1,0 +1,62 @@
+"""Hostile input, round eight: names that `deploy` turns into file names. Every group of
+pools gets a file of its own and a name Kubernetes takes; none is written over another."""
+
+import copy
+
+import pytest
+import yaml
+
+from tests.cli.test_hostile_input import run_checked
+from tests.paths import ONE_MODEL_ONE_REGION
+
+ONE = yaml.safe_load(ONE_MODEL_ONE_REGION.read_text(encoding="utf-8"))
+"""One 8B chat workload in us-east, no failure policy (solves in under a second)."""
+
+
+def _workload(name: str, region: str) -> dict:
+    workload = copy.deepcopy(ONE["workloads"][0])
+    workload["name"] = name
+    workload["demand"] = {region: {"peak_requests_per_s": 5}}
+    return workload
+
+
+def _deployed(run_cli, tmp_path, regions: list[str], workloads: list[tuple[str, str]]):
+    """Solve an instance of these regions and (workload, region) pairs, deploy its plan
+    for Dynamo, and return the files written and the graphs' names."""
+    data = copy.deepcopy(ONE)
+    data["regions"] = [{**ONE["regions"][0], "name": region} for region in regions]
+    data["workloads"] = [_workload(name, region) for name, region in workloads]
+    instance = tmp_path / "inst.yaml"
+    instance.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    plan = tmp_path / "plan.json"
+    run_checked(run_cli, "solve", instance, "--json", plan, code=0)
+    out = tmp_path / "dynamo"
+    out.mkdir()
+    run_checked(
+        run_cli, "deploy", plan, "--instance", instance, "--target", "dynamo", "--out", out, code=0
+    )
+    files = sorted(path.name for path in out.iterdir())
+    names = [yaml.safe_load((out / name).read_text())["metadata"]["name"] for name in files]
+    return files, names
+
+
+@pytest.mark.parametrize(
+    ("regions", "workloads"),
+    [
+        # names that differ in case only: both became chat-us-east.yaml, the second kept
+        (["us-east"], [("chat", "us-east"), ("Chat", "us-east")]),
+        # a-b in c and a in b-c: both a-b-c
+        (["c", "b-c"], [("a-b", "c"), ("a", "b-c")]),
+    ],
+)
+def test_two_groups_of_one_dns_name_write_two_graphs(run_cli, tmp_path, regions, workloads):
+    # before: one file for the two (workload, region) groups, the first graph lost, exit 0
+    files, names = _deployed(run_cli, tmp_path, regions, workloads)
+    assert len(files) == 2 == len(set(names)), files
+    assert all(f"{name}.yaml" in files for name in names)
+
+
+def test_a_name_of_no_ascii_letter_still_names_the_graph(run_cli, tmp_path):
+    # before: dns_name of '日本' and '東京' is empty: a hidden file '.yaml', metadata.name ''
+    files, names = _deployed(run_cli, tmp_path, ["東京"], [("日本", "東京")])
+    assert files == ["graph.yaml"] and names == ["graph"]
