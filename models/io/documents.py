@@ -72,7 +72,7 @@ def read_document(path: str | Path, what: str = "instance") -> tuple[Any, Lines]
     path = Path(path)
     name = str(path)
     suffix = path.suffix.lower()
-    if suffix not in (".json", ".yaml", ".yml") and what == "instance":
+    if suffix not in INSTANCE_SUFFIXES and what == "instance":
         if path.is_dir():
             raise _problem(
                 name, "is a folder, not an instance file (`fleetplan batch` solves a folder)"
@@ -82,6 +82,19 @@ def read_document(path: str | Path, what: str = "instance") -> tuple[Any, Lines]
     if suffix in (".yaml", ".yml"):
         return _parse_yaml(text, name)
     return _parse_json(text, name, what)
+
+
+INSTANCE_SUFFIXES = (".json", ".yaml", ".yml")
+"""The file types an instance is read from (`read_document`)."""
+
+
+def instance_text(document: Any, path: str | Path) -> str:
+    """`document` as the text of the instance file `path`, in the form `read_document`
+    reads it back by the suffix: JSON for `.json`, else YAML (`.yaml`, `.yml`; a caller
+    refuses any suffix outside `INSTANCE_SUFFIXES` first, as no command would load it)."""
+    if Path(path).suffix.lower() == ".json":
+        return json.dumps(document, indent=2) + "\n"
+    return yaml.safe_dump(document, sort_keys=False)
 
 
 def read_text(path: str | Path, what: str) -> str:

@@ -2,6 +2,7 @@
 pools gets a file of its own and a name Kubernetes takes; none is written over another."""
 
 import copy
+import json
 
 import pytest
 import yaml
@@ -60,3 +61,47 @@ def test_a_name_of_no_ascii_letter_still_names_the_graph(run_cli, tmp_path):
     # before: dns_name of '日本' and '東京' is empty: a hidden file '.yaml', metadata.name ''
     files, names = _deployed(run_cli, tmp_path, ["東京"], [("日本", "東京")])
     assert files == ["graph.yaml"] and names == ["graph"]
+
+
+FLEET_CSV = "workload,region,gpu,precision,tp,pp,replicas\nchat,us-east,h100-sxm,fp8,1,1,3\n"
+"""Three one-GPU replicas of the 8B chat pool: 3 H100s held in us-east."""
+
+
+def _fleet(tmp_path):
+    fleet = tmp_path / "fleet.csv"
+    fleet.write_text(FLEET_CSV, encoding="utf-8")
+    instance = tmp_path / "inst.json"
+    instance.write_text(json.dumps(ONE), encoding="utf-8")
+    return fleet, instance
+
+
+@pytest.mark.parametrize("name", ["out.json", "out.yaml", "out.YML"])
+def test_fleet_import_writes_the_instance_in_the_form_its_suffix_is_read(run_cli, tmp_path, name):
+    # before: YAML text in out.json, which no command could load ('JSON syntax')
+    fleet, instance = _fleet(tmp_path)
+    out = tmp_path / name
+    run_checked(
+        run_cli, "fleet-import", fleet, "--instance", instance, "--instance-out", out, code=0
+    )
+    run_checked(run_cli, "validate", out, code=0)
+    if name.endswith(".json"):
+        assert json.loads(out.read_text())["regions"][0]["existing"] == {"h100-sxm": 3}
+
+
+@pytest.mark.parametrize(("name", "said"), [("out.txt", "got '.txt'"), ("out", "got no suffix")])
+def test_fleet_import_refuses_an_instance_out_no_command_would_load(run_cli, tmp_path, name, said):
+    # before: written (exit 0), then 'unknown file type' from every command given it
+    fleet, instance = _fleet(tmp_path)
+    out = tmp_path / name
+    needles = (f"--instance-out: {out}: an instance file is .yaml, .yml or .json, {said}",)
+    run_checked(
+        run_cli,
+        "fleet-import",
+        fleet,
+        "--instance",
+        instance,
+        "--instance-out",
+        out,
+        needles=needles,
+    )
+    assert not out.exists()
