@@ -28,7 +28,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cli.exit_codes import ExitCode
-from cli.options import JsonOut, capped_at_cores
+from cli.options import JsonOut, capped_at_cores, named_backend
 from cli.render.console import err, job_progress, out
 from cli.render.junit import junit_xml, outcome_records, verdict
 from cli.render.zeros import json_without_negative_zero
@@ -61,7 +61,8 @@ def batch(
         ),
     ] = 1,
     backend: Annotated[
-        str | None, typer.Option(help="Override every instance's solver backend.")
+        str | None,
+        typer.Option(help="Override every instance's solver backend.", callback=named_backend),
     ] = None,
     json_out: JsonOut = None,
     markdown_out: Annotated[
