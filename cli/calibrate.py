@@ -97,6 +97,28 @@ def _not_placed(run: Measurement) -> Issue:
     )
 
 
+def _check_run_flags(measurements: list[Path], name: str | None, *run_flags: object) -> None:
+    """Flags that would change nothing exit 2 naming each: an empty --name (the file's
+    stem was used without a word), and the JSON results' --model ... --concurrency where
+    every input is a CSV, whose rows give them as columns."""
+    if name is not None and not name.strip():
+        raise InputError(
+            [
+                Issue(
+                    "command line",
+                    None,
+                    "--name",
+                    "is empty; give a name or leave it out (the file's stem)",
+                )
+            ]
+        )
+    flags = ("--model", "--gpu", "--precision", "--kv-precision", "--tp", "--pp", "--concurrency")
+    given = [flag for flag, value in zip(flags, run_flags, strict=True) if value is not None]
+    if given and all(path.suffix.lower() == ".csv" for path in measurements):
+        why = "describes JSON results only; every input is a CSV, whose rows give it as a column"
+        raise InputError([Issue("command line", None, flag, why) for flag in given])
+
+
 def calibrate(
     measurements: Annotated[
         list[Path],
@@ -155,6 +177,7 @@ def calibrate(
             [Issue("command line", None, "--output", "the profile file must end in .yaml")]
         )
     check_targets((output, json_out), (*measurements, *read_files(engine)))
+    _check_run_flags(measurements, name, model, gpu, precision, kv_precision, tp, pp, concurrency)
     try:
         base_engine = check_engine(engine)
     except UnknownEngine as error:
