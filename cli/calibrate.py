@@ -83,18 +83,20 @@ def factors_table(fit: ProfileFit) -> TableSpec:
     return TableSpec(title="Fitted factors", columns=("factor", "value"), rows=rows, note=note)
 
 
+def _layout_refused(run: Measurement) -> str:
+    """Why the replay cannot place `run`, naming its layout."""
+    layout = f"{run.model} on {run.gpu} {run.precision.value} tp{run.tp} pp{run.pp}"
+    return (
+        f"{layout}: the replay cannot run this layout (a precision the GPU lacks, a TP the "
+        "model's heads cannot split, or weights beyond its memory)"
+    )
+
+
 def _not_placed(run: Measurement) -> Issue:
     """A run the replay cannot place: no profile comes of runs like it alone (the file
     written held the base profile's factors as if fitted, and a NaN error)."""
-    layout = f"{run.model} on {run.gpu} {run.precision.value} tp{run.tp} pp{run.pp}"
-    return Issue(
-        run.source,
-        None,
-        "",
-        f"{layout}: the replay cannot run this layout (a precision the GPU lacks, a TP the "
-        "model's heads cannot split, or weights beyond its memory), so no run can be fitted "
-        "and no profile was written",
-    )
+    message = f"{_layout_refused(run)}, so no run can be fitted and no profile was written"
+    return Issue(run.source, None, "", message)
 
 
 def _check_run_flags(measurements: list[Path], name: str | None, *run_flags: object) -> None:
@@ -188,6 +190,13 @@ def calibrate(
     fit = fit_profile(runs, base_engine, leave_one_out=leave_one_out)
     if not any(run_fit.predicted for run_fit in fit.runs):
         raise InputError([_not_placed(run_fit.run) for run_fit in fit.runs])
+    for run_fit in fit.runs:  # fitted without it: said, not only '(no fit)' in the table
+        if not run_fit.predicted:
+            err.print(
+                f"warning: {run_fit.run.source}: {_layout_refused(run_fit.run)}; "
+                "left out of the fit",
+                markup=False,
+            )
     date = datetime.date.today().isoformat()
     document = profile_document(
         fit, name or output.stem, base_engine, [str(m) for m in measurements], date

@@ -82,3 +82,15 @@ def test_calibrate_refuses_an_empty_name(run_cli, tmp_path):
     run_checked(
         run_cli, "calibrate", runs, "-o", tmp_path / "p.yaml", "--name", "", needles=needles
     )
+
+
+def test_calibrate_names_a_run_it_leaves_out_of_the_fit(run_cli, tmp_path):
+    # before: '(no fit)' in the table and nothing else; the profile fitted on 1 run of 2
+    runs = tmp_path / "runs.csv"
+    runs.write_text(RUNS_CSV + "llama-3.1-405b,h100-sxm,bf16,1,1000,200,16,2500,80,6\n")
+    result = run_checked(
+        run_cli, "calibrate", runs, "-o", tmp_path / "p.yaml", "--no-leave-one-out", code=0
+    )
+    warned = f"warning: {runs}:3: llama-3.1-405b on h100-sxm bf16 tp1 pp1: the replay cannot"
+    assert warned in result.stderr and "left out of the fit" in result.stderr
+    assert f"{runs}:2" not in result.stderr.split("Fit per run")[0]
