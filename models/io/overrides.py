@@ -180,6 +180,24 @@ def apply_overrides(document: Any, overrides: tuple[Override, ...]) -> Any:
     return _applied(document, overrides)[0]
 
 
+def landed_paths(document: Any, overrides: tuple[Override, ...]) -> tuple[Any, list[str]]:
+    """apply_overrides, and the field path each override landed on, with positions
+    (`workloads[0].slo.ttft_p99_ms` for `workloads[chat].slo.ttft_p99_ms`): two spellings
+    of one field land on one path."""
+    return _applied(document, overrides)
+
+
+def overridden(landed: list[str]) -> list[tuple[int, int]]:
+    """(i, j) for each override i that a later override j replaces: j lands on i's field
+    or on a field holding it (`policy` after `policy.survive`), so i's value is lost."""
+    return [
+        (i, j)
+        for i, path in enumerate(landed)
+        for j in range(i + 1, len(landed))
+        if _within(path, landed[j])
+    ]
+
+
 def _applied(document: Any, overrides: tuple[Override, ...]) -> tuple[Any, list[str]]:
     """apply_overrides, and where each override landed as a field path with positions
     (`workloads[0].slo.ttft_p99_ms` for `workloads[chat].slo.ttft_p99_ms`), as input
