@@ -286,6 +286,23 @@ def load_instance_with(path: str | Path, overrides: tuple[Override, ...] = ()):
     read_document, validate_instance = loading.read_document, loading.validate_instance
     data, lines = read_document(path, what="instance")
     data, landed = _applied(data, overrides)
+    lost = [
+        Issue(
+            "--set",
+            None,
+            "",
+            f"{_cut(overrides[i].text)}: is replaced by --set {_cut(overrides[j].text)} ("
+            + (
+                f"both land on {landed[i]}"
+                if landed[i] == landed[j]
+                else f"{landed[j]} holds {landed[i]}"
+            )
+            + "): give each field once",
+        )
+        for i, j in overridden(landed)
+    ]
+    if lost:
+        raise InputError(lost)
     try:
         return validate_instance(data, str(path), lines, instance_dir=path.parent)
     except InputError as error:

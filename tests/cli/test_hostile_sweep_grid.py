@@ -69,3 +69,26 @@ def test_a_section_then_a_field_within_it_refines_it(run_cli, tmp_path):
     )
     result = run_checked(run_cli, "sweep", _grid(tmp_path, text), code=0)
     assert "2 points" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "where"),
+    [
+        ("name=x", "name=y", "both land on name"),
+        (f"{TTFT}=900", "workloads[chat].slo.ttft_p99_ms=700", f"both land on {TTFT}"),
+        (f"{TTFT}=900", "workloads[chat].slo={ttft_p99_ms: 700}", f"workloads[0].slo holds {TTFT}"),
+    ],
+)
+def test_a_set_a_later_set_replaces_is_refused_naming_both(run_cli, first, then, where):
+    # before: the later one won without a word (validate said ok with the second value)
+    needles = (f"--set: {first}: is replaced by --set {then} ({where})",)
+    run_checked(
+        run_cli, "validate", ONE_MODEL_ONE_REGION, "--set", first, "--set", then, needles=needles
+    )
+
+
+def test_a_set_within_an_earlier_one_refines_it(run_cli):
+    section = "workloads[chat].slo={ttft_p99_ms: 700, tpot_p99_ms: 60}"
+    run_checked(
+        run_cli, "validate", ONE_MODEL_ONE_REGION, "--set", section, "--set", f"{TTFT}=900", code=0
+    )
