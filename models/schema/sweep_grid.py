@@ -154,10 +154,15 @@ def read_grid(path: Path) -> Grid:
         problems.append(Issue(str(path), None, "axes", f"{count:,} points; at most {MAX_POINTS:,}"))
     if problems:
         raise InputError(problems)
-    instance_file = (path.parent / grid.instance).resolve()
-    if not instance_file.is_file():
-        why = "is not a file" if instance_file.exists() else "no such file"
-        line = lines.get(("instance",))
+    line = lines.get(("instance",))
+    try:  # a link that loops raises RuntimeError in Path.resolve (exit 70 before)
+        instance_file = (path.parent / grid.instance).resolve()
+        is_file, exists = instance_file.is_file(), instance_file.exists()
+    except (OSError, RuntimeError) as error:
+        message = f"{path.parent / grid.instance}: cannot be read ({error})"
+        raise InputError([Issue(str(path), line, "instance", message)]) from None
+    if not is_file:
+        why = "is not a file" if exists else "no such file"
         raise InputError([Issue(str(path), line, "instance", f"{instance_file}: {why}")])
     base, _ = read_document(instance_file, what="instance")
     fixed = tuple(_override(p, v) for p, v in grid.set.items())

@@ -92,3 +92,13 @@ def test_a_set_within_an_earlier_one_refines_it(run_cli):
     run_checked(
         run_cli, "validate", ONE_MODEL_ONE_REGION, "--set", section, "--set", f"{TTFT}=900", code=0
     )
+
+
+def test_a_grid_whose_instance_is_a_link_that_loops_is_bad_input(run_cli, tmp_path):
+    # before: RuntimeError from Path.resolve, 'internal error', exit 70
+    (tmp_path / "a.yaml").symlink_to(tmp_path / "b.yaml")
+    (tmp_path / "b.yaml").symlink_to(tmp_path / "a.yaml")
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(f"instance: a.yaml\naxes:\n  {TTFT}: [900]\n")
+    needles = (f"instance: {tmp_path / 'a.yaml'}: cannot be read",)
+    run_checked(run_cli, "sweep", grid, needles=needles)
