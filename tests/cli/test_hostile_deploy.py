@@ -105,3 +105,29 @@ def test_fleet_import_refuses_an_instance_out_no_command_would_load(run_cli, tmp
         needles=needles,
     )
     assert not out.exists()
+
+
+@pytest.mark.parametrize("target", ["vllm", "sglang", "trtllm"])
+def test_a_name_with_a_newline_never_becomes_a_command_of_a_launch_script(
+    run_cli, tmp_path, target
+):
+    # before: the region 'x\ntouch .../PWNED #' ended the script's comment line, and
+    # running the script ran `touch`
+    region = f"x\ntouch {tmp_path / 'PWNED'} #"
+    data = copy.deepcopy(ONE)
+    data["regions"][0]["name"] = region
+    data["workloads"][0]["demand"] = {region: {"peak_requests_per_s": 5}}
+    instance = tmp_path / "inst.json"
+    instance.write_text(json.dumps(data), encoding="utf-8")
+    plan = tmp_path / "plan.json"
+    run_checked(run_cli, "solve", instance, "--json", plan, code=0)
+    out = tmp_path / "out"
+    run_checked(
+        run_cli, "deploy", plan, "--instance", instance, "--target", target, "--out", out, code=0
+    )
+    scripts = list(out.glob("*.sh"))
+    assert scripts
+    for script in scripts:
+        lines = script.read_text().splitlines()
+        assert len(lines) == 3 and lines[0] == "#!/bin/sh" and lines[2].startswith("exec ")
+        assert lines[1].startswith("# ") and "x\\u000atouch" in lines[1]
