@@ -3,9 +3,12 @@ FOLDER/a.expected.json` replaced a's golden with the results (the next --check r
 regression, 'bad golden file'), and `--json FOLDER/out.json` made out.json an instance of
 the next run (bad input, exit 1). Both are refused before any work."""
 
+import json
 import shutil
+from xml.dom import minidom
 
 import pytest
+import yaml
 
 from tests.cli.test_hostile_input import run_checked
 from tests.paths import ONE_MODEL_ONE_REGION
@@ -45,3 +48,19 @@ def test_other_outputs_in_the_folder_are_written(run_cli, folder):
         folder / "junit.xml", code=0,
     )  # fmt: skip
     assert (folder / "summary.md").is_file() and (folder / "junit.xml").is_file()
+
+
+def test_the_junit_report_stays_well_formed_xml_whatever_the_names(run_cli, tmp_path):
+    # before: an ESC in a region's name (quoted in the failure) and in a file's name went
+    # into the XML as is: 'not well-formed (invalid token)' to every reader
+    data = yaml.safe_load(ONE_MODEL_ONE_REGION.read_text(encoding="utf-8"))
+    data["regions"][0]["name"] = "r\x1b"  # the demand's us-east is now unknown: bad input
+    home = tmp_path / "instances"
+    home.mkdir()
+    (home / "bad\x1b.json").write_text(json.dumps(data), encoding="utf-8")
+    report = tmp_path / "junit.xml"
+    run_checked(run_cli, "batch", home, "--junit", report, code=1)
+    cases = minidom.parse(str(report)).getElementsByTagName("testcase")
+    assert [case.getAttribute("name") for case in cases] == ["bad\\u001b.json"]
+    failure = cases[0].getElementsByTagName("failure")[0]
+    assert "(declared: r\\u001b)" in failure.getAttribute("message")
