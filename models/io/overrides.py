@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from models.io.documents import check_yaml_text, dotted
+from models.io.documents import BaseSixtyNumber, ValueLoader, check_yaml_text, dotted
 from models.schema.errors import InputError, Issue
 from models.schema.quantities import counted
 
@@ -145,7 +145,9 @@ def parse_value(text: str, raw: str) -> Any:
     except InputError as error:
         raise _refuse(text, error.issues[0].message) from None
     try:
-        value = yaml.safe_load(raw) if raw.strip() else None
+        value = yaml.load(raw, Loader=ValueLoader) if raw.strip() else None
+    except BaseSixtyNumber as number:
+        raise _refuse(text, f"value {number}") from None
     except yaml.YAMLError as error:
         problem = getattr(error, "problem", None) or "not valid YAML"
         raise _refuse(text, f"value {_cut(raw)!r} is not a YAML value: {problem}") from None
