@@ -4,12 +4,15 @@ limit. 100 regions joined pairwise, 100 workloads in each, surviving any region 
 trips of 101 scenarios x 100 workloads x 100 origins before any deadline check."""
 
 import itertools
+import json
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from models.io.loading import validate_instance
-from models.operations.scenarios import rerouted_rtts
+from models.operations.scenarios import RegionGraph, _dijkstra, rerouted_rtts
 from tests.cli.test_hostile_input import run_checked
 from tests.guards import failing_after
 
@@ -68,3 +71,46 @@ def test_a_pairwise_hundred_region_instance_stops_at_its_time_limit(run_cli, tmp
     with failing_after(40, "solve --time-limit 3 of 100 regions x 100 workloads"):
         result = run_checked(run_cli, "solve", path, "--time-limit", "3", code=4)
     assert "time limit of 3 s reached" in result.stderr
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    links=st.lists(
+        st.tuples(st.integers(0, 7), st.integers(0, 7), st.sampled_from([0.0, 5.0, 10.0, 25.0])),
+        max_size=20,
+    ),
+    origin=st.integers(0, 7),
+    lost=st.integers(0, 7),
+    within=st.sampled_from([None, 0.0, 10.0, 24.0, 60.0]),
+)
+def test_a_region_loss_off_the_shortest_paths_tree_needs_no_search_of_its_own(
+    links, origin, lost, within
+):
+    # the round trips avoiding a lost region, as the graph gives them (a leaf of the
+    # shortest paths' tree read off the whole graph's search), equal a search without it
+    names = [f"r{i}" for i in range(8)]
+    kept = tuple((names[a], names[b], rtt) for a, b, rtt in links if a != b)
+    graph = RegionGraph(tuple(names), kept)
+    o, without = names[origin], names[lost]
+    expected = _dijkstra(graph._adjacency, o, None if without == o else without, within)
+    assert graph.rtt_ms(o, without, within) == expected
+
+
+def test_verify_of_a_fleet_in_a_hundred_pairwise_regions_ends_in_seconds(run_cli, tmp_path):
+    # before: every (scenario, origin) searched its own paths (10,100 searches), every check
+    # sorted each origin's destinations and filtered every pool: about 70 s; now 100
+    # searches (each loss is a leaf of a star) and one sort per origin and scenario
+    data = _pairwise(100, 20)
+    path = tmp_path / "pairwise.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    pool = {"gpu": "h100-sxm", "precision": "fp8", "tp": 1, "pp": 1, "count": 2}
+    fleet = [
+        {"workload": w["name"], "region": r["name"], **pool}
+        for w in data["workloads"]
+        for r in data["regions"]
+    ]
+    plan = tmp_path / "fleet.json"
+    plan.write_text(json.dumps({"replicas": fleet}), encoding="utf-8")
+    with failing_after(30, "verify of 2,000 pools in 100 pairwise regions"):
+        result = run_checked(run_cli, "verify", path, plan, code=0)
+    assert "2,020 scenario checks" in result.stdout + result.stderr  # 101 scenarios x 20
