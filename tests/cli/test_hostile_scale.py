@@ -12,7 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models.io.loading import validate_instance
-from models.operations.scenarios import RegionGraph, _dijkstra, rerouted_rtts
+from models.operations.scenarios import RegionGraph, _dijkstra, failure_scenarios, rerouted_rtts
+from solver.candidates.table import build_candidates
+from solver.program.sets import ProgramSets
 from tests.cli.test_hostile_input import run_checked
 from tests.guards import failing_after
 
@@ -114,3 +116,21 @@ def test_verify_of_a_fleet_in_a_hundred_pairwise_regions_ends_in_seconds(run_cli
     with failing_after(30, "verify of 2,000 pools in 100 pairwise regions"):
         result = run_checked(run_cli, "verify", path, plan, code=0)
     assert "2,020 scenario checks" in result.stdout + result.stderr  # 101 scenarios x 20
+
+
+def test_the_program_build_stops_at_the_time_limit():
+    # the sets that visit every scenario, workload and origin ask the deadline once per
+    # scenario: past it, the build stops there (100 x 100 pairwise ran 184 s under 60)
+    instance = validate_instance(_pairwise(3, 2), "x", {})
+    table = build_candidates(instance)
+    asked = []
+
+    def expired():
+        asked.append(1)
+        raise TimeoutError("deadline")
+
+    sets = ProgramSets(instance, table, failure_scenarios(instance), deadline=expired)
+    for name in ("routes", "rerouted_rtt", "max_load"):
+        with pytest.raises(TimeoutError):
+            getattr(sets, name)
+    assert len(asked) == 3
