@@ -16,3 +16,20 @@ def test_simulate_names_a_fleet_without_a_scenario_table(run_cli, tmp_path):
     needles = (f"PLAN: {fleet} states no scenario table", "`fleetplan verify`")
     result = run_checked(run_cli, "simulate", ONE_MODEL_ONE_REGION, fleet, needles=needles)
     assert "it has none" not in result.stderr
+
+
+def test_a_plan_stating_growth_or_headroom_out_of_bounds_is_refused(run_cli, tmp_path):
+    # before: verified (they are the plan's own record), and report wrote 'planned for
+    # -1x today's demand, pools at most 100000000000% of their capacity at the SLO'
+    pool = {"workload": "chat", "region": "us-east", "gpu": "h100-sxm", "precision": "fp8"}
+    plan = tmp_path / "plan.json"
+    replicas = [{**pool, "tp": 1, "pp": 1, "count": 4}]
+    plan.write_text(json.dumps({"replicas": replicas, "demand_growth": -1, "max_utilization": 1e9}))
+    needles = ("demand_growth: Value error, must be at least 0.001, got -1",
+               "max_utilization: Value error, must be at most 1")  # fmt: skip
+    run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, needles=needles)
+    html = tmp_path / "r.html"
+    run_checked(
+        run_cli, "report", ONE_MODEL_ONE_REGION, "-o", html, "--plan", plan, needles=needles
+    )
+    assert not html.exists()
