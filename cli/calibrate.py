@@ -99,6 +99,32 @@ def _not_placed(run: Measurement) -> Issue:
     return Issue(run.source, None, "", message)
 
 
+def _check_readable(factors: dict, measurements: list[Path]) -> None:
+    """The fitted factors within the bounds a profile file is read with
+    (models.physics.efficiency.EfficiencyOverrides): a one-user run whose TTFT is a
+    minute fitted a request overhead past 10 s, and the profile written was refused by
+    every command that used it."""
+    from pydantic import ValidationError
+
+    from models.physics.efficiency import EfficiencyOverrides
+
+    try:
+        EfficiencyOverrides(**factors)
+    except ValidationError as error:
+        raise InputError(
+            [
+                Issue(
+                    ", ".join(map(str, measurements)),
+                    None,
+                    ".".join(map(str, item["loc"])),
+                    f"fitted to {item['input']!r}: {item['msg'].removeprefix('Value error, ')}; "
+                    "no profile was written (are the runs' latencies in ms?)",
+                )
+                for item in error.errors()
+            ]
+        ) from None
+
+
 def _check_run_flags(measurements: list[Path], name: str | None, *run_flags: object) -> None:
     """Flags that would change nothing exit 2 naming each: an empty --name (the file's
     stem was used without a word), and the JSON results' --model ... --concurrency where
@@ -201,6 +227,7 @@ def calibrate(
     document = profile_document(
         fit, name or output.stem, base_engine, [str(m) for m in measurements], date
     )
+    _check_readable(document["by_key"]["default"], measurements)
     header = (
         f"# fleetplan engine profile, written by `fleetplan calibrate` on {date}.\n"
         "# Use it with `engine: <this file>` in an instance or `--engine <this file>`.\n"
