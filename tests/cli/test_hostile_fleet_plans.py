@@ -4,6 +4,8 @@ the plan; it has none"; now it names the plan file and what reads such a fleet."
 
 import json
 
+import yaml
+
 from tests.cli.test_hostile_input import run_checked
 from tests.paths import ONE_MODEL_ONE_REGION
 
@@ -33,3 +35,17 @@ def test_a_plan_stating_growth_or_headroom_out_of_bounds_is_refused(run_cli, tmp
         run_cli, "report", ONE_MODEL_ONE_REGION, "-o", html, "--plan", plan, needles=needles
     )
     assert not html.exists()
+
+
+def test_a_name_with_a_line_break_stays_in_its_markdown_cell(run_cli, tmp_path):
+    # before: the break ended the table row, and the rest of the name began a line
+    # outside the table
+    data = yaml.safe_load(ONE_MODEL_ONE_REGION.read_text(encoding="utf-8"))
+    data["workloads"][0]["name"] = "a|b\nc"
+    instance = tmp_path / "inst.json"
+    instance.write_text(json.dumps(data), encoding="utf-8")
+    out = tmp_path / "plan.md"
+    run_checked(run_cli, "solve", instance, "--markdown", out, code=0)
+    rows = [line for line in out.read_text().splitlines() if "a\\|b" in line]
+    assert rows and all(line.startswith("| ") and line.endswith(" |") for line in rows)
+    assert all("a\\|b<br>c" in line for line in rows)
