@@ -28,14 +28,16 @@ from rich.table import Table
 from rich.text import Text
 
 from cli.exit_codes import ExitCode
-from cli.options import JsonOut, capped_at_cores
+from cli.options import JsonOut, capped_at_cores, named_backend
 from cli.render.console import err, job_progress, out
 from cli.render.junit import junit_xml, outcome_records, verdict
 from cli.render.zeros import json_without_negative_zero
-from models.io.output_files import check_targets, is_stdout, write_text
-from models.schema.errors import InputError
+from models.io.output_files import check_targets, is_stdout, resolved_target, write_text
+from models.schema.errors import InputError, Issue
 from solver.studies.batch import (
     FAILED_STATUSES,
+    GOLDEN_SUFFIX,
+    INSTANCE_SUFFIXES,
     Comparison,
     Outcome,
     check_golden,
@@ -61,7 +63,8 @@ def batch(
         ),
     ] = 1,
     backend: Annotated[
-        str | None, typer.Option(help="Override every instance's solver backend.")
+        str | None,
+        typer.Option(help="Override every instance's solver backend.", callback=named_backend),
     ] = None,
     json_out: JsonOut = None,
     markdown_out: Annotated[
@@ -103,6 +106,8 @@ def batch(
         check_one_golden_each(files)
     outputs = (json_out, markdown_out, junit_out)
     check_targets(outputs, tuple(files))
+    _check_outside_the_run(folder, {"--json": json_out, "--markdown": markdown_out,
+                                    "--junit": junit_out})  # fmt: skip
     console = err if any(p is not None and is_stdout(p) for p in outputs) else out
     with job_progress("solving") as progress:
         task = progress.add_task("", total=len(files))
@@ -130,6 +135,31 @@ def batch(
         write_text(junit_out, junit_xml(outcomes, comparisons, strict), tuple(files))
     if failed:
         raise typer.Exit(ExitCode.CHECK_FAILED)
+
+
+def _check_outside_the_run(folder: Path, outputs: dict[str, Path | None]) -> None:
+    """An output the run itself would read is refused before any work: a file in FOLDER
+    with an instance suffix is an instance to the next run (a bad one, exit 1), and one
+    named NAME.expected.json is a golden (replaced by the results, the next --check read
+    a regression)."""
+    home = folder.resolve()
+    problems = [
+        Issue(
+            "command line",
+            None,
+            flag,
+            f"{path}: is in the folder batch reads, where "
+            + ("a golden file" if path.name.endswith(GOLDEN_SUFFIX) else "an instance file")
+            + " of that name is an input of the next run; write it elsewhere",
+        )
+        for flag, path in outputs.items()
+        if path is not None
+        and not is_stdout(path)
+        and resolved_target(path).parent == home
+        and path.suffix.lower() in INSTANCE_SUFFIXES
+    ]
+    if problems:
+        raise InputError(problems)
 
 
 def _update_goldens(outcomes: list[Outcome], allow_infeasible: bool, console) -> bool:

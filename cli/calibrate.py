@@ -83,18 +83,68 @@ def factors_table(fit: ProfileFit) -> TableSpec:
     return TableSpec(title="Fitted factors", columns=("factor", "value"), rows=rows, note=note)
 
 
+def _layout_refused(run: Measurement) -> str:
+    """Why the replay cannot place `run`, naming its layout."""
+    layout = f"{run.model} on {run.gpu} {run.precision.value} tp{run.tp} pp{run.pp}"
+    return (
+        f"{layout}: the replay cannot run this layout (a precision the GPU lacks, a TP the "
+        "model's heads cannot split, or weights beyond its memory)"
+    )
+
+
 def _not_placed(run: Measurement) -> Issue:
     """A run the replay cannot place: no profile comes of runs like it alone (the file
     written held the base profile's factors as if fitted, and a NaN error)."""
-    layout = f"{run.model} on {run.gpu} {run.precision.value} tp{run.tp} pp{run.pp}"
-    return Issue(
-        run.source,
-        None,
-        "",
-        f"{layout}: the replay cannot run this layout (a precision the GPU lacks, a TP the "
-        "model's heads cannot split, or weights beyond its memory), so no run can be fitted "
-        "and no profile was written",
-    )
+    message = f"{_layout_refused(run)}, so no run can be fitted and no profile was written"
+    return Issue(run.source, None, "", message)
+
+
+def _check_readable(factors: dict, measurements: list[Path]) -> None:
+    """The fitted factors within the bounds a profile file is read with
+    (models.physics.efficiency.EfficiencyOverrides): a one-user run whose TTFT is a
+    minute fitted a request overhead past 10 s, and the profile written was refused by
+    every command that used it."""
+    from pydantic import ValidationError
+
+    from models.physics.efficiency import EfficiencyOverrides
+
+    try:
+        EfficiencyOverrides(**factors)
+    except ValidationError as error:
+        raise InputError(
+            [
+                Issue(
+                    ", ".join(map(str, measurements)),
+                    None,
+                    ".".join(map(str, item["loc"])),
+                    f"fitted to {item['input']!r}: {item['msg'].removeprefix('Value error, ')}; "
+                    "no profile was written (are the runs' latencies in ms?)",
+                )
+                for item in error.errors()
+            ]
+        ) from None
+
+
+def _check_run_flags(measurements: list[Path], name: str | None, *run_flags: object) -> None:
+    """Flags that would change nothing exit 2 naming each: an empty --name (the file's
+    stem was used without a word), and the JSON results' --model ... --concurrency where
+    every input is a CSV, whose rows give them as columns."""
+    if name is not None and not name.strip():
+        raise InputError(
+            [
+                Issue(
+                    "command line",
+                    None,
+                    "--name",
+                    "is empty; give a name or leave it out (the file's stem)",
+                )
+            ]
+        )
+    flags = ("--model", "--gpu", "--precision", "--kv-precision", "--tp", "--pp", "--concurrency")
+    given = [flag for flag, value in zip(flags, run_flags, strict=True) if value is not None]
+    if given and all(path.suffix.lower() == ".csv" for path in measurements):
+        why = "describes JSON results only; every input is a CSV, whose rows give it as a column"
+        raise InputError([Issue("command line", None, flag, why) for flag in given])
 
 
 def calibrate(
@@ -155,6 +205,7 @@ def calibrate(
             [Issue("command line", None, "--output", "the profile file must end in .yaml")]
         )
     check_targets((output, json_out), (*measurements, *read_files(engine)))
+    _check_run_flags(measurements, name, model, gpu, precision, kv_precision, tp, pp, concurrency)
     try:
         base_engine = check_engine(engine)
     except UnknownEngine as error:
@@ -165,10 +216,18 @@ def calibrate(
     fit = fit_profile(runs, base_engine, leave_one_out=leave_one_out)
     if not any(run_fit.predicted for run_fit in fit.runs):
         raise InputError([_not_placed(run_fit.run) for run_fit in fit.runs])
+    for run_fit in fit.runs:  # fitted without it: said, not only '(no fit)' in the table
+        if not run_fit.predicted:
+            err.print(
+                f"warning: {run_fit.run.source}: {_layout_refused(run_fit.run)}; "
+                "left out of the fit",
+                markup=False,
+            )
     date = datetime.date.today().isoformat()
     document = profile_document(
         fit, name or output.stem, base_engine, [str(m) for m in measurements], date
     )
+    _check_readable(document["by_key"]["default"], measurements)
     header = (
         f"# fleetplan engine profile, written by `fleetplan calibrate` on {date}.\n"
         "# Use it with `engine: <this file>` in an instance or `--engine <this file>`.\n"

@@ -10,11 +10,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import yaml
 
 from cli.options import emit_json, load, require_verified
 from cli.render.console import err
-from models.io.documents import read_document, read_text, yaml_documents
+from models.io.documents import (
+    INSTANCE_SUFFIXES,
+    instance_text,
+    read_document,
+    read_text,
+    yaml_documents,
+)
 from models.io.loading import validate_instance
 from models.io.output_files import check_target, check_targets, write_text
 from models.schema.errors import InputError, Issue
@@ -120,6 +125,13 @@ def fleet_import(
     files = _fleet_files(fleet_file) if fleet_file.is_dir() else [fleet_file]
     inputs = (fleet_file, instance_file, *files)
     check_targets((instance_out, plan_out), inputs)  # and never one file for both
+    if instance_out.suffix.lower() not in INSTANCE_SUFFIXES:  # written, it would not load
+        raise _problem(
+            "command line",
+            "--instance-out",
+            f"{instance_out}: an instance file is .yaml, .yml or .json, got "
+            + (repr(instance_out.suffix) if instance_out.suffix else "no suffix"),
+        )
     load(instance_file, None)  # the instance must be valid before it is rewritten
     # bounded as every input is (models.io.documents): a FIFO, a device, a binary file or
     # one over the size limit is refused, never waited on or read without end
@@ -153,6 +165,6 @@ def fleet_import(
                 for issue in error.issues
             ]
         ) from None
-    write_text(instance_out, yaml.safe_dump(updated, sort_keys=False), inputs)
+    write_text(instance_out, instance_text(updated, instance_out), inputs)
     err.print(f"wrote {instance_out}", markup=False)
     emit_json(plan_out, fleet_plan(pools), inputs)

@@ -13,7 +13,7 @@ import typer
 
 from cli.estimate_config import assumptions_from, read_config
 from cli.exit_codes import ExitCode
-from cli.options import JsonOnly, emit_json, read_files, within
+from cli.options import JsonOnly, emit_json, given_on_command_line, read_files, within
 from cli.render.console import err
 from cli.render.estimate_tables import estimate_report, headroom_report
 from cli.render.tables import Report
@@ -53,6 +53,7 @@ def _assumption(text: str, field: str, bound: Bound) -> Any:
 
 
 def estimate(
+    ctx: typer.Context,
     requests_per_day: Annotated[
         float | None,
         _assumption("Requests in an average day.", "requests_per_day", limits.REQUESTS_PER_DAY),
@@ -184,6 +185,8 @@ def estimate(
     assumptions = assumptions_from(flags, read_config(config) if config else None)
     if engine is not None and model is None:
         raise typer.BadParameter("only applies with --model and --gpu", param_hint="--engine")
+    if model is None and given_on_command_line(ctx, "precision"):  # else it changes nothing
+        raise typer.BadParameter("only applies with --model and --gpu", param_hint="--precision")
     engine_json: dict[str, Any] = {}
     engine_line = ""
     if model is None:

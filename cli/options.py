@@ -172,6 +172,22 @@ def known_backend(param: typer.CallbackParam, value: str | None) -> str | None:
     raise InputError([Issue("command line", None, _flag(param), problem)])
 
 
+def named_backend(param: typer.CallbackParam, value: str | None) -> str | None:
+    """A typer callback for a `--backend` whose unknown names are each instance's outcome
+    (`batch`): an empty or blank name exits 2 naming the flag, since it would otherwise
+    read as not given and run every instance's own backend without a word."""
+    if value is not None and not value.strip():
+        problem = f"an empty solver backend name; choose one of {_backend_names()}"
+        raise InputError([Issue("command line", None, _flag(param), problem)])
+    return value
+
+
+def _backend_names() -> str:
+    from models.schema.backend_names import BACKEND_NAMES
+
+    return ", ".join(BACKEND_NAMES)
+
+
 class Executor(StrEnum):
     """Where the workload, scenario and period subproblems of a solve run."""
 

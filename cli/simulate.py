@@ -75,13 +75,21 @@ def _read_plan(path: Path) -> Plan:
     if (reason := no_plan_reason(data)) is not None:
         raise _problem("PLAN", f"{path} {reason}")
     try:
-        return Plan.model_validate(data)
+        plan = Plan.model_validate(data)
     except ValueError as error:
         raise _problem(
             "PLAN",
             f"{path} is not a plan written by `fleetplan solve --json`: "
             f"{str(error).splitlines()[0]}",
         ) from None
+    if not plan.scenarios and not any(hour.scenarios for hour in plan.hours):
+        raise _problem(  # it read "--scenario: scenario 'none' is not in the plan; it has none"
+            "PLAN",
+            f"{path} states no scenario table (the load each pool carries): a fleet of "
+            'replicas only ({"replicas": [...]}, as fleet-import writes) is judged by '
+            "`fleetplan verify`; simulate replays a plan written by `fleetplan solve --json`",
+        )
+    return plan
 
 
 def _fmt(value: float | None) -> str:

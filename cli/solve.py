@@ -31,6 +31,7 @@ from cli.options import (
     capped_at_cores,
     emit_json,
     given_on_command_line,
+    known_backend,
     load,
     to_stdout,
     within,
@@ -67,7 +68,10 @@ if TYPE_CHECKING:  # `solve` never needs the explanation's modules (levers, re-s
 InstanceFile = Annotated[Path, typer.Argument(help="Instance file (.yaml, .yml or .json).")]
 BackendOption = Annotated[
     str | None,
-    typer.Option(help=f"Solver backend: {', '.join(BACKEND_NAMES)} (default: the instance's)."),
+    typer.Option(
+        help=f"Solver backend: {', '.join(BACKEND_NAMES)} (default: the instance's).",
+        callback=known_backend,
+    ),
 ]
 TimeLimit = Annotated[
     float | None,

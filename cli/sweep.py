@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from cli.exit_codes import ExitCode
-from cli.options import JsonOut, capped_at_cores, emit_json, to_stdout
+from cli.options import JsonOut, capped_at_cores, emit_json, known_backend, to_stdout
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, print_tables
 from models.io.output_files import check_targets
@@ -45,7 +45,9 @@ def sweep(
             "--out", help="JSON Lines file: one line per point, appended as each ends; resumes."
         ),
     ] = None,
-    backend: Annotated[str | None, typer.Option(help="Solver backend for every point.")] = None,
+    backend: Annotated[
+        str | None, typer.Option(help="Solver backend for every point.", callback=known_backend)
+    ] = None,
     json_out: JsonOut = None,
 ) -> None:
     """Solve an instance across a grid of changes; report the cost surface and the robust

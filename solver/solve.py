@@ -34,6 +34,7 @@ import dataclasses
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
 from models.colocation.warm_cold import splittable
@@ -356,7 +357,10 @@ class StaticStep:
         started in workers while it builds."""
         instance, table = self.instance, self.table
         rows = "cuts" if self.cuts else "routing"
-        sets = ProgramSets(instance, table, failure_scenarios(instance), scenario_rows=rows)
+        deadline = partial(self.settings.check, self.build_stage)
+        sets = ProgramSets(
+            instance, table, failure_scenarios(instance), scenario_rows=rows, deadline=deadline
+        )
         problems = [*table.problems, *presolve_problems(sets)]
         if problems:
             raise Infeasible.from_problems(problems)

@@ -10,6 +10,7 @@ The JUnit file is the shape CI systems read (Jenkins, GitLab, GitHub test report
 whose message is its first reason and whose text lists them all.
 """
 
+import re
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -58,6 +59,16 @@ def outcome_records(
     ]
 
 
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+"""Characters XML 1.0 cannot hold, even escaped (a file or instance name may)."""
+
+
+def _xml_safe(text: str) -> str:
+    """`text` with each character XML 1.0 cannot hold spelled `\\uNNNN`: an ESC in an
+    instance's name made the whole report not well-formed, unreadable to a CI job."""
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def junit_xml(
     outcomes: list[Outcome], comparisons: list[Comparison | None], strict: bool = False
 ) -> str:
@@ -78,15 +89,15 @@ def junit_xml(
         case = ElementTree.SubElement(
             suite,
             "testcase",
-            name=Path(outcome.file).name,
+            name=_xml_safe(Path(outcome.file).name),
             classname=CLASS_NAME,
             time=f"{outcome.runtime_s:.3f}",
         )
         if result["verdict"] == "fail":
             failure = ElementTree.SubElement(
-                case, "failure", message=result["reasons"][0], type=result["finding"]
+                case, "failure", message=_xml_safe(result["reasons"][0]), type=result["finding"]
             )
-            failure.text = "\n".join(result["reasons"])
+            failure.text = _xml_safe("\n".join(result["reasons"]))
         else:
             cost = "-" if outcome.cost_per_month is None else f"${outcome.cost_per_month:,.2f}"
             gpus = "- GPUs" if outcome.total_gpus is None else counted(outcome.total_gpus, "GPU")

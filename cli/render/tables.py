@@ -147,6 +147,15 @@ def column_groups(spec: TableSpec, width: int) -> list[tuple[int, ...]]:
     return groups
 
 
+def _markdown_cell(text: str) -> str:
+    """A table cell that stays one cell: `|` escaped, a line break (a name may hold one)
+    written as `<br>`; it ended the row, and the rest of the name began a line of its own
+    outside the table."""
+    return (
+        text.replace("|", "\\|").replace("\r\n", "<br>").replace("\n", "<br>").replace("\r", "<br>")
+    )
+
+
 def markdown_tables(header: list[str], tables: list[TableSpec], note: str = "") -> str:
     """The same report as Markdown: the first header line as the title (none without a
     header), a section and a pipe table per table."""
@@ -155,9 +164,7 @@ def markdown_tables(header: list[str], tables: list[TableSpec], note: str = "") 
         lines += [f"## {spec.title}", ""]
         lines.append("| " + " | ".join(spec.columns) + " |")
         lines.append("|" + "---|" * len(spec.columns))
-        lines += [
-            "| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in spec.rows
-        ]
+        lines += ["| " + " | ".join(map(_markdown_cell, row)) + " |" for row in spec.rows]
         if spec.note:
             lines += ["", spec.note]
         lines.append("")

@@ -72,7 +72,7 @@ def read_document(path: str | Path, what: str = "instance") -> tuple[Any, Lines]
     path = Path(path)
     name = str(path)
     suffix = path.suffix.lower()
-    if suffix not in (".json", ".yaml", ".yml") and what == "instance":
+    if suffix not in INSTANCE_SUFFIXES and what == "instance":
         if path.is_dir():
             raise _problem(
                 name, "is a folder, not an instance file (`fleetplan batch` solves a folder)"
@@ -82,6 +82,19 @@ def read_document(path: str | Path, what: str = "instance") -> tuple[Any, Lines]
     if suffix in (".yaml", ".yml"):
         return _parse_yaml(text, name)
     return _parse_json(text, name, what)
+
+
+INSTANCE_SUFFIXES = (".json", ".yaml", ".yml")
+"""The file types an instance is read from (`read_document`)."""
+
+
+def instance_text(document: Any, path: str | Path) -> str:
+    """`document` as the text of the instance file `path`, in the form `read_document`
+    reads it back by the suffix: JSON for `.json`, else YAML (`.yaml`, `.yml`; a caller
+    refuses any suffix outside `INSTANCE_SUFFIXES` first, as no command would load it)."""
+    if Path(path).suffix.lower() == ".json":
+        return json.dumps(document, indent=2) + "\n"
+    return yaml.safe_dump(document, sort_keys=False)
 
 
 def read_text(path: str | Path, what: str) -> str:
@@ -190,7 +203,40 @@ def _duplicate_issue(name: str, dup: _DuplicateKey, field: str = "") -> InputErr
     )
 
 
-class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]
+class BaseSixtyNumber(Exception):
+    """A plain scalar YAML 1.1 reads as a base-60 number: `1:30` is 90, `12:00` is 720."""
+
+    def __init__(self, text: str, value: float, line: int):
+        super().__init__(
+            f"{text!r} reads in YAML 1.1 as the base-60 number {value:g}, not a time or a "
+            "ratio: quote it for text, or write the number in decimal"
+        )
+        self.line = line
+
+
+def _no_base_sixty(construct: Any) -> Any:
+    def checked(loader: Any, node: yaml.ScalarNode) -> Any:
+        value = construct(loader, node)
+        if ":" in str(node.value):  # a deadline of `1:30` hours planned 90
+            raise BaseSixtyNumber(str(node.value), value, node.start_mark.line + 1)
+        return value
+
+    return checked
+
+
+class ValueLoader(_BASE_LOADER):  # type: ignore[misc, valid-type]
+    """Safe loading that refuses a base-60 number (`BaseSixtyNumber`), for a document
+    and for a `--set` value alike."""
+
+
+for _tag, _construct in (
+    ("tag:yaml.org,2002:int", yaml.constructor.SafeConstructor.construct_yaml_int),
+    ("tag:yaml.org,2002:float", yaml.constructor.SafeConstructor.construct_yaml_float),
+):
+    ValueLoader.add_constructor(_tag, _no_base_sixty(_construct))
+
+
+class _Loader(ValueLoader):
     """Safe loading that refuses a key given twice in one mapping (merge keys aside)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
@@ -219,6 +265,8 @@ def _read_as_yaml(name: str) -> Iterator[None]:
         yield
     except _DuplicateKey as dup:
         raise _duplicate_issue(name, dup) from None
+    except BaseSixtyNumber as number:
+        raise _problem(name, str(number), number.line) from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None

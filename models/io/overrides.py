@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from models.io.documents import check_yaml_text, dotted
+from models.io.documents import BaseSixtyNumber, ValueLoader, check_yaml_text, dotted
 from models.schema.errors import InputError, Issue
 from models.schema.quantities import counted
 
@@ -145,7 +145,9 @@ def parse_value(text: str, raw: str) -> Any:
     except InputError as error:
         raise _refuse(text, error.issues[0].message) from None
     try:
-        value = yaml.safe_load(raw) if raw.strip() else None
+        value = yaml.load(raw, Loader=ValueLoader) if raw.strip() else None
+    except BaseSixtyNumber as number:
+        raise _refuse(text, f"value {number}") from None
     except yaml.YAMLError as error:
         problem = getattr(error, "problem", None) or "not valid YAML"
         raise _refuse(text, f"value {_cut(raw)!r} is not a YAML value: {problem}") from None
@@ -178,6 +180,24 @@ def apply_overrides(document: Any, overrides: tuple[Override, ...]) -> Any:
     if not overrides:
         return document
     return _applied(document, overrides)[0]
+
+
+def landed_paths(document: Any, overrides: tuple[Override, ...]) -> tuple[Any, list[str]]:
+    """apply_overrides, and the field path each override landed on, with positions
+    (`workloads[0].slo.ttft_p99_ms` for `workloads[chat].slo.ttft_p99_ms`): two spellings
+    of one field land on one path."""
+    return _applied(document, overrides)
+
+
+def overridden(landed: list[str]) -> list[tuple[int, int]]:
+    """(i, j) for each override i that a later override j replaces: j lands on i's field
+    or on a field holding it (`policy` after `policy.survive`), so i's value is lost."""
+    return [
+        (i, j)
+        for i, path in enumerate(landed)
+        for j in range(i + 1, len(landed))
+        if _within(path, landed[j])
+    ]
 
 
 def _applied(document: Any, overrides: tuple[Override, ...]) -> tuple[Any, list[str]]:
@@ -268,6 +288,23 @@ def load_instance_with(path: str | Path, overrides: tuple[Override, ...] = ()):
     read_document, validate_instance = loading.read_document, loading.validate_instance
     data, lines = read_document(path, what="instance")
     data, landed = _applied(data, overrides)
+    lost = [
+        Issue(
+            "--set",
+            None,
+            "",
+            f"{_cut(overrides[i].text)}: is replaced by --set {_cut(overrides[j].text)} ("
+            + (
+                f"both land on {landed[i]}"
+                if landed[i] == landed[j]
+                else f"{landed[j]} holds {landed[i]}"
+            )
+            + "): give each field once",
+        )
+        for i, j in overridden(landed)
+    ]
+    if lost:
+        raise InputError(lost)
     try:
         return validate_instance(data, str(path), lines, instance_dir=path.parent)
     except InputError as error:

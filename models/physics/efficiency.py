@@ -151,7 +151,9 @@ def profile_of(name: str) -> dict[str, Any]:
     UnknownEngine for a profile file that does not hold a profile."""
     if is_profile_file(name):
         try:
-            return read_profile_file(name, Efficiency)
+            # each factor held to the bounds an instance's `efficiency:` is held to (a
+            # step of 10^6 s planned at exit 0, a chunk of 10^12 tokens read 'does not fit')
+            return read_profile_file(name, EfficiencyOverrides)
         except ProfileFileError as error:
             raise UnknownEngine(str(error)) from None
     return engine_profiles().get(name, {})

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from models.physics.yaml_files import SAFE_LOADER
 
@@ -96,10 +96,12 @@ def _read(resolved: str, shown: str, factors: type[BaseModel]) -> dict[str, Any]
                 raise ProfileFileError(f"{where}: {value} is not finite")
         try:
             factors(**values)
-        except ValueError as error:
-            first = str(error).splitlines()
+        except ValidationError as error:
+            item = error.errors()[0]
+            at = ".".join(str(part) for part in item["loc"])
+            message = item["msg"].removeprefix("Value error, ")
             raise ProfileFileError(
-                f"engine profile file {shown}: by_key.{key}: {' '.join(first[1:3])}"
+                f"engine profile file {shown}: by_key.{key}.{at}: {message}"
             ) from None
     fallback = document.get("fallback")
     if fallback is not None and not isinstance(fallback, str):

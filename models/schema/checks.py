@@ -53,7 +53,32 @@ def input_warnings(instance: Instance) -> list[str]:
         + _growth_without_horizon(instance)
         + _horizon_without_hours(instance)
         + _part_servers(instance)
+        + _policy_without_effect(instance)
     )
+
+
+def _policy_without_effect(instance: Instance) -> list[str]:
+    """Policy switches that refine another the instance lacks, and so were dropped without
+    a word: `multi_lora` shares engines only under `colocation`; `spot_confidence` puts
+    interactive pools on spot only where a supply entry prices spot; `prefix_affinity`
+    routes declared `prefixes` only."""
+    policy = instance.policy
+    spot = any(
+        offer.spot_price_per_gpu_hour is not None
+        for region in instance.regions
+        for offer in region.supply.values()
+    )
+    dropped = [
+        ("policy.multi_lora: true", policy.multi_lora and not policy.colocation,
+         "policy.colocation is off (adapters share an engine only in co-located groups)"),
+        (f"policy.spot_confidence: {policy.spot_confidence:g}" if policy.spot_confidence else "",
+         policy.spot_confidence is not None and not spot,
+         "no supply entry offers spot (spot_price_per_gpu_hour)"),
+        ("policy.prefix_affinity: true",
+         policy.prefix_affinity and not any(w.prefixes for w in instance.workloads),
+         "no workload declares prefixes to route by"),
+    ]  # fmt: skip
+    return [f"{text} has no effect: {why}" for text, unused, why in dropped if unused]
 
 
 def _too_little_demand(instance: Instance) -> list[tuple[FieldPath, str]]:

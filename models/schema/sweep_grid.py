@@ -22,7 +22,13 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from models.io.documents import read_document
-from models.io.overrides import Override, apply_overrides, parse_override
+from models.io.overrides import (
+    Override,
+    apply_overrides,
+    landed_paths,
+    overridden,
+    parse_override,
+)
 from models.schema.errors import InputError, Issue
 
 MAX_AXES = 8
@@ -148,22 +154,67 @@ def read_grid(path: Path) -> Grid:
         problems.append(Issue(str(path), None, "axes", f"{count:,} points; at most {MAX_POINTS:,}"))
     if problems:
         raise InputError(problems)
-    instance_file = (path.parent / grid.instance).resolve()
-    if not instance_file.is_file():
-        why = "is not a file" if instance_file.exists() else "no such file"
-        line = lines.get(("instance",))
+    line = lines.get(("instance",))
+    try:  # a link that loops raises RuntimeError in Path.resolve (exit 70 before)
+        instance_file = (path.parent / grid.instance).resolve()
+        is_file, exists = instance_file.is_file(), instance_file.exists()
+    except (OSError, RuntimeError) as error:
+        message = f"{path.parent / grid.instance}: cannot be read ({error})"
+        raise InputError([Issue(str(path), line, "instance", message)]) from None
+    if not is_file:
+        why = "is not a file" if exists else "no such file"
         raise InputError([Issue(str(path), line, "instance", f"{instance_file}: {why}")])
     base, _ = read_document(instance_file, what="instance")
     fixed = tuple(_override(p, v) for p, v in grid.set.items())
-    base = apply_overrides(base, fixed)
+    base, landed = landed_paths(base, fixed) if fixed else (base, [])
     axes = tuple(grid.axes)
     points = tuple(
         Point(index, tuple(zip(axes, combination, strict=True)))
         for index, combination in enumerate(itertools.product(*grid.axes.values()))
     )
     for axis in axes:  # every axis path must lead somewhere in the base document
-        apply_overrides(base, (_override(axis, grid.axes[axis][0]),))
+        landed += landed_paths(base, (_override(axis, grid.axes[axis][0]),))[1]
+    _refuse_lost_changes(path, lines, grid, landed)
     return Grid(path, instance_file, base, points, axes)
+
+
+def _refuse_lost_changes(path: Path, lines: Any, grid: SweepGrid, landed: list[str]) -> None:
+    """Refuse a change the grid would lose without a word: a `set` path or an axis that a
+    later axis lands on again (two spellings of one field, `workloads[chat]` and
+    `workloads[0]`, or a field and the section holding it; each point was solved at the
+    later value and labelled with both), and a value an axis gives twice (the same point
+    solved twice)."""
+    named = [f"set.{key}" for key in grid.set] + [f"axes.{axis}" for axis in grid.axes]
+    problems = [
+        Issue(
+            str(path),
+            lines.get((named[i].split(".", 1)[0],)),
+            named[i],
+            f"is replaced at every point by {named[j]} ("
+            + (
+                f"both land on {landed[i]}"
+                if landed[i] == landed[j]
+                else f"{landed[j]} holds {landed[i]}"
+            )
+            + "): give each field once",
+        )
+        for i, j in overridden(landed)
+    ]
+    for axis, values in grid.axes.items():
+        seen: set[str] = set()
+        for index, value in enumerate(values):
+            key = json.dumps(value, sort_keys=True)
+            if key in seen:
+                message = f"{_shown(value)} is given twice: each point once"
+                problems.append(Issue(str(path), None, f"axes.{axis}[{index}]", message))
+            seen.add(key)
+    if problems:
+        raise InputError(problems)
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _non_finite(value: Any, where: str) -> list[str]:

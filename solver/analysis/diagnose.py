@@ -174,6 +174,7 @@ def _unroutable_demand(sets: ProgramSets) -> list[Problem]:
         (w, d): capacity_upper_bound(sets, w, d) for w in sets.workloads for d in sets.regions
     }
     for f in sets.routing_scenarios:
+        sets.on_time()
         for w in sets.workloads:
             origins = {o: rate for (w2, o), rate in sets.demand.items() if w2 == w}
             pairs = sets.routes[(f.name, w)]

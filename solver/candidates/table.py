@@ -317,7 +317,8 @@ def build_candidates(instance: Instance, settings: SolveSettings | None = None) 
     usable_counts: dict[str, int] = {}
     problems: list[Problem] = []
     zone_counts = tuple(sorted({r.zones for r in instance.regions if r.zones > 1}))
-    rerouted = rerouted_rtts(instance)
+    check = None if settings is None else (lambda: settings.check("candidates"))
+    rerouted = rerouted_rtts(instance, check)
     for workload in instance.workloads:
         mix = traffic_mix(workload, instance.policy.prefix_affinity)
         targets = latency_targets(workload.slo)

@@ -33,14 +33,19 @@ def _yaml(documents: list) -> str:
 
 
 def _script(pool: DeployPool, command: list[str]) -> str:
-    return (
-        "#!/bin/sh\n"
-        f"# {pool.name}: {counted(pool.replicas, 'replica')} of {pool.gpus_per_replica} x "
-        f"{pool.gpu} "
-        f"in {pool.region} ({pool.normal_replicas} normal, {pool.spare_replicas} failover "
-        f"spare); written by fleetplan deploy\n"
-        f"exec {shlex.join(command)}\n"
+    comment = (
+        f"{pool.name}: {counted(pool.replicas, 'replica')} of {pool.gpus_per_replica} x "
+        f"{pool.gpu} in {pool.region} ({pool.normal_replicas} normal, {pool.spare_replicas} "
+        "failover spare); written by fleetplan deploy"
     )
+    return f"#!/bin/sh\n# {_one_line(comment)}\nexec {shlex.join(command)}\n"
+
+
+def _one_line(text: str) -> str:
+    """`text` with every character that is not printable (a newline above all: a region
+    named 'x\\ntouch ...' ended the comment and ran the rest as a command) spelled
+    `\\uNNNN`; the command's words are quoted by shlex."""
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
 
 
 def deploy_files(instance: Instance, plan: Plan, target: str) -> dict[str, str]:

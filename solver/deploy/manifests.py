@@ -249,11 +249,29 @@ def llm_d_values(pools: tuple[DeployPool, ...]) -> dict[str, dict]:
     return documents
 
 
+def _graph_names(groups: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """Each (workload, region)'s graph name, distinct: `dns_name(workload, region)`,
+    `graph` where that is empty (names of no ASCII letter or digit), and `-2`, `-3`, ...
+    on a name an earlier group took (Chat and chat; a-b in c and a in b-c). The name is
+    the graph's file, so two groups of one name would write one file."""
+    names: dict[tuple[str, str], str] = {}
+    for group in groups:
+        base = dns_name(*group) or "graph"
+        name, index = base, 1
+        while name in names.values():
+            index += 1
+            name = dns_name(base[: 63 - len(str(index)) - 1], str(index))
+        names[group] = name
+    return names
+
+
 def dynamo_graph(pools: tuple[DeployPool, ...]) -> list[dict]:
-    """One DynamoGraphDeployment per (workload, region)."""
+    """One DynamoGraphDeployment per (workload, region), each of its own name."""
     graphs = []
-    for (workload, region), members in _groups(pools).items():
-        name = dns_name(workload, region)
+    groups = _groups(pools)
+    names = _graph_names(list(groups))
+    for (workload, region), members in groups.items():
+        name = names[(workload, region)]
         services: dict = {
             "Frontend": {
                 "dynamoNamespace": name,

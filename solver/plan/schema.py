@@ -10,6 +10,7 @@ live in `solver.plan.records` (pools, GPUs, scenarios, co-location) and
 
 from pydantic import BaseModel, Field
 
+from models.schema.quantities import DemandGrowth, MaxUtilization
 from solver.plan.records import (
     FROZEN,
     Binding,
@@ -122,10 +123,12 @@ class Plan(BaseModel):
     """Whole servers to buy per region and GPU type (policy.buy_unit: node)."""
     power_kw: tuple[RegionPower, ...] = ()
     """Power drawn per region with GPUs, against its power_kw."""
-    demand_growth: float = 1.0
-    """The factor the plan applied to all demand."""
-    max_utilization: float = 1.0
-    """The largest fraction of a pool's capacity at the SLO the plan allows."""
+    demand_growth: DemandGrowth = 1.0
+    """The factor the plan applied to all demand (within the instance's bounds: a
+    tampered -1 was shown by report as 'planned for -1x today's demand')."""
+    max_utilization: MaxUtilization = 1.0
+    """The largest fraction of a pool's capacity at the SLO the plan allows (in [0.01,
+    1], as the policy's)."""
     simplicity: SimplicityCost | None = None
     """What the limit on configurations per pool costs (None: no limit)."""
     warm_cold_split: tuple[str, ...] = ()

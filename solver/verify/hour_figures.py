@@ -55,8 +55,9 @@ from models.operations.site import gpus_bought, node_gpus, racks_per_gpu
 from models.schema.instance import Instance
 from models.schema.traffic import HOURS_PER_DAY
 from solver.plan.schema import Plan, ReplicaPool
+from solver.program.row_names import GpuSupplyRow, timed_name
 from solver.verify.months import busiest_hour_kw
-from solver.verify.totals import money_close, non_finite
+from solver.verify.totals import money_close, non_finite, over_supply, recompute_totals
 from solver.verify.verdict import Violation
 
 RELATIVE = 1e-6
@@ -69,6 +70,25 @@ def finite_violations(plan: Plan) -> list[Violation]:
     return [
         Violation(requirement=path, message=f"is {value}: every number in a plan must be finite")
         for path, value in non_finite(plan)
+    ]
+
+
+def unbuildable_hours(instance: Instance, plan: Plan) -> list[Violation]:
+    """Hours whose pools need more GPUs of a type than a region has (`over_supply`: the
+    existing and purchasable ones). Where there is one, the other checks are not run, as
+    the static verifier refuses such a fleet before the physics (solver.verify.fleet): a
+    pool's queueing costs time in proportion to its replica count, and a tampered count
+    of 10^9 kept verify, simulate and report past 20 s."""
+    return [
+        Violation(
+            requirement=timed_name(GpuSupplyRow(region, gpu).name(), hour.hour),
+            message=f"UTC hour {hour.hour}: {message}; the physics and scenario checks run "
+            "once every hour's fleet fits the supply",
+        )
+        for hour in plan.hours
+        for (region, gpu), message in over_supply(
+            instance, recompute_totals(instance, Plan(replicas=hour.pools))
+        ).items()
     ]
 
 

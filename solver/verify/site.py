@@ -150,18 +150,13 @@ def check_configs_per_pool(
     if limit is None:
         return
     grouped: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    precisions: dict[str, set[str]] = defaultdict(set)  # a workload's prefill/decode ones
+    for p in pools:
+        if p.role is not Role.UNIFIED:
+            precisions[p.workload].add(p.precision)
     for pool in pools:
         if pool.count > 0:
-            split = (
-                len(
-                    {
-                        p.precision
-                        for p in pools
-                        if p.workload == pool.workload and p.role is not Role.UNIFIED
-                    }
-                )
-                > 1
-            )
+            split = len(precisions[pool.workload]) > 1
             phase = phase_label(pool.role, pool.precision, split)
             grouped[(pool.workload, pool.region, phase)].append(pool.label)
     for (w, d, phase), labels in sorted(grouped.items()):

@@ -1,0 +1,55 @@
+"""Hostile input, round eight: policy switches that refine another the instance lacks.
+Each was dropped without a word; now stderr names it and what it needs (the plan is
+unchanged, as for growth without a horizon)."""
+
+import pytest
+import yaml
+
+from tests.cli.test_hostile_input import run_checked
+from tests.paths import ONE_MODEL_ONE_REGION
+
+ONE = yaml.safe_load(ONE_MODEL_ONE_REGION.read_text(encoding="utf-8"))
+"""One 8B chat workload in us-east: no prefixes, no spot price, no co-location."""
+
+
+def _validated(run_cli, tmp_path, policy: dict, **sections):
+    path = tmp_path / "inst.yaml"
+    data = {**ONE, "policy": {**ONE["policy"], **policy}, **sections}
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return run_checked(run_cli, "validate", path, code=0)
+
+
+@pytest.mark.parametrize(
+    ("policy", "said"),
+    [
+        ({"multi_lora": True}, "policy.multi_lora: true has no effect: policy.colocation is off"),
+        (
+            {"spot_confidence": 0.99},
+            "policy.spot_confidence: 0.99 has no effect: no supply entry offers spot",
+        ),
+        (
+            {"prefix_affinity": True},
+            "policy.prefix_affinity: true has no effect: no workload declares prefixes",
+        ),
+    ],
+)
+def test_a_switch_without_what_it_refines_is_warned_about(run_cli, tmp_path, policy, said):
+    assert f"warning: {said}" in _validated(run_cli, tmp_path, policy).stderr
+
+
+def test_the_switches_with_what_they_refine_say_nothing(run_cli, tmp_path):
+    workload = {**ONE["workloads"][0], "prefixes": [{"tokens": 500, "share": 0.5}]}
+    supply = {
+        "h100-sxm": {
+            **ONE["regions"][0]["supply"]["h100-sxm"],
+            "spot_price_per_gpu_hour": 1.0,
+            "spot_interruptions_per_hour": 0.1,
+        }
+    }
+    policy = {"multi_lora": True, "colocation": True, "spot_confidence": 0.99,
+              "prefix_affinity": True}  # fmt: skip
+    result = _validated(
+        run_cli, tmp_path, policy, workloads=[workload],
+        regions=[{**ONE["regions"][0], "supply": supply}],
+    )  # fmt: skip
+    assert "has no effect" not in result.stderr
