@@ -1,7 +1,6 @@
 """The independent verifier in time: every hour and every month of an hourly plan.
 
-Like solver.verify.fleet it reads the instance and the plan only (models/, the plan schema,
-the row names and the static verifier), never the program:
+Like solver.verify.fleet it reads the instance and the plan only, never the program:
 
 1. The plan has the 24 UTC hours, once each.
 2. Each hour: its interactive pools serve the hour's warm demand (demand plus the
