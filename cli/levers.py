@@ -15,6 +15,7 @@ LEVER_NOTE = (
     "the saving is at least this, the lever's optimum within its gap below its $/month; "
     "no_solution 'not re-solved': its turn came after the levers' time limit, by default "
     "what the run's time limit left); "
+    "over a procurement horizon $/month is the horizon's mean month; "
     "a new GPU type is offered at its catalog price; "
     "rests on: the lever plan's pools whose capacity comes from a borrowed GPU generation "
     "or an unmeasured regime, with the model's error band on held-out rows (10th / 90th "

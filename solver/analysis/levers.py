@@ -110,7 +110,8 @@ class LeverResult(BaseModel):
 
     lever: str
     cost_per_month: float | None
-    """The re-solved plan's cost; None when it has no plan (status says why)."""
+    """The re-solved plan's cost (`lever_cost`: a horizon's mean month); None when it has
+    no plan (status says why)."""
     saving_per_month: float | None
     """Base cost minus the lever's cost (negative: the lever costs more)."""
     status: str = "solved"
@@ -181,7 +182,7 @@ def solve_lever(
         return _no_plan(name, "no_solution", str(error))
     except PlanRejected as error:
         return _no_plan(name, "rejected", str(error))
-    cost = plan.cost_per_month or 0.0
+    cost = lever_cost(plan)
     proven = plan.optimal or plan.solver is None
     return LeverResult(
         lever=name,
@@ -193,13 +194,23 @@ def solve_lever(
     )
 
 
+def lever_cost(plan: Plan) -> float:
+    """What a lever's plan is ranked by, $/month: the plan's cost per month, or over a
+    procurement horizon (policy.horizon_months) its horizon's mean month, horizon_cost /
+    months, so that a lever whose effect comes in later months (a shorter lead time, a
+    lower growth) shows it (month 0 alone can be the same)."""
+    if plan.months and plan.horizon_cost is not None:
+        return plan.horizon_cost / len(plan.months)
+    return plan.cost_per_month or 0.0
+
+
 def base_is_better(result: LeverResult, base: Plan) -> LeverResult:
     """A lever that relaxes the question (lever_edits.Lever.relaxes) stopped unproven on a
     plan dearer than the base (an hourly or month re-solve, which no start reaches): the
     base plan is a plan of the lever's question too, so it is the lever's best plan found,
     saving 0, with the gap to the lever's proven bound, found x (1 - gap), where the
     search stated one. Any other result is returned as it is."""
-    base_cost = base.cost_per_month or 0.0
+    base_cost = lever_cost(base)
     found = result.cost_per_month
     if result.status != "feasible" or found is None or found <= base_cost or base_cost <= 0:
         return result
@@ -456,7 +467,7 @@ class LeverRun:
     ) -> tuple[Callable, tuple, dict] | None:
         """The function and arguments that do `item`, `running` others beside it: a
         lever's solve within its share (None: not to start, `NONE_LEFT`), or a group's."""
-        base_cost = self.base.cost_per_month or 0.0
+        base_cost = lever_cost(self.base)
         grouped = isinstance(item, GroupWork)
         share_s = self._shares.next_s(running, len(item.members) if grouped else 1)
         if share_s == NONE_LEFT:
@@ -478,7 +489,7 @@ class LeverRun:
         as one group (one alone: solved alone); a group's outcome, whose answered levers
         take the base plan and whose others go back first in `waiting`, solved alone."""
         if isinstance(outcome, GroupOutcome):
-            base_cost, base = self.base.cost_per_month or 0.0, self.base_program
+            base_cost, base = lever_cost(self.base), self.base_program
             for name, answer in outcome.answered.items() if base is not None else ():
                 result = _as_base(name, base_cost, base, answer.note, answer.gap)
                 if answer.fields is not None:  # the group's plan, a plan of the lever's

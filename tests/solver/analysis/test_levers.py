@@ -519,3 +519,17 @@ def test_a_lever_stopped_before_any_bound_says_its_gap_is_unknown():
     assert row[5] == "feasible (gap unknown)"
     proven = unknown.model_copy(update={"status": "solved"})
     assert lever_table((proven,)).rows[0][5] == "solved"
+
+
+def test_a_horizon_plan_is_ranked_by_its_mean_month():
+    """Over a 3-month horizon costing $300 in all, month 0 $50: a lever is ranked by
+    $300 / 3 = $100 a month, so a change that only moves later months shows; a plan
+    without months by its cost per month."""
+    from types import SimpleNamespace
+
+    from solver.analysis.levers import lever_cost
+
+    horizon = SimpleNamespace(months=("m0", "m1", "m2"), horizon_cost=300.0, cost_per_month=50.0)
+    assert lever_cost(horizon) == 100.0
+    static = SimpleNamespace(months=(), horizon_cost=None, cost_per_month=50.0)
+    assert lever_cost(static) == 50.0
