@@ -60,6 +60,7 @@ from calibration.engines import (
     ENGINE_GENERATIONS,
     REQUEST_NAMES,
     EngineData,
+    engine_settings,
     fallbacks,
     fit_engine_profiles,
     load_engine_data,
@@ -409,6 +410,9 @@ def render_engine_profiles(data: EngineData, fitted: dict[str, dict[str, Efficie
         if own:
             lines.append("    generation_of:  # GPUs with rows of this engine only")
             lines += [f"      {gpu}: {name}" for gpu, name in own.items()]
+        if settings := engine_settings(engine):
+            lines.append("    settings:  # the engine's defaults at every generation, never fitted")
+            lines += [f"      {name}: {value:.4g}" for name, value in settings.items()]
         versions = sorted(data.versions[engine])
         files = sorted(
             {r.run.source.partition(":")[0] for r in data.runs if r.engine == engine}

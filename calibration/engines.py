@@ -34,7 +34,8 @@ to the default TensorRT-LLM profile:
 
 (a row the model cannot place costs a 3x miss). What a group's rows can pin is fitted,
 the rest stays as the TensorRT-LLM profile has it (layout physics, the all-reduce floor,
-the per-sequence cost):
+the per-sequence cost) but for the engine's documented settings (`ENGINE_SETTINGS`: vLLM's
+memory reserve), which start the fit and are written into each of its profiles:
 - offline rows: the prefill and decode FLOP fractions and the HBM fraction, on output
   tokens/s (as the TensorRT-LLM throughput fit);
 - all-at-once runs (every request sent at once, `all_at_once`): offline max throughput
@@ -86,6 +87,12 @@ into each profile with rows of them (its own `generation_of`), so that under the
 TensorRT-LLM profiles they still borrow through `efficiency_like`."""
 BASE_ENGINE = "trtllm-0.20"
 """The profile every engine profile starts from and finally falls back to."""
+ENGINE_SETTINGS = {"vllm": {"memory_reserve_fraction": 0.10}}
+"""Each engine's documented defaults that the model holds as factors (never fitted),
+written into each of its profiles (`settings`): vLLM gives weights, activations and KV
+cache at most `gpu_memory_utilization` = 0.9 of the device (vLLM `CacheConfig`; the
+gpustack runs of vllm_serving.csv keep the default, AMD's pages do not say), so 10% of HBM
+stays unused; TensorRT-LLM's 5% reserve is the class default."""
 THROUGHPUT_NAMES = ("prefill_flops_fraction", "decode_flops_fraction", "hbm_fraction")
 """Fitted where a group has offline rows."""
 LATENCY_NAMES = ("step_overhead_s",)
@@ -397,9 +404,16 @@ def fit_group(
     return fit_request_overhead(runs, from_vector(best, fitted, LATENCY_NAMES))
 
 
-def base_efficiency(gpu: str, precision: Precision) -> Efficiency:
-    """Where a group's fit starts: the default TensorRT-LLM profile's factors."""
-    return efficiency_for(gpu, precision, engine=BASE_ENGINE)
+def engine_settings(profile: str) -> dict[str, float]:
+    """The settings of `profile`'s engine (`ENGINE_SETTINGS`; {} for one with none)."""
+    return dict(ENGINE_SETTINGS.get(profile.partition("-")[0], {}))
+
+
+def base_efficiency(gpu: str, precision: Precision, profile: str = BASE_ENGINE) -> Efficiency:
+    """Where a group's fit starts: the default TensorRT-LLM profile's factors, with the
+    settings of `profile`'s engine (`engine_settings`)."""
+    base = efficiency_for(gpu, precision, engine=BASE_ENGINE)
+    return base.model_copy(update=engine_settings(profile))
 
 
 def groups(data: EngineData, profile: str) -> dict[str, tuple[list[EngineRun], list[Row]]]:
@@ -423,7 +437,8 @@ def fit_engine_profiles(data: EngineData) -> dict[str, dict[str, Efficiency]]:
             first = runs[0].run if runs else None
             gpu = first.gpu if first else offline[0].gpu
             precision = first.precision if first else offline[0].weight_precision
-            fitted[profile][generation] = fit_group(runs, offline, base_efficiency(gpu, precision))
+            base = base_efficiency(gpu, precision, profile)
+            fitted[profile][generation] = fit_group(runs, offline, base)
     return fitted
 
 

@@ -90,7 +90,10 @@ class Efficiency(BaseModel):
     large batches only."""
     memory_reserve_fraction: float = Field(default=0.05, ge=0, lt=1)
     """Fraction of device memory held back for the runtime (CUDA context, allocator
-    slack, graphs, communication buffers). Activations are counted separately."""
+    slack, graphs, communication buffers). Activations are counted separately. An engine
+    setting where the engine caps its own memory: vLLM uses at most
+    `gpu_memory_utilization` (0.9 by default) of the device for weights, activations and
+    KV cache, so its profiles hold 1 - 0.9 = 0.10 (`settings` in efficiency.yaml)."""
     prefill_chunk_tokens: int = Field(default=8192, ge=256)
     """Engine token budget of one forward pass (vLLM `max_num_batched_tokens`, TensorRT-LLM
     `max_num_tokens`): prompts are prefilled in chunks of at most this many tokens."""
@@ -239,6 +242,16 @@ def _chain(engine: str) -> list[dict[str, Any]]:
     return [profile.get("by_key", {}) for profile in _profiles(engine)]
 
 
+def _settings(engine: str) -> dict[str, Any]:
+    """The engine settings of `engine`'s profile (`settings`: an engine's documented
+    defaults, never fitted, such as vLLM's `gpu_memory_utilization` 0.9 as a reserve of
+    10% of HBM): the first profile of its chain that states them, {} when none does."""
+    for profile in _profiles(engine):
+        if "settings" in profile:
+            return dict(profile["settings"])
+    return {}
+
+
 def _fitted_by(source: "EfficiencySource") -> str | None:
     """The profile in `source.engine`'s fallback chain whose fit of the GPU's generation is
     used (the first that holds it, as `_calibrated` looks it up); None for the pooled fit."""
@@ -350,6 +363,11 @@ def efficiency_for(
     whose catalog entry measures its own link (`GpuSpec.scaleup_fraction`) keeps that
     link fraction instead of the lender's.
 
+    An engine's settings (a profile's `settings`: vLLM's memory reserve) apply at every
+    generation, under the factors of whichever profile of the chain holds them (vllm-0.10
+    on Hopper: trtllm-0.20's fractions, vLLM's reserve); a `by_key` set that names one
+    wins.
+
     The request overhead (`request_overhead_s`: HTTP, tokenisation and scheduling on the
     host, before the engine) is the engine's, not the GPU's: a generation the profile
     has no fit of takes the median of the profile's own fitted overheads, never the
@@ -379,7 +397,7 @@ def _calibrated(
     if generation is not None:
         keys[1:1] = [generation, f"{generation}/{precision}"]
     tables = _chain(engine)
-    fields: dict[str, float] = {}
+    fields: dict[str, float] = _settings(engine)  # the engine's, at every generation
     own_overhead = False
     for key in keys:
         for depth, table in enumerate(tables):

@@ -50,9 +50,42 @@ def test_mi300x_runs_on_its_own_vllm_rows_and_borrows_under_tensorrt_llm() -> No
 
 
 def test_a_generation_without_rows_gets_the_fallback_factors() -> None:
-    """No vLLM row was measured on Blackwell: a vLLM profile there is the default profile's."""
+    """No vLLM row was measured on Blackwell: a vLLM profile there is the default profile's,
+    with vLLM's own settings (its memory reserve)."""
     for name in _profiles("vllm"):
-        assert efficiency_for("b200", FP8, engine=name) == efficiency_for("b200", FP8)
+        settings = engine_profiles()[name]["settings"]
+        fallback = efficiency_for("b200", FP8).model_copy(update=settings)
+        assert efficiency_for("b200", FP8, engine=name) == fallback
+
+
+def test_vllm_holds_back_a_tenth_of_memory_at_every_generation() -> None:
+    """vLLM's gpu_memory_utilization 0.9 leaves 1 - 0.9 = 10% of the device unused, on the
+    generations a vLLM profile has rows of and on those it borrows factors for (vllm-0.10
+    on Hopper: trtllm-0.20's fractions); TensorRT-LLM and SGLang keep the 5% default."""
+    for name in _profiles("vllm"):
+        for gpu in ("h100-sxm", "b200", "mi300x", "a100-80gb-sxm"):
+            assert efficiency_for(gpu, Precision.BF16, engine=name).memory_reserve_fraction == 0.10
+    for name in (default_engine(), *_profiles("sglang")):
+        assert (
+            efficiency_for("h100-sxm", Precision.BF16, engine=name).memory_reserve_fraction == 0.05
+        )
+
+
+def test_vllms_reserve_takes_five_more_percent_of_hbm_from_the_kv_cache() -> None:
+    """gpt-oss-120b on one H100 (80 GiB = 85.90 GB): the weights and activations are the
+    same under both profiles, so vllm-0.10's KV room is 0.10 - 0.05 = 5% of HBM smaller,
+    4.295 GB, than TensorRT-LLM's."""
+    from models.physics.catalog import gpu_catalog, llm_catalog
+    from models.physics.memory import memory_budget
+
+    gpu, llm = gpu_catalog()["h100-sxm"], llm_catalog()["gpt-oss-120b"]
+    bf16 = Precision.BF16
+
+    def room(engine: str) -> float:
+        efficiency = efficiency_for(gpu, bf16, engine=engine)
+        return memory_budget(gpu, llm, bf16, bf16, 1, 1, efficiency).kv_room_bytes_per_gpu
+
+    assert room(default_engine()) - room("vllm-0.10") == pytest.approx(0.05 * 80 * 2**30)
 
 
 def _instance(**changes) -> dict:
