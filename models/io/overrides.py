@@ -200,6 +200,14 @@ def overridden(landed: list[str]) -> list[tuple[int, int]]:
     ]
 
 
+def replaced_because(landed: list[str], i: int, j: int) -> str:
+    """Why override j replaces override i (`overridden`), with what to do about it."""
+    where = (
+        f"both land on {landed[i]}" if landed[i] == landed[j] else f"{landed[j]} holds {landed[i]}"
+    )
+    return f"({where}): give each field once"
+
+
 def _applied(document: Any, overrides: tuple[Override, ...]) -> tuple[Any, list[str]]:
     """apply_overrides, and where each override landed as a field path with positions
     (`workloads[0].slo.ttft_p99_ms` for `workloads[chat].slo.ttft_p99_ms`), as input
@@ -293,13 +301,8 @@ def load_instance_with(path: str | Path, overrides: tuple[Override, ...] = ()):
             "--set",
             None,
             "",
-            f"{_cut(overrides[i].text)}: is replaced by --set {_cut(overrides[j].text)} ("
-            + (
-                f"both land on {landed[i]}"
-                if landed[i] == landed[j]
-                else f"{landed[j]} holds {landed[i]}"
-            )
-            + "): give each field once",
+            f"{_cut(overrides[i].text)}: is replaced by --set {_cut(overrides[j].text)} "
+            + replaced_because(landed, i, j),
         )
         for i, j in overridden(landed)
     ]

@@ -28,6 +28,7 @@ from models.io.overrides import (
     landed_paths,
     overridden,
     parse_override,
+    replaced_because,
 )
 from models.schema.errors import InputError, Issue
 
@@ -190,13 +191,7 @@ def _refuse_lost_changes(path: Path, lines: Any, grid: SweepGrid, landed: list[s
             str(path),
             lines.get((named[i].split(".", 1)[0],)),
             named[i],
-            f"is replaced at every point by {named[j]} ("
-            + (
-                f"both land on {landed[i]}"
-                if landed[i] == landed[j]
-                else f"{landed[j]} holds {landed[i]}"
-            )
-            + "): give each field once",
+            f"is replaced at every point by {named[j]} " + replaced_because(landed, i, j),
         )
         for i, j in overridden(landed)
     ]
