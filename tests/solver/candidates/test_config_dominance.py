@@ -126,3 +126,26 @@ def test_a_pool_the_caller_bounds_is_neither_removed_nor_a_stand_in():
     }
     assert name not in config_bounds(program, others)
     assert not set(others) & set(config_bounds(program, others))
+
+
+def test_shared_groups_remove_nothing():
+    # two 70B workloads in one region: without co-location two pools have a stand-in
+    # (the layouts of two_regions); with it, a shared group's replicas credit both
+    # workloads' capacity rows, which the comparison does not cover: none is removed
+    def two_workloads(colocation: bool):
+        return instance(
+            {"east": {H100: (64, 2.0), H200: (64, 3.5)}},
+            [
+                workload("a", {"east": 0.5}, model=MODEL),
+                workload("b", {"east": 0.5}, model=MODEL, prompt_tokens=3000),
+            ],
+            tensor_parallel=[1, 2, 4],
+            models={MODEL: ["fp8"]},
+            policy={"buy_unit": "node", "max_configs_per_pool": 1, "colocation": colocation},
+        )
+
+    apart, shared = two_workloads(False), two_workloads(True)
+    assert config_bounds(build_program(apart, build_candidates(apart)))
+    program = build_program(shared, build_candidates(shared))
+    assert program.groups.templates
+    assert config_bounds(program) == {}
