@@ -68,7 +68,7 @@ def _settings(instance):
     return SolveSettings.of(instance, mip_gap=0.0, time_limit_s=60).started().with_duals(False)
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=SLOW)
+@settings(max_examples=3, deadline=None, suppress_health_check=SLOW)
 @given(instance=instances(survive=("none", "region")))  # zone loss: none removed
 def test_config_dominance_keeps_the_optimum(instance):
     program = build_program(instance, build_candidates(instance))
@@ -82,7 +82,7 @@ def test_config_dominance_keeps_the_optimum(instance):
     assert bounded.objective == pytest.approx(free.objective, rel=1e-6), bounds
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=SLOW)
+@settings(max_examples=3, deadline=None, suppress_health_check=SLOW)
 @given(instance=instances(survive=("region", "zone")))
 def test_the_cut_rounds_lp_bound_is_below_the_routing_optimum(instance):
     table, backend = build_candidates(instance), get_backend("highs")
@@ -103,7 +103,7 @@ def test_the_cut_rounds_lp_bound_is_below_the_routing_optimum(instance):
     assert bound <= optimum.objective * (1 + 1e-9) + 1e-6
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=SLOW)
+@settings(max_examples=2, deadline=None, suppress_health_check=SLOW)
 @given(instance=instances())
 def test_the_whole_reduction_keeps_the_optimum(instance):
     program = build_program(instance, build_candidates(instance))
