@@ -198,7 +198,7 @@ def solve_periods(
         if first.termination is Termination.OPTIMAL or first.termination in _ANSWERS:
             return first  # else stopped by its limit: what it found is the clock's (module text)
     whole_after = small or not ROUNDS_TO_DEADLINE
-    found = solve_by_period(lp, backend, settings, parts, whole_after=whole_after, fleet=fleet)
+    found = solve_by_period(lp, backend, settings, parts, None, -math.inf, whole_after, fleet)
     if found is not None and found.termination is Termination.OPTIMAL:
         return found
     held = found is not None and found.termination.has_solution
