@@ -70,8 +70,10 @@ solves where it takes 2 and about 40.
 `solve_periods` is the periods program's one call to the backend. It gives a program of
 small periods (`WHOLE_FIRST_INTEGERS`) to the backend whole for `WHOLE_FIRST_S`
 first (a program the backend proves at once is not split: the rounds would cost more
-there; its plan, if any, is every block's first known solution), then the rounds where
-the program splits, and the whole program again from the best plan where the rounds
+there; one it does not prove in that time leaves the rounds nothing, neither its
+incumbent nor its bound: where the clock stops it, a busy machine's solve had none or
+another of equal cost, and the rounds built on it returned another plan), then the
+rounds where the program splits, and the whole program again from the best plan where the rounds
 end outside the gap: after `MASTER_ROUNDS`, where the second round still leaves more
 than `FIRST_GAP`, or where the gap has not halved within `STALL_ROUNDS` rounds. A
 procurement month with region loss and two GPU types per region (6 offers) is such a
@@ -117,9 +119,8 @@ that time is not split (the rounds cost more than they save there)."""
 
 WHOLE_FIRST_INTEGERS = 100
 """Integer columns per period (on average) above which the whole program is not tried
-first: the rounds start at once. Programs of small periods are proved whole in a
-second or leave a plan the rounds start from (procurement months of 32-90 per period:
-proved in 0.03-0.2 s CPU, or a start within a few percent); the hourly failover
+first: the rounds start at once. Programs of small periods are often proved whole in a
+second (procurement months of 32-90 per period: in 0.03-0.2 s CPU); the hourly failover
 program's periods (107 each: TP 1-8 with region loss) left it 97% off after a second,
 a start the rounds do not use."""
 
@@ -183,24 +184,21 @@ def solve_periods(
     `WHOLE_FIRST_S` where its periods are small (`WHOLE_FIRST_INTEGERS`; a program its backend
     proves at once is done) and its commitment not held at one level (a month before
     the lead time: its blocks are then programs apart, each solved once); then by
-    period where
-    it splits, from the whole program's plan if it had one; and where the rounds end
-    outside the gap with time left, the whole program again from the best plan."""
+    period where it splits (nothing taken from a first solve its limit stopped: the
+    module text); and where the rounds end outside the gap with time left, the whole
+    program again from the best plan."""
     parts = split(lp)
     if parts is None:
         return backend.run(lp, settings)
-    start, bound = None, -math.inf
     held = all(o.lowest == o.highest for o in parts.offers)  # one level each: blocks apart
     small = lp.size()["integer_variables"] <= WHOLE_FIRST_INTEGERS * len(parts.blocks)
     if small and not held:
         limit = settings.remaining_s()
         first = backend.run(lp, settings.limited(min(WHOLE_FIRST_S, limit or WHOLE_FIRST_S)))
         if first.termination is Termination.OPTIMAL or first.termination in _ANSWERS:
-            return first
-        if first.termination.has_solution:
-            start, bound = first.values, first.lower_bound(settings.mip_gap)
+            return first  # else stopped by its limit: what it found is the clock's (module text)
     whole_after = small or not ROUNDS_TO_DEADLINE
-    found = solve_by_period(lp, backend, settings, parts, start, bound, whole_after, fleet)
+    found = solve_by_period(lp, backend, settings, parts, None, -math.inf, whole_after, fleet)
     if found is not None and found.termination is Termination.OPTIMAL:
         return found
     held = found is not None and found.termination.has_solution
@@ -208,7 +206,7 @@ def solve_periods(
         return found  # a large program's rounds ran to the deadline: the whole cannot help
     if _expired(settings):  # no plan and no time: passing the whole program costs seconds
         return SolveResult(Termination.TIME_LIMIT, backend.name, backend.version(), 0.0)
-    whole = backend.run(lp, settings, start=found.values if held else start)
+    whole = backend.run(lp, settings, start=found.values if held else None)
     if held and not (
         whole.termination.has_solution and (whole.objective or math.inf) <= found.objective
     ):
