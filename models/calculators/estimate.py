@@ -52,6 +52,7 @@ from models.physics.llm import LlmSpec
 from models.physics.memory import default_kv_precision
 from models.physics.precision import Precision
 from models.schema import limits
+from models.schema.errors import InputError, Issue
 from models.schema.quantities import real, whole
 from models.schema.traffic import HOURS_PER_DAY
 from models.serving.capacity import replica_capacity
@@ -275,6 +276,32 @@ def whole_gpus(gpus: float) -> int:
     return math.ceil(round(gpus, 9))
 
 
+_DRIVERS = {
+    "throughput": "requests_per_day x peak_to_average x output_tokens / "
+    "(gpu_tokens_per_s x target_utilization)",
+    "concurrency": "requests_per_day x peak_to_average x latency_s / "
+    "(seqs_per_gpu x target_utilization)",
+}
+
+
+def _check_fleet_size(gpus: float, binding: str) -> None:
+    """Refuse assumptions whose fleet exceeds `limits.GPU_COUNT`: each input within its
+    own bound can still multiply to 10^300 GPUs (seqs_per_gpu 1e-300), printed as a
+    300-digit count with exit 0.
+
+    Raises:
+        InputError: naming the figures that multiply to the count and the bound.
+    """
+    bound = limits.GPU_COUNT
+    if gpus <= bound.high:
+        return
+    message = (
+        f"the assumptions need {gpus:.3g} GPUs by {binding} ({_DRIVERS[binding]}); at most "
+        f"{bound.high:,.0f} {bound.unit} ({bound.why})"
+    )
+    raise InputError([Issue("assumptions", None, "", message)])
+
+
 def estimate(
     assumptions: EstimateAssumptions,
     throughput_source: str = ASSUMED_SOURCE,
@@ -297,6 +324,7 @@ def estimate(
     gpus_by_concurrency = in_flight / (a.seqs_per_gpu * a.target_utilization)
     binding = "throughput" if gpus_by_throughput >= gpus_by_concurrency else "concurrency"
     gpus_fractional = max(gpus_by_throughput, gpus_by_concurrency)
+    _check_fleet_size(gpus_fractional, binding)
     gpus_needed = whole_gpus(gpus_fractional / gpus_per_replica) * gpus_per_replica
 
     bytes_per_request = (a.input_tokens + a.output_tokens) * a.bytes_per_token
