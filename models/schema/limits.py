@@ -443,7 +443,15 @@ SEQUENCES_PER_GPU = Bound(BATCH_SEQUENCES.high, "sequences", BATCH_SEQUENCES.why
 REQUEST_LATENCY_S = Bound(
     86_400, "s", "a request in flight for over a day is a batch job, not a latency"
 )
-SLO_WINDOW_DAYS = Bound(3_660, "days", "SLO windows run 7 to 90 days; ten years is no window")
+SLO_WINDOW_DAYS = Bound(
+    3_660,
+    "days",
+    "SLO windows run 7 to 90 days; ten years is no window",
+    low=3.0,
+    low_open=False,
+    low_why="the ticket alert looks back 3 days (SRE Workbook); a shorter SLO window is "
+    "shorter than the alert's own (1e-300 days read burn thresholds of 0.0x, a budget of 0 min)",
+)
 BYTES_PER_TOKEN = Bound(
     1_000, "bytes", "text runs about 4 bytes a token; 1,000 bytes a token is a units mistake"
 )
