@@ -61,3 +61,17 @@ def test_a_three_day_window_plans(run_cli):
     assert result.exit_code == 0, result.stderr
     # 0.1% x 3 days x 1,440 min = 4.32 min
     assert json.loads(result.stdout)["error_budget_minutes"] == pytest.approx(4.32)
+
+
+def test_a_prefill_time_under_a_microsecond_is_refused(run_cli):
+    # 1e-300 ms of service time: the ceiling's rate rho / S printed 300 digits, exit 0
+    result = run_cli("headroom", "--prefill-ms", "1e-300", "--ttft-p99-ms", "500")
+    assert result.exit_code == 2, result.stdout
+    assert "Traceback" not in result.stderr
+    assert "--prefill-ms: must be at least 0.001 ms" in result.stderr
+
+
+def test_a_microsecond_prefill_still_plans(run_cli):
+    result = run_cli("headroom", "--prefill-ms", "0.001", "--ttft-p99-ms", "500", "--json", "-")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["prefill_s"] == pytest.approx(1e-6)
