@@ -350,7 +350,15 @@ PREFIX_CLASSES = Bound(
 HOST_MEMORY_GIB = Bound(65_536, "GiB", "64 TiB per GPU is 16x the largest server's DRAM per GPU")
 HOST_LINK_GB_S = Bound(10_000, "GB/s", "11x NVLink-C2C, 900 GB/s")
 NVME_TB = Bound(10_000, "TB", "20x the NVMe a dense storage node holds, about 500 TB")
-NVME_GB_S = Bound(10_000, "GB/s", "20x a node of 16 PCIe 5 drives, about 500 GB/s")
+NVME_GB_S = Bound(
+    10_000,
+    "GB/s",
+    "20x a node of 16 PCIe 5 drives, about 500 GB/s",
+    low=0.1,
+    low_open=False,
+    low_why="100 MB/s, a fifth of one SATA SSD; at 1e-300 GB/s fetching 1K tokens read "
+    "a 300-digit ms (the SSD tier's value its negative)",
+)
 DWPD = Bound(1_000, "drive writes/day", "100x the most durable SLC drives, about 10 DWPD")
 WARRANTY_YEARS = Bound(50, "years", "10x the usual 5-year drive warranty")
 
