@@ -193,7 +193,14 @@ VOICE_STAGE_MS = Bound(
     low_open=False,
 )
 TTFT_SHARE = Bound(
-    1.0, "", "a share of the LLM's allowance; 1 leaves nothing for the first clause", high_open=True
+    1.0,
+    "",
+    "a share of the LLM's allowance; 1 leaves nothing for the first clause",
+    high_open=True,
+    low=0.01,
+    low_open=False,
+    low_why="1% of the allowance; at 1e-300 the TTFT target read 0.0 ms, a target no "
+    "server meets, as 1 leaves nothing for the first clause",
 )
 
 # --- money, counts and time -------------------------------------------------------------

@@ -27,3 +27,15 @@ def test_an_instance_nvme_bandwidth_is_held_to_the_floor(run_cli, tmp_path, valu
     assert "Traceback" not in result.stderr
     if code:
         assert "gpus[0].nvme_gb_s_per_node: must be at least 0.1 GB/s" in result.stderr
+
+
+@pytest.mark.parametrize(("share", "code"), [("1e-300", 2), ("0.009", 2), ("0.01", 0)])
+def test_a_ttft_share_of_nothing_is_refused(run_cli, share, code):
+    # 800 - 200 ms endpointing = 600 ms left; 1e-300 of it read 'TTFT p99 0.0 ms', exit 0
+    result = run_cli(
+        "voice", "--first-audio-ms", "800", "--endpointing-ms", "200", "--ttft-share", share
+    )
+    assert result.exit_code == code, result.stderr
+    assert "Traceback" not in result.stderr
+    if code:
+        assert "--ttft-share: must be at least 0.01" in result.stderr
