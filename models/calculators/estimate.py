@@ -108,6 +108,11 @@ SPREAD_ZONES = replace(
 """Zones the estimate spreads a fleet over: those of a region, and at least two."""
 
 
+TABLE_ROWS = 100
+"""Most rows of a table an estimate prints (utilisations, incidents): a config of 200,000
+utilisations printed 5 MB of table with exit 0; a hundred is past any reading."""
+
+
 class EstimateAssumptions(BaseModel):
     """Every assumption of the estimate; the defaults are the worked example."""
 
@@ -137,9 +142,11 @@ class EstimateAssumptions(BaseModel):
     """Bytes of logged text per token (about 4 for English)."""
     zones: whole(SPREAD_ZONES) | None = None
     """Zones (or regions) the fleet spreads over to survive losing one; None: not asked."""
-    mm1_utilizations: tuple[Utilization, ...] = Field(default=SEED_MM1_UTILIZATIONS, min_length=1)
+    mm1_utilizations: tuple[Utilization, ...] = Field(
+        default=SEED_MM1_UTILIZATIONS, min_length=1, max_length=TABLE_ROWS
+    )
     """Utilisations of the M/M/1 latency table."""
-    incidents: tuple[Incident, ...] = SEED_INCIDENTS
+    incidents: tuple[Incident, ...] = Field(default=SEED_INCIDENTS, max_length=TABLE_ROWS)
     """Incidents to price against the error budget."""
 
     @model_validator(mode="after")

@@ -75,3 +75,19 @@ def test_a_microsecond_prefill_still_plans(run_cli):
     result = run_cli("headroom", "--prefill-ms", "0.001", "--ttft-p99-ms", "500", "--json", "-")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["prefill_s"] == pytest.approx(1e-6)
+
+
+@pytest.mark.parametrize(
+    ("key", "row"), [("mm1_utilizations", 0.5), ("incidents", {"burn_rate": 1, "hours": 1})]
+)
+def test_a_table_over_a_hundred_rows_is_refused(run_cli, tmp_path, key, row):
+    # 200,000 utilisations printed 5 MB of M/M/1 table with exit 0
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({key: [row] * 101}))
+    result = run_cli("estimate", "--config", str(path))
+    assert result.exit_code == 2, result.stdout
+    assert "Traceback" not in result.stderr
+    assert f"{key}: Tuple should have at most 100 items" in result.stderr
+    assert "got [" not in result.stderr  # the 101 rows are not echoed back
+    path.write_text(json.dumps({key: [row] * 100}))
+    assert run_cli("estimate", "--config", str(path)).exit_code == 0
