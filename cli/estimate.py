@@ -292,7 +292,7 @@ def headroom(
         float,
         typer.Option(
             help="Mean prefill time of one prompt, ms (the service time).",
-            callback=within(limits.LATENCY_MS),
+            callback=within(limits.PREFILL_MS),
         ),
     ],
     ttft_p99_ms: Annotated[

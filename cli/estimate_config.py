@@ -105,7 +105,7 @@ def _issue(
 ) -> Issue:
     loc = tuple(item["loc"])
     message = str(item["msg"]).removeprefix("Value error, ")
-    if "input" in item and item["type"] not in ("value_error", "assertion_error"):
+    if "input" in item and item["type"] not in ("value_error", "assertion_error", "too_long"):
         message += f" (got {item['input']!r})"
     if not loc:  # a model-level check: name the fields it mentions through the message
         return Issue(COMMAND_LINE if config is None else config.name, None, "", message)

@@ -52,6 +52,7 @@ from models.physics.llm import LlmSpec
 from models.physics.memory import default_kv_precision
 from models.physics.precision import Precision
 from models.schema import limits
+from models.schema.errors import InputError, Issue
 from models.schema.quantities import real, whole
 from models.schema.traffic import HOURS_PER_DAY
 from models.serving.capacity import replica_capacity
@@ -107,6 +108,11 @@ SPREAD_ZONES = replace(
 """Zones the estimate spreads a fleet over: those of a region, and at least two."""
 
 
+TABLE_ROWS = 100
+"""Most rows of a table an estimate prints (utilisations, incidents): a config of 200,000
+utilisations printed 5 MB of table with exit 0; a hundred is past any reading."""
+
+
 class EstimateAssumptions(BaseModel):
     """Every assumption of the estimate; the defaults are the worked example."""
 
@@ -136,9 +142,11 @@ class EstimateAssumptions(BaseModel):
     """Bytes of logged text per token (about 4 for English)."""
     zones: whole(SPREAD_ZONES) | None = None
     """Zones (or regions) the fleet spreads over to survive losing one; None: not asked."""
-    mm1_utilizations: tuple[Utilization, ...] = Field(default=SEED_MM1_UTILIZATIONS, min_length=1)
+    mm1_utilizations: tuple[Utilization, ...] = Field(
+        default=SEED_MM1_UTILIZATIONS, min_length=1, max_length=TABLE_ROWS
+    )
     """Utilisations of the M/M/1 latency table."""
-    incidents: tuple[Incident, ...] = SEED_INCIDENTS
+    incidents: tuple[Incident, ...] = Field(default=SEED_INCIDENTS, max_length=TABLE_ROWS)
     """Incidents to price against the error budget."""
 
     @model_validator(mode="after")
@@ -275,6 +283,32 @@ def whole_gpus(gpus: float) -> int:
     return math.ceil(round(gpus, 9))
 
 
+_DRIVERS = {
+    "throughput": "requests_per_day x peak_to_average x output_tokens / "
+    "(gpu_tokens_per_s x target_utilization)",
+    "concurrency": "requests_per_day x peak_to_average x latency_s / "
+    "(seqs_per_gpu x target_utilization)",
+}
+
+
+def _check_fleet_size(gpus: float, binding: str) -> None:
+    """Refuse assumptions whose fleet exceeds `limits.GPU_COUNT`: each input within its
+    own bound can still multiply to 10^300 GPUs (seqs_per_gpu 1e-300), printed as a
+    300-digit count with exit 0.
+
+    Raises:
+        InputError: naming the figures that multiply to the count and the bound.
+    """
+    bound = limits.GPU_COUNT
+    if gpus <= bound.high:
+        return
+    message = (
+        f"the assumptions need {gpus:.3g} GPUs by {binding} ({_DRIVERS[binding]}); at most "
+        f"{bound.high:,.0f} {bound.unit} ({bound.why})"
+    )
+    raise InputError([Issue("assumptions", None, "", message)])
+
+
 def estimate(
     assumptions: EstimateAssumptions,
     throughput_source: str = ASSUMED_SOURCE,
@@ -297,6 +331,7 @@ def estimate(
     gpus_by_concurrency = in_flight / (a.seqs_per_gpu * a.target_utilization)
     binding = "throughput" if gpus_by_throughput >= gpus_by_concurrency else "concurrency"
     gpus_fractional = max(gpus_by_throughput, gpus_by_concurrency)
+    _check_fleet_size(gpus_fractional, binding)
     gpus_needed = whole_gpus(gpus_fractional / gpus_per_replica) * gpus_per_replica
 
     bytes_per_request = (a.input_tokens + a.output_tokens) * a.bytes_per_token

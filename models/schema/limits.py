@@ -9,7 +9,7 @@ else; change a limit here and every message that names it follows.
 """
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 # --- reading files ----------------------------------------------------------------------
 
@@ -171,6 +171,14 @@ AVAILABILITY = Bound(1.0, "", "a fraction of requests; 1 would allow no failure"
 LATENCY_MS = Bound(
     86_400_000, "ms", "a latency target beyond a day is no target; omit it for offline work"
 )
+PREFILL_MS = replace(
+    LATENCY_MS,
+    low=0.001,
+    low_open=False,
+    low_why="a microsecond, under one GPU kernel launch (about 5 us); at 1e-300 ms a queue's "
+    "rate is a 300-digit requests/s",
+)
+"""A mean prefill time, ms: a latency with a floor (the service time a rate divides by)."""
 RTT_MS = Bound(
     10_000,
     "ms",
@@ -185,7 +193,14 @@ VOICE_STAGE_MS = Bound(
     low_open=False,
 )
 TTFT_SHARE = Bound(
-    1.0, "", "a share of the LLM's allowance; 1 leaves nothing for the first clause", high_open=True
+    1.0,
+    "",
+    "a share of the LLM's allowance; 1 leaves nothing for the first clause",
+    high_open=True,
+    low=0.01,
+    low_open=False,
+    low_why="1% of the allowance; at 1e-300 the TTFT target read 0.0 ms, a target no "
+    "server meets, as 1 leaves nothing for the first clause",
 )
 
 # --- money, counts and time -------------------------------------------------------------
@@ -342,7 +357,15 @@ PREFIX_CLASSES = Bound(
 HOST_MEMORY_GIB = Bound(65_536, "GiB", "64 TiB per GPU is 16x the largest server's DRAM per GPU")
 HOST_LINK_GB_S = Bound(10_000, "GB/s", "11x NVLink-C2C, 900 GB/s")
 NVME_TB = Bound(10_000, "TB", "20x the NVMe a dense storage node holds, about 500 TB")
-NVME_GB_S = Bound(10_000, "GB/s", "20x a node of 16 PCIe 5 drives, about 500 GB/s")
+NVME_GB_S = Bound(
+    10_000,
+    "GB/s",
+    "20x a node of 16 PCIe 5 drives, about 500 GB/s",
+    low=0.1,
+    low_open=False,
+    low_why="100 MB/s, a fifth of one SATA SSD; at 1e-300 GB/s fetching 1K tokens read "
+    "a 300-digit ms (the SSD tier's value its negative)",
+)
 DWPD = Bound(1_000, "drive writes/day", "100x the most durable SLC drives, about 10 DWPD")
 WARRANTY_YEARS = Bound(50, "years", "10x the usual 5-year drive warranty")
 
@@ -443,7 +466,15 @@ SEQUENCES_PER_GPU = Bound(BATCH_SEQUENCES.high, "sequences", BATCH_SEQUENCES.why
 REQUEST_LATENCY_S = Bound(
     86_400, "s", "a request in flight for over a day is a batch job, not a latency"
 )
-SLO_WINDOW_DAYS = Bound(3_660, "days", "SLO windows run 7 to 90 days; ten years is no window")
+SLO_WINDOW_DAYS = Bound(
+    3_660,
+    "days",
+    "SLO windows run 7 to 90 days; ten years is no window",
+    low=3.0,
+    low_open=False,
+    low_why="the ticket alert looks back 3 days (SRE Workbook); a shorter SLO window is "
+    "shorter than the alert's own (1e-300 days read burn thresholds of 0.0x, a budget of 0 min)",
+)
 BYTES_PER_TOKEN = Bound(
     1_000, "bytes", "text runs about 4 bytes a token; 1,000 bytes a token is a units mistake"
 )
