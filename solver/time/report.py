@@ -87,7 +87,7 @@ def headrooms(instance: Instance, program: TimeProgram, plan: Plan) -> tuple[Poo
                 peak_replicas=pool.count,
                 target_utilization=thresholds.target_utilization,
                 kv_usage_scale_out=thresholds.kv_usage_scale_out,
-                queue_depth_scale_out=thresholds.queue_depth_scale_out,
+                queue_depth_scale_out=thresholds.queue_trigger,
                 queue_depth_slo_edge=None
                 if math.isinf(thresholds.queue_depth_slo_edge)
                 else thresholds.queue_depth_slo_edge,
