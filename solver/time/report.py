@@ -126,7 +126,9 @@ def pool_thresholds(
 
 def idle_hours(instance: Instance, plan: Plan) -> tuple[float, float]:
     """(idle replica-hours, idle GPU-hours) per day of the interactive pools, with
-    committed and on-demand GPUs that run nothing counted as idle GPU-hours."""
+    committed and on-demand GPUs that run nothing counted as idle GPU-hours. A pool's
+    idle share is 1 - load / capacity of its phase (workload, region, role): each phase
+    of a prefill/decode pair carries the whole load, as the plan's idle_fraction reads it."""
     grid = interactive_grid(instance)
     committed = {(c.region, c.gpu): c.committed_gpus for c in plan.committed}
     replicas = gpus = 0.0
@@ -134,13 +136,13 @@ def idle_hours(instance: Instance, plan: Plan) -> tuple[float, float]:
         hour = whole.model_copy(
             update={"pools": tuple(p for p in whole.pools if (p.workload, p.region) in grid)}
         )
-        capacity: dict[tuple[str, str], float] = defaultdict(float)
+        capacity: dict[tuple[str, str, str], float] = defaultdict(float)
         for pool in hour.pools:
-            capacity[(pool.workload, pool.region)] += pool.count * (
+            capacity[(pool.workload, pool.region, pool.role)] += pool.count * (
                 pool.requests_per_s_per_replica or 0.0
             )
         for pool in hour.pools:
-            total = capacity[(pool.workload, pool.region)]
+            total = capacity[(pool.workload, pool.region, pool.role)]
             load = grid.get((pool.workload, pool.region), (0.0,) * 24)[hour.hour]
             share = 1 - min(load / total, 1.0) if total > 0 else 1.0
             replicas += pool.count * share

@@ -4,9 +4,10 @@ verifier only), recomputed from the instance and the plan's hours as solver.time
 and solver.time.batch state them:
 
 1. Idle hours per day: in each hour, each interactive pool's replicas (and GPUs) times
-   1 - min(demand / capacity, 1) of its (workload, region), capacity = sum of count x
-   stated rate; plus committed GPUs an hour does not use, and GPUs an hour pays beyond
-   those its pools run (owned, reserved, on-demand and spot less used).
+   1 - min(demand / capacity, 1) of its phase (workload, region, role), capacity = sum
+   of count x stated rate (each phase of a prefill/decode pair carries the whole
+   demand); plus committed GPUs an hour does not use, and GPUs an hour pays beyond those
+   its pools run (owned, reserved, on-demand and spot less used).
 2. Batch placements: requests_per_day = 3,600 x the day's arrival rates, the
    workload's deadline, soaked within [requests_per_day without dedicated replicas,
    else 0; min(requests_per_day, 3,600 x the hours' soak rates)], the soak rate one the
@@ -48,13 +49,13 @@ def _idle_hours(instance: Instance, plan: Plan) -> list[Violation]:
     replicas = gpus = 0.0
     for hour in plan.hours:
         pools = [p for p in hour.pools if (p.workload, p.region) in grid]
-        capacity: dict[tuple[str, str], float] = defaultdict(float)
+        capacity: dict[tuple[str, str, str], float] = defaultdict(float)
         for pool in pools:
-            capacity[(pool.workload, pool.region)] += pool.count * (
+            capacity[(pool.workload, pool.region, pool.role)] += pool.count * (
                 pool.requests_per_s_per_replica or 0.0
             )
         for pool in pools:
-            total = capacity[(pool.workload, pool.region)]
+            total = capacity[(pool.workload, pool.region, pool.role)]
             load = grid[(pool.workload, pool.region)][hour.hour]
             share = 1 - min(load / total, 1.0) if total > 0 else 1.0
             replicas += pool.count * share
