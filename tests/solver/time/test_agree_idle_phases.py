@@ -71,3 +71,44 @@ def test_each_phase_of_a_pair_is_idle_by_its_own_capacity():
         by_hand += row.existing + row.reserved + row.on_demand + row.spot - row.used
     _, idle_gpu_hours = idle_hours(instance, plan)
     assert idle_gpu_hours == pytest.approx(24 * by_hand, rel=1e-6)
+
+
+COLOCATED = """
+name: group-idle
+gpus: [{name: h100-sxm}]
+models: [{name: llama-3.1-8b, weight_precisions: [fp8]}]
+regions:
+  - name: r
+    supply: {h100-sxm: {max_gpus: 64, price_per_gpu_hour: 2.4, reserved_price_per_gpu_hour: 1.5}}
+workloads:
+  - name: chat
+    model: llama-3.1-8b
+    demand: {r: {peak_requests_per_s: 1}}
+    prompt_tokens: {mean: 1000, p99: 4000}
+    output_tokens: {mean: 300, p99: 1000}
+    slo: {ttft_p99_ms: 800, tpot_p99_ms: 50}
+  - name: summ
+    model: llama-3.1-8b
+    demand: {r: {peak_requests_per_s: 1.5}}
+    prompt_tokens: {mean: 3000, p99: 8000}
+    output_tokens: {mean: 200, p99: 600}
+    slo: {ttft_p99_ms: 1500, tpot_p99_ms: 60}
+policy: {survive: none, tensor_parallel: [1], pipeline_parallel: [1], colocation: true,
+         buy_unit: gpu}
+"""
+
+
+def test_a_shared_groups_gpus_count_idle_by_its_members_load():
+    # one group replica on one GPU carries chat at a_chat and summ at a_summ (its members'
+    # rates): idle share 1 - (1 / a_chat + 1.5 / a_summ) / 2 every hour of a flat day.
+    # Before, the group's joined name matched no workload: 0 idle GPU-hours beside an
+    # idle_fraction of 78.5% (18.8 of 24 GPU-hours)
+    instance = validate_instance(yaml.safe_load(COLOCATED), "group-idle.yaml")
+    plan = solve(instance)
+    (group,) = plan.hours[0].pools
+    rates = {m.workload: m.requests_per_s_per_replica for m in group.members}
+    assert group.count == 1 and group.gpus == 1 and set(rates) == {"chat", "summ"}
+    share = 1 - (1 / rates["chat"] + 1.5 / rates["summ"]) / 2
+    idle_replicas, idle_gpus = idle_hours(instance, plan)
+    assert idle_gpus == pytest.approx(24 * share) and idle_replicas == pytest.approx(24 * share)
+    assert idle_gpus == pytest.approx(24 * plan.idle_fraction)
