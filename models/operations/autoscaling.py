@@ -180,6 +180,17 @@ class ScalingThresholds:
     """T / S - 1: prompts queued ahead beyond which the TTFT target cannot hold."""
     note: str = GPU_UTILISATION_NOTE
 
+    @property
+    def queue_trigger(self) -> float:
+        """The queue depth to scale out at: the M/G/1 depth at u* C where the prefill lane
+        is below saturation, else the SLO edge; 0 when neither is finite (no TTFT target
+        and a saturated lane). The lane saturates (u* C S >= 1) where a replica's capacity
+        batches prompts into shared prefill steps, so C exceeds 1 / S of one prompt alone."""
+        if math.isfinite(self.queue_depth_scale_out):
+            return self.queue_depth_scale_out
+        edge = self.queue_depth_slo_edge
+        return edge if math.isfinite(edge) else 0.0
+
 
 def resident_batch(rate_rps: float, pool_batch: float, pool_rps: float) -> float:
     """Sequences resident in one replica at `rate_rps`, by Little's law at the duration

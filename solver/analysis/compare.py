@@ -73,8 +73,9 @@ class Side(BaseModel):
     """Load over capacity of every pool phase, without failures, summed then divided."""
     utilisation_max: float | None = None
     p99_headroom: float | None = None
-    """Smallest servable / demand - 1 over every scenario: how much more load the plan
-    carries before a p99 target breaks (the verifier's capacity at the SLO)."""
+    """Smallest capacity / load - 1 over the loaded pool phases of every scenario (every
+    hour's of an hourly plan), capacity at the SLO: how much more load the busiest phase
+    carries at the plan's routing before a p99 target breaks (`p99_headroom`)."""
     gpu_types: tuple[str, ...] = ()
     violations: tuple[str, ...] = ()
     """The verifier's findings on this plan."""
@@ -121,6 +122,23 @@ def tokens_per_s(instance: Instance) -> float:
     return total
 
 
+def p99_headroom(plan: Plan) -> float | None:
+    """min over the loaded pool phases of every scenario of capacity / load - 1 (the plan's
+    scenario tables, at the peak and at every hour of an hourly plan); None with no load.
+
+    Not the verifier's servable / demand - 1: its servable is the flow it routes, at most
+    the demand, so that ratio is 0 for every plan it accepts."""
+    phases = [
+        pool
+        for scenario in (*plan.scenarios, *(s for hour in plan.hours for s in hour.scenarios))
+        for pool in scenario.pools
+        if pool.load_requests_per_s > 0
+    ]
+    if not phases:
+        return None
+    return min(p.capacity_requests_per_s / p.load_requests_per_s for p in phases) - 1
+
+
 def side_of(instance: Instance, plan: Plan | None, status: str) -> Side:
     """The ledger's view of one plan (None: no plan, `status` says why)."""
     if plan is None:
@@ -133,11 +151,6 @@ def side_of(instance: Instance, plan: Plan | None, status: str) -> Side:
     pools = plan.scenarios[0].pools if plan.scenarios else ()
     load = sum(p.load_requests_per_s for p in pools)
     capacity = sum(p.capacity_requests_per_s for p in pools)
-    headroom = [
-        c.servable_requests_per_s / c.demand_requests_per_s - 1
-        for c in check.checks
-        if c.demand_requests_per_s > 0
-    ]
     attributed = sum(a.cost_per_month for a in plan.cost_attribution)
     prefill = sum(a.cost_per_month * a.prefill_share for a in plan.cost_attribution)
     return Side(
@@ -153,7 +166,7 @@ def side_of(instance: Instance, plan: Plan | None, status: str) -> Side:
         prefill_share=prefill / attributed if attributed else None,
         utilisation_mean=load / capacity if capacity else None,
         utilisation_max=max((p.utilisation for p in pools), default=None),
-        p99_headroom=min(headroom) if headroom else None,
+        p99_headroom=p99_headroom(plan),
         gpu_types=tuple(sorted({p.gpu for p in plan.replicas})),
         violations=tuple(str(v) for v in check.violations),
     )

@@ -337,7 +337,7 @@ def _record(
             signals=signals,
             target_utilization=thresholds.target_utilization,
             kv_usage_scale_out=thresholds.kv_usage_scale_out,
-            queue_depth_scale_out=_queue_trigger(thresholds),
+            queue_depth_scale_out=thresholds.queue_trigger,
             queue_depth_slo_edge=None
             if math.isinf(thresholds.queue_depth_slo_edge)
             else thresholds.queue_depth_slo_edge,
@@ -354,12 +354,3 @@ def _batch_cap(role: Role, batch: float, max_batch: int, chunk: int, workload) -
     if role is Role.PREFILL:
         cap = max(cap, math.ceil(chunk / max(workload.prompt_tokens.mean_tokens, 1.0)))
     return max(1, min(cap, max(max_batch, 1)))
-
-
-def _queue_trigger(thresholds) -> float:
-    """The queue-depth scale-out: the M/G/1 depth at u* C, else the SLO edge (see the
-    module text); 0 when neither is finite (no TTFT target and a saturated lane)."""
-    if math.isfinite(thresholds.queue_depth_scale_out):
-        return thresholds.queue_depth_scale_out
-    edge = thresholds.queue_depth_slo_edge
-    return edge if math.isfinite(edge) else 0.0

@@ -139,7 +139,8 @@ class PoolHeadroom(BaseModel):
     kv_usage_scale_out: float
     """Scale out when KV-cache usage per replica passes this share."""
     queue_depth_scale_out: float
-    """Scale out when prompts waiting for prefill per replica pass this."""
+    """Scale out when prompts waiting for prefill per replica pass this (ScalingThresholds.
+    queue_trigger, the number deploy writes: the SLO edge where the prefill lane saturates)."""
     queue_depth_slo_edge: float | None
     """Past this queue depth the TTFT target is gone (None: no TTFT target)."""
     signal_note: str = ""

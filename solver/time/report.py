@@ -30,6 +30,7 @@ from models.operations.autoscaling import (
 from models.operations.time_demand import interactive_grid
 from models.schema.instance import Instance, Workload
 from solver.candidates.table import Candidate
+from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.plan.time_records import PoolHeadroom
 from solver.time.failover import error_budgets
@@ -87,7 +88,7 @@ def headrooms(instance: Instance, program: TimeProgram, plan: Plan) -> tuple[Poo
                 peak_replicas=pool.count,
                 target_utilization=thresholds.target_utilization,
                 kv_usage_scale_out=thresholds.kv_usage_scale_out,
-                queue_depth_scale_out=thresholds.queue_depth_scale_out,
+                queue_depth_scale_out=thresholds.queue_trigger,
                 queue_depth_slo_edge=None
                 if math.isinf(thresholds.queue_depth_slo_edge)
                 else thresholds.queue_depth_slo_edge,
@@ -124,25 +125,42 @@ def pool_thresholds(
     )
 
 
+def _served(pool: ReplicaPool) -> dict[str, float]:
+    """Each workload a pool serves with its requests/s per replica (a group's members)."""
+    if pool.members:
+        return {m.workload: m.requests_per_s_per_replica for m in pool.members}
+    return {pool.workload: pool.requests_per_s_per_replica or 0.0}
+
+
 def idle_hours(instance: Instance, plan: Plan) -> tuple[float, float]:
     """(idle replica-hours, idle GPU-hours) per day of the interactive pools, with
-    committed and on-demand GPUs that run nothing counted as idle GPU-hours."""
+    committed and on-demand GPUs that run nothing counted as idle GPU-hours. A pool's
+    idle share is 1 - load / capacity of its phase (workload, region, role): each phase
+    of a prefill/decode pair carries the whole load, as the plan's idle_fraction reads it;
+    a shared group's, the mean of its members' (each member's phase capacity counting the
+    group's replicas at the member's rate, GroupMember.requests_per_s_per_replica)."""
     grid = interactive_grid(instance)
     committed = {(c.region, c.gpu): c.committed_gpus for c in plan.committed}
     replicas = gpus = 0.0
     for whole in plan.hours:
         hour = whole.model_copy(
-            update={"pools": tuple(p for p in whole.pools if (p.workload, p.region) in grid)}
+            update={
+                "pools": tuple(
+                    p for p in whole.pools if any((w, p.region) in grid for w in _served(p))
+                )
+            }
         )
-        capacity: dict[tuple[str, str], float] = defaultdict(float)
+        capacity: dict[tuple[str, str, str], float] = defaultdict(float)
         for pool in hour.pools:
-            capacity[(pool.workload, pool.region)] += pool.count * (
-                pool.requests_per_s_per_replica or 0.0
-            )
+            for workload, rate in _served(pool).items():
+                capacity[(workload, pool.region, pool.role)] += pool.count * rate
         for pool in hour.pools:
-            total = capacity[(pool.workload, pool.region)]
-            load = grid.get((pool.workload, pool.region), (0.0,) * 24)[hour.hour]
-            share = 1 - min(load / total, 1.0) if total > 0 else 1.0
+            shares = []
+            for workload in (w for w in _served(pool) if (w, pool.region) in grid):
+                total = capacity[(workload, pool.region, pool.role)]
+                load = grid[(workload, pool.region)][hour.hour]
+                shares.append(1 - min(load / total, 1.0) if total > 0 else 1.0)
+            share = math.fsum(shares) / len(shares)
             replicas += pool.count * share
             gpus += (pool.gpus or 0) * share
         for row in hour.gpus:

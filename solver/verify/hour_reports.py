@@ -4,9 +4,12 @@ verifier only), recomputed from the instance and the plan's hours as solver.time
 and solver.time.batch state them:
 
 1. Idle hours per day: in each hour, each interactive pool's replicas (and GPUs) times
-   1 - min(demand / capacity, 1) of its (workload, region), capacity = sum of count x
-   stated rate; plus committed GPUs an hour does not use, and GPUs an hour pays beyond
-   those its pools run (owned, reserved, on-demand and spot less used).
+   1 - min(demand / capacity, 1) of its phase (workload, region, role), capacity = sum
+   of count x stated rate (each phase of a prefill/decode pair carries the whole
+   demand; a shared group's share the mean of its members', each member's capacity
+   counting the group at the member's stated rate); plus committed GPUs an hour does
+   not use, and GPUs an hour pays beyond those its pools run (owned, reserved, on-demand
+   and spot less used).
 2. Batch placements: requests_per_day = 3,600 x the day's arrival rates, the
    workload's deadline, soaked within [requests_per_day without dedicated replicas,
    else 0; min(requests_per_day, 3,600 x the hours' soak rates)], the soak rate one the
@@ -42,21 +45,31 @@ def stated_report_figures(instance: Instance, plan: Plan) -> list[Violation]:
     )
 
 
+def _rates(pool: ReplicaPool) -> dict[str, float]:
+    """Each workload a pool serves with its stated requests/s per replica (a shared
+    group's members at theirs)."""
+    if pool.members:
+        return {m.workload: m.requests_per_s_per_replica for m in pool.members}
+    return {pool.workload: pool.requests_per_s_per_replica or 0.0}
+
+
 def _idle_hours(instance: Instance, plan: Plan) -> list[Violation]:
     grid = interactive_grid(instance)
     committed = {(c.region, c.gpu): c.committed_gpus for c in plan.committed}
     replicas = gpus = 0.0
     for hour in plan.hours:
-        pools = [p for p in hour.pools if (p.workload, p.region) in grid]
-        capacity: dict[tuple[str, str], float] = defaultdict(float)
+        pools = [p for p in hour.pools if any((w, p.region) in grid for w in _rates(p))]
+        capacity: dict[tuple[str, str, str], float] = defaultdict(float)
         for pool in pools:
-            capacity[(pool.workload, pool.region)] += pool.count * (
-                pool.requests_per_s_per_replica or 0.0
-            )
+            for workload, rate in _rates(pool).items():
+                capacity[(workload, pool.region, pool.role)] += pool.count * rate
         for pool in pools:
-            total = capacity[(pool.workload, pool.region)]
-            load = grid[(pool.workload, pool.region)][hour.hour]
-            share = 1 - min(load / total, 1.0) if total > 0 else 1.0
+            shares = []
+            for workload in (w for w in _rates(pool) if (w, pool.region) in grid):
+                total = capacity[(workload, pool.region, pool.role)]
+                load = grid[(workload, pool.region)][hour.hour]
+                shares.append(1 - min(load / total, 1.0) if total > 0 else 1.0)
+            share = math.fsum(shares) / len(shares)
             replicas += pool.count * share
             gpus += pool.count * pool.replica_gpus * share
         in_use = {(row.region, row.gpu): row.reserved for row in hour.gpus}

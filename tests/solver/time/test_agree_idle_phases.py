@@ -1,0 +1,114 @@
+"""The hours table's idle GPU-hours and the plan's idle_fraction read one rule for a
+prefill/decode pair: each phase carries the whole load of its (workload, region).
+
+Before, the table summed the prefill and decode pools' capacities into one, as if each
+request needed only one of them: Qwen3-235B-A22B fp8 in region a, 4 TP2 prefill at 13.32
+and 4 TP2 decode at 10.00 requests/s for 30 requests/s, read 16 x (1 - 30 / 93.28) =
+10.85 idle GPUs an hour where the phases leave 8 x (1 - 30 / 53.28) + 8 x (1 - 30 / 40)
+= 5.50; with b's 2.81 and 6 rented GPUs serving nothing, 471.8 idle GPU-hours a day
+beside an idle_fraction of 44.7% of 768 paid = 343.4.
+
+On a flat day (no profile, so no ramp and no warm headroom: the rate the periods are
+planned at is the demand the table reads) the two must be equal:
+idle GPU-hours = idle_fraction x paid GPU-hours."""
+
+import pytest
+import yaml
+
+from models.io.loading import validate_instance
+from solver.solve import solve
+from solver.time.report import idle_hours
+
+INSTANCE = """
+name: pair-idle
+gpus: [{name: h200}]
+models: [{name: qwen3-235b-a22b, weight_precisions: [fp8]}]
+regions:
+  - name: a
+    supply: {h200: {max_gpus: 128, price_per_gpu_hour: 3.1, reserved_price_per_gpu_hour: 2.0}}
+  - name: b
+    supply: {h200: {max_gpus: 128, price_per_gpu_hour: 3.3}}
+links: [[a, b, 40]]
+workloads:
+  - name: chat
+    model: qwen3-235b-a22b
+    demand: {a: {peak_requests_per_s: 30}, b: {peak_requests_per_s: 15}}
+    prompt_tokens: {mean: 2000, p99: 8000}
+    output_tokens: {mean: 400, p99: 1500}
+    slo: {ttft_p99_ms: 2000, tpot_p99_ms: 60, max_failover_rtt_ms: 100}
+policy:
+  survive: replica
+  tensor_parallel: [1, 2, 4, 8]
+  pipeline_parallel: [1]
+  disaggregation: true
+solver: {time_limit_s: 20}
+"""
+
+
+def test_the_hours_idle_gpu_hours_read_each_phase_as_the_idle_fraction_does():
+    instance = validate_instance(yaml.safe_load(INSTANCE), "pair-idle.yaml")
+    plan = solve(instance)
+    roles = {str(p.role) for p in plan.replicas}
+    assert {"prefill", "decode"} <= roles  # the pair this case was written for
+    paid = sum(g.existing + g.reserved + g.on_demand + g.spot for h in plan.hours for g in h.gpus)
+    _, idle_gpu_hours = idle_hours(instance, plan)
+    assert idle_gpu_hours == pytest.approx(plan.idle_fraction * paid, rel=1e-6)
+
+
+def test_each_phase_of_a_pair_is_idle_by_its_own_capacity():
+    instance = validate_instance(yaml.safe_load(INSTANCE), "pair-idle.yaml")
+    plan = solve(instance)
+    loads = {"a": 30.0, "b": 15.0}
+    by_hand = 0.0
+    for pool in plan.hours[0].pools:  # a flat day: every hour alike
+        phase = sum(
+            p.count * p.requests_per_s_per_replica
+            for p in plan.hours[0].pools
+            if (p.region, p.role) == (pool.region, pool.role)
+        )
+        by_hand += pool.gpus * (1 - min(loads[pool.region] / phase, 1.0))
+    for row in plan.hours[0].gpus:  # rented or committed GPUs no pool runs
+        by_hand += row.existing + row.reserved + row.on_demand + row.spot - row.used
+    _, idle_gpu_hours = idle_hours(instance, plan)
+    assert idle_gpu_hours == pytest.approx(24 * by_hand, rel=1e-6)
+
+
+COLOCATED = """
+name: group-idle
+gpus: [{name: h100-sxm}]
+models: [{name: llama-3.1-8b, weight_precisions: [fp8]}]
+regions:
+  - name: r
+    supply: {h100-sxm: {max_gpus: 64, price_per_gpu_hour: 2.4, reserved_price_per_gpu_hour: 1.5}}
+workloads:
+  - name: chat
+    model: llama-3.1-8b
+    demand: {r: {peak_requests_per_s: 1}}
+    prompt_tokens: {mean: 1000, p99: 4000}
+    output_tokens: {mean: 300, p99: 1000}
+    slo: {ttft_p99_ms: 800, tpot_p99_ms: 50}
+  - name: summ
+    model: llama-3.1-8b
+    demand: {r: {peak_requests_per_s: 1.5}}
+    prompt_tokens: {mean: 3000, p99: 8000}
+    output_tokens: {mean: 200, p99: 600}
+    slo: {ttft_p99_ms: 1500, tpot_p99_ms: 60}
+policy: {survive: none, tensor_parallel: [1], pipeline_parallel: [1], colocation: true,
+         buy_unit: gpu}
+"""
+
+
+def test_a_shared_groups_gpus_count_idle_by_its_members_load():
+    # one group replica on one GPU carries chat at a_chat and summ at a_summ (its members'
+    # rates): idle share 1 - (1 / a_chat + 1.5 / a_summ) / 2 every hour of a flat day.
+    # Before, the group's joined name matched no workload: 0 idle GPU-hours beside an
+    # idle_fraction of 78.5% (18.8 of 24 GPU-hours)
+    instance = validate_instance(yaml.safe_load(COLOCATED), "group-idle.yaml")
+    plan = solve(instance)
+    (group,) = plan.hours[0].pools
+    rates = {m.workload: m.requests_per_s_per_replica for m in group.members}
+    assert group.count == 1 and group.gpus == 1 and set(rates) == {"chat", "summ"}
+    share = 1 - (1 / rates["chat"] + 1.5 / rates["summ"]) / 2
+    idle_replicas, idle_gpus = idle_hours(instance, plan)
+    assert idle_gpus == pytest.approx(24 * share) and idle_replicas == pytest.approx(24 * share)
+    assert idle_gpus == pytest.approx(24 * plan.idle_fraction)
