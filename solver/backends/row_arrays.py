@@ -78,12 +78,10 @@ def rows_by_arrays(
     import numpy as np
 
     rows = [lp.constraints[name] for name in row_names]
-    counts = np.fromiter(
-        map(len, (row.coefficients for row in rows)), dtype=np.int64, count=len(rows)
-    )
+    coefficients = [row.coefficients for row in rows]
+    counts = np.fromiter(map(len, coefficients), dtype=np.int64, count=len(rows))
     total = int(counts.sum())
     try:
-        coefficients = [row.coefficients for row in rows]
         names = chain.from_iterable(coefficients)
         columns = np.array([index[var] for var in names], dtype=np.int64)
         values = np.fromiter(

@@ -83,13 +83,9 @@ credits (capacity, hall), its GPUs (purchase), its own pooling steps and open bi
 its configuration count and precision, or not at all."""
 
 
-def config_bounds(
-    program: FleetProgram, bounds: Bounds | None = None, keep: frozenset[str] = frozenset()
-) -> Bounds:
+def config_bounds(program: FleetProgram, bounds: Bounds | None = None) -> Bounds:
     """replicas[w,B,r] <= 0 for every pool B with a stand-in A (module docstring) where
-    the argument holds; {} elsewhere. Pools whose replicas column is in `keep` (those a
-    start uses: a lever's base plan) are not removed, so the start stays a plan of the
-    program (a start outside the bounds is dropped); they may still stand in for others."""
+    the argument holds; {} elsewhere."""
     sets = program.sets
     bounds = bounds or {}
     if (
@@ -115,8 +111,6 @@ def config_bounds(
         curves = [None, *sets.rerouted_rtts_at.get((pools[0].workload, pools[0].region), ())]
         credits = {id(pool): pool_curves(sets, pool, curves) for pool in pools}
         for b in pools:
-            if pool_column(b) in keep:
-                continue
             if any(_stands_in(a, b, credits[id(a)], credits[id(b)]) for a in pools if a is not b):
                 found[pool_column(b)] = (0.0, 0.0)
     return found

@@ -111,16 +111,17 @@ def optimal_reduction(
     program: FleetProgram,
     bounds: Bounds | None = None,
     narrowed: frozenset[str] = frozenset(),
-    keep: frozenset[str] = frozenset(),
+    configs: bool = True,
 ) -> Reduction:
     """What the dominance arguments let the solve leave out: the pools removed here
     (`swap_bounds`, not in the `narrowed` regions) and, with one configuration per pool,
     those a pool of another layout on the same GPUs stands in for
-    (solver.candidates.config_dominance; not those in `keep`, the pools a start uses),
+    (solver.candidates.config_dominance; with `configs` only),
     then same-GPU dominance
     (solver.candidates.replica_dominance.dominance) on the pools left."""
     removed = swap_bounds(program, bounds, narrowed)
-    removed |= config_bounds(program, {**(bounds or {}), **removed}, keep)
+    if configs:
+        removed |= config_bounds(program, {**(bounds or {}), **removed})
     same_gpu = dominance(program, {**(bounds or {}), **removed})
     return Reduction({**removed, **same_gpu.bounds}, same_gpu.sizes)
 

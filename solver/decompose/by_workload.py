@@ -127,8 +127,7 @@ def optimise(
     # would remove: from the base plan's cost, HiGHS proved chat-3region's `allow gh200`
     # in 14.6 s on the whole program and 23.1 s on the reduced one (explain --levers 40
     # against 55 s, idle), where the base solve gains about 10% from the reduction.
-    keep = frozenset(program.lp.variables) if settings.start is not None else frozenset()
-    reduction = optimal_reduction(program, bounds, keep=keep)
+    reduction = optimal_reduction(program, bounds, configs=settings.start is None)
     bounds = {**reduction.bounds, **(bounds or {})} or None
     lp = with_bounds(program.lp, bounds) if bounds else program.lp
     first = settings.limited(_left_s(settings, started)).with_duals(False)

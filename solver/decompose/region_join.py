@@ -319,8 +319,10 @@ def by_region(
     if bound is None or not found.own or time.monotonic() >= deadline:
         return None
     # the caller's bounds, and the pools config dominance removes (a restriction that
-    # loses no optimum of the floored program either: a stand-in only adds replicas of A)
-    held = {**config_bounds(program, bounds), **(bounds or {})}
+    # loses no optimum of the floored program either: a stand-in only adds replicas of A),
+    # except in a re-solve from a start, as in solver.decompose.by_workload.optimise
+    removed = config_bounds(program, bounds) if settings.start is None else {}
+    held = {**removed, **(bounds or {})}
     lp = floored(program, found.own, held)
     start = found.own if backend.capabilities.warm_start and KEEP_STOPPED else None
     added = backend.run(lp, settings.limited(_left_s(deadline)).with_duals(False), start=start)
