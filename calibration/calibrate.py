@@ -60,6 +60,7 @@ from calibration.engines import (
     ENGINE_GENERATIONS,
     REQUEST_NAMES,
     EngineData,
+    engine_gpu_settings,
     engine_settings,
     fallbacks,
     fit_engine_profiles,
@@ -413,6 +414,14 @@ def render_engine_profiles(data: EngineData, fitted: dict[str, dict[str, Efficie
         if settings := engine_settings(engine):
             lines.append("    settings:  # the engine's defaults at every generation, never fitted")
             lines += [f"      {name}: {value:.4g}" for name, value in settings.items()]
+            if by_gpu := engine_gpu_settings(engine):
+                lines.append(
+                    "    settings_by_gpu:  # the engine's defaults on these GPUs "
+                    "(vllm serve: A100, under 70 GiB)"
+                )
+                for gpu, values in by_gpu.items():
+                    lines.append(f"      {gpu}:")
+                    lines += [f"        {name}: {value:.4g}" for name, value in values.items()]
         versions = sorted(data.versions[engine])
         files = sorted(
             {r.run.source.partition(":")[0] for r in data.runs if r.engine == engine}

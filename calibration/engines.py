@@ -93,6 +93,19 @@ written into each of its profiles (`settings`): vLLM gives weights, activations 
 cache at most `gpu_memory_utilization` = 0.9 of the device (vLLM `CacheConfig`; the
 gpustack runs of vllm_serving.csv keep the default, AMD's pages do not say), so 10% of HBM
 stays unused; TensorRT-LLM's 5% reserve is the class default."""
+VLLM_SERVER_SMALL_GPU = {"prefill_chunk_tokens": 2048, "max_batch_sequences": 256}
+"""`vllm serve`'s defaults on a GPU of under `VLLM_LARGE_GPU_GIB` or an A100: at most 2,048
+tokens an iteration (`max_num_batched_tokens`) and 256 sequences in flight
+(`max_num_seqs`), where a larger GPU gets 8,192 and 1,024 (vllm-project/vllm
+vllm/engine/arg_utils.py `EngineArgs._set_default_args`, commit
+99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b, a v0.11 tree: "Setting large
+`max_num_batched_tokens` for A100 reduces throughput, see PR #17885"; earlier V1 releases
+gave the larger budget to H100 and H200 only). Written into each vLLM profile as
+`settings_by_gpu` for the catalog GPUs the rule picks (`engine_gpu_settings`): the
+gpustack A100 runs of vllm_serving.csv keep the defaults. A larger GPU keeps the class
+defaults (8,192 tokens; a sequence cap of 2,048 that no run's 1,000 requests reach)."""
+VLLM_LARGE_GPU_GIB = 70
+"""vLLM's device-memory threshold (GiB) for its larger defaults."""
 THROUGHPUT_NAMES = ("prefill_flops_fraction", "decode_flops_fraction", "hbm_fraction")
 """Fitted where a group has offline rows."""
 LATENCY_NAMES = ("step_overhead_s",)
@@ -409,11 +422,26 @@ def engine_settings(profile: str) -> dict[str, float]:
     return dict(ENGINE_SETTINGS.get(profile.partition("-")[0], {}))
 
 
+def engine_gpu_settings(profile: str) -> dict[str, dict[str, float]]:
+    """The settings `profile`'s engine picks by device, per catalog GPU: vLLM's
+    `VLLM_SERVER_SMALL_GPU` on the A100s and every GPU under `VLLM_LARGE_GPU_GIB`; {} for
+    another engine."""
+    if profile.partition("-")[0] != "vllm":
+        return {}
+    return {
+        name: dict(VLLM_SERVER_SMALL_GPU)
+        for name, spec in sorted(gpu_catalog().items())
+        if spec.hbm_gib < VLLM_LARGE_GPU_GIB or name.startswith("a100")
+    }
+
+
 def base_efficiency(gpu: str, precision: Precision, profile: str = BASE_ENGINE) -> Efficiency:
     """Where a group's fit starts: the default TensorRT-LLM profile's factors, with the
-    settings of `profile`'s engine (`engine_settings`)."""
+    settings of `profile`'s engine (`engine_settings`, and `engine_gpu_settings` of the
+    GPU)."""
     base = efficiency_for(gpu, precision, engine=BASE_ENGINE)
-    return base.model_copy(update=engine_settings(profile))
+    by_gpu = engine_gpu_settings(profile).get(gpu, {})
+    return base.model_copy(update={**engine_settings(profile), **by_gpu})
 
 
 def groups(data: EngineData, profile: str) -> dict[str, tuple[list[EngineRun], list[Row]]]:

@@ -252,6 +252,17 @@ def _settings(engine: str) -> dict[str, Any]:
     return {}
 
 
+def _gpu_settings(engine: str, gpu_name: str) -> dict[str, Any]:
+    """The engine settings `engine`'s profile states for one GPU (`settings_by_gpu`: a
+    default the engine picks by device, such as vLLM's smaller token budget and sequence
+    cap on an A100 or a GPU under 70 GiB), from the first profile of its chain that states
+    settings; {} for a GPU it names none for."""
+    for profile in _profiles(engine):
+        if "settings" in profile:
+            return dict(profile.get("settings_by_gpu", {}).get(gpu_name, {}))
+    return {}
+
+
 def _fitted_by(source: "EfficiencySource") -> str | None:
     """The profile in `source.engine`'s fallback chain whose fit of the GPU's generation is
     used (the first that holds it, as `_calibrated` looks it up); None for the pooled fit."""
@@ -366,7 +377,9 @@ def efficiency_for(
     An engine's settings (a profile's `settings`: vLLM's memory reserve) apply at every
     generation, under the factors of whichever profile of the chain holds them (vllm-0.10
     on Hopper: trtllm-0.20's fractions, vLLM's reserve); a `by_key` set that names one
-    wins.
+    wins. Settings the engine picks by device (`settings_by_gpu`: vLLM's 2,048-token
+    budget and 256 sequences on an A100) go with the GPU itself, never with the GPU it
+    borrows factors from, and win over the fitted sets.
 
     The request overhead (`request_overhead_s`: HTTP, tokenisation and scheduling on the
     host, before the engine) is the engine's, not the GPU's: a generation the profile
@@ -383,6 +396,8 @@ def efficiency_for(
     spec = _spec(gpu)
     if source.borrowed and spec is not None and spec.scaleup_fraction is not None:
         calibrated = calibrated.model_copy(update={"scaleup_fraction": spec.scaleup_fraction})
+    if by_gpu := _gpu_settings(source.engine, source.gpu):
+        calibrated = calibrated.model_copy(update=by_gpu)
     if overrides is None:
         return calibrated
     return Efficiency(**{**calibrated.model_dump(), **overrides.model_dump(exclude_none=True)})

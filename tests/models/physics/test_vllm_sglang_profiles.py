@@ -141,3 +141,65 @@ def test_the_request_overhead_is_the_engines_on_a_generation_it_has_no_fit_of():
     assert hopper.decode_flops_fraction == trtllm.decode_flops_fraction
     assert trtllm.request_overhead_s == 0.0  # TensorRT-LLM's rows measure none
     assert efficiency_for("b200", "fp8", engine="sglang-0.5").request_overhead_s == blackwell
+
+
+def test_vllm_serves_an_a100_or_a_gpu_under_70_gib_at_2048_tokens_and_256_sequences() -> None:
+    """`vllm serve` picks its token budget and sequence cap by device (vllm/engine/
+    arg_utils.py `_set_default_args`): 8,192 tokens on a GPU of at least 70 GiB that is not
+    an A100, else 2,048 tokens and 256 sequences. So the A100 80GB (excluded by name) and
+    the L40S (48 < 70) run at 2,048 / 256 under every vLLM profile; the H100, MI300X and
+    B200 keep the class defaults (8,192 / 2,048), and so does the RTX PRO 6000 (95.6 GiB):
+    it borrows the L40S's factors, not its settings. TensorRT-LLM and SGLang on the A100
+    keep the class defaults."""
+    bf16 = Precision.BF16
+    for name in _profiles("vllm"):
+        for gpu in ("a100-80gb-sxm", "l40s"):
+            efficiency = efficiency_for(gpu, bf16, engine=name)
+            assert (efficiency.prefill_chunk_tokens, efficiency.max_batch_sequences) == (2048, 256)
+        for gpu in ("h100-sxm", "mi300x", "b200", "rtx-pro-6000"):
+            efficiency = efficiency_for(gpu, bf16, engine=name)
+            assert (efficiency.prefill_chunk_tokens, efficiency.max_batch_sequences) == (8192, 2048)
+    for name in (default_engine(), *_profiles("sglang")):
+        efficiency = efficiency_for("a100-80gb-sxm", bf16, engine=name)
+        assert (efficiency.prefill_chunk_tokens, efficiency.max_batch_sequences) == (8192, 2048)
+
+
+def test_the_catalog_states_vllms_device_defaults_as_the_rule_gives_them() -> None:
+    """Each vLLM profile's `settings_by_gpu` is `engine_gpu_settings` of the catalog: by
+    hand, the catalog GPUs under 70 GiB or named A100 are a100-80gb-sxm (by name) and l40s
+    (48 GiB); every other one has 80 GiB or more."""
+    from calibration.engines import engine_gpu_settings
+
+    assert sorted(engine_gpu_settings("vllm-0.11")) == ["a100-80gb-sxm", "l40s"]
+    assert engine_gpu_settings("sglang-0.5") == {}
+    for name in _profiles("vllm"):
+        assert engine_profiles()[name]["settings_by_gpu"] == engine_gpu_settings(name)
+
+
+def test_vllm_on_an_a100_holds_at_most_256_sequences_where_memory_holds_thousands() -> None:
+    """Llama 3.1 8B BF16 on one A100 80GB at 200 + 200 tokens: KV of 128 KiB a token
+    (32 layers x 8 heads x 128 x 2 x 2 B = 131,072 B) in the ~57 GiB left beside 15 GiB of
+    weights holds ~466,000 tokens, over 1,100 sequences of 400: the offline batch is vLLM's
+    cap of 256, where TensorRT-LLM's cap of 2,048 leaves memory to bind."""
+    from models.physics.catalog import gpu_catalog, llm_catalog
+    from models.serving.capacity import replica_capacity
+    from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+
+    bf16 = Precision.BF16
+    config = ReplicaConfig(
+        gpu_catalog()["a100-80gb-sxm"],
+        llm_catalog()["llama-3.1-8b"],
+        bf16,
+        bf16,
+        1,
+        1,
+        Role.UNIFIED,
+    )
+    mix = TrafficMix.fixed(200, 200)
+
+    def capacity(engine: str):
+        efficiency = efficiency_for("a100-80gb-sxm", bf16, engine=engine)
+        return replica_capacity(config, mix, LatencyTargets(), efficiency)
+
+    assert capacity(max(_profiles("vllm"))).batch == 256
+    assert 1000 < capacity(default_engine()).batch < 2048
