@@ -87,12 +87,15 @@ into each profile with rows of them (its own `generation_of`), so that under the
 TensorRT-LLM profiles they still borrow through `efficiency_like`."""
 BASE_ENGINE = "trtllm-0.20"
 """The profile every engine profile starts from and finally falls back to."""
-ENGINE_SETTINGS = {"vllm": {"memory_reserve_fraction": 0.10}}
+ENGINE_SETTINGS = {"vllm": {"memory_reserve_fraction": 0.10, "max_batch_sequences": 1024}}
 """Each engine's documented defaults that the model holds as factors (never fitted),
 written into each of its profiles (`settings`): vLLM gives weights, activations and KV
 cache at most `gpu_memory_utilization` = 0.9 of the device (vLLM `CacheConfig`; the
 gpustack runs of vllm_serving.csv keep the default, AMD's pages do not say), so 10% of HBM
-stays unused; TensorRT-LLM's 5% reserve is the class default."""
+stays unused; TensorRT-LLM's 5% reserve is the class default. `vllm serve` keeps at most
+1,024 sequences in flight on a GPU of 70 GiB or more (`max_num_seqs`; 256 on smaller ones
+and the A100: `VLLM_SERVER_SMALL_GPU`); an offline row that sets its own cap runs at it
+(`Row.max_sequences`)."""
 VLLM_SERVER_SMALL_GPU = {"prefill_chunk_tokens": 2048, "max_batch_sequences": 256}
 """`vllm serve`'s defaults on a GPU of under `VLLM_LARGE_GPU_GIB` or an A100: at most 2,048
 tokens an iteration (`max_num_batched_tokens`) and 256 sequences in flight
@@ -103,7 +106,7 @@ vllm/engine/arg_utils.py `EngineArgs._set_default_args`, commit
 gave the larger budget to H100 and H200 only). Written into each vLLM profile as
 `settings_by_gpu` for the catalog GPUs the rule picks (`engine_gpu_settings`): the
 gpustack A100 runs of vllm_serving.csv keep the defaults. A larger GPU keeps the class
-defaults (8,192 tokens; a sequence cap of 2,048 that no run's 1,000 requests reach)."""
+default of 8,192 tokens and vLLM's 1,024 sequences (`ENGINE_SETTINGS`)."""
 VLLM_LARGE_GPU_GIB = 70
 """vLLM's device-memory threshold (GiB) for its larger defaults."""
 THROUGHPUT_NAMES = ("prefill_flops_fraction", "decode_flops_fraction", "hbm_fraction")
@@ -299,6 +302,7 @@ def _offline_rows(path: Path, skipped: Counter) -> tuple[list[Row], dict[str, se
                     measured=output_per_gpu,
                     held_out=_held_out(key),
                     engine=engine,
+                    max_sequences=int(raw.get("max_num_seqs") or 0),
                 )
             )
     return rows, versions
@@ -321,7 +325,10 @@ def load_engine_data(directory: Path | None = None) -> tuple[EngineData, Counter
 
 
 def predict_offline(row: Row, efficiency: Efficiency) -> float:
-    """Output tokens/s per GPU at maximum throughput (nan when no layout fits)."""
+    """Output tokens/s per GPU at maximum throughput (nan when no layout fits), at the
+    row's own sequence cap where it sets one (`Row.max_sequences`)."""
+    if row.max_sequences:
+        efficiency = efficiency.model_copy(update={"max_batch_sequences": row.max_sequences})
     config = ReplicaConfig(
         gpu_catalog()[row.gpu],
         llm_catalog()[row.model],

@@ -149,6 +149,9 @@ class Row:
     engine: str = ""
     """The engine and version that measured the row (`trtllm-0.20`, `triton-trtllm-0.14`,
     `mlperf-tensorrt`)."""
+    max_sequences: int = 0
+    """The run's own cap on sequences in flight (`vllm_throughput.csv` `max_num_seqs`, set
+    on the command line); 0: the engine profile's default."""
 
     @property
     def kv_precision(self) -> Precision:

@@ -146,11 +146,11 @@ def test_the_request_overhead_is_the_engines_on_a_generation_it_has_no_fit_of():
 def test_vllm_serves_an_a100_or_a_gpu_under_70_gib_at_2048_tokens_and_256_sequences() -> None:
     """`vllm serve` picks its token budget and sequence cap by device (vllm/engine/
     arg_utils.py `_set_default_args`): 8,192 tokens on a GPU of at least 70 GiB that is not
-    an A100, else 2,048 tokens and 256 sequences. So the A100 80GB (excluded by name) and
-    the L40S (48 < 70) run at 2,048 / 256 under every vLLM profile; the H100, MI300X and
-    B200 keep the class defaults (8,192 / 2,048), and so does the RTX PRO 6000 (95.6 GiB):
-    it borrows the L40S's factors, not its settings. TensorRT-LLM and SGLang on the A100
-    keep the class defaults."""
+    an A100 (with 1,024 sequences), else 2,048 tokens and 256 sequences. So the A100 80GB
+    (excluded by name) and the L40S (48 < 70) run at 2,048 / 256 under every vLLM profile;
+    the H100, MI300X and B200 at 8,192 / 1,024, and so does the RTX PRO 6000 (95.6 GiB): it
+    borrows the L40S's factors, not its settings. TensorRT-LLM and SGLang on the A100 keep
+    the class defaults (8,192 / 2,048)."""
     bf16 = Precision.BF16
     for name in _profiles("vllm"):
         for gpu in ("a100-80gb-sxm", "l40s"):
@@ -158,7 +158,7 @@ def test_vllm_serves_an_a100_or_a_gpu_under_70_gib_at_2048_tokens_and_256_sequen
             assert (efficiency.prefill_chunk_tokens, efficiency.max_batch_sequences) == (2048, 256)
         for gpu in ("h100-sxm", "mi300x", "b200", "rtx-pro-6000"):
             efficiency = efficiency_for(gpu, bf16, engine=name)
-            assert (efficiency.prefill_chunk_tokens, efficiency.max_batch_sequences) == (8192, 2048)
+            assert (efficiency.prefill_chunk_tokens, efficiency.max_batch_sequences) == (8192, 1024)
     for name in (default_engine(), *_profiles("sglang")):
         efficiency = efficiency_for("a100-80gb-sxm", bf16, engine=name)
         assert (efficiency.prefill_chunk_tokens, efficiency.max_batch_sequences) == (8192, 2048)
@@ -203,3 +203,26 @@ def test_vllm_on_an_a100_holds_at_most_256_sequences_where_memory_holds_thousand
 
     assert capacity(max(_profiles("vllm"))).batch == 256
     assert 1000 < capacity(default_engine()).batch < 2048
+
+
+def test_an_offline_vllm_row_runs_at_the_sequence_cap_it_sets() -> None:
+    """AMD's MI300X throughput rows set --max-num-seqs on the command line (the file's
+    max_num_seqs: 3,200 for Llama 3.1 70B at 128/2048); the prediction reads the row at its
+    own cap, not the profile's 1,024 for `vllm serve`. The cap only bounds the batch: a row
+    capped at 8 sequences predicts fewer tokens/s than the same row at its own cap."""
+    import dataclasses
+
+    from calibration.engines import catalog_efficiency, load_engine_data, predict_offline
+
+    data, _ = load_engine_data()
+    row = next(
+        r
+        for r in data.offline
+        if r.model == "llama-3.1-70b"
+        and r.mix.output_mean_tokens == 2048
+        and r.mix.prompt_mean_tokens == 128
+    )
+    assert row.max_sequences == 3200
+    efficiency = catalog_efficiency(row.engine, row.gpu, row.weight_precision)
+    capped = dataclasses.replace(row, max_sequences=8)
+    assert predict_offline(capped, efficiency) < predict_offline(row, efficiency)
