@@ -379,7 +379,7 @@ def efficiency_for(
     on Hopper: trtllm-0.20's fractions, vLLM's reserve); a `by_key` set that names one
     wins. Settings the engine picks by device (`settings_by_gpu`: vLLM's 2,048-token
     budget and 256 sequences on an A100) go with the GPU itself, never with the GPU it
-    borrows factors from, and win over the fitted sets.
+    borrows factors from; a `by_key` set that names one wins over them too.
 
     The request overhead (`request_overhead_s`: HTTP, tokenisation and scheduling on the
     host, before the engine) is the engine's, not the GPU's: a generation the profile
@@ -391,13 +391,15 @@ def efficiency_for(
     """
     source = efficiency_source(gpu, engine)
     calibrated = _calibrated(
-        source.like or source.gpu, source.generation, Precision(precision), source.engine
+        source.like or source.gpu,
+        source.generation,
+        Precision(precision),
+        source.engine,
+        source.gpu,
     )
     spec = _spec(gpu)
     if source.borrowed and spec is not None and spec.scaleup_fraction is not None:
         calibrated = calibrated.model_copy(update={"scaleup_fraction": spec.scaleup_fraction})
-    if by_gpu := _gpu_settings(source.engine, source.gpu):
-        calibrated = calibrated.model_copy(update=by_gpu)
     if overrides is None:
         return calibrated
     return Efficiency(**{**calibrated.model_dump(), **overrides.model_dump(exclude_none=True)})
@@ -405,14 +407,17 @@ def efficiency_for(
 
 @cache
 def _calibrated(
-    lookup: str, generation: str | None, precision: Precision, engine: str
+    lookup: str, generation: str | None, precision: Precision, engine: str, gpu: str
 ) -> Efficiency:
-    """The calibrated layers of `efficiency_for`, without the instance overrides."""
+    """The calibrated layers of `efficiency_for`, without the instance overrides: the
+    engine's settings, those it picks for `gpu` itself (never for `lookup`, the GPU whose
+    factors it borrows), then the `by_key` sets."""
     keys = ["default", lookup, f"{lookup}/{precision}"]
     if generation is not None:
         keys[1:1] = [generation, f"{generation}/{precision}"]
     tables = _chain(engine)
     fields: dict[str, float] = _settings(engine)  # the engine's, at every generation
+    fields.update(_gpu_settings(engine, gpu))  # and those it picks by device
     own_overhead = False
     for key in keys:
         for depth, table in enumerate(tables):
