@@ -196,7 +196,9 @@ def with_months(instance: Instance, plan: Plan, later: Sequence[Plan]) -> Plan:
         )
         for m in months
     ]
-    status, gap = horizon_status(months, plan.solver.requested_gap if plan.solver else 0.0)
+    grown = [min(month_factors(instance, m.month).values(), default=1.0) >= 1.0 for m in months]
+    requested = plan.solver.requested_gap if plan.solver else 0.0
+    status, gap = horizon_status(months, requested, grown)
     return plan.model_copy(
         update={
             "status": status,
@@ -208,20 +210,42 @@ def with_months(instance: Instance, plan: Plan, later: Sequence[Plan]) -> Plan:
     )
 
 
-def horizon_status(months: Sequence[Month], requested_gap: float) -> tuple[str, float | None]:
+def horizon_status(
+    months: Sequence[Month], requested_gap: float, grown: Sequence[bool] | None = None
+) -> tuple[str, float | None]:
     """The horizon's status and gap: the horizon cost's gap to the sum of the months'
-    bounds,
+    bounds b_m,
 
-        gap = sum_m cost_m x gap_m / sum_m cost_m,
+        gap = (sum_m cost_m - sum_m b_m) / sum_m cost_m,
 
     optimal where every month's plan is, or where that gap is within the requested one
     (solver.plan.schema.plan_status: the horizon is then proven within it, whatever one
-    month's own gap); "feasible (gap unknown)" where a month has no bound."""
+    month's own gap); "feasible (gap unknown)" where a month has no bound.
+
+    A month's own bound, b_m = cost_m x (1 - gap_m), holds while every month before it is
+    proven (status optimal): month m's program inherits the commitments of the months
+    before it (never fewer GPUs, no orders inside the lead time), so after a month that is
+    not proven (stopped by the clock on a dearer fleet, say) a later month's bound is a
+    bound given that month's commitments, not on what the horizon's plan could cost. Such
+    a month is bounded by month 0's bound where its demand is at least month 0's for every
+    workload (`grown[m]`, default: every month): month m without the commitments it
+    inherits is a relaxation of it, and serving more of the same traffic on the same offer
+    costs no less; else it has no bound."""
+    grown = [True] * len(months) if grown is None else list(grown)
+    bounds: list[float | None] = []
+    proven = True  # every month before this one is proven
+    for month, at_least in zip(months, grown, strict=True):
+        own = None if month.mip_gap is None else month.cost_per_month * (1 - month.mip_gap)
+        if not proven:
+            first = bounds[0] if bounds else None
+            own = first if at_least and first is not None else None
+        bounds.append(own)
+        proven = proven and month.status == "optimal"
     gap = None
-    if all(m.mip_gap is not None for m in months):
+    if all(b is not None for b in bounds):
         total = math.fsum(m.cost_per_month for m in months)
-        missed = math.fsum(m.cost_per_month * (m.mip_gap or 0.0) for m in months)
-        gap = missed / total if total > 0 else 0.0
+        missed = total - math.fsum(b for b in bounds if b is not None)
+        gap = max(missed, 0.0) / total if total > 0 else 0.0
     if all(m.status == "optimal" for m in months):
         return "optimal", gap
     return plan_status(gap is not None, gap, requested_gap), gap
