@@ -34,6 +34,7 @@ from models.schema.instance import Instance
 from models.schema.sweep_grid import MAX_POINTS, Grid, Point, point_document
 from solver.plan.schema import Plan
 from solver.studies.batch import solve_or_ending
+from solver.time.reprice import at_prices
 from solver.verify.hours import verify_any as verify
 from solver.workers import process_pool
 
@@ -78,8 +79,19 @@ TIME_PARTS = ("hours", "committed", "months", "cost_per_month")
 """What an hourly plan is beyond its peak pools: the verifier checks its 24 hours, its
 commitments and its months (month 0 against the plan's cost; solver.verify.hours), not
 the peak fleet alone. The idle shares are left out (they depend on each point's demand,
-as the peak pools' STATED_FIGURES do); the hours and months state their costs at the
-point's prices, so one point's plan passes at another only where the prices agree."""
+as the peak pools' STATED_FIGURES do); the dollars the hours, commitments and months state
+are restated at each point's prices before it is checked (solver.time.reprice), as a
+static plan's stated costs are dropped, so a plan serves every point its fleet serves."""
+
+PRICE_FIGURES = (
+    "cost",
+    "cost_per_hour",
+    "cost_per_month",
+    "reserved_price_per_gpu_hour",
+    "on_demand_price_per_gpu_hour",
+)
+"""Dollars an hourly plan's parts state at its own point's prices: not part of its
+identity (two points that price the same hours differently chose one plan)."""
 
 
 def _time_parts(plan: Plan) -> dict[str, Any]:
@@ -333,6 +345,15 @@ def _untabled(part: Any) -> Any:
     return part
 
 
+def _unpriced(part: Any) -> Any:
+    """An hourly plan's part without the dollars it states (PRICE_FIGURES)."""
+    if isinstance(part, list):
+        return [_unpriced(item) for item in part]
+    if isinstance(part, dict):
+        return {k: _unpriced(v) for k, v in part.items() if k not in PRICE_FIGURES}
+    return part
+
+
 def check_plans(
     records: dict[int, dict[str, Any]], instances: dict[int, Instance]
 ) -> list[PlanCheck]:
@@ -344,7 +365,8 @@ def check_plans(
         if record.get("status") != "solved":
             continue
         key = plan_key(record.get("replicas", []))
-        key += json.dumps({n: record[n] for n in TIME_PARTS[:3] if n in record}, sort_keys=True)
+        unpriced = {n: _unpriced(record[n]) for n in TIME_PARTS[:3] if n in record}
+        key += json.dumps(unpriced, sort_keys=True)
         plans.setdefault(key, []).append(index)
         timed = {n: _untabled(record[n]) for n in TIME_PARTS if n in record and "hours" in record}
         # an hourly plan is its hours: its peak pools state one point's figures, and the
@@ -356,7 +378,7 @@ def check_plans(
         serves, fails, costs, failure = [], [], {}, {}
         total_gpus = 0
         for index, instance in sorted(instances.items()):
-            result = verify(instance, plan)
+            result = verify(instance, at_prices(instance, plan))
             costs[index] = result.cost_per_month
             total_gpus = result.total_gpus
             if result.ok:
