@@ -27,7 +27,7 @@ from models.operations.autoscaling import (
     resident_batch,
     scaling_thresholds,
 )
-from models.operations.time_demand import interactive_grid
+from models.operations.time_demand import interactive_grid, warm_grid
 from models.schema.instance import Instance, Workload
 from solver.candidates.table import Candidate
 from solver.plan.records import ReplicaPool
@@ -135,11 +135,16 @@ def _served(pool: ReplicaPool) -> dict[str, float]:
 def idle_hours(instance: Instance, plan: Plan) -> tuple[float, float]:
     """(idle replica-hours, idle GPU-hours) per day of the interactive pools, with
     committed and on-demand GPUs that run nothing counted as idle GPU-hours. A pool's
-    idle share is 1 - load / capacity of its phase (workload, region, role): each phase
+    idle share is 1 - load / capacity of its phase (workload, region, role), the load at
+    the hour's warm rate (what its period is planned at; the autoscaler's headroom is no
+    idle capacity, as batch soaking reads it, solver.time.batch): each phase
     of a prefill/decode pair carries the whole load, as the plan's idle_fraction reads it;
     a shared group's, the mean of its members' (each member's phase capacity counting the
     group's replicas at the member's rate, GroupMember.requests_per_s_per_replica)."""
-    grid = interactive_grid(instance)
+    warm = warm_grid(instance)  # a (workload, region) with no demand: wholly idle
+    grid = {
+        key: warm.get(key, (0.0,) * len(rates)) for key, rates in interactive_grid(instance).items()
+    }
     committed = {(c.region, c.gpu): c.committed_gpus for c in plan.committed}
     replicas = gpus = 0.0
     for whole in plan.hours:

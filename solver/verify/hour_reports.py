@@ -4,7 +4,8 @@ verifier only), recomputed from the instance and the plan's hours as solver.time
 and solver.time.batch state them:
 
 1. Idle hours per day: in each hour, each interactive pool's replicas (and GPUs) times
-   1 - min(demand / capacity, 1) of its phase (workload, region, role), capacity = sum
+   1 - min(warm_h / capacity, 1) of its phase (workload, region, role), warm_h the
+   hour's warm rate (the idle share's load, solver.verify.hour_idle), capacity = sum
    of count x stated rate (each phase of a prefill/decode pair carries the whole
    demand; a shared group's share the mean of its members', each member's capacity
    counting the group at the member's stated rate); plus committed GPUs an hour does
@@ -54,7 +55,10 @@ def _rates(pool: ReplicaPool) -> dict[str, float]:
 
 
 def _idle_hours(instance: Instance, plan: Plan) -> list[Violation]:
-    grid = interactive_grid(instance)
+    warm = warm_grid(instance)  # a (workload, region) with no demand: wholly idle
+    grid = {
+        key: warm.get(key, (0.0,) * len(rates)) for key, rates in interactive_grid(instance).items()
+    }
     committed = {(c.region, c.gpu): c.committed_gpus for c in plan.committed}
     replicas = gpus = 0.0
     for hour in plan.hours:
