@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict
 from models.physics.efficiency import borrowed_gpus
 from models.schema.instance import Instance
 from solver.analysis.cost_attribution import average_to_peak
-from solver.analysis.paid import gpus_paid
+from solver.analysis.paid import gpu_hours_paid, gpus_paid
 from solver.plan.schema import Plan
 from solver.settings import SolveSettings
 from solver.solve import solve
@@ -64,8 +64,9 @@ class Side(BaseModel):
     """GPUs the bill covers: bought (whole servers included) plus owned in use
     (solver.analysis.paid)."""
     usd_per_gpu_hour: float | None = None
-    """Blended: cost / (GPUs paid x hours per month); a fleet bought at one price blends to
-    that price, whatever the server rounding."""
+    """Blended: cost / the GPU-hours a month it pays (GPUs paid x hours per month; an
+    hourly plan's hours as they hold them, solver.analysis.paid.gpu_hours_paid); a fleet
+    bought at one price blends to that price, whatever the server rounding."""
     usd_per_million_tokens: float | None = None
     """Cost over the input + output tokens served in a month at the average rate."""
     prefill_share: float | None = None
@@ -146,6 +147,7 @@ def side_of(instance: Instance, plan: Plan | None, status: str) -> Side:
     hours = instance.policy.hours_per_month
     cost = plan.cost_per_month or 0.0
     paid = gpus_paid(plan)
+    paid_hours = gpu_hours_paid(plan, hours)
     tokens_per_month = tokens_per_s(instance) * 3600 * hours
     check = verify(instance, plan)
     pools = plan.scenarios[0].pools if plan.scenarios else ()
@@ -161,7 +163,7 @@ def side_of(instance: Instance, plan: Plan | None, status: str) -> Side:
         horizon_months=len(plan.months) or None,
         total_gpus=plan.total_gpus or 0,
         gpus_paid=paid,
-        usd_per_gpu_hour=cost / (paid * hours) if paid else None,
+        usd_per_gpu_hour=cost / paid_hours if paid_hours else None,
         usd_per_million_tokens=cost / (tokens_per_month / 1e6) if tokens_per_month else None,
         prefill_share=prefill / attributed if attributed else None,
         utilisation_mean=load / capacity if capacity else None,
