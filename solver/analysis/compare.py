@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from models.operations.procurement import month_instance
 from models.physics.efficiency import borrowed_gpus
 from models.schema.instance import Instance
 from solver.analysis.cost_attribution import average_to_peak
@@ -68,7 +69,9 @@ class Side(BaseModel):
     hourly plan's hours as they hold them, solver.analysis.paid.gpu_hours_paid); a fleet
     bought at one price blends to that price, whatever the server rounding."""
     usd_per_million_tokens: float | None = None
-    """Cost over the input + output tokens served in a month at the average rate."""
+    """Cost over the input + output tokens served in a month at the average rate; for a
+    plan of months, the horizon's cost over the tokens its months serve (each at its
+    grown demand), the basis it is judged on."""
     prefill_share: float | None = None
     utilisation_mean: float | None = None
     """Load over capacity of every pool phase, without failures, summed then divided."""
@@ -149,6 +152,12 @@ def side_of(instance: Instance, plan: Plan | None, status: str) -> Side:
     paid = gpus_paid(plan)
     paid_hours = gpu_hours_paid(plan, hours)
     tokens_per_month = tokens_per_s(instance) * 3600 * hours
+    priced, tokens = cost, tokens_per_month
+    if plan.months and plan.horizon_cost is not None:  # judged over the horizon: read it
+        priced = plan.horizon_cost
+        tokens = sum(
+            tokens_per_s(month_instance(instance, m.month)) * 3600 * hours for m in plan.months
+        )
     check = verify(instance, plan)
     pools = plan.scenarios[0].pools if plan.scenarios else ()
     load = sum(p.load_requests_per_s for p in pools)
@@ -164,7 +173,7 @@ def side_of(instance: Instance, plan: Plan | None, status: str) -> Side:
         total_gpus=plan.total_gpus or 0,
         gpus_paid=paid,
         usd_per_gpu_hour=cost / paid_hours if paid_hours else None,
-        usd_per_million_tokens=cost / (tokens_per_month / 1e6) if tokens_per_month else None,
+        usd_per_million_tokens=priced / (tokens / 1e6) if tokens else None,
         prefill_share=prefill / attributed if attributed else None,
         utilisation_mean=load / capacity if capacity else None,
         utilisation_max=max((p.utilisation for p in pools), default=None),
