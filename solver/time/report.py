@@ -34,6 +34,7 @@ from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.plan.time_records import PoolHeadroom
 from solver.time.failover import error_budgets
+from solver.time.idle import soaked_replicas
 from solver.time.periods import TimeProgram
 
 SECONDS_PER_DAY = 86_400.0
@@ -140,7 +141,8 @@ def idle_hours(instance: Instance, plan: Plan) -> tuple[float, float]:
     idle capacity, as batch soaking reads it, solver.time.batch): each phase
     of a prefill/decode pair carries the whole load, as the plan's idle_fraction reads it;
     a shared group's, the mean of its members' (each member's phase capacity counting the
-    group's replicas at the member's rate, GroupMember.requests_per_s_per_replica)."""
+    group's replicas at the member's rate, GroupMember.requests_per_s_per_replica); less
+    the replicas soaking batch work that hour (solver.time.idle.soaked_replicas)."""
     warm = warm_grid(instance)  # a (workload, region) with no demand: wholly idle
     grid = {
         key: warm.get(key, (0.0,) * len(rates)) for key, rates in interactive_grid(instance).items()
@@ -166,8 +168,9 @@ def idle_hours(instance: Instance, plan: Plan) -> tuple[float, float]:
                 load = grid[(workload, pool.region)][hour.hour]
                 shares.append(1 - min(load / total, 1.0) if total > 0 else 1.0)
             share = math.fsum(shares) / len(shares)
-            replicas += pool.count * share
-            gpus += (pool.gpus or 0) * share
+            idle = max(pool.count * share - soaked_replicas(whole, pool), 0.0)
+            replicas += idle
+            gpus += idle * pool.replica_gpus
         for row in hour.gpus:
             gpus += max(committed.get((row.region, row.gpu), 0.0) - row.reserved, 0.0)
             paid = row.existing + row.reserved + row.on_demand + row.spot

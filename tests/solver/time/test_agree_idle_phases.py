@@ -138,3 +138,36 @@ def test_on_a_diurnal_day_the_hours_idle_gpu_hours_read_the_warm_rate_as_idle_fr
     _, idle_gpu_hours = idle_hours(instance, plan)
     assert idle_gpu_hours == pytest.approx(plan.idle_fraction * paid, rel=1e-6)
     assert plan.idle_gpu_hours_per_day == pytest.approx(idle_gpu_hours)
+
+
+def test_replicas_soaking_batch_are_not_idle():
+    # A trough replica that soaks batch work is busy with it: the plan's idle figures
+    # count x / C_b replicas of each soaking pool busy (x batch requests/s, C_b one
+    # replica's batch rate), as its batch placement's idle replica-hours after the soak
+    # do. Before, rl2h's us-east read 44.43 idle replica-hours a day beside its
+    # placement's 'idle before 44.43, after 38.70'.
+    q = _lone_rps()
+    data = _data(10.5 * q, 0.0, 0, 1)
+    demand = data["workloads"][0]["demand"]["r1"]
+    demand["hourly_profile"] = [1] * 8 + [2, 3] + [4] * 14
+    data["workloads"].append(
+        {
+            "name": "nightly",
+            "model": "llama-3.1-8b",
+            "deadline_hours": 12,
+            "demand": {"r1": {"requests_per_day": 2 * 3600 * q}},  # 2 q for one hour a day
+            "prompt_tokens": {"mean": 1000, "p99": 1000},
+            "output_tokens": {"mean": 200, "p99": 200},
+        }
+    )
+    instance = validate_instance(data, "soak.yaml")
+    plan = solve(instance)
+    (placement,) = plan.batch
+    assert placement.soaked_requests_per_day > 0 and placement.dedicated_replicas == 0
+    assert placement.idle_replica_hours_after < placement.idle_replica_hours_before
+    idle_replicas, idle_gpu_hours = idle_hours(instance, plan)
+    assert idle_replicas == pytest.approx(placement.idle_replica_hours_after)
+    (commitment,) = plan.committed
+    rented = sum(g.existing + g.on_demand + g.spot for h in plan.hours for g in h.gpus)
+    paid = 24 * commitment.committed_gpus + rented
+    assert idle_gpu_hours == pytest.approx(plan.idle_fraction * paid, rel=1e-6)
