@@ -17,6 +17,7 @@ would give the bound's other side).
 """
 
 import json
+import math
 import os
 import stat
 import time
@@ -323,6 +324,12 @@ class PlanCheck(BaseModel):
     """Its cost at each point's prices (GPUs bought x price x hours)."""
     worst_cost_per_month: float | None
     """Its largest cost over the points; None unless it serves every point."""
+    horizon_cost: dict[int, float] | None = None
+    """A plan of months: its cost over the horizon at each point's prices (the basis
+    solve states and compare judges on); None for a plan without months."""
+    worst_horizon_cost: float | None = None
+    """Its largest horizon cost over the points; None unless it plans months and serves
+    every point."""
     total_gpus: int
     failure: dict[int, str]
     """The first violation at each point it fails."""
@@ -376,10 +383,14 @@ def check_plans(
     for number, (key, chosen) in enumerate(plans.items()):
         plan = Plan.model_validate(parts_of[key])
         serves, fails, costs, failure = [], [], {}, {}
+        horizons: dict[int, float] = {}
         total_gpus = 0
         for index, instance in sorted(instances.items()):
-            result = verify(instance, at_prices(instance, plan))
+            priced = at_prices(instance, plan)
+            result = verify(instance, priced)
             costs[index] = result.cost_per_month
+            if priced.months:  # each month's cost is the verifier's to check at the point
+                horizons[index] = math.fsum(m.cost_per_month for m in priced.months)
             total_gpus = result.total_gpus
             if result.ok:
                 serves.append(index)
@@ -394,6 +405,8 @@ def check_plans(
                 fails=tuple(fails),
                 cost_per_month=costs,
                 worst_cost_per_month=None if fails else max(costs.values(), default=0.0),
+                horizon_cost=horizons or None,
+                worst_horizon_cost=None if fails or not horizons else max(horizons.values()),
                 total_gpus=total_gpus,
                 failure=failure,
             )
@@ -403,6 +416,9 @@ def check_plans(
 
 def robust_choice(checks: Iterable[PlanCheck]) -> PlanCheck | None:
     """The plan that serves every point at the smallest worst-case cost (None when no
-    point's plan serves them all)."""
+    point's plan serves them all): over the horizon where every such plan plans months
+    (as compare judges them), else per month."""
     robust = [c for c in checks if c.worst_cost_per_month is not None]
+    if robust and all(c.worst_horizon_cost is not None for c in robust):
+        return min(robust, key=lambda c: (c.worst_horizon_cost, c.plan))
     return min(robust, key=lambda c: (c.worst_cost_per_month, c.plan), default=None)

@@ -54,3 +54,25 @@ def test_an_hourly_plan_serves_a_point_that_only_prices_it_differently():
         assert robust_choice(check_plans(records, points)).worst_cost_per_month == pytest.approx(
             6 * 1.2 * 730
         )
+
+
+def test_plans_of_months_are_judged_over_the_horizon():
+    # A plan of months is judged on its horizon cost, as solve states it and compare
+    # judges it: each plan's cost over the horizon at each point's prices, and the robust
+    # choice the smallest worst case of it. Before, only month 0's $/month was checked
+    # (the months after it, where growth and lead time cost, were left out).
+    q = _lone_rps()
+    points = {}
+    for index, reserved in enumerate((1.2, 1.0)):
+        data = _data(10.5 * q, 0.10, 0, 2)  # 10.5 and 11.55 q: 11 and 12 GPUs all day
+        data["regions"][0]["supply"]["h100-sxm"]["reserved_price_per_gpu_hour"] = reserved
+        points[index] = validate_instance(data, f"months-{reserved}.yaml")
+    records = {index: solve_point(instance) for index, instance in points.items()}
+    checks = check_plans(records, points)
+    for check in checks:
+        assert check.serves == (0, 1), check.failure
+        # (11 + 12) GPUs committed all day at 1.2 and at 1.0 $/GPU-hour, 730 h a month
+        assert check.horizon_cost[0] == pytest.approx((11 + 12) * 1.2 * 730)
+        assert check.horizon_cost[1] == pytest.approx((11 + 12) * 1.0 * 730)
+        assert check.worst_horizon_cost == pytest.approx((11 + 12) * 1.2 * 730)
+    assert robust_choice(checks).worst_horizon_cost == pytest.approx(23 * 1.2 * 730)
