@@ -41,3 +41,14 @@ def test_an_hourly_plan_orders_what_its_one_month_horizon_orders(unit):
         assert commitment.committed_gpus == 8  # one server committed, the peak's rented
         assert max(sum(g.used for g in h.gpus) for h in plan.hours) == 11  # ceil(10.5)
         assert day == [("r1", "h100-sxm", 1, 8)]  # read 2 servers (the busiest hour's)
+
+
+def test_the_servers_table_of_an_hourly_plan_says_it_counts_the_busiest_hour():
+    # beside the summary's order of one committed server, the table of the busiest
+    # hour's two (one rented) read 'Servers to buy'
+    from cli.render.plan_tables import BUSIEST_SERVERS, site_tables
+
+    plan, _ = _orders(None, "node")
+    (table, *_) = site_tables(plan)
+    assert table.title == BUSIEST_SERVERS
+    assert [row[2] for row in table.rows] == ["2"]  # ceil(11 / 8) servers at the peak
