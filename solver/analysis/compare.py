@@ -97,12 +97,31 @@ class Comparison(BaseModel):
     rollout: dict[str, Any] = {}
 
 
+DEMAND_DIGITS = 9
+"""Decimals two demands' hourly rates are compared to (a profile is normalised by
+division: [2] x 24 and [1] x 24 are one day)."""
+
+
 def same_demand(base: Instance, candidate: Instance) -> list[str]:
-    """How the two instances' demand differs (empty: the same workloads, rates and mixes)."""
+    """How the two instances' demand differs (empty: the same workloads, rates and mixes).
+
+    A region's demand is what it asks of each hour: its rate in every local hour and its
+    average over the peak (`average_to_peak`, the tokens served), so the spellings of one
+    demand agree: a peak rate alone, the same rate on a flat profile, or a daily volume
+    with no peak factor are every hour at that rate."""
 
     def demand(instance: Instance) -> dict[str, Any]:
         return {
-            w.name: w.model_dump(mode="json", include={"demand", "prompt_tokens", "output_tokens"})
+            w.name: (
+                {
+                    region: (
+                        tuple(round(r, DEMAND_DIGITS) for r in level.local_hourly_rps()),
+                        round(average_to_peak(level), DEMAND_DIGITS),
+                    )
+                    for region, level in sorted(w.demand.items())
+                },
+                w.model_dump(mode="json", include={"prompt_tokens", "output_tokens"}),
+            )
             for w in instance.workloads
         }
 

@@ -10,7 +10,7 @@ rl2h (60 requests/s peak in two regions on the profile 1 x 6, 2, 3, 4 x 9, 3, 3,
 import pytest
 
 from models.io.loading import validate_instance
-from solver.analysis.compare import tokens_per_s
+from solver.analysis.compare import same_demand, tokens_per_s
 from tests.solver.time.test_months import _data
 
 PROFILE = [1] * 6 + [2, 3] + [4] * 9 + [3, 3, 2, 2, 2, 1, 1]
@@ -34,3 +34,22 @@ def test_a_daily_volume_and_a_flat_peak_keep_their_averages():
     data["workloads"][0]["demand"]["r1"] = {"peak_requests_per_s": 60.0}
     instance = validate_instance(data, "flat.yaml")
     assert tokens_per_s(instance) == pytest.approx(60.0 * 1200)  # every hour at the peak
+
+
+def test_a_peak_rate_and_the_same_rate_on_a_flat_profile_are_the_same_demand():
+    # every hour at 60 requests/s either way (a peak rate alone is every hour at the
+    # peak), so compare may judge the two; before: 'workload chat has other demand or
+    # token lengths' and no plan solved
+    data = _data(60.0, 0.0, 0, 1)
+    flat = validate_instance(data, "flat.yaml")
+    data["workloads"][0]["demand"]["r1"]["hourly_profile"] = [2] * 24  # normalised: 1s
+    profiled = validate_instance(data, "profiled.yaml")
+    assert same_demand(flat, profiled) == []
+    data["workloads"][0]["demand"]["r1"]["hourly_profile"] = PROFILE  # another day
+    assert same_demand(flat, validate_instance(data, "diurnal.yaml")) != []
+    data["workloads"][0]["demand"]["r1"] = {"requests_per_day": 60 * 86_400}
+    # every hour at 60 requests/s too (no peak factor: the average is the peak)
+    assert same_demand(flat, validate_instance(data, "volume.yaml")) == []
+    data["workloads"][0]["demand"]["r1"] = {"requests_per_day": 15 * 86_400, "peak_to_average": 4}
+    # sized for a 60 requests/s peak, serving 15 on average: other tokens
+    assert same_demand(flat, validate_instance(data, "peaked.yaml")) != []
