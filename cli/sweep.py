@@ -254,10 +254,13 @@ def _matrix(grid, records: dict[int, dict[str, Any]]) -> list[TableSpec]:
 
 
 def _plans(checks) -> TableSpec:
-    """Each distinct plan: where it is optimal, where it serves, its worst-case cost."""
+    """Each distinct plan: where it is optimal, where it serves, its worst-case cost (and
+    over the horizon for plans of months, the basis the robust choice takes)."""
+    months = any(c.horizon_cost for c in checks)
     return TableSpec(
         "Plans checked at every point (verifier, at each point's prices)",
-        ("plan", "GPUs", "optimal at", "serves", "worst $/month"),
+        ("plan", "GPUs", "optimal at", "serves", "worst $/month")
+        + (("worst horizon $",) if months else ()),
         tuple(
             (
                 str(c.plan),
@@ -265,10 +268,12 @@ def _plans(checks) -> TableSpec:
                 ", ".join(map(str, c.chosen_at)),
                 f"{len(c.serves)}/{len(c.serves) + len(c.fails)}",
                 _money(c.worst_cost_per_month),
+                *((_money(c.worst_horizon_cost),) if months else ()),
             )
             for c in checks
         ),
-        "worst $/month only for a plan that serves every point",
+        "worst $/month only for a plan that serves every point"
+        + ("; plans of months are chosen on their worst horizon cost" if months else ""),
     )
 
 
@@ -280,6 +285,11 @@ def _robust_line(robust, points: int) -> str:
         f"{'point' if len(robust.chosen_at) == 1 else 'points'} "
         f"{', '.join(map(str, robust.chosen_at))}) serves all {points} points; worst case "
         f"{_money(robust.worst_cost_per_month)}/month"
+        + (
+            ""
+            if robust.worst_horizon_cost is None
+            else f", {_money(robust.worst_horizon_cost)} over the horizon"
+        )
     )
 
 

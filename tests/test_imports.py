@@ -370,9 +370,10 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
     ),
     "solver.studies": _contract(
         "models.schema models.io models.physics solver.solve solver.settings solver.errors "
-        "solver.backends solver.plan solver.verify solver.workers",
+        "solver.backends solver.plan solver.verify solver.workers solver.time",
         "many solves, each through solver.solve and the hour verifier, in worker processes; "
-        "a golden's fingerprint hashes the catalog",
+        "a golden's fingerprint hashes the catalog; an hourly plan restated at another "
+        "point's prices (solver.time.reprice)",
     ),
     "solver.solve": _contract(
         "models.schema models.physics models.operations models.colocation "

@@ -16,6 +16,7 @@ import html
 import io
 from dataclasses import dataclass, field
 
+from cli.render.plan_tables import BUSIEST_SERVERS
 from cli.render.tables import TableSpec
 from solver.analysis.report_data import ConfigCharts
 from solver.analysis.report_time import CostSplitRow, DayChart
@@ -275,6 +276,7 @@ SECTION_TABLES = {
     "Committed (reserved) GPUs": "reservations",
     "Servers to order (reserved, whole servers)": "reservations",
     "Servers to buy": "reservations",
+    BUSIEST_SERVERS: "reservations",
 }
 """Tables the report places in a section of their own (the rest follow the charts)."""
 

@@ -86,13 +86,18 @@ def procurement_lines(plan: Plan) -> list[str]:
     return lines
 
 
+BUSIEST_SERVERS = "Servers the busiest hour runs (committed and rented by the hour)"
+"""An hourly plan's `servers`: what its busiest hour holds beyond the existing fleet, the
+reservation (the summary's orders, `committed`) and the GPUs rented at the peak alike."""
+
+
 def site_tables(plan: Plan) -> list[TableSpec]:
     """Servers to buy, and power per region (with its shadow price where limited)."""
     tables = []
     if plan.servers:
         tables.append(
             TableSpec(
-                "Servers to buy",
+                BUSIEST_SERVERS if plan.hours else "Servers to buy",
                 ("region", "GPU", "servers", "GPUs per server"),
                 tuple(
                     (s.region, s.gpu, str(s.count), str(s.gpus_per_server or "-"))

@@ -26,10 +26,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from models.operations.procurement import month_instance
 from models.physics.efficiency import borrowed_gpus
 from models.schema.instance import Instance
 from solver.analysis.cost_attribution import average_to_peak
-from solver.analysis.paid import gpus_paid
+from solver.analysis.paid import gpu_hours_paid, gpus_paid
 from solver.plan.schema import Plan
 from solver.settings import SolveSettings
 from solver.solve import solve
@@ -64,10 +65,13 @@ class Side(BaseModel):
     """GPUs the bill covers: bought (whole servers included) plus owned in use
     (solver.analysis.paid)."""
     usd_per_gpu_hour: float | None = None
-    """Blended: cost / (GPUs paid x hours per month); a fleet bought at one price blends to
-    that price, whatever the server rounding."""
+    """Blended: cost / the GPU-hours a month it pays (GPUs paid x hours per month; an
+    hourly plan's hours as they hold them, solver.analysis.paid.gpu_hours_paid); a fleet
+    bought at one price blends to that price, whatever the server rounding."""
     usd_per_million_tokens: float | None = None
-    """Cost over the input + output tokens served in a month at the average rate."""
+    """Cost over the input + output tokens served in a month at the average rate; for a
+    plan of months, the horizon's cost over the tokens its months serve (each at its
+    grown demand), the basis it is judged on."""
     prefill_share: float | None = None
     utilisation_mean: float | None = None
     """Load over capacity of every pool phase, without failures, summed then divided."""
@@ -93,12 +97,31 @@ class Comparison(BaseModel):
     rollout: dict[str, Any] = {}
 
 
+DEMAND_DIGITS = 9
+"""Decimals two demands' hourly rates are compared to (a profile is normalised by
+division: [2] x 24 and [1] x 24 are one day)."""
+
+
 def same_demand(base: Instance, candidate: Instance) -> list[str]:
-    """How the two instances' demand differs (empty: the same workloads, rates and mixes)."""
+    """How the two instances' demand differs (empty: the same workloads, rates and mixes).
+
+    A region's demand is what it asks of each hour: its rate in every local hour and its
+    average over the peak (`average_to_peak`, the tokens served), so the spellings of one
+    demand agree: a peak rate alone, the same rate on a flat profile, or a daily volume
+    with no peak factor are every hour at that rate."""
 
     def demand(instance: Instance) -> dict[str, Any]:
         return {
-            w.name: w.model_dump(mode="json", include={"demand", "prompt_tokens", "output_tokens"})
+            w.name: (
+                {
+                    region: (
+                        tuple(round(r, DEMAND_DIGITS) for r in level.local_hourly_rps()),
+                        round(average_to_peak(level), DEMAND_DIGITS),
+                    )
+                    for region, level in sorted(w.demand.items())
+                },
+                w.model_dump(mode="json", include={"prompt_tokens", "output_tokens"}),
+            )
             for w in instance.workloads
         }
 
@@ -146,7 +169,14 @@ def side_of(instance: Instance, plan: Plan | None, status: str) -> Side:
     hours = instance.policy.hours_per_month
     cost = plan.cost_per_month or 0.0
     paid = gpus_paid(plan)
+    paid_hours = gpu_hours_paid(plan, hours)
     tokens_per_month = tokens_per_s(instance) * 3600 * hours
+    priced, tokens = cost, tokens_per_month
+    if plan.months and plan.horizon_cost is not None:  # judged over the horizon: read it
+        priced = plan.horizon_cost
+        tokens = sum(
+            tokens_per_s(month_instance(instance, m.month)) * 3600 * hours for m in plan.months
+        )
     check = verify(instance, plan)
     pools = plan.scenarios[0].pools if plan.scenarios else ()
     load = sum(p.load_requests_per_s for p in pools)
@@ -161,8 +191,8 @@ def side_of(instance: Instance, plan: Plan | None, status: str) -> Side:
         horizon_months=len(plan.months) or None,
         total_gpus=plan.total_gpus or 0,
         gpus_paid=paid,
-        usd_per_gpu_hour=cost / (paid * hours) if paid else None,
-        usd_per_million_tokens=cost / (tokens_per_month / 1e6) if tokens_per_month else None,
+        usd_per_gpu_hour=cost / paid_hours if paid_hours else None,
+        usd_per_million_tokens=priced / (tokens / 1e6) if tokens else None,
         prefill_share=prefill / attributed if attributed else None,
         utilisation_mean=load / capacity if capacity else None,
         utilisation_max=max((p.utilisation for p in pools), default=None),

@@ -32,10 +32,14 @@ SECONDS_PER_DAY = 86_400.0
 
 def average_to_peak(demand: Demand) -> float:
     """Average over peak arrival rate of one region's demand: requests_per_day / 86,400
-    over the peak rate; 1 when only a peak rate is given (every hour at the peak)."""
+    over the peak rate; a peak rate with an hourly profile w, mean(w) / max(w) (its mean
+    hour, `Demand.local_hourly_rps`); 1 for a peak rate alone (every hour at the peak)."""
     peak = demand.peak_rps
-    if demand.requests_per_day is None or peak <= 0:
+    if peak <= 0:
         return 1.0
+    if demand.requests_per_day is None:
+        hours = demand.local_hourly_rps()
+        return min(sum(hours) / len(hours) / peak, 1.0)
     return min(demand.requests_per_day / SECONDS_PER_DAY / peak, 1.0)
 
 

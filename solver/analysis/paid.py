@@ -9,14 +9,37 @@ divides by what the bill covers, never by GPUs in use:
 the bought GPUs plus the owned ones the plan runs on (owned GPUs left idle are neither
 used nor paid for by this plan). A fleet bought at one price p then blends to exactly p
 per GPU-hour, whatever the server rounding.
+
+An hourly plan pays by the hour: its GPU-hours paid a month are
+
+    gpu_hours_paid = hours_per_month / 24 x sum over the day's hours h of
+                     (committed GPUs + sum over offers of owned in use + on demand + spot)
+
+every committed GPU every hour (used or not), the rest as each hour holds them, so a
+fleet rented at one price p blends to p too (its peak GPUs held all month would not).
 """
 
+import math
+
+from models.schema.traffic import HOURS_PER_DAY
 from solver.plan.schema import Plan
 
 
 def gpus_paid(plan: Plan) -> int:
     """GPUs the plan's bill covers: bought plus owned in use (see the module docstring)."""
     return sum(use.paid for use in plan.gpus)
+
+
+def gpu_hours_paid(plan: Plan, hours_per_month: float) -> float:
+    """GPU-hours a month the plan's bill covers (see the module docstring)."""
+    if not plan.hours:
+        return gpus_paid(plan) * hours_per_month
+    committed = math.fsum(c.committed_gpus for c in plan.committed)
+    day = math.fsum(
+        committed + math.fsum(g.existing + g.on_demand + g.spot for g in hour.gpus)
+        for hour in plan.hours
+    )
+    return hours_per_month / HOURS_PER_DAY * day
 
 
 def servers_bought(plan: Plan) -> int:

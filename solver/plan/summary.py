@@ -3,9 +3,14 @@
 - cost: `cost_per_month`, and over a horizon `horizon_cost` = sum of the months' costs;
 - GPUs: per region and type, `purchased` (bought, whole servers) and `used` from `gpus`;
 - orders: with a horizon, each month's `servers_ordered` (ordered in `order_month`,
-  serving from that month); without one, the `servers` to buy now (month 0);
+  serving from that month); an hourly plan without one, its commitment in servers
+  (`committed` / the offer's GPUs per server in `servers`, else 1: what a one-month
+  horizon orders in month 0; GPUs rented by the hour are no order); a static plan, the
+  `servers` to buy now;
 - what binds: the `SUMMARY_BINDINGS` binding rows with the largest |shadow price|.
 """
+
+import math
 
 from solver.plan.records import BoughtGpus, BuyerSummary, OrderLine
 from solver.plan.schema import Plan
@@ -35,6 +40,18 @@ def buyer_summary(plan: Plan) -> BuyerSummary:
             for o in m.servers_ordered
         )
         orders = tuple(sorted(orders, key=lambda o: (o.order_month, o.serving_from_month)))
+    elif plan.hours:
+        per_server = {(s.region, s.gpu): s.gpus_per_server or 1 for s in plan.servers}
+        orders = tuple(
+            OrderLine(
+                region=c.region,
+                gpu=c.gpu,
+                servers=math.ceil(c.committed_gpus / n - 1e-9),
+                gpus_per_server=n,
+            )
+            for c in plan.committed
+            if c.committed_gpus > 0 and (n := per_server.get((c.region, c.gpu), 1))
+        )
     else:
         orders = tuple(
             OrderLine(

@@ -17,6 +17,7 @@ would give the bound's other side).
 """
 
 import json
+import math
 import os
 import stat
 import time
@@ -34,6 +35,7 @@ from models.schema.instance import Instance
 from models.schema.sweep_grid import MAX_POINTS, Grid, Point, point_document
 from solver.plan.schema import Plan
 from solver.studies.batch import solve_or_ending
+from solver.time.reprice import at_prices
 from solver.verify.hours import verify_any as verify
 from solver.workers import process_pool
 
@@ -78,8 +80,19 @@ TIME_PARTS = ("hours", "committed", "months", "cost_per_month")
 """What an hourly plan is beyond its peak pools: the verifier checks its 24 hours, its
 commitments and its months (month 0 against the plan's cost; solver.verify.hours), not
 the peak fleet alone. The idle shares are left out (they depend on each point's demand,
-as the peak pools' STATED_FIGURES do); the hours and months state their costs at the
-point's prices, so one point's plan passes at another only where the prices agree."""
+as the peak pools' STATED_FIGURES do); the dollars the hours, commitments and months state
+are restated at each point's prices before it is checked (solver.time.reprice), as a
+static plan's stated costs are dropped, so a plan serves every point its fleet serves."""
+
+PRICE_FIGURES = (
+    "cost",
+    "cost_per_hour",
+    "cost_per_month",
+    "reserved_price_per_gpu_hour",
+    "on_demand_price_per_gpu_hour",
+)
+"""Dollars an hourly plan's parts state at its own point's prices: not part of its
+identity (two points that price the same hours differently chose one plan)."""
 
 
 def _time_parts(plan: Plan) -> dict[str, Any]:
@@ -311,6 +324,12 @@ class PlanCheck(BaseModel):
     """Its cost at each point's prices (GPUs bought x price x hours)."""
     worst_cost_per_month: float | None
     """Its largest cost over the points; None unless it serves every point."""
+    horizon_cost: dict[int, float] | None = None
+    """A plan of months: its cost over the horizon at each point's prices (the basis
+    solve states and compare judges on); None for a plan without months."""
+    worst_horizon_cost: float | None = None
+    """Its largest horizon cost over the points; None unless it plans months and serves
+    every point."""
     total_gpus: int
     failure: dict[int, str]
     """The first violation at each point it fails."""
@@ -333,6 +352,15 @@ def _untabled(part: Any) -> Any:
     return part
 
 
+def _unpriced(part: Any) -> Any:
+    """An hourly plan's part without the dollars it states (PRICE_FIGURES)."""
+    if isinstance(part, list):
+        return [_unpriced(item) for item in part]
+    if isinstance(part, dict):
+        return {k: _unpriced(v) for k, v in part.items() if k not in PRICE_FIGURES}
+    return part
+
+
 def check_plans(
     records: dict[int, dict[str, Any]], instances: dict[int, Instance]
 ) -> list[PlanCheck]:
@@ -344,7 +372,8 @@ def check_plans(
         if record.get("status") != "solved":
             continue
         key = plan_key(record.get("replicas", []))
-        key += json.dumps({n: record[n] for n in TIME_PARTS[:3] if n in record}, sort_keys=True)
+        unpriced = {n: _unpriced(record[n]) for n in TIME_PARTS[:3] if n in record}
+        key += json.dumps(unpriced, sort_keys=True)
         plans.setdefault(key, []).append(index)
         timed = {n: _untabled(record[n]) for n in TIME_PARTS if n in record and "hours" in record}
         # an hourly plan is its hours: its peak pools state one point's figures, and the
@@ -354,10 +383,14 @@ def check_plans(
     for number, (key, chosen) in enumerate(plans.items()):
         plan = Plan.model_validate(parts_of[key])
         serves, fails, costs, failure = [], [], {}, {}
+        horizons: dict[int, float] = {}
         total_gpus = 0
         for index, instance in sorted(instances.items()):
-            result = verify(instance, plan)
+            priced = at_prices(instance, plan)
+            result = verify(instance, priced)
             costs[index] = result.cost_per_month
+            if priced.months:  # each month's cost is the verifier's to check at the point
+                horizons[index] = math.fsum(m.cost_per_month for m in priced.months)
             total_gpus = result.total_gpus
             if result.ok:
                 serves.append(index)
@@ -372,6 +405,8 @@ def check_plans(
                 fails=tuple(fails),
                 cost_per_month=costs,
                 worst_cost_per_month=None if fails else max(costs.values(), default=0.0),
+                horizon_cost=horizons or None,
+                worst_horizon_cost=None if fails or not horizons else max(horizons.values()),
                 total_gpus=total_gpus,
                 failure=failure,
             )
@@ -381,6 +416,9 @@ def check_plans(
 
 def robust_choice(checks: Iterable[PlanCheck]) -> PlanCheck | None:
     """The plan that serves every point at the smallest worst-case cost (None when no
-    point's plan serves them all)."""
+    point's plan serves them all): over the horizon where every such plan plans months
+    (as compare judges them), else per month."""
     robust = [c for c in checks if c.worst_cost_per_month is not None]
+    if robust and all(c.worst_horizon_cost is not None for c in robust):
+        return min(robust, key=lambda c: (c.worst_horizon_cost, c.plan))
     return min(robust, key=lambda c: (c.worst_cost_per_month, c.plan), default=None)

@@ -7,7 +7,9 @@
              most 1) of the pool's (workload, region, phase) with no failure in the
              hour's period plan, at the warm rate the period is planned for; a shared
              group's GPUs x the mean u of its members; plus the GPUs of dedicated batch
-             replicas (sized by the program to the batch work they run that hour)
+             replicas (sized by the program to the batch work they run that hour); plus
+             the replicas soaking batch work on interactive pools, x / C_b of each
+             soaking pool (`soaked_replicas`; the soak takes idle capacity only)
     paid_h = every committed GPU (paid every hour, used or not) + the owned GPUs in use
              + the GPUs rented on demand (whole servers where GPUs come in servers) and
              on spot that hour
@@ -42,6 +44,17 @@ def busy_gpus(plan: Plan, pools: tuple[ReplicaPool, ...]) -> float:
     return busy
 
 
+def soaked_replicas(hour: Hour, pool: ReplicaPool) -> float:
+    """Replicas of `pool` busy with batch work in `hour`: x / C_b summed over the hour's
+    soaks of the pool (x batch requests/s, C_b one replica's batch rate)."""
+    return math.fsum(
+        s.requests_per_s / s.batch_requests_per_s_per_replica
+        for s in hour.batch_soak
+        if (s.workload, s.region, s.configuration) == (pool.workload, pool.region, pool.key)
+        and s.batch_requests_per_s_per_replica > 0
+    )
+
+
 def hourly_idle_fraction(
     hours: list[Hour],
     period_plans: dict[int, Plan],
@@ -55,6 +68,7 @@ def hourly_idle_fraction(
     for hour in hours:
         plan = period_plans[hour.period]
         busy += busy_gpus(plan, plan.replicas) + batch_gpus
+        busy += math.fsum(soaked_replicas(hour, p) * p.replica_gpus for p in hour.pools)
         paid += committed_gpus + math.fsum(g.existing + g.on_demand + g.spot for g in hour.gpus)
     if paid <= 0:
         return None

@@ -27,13 +27,14 @@ from models.operations.autoscaling import (
     resident_batch,
     scaling_thresholds,
 )
-from models.operations.time_demand import interactive_grid
+from models.operations.time_demand import interactive_grid, warm_grid
 from models.schema.instance import Instance, Workload
 from solver.candidates.table import Candidate
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.plan.time_records import PoolHeadroom
 from solver.time.failover import error_budgets
+from solver.time.idle import soaked_replicas
 from solver.time.periods import TimeProgram
 
 SECONDS_PER_DAY = 86_400.0
@@ -135,11 +136,17 @@ def _served(pool: ReplicaPool) -> dict[str, float]:
 def idle_hours(instance: Instance, plan: Plan) -> tuple[float, float]:
     """(idle replica-hours, idle GPU-hours) per day of the interactive pools, with
     committed and on-demand GPUs that run nothing counted as idle GPU-hours. A pool's
-    idle share is 1 - load / capacity of its phase (workload, region, role): each phase
+    idle share is 1 - load / capacity of its phase (workload, region, role), the load at
+    the hour's warm rate (what its period is planned at; the autoscaler's headroom is no
+    idle capacity, as batch soaking reads it, solver.time.batch): each phase
     of a prefill/decode pair carries the whole load, as the plan's idle_fraction reads it;
     a shared group's, the mean of its members' (each member's phase capacity counting the
-    group's replicas at the member's rate, GroupMember.requests_per_s_per_replica)."""
-    grid = interactive_grid(instance)
+    group's replicas at the member's rate, GroupMember.requests_per_s_per_replica); less
+    the replicas soaking batch work that hour (solver.time.idle.soaked_replicas)."""
+    warm = warm_grid(instance)  # a (workload, region) with no demand: wholly idle
+    grid = {
+        key: warm.get(key, (0.0,) * len(rates)) for key, rates in interactive_grid(instance).items()
+    }
     committed = {(c.region, c.gpu): c.committed_gpus for c in plan.committed}
     replicas = gpus = 0.0
     for whole in plan.hours:
@@ -161,8 +168,9 @@ def idle_hours(instance: Instance, plan: Plan) -> tuple[float, float]:
                 load = grid[(workload, pool.region)][hour.hour]
                 shares.append(1 - min(load / total, 1.0) if total > 0 else 1.0)
             share = math.fsum(shares) / len(shares)
-            replicas += pool.count * share
-            gpus += (pool.gpus or 0) * share
+            idle = max(pool.count * share - soaked_replicas(whole, pool), 0.0)
+            replicas += idle
+            gpus += idle * pool.replica_gpus
         for row in hour.gpus:
             gpus += max(committed.get((row.region, row.gpu), 0.0) - row.reserved, 0.0)
             paid = row.existing + row.reserved + row.on_demand + row.spot

@@ -9,6 +9,8 @@ states beside its decisions (the hours' pools and the GPUs each hour pays):
              offer) + its on-demand and spot GPUs (hours[h].gpus, held to the hour's
              cost by step 4 of solver.verify.hours)
     busy_h = the GPUs of the hour's batch replicas (busy all the hour)
+             + the GPUs of the replicas its batch soaks keep busy (x / C_b replicas of
+               each soaking pool, x its batch requests/s, C_b one replica's batch rate)
              + for every interactive (workload w, region r, role) the hour runs:
                GPUs of its pools x u,  u = min(D_h[w,r] / C, 1)
 
@@ -114,10 +116,17 @@ def _busy(
     """(lowest, highest) busy GPUs of one hour (the module text); hours with the same
     pools and rates are computed once."""
     rates = {key: series[hour.hour] for key, series in warm.items()}
-    key = (tuple(sorted(rates.items())), hour.pools)
+    key = (tuple(sorted(rates.items())), hour.pools, hour.batch_soak)
     if key in cache:
         return cache[key]
     busy = float(sum(p.count * p.replica_gpus for p in hour.pools if p.workload in batch))
+    busy += math.fsum(  # replicas running batch work on interactive pools: x / C_b each
+        s.requests_per_s / s.batch_requests_per_s_per_replica * p.replica_gpus
+        for s in hour.batch_soak
+        for p in hour.pools
+        if (s.workload, s.region, s.configuration) == (p.workload, p.region, p.key)
+        and s.batch_requests_per_s_per_replica > 0
+    )
     span = 0.0
     interactive = tuple(p for p in hour.pools if p.workload not in batch)
     shared = [p for p in interactive if p.members]

@@ -4,10 +4,12 @@ verifier only), recomputed from the instance and the plan's hours as solver.time
 and solver.time.batch state them:
 
 1. Idle hours per day: in each hour, each interactive pool's replicas (and GPUs) times
-   1 - min(demand / capacity, 1) of its phase (workload, region, role), capacity = sum
+   1 - min(warm_h / capacity, 1) of its phase (workload, region, role), warm_h the
+   hour's warm rate (the idle share's load, solver.verify.hour_idle), capacity = sum
    of count x stated rate (each phase of a prefill/decode pair carries the whole
    demand; a shared group's share the mean of its members', each member's capacity
-   counting the group at the member's stated rate); plus committed GPUs an hour does
+   counting the group at the member's stated rate), less the replicas the hour's batch
+   soaks keep busy (x / C_b of each soaking pool); plus committed GPUs an hour does
    not use, and GPUs an hour pays beyond those its pools run (owned, reserved, on-demand
    and spot less used).
 2. Batch placements: requests_per_day = 3,600 x the day's arrival rates, the
@@ -53,8 +55,21 @@ def _rates(pool: ReplicaPool) -> dict[str, float]:
     return {pool.workload: pool.requests_per_s_per_replica or 0.0}
 
 
+def _soaked(hour: Hour, pool: ReplicaPool) -> float:
+    """Replicas of `pool` running batch work in `hour`: x / C_b over its stated soaks."""
+    return math.fsum(
+        s.requests_per_s / s.batch_requests_per_s_per_replica
+        for s in hour.batch_soak
+        if (s.workload, s.region, s.configuration) == (pool.workload, pool.region, pool.key)
+        and s.batch_requests_per_s_per_replica > 0
+    )
+
+
 def _idle_hours(instance: Instance, plan: Plan) -> list[Violation]:
-    grid = interactive_grid(instance)
+    warm = warm_grid(instance)  # a (workload, region) with no demand: wholly idle
+    grid = {
+        key: warm.get(key, (0.0,) * len(rates)) for key, rates in interactive_grid(instance).items()
+    }
     committed = {(c.region, c.gpu): c.committed_gpus for c in plan.committed}
     replicas = gpus = 0.0
     for hour in plan.hours:
@@ -70,8 +85,9 @@ def _idle_hours(instance: Instance, plan: Plan) -> list[Violation]:
                 load = grid[(workload, pool.region)][hour.hour]
                 shares.append(1 - min(load / total, 1.0) if total > 0 else 1.0)
             share = math.fsum(shares) / len(shares)
-            replicas += pool.count * share
-            gpus += pool.count * pool.replica_gpus * share
+            idle = max(pool.count * share - _soaked(hour, pool), 0.0)
+            replicas += idle
+            gpus += idle * pool.replica_gpus
         in_use = {(row.region, row.gpu): row.reserved for row in hour.gpus}
         gpus += math.fsum(
             max(count - in_use.get(key, 0.0), 0.0) for key, count in committed.items()

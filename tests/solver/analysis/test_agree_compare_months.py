@@ -38,3 +38,20 @@ def test_the_longer_lead_time_is_not_cheaper_over_the_horizon():
     result = compare_instances(base, candidate)
     assert result.decision == "reject"
     assert "over the 4-month horizon" in result.reasons[0]
+
+
+def test_per_million_tokens_of_a_plan_of_months_is_its_horizon_over_the_horizons_tokens():
+    # The candidate is judged on its horizon cost, and the reason's $ per million tokens
+    # reads the same horizon: the horizon's cost over the tokens its months serve (month
+    # m at 1.1^m the load). Before, it read month 0's ($9,636 over month 0's tokens) on
+    # both sides: 'cheaper at the same SLO: $0.X vs $0.X' with the same number twice.
+    q = _lone_rps()
+    base = validate_instance(_data(10.5 * q, 0.10, 2, 4), "lead2.yaml")
+    candidate = validate_instance(_data(10.5 * q, 0.10, 0, 4), "lead0.yaml")
+    result = compare_instances(base, candidate)
+    million_tokens = sum(
+        10.5 * q * 1.1**m * (1000 + 200) * 3600 * HOURS_PER_MONTH / 1e6 for m in range(4)
+    )
+    for side in (result.base, result.candidate):
+        assert side.usd_per_million_tokens == pytest.approx(side.horizon_cost / million_tokens)
+    assert result.candidate.usd_per_million_tokens < result.base.usd_per_million_tokens

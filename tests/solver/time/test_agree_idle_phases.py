@@ -16,8 +16,10 @@ import pytest
 import yaml
 
 from models.io.loading import validate_instance
+from models.operations.time_demand import interactive_grid, warm_grid
 from solver.solve import solve
 from solver.time.report import idle_hours
+from tests.solver.time.test_months import _data, _lone_rps
 
 INSTANCE = """
 name: pair-idle
@@ -112,3 +114,60 @@ def test_a_shared_groups_gpus_count_idle_by_its_members_load():
     idle_replicas, idle_gpus = idle_hours(instance, plan)
     assert idle_gpus == pytest.approx(24 * share) and idle_replicas == pytest.approx(24 * share)
     assert idle_gpus == pytest.approx(24 * plan.idle_fraction)
+
+
+def test_on_a_diurnal_day_the_hours_idle_gpu_hours_read_the_warm_rate_as_idle_fraction():
+    # A ramp keeps warm headroom (the rate each period is planned at is demand plus what
+    # the autoscaler needs while a replica starts): that headroom is no load, and both
+    # figures read the warm rate (the batch soak's idle capacity does too). Before, the
+    # table read the bare demand: rl2h (8B, 60 requests/s peaks in two regions, 1 x 6
+    # up to 4 x 9) read 327.07 idle GPU-hours a day beside 84.08% of 384 paid = 322.87.
+    q = _lone_rps()
+    data = _data(10.5 * q, 0.0, 0, 1)
+    data["workloads"][0]["demand"]["r1"]["hourly_profile"] = [1] * 8 + [2, 3] + [4] * 14
+    data["policy"]["replica_start_s"] = 600.0
+    instance = validate_instance(data, "ramp.yaml")
+    plan = solve(instance)
+    warm = warm_grid(instance)[("chat", "r1")]
+    demand = interactive_grid(instance)[("chat", "r1")]
+    assert any(w > d for w, d in zip(warm, demand, strict=True))  # a ramp's headroom
+    # paid: every committed GPU every hour (used or not), plus the hour's rented ones
+    (commitment,) = plan.committed
+    rented = sum(g.existing + g.on_demand + g.spot for h in plan.hours for g in h.gpus)
+    paid = 24 * commitment.committed_gpus + rented
+    _, idle_gpu_hours = idle_hours(instance, plan)
+    assert idle_gpu_hours == pytest.approx(plan.idle_fraction * paid, rel=1e-6)
+    assert plan.idle_gpu_hours_per_day == pytest.approx(idle_gpu_hours)
+
+
+def test_replicas_soaking_batch_are_not_idle():
+    # A trough replica that soaks batch work is busy with it: the plan's idle figures
+    # count x / C_b replicas of each soaking pool busy (x batch requests/s, C_b one
+    # replica's batch rate), as its batch placement's idle replica-hours after the soak
+    # do. Before, rl2h's us-east read 44.43 idle replica-hours a day beside its
+    # placement's 'idle before 44.43, after 38.70'.
+    q = _lone_rps()
+    data = _data(10.5 * q, 0.0, 0, 1)
+    demand = data["workloads"][0]["demand"]["r1"]
+    demand["hourly_profile"] = [1] * 8 + [2, 3] + [4] * 14
+    data["workloads"].append(
+        {
+            "name": "nightly",
+            "model": "llama-3.1-8b",
+            "deadline_hours": 12,
+            "demand": {"r1": {"requests_per_day": 2 * 3600 * q}},  # 2 q for one hour a day
+            "prompt_tokens": {"mean": 1000, "p99": 1000},
+            "output_tokens": {"mean": 200, "p99": 200},
+        }
+    )
+    instance = validate_instance(data, "soak.yaml")
+    plan = solve(instance)
+    (placement,) = plan.batch
+    assert placement.soaked_requests_per_day > 0 and placement.dedicated_replicas == 0
+    assert placement.idle_replica_hours_after < placement.idle_replica_hours_before
+    idle_replicas, idle_gpu_hours = idle_hours(instance, plan)
+    assert idle_replicas == pytest.approx(placement.idle_replica_hours_after)
+    (commitment,) = plan.committed
+    rented = sum(g.existing + g.on_demand + g.spot for h in plan.hours for g in h.gpus)
+    paid = 24 * commitment.committed_gpus + rented
+    assert idle_gpu_hours == pytest.approx(plan.idle_fraction * paid, rel=1e-6)

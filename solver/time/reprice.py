@@ -1,0 +1,99 @@
+"""An hourly plan restated at another instance's prices (a sweep point's).
+
+A price is no requirement: the same hours, commitments and months serve a point that only
+prices them differently. What the plan states in dollars is restated with the planner's
+own rules, so that the verifier (which recomputes them independently) judges the fleet:
+
+    commitment     reserved and on-demand prices of the offer
+    hour h         cost_per_hour = sum over offers of OfferTerms.hour_bill
+                   (committed x reserved + on demand x price + spot x spot price)
+    month m        each offer's cost and GPU-hours (solver.time.months.month_offers, the
+                   orders kept), cost_per_month = the sum of its offers
+    the plan       cost_per_month = hours_per_month / 24 x sum_h cost_per_hour (month 0),
+                   horizon_cost = sum_m cost_per_month
+
+Counts (GPUs used, reserved, rented, on spot, committed, ordered) are the plan's as
+stated; nothing is re-planned.
+"""
+
+import math
+
+from models.schema.instance import Instance
+from models.schema.traffic import HOURS_PER_DAY
+from solver.plan.schema import Plan
+from solver.plan.time_records import Commitment, Hour, Month
+from solver.time.months import month_offers
+from solver.time.periods import offer_terms
+from solver.time.solve import hour_cost
+
+
+def at_prices(instance: Instance, plan: Plan) -> Plan:
+    """`plan` (hourly, with or without months) with every stated price and cost taken at
+    `instance`'s prices; a plan without hours is returned as it is."""
+    if not plan.hours:
+        return plan
+    hours = _hours(instance, plan.hours, plan.committed)
+    day = math.fsum(h.cost_per_hour for h in hours)
+    months = _months(instance, plan, hours)
+    return plan.model_copy(
+        update={
+            "hours": hours,
+            "committed": _commitments(instance, plan.committed),
+            "cost_per_month": instance.policy.hours_per_month / HOURS_PER_DAY * day,
+            "months": months,
+            "horizon_cost": math.fsum(m.cost_per_month for m in months)
+            if plan.horizon_cost is not None
+            else None,
+        }
+    )
+
+
+def _commitments(instance: Instance, committed: tuple[Commitment, ...]) -> tuple[Commitment, ...]:
+    terms = {(o.region, o.gpu): o for o in offer_terms(instance)}
+    return tuple(
+        c.model_copy(
+            update={
+                "reserved_price_per_gpu_hour": terms[key].reserved_price_per_gpu_hour or 0.0,
+                "on_demand_price_per_gpu_hour": terms[key].on_demand_price_per_gpu_hour,
+            }
+        )
+        if (key := (c.region, c.gpu)) in terms
+        else c
+        for c in committed
+    )
+
+
+def _hours(
+    instance: Instance, hours: tuple[Hour, ...], committed: tuple[Commitment, ...]
+) -> tuple[Hour, ...]:
+    offers = offer_terms(instance)
+    held = {(o.region, o.gpu): 0.0 for o in offers}
+    held.update({(c.region, c.gpu): c.committed_gpus for c in committed})
+    return tuple(
+        h.model_copy(update={"cost_per_hour": hour_cost(offers, h.gpus, held)}) for h in hours
+    )
+
+
+def _months(instance: Instance, plan: Plan, hours: tuple[Hour, ...]) -> tuple[Month, ...]:
+    months = []
+    previous: dict[tuple[str, str], float] = {}
+    for month in plan.months:
+        committed = _commitments(instance, month.committed if month.month else plan.committed)
+        own_hours = _hours(instance, month.hours, committed) if month.month else hours
+        ordered = {(o.region, o.gpu): o.ordered_gpus for o in month.offers}
+        offers = tuple(
+            o.model_copy(update={"ordered_gpus": ordered.get((o.region, o.gpu), 0.0)})
+            for o in month_offers(instance, month.month, own_hours, committed, previous)
+        )
+        previous = {(c.region, c.gpu): c.committed_gpus for c in committed}
+        months.append(
+            month.model_copy(
+                update={
+                    "hours": own_hours if month.month else month.hours,
+                    "committed": committed if month.month else month.committed,
+                    "offers": offers,
+                    "cost_per_month": math.fsum(o.cost for o in offers),
+                }
+            )
+        )
+    return tuple(months)
