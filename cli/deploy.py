@@ -102,14 +102,19 @@ def fleet_import(
     ],
     plan_out: Annotated[
         Path | None,
-        typer.Option("--plan-out", help='Write the fleet as {"replicas": [...]} for verify.'),
+        typer.Option(
+            "--plan-out",
+            help='Write the fleet as {"replicas": [...]} for verify (with an hourly '
+            "plan's schedule, its hours, committed and months too).",
+        ),
     ] = None,
 ) -> None:
     """Read a running fleet into an instance's existing GPUs and a plan `verify` judges.
 
     A CSV has one row per pool (workload, region, gpu, precision, tp, pp, replicas, and
     optionally kv_precision, ep, dp, role, speculative); Kubernetes YAML is what `deploy
-    --target k8s` writes (normal and spare objects add up). Each region's `existing`
+    --target k8s` writes (normal and spare objects add up; an hourly plan's schedule
+    ConfigMap gives the fleet its hours, commitments and months). Each region's `existing`
     becomes the GPUs the fleet holds there, so `solve` plans only what to add.
     """
     from solver.deploy.fleet_import import (
@@ -118,6 +123,7 @@ def fleet_import(
         owned_gpus,
         pools_from_csv,
         pools_from_objects,
+        schedules_from_objects,
         with_existing,
     )
 
@@ -135,16 +141,22 @@ def fleet_import(
     load(instance_file, None)  # the instance must be valid before it is rewritten
     # bounded as every input is (models.io.documents): a FIFO, a device, a binary file or
     # one over the size limit is refused, never waited on or read without end
-    pools = []
+    pools, schedules = [], []
     for path in files:  # each file read and named on its own (lines are the file's)
         text = read_text(path, "fleet")
         try:
             if path.suffix.lower() == ".csv":
                 pools += pools_from_csv(text)
             else:
-                pools += pools_from_objects(yaml_documents(text, str(path)))
+                documents = yaml_documents(text, str(path))
+                pools += pools_from_objects(documents)
+                schedules += schedules_from_objects(documents)
         except FleetImportError as error:
             raise _problem(str(path), "", str(error)) from None
+    try:
+        plan = fleet_plan(pools, schedules)
+    except FleetImportError as error:
+        raise _problem(str(fleet_file), "", str(error)) from None
     document, _ = read_document(instance_file)
     try:
         updated = with_existing(document, owned_gpus(pools))
@@ -167,4 +179,4 @@ def fleet_import(
         ) from None
     write_text(instance_out, instance_text(updated, instance_out), inputs)
     err.print(f"wrote {instance_out}", markup=False)
-    emit_json(plan_out, fleet_plan(pools), inputs)
+    emit_json(plan_out, plan, inputs)

@@ -139,6 +139,10 @@ class SolveSettings:
     """Where the workload, scenario and period subproblems run: `local` (this machine's
     worker processes, solver.decompose.parallel) or `ray` (Ray tasks on the cluster
     `ray.init` finds, or a local one: the `ray` extra)."""
+    node_limit: int | None = None
+    """Branch-and-bound nodes one backend call may search (`Capabilities.node_limit`); None
+    for no limit. A work limit, not a clock: a search held to it ends at the same point
+    on an idle and on a loaded machine (solver.decompose.by_period's whole-first solve)."""
     deadline: Deadline | None = field(default=None, compare=False)
     """The run's deadline once started (`started`); None before."""
     start: Mapping[str, float] | None = field(default=None, compare=False, repr=False)
@@ -154,6 +158,12 @@ class SolveSettings:
             raise ValueError(f"time_limit_s must be a positive number, got {self.time_limit_s}")
         if not (math.isfinite(self.mip_gap) and self.mip_gap >= 0):
             raise ValueError(f"mip_gap must be a number >= 0, got {self.mip_gap}")
+        if self.node_limit is not None and (
+            isinstance(self.node_limit, bool)
+            or not isinstance(self.node_limit, int)
+            or self.node_limit < 1
+        ):
+            raise ValueError(f"node_limit must be an integer >= 1, got {self.node_limit!r}")
         if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
             raise ValueError(f"threads must be an integer >= 1, got {self.threads!r}")
         if self.executor not in EXECUTORS:
@@ -238,6 +248,11 @@ class SolveSettings:
     def limited(self, time_limit_s: float | None) -> "SolveSettings":
         """The same settings with another time limit (the deadline still applies)."""
         return replace(self, time_limit_s=time_limit_s)
+
+    def nodes(self, node_limit: int | None) -> "SolveSettings":
+        """The same settings with a node limit on each backend call (the deadline still
+        applies)."""
+        return replace(self, node_limit=node_limit)
 
     def for_comparison(self) -> "SolveSettings":
         """These settings for a comparison re-solve (explain's alternatives, what a policy

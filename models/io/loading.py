@@ -57,7 +57,7 @@ def validate_instance(
         instance = Instance.model_validate(data, context=context)
     except ValidationError as error:
         shown = error.errors()[: limits.MAX_ISSUES_REPORTED]
-        issues = [_issue_from_pydantic(item, file, lines) for item in shown]
+        issues = [_issue_from_pydantic(item, file, lines, data) for item in shown]
         raise InputError(capped(file, issues, error.error_count())) from None
     problems = cross_check(instance)
     if problems:
@@ -83,8 +83,8 @@ def capped(file: str, issues: list[Issue], total: int) -> list[Issue]:
     ]
 
 
-def _issue_from_pydantic(item: Any, file: str, lines: Lines) -> Issue:
-    loc = tuple(part for part in item["loc"] if not _is_union_tag(part))
+def _issue_from_pydantic(item: Any, file: str, lines: Lines, data: Any) -> Issue:
+    loc = _document_loc(item["loc"], data)
     message = item["msg"]
     if item["type"] == "extra_forbidden":
         allowed = _fields_at(Instance, loc[:-1])
@@ -142,6 +142,26 @@ def _shown(value: Any) -> str:
     except ValueError:  # an integer too long to print
         return "a value too large to print"
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _document_loc(loc: tuple[str | int, ...], data: Any) -> tuple[str | int, ...]:
+    """pydantic's error location as a path in the document: union tags dropped, except a
+    part that is a key of the document where it stands (a region named `eu-west[1]` under
+    `demand`, which reads like a tag)."""
+    kept: list[str | int] = []
+    node = data
+    for part in loc:
+        in_list = (
+            isinstance(part, int) and isinstance(node, list) and -len(node) <= part < len(node)
+        )
+        if in_list or (isinstance(node, dict) and part in node):
+            node = node[part]
+        elif _is_union_tag(part):
+            continue
+        else:
+            node = None  # a missing field or an unknown key: the path ends in the schema
+        kept.append(part)
+    return tuple(kept)
 
 
 def _is_union_tag(part: str | int) -> bool:

@@ -7,17 +7,24 @@ put there:
     workloads[chat].slo.ttft_p99_ms=1200     a list element by its `name`
     regions[us-east].supply.h100-sxm.price_per_gpu_hour=2.1
     policy.max_utilization=0.8               a key the file does not have yet is added
+    workloads[chat].demand."ap.south".requests_per_day=900000    a key holding a dot
+    regions["eu-west[1]"].supply.h100-sxm.max_gpus=64            a name holding brackets
 
 Grammar: keys separated by dots, each optionally followed by `[index]` or `[name]`
-selectors; a key holds any character but `.`, `[`, `]` and `=`. The value is read as a
-YAML scalar or flow collection (`1200` an integer, `0.8` a float, `null`, `true`,
-`[1, 2]`, `{a: 1}`; anything else a string), so it means what it would mean written in
-the file. The changed document then goes through the full validation, so a value of the
-wrong type or out of bounds is reported like one in the file.
+selectors. A bare key holds any character but `.`, `[`, `]`, `=` and quotes; a bare name
+any but `[`, `]` and `=`. In double or single quotes a key or a name holds any character
+(a backslash escapes the next one: `\\"` for a quote), and a quoted selector is always a
+name (`["0"]` is the element named 0). The path ends at the first `=` outside quotes.
+The value is read as a YAML scalar or flow collection (`1200` an integer, `0.8` a float,
+`null`, `true`, `[1, 2]`, `{a: 1}`; anything else a string), so it means what it would
+mean written in the file. The changed document then goes through the full validation,
+so a value of the wrong type or out of bounds is reported like one in the file.
 
 A path that does not lead anywhere (an index out of range, a name no element has, a key
-under a number) is an `InputError` naming the override: the command line exits 2.
-Missing mappings on the way are created (`policy.pue=1.3` with no `policy` section).
+under a number, a key the mapping lacks before a selector) is an `InputError` naming the
+override and the step: the command line exits 2. Missing mappings on the way are created
+(`policy.pue=1.3` with no `policy` section), except where the mapping holds a key that
+the unquoted path split at a dot or a bracket (`demand.ap.south` beside a key `ap.south`).
 """
 
 import copy
@@ -33,9 +40,9 @@ from models.io.documents import BaseSixtyNumber, ValueLoader, check_yaml_text, d
 from models.schema.errors import InputError, Issue
 from models.schema.quantities import counted
 
-_KEY = r"[^.\[\]=]+"
-_STEP = re.compile(rf"(?P<key>{_KEY})(?P<selectors>(?:\[[^\[\]]+\])*)")
-_SELECTOR = re.compile(r"\[([^\[\]]+)\]")
+_BARE_KEY = re.compile(r"[^.\[\]=\"']+")
+"""A key that needs no quotes (`key_text` quotes any other)."""
+_QUOTES = "\"'"
 _EXPONENT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 _MOST_INDEX_DIGITS = 18
 """Digits a list position may have (`workloads[5]`): more is no list, and past 4,300
@@ -57,7 +64,8 @@ class Override:
     @property
     def path(self) -> str:
         """The path part of the override."""
-        return self.text.split("=", 1)[0]
+        split = _split_value(self.text)
+        return self.text if split is None else split[0]
 
 
 def _cut(text: str, most: int = 40) -> str:
@@ -66,59 +74,176 @@ def _cut(text: str, most: int = 40) -> str:
 
 
 def _refuse(text: str, message: str) -> InputError:
-    return InputError([Issue("--set", None, _cut(text.split("=", 1)[0], 120), message)])
+    split = _split_value(text)
+    path = text if split is None else split[0]
+    return InputError([Issue("--set", None, _cut(path, 120), message)])
 
 
 def parse_path(text: str, path: str) -> tuple[str | int | tuple[str, str], ...]:
-    """The steps of a dotted path with `[index]` / `[name]` selectors.
+    """The steps of a dotted path with `[index]` / `[name]` selectors, keys and names
+    optionally quoted.
 
     Raises:
         InputError: naming the override when the path is malformed.
     """
     steps: list[str | int | tuple[str, str]] = []
-    parts = _split_dots(path)
-    if not parts:
+    reader = _PathReader(text, path.strip())
+    if not reader.path:
         raise _refuse(text, f"cannot read the path {path!r}: write key.key, key[0] or key[name]")
-    for part in parts:
-        match = _STEP.fullmatch(part.strip())
-        if match is None:
-            raise _refuse(text, f"cannot read {part!r}: write key, key[0] or key[name]")
-        steps.append(match["key"])
-        for selector in _SELECTOR.findall(match["selectors"]):
-            selector = selector.strip()
-            if re.fullmatch(r"-?\d+", selector):
-                if len(selector.lstrip("-")) > _MOST_INDEX_DIGITS:
-                    raise _refuse(
-                        text,
-                        f"index [{_cut(selector)}] has more than "
-                        f"{_MOST_INDEX_DIGITS} digits; no list is that long",
-                    )
-                steps.append(int(selector))
-            else:
-                steps.append(("name", selector))
-    if not steps:
-        raise _refuse(text, "the path is empty")
-    return tuple(steps)
+    while True:
+        steps.append(reader.key())
+        while reader.peek() == "[":
+            steps.append(reader.selector())
+        if reader.at_end():
+            return tuple(steps)
+        if reader.peek() != ".":
+            raise reader.bad(f"{reader.peek()!r} after a key; write key.key, key[0] or key[name]")
+        reader.position += 1
 
 
-def _split_dots(path: str) -> list[str]:
-    """`a[x.y].b` -> ["a[x.y]", "b"]: dots inside brackets belong to the selector; no
-    parts for unbalanced brackets or an empty step."""
-    parts, depth, current = [], 0, []
-    for char in path:
-        if char == "[":
-            depth += 1
-        elif char == "]":
-            depth -= 1
-        if char == "." and depth == 0:
-            parts.append("".join(current))
-            current = []
+class _PathReader:
+    """Reads a path one step at a time, with quoting (`parse_path`)."""
+
+    def __init__(self, text: str, path: str) -> None:
+        self.text, self.path, self.position = text, path, 0
+
+    def peek(self) -> str:
+        return self.path[self.position] if self.position < len(self.path) else ""
+
+    def at_end(self) -> bool:
+        return self.position >= len(self.path)
+
+    def bad(self, why: str) -> InputError:
+        return _refuse(self.text, f"cannot read the path {_cut(self.path)!r}: {why}")
+
+    def key(self) -> str:
+        """A mapping key: quoted, or bare up to the next `.` or `[`."""
+        self._skip_spaces()
+        if self.peek() in _QUOTES and not self.at_end():
+            key = self._quoted()
         else:
-            current.append(char)
-    parts.append("".join(current))
-    if depth != 0 or any(not p.strip() for p in parts):
-        return []  # unbalanced brackets or an empty step: refused by the caller
-    return parts
+            match = _BARE_KEY.match(self.path, self.position)
+            if match is None:
+                where = "an empty key" if self.peek() in ("", ".") else f"{self.peek()!r}"
+                raise self.bad(f"{where} where a key belongs; write key.key, key[0] or key[name]")
+            key, self.position = match[0].strip(), match.end()
+        self._skip_spaces()
+        return key
+
+    def selector(self) -> int | tuple[str, str]:
+        """`[index]`, `[name]` or `["name"]` (the reader at its `[`)."""
+        self.position += 1
+        self._skip_spaces()
+        if self.peek() in _QUOTES and not self.at_end():
+            name = self._quoted()
+            self._skip_spaces()
+            self._close()
+            return ("name", name)
+        end = self.position
+        while end < len(self.path) and self.path[end] not in "[]":
+            end += 1
+        content = self.path[self.position : end].strip()
+        if end < len(self.path) and self.path[end] == "[":
+            raise self.bad(
+                "a name holding '[' or ']' is quoted: "
+                + selector_text(_bracketed(self.path, self.position - 1))
+            )
+        self.position = end
+        self._close()
+        if not content:
+            raise self.bad("an empty selector []; write key[0] or key[name]")
+        if re.fullmatch(r"-?\d+", content):
+            if len(content.lstrip("-")) > _MOST_INDEX_DIGITS:
+                raise _refuse(
+                    self.text,
+                    f"index [{_cut(content)}] has more than "
+                    f"{_MOST_INDEX_DIGITS} digits; no list is that long",
+                )
+            return int(content)
+        return ("name", content)
+
+    def _close(self) -> None:
+        if self.peek() != "]":
+            raise self.bad("a '[' without its ']'")
+        self.position += 1
+        self._skip_spaces()
+
+    def _quoted(self) -> str:
+        """The text between a quote and its match, backslash escaping the next character."""
+        quote, start = self.path[self.position], self.position
+        self.position += 1
+        chars: list[str] = []
+        while self.position < len(self.path):
+            char = self.path[self.position]
+            if char == "\\" and self.position + 1 < len(self.path):
+                chars.append(self.path[self.position + 1])
+                self.position += 2
+                continue
+            self.position += 1
+            if char == quote:
+                return "".join(chars)
+            chars.append(char)
+        raise self.bad(f"the quote at {_cut(self.path[start:])!r} is not closed")
+
+    def _skip_spaces(self) -> None:
+        while self.peek().isspace() and self.peek():
+            self.position += 1
+
+
+def _bracketed(path: str, start: int) -> str:
+    """The text inside the brackets that open at `start`, nested ones included
+    (`eu-west[1]` in `regions[eu-west[1]].x`)."""
+    depth = 0
+    for end in range(start, len(path)):
+        depth += {"[": 1, "]": -1}.get(path[end], 0)
+        if depth == 0:
+            return path[start + 1 : end]
+    return path[start + 1 :]
+
+
+def key_text(name: str) -> str:
+    """`name` as a path step names a mapping key: bare where it can be, else in double
+    quotes with quotes and backslashes escaped (`"ap.south"`)."""
+    if _BARE_KEY.fullmatch(name) and name == name.strip():
+        return name
+    return _quoted(name)
+
+
+def selector_text(name: str) -> str:
+    """`[name]`, the selector of the list element called `name`: bare where it can be,
+    else quoted (`["eu-west[1]"]`, and `["0"]`, which bare would be a position)."""
+    bare = re.fullmatch(r"[^\[\]=\"']+", name) and name == name.strip()
+    return f"[{name}]" if bare and not re.fullmatch(r"-?\d+", name) else f"[{_quoted(name)}]"
+
+
+def _quoted(name: str) -> str:
+    escaped = name.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def _split_value(text: str) -> tuple[str, str] | None:
+    """(path, raw value) split at the first `=` outside quotes; None without one."""
+    equals, _ = _scan(text)
+    return None if equals is None else (text[:equals], text[equals + 1 :])
+
+
+def _scan(text: str) -> tuple[int | None, str]:
+    """The position of the first `=` outside quotes (None: none), and the quote left open
+    where the scan stopped ('' when none is)."""
+    quote = ""
+    escaped = False
+    for position, char in enumerate(text):
+        if escaped:
+            escaped = False
+        elif quote and char == "\\":
+            escaped = True
+        elif quote:
+            quote = "" if char == quote else quote
+        elif char in _QUOTES:
+            quote = char
+        elif char == "=":
+            return position, ""
+    return None, quote
 
 
 def parse_override(text: str) -> Override:
@@ -128,9 +253,12 @@ def parse_override(text: str) -> Override:
         InputError: naming the override when it has no `=`, a malformed path or a value
             that is not YAML.
     """
-    if "=" not in text:
+    split = _split_value(text)
+    if split is None:
+        if _scan(text)[1]:
+            raise _refuse(text, f"the quote {_scan(text)[1]} in the path is not closed")
         raise _refuse(text, "write path=value (e.g. workloads[0].slo.ttft_p99_ms=1200)")
-    path, raw = text.split("=", 1)
+    path, raw = split
     steps = parse_path(text, path.strip())
     return Override(text=text, steps=steps, value=parse_value(text, raw))
 
@@ -235,6 +363,8 @@ def _apply(document: dict, override: Override) -> str:
             if last:
                 node[step] = override.value
                 return dotted(tuple(landed))
+            if step not in node:
+                _refuse_missing_key(override, node, step, after, walked)
             if node.get(step) is None:
                 node[step] = [] if not isinstance(after, str) else {}
             node = node[step]
@@ -252,6 +382,25 @@ def _apply(document: dict, override: Override) -> str:
     raise AssertionError("an override has at least one step")  # parse_path refuses none
 
 
+def _refuse_missing_key(
+    override: Override, node: dict, step: str, after: Any, walked: list[str]
+) -> None:
+    """Refuse a key the mapping lacks where creating it cannot be meant: a selector follows
+    (a new empty list has no element to select), or the mapping holds a key that this one
+    begins, cut at a dot or a bracket (`demand.ap.south` for the key `ap.south`)."""
+    keys = [str(key) for key in node]
+    split = [key for key in keys if key.startswith((f"{step}.", f"{step}["))]
+    if isinstance(after, str) and not split:
+        return
+    known = ", ".join(key_text(key) for key in keys[:20]) or "none"
+    more = f" and {len(keys) - 20} more" if len(keys) > 20 else ""
+    hint = ""
+    if split:
+        at = f"{_at(walked)}." if walked else ""
+        hint = f"; a key holding a dot or a bracket is quoted: {at}{key_text(split[0])}"
+    raise _refuse(override.text, f"{_at(walked)} has no key {step!r} (keys: {known}{more}){hint}")
+
+
 def _index(override: Override, items: list, step: int | tuple[str, str], walked: list[str]) -> int:
     """The position a selector names in `items`."""
     if isinstance(step, int):
@@ -266,7 +415,9 @@ def _index(override: Override, items: list, step: int | tuple[str, str], walked:
         if isinstance(item, dict) and str(item.get("name")) == step[1]:
             return position
     known = ", ".join(str(n) for n in names if n is not None) or "none has a name"
-    raise _refuse(override.text, f"{_at(walked)} has no element named {step[1]!r} ({known})")
+    odd = [str(n) for n in names if n is not None and selector_text(str(n)) != f"[{n}]"]
+    hint = f"; a name holding a bracket or '=' is quoted: {selector_text(odd[0])}" if odd else ""
+    raise _refuse(override.text, f"{_at(walked)} has no element named {step[1]!r} ({known}){hint}")
 
 
 def _at(walked: list[str]) -> str:

@@ -155,10 +155,11 @@ class RegionGraph:
         """
         if without == origin:
             without = None
-        if without is not None:
-            near, interior = self._tree(origin, within_ms)
-            if without not in interior:  # a leaf of the shortest paths' tree, or past it
-                return {region: rtt for region, rtt in near.items() if region != without}
+        near, interior = self._tree(origin, within_ms)
+        if without is None:  # the whole graph's round trips: the tree's own search
+            return dict(near)
+        if without not in interior:  # a leaf of the shortest paths' tree, or past it
+            return {region: rtt for region, rtt in near.items() if region != without}
         key = (origin, without, within_ms)
         if key not in self._rtt_cache:
             self._rtt_cache[key] = _dijkstra(self._adjacency, origin, without, within_ms)
@@ -221,11 +222,20 @@ def rerouted_rtt_ms(
     all of them must answer within the TTFT target less this round trip
     (`failover_targets`): the rerouted users' first token crosses it once more.
     """
-    longest: dict[str, float] = {}
     if not scenario.reroutes:
-        return longest
-    for origin in origins:
-        for region, rtt_ms in graph.destinations(scenario, origin, max_failover_rtt_ms).items():
+        return {}
+    return longest_reroutes(
+        {o: graph.destinations(scenario, o, max_failover_rtt_ms) for o in origins}
+    )
+
+
+def longest_reroutes(destinations: dict[str, dict[str, float]]) -> dict[str, float]:
+    """`rerouted_rtt_ms` from each origin's `RegionGraph.destinations` in a scenario that
+    reroutes, for a caller that has them already (the verifier, which reads them again
+    for its flow)."""
+    longest: dict[str, float] = {}
+    for origin, places in destinations.items():
+        for region, rtt_ms in places.items():
             if region != origin and rtt_ms > longest.get(region, 0.0):
                 longest[region] = rtt_ms
     return longest

@@ -93,6 +93,8 @@ class Capabilities:
     """Continuous variables are solved as such, not on a grid (False for CP-SAT)."""
     warm_start: bool = False
     """Starts a MIP from a given feasible solution (`start`); others ignore one."""
+    node_limit: bool = False
+    """Honours `node_limit` (branch-and-bound nodes, a deterministic work limit)."""
 
 
 SolveOptions = SolveSettings
@@ -334,6 +336,7 @@ class Backend(ABC):
         threads: int = 1,
         want_duals: bool = False,
         start: dict[str, float] | None = None,
+        node_limit: int | None = None,
     ) -> SolveResult:
         """Minimise `lp`; never returns None, never raises for a solver failure.
 
@@ -346,6 +349,10 @@ class Backend(ABC):
                 and the backend can.
             start: Values of a feasible solution (missing names: 0) the MIP search may
                 start from (`Capabilities.warm_start`; other backends ignore it).
+            node_limit: Branch-and-bound nodes the MIP search may take; None for no
+                limit (`Capabilities.node_limit`; other backends ignore it). Reached
+                with a solution: FEASIBLE; without one: TIME_LIMIT (no plan within the
+                limits).
 
         Returns:
             The result, in the program's names.
@@ -355,7 +362,9 @@ class Backend(ABC):
         """
         if isinstance(threads, int) and threads > machine_threads():
             threads = machine_threads()  # more only oversubscribe; 100000 hangs HiGHS
-        options = SolveSettings(self.name, time_limit_s, mip_gap, threads, want_duals)
+        options = SolveSettings(
+            self.name, time_limit_s, mip_gap, threads, want_duals, node_limit=node_limit
+        )
         deadline = Deadline.starting_now(time_limit_s)
         program: CompiledProgram | None = None
         try:
@@ -399,6 +408,7 @@ class Backend(ABC):
             threads=settings.threads,
             want_duals=settings.want_duals,
             start=start,
+            node_limit=settings.node_limit,
         )
 
     def _settle_unbounded(

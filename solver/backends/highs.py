@@ -200,7 +200,13 @@ class HighsBackend(Backend):
 
     name = "highs"
     capabilities = Capabilities(
-        integer=True, duals=True, time_limit=True, mip_gap=True, threads=True, warm_start=True
+        integer=True,
+        duals=True,
+        time_limit=True,
+        mip_gap=True,
+        threads=True,
+        warm_start=True,
+        node_limit=True,
     )
 
     def unavailable_reason(self) -> str:
@@ -232,6 +238,8 @@ class HighsBackend(Backend):
         remaining = deadline.remaining_s()
         if remaining is not None:
             highs.setOptionValue("time_limit", remaining)
+        if options.node_limit is not None:
+            highs.setOptionValue("mip_max_nodes", options.node_limit)
 
         status = _pass_program(highs, program)
         if status == highspy.HighsStatus.kError:
@@ -267,6 +275,9 @@ class HighsBackend(Backend):
             termination = Termination.FEASIBLE
         elif model_status == statuses.kTimeLimit:
             return Answer(Termination.TIME_LIMIT, message="HiGHS: time limit, no solution")
+        elif model_status == statuses.kSolutionLimit and options.node_limit is not None:
+            # mip_max_nodes reached before any solution: no plan within the limits
+            return Answer(Termination.TIME_LIMIT, message="HiGHS: node limit, no solution")
         else:
             return Answer(Termination.ERROR, message=f"HiGHS: {status_text}")
 

@@ -68,12 +68,13 @@ the priced cuts the bench's hourly failover instance took 8 rounds and 147 perio
 solves where it takes 2 and about 40.
 
 `solve_periods` is the periods program's one call to the backend. It gives a program of
-small periods (`WHOLE_FIRST_INTEGERS`) to the backend whole for `WHOLE_FIRST_S`
-first (a program the backend proves at once is not split: the rounds would cost more
-there; one it does not prove in that time leaves the rounds nothing, neither its
-incumbent nor its bound: where the clock stops it, a busy machine's solve had none or
-another of equal cost, and the rounds built on it returned another plan), then the
-rounds where the program splits, and the whole program again from the best plan where the rounds
+small periods (`WHOLE_FIRST_INTEGERS`) to the backend whole first, held to a number of
+nodes (solver.decompose.period_passes.whole_first; seconds where the backend counts
+none): a program the backend proves at once is not split (the rounds would cost more
+there); one it does not prove leaves the rounds nothing, neither its incumbent nor its
+bound (where a clock stopped it, a busy machine's solve had none or another of equal
+cost, and the rounds built on it returned another plan). Then the rounds where the
+program splits, and the whole program again from the best plan where the rounds
 end outside the gap: after `MASTER_ROUNDS`, where the second round still leaves more
 than `FIRST_GAP`, or where the gap has not halved within `STALL_ROUNDS` rounds. A
 procurement month with region loss and two GPU types per region (6 offers) is such a
@@ -99,7 +100,13 @@ from dataclasses import replace
 from models.schema.quantities import counted
 from solver.backends import Backend
 from solver.decompose.parallel import solve_built
-from solver.decompose.period_passes import MIN_BLOCK_S, in_threads, lp_prices, pass_limit
+from solver.decompose.period_passes import (
+    MIN_BLOCK_S,
+    in_threads,
+    lp_prices,
+    pass_limit,
+    whole_first,
+)
 from solver.decompose.period_split import (
     Block,
     Held,
@@ -112,10 +119,6 @@ from solver.decompose.period_split import (
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, Variable
 from solver.program.row_names import split_timed
 from solver.settings import SolveSettings
-
-WHOLE_FIRST_S = 1.0
-"""Seconds the whole program is given first: a periods program its backend proves in
-that time is not split (the rounds cost more than they save there)."""
 
 WHOLE_FIRST_INTEGERS = 100
 """Integer columns per period (on average) above which the whole program is not tried
@@ -180,8 +183,8 @@ Fleet = Callable[[], Held | None]
 def solve_periods(
     lp: LinearProgram, backend: Backend, settings: SolveSettings, fleet: Fleet | None = None
 ) -> SolveResult:
-    """The periods program's solution: the whole program first for at most
-    `WHOLE_FIRST_S` where its periods are small (`WHOLE_FIRST_INTEGERS`; a program its backend
+    """The periods program's solution: the whole program first, held to its nodes
+    (`whole_first`), where its periods are small (`WHOLE_FIRST_INTEGERS`; a program its backend
     proves at once is done) and its commitment not held at one level (a month before
     the lead time: its blocks are then programs apart, each solved once); then by
     period where it splits (nothing taken from a first solve its limit stopped: the
@@ -193,10 +196,9 @@ def solve_periods(
     held = all(o.lowest == o.highest for o in parts.offers)  # one level each: blocks apart
     small = lp.size()["integer_variables"] <= WHOLE_FIRST_INTEGERS * len(parts.blocks)
     if small and not held:
-        limit = settings.remaining_s()
-        first = backend.run(lp, settings.limited(min(WHOLE_FIRST_S, limit or WHOLE_FIRST_S)))
+        first = backend.run(lp, whole_first(backend, settings))
         if first.termination is Termination.OPTIMAL or first.termination in _ANSWERS:
-            return first  # else stopped by its limit: what it found is the clock's (module text)
+            return first  # else stopped by its limit: nothing taken from it (module text)
     whole_after = small or not ROUNDS_TO_DEADLINE
     found = solve_by_period(lp, backend, settings, parts, None, -math.inf, whole_after, fleet)
     if found is not None and found.termination is Termination.OPTIMAL:

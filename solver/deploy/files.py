@@ -4,7 +4,8 @@ files of a folder may be concatenated): name -> text, for each target.
 - vllm, sglang, trtllm: `<pool>.sh`, one launch command per pool (and
   `<pool>.extra-llm-api-options.yaml` for trtllm), with the pool's replica counts in a
   comment; `pools.json`, every pool's deployment record.
-- k8s: `<pool>.yaml`, the pool's objects (`manifests.kubernetes_objects`).
+- k8s: `<pool>.yaml`, the pool's objects (`manifests.kubernetes_objects`); for an hourly
+  plan `fleetplan-schedule.yaml`, the ConfigMap of its hours (`schedule.schedule_object`).
 - llm-d: `<name>.values.yaml`, ModelService values.
 - dynamo: `<workload>-<region>.yaml`, a DynamoGraphDeployment.
 """
@@ -20,6 +21,7 @@ from models.schema.quantities import counted
 from solver.deploy.engines import ENGINES, engine_command, trtllm_command, trtllm_options
 from solver.deploy.manifests import dynamo_graph, kubernetes_objects, llm_d_values
 from solver.deploy.pools import DeployPool, deploy_pools
+from solver.deploy.schedule import SCHEDULE_NAME, schedule_object
 from solver.plan.schema import Plan
 
 TARGETS = (*ENGINES, "k8s", "llm-d", "dynamo")
@@ -72,6 +74,9 @@ def deploy_files(instance: Instance, plan: Plan, target: str) -> dict[str, str]:
     elif target == "k8s":
         for pool in pools:
             files[f"{pool.name}.yaml"] = _yaml(kubernetes_objects((pool,)))
+        schedule = schedule_object(plan, {"app.kubernetes.io/managed-by": "fleetplan"})
+        if schedule is not None:
+            files[f"{SCHEDULE_NAME}.yaml"] = _yaml([schedule])
     elif target == "llm-d":
         for name, values in llm_d_values(pools).items():
             files[f"{name}.values.yaml"] = _yaml([values])

@@ -8,7 +8,9 @@ Two inputs:
   `spec.replicas`; a pool's normal object and its spare add up.
 
 The result: the replicas (`solver.plan.records.ReplicaPool`, one per layout, counts summed)
-as a fleet plan `{"replicas": [...]}` that `fleetplan verify` judges, and the GPUs they
+as a fleet plan `{"replicas": [...]}` that `fleetplan verify` judges (with an hourly plan's
+schedule, the ConfigMap `deploy` wrote beside the pools (`solver.deploy.schedule`), its
+`hours`, `committed` and `months` too: judged hour by hour, as the plan was), and the GPUs they
 hold per (region, GPU type) = sum of count x tp x pp x dp, which raise the regions'
 `existing` fleet (never lower it: an owned GPU idle today is still owned) so that
 `solve` plans only what to add.
@@ -24,6 +26,7 @@ import yaml
 from pydantic import ValidationError
 
 from solver.deploy.manifests import POOL_ANNOTATION
+from solver.deploy.schedule import SCHEDULE_KEY, SCHEDULE_NAME, is_schedule
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 
@@ -162,9 +165,55 @@ def merged(pools: list[ReplicaPool]) -> tuple[ReplicaPool, ...]:
     )
 
 
-def fleet_plan(pools: list[ReplicaPool]) -> Plan:
-    """The running fleet as a plan of replicas only (what `verify` judges)."""
-    return Plan(replicas=merged(pools))
+def schedules_from_objects(documents: list[Any]) -> list[dict]:
+    """The schedules among parsed Kubernetes objects (`solver.deploy.schedule`): each
+    ConfigMap with the schedule annotation, its `schedule.json` parsed.
+
+    Raises:
+        FleetImportError: a schedule without its data or whose data is not a JSON object.
+    """
+    found = []
+    for index, document in enumerate(documents):
+        if not is_schedule(document):
+            continue
+        where = f"document {index} (ConfigMap {document['metadata'].get('name', '?')})"
+        text = _mapping(document.get("data"), where, "data").get(SCHEDULE_KEY)
+        if not isinstance(text, str):
+            raise FleetImportError(f"{where}: data.{SCHEDULE_KEY} is missing")
+        try:
+            schedule = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise FleetImportError(f"{where}: data.{SCHEDULE_KEY} is not JSON: {error}") from None
+        if not isinstance(schedule, dict):
+            raise FleetImportError(f"{where}: data.{SCHEDULE_KEY} is not a JSON object")
+        found.append(schedule)
+    return found
+
+
+def fleet_plan(pools: list[ReplicaPool], schedules: list[dict] | None = None) -> Plan:
+    """The running fleet as a plan (what `verify` judges): its replicas, and the hours,
+    commitments and months of its schedule when it has one.
+
+    Raises:
+        FleetImportError: more than one schedule, or one that is not a plan's.
+    """
+    schedules = schedules or []
+    if len(schedules) > 1:
+        raise FleetImportError(
+            f"{len(schedules)} {SCHEDULE_NAME} ConfigMaps; a fleet runs one plan's schedule"
+        )
+    timed = schedules[0] if schedules else {}
+    unknown = sorted(set(timed) - {"hours", "committed", "months"})
+    if unknown:
+        raise FleetImportError(f"{SCHEDULE_NAME}: unknown key {', '.join(unknown)}")
+    try:
+        return Plan.model_validate({**timed, "replicas": merged(pools)})
+    except ValidationError as error:
+        item = error.errors()[0]
+        where = ".".join(map(str, item["loc"])) or "the schedule"
+        raise FleetImportError(
+            f"{SCHEDULE_NAME}: {where}: {item['msg'].removeprefix('Value error, ')}"
+        ) from None
 
 
 def owned_gpus(pools: list[ReplicaPool]) -> dict[str, dict[str, int]]:

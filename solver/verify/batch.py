@@ -12,7 +12,9 @@ For every batch workload b and region r with volume:
 2. The interactive pools keep their own load: per interactive (w, r) and hour,
    [sum_c (n_c - x_c / C_b,c) x q_c + min(P, D)] x u >= the hour's warm rate, with x_c
    the batch requests/s the hour soaks on unified pool c, q_c its stated capacity per
-   replica (which the static verifier has held to at most the physics), and P and D the
+   replica (which the static verifier has held to at most the physics; recomputed,
+   q(n_c) of the verifier's pool physics, where the plan states none: a fleet read back
+   by fleet-import states layouts and counts only), and P and D the
    requests/s the workload's prefill and decode pools there carry (the pairs take the
    load the unified pools leave; a batch soaks unified pools only).
 3. The deadline: the cyclic earliest-deadline-first schedule of b's arrivals in the
@@ -41,7 +43,7 @@ from solver.plan.records import ReplicaPool
 from solver.plan.time_records import Hour
 from solver.program.row_names import timed_name
 from solver.verify.fleet import Violation
-from solver.verify.pools import margin_of
+from solver.verify.pools import margin_of, pool_physics
 
 CAPACITY_TOLERANCE = 1e-6
 """Relative slack the checks allow a solver's floats: its rates hold their rows to a
@@ -77,8 +79,9 @@ def check_batch(
         return violations
     grid = demand_grid(instance)
     rates: dict[tuple[str, str], float] = {}
+    memo: dict = {}
     for hour in hours:
-        violations += _check_shares(instance, hour, warm, rates)
+        violations += _check_shares(instance, hour, warm, rates, memo)
     for workload in batch:
         for region in workload.demand:
             arrivals = [rate * SECONDS_PER_HOUR for rate in grid[(workload.name, region)]]
@@ -128,8 +131,11 @@ def _check_shares(
     hour: Hour,
     warm: dict[tuple[str, str], tuple[float, ...]],
     rates: dict,
+    memo: dict | None = None,
 ) -> list[Violation]:
-    """Step 2 for one hour."""
+    """Step 2 for one hour (`memo`: the pools' physics, for capacities the plan does not
+    state)."""
+    memo = {} if memo is None else memo
     found = []
     at = hour.hour
     soaked: dict[tuple[str, str], float] = defaultdict(float)  # (w, r) -> capacity lost
@@ -177,19 +183,19 @@ def _check_shares(
             )
             continue
         soaked[(soak.workload, soak.region)] += (
-            soak.requests_per_s / c_b * (pool.requests_per_s_per_replica or 0.0)
+            soak.requests_per_s / c_b * _per_replica(instance, pool, memo)
         )
     u = instance.policy.max_utilization
     for (w, r), lost in soaked.items():
         capacity = math.fsum(
-            p.count * (p.requests_per_s_per_replica or 0.0)
+            p.count * _per_replica(instance, p, memo)
             for p in hour.pools
             if (p.workload, p.region) == (w, r) and p.role == "unified"
         )
         load = warm.get((w, r), (0.0,) * 24)[hour.hour]
         split = min(  # the prefill/decode pairs carry the rest: no more than either side
             math.fsum(
-                p.count * (p.requests_per_s_per_replica or 0.0)
+                p.count * _per_replica(instance, p, memo)
                 for p in hour.pools
                 if (p.workload, p.region) == (w, r) and p.role == role
             )
@@ -205,6 +211,15 @@ def _check_shares(
                 )
             )
     return found
+
+
+def _per_replica(instance: Instance, pool: ReplicaPool, memo: dict) -> float:
+    """q_c: the pool's stated capacity per replica, or q(n) recomputed where it states
+    none (a fleet's layout and count; a shared group states its own)."""
+    if pool.requests_per_s_per_replica is not None or pool.shared or pool.count < 1:
+        return pool.requests_per_s_per_replica or 0.0
+    (recomputed,) = pool_physics(instance, (pool,), memo)
+    return recomputed.requests_per_s(pool.count)
 
 
 def _room_rps(instance: Instance, hour: Hour, batch: str, region: str, rates: dict) -> float:

@@ -63,11 +63,14 @@ def check_months(
             )
         if month.month == 0:
             hours, committed = plan.hours, plan.committed
-            if not money_close(month.cost_per_month, plan.cost_per_month or 0.0):
+            # a plan that states no cost or idle share (a fleet read back with its
+            # schedule) is held to its offers' costs below and the hours' recomputation
+            stated_cost = plan.cost_per_month
+            if stated_cost is not None and not money_close(month.cost_per_month, stated_cost):
                 violations.append(
                     Violation(requirement=where, message="month 0 is not the plan's own cost")
                 )
-            if month.idle_fraction != plan.idle_fraction:
+            if plan.idle_fraction is not None and month.idle_fraction != plan.idle_fraction:
                 violations.append(
                     Violation(
                         requirement=f"{where}.idle_fraction",

@@ -172,6 +172,9 @@ def _grouped(
     workloads = {w.name: w for w in instance.workloads}
     regions = {r.name for r in instance.regions}
     pools: dict[tuple, RecomputedPool] = {}
+    # a configuration's physics is the same in every region: built once per workload
+    # (10,000 pools in 100 regions: 100 configurations, not 10,000 keyed by their reprs)
+    twins: dict[tuple, RecomputedPool] = {}
     for entry in plan.replicas:
         if entry.members:
             continue  # a shared group: check_groups
@@ -230,6 +233,13 @@ def _grouped(
                 reason = known.capacity(1).reason
                 message = f"cannot serve {entry.workload} within its SLO: {reason}"
                 add(Violation(requirement=name, message=message))
+        twin = twins.get((entry.workload, entry.label, kv))
+        if key not in pools and twin is not None:
+            pools[key] = replace(twin, region=entry.region, entries=[])
+            if not twin.serves:
+                reason = twin.capacity(1).reason
+                message = f"cannot serve {entry.workload} within its SLO: {reason}"
+                add(Violation(requirement=name, message=message))
         if key not in pools:
             config = ReplicaConfig(
                 gpu,
@@ -272,6 +282,7 @@ def _grouped(
                     )
                 )
             pools[key] = pool
+            twins[(entry.workload, entry.label, kv)] = pool
             if memo is not None:
                 memo[("pool", key)] = pool
         pools[key].entries.append(entry)

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from cli.exit_codes import ExitCode
-from models.io.overrides import load_instance_with, parse_overrides
+from models.io.overrides import apply_overrides, load_instance_with, parse_overrides
+from models.schema.sweep_grid import read_grid
 from solver.solve import solve
 from solver.studies.sweep import ray_available
 from tests.paths import ONE_MODEL_ONE_REGION
@@ -144,3 +145,27 @@ def test_a_non_finite_grid_value_exits_2_naming_it_before_any_solve(run_cli, tmp
 def test_a_3x3_grid_on_ray_gives_the_costs_of_nine_solves(run_cli, tmp_path, separate_costs):
     data = _sweep(run_cli, tmp_path, "--executor", "ray", "--jobs", "2")
     assert [p["cost_per_month"] for p in data["points"]] == pytest.approx(separate_costs)
+
+
+def test_grid_paths_quote_names_holding_dots_and_brackets(tmp_path):
+    """A grid's `set` and axis paths take the quoting of `--set`: regions named
+    `eu-west[1]` and `ap.south` are reached, and each point puts its value there."""
+    (tmp_path / "odd.yaml").write_text(
+        "regions:\n"
+        "  - {name: 'eu-west[1]', supply: {h100-sxm: {price_per_gpu_hour: 2.4}}}\n"
+        "workloads:\n"
+        "  - {name: chat, demand: {ap.south: {peak_requests_per_s: 1}}}\n"
+    )
+    price = 'regions["eu-west[1]"].supply.h100-sxm.price_per_gpu_hour'
+    (tmp_path / "grid.yaml").write_text(
+        "instance: odd.yaml\n"
+        "set: {'workloads[chat].demand.\"ap.south\".peak_requests_per_s': 5}\n"
+        f"axes: {{'{price}': [2.0, 3.0]}}\n"
+    )
+    grid = read_grid(tmp_path / "grid.yaml")
+    assert grid.base["workloads"][0]["demand"] == {"ap.south": {"peak_requests_per_s": 5}}
+    prices = [
+        apply_overrides(grid.base, point.overrides())["regions"][0]["supply"]["h100-sxm"]
+        for point in grid.points
+    ]
+    assert prices == [{"price_per_gpu_hour": 2.0}, {"price_per_gpu_hour": 3.0}]

@@ -214,6 +214,7 @@ class _Spy:
         self.name = self.backend.name
         self.version = self.backend.version
         self.is_available = self.backend.is_available
+        self.capabilities = self.backend.capabilities
 
     def run(self, lp, settings, start=None):
         self.names.append(lp.name)

@@ -1,7 +1,8 @@
-"""The same periods program gives the same plan however busy the machine: where the whole
-program tried first (solver.decompose.by_period, `WHOLE_FIRST_S`) is stopped by its time
-limit, what it had found by then (an incumbent on an idle machine, none on a busy one)
-must not steer the rounds. Here the first whole solve is made to stop at two points, one
+"""The same periods program gives the same plan however busy the machine. The whole
+program tried first (solver.decompose.by_period) is held to `WHOLE_FIRST_NODES` nodes, not
+to a second of the clock (whether it was proved within the second decided between its
+plan and the rounds'); where it is stopped, what it had found by then must not steer the
+rounds. Here the first whole solve is made to stop at two points, one
 with an incumbent (a loose solve's plan) and one without, as an idle and a busy machine
 would stop it: the rounds after both return the same columns, at the whole program's
 optimum."""
@@ -13,10 +14,10 @@ from hypothesis import strategies as st
 from models.io.loading import validate_instance
 from solver.backends import get_backend
 from solver.candidates.table import build_candidates
-from solver.decompose import by_period
+from solver.decompose import period_passes
 from solver.decompose.by_period import solve_periods
 from solver.decompose.period_split import split
-from solver.program.lp import SolveResult, Termination
+from solver.program.lp import LinearProgram, Sense, SolveResult, Termination
 from solver.settings import SolveSettings
 from solver.time.periods import build_time_program
 
@@ -63,19 +64,22 @@ def _instance(r1: float, r2: float, reserved_share: float):
 
 
 class _StoppedFirst:
-    """HiGHS, but the whole program's first call (`WHOLE_FIRST_S`) ends at its time limit
-    with `found` (None: no incumbent yet, as on a busy machine)."""
+    """HiGHS, but the whole program's first call (`WHOLE_FIRST_NODES`) ends at its limit
+    with `found` (None: no incumbent yet)."""
 
     def __init__(self, whole_name: str, found: SolveResult | None):
         self.backend = get_backend("highs")
         self.name, self.version = self.backend.name, self.backend.version
+        self.capabilities = self.backend.capabilities
         self.is_available = self.backend.is_available
         self.whole_name, self.found, self.first = whole_name, found, True
 
     def run(self, lp, settings, start=None):
         if self.first and lp.name == self.whole_name:
             self.first = False
-            assert settings.time_limit_s <= by_period.WHOLE_FIRST_S
+            # a work limit, not a second of the clock (half the time left, as a guard)
+            assert settings.node_limit == period_passes.WHOLE_FIRST_NODES
+            assert settings.time_limit_s > 1.0
             if self.found is None:
                 return SolveResult(Termination.TIME_LIMIT, self.name, self.version(), 1.0)
             return SolveResult(
@@ -118,3 +122,33 @@ def test_a_stopped_first_whole_solve_leaves_the_plan_as_it_was(r1, r2, reserved_
         assert abs(result.objective - whole.objective) <= 1e-5 * abs(whole.objective)
         plans.append(_integers(lp, result.values))
     assert plans[0] == plans[1]
+
+
+def test_the_whole_first_solve_is_held_to_nodes_where_the_backend_counts_them():
+    """HiGHS counts nodes: the first solve gets `WHOLE_FIRST_NODES` and half the time left
+    as a guard (about 120 / 2 = 60 s: no second of the clock). A backend that counts none
+    keeps `WHOLE_FIRST_S`."""
+    run = EXACT.started()
+    highs = period_passes.whole_first(get_backend("highs"), run)
+    assert highs.node_limit == period_passes.WHOLE_FIRST_NODES
+    assert 50.0 < highs.time_limit_s <= 120.0 * period_passes.WHOLE_FIRST_SHARE
+    cbc = get_backend("cbc")
+    assert not cbc.capabilities.node_limit
+    clock = period_passes.whole_first(cbc, run)
+    assert (clock.node_limit, clock.time_limit_s) == (None, period_passes.WHOLE_FIRST_S)
+
+
+def test_highs_stops_at_its_node_limit():
+    """A knapsack HiGHS does not close at its root (unlimited, it takes minutes to prove):
+    held to one node it returns what it has, a solution (FEASIBLE) or none (TIME_LIMIT),
+    never OPTIMAL. 40 items of weight w_i = 1,000 + 37 i mod 997 and value w_i + 1 in a
+    bag of half their weight."""
+    lp = LinearProgram(name="knapsack")
+    weights = [1000 + (37 * i) % 997 for i in range(40)]
+    for i, _ in enumerate(weights):
+        lp.add_variable(f"x{i}", 0, 1, integer=True)
+    bag = {f"x{i}": float(w) for i, w in enumerate(weights)}
+    lp.add_constraint("bag", "bag", bag, Sense.LE, sum(weights) / 2)
+    lp.add_objective({f"x{i}": -(w + 1.0) for i, w in enumerate(weights)})
+    held = get_backend("highs").solve(lp, mip_gap=0.0, node_limit=1)
+    assert held.termination in (Termination.FEASIBLE, Termination.TIME_LIMIT), held

@@ -1,0 +1,126 @@
+"""An hourly plan's schedule: what `deploy --target k8s` writes beside the pools and
+`fleet-import` reads back, so that the fleet read back is judged as the plan was.
+
+A Deployment holds one replica count. An hourly plan decides more, hour by hour: each
+pool's count, the GPUs it pays on which terms (reserved up to the commitment, on demand,
+spot), the replicas it starts after a region loss, and the batch its pools soak; a months
+plan decides that for each month with its commitments and orders. Without them the
+fleet read back was the peak fleet judged as a static plan: diurnal-chat-batch, a
+$26,163/month plan that verifies, came back as $61,904/month with 8 violations (batch
+unserved, two configurations of one pool at once, a region loss without its started
+replicas).
+
+The schedule is a ConfigMap `fleetplan-schedule` (labelled as the pools' objects are),
+its `schedule.json` the plan's decisions in time: `hours` (each hour's period, pools by
+layout and count, GPUs by terms, cost, started replicas, batch soak, spot pools),
+`committed`, and `months` (each month's growth, cost, offers, orders, commitments and
+hours). Figures the verifier recomputes from these (each pool's capacity, limit and
+cost, each hour's scenario table, the binding rows) are left out: a ConfigMap holds at
+most 1 MiB, and the figures are the plan's report, not what runs. What applies the hours
+(a CronJob, KEDA's cron scaler) is the operator's: fleetplan writes the counts, not the
+controller.
+"""
+
+import json
+from typing import Any
+
+from solver.deploy.pools import DeployError
+from solver.plan.records import ReplicaPool
+from solver.plan.schema import Plan
+from solver.plan.time_records import Hour, Month
+
+SCHEDULE_NAME = "fleetplan-schedule"
+"""The ConfigMap's name (and the file `deploy` writes it to, with .yaml)."""
+SCHEDULE_KEY = "schedule.json"
+"""The ConfigMap's data key holding the schedule."""
+SCHEDULE_ANNOTATION = "fleetplan.io/schedule"
+"""The annotation marking the ConfigMap as a plan's schedule (what fleet-import reads)."""
+MAX_SCHEDULE_BYTES = 1_000_000
+"""A ConfigMap's data is at most 1 MiB (etcd's object limit, less the object's own)."""
+_LAYOUT = (
+    "workload",
+    "region",
+    "gpu",
+    "precision",
+    "kv_precision",
+    "tp",
+    "pp",
+    "ep",
+    "dp",
+    "role",
+    "speculative",
+    "count",
+    "gpus",
+)
+"""What a pool of the schedule keeps: its layout (the `fleetplan.io/pool` annotation's
+fields), count and GPUs."""
+
+
+def _pool(pool: ReplicaPool) -> dict:
+    return pool.model_dump(mode="json", include=set(_LAYOUT))
+
+
+def _hour(hour: Hour) -> dict:
+    return {
+        **hour.model_dump(
+            mode="json", include={"hour", "period", "gpus", "cost_per_hour", "batch_soak"}
+        ),
+        "pools": [_pool(pool) for pool in hour.pools],
+        "failover_starts": [
+            {"scenario": start.scenario, "pool": _pool(start.pool)}
+            for start in hour.failover_starts
+        ],
+        "spot_pools": [spot.model_dump(mode="json") for spot in hour.spot_pools],
+    }
+
+
+def _month(month: Month) -> dict:
+    kept = month.model_dump(mode="json", exclude={"hours", "binding", "shadow_price_note"})
+    return {**kept, "hours": [_hour(hour) for hour in month.hours]}
+
+
+def plan_schedule(plan: Plan) -> dict | None:
+    """The plan's decisions in time (see the module text); None for a static plan."""
+    if not plan.hours:
+        return None
+    return {
+        "hours": [_hour(hour) for hour in plan.hours],
+        "committed": [c.model_dump(mode="json") for c in plan.committed],
+        "months": [_month(month) for month in plan.months],
+    }
+
+
+def schedule_object(plan: Plan, labels: dict[str, str]) -> dict | None:
+    """The ConfigMap holding the plan's schedule (None for a static plan).
+
+    Raises:
+        DeployError: a schedule past a ConfigMap's 1 MiB (naming its size).
+    """
+    schedule = plan_schedule(plan)
+    if schedule is None:
+        return None
+    text = json.dumps(schedule, separators=(",", ":"))
+    if len(text.encode()) > MAX_SCHEDULE_BYTES:
+        raise DeployError(
+            f"the plan's schedule is {len(text.encode()):,} bytes of JSON; a ConfigMap "
+            f"holds at most {MAX_SCHEDULE_BYTES:,} (fewer months or pools)"
+        )
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": SCHEDULE_NAME,
+            "labels": labels,
+            "annotations": {SCHEDULE_ANNOTATION: "hours, committed, months of the plan"},
+        },
+        "data": {SCHEDULE_KEY: text},
+    }
+
+
+def is_schedule(document: Any) -> bool:
+    """Whether a parsed Kubernetes object is a plan's schedule."""
+    if not isinstance(document, dict) or document.get("kind") != "ConfigMap":
+        return False
+    metadata = document.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    return isinstance(annotations, dict) and SCHEDULE_ANNOTATION in annotations
