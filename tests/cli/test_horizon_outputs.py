@@ -1,8 +1,13 @@
 """Every feature in every output of an hourly or month plan: what the plan JSON holds,
 the terminal, the HTML report and explain show too (they share cli.render.time_tables)."""
 
+import pytest
+
+from cli.render import html_report
 from cli.render.time_tables import time_tables
+from solver.analysis import report_data
 from solver.solve import solve
+from tests.paths import ONE_MODEL_ONE_REGION
 from tests.solver.time.test_spot_pools import _instance as spot_instance
 
 
@@ -25,3 +30,35 @@ def test_interactive_spot_pools_are_a_table_of_the_hours():
     assert on_spot == str(spot.replicas) and down_at_once == str(spot.down_replicas)
     # u = lambda T / (1 + lambda T): 0.5/h x (240 + 60) s = 1/24, u = 1/25 = 4.00%
     assert down_share == "4.00%"
+
+
+VOICE_SLO = (
+    "    slo: {first_audio_ms: 800}\n"
+    "    voice: {network_rtt_ms: 60, endpointing_ms: 300, asr_ms: 40, tts_first_audio_ms: 180,"
+    " first_clause_tokens: 10}\n"
+)
+
+
+@pytest.fixture
+def no_charts(monkeypatch):
+    """The report without its matplotlib figures (seconds each): its tables are under test."""
+    for name in ("cost_split_svg", "utilisation_svg", "roofline_svg", "hockey_svg",
+                 "frontier_svg", "day_svg"):  # fmt: skip
+        monkeypatch.setattr(html_report, name, lambda *_: "<svg/>")
+    monkeypatch.setattr(report_data, "chart_data", lambda *_: [])
+
+
+def test_the_report_carries_the_voice_budget(run_cli, tmp_path, no_charts):
+    """solve and explain printed each voice workload's budget; the report left it out."""
+    text = ONE_MODEL_ONE_REGION.read_text().replace(
+        "    slo: {ttft_p99_ms: 800, tpot_p99_ms: 50}\n", VOICE_SLO
+    )
+    instance = tmp_path / "voice.yaml"
+    instance.write_text(text)
+    report = tmp_path / "report.html"
+    result = run_cli("report", instance, "-o", report)
+    assert result.exit_code == 0, result.stderr
+    html = report.read_text()
+    assert "Voice latency budget, chat" in html
+    # The LLM's TTFT: half of what the lines leave, (800 - 60 - 300 - 40 - 180) / 2 ms.
+    assert "<td>110.0</td>" in html
