@@ -6,8 +6,11 @@ import pytest
 from cli.render import html_report
 from cli.render.time_tables import time_tables
 from solver.analysis import report_data
+from solver.deploy.manifests import FAILOVER_START_ANNOTATION, kubernetes_objects
+from solver.deploy.pools import deploy_pools
 from solver.solve import solve
 from tests.paths import ONE_MODEL_ONE_REGION
+from tests.solver.time.test_failover_start import _instance as failover_instance
 from tests.solver.time.test_spot_pools import _instance as spot_instance
 
 
@@ -62,3 +65,26 @@ def test_the_report_carries_the_voice_budget(run_cli, tmp_path, no_charts):
     assert "Voice latency budget, chat" in html
     # The LLM's TTFT: half of what the lines leave, (800 - 60 - 300 - 40 - 180) / 2 ms.
     assert "<td>110.0</td>" in html
+
+
+def test_deploy_writes_the_spare_an_hourly_plan_starts_after_a_loss():
+    """An hourly plan's spare started after a loss (hours[].failover_starts) is not in
+    its replicas: deploy wrote no spare object for it, and the HPA, capped at the pool's
+    count, could not grow the survivor either (r2's one replica: maxReplicas 1 where
+    losing r1 starts two more)."""
+    instance = failover_instance(start_s=0)  # every spare started, none kept warm
+    plan = solve(instance)
+    started: dict[str, int] = {}  # one pool per region here
+    for hour in plan.hours:
+        for start in hour.failover_starts:
+            region = start.pool.region
+            started[region] = max(started.get(region, 0), start.pool.count)
+    assert set(started) == {"r1", "r2"}  # each loss starts replicas in the other region
+    pools = deploy_pools(instance, plan)
+    objects = {o["metadata"]["name"]: o for o in kubernetes_objects(pools)}
+    for pool in pools:
+        spare = objects[f"{pool.name}-spare"]
+        assert spare["metadata"]["labels"]["fleetplan.io/spare"] == "true"
+        annotations = spare["metadata"]["annotations"]
+        assert annotations[FAILOVER_START_ANNOTATION] == str(started[pool.region])
+        assert spare["spec"]["replicas"] == pool.spare_replicas  # the warm part
