@@ -4,12 +4,14 @@ the terminal, the HTML report and explain show too (they share cli.render.time_t
 import pytest
 
 from cli.render import html_report
+from cli.render.plan_tables import tiering_tables
 from cli.render.time_tables import time_tables
 from solver.analysis import report_data
 from solver.deploy.manifests import FAILOVER_START_ANNOTATION, kubernetes_objects
 from solver.deploy.pools import deploy_pools
 from solver.solve import solve
 from tests.paths import ONE_MODEL_ONE_REGION
+from tests.solver.time.test_agree_hourly_groups import _hourly as hourly_groups
 from tests.solver.time.test_failover_start import _instance as failover_instance
 from tests.solver.time.test_spot_pools import _instance as spot_instance
 
@@ -88,3 +90,18 @@ def test_deploy_writes_the_spare_an_hourly_plan_starts_after_a_loss():
         annotations = spare["metadata"]["annotations"]
         assert annotations[FAILOVER_START_ANNOTATION] == str(started[pool.region])
         assert spare["spec"]["replicas"] == pool.spare_replicas  # the warm part
+
+
+def test_an_hourly_plan_with_groups_carries_its_tiering_report():
+    """The static plan of co-located workloads states who shares and who pays the bills
+    (plan.tiering, plan.colocation, the 'Tiering' table); the hourly plan of the same
+    groups had neither (JSON tiering: null, no table in solve, explain or the report)."""
+    plan = solve(hourly_groups())
+    shared = {w for p in plan.replicas if p.members for w in p.workloads}
+    assert shared  # the groups run
+    assert plan.tiering is not None
+    tiers = {row.workload: row.tier for row in plan.tiering.workloads}
+    assert {w for w, tier in tiers.items() if tier in ("shared", "both")} == shared
+    assert plan.tiering.cost_per_month_dedicated is None  # not solved twice
+    (table,) = tiering_tables(plan)
+    assert "idle over the day" in table.note and "not solved without it" in table.note
