@@ -169,6 +169,9 @@ def time_tables(plan: Plan) -> list[TableSpec]:
             )
         )
     if plan.months:
+        budgets = month_budgets(plan)
+        if budgets:
+            tables.append(budgets)
         tables.append(
             TableSpec(
                 "Months: commit, order and pay",
@@ -272,6 +275,42 @@ def spot_table(plan: Plan) -> TableSpec | None:
 
 def _same_pool(a, b) -> bool:
     return (a.workload, a.region, a.configuration) == (b.workload, b.region, b.configuration)
+
+
+def month_budgets(plan: Plan) -> TableSpec | None:
+    """Each month's error budget per region loss (`months[].error_budget_minutes_used`;
+    month 0: the plan's own): a loss spends more of the budget as demand grows."""
+    rows = [
+        (
+            str(m.month),
+            b.scenario,
+            b.workload,
+            f"{b.worst_hour:02d}",
+            f"{b.shortfall_rps:.2f}",
+            f"{b.budget_minutes_used:.2f}",
+            f"{b.budget_minutes:.1f}",
+            str(b.started_replicas),
+        )
+        for m in plan.months
+        for b in (m.error_budget_minutes_used if m.month else plan.error_budget_minutes_used)
+    ]
+    if not rows:
+        return None
+    return TableSpec(
+        "Months: error budget per failure scenario (worst UTC hour of each month)",
+        (
+            "month",
+            "scenario",
+            "workload",
+            "hour",
+            "shortfall req/s",
+            "minutes used",
+            "budget",
+            "started after loss",
+        ),
+        tuple(rows),
+        "each month's loss at its own grown demand, against the same monthly budget",
+    )
 
 
 def _bought(month: Month) -> str:

@@ -6,6 +6,7 @@ import pytest
 from cli.render import html_report
 from cli.render.plan_tables import tiering_tables
 from cli.render.time_tables import time_tables
+from models.io.loading import validate_instance
 from solver.analysis import report_data
 from solver.deploy.manifests import FAILOVER_START_ANNOTATION, kubernetes_objects
 from solver.deploy.pools import deploy_pools
@@ -105,3 +106,25 @@ def test_an_hourly_plan_with_groups_carries_its_tiering_report():
     assert plan.tiering.cost_per_month_dedicated is None  # not solved twice
     (table,) = tiering_tables(plan)
     assert "idle over the day" in table.note and "not solved without it" in table.note
+
+
+def test_each_month_states_its_error_budget_at_its_own_demand():
+    """A region loss spends the monthly budget at each month's demand; only month 0's
+    was stated (plan.error_budget_minutes_used), the later months' nowhere, though the
+    verifier checks each. Two regions (60 + 40 req/s, flat), 99.9%, a 300 s start, 50%
+    growth a month over 2 months."""
+    data = failover_instance(start_s=300).model_dump(mode="json", exclude_unset=True)
+    data["policy"].update(horizon_months=2, monthly_growth=0.5, lead_time_months=0)
+    plan = solve(validate_instance(data, "months-budget.yaml"))
+    later = plan.months[1].error_budget_minutes_used
+    assert {b.scenario for b in later} == {"lose=r1", "lose=r2"}
+    for b in later:
+        # budget: (1 - 0.999) x 730 h x 60 min; spent: the shortfall for 300 s counted
+        # as minutes of full outage at month 1's mean rate, 1.5 x (60 + 40) req/s
+        assert b.budget_minutes == pytest.approx(0.001 * 730 * 60)
+        assert b.budget_minutes_used == pytest.approx(b.shortfall_rps * 300 / 150 / 60)
+    table = _table(time_tables(plan), "Months: error budget")
+    assert {row[0] for row in table.rows} == {"0", "1"}
+    assert [row[5] for row in table.rows if row[0] == "1"] == [
+        f"{b.budget_minutes_used:.2f}" for b in later
+    ]
