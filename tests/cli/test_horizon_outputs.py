@@ -4,7 +4,7 @@ the terminal, the HTML report and explain show too (they share cli.render.time_t
 import pytest
 
 from cli.render import html_report
-from cli.render.plan_tables import tiering_tables
+from cli.render.plan_tables import plan_header, tiering_tables
 from cli.render.time_tables import time_tables
 from models.io.loading import validate_instance
 from solver.analysis import report_data
@@ -128,3 +128,19 @@ def test_each_month_states_its_error_budget_at_its_own_demand():
     assert [row[5] for row in table.rows if row[0] == "1"] == [
         f"{b.budget_minutes_used:.2f}" for b in later
     ]
+
+
+def test_an_hourly_plan_states_the_growth_and_headroom_it_was_planned_for():
+    """demand_growth and policy.max_utilization shape the hourly program as they shape a
+    static one, but the hourly plan read 1.0 and 1.0 (JSON) and dropped the header line
+    'planned for 1.3x today's demand, pools at most 80% ...' that a static plan prints."""
+    data = spot_instance().model_dump(mode="json", exclude_unset=True)
+    data["demand_growth"] = 1.3
+    data["policy"]["max_utilization"] = 0.8
+    plan = solve(validate_instance(data, "growth-headroom.yaml"))
+    assert plan.hours and (plan.demand_growth, plan.max_utilization) == (1.3, 0.8)
+    assert "planned for 1.3x today's demand, pools at most 80%" in " ".join(plan_header(plan))
+    for hour in plan.hours:  # every pool at most 80% loaded, at 1.3 x 600 req/s
+        for scenario in hour.scenarios:
+            assert sum(p.load_requests_per_s for p in scenario.pools) == pytest.approx(780)
+            assert all(p.utilisation <= 0.8 + 1e-9 for p in scenario.pools)
