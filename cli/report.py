@@ -31,6 +31,7 @@ def report(
     from cli.render.plan_tables import plan_header, plan_tables
     from cli.render.time_tables import time_tables
     from cli.solve import _read_plan, _solve
+    from cli.voice import voice_tables
     from solver.analysis.report_data import chart_data
     from solver.analysis.report_time import cost_split, day_chart
 
@@ -48,7 +49,7 @@ def report(
     time_charts = TimeCharts(day=day_chart(instance, plan), split=cost_split(instance, plan))
     text = report_html(
         plan_header(plan),
-        plan_tables(plan) + time_tables(plan),
+        plan_tables(plan) + time_tables(plan) + voice_tables(instance),
         plan,
         chart_data(instance, plan),
         plan.shadow_price_note,

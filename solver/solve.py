@@ -49,6 +49,7 @@ from solver.backends import Backend, get_backend
 from solver.candidates.pools import PoolCurve, assess_pools
 from solver.candidates.size_check import check_program_size
 from solver.candidates.table import CandidateTable, build_candidates
+from solver.colocation.groups import GroupTable
 from solver.colocation.tiering import search_report, tiering_report
 from solver.colocation.warm_cold import solve_choosing_split
 from solver.decompose.by_workload import optimise
@@ -232,6 +233,8 @@ def _solve_table(
     pricing_settings = settings.within(PRICING_SHARE).with_duals()
     pricing = _in_background(step.price, pricer, values, pricing_settings)
     plan = step.read_back(optimised, values, pricing)
+    if horizon.in_time and not horizon.month:
+        plan = _hourly_tiering(instance, plan, step.program)
     if horizon.verified_alone:
         plan = verified(plan, step.verify(plan), horizon.what)  # past the deadline too
     program, explained = step.explained(optimised, plan, values)
@@ -495,12 +498,35 @@ def _with_tiering(
         dedicated = _solve_table(off, settings, table).plan
     except (Infeasible, NoSolution):
         dedicated = None
-    groups = program.groups
+    return with_tiering(instance, plan, program.groups, dedicated)
+
+
+def with_tiering(
+    instance: Instance, plan: Plan, groups: GroupTable, dedicated: Plan | None
+) -> Plan:
+    """`plan` with its co-location account, in every horizon: the tiering report against
+    `dedicated` (the same instance solved with colocation off; None where it was not
+    solved: an hourly plan, whose periods program is not run twice) and the group search;
+    a static plan also its capacity unit (an hourly plan's peak fleet is its hours' pools,
+    which carry none)."""
     report = tiering_report(plan, dedicated, len(groups.templates), groups.enumeration_s)
-    plan, unit = with_capacity_units(instance, plan)
+    unit = ""
+    if not plan.hours:
+        plan, unit = with_capacity_units(instance, plan)
     return plan.model_copy(
         update={"tiering": report, "capacity_unit": unit, "colocation": search_report(groups)}
     )
+
+
+def _hourly_tiering(instance: Instance, plan: Plan, program) -> Plan:
+    """An hourly plan (or a horizon's month 0) with its co-location account, from its
+    busiest period's groups, as a static plan has it (`_with_tiering`)."""
+    from solver.time.solve import peak_period
+
+    groups = peak_period(program).program.groups
+    if not groups.templates and not instance.policy.colocation:
+        return plan
+    return with_tiering(instance, plan, groups, None)
 
 
 def simplicity_cost(

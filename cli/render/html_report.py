@@ -273,6 +273,7 @@ SECTION_TABLES = {
     "Months by region ($)": "months",
     "Months: commit, order and pay": "months",
     "Months: power by region (kW of power_kw)": "months",
+    "Months: error budget per failure scenario (worst UTC hour of each month)": "months",
     "Committed (reserved) GPUs": "reservations",
     "Servers to order (reserved, whole servers)": "reservations",
     "Servers to buy": "reservations",

@@ -305,12 +305,23 @@ def tiering_tables(plan: Plan) -> list[TableSpec]:
     t = plan.tiering
     if t is None:
         return []
-    before = "-" if t.idle_fraction_dedicated is None else f"{t.idle_fraction_dedicated:.1%}"
-    saved = "-" if t.saving_per_month is None else f"${t.saving_per_month:,.0f}/month"
+    idle = "idle over the day" if plan.hours else "idle at peak"
+    if t.cost_per_month_dedicated is None or t.gpus_dedicated is None:
+        compared = f"{idle} {t.idle_fraction:.1%} with co-location; " + (
+            "not solved without it (an hourly plan's periods program is run once)"
+            if plan.hours
+            else "no plan without it"
+        )
+    else:
+        before = "-" if t.idle_fraction_dedicated is None else f"{t.idle_fraction_dedicated:.1%}"
+        saved = "-" if t.saving_per_month is None else f"${t.saving_per_month:,.0f}/month"
+        compared = (
+            f"{idle}: {before} with dedicated pools ({counted(t.gpus_dedicated, 'GPU')}, "
+            f"${t.cost_per_month_dedicated:,.0f}/month) -> {t.idle_fraction:.1%} with "
+            f"co-location; sharing saved {saved}"
+        )
     note = (
-        f"idle at peak: {before} with dedicated pools ({counted(t.gpus_dedicated, 'GPU')}, "
-        f"${t.cost_per_month_dedicated or 0:,.0f}/month) -> {t.idle_fraction:.1%} with "
-        f"co-location; sharing saved {saved}. Pays the bills: "
+        f"{compared}. Pays the bills: "
         f"{', '.join(t.pays_the_bills) or 'none'}; {t.note}. "
         f"{counted(t.templates, 'group template')} ({t.enumeration_s:.1f} s)."
     )

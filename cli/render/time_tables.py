@@ -69,6 +69,9 @@ def time_tables(plan: Plan) -> list[TableSpec]:
                 ),
             )
         )
+    spot = spot_table(plan)
+    if spot is not None:
+        tables.append(spot)
     if plan.headroom:
         tables.append(
             TableSpec(
@@ -166,6 +169,9 @@ def time_tables(plan: Plan) -> list[TableSpec]:
             )
         )
     if plan.months:
+        budgets = month_budgets(plan)
+        if budgets:
+            tables.append(budgets)
         tables.append(
             TableSpec(
                 "Months: commit, order and pay",
@@ -232,6 +238,79 @@ def time_tables(plan: Plan) -> list[TableSpec]:
                 )
             )
     return tables
+
+
+def spot_table(plan: Plan) -> TableSpec | None:
+    """Interactive replicas on spot (`hours[].spot_pools`, policy.spot_confidence): per
+    pool and run of consecutive UTC hours alike, the replicas on spot, the share u of the
+    time one is down and the replicas down at once the pool is sized without."""
+    runs: list[list] = []  # [first hour, last hour, record]
+    for hour in plan.hours:
+        for record in hour.spot_pools:
+            last = next((r for r in reversed(runs) if _same_pool(r[2], record)), None)
+            if last is not None and last[1] == hour.hour - 1 and last[2] == record:
+                last[1] = hour.hour
+            else:
+                runs.append([hour.hour, hour.hour, record])
+    if not runs:
+        return None
+    return TableSpec(
+        "Spot replicas in interactive pools (UTC hours)",
+        ("hours", "pool", "on spot", "down share u", "down at once"),
+        tuple(
+            (
+                f"{first:02d}" if first == last else f"{first:02d}-{last:02d}",
+                f"{r.workload}@{r.region} {r.configuration}",
+                str(r.replicas),
+                f"{r.down_fraction:.2%}",
+                str(r.down_replicas),
+            )
+            for first, last, r in runs
+        ),
+        "a spot replica is down u = lambda T / (1 + lambda T) of the time (T: its start "
+        "plus policy.scale_detection_s); each pool carries its warm load without the "
+        "replicas down at once at policy.spot_confidence (Poisson quantile of n u)",
+    )
+
+
+def _same_pool(a, b) -> bool:
+    return (a.workload, a.region, a.configuration) == (b.workload, b.region, b.configuration)
+
+
+def month_budgets(plan: Plan) -> TableSpec | None:
+    """Each month's error budget per region loss (`months[].error_budget_minutes_used`;
+    month 0: the plan's own): a loss spends more of the budget as demand grows."""
+    rows = [
+        (
+            str(m.month),
+            b.scenario,
+            b.workload,
+            f"{b.worst_hour:02d}",
+            f"{b.shortfall_rps:.2f}",
+            f"{b.budget_minutes_used:.2f}",
+            f"{b.budget_minutes:.1f}",
+            str(b.started_replicas),
+        )
+        for m in plan.months
+        for b in (m.error_budget_minutes_used if m.month else plan.error_budget_minutes_used)
+    ]
+    if not rows:
+        return None
+    return TableSpec(
+        "Months: error budget per failure scenario (worst UTC hour of each month)",
+        (
+            "month",
+            "scenario",
+            "workload",
+            "hour",
+            "shortfall req/s",
+            "minutes used",
+            "budget",
+            "started after loss",
+        ),
+        tuple(rows),
+        "each month's loss at its own grown demand, against the same monthly budget",
+    )
 
 
 def _bought(month: Month) -> str:

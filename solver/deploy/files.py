@@ -38,7 +38,13 @@ def _script(pool: DeployPool, command: list[str]) -> str:
     comment = (
         f"{pool.name}: {counted(pool.replicas, 'replica')} of {pool.gpus_per_replica} x "
         f"{pool.gpu} in {pool.region} ({pool.normal_replicas} normal, {pool.spare_replicas} "
-        "failover spare); written by fleetplan deploy"
+        "failover spare"
+        + (
+            f", {pool.started_replicas} more started after a region loss"
+            if pool.started_replicas
+            else ""
+        )
+        + "); written by fleetplan deploy"
     )
     return f"#!/bin/sh\n# {_one_line(comment)}\nexec {shlex.join(command)}\n"
 

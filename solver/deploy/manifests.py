@@ -8,6 +8,9 @@ Kubernetes (`kubernetes_objects`), per pool:
   nodes by GPU type (`fleetplan.io/gpu`) and region (`topology.kubernetes.io/region`);
 - the failover spare: the same object named `<pool>-spare` with `spare_replicas`, labelled
   `fleetplan.io/spare: "true"` (started by the failover runbook, not by the autoscaler);
+  an hourly plan's spare started after a loss (`started_replicas`) is that object too, its
+  replicas kept warm (often 0) and the annotation `fleetplan.io/failover-start-replicas`
+  saying how many the runbook starts after the loss;
 - an autoscaler: a HorizontalPodAutoscaler (autoscaling/v2) on the normal object, between
   the normal size and the whole pool, with Pods metrics on the pool's signals (prefill
   queue depth, KV-cache usage) at the thresholds `solver.deploy.pools` derived; never GPU
@@ -36,6 +39,9 @@ from solver.deploy.pools import DeployPool, dns_name
 
 POOL_ANNOTATION = "fleetplan.io/pool"
 """The annotation holding a pool's layout as JSON (what fleet-import reads)."""
+FAILOVER_START_ANNOTATION = "fleetplan.io/failover-start-replicas"
+"""On a spare object: replicas the failover runbook starts after a region loss (an hourly
+plan's spare started after the loss rather than kept warm)."""
 GPU_LABEL = "fleetplan.io/gpu"
 """The node label naming the GPU type (catalog name) nodes must carry."""
 REGION_LABEL = "topology.kubernetes.io/region"
@@ -101,11 +107,10 @@ def _pod_template(pool: DeployPool, spare: bool, gpus: int, command: list[str]) 
 
 
 def _metadata(pool: DeployPool, name: str, spare: bool) -> dict:
-    return {
-        "name": name,
-        "labels": _labels(pool, spare),
-        "annotations": {POOL_ANNOTATION: json.dumps(pool_layout(pool), sort_keys=True)},
-    }
+    annotations = {POOL_ANNOTATION: json.dumps(pool_layout(pool), sort_keys=True)}
+    if spare and pool.started_replicas:
+        annotations[FAILOVER_START_ANNOTATION] = str(pool.started_replicas)
+    return {"name": name, "labels": _labels(pool, spare), "annotations": annotations}
 
 
 def workload_object(pool: DeployPool, spare: bool) -> dict:
@@ -186,7 +191,7 @@ def kubernetes_objects(pools: tuple[DeployPool, ...]) -> list[dict]:
     for pool in pools:
         normal = workload_object(pool, spare=False)
         objects.append(normal)
-        if pool.spare_replicas > 0:
+        if pool.spare_replicas > 0 or pool.started_replicas > 0:
             objects.append(workload_object(pool, spare=True))
         hpa = autoscaler(pool, normal)
         if hpa is not None:

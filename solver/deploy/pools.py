@@ -115,6 +115,10 @@ class DeployPool:
     capacity_rps_per_replica: float
     autoscale: Autoscale
     speculative_option: str | None = None
+    started_replicas: int = 0
+    """Replicas a region loss starts in this pool after the loss (an hourly plan's
+    `hours[].failover_starts`, the most any hour and loss starts): not in `replicas`,
+    paid only in a loss; the failover runbook scales the spare object up by them."""
 
     @property
     def nodes_per_replica(self) -> int:
@@ -198,6 +202,7 @@ def deploy_pools(instance: Instance, plan: Plan) -> tuple[DeployPool, ...]:
     for pool in pools:
         phase_capacity[(pool.workload, pool.region, _phase(pool))] += pool.carries(pool.count)
     headroom = {(h.workload, h.region, h.configuration): h.headroom_rps for h in plan.headroom}
+    started = failover_starts(plan)
     names = _unique_names(pools)
     records = []
     for pool in pools:
@@ -213,9 +218,22 @@ def deploy_pools(instance: Instance, plan: Plan) -> tuple[DeployPool, ...]:
                 normal,
                 headroom.get((pool.workload, pool.region, entry.key), 0.0),
                 _pair_of(pool, pools, names),
+                started.get((pool.workload, pool.region, entry.key), 0),
             )
         )
     return tuple(records)
+
+
+def failover_starts(plan: Plan) -> dict[tuple[str, str, str], int]:
+    """(workload, region, configuration) -> the most replicas one region loss starts in
+    the pool in any hour (`hours[].failover_starts`; none in a single-period plan, whose
+    spare is warm)."""
+    most: dict[tuple[str, str, str], int] = defaultdict(int)
+    for hour in plan.hours:
+        for start in hour.failover_starts:
+            key = (start.pool.workload, start.pool.region, start.pool.key)
+            most[key] = max(most[key], start.pool.count)
+    return dict(most)
 
 
 def _unique_names(pools: list[RecomputedPool]) -> dict[int, str]:
@@ -273,6 +291,7 @@ def _record(
     normal: int,
     headroom_rps: float,
     pair: str | None,
+    started: int,
 ) -> DeployPool:
     entry = pool.entries[0]
     workload = instance.workload(pool.workload)
@@ -344,6 +363,7 @@ def _record(
             headroom_rps=headroom_rps,
         ),
         speculative_option=entry.speculative,
+        started_replicas=started,
     )
 
 

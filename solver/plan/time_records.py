@@ -240,6 +240,10 @@ class Month(BaseModel):
     idle_fraction: float | None = Field(default=None, ge=0, le=1)
     """The month's idle share over the GPUs paid, over its day's hours (solver.time.idle;
     month 0: the plan's own `idle_fraction`, stated here too)."""
+    error_budget_minutes_used: tuple["ScenarioBudgetUse", ...] = ()
+    """Per region loss, the budget minutes a loss at the month's worst hour spends at
+    the month's grown demand (the record of the plan's `error_budget_minutes_used`;
+    month 0: the plan's own, not repeated)."""
     power_kw: tuple[RegionPower, ...] = ()
     """The month's power per region in the record of the plan's `power_kw`: kW its GPUs
     draw in the month's busiest hour (what the cap bounds in every period:

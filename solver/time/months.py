@@ -37,6 +37,7 @@ from models.operations.procurement import (
     grown_instance,
     growth_factors,
     month_factors,
+    month_instance,
 )
 from models.operations.site import gpu_kw, gpus_bought, node_gpus
 from models.schema.instance import Instance
@@ -51,6 +52,7 @@ from solver.program.families.pricing import CommittedColumn
 from solver.program.lp import Variable
 from solver.settings import SolveSettings
 from solver.stages import candidate_table
+from solver.time.failover import error_budgets
 from solver.time.periods import TimeProgram
 
 
@@ -173,6 +175,11 @@ def with_months(instance: Instance, plan: Plan, later: Sequence[Plan]) -> Plan:
                 binding=in_month(solved.binding, month) if month else (),
                 shadow_price_note=solved.shadow_price_note if month else "",
                 idle_fraction=solved.idle_fraction,
+                error_budget_minutes_used=error_budgets(
+                    month_instance(instance, month), solved.hours
+                )
+                if month
+                else (),
                 power_kw=month_power(instance, solved.hours, solved.power_kw),
             )
         )

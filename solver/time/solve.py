@@ -282,7 +282,12 @@ def hourly_plan(
             f"planned in {counted(len(program.periods), 'period')} of the UTC day at the warm rate "
             f"(demand plus headroom for a {planning_start_s(instance):g} s replica start "
             f"and {instance.policy.scale_detection_s:g} s detection)",
+            *peak_plan.notes,
         ),
+        # what the busiest period's read-back states of the whole question, as a static
+        # plan states it (solver.readback.assign.read_plan)
+        demand_growth=peak_plan.demand_growth,
+        max_utilization=peak_plan.max_utilization,
     )
 
 
