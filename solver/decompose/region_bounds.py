@@ -63,9 +63,17 @@ from solver.settings import SolveSettings
 
 MIN_INTEGERS = 200
 """Integer columns below which the program is solved without the rows (it is quick)."""
-TIME_SHARE = 0.25
+REGION_NODES = 500
+"""Branch-and-bound nodes each region's program may search (HiGHS; a work limit, not the
+clock): a program not proven within them gives no row (`proven_bound`), the same on a
+busy machine as on an idle one, so that the rows, and the plan HiGHS ends at among ties,
+do not depend on the load. chat-3region's three take 13, 1 and 1 nodes. Before, each had
+a quarter of the time left over three: under load us-east's (0.6 s idle) ran past it,
+lost its row, and the same instance came out as another plan of the same cost."""
+TIME_SHARE = 0.5
 """Most of what is left of the time limit the regions' programs may take together (each
-an equal part of it); one stopped by its limit gives no row (`proven_bound`)."""
+an equal part of it): a guard for a machine too slow for their nodes, and the limit of a
+backend that counts no nodes; one stopped by it gives no row (`proven_bound`)."""
 
 
 @dataclass(frozen=True)
@@ -167,7 +175,7 @@ def region_rows(
     rounds = -(-len(solved) // threads)
     left = settings.remaining_s()
     share_s = None if left is None else TIME_SHARE * left / rounds
-    limited = settings.limited(share_s).with_duals(False)
+    limited = settings.limited(share_s).nodes(REGION_NODES).with_duals(False)
     bounds = _each(lambda p: proven_bound(backend, p, limited), list(solved.values()), threads)
     return {
         region: (program.objective, bound)

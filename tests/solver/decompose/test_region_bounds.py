@@ -233,3 +233,24 @@ def test_one_rule_for_a_proven_bound_where_the_backend_states_no_gap():
     assert bound_of(result(Termination.OPTIMAL, None), lp, asked) == pytest.approx(100.0)
     assert bound_of(result(Termination.OPTIMAL, 0.02), mip, asked) == pytest.approx(98.0)
     assert bound_of(result(Termination.TIME_LIMIT, 0.02), mip, asked) is None
+
+
+def test_region_programs_are_held_to_nodes_not_to_a_share_of_the_clock(monkeypatch):
+    """Each region's program is given `REGION_NODES` branch-and-bound nodes (a work limit:
+    the same rows on a busy machine as on an idle one) and at most `TIME_SHARE` of the
+    time left over the rounds, as a guard: with 100 s left and two programs one at a time,
+    each gets 0.5 x 100 / 2 = 25 s."""
+    monkeypatch.setattr(region_bounds, "MIN_INTEGERS", 0)
+    highs, seen = get_backend("highs"), []
+
+    class Recording:
+        capabilities = highs.capabilities
+
+        def run(self, lp, settings, start=None):
+            seen.append((settings.node_limit, settings.time_limit_s))
+            return highs.run(lp, settings, start=start)
+
+    timed = SolveSettings(mip_gap=0.0, time_limit_s=100.0)
+    region_bounds.region_rows(two_region_program(), Recording(), timed, threads=1)
+    assert [nodes for nodes, _ in seen] == [region_bounds.REGION_NODES] * 2
+    assert all(s == pytest.approx(25.0, rel=0.01) for _, s in seen)

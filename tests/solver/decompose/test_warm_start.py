@@ -99,6 +99,26 @@ def test_the_warm_started_solve_reaches_the_cold_optimum(monkeypatch):
     assert warmed.objective == pytest.approx(cold.objective, abs=1e-6)
 
 
+def test_the_restricted_solve_is_held_to_nodes_not_to_a_share_of_the_clock(monkeypatch):
+    """The restricted program is solved within `START_NODES` nodes (a work limit: the
+    same start on a busy machine as on an idle one) and at most `START_TIME_SHARE` of
+    the time left (a guard): 0.5 x 60 s = 30 s with the whole minute left."""
+    inst = two_types()
+    program = build_program(inst, build_candidates(inst))
+    highs, seen = get_backend("highs"), []
+
+    class Recording:
+        capabilities = highs.capabilities
+
+        def run(self, lp, settings, start=None):
+            seen.append((settings.node_limit, settings.time_limit_s, settings.mip_gap))
+            return highs.run(lp, settings, start=start)
+
+    monkeypatch.setattr(warm, "START_MIN_INTEGERS", 0)
+    assert warm.warm_start(program, Recording(), SolveSettings(time_limit_s=60.0)) is not None
+    assert seen == [(warm.START_NODES, pytest.approx(30.0), warm.START_GAP)]
+
+
 def cover(capacity: float) -> LinearProgram:
     """min 3x + 2y, x + y >= capacity, x, y integer: y = ceil(capacity) at 2 each."""
     lp = LinearProgram("cover")
