@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from cli.options import emit_json, load, require_verified
+from cli.options import emit_json, load, require_verified, within
 from cli.render.console import err
 from models.io.documents import (
     INSTANCE_SUFFIXES,
@@ -22,6 +22,7 @@ from models.io.documents import (
 )
 from models.io.loading import validate_instance
 from models.io.output_files import check_target, check_targets, write_text
+from models.schema import limits
 from models.schema.errors import InputError, Issue
 from models.schema.quantities import counted
 
@@ -41,6 +42,15 @@ def deploy(
     ],
     target: Annotated[str, typer.Option("--target", help=TARGET_HELP)],
     out_dir: Annotated[Path, typer.Option("-o", "--out", help="Folder to write the files to.")],
+    month: Annotated[
+        int | None,
+        typer.Option(
+            "--month",
+            help="Month of a plan with months (policy.horizon_months) to deploy: its pools "
+            "at their largest count over its hours, and its schedule. Default: month 0.",
+            callback=within(limits.MONTH),
+        ),
+    ] = None,
 ) -> None:
     """Write each pool's engine launch arguments or deployment manifests for a plan.
 
@@ -49,12 +59,14 @@ def deploy(
     prefill/decode pair and its KV transfer. For k8s: the normal scenario's replicas, the
     failover spare as its own object, and an HPA on prefill queue depth and KV-cache
     usage at the thresholds the plan's headroom rule derives (never GPU utilisation).
+    A plan of months deploys month 0, or with --month N month N's fleet and schedule.
     Only a plan the verifier accepts for the instance is deployed (exit 1 otherwise, the
     violations on stderr).
     """
     from cli.solve import _read_plan
     from solver.deploy.files import TARGETS, deploy_files
     from solver.deploy.pools import DeployError
+    from solver.deploy.schedule import MonthRefused, month_plan
 
     if target not in TARGETS:
         raise _problem(
@@ -64,12 +76,16 @@ def deploy(
         raise _problem(str(out_dir), "-o", "exists and is not a folder")
     instance = load(instance_file, None)
     plan = _read_plan(plan_file)
+    try:
+        deployed = plan if month is None else month_plan(plan, month)  # before the verifier
+    except MonthRefused as error:
+        raise _problem("command line", "--month", str(error)) from None
     # only a plan the verifier accepts is deployed (as report --plan and simulate): a
     # tampered count of 10^12 replicas hung the pools' queueing maths; the verifier
     # refuses it before any physics
     require_verified(instance, plan, plan_file, "deploy")
     try:
-        files = deploy_files(instance, plan, target)
+        files = deploy_files(instance, deployed, target)
     except DeployError as error:
         raise _problem(str(plan_file), "replicas", str(error)) from None
     inputs = (plan_file, instance_file)

@@ -50,6 +50,7 @@ from solver.candidates.pools import PoolCurve, assess_pools
 from solver.candidates.size_check import check_program_size
 from solver.candidates.table import CandidateTable, build_candidates
 from solver.colocation.groups import GroupTable
+from solver.colocation.templates import TemplateMemo
 from solver.colocation.tiering import search_report, tiering_report
 from solver.colocation.warm_cold import solve_choosing_split
 from solver.decompose.by_workload import optimise
@@ -199,20 +200,24 @@ def _solve_table(
     settings: SolveSettings,
     table: CandidateTable,
     horizon: Horizon | None = None,
+    templates: TemplateMemo | None = None,
 ) -> Solved:
     """The one sequence, for every horizon, from the candidate table on (the tiering
     report's dedicated solve reuses its co-located solve's table: the candidates do not
     depend on it): size guard, program build, the deadline checked, the solve at
     `SOLVE_SHARE`, the answer judged, the pricing LP in the background by `PRICING_SHARE`
     while the plan is read back, the verifier. The horizon (solver.time.horizon) chooses
-    the program step: the static program, or the periods program of its day and month."""
+    the program step: the static program, or the periods program of its day and month
+    (`templates`: the months' memo of shared group templates, solver.colocation.templates)."""
     horizon = horizon or Horizon.of(instance)
     backend = get_backend(settings.backend)
     step: ProgramStep = StaticStep(instance, table, settings)
     if horizon.in_time:  # the static path loads no module of time (tests/test_imports.py)
         from solver.time.step import PeriodsStep
 
-        step = PeriodsStep(instance, table, horizon, settings, held_fleet=held_fleet)
+        step = PeriodsStep(
+            instance, table, horizon, settings, held_fleet=held_fleet, templates=templates
+        )
     step.check_size()
     solve_settings = solving(settings)  # the rest of the limit prices and checks the plan
     try:
@@ -286,15 +291,18 @@ def _solve_months(
     (rolling: solver.time.horizon says why), from one candidate table built on the
     horizon's largest demand, each within its share of the solve time less what the
     month before took besides its solve (`overhead_s` for month 1:
-    solver.time.step.month_share); the whole horizon verified once by the hour
+    solver.time.step.month_share), their shared group templates built once per demand
+    they read (solver.colocation.templates); the whole horizon verified once by the hour
     verifier."""
     from solver.time.months import horizon_table, with_months
+    from solver.time.periods import interactive_table
     from solver.verify.hours import verify_hours
 
     later: list[Plan] = []
     previous, solved = first.plan, first
     if horizon.months > 1:
         table = horizon_table(instance, horizon.months, settings)
+        templates = TemplateMemo(interactive_table(instance, table))  # demand alone differs
     for month in range(1, horizon.months):
         floor = {(c.region, c.gpu): c.committed_gpus for c in previous.committed}
         started = _elapsed_s(settings)
@@ -302,7 +310,7 @@ def _solve_months(
         grown, month_horizon = horizon.later_month(
             instance, month, floor, started, overhead_s, earlier
         )
-        solved = _solve_table(grown, settings, table, month_horizon)
+        solved = _solve_table(grown, settings, table, month_horizon, templates)
         overhead_s = _overhead_s(solved, _elapsed_s(settings) - started)
         previous = solved.plan
         later.append(previous)

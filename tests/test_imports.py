@@ -341,9 +341,10 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
     "solver.time": _contract(
         "models.schema models.operations models.serving solver.program solver.candidates "
         "solver.readback solver.plan solver.verify solver.backends solver.settings "
-        "solver.errors solver.analysis solver.stages solver.decompose",
+        "solver.errors solver.analysis solver.stages solver.decompose solver.colocation",
         "the same program indexed by period and read back hour by hour; the stages around it "
-        "(candidates, guards, deadline, solve) are the pipeline's (solver.stages)",
+        "(candidates, guards, deadline, solve) are the pipeline's (solver.stages); the "
+        "periods' shared group templates built once (solver.colocation.templates)",
     ),
     "solver.verify": _contract(
         "models.schema models.physics models.serving models.operations models.colocation "

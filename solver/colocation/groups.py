@@ -211,21 +211,9 @@ def build_groups(
         return GroupTable()
     started = time.monotonic()
     factor = INTERFERENCE_FACTOR if interference_factor is None else interference_factor
-    workloads = [w.name for w in instance.workloads]
-    peaks = {
-        w.name: max((level.peak_rps for level in w.demand.values()), default=0.0)
-        for w in instance.workloads
-    }
-    lone = {
-        w: [c for c in table.of(w) if c.role is Role.UNIFIED and c.gpus == 1] for w in workloads
-    }
-    tail = tuple(
-        w
-        for w in workloads
-        if lone[w]
-        and peaks[w] > 0
-        and peaks[w] < TAIL_REPLICAS * max(c.requests_per_s for c in lone[w])
-    )
+    peaks = dict(tail_peaks(instance, table))
+    tail = tuple(peaks)
+    lone = {w: _lone(table, w) for w in tail}
     gpus = sorted({c.gpu for w in tail for c in lone[w]})
     month = {g: _gpu_month(instance, g) for g in gpus}
     groups: dict[Packing, tuple[_Option, ...]] = {}
@@ -278,6 +266,23 @@ def build_groups(
         "kept, a heuristic over all groups, with the LP bound of the tail's packing",
     )
     return GroupTable(kept, tail, len(groups), search.evaluated, elapsed, notes, search)
+
+
+def tail_peaks(instance: Instance, table: CandidateTable) -> tuple[tuple[str, float], ...]:
+    """(workload, peak requests/s) of every workload the tail rule lets share, in the
+    instance's order: all the demand the co-resident and swapped templates read."""
+    found = []
+    for w in instance.workloads:
+        peak = max((level.peak_rps for level in w.demand.values()), default=0.0)
+        lone = _lone(table, w.name)
+        if lone and 0 < peak < TAIL_REPLICAS * max(c.requests_per_s for c in lone):
+            found.append((w.name, peak))
+    return tuple(found)
+
+
+def _lone(table: CandidateTable, workload: str) -> list[Candidate]:
+    """The workload's unified single-GPU candidates."""
+    return [c for c in table.of(workload) if c.role is Role.UNIFIED and c.gpus == 1]
 
 
 def _gpu_month(instance: Instance, gpu: str) -> float:

@@ -90,6 +90,57 @@ def plan_schedule(plan: Plan) -> dict | None:
     }
 
 
+class MonthRefused(ValueError):
+    """--month asked of a plan without months, or of a month the plan lacks."""
+
+
+def month_plan(plan: Plan, month: int) -> Plan:
+    """Month `month` of a plan with months (policy.horizon_months) as the one-day hourly
+    plan `deploy` writes: its hours and commitments, each pool at its largest count over
+    its hours (as a plan's `replicas` are over its day), the scenarios of its busiest hour
+    (the most GPUs, then the most load with no failure, the earliest of equals: the hour
+    `simulate --month` replays). Month 0 is the plan itself, its schedule the whole
+    horizon; a later month's schedule is its own day (its `months` left out: what it runs
+    is that month's). The pools' warm headroom (`headroom`) is month 0's: a month states
+    none of its own.
+
+    Raises:
+        MonthRefused: a plan without months, or a month it lacks (naming those it has).
+    """
+    if not plan.months:
+        raise MonthRefused("the plan has no months (solve an instance with policy.horizon_months)")
+    found = next((m for m in plan.months if m.month == month), None)
+    if found is None:
+        have = sorted(m.month for m in plan.months)
+        raise MonthRefused(f"the plan has months {have[0]} to {have[-1]}, got {month}")
+    if not found.hours:  # month 0: the plan's own hours, not repeated
+        return plan
+    largest: dict[tuple[str, str, str], ReplicaPool] = {}
+    for hour in found.hours:
+        for pool in hour.pools:
+            key = (pool.workload, pool.region, pool.key)
+            if key not in largest or pool.count > largest[key].count:
+                largest[key] = pool
+    busiest = max(sorted(found.hours, key=lambda h: h.hour), key=_busy)
+    return plan.model_copy(
+        update={
+            "replicas": tuple(largest.values()),
+            "scenarios": busiest.scenarios,
+            "hours": found.hours,
+            "committed": found.committed,
+            "months": (),
+        }
+    )
+
+
+def _busy(hour: Hour) -> tuple[int, float]:
+    """(GPUs the hour's pools hold, requests/s they carry with no failure)."""
+    load = sum(
+        row.load_requests_per_s for s in hour.scenarios if s.name == "none" for row in s.pools
+    )
+    return sum(p.gpus or 0 for p in hour.pools), load
+
+
 def schedule_object(plan: Plan, labels: dict[str, str]) -> dict | None:
     """The ConfigMap holding the plan's schedule (None for a static plan).
 

@@ -42,7 +42,8 @@ from dataclasses import dataclass, field, replace
 from models.operations.scenarios import Scenario, failure_scenarios
 from models.schema.instance import Instance
 from solver.candidates.table import CandidateTable
-from solver.colocation.groups import GroupTable, build_groups
+from solver.colocation.groups import GroupTable
+from solver.colocation.templates import all_templates
 from solver.program.families import variables
 from solver.program.families.capacity import add_capacity_within_pools
 from solver.program.families.demand import add_demand_met
@@ -100,24 +101,15 @@ def build_program(
             (`TimeLimitReached` in stage "program build"), and `tighten` adds the valid
             inequalities of solver.program.tightening. None: no deadline, none.
         groups: Shared group templates (solver.colocation.groups); default: enumerated from the
-            instance when policy.colocation is on, else none.
+            instance when policy.colocation is on, else none (solver.colocation.templates;
+            the periods program passes each period's from its memo).
         sets: The program's sets when the caller made them already (of this instance,
             table, scenarios and `elastic`: the pre-solve checks read them first).
     """
     if sets is None:
         sets = ProgramSets(instance, table, scenarios or failure_scenarios(instance), elastic)
     if groups is None:
-        groups = build_groups(instance, table, settings=settings)
-        if instance.policy.colocation:  # the one-engine and swapped templates load here
-            from solver.colocation.engine_templates import engine_templates
-            from solver.colocation.swap_templates import swapped_templates
-
-            groups = groups.extended(
-                [
-                    *engine_templates(instance, table, settings),
-                    *swapped_templates(instance, table, settings),
-                ]
-            )
+        groups = all_templates(instance, table, settings)
     sites = GroupSets(sets, groups)
     lp = LinearProgram(instance.name)
 

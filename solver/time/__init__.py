@@ -8,5 +8,6 @@ Imports: models.schema, models.operations, models.serving (the phase roles);
 solver.program, solver.candidates, solver.readback, solver.plan, solver.verify (the hour
 verifier), solver.backends, solver.settings, solver.errors, solver.analysis
 (infeasibility diagnosis), solver.stages (the pipeline's stages: candidates, guards,
-deadline, solve) and solver.decompose (the periods program solved period by period:
-by_period)."""
+deadline, solve), solver.decompose (the periods program solved period by period:
+by_period) and solver.colocation (the periods' shared group templates, built once:
+templates)."""

@@ -46,6 +46,7 @@ from models.operations.time_demand import hour_instance, warm_grid
 from models.operations.time_periods import Period, aggregate_periods
 from models.schema.instance import Instance
 from solver.candidates.table import CandidateTable
+from solver.colocation.templates import TemplateMemo
 from solver.program.build import FleetProgram, build_program
 from solver.program.families.batch_work import BatchWork, add_batch_work
 from solver.program.families.failover_start import add_failover_start, failover_terms
@@ -129,13 +130,16 @@ def build_time_program(
     table: CandidateTable,
     settings: SolveSettings | None = None,
     periods: tuple[Period, ...] | None = None,
+    templates: TemplateMemo | None = None,
 ) -> TimeProgram:
     """One static program per period of the warm day (`periods`, default
     `day_periods(instance)`), joined by the pricing rows; the run's deadline (`settings`)
-    is checked after each period's copy ("program build")."""
+    is checked after each period's copy ("program build"). `templates`: a memo of shared
+    group templates over `table`'s interactive candidates, kept across instances that
+    differ in demand alone (a horizon's months); default: the day's own."""
     periods = day_periods(instance) if periods is None else periods
     lp = LinearProgram(f"{instance.name}-hours")
-    parts = _period_copies(lp, instance, table, periods, settings)
+    parts = _period_copies(lp, instance, table, periods, settings, templates)
     used = gpus_used(parts)
     batch = add_batch_work(lp, instance, table, parts, used)
     offers = offer_terms(instance)
@@ -156,14 +160,21 @@ def _period_copies(
     table: CandidateTable,
     periods: tuple[Period, ...],
     settings: SolveSettings | None,
+    templates: TemplateMemo | None = None,
 ) -> tuple[PeriodProgram, ...]:
     """The static program of each period at its warm rates, copied into `lp` in that
-    period; the deadline checked after each copy."""
+    period; the deadline checked after each copy. The shared group templates
+    (policy.colocation) are built once per value of the peaks they read
+    (solver.colocation.templates): the periods' instances differ in demand alone."""
     scenarios = failure_scenarios(instance)
     interactive = interactive_table(instance, table)
+    if templates is None:  # built once per demand they read, not per period
+        templates = TemplateMemo(interactive)
     parts = []
     for period in periods:
-        program = build_program(hour_instance(instance, period.values), interactive, scenarios)
+        hour = hour_instance(instance, period.values)
+        groups = templates.templates(hour)
+        program = build_program(hour, interactive, scenarios, groups=groups)
         parts.append(PeriodProgram(period, program))
         _copy_into(lp, program, period.hours[0])
         if settings is not None:

@@ -32,6 +32,7 @@ from solver.backends import Backend, get_backend
 from solver.candidates.pools import assess_pools
 from solver.candidates.size_check import check_program_size
 from solver.candidates.table import CandidateTable
+from solver.colocation.templates import TemplateMemo
 from solver.decompose.by_period import Fleet, solve_periods
 from solver.decompose.period_split import Held
 from solver.errors import Diagnosis, Infeasible
@@ -182,6 +183,9 @@ class PeriodsStep:
     build_s: float = 0.0
     optimise_s: float = 0.0
     """Seconds `optimise` took (what a month's overhead is measured without)."""
+    templates: TemplateMemo | None = None
+    """The shared group templates of the horizon's months (solver.colocation.templates),
+    or None: the day's own."""
     curves: dict = field(default_factory=dict)
     """(workload, candidate key) -> the curves of the plan's interactive pools at their
     peak sizes (what explain's limiting factors read), set by `explained`."""
@@ -212,7 +216,7 @@ class PeriodsStep:
         started = time.monotonic()
         self.held = self._held_beside(month_share(solve_settings, self.horizon))
         self.program = build_time_program(
-            self.instance, self.table, self.settings, self.horizon.periods
+            self.instance, self.table, self.settings, self.horizon.periods, self.templates
         )
         if self.horizon.month:
             bound_commitments(self.program, self.horizon.committed_floor, self.horizon.frozen)
