@@ -1,0 +1,38 @@
+"""Hostile input, round ten: fleet rows, grids and runs that were read as something
+else. Each case below exited 0 with a wrong or misleading answer, or named a field the
+user never wrote; each now exits 2 naming the file, the row and the column."""
+
+import pytest
+
+from tests.cli.test_hostile_input import run_checked
+from tests.cli.test_hostile_side_files import FLEET_HEADER, _fleet_args
+
+# --- fleet-import: rows ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        # the replicas cell left empty: read 'count: Input should be a valid integer'
+        ("chat,us-east,h100-sxm,fp8,1,1,", "row 2: replicas is empty"),
+        # a short row: csv fills the missing cells with None, read 'count: ...'
+        (
+            "chat,us-east,h100-sxm,fp8,1,1",
+            "row 2: fewer values than the header has columns (none for replicas)",
+        ),
+        # an empty tp cell: read 'tp: Field required' beside a header that has it
+        ("chat,us-east,h100-sxm,fp8,,1,2", "row 2: tp is empty"),
+        # negative replicas: read 'count: Input should be greater than or equal to 0'
+        (
+            "chat,us-east,h100-sxm,fp8,1,1,-2",
+            "row 2: replicas: Input should be greater than or equal to 0",
+        ),
+    ],
+    ids=["empty-replicas", "short-row", "empty-tp", "negative-replicas"],
+)
+def test_a_fleet_row_names_the_column_it_lacks(run_cli, tmp_path, row, message):
+    fleet = tmp_path / "fleet.csv"
+    fleet.write_text(f"{FLEET_HEADER}\n{row}\n")
+    out = tmp_path / "out.yaml"
+    result = run_checked(run_cli, *_fleet_args(fleet, out), needles=(str(fleet), message))
+    assert "count" not in result.stderr and not out.exists()
