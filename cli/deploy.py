@@ -114,6 +114,7 @@ def fleet_import(
     """
     from solver.deploy.fleet_import import (
         FleetImportError,
+        check_workloads,
         fleet_plan,
         owned_gpus,
         pools_from_csv,
@@ -132,7 +133,7 @@ def fleet_import(
             f"{instance_out}: an instance file is .yaml, .yml or .json, got "
             + (repr(instance_out.suffix) if instance_out.suffix else "no suffix"),
         )
-    load(instance_file, None)  # the instance must be valid before it is rewritten
+    instance = load(instance_file, None)  # valid before it is rewritten
     # bounded as every input is (models.io.documents): a FIFO, a device, a binary file or
     # one over the size limit is refused, never waited on or read without end
     pools = []
@@ -147,6 +148,7 @@ def fleet_import(
             raise _problem(str(path), "", str(error)) from None
     document, _ = read_document(instance_file)
     try:
+        check_workloads(pools, [workload.name for workload in instance.workloads])
         updated = with_existing(document, owned_gpus(pools))
     except FleetImportError as error:
         raise _problem(str(fleet_file), "", str(error)) from None

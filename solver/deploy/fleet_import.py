@@ -171,6 +171,21 @@ def merged(pools: list[ReplicaPool]) -> tuple[ReplicaPool, ...]:
     )
 
 
+def check_workloads(pools: list[ReplicaPool], names: list[str]) -> None:
+    """Every workload the fleet serves is one of the instance's `names`.
+
+    Raises:
+        FleetImportError: a pool serves a workload the instance lacks (its GPUs would
+            raise `existing` and its replicas reach verify as a workload no one declared).
+    """
+    unknown = sorted({w for pool in pools for w in pool.workloads or [pool.workload]} - set(names))
+    if unknown:
+        raise FleetImportError(
+            f"the fleet serves workloads the instance lacks: {', '.join(unknown)} "
+            f"(instance workloads: {', '.join(names)})"
+        )
+
+
 def fleet_plan(pools: list[ReplicaPool]) -> Plan:
     """The running fleet as a plan of replicas only (what `verify` judges)."""
     return Plan(replicas=merged(pools))

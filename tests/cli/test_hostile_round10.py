@@ -36,3 +36,19 @@ def test_a_fleet_row_names_the_column_it_lacks(run_cli, tmp_path, row, message):
     out = tmp_path / "out.yaml"
     result = run_checked(run_cli, *_fleet_args(fleet, out), needles=(str(fleet), message))
     assert "count" not in result.stderr and not out.exists()
+
+
+def test_a_fleet_of_a_workload_the_instance_lacks_is_refused(run_cli, tmp_path):
+    """A typo'd workload ('chta') imported with exit 0: its 2 GPUs raised `existing` to
+    4 and only verify, run later, named it; the regions were already checked."""
+    fleet = tmp_path / "fleet.csv"
+    fleet.write_text(
+        f"{FLEET_HEADER}\nchat,us-east,h100-sxm,fp8,1,1,2\nchta,us-east,h100-sxm,fp8,1,1,2\n"
+    )
+    out = tmp_path / "out.yaml"
+    needles = (
+        str(fleet),
+        "the fleet serves workloads the instance lacks: chta (instance workloads: chat)",
+    )
+    run_checked(run_cli, *_fleet_args(fleet, out), needles=needles)
+    assert not out.exists()
