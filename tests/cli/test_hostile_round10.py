@@ -52,3 +52,31 @@ def test_a_fleet_of_a_workload_the_instance_lacks_is_refused(run_cli, tmp_path):
     )
     run_checked(run_cli, *_fleet_args(fleet, out), needles=needles)
     assert not out.exists()
+
+
+# --- calibrate: units -------------------------------------------------------------------
+
+
+def test_runs_whose_latencies_are_in_seconds_write_no_profile(run_cli, tmp_path):
+    """TTFT 0.15 and TPOT 0.012 (seconds, in the ms columns): the fit pinned every factor
+    at its bound, printed a median error of 24,578% and wrote the profile with exit 0. An
+    8B bf16 decode step reads 16.06 GB of weights, at 95% of an H100's 3.35 TB/s at
+    least 16.06 / (3.35 x 0.95) = 5.0 ms: 0.012 ms is 400x below what any fit can
+    reach, past the 3x a units mistake is read at."""
+    runs = tmp_path / "runs.csv"
+    header = "model,gpu,precision,tp,isl,osl,concurrency,num_requests,output_tok_s," + (
+        "ttft_mean_ms,tpot_mean_ms"
+    )
+    rows = ["2000,64,1,100,60,0.150,0.012", "256,256,1,100,80,0.020,0.011"]
+    runs.write_text(
+        header + "".join(f"\nllama-3.1-8b,h100-sxm,bf16,1,{row}" for row in rows) + "\n"
+    )
+    profile = tmp_path / "p.yaml"
+    needles = (
+        f"{runs}:2: tpot_mean_ms: 0.012 ms is",
+        f"{runs}:3: ttft_mean_ms",
+        "no profile was written",
+    )
+    result = run_checked(run_cli, "calibrate", runs, "-o", profile, needles=needles)
+    assert f"{runs}:2: output_tok_s" not in result.stderr  # 60 tokens/s is a plausible rate
+    assert not profile.exists()
