@@ -359,6 +359,9 @@ def simulate(
     except ValueError as error:
         raise _problem("--scenario", str(error)) from None
     wall_s = time.perf_counter() - started
+    too_short = result.unmeasured()
+    if too_short is not None:
+        raise _problem("--minutes/--duration-s", too_short)
     tables = simulation_tables(result)
     if json_out is not None:
         text = json_without_negative_zero(result.model_dump_json(indent=2))
