@@ -56,7 +56,9 @@ def estimate(
     ctx: typer.Context,
     requests_per_day: Annotated[
         float | None,
-        _assumption("Requests in an average day.", "requests_per_day", limits.REQUESTS_PER_DAY),
+        _assumption(
+            "Requests in an average day.", "requests_per_day", limits.ESTIMATED_REQUESTS_PER_DAY
+        ),
     ] = None,
     peak_to_average: Annotated[
         float | None,

@@ -80,3 +80,24 @@ def test_runs_whose_latencies_are_in_seconds_write_no_profile(run_cli, tmp_path)
     result = run_checked(run_cli, "calibrate", runs, "-o", profile, needles=needles)
     assert f"{runs}:2: output_tok_s" not in result.stderr  # 60 tokens/s is a plausible rate
     assert not profile.exists()
+
+
+# --- estimate: floors -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flag", "key", "value", "floor"),
+    [
+        # L = lambda W = 92.6 x 1e-300 = 0 in flight: 0.0 GPUs by concurrency, exit 0
+        ("--latency-s", "latency_s", "1e-300", "must be at least 0.001 s"),
+        # 0 requests/s at peak: 'ceil(0.0) + 1 spare' = one GPU, exit 0
+        ("--requests-per-day", "requests_per_day", "0.5", "must be at least 1 requests/day"),
+    ],
+)
+def test_an_estimate_assumption_below_its_floor_is_refused(
+    run_cli, tmp_path, flag, key, value, floor
+):
+    run_checked(run_cli, "estimate", flag, value, needles=(f"{flag}: {floor}, got {value}",))
+    config = tmp_path / "assumptions.yaml"
+    config.write_text(f"{key}: {value}\n")
+    run_checked(run_cli, "estimate", "--config", config, needles=(f"{config}:1: {key}: {floor}",))
