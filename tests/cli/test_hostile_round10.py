@@ -6,6 +6,7 @@ import pytest
 
 from tests.cli.test_hostile_input import run_checked
 from tests.cli.test_hostile_side_files import FLEET_HEADER, _fleet_args
+from tests.paths import ONE_MODEL_ONE_REGION
 
 # --- fleet-import: rows ---------------------------------------------------------------
 
@@ -101,3 +102,22 @@ def test_an_estimate_assumption_below_its_floor_is_refused(
     config = tmp_path / "assumptions.yaml"
     config.write_text(f"{key}: {value}\n")
     run_checked(run_cli, "estimate", "--config", config, needles=(f"{config}:1: {key}: {floor}",))
+
+
+# --- instance: the shape of a link ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "link",
+    ["{from: us-east, to: eu-west, rtt_ms: 80}", "[us-east, eu-west, 80, 5]", "us-east"],
+    ids=["mapping", "four-items", "bare-name"],
+)
+def test_a_link_of_the_wrong_shape_says_what_a_link_is(run_cli, tmp_path, link):
+    """A link written as a mapping read 'Input should be a valid tuple', four items
+    'Tuple should have at most 3 items after validation': neither says what a link is."""
+    instance = tmp_path / "inst.yaml"
+    text = ONE_MODEL_ONE_REGION.read_text()
+    instance.write_text(text + f"links:\n  - {link}\n")
+    line = text.count("\n") + 2
+    needles = (f"{instance}:{line}: links[0]: a link is a list [region, region, round-trip ms]",)
+    run_checked(run_cli, "validate", instance, needles=needles)
