@@ -61,8 +61,15 @@ def _policy_without_effect(instance: Instance) -> list[str]:
     """Policy switches that refine another the instance lacks, and so were dropped without
     a word: `multi_lora` shares engines only under `colocation`; `spot_confidence` puts
     interactive pools on spot only where a supply entry prices spot; `prefix_affinity`
-    routes declared `prefixes` only."""
+    routes declared `prefixes` only; `failover_start_s` times the spare's start after a
+    loss `survive: none` never plans for; `expert_parallel` and `attention_data_parallel`
+    lay out the experts of MoE models only (`models.physics.memory.expert_layout_problem`)."""
     policy = instance.policy
+    moe = any(instance.llm_specs[w.model].is_moe for w in instance.workloads)
+    layouts = [
+        (f"policy.{key}: {sorted(set(getattr(policy, key)))}", key)
+        for key in ("expert_parallel", "attention_data_parallel")
+    ]
     spot = any(
         offer.spot_price_per_gpu_hour is not None
         for region in instance.regions
@@ -77,6 +84,14 @@ def _policy_without_effect(instance: Instance) -> list[str]:
         ("policy.prefix_affinity: true",
          policy.prefix_affinity and not any(w.prefixes for w in instance.workloads),
          "no workload declares prefixes to route by"),
+        (f"policy.failover_start_s: {policy.failover_start_s:g}"
+         if policy.failover_start_s is not None else "",
+         policy.failover_start_s is not None and policy.survive is Survive.NONE,
+         "policy.survive is none (no loss is planned for, so no spare starts after one)"),
+    ] + [
+        (text, not moe and set(getattr(policy, key)) != {1},
+         "no workload's model is a mixture of experts (a dense model runs plain TP x PP)")
+        for text, key in layouts
     ]  # fmt: skip
     return [f"{text} has no effect: {why}" for text, unused, why in dropped if unused]
 

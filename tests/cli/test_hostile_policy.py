@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from tests.cli.test_hostile_input import run_checked
-from tests.paths import ONE_MODEL_ONE_REGION
+from tests.paths import INSTANCES, ONE_MODEL_ONE_REGION
 
 ONE = yaml.safe_load(ONE_MODEL_ONE_REGION.read_text(encoding="utf-8"))
 """One 8B chat workload in us-east: no prefixes, no spot price, no co-location."""
@@ -31,6 +31,20 @@ def _validated(run_cli, tmp_path, policy: dict, **sections):
             {"prefix_affinity": True},
             "policy.prefix_affinity: true has no effect: no workload declares prefixes",
         ),
+        # hostile10: a spare's start time where no loss is planned for
+        (
+            {"failover_start_s": 30},
+            "policy.failover_start_s: 30 has no effect: policy.survive is none",
+        ),
+        # hostile10: expert layouts for a dense 8B model (expert_layout_problem drops them)
+        (
+            {"expert_parallel": [1, 8]},
+            "policy.expert_parallel: [1, 8] has no effect: no workload's model is a mixture",
+        ),
+        (
+            {"attention_data_parallel": [4]},
+            "policy.attention_data_parallel: [4] has no effect: no workload's model is a mixture",
+        ),
     ],
 )
 def test_a_switch_without_what_it_refines_is_warned_about(run_cli, tmp_path, policy, said):
@@ -52,4 +66,19 @@ def test_the_switches_with_what_they_refine_say_nothing(run_cli, tmp_path):
         run_cli, tmp_path, policy, workloads=[workload],
         regions=[{**ONE["regions"][0], "supply": supply}],
     )  # fmt: skip
+    assert "has no effect" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("instance", "change"),
+    [
+        ("chat-3region.yaml", "policy.failover_start_s=30"),  # survive: region
+        ("moe-ep.yaml", "policy.expert_parallel=[1, 8]"),  # an MoE model
+        ("moe-ep.yaml", "policy.attention_data_parallel=[1, 8]"),
+    ],
+)
+def test_a_start_time_with_a_loss_and_expert_layouts_with_experts_say_nothing(
+    run_cli, instance, change
+):
+    result = run_checked(run_cli, "validate", INSTANCES / instance, "--set", change, code=0)
     assert "has no effect" not in result.stderr
