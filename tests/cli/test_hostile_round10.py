@@ -121,3 +121,17 @@ def test_a_link_of_the_wrong_shape_says_what_a_link_is(run_cli, tmp_path, link):
     line = text.count("\n") + 2
     needles = (f"{instance}:{line}: links[0]: a link is a list [region, region, round-trip ms]",)
     run_checked(run_cli, "validate", instance, needles=needles)
+
+
+def test_a_run_given_twice_is_refused_naming_both_lines(run_cli, tmp_path):
+    """A row pasted twice: the fit counted its errors twice, and leaving it out still left
+    its copy in (exit 0). Two runs of one shape with their own figures are repeats, kept."""
+    runs = tmp_path / "runs.csv"
+    header = "model,gpu,precision,tp,isl,osl,concurrency,output_tok_s,ttft_mean_ms,tpot_mean_ms"
+    row = "llama-3.1-8b,h100-sxm,bf16,1,2000,64,1,60,150,12"
+    runs.write_text(f"{header}\n{row}\n{row}\n")
+    profile = tmp_path / "p.yaml"
+    needles = (f"{runs}:3: the same run as {runs}:2 (every field alike)",)
+    run_checked(run_cli, "calibrate", runs, "-o", profile, needles=needles)
+    run_checked(run_cli, "calibrate", runs, runs, "-o", profile, needles=(f"{runs}: given twice",))
+    assert not profile.exists()
