@@ -53,7 +53,7 @@ def deploy(
     violations on stderr).
     """
     from cli.solve import _read_plan
-    from solver.deploy.files import TARGETS, deploy_files
+    from solver.deploy.files import TARGETS, deploy_files, stale_files
     from solver.deploy.pools import DeployError
 
     if target not in TARGETS:
@@ -73,6 +73,22 @@ def deploy(
     except DeployError as error:
         raise _problem(str(plan_file), "replicas", str(error)) from None
     inputs = (plan_file, instance_file)
+    stale = stale_files(out_dir, files)
+    if stale:  # kubectl apply -f and fleet-import of the folder would run them as this plan's
+        raise InputError(
+            [
+                Issue(
+                    str(path),
+                    None,
+                    "",
+                    f"is not among the {counted(len(files), 'file')} this deploy writes "
+                    f"(an earlier deploy's pool?); a folder read back whole (kubectl apply -f, "
+                    "fleet-import) would take it as this plan's: remove it or give -o an "
+                    "empty folder",
+                )
+                for path in stale
+            ]
+        )
     out_dir.mkdir(parents=True, exist_ok=True)
     for name in files:
         check_target(out_dir / name, inputs)

@@ -2,6 +2,9 @@
 else. Each case below exited 0 with a wrong or misleading answer, or named a field the
 user never wrote; each now exits 2 naming the file, the row and the column."""
 
+import json
+import shutil
+
 import pytest
 
 from tests.cli.test_hostile_input import run_checked
@@ -135,3 +138,29 @@ def test_a_run_given_twice_is_refused_naming_both_lines(run_cli, tmp_path):
     run_checked(run_cli, "calibrate", runs, "-o", profile, needles=needles)
     run_checked(run_cli, "calibrate", runs, runs, "-o", profile, needles=(f"{runs}: given twice",))
     assert not profile.exists()
+
+
+# --- deploy: a folder an earlier deploy wrote -------------------------------------------
+
+
+def test_deploy_refuses_a_folder_holding_an_earlier_plans_pool(run_cli, tmp_path):
+    """A plan of east and west deployed to k8s/, then a plan of east alone to the same
+    folder: west's Deployment stayed beside east's, exit 0, and fleet-import of the
+    folder read it back as 1 GPU owned in west (kubectl apply -f would run it)."""
+    shutil.copy(ONE_MODEL_ONE_REGION, tmp_path / "inst.yaml")
+    plan = tmp_path / "plan.json"
+    pool = {"workload": "chat", "region": "us-east", "gpu": "h100-sxm", "precision": "fp8",
+            "tp": 1, "pp": 1, "count": 2, "gpus": 2}  # fmt: skip
+    plan.write_text(json.dumps({"replicas": [pool]}))
+    out = tmp_path / "k8s"
+    out.mkdir()
+    earlier = out / "chat-us-west-h100-sxm-fp8-tp1pp1-unified.yaml"
+    earlier.write_text("---\nkind: Deployment\n")
+    (out / "notes.txt").write_text("mine\n")  # not a kind deploy writes: left alone
+    args = ("deploy", plan, "--instance", tmp_path / "inst.yaml", "--target", "k8s", "-o", out)
+    needles = (f"{earlier}: is not among the 1 file this deploy writes",)
+    run_checked(run_cli, *args, needles=needles)
+    assert sorted(path.name for path in out.iterdir()) == [earlier.name, "notes.txt"]
+    earlier.unlink()
+    run_checked(run_cli, *args, code=0)  # the folder holding its own files again: fine
+    run_checked(run_cli, *args, code=0)
