@@ -2,6 +2,7 @@
 problem at once (as field path and message), `input_warnings` what in a valid instance is
 probably not what its author meant."""
 
+import unicodedata
 from difflib import get_close_matches
 
 from pydantic import ValidationError
@@ -197,17 +198,33 @@ def _hbm_only_warnings(instance: Instance) -> list[str]:
     return warnings
 
 
+def _as_printed(name: str) -> str:
+    """`name` as a table prints it: format characters (zero-width space and joiners, the
+    byte-order mark, direction marks) dropped, surrounding whitespace stripped."""
+    return "".join(c for c in name if unicodedata.category(c) != "Cf").strip()
+
+
 def cross_check(instance: Instance) -> list[tuple[FieldPath, str]]:
     """Every cross-reference problem in the instance, as (field path, message) pairs."""
     problems: list[tuple[FieldPath, str]] = []
     add = problems.append
 
     for section in ("gpus", "models", "regions", "workloads"):
-        seen: set[str] = set()
+        seen: dict[str, str] = {}
         for index, item in enumerate(getattr(instance, section)):
-            if item.name in seen:
+            shown = _as_printed(item.name)
+            if item.name in seen.values():
                 add(((section, index, "name"), f"duplicate name {item.name!r}"))
-            seen.add(item.name)
+            elif shown in seen:
+                add(
+                    (
+                        (section, index, "name"),
+                        f"{item.name!r} prints as {seen[shown]!r} does (they differ only in "
+                        "invisible characters or surrounding spaces): no report could tell "
+                        "them apart; give each a name of its own",
+                    )
+                )
+            seen.setdefault(shown, item.name)
 
     for index, entry in enumerate(instance.gpus):
         try:

@@ -6,6 +6,7 @@ import json
 import shutil
 
 import pytest
+import yaml
 
 from tests.cli.test_hostile_input import run_checked
 from tests.cli.test_hostile_side_files import FLEET_HEADER, _fleet_args
@@ -164,3 +165,19 @@ def test_deploy_refuses_a_folder_holding_an_earlier_plans_pool(run_cli, tmp_path
     earlier.unlink()
     run_checked(run_cli, *args, code=0)  # the folder holding its own files again: fine
     run_checked(run_cli, *args, code=0)
+
+
+# --- instance: names that print alike ---------------------------------------------------
+
+
+@pytest.mark.parametrize("twin", ["us-east\u200b", "us-east ", "\ufeffus-east"])
+def test_two_regions_that_print_alike_are_refused(run_cli, tmp_path, twin):
+    """'us-east' and 'us-east' + a zero-width space validated as two regions, each
+    planned and reported under a name no table tells apart from the other's."""
+    data = yaml.safe_load(ONE_MODEL_ONE_REGION.read_text())
+    data["regions"].append({**data["regions"][0], "name": twin})
+    data["workloads"][0]["demand"][twin] = {"peak_requests_per_s": 5}
+    instance = tmp_path / "inst.yaml"
+    instance.write_text(yaml.safe_dump(data, sort_keys=False))
+    needles = (f"regions[1].name: {twin!r} prints as 'us-east' does",)
+    run_checked(run_cli, "validate", instance, needles=needles)
