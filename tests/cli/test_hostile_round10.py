@@ -181,3 +181,15 @@ def test_two_regions_that_print_alike_are_refused(run_cli, tmp_path, twin):
     instance.write_text(yaml.safe_dump(data, sort_keys=False))
     needles = (f"regions[1].name: {twin!r} prints as 'us-east' does",)
     run_checked(run_cli, "validate", instance, needles=needles)
+
+
+# --- perf: a target the role does not hold ----------------------------------------------
+
+
+def test_a_tpot_target_on_a_prefill_replica_is_refused(run_cli):
+    """--role prefill --tpot-p99-ms 0.001 (no server makes a token in a microsecond)
+    printed the prefill capacity without the target and echoed it in the JSON, exit 0."""
+    args = ("perf", "-m", "llama-3.1-8b", "-g", "h100-sxm", "-i", "1000", "-o", "200")
+    needles = ("--tpot-p99-ms: a prefill replica makes the first token only",)
+    run_checked(run_cli, *args, "--role", "prefill", "--tpot-p99-ms", "0.001", needles=needles)
+    run_checked(run_cli, *args, "--role", "prefill", "--ttft-p99-ms", "500", code=0)
