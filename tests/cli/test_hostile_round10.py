@@ -193,3 +193,20 @@ def test_a_tpot_target_on_a_prefill_replica_is_refused(run_cli):
     needles = ("--tpot-p99-ms: a prefill replica makes the first token only",)
     run_checked(run_cli, *args, "--role", "prefill", "--tpot-p99-ms", "0.001", needles=needles)
     run_checked(run_cli, *args, "--role", "prefill", "--ttft-p99-ms", "500", code=0)
+
+
+# --- batch: a golden file that does not validate ----------------------------------------
+
+
+def test_a_bad_golden_is_named_field_by_field(run_cli, tmp_path):
+    """A golden without its status read pydantic's dump: '1 validation error for Golden /
+    status / Field required [type=missing, input_value={}, ...] / For further information
+    visit https://errors.pydantic.dev/...', over five lines of the table and of stderr."""
+    shutil.copy(ONE_MODEL_ONE_REGION, tmp_path / "a.yaml")
+    golden = tmp_path / "a.expected.json"
+    golden.write_text('{\n  "cost_per_month": "lots"\n}\n')
+    result = run_checked(run_cli, "batch", tmp_path, "--check", code=1)
+    said = result.stdout + result.stderr
+    assert f"bad golden file: {golden}:1: status: required field is missing" in said
+    assert f"{golden}:2: cost_per_month: Input should be a valid number" in said
+    assert "errors.pydantic.dev" not in said and "validation error for" not in said
