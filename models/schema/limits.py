@@ -202,6 +202,14 @@ VOICE_STAGE_MS = Bound(
     "a voice turn waits seconds at most; a minute in one stage is no conversation",
     low_open=False,
 )
+FIRST_CLAUSE_TOKENS = Bound(
+    100,
+    "tokens",
+    "a first spoken clause is a few words (10 tokens by default); 100 tokens is half a "
+    "minute of speech before any audio, and 100,000 read a TPOT target of 0.00 ms",
+    low=1.0,
+    low_open=False,
+)
 TTFT_SHARE = Bound(
     1.0,
     "",

@@ -10,7 +10,7 @@ import yaml
 
 from tests.cli.test_hostile_input import run_checked
 from tests.cli.test_hostile_side_files import FLEET_HEADER, _fleet_args
-from tests.paths import ONE_MODEL_ONE_REGION
+from tests.paths import INSTANCES, ONE_MODEL_ONE_REGION
 
 # --- fleet-import: rows ---------------------------------------------------------------
 
@@ -210,3 +210,24 @@ def test_a_bad_golden_is_named_field_by_field(run_cli, tmp_path):
     assert f"bad golden file: {golden}:1: status: required field is missing" in said
     assert f"{golden}:2: cost_per_month: Input should be a valid number" in said
     assert "errors.pydantic.dev" not in said and "validation error for" not in said
+
+
+# --- voice: the first clause -------------------------------------------------------------
+
+
+def test_a_first_clause_past_a_spoken_one_is_refused_on_both_paths(run_cli, tmp_path):
+    """--first-clause-tokens 100,000 left (1 - 0.5) x 700 ms / 100,000 = 0.0035 ms per
+    token and printed 'TPOT p99 0.00 ms' with exit 0; an instance took up to 10^8."""
+    args = ("voice", "--first-audio-ms", "800", "--endpointing-ms", "100")
+    needles = ("--first-clause-tokens: must be at most 100 tokens, got 100,000",)
+    run_checked(run_cli, *args, "--first-clause-tokens", "100000", needles=needles)
+    # the most it takes: (1 - 0.5) x 700 / 100 = 3.50 ms per token
+    assert (
+        "TPOT p99 3.50 ms"
+        in run_checked(run_cli, *args, "--first-clause-tokens", "100", code=0).stdout
+    )
+    change = "workloads[0].voice.first_clause_tokens=1000"
+    needles = ("workloads[0].voice.first_clause_tokens: must be at most 100 tokens",)
+    run_checked(
+        run_cli, "validate", INSTANCES / "voice-agent.yaml", "--set", change, needles=needles
+    )
