@@ -231,3 +231,21 @@ def test_a_first_clause_past_a_spoken_one_is_refused_on_both_paths(run_cli, tmp_
     run_checked(
         run_cli, "validate", INSTANCES / "voice-agent.yaml", "--set", change, needles=needles
     )
+
+
+# --- --set: a key holding a dot ----------------------------------------------------------
+
+
+def test_a_region_whose_name_holds_a_dot_can_be_set(run_cli, tmp_path):
+    """A region named eu.west could not be reached by --set: demand.eu.west.peak... read
+    'unknown key west' under a demand 'eu' it made up, and demand[eu.west] 'is a mapping,
+    not a list'. In brackets a mapping's key may hold a dot."""
+    instance = tmp_path / "inst.yaml"
+    instance.write_text(ONE_MODEL_ONE_REGION.read_text().replace("us-east", "eu.west"))
+    change = "workloads[chat].demand[eu.west].peak_requests_per_s=5"
+    result = run_checked(run_cli, "validate", instance, "--set", change, code=0)
+    assert "5.0 peak requests/s in all" in result.stdout
+    change = "workloads[chat].demand[eu.east].peak_requests_per_s=5"
+    run_checked(
+        run_cli, "validate", instance, "--set", change, needles=("unknown region 'eu.east'",)
+    )
