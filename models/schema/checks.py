@@ -55,7 +55,33 @@ def input_warnings(instance: Instance) -> list[str]:
         + _horizon_without_hours(instance)
         + _part_servers(instance)
         + _policy_without_effect(instance)
+        + _dearer_than_on_demand(instance)
     )
+
+
+def _dearer_than_on_demand(instance: Instance) -> list[str]:
+    """A reserved or spot price above the on-demand price of the same offer, where on
+    demand is not capped (`max_on_demand_gpus`): a commitment paid every hour, or a spot
+    GPU that is also taken back, never beats renting by the hour, so the offer was
+    dropped without a word (a reserved 5.00 beside an on-demand 2.40 planned as if
+    absent)."""
+    warnings = []
+    for region in instance.regions:
+        for gpu, offer in region.supply.items():
+            if offer.max_on_demand_gpus is not None:
+                continue  # a capped rental may need the dearer offer beside it
+            on_demand = instance.price_per_gpu_hour(region.name, gpu)
+            for key, what in (("reserved", "a commitment paid every hour"),
+                              ("spot", "an interruptible GPU")):  # fmt: skip
+                price = getattr(offer, f"{key}_price_per_gpu_hour")
+                if price is not None and price > on_demand:
+                    warnings.append(
+                        f"regions[{region.name}].supply.{gpu}.{key}_price_per_gpu_hour: "
+                        f"{price:g} is above the on-demand {on_demand:g} USD/GPU-hour: {what} "
+                        "at it never beats renting by the hour, so none is planned; check "
+                        "the prices"
+                    )
+    return warnings
 
 
 def _policy_without_effect(instance: Instance) -> list[str]:

@@ -82,3 +82,32 @@ def test_a_start_time_with_a_loss_and_expert_layouts_with_experts_say_nothing(
 ):
     result = run_checked(run_cli, "validate", INSTANCES / instance, "--set", change, code=0)
     assert "has no effect" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (
+            "regions[us-east].supply.h100-sxm.reserved_price_per_gpu_hour=5",
+            "regions[us-east].supply.h100-sxm.reserved_price_per_gpu_hour: 5 is above the "
+            "on-demand 2.4 USD/GPU-hour",
+        ),
+        (
+            "regions[us-east].supply.h200.spot_price_per_gpu_hour=9",
+            "regions[us-east].supply.h200.spot_price_per_gpu_hour: 9 is above the on-demand "
+            "3.1 USD/GPU-hour",
+        ),
+    ],
+)
+def test_a_price_above_on_demand_is_warned_about(run_cli, change, said):
+    """hostile10: a reserved 5.00 beside an on-demand 2.40 (or a spot 9.00 beside 3.10)
+    validated 'ok' and planned as if the offer were absent: paid every hour, or taken
+    back, it never beats renting by the hour."""
+    diurnal = INSTANCES / "diurnal-chat-batch.yaml"
+    result = run_checked(run_cli, "validate", diurnal, "--set", change, code=0)
+    assert f"warning: {said}" in result.stderr
+    # with on demand capped, the dearer offer may be needed beside it: nothing said
+    offer = change.split("_price_per_gpu_hour")[0].rsplit(".", 1)[0]
+    cap = f"{offer}.max_on_demand_gpus=16"
+    capped = run_checked(run_cli, "validate", diurnal, "--set", change, "--set", cap, code=0)
+    assert "is above the on-demand" not in capped.stderr
