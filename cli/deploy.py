@@ -73,7 +73,8 @@ def deploy(
     except DeployError as error:
         raise _problem(str(plan_file), "replicas", str(error)) from None
     inputs = (plan_file, instance_file)
-    stale = stale_files(out_dir, files)
+    given = {path.resolve() for path in inputs}  # the plan and instance may sit there
+    stale = [path for path in stale_files(out_dir, files) if path.resolve() not in given]
     if stale:  # kubectl apply -f and fleet-import of the folder would run them as this plan's
         raise InputError(
             [

@@ -165,6 +165,9 @@ def test_deploy_refuses_a_folder_holding_an_earlier_plans_pool(run_cli, tmp_path
     earlier.unlink()
     run_checked(run_cli, *args, code=0)  # the folder holding its own files again: fine
     run_checked(run_cli, *args, code=0)
+    # the plan and the instance deployed beside themselves: inputs, not an earlier pool
+    beside = ("deploy", plan, "--instance", tmp_path / "inst.yaml", "--target", "k8s")
+    run_checked(run_cli, *beside, "-o", tmp_path, code=0)
 
 
 # --- instance: names that print alike ---------------------------------------------------
