@@ -289,10 +289,24 @@ def _read_json(path: Path, defaults: RunDefaults) -> Measurement:
         "pp": defaults.pp,
         "concurrency": defaults.concurrency,
     }
+    clashes = []
     for key, value in fields.items():  # what the file records wins; the flags fill gaps
         if value is None or (key == "model" and str(value) not in llm_catalog()):
             continue  # (a Hugging Face id: the --model flag names the catalog model)
+        flag = filled.get(key)
+        if flag is not None and flag != value and str(flag) != str(value):
+            clashes.append(  # the flag was dropped without a word (--concurrency 8, file 1)
+                Issue(
+                    str(path),
+                    None,
+                    key,
+                    f"the file records {_shown(value)}, --{key.replace('_', '-')} says "
+                    f"{_shown(flag)}: the file's value is the run's; drop the flag",
+                )
+            )
         filled[key] = value
+    if clashes:
+        raise InputError(clashes)
     if filled["concurrency"] is None and isinstance(document.get("performance"), dict):
         filled["concurrency"] = fields.get("num_requests")  # max throughput: all queued at once
     row = _Row(str(path), None, filled)

@@ -252,3 +252,19 @@ def test_a_region_whose_name_holds_a_dot_can_be_set(run_cli, tmp_path):
     run_checked(
         run_cli, "validate", instance, "--set", change, needles=("unknown region 'eu.east'",)
     )
+
+
+def test_a_flag_the_result_file_contradicts_is_refused(run_cli, tmp_path):
+    """A vllm bench serve result of one user with --concurrency 8: the file's 1 won and
+    the flag was dropped without a word (exit 0)."""
+    result = tmp_path / "bench.json"
+    result.write_text(json.dumps({
+        "max_concurrency": 1, "completed": 10, "total_input_tokens": 20_000,
+        "total_output_tokens": 640, "output_throughput": 50.0, "mean_ttft_ms": 150.0,
+        "mean_tpot_ms": 10.0,
+    }))  # fmt: skip
+    flags = ("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--precision", "bf16", "--tp", "1")
+    args = ("calibrate", result, "-o", tmp_path / "p.yaml", *flags, "--no-leave-one-out")
+    needles = (f"{result}: concurrency: the file records 1, --concurrency says 8",)
+    run_checked(run_cli, *args, "--concurrency", "8", needles=needles)
+    run_checked(run_cli, *args, "--concurrency", "1", code=0)  # agreeing: fine
