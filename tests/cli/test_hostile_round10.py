@@ -268,3 +268,15 @@ def test_a_flag_the_result_file_contradicts_is_refused(run_cli, tmp_path):
     needles = (f"{result}: concurrency: the file records 1, --concurrency says 8",)
     run_checked(run_cli, *args, "--concurrency", "8", needles=needles)
     run_checked(run_cli, *args, "--concurrency", "1", code=0)  # agreeing: fine
+
+
+# --- report: the output's kind ------------------------------------------------------------
+
+
+def test_report_writes_html_only_to_an_html_file(run_cli, tmp_path):
+    """report -o other-plan.json replaced the user's plan with HTML, exit 0."""
+    mine = tmp_path / "other-plan.json"
+    mine.write_text('{"replicas": []}')
+    needles = ("--output", f"{mine}: the report is HTML; give a file ending in .html")
+    run_checked(run_cli, "report", ONE_MODEL_ONE_REGION, "-o", mine, needles=needles)
+    assert mine.read_text() == '{"replicas": []}'
