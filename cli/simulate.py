@@ -335,6 +335,8 @@ def simulate(
                     f"shapes open arrivals only; --arrivals {arrivals} replays --concurrency "
                     "users sending their requests one after another: drop it",
                 )
+        if arrivals == "burst" and given_on_command_line(ctx, "seed"):  # nothing is drawn
+            raise _problem("--seed", "the burst replays fixed lengths and draws nothing: drop it")
     outputs = [path for path in (json_out, markdown_out) if path is not None]
     if sum(is_stdout(path) for path in outputs) > 1:
         raise _problem("--json/--markdown", "only one of them can be - (standard output)")

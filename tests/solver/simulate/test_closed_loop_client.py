@@ -142,6 +142,7 @@ def test_simulate_replays_the_tools_burst(run_cli, unified_plan, tmp_path):
         (("--arrivals", "burst", "--concurrency", "8", "--duration-s", "60"), "--duration-s"),
         (("--arrivals", "staggered", "--concurrency", "8", "--minutes", "1"), "--minutes"),
         (("--arrivals", "staggered", "--concurrency", "8", "--burstiness", "2"), "--burstiness"),
+        (("--arrivals", "burst", "--concurrency", "8", "--seed", "7"), "--seed"),  # fixed lengths
     ],
 )
 def test_bad_closed_loops_exit_2(run_cli, unified_plan, args, flag):
