@@ -242,12 +242,16 @@ class PerfRequest:
                     raise problem(
                         _flag(name), "sizes a KV tier: give it with --kv-tiers (or --prefix-tokens)"
                     )
-        if self.role is Role.PREFILL and self.tpot_p99_ms is not None:  # held nowhere
-            raise problem(
-                "--tpot-p99-ms",
-                "a prefill replica makes the first token only; time per output token is "
-                "its decode side's: drop it, or ask --role decode (or unified)",
-            )
+        if self.role is Role.PREFILL:  # held nowhere: the pair's decode side decodes
+            for flag, value in (("--tpot-p99-ms", self.tpot_p99_ms),
+                                ("--output-p99-tokens", self.output_p99_tokens)):  # fmt: skip
+                if value is not None:
+                    raise problem(
+                        flag,
+                        "a prefill replica makes the first token only; the outputs and "
+                        "their time per token are its decode side's: drop it, or ask "
+                        "--role decode (or unified)",
+                    )
         if self.prefix_tokens is None:
             for flag, given in (
                 ("--prefix-share", self.prefix_share != 1.0),

@@ -196,6 +196,9 @@ def test_a_tpot_target_on_a_prefill_replica_is_refused(run_cli):
     needles = ("--tpot-p99-ms: a prefill replica makes the first token only",)
     run_checked(run_cli, *args, "--role", "prefill", "--tpot-p99-ms", "0.001", needles=needles)
     run_checked(run_cli, *args, "--role", "prefill", "--ttft-p99-ms", "500", code=0)
+    # the outputs' spread: the same JSON with and without it, exit 0
+    needles = ("--output-p99-tokens: a prefill replica makes the first token only",)
+    run_checked(run_cli, *args, "--role", "prefill", "--output-p99-tokens", "1000", needles=needles)
 
 
 # --- batch: a golden file that does not validate ----------------------------------------
