@@ -283,3 +283,26 @@ def test_report_writes_html_only_to_an_html_file(run_cli, tmp_path):
     needles = ("--output", f"{mine}: the report is HTML; give a file ending in .html")
     run_checked(run_cli, "report", ONE_MODEL_ONE_REGION, "-o", mine, needles=needles)
     assert mine.read_text() == '{"replicas": []}'
+
+
+# --- estimate: assumptions the performance model replaces --------------------------------
+
+
+def test_an_assumption_the_performance_model_replaces_is_refused(run_cli, tmp_path):
+    """--target-utilization 0.5 with --ttft-p99-ms 500 printed 'target utilisation at peak
+    100%' (the capacity at the target holds the margin), and --seqs-per-gpu and
+    --latency-s beside --model were replaced by the model's operating point: the same
+    JSON as without them, exit 0."""
+    model = ("estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm")
+    needles = ("--target-utilization: is replaced by 1",)
+    run_checked(run_cli, *model, "--ttft-p99-ms", "500", "--target-utilization", "0.5",
+                needles=needles)  # fmt: skip
+    needles = ("--latency-s: is replaced by", "--seqs-per-gpu: is replaced by")
+    run_checked(run_cli, *model, "--latency-s", "3", "--seqs-per-gpu", "10", needles=needles)
+    config = tmp_path / "assumptions.yaml"
+    config.write_text("seqs-per-gpu: 10\n")
+    needles = (f"{config}:1: seqs_per_gpu: is replaced by",)
+    run_checked(run_cli, *model, "--config", config, needles=needles)
+    # without a target the utilisation is the planner's own: kept
+    run_checked(run_cli, *model, "--target-utilization", "0.5", code=0)
+    run_checked(run_cli, "estimate", "--config", config, code=0)  # no --model: its own
