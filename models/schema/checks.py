@@ -111,6 +111,9 @@ def _policy_without_effect(instance: Instance) -> list[str]:
         ("policy.prefix_affinity: true",
          policy.prefix_affinity and not any(w.prefixes for w in instance.workloads),
          "no workload declares prefixes to route by"),
+        ("policy.warm_cold_split: true",
+         policy.warm_cold_split and not any(w.prefixes for w in instance.workloads),
+         "no workload declares prefixes to split warm from cold by"),
         (f"policy.failover_start_s: {policy.failover_start_s:g}"
          if policy.failover_start_s is not None else "",
          policy.failover_start_s is not None and policy.survive is Survive.NONE,
@@ -195,14 +198,24 @@ def _horizon_without_hours(instance: Instance) -> list[str]:
     today's demand, and `policy.horizon_months` (with its growth and lead time) was
     dropped without a word (`Instance.asks_for_hours`, the condition of
     models.operations.time_demand.uses_time)."""
-    months = instance.policy.horizon_months
-    if months is None or instance.asks_for_hours():
+    if instance.asks_for_hours():
         return []
-    return [
-        f"policy.horizon_months: {months} has no effect on a static plan: months are planned "
-        "for an hourly plan (an hourly_profile on some demand, or a reserved or spot price "
-        "on some supply); the plan is of today's demand alone, growth not applied"
+    policy = instance.policy
+    hourly = "(an hourly_profile on some demand, or a reserved or spot price on some supply)"
+    months = policy.horizon_months
+    warnings = [
+        f"policy.{key}: {getattr(policy, key):g} has no effect on a static plan: the warm "
+        f"headroom an autoscaler needs is planned for an hourly plan {hourly}"
+        for key in ("burst_factor", "scale_detection_s")
+        if key in policy.model_fields_set  # used by models.operations.time_periods only
     ]
+    if months is not None:
+        warnings.append(
+            f"policy.horizon_months: {months} has no effect on a static plan: months are "
+            f"planned for an hourly plan {hourly}; the plan is of today's demand alone, "
+            "growth not applied"
+        )
+    return warnings
 
 
 def _hbm_only_warnings(instance: Instance) -> list[str]:

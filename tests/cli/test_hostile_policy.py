@@ -31,6 +31,19 @@ def _validated(run_cli, tmp_path, policy: dict, **sections):
             {"prefix_affinity": True},
             "policy.prefix_affinity: true has no effect: no workload declares prefixes",
         ),
+        # hostile10: the autoscaler's warm headroom is planned per hour only
+        (
+            {"burst_factor": 3},
+            "policy.burst_factor: 3 has no effect on a static plan: the warm headroom",
+        ),
+        (
+            {"scale_detection_s": 600},
+            "policy.scale_detection_s: 600 has no effect on a static plan",
+        ),
+        (
+            {"warm_cold_split": True},
+            "policy.warm_cold_split: true has no effect: no workload declares prefixes",
+        ),
         # hostile10: a spare's start time where no loss is planned for
         (
             {"failover_start_s": 30},
@@ -75,6 +88,9 @@ def test_the_switches_with_what_they_refine_say_nothing(run_cli, tmp_path):
         ("chat-3region.yaml", "policy.failover_start_s=30"),  # survive: region
         ("moe-ep.yaml", "policy.expert_parallel=[1, 8]"),  # an MoE model
         ("moe-ep.yaml", "policy.attention_data_parallel=[1, 8]"),
+        ("diurnal-chat-batch.yaml", "policy.burst_factor=2"),  # an hourly plan
+        ("diurnal-chat-batch.yaml", "policy.scale_detection_s=120"),
+        ("prefix-affinity-doc-qa.yaml", "policy.warm_cold_split=true"),  # prefixes
     ],
 )
 def test_a_start_time_with_a_loss_and_expert_layouts_with_experts_say_nothing(
