@@ -15,7 +15,15 @@ from cli.render.console import err, out
 from cli.render.tables import TableSpec, print_tables
 from models.io.output_files import check_targets, write_text
 from models.physics.efficiency import UnknownEngine, check_engine
-from models.profiles.fit import FIGURES, FITTED, ProfileFit, fit_profile, profile_document
+from models.profiles.fit import (
+    FIGURES,
+    FITTED,
+    ProfileFit,
+    base_efficiency,
+    beyond_physics,
+    fit_profile,
+    profile_document,
+)
 from models.profiles.measurements import Measurement, RunDefaults, read_measurements
 from models.schema import limits
 from models.schema.errors import InputError, Issue
@@ -212,6 +220,9 @@ def calibrate(
         raise InputError([Issue("command line", None, "--engine", str(error))]) from None
     defaults = RunDefaults(model, gpu, precision, kv_precision, tp, pp, concurrency)
     runs = read_measurements(list(measurements), defaults)
+    too_fast = beyond_physics(runs, base_efficiency(runs, base_engine))
+    if too_fast:
+        raise InputError(too_fast)
     err.print(f"fitting {counted(len(runs), 'run')} ...", markup=False)
     fit = fit_profile(runs, base_engine, leave_one_out=leave_one_out)
     if not any(run_fit.predicted for run_fit in fit.runs):

@@ -64,7 +64,7 @@ def deploy(
     violations on stderr).
     """
     from cli.solve import _read_plan
-    from solver.deploy.files import TARGETS, deploy_files
+    from solver.deploy.files import TARGETS, deploy_files, stale_files
     from solver.deploy.pools import DeployError
     from solver.deploy.schedule import MonthRefused, month_plan
 
@@ -89,6 +89,23 @@ def deploy(
     except DeployError as error:
         raise _problem(str(plan_file), "replicas", str(error)) from None
     inputs = (plan_file, instance_file)
+    given = {path.resolve() for path in inputs}  # the plan and instance may sit there
+    stale = [path for path in stale_files(out_dir, files) if path.resolve() not in given]
+    if stale:  # kubectl apply -f and fleet-import of the folder would run them as this plan's
+        raise InputError(
+            [
+                Issue(
+                    str(path),
+                    None,
+                    "",
+                    f"is not among the {counted(len(files), 'file')} this deploy writes "
+                    f"(an earlier deploy's pool?); a folder read back whole (kubectl apply -f, "
+                    "fleet-import) would take it as this plan's: remove it or give -o an "
+                    "empty folder",
+                )
+                for path in stale
+            ]
+        )
     out_dir.mkdir(parents=True, exist_ok=True)
     for name in files:
         check_target(out_dir / name, inputs)
@@ -135,6 +152,7 @@ def fleet_import(
     """
     from solver.deploy.fleet_import import (
         FleetImportError,
+        check_workloads,
         fleet_plan,
         owned_gpus,
         pools_from_csv,
@@ -154,7 +172,7 @@ def fleet_import(
             f"{instance_out}: an instance file is .yaml, .yml or .json, got "
             + (repr(instance_out.suffix) if instance_out.suffix else "no suffix"),
         )
-    load(instance_file, None)  # the instance must be valid before it is rewritten
+    instance = load(instance_file, None)  # valid before it is rewritten
     # bounded as every input is (models.io.documents): a FIFO, a device, a binary file or
     # one over the size limit is refused, never waited on or read without end
     pools, schedules = [], []
@@ -175,6 +193,7 @@ def fleet_import(
         raise _problem(str(fleet_file), "", str(error)) from None
     document, _ = read_document(instance_file)
     try:
+        check_workloads(pools, [workload.name for workload in instance.workloads])
         updated = with_existing(document, owned_gpus(pools))
     except FleetImportError as error:
         raise _problem(str(fleet_file), "", str(error)) from None

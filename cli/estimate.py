@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.estimate_config import assumptions_from, read_config
+from cli.estimate_config import assumptions_from, check_replaced, read_config
 from cli.exit_codes import ExitCode
 from cli.options import JsonOnly, emit_json, given_on_command_line, read_files, within
 from cli.render.console import err
@@ -56,7 +56,9 @@ def estimate(
     ctx: typer.Context,
     requests_per_day: Annotated[
         float | None,
-        _assumption("Requests in an average day.", "requests_per_day", limits.REQUESTS_PER_DAY),
+        _assumption(
+            "Requests in an average day.", "requests_per_day", limits.ESTIMATED_REQUESTS_PER_DAY
+        ),
     ] = None,
     peak_to_average: Annotated[
         float | None,
@@ -182,7 +184,10 @@ def estimate(
     if as_json is not None:
         check_target(as_json, read_files(engine, config))
     _check_model_flags(model, gpu, gpu_tokens_per_s, ttft_p99_ms, tpot_p99_ms)
-    assumptions = assumptions_from(flags, read_config(config) if config else None)
+    config_file = read_config(config) if config else None
+    assumptions = assumptions_from(flags, config_file)
+    targets = ttft_p99_ms is not None or tpot_p99_ms is not None
+    check_replaced(flags, config_file, model is not None, targets)
     if engine is not None and model is None:
         raise typer.BadParameter("only applies with --model and --gpu", param_hint="--engine")
     if model is None and given_on_command_line(ctx, "precision"):  # else it changes nothing

@@ -120,3 +120,39 @@ def _issue(
                 break
         return Issue(config.name, line, origin[name][0] + rest, message)
     return Issue(COMMAND_LINE, None, flag_name(name) + rest, message)
+
+
+MODEL_GIVES = {
+    "latency_s": "the request duration at the performance model's operating point",
+    "seqs_per_gpu": "the sequences per GPU its memory holds at that point",
+}
+"""The assumptions `--model` replaces (models.calculators.estimate.estimate_with_model)."""
+TARGET_GIVES = {
+    "target_utilization": "1: the capacity at the p99 target already holds the queueing margin",
+}
+"""What a latency target (--ttft-p99-ms, --tpot-p99-ms) with `--model` replaces."""
+
+
+def check_replaced(
+    flags: Mapping[str, Any], config: ConfigFile | None, model: bool, targets: bool
+) -> None:
+    """Refuse an assumption the performance model replaces: `--model` sets the request
+    duration and the sequences per GPU, and a latency target the utilisation, so a
+    --latency-s, --seqs-per-gpu or --target-utilization (flag or --config key) beside
+    them was replaced without a word (--target-utilization 0.5 with --ttft-p99-ms 500
+    printed 'target utilisation at peak 100%').
+
+    Raises:
+        InputError: naming each flag or file line and key, and what replaces it.
+    """
+    replaced = {**(MODEL_GIVES if model else {}), **(TARGET_GIVES if model and targets else {})}
+    keys = {str(key).replace("-", "_"): key for key in (config.data if config else {})}
+    issues = []
+    for name, by in replaced.items():
+        why = f"is replaced by {by}: drop it, or leave out --model"
+        if flags.get(name) is not None:
+            issues.append(Issue("command line", None, flag_name(name), why))
+        elif config is not None and name in keys:
+            issues.append(Issue(config.name, config.lines.get((keys[name],)), name, why))
+    if issues:
+        raise InputError(issues)

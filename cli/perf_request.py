@@ -234,12 +234,23 @@ class PerfRequest:
         """A flag that only refines another is refused without it, never ignored: the
         KV-tier figures size tiers that --kv-tiers (or a declared prefix) asks for, and
         --prefix-share and --prefix-affinity describe --prefix-tokens (each changed
-        nothing alone, exit 0)."""
+        nothing alone, exit 0); a prefill replica has no TPOT to hold (--role prefill
+        --tpot-p99-ms 0.001 printed the capacity without it, the target in the JSON)."""
         if not self.tiers_asked:
             for name in TIER_FLAGS:
                 if getattr(self, name) is not None:
                     raise problem(
                         _flag(name), "sizes a KV tier: give it with --kv-tiers (or --prefix-tokens)"
+                    )
+        if self.role is Role.PREFILL:  # held nowhere: the pair's decode side decodes
+            for flag, value in (("--tpot-p99-ms", self.tpot_p99_ms),
+                                ("--output-p99-tokens", self.output_p99_tokens)):  # fmt: skip
+                if value is not None:
+                    raise problem(
+                        flag,
+                        "a prefill replica makes the first token only; the outputs and "
+                        "their time per token are its decode side's: drop it, or ask "
+                        "--role decode (or unified)",
                     )
         if self.prefix_tokens is None:
             for flag, given in (

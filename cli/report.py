@@ -9,6 +9,7 @@ import typer
 from cli.options import SetOption, load, require_verified
 from cli.render.console import err
 from models.io.output_files import check_target, write_text
+from models.schema.errors import InputError, Issue
 
 
 def report(
@@ -36,6 +37,17 @@ def report(
     from solver.analysis.report_time import cost_split, day_chart
 
     inputs = (file,) if plan_file is None else (file, plan_file)
+    if str(output) != "-" and output.suffix.lower() not in (".html", ".htm"):  # -o plan.json
+        raise InputError(
+            [
+                Issue(
+                    "command line",
+                    None,
+                    "--output",
+                    f"{output}: the report is HTML; give a file ending in .html",
+                )
+            ]
+        )
     check_target(output, inputs=inputs)
     instance = load(file, sets)
     solved = plan_file is None

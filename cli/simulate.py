@@ -10,7 +10,15 @@ from typing import Annotated
 import typer
 
 from cli.exit_codes import ExitCode
-from cli.options import JsonOut, MarkdownOut, SetOption, load, require_verified, within
+from cli.options import (
+    JsonOut,
+    MarkdownOut,
+    SetOption,
+    given_on_command_line,
+    load,
+    require_verified,
+    within,
+)
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, markdown_tables, print_tables
 from cli.render.zeros import json_without_negative_zero
@@ -219,6 +227,7 @@ def simulation_tables(result: PlanSimulation) -> list[TableSpec]:
 
 
 def simulate(
+    ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="Instance file the plan was solved from.")],
     plan_file: Annotated[
         Path, typer.Argument(metavar="PLAN.json", help="Plan written by `fleetplan solve --json`.")
@@ -318,6 +327,16 @@ def simulate(
     default its peak hour, named in the title). Exit 1 when a pool misses its SLO in
     simulation."""
     _check_arrivals(arrivals, concurrency, effects)
+    if arrivals in CLOSED_LOOP:  # each replays users x requests, at no rate and for no time
+        for name in ("minutes", "duration_s", "burstiness"):
+            if given_on_command_line(ctx, name):
+                raise _problem(
+                    "--" + name.replace("_", "-"),
+                    f"shapes open arrivals only; --arrivals {arrivals} replays --concurrency "
+                    "users sending their requests one after another: drop it",
+                )
+        if arrivals == "burst" and given_on_command_line(ctx, "seed"):  # nothing is drawn
+            raise _problem("--seed", "the burst replays fixed lengths and draws nothing: drop it")
     outputs = [path for path in (json_out, markdown_out) if path is not None]
     if sum(is_stdout(path) for path in outputs) > 1:
         raise _problem("--json/--markdown", "only one of them can be - (standard output)")
@@ -359,6 +378,9 @@ def simulate(
     except ValueError as error:
         raise _problem("--scenario", str(error)) from None
     wall_s = time.perf_counter() - started
+    too_short = result.unmeasured()
+    if too_short is not None:
+        raise _problem("--minutes/--duration-s", too_short)
     tables = simulation_tables(result)
     if json_out is not None:
         text = json_without_negative_zero(result.model_dump_json(indent=2))

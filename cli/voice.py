@@ -96,7 +96,11 @@ def voice(
         typer.Option(callback=within(limits.VOICE_STAGE_MS), help="TTS time to first audio, ms."),
     ] = 0.0,
     first_clause_tokens: Annotated[
-        int, typer.Option(min=1, max=100_000, help="LLM tokens in the first spoken clause.")
+        int,
+        typer.Option(
+            help="LLM tokens in the first spoken clause.",
+            callback=within(limits.FIRST_CLAUSE_TOKENS),
+        ),
     ] = 10,
     ttft_share: Annotated[
         float,

@@ -118,7 +118,7 @@ class EstimateAssumptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    requests_per_day: real(limits.REQUESTS_PER_DAY) = 2_000_000.0
+    requests_per_day: real(limits.ESTIMATED_REQUESTS_PER_DAY) = 2_000_000.0
     """Requests in an average day."""
     peak_to_average: real(limits.PEAK_TO_AVERAGE) = 4.0
     """Peak-hour rate over the daily average rate."""

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
-from models.schema.quantities import TokenCount, TtftShare, VoiceStageMs
+from models.schema.quantities import FirstClauseTokens, TtftShare, VoiceStageMs
 
 DEFAULT_TTFT_SHARE = 0.5
 """Share of the LLM's allowance given to TTFT (see the module docstring)."""
@@ -64,7 +64,7 @@ class Voice(BaseModel):
     """Speech recognition's final-transcript latency after the endpoint, ms."""
     tts_first_audio_ms: VoiceStageMs
     """Text-to-speech time from the first clause's text to its first audio, ms."""
-    first_clause_tokens: TokenCount
+    first_clause_tokens: FirstClauseTokens
     """Output tokens of the first clause, the text streaming TTS starts speaking from."""
     ttft_share: TtftShare = DEFAULT_TTFT_SHARE
     """Share of what is left for the LLM that goes to TTFT; the rest, divided by

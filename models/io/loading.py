@@ -83,6 +83,10 @@ def capped(file: str, issues: list[Issue], total: int) -> list[Issue]:
     ]
 
 
+_SHAPES = {"links": "a link is a list [region, region, round-trip ms], e.g. [us-east, eu-west, 80]"}
+"""The shape of each list entry the schema holds as a tuple, said where one is mistyped."""
+
+
 def _issue_from_pydantic(item: Any, file: str, lines: Lines, data: Any) -> Issue:
     loc = _document_loc(item["loc"], data)
     message = item["msg"]
@@ -111,6 +115,9 @@ def _issue_from_pydantic(item: Any, file: str, lines: Lines, data: Any) -> Issue
             f"is {len(item['input']):,} characters long; at most {most:,} "
             f"(got {_shown(item['input'])})"
         )
+    elif item["type"] in ("tuple_type", "too_long") and len(loc) == 2 and loc[0] in _SHAPES:
+        # pydantic: "Input should be a valid tuple" of a mapping, not what a link is
+        message = f"{_SHAPES[loc[0]]}, got {_shown(item.get('input'))}"
     elif item["type"] == "int_parsing_size":
         message = f"integer too large to represent, got {_shown(item.get('input'))}"
     elif item["type"] == "string_type" and _unquoted(item.get("input")):

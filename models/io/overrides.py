@@ -353,6 +353,8 @@ def _apply(document: dict, override: Override) -> str:
     landed: list[str | int] = []
     for step, after in zip(override.steps, (*override.steps[1:], None), strict=True):
         last = after is None
+        if isinstance(step, tuple) and isinstance(node, dict):  # a key: demand[eu.west]
+            step = step[1]  # a key holding a dot cannot be written .key
         if isinstance(step, str):
             if not isinstance(node, dict):
                 hint = ""

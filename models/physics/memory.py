@@ -537,8 +537,9 @@ def does_not_fit_message(
         f"{needed_kv / GIB:.2f} GiB of KV for one {tokens_needed:,.0f}-token request "
         f"= {(weights + act + reserve + needed_kv) / GIB:.1f} GiB, but has {hbm / GIB:.1f} GiB"
     )
-    if room <= 0:
-        detail = f"; the weights alone leave {room / GIB:.1f} GiB for the KV cache"
+    if room <= 0:  # it read "the weights alone leave -334.2 GiB for the KV cache"
+        over = f", {-room / GIB:.1f} GiB more than it has" if room < 0 else ""
+        detail = f"; weights, activations and reserve alone fill it{over}: no room for KV cache"
     else:
         detail = f"; the largest context that fits is {budget.kv_capacity_tokens:,.0f} tokens"
     return f"{head}{detail}. {remedy}"

@@ -39,8 +39,9 @@ import numpy as np
 
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import Efficiency, efficiency_for
-from models.profiles.fitting import from_vector, nelder_mead, to_vector
+from models.profiles.fitting import BOUNDS, from_vector, nelder_mead, to_vector
 from models.profiles.measurements import Measurement
+from models.schema.errors import Issue
 from models.schema.quantities import counted
 from models.serving.closed_loop import FIXED, LengthSpread
 from models.serving.latency import latency_at_concurrency_burst
@@ -197,6 +198,55 @@ def fit_factors(
     return at(best)
 
 
+UNITS_MISS = 3.0
+"""How far past the fastest replay a measured figure may be before it is read as a units
+mistake (the replay's own spread is tens of %; latencies given in seconds are 1000x)."""
+COLUMNS = {
+    "output_tokens_per_s": "output_tok_s",
+    "ttft_mean_ms": "ttft_mean_ms",
+    "tpot_mean_ms": "tpot_mean_ms",
+}
+"""Each figure's column in a measurements CSV (and in the profile's fit record)."""
+
+
+def fastest(run: Measurement, base: Efficiency) -> dict[str, float]:
+    """The run's figures replayed with every fitted factor at its most favourable bound
+    (`models.profiles.fitting.BOUNDS`: the most FLOPs and HBM bandwidth, the least step
+    overhead) and no request overhead: no fit can predict a faster run."""
+    best = {name: BOUNDS[name][0 if name.endswith("_s") else 1] for name in FITTED}
+    return predict(run, base.model_copy(update={**best, OVERHEAD: 0.0}), FIT_REQUESTS_PER_USER)
+
+
+def beyond_physics(runs: list[Measurement], base: Efficiency) -> list[Issue]:
+    """Each measured figure more than `UNITS_MISS` x faster than `fastest` allows: a
+    latency in seconds where ms are read (0.012 for a TPOT of 12 ms). The fit pinned
+    every factor at its bound and wrote the profile, exit 0, with a 24,578% error."""
+    issues = []
+    for run in runs:
+        floor = fastest(run, base)
+        for figure, column in COLUMNS.items():
+            measured = getattr(run, figure)
+            if measured is None or figure not in floor:
+                continue
+            best = floor[figure]
+            faster = measured / best if figure == "output_tokens_per_s" else best / measured
+            if faster > UNITS_MISS:
+                unit = "tokens/s" if figure == "output_tokens_per_s" else "ms"
+                side = "above" if figure == "output_tokens_per_s" else "below"
+                issues.append(
+                    Issue(
+                        run.source,
+                        None,
+                        column,
+                        f"{measured:,.4g} {unit} is {faster:,.0f}x {side} the fastest the "
+                        f"layout can run ({best:,.4g} {unit} with every factor at its most "
+                        "favourable bound); no profile was written (are the latencies in ms, "
+                        "the throughput in output tokens/s?)",
+                    )
+                )
+    return issues
+
+
 def base_efficiency(runs: list[Measurement], engine: str | None) -> Efficiency:
     """Where the fit starts, and what it leaves alone: the base profile's factors for the
     first run's GPU and precision."""
@@ -233,11 +283,7 @@ def profile_document(
     """The profile file's content (`models.physics.profile_files`): every factor of the
     fitted set under `by_key.default` (no fallback: a key the file leaves out would let the
     base profile's generation set override the fit), and what the fit measured."""
-    figures = {
-        "output_tokens_per_s": "output_tok_s",
-        "ttft_mean_ms": "ttft_mean_ms",
-        "tpot_mean_ms": "tpot_mean_ms",
-    }
+    figures = COLUMNS
     rows = []
     for run_fit in fit.runs:
         run = run_fit.run

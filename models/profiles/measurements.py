@@ -29,7 +29,7 @@ import csv
 import io
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,11 @@ def read_measurements(paths: list[Path], defaults: RunDefaults) -> list[Measurem
     problem of every file."""
     runs: list[Measurement] = []
     issues: list[Issue] = []
+    twice = sorted({str(p) for p in paths if paths.count(p) > 1})
+    if twice:  # each of its runs would be fitted twice
+        raise InputError(
+            [Issue(name, None, "", "given twice: give each file once") for name in twice]
+        )
     for path in paths:
         try:
             if path.suffix.lower() == ".csv":
@@ -95,11 +100,27 @@ def read_measurements(paths: list[Path], defaults: RunDefaults) -> list[Measurem
                 runs.append(_read_json(path, defaults))
         except InputError as error:
             issues += error.issues
+    issues += _repeated(runs)
     if issues:
         raise InputError(issues)
     if not runs:
         raise InputError([Issue(", ".join(map(str, paths)), None, "", "no measurement in it")])
     return runs
+
+
+def _repeated(runs: list[Measurement]) -> list[Issue]:
+    """A run given twice, every field alike (a row pasted twice, one JSON result passed
+    twice): the fit counted its errors twice and leave-one-out still saw it when leaving
+    it out. Two runs of one shape with their own figures are repeats, and are kept."""
+    first: dict[tuple, str] = {}
+    issues = []
+    for run in runs:
+        key = astuple(replace(run, source=""))
+        if key in first:
+            message = f"the same run as {first[key]} (every field alike): give each run once"
+            issues.append(Issue(run.source, None, "", message))
+        first.setdefault(key, run.source)
+    return issues
 
 
 class _Row:
@@ -268,10 +289,24 @@ def _read_json(path: Path, defaults: RunDefaults) -> Measurement:
         "pp": defaults.pp,
         "concurrency": defaults.concurrency,
     }
+    clashes = []
     for key, value in fields.items():  # what the file records wins; the flags fill gaps
         if value is None or (key == "model" and str(value) not in llm_catalog()):
             continue  # (a Hugging Face id: the --model flag names the catalog model)
+        flag = filled.get(key)
+        if flag is not None and flag != value and str(flag) != str(value):
+            clashes.append(  # the flag was dropped without a word (--concurrency 8, file 1)
+                Issue(
+                    str(path),
+                    None,
+                    key,
+                    f"the file records {_shown(value)}, --{key.replace('_', '-')} says "
+                    f"{_shown(flag)}: the file's value is the run's; drop the flag",
+                )
+            )
         filled[key] = value
+    if clashes:
+        raise InputError(clashes)
     if filled["concurrency"] is None and isinstance(document.get("performance"), dict):
         filled["concurrency"] = fields.get("num_requests")  # max throughput: all queued at once
     row = _Row(str(path), None, filled)

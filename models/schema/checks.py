@@ -2,6 +2,7 @@
 problem at once (as field path and message), `input_warnings` what in a valid instance is
 probably not what its author meant."""
 
+import unicodedata
 from difflib import get_close_matches
 
 from pydantic import ValidationError
@@ -54,15 +55,48 @@ def input_warnings(instance: Instance) -> list[str]:
         + _horizon_without_hours(instance)
         + _part_servers(instance)
         + _policy_without_effect(instance)
+        + _dearer_than_on_demand(instance)
     )
+
+
+def _dearer_than_on_demand(instance: Instance) -> list[str]:
+    """A reserved or spot price above the on-demand price of the same offer, where on
+    demand is not capped (`max_on_demand_gpus`): a commitment paid every hour, or a spot
+    GPU that is also taken back, never beats renting by the hour, so the offer was
+    dropped without a word (a reserved 5.00 beside an on-demand 2.40 planned as if
+    absent)."""
+    warnings = []
+    for region in instance.regions:
+        for gpu, offer in region.supply.items():
+            if offer.max_on_demand_gpus is not None:
+                continue  # a capped rental may need the dearer offer beside it
+            on_demand = instance.price_per_gpu_hour(region.name, gpu)
+            for key, what in (("reserved", "a commitment paid every hour"),
+                              ("spot", "an interruptible GPU")):  # fmt: skip
+                price = getattr(offer, f"{key}_price_per_gpu_hour")
+                if price is not None and price > on_demand:
+                    warnings.append(
+                        f"regions[{region.name}].supply.{gpu}.{key}_price_per_gpu_hour: "
+                        f"{price:g} is above the on-demand {on_demand:g} USD/GPU-hour: {what} "
+                        "at it never beats renting by the hour, so none is planned; check "
+                        "the prices"
+                    )
+    return warnings
 
 
 def _policy_without_effect(instance: Instance) -> list[str]:
     """Policy switches that refine another the instance lacks, and so were dropped without
     a word: `multi_lora` shares engines only under `colocation`; `spot_confidence` puts
     interactive pools on spot only where a supply entry prices spot; `prefix_affinity`
-    routes declared `prefixes` only."""
+    routes declared `prefixes` only; `failover_start_s` times the spare's start after a
+    loss `survive: none` never plans for; `expert_parallel` and `attention_data_parallel`
+    lay out the experts of MoE models only (`models.physics.memory.expert_layout_problem`)."""
     policy = instance.policy
+    moe = any(instance.llm_specs[w.model].is_moe for w in instance.workloads)
+    layouts = [
+        (f"policy.{key}: {sorted(set(getattr(policy, key)))}", key)
+        for key in ("expert_parallel", "attention_data_parallel")
+    ]
     spot = any(
         offer.spot_price_per_gpu_hour is not None
         for region in instance.regions
@@ -77,6 +111,17 @@ def _policy_without_effect(instance: Instance) -> list[str]:
         ("policy.prefix_affinity: true",
          policy.prefix_affinity and not any(w.prefixes for w in instance.workloads),
          "no workload declares prefixes to route by"),
+        ("policy.warm_cold_split: true",
+         policy.warm_cold_split and not any(w.prefixes for w in instance.workloads),
+         "no workload declares prefixes to split warm from cold by"),
+        (f"policy.failover_start_s: {policy.failover_start_s:g}"
+         if policy.failover_start_s is not None else "",
+         policy.failover_start_s is not None and policy.survive is Survive.NONE,
+         "policy.survive is none (no loss is planned for, so no spare starts after one)"),
+    ] + [
+        (text, not moe and set(getattr(policy, key)) != {1},
+         "no workload's model is a mixture of experts (a dense model runs plain TP x PP)")
+        for text, key in layouts
     ]  # fmt: skip
     return [f"{text} has no effect: {why}" for text, unused, why in dropped if unused]
 
@@ -153,14 +198,24 @@ def _horizon_without_hours(instance: Instance) -> list[str]:
     today's demand, and `policy.horizon_months` (with its growth and lead time) was
     dropped without a word (`Instance.asks_for_hours`, the condition of
     models.operations.time_demand.uses_time)."""
-    months = instance.policy.horizon_months
-    if months is None or instance.asks_for_hours():
+    if instance.asks_for_hours():
         return []
-    return [
-        f"policy.horizon_months: {months} has no effect on a static plan: months are planned "
-        "for an hourly plan (an hourly_profile on some demand, or a reserved or spot price "
-        "on some supply); the plan is of today's demand alone, growth not applied"
+    policy = instance.policy
+    hourly = "(an hourly_profile on some demand, or a reserved or spot price on some supply)"
+    months = policy.horizon_months
+    warnings = [
+        f"policy.{key}: {getattr(policy, key):g} has no effect on a static plan: the warm "
+        f"headroom an autoscaler needs is planned for an hourly plan {hourly}"
+        for key in ("burst_factor", "scale_detection_s")
+        if key in policy.model_fields_set  # used by models.operations.time_periods only
     ]
+    if months is not None:
+        warnings.append(
+            f"policy.horizon_months: {months} has no effect on a static plan: months are "
+            f"planned for an hourly plan {hourly}; the plan is of today's demand alone, "
+            "growth not applied"
+        )
+    return warnings
 
 
 def _hbm_only_warnings(instance: Instance) -> list[str]:
@@ -182,17 +237,33 @@ def _hbm_only_warnings(instance: Instance) -> list[str]:
     return warnings
 
 
+def _as_printed(name: str) -> str:
+    """`name` as a table prints it: format characters (zero-width space and joiners, the
+    byte-order mark, direction marks) dropped, surrounding whitespace stripped."""
+    return "".join(c for c in name if unicodedata.category(c) != "Cf").strip()
+
+
 def cross_check(instance: Instance) -> list[tuple[FieldPath, str]]:
     """Every cross-reference problem in the instance, as (field path, message) pairs."""
     problems: list[tuple[FieldPath, str]] = []
     add = problems.append
 
     for section in ("gpus", "models", "regions", "workloads"):
-        seen: set[str] = set()
+        seen: dict[str, str] = {}
         for index, item in enumerate(getattr(instance, section)):
-            if item.name in seen:
+            shown = _as_printed(item.name)
+            if item.name in seen.values():
                 add(((section, index, "name"), f"duplicate name {item.name!r}"))
-            seen.add(item.name)
+            elif shown in seen:
+                add(
+                    (
+                        (section, index, "name"),
+                        f"{item.name!r} prints as {seen[shown]!r} does (they differ only in "
+                        "invisible characters or surrounding spaces): no report could tell "
+                        "them apart; give each a name of its own",
+                    )
+                )
+            seen.setdefault(shown, item.name)
 
     for index, entry in enumerate(instance.gpus):
         try:

@@ -103,6 +103,16 @@ REQUEST_RATE = Bound(
     1e7, "requests/s", "100x the peak of the busiest public LLM APIs, about 10^5 requests/s"
 )
 REQUESTS_PER_DAY = Bound(1e12, "requests/day", "10^7 requests/s sustained for a whole day")
+ESTIMATED_REQUESTS_PER_DAY = Bound(
+    REQUESTS_PER_DAY.high,
+    REQUESTS_PER_DAY.unit,
+    REQUESTS_PER_DAY.why,
+    low=1.0,
+    low_open=False,
+    low_why="a day of traffic holds at least one request; at 1e-300 a day, estimate sized "
+    "'ceil(0.0) + 1 spare' = a fleet of one spare GPU (an instance's demand has its own "
+    "floor, LEAST_PEAK_RPS)",
+)
 LEAST_PEAK_RPS = 1e-4
 """The smallest peak demand an instance may plan for, requests/s (one request every 2.8
 hours), checked on each workload's peak in each region times demand_growth
@@ -190,6 +200,14 @@ VOICE_STAGE_MS = Bound(
     60_000,
     "ms",
     "a voice turn waits seconds at most; a minute in one stage is no conversation",
+    low_open=False,
+)
+FIRST_CLAUSE_TOKENS = Bound(
+    100,
+    "tokens",
+    "a first spoken clause is a few words (10 tokens by default); 100 tokens is half a "
+    "minute of speech before any audio, and 100,000 read a TPOT target of 0.00 ms",
+    low=1.0,
     low_open=False,
 )
 TTFT_SHARE = Bound(
@@ -464,7 +482,13 @@ GPU_TOKENS_PER_S = Bound(
 )
 SEQUENCES_PER_GPU = Bound(BATCH_SEQUENCES.high, "sequences", BATCH_SEQUENCES.why)
 REQUEST_LATENCY_S = Bound(
-    86_400, "s", "a request in flight for over a day is a batch job, not a latency"
+    86_400,
+    "s",
+    "a request in flight for over a day is a batch job, not a latency",
+    low=1e-3,
+    low_open=False,
+    low_why="a request takes at least one engine step, about a millisecond; at 1e-300 s "
+    "Little's law held 0 requests in flight and sized 0.0 GPUs by concurrency",
 )
 SLO_WINDOW_DAYS = Bound(
     3_660,

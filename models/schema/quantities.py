@@ -173,6 +173,7 @@ RttMs = real(limits.RTT_MS)
 VoiceStageMs = real(limits.VOICE_STAGE_MS)
 """One fixed line of a voice latency budget, milliseconds, >= 0."""
 TtftShare = real(limits.TTFT_SHARE)
+FirstClauseTokens = whole(limits.FIRST_CLAUSE_TOKENS)
 """A fraction in (0, 1): TTFT's share of the LLM's voice allowance."""
 UsdPerGpuHour = real(limits.USD_PER_GPU_HOUR)
 """A price, USD per GPU-hour."""

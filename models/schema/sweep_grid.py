@@ -15,6 +15,7 @@ axes are written, the last axis varying fastest. Each point is the base document
 import itertools
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -184,7 +185,7 @@ def _refuse_lost_changes(path: Path, lines: Any, grid: SweepGrid, landed: list[s
     later axis lands on again (two spellings of one field, `workloads[chat]` and
     `workloads[0]`, or a field and the section holding it; each point was solved at the
     later value and labelled with both), and a value an axis gives twice (the same point
-    solved twice)."""
+    solved twice; 10, 10.0 and 1e1 are one value, as the instance reads them)."""
     named = [f"set.{key}" for key in grid.set] + [f"axes.{axis}" for axis in grid.axes]
     problems = [
         Issue(
@@ -196,15 +197,37 @@ def _refuse_lost_changes(path: Path, lines: Any, grid: SweepGrid, landed: list[s
         for i, j in overridden(landed)
     ]
     for axis, values in grid.axes.items():
-        seen: set[str] = set()
+        seen: dict[str, int] = {}
         for index, value in enumerate(values):
-            key = json.dumps(value, sort_keys=True)
+            key = json.dumps(_numbers_as_read(value), sort_keys=True)
             if key in seen:
+                first = seen[key]
                 message = f"{_shown(value)} is given twice: each point once"
+                if values[first] != value or type(values[first]) is not type(value):
+                    message += f" ({_shown(values[first])} at [{first}] reads the same)"
                 problems.append(Issue(str(path), None, f"axes.{axis}[{index}]", message))
-            seen.add(key)
+            seen.setdefault(key, index)
     if problems:
         raise InputError(problems)
+
+
+_NUMBER_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+"""A number YAML 1.1 leaves a string (1e3: its floats need a dot) and the schema reads."""
+
+
+def _numbers_as_read(value: Any) -> Any:
+    """`value` with each number as the schema reads it, a whole one as an int (10.0, 1e1
+    and '1e1' as 10; -0.0 as 0): an axis giving two spellings of one number solved one
+    point twice under two labels. Booleans stay booleans."""
+    if isinstance(value, str) and _NUMBER_TEXT.fullmatch(value):
+        value = float(value)
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _numbers_as_read(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_numbers_as_read(item) for item in value]
+    return value
 
 
 def _shown(value: Any) -> str:

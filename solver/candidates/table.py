@@ -281,6 +281,47 @@ def configurations(instance: Instance, workload: Workload) -> list[ReplicaConfig
     return configs
 
 
+def _words(values) -> str:
+    """1 or 2 or 4."""
+    return " or ".join(map(str, values))
+
+
+def _no_layout_problem(instance: Instance, workload: Workload, name: str) -> Problem:
+    """Why `configurations` lists no layout at all, by the first of its filters that
+    leaves none: pipeline stages beyond the model's layers, or TP degrees beyond a
+    server, were read as a TP that does not divide the heads (PP 200 on a 32-layer model
+    read 'no GPU supports fp8 with a TP of 1 or 2 that divides 32 attention heads')."""
+    llm = instance.llm_specs[workload.model]
+    policy = instance.policy
+    stages = sorted(set(policy.pipeline_parallel))
+    if all(pp > llm.layers for pp in stages):
+        return Problem(
+            name,
+            f"{workload.name}: no configuration to consider: a PP of {_words(stages)} is "
+            f"more pipeline stages than {llm.name}'s {llm.layers} layers",
+            f"allow a policy.pipeline_parallel of at most {llm.layers}",
+        )
+    gpus = [instance.gpu_specs[gpu] for gpu in offered_gpus(instance)]
+    dividing = [tp for tp in sorted(set(policy.tensor_parallel)) if llm.attention_heads % tp == 0]
+    widest = max(gpu.gpus_per_node for gpu in gpus)
+    if dividing and all(tp > widest for tp in dividing):
+        return Problem(
+            name,
+            f"{workload.name}: no configuration to consider: a TP of {_words(dividing)} is "
+            f"more GPUs than a server of the GPUs offered holds (at most {widest})",
+            f"allow a policy.tensor_parallel of at most {widest}, or use policy.pipeline_parallel",
+        )
+    precisions = _words(instance.model_entry(workload.model).weight_precisions)
+    degrees = _words(policy.tensor_parallel)
+    return Problem(
+        name,
+        f"{workload.name}: no configuration to consider: no GPU offered ("
+        f"{', '.join(gpu.name for gpu in gpus)}) supports {precisions} with a TP of "
+        f"{degrees} that divides {llm.name}'s {llm.attention_heads} attention heads",
+        "offer a GPU that supports the model's precisions, or allow other TP degrees",
+    )
+
+
 def expert_layouts(instance: Instance, llm: LlmSpec, tp: int) -> list[tuple[int, int]]:
     """The (ep, dp) pairs the policy allows at TP `tp`: ep in `policy.expert_parallel`,
     dp in `policy.attention_data_parallel`, kept when the layout rule holds
@@ -444,17 +485,7 @@ def no_candidate_problem(
             "give a region a supply entry (regions[].supply.GPU.max_gpus) or existing GPUs",
         )
     if not results:
-        precisions = " or ".join(
-            str(p) for p in instance.model_entry(workload.model).weight_precisions
-        )
-        degrees = " or ".join(map(str, instance.policy.tensor_parallel))
-        return Problem(
-            name,
-            f"{workload.name}: no configuration to consider: no GPU offered ("
-            f"{', '.join(offered_gpus(instance))}) supports {precisions} with a TP of "
-            f"{degrees} that divides {llm.name}'s {llm.attention_heads} attention heads",
-            "offer a GPU that supports the model's precisions, or allow other TP degrees",
-        )
+        return _no_layout_problem(instance, workload, name)
     fitting = [r for r in results if r.fits]
     no_fp4 = sorted(
         {r.config.gpu.name for r in results if not r.config.gpu.supports(Precision.FP4)}

@@ -13,6 +13,8 @@ files of a folder may be concatenated): name -> text, for each target.
 import dataclasses
 import json
 import shlex
+from collections.abc import Iterable
+from pathlib import Path
 
 import yaml
 
@@ -26,6 +28,25 @@ from solver.plan.schema import Plan
 
 TARGETS = (*ENGINES, "k8s", "llm-d", "dynamo")
 """What `deploy` writes for: three engines, Kubernetes, llm-d and Dynamo."""
+
+
+DEPLOY_SUFFIXES = (".sh", ".json", ".yaml", ".yml")
+"""What a deploy writes: a folder's file of these kinds that this deploy does not write is
+another's (an earlier plan's pool), which `kubectl apply -f` and `fleet-import` of the
+folder would take as this plan's."""
+
+
+def stale_files(folder: Path, written: Iterable[str]) -> list[Path]:
+    """The files of `folder` of a kind a deploy writes (`DEPLOY_SUFFIXES`) that are not
+    among `written`."""
+    if not folder.is_dir():
+        return []
+    keep = set(written)
+    return sorted(
+        path
+        for path in folder.iterdir()
+        if path.suffix.lower() in DEPLOY_SUFFIXES and path.name not in keep and path.is_file()
+    )
 
 
 def _yaml(documents: list) -> str:

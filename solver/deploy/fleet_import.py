@@ -45,8 +45,8 @@ def _pool(fields: dict, replicas: int, where: str) -> ReplicaPool:
     try:
         pool = ReplicaPool.model_validate(data)
     except ValidationError as error:  # each field and what is wrong with it, in one line
-        problems = "; ".join(
-            f"{'.'.join(map(str, item['loc'])) or 'the pool'}: "
+        problems = "; ".join(  # the pool's count is the fleet's replicas (column, spec)
+            f"{'.'.join(map(str, item['loc'])).replace('count', 'replicas') or 'the pool'}: "
             f"{item['msg'].removeprefix('Value error, ')}"
             + (f" (got {item['input']!r})" if isinstance(item.get("input"), str | int) else "")
             for item in error.errors()
@@ -85,6 +85,15 @@ def pools_from_csv(text: str) -> list[ReplicaPool]:
     for line, row in enumerate(rows, start=2):
         if None in row:
             raise FleetImportError(f"row {line}: more values than the header has columns")
+        short = [name for name in header if row.get(name) is None]
+        if short:  # csv fills the columns a short row lacks with None
+            raise FleetImportError(
+                f"row {line}: fewer values than the header has columns (none for "
+                f"{', '.join(short)})"
+            )
+        blank = [name for name in CSV_REQUIRED if not row[name].strip()]
+        if blank:
+            raise FleetImportError(f"row {line}: {', '.join(blank)} is empty; give a value")
         fields = dict(row)
         for name in _INTEGERS:
             if fields.get(name) not in (None, ""):
@@ -163,6 +172,21 @@ def merged(pools: list[ReplicaPool]) -> tuple[ReplicaPool, ...]:
         for key, n in counts.items()
         if n > 0
     )
+
+
+def check_workloads(pools: list[ReplicaPool], names: list[str]) -> None:
+    """Every workload the fleet serves is one of the instance's `names`.
+
+    Raises:
+        FleetImportError: a pool serves a workload the instance lacks (its GPUs would
+            raise `existing` and its replicas reach verify as a workload no one declared).
+    """
+    unknown = sorted({w for pool in pools for w in pool.workloads or [pool.workload]} - set(names))
+    if unknown:
+        raise FleetImportError(
+            f"the fleet serves workloads the instance lacks: {', '.join(unknown)} "
+            f"(instance workloads: {', '.join(names)})"
+        )
 
 
 def schedules_from_objects(documents: list[Any]) -> list[dict]:

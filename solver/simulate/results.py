@@ -97,6 +97,10 @@ def pool_fields(pool) -> dict:
     }
 
 
+P99_REQUESTS = 100
+"""Requests a pool's p99 is read from at the least: one of them past the 99th percentile."""
+
+
 class PlanSimulation(BaseModel):
     """A plan's scenario replayed in the simulator."""
 
@@ -133,6 +137,26 @@ class PlanSimulation(BaseModel):
     def meets_slo(self) -> bool:
         """Every simulated pool within its SLO."""
         return all(pool.meets_slo is not False for pool in self.pools)
+
+    def unmeasured(self) -> str | None:
+        """Why the run was too short to judge a pool it loads, or None: no request of the
+        pool arrived after the warm-up, so its p99s are '-' and its verdict none (0.001 s
+        of a 20 requests/s pool exited 0 with an empty table). Names the least run that
+        measures `P99_REQUESTS` of the slowest such pool's requests: d - warm-up >= n / rate,
+        the warm-up min(60 s, 10% of d)."""
+        empty = [p for p in self.pools if p.load_requests_per_s > 0 and not p.requests_measured]
+        if not empty:
+            return None
+        slowest = min(empty, key=lambda pool: pool.load_requests_per_s)
+        span_s = P99_REQUESTS / slowest.load_requests_per_s
+        least_s = span_s / 0.9 if span_s <= 540 else span_s + 60
+        return (
+            f"{self.duration_s:g} s of arrivals measured no request of {len(empty)} loaded "
+            f"pool{'s' if len(empty) > 1 else ''} after the {self.warmup_s:g} s warm-up "
+            f"({slowest.workload} {slowest.region} at {slowest.load_requests_per_s:,.4g} "
+            f"requests/s); a p99 needs {P99_REQUESTS} requests: give --duration-s "
+            f"{least_s:,.4g} or more"
+        )
 
 
 def measured_ms(seconds: float) -> float | None:

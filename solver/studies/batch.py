@@ -23,15 +23,12 @@ the version changed since, the comparison says `input changed` (a failure only u
 unknown input and never reads as changed.
 
 Workers get the validated instance (never a built solver model, which does not pickle)
-and solve with one solver thread each, in a spawn-context process pool.
-
-One bad instance never sinks the batch: whatever ends an instance (a file that does not
-validate, an unknown backend, the time limit, a crash in the pipeline or in a worker) is
-that instance's `Outcome`, and a golden file that does not validate is a regression of
-that instance (`check_golden`). Golden files are written (`write_golden`) through
-models.io.output_files under a lock on their folder, each through its own temporary file,
-so concurrent `--update` runs never leave a partial or mixed golden; a corrupt golden is
-replaced, not read.
+and solve with one solver thread each, in a spawn-context process pool. One bad instance
+never sinks the batch: whatever ends an instance (a file that does not validate, an
+unknown backend, the time limit, a crash in the pipeline or in a worker) is its
+`Outcome`; a golden file that does not validate is a regression of that instance
+(`check_golden`), named field by field. Golden files are written (`write_golden`) under a
+lock on their folder, each through its own temporary file: no partial or mixed golden.
 """
 
 import json
@@ -42,7 +39,7 @@ from concurrent.futures import as_completed
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from models.io.documents import read_document
 from models.io.loading import load_instance
@@ -428,11 +425,17 @@ def read_golden(instance_file: Path) -> Golden | None:
     path = golden_path(instance_file)
     if not path.exists():
         return None
-    data, _ = read_document(path, "golden")  # bounded: regular files only, size and depth
+    data, lines = read_document(path, "golden")  # bounded: regular files only, size and depth
     try:
         return Golden.model_validate(data)
-    except ValueError as error:
-        raise _input_error(path, f"not a valid golden file: {error}") from None
+    except ValidationError as error:  # field by field with its line, not pydantic's dump
+        raise InputError([_golden_issue(path, item, lines) for item in error.errors()]) from None
+
+
+def _golden_issue(path: Path, item: dict, lines: dict) -> Issue:
+    loc, missing = tuple(item["loc"]), item["type"] == "missing"
+    message = "required field is missing" if missing else item["msg"]
+    return Issue(str(path), lines.get(loc, lines.get(loc[:-1])), ".".join(map(str, loc)), message)
 
 
 def check_golden(outcome: Outcome) -> Comparison:

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from tests.cli.test_hostile_input import run_checked
-from tests.paths import ONE_MODEL_ONE_REGION
+from tests.paths import INSTANCES, ONE_MODEL_ONE_REGION
 
 ONE = yaml.safe_load(ONE_MODEL_ONE_REGION.read_text(encoding="utf-8"))
 """One 8B chat workload in us-east: no prefixes, no spot price, no co-location."""
@@ -31,6 +31,33 @@ def _validated(run_cli, tmp_path, policy: dict, **sections):
             {"prefix_affinity": True},
             "policy.prefix_affinity: true has no effect: no workload declares prefixes",
         ),
+        # hostile10: the autoscaler's warm headroom is planned per hour only
+        (
+            {"burst_factor": 3},
+            "policy.burst_factor: 3 has no effect on a static plan: the warm headroom",
+        ),
+        (
+            {"scale_detection_s": 600},
+            "policy.scale_detection_s: 600 has no effect on a static plan",
+        ),
+        (
+            {"warm_cold_split": True},
+            "policy.warm_cold_split: true has no effect: no workload declares prefixes",
+        ),
+        # hostile10: a spare's start time where no loss is planned for
+        (
+            {"failover_start_s": 30},
+            "policy.failover_start_s: 30 has no effect: policy.survive is none",
+        ),
+        # hostile10: expert layouts for a dense 8B model (expert_layout_problem drops them)
+        (
+            {"expert_parallel": [1, 8]},
+            "policy.expert_parallel: [1, 8] has no effect: no workload's model is a mixture",
+        ),
+        (
+            {"attention_data_parallel": [4]},
+            "policy.attention_data_parallel: [4] has no effect: no workload's model is a mixture",
+        ),
     ],
 )
 def test_a_switch_without_what_it_refines_is_warned_about(run_cli, tmp_path, policy, said):
@@ -53,3 +80,50 @@ def test_the_switches_with_what_they_refine_say_nothing(run_cli, tmp_path):
         regions=[{**ONE["regions"][0], "supply": supply}],
     )  # fmt: skip
     assert "has no effect" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("instance", "change"),
+    [
+        ("chat-3region.yaml", "policy.failover_start_s=30"),  # survive: region
+        ("moe-ep.yaml", "policy.expert_parallel=[1, 8]"),  # an MoE model
+        ("moe-ep.yaml", "policy.attention_data_parallel=[1, 8]"),
+        ("diurnal-chat-batch.yaml", "policy.burst_factor=2"),  # an hourly plan
+        ("diurnal-chat-batch.yaml", "policy.scale_detection_s=120"),
+        ("prefix-affinity-doc-qa.yaml", "policy.warm_cold_split=true"),  # prefixes
+    ],
+)
+def test_a_start_time_with_a_loss_and_expert_layouts_with_experts_say_nothing(
+    run_cli, instance, change
+):
+    result = run_checked(run_cli, "validate", INSTANCES / instance, "--set", change, code=0)
+    assert "has no effect" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (
+            "regions[us-east].supply.h100-sxm.reserved_price_per_gpu_hour=5",
+            "regions[us-east].supply.h100-sxm.reserved_price_per_gpu_hour: 5 is above the "
+            "on-demand 2.4 USD/GPU-hour",
+        ),
+        (
+            "regions[us-east].supply.h200.spot_price_per_gpu_hour=9",
+            "regions[us-east].supply.h200.spot_price_per_gpu_hour: 9 is above the on-demand "
+            "3.1 USD/GPU-hour",
+        ),
+    ],
+)
+def test_a_price_above_on_demand_is_warned_about(run_cli, change, said):
+    """hostile10: a reserved 5.00 beside an on-demand 2.40 (or a spot 9.00 beside 3.10)
+    validated 'ok' and planned as if the offer were absent: paid every hour, or taken
+    back, it never beats renting by the hour."""
+    diurnal = INSTANCES / "diurnal-chat-batch.yaml"
+    result = run_checked(run_cli, "validate", diurnal, "--set", change, code=0)
+    assert f"warning: {said}" in result.stderr
+    # with on demand capped, the dearer offer may be needed beside it: nothing said
+    offer = change.split("_price_per_gpu_hour")[0].rsplit(".", 1)[0]
+    cap = f"{offer}.max_on_demand_gpus=16"
+    capped = run_checked(run_cli, "validate", diurnal, "--set", change, "--set", cap, code=0)
+    assert "is above the on-demand" not in capped.stderr

@@ -102,3 +102,23 @@ def test_a_grid_whose_instance_is_a_link_that_loops_is_bad_input(run_cli, tmp_pa
     grid.write_text(f"instance: a.yaml\naxes:\n  {TTFT}: [900]\n")
     needles = (f"instance: {tmp_path / 'a.yaml'}: cannot be read",)
     run_checked(run_cli, "sweep", grid, needles=needles)
+
+
+@pytest.mark.parametrize(
+    ("values", "twice"),
+    [
+        ("[900, 900.0]", "900.0 is given twice: each point once (900 at [0] reads the same)"),
+        ("[1000, 1e3]", '"1e3" is given twice'),
+        ("[{ttft_p99_ms: 900}, {ttft_p99_ms: 9e2}]", '{"ttft_p99_ms": "9e2"} is given twice'),
+    ],
+    ids=["int-then-float", "exponent", "inside-a-section"],
+)
+def test_a_number_an_axis_gives_twice_in_two_spellings_is_refused(run_cli, tmp_path, values, twice):
+    """900 and 900.0 (or 1e3 and 1000) are one number to the instance: the same point was
+    solved twice under two labels (hostile10)."""
+    axis = "workloads[chat].slo" if "{" in values else TTFT
+    needles = (f"axes.{axis}[1]: {twice}",)
+    result = run_checked(
+        run_cli, "sweep", _grid(tmp_path, f"axes:\n  {axis}: {values}\n"), needles=needles
+    )
+    assert "points" not in result.stderr  # refused before any point

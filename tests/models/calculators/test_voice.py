@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from cli.exit_codes import ExitCode
 from models.calculators.voice import Voice, VoiceBudgetError, voice_budget
 from models.io.loading import validate_instance
+from models.schema import limits
 from models.schema.instance import Workload
 from models.schema.serving_inputs import latency_targets
 from models.serving.replica import LatencyTargets
@@ -63,7 +64,7 @@ def test_a_budget_spent_exactly_leaves_nothing_and_is_refused():
 @given(
     first_audio_ms=st.floats(1.0, 5000.0),
     stage_ms=st.lists(st.floats(0.0, 1000.0), min_size=4, max_size=4),
-    clause_tokens=st.integers(1, 200),
+    clause_tokens=st.integers(1, int(limits.FIRST_CLAUSE_TOKENS.high)),
     share=st.floats(0.01, 0.99),
 )
 def test_lines_sum_to_the_budget_and_the_llm_meets_its_allowance(

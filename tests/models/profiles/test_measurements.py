@@ -105,9 +105,13 @@ def test_trtllm_bench_json_is_all_at_once_without_a_concurrency(tmp_path):
             }
         )
     )
-    (run,) = read_measurements([path], LLAMA)
-    assert (run.tp, run.concurrency, run.requests) == (2, 3000, 3000)  # the file's TP wins
+    flags = RunDefaults(model="llama-3.1-8b", gpu="h100-sxm", precision="bf16")
+    (run,) = read_measurements([path], flags)
+    assert (run.tp, run.concurrency, run.requests) == (2, 3000, 3000)  # the file's TP
     assert run.output_tokens_per_s == 9000.0 and run.ttft_mean_ms is None
+    # a --tp the file contradicts was dropped without a word; it is refused, naming both
+    with pytest.raises(InputError, match="tp: the file records 2, --tp says 1"):
+        read_measurements([path], LLAMA)
 
 
 def test_a_json_result_needs_the_replica_it_ran_on(tmp_path):

@@ -155,6 +155,10 @@ def test_does_not_fit_says_needed_available_and_what_to_change():
     assert "does not fit" in capacity.reason
     assert "GiB of weights" in capacity.reason and "but has 80.0 GiB" in capacity.reason
     assert "Use TP>=" in capacity.reason
+    # 405B at bf16 is 810 GB of weights, far past 80 GiB: the overrun is said as a positive
+    # amount (it read "the weights alone leave -679.x GiB for the KV cache")
+    assert "alone fill it, " in capacity.reason and "GiB more than it has" in capacity.reason
+    assert "leave -" not in capacity.reason and " -" not in capacity.reason.split("; ")[-1]
 
 
 def test_largest_context_that_fits_is_reported():

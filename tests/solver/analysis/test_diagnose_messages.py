@@ -102,6 +102,38 @@ def test_no_gpu_for_the_precision_names_the_gpus_and_the_choices_in_words():
     )
 
 
+@pytest.mark.parametrize(
+    ("layout", "message", "remedy"),
+    [
+        # llama-3.1-8b has 32 layers: PP 64 and 200 split none; it read "no GPU offered
+        # (h100-sxm) supports fp8 with a TP of 1 that divides llama-3.1-8b's 32 attention
+        # heads", which TP 1 does
+        (
+            {"pipeline_parallel": [64, 200]},
+            "a PP of 64 or 200 is more pipeline stages than llama-3.1-8b's 32 layers",
+            "allow a policy.pipeline_parallel of at most 32",
+        ),
+        # 16 and 32 divide the 32 heads, but an H100 server holds 8 GPUs
+        (
+            {"tensor_parallel": [16, 32]},
+            "a TP of 16 or 32 is more GPUs than a server of the GPUs offered holds (at most 8)",
+            "allow a policy.tensor_parallel of at most 8, or use policy.pipeline_parallel",
+        ),
+    ],
+    ids=["pp-beyond-layers", "tp-beyond-server"],
+)
+def test_no_layout_names_the_filter_that_left_none(layout, message, remedy):
+    instance = synthetic.instance(
+        {"east": {"h100-sxm": (8, 2.0)}},
+        [synthetic.workload("chat", {"east": 10.0})],
+        models={"llama-3.1-8b": ["fp8"]},
+        **layout,
+    )
+    (problem, *_) = _problems(instance)
+    assert problem.message == f"chat: no configuration to consider: {message}"
+    assert problem.remedy == remedy
+
+
 def test_a_context_names_the_model_not_a_bare_size_after_a():
     # it read "on a 8.03B model"
     instance = synthetic.instance(

@@ -137,6 +137,12 @@ def test_simulate_replays_the_tools_burst(run_cli, unified_plan, tmp_path):
         (("--arrivals", "burst", "--concurrency", "8", "--effects"), "--effects"),
         (("--arrivals", "poisson"), "--arrivals"),
         (("--arrivals", "burst", "--concurrency", "0"), "--concurrency"),
+        # hostile10: a closed loop replays users x 10 requests at no rate and for no
+        # time; these changed nothing but the JSON's duration_s and burstiness_cv
+        (("--arrivals", "burst", "--concurrency", "8", "--duration-s", "60"), "--duration-s"),
+        (("--arrivals", "staggered", "--concurrency", "8", "--minutes", "1"), "--minutes"),
+        (("--arrivals", "staggered", "--concurrency", "8", "--burstiness", "2"), "--burstiness"),
+        (("--arrivals", "burst", "--concurrency", "8", "--seed", "7"), "--seed"),  # fixed lengths
     ],
 )
 def test_bad_closed_loops_exit_2(run_cli, unified_plan, args, flag):
