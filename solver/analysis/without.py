@@ -19,8 +19,20 @@ other regions' fleets as they are.
 
     (c - L) / c  <=  requested gap   =>   x is the re-solve's answer, proven to that gap;
 
-otherwise x starts the search of P_X (`SolveSettings.start`: an incumbent from its first
-node, and the restricted warm start skipped), and P_X is searched with the row
+Where it is not, the plan tried next keeps y's fleet: F(y), P_X with every GPU bought
+and every whole server (the `purchased` and `servers` columns) held at y's values and
+every pool of every region free, with the row base_bound below. Its plans are plans of
+P_X (only column bounds narrow), so the same test proves them; with the row, HiGHS stops
+at the first plan within the gap of L. A pool is often one of several that carry the
+same load on the same GPUs, across regions as well as within one: on chat-3region the
+three us-east pools whose region alone could not do without them at the base's cost
+(the neighbourhood's best $240,608-251,704, the search's often no better within its
+share) are each replaced by another layout of the same fleet at the base's $236,520, a
+program whose first plan within the gap HiGHS finds in a fraction of a second.
+
+The cheaper of the two plans otherwise starts the search of P_X (`SolveSettings.start`:
+an incumbent from its first node, and the restricted warm start skipped), and P_X is
+searched with the row
 
     base_bound[r]:   sum_j cost_j x_j  >=  L  (less `BOUND_SLACK` of it)
 
@@ -29,8 +41,8 @@ from the LP's to L: where P_X costs no more than the base by more than the gap, 
 incumbent within the gap of L ends the search (chat-3region: the three re-solves the
 neighbourhood does not prove took 12.3 s from its plan alone, 5.4 s with the row). The
 answer is the same question's, proven to the same gap; only the plan reported among
-plans within the gap may differ (the neighbourhood's: the one that changes region r
-alone).
+plans within the gap may differ (the neighbourhood's, which changes region r alone, or
+the same fleet's).
 
 A program with scenario cuts (solver.decompose.scenario_cuts) is not started this way: its
 rows are those the cuts added so far, so a plan of them may break a scenario row not yet
@@ -48,8 +60,10 @@ from solver.decompose.region_bounds import bound_of, region_of
 from solver.decompose.region_lns import neighbourhood
 from solver.program.build import FleetProgram, with_bounds
 from solver.program.families import add_row, register
-from solver.program.lp import Sense, SolveResult, Termination
-from solver.program.row_names import Index
+from solver.program.families.servers import ServersColumn
+from solver.program.families.variables import PurchasedColumn
+from solver.program.lp import LinearProgram, Sense, SolveResult, Termination
+from solver.program.row_names import Index, family_of
 from solver.settings import SolveSettings
 
 FROM_BASE = True
@@ -57,7 +71,10 @@ FROM_BASE = True
 plan for what the limit on configurations costs); off, the bench's `before`
 (tests/bench/test_levers_speed.py)."""
 NEIGHBOURHOOD_SHARE = 0.25
-"""Most of the re-solve's time the neighbourhood program may take."""
+"""Most of the re-solve's time the neighbourhood program may take (and then the same
+fleet's, of what is left)."""
+FLEET = frozenset({PurchasedColumn.family, ServersColumn.family})
+"""The column families `same_fleet` holds: the GPUs bought and the whole servers."""
 BOUND_SLACK = 1e-6
 """Share of L the base_bound row gives away: a plan at the base's optimum holds it within
 the solver's row tolerance, whatever the rounding of the cost terms."""
@@ -118,16 +135,38 @@ def start_without(
     var: str,
     base: BaseProof,
 ) -> Started | None:
-    """The plan of P_X that changes X's region alone (module text), with its answer where
-    the base bound proves it within `settings.mip_gap`; None where X's column names no
-    region, or the region finds no plan without X in its share of the time."""
+    """The plan of P_X that changes X's region alone, else the one that keeps the base's
+    fleet (module text), with its answer where the base bound proves it within
+    `settings.mip_gap`: the first so proven, else the cheaper as a start; None where
+    neither finds a plan in its share of the time."""
     began = time.monotonic()
-    region = region_of(var)
-    if region is None:
-        return None
     narrowed = with_bounds(program.lp, {var: (0.0, 0.0)})
     held = {**base.values, var: 0.0}
-    local = neighbourhood(narrowed, frozenset({region}), held)
+    region = region_of(var)
+    tries = [lambda: neighbourhood(narrowed, frozenset({region}), held)] if region else []
+    tries.append(lambda: same_fleet(narrowed, held, base.bound))
+    best = None
+    for local in tries:
+        started = _tried(local(), narrowed, held, backend, settings, base.bound, began)
+        if started is not None and started.answer is not None:
+            return started
+        if started is not None and (best is None or started.objective < best.objective):
+            best = started
+    return best
+
+
+def _tried(
+    local: LinearProgram,
+    narrowed: LinearProgram,
+    held: dict[str, float],
+    backend: Backend,
+    settings: SolveSettings,
+    bound: float,
+    began: float,
+) -> Started | None:
+    """`local` (a program whose plans, with `held` elsewhere, are plans of `narrowed`,
+    P_X) solved within `NEIGHBOURHOOD_SHARE` of the time left: its plan of P_X, answered
+    where the base `bound` proves it within the gap; None without one."""
     left = settings.remaining_s()
     limited = settings.limited(None if left is None else NEIGHBOURHOOD_SHARE * left)
     found = backend.run(local, limited.with_duals(False))
@@ -137,7 +176,7 @@ def start_without(
     if not plan_of(narrowed, values):
         return None
     objective = narrowed.objective_value(values)
-    gap = 0.0 if objective <= base.bound else relative_gap(objective, base.bound)
+    gap = 0.0 if objective <= bound else relative_gap(objective, bound)
     answer = None
     if gap is not None and gap <= settings.mip_gap:
         answer = replace(
@@ -147,9 +186,20 @@ def start_without(
             objective=objective,
             values=values,
             mip_gap=gap,
-            message=f"proven by the base plan's bound {base.bound:,.2f}",
+            message=f"proven by the base plan's bound {bound:,.2f}",
         )
     return Started(values, objective, answer)
+
+
+def same_fleet(lp: LinearProgram, values: dict[str, float], bound: float) -> LinearProgram:
+    """F(y) of the module text: `lp` (P_X) with its `FLEET` columns held at `values` (the
+    base plan's) and the row base_bound[fleet], its objective at least `bound` less
+    `BOUND_SLACK`, which removes no plan of P_X."""
+    held = {name: (values.get(name, 0.0),) * 2 for name in lp.variables if family_of(name) in FLEET}
+    fleet = with_bounds(lp, held)
+    rhs = bound - BOUND_SLACK * abs(bound) - lp.objective_constant
+    add_row(fleet, BaseBoundRow("fleet"), dict(lp.objective), Sense.GE, rhs)
+    return fleet
 
 
 def with_base_bound(program: FleetProgram, var: str, base: BaseProof) -> FleetProgram:

@@ -1,21 +1,24 @@
 """A re-solve without one chosen pool, proven by the base solve's bound
-(solver.analysis.without): the neighbourhood's plan, its gap to the base bound, the row
-that carries the bound into the search."""
+(solver.analysis.without): the neighbourhood's plan, its gap to the base bound, the base
+fleet's plan where the region alone finds none, the row that carries the bound into the
+search."""
 
 import math
 
 import pytest
 
 from solver.analysis import explain as explain_module
+from solver.analysis import without as without_module
 from solver.analysis.lever_groups import plan_of
-from solver.analysis.without import BASE_BOUND, BaseProof, start_without, with_base_bound
+from solver.analysis.without import BASE_BOUND, FLEET, BaseProof, start_without, with_base_bound
 from solver.backends import get_backend
 from solver.decompose.by_workload import optimise
-from solver.program.row_names import ReplicasColumn
+from solver.program.build import with_bounds
+from solver.program.row_names import ReplicasColumn, family_of
 from solver.settings import SolveSettings
 from solver.solve import solve_program
 from tests.solver.test_solve import capacity_rps
-from tests.synthetic import instance, workload
+from tests.synthetic import FLAT_SLO, instance, workload
 
 H100, H200 = "h100-sxm", "h200"
 HOURS = 730  # hours_per_month
@@ -91,3 +94,34 @@ def test_what_the_limit_on_configurations_costs_is_the_same_from_the_base_plan()
     assert started.cost_per_month_unlimited == pytest.approx(
         alone.cost_per_month_unlimited, rel=comparison.mip_gap
     )
+
+
+def test_where_the_region_alone_finds_nothing_the_base_fleet_answers(monkeypatch):
+    # East alone, 100 requests/s of 8B on H100 in 8-GPU servers at $2.0, disaggregation
+    # allowed (targets where the KV cache stops every batch): 3 unified replicas on one
+    # server. Without the unified pool, a prefill and a decode pool on the same server
+    # carry it: the same fleet at the same cost, 1 x 8 x $2.0 x 730 h, proven by the
+    # base's bound (the tie-break on GPUs used moves the objective by cents only).
+    inst = instance(
+        {"east": {H100: (64, 2.0)}},
+        [workload("chat", {"east": 100.0}, **FLAT_SLO)],
+        disaggregation=True,
+        policy={"buy_unit": "node"},
+    )
+    solved = solve_program(inst, SolveSettings.of(inst, mip_gap=0.0))
+    (pool,) = solved.plan.replicas
+    assert pool.role == "unified" and solved.plan.cost_per_month == 1 * 8 * 2.0 * HOURS
+    key = solved.program.sets.table.find(pool.workload, pool.key).key
+    var = ReplicasColumn("chat", key, "east").name()
+    base = BaseProof.of(solved.program, solved.result, solved.settings)
+    # The region alone finds nothing (its program's plan keeps the pool): the fleet's turn
+    monkeypatch.setattr(
+        without_module, "neighbourhood", lambda lp, free, values: with_bounds(lp, {var: (1, 1)})
+    )
+    settings = SolveSettings.of(inst, mip_gap=1e-3).started()
+    started = start_without(solved.program, get_backend("highs"), settings, var, base)
+    assert started.answer is not None and started.values[var] == 0.0
+    assert plan_of(with_bounds(solved.program.lp, {var: (0.0, 0.0)}), started.values)
+    assert started.objective == pytest.approx(1 * 8 * 2.0 * HOURS, rel=1e-5)
+    fleet = [n for n in solved.program.lp.variables if family_of(n) in FLEET]
+    assert fleet and all(started.values[n] == pytest.approx(base.values[n]) for n in fleet)
