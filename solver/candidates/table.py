@@ -68,8 +68,9 @@ q(inf) = q(1) and this is the rule above; when it binds, pruning is weaker, neve
 """
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 from models.operations.scenarios import rerouted_rtts
@@ -229,6 +230,9 @@ class CandidateTable:
     """Of those, the ones that fit and meet the SLO."""
     problems: tuple[Problem, ...] = ()
     """One per workload that no configuration can serve, with the best value reached."""
+    set_aside: dict[str, "SetAside"] = field(default_factory=dict, compare=False, repr=False)
+    """Per workload, its candidates before pruning (`without`); empty for a table built
+    by hand."""
 
     def of(self, workload: str) -> tuple[Candidate, ...]:
         """The kept candidates of a workload (empty when none)."""
@@ -237,6 +241,41 @@ class CandidateTable:
     def find(self, workload: str, key: str) -> Candidate:
         """The candidate of `workload` with this key (`h100-sxm.fp8.tp4pp1.unified`)."""
         return next(c for c in self.of(workload) if c.key == key)
+
+    def without(self, workload: str, key: str) -> "CandidateTable | None":
+        """The table a program without candidate `key` of `workload` (somewhere) needs:
+        the kept candidates plus those pruning dropped only because `key` dominated them,
+        that is the front of the workload's candidates with `key` left out (dominance is
+        transitive, so the front of the rest is all the rest needs). `key` itself stays:
+        explain removes it from one region by bounds. None when `key` dominated nothing
+        (the table as it is serves)."""
+        aside = self.set_aside.get(workload)
+        if aside is None:
+            return None
+        kept = {c.key for c in self.of(workload)}
+        rest = [c for c in aside.paired if c.key != key]
+        back = [c for c in prune_dominated(rest, aside.by_precision) if c.key not in kept]
+        if not back:
+            return None
+        order = {c.key: i for i, c in enumerate(aside.paired)}
+        restored = [*self.of(workload), *map(aside.finish, back)]
+        restored.sort(key=lambda c: order[c.key])
+        return replace(self, by_workload={**self.by_workload, workload: tuple(restored)})
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """One workload's usable candidates before pruning, so that a program without one
+    of them can have back what it dominated (`CandidateTable.without`): explain's
+    "without this pool" must be the optimum of the instance without it, and a candidate
+    pruned for being dominated by the pool removed is no longer dominated there."""
+
+    paired: tuple[Candidate, ...]
+    """Every usable candidate with its other half (`drop_unpaired`), lone curves."""
+    by_precision: bool
+    """`prune_dominated`'s grouping (policy.one_precision_per_workload)."""
+    finish: Callable[[Candidate], Candidate]
+    """Tabulates one of them as a kept candidate is (curve, ladder, failover curves)."""
 
 
 def offered_gpus(instance: Instance) -> list[str]:
@@ -316,6 +355,7 @@ def build_candidates(instance: Instance, settings: SolveSettings | None = None) 
     evaluated: dict[str, int] = {}
     usable_counts: dict[str, int] = {}
     problems: list[Problem] = []
+    set_aside: dict[str, SetAside] = {}
     zone_counts = tuple(sorted({r.zones for r in instance.regions if r.zones > 1}))
     check = None if settings is None else (lambda: settings.check("candidates"))
     rerouted = rerouted_rtts(instance, check)
@@ -361,21 +401,39 @@ def build_candidates(instance: Instance, settings: SolveSettings | None = None) 
                 usable.append((key, Candidate(workload.name, cache[key], curves[key])))
         evaluated[workload.name] = len(results)
         usable_counts[workload.name] = len(usable)
-        keys = {id(c): key for key, c in usable}
-        kept = []
+        paired = drop_unpaired([c for _, c in usable])
         one_precision = instance.policy.one_precision_per_workload
-        for c in prune_dominated(drop_unpaired([c for _, c in usable]), one_precision):
-            largest = largest_pool(instance, workload.name, c.gpu, c.gpus, c.requests_per_s)
-            curve, ladder = tabulate_curve(physics[keys[id(c)]], c.curve, largest, zone_counts)
-            failover = tuple(
-                (rtt_ms, failover_curve(physics[keys[id(c)]], curve, rtt_ms))
-                for rtt_ms in rerouted[workload.name]
-            )
-            kept.append(replace(c, curve=curve, ladder=ladder, failover=failover))
+        finish = partial(
+            _finished,
+            instance,
+            {c.key: physics[key] for key, c in usable},
+            zone_counts,
+            rerouted[workload.name],
+        )
+        kept = [finish(c) for c in prune_dominated(paired, one_precision)]
         if not kept:
             problems.append(no_candidate_problem(instance, workload, results))
         by_workload[workload.name] = tuple(kept)
-    return CandidateTable(by_workload, evaluated, usable_counts, tuple(problems))
+        if len(kept) < len(paired):
+            set_aside[workload.name] = SetAside(tuple(paired), one_precision, finish)
+    return CandidateTable(by_workload, evaluated, usable_counts, tuple(problems), set_aside)
+
+
+def _finished(
+    instance: Instance,
+    physics: dict[str, PoolPhysics],
+    zone_counts: tuple[int, ...],
+    rerouted: tuple[float, ...],
+    candidate: Candidate,
+) -> Candidate:
+    """A usable candidate with its pool curve, ladder and failover curves tabulated
+    (`physics`: by candidate key; `rerouted`: the workload's rerouted round trips)."""
+    c = candidate
+    own = physics[c.key]
+    largest = largest_pool(instance, c.workload, c.gpu, c.gpus, c.requests_per_s)
+    curve, ladder = tabulate_curve(own, c.curve, largest, zone_counts)
+    failover = tuple((rtt_ms, failover_curve(own, curve, rtt_ms)) for rtt_ms in rerouted)
+    return replace(c, curve=curve, ladder=ladder, failover=failover)
 
 
 def drop_unpaired(candidates: list[Candidate]) -> list[Candidate]:
