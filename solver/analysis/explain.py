@@ -9,6 +9,9 @@
   that configuration excluded from that region (replicas fixed at 0), and the cost
   difference and what took its place are reported. A re-solve, not a re-pricing: the
   runner-up is whatever the optimiser picks once the pool is gone, failover included.
+  Candidates pruned only because the pool's configuration dominated them are back in
+  that re-solve, in the pool's region (solver.analysis.without.program_without), so it
+  is the optimum of the instance without the pool there, not of the pruned table.
   An hourly plan re-solves its periods program with the configuration's replicas at 0
   in every period (solver.time.alternatives); its utilisation, limits and slack are its
   peak period's.
@@ -37,7 +40,12 @@ from models.serving.replica import Limit
 from solver.analysis import without
 from solver.analysis.capacity_report import GpuCountRouting, gpu_count_routing
 from solver.analysis.levers import LeverResult
-from solver.analysis.without import BaseProof, start_without, with_base_bound
+from solver.analysis.without import (
+    BaseProof,
+    program_without,
+    start_without,
+    with_base_bound,
+)
 from solver.backends import get_backend
 from solver.candidates.table import CandidateTable
 from solver.decompose.by_workload import optimise
@@ -326,20 +334,21 @@ def _resolves(
     step = solved.time_step
     if step is None:
         pools = [p for p in plan.replicas if not p.shared][:MAX_ALTERNATIVES]
+        keys = [program.sets.table.find(p.workload, p.key).key for p in pools]
         names = [
-            ReplicasColumn(
-                p.workload, solved.program.sets.table.find(p.workload, p.key).key, p.region
-            ).name()
-            for p in pools
+            ReplicasColumn(p.workload, k, p.region).name() for p, k in zip(pools, keys, strict=True)
         ]
         run, lp = _resolve_without, program.lp
         base = BaseProof.of(program, solved.result, solved.settings)
-        args = [(program, (name, base)) for name in names]
+        args = [
+            (program_without(program, p.workload, k, p.region, solved.settings), (name, base))
+            for p, k, name in zip(pools, keys, names, strict=True)
+        ]
     else:  # an hourly plan: the periods program without the pool in every period
         bounds = step.without_pools(plan.replicas)[:MAX_ALTERNATIVES]
         pools = [p for p, _ in bounds]
         run, lp = step.resolver, step.lp
-        args = [(step.program, b) for _, b in bounds]
+        args = [own_bounds for _, own_bounds in bounds]
     limit = program.sets.instance.policy.max_configs_per_pool
     # an hourly plan without a limit sends no periods program to a worker for nothing
     wants_simplicity = plan.simplicity is None and (step is None or limit is not None)
@@ -420,7 +429,9 @@ def _resolves(
                         told(f"without {pools[index].label} in {pools[index].region}")
                 hand_out()
     alternatives = tuple(
-        _alternative(solved, p, results[i]) if results.get(i) is not None else _not_resolved(p)
+        _alternative(solved, p, results[i], args[i][0])
+        if results.get(i) is not None
+        else _not_resolved(p)
         for i, p in enumerate(pools)
     )
     return alternatives, simplicity
@@ -439,12 +450,14 @@ def _not_resolved(pool) -> Alternative:
     )
 
 
-def _read_without(solved: Solved, pool, result: SolveResult) -> tuple[float, tuple[str, ...]]:
+def _read_without(
+    solved: Solved, pool, result: SolveResult, program: FleetProgram
+) -> tuple[float, tuple[str, ...]]:
     """(cost, the pools of the workload in the region) of a re-solve with a solution:
-    the static program's read-back, or an hourly plan's hour by hour."""
+    the static program's read-back (`program`: the one re-solved), or an hourly plan's
+    hour by hour."""
     if solved.time_step is not None:
-        return solved.time_step.cost_without(result, solved.settings, pool)
-    program = solved.program
+        return solved.time_step.cost_without(result, solved.settings, pool, program)
     sets = program.sets
     values = integral(program, result.values)
     counts = replica_counts(sets, values)
@@ -500,11 +513,12 @@ def _simplicity(
     return simplicity_cost(program.sets.instance, plan, settings, table)
 
 
-def _alternative(solved: Solved, pool, result: SolveResult) -> Alternative:
-    """What doing without one chosen pool costs, from its re-solve's result."""
+def _alternative(solved: Solved, pool, result: SolveResult, program) -> Alternative:
+    """What doing without one chosen pool costs, from its re-solve's result (of
+    `program`: an hourly plan's periods program, or the static one re-solved)."""
     plan = solved.plan
     if result.termination.has_solution:
-        cost, replaced_by = _read_without(solved, pool, result)
+        cost, replaced_by = _read_without(solved, pool, result, program)
         extra = cost - (plan.cost_per_month or 0.0)
         if result.termination is not Termination.OPTIMAL:
             replaced_by += (UNPROVEN_ALTERNATIVE,)

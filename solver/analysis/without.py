@@ -58,12 +58,13 @@ from solver.backends import Backend
 from solver.backends.base import relative_gap
 from solver.decompose.region_bounds import bound_of, region_of
 from solver.decompose.region_lns import neighbourhood
-from solver.program.build import FleetProgram, with_bounds
+from solver.program.build import FleetProgram, build_program, with_bounds
 from solver.program.families import add_row, register
 from solver.program.families.servers import ServersColumn
 from solver.program.families.variables import PurchasedColumn
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination
-from solver.program.row_names import Index, family_of
+from solver.program.row_names import Index, ReplicasColumn, family_of
+from solver.program.sets import ProgramSets
 from solver.settings import SolveSettings
 
 FROM_BASE = True
@@ -214,3 +215,38 @@ def with_base_bound(program: FleetProgram, var: str, base: BaseProof) -> FleetPr
     known = program.region_costs
     costs = {"lp": lp, "rows": known["rows"]} if known.get("lp") is program.lp else {}
     return replace(program, lp=lp, region_costs=costs)
+
+
+def program_without(
+    program: FleetProgram, workload: str, key: str, region: str, settings: SolveSettings
+) -> FleetProgram:
+    """The program in which explain removes the pool of candidate `key` (of `workload`)
+    from `region`: `program` itself, or, where pruning dropped candidates that `key`
+    dominated, the program over the table with them back
+    (solver.candidates.table.CandidateTable.without), built as the base was (its
+    scenarios and their rows; no deadline: the re-solves watch it), their replicas held
+    at 0 outside `region`. A re-solve of `program` alone could not use them, and read a
+    pool whose replacements were pruned as having none ("no plan without it").
+
+    Exact: in every other region `key` is still offered and dominates them, so a plan
+    using them there becomes one at the same cost using `key` (the pruning argument of
+    solver.candidates.table); for the same reason the base's optimum is that of the new
+    program with `key` offered everywhere, and the base bound and plan hold for it as for
+    `program` (module text)."""
+    sets = program.sets
+    table = sets.table.without(workload, key)
+    if table is None:
+        return program
+    own = ProgramSets(
+        sets.instance, table, sets.scenarios, sets.elastic, scenario_rows=sets.scenario_rows
+    )
+    built = build_program(sets.instance, table, settings=replace(settings, deadline=None), sets=own)
+    restored = {c.key for c in table.of(workload)} - {c.key for c in sets.table.of(workload)}
+    elsewhere = {
+        name: (0.0, 0.0)
+        for candidate in restored
+        for other in sets.regions
+        if other != region
+        and (name := ReplicasColumn(workload, candidate, other).name()) in built.lp.variables
+    }
+    return replace(built, lp=with_bounds(built.lp, elsewhere))

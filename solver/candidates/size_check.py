@@ -44,7 +44,8 @@ from models.schema.instance import Instance
 from models.schema.quantities import counted as count_of
 from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.replica import Role
-from solver.candidates.table import CandidateTable, expert_layouts, offered_gpus
+from solver.candidates.layouts import expert_layouts, offered_gpus
+from solver.candidates.table import CandidateTable
 from solver.errors import NoSolution
 from solver.program.sets import ProgramSets
 

@@ -68,18 +68,15 @@ q(inf) = q(1) and this is the rule above; when it binds, pruning is weaker, neve
 """
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 from models.operations.scenarios import rerouted_rtts
-from models.operations.site import offered, stage_problem
 from models.physics.efficiency import check_engine, efficiency_for
-from models.physics.llm import LlmSpec
-from models.physics.memory import expert_layout_problem, kv_precision_for
 from models.physics.precision import Precision
 from models.schema.instance import Instance, Workload
-from models.schema.policy import BuyUnit
 from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.pooling import planning_capacity
 from models.serving.replica import (
@@ -88,6 +85,7 @@ from models.serving.replica import (
     ReplicaConfig,
     Role,
 )
+from solver.candidates.layouts import configurations, no_layout_problem, offered_gpus
 from solver.candidates.pools import (
     PoolCurve,
     PoolPhysics,
@@ -229,6 +227,9 @@ class CandidateTable:
     """Of those, the ones that fit and meet the SLO."""
     problems: tuple[Problem, ...] = ()
     """One per workload that no configuration can serve, with the best value reached."""
+    set_aside: dict[str, "SetAside"] = field(default_factory=dict, compare=False, repr=False)
+    """Per workload, its candidates before pruning (`without`); empty for a table built
+    by hand."""
 
     def of(self, workload: str) -> tuple[Candidate, ...]:
         """The kept candidates of a workload (empty when none)."""
@@ -238,103 +239,40 @@ class CandidateTable:
         """The candidate of `workload` with this key (`h100-sxm.fp8.tp4pp1.unified`)."""
         return next(c for c in self.of(workload) if c.key == key)
 
-
-def offered_gpus(instance: Instance) -> list[str]:
-    """GPU types some region offers (supply entry or existing fleet), in `gpus` order."""
-    types = {gpu for _, gpu in offered(instance)}
-    return [entry.name for entry in instance.gpus if entry.name in types]
-
-
-def configurations(instance: Instance, workload: Workload) -> list[ReplicaConfig]:
-    """Every layout the policy allows for a workload (before any physics)."""
-    entry = instance.model_entry(workload.model)
-    llm = instance.llm_specs[workload.model]
-    policy = instance.policy
-    roles = [Role.UNIFIED]
-    if policy.disaggregation:
-        roles += [Role.PREFILL, Role.DECODE]
-    configs = []
-    whole_servers = policy.buy_unit is BuyUnit.NODE
-    for gpu_name in offered_gpus(instance):
-        gpu = instance.gpu_specs[gpu_name]
-        for precision in entry.weight_precisions:
-            if not gpu.supports(precision):
-                continue
-            kv = kv_precision_for(precision, entry.kv_precision)
-            for tp in sorted(set(policy.tensor_parallel)):
-                if llm.attention_heads % tp or tp > gpu.gpus_per_node:
-                    continue
-                for pp in sorted(set(policy.pipeline_parallel)):
-                    if pp > llm.layers:
-                        continue
-                    for ep, dp in expert_layouts(instance, llm, tp):
-                        if whole_servers and stage_problem(tp, dp, gpu.gpus_per_node):
-                            continue
-                        for role in roles:
-                            plain = ReplicaConfig(gpu, llm, precision, kv, tp, pp, role, ep, dp)
-                            configs.append(plain)
-                            if role is not Role.PREFILL:
-                                configs += [
-                                    replace(plain, speculation=speculation)
-                                    for speculation in instance.speculations.values()
-                                ]
-    return configs
+    def without(self, workload: str, key: str) -> "CandidateTable | None":
+        """The table a program without candidate `key` of `workload` (somewhere) needs:
+        the kept candidates plus those pruning dropped only because `key` dominated them,
+        that is the front of the workload's candidates with `key` left out (dominance is
+        transitive, so the front of the rest is all the rest needs). `key` itself stays:
+        explain removes it from one region by bounds. None when `key` dominated nothing
+        (the table as it is serves)."""
+        aside = self.set_aside.get(workload)
+        if aside is None:
+            return None
+        kept = {c.key for c in self.of(workload)}
+        rest = [c for c in aside.paired if c.key != key]
+        back = [c for c in prune_dominated(rest, aside.by_precision) if c.key not in kept]
+        if not back:
+            return None
+        order = {c.key: i for i, c in enumerate(aside.paired)}
+        restored = [*self.of(workload), *map(aside.finish, back)]
+        restored.sort(key=lambda c: order[c.key])
+        return replace(self, by_workload={**self.by_workload, workload: tuple(restored)})
 
 
-def _words(values) -> str:
-    """1 or 2 or 4."""
-    return " or ".join(map(str, values))
+@dataclass(frozen=True)
+class SetAside:
+    """One workload's usable candidates before pruning, so that a program without one
+    of them can have back what it dominated (`CandidateTable.without`): explain's
+    "without this pool" must be the optimum of the instance without it, and a candidate
+    pruned for being dominated by the pool removed is no longer dominated there."""
 
-
-def _no_layout_problem(instance: Instance, workload: Workload, name: str) -> Problem:
-    """Why `configurations` lists no layout at all, by the first of its filters that
-    leaves none: pipeline stages beyond the model's layers, or TP degrees beyond a
-    server, were read as a TP that does not divide the heads (PP 200 on a 32-layer model
-    read 'no GPU supports fp8 with a TP of 1 or 2 that divides 32 attention heads')."""
-    llm = instance.llm_specs[workload.model]
-    policy = instance.policy
-    stages = sorted(set(policy.pipeline_parallel))
-    if all(pp > llm.layers for pp in stages):
-        return Problem(
-            name,
-            f"{workload.name}: no configuration to consider: a PP of {_words(stages)} is "
-            f"more pipeline stages than {llm.name}'s {llm.layers} layers",
-            f"allow a policy.pipeline_parallel of at most {llm.layers}",
-        )
-    gpus = [instance.gpu_specs[gpu] for gpu in offered_gpus(instance)]
-    dividing = [tp for tp in sorted(set(policy.tensor_parallel)) if llm.attention_heads % tp == 0]
-    widest = max(gpu.gpus_per_node for gpu in gpus)
-    if dividing and all(tp > widest for tp in dividing):
-        return Problem(
-            name,
-            f"{workload.name}: no configuration to consider: a TP of {_words(dividing)} is "
-            f"more GPUs than a server of the GPUs offered holds (at most {widest})",
-            f"allow a policy.tensor_parallel of at most {widest}, or use policy.pipeline_parallel",
-        )
-    precisions = _words(instance.model_entry(workload.model).weight_precisions)
-    degrees = _words(policy.tensor_parallel)
-    return Problem(
-        name,
-        f"{workload.name}: no configuration to consider: no GPU offered ("
-        f"{', '.join(gpu.name for gpu in gpus)}) supports {precisions} with a TP of "
-        f"{degrees} that divides {llm.name}'s {llm.attention_heads} attention heads",
-        "offer a GPU that supports the model's precisions, or allow other TP degrees",
-    )
-
-
-def expert_layouts(instance: Instance, llm: LlmSpec, tp: int) -> list[tuple[int, int]]:
-    """The (ep, dp) pairs the policy allows at TP `tp`: ep in `policy.expert_parallel`,
-    dp in `policy.attention_data_parallel`, kept when the layout rule holds
-    (`models.physics.memory.expert_layout_problem`: an MoE model, ep dividing tp x dp and the
-    experts). (1, 1), plain TP, is always kept, so a dense model and the defaults
-    enumerate exactly the TP x PP layouts."""
-    policy = instance.policy
-    pairs = [(1, 1)]
-    for dp in sorted(set(policy.attention_data_parallel)):
-        for ep in sorted(set(policy.expert_parallel)):
-            if (ep, dp) != (1, 1) and expert_layout_problem(llm, tp, ep, dp) is None:
-                pairs.append((ep, dp))
-    return pairs
+    paired: tuple[Candidate, ...]
+    """Every usable candidate with its other half (`drop_unpaired`), lone curves."""
+    by_precision: bool
+    """`prune_dominated`'s grouping (policy.one_precision_per_workload)."""
+    finish: Callable[[Candidate], Candidate]
+    """Tabulates one of them as a kept candidate is (curve, ladder, failover curves)."""
 
 
 def build_candidates(instance: Instance, settings: SolveSettings | None = None) -> CandidateTable:
@@ -357,6 +295,7 @@ def build_candidates(instance: Instance, settings: SolveSettings | None = None) 
     evaluated: dict[str, int] = {}
     usable_counts: dict[str, int] = {}
     problems: list[Problem] = []
+    set_aside: dict[str, SetAside] = {}
     zone_counts = tuple(sorted({r.zones for r in instance.regions if r.zones > 1}))
     check = None if settings is None else (lambda: settings.check("candidates"))
     rerouted = rerouted_rtts(instance, check)
@@ -402,21 +341,39 @@ def build_candidates(instance: Instance, settings: SolveSettings | None = None) 
                 usable.append((key, Candidate(workload.name, cache[key], curves[key])))
         evaluated[workload.name] = len(results)
         usable_counts[workload.name] = len(usable)
-        keys = {id(c): key for key, c in usable}
-        kept = []
+        paired = drop_unpaired([c for _, c in usable])
         one_precision = instance.policy.one_precision_per_workload
-        for c in prune_dominated(drop_unpaired([c for _, c in usable]), one_precision):
-            largest = largest_pool(instance, workload.name, c.gpu, c.gpus, c.requests_per_s)
-            curve, ladder = tabulate_curve(physics[keys[id(c)]], c.curve, largest, zone_counts)
-            failover = tuple(
-                (rtt_ms, failover_curve(physics[keys[id(c)]], curve, rtt_ms))
-                for rtt_ms in rerouted[workload.name]
-            )
-            kept.append(replace(c, curve=curve, ladder=ladder, failover=failover))
+        finish = partial(
+            _finished,
+            instance,
+            {c.key: physics[key] for key, c in usable},
+            zone_counts,
+            rerouted[workload.name],
+        )
+        kept = [finish(c) for c in prune_dominated(paired, one_precision)]
         if not kept:
             problems.append(no_candidate_problem(instance, workload, results))
         by_workload[workload.name] = tuple(kept)
-    return CandidateTable(by_workload, evaluated, usable_counts, tuple(problems))
+        if len(kept) < len(paired):
+            set_aside[workload.name] = SetAside(tuple(paired), one_precision, finish)
+    return CandidateTable(by_workload, evaluated, usable_counts, tuple(problems), set_aside)
+
+
+def _finished(
+    instance: Instance,
+    physics: dict[str, PoolPhysics],
+    zone_counts: tuple[int, ...],
+    rerouted: tuple[float, ...],
+    candidate: Candidate,
+) -> Candidate:
+    """A usable candidate with its pool curve, ladder and failover curves tabulated
+    (`physics`: by candidate key; `rerouted`: the workload's rerouted round trips)."""
+    c = candidate
+    own = physics[c.key]
+    largest = largest_pool(instance, c.workload, c.gpu, c.gpus, c.requests_per_s)
+    curve, ladder = tabulate_curve(own, c.curve, largest, zone_counts)
+    failover = tuple((rtt_ms, failover_curve(own, curve, rtt_ms)) for rtt_ms in rerouted)
+    return replace(c, curve=curve, ladder=ladder, failover=failover)
 
 
 def drop_unpaired(candidates: list[Candidate]) -> list[Candidate]:
@@ -485,7 +442,7 @@ def no_candidate_problem(
             "give a region a supply entry (regions[].supply.GPU.max_gpus) or existing GPUs",
         )
     if not results:
-        return _no_layout_problem(instance, workload, name)
+        return no_layout_problem(instance, workload, name)
     fitting = [r for r in results if r.fits]
     no_fp4 = sorted(
         {r.config.gpu.name for r in results if not r.config.gpu.supports(Precision.FP4)}

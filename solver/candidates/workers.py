@@ -16,7 +16,8 @@ evaluate): a worker process costs its start-up.
 
 from models.schema.instance import Instance
 from models.schema.serving_inputs import latency_targets, traffic_mix
-from solver.candidates.table import CandidateTable, build_candidates, configurations
+from solver.candidates.layouts import configurations
+from solver.candidates.table import CandidateTable, build_candidates
 from solver.decompose.parallel import processes_for, worker_pool
 from solver.settings import SolveSettings, TimeLimitReached
 

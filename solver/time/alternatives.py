@@ -7,7 +7,10 @@ hourly plan what the plan would cost without it: the periods program
     replicas[w,c,r]@p = 0        for every period p of the day
 
 solved by `optimise_periods` (the periods program's one meeting with the backend:
-solver.time.step.resolve_without), and
+solver.time.step.resolve_without); where c dominated candidates the table pruned
+(CandidateTable.without), the periods program is built again with them back
+(PeriodsStep.without_pools), else a re-solve could not use them and would read "no plan
+without it" where one exists; then
 read back hour by hour as the plan was (solver.time.solve.hourly_plan): its month's cost
 and, at the day's peak, the pools of w in r that took the place of c. A re-solve, not a
 re-pricing: commitments, batch work, spot and failover starts are chosen again. A plan

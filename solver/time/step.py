@@ -42,6 +42,7 @@ from solver.program.build import FleetProgram, with_bounds
 from solver.program.families.pricing import CommittedColumn
 from solver.program.lp import SolveResult, Termination
 from solver.program.optimised import Optimised
+from solver.program.row_names import ReplicasColumn
 from solver.settings import MIN_CALL_S, SolveSettings
 from solver.time.alternatives import (
     configs_limit_rows,
@@ -341,12 +342,39 @@ class PeriodsStep:
 
     def without_pools(
         self, pools: tuple[ReplicaPool, ...]
-    ) -> list[tuple[ReplicaPool, dict[str, tuple[float, float]]]]:
-        """Each interactive pool with the bounds that remove it from its region in every
-        period (solver.time.alternatives; batch and shared pools have none and are left
-        out)."""
+    ) -> list[tuple[ReplicaPool, tuple[TimeProgram, dict[str, tuple[float, float]]]]]:
+        """Each interactive pool with the periods program to re-solve and the bounds that
+        remove it from its region in every period (solver.time.alternatives; batch and
+        shared pools have none and are left out)."""
         found = [(p, without_pool(self.program, p)) for p in pools if not p.shared]
-        return [(p, bounds) for p, bounds in found if bounds]
+        return [(p, (self._program_without(p), bounds)) for p, bounds in found if bounds]
+
+    def _program_without(self, pool: ReplicaPool) -> TimeProgram:
+        """The periods program itself, or, where pruning dropped candidates that the
+        pool's dominated, the periods program over the table with them back
+        (CandidateTable.without), their replicas held at 0 outside the pool's region in
+        every period (where the pool's configuration is still offered and dominates
+        them: solver.analysis.without.program_without), its month's commitments bounded
+        as the plan's were."""
+        table = self.table.without(pool.workload, pool.key)
+        if table is None:
+            return self.program
+        settings = replace(self.settings, deadline=None)  # the re-solves watch it
+        program = build_time_program(self.instance, table, settings, self.horizon.periods)
+        if self.horizon.month:
+            bound_commitments(program, self.horizon.committed_floor, self.horizon.frozen)
+        kept = {c.key for c in self.table.of(pool.workload)}
+        restored = [c.key for c in table.of(pool.workload) if c.key not in kept]
+        elsewhere = {
+            name: (0.0, 0.0)
+            for key in restored
+            for region in self.instance.regions
+            if region.name != pool.region
+            for part in program.periods
+            if (name := ReplicasColumn(pool.workload, key, region.name).at(part.first_hour).name())
+            in program.lp.variables
+        }
+        return replace(program, lp=with_bounds(program.lp, elsewhere))
 
     resolver = staticmethod(resolve_without)
     """The re-solve without a pool, module-level so that a worker process can run it:
@@ -357,10 +385,11 @@ class PeriodsStep:
     that a worker process can run it: `simplicity_resolver(program, plan, settings)`."""
 
     def cost_without(
-        self, result: SolveResult, settings: SolveSettings, pool: ReplicaPool
+        self, result: SolveResult, settings: SolveSettings, pool: ReplicaPool, program
     ) -> tuple[float, tuple[str, ...]]:
-        """The re-solved plan's cost and the pools of the workload in the region at peak."""
-        return cost_without(self.program, result, settings, pool)
+        """The re-solved plan's cost and the pools of the workload in the region at peak
+        (`program`: the periods program re-solved, `without_pools`)."""
+        return cost_without(program, result, settings, pool)
 
     def explained(
         self, optimised: Optimised, plan: Plan, values: dict[str, float]

@@ -7,12 +7,13 @@ import pytest
 
 from models.io.loading import load_instance
 from models.schema import limits
+from solver.candidates.layouts import configurations
 from solver.candidates.size_check import (
     check_program_size,
     count_configurations,
     measure_program,
 )
-from solver.candidates.table import build_candidates, configurations
+from solver.candidates.table import build_candidates
 from solver.program.build import build_program
 from tests.cli.test_hostile_input import run_checked
 from tests.paths import DEFAULT_INSTANCE

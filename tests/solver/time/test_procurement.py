@@ -126,7 +126,7 @@ def test_node_buying_drops_layouts_whose_stage_straddles_servers():
             "attention_data_parallel": [1, 8],
         },
     }
-    from solver.candidates.table import configurations
+    from solver.candidates.layouts import configurations
 
     node = validate_instance(base, "moe")
     stages = {(c.tp, c.dp) for c in configurations(node, node.workloads[0])}
