@@ -108,7 +108,7 @@ def _optimum(lp, reduction=None) -> float:
     return result.objective
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 10_000),
     survive=st.sampled_from(["none", "region"]),
@@ -124,7 +124,7 @@ def test_the_reduction_keeps_every_workload_programs_optimum(seed, survive, disa
     _same_optimum(seed, survive, disaggregation, regions=2)
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), survive=st.sampled_from(["zone", "replica"]))
 def test_the_reduction_keeps_the_optimum_under_zone_and_replica_loss(seed, survive):
     """As above with the zone-survivor and spare-replica rows (unified pools: exact
