@@ -33,6 +33,7 @@ from cli.options import (
     given_on_command_line,
     known_backend,
     load,
+    print_warnings,
     to_stdout,
     within,
 )
@@ -238,7 +239,15 @@ def verify(
     instance = load(file, sets)
     from solver.verify.hours import verify_any as verify_plan  # `verify`'s alone (issue 19)
 
-    result = verify_plan(instance, _read_plan(plan_file))
+    plan = _read_plan(plan_file)
+    if plan.instance and plan.instance != instance.name:
+        print_warnings(
+            [
+                f"{plan_file} is a plan of instance '{plan.instance}', checked here against "
+                f"'{instance.name}' ({file}): the verdict is this instance's"
+            ]
+        )
+    result = verify_plan(instance, plan)
     emit_json(json_out, result, (file, plan_file))
     if json_out is None or not is_stdout(json_out):
         _print_verification(plan_file, result)

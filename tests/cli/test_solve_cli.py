@@ -84,6 +84,24 @@ def test_verify_accepts_the_plan_and_rejects_a_broken_one(tmp_path, run_cli, def
     assert "cost: states $" in result.stderr  # and the stated cost no longer matches
 
 
+def test_verify_warns_when_the_plan_is_another_instances(tmp_path, run_cli, default_plan_json):
+    """A plan whose `instance` names another instance is still judged against this one
+    (the verdict is this instance's: here the same fleet, so ok), with a warning naming
+    both, so that checking the wrong file is not silent."""
+    data = json.loads(default_plan_json)
+    assert "warning" not in run_cli("verify", DEFAULT_INSTANCE, _written(tmp_path, data)).stderr
+    data["instance"] = "other"
+    result = run_cli("verify", DEFAULT_INSTANCE, _written(tmp_path, data))
+    assert result.exit_code == 0, result.stderr
+    assert "plan of instance 'other'" in result.stderr and "chat-70b-three-regions" in result.stderr
+
+
+def _written(tmp_path, data):
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
 def test_verify_rejects_a_file_that_is_not_a_plan(tmp_path, run_cli):
     bad = tmp_path / "bad.json"
     bad.write_text('{"replicas": [{"workload": "chat"}]}')
