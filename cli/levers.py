@@ -6,7 +6,8 @@ from cli.render.console import job_progress
 from cli.render.tables import TableSpec
 from solver.analysis.explain import Explanation
 from solver.analysis.lever_edits import levers_for
-from solver.analysis.levers import LeverResult, LeverRun
+from solver.analysis.levers import LeverResult, LeverRun, lever_cost
+from solver.plan.schema import Plan
 from solver.solve import Solved
 
 LEVER_NOTE = (
@@ -82,10 +83,15 @@ def runs_deadline(solved: Solved) -> bool:
     return solved.time_step is None
 
 
-def lever_table(results: tuple[LeverResult, ...]) -> TableSpec:
-    """Levers, largest saving first."""
+def lever_table(results: tuple[LeverResult, ...], base: Plan | None = None) -> TableSpec:
+    """Levers, largest saving first; over a procurement horizon the title names the base
+    the savings are taken from (the horizon's mean month, `lever_cost`), which is not the
+    month-0 $/month the explanation's header states."""
+    title = "Levers ranked by dollars"
+    if base is not None and base.months:
+        title += f" (saving against the horizon's mean month, ${lever_cost(base):,.0f}/month)"
     return TableSpec(
-        "Levers ranked by dollars",
+        title,
         ("lever", "$/month", "saving $/month", "rests on", "GPUs", "status", "why"),
         tuple(
             (
@@ -124,4 +130,5 @@ def with_levers(
 ) -> tuple[Explanation, list[TableSpec]]:
     """The explanation with its `levers` filled (waited for) and the lever table first."""
     results = running.results()
-    return explanation.model_copy(update={"levers": results}), [lever_table(results), *tables]
+    table = lever_table(results, explanation.plan)
+    return explanation.model_copy(update={"levers": results}), [table, *tables]
