@@ -5,7 +5,7 @@ from cli.render.tables import TableSpec
 from models.schema.quantities import counted
 from solver.analysis.report_time import MonthsByRegion, months_by_region
 from solver.plan.schema import Plan
-from solver.plan.time_records import Month
+from solver.plan.time_records import Month, ScenarioBudgetUse
 
 
 def time_tables(plan: Plan) -> list[TableSpec]:
@@ -106,25 +106,10 @@ def time_tables(plan: Plan) -> list[TableSpec]:
         tables.append(
             TableSpec(
                 "Error budget per failure scenario (worst UTC hour)",
-                (
-                    "scenario",
-                    "workload",
-                    "hour",
-                    "shortfall req/s",
-                    "minutes used",
-                    "budget",
-                    "started after loss",
-                    "expected min/year",
-                ),
+                (*BUDGET_COLUMNS, "expected min/year"),
                 tuple(
                     (
-                        b.scenario,
-                        b.workload,
-                        f"{b.worst_hour:02d}",
-                        f"{b.shortfall_rps:.2f}",
-                        f"{b.budget_minutes_used:.2f}",
-                        f"{b.budget_minutes:.1f}",
-                        f"{b.started_replicas}",
+                        *_budget_cells(b),
                         "-"
                         if b.expected_burn_minutes_per_year is None
                         else f"{b.expected_burn_minutes_per_year:.2f}",
@@ -277,20 +262,36 @@ def _same_pool(a, b) -> bool:
     return (a.workload, a.region, a.configuration) == (b.workload, b.region, b.configuration)
 
 
+BUDGET_COLUMNS = (
+    "scenario",
+    "workload",
+    "hour",
+    "shortfall req/s",
+    "minutes used",
+    "budget",
+    "started after loss",
+)
+"""The columns of an error budget row (`_budget_cells`), in the day's table and the months'."""
+
+
+def _budget_cells(b: ScenarioBudgetUse) -> tuple[str, ...]:
+    """One failure scenario's error budget at its worst UTC hour, as `BUDGET_COLUMNS`."""
+    return (
+        b.scenario,
+        b.workload,
+        f"{b.worst_hour:02d}",
+        f"{b.shortfall_rps:.2f}",
+        f"{b.budget_minutes_used:.2f}",
+        f"{b.budget_minutes:.1f}",
+        str(b.started_replicas),
+    )
+
+
 def month_budgets(plan: Plan) -> TableSpec | None:
     """Each month's error budget per region loss (`months[].error_budget_minutes_used`;
     month 0: the plan's own): a loss spends more of the budget as demand grows."""
     rows = [
-        (
-            str(m.month),
-            b.scenario,
-            b.workload,
-            f"{b.worst_hour:02d}",
-            f"{b.shortfall_rps:.2f}",
-            f"{b.budget_minutes_used:.2f}",
-            f"{b.budget_minutes:.1f}",
-            str(b.started_replicas),
-        )
+        (str(m.month), *_budget_cells(b))
         for m in plan.months
         for b in (m.error_budget_minutes_used if m.month else plan.error_budget_minutes_used)
     ]
@@ -298,16 +299,7 @@ def month_budgets(plan: Plan) -> TableSpec | None:
         return None
     return TableSpec(
         "Months: error budget per failure scenario (worst UTC hour of each month)",
-        (
-            "month",
-            "scenario",
-            "workload",
-            "hour",
-            "shortfall req/s",
-            "minutes used",
-            "budget",
-            "started after loss",
-        ),
+        ("month", *BUDGET_COLUMNS),
         tuple(rows),
         "each month's loss at its own grown demand, against the same monthly budget",
     )

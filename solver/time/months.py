@@ -243,9 +243,8 @@ def horizon_status(
     proven = True  # every month before this one is proven
     for month, at_least in zip(months, grown, strict=True):
         own = None if month.mip_gap is None else month.cost_per_month * (1 - month.mip_gap)
-        if not proven:
-            first = bounds[0] if bounds else None
-            own = first if at_least and first is not None else None
+        if not proven:  # month 0 was appended: proven starts True
+            own = bounds[0] if at_least else None
         bounds.append(own)
         proven = proven and month.status == "optimal"
     gap = None
