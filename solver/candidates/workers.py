@@ -107,4 +107,5 @@ def _merged(instance: Instance, tables: list[CandidateTable]) -> CandidateTable:
         {w: share_of[w].evaluated[w] for w in order if w in share_of},
         {w: share_of[w].usable[w] for w in order if w in share_of},
         tuple(problems),
+        {w: share_of[w].set_aside[w] for w in order if w in share_of[w].set_aside},
     )

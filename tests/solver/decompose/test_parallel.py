@@ -16,7 +16,7 @@ from solver.candidates.table import build_candidates
 from solver.program.lp import LinearProgram, Sense
 from solver.settings import SolveSettings, machine_threads
 from solver.solve import solve
-from tests.synthetic import generated_data, two_workloads
+from tests.synthetic import generated, generated_data, two_workloads
 
 two_cores = pytest.mark.skipif(machine_threads() < 2, reason="needs two cores for two workers")
 
@@ -117,6 +117,21 @@ def test_candidates_in_workers_are_the_table_of_one_process(monkeypatch):
         assert [c.requests_per_s for c in apart.of(w)] == [c.requests_per_s for c in here.of(w)]
     assert apart.evaluated == here.evaluated
     assert apart.usable == here.usable
+
+
+@two_cores
+def test_candidates_in_workers_keep_what_pruning_set_aside(monkeypatch):
+    """The candidates each workload had before pruning travel back from the workers too,
+    so that explain's re-solve without a pool gets back what it dominated
+    (CandidateTable.without) however the table was built."""
+    inst = generated(2, 2, 2, survive="none")
+    monkeypatch.setattr(candidates_parallel, "PARALLEL_MIN_CONFIGURATIONS", 0)
+    monkeypatch.setattr(parallel, "idle_cores", lambda: 2.0)
+    apart = candidates_parallel.build_candidates_parallel(inst)
+    here = build_candidates(inst)
+    assert here.set_aside and apart.set_aside.keys() == here.set_aside.keys()
+    for w, aside in here.set_aside.items():
+        assert [c.key for c in apart.set_aside[w].paired] == [c.key for c in aside.paired]
 
 
 def test_no_workers_inside_a_worker(monkeypatch):
