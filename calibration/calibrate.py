@@ -417,7 +417,8 @@ def render_engine_profiles(data: EngineData, fitted: dict[str, dict[str, Efficie
             if by_gpu := engine_gpu_settings(engine):
                 lines.append(
                     "    settings_by_gpu:  # the engine's defaults on these GPUs "
-                    "(vllm serve: A100, under 70 GiB)"
+                    "(vllm serve on an A100 or under 70 GiB: vllm/engine/arg_utils.py, "
+                    "calibration/engines.py)"
                 )
                 for gpu, values in by_gpu.items():
                     lines.append(f"      {gpu}:")
