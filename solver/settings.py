@@ -142,7 +142,7 @@ class SolveSettings:
     node_limit: int | None = None
     """Branch-and-bound nodes one backend call may search (`Capabilities.node_limit`); None
     for no limit. A work limit, not a clock: a search held to it ends at the same point
-    on an idle and on a loaded machine (solver.decompose.by_period's whole-first solve)."""
+    on an idle and on a loaded machine (solver.decompose.region_bounds, warm_start)."""
     deadline: Deadline | None = field(default=None, compare=False)
     """The run's deadline once started (`started`); None before."""
     start: Mapping[str, float] | None = field(default=None, compare=False, repr=False)

@@ -67,15 +67,17 @@ little within a looser one (what it may leave is its share of the plan's gap). W
 the priced cuts the bench's hourly failover instance took 8 rounds and 147 period
 solves where it takes 2 and about 40.
 
-`solve_periods` is the periods program's one call to the backend. It gives a program of
-small periods (`WHOLE_FIRST_INTEGERS`) to the backend whole first, held to a number of
-nodes (solver.decompose.period_passes.whole_first; seconds where the backend counts
-none): a program the backend proves at once is not split (the rounds would cost more
-there); one it does not prove leaves the rounds nothing, neither its incumbent nor its
-bound (where a clock stopped it, a busy machine's solve had none or another of equal
-cost, and the rounds built on it returned another plan). Then the rounds where the
-program splits, and the whole program again from the best plan where the rounds
-end outside the gap: after `MASTER_ROUNDS`, where the second round still leaves more
+`solve_periods` is the periods program's one call to the backend. The rounds start at
+once where the program splits; the whole program is not tried first. Held to 16 nodes
+(a work limit, so that an idle and a busy machine took the same path) it proved eleven
+of growth-horizon's twelve months at their root in 0.4-1.2 s each, where the rounds take
+about as long, but stopped open on procurement-3region's months with three workloads
+(month 0: 6.5% off after 16 nodes and 5.9 s CPU; whole, 1,542 nodes and 15.4 s), where
+the rounds prove each month in under a second: the procurement run took 26.9 s with the
+first solves and 12.7 s without (CPU side by side on a busy machine: 35.2 and 19.4 s;
+there its month 0 was cut short by its share of the clock, 23.8% off), growth-horizon's
+8.2 and 9.7 s CPU. Then the whole program from the best plan where the rounds end
+outside the gap: after `MASTER_ROUNDS`, where the second round still leaves more
 than `FIRST_GAP`, or where the gap has not halved within `STALL_ROUNDS` rounds. A
 procurement month with region loss and two GPU types per region (6 offers) is such a
 program: its gap went from 29% to 5% in 28 rounds where the whole program proves it
@@ -105,7 +107,6 @@ from solver.decompose.period_passes import (
     in_threads,
     lp_prices,
     pass_limit,
-    whole_first,
 )
 from solver.decompose.period_split import (
     Block,
@@ -120,12 +121,12 @@ from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, Va
 from solver.program.row_names import split_timed
 from solver.settings import SolveSettings
 
-WHOLE_FIRST_INTEGERS = 100
-"""Integer columns per period (on average) above which the whole program is not tried
-first: the rounds start at once. Programs of small periods are often proved whole in a
-second (procurement months of 32-90 per period: in 0.03-0.2 s CPU); the hourly failover
-program's periods (107 each: TP 1-8 with region loss) left it 97% off after a second,
-a start the rounds do not use."""
+WHOLE_AFTER_INTEGERS = 100
+"""Integer columns per period (on average) up to which the whole program takes over from
+rounds that close the gap slowly (procurement months of 32-90 per period are proved whole
+in a second from the rounds' plan); a program of larger periods (the hourly failover
+program's: 107 each, TP 1-8 with region loss, 97% off after a second whole) keeps its
+rounds to the deadline (`ROUNDS_TO_DEADLINE`)."""
 
 FIRST_GAP = 0.25
 """The gap at the second master round, once the first round's levels are solved, above
@@ -140,7 +141,7 @@ whole program is solved from the best plan (the cuts are too weak there: region 
 with several GPU types per region lets the commitment move between offers)."""
 
 ROUNDS_TO_DEADLINE = True
-"""A large periods program (not tried whole first) keeps its rounds to the deadline and
+"""A large periods program (above `WHOLE_AFTER_INTEGERS`) keeps its rounds to the deadline and
 returns its best plan with its gap: the whole program, 24 periods of 240 region
 programs (111k columns), reached 29.6% in 180 s where the rounds were closing it."""
 
@@ -183,22 +184,13 @@ Fleet = Callable[[], Held | None]
 def solve_periods(
     lp: LinearProgram, backend: Backend, settings: SolveSettings, fleet: Fleet | None = None
 ) -> SolveResult:
-    """The periods program's solution: the whole program first, held to its nodes
-    (`whole_first`), where its periods are small (`WHOLE_FIRST_INTEGERS`; a program its backend
-    proves at once is done) and its commitment not held at one level (a month before
-    the lead time: its blocks are then programs apart, each solved once); then by
-    period where it splits (nothing taken from a first solve its limit stopped: the
-    module text); and where the rounds end outside the gap with time left, the whole
-    program again from the best plan."""
+    """The periods program's solution: by period where it splits (the module text),
+    and where the rounds end outside the gap with time left, the whole program again
+    from the best plan (`WHOLE_AFTER_INTEGERS`)."""
     parts = split(lp)
     if parts is None:
         return backend.run(lp, settings)
-    held = all(o.lowest == o.highest for o in parts.offers)  # one level each: blocks apart
-    small = lp.size()["integer_variables"] <= WHOLE_FIRST_INTEGERS * len(parts.blocks)
-    if small and not held:
-        first = backend.run(lp, whole_first(backend, settings))
-        if first.termination is Termination.OPTIMAL or first.termination in _ANSWERS:
-            return first  # else stopped by its limit: nothing taken from it (module text)
+    small = lp.size()["integer_variables"] <= WHOLE_AFTER_INTEGERS * len(parts.blocks)
     whole_after = small or not ROUNDS_TO_DEADLINE
     found = solve_by_period(lp, backend, settings, parts, None, -math.inf, whole_after, fleet)
     if found is not None and found.termination is Termination.OPTIMAL:
@@ -214,10 +206,6 @@ def solve_periods(
     ):
         return found.within(whole.bound, settings.mip_gap)
     return whole.within(found.bound if held else None, settings.mip_gap)  # the rounds' bound
-
-
-_ANSWERS = (Termination.INFEASIBLE, Termination.UNBOUNDED, Termination.ERROR)
-"""What the whole program's first solve says that the rounds would not change."""
 
 
 def solve_by_period(

@@ -27,26 +27,6 @@ from solver.decompose.period_split import Split
 from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.settings import SolveSettings, machine_threads
 
-WHOLE_FIRST_NODES = 16
-"""Branch-and-bound nodes the whole program is given first: a periods program its
-backend proves within them is not split (the rounds cost more than they save there). A
-work limit, not a clock, so that the same program takes the same path, and gives the same
-plan, on an idle and on a loaded machine. At one second (the limit before), of
-growth-horizon's twelve months nine were proved at the root in 0.39-0.94 s on the shared
-machine and three stopped at 1.0 s in their root, for the rounds to plan: a busier
-machine moved more across that line. At 16 nodes eleven are proved (at their root, in
-0.40-1.19 s there), and month 0, still open after 16 nodes (1.3 s), goes to the rounds."""
-
-WHOLE_FIRST_SHARE = 1 / 2
-"""The share of the time left (the run's, or a month's part of it) that the whole-first
-solve may take besides its nodes: a guard for a machine so slow that the deadline binds
-anyway (a plan is then the clock's in any case), never the limit on an idle one, so that
-the rounds keep time for a plan."""
-
-WHOLE_FIRST_S = 1.0
-"""Seconds the whole program is given first by a backend without a node limit
-(`Capabilities.node_limit`: CBC, SCIP, CP-SAT), whose path then depends on the clock."""
-
 MIN_BLOCK_S = 0.5
 """The least time a block solve is given, however little is left: HiGHS needs about that
 to find a first incumbent of a whole-server period (below it a pass would end with
@@ -146,14 +126,3 @@ def lp_prices(
             )
         prices.append({o: p if p * reach[o] > floor else 0.0 for o, p in own.items()})
     return prices
-
-
-def whole_first(backend: Backend, settings: SolveSettings) -> SolveSettings:
-    """The whole-first solve's settings: `WHOLE_FIRST_NODES` nodes where the backend
-    counts them (within `WHOLE_FIRST_SHARE` of the time left), else `WHOLE_FIRST_S`
-    seconds."""
-    limit = settings.remaining_s()
-    if backend.capabilities.node_limit:
-        share = None if limit is None else WHOLE_FIRST_SHARE * limit
-        return settings.nodes(WHOLE_FIRST_NODES).limited(share)
-    return settings.limited(min(WHOLE_FIRST_S, limit or WHOLE_FIRST_S))

@@ -240,21 +240,21 @@ def test_a_commitment_held_at_one_level_solves_each_period_once():
     assert not any(name.endswith("-relaxed") for name in spy.names)  # no prices wanted
 
 
-def test_a_large_program_is_not_tried_whole_first():
-    """Above `WHOLE_FIRST_INTEGERS` integer columns a period on average the rounds start
-    at once: the whole program is never handed to the backend where the rounds prove
-    the optimum; at or below it the whole program is the first call."""
+def test_the_rounds_come_first_whatever_the_size_of_the_periods():
+    """The whole program is never the first call (the module text: a first whole solve
+    stopped at its limit cost procurement's months seconds the rounds did not): on either
+    side of `WHOLE_AFTER_INTEGERS` the first call is a period's, and the rounds' answer is
+    the whole program's optimum."""
     program = _program(_base())
     per_period = program.lp.size()["integer_variables"] / len(split(program.lp).blocks)
-    limits = ((math.ceil(per_period) - 1, False), (math.ceil(per_period), True))
-    for limit, first_whole in limits:
+    whole = get_backend("highs").run(program.lp, EXACT.started())
+    for limit in (math.ceil(per_period) - 1, math.ceil(per_period)):
         spy = _Spy()
-        with patch.object(by_period, "WHOLE_FIRST_INTEGERS", limit):
+        with patch.object(by_period, "WHOLE_AFTER_INTEGERS", limit):
             found = solve_periods(program.lp, spy, EXACT.started())
         assert found.termination is Termination.OPTIMAL
-        assert (spy.names[0] == program.lp.name) is first_whole
-        if not first_whole:
-            assert program.lp.name not in spy.names
+        assert abs(found.objective - whole.objective) <= 1e-5 * abs(whole.objective) + 1e-6
+        assert spy.names[0] != program.lp.name
 
 
 def test_period_solves_in_threads_come_back_in_block_order_with_the_same_answers():

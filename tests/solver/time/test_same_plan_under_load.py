@@ -1,11 +1,10 @@
-"""The same periods program gives the same plan however busy the machine. The whole
-program tried first (solver.decompose.by_period) is held to `WHOLE_FIRST_NODES` nodes, not
-to a second of the clock (whether it was proved within the second decided between its
-plan and the rounds'); where it is stopped, what it had found by then must not steer the
-rounds. Here the first whole solve is made to stop at two points, one
-with an incumbent (a loose solve's plan) and one without, as an idle and a busy machine
-would stop it: the rounds after both return the same columns, at the whole program's
-optimum."""
+"""The same periods program gives the same plan however busy the machine: the periods
+program (solver.decompose.by_period) makes no call whose end the clock decides before its
+rounds (a whole program tried first and stopped by a second of the clock, or by its share
+of a busy machine's time, used to decide between its plan and the rounds'). Here the
+rounds run on instances whose periods have equal-cost layouts (a pool's `pool_at_least`
+step taken or not at 4 replicas): the whole program is never their first call and their
+plan is at the exact whole program's optimum."""
 
 from hypothesis import given
 from hypothesis import settings as examples
@@ -14,15 +13,13 @@ from hypothesis import strategies as st
 from models.io.loading import validate_instance
 from solver.backends import get_backend
 from solver.candidates.table import build_candidates
-from solver.decompose import period_passes
 from solver.decompose.by_period import solve_periods
 from solver.decompose.period_split import split
-from solver.program.lp import LinearProgram, Sense, SolveResult, Termination
+from solver.program.lp import LinearProgram, Sense, Termination
 from solver.settings import SolveSettings
 from solver.time.periods import build_time_program
 
 EXACT = SolveSettings(time_limit_s=120.0, mip_gap=1e-6)
-LOOSE = SolveSettings(time_limit_s=120.0, mip_gap=0.5)
 
 SHAPE = [1.0] * 8 + [3.0] * 10 + [2.0] * 6
 
@@ -63,39 +60,19 @@ def _instance(r1: float, r2: float, reserved_share: float):
     return validate_instance(data, "busy.yaml")
 
 
-class _StoppedFirst:
-    """HiGHS, but the whole program's first call (`WHOLE_FIRST_NODES`) ends at its limit
-    with `found` (None: no incumbent yet)."""
+class _Calls:
+    """HiGHS, recording the name of each program it is given."""
 
-    def __init__(self, whole_name: str, found: SolveResult | None):
+    def __init__(self):
         self.backend = get_backend("highs")
         self.name, self.version = self.backend.name, self.backend.version
         self.capabilities = self.backend.capabilities
         self.is_available = self.backend.is_available
-        self.whole_name, self.found, self.first = whole_name, found, True
+        self.names: list[str] = []
 
     def run(self, lp, settings, start=None):
-        if self.first and lp.name == self.whole_name:
-            self.first = False
-            # a work limit, not a second of the clock (half the time left, as a guard)
-            assert settings.node_limit == period_passes.WHOLE_FIRST_NODES
-            assert settings.time_limit_s > 1.0
-            if self.found is None:
-                return SolveResult(Termination.TIME_LIMIT, self.name, self.version(), 1.0)
-            return SolveResult(
-                Termination.FEASIBLE,
-                self.name,
-                self.version(),
-                1.0,
-                objective=self.found.objective,
-                values=self.found.values,
-                mip_gap=self.found.mip_gap,
-            )
+        self.names.append(lp.name)
         return self.backend.run(lp, settings, start=start)
-
-
-def _integers(lp, values: dict[str, float]) -> dict[str, int]:
-    return {name: round(values[name]) for name, v in lp.variables.items() if v.integer}
 
 
 @examples(max_examples=4, deadline=None)
@@ -104,38 +81,19 @@ def _integers(lp, values: dict[str, float]) -> dict[str, int]:
     r2=st.sampled_from([10.0, 25.0, 60.0]),
     reserved_share=st.sampled_from([0.45, 0.6, 0.8]),
 )
-def test_a_stopped_first_whole_solve_leaves_the_plan_as_it_was(r1, r2, reserved_share):
-    """Equal costs (both the exact whole program's optimum) and the same integer columns:
-    at these rates the periods have equal-cost layouts (a pool's `pool_at_least` step
-    taken or not at 4 replicas) that the stopped solve's incumbent used to pick."""
+def test_the_rounds_come_first_and_end_at_the_optimum(r1, r2, reserved_share):
+    """The first call is a period's (never the whole program's), and the plan is the exact
+    whole program's optimum (equal costs within 1e-5)."""
     inst = _instance(r1, r2, reserved_share)
     lp = build_time_program(inst, build_candidates(inst)).lp
-    assert split(lp) is not None  # the rounds run after the stopped first solve
-    backend = get_backend("highs")
-    whole = backend.run(lp, EXACT.started())
-    rough = backend.run(lp, LOOSE.started())  # an incumbent an idle machine may stop at
-    assert whole.termination is Termination.OPTIMAL and rough.termination.has_solution
-    plans = []
-    for found in (None, rough):
-        result = solve_periods(lp, _StoppedFirst(lp.name, found), EXACT.started())
-        assert result.termination is Termination.OPTIMAL
-        assert abs(result.objective - whole.objective) <= 1e-5 * abs(whole.objective)
-        plans.append(_integers(lp, result.values))
-    assert plans[0] == plans[1]
-
-
-def test_the_whole_first_solve_is_held_to_nodes_where_the_backend_counts_them():
-    """HiGHS counts nodes: the first solve gets `WHOLE_FIRST_NODES` and half the time left
-    as a guard (about 120 / 2 = 60 s: no second of the clock). A backend that counts none
-    keeps `WHOLE_FIRST_S`."""
-    run = EXACT.started()
-    highs = period_passes.whole_first(get_backend("highs"), run)
-    assert highs.node_limit == period_passes.WHOLE_FIRST_NODES
-    assert 50.0 < highs.time_limit_s <= 120.0 * period_passes.WHOLE_FIRST_SHARE
-    cbc = get_backend("cbc")
-    assert not cbc.capabilities.node_limit
-    clock = period_passes.whole_first(cbc, run)
-    assert (clock.node_limit, clock.time_limit_s) == (None, period_passes.WHOLE_FIRST_S)
+    assert split(lp) is not None  # the rounds run
+    whole = get_backend("highs").run(lp, EXACT.started())
+    assert whole.termination is Termination.OPTIMAL
+    calls = _Calls()
+    result = solve_periods(lp, calls, EXACT.started())
+    assert result.termination is Termination.OPTIMAL
+    assert abs(result.objective - whole.objective) <= 1e-5 * abs(whole.objective)
+    assert calls.names[0] != lp.name
 
 
 def test_highs_stops_at_its_node_limit():
