@@ -182,3 +182,58 @@ def test_a_vllm_name_on_a_generation_without_vllm_rows_says_whose_fit_it_runs_on
     data["regions"][0]["supply"] = {"b200": {"max_gpus": 64, "price_per_gpu_hour": 6.0}}
     plan = solve(validate_instance(data))
     assert note in plan.efficiency_note
+
+
+def test_an_sglang_server_measured_by_vllm_bench_serve_runs_on_sglangs_profile(
+    tmp_path: Path,
+) -> None:
+    """gpustack's pages measure SGLang servers with `vllm bench serve` too: such a row of
+    vllm_serving.csv is read under `sglang-0.5` (a pre-release tag does not name another
+    profile), and on Hopper, where SGLang has no rows of the fit, it runs on the base
+    profile's factors."""
+    sglang_row = {
+        **VLLM,
+        "engine": "sglang",
+        "engine_version": "0.5.3rc0",
+        "model": "gpt-oss-120b",
+        "dataset": "sharegpt",
+        "length_distribution": "lognormal-cv:1",
+        "num_prompts": "1000",
+        "concurrency": "1000",
+        "total_input_tokens": "215312",
+        "total_output_tokens": "196540",
+    }
+    _write(tmp_path / "sglang_serving.csv", [SGLANG])
+    _write(tmp_path / "vllm_throughput.csv", [OFFLINE])
+    _write(tmp_path / "vllm_serving.csv", [VLLM, sglang_row])
+    data, skipped = load_engine_data(tmp_path)
+    assert not skipped
+    run = next(r for r in data.runs if r.version == "0.5.3rc0")
+    assert run.engine == "sglang-0.5" and run.generation == "hopper"
+    assert run.held_out  # a ShareGPT run
+    # 215,312 / 1,000 = 215.312 prompt tokens, 196,540 / 1,000 = 196.54 out
+    assert run.run.prompt_tokens == pytest.approx(215.312)
+    assert run.run.output_tokens == pytest.approx(196.54)
+    assert data.versions["sglang-0.5"] == {"0.5.6", "0.5.3rc0"}
+    sglang = efficiency_for("h100-sxm", Precision.BF16, engine="sglang-0.5")
+    base = efficiency_for("h100-sxm", Precision.BF16, engine=BASE_ENGINE)
+    assert sglang.decode_flops_fraction == base.decode_flops_fraction
+    assert sglang.hbm_fraction == base.hbm_fraction
+
+
+def test_the_shipped_sglang_runs_of_the_vllm_bench_file_are_all_held_out() -> None:
+    """The four SGLang rows of calibration/data/vllm_serving.csv (gpustack's 'Choosing the
+    Inference Engine' runs) are never fitted: ShareGPT runs on Hopper."""
+    data, _ = load_engine_data()
+    runs = [
+        r
+        for r in data.runs
+        if r.run.source.startswith("vllm_serving.csv") and r.engine == "sglang-0.5"
+    ]
+    assert {(r.run.model, r.run.gpu, r.version) for r in runs} == {
+        ("gpt-oss-20b", "h100-sxm", "0.5.4.post2"),
+        ("gpt-oss-120b", "h100-sxm", "0.5.3rc0"),
+        ("qwen3-32b", "h100-sxm", "0.5.5.post1"),
+        ("deepseek-r1", "h200", "0.5.3"),
+    }
+    assert all(r.held_out for r in runs)
