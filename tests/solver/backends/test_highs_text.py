@@ -106,6 +106,7 @@ def test_a_small_and_a_large_program_solve_alike(seed, monkeypatch):
     (text switched off): same termination, objective and values."""
     lp = random_program(seed, variables=10, rows=8)
     highs = get_backend("highs")
+    monkeypatch.setattr(highs_module, "_numpy_loaded", lambda: False)
     by_text = highs.solve(lp, mip_gap=0.0)
     monkeypatch.setattr(highs_module, "SMALL_PROGRAM_NONZEROS", -1)
     by_arrays = highs.solve(lp, mip_gap=0.0)
@@ -189,3 +190,22 @@ def test_highspy_imported_first_or_laid_out_otherwise_still_solves():
     objective, modules = no_file.splitlines()
     assert objective.split()[0] == "9.0"
     assert "highspy" in modules.split()  # the whole package, numpy with it
+
+
+def test_a_small_program_goes_as_arrays_once_numpy_is_loaded(monkeypatch):
+    """Text saves numpy's import only where numpy is not loaded: with it loaded, a small
+    program goes as arrays (no text written), without it as text; the same optimum
+    (min 3x + 2y, x + y >= 4, x >= 1 integer: x = 1, y = 3, objective 9)."""
+    lp = LinearProgram("tiny")
+    lp.add_variable("x", lower=1.0, integer=True)
+    lp.add_variable("y")
+    lp.add_objective({"x": 3.0, "y": 2.0})
+    lp.add_constraint("need", "f", {"x": 1.0, "y": 1.0}, Sense.GE, 4.0)
+    texts = []
+    writer = highs_module.mps_text
+    monkeypatch.setattr(highs_module, "mps_text", lambda p: texts.append(p) or writer(p))
+    for loaded, written in ((True, 0), (False, 1)):
+        monkeypatch.setattr(highs_module, "_numpy_loaded", lambda loaded=loaded: loaded)
+        result = get_backend("highs").solve(lp, mip_gap=0.0)
+        assert len(texts) == written
+        assert result.objective == pytest.approx(9.0)
