@@ -282,7 +282,7 @@ def generated_data(
     return instance_data(
         supply,
         loads,
-        models={m: ["fp8", "bf16"] for m in {w["model"] for w in loads}},
+        models={m: ["fp8", "bf16"] for m in dict.fromkeys(w["model"] for w in loads)},
         links=links,
         survive=survive,
         tensor_parallel=[1, 2, 4, 8],
