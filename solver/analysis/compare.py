@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from models.operations.procurement import month_instance
+from models.operations.site import demand_factor
 from models.physics.efficiency import borrowed_gpus
 from models.schema.instance import Instance
 from solver.analysis.cost_attribution import average_to_peak
@@ -105,17 +106,19 @@ division: [2] x 24 and [1] x 24 are one day)."""
 def same_demand(base: Instance, candidate: Instance) -> list[str]:
     """How the two instances' demand differs (empty: the same workloads, rates and mixes).
 
-    A region's demand is what it asks of each hour: its rate in every local hour and its
-    average over the peak (`average_to_peak`, the tokens served), so the spellings of one
-    demand agree: a peak rate alone, the same rate on a flat profile, or a daily volume
-    with no peak factor are every hour at that rate."""
+    A region's demand is what it asks of each hour: its rate in every local hour, times
+    demand_growth as the planner reads it, and its average over the peak
+    (`average_to_peak`, the tokens served), so the spellings of one demand agree: a peak
+    rate alone, the same rate on a flat profile, a daily volume with no peak factor, or
+    two thirds of the rate grown 1.5x are every hour at that rate."""
 
     def demand(instance: Instance) -> dict[str, Any]:
+        factor = demand_factor(instance)  # demand_growth: the planner's factor on every rate
         return {
             w.name: (
                 {
                     region: (
-                        tuple(round(r, DEMAND_DIGITS) for r in level.local_hourly_rps()),
+                        tuple(round(r * factor, DEMAND_DIGITS) for r in level.local_hourly_rps()),
                         round(average_to_peak(level), DEMAND_DIGITS),
                     )
                     for region, level in sorted(w.demand.items())
@@ -136,13 +139,14 @@ def same_demand(base: Instance, candidate: Instance) -> list[str]:
 
 
 def tokens_per_s(instance: Instance) -> float:
-    """Input + output tokens/s at the average rate, all workloads and regions."""
+    """Input + output tokens/s at the average rate, all workloads and regions, with
+    demand_growth (`demand_factor`), as the plan serves them."""
     total = 0.0
     for w in instance.workloads:
         per_request = w.prompt_tokens.mean_tokens + w.output_tokens.mean_tokens
         for demand in w.demand.values():
             total += demand.peak_rps * average_to_peak(demand) * per_request
-    return total
+    return total * demand_factor(instance)
 
 
 def p99_headroom(plan: Plan) -> float | None:
