@@ -135,7 +135,26 @@ def same_demand(base: Instance, candidate: Instance) -> list[str]:
             problems.append(f"workload {name} is in only one of the two instances")
         elif mine[name] != theirs[name]:
             problems.append(f"workload {name} has other demand or token lengths")
+        elif (growth := _other_growth(base, candidate, name)) is not None:
+            problems.append(growth)
     return problems
+
+
+def _other_growth(base: Instance, candidate: Instance, workload: str) -> str | None:
+    """How `workload`'s monthly growth differs where the two are judged over one horizon
+    (the same horizon_months, `judged_costs`): each month's demand is month 0's times
+    (1 + g)^m, so another g is another demand from month 1 on; None where it agrees or
+    only month 0 is judged."""
+    months = base.policy.horizon_months
+    if months is None or months != candidate.policy.horizon_months or months < 2:
+        return None
+    ours, theirs = base.monthly_growth(workload), candidate.monthly_growth(workload)
+    if round(ours, DEMAND_DIGITS) == round(theirs, DEMAND_DIGITS):
+        return None
+    return (
+        f"workload {workload} grows {theirs:.1%} a month in the candidate, {ours:.1%} in "
+        f"the base, over the {months}-month horizon both are judged on"
+    )
 
 
 def tokens_per_s(instance: Instance) -> float:

@@ -34,3 +34,14 @@ def test_a_grown_demand_is_not_the_demand_it_grew_from():
 def test_the_same_rate_spelt_with_a_growth_is_the_same_demand():
     # 40 requests/s x 1.5 and 60 requests/s: every hour at 60 either way
     assert same_demand(_instance(60.0, None), _instance(40.0, 1.5)) == []
+
+
+def test_another_monthly_growth_is_another_demand_over_a_shared_horizon():
+    # Over 3 months month m asks 60 x (1 + g)^m requests/s: 60, 72, 86.4 at g = 20%
+    # against 60 every month at g = 0, so the candidate plans less from month 1 on.
+    grows = validate_instance(_data(60.0, 0.2, 0, 3), "grows.yaml")
+    flat = validate_instance(_data(60.0, 0.0, 0, 3), "flat.yaml")
+    (problem,) = same_demand(grows, flat)
+    assert "0.0% a month in the candidate, 20.0% in the base" in problem
+    # judged per month (month 0's fleet) where the horizons differ: month 0 is the same
+    assert same_demand(grows, validate_instance(_data(60.0, 0.0, 0, 1), "one.yaml")) == []
