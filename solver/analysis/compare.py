@@ -71,8 +71,9 @@ class Side(BaseModel):
     bought at one price blends to that price, whatever the server rounding."""
     usd_per_million_tokens: float | None = None
     """Cost over the input + output tokens served in a month at the average rate; for a
-    plan of months, the horizon's cost over the tokens its months serve (each at its
-    grown demand), the basis it is judged on."""
+    plan of months judged over its horizon (the other side plans the same months), the
+    horizon's cost over the tokens its months serve (each at its grown demand), else
+    month 0's: the basis the two are judged on (`judged_costs`)."""
     prefill_share: float | None = None
     utilisation_mean: float | None = None
     """Load over capacity of every pool phase, without failures, summed then divided."""
@@ -185,8 +186,10 @@ def p99_headroom(plan: Plan) -> float | None:
     return min(p.capacity_requests_per_s / p.load_requests_per_s for p in phases) - 1
 
 
-def side_of(instance: Instance, plan: Plan | None, status: str) -> Side:
-    """The ledger's view of one plan (None: no plan, `status` says why)."""
+def side_of(instance: Instance, plan: Plan | None, status: str, over_horizon: bool = True) -> Side:
+    """The ledger's view of one plan (None: no plan, `status` says why); a plan of months
+    reads its $/million tokens over its horizon where `over_horizon` (both sides plan the
+    same months, `judged_costs`), else month 0's, as the other side is judged."""
     if plan is None:
         return Side(instance=instance.name, status=status)
     hours = instance.policy.hours_per_month
@@ -195,7 +198,7 @@ def side_of(instance: Instance, plan: Plan | None, status: str) -> Side:
     paid_hours = gpu_hours_paid(plan, hours)
     tokens_per_month = tokens_per_s(instance) * 3600 * hours
     priced, tokens = cost, tokens_per_month
-    if plan.months and plan.horizon_cost is not None:  # judged over the horizon: read it
+    if over_horizon and plan.months and plan.horizon_cost is not None:  # judged so: read it
         priced = plan.horizon_cost
         tokens = sum(
             tokens_per_s(month_instance(instance, m.month)) * 3600 * hours for m in plan.months
@@ -253,7 +256,14 @@ def compare_instances(
         )
     base_plan, base_status = _solved(base, backend)
     cand_plan, cand_status = _solved(candidate, backend)
-    ours, theirs = side_of(base, base_plan, base_status), side_of(candidate, cand_plan, cand_status)
+    same_months = bool(
+        base_plan
+        and cand_plan
+        and base_plan.months
+        and len(base_plan.months) == len(cand_plan.months)
+    )
+    ours = side_of(base, base_plan, base_status, same_months)
+    theirs = side_of(candidate, cand_plan, cand_status, same_months)
     reasons = _gate_failures(base, candidate, ours, theirs)
     if reasons:
         return Comparison(decision="reject", reasons=tuple(reasons), base=ours, candidate=theirs)
