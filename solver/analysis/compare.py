@@ -169,15 +169,17 @@ def tokens_per_s(instance: Instance) -> float:
     return total * demand_factor(instance)
 
 
-def p99_headroom(plan: Plan) -> float | None:
+def p99_headroom(plan: Plan, over_horizon: bool = True) -> float | None:
     """min over the loaded pool phases of every scenario of capacity / load - 1 (the plan's
-    scenario tables, at the peak and at every hour of an hourly plan); None with no load.
+    scenario tables, at the peak and at every hour of an hourly plan, and of every month's
+    hours where it is judged over its horizon, `over_horizon`); None with no load.
 
     Not the verifier's servable / demand - 1: its servable is the flow it routes, at most
     the demand, so that ratio is 0 for every plan it accepts."""
+    hours = [*plan.hours, *(h for m in plan.months if over_horizon for h in m.hours)]
     phases = [
         pool
-        for scenario in (*plan.scenarios, *(s for hour in plan.hours for s in hour.scenarios))
+        for scenario in (*plan.scenarios, *(s for hour in hours for s in hour.scenarios))
         for pool in scenario.pools
         if pool.load_requests_per_s > 0
     ]
@@ -188,8 +190,9 @@ def p99_headroom(plan: Plan) -> float | None:
 
 def side_of(instance: Instance, plan: Plan | None, status: str, over_horizon: bool = True) -> Side:
     """The ledger's view of one plan (None: no plan, `status` says why); a plan of months
-    reads its $/million tokens over its horizon where `over_horizon` (both sides plan the
-    same months, `judged_costs`), else month 0's, as the other side is judged."""
+    reads its $/million tokens and its headroom over its horizon where `over_horizon`
+    (both sides plan the same months, `judged_costs`), else month 0's, as the other side
+    is judged."""
     if plan is None:
         return Side(instance=instance.name, status=status)
     hours = instance.policy.hours_per_month
@@ -222,7 +225,7 @@ def side_of(instance: Instance, plan: Plan | None, status: str, over_horizon: bo
         prefill_share=prefill / attributed if attributed else None,
         utilisation_mean=load / capacity if capacity else None,
         utilisation_max=max((p.utilisation for p in pools), default=None),
-        p99_headroom=p99_headroom(plan),
+        p99_headroom=p99_headroom(plan, over_horizon),
         gpu_types=tuple(sorted({p.gpu for p in plan.replicas})),
         violations=tuple(str(v) for v in check.violations),
     )
