@@ -48,6 +48,7 @@ def validate(
         emit_json(json_out, _problems_json(file, error), (file,))
         raise
     demand = sum(d.peak_rps for w in instance.workloads for d in w.demand.values())
+    growth = instance.demand_factor  # the planner's factor on every rate
     record = {
         "file": str(file),
         "ok": True,
@@ -56,6 +57,7 @@ def validate(
         "regions": len(instance.regions),
         "gpu_types": len(instance.gpus),
         "peak_requests_per_s": demand,
+        "demand_growth": growth,
     }
     emit_json(json_out, record, (file,))
     if json_out is not None and is_stdout(json_out):
@@ -63,7 +65,12 @@ def validate(
     out.print(
         f"{file}: ok: {instance.name}: {counted(len(instance.workloads), 'workload')}, "
         f"{counted(len(instance.regions), 'region')}, {counted(len(instance.gpus), 'GPU type')}, "
-        f"{demand:,.1f} peak requests/s in all",
+        f"{demand:,.1f} peak requests/s in all"
+        + (
+            f", {demand * growth:,.1f} as planned (x demand_growth {growth:g})"
+            if growth != 1
+            else ""
+        ),
         markup=False,
     )
 

@@ -126,8 +126,5 @@ def racks_per_gpu(instance: Instance, gpu: str, kw_per_rack: float) -> float:
 
 
 def demand_factor(instance: Instance) -> float:
-    """The factor on every demand: `demand_growth` (top level, else policy), else 1."""
-    for growth in (instance.demand_growth, instance.policy.demand_growth):
-        if growth is not None:
-            return growth
-    return 1.0
+    """The factor on every demand (`Instance.demand_factor`)."""
+    return instance.demand_factor

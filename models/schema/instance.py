@@ -403,6 +403,14 @@ class Instance(BaseModel):
             return self.policy.failover_start_s
         return self.replica_start_s(gpu)
 
+    @property
+    def demand_factor(self) -> float:
+        """The factor on every demand: `demand_growth` (top level, else policy), else 1."""
+        for growth in (self.demand_growth, self.policy.demand_growth):
+            if growth is not None:
+                return growth
+        return 1.0
+
     def monthly_growth(self, workload: str) -> float:
         """Monthly demand growth of `workload`: its own, else the policy's."""
         own = self.workload(workload).monthly_growth

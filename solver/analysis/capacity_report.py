@@ -18,6 +18,7 @@ from collections import defaultdict
 
 from pydantic import BaseModel, ConfigDict
 
+from models.operations.scenarios import ScenarioKind
 from models.physics.efficiency import efficiency_for
 from models.physics.memory import kv_precision_for
 from models.physics.precision import Precision
@@ -120,11 +121,29 @@ def with_capacity_units(instance: Instance, plan: Plan) -> tuple[Plan, str]:
     return plan.model_copy(update={"replicas": tuple(entries)}), statement
 
 
+def _shown_fleet(plan: Plan) -> tuple[tuple[ReplicaPool, ...], dict[tuple[str, str], float]]:
+    """The pools that serve together and each (workload, region)'s load on its unified
+    pools, as the plan's scenario 'none' states them: a static plan's pools at its peak
+    (demand_growth included); an hourly plan's in the hour its scenarios show (its
+    `replicas` are each pool at its largest count over the day, pools that may never run
+    in the same hour)."""
+    none = next((s for s in plan.scenarios if s.name == ScenarioKind.NONE), None)
+    loads: dict[tuple[str, str], float] = defaultdict(float)
+    for row in () if none is None else none.pools:
+        if row.phase.startswith(Role.UNIFIED):
+            loads[(row.workload, row.region)] += row.load_requests_per_s
+    hour = None if none is None else none.hour
+    pools = next((h.pools for h in plan.hours if h.hour == hour), plan.replicas)
+    return pools, loads
+
+
 def gpu_count_routing(instance: Instance, plan: Plan) -> tuple[GpuCountRouting, ...]:
     """Every pool of every (workload, region) served by several dedicated unified
-    configurations, under routing by GPU count (see the module docstring)."""
+    configurations, under routing by GPU count (see the module docstring), at the load
+    and with the pools of the plan's scenario 'none' (`_shown_fleet`)."""
+    pools, loads = _shown_fleet(plan)
     grouped: dict[tuple[str, str], list[ReplicaPool]] = defaultdict(list)
-    for e in plan.replicas:
+    for e in pools:
         if not e.shared and e.role == Role.UNIFIED and e.count > 0:
             grouped[(e.workload, e.region)].append(e)
     rows = []
@@ -142,7 +161,7 @@ def gpu_count_routing(instance: Instance, plan: Plan) -> tuple[GpuCountRouting, 
             for e in entries
         ]
         targets = latency_targets(workload.slo)
-        load = workload.demand[r].peak_rps if r in workload.demand else 0.0
+        load = loads.get((w, r), 0.0)
         efficiency = {
             e.label: efficiency_for(
                 instance.gpu_specs[e.gpu], e.precision, instance.efficiency, instance.engine

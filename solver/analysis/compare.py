@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from models.operations.procurement import month_instance
+from models.operations.site import demand_factor
 from models.physics.efficiency import borrowed_gpus
 from models.schema.instance import Instance
 from solver.analysis.cost_attribution import average_to_peak
@@ -70,8 +71,9 @@ class Side(BaseModel):
     bought at one price blends to that price, whatever the server rounding."""
     usd_per_million_tokens: float | None = None
     """Cost over the input + output tokens served in a month at the average rate; for a
-    plan of months, the horizon's cost over the tokens its months serve (each at its
-    grown demand), the basis it is judged on."""
+    plan of months judged over its horizon (the other side plans the same months), the
+    horizon's cost over the tokens its months serve (each at its grown demand), else
+    month 0's: the basis the two are judged on (`judged_costs`)."""
     prefill_share: float | None = None
     utilisation_mean: float | None = None
     """Load over capacity of every pool phase, without failures, summed then divided."""
@@ -105,17 +107,19 @@ division: [2] x 24 and [1] x 24 are one day)."""
 def same_demand(base: Instance, candidate: Instance) -> list[str]:
     """How the two instances' demand differs (empty: the same workloads, rates and mixes).
 
-    A region's demand is what it asks of each hour: its rate in every local hour and its
-    average over the peak (`average_to_peak`, the tokens served), so the spellings of one
-    demand agree: a peak rate alone, the same rate on a flat profile, or a daily volume
-    with no peak factor are every hour at that rate."""
+    A region's demand is what it asks of each hour: its rate in every local hour, times
+    demand_growth as the planner reads it, and its average over the peak
+    (`average_to_peak`, the tokens served), so the spellings of one demand agree: a peak
+    rate alone, the same rate on a flat profile, a daily volume with no peak factor, or
+    two thirds of the rate grown 1.5x are every hour at that rate."""
 
     def demand(instance: Instance) -> dict[str, Any]:
+        factor = demand_factor(instance)  # demand_growth: the planner's factor on every rate
         return {
             w.name: (
                 {
                     region: (
-                        tuple(round(r, DEMAND_DIGITS) for r in level.local_hourly_rps()),
+                        tuple(round(r * factor, DEMAND_DIGITS) for r in level.local_hourly_rps()),
                         round(average_to_peak(level), DEMAND_DIGITS),
                     )
                     for region, level in sorted(w.demand.items())
@@ -132,28 +136,50 @@ def same_demand(base: Instance, candidate: Instance) -> list[str]:
             problems.append(f"workload {name} is in only one of the two instances")
         elif mine[name] != theirs[name]:
             problems.append(f"workload {name} has other demand or token lengths")
+        elif (growth := _other_growth(base, candidate, name)) is not None:
+            problems.append(growth)
     return problems
 
 
+def _other_growth(base: Instance, candidate: Instance, workload: str) -> str | None:
+    """How `workload`'s monthly growth differs where the two are judged over one horizon
+    (the same horizon_months, `judged_costs`): each month's demand is month 0's times
+    (1 + g)^m, so another g is another demand from month 1 on; None where it agrees or
+    only month 0 is judged."""
+    months = base.policy.horizon_months
+    if months is None or months != candidate.policy.horizon_months or months < 2:
+        return None
+    ours, theirs = base.monthly_growth(workload), candidate.monthly_growth(workload)
+    if round(ours, DEMAND_DIGITS) == round(theirs, DEMAND_DIGITS):
+        return None
+    return (
+        f"workload {workload} grows {theirs:.1%} a month in the candidate, {ours:.1%} in "
+        f"the base, over the {months}-month horizon both are judged on"
+    )
+
+
 def tokens_per_s(instance: Instance) -> float:
-    """Input + output tokens/s at the average rate, all workloads and regions."""
+    """Input + output tokens/s at the average rate, all workloads and regions, with
+    demand_growth (`demand_factor`), as the plan serves them."""
     total = 0.0
     for w in instance.workloads:
         per_request = w.prompt_tokens.mean_tokens + w.output_tokens.mean_tokens
         for demand in w.demand.values():
             total += demand.peak_rps * average_to_peak(demand) * per_request
-    return total
+    return total * demand_factor(instance)
 
 
-def p99_headroom(plan: Plan) -> float | None:
+def p99_headroom(plan: Plan, over_horizon: bool = True) -> float | None:
     """min over the loaded pool phases of every scenario of capacity / load - 1 (the plan's
-    scenario tables, at the peak and at every hour of an hourly plan); None with no load.
+    scenario tables, at the peak and at every hour of an hourly plan, and of every month's
+    hours where it is judged over its horizon, `over_horizon`); None with no load.
 
     Not the verifier's servable / demand - 1: its servable is the flow it routes, at most
     the demand, so that ratio is 0 for every plan it accepts."""
+    hours = [*plan.hours, *(h for m in plan.months if over_horizon for h in m.hours)]
     phases = [
         pool
-        for scenario in (*plan.scenarios, *(s for hour in plan.hours for s in hour.scenarios))
+        for scenario in (*plan.scenarios, *(s for hour in hours for s in hour.scenarios))
         for pool in scenario.pools
         if pool.load_requests_per_s > 0
     ]
@@ -162,8 +188,11 @@ def p99_headroom(plan: Plan) -> float | None:
     return min(p.capacity_requests_per_s / p.load_requests_per_s for p in phases) - 1
 
 
-def side_of(instance: Instance, plan: Plan | None, status: str) -> Side:
-    """The ledger's view of one plan (None: no plan, `status` says why)."""
+def side_of(instance: Instance, plan: Plan | None, status: str, over_horizon: bool = True) -> Side:
+    """The ledger's view of one plan (None: no plan, `status` says why); a plan of months
+    reads its $/million tokens and its headroom over its horizon where `over_horizon`
+    (both sides plan the same months, `judged_costs`), else month 0's, as the other side
+    is judged."""
     if plan is None:
         return Side(instance=instance.name, status=status)
     hours = instance.policy.hours_per_month
@@ -172,7 +201,7 @@ def side_of(instance: Instance, plan: Plan | None, status: str) -> Side:
     paid_hours = gpu_hours_paid(plan, hours)
     tokens_per_month = tokens_per_s(instance) * 3600 * hours
     priced, tokens = cost, tokens_per_month
-    if plan.months and plan.horizon_cost is not None:  # judged over the horizon: read it
+    if over_horizon and plan.months and plan.horizon_cost is not None:  # judged so: read it
         priced = plan.horizon_cost
         tokens = sum(
             tokens_per_s(month_instance(instance, m.month)) * 3600 * hours for m in plan.months
@@ -196,7 +225,7 @@ def side_of(instance: Instance, plan: Plan | None, status: str) -> Side:
         prefill_share=prefill / attributed if attributed else None,
         utilisation_mean=load / capacity if capacity else None,
         utilisation_max=max((p.utilisation for p in pools), default=None),
-        p99_headroom=p99_headroom(plan),
+        p99_headroom=p99_headroom(plan, over_horizon),
         gpu_types=tuple(sorted({p.gpu for p in plan.replicas})),
         violations=tuple(str(v) for v in check.violations),
     )
@@ -230,7 +259,14 @@ def compare_instances(
         )
     base_plan, base_status = _solved(base, backend)
     cand_plan, cand_status = _solved(candidate, backend)
-    ours, theirs = side_of(base, base_plan, base_status), side_of(candidate, cand_plan, cand_status)
+    same_months = bool(
+        base_plan
+        and cand_plan
+        and base_plan.months
+        and len(base_plan.months) == len(cand_plan.months)
+    )
+    ours = side_of(base, base_plan, base_status, same_months)
+    theirs = side_of(candidate, cand_plan, cand_status, same_months)
     reasons = _gate_failures(base, candidate, ours, theirs)
     if reasons:
         return Comparison(decision="reject", reasons=tuple(reasons), base=ours, candidate=theirs)

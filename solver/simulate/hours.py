@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from models.schema.traffic import HOURS_PER_DAY
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
-from solver.plan.time_records import Hour
+from solver.plan.time_records import BatchSoak, Hour
 
 
 class HourRefused(ValueError):
@@ -47,6 +47,9 @@ class ReplayedHour:
     """E.g. `the peak hour, 14:00 UTC`, `month 2, 03:00 UTC`; '' for a static plan."""
     hour: int | None = None
     month: int | None = None
+    soaked: tuple[BatchSoak, ...] = ()
+    """The batch the hour's pools soak beside their own load (`Hour.batch_soak`): not in
+    the view's scenario loads, and not replayed (the engine runs one workload a pool)."""
 
 
 def utc(hour: int) -> str:
@@ -145,4 +148,4 @@ def _view(plan: Plan, hour: Hour, words: str, at: int, month: int | None) -> Rep
             running.add(key)
             pools.append(start.pool)
     view = plan.model_copy(update={"replicas": tuple(pools), "scenarios": hour.scenarios})
-    return ReplayedHour(view, words, at, month)
+    return ReplayedHour(view, words, at, month, hour.batch_soak)

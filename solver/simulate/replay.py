@@ -50,6 +50,7 @@ from functools import partial
 
 import numpy as np
 
+from models.operations.scenarios import ScenarioKind
 from models.physics.efficiency import efficiency_for
 from models.physics.error_bands import margin_factor
 from models.physics.memory import default_kv_precision
@@ -62,6 +63,7 @@ from models.serving.latency import REQUESTS_PER_USER, latency_at_rate
 from models.serving.replica import ReplicaConfig, Role, ServingContext, TrafficMix
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
+from solver.plan.time_records import BatchSoak
 from solver.simulate.closed_rows import CLOSED_LOOP, simulate_closed_pair, simulate_closed_pool
 from solver.simulate.disaggregated import cached_tokens, replica_engine, speculates
 from solver.simulate.engine import Effects, PoolTrace, simulate_pool
@@ -408,11 +410,28 @@ def simulate_plan(
         events=events,
         arrivals=arrivals,
         concurrency=concurrency if closed else None,
-        not_simulated=(*stopped, *unreplayable, *unrouted_pools(instance, plan, scenario)),
+        not_simulated=(
+            *stopped,
+            *unreplayable,
+            *unrouted_pools(instance, plan, scenario),
+            *(_soaked(at.soaked) if scenario == ScenarioKind.NONE else ()),
+        ),
         hour=at.hour,
         month=at.month,
         replayed=at.words,
     )
+
+
+def _soaked(soaks: tuple[BatchSoak, ...]) -> list[str]:
+    """The batch an hour soaks into its pools, named: its requests are not replayed
+    beside the pool's own (the engine runs one workload a pool; a loss: batch yields)."""
+    return [
+        f"{s.batch} soaked into {s.workload} {s.region} {s.configuration}: "
+        f"{s.requests_per_s:.2f} requests/s of batch beside the pool's load (the engine "
+        "replays one workload a pool)"
+        for s in soaks
+        if s.requests_per_s > 0
+    ]
 
 
 def _decode_of(prefill_phase: str) -> str:

@@ -124,7 +124,8 @@ class PlanSimulation(BaseModel):
     """`workload region phase` of the pools the caller's `stop` left out (its deadline
     passed before or while they ran: `simulate_plan`), and `workload region phase: n x
     label (why)` of the speculating pools, which the engine does not replay
-    (`solver.simulate.replay.SPECULATION_NOTE`)."""
+    (`solver.simulate.replay.SPECULATION_NOTE`), and `batch soaked into workload region
+    configuration: rate ...` of an hour's soaked batch, not replayed beside its pool."""
     hour: int | None = None
     """The UTC hour of an hourly plan replayed (None: a static plan)."""
     month: int | None = None

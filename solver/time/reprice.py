@@ -6,7 +6,9 @@ own rules, so that the verifier (which recomputes them independently) judges the
 
     commitment     reserved and on-demand prices of the offer
     hour h         cost_per_hour = sum over offers of OfferTerms.hour_bill
-                   (committed x reserved + on demand x price + spot x spot price)
+                   (committed x reserved + on demand x price + spot x spot price);
+                   each pool's cost_per_month = its GPUs x on-demand price x hours a
+                   month (solver.readback.assign), its started pools' alike
     month m        each offer's cost and GPU-hours (solver.time.months.month_offers, the
                    orders kept), cost_per_month = the sum of its offers
     the plan       cost_per_month = hours_per_month / 24 x sum_h cost_per_hour (month 0),
@@ -20,6 +22,7 @@ import math
 
 from models.schema.instance import Instance
 from models.schema.traffic import HOURS_PER_DAY
+from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.plan.time_records import Commitment, Hour, Month
 from solver.time.months import month_offers
@@ -70,8 +73,29 @@ def _hours(
     held = {(o.region, o.gpu): 0.0 for o in offers}
     held.update({(c.region, c.gpu): c.committed_gpus for c in committed})
     return tuple(
-        h.model_copy(update={"cost_per_hour": hour_cost(offers, h.gpus, held)}) for h in hours
+        h.model_copy(
+            update={
+                "cost_per_hour": hour_cost(offers, h.gpus, held),
+                "pools": tuple(_pool(instance, p) for p in h.pools),
+                "failover_starts": tuple(
+                    s.model_copy(update={"pool": _pool(instance, s.pool)})
+                    for s in h.failover_starts
+                ),
+            }
+        )
+        for h in hours
     )
+
+
+def _pool(instance: Instance, pool: ReplicaPool) -> ReplicaPool:
+    """`pool` with its GPUs at the on-demand price for a month (a pool that states a
+    cost; a batch pool's 0, paid in its hours' bills, stays 0)."""
+    known = pool.gpu in instance.gpu_specs and any(r.name == pool.region for r in instance.regions)
+    if not pool.cost_per_month or not known:
+        return pool
+    price = instance.price_per_gpu_hour(pool.region, pool.gpu)
+    cost = pool.count * pool.replica_gpus * price * instance.policy.hours_per_month
+    return pool.model_copy(update={"cost_per_month": cost})
 
 
 def _months(instance: Instance, plan: Plan, hours: tuple[Hour, ...]) -> tuple[Month, ...]:

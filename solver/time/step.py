@@ -190,6 +190,9 @@ class PeriodsStep:
     curves: dict = field(default_factory=dict)
     """(workload, candidate key) -> the curves of the plan's interactive pools at their
     peak sizes (what explain's limiting factors read), set by `explained`."""
+    values: dict[str, float] = field(default_factory=dict)
+    """The plan's solution of the whole periods program (every period's columns, what
+    explain's slack by family reads), set by `explained`."""
 
     @property
     def build_stage(self) -> str:
@@ -399,6 +402,7 @@ class PeriodsStep:
         interactive pools at their peak sizes (their limiting factors); its alternatives
         re-solve the periods program itself (solver.time.alternatives)."""
         del optimised  # its values are the whole program's
+        self.values = values
         peak = peak_period(self.program)
         sets = peak.program.sets
         chosen: dict = {}

@@ -175,7 +175,7 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
         Violation(requirement=f.requirement, message=f.message) for f in shown(instance, plan)
     ]
     violations += check_peak_table(plan)
-    violations += check_months(instance, plan, verify_hours)
+    violations += check_months(instance, plan, verify_hours, checks)
     _check_stated_budgets(instance, plan, budget_used, violations)
     violations += [*stated_hour_figures(instance, plan), *stated_report_figures(instance, plan)]
     violations += check_idle_fraction(instance, plan)

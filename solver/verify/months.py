@@ -12,14 +12,17 @@ from models.schema.traffic import HOURS_PER_DAY
 from solver.plan.records import RegionPower
 from solver.plan.schema import Plan
 from solver.plan.time_records import Hour, MonthOffer, ServerOrder
-from solver.verify.fleet import COST_TOLERANCE, Verification, Violation
+from solver.verify.fleet import COST_TOLERANCE, ScenarioCheck, Verification, Violation
 from solver.verify.totals import money_close
 
 GPU_TOLERANCE = 1e-6
 
 
 def check_months(
-    instance: Instance, plan: Plan, verify_hours: Callable[[Instance, Plan], Verification]
+    instance: Instance,
+    plan: Plan,
+    verify_hours: Callable[[Instance, Plan], Verification],
+    checks: list[ScenarioCheck],
 ) -> list[Violation]:
     """Each month of the horizon on its own: month m's hours serve month m's grown
     demand (this verifier, run on the month's instance and hours; month 0 is the plan's
@@ -32,6 +35,8 @@ def check_months(
         plan: the hourly plan with its `months`.
         verify_hours: the hour verifier (solver.verify.hours.verify_hours), passed in so
             that this module does not import it back.
+        checks: the plan's scenario checks, extended with each later month's, named
+            month[m].SCENARIO@tHH (month 0's are the plan's own hours').
     """
     violations: list[Violation] = []
     expected = list(range(instance.policy.horizon_months or 0))
@@ -95,6 +100,9 @@ def check_months(
                     message=f"month {month.month}: {v.message}",
                 )
                 for v in alone.violations
+            ]
+            checks += [
+                c.model_copy(update={"scenario": f"{where}.{c.scenario}"}) for c in alone.checks
             ]
         total = math.fsum(offer.cost for offer in month.offers)
         if not money_close(month.cost_per_month, total):

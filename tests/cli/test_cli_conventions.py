@@ -255,3 +255,13 @@ def test_batch_work_given_per_day_is_not_warned_about_its_peak():
     batch = [w.name for w in instance.workloads if w.is_batch]
     assert batch
     assert not any(name in line for line in input_warnings(instance) for name in batch)
+
+
+def test_validate_states_the_demand_as_planned_under_demand_growth(run_cli):
+    """The planner sizes for every rate times demand_growth (20 x 1.5 = 30 requests/s);
+    validate said '20.0 peak requests/s in all' and nothing of the factor."""
+    result = run_cli("validate", FIXTURE, "--set", "demand_growth=1.5")
+    assert "20.0 peak requests/s in all, 30.0 as planned (x demand_growth 1.5)" in result.stdout
+    record = json.loads(run_cli("validate", FIXTURE, "--set", "demand_growth=1.5", "--json").stdout)
+    assert record["peak_requests_per_s"] == 20.0
+    assert record["demand_growth"] == 1.5

@@ -170,6 +170,7 @@ def test_validate_json_matches_the_instance(run_cli):
         "regions": len(instance.regions),
         "gpu_types": len(instance.gpus),
         "peak_requests_per_s": pytest.approx(peak),
+        "demand_growth": 1.0,  # none given: the rates as written are planned
     }
     summary = run_cli("validate", str(path)).stdout
     assert f"{data['peak_requests_per_s']:,.1f} peak requests/s" in summary

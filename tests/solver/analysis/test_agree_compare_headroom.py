@@ -36,3 +36,15 @@ def test_a_static_plans_headroom_is_capacity_over_demand():
     assert side.p99_headroom == pytest.approx(capacity / 20 - 1)
     assert side.p99_headroom == pytest.approx(1 / side.utilisation_max - 1)
     assert side.p99_headroom > 0  # the plan rounds replicas up
+
+
+def test_judged_over_its_horizon_a_plan_s_headroom_is_its_tightest_month_s():
+    # 4.5 q growing 20% a month: 4.5, 5.4, 6.48 q on ceil = 5, 6, 7 replicas, headroom
+    # 5 / 4.5 - 1 = 11.1%, 6 / 5.4 - 1 = 11.1%, 7 / 6.48 - 1 = 8.0%: month 2 is tightest.
+    # Before, the horizon's side read month 0's hours alone (11.1%).
+    q = _lone_rps()
+    instance = validate_instance(_data(4.5 * q, 0.2, 0, 3), "growing.yaml")
+    plan = solve(instance)
+    assert side_of(instance, plan, "solved").p99_headroom == pytest.approx(7 / 6.48 - 1, rel=1e-6)
+    month_0 = side_of(instance, plan, "solved", over_horizon=False)
+    assert month_0.p99_headroom == pytest.approx(5 / 4.5 - 1, rel=1e-6)

@@ -76,3 +76,23 @@ def test_plans_of_months_are_judged_over_the_horizon():
         assert check.horizon_cost[1] == pytest.approx((11 + 12) * 1.0 * 730)
         assert check.worst_horizon_cost == pytest.approx((11 + 12) * 1.2 * 730)
     assert robust_choice(checks).worst_horizon_cost == pytest.approx(23 * 1.2 * 730)
+
+
+def test_an_hourly_plan_serves_a_point_that_only_changes_the_on_demand_price():
+    # Each hour's pools state their GPUs at the on-demand price for a month (the verifier
+    # checks count x GPUs x price x 730), so they are restated at the point's price too.
+    # Before, an on-demand price axis (2.0 and 2.5 $/GPU-hour) left no robust choice:
+    # plan 0 failed point 1 on 'replicas[0].cost_per_month@t00: ... states $8,760.00/month;
+    # 6 GPUs x $2.5/GPU-hour x 730 h = $10,950.00'.
+    q = _lone_rps()
+    points = {}
+    for index, on_demand in enumerate((2.0, 2.5)):
+        data = _data(5.5 * q, 0.0, 0, 2)
+        data["regions"][0]["supply"]["h100-sxm"]["price_per_gpu_hour"] = on_demand
+        points[index] = validate_instance(data, f"on-demand-{on_demand}.yaml")
+    records = {index: solve_point(instance) for index, instance in points.items()}
+    for check in check_plans(records, points):
+        assert check.serves == (0, 1), check.failure
+        # 6 GPUs committed all day at 1.2 $/GPU-hour whatever the on-demand price
+        for index in (0, 1):
+            assert check.cost_per_month[index] == pytest.approx(6 * 1.2 * 730)
