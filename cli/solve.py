@@ -406,6 +406,12 @@ def _read_plan(path: Path) -> Plan:
     data, _ = read_document(path, what="plan")
     if (reason := no_plan_reason(data)) is not None:
         raise InputError([Issue(str(path), None, "status", reason)])
+    return plan_of(data, path)
+
+
+def plan_of(data: object, path: Path) -> Plan:
+    """`data` read from `path` as a plan; each field pydantic refuses named in its own
+    issue (`replicas.0.count: ...`), at most `MAX_ISSUES_REPORTED` of them."""
     try:
         return Plan.model_validate(data)
     except ValidationError as error:
