@@ -411,7 +411,12 @@ def _read_plan(path: Path) -> Plan:
 
 def plan_of(data: object, path: Path) -> Plan:
     """`data` read from `path` as a plan; each field pydantic refuses named in its own
-    issue (`replicas.0.count: ...`), at most `MAX_ISSUES_REPORTED` of them."""
+    issue (`replicas.0.count: ...`), at most `MAX_ISSUES_REPORTED` of them; an instance
+    given in the plan's place is named as one (it listed 14 fields a plan lacks)."""
+    if isinstance(data, dict) and "workloads" in data and "replicas" not in data:
+        why = "is an instance (it has workloads and no replicas), not a plan: were the " \
+            "instance and the plan given the other way round?"  # fmt: skip
+        raise InputError([Issue(str(path), 1, "", why)])
     try:
         return Plan.model_validate(data)
     except ValidationError as error:
