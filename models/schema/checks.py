@@ -239,8 +239,11 @@ def _hbm_only_warnings(instance: Instance) -> list[str]:
 
 def _as_printed(name: str) -> str:
     """`name` as a table prints it: format characters (zero-width space and joiners, the
-    byte-order mark, direction marks) dropped, surrounding whitespace stripped."""
-    return "".join(c for c in name if unicodedata.category(c) != "Cf").strip()
+    byte-order mark, direction marks) dropped, surrounding whitespace stripped, and an
+    accent written as a combining mark composed with its letter ('e' + U+0301 prints as
+    'é' does: Unicode's normal form C)."""
+    visible = "".join(c for c in name if unicodedata.category(c) != "Cf").strip()
+    return unicodedata.normalize("NFC", visible)
 
 
 def cross_check(instance: Instance) -> list[tuple[FieldPath, str]]:
@@ -252,7 +255,15 @@ def cross_check(instance: Instance) -> list[tuple[FieldPath, str]]:
         seen: dict[str, str] = {}
         for index, item in enumerate(getattr(instance, section)):
             shown = _as_printed(item.name)
-            if item.name in seen.values():
+            if not shown:
+                add(
+                    (
+                        (section, index, "name"),
+                        f"{item.name!r} prints as nothing (spaces or invisible characters "
+                        "only): every table would show an empty cell; give it a name",
+                    )
+                )
+            elif item.name in seen.values():
                 add(((section, index, "name"), f"duplicate name {item.name!r}"))
             elif shown in seen:
                 add(

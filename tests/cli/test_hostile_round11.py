@@ -6,6 +6,7 @@ or shows the character instead of obeying it."""
 import json
 
 import pytest
+import yaml
 
 from tests.cli.test_hostile_input import run_checked
 from tests.paths import ONE_MODEL_ONE_REGION
@@ -33,3 +34,48 @@ def test_simulate_names_the_field_of_a_plan_it_cannot_read(run_cli, tmp_path, pl
     verified = run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, path, needles=(needle,))
     result = run_checked(run_cli, "simulate", ONE_MODEL_ONE_REGION, path, needles=(needle,))
     assert "validation error for Plan" not in result.stderr + verified.stderr
+
+
+def test_an_instance_given_as_the_plan_is_named_as_an_instance(run_cli):
+    """`verify instance.yaml instance.yaml` listed 14 fields a plan lacks (gpus.0.region:
+    Field required, ...); the converse, a plan given as the instance, already said which
+    way round the files go."""
+    source = ONE_MODEL_ONE_REGION
+    needles = (f"{source}:1: is an instance (it has workloads and no replicas), not a plan",)
+    result = run_checked(run_cli, "verify", source, source, needles=needles)
+    assert "Field required" not in result.stderr
+
+
+# --- names that print alike, or as nothing ---------------------------------------------
+
+
+def _with_workloads(tmp_path, *names: str):
+    data = yaml.safe_load(ONE_MODEL_ONE_REGION.read_text(encoding="utf-8"))
+    first = data["workloads"][0]
+    data["workloads"] = [{**first, "name": name} for name in names]
+    path = tmp_path / "names.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("names", "needle"),
+    [
+        # 'café' composed (U+00E9) and decomposed (e + U+0301): two workloads that every
+        # table, plan and manifest prints alike; both were planned, side by side
+        (("caf\u00e9", "cafe\u0301"), "prints as 'café' does"),
+        # a name of a space or a zero-width space: an empty cell in every table
+        ((" ",), "prints as nothing"),
+        (("\u200b",), "prints as nothing"),
+    ],
+    ids=["composed-and-decomposed", "space", "zero-width-space"],
+)
+def test_a_name_that_prints_alike_or_as_nothing_is_refused(run_cli, tmp_path, names, needle):
+    path = _with_workloads(tmp_path, *names)
+    field = f"workloads[{len(names) - 1}].name"
+    run_checked(run_cli, "validate", path, needles=(field, needle))
+
+
+def test_a_name_of_another_script_or_an_accent_alone_still_validates(run_cli, tmp_path):
+    path = _with_workloads(tmp_path, "caf\u00e9", "\u0447\u0430\u0442")  # café, чат
+    run_checked(run_cli, "validate", path, code=0)
