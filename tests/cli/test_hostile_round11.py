@@ -79,3 +79,31 @@ def test_a_name_that_prints_alike_or_as_nothing_is_refused(run_cli, tmp_path, na
 def test_a_name_of_another_script_or_an_accent_alone_still_validates(run_cli, tmp_path):
     path = _with_workloads(tmp_path, "caf\u00e9", "\u0447\u0430\u0442")  # café, чат
     run_checked(run_cli, "validate", path, code=0)
+
+
+# --- names written into the files people read ------------------------------------------
+
+NAME = "a\x00b\u202egnp.exe"
+"""A NUL (an HTML parse error) and a right-to-left override (shown 'abexe.png')."""
+
+
+def test_the_html_report_shows_control_and_direction_characters_as_the_terminal_does():
+    """The terminal showed `a\\u0000b\\u202egnp.exe`; report.html held the NUL 13 times
+    (tables, headings and the charts' SVG) and the override reordered the name shown."""
+    from cli.render.html_report import report_html
+    from cli.render.tables import TableSpec
+    from solver.plan.schema import Plan
+
+    table = TableSpec(NAME, ("workload",), ((NAME,),), note=NAME)
+    page = report_html([NAME, NAME], [table], Plan.model_validate({}), [], note=NAME)
+    assert "\x00" not in page and "\u202e" not in page
+    assert page.count("a\\u0000b\\u202egnp.exe") == 7  # title, h1, 2 notes, h3, caption, cell
+
+
+def test_markdown_shows_control_and_direction_characters_as_the_terminal_does():
+    from cli.render.tables import TableSpec, markdown_tables
+
+    table = TableSpec(NAME, ("workload",), ((NAME,),), note=NAME)
+    text = markdown_tables([NAME], [table], note=NAME)
+    assert "\x00" not in text and "\u202e" not in text
+    assert text.count("a\\u0000b\\u202egnp.exe") == 5  # title, section, cell, 2 notes
