@@ -14,7 +14,7 @@ from cli.options import JsonOnly, emit_json, read_files, to_stdout, within
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, print_tables
 from models.io.output_files import check_targets, write_text
-from models.physics.efficiency import UnknownEngine, check_engine
+from models.physics.efficiency import Efficiency, UnknownEngine, check_engine
 from models.profiles.fit import (
     FIGURES,
     FITTED,
@@ -23,6 +23,7 @@ from models.profiles.fit import (
     beyond_physics,
     fit_profile,
     profile_document,
+    replay_refusal,
 )
 from models.profiles.measurements import Measurement, RunDefaults, read_measurements
 from models.schema import limits
@@ -91,19 +92,21 @@ def factors_table(fit: ProfileFit) -> TableSpec:
     return TableSpec(title="Fitted factors", columns=("factor", "value"), rows=rows, note=note)
 
 
-def _layout_refused(run: Measurement) -> str:
-    """Why the replay cannot place `run`, naming its layout."""
+def _layout_refused(run: Measurement, efficiency: Efficiency) -> str:
+    """Why the replay cannot place `run`, naming its layout and the replay's own reason (a
+    prompt past the context window read as 'a precision the GPU lacks, a TP the model's
+    heads cannot split, or weights beyond its memory', none of which it was)."""
     layout = f"{run.model} on {run.gpu} {run.precision.value} tp{run.tp} pp{run.pp}"
-    return (
-        f"{layout}: the replay cannot run this layout (a precision the GPU lacks, a TP the "
-        "model's heads cannot split, or weights beyond its memory)"
-    )
+    reason = replay_refusal(run, efficiency) or "no figure came of it"
+    return f"{layout}: the replay cannot run this layout: {reason}"
 
 
-def _not_placed(run: Measurement) -> Issue:
+def _not_placed(run: Measurement, efficiency: Efficiency) -> Issue:
     """A run the replay cannot place: no profile comes of runs like it alone (the file
     written held the base profile's factors as if fitted, and a NaN error)."""
-    message = f"{_layout_refused(run)}, so no run can be fitted and no profile was written"
+    message = (
+        f"{_layout_refused(run, efficiency)}; so no run can be fitted and no profile was written"
+    )
     return Issue(run.source, None, "", message)
 
 
@@ -226,11 +229,11 @@ def calibrate(
     err.print(f"fitting {counted(len(runs), 'run')} ...", markup=False)
     fit = fit_profile(runs, base_engine, leave_one_out=leave_one_out)
     if not any(run_fit.predicted for run_fit in fit.runs):
-        raise InputError([_not_placed(run_fit.run) for run_fit in fit.runs])
+        raise InputError([_not_placed(run_fit.run, fit.efficiency) for run_fit in fit.runs])
     for run_fit in fit.runs:  # fitted without it: said, not only '(no fit)' in the table
         if not run_fit.predicted:
             err.print(
-                f"warning: {run_fit.run.source}: {_layout_refused(run_fit.run)}; "
+                f"warning: {run_fit.run.source}: {_layout_refused(run_fit.run, fit.efficiency)}; "
                 "left out of the fit",
                 markup=False,
             )

@@ -107,3 +107,24 @@ def test_markdown_shows_control_and_direction_characters_as_the_terminal_does():
     text = markdown_tables([NAME], [table], note=NAME)
     assert "\x00" not in text and "\u202e" not in text
     assert text.count("a\\u0000b\\u202egnp.exe") == 5  # title, section, cell, 2 notes
+
+
+# --- calibrate: a run left out says why ------------------------------------------------
+
+
+def test_a_run_the_replay_cannot_place_is_refused_with_the_replays_reason(run_cli, tmp_path):
+    """A prompt of 10,000,000 tokens on llama-3.1-8b (a 131,072-token context) read 'the
+    replay cannot run this layout (a precision the GPU lacks, a TP the model's heads
+    cannot split, or weights beyond its memory)': none of the three, on bf16 TP 1."""
+    from tests.cli.test_calibrate_unplaced import HEADER
+
+    runs = tmp_path / "runs.csv"
+    runs.write_text(f"{HEADER}\nllama-3.1-8b,h100-sxm,bf16,1,10000000,200,1,100,50,10\n")
+    profile = tmp_path / "profile.yaml"
+    needles = (
+        f"{runs}:2: llama-3.1-8b on h100-sxm bf16 tp1 pp1: the replay cannot run this layout: ",
+        "exceeds the 131,072-token context window of llama-3.1-8b",
+    )
+    result = run_checked(run_cli, "calibrate", runs, "-o", profile, "--no-leave-one-out",
+                         needles=needles)  # fmt: skip
+    assert "a precision the GPU lacks" not in result.stderr and not profile.exists()
