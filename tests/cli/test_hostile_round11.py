@@ -128,3 +128,42 @@ def test_a_run_the_replay_cannot_place_is_refused_with_the_replays_reason(run_cl
     result = run_checked(run_cli, "calibrate", runs, "-o", profile, "--no-leave-one-out",
                          needles=needles)  # fmt: skip
     assert "a precision the GPU lacks" not in result.stderr and not profile.exists()
+
+
+# --- deploy: names that cannot be Kubernetes label values ------------------------------
+
+
+def _one_region_named(tmp_path, region: str):
+    data = yaml.safe_load(ONE_MODEL_ONE_REGION.read_text(encoding="utf-8"))
+    data["regions"][0]["name"] = region
+    data["workloads"][0]["demand"] = {region: {"peak_requests_per_s": 20}}
+    instance = tmp_path / "instance.yaml"
+    instance.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    fleet = tmp_path / "fleet.json"
+    pool = {**POOL, "region": region, "tp": 1, "pp": 1, "count": 1}
+    fleet.write_text(json.dumps({"replicas": [pool]}))
+    return instance, fleet
+
+
+@pytest.mark.parametrize("target", ["k8s", "llm-d", "dynamo"])
+@pytest.mark.parametrize("region", ["us/east", "eu-" + "w" * 61, "caf\u00e9"])
+def test_a_region_no_node_label_can_hold_is_refused_by_the_manifest_targets(
+    run_cli, tmp_path, target, region
+):
+    """A region 'us/east' was written as `topology.kubernetes.io/region: us/east` in every
+    pod's nodeSelector, exit 0; the API server refuses such a label value, so `kubectl
+    apply` failed on the whole folder (64 characters, an accent: the same)."""
+    instance, fleet = _one_region_named(tmp_path, region)
+    out = tmp_path / "out"
+    needles = (f"region {region!r}", "topology.kubernetes.io/region", "63")
+    run_checked(run_cli, "deploy", fleet, "--instance", instance, "--target", target, "-o",
+                out, needles=needles)  # fmt: skip
+    assert not out.exists()
+
+
+def test_the_engine_targets_still_launch_such_a_region(run_cli, tmp_path):
+    instance, fleet = _one_region_named(tmp_path, "us/east")
+    out = tmp_path / "out"
+    run_checked(run_cli, "deploy", fleet, "--instance", instance, "--target", "vllm", "-o", out,
+                code=0)  # fmt: skip
+    assert (out / "pools.json").exists()
