@@ -167,3 +167,15 @@ def test_the_engine_targets_still_launch_such_a_region(run_cli, tmp_path):
     run_checked(run_cli, "deploy", fleet, "--instance", instance, "--target", "vllm", "-o", out,
                 code=0)  # fmt: skip
     assert (out / "pools.json").exists()
+
+
+# --- a target under a millisecond is said as written -----------------------------------
+
+
+@pytest.mark.parametrize(("ttft_ms", "said"), [(0.4, "target 0.4 ms"), (1e-9, "target 1e-09 ms")])
+def test_a_ttft_target_under_a_millisecond_is_not_read_back_as_zero(run_cli, ttft_ms, said):
+    # before: 'p99 TTFT >= 40 ms on every configuration that fits (...); target 0 ms'
+    change = f"workloads[chat].slo.ttft_p99_ms={ttft_ms}"
+    result = run_checked(run_cli, "solve", ONE_MODEL_ONE_REGION, "--set", change, code=3,
+                         needles=(said,))  # fmt: skip
+    assert "target 0 ms" not in result.stderr
