@@ -3,7 +3,6 @@ problem at once (as field path and message), `input_warnings` what in a valid in
 probably not what its author meant."""
 
 import unicodedata
-from difflib import get_close_matches
 
 from pydantic import ValidationError
 
@@ -441,9 +440,9 @@ def _adapter_problems(instance: Instance) -> list[tuple[FieldPath, str]]:
 
 def _unknown(kind: str, name: str, known: list[str]) -> str:
     message = f"unknown {kind} {name!r}"
-    close = get_close_matches(name, known, n=1)
+    close = catalog.closest_name(name, known)
     if close:
-        message += f"; did you mean {close[0]!r}?"
+        message += f"; did you mean {close!r}?"
     return message + f" (declared: {', '.join(known) or 'none'})"
 
 
@@ -467,5 +466,5 @@ def _detail(item: dict) -> str:
 
 
 def _did_you_mean(name: str, known: list[str]) -> str:
-    close = get_close_matches(name, known, n=1, cutoff=0.5)
-    return f" (did you mean the catalog's {close[0]!r}?)" if close else ""
+    close = catalog.closest_name(name, known, cutoff=0.5)
+    return f" (did you mean the catalog's {close!r}?)" if close else ""

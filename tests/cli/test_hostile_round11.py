@@ -179,3 +179,43 @@ def test_a_ttft_target_under_a_millisecond_is_not_read_back_as_zero(run_cli, ttf
     result = run_checked(run_cli, "solve", ONE_MODEL_ONE_REGION, "--set", change, code=3,
                          needles=(said,))  # fmt: skip
     assert "target 0 ms" not in result.stderr
+
+
+# --- a name that differs from a known one in case only ---------------------------------
+
+
+def _instance_with(tmp_path, old: str, new: str):
+    path = tmp_path / "case.yaml"
+    text = ONE_MODEL_ONE_REGION.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "needle"),
+    [
+        # before: "unknown GPU 'H100-SXM' (declared: h100-sxm)", no guess: difflib's
+        # ratio of 'H100-SXM' to 'h100-sxm' is 0.5, under its cutoff
+        ("supply: {h100-sxm:", "supply: {H100-SXM:",
+         "unknown GPU 'H100-SXM'; did you mean 'h100-sxm'?"),
+        ("demand: {us-east:", "demand: {US-EAST:",
+         "unknown region 'US-EAST'; did you mean 'us-east'?"),
+    ],
+    ids=["gpu", "region"],
+)  # fmt: skip
+def test_a_name_in_the_wrong_case_is_guessed_in_the_instance(run_cli, tmp_path, old, new, needle):
+    run_checked(run_cli, "validate", _instance_with(tmp_path, old, new), needles=(needle,))
+
+
+def test_a_catalog_name_in_the_wrong_case_is_guessed_on_the_command_line(run_cli, tmp_path):
+    # before: "unknown GPU 'H100-SXM' (catalog has a100-80gb-sxm, h100-sxm, ...)"
+    perf = ("perf", "-g", "H100-SXM", "-m", "llama-3.1-8b", "-i", "100", "-o", "100")
+    run_checked(run_cli, *perf, needles=("unknown GPU 'H100-SXM'; did you mean 'h100-sxm'?",))
+    # before: "gpu: 'H100-SXM' is not in the catalog (fleetplan catalog)"
+    from tests.cli.test_calibrate_unplaced import HEADER
+
+    runs = tmp_path / "runs.csv"
+    runs.write_text(f"{HEADER}\nllama-3.1-8b,H100-SXM,bf16,1,1000,200,8,3000,50,10\n")
+    needle = "gpu: 'H100-SXM' is not in the catalog; did you mean 'h100-sxm'?"
+    run_checked(run_cli, "calibrate", runs, "-o", tmp_path / "p.yaml", needles=(needle,))
