@@ -219,3 +219,44 @@ def test_a_catalog_name_in_the_wrong_case_is_guessed_on_the_command_line(run_cli
     runs.write_text(f"{HEADER}\nllama-3.1-8b,H100-SXM,bf16,1,1000,200,8,3000,50,10\n")
     needle = "gpu: 'H100-SXM' is not in the catalog; did you mean 'h100-sxm'?"
     run_checked(run_cli, "calibrate", runs, "-o", tmp_path / "p.yaml", needles=(needle,))
+
+
+# --- fleet-import: a pool annotation that says a field twice ---------------------------
+
+ANNOTATED = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: chat-pool
+  annotations:
+    fleetplan.io/pool: '{LAYOUT}'
+spec:
+  replicas: 2
+"""
+
+
+def test_a_pool_annotation_giving_a_field_twice_is_refused(run_cli, tmp_path):
+    """{"tp": 1, ..., "tp": 2} imported as TP 2 with exit 0 (json.loads keeps the last),
+    where every other reader refuses a key given twice."""
+    layout = json.dumps({**POOL, "tp": 1, "pp": 1, "role": "unified"})[:-1] + ', "tp": 2}'
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(ANNOTATED.replace("{LAYOUT}", layout))
+    out = tmp_path / "out.yaml"
+    needles = ("document 0 (Deployment chat-pool): fleetplan.io/pool gives 'tp' twice",)
+    run_checked(run_cli, "fleet-import", fleet, "--instance", ONE_MODEL_ONE_REGION,
+                "--instance-out", out, needles=needles)  # fmt: skip
+    assert not out.exists()
+
+
+def test_a_workload_the_instance_lacks_is_quoted_so_its_spaces_show(run_cli, tmp_path):
+    # before: "the fleet serves workloads the instance lacks:  chat  (instance ...": the
+    # spaces that made ' chat ' unknown did not show
+    fleet = tmp_path / "fleet.csv"
+    fleet.write_text(
+        "workload,region,gpu,precision,tp,pp,replicas\n chat ,us-east,h100-sxm,fp8,1,1,2\n"
+    )
+    out = tmp_path / "out.yaml"
+    needles = (
+        "the fleet serves workloads the instance lacks: ' chat ' (instance workloads: 'chat')",
+    )
+    run_checked(run_cli, "fleet-import", fleet, "--instance", ONE_MODEL_ONE_REGION,
+                "--instance-out", out, needles=needles)  # fmt: skip
