@@ -260,3 +260,29 @@ def test_a_workload_the_instance_lacks_is_quoted_so_its_spaces_show(run_cli, tmp
     )
     run_checked(run_cli, "fleet-import", fleet, "--instance", ONE_MODEL_ONE_REGION,
                 "--instance-out", out, needles=needles)  # fmt: skip
+
+
+# --- a plan's status is one the solver writes -------------------------------------------
+
+
+@pytest.mark.parametrize("status", ["happy", "infeasible", "optimal!", "feasible (gap lots)"])
+def test_a_status_no_solve_writes_is_refused(run_cli, tmp_path, status):
+    """A plan stating status 'happy' (or 'infeasible', beside its replicas) verified 'ok'
+    with exit 0, and report and deploy carried the word on."""
+    plan = tmp_path / "plan.json"
+    pool = {**POOL, "tp": 1, "pp": 1, "count": 1}
+    plan.write_text(json.dumps({"status": status, "replicas": [pool]}))
+    needle = (
+        f"status: Value error, must be 'optimal', 'feasible (gap X%)' or 'given', got {status!r}"
+    )
+    run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, needles=(needle,))
+
+
+@pytest.mark.parametrize(
+    "status", ["optimal", "given", "feasible (gap 4.67%)", "feasible (gap unknown)"]
+)
+def test_the_statuses_solve_writes_still_verify(run_cli, tmp_path, status):
+    plan = tmp_path / "plan.json"
+    pool = {**POOL, "tp": 1, "pp": 1, "count": 1}
+    plan.write_text(json.dumps({"status": status, "replicas": [pool]}))
+    run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, code=0)
