@@ -92,7 +92,8 @@ def _surviving(plan: Plan, scenario: str) -> list[tuple[str, str, str, float, di
     names = [s.name for s in plan.scenarios]
     if scenario not in names:
         raise ValueError(
-            f"scenario {scenario!r} is not in the plan; it has {', '.join(names) or 'none'}"
+            f"scenario {scenario!r} is not in the plan; it has "
+            + (", ".join(map(repr, names)) or "no scenario table")
         )
     result = []
     for load in next(s for s in plan.scenarios if s.name == scenario).pools:

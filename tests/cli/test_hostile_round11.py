@@ -286,3 +286,13 @@ def test_the_statuses_solve_writes_still_verify(run_cli, tmp_path, status):
     pool = {**POOL, "tp": 1, "pp": 1, "count": 1}
     plan.write_text(json.dumps({"status": status, "replicas": [pool]}))
     run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, code=0)
+
+
+def test_an_unknown_scenario_lists_the_plans_scenarios_quoted(run_cli, tmp_path):
+    # before: "scenario 'mars' is not in the plan; it has none": the plan has one
+    # scenario, named 'none' (no failure), which read as no scenario at all
+    plan = tmp_path / "plan.json"
+    run_checked(run_cli, "solve", ONE_MODEL_ONE_REGION, "--json", plan, code=0)
+    needle = "--scenario: scenario 'mars' is not in the plan; it has 'none'"
+    run_checked(run_cli, "simulate", ONE_MODEL_ONE_REGION, plan, "--scenario", "mars",
+                needles=(needle,))  # fmt: skip
