@@ -13,6 +13,7 @@ import yaml
 from cli.options import JsonOnly, emit_json, read_files, to_stdout, within
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, print_tables
+from models.io.documents import not_utf8
 from models.io.output_files import check_targets, write_text
 from models.physics.efficiency import Efficiency, UnknownEngine, check_engine
 from models.profiles.fit import (
@@ -136,10 +137,13 @@ def _check_readable(factors: dict, measurements: list[Path]) -> None:
         ) from None
 
 
-def _check_run_flags(measurements: list[Path], name: str | None, *run_flags: object) -> None:
+def _check_run_flags(
+    measurements: list[Path], output: Path, name: str | None, *run_flags: object
+) -> None:
     """Flags that would change nothing exit 2 naming each: an empty --name (the file's
     stem was used without a word), and the JSON results' --model ... --concurrency where
-    every input is a CSV, whose rows give them as columns."""
+    every input is a CSV, whose rows give them as columns. A profile name (--name, or
+    -o's stem) that is not UTF-8 text is refused: the profile could not hold it."""
     if name is not None and not name.strip():
         raise InputError(
             [
@@ -151,6 +155,9 @@ def _check_run_flags(measurements: list[Path], name: str | None, *run_flags: obj
                 )
             ]
         )
+    flag, text = ("--name", name) if name is not None else ("-o", output.stem)
+    if (problem := not_utf8(text, "name")) is not None:  # the profile file could not hold it
+        raise InputError([Issue("command line", None, flag, problem)])
     flags = ("--model", "--gpu", "--precision", "--kv-precision", "--tp", "--pp", "--concurrency")
     given = [flag for flag, value in zip(flags, run_flags, strict=True) if value is not None]
     if given and all(path.suffix.lower() == ".csv" for path in measurements):
@@ -216,7 +223,9 @@ def calibrate(
             [Issue("command line", None, "--output", "the profile file must end in .yaml")]
         )
     check_targets((output, json_out), (*measurements, *read_files(engine)))
-    _check_run_flags(measurements, name, model, gpu, precision, kv_precision, tp, pp, concurrency)
+    _check_run_flags(
+        measurements, output, name, model, gpu, precision, kv_precision, tp, pp, concurrency
+    )
     try:
         base_engine = check_engine(engine)
     except UnknownEngine as error:

@@ -160,6 +160,22 @@ def _require_small(name: str, size: int, what: str) -> None:
         )
 
 
+def not_utf8(text: str, what: str) -> str | None:
+    """Why `text`, taken from the command line, is not UTF-8 text, or None when it is:
+    Python reads an argument's byte that is not UTF-8 (0xff) as a lone surrogate (U+DCFF),
+    which no file, plan or profile can hold (a --set value of one was an internal error
+    as the plan was written). `what` names the text ("value", "name")."""
+    for index, char in enumerate(text):
+        if "\ud800" <= char <= "\udfff":
+            code = ord(char)
+            shown = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
+            return (
+                f"{shown} (character {index + 1} of the {what}) is not UTF-8; give UTF-8 "
+                "text (the locale's encoding, or a file of UTF-8)"
+            )
+    return None
+
+
 def _decode(name: str, data: bytes) -> str:
     """UTF-8 text (a leading byte-order mark dropped), or a message saying what it is."""
     for bom, encoding in _BOMS:

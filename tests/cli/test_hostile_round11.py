@@ -296,3 +296,34 @@ def test_an_unknown_scenario_lists_the_plans_scenarios_quoted(run_cli, tmp_path)
     needle = "--scenario: scenario 'mars' is not in the plan; it has 'none'"
     run_checked(run_cli, "simulate", ONE_MODEL_ONE_REGION, plan, "--scenario", "mars",
                 needles=(needle,))  # fmt: skip
+
+
+# --- bytes of the command line that are not UTF-8 --------------------------------------
+# Python reads an argument's byte 0xff that is not UTF-8 as the lone surrogate U+DCFF
+
+
+def test_a_set_value_holding_a_byte_that_is_not_utf8_is_refused(run_cli, tmp_path):
+    # before: 'internal error: ... UnicodeEncodeError: 'utf-8' codec can't encode character
+    # '\udcff' in position 2: surrogates not allowed', exit 70, as the plan was written
+    plan = tmp_path / "plan.json"
+    change = "workloads[chat].name=ch\udcffat"
+    needles = ("--set", "byte 0xff (character 3 of the value) is not UTF-8")
+    run_checked(run_cli, "solve", ONE_MODEL_ONE_REGION, "--set", change, "--json", plan,
+                needles=needles)  # fmt: skip
+    assert not plan.exists()
+
+
+@pytest.mark.parametrize("where", ["--name", "-o"])
+def test_a_profile_name_holding_a_byte_that_is_not_utf8_is_refused(run_cli, tmp_path, where):
+    # before: the profile was written with `profile: "my\uDCFFprof"`, a file that
+    # --engine then refused ('not YAML'); -o's stem names the profile when --name is absent
+    from tests.cli.test_calibrate_cli import _write_runs
+
+    runs = tmp_path / "runs.csv"
+    _write_runs(runs)
+    named = where == "--name"
+    profile = tmp_path / ("mine.yaml" if named else "my\udcffprof.yaml")
+    extra = ("--name", "my\udcffprof") if named else ()
+    needles = (where, "byte 0xff (character 3 of the name) is not UTF-8")
+    run_checked(run_cli, "calibrate", runs, "-o", profile, *extra, needles=needles)
+    assert not profile.exists()
