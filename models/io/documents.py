@@ -230,11 +230,30 @@ class BaseSixtyNumber(Exception):
         self.line = line
 
 
+class OctalNumber(BaseSixtyNumber):
+    """A plain scalar YAML 1.1 reads as an octal number: `017` is 15, `0100` is 64 (YAML
+    1.2 and JSON read 17 and 100, or nothing). Caught where `BaseSixtyNumber` is."""
+
+    def __init__(self, text: str, value: float, line: int):
+        Exception.__init__(
+            self,
+            f"{text!r} reads in YAML 1.1 as the octal number {value:g} (a leading zero): "
+            "write the number without it, or quote it for text",
+        )
+        self.line = line
+
+
+_OCTAL = re.compile(r"[-+]?0[0-7_]+")
+"""YAML 1.1's octal integer: a sign, a leading zero and octal digits (`0` alone is zero)."""
+
+
 def _no_base_sixty(construct: Any) -> Any:
     def checked(loader: Any, node: yaml.ScalarNode) -> Any:
         value = construct(loader, node)
         if ":" in str(node.value):  # a deadline of `1:30` hours planned 90
             raise BaseSixtyNumber(str(node.value), value, node.start_mark.line + 1)
+        if not node.style and _OCTAL.fullmatch(str(node.value)):  # 017 planned 15
+            raise OctalNumber(str(node.value), value, node.start_mark.line + 1)
         return value
 
     return checked

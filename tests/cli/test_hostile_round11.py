@@ -327,3 +327,38 @@ def test_a_profile_name_holding_a_byte_that_is_not_utf8_is_refused(run_cli, tmp_
     needles = (where, "byte 0xff (character 3 of the name) is not UTF-8")
     run_checked(run_cli, "calibrate", runs, "-o", profile, *extra, needles=needles)
     assert not profile.exists()
+
+
+# --- a number with a leading zero -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "seen", "octal"),
+    [
+        ("peak_requests_per_s: 20", "peak_requests_per_s: 017", "017", 15),  # 1 x 8 + 7
+        ("max_gpus: 64", "max_gpus: 0100", "0100", 64),  # 1 x 8^2
+    ],
+)
+def test_a_number_with_a_leading_zero_is_refused_naming_the_line(
+    run_cli, tmp_path, old, new, seen, octal
+):
+    """`peak_requests_per_s: 017` planned 15 requests/s with exit 0: YAML 1.1 reads a
+    leading zero as octal (YAML 1.2 and JSON as 17, or not at all)."""
+    text = ONE_MODEL_ONE_REGION.read_text(encoding="utf-8")
+    assert old in text
+    path = tmp_path / "inst.yaml"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    line = next(n for n, row in enumerate(text.splitlines(), start=1) if old in row)
+    needles = (f"{path}:{line}: {seen!r} reads in YAML 1.1 as the octal number {octal}",)
+    run_checked(run_cli, "validate", path, needles=needles)
+
+
+def test_a_number_with_a_leading_zero_in_a_set_is_refused_and_zero_is_still_zero(run_cli):
+    # 7 x 8^2 = 448 ms
+    needles = (
+        "--set: workloads[chat].slo.ttft_p99_ms: value '0700' reads in YAML 1.1 as the octal",
+    )
+    run_checked(run_cli, "validate", ONE_MODEL_ONE_REGION, "--set",
+                "workloads[chat].slo.ttft_p99_ms=0700", needles=needles)  # fmt: skip
+    run_checked(run_cli, "validate", ONE_MODEL_ONE_REGION, "--set",
+                "workloads[chat].prefix_cache_hit_rate=0", code=0)  # fmt: skip
