@@ -362,3 +362,26 @@ def test_a_number_with_a_leading_zero_in_a_set_is_refused_and_zero_is_still_zero
                 "workloads[chat].slo.ttft_p99_ms=0700", needles=needles)  # fmt: skip
     run_checked(run_cli, "validate", ONE_MODEL_ONE_REGION, "--set",
                 "workloads[chat].prefix_cache_hit_rate=0", code=0)  # fmt: skip
+
+
+# --- a value of another YAML type where a word or a mapping belongs ---------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "needle"),
+    [
+        # before: "Input should be 'none', 'replica', 'zone' or 'region' (got False)"
+        ("survive: none", "survive: off",
+         "policy.survive: Input should be 'none', 'replica', 'zone' or 'region' (got False): "
+         "YAML reads an unquoted yes, no, on, off, true or false as a boolean; quote it"),
+        # before: "Input should be a valid dictionary or instance of GpuEntry (got ...)",
+        # a class name the user never wrote
+        ("gpus: [{name: h100-sxm}]", "gpus: [h100-sxm]",
+         "gpus[0]: must be a mapping of fields (key: value), got 'h100-sxm'"),
+    ],
+    ids=["boolean-for-a-word", "text-for-a-mapping"],
+)  # fmt: skip
+def test_a_value_of_another_type_says_what_belongs_there(run_cli, tmp_path, old, new, needle):
+    path = _instance_with(tmp_path, old, new)
+    result = run_checked(run_cli, "validate", path, needles=(needle,))
+    assert "GpuEntry" not in result.stderr
