@@ -385,3 +385,13 @@ def test_a_value_of_another_type_says_what_belongs_there(run_cli, tmp_path, old,
     path = _instance_with(tmp_path, old, new)
     result = run_checked(run_cli, "validate", path, needles=(needle,))
     assert "GpuEntry" not in result.stderr
+
+
+def test_compare_of_an_infeasible_base_says_infeasible_once(run_cli, tmp_path):
+    # before: 'the base has no plan to compare with (infeasible: infeasible: 1 requirement
+    # cannot be met ...)'
+    base = _instance_with(tmp_path, "max_gpus: 64", "max_gpus: 0")
+    result = run_checked(run_cli, "compare", base, ONE_MODEL_ONE_REGION, code=1)
+    text = " ".join(result.stdout.split())  # the reason is wrapped in its table cell
+    assert "(infeasible: 1 requirement cannot be met" in text, text
+    assert "infeasible: infeasible" not in text
