@@ -53,7 +53,7 @@ from models.schema import limits
 from models.schema.backend_names import BACKEND_NAMES
 from models.schema.errors import InputError, Issue
 from models.schema.policy import SolverSettings
-from models.schema.quantities import counted
+from models.schema.quantities import counted, describe
 from solver.backends import UnknownBackendError
 from solver.errors import BackendUnavailable, Diagnosis, Infeasible, NoSolution, PlanRejected
 from solver.plan.schema import Plan, no_plan_reason
@@ -465,11 +465,12 @@ def _print_verification(plan_file: Path, result: Verification) -> None:
     counts = (
         f"{counted(result.total_gpus, 'GPU')} used"
         if result.gpus_bought is None
-        else f"{counted(result.gpus_bought, 'GPU')} bought, {result.total_gpus} used"
+        else f"{counted(result.gpus_bought, 'GPU')} bought, {describe(result.total_gpus)} used"
     )
+    cost = result.cost_per_month  # past 10^15 a float's digits are not the cost's
+    dollars = f"${cost:,.0f}" if abs(cost) < 1e15 else f"${cost:.3g}"
     summary = (
-        f"{counts}, ${result.cost_per_month:,.0f}/month recomputed, "
-        f"{counted(len(result.checks), 'scenario check')}"
+        f"{counts}, {dollars}/month recomputed, {counted(len(result.checks), 'scenario check')}"
     )
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/] {escape(str(warning))}")

@@ -395,3 +395,19 @@ def test_compare_of_an_infeasible_base_says_infeasible_once(run_cli, tmp_path):
     text = " ".join(result.stdout.split())  # the reason is wrapped in its table cell
     assert "(infeasible: 1 requirement cannot be met" in text, text
     assert "infeasible: infeasible" not in text
+
+
+def test_verify_s_summary_writes_every_count_alike(run_cli, tmp_path):
+    # before: '1,000,000,000 GPUs bought, 1000000000 used, $1,752,000,000,000/month' and
+    # for 10^30 replicas '$1,751,999,999,999,999,983,046,467,002,564,608/month', a float's
+    # digits past its precision
+    fleet = tmp_path / "fleet.json"
+    for count, counts, cost in [
+        (10**9, "1,000,000,000 GPUs bought, 1,000,000,000 used", "$1,752,000,000,000/month"),
+        # 10^30 GPUs x $2.40 x 730 h = $1.752e33
+        (10**30, "used", "$1.75e+33/month"),
+    ]:
+        fleet.write_text(json.dumps({"replicas": [{**POOL, "tp": 1, "pp": 1, "count": count}]}))
+        result = run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, fleet, code=1,
+                             needles=(counts, cost))  # fmt: skip
+        assert "000000000 used" not in result.stderr
