@@ -411,3 +411,22 @@ def test_verify_s_summary_writes_every_count_alike(run_cli, tmp_path):
         result = run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, fleet, code=1,
                              needles=(counts, cost))  # fmt: skip
         assert "000000000 used" not in result.stderr
+
+
+# --- simulate: an open-arrival replay of more requests than a minute runs --------------
+
+
+def test_a_replay_of_more_requests_than_the_bound_is_refused_before_it_runs(run_cli, tmp_path):
+    """--minutes 1440 on the fixture's plan (20 requests/s on one replica) passed the
+    router-step bound (20 x 86,400 s x (1 + 1) = 3.5 x 10^6 steps of 10^8) yet ran past
+    100 s: each request costs the replay far more than one router step (~10,000 requests
+    a CPU-second), so one replica's pool was held to 5 x 10^7 requests, hours."""
+    from models.schema import limits
+
+    plan = tmp_path / "plan.json"
+    run_checked(run_cli, "solve", ONE_MODEL_ONE_REGION, "--json", plan, code=0)
+    requests = 20 * 1440 * 60  # the fixture's 20 requests/s for a day: 1,728,000
+    longest_s = 1440 * 60 * limits.REPLAY_REQUESTS.count / requests
+    needles = ("--minutes", "1.73e+06 requests", f"the longest that fits is {longest_s:.3g} s")
+    run_checked(run_cli, "simulate", ONE_MODEL_ONE_REGION, plan, "--minutes", "1440",
+                needles=needles)  # fmt: skip
