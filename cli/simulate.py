@@ -336,7 +336,7 @@ def simulate(
     if sum(is_stdout(path) for path in outputs) > 1:
         raise _problem("--json/--markdown", "only one of them can be - (standard output)")
     check_targets(outputs, (file, plan_file))
-    instance = load(file, sets)
+    instance = load(file, sets, tuple(outputs))
     plan = _read_plan(plan_file)
     try:
         replayed_hour(plan, hour, month)  # refused before the verifier's work

@@ -123,8 +123,9 @@ def solve(
     if export_mps is not None:
         export_program(file, export_mps)
     solved = _solve(
-        file, started, backend, time_limit, mip_gap, threads, sets, json_out, executor.value
-    )
+        file, started, backend, time_limit, mip_gap, threads, sets, json_out, executor.value,
+        (json_out, markdown_out),
+    )  # fmt: skip
     plan = solved.plan
     tables = plan_tables(plan) + time_tables(plan) + _voice_tables(solved)
     _report(plan_header(plan), tables, plan, json_out, markdown_out, file)
@@ -183,7 +184,10 @@ def explain(
             [Issue("command line", None, "--jobs", "sets the levers at once: give --levers")]
         )
     check_outputs(file, json_out, markdown_out)
-    solved = _solve(file, started, backend, time_limit, mip_gap, threads, sets, json_out)
+    solved = _solve(
+        file, started, backend, time_limit, mip_gap, threads, sets, json_out,
+        outputs=(json_out, markdown_out),
+    )  # fmt: skip
     from solver.analysis.explain import explain_solved
 
     running = None
@@ -236,7 +240,7 @@ def verify(
     """
     if json_out is not None:
         check_target(json_out, (file, plan_file))
-    instance = load(file, sets)
+    instance = load(file, sets, (json_out,))
     from solver.verify.hours import verify_any as verify_plan  # `verify`'s alone (issue 19)
 
     plan = _read_plan(plan_file)
@@ -290,8 +294,9 @@ def _solve(
     sets: list[str] | None = None,
     json_out: Path | None = None,
     executor: str = "local",
+    outputs: tuple[Path | None, ...] = (),
 ) -> Solved:
-    instance = load(file, sets)
+    instance = load(file, sets, outputs)
     _check_flags(time_limit, mip_gap, threads)
     try:
         settings = SolveSettings.of(

@@ -430,3 +430,39 @@ def test_a_replay_of_more_requests_than_the_bound_is_refused_before_it_runs(run_
     needles = ("--minutes", "1.73e+06 requests", f"the longest that fits is {longest_s:.3g} s")
     run_checked(run_cli, "simulate", ONE_MODEL_ONE_REGION, plan, "--minutes", "1440",
                 needles=needles)  # fmt: skip
+
+
+# --- an output onto a file the instance reads ------------------------------------------
+
+PROFILE = "kind: fleetplan-engine-profile\nprofile: mine\nby_key:\n  default: {hbm_fraction: 0.6}\n"
+"""The smallest engine profile an instance reads (`engine: mine.yaml`)."""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("solve", "--json"),
+        ("solve", "--markdown"),
+        ("explain", "--json"),
+        ("validate", "--json"),
+        ("verify", "PLAN", "--json"),
+        ("simulate", "PLAN", "--json"),
+        ("compare", "INSTANCE", "--markdown"),
+    ],
+    ids=lambda command: " ".join(command),
+)
+def test_an_output_never_replaces_the_engine_profile_the_instance_reads(run_cli, tmp_path, command):
+    """`solve inst.yaml --json mine.yaml`, the instance holding `engine: mine.yaml`, wrote
+    the plan over the user's calibrated profile with exit 0 (the next run then refused the
+    instance: 'kind: fleetplan-engine-profile missing')."""
+    profile = tmp_path / "mine.yaml"
+    profile.write_text(PROFILE)
+    instance = tmp_path / "inst.yaml"
+    instance.write_text(ONE_MODEL_ONE_REGION.read_text() + "engine: mine.yaml\n")
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"replicas": [{**POOL, "tp": 1, "pp": 1, "count": 1}]}))
+    name, *rest = command
+    args = [{"PLAN": plan, "INSTANCE": instance}.get(part, part) for part in rest]
+    needles = (f"{profile}: is a file the instance reads (engine); choose another output path",)
+    run_checked(run_cli, name, instance, *args, profile, needles=needles)
+    assert profile.read_text() == PROFILE
