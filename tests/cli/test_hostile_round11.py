@@ -466,3 +466,23 @@ def test_an_output_never_replaces_the_engine_profile_the_instance_reads(run_cli,
     needles = (f"{profile}: is a file the instance reads (engine); choose another output path",)
     run_checked(run_cli, name, instance, *args, profile, needles=needles)
     assert profile.read_text() == PROFILE
+
+
+def test_sweep_and_fleet_import_never_write_over_the_engine_profile(run_cli, tmp_path):
+    # before: both wrote over mine.yaml with exit 0 (sweep its JSON, fleet-import the
+    # instance with `existing` set)
+    profile = tmp_path / "mine.yaml"
+    profile.write_text(PROFILE)
+    instance = tmp_path / "inst.yaml"
+    instance.write_text(ONE_MODEL_ONE_REGION.read_text() + "engine: mine.yaml\n")
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("instance: inst.yaml\naxes:\n  policy.survive: [none]\n")
+    needles = (f"{profile}: is a file the instance reads (engine)",)
+    run_checked(run_cli, "sweep", grid, "--json", profile, needles=needles)
+    fleet = tmp_path / "fleet.csv"
+    fleet.write_text(
+        "workload,region,gpu,precision,tp,pp,replicas\nchat,us-east,h100-sxm,fp8,1,1,2\n"
+    )
+    run_checked(run_cli, "fleet-import", fleet, "--instance", instance, "--instance-out", profile,
+                needles=needles)  # fmt: skip
+    assert profile.read_text() == PROFILE
