@@ -244,7 +244,8 @@ class OctalNumber(BaseSixtyNumber):
 
 
 _OCTAL = re.compile(r"[-+]?0[0-7_]+")
-"""YAML 1.1's octal integer: a sign, a leading zero and octal digits (`0` alone is zero)."""
+"""YAML 1.1's octal integer: a sign, a leading zero and octal digits (`0` alone is zero);
+refused where it reads other than in decimal (`017`, not `-05`, a UTC offset)."""
 
 
 def _no_base_sixty(construct: Any) -> Any:
@@ -252,8 +253,9 @@ def _no_base_sixty(construct: Any) -> Any:
         value = construct(loader, node)
         if ":" in str(node.value):  # a deadline of `1:30` hours planned 90
             raise BaseSixtyNumber(str(node.value), value, node.start_mark.line + 1)
-        if not node.style and _OCTAL.fullmatch(str(node.value)):  # 017 planned 15
-            raise OctalNumber(str(node.value), value, node.start_mark.line + 1)
+        text = str(node.value)
+        if not node.style and _OCTAL.fullmatch(text) and value != int(text.replace("_", "")):
+            raise OctalNumber(text, value, node.start_mark.line + 1)  # 017 planned 15
         return value
 
     return checked

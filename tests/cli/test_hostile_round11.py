@@ -362,6 +362,10 @@ def test_a_number_with_a_leading_zero_in_a_set_is_refused_and_zero_is_still_zero
                 "workloads[chat].slo.ttft_p99_ms=0700", needles=needles)  # fmt: skip
     run_checked(run_cli, "validate", ONE_MODEL_ONE_REGION, "--set",
                 "workloads[chat].prefix_cache_hit_rate=0", code=0)  # fmt: skip
+    # a leading zero that reads the same in octal and in decimal is the number written
+    # (a UTC offset of -05 is -5 either way)
+    run_checked(run_cli, "validate", ONE_MODEL_ONE_REGION, "--set",
+                "regions[us-east].utc_offset_hours=-05", code=0)  # fmt: skip
 
 
 # --- a value of another YAML type where a word or a mapping belongs ---------------------
