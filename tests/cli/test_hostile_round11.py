@@ -490,3 +490,22 @@ def test_sweep_and_fleet_import_never_write_over_the_engine_profile(run_cli, tmp
     run_checked(run_cli, "fleet-import", fleet, "--instance", instance, "--instance-out", profile,
                 needles=needles)  # fmt: skip
     assert profile.read_text() == PROFILE
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("workload", "Chat", "unknown workload 'Chat'; did you mean 'chat'?"),
+        ("region", "us-east ", "unknown region 'us-east '; did you mean 'us-east'?"),
+        ("gpu", "H100-SXM", "unknown GPU 'H100-SXM'; did you mean 'h100-sxm'?"),
+    ],
+)
+def test_a_pool_of_a_name_the_instance_spells_otherwise_is_guessed(
+    run_cli, tmp_path, field, value, said
+):
+    # before: "unknown workload 'Chat'" alone, beside the workload the instance has
+    fleet = tmp_path / "fleet.json"
+    fleet.write_text(
+        json.dumps({"replicas": [{**POOL, "tp": 1, "pp": 1, "count": 1, field: value}]})
+    )
+    run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, fleet, code=1, needles=(said,))
