@@ -13,8 +13,9 @@ import yaml
 from cli.options import JsonOnly, emit_json, read_files, to_stdout, within
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, print_tables
+from models.io.documents import not_utf8
 from models.io.output_files import check_targets, write_text
-from models.physics.efficiency import UnknownEngine, check_engine
+from models.physics.efficiency import Efficiency, UnknownEngine, check_engine
 from models.profiles.fit import (
     FIGURES,
     FITTED,
@@ -23,6 +24,7 @@ from models.profiles.fit import (
     beyond_physics,
     fit_profile,
     profile_document,
+    replay_refusal,
 )
 from models.profiles.measurements import Measurement, RunDefaults, read_measurements
 from models.schema import limits
@@ -91,19 +93,21 @@ def factors_table(fit: ProfileFit) -> TableSpec:
     return TableSpec(title="Fitted factors", columns=("factor", "value"), rows=rows, note=note)
 
 
-def _layout_refused(run: Measurement) -> str:
-    """Why the replay cannot place `run`, naming its layout."""
+def _layout_refused(run: Measurement, efficiency: Efficiency) -> str:
+    """Why the replay cannot place `run`, naming its layout and the replay's own reason (a
+    prompt past the context window read as 'a precision the GPU lacks, a TP the model's
+    heads cannot split, or weights beyond its memory', none of which it was)."""
     layout = f"{run.model} on {run.gpu} {run.precision.value} tp{run.tp} pp{run.pp}"
-    return (
-        f"{layout}: the replay cannot run this layout (a precision the GPU lacks, a TP the "
-        "model's heads cannot split, or weights beyond its memory)"
-    )
+    reason = replay_refusal(run, efficiency) or "no figure came of it"
+    return f"{layout}: the replay cannot run this layout: {reason}"
 
 
-def _not_placed(run: Measurement) -> Issue:
+def _not_placed(run: Measurement, efficiency: Efficiency) -> Issue:
     """A run the replay cannot place: no profile comes of runs like it alone (the file
     written held the base profile's factors as if fitted, and a NaN error)."""
-    message = f"{_layout_refused(run)}, so no run can be fitted and no profile was written"
+    message = (
+        f"{_layout_refused(run, efficiency)}; so no run can be fitted and no profile was written"
+    )
     return Issue(run.source, None, "", message)
 
 
@@ -133,10 +137,13 @@ def _check_readable(factors: dict, measurements: list[Path]) -> None:
         ) from None
 
 
-def _check_run_flags(measurements: list[Path], name: str | None, *run_flags: object) -> None:
+def _check_run_flags(
+    measurements: list[Path], output: Path, name: str | None, *run_flags: object
+) -> None:
     """Flags that would change nothing exit 2 naming each: an empty --name (the file's
     stem was used without a word), and the JSON results' --model ... --concurrency where
-    every input is a CSV, whose rows give them as columns."""
+    every input is a CSV, whose rows give them as columns. A profile name (--name, or
+    -o's stem) that is not UTF-8 text is refused: the profile could not hold it."""
     if name is not None and not name.strip():
         raise InputError(
             [
@@ -148,6 +155,9 @@ def _check_run_flags(measurements: list[Path], name: str | None, *run_flags: obj
                 )
             ]
         )
+    flag, text = ("--name", name) if name is not None else ("-o", output.stem)
+    if (problem := not_utf8(text, "name")) is not None:  # the profile file could not hold it
+        raise InputError([Issue("command line", None, flag, problem)])
     flags = ("--model", "--gpu", "--precision", "--kv-precision", "--tp", "--pp", "--concurrency")
     given = [flag for flag, value in zip(flags, run_flags, strict=True) if value is not None]
     if given and all(path.suffix.lower() == ".csv" for path in measurements):
@@ -213,7 +223,9 @@ def calibrate(
             [Issue("command line", None, "--output", "the profile file must end in .yaml")]
         )
     check_targets((output, json_out), (*measurements, *read_files(engine)))
-    _check_run_flags(measurements, name, model, gpu, precision, kv_precision, tp, pp, concurrency)
+    _check_run_flags(
+        measurements, output, name, model, gpu, precision, kv_precision, tp, pp, concurrency
+    )
     try:
         base_engine = check_engine(engine)
     except UnknownEngine as error:
@@ -226,11 +238,11 @@ def calibrate(
     err.print(f"fitting {counted(len(runs), 'run')} ...", markup=False)
     fit = fit_profile(runs, base_engine, leave_one_out=leave_one_out)
     if not any(run_fit.predicted for run_fit in fit.runs):
-        raise InputError([_not_placed(run_fit.run) for run_fit in fit.runs])
+        raise InputError([_not_placed(run_fit.run, fit.efficiency) for run_fit in fit.runs])
     for run_fit in fit.runs:  # fitted without it: said, not only '(no fit)' in the table
         if not run_fit.predicted:
             err.print(
-                f"warning: {run_fit.run.source}: {_layout_refused(run_fit.run)}; "
+                f"warning: {run_fit.run.source}: {_layout_refused(run_fit.run, fit.efficiency)}; "
                 "left out of the fit",
                 markup=False,
             )

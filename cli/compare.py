@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from cli.exit_codes import ExitCode
-from cli.options import JsonOut, MarkdownOut, known_backend, to_stdout
+from cli.options import JsonOut, MarkdownOut, check_not_read_by, known_backend, to_stdout
 from cli.render.console import err, out
 from cli.render.tables import Report, TableSpec
 from cli.render.zeros import json_without_negative_zero
@@ -30,7 +30,10 @@ def compare(
     Exit 0: adopt (with a rollout). Exit 1: reject, with the reasons.
     """
     check_targets((json_out, markdown_out), inputs=(base, candidate))
-    result = compare_instances(load_instance(base), load_instance(candidate), backend)
+    instances = load_instance(base), load_instance(candidate)
+    for instance in instances:
+        check_not_read_by(instance, (json_out, markdown_out))
+    result = compare_instances(*instances, backend)
     report = comparison_report(result)
     report.print(err if to_stdout(json_out, markdown_out) else out)
     if json_out is not None:

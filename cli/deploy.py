@@ -172,7 +172,7 @@ def fleet_import(
             f"{instance_out}: an instance file is .yaml, .yml or .json, got "
             + (repr(instance_out.suffix) if instance_out.suffix else "no suffix"),
         )
-    instance = load(instance_file, None)  # valid before it is rewritten
+    instance = load(instance_file, None, (instance_out, plan_out))  # valid before rewritten
     # bounded as every input is (models.io.documents): a FIFO, a device, a binary file or
     # one over the size limit is refused, never waited on or read without end
     pools, schedules = [], []

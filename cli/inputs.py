@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.options import JsonOnly, JsonOut, SetOption, emit_json, load
+from cli.options import JsonOnly, JsonOut, SetOption, check_not_read_by, emit_json, load
 from cli.render.console import out
 from cli.render.tables import TableSpec, markdown_tables, print_tables
 from models.physics.catalog import gpu_catalog, llm_catalog
@@ -47,6 +47,7 @@ def validate(
             raise
         emit_json(json_out, _problems_json(file, error), (file,))
         raise
+    check_not_read_by(instance, (json_out,))  # not as data: it would be written there
     demand = sum(d.peak_rps for w in instance.workloads for d in w.demand.values())
     growth = instance.demand_factor  # the planner's factor on every rate
     record = {

@@ -97,15 +97,48 @@ def overrides_of(sets: list[str] | None):
     return parse_overrides(sets)
 
 
-def load(file: Path, sets: list[str] | None):
+def load(file: Path, sets: list[str] | None, outputs: tuple[Path | None, ...] = ()):
     """The instance in `file` with the `--set` overrides applied, validated in full; its
-    warnings (models.schema.checks.input_warnings) printed on stderr."""
+    warnings (models.schema.checks.input_warnings) printed on stderr. An output among
+    `outputs` that is a file the instance reads (`read_by`) is refused."""
     from models.io.overrides import load_instance_with
     from models.schema.checks import input_warnings
 
     instance = load_instance_with(file, overrides_of(sets))
+    check_not_read_by(instance, outputs)
     print_warnings(input_warnings(instance))
     return instance
+
+
+def read_by(instance) -> dict[Path, str]:
+    """The files `instance` reads besides itself, each with the field that names it: its
+    engine profile file (`engine`) and the Hugging Face configs (`models[i].config`)."""
+    from models.physics.profile_files import is_profile_file
+
+    files = {
+        Path(m.config): f"models[{i}].config" for i, m in enumerate(instance.models) if m.config
+    }
+    if is_profile_file(instance.engine):
+        files[Path(instance.engine)] = "engine"
+    return files
+
+
+def check_not_read_by(instance, outputs: tuple[Path | None, ...]) -> None:
+    """Refuse an output that is a file the instance reads (`read_by`): `solve inst.yaml
+    --json mine.yaml`, the instance holding `engine: mine.yaml`, wrote the plan over the
+    calibrated profile, and the next run refused the instance."""
+    from models.io.output_files import resolved_target
+
+    read = {resolved_target(path): field for path, field in read_by(instance).items()}
+    for output in outputs:
+        if output is None or is_stdout(output):
+            continue
+        field = read.get(resolved_target(output))
+        if field is not None:
+            raise InputError(
+                [Issue(str(output), None, "", f"is a file the instance reads ({field}); "
+                       "choose another output path")]
+            )  # fmt: skip
 
 
 def print_warnings(lines: list[str]) -> None:

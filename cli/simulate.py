@@ -79,17 +79,12 @@ def _check_closed_loop_size(plan: Plan, users: int | None) -> None:
 
 
 def _read_plan(path: Path) -> Plan:
+    from cli.solve import plan_of
+
     data, _ = read_document(path, what="plan")  # bounded: a FIFO or device is refused
     if (reason := no_plan_reason(data)) is not None:
         raise _problem("PLAN", f"{path} {reason}")
-    try:
-        plan = Plan.model_validate(data)
-    except ValueError as error:
-        raise _problem(
-            "PLAN",
-            f"{path} is not a plan written by `fleetplan solve --json`: "
-            f"{str(error).splitlines()[0]}",
-        ) from None
+    plan = plan_of(data, path)  # each field named, as verify names it
     if not plan.scenarios and not any(hour.scenarios for hour in plan.hours):
         raise _problem(  # it read "--scenario: scenario 'none' is not in the plan; it has none"
             "PLAN",
@@ -341,7 +336,7 @@ def simulate(
     if sum(is_stdout(path) for path in outputs) > 1:
         raise _problem("--json/--markdown", "only one of them can be - (standard output)")
     check_targets(outputs, (file, plan_file))
-    instance = load(file, sets)
+    instance = load(file, sets, tuple(outputs))
     plan = _read_plan(plan_file)
     try:
         replayed_hour(plan, hour, month)  # refused before the verifier's work

@@ -53,7 +53,7 @@ from models.schema import limits
 from models.schema.backend_names import BACKEND_NAMES
 from models.schema.errors import InputError, Issue
 from models.schema.policy import SolverSettings
-from models.schema.quantities import counted
+from models.schema.quantities import counted, describe
 from solver.backends import UnknownBackendError
 from solver.errors import BackendUnavailable, Diagnosis, Infeasible, NoSolution, PlanRejected
 from solver.plan.schema import Plan, no_plan_reason
@@ -123,8 +123,9 @@ def solve(
     if export_mps is not None:
         export_program(file, export_mps)
     solved = _solve(
-        file, started, backend, time_limit, mip_gap, threads, sets, json_out, executor.value
-    )
+        file, started, backend, time_limit, mip_gap, threads, sets, json_out, executor.value,
+        (json_out, markdown_out),
+    )  # fmt: skip
     plan = solved.plan
     tables = plan_tables(plan) + time_tables(plan) + _voice_tables(solved)
     _report(plan_header(plan), tables, plan, json_out, markdown_out, file)
@@ -183,7 +184,10 @@ def explain(
             [Issue("command line", None, "--jobs", "sets the levers at once: give --levers")]
         )
     check_outputs(file, json_out, markdown_out)
-    solved = _solve(file, started, backend, time_limit, mip_gap, threads, sets, json_out)
+    solved = _solve(
+        file, started, backend, time_limit, mip_gap, threads, sets, json_out,
+        outputs=(json_out, markdown_out),
+    )  # fmt: skip
     from solver.analysis.explain import explain_solved
 
     running = None
@@ -236,7 +240,7 @@ def verify(
     """
     if json_out is not None:
         check_target(json_out, (file, plan_file))
-    instance = load(file, sets)
+    instance = load(file, sets, (json_out,))
     from solver.verify.hours import verify_any as verify_plan  # `verify`'s alone (issue 19)
 
     plan = _read_plan(plan_file)
@@ -290,8 +294,9 @@ def _solve(
     sets: list[str] | None = None,
     json_out: Path | None = None,
     executor: str = "local",
+    outputs: tuple[Path | None, ...] = (),
 ) -> Solved:
-    instance = load(file, sets)
+    instance = load(file, sets, outputs)
     _check_flags(time_limit, mip_gap, threads)
     try:
         settings = SolveSettings.of(
@@ -406,6 +411,17 @@ def _read_plan(path: Path) -> Plan:
     data, _ = read_document(path, what="plan")
     if (reason := no_plan_reason(data)) is not None:
         raise InputError([Issue(str(path), None, "status", reason)])
+    return plan_of(data, path)
+
+
+def plan_of(data: object, path: Path) -> Plan:
+    """`data` read from `path` as a plan; each field pydantic refuses named in its own
+    issue (`replicas.0.count: ...`), at most `MAX_ISSUES_REPORTED` of them; an instance
+    given in the plan's place is named as one (it listed 14 fields a plan lacks)."""
+    if isinstance(data, dict) and "workloads" in data and "replicas" not in data:
+        why = "is an instance (it has workloads and no replicas), not a plan: were the " \
+            "instance and the plan given the other way round?"  # fmt: skip
+        raise InputError([Issue(str(path), 1, "", why)])
     try:
         return Plan.model_validate(data)
     except ValidationError as error:
@@ -454,11 +470,12 @@ def _print_verification(plan_file: Path, result: Verification) -> None:
     counts = (
         f"{counted(result.total_gpus, 'GPU')} used"
         if result.gpus_bought is None
-        else f"{counted(result.gpus_bought, 'GPU')} bought, {result.total_gpus} used"
+        else f"{counted(result.gpus_bought, 'GPU')} bought, {describe(result.total_gpus)} used"
     )
+    cost = result.cost_per_month  # past 10^15 a float's digits are not the cost's
+    dollars = f"${cost:,.0f}" if abs(cost) < 1e15 else f"${cost:.3g}"
     summary = (
-        f"{counts}, ${result.cost_per_month:,.0f}/month recomputed, "
-        f"{counted(len(result.checks), 'scenario check')}"
+        f"{counts}, {dollars}/month recomputed, {counted(len(result.checks), 'scenario check')}"
     )
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/] {escape(str(warning))}")

@@ -14,7 +14,14 @@ from typing import Annotated, Any
 import typer
 
 from cli.exit_codes import ExitCode
-from cli.options import JsonOut, capped_at_cores, emit_json, known_backend, to_stdout
+from cli.options import (
+    JsonOut,
+    capped_at_cores,
+    check_not_read_by,
+    emit_json,
+    known_backend,
+    to_stdout,
+)
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, print_tables
 from models.io.output_files import check_targets
@@ -96,6 +103,8 @@ def sweep(
             )
         else:
             work.append((point, instance))
+    for instance in instances.values():  # a point may read another profile (an axis)
+        check_not_read_by(instance, (results, json_out))
     if stale:
         err.print(
             f"{results}: {counted(stale, 'result')} solved for another version of the instance "

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from cli.render.plan_tables import BUSIEST_SERVERS
 from cli.render.tables import TableSpec
+from models.io.output_files import terminal_safe
 from solver.analysis.report_data import ConfigCharts
 from solver.analysis.report_time import CostSplitRow, DayChart
 from solver.plan.schema import Plan
@@ -336,7 +337,9 @@ def report_html(
     """The whole report as one HTML document: the buyer's summary first; for an hourly
     plan the day's chart, the months per region with the horizon's total and the
     reservations; power; the cost split; then utilisation, configurations and tables.
-    A section with nothing to show is left out, never a heading alone."""
+    A section with nothing to show is left out, never a heading alone. Control and
+    direction characters of the names (a NUL, a right-to-left override) are written out
+    as `\\uNNNN`, as the terminal shows them (`terminal_safe`), charts included."""
     time = time or TimeCharts()
     placed = {key: [t for t in tables if _placed(t) == key] for key in set(map(_placed, tables))}
     parts = [
@@ -399,4 +402,4 @@ def report_html(
     if note:
         parts.append(f'<p class="note">{html.escape(note)}</p>')
     parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
+    return terminal_safe("\n".join(parts) + "\n")  # a NUL in a name shown, as in a terminal

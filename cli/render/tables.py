@@ -11,6 +11,7 @@ from rich.text import Text
 from cli.render.console import out
 from cli.render.plain_tables import plain_table
 from cli.render.zeros import unsigned_zero
+from models.io.output_files import terminal_safe
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,8 @@ def _markdown_cell(text: str) -> str:
 
 def markdown_tables(header: list[str], tables: list[TableSpec], note: str = "") -> str:
     """The same report as Markdown: the first header line as the title (none without a
-    header), a section and a pipe table per table."""
+    header), a section and a pipe table per table; control and direction characters of
+    the names written out as `\\uNNNN`, as the terminal shows them (`terminal_safe`)."""
     lines = [f"# {header[0]}", "", *header[1:], ""] if header else []
     for spec in tables:
         lines += [f"## {spec.title}", ""]
@@ -170,7 +172,7 @@ def markdown_tables(header: list[str], tables: list[TableSpec], note: str = "") 
         lines.append("")
     if note:
         lines += [note, ""]
-    return "\n".join(lines)
+    return terminal_safe("\n".join(lines))
 
 
 @dataclass(frozen=True)

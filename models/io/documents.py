@@ -160,6 +160,22 @@ def _require_small(name: str, size: int, what: str) -> None:
         )
 
 
+def not_utf8(text: str, what: str) -> str | None:
+    """Why `text`, taken from the command line, is not UTF-8 text, or None when it is:
+    Python reads an argument's byte that is not UTF-8 (0xff) as a lone surrogate (U+DCFF),
+    which no file, plan or profile can hold (a --set value of one was an internal error
+    as the plan was written). `what` names the text ("value", "name")."""
+    for index, char in enumerate(text):
+        if "\ud800" <= char <= "\udfff":
+            code = ord(char)
+            shown = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
+            return (
+                f"{shown} (character {index + 1} of the {what}) is not UTF-8; give UTF-8 "
+                "text (the locale's encoding, or a file of UTF-8)"
+            )
+    return None
+
+
 def _decode(name: str, data: bytes) -> str:
     """UTF-8 text (a leading byte-order mark dropped), or a message saying what it is."""
     for bom, encoding in _BOMS:
@@ -214,11 +230,32 @@ class BaseSixtyNumber(Exception):
         self.line = line
 
 
+class OctalNumber(BaseSixtyNumber):
+    """A plain scalar YAML 1.1 reads as an octal number: `017` is 15, `0100` is 64 (YAML
+    1.2 and JSON read 17 and 100, or nothing). Caught where `BaseSixtyNumber` is."""
+
+    def __init__(self, text: str, value: float, line: int):
+        Exception.__init__(
+            self,
+            f"{text!r} reads in YAML 1.1 as the octal number {value:g} (a leading zero): "
+            "write the number without it, or quote it for text",
+        )
+        self.line = line
+
+
+_OCTAL = re.compile(r"[-+]?0[0-7_]+")
+"""YAML 1.1's octal integer: a sign, a leading zero and octal digits (`0` alone is zero);
+refused where it reads other than in decimal (`017`, not `-05`, a UTC offset)."""
+
+
 def _no_base_sixty(construct: Any) -> Any:
     def checked(loader: Any, node: yaml.ScalarNode) -> Any:
         value = construct(loader, node)
         if ":" in str(node.value):  # a deadline of `1:30` hours planned 90
             raise BaseSixtyNumber(str(node.value), value, node.start_mark.line + 1)
+        text = str(node.value)
+        if not node.style and _OCTAL.fullmatch(text) and value != int(text.replace("_", "")):
+            raise OctalNumber(text, value, node.start_mark.line + 1)  # 017 planned 15
         return value
 
     return checked

@@ -122,6 +122,10 @@ def _issue_from_pydantic(item: Any, file: str, lines: Lines, data: Any) -> Issue
         message = f"integer too large to represent, got {_shown(item.get('input'))}"
     elif item["type"] == "string_type" and _unquoted(item.get("input")):
         message = f"must be text, got {_shown(item['input'])}: {_unquoted(item['input'])}"
+    elif item["type"] == "enum" and _unquoted(item.get("input")):  # survive: off
+        message += f" (got {_shown(item['input'])}): {_unquoted(item['input'])}"
+    elif item["type"] == "model_type":  # "... or instance of GpuEntry": a class name
+        message = f"must be a mapping of fields (key: value), got {_shown(item.get('input'))}"
     elif "input" in item and item["type"] not in ("value_error", "assertion_error"):
         message += f" (got {_shown(item['input'])})"
     if message.startswith("Value error, "):

@@ -36,7 +36,13 @@ from typing import Any
 
 import yaml
 
-from models.io.documents import BaseSixtyNumber, ValueLoader, check_yaml_text, dotted
+from models.io.documents import (
+    BaseSixtyNumber,
+    ValueLoader,
+    check_yaml_text,
+    dotted,
+    not_utf8,
+)
 from models.schema.errors import InputError, Issue
 from models.schema.quantities import counted
 
@@ -259,6 +265,9 @@ def parse_override(text: str) -> Override:
             raise _refuse(text, f"the quote {_scan(text)[1]} in the path is not closed")
         raise _refuse(text, "write path=value (e.g. workloads[0].slo.ttft_p99_ms=1200)")
     path, raw = split
+    for part, what in ((path, "path"), (raw, "value")):
+        if (problem := not_utf8(part, what)) is not None:
+            raise _refuse(text, problem)
     steps = parse_path(text, path.strip())
     return Override(text=text, steps=steps, value=parse_value(text, raw))
 

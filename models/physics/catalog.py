@@ -46,10 +46,18 @@ def llm(name: str) -> LlmSpec:
         raise KeyError(_unknown("model", name, list(llm_catalog()))) from None
 
 
+def closest_name(name: str, known: list[str], cutoff: float = 0.6) -> str | None:
+    """The known name `name` most likely meant: one equal but for case ('H100-SXM' for
+    'h100-sxm', whose difflib ratio is 0.5), else difflib's closest above `cutoff`."""
+    same = [k for k in known if k.casefold() == name.casefold()]
+    close = same or get_close_matches(name, known, n=1, cutoff=cutoff)
+    return close[0] if close else None
+
+
 def _unknown(kind: str, name: str, known: list[str]) -> str:
     """ "unknown GPU 'h100'; did you mean 'h100-sxm'? catalog has ...", the guess where a
-    name is close (difflib's ratio, or the start of one name only)."""
+    name is close (`closest_name`, or the start of one name only)."""
     starts = [k for k in known if k.startswith(name)]
-    close = starts if len(starts) == 1 else get_close_matches(name, known, n=1)
-    guess = f"; did you mean {close[0]!r}?" if close else ""
+    close = starts[0] if len(starts) == 1 else closest_name(name, known)
+    guess = f"; did you mean {close!r}?" if close else ""
     return f"unknown {kind} {name!r}{guess} (catalog has {', '.join(known)})"

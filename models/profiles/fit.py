@@ -104,7 +104,31 @@ def predict(
     spread: LengthSpread = FIXED,
 ) -> dict[str, float]:
     """The run's figures as the replay gives them under `efficiency`, its lengths spread
-    as `spread` draws them (empty when the layout does not fit)."""
+    as `spread` draws them (empty when the replay refuses the run: `replay_refusal`)."""
+    try:
+        replay = _replay(run, efficiency, requests_per_user, spread)
+    except ValueError:
+        return {}
+    return {
+        "output_tokens_per_s": replay.output_tokens_per_s,
+        "ttft_mean_ms": replay.ttft_mean_s * 1e3,
+        "tpot_mean_ms": replay.tpot_mean_s * 1e3,
+    }
+
+
+def replay_refusal(
+    run: Measurement, efficiency: Efficiency, requests_per_user: int = FIT_REQUESTS_PER_USER
+) -> str | None:
+    """Why the replay cannot run `run` (a layout that does not fit, a prompt past the
+    context window, a replay past its iteration bound), or None when it can."""
+    try:
+        _replay(run, efficiency, requests_per_user, FIXED)
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+def _replay(run: Measurement, efficiency: Efficiency, requests_per_user: int, spread: LengthSpread):
     config = ReplicaConfig(
         gpu_catalog()[run.gpu],
         llm_catalog()[run.model],
@@ -115,17 +139,9 @@ def predict(
     )
     mix = TrafficMix.fixed(run.prompt_tokens, run.output_tokens)
     per_user = max(1, min(requests_per_user, math.ceil(run.requests / run.concurrency)))
-    try:
-        replay = latency_at_concurrency_burst(
-            ServingContext(config, mix, efficiency), run.concurrency, per_user, spread
-        )
-    except ValueError:
-        return {}
-    return {
-        "output_tokens_per_s": replay.output_tokens_per_s,
-        "ttft_mean_ms": replay.ttft_mean_s * 1e3,
-        "tpot_mean_ms": replay.tpot_mean_s * 1e3,
-    }
+    return latency_at_concurrency_burst(
+        ServingContext(config, mix, efficiency), run.concurrency, per_user, spread
+    )
 
 
 def loss(runs: list[Measurement], efficiency: Efficiency, requests_per_user: int) -> float:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from models.io.documents import read_document, read_text
-from models.physics.catalog import gpu_catalog, llm_catalog
+from models.physics.catalog import closest_name, gpu_catalog, llm_catalog
 from models.physics.precision import Precision
 from models.schema.errors import InputError, Issue
 
@@ -164,7 +164,9 @@ class _Row:
             self.problem(field, "missing (for a JSON result, give it as a flag)")
             return None
         if str(value) not in known:
-            self.problem(field, f"{value!r} is not in the catalog (fleetplan catalog)")
+            close = closest_name(str(value), list(known))
+            guess = f"; did you mean {close!r}?" if close else " (fleetplan catalog)"
+            self.problem(field, f"{value!r} is not in the catalog{guess}")
             return None
         return str(value)
 

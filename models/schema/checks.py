@@ -3,7 +3,6 @@ problem at once (as field path and message), `input_warnings` what in a valid in
 probably not what its author meant."""
 
 import unicodedata
-from difflib import get_close_matches
 
 from pydantic import ValidationError
 
@@ -239,8 +238,11 @@ def _hbm_only_warnings(instance: Instance) -> list[str]:
 
 def _as_printed(name: str) -> str:
     """`name` as a table prints it: format characters (zero-width space and joiners, the
-    byte-order mark, direction marks) dropped, surrounding whitespace stripped."""
-    return "".join(c for c in name if unicodedata.category(c) != "Cf").strip()
+    byte-order mark, direction marks) dropped, surrounding whitespace stripped, and an
+    accent written as a combining mark composed with its letter ('e' + U+0301 prints as
+    'é' does: Unicode's normal form C)."""
+    visible = "".join(c for c in name if unicodedata.category(c) != "Cf").strip()
+    return unicodedata.normalize("NFC", visible)
 
 
 def cross_check(instance: Instance) -> list[tuple[FieldPath, str]]:
@@ -252,7 +254,15 @@ def cross_check(instance: Instance) -> list[tuple[FieldPath, str]]:
         seen: dict[str, str] = {}
         for index, item in enumerate(getattr(instance, section)):
             shown = _as_printed(item.name)
-            if item.name in seen.values():
+            if not shown:
+                add(
+                    (
+                        (section, index, "name"),
+                        f"{item.name!r} prints as nothing (spaces or invisible characters "
+                        "only): every table would show an empty cell; give it a name",
+                    )
+                )
+            elif item.name in seen.values():
                 add(((section, index, "name"), f"duplicate name {item.name!r}"))
             elif shown in seen:
                 add(
@@ -430,9 +440,9 @@ def _adapter_problems(instance: Instance) -> list[tuple[FieldPath, str]]:
 
 def _unknown(kind: str, name: str, known: list[str]) -> str:
     message = f"unknown {kind} {name!r}"
-    close = get_close_matches(name, known, n=1)
+    close = catalog.closest_name(name, known)
     if close:
-        message += f"; did you mean {close[0]!r}?"
+        message += f"; did you mean {close!r}?"
     return message + f" (declared: {', '.join(known) or 'none'})"
 
 
@@ -456,5 +466,5 @@ def _detail(item: dict) -> str:
 
 
 def _did_you_mean(name: str, known: list[str]) -> str:
-    close = get_close_matches(name, known, n=1, cutoff=0.5)
-    return f" (did you mean the catalog's {close[0]!r}?)" if close else ""
+    close = catalog.closest_name(name, known, cutoff=0.5)
+    return f" (did you mean the catalog's {close!r}?)" if close else ""

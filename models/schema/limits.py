@@ -541,6 +541,14 @@ REPLAY_ROUTER_STEPS = Most(
     "engine effects (120 s of arrivals, five runs) hung past its time limit with it",
 )
 
+REPLAY_REQUESTS = Most(
+    500_000,
+    "requests in one run of an open-arrival replay (the plan's load x the duration)",
+    "the replay runs ~10,000 requests a CPU-second whatever its router scans (one 20 "
+    "requests/s replica for a day, 1.7 x 10^6 requests, ran past 100 s), so 500,000 is about "
+    "a minute a run",
+)
+
 CLOSED_LOOP_REQUESTS = Most(
     500_000,
     "closed-loop requests in one `simulate --arrivals burst|staggered`",

@@ -236,8 +236,9 @@ def _solved(instance: Instance, backend: str | None) -> tuple[Plan | None, str]:
 
     try:
         return solve(instance, SolveSettings.of(instance, backend=backend)), "solved"
-    except Infeasible as error:
-        return None, f"infeasible: {error}"
+    except Infeasible as error:  # its text opens with "infeasible:" already
+        text = str(error)
+        return None, text if text.startswith("infeasible") else f"infeasible: {text}"
     except NoSolution as error:
         return None, f"no solution: {error}"
     except PlanRejected as error:

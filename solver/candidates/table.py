@@ -516,4 +516,8 @@ def _tokens(count: float) -> str:
 
 
 def _seconds(value_s: float) -> str:
-    return f"{value_s:.2f} s" if value_s >= 0.1 else f"{value_s * 1e3:.0f} ms"
+    """A latency as the messages say it: '0.85 s', '43 ms', and under a millisecond its
+    own digits ('0.4 ms', '1e-09 ms'; a TTFT target of 0.4 ms read 'target 0 ms')."""
+    if value_s >= 0.1:
+        return f"{value_s:.2f} s"
+    return f"{value_s * 1e3:.0f} ms" if value_s >= 1e-3 else f"{value_s * 1e3:.2g} ms"

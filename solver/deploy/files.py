@@ -21,7 +21,12 @@ import yaml
 from models.schema.instance import Instance
 from models.schema.quantities import counted
 from solver.deploy.engines import ENGINES, engine_command, trtllm_command, trtllm_options
-from solver.deploy.manifests import dynamo_graph, kubernetes_objects, llm_d_values
+from solver.deploy.manifests import (
+    check_node_labels,
+    dynamo_graph,
+    kubernetes_objects,
+    llm_d_values,
+)
 from solver.deploy.pools import DeployPool, deploy_pools
 from solver.deploy.schedule import SCHEDULE_NAME, schedule_object
 from solver.plan.schema import Plan
@@ -87,6 +92,8 @@ def deploy_files(instance: Instance, plan: Plan, target: str) -> dict[str, str]:
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)}")
     pools = deploy_pools(instance, plan)
+    if target not in ENGINES:  # the manifests select nodes by region and GPU
+        check_node_labels(pools)
     files: dict[str, str] = {}
     if target in ENGINES:
         for pool in pools:

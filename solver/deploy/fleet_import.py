@@ -135,9 +135,11 @@ def pools_from_objects(documents: list[Any]) -> list[ReplicaPool]:
         if annotation is None:
             continue
         try:
-            layout = json.loads(annotation) if isinstance(annotation, str) else None
+            layout = _json(annotation) if isinstance(annotation, str) else None
         except json.JSONDecodeError as error:
             raise FleetImportError(f"{where}: {POOL_ANNOTATION} is not JSON: {error}") from None
+        except _TwiceError as error:
+            raise FleetImportError(f"{where}: {POOL_ANNOTATION} {error}") from None
         if not isinstance(layout, dict):
             raise FleetImportError(
                 f"{where}: {POOL_ANNOTATION} is not a JSON object of the pool's layout"
@@ -184,9 +186,32 @@ def check_workloads(pools: list[ReplicaPool], names: list[str]) -> None:
     unknown = sorted({w for pool in pools for w in pool.workloads or [pool.workload]} - set(names))
     if unknown:
         raise FleetImportError(
-            f"the fleet serves workloads the instance lacks: {', '.join(unknown)} "
-            f"(instance workloads: {', '.join(names)})"
+            f"the fleet serves workloads the instance lacks: {_quoted(unknown)} "
+            f"(instance workloads: {_quoted(names)})"
         )
+
+
+class _TwiceError(ValueError):
+    """A JSON object giving one key twice (json.loads keeps the last, silently)."""
+
+
+def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _TwiceError(f"gives {key!r} twice: the second would silently replace the first")
+        seen.add(key)
+    return dict(pairs)
+
+
+def _json(text: str) -> Any:
+    """`text` parsed as JSON, a key given twice in one object refused (`_TwiceError`)."""
+    return json.loads(text, object_pairs_hook=_once_each)
+
+
+def _quoted(names: list[str]) -> str:
+    """Names as the messages list them, quoted so that a space or an empty name shows."""
+    return ", ".join(map(repr, names))
 
 
 def schedules_from_objects(documents: list[Any]) -> list[dict]:
@@ -205,9 +230,11 @@ def schedules_from_objects(documents: list[Any]) -> list[dict]:
         if not isinstance(text, str):
             raise FleetImportError(f"{where}: data.{SCHEDULE_KEY} is missing")
         try:
-            schedule = json.loads(text)
+            schedule = _json(text)
         except json.JSONDecodeError as error:
             raise FleetImportError(f"{where}: data.{SCHEDULE_KEY} is not JSON: {error}") from None
+        except _TwiceError as error:
+            raise FleetImportError(f"{where}: data.{SCHEDULE_KEY} {error}") from None
         if not isinstance(schedule, dict):
             raise FleetImportError(f"{where}: data.{SCHEDULE_KEY} is not a JSON object")
         found.append(schedule)
@@ -261,8 +288,8 @@ def with_existing(document: dict, owned: dict[str, dict[str, int]]) -> dict:
     unknown = sorted(set(owned) - names)
     if unknown:
         raise FleetImportError(
-            f"the fleet runs in regions the instance lacks: {', '.join(unknown)} "
-            f"(instance regions: {', '.join(sorted(map(str, names)))})"
+            f"the fleet runs in regions the instance lacks: {_quoted(unknown)} "
+            f"(instance regions: {_quoted(sorted(map(str, names)))})"
         )
     updated = []
     for region in regions:

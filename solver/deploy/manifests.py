@@ -32,10 +32,11 @@ the vLLM worker's arguments (`--is-prefill-worker` on a prefill pool).
 """
 
 import json
+import re
 import shlex
 
 from solver.deploy.engines import vllm_command
-from solver.deploy.pools import DeployPool, dns_name
+from solver.deploy.pools import DeployError, DeployPool, dns_name
 
 POOL_ANNOTATION = "fleetplan.io/pool"
 """The annotation holding a pool's layout as JSON (what fleet-import reads)."""
@@ -56,6 +57,39 @@ RAY_PORT = 6379
 `$LWS_LEADER_ADDRESS` (an environment variable LeaderWorkerSet sets in every pod)."""
 METRICS = {"queue_depth": "vllm:num_requests_waiting", "kv_cache_usage": "vllm:kv_cache_usage_perc"}
 """The vLLM Prometheus metric of each signal, as exposed to the HPA through an adapter."""
+
+
+_LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+"""A Kubernetes label value that is not empty: at most 63 characters, letters, digits,
+'-', '_' and '.', beginning and ending with a letter or digit (the API server refuses a
+nodeSelector holding any other, and `kubectl apply` with it)."""
+
+
+def check_node_labels(pools: tuple[DeployPool, ...]) -> None:
+    """Refuse a region or GPU name that no node label can hold, before any manifest
+    selects nodes by it (`REGION_LABEL`, `GPU_LABEL`).
+
+    Raises:
+        DeployError: naming each such name, its label and the rule.
+    """
+    bad = {
+        (kind, label, name): None
+        for pool in pools
+        for kind, label, name in (
+            ("region", REGION_LABEL, pool.region),
+            ("GPU", GPU_LABEL, pool.gpu),
+        )
+        if not _LABEL_VALUE.fullmatch(name)
+    }
+    if bad:
+        raise DeployError(
+            "; ".join(
+                f"{kind} {name!r} cannot be the node label {label}" for kind, label, name in bad
+            )
+            + ": a label value is at most 63 letters, digits, '-', '_' or '.', beginning and "
+            "ending with a letter or digit (the API server refuses any other); rename it in "
+            "the instance, or deploy with --target vllm, sglang or trtllm"
+        )
 
 
 def pool_layout(pool: DeployPool) -> dict:

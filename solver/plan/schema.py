@@ -8,7 +8,10 @@ live in `solver.plan.records` (pools, GPUs, scenarios, co-location) and
 `solver.plan.time_records` (hours, commitments, months, batch).
 """
 
-from pydantic import BaseModel, Field
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, Field
 
 from models.schema.quantities import DemandGrowth, MaxUtilization
 from solver.plan.records import (
@@ -69,6 +72,20 @@ def plan_status(proven: bool, mip_gap: float | None, requested_gap: float) -> st
     return f"feasible (gap {mip_gap:.2%})"
 
 
+_STATUS = re.compile(
+    r"optimal|given|feasible \(gap (unknown|nan%|inf%|-?[0-9][0-9,]*(\.[0-9]+)?%)\)"
+)
+"""The status words `plan_status` writes, and "given" for a plan written by hand."""
+
+
+def _known_status(status: str) -> str:
+    """Refuse a status no solve writes: 'happy', or 'infeasible' beside replicas, verified
+    'ok' and was carried on by report and deploy."""
+    if not _STATUS.fullmatch(status):
+        raise ValueError(f"must be 'optimal', 'feasible (gap X%)' or 'given', got {status!r}")
+    return status
+
+
 class Plan(BaseModel):
     """A fleet plan for one instance."""
 
@@ -76,7 +93,7 @@ class Plan(BaseModel):
 
     instance: str = ""
     """The instance's name."""
-    status: str = "given"
+    status: Annotated[str, AfterValidator(_known_status)] = "given"
     """optimal | feasible (gap X%) | given (written by hand); see `plan_status`."""
     cost_per_month: MaybeMoney = None
     """USD per month for the GPUs bought (the existing fleet is already paid for)."""

@@ -94,7 +94,8 @@ def _surviving(plan: Plan, scenario: str) -> list[tuple[str, str, str, float, di
     names = [s.name for s in plan.scenarios]
     if scenario not in names:
         raise ValueError(
-            f"scenario {scenario!r} is not in the plan; it has {', '.join(names) or 'none'}"
+            f"scenario {scenario!r} is not in the plan; it has "
+            + (", ".join(map(repr, names)) or "no scenario table")
         )
     result = []
     for load in next(s for s in plan.scenarios if s.name == scenario).pools:
@@ -135,22 +136,30 @@ def replay_router_steps(plan: Plan, scenario: str, duration_s: float) -> float:
 
 
 def check_replay_size(plan: Plan, scenario: str, duration_s: float, runs: int = 1) -> None:
-    """Refuse an open-arrival replay of more than `limits.REPLAY_ROUTER_STEPS`, naming the
-    longest duration that fits.
+    """Refuse an open-arrival replay of more than `limits.REPLAY_ROUTER_STEPS`, or a run of
+    more than `limits.REPLAY_REQUESTS` (one replica's pool passed the steps' bound with
+    hours of requests), naming the longest duration that fits.
 
     Raises:
         ReplayTooLarge: the replay would take minutes to hours.
     """
     most = limits.REPLAY_ROUTER_STEPS
     steps = replay_router_steps(plan, scenario, duration_s) * runs
-    if steps <= most.count:
-        return
-    longest_s = duration_s * most.count / steps
-    raise ReplayTooLarge(
-        f"{counted(runs, 'run')} of {duration_s:g} s of arrivals at the plan's load take "
-        f"{steps:,.3g} router steps; at most {most.count:,} {most.what} ({most.why}); "
-        f"the longest that fits is {longest_s:.3g} s"
-    )
+    if steps > most.count:
+        longest_s = duration_s * most.count / steps
+        raise ReplayTooLarge(
+            f"{counted(runs, 'run')} of {duration_s:g} s of arrivals at the plan's load take "
+            f"{steps:,.3g} router steps; at most {most.count:,} {most.what} ({most.why}); "
+            f"the longest that fits is {longest_s:.3g} s"
+        )
+    requests = sum(load * duration_s for _, _, _, load, _ in _surviving(plan, scenario))
+    if requests > limits.REPLAY_REQUESTS.count:
+        most = limits.REPLAY_REQUESTS
+        raise ReplayTooLarge(
+            f"a run of {duration_s:g} s of arrivals at the plan's load sends {requests:,.3g} "
+            f"requests; at most {most.count:,} {most.what} ({most.why}); the longest that fits is "
+            f"{duration_s * most.count / requests:.3g} s"
+        )
 
 
 def _config(instance: Instance, pool: ReplicaPool) -> tuple[ReplicaConfig, TrafficMix, object]:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from models.operations.scenarios import failover_targets
+from models.physics.catalog import closest_name
 from models.physics.efficiency import Efficiency, efficiency_for
 from models.physics.error_bands import band_for, margin_factor
 from models.physics.memory import kv_precision_for
@@ -30,6 +31,13 @@ from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.program.row_names import ReplicasColumn
 from solver.verify.verdict import Violation
+
+
+def _guess(name: str, known: list[str]) -> str:
+    """ "; did you mean 'chat'?" for a name the instance spells otherwise ('Chat',
+    'us-east '), or "" when none is close."""
+    close = closest_name(name, known)
+    return f"; did you mean {close!r}?" if close else ""
 
 
 @dataclass
@@ -183,7 +191,7 @@ def _grouped(
         gpu = instance.gpu_specs.get(entry.gpu)
         if workload is None or gpu is None or entry.region not in regions:
             unknown = [
-                f"unknown {kind} {value!r}"
+                f"unknown {kind} {value!r}" + _guess(value, list(known))
                 for kind, value, known in (
                     ("workload", entry.workload, workloads),
                     ("region", entry.region, regions),

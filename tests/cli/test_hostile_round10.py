@@ -53,7 +53,7 @@ def test_a_fleet_of_a_workload_the_instance_lacks_is_refused(run_cli, tmp_path):
     out = tmp_path / "out.yaml"
     needles = (
         str(fleet),
-        "the fleet serves workloads the instance lacks: chta (instance workloads: chat)",
+        "the fleet serves workloads the instance lacks: 'chta' (instance workloads: 'chat')",
     )
     run_checked(run_cli, *_fleet_args(fleet, out), needles=needles)
     assert not out.exists()
