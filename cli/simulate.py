@@ -35,9 +35,9 @@ from solver.simulate.replay import (
     EFFECTS,
     ClosedLoopRefused,
     PlanSimulation,
-    ReplayTooLarge,
     simulate_plan,
 )
+from solver.simulate.replay_size import ReplayTooLarge
 from solver.simulate.results import PoolSimulation
 from solver.simulate.tolerance import MAX_CV, MIN_CV
 

@@ -278,7 +278,7 @@ def _engine_effects(instance: Instance, plan: Plan, settings: SolveSettings) -> 
         EXPLAIN_SEED,
         effects_until,
     )
-    from solver.simulate.replay import ReplayTooLarge
+    from solver.simulate.replay_size import ReplayTooLarge
 
     try:
         rows, left_out = effects_until(

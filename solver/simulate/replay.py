@@ -43,7 +43,6 @@ request when the last completes, as benchmark tools run them, and set against `p
 --concurrency` (`solver.simulate.closed_rows`).
 """
 
-import re
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -54,9 +53,7 @@ from models.operations.scenarios import ScenarioKind
 from models.physics.efficiency import efficiency_for
 from models.physics.error_bands import margin_factor
 from models.physics.memory import default_kv_precision
-from models.schema import limits
 from models.schema.instance import Instance
-from models.schema.quantities import counted
 from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.capacity import replica_capacity
 from models.serving.latency import REQUESTS_PER_USER, latency_at_rate
@@ -70,6 +67,7 @@ from solver.simulate.engine import Effects, PoolTrace, simulate_pool
 from solver.simulate.failover import failover_workloads, unrouted_pools
 from solver.simulate.hours import replayed_hour
 from solver.simulate.pair_rows import pair_meets, simulate_pair_rows
+from solver.simulate.replay_size import check_replay_size, surviving
 from solver.simulate.results import (
     EFFECTS,
     Latencies,
@@ -86,31 +84,6 @@ from solver.simulate.tolerance import STEPS as TOLERANCE_STEPS
 from solver.simulate.tolerance import tolerated_cv
 from solver.simulate.traffic import arrival_times_s, speculation_cycles, token_lengths
 
-
-def _surviving(plan: Plan, scenario: str) -> list[tuple[str, str, str, float, dict[str, int]]]:
-    """(workload, region, phase, load, {label: surviving count}) of the scenario; the
-    replicas an hourly plan starts after a loss (`count x label (started)`) are counted
-    in their configuration's pool, whose load they share once started."""
-    names = [s.name for s in plan.scenarios]
-    if scenario not in names:
-        raise ValueError(
-            f"scenario {scenario!r} is not in the plan; it has "
-            + (", ".join(map(repr, names)) or "no scenario table")
-        )
-    result = []
-    for load in next(s for s in plan.scenarios if s.name == scenario).pools:
-        counts = {}
-        for text in load.pools:
-            match = re.fullmatch(r"(\d+) x (.+?)(?: \(started\))?", text)
-            if match:
-                label = match.group(2)
-                counts[label] = counts.get(label, 0) + int(match.group(1))
-        result.append(
-            (load.workload, load.region, str(load.phase), load.load_requests_per_s, counts)
-        )
-    return result
-
-
 SPECULATION_NOTE = (
     "(speculative decoding: not replayed; the engine decodes one token per iteration)"
 )
@@ -119,47 +92,6 @@ GROUP_NOTE = "(co-located group: not replayed; the engine runs one model per rep
 """Why a shared group is in `PlanSimulation.not_simulated`."""
 SHARED_GROUP = "shared group"
 """How a scenario row lists a shared group's replicas (`n x shared group`)."""
-
-
-class ReplayTooLarge(ValueError):
-    """An open-arrival replay beyond `limits.REPLAY_ROUTER_STEPS`: refused before it runs."""
-
-
-def replay_router_steps(plan: Plan, scenario: str, duration_s: float) -> float:
-    """Router steps of one open-arrival run of `scenario`: each pool's requests (load x
-    duration) times the replicas the router chooses among (an upper bound: a
-    prefill/decode pair counts both sides)."""
-    return sum(
-        load * duration_s * (sum(counts.values()) + 1)
-        for _, _, _, load, counts in _surviving(plan, scenario)
-    )
-
-
-def check_replay_size(plan: Plan, scenario: str, duration_s: float, runs: int = 1) -> None:
-    """Refuse an open-arrival replay of more than `limits.REPLAY_ROUTER_STEPS`, or a run of
-    more than `limits.REPLAY_REQUESTS` (one replica's pool passed the steps' bound with
-    hours of requests), naming the longest duration that fits.
-
-    Raises:
-        ReplayTooLarge: the replay would take minutes to hours.
-    """
-    most = limits.REPLAY_ROUTER_STEPS
-    steps = replay_router_steps(plan, scenario, duration_s) * runs
-    if steps > most.count:
-        longest_s = duration_s * most.count / steps
-        raise ReplayTooLarge(
-            f"{counted(runs, 'run')} of {duration_s:g} s of arrivals at the plan's load take "
-            f"{steps:,.3g} router steps; at most {most.count:,} {most.what} ({most.why}); "
-            f"the longest that fits is {longest_s:.3g} s"
-        )
-    requests = sum(load * duration_s for _, _, _, load, _ in _surviving(plan, scenario))
-    if requests > limits.REPLAY_REQUESTS.count:
-        most = limits.REPLAY_REQUESTS
-        raise ReplayTooLarge(
-            f"a run of {duration_s:g} s of arrivals at the plan's load sends {requests:,.3g} "
-            f"requests; at most {most.count:,} {most.what} ({most.why}); the longest that fits is "
-            f"{duration_s * most.count / requests:.3g} s"
-        )
 
 
 def _config(instance: Instance, pool: ReplicaPool) -> tuple[ReplicaConfig, TrafficMix, object]:
@@ -284,7 +216,7 @@ def simulate_plan(
     warmup = min(60.0, 0.1 * duration_s) if warmup_s is None else warmup_s
     pools: list[PoolSimulation] = []
     events = 0
-    entries = _surviving(plan, scenario)
+    entries = surviving(plan, scenario)
     stopped: list[str] = []
     unreplayable: list[str] = []
     rerouted = failover_workloads(instance, scenario)  # tighter TTFT targets where users reroute

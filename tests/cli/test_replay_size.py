@@ -12,7 +12,7 @@ import pytest
 
 from models.schema import limits
 from solver.plan.schema import Plan
-from solver.simulate.replay import replay_router_steps
+from solver.simulate.replay_size import replay_router_steps
 
 RATE = 1e5
 

@@ -7,7 +7,7 @@ import pytest
 from models.io.loading import load_instance
 from solver.settings import SolveSettings
 from solver.simulate.effects import effects_until
-from solver.simulate.replay import _surviving
+from solver.simulate.replay_size import surviving
 from solver.solve import solve
 from tests.paths import INSTANCES
 
@@ -25,7 +25,7 @@ def _entries(plan) -> list[str]:
     with their prefill)."""
     return [
         f"{workload} {region} {phase}"
-        for workload, region, phase, _, _ in _surviving(plan, "none")
+        for workload, region, phase, _, _ in surviving(plan, "none")
         if not phase.startswith("decode")
     ]
 

@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from solver.plan.schema import Plan
 from solver.plan.time_records import Hour, Month
 from solver.simulate.hours import HourRefused, replayed_hour, utc
-from solver.simulate.replay import _surviving, simulate_plan
+from solver.simulate.replay import simulate_plan
+from solver.simulate.replay_size import surviving
 from solver.solve import SolveSettings, solve
 from tests.solver.time.test_failover_start import RATE_RPS
 from tests.solver.time.test_failover_start import _instance as failover_instance
@@ -86,7 +87,7 @@ def test_every_hour_replays_what_the_hour_states(hour):
     view = replayed_hour(plan, hour)
     stated = next(h for h in plan.hours if h.hour == hour)
     assert view.plan.scenarios == stated.scenarios
-    entries = _surviving(view.plan, "none")
+    entries = surviving(view.plan, "none")
     assert {(region, count) for _, region, _, _, c in entries for count in c.values()} == {
         (p.region, p.count) for p in stated.pools
     }
