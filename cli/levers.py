@@ -50,6 +50,7 @@ class RunningLevers:
             time_limit_s=solved.settings.remaining_s() if shared else time_limit_s,
             program=solved.program.lp,
             deadline=solved.settings.deadline if shared else None,
+            table=solved.program.sets.table,
         ).begin(beside=True)
 
     @property

@@ -14,13 +14,24 @@ digest compared with the base program's:
 its status and gap the base's, noted `SAME_PROGRAM_NOTE`. Only a base plan proven
 within the gap answers for a lever (an unproven one would answer with less than the
 lever's own time limit could prove). Hourly and month plans solve the periods program,
-not this one: they are always solved.
+not this one: they are always solved, but for the levers below.
+
+An `allow GPU` lever whose candidate table is the base's, candidate for candidate
+(`offers_nothing`: no configuration on the type it offers fits a model at its SLO, an
+a100 where every model is fp8 only, a one-GPU gh200 where tensor parallelism starts at
+2), changes the question by an offer no replica can use: a plan of its program that
+buys the type buys GPUs that serve nothing, at a price above 0, so its optimum is the
+base's, on every horizon (static, hourly, months), and the base plan answers for it
+as for the same program, noted `UNUSED_OFFER_NOTE`, without its program built. On
+diurnal-chat-batch two of its eleven GPU levers (a100, gh200), each a re-solve of the
+periods program as long as the base's.
 """
 
 import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from models.operations.time_demand import uses_time
 from models.schema.instance import Instance
 from solver.analysis.capacity_bands import uncertain_pools
 from solver.analysis.paid import buys_whole_servers, servers_bought
@@ -34,6 +45,9 @@ from solver.stages import candidate_table, solving
 
 DIGEST_HEX_DIGITS = 16
 SAME_PROGRAM_NOTE = "the base plan's own program (the change does not reach it): not re-solved"
+UNUSED_OFFER_NOTE = (
+    "no configuration on the offered type serves a workload (the base's candidates): not re-solved"
+)
 
 
 def program_digest(lp: LinearProgram) -> str:
@@ -97,11 +111,41 @@ def plan_fields(plan: Plan) -> dict[str, Any]:
     }
 
 
+def unused_offers(
+    instance: Instance,
+    plan: Plan,
+    lp: LinearProgram | None,
+    table: CandidateTable | None,
+    backend: str | None,
+) -> "tuple[CandidateTable, BaseProgram] | None":
+    """What a GPU lever's table is compared with (`offers_nothing`) and the answer it then
+    takes: the base plan's candidate table as a lever's is built (`candidate_table` of the
+    whole instance: `table`, the static program's, or for an hourly or month plan, whose
+    program is its peak period's with a batch workload's candidates left out, the
+    instance's built again) and the base's program (`lp`) as `BaseProgram`; None without
+    them or where the base plan is not proven."""
+    answer = BaseProgram.of(lp, plan) if lp is not None else None
+    if table is None or answer is None:
+        return None
+    if uses_time(instance):
+        table = candidate_table(instance, SolveSettings.of(instance, backend=backend, threads=1))
+    return table, answer
+
+
+def offers_nothing(table: CandidateTable, base: CandidateTable) -> bool:
+    """Whether an `allow GPU` lever's candidate `table` is the `base` plan's, candidate
+    for candidate (module text): the type it offers serves no workload."""
+    return table.by_workload == base.by_workload
+
+
 def lever_table(
-    instance: Instance, settings: SolveSettings, base: BaseProgram
+    instance: Instance,
+    settings: SolveSettings,
+    base: BaseProgram,
+    table: CandidateTable | None = None,
 ) -> tuple[CandidateTable, LinearProgram, bool]:
-    """The lever's candidate table and static program, and whether the program is the
-    base's."""
-    table = candidate_table(instance, settings)
+    """The lever's candidate table (`table` where built already) and static program, and
+    whether the program is the base's."""
+    table = table if table is not None else candidate_table(instance, settings)
     lp = static_program(instance, table, settings)
     return table, lp, program_digest(lp) == base.digest

@@ -73,19 +73,24 @@ from solver.analysis.lever_groups import (
 )
 from solver.analysis.lever_programs import (
     SAME_PROGRAM_NOTE,
+    UNUSED_OFFER_NOTE,
     BaseProgram,
     lever_table,
+    offers_nothing,
     plan_fields,
+    unused_offers,
 )
 from solver.analysis.lever_shares import BASE_SOLVES, MIN_SHARE_S, NONE_LEFT, Shares
 from solver.analysis.paid import buys_whole_servers, servers_bought
 from solver.candidates.pools import share_physics, shared_physics
+from solver.candidates.table import CandidateTable
 from solver.decompose.parallel import idle_cores
 from solver.errors import Infeasible, NoSolution, PlanRejected
 from solver.plan.schema import Plan
 from solver.program.lp import LinearProgram
 from solver.settings import Deadline, SolveSettings, TimeLimitReached
 from solver.solve import solve_program
+from solver.stages import candidate_table
 from solver.workers import new_pool
 
 SHARED = True
@@ -146,6 +151,7 @@ def solve_lever(
     base_program: BaseProgram | None = None,
     handed_out: float | None = None,
     probe: tuple[str, float] | None = None,
+    unused: tuple[CandidateTable, BaseProgram] | None = None,
 ) -> LeverResult | Neutral:
     """Solve a lever's instance with one solver thread, within `time_limit_s` (default:
     the instance's) counted from `handed_out` (a `time.monotonic()` reading, the same
@@ -155,15 +161,20 @@ def solve_lever(
     solved: its result is the base plan's (solver.analysis.lever_programs); with `probe`
     (the GPU type the lever offers, the base program's `lever_groups.servers_bound`)
     too, a lever whose program's is no lower is not solved either: it is returned `Neutral`,
-    to be proven with others (solver.analysis.lever_groups)."""
+    to be proven with others (solver.analysis.lever_groups). With `unused` (the base's
+    table and answer), neither is one whose table is the base's (`offers_nothing`)."""
     settings = SolveSettings.of(instance, backend=backend, threads=1, time_limit_s=time_limit_s)
     if start is not None:
         settings = replace(settings, start=start)
     settings = settings.started(handed_out)
     table = None
     try:
+        if unused is not None:
+            table = candidate_table(instance, settings)
+            if offers_nothing(table, unused[0]):
+                return _as_base(name, base_cost, unused[1], UNUSED_OFFER_NOTE)
         if base_program is not None:
-            table, lp, same = lever_table(instance, settings, base_program)
+            table, lp, same = lever_table(instance, settings, base_program, table)
             if same:
                 return _as_base(name, base_cost, base_program)
             if probe is not None and neutral(lp, probe[1], backend):
@@ -318,6 +329,7 @@ class LeverRun:
         deadline: The levers' deadline where it started before them (`explain --levers`:
             the run's, so that levers begun only once explain's own re-solves end do not
             count their time from then); `time_limit_s` is then what was left of it.
+        table: The base's candidate table, for lever_programs.offers_nothing.
     """
 
     def __init__(
@@ -331,6 +343,7 @@ class LeverRun:
         time_limit_s: float | None = None,
         program: LinearProgram | None = None,
         deadline: Deadline | None = None,
+        table: CandidateTable | None = None,
     ):
         self.base = base
         self.base_program = None
@@ -341,12 +354,12 @@ class LeverRun:
         self.on_done = on_done
         self.work = lever_work(instance)
         self._relaxing = {item.name for item in self.work if item.relaxes}
-        self.start = None if uses_time(instance) else start  # the periods program starts
-        # on its own (solver.decompose.by_period)
+        self.start = None if uses_time(instance) else start  # by_period starts on its own
         self.time_limit_s = time_limit_s
         self._deadline = deadline
         self._base_run_s = 0.0 if deadline is None else deadline.elapsed_s()
         self._instance, self._lp = instance, program
+        self._unused = unused_offers(instance, base, program, table, backend)
         self._probing, self._base_bound = self._probed(instance, program)
         """The levers whose turn first probes them (`solve_lever(probe=...)`) and the base
         program's `servers_bound` they are probed against: they go right after the levers
@@ -478,6 +491,8 @@ class LeverRun:
         probe = {}
         if item.name in self._probing and item.offers and self._base_bound is not None:
             probe = {"probe": (item.offers, self._base_bound)}
+        if item.offers and self._unused is not None:
+            probe["unused"] = self._unused
         return solve_lever, (
             item.name, item.instance, base_cost, self.backend, share_s, self.start,
             self.base_program, time.monotonic(),

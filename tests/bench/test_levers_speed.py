@@ -14,9 +14,11 @@ instance's time limit from its start:
 - `after`: each "without pool X" re-solve proven by the base solve's bound where the
   base plan changed in X's region is within the gap (solver.analysis.without), else
   searched from it with the bound as a row; the limit on configurations priced from the
-  base plan; neutral GPU levers proven together; the levers within what is left of the
-  run's time limit (solver.analysis.lever_shares, a lever's share what the others would
-  leave where that is more than even), their tables' physics shared
+  base plan; neutral GPU levers proven together; a GPU lever whose type serves no
+  workload (its candidate table the base's: lever_programs.offers_nothing) answered by
+  the base plan, hourly plans too (diurnal-chat-batch: a100, gh200); the levers within
+  what is left of the run's time limit (solver.analysis.lever_shares, a lever's share
+  what the others would leave where that is more than even), their tables' physics shared
   (solver.candidates.pools.shared_physics), explain's re-solves on the cores the levers
   leave.
 
@@ -69,7 +71,8 @@ def _before(solved) -> tuple[Explanation, tuple[LeverResult, ...]]:
 
 def _run(solved, shared: bool = True) -> tuple[Explanation, tuple[LeverResult, ...]]:
     """The levers begun, the explanation beside them, then the levers waited for (`shared`:
-    within what is left of the run's time limit, as the command gives them)."""
+    within what is left of the run's time limit, as the command gives them, and the base's
+    candidate table, for `offers_nothing`)."""
     settings = solved.settings
     run = LeverRun(
         solved.instance,
@@ -79,6 +82,7 @@ def _run(solved, shared: bool = True) -> tuple[Explanation, tuple[LeverResult, .
         program=solved.program.lp,
         time_limit_s=settings.remaining_s() if shared else None,
         deadline=settings.deadline if shared else None,
+        table=solved.program.sets.table if shared else None,
     )
     with run.begin(beside=True):
         explanation = explain_solved(solved, busy=run.beside if shared else 0)

@@ -2,21 +2,26 @@
 solving it would."""
 
 import pytest
+import yaml
 
-from models.io.loading import load_instance
-from solver.analysis.lever_edits import looser_slo
+from models.io.loading import load_instance, validate_instance
+from solver.analysis import levers
+from solver.analysis.lever_edits import allow_gpu, looser_slo
 from solver.analysis.lever_programs import (
     SAME_PROGRAM_NOTE,
+    UNUSED_OFFER_NOTE,
     BaseProgram,
+    offers_nothing,
     program_digest,
     static_program,
+    unused_offers,
 )
 from solver.analysis.levers import solve_lever
 from solver.program.lp import LinearProgram, Sense
 from solver.settings import SolveSettings
 from solver.solve import solve_program
 from solver.stages import candidate_table
-from tests.paths import INSTANCES
+from tests.paths import INSTANCES, ONE_MODEL_ONE_REGION
 
 
 def _program(order: tuple[str, ...], coefficient: float = 2.0) -> LinearProgram:
@@ -62,3 +67,42 @@ def test_a_lever_whose_program_is_the_base_answers_with_the_base_plan():
     # a base plan not proven within its gap answers for no lever
     unproven = solved.plan.model_copy(update={"status": "feasible"})
     assert not unproven.optimal and BaseProgram.of(solved.program.lp, unproven) is None
+
+
+def _no_solve(*args, **kwargs):
+    raise AssertionError("the lever was re-solved")
+
+
+@pytest.mark.parametrize("hourly", [False, True])
+def test_a_gpu_lever_whose_type_serves_nothing_answers_with_the_base_plan(hourly, monkeypatch):
+    # one fp8-only 8B model on h100 (tests/fixtures): an a100 computes no fp8, so no
+    # configuration on it serves a workload and 'allow a100-80gb-sxm' leaves the
+    # candidate table as it is; the base plan answers for it, static or hourly (a flat
+    # day with a batch workload beside: the periods program's re-solve, whose solved
+    # program is the peak period's, without the batch's candidates), without a solve
+    data = yaml.safe_load(ONE_MODEL_ONE_REGION.read_text())
+    if hourly:
+        chat = data["workloads"][0]
+        chat["demand"]["us-east"]["hourly_profile"] = [1.0] * 24
+        batch = {**chat, "name": "batch", "deadline_hours": 12, "slo": {}}
+        data["workloads"].append({**batch, "demand": {"us-east": {"requests_per_day": 1000}}})
+    instance = validate_instance(data, "one-model-one-region")
+    solved = solve_program(instance, SolveSettings.of(instance, threads=1))
+    lp, table = solved.program.lp, solved.program.sets.table
+    unused = unused_offers(instance, solved.plan, lp, table, None)
+    cost = solved.plan.cost_per_month
+    settings = SolveSettings.of(instance, threads=1)
+    a100 = allow_gpu("a100-80gb-sxm")(instance)
+    assert offers_nothing(candidate_table(a100, settings), unused[0])
+    h200 = allow_gpu("h200")(instance)  # computes fp8: its configurations join the table
+    assert not offers_nothing(candidate_table(h200, settings), unused[0])
+    alone = solve_lever("allow a100-80gb-sxm", a100, cost, None)  # solved: the same plan
+    assert (alone.cost_per_month, alone.status) == (cost, "solved")
+    monkeypatch.setattr(levers, "solve_program", _no_solve)
+    kept = solve_lever("allow a100-80gb-sxm", a100, cost, None, unused=unused)
+    assert kept.note == UNUSED_OFFER_NOTE
+    assert (kept.cost_per_month, kept.saving_per_month, kept.status) == (cost, 0.0, "solved")
+    assert kept.total_gpus == solved.plan.total_gpus
+    # a base plan not proven within its gap answers for no lever
+    unproven = solved.plan.model_copy(update={"status": "feasible"})
+    assert unused_offers(instance, unproven, lp, table, None) is None
