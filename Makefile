@@ -46,9 +46,13 @@ demo: bytecode
 lint: install
 	$(BIN)/ruff check models solver cli tests calibration
 
+# pytest rewrites the asserts of every test module as it imports it and keeps the result in
+# __pycache__; where PYTHONDONTWRITEBYTECODE is set it cannot, so each worker rewrote all
+# ~280 modules on every run (7 s of CPU a worker). Here it may: a run after the first reads
+# them back (the variable set but empty counts as unset).
 test: bytecode lint $(BROWSER_STAMP)
 	$(BIN)/fleetplan batch instances --check --jobs 2
-	$(BIN)/python -m pytest -n 2
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n 2
 
 
 # The calibration report (on calibration/data, shipped in the repo) and solver scaling.

@@ -1,6 +1,8 @@
 """Shared fixtures: paths and an in-process runner for the `fleetplan` command line."""
 
+import fcntl
 import os
+import pickle
 import sys
 from dataclasses import dataclass
 
@@ -41,12 +43,25 @@ def run_cli(capsys, monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def default_plan():
-    """The default instance's plan, solved once per test process: tests that need a solved
-    plan of it (to deploy, tamper or verify), not a solve, share it (chat-3region takes
-    seconds, and a solve of it is tested in tests/solver/test_solve.py)."""
+def default_plan(tmp_path_factory):
+    """The default instance's plan, solved once per run: tests that need a solved plan of
+    it (to deploy, tamper or verify), not a solve, share it (chat-3region takes seconds of
+    CPU, and a solve of it is tested in tests/solver/test_solve.py). Under pytest-xdist the
+    first worker to need it solves it and leaves it pickled (every float as solved) in the
+    run's shared temporary folder, where the others read it (pytest-xdist's recipe for a
+    session fixture that runs once)."""
     from models.io.loading import load_instance
     from solver.solve import solve
     from tests.paths import DEFAULT_INSTANCE
 
-    return solve(load_instance(DEFAULT_INSTANCE))
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return solve(load_instance(DEFAULT_INSTANCE))
+    shared = tmp_path_factory.getbasetemp().parent
+    with open(shared / "default_plan.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        stored = shared / "default_plan.pickle"
+        if stored.exists():
+            return pickle.loads(stored.read_bytes())
+        plan = solve(load_instance(DEFAULT_INSTANCE))
+        stored.write_bytes(pickle.dumps(plan))
+        return plan

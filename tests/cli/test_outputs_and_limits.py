@@ -19,7 +19,8 @@ from solver.analysis.explain import explain_solved
 from solver.plan.schema import Plan, plan_status
 from solver.settings import SolveSettings, machine_threads
 from solver.solve import solve_program
-from solver.studies.batch import Golden, Outcome, golden_path, write_golden
+from solver.studies.batch import Golden, golden_path
+from tests.cli.golden_writers import update_many
 from tests.paths import INSTANCES
 from tests.synthetic import generated
 
@@ -243,19 +244,13 @@ def test_update_regenerates_a_corrupt_golden(run_cli, tmp_path):
     assert golden.status == "solved" and math.isfinite(golden.cost_per_month)
 
 
-def _update_many(instance_file: str, cost: float, rounds: int) -> None:
-    outcome = Outcome(file=instance_file, status="solved", cost_per_month=cost, total_gpus=8)
-    for _ in range(rounds):
-        write_golden(Path(instance_file), outcome)
-
-
 def test_concurrent_updates_leave_every_golden_valid(tmp_path):
     files = [tmp_path / f"i{k}.yaml" for k in range(3)]
     for file in files:
         file.write_text("name: x\n")
     ctx = multiprocessing.get_context("spawn")
     writers = [
-        ctx.Process(target=_update_many, args=(str(file), cost, 15))
+        ctx.Process(target=update_many, args=(str(file), cost, 15))
         for file in files
         for cost in (1000.0, 2000.0)
     ]

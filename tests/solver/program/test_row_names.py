@@ -5,8 +5,9 @@ finds broken with the program's own names."""
 import math
 
 import pytest
+import yaml
 
-from models.io.loading import load_instance
+from models.io.loading import load_instance, validate_instance
 from solver.candidates.table import build_candidates
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
@@ -91,14 +92,34 @@ def _instances():
     return paths
 
 
+FIRST_WORKLOADS = {"zipf-20-models": 8}
+"""Instances whose programs are built on their first workloads only. zipf-20-models' whole
+program took 13.4 s of CPU, nearly all of it the co-location physics of its sixteen
+fine-tunes' candidate groups (solver.colocation.groups); its four catalog models and the
+first four fine-tunes give a program of every row and column family the whole one has
+(shared groups among them, asserted below) in 2.7 s. The whole instance is still solved
+by the goldens (batch --check)."""
+
+
+def _load(path):
+    keep = FIRST_WORKLOADS.get(path.stem)
+    if keep is None:
+        return load_instance(path)
+    data = yaml.safe_load(path.read_text())
+    data["workloads"] = data["workloads"][:keep]
+    return validate_instance(data, path.name)
+
+
 @pytest.mark.parametrize("path", _instances(), ids=lambda p: p.stem)
 def test_every_name_of_every_program_parses_back_to_itself(path):
-    """The plain and the elastic program of every instance file. The elastic one is built
-    over the plain one's shared group templates, which it would enumerate again the same
-    way (for zipf-20-models, co-location physics that is most of the test's time)."""
-    inst = load_instance(path)
+    """The plain and the elastic program of every instance file (FIRST_WORKLOADS: of its
+    first workloads). The elastic one is built over the plain one's shared group
+    templates, which it would enumerate again the same way."""
+    inst = _load(path)
     table = build_candidates(inst)
     plain = build_program(inst, table)
+    if inst.policy.colocation:  # the co-located program's own families are named too
+        assert any(split_name(name)[0] == "groups" for name in plain.lp.variables)
     for program in (plain, build_program(inst, table, elastic=True, groups=plain.groups)):
         lp = program.lp
         for row in lp.constraints.values():
