@@ -141,10 +141,10 @@ def test_deploy_of_a_verified_plan_of_a_quarter_million_replicas_ends_in_seconds
     instance.write_text(yaml.safe_dump(data))
     plan = tmp_path / "plan.json"
     run_checked(run_cli, "solve", instance, "--json", str(plan), code=0)
-    started = time.monotonic()
+    started = time.process_time()  # CPU: a blow-up, not the machine's load
     args = ("deploy", plan, "--instance", instance, "--target", "k8s", "-o", tmp_path / "k8s")
     run_checked(run_cli, *args, code=0)
-    assert time.monotonic() - started < 15
+    assert time.process_time() - started < 15
     replicas = [
         document["spec"]["replicas"]
         for path in (tmp_path / "k8s").glob("*.yaml")

@@ -70,9 +70,9 @@ def test_a_name_of_100000_characters_is_refused_naming_the_field(run_cli, tmp_pa
 def test_names_at_the_bound_solve_and_report_in_seconds(run_cli, tmp_path):
     most = limits.MAX_NAME_CHARS
     path = _instance(tmp_path, {**_named("r" * most, "w" * most), "name": "n" * most})
-    started = time.monotonic()
+    started = time.process_time()  # CPU: a blow-up, not the machine's load
     run_checked(run_cli, "report", path, "-o", tmp_path / "report.html", code=0)
-    assert time.monotonic() - started < 30
+    assert time.process_time() - started < 30
 
 
 @pytest.mark.parametrize(

@@ -45,9 +45,9 @@ def test_simulate_refuses_a_replay_beyond_the_bound_and_names_what_fits(run_cli,
     steps = sum(RATE * 1.0 * (replicas[row.region] + 1) for row in none.pools)
     assert replay_router_steps(plan, "none", 1.0) == pytest.approx(steps)
     assert steps > limits.REPLAY_ROUTER_STEPS.count
-    started = time.monotonic()
+    started = time.process_time()  # CPU: a blow-up, not the machine's load
     result = run_cli("simulate", big, plan_file, "--duration-s", "1", "--no-tolerance")
-    assert time.monotonic() - started < 30
+    assert time.process_time() - started < 30
     assert result.exit_code == 2, result.stderr
     longest = limits.REPLAY_ROUTER_STEPS.count / steps
     assert f"the longest that fits is {longest:.3g} s" in result.stderr
