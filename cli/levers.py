@@ -7,7 +7,7 @@ from cli.render.tables import TableSpec
 from solver.analysis.explain import Explanation
 from solver.analysis.lever_edits import levers_for
 from solver.analysis.levers import LeverResult, LeverRun, lever_cost
-from solver.plan.schema import Plan
+from solver.plan.schema import Plan, gap_percent
 from solver.solve import Solved
 
 LEVER_NOTE = (
@@ -114,7 +114,7 @@ def _status(result: LeverResult) -> str:
     """The lever's status, with its gap where it is not proven ("gap unknown" where its
     search stopped before any bound: its saving may be larger than shown)."""
     if result.gap is not None:
-        return f"{result.status} (gap {result.gap:.2%})"
+        return f"{result.status} (gap {gap_percent(result.gap)})"
     return f"{result.status} (gap unknown)" if result.status == "feasible" else result.status
 
 

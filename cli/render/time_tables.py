@@ -4,7 +4,7 @@ thresholds, error budget per failure scenario, batch placement and the months.""
 from cli.render.tables import TableSpec
 from models.schema.quantities import counted
 from solver.analysis.report_time import MonthsByRegion, months_by_region
-from solver.plan.schema import Plan
+from solver.plan.schema import Plan, gap_percent
 from solver.plan.time_records import Month, ScenarioBudgetUse
 
 
@@ -375,4 +375,4 @@ def _solved(month: Month) -> str:
         return "-"
     if month.status == "optimal":
         return "optimal"
-    return "gap unknown" if month.mip_gap is None else f"gap {month.mip_gap:.2%}"
+    return "gap unknown" if month.mip_gap is None else f"gap {gap_percent(month.mip_gap)}"

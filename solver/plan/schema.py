@@ -8,6 +8,7 @@ live in `solver.plan.records` (pools, GPUs, scenarios, co-location) and
 `solver.plan.time_records` (hours, commitments, months, batch).
 """
 
+import math
 import re
 from typing import Annotated
 
@@ -69,7 +70,16 @@ def plan_status(proven: bool, mip_gap: float | None, requested_gap: float) -> st
         return "optimal" if proven else "feasible (gap unknown)"
     if proven and mip_gap <= min(requested_gap, OPTIMAL_GAP_CEILING) + 1e-12:
         return "optimal"
-    return f"feasible (gap {mip_gap:.2%})"
+    return f"feasible (gap {gap_percent(mip_gap)})"
+
+
+def gap_percent(gap: float) -> str:
+    """`gap` as a percentage with two decimals, or with two significant digits where two
+    decimals would read 0.00% (a gap of 1.8e-7 against `mip_gap: 0` read "feasible (gap
+    0.00%)", as if the gap were none)."""
+    if 0 < gap < 5e-5 and math.isfinite(gap):
+        return f"{gap:.{1 - math.floor(math.log10(gap * 100))}%}"
+    return f"{gap:.2%}"
 
 
 _STATUS = re.compile(

@@ -119,6 +119,18 @@ def test_status_is_optimal_only_within_the_requested_gap():
     assert plan_status(False, None, 1e-3) == "feasible (gap unknown)"
 
 
+def test_a_gap_two_decimals_would_read_as_none_keeps_two_digits():
+    """A requested gap of 0 and a gap of 1.76e-7 left: 1.76e-7 = 0.0000176% -> two
+    significant digits, 0.000018%, never 'feasible (gap 0.00%)'; 0.5% keeps 0.50%, and
+    0.0049% (4.9e-5) is the largest gap with significant digits: 0.0049%."""
+    assert plan_status(False, 1.76e-7, 0.0) == "feasible (gap 0.000018%)"
+    assert plan_status(True, 1.76e-7, 0.0) == "feasible (gap 0.000018%)"
+    assert plan_status(False, 0.005, 1e-3) == "feasible (gap 0.50%)"
+    assert plan_status(False, 4.9e-5, 0.0) == "feasible (gap 0.0049%)"
+    assert plan_status(False, 5e-5, 0.0) == "feasible (gap 0.01%)"
+    assert Plan(status=plan_status(False, 1.76e-7, 0.0), replicas=()).status.endswith("%)")
+
+
 def test_money_is_rounded_to_cents_in_json():
     plan = Plan(cost_per_month=13797.000000000002, replicas=())
     assert json.loads(plan.model_dump_json())["cost_per_month"] == 13797.0
