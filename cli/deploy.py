@@ -148,7 +148,8 @@ def fleet_import(
     optionally kv_precision, ep, dp, role, speculative); Kubernetes YAML is what `deploy
     --target k8s` writes (normal and spare objects add up; an hourly plan's schedule
     ConfigMap gives the fleet its hours, commitments and months). Each region's `existing`
-    becomes the GPUs the fleet holds there, so `solve` plans only what to add.
+    becomes the GPUs the fleet holds there, so `solve` plans only what to add; a fleet
+    with a schedule reserves and rents its GPUs, so `existing` stays as stated.
     """
     from solver.deploy.fleet_import import (
         FleetImportError,
@@ -194,7 +195,8 @@ def fleet_import(
     document, _ = read_document(instance_file)
     try:
         check_workloads(pools, [workload.name for workload in instance.workloads])
-        updated = with_existing(document, owned_gpus(pools))
+        # a schedule reserves and rents the fleet's GPUs hour by hour: they are not owned
+        updated = with_existing(document, {} if schedules else owned_gpus(pools))
     except FleetImportError as error:
         raise _problem(str(fleet_file), "", str(error)) from None
     if not pools:
@@ -214,4 +216,10 @@ def fleet_import(
         ) from None
     write_text(instance_out, instance_text(updated, instance_out), inputs)
     err.print(f"wrote {instance_out}", markup=False)
+    if schedules:
+        err.print(
+            f"{instance_out}: `existing` as the instance states it: the fleet runs its plan's "
+            "schedule (reserved and rented GPUs, hour by hour), which verify judges",
+            markup=False,
+        )
     emit_json(plan_out, plan, inputs)

@@ -13,7 +13,9 @@ schedule, the ConfigMap `deploy` wrote beside the pools (`solver.deploy.schedule
 `hours`, `committed` and `months` too: judged hour by hour, as the plan was), and the GPUs they
 hold per (region, GPU type) = sum of count x tp x pp x dp, which raise the regions'
 `existing` fleet (never lower it: an owned GPU idle today is still owned) so that
-`solve` plans only what to add.
+`solve` plans only what to add. A fleet with a schedule does not raise it (cli.deploy):
+its GPUs are the schedule's, reserved and rented hour by hour, and counted as owned too
+they were paid twice (a months plan read back 'owns 8; existing 2 + committed 8').
 """
 
 import csv

@@ -117,3 +117,35 @@ def test_month_on_a_plan_without_months_exits_2(run_cli, months_plan, tmp_path):
     result = run_cli(*args, "--month", "1")
     assert result.exit_code == 2
     assert "the plan has no months" in result.stderr and not out.exists()
+
+
+def test_a_deployed_months_plan_reads_back_through_the_written_instance(
+    run_cli, months_plan, tmp_path
+):
+    """deploy -> fleet-import -> verify of the instance fleet-import writes: the schedule
+    reserves and rents its GPUs hour by hour, so they are not also owned (`existing`
+    stays as the instance states it, none here). Raised by the Deployments' 2 GPUs, each
+    month read 'owns 8; existing 2 + committed 8' (the GPUs counted twice) and verify
+    failed with 8 violations."""
+    instance_file, plan_file = months_plan
+    out = tmp_path / "k8s"
+    args = ("deploy", plan_file, "--instance", instance_file, "--target", "k8s", "-o", out)
+    assert run_cli(*args).exit_code == 0
+    running, fleet = tmp_path / "running.yaml", tmp_path / "fleet.json"
+    imported = run_cli(
+        "fleet-import",
+        out,
+        "--instance",
+        instance_file,
+        "--instance-out",
+        running,
+        "--plan-out",
+        fleet,
+    )
+    assert imported.exit_code == 0, imported.stderr
+    assert "existing" not in running.read_text()
+    assert "schedule" in imported.stderr  # says why `existing` is left as it was
+    checked = run_cli("verify", running, fleet)
+    assert checked.exit_code == 0, checked.stderr
+    plan = json.loads(plan_file.read_text())
+    assert f"${plan['cost_per_month']:,.0f}/month" in checked.stdout + checked.stderr
