@@ -476,6 +476,8 @@ def _print_verification(plan_file: Path, result: Verification) -> None:
     dollars = f"${cost:,.0f}" if abs(cost) < 1e15 else f"${cost:.3g}"
     summary = (
         f"{counts}, {dollars}/month recomputed, {counted(len(result.checks), 'scenario check')}"
+        if result.stopped is None
+        else f"nothing recomputed: {result.stopped}"
     )
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/] {escape(str(warning))}")

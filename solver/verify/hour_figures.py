@@ -73,6 +73,17 @@ def finite_violations(plan: Plan) -> list[Violation]:
     ]
 
 
+def stop_before_arithmetic(instance: Instance, plan: Plan) -> tuple[list[Violation], str] | None:
+    """The violations that stop the hour verifier before its arithmetic, and why in a
+    few words (`Verification.stopped`): a number not finite (`finite_violations`), else
+    an hour beyond the supply (`unbuildable_hours`); None where it goes on."""
+    if finite := finite_violations(plan):
+        return finite, "a number in the plan is not finite"
+    if over := unbuildable_hours(instance, plan):
+        return over, "an hour needs more GPUs than a region has"
+    return None
+
+
 def unbuildable_hours(instance: Instance, plan: Plan) -> list[Violation]:
     """Hours whose pools need more GPUs of a type than a region has (`over_supply`: the
     existing and purchasable ones). Where there is one, the other checks are not run, as

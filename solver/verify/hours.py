@@ -85,10 +85,9 @@ from solver.verify.fleet import (
 from solver.verify.fleet import stated_display as shown
 from solver.verify.hour_figures import (
     agrees,
-    finite_violations,
     peak_fleet,
     stated_hour_figures,
-    unbuildable_hours,
+    stop_before_arithmetic,
 )
 from solver.verify.hour_idle import check_idle_fraction
 from solver.verify.hour_reports import stated_report_figures
@@ -109,11 +108,9 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
     """Check every hour and month of an hourly plan; list every violation. A plan with a
     number that is not finite is judged on that alone: every later check does arithmetic
     on the stated numbers (a NaN commitment cannot even be rounded to servers)."""
-    not_finite = finite_violations(plan) or unbuildable_hours(instance, plan)
-    if not_finite:
-        return Verification(
-            ok=False, violations=tuple(not_finite), cost_per_month=0.0, total_gpus=0, checks=()
-        )
+    stop = stop_before_arithmetic(instance, plan)
+    if stop is not None:
+        return Verification.stopped_at(*stop)
     violations: list[Violation] = []
     checks: list[ScenarioCheck] = []
     found = sorted(hour.hour for hour in plan.hours)

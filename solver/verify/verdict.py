@@ -64,3 +64,19 @@ class Verification(BaseModel):
     gpus_bought: int | None = None
     """GPUs bought beyond the existing fleet, in whole servers with buy_unit node (None
     where this check does not count them)."""
+    stopped: str | None = None
+    """Why nothing was recomputed, where the verifier stopped before its arithmetic (a
+    number in the plan not finite, an hour beyond the supply): the figures above are then
+    not the plan's (0), and say nothing."""
+
+    @classmethod
+    def stopped_at(cls, violations: list[Violation], why: str) -> "Verification":
+        """The verdict of a verifier stopped before its arithmetic (`stopped`: `why`)."""
+        return cls(
+            ok=False,
+            violations=tuple(violations),
+            cost_per_month=0.0,
+            total_gpus=0,
+            checks=(),
+            stopped=why,
+        )

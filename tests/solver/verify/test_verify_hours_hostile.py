@@ -96,6 +96,9 @@ def test_the_solved_hourly_plan_passes_and_covers_the_hour_figures(run_cli, tmp_
 def test_a_non_finite_month_cost_fails_naming_it(run_cli, tmp_path, plan_data, value):
     result = _verify(run_cli, tmp_path, _mutated(plan_data, ("cost_per_month",), value), 1)
     assert f"cost_per_month: is {value}" in result.stdout + result.stderr
+    # stopped before its arithmetic: no "$0/month recomputed, 0 scenario checks" header
+    assert "nothing recomputed: a number in the plan is not finite" in result.stderr
+    assert "recomputed," not in result.stderr
 
 
 def test_ten_times_the_replicas_and_a_zeroed_gpu_table_fail(run_cli, tmp_path, plan_data):
