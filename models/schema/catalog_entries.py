@@ -14,7 +14,7 @@ from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
 from models.physics.precision import Precision
 from models.schema import limits
-from models.schema.quantities import NUMBER_NOT_BOOLEAN, LoraRank, at_most
+from models.schema.quantities import NUMBER_NOT_BOOLEAN, ONCE_EACH, LoraRank, at_most
 from models.schema.strict import STRICT
 
 
@@ -71,7 +71,7 @@ class ModelEntry(LlmOverrides):  # type: ignore[misc, valid-type]
     """A Hugging Face config.json to build the model from instead of the catalog (path
     relative to the instance file); `name` then defaults to the config's folder name, or
     the file's stem when the file is not called config.json."""
-    weight_precisions: Annotated[list[Precision], at_most(limits.CHOICES)] = Field(
+    weight_precisions: Annotated[list[Precision], at_most(limits.CHOICES), ONCE_EACH] = Field(
         default=[Precision.BF16], min_length=1
     )
     """Weight precisions the planner may choose from."""

@@ -11,6 +11,7 @@ from models.schema import limits
 from models.schema.backend_names import DEFAULT_BACKEND, BackendName
 from models.schema.quantities import (
     HOURS_PER_MONTH,
+    ONCE_EACH,
     BurstFactor,
     ConfigsPerPool,
     DemandGrowth,
@@ -58,6 +59,10 @@ class CapacityMargin(StrEnum):
     AUTO = "auto"
 
 
+Degrees = Annotated[list[ParallelDegree], at_most(limits.CHOICES), ONCE_EACH]
+"""Parallel degrees to consider: at most `limits.CHOICES`, each once."""
+
+
 class Policy(BaseModel):
     """Layout and failure policy."""
 
@@ -65,23 +70,15 @@ class Policy(BaseModel):
 
     survive: Survive = Survive.NONE
     """Failures the fleet must ride through at the SLO: none, replica, zone or region."""
-    tensor_parallel: Annotated[list[ParallelDegree], at_most(limits.CHOICES)] = Field(
-        default=[1, 2, 4, 8], min_length=1
-    )
+    tensor_parallel: Degrees = Field(default=[1, 2, 4, 8], min_length=1)
     """TP degrees to consider."""
-    pipeline_parallel: Annotated[list[ParallelDegree], at_most(limits.CHOICES)] = Field(
-        default=[1], min_length=1
-    )
+    pipeline_parallel: Degrees = Field(default=[1], min_length=1)
     """PP degrees to consider."""
-    expert_parallel: Annotated[list[ParallelDegree], at_most(limits.CHOICES)] = Field(
-        default=[1], min_length=1
-    )
+    expert_parallel: Degrees = Field(default=[1], min_length=1)
     """Expert-parallel sizes to consider for MoE models: the routed experts of a stage are
     split over `ep` ranks, which must divide tp x dp
     (`models.physics.memory.expert_layout_problem`); 1 splits every expert by TP."""
-    attention_data_parallel: Annotated[list[ParallelDegree], at_most(limits.CHOICES)] = Field(
-        default=[1], min_length=1
-    )
+    attention_data_parallel: Degrees = Field(default=[1], min_length=1)
     """Attention data-parallel groups to consider for MoE models: a replica is
     tp x pp x dp GPUs, each group of tp GPUs holding its own sequences."""
     disaggregation: bool = False

@@ -134,6 +134,24 @@ def at_most(most: Most) -> BeforeValidator:
     return BeforeValidator(_check_count(most))
 
 
+def _once_each(values: list) -> list:
+    """A list of choices with each at most once: `tensor_parallel: [1, 1]` was read as
+    [1], one of the two values dropped without a word."""
+    seen, twice = set(), []
+    for value in values:
+        if value in seen and value not in twice:
+            twice.append(value)
+        seen.add(value)
+    if twice:
+        shown = ", ".join(str(getattr(value, "value", value)) for value in twice)
+        raise ValueError(f"lists {shown} twice; give each choice once")
+    return values
+
+
+ONCE_EACH = AfterValidator(_once_each)
+"""Refuses a choice listed twice (use as `Annotated[list[X], at_most(...), ONCE_EACH]`)."""
+
+
 def _within_cores(threads: int) -> int:
     cores = limits.max_threads()
     if threads < 1 or threads > cores:

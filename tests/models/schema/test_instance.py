@@ -152,3 +152,28 @@ def test_lognormal_spread_from_mean_and_p99():
     expected_cv = math.sqrt(math.exp(sigma**2) - 1)
     assert TokenDistribution(mean=1500, p99=6000).cv == pytest.approx(expected_cv)
     assert TokenDistribution.fixed(512).cv == 0.0
+
+
+@pytest.mark.parametrize(
+    "field,value,twice",
+    [
+        ("tensor_parallel", [1, 2, 1], "1"),
+        ("pipeline_parallel", [2, 2], "2"),
+        ("expert_parallel", [1, 8, 8, 1], "8, 1"),  # in the order they come again
+        ("attention_data_parallel", [4, 4], "4"),
+    ],
+)
+def test_a_choice_listed_twice_is_refused_naming_it(field, value, twice):
+    """`tensor_parallel: [1, 2, 1]` was read as [1, 2], one value dropped without a word."""
+    data = _reference()
+    data["policy"][field] = value
+    assert _problems(data) == [
+        f"x.yaml: policy.{field}: lists {twice} twice; give each choice once"
+    ]
+
+
+def test_a_weight_precision_listed_twice_is_refused_naming_it():
+    data = _reference()
+    data["models"][0]["weight_precisions"] = ["fp8", "bf16", "fp8"]
+    (problem,) = _problems(data)
+    assert "models[0].weight_precisions" in problem and "lists fp8 twice" in problem
