@@ -222,7 +222,7 @@ def test_an_sglang_server_measured_by_vllm_bench_serve_runs_on_sglangs_profile(
 
 
 def test_the_shipped_sglang_runs_of_the_vllm_bench_file_are_all_held_out() -> None:
-    """The four SGLang rows of calibration/data/vllm_serving.csv (gpustack's 'Choosing the
+    """The five SGLang rows of calibration/data/vllm_serving.csv (gpustack's 'Choosing the
     Inference Engine' runs) are never fitted: ShareGPT runs on Hopper."""
     data, _ = load_engine_data()
     runs = [
@@ -235,5 +235,6 @@ def test_the_shipped_sglang_runs_of_the_vllm_bench_file_are_all_held_out() -> No
         ("gpt-oss-120b", "h100-sxm", "0.5.3rc0"),
         ("qwen3-32b", "h100-sxm", "0.5.5.post1"),
         ("deepseek-r1", "h200", "0.5.3"),
+        ("qwen3-235b-a22b", "h100-sxm", "0.5.5.post1"),
     }
     assert all(r.held_out for r in runs)
