@@ -397,6 +397,21 @@ def _group_note(group: list) -> str:
     )
 
 
+SETTINGS_BY_GPU_SOURCE = {
+    "vllm": "(vllm serve on an A100 or under 70 GiB: vllm/engine/arg_utils.py, "
+    "calibration/engines.py)",
+    "sglang": "(launch_server's chunk and memory reserve by device memory, at TP1: "
+    "calibration/sglang_defaults.py)",
+}
+"""Where an engine's `settings_by_gpu` come from, written beside them."""
+
+
+def _setting(value: float) -> str:
+    """An engine setting as efficiency.yaml holds it: a count whole (16384, not 1.638e+04),
+    a fraction to 4 significant digits."""
+    return str(int(value)) if float(value).is_integer() else f"{value:.4g}"
+
+
 def render_engine_profiles(data: EngineData, fitted: dict[str, dict[str, Efficiency]]) -> str:
     """The vLLM and SGLang profiles' part of `efficiency.yaml` (under `engines:`), each set
     with its fit and held-out median |error| over every figure of its rows."""
@@ -411,18 +426,19 @@ def render_engine_profiles(data: EngineData, fitted: dict[str, dict[str, Efficie
         if own:
             lines.append("    generation_of:  # GPUs with rows of this engine only")
             lines += [f"      {gpu}: {name}" for gpu, name in own.items()]
-        if settings := engine_settings(engine):
-            lines.append("    settings:  # the engine's defaults at every generation, never fitted")
-            lines += [f"      {name}: {value:.4g}" for name, value in settings.items()]
-            if by_gpu := engine_gpu_settings(engine):
+        settings, by_gpu = engine_settings(engine), engine_gpu_settings(engine)
+        if settings or by_gpu:
+            note = "  # the engine's defaults at every generation, never fitted"
+            lines.append(f"    settings:{' {}' if not settings else ''}{note}")
+            lines += [f"      {name}: {_setting(value)}" for name, value in settings.items()]
+            if by_gpu:
                 lines.append(
                     "    settings_by_gpu:  # the engine's defaults on these GPUs "
-                    "(vllm serve on an A100 or under 70 GiB: vllm/engine/arg_utils.py, "
-                    "calibration/engines.py)"
+                    + SETTINGS_BY_GPU_SOURCE[engine.partition("-")[0]]
                 )
                 for gpu, values in by_gpu.items():
                     lines.append(f"      {gpu}:")
-                    lines += [f"        {name}: {value:.4g}" for name, value in values.items()]
+                    lines += [f"        {name}: {_setting(v)}" for name, v in values.items()]
         versions = sorted(data.versions[engine])
         files = sorted(
             {r.run.source.partition(":")[0] for r in data.runs if r.engine == engine}

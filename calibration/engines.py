@@ -70,6 +70,7 @@ from pathlib import Path
 import numpy as np
 
 from calibration.rows import GENERATIONS, Row, calibration_dir
+from calibration.sglang_defaults import sglang_defaults
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import Efficiency, efficiency_for
 from models.physics.precision import Precision
@@ -85,8 +86,7 @@ ENGINE_GENERATIONS = {"mi300x": "cdna3"}
 """GPUs with rows of an engine profile but none of TensorRT-LLM's, by generation: written
 into each profile with rows of them (its own `generation_of`), so that under the
 TensorRT-LLM profiles they still borrow through `efficiency_like`."""
-BASE_ENGINE = "trtllm-0.20"
-"""The profile every engine profile starts from and finally falls back to."""
+BASE_ENGINE = "trtllm-0.20"  # every engine profile starts from it and finally falls back to it
 ENGINE_SETTINGS = {"vllm": {"memory_reserve_fraction": 0.10, "max_batch_sequences": 1024}}
 """Each engine's documented defaults that the model holds as factors (never fitted),
 written into each of its profiles (`settings`): vLLM gives weights, activations and KV
@@ -431,10 +431,12 @@ def engine_settings(profile: str) -> dict[str, float]:
 
 def engine_gpu_settings(profile: str) -> dict[str, dict[str, float]]:
     """The settings `profile`'s engine picks by device, per catalog GPU: vLLM's
-    `VLLM_SERVER_SMALL_GPU` on the A100s and every GPU under `VLLM_LARGE_GPU_GIB`; {} for
-    another engine."""
-    if profile.partition("-")[0] != "vllm":
-        return {}
+    `VLLM_SERVER_SMALL_GPU` on the A100s and every GPU under `VLLM_LARGE_GPU_GIB`; SGLang's
+    prefill chunk and memory reserve on every one (`calibration.sglang_defaults`)."""
+    engine = profile.partition("-")[0]
+    if engine != "vllm":
+        gpus = sorted(gpu_catalog().items()) if engine == "sglang" else []
+        return {name: sglang_defaults(spec.hbm_gib) for name, spec in gpus}
     return {
         name: dict(VLLM_SERVER_SMALL_GPU)
         for name, spec in sorted(gpu_catalog().items())

@@ -61,14 +61,63 @@ def test_a_generation_without_rows_gets_the_fallback_factors() -> None:
 def test_vllm_holds_back_a_tenth_of_memory_at_every_generation() -> None:
     """vLLM's gpu_memory_utilization 0.9 leaves 1 - 0.9 = 10% of the device unused, on the
     generations a vLLM profile has rows of and on those it borrows factors for (vllm-0.10
-    on Hopper: trtllm-0.20's fractions); TensorRT-LLM and SGLang keep the 5% default."""
+    on Hopper: trtllm-0.20's fractions); TensorRT-LLM keeps the 5% default (SGLang its own
+    rule by device: `test_sglang_reserves_its_prefill_activations_and_graphs_by_device`)."""
     for name in _profiles("vllm"):
         for gpu in ("h100-sxm", "b200", "mi300x", "a100-80gb-sxm"):
             assert efficiency_for(gpu, Precision.BF16, engine=name).memory_reserve_fraction == 0.10
-    for name in (default_engine(), *_profiles("sglang")):
-        assert (
-            efficiency_for("h100-sxm", Precision.BF16, engine=name).memory_reserve_fraction == 0.05
-        )
+    efficiency = efficiency_for("h100-sxm", Precision.BF16, engine=default_engine())
+    assert efficiency.memory_reserve_fraction == 0.05
+
+
+def test_sglang_reserves_its_prefill_activations_and_graphs_by_device() -> None:
+    """SGLang's launch_server keeps, of a device's MiB, 512 + 1.5 x chunk + 2 x CUDA-graph
+    batch + TP / 8 x 1024 (at least 10 GiB over 60 GiB) out of weights and KV cache
+    (calibration/sglang_defaults.py). By hand:
+    - H100, 80 GiB = 81,920 MiB, TP1: chunk 8,192, graphs 256:
+      512 + 12,288 + 512 + 128 = 13,440 MiB -> 13,440 / 81,920 = 0.1641;
+    - the same at TP8: graphs 512, 1,024 for the ranks: 14,848 MiB -> 0.1812;
+    - B200, 180 GiB = 184,320 MiB: chunk 16,384, graphs 512:
+      512 + 24,576 + 1,024 + 128 = 26,240 MiB -> 0.1424;
+    - L40S, 48 GiB = 49,152 MiB (not over 60 GiB: no floor): chunk 4,096, graphs 32:
+      512 + 6,144 + 64 + 128 = 6,848 MiB -> 0.1393.
+    The SGLang profiles state it for every catalog GPU at TP1, and it is what they run at."""
+    from calibration.engines import engine_gpu_settings
+    from calibration.sglang_defaults import sglang_defaults
+
+    def chunk_and_reserve(hbm_gib: float, tp: int = 1) -> tuple[float, float]:
+        defaults = sglang_defaults(hbm_gib, tp)
+        return defaults["prefill_chunk_tokens"], defaults["memory_reserve_fraction"]
+
+    assert chunk_and_reserve(80) == (8192, 0.1641)
+    assert chunk_and_reserve(80, tp=8) == (8192, 0.1812)
+    assert chunk_and_reserve(180) == (16384, 0.1424)
+    assert chunk_and_reserve(48) == (4096, 0.1393)
+    for name in _profiles("sglang"):
+        assert engine_profiles()[name]["settings_by_gpu"] == engine_gpu_settings(name)
+        efficiency = efficiency_for("h100-sxm", Precision.BF16, engine=name)
+        assert efficiency.memory_reserve_fraction == 0.1641
+        assert efficiency.prefill_chunk_tokens == 8192
+        assert efficiency_for("b200", FP8, engine=name).prefill_chunk_tokens == 16384
+
+
+def test_sglangs_reserve_takes_its_share_of_hbm_from_the_kv_cache() -> None:
+    """Qwen3-32B BF16 on one H100: weights and activations are the same under both
+    profiles, so SGLang's KV room is (0.1641 - 0.05) x 80 GiB = 9.13 GiB smaller than
+    TensorRT-LLM's: beside 61 GiB of weights, over a third of the room a 5% reserve leaves."""
+    from models.physics.catalog import gpu_catalog, llm_catalog
+    from models.physics.memory import memory_budget
+
+    gpu, llm = gpu_catalog()["h100-sxm"], llm_catalog()["qwen3-32b"]
+    bf16 = Precision.BF16
+
+    def room(engine: str) -> float:
+        efficiency = efficiency_for(gpu, bf16, engine=engine)
+        return memory_budget(gpu, llm, bf16, bf16, 1, 1, efficiency).kv_room_bytes_per_gpu
+
+    sglang = max(_profiles("sglang"))
+    assert room(default_engine()) - room(sglang) == pytest.approx((0.1641 - 0.05) * 80 * 2**30)
+    assert room(sglang) < (1 - 1 / 3) * room(default_engine())
 
 
 def test_vllms_reserve_takes_five_more_percent_of_hbm_from_the_kv_cache() -> None:
@@ -171,7 +220,6 @@ def test_the_catalog_states_vllms_device_defaults_as_the_rule_gives_them() -> No
     from calibration.engines import engine_gpu_settings
 
     assert sorted(engine_gpu_settings("vllm-0.11")) == ["a100-80gb-sxm", "l40s"]
-    assert engine_gpu_settings("sglang-0.5") == {}
     for name in _profiles("vllm"):
         assert engine_profiles()[name]["settings_by_gpu"] == engine_gpu_settings(name)
 
