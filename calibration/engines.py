@@ -34,8 +34,8 @@ to the default TensorRT-LLM profile:
 
 (a row the model cannot place costs a 3x miss). What a group's rows can pin is fitted,
 the rest stays as the TensorRT-LLM profile has it (layout physics, the all-reduce floor,
-the per-sequence cost) but for the engine's documented settings (`ENGINE_SETTINGS`: vLLM's
-memory reserve), which start the fit and are written into each of its profiles:
+the per-sequence cost) but for the engine's documented settings (`ENGINE_SETTINGS`, by device
+`engine_gpu_settings`: vLLM's and SGLang's memory reserves), which start the fit:
 - offline rows: the prefill and decode FLOP fractions and the HBM fraction, on output
   tokens/s (as the TensorRT-LLM throughput fit);
 - all-at-once runs (every request sent at once, `all_at_once`): offline max throughput
