@@ -14,6 +14,9 @@ TensorRT-LLM:
   --enable-expert-parallel` / `--tp-size --pp-size --dp-size --enable-dp-attention
   --ep-size` / `--tp_size --pp_size --ep_size` with `enable_attention_dp`.
 - batch cap: `--max-num-seqs` / `--max-running-requests` / `--max_batch_size`.
+- memory split (`DeployPool.memory_reserve_fraction`, `kv_free_fraction`):
+  `--gpu-memory-utilization` / `--mem-fraction-static` (1 - the reserve) /
+  `kv_cache_config.free_gpu_memory_fraction`.
 - tokens per iteration and chunk: `--max-num-batched-tokens --enable-chunked-prefill` /
   `--chunked-prefill-size --max-prefill-tokens` / `--max_num_tokens
   --enable_chunked_prefill`.
@@ -28,6 +31,7 @@ TensorRT-LLM:
 """
 
 import json
+import math
 
 from solver.deploy.pools import DeployPool
 
@@ -64,6 +68,8 @@ def vllm_command(pool: DeployPool) -> list[str]:
         "--enable-chunked-prefill",
         "--max-model-len",
         str(pool.max_context_tokens),
+        "--gpu-memory-utilization",
+        _fraction(1.0 - pool.memory_reserve_fraction),
     ]
     args += ["--enable-prefix-caching" if pool.prefix_caching else "--no-enable-prefix-caching"]
     if pool.speculative is not None:
@@ -84,6 +90,12 @@ def _vllm_kv_transfer(pool: DeployPool) -> dict | None:
     if set(pool.kv_tiers) - {"hbm"}:
         return {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
     return None
+
+
+def _fraction(share: float) -> str:
+    """A memory share as an engine flag reads it: 4 decimals, rounded down, so the engine
+    never takes more of the GPU than the plan left to it."""
+    return f"{math.floor(share * 10_000) / 10_000:.4f}".rstrip("0").rstrip(".")
 
 
 def _precision(pool: DeployPool, fp8_kv: str) -> list[str]:
@@ -113,6 +125,8 @@ def sglang_command(pool: DeployPool) -> list[str]:
         str(pool.chunked_prefill_tokens),
         "--max-prefill-tokens",
         str(pool.tokens_per_iteration),
+        "--mem-fraction-static",
+        _fraction(1.0 - pool.memory_reserve_fraction),
     ]
     if not pool.prefix_caching:
         args += ["--disable-radix-cache"]
@@ -165,6 +179,7 @@ def trtllm_options(pool: DeployPool) -> dict:
     """The `--extra_llm_api_options` YAML of `pool` (LlmArgs fields)."""
     kv: dict = {"dtype": "fp8" if pool.kv_precision == "fp8" else "auto"}
     kv["enable_block_reuse"] = pool.prefix_caching
+    kv["free_gpu_memory_fraction"] = float(_fraction(pool.kv_free_fraction))
     options: dict = {"kv_cache_config": kv}
     if pool.dp > 1:
         options["enable_attention_dp"] = True

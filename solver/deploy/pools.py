@@ -30,7 +30,12 @@ ceil(B(n)) sequences (more would break the TPOT target the capacity holds to), a
 sequences that fit (a prefill replica: at least the prompts one chunk holds,
 ceil(chunk / mean prompt), so that a chunk can fill); tokens per iteration and the
 prefill chunk are the efficiency profile's `prefill_chunk_tokens` (the chunk the step
-model times); the context cap is the p99 prompt plus the p99 output.
+model times); the context cap is the p99 prompt plus the p99 output. The memory split is
+the plan's: each engine keeps the profile's `memory_reserve_fraction` of the GPU from
+weights and KV cache (or, TensorRT-LLM, gives the KV cache the share of the memory left
+after weights and activations that the plan gave it), so the server holds at least the KV
+cache the plan's batch needs, whatever the engine's own default (SGLang's keeps 16% of an
+H100, where a plan on the TensorRT-LLM profile kept 5%).
 """
 
 import math
@@ -42,8 +47,10 @@ from models.operations.autoscaling import (
     resident_batch,
     scaling_thresholds,
 )
+from models.physics.memory import MemoryBudget
 from models.schema.instance import Instance
 from models.serving.replica import Role
+from models.serving.replica_layout import replica_memory_budget
 from solver.plan.schema import Plan
 from solver.verify.pools import RecomputedPool, recompute_pools
 
@@ -106,6 +113,14 @@ class DeployPool:
     """Sequences per replica the engine may run at once (ceil of the batch at capacity)."""
     tokens_per_iteration: int
     chunked_prefill_tokens: int
+    memory_reserve_fraction: float
+    """Share of each GPU's memory the plan kept from weights, activations and KV cache (the
+    efficiency profile's `memory_reserve_fraction`): vLLM's `--gpu-memory-utilization` and
+    SGLang's `--mem-fraction-static` are 1 less it."""
+    kv_free_fraction: float
+    """Share of the memory left after weights and activations that the plan gave the KV
+    cache, 1 - reserve / (HBM - weights - activations) of the most loaded GPU: TensorRT-LLM's
+    `kv_cache_config.free_gpu_memory_fraction`."""
     max_context_tokens: int
     prefix_caching: bool
     kv_tiers: tuple[str, ...]
@@ -267,6 +282,12 @@ def _pool_name(pool: RecomputedPool) -> str:
     )
 
 
+def _kv_free_fraction(budget: MemoryBudget) -> float:
+    """1 - reserve / (HBM - weights - activations) of one GPU (`DeployPool.kv_free_fraction`)."""
+    free = budget.hbm_bytes_per_gpu - budget.weight_bytes_per_gpu - budget.activation_bytes_per_gpu
+    return 1.0 - budget.reserve_bytes_per_gpu / free
+
+
 def _pair_of(
     pool: RecomputedPool, pools: list[RecomputedPool], names: dict[int, str]
 ) -> str | None:
@@ -316,6 +337,7 @@ def _record(
     }[pool.role]
     speculation = pool.config.speculation
     chunk = int(pool.efficiency.prefill_chunk_tokens)
+    budget = replica_memory_budget(pool.config, pool.efficiency)
     prefix = workload.prefix_cache_hit_rate > 0 or bool(workload.prefixes)
     return DeployPool(
         name=name,
@@ -338,6 +360,8 @@ def _record(
         max_batch=_batch_cap(pool.role, batch, physics.max_batch, chunk, workload),
         tokens_per_iteration=chunk,
         chunked_prefill_tokens=chunk,
+        memory_reserve_fraction=pool.efficiency.memory_reserve_fraction,
+        kv_free_fraction=_kv_free_fraction(budget),
         max_context_tokens=math.ceil(
             workload.prompt_tokens.p99_tokens + workload.output_tokens.p99_tokens
         ),

@@ -16,6 +16,7 @@ from kubernetes.client import ApiClient
 
 from models.io.loading import load_instance
 from models.operations.autoscaling import scaling_thresholds
+from models.serving.replica_layout import replica_memory_budget
 from solver.deploy.engines import (
     sglang_command,
     trtllm_command,
@@ -143,6 +144,41 @@ def test_engine_arguments_reproduce_the_pool(pools):
                 "NixlConnector"
             )
             assert _value(sglang, "--disaggregation-mode") == pool.role
+
+
+def test_every_engine_is_given_the_plans_memory_split(instance, plan, pools):
+    """The server keeps what the plan kept, whatever the engine's own default: the
+    default instance runs the default (TensorRT-LLM) profile, reserve 5% of each GPU, so
+    vLLM's --gpu-memory-utilization and SGLang's --mem-fraction-static read 1 - 0.05 =
+    0.95 (SGLang's own default would keep 16.4% of an H100 and leave less KV cache than
+    the plan's batch needs). TensorRT-LLM's free_gpu_memory_fraction f is a share of what
+    weights W and activations A leave: f x (HBM - W - A) must be the KV room the capacity
+    model sized the batch on (MemoryBudget.kv_room_bytes_per_gpu, HBM - W - A - 0.05 HBM)."""
+    budgets = {
+        (p.config.gpu.name, p.config.tp, p.config.pp, str(p.role)): (
+            replica_memory_budget(p.config, p.efficiency)
+        )
+        for p in recompute_pools(instance, plan, [], [])
+    }
+    for pool in pools:
+        assert pool.memory_reserve_fraction == 0.05
+        assert _value(vllm_command(pool), "--gpu-memory-utilization") == "0.95"
+        assert _value(sglang_command(pool), "--mem-fraction-static") == "0.95"
+        budget = budgets[(pool.gpu, pool.tp, pool.pp, pool.role)]
+        left = budget.hbm_bytes_per_gpu - budget.weight_bytes_per_gpu
+        left -= budget.activation_bytes_per_gpu
+        assert pool.kv_free_fraction * left == pytest.approx(budget.kv_room_bytes_per_gpu)
+        written = trtllm_options(pool)["kv_cache_config"]["free_gpu_memory_fraction"]
+        # four decimals, rounded down: never more of the GPU than the plan left
+        assert pool.kv_free_fraction - 1e-4 < written <= pool.kv_free_fraction
+
+
+def test_a_memory_share_is_rounded_down_never_up():
+    from solver.deploy.engines import _fraction
+
+    assert _fraction(1 - 0.05) == "0.95"  # (1 - 0.05) x 10^4 = 9,500.000000000002
+    assert _fraction(0.83599) == "0.8359"  # 8,359.9 floors to 8,359
+    assert _fraction(0.9) == "0.9"
 
 
 def test_names_are_kubernetes_names_and_a_spare_never_takes_its_pools():
