@@ -81,8 +81,9 @@ TIME_PARTS = ("hours", "committed", "months", "cost_per_month")
 commitments and its months (month 0 against the plan's cost; solver.verify.hours), not
 the peak fleet alone. The idle shares are left out (they depend on each point's demand,
 as the peak pools' STATED_FIGURES do); the dollars the hours, commitments and months state
-are restated at each point's prices before it is checked (solver.time.reprice), as a
-static plan's stated costs are dropped, so a plan serves every point its fleet serves."""
+and the spot pools' margins are restated at each point's prices and spot terms before it
+is checked (solver.time.reprice), as a static plan's stated costs are dropped, so a plan
+serves every point its fleet serves."""
 
 PRICE_FIGURES = (
     "cost",
@@ -90,9 +91,12 @@ PRICE_FIGURES = (
     "cost_per_month",
     "reserved_price_per_gpu_hour",
     "on_demand_price_per_gpu_hour",
+    "down_fraction",
+    "down_replicas",
 )
-"""Dollars an hourly plan's parts state at its own point's prices: not part of its
-identity (two points that price the same hours differently chose one plan)."""
+"""Dollars an hourly plan's parts state at its own point's prices, and its spot pools'
+margins at its point's spot terms: not part of its identity (two points that price the
+same hours differently, or hold them to another spot confidence, chose one plan)."""
 
 
 def _time_parts(plan: Plan) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""An hourly plan restated at another instance's prices (a sweep point's).
+"""An hourly plan restated at another instance's prices and spot terms (a sweep point's).
 
 A price is no requirement: the same hours, commitments and months serve a point that only
 prices them differently. What the plan states in dollars is restated with the planner's
@@ -14,17 +14,24 @@ own rules, so that the verifier (which recomputes them independently) judges the
     the plan       cost_per_month = hours_per_month / 24 x sum_h cost_per_hour (month 0),
                    horizon_cost = sum_m cost_per_month
 
+Nor is the margin a pool's spot replicas state a requirement: each hour's spot pools
+state u = lambda T / (1 + lambda T) and Q(n u, a), the replicas down at once with the
+policy's confidence a (solver.time.spot), and are restated at the point's a, lambda and
+T (a point at a lower confidence asks the same fleet to carry its load with fewer
+replicas down); the verifier's capacity check recomputes Q and judges the fleet on it.
+
 Counts (GPUs used, reserved, rented, on spot, committed, ordered) are the plan's as
 stated; nothing is re-planned.
 """
 
 import math
 
+from models.operations.pricing_tiers import poisson_quantile, spot_down_fraction
 from models.schema.instance import Instance
 from models.schema.traffic import HOURS_PER_DAY
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
-from solver.plan.time_records import Commitment, Hour, Month
+from solver.plan.time_records import Commitment, Hour, Month, SpotReplicas
 from solver.time.months import month_offers
 from solver.time.periods import offer_terms
 from solver.time.solve import hour_cost
@@ -32,7 +39,8 @@ from solver.time.solve import hour_cost
 
 def at_prices(instance: Instance, plan: Plan) -> Plan:
     """`plan` (hourly, with or without months) with every stated price and cost taken at
-    `instance`'s prices; a plan without hours is returned as it is."""
+    `instance`'s prices and its spot pools' margins at `instance`'s spot terms; a plan
+    without hours is returned as it is."""
     if not plan.hours:
         return plan
     hours = _hours(instance, plan.hours, plan.committed)
@@ -77,6 +85,7 @@ def _hours(
             update={
                 "cost_per_hour": hour_cost(offers, h.gpus, held),
                 "pools": tuple(_pool(instance, p) for p in h.pools),
+                "spot_pools": tuple(_spot(instance, h, s) for s in h.spot_pools),
                 "failover_starts": tuple(
                     s.model_copy(update={"pool": _pool(instance, s.pool)})
                     for s in h.failover_starts
@@ -96,6 +105,23 @@ def _pool(instance: Instance, pool: ReplicaPool) -> ReplicaPool:
     price = instance.price_per_gpu_hour(pool.region, pool.gpu)
     cost = pool.count * pool.replica_gpus * price * instance.policy.hours_per_month
     return pool.model_copy(update={"cost_per_month": cost})
+
+
+def _spot(instance: Instance, hour: Hour, entry: SpotReplicas) -> SpotReplicas:
+    """`entry` with its share of time down and replicas down at `instance`'s spot terms
+    and confidence, as solver.time.spot states them (an entry without a pool, an offer
+    of spot or a confidence stays as it is: the verifier names it)."""
+    confidence = instance.policy.spot_confidence
+    key = (entry.workload, entry.region, entry.configuration)
+    pool = next((p for p in hour.pools if (p.workload, p.region, p.key) == key), None)
+    known = pool is not None and any(r.name == entry.region for r in instance.regions)
+    offer = instance.region(entry.region).supply.get(pool.gpu) if known else None
+    if confidence is None or offer is None or offer.spot_price_per_gpu_hour is None:
+        return entry
+    restart_s = instance.replica_start_s(pool.gpu) + instance.policy.scale_detection_s
+    u = spot_down_fraction(offer.spot_interruptions_per_hour, restart_s)
+    down = poisson_quantile(entry.replicas * u, confidence)
+    return entry.model_copy(update={"down_fraction": u, "down_replicas": down})
 
 
 def _months(instance: Instance, plan: Plan, hours: tuple[Hour, ...]) -> tuple[Month, ...]:
