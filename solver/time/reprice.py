@@ -9,10 +9,15 @@ own rules, so that the verifier (which recomputes them independently) judges the
                    (committed x reserved + on demand x price + spot x spot price);
                    each pool's cost_per_month = its GPUs x on-demand price x hours a
                    month (solver.readback.assign), its started pools' alike
-    month m        each offer's cost and GPU-hours (solver.time.months.month_offers, the
-                   orders kept), cost_per_month = the sum of its offers
+    month m        each offer's cost and GPU-hours (solver.time.months.month_offers),
+                   cost_per_month = the sum of its offers
     the plan       cost_per_month = hours_per_month / 24 x sum_h cost_per_hour (month 0),
                    horizon_cost = sum_m cost_per_month
+
+Nor are a month's orders: the GPUs each month adds to its commitment are ordered
+lead_time_months before it serves (solver.time.months.with_orders), restated at the
+point's lead time, and the verifier judges whether the commitments could arrive in time
+(an order inside the lead time is a violation at the point, as it is at the plan's own).
 
 Nor is the margin a pool's spot replicas state a requirement: each hour's spot pools
 state u = lambda T / (1 + lambda T) and Q(n u, a), the replicas down at once with the
@@ -32,7 +37,7 @@ from models.schema.traffic import HOURS_PER_DAY
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.plan.time_records import Commitment, Hour, Month, SpotReplicas
-from solver.time.months import month_offers
+from solver.time.months import month_offers, with_orders
 from solver.time.periods import offer_terms
 from solver.time.solve import hour_cost
 
@@ -130,11 +135,7 @@ def _months(instance: Instance, plan: Plan, hours: tuple[Hour, ...]) -> tuple[Mo
     for month in plan.months:
         committed = _commitments(instance, month.committed if month.month else plan.committed)
         own_hours = _hours(instance, month.hours, committed) if month.month else hours
-        ordered = {(o.region, o.gpu): o.ordered_gpus for o in month.offers}
-        offers = tuple(
-            o.model_copy(update={"ordered_gpus": ordered.get((o.region, o.gpu), 0.0)})
-            for o in month_offers(instance, month.month, own_hours, committed, previous)
-        )
+        offers = month_offers(instance, month.month, own_hours, committed, previous)
         previous = {(c.region, c.gpu): c.committed_gpus for c in committed}
         months.append(
             month.model_copy(
@@ -146,4 +147,4 @@ def _months(instance: Instance, plan: Plan, hours: tuple[Hour, ...]) -> tuple[Mo
                 }
             )
         )
-    return tuple(months)
+    return tuple(with_orders(instance, months))
