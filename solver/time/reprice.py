@@ -1,4 +1,5 @@
-"""An hourly plan restated at another instance's prices and spot terms (a sweep point's).
+"""An hourly plan restated at another instance's prices, spot terms, lead time and growth
+(a sweep point's).
 
 A price is no requirement: the same hours, commitments and months serve a point that only
 prices them differently. What the plan states in dollars is restated with the planner's
@@ -19,14 +20,19 @@ lead_time_months before it serves (solver.time.months.with_orders), restated at 
 point's lead time, and the verifier judges whether the commitments could arrive in time
 (an order inside the lead time is a violation at the point, as it is at the plan's own).
 
+Nor is a month's growth factor: it is the point's demand, restated as the largest
+(1 + g)^m of the point's workloads (solver.time.months.month_growth), and the verifier
+judges whether the month's fleet carries that demand (a plan of faster growth serves a
+point of slower growth), as it judges a static or hourly plan at a point's demand.
+
 Nor is the margin a pool's spot replicas state a requirement: each hour's spot pools
 state u = lambda T / (1 + lambda T) and Q(n u, a), the replicas down at once with the
 policy's confidence a (solver.time.spot), and are restated at the point's a, lambda and
 T (a point at a lower confidence asks the same fleet to carry its load with fewer
 replicas down); the verifier's capacity check recomputes Q and judges the fleet on it.
 
-Counts (GPUs used, reserved, rented, on spot, committed, ordered) are the plan's as
-stated; nothing is re-planned.
+Counts (GPUs used, reserved, rented, on spot, committed) are the plan's as stated;
+nothing is re-planned.
 """
 
 import math
@@ -37,7 +43,7 @@ from models.schema.traffic import HOURS_PER_DAY
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.plan.time_records import Commitment, Hour, Month, SpotReplicas
-from solver.time.months import month_offers, with_orders
+from solver.time.months import month_growth, month_offers, with_orders
 from solver.time.periods import offer_terms
 from solver.time.solve import hour_cost
 
@@ -144,6 +150,7 @@ def _months(instance: Instance, plan: Plan, hours: tuple[Hour, ...]) -> tuple[Mo
                     "committed": committed if month.month else month.committed,
                     "offers": offers,
                     "cost_per_month": math.fsum(o.cost for o in offers),
+                    "growth_factor": month_growth(instance, month.month),
                 }
             )
         )
