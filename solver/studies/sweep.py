@@ -81,9 +81,10 @@ TIME_PARTS = ("hours", "committed", "months", "cost_per_month")
 commitments and its months (month 0 against the plan's cost; solver.verify.hours), not
 the peak fleet alone. The idle shares are left out (they depend on each point's demand,
 as the peak pools' STATED_FIGURES do); the dollars the hours, commitments and months
-state, the spot pools' margins and the months' orders are restated at each point's prices,
-spot terms and lead time before it is checked (solver.time.reprice), as a static plan's
-stated costs are dropped, so a plan serves every point its fleet serves."""
+state, the spot pools' margins and the months' orders and power are restated at each
+point's prices, spot terms, lead time and power terms before it is checked
+(solver.time.reprice), as a static plan's stated costs are dropped, so a plan serves
+every point its fleet serves."""
 
 PRICE_FIGURES = (
     "cost",
@@ -96,11 +97,13 @@ PRICE_FIGURES = (
     "order_month",
     "ordered_gpus",
     "servers_ordered",
+    "power_kw",
 )
 """Dollars an hourly plan's parts state at its own point's prices, its spot pools'
-margins at its point's spot terms and its months' orders at its point's lead time: not
-part of its identity (two points that price the same hours differently, hold them to
-another spot confidence or order them earlier chose one plan)."""
+margins at its point's spot terms, its months' orders at its point's lead time and their
+power at its point's power terms: not part of its identity (two points that price the
+same hours differently, hold them to another spot confidence, order them earlier or draw
+them at another PUE chose one plan)."""
 
 
 def _time_parts(plan: Plan) -> dict[str, Any]:

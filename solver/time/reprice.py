@@ -1,5 +1,5 @@
-"""An hourly plan restated at another instance's prices, spot terms, lead time and growth
-(a sweep point's).
+"""An hourly plan restated at another instance's prices, spot terms, lead time, growth and
+power terms (a sweep point's).
 
 A price is no requirement: the same hours, commitments and months serve a point that only
 prices them differently. What the plan states in dollars is restated with the planner's
@@ -25,6 +25,10 @@ Nor is a month's growth factor: it is the point's demand, restated as the larges
 judges whether the month's fleet carries that demand (a plan of faster growth serves a
 point of slower growth), as it judges a static or hourly plan at a point's demand.
 
+Nor is a month's power: its kW in the busiest hour (PUE, server power factor, whole
+servers) and its cap are restated at the point's power terms, and the verifier judges
+whether the fleet fits the point's cap.
+
 Nor is the margin a pool's spot replicas state a requirement: each hour's spot pools
 state u = lambda T / (1 + lambda T) and Q(n u, a), the replicas down at once with the
 policy's confidence a (solver.time.spot), and are restated at the point's a, lambda and
@@ -40,10 +44,10 @@ import math
 from models.operations.pricing_tiers import poisson_quantile, spot_down_fraction
 from models.schema.instance import Instance
 from models.schema.traffic import HOURS_PER_DAY
-from solver.plan.records import ReplicaPool
+from solver.plan.records import RegionPower, ReplicaPool
 from solver.plan.schema import Plan
 from solver.plan.time_records import Commitment, Hour, Month, SpotReplicas
-from solver.time.months import month_growth, month_offers, with_orders
+from solver.time.months import month_growth, month_offers, month_power, with_orders
 from solver.time.periods import offer_terms
 from solver.time.solve import hour_cost
 
@@ -135,6 +139,22 @@ def _spot(instance: Instance, hour: Hour, entry: SpotReplicas) -> SpotReplicas:
     return entry.model_copy(update={"down_fraction": u, "down_replicas": down})
 
 
+def _power(
+    instance: Instance, hours: tuple[Hour, ...], rows: tuple[RegionPower, ...]
+) -> tuple[RegionPower, ...]:
+    """A month's power rows at `instance`'s power terms: kW in its busiest hour
+    (solver.time.months.month_power: PUE, server factor, whole servers) and the region's
+    power_kw as its cap, priced where there is one (the stated $/month per kW kept, 0
+    where the plan's own point had no cap: the verifier holds it finite only)."""
+    known = {r.name: r for r in instance.regions}
+    restated = []
+    for row in month_power(instance, hours, [r for r in rows if r.region in known]):
+        cap = known[row.region].power_kw
+        price = None if cap is None else (row.shadow_price_per_kw or 0.0)
+        restated.append(row.model_copy(update={"limit_kw": cap, "shadow_price_per_kw": price}))
+    return (*restated, *(r for r in rows if r.region not in known))
+
+
 def _months(instance: Instance, plan: Plan, hours: tuple[Hour, ...]) -> tuple[Month, ...]:
     months = []
     previous: dict[tuple[str, str], float] = {}
@@ -151,6 +171,7 @@ def _months(instance: Instance, plan: Plan, hours: tuple[Hour, ...]) -> tuple[Mo
                     "offers": offers,
                     "cost_per_month": math.fsum(o.cost for o in offers),
                     "growth_factor": month_growth(instance, month.month),
+                    "power_kw": _power(instance, own_hours, month.power_kw),
                 }
             )
         )
