@@ -13,7 +13,7 @@ from cli.render.zeros import json_without_negative_zero
 from models.io.loading import load_instance
 from models.io.output_files import check_targets, is_stdout, write_text
 from models.schema.quantities import counted
-from solver.analysis.compare import Comparison, Side, compare_instances
+from solver.analysis.compare import Comparison, Side, compare_instances, judged_costs
 
 
 def compare(
@@ -78,11 +78,16 @@ def comparison_report(result: Comparison) -> Report:
         ("GPU types", ", ".join(b.gpu_types), ", ".join(c.gpu_types)),
         ("verifier", _verdict(b), _verdict(c)),
     ]
+    _, _, basis = judged_costs(b, c)
     tables = [
         TableSpec(
             "Ledger",
             ("", result.base.instance, result.candidate.instance),
             tuple(rows),
+            ""
+            if basis == "per month"
+            else f"judged {basis}: GPUs used and paid in its busiest month; $/GPU-hour, "
+            "$/million tokens, utilisation and headroom over all its months",
         ),
         TableSpec("Reasons", ("reason",), tuple((r,) for r in result.reasons)),
     ]

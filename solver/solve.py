@@ -562,11 +562,8 @@ def simplicity_cost(
             max_configs_per_pool=limit, cost_per_month_unlimited=None, extra_cost_per_month=None
         )
     values = integral(program, result.values)
-    uses = gpu_use(program.sets, replica_counts(program.sets, values))
-    unlimited = sum(use.cost_per_month for use in uses)
-    return SimplicityCost(
-        max_configs_per_pool=limit,
-        cost_per_month_unlimited=unlimited,
-        extra_cost_per_month=plan.cost_per_month - unlimited,
-        configurations_unlimited=len(replica_counts(program.sets, values)),
+    counts = replica_counts(program.sets, values)
+    unlimited = sum(use.cost_per_month for use in gpu_use(program.sets, counts))
+    return SimplicityCost.against(
+        limit, plan.cost_per_month, len(plan.replicas), unlimited, len(counts)
     )

@@ -31,9 +31,16 @@ from models.operations.site import demand_factor
 from models.physics.efficiency import borrowed_gpus
 from models.schema.instance import Instance
 from solver.analysis.cost_attribution import average_to_peak
-from solver.analysis.paid import gpu_hours_paid, gpus_paid
+from solver.analysis.paid import (
+    gpu_hours_paid,
+    gpus_paid,
+    month_gpu_hours_paid,
+    month_gpus_paid,
+    month_gpus_used,
+)
 from solver.plan.schema import Plan
 from solver.settings import SolveSettings
+from solver.simulate.hours import replayed_hour
 from solver.solve import solve
 from solver.verify.hours import verify_any as verify
 
@@ -61,14 +68,16 @@ class Side(BaseModel):
     horizon_months: int | None = None
     """Months the plan plans (None without a horizon)."""
     total_gpus: int | None = None
-    """GPUs in use."""
+    """GPUs in use (over a horizon, in its busiest month)."""
     gpus_paid: int | None = None
     """GPUs the bill covers: bought (whole servers included) plus owned in use
-    (solver.analysis.paid)."""
+    (solver.analysis.paid); for a plan of months judged over its horizon, its most paid
+    in a month."""
     usd_per_gpu_hour: float | None = None
     """Blended: cost / the GPU-hours a month it pays (GPUs paid x hours per month; an
     hourly plan's hours as they hold them, solver.analysis.paid.gpu_hours_paid); a fleet
-    bought at one price blends to that price, whatever the server rounding."""
+    bought at one price blends to that price, whatever the server rounding. Over a
+    horizon: its cost over the GPU-hours its months pay."""
     usd_per_million_tokens: float | None = None
     """Cost over the input + output tokens served in a month at the average rate; for a
     plan of months judged over its horizon (the other side plans the same months), the
@@ -76,7 +85,8 @@ class Side(BaseModel):
     month 0's: the basis the two are judged on (`judged_costs`)."""
     prefill_share: float | None = None
     utilisation_mean: float | None = None
-    """Load over capacity of every pool phase, without failures, summed then divided."""
+    """Load over capacity of every pool phase, without failures, summed then divided (at
+    the peak hour; over a horizon, at every month's busiest hour, `replayed_hour`)."""
     utilisation_max: float | None = None
     p99_headroom: float | None = None
     """Smallest capacity / load - 1 over the loaded pool phases of every scenario (every
@@ -190,24 +200,33 @@ def p99_headroom(plan: Plan, over_horizon: bool = True) -> float | None:
 
 def side_of(instance: Instance, plan: Plan | None, status: str, over_horizon: bool = True) -> Side:
     """The ledger's view of one plan (None: no plan, `status` says why); a plan of months
-    reads its $/million tokens and its headroom over its horizon where `over_horizon`
-    (both sides plan the same months, `judged_costs`), else month 0's, as the other side
-    is judged."""
+    reads its $/million tokens, $/GPU-hour, GPUs paid, utilisation and headroom over its
+    horizon where `over_horizon` (both sides plan the same months, `judged_costs`), else
+    month 0's, as the other side is judged."""
     if plan is None:
         return Side(instance=instance.name, status=status)
     hours = instance.policy.hours_per_month
     cost = plan.cost_per_month or 0.0
-    paid = gpus_paid(plan)
+    paid, used = gpus_paid(plan), plan.total_gpus or 0
     paid_hours = gpu_hours_paid(plan, hours)
     tokens_per_month = tokens_per_s(instance) * 3600 * hours
     priced, tokens = cost, tokens_per_month
+    pools = plan.scenarios[0].pools if plan.scenarios else ()
     if over_horizon and plan.months and plan.horizon_cost is not None:  # judged so: read it
         priced = plan.horizon_cost
         tokens = sum(
             tokens_per_s(month_instance(instance, m.month)) * 3600 * hours for m in plan.months
         )
+        paid = max(month_gpus_paid(instance, plan, m) for m in plan.months)
+        used = max(used, *(month_gpus_used(m) for m in plan.months))
+        paid_hours = sum(month_gpu_hours_paid(plan, m, hours) for m in plan.months)
+        pools = tuple(
+            pool
+            for m in plan.months
+            for scenario in replayed_hour(plan, month=m.month).plan.scenarios[:1]
+            for pool in scenario.pools
+        )
     check = verify(instance, plan)
-    pools = plan.scenarios[0].pools if plan.scenarios else ()
     load = sum(p.load_requests_per_s for p in pools)
     capacity = sum(p.capacity_requests_per_s for p in pools)
     attributed = sum(a.cost_per_month for a in plan.cost_attribution)
@@ -218,9 +237,9 @@ def side_of(instance: Instance, plan: Plan | None, status: str, over_horizon: bo
         cost_per_month=cost,
         horizon_cost=plan.horizon_cost,
         horizon_months=len(plan.months) or None,
-        total_gpus=plan.total_gpus or 0,
+        total_gpus=used,
         gpus_paid=paid,
-        usd_per_gpu_hour=cost / paid_hours if paid_hours else None,
+        usd_per_gpu_hour=priced / paid_hours if paid_hours else None,
         usd_per_million_tokens=priced / (tokens / 1e6) if tokens else None,
         prefill_share=prefill / attributed if attributed else None,
         utilisation_mean=load / capacity if capacity else None,

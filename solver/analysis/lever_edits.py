@@ -11,7 +11,8 @@ exactly what a user would get by editing the file the same way.
 The levers (names are what the report shows):
 
 - `prefix-cache hit +10 points`: every workload's prefix-cache hit rate + 0.10 (capped
-  below 1).
+  below 1), but for a workload whose declared prefixes set its rate (no explicit
+  `prefix_cache_hit_rate`), which has no one number to raise.
 - `fp8 KV` / `fp4 KV`: every model's KV cache one precision step below what it uses now
   (the default KV rule: the weight precision, never below fp8).
 - `precision one step down`: every model may also use the next lower weight precision.
@@ -90,11 +91,16 @@ def _workloads(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def more_prefix_hits(instance: Instance) -> Instance | None:
-    """Every workload's prefix-cache hit rate + 10 points (at most 0.99)."""
+    """Every workload's prefix-cache hit rate + 10 points (at most 0.99). A workload whose
+    declared `prefixes` set its hit rate (no explicit `prefix_cache_hit_rate`: the rate is
+    where the prefixes live, pool by pool) is left as it is: a rate written for it would
+    replace the derived one, and 0 + 10 points read a 70% rate as 10%."""
 
     def edit(data: dict[str, Any]) -> bool:
         changed = False
         for entry, workload in zip(_workloads(data), instance.workloads, strict=True):
+            if _hit_rate_from_prefixes(workload):
+                continue
             hit = min(workload.prefix_cache_hit_rate + HIT_RATE_STEP, HIT_RATE_CEILING)
             if hit > workload.prefix_cache_hit_rate:
                 entry["prefix_cache_hit_rate"] = hit
@@ -102,6 +108,12 @@ def more_prefix_hits(instance: Instance) -> Instance | None:
         return changed
 
     return _edited(instance, edit)
+
+
+def _hit_rate_from_prefixes(workload) -> bool:
+    """Whether the workload's declared prefixes set its hit rate (models.schema.instance:
+    prefixes without an explicit prefix_cache_hit_rate)."""
+    return bool(workload.prefixes) and "prefix_cache_hit_rate" not in workload.model_fields_set
 
 
 def current_kv_precision(instance: Instance, model: str) -> Precision:

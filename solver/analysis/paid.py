@@ -17,12 +17,21 @@ An hourly plan pays by the hour: its GPU-hours paid a month are
 
 every committed GPU every hour (used or not), the rest as each hour holds them, so a
 fleet rented at one price p blends to p too (its peak GPUs held all month would not).
+
+A plan of months pays each month's own hours and commitments (`month_gpu_hours_paid`),
+and month m's GPUs paid are its offers' at the most GPUs its hours run,
+sum of models.operations.site.gpus_paid(ceil(peak need), existing, unit)
+(`month_gpus_paid`; month 0's are the plan's own table).
 """
 
 import math
 
+from models.operations.site import gpus_paid as offer_paid
+from models.operations.site import node_gpus
+from models.schema.instance import Instance
 from models.schema.traffic import HOURS_PER_DAY
 from solver.plan.schema import Plan
+from solver.plan.time_records import Month
 
 
 def gpus_paid(plan: Plan) -> int:
@@ -40,6 +49,36 @@ def gpu_hours_paid(plan: Plan, hours_per_month: float) -> float:
         for hour in plan.hours
     )
     return hours_per_month / HOURS_PER_DAY * day
+
+
+def month_gpu_hours_paid(plan: Plan, month: Month, hours_per_month: float) -> float:
+    """GPU-hours month `month` of a plan of months pays (its own hours and commitments;
+    month 0's are the plan's)."""
+    if not month.hours:
+        return gpu_hours_paid(plan, hours_per_month)
+    own = plan.model_copy(update={"hours": month.hours, "committed": month.committed})
+    return gpu_hours_paid(own, hours_per_month)
+
+
+def month_gpus_used(month: Month) -> int:
+    """GPUs a later month of a plan of months runs at its most: its offers' peak need
+    (0 for month 0, whose GPUs are the plan's `total_gpus`)."""
+    return sum(math.ceil(o.peak_need_gpus - 1e-9) for o in month.offers) if month.hours else 0
+
+
+def month_gpus_paid(instance: Instance, plan: Plan, month: Month) -> int:
+    """GPUs month `month` of a plan of months pays (see the module docstring)."""
+    if not month.hours:
+        return gpus_paid(plan)
+    paid = 0
+    for offer in month.offers:
+        region = next((r for r in instance.regions if r.name == offer.region), None)
+        if region is None or offer.gpu not in instance.gpu_specs:
+            continue
+        used = math.ceil(offer.peak_need_gpus - 1e-9)
+        existing = region.existing.get(offer.gpu, 0)
+        paid += offer_paid(used, existing, node_gpus(instance, offer.gpu))
+    return paid
 
 
 def servers_bought(plan: Plan) -> int:

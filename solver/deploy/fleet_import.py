@@ -2,7 +2,8 @@
 
 Two inputs:
 - a CSV of pools, one row per pool: `workload,region,gpu,precision,tp,pp,replicas` and
-  optionally `kv_precision,ep,dp,role,speculative` (header row required);
+  optionally `kv_precision,ep,dp,role,speculative` (header row required); a pool on two
+  rows is refused naming both (summed, a row copied twice doubled the fleet unseen);
 - Kubernetes objects (YAML, several documents): every Deployment or LeaderWorkerSet with
   the `fleetplan.io/pool` annotation (`solver.deploy.manifests`) is a pool of
   `spec.replicas`; a pool's normal object and its spare add up.
@@ -79,6 +80,7 @@ def pools_from_csv(text: str) -> list[ReplicaPool]:
             f"and optionally {', '.join(CSV_OPTIONAL)}"
         )
     pools = []
+    lines: dict[tuple, int] = {}
     rows: list[dict] = []
     try:
         rows.extend(reader)
@@ -106,8 +108,21 @@ def pools_from_csv(text: str) -> list[ReplicaPool]:
                         f"row {line}: {name} {fields[name]!r} is not a whole number"
                     ) from None
         replicas = fields.pop("replicas")
-        pools.append(_pool(fields, replicas, f"row {line}"))
+        pool = _pool(fields, replicas, f"row {line}")
+        key = _layout(pool)
+        if key in lines:
+            raise FleetImportError(
+                f"row {line}: the pool of {pool.workload} in {pool.region} on {pool.key} is "
+                f"row {lines[key]} already; give each pool once, with all its replicas"
+            )
+        lines[key] = line
+        pools.append(pool)
     return pools
+
+
+def _layout(pool: ReplicaPool) -> tuple:
+    """What makes a pool one (`merged` sums the counts of pools alike in it)."""
+    return (pool.workload, pool.region, pool.key, pool.kv_precision)
 
 
 def pools_from_kubernetes(text: str) -> list[ReplicaPool]:
@@ -168,7 +183,7 @@ def merged(pools: list[ReplicaPool]) -> tuple[ReplicaPool, ...]:
     counts: dict[tuple, int] = defaultdict(int)
     first: dict[tuple, ReplicaPool] = {}
     for pool in pools:
-        key = (pool.workload, pool.region, pool.key, pool.kv_precision)
+        key = _layout(pool)
         counts[key] += pool.count
         first.setdefault(key, pool)
     return tuple(

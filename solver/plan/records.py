@@ -296,9 +296,26 @@ class SimplicityCost(BaseModel):
     """Cost of the plan with any number of configurations per pool (None: not found in
     the time left)."""
     extra_cost_per_month: float | None
-    """This plan's cost minus the unlimited one (>= 0 up to the MIP gap)."""
+    """This plan's cost minus the unlimited one (>= 0)."""
     configurations_unlimited: int | None = None
     """Configurations (pools) the unlimited plan uses, against this plan's."""
+
+    @classmethod
+    def against(
+        cls, limit: int, cost: float, pools: int, unlimited: float, unlimited_pools: int
+    ) -> "SimplicityCost":
+        """The plan (`cost`, `pools`) against the lifted re-solve's (`unlimited`,
+        `unlimited_pools`). Every plan within the limit is a plan without it, so lifting it
+        never costs more: a re-solve stopped within its gap on a dearer plan reads the plan
+        itself (extra 0), as a lever that only loosens the question does."""
+        if unlimited > cost:
+            unlimited, unlimited_pools = cost, pools
+        return cls(
+            max_configs_per_pool=limit,
+            cost_per_month_unlimited=unlimited,
+            extra_cost_per_month=cost - unlimited,
+            configurations_unlimited=unlimited_pools,
+        )
 
 
 class Binding(BaseModel):

@@ -80,9 +80,11 @@ TIME_PARTS = ("hours", "committed", "months", "cost_per_month")
 """What an hourly plan is beyond its peak pools: the verifier checks its 24 hours, its
 commitments and its months (month 0 against the plan's cost; solver.verify.hours), not
 the peak fleet alone. The idle shares are left out (they depend on each point's demand,
-as the peak pools' STATED_FIGURES do); the dollars the hours, commitments and months state
-are restated at each point's prices before it is checked (solver.time.reprice), as a
-static plan's stated costs are dropped, so a plan serves every point its fleet serves."""
+as the peak pools' STATED_FIGURES do); the dollars the hours, commitments and months
+state, the spot pools' margins and the months' orders and power are restated at each
+point's prices, spot terms, lead time and power terms before it is checked
+(solver.time.reprice), as a static plan's stated costs are dropped, so a plan serves
+every point its fleet serves."""
 
 PRICE_FIGURES = (
     "cost",
@@ -90,9 +92,18 @@ PRICE_FIGURES = (
     "cost_per_month",
     "reserved_price_per_gpu_hour",
     "on_demand_price_per_gpu_hour",
+    "down_fraction",
+    "down_replicas",
+    "order_month",
+    "ordered_gpus",
+    "servers_ordered",
+    "power_kw",
 )
-"""Dollars an hourly plan's parts state at its own point's prices: not part of its
-identity (two points that price the same hours differently chose one plan)."""
+"""Dollars an hourly plan's parts state at its own point's prices, its spot pools'
+margins at its point's spot terms, its months' orders at its point's lead time and their
+power at its point's power terms: not part of its identity (two points that price the
+same hours differently, hold them to another spot confidence, order them earlier or draw
+them at another PUE chose one plan)."""
 
 
 def _time_parts(plan: Plan) -> dict[str, Any]:

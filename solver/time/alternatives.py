@@ -120,9 +120,5 @@ def simplicity_cost(
     else:
         lifted = _read_back(program, result, settings)
         unlimited, count = lifted.cost_per_month or 0.0, interactive_pools(program, lifted)
-    return SimplicityCost(
-        max_configs_per_pool=limit,
-        cost_per_month_unlimited=unlimited,
-        extra_cost_per_month=(plan.cost_per_month or 0.0) - unlimited,
-        configurations_unlimited=count,
-    )
+    own = interactive_pools(program, plan)
+    return SimplicityCost.against(limit, plan.cost_per_month or 0.0, own, unlimited, count)

@@ -183,13 +183,32 @@ def with_months(instance: Instance, plan: Plan, later: Sequence[Plan]) -> Plan:
                 power_kw=month_power(instance, solved.hours, solved.power_kw),
             )
         )
+    months = with_orders(instance, months)
+    grown = [min(month_factors(instance, m.month).values(), default=1.0) >= 1.0 for m in months]
+    requested = plan.solver.requested_gap if plan.solver else 0.0
+    status, gap = horizon_status(months, requested, grown)
+    return plan.model_copy(
+        update={
+            "status": status,
+            "solver": plan.solver and plan.solver.model_copy(update={"mip_gap": gap}),
+            "binding": in_month(plan.binding, 0),
+            "months": tuple(months),
+            "horizon_cost": math.fsum(m.cost_per_month for m in months),
+        }
+    )
+
+
+def with_orders(instance: Instance, months: Sequence[Month]) -> list[Month]:
+    """`months` with each offer's `ordered_gpus` (the GPUs later months add whose order
+    month is this one: bought_gpus at order_month = m - L) and each month's
+    `servers_ordered`, from their offers' commitments and order months."""
     orders: dict[tuple[int, str, str], float] = {}
     for m in months:
         for o in m.offers:
             if o.order_month is not None and o.order_month >= 0:
                 key = (o.order_month, o.region, o.gpu)
                 orders[key] = orders.get(key, 0.0) + o.bought_gpus
-    months = [
+    return [
         m.model_copy(
             update={
                 "offers": tuple(
@@ -203,18 +222,6 @@ def with_months(instance: Instance, plan: Plan, later: Sequence[Plan]) -> Plan:
         )
         for m in months
     ]
-    grown = [min(month_factors(instance, m.month).values(), default=1.0) >= 1.0 for m in months]
-    requested = plan.solver.requested_gap if plan.solver else 0.0
-    status, gap = horizon_status(months, requested, grown)
-    return plan.model_copy(
-        update={
-            "status": status,
-            "solver": plan.solver and plan.solver.model_copy(update={"mip_gap": gap}),
-            "binding": in_month(plan.binding, 0),
-            "months": tuple(months),
-            "horizon_cost": math.fsum(m.cost_per_month for m in months),
-        }
-    )
 
 
 def horizon_status(

@@ -1,4 +1,5 @@
-"""An hourly plan restated at another instance's prices (a sweep point's).
+"""An hourly plan restated at another instance's prices, spot terms, lead time, growth and
+power terms (a sweep point's).
 
 A price is no requirement: the same hours, commitments and months serve a point that only
 prices them differently. What the plan states in dollars is restated with the planner's
@@ -9,30 +10,52 @@ own rules, so that the verifier (which recomputes them independently) judges the
                    (committed x reserved + on demand x price + spot x spot price);
                    each pool's cost_per_month = its GPUs x on-demand price x hours a
                    month (solver.readback.assign), its started pools' alike
-    month m        each offer's cost and GPU-hours (solver.time.months.month_offers, the
-                   orders kept), cost_per_month = the sum of its offers
+    month m        each offer's cost and GPU-hours (solver.time.months.month_offers),
+                   cost_per_month = the sum of its offers
     the plan       cost_per_month = hours_per_month / 24 x sum_h cost_per_hour (month 0),
                    horizon_cost = sum_m cost_per_month
 
-Counts (GPUs used, reserved, rented, on spot, committed, ordered) are the plan's as
-stated; nothing is re-planned.
+Nor are a month's orders: the GPUs each month adds to its commitment are ordered
+lead_time_months before it serves (solver.time.months.with_orders), restated at the
+point's lead time, and the verifier judges whether the commitments could arrive in time
+(an order inside the lead time is a violation at the point, as it is at the plan's own).
+
+Nor is a month's growth factor: it is the point's demand, restated as the largest
+(1 + g)^m of the point's workloads (solver.time.months.month_growth), and the verifier
+judges whether the month's fleet carries that demand (a plan of faster growth serves a
+point of slower growth), as it judges a static or hourly plan at a point's demand.
+
+Nor is a month's power: its kW in the busiest hour (PUE, server power factor, whole
+servers) and its cap are restated at the point's power terms, and the verifier judges
+whether the fleet fits the point's cap.
+
+Nor is the margin a pool's spot replicas state a requirement: each hour's spot pools
+state u = lambda T / (1 + lambda T) and Q(n u, a), the replicas down at once with the
+policy's confidence a (solver.time.spot), and are restated at the point's a, lambda and
+T (a point at a lower confidence asks the same fleet to carry its load with fewer
+replicas down); the verifier's capacity check recomputes Q and judges the fleet on it.
+
+Counts (GPUs used, reserved, rented, on spot, committed) are the plan's as stated;
+nothing is re-planned.
 """
 
 import math
 
+from models.operations.pricing_tiers import poisson_quantile, spot_down_fraction
 from models.schema.instance import Instance
 from models.schema.traffic import HOURS_PER_DAY
-from solver.plan.records import ReplicaPool
+from solver.plan.records import RegionPower, ReplicaPool
 from solver.plan.schema import Plan
-from solver.plan.time_records import Commitment, Hour, Month
-from solver.time.months import month_offers
+from solver.plan.time_records import Commitment, Hour, Month, SpotReplicas
+from solver.time.months import month_growth, month_offers, month_power, with_orders
 from solver.time.periods import offer_terms
 from solver.time.solve import hour_cost
 
 
 def at_prices(instance: Instance, plan: Plan) -> Plan:
     """`plan` (hourly, with or without months) with every stated price and cost taken at
-    `instance`'s prices; a plan without hours is returned as it is."""
+    `instance`'s prices and its spot pools' margins at `instance`'s spot terms; a plan
+    without hours is returned as it is."""
     if not plan.hours:
         return plan
     hours = _hours(instance, plan.hours, plan.committed)
@@ -77,6 +100,7 @@ def _hours(
             update={
                 "cost_per_hour": hour_cost(offers, h.gpus, held),
                 "pools": tuple(_pool(instance, p) for p in h.pools),
+                "spot_pools": tuple(_spot(instance, h, s) for s in h.spot_pools),
                 "failover_starts": tuple(
                     s.model_copy(update={"pool": _pool(instance, s.pool)})
                     for s in h.failover_starts
@@ -98,17 +122,46 @@ def _pool(instance: Instance, pool: ReplicaPool) -> ReplicaPool:
     return pool.model_copy(update={"cost_per_month": cost})
 
 
+def _spot(instance: Instance, hour: Hour, entry: SpotReplicas) -> SpotReplicas:
+    """`entry` with its share of time down and replicas down at `instance`'s spot terms
+    and confidence, as solver.time.spot states them (an entry without a pool, an offer
+    of spot or a confidence stays as it is: the verifier names it)."""
+    confidence = instance.policy.spot_confidence
+    key = (entry.workload, entry.region, entry.configuration)
+    pool = next((p for p in hour.pools if (p.workload, p.region, p.key) == key), None)
+    known = pool is not None and any(r.name == entry.region for r in instance.regions)
+    offer = instance.region(entry.region).supply.get(pool.gpu) if known else None
+    if confidence is None or offer is None or offer.spot_price_per_gpu_hour is None:
+        return entry
+    restart_s = instance.replica_start_s(pool.gpu) + instance.policy.scale_detection_s
+    u = spot_down_fraction(offer.spot_interruptions_per_hour, restart_s)
+    down = poisson_quantile(entry.replicas * u, confidence)
+    return entry.model_copy(update={"down_fraction": u, "down_replicas": down})
+
+
+def _power(
+    instance: Instance, hours: tuple[Hour, ...], rows: tuple[RegionPower, ...]
+) -> tuple[RegionPower, ...]:
+    """A month's power rows at `instance`'s power terms: kW in its busiest hour
+    (solver.time.months.month_power: PUE, server factor, whole servers) and the region's
+    power_kw as its cap, priced where there is one (the stated $/month per kW kept, 0
+    where the plan's own point had no cap: the verifier holds it finite only)."""
+    known = {r.name: r for r in instance.regions}
+    restated = []
+    for row in month_power(instance, hours, [r for r in rows if r.region in known]):
+        cap = known[row.region].power_kw
+        price = None if cap is None else (row.shadow_price_per_kw or 0.0)
+        restated.append(row.model_copy(update={"limit_kw": cap, "shadow_price_per_kw": price}))
+    return (*restated, *(r for r in rows if r.region not in known))
+
+
 def _months(instance: Instance, plan: Plan, hours: tuple[Hour, ...]) -> tuple[Month, ...]:
     months = []
     previous: dict[tuple[str, str], float] = {}
     for month in plan.months:
         committed = _commitments(instance, month.committed if month.month else plan.committed)
         own_hours = _hours(instance, month.hours, committed) if month.month else hours
-        ordered = {(o.region, o.gpu): o.ordered_gpus for o in month.offers}
-        offers = tuple(
-            o.model_copy(update={"ordered_gpus": ordered.get((o.region, o.gpu), 0.0)})
-            for o in month_offers(instance, month.month, own_hours, committed, previous)
-        )
+        offers = month_offers(instance, month.month, own_hours, committed, previous)
         previous = {(c.region, c.gpu): c.committed_gpus for c in committed}
         months.append(
             month.model_copy(
@@ -117,7 +170,9 @@ def _months(instance: Instance, plan: Plan, hours: tuple[Hour, ...]) -> tuple[Mo
                     "committed": committed if month.month else month.committed,
                     "offers": offers,
                     "cost_per_month": math.fsum(o.cost for o in offers),
+                    "growth_factor": month_growth(instance, month.month),
+                    "power_kw": _power(instance, own_hours, month.power_kw),
                 }
             )
         )
-    return tuple(months)
+    return tuple(with_orders(instance, months))

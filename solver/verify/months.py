@@ -273,7 +273,11 @@ def _check_order(
                 requirement=name,
                 message=f"{bought:g} GPUs serving from month {month} need an order in month "
                 f"0..{month - lead} (lead time {lead}); the plan orders in month "
-                f"{offer.order_month}",
+                f"{offer.order_month}"
+                if month >= lead
+                else f"{bought:g} GPUs serving from month {month} cannot be ordered in time: "
+                f"an order placed in the horizon serves from month {lead} on (lead time "
+                f"{lead}); the plan orders in month {offer.order_month}",
             )
         )
 

@@ -306,3 +306,19 @@ def test_a_price_below_the_floor_is_zero():
     for offer in {c.committed for c in kept.covers}:
         rows = sum(c.committed == offer for c in kept.covers)
         assert prices[1][offer] == 5.0 * rows
+
+
+def test_a_gap_of_the_sums_rounding_proves_the_plan():
+    """At mip_gap 0 the rounds ended on a plan of $17,410.50 whose bound was its cost to
+    6.3e-16 (one round-off of sums of about 10^4), and the plan read 'feasible (gap
+    0.000000000000063%)' where the same bound proves it: a gap of the sums' rounding
+    (<= 1e-9) proves it, a real one (the 1.76e-7 that solver.plan.schema.gap_percent
+    keeps) does not."""
+    from solver.decompose.by_period import within_gap
+    from solver.plan.schema import plan_status
+
+    assert within_gap(6.3e-16, 0.0)
+    assert plan_status(within_gap(6.3e-16, 0.0), 6.3e-16, 0.0) == "optimal"
+    assert not within_gap(1.76e-7, 0.0)
+    assert plan_status(within_gap(1.76e-7, 0.0), 1.76e-7, 0.0) == "feasible (gap 0.000018%)"
+    assert within_gap(1e-3, 1e-3) and not within_gap(1.1e-3, 1e-3)

@@ -490,3 +490,20 @@ def test_a_plan_that_does_not_fit_the_instance_is_refused(instance):
     )
     with pytest.raises(DeployError, match="shared groups"):
         deploy_pools(instance, Plan(replicas=(group,)))
+
+
+def test_a_csv_pool_on_two_rows_is_refused_naming_both():
+    """A row copied twice read as one pool of 3 + 3 = 6 replicas (12 GPUs held where the
+    fleet runs 6): the CSV is one row per pool, so the second row is named, with the
+    first. The same layout at another KV precision or in another region is another
+    pool, read as before: 3 x 2 GPUs + 3 x 2 GPUs."""
+    header = "workload,region,gpu,precision,tp,pp,replicas,kv_precision\n"
+    row = "chat,us-east,h100-sxm,fp8,2,1,3,\n"
+    with pytest.raises(FleetImportError) as raised:
+        pools_from_csv(header + row + "chat,us-west,h100-sxm,fp8,2,1,1,\n" + row)
+    assert str(raised.value) == (
+        "row 4: the pool of chat in us-east on h100-sxm.fp8.tp2pp1.unified is row 2 "
+        "already; give each pool once, with all its replicas"
+    )
+    other = pools_from_csv(header + row + "chat,us-east,h100-sxm,fp8,2,1,3,bf16\n")
+    assert owned_gpus(other) == {"us-east": {"h100-sxm": 3 * 2 + 3 * 2}}

@@ -158,3 +158,21 @@ def test_no_limit_no_figure():
     solved = solve_program(instance, SolveSettings.of(instance, mip_gap=0.0))
     assert not configs_limit_rows(solved.time_step.program)
     assert resolve_lifted(solved.time_step.program, solved.plan, solved.settings) is None
+
+
+def test_lifting_the_limit_never_reads_dearer_than_the_plan():
+    """Every plan within the limit is one without it, so the lifted program's optimum is
+    at most the plan's cost. A re-solve stopped within its 1% comparison gap on a dearer
+    plan read so: an 8B chat on a 1-to-4 day in two regions (a power cap, reserved
+    prices, buy_unit gpu) at $17,574.75 read 'at most 1 configuration per pool costs
+    $-79/month over the unlimited plan ($17,654/month, 3 pools)'. It reads the plan itself
+    now, extra $0; a cheaper lifted plan ($17,556.50 solved to gap 0) reads what it saves,
+    17,574.75 - 17,556.50 = $18.25."""
+    from solver.plan.records import SimplicityCost
+
+    dearer = SimplicityCost.against(1, 17_574.75, 2, 17_654.0, 3)
+    assert dearer.cost_per_month_unlimited == 17_574.75
+    assert dearer.extra_cost_per_month == 0.0 and dearer.configurations_unlimited == 2
+    cheaper = SimplicityCost.against(1, 17_574.75, 2, 17_556.5, 3)
+    assert cheaper.extra_cost_per_month == pytest.approx(17_574.75 - 17_556.5)
+    assert cheaper.configurations_unlimited == 3
