@@ -47,7 +47,6 @@ from models.operations.autoscaling import (
     resident_batch,
     scaling_thresholds,
 )
-from models.physics.memory import MemoryBudget
 from models.schema.instance import Instance
 from models.serving.replica import Role
 from models.serving.replica_layout import replica_memory_budget
@@ -282,8 +281,10 @@ def _pool_name(pool: RecomputedPool) -> str:
     )
 
 
-def _kv_free_fraction(budget: MemoryBudget) -> float:
-    """1 - reserve / (HBM - weights - activations) of one GPU (`DeployPool.kv_free_fraction`)."""
+def _kv_free_fraction(pool: RecomputedPool) -> float:
+    """1 - reserve / (HBM - weights - activations) of the pool's most loaded GPU
+    (`DeployPool.kv_free_fraction`)."""
+    budget = replica_memory_budget(pool.config, pool.efficiency)
     free = budget.hbm_bytes_per_gpu - budget.weight_bytes_per_gpu - budget.activation_bytes_per_gpu
     return 1.0 - budget.reserve_bytes_per_gpu / free
 
@@ -337,7 +338,6 @@ def _record(
     }[pool.role]
     speculation = pool.config.speculation
     chunk = int(pool.efficiency.prefill_chunk_tokens)
-    budget = replica_memory_budget(pool.config, pool.efficiency)
     prefix = workload.prefix_cache_hit_rate > 0 or bool(workload.prefixes)
     return DeployPool(
         name=name,
@@ -361,7 +361,7 @@ def _record(
         tokens_per_iteration=chunk,
         chunked_prefill_tokens=chunk,
         memory_reserve_fraction=pool.efficiency.memory_reserve_fraction,
-        kv_free_fraction=_kv_free_fraction(budget),
+        kv_free_fraction=_kv_free_fraction(pool),
         max_context_tokens=math.ceil(
             workload.prompt_tokens.p99_tokens + workload.output_tokens.p99_tokens
         ),
