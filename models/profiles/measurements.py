@@ -239,6 +239,11 @@ def _read_csv(path: Path) -> list[Measurement]:
         if None in fields:
             issues.append(Issue(str(path), reader.line_num, "", "more values than columns"))
             continue
+        short = [name.strip() for name, value in fields.items() if value is None]
+        if short:  # csv fills the columns a short row lacks with None (exit 70 before)
+            message = f"fewer values than columns (none for {', '.join(short)})"
+            issues.append(Issue(str(path), reader.line_num, "", message))
+            continue
         row = _Row(str(path), reader.line_num, {k.strip(): v.strip() for k, v in fields.items()})
         run = row.measurement()
         issues += row.issues

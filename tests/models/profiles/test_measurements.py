@@ -127,3 +127,18 @@ def test_an_unknown_json_is_refused(tmp_path):
     path.write_text(json.dumps({"hello": 1}))
     with pytest.raises(InputError, match="not a result of vllm bench serve"):
         read_measurements([path], LLAMA)
+
+
+def test_a_row_shorter_than_the_header_is_named_with_the_columns_it_leaves_empty(tmp_path):
+    """A row of 7 values under the header's 10 columns: csv fills the last three with
+    None, and `v.strip()` raised AttributeError (calibrate: internal error, exit 70). The
+    row's metrics would be read as absent, so it is refused naming what it lacks."""
+    path = tmp_path / "runs.csv"
+    path.write_text(HEADER + "llama-3.1-8b,h100-sxm,bf16,1,1000,200,16\n")
+    with pytest.raises(InputError) as raised:
+        read_measurements([path], RunDefaults())
+    assert (
+        f"{path}:2: fewer values than columns (none for output_tok_s, ttft_mean_ms, "
+        "tpot_mean_ms)" in str(raised.value)
+    )
+
