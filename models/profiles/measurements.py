@@ -274,7 +274,10 @@ def _read_json(path: Path, defaults: RunDefaults) -> Measurement:
     elif isinstance(document.get("time_to_first_token"), dict) or isinstance(
         document.get("output_token_throughput"), dict
     ):
-        fields = _genai_perf_fields(document)
+        unread: list[tuple[str, str]] = []
+        fields = _genai_perf_fields(document, unread)
+        if unread:
+            raise InputError([Issue(str(path), None, key, why) for key, why in unread])
     else:
         raise InputError(
             [
@@ -365,15 +368,63 @@ def _vllm_fields(document: dict) -> dict[str, Any]:
     }
 
 
-def _ms(metric: Any) -> float | None:
-    """A genai-perf/aiperf latency record's mean in ms (its `unit` honoured)."""
-    if not isinstance(metric, dict) or metric.get("avg") is None:
+def _ms(document: dict, key: str, problems: list[tuple[str, str]]) -> float | None:
+    """A genai-perf/aiperf latency record's mean in ms (its `unit` honoured); None when
+    the record or its mean is absent. A record that cannot be read (not a mapping, a
+    unit that is not a time, a mean that is not a number) is a problem named by its
+    field: each was read as absent, and the fit went on without the figure."""
+    metric = document.get(key)
+    if metric is None:
         return None
-    scale = _TIME_UNITS.get(str(metric.get("unit", "ms")).lower())
+    if not isinstance(metric, dict):
+        problems.append((key, f"{_shown(metric)} is not a record of a unit and an avg"))
+        return None
+    if metric.get("avg") is None:
+        return None
+    unit = metric.get("unit", "ms")
+    scale = _TIME_UNITS.get(str(unit).lower())
+    if scale is None:
+        units = ", ".join(_TIME_UNITS)
+        problems.append((f"{key}.unit", f"{_shown(unit)} is not a time unit ({units})"))
+        return None
+    mean = _mean(metric, key, problems)
+    return None if mean is None else mean * scale
+
+
+def _mean(metric: dict, key: str, problems: list[tuple[str, str]]) -> float | None:
+    """A record's `avg` as a number (a string of one read as written); a value that is
+    none (a boolean, a word, a list) is a problem named `KEY.avg`."""
+    value = metric.get("avg")
     try:
-        return None if scale is None else float(metric["avg"]) * scale
-    except (TypeError, ValueError, OverflowError):
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise TypeError
+        return float(value)
+    except OverflowError:  # an integer of 400 digits: past every bound, reported so
+        return math.inf
+    except (TypeError, ValueError):
+        problems.append((f"{key}.avg", f"{_shown(value)} is not a number"))
         return None
+
+
+_THROUGHPUT_UNITS = ("tokens/sec", "tokens/s", "tok/s")
+"""How genai-perf and aiperf write an output throughput's unit (none written: tokens/s)."""
+
+
+def _tokens_per_s(document: dict, problems: list[tuple[str, str]]) -> float | None:
+    """The output throughput's mean in tokens/s: a unit other than per second (tokens/min
+    was read as per second, 60x the run's rate) or a record that is not one is a problem."""
+    key = "output_token_throughput"
+    metric = document.get(key)
+    if metric is None:
+        return None
+    if not isinstance(metric, dict):
+        problems.append((key, f"{_shown(metric)} is not a record of a unit and an avg"))
+        return None
+    unit = metric.get("unit", "tokens/sec")
+    if str(unit).lower() not in _THROUGHPUT_UNITS:
+        problems.append((f"{key}.unit", f"{_shown(unit)} is not tokens/sec"))
+        return None
+    return None if metric.get("avg") is None else _mean(metric, key, problems)
 
 
 def _find(document: Any, key: str) -> Any:
@@ -388,15 +439,15 @@ def _find(document: Any, key: str) -> Any:
     return None
 
 
-def _genai_perf_fields(document: dict) -> dict[str, Any]:
+def _genai_perf_fields(document: dict, problems: list[tuple[str, str]]) -> dict[str, Any]:
     return {
         "isl": _get(document, "input_sequence_length", "avg"),
         "osl": _get(document, "output_sequence_length", "avg"),
         "concurrency": _find(document.get("input_config"), "concurrency"),
         "num_requests": _get(document, "request_count", "avg"),
-        "output_tok_s": _get(document, "output_token_throughput", "avg"),
-        "ttft_mean_ms": _ms(document.get("time_to_first_token")),
-        "tpot_mean_ms": _ms(document.get("inter_token_latency")),
+        "output_tok_s": _tokens_per_s(document, problems),
+        "ttft_mean_ms": _ms(document, "time_to_first_token", problems),
+        "tpot_mean_ms": _ms(document, "inter_token_latency", problems),
     }
 
 
