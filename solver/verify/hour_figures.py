@@ -57,6 +57,7 @@ from models.schema.traffic import HOURS_PER_DAY
 from solver.plan.schema import Plan, ReplicaPool
 from solver.program.row_names import GpuSupplyRow, timed_name
 from solver.verify.months import busiest_hour_kw
+from solver.verify.pools import did_you_mean
 from solver.verify.totals import money_close, non_finite, over_supply, recompute_totals
 from solver.verify.verdict import Violation
 
@@ -79,9 +80,46 @@ def stop_before_arithmetic(instance: Instance, plan: Plan) -> tuple[list[Violati
     an hour beyond the supply (`unbuildable_hours`); None where it goes on."""
     if finite := finite_violations(plan):
         return finite, "a number in the plan is not finite"
+    if unknown := unknown_regions(instance, plan):
+        return unknown, "a record names a region the instance lacks"
     if over := unbuildable_hours(instance, plan):
         return over, "an hour needs more GPUs than a region has"
     return None
+
+
+TIMED_PARTS = ("hours", "committed", "months")
+"""The parts of an hourly plan the hour verifier reads beside its peak pools."""
+
+
+def unknown_regions(instance: Instance, plan: Plan) -> list[Violation]:
+    """Every record of the hours, commitments and months naming a region the instance
+    lacks, by its field path (`hours[5].pools[0].region`), with the name the instance
+    spells alike. Where there is one, the other checks are not run: each looks the
+    region up (a tampered 'us-eats' was StopIteration, exit 70)."""
+    known = [region.name for region in instance.regions]
+    return [
+        Violation(
+            requirement=path,
+            message=f"unknown region {name!r}" + did_you_mean(name, known),
+        )
+        for part in TIMED_PARTS
+        for path, name in _regions(plan.model_dump(include={part})[part], part)
+        if name not in known
+    ]
+
+
+def _regions(value: object, path: str) -> list[tuple[str, str]]:
+    """(field path, name) of every `region` in a dumped part of a plan."""
+    if isinstance(value, dict):
+        found = (
+            [(f"{path}.region", value["region"])] if isinstance(value.get("region"), str) else []
+        )
+        return found + [
+            item for key, child in value.items() for item in _regions(child, f"{path}.{key}")
+        ]
+    if isinstance(value, list | tuple):
+        return [item for i, child in enumerate(value) for item in _regions(child, f"{path}[{i}]")]
+    return []
 
 
 def unbuildable_hours(instance: Instance, plan: Plan) -> list[Violation]:

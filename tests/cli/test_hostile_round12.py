@@ -1,0 +1,82 @@
+"""Hostile input, round twelve: plans and results files edited by hand. Each case below
+ended in an internal error (exit 70), or was accepted and shown as the plan's own; each
+now names the field it cannot take."""
+
+import json
+
+import pytest
+import yaml
+
+from tests.cli.test_hostile_input import run_checked
+from tests.paths import ONE_MODEL_ONE_REGION
+
+
+@pytest.fixture(scope="module")
+def months_plan(tmp_path_factory):
+    """A two-month hourly plan of one 8B workload in one region (a day of 8 quiet, 8 busy
+    and 8 middling hours, a reserved price, 10% monthly growth): its instance file and
+    its plan as solve writes it (half a second of solving)."""
+    from models.io.loading import load_instance
+    from solver.solve import solve
+
+    data = yaml.safe_load(ONE_MODEL_ONE_REGION.read_text(encoding="utf-8"))
+    profile = [1] * 8 + [3] * 8 + [2] * 8
+    data["workloads"][0]["demand"] = {
+        "us-east": {"requests_per_day": 2_000_000, "hourly_profile": profile}
+    }
+    data["regions"][0]["supply"]["h100-sxm"]["reserved_price_per_gpu_hour"] = 1.5
+    data["policy"].update(horizon_months=2, monthly_growth=0.1)
+    path = tmp_path_factory.mktemp("months") / "months.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    plan = json.loads(solve(load_instance(path)).model_dump_json())
+    return path, plan
+
+
+def _edited(months_plan, tmp_path, edit):
+    instance, plan = months_plan
+    plan = json.loads(json.dumps(plan))
+    edit(plan)
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    return instance, path
+
+
+# --- an hourly plan naming a region the instance lacks ----------------------------------
+
+
+def _region(where):
+    def edit(plan):
+        where(plan)["region"] = "us-eats"
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (_region(lambda p: p["hours"][5]["pools"][0]), "hours[5].pools[0].region"),
+        (_region(lambda p: p["committed"][0]), "committed[0].region"),
+        (_region(lambda p: p["months"][1]["hours"][5]["pools"][0]),
+         "months[1].hours[5].pools[0].region"),
+        (_region(lambda p: p["months"][1]["committed"][0]), "months[1].committed[0].region"),
+        (_region(lambda p: p["months"][1]["offers"][0]), "months[1].offers[0].region"),
+    ],
+    ids=["hour-pool", "commitment", "month-hour-pool", "month-commitment", "month-offer"],
+)  # fmt: skip
+@pytest.mark.parametrize("command", ["verify", "simulate", "deploy"])
+def test_an_hourly_plan_naming_an_unknown_region_is_a_violation(
+    run_cli, tmp_path, months_plan, edit, field, command
+):
+    """Each was `internal error: StopIteration`, exit 70 (Instance.region of a name it
+    lacks, in the hour verifier's arithmetic); now a violation naming the field, with the
+    name the instance spells alike, before any arithmetic."""
+    instance, path = _edited(months_plan, tmp_path, edit)
+    args = {
+        "verify": ("verify", instance, path),
+        "simulate": ("simulate", instance, path, "--no-tolerance"),
+        "deploy": ("deploy", path, "--instance", instance, "--target", "k8s",
+                   "--out", tmp_path / "out"),
+    }[command]  # fmt: skip
+    needle = f"{field}: unknown region 'us-eats'; did you mean 'us-east'?"
+    run_checked(run_cli, *args, code=1, needles=(needle,))
+    assert not (tmp_path / "out").exists()
