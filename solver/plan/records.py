@@ -7,6 +7,7 @@ The plan itself (`solver.plan.schema.Plan`) holds them; the records of time plan
 (hours, commitments, months, batch) live in `solver.plan.time_records`.
 """
 
+import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, model_validator
@@ -33,6 +34,21 @@ MaybeMoney = Annotated[
     float | None, PlainSerializer(_cents, return_type=float | None, when_used="json")
 ]
 """USD or None, written to JSON in cents."""
+
+
+_STATUS = re.compile(
+    r"optimal|given|feasible \(gap (unknown|nan%|inf%|-?[0-9][0-9,]*(\.[0-9]+)?%)\)"
+)
+"""The status words `solver.plan.schema.plan_status` writes, and "given" for a plan
+written by hand."""
+
+
+def known_status(status: str) -> str:
+    """Refuse a status no solve writes: 'happy', or 'infeasible' beside replicas, verified
+    'ok' and was carried on by report and deploy."""
+    if not _STATUS.fullmatch(status):
+        raise ValueError(f"must be 'optimal', 'feasible (gap X%)' or 'given', got {status!r}")
+    return status
 
 
 def configuration_key(

@@ -80,3 +80,17 @@ def test_an_hourly_plan_naming_an_unknown_region_is_a_violation(
     needle = f"{field}: unknown region 'us-eats'; did you mean 'us-east'?"
     run_checked(run_cli, *args, code=1, needles=(needle,))
     assert not (tmp_path / "out").exists()
+
+
+# --- a month's status ---------------------------------------------------------------------
+
+
+def test_a_month_stating_a_status_no_solve_writes_is_refused(run_cli, tmp_path, months_plan):
+    """Month 1 stating status 'happy' verified ok and the months table read 'gap 0.00%'
+    for it (a plan's own status was held to the words a solve writes; a month's was
+    not). An empty status, a plan written before months stated one, still reads."""
+    instance, path = _edited(months_plan, tmp_path, lambda p: p["months"][1].update(status="happy"))
+    needle = "months.1.status: Value error, must be 'optimal', 'feasible (gap X%)' or 'given'"
+    run_checked(run_cli, "verify", instance, path, needles=(needle,))
+    instance, path = _edited(months_plan, tmp_path, lambda p: p["months"][1].update(status=""))
+    run_checked(run_cli, "verify", instance, path, code=0)
