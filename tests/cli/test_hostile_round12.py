@@ -94,3 +94,42 @@ def test_a_month_stating_a_status_no_solve_writes_is_refused(run_cli, tmp_path, 
     run_checked(run_cli, "verify", instance, path, needles=(needle,))
     instance, path = _edited(months_plan, tmp_path, lambda p: p["months"][1].update(status=""))
     run_checked(run_cli, "verify", instance, path, code=0)
+
+
+# --- a month's offer: the figures the months table shows ---------------------------------
+
+
+def _offer(**figures):
+    def edit(plan):
+        plan["months"][1]["offers"][0].update(figures)
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        # month 1's hours rent nothing on demand: 0 GPU-hours, not -5
+        (_offer(on_demand_gpu_hours=-5.0),
+         "states -5 on-demand GPU-hours; its hours rent 0"),
+        # its busiest hour (the 8 busy ones) runs 2 replicas of 1 GPU: 2, not 99
+        (_offer(peak_need_gpus=99.0), "states a peak need of 99 GPUs; its busiest hour uses 2"),
+        # 8 committed in month 0 and in month 1: none bought in month 1
+        (_offer(bought_gpus=8.0), "states 8 GPUs bought; its commitment adds 0"),
+        (_offer(order_month=99), "states order month 99 for no GPU bought"),
+    ],
+    ids=["on-demand-hours", "peak-need", "bought", "order-month"],
+)  # fmt: skip
+def test_a_month_offer_figure_the_months_table_shows_is_recomputed(
+    run_cli, tmp_path, months_plan, edit, needle
+):
+    """Each verified ok and the months table showed it as the plan's (-5 on-demand
+    GPU-hours, a peak of 99 GPUs): the verifier held an offer's cost, commitment, owned
+    and ordered GPUs to its hours, not the rest."""
+    instance, path = _edited(months_plan, tmp_path, edit)
+    plan = json.loads(path.read_text())
+    assert plan["months"][1]["offers"][0]["committed_gpus"] == 8.0  # as the comments say
+    assert plan["months"][0]["offers"][0]["committed_gpus"] == 8.0
+    run_checked(run_cli, "verify", instance, path, code=1,
+                needles=(f"month[1,us-east,h100-sxm]: {needle}",))  # fmt: skip
+
