@@ -133,3 +133,54 @@ def test_a_month_offer_figure_the_months_table_shows_is_recomputed(
     run_checked(run_cli, "verify", instance, path, code=1,
                 needles=(f"month[1,us-east,h100-sxm]: {needle}",))  # fmt: skip
 
+
+# --- sweep: a results line edited by hand ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sweep_results(tmp_path_factory):
+    """A two-point sweep of the one-region instance (10 and 20 requests/s) and its
+    results file: the grid and the file's text."""
+    folder = tmp_path_factory.mktemp("sweep")
+    grid = folder / "grid.yaml"
+    demand = "workloads[chat].demand.us-east.peak_requests_per_s"
+    grid.write_text(f"instance: {ONE_MODEL_ONE_REGION}\naxes:\n  {demand}: [10, 20]\n")
+    return grid
+
+
+def _results(run_cli, grid, tmp_path):
+    lines = tmp_path / "points.jsonl"
+    first = run_cli("sweep", grid, "--out", lines)
+    assert first.exit_code == 0, first.stderr
+    return lines
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "needle"),
+    [
+        # before: 'internal error: ValueError: Unknown format code 'f' for object of type
+        # 'str'' (the cost formatted as money), exit 70
+        ("cost_per_month", "cheap", "cost_per_month: Input should be a valid number"),
+        # before: 'internal error: ValidationError: 8 validation errors for Plan', exit 70
+        ("replicas", [{"x": 1}], "replicas.0.workload: Field required"),
+        # before: shown as the point's cost, $-5/month, exit 0
+        ("cost_per_month", -5, "cost_per_month: Input should be greater than or equal to 0"),
+        # before: shown as the point's status, its plan left out of the robust choice
+        ("status", "weird", "status: Input should be 'solved', 'bad_input', 'infeasible'"),
+    ],
+    ids=["cost-a-word", "replicas-not-pools", "cost-negative", "status-unknown"],
+)  # fmt: skip
+def test_a_results_line_of_the_wrong_shape_is_refused_naming_it(
+    run_cli, tmp_path, sweep_results, field, value, needle
+):
+    lines = _results(run_cli, sweep_results, tmp_path)
+    records = [json.loads(line) for line in lines.read_text().splitlines()]
+    records[0][field] = value
+    lines.write_text("".join(json.dumps(record) + "\n" for record in records))
+    before = lines.read_bytes()
+    result = run_cli("sweep", sweep_results, "--out", lines)
+    assert result.exit_code == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"{lines}:1: {needle}" in result.stderr, result.stderr
+    assert "delete the line to solve its point again" in result.stderr
+    assert lines.read_bytes() == before  # nothing appended to a file it cannot read
