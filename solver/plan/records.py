@@ -7,7 +7,6 @@ The plan itself (`solver.plan.schema.Plan`) holds them; the records of time plan
 (hours, commitments, months, batch) live in `solver.plan.time_records`.
 """
 
-import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, model_validator
@@ -34,21 +33,6 @@ MaybeMoney = Annotated[
     float | None, PlainSerializer(_cents, return_type=float | None, when_used="json")
 ]
 """USD or None, written to JSON in cents."""
-
-
-_STATUS = re.compile(
-    r"optimal|given|feasible \(gap (unknown|nan%|inf%|-?[0-9][0-9,]*(\.[0-9]+)?%)\)"
-)
-"""The status words `solver.plan.schema.plan_status` writes, and "given" for a plan
-written by hand."""
-
-
-def known_status(status: str) -> str:
-    """Refuse a status no solve writes: 'happy', or 'infeasible' beside replicas, verified
-    'ok' and was carried on by report and deploy."""
-    if not _STATUS.fullmatch(status):
-        raise ValueError(f"must be 'optimal', 'feasible (gap X%)' or 'given', got {status!r}")
-    return status
 
 
 def configuration_key(
@@ -195,6 +179,18 @@ class ReplicaPool(BaseModel):
     capacity_band: CapacityBand | None = None
     """The measured error band of the capacity per replica (None: a shared group, a plan
     written by hand, or a profile with no measured band)."""
+
+    @model_validator(mode="after")
+    def _one_workload_alone(self) -> "ReplicaPool":
+        """A pool without members is its workload's alone: workloads ['ghost'], a shared
+        engine or swapped weights on it verified ok and deployed as a plain pool."""
+        if not self.members:
+            stated = [f"workloads {list(self.workloads)}"] * (self.workloads != (self.workload,))
+            stated += [f for f in ("shared_engine", "swapped_weights") if getattr(self, f)]
+            if stated:
+                alone = f"on a pool of {self.workload!r} alone (no members)"
+                raise ValueError(f"{', '.join(stated)} {alone}: only a shared group has them")
+        return self
 
     @model_validator(mode="before")
     @classmethod

@@ -29,7 +29,6 @@ from solver.plan.records import (
     SimplicityCost,
     SolverRun,
     Tiering,
-    known_status,
 )
 from solver.plan.time_records import (
     BatchPlacement,
@@ -38,6 +37,7 @@ from solver.plan.time_records import (
     Month,
     PoolHeadroom,
     ScenarioBudgetUse,
+    known_status,
 )
 
 SHADOW_PRICE_NOTE = (

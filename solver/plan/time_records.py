@@ -3,6 +3,7 @@ day with their pools, GPUs, spot replicas, batch soak and failover starts; commi
 warm headroom and the error budget's use; the months of the procurement horizon; and
 where batch work is served."""
 
+import re
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, Field
@@ -13,8 +14,21 @@ from solver.plan.records import (
     RegionPower,
     ReplicaPool,
     ScenarioResult,
-    known_status,
 )
+
+_STATUS = re.compile(
+    r"optimal|given|feasible \(gap (unknown|nan%|inf%|-?[0-9][0-9,]*(\.[0-9]+)?%)\)"
+)
+"""The status words `solver.plan.schema.plan_status` writes, and "given" for a plan
+written by hand."""
+
+
+def known_status(status: str) -> str:
+    """Refuse a status no solve writes: 'happy', or 'infeasible' beside replicas, verified
+    'ok' and was carried on by report and deploy."""
+    if not _STATUS.fullmatch(status):
+        raise ValueError(f"must be 'optimal', 'feasible (gap X%)' or 'given', got {status!r}")
+    return status
 
 
 class HourGpus(BaseModel):

@@ -33,9 +33,9 @@ from models.schema import limits
 from models.schema.errors import InputError, Issue
 from models.schema.instance import Instance
 from models.schema.sweep_grid import MAX_POINTS, Grid, Point, point_document
-from solver.plan.records import ReplicaPool, known_status
+from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
-from solver.plan.time_records import Commitment, Hour, Month
+from solver.plan.time_records import Commitment, Hour, Month, known_status
 from solver.studies.batch import solve_or_ending
 from solver.time.reprice import at_prices
 from solver.verify.hours import verify_any as verify

@@ -134,6 +134,50 @@ def test_a_month_offer_figure_the_months_table_shows_is_recomputed(
                 needles=(f"month[1,us-east,h100-sxm]: {needle}",))  # fmt: skip
 
 
+# --- a dedicated pool stating a shared group's fields ------------------------------------
+
+POOL = {"workload": "chat", "region": "us-east", "gpu": "h100-sxm", "precision": "fp8",
+        "tp": 1, "pp": 1, "count": 1}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fields", "needle"),
+    [
+        ({"workloads": ["ghost"]},
+         "replicas.0: Value error, workloads ['ghost'] on a pool of 'chat' alone"),
+        ({"workloads": ["chat", "ghost"]},
+         "replicas.0: Value error, workloads ['chat', 'ghost'] on a pool of 'chat' alone"),
+        ({"shared_engine": True},
+         "replicas.0: Value error, shared_engine on a pool of 'chat' alone"),
+        ({"swapped_weights": True},
+         "replicas.0: Value error, swapped_weights on a pool of 'chat' alone"),
+    ],
+    ids=["another-workload", "one-more-workload", "shared-engine", "swapped-weights"],
+)  # fmt: skip
+@pytest.mark.parametrize("command", ["verify", "deploy"])
+def test_a_dedicated_pool_stating_a_group_field_is_refused(run_cli, tmp_path, fields, needle,
+                                                          command):  # fmt: skip
+    """A pool with no members is one workload's: one stating it serves 'ghost' too, or
+    through one shared engine, or with its weights swapped in, verified ok and deployed
+    as a plain pool of chat, the field dropped without a word."""
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps({"replicas": [{**POOL, **fields}]}))
+    args = {
+        "verify": ("verify", ONE_MODEL_ONE_REGION, path),
+        "deploy": ("deploy", path, "--instance", ONE_MODEL_ONE_REGION, "--target", "vllm",
+                   "--out", tmp_path / "out"),
+    }[command]  # fmt: skip
+    run_checked(run_cli, *args, needles=(needle,))
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_dedicated_pool_stating_its_own_workload_still_reads(run_cli, tmp_path):
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps({"replicas": [{**POOL, "workloads": ["chat"]}, {**POOL}]}))
+    result = run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, path, code=None)
+    assert "workloads" not in result.stderr
+
+
 # --- sweep: a results line edited by hand ---------------------------------------------------
 
 
