@@ -178,6 +178,23 @@ def test_a_dedicated_pool_stating_its_own_workload_still_reads(run_cli, tmp_path
     assert "workloads" not in result.stderr
 
 
+# --- simulate: two lengths of one run -------------------------------------------------------
+
+
+def test_simulate_refuses_minutes_beside_the_seconds_that_replace_them(run_cli, tmp_path):
+    """`--minutes 2 --duration-s 30` replayed 30 s and dropped the 2 minutes without a
+    word (the help said --duration-s overrides --minutes); each alone still runs."""
+    from models.io.loading import load_instance
+    from solver.solve import solve
+
+    path = tmp_path / "plan.json"
+    path.write_text(solve(load_instance(ONE_MODEL_ONE_REGION)).model_dump_json())
+    args = ("simulate", ONE_MODEL_ONE_REGION, path, "--no-tolerance")
+    needle = "--minutes: is replaced by --duration-s: give the run's length once"
+    run_checked(run_cli, *args, "--minutes", "2", "--duration-s", "30", needles=(needle,))
+    run_checked(run_cli, *args, "--duration-s", "6", code=0)  # 120 requests at 20/s
+
+
 # --- sweep: a results line edited by hand ---------------------------------------------------
 
 
