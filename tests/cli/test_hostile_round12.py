@@ -195,6 +195,27 @@ def test_simulate_refuses_minutes_beside_the_seconds_that_replace_them(run_cli, 
     run_checked(run_cli, *args, "--duration-s", "6", code=0)  # 120 requests at 20/s
 
 
+# --- batch: a flag that changes nothing --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        (("--strict",), "--strict: fails an instance whose input changed since its golden "
+                        "was frozen, with --check: give --check or drop it"),
+        (("--allow-infeasible",), "--allow-infeasible: freezes an infeasible result as "
+                                  "golden, with --update: give --update or drop it"),
+    ],
+    ids=["strict-without-check", "allow-infeasible-without-update"],
+)  # fmt: skip
+def test_batch_refuses_a_flag_that_applies_only_beside_another(run_cli, tmp_path, flags, needle):
+    """Each ran the folder as if it were not given, exit 0: --strict without --check
+    compares with no golden, --allow-infeasible without --update freezes nothing."""
+    (tmp_path / "a.yaml").write_text(ONE_MODEL_ONE_REGION.read_text(encoding="utf-8"))
+    run_checked(run_cli, "batch", tmp_path, *flags, needles=(needle,))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.yaml"]  # no golden written
+
+
 # --- sweep: a results line edited by hand ---------------------------------------------------
 
 
