@@ -157,8 +157,31 @@ def _stated_moves(where: str, result: ScenarioResult, lost_region: str | None) -
 def stated_display(
     instance: Instance, plan: Plan, reference: tuple[float, int, int] | None = None
 ) -> list[Finding]:
-    """`stated_scenarios` and `stated_summary`: everything the plan displays."""
-    return stated_scenarios(instance, plan) + stated_summary(plan, reference)
+    """`stated_scenarios`, `stated_summary` and `stated_policy`: everything the plan
+    displays."""
+    return (
+        stated_scenarios(instance, plan)
+        + stated_summary(plan, reference)
+        + stated_policy(instance, plan)
+    )
+
+
+def stated_policy(instance: Instance, plan: Plan) -> list[Finding]:
+    """The demand and headroom the plan says it was planned for, where it states them,
+    against the instance's, at which the verifier judges it: a plan stating
+    demand_growth 2.5 verified at the instance's 1 and its text read 'planned for 2.5x
+    today's demand'. A fleet that states neither is judged at the instance's."""
+    stated = plan.model_fields_set
+    found = []
+    if "demand_growth" in stated and plan.demand_growth != instance.demand_factor:
+        found.append(Finding("demand_growth", f"states {plan.demand_growth:g}; the instance "
+                             f"plans for {instance.demand_factor:g}x today's demand "
+                             "(demand_growth)"))  # fmt: skip
+    headroom = instance.policy.max_utilization
+    if "max_utilization" in stated and plan.max_utilization != headroom:
+        found.append(Finding("max_utilization", f"states {plan.max_utilization:g}; the "
+                             f"instance's policy.max_utilization is {headroom:g}"))  # fmt: skip
+    return found
 
 
 def stated_summary(plan: Plan, reference: tuple[float, int, int] | None = None) -> list[Finding]:

@@ -42,9 +42,8 @@ scale-out thresholds (they need the lone replica's batch and prefill time, which
 candidate table holds), a batch placement's break-even price (the program's choice among
 configurations; its soak rate is held to the C_b of a soak the hours run), a started
 pool's capacity per replica (a stated capacity that differs from the physics is a
-warning, solver.verify.fleet step 1), and
-`demand_growth` and `max_utilization` (the hourly planner leaves them at their
-defaults; the hours are judged at the policy's).
+warning, solver.verify.fleet step 1). `demand_growth` and `max_utilization`, where
+stated, are the instance's (solver.verify.display.stated_policy, as for a static plan).
 """
 
 import math

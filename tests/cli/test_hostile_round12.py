@@ -178,6 +178,49 @@ def test_a_dedicated_pool_stating_its_own_workload_still_reads(run_cli, tmp_path
     assert "workloads" not in result.stderr
 
 
+# --- the demand and headroom a plan says it was planned for -------------------------------
+
+
+@pytest.fixture(scope="module")
+def one_region_plan():
+    """The one-region instance's plan as solve writes it (at demand_growth 1 and
+    max_utilization 1, the instance's)."""
+    from models.io.loading import load_instance
+    from solver.solve import solve
+
+    return json.loads(solve(load_instance(ONE_MODEL_ONE_REGION)).model_dump_json())
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "needle"),
+    [
+        ("demand_growth", 2.5, "demand_growth: states 2.5; the instance plans for 1x today's "
+                               "demand (demand_growth)"),
+        ("max_utilization", 0.5, "max_utilization: states 0.5; the instance's "
+                                 "policy.max_utilization is 1"),
+    ],
+    ids=["demand-growth", "max-utilization"],
+)  # fmt: skip
+def test_a_plan_stating_another_growth_or_headroom_than_the_instance_is_a_violation(
+    run_cli, tmp_path, one_region_plan, field, value, needle
+):
+    """The plan stating 2.5 (or 0.5) verified ok, judged at the instance's 1, and solve's
+    and report's text read 'planned for 2.5x today's demand' for it."""
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps({**one_region_plan, field: value}))
+    run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, path, code=1, needles=(needle,))
+
+
+def test_a_fleet_stating_no_growth_is_judged_at_the_instances(run_cli, tmp_path):
+    """A fleet of replicas only states neither: judged at the instance's demand_growth
+    (20 requests/s x 1.5 = 30 on one replica of ~32: it serves), no violation of its own."""
+    path = tmp_path / "fleet.json"
+    path.write_text(json.dumps({"replicas": [POOL]}))
+    result = run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, path,
+                         "--set", "policy.demand_growth=1.5", code=None)  # fmt: skip
+    assert "demand_growth" not in result.stdout + result.stderr
+
+
 # --- simulate: two lengths of one run -------------------------------------------------------
 
 
