@@ -14,7 +14,8 @@ and never trusted (solver.verify.totals does the same for a static plan):
 3. Each pool's `gpus` = count x tp x pp x dp (each hour's pools and started pools);
    a started pool's cost = its GPUs x on-demand price x hours_per_month.
 4. Each hour's owned GPUs in use (`hours[h].gpus[i].existing`) <= min(used, the
-   region's existing GPUs of that type).
+   region's existing GPUs of that type), and its reserved ones in use <= used - owned -
+   spot (the committed count bounds them too: solver.verify.hours, step 3).
 5. The peak fleet (`replicas`): for each (workload, region, configuration) the hours
    run, one entry, equal to one of the hours' pools at its largest count of the day.
 6. The `gpus` table, per offer: used = the most GPUs any hour uses; existing and
@@ -255,6 +256,16 @@ def _owned_in_use(instance: Instance, plan: Plan) -> list[Violation]:
                         row.existing,
                         min(row.used, existing),
                         f"owned {row.gpu} in {row.region} in use can be at most",
+                    )
+                )
+            rest = row.used - row.existing - row.spot  # what neither owned nor spot GPUs run
+            if not -RELATIVE <= row.reserved <= max(rest, 0) + RELATIVE:
+                found.append(
+                    differs(
+                        f"hours[{h_index}].gpus[{g_index}].reserved",
+                        row.reserved,
+                        f"{max(rest, 0):g} (used - owned - spot)",
+                        f"reserved {row.gpu} in {row.region} in use can be at most",
                     )
                 )
     return found

@@ -134,6 +134,23 @@ def test_a_month_offer_figure_the_months_table_shows_is_recomputed(
                 needles=(f"month[1,us-east,h100-sxm]: {needle}",))  # fmt: skip
 
 
+def test_an_hour_stating_more_reserved_gpus_in_use_than_it_uses_is_a_violation(
+    run_cli, tmp_path, months_plan
+):
+    """Hour 0 runs 1 GPU, reserved (8 committed, none owned, none on spot): stating 4
+    reserved GPUs in use verified ok and the hours table showed 4 reserved of 1 used. At
+    most used - owned - spot = 1 - 0 - 0 = 1 can be reserved ones in use."""
+    _, plan = months_plan
+    row = plan["hours"][0]["gpus"][0]
+    assert (row["used"], row["existing"], row["spot"], row["reserved"]) == (1, 0, 0.0, 1.0)
+    instance, path = _edited(
+        months_plan, tmp_path, lambda p: p["hours"][0]["gpus"][0].update(reserved=4.0)
+    )
+    needle = "hours[0].gpus[0].reserved: states 4.0; reserved h100-sxm in us-east in use can "
+    needle += "be at most 1"
+    run_checked(run_cli, "verify", instance, path, code=1, needles=(needle,))
+
+
 # --- a dedicated pool stating a shared group's fields ------------------------------------
 
 POOL = {"workload": "chat", "region": "us-east", "gpu": "h100-sxm", "precision": "fp8",
