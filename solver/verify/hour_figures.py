@@ -51,18 +51,16 @@ import math
 from collections import defaultdict
 
 from models.operations.pricing_tiers import poisson_quantile, spot_down_fraction
-from models.operations.site import gpus_bought, node_gpus, racks_per_gpu
+from models.operations.site import gpus_bought, node_gpus
 from models.schema.instance import Instance
 from models.schema.traffic import HOURS_PER_DAY
 from solver.plan.schema import Plan, ReplicaPool
 from solver.program.row_names import GpuSupplyRow, timed_name
 from solver.verify.months import busiest_hour_kw
 from solver.verify.pools import did_you_mean
+from solver.verify.site import stated_power
 from solver.verify.totals import money_close, non_finite, over_supply, recompute_totals
-from solver.verify.verdict import Violation
-
-RELATIVE = 1e-6
-"""Relative difference tolerated on a recomputed rate or count of hours (float sums)."""
+from solver.verify.verdict import RELATIVE, Violation, close, differs
 
 
 def finite_violations(plan: Plan) -> list[Violation]:
@@ -153,23 +151,6 @@ def stated_hour_figures(instance: Instance, plan: Plan) -> list[Violation]:
     found += _spot_pools(instance, plan)
     found += _site_rows(instance, plan)
     return found
-
-
-def close(stated: float, recomputed: float) -> bool:
-    """Whether a stated rate or count of hours agrees with its recomputation."""
-    return math.isclose(stated, recomputed, rel_tol=RELATIVE, abs_tol=RELATIVE)
-
-
-def agrees(stated: float | None, recomputed: float | None) -> bool:
-    """Whether an optional figure agrees with its recomputation: both absent, or both
-    present and `close`."""
-    if stated is None or recomputed is None:
-        return stated is None and recomputed is None
-    return close(stated, recomputed)
-
-
-def differs(path: str, stated: object, recomputed: object, what: str) -> Violation:
-    return Violation(requirement=path, message=f"states {stated}; {what} {recomputed}")
 
 
 # --- 2-4. periods, pool GPUs, owned GPUs -------------------------------------------------
@@ -552,29 +533,6 @@ def _site_rows(instance: Instance, plan: Plan) -> list[Violation]:
                     f"{key[0]} {key[1]}: (servers, GPUs each) bought are",
                 )
             )
-    for index, power in enumerate(plan.power_kw):
-        where = f"power_kw[{index}]"
-        if power.region not in known:
-            found.append(Violation(requirement=where, message=f"unknown region {power.region}"))
-            continue
-        region = instance.region(power.region)
-        mine = [r for r in rows if r.region == power.region]
-        kw = busiest_hour_kw(instance, power.region, plan.hours)  # the cap binds per hour
-        racks = None
-        if region.racks is not None and region.kw_per_rack is not None:
-            racks = sum(
-                racks_per_gpu(instance, r.gpu, region.kw_per_rack) * (r.existing + r.purchased)
-                for r in mine
-            )
-        checks = (
-            ("kw", power.kw, kw),
-            ("racks", power.racks, racks),
-            ("limit_kw", power.limit_kw, region.power_kw),
-            ("limit_racks", power.limit_racks, region.racks),
-        )
-        for name, stated_value, value in checks:
-            if not agrees(stated_value, value):
-                found.append(
-                    differs(f"{where}.{name}", stated_value, value, "the GPUs installed give")
-                )
+    hours = plan.hours
+    found += stated_power(instance, plan, lambda r: busiest_hour_kw(instance, r, hours))
     return found

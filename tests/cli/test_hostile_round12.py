@@ -238,6 +238,29 @@ def test_a_fleet_stating_no_growth_is_judged_at_the_instances(run_cli, tmp_path)
     assert "demand_growth" not in result.stdout + result.stderr
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "needle"),
+    [
+        # one DGX H100 bought: 8 GPUs x 700 W x 10.2 kW / (8 x 700 W) = 10.2 kW
+        ("kw", 99.0, "power_kw[0].kw: states 99.0; the GPUs installed give 10.2"),
+        # the instance states no power cap, nor racks
+        ("limit_kw", 500.0, "power_kw[0].limit_kw: states 500.0; the GPUs installed give None"),
+        ("racks", 3.0, "power_kw[0].racks: states 3.0; the GPUs installed give None"),
+    ],
+    ids=["kw", "limit-kw", "racks"],
+)  # fmt: skip
+def test_a_static_plans_power_row_is_recomputed(
+    run_cli, tmp_path, one_region_plan, field, value, needle
+):
+    """A static plan's power rows verified ok whatever they stated (an hourly plan's were
+    held to its hours); report shows them per region."""
+    plan = json.loads(json.dumps(one_region_plan))
+    plan["power_kw"][0][field] = value
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, path, code=1, needles=(needle,))
+
+
 # --- simulate: two lengths of one run -------------------------------------------------------
 
 
