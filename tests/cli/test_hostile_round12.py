@@ -261,6 +261,26 @@ def test_a_static_plans_power_row_is_recomputed(
     run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, path, code=1, needles=(needle,))
 
 
+@pytest.mark.parametrize("command", ["deploy", "report", "simulate"])
+def test_a_plan_of_another_instance_is_named_as_verify_names_it(
+    run_cli, tmp_path, one_region_plan, command
+):
+    """verify warns that a plan solved for 'some-other' is judged as this instance's;
+    deploy, report and simulate acted on it without a word (require_verified's text said
+    another instance's plan was refused). They warn alike and act on the verdict."""
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps({**one_region_plan, "instance": "some-other"}))
+    args = {
+        "deploy": ("deploy", path, "--instance", ONE_MODEL_ONE_REGION, "--target", "vllm",
+                   "--out", tmp_path / "out"),
+        "report": ("report", ONE_MODEL_ONE_REGION, "--plan", path, "-o", tmp_path / "r.html"),
+        "simulate": ("simulate", ONE_MODEL_ONE_REGION, path, "--no-tolerance",
+                     "--duration-s", "6"),
+    }[command]  # fmt: skip
+    needle = f"warning: {path} is a plan of instance 'some-other', checked here against "
+    run_checked(run_cli, *args, code=0, needles=(needle + "'one-model-one-region'",))
+
+
 # --- simulate: two lengths of one run -------------------------------------------------------
 
 
