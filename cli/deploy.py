@@ -177,6 +177,7 @@ def fleet_import(
     # bounded as every input is (models.io.documents): a FIFO, a device, a binary file or
     # one over the size limit is refused, never waited on or read without end
     pools, schedules = [], []
+    named: dict[tuple[str, str, str], str] = {}  # every object once, across the files
     for path in files:  # each file read and named on its own (lines are the file's)
         text = read_text(path, "fleet")
         try:
@@ -184,7 +185,7 @@ def fleet_import(
                 pools += pools_from_csv(text)
             else:
                 documents = yaml_documents(text, str(path))
-                pools += pools_from_objects(documents)
+                pools += pools_from_objects(documents, named, str(path))
                 schedules += schedules_from_objects(documents)
         except FleetImportError as error:
             raise _problem(str(path), "", str(error)) from None

@@ -117,11 +117,16 @@ def pools_from_kubernetes(text: str) -> list[ReplicaPool]:
     return pools_from_objects(list(yaml.safe_load_all(text)))
 
 
-def pools_from_objects(documents: list[Any]) -> list[ReplicaPool]:
+def pools_from_objects(
+    documents: list[Any], seen: dict[tuple[str, str, str], str] | None = None, source: str = ""
+) -> list[ReplicaPool]:
     """The pools of parsed Kubernetes objects: every Deployment or LeaderWorkerSet with
     the pool annotation. An object of the wrong shape (metadata, annotations or spec not
     a mapping, an annotation that is not a JSON object) raises FleetImportError naming
-    it."""
+    it, and so does one given twice (its kind, namespace and name among `seen`, the
+    objects of the files read before, each where it was, `source` naming this file):
+    Kubernetes runs one object of each, and its replicas were counted twice."""
+    seen = {} if seen is None else seen
     pools = []
     for index, document in enumerate(documents):
         if not isinstance(document, dict) or document.get("kind") not in (
@@ -136,6 +141,14 @@ def pools_from_objects(documents: list[Any]) -> list[ReplicaPool]:
         annotation = annotations.get(POOL_ANNOTATION)
         if annotation is None:
             continue
+        if isinstance(metadata.get("name"), str):
+            key = (document["kind"], str(metadata.get("namespace") or "default"), metadata["name"])
+            if key in seen:
+                raise FleetImportError(
+                    f"{where}: given before as {seen[key]}: Kubernetes runs one object of a "
+                    "kind and name in a namespace; remove the copy"
+                )
+            seen[key] = f"{source} document {index}".strip()
         try:
             layout = _json(annotation) if isinstance(annotation, str) else None
         except json.JSONDecodeError as error:

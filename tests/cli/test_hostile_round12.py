@@ -281,6 +281,29 @@ def test_a_plan_of_another_instance_is_named_as_verify_names_it(
     run_checked(run_cli, *args, code=0, needles=(needle + "'one-model-one-region'",))
 
 
+def test_fleet_import_of_a_folder_holding_a_manifest_twice_is_refused(
+    run_cli, tmp_path, one_region_plan
+):
+    """deploy's manifest saved twice in the folder read back (a.yaml and b.yaml): one
+    Deployment of 1 replica of 1 GPU, read as 2 replicas, existing raised to 2 GPUs."""
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(one_region_plan))
+    deployed = tmp_path / "deployed"
+    run_checked(run_cli, "deploy", plan, "--instance", ONE_MODEL_ONE_REGION, "--target", "k8s",
+                "--out", deployed, code=0)  # fmt: skip
+    (manifest,) = deployed.glob("*.yaml")
+    folder = tmp_path / "fleet"
+    folder.mkdir()
+    (folder / "a.yaml").write_bytes(manifest.read_bytes())
+    (folder / "b.yaml").write_bytes(manifest.read_bytes())
+    out = tmp_path / "inst.yaml"
+    needle = f"{folder / 'b.yaml'}: document 0 (Deployment {manifest.stem}): given before as "
+    needle += f"{folder / 'a.yaml'} document 0"
+    args = ("--instance", ONE_MODEL_ONE_REGION, "--instance-out", out)
+    run_checked(run_cli, "fleet-import", folder, *args, needles=(needle,))
+    assert not out.exists()
+
+
 # --- simulate: two lengths of one run -------------------------------------------------------
 
 

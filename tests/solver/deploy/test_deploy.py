@@ -505,3 +505,17 @@ def test_a_replica_over_two_nodes_reads_back_as_its_layout(pools):
     wide = dataclasses.replace(pools[0], tp=8, pp=2, gpus_per_replica=16)
     (imported,) = pools_from_objects(kubernetes_objects((wide,))[:1])
     assert (imported.tp, imported.pp, imported.replica_gpus) == (8, 2, 16)
+
+
+def test_an_object_given_twice_is_refused_not_counted_twice(instance, plan):
+    """The first Deployment twice (a manifest saved twice into the folder read back):
+    Kubernetes runs one object of a kind and name in a namespace, and its replicas were
+    counted twice, existing raised by twice its GPUs."""
+    documents, first = _first_deployment(instance, plan)
+    with pytest.raises(FleetImportError) as raised:
+        pools_from_objects([*documents, first])
+    name = first["metadata"]["name"]
+    assert f"(Deployment {name}): given before as document " in str(raised.value)
+    other = json.loads(json.dumps(first))
+    other["metadata"]["namespace"] = "canary"  # another namespace: another object
+    assert len(pools_from_objects([*documents, other])) == len(pools_from_objects(documents)) + 1
