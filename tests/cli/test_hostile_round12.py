@@ -228,6 +228,19 @@ def test_a_plan_stating_another_growth_or_headroom_than_the_instance_is_a_violat
     run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, path, code=1, needles=(needle,))
 
 
+def test_a_plan_stating_another_engine_profile_is_a_violation(run_cli, tmp_path, one_region_plan):
+    """A plan stating it was solved on sglang-0.5's efficiency factors verified ok against
+    the instance's trtllm-0.20 (the default), and report named sglang-0.5 as the plan's;
+    its capacities are another engine's. A plan stating none (by hand) is judged as is."""
+    assert one_region_plan["engine"] == "trtllm-0.20"  # the instance states no engine
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps({**one_region_plan, "engine": "sglang-0.5"}))
+    needle = "engine: states 'sglang-0.5'; the instance's engine profile is 'trtllm-0.20'"
+    run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, path, code=1, needles=(needle,))
+    path.write_text(json.dumps({**one_region_plan, "engine": ""}))
+    run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, path, code=0)
+
+
 def test_a_fleet_stating_no_growth_is_judged_at_the_instances(run_cli, tmp_path):
     """A fleet of replicas only states neither: judged at the instance's demand_growth
     (20 requests/s x 1.5 = 30 on one replica of ~32: it serves), no violation of its own."""
