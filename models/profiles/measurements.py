@@ -200,6 +200,12 @@ class _Row:
             self.problem(
                 "output_tok_s", "no metric: give output_tok_s, ttft_mean_ms or tpot_mean_ms"
             )
+        if requests is not None and concurrency is not None and concurrency > requests:
+            self.problem(  # the replay started that many users (one request each)
+                "concurrency",
+                f"{concurrency:g} users is more than the run's {requests:g} requests "
+                "(num_requests): at most that many were ever in flight; give the run's own",
+            )
         if self.issues:
             return None
         assert model and gpu and precision and kv and tp and isl and osl and concurrency
@@ -356,6 +362,8 @@ def _vllm_fields(document: dict) -> dict[str, Any]:
     concurrency = document.get("max_concurrency")
     if concurrency is None and str(document.get("request_rate")).lower() == "inf":
         concurrency = completed  # every request at once
+    elif _whole(concurrency) and _whole(completed) and concurrency > completed > 0:
+        concurrency = completed  # --max-concurrency caps what is in flight: the prompts
     return {
         "model": document.get("model_id"),
         "isl": _per_request(document.get("total_input_tokens"), completed),
@@ -366,6 +374,11 @@ def _vllm_fields(document: dict) -> dict[str, Any]:
         "ttft_mean_ms": document.get("mean_ttft_ms"),
         "tpot_mean_ms": document.get("mean_tpot_ms"),
     }
+
+
+def _whole(value: Any) -> bool:
+    """Whether `value` is an integer of JSON (never `true`)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _ms(document: dict, key: str, problems: list[tuple[str, str]]) -> float | None:

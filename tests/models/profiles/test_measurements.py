@@ -190,3 +190,31 @@ def test_a_genai_perf_figure_in_seconds_per_second_units_reads_as_written(tmp_pa
     (run,) = read_measurements([path], LLAMA)
     assert run.ttft_mean_ms == pytest.approx(85.0)  # 0.085 s x 1,000 ms/s
     assert run.output_tokens_per_s == 900.0
+
+
+def test_a_csv_run_of_more_users_than_requests_is_refused(tmp_path):
+    """32 users and 10 requests: at most 10 were ever in flight, but the fit replayed 32
+    users starting together (one request each: max(1, ceil(10 / 32)))."""
+    path = tmp_path / "runs.csv"
+    path.write_text(
+        "model,gpu,precision,tp,isl,osl,concurrency,num_requests,output_tok_s\n"
+        "llama-3.1-8b,h100-sxm,bf16,1,1000,200,32,10,1500\n"
+    )
+    with pytest.raises(InputError) as raised:
+        read_measurements([path], RunDefaults())
+    assert (
+        f"{path}:2: concurrency: 32 users is more than the run's 10 requests (num_requests)"
+        in str(raised.value)
+    )
+
+
+def test_vllm_max_concurrency_above_the_prompts_is_the_prompts(tmp_path):
+    """vllm bench serve --max-concurrency 1000 --num-prompts 100: the flag caps the
+    requests in flight, so at most the 100 prompts ever were: the run's concurrency is
+    min(1000, 100) = 100 (it was read as 1,000 users)."""
+    path = tmp_path / "vllm.json"
+    result = {"completed": 100, "max_concurrency": 1000, "output_throughput": 900.0,
+              "total_input_tokens": 100_000, "total_output_tokens": 20_000}  # fmt: skip
+    path.write_text(json.dumps(result))
+    (run,) = read_measurements([path], LLAMA)
+    assert (run.concurrency, run.requests) == (100, 100)
