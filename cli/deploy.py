@@ -112,6 +112,14 @@ def deploy(
     for name, text in files.items():
         write_text(out_dir / name, text, inputs)
     err.print(f"wrote {counted(len(files), 'file')} for {target} to {out_dir}", markup=False)
+    if deployed.hours and target != "k8s":  # the day's hours were left out without a word
+        err.print(
+            f"note: {plan_file} plans the hours of a day: these files run each pool at its "
+            "largest count of the day; the hours, what runs on reserved GPUs and what is "
+            "rented, are not in them (--target k8s writes the schedule, "
+            "fleetplan-schedule.yaml)",
+            markup=False,
+        )
 
 
 def _fleet_files(folder: Path) -> list[Path]:

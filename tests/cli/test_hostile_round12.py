@@ -82,6 +82,22 @@ def test_an_hourly_plan_naming_an_unknown_region_is_a_violation(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("target", ["vllm", "sglang", "trtllm", "llm-d", "dynamo"])
+def test_deploying_an_hourly_plan_for_an_engine_says_its_schedule_is_left_out(
+    run_cli, tmp_path, months_plan, target
+):
+    """An hourly plan deployed for an engine wrote each pool at its largest count of the
+    day (2 replicas in the 8 busy hours, 1 in the rest) with no word that the hours, what
+    runs reserved and what is rented, were left out: only --target k8s writes them."""
+    instance, path = _edited(months_plan, tmp_path, lambda p: None)
+    args = ("deploy", path, "--instance", instance, "--out", tmp_path / "out")
+    result = run_checked(run_cli, *args, "--target", target, code=0)
+    assert "its largest count of the day" in result.stderr
+    assert "--target k8s writes the schedule" in result.stderr
+    kubernetes = run_checked(run_cli, *args[:-1], tmp_path / "k8s", "--target", "k8s", code=0)
+    assert "largest count of the day" not in kubernetes.stderr
+
+
 # --- a month's status ---------------------------------------------------------------------
 
 
