@@ -98,6 +98,21 @@ def test_deploying_an_hourly_plan_for_an_engine_says_its_schedule_is_left_out(
     assert "largest count of the day" not in kubernetes.stderr
 
 
+def test_a_later_month_beyond_the_supply_is_named_in_the_diagnosis(run_cli, months_plan):
+    """Month 1 at 100% monthly growth: the busy hours' 2,000,000 / 86,400 x 3 x 24 / 48 =
+    34.7 requests/s doubled to 69.4, beyond 2 GPUs' ~68 (2 x 34.1); the diagnosis read
+    'demand us-east 69.4 ... = 69.4 requests/s of chat', twice what the instance states,
+    naming no month."""
+    instance, _ = months_plan
+    sets = ("policy.monthly_growth=1.0", "policy.buy_unit=gpu",
+            "regions[us-east].supply.h100-sxm.max_gpus=2")  # fmt: skip
+    args = [arg for text in sets for arg in ("--set", text)]
+    needle = (
+        "capacity[none,chat]: month 1 of the horizon (demand x2.000): none: demand us-east 69.4"
+    )
+    run_checked(run_cli, "solve", instance, *args, code=3, needles=(needle,))
+
+
 # --- a month's status ---------------------------------------------------------------------
 
 
