@@ -182,14 +182,12 @@ class ReplicaPool(BaseModel):
 
     @model_validator(mode="after")
     def _one_workload_alone(self) -> "ReplicaPool":
-        """A pool without members is its workload's alone: workloads ['ghost'], a shared
-        engine or swapped weights on it verified ok and deployed as a plain pool."""
-        if not self.members:
-            stated = [f"workloads {list(self.workloads)}"] * (self.workloads != (self.workload,))
-            stated += [f for f in ("shared_engine", "swapped_weights") if getattr(self, f)]
-            if stated:
-                alone = f"on a pool of {self.workload!r} alone (no members)"
-                raise ValueError(f"{', '.join(stated)} {alone}: only a shared group has them")
+        """A pool without members is its workload's alone (no other, no group's engine)."""
+        stated = [f"workloads {list(self.workloads)}"] * (self.workloads != (self.workload,))
+        stated += [f for f in ("shared_engine", "swapped_weights") if getattr(self, f)]
+        if stated and not self.members:  # each verified ok and deployed as a plain pool
+            alone = f"on a pool of {self.workload!r} alone (no members)"
+            raise ValueError(f"{', '.join(stated)} {alone}: only a shared group has them")
         return self
 
     @model_validator(mode="before")
