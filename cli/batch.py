@@ -98,6 +98,18 @@ def batch(
     ] = False,
 ) -> None:
     """Solve every instance in FOLDER; exit 1 when any fails (or, with --check, regresses)."""
+    lone = [  # each ran the folder as if it were not given, exit 0
+        Issue("command line", None, flag, f"{does}, with {needs}: give {needs} or drop it")
+        for flag, given, needs, does in (
+            ("--strict", strict and not check, "--check",
+             "fails an instance whose input changed since its golden was frozen"),
+            ("--allow-infeasible", allow_infeasible and not update, "--update",
+             "freezes an infeasible result as golden"),
+        )
+        if given
+    ]  # fmt: skip
+    if lone:
+        raise InputError(lone)
     files = instance_files(folder)
     if not files:
         err.print(f"{folder}: no instance files (.yaml, .yml, .json)", markup=False)

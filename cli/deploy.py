@@ -112,6 +112,14 @@ def deploy(
     for name, text in files.items():
         write_text(out_dir / name, text, inputs)
     err.print(f"wrote {counted(len(files), 'file')} for {target} to {out_dir}", markup=False)
+    if deployed.hours and target != "k8s":  # the day's hours were left out without a word
+        err.print(
+            f"note: {plan_file} plans the hours of a day: these files run each pool at its "
+            "largest count of the day; the hours, what runs on reserved GPUs and what is "
+            "rented, are not in them (--target k8s writes the schedule, "
+            "fleetplan-schedule.yaml)",
+            markup=False,
+        )
 
 
 def _fleet_files(folder: Path) -> list[Path]:
@@ -177,6 +185,7 @@ def fleet_import(
     # bounded as every input is (models.io.documents): a FIFO, a device, a binary file or
     # one over the size limit is refused, never waited on or read without end
     pools, schedules = [], []
+    named: dict[tuple[str, str, str], str] = {}  # every object once, across the files
     for path in files:  # each file read and named on its own (lines are the file's)
         text = read_text(path, "fleet")
         try:
@@ -184,7 +193,7 @@ def fleet_import(
                 pools += pools_from_csv(text)
             else:
                 documents = yaml_documents(text, str(path))
-                pools += pools_from_objects(documents)
+                pools += pools_from_objects(documents, named, str(path))
                 schedules += schedules_from_objects(documents)
         except FleetImportError as error:
             raise _problem(str(path), "", str(error)) from None

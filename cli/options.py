@@ -251,13 +251,26 @@ VIOLATIONS_SHOWN = 20
 """Violations of a refused plan printed on stderr (`verify` lists them all)."""
 
 
+def warn_other_instance(instance: Any, plan: Any, plan_file: Path) -> None:
+    """Warn that `plan` names another instance than `instance`: its verdict, and what is
+    done with it, are this instance's (deploy, report and simulate said nothing)."""
+    if plan.instance and plan.instance != instance.name:
+        print_warnings(
+            [
+                f"{plan_file} is a plan of instance '{plan.instance}', checked here against "
+                f"'{instance.name}': the verdict is this instance's"
+            ]
+        )
+
+
 def require_verified(instance: Any, plan: Any, plan_file: Path, command: str) -> None:
     """Return when the independent verifier accepts `plan` for `instance` (hour by hour
     for an hourly plan); otherwise print why and exit. `report --plan` and `simulate` act
     only on such a plan (issue 36): a tampered figure is never shown as a fact, a pool in
-    a region the instance does not have or another instance's plan is refused, and a
-    count of 10^12 replicas never reaches a chart or an event loop (the verifier refuses
-    it before any physics).
+    a region the instance does not have is refused, and a count of 10^12 replicas never
+    reaches a chart or an event loop (the verifier refuses it before any physics). A plan
+    solved for another instance is judged as this one's, with the warning verify gives
+    (`warn_other_instance`).
 
     Raises:
         typer.Exit: code 1 (CHECK_FAILED), the violations on stderr.
@@ -266,6 +279,7 @@ def require_verified(instance: Any, plan: Any, plan_file: Path, command: str) ->
     from cli.render.console import err
     from solver.verify.hours import verify_any
 
+    warn_other_instance(instance, plan, plan_file)
     check = verify_any(instance, plan)
     if check.ok:
         return

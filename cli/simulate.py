@@ -238,7 +238,7 @@ def simulate(
         float | None,
         typer.Option(
             "--duration-s",
-            help="Simulated seconds (overrides --minutes).",
+            help="Simulated seconds (instead of --minutes).",
             callback=within(limits.SIMULATED_S),
         ),
     ] = None,
@@ -322,6 +322,8 @@ def simulate(
     default its peak hour, named in the title). Exit 1 when a pool misses its SLO in
     simulation."""
     _check_arrivals(arrivals, concurrency, effects)
+    if duration_s is not None and given_on_command_line(ctx, "minutes"):  # 2 min dropped
+        raise _problem("--minutes", "is replaced by --duration-s: give the run's length once")
     if arrivals in CLOSED_LOOP:  # each replays users x requests, at no rate and for no time
         for name in ("minutes", "duration_s", "burstiness"):
             if given_on_command_line(ctx, name):

@@ -33,8 +33,8 @@ from cli.options import (
     given_on_command_line,
     known_backend,
     load,
-    print_warnings,
     to_stdout,
+    warn_other_instance,
     within,
 )
 from cli.render.console import err, out, progress_to_stderr
@@ -244,13 +244,7 @@ def verify(
     from solver.verify.hours import verify_any as verify_plan  # `verify`'s alone (issue 19)
 
     plan = _read_plan(plan_file)
-    if plan.instance and plan.instance != instance.name:
-        print_warnings(
-            [
-                f"{plan_file} is a plan of instance '{plan.instance}', checked here against "
-                f"'{instance.name}' ({file}): the verdict is this instance's"
-            ]
-        )
+    warn_other_instance(instance, plan, plan_file)
     result = verify_plan(instance, plan)
     emit_json(json_out, result, (file, plan_file))
     if json_out is None or not is_stdout(json_out):

@@ -294,7 +294,7 @@ def _solve_months(
     solver.time.step.month_share), their shared group templates built once per demand
     they read (solver.colocation.templates); the whole horizon verified once by the hour
     verifier."""
-    from solver.time.months import horizon_table, with_months
+    from solver.time.months import diagnosed_in_month, horizon_table, with_months
     from solver.time.periods import interactive_table
     from solver.verify.hours import verify_hours
 
@@ -310,7 +310,11 @@ def _solve_months(
         grown, month_horizon = horizon.later_month(
             instance, month, floor, started, overhead_s, earlier
         )
-        solved = _solve_table(grown, settings, table, month_horizon, templates)
+        try:
+            solved = _solve_table(grown, settings, table, month_horizon, templates)
+        except Infeasible as error:  # its numbers are the month's grown demand: say so
+            growth = month_horizon.growth_factor
+            raise Infeasible(diagnosed_in_month(error.diagnosis, month, growth)) from None
         overhead_s = _overhead_s(solved, _elapsed_s(settings) - started)
         previous = solved.plan
         later.append(previous)

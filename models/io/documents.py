@@ -31,7 +31,12 @@ from typing import Any
 
 import yaml
 
-from models.physics.yaml_files import SAFE_LOADER
+from models.physics.yaml_files import (  # the YAML 1.1 readings refused, with physics' files
+    SAFE_LOADER,
+    BaseSixtyNumber,
+)
+from models.physics.yaml_files import CheckedLoader as _Loader
+from models.physics.yaml_files import DuplicateKey as _DuplicateKey
 from models.schema import limits
 from models.schema.errors import InputError, Issue
 
@@ -41,7 +46,6 @@ Lines = Mapping[tuple[str | int, ...], int]
 """A line map as `read_document` returns it (a JSON file's is computed on first use)."""
 
 _BASE_LOADER = SAFE_LOADER
-_MERGE_TAG = "tag:yaml.org,2002:merge"
 _FILE_KINDS = (
     (stat.S_ISDIR, "a directory"),
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -203,12 +207,6 @@ def _decode(name: str, data: bytes) -> str:
 # --- YAML -----------------------------------------------------------------------------
 
 
-class _DuplicateKey(Exception):
-    def __init__(self, key: Any, first_line: int | None, line: int | None):
-        super().__init__(key)
-        self.key, self.first_line, self.line = key, first_line, line
-
-
 def _duplicate_issue(name: str, dup: _DuplicateKey, field: str = "") -> InputError:
     return _problem(
         name,
@@ -217,80 +215,6 @@ def _duplicate_issue(name: str, dup: _DuplicateKey, field: str = "") -> InputErr
         dup.line,
         field,
     )
-
-
-class BaseSixtyNumber(Exception):
-    """A plain scalar YAML 1.1 reads as a base-60 number: `1:30` is 90, `12:00` is 720."""
-
-    def __init__(self, text: str, value: float, line: int):
-        super().__init__(
-            f"{text!r} reads in YAML 1.1 as the base-60 number {value:g}, not a time or a "
-            "ratio: quote it for text, or write the number in decimal"
-        )
-        self.line = line
-
-
-class OctalNumber(BaseSixtyNumber):
-    """A plain scalar YAML 1.1 reads as an octal number: `017` is 15, `0100` is 64 (YAML
-    1.2 and JSON read 17 and 100, or nothing). Caught where `BaseSixtyNumber` is."""
-
-    def __init__(self, text: str, value: float, line: int):
-        Exception.__init__(
-            self,
-            f"{text!r} reads in YAML 1.1 as the octal number {value:g} (a leading zero): "
-            "write the number without it, or quote it for text",
-        )
-        self.line = line
-
-
-_OCTAL = re.compile(r"[-+]?0[0-7_]+")
-"""YAML 1.1's octal integer: a sign, a leading zero and octal digits (`0` alone is zero);
-refused where it reads other than in decimal (`017`, not `-05`, a UTC offset)."""
-
-
-def _no_base_sixty(construct: Any) -> Any:
-    def checked(loader: Any, node: yaml.ScalarNode) -> Any:
-        value = construct(loader, node)
-        if ":" in str(node.value):  # a deadline of `1:30` hours planned 90
-            raise BaseSixtyNumber(str(node.value), value, node.start_mark.line + 1)
-        text = str(node.value)
-        if not node.style and _OCTAL.fullmatch(text) and value != int(text.replace("_", "")):
-            raise OctalNumber(text, value, node.start_mark.line + 1)  # 017 planned 15
-        return value
-
-    return checked
-
-
-class ValueLoader(_BASE_LOADER):  # type: ignore[misc, valid-type]
-    """Safe loading that refuses a base-60 number (`BaseSixtyNumber`), for a document
-    and for a `--set` value alike."""
-
-
-for _tag, _construct in (
-    ("tag:yaml.org,2002:int", yaml.constructor.SafeConstructor.construct_yaml_int),
-    ("tag:yaml.org,2002:float", yaml.constructor.SafeConstructor.construct_yaml_float),
-):
-    ValueLoader.add_constructor(_tag, _no_base_sixty(_construct))
-
-
-class _Loader(ValueLoader):
-    """Safe loading that refuses a key given twice in one mapping (merge keys aside)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        if isinstance(node, yaml.MappingNode):
-            first_lines: dict[Any, int] = {}
-            for key_node, _ in node.value:
-                if key_node.tag == _MERGE_TAG:
-                    continue
-                key = self.construct_object(key_node, deep=True)
-                line = key_node.start_mark.line + 1
-                try:
-                    if key in first_lines:
-                        raise _DuplicateKey(key, first_lines[key], line)
-                    first_lines[key] = line
-                except TypeError:  # unhashable key: the base constructor says so
-                    break
-        return super().construct_mapping(node, deep=deep)
 
 
 @contextmanager

@@ -36,13 +36,8 @@ from typing import Any
 
 import yaml
 
-from models.io.documents import (
-    BaseSixtyNumber,
-    ValueLoader,
-    check_yaml_text,
-    dotted,
-    not_utf8,
-)
+from models.io.documents import check_yaml_text, dotted, not_utf8
+from models.physics.yaml_files import BaseSixtyNumber, ValueLoader
 from models.schema.errors import InputError, Issue
 from models.schema.quantities import counted
 

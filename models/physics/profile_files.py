@@ -17,7 +17,8 @@ fitted on the user's own measurements:
       leave_one_out_median_abs_error_pct: 8.3
 
 A name is read as a profile file when it ends in `.yaml` or `.yml`; it is read once per
-process (by its resolved path), bounded in size, with YAML's safe loader, and every
+process (by its resolved path), bounded in size, with YAML's safe loader refusing what
+an instance's reader refuses (a key given twice, a base-60 or octal number), and every
 factor is checked against the `Efficiency` field it sets. A file that does not hold a
 profile raises `ProfileFileError` naming the file and the entry.
 """
@@ -30,7 +31,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from models.physics.yaml_files import SAFE_LOADER
+from models.physics.yaml_files import BaseSixtyNumber, CheckedLoader, DuplicateKey
 
 PROFILE_KIND = "fleetplan-engine-profile"
 MAX_PROFILE_BYTES = 1 << 20
@@ -70,8 +71,18 @@ def _read(resolved: str, shown: str, factors: type[BaseModel]) -> dict[str, Any]
         raise ProfileFileError(
             f"engine profile file {shown}: over {MAX_PROFILE_BYTES:,} bytes; not a profile"
         )
-    try:
-        document = yaml.load(data.decode("utf-8"), Loader=SAFE_LOADER)
+    try:  # read as strictly as an instance: a key twice, 4:16 read as 256 are refused
+        document = yaml.load(data.decode("utf-8"), Loader=CheckedLoader)
+    except DuplicateKey as dup:
+        raise ProfileFileError(
+            f"engine profile file {shown}: line {dup.line}: duplicate key {dup.key!r} (first "
+            f"on line {dup.first_line}, again on line {dup.line}): the second would "
+            "silently replace the first"
+        ) from None
+    except BaseSixtyNumber as number:
+        raise ProfileFileError(
+            f"engine profile file {shown}: line {number.line}: {number}"
+        ) from None
     except (UnicodeDecodeError, yaml.YAMLError) as error:
         raise ProfileFileError(f"engine profile file {shown}: not YAML ({error})") from None
     if not isinstance(document, dict) or document.get("kind") != PROFILE_KIND:

@@ -17,6 +17,7 @@ parsed each time, as before.
 
 import marshal
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -73,3 +74,92 @@ def _write_compiled(compiled: Path, stamp: tuple[int, int], content: Any) -> Non
             raise
     except (OSError, ValueError):
         pass
+
+
+# --- user YAML: what YAML 1.1 reads that no one writes ----------------------------------
+# Instances, plans, grids (models.io.documents), --set values (models.io.overrides) and
+# engine profile files (models.physics.profile_files) are read with these loaders.
+
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class DuplicateKey(Exception):
+    """A key given twice in one YAML mapping (`CheckedLoader`)."""
+
+    def __init__(self, key: Any, first_line: int | None, line: int | None):
+        super().__init__(key)
+        self.key, self.first_line, self.line = key, first_line, line
+
+
+class BaseSixtyNumber(Exception):
+    """A plain scalar YAML 1.1 reads as a base-60 number: `1:30` is 90, `12:00` is 720."""
+
+    def __init__(self, text: str, value: float, line: int):
+        super().__init__(
+            f"{text!r} reads in YAML 1.1 as the base-60 number {value:g}, not a time or a "
+            "ratio: quote it for text, or write the number in decimal"
+        )
+        self.line = line
+
+
+class OctalNumber(BaseSixtyNumber):
+    """A plain scalar YAML 1.1 reads as an octal number: `017` is 15, `0100` is 64 (YAML
+    1.2 and JSON read 17 and 100, or nothing). Caught where `BaseSixtyNumber` is."""
+
+    def __init__(self, text: str, value: float, line: int):
+        Exception.__init__(
+            self,
+            f"{text!r} reads in YAML 1.1 as the octal number {value:g} (a leading zero): "
+            "write the number without it, or quote it for text",
+        )
+        self.line = line
+
+
+_OCTAL = re.compile(r"[-+]?0[0-7_]+")
+"""YAML 1.1's octal integer: a sign, a leading zero and octal digits (`0` alone is zero);
+refused where it reads other than in decimal (`017`, not `-05`, a UTC offset)."""
+
+
+def _no_base_sixty(construct: Any) -> Any:
+    def checked(loader: Any, node: yaml.ScalarNode) -> Any:
+        value = construct(loader, node)
+        if ":" in str(node.value):  # a deadline of `1:30` hours planned 90
+            raise BaseSixtyNumber(str(node.value), value, node.start_mark.line + 1)
+        text = str(node.value)
+        if not node.style and _OCTAL.fullmatch(text) and value != int(text.replace("_", "")):
+            raise OctalNumber(text, value, node.start_mark.line + 1)  # 017 planned 15
+        return value
+
+    return checked
+
+
+class ValueLoader(SAFE_LOADER):  # type: ignore[misc, valid-type]
+    """Safe loading that refuses a base-60 number (`BaseSixtyNumber`), for a document
+    and for a `--set` value alike."""
+
+
+for _tag, _construct in (
+    ("tag:yaml.org,2002:int", yaml.constructor.SafeConstructor.construct_yaml_int),
+    ("tag:yaml.org,2002:float", yaml.constructor.SafeConstructor.construct_yaml_float),
+):
+    ValueLoader.add_constructor(_tag, _no_base_sixty(_construct))
+
+
+class CheckedLoader(ValueLoader):
+    """Safe loading that refuses a key given twice in one mapping (merge keys aside)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        if isinstance(node, yaml.MappingNode):
+            first_lines: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == MERGE_TAG:
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                try:
+                    if key in first_lines:
+                        raise DuplicateKey(key, first_lines[key], line)
+                    first_lines[key] = line
+                except TypeError:  # unhashable key: the base constructor says so
+                    break
+        return super().construct_mapping(node, deep=deep)

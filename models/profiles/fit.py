@@ -254,13 +254,19 @@ def beyond_physics(runs: list[Measurement], base: Efficiency) -> list[Issue]:
                         run.source,
                         None,
                         column,
-                        f"{measured:,.4g} {unit} is {faster:,.0f}x {side} the fastest the "
+                        f"{measured:,.4g} {unit} is {_times(faster)}x {side} the fastest the "
                         f"layout can run ({best:,.4g} {unit} with every factor at its most "
                         "favourable bound); no profile was written (are the latencies in ms, "
                         "the throughput in output tokens/s?)",
                     )
                 )
     return issues
+
+
+def _times(ratio: float) -> str:
+    """A ratio as a message states it: whole below a million (400), else in three
+    significant digits (5e+300: a TPOT of 1e-300 ms read as 301 digits)."""
+    return f"{ratio:,.0f}" if ratio < 1e6 else f"{ratio:.3g}"
 
 
 def base_efficiency(runs: list[Measurement], engine: str | None) -> Efficiency:

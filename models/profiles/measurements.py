@@ -200,6 +200,12 @@ class _Row:
             self.problem(
                 "output_tok_s", "no metric: give output_tok_s, ttft_mean_ms or tpot_mean_ms"
             )
+        if requests is not None and concurrency is not None and concurrency > requests:
+            self.problem(  # the replay started that many users (one request each)
+                "concurrency",
+                f"{concurrency:g} users is more than the run's {requests:g} requests "
+                "(num_requests): at most that many were ever in flight; give the run's own",
+            )
         if self.issues:
             return None
         assert model and gpu and precision and kv and tp and isl and osl and concurrency
@@ -239,6 +245,11 @@ def _read_csv(path: Path) -> list[Measurement]:
         if None in fields:
             issues.append(Issue(str(path), reader.line_num, "", "more values than columns"))
             continue
+        short = [name.strip() for name, value in fields.items() if value is None]
+        if short:  # csv fills the columns a short row lacks with None (exit 70 before)
+            message = f"fewer values than columns (none for {', '.join(short)})"
+            issues.append(Issue(str(path), reader.line_num, "", message))
+            continue
         row = _Row(str(path), reader.line_num, {k.strip(): v.strip() for k, v in fields.items()})
         run = row.measurement()
         issues += row.issues
@@ -269,7 +280,10 @@ def _read_json(path: Path, defaults: RunDefaults) -> Measurement:
     elif isinstance(document.get("time_to_first_token"), dict) or isinstance(
         document.get("output_token_throughput"), dict
     ):
-        fields = _genai_perf_fields(document)
+        unread: list[tuple[str, str]] = []
+        fields = _genai_perf_fields(document, unread)
+        if unread:
+            raise InputError([Issue(str(path), None, key, why) for key, why in unread])
     else:
         raise InputError(
             [
@@ -348,6 +362,8 @@ def _vllm_fields(document: dict) -> dict[str, Any]:
     concurrency = document.get("max_concurrency")
     if concurrency is None and str(document.get("request_rate")).lower() == "inf":
         concurrency = completed  # every request at once
+    elif _whole(concurrency) and _whole(completed) and concurrency > completed > 0:
+        concurrency = completed  # --max-concurrency caps what is in flight: the prompts
     return {
         "model": document.get("model_id"),
         "isl": _per_request(document.get("total_input_tokens"), completed),
@@ -360,15 +376,68 @@ def _vllm_fields(document: dict) -> dict[str, Any]:
     }
 
 
-def _ms(metric: Any) -> float | None:
-    """A genai-perf/aiperf latency record's mean in ms (its `unit` honoured)."""
-    if not isinstance(metric, dict) or metric.get("avg") is None:
+def _whole(value: Any) -> bool:
+    """Whether `value` is an integer of JSON (never `true`)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _ms(document: dict, key: str, problems: list[tuple[str, str]]) -> float | None:
+    """A genai-perf/aiperf latency record's mean in ms (its `unit` honoured); None when
+    the record or its mean is absent. A record that cannot be read (not a mapping, a
+    unit that is not a time, a mean that is not a number) is a problem named by its
+    field: each was read as absent, and the fit went on without the figure."""
+    metric = document.get(key)
+    if metric is None:
         return None
-    scale = _TIME_UNITS.get(str(metric.get("unit", "ms")).lower())
+    if not isinstance(metric, dict):
+        problems.append((key, f"{_shown(metric)} is not a record of a unit and an avg"))
+        return None
+    if metric.get("avg") is None:
+        return None
+    unit = metric.get("unit", "ms")
+    scale = _TIME_UNITS.get(str(unit).lower())
+    if scale is None:
+        units = ", ".join(_TIME_UNITS)
+        problems.append((f"{key}.unit", f"{_shown(unit)} is not a time unit ({units})"))
+        return None
+    mean = _mean(metric, key, problems)
+    return None if mean is None else mean * scale
+
+
+def _mean(metric: dict, key: str, problems: list[tuple[str, str]]) -> float | None:
+    """A record's `avg` as a number (a string of one read as written); a value that is
+    none (a boolean, a word, a list) is a problem named `KEY.avg`."""
+    value = metric.get("avg")
     try:
-        return None if scale is None else float(metric["avg"]) * scale
-    except (TypeError, ValueError, OverflowError):
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise TypeError
+        return float(value)
+    except OverflowError:  # an integer of 400 digits: past every bound, reported so
+        return math.inf
+    except (TypeError, ValueError):
+        problems.append((f"{key}.avg", f"{_shown(value)} is not a number"))
         return None
+
+
+_THROUGHPUT_UNITS = ("tokens/sec", "tokens/s", "tok/s")
+"""How genai-perf and aiperf write an output throughput's unit (none written: tokens/s)."""
+
+
+def _tokens_per_s(document: dict, problems: list[tuple[str, str]]) -> float | None:
+    """The output throughput's mean in tokens/s: a unit other than per second (tokens/min
+    was read as per second, 60x the run's rate) or a record that is not one is a problem."""
+    key = "output_token_throughput"
+    metric = document.get(key)
+    if metric is None:
+        return None
+    if not isinstance(metric, dict):
+        problems.append((key, f"{_shown(metric)} is not a record of a unit and an avg"))
+        return None
+    unit = metric.get("unit", "tokens/sec")
+    if str(unit).lower() not in _THROUGHPUT_UNITS:
+        problems.append((f"{key}.unit", f"{_shown(unit)} is not tokens/sec"))
+        return None
+    return None if metric.get("avg") is None else _mean(metric, key, problems)
 
 
 def _find(document: Any, key: str) -> Any:
@@ -383,15 +452,15 @@ def _find(document: Any, key: str) -> Any:
     return None
 
 
-def _genai_perf_fields(document: dict) -> dict[str, Any]:
+def _genai_perf_fields(document: dict, problems: list[tuple[str, str]]) -> dict[str, Any]:
     return {
         "isl": _get(document, "input_sequence_length", "avg"),
         "osl": _get(document, "output_sequence_length", "avg"),
         "concurrency": _find(document.get("input_config"), "concurrency"),
         "num_requests": _get(document, "request_count", "avg"),
-        "output_tok_s": _get(document, "output_token_throughput", "avg"),
-        "ttft_mean_ms": _ms(document.get("time_to_first_token")),
-        "tpot_mean_ms": _ms(document.get("inter_token_latency")),
+        "output_tok_s": _tokens_per_s(document, problems),
+        "ttft_mean_ms": _ms(document, "time_to_first_token", problems),
+        "tpot_mean_ms": _ms(document, "inter_token_latency", problems),
     }
 
 

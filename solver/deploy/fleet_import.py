@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from solver.deploy.manifests import POOL_ANNOTATION
+from solver.deploy.manifests import GPU_LABEL, POOL_ANNOTATION, REGION_LABEL
 from solver.deploy.schedule import SCHEDULE_KEY, SCHEDULE_NAME, is_schedule
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
@@ -132,11 +132,16 @@ def pools_from_kubernetes(text: str) -> list[ReplicaPool]:
     return pools_from_objects(list(yaml.safe_load_all(text)))
 
 
-def pools_from_objects(documents: list[Any]) -> list[ReplicaPool]:
+def pools_from_objects(
+    documents: list[Any], seen: dict[tuple[str, str, str], str] | None = None, source: str = ""
+) -> list[ReplicaPool]:
     """The pools of parsed Kubernetes objects: every Deployment or LeaderWorkerSet with
     the pool annotation. An object of the wrong shape (metadata, annotations or spec not
     a mapping, an annotation that is not a JSON object) raises FleetImportError naming
-    it."""
+    it, and so does one given twice (its kind, namespace and name among `seen`, the
+    objects of the files read before, each where it was, `source` naming this file):
+    Kubernetes runs one object of each, and its replicas were counted twice."""
+    seen = {} if seen is None else seen
     pools = []
     for index, document in enumerate(documents):
         if not isinstance(document, dict) or document.get("kind") not in (
@@ -151,6 +156,14 @@ def pools_from_objects(documents: list[Any]) -> list[ReplicaPool]:
         annotation = annotations.get(POOL_ANNOTATION)
         if annotation is None:
             continue
+        if isinstance(metadata.get("name"), str):
+            key = (document["kind"], str(metadata.get("namespace") or "default"), metadata["name"])
+            if key in seen:
+                raise FleetImportError(
+                    f"{where}: given before as {seen[key]}: Kubernetes runs one object of a "
+                    "kind and name in a namespace; remove the copy"
+                )
+            seen[key] = f"{source} document {index}".strip()
         try:
             layout = _json(annotation) if isinstance(annotation, str) else None
         except json.JSONDecodeError as error:
@@ -164,8 +177,76 @@ def pools_from_objects(documents: list[Any]) -> list[ReplicaPool]:
         replicas = _mapping(document.get("spec"), where, "spec").get("replicas", 1)
         if not isinstance(replicas, int) or replicas < 0:
             raise FleetImportError(f"{where}: spec.replicas {replicas!r} is not a count")
-        pools.append(_pool(layout, replicas, where))
+        pool = _pool(layout, replicas, where)
+        _runs_as_annotated(document, pool, where)
+        pools.append(pool)
     return pools
+
+
+def _runs_as_annotated(document: dict, pool: ReplicaPool, where: str) -> None:
+    """Refuse an object whose pods run otherwise than its annotation lays out: the GPUs
+    a replica's pods hold (`nvidia.com/gpu`; a LeaderWorkerSet's leader and its size - 1
+    workers, the last node's GPUs in part spare) and the nodes they select
+    (`REGION_LABEL`, `GPU_LABEL`). fleet-import read the annotation alone: a Deployment
+    edited to twice the GPUs a pod, or onto another region's nodes, was read as the plan
+    wrote it. A figure the object leaves out is not checked."""
+    spec = _mapping(document.get("spec"), where, "spec")
+    if document["kind"] == "Deployment":
+        template = _mapping(spec.get("template"), where, "spec.template")
+        pods = [(_mapping(template.get("spec"), where, "spec.template.spec"), 1)]
+    else:
+        group = _mapping(spec.get("leaderWorkerTemplate"), where, "spec.leaderWorkerTemplate")
+        size = group.get("size", 1)
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            raise FleetImportError(f"{where}: leaderWorkerTemplate.size {size!r} is not a count")
+        pods = [
+            (_mapping(_mapping(group.get(name), where, name).get("spec"), where, name), count)
+            for name, count in (("leaderTemplate", 1), ("workerTemplate", size - 1))
+            if count
+        ]
+    annotated = f"its {POOL_ANNOTATION} annotation"
+    for pod, _ in pods:
+        selector = _mapping(pod.get("nodeSelector"), where, "nodeSelector")
+        for label, stated in ((REGION_LABEL, pool.region), (GPU_LABEL, pool.gpu)):
+            if label in selector and selector[label] != stated:
+                found = f"its pods select {label} {selector[label]}, {annotated} says {stated}"
+                raise FleetImportError(f"{where}: {found}: fix the one that is wrong")
+    held = [(_pod_gpus(pod, where), count) for pod, count in pods]
+    if any(gpus is None for gpus, _ in held):
+        return
+    total = sum(gpus * count for gpus, count in held)
+    need = pool.replica_gpus
+    whole = total == need if len(pods) == 1 else total >= need > total - held[-1][0]
+    if not whole:
+        raise FleetImportError(
+            f"{where}: its pods hold {total} GPUs a replica (nvidia.com/gpu), {annotated} "
+            f"lays out {need} (tp {pool.tp} x pp {pool.pp} x dp {pool.dp}): fix the one "
+            "that is wrong"
+        )
+
+
+def _pod_gpus(pod: dict, where: str) -> int | None:
+    """The GPUs a pod's containers hold (their `nvidia.com/gpu` limits, else requests);
+    None when no container states one."""
+    containers = pod.get("containers")
+    if not isinstance(containers, list):
+        return None
+    stated = []
+    for container in containers:
+        resources = container.get("resources") if isinstance(container, dict) else None
+        if not isinstance(resources, dict):
+            continue
+        for kind in ("limits", "requests"):
+            value = (resources.get(kind) or {}).get("nvidia.com/gpu")
+            if value is not None:
+                try:
+                    stated.append(int(str(value)))
+                except ValueError:
+                    raise FleetImportError(
+                        f"{where}: nvidia.com/gpu {value!r} is not a whole number"
+                    ) from None
+                break
+    return sum(stated) if stated else None
 
 
 def _mapping(value: object, where: str, field: str) -> dict:

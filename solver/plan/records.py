@@ -180,6 +180,16 @@ class ReplicaPool(BaseModel):
     """The measured error band of the capacity per replica (None: a shared group, a plan
     written by hand, or a profile with no measured band)."""
 
+    @model_validator(mode="after")
+    def _one_workload_alone(self) -> "ReplicaPool":
+        """A pool without members is its workload's alone (no other, no group's engine)."""
+        stated = [f"workloads {list(self.workloads)}"] * (self.workloads != (self.workload,))
+        stated += [f for f in ("shared_engine", "swapped_weights") if getattr(self, f)]
+        if stated and not self.members:  # each verified ok and deployed as a plain pool
+            alone = f"on a pool of {self.workload!r} alone (no members)"
+            raise ValueError(f"{', '.join(stated)} {alone}: only a shared group has them")
+        return self
+
     @model_validator(mode="before")
     @classmethod
     def _workloads_default(cls, data: Any) -> Any:

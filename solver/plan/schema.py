@@ -9,7 +9,6 @@ live in `solver.plan.records` (pools, GPUs, scenarios, co-location) and
 """
 
 import math
-import re
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, Field
@@ -38,6 +37,7 @@ from solver.plan.time_records import (
     Month,
     PoolHeadroom,
     ScenarioBudgetUse,
+    known_status,
 )
 
 SHADOW_PRICE_NOTE = (
@@ -82,20 +82,6 @@ def gap_percent(gap: float) -> str:
     return f"{gap:.2%}"
 
 
-_STATUS = re.compile(
-    r"optimal|given|feasible \(gap (unknown|nan%|inf%|-?[0-9][0-9,]*(\.[0-9]+)?%)\)"
-)
-"""The status words `plan_status` writes, and "given" for a plan written by hand."""
-
-
-def _known_status(status: str) -> str:
-    """Refuse a status no solve writes: 'happy', or 'infeasible' beside replicas, verified
-    'ok' and was carried on by report and deploy."""
-    if not _STATUS.fullmatch(status):
-        raise ValueError(f"must be 'optimal', 'feasible (gap X%)' or 'given', got {status!r}")
-    return status
-
-
 class Plan(BaseModel):
     """A fleet plan for one instance."""
 
@@ -103,7 +89,7 @@ class Plan(BaseModel):
 
     instance: str = ""
     """The instance's name."""
-    status: Annotated[str, AfterValidator(_known_status)] = "given"
+    status: Annotated[str, AfterValidator(known_status)] = "given"
     """optimal | feasible (gap X%) | given (written by hand); see `plan_status`."""
     cost_per_month: MaybeMoney = None
     """USD per month for the GPUs bought (the existing fleet is already paid for)."""

@@ -3,9 +3,32 @@ day with their pools, GPUs, spot replicas, batch soak and failover starts; commi
 warm headroom and the error budget's use; the months of the procurement horizon; and
 where batch work is served."""
 
-from pydantic import BaseModel, Field
+import re
+from typing import Annotated
 
-from solver.plan.records import FROZEN, Binding, RegionPower, ReplicaPool, ScenarioResult
+from pydantic import AfterValidator, BaseModel, Field
+
+from solver.plan.records import (
+    FROZEN,
+    Binding,
+    RegionPower,
+    ReplicaPool,
+    ScenarioResult,
+)
+
+_STATUS = re.compile(
+    r"optimal|given|feasible \(gap (unknown|nan%|inf%|-?[0-9][0-9,]*(\.[0-9]+)?%)\)"
+)
+"""The status words `solver.plan.schema.plan_status` writes, and "given" for a plan
+written by hand."""
+
+
+def known_status(status: str) -> str:
+    """Refuse a status no solve writes: 'happy', or 'infeasible' beside replicas, verified
+    'ok' and was carried on by report and deploy."""
+    if not _STATUS.fullmatch(status):
+        raise ValueError(f"must be 'optimal', 'feasible (gap X%)' or 'given', got {status!r}")
+    return status
 
 
 class HourGpus(BaseModel):
@@ -209,6 +232,12 @@ class ServerOrder(BaseModel):
     for month 0's commitment, ordered before the horizon starts)."""
 
 
+def _month_status(status: str) -> str:
+    """A month's status: a word a solve writes (`known_status`: 'happy' read 'gap 0.00%' in
+    the months table), or empty."""
+    return status if status == "" else known_status(status)
+
+
 class Month(BaseModel):
     """One month of the procurement horizon: its own hourly plan at its own demand."""
 
@@ -217,9 +246,10 @@ class Month(BaseModel):
     month: int
     growth_factor: float
     cost_per_month: float
-    status: str = ""
+    status: Annotated[str, AfterValidator(_month_status)] = ""
     """The month's own plan's status: optimal | feasible (gap X%) (solver.plan.schema
-    .plan_status; each month is solved within its share of the time limit)."""
+    .plan_status; each month is solved within its share of the time limit); empty in a
+    plan written before months stated it."""
     mip_gap: float | None = None
     """The month's own plan's gap to its bound (None: no bound)."""
     offers: tuple[MonthOffer, ...] = ()

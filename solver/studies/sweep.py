@@ -24,16 +24,18 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import as_completed
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from models.io.loading import validate_instance
 from models.schema import limits
 from models.schema.errors import InputError, Issue
 from models.schema.instance import Instance
 from models.schema.sweep_grid import MAX_POINTS, Grid, Point, point_document
+from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
+from solver.plan.time_records import Commitment, Hour, Month, known_status
 from solver.studies.batch import solve_or_ending
 from solver.time.reprice import at_prices
 from solver.verify.hours import verify_any as verify
@@ -148,7 +150,8 @@ def read_results(path: Path | None) -> dict[str, dict[str, Any]]:
                        "appended to it; give a new file or this sweep's results file")]
             )  # fmt: skip
         handle.seek(0)
-        for _ in range(2 * MAX_POINTS):
+        issues: list[Issue] = []
+        for number in range(1, 2 * MAX_POINTS + 1):
             line = handle.readline(limits.MAX_DOCUMENT_BYTES + 1)
             if not line:
                 break
@@ -157,8 +160,60 @@ def read_results(path: Path | None) -> dict[str, dict[str, Any]]:
             except (UnicodeDecodeError, ValueError, RecursionError):
                 continue
             if isinstance(record, dict) and isinstance(record.get("key"), str):
+                issues += _misshapen(path, number, record)
                 done[record["key"]] = record
+    if issues:
+        raise InputError(issues)
     return done
+
+
+class ResultRecord(BaseModel):
+    """What a results line holds that the sweep reads back (cli.sweep._record writes it):
+    a line edited by hand to a cost that is a word, replicas that are not pools or a
+    status no solve ends with reached the tables and the robust choice (exit 70, or a
+    cost of $-5/month shown as the point's). The fields it does not read are kept as
+    they are."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    point: int = Field(ge=0)
+    key: str
+    status: Literal["solved", "bad_input", "infeasible", "no_solution", "rejected", "error"]
+    plan_status: Annotated[str, AfterValidator(known_status)] | None = None
+    mip_gap: float | None = Field(default=None, ge=0)
+    cost_per_month: float | None = Field(default=None, ge=0)
+    horizon_cost: float | None = Field(default=None, ge=0)
+    total_gpus: int | None = Field(default=None, ge=0)
+    runtime_s: float | None = Field(default=None, ge=0)
+    message: str = ""
+    replicas: tuple[ReplicaPool, ...] = ()
+    hours: tuple[Hour, ...] = ()
+    committed: tuple[Commitment, ...] = ()
+    months: tuple[Month, ...] = ()
+
+
+def _misshapen(path: Path, number: int, record: dict[str, Any]) -> list[Issue]:
+    """The fields of a results line (`ResultRecord`) that the sweep cannot read back,
+    each named with its line and the remedy."""
+    try:
+        ResultRecord.model_validate(record)
+    except ValidationError as error:
+        return [
+            Issue(
+                str(path),
+                number,
+                ".".join(map(str, item["loc"])),
+                f"{item['msg'].removeprefix('Value error, ')} (got {_shown(item['input'])}): "
+                "not a line this sweep wrote; delete the line to solve its point again",
+            )
+            for item in error.errors()
+        ]
+    return []
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 RECORD_START = b'{"point": '

@@ -32,6 +32,7 @@ demand, and reused by every later month.
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from models.operations.procurement import (
     grown_instance,
@@ -86,6 +87,19 @@ def bound_commitments(
 def month_growth(instance: Instance, month: int) -> float:
     """The largest demand factor of month `month` over the workloads (1 for month 0)."""
     return max(month_factors(instance, month).values(), default=1.0)
+
+
+def diagnosed_in_month(diagnosis: Diagnosis, month: int, growth: float) -> Diagnosis:
+    """`diagnosis` of month `month`'s program, each problem saying which month and its
+    demand factor: its figures are the grown demand's (69.4 requests/s for an instance
+    stating 34.7, at x2), and read as the instance's they named no month. A problem of
+    the months' own (`month_conflict`) names its month already."""
+    said = f"month {month} of the horizon (demand x{growth:.3f})"
+    problems = tuple(
+        p if p.requirement.startswith("month[") else replace(p, message=f"{said}: {p.message}")
+        for p in diagnosis.problems
+    )
+    return replace(diagnosis, problems=problems)
 
 
 def month_conflict(instance: Instance, month: int, frozen: bool, growth: float) -> Diagnosis:

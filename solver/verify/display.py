@@ -10,6 +10,7 @@ from collections import defaultdict
 from pydantic import BaseModel
 
 from models.operations.scenarios import failure_scenarios
+from models.physics.efficiency import check_engine
 from models.schema.instance import Instance
 from solver.plan.records import ReplicaPool, ScenarioResult
 from solver.plan.schema import Plan
@@ -157,8 +158,36 @@ def _stated_moves(where: str, result: ScenarioResult, lost_region: str | None) -
 def stated_display(
     instance: Instance, plan: Plan, reference: tuple[float, int, int] | None = None
 ) -> list[Finding]:
-    """`stated_scenarios` and `stated_summary`: everything the plan displays."""
-    return stated_scenarios(instance, plan) + stated_summary(plan, reference)
+    """`stated_scenarios`, `stated_summary` and `stated_policy`: everything the plan
+    displays."""
+    return (
+        stated_scenarios(instance, plan)
+        + stated_summary(plan, reference)
+        + stated_policy(instance, plan)
+    )
+
+
+def stated_policy(instance: Instance, plan: Plan) -> list[Finding]:
+    """The demand, headroom and engine profile the plan says it was planned for, where it
+    states them, against the instance's, at which the verifier judges it: a plan stating
+    demand_growth 2.5 verified at the instance's 1 and its text read 'planned for 2.5x
+    today's demand'; one stating sglang-0.5 verified at trtllm-0.20. A fleet that states
+    none is judged at the instance's."""
+    stated = plan.model_fields_set
+    found = []
+    if "demand_growth" in stated and plan.demand_growth != instance.demand_factor:
+        found.append(Finding("demand_growth", f"states {plan.demand_growth:g}; the instance "
+                             f"plans for {instance.demand_factor:g}x today's demand "
+                             "(demand_growth)"))  # fmt: skip
+    headroom = instance.policy.max_utilization
+    if "max_utilization" in stated and plan.max_utilization != headroom:
+        found.append(Finding("max_utilization", f"states {plan.max_utilization:g}; the "
+                             f"instance's policy.max_utilization is {headroom:g}"))  # fmt: skip
+    engine = check_engine(instance.engine) if plan.engine else ""
+    if plan.engine != engine:  # its capacities are another engine's (sglang-0.5 for trtllm)
+        found.append(Finding("engine", f"states {plan.engine!r}; the instance's engine "
+                             f"profile is {engine!r}"))  # fmt: skip
+    return found
 
 
 def stated_summary(plan: Plan, reference: tuple[float, int, int] | None = None) -> list[Finding]:

@@ -14,7 +14,8 @@ and never trusted (solver.verify.totals does the same for a static plan):
 3. Each pool's `gpus` = count x tp x pp x dp (each hour's pools and started pools);
    a started pool's cost = its GPUs x on-demand price x hours_per_month.
 4. Each hour's owned GPUs in use (`hours[h].gpus[i].existing`) <= min(used, the
-   region's existing GPUs of that type).
+   region's existing GPUs of that type), and its reserved ones in use <= used - owned -
+   spot (the committed count bounds them too: solver.verify.hours, step 3).
 5. The peak fleet (`replicas`): for each (workload, region, configuration) the hours
    run, one entry, equal to one of the hours' pools at its largest count of the day.
 6. The `gpus` table, per offer: used = the most GPUs any hour uses; existing and
@@ -42,26 +43,24 @@ scale-out thresholds (they need the lone replica's batch and prefill time, which
 candidate table holds), a batch placement's break-even price (the program's choice among
 configurations; its soak rate is held to the C_b of a soak the hours run), a started
 pool's capacity per replica (a stated capacity that differs from the physics is a
-warning, solver.verify.fleet step 1), and
-`demand_growth` and `max_utilization` (the hourly planner leaves them at their
-defaults; the hours are judged at the policy's).
+warning, solver.verify.fleet step 1). `demand_growth` and `max_utilization`, where
+stated, are the instance's (solver.verify.display.stated_policy, as for a static plan).
 """
 
 import math
 from collections import defaultdict
 
 from models.operations.pricing_tiers import poisson_quantile, spot_down_fraction
-from models.operations.site import gpus_bought, node_gpus, racks_per_gpu
+from models.operations.site import gpus_bought, node_gpus
 from models.schema.instance import Instance
 from models.schema.traffic import HOURS_PER_DAY
 from solver.plan.schema import Plan, ReplicaPool
 from solver.program.row_names import GpuSupplyRow, timed_name
 from solver.verify.months import busiest_hour_kw
+from solver.verify.pools import did_you_mean
+from solver.verify.site import stated_power
 from solver.verify.totals import money_close, non_finite, over_supply, recompute_totals
-from solver.verify.verdict import Violation
-
-RELATIVE = 1e-6
-"""Relative difference tolerated on a recomputed rate or count of hours (float sums)."""
+from solver.verify.verdict import RELATIVE, Violation, close, differs
 
 
 def finite_violations(plan: Plan) -> list[Violation]:
@@ -79,9 +78,46 @@ def stop_before_arithmetic(instance: Instance, plan: Plan) -> tuple[list[Violati
     an hour beyond the supply (`unbuildable_hours`); None where it goes on."""
     if finite := finite_violations(plan):
         return finite, "a number in the plan is not finite"
+    if unknown := unknown_regions(instance, plan):
+        return unknown, "a record names a region the instance lacks"
     if over := unbuildable_hours(instance, plan):
         return over, "an hour needs more GPUs than a region has"
     return None
+
+
+TIMED_PARTS = ("hours", "committed", "months")
+"""The parts of an hourly plan the hour verifier reads beside its peak pools."""
+
+
+def unknown_regions(instance: Instance, plan: Plan) -> list[Violation]:
+    """Every record of the hours, commitments and months naming a region the instance
+    lacks, by its field path (`hours[5].pools[0].region`), with the name the instance
+    spells alike. Where there is one, the other checks are not run: each looks the
+    region up (a tampered 'us-eats' was StopIteration, exit 70)."""
+    known = [region.name for region in instance.regions]
+    return [
+        Violation(
+            requirement=path,
+            message=f"unknown region {name!r}" + did_you_mean(name, known),
+        )
+        for part in TIMED_PARTS
+        for path, name in _regions(plan.model_dump(include={part})[part], part)
+        if name not in known
+    ]
+
+
+def _regions(value: object, path: str) -> list[tuple[str, str]]:
+    """(field path, name) of every `region` in a dumped part of a plan."""
+    if isinstance(value, dict):
+        found = (
+            [(f"{path}.region", value["region"])] if isinstance(value.get("region"), str) else []
+        )
+        return found + [
+            item for key, child in value.items() for item in _regions(child, f"{path}.{key}")
+        ]
+    if isinstance(value, list | tuple):
+        return [item for i, child in enumerate(value) for item in _regions(child, f"{path}[{i}]")]
+    return []
 
 
 def unbuildable_hours(instance: Instance, plan: Plan) -> list[Violation]:
@@ -115,23 +151,6 @@ def stated_hour_figures(instance: Instance, plan: Plan) -> list[Violation]:
     found += _spot_pools(instance, plan)
     found += _site_rows(instance, plan)
     return found
-
-
-def close(stated: float, recomputed: float) -> bool:
-    """Whether a stated rate or count of hours agrees with its recomputation."""
-    return math.isclose(stated, recomputed, rel_tol=RELATIVE, abs_tol=RELATIVE)
-
-
-def agrees(stated: float | None, recomputed: float | None) -> bool:
-    """Whether an optional figure agrees with its recomputation: both absent, or both
-    present and `close`."""
-    if stated is None or recomputed is None:
-        return stated is None and recomputed is None
-    return close(stated, recomputed)
-
-
-def differs(path: str, stated: object, recomputed: object, what: str) -> Violation:
-    return Violation(requirement=path, message=f"states {stated}; {what} {recomputed}")
 
 
 # --- 2-4. periods, pool GPUs, owned GPUs -------------------------------------------------
@@ -218,6 +237,16 @@ def _owned_in_use(instance: Instance, plan: Plan) -> list[Violation]:
                         row.existing,
                         min(row.used, existing),
                         f"owned {row.gpu} in {row.region} in use can be at most",
+                    )
+                )
+            rest = row.used - row.existing - row.spot  # what neither owned nor spot GPUs run
+            if not -RELATIVE <= row.reserved <= max(rest, 0) + RELATIVE:
+                found.append(
+                    differs(
+                        f"hours[{h_index}].gpus[{g_index}].reserved",
+                        row.reserved,
+                        f"{max(rest, 0):g} (used - owned - spot)",
+                        f"reserved {row.gpu} in {row.region} in use can be at most",
                     )
                 )
     return found
@@ -504,29 +533,6 @@ def _site_rows(instance: Instance, plan: Plan) -> list[Violation]:
                     f"{key[0]} {key[1]}: (servers, GPUs each) bought are",
                 )
             )
-    for index, power in enumerate(plan.power_kw):
-        where = f"power_kw[{index}]"
-        if power.region not in known:
-            found.append(Violation(requirement=where, message=f"unknown region {power.region}"))
-            continue
-        region = instance.region(power.region)
-        mine = [r for r in rows if r.region == power.region]
-        kw = busiest_hour_kw(instance, power.region, plan.hours)  # the cap binds per hour
-        racks = None
-        if region.racks is not None and region.kw_per_rack is not None:
-            racks = sum(
-                racks_per_gpu(instance, r.gpu, region.kw_per_rack) * (r.existing + r.purchased)
-                for r in mine
-            )
-        checks = (
-            ("kw", power.kw, kw),
-            ("racks", power.racks, racks),
-            ("limit_kw", power.limit_kw, region.power_kw),
-            ("limit_racks", power.limit_racks, region.racks),
-        )
-        for name, stated_value, value in checks:
-            if not agrees(stated_value, value):
-                found.append(
-                    differs(f"{where}.{name}", stated_value, value, "the GPUs installed give")
-                )
+    hours = plan.hours
+    found += stated_power(instance, plan, lambda r: busiest_hour_kw(instance, r, hours))
     return found

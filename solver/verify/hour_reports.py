@@ -33,9 +33,9 @@ from models.operations.time_demand import interactive_grid, warm_grid
 from models.operations.time_periods import demand_grid
 from models.schema.instance import Instance
 from solver.plan.schema import Hour, Plan, ReplicaPool
-from solver.verify.hour_figures import HOURS_PER_DAY, RELATIVE, close, differs
+from solver.verify.hour_figures import HOURS_PER_DAY
 from solver.verify.totals import money_close
-from solver.verify.verdict import Violation
+from solver.verify.verdict import RELATIVE, Violation, close, differs
 
 SECONDS_PER_HOUR = 3600.0
 

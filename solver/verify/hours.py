@@ -83,18 +83,14 @@ from solver.verify.fleet import (
     verify,
 )
 from solver.verify.fleet import stated_display as shown
-from solver.verify.hour_figures import (
-    agrees,
-    peak_fleet,
-    stated_hour_figures,
-    stop_before_arithmetic,
-)
+from solver.verify.hour_figures import peak_fleet, stated_hour_figures, stop_before_arithmetic
 from solver.verify.hour_idle import check_idle_fraction
 from solver.verify.hour_reports import stated_report_figures
 from solver.verify.hour_rows import check_binding_times
 from solver.verify.hour_scenarios import check_hour_table, check_peak_table
 from solver.verify.months import check_months
 from solver.verify.totals import money_close
+from solver.verify.verdict import agrees
 
 GPU_TOLERANCE = 1e-6
 

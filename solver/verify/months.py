@@ -136,6 +136,7 @@ def check_months(
                 )
             bought = count - previous.get(key, 0.0)
             violations += _check_servers(instance, month.servers_ordered, offer, bought, name)
+            violations += _check_shown(offer, hours, max(bought, 0.0), days, name)
             if month.month > 0:  # month 0's commitment is the fleet the horizon starts with
                 _check_order(month.month, lead, bought, offer, name, violations)
             if bought > GPU_TOLERANCE and offer.order_month is not None:
@@ -250,6 +251,30 @@ def _check_servers(
             f"{max(bought, 0.0):g} GPUs in servers of {n}",
         )
     ]
+
+
+def _check_shown(
+    offer: MonthOffer, hours: tuple[Hour, ...], bought: float, days: float, name: str
+) -> list[Violation]:
+    """The figures of an offer the months table shows, from the month's hours as
+    solver.time.months.month_offers states them: its peak need (the most GPUs an hour
+    uses), its on-demand GPU-hours (D x the hours' on-demand GPUs, D = hours_per_month /
+    24), the GPUs its commitment adds, and an order month only where it adds some."""
+    rows = [g for h in hours for g in h.gpus if (g.region, g.gpu) == (offer.region, offer.gpu)]
+    peak = float(max((g.used for g in rows), default=0))
+    rented = days * math.fsum(g.on_demand for g in rows)
+    found = []
+    if not math.isclose(offer.peak_need_gpus, peak, abs_tol=GPU_TOLERANCE):
+        found.append(f"states a peak need of {offer.peak_need_gpus:g} GPUs; its busiest hour "
+                     f"uses {peak:g}")  # fmt: skip
+    if not math.isclose(offer.on_demand_gpu_hours, rented, rel_tol=1e-6, abs_tol=1e-6):
+        found.append(f"states {offer.on_demand_gpu_hours:g} on-demand GPU-hours; its hours "
+                     f"rent {rented:g}")  # fmt: skip
+    if abs(offer.bought_gpus - bought) > GPU_TOLERANCE:
+        found.append(f"states {offer.bought_gpus:g} GPUs bought; its commitment adds {bought:g}")
+    if bought <= GPU_TOLERANCE and offer.order_month is not None:
+        found.append(f"states order month {offer.order_month} for no GPU bought")
+    return [Violation(requirement=name, message=message) for message in found]
 
 
 def _check_order(

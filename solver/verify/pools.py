@@ -33,7 +33,7 @@ from solver.program.row_names import ReplicasColumn
 from solver.verify.verdict import Violation
 
 
-def _guess(name: str, known: list[str]) -> str:
+def did_you_mean(name: str, known: list[str]) -> str:
     """ "; did you mean 'chat'?" for a name the instance spells otherwise ('Chat',
     'us-east '), or "" when none is close."""
     close = closest_name(name, known)
@@ -191,7 +191,7 @@ def _grouped(
         gpu = instance.gpu_specs.get(entry.gpu)
         if workload is None or gpu is None or entry.region not in regions:
             unknown = [
-                f"unknown {kind} {value!r}" + _guess(value, list(known))
+                f"unknown {kind} {value!r}" + did_you_mean(value, list(known))
                 for kind, value, known in (
                     ("workload", entry.workload, workloads),
                     ("region", entry.region, regions),

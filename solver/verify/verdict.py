@@ -3,6 +3,7 @@ the plan schema and the row names only): a violation named after the requirement
 breaks, the demand checked per scenario, and the tolerances the checks allow.
 """
 
+import math
 from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
@@ -13,6 +14,8 @@ ENGINE_TOLERANCE = 1e-6
 """Relative excess of a shared engine's stated capacity over the recomputed one allowed."""
 COST_TOLERANCE = 0.01
 """USD per month by which a stated cost may differ from the recomputed one."""
+RELATIVE = 1e-6
+"""Relative difference tolerated on a recomputed rate or count of hours (float sums)."""
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True)
 
@@ -80,3 +83,20 @@ class Verification(BaseModel):
             checks=(),
             stopped=why,
         )
+
+
+def close(stated: float, recomputed: float) -> bool:
+    """Whether a stated rate or count of hours agrees with its recomputation."""
+    return math.isclose(stated, recomputed, rel_tol=RELATIVE, abs_tol=RELATIVE)
+
+
+def agrees(stated: float | None, recomputed: float | None) -> bool:
+    """Whether an optional figure agrees with its recomputation: both absent, or both
+    present and `close`."""
+    if stated is None or recomputed is None:
+        return stated is None and recomputed is None
+    return close(stated, recomputed)
+
+
+def differs(path: str, stated: object, recomputed: object, what: str) -> Violation:
+    return Violation(requirement=path, message=f"states {stated}; {what} {recomputed}")

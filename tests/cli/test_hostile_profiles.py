@@ -57,3 +57,27 @@ def test_calibrate_writes_no_profile_it_would_refuse(run_cli, tmp_path):
     needles = ("request_overhead_s: fitted to 19.9", "no profile was written")
     run_checked(run_cli, "calibrate", runs, "-o", path, "--no-leave-one-out", needles=needles)
     assert not path.exists()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "said"),
+    [
+        # YAML 1.1 reads 4:16 as the base-60 number 4 x 60 + 16 = 256: a chunk of 256
+        # tokens planned without a word (an instance refuses the same line)
+        ("prefill_chunk_tokens: 8192", "prefill_chunk_tokens: 4:16",
+         "'4:16' reads in YAML 1.1 as the base-60 number 256"),
+        # a factor given twice: the second replaced the first without a word
+        ("hbm_fraction: ", "hbm_fraction: 0.1\n    hbm_fraction: ",
+         "duplicate key 'hbm_fraction' (first on line"),
+    ],
+    ids=["base-sixty", "key-twice"],
+)  # fmt: skip
+def test_a_profile_file_is_read_as_strictly_as_an_instance(run_cli, tmp_path, old, new, said):
+    document = _written(run_cli, tmp_path)
+    document["by_key"]["default"]["prefill_chunk_tokens"] = 8192
+    text = yaml.safe_dump(document, sort_keys=False).replace(old, new, 1)
+    assert new in text
+    path = tmp_path / "edited.yaml"
+    path.write_text(text)
+    needles = (f"--engine: engine profile file {path}:", said)
+    run_checked(run_cli, *PERF, "--engine", path, needles=needles)

@@ -87,6 +87,20 @@ def test_runs_whose_latencies_are_in_seconds_write_no_profile(run_cli, tmp_path)
     assert not profile.exists()
 
 
+def test_a_latency_far_past_a_units_mistake_states_its_ratio_in_a_few_digits(run_cli, tmp_path):
+    """TPOT 1e-300 ms: the ratio to the 5.0 ms floor above is 5.0 / 1e-300 = 5e+300,
+    which read as 301 digits with thousands commas; now in three significant digits."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text(
+        "model,gpu,precision,tp,isl,osl,concurrency,num_requests,tpot_mean_ms\n"
+        "llama-3.1-8b,h100-sxm,bf16,1,2000,64,1,100,1e-300\n"
+    )
+    result = run_checked(run_cli, "calibrate", runs, "-o", tmp_path / "p.yaml",
+                         needles=(f"{runs}:2: tpot_mean_ms: 1e-300 ms is 5",))  # fmt: skip
+    ratio = result.stderr.split("ms is ", 1)[1].split("x below", 1)[0]
+    assert len(ratio) <= 8 and "e+300" in ratio, ratio
+
+
 # --- estimate: floors -------------------------------------------------------------------
 
 

@@ -127,3 +127,94 @@ def test_an_unknown_json_is_refused(tmp_path):
     path.write_text(json.dumps({"hello": 1}))
     with pytest.raises(InputError, match="not a result of vllm bench serve"):
         read_measurements([path], LLAMA)
+
+
+def test_a_row_shorter_than_the_header_is_named_with_the_columns_it_leaves_empty(tmp_path):
+    """A row of 7 values under the header's 10 columns: csv fills the last three with
+    None, and `v.strip()` raised AttributeError (calibrate: internal error, exit 70). The
+    row's metrics would be read as absent, so it is refused naming what it lacks."""
+    path = tmp_path / "runs.csv"
+    path.write_text(HEADER + "llama-3.1-8b,h100-sxm,bf16,1,1000,200,16\n")
+    with pytest.raises(InputError) as raised:
+        read_measurements([path], RunDefaults())
+    assert (
+        f"{path}:2: fewer values than columns (none for output_tok_s, ttft_mean_ms, "
+        "tpot_mean_ms)" in str(raised.value)
+    )
+
+
+GENAI_PERF = {
+    "time_to_first_token": {"unit": "ms", "avg": 85.0},
+    "inter_token_latency": {"unit": "ms", "avg": 12.5},
+    "output_token_throughput": {"unit": "tokens/sec", "avg": 900.0},
+    "input_sequence_length": {"avg": 500},
+    "output_sequence_length": {"avg": 100},
+    "request_count": {"avg": 80},
+    "input_config": {"perf_analyzer": {"stimulus": {"concurrency": 8}}},
+}
+
+
+@pytest.mark.parametrize(
+    ("metric", "record", "needle"),
+    [
+        # a unit not among s, ms, us, ns: the TTFT was dropped and the fit went on without it
+        ("time_to_first_token", {"unit": "min", "avg": 1.5},
+         "time_to_first_token.unit: 'min' is not a time unit (s, sec, ms, us, µs, ns)"),
+        # a mean that is not a number: dropped alike
+        ("inter_token_latency", {"unit": "ms", "avg": "fast"},
+         "inter_token_latency.avg: 'fast' is not a number"),
+        # a record that is not a mapping: dropped alike
+        ("time_to_first_token", "85 ms",
+         "time_to_first_token: '85 ms' is not a record of a unit and an avg"),
+        # a throughput per minute was read as per second: 60x the run's real rate
+        ("output_token_throughput", {"unit": "tokens/min", "avg": 54000.0},
+         "output_token_throughput.unit: 'tokens/min' is not tokens/sec"),
+    ],
+    ids=["time-unit-unknown", "mean-not-a-number", "record-not-a-mapping", "per-minute"],
+)  # fmt: skip
+def test_a_genai_perf_figure_it_cannot_read_is_named_not_dropped(tmp_path, metric, record, needle):
+    path = tmp_path / "profile_export_genai_perf.json"
+    path.write_text(json.dumps({**GENAI_PERF, metric: record}))
+    with pytest.raises(InputError) as raised:
+        read_measurements([path], LLAMA)
+    assert needle in str(raised.value)
+
+
+def test_a_genai_perf_figure_in_seconds_per_second_units_reads_as_written(tmp_path):
+    """The units genai-perf and aiperf write are still read: TTFT 0.085 s = 85 ms, a
+    throughput in 'tokens/sec' (genai-perf) or 'tokens/s' as written."""
+    path = tmp_path / "profile_export_genai_perf.json"
+    figures = {"time_to_first_token": {"unit": "s", "avg": 0.085},
+               "output_token_throughput": {"unit": "tokens/s", "avg": 900.0}}  # fmt: skip
+    path.write_text(json.dumps({**GENAI_PERF, **figures}))
+    (run,) = read_measurements([path], LLAMA)
+    assert run.ttft_mean_ms == pytest.approx(85.0)  # 0.085 s x 1,000 ms/s
+    assert run.output_tokens_per_s == 900.0
+
+
+def test_a_csv_run_of_more_users_than_requests_is_refused(tmp_path):
+    """32 users and 10 requests: at most 10 were ever in flight, but the fit replayed 32
+    users starting together (one request each: max(1, ceil(10 / 32)))."""
+    path = tmp_path / "runs.csv"
+    path.write_text(
+        "model,gpu,precision,tp,isl,osl,concurrency,num_requests,output_tok_s\n"
+        "llama-3.1-8b,h100-sxm,bf16,1,1000,200,32,10,1500\n"
+    )
+    with pytest.raises(InputError) as raised:
+        read_measurements([path], RunDefaults())
+    assert (
+        f"{path}:2: concurrency: 32 users is more than the run's 10 requests (num_requests)"
+        in str(raised.value)
+    )
+
+
+def test_vllm_max_concurrency_above_the_prompts_is_the_prompts(tmp_path):
+    """vllm bench serve --max-concurrency 1000 --num-prompts 100: the flag caps the
+    requests in flight, so at most the 100 prompts ever were: the run's concurrency is
+    min(1000, 100) = 100 (it was read as 1,000 users)."""
+    path = tmp_path / "vllm.json"
+    result = {"completed": 100, "max_concurrency": 1000, "output_throughput": 900.0,
+              "total_input_tokens": 100_000, "total_output_tokens": 20_000}  # fmt: skip
+    path.write_text(json.dumps(result))
+    (run,) = read_measurements([path], LLAMA)
+    assert (run.concurrency, run.requests) == (100, 100)
