@@ -243,18 +243,22 @@ def _arrays(program: LinearProgram) -> tuple:
 
 def _shape(lp: LinearProgram, block: Block) -> tuple:
     """The block without its names: its columns by position (bounds, integrality,
-    cost), its rows over those positions, and its covers' committed columns (shared by
-    every period, so by name)."""
+    cost), its rows' terms over those positions in their order (a column outside the
+    block, a cover's committed one shared by every period, by name), and its covers'
+    committed columns."""
     at = {name: k for k, name in enumerate(block.columns)}
+    variables, objective, constraints = lp.variables, lp.objective, lp.constraints
     columns = tuple(
-        (var.lower, var.upper, var.integer, lp.objective.get(name, 0.0))
-        for name, var in ((name, lp.variables[name]) for name in block.columns)
+        (variables[name].lower, variables[name].upper, variables[name].integer, objective.get(name))
+        for name in block.columns
     )
-    rows = []
-    for name in block.rows:
-        row = lp.constraints[name]
-        terms = sorted(
-            ((at[v], "") if v in at else (-1, v), c) for v, c in row.coefficients.items()
+    rows = tuple(
+        (
+            row.sense,
+            row.rhs,
+            *map(at.get, row.coefficients, row.coefficients),
+            *row.coefficients.values(),
         )
-        rows.append((row.sense, row.rhs, tuple(terms)))
-    return columns, tuple(rows), tuple(cover.committed for cover in block.covers)
+        for row in map(constraints.__getitem__, block.rows)
+    )
+    return columns, rows, tuple(cover.committed for cover in block.covers)
