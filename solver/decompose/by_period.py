@@ -414,8 +414,9 @@ class _Rounds:
     def _run(self, programs, gap, start, limit):
         """Solve `programs` (block -> program), each within `gap(i)` from `start(i)` in at
         most `limit(i)` seconds (None: what is left of the run): side by side in this
-        process's threads (`in_threads`), or as Ray tasks with `executor: ray`;
-        (block, result) in block order, whatever order they end in."""
+        process's threads (`in_threads`), or as Ray tasks with `executor: ray`, blocks
+        that are one program once (`Twins`); (block, result) in block order, whatever
+        order they end in."""
         chosen = sorted(programs)
 
         def settings(i: int) -> SolveSettings:
