@@ -27,6 +27,7 @@ region can use, each with its gain at full strength, less one replica and less a
 """
 
 import math
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -66,6 +67,8 @@ about 1,100, each about 2.7 KB held, so the levers' 16 tables fit in about 50 MB
 
 _SHARED: dict[tuple, ReplicaCapacity] | None = None
 """The physics shared across candidate tables (`shared_physics`); None: not shared."""
+_SHARED_LOCK = threading.Lock()
+"""Held while `_SHARED` grows or drops its oldest."""
 
 
 @dataclass(frozen=True)
@@ -160,10 +163,11 @@ class PoolPhysics:
         key = (self.inputs, replicas)
         found = memo.get(key)
         if found is None:
-            while len(memo) >= SHARED_KEPT:
-                del memo[next(iter(memo))]
             found = replica_capacity(self.config, self.mix, self.targets, self.efficiency, replicas)
-            memo[key] = found
+            with _SHARED_LOCK:  # a months solve asks from two threads (its held fleet's)
+                while len(memo) >= SHARED_KEPT:
+                    del memo[next(iter(memo))]
+                memo[key] = found
         return derated(found, self.derate)
 
 
@@ -173,7 +177,9 @@ def shared_physics() -> Iterator[None]:
     every candidate table with the same inputs (`PoolPhysics.inputs`), instead of once a
     table: `replica_capacity` is a pure function of them, so what a table reads is what
     it would compute. The levers' re-solves share it: an `allow GPU` lever's table is the
-    base's plus one type's configurations. Nested blocks share the outer one."""
+    base's plus one type's configurations; so do a horizon's months (solver.solve), whose
+    tables, programs and read-backs ask the same configurations at the same pool sizes
+    month after month. Nested blocks share the outer one."""
     global _SHARED
     outer = _SHARED
     if outer is None:

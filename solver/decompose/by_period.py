@@ -49,23 +49,24 @@ where k^h is the lowest levels (a month's floor already holds the fleet): the he
 pools give each block its first solution in a fraction of a free solve.
 
 Rounds. Every block priced, then every block at the lowest levels (the cut there says a
-server saves at most its on-demand price; a commitment held at one level, a month
-before the lead time, needs no price: its blocks are programs apart, each solved
-once). A round's blocks are solved side by side in threads (`in_threads`). Each round
-then solves the master: its optimum is a lower bound LB on the whole program, with its
-levels k*. A block's known solutions stay feasible at another y once their on-demand
-columns are re-set to cover what y leaves (the rows that name them checked), so the
-cheapest re-costed one is an upper bound U_b(k*) for free; the blocks are solved at k*
-(from that solution) where theta_b falls short of U_b most, until the shortfalls left
-add up to less than half the requested gap. The plan at the best levels, from its
-blocks' best solutions, is the upper bound UB; the run ends when (UB - LB) / UB is
-within the gap (status optimal, the gap stated). It ends in finitely many rounds:
+server saves at most its on-demand price; a commitment held at one level, a month before
+the lead time, needs no price: its blocks are programs apart, each solved once). A
+round's blocks are solved side by side in threads (`in_threads`), blocks that are one
+program once (`Twins`: procurement-3region's 12 months, 2,022 block solves -> 1,198, the
+same plan). Each round then solves the master: its optimum is a lower bound LB on the
+whole program, with its levels k*. A block's known solutions stay feasible at another y
+once their on-demand columns are re-set to cover what y leaves (the rows that name them
+checked), so the cheapest re-costed one is an upper bound U_b(k*) for free; the blocks
+are solved at k* (from that solution) where theta_b falls short of U_b most, until the
+shortfalls left add up to less than half the requested gap. The plan at the best levels,
+from its blocks' best solutions, is the upper bound UB; the run ends when (UB - LB) / UB
+is within the gap (status optimal, the gap stated). It ends in finitely many rounds:
 where every block has been solved at k*, theta_b >= F^_b there, so the master proposes
 k* again only once LB has reached UB within the blocks' own gaps. A block at a point is
-solved within `BLOCK_GAP_SHARE` of the gap (the blocks' bounds add up), one worth
-little within a looser one (what it may leave is its share of the plan's gap). Without
-the priced cuts the bench's hourly failover instance took 8 rounds and 147 period
-solves where it takes 2 and about 40.
+solved within `BLOCK_GAP_SHARE` of the gap (the blocks' bounds add up), one worth little
+within a looser one (what it may leave is its share of the plan's gap). Without the
+priced cuts the bench's hourly failover instance took 8 rounds and 147 period solves
+where it takes 2 and about 40.
 
 `solve_periods` is the periods program's one call to the backend. The rounds start at
 once where the program splits; the whole program is not tried first. Held to 16 nodes
@@ -104,6 +105,7 @@ from solver.backends import Backend
 from solver.decompose.parallel import solve_built
 from solver.decompose.period_passes import (
     MIN_BLOCK_S,
+    Twins,
     in_threads,
     lp_prices,
     pass_limit,
@@ -305,7 +307,8 @@ def solve_by_period(
         message=f"{METHOD}: {counted(len(parts.blocks), 'period')}, "
         + ("from the day's peak fleet held every hour, " if held is not None else "")
         + f"{counted(run.rounds, 'master round')}, "
-        f"{counted(run.solves, 'period solve')}",
+        f"{counted(run.solves, 'period solve')}"
+        + (f" ({run.shared} more periods the same program)" if run.shared else ""),
     )
 
 
@@ -333,7 +336,9 @@ class _Rounds:
         self.saving = [self._saving(block) for block in parts.blocks]
         self.limits: dict[tuple[int, tuple[int, ...]], float] = {}
         """(block, levels) -> the time limit it was last solved in there."""
+        self.twins = Twins(lp, parts)
         self.solves = 0
+        self.shared = 0
         self.rounds = 0
 
     def begin_with(self, values: dict[str, float]) -> Levels:
@@ -405,9 +410,9 @@ class _Rounds:
 
     def _run(self, programs, gap, start, limit):
         """Solve `programs` (block -> program), each within `gap(i)` from `start(i)` in at
-        most `limit(i)` seconds (None: what is left of the run): side by side in this
-        process's threads (`in_threads`), or as Ray tasks with `executor: ray`;
-        (block, result) in block order, whatever order they end in."""
+        most `limit(i)` seconds (None: what is left of the run): in this process's threads
+        (`in_threads`) or as Ray tasks (`executor: ray`), blocks that are one program once
+        (`Twins`); (block, result) in block order, whatever order they end in."""
         chosen = sorted(programs)
 
         def settings(i: int) -> SolveSettings:
@@ -417,15 +422,18 @@ class _Rounds:
                 return own
             return own.limited(held)
 
-        if self.settings.executor == "ray":
-            build = lambda i: (programs[i](), self.backend)  # noqa: E731
-            found = dict(solve_built(build, chosen, settings, len(chosen), start=start))
-        else:
-            found = dict(in_threads(self.backend, programs, settings, start))
-        for i in chosen:
-            if i in found:
-                self.solves += 1
-                yield i, found[i]
+        def solve(own: dict) -> dict[int, SolveResult]:
+            if self.settings.executor != "ray":
+                return dict(in_threads(self.backend, own, settings, start))
+            build = lambda i: (own[i]() if callable(own[i]) else own[i], self.backend)  # noqa: E731
+            return dict(solve_built(build, sorted(own), settings, len(own), start=start))
+
+        asks = lambda i: (start(i), (gap(i), limit(i)))  # noqa: E731
+        expired = lambda: _expired(self.settings)  # noqa: E731
+        for i, result, solved in self.twins.run(chosen, programs, asks, expired, solve):
+            self.solves += solved
+            self.shared += not solved
+            yield i, result
 
     def _fixed(
         self, index: int, levels: Levels | None, rent: bool = True, held: dict | None = None

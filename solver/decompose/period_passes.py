@@ -1,7 +1,7 @@
 """How the period rounds (solver.decompose.by_period) spend their cores and their time:
 the block solves of a pass side by side in threads (`in_threads`), each held to its share
-of what is left of the run (`pass_limit`), and the blocks' prices from the whole
-program's LP relaxation (`lp_prices`).
+of what is left of the run (`pass_limit`), blocks that are one program solved once
+(`Twins`), and the blocks' prices from the whole program's LP relaxation (`lp_prices`).
 
 Time. A pass solves n blocks, up to t at once, so in w = ceil(n / t) waves; given a share
 s of the seconds L left, each block solve may run
@@ -15,15 +15,34 @@ block of a 5-region, 5-workload region-loss hourly program solved to 0.1% at who
 servers took 5-10 s on the shared machine, 24 of them before any plan existed, and the
 run ended at its deadline with none. With it the rounds reach a plan (its gap stated)
 and spend what is left closing the gap.
+
+Twins. A day's profile repeats itself: two periods of one region with the same demand
+and the same length are the same rows over the same columns (cost per hour x hours), up
+to the period in the names. procurement-3region's three regions share one 24-hour
+profile in their local time, and of each month's 63 blocks (21 periods x 3 regions) 38
+are different programs. A pass hands such blocks to the backend once (`Twins.shared`):
+where two of its programs compile to the same arrays (bounds, costs, integrality, rows:
+the backend's whole input) and ask for the same start (column by column), gap and time
+limit, the second takes the first's answer, its values renamed column by column
+(`renamed`). The backend is deterministic on one input, so that answer is the one the
+second solve would have given (one stopped by its time limit may differ, and is a valid
+answer either way): the cuts, the rounds and the plan are those of solving every block.
+Which blocks may be twins is read once per split (`Twins`): the blocks' columns by
+position (bounds, integrality, cost), their rows over those positions and their covers'
+committed columns; only blocks that share that shape with another are compiled in a
+pass, the others go to the backend as they are.
 """
 
 import math
 import multiprocessing
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from solver.backends import Backend
-from solver.decompose.period_split import Split
+from solver.backends.base import compile_program
+from solver.decompose.period_split import Block, Split
 from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.settings import SolveSettings, machine_threads
 
@@ -126,3 +145,120 @@ def lp_prices(
             )
         prices.append({o: p if p * reach[o] > floor else 0.0 for o, p in own.items()})
     return prices
+
+
+Build = Callable[[], LinearProgram]
+"""A block's program, built when asked."""
+
+
+class Twins:
+    """The blocks of a split by shape (the module text)."""
+
+    def __init__(self, lp: LinearProgram, parts: Split):
+        first: dict[tuple, int] = {}
+        self.shape = [first.setdefault(_shape(lp, b), i) for i, b in enumerate(parts.blocks)]
+        """Per block, the first block of its shape."""
+
+    def run(
+        self,
+        chosen: list[int],
+        programs: dict[int, Build],
+        asks: Callable[[int], tuple[dict[str, float] | None, Hashable]],
+        expired: Callable[[], bool],
+        solve: Callable[[dict[int, Build | LinearProgram]], dict[int, SolveResult]],
+    ) -> Iterator[tuple[int, SolveResult, bool]]:
+        """The `chosen` blocks' answers, each block's program handed to `solve` once
+        for all its twins (`shared`): (block, result, whether solved itself) in block
+        order, for each block `solve` answered (it may leave out those past the
+        deadline)."""
+        built, stands_for = self.shared(chosen, programs, asks, expired)
+        found = solve({i: built.get(i, programs[i]) for i in chosen if i not in stands_for})
+        for i in chosen:
+            j = stands_for.get(i, i)
+            if j in found:
+                yield i, found[i] if i == j else renamed(found[j], built[j], built[i]), i == j
+
+    def shared(
+        self,
+        chosen: Iterable[int],
+        programs: dict[int, Build],
+        asks: Callable[[int], tuple[dict[str, float] | None, Hashable]],
+        expired: Callable[[], bool],
+    ) -> tuple[dict[int, LinearProgram], dict[int, int]]:
+        """The `chosen` blocks' programs that share a shape with another chosen block,
+        built ({block: program}), and those whose solve another's stands for ({block:
+        the block solved in its stead}); `asks(i)`: the start block i's solve is given
+        and what else it reads (gap, time limit). None built once `expired()` (the pass
+        then skips them as it skips every block past the deadline)."""
+        chosen = list(chosen)
+        count = Counter(self.shape[i] for i in chosen)
+        built: dict[int, LinearProgram] = {}
+        solved: dict[tuple, int] = {}
+        stands_for: dict[int, int] = {}
+        for i in chosen:
+            if count[self.shape[i]] < 2:
+                continue
+            if expired():
+                break
+            built[i] = program = programs[i]()
+            start, rest = asks(i)
+            try:
+                arrays = _arrays(program)
+            except ValueError:  # the backend names what is wrong: solved alone
+                continue
+            named = None if not start else tuple(start.get(v, 0.0) for v in program.variables)
+            j = solved.setdefault((arrays, named, rest), i)
+            if j != i:
+                stands_for[i] = j
+        return built, stands_for
+
+
+def renamed(result: SolveResult, solved: LinearProgram, twin: LinearProgram) -> SolveResult:
+    """`result` of the program `solved` as the answer of its twin: its values moved from
+    each column of `solved` to the column of `twin` at the same position."""
+    values = {
+        own: result.values[name]
+        for name, own in zip(solved.variables, twin.variables, strict=True)
+        if name in result.values
+    }
+    return replace(result, values=values)
+
+
+def _arrays(program: LinearProgram) -> tuple:
+    """What the backend is handed of `program`, without the names."""
+    compiled = compile_program(program)
+    return (
+        compiled.lower.tobytes(),
+        compiled.upper.tobytes(),
+        compiled.integer.tobytes(),
+        compiled.cost.tobytes(),
+        compiled.objective_constant,
+        compiled.row_start.tobytes(),
+        compiled.col_index.tobytes(),
+        compiled.coef.tobytes(),
+        compiled.row_lower.tobytes(),
+        compiled.row_upper.tobytes(),
+    )
+
+
+def _shape(lp: LinearProgram, block: Block) -> tuple:
+    """The block without its names: its columns by position (bounds, integrality,
+    cost), its rows' terms over those positions in their order (a column outside the
+    block, a cover's committed one shared by every period, by name), and its covers'
+    committed columns."""
+    at = {name: k for k, name in enumerate(block.columns)}
+    variables, objective, constraints = lp.variables, lp.objective, lp.constraints
+    columns = tuple(
+        (variables[name].lower, variables[name].upper, variables[name].integer, objective.get(name))
+        for name in block.columns
+    )
+    rows = tuple(
+        (
+            row.sense,
+            row.rhs,
+            *map(at.get, row.coefficients, row.coefficients),
+            *row.coefficients.values(),
+        )
+        for row in map(constraints.__getitem__, block.rows)
+    )
+    return columns, rows, tuple(cover.committed for cover in block.covers)
