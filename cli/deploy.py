@@ -64,7 +64,7 @@ def deploy(
     violations on stderr).
     """
     from cli.solve import _read_plan
-    from solver.deploy.files import TARGETS, deploy_files, stale_files
+    from solver.deploy.files import TARGETS, deploy_files, foreign_files, stale_files
     from solver.deploy.pools import DeployError
     from solver.deploy.schedule import MonthRefused, month_plan
 
@@ -104,6 +104,21 @@ def deploy(
                     "empty folder",
                 )
                 for path in stale
+            ]
+        )
+    foreign = [path for path in foreign_files(out_dir, files) if path.resolve() not in given]
+    if foreign:  # the user's own file of a name this deploy writes: never written over
+        raise InputError(
+            [
+                Issue(
+                    str(path),
+                    None,
+                    "",
+                    "exists and was not written by fleetplan deploy (no 'written by "
+                    "fleetplan deploy' mark); this deploy would write over it: move it or "
+                    "give -o another folder",
+                )
+                for path in foreign
             ]
         )
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -54,10 +54,54 @@ def stale_files(folder: Path, written: Iterable[str]) -> list[Path]:
     )
 
 
+WRITTEN_BY = "written by fleetplan deploy"
+"""The mark every file a deploy writes carries (a comment of its scripts and YAML files;
+`pools.json` is known by its records instead): a file of the same name without it is the
+user's, never written over (`foreign_files`)."""
+OWN_READ_BYTES = 1 << 16
+"""How much of an existing file is read to tell whether a deploy wrote it (the mark is on
+its first lines; `pools.json` is read whole up to `OWN_JSON_BYTES`)."""
+OWN_JSON_BYTES = 1 << 26
+"""A `pools.json` larger than this is not taken as a deploy's (a plan's records are
+kilobytes; a 2 GB file is not read to find out)."""
+_RECORD_KEYS = frozenset(("name", "workload", "region", "gpu", "replicas"))
+
+
+def foreign_files(folder: Path, written: Iterable[str]) -> list[Path]:
+    """The files of `folder` that this deploy would write over (same name) but that no
+    deploy wrote: without `WRITTEN_BY` (or the `managed-by: fleetplan` label of a
+    Kubernetes object an earlier version wrote), or a `pools.json` that is not a list of
+    deployment records. Writing over them would lose what the user had there."""
+    if not folder.is_dir():
+        return []
+    return sorted(
+        folder / name
+        for name in written
+        if (folder / name).is_file() and not _written_by_deploy(folder / name)
+    )
+
+
+def _written_by_deploy(path: Path) -> bool:
+    try:
+        if path.name == "pools.json":
+            if path.stat().st_size > OWN_JSON_BYTES:
+                return False
+            records = json.loads(path.read_text(encoding="utf-8"))
+            return isinstance(records, list) and all(
+                isinstance(r, dict) and r.keys() >= _RECORD_KEYS for r in records
+            )
+        with path.open("rb") as stream:
+            head = stream.read(OWN_READ_BYTES).decode("utf-8", errors="replace")
+    except (OSError, ValueError):
+        return False
+    return WRITTEN_BY in head or "managed-by: fleetplan" in head
+
+
 def _yaml(documents: list) -> str:
-    return yaml.safe_dump_all(
+    text = yaml.safe_dump_all(
         documents, sort_keys=False, default_flow_style=False, explicit_start=True
     )
+    return f"# {WRITTEN_BY}\n{text}"
 
 
 def _script(pool: DeployPool, command: list[str]) -> str:
@@ -70,7 +114,7 @@ def _script(pool: DeployPool, command: list[str]) -> str:
             if pool.started_replicas
             else ""
         )
-        + "); written by fleetplan deploy"
+        + f"); {WRITTEN_BY}"
     )
     return f"#!/bin/sh\n# {_one_line(comment)}\nexec {shlex.join(command)}\n"
 
@@ -99,7 +143,8 @@ def deploy_files(instance: Instance, plan: Plan, target: str) -> dict[str, str]:
         for pool in pools:
             if target == "trtllm":
                 options = f"{pool.name}.extra-llm-api-options.yaml"
-                files[options] = yaml.safe_dump(trtllm_options(pool), sort_keys=False)
+                options_text = yaml.safe_dump(trtllm_options(pool), sort_keys=False)
+                files[options] = f"# {WRITTEN_BY}\n{options_text}"
                 command = trtllm_command(pool, options)
             else:
                 command = engine_command(target, pool)
