@@ -58,8 +58,14 @@ def perf(
         ),
     ],
     precision: Annotated[
-        Precision, typer.Option("--precision", "-p", help="Weight precision.")
-    ] = Precision.BF16,
+        Precision | None,
+        typer.Option(
+            "--precision",
+            "-p",
+            help="Weight precision (default: the checkpoint's, as --model-config's "
+            "quantization_config states it; else bf16).",
+        ),
+    ] = None,
     kv_precision: Annotated[
         Precision | None,
         typer.Option(help="KV-cache precision (default: the weights', never below fp8)."),
@@ -404,7 +410,7 @@ def perf(
         return
     config, mix, targets = request.replica_config(), request.mix, request.targets
     source = request.efficiency_source()
-    efficiency = efficiency_for(config.gpu, precision, engine=source.engine)
+    efficiency = efficiency_for(config.gpu, request.precision, engine=source.engine)
     engine_line = engine_report([config.gpu], engine)
     engine_line += "\n" + band_line(
         source.engine, config.gpu, config.llm, config.ep, config.dp, request.load_asked

@@ -18,7 +18,7 @@ from pathlib import Path
 import typer
 
 from cli.perf_speculative import speculation_from_flags
-from models.io.hf_config import HfConfigError, load_hf_config
+from models.io.hf_config import HfConfigError, load_hf_config, precision_in_file
 from models.physics import catalog
 from models.physics.efficiency import EfficiencySource, UnknownEngine, check_engine
 from models.physics.efficiency import efficiency_source as engine_source
@@ -73,7 +73,9 @@ class PerfRequest:
     gpu: str
     input_tokens: float
     output_tokens: float
-    precision: Precision = Precision.BF16
+    precision: Precision | None = None
+    """--precision as given; the checkpoint's or bf16 when not (set on construction,
+    never None after: `_weights_precision`)."""
     kv_precision: Precision | None = None
     tp: int = 1
     pp: int = 1
@@ -122,6 +124,22 @@ class PerfRequest:
     random_range_ratio: float | None = None
     length_cv: float | None = None
 
+    def _weights_precision(self) -> Precision:
+        """--precision; without it the precision --model-config's checkpoint is stored in
+        (an FP8 release read as bf16 held twice the weights and half the KV room), said on
+        stderr; else bf16."""
+        if self.precision is not None:
+            return self.precision
+        stored = None if self.model_config is None else precision_in_file(str(self.model_config))
+        if stored is None:
+            return Precision.BF16
+        typer.echo(
+            f"note: weights at {stored}, as {self.model_config}'s quantization_config "
+            "stores them (--precision to model another)",
+            err=True,
+        )
+        return stored
+
     def __post_init__(self) -> None:
         if self.as_json and self.as_markdown:
             raise typer.BadParameter("give --json or --markdown, not both", param_hint="--markdown")
@@ -130,6 +148,7 @@ class PerfRequest:
         if self.arrivals is not None and self.concurrency is None:
             raise problem("--arrivals", "says how --concurrency users arrive: give --concurrency")
         object.__setattr__(self, "arrivals", self.arrivals or Arrivals.BURST)
+        object.__setattr__(self, "precision", self._weights_precision())
         self._check_lengths()
         self._check_prefix()
         self._check_dependents()

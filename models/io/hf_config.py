@@ -411,6 +411,52 @@ def default_model_name(path: str | Path) -> str:
     return path.stem
 
 
+_FP8_METHODS = frozenset(("fp8", "fbgemm_fp8"))
+"""`quantization_config.quant_method` values of checkpoints whose linear weights are FP8."""
+_MODELOPT_ALGOS = {"FP8": Precision.FP8, "NVFP4": Precision.FP4}
+"""ModelOpt checkpoints (`quant_method: modelopt`): `quant_algo` -> the weights' precision."""
+
+
+def checkpoint_precision(config: Mapping) -> Precision | None:
+    """The precision a config.json says its checkpoint's weights are stored in, where its
+    `quantization_config` names one fleetplan models: FP8 (`quant_method` fp8 or
+    fbgemm_fp8, as DeepSeek-V3 and the FP8 Llama releases ship; compressed-tensors with
+    8-bit float weights; ModelOpt FP8), FP4 (ModelOpt NVFP4); None otherwise (no
+    quantization_config: the weights as trained, or MXFP4 experts only, read into the
+    model's `expert_weight_precision`)."""
+    quant = config.get("quantization_config")
+    if not isinstance(quant, Mapping):
+        return None
+    method = quant.get("quant_method")
+    if method in _FP8_METHODS:
+        return Precision.FP8
+    if method == "modelopt":
+        return _MODELOPT_ALGOS.get(quant.get("quant_algo"))
+    if method == "compressed-tensors":
+        groups = quant.get("config_groups")
+        weights = (
+            [g.get("weights") for g in groups.values() if isinstance(g, Mapping)]
+            if isinstance(groups, Mapping)
+            else []
+        )
+        if weights and all(
+            isinstance(w, Mapping) and w.get("num_bits") == 8 and w.get("type") == "float"
+            for w in weights
+        ):
+            return Precision.FP8
+    return None
+
+
+def precision_in_file(path: str) -> Precision | None:
+    """`checkpoint_precision` of a config.json file; None where it cannot be read (the
+    reading that follows names what is wrong with it)."""
+    try:
+        config, _ = read_document(Path(path), what="config")
+    except InputError:
+        return None
+    return checkpoint_precision(config) if isinstance(config, Mapping) else None
+
+
 @cache
 def load_hf_config(path: str, name: str | None = None) -> LlmSpec:
     """Read a config.json file into an `LlmSpec` named `name` (default: `default_model_name`).

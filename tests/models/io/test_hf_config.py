@@ -236,6 +236,68 @@ def test_perf_model_config_matches_the_catalog_model(run_cli):
     assert configured == named
 
 
+def _stored_as(tmp_path, quantization: dict | None):
+    config = json.loads((FIXTURES / "qwen3-32b.json").read_text())
+    if quantization is not None:
+        config["quantization_config"] = quantization
+    path = tmp_path / "Qwen3-32B-FP8" / "config.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(config))
+    return path
+
+
+def test_perf_reads_an_fp8_checkpoint_at_fp8(run_cli, tmp_path):
+    """Qwen3-32B-FP8's config.json states `quant_method: fp8`: without --precision it was
+    modelled at bf16 (64 GB of weights on an 80 GB H100 where the checkpoint holds 32 GB),
+    silently. Now the checkpoint's precision is the default, said on stderr, and the
+    figures are those of --precision fp8; --precision still chooses."""
+    flags = ["--gpu", "h100-sxm", "-i", "2000", "-o", "500", "--json"]
+    path = _stored_as(tmp_path, {"quant_method": "fp8", "weight_block_size": [128, 128]})
+    stored = run_cli("perf", "--model-config", path, *flags)
+    asked = run_cli("perf", "--model-config", path, *flags, "--precision", "fp8")
+    chosen = run_cli("perf", "--model-config", path, *flags, "--precision", "bf16")
+    plain = run_cli("perf", "--model-config", _stored_as(tmp_path, None), *flags)
+    assert stored.exit_code == asked.exit_code == chosen.exit_code == plain.exit_code == 0
+    assert "weights at fp8" in stored.stderr and "quantization_config" in stored.stderr
+    assert json.loads(stored.stdout) == json.loads(asked.stdout)
+    assert json.loads(chosen.stdout) == json.loads(plain.stdout)  # bf16: as before
+    assert json.loads(stored.stdout) != json.loads(plain.stdout)
+    assert "weights at" not in asked.stderr + plain.stderr
+
+
+@pytest.mark.parametrize(
+    ("quantization", "precision"),
+    [
+        ({"quant_method": "fp8"}, "fp8"),
+        ({"quant_method": "fbgemm_fp8"}, "fp8"),
+        ({"quant_method": "modelopt", "quant_algo": "FP8"}, "fp8"),
+        ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "fp4"),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float"}}},
+            },
+            "fp8",
+        ),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"group_0": {"weights": {"num_bits": 4, "type": "int"}}},
+            },
+            None,  # int4 weights: not a precision fleetplan models
+        ),
+        ({"quant_method": "mxfp4"}, None),  # experts only: the model's expert precision
+        ({"quant_method": "awq", "bits": 4}, None),
+        ("fp8", None),  # not a mapping
+    ],
+)
+def test_checkpoint_precision_reads_the_quantization_config(quantization, precision):
+    from models.io.hf_config import checkpoint_precision
+
+    found = checkpoint_precision({"quantization_config": quantization})
+    assert (None if found is None else str(found)) == precision
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
