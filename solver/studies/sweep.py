@@ -156,7 +156,12 @@ def read_results(path: Path | None) -> dict[str, dict[str, Any]]:
             if not line:
                 break
             try:
-                record = json.loads(line.decode("utf-8"), parse_constant=_not_json)
+                record = json.loads(
+                    line.decode("utf-8"), parse_constant=_not_json, object_pairs_hook=_once
+                )
+            except _KeyTwice as twice:
+                issues.append(Issue(str(path), number, twice.key, _TWICE))
+                continue
             except (UnicodeDecodeError, ValueError, RecursionError):
                 continue
             if isinstance(record, dict) and isinstance(record.get("key"), str):
@@ -240,6 +245,31 @@ def _someone_elses(first_line: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+_TWICE = (
+    "is given twice in the line, and JSON keeps the last without a word: not a line this "
+    "sweep wrote; delete the line to solve its point again"
+)
+
+
+class _KeyTwice(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A results line's object, refusing a key given twice (`_KeyTwice`): the sweep
+    writes each once, so a second is an edit whose first value would vanish."""
+    record = dict(pairs)
+    if len(record) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _KeyTwice(key)
+            seen.add(key)
+    return record
 
 
 def _not_json(constant: str) -> float:

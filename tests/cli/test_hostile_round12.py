@@ -436,3 +436,19 @@ def test_a_results_line_of_the_wrong_shape_is_refused_naming_it(
     assert f"{lines}:1: {needle}" in result.stderr, result.stderr
     assert "delete the line to solve its point again" in result.stderr
     assert lines.read_bytes() == before  # nothing appended to a file it cannot read
+
+
+def test_a_key_given_twice_in_a_results_line_is_refused_naming_it(
+    run_cli, tmp_path, sweep_results
+):
+    """`{"cost_per_month": 0, ..., "cost_per_month": 31536}`: JSON keeps the last value,
+    so an edit that added a key beside the sweep's own was read without a word."""
+    lines = _results(run_cli, sweep_results, tmp_path)
+    first, *rest = lines.read_text().splitlines(keepends=True)
+    twice = first.rstrip("\n").removesuffix("}") + ', "cost_per_month": 1}\n'
+    lines.write_text(twice + "".join(rest))
+    before = lines.read_bytes()
+    result = run_cli("sweep", sweep_results, "--out", lines)
+    assert result.exit_code == 2, result.stderr
+    assert f"{lines}:1: cost_per_month: is given twice in the line" in result.stderr
+    assert lines.read_bytes() == before
