@@ -52,6 +52,12 @@ def validate_instance(
             [Issue(file, 1, "", "is a plan (it has replicas and no workloads), not an instance: "
                    "were the instance and the plan given the other way round?")]
         )  # fmt: skip
+    if "axes" in data and "workloads" not in data:  # a grid's `instance:` naming a grid
+        raise InputError(
+            [Issue(file, 1, "", "is a sweep grid (it has axes and no workloads), not an "
+                   "instance: `fleetplan sweep` takes the grid, and the grid's instance: "
+                   "names the instance file its axes vary")]
+        )  # fmt: skip
     try:
         context = {"instance_dir": str(instance_dir)} if instance_dir is not None else None
         instance = Instance.model_validate(data, context=context)

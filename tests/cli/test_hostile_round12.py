@@ -452,3 +452,16 @@ def test_a_key_given_twice_in_a_results_line_is_refused_naming_it(
     assert result.exit_code == 2, result.stderr
     assert f"{lines}:1: cost_per_month: is given twice in the line" in result.stderr
     assert lines.read_bytes() == before
+
+
+def test_a_grid_given_as_an_instance_is_named_a_grid(run_cli, tmp_path):
+    """A grid whose `instance:` names the grid itself (or `solve grid.yaml`) read
+    'unknown key axes' and 'workloads: required field is missing': now the file is named
+    for what it is."""
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("instance: grid.yaml\naxes:\n  policy.hours_per_month: [730]\n")
+    for args in (("sweep", grid), ("solve", grid)):
+        result = run_cli(*args)
+        assert result.exit_code == 2, result.stderr
+        assert "is a sweep grid (it has axes and no workloads), not an instance" in result.stderr
+        assert "unknown key 'axes'" not in result.stderr
