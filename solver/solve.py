@@ -150,33 +150,40 @@ def solve(instance: Instance, settings: SolveSettings | None = None) -> Plan:
 
 
 def solve_program(
-    instance: Instance, settings: SolveSettings | None = None, table: CandidateTable | None = None
+    instance: Instance,
+    settings: SolveSettings | None = None,
+    table: CandidateTable | None = None,
+    program: FleetProgram | None = None,
 ) -> Solved:
     """`solve`, keeping the program and the raw result for explanations; the returned
     settings carry the run's deadline (explain's re-solves share it). `table`: the
-    instance's candidate table where the caller built it already (a lever compares its
-    program with the base's first: solver.analysis.lever_programs)."""
+    instance's candidate table where the caller built it already, and `program` its
+    static program built from it (`StaticStep.build`; a lever compares its program with
+    the base's first: solver.analysis.lever_programs), which is then solved as it is."""
     settings = (settings or SolveSettings.of(instance)).started()
     with workers_kept():  # candidates and workload solves share their worker processes
         if not uses_time(instance) and (split := splittable(instance)):
             solved = solve_choosing_split(instance, split, settings, _solve_one)
         else:
-            solved = _solve_one(instance, settings, table)
+            solved = _solve_one(instance, settings, table, program)
     plan = solved.plan.model_copy(update={"summary": buyer_summary(solved.plan)})
     return dataclasses.replace(solved, plan=plan)
 
 
 def _solve_one(
-    instance: Instance, settings: SolveSettings, table: CandidateTable | None = None
+    instance: Instance,
+    settings: SolveSettings,
+    table: CandidateTable | None = None,
+    program: FleetProgram | None = None,
 ) -> Solved:
-    """One program for the instance as it stands: candidates (unless given), program,
-    solve, plan; with policy.horizon_months, one after another for every month
-    (`_solve_months`)."""
+    """One program for the instance as it stands: candidates (unless given), program
+    (unless given: a static one), solve, plan; with policy.horizon_months, one after
+    another for every month (`_solve_months`)."""
     ready_backend(settings)
     horizon = Horizon.of(instance)
     table = table if table is not None else candidate_table(instance, settings)
     started = _elapsed_s(settings)
-    solved = _solve_table(instance, settings, table, horizon)
+    solved = _solve_table(instance, settings, table, horizon, built=program)
     if horizon.months:
         overhead = _overhead_s(solved, _elapsed_s(settings) - started)
         solved = _solve_months(instance, settings, horizon, solved, overhead)
@@ -201,6 +208,7 @@ def _solve_table(
     table: CandidateTable,
     horizon: Horizon | None = None,
     templates: TemplateMemo | None = None,
+    built: FleetProgram | None = None,
 ) -> Solved:
     """The one sequence, for every horizon, from the candidate table on (the tiering
     report's dedicated solve reuses its co-located solve's table: the candidates do not
@@ -208,10 +216,11 @@ def _solve_table(
     `SOLVE_SHARE`, the answer judged, the pricing LP in the background by `PRICING_SHARE`
     while the plan is read back, the verifier. The horizon (solver.time.horizon) chooses
     the program step: the static program, or the periods program of its day and month
-    (`templates`: the months' memo of shared group templates, solver.colocation.templates)."""
+    (`templates`: the months' memo of shared group templates, solver.colocation.templates;
+    `built`: the static program, built from `table` already)."""
     horizon = horizon or Horizon.of(instance)
     backend = get_backend(settings.backend)
-    step: ProgramStep = StaticStep(instance, table, settings)
+    step: ProgramStep = StaticStep(instance, table, settings, built=built)
     if horizon.in_time:  # the static path loads no module of time (tests/test_imports.py)
         from solver.time.step import PeriodsStep
 
@@ -342,6 +351,9 @@ class StaticStep:
     parts: PartSolves | None = None
     failover: FailoverRows = field(init=False)
     """Failover by cut rows (solver.decompose.scenario_cuts), else by routing columns."""
+    built: FleetProgram | None = None
+    """The program, where built from `table` already (its pre-solve problems checked):
+    `build` starts the workload parts and takes it as it is."""
 
     def __post_init__(self) -> None:
         self.failover = failover_rows(self.instance, self.settings.scenario_rows)
@@ -363,9 +375,15 @@ class StaticStep:
         )
         check_program_size(self.instance, self.table, self.settings.time_limit_s, scenarios=routed)
 
-    def build(self, backend: Backend, solve_settings: SolveSettings) -> None:
-        """The pre-solve problems (Infeasible), then the program, its workload parts
-        started in workers while it builds."""
+    def build(self, backend: Backend, solve_settings: SolveSettings, parts: bool = True) -> None:
+        """The pre-solve problems (Infeasible), then the program (or the one `built`),
+        its workload parts started in workers while it builds (`parts` false: none, the
+        program is only looked at: solver.analysis.lever_programs)."""
+        if self.built is not None:
+            if parts and not self.cuts:
+                self.parts = start_by_workload(self.built.sets, backend, solve_settings)
+            self.program = self.built
+            return
         instance, table = self.instance, self.table
         rows = "cuts" if self.cuts else "routing"
         deadline = partial(self.settings.check, self.build_stage)
@@ -375,7 +393,7 @@ class StaticStep:
         problems = [*table.problems, *presolve_problems(sets)]
         if problems:
             raise Infeasible.from_problems(problems)
-        if not self.cuts:
+        if parts and not self.cuts:
             self.parts = start_by_workload(sets, backend, solve_settings)
         self.program = build_program(instance, table, settings=self.settings, sets=sets)
 

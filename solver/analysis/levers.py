@@ -167,19 +167,19 @@ def solve_lever(
     if start is not None:
         settings = replace(settings, start=start)
     settings = settings.started(handed_out)
-    table = None
+    table = program = None
     try:
         if unused is not None:
             table = candidate_table(instance, settings)
             if offers_nothing(table, unused[0]):
                 return _as_base(name, base_cost, unused[1], UNUSED_OFFER_NOTE)
         if base_program is not None:
-            table, lp, same = lever_table(instance, settings, base_program, table)
+            table, program, same = lever_table(instance, settings, base_program, table)
             if same:
                 return _as_base(name, base_cost, base_program)
-            if probe is not None and neutral(lp, probe[1], backend):
-                return Neutral(name, probe[0], lp)
-        plan = solve_program(instance, settings, table).plan
+            if probe is not None and neutral(program.lp, probe[1], backend):
+                return Neutral(name, probe[0], program.lp)
+        plan = solve_program(instance, settings, table, program).plan
     except Infeasible as error:
         problems = error.diagnosis.problems
         reason = str(error) if not problems else f"{problems[0].requirement}: {problems[0].message}"
