@@ -136,6 +136,12 @@ class Solved:
         """The backend's result."""
         return self.optimised.result
 
+    @property
+    def start(self) -> dict[str, float]:
+        """The plan's values by column name of the program solved (an hourly plan's: its
+        periods program's, month 0's over months), where a lever's re-solve may start."""
+        return self.time_step.values if self.time_step is not None else self.result.values
+
 
 def solve(instance: Instance, settings: SolveSettings | None = None) -> Plan:
     """The cheapest fleet that meets every requirement of the instance.
@@ -264,7 +270,9 @@ def held_fleet(
     """The static program of `instance` solved within `settings` (the hourly rounds' held
     fleet: solver.time.step): its GPUs bought per (region, GPU type) and its pools'
     integer columns (replicas, configuration and pooling-step choices) by name; None
-    where it has no plan in time."""
+    where it has no plan in time (a lever's start, a plan of the periods program, is
+    none of the peak's)."""
+    settings = dataclasses.replace(settings, start=None)
     step = StaticStep(instance, table, settings)
     backend = get_backend(settings.backend)
     try:

@@ -78,7 +78,7 @@ def _run(solved, shared: bool = True) -> tuple[Explanation, tuple[LeverResult, .
         solved.instance,
         solved.plan,
         jobs=JOBS,
-        start=solved.result.values,
+        start=solved.start,
         program=solved.program.lp,
         time_limit_s=settings.remaining_s() if shared else None,
         deadline=settings.deadline if shared else None,
