@@ -217,7 +217,7 @@ def lever_cost(plan: Plan) -> float:
 
 def base_is_better(result: LeverResult, base: Plan) -> LeverResult:
     """A lever that relaxes the question (lever_edits.Lever.relaxes) stopped unproven on a
-    plan dearer than the base (an hourly or month re-solve, which no start reaches): the
+    plan dearer than the base (an hourly or month re-solve begun from no start): the
     base plan is a plan of the lever's question too, so it is the lever's best plan found,
     saving 0, with the gap to the lever's proven bound, found x (1 - gap), where the
     search stated one. Any other result is returned as it is."""
