@@ -72,6 +72,9 @@ GAP_MARGIN = 1e-3
 """The group is solved to the requested gap less this share of it: its gap is measured
 at its own objective of the base plan, the members' at theirs, higher by the tie-break
 (a few cents), so the members' stay within the requested gap."""
+DOMINATED = True
+"""Whether the group's search leaves out the pools config dominance removes, from the
+base plan too (`SolveSettings.dominated_with_start`); off, the bench's before."""
 CENT = 0.01
 """A group plan dearer than the base's less this found no saving."""
 GROUP_NOTE = "proven with {others} offered at once: none saves within the gap"
@@ -262,6 +265,7 @@ def solve_group(
     settings = SolveSettings.of(grouped, backend=backend, threads=1, time_limit_s=limit_s)
     requested = settings.mip_gap
     settings = replace(settings, start=start, mip_gap=requested * (1 - GAP_MARGIN))
+    settings = replace(settings, dominated_with_start=DOMINATED)
     settings = settings.started(handed_out)
     try:
         solved = solve_program(grouped, settings)
