@@ -46,7 +46,7 @@ class RunningLevers:
             backend,
             jobs,
             on_done=lambda r: self.progress.update(task, advance=1, description=r.lever),
-            start=solved.result.values,
+            start=solved.start,
             time_limit_s=solved.settings.remaining_s() if shared else time_limit_s,
             program=solved.program.lp,
             deadline=solved.settings.deadline if shared else None,

@@ -150,6 +150,10 @@ class SolveSettings:
     place of the restricted program's (solver.decompose.warm_start): a lever's re-solve
     starts from the base plan (solver.analysis.levers). A start changes the search only,
     never the optimum; one the program's bounds rule out is not used."""
+    dominated_with_start: bool = field(default=False, compare=False)
+    """Whether a search from `start` too leaves out the pools config dominance removes
+    (solver.candidates.config_dominance; the optimum unchanged): a group of GPU levers'
+    (solver.analysis.lever_groups), where it pays; without a start they always are."""
 
     def __post_init__(self) -> None:
         if self.time_limit_s is not None and not (

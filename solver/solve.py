@@ -2,9 +2,8 @@
 read-back -> verified Plan. Each arrow is one function of its own module; this one only
 sequences them.
 
-`solve` returns a Plan that the independent verifier has accepted, or raises
-`Infeasible` (with a diagnosis naming the requirements in conflict) or `NoSolution`
-(time limit or solver failure). It never returns None.
+`solve` returns a Plan that the independent verifier has accepted, or raises `Infeasible`
+(a diagnosis naming the requirements in conflict) or `NoSolution` (time limit, failure).
 
 The time limit bounds the whole pipeline: the settings' deadline (started here unless the
 caller started it earlier, as a command does) is checked after every stage, and every
@@ -137,6 +136,12 @@ class Solved:
         """The backend's result."""
         return self.optimised.result
 
+    @property
+    def start(self) -> dict[str, float]:
+        """The plan's values by column name of the program solved (an hourly plan's: its
+        periods program's, month 0's over months), where a lever's re-solve may start."""
+        return self.time_step.values if self.time_step is not None else self.result.values
+
 
 def solve(instance: Instance, settings: SolveSettings | None = None) -> Plan:
     """The cheapest fleet that meets every requirement of the instance.
@@ -151,36 +156,41 @@ def solve(instance: Instance, settings: SolveSettings | None = None) -> Plan:
 
 
 def solve_program(
-    instance: Instance, settings: SolveSettings | None = None, table: CandidateTable | None = None
+    instance: Instance,
+    settings: SolveSettings | None = None,
+    table: CandidateTable | None = None,
+    program: FleetProgram | None = None,
 ) -> Solved:
     """`solve`, keeping the program and the raw result for explanations; the returned
     settings carry the run's deadline (explain's re-solves share it). `table`: the
-    instance's candidate table where the caller built it already (a lever compares its
-    program with the base's first: solver.analysis.lever_programs)."""
+    instance's candidate table where the caller built it already, and `program` its
+    static program built from it (`StaticStep.build`; a lever compares its program with
+    the base's first: solver.analysis.lever_programs), which is then solved as it is."""
     settings = (settings or SolveSettings.of(instance)).started()
     with workers_kept():  # candidates and workload solves share their worker processes
         if not uses_time(instance) and (split := splittable(instance)):
             solved = solve_choosing_split(instance, split, settings, _solve_one)
         else:
-            solved = _solve_one(instance, settings, table)
+            solved = _solve_one(instance, settings, table, program)
     plan = solved.plan.model_copy(update={"summary": buyer_summary(solved.plan)})
     return dataclasses.replace(solved, plan=plan)
 
 
 def _solve_one(
-    instance: Instance, settings: SolveSettings, table: CandidateTable | None = None
+    instance: Instance,
+    settings: SolveSettings,
+    table: CandidateTable | None = None,
+    program: FleetProgram | None = None,
 ) -> Solved:
-    """One program for the instance as it stands: candidates (unless given), program,
-    solve, plan; with policy.horizon_months, one after another for every month
-    (`_solve_months`), the months sharing their physics (`shared_physics`: each
-    configuration's at a pool size computed once: procurement-3region's 12 months ask
-    119 of them 967 times)."""
+    """One program for the instance as it stands: candidates and program unless given,
+    solve, plan; with policy.horizon_months each month in turn (`_solve_months`), sharing
+    their physics (`shared_physics`: procurement-3region's months ask 119 of it 967 times)."""
     ready_backend(settings)
     horizon = Horizon.of(instance)
     with shared_physics() if horizon.months else nullcontext():
         table = table if table is not None else candidate_table(instance, settings)
         started = _elapsed_s(settings)
-        solved = _solve_table(instance, settings, table, horizon)
+        solved = _solve_table(instance, settings, table, horizon, built=program)
         if horizon.months:
             overhead = _overhead_s(solved, _elapsed_s(settings) - started)
             solved = _solve_months(instance, settings, horizon, solved, overhead)
@@ -205,6 +215,7 @@ def _solve_table(
     table: CandidateTable,
     horizon: Horizon | None = None,
     templates: TemplateMemo | None = None,
+    built: FleetProgram | None = None,
 ) -> Solved:
     """The one sequence, for every horizon, from the candidate table on (the tiering
     report's dedicated solve reuses its co-located solve's table: the candidates do not
@@ -212,10 +223,11 @@ def _solve_table(
     `SOLVE_SHARE`, the answer judged, the pricing LP in the background by `PRICING_SHARE`
     while the plan is read back, the verifier. The horizon (solver.time.horizon) chooses
     the program step: the static program, or the periods program of its day and month
-    (`templates`: the months' memo of shared group templates, solver.colocation.templates)."""
+    (`templates`: the months' memo of shared group templates, solver.colocation.templates;
+    `built`: the static program, built from `table` already)."""
     horizon = horizon or Horizon.of(instance)
     backend = get_backend(settings.backend)
-    step: ProgramStep = StaticStep(instance, table, settings)
+    step: ProgramStep = StaticStep(instance, table, settings, built=built)
     if horizon.in_time:  # the static path loads no module of time (tests/test_imports.py)
         from solver.time.step import PeriodsStep
 
@@ -259,7 +271,9 @@ def held_fleet(
     """The static program of `instance` solved within `settings` (the hourly rounds' held
     fleet: solver.time.step): its GPUs bought per (region, GPU type) and its pools'
     integer columns (replicas, configuration and pooling-step choices) by name; None
-    where it has no plan in time."""
+    where it has no plan in time (a lever's start, a plan of the periods program, is
+    none of the peak's)."""
+    settings = dataclasses.replace(settings, start=None)
     step = StaticStep(instance, table, settings)
     backend = get_backend(settings.backend)
     try:
@@ -350,6 +364,9 @@ class StaticStep:
     parts: PartSolves | None = None
     failover: FailoverRows = field(init=False)
     """Failover by cut rows (solver.decompose.scenario_cuts), else by routing columns."""
+    built: FleetProgram | None = None
+    """The program, where built from `table` already (its pre-solve problems checked):
+    `build` starts the workload parts and takes it as it is."""
 
     def __post_init__(self) -> None:
         self.failover = failover_rows(self.instance, self.settings.scenario_rows)
@@ -371,9 +388,15 @@ class StaticStep:
         )
         check_program_size(self.instance, self.table, self.settings.time_limit_s, scenarios=routed)
 
-    def build(self, backend: Backend, solve_settings: SolveSettings) -> None:
-        """The pre-solve problems (Infeasible), then the program, its workload parts
-        started in workers while it builds."""
+    def build(self, backend: Backend, solve_settings: SolveSettings, parts: bool = True) -> None:
+        """The pre-solve problems (Infeasible), then the program (or the one `built`),
+        its workload parts started in workers while it builds (`parts` false: none, the
+        program is only looked at: solver.analysis.lever_programs)."""
+        if self.built is not None:
+            if parts and not self.cuts:
+                self.parts = start_by_workload(self.built.sets, backend, solve_settings)
+            self.program = self.built
+            return
         instance, table = self.instance, self.table
         rows = "cuts" if self.cuts else "routing"
         deadline = partial(self.settings.check, self.build_stage)
@@ -383,7 +406,7 @@ class StaticStep:
         problems = [*table.problems, *presolve_problems(sets)]
         if problems:
             raise Infeasible.from_problems(problems)
-        if not self.cuts:
+        if parts and not self.cuts:
             self.parts = start_by_workload(sets, backend, solve_settings)
         self.program = build_program(instance, table, settings=self.settings, sets=sets)
 

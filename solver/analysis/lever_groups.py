@@ -50,7 +50,7 @@ from solver.decompose.region_bounds import bound_of
 from solver.errors import Infeasible, NoSolution, PlanRejected
 from solver.program.build import with_bounds
 from solver.program.families.servers import ServersColumn
-from solver.program.lp import LinearProgram, Sense
+from solver.program.lp import LinearProgram, Sense, plan_of
 from solver.program.row_names import split_name
 from solver.settings import SolveSettings
 from solver.solve import solve_program
@@ -72,8 +72,9 @@ GAP_MARGIN = 1e-3
 """The group is solved to the requested gap less this share of it: its gap is measured
 at its own objective of the base plan, the members' at theirs, higher by the tie-break
 (a few cents), so the members' stay within the requested gap."""
-INTEGRALITY = 1e-6
-"""How far a value may be from its bound or from an integer in a plan (`plan_of`)."""
+DOMINATED = True
+"""Whether the group's search leaves out the pools config dominance removes, from the
+base plan too (`SolveSettings.dominated_with_start`); off, the bench's before."""
 CENT = 0.01
 """A group plan dearer than the base's less this found no saving."""
 GROUP_NOTE = "proven with {others} offered at once: none saves within the gap"
@@ -227,23 +228,6 @@ def _holds_within_bounds(
     return {Sense.GE: least >= rhs, Sense.LE: most <= rhs, Sense.EQ: least == most == rhs}[sense]
 
 
-def plan_of(lp: LinearProgram, values: dict[str, float]) -> bool:
-    """Whether `values` (columns not named: 0) are a plan of `lp`: every column named is
-    `lp`'s (or 0), within its bounds, integral where it is an integer, and no row broken
-    (`Constraint.broken_by`: the solver's feasibility tolerance)."""
-    if any(abs(v) > INTEGRALITY for n, v in values.items() if n not in lp.variables):
-        return False
-    for name, var in lp.variables.items():
-        value = values.get(name, 0.0)
-        if value < var.lower - INTEGRALITY or (
-            var.upper is not None and value > var.upper + INTEGRALITY
-        ):
-            return False
-        if var.integer and abs(value - round(value)) > INTEGRALITY:
-            return False
-    return not any(row.broken_by(values) for row in lp.constraints.values())
-
-
 def _no_tighter(sense: Sense, outer_rhs: float, inner_rhs: float) -> bool:
     return {
         Sense.GE: outer_rhs <= inner_rhs,
@@ -281,6 +265,7 @@ def solve_group(
     settings = SolveSettings.of(grouped, backend=backend, threads=1, time_limit_s=limit_s)
     requested = settings.mip_gap
     settings = replace(settings, start=start, mip_gap=requested * (1 - GAP_MARGIN))
+    settings = replace(settings, dominated_with_start=DOMINATED)
     settings = settings.started(handed_out)
     try:
         solved = solve_program(grouped, settings)

@@ -5,9 +5,9 @@ reach the program (a lower weight precision that no GPU on offer computes in, a 
 target already loose enough that no candidate's capacity moves), the lever's program is
 the base's, column for column and row for row, and so is its optimum: re-solving it
 would prove again what the base solve proved. Each static lever's candidate table and
-program are therefore built first (the table then serves the lever's own solve,
-`solver.solve.solve_program(table=...)`, so nothing is built twice) and the program's
-digest compared with the base program's:
+program are therefore built first (both then serve the lever's own solve,
+`solver.solve.solve_program(table=..., program=...)`, so nothing is built twice) and the
+program's digest compared with the base program's:
 
     digest(P_lever) = digest(P_base)  =>  the lever's result is the base plan's,
 
@@ -38,6 +38,7 @@ from solver.analysis.paid import buys_whole_servers, servers_bought
 from solver.backends import get_backend
 from solver.candidates.table import CandidateTable
 from solver.plan.schema import Plan
+from solver.program.build import FleetProgram
 from solver.program.lp import LinearProgram
 from solver.settings import SolveSettings
 from solver.solve import StaticStep
@@ -70,14 +71,20 @@ def program_digest(lp: LinearProgram) -> str:
 
 def static_program(instance: Instance, table: CandidateTable, settings: SolveSettings):
     """The static program the pipeline builds for the instance from `table`
-    (solver.solve.StaticStep: its size guard, pre-solve checks and build)."""
+    (`static_fleet_program`'s)."""
+    return static_fleet_program(instance, table, settings).lp
+
+
+def static_fleet_program(
+    instance: Instance, table: CandidateTable, settings: SolveSettings
+) -> FleetProgram:
+    """The static program the pipeline builds for the instance from `table`, with its
+    sets (solver.solve.StaticStep: its size guard, pre-solve checks and build; no
+    workload part started: the program is looked at first, and solved as it is)."""
     step = StaticStep(instance, table, settings)
     step.check_size()
-    try:
-        step.build(get_backend(settings.backend), solving(settings))
-    finally:
-        step.close()
-    return step.lp
+    step.build(get_backend(settings.backend), solving(settings), parts=False)
+    return step.program
 
 
 @dataclass(frozen=True)
@@ -143,9 +150,9 @@ def lever_table(
     settings: SolveSettings,
     base: BaseProgram,
     table: CandidateTable | None = None,
-) -> tuple[CandidateTable, LinearProgram, bool]:
+) -> tuple[CandidateTable, FleetProgram, bool]:
     """The lever's candidate table (`table` where built already) and static program, and
     whether the program is the base's."""
     table = table if table is not None else candidate_table(instance, settings)
-    lp = static_program(instance, table, settings)
-    return table, lp, program_digest(lp) == base.digest
+    program = static_fleet_program(instance, table, settings)
+    return table, program, program_digest(program.lp) == base.digest

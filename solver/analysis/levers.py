@@ -34,8 +34,9 @@ with the base's cost in hand, skips the restricted program's start
 (solver.decompose.warm_start), and even stopped by its share never reads below the base
 (a saving >= 0, where a search stopped early could end on a dearer plan). For any lever
 the start changes the search only, never the optimum the lever is proven to. An hourly
-or month re-solve takes no start: a relaxing lever stopped there on a plan dearer than
-the base reports the base plan, saving 0, with a note (`base_is_better`).
+or month lever that relaxes starts from the base plan where it is a plan of its periods
+program (solver.time.step.optimise_periods), others from none: one stopped on a plan
+dearer than the base reports the base plan, saving 0, with a note (`base_is_better`).
 
 `allow GPU` levers that save nothing are proven together where they can be
 (solver.analysis.lever_groups): each is probed first (its program relaxed but for whole
@@ -94,8 +95,7 @@ from solver.stages import candidate_table
 from solver.workers import new_pool
 
 SHARED = True
-"""Whether the levers' candidate tables share their physics (`shared_physics`); off, the
-bench's `before` (tests/bench/test_levers_speed.py)."""
+"""Whether levers share their tables' physics (`shared_physics`); off: the bench's before."""
 BASE_IS_BETTER_NOTE = (
     "the base plan: the lever only loosens the question, and its search stopped on a "
     "dearer plan (${found:,.0f}/month)"
@@ -167,19 +167,19 @@ def solve_lever(
     if start is not None:
         settings = replace(settings, start=start)
     settings = settings.started(handed_out)
-    table = None
+    table = program = None
     try:
         if unused is not None:
             table = candidate_table(instance, settings)
             if offers_nothing(table, unused[0]):
                 return _as_base(name, base_cost, unused[1], UNUSED_OFFER_NOTE)
         if base_program is not None:
-            table, lp, same = lever_table(instance, settings, base_program, table)
+            table, program, same = lever_table(instance, settings, base_program, table)
             if same:
                 return _as_base(name, base_cost, base_program)
-            if probe is not None and neutral(lp, probe[1], backend):
-                return Neutral(name, probe[0], lp)
-        plan = solve_program(instance, settings, table).plan
+            if probe is not None and neutral(program.lp, probe[1], backend):
+                return Neutral(name, probe[0], program.lp)
+        plan = solve_program(instance, settings, table, program).plan
     except Infeasible as error:
         problems = error.diagnosis.problems
         reason = str(error) if not problems else f"{problems[0].requirement}: {problems[0].message}"
@@ -217,7 +217,7 @@ def lever_cost(plan: Plan) -> float:
 
 def base_is_better(result: LeverResult, base: Plan) -> LeverResult:
     """A lever that relaxes the question (lever_edits.Lever.relaxes) stopped unproven on a
-    plan dearer than the base (an hourly or month re-solve, which no start reaches): the
+    plan dearer than the base (an hourly or month re-solve begun from no start): the
     base plan is a plan of the lever's question too, so it is the lever's best plan found,
     saving 0, with the gap to the lever's proven bound, found x (1 - gap), where the
     search stated one. Any other result is returned as it is."""
@@ -355,6 +355,7 @@ class LeverRun:
         self.work = lever_work(instance)
         self._relaxing = {item.name for item in self.work if item.relaxes}
         self.start = None if uses_time(instance) else start  # by_period starts on its own
+        self._loosened = start  # hourly/month too: solver.time.step.optimise_periods
         self.time_limit_s = time_limit_s
         self._deadline = deadline
         self._base_run_s = 0.0 if deadline is None else deadline.elapsed_s()
@@ -450,8 +451,7 @@ class LeverRun:
 
     @property
     def beside(self) -> int:
-        """Worker processes solving levers beside the caller now (`begin(beside=True)`,
-        until `results`): the cores they take."""
+        """Worker processes solving levers beside the caller now (`begin(beside=True)`)."""
         running = self._pool is not None and not self._woken.done()
         return self._limit if running else 0
 
@@ -493,8 +493,9 @@ class LeverRun:
             probe = {"probe": (item.offers, self._base_bound)}
         if item.offers and self._unused is not None:
             probe["unused"] = self._unused
+        start = self._loosened if item.relaxes else self.start
         return solve_lever, (
-            item.name, item.instance, base_cost, self.backend, share_s, self.start,
+            item.name, item.instance, base_cost, self.backend, share_s, start,
             self.base_program, time.monotonic(),
         ), probe  # fmt: skip
 

@@ -194,17 +194,23 @@ Fleet = Callable[[], Held | None]
 
 
 def solve_periods(
-    lp: LinearProgram, backend: Backend, settings: SolveSettings, fleet: Fleet | None = None
+    lp: LinearProgram,
+    backend: Backend,
+    settings: SolveSettings,
+    fleet: Fleet | None = None,
+    start: dict[str, float] | None = None,
 ) -> SolveResult:
     """The periods program's solution: by period where it splits (the module text),
     and where the rounds end outside the gap with time left, the whole program again
-    from the best plan (`WHOLE_AFTER_INTEGERS`)."""
+    from the best plan (`WHOLE_AFTER_INTEGERS`); `start`: a plan of `lp` (a lever's base
+    plan, solver.time.step.optimise_periods) the rounds, or the whole program's search,
+    begin from."""
     parts = split(lp)
     if parts is None:
-        return backend.run(lp, settings)
+        return backend.run(lp, settings, start=start)
     small = lp.size()["integer_variables"] <= WHOLE_AFTER_INTEGERS * len(parts.blocks)
     whole_after = small or not ROUNDS_TO_DEADLINE
-    found = solve_by_period(lp, backend, settings, parts, None, -math.inf, whole_after, fleet)
+    found = solve_by_period(lp, backend, settings, parts, start, -math.inf, whole_after, fleet)
     if found is not None and found.termination is Termination.OPTIMAL:
         return found
     held = found is not None and found.termination.has_solution
@@ -212,7 +218,7 @@ def solve_periods(
         return found  # a large program's rounds ran to the deadline: the whole cannot help
     if _expired(settings):  # no plan and no time: passing the whole program costs seconds
         return SolveResult(Termination.TIME_LIMIT, backend.name, backend.version(), 0.0)
-    whole = backend.run(lp, settings, start=found.values if held else None)
+    whole = backend.run(lp, settings, start=found.values if held else start)
     if held and not (
         whole.termination.has_solution and (whole.objective or math.inf) <= found.objective
     ):

@@ -228,3 +228,21 @@ class SolveResult:
             return self
         proved = Termination.OPTIMAL if reached <= gap else self.termination
         return replace(self, mip_gap=reached, termination=proved)
+
+
+def plan_of(lp: LinearProgram, values: dict[str, float]) -> bool:
+    """Whether `values` (columns not named: 0) are a plan of `lp`: every column named is
+    `lp`'s (or 0), within its bounds, integral where it is an integer (each within
+    `FEASIBILITY_TOLERANCE`), and no row broken (`Constraint.broken_by`)."""
+    tolerance = FEASIBILITY_TOLERANCE
+    if any(abs(v) > tolerance for n, v in values.items() if n not in lp.variables):
+        return False
+    for name, var in lp.variables.items():
+        value = values.get(name, 0.0)
+        if value < var.lower - tolerance or (
+            var.upper is not None and value > var.upper + tolerance
+        ):
+            return False
+        if var.integer and abs(value - round(value)) > tolerance:
+            return False
+    return not any(row.broken_by(values) for row in lp.constraints.values())

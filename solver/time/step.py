@@ -40,7 +40,7 @@ from solver.plan.records import ReplicaPool, SimplicityCost
 from solver.plan.schema import Plan
 from solver.program.build import FleetProgram, with_bounds
 from solver.program.families.pricing import CommittedColumn
-from solver.program.lp import SolveResult, Termination
+from solver.program.lp import SolveResult, Termination, plan_of
 from solver.program.optimised import Optimised
 from solver.program.row_names import ReplicasColumn
 from solver.settings import MIN_CALL_S, SolveSettings
@@ -133,8 +133,14 @@ def optimise_periods(
 ) -> Optimised:
     """The periods program solved: period by period where only the commitment joins its
     periods, else whole (solver.decompose.by_period.solve_periods); `fleet`: one that
-    serves every period, held all day (the rounds' first plan)."""
-    return Optimised(solve_periods(program.lp, backend, settings.with_duals(False), fleet))
+    serves every period, held all day (the rounds' first plan); the settings' start (a
+    lever's base plan: solver.analysis.levers) where it is a plan of this program (a
+    lever that only loosens the question), which the search then begins from, as a
+    static lever's does."""
+    start = settings.start
+    lp = program.lp
+    begun = dict(start) if start is not None and plan_of(lp, dict(start)) else None
+    return Optimised(solve_periods(lp, backend, settings.with_duals(False), fleet, begun))
 
 
 def resolve_without(

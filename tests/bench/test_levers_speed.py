@@ -14,7 +14,8 @@ instance's time limit from its start:
 - `after`: each "without pool X" re-solve proven by the base solve's bound where the
   base plan changed in X's region is within the gap (solver.analysis.without), else
   searched from it with the bound as a row; the limit on configurations priced from the
-  base plan; neutral GPU levers proven together; a GPU lever whose type serves no
+  base plan; neutral GPU levers proven together (their search from the base plan without
+  the pools config dominance removes: lever_groups.DOMINATED); a GPU lever whose type serves no
   workload (its candidate table the base's: lever_programs.offers_nothing) answered by
   the base plan, hourly plans too (diurnal-chat-batch: a100, gh200); the levers within
   what is left of the run's time limit (solver.analysis.lever_shares, a lever's share
@@ -78,7 +79,7 @@ def _run(solved, shared: bool = True) -> tuple[Explanation, tuple[LeverResult, .
         solved.instance,
         solved.plan,
         jobs=JOBS,
-        start=solved.result.values,
+        start=solved.start,
         program=solved.program.lp,
         time_limit_s=settings.remaining_s() if shared else None,
         deadline=settings.deadline if shared else None,

@@ -19,6 +19,7 @@ from solver.analysis.lever_groups import (
 )
 from solver.analysis.lever_programs import static_program
 from solver.analysis.levers import LeverRun, solve_lever
+from solver.decompose import by_workload
 from solver.program.lp import LinearProgram, Sense, Variable
 from solver.settings import SolveSettings
 from solver.solve import solve_program
@@ -180,3 +181,30 @@ def test_levers_of_a_small_program_are_solved_alone():
     assert integers < lever_groups.MIN_INTEGERS
     run = LeverRun(instance, solved.plan, start=solved.result.values, program=solved.program.lp)
     assert run._probing == set()
+
+
+def test_a_group_searches_from_the_base_plan_without_the_pools_dominance_removes(monkeypatch):
+    # h100 at $0.50 an hour (as above): a100 and l40s, neutral, proven together; the
+    # group's whole-program search starts from the base plan and, unlike a lever's own,
+    # leaves out the pools config dominance removes (the optimum unchanged), answering
+    # each member as before
+    instance = _instance(0.5)
+    solved = solve_program(instance, SolveSettings.of(instance, threads=1))
+    members = _members(instance, ("a100-80gb-sxm", "l40s"))
+    asked = []
+    reduction = by_workload.optimal_reduction
+
+    def spied(program, bounds=None, narrowed=frozenset(), configs=True):
+        asked.append(configs)
+        return reduction(program, bounds, narrowed, configs)
+
+    monkeypatch.setattr(by_workload, "optimal_reduction", spied)
+    args = (members, instance, solved.plan.cost_per_month, None, solved.result.values)
+    reduced = solve_group(*args, solved.program.lp)
+    monkeypatch.setattr(lever_groups, "DOMINATED", False)
+    whole = solve_group(*args, solved.program.lp)
+    assert asked and set(asked[: len(asked) // 2]) == {True}  # the group's, reduced
+    assert set(asked[len(asked) // 2 :]) == {False}  # before: a search from a start kept them
+    assert reduced.answered.keys() == whole.answered.keys() == {m.lever for m in members}
+    for name, answer in reduced.answered.items():
+        assert answer.cost_per_month == whole.answered[name].cost_per_month

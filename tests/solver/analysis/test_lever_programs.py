@@ -5,6 +5,7 @@ import pytest
 import yaml
 
 from models.io.loading import load_instance, validate_instance
+from solver import solve as solve_module
 from solver.analysis import levers
 from solver.analysis.lever_edits import allow_gpu, looser_slo
 from solver.analysis.lever_programs import (
@@ -106,3 +107,26 @@ def test_a_gpu_lever_whose_type_serves_nothing_answers_with_the_base_plan(hourly
     # a base plan not proven within its gap answers for no lever
     unproven = solved.plan.model_copy(update={"status": "feasible"})
     assert unused_offers(instance, unproven, lp, table, None) is None
+
+
+def test_a_lever_compared_with_the_base_is_built_once(monkeypatch):
+    # 'allow h200' on one fp8 8B model on h100 (tests/fixtures): h200's configurations
+    # join the table, so its program is not the base's and it is solved; the program
+    # built to compare it with the base is the one solved (one build, not two), and the
+    # answer is the lever's own solve's
+    instance = validate_instance(yaml.safe_load(ONE_MODEL_ONE_REGION.read_text()), "one")
+    solved = solve_program(instance, SolveSettings.of(instance, threads=1))
+    base = BaseProgram.of(solved.program.lp, solved.plan)
+    cost = solved.plan.cost_per_month
+    h200 = allow_gpu("h200")(instance)
+    alone = solve_lever("allow h200", h200, cost, None)
+    builds = []
+    built = solve_module.build_program
+    monkeypatch.setattr(
+        solve_module, "build_program", lambda *a, **k: builds.append(1) or built(*a, **k)
+    )
+    compared = solve_lever("allow h200", h200, cost, None, base_program=base)
+    assert len(builds) == 1
+    assert compared.note != SAME_PROGRAM_NOTE
+    assert (compared.cost_per_month, compared.status) == (alone.cost_per_month, alone.status)
+    assert compared.total_gpus == alone.total_gpus
