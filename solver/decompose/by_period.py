@@ -104,7 +104,13 @@ from models.schema.quantities import counted
 from solver.backends import Backend
 from solver.decompose.parallel import solve_built
 from solver.decompose.period_passes import (
+    BLOCK_GAP_SHARE,
+    FIRST_PASS_SHARE,
+    HELD_GAP,
+    HELD_PASS_SHARE,
     MIN_BLOCK_S,
+    PRICED_GAP_SHARE,
+    ROUND_SHARE,
     Twins,
     in_threads,
     lp_prices,
@@ -150,29 +156,6 @@ region programs (111k columns), reached 29.6% in 180 s where the rounds were clo
 MASTER_ROUNDS = 40
 """Master solves at most before the whole program is solved from the best plan."""
 
-HELD_PASS_SHARE = 1 / 3
-"""The share of the time left that the held fleet's pass may take."""
-
-HELD_GAP = 0.5
-"""The blocks' gap at the held fleet's levels: that pass looks for a plan (the fleet
-covers nearly every period, and what a block is left to rent is small beside the
-commitment), not for a proof; its cuts are weaker, still valid."""
-
-BLOCK_GAP_SHARE = 0.25
-"""A block's MIP gap as a share of the run's (the blocks' bounds add up)."""
-
-PRICED_GAP_SHARE = 1.0
-"""A priced block's MIP gap as a share of the run's (its cut only guides the master)."""
-
-FIRST_PASS_SHARE = 1 / 3
-"""The share of the time left that the priced pass may take (solver.decompose.period_passes:
-each block solve is held to its part of it); the lowest levels' pass, like a round,
-takes up to `ROUND_SHARE` of what is left after it."""
-
-ROUND_SHARE = 1 / 2
-"""The share of the time left that a round's block solves may take; a block solved
-again at the same levels is given twice its last limit (its bound was short)."""
-
 METHOD = "period decomposition"
 
 FLOAT_GAP = 1e-9
@@ -184,6 +167,7 @@ plan the bound met to 2e-16 read 'feasible (gap 0.000000000000021%)'."""
 def within_gap(gap: float, mip_gap: float) -> bool:
     """Whether the rounds' relative gap proves the plan at the requested `mip_gap`."""
     return gap <= mip_gap + FLOAT_GAP
+
 
 LOG = logging.getLogger(__name__)
 """Each round's levels and bounds, at debug level."""

@@ -46,6 +46,29 @@ from solver.decompose.period_split import Block, Split
 from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.settings import SolveSettings, machine_threads
 
+HELD_PASS_SHARE = 1 / 3
+"""The share of the time left that the held fleet's pass may take."""
+
+HELD_GAP = 0.5
+"""The blocks' gap at the held fleet's levels: that pass looks for a plan (the fleet
+covers nearly every period, and what a block is left to rent is small beside the
+commitment), not for a proof; its cuts are weaker, still valid."""
+
+BLOCK_GAP_SHARE = 0.25
+"""A block's MIP gap as a share of the run's (the blocks' bounds add up)."""
+
+PRICED_GAP_SHARE = 1.0
+"""A priced block's MIP gap as a share of the run's (its cut only guides the master)."""
+
+FIRST_PASS_SHARE = 1 / 3
+"""The share of the time left that the priced pass may take (`pass_limit`:
+each block solve is held to its part of it); the lowest levels' pass, like a round,
+takes up to `ROUND_SHARE` of what is left after it."""
+
+ROUND_SHARE = 1 / 2
+"""The share of the time left that a round's block solves may take; a block solved
+again at the same levels is given twice its last limit (its bound was short)."""
+
 MIN_BLOCK_S = 0.5
 """The least time a block solve is given, however little is left: HiGHS needs about that
 to find a first incumbent of a whole-server period (below it a pass would end with

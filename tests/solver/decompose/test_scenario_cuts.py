@@ -241,9 +241,7 @@ def test_the_lp_rounds_leave_no_workloads_relaxation_breaking_a_hall_row():
     for w in sets.workloads:
         relaxed = with_bounds(workload_program(program, w).lp, {}, relax=True)
         result = backend.run(relaxed, SETTINGS)
-        assert all(
-            transport(credit, f, w, result.values).cut is None for f in sets.cut_scenarios
-        )
+        assert all(transport(credit, f, w, result.values).cut is None for f in sets.cut_scenarios)
         relaxations += result.objective
     # the bound is the workloads' LP relaxations with their Hall rows, summed ...
     assert bound == pytest.approx(relaxations, rel=1e-6)
