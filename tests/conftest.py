@@ -1,8 +1,6 @@
 """Shared fixtures: paths and an in-process runner for the `fleetplan` command line."""
 
-import fcntl
 import os
-import pickle
 import sys
 from dataclasses import dataclass
 
@@ -50,23 +48,15 @@ def default_solved(tmp_path_factory):
     deploy, tamper or verify) or the command's output of it (tests/cli/test_solve_cli.py,
     the README's demo: tests.solved_once) share it. Under pytest-xdist the first worker to
     need it solves it and leaves it pickled (every float as solved) in the run's shared
-    temporary folder, where the others read it (pytest-xdist's recipe for a session
-    fixture that runs once)."""
+    temporary folder, where the others read it (tests.solved_once.once_a_run)."""
     from models.io.loading import load_instance
     from solver.solve import solve_program
     from tests.paths import DEFAULT_INSTANCE
+    from tests.solved_once import once_a_run
 
-    if "PYTEST_XDIST_WORKER" not in os.environ:
-        return solve_program(load_instance(DEFAULT_INSTANCE))
-    shared = tmp_path_factory.getbasetemp().parent
-    with open(shared / "default_solved.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        stored = shared / "default_solved.pickle"
-        if stored.exists():
-            return pickle.loads(stored.read_bytes())
-        solved = solve_program(load_instance(DEFAULT_INSTANCE))
-        stored.write_bytes(pickle.dumps(solved))
-        return solved
+    return once_a_run(
+        tmp_path_factory, "default-solved", lambda: solve_program(load_instance(DEFAULT_INSTANCE))
+    )
 
 
 @pytest.fixture(scope="session")

@@ -1,15 +1,67 @@
-"""`fleetplan` commands whose solve of the default instance is the session's
-(conftest.default_solved), so that a run solves chat-3region once, not once for the
-fixture, once for `solve`'s output tests and once for the README's demo."""
+"""Solves that several test modules (or both pytest-xdist workers) need, done once a run.
 
-from collections.abc import Iterator
+`once_a_run` computes a value once per run: without pytest-xdist, in this process; under
+it, the first worker to ask computes it and leaves it pickled (every float as computed)
+in the run's shared temporary folder under a file lock, where the others read it
+(pytest-xdist's recipe for a session fixture that runs once). Each caller gets its own
+copy, so a module that edits what it got cannot change what another module reads.
+
+`solving_default_once` lends the session's solve of the default instance
+(conftest.default_solved) to the `fleetplan` commands that would solve it again."""
+
+import fcntl
+import json
+import os
+import pickle
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
 import cli.solve
 from solver.settings import SolveSettings
 from solver.solve import Solved
+from tests.paths import INSTANCES
+
+_PICKLED: dict[str, bytes] = {}
+"""What this process computed or read, by name, pickled."""
+
+
+def once_a_run(tmp_path_factory, name: str, compute: Callable[[], Any]) -> Any:
+    """A copy of `compute()`, computed once a run under `name` (the module docstring)."""
+    if name not in _PICKLED:
+        _PICKLED[name] = _shared(tmp_path_factory, name, compute)
+    return pickle.loads(_PICKLED[name])
+
+
+def _shared(tmp_path_factory, name: str, compute: Callable[[], Any]) -> bytes:
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return pickle.dumps(compute())
+    shared = tmp_path_factory.getbasetemp().parent
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        stored = shared / f"{name}.pickle"
+        if not stored.exists():
+            stored.write_bytes(pickle.dumps(compute()))
+        return stored.read_bytes()
+
+
+def diurnal_at_a_5_percent_gap(tmp_path_factory) -> tuple[Any, dict]:
+    """(instance, plan as `solve --json` writes it) of instances/diurnal-chat-batch.yaml
+    at a 5% gap (solver.mip_gap=0.05): the hour verifier's tests tamper with it
+    (tests/solver/verify/test_verify_hours_hostile.py, test_verify_hour_scenarios.py)."""
+
+    def compute():
+        from models.io.overrides import load_instance_with, parse_overrides
+        from solver.solve import solve
+
+        instance = load_instance_with(
+            INSTANCES / "diurnal-chat-batch.yaml", parse_overrides(["solver.mip_gap=0.05"])
+        )
+        return instance, json.loads(solve(instance).model_dump_json())
+
+    return once_a_run(tmp_path_factory, "diurnal-5pct", compute)
 
 
 @contextmanager
