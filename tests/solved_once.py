@@ -64,6 +64,26 @@ def diurnal_at_a_5_percent_gap(tmp_path_factory) -> tuple[Any, dict]:
     return once_a_run(tmp_path_factory, "diurnal-5pct", compute)
 
 
+def peak_hour_plan(tmp_path_factory) -> tuple[Any, Any]:
+    """(instance, plan) of tests/solver/time/test_agree_peak_hour.py's day: the
+    base-and-adapters hourly instance (an 8B chat beside two adapters' group, a reserved
+    price) with chat at 1x its rate for 12 hours and 1.5x for 12; the peak-hour tests
+    there and in tests/solver/test_agree_simulate_unrouted.py read it."""
+
+    def compute():
+        from models.io.loading import validate_instance
+        from solver.solve import solve
+        from tests.solver.time.test_agree_hourly_groups import _hourly
+        from tests.solver.time.test_agree_peak_hour import PROFILE
+
+        data = _hourly().model_dump(mode="json", exclude_unset=True)
+        data["workloads"][0]["demand"]["east"]["hourly_profile"] = PROFILE
+        instance = validate_instance(data, "profiled.yaml")
+        return instance, solve(instance)
+
+    return once_a_run(tmp_path_factory, "peak-hour", compute)
+
+
 @contextmanager
 def solving_default_once(solved: Solved) -> Iterator[None]:
     """While open, the call the `solve`, `explain` and `verify` commands make to solve
