@@ -84,6 +84,21 @@ def peak_hour_plan(tmp_path_factory) -> tuple[Any, Any]:
     return once_a_run(tmp_path_factory, "peak-hour", compute)
 
 
+def hourly_groups_plan(tmp_path_factory) -> tuple[Any, Any]:
+    """(instance, plan) of tests/solver/time/test_agree_hourly_groups.py's `_hourly`: the
+    base-and-adapters instance with a reserved price, so its groups plan hour by hour;
+    that module, test_agree_idle_groups.py and test_horizon_outputs.py read it."""
+
+    def compute():
+        from solver.solve import solve
+        from tests.solver.time.test_agree_hourly_groups import _hourly
+
+        instance = _hourly()
+        return instance, solve(instance)
+
+    return once_a_run(tmp_path_factory, "hourly-groups", compute)
+
+
 @contextmanager
 def solving_default_once(solved: Solved) -> Iterator[None]:
     """While open, the call the `solve`, `explain` and `verify` commands make to solve
