@@ -1,8 +1,6 @@
 """Shared fixtures: paths and an in-process runner for the `fleetplan` command line."""
 
-import fcntl
 import os
-import pickle
 import sys
 from dataclasses import dataclass
 
@@ -43,25 +41,26 @@ def run_cli(capsys, monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def default_plan(tmp_path_factory):
-    """The default instance's plan, solved once per run: tests that need a solved plan of
-    it (to deploy, tamper or verify), not a solve, share it (chat-3region takes seconds of
-    CPU, and a solve of it is tested in tests/solver/test_solve.py). Under pytest-xdist the
-    first worker to need it solves it and leaves it pickled (every float as solved) in the
-    run's shared temporary folder, where the others read it (pytest-xdist's recipe for a
-    session fixture that runs once)."""
+def default_solved(tmp_path_factory):
+    """The default instance solved once per run at its own settings
+    (solver.solve.solve_program: the plan, its program and result), as `fleetplan solve`
+    solves it: chat-3region takes seconds of CPU, and the tests that need its plan (to
+    deploy, tamper or verify) or the command's output of it (tests/cli/test_solve_cli.py,
+    the README's demo: tests.solved_once) share it. Under pytest-xdist the first worker to
+    need it solves it and leaves it pickled (every float as solved) in the run's shared
+    temporary folder, where the others read it (tests.solved_once.once_a_run)."""
     from models.io.loading import load_instance
-    from solver.solve import solve
+    from solver.solve import solve_program
     from tests.paths import DEFAULT_INSTANCE
+    from tests.solved_once import once_a_run
 
-    if "PYTEST_XDIST_WORKER" not in os.environ:
-        return solve(load_instance(DEFAULT_INSTANCE))
-    shared = tmp_path_factory.getbasetemp().parent
-    with open(shared / "default_plan.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        stored = shared / "default_plan.pickle"
-        if stored.exists():
-            return pickle.loads(stored.read_bytes())
-        plan = solve(load_instance(DEFAULT_INSTANCE))
-        stored.write_bytes(pickle.dumps(plan))
-        return plan
+    return once_a_run(
+        tmp_path_factory, "default-solved", lambda: solve_program(load_instance(DEFAULT_INSTANCE))
+    )
+
+
+@pytest.fixture(scope="session")
+def default_plan(default_solved):
+    """The default instance's plan (`solve(instance)`, which is solve_program's plan; a
+    solve of it is tested in tests/solver/test_solve.py)."""
+    return default_solved.plan

@@ -12,7 +12,7 @@ from solver.deploy.manifests import FAILOVER_START_ANNOTATION, kubernetes_object
 from solver.deploy.pools import deploy_pools
 from solver.solve import solve
 from tests.paths import ONE_MODEL_ONE_REGION
-from tests.solver.time.test_agree_hourly_groups import _hourly as hourly_groups
+from tests.solved_once import hourly_groups_plan
 from tests.solver.time.test_failover_start import _instance as failover_instance
 from tests.solver.time.test_spot_pools import _instance as spot_instance
 
@@ -93,11 +93,11 @@ def test_deploy_writes_the_spare_an_hourly_plan_starts_after_a_loss():
         assert spare["spec"]["replicas"] == pool.spare_replicas  # the warm part
 
 
-def test_an_hourly_plan_with_groups_carries_its_tiering_report():
+def test_an_hourly_plan_with_groups_carries_its_tiering_report(tmp_path_factory):
     """The static plan of co-located workloads states who shares and who pays the bills
     (plan.tiering, plan.colocation, the 'Tiering' table); the hourly plan of the same
     groups had neither (JSON tiering: null, no table in solve, explain or the report)."""
-    plan = solve(hourly_groups())
+    _, plan = hourly_groups_plan(tmp_path_factory)  # solved once a run
     shared = {w for p in plan.replicas if p.members for w in p.workloads}
     assert shared  # the groups run
     assert plan.tiering is not None

@@ -11,17 +11,20 @@ from solver.plan.schema import Plan
 from solver.program.lp import SolveResult, Termination
 from solver.program.optimised import Optimised
 from tests.paths import DEFAULT_INSTANCE
+from tests.solved_once import solving_default_once
 from tests.synthetic import instance, workload
 
 
 @pytest.fixture(scope="module")
-def default_run(tmp_path_factory) -> tuple[str, str, str]:
-    """The default instance solved once through the command line, writing JSON and
-    Markdown files beside its tables: (tables, JSON, Markdown)."""
+def default_run(tmp_path_factory, default_solved) -> tuple[str, str, str]:
+    """The default instance solved through the command line, writing JSON and Markdown
+    files beside its tables: (tables, JSON, Markdown). Its solve is the session's
+    (tests.solved_once: the same call, made once a run)."""
     folder = tmp_path_factory.mktemp("plan")
     path, markdown = folder / "plan.json", folder / "plan.md"
     argv = ["solve", str(DEFAULT_INSTANCE), "--json", str(path), "--markdown", str(markdown)]
-    result = CliRunner().invoke(app, argv)
+    with solving_default_once(default_solved):
+        result = CliRunner().invoke(app, argv)
     assert result.exit_code == 0, result.output
     return result.stdout, path.read_text(), markdown.read_text()
 

@@ -40,12 +40,10 @@ def test_a_pool_held_for_a_failover_is_named_when_the_scenario_sends_it_nothing(
     assert not [n for n in lost.not_simulated if UNROUTED_NOTE in n]  # west serves all
 
 
-def test_the_default_replay_of_an_hourly_plan_is_its_peak_hours_pools():
-    from tests.solver.time.test_agree_peak_hour import PROFILE, _hourly, validate_instance
+def test_the_default_replay_of_an_hourly_plan_is_its_peak_hours_pools(tmp_path_factory):
+    from tests.solved_once import peak_hour_plan
 
-    data = _hourly().model_dump(mode="json", exclude_unset=True)
-    data["workloads"][0]["demand"]["east"]["hourly_profile"] = PROFILE
-    plan = solve(validate_instance(data, "profiled.yaml"))
+    _, plan = peak_hour_plan(tmp_path_factory)  # test_agree_peak_hour's day, once a run
     # the day's fleet may hold a pool the peak hour does not run (a trough's layout):
     # one more chat pool of another TP stands for it
     (chat,) = [p for p in plan.replicas if p.workload == "chat"]

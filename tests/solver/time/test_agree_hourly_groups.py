@@ -29,10 +29,11 @@ def _hourly():
     return validate_instance(data, "hourly-groups.yaml")
 
 
-def test_hourly_groups_are_paid_and_verified():
+def test_hourly_groups_are_paid_and_verified(tmp_path_factory):
+    from tests.solved_once import hourly_groups_plan
+
     static = solve(_base_and_adapters())
-    inst = _hourly()
-    plan = solve(inst)  # raised PlanRejected before
+    inst, plan = hourly_groups_plan(tmp_path_factory)  # solve(_hourly()), once a run
     assert plan.hours and verify_any(inst, plan).ok
     groups = {(p.workload, p.key): p.count for p in plan.replicas if p.members}
     assert groups == {(p.workload, p.key): p.count for p in static.replicas if p.members}

@@ -8,10 +8,8 @@ same all day (committed GPUs run their replicas in the trough too) that is hour 
 an 8B chat at 1x its rate for 12 hours and 1.5x for 12, beside two adapters' group, the
 plan's scenarios and `simulate`'s 'peak hour' showed 00:00 UTC at the trough's load."""
 
-from models.io.loading import validate_instance
 from solver.simulate.hours import replayed_hour
-from solver.solve import solve
-from tests.solver.time.test_agree_hourly_groups import _hourly
+from tests.solved_once import peak_hour_plan
 
 PROFILE = [1.0] * 12 + [1.5] * 12
 
@@ -21,11 +19,8 @@ def _none_load(scenarios) -> float:
     return sum(row.load_requests_per_s for row in none.pools)
 
 
-def test_the_peak_hour_is_the_busiest_of_the_most_gpus():
-    data = _hourly().model_dump(mode="json", exclude_unset=True)
-    data["workloads"][0]["demand"]["east"]["hourly_profile"] = PROFILE
-    inst = validate_instance(data, "profiled.yaml")
-    plan = solve(inst)
+def test_the_peak_hour_is_the_busiest_of_the_most_gpus(tmp_path_factory):
+    _, plan = peak_hour_plan(tmp_path_factory)  # the module text's day, solved once a run
     gpus = {h.hour: sum(p.gpus for p in h.pools) for h in plan.hours}
     most = max(gpus.values())
     busiest = max(

@@ -12,14 +12,12 @@ explain lever 'prefix-cache hit +10 points' on it."""
 
 import pytest
 
-from solver.solve import solve
 from solver.verify.hour_idle import idle_range
-from tests.solver.time.test_agree_hourly_groups import _hourly
+from tests.solved_once import hourly_groups_plan
 
 
-def test_a_pool_beside_a_group_of_its_workload_may_be_idle():
-    inst = _hourly()
-    plan = solve(inst)
+def test_a_pool_beside_a_group_of_its_workload_may_be_idle(tmp_path_factory):
+    inst, plan = hourly_groups_plan(tmp_path_factory)  # _hourly's plan, solved once a run
     (group,) = [p for p in plan.replicas if p.members]
     assert "support" in group.workloads
     # support's own pool beside the group in every hour: one bf16 replica, no GPU paid

@@ -20,27 +20,31 @@ from solver.plan.schema import Plan
 from solver.solve import solve
 from solver.verify.hours import verify_hours
 from tests.paths import INSTANCES
+from tests.solved_once import diurnal_at_a_5_percent_gap, once_a_run
 
 HOUR = 3
 
 
 @pytest.fixture(scope="module")
-def diurnal():
-    """(instance, plan as JSON data) of diurnal-chat-batch at a 5% gap."""
-    instance = load_instance_with(
-        INSTANCES / "diurnal-chat-batch.yaml", parse_overrides(["solver.mip_gap=0.05"])
-    )
-    return instance, json.loads(solve(instance).model_dump_json())
+def diurnal(tmp_path_factory):
+    """(instance, plan as JSON data) of diurnal-chat-batch at a 5% gap, solved once a run
+    for this module and test_verify_hours_hostile.py."""
+    return diurnal_at_a_5_percent_gap(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
-def two_months():
-    """(instance, plan as JSON data) of growth-horizon over 2 months."""
-    instance = load_instance_with(
-        INSTANCES / "growth-horizon.yaml",
-        parse_overrides(["policy.horizon_months=2", "solver.mip_gap=0.05"]),
-    )
-    return instance, json.loads(solve(instance).model_dump_json())
+def two_months(tmp_path_factory):
+    """(instance, plan as JSON data) of growth-horizon over 2 months, solved once a run
+    (this module's tests may run in both pytest-xdist workers)."""
+
+    def compute():
+        instance = load_instance_with(
+            INSTANCES / "growth-horizon.yaml",
+            parse_overrides(["policy.horizon_months=2", "solver.mip_gap=0.05"]),
+        )
+        return instance, json.loads(solve(instance).model_dump_json())
+
+    return once_a_run(tmp_path_factory, "growth-horizon-2-months-5pct", compute)
 
 
 def _violations(instance, data) -> dict[str, str]:

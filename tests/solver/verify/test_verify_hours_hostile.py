@@ -15,11 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.io.overrides import load_instance_with, parse_overrides
-from solver.solve import solve
 from tests.cli.test_hostile_input import run_checked
 from tests.cli.test_hostile_properties import _emit, _mutated, _paths
 from tests.paths import INSTANCES
+from tests.solved_once import diurnal_at_a_5_percent_gap
 
 DIURNAL = INSTANCES / "diurnal-chat-batch.yaml"
 
@@ -47,11 +46,11 @@ HELD_FINITE_ONLY = {
 
 
 @pytest.fixture(scope="module")
-def plan_data():
-    """A solved hourly plan as `solve --json` writes it (a 5% gap: any plan the solver
-    returns has passed the verifier, and a looser gap solves in a few seconds)."""
-    instance = load_instance_with(DIURNAL, parse_overrides(["solver.mip_gap=0.05"]))
-    return json.loads(solve(instance).model_dump_json())
+def plan_data(tmp_path_factory):
+    """A solved hourly plan of DIURNAL as `solve --json` writes it (a 5% gap: any plan the
+    solver returns has passed the verifier, and a looser gap solves in a few seconds),
+    solved once a run for this module and test_verify_hour_scenarios.py."""
+    return diurnal_at_a_5_percent_gap(tmp_path_factory)[1]
 
 
 @pytest.fixture(scope="module")
