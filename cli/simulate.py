@@ -188,6 +188,37 @@ def simulation_tables(result: PlanSimulation) -> list[TableSpec]:
             ),
         )
     ]
+    soaked = [(pool, b) for pool in result.pools for b in pool.batch]
+    if soaked:
+        tables.append(
+            TableSpec(
+                title="batch soaked beside the interactive pools (the TTFT/TPOT above are "
+                "the interactive requests' with the batch beside them)",
+                columns=(
+                    "pool",
+                    "batch",
+                    "planned req/s",
+                    "injected",
+                    "finished req/s",
+                    "throughput",
+                ),
+                rows=tuple(
+                    (
+                        f"{pool.workload} {pool.region} {_configuration(pool)}",
+                        b.batch,
+                        f"{b.planned_requests_per_s:,.2f}",
+                        f"{b.injected:,}",
+                        f"{b.achieved_requests_per_s:,.2f}",
+                        "SHORTFALL" if b.shortfall else "ok",
+                    )
+                    for pool, b in soaked
+                ),
+                note="finished req/s: batch requests finished between the warm-up and the "
+                "end of the arrivals, per second; SHORTFALL: below the planned rate by more "
+                "than 3 Poisson standard deviations (batch and interactive requests share "
+                "each replica's queue in arrival order, no priority)",
+            )
+        )
     if any(pool.effects_ttft_p99_ms or pool.effects_tpot_p99_ms for pool in result.pools):
         rows = []
         for pool in result.pools:
@@ -387,6 +418,8 @@ def simulate(
     print_tables([], tables, console=err if any(is_stdout(p) for p in outputs) else out)
     for left_out in result.not_simulated:
         err.print(f"not replayed: {left_out}", markup=False, highlight=False)
+    for short in result.batch_shortfalls:
+        err.print(f"batch shortfall: {short}", markup=False, highlight=False)
     err.print(f"{result.events:,} events in {wall_s:.1f} s")
     if not result.meets_slo:
         raise typer.Exit(ExitCode.CHECK_FAILED)

@@ -49,7 +49,7 @@ class ReplayedHour:
     month: int | None = None
     soaked: tuple[BatchSoak, ...] = ()
     """The batch the hour's pools soak beside their own load (`Hour.batch_soak`): not in
-    the view's scenario loads, and not replayed (the engine runs one workload a pool)."""
+    the view's scenario loads; replayed beside its pools' requests (solver.simulate.soak)."""
 
 
 def utc(hour: int) -> str:

@@ -22,6 +22,11 @@ An hourly plan is replayed at one UTC hour (solver.simulate.hours: by default it
 hour, the one its `scenarios` describe): that hour's pools at that hour's scenario loads,
 the replicas it starts after a loss counted in their configuration's pool.
 
+The batch an hourly plan soaks into the replayed hour's unified pools (`Hour.batch_soak`,
+scenario `none`: in a loss the batch yields) is replayed beside each pool's requests at
+the plan's rate (`solver.simulate.soak`: Poisson, the batch's own lengths, one FIFO
+queue per replica, no priority); the pool's latencies are its interactive requests'.
+
 A shared group (`policy.colocation`: several models co-resident on one replica) keeps
 its share of its members' load (n a[w,t], as the plan credits it) and is not replayed
 either: the engine runs one model per replica. It is named in `not_simulated`.
@@ -80,6 +85,7 @@ from solver.simulate.results import (
     pool_fields,
     quantile,
 )
+from solver.simulate.soak import batch_replays, pool_soaks, with_batch
 from solver.simulate.tolerance import STEPS as TOLERANCE_STEPS
 from solver.simulate.tolerance import tolerated_cv
 from solver.simulate.traffic import arrival_times_s, speculation_cycles, token_lengths
@@ -220,6 +226,8 @@ def simulate_plan(
     stopped: list[str] = []
     unreplayable: list[str] = []
     rerouted = failover_workloads(instance, scenario)  # tighter TTFT targets where users reroute
+    soaks = at.soaked if scenario == ScenarioKind.NONE else ()  # in a loss the batch yields
+    soaked: set[int] = set()  # the soaks replayed beside their pools (open arrivals only)
     for index, (workload_name, region, phase, load, counts) in enumerate(entries):
         workload = rerouted.get((workload_name, region)) or instance.workload(workload_name)
         if phase.startswith(str(Role.DECODE)):
@@ -298,6 +306,7 @@ def simulate_plan(
             continue
         entry: list[PoolSimulation] = []
         entry_events = 0
+        batches, placed = pool_soaks(instance, soaks, workload_name, region, shares, closed)
         try:
             for offset, (pool, config, mix, efficiency, n, weight) in enumerate(shares):
                 if closed:
@@ -327,6 +336,7 @@ def simulate_plan(
                         warmup,
                         dispatch=dispatch,
                         stop=stop,
+                        soak=batches[offset],
                     )
                     row, count = one(burstiness_cv, effects=effects)
                     if tolerance and row.meets_slo is not None:
@@ -339,6 +349,7 @@ def simulate_plan(
             continue
         pools.extend(entry)
         events += entry_events
+        soaked |= placed
     return PlanSimulation(
         instance=plan.instance or instance.name,
         scenario=scenario,
@@ -355,7 +366,7 @@ def simulate_plan(
             *stopped,
             *unreplayable,
             *unrouted_pools(instance, plan, scenario),
-            *(_soaked(at.soaked) if scenario == ScenarioKind.NONE else ()),
+            *(_soaked(soaks, soaked)),
         ),
         hour=at.hour,
         month=at.month,
@@ -363,15 +374,15 @@ def simulate_plan(
     )
 
 
-def _soaked(soaks: tuple[BatchSoak, ...]) -> list[str]:
-    """The batch an hour soaks into its pools, named: its requests are not replayed
-    beside the pool's own (the engine runs one workload a pool; a loss: batch yields)."""
+def _soaked(soaks: tuple[BatchSoak, ...], replayed: set[int]) -> list[str]:
+    """The batch an hour soaks into pools the replay left out, named (the others' is
+    replayed beside their requests: solver.simulate.soak)."""
     return [
         f"{s.batch} soaked into {s.workload} {s.region} {s.configuration}: "
-        f"{s.requests_per_s:.2f} requests/s of batch beside the pool's load (the engine "
-        "replays one workload a pool)"
-        for s in soaks
-        if s.requests_per_s > 0
+        f"{s.requests_per_s:.2f} requests/s of batch beside the pool, not replayed (a "
+        "closed loop, or the pool left out)"
+        for index, s in enumerate(soaks)
+        if s.requests_per_s > 0 and index not in replayed
     ]
 
 
@@ -450,9 +461,11 @@ def _simulate_one(
     dispatch,
     effects,
     stop=None,
+    soak=None,
 ) -> tuple[PoolSimulation, int]:
-    """Simulate one pool at `load` requests/s (all replicas together); with `effects`,
-    `stop` asked before each run with an effect off (ReplayStopped: results.check_stop)."""
+    """Simulate one pool at `load` requests/s (all replicas together), the batch it
+    soaks (`soak`, solver.simulate.soak) beside; with `effects`, `stop` asked before each
+    run with an effect off (ReplayStopped: results.check_stop)."""
     slo = workload.slo
     workload_prompt, workload_output = workload.prompt_tokens, workload.output_tokens
     rng = np.random.default_rng(rng_seed)
@@ -462,6 +475,10 @@ def _simulate_one(
     serving = ServingContext(config, mix, efficiency)
     cached = cached_tokens(prompts, serving, replicas)
     engine = replica_engine(serving, replicas)
+    arrivals, prompts, outputs, cached, kind = with_batch(
+        soak, arrivals, prompts, outputs, cached, duration_s, rng_seed
+    )
+    interactive = kind < 0  # the soaked batch's requests: kind >= 0
     spec = config.speculation
     cycles = (
         speculation_cycles(outputs, spec.tokens, spec.acceptance_rate, rng)
@@ -485,7 +502,7 @@ def _simulate_one(
         )
 
     trace = run(Effects())
-    measured = trace.arrival_s >= warmup_s
+    measured = (trace.arrival_s >= warmup_s) & interactive  # the batch has no target
     ttft = trace.ttft_s[measured]
     many = trace.output_tokens > 1
     tpot = trace.tpot_s[measured[many]]
@@ -512,9 +529,7 @@ def _simulate_one(
         for name in EFFECTS:
             check_stop(stop)
             off = run(replace(reference, **{name: False}))
-            effect_p99[f"{name}_off"] = measured_ms(
-                quantile(off.ttft_s[off.arrival_s >= warmup_s], 0.99)
-            )
+            effect_p99[f"{name}_off"] = measured_ms(quantile(off.ttft_s[measured], 0.99))
     meets = meets_p99(ttft, slo.ttft_p99_ms) and meets_p99(tpot, slo.tpot_p99_ms)
     if not measured.any():  # no load on this pool in the scenario: nothing to judge
         meets = None
@@ -534,6 +549,7 @@ def _simulate_one(
             preemptions=trace.preemptions,
             mean_batch=trace.busy_batch_s / horizon_s / replicas,
             effects_ttft_p99_ms=effect_p99,
+            batch=batch_replays(soak, kind, trace.finish_s, duration_s, warmup_s),
         ),
         trace.events,
     )

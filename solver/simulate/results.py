@@ -38,6 +38,28 @@ class Latencies(BaseModel):
     tpot_p99_ms: float | None
 
 
+class SoakReplay(BaseModel):
+    """One batch soaked into a replayed pool beside its interactive requests
+    (`solver.simulate.soak`): what was injected and the throughput it got."""
+
+    model_config = _FROZEN
+
+    batch: str
+    planned_requests_per_s: float
+    """The plan's soak rate on this pool in the hour replayed (`Hour.batch_soak`)."""
+    injected: int
+    """Batch requests that arrived over the whole run (Poisson at the planned rate)."""
+    finished_in_span: int
+    """Batch requests that finished between the warm-up and the end of the arrivals."""
+    achieved_requests_per_s: float
+    """`finished_in_span` per second of that span."""
+    unfinished: int = 0
+    """Batch requests still unfinished when the run stopped."""
+    shortfall: bool = False
+    """The achieved throughput falls short of the plan's rate beyond Poisson noise
+    (`solver.simulate.soak.SHORTFALL_SIGMAS`)."""
+
+
 class PoolSimulation(BaseModel):
     """One pool: its load, the simulated and analytic latency, and the SLO verdict."""
 
@@ -81,6 +103,9 @@ class PoolSimulation(BaseModel):
     """p99 TPOT with each engine effect switched off (a decode pool of a disaggregated
     pair, whose TTFT is its prefill pool's)."""
     note: str = ""
+    batch: tuple[SoakReplay, ...] = ()
+    """The batch the hour's plan soaks into this pool, replayed beside its requests (the
+    latencies and `load_requests_per_s` are the interactive requests' alone)."""
 
 
 def pool_fields(pool) -> dict:
@@ -125,7 +150,7 @@ class PlanSimulation(BaseModel):
     passed before or while they ran: `simulate_plan`), and `workload region phase: n x
     label (why)` of the speculating pools, which the engine does not replay
     (`solver.simulate.replay.SPECULATION_NOTE`), and `batch soaked into workload region
-    configuration: rate ...` of an hour's soaked batch, not replayed beside its pool."""
+    configuration: rate ...` of an hour's soaked batch whose pool was not replayed."""
     hour: int | None = None
     """The UTC hour of an hourly plan replayed (None: a static plan)."""
     month: int | None = None
@@ -138,6 +163,19 @@ class PlanSimulation(BaseModel):
     def meets_slo(self) -> bool:
         """Every simulated pool within its SLO."""
         return all(pool.meets_slo is not False for pool in self.pools)
+
+    @property
+    def batch_shortfalls(self) -> list[str]:
+        """`batch on workload region configuration: achieved of planned requests/s` of
+        each soaked batch whose replayed throughput fell short of the plan's rate."""
+        return [
+            f"{b.batch} on {p.workload} {p.region} {p.configuration}: "
+            f"{b.achieved_requests_per_s:,.2f} of the planned {b.planned_requests_per_s:,.2f} "
+            "requests/s finished"
+            for p in self.pools
+            for b in p.batch
+            if b.shortfall
+        ]
 
     def unmeasured(self) -> str | None:
         """Why the run was too short to judge a pool it loads, or None: no request of the

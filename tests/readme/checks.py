@@ -406,6 +406,25 @@ def _swap(run: Runner) -> dict[str, str]:
 SIMULATE = "fleetplan simulate instances/chat-3region.yaml plan.json --no-tolerance"
 
 
+SIMULATE_SOAK = "fleetplan simulate instances/diurnal-chat-batch.yaml plan.json --no-tolerance"
+
+
+@check("simulate-soak", SIMULATE_SOAK, slow=True)
+def _simulate_soak(run: Runner) -> dict[str, str]:
+    """diurnal-chat-batch's peak hour replayed with the batch us-east's chat pool soaks."""
+    with tempfile.TemporaryDirectory() as folder:
+        plan = Path(folder) / "plan.json"
+        plan.write_text(json.dumps(run.json(DIURNAL)))
+        pools = run.json(SIMULATE_SOAK.replace("plan.json", str(plan)))["pools"]
+    (east,) = [pool for pool in pools if pool["batch"]]
+    (batch,) = east["batch"]
+    return {
+        "tpot": f"{east['simulated']['tpot_p99_ms']:.1f} ms",
+        "planned": f"{batch['planned_requests_per_s']:.2f} requests/s",
+        "finished": f"{batch['achieved_requests_per_s']:.2f}",
+    }
+
+
 @check("simulate-default", SIMULATE, slow=True)
 def _simulate_default(run: Runner) -> dict[str, str]:
     """`make demo`'s plan replayed (seed 0, nothing lost, 10 minutes of arrivals)."""
