@@ -4,9 +4,10 @@ solver/ it reads the plan schema and the row names only).
 For every batch workload b and region r with volume:
 
 1. C_b recomputed (a soak's stated `batch_requests_per_s_per_replica` held to it): one
-   replica of each soaking pool's configuration running b's mix with no latency target
-   (models.operations.batch_soak.batch_capacity); a dedicated batch pool's replicas
-   serve the same physics on their own configuration, times the spot goodput
+   replica of each soaking pool's configuration running b's mix at the pool's workload's
+   TPOT target (models.operations.batch_soak.batch_capacity, `soak_targets`); a
+   dedicated batch pool's replicas serve b alone (no latency target) on their own
+   configuration, times the spot goodput
    (models.operations.pricing_tiers.spot_batch_goodput) for the share of its GPUs the
    hour pays on spot.
 2. The interactive pools keep their own load: per interactive (w, r) and hour,
@@ -37,7 +38,7 @@ from models.physics.efficiency import efficiency_for
 from models.physics.memory import kv_precision_for
 from models.physics.precision import Precision
 from models.schema.instance import Instance
-from models.schema.serving_inputs import traffic_mix
+from models.schema.serving_inputs import latency_targets, traffic_mix
 from models.serving.replica import ReplicaCapacity, ReplicaConfig
 from solver.plan.records import ReplicaPool
 from solver.plan.time_records import Hour
@@ -53,7 +54,8 @@ within 1e-6 of the day's volume is rounding, not a missed deadline."""
 
 
 def batch_replica(instance: Instance, batch: str, pool: ReplicaPool) -> ReplicaCapacity:
-    """One replica of the pool's configuration running `batch`'s mix alone."""
+    """One replica of the pool's configuration running `batch`'s mix: a dedicated pool's
+    alone, a soaked interactive pool's at its workload's TPOT target."""
     workload = instance.workload(batch)
     model = instance.model_entry(workload.model)
     llm = instance.llm_specs[workload.model]
@@ -64,7 +66,10 @@ def batch_replica(instance: Instance, batch: str, pool: ReplicaPool) -> ReplicaC
     )
     mix = traffic_mix(workload, instance.policy.prefix_affinity)
     efficiency = efficiency_for(gpu, pool.precision, instance.efficiency, instance.engine)
-    return batch_capacity(config, mix, efficiency)
+    if pool.workload == batch:  # its own replicas: no latency target
+        return batch_capacity(config, mix, efficiency)
+    beside = latency_targets(instance.workload(pool.workload).slo)  # soaked beside it
+    return batch_capacity(config, mix, efficiency, beside)
 
 
 def check_batch(
@@ -111,7 +116,7 @@ def misses_deadline(schedule: BatchSchedule) -> bool:
 
 
 def _capacity(instance: Instance, batch: str, pool: ReplicaPool, rates: dict):
-    key = (batch, pool.key)
+    key = (batch, pool.workload, pool.key)
     if key not in rates:
         rates[key] = batch_replica(instance, batch, pool)
     return rates[key]

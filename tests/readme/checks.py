@@ -293,7 +293,9 @@ def _diurnal_headroom(run: Runner) -> dict[str, str]:
     (east,) = [
         pool
         for pool in plan["headroom"]
-        if pool["workload"] == "chat" and pool["region"] == "us-east"
+        if pool["workload"] == "chat"
+        and pool["region"] == "us-east"
+        and pool["configuration"] == "h100-sxm.fp8.tp2pp1.unified"  # the README's TP2 pool
     ]
     return {
         "east_replicas": f"{east['peak_replicas']} replicas",

@@ -21,8 +21,9 @@ with A_a requests arriving in UTC hour a in region r:
     capacity[none,w,r,unified]@p  (the static row) gains - (q_top(c) / C_b(c)) x soak
     soak_within[w,c,r]@p:   sum_b soak[b,w,c,r]@p / C_b(c) <= replicas[w,c,r]@p
 
-C_b(c) is one replica of the interactive configuration c running b's mix with no
-latency target (models.operations.batch_soak.batch_capacity; long contexts: `kv_memory`); soaking
+C_b(c) is one replica of the interactive configuration c running b's mix at w's TPOT
+target (models.operations.batch_soak.batch_capacity, `soak_targets`: b's requests decode
+in the same iterations as w's; long contexts: `kv_memory`); soaking
 x requests/s takes x / C_b replicas' time, whose interactive capacity is at most
 q_top(c) each (the candidate's ceiling, an unlimited pool's capacity per replica:
 q(n) <= q_top, so the row stays sound at any pool size). The row is the `none`
@@ -38,9 +39,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
+from models.operations.batch_soak import soak_targets
 from models.operations.pricing_tiers import spot_batch_goodput
 from models.operations.time_periods import demand_grid
 from models.schema.instance import Instance
+from models.schema.serving_inputs import latency_targets
 from models.schema.traffic import HOURS_PER_DAY
 from models.serving.replica import Role
 from solver.candidates.pools import physics_of
@@ -274,7 +277,9 @@ def _soak_options(instance: Instance, b, r: str, parts: Sequence) -> tuple[SoakO
             column = SoakColumn(b.name, pool.workload, c.key, r).name()
             if column in options or c.requests_per_s <= 0:
                 continue
-            physics = physics_of(instance, b.name, c.config).at(1)
+            own = physics_of(instance, b.name, c.config)
+            beside = latency_targets(owner.slo)  # b decodes beside the owner's requests
+            physics = replace(own, targets=soak_targets(beside)).at(1)
             if not physics.fits or physics.requests_per_s <= 0:
                 continue
             options[column] = SoakOption(

@@ -4,12 +4,14 @@ Every plan here has passed the hour-by-hour verifier inside `solve`."""
 
 import copy
 import math
+from dataclasses import replace
 
 import pytest
 
 from models.io.loading import validate_instance
-from models.operations.batch_soak import schedule_batch
+from models.operations.batch_soak import schedule_batch, soak_targets
 from models.operations.time_demand import warm_grid
+from models.schema.serving_inputs import latency_targets
 from solver.candidates.pools import physics_of
 from solver.candidates.table import build_candidates
 from solver.errors import Infeasible
@@ -190,7 +192,11 @@ def _program_trough_requests(plan, instance):
     batch at C_b for 3,600 s."""
     (candidate,) = build_candidates(instance).of("chat")
     q_top = max(candidate.requests_per_s, candidate.ceiling)
-    c_b = physics_of(instance, "nightly", candidate.config).at(1).requests_per_s
+    # C_b beside chat: the batch held to chat's TPOT target (its requests decode in the
+    # same iterations: models.operations.batch_soak.soak_targets)
+    beside = soak_targets(latency_targets(instance.workload("chat").slo))
+    c_b = replace(physics_of(instance, "nightly", candidate.config), targets=beside).at(1)
+    c_b = c_b.requests_per_s
     warm = warm_grid(instance)[("chat", "r1")]
     room = sum(c_b * 3600 * (h.pools[0].count - warm[h.hour] / q_top) for h in plan.hours)
     return room, c_b
@@ -232,10 +238,15 @@ def test_a_batch_volume_beyond_the_trough_adds_exactly_the_shortfall():
     assert placement.soaked_requests_per_day == pytest.approx(volume, rel=1e-6)
 
 
-def test_long_batch_contexts_are_limited_by_kv_memory_on_the_chat_configuration():
-    plan = solve(_instance(batch_per_day=1000, batch_prompt=60_000))
-    (placement,) = plan.batch
-    assert placement.soak_limit == "kv_memory"
+def test_long_batch_contexts_soaked_beside_chat_are_held_to_its_tpot():
+    """Alone (no latency target) 60,000-token batch contexts fill the chat
+    configuration's KV cache first; soaked beside chat, chat's 200 ms TPOT binds first:
+    prefilling such prompts stalls the decodes they share iterations with."""
+    instance = _instance(batch_per_day=1000, batch_prompt=60_000)
+    (candidate,) = build_candidates(instance).of("chat")
+    assert str(physics_of(instance, "nightly", candidate.config).at(1).limit) == "kv_memory"
+    (placement,) = solve(instance).batch
+    assert placement.soak_limit == "tpot"
 
 
 def test_an_instance_without_time_keys_keeps_its_single_period_plan():

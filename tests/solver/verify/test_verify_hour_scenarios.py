@@ -76,14 +76,15 @@ def test_the_solved_tables_pass_and_show_every_scenario(diurnal, two_months):
 def test_a_load_past_the_recomputed_capacity_fails(diurnal):
     """Ten times the load of us-east's row in `none`, its stated capacity scaled alike (its
     utilisation and the display's reading unchanged): the load is past the capacity the
-    verifier recomputes for the hour's 3 replicas, which in `none` (no rerouted round
+    verifier recomputes for the hour's replicas, which in `none` (no rerouted round
     trip) is the capacity the plan states for them, n x q(n)."""
     instance, plan = diurnal
     data = copy.deepcopy(plan)
     s_index, none = _table(data, "none")
     p_index, row = next((i, r) for i, r in enumerate(none["pools"]) if r["region"] == "us-east")
     capacity, load = row["capacity_requests_per_s"], row["load_requests_per_s"]
-    assert row["pools"] == ["3 x h100-sxm fp8 tp2xpp1 unified"] and load <= capacity
+    (listed,) = row["pools"]
+    assert listed.endswith(" x h100-sxm fp8 tp2xpp1 unified") and load <= capacity
     row["load_requests_per_s"], row["capacity_requests_per_s"] = 10 * load, 10 * capacity
     found = _violations(instance, data)
     where = f"hours[{HOUR}].scenarios[{s_index}].pools[{p_index}].load_requests_per_s"
@@ -143,35 +144,41 @@ def test_a_row_in_the_lost_region_fails(diurnal):
 
 
 def test_a_changed_count_fails_naming_both(diurnal):
-    """us-east runs 3 replicas in hour 3: a row listing 4 fails."""
+    """us-east runs n replicas in hour 3: a row listing n + 1 fails."""
     instance, plan = diurnal
     data = copy.deepcopy(plan)
     s_index, none = _table(data, "none")
     p_index, row = next((i, r) for i, r in enumerate(none["pools"]) if r["region"] == "us-east")
-    row["pools"] = ["4 x h100-sxm fp8 tp2xpp1 unified"]
+    (listed,) = row["pools"]
+    n = int(listed.split(" x ")[0])
+    row["pools"] = [f"{n + 1} x h100-sxm fp8 tp2xpp1 unified"]
     found = _violations(instance, data)
     assert found[f"hours[{HOUR}].scenarios[{s_index}].pools[{p_index}].pools"] == (
         f"UTC hour {HOUR}, none: chat in us-east (unified): lists "
-        "['4 x h100-sxm fp8 tp2xpp1 unified']; the hour runs "
-        "['3 x h100-sxm fp8 tp2xpp1 unified']"
+        f"['{n + 1} x h100-sxm fp8 tp2xpp1 unified']; the hour runs "
+        f"['{n} x h100-sxm fp8 tp2xpp1 unified']"
     )
 
 
 def test_more_started_replicas_than_the_hour_starts_fail(diurnal):
-    """The hour starts 4 replicas in eu-west after losing us-east: a table that shows 5
-    (its row and its record alike) fails."""
+    """The hour starts k replicas in eu-west after losing us-east: a table that shows
+    k + 1 (its row and its record alike) fails."""
     instance, plan = diurnal
     data = copy.deepcopy(plan)
     s_index, lost = _table(data, "lose=us-east")
     (started,) = lost["started_replicas"]
-    assert started["count"] == 4
-    started["count"] = 5
+    k = started["count"]
+    assert k >= 1
+    started["count"] = k + 1
     (row,) = lost["pools"]
-    row["pools"] = [p.replace("4 x", "5 x") for p in row["pools"]]
+    row["pools"] = [
+        p.replace(f"{k} x", f"{k + 1} x") if p.endswith("(started)") else p for p in row["pools"]
+    ]
     found = _violations(instance, data)
+    layout = f"h100-sxm fp8 tp{started['tp']}xpp{started['pp']} unified in eu-west"
     assert found[f"hours[{HOUR}].scenarios[{s_index}].started_replicas"] == (
-        f"UTC hour {HOUR}, lose=us-east: states 5 x h100-sxm fp8 tp2xpp1 unified in eu-west "
-        "started; the hour starts 4 x h100-sxm fp8 tp2xpp1 unified in eu-west"
+        f"UTC hour {HOUR}, lose=us-east: states {k + 1} x {layout} started; the hour "
+        f"starts {k} x {layout}"
     )
     assert f"hours[{HOUR}].scenarios[{s_index}].pools[0].pools" in found
 
