@@ -386,13 +386,8 @@ def _ms(document: dict, key: str, problems: list[tuple[str, str]]) -> float | No
     the record or its mean is absent. A record that cannot be read (not a mapping, a
     unit that is not a time, a mean that is not a number) is a problem named by its
     field: each was read as absent, and the fit went on without the figure."""
-    metric = document.get(key)
-    if metric is None:
-        return None
-    if not isinstance(metric, dict):
-        problems.append((key, f"{_shown(metric)} is not a record of a unit and an avg"))
-        return None
-    if metric.get("avg") is None:
+    metric = _record(document, key, problems)
+    if metric is None or metric.get("avg") is None:
         return None
     unit = metric.get("unit", "ms")
     scale = _TIME_UNITS.get(str(unit).lower())
@@ -402,6 +397,16 @@ def _ms(document: dict, key: str, problems: list[tuple[str, str]]) -> float | No
         return None
     mean = _mean(metric, key, problems)
     return None if mean is None else mean * scale
+
+
+def _record(document: dict, key: str, problems: list[tuple[str, str]]) -> dict | None:
+    """The genai-perf/aiperf record `key` (None where absent); one that is not a mapping is
+    a problem named by its key, read as absent."""
+    metric = document.get(key)
+    if metric is not None and not isinstance(metric, dict):
+        problems.append((key, f"{_shown(metric)} is not a record of a unit and an avg"))
+        return None
+    return metric
 
 
 def _mean(metric: dict, key: str, problems: list[tuple[str, str]]) -> float | None:
@@ -427,11 +432,8 @@ def _tokens_per_s(document: dict, problems: list[tuple[str, str]]) -> float | No
     """The output throughput's mean in tokens/s: a unit other than per second (tokens/min
     was read as per second, 60x the run's rate) or a record that is not one is a problem."""
     key = "output_token_throughput"
-    metric = document.get(key)
+    metric = _record(document, key, problems)
     if metric is None:
-        return None
-    if not isinstance(metric, dict):
-        problems.append((key, f"{_shown(metric)} is not a record of a unit and an avg"))
         return None
     unit = metric.get("unit", "tokens/sec")
     if str(unit).lower() not in _THROUGHPUT_UNITS:
