@@ -7,6 +7,7 @@ instance file.
 """
 
 import random
+from pathlib import Path
 from typing import Any
 
 from models.io.loading import validate_instance
@@ -291,3 +292,19 @@ def generated_data(
         mip_gap=mip_gap,
         time_limit_s=300,
     )
+
+
+def solved_files(folder: Path, name: str, text: str) -> tuple[Path, Path]:
+    """(instance file, plan file) in `folder`: the instance YAML `text` written as
+    `<name>.yaml`, solved, its plan written as `plan.json` (what a command given both
+    reads)."""
+    import yaml
+
+    from solver.solve import solve
+
+    instance_file = folder / f"{name}.yaml"
+    instance_file.write_text(text)
+    plan = solve(validate_instance(yaml.safe_load(text), str(instance_file)))
+    plan_file = folder / "plan.json"
+    plan_file.write_text(plan.model_dump_json())
+    return instance_file, plan_file

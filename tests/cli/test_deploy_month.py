@@ -8,9 +8,8 @@ import json
 import pytest
 import yaml
 
-from models.io.loading import validate_instance
 from solver.deploy.fleet_import import pools_from_objects, schedules_from_objects
-from solver.solve import solve
+from tests.synthetic import solved_files
 
 INSTANCE = """
 name: deploy-months
@@ -39,13 +38,7 @@ solver: {time_limit_s: 20}
 
 @pytest.fixture(scope="module")
 def months_plan(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("months")
-    instance_file = folder / "deploy-months.yaml"
-    instance_file.write_text(INSTANCE)
-    plan = solve(validate_instance(yaml.safe_load(INSTANCE), str(instance_file)))
-    plan_file = folder / "plan.json"
-    plan_file.write_text(plan.model_dump_json())
-    return instance_file, plan_file
+    return solved_files(tmp_path_factory.mktemp("months"), "deploy-months", INSTANCE)
 
 
 def _objects(folder) -> list:

@@ -10,9 +10,8 @@ import json
 import pytest
 import yaml
 
-from models.io.loading import validate_instance
-from solver.solve import solve
 from tests.cli.test_hostile_input import run_checked
+from tests.synthetic import solved_files
 
 INSTANCE = """
 name: deploy-own-files
@@ -35,13 +34,7 @@ solver: {time_limit_s: 20}
 
 @pytest.fixture(scope="module")
 def planned(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("own")
-    instance_file = folder / "deploy-own-files.yaml"
-    instance_file.write_text(INSTANCE)
-    plan = solve(validate_instance(yaml.safe_load(INSTANCE), str(instance_file)))
-    plan_file = folder / "plan.json"
-    plan_file.write_text(plan.model_dump_json())
-    return instance_file, plan_file
+    return solved_files(tmp_path_factory.mktemp("own"), "deploy-own-files", INSTANCE)
 
 
 def _deploy(run_cli, planned, target, out, code=0, needles=()):
