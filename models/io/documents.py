@@ -34,9 +34,9 @@ import yaml
 from models.physics.yaml_files import (  # the YAML 1.1 readings refused, with physics' files
     SAFE_LOADER,
     BaseSixtyNumber,
+    DuplicateKey,
 )
 from models.physics.yaml_files import CheckedLoader as _Loader
-from models.physics.yaml_files import DuplicateKey as _DuplicateKey
 from models.schema import limits
 from models.schema.errors import InputError, Issue
 
@@ -207,7 +207,7 @@ def _decode(name: str, data: bytes) -> str:
 # --- YAML -----------------------------------------------------------------------------
 
 
-def _duplicate_issue(name: str, dup: _DuplicateKey, field: str = "") -> InputError:
+def _duplicate_issue(name: str, dup: DuplicateKey, field: str = "") -> InputError:
     return _problem(
         name,
         f"duplicate key {dup.key!r} (first on line {dup.first_line}, again on line "
@@ -224,7 +224,7 @@ def _read_as_yaml(name: str) -> Iterator[None]:
     limit, a value Python cannot hold."""
     try:
         yield
-    except _DuplicateKey as dup:
+    except DuplicateKey as dup:
         raise _duplicate_issue(name, dup) from None
     except BaseSixtyNumber as number:
         raise _problem(name, str(number), number.line) from None
@@ -380,21 +380,25 @@ def _yaml_line_map(root: yaml.Node | None) -> LineMap:
 # --- JSON -----------------------------------------------------------------------------
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object from its pairs (`json.loads`' object_pairs_hook), refusing a key given
+    twice (`DuplicateKey`, its lines unknown): json.loads keeps the last without a word.
+    The one check for every JSON fleetplan reads: documents here, a sweep's results lines,
+    fleet-import's annotations and schedules."""
     data = dict(pairs)
     if len(data) != len(pairs):
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise _DuplicateKey(key, None, None)
+                raise DuplicateKey(key, None, None)
             seen.add(key)
     return data
 
 
 def _parse_json(text: str, name: str, what: str) -> tuple[Any, Lines]:
     try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates)
-    except _DuplicateKey:
+        data = json.loads(text, object_pairs_hook=once_each)
+    except DuplicateKey:
         _, where = _json_lines(text)
         if where is None:  # the scanner always finds it; keep a message regardless
             raise _problem(name, "a key is given twice in one object") from None
@@ -453,7 +457,7 @@ class _LazyLines(Mapping):
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+')
 
 
-def _json_lines(text: str) -> tuple[LineMap, tuple[tuple[str | int, ...], _DuplicateKey] | None]:
+def _json_lines(text: str) -> tuple[LineMap, tuple[tuple[str | int, ...], DuplicateKey] | None]:
     """Lines of every key and item of well-formed JSON, and the first duplicate key.
 
     A small scanner over string, punctuation and bare-word tokens; each open container
@@ -480,7 +484,7 @@ def _json_lines(text: str) -> tuple[LineMap, tuple[tuple[str | int, ...], _Dupli
         if top is not None and top["kind"] == "object" and top["expect_key"]:
             key = json.loads(token)
             if key in top["keys"] and duplicate is None:
-                duplicate = (top["path"], _DuplicateKey(key, top["keys"][key], line))
+                duplicate = (top["path"], DuplicateKey(key, top["keys"][key], line))
             top["keys"].setdefault(key, line)
             top["key"], top["expect_key"] = key, False
             lines[(*top["path"], key)] = line

@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from models.io.documents import DuplicateKey, once_each
 from solver.deploy.manifests import GPU_LABEL, POOL_ANNOTATION, REGION_LABEL
 from solver.deploy.schedule import SCHEDULE_KEY, SCHEDULE_NAME, is_schedule
 from solver.plan.records import ReplicaPool
@@ -293,18 +294,15 @@ class _TwiceError(ValueError):
     """A JSON object giving one key twice (json.loads keeps the last, silently)."""
 
 
-def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: set[str] = set()
-    for key, _ in pairs:
-        if key in seen:
-            raise _TwiceError(f"gives {key!r} twice: the second would silently replace the first")
-        seen.add(key)
-    return dict(pairs)
-
-
 def _json(text: str) -> Any:
-    """`text` parsed as JSON, a key given twice in one object refused (`_TwiceError`)."""
-    return json.loads(text, object_pairs_hook=_once_each)
+    """`text` parsed as JSON, a key given twice in one object refused (`_TwiceError`,
+    from models.io.documents' one check, `once_each`)."""
+    try:
+        return json.loads(text, object_pairs_hook=once_each)
+    except DuplicateKey as twice:
+        raise _TwiceError(
+            f"gives {twice.key!r} twice: the second would silently replace the first"
+        ) from None
 
 
 def _quoted(names: list[str]) -> str:

@@ -28,6 +28,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from models.io.documents import DuplicateKey, once_each
 from models.io.loading import validate_instance
 from models.schema import limits
 from models.schema.errors import InputError, Issue
@@ -157,10 +158,10 @@ def read_results(path: Path | None) -> dict[str, dict[str, Any]]:
                 break
             try:
                 record = json.loads(
-                    line.decode("utf-8"), parse_constant=_not_json, object_pairs_hook=_once
+                    line.decode("utf-8"), parse_constant=_not_json, object_pairs_hook=once_each
                 )
-            except _KeyTwice as twice:
-                issues.append(Issue(str(path), number, twice.key, _TWICE))
+            except DuplicateKey as twice:
+                issues.append(Issue(str(path), number, str(twice.key), _TWICE))
                 continue
             except (UnicodeDecodeError, ValueError, RecursionError):
                 continue
@@ -251,25 +252,6 @@ _TWICE = (
     "is given twice in the line, and JSON keeps the last without a word: not a line this "
     "sweep wrote; delete the line to solve its point again"
 )
-
-
-class _KeyTwice(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A results line's object, refusing a key given twice (`_KeyTwice`): the sweep
-    writes each once, so a second is an edit whose first value would vanish."""
-    record = dict(pairs)
-    if len(record) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _KeyTwice(key)
-            seen.add(key)
-    return record
 
 
 def _not_json(constant: str) -> float:
