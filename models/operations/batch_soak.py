@@ -1,11 +1,12 @@
 """Batch work with a deadline, served in the interactive fleet's idle hours or on
 replicas of its own.
 
-Capacity. A batch workload (`deadline_hours`, no latency SLO) runs at the largest batch
-memory and the engine allow (`models.serving.capacity.replica_capacity` with no targets). On a
-replica of the interactive pool's configuration that is C_b requests/s; with long batch
-contexts the KV cache fills first: B = KV tokens / (P + O) sequences, and the capacity
-names `kv_memory` as its limit.
+Capacity. A batch workload (`deadline_hours`, no latency SLO) on replicas of its own runs
+at the largest batch memory and the engine allow (`models.serving.capacity.replica_capacity`
+with no targets). Soaked on a replica of an interactive pool's configuration it decodes in
+the same iterations as that pool's requests, so it is held to their TPOT target
+(`soak_targets`): C_b requests/s; with long batch contexts the KV cache may fill first:
+B = KV tokens / (P + O) sequences, and the capacity names `kv_memory` as its limit.
 
 Sharing. In UTC hour h the interactive pool runs n_h warm replicas and carries d_h
 requests/s at C_i each. A replica's time (and KV cache) split between the two in

@@ -14,8 +14,9 @@ FIFO per replica, in arrival order, as vLLM and SGLang schedule by default (thei
 policy; the plan's deploy files set no priority), sharing each iteration's token budget,
 batch slots and KV cache. That is the engine as deployed; the planner's model instead
 charges each soaked batch request/s q_top / C_b of the pool's interactive capacity, C_b
-the batch's rate on an unlimited pool (README "What it does not model yet"), and does not
-see a batch prompt queued ahead of a chat prompt. Batch prompts find no prefix cache.
+the batch's rate on one replica at the pool's TPOT target (a time share; README "What it
+does not model yet"), and does not see a batch prompt queued ahead of a chat prompt.
+Batch prompts find no prefix cache.
 
 The batch stream is drawn from its own seed (the run's, then the pool's, then 1 and the
 batch's index), so the interactive requests are the same with and without the soak: the

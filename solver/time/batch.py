@@ -6,8 +6,8 @@ Per batch workload and region the plan reports:
 
 - soaked requests per day: each hour, what the schedule serves up to the soak's room
   (3,600 x the soaked requests/s), the rest on dedicated replicas;
-- the limit of a batch replica on the interactive configuration (C_b; `kv_memory` when
-  long contexts fill the cache before compute binds);
+- the limit of a batch replica on the interactive configuration (C_b, at the interactive
+  TPOT target: `tpot`, or `kv_memory` when long contexts fill the cache first);
 - idle replica-hours before and after: each hour, the interactive pools of the same
   model run N_h replicas of capacity K_h and carry the warm rate (demand plus the
   autoscaler's headroom, never soaked): idle I_h = N_h (1 - warm_h / K_h); the soak
