@@ -22,10 +22,11 @@ from tests.solver.time.test_months import _data, _lone_rps
 DURATION_S = 40.0
 
 
-@pytest.fixture(scope="module")
-def soaked():
+def _with_nightly(growth: float, months: int) -> dict:
+    """test_months' one-region chat (10.5 lone replicas' rate at the peak, a 1-2-3-4 day)
+    over `months` at `growth`, beside a nightly batch of 2 x 3,600 x q(1) requests a day."""
     q = _lone_rps()
-    data = _data(10.5 * q, 0.0, 0, 1)
+    data = _data(10.5 * q, growth, 0, months)
     data["workloads"][0]["demand"]["r1"]["hourly_profile"] = [1] * 8 + [2, 3] + [4] * 14
     data["workloads"].append(
         {
@@ -37,6 +38,12 @@ def soaked():
             "output_tokens": {"mean": 200, "p99": 200},
         }
     )
+    return data
+
+
+@pytest.fixture(scope="module")
+def soaked():
+    data = _with_nightly(0.0, 1)
     instance = validate_instance(data, "soak.yaml")
     plan = solve(instance)
     busiest = max(plan.hours, key=lambda h: sum(s.requests_per_s for s in h.batch_soak))
@@ -118,19 +125,7 @@ def test_simulate_month_1_shows_that_month_s_soak_in_every_output(run_cli, tmp_p
     # Two months at 50% growth: month 1 states its own hours and soaks. simulate --month 1
     # --hour 1 replays month 1's 01:00 soak, read by hand from the plan JSON, in the
     # terminal table, the Markdown and the JSON, and names no batch as not replayed.
-    q = _lone_rps()
-    data = _data(10.5 * q, 0.5, 0, 2)
-    data["workloads"][0]["demand"]["r1"]["hourly_profile"] = [1] * 8 + [2, 3] + [4] * 14
-    data["workloads"].append(
-        {
-            "name": "nightly",
-            "model": "llama-3.1-8b",
-            "deadline_hours": 12,
-            "demand": {"r1": {"requests_per_day": 2 * 3600 * q}},
-            "prompt_tokens": {"mean": 1000, "p99": 1000},
-            "output_tokens": {"mean": 200, "p99": 200},
-        }
-    )
+    data = _with_nightly(0.5, 2)
     instance, plan = tmp_path / "soak.yaml", tmp_path / "plan.json"
     instance.write_text(yaml.safe_dump(data))
     assert run_cli("solve", instance, "--json", plan).exit_code == 0
