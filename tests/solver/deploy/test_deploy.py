@@ -3,7 +3,7 @@ target's stored reference lists, every Kubernetes object survives the kubernetes
 model classes unchanged, the replica split and the scaling thresholds follow their rules,
 and the Kubernetes objects read back to a fleet the verifier accepts.
 
-The default instance is solved once for the module."""
+The default instance, its plan and pools are conftest's (solved once a run)."""
 
 import dataclasses
 import json
@@ -14,7 +14,6 @@ import pytest
 import yaml
 from kubernetes.client import ApiClient
 
-from models.io.loading import load_instance
 from models.operations.autoscaling import scaling_thresholds
 from models.serving.replica_layout import replica_memory_budget
 from solver.deploy.engines import (
@@ -47,21 +46,6 @@ from solver.plan.schema import Plan
 from solver.verify.fleet import verify
 from solver.verify.pools import recompute_pools
 from tests.paths import DEFAULT_INSTANCE
-
-
-@pytest.fixture(scope="module")
-def instance():
-    return load_instance(DEFAULT_INSTANCE)
-
-
-@pytest.fixture(scope="module")
-def plan(default_plan):
-    return default_plan
-
-
-@pytest.fixture(scope="module")
-def pools(instance, plan):
-    return deploy_pools(instance, plan)
 
 
 def _variants(pools):

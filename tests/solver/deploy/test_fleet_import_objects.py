@@ -8,27 +8,9 @@ import json
 import pytest
 import yaml
 
-from models.io.loading import load_instance
 from solver.deploy.files import deploy_files
 from solver.deploy.fleet_import import FleetImportError, pools_from_objects
 from solver.deploy.manifests import kubernetes_objects
-from solver.deploy.pools import deploy_pools
-from tests.paths import DEFAULT_INSTANCE
-
-
-@pytest.fixture(scope="module")
-def instance():
-    return load_instance(DEFAULT_INSTANCE)
-
-
-@pytest.fixture(scope="module")
-def plan(default_plan):
-    return default_plan
-
-
-@pytest.fixture(scope="module")
-def pools(instance, plan):
-    return deploy_pools(instance, plan)
 
 
 def _first_deployment(instance, plan):
