@@ -73,22 +73,22 @@ def test_vllm_bench_serve_json(tmp_path):
     assert (run.output_tokens_per_s, run.ttft_mean_ms, run.tpot_mean_ms) == (2_100.0, 95.0, 13.0)
 
 
+GENAI_PERF = {
+    "time_to_first_token": {"unit": "ms", "avg": 85.0},
+    "inter_token_latency": {"unit": "ms", "avg": 12.5},
+    "output_token_throughput": {"unit": "tokens/sec", "avg": 900.0},
+    "input_sequence_length": {"avg": 500},
+    "output_sequence_length": {"avg": 100},
+    "request_count": {"avg": 80},
+    "input_config": {"perf_analyzer": {"stimulus": {"concurrency": 8}}},
+}
+
+
 def test_genai_perf_json_honours_units(tmp_path):
     """TTFT given in ns: 85,000,000 ns = 85 ms; the concurrency read from input_config."""
     path = tmp_path / "profile_export_genai_perf.json"
-    path.write_text(
-        json.dumps(
-            {
-                "time_to_first_token": {"unit": "ns", "avg": 85_000_000},
-                "inter_token_latency": {"unit": "ms", "avg": 12.5},
-                "output_token_throughput": {"unit": "tokens/sec", "avg": 900.0},
-                "input_sequence_length": {"avg": 500},
-                "output_sequence_length": {"avg": 100},
-                "request_count": {"avg": 80},
-                "input_config": {"perf_analyzer": {"stimulus": {"concurrency": 8}}},
-            }
-        )
-    )
+    ns = {"unit": "ns", "avg": 85_000_000}
+    path.write_text(json.dumps({**GENAI_PERF, "time_to_first_token": ns}))
     (run,) = read_measurements([path], LLAMA)
     assert run.ttft_mean_ms == pytest.approx(85.0)
     assert (run.tpot_mean_ms, run.output_tokens_per_s, run.concurrency) == (12.5, 900.0, 8)
@@ -141,17 +141,6 @@ def test_a_row_shorter_than_the_header_is_named_with_the_columns_it_leaves_empty
         f"{path}:2: fewer values than columns (none for output_tok_s, ttft_mean_ms, "
         "tpot_mean_ms)" in str(raised.value)
     )
-
-
-GENAI_PERF = {
-    "time_to_first_token": {"unit": "ms", "avg": 85.0},
-    "inter_token_latency": {"unit": "ms", "avg": 12.5},
-    "output_token_throughput": {"unit": "tokens/sec", "avg": 900.0},
-    "input_sequence_length": {"avg": 500},
-    "output_sequence_length": {"avg": 100},
-    "request_count": {"avg": 80},
-    "input_config": {"perf_analyzer": {"stimulus": {"concurrency": 8}}},
-}
 
 
 @pytest.mark.parametrize(
