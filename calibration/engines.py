@@ -57,7 +57,9 @@ the per-sequence cost) but for the engine's documented settings (`ENGINE_SETTING
   the tool drew them, so they de-synchronise) and the overhead predict.
 A profile's `fallback` is
 the engine's previous version, the oldest falls back to the default TensorRT-LLM profile:
-a generation an engine has no rows of runs on TensorRT-LLM's factors, and says so.
+a generation an engine has no rows of runs on TensorRT-LLM's factors, and says so, but for
+the engine's own step and request overheads (the medians of its closed-loop fits:
+`models.physics.efficiency.HOST_COSTS`).
 """
 
 import csv

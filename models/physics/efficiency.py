@@ -382,10 +382,12 @@ def efficiency_for(
     borrows factors from; a `by_key` set that names one wins over them too.
 
     The request overhead (`request_overhead_s`: HTTP, tokenisation and scheduling on the
-    host, before the engine) is the engine's, not the GPU's: a generation the profile
-    has no fit of takes the median of the profile's own fitted overheads, never the
-    fallback profile's (sglang-0.5 on Hopper: the median of its Ampere and Blackwell
-    fits, not TensorRT-LLM's 0).
+    host, before the engine) and the step overhead (`step_overhead_s`: the engine's
+    scheduler, launches and sampling each iteration) are the engine's, not the GPU's
+    (`HOST_COSTS`): a generation the profile has no closed-loop fit of takes the median
+    of the profile's own fits, never the fallback profile's (sglang-0.5 on Hopper: the
+    medians of its Ampere and Blackwell fits, 73 ms and 4.4 ms, not TensorRT-LLM's 0 and
+    1.9 ms).
 
     Raises UnknownEngine for a profile the calibration does not hold.
     """
@@ -403,6 +405,14 @@ def efficiency_for(
     if overrides is None:
         return calibrated
     return Efficiency(**{**calibrated.model_dump(), **overrides.model_dump(exclude_none=True)})
+
+
+HOST_COSTS = ("step_overhead_s", "request_overhead_s")
+"""The engine's own costs, fitted together on its closed-loop runs (a `by_key` set that
+holds a request overhead was fitted on them): the fixed cost of an iteration (its
+scheduler, launches and sampling) and of a request in front of it. A generation the
+profile has no such set of takes their medians over the profile's sets, never the
+fallback profile's (`efficiency_for`)."""
 
 
 @cache
@@ -425,14 +435,16 @@ def _calibrated(
                 fields.update(table[key])
                 own_overhead |= depth == 0 and "request_overhead_s" in table[key]
                 break
-    if not own_overhead:  # an engine's cost, not a GPU's: the profile's own measure
+    if not own_overhead:  # an engine's costs, not a GPU's: the profile's own measures
         measured = [
-            entry["request_overhead_s"]
+            entry
             for entry in tables[0].values()
             if isinstance(entry, dict) and "request_overhead_s" in entry
         ]
-        if measured:
-            fields["request_overhead_s"] = statistics.median(measured)
+        for name in HOST_COSTS:
+            values = [entry[name] for entry in measured if name in entry]
+            if values:
+                fields[name] = statistics.median(values)
     return Efficiency(**fields)
 
 

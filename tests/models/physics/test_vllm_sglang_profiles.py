@@ -173,23 +173,26 @@ def test_a_newer_release_runs_on_its_engines_newest_profile_at_or_below_it() -> 
             check_engine(unknown)
 
 
-def test_the_request_overhead_is_the_engines_on_a_generation_it_has_no_fit_of():
-    """sglang-0.5 fits the overhead on Ampere and Blackwell only and falls back to
-    trtllm-0.20 (overhead 0) for Hopper's throughput factors; the overhead (host-side
-    HTTP, tokenisation, scheduling) is the engine's, so Hopper gets the median of the
-    profile's own fits: with two, their mean."""
+def test_the_host_costs_are_the_engines_on_a_generation_it_has_no_fit_of():
+    """sglang-0.5 fits its request and step overheads on Ampere and Blackwell only and
+    falls back to trtllm-0.20 (request overhead 0, TensorRT-LLM's step overhead) for
+    Hopper's throughput factors; both overheads (HTTP, tokenisation and scheduling before
+    the engine; its scheduler, launches and sampling each iteration) are the engine's, so
+    Hopper gets the median of the profile's own fits of each: with two, their mean."""
     from models.physics.efficiency import efficiency_for, profile_of
 
     own = profile_of("sglang-0.5")["by_key"]
-    ampere = own["ampere"]["request_overhead_s"]
-    blackwell = own["blackwell"]["request_overhead_s"]
     hopper = efficiency_for("h100-sxm", "fp8", engine="sglang-0.5")
-    assert hopper.request_overhead_s == pytest.approx((ampere + blackwell) / 2)
-    # its throughput factors stay the fallback's
     trtllm = efficiency_for("h100-sxm", "fp8", engine="trtllm-0.20")
+    for name in ("request_overhead_s", "step_overhead_s"):
+        ampere, blackwell = own["ampere"][name], own["blackwell"][name]
+        assert getattr(hopper, name) == pytest.approx((ampere + blackwell) / 2)
+        assert getattr(efficiency_for("b200", "fp8", engine="sglang-0.5"), name) == blackwell
+        assert getattr(hopper, name) != getattr(trtllm, name)
+    # its throughput factors stay the fallback's
     assert hopper.decode_flops_fraction == trtllm.decode_flops_fraction
+    assert hopper.hbm_fraction == trtllm.hbm_fraction
     assert trtllm.request_overhead_s == 0.0  # TensorRT-LLM's rows measure none
-    assert efficiency_for("b200", "fp8", engine="sglang-0.5").request_overhead_s == blackwell
 
 
 def test_vllm_serves_an_a100_or_a_gpu_under_70_gib_at_2048_tokens_and_256_sequences() -> None:
