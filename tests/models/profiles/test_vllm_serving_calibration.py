@@ -238,3 +238,23 @@ def test_the_shipped_sglang_runs_of_the_vllm_bench_file_are_all_held_out() -> No
         ("qwen3-235b-a22b", "h100-sxm", "0.5.5.post1"),
     }
     assert all(r.held_out for r in runs)
+
+
+def test_the_shipped_sglang_runs_on_hopper_are_all_held_out() -> None:
+    """SGLang's profile has no Hopper fit (it borrows trtllm-0.20's factors there), so every
+    SGLang run on an H100 or H200 is a test row, never fitted: gpustack's five bursts and
+    InferenceX's DeepSeek-R1 sweep on 8 H200 (sglang_serving.csv), whose means are the
+    harness's draw: uniform integers over [int(0.8 x 1024), 1024] = [819, 1024], mean
+    (819 + 1024) / 2 = 921.5 prompt and output tokens."""
+    data, _ = load_engine_data()
+    hopper = [r for r in data.runs if r.engine == "sglang-0.5" and r.generation == "hopper"]
+    assert all(r.held_out for r in hopper)
+    sweep = sorted(
+        (r for r in hopper if r.run.source.startswith("sglang_serving.csv")),
+        key=lambda r: r.run.concurrency,
+    )
+    assert [r.run.concurrency for r in sweep] == [8, 16, 32, 64]
+    for run in sweep:
+        assert (run.run.model, run.run.gpu, run.run.tp) == ("deepseek-r1", "h200", 8)
+        assert run.run.requests == 10 * run.run.concurrency
+        assert run.run.prompt_tokens == run.run.output_tokens == pytest.approx(921.5)
