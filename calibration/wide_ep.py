@@ -1,0 +1,177 @@
+"""Wide expert parallelism: published prefill-only and decode-only throughputs of MoE
+models served with attention data parallelism and expert parallelism across servers,
+against the performance model. Every row is held out (`held_out_reason`): no engine
+profile is fitted on a stage that spans servers, so these rows test the all-to-all over
+the NIC, the load imbalance and the grouped GEMMs at the widths the fits never saw.
+
+Reads `calibration/data/wide_ep.csv` (sources and caveats: `calibration/data/README.md`).
+Each row is one phase of a disaggregated deployment measured alone (the other phase
+given unlimited resources), at a stated operating point:
+
+- prefill: `tokens_per_gpu` prompt tokens in each GPU's pass, prompts of `input_len`
+  tokens. Predicted as one pass of the stage over all its GPUs' tokens with each group's
+  token budget at that figure (`models.physics.step_time.StepModel.pass_s`, which charges
+  the busiest attention group and the busiest expert rank), plus the per-step overhead:
+  prompt tokens/s per GPU = tokens_per_gpu / (pass + overhead).
+- decode: `sequences_per_gpu` sequences attending to `kv_len` cached tokens each:
+  output tokens/s per GPU = sequences_per_gpu / (pass + overhead).
+
+The figures are read per GPU: the sources print per node (`value`), `value_per_gpu` is
+that over `gpus_per_node`. The efficiency factors are the engine profile's for the GPU
+(SGLang: `sglang-0.5`, which on Hopper runs TensorRT-LLM's fit with SGLang's own step
+overhead). The deployments run two-batch overlap (two micro-batches, one's all-to-all
+under the other's compute); the model adds communication to compute, as without it.
+
+Redundant experts (EPLB): a deployment may hold E + R physical experts (DeepSeek-V3's 256
++ 32 on SGLang), so its EP size need only divide E + R (72 does; 256 does not). The
+model's layouts hold E experts, so such a row is predicted at the EP size that puts the
+same experts on each GPU, E / ((E + R) / ep) (EP72 with 288: 4 a GPU, as EP64 with 256),
+where that is whole; otherwise it is not placed (`model_ep`).
+
+    python -m calibration.wide_ep        # the table: measured, predicted, error per row
+"""
+
+import argparse
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from calibration.rows import calibration_dir
+from models.physics.catalog import gpu_catalog, llm_catalog
+from models.physics.efficiency import efficiency_for
+from models.physics.precision import Precision
+from models.physics.step_time import step_model
+
+WIDE_EP_FILE = "wide_ep.csv"
+ENGINE_PROFILES = {"sglang": "sglang-0.5"}
+"""The engine profile a row's engine is predicted under."""
+
+
+@dataclass(frozen=True)
+class WideEpRow:
+    """One wide-EP measurement in the model's terms."""
+
+    label: str
+    engine: str
+    model: str
+    gpu: str
+    weight_precision: Precision
+    kv_precision: Precision
+    phase: str
+    """`prefill` or `decode`."""
+    tp: int
+    dp: int
+    ep: int
+    redundant_experts: int
+    input_len: float
+    kv_len: float
+    tokens_per_gpu: float
+    sequences_per_gpu: float
+    measured: float
+    """Input (prefill) or output (decode) tokens/s per GPU."""
+    held_out_reason: str
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of the deployment's stage: tp x dp."""
+        return self.tp * self.dp
+
+
+def load_wide_ep_rows(directory: Path | None = None) -> list[WideEpRow]:
+    """Every row of `directory/wide_ep.csv` (default: `calibration_dir()`)."""
+    path = (directory or calibration_dir()) / WIDE_EP_FILE
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for raw in csv.DictReader(handle):
+            phase = raw["phase"]
+            length = raw["input_len"] if phase == "prefill" else raw["kv_len"]
+            rows.append(
+                WideEpRow(
+                    label=(
+                        f"{raw['engine']} {raw['model']} {raw['gpu']} {phase} "
+                        f"dp{raw['dp']}ep{raw['ep']} {length}"
+                    ),
+                    engine=raw["engine"],
+                    model=raw["model"],
+                    gpu=raw["gpu"],
+                    weight_precision=Precision(raw["precision"]),
+                    kv_precision=Precision(raw["kv_precision"]),
+                    phase=phase,
+                    tp=int(raw["tp"]),
+                    dp=int(raw["dp"]),
+                    ep=int(raw["ep"]),
+                    redundant_experts=int(raw["redundant_experts"] or 0),
+                    input_len=float(raw["input_len"]),
+                    kv_len=float(raw["kv_len"] or 0),
+                    tokens_per_gpu=float(raw["tokens_per_gpu"] or 0),
+                    sequences_per_gpu=float(raw["sequences_per_gpu"] or 0),
+                    measured=float(raw["value"]) / int(raw["gpus_per_node"]),
+                    held_out_reason=raw["held_out_reason"],
+                )
+            )
+    return rows
+
+
+def model_ep(experts: int, ep: int, redundant_experts: int = 0) -> int | None:
+    """The EP size the model predicts a row at: `ep` where it divides the E experts; else,
+    with R redundant experts, the size that puts as many experts on each GPU,
+    E / ((E + R) / ep), where both divisions are whole; else None (not placed)."""
+    if experts % ep == 0:
+        return ep
+    physical = experts + redundant_experts
+    if redundant_experts and physical % ep == 0 and experts % (physical // ep) == 0:
+        return experts // (physical // ep)
+    return None
+
+
+def predict_wide_ep(row: WideEpRow) -> float:
+    """Tokens/s per GPU the model gives a row at its operating point (module docstring);
+    nan where its layout cannot be placed."""
+    llm = llm_catalog()[row.model]
+    gpu = gpu_catalog()[row.gpu]
+    ep = model_ep(llm.experts, row.ep, row.redundant_experts)
+    if ep is None:
+        return math.nan
+    dp = row.dp * ep // row.ep  # the same GPUs per expert rank
+    efficiency = efficiency_for(gpu, row.weight_precision, engine=ENGINE_PROFILES[row.engine])
+    if row.phase == "prefill":
+        efficiency = efficiency.model_copy(update={"prefill_chunk_tokens": row.tokens_per_gpu})
+    steps = step_model(
+        gpu, llm, row.weight_precision, row.kv_precision, row.tp, 1, efficiency, ep=ep, dp=dp
+    )
+    if row.phase == "prefill":
+        tokens = row.tokens_per_gpu * row.tp * dp
+        prompts = tokens / row.input_len
+        pairs = prompts * row.input_len * (row.input_len + 1) / 2
+        return row.tokens_per_gpu / (steps.pass_s(0.0, 0.0, tokens, pairs) + steps.overhead_s)
+    sequences = row.sequences_per_gpu * row.tp * dp
+    step_s = steps.pass_s(sequences, sequences * row.kv_len) + steps.overhead_s
+    return row.sequences_per_gpu / step_s
+
+
+def error_pct(predicted: float, measured: float) -> float:
+    """Signed error in percent: (predicted / measured - 1) x 100; > 0 optimistic."""
+    return (predicted / measured - 1.0) * 100.0
+
+
+def table_lines(rows: list[WideEpRow]) -> list[str]:
+    """One line per row: label, measured and predicted per GPU, signed error."""
+    lines = [f"{'row':<48} {'measured/GPU':>12} {'model/GPU':>10} {'error':>8}"]
+    for row in rows:
+        predicted = predict_wide_ep(row)
+        error = (
+            "unplaced" if math.isnan(predicted) else f"{error_pct(predicted, row.measured):+.1f}%"
+        )
+        lines.append(f"{row.label:<48} {row.measured:>12,.0f} {predicted:>10,.0f} {error:>8}")
+    return lines
+
+
+def main() -> None:
+    """Print the wide-EP rows against the model."""
+    argparse.ArgumentParser(description=main.__doc__).parse_args()
+    print("\n".join(table_lines(load_wide_ep_rows())))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""Wide-EP rows (calibration/data/wide_ep.csv): per-node figures read per GPU, every row
+held out, the layout a row with redundant experts is predicted at, and the prediction
+being the step model's pass at the row's operating point."""
+
+import math
+
+import pytest
+
+from calibration.wide_ep import load_wide_ep_rows, model_ep, predict_wide_ep
+from models.physics.catalog import gpu_catalog, llm_catalog
+from models.physics.efficiency import efficiency_for
+from models.physics.precision import Precision
+from models.physics.step_time import step_model
+
+
+def test_per_node_figures_are_read_per_gpu_and_every_row_is_held_out() -> None:
+    """SGLang's 96-H100 blog: 54,543 input tokens/s per node at 2K prompts on 8-GPU nodes
+    is 54,543 / 8 = 6,817.875 per GPU; decode 22,282 / 8 = 2,785.25."""
+    rows = load_wide_ep_rows()
+    assert all(row.held_out_reason for row in rows)
+    by_phase = {(row.phase, row.input_len): row for row in rows}
+    assert by_phase[("prefill", 2000.0)].measured == pytest.approx(54543 / 8)
+    assert by_phase[("decode", 2000.0)].measured == pytest.approx(22282 / 8)
+    assert by_phase[("decode", 2000.0)].gpus == 1 * 72
+
+
+def test_redundant_experts_keep_the_experts_per_gpu() -> None:
+    """DeepSeek-V3's 256 experts + 32 redundant over 72 ranks: 288 / 72 = 4 a GPU, as
+    256 / 4 = 64 ranks hold them; EP32 divides 256 itself; 48 ranks of 288 hold 6, and
+    256 / 6 is not whole: not placed."""
+    assert model_ep(256, 72, 32) == 64
+    assert model_ep(256, 32, 32) == 32
+    assert model_ep(256, 48, 32) is None
+    assert model_ep(256, 72) is None
+
+
+def test_decode_prediction_is_the_step_at_the_rows_batch() -> None:
+    """The decode row at EP72 is predicted as a DP64 x EP64 stage: 256 sequences per GPU
+    / (pass of 64 x 256 sequences over 2,000 cached tokens each + the step overhead)."""
+    (row,) = [row for row in load_wide_ep_rows() if row.phase == "decode"]
+    gpu, llm = gpu_catalog()["h100-sxm"], llm_catalog()["deepseek-v3"]
+    efficiency = efficiency_for(gpu, Precision.FP8, engine="sglang-0.5")
+    steps = step_model(gpu, llm, Precision.FP8, Precision.BF16, 1, 1, efficiency, ep=64, dp=64)
+    sequences = 64 * 256
+    step_s = steps.pass_s(sequences, sequences * 2000) + steps.overhead_s
+    assert predict_wide_ep(row) == pytest.approx(256 / step_s)
+
+
+def test_prefill_rows_fall_with_prompt_length() -> None:
+    """At the same 16,384 tokens a GPU, longer prompts carry more attention pairs per
+    token, so the model's prompt tokens/s per GPU fall from 1K to 2K to 4K, as measured."""
+    prefill = sorted(
+        (row for row in load_wide_ep_rows() if row.phase == "prefill"), key=lambda r: r.input_len
+    )
+    predicted = [predict_wide_ep(row) for row in prefill]
+    assert all(not math.isnan(value) for value in predicted)
+    assert predicted == sorted(predicted, reverse=True)
+    assert [row.measured for row in prefill] == sorted((r.measured for r in prefill), reverse=True)
