@@ -116,7 +116,9 @@ are the all-gather: copies = moe_tp = G.
 
 A GPU sends its 1/G share of the step's tokens, of which (G - 1)/G leaves it; within a
 node the bytes cross the scale-up link (NVLink), and the share bound for GPUs of other
-nodes, (G - n) / G for n GPUs per node, crosses the NIC, the two in parallel. Each
+nodes, (G - n) / G for n GPUs per node, crosses the NIC, the two in parallel. Prompt
+tokens take DeepEP's forwarding kernels instead: across nodes the NIC carries one copy
+per other node a token reaches, NVLink the rest (`models.physics.alltoall`). Each
 collective pays a fixed latency (launch and synchronisation), two per MoE layer.
 """
 
@@ -129,6 +131,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from models.physics.alltoall import alltoall_link_s_per_byte, forwarded_link_s_per_copy_byte
 from models.physics.efficiency import Efficiency, generation_of
 from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
@@ -406,6 +409,9 @@ class ExpertLayout:
     alltoall_s_per_token: float
     """Seconds one of the step's tokens adds to the all-to-all of the mean GPU, all the
     stage's MoE layers: bytes per token x MoE layers / G x (G-1)/G over the links."""
+    prefill_alltoall_s_per_token: float | None = None
+    """The same for a prompt token, which crosses servers by the forwarding kernels
+    (`models.physics.alltoall`); None: as `alltoall_s_per_token`."""
     compute_slowdown: float = 1.0
     """Linear-layer peak over the experts' peak (`expert_compute_precision`): 2 for W4A16
     experts beside FP8 layers on Hopper, else 1."""
@@ -452,31 +458,17 @@ class ExpertLayout:
             self.experts, self.experts_per_token, self.ep, tokens * self.imbalance(tokens)
         )
 
-    def alltoall_s(self, tokens: float) -> float:
-        """Dispatch and combine of `tokens` tokens on the slowest GPU, all MoE layers of
-        the stage: collectives x latency + T x imbalance x seconds per token."""
+    def alltoall_s(self, tokens: float, prefill_tokens: float = 0.0) -> float:
+        """Dispatch and combine of `tokens` tokens, `prefill_tokens` of them prompt tokens,
+        on the slowest GPU, all MoE layers of the stage: collectives x latency + imbalance
+        x (decode tokens x their seconds per token + prompt tokens x theirs)."""
         if self.alltoall_collectives == 0 or tokens <= 0:
             return 0.0
-        volume_s = tokens * self.imbalance(tokens) * self.alltoall_s_per_token
+        prefill_s = self.prefill_alltoall_s_per_token
+        prefill_s = self.alltoall_s_per_token if prefill_s is None else prefill_s
+        per_token_s = (tokens - prefill_tokens) * self.alltoall_s_per_token
+        volume_s = self.imbalance(tokens) * (per_token_s + prefill_tokens * prefill_s)
         return self.alltoall_collectives * self.alltoall_latency_s + volume_s
-
-
-def alltoall_link_s_per_byte(gpu: GpuSpec, efficiency: Efficiency, stage_gpus: int) -> float:
-    """Seconds per byte a GPU sends into an all-to-all over `stage_gpus` GPUs, of which
-    (G-1)/G leaves it: the part bound within its node crosses the scale-up link, the part
-    bound for other nodes the NIC, in parallel (the slower sets the time):
-
-        max((n - 1) / G / scale-up, (G - n) / G / NIC),  n = min(G, gpus_per_node)
-    """
-    node = min(stage_gpus, gpu.gpus_per_node)
-    local = (node - 1) / stage_gpus / (gpu.scaleup_bytes_per_s * efficiency.scaleup_fraction)
-    remote_share = (stage_gpus - node) / stage_gpus
-    remote = (
-        remote_share / (gpu.scaleout_bytes_per_s * efficiency.scaleout_fraction)
-        if remote_share
-        else 0.0
-    )
-    return max(local, remote)
 
 
 def fuses_gated_activation(gpu: GpuSpec, compute_precision: Precision) -> bool:
@@ -567,6 +559,11 @@ def expert_layout(
     per_token_bytes = alltoall_bytes_per_token_sent(llm, weight_precision, ep, expert_tp, gather)
     per_token_bytes *= stage_moe_layers
     s_per_byte = alltoall_link_s_per_byte(gpu, efficiency, stage_gpus)
+    copies = alltoall_copies(llm.experts_per_token, ep, expert_tp)
+    forwarded_s_per_byte = forwarded_link_s_per_copy_byte(
+        gpu, efficiency, stage_gpus, copies, llm.experts_per_token
+    )
+    forwarded_s = per_token_bytes / copies * forwarded_s_per_byte  # bytes of one copy x s/byte
     compute_precision = expert_compute_precision(gpu, llm, weight_precision)
     expert_peak = gpu.peak_flops(compute_precision)
     in_gemm = gathers_in_gemm(gpu, llm)
@@ -583,6 +580,9 @@ def expert_layout(
         alltoall_collectives=round(2 * stage_moe_layers) if spans_groups else 0,
         alltoall_latency_s=alltoall_latency_s,
         alltoall_s_per_token=per_token_bytes / stage_gpus * s_per_byte if spans_groups else 0.0,
+        prefill_alltoall_s_per_token=forwarded_s / stage_gpus
+        if spans_groups and not gather
+        else None,
         compute_slowdown=gpu.peak_flops(weight_precision) / expert_peak,
         gemm_half_tokens=gemm_half_tokens,
         row_bytes=expert_row_bytes(llm, rows_at, expert_tp, fused) * stage_moe_layers,

@@ -302,7 +302,7 @@ class StepModel:
             * prefill_pairs
             * self.prefill_attention_flops_per_pair
             / self.prefill_attention_flops_per_s,
-            allreduce_s + layout.alltoall_s(tokens),
+            allreduce_s + layout.alltoall_s(tokens, prefill_tokens),
             expert_s,
             expert_read_s,
             layout.rows(tokens) * layout.kernel_row_bytes / self.hbm_bytes_per_s,
