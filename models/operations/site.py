@@ -10,12 +10,15 @@ Whole servers. With `policy.buy_unit: node` GPUs are bought as whole servers of
 
     bought(used, existing, n) = n x ceil(max(0, used - existing) / n)
 
-A replica never straddles servers unless its layout says so: tensor parallelism (and
-attention data parallelism, which shares the stage's all-to-all) stays within one
-server, pipeline stages may sit on different servers. So a stage of tp x dp GPUs must
-divide `gpus_per_node` (`stage_problem`): stages then tile servers exactly, and any
-GPU count of such replicas packs into ceil(GPUs / n) servers, which is what `bought`
-assumes.
+A replica straddles servers only where its layout says so: tensor parallelism stays
+within one server (tp <= gpus_per_node, `solver.candidates.layouts`), pipeline stages may
+sit on different servers, and so may the attention data-parallel groups of a stage whose
+tp x dp GPUs fill whole servers (wide expert parallelism: the groups meet only in the
+experts' all-to-all, which crosses the NICs, as DeepEP deployments run it and
+`models.physics.alltoall` charges it). So a stage of tp x dp GPUs must divide
+`gpus_per_node` or be a multiple of it (`stage_problem`): stages then tile servers
+exactly, a stage of whole servers taking its servers alone, and any GPU count of such
+replicas packs into ceil(GPUs / n) servers, which is what `bought` assumes.
 
 Power. A GPU in service draws, at the site's meter,
 
@@ -82,13 +85,14 @@ def gpus_paid(used: int, existing: int, unit_gpus: int) -> int:
 
 
 def stage_problem(tp: int, dp: int, gpus_per_node: int) -> str | None:
-    """Why a stage of tp x dp GPUs cannot sit within whole servers of `gpus_per_node`
-    (it must divide the server so that stages tile servers exactly), or None."""
+    """Why a stage of tp x dp GPUs cannot tile whole servers of `gpus_per_node` (it must
+    divide the server, or fill whole servers: attention DP groups across servers), or
+    None."""
     stage = tp * dp
-    if gpus_per_node % stage:
+    if gpus_per_node % stage and stage % gpus_per_node:
         return (
-            f"a stage of tp {tp} x dp {dp} = {stage} GPUs does not divide a server of "
-            f"{counted(gpus_per_node, 'GPU')}"
+            f"a stage of tp {tp} x dp {dp} = {stage} GPUs neither divides a server of "
+            f"{counted(gpus_per_node, 'GPU')} nor fills whole servers"
         )
     return None
 

@@ -7,8 +7,9 @@ For each workload w the candidates are the configurations
 with g offered in some region (supply or existing fleet), p in the model entry's
 `weight_precisions` and supported by g's tensor cores, t in `policy.tensor_parallel`
 dividing the attention heads and within one scale-up domain (t <= gpus_per_node; with
-`policy.buy_unit: node`, each stage's t x d GPUs divide the server, so a replica never
-straddles servers but by its pipeline stages: `models.operations.site.stage_problem`), s in
+`policy.buy_unit: node`, each stage's t x d GPUs divide the server or fill whole servers,
+so a replica straddles servers only by its pipeline stages or by attention DP groups
+across whole servers: `models.operations.site.stage_problem`), s in
 `policy.pipeline_parallel` (at most the layer count), e in `policy.expert_parallel` and d
 in `policy.attention_data_parallel` where the expert layout rule holds (an MoE model, e
 dividing t x d and the experts; e = d = 1 always), role unified, plus prefill and

@@ -10,7 +10,7 @@ GPUs): purchased = n_g x ceil(max(0, used - existing) / n_g) at the optimum
 (models.operations.site.gpus_bought). The objective prices `purchased` as before, so a server
 costs n_g GPUs whether or not all of them serve.
 
-Every replica's stages divide a server (solver.candidates.table,
+Every replica's stages divide a server or fill whole servers (solver.candidates.table,
 models.operations.site.stage_problem), so any number of GPUs of such replicas packs into ceil(GPUs
 / n_g) servers: the row asks for no more than what can be racked. With buy_unit: gpu (or a one-GPU
 server) there is no row and `purchased` is continuous, as before. whole_servers is bookkeeping

@@ -106,14 +106,19 @@ def test_gpus_bought_rounds_the_need_beyond_the_fleet_to_servers():
     assert gpus_bought(13, 0, 1) == 13
 
 
-def test_a_stage_divides_the_server():
+def test_a_stage_divides_the_server_or_fills_whole_servers():
     assert stage_problem(tp=8, dp=1, gpus_per_node=8) is None
     assert stage_problem(tp=4, dp=2, gpus_per_node=8) is None
-    assert stage_problem(tp=2, dp=8, gpus_per_node=8) is not None  # 16 GPUs per stage
+    assert stage_problem(tp=2, dp=8, gpus_per_node=8) is None  # 16 GPUs: 2 whole servers
+    assert stage_problem(tp=1, dp=32, gpus_per_node=8) is None  # wide EP: 4 whole servers
+    assert stage_problem(tp=4, dp=3, gpus_per_node=8) is not None  # 12: 1.5 servers
     assert stage_problem(tp=8, dp=2, gpus_per_node=72) is not None  # 72 / 16 not whole
 
 
-def test_node_buying_drops_layouts_whose_stage_straddles_servers():
+def test_node_buying_keeps_stages_of_whole_servers():
+    """DeepSeek-V3 on 8-GPU H200 servers: a TP2 x DP8 stage is 16 GPUs, two whole servers
+    (attention DP groups across servers, as wide-EP deployments run), kept under node
+    buying as under GPU buying."""
     base = {
         "name": "moe",
         "gpus": [{"name": H200}],
@@ -130,7 +135,7 @@ def test_node_buying_drops_layouts_whose_stage_straddles_servers():
 
     node = validate_instance(base, "moe")
     stages = {(c.tp, c.dp) for c in configurations(node, node.workloads[0])}
-    assert (2, 8) not in stages and (8, 1) in stages
+    assert (2, 8) in stages and (8, 1) in stages
     base["policy"]["buy_unit"] = "gpu"
     gpu = validate_instance(base, "moe")
     assert (2, 8) in {(c.tp, c.dp) for c in configurations(gpu, gpu.workloads[0])}
