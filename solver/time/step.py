@@ -19,11 +19,13 @@ the sequence calls them:
 """
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from models.operations.procurement import month_factors
 from models.operations.time_demand import held_all_day
 from models.schema.instance import Instance
 from models.schema.quantities import counted
@@ -40,9 +42,10 @@ from solver.plan.records import ReplicaPool, SimplicityCost
 from solver.plan.schema import Plan
 from solver.program.build import FleetProgram, with_bounds
 from solver.program.families.pricing import CommittedColumn
+from solver.program.families.variables import PoolUsedColumn
 from solver.program.lp import SolveResult, Termination, plan_of
 from solver.program.optimised import Optimised
-from solver.program.row_names import ReplicasColumn
+from solver.program.row_names import ReplicasColumn, family_of
 from solver.settings import MIN_CALL_S, SolveSettings
 from solver.time.alternatives import (
     configs_limit_rows,
@@ -82,11 +85,15 @@ integer columns by name, or None (no plan within its settings' deadline)."""
 
 
 def _planned_held(
-    planned: HeldFleet, instance: Instance, table: CandidateTable, settings: SolveSettings
+    planned: HeldFleet,
+    instance: Instance,
+    table: CandidateTable,
+    settings: SolveSettings,
+    month: int = 0,
 ) -> Held | BaseException | None:
-    """The held fleet of `instance`. It only speeds the rounds up, so a static plan that
-    fails for any reason but an interruption leaves them without it (logged at debug
-    level); an interruption is handed to the rounds' thread to raise."""
+    """The held fleet of `instance` (month `month`'s). It only speeds the rounds up, so a
+    static plan that fails for any reason but an interruption leaves them without it
+    (logged at debug level); an interruption is handed to the rounds' thread to raise."""
     try:
         found = planned(held_all_day(instance), table, settings)
     except Exception:  # any failure: the rounds go on without the held fleet
@@ -97,7 +104,34 @@ def _planned_held(
     if found is None:
         return None
     bought, layout = found
-    return Held({CommittedColumn(r, g).name(): gpus for (r, g), gpus in bought.items()}, layout)
+    committed = {CommittedColumn(r, g).name(): gpus for (r, g), gpus in bought.items()}
+    return Held(committed, layout, month)
+
+
+def grown_fleet(held: Held, instance: Instance, month: int) -> Held:
+    """`held`, planned for an earlier month's peak, with its pools grown to month
+    `month`'s demand (`Held.grown`, what the rounds' last plan holds where they end
+    without one): each pool's replicas times its workload's growth between the two
+    months, rounded up,
+
+        n'[w,c,r] = ceil(n[w,c,r] x (1 + g_w)^(month - held.month)),
+
+    on the same configurations (`pool_used` kept); a pool of more replicas serves at
+    least as much per replica, so every scenario's load grown by (1 + g_w)^k fits where
+    the held load did (the supply and power caps may still refuse it). Its pooling
+    steps are left to the program."""
+    if month <= held.month:
+        return held
+    factors = month_factors(instance, month - held.month)
+    grown = {}
+    for name, value in held.layout.items():
+        family = family_of(name)
+        if family == ReplicasColumn.family:
+            factor = factors.get(ReplicasColumn.parse(name).workload, 1.0)
+            grown[name] = float(math.ceil(value * factor - 1e-9))
+        elif family == PoolUsedColumn.family:
+            grown[name] = value
+    return replace(held, grown=grown)
 
 
 def month_share(settings: SolveSettings, horizon: Horizon) -> SolveSettings:
@@ -265,6 +299,8 @@ class PeriodsStep:
             self.held_found = earlier
             return earlier
 
+        if earlier is not None:
+            earlier = grown_fleet(earlier, self.instance, self.horizon.month)
         if self.held_fleet is None:
             return earlier_only if earlier is not None else None
         deadline = settings.deadline
@@ -278,7 +314,7 @@ class PeriodsStep:
             held = held.limited(min(share, settings.time_limit_s or share))
         held = replace(held, mip_gap=max(held.mip_gap, HELD_PLAN_GAP))
         found: list = []
-        inputs = (self.held_fleet, self.instance, self.table, held)
+        inputs = (self.held_fleet, self.instance, self.table, held, self.horizon.month)
         thread = threading.Thread(
             target=lambda: found.append(_planned_held(*inputs)), name="held-fleet", daemon=True
         )

@@ -1,0 +1,108 @@
+"""A periods program whose time runs out before the search has a plan still answers with
+one: the held fleet's (solver.decompose.by_period, `_Rounds.held_plan`), its gap stated,
+verified; a later month without a held fleet of its own holds the month before's, grown
+to its demand (solver.time.step.grown_fleet).
+
+The clock is not waited on: a backend that finds no incumbent in any MIP of the periods
+program asked within a deadline (what HiGHS answers when the clock stops it first), and
+the rounds told that their deadline has passed, stand for a program whose share ran out."""
+
+import math
+
+from models.io.loading import validate_instance
+from solver.decompose import by_period
+from solver.decompose.period_split import Held
+from solver.program.families.pooling import PoolAtLeastColumn
+from solver.program.families.variables import PoolUsedColumn
+from solver.program.lp import SolveResult, Termination
+from solver.program.row_names import ReplicasColumn
+from solver.settings import SolveSettings
+from solver.solve import solve_program
+from solver.time import step
+from solver.verify.hours import verify_hours
+from tests.solver.decompose.test_by_period import SHAPES, _base, _data
+
+HELD_PLAN = "none by the deadline: the held fleet's plan"
+
+
+class _NoIncumbent:
+    """The real backend, except that a MIP of the periods program (named `*-hours`, its
+    blocks `*-hours-period<i>`) asked within a deadline while `stopping()` ends without
+    an incumbent. Past the deadline (none given) it answers as the real one."""
+
+    def __init__(self, real, stopping):
+        self.real, self.stopping = real, stopping
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def run(self, lp, settings, start=None):
+        stopped = self.stopping() and settings.deadline is not None and "-hours" in lp.name
+        if stopped and lp.integer_variables:
+            return SolveResult(Termination.TIME_LIMIT, self.real.name, self.real.version(), 0.0)
+        return self.real.run(lp, settings, start=start)
+
+
+def _stopping(monkeypatch, months: set[int] | None = None):
+    """Months in `months` (None: every program) find nothing before their deadline, and
+    their rounds see the deadline passed."""
+    from solver import solve as pipeline
+
+    month = [0]
+    original = step.PeriodsStep.optimise
+
+    def optimise(self, backend, settings):
+        month[0] = self.horizon.month
+        return original(self, backend, settings)
+
+    stopping = lambda: months is None or month[0] in months  # noqa: E731
+    expired = by_period._expired
+    monkeypatch.setattr(step.PeriodsStep, "optimise", optimise)
+    monkeypatch.setattr(
+        by_period, "_expired", lambda s: (stopping() and s.deadline is not None) or expired(s)
+    )
+    real = pipeline.get_backend
+    monkeypatch.setattr(pipeline, "get_backend", lambda name: _NoIncumbent(real(name), stopping))
+
+
+def _months(count: int, growth: float, r1: float = 40.0) -> dict:
+    """_base (r1 at `r1` requests/s at its peak, r2 at 25) over `count` months."""
+    data = _data({"r1": r1, "r2": 25.0}, SHAPES[0], 0.6, True, None, "region", "node", None)
+    data["policy"].update(horizon_months=count, monthly_growth=growth)
+    return data
+
+
+def test_an_hourly_plan_the_limit_stops_without_one_is_the_peak_fleet_held_all_day(monkeypatch):
+    """No block solve answers before the deadline: the plan is the day's peak fleet held
+    every hour (its blocks solved past the deadline with its pools held), verified, its
+    gap stated against the master's bound: a gap in [0, 1) that the search did not prove
+    (stopped: status feasible)."""
+    _stopping(monkeypatch)
+    inst = validate_instance(_base(), "periods.yaml")
+    plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
+    assert plan.solver.termination == "feasible"
+    assert HELD_PLAN in plan.solver.method
+    assert plan.solver.mip_gap is not None and 0.0 <= plan.solver.mip_gap < 1.0
+    assert plan.status.startswith("feasible (gap ")
+    assert verify_hours(inst, plan).ok
+    # the fleet is held all day: every hour uses the same GPUs, none rented on demand
+    assert len({tuple((g.region, g.gpu, g.used) for g in h.gpus) for h in plan.hours}) == 1
+    assert all(g.on_demand == 0 for h in plan.hours for g in h.gpus)
+
+
+def test_the_month_befores_pools_grow_by_the_growth_between_the_months():
+    """A fleet planned for month 2, grown to month 4 at 10% a month: 5 replicas x 1.1^2 =
+    6.05 -> 7; its configuration kept (pool_used 1), its pooling step left to the
+    program; a fleet of the same month is kept as it is."""
+    data = _months(6, 0.1)
+    inst = validate_instance(data, "periods.yaml")
+    pool = ReplicasColumn("chat", "c", "r1").name()
+    used = PoolUsedColumn("chat", "c", "r1").name()
+    step_at = PoolAtLeastColumn("chat", "c", "r1", 2).name()
+    held = Held({}, {pool: 5.0, used: 1.0, step_at: 1.0}, month=2)
+    grown = step.grown_fleet(held, inst, 4)
+    assert math.ceil(5 * 1.1**2) == 7
+    assert grown.grown == {pool: 7.0, used: 1.0}
+    assert grown.layout == held.layout and grown.late_layout == grown.grown
+    assert step.grown_fleet(held, inst, 2) is held
+    assert held.late_layout == held.layout
