@@ -72,9 +72,13 @@ HELD_PLAN_GAP = 0.01
 """The loosest gap the static plan of the day's peak is solved to (the run's where that
 is looser): it is the rounds' first plan, which they improve, not their proof."""
 
-MIN_SOLVE_SHARE = 0.5
+MIN_SOLVE_SHARE = 0.25
 """The least share of its equal part of the time a month's solve gets, whatever the
-month before's overhead says (`month_share`)."""
+month before's overhead says (`month_share`). Small: a month whose search has no plan
+when its share ends still has one (the held fleet's: solver.decompose.by_period), while
+every month that solves past its part takes the months after it (at 0.5, on a machine
+loaded 11 on 2 cores, 12 months of 5 regions x 8 workloads took about 30 s each against
+an 18 s part, and the run's limit came in month 11's build: exit 4, no plan)."""
 
 HeldFleet = Callable[
     [Instance, CandidateTable, SolveSettings],
@@ -146,8 +150,8 @@ def month_share(settings: SolveSettings, horizon: Horizon) -> SolveSettings:
         deadline_m = max(start + part_m - overhead, now + MIN_SOLVE_SHARE x part_m)
 
     (each month's time left over goes to the months after it; a month whose part ends
-    without a plan goes on within the rest of the solve time: `PeriodsStep.optimise`).
-    A day without months keeps the settings."""
+    without a plan goes on within one more part: `PeriodsStep.optimise`). A day without
+    months keeps the settings."""
     deadline = settings.deadline
     if not horizon.months or deadline is None or deadline.limit_s is None:
         return settings
@@ -156,6 +160,21 @@ def month_share(settings: SolveSettings, horizon: Horizon) -> SolveSettings:
     part = max(0.0, deadline.limit_s - start) / max(1, horizon.months - horizon.month)
     end = max(start + part - horizon.overhead_s, now + MIN_SOLVE_SHARE * part)
     return replace(settings, deadline=replace(deadline, limit_s=min(deadline.limit_s, end)))
+
+
+def retry_share(settings: SolveSettings, horizon: Horizon) -> SolveSettings:
+    """The settings of month m's second try, its own part spent without a plan: one more
+    equal part of the solve time left, from now, the months after it keeping theirs,
+
+        deadline = now + (end - now) / (H - m)
+
+    (the last month's second try has all that is left)."""
+    deadline = settings.deadline
+    if deadline is None or deadline.limit_s is None:
+        return settings
+    now = deadline.elapsed_s()
+    part = max(0.0, deadline.limit_s - now) / max(1, horizon.months - horizon.month)
+    return replace(settings, deadline=replace(deadline, limit_s=now + part))
 
 
 def _expired(settings: SolveSettings) -> bool:
@@ -270,9 +289,12 @@ class PeriodsStep:
             raise Infeasible.from_problems(problems)
 
     def optimise(self, backend: Backend, solve_settings: SolveSettings) -> Optimised:
-        """`optimise_periods`, within the month's share of the solve time (`month_share`);
-        where the share ends without a plan, again within the rest of the solve time (a
-        month without a plan ends the horizon)."""
+        """`optimise_periods`, within the month's share of the solve time (`month_share`;
+        where the rounds end without a plan, the held fleet's is theirs:
+        solver.decompose.by_period); where the share still ends without one, again
+        within one more part of what is left (`retry_share`), so that the months after it
+        keep theirs (it took all that was left, and a month without a plan ends the
+        horizon: the months before it were lost)."""
         started = time.monotonic()
         try:
             shared = month_share(solve_settings, self.horizon)
@@ -280,7 +302,8 @@ class PeriodsStep:
             stopped = found.result.termination is Termination.TIME_LIMIT
             if shared is solve_settings or not stopped or _expired(solve_settings):
                 return found
-            return optimise_periods(self.program, backend, solve_settings, self.held)
+            again = retry_share(solve_settings, self.horizon)
+            return optimise_periods(self.program, backend, again, self.held)
         finally:
             self.optimise_s = time.monotonic() - started
 

@@ -9,6 +9,8 @@ the rounds told that their deadline has passed, stand for a program whose share 
 
 import math
 
+import pytest
+
 from models.io.loading import validate_instance
 from solver.decompose import by_period
 from solver.decompose.period_split import Held
@@ -106,3 +108,20 @@ def test_the_month_befores_pools_grow_by_the_growth_between_the_months():
     assert grown.layout == held.layout and grown.late_layout == grown.grown
     assert step.grown_fleet(held, inst, 2) is held
     assert held.late_layout == held.layout
+
+
+@pytest.mark.parametrize(("month", "expected_s"), [(3, 6.0 + 18.0 / 9), (11, 24.0)])
+def test_a_second_try_takes_one_part_of_what_is_left(month, expected_s):
+    """24 s of solve time, 6 s gone: month 3 of 12 tries again within 18 / 9 = 2 s more,
+    the last month within all 18."""
+    import time
+    from dataclasses import replace
+
+    from solver.settings import Deadline
+    from solver.time.horizon import Horizon
+
+    settings = replace(
+        SolveSettings(time_limit_s=24.0), deadline=Deadline(time.monotonic() - 6.0, 24.0)
+    )
+    again = step.retry_share(settings, Horizon(month=month, months=12))
+    assert again.deadline.limit_s == pytest.approx(expected_s, abs=0.05)
