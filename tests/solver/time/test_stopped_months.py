@@ -1,19 +1,22 @@
 """A periods program whose time runs out before the search has a plan still answers with
 one: the held fleet's (solver.decompose.by_period, `_Rounds.held_plan`), its gap stated,
-verified; a later month without a held fleet of its own holds the month before's, grown
-to its demand (solver.time.step.grown_fleet).
+verified; a procurement month so stopped is named in the plan, and the months after it
+are planned (solver.time.step: its second try takes one part of what is left, not all).
 
 The clock is not waited on: a backend that finds no incumbent in any MIP of the periods
 program asked within a deadline (what HiGHS answers when the clock stops it first), and
-the rounds told that their deadline has passed, stand for a program whose share ran out."""
+the rounds told that their deadline has passed, stand for a month whose share ran out."""
 
 import math
 
 import pytest
 
+from cli.render.summary_tables import summary_table
+from cli.render.time_tables import _solved
 from models.io.loading import validate_instance
 from solver.decompose import by_period
 from solver.decompose.period_split import Held
+from solver.plan.schema import gap_percent
 from solver.program.families.pooling import PoolAtLeastColumn
 from solver.program.families.variables import PoolUsedColumn
 from solver.program.lp import SolveResult, Termination
@@ -90,6 +93,57 @@ def test_an_hourly_plan_the_limit_stops_without_one_is_the_peak_fleet_held_all_d
     # the fleet is held all day: every hour uses the same GPUs, none rented on demand
     assert len({tuple((g.region, g.gpu, g.used) for g in h.gpus) for h in plan.hours}) == 1
     assert all(g.on_demand == 0 for h in plan.hours for g in h.gpus)
+
+
+def test_a_month_the_limit_stops_without_a_plan_is_planned_and_so_is_the_month_after(
+    monkeypatch,
+):
+    """Month 0 of 2 finds nothing in its share: its plan is its held fleet's, named as
+    stopped at the limit with its gap; month 1 is solved as usual (not stopped), and the
+    whole horizon passes the hour verifier. r1 at 400 requests/s, growing 50% a month."""
+    _stopping(monkeypatch, {0})
+    inst = validate_instance(_months(2, 0.5, r1=400.0), "periods.yaml")
+    plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
+    assert [m.month for m in plan.months] == [0, 1]
+    assert [m.stopped_at_limit for m in plan.months] == [True, False]
+    stopped = plan.months[0]
+    assert stopped.mip_gap is not None and 0.0 < stopped.mip_gap < 1.0
+    assert stopped.status == f"feasible (gap {stopped.mip_gap:.2%})"
+    assert HELD_PLAN in plan.solver.method
+    assert all(m.cost_per_month > 0 for m in plan.months)
+    assert plan.summary.stopped_months == (0,)
+    assert verify_hours(inst, plan).ok
+    # the terminal, Markdown and report's summary and months table say it
+    summary = dict(summary_table(plan).rows)
+    assert summary["stopped at the time limit"].startswith(
+        f"month 0 (gap {gap_percent(stopped.mip_gap)})"
+    )
+    assert _solved(stopped) == f"time limit, gap {gap_percent(stopped.mip_gap)}"
+    assert _solved(plan.months[1]) in ("optimal", f"gap {gap_percent(plan.months[1].mip_gap)}")
+
+
+def test_a_month_without_its_own_held_fleet_plans_the_month_befores_grown(monkeypatch):
+    """Month 1's own peak plan is not found (the static plan of its peak answers None) and
+    its share ends without a plan: the month before's fleet, its pools grown by 1.5 and
+    rounded up, is its plan, stopped at the limit with its gap, verified with the whole
+    horizon."""
+    from solver import solve as pipeline
+
+    _stopping(monkeypatch, {1})
+    calls = []
+    planned = pipeline.held_fleet
+
+    def held_fleet(instance, table, settings):
+        calls.append(instance.name)
+        return None if len(calls) == 2 else planned(instance, table, settings)
+
+    monkeypatch.setattr(pipeline, "held_fleet", held_fleet)
+    inst = validate_instance(_months(2, 0.5, r1=400.0), "periods.yaml")
+    plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
+    assert len(calls) == 2
+    assert [m.stopped_at_limit for m in plan.months] == [False, True]
+    assert plan.months[1].mip_gap is not None and plan.months[1].cost_per_month > 0
+    assert verify_hours(inst, plan).ok
 
 
 def test_the_month_befores_pools_grow_by_the_growth_between_the_months():
