@@ -2,7 +2,7 @@
 first thing the terminal, the Markdown and the HTML report show."""
 
 from cli.render.tables import TableSpec
-from solver.plan.schema import Plan
+from solver.plan.schema import Plan, gap_percent
 
 
 def idle_wording(plan: Plan) -> str:
@@ -14,6 +14,10 @@ def idle_wording(plan: Plan) -> str:
     if plan.hours:
         return "idle over the day"
     return "idle at peak"
+
+
+def _gap(gap: float | None) -> str:
+    return "gap unknown" if gap is None else f"gap {gap_percent(gap)}"
 
 
 def summary_table(plan: Plan) -> TableSpec | None:
@@ -44,6 +48,12 @@ def summary_table(plan: Plan) -> TableSpec | None:
             for o in s.orders
         ]
         rows += [("servers to order" if i == 0 else "", line) for i, line in enumerate(lines)]
+    if s.stopped_months:
+        gaps = {m.month: m for m in plan.months}
+        stopped = ", ".join(
+            f"month {m} ({_gap(gaps[m].mip_gap)})" for m in s.stopped_months if m in gaps
+        )
+        rows.append(("stopped at the time limit", f"{stopped}: each its best plan then"))
     if s.binding:
         rows += [
             ("what binds" if i == 0 else "", f"{b.name}: {b.shadow_price:,.2f} {b.unit}")

@@ -195,7 +195,8 @@ def time_tables(plan: Plan) -> list[TableSpec]:
                 )
                 + "idle: the month's day's GPU-hours paid that serve nothing; solved: the"
                 " month's own plan, optimal or its gap to its bound (each month has its"
-                " share of the time limit)",
+                " share of the time limit; 'time limit': its solve stopped there, its best"
+                " plan kept)",
             )
         )
         tables.append(months_table(months_by_region(plan)))
@@ -369,10 +370,11 @@ def month_power_table(plan: Plan) -> TableSpec | None:
 
 
 def _solved(month: Month) -> str:
-    """A month's own plan: "optimal", "gap X%" or "gap unknown" ("-" in a plan written
-    before months stated it)."""
+    """A month's own plan: "optimal", "gap X%" or "gap unknown", after "time limit, "
+    where its solve stopped there ("-" in a plan written before months stated it)."""
     if not month.status:
         return "-"
     if month.status == "optimal":
         return "optimal"
-    return "gap unknown" if month.mip_gap is None else f"gap {gap_percent(month.mip_gap)}"
+    gap = "gap unknown" if month.mip_gap is None else f"gap {gap_percent(month.mip_gap)}"
+    return f"time limit, {gap}" if month.stopped_at_limit else gap

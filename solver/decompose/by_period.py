@@ -86,6 +86,10 @@ in one solve. Prices from each block's marginal on-demand cost at the master's l
 (a second priced solve per block and round) did not close it faster. A program of
 large periods keeps its rounds to the deadline (`ROUNDS_TO_DEADLINE`).
 
+The held fleet last: where the deadline ends the rounds without a plan, the held fleet's
+is the answer, its gap stated against the LP relaxation's bound or the master's
+(`_Rounds.held_plan`; a procurement month without a plan ended the whole horizon).
+
 Time (solver.decompose.period_passes). Each pass holds its block solves to their part
 of a share of the time left (`FIRST_PASS_SHARE`, `ROUND_SHARE`; the LP relaxation for
 the prices `LP_PRICES_SHARE`, skipped where it cannot end in it), so that a plan
@@ -97,7 +101,6 @@ No block program is built once the deadline has passed.
 import logging
 import math
 import time
-from collections.abc import Callable
 from dataclasses import replace
 
 from models.schema.quantities import counted
@@ -108,6 +111,7 @@ from solver.decompose.period_passes import (
     FIRST_PASS_SHARE,
     HELD_GAP,
     HELD_PASS_SHARE,
+    LATE_BLOCK_S,
     MIN_BLOCK_S,
     PRICED_GAP_SHARE,
     ROUND_SHARE,
@@ -118,10 +122,11 @@ from solver.decompose.period_passes import (
 )
 from solver.decompose.period_split import (
     Block,
-    Held,
+    Fleet,
     Known,
     Levels,
     Split,
+    cheaper,
     held_values,
     split,
 )
@@ -171,10 +176,6 @@ def within_gap(gap: float, mip_gap: float) -> bool:
 
 LOG = logging.getLogger(__name__)
 """Each round's levels and bounds, at debug level."""
-
-
-Fleet = Callable[[], Held | None]
-"""The held fleet, asked for once the rounds start; None where there is none."""
 
 
 def solve_periods(
@@ -238,26 +239,26 @@ def solve_by_period(
     if held is not None:
         run.solve_held(held, fleet_held.layout)
         LOG.debug("held levels %s solved, %.1f s", list(held.values()), time.monotonic() - started)
-    prices = {}
+    prices, relaxed = [], -math.inf
     if any(o.lowest < o.highest for o in parts.offers):  # else the lowest levels are all
-        prices = dict(enumerate(lp_prices(lp, parts, backend, settings)))
+        prices, relaxed = lp_prices(lp, parts, backend, settings)
     # a block without an answer: infeasible (the whole program says why), or the deadline
-    if not run.priced_blocks(prices):
+    if not run.priced_blocks(dict(enumerate(prices))):
         if not _expired(settings):
             return None
     elif not run.solve_blocks(lowest, range(len(parts.blocks))) and not _expired(settings):
         return None
     LOG.debug("priced and lowest levels solved, %.1f s", time.monotonic() - started)
     gaps: list[float] = []
-    best = _cheaper(run.known.plan(lowest), begun and run.known.plan(begun))
-    best = _cheaper(best, held and run.known.plan(held))
+    best = cheaper(run.known.plan(lowest), begun and run.known.plan(begun))
+    best = cheaper(best, held and run.known.plan(held))
     while run.rounds < MASTER_ROUNDS and not _expired(settings):
         answer = run.master()
         if answer is None:
             break
         levels, bound, thetas = answer
         lower = max(lower, bound)
-        best = _cheaper(best, run.known.plan(levels))
+        best = cheaper(best, run.known.plan(levels))
         gaps.append(math.inf if best is None else (best[0] - lower) / max(abs(best[0]), 1e-9))
         if within_gap(gaps[-1], settings.mip_gap):
             break
@@ -278,7 +279,11 @@ def solve_by_period(
         )
         if not chosen or not run.solve_blocks(levels, chosen):
             break
-        best = _cheaper(best, run.known.plan(levels))
+        best = cheaper(best, run.known.plan(levels))
+    late = best is None and fleet is not None and _expired(settings)
+    if late and (fleet_held := fleet_held or fleet()) is not None:  # no plan: the held one
+        best = run.held_plan(fleet_held.levels(parts), fleet_held.late_layout)
+        lower = max(lower, relaxed)  # its gap against the LP relaxation's bound, or the master's
     if best is None:
         return None
     if not run.rounds and (answer := run.master(late=True)) is not None:  # stopped: its bound
@@ -296,6 +301,7 @@ def solve_by_period(
         mip_gap=gap,
         message=f"{METHOD}: {counted(len(parts.blocks), 'period')}, "
         + ("from the day's peak fleet held every hour, " if held is not None else "")
+        + ("none by the deadline: the held fleet's plan, " if late else "")
         + f"{counted(run.rounds, 'master round')}, "
         f"{counted(run.solves, 'period solve')}"
         + (f" ({run.shared} more periods the same program)" if run.shared else ""),
@@ -304,12 +310,6 @@ def solve_by_period(
 
 def _expired(settings: SolveSettings) -> bool:
     return settings.deadline is not None and settings.deadline.expired()
-
-
-def _cheaper(best, other):
-    if other is None:
-        return best
-    return other if best is None or other[0] < best[0] else best
 
 
 class _Rounds:
@@ -398,15 +398,15 @@ class _Rounds:
             self.known.add(i, result.values)
         return True
 
-    def _run(self, programs, gap, start, limit):
+    def _run(self, programs, gap, start, limit, late: bool = False):
         """Solve `programs` (block -> program), each within `gap(i)` from `start(i)` in at
-        most `limit(i)` seconds (None: what is left of the run): in this process's threads
-        (`in_threads`) or as Ray tasks (`executor: ray`), blocks that are one program once
-        (`Twins`); (block, result) in block order, whatever order they end in."""
+        most `limit(i)` s (None: what is left; `late`: past the deadline), in threads or as
+        Ray tasks (`executor: ray`), twins once (`Twins`); (block, result) in block order."""
         chosen = sorted(programs)
+        base = replace(self.settings, deadline=None) if late else self.settings
 
         def settings(i: int) -> SolveSettings:
-            own = replace(self.settings, mip_gap=gap(i), want_duals=False)
+            own = replace(base, mip_gap=gap(i), want_duals=False)
             held = limit(i)
             if held is None or (own.time_limit_s is not None and own.time_limit_s <= held):
                 return own
@@ -419,7 +419,7 @@ class _Rounds:
             return dict(solve_built(build, sorted(own), settings, len(own), start=start))
 
         asks = lambda i: (start(i), (gap(i), limit(i)))  # noqa: E731
-        expired = lambda: _expired(self.settings)  # noqa: E731
+        expired = lambda: _expired(base)  # noqa: E731
         for i, result, solved in self.twins.run(chosen, programs, asks, expired, solve):
             self.solves += solved
             self.shared += not solved
@@ -509,6 +509,17 @@ class _Rounds:
             if not rest or _expired(self.settings):
                 return
         self.solve_blocks(levels, rest, HELD_PASS_SHARE, HELD_GAP)
+
+    def held_plan(self, levels: Levels, layout: dict[str, float]) -> tuple | None:
+        """The plan at the held fleet's `levels`, its pools (`layout`) held, each block
+        without a known one solved past the deadline (`LATE_BLOCK_S`); None: a block has none."""
+        rest = [i for i in range(len(self.parts.blocks)) if self.known.upper(i, levels) is None]
+        programs = {i: lambda i=i: self._fixed(i, levels, held=layout) for i in rest}
+        timed = lambda _i: LATE_BLOCK_S  # noqa: E731
+        for i, result in self._run(programs, lambda _i: HELD_GAP, lambda _i: None, timed, True):
+            if result.termination.has_solution:
+                self.known.add(i, result.values)
+        return self.known.plan(levels)
 
     def _gap(self, start, plan, blocks: int) -> float:
         """A block's relative gap: the run's share, looser for a block worth little

@@ -74,6 +74,12 @@ MIN_BLOCK_S = 0.5
 to find a first incumbent of a whole-server period (below it a pass would end with
 blocks that have none)."""
 
+LATE_BLOCK_S = 1.0
+"""The time a block solve of the held fleet's last plan is given past the deadline
+(solver.decompose.by_period: the rounds ended without a plan). Its pools are held, so
+it is little more than an LP: a 5-region, 8-workload region-loss period took well
+under that."""
+
 LP_PRICES_SHARE = 1 / 4
 """The share of the time left that the whole program's LP relaxation may take for the
 blocks' prices (none if it does not end: the priced pass is then skipped)."""
@@ -138,15 +144,16 @@ def in_threads(backend: Backend, programs: dict, settings, start) -> list[tuple[
 
 def lp_prices(
     lp: LinearProgram, parts: Split, backend: Backend, settings: SolveSettings
-) -> list[dict[str, float]]:
+) -> tuple[list[dict[str, float]], float]:
     """Each block's prices on the commitment: the duals of its cover rows in the whole
     program's LP relaxation, solved within `LP_PRICES_SHARE` of the time left (none
     where the backend gives no duals, the relaxation ends without them or it would
     take longer than that at `LP_S_PER_NONZERO`), those below `PRICE_FLOOR` taken as 0
-    (any price gives a valid cut)."""
+    (any price gives a valid cut); and the relaxation's optimum, a bound on the program
+    (-inf where it did not end optimal)."""
     limit = pass_limit(settings, 1, LP_PRICES_SHARE)
     if limit is not None and limit < LP_S_PER_NONZERO * lp.size()["nonzeros"]:
-        return [{} for _ in parts.blocks]
+        return [{} for _ in parts.blocks], -math.inf
     settings = settings.limited(limit)
     relaxed = LinearProgram(
         lp.name + "-relaxed",
@@ -167,7 +174,8 @@ def lp_prices(
                 duals.get(cover.row, 0.0), 0.0
             )
         prices.append({o: p if p * reach[o] > floor else 0.0 for o, p in own.items()})
-    return prices
+    optimal = answer.termination is Termination.OPTIMAL and answer.objective is not None
+    return prices, answer.objective if optimal else -math.inf
 
 
 Build = Callable[[], LinearProgram]

@@ -13,6 +13,7 @@ on demand re-set to cover what the levels leave, the rows that name it checked.
 """
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from solver.program.families.pricing import (
@@ -211,10 +212,32 @@ class Held:
     """GPUs per committed GPU column."""
     layout: dict[str, float]
     """Its pools' integer columns by name (a period's copies' names less the period)."""
+    month: int = 0
+    """The month of the horizon whose day's peak it was planned for."""
+    grown: dict[str, float] | None = None
+    """Its pools grown to the demand of the program it starts, where that is a later
+    month's (solver.time.step: the month before's fleet), what the rounds' last plan
+    holds (solver.decompose.by_period); None: `layout` as it is."""
+
+    @property
+    def late_layout(self) -> dict[str, float]:
+        """The pools the rounds' last plan holds: `grown`, else `layout`."""
+        return self.layout if self.grown is None else self.grown
 
     def levels(self, parts: Split) -> Levels:
         """The levels that commit its GPUs."""
         return {o.gpus: o.level_of(self.committed.get(o.gpus, 0.0)) for o in parts.offers}
+
+
+Fleet = Callable[[], Held | None]
+"""The held fleet, asked for once the rounds start; None where there is none."""
+
+
+def cheaper(best, other):
+    """The cheaper of two (cost, values) plans, either None where it is none."""
+    if other is None:
+        return best
+    return other if best is None or other[0] < best[0] else best
 
 
 class Known:

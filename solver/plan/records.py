@@ -596,3 +596,5 @@ class BuyerSummary(BaseModel):
     orders: tuple[OrderLine, ...] = ()
     binding: tuple[Binding, ...] = ()
     """The binding constraints with the largest shadow prices (at most five)."""
+    stopped_months: tuple[int, ...] = ()
+    """Months stopped at their time limit unproven (months[].stopped_at_limit, mip_gap)."""

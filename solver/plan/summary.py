@@ -7,7 +7,8 @@
   (`committed` / the offer's GPUs per server in `servers`, else 1: what a one-month
   horizon orders in month 0; GPUs rented by the hour are no order); a static plan, the
   `servers` to buy now;
-- what binds: the `SUMMARY_BINDINGS` binding rows with the largest |shadow price|.
+- what binds: the `SUMMARY_BINDINGS` binding rows with the largest |shadow price|;
+- with a horizon, the months whose solve stopped at the time limit (`stopped_months`).
 """
 
 import math
@@ -71,4 +72,5 @@ def buyer_summary(plan: Plan) -> BuyerSummary:
         bought=bought,
         orders=orders,
         binding=tuple(priced[:SUMMARY_BINDINGS]),
+        stopped_months=tuple(m.month for m in plan.months if m.stopped_at_limit),
     )

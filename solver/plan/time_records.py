@@ -252,6 +252,10 @@ class Month(BaseModel):
     plan written before months stated it."""
     mip_gap: float | None = None
     """The month's own plan's gap to its bound (None: no bound)."""
+    stopped_at_limit: bool = False
+    """Whether the month's solve stopped at its share of the time limit before its gap
+    closed: its plan is the best it had then (the held fleet's where the search had
+    none: solver.decompose.by_period), `mip_gap` against the bound it had."""
     offers: tuple[MonthOffer, ...] = ()
     hours: tuple[Hour, ...] = ()
     """The month's 24 UTC hours, planned at the month's grown demand (month 0: the

@@ -50,7 +50,7 @@ from solver.plan.records import Binding, RegionPower
 from solver.plan.schema import Plan, plan_status
 from solver.plan.time_records import Commitment, Hour, Month, MonthOffer, ServerOrder
 from solver.program.families.pricing import CommittedColumn
-from solver.program.lp import Variable
+from solver.program.lp import Termination, Variable
 from solver.settings import SolveSettings
 from solver.stages import candidate_table
 from solver.time.failover import error_budgets
@@ -183,6 +183,7 @@ def with_months(instance: Instance, plan: Plan, later: Sequence[Plan]) -> Plan:
                 cost_per_month=solved.cost_per_month or 0.0,
                 status=solved.status,
                 mip_gap=solved.solver.mip_gap if solved.solver else None,
+                stopped_at_limit=stopped_at_limit(solved),
                 offers=offers,
                 hours=solved.hours if month else (),
                 committed=solved.committed if month else (),
@@ -210,6 +211,12 @@ def with_months(instance: Instance, plan: Plan, later: Sequence[Plan]) -> Plan:
             "horizon_cost": math.fsum(m.cost_per_month for m in months),
         }
     )
+
+
+def stopped_at_limit(plan: Plan) -> bool:
+    """Whether `plan`'s solve stopped at its time limit with a plan it had not proven
+    within the gap (the backends' `feasible`: solver.program.lp.Termination)."""
+    return plan.solver is not None and plan.solver.termination == Termination.FEASIBLE
 
 
 def with_orders(instance: Instance, months: Sequence[Month]) -> list[Month]:

@@ -19,11 +19,13 @@ the sequence calls them:
 """
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from models.operations.procurement import month_factors
 from models.operations.time_demand import held_all_day
 from models.schema.instance import Instance
 from models.schema.quantities import counted
@@ -40,9 +42,10 @@ from solver.plan.records import ReplicaPool, SimplicityCost
 from solver.plan.schema import Plan
 from solver.program.build import FleetProgram, with_bounds
 from solver.program.families.pricing import CommittedColumn
+from solver.program.families.variables import PoolUsedColumn
 from solver.program.lp import SolveResult, Termination, plan_of
 from solver.program.optimised import Optimised
-from solver.program.row_names import ReplicasColumn
+from solver.program.row_names import ReplicasColumn, family_of
 from solver.settings import MIN_CALL_S, SolveSettings
 from solver.time.alternatives import (
     configs_limit_rows,
@@ -69,9 +72,13 @@ HELD_PLAN_GAP = 0.01
 """The loosest gap the static plan of the day's peak is solved to (the run's where that
 is looser): it is the rounds' first plan, which they improve, not their proof."""
 
-MIN_SOLVE_SHARE = 0.5
+MIN_SOLVE_SHARE = 0.25
 """The least share of its equal part of the time a month's solve gets, whatever the
-month before's overhead says (`month_share`)."""
+month before's overhead says (`month_share`). Small: a month whose search has no plan
+when its share ends still has one (the held fleet's: solver.decompose.by_period), while
+every month that solves past its part takes the months after it (at 0.5, on a machine
+loaded 11 on 2 cores, 12 months of 5 regions x 8 workloads took about 30 s each against
+an 18 s part, and the run's limit came in month 11's build: exit 4, no plan)."""
 
 HeldFleet = Callable[
     [Instance, CandidateTable, SolveSettings],
@@ -82,11 +89,15 @@ integer columns by name, or None (no plan within its settings' deadline)."""
 
 
 def _planned_held(
-    planned: HeldFleet, instance: Instance, table: CandidateTable, settings: SolveSettings
+    planned: HeldFleet,
+    instance: Instance,
+    table: CandidateTable,
+    settings: SolveSettings,
+    month: int = 0,
 ) -> Held | BaseException | None:
-    """The held fleet of `instance`. It only speeds the rounds up, so a static plan that
-    fails for any reason but an interruption leaves them without it (logged at debug
-    level); an interruption is handed to the rounds' thread to raise."""
+    """The held fleet of `instance` (month `month`'s). It only speeds the rounds up, so a
+    static plan that fails for any reason but an interruption leaves them without it
+    (logged at debug level); an interruption is handed to the rounds' thread to raise."""
     try:
         found = planned(held_all_day(instance), table, settings)
     except Exception:  # any failure: the rounds go on without the held fleet
@@ -97,7 +108,34 @@ def _planned_held(
     if found is None:
         return None
     bought, layout = found
-    return Held({CommittedColumn(r, g).name(): gpus for (r, g), gpus in bought.items()}, layout)
+    committed = {CommittedColumn(r, g).name(): gpus for (r, g), gpus in bought.items()}
+    return Held(committed, layout, month)
+
+
+def grown_fleet(held: Held, instance: Instance, month: int) -> Held:
+    """`held`, planned for an earlier month's peak, with its pools grown to month
+    `month`'s demand (`Held.grown`, what the rounds' last plan holds where they end
+    without one): each pool's replicas times its workload's growth between the two
+    months, rounded up,
+
+        n'[w,c,r] = ceil(n[w,c,r] x (1 + g_w)^(month - held.month)),
+
+    on the same configurations (`pool_used` kept); a pool of more replicas serves at
+    least as much per replica, so every scenario's load grown by (1 + g_w)^k fits where
+    the held load did (the supply and power caps may still refuse it). Its pooling
+    steps are left to the program."""
+    if month <= held.month:
+        return held
+    factors = month_factors(instance, month - held.month)
+    grown = {}
+    for name, value in held.layout.items():
+        family = family_of(name)
+        if family == ReplicasColumn.family:
+            factor = factors.get(ReplicasColumn.parse(name).workload, 1.0)
+            grown[name] = float(math.ceil(value * factor - 1e-9))
+        elif family == PoolUsedColumn.family:
+            grown[name] = value
+    return replace(held, grown=grown)
 
 
 def month_share(settings: SolveSettings, horizon: Horizon) -> SolveSettings:
@@ -112,8 +150,8 @@ def month_share(settings: SolveSettings, horizon: Horizon) -> SolveSettings:
         deadline_m = max(start + part_m - overhead, now + MIN_SOLVE_SHARE x part_m)
 
     (each month's time left over goes to the months after it; a month whose part ends
-    without a plan goes on within the rest of the solve time: `PeriodsStep.optimise`).
-    A day without months keeps the settings."""
+    without a plan goes on within one more part: `PeriodsStep.optimise`). A day without
+    months keeps the settings."""
     deadline = settings.deadline
     if not horizon.months or deadline is None or deadline.limit_s is None:
         return settings
@@ -122,6 +160,21 @@ def month_share(settings: SolveSettings, horizon: Horizon) -> SolveSettings:
     part = max(0.0, deadline.limit_s - start) / max(1, horizon.months - horizon.month)
     end = max(start + part - horizon.overhead_s, now + MIN_SOLVE_SHARE * part)
     return replace(settings, deadline=replace(deadline, limit_s=min(deadline.limit_s, end)))
+
+
+def retry_share(settings: SolveSettings, horizon: Horizon) -> SolveSettings:
+    """The settings of month m's second try, its own part spent without a plan: one more
+    equal part of the solve time left, from now, the months after it keeping theirs,
+
+        deadline = now + (end - now) / (H - m)
+
+    (the last month's second try has all that is left)."""
+    deadline = settings.deadline
+    if deadline is None or deadline.limit_s is None:
+        return settings
+    now = deadline.elapsed_s()
+    part = max(0.0, deadline.limit_s - now) / max(1, horizon.months - horizon.month)
+    return replace(settings, deadline=replace(deadline, limit_s=now + part))
 
 
 def _expired(settings: SolveSettings) -> bool:
@@ -236,9 +289,12 @@ class PeriodsStep:
             raise Infeasible.from_problems(problems)
 
     def optimise(self, backend: Backend, solve_settings: SolveSettings) -> Optimised:
-        """`optimise_periods`, within the month's share of the solve time (`month_share`);
-        where the share ends without a plan, again within the rest of the solve time (a
-        month without a plan ends the horizon)."""
+        """`optimise_periods`, within the month's share of the solve time (`month_share`;
+        where the rounds end without a plan, the held fleet's is theirs:
+        solver.decompose.by_period); where the share still ends without one, again
+        within one more part of what is left (`retry_share`), so that the months after it
+        keep theirs (it took all that was left, and a month without a plan ends the
+        horizon: the months before it were lost)."""
         started = time.monotonic()
         try:
             shared = month_share(solve_settings, self.horizon)
@@ -246,7 +302,8 @@ class PeriodsStep:
             stopped = found.result.termination is Termination.TIME_LIMIT
             if shared is solve_settings or not stopped or _expired(solve_settings):
                 return found
-            return optimise_periods(self.program, backend, solve_settings, self.held)
+            again = retry_share(solve_settings, self.horizon)
+            return optimise_periods(self.program, backend, again, self.held)
         finally:
             self.optimise_s = time.monotonic() - started
 
@@ -265,6 +322,8 @@ class PeriodsStep:
             self.held_found = earlier
             return earlier
 
+        if earlier is not None:
+            earlier = grown_fleet(earlier, self.instance, self.horizon.month)
         if self.held_fleet is None:
             return earlier_only if earlier is not None else None
         deadline = settings.deadline
@@ -278,7 +337,7 @@ class PeriodsStep:
             held = held.limited(min(share, settings.time_limit_s or share))
         held = replace(held, mip_gap=max(held.mip_gap, HELD_PLAN_GAP))
         found: list = []
-        inputs = (self.held_fleet, self.instance, self.table, held)
+        inputs = (self.held_fleet, self.instance, self.table, held, self.horizon.month)
         thread = threading.Thread(
             target=lambda: found.append(_planned_held(*inputs)), name="held-fleet", daemon=True
         )

@@ -301,7 +301,7 @@ def test_a_price_below_the_floor_is_zero():
     duals = {c.row: 1e-6 for c in tiny.covers} | {c.row: 5.0 for c in kept.covers}
     assert period_passes.PRICE_FLOOR * 1_000.0 == 1e-3
     assert {o.per_level * o.highest for o in parts.offers} == {64}
-    prices = period_passes.lp_prices(program.lp, parts, _Duals(1_000.0, duals), EXACT.started())
+    prices, _ = period_passes.lp_prices(program.lp, parts, _Duals(1_000.0, duals), EXACT.started())
     assert set(prices[0].values()) == {0.0}
     for offer in {c.committed for c in kept.covers}:
         rows = sum(c.committed == offer for c in kept.covers)

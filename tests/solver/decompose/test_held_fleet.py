@@ -17,6 +17,7 @@ from solver.candidates.table import build_candidates
 from solver.decompose.by_period import _Rounds
 from solver.decompose.period_split import split
 from solver.program.families.pricing import CommittedColumn, OnDemandColumn
+from solver.program.row_names import ReplicasColumn
 from solver.settings import Deadline, SolveSettings
 from solver.solve import held_fleet, solve_program
 from solver.time import step
@@ -184,7 +185,8 @@ def test_a_month_without_its_own_held_fleet_starts_from_the_month_befores(monkey
     with its share spent, the month before's without planning."""
     from solver.decompose.period_split import Held
 
-    earlier = Held({CommittedColumn("r1", "h100-sxm").name(): 16.0}, {"replicas[x]": 2.0})
+    pool = ReplicasColumn("chat", "c", "r1").name()
+    earlier = Held({CommittedColumn("r1", "h100-sxm").name(): 16.0}, {pool: 2.0})
     monkeypatch.setattr(step.time, "monotonic", lambda: 106.0)
     settings = replace(EXACT, time_limit_s=24.0, deadline=Deadline(100.0, 24.0))
     for own, expected in ((None, earlier), (({("r2", "h200"): 8.0}, {}), "own")):
@@ -195,9 +197,10 @@ def test_a_month_without_its_own_held_fleet_starts_from_the_month_befores(monkey
         found = months._held_beside(settings)()
         if expected == "own":
             assert found.committed == {CommittedColumn("r2", "h200").name(): 8.0}
-        else:
-            assert found is earlier
+        else:  # the instance grows by nothing: its pools grown are its pools
+            assert (found.committed, found.layout) == (earlier.committed, earlier.layout)
+            assert found.grown == {pool: 2.0}
         assert months.held_found is found
     monkeypatch.setattr(step.time, "monotonic", lambda: 124.0)  # the share is spent
     months.held_fleet = lambda *_args: pytest.fail("no time to plan it")
-    assert months._held_beside(settings)() is earlier
+    assert months._held_beside(settings)().layout == earlier.layout

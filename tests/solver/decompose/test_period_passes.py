@@ -2,6 +2,7 @@
 block solves get their part of a share of it, and a priced block its limit stopped
 without a solution leaves the rounds going."""
 
+import math
 import time
 from dataclasses import replace
 from unittest.mock import patch
@@ -112,5 +113,5 @@ def test_a_relaxation_that_cannot_end_in_its_share_is_not_solved(monkeypatch):
     nonzeros = program.lp.size()["nonzeros"]
     assert nonzeros > 30
     monkeypatch.setattr(period_passes, "LP_S_PER_NONZERO", 1.0)
-    prices = period_passes.lp_prices(program.lp, parts, _Refusing(), EXACT.started())
-    assert prices == [{} for _ in parts.blocks]
+    prices, bound = period_passes.lp_prices(program.lp, parts, _Refusing(), EXACT.started())
+    assert prices == [{} for _ in parts.blocks] and bound == -math.inf

@@ -1,0 +1,181 @@
+"""A periods program whose time runs out before the search has a plan still answers with
+one: the held fleet's (solver.decompose.by_period, `_Rounds.held_plan`), its gap stated,
+verified; a procurement month so stopped is named in the plan, and the months after it
+are planned (solver.time.step: its second try takes one part of what is left, not all).
+
+The clock is not waited on: a backend that finds no incumbent in any MIP of the periods
+program asked within a deadline (what HiGHS answers when the clock stops it first), and
+the rounds told that their deadline has passed, stand for a month whose share ran out."""
+
+import math
+
+import pytest
+
+from cli.render.summary_tables import summary_table
+from cli.render.time_tables import _solved
+from models.io.loading import validate_instance
+from solver.decompose import by_period
+from solver.decompose.period_split import Held
+from solver.plan.schema import gap_percent
+from solver.program.families.pooling import PoolAtLeastColumn
+from solver.program.families.variables import PoolUsedColumn
+from solver.program.lp import SolveResult, Termination
+from solver.program.row_names import ReplicasColumn
+from solver.settings import SolveSettings
+from solver.solve import solve_program
+from solver.time import step
+from solver.verify.hours import verify_hours
+from tests.solver.decompose.test_by_period import SHAPES, _base, _data
+
+HELD_PLAN = "none by the deadline: the held fleet's plan"
+
+
+class _NoIncumbent:
+    """The real backend, except that a MIP of the periods program (named `*-hours`, its
+    blocks `*-hours-period<i>`) asked within a deadline while `stopping()` ends without
+    an incumbent. Past the deadline (none given) it answers as the real one."""
+
+    def __init__(self, real, stopping):
+        self.real, self.stopping = real, stopping
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def run(self, lp, settings, start=None):
+        stopped = self.stopping() and settings.deadline is not None and "-hours" in lp.name
+        if stopped and lp.integer_variables:
+            return SolveResult(Termination.TIME_LIMIT, self.real.name, self.real.version(), 0.0)
+        return self.real.run(lp, settings, start=start)
+
+
+def _stopping(monkeypatch, months: set[int] | None = None):
+    """Months in `months` (None: every program) find nothing before their deadline, and
+    their rounds see the deadline passed."""
+    from solver import solve as pipeline
+
+    month = [0]
+    original = step.PeriodsStep.optimise
+
+    def optimise(self, backend, settings):
+        month[0] = self.horizon.month
+        return original(self, backend, settings)
+
+    stopping = lambda: months is None or month[0] in months  # noqa: E731
+    expired = by_period._expired
+    monkeypatch.setattr(step.PeriodsStep, "optimise", optimise)
+    monkeypatch.setattr(
+        by_period, "_expired", lambda s: (stopping() and s.deadline is not None) or expired(s)
+    )
+    real = pipeline.get_backend
+    monkeypatch.setattr(pipeline, "get_backend", lambda name: _NoIncumbent(real(name), stopping))
+
+
+def _months(count: int, growth: float, r1: float = 40.0) -> dict:
+    """_base (r1 at `r1` requests/s at its peak, r2 at 25) over `count` months."""
+    data = _data({"r1": r1, "r2": 25.0}, SHAPES[0], 0.6, True, None, "region", "node", None)
+    data["policy"].update(horizon_months=count, monthly_growth=growth)
+    return data
+
+
+def test_an_hourly_plan_the_limit_stops_without_one_is_the_peak_fleet_held_all_day(monkeypatch):
+    """No block solve answers before the deadline: the plan is the day's peak fleet held
+    every hour (its blocks solved past the deadline with its pools held), verified, its
+    gap stated against the master's bound: a gap in [0, 1) that the search did not prove
+    (stopped: status feasible)."""
+    _stopping(monkeypatch)
+    inst = validate_instance(_base(), "periods.yaml")
+    plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
+    assert plan.solver.termination == "feasible"
+    assert HELD_PLAN in plan.solver.method
+    assert plan.solver.mip_gap is not None and 0.0 <= plan.solver.mip_gap < 1.0
+    assert plan.status.startswith("feasible (gap ")
+    assert verify_hours(inst, plan).ok
+    # the fleet is held all day: every hour uses the same GPUs, none rented on demand
+    assert len({tuple((g.region, g.gpu, g.used) for g in h.gpus) for h in plan.hours}) == 1
+    assert all(g.on_demand == 0 for h in plan.hours for g in h.gpus)
+
+
+def test_a_month_the_limit_stops_without_a_plan_is_planned_and_so_is_the_month_after(
+    monkeypatch,
+):
+    """Month 0 of 2 finds nothing in its share: its plan is its held fleet's, named as
+    stopped at the limit with its gap; month 1 is solved as usual (not stopped), and the
+    whole horizon passes the hour verifier. r1 at 400 requests/s, growing 50% a month."""
+    _stopping(monkeypatch, {0})
+    inst = validate_instance(_months(2, 0.5, r1=400.0), "periods.yaml")
+    plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
+    assert [m.month for m in plan.months] == [0, 1]
+    assert [m.stopped_at_limit for m in plan.months] == [True, False]
+    stopped = plan.months[0]
+    assert stopped.mip_gap is not None and 0.0 < stopped.mip_gap < 1.0
+    assert stopped.status == f"feasible (gap {stopped.mip_gap:.2%})"
+    assert HELD_PLAN in plan.solver.method
+    assert all(m.cost_per_month > 0 for m in plan.months)
+    assert plan.summary.stopped_months == (0,)
+    assert verify_hours(inst, plan).ok
+    # the terminal, Markdown and report's summary and months table say it
+    summary = dict(summary_table(plan).rows)
+    assert summary["stopped at the time limit"].startswith(
+        f"month 0 (gap {gap_percent(stopped.mip_gap)})"
+    )
+    assert _solved(stopped) == f"time limit, gap {gap_percent(stopped.mip_gap)}"
+    assert _solved(plan.months[1]) in ("optimal", f"gap {gap_percent(plan.months[1].mip_gap)}")
+
+
+def test_a_month_without_its_own_held_fleet_plans_the_month_befores_grown(monkeypatch):
+    """Month 1's own peak plan is not found (the static plan of its peak answers None) and
+    its share ends without a plan: the month before's fleet, its pools grown by 1.5 and
+    rounded up, is its plan, stopped at the limit with its gap, verified with the whole
+    horizon."""
+    from solver import solve as pipeline
+
+    _stopping(monkeypatch, {1})
+    calls = []
+    planned = pipeline.held_fleet
+
+    def held_fleet(instance, table, settings):
+        calls.append(instance.name)
+        return None if len(calls) == 2 else planned(instance, table, settings)
+
+    monkeypatch.setattr(pipeline, "held_fleet", held_fleet)
+    inst = validate_instance(_months(2, 0.5, r1=400.0), "periods.yaml")
+    plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
+    assert len(calls) == 2
+    assert [m.stopped_at_limit for m in plan.months] == [False, True]
+    assert plan.months[1].mip_gap is not None and plan.months[1].cost_per_month > 0
+    assert verify_hours(inst, plan).ok
+
+
+def test_the_month_befores_pools_grow_by_the_growth_between_the_months():
+    """A fleet planned for month 2, grown to month 4 at 10% a month: 5 replicas x 1.1^2 =
+    6.05 -> 7; its configuration kept (pool_used 1), its pooling step left to the
+    program; a fleet of the same month is kept as it is."""
+    data = _months(6, 0.1)
+    inst = validate_instance(data, "periods.yaml")
+    pool = ReplicasColumn("chat", "c", "r1").name()
+    used = PoolUsedColumn("chat", "c", "r1").name()
+    step_at = PoolAtLeastColumn("chat", "c", "r1", 2).name()
+    held = Held({}, {pool: 5.0, used: 1.0, step_at: 1.0}, month=2)
+    grown = step.grown_fleet(held, inst, 4)
+    assert math.ceil(5 * 1.1**2) == 7
+    assert grown.grown == {pool: 7.0, used: 1.0}
+    assert grown.layout == held.layout and grown.late_layout == grown.grown
+    assert step.grown_fleet(held, inst, 2) is held
+    assert held.late_layout == held.layout
+
+
+@pytest.mark.parametrize(("month", "expected_s"), [(3, 6.0 + 18.0 / 9), (11, 24.0)])
+def test_a_second_try_takes_one_part_of_what_is_left(month, expected_s):
+    """24 s of solve time, 6 s gone: month 3 of 12 tries again within 18 / 9 = 2 s more,
+    the last month within all 18."""
+    import time
+    from dataclasses import replace
+
+    from solver.settings import Deadline
+    from solver.time.horizon import Horizon
+
+    settings = replace(
+        SolveSettings(time_limit_s=24.0), deadline=Deadline(time.monotonic() - 6.0, 24.0)
+    )
+    again = step.retry_share(settings, Horizon(month=month, months=12))
+    assert again.deadline.limit_s == pytest.approx(expected_s, abs=0.05)
