@@ -438,9 +438,7 @@ def test_a_results_line_of_the_wrong_shape_is_refused_naming_it(
     assert lines.read_bytes() == before  # nothing appended to a file it cannot read
 
 
-def test_a_key_given_twice_in_a_results_line_is_refused_naming_it(
-    run_cli, tmp_path, sweep_results
-):
+def test_a_key_given_twice_in_a_results_line_is_refused_naming_it(run_cli, tmp_path, sweep_results):
     """`{"cost_per_month": 0, ..., "cost_per_month": 31536}`: JSON keeps the last value,
     so an edit that added a key beside the sweep's own was read without a word."""
     lines = _results(run_cli, sweep_results, tmp_path)
