@@ -44,6 +44,7 @@ from cli.render.plan_tables import (
     plan_tables,
     procurement_lines,
 )
+from cli.render.summary_tables import MONTH_ZERO_EXPLAINED, cost_words
 from cli.render.tables import TableSpec, markdown_tables, print_tables
 from cli.render.time_tables import time_tables
 from cli.render.zeros import json_without_negative_zero
@@ -203,16 +204,7 @@ def explain(
             running.close(cancel=True)
         err.print(f"[bold red]no explanation:[/] {escape(f'{file}: {stopped}')}")
         raise typer.Exit(ExitCode.TIME_LIMIT) from None
-    header = [
-        f"{explanation.instance}: explanation of the {explanation.status} plan at "
-        f"${explanation.cost_per_month:,.0f}/month"
-    ]
-    if not explanation.plan.optimal:
-        header.append(
-            "not proven optimal: the plan's cost is an upper bound, so what each pool "
-            "saves against its alternative is not shown"
-        )
-    header += procurement_lines(explanation.plan)
+    header = explain_header(explanation)
     tables = explanation_tables(explanation) + _voice_tables(solved)
     if explanation.plan.hours:  # an hourly plan: its hours, headroom, budget and months too
         tables += time_tables(explanation.plan)
@@ -221,6 +213,24 @@ def explain(
 
         explanation, tables = with_levers(running, explanation, tables)
     _report(header, tables, explanation, json_out, markdown_out, file)
+
+
+def explain_header(explanation) -> list[str]:
+    """explain's lines above its tables: the plan's cost as solve's summary states it (a
+    plan of months: month 0's and the horizon's, and that month 0 is what is explained),
+    whether it is proven, its growth, headroom and simplicity."""
+    header = [
+        f"{explanation.instance}: explanation of the {explanation.status} plan at "
+        f"{cost_words(explanation.cost_per_month, explanation.plan)}"
+    ]
+    if explanation.plan.months:
+        header.append(MONTH_ZERO_EXPLAINED)
+    if not explanation.plan.optimal:
+        header.append(
+            "not proven optimal: the plan's cost is an upper bound, so what each pool "
+            "saves against its alternative is not shown"
+        )
+    return header + procurement_lines(explanation.plan)
 
 
 def verify(

@@ -20,6 +20,23 @@ def _gap(gap: float | None) -> str:
     return "gap unknown" if gap is None else f"gap {gap_percent(gap)}"
 
 
+MONTH_ZERO_EXPLAINED = (
+    "a plan of months is explained at month 0: its program's binding rows and re-solves, its "
+    "fleet, hours and scenarios (each month's are in the months tables); the levers re-solve "
+    "the whole horizon"
+)
+"""What `explain` reads of a plan of months (solver.time.alternatives: month 0's program)."""
+
+
+def cost_words(cost_per_month: float, plan: Plan) -> str:
+    """A plan's $/month as its figures cover it: a plan of months states month 0's and its
+    horizon's sum (`cost_per_month` is month 0's there), a static or hourly plan its own."""
+    words = f"${cost_per_month:,.0f}/month"
+    if plan.months and plan.horizon_cost is not None:
+        words += f" (month 0); ${plan.horizon_cost:,.0f} over the {len(plan.months)}-month horizon"
+    return words
+
+
 def summary_table(plan: Plan) -> TableSpec | None:
     """What it costs, what is bought where, which servers to order when, what binds."""
     s = plan.summary
