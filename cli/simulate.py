@@ -208,15 +208,23 @@ def simulation_tables(result: PlanSimulation) -> list[TableSpec]:
                         b.batch,
                         f"{b.planned_requests_per_s:,.2f}",
                         f"{b.injected:,}",
-                        f"{b.achieved_requests_per_s:,.2f}",
-                        "SHORTFALL" if b.shortfall else "ok",
+                        f"{b.achieved_requests_per_s:,.2f}"
+                        if b.measured_from_s < result.duration_s
+                        else "-",
+                        "SHORTFALL"
+                        if b.shortfall
+                        else "ok"
+                        if b.measured_from_s < result.duration_s
+                        else "run too short",
                     )
                     for pool, b in soaked
                 ),
-                note="finished req/s: batch requests finished between the warm-up and the "
-                "end of the arrivals, per second; SHORTFALL: below the planned rate by more "
-                "than 3 Poisson standard deviations (batch and interactive requests share "
-                "each replica's queue in arrival order, no priority)",
+                note="finished req/s: batch requests finished between the later of the "
+                "warm-up and the pool's fill with batch and the end of the arrivals, per "
+                "second (-: the run ends before the pool fills); SHORTFALL: below the "
+                "planned rate by more than 3 Poisson standard deviations (batch and "
+                "interactive requests share each replica's queue in arrival order, no "
+                "priority)",
             )
         )
     if any(pool.effects_ttft_p99_ms or pool.effects_tpot_p99_ms for pool in result.pools):

@@ -549,7 +549,7 @@ def _simulate_one(
             preemptions=trace.preemptions,
             mean_batch=trace.busy_batch_s / horizon_s / replicas,
             effects_ttft_p99_ms=effect_p99,
-            batch=batch_replays(soak, kind, trace.finish_s, duration_s, warmup_s),
+            batch=batch_replays(soak, kind, trace.arrival_s, trace.finish_s, duration_s, warmup_s),
         ),
         trace.events,
     )

@@ -49,8 +49,11 @@ class SoakReplay(BaseModel):
     """The plan's soak rate on this pool in the hour replayed (`Hour.batch_soak`)."""
     injected: int
     """Batch requests that arrived over the whole run (Poisson at the planned rate)."""
+    measured_from_s: float = 0.0
+    """Where the measured span starts: the later of the warm-up and the time the pool
+    takes to fill with the batch (`solver.simulate.soak.filled_s`)."""
     finished_in_span: int
-    """Batch requests that finished between the warm-up and the end of the arrivals."""
+    """Batch requests that finished between `measured_from_s` and the end of the arrivals."""
     achieved_requests_per_s: float
     """`finished_in_span` per second of that span."""
     unfinished: int = 0
