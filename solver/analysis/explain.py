@@ -254,7 +254,7 @@ def explain_solved(solved: Solved, progress: Progress | None = None, busy: int =
         families=_family_slack(solved),
         plan=plan,
         gpu_count_routing=gpu_count_routing(solved.program.sets.instance, plan),
-        **_engine_effects(solved.program.sets.instance, plan, solved.settings),
+        **_engine_effects(solved.instance, plan, solved.settings),
     )
 
 
@@ -265,10 +265,13 @@ EFFECTS_CUT = "; not simulated, the time limit passed first: {pools}"
 
 def _engine_effects(instance: Instance, plan: Plan, settings: SolveSettings) -> dict:
     """The engine effects of the plan's pools at its load, or nothing for a plan the
-    simulator cannot replay; within the run's deadline (five replays of 120 s of arrivals
-    per pool: seconds to a minute): not started past it, and a pool whose turn, or whose
-    next run, comes past it is not replayed and is named in the method (`EFFECTS_CUT`),
-    so the deadline is passed by at most one run of one pool."""
+    simulator cannot replay; `instance` is the one the plan answers (`Solved.instance`),
+    as `simulate` replays it (an hourly plan's program holds its peak period's workloads
+    only, so the batch the replayed hour soaks was left out of the replay). Within the
+    run's deadline (five replays of 120 s of arrivals per pool: seconds to a minute): not
+    started past it, and a pool whose turn, or whose next run, comes past it is not
+    replayed and is named in the method (`EFFECTS_CUT`), so the deadline is passed by at
+    most one run of one pool."""
     deadline = settings.deadline
     if deadline is not None and deadline.expired():
         return {"engine_effects": (), "engine_effects_method": EFFECTS_PAST_DEADLINE}

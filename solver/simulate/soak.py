@@ -71,8 +71,8 @@ def pool_soaks(
         matching = [i for i, share in enumerate(shares) if share[0].key == soak.configuration]
         weight = sum(shares[i][-1] for i in matching)
         batch = next((w for w in instance.workloads if w.name == soak.batch), None)
-        if not matching or weight <= 0 or batch is None:  # batch None: explain replays its
-            continue  # program's instance, which does not hold it; the soak is then named
+        if not matching or weight <= 0 or batch is None:  # batch None: an instance
+            continue  # without the batch workload; the soak is then named
         placed.add(index)
         for i in matching:
             per_share[i].append((batch, soak.requests_per_s * shares[i][-1] / weight))
