@@ -1,0 +1,25 @@
+"""explain --levers' 'rests on' (capacity_bands.uncertain_pools) names a borrowed GPU type
+whichever hour or month of the lever's plan runs it, as its $/month (a horizon's mean
+month) counts them; it read the peak fleet of month 0 alone.
+
+test_months' hand case (Llama 3.1 8B, 10.5 q growing 10% a month over 4 months: 11, 12,
+13, 14 GPUs) with 12 H100s at most and MI300X (no calibration rows: borrowed) at $2.50:
+month 0 runs 11 H100s, months 2 and 3 add MI300X, and the plan read 'measured'."""
+
+from models.io.loading import validate_instance
+from solver.analysis.capacity_bands import uncertain_pools
+from solver.solve import solve
+from tests.solver.time.test_months import _data, _lone_rps
+
+
+def test_a_borrowed_type_of_later_months_is_what_the_plan_rests_on():
+    data = _data(10.5 * _lone_rps(), 0.10, 0, 4)
+    data["regions"][0]["supply"]["h100-sxm"]["max_gpus"] = 12
+    data["gpus"].append({"name": "mi300x"})
+    data["regions"][0]["supply"]["mi300x"] = {"max_gpus": 64, "price_per_gpu_hour": 2.5}
+    plan = solve(validate_instance(data, "mi300x.yaml"))
+    assert {p.gpu for p in plan.replicas} == {"h100-sxm"}  # month 0: 11 <= 12 H100s
+    later = {p.gpu for m in plan.months for h in m.hours for p in h.pools if p.count}
+    assert "mi300x" in later
+    (rests_on,) = [text for text in uncertain_pools(plan) if text.startswith("mi300x")]
+    assert "BORROWED" in rests_on
