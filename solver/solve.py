@@ -337,7 +337,7 @@ def _solve_months(
         previous = solved.plan
         later.append(previous)
         settings.passed(f"month {month} of {horizon.months - 1}")
-    plan = with_months(instance, first.plan, later)
+    plan = with_engine(instance, with_months(instance, first.plan, later))  # every month's GPUs
     plan = verified(plan, verify_hours(instance, plan), "hourly plan")  # past the deadline too
     return dataclasses.replace(first, plan=plan)
 
@@ -506,10 +506,10 @@ def _in_background(run: Callable[..., T], *args) -> Callable[[], T]:
 
 
 def with_engine(instance: Instance, plan: Plan) -> Plan:
-    """The plan with the engine profile used, the GPU types it uses that run on
-    borrowed efficiency factors (`models.physics.efficiency.efficiency_source`) and each
-    pool's measured error band (`solver.analysis.capacity_bands`)."""
-    used = sorted({use.gpu for use in plan.gpus if use.used} | {p.gpu for p in plan.replicas})
+    """The plan with the engine profile used, the GPU types it runs (`Plan.gpu_types_run`)
+    on borrowed efficiency factors (`models.physics.efficiency.efficiency_source`) and
+    each pool's measured error band (`solver.analysis.capacity_bands`)."""
+    used = sorted({use.gpu for use in plan.gpus if use.used} | set(plan.gpu_types_run()))
     specs = [instance.gpu_specs[gpu] for gpu in used if gpu in instance.gpu_specs]
     return with_bands(instance, plan).model_copy(
         update={

@@ -198,21 +198,6 @@ def p99_headroom(plan: Plan, over_horizon: bool = True) -> float | None:
     return min(p.capacity_requests_per_s / p.load_requests_per_s for p in phases) - 1
 
 
-def gpu_types_run(plan: Plan, over_horizon: bool = True) -> tuple[str, ...]:
-    """The GPU types the plan runs replicas on: its peak fleet's and every hour's (pools
-    and the replicas started after a loss), and every month's where it is judged over
-    its horizon (`over_horizon`). Month 0's peak fleet alone left out a type a later
-    month or an off-peak hour adds, and with it the borrowed-efficiency gate on a saving
-    that rests on it."""
-    hours = [*plan.hours, *(h for m in plan.months if over_horizon for h in m.hours)]
-    pools = [
-        *plan.replicas,
-        *(p for hour in hours for p in hour.pools),
-        *(start.pool for hour in hours for start in hour.failover_starts),
-    ]
-    return tuple(sorted({p.gpu for p in pools if p.count}))
-
-
 def side_of(instance: Instance, plan: Plan | None, status: str, over_horizon: bool = True) -> Side:
     """The ledger's view of one plan (None: no plan, `status` says why); a plan of months
     reads its $/million tokens, $/GPU-hour, GPUs paid, utilisation and headroom over its
@@ -260,7 +245,7 @@ def side_of(instance: Instance, plan: Plan | None, status: str, over_horizon: bo
         utilisation_mean=load / capacity if capacity else None,
         utilisation_max=max((p.utilisation for p in pools), default=None),
         p99_headroom=p99_headroom(plan, over_horizon),
-        gpu_types=gpu_types_run(plan, over_horizon),
+        gpu_types=plan.gpu_types_run(over_horizon),
         violations=tuple(str(v) for v in check.violations),
     )
 

@@ -167,6 +167,19 @@ class Plan(BaseModel):
         """Whether the plan is proven optimal (see `plan_status`)."""
         return self.status == "optimal"
 
+    def gpu_types_run(self, over_horizon: bool = True) -> tuple[str, ...]:
+        """The GPU types the plan runs replicas on: its peak fleet's and every hour's
+        (pools and the replicas started after a loss), and every month's where it is read
+        over its horizon (`over_horizon`). Month 0's peak fleet alone leaves out a type a
+        later month or an off-peak hour adds."""
+        hours = [*self.hours, *(h for m in self.months if over_horizon for h in m.hours)]
+        pools = [
+            *self.replicas,
+            *(p for hour in hours for p in hour.pools),
+            *(start.pool for hour in hours for start in hour.failover_starts),
+        ]
+        return tuple(sorted({p.gpu for p in pools if p.count}))
+
     def gpus_by_type_and_region(self) -> dict[str, dict[str, int]]:
         """{gpu: {region: used}} for GPUs in use."""
         table: dict[str, dict[str, int]] = {}

@@ -5,7 +5,6 @@ months whose later months add a type, or an hourly plan whose trough runs a spot
 the peak does not, read fewer types than it runs, and a candidate whose horizon saving
 came from a borrowed type used only from month 1 passed the borrowed-efficiency gate."""
 
-from solver.analysis.compare import gpu_types_run
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.plan.time_records import FailoverStart, Hour, Month
@@ -32,9 +31,9 @@ def test_a_type_a_later_month_adds_is_a_type_of_the_horizon():
             Month(month=1, growth_factor=1.1, cost_per_month=1.0, hours=month1),
         ),
     )
-    assert gpu_types_run(plan) == ("h100-sxm", "mi300x")
+    assert plan.gpu_types_run() == ("h100-sxm", "mi300x")
     # judged per month (the other side plans other months): month 0's alone
-    assert gpu_types_run(plan, over_horizon=False) == ("h100-sxm",)
+    assert plan.gpu_types_run(over_horizon=False) == ("h100-sxm",)
 
 
 def test_every_hour_of_the_day_and_its_failover_starts_count():
@@ -46,9 +45,9 @@ def test_every_hour_of_the_day_and_its_failover_starts_count():
         failover_starts=(FailoverStart(scenario="lose=r2", pool=_pool("b200")),),
     )
     plan = Plan(replicas=(_pool("h100-sxm"),), hours=(trough, loss))
-    assert gpu_types_run(plan) == ("b200", "h100-sxm", "h200")
+    assert plan.gpu_types_run() == ("b200", "h100-sxm", "h200")
     # a pool of no replicas runs nothing
-    assert gpu_types_run(Plan(replicas=(_pool("h100-sxm"), _pool("h200", 0)))) == ("h100-sxm",)
+    assert Plan(replicas=(_pool("h100-sxm"), _pool("h200", 0))).gpu_types_run() == ("h100-sxm",)
 
 
 def test_a_horizon_saving_on_a_borrowed_type_of_later_months_is_gated():
