@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from cli.render.plan_tables import BUSIEST_SERVERS
 from cli.render.tables import TableSpec
 from models.io.output_files import terminal_safe
+from solver.analysis.capacity_bands import pools_run
 from solver.analysis.report_data import ConfigCharts
 from solver.analysis.report_time import CostSplitRow, DayChart
 from solver.plan.schema import Plan
@@ -286,9 +287,10 @@ SECTION_TABLES = {
 def band_table(plan: Plan) -> TableSpec | None:
     """One row per GPU, family and band the plan's pools rest on: the model's signed
     error on held-out rows (predicted / measured - 1), whether the band is the pool's own
-    or a borrowed or unmeasured stand-in, and what `capacity_margin: auto` applied."""
+    or a borrowed or unmeasured stand-in, and what `capacity_margin: auto` applied; of
+    every hour's and month's pools (`pools_run`), not the peak fleet's alone."""
     rows: dict[tuple, tuple[str, ...]] = {}
-    for pool in plan.replicas:
+    for pool in pools_run(plan):
         b = pool.capacity_band
         if b is None or not pool.count:
             continue

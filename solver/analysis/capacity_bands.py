@@ -56,14 +56,20 @@ def with_bands(instance: Instance, plan: Plan) -> Plan:
     return plan.model_copy(update={"replicas": tuple(map(banded, plan.replicas)), "hours": hours})
 
 
+def pools_run(plan: Plan) -> tuple[ReplicaPool, ...]:
+    """The plan's pools: its peak fleet's, every hour's and every month's (a plan's cost
+    over a horizon, and a lever's $/month, its mean month, count a pool of a later month
+    or an off-peak hour too)."""
+    hours = [*plan.hours, *(hour for month in plan.months for hour in month.hours)]
+    return (*plan.replicas, *(p for hour in hours for p in hour.pools))
+
+
 def uncertain_pools(plan: Plan) -> tuple[str, ...]:
     """`gb200 moe-tp BORROWED -42%/+62%`, one per (GPU, family, band) of the plan's pools
-    in use whose capacity rests on a borrowed GPU generation or an unmeasured regime: its
-    peak fleet's, every hour's and every month's (a lever's $/month over a horizon is its
-    mean month, so a pool of a later month or an off-peak hour carries part of it)."""
-    hours = [*plan.hours, *(hour for month in plan.months for hour in month.hours)]
+    in use (`pools_run`) whose capacity rests on a borrowed GPU generation or an
+    unmeasured regime."""
     found = []
-    for pool in (*plan.replicas, *(p for hour in hours for p in hour.pools)):
+    for pool in pools_run(plan):
         b = pool.capacity_band
         if pool.count and b is not None and b.uncertain:
             word = (b.flag or "borrowed").upper()

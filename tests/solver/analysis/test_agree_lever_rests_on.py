@@ -39,3 +39,14 @@ def test_a_borrowed_type_of_later_months_is_what_a_lever_rests_on(later_mi300x):
 def test_the_plan_states_its_borrowed_efficiencies_over_the_horizon(later_mi300x):
     assert later_mi300x.borrowed_efficiency
     assert "mi300x" in later_mi300x.efficiency_note
+
+
+def test_the_report_s_model_error_table_has_the_later_months_type(later_mi300x):
+    """The HTML report's 'Model error on held-out rows' listed the peak fleet's bands."""
+    from cli.render.html_report import band_table
+
+    table = band_table(later_mi300x)
+    assert table is not None
+    (row,) = [r for r in table.rows if r[0] == "mi300x"]
+    assert row[7] == "BORROWED"
+    assert [r[0] for r in table.rows].count("h100-sxm") >= 1
