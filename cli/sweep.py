@@ -237,9 +237,13 @@ def _surface(grid, records: dict[int, dict[str, Any]]) -> TableSpec:
 
 
 def _matrix(grid, records: dict[int, dict[str, Any]]) -> list[TableSpec]:
-    """For a two-axis grid, the cost as a matrix: rows the first axis, columns the second."""
+    """For a two-axis grid, the cost as a matrix: rows the first axis, columns the second;
+    where the points plan months, their cost over the horizon (month 0's $/month is the
+    same at every growth, lead time or later price: the surface's 'horizon $')."""
     if len(grid.axes) != 2:
         return []
+    months = any(records[p.index].get("horizon_cost") is not None for p in grid.points)
+    field, what = ("horizon_cost", "horizon $") if months else ("cost_per_month", "$/month")
     first, second = grid.axes
     columns = list(dict.fromkeys(p.values[1][1] for p in grid.points))
     rows = []
@@ -251,11 +255,11 @@ def _matrix(grid, records: dict[int, dict[str, Any]]) -> list[TableSpec]:
                 for p in grid.points
                 if p.values[0][1] == row_value and p.values[1][1] == column_value
             )
-            cells.append(_money(records[point.index].get("cost_per_month")))
+            cells.append(_money(records[point.index].get(field)))
         rows.append(tuple(cells))
     return [
         TableSpec(
-            f"$/month: {_short(first)} (rows) x {_short(second)} (columns)",
+            f"{what}: {_short(first)} (rows) x {_short(second)} (columns)",
             (_short(first), *(str(c) for c in columns)),
             tuple(rows),
         )

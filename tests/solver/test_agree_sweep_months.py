@@ -46,3 +46,40 @@ def test_a_sweep_point_of_months_states_its_horizon_cost_as_solve_does():
     assert [row[column] for row in table.rows] == [
         f"${records[i]['horizon_cost']:,.0f}" for i in (0, 1)
     ]
+
+
+class _TwoAxes:
+    axes = ("policy.monthly_growth", "policy.lead_time_months")
+
+    def __init__(self):
+        values = [(g, lead) for g in (0.0, 0.3) for lead in (0, 2)]
+        self.points = [
+            Point(
+                index=i,
+                values=(("policy.monthly_growth", g), ("policy.lead_time_months", lead)),
+            )
+            for i, (g, lead) in enumerate(values)
+        ]
+
+
+def test_the_two_axis_matrix_of_months_reads_their_horizon_cost():
+    """The matrix of a growth x lead-time sweep read month 0's $/month, the same in every
+    cell (month 0 grows by (1 + g)^0 = 1 and its orders come before the horizon), beside a
+    surface and a robust choice that read the horizon. Records as the hand case's:
+    4 GPUs x 1.2 x 730 = $3,504 in month 0; over 3 months 4 + 4 + 4 = 12 GPU-months at
+    growth 0 ($10,512), 4 + 5 + 6 = 15 at growth 0.3 ($13,140)."""
+    from cli.sweep import _matrix
+
+    month0 = 4 * RESERVED * HOURS_PER_MONTH
+    horizons = [12 * RESERVED * HOURS_PER_MONTH] * 2 + [15 * RESERVED * HOURS_PER_MONTH] * 2
+    records = {
+        i: {"status": "solved", "cost_per_month": month0, "horizon_cost": h}
+        for i, h in enumerate(horizons)
+    }
+    (table,) = _matrix(_TwoAxes(), records)
+    assert table.title.startswith("horizon $:")
+    assert table.rows == (("0.0", "$10,512", "$10,512"), ("0.3", "$13,140", "$13,140"))
+    # a grid of one-month plans keeps its $/month
+    static = {i: {"status": "solved", "cost_per_month": month0} for i in range(4)}
+    (table,) = _matrix(_TwoAxes(), static)
+    assert table.title.startswith("$/month:") and table.rows[0][1] == "$3,504"
