@@ -87,7 +87,8 @@ def comparison_report(result: Comparison) -> Report:
             ""
             if basis == "per month"
             else f"judged {basis}: GPUs used and paid in its busiest month; $/GPU-hour, "
-            "$/million tokens, utilisation and headroom over all its months",
+            "$/million tokens, utilisation and headroom over all its months; prefill share "
+            "month 0's (a later month's plan carries no cost split)",
         ),
         TableSpec("Reasons", ("reason",), tuple((r,) for r in result.reasons)),
     ]

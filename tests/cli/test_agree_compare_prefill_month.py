@@ -1,0 +1,29 @@
+"""compare's ledger says whose prefill share it shows when it judges two plans of months
+over their horizon: month 0's (a later month's plan carries no cost split), where its
+note listed every other row read over the months and left this one to be read so too
+(left alone at the last stop as 'compare's prefill share of cost reads month 0')."""
+
+from cli.compare import comparison_report
+from solver.analysis.compare import Comparison, Side
+
+
+def _side(name: str, horizon_cost: float) -> Side:
+    return Side(
+        instance=name,
+        status="solved",
+        cost_per_month=100.0,
+        horizon_cost=horizon_cost,
+        horizon_months=4,
+        prefill_share=0.58,
+    )
+
+
+def test_the_ledger_of_a_horizon_names_month_0_s_prefill_share():
+    result = Comparison(
+        decision="reject", reasons=("x",), base=_side("a", 400.0), candidate=_side("b", 420.0)
+    )
+    (ledger,) = [t for t in comparison_report(result).tables if t.title == "Ledger"]
+    assert ledger.note.startswith("judged over the 4-month horizon")
+    assert "prefill share month 0's" in ledger.note
+    row = next(r for r in ledger.rows if r[0] == "prefill share of cost")
+    assert row[1:] == ("58%", "58%")
