@@ -60,19 +60,22 @@ def _check_arrivals(arrivals: str, concurrency: int | None, effects: bool) -> No
         raise _problem("--effects", "switches engine effects off under open arrivals only")
 
 
-def _check_closed_loop_size(plan: Plan, users: int | None) -> None:
+def _check_closed_loop_size(
+    plan: Plan, users: int | None, hour: int | None = None, month: int | None = None
+) -> None:
     """A closed loop sends `users` x replicas x REQUESTS_PER_USER requests (every replica
-    of the plan counted: an upper bound for a pair, whose users sit on its decode side);
-    more than `limits.CLOSED_LOOP_REQUESTS` is refused before any replay."""
+    of the hour replayed counted, `replayed_hour`: --month 3's, not month 0's peak fleet;
+    an upper bound for a pair, whose users sit on its decode side); more than
+    `limits.CLOSED_LOOP_REQUESTS` is refused before any replay."""
     if users is None:
         return
-    replicas = sum(pool.count for pool in plan.replicas)
+    replicas = sum(pool.count for pool in replayed_hour(plan, hour, month).plan.replicas)
     requests = users * replicas * REQUESTS_PER_USER
     most = limits.CLOSED_LOOP_REQUESTS
     if requests > most.count:
         raise _problem(
             "--concurrency",
-            f"{users:,} users on each of the plan's {replicas:,} replicas send {requests:,} "
+            f"{users:,} users on each of the {replicas:,} replicas replayed send {requests:,} "
             f"requests ({REQUESTS_PER_USER} each); at most {most.count:,} {most.what} "
             f"({most.why})",
         )
@@ -384,7 +387,7 @@ def simulate(
     except HourRefused as error:
         raise _problem(error.option, str(error)) from None
     require_verified(instance, plan, plan_file, "simulate")  # replays only what holds
-    _check_closed_loop_size(plan, concurrency)
+    _check_closed_loop_size(plan, concurrency, hour, month)
     seconds = duration_s if duration_s is not None else minutes * 60
     if dispatch not in DISPATCHES:
         raise _problem("--dispatch", f"must be one of {', '.join(DISPATCHES)}, got {dispatch!r}")
