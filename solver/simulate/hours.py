@@ -18,14 +18,20 @@ it for in that hour and the analytic column is that hour's promise.
                             most GPUs and, of those, carry the most load (committed GPUs
                             may run as many replicas in the trough as at the peak)
     --hour H --month M      hour H of month M
+
+An hour whose interactive pools run replicas on spot (policy.spot_confidence) is replayed
+as the planner promised it: each such pool carries its warm load without the
+`down_replicas` of its spot replicas that are down at once at that confidence
+(`Hour.spot_pools`), so those are left out of the replay (the pool's count, and its
+`count x label` and capacity in the hour's scenarios), and the words say so.
 """
 
 from dataclasses import dataclass
 
 from models.schema.traffic import HOURS_PER_DAY
-from solver.plan.records import ReplicaPool
+from solver.plan.records import PoolLoad, ReplicaPool, ScenarioResult
 from solver.plan.schema import Plan
-from solver.plan.time_records import BatchSoak, Hour
+from solver.plan.time_records import BatchSoak, Hour, SpotReplicas
 
 
 class HourRefused(ValueError):
@@ -147,5 +153,56 @@ def _view(plan: Plan, hour: Hour, words: str, at: int, month: int | None) -> Rep
         if key not in running:
             running.add(key)
             pools.append(start.pool)
-    view = plan.model_copy(update={"replicas": tuple(pools), "scenarios": hour.scenarios})
+    scenarios = hour.scenarios
+    for spot in hour.spot_pools:
+        pools, scenarios, down = _spot_down(pools, scenarios, spot)
+        if down:
+            words += f"; {down}"
+    view = plan.model_copy(update={"replicas": tuple(pools), "scenarios": scenarios})
     return ReplayedHour(view, words, at, month, hour.batch_soak)
+
+
+def _spot_down(
+    pools: list[ReplicaPool], scenarios: tuple[ScenarioResult, ...], spot: SpotReplicas
+) -> tuple[list[ReplicaPool], tuple[ScenarioResult, ...], str]:
+    """The hour without the spot replicas of one pool that are down at once (the module
+    text), and the words naming them ('' where none are down or none would be left)."""
+    index = next(
+        (
+            i
+            for i, p in enumerate(pools)
+            if (p.workload, p.region, p.key) == (spot.workload, spot.region, spot.configuration)
+        ),
+        None,
+    )
+    down = spot.down_replicas
+    if index is None or down <= 0 or pools[index].count <= down:
+        return pools, scenarios, ""
+    pool = pools[index]
+    left = pool.count - down
+    per_replica = (pool.gpus or 0) // pool.count if pool.gpus else None
+    kept = pool.model_copy(
+        update={"count": left, "gpus": None if per_replica is None else per_replica * left}
+    )
+    named = f"{pool.count} x {pool.label}"
+    rows: list[ScenarioResult] = []
+    for scenario in scenarios:
+        loads: list[PoolLoad] = []
+        for row in scenario.pools:
+            if (row.workload, row.region) == (spot.workload, spot.region) and named in row.pools:
+                capacity = max(
+                    0.0, row.capacity_requests_per_s - down * pool.requests_per_s_per_replica
+                )
+                row = row.model_copy(
+                    update={
+                        "pools": tuple(
+                            f"{left} x {pool.label}" if t == named else t for t in row.pools
+                        ),
+                        "capacity_requests_per_s": capacity,
+                        "utilisation": row.load_requests_per_s / capacity if capacity > 0 else 0.0,
+                    }
+                )
+            loads.append(row)
+        rows.append(scenario.model_copy(update={"pools": tuple(loads)}))
+    words = f"{down} of {spot.workload} {spot.region}'s {spot.replicas} spot replicas down"
+    return [*pools[:index], kept, *pools[index + 1 :]], tuple(rows), words
