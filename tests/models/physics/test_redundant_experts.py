@@ -23,6 +23,8 @@ from models.physics.precision import Precision
 from models.physics.step_time import step_model
 from models.schema.checks import input_warnings
 from solver.deploy.engines import sglang_command, trtllm_options, vllm_command
+from solver.deploy.fleet_import import merged, pools_from_csv, pools_from_objects
+from solver.deploy.manifests import kubernetes_objects
 from solver.deploy.pools import deploy_pools
 from solver.solve import solve
 from solver.verify.fleet import verify
@@ -193,3 +195,25 @@ def test_perf_lays_out_ep72_with_redundant_experts(run_cli):
     assert result.exit_code == ExitCode.OK
     data = json.loads(result.stdout)
     assert (data["ep"], data["redundant_experts"], data["gpus"]) == (72, 32, 72)
+
+
+def test_kubernetes_annotation_carries_the_copies_back_through_fleet_import():
+    """deploy --target k8s annotates each object with its pool's layout; fleet-import
+    rebuilds the pool from it, so the 32 copies must be in it (EP72 without them is no
+    layout of DeepSeek-V3)."""
+    instance = _instance()
+    plan = solve(instance)
+    objects = kubernetes_objects(tuple(deploy_pools(instance, plan)))
+    (pool,) = merged(pools_from_objects(objects))
+    assert (pool.ep, pool.dp, pool.redundant_experts) == (72, 72, 32)
+    assert pool.key == plan.replicas[0].key
+
+
+def test_a_csv_fleet_states_its_copies():
+    text = (
+        "workload,region,gpu,precision,tp,pp,ep,dp,redundant_experts,replicas\n"
+        "chat,us-east,h100-sxm,fp8,1,1,72,72,32,2\n"
+    )
+    (pool,) = pools_from_csv(text)
+    # 2 replicas x tp 1 x pp 1 x dp 72 = 144 GPUs
+    assert (pool.redundant_experts, pool.gpus) == (32, 144)
