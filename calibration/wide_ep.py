@@ -23,10 +23,10 @@ overhead). The deployments run two-batch overlap (two micro-batches, one's all-t
 under the other's compute); the model adds communication to compute, as without it.
 
 Redundant experts (EPLB): a deployment may hold E + R physical experts (DeepSeek-V3's 256
-+ 32 on SGLang), so its EP size need only divide E + R (72 does; 256 does not). The
-model's layouts hold E experts, so such a row is predicted at the EP size that puts the
-same experts on each GPU, E / ((E + R) / ep) (EP72 with 288: 4 a GPU, as EP64 with 256),
-where that is whole; otherwise it is not placed (`model_ep`).
++ 32 on SGLang), so its EP size need only divide E + R (72 does; 256 does not). Each row
+is predicted at its own EP size with its redundant experts (`step_model(redundant=R)`:
+(E + R) / ep experts' weights and slots a GPU, 4 at EP72, 9 at EP32); a layout the rule
+refuses (`models.physics.memory.expert_layout_problem`) is not placed.
 
     python -m calibration.wide_ep        # the table: measured, predicted, error per row
 """
@@ -40,6 +40,7 @@ from pathlib import Path
 from calibration.rows import calibration_dir
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import efficiency_for
+from models.physics.memory import expert_layout_problem
 from models.physics.precision import Precision
 from models.physics.step_time import step_model
 
@@ -113,32 +114,20 @@ def load_wide_ep_rows(directory: Path | None = None) -> list[WideEpRow]:
     return rows
 
 
-def model_ep(experts: int, ep: int, redundant_experts: int = 0) -> int | None:
-    """The EP size the model predicts a row at: `ep` where it divides the E experts; else,
-    with R redundant experts, the size that puts as many experts on each GPU,
-    E / ((E + R) / ep), where both divisions are whole; else None (not placed)."""
-    if experts % ep == 0:
-        return ep
-    physical = experts + redundant_experts
-    if redundant_experts and physical % ep == 0 and experts % (physical // ep) == 0:
-        return experts // (physical // ep)
-    return None
-
-
 def predict_wide_ep(row: WideEpRow) -> float:
     """Tokens/s per GPU the model gives a row at its operating point (module docstring);
     nan where its layout cannot be placed."""
     llm = llm_catalog()[row.model]
     gpu = gpu_catalog()[row.gpu]
-    ep = model_ep(llm.experts, row.ep, row.redundant_experts)
-    if ep is None:
+    ep, dp, redundant = row.ep, row.dp, row.redundant_experts
+    if expert_layout_problem(llm, row.tp, ep, dp, redundant) is not None:
         return math.nan
-    dp = row.dp * ep // row.ep  # the same GPUs per expert rank
     efficiency = efficiency_for(gpu, row.weight_precision, engine=ENGINE_PROFILES[row.engine])
     if row.phase == "prefill":
         efficiency = efficiency.model_copy(update={"prefill_chunk_tokens": row.tokens_per_gpu})
     steps = step_model(
-        gpu, llm, row.weight_precision, row.kv_precision, row.tp, 1, efficiency, ep=ep, dp=dp
+        gpu, llm, row.weight_precision, row.kv_precision, row.tp, 1, efficiency, ep=ep, dp=dp,
+        redundant=redundant,
     )
     if row.phase == "prefill":
         tokens = row.tokens_per_gpu * row.tp * dp

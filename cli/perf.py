@@ -85,6 +85,15 @@ def perf(
             callback=within(limits.PARALLEL_DEGREE),
         ),
     ] = 1,
+    redundant_experts: Annotated[
+        int,
+        typer.Option(
+            "--redundant-experts",
+            help="Redundant expert copies per MoE layer (EPLB); --ep must divide the routed "
+            "+ redundant experts (DeepSeek-V3 at --ep 72: 256 + 32).",
+            callback=within(limits.REDUNDANT_EXPERTS),
+        ),
+    ] = 0,
     dp: Annotated[
         int,
         typer.Option(

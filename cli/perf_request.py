@@ -80,6 +80,7 @@ class PerfRequest:
     tp: int = 1
     pp: int = 1
     ep: int = 1
+    redundant_experts: int = 0
     dp: int = 1
     role: Role = Role.UNIFIED
     input_p99_tokens: float | None = None
@@ -401,11 +402,15 @@ class PerfRequest:
         """The replica the flags lay out (refused when the layout cannot hold the model)."""
         gpu, llm = self.gpu_spec, self.llm
         kv = self.kv_precision or default_kv_precision(self.precision)
-        layout = layout_problem(gpu, llm, self.precision, kv, self.tp, self.pp, self.ep, self.dp)
+        redundant = self.redundant_experts
+        layout = layout_problem(
+            gpu, llm, self.precision, kv, self.tp, self.pp, self.ep, self.dp, redundant
+        )
         if layout is not None:
-            raise problem("--tp/--pp/--ep/--dp/--precision", layout)
+            raise problem("--tp/--pp/--ep/--dp/--redundant-experts/--precision", layout)
         config = ReplicaConfig(
-            gpu, llm, self.precision, kv, self.tp, self.pp, self.role, self.ep, self.dp
+            gpu, llm, self.precision, kv, self.tp, self.pp, self.role, self.ep, self.dp,
+            redundant_experts=redundant,
         )
         return replace(config, speculation=self.speculation)
 
@@ -425,11 +430,14 @@ class PerfRequest:
         )
         gpu, llm = self.gpu_spec, self.llm
         kv = self.kv_precision or default_kv_precision(self.precision)
-        layout = layout_problem(gpu, llm, self.precision, kv, tp, pp, ep, dp)
+        redundant = self.redundant_experts
+        layout = layout_problem(gpu, llm, self.precision, kv, tp, pp, ep, dp, redundant)
         if layout is not None:
             flags = "/".join(f"--{side}-{part}" for part in ("tp", "pp", "ep", "dp"))
-            raise problem(f"{flags}/--precision", layout)
-        return ReplicaConfig(gpu, llm, self.precision, kv, tp, pp, role, ep, dp)
+            raise problem(f"{flags}/--redundant-experts/--precision", layout)
+        return ReplicaConfig(
+            gpu, llm, self.precision, kv, tp, pp, role, ep, dp, redundant_experts=redundant
+        )
 
     def efficiency_source(self) -> EfficiencySource:
         """The engine profile whose efficiency factors apply (--engine, else the newest)."""

@@ -18,6 +18,8 @@ def _layout(config: ReplicaConfig) -> str:
     text = f"tp{config.tp} x pp{config.pp}"
     if config.ep > 1:
         text += f", ep{config.ep}"
+    if config.redundant_experts:
+        text += f"+{config.redundant_experts}"
     if config.dp > 1:
         text += f", dp{config.dp}"
     return text

@@ -125,6 +125,7 @@ def perf_json(
         "tp": config.tp,
         "pp": config.pp,
         "ep": config.ep,
+        "redundant_experts": config.redundant_experts,
         "dp": config.dp,
         "role": config.role.value,
         "gpus": config.gpus,

@@ -170,7 +170,8 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
                         str(p.precision),
                         f"{p.tp} x {p.pp}"
                         + (f" x dp{p.dp}" if p.dp > 1 else "")
-                        + (f" ep{p.ep}" if p.ep > 1 else ""),
+                        + (f" ep{p.ep}" if p.ep > 1 else "")
+                        + (f"+{p.redundant_experts}" if p.redundant_experts else ""),
                         str(p.role) + (f", spec {p.speculative}" if p.speculative else ""),
                         str(p.count),
                         str(p.gpus),

@@ -93,6 +93,7 @@ def layout_problem(
     pp: int,
     ep: int = 1,
     dp: int = 1,
+    redundant: int = 0,
 ) -> str | None:
     """Why a layout is impossible, or None when it is possible.
 
@@ -104,7 +105,7 @@ def layout_problem(
     """
     if tp < 1 or pp < 1:
         return f"TP and PP must be at least 1 (got tp={tp}, pp={pp})"
-    expert_problem = expert_layout_problem(llm, tp, ep, dp)
+    expert_problem = expert_layout_problem(llm, tp, ep, dp, redundant)
     if expert_problem is not None:
         return expert_problem
     if llm.attention_heads % tp:
@@ -127,24 +128,40 @@ def layout_problem(
     return None
 
 
-def expert_layout_problem(llm: LlmSpec, tp: int, ep: int = 1, dp: int = 1) -> str | None:
+def expert_layout_problem(
+    llm: LlmSpec, tp: int, ep: int = 1, dp: int = 1, redundant: int = 0
+) -> str | None:
     """Why an expert-parallel / attention-DP layout is impossible, or None.
 
     The rule (TensorRT-LLM's moe_ep_size x moe_tp_size = tp_size with attention DP,
     SGLang's ep_size = tp_size, vLLM's EP = TP x DP): a stage has tp x dp GPUs; its
     routed experts are split over all of them as `ep` expert-parallel ranks, each rank
-    holding experts / ep whole experts, each expert split by TP over tp x dp / ep GPUs.
-    So EP and DP are at least 1, `ep` divides tp x dp and the routed experts, and a
-    dense model has neither (attention DP of a dense model is just more replicas).
+    holding (experts + redundant) / ep whole experts, each expert split by TP over
+    tp x dp / ep GPUs. So EP and DP are at least 1, `ep` divides tp x dp and the routed
+    plus redundant experts (SGLang's and vLLM's EPLB: 256 + 32 = 288 slots over EP72), and
+    a dense model has neither (attention DP of a dense model is just more replicas).
+    Redundant copies need EP > 1 (on one rank a copy balances nothing) and at most one
+    copy of each expert (`redundant` <= experts).
     """
     if ep < 1 or dp < 1:
         return f"EP and DP must be at least 1 (got ep={ep}, dp={dp})"
-    if ep == 1 and dp == 1:
+    if redundant < 0:
+        return f"redundant experts must be at least 0 (got {redundant})"
+    if ep == 1 and dp == 1 and redundant == 0:
         return None
+    if not llm.is_moe and redundant:
+        return f"{llm.name} is dense: {redundant} redundant experts need an MoE model"
     if not llm.is_moe:
         return (
             f"{llm.name} is dense: expert parallelism and attention data parallelism need an "
             f"MoE model (ep={ep}, dp={dp}); use more replicas instead of DP"
+        )
+    if redundant and ep == 1:
+        return f"{redundant} redundant experts need EP > 1 (one rank holds every expert)"
+    if redundant > llm.experts:
+        return (
+            f"{redundant} redundant experts is more than one copy of each of the "
+            f"{llm.experts} routed experts of {llm.name}"
         )
     if (tp * dp) % ep:
         return (
@@ -152,17 +169,24 @@ def expert_layout_problem(llm: LlmSpec, tp: int, ep: int = 1, dp: int = 1) -> st
             "stage; "
             f"the expert layers are split over exactly those GPUs"
         )
-    if llm.experts % ep:
+    if (llm.experts + redundant) % ep:
+        if redundant:
+            return (
+                f"EP={ep} does not divide the {llm.experts} routed + {redundant} redundant = "
+                f"{llm.experts + redundant} experts of {llm.name}"
+            )
         return f"EP={ep} does not divide the {llm.experts} routed experts of {llm.name}"
     return None
 
 
-def check_layout(llm: LlmSpec, tp: int, pp: int = 1, ep: int = 1, dp: int = 1) -> None:
+def check_layout(
+    llm: LlmSpec, tp: int, pp: int = 1, ep: int = 1, dp: int = 1, redundant: int = 0
+) -> None:
     """Raise ValueError when TP/PP/EP/DP cannot split `llm` (heads, KV heads, layers,
     experts; see `expert_layout_problem`)."""
     if tp < 1 or pp < 1:
         raise ValueError(f"TP and PP must be at least 1 (got tp={tp}, pp={pp})")
-    expert_problem = expert_layout_problem(llm, tp, ep, dp)
+    expert_problem = expert_layout_problem(llm, tp, ep, dp, redundant)
     if expert_problem is not None:
         raise ValueError(expert_problem)
     if llm.attention_heads % tp:
@@ -274,7 +298,13 @@ def routed_expert_bytes_per_gpu(
 
 
 def weight_bytes_per_gpu_ep(
-    llm: LlmSpec, precision: Precision, tp: int, pp: int = 1, ep: int = 1, dp: int = 1
+    llm: LlmSpec,
+    precision: Precision,
+    tp: int,
+    pp: int = 1,
+    ep: int = 1,
+    dp: int = 1,
+    redundant: int = 0,
 ) -> float:
     """Weight bytes on the most loaded GPU of a TP x PP x DP replica with EP experts.
 
@@ -287,13 +317,16 @@ def weight_bytes_per_gpu_ep(
 
     with routed(n) = `routed_expert_bytes_per_gpu`(n). At dp = 1 the routed experts are
     already split over the tp GPUs: the value is `weight_bytes_per_gpu` exactly.
+    `redundant` experts (EPLB) add their copies: the stage holds experts + redundant
+    experts' weights over the same GPUs, routed(tp x dp) x (E + R) / E.
     """
-    check_layout(llm, tp, pp, ep, dp)
+    check_layout(llm, tp, pp, ep, dp, redundant)
     dense_layout = weight_bytes_per_gpu(llm, precision, tp, pp)
-    if dp == 1:
+    if dp == 1 and redundant == 0:
         return dense_layout
     at_tp = routed_expert_bytes_per_gpu(llm, precision, tp, pp)
-    return dense_layout - at_tp + routed_expert_bytes_per_gpu(llm, precision, tp * dp, pp)
+    slots = (llm.experts + redundant) / llm.experts
+    return dense_layout - at_tp + routed_expert_bytes_per_gpu(llm, precision, tp * dp, pp) * slots
 
 
 # --- KV cache --------------------------------------------------------------------------
@@ -472,6 +505,7 @@ def memory_budget(
     efficiency: Efficiency,
     ep: int = 1,
     dp: int = 1,
+    redundant: int = 0,
 ) -> MemoryBudget:
     """The memory budget of the most loaded GPU of a TP x PP (x DP, EP) replica.
 
@@ -487,7 +521,9 @@ def memory_budget(
     window = kv_window(llm)
     return MemoryBudget(
         hbm_bytes_per_gpu=gpu.hbm_bytes,
-        weight_bytes_per_gpu=weight_bytes_per_gpu_ep(llm, weight_precision, tp, pp, ep, dp),
+        weight_bytes_per_gpu=weight_bytes_per_gpu_ep(
+            llm, weight_precision, tp, pp, ep, dp, redundant
+        ),
         activation_bytes_per_gpu=activation_bytes_per_gpu(llm, tp, efficiency.prefill_chunk_tokens),
         reserve_bytes_per_gpu=gpu.hbm_bytes * efficiency.memory_reserve_fraction,
         kv_bytes_per_token_per_gpu=kv_bytes_per_token_per_gpu(llm, kv_precision, tp, pp),

@@ -27,7 +27,11 @@ Routing statistics (uniform top-k routing, the assumption of the closed forms be
   and falls towards 1 as the batch grows. Real routers are skewed beyond uniform
   (popular experts); engines rebalance with redundant experts (EPLB), which is what
   makes the uniform statistic a fair estimate. `routing_skew` multiplies the excess for
-  a model whose measured routing is more skewed.
+  a model whose measured routing is more skewed. With R redundant experts a rank holds
+  (E + R) / ep slots, copies of the hottest experts placed so every slot's expected load
+  is the mean's: a choice lands on a slot with probability 1 / (E + R), on a rank with
+  1 / ep, so the statistics above hold over E + R slots, the imbalance the same
+  multinomial (its cap over (E + R) / ep slots). EPLB removes the skew, not this noise.
 - The slowest rank sets the step: its expert FLOPs, the experts it reads and the tokens
   it receives are the mean's times the imbalance.
 
@@ -548,10 +552,11 @@ def expert_layout(
     routing_skew: float = 1.0,
     gemm_half_tokens: float = 0.0,
     dequant_half_tokens: float | None = None,
+    redundant: int = 0,
 ) -> ExpertLayout:
     """The routed experts' coefficients of a stage with `stage_moe_layers` MoE layers;
     experts dequantised in the kernel (W4A16) take `dequant_half_tokens` half-rate rows
-    where it is given."""
+    where it is given. `redundant` copies (EPLB) make E + R slots (see `load_imbalance`)."""
     stage_gpus = tp * dp
     spans_groups = ep > 1 or dp > 1
     expert_tp = moe_tp(tp, dp, ep)
@@ -574,7 +579,7 @@ def expert_layout(
     return ExpertLayout(
         ep=ep,
         dp=dp,
-        experts=llm.experts,
+        experts=llm.experts + redundant,
         experts_per_token=llm.experts_per_token,
         routing_skew=routing_skew,
         alltoall_collectives=round(2 * stage_moe_layers) if spans_groups else 0,

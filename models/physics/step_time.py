@@ -516,14 +516,16 @@ def step_model(
     ep: int = 1,
     dp: int = 1,
     moe: MoeEfficiency | None = None,
+    redundant: int = 0,
 ) -> StepModel:
     """The per-GPU coefficients of a TP x PP (x DP attention groups, EP expert ranks)
     replica of `llm` on `gpu`. `moe`: the all-to-all latency and routing skew
     (default: `models.physics.moe.moe_efficiency_for(gpu)`).
 
+    `redundant` experts (EPLB) add their copies to each rank's weights and slots.
     Raises ValueError for a layout TP/PP/EP/DP cannot split or a precision the GPU lacks.
     """
-    check_layout(llm, tp, pp, ep, dp)
+    check_layout(llm, tp, pp, ep, dp, redundant)
     stage_layers = layers_per_stage(llm, pp)
     stage = stage_layers / llm.layers
     linear_peak = gpu.peak_flops(weight_precision)
@@ -531,7 +533,7 @@ def step_model(
     body = body_params(llm)
     head = lm_head_params(llm)
 
-    weights = weight_bytes_per_gpu_ep(llm, weight_precision, tp, pp, ep, dp)
+    weights = weight_bytes_per_gpu_ep(llm, weight_precision, tp, pp, ep, dp, redundant)
     if pp == 1 and not llm.tie_embeddings:
         # The input embedding is a lookup, not a stream. With PP the heaviest stage is
         # taken to be the last one, whose LM head is read in full.
@@ -540,7 +542,7 @@ def step_model(
     expert_bytes_per_weight = expert_bytes_per_element(llm, weight_precision)
     expert_split = moe_tp(tp, dp, ep)  # GPUs each routed expert is split over (tp at ep=dp=1)
     expert_bytes = stage_moe_layers * llm.expert_params() / expert_split * expert_bytes_per_weight
-    dense_weights = weights - llm.experts // ep * expert_bytes
+    dense_weights = weights - (llm.experts + redundant) // ep * expert_bytes
     routed_flops = 2 * llm.experts_per_token * llm.expert_params() * stage_moe_layers
     moe = moe or moe_efficiency_for(gpu.name)
 
@@ -591,6 +593,7 @@ def step_model(
             moe.routing_skew,
             moe.gemm_half_tokens,
             moe.dequant_gemm_half_tokens,
+            redundant,
         )
         if llm.is_moe
         else None,

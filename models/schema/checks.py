@@ -88,8 +88,9 @@ def _policy_without_effect(instance: Instance) -> list[str]:
     a word: `multi_lora` shares engines only under `colocation`; `spot_confidence` puts
     interactive pools on spot only where a supply entry prices spot; `prefix_affinity`
     routes declared `prefixes` only; `failover_start_s` times the spare's start after a
-    loss `survive: none` never plans for; `expert_parallel` and `attention_data_parallel`
-    lay out the experts of MoE models only (`models.physics.memory.expert_layout_problem`)."""
+    loss `survive: none` never plans for; `expert_parallel`, `attention_data_parallel` and
+    `redundant_experts` lay out the experts of MoE models only
+    (`models.physics.memory.expert_layout_problem`)."""
     policy = instance.policy
     moe = any(instance.llm_specs[w.model].is_moe for w in instance.workloads)
     layouts = [
@@ -121,6 +122,10 @@ def _policy_without_effect(instance: Instance) -> list[str]:
         (text, not moe and set(getattr(policy, key)) != {1},
          "no workload's model is a mixture of experts (a dense model runs plain TP x PP)")
         for text, key in layouts
+    ] + [
+        (f"policy.redundant_experts: {sorted(set(policy.redundant_experts))}",
+         set(policy.redundant_experts) != {0} and (not moe or set(policy.expert_parallel) == {1}),
+         "redundant expert copies need an MoE model and a policy.expert_parallel above 1"),
     ]  # fmt: skip
     return [f"{text} has no effect: {why}" for text, unused, why in dropped if unused]
 
@@ -374,7 +379,26 @@ def cross_check(instance: Instance) -> list[tuple[FieldPath, str]]:
                     _unknown("model", option.draft_model, drafts),
                 )
             )
+    if not problems:  # every model resolves: their experts can be counted
+        problems.extend(_redundant_expert_problems(instance))
     return problems
+
+
+def _redundant_expert_problems(instance: Instance) -> list[tuple[FieldPath, str]]:
+    """`policy.redundant_experts` beyond one copy of every routed expert of every MoE model
+    the workloads serve: no layout could hold it (`expert_layout_problem`), and without
+    this the plan would only say that no configuration fits."""
+    experts = [instance.llm_specs[w.model].experts for w in instance.workloads]
+    most = max((count for count in experts if count), default=0)
+    return [
+        (
+            ("policy", "redundant_experts", index),
+            f"{count} redundant experts is more than one copy of each of the {most} routed "
+            "experts of the largest MoE model served; use at most that",
+        )
+        for index, count in enumerate(instance.policy.redundant_experts)
+        if most and count > most
+    ]
 
 
 def _efficiency_problems(instance: Instance) -> list[tuple[FieldPath, str]]:

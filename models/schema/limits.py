@@ -247,6 +247,14 @@ PARALLEL_DEGREE = Bound(
     low=1.0,
     low_open=False,
 )
+REDUNDANT_EXPERTS = Bound(
+    1024,
+    "experts",
+    "deployments copy an eighth to a third of the routed experts (SGLang's DeepSeek-V3: "
+    "32 beside 256, Kimi K2: 96 beside 384); 1,024 is over a copy of every expert",
+    low=0.0,
+    low_open=False,
+)
 TIME_LIMIT_S = Bound(86_400, "s", "a solve allowed more than a day belongs in a job scheduler")
 MIP_GAP = Bound(1.0, "", "a relative gap; 1 accepts any plan", low_open=False, high_open=True)
 HOURS_PER_MONTH = Bound(

@@ -25,6 +25,7 @@ from models.schema.quantities import (
     Pue,
     QualityDelta,
     QualityRegression,
+    RedundantExperts,
     ServerPowerFactor,
     SpotConfidence,
     StartTimeS,
@@ -78,6 +79,13 @@ class Policy(BaseModel):
     """Expert-parallel sizes to consider for MoE models: the routed experts of a stage are
     split over `ep` ranks, which must divide tp x dp
     (`models.physics.memory.expert_layout_problem`); 1 splits every expert by TP."""
+    redundant_experts: Annotated[
+        list[RedundantExperts], at_most(limits.CHOICES), ONCE_EACH
+    ] = Field(default=[0], min_length=1)
+    """Redundant expert counts to consider with expert parallelism (EPLB: SGLang's
+    `--ep-num-redundant-experts`, vLLM's `--num-redundant-experts`): each MoE layer holds
+    its routed experts plus this many copies of the busiest, so `ep` must divide routed +
+    redundant (DeepSeek-V3 at EP72: 256 + 32 = 288, 4 a GPU); 0 places the experts once."""
     attention_data_parallel: Degrees = Field(default=[1], min_length=1)
     """Attention data-parallel groups to consider for MoE models: a replica is
     tp x pp x dp GPUs, each group of tp GPUs holding its own sequences."""

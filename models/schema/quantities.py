@@ -201,6 +201,8 @@ Zones = whole(limits.ZONES)
 """Availability zones of one region."""
 ParallelDegree = whole(limits.PARALLEL_DEGREE)
 """A tensor- or pipeline-parallel degree."""
+RedundantExperts = whole(limits.REDUNDANT_EXPERTS)
+"""Redundant (replicated) routed experts per MoE layer, on top of the model's own."""
 HoursPerMonth = real(limits.HOURS_PER_MONTH)
 """Hours billed per month."""
 HOURS_PER_MONTH = 730

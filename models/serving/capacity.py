@@ -291,6 +291,7 @@ def replica_capacity(
         config.pp,
         config.ep,
         config.dp,
+        config.redundant_experts,
     )
     if problem is not None:
         return not_fitting_capacity(config, f"{config.label}: {problem}")

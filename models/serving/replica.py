@@ -64,6 +64,9 @@ class ReplicaConfig:
     """Attention data-parallel groups per stage, each of `tp` GPUs."""
     speculation: Speculation | None = None
     """Speculative decoding on the decode side (`models.physics.speculative`); None: plain."""
+    redundant_experts: int = 0
+    """Redundant copies of routed experts per MoE layer (EPLB): each of the `ep` ranks
+    holds (experts + redundant) / ep of them."""
 
     @property
     def gpus(self) -> int:
@@ -72,11 +75,13 @@ class ReplicaConfig:
 
     @property
     def layout(self) -> str:
-        """`tp4xpp1`, or `tp1xpp1xdp8 ep8` with attention DP or expert parallelism."""
+        """`tp4xpp1`, or `tp1xpp1xdp8 ep8` with attention DP or expert parallelism
+        (`ep72+32` with 32 redundant experts)."""
         text = f"tp{self.tp}xpp{self.pp}"
         if self.dp > 1:
             text += f"xdp{self.dp}"
-        return text + (f" ep{self.ep}" if self.ep > 1 else "")
+        text += f" ep{self.ep}" if self.ep > 1 else ""
+        return text + (f"+{self.redundant_experts}" if self.redundant_experts else "")
 
     @property
     def label(self) -> str:

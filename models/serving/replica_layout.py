@@ -38,6 +38,7 @@ def replica_memory_budget(config: ReplicaConfig, efficiency: Efficiency) -> Memo
         efficiency,
         config.ep,
         config.dp,
+        config.redundant_experts,
     )
     if config.speculation is None:
         return budget
@@ -58,6 +59,7 @@ def replica_step_model(config: ReplicaConfig, efficiency: Efficiency) -> StepMod
         efficiency,
         ep=config.ep,
         dp=config.dp,
+        redundant=config.redundant_experts,
     )
 
 

@@ -42,11 +42,14 @@ def configurations(instance: Instance, workload: Workload) -> list[ReplicaConfig
                 for pp in sorted(set(policy.pipeline_parallel)):
                     if pp > llm.layers:
                         continue
-                    for ep, dp in expert_layouts(instance, llm, tp):
+                    for ep, dp, redundant in expert_layouts(instance, llm, tp):
                         if whole_servers and stage_problem(tp, dp, gpu.gpus_per_node):
                             continue
                         for role in roles:
-                            plain = ReplicaConfig(gpu, llm, precision, kv, tp, pp, role, ep, dp)
+                            plain = ReplicaConfig(
+                                gpu, llm, precision, kv, tp, pp, role, ep, dp,
+                                redundant_experts=redundant,
+                            )
                             configs.append(plain)
                             if role is not Role.PREFILL:
                                 configs += [
@@ -97,16 +100,19 @@ def no_layout_problem(instance: Instance, workload: Workload, name: str) -> Prob
     )
 
 
-def expert_layouts(instance: Instance, llm: LlmSpec, tp: int) -> list[tuple[int, int]]:
-    """The (ep, dp) pairs the policy allows at TP `tp`: ep in `policy.expert_parallel`,
-    dp in `policy.attention_data_parallel`, kept when the layout rule holds
+def expert_layouts(instance: Instance, llm: LlmSpec, tp: int) -> list[tuple[int, int, int]]:
+    """The (ep, dp, redundant) layouts the policy allows at TP `tp`: ep in
+    `policy.expert_parallel`, dp in `policy.attention_data_parallel`, redundant in
+    `policy.redundant_experts`, kept when the layout rule holds
     (`models.physics.memory.expert_layout_problem`: an MoE model, ep dividing tp x dp and the
-    experts). (1, 1), plain TP, is always kept, so a dense model and the defaults
-    enumerate exactly the TP x PP layouts."""
+    routed + redundant experts, redundant copies only with ep > 1). (1, 1, 0), plain TP, is
+    always kept, so a dense model and the defaults enumerate exactly the TP x PP layouts."""
     policy = instance.policy
-    pairs = [(1, 1)]
+    layouts = [(1, 1, 0)]
     for dp in sorted(set(policy.attention_data_parallel)):
         for ep in sorted(set(policy.expert_parallel)):
-            if (ep, dp) != (1, 1) and expert_layout_problem(llm, tp, ep, dp) is None:
-                pairs.append((ep, dp))
-    return pairs
+            for redundant in sorted(set(policy.redundant_experts)):
+                layout = (ep, dp, redundant)
+                if layout != (1, 1, 0) and expert_layout_problem(llm, tp, *layout) is None:
+                    layouts.append(layout)
+    return layouts

@@ -191,7 +191,8 @@ class Candidate:
         c = self.config
         speculative = c.speculation.name if c.speculation is not None else None
         return configuration_key(
-            c.gpu.name, c.weight_precision, c.tp, c.pp, c.role, c.ep, c.dp, speculative
+            c.gpu.name, c.weight_precision, c.tp, c.pp, c.role, c.ep, c.dp, speculative,
+            c.redundant_experts,
         )
 
     @property
@@ -211,6 +212,7 @@ class Candidate:
             "tp": c.tp,
             "pp": c.pp,
             "ep": c.ep,
+            "redundant_experts": c.redundant_experts,
             "dp": c.dp,
             "speculative": c.speculation.name if c.speculation is not None else None,
             "role": self.role,
@@ -317,6 +319,7 @@ def build_candidates(instance: Instance, settings: SolveSettings | None = None) 
                 config.pp,
                 config.role,
                 config.ep,
+                config.redundant_experts,
                 config.dp,
                 config.speculation.name if config.speculation else None,
                 mix,

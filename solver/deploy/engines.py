@@ -13,6 +13,9 @@ TensorRT-LLM:
 - TP, PP, DP, EP: `--tensor-parallel-size --pipeline-parallel-size --data-parallel-size
   --enable-expert-parallel` / `--tp-size --pp-size --dp-size --enable-dp-attention
   --ep-size` / `--tp_size --pp_size --ep_size` with `enable_attention_dp`.
+- redundant experts (EPLB): `--enable-eplb --eplb-config '{"num_redundant_experts": R}'`
+  / `--ep-num-redundant-experts R --enable-eplb` / `moe_config.load_balancer` with
+  `num_slots` (routed + R) and `layer_updates_per_iter: 1` (online EPLB).
 - batch cap: `--max-num-seqs` / `--max-running-requests` / `--max_batch_size`.
 - memory split (`DeployPool.memory_reserve_fraction`, `kv_free_fraction`):
   `--gpu-memory-utilization` / `--mem-fraction-static` (1 - the reserve) /
@@ -58,6 +61,9 @@ def vllm_command(pool: DeployPool) -> list[str]:
         args += ["--data-parallel-size", str(pool.dp)]
     if pool.ep > 1:
         args += ["--enable-expert-parallel"]
+    if pool.redundant_experts:  # EPLBConfig.num_redundant_experts
+        eplb = json.dumps({"num_redundant_experts": pool.redundant_experts})
+        args += ["--enable-eplb", "--eplb-config", eplb]
     if pool.multi_node:  # the replica's nodes joined by Ray (the LeaderWorkerSet's group)
         args += ["--distributed-executor-backend", "ray"]
     args += [
@@ -118,6 +124,8 @@ def sglang_command(pool: DeployPool) -> list[str]:
         args += ["--dp-size", str(pool.dp), "--enable-dp-attention"]
     if pool.ep > 1:
         args += ["--ep-size", str(pool.ep)]
+    if pool.redundant_experts:  # EPLB rebalances the copies onto the hottest experts
+        args += ["--ep-num-redundant-experts", str(pool.redundant_experts), "--enable-eplb"]
     args += [
         "--max-running-requests",
         str(pool.max_batch),
@@ -183,6 +191,9 @@ def trtllm_options(pool: DeployPool) -> dict:
     options: dict = {"kv_cache_config": kv}
     if pool.dp > 1:
         options["enable_attention_dp"] = True
+    if pool.redundant_experts:  # online EPLB over routed + redundant slots
+        balancer = {"num_slots": pool.expert_slots, "layer_updates_per_iter": 1}
+        options["moe_config"] = {"load_balancer": balancer}
     if pool.speculative is not None:
         spec: dict = {
             "decoding_type": "Eagle" if not pool.speculative.draft_model else "Draft_Target",

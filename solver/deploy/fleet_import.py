@@ -2,8 +2,9 @@
 
 Two inputs:
 - a CSV of pools, one row per pool: `workload,region,gpu,precision,tp,pp,replicas` and
-  optionally `kv_precision,ep,dp,role,speculative` (header row required); a pool on two
-  rows is refused naming both (summed, a row copied twice doubled the fleet unseen);
+  optionally `kv_precision,ep,dp,role,speculative,redundant_experts` (header row
+  required); a pool on two rows is refused naming both (summed, a row copied twice
+  doubled the fleet unseen);
 - Kubernetes objects (YAML, several documents): every Deployment or LeaderWorkerSet with
   the `fleetplan.io/pool` annotation (`solver.deploy.manifests`) is a pool of
   `spec.replicas`; a pool's normal object and its spare add up.
@@ -35,8 +36,8 @@ from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 
 CSV_REQUIRED = ("workload", "region", "gpu", "precision", "tp", "pp", "replicas")
-CSV_OPTIONAL = ("kv_precision", "ep", "dp", "role", "speculative")
-_INTEGERS = ("tp", "pp", "ep", "dp", "replicas")
+CSV_OPTIONAL = ("kv_precision", "ep", "dp", "role", "speculative", "redundant_experts")
+_INTEGERS = ("tp", "pp", "ep", "dp", "redundant_experts", "replicas")
 
 
 class FleetImportError(ValueError):

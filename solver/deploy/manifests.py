@@ -93,7 +93,9 @@ def check_node_labels(pools: tuple[DeployPool, ...]) -> None:
 
 
 def pool_layout(pool: DeployPool) -> dict:
-    """The fields of `solver.plan.records.ReplicaPool` that name the pool's layout."""
+    """The fields of `solver.plan.records.ReplicaPool` that name the pool's layout
+    (`redundant_experts` where the pool holds copies, so fleet-import reads them back)."""
+    copies = {"redundant_experts": pool.redundant_experts} if pool.redundant_experts else {}
     return {
         "workload": pool.workload,
         "region": pool.region,
@@ -106,6 +108,7 @@ def pool_layout(pool: DeployPool) -> dict:
         "dp": pool.dp,
         "role": pool.role,
         "speculative": pool.speculative_option,
+        **copies,
     }
 
 

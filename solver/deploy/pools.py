@@ -100,6 +100,10 @@ class DeployPool:
     tp: int
     pp: int
     ep: int
+    redundant_experts: int
+    """Redundant expert copies per MoE layer (EPLB; 0: none)."""
+    expert_slots: int
+    """Physical experts per MoE layer, routed + redundant (0 for a dense model)."""
     dp: int
     role: str
     replicas: int
@@ -268,6 +272,7 @@ def _pool_name(pool: RecomputedPool) -> str:
     entry = pool.entries[0]
     layout = f"tp{entry.tp}pp{entry.pp}" + (f"dp{entry.dp}" if entry.dp > 1 else "")
     layout += f"ep{entry.ep}" if entry.ep > 1 else ""
+    layout += f"r{entry.redundant_experts}" if entry.redundant_experts else ""
     spec = (entry.speculative,) if entry.speculative else ()
     return dns_name(
         pool.workload,
@@ -350,6 +355,8 @@ def _record(
         tp=entry.tp,
         pp=entry.pp,
         ep=entry.ep,
+        redundant_experts=entry.redundant_experts,
+        expert_slots=pool.config.llm.experts + entry.redundant_experts,
         dp=entry.dp,
         role=str(entry.role),
         replicas=pool.count,

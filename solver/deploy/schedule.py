@@ -57,7 +57,8 @@ fields), count and GPUs."""
 
 
 def _pool(pool: ReplicaPool) -> dict:
-    return pool.model_dump(mode="json", include=set(_LAYOUT))
+    copies = {"redundant_experts"} if pool.redundant_experts else set()  # EPLB's, where held
+    return pool.model_dump(mode="json", include=set(_LAYOUT) | copies)
 
 
 def _hour(hour: Hour) -> dict:

@@ -44,12 +44,14 @@ def configuration_key(
     ep: int = 1,
     dp: int = 1,
     speculative: str | None = None,
+    redundant: int = 0,
 ) -> str:
     """The name-safe key of a replica configuration, e.g. `h100-sxm.fp8.tp4pp1.unified`
     (`h200.fp8.tp1pp1dp8ep8.unified` with attention DP and expert parallelism,
     `h100-sxm.fp8.tp8pp1.unified.spec-eagle3` with a speculative option): how program
     rows, the plan and the verifier name a candidate."""
     layout = f"tp{tp}pp{pp}" + (f"dp{dp}" if dp > 1 else "") + (f"ep{ep}" if ep > 1 else "")
+    layout += f"r{redundant}" if redundant else ""  # tp1pp1dp72ep72r32: 32 redundant experts
     key = f"{gpu}.{precision}.{layout}.{role}"
     return key if speculative is None else f"{key}.spec-{speculative}"
 
@@ -107,6 +109,7 @@ def layout_label(
     ep: int = 1,
     dp: int = 1,
     speculative: str | None = None,
+    redundant: int = 0,
 ) -> str:
     """How a plan names a pool's configuration, wherever it lists one (its pools, the
     scenario rows' `n x label`, the hours): `h100-sxm fp8 tp4xpp1 unified`,
@@ -115,6 +118,7 @@ def layout_label(
     hour verifier match a row's pools to the plan's by it."""
     layout = f"tp{tp}xpp{pp}" + (f"xdp{dp}" if dp > 1 else "")
     layout += f" ep{ep}" if ep > 1 else ""
+    layout += f"+{redundant}" if redundant else ""  # ep72+32: 32 redundant experts
     text = f"{gpu} {precision} {layout} {role}"
     return text if speculative is None else f"{text} spec {speculative}"
 
@@ -156,6 +160,9 @@ class ReplicaPool(BaseModel):
     """Replicas."""
     ep: Whole = Field(default=1, ge=1)
     """Expert-parallel ranks of the routed experts (1: experts split by TP)."""
+    redundant_experts: Whole = Field(default=0, ge=0)
+    """Redundant expert copies per MoE layer beside the routed ones (EPLB); each of the ep
+    ranks holds (experts + redundant_experts) / ep."""
     dp: Whole = Field(default=1, ge=1)
     """Attention data-parallel groups per stage (a replica has tp x pp x dp GPUs)."""
     speculative: str | None = None
@@ -209,14 +216,8 @@ class ReplicaPool(BaseModel):
     def label(self) -> str:
         """`h100-sxm fp8 tp4xpp1 unified` (`layout_label`)."""
         return layout_label(
-            self.gpu,
-            self.precision,
-            self.tp,
-            self.pp,
-            self.role,
-            self.ep,
-            self.dp,
-            self.speculative,
+            self.gpu, self.precision, self.tp, self.pp, self.role, self.ep, self.dp,
+            self.speculative, self.redundant_experts,
         )
 
     @property
@@ -228,14 +229,8 @@ class ReplicaPool(BaseModel):
     def key(self) -> str:
         """`h100-sxm.fp8.tp4pp1.unified` (`configuration_key`)."""
         return configuration_key(
-            self.gpu,
-            self.precision,
-            self.tp,
-            self.pp,
-            self.role,
-            self.ep,
-            self.dp,
-            self.speculative,
+            self.gpu, self.precision, self.tp, self.pp, self.role, self.ep, self.dp,
+            self.speculative, self.redundant_experts,
         )
 
 

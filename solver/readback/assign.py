@@ -368,6 +368,7 @@ def _pool_label(candidate: Candidate) -> str:
         fields["ep"],
         fields["dp"],
         fields["speculative"],
+        fields["redundant_experts"],
     )
 
 

@@ -107,7 +107,8 @@ def _config(instance: Instance, pool: ReplicaPool) -> tuple[ReplicaConfig, Traff
     llm = instance.llm_specs[workload.model]
     kv = pool.kv_precision or entry.kv_precision or default_kv_precision(pool.precision)
     config = ReplicaConfig(
-        gpu, llm, pool.precision, kv, pool.tp, pool.pp, pool.role, pool.ep, pool.dp
+        gpu, llm, pool.precision, kv, pool.tp, pool.pp, pool.role, pool.ep, pool.dp,
+        redundant_experts=pool.redundant_experts,
     )
     if pool.speculative is not None and pool.role is not Role.PREFILL:
         config = replace(config, speculation=instance.speculations.get(pool.speculative))

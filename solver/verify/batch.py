@@ -62,7 +62,8 @@ def batch_replica(instance: Instance, batch: str, pool: ReplicaPool) -> ReplicaC
     gpu = instance.gpu_specs[pool.gpu]
     kv = pool.kv_precision or kv_precision_for(Precision(pool.precision), model.kv_precision)
     config = ReplicaConfig(
-        gpu, llm, pool.precision, kv, pool.tp, pool.pp, pool.role, pool.ep, pool.dp
+        gpu, llm, pool.precision, kv, pool.tp, pool.pp, pool.role, pool.ep, pool.dp,
+        redundant_experts=pool.redundant_experts,
     )
     mix = traffic_mix(workload, instance.policy.prefix_affinity)
     efficiency = efficiency_for(gpu, pool.precision, instance.efficiency, instance.engine)

@@ -260,6 +260,7 @@ def _grouped(
                 entry.ep,
                 entry.dp,
                 speculation if entry.role is not Role.PREFILL else None,
+                entry.redundant_experts,
             )
             mix = traffic_mix(workload, instance.policy.prefix_affinity)
             targets = latency_targets(workload.slo)

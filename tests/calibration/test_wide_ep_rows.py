@@ -1,14 +1,15 @@
 """Wide-EP rows (calibration/data/wide_ep.csv): per-node figures read per GPU, every row
-held out, the layout a row with redundant experts is predicted at, and the prediction
+held out, rows with redundant experts placed as run, and the prediction
 being the step model's pass at the row's operating point."""
 
 import math
 
 import pytest
 
-from calibration.wide_ep import load_wide_ep_rows, model_ep, predict_wide_ep
+from calibration.wide_ep import load_wide_ep_rows, predict_wide_ep
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import efficiency_for
+from models.physics.memory import expert_layout_problem
 from models.physics.precision import Precision
 from models.physics.step_time import step_model
 
@@ -24,24 +25,28 @@ def test_per_node_figures_are_read_per_gpu_and_every_row_is_held_out() -> None:
     assert by_phase[("decode", 2000.0)].gpus == 1 * 72
 
 
-def test_redundant_experts_keep_the_experts_per_gpu() -> None:
-    """DeepSeek-V3's 256 experts + 32 redundant over 72 ranks: 288 / 72 = 4 a GPU, as
-    256 / 4 = 64 ranks hold them; EP32 divides 256 itself; 48 ranks of 288 hold 6, and
-    256 / 6 is not whole: not placed."""
-    assert model_ep(256, 72, 32) == 64
-    assert model_ep(256, 32, 32) == 32
-    assert model_ep(256, 48, 32) is None
-    assert model_ep(256, 72) is None
+def test_redundant_experts_place_the_rows_as_run() -> None:
+    """DeepSeek-V3's 256 experts + 32 redundant: 288 / 72 = 4 a GPU at EP72 and 288 / 32 =
+    9 at EP32, both placed; 256 alone over 72 is not whole; 48 ranks of 72 GPUs are refused
+    (48 does not divide tp x dp = 72)."""
+    llm = llm_catalog()["deepseek-v3"]
+    assert expert_layout_problem(llm, 1, 72, 72, 32) is None
+    assert expert_layout_problem(llm, 1, 32, 32, 32) is None
+    assert "256 routed experts" in expert_layout_problem(llm, 1, 72, 72, 0)
+    assert expert_layout_problem(llm, 1, 48, 72, 32) is not None
 
 
 def test_decode_prediction_is_the_step_at_the_rows_batch() -> None:
-    """The decode row at EP72 is predicted as a DP64 x EP64 stage: 256 sequences per GPU
-    / (pass of 64 x 256 sequences over 2,000 cached tokens each + the step overhead)."""
+    """The decode row is predicted as run, a DP72 x EP72 stage with 32 redundant experts:
+    256 sequences per GPU / (pass of 72 x 256 sequences over 2,000 cached tokens each + the
+    step overhead)."""
     (row,) = [row for row in load_wide_ep_rows() if row.phase == "decode"]
     gpu, llm = gpu_catalog()["h100-sxm"], llm_catalog()["deepseek-v3"]
     efficiency = efficiency_for(gpu, Precision.FP8, engine="sglang-0.5")
-    steps = step_model(gpu, llm, Precision.FP8, Precision.BF16, 1, 1, efficiency, ep=64, dp=64)
-    sequences = 64 * 256
+    steps = step_model(
+        gpu, llm, Precision.FP8, Precision.BF16, 1, 1, efficiency, ep=72, dp=72, redundant=32
+    )
+    sequences = 72 * 256
     step_s = steps.pass_s(sequences, sequences * 2000) + steps.overhead_s
     assert predict_wide_ep(row) == pytest.approx(256 / step_s)
 
