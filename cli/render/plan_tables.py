@@ -12,7 +12,12 @@ from typing import TYPE_CHECKING
 
 from cli.render.attribution import attribution_table
 from cli.render.failover_tables import failover_tables
-from cli.render.summary_tables import idle_wording, summary_table
+from cli.render.summary_tables import (
+    idle_wording,
+    power_price_words,
+    summary_table,
+    whole_unit_words,
+)
 from cli.render.tables import TableSpec
 from models.schema.quantities import counted
 from solver.plan.records import CapacityBand, ReplicaPool
@@ -116,13 +121,17 @@ def site_tables(plan: Plan) -> list[TableSpec]:
                         p.region,
                         f"{p.kw:,.1f}",
                         "-" if p.limit_kw is None else f"{p.limit_kw:,.0f}",
-                        "-" if p.shadow_price_per_kw is None else f"{p.shadow_price_per_kw:,.2f}",
+                        power_price_words(p),
                         "-" if p.racks is None else f"{p.racks:,.2f}",
                         "-" if p.limit_racks is None else str(p.limit_racks),
                     )
                     for p in plan.power_kw
                 ),
-                "a nonzero $/kW: power, not money, binds the region" if capped else "",
+                "a nonzero $/kW: power, not money, binds the region; 'in whole units': the kW "
+                "left is less than one more server draws, so power binds though it has no "
+                "price (the pricing LP keeps the plan's servers)"
+                if capped
+                else "",
             )
         )
     return tables
@@ -213,7 +222,17 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
         TableSpec(
             "Binding constraints",
             ("constraint", "slack", "shadow price", "unit"),
-            tuple((b.name, _num(b.slack), f"{b.shadow_price:,.2f}", b.unit) for b in shown),
+            tuple(
+                (
+                    b.name,
+                    _num(b.slack),
+                    f"in whole units: {whole_unit_words(b)}"
+                    if b.in_whole_units
+                    else f"{b.shadow_price:,.2f}",
+                    b.unit,
+                )
+                for b in shown
+            ),
             f"{hidden} more in --json" if hidden > 0 else "",
         )
     )
