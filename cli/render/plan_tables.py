@@ -14,6 +14,7 @@ from cli.render.attribution import attribution_table
 from cli.render.failover_tables import failover_tables
 from cli.render.summary_tables import (
     idle_wording,
+    month_zero,
     power_price_words,
     summary_table,
     whole_unit_words,
@@ -102,7 +103,7 @@ def site_tables(plan: Plan) -> list[TableSpec]:
     if plan.servers:
         tables.append(
             TableSpec(
-                BUSIEST_SERVERS if plan.hours else "Servers to buy",
+                month_zero(plan, BUSIEST_SERVERS if plan.hours else "Servers to buy"),
                 ("region", "GPU", "servers", "GPUs per server"),
                 tuple(
                     (s.region, s.gpu, str(s.count), str(s.gpus_per_server or "-"))
@@ -114,7 +115,7 @@ def site_tables(plan: Plan) -> list[TableSpec]:
         capped = any(p.limit_kw is not None or p.limit_racks is not None for p in plan.power_kw)
         tables.append(
             TableSpec(
-                "Power by region (every GPU installed, existing and bought)",
+                month_zero(plan, "Power by region (every GPU installed, existing and bought)"),
                 ("region", "kW", "power_kw limit", "$/month per kW", "racks", "racks limit"),
                 tuple(
                     (
@@ -195,7 +196,7 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
         )
     tables.append(
         TableSpec(
-            "GPUs by region and type",
+            month_zero(plan, "GPUs by region and type"),
             ("region", "GPU", "used", "existing", "bought", "available", "$/GPU-h", "$/month"),
             tuple(
                 (
@@ -220,7 +221,7 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
     hidden = len(plan.binding) - len(shown)
     tables.append(
         TableSpec(
-            "Binding constraints",
+            month_zero(plan, "Binding constraints"),
             ("constraint", "slack", "shadow price", "unit"),
             tuple(
                 (
@@ -255,7 +256,7 @@ def _utilisation_table(plan: Plan) -> TableSpec:
         )
         rows = [rows[i] for i in kept]
     return TableSpec(
-        "Utilisation by scenario",
+        month_zero(plan, "Utilisation by scenario"),
         ("scenario", "workload", "region", "phase", "load req/s", "capacity req/s", "util"),
         tuple(
             (
@@ -425,8 +426,11 @@ def gpu_count_tables(explanation: "Explanation") -> list[TableSpec]:
 def explanation_tables(explanation: "Explanation") -> list[TableSpec]:
     """The explanation as tables."""
     plan_parts = plan_tables(explanation.plan)
-    binding = next(t for t in plan_parts if t.title == "Binding constraints")
-    utilisation = next(t for t in plan_parts if t.title == "Utilisation by scenario")
+    plan = explanation.plan
+    binding = next(t for t in plan_parts if t.title == month_zero(plan, "Binding constraints"))
+    utilisation = next(
+        t for t in plan_parts if t.title == month_zero(plan, "Utilisation by scenario")
+    )
     return [
         binding,
         TableSpec(

@@ -18,6 +18,17 @@ def idle_wording(plan: Plan) -> str:
     return "idle at peak"
 
 
+MONTH_ZERO = " (month 0)"
+"""Said after the title of a table of a plan of months that shows month 0's figures
+(its peak fleet, day, cost split, utilisation, binding rows): the months tables state
+the horizon."""
+
+
+def month_zero(plan: Plan, title: str) -> str:
+    """`title`, with `MONTH_ZERO` after it in a plan of months."""
+    return title + MONTH_ZERO if plan.months else title
+
+
 def _gap(gap: float | None) -> str:
     return "gap unknown" if gap is None else f"gap {gap_percent(gap)}"
 

@@ -1,7 +1,7 @@
 """Tables of an hourly plan (issue 11): the 24 hours, commitments, headroom and scaling
 thresholds, error budget per failure scenario, batch placement and the months."""
 
-from cli.render.summary_tables import power_price_words
+from cli.render.summary_tables import month_zero, power_price_words
 from cli.render.tables import TableSpec
 from models.schema.quantities import counted
 from solver.analysis.report_time import MonthsByRegion, months_by_region
@@ -15,8 +15,11 @@ def time_tables(plan: Plan) -> list[TableSpec]:
         return []
     tables = [
         TableSpec(
-            "Hours (UTC): replicas, GPUs in use, and how: owned / reserved / rented on demand "
-            "/ spot",
+            month_zero(
+                plan,
+                "Hours (UTC): replicas, GPUs in use, and how: owned / reserved / rented on "
+                "demand / spot",
+            ),
             (
                 "hour",
                 "period",
