@@ -23,17 +23,22 @@ SERVER_KW = 8 * 0.7 * (10.2 / (8 * 0.7)) * 1.0  # 10.2 kW
 
 @cache
 def _plan():
+    return solve(validate_instance(_instance_data(), "whole-units.yaml"))
+
+
+def _instance_data() -> dict:
     data = _data(3.5 * _lone_rps(), 0.0, 0, 1)
     del data["policy"]["horizon_months"], data["policy"]["monthly_growth"]
     del data["policy"]["lead_time_months"]
     data["policy"]["buy_unit"] = "node"
     (r1,) = data["regions"]
+    del r1["supply"]["h100-sxm"]["reserved_price_per_gpu_hour"]  # one price: $2/GPU-hour
     r1["power_kw"] = 15.0  # one server (10.2 kW) leaves 4.8: a second does not fit
     r2 = {**r1, "name": "r2", "power_kw": 25.0}  # leaves 14.8: a second server fits
     data["regions"] = [r1, r2]
     chat = data["workloads"][0]
     chat["demand"] = {r: {"peak_requests_per_s": 3.5 * _lone_rps()} for r in ("r1", "r2")}
-    return solve(validate_instance(data, "whole-units.yaml"))
+    return data
 
 
 def test_a_power_cap_that_leaves_less_than_a_server_binds_in_whole_units():
@@ -133,3 +138,18 @@ def test_a_month_whose_cap_binds_in_whole_units_says_so():
         "power[us-east]: binds in whole units from month 1: 6.40 kW left, less than one "
         "8-GPU h100-sxm server (10.20 kW); not priced"
     )
+
+
+def test_the_verifier_recomputes_the_whole_unit_figures():
+    """r1's 4.8 kW left of one 10.2 kW server, restated as not binding, is refused."""
+    from solver.verify.fleet import verify
+
+    plan = _plan()
+    inst = validate_instance(_instance_data(), "whole-units.yaml")
+    ours = {"power_kw[0].whole_unit_kw", "power_kw[0].slack_kw"}
+    assert verify(inst, plan).ok
+    rows = tuple(
+        p.model_copy(update={"whole_unit_kw": 0.0, "slack_kw": 0.0}) for p in plan.power_kw
+    )
+    found = verify(inst, plan.model_copy(update={"power_kw": rows})).violations
+    assert {v.requirement for v in found} >= ours
