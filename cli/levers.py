@@ -3,6 +3,7 @@ added to the explanation's tables and JSON (an hourly plan's explanation as well
 levers re-solve the hourly program, its alternatives the periods program)."""
 
 from cli.render.console import job_progress
+from cli.render.summary_tables import MONTH_ZERO
 from cli.render.tables import TableSpec
 from solver.analysis.explain import Explanation
 from solver.analysis.lever_edits import levers_for
@@ -89,11 +90,13 @@ def lever_table(results: tuple[LeverResult, ...], base: Plan | None = None) -> T
     the savings are taken from (the horizon's mean month, `lever_cost`), which is not the
     month-0 $/month the explanation's header states."""
     title = "Levers ranked by dollars"
+    gpus = "GPUs"
     if base is not None and base.months:
         title += f" (saving against the horizon's mean month, ${lever_cost(base):,.0f}/month)"
+        gpus += MONTH_ZERO  # the lever's plan's peak fleet: its month 0's
     return TableSpec(
         title,
-        ("lever", "$/month", "saving $/month", "rests on", "GPUs", "status", "why"),
+        ("lever", "$/month", "saving $/month", "rests on", gpus, "status", "why"),
         tuple(
             (
                 r.lever,

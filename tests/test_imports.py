@@ -68,6 +68,7 @@ def test_the_graph_sees_the_imports_it_must():
 PLAN_VOCABULARY = {
     "solver.plan.schema": "the plan it checks",
     "solver.plan.records": "the records the plan is made of (pools, GPUs, scenarios)",
+    "solver.plan.binding": "the binding rows the plan states (tight, priced or in whole units)",
     "solver.plan.time_records": "the plan's records of time planning (hours, months, batch)",
     "solver.plan.summary": "the buyer's summary read off the plan's own fields, which the "
     "verifier recomputes to check the one the plan states",

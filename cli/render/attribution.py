@@ -1,5 +1,6 @@
 """The plan's cost attribution as a table (solve, explain, report)."""
 
+from cli.render.summary_tables import month_zero
 from cli.render.tables import TableSpec
 from solver.plan.schema import Plan
 
@@ -21,7 +22,7 @@ def attribution_table(plan: Plan) -> TableSpec:
         return "-" if value is None else f"{value:.3f}"
 
     return TableSpec(
-        "Cost attribution",
+        month_zero(plan, "Cost attribution"),
         (
             "workload",
             "region",

@@ -17,6 +17,7 @@ import io
 from dataclasses import dataclass, field
 
 from cli.render.plan_tables import BUSIEST_SERVERS
+from cli.render.summary_tables import MONTH_ZERO, month_zero
 from cli.render.tables import TableSpec
 from models.io.output_files import terminal_safe
 from solver.analysis.capacity_bands import pools_run
@@ -243,10 +244,12 @@ def day_svg(day: DayChart) -> str:
     return _svg(figure)
 
 
-def split_table(rows: list[CostSplitRow]) -> TableSpec:
-    """The month's cost per offer: reserved, on demand, spot."""
+def split_table(rows: list[CostSplitRow], plan: Plan | None = None) -> TableSpec:
+    """The month's cost per offer: reserved, on demand, spot (month 0's in a plan of
+    months)."""
+    title = "Cost split: reserved, on demand and spot ($/month)"
     return TableSpec(
-        "Cost split: reserved, on demand and spot ($/month)",
+        title if plan is None else month_zero(plan, title),
         ("region", "GPU", "reserved", "on demand", "spot", "total"),
         tuple(
             (
@@ -321,11 +324,13 @@ def band_table(plan: Plan) -> TableSpec | None:
 
 
 def _placed(spec: TableSpec) -> str:
+    """The section a table goes in, by its title (a plan of months' month-0 tables say
+    `MONTH_ZERO` after it, cli.render.summary_tables.month_zero)."""
     if spec.title.startswith("Power by region"):
         return "power"
     if spec.title.startswith("Cost attribution"):
         return "cost"
-    return SECTION_TABLES.get(spec.title, "")
+    return SECTION_TABLES.get(spec.title.removesuffix(MONTH_ZERO), "")
 
 
 def report_html(
@@ -365,9 +370,9 @@ def report_html(
         parts.append("<h2>Power</h2>")
         parts += [table_html(t) for t in placed["power"]]
     if plan.cost_attribution or time.split:
-        parts.append("<h2>Cost split</h2>")
+        parts.append(f"<h2>{month_zero(plan, 'Cost split')}</h2>")
     if time.split:
-        parts.append(table_html(split_table(time.split)))
+        parts.append(table_html(split_table(time.split, plan)))
     if plan.cost_attribution:
         parts += [
             '<p class="note">Each pool\'s GPU time split between prefill and decode by the '
@@ -378,14 +383,15 @@ def report_html(
         ]
         parts += [table_html(t) for t in placed.get("cost", [])]
     if plan.scenarios:
-        parts.append("<h2>Utilisation by scenario</h2>")
+        parts.append(f"<h2>{month_zero(plan, 'Utilisation by scenario')}</h2>")
         parts.append(f'<div class="charts">{_chart("utilisation", utilisation_svg(plan))}</div>')
     bands = band_table(plan)
     if bands is not None:
         parts.append("<h2>Model error</h2>")
         parts.append(table_html(bands))
     if charts:
-        parts.append("<h2>Chosen configurations</h2>")
+        # the peak fleet's configurations: month 0's in a plan of months
+        parts.append(f"<h2>{month_zero(plan, 'Chosen configurations')}</h2>")
     for item in charts:
         parts.append(f"<h3>{html.escape(item.title)}</h3>")
         figures = []

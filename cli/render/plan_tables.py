@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING
 
 from cli.render.attribution import attribution_table
 from cli.render.failover_tables import failover_tables
-from cli.render.summary_tables import idle_wording, summary_table
+from cli.render.summary_tables import (
+    idle_wording,
+    month_zero,
+    power_price_words,
+    summary_table,
+    whole_unit_words,
+)
 from cli.render.tables import TableSpec
 from models.schema.quantities import counted
 from solver.plan.records import CapacityBand, ReplicaPool
@@ -97,7 +103,7 @@ def site_tables(plan: Plan) -> list[TableSpec]:
     if plan.servers:
         tables.append(
             TableSpec(
-                BUSIEST_SERVERS if plan.hours else "Servers to buy",
+                month_zero(plan, BUSIEST_SERVERS if plan.hours else "Servers to buy"),
                 ("region", "GPU", "servers", "GPUs per server"),
                 tuple(
                     (s.region, s.gpu, str(s.count), str(s.gpus_per_server or "-"))
@@ -109,20 +115,24 @@ def site_tables(plan: Plan) -> list[TableSpec]:
         capped = any(p.limit_kw is not None or p.limit_racks is not None for p in plan.power_kw)
         tables.append(
             TableSpec(
-                "Power by region (every GPU installed, existing and bought)",
+                month_zero(plan, "Power by region (every GPU installed, existing and bought)"),
                 ("region", "kW", "power_kw limit", "$/month per kW", "racks", "racks limit"),
                 tuple(
                     (
                         p.region,
                         f"{p.kw:,.1f}",
                         "-" if p.limit_kw is None else f"{p.limit_kw:,.0f}",
-                        "-" if p.shadow_price_per_kw is None else f"{p.shadow_price_per_kw:,.2f}",
+                        power_price_words(p),
                         "-" if p.racks is None else f"{p.racks:,.2f}",
                         "-" if p.limit_racks is None else str(p.limit_racks),
                     )
                     for p in plan.power_kw
                 ),
-                "a nonzero $/kW: power, not money, binds the region" if capped else "",
+                "a nonzero $/kW: power, not money, binds the region; 'in whole units': the kW "
+                "left is less than one more server draws, so power binds though it has no "
+                "price (the pricing LP keeps the plan's servers)"
+                if capped
+                else "",
             )
         )
     return tables
@@ -187,7 +197,7 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
         )
     tables.append(
         TableSpec(
-            "GPUs by region and type",
+            month_zero(plan, "GPUs by region and type"),
             ("region", "GPU", "used", "existing", "bought", "available", "$/GPU-h", "$/month"),
             tuple(
                 (
@@ -212,9 +222,19 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
     hidden = len(plan.binding) - len(shown)
     tables.append(
         TableSpec(
-            "Binding constraints",
+            month_zero(plan, "Binding constraints"),
             ("constraint", "slack", "shadow price", "unit"),
-            tuple((b.name, _num(b.slack), f"{b.shadow_price:,.2f}", b.unit) for b in shown),
+            tuple(
+                (
+                    b.name,
+                    _num(b.slack),
+                    f"in whole units: {whole_unit_words(b)}"
+                    if b.in_whole_units
+                    else f"{b.shadow_price:,.2f}",
+                    b.unit,
+                )
+                for b in shown
+            ),
             f"{hidden} more in --json" if hidden > 0 else "",
         )
     )
@@ -237,7 +257,7 @@ def _utilisation_table(plan: Plan) -> TableSpec:
         )
         rows = [rows[i] for i in kept]
     return TableSpec(
-        "Utilisation by scenario",
+        month_zero(plan, "Utilisation by scenario"),
         ("scenario", "workload", "region", "phase", "load req/s", "capacity req/s", "util"),
         tuple(
             (
@@ -407,8 +427,11 @@ def gpu_count_tables(explanation: "Explanation") -> list[TableSpec]:
 def explanation_tables(explanation: "Explanation") -> list[TableSpec]:
     """The explanation as tables."""
     plan_parts = plan_tables(explanation.plan)
-    binding = next(t for t in plan_parts if t.title == "Binding constraints")
-    utilisation = next(t for t in plan_parts if t.title == "Utilisation by scenario")
+    plan = explanation.plan
+    binding = next(t for t in plan_parts if t.title == month_zero(plan, "Binding constraints"))
+    utilisation = next(
+        t for t in plan_parts if t.title == month_zero(plan, "Utilisation by scenario")
+    )
     return [
         binding,
         TableSpec(

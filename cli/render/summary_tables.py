@@ -2,6 +2,8 @@
 first thing the terminal, the Markdown and the HTML report show."""
 
 from cli.render.tables import TableSpec
+from solver.plan.binding import Binding
+from solver.plan.records import RegionPower
 from solver.plan.schema import Plan, gap_percent
 
 
@@ -14,6 +16,17 @@ def idle_wording(plan: Plan) -> str:
     if plan.hours:
         return "idle over the day"
     return "idle at peak"
+
+
+MONTH_ZERO = " (month 0)"
+"""Said after the title of a table of a plan of months that shows month 0's figures
+(its peak fleet, day, cost split, utilisation, binding rows): the months tables state
+the horizon."""
+
+
+def month_zero(plan: Plan, title: str) -> str:
+    """`title`, with `MONTH_ZERO` after it in a plan of months."""
+    return title + MONTH_ZERO if plan.months else title
 
 
 def _gap(gap: float | None) -> str:
@@ -73,9 +86,45 @@ def summary_table(plan: Plan) -> TableSpec | None:
         rows.append(("stopped at the time limit", f"{stopped}: each its best plan then"))
     if s.binding:
         rows += [
-            ("what binds" if i == 0 else "", f"{b.name}: {b.shadow_price:,.2f} {b.unit}")
+            ("what binds" if i == 0 else "", binding_words(b, s.horizon_months > 0))
             for i, b in enumerate(s.binding)
         ]
     else:
         rows.append(("what binds", "no priced constraint (see the binding table)"))
     return TableSpec("Summary", ("", "the plan"), tuple(rows))
+
+
+def binding_words(b: Binding, months: bool = False) -> str:
+    """A binding row in a line: its price, or where it binds in whole units, the slack
+    left against one unit (not priced); `months`: the month it binds from."""
+    if not b.in_whole_units:
+        return f"{b.name}: {b.shadow_price:,.2f} {b.unit}"
+    return (
+        f"{b.name}: binds in whole units"
+        + (f" from month {b.month}" if months and b.month is not None else "")
+        + f": {whole_unit_words(b)}"
+    )
+
+
+def whole_unit_words(b: Binding) -> str:
+    """`6.40 kW left, less than one 8-GPU h100-sxm server (10.20 kW); not priced` (the
+    row's own unit: what its dual is priced per)."""
+    per = b.unit.partition(" per ")[2]
+    amount = f" {per}" if per else ""
+    return (
+        f"{b.slack:,.2f}{amount} left, less than {b.whole_unit_of} "
+        f"({b.whole_unit:,.2f}{amount}); not priced"
+    )
+
+
+def power_price_words(p: RegionPower) -> str:
+    """A region's $/month per kW, or where its cap binds in whole units, the kW left
+    against one more server's (not priced); `-` without a cap."""
+    if p.limit_kw is None or p.shadow_price_per_kw is None:
+        return "-"
+    if p.whole_unit_kw:
+        return (
+            f"in whole units: {p.slack_kw:,.1f} kW left, less than one more server "
+            f"({p.whole_unit_kw:,.1f} kW); not priced"
+        )
+    return f"{p.shadow_price_per_kw:,.2f}"

@@ -1,6 +1,7 @@
 """Tables of an hourly plan (issue 11): the 24 hours, commitments, headroom and scaling
 thresholds, error budget per failure scenario, batch placement and the months."""
 
+from cli.render.summary_tables import month_zero, power_price_words
 from cli.render.tables import TableSpec
 from models.schema.quantities import counted
 from solver.analysis.report_time import MonthsByRegion, months_by_region
@@ -14,8 +15,11 @@ def time_tables(plan: Plan) -> list[TableSpec]:
         return []
     tables = [
         TableSpec(
-            "Hours (UTC): replicas, GPUs in use, and how: owned / reserved / rented on demand "
-            "/ spot",
+            month_zero(
+                plan,
+                "Hours (UTC): replicas, GPUs in use, and how: owned / reserved / rented on "
+                "demand / spot",
+            ),
             (
                 "hour",
                 "period",
@@ -357,6 +361,8 @@ def month_power_table(plan: Plan) -> TableSpec | None:
             cell = f"{p.kw:,.1f} of {p.limit_kw:,.1f}"
             if p.shadow_price_per_kw:
                 cell += f" ({p.shadow_price_per_kw:,.2f} $/month per kW)"
+            elif p.whole_unit_kw:
+                cell += f" ({power_price_words(p)})"
             cells.append(cell)
         rows.append((f"m{m.month}", *cells))
     return TableSpec(
@@ -365,7 +371,9 @@ def month_power_table(plan: Plan) -> TableSpec | None:
         tuple(rows),
         "the GPUs installed in the month's busiest hour, owned and bought (what the cap bounds in "
         "every period); where "
-        "the cap binds, the $/month one more kW saves in that month (its own pricing LP)",
+        "the cap binds, the $/month one more kW saves in that month (its own pricing LP); "
+        "'in whole units': the kW left is less than one more server draws, so the cap sets "
+        "the month's plan though it has no price",
     )
 
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, model_valida
 from models.physics.precision import Precision
 from models.schema.quantities import NUMBER_NOT_BOOLEAN
 from models.serving.replica import Limit, Role
+from solver.plan.binding import Binding
 
 FROZEN = ConfigDict(extra="forbid", frozen=True)
 
@@ -288,6 +289,11 @@ class RegionPower(BaseModel):
     racks: float | None = None
     """Racks the installed servers take (with racks stated)."""
     limit_racks: int | None = None
+    whole_unit_kw: float = 0.0
+    """Where the cap binds in whole units (solver.plan.binding): the kW one more server
+    (or GPU) draws, more than the `slack_kw` left; 0 elsewhere."""
+    slack_kw: float = 0.0
+    """The kW left under the cap where it binds in whole units (its tightest period)."""
 
 
 class SimplicityCost(BaseModel):
@@ -321,28 +327,6 @@ class SimplicityCost(BaseModel):
             extra_cost_per_month=cost - unlimited,
             configurations_unlimited=unlimited_pools,
         )
-
-
-class Binding(BaseModel):
-    """A constraint that shapes the plan, with its shadow price."""
-
-    model_config = FROZEN
-
-    name: str
-    """Row name, e.g. `capacity[lose=eu-west,chat,us-east,unified]`."""
-    family: str
-    description: str = ""
-    slack: float
-    """Slack at the (integer) plan; 0 means the row is tight there."""
-    shadow_price: float
-    """d(cost)/d(rhs) in the pricing LP (see SHADOW_PRICE_NOTE)."""
-    unit: str = ""
-    period: int | None = None
-    """The row's period: its first UTC hour (an hourly plan's row; None in a static plan,
-    whose one period is the whole day)."""
-    month: int | None = None
-    """The month of the procurement horizon whose program the row is in (None without
-    policy.horizon_months)."""
 
 
 class Route(BaseModel):

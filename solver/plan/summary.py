@@ -7,12 +7,15 @@
   (`committed` / the offer's GPUs per server in `servers`, else 1: what a one-month
   horizon orders in month 0; GPUs rented by the hour are no order); a static plan, the
   `servers` to buy now;
-- what binds: the `SUMMARY_BINDINGS` binding rows with the largest |shadow price|;
+- what binds: the `SUMMARY_BINDINGS` binding rows with the largest |shadow price|,
+  then those that bind in whole units (solver.plan.binding; not priced), each at the
+  first month it binds in with a horizon (`month` set);
 - with a horizon, the months whose solve stopped at the time limit (`stopped_months`).
 """
 
 import math
 
+from solver.plan.binding import Binding
 from solver.plan.records import BoughtGpus, BuyerSummary, OrderLine
 from solver.plan.schema import Plan
 
@@ -62,6 +65,10 @@ def buyer_summary(plan: Plan) -> BuyerSummary:
             if s.count
         )
     priced = sorted((b for b in plan.binding if b.shadow_price), key=lambda b: -abs(b.shadow_price))
+    whole: dict[str, Binding] = {}
+    for b in (*plan.binding, *(b for m in plan.months if m.month for b in m.binding)):
+        if b.in_whole_units:
+            whole.setdefault(b.name, b)
     return BuyerSummary(
         cost_per_month=plan.cost_per_month,
         horizon_months=len(plan.months),
@@ -71,6 +78,6 @@ def buyer_summary(plan: Plan) -> BuyerSummary:
         idle_fraction=plan.idle_fraction,
         bought=bought,
         orders=orders,
-        binding=tuple(priced[:SUMMARY_BINDINGS]),
+        binding=(*priced[:SUMMARY_BINDINGS], *list(whole.values())[:SUMMARY_BINDINGS]),
         stopped_months=tuple(m.month for m in plan.months if m.stopped_at_limit),
     )

@@ -38,7 +38,7 @@ from solver.program.sets import Mode, ProgramSets
 from solver.readback.gap import plan_gap
 from solver.readback.groups import group_counts, group_gpus, group_pools, with_routing
 from solver.readback.pricing import binding_constraints
-from solver.readback.site import region_power, server_purchases
+from solver.readback.site import region_power, server_purchases, whole_unit_power
 from solver.settings import SolveSettings
 
 ROUTE_EPSILON = 1e-7
@@ -124,6 +124,7 @@ def read_plan(
     proven = result.termination is Termination.OPTIMAL or (
         gap is not None and gap != result.mip_gap and gap <= settings.mip_gap
     )
+    power, power_rows = whole_unit_power(sets, region_power(sets, gpu_uses, duals))
     plan = Plan(
         instance=sets.instance.name,
         status=plan_status(proven, gap, settings.mip_gap),
@@ -131,7 +132,7 @@ def read_plan(
         total_gpus=sum(use.used for use in gpu_uses),
         gpus=tuple(gpu_uses),
         replicas=tuple(pools),
-        binding=binding_constraints(program, values, duals),
+        binding=binding_constraints(program, values, duals) + power_rows,
         scenarios=scenarios,
         cost_attribution=attribution,
         solver=SolverRun(
@@ -150,7 +151,7 @@ def read_plan(
             method=optimised.description,
         ),
         servers=server_purchases(sets, gpu_uses),
-        power_kw=region_power(sets, gpu_uses, duals),
+        power_kw=power,
         demand_growth=sets.demand_factor,
         max_utilization=sets.instance.policy.max_utilization,
         shadow_price_note=SHADOW_PRICE_NOTE

@@ -17,9 +17,18 @@ at the (integer) plan is zero, or when it has a nonzero price in the pricing LP 
 rounding leaves slack in rows that still set the cost). Rows with nothing flowing
 through them (a disaggregated phase the plan does not use: 0 >= 0) are left out: any
 price the LP gives them is degenerate.
+
+A limit binds in whole units when its slack is smaller than the least step its users
+can take (solver.plan.binding): for each column with a positive coefficient a in the
+`<=` row, its step is a x 1 for an integer column and a x n for a continuous column
+tied to an integer one by a two-term equality (purchased[r,g] = n x servers[r,g]); a
+column with no such step (it can take any part of the slack), or none that can grow,
+leaves the row as it is. The pricing LP has slack in such a row and gives it no price.
+Power and rack rows are left to solver.readback.site.whole_unit_power, which reads the
+kW from the GPUs installed (a period's `purchased` is not priced in the hourly program).
 """
 
-from solver.plan.records import Binding
+from solver.plan.binding import Binding
 from solver.program.build import FleetProgram, with_bounds
 from solver.program.families import FAMILIES
 from solver.program.families.pooling import PoolAtLeastColumn
@@ -32,6 +41,8 @@ PRICE_TOLERANCE = 1e-6
 """$/month below which a shadow price counts as zero."""
 SLACK_TOLERANCE = 1e-6
 """Relative slack below which a row counts as tight."""
+SITE_FAMILIES = ("power", "rack_space")
+"""Rows whose binding in whole units solver.readback.site states (see the module text)."""
 
 
 def pricing_program(program: FleetProgram, values: dict[str, float]) -> LinearProgram:
@@ -78,6 +89,7 @@ def binding_rows(
     """`binding_constraints` over any program's rows (the hourly program's too: a row in a
     period states it as `Binding.period`, its name marked `capacity[...]@t07`)."""
     found = []
+    links = None
     for row in lp.constraints.values():
         family = FAMILIES.get(row.family)
         if family is None or not family.reported:
@@ -88,7 +100,11 @@ def binding_rows(
         price = duals.get(row.name, 0.0)
         if abs(price) <= PRICE_TOLERANCE:
             price = 0.0
-        if tight or price:
+        step: tuple[float, str] | None = None
+        if not (tight or price) and row.sense is Sense.LE and row.family not in SITE_FAMILIES:
+            links = integer_links(lp) if links is None else links
+            step = whole_unit(lp, row, values, links)
+        if tight or price or step:
             _, period, month = split_timed(row.name)
             found.append(
                 Binding(
@@ -100,9 +116,56 @@ def binding_rows(
                     unit=family.dual_unit,
                     period=period,
                     month=month,
+                    whole_unit=step[0] if step else 0.0,
+                    whole_unit_of=step[1] if step else "",
                 )
             )
-    return tuple(sorted(found, key=lambda b: (-abs(b.shadow_price), b.name)))
+    return tuple(sorted(found, key=lambda b: (-abs(b.shadow_price), not b.in_whole_units, b.name)))
+
+
+def integer_links(lp: LinearProgram) -> dict[str, tuple[float, str]]:
+    """Continuous column -> (n, integer column) where a two-term equality with a zero
+    right-hand side ties them: x - n y = 0 (purchased[r,g] = n x servers[r,g])."""
+    links = {}
+    for row in lp.constraints.values():
+        if row.sense is not Sense.EQ or row.rhs != 0 or len(row.coefficients) != 2:
+            continue
+        (x, a), (y, b) = row.coefficients.items()
+        if lp.variables[x].integer == lp.variables[y].integer:
+            continue
+        if lp.variables[x].integer:
+            (x, a), (y, b) = (y, b), (x, a)
+        links[x] = (abs(b / a), y)
+    return links
+
+
+def whole_unit(
+    lp: LinearProgram,
+    row: Constraint,
+    values: dict[str, float],
+    links: dict[str, tuple[float, str]],
+) -> tuple[float, str] | None:
+    """(the least step of the `<=` row's left-hand side, `one` and the integer column
+    whose one unit it is) when it is more than the row's slack: the row binds in whole units (see
+    the module text); None otherwise."""
+    steps = []
+    for name, coef in row.coefficients.items():
+        if coef <= 0:
+            continue
+        var = lp.variables[name]
+        n, unit = (1.0, name) if var.integer else links.get(name, (0.0, name))
+        if n == 0.0:
+            return None  # a continuous column takes any part of the slack
+        top = lp.variables[unit].upper
+        if top is not None and values.get(unit, 0.0) + 1 > top + SLACK_TOLERANCE:
+            continue  # at its bound: no more of it can be had
+        steps.append((coef * n, f"one {unit}"))
+    if not steps:
+        return None
+    step = min(steps)
+    slack = row.slack(values)
+    margin = SLACK_TOLERANCE * (1.0 + activity(row, values))
+    return step if margin < slack < step[0] - margin else None
 
 
 def activity(row: Constraint, values: dict[str, float]) -> float:

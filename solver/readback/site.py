@@ -3,10 +3,18 @@
 Computed from the plan's GPU use with the arithmetic of models.operations.site (the verifier
 recomputes the same from the instance alone), and the power rows' shadow prices from
 the pricing LP (solver.readback.pricing).
+
+A power cap binds in whole units (solver.plan.binding) where the kW it leaves is less
+than the least unit a region could add, one server of its offers (a GPU with buy_unit:
+gpu): min_g gpu_kw(r, g) x node_gpus(g). It is read from the GPUs installed (in an
+hourly plan, its busiest hour's), not from the program's row: in the periods program a
+period's `purchased` is not priced and may stand above what the hour runs.
 """
 
 from models.operations.site import gpu_kw, node_gpus, racks_per_gpu
+from solver.plan.binding import Binding
 from solver.plan.records import GpuUse, RegionPower, ServerPurchase
+from solver.program.families.power import POWER
 from solver.program.row_names import PowerRow
 from solver.program.sets import ProgramSets
 
@@ -58,3 +66,43 @@ def region_power(
             )
         )
     return tuple(rows)
+
+
+def whole_unit_power(
+    sets: ProgramSets, power: tuple[RegionPower, ...]
+) -> tuple[tuple[RegionPower, ...], tuple[Binding, ...]]:
+    """The regions' power with `whole_unit_kw` and `slack_kw` stated where the cap binds
+    in whole units (see the module text), and a `power[r]` binding row for each (slack
+    the kW left, `whole_unit` the kW of one more server; not priced)."""
+    instance = sets.instance
+    rows, found = [], []
+    for p in power:
+        if p.limit_kw is None or p.shadow_price_per_kw:
+            rows.append(p)
+            continue
+        units = [
+            (gpu_kw(instance, p.region, g) * node_gpus(instance, g), g)
+            for g, offer in instance.region(p.region).supply.items()
+            if offer.max_gpus
+        ]
+        slack = p.limit_kw - p.kw
+        unit = min(units, default=None)
+        margin = 1e-6 * (1.0 + p.limit_kw)
+        if unit is None or not margin < slack < unit[0] - margin:
+            rows.append(p)
+            continue
+        rows.append(p.model_copy(update={"whole_unit_kw": unit[0], "slack_kw": slack}))
+        n = node_gpus(instance, unit[1])
+        found.append(
+            Binding(
+                name=PowerRow(p.region).name(),
+                family=POWER.name,
+                description=POWER.description,
+                slack=slack,
+                shadow_price=0.0,
+                unit=POWER.dual_unit,
+                whole_unit=unit[0],
+                whole_unit_of=f"one {n}-GPU {unit[1]} server" if n > 1 else f"one {unit[1]} GPU",
+            )
+        )
+    return tuple(rows), tuple(found)

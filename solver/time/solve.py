@@ -32,7 +32,7 @@ from solver.program.families.pricing import CommittedColumn, CommittedServersCol
 from solver.program.lp import SolveResult, Termination
 from solver.program.optimised import Optimised
 from solver.readback.assign import chosen_sizes, read_plan, replica_counts
-from solver.readback.site import region_power, server_purchases
+from solver.readback.site import region_power, server_purchases, whole_unit_power
 from solver.settings import SolveSettings
 from solver.time.batch import dedicated_pools, hour_soaks
 from solver.time.failover import started_pools, with_started
@@ -227,6 +227,11 @@ def hourly_plan(
     peak_starts = next(h.failover_starts for h in hours if h.hour == peak_hour)
     peak_sets = program.periods[0].program.sets  # the instance's GPUs, regions and policy
     duals, shadow_price_note = priced()
+    power, power_rows = whole_unit_power(
+        peak_sets,
+        month_power(instance, hours, region_power(peak_sets, uses, site_duals(program, duals))),
+    )
+    binding = (hour_bindings(program, values, duals) if duals else ()) + power_rows
     size = program.lp.size()
     solver = peak_plan.solver.model_copy(
         update={
@@ -260,10 +265,8 @@ def hourly_plan(
         hours=tuple(hours),
         idle_fraction=hourly_idle_fraction(hours, plans, batch_pools, sum(committed.values())),
         servers=server_purchases(peak_sets, uses),
-        power_kw=month_power(
-            instance, hours, region_power(peak_sets, uses, site_duals(program, duals))
-        ),
-        binding=hour_bindings(program, values, duals) if duals else (),
+        power_kw=power,
+        binding=binding,
         cost_attribution=day_attribution(
             program, values, hours, plans, phases, committed, spot_gpus
         ),

@@ -13,6 +13,7 @@ from solver.plan.records import RegionPower
 from solver.plan.schema import Plan
 from solver.plan.time_records import Hour, MonthOffer, ServerOrder
 from solver.verify.fleet import COST_TOLERANCE, ScenarioCheck, Verification, Violation
+from solver.verify.site import whole_unit_kw
 from solver.verify.totals import money_close
 
 GPU_TOLERANCE = 1e-6
@@ -219,6 +220,20 @@ def _check_power(
                 Violation(
                     requirement=f"{where}[{index}].kw",
                     message=f"{row.region}: states {row.kw:g} kW; its busiest hour draws {kw:g}",
+                )
+            )
+        unit = whole_unit_kw(instance, row.region, kw, row)
+        stated = (row.whole_unit_kw, row.slack_kw)
+        if not all(
+            math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-6)
+            for a, b in zip(stated, unit, strict=True)
+        ):
+            found.append(
+                Violation(
+                    requirement=f"{where}[{index}].whole_unit_kw",
+                    message=f"{row.region}: states {row.slack_kw:g} kW left against one more "
+                    f"server's {row.whole_unit_kw:g} kW; the cap and the busiest hour give "
+                    f"{unit[1]:g} against {unit[0]:g}",
                 )
             )
         if row.limit_kw != region.power_kw or priced != (region.power_kw is not None):

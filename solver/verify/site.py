@@ -10,6 +10,7 @@ from collections.abc import Callable
 from models.operations.site import gpu_kw, gpus_bought, node_gpus, racks_per_gpu
 from models.schema.instance import Instance
 from models.serving.replica import Role
+from solver.plan.records import RegionPower
 from solver.plan.schema import Plan
 from solver.program.row_names import (
     ConfigsPerPoolRow,
@@ -227,11 +228,14 @@ def stated_power(instance: Instance, plan: Plan, kw_of: Callable[[str], float]) 
                 racks_per_gpu(instance, r.gpu, region.kw_per_rack) * (r.existing + r.purchased)
                 for r in mine
             )
+        unit_kw, slack_kw = whole_unit_kw(instance, power.region, power.kw, power)
         checks = (
             ("kw", power.kw, kw_of(power.region)),
             ("racks", power.racks, racks),
             ("limit_kw", power.limit_kw, region.power_kw),
             ("limit_racks", power.limit_racks, region.racks),
+            ("whole_unit_kw", power.whole_unit_kw, unit_kw),
+            ("slack_kw", power.slack_kw, slack_kw),
         )
         for name, stated_value, value in checks:
             if not agrees(stated_value, value):
@@ -239,3 +243,23 @@ def stated_power(instance: Instance, plan: Plan, kw_of: Callable[[str], float]) 
                     differs(f"{where}.{name}", stated_value, value, "the GPUs installed give")
                 )
     return found
+
+
+def whole_unit_kw(
+    instance: Instance, region: str, kw: float, stated: RegionPower
+) -> tuple[float, float]:
+    """(kW of the least server the region could add, kW left under its cap) where an
+    unpriced cap leaves less than that server at `kw` (the cap binds in whole units:
+    min_g gpu_kw x node_gpus over the region's offers); (0, 0) elsewhere."""
+    cap = instance.region(region).power_kw
+    if cap is None or stated.shadow_price_per_kw:
+        return 0.0, 0.0
+    units = [
+        gpu_kw(instance, region, g) * node_gpus(instance, g)
+        for g, offer in instance.region(region).supply.items()
+        if offer.max_gpus
+    ]
+    slack, margin = cap - kw, 1e-6 * (1.0 + cap)
+    if units and margin < slack < min(units) - margin:
+        return min(units), slack
+    return 0.0, 0.0

@@ -2,6 +2,7 @@
 explanation's $/month (cli.levers.lever_table)."""
 
 from cli.levers import lever_table
+from cli.render.plan_tables import plan_tables
 from solver.plan.schema import Plan
 from solver.plan.time_records import Month
 
@@ -23,3 +24,22 @@ def test_a_horizons_lever_table_names_its_mean_month():
 def test_a_plan_without_months_keeps_the_plain_title():
     assert lever_table((), Plan(cost_per_month=2700.0)).title == "Levers ranked by dollars"
     assert lever_table(()).title == "Levers ranked by dollars"
+
+
+def test_a_horizons_lever_table_says_its_gpus_are_month_0s():
+    """A lever's GPUs are its plan's peak fleet, month 0's, beside a mean-month $/month."""
+    months = (_month(0, 2700.0), _month(1, 3000.0))
+    table = lever_table((), Plan(cost_per_month=2700.0, months=months, horizon_cost=5700.0))
+    assert "GPUs (month 0)" in table.columns
+    assert "GPUs" in lever_table((), Plan(cost_per_month=2700.0)).columns
+
+
+def test_a_plan_of_months_titles_its_month_0_tables():
+    """A 2-month plan (month 1 may add a GPU type): its tables of the peak fleet, the
+    binding rows and the utilisation say they are month 0's; a plan of one month does not."""
+    months = (_month(0, 2700.0), _month(1, 3000.0))
+    titles = {t.title for t in plan_tables(Plan(cost_per_month=2700.0, months=months))}
+    assert {"GPUs by region and type (month 0)", "Binding constraints (month 0)"} <= titles
+    assert "Utilisation by scenario (month 0)" in titles
+    plain = {t.title for t in plan_tables(Plan(cost_per_month=2700.0))}
+    assert {"GPUs by region and type", "Binding constraints"} <= plain

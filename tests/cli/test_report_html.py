@@ -115,8 +115,11 @@ def test_the_horizon_report_leads_with_the_summary_then_the_day_and_the_months(h
     assert "Months by region ($)" in months
     # one row per month and the horizon's total
     assert months.count("<tr><td>m") == HORIZON_MONTHS and "<td>horizon</td>" in months
-    for heading in ("Reservations and servers", "Power", "Cost split"):
+    # the cost split is month 0's, and its heading says so (the months state the horizon)
+    for heading in ("Reservations and servers", "Power", "Cost split (month 0)"):
         assert "<table>" in _section(text, heading), heading  # never a heading alone
+    assert "<h2>Chosen configurations (month 0)</h2>" in text
+    assert "<h3>Cost attribution (month 0)</h3>" in _section(text, "Cost split (month 0)")
 
 
 def test_the_static_report_has_no_empty_cost_split(report_file):
