@@ -239,6 +239,14 @@ GPU_COUNT = Bound(
     "5x the largest GPU cluster built, about 200,000 GPUs",
     low_open=False,
 )
+PLAN_INTEGER = Bound(
+    10**30,
+    "",
+    "a plan's counts, degrees and months, multiplied by one another, hours and prices, "
+    "stay within a float (10^308); 10^30 is far past any fleet (GPU_COUNT)",
+    low=-(10**30),
+    low_open=False,
+)
 ZONES = Bound(16, "zones", "clouds offer at most 6 zones per region", low=1.0, low_open=False)
 PARALLEL_DEGREE = Bound(
     1024,

@@ -94,22 +94,27 @@ NUMBER_NOT_BOOLEAN = BeforeValidator(not_a_boolean)
 plain numbers of the schema)."""
 
 
-def real(bound: Bound) -> Any:
-    """A finite float within `bound` (a boolean refused, NaN and infinity rejected before
-    the range)."""
+def whole(bound: Bound) -> Any:
+    """An integer within `bound` (a boolean, floats with a fraction and huge integers
+    rejected)."""
     return Annotated[
-        float,
+        int,
         Field(json_schema_extra=_schema_of(bound)),
         NUMBER_NOT_BOOLEAN,
         AfterValidator(_check_within(bound)),
     ]
 
 
-def whole(bound: Bound) -> Any:
-    """An integer within `bound` (a boolean, floats with a fraction and huge integers
-    rejected)."""
+PlanInteger = whole(limits.PLAN_INTEGER)
+"""Every integer of a plan (a count, a layout degree, a month): never `true` (pydantic
+reads it as 1) and within limits.PLAN_INTEGER (10^400 replicas overflowed a float)."""
+
+
+def real(bound: Bound) -> Any:
+    """A finite float within `bound` (a boolean refused, NaN and infinity rejected before
+    the range)."""
     return Annotated[
-        int,
+        float,
         Field(json_schema_extra=_schema_of(bound)),
         NUMBER_NOT_BOOLEAN,
         AfterValidator(_check_within(bound)),

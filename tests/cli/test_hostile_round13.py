@@ -1,0 +1,99 @@
+"""Hostile input, round thirteen: plans edited by hand past what a number can hold or of
+the wrong type, files that are not what they claim, and outputs that would lose what the
+user had. Each case below was an internal error (exit 70), read as something else, or
+named the wrong thing; each now names the field or file with exit 2."""
+
+import json
+
+import pytest
+
+from tests.cli.test_hostile_input import run_checked
+from tests.paths import ONE_MODEL_ONE_REGION
+
+POOL = {"workload": "chat", "region": "us-east", "gpu": "h100-sxm", "precision": "fp8"}
+FLEET = {**POOL, "tp": 1, "pp": 1, "role": "unified", "count": 2}
+"""A hand-written fleet of one-model-one-region: 2 replicas of one H100 each."""
+
+
+def _plan(tmp_path, data, name="plan.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return path
+
+
+# --- plan integers beyond any float, and booleans read as 1 ----------------------------
+
+
+@pytest.mark.parametrize("command", ["verify", "simulate", "report", "deploy"])
+def test_a_replica_count_beyond_any_float_is_bad_input_naming_the_field(run_cli, tmp_path, command):
+    """10^400 replicas with a stated routing weight: count x rate overflowed a float in
+    the verifier's routing-weight check (OverflowError: int too large to convert to
+    float, exit 70) in verify and in the three commands that verify first."""
+    pool = {**FLEET, "count": 10**400, "routing_weight": 1.0, "requests_per_s_per_replica": 5.0}
+    plan = _plan(tmp_path, {"replicas": [pool]})
+    args = {
+        "verify": ("verify", ONE_MODEL_ONE_REGION, plan),
+        "simulate": ("simulate", ONE_MODEL_ONE_REGION, plan),
+        "report": ("report", ONE_MODEL_ONE_REGION, "--plan", plan, "-o", tmp_path / "r.html"),
+        "deploy": ("deploy", plan, "--instance", ONE_MODEL_ONE_REGION, "--target", "vllm",
+                   "--out", tmp_path / "out"),
+    }[command]  # fmt: skip
+    needle = (
+        "replicas.0.count: Value error, must be at most an integer of about 10^30, got an integer"
+    )
+    run_checked(run_cli, *args, needles=(needle,))
+    assert not (tmp_path / "out").exists() and not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "needle"),
+    [
+        # an hour's GPUs used, owned GPUs, a server's GPUs: in diurnal-chat-batch's
+        # solved plan each overflowed a float in the verifier or the summary (exit 70)
+        (("hours", 0, "gpus", 0, "used"), 10**400, "hours.0.gpus.0.used: Value error, must be"),
+        (("gpus", 0, "existing"), 10**400, "gpus.0.existing: Value error, must be at most"),
+        (("servers", 0, "gpus_per_server"), 10**400, "gpus_per_server: Value error, must"),
+        # booleans: pydantic read true as 1, and verify said 'states 1' of a field
+        # the user wrote `true` in
+        (("gpus", 0, "existing"), True, "gpus.0.existing: Value error, must be a number"),
+        (("total_gpus",), True, "total_gpus: Value error, must be a number"),
+        (("cost_per_month",), True, "cost_per_month: Value error, must be a number"),
+    ],
+    ids=["hour-gpus-used", "existing", "gpus-per-server", "bool-existing", "bool-total",
+         "bool-cost"],
+)  # fmt: skip
+def test_every_integer_of_a_plan_is_bounded_and_never_a_boolean(
+    run_cli, tmp_path, path, value, needle
+):
+    gpus = {
+        "region": "us-east",
+        "gpu": "h100-sxm",
+        "used": 2,
+        "existing": 0,
+        "purchased": 2,
+        "available": 64,
+        "price_per_gpu_hour": 2.4,
+        "cost_per_month": 2 * 2.4 * 730,
+    }
+    hour = {
+        "hour": 0,
+        "period": 0,
+        "pools": [FLEET],
+        "gpus": [{"region": "us-east", "gpu": "h100-sxm", "used": 2}],
+    }
+    data = {"replicas": [FLEET], "gpus": [gpus], "total_gpus": 2, "cost_per_month": 3504.0,
+            "servers": [{"region": "us-east", "gpu": "h100-sxm", "count": 1,
+                         "gpus_per_server": 8}], "hours": [hour]}  # fmt: skip
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, _plan(tmp_path, data), needles=(needle,))
+
+
+def test_a_count_of_ten_to_the_thirty_is_still_a_plan_verify_judges(run_cli, tmp_path):
+    """The bound sits past any fleet: 10^30 replicas are read and judged (exit 1, the
+    supply of 64 GPUs exceeded: 10^30 x 1 GPU), as before."""
+    plan = _plan(tmp_path, {"replicas": [{**FLEET, "count": 10**30}]})
+    run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, code=1, needles=("gpu_supply",))
+
