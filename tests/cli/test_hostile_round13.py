@@ -97,3 +97,25 @@ def test_a_count_of_ten_to_the_thirty_is_still_a_plan_verify_judges(run_cli, tmp
     plan = _plan(tmp_path, {"replicas": [{**FLEET, "count": 10**30}]})
     run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, code=1, needles=("gpu_supply",))
 
+
+# --- files that are not what they claim: named as what they were given as -------------
+
+
+@pytest.mark.parametrize(
+    ("command", "what"), [("estimate", "an estimate config"), ("sweep", "a sweep grid")]
+)
+def test_a_folder_or_device_is_named_as_the_file_it_was_given_as(run_cli, tmp_path, command, what):
+    """estimate --config and sweep read their files as instances: a folder read 'is a
+    folder, not an instance file (`fleetplan batch` solves a folder)' and /dev/zero
+    '(instance files must be regular files)'."""
+    folder = tmp_path / "grid"
+    folder.mkdir()
+    args = ("estimate", "--config") if command == "estimate" else ("sweep",)
+    result = run_checked(run_cli, *args, folder, needles=(f"is a folder, not {what} file",))
+    assert "batch" not in result.stderr
+    kind = what.split(" ", 1)[1]
+    needle = f"is a character device, not a regular file ({kind} files must be regular files)"
+    device = tmp_path / "zero.yaml"
+    device.symlink_to("/dev/zero")
+    run_checked(run_cli, *args, device, needles=(needle,))
+
