@@ -416,6 +416,10 @@ def plan_of(data: object, path: Path) -> Plan:
         why = "is an instance (it has workloads and no replicas), not a plan: were the " \
             "instance and the plan given the other way round?"  # fmt: skip
         raise InputError([Issue(str(path), 1, "", why)])
+    if not isinstance(data, dict):  # pydantic: 'Input should be a valid dictionary or ...'
+        kind = "empty" if data is None else f"a {type(data).__name__}"
+        why = f"a plan is a mapping (`fleetplan solve --json` writes one), got {kind}"
+        raise InputError([Issue(str(path), 1, "", why)])
     try:
         return Plan.model_validate(data)
     except ValidationError as error:

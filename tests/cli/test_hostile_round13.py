@@ -119,3 +119,26 @@ def test_a_folder_or_device_is_named_as_the_file_it_was_given_as(run_cli, tmp_pa
     device.symlink_to("/dev/zero")
     run_checked(run_cli, *args, device, needles=(needle,))
 
+
+@pytest.mark.parametrize(
+    ("text", "kind"), [("", "empty"), ("<html><body>a page</body></html>\n", "a str"),
+                       ("[1, 2]\n", "a list")],
+    ids=["empty", "html", "list"],
+)  # fmt: skip
+@pytest.mark.parametrize("command", ["verify", "simulate", "deploy"])
+def test_a_plan_file_holding_no_mapping_says_so(run_cli, tmp_path, text, kind, command):
+    """An empty plan file, an HTML page saved as plan.yaml, or a JSON list read pydantic's
+    'Input should be a valid dictionary or instance of Plan', a class name the user
+    never wrote."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(text)
+    args = {
+        "verify": ("verify", ONE_MODEL_ONE_REGION, plan),
+        "simulate": ("simulate", ONE_MODEL_ONE_REGION, plan),
+        "deploy": ("deploy", plan, "--instance", ONE_MODEL_ONE_REGION, "--target", "vllm",
+                   "--out", tmp_path / "out"),
+    }[command]  # fmt: skip
+    needle = f"plan.yaml:1: a plan is a mapping (`fleetplan solve --json` writes one), got {kind}"
+    result = run_checked(run_cli, *args, needles=(needle,))
+    assert "instance of Plan" not in result.stderr
+
