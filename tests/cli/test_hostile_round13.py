@@ -142,3 +142,18 @@ def test_a_plan_file_holding_no_mapping_says_so(run_cli, tmp_path, text, kind, c
     result = run_checked(run_cli, *args, needles=(needle,))
     assert "instance of Plan" not in result.stderr
 
+
+# --- a --set value giving a key twice ---------------------------------------------------
+
+
+def test_a_set_value_giving_a_key_twice_is_refused_as_a_file_is(run_cli):
+    """An instance file giving a key twice is refused (the second would replace the
+    first); a --set value was read by YAML, which keeps the later: us-east at 1 and then
+    2 requests/s validated 'ok' at 2.0 peak requests/s in all."""
+    value = "{us-east: {peak_requests_per_s: 1}, us-east: {peak_requests_per_s: 2}}"
+    needle = "workloads[chat].demand: value gives the key 'us-east' twice"
+    args = ("validate", ONE_MODEL_ONE_REGION, "--set", f"workloads[chat].demand={value}")
+    run_checked(run_cli, *args, needles=(needle,))
+    once = "{us-east: {peak_requests_per_s: 2}}"
+    args = ("validate", ONE_MODEL_ONE_REGION, "--set", f"workloads[chat].demand={once}")
+    assert "2.0 peak requests/s" in run_checked(run_cli, *args, code=0).stdout
