@@ -157,3 +157,22 @@ def test_a_set_value_giving_a_key_twice_is_refused_as_a_file_is(run_cli):
     once = "{us-east: {peak_requests_per_s: 2}}"
     args = ("validate", ONE_MODEL_ONE_REGION, "--set", f"workloads[chat].demand={once}")
     assert "2.0 peak requests/s" in run_checked(run_cli, *args, code=0).stdout
+
+
+# --- deploy's own-file check on a file nested past the JSON reader -----------------------
+
+
+def test_a_deeply_nested_pools_json_in_the_folder_is_named_and_kept(run_cli, tmp_path):
+    """The user's own pools.json of 50,000 nested lists in deploy's folder: the check of
+    whether deploy wrote it raised RecursionError, which read 'the input is too large or
+    too deeply nested to process' naming no file (the plan and the instance are small).
+    It is now a file deploy did not write, named, and kept as it was."""
+    plan = _plan(tmp_path, {"replicas": [FLEET]})
+    out = tmp_path / "out"
+    out.mkdir()
+    mine = out / "pools.json"
+    mine.write_text("[" * 50_000 + "]" * 50_000)
+    before = mine.read_bytes()
+    args = ("deploy", plan, "--instance", ONE_MODEL_ONE_REGION, "--target", "vllm", "--out", out)
+    run_checked(run_cli, *args, needles=("pools.json: exists and was not written by",))
+    assert mine.read_bytes() == before and sorted(out.iterdir()) == [mine]
