@@ -176,3 +176,27 @@ def test_a_deeply_nested_pools_json_in_the_folder_is_named_and_kept(run_cli, tmp
     args = ("deploy", plan, "--instance", ONE_MODEL_ONE_REGION, "--target", "vllm", "--out", out)
     run_checked(run_cli, *args, needles=("pools.json: exists and was not written by",))
     assert mine.read_bytes() == before and sorted(out.iterdir()) == [mine]
+
+
+# --- an engine profile file's unknown key -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "needle"),
+    [("falback", "unknown key 'falback'; did you mean 'fallback'?"),
+     ("settings", "unknown key 'settings' (a profile file holds kind, profile, fallback")],
+)  # fmt: skip
+def test_a_profile_file_key_no_reader_reads_is_refused(run_cli, tmp_path, key, needle):
+    """A profile file's top-level keys were read by name and the rest ignored: `falback:
+    vllm-0.10` (a typo) validated and planned on the default fallback, trtllm-0.20, and a
+    catalog profile's `settings` copied into a file were dropped without a word."""
+    profile = tmp_path / "mine.yaml"
+    profile.write_text(
+        "kind: fleetplan-engine-profile\nprofile: mine\nby_key:\n  default: {}\n"
+        f"{key}: vllm-0.10\n"
+    )
+    instance = tmp_path / "inst.yaml"
+    instance.write_text(ONE_MODEL_ONE_REGION.read_text() + "engine: mine.yaml\n")
+    run_checked(run_cli, "validate", instance, needles=(needle,))
+    shape = ("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "-i", "1000", "-o", "200")
+    run_checked(run_cli, "perf", *shape, "--engine", profile, needles=(needle,))
