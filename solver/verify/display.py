@@ -176,6 +176,7 @@ ONE_ROW_EACH = {
     "headroom": ("workload", "region", "configuration"),
     "error_budget_minutes_used": ("scenario", "workload"),
     "batch": ("workload", "region"),
+    "scenarios": ("name",),
 }
 """The tables a plan states one row of per key (the `gpus` table's twice is item 6's)."""
 
@@ -183,7 +184,7 @@ ONE_ROW_EACH = {
 def stated_once(plan: Plan) -> list[Finding]:
     """A row of a table given twice (ONE_ROW_EACH): each check read the rows one by one,
     or by key keeping the last, so a second `servers` row of us-east h100-sxm (a buyer
-    ordering twice), `power_kw` or `batch` row verified ok."""
+    ordering twice), `power_kw`, `batch` or `scenarios` row verified ok."""
     findings = []
     for table, fields in ONE_ROW_EACH.items():
         first: dict[tuple, int] = {}

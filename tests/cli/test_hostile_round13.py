@@ -200,3 +200,15 @@ def test_a_profile_file_key_no_reader_reads_is_refused(run_cli, tmp_path, key, n
     run_checked(run_cli, "validate", instance, needles=(needle,))
     shape = ("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "-i", "1000", "-o", "200")
     run_checked(run_cli, "perf", *shape, "--engine", profile, needles=(needle,))
+
+
+# --- a static plan's scenario row given twice -------------------------------------------
+
+
+def test_a_static_plans_scenario_given_twice_fails(run_cli, tmp_path):
+    """A static plan's `scenarios` table with its 'none' row given again verified ok (each
+    row was judged alone); the report then showed the scenario twice."""
+    none = {"name": "none", "description": "no failure; users served in their own region"}
+    plan = _plan(tmp_path, {"replicas": [FLEET], "scenarios": [none, none]})
+    needle = "scenarios[1]: name none is scenarios[0] again: each once"
+    run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, code=1, needles=(needle,))
