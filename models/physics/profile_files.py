@@ -33,6 +33,7 @@ from pydantic import BaseModel, ValidationError
 
 from models.physics.catalog import closest_name
 from models.physics.yaml_files import BaseSixtyNumber, CheckedLoader, DuplicateKey
+from models.schema.quantities import long_name
 
 PROFILE_KIND = "fleetplan-engine-profile"
 MAX_PROFILE_BYTES = 1 << 20
@@ -129,6 +130,8 @@ def _read(resolved: str, shown: str, factors: type[BaseModel]) -> dict[str, Any]
     if fallback is not None and not isinstance(fallback, str):
         raise ProfileFileError(f"engine profile file {shown}: fallback is not a profile name")
     name = _text(document, "profile", shown)
+    if (problem := long_name(name)) is not None:  # printed whole on every report's header
+        raise ProfileFileError(f"engine profile file {shown}: profile {problem}")
     fit = document.get("fit") if isinstance(document.get("fit"), dict) else {}
     for key in _FIT_SHOWN:
         value = fit.get(key)

@@ -30,6 +30,15 @@ def describe(value: float) -> str:
     return f"{value:g}"
 
 
+def long_name(name: str) -> str | None:
+    """Why `name` is too long for a report's line (None where it fits): an instance's
+    names' bound, limits.MAX_NAME_CHARS, for names given elsewhere (a profile's)."""
+    if len(name) <= limits.MAX_NAME_CHARS:
+        return None
+    most = limits.MAX_NAME_CHARS
+    return f"is {len(name):,} characters; a name is at most {most} (MAX_NAME_CHARS)"
+
+
 def counted(count: float, noun: str, many: str | None = None) -> str:
     """`count` and its noun, the noun in the plural unless the count is one:
     "1 period", "3 periods", "1,024 GPUs"; `many` for a plural not made with an -s

@@ -212,3 +212,27 @@ def test_a_static_plans_scenario_given_twice_fails(run_cli, tmp_path):
     plan = _plan(tmp_path, {"replicas": [FLEET], "scenarios": [none, none]})
     needle = "scenarios[1]: name none is scenarios[0] again: each once"
     run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, code=1, needles=(needle,))
+
+
+# --- a profile name longer than any name --------------------------------------------------
+
+
+def test_a_profile_name_past_the_name_bound_is_refused(run_cli, tmp_path):
+    """calibrate --name took 100,000 characters and wrote them into the profile, which
+    every solve, perf and report then printed whole on its header line; an instance's
+    names stop at 256 characters (MAX_NAME_CHARS). Both the flag and a file's `profile`
+    are held to it now."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text("model,gpu,precision,tp,isl,osl,concurrency,output_tok_s\n"
+                    "llama-3.1-8b,h100-sxm,bf16,1,1000,200,1,100\n")  # fmt: skip
+    needle = "--name: is 300 characters; a name is at most 256"
+    args = ("calibrate", runs, "-o", tmp_path / "p.yaml", "--name", "n" * 300)
+    run_checked(run_cli, *args, needles=(needle,))
+    assert not (tmp_path / "p.yaml").exists()
+    profile = tmp_path / "mine.yaml"
+    profile.write_text(
+        "kind: fleetplan-engine-profile\nprofile: " + "n" * 300 + "\nby_key:\n  default: {}\n"
+    )
+    shape = ("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "-i", "1000", "-o", "200")
+    needle = "profile is 300 characters; a name is at most 256"
+    run_checked(run_cli, "perf", *shape, "--engine", profile, needles=(needle,))
