@@ -236,3 +236,21 @@ def test_a_profile_name_past_the_name_bound_is_refused(run_cli, tmp_path):
     shape = ("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "-i", "1000", "-o", "200")
     needle = "profile is 300 characters; a name is at most 256"
     run_checked(run_cli, "perf", *shape, "--engine", profile, needles=(needle,))
+
+
+# --- a plan of another version ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["verify", "simulate"])
+def test_a_plan_key_this_version_lacks_is_named_as_one(run_cli, tmp_path, command):
+    """A plan from another fleetplan version (a top-level `version`, a pool's new field)
+    read pydantic's 'version: Extra inputs are not permitted', which says neither that
+    the key is unknown nor why it might be there."""
+    plan = _plan(tmp_path, {"version": "99.0", "replicas": [{**FLEET, "warm_pool": 2}]})
+    needles = (
+        "version: unknown key 'version': no plan this fleetplan writes or reads has it "
+        "(a plan of another fleetplan version, or a key edited by hand?)",
+        "replicas.0.warm_pool: unknown key 'warm_pool'",
+    )
+    result = run_checked(run_cli, command, ONE_MODEL_ONE_REGION, plan, needles=needles)
+    assert "Extra inputs" not in result.stderr
