@@ -60,7 +60,7 @@ class GroupMember(BaseModel):
     model_config = FROZEN
 
     workload: str
-    requests_per_s_per_replica: float
+    requests_per_s_per_replica: float = Field(ge=0)
     """a[w,t]: what one group replica carries of this workload within its SLO, the other
     members at theirs (`models.colocation.coresident`); the verifier recomputes it."""
     routing_weight: float | None = None
@@ -164,7 +164,7 @@ class ReplicaPool(BaseModel):
     """GPUs in all: count x tp x pp x dp."""
     limit: Limit | None = None
     """What limits one replica's capacity at the SLO, in a pool of `count`."""
-    requests_per_s_per_replica: float | None = None
+    requests_per_s_per_replica: float | None = Field(default=None, ge=0)
     """Capacity of one replica at the SLO, requests/s of its own phase, when the pool's
     `count` replicas share one router and one prompt queue (`models.serving.capacity`, "Pools")."""
     cost_per_month: MaybeMoney = None

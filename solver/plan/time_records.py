@@ -112,9 +112,9 @@ class BatchSoak(BaseModel):
     region: str
     configuration: str
     """The pool's configuration key."""
-    requests_per_s: float
+    requests_per_s: float = Field(ge=0)
     """Batch requests/s served on the pool this hour."""
-    batch_requests_per_s_per_replica: float
+    batch_requests_per_s_per_replica: float = Field(ge=0)
     """C_b: one replica of the configuration running the batch mix alone."""
     limit: str = ""
     """What sets C_b (e.g. kv_memory for long contexts)."""

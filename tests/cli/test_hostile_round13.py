@@ -254,3 +254,34 @@ def test_a_plan_key_this_version_lacks_is_named_as_one(run_cli, tmp_path, comman
     )
     result = run_checked(run_cli, command, ONE_MODEL_ONE_REGION, plan, needles=needles)
     assert "Extra inputs" not in result.stderr
+
+
+# --- a negative rate in an hourly plan ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("where", "needle"),
+    [
+        # verify's headroom check handed it to pool_headroom, which raised ValueError
+        (("replicas", 0), "replicas.0.requests_per_s_per_replica: Input should be greater"),
+        # the batch check summed it into an hour's room, and schedule_batch raised
+        (("hours", 0, "batch_soak", 0), "hours.0.batch_soak.0.requests_per_s: Input should"),
+    ],
+    ids=["pool-capacity", "batch-soak"],
+)  # fmt: skip
+def test_a_negative_rate_in_an_hourly_plan_is_bad_input(run_cli, tmp_path, where, needle):
+    """A rate of -1 in diurnal-chat-batch's solved plan was an internal error (exit 70) in
+    verify: a pool's requests/s per replica (ValueError: capacity_rps_per_replica must be
+    > 0) or an hour's soaked batch requests/s (ValueError: need 24 hourly values >= 0).
+    Here the same fields of a hand-written hour: the plan schema refuses them first."""
+    soak = {"batch": "nightly", "workload": "chat", "region": "us-east",
+            "configuration": "h100-sxm.fp8.tp1pp1.unified", "requests_per_s": 1.0,
+            "batch_requests_per_s_per_replica": 2.0}  # fmt: skip
+    pool = {**FLEET, "requests_per_s_per_replica": 5.0}
+    data = {"replicas": [pool], "hours": [{"hour": 0, "period": 0, "pools": [pool],
+                                           "batch_soak": [soak]}]}  # fmt: skip
+    target = data
+    for key in where:
+        target = target[key]
+    target["requests_per_s" if "batch_soak" in where else "requests_per_s_per_replica"] = -1
+    run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, _plan(tmp_path, data), needles=(needle,))
