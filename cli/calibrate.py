@@ -29,7 +29,7 @@ from models.profiles.fit import (
 from models.profiles.measurements import Measurement, RunDefaults, read_measurements
 from models.schema import limits
 from models.schema.errors import InputError, Issue
-from models.schema.quantities import counted
+from models.schema.quantities import counted, long_name
 
 _LABELS = {"output_tokens_per_s": "tok/s", "ttft_mean_ms": "TTFT ms", "tpot_mean_ms": "TPOT ms"}
 
@@ -157,6 +157,8 @@ def _check_run_flags(
         )
     flag, text = ("--name", name) if name is not None else ("-o", output.stem)
     if (problem := not_utf8(text, "name")) is not None:  # the profile file could not hold it
+        raise InputError([Issue("command line", None, flag, problem)])
+    if (problem := long_name(text)) is not None:  # printed whole on every report's header
         raise InputError([Issue("command line", None, flag, problem)])
     flags = ("--model", "--gpu", "--precision", "--kv-precision", "--tp", "--pp", "--concurrency")
     given = [flag for flag, value in zip(flags, run_flags, strict=True) if value is not None]

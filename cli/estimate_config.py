@@ -36,7 +36,7 @@ def read_config(path: Path) -> ConfigFile:
     Raises:
         InputError: when the file is missing, unreadable, malformed or not a mapping.
     """
-    data, lines = read_document(path)
+    data, lines = read_document(path, what="estimate config")
     name = str(path)
     if not isinstance(data, Mapping):
         kind = "empty" if data is None else f"a {type(data).__name__}"

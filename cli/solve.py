@@ -426,15 +426,30 @@ def plan_of(data: object, path: Path) -> Plan:
         why = "is an instance (it has workloads and no replicas), not a plan: were the " \
             "instance and the plan given the other way round?"  # fmt: skip
         raise InputError([Issue(str(path), 1, "", why)])
+    if not isinstance(data, dict):  # pydantic: 'Input should be a valid dictionary or ...'
+        kind = "empty" if data is None else f"a {type(data).__name__}"
+        why = f"a plan is a mapping (`fleetplan solve --json` writes one), got {kind}"
+        raise InputError([Issue(str(path), 1, "", why)])
     try:
         return Plan.model_validate(data)
     except ValidationError as error:
         shown = error.errors()[: limits.MAX_ISSUES_REPORTED]
         issues = [
-            Issue(str(path), None, ".".join(str(part) for part in item["loc"]), item["msg"])
+            Issue(str(path), None, ".".join(str(part) for part in item["loc"]), _said(item))
             for item in shown
         ]
         raise InputError(capped(str(path), issues, error.error_count())) from None
+
+
+def _said(item: dict) -> str:
+    """pydantic's message for one refused field; an unknown key ('Extra inputs are not
+    permitted', which named neither the key nor a cause) says what it may be."""
+    if item["type"] != "extra_forbidden":
+        return item["msg"]
+    return (
+        f"unknown key {item['loc'][-1]!r}: no plan this fleetplan writes or reads has it "
+        "(a plan of another fleetplan version, or a key edited by hand?)"
+    )
 
 
 def _write(path: Path | None, text: str, file: Path) -> None:

@@ -76,11 +76,10 @@ def read_document(path: str | Path, what: str = "instance") -> tuple[Any, Lines]
     path = Path(path)
     name = str(path)
     suffix = path.suffix.lower()
-    if suffix not in INSTANCE_SUFFIXES and what == "instance":
+    if suffix not in INSTANCE_SUFFIXES and what in _AS_INSTANCES:
         if path.is_dir():
-            raise _problem(
-                name, "is a folder, not an instance file (`fleetplan batch` solves a folder)"
-            )
+            batch = " (`fleetplan batch` solves a folder)" if what == "instance" else ""
+            raise _problem(name, f"is a folder, not {_a(what)} file{batch}")
         raise _problem(name, f"unknown file type {path.suffix!r}: use .yaml, .yml or .json")
     text = _decode(name, _read_bytes(path, what))
     if suffix in (".yaml", ".yml"):
@@ -90,6 +89,13 @@ def read_document(path: str | Path, what: str = "instance") -> tuple[Any, Lines]
 
 INSTANCE_SUFFIXES = (".json", ".yaml", ".yml")
 """The file types an instance is read from (`read_document`)."""
+_AS_INSTANCES = ("instance", "estimate config", "sweep grid")
+"""Files held to an instance's suffixes and JSON size (estimate --config's assumptions and
+sweep grids were read as `instance` for that: a folder or device was named an instance file)."""
+
+
+def _a(what: str) -> str:
+    return ("an " if what[0] in "aeiou" else "a ") + what
 
 
 def instance_text(document: Any, path: str | Path) -> str:
@@ -410,7 +416,7 @@ def _parse_json(text: str, name: str, what: str) -> tuple[Any, Lines]:
         raise _problem(name, _depth_message()) from None
     except ValueError as error:
         raise _problem(name, f"JSON value cannot be read: {_value_problem(error)}") from None
-    _check_tree(data, name, limits.MAX_DOCUMENT_NODES if what == "instance" else None)
+    _check_tree(data, name, limits.MAX_DOCUMENT_NODES if what in _AS_INSTANCES else None)
     return data, _LazyLines(text)
 
 

@@ -37,7 +37,7 @@ from typing import Any
 import yaml
 
 from models.io.documents import check_yaml_text, dotted, not_utf8
-from models.physics.yaml_files import BaseSixtyNumber, ValueLoader
+from models.physics.yaml_files import BaseSixtyNumber, CheckedLoader, DuplicateKey
 from models.schema.errors import InputError, Issue
 from models.schema.quantities import counted
 
@@ -277,9 +277,12 @@ def parse_value(text: str, raw: str) -> Any:
     except InputError as error:
         raise _refuse(text, error.issues[0].message) from None
     try:
-        value = yaml.load(raw, Loader=ValueLoader) if raw.strip() else None
+        value = yaml.load(raw, Loader=CheckedLoader) if raw.strip() else None
     except BaseSixtyNumber as number:
         raise _refuse(text, f"value {number}") from None
+    except DuplicateKey as twice:  # a file's rule: YAML keeps the later without a word
+        message = f"value gives the key {twice.key!r} twice: the second would silently "
+        raise _refuse(text, message + "replace the first") from None
     except yaml.YAMLError as error:
         problem = getattr(error, "problem", None) or "not valid YAML"
         raise _refuse(text, f"value {_cut(raw)!r} is not a YAML value: {problem}") from None

@@ -31,12 +31,16 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from models.physics.catalog import closest_name
 from models.physics.yaml_files import BaseSixtyNumber, CheckedLoader, DuplicateKey
+from models.schema.quantities import long_name
 
 PROFILE_KIND = "fleetplan-engine-profile"
 MAX_PROFILE_BYTES = 1 << 20
 """A profile is a few kilobytes; a megabyte is far past any real one."""
 SUFFIXES = (".yaml", ".yml")
+PROFILE_KEYS = ("kind", "profile", "fallback", "data", "by_key", "fit")
+"""What a profile file holds (what `fleetplan calibrate` writes); any other key is refused."""
 
 
 class ProfileFileError(ValueError):
@@ -90,6 +94,14 @@ def _read(resolved: str, shown: str, factors: type[BaseModel]) -> dict[str, Any]
             f"engine profile file {shown}: `kind: {PROFILE_KIND}` missing (write one with "
             "`fleetplan calibrate MEASUREMENTS -o PROFILE.yaml`)"
         )
+    unknown = [str(key) for key in document if key not in PROFILE_KEYS]
+    if unknown:  # a typo (`falback:`) was read as absent: the catalog's default filled in
+        close = closest_name(unknown[0], list(PROFILE_KEYS))
+        guess = f"; did you mean {close!r}?" if close else ""
+        raise ProfileFileError(
+            f"engine profile file {shown}: unknown key {unknown[0]!r}{guess} (a profile "
+            f"file holds {', '.join(PROFILE_KEYS)})"
+        )
     by_key = document.get("by_key")
     if not isinstance(by_key, dict) or "default" not in by_key:
         raise ProfileFileError(f"engine profile file {shown}: `by_key.default` missing")
@@ -118,6 +130,8 @@ def _read(resolved: str, shown: str, factors: type[BaseModel]) -> dict[str, Any]
     if fallback is not None and not isinstance(fallback, str):
         raise ProfileFileError(f"engine profile file {shown}: fallback is not a profile name")
     name = _text(document, "profile", shown)
+    if (problem := long_name(name)) is not None:  # printed whole on every report's header
+        raise ProfileFileError(f"engine profile file {shown}: profile {problem}")
     fit = document.get("fit") if isinstance(document.get("fit"), dict) else {}
     for key in _FIT_SHOWN:
         value = fit.get(key)

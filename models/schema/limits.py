@@ -239,6 +239,14 @@ GPU_COUNT = Bound(
     "5x the largest GPU cluster built, about 200,000 GPUs",
     low_open=False,
 )
+PLAN_INTEGER = Bound(
+    10**30,
+    "",
+    "a plan's counts, degrees and months, multiplied by one another, hours and prices, "
+    "stay within a float (10^308); 10^30 is far past any fleet (GPU_COUNT)",
+    low=-(10**30),
+    low_open=False,
+)
 ZONES = Bound(16, "zones", "clouds offer at most 6 zones per region", low=1.0, low_open=False)
 PARALLEL_DEGREE = Bound(
     1024,
@@ -564,29 +572,6 @@ CLOSED_LOOP_REQUESTS = Most(
     "= 240,000 took 28 s on one core), so 500,000 is about a minute; 10^9 users would run "
     "for days or exhaust memory",
 )
-
-# --- program size -----------------------------------------------------------------------
-
-CONFIGURATIONS = Most(
-    100_000,
-    "replica configurations to evaluate",
-    "each costs ~1.7 ms of physics (880 took 1.5 s on one core), so 100,000 are ~3 minutes "
-    "before any solving; the benchmark's largest instance has 880",
-)
-PROGRAM_VARIABLES = Most(
-    2_000_000,
-    "program variables",
-    "building costs ~55 us and ~1 KB a variable (228,000 took 12.7 s), so 2 million are "
-    "~2 minutes and ~2 GB before the backend starts; the benchmark's largest has 14,000",
-)
-VARIABLES_PER_SOLVER_S = 10_000
-"""Variables a backend can take per second of time limit, with margin: the solves measured
-reach 1,200-1,500 (14,000 variables optimal in 11.5 s, 49,500 in 32 s on one core, at a
-0.1% gap), and a program of 228,000 found no plan in 120 s (< 1,900 a second). A program
-above 6.7x the best measured rate has no hope within the time limit."""
-VARIABLES_ANY_TIME_LIMIT = 50_000
-"""Variables never refused for want of time (short limits on small programs are left to the
-backend: below this, start-up costs dominate and the rate above does not apply)."""
 
 
 def max_threads() -> int:

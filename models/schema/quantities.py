@@ -30,6 +30,15 @@ def describe(value: float) -> str:
     return f"{value:g}"
 
 
+def long_name(name: str) -> str | None:
+    """Why `name` is too long for a report's line (None where it fits): an instance's
+    names' bound, limits.MAX_NAME_CHARS, for names given elsewhere (a profile's)."""
+    if len(name) <= limits.MAX_NAME_CHARS:
+        return None
+    most = limits.MAX_NAME_CHARS
+    return f"is {len(name):,} characters; a name is at most {most} (MAX_NAME_CHARS)"
+
+
 def counted(count: float, noun: str, many: str | None = None) -> str:
     """`count` and its noun, the noun in the plural unless the count is one:
     "1 period", "3 periods", "1,024 GPUs"; `many` for a plural not made with an -s
@@ -94,22 +103,27 @@ NUMBER_NOT_BOOLEAN = BeforeValidator(not_a_boolean)
 plain numbers of the schema)."""
 
 
-def real(bound: Bound) -> Any:
-    """A finite float within `bound` (a boolean refused, NaN and infinity rejected before
-    the range)."""
+def whole(bound: Bound) -> Any:
+    """An integer within `bound` (a boolean, floats with a fraction and huge integers
+    rejected)."""
     return Annotated[
-        float,
+        int,
         Field(json_schema_extra=_schema_of(bound)),
         NUMBER_NOT_BOOLEAN,
         AfterValidator(_check_within(bound)),
     ]
 
 
-def whole(bound: Bound) -> Any:
-    """An integer within `bound` (a boolean, floats with a fraction and huge integers
-    rejected)."""
+PlanInteger = whole(limits.PLAN_INTEGER)
+"""Every integer of a plan (a count, a layout degree, a month): never `true` (pydantic
+reads it as 1) and within limits.PLAN_INTEGER (10^400 replicas overflowed a float)."""
+
+
+def real(bound: Bound) -> Any:
+    """A finite float within `bound` (a boolean refused, NaN and infinity rejected before
+    the range)."""
     return Annotated[
-        int,
+        float,
         Field(json_schema_extra=_schema_of(bound)),
         NUMBER_NOT_BOOLEAN,
         AfterValidator(_check_within(bound)),

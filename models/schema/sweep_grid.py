@@ -113,7 +113,7 @@ def read_grid(path: Path) -> Grid:
         InputError: naming the grid's field (a bad path, too many points, a missing
             instance file) or the base instance's problem.
     """
-    data, lines = read_document(path, what="instance")
+    data, lines = read_document(path, what="sweep grid")
     try:
         grid = SweepGrid.model_validate(data)
     except ValidationError as error:

@@ -1,7 +1,7 @@
 """How large the work of a solve will be, told before it is done (issue 16).
 
-Two counts, each against a limit of `models/schema/limits.py`, each taken before the work it
-measures starts:
+Two counts, each against a limit of `models/schema/program_limits.py`, each taken before
+the work it measures starts:
 
 1. Configurations to evaluate, before any physics (`check_configurations`): for every
    distinct (model, traffic mix, latency targets) of the workloads (the candidate
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from models.operations.scenarios import Scenario, failure_scenarios
-from models.schema import limits
+from models.schema import program_limits
 from models.schema.errors import InputError, Issue
 from models.schema.instance import Instance
 from models.schema.quantities import counted as count_of
@@ -97,9 +97,9 @@ def count_configurations(instance: Instance) -> int:
 
 
 def check_configurations(instance: Instance) -> int:
-    """The configuration count, or InputError (exit 2) beyond `limits.CONFIGURATIONS`."""
+    """The configuration count, or InputError (exit 2) beyond `program_limits.CONFIGURATIONS`."""
     count = count_configurations(instance)
-    most = limits.CONFIGURATIONS
+    most = program_limits.CONFIGURATIONS
     if count > most.count:
         raise InputError(
             [
@@ -110,7 +110,7 @@ def check_configurations(instance: Instance) -> int:
                     f"{count:,} {most.what} (GPU types x precisions x tensor_parallel x "
                     f"pipeline_parallel x expert layouts x roles, for "
                     f"{len(instance.workloads)} workloads); at most {most.count:,} "
-                    f"({most.why}; CONFIGURATIONS in models/schema/limits.py): offer fewer "
+                    f"({most.why}; CONFIGURATIONS in models/schema/program_limits.py): offer fewer "
                     "parallel choices or GPU types",
                 )
             ]
@@ -206,16 +206,17 @@ def check_program_size(
     scenarios: tuple[Scenario, ...] | None = None,
 ) -> ProgramSize:
     """The program's size (a lower bound), or a refusal before it is built: InputError
-    beyond `limits.PROGRAM_VARIABLES`, NoSolution beyond what `time_limit_s` allows
+    beyond `program_limits.PROGRAM_VARIABLES`, NoSolution beyond what `time_limit_s` allows
     (none: the hard limit only). `periods`: the hour instances of an hourly program,
     one static copy each (the module text); none for the static program of `instance`.
     `scenarios`: those with routing columns in a static program (default: every failure
     scenario; with `scenario_rows: cuts`, `none` only)."""
-    hard = limits.PROGRAM_VARIABLES
+    hard = program_limits.PROGRAM_VARIABLES
     in_time = hard.count
     if time_limit_s is not None:
         in_time = max(
-            limits.VARIABLES_ANY_TIME_LIMIT, int(limits.VARIABLES_PER_SOLVER_S * time_limit_s)
+            program_limits.VARIABLES_ANY_TIME_LIMIT,
+            int(program_limits.VARIABLES_PER_SOLVER_S * time_limit_s),
         )
     stop_at = min(hard.count, in_time)
     if periods:
@@ -240,16 +241,17 @@ def check_program_size(
                     None,
                     "",
                     f"the program would hold {counted}; at most {hard.count:,} {hard.what} "
-                    f"({hard.why}; PROGRAM_VARIABLES in models/schema/limits.py): fewer regions, "
-                    "workloads or failure scenarios, or a tighter max_failover_rtt_ms",
+                    f"({hard.why}; PROGRAM_VARIABLES in models/schema/program_limits.py): "
+                    "fewer regions, workloads or failure scenarios, or a tighter "
+                    "max_failover_rtt_ms",
                 )
             ]
         )
-    needed_s = size.variables / limits.VARIABLES_PER_SOLVER_S
+    needed_s = size.variables / program_limits.VARIABLES_PER_SOLVER_S
     raise NoSolution(
         f"not started: the program would hold {counted}, more than a backend solves in "
-        f"{time_limit_s:g} s (about {limits.VARIABLES_PER_SOLVER_S:,} variables a second at "
-        f"best, VARIABLES_PER_SOLVER_S in models/schema/limits.py); raise --time-limit to "
-        f"more than {needed_s:,.0f} s, or plan fewer regions or workloads at once",
+        f"{time_limit_s:g} s (about {program_limits.VARIABLES_PER_SOLVER_S:,} variables a "
+        f"second at best, VARIABLES_PER_SOLVER_S in models/schema/program_limits.py); raise "
+        f"--time-limit to more than {needed_s:,.0f} s, or plan fewer regions or workloads at once",
         TERMINATION,
     )

@@ -92,7 +92,7 @@ def _written_by_deploy(path: Path) -> bool:
             )
         with path.open("rb") as stream:
             head = stream.read(OWN_READ_BYTES).decode("utf-8", errors="replace")
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # deep nesting: JSON, not a deploy's list
         return False
     return WRITTEN_BY in head or "managed-by: fleetplan" in head
 

@@ -170,7 +170,7 @@ def pools_from_objects(
             layout = _json(annotation) if isinstance(annotation, str) else None
         except json.JSONDecodeError as error:
             raise FleetImportError(f"{where}: {POOL_ANNOTATION} is not JSON: {error}") from None
-        except _TwiceError as error:
+        except _UnreadJson as error:
             raise FleetImportError(f"{where}: {POOL_ANNOTATION} {error}") from None
         if not isinstance(layout, dict):
             raise FleetImportError(
@@ -291,19 +291,22 @@ def check_workloads(pools: list[ReplicaPool], names: list[str]) -> None:
         )
 
 
-class _TwiceError(ValueError):
-    """A JSON object giving one key twice (json.loads keeps the last, silently)."""
+class _UnreadJson(ValueError):
+    """JSON giving one key twice in an object (json.loads keeps the last, silently), or
+    nested past what json.loads follows (its RecursionError named no object)."""
 
 
 def _json(text: str) -> Any:
-    """`text` parsed as JSON, a key given twice in one object refused (`_TwiceError`,
-    from models.io.documents' one check, `once_each`)."""
+    """`text` parsed as JSON, a key given twice in one object (models.io.documents' one
+    check, `once_each`) or nesting too deep to read refused (`_UnreadJson`)."""
     try:
         return json.loads(text, object_pairs_hook=once_each)
     except DuplicateKey as twice:
-        raise _TwiceError(
+        raise _UnreadJson(
             f"gives {twice.key!r} twice: the second would silently replace the first"
         ) from None
+    except RecursionError:
+        raise _UnreadJson("nests lists or objects deeper than JSON can be read") from None
 
 
 def _quoted(names: list[str]) -> str:
@@ -330,7 +333,7 @@ def schedules_from_objects(documents: list[Any]) -> list[dict]:
             schedule = _json(text)
         except json.JSONDecodeError as error:
             raise FleetImportError(f"{where}: data.{SCHEDULE_KEY} is not JSON: {error}") from None
-        except _TwiceError as error:
+        except _UnreadJson as error:
             raise FleetImportError(f"{where}: data.{SCHEDULE_KEY} {error}") from None
         if not isinstance(schedule, dict):
             raise FleetImportError(f"{where}: data.{SCHEDULE_KEY} is not a JSON object")

@@ -10,6 +10,8 @@ server does not fit. `whole_unit` states the step; its price is not computed.
 
 from pydantic import BaseModel, ConfigDict
 
+from models.schema.quantities import PlanInteger
+
 
 class Binding(BaseModel):
     """A constraint that shapes the plan, with its shadow price."""
@@ -25,10 +27,10 @@ class Binding(BaseModel):
     shadow_price: float
     """d(cost)/d(rhs) in the pricing LP (see SHADOW_PRICE_NOTE)."""
     unit: str = ""
-    period: int | None = None
+    period: PlanInteger | None = None
     """The row's period: its first UTC hour (an hourly plan's row; None in a static plan,
     whose one period is the whole day)."""
-    month: int | None = None
+    month: PlanInteger | None = None
     """The month of the procurement horizon whose program the row is in (None without
     policy.horizon_months)."""
     whole_unit: float = 0.0

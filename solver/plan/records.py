@@ -12,15 +12,17 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, model_validator
 
 from models.physics.precision import Precision
-from models.schema.quantities import NUMBER_NOT_BOOLEAN
+from models.schema.quantities import NUMBER_NOT_BOOLEAN, PlanInteger
 from models.serving.replica import Limit, Role
 from solver.plan.binding import Binding
 
 FROZEN = ConfigDict(extra="forbid", frozen=True)
-
-Whole = Annotated[int, NUMBER_NOT_BOOLEAN]
-"""A replica count or layout degree: an integer, never `true` (which pydantic reads as 1)."""
 """Every plan record: unknown keys refused, frozen."""
+
+Whole = PlanInteger
+"""Every integer of a plan: never `true`, within limits.PLAN_INTEGER (quantities)."""
+Total = Annotated[int, NUMBER_NOT_BOOLEAN]
+"""A sum of a plan's integers (the summary's): never `true`; any size, as sums are."""
 
 
 def _cents(value: float | None) -> float | None:
@@ -28,11 +30,9 @@ def _cents(value: float | None) -> float | None:
     return None if value is None else round(value, 2)
 
 
-Money = Annotated[float, PlainSerializer(_cents, return_type=float, when_used="json")]
-"""USD, written to JSON in cents."""
-MaybeMoney = Annotated[
-    float | None, PlainSerializer(_cents, return_type=float | None, when_used="json")
-]
+Money = Annotated[float, NUMBER_NOT_BOOLEAN, PlainSerializer(_cents, when_used="json")]
+"""USD, written to JSON in cents (never `true`, which pydantic reads as 1)."""
+MaybeMoney = Annotated[float | None, NUMBER_NOT_BOOLEAN, PlainSerializer(_cents, when_used="json")]
 """USD or None, written to JSON in cents."""
 
 
@@ -63,7 +63,7 @@ class GroupMember(BaseModel):
     model_config = FROZEN
 
     workload: str
-    requests_per_s_per_replica: float
+    requests_per_s_per_replica: float = Field(ge=0)
     """a[w,t]: what one group replica carries of this workload within its SLO, the other
     members at theirs (`models.colocation.coresident`); the verifier recomputes it."""
     routing_weight: float | None = None
@@ -84,7 +84,7 @@ class CapacityBand(BaseModel):
     p10: float
     median: float
     p90: float
-    rows: int
+    rows: Whole
     flag: str = ""
     """'' for the regime's own band; `borrowed` or `unmeasured`: none measured, the
     profile's widest instead."""
@@ -172,7 +172,7 @@ class ReplicaPool(BaseModel):
     """GPUs in all: count x tp x pp x dp."""
     limit: Limit | None = None
     """What limits one replica's capacity at the SLO, in a pool of `count`."""
-    requests_per_s_per_replica: float | None = None
+    requests_per_s_per_replica: float | None = Field(default=None, ge=0)
     """Capacity of one replica at the SLO, requests/s of its own phase, when the pool's
     `count` replicas share one router and one prompt queue (`models.serving.capacity`, "Pools")."""
     cost_per_month: MaybeMoney = None
@@ -242,10 +242,10 @@ class GpuUse(BaseModel):
 
     region: str
     gpu: str
-    used: int
-    existing: int
-    purchased: int
-    available: int
+    used: Whole
+    existing: Whole
+    purchased: Whole
+    available: Whole
     """Existing fleet plus what can be had."""
     price_per_gpu_hour: Money
     """The on-demand (list) price."""
@@ -268,9 +268,9 @@ class ServerPurchase(BaseModel):
 
     region: str
     gpu: str
-    count: int = Field(ge=0)
+    count: Whole = Field(ge=0)
     """Servers of `gpus_per_node` GPUs each."""
-    gpus_per_server: int | None = Field(default=None, ge=1)
+    gpus_per_server: Whole | None = Field(default=None, ge=1)
 
 
 class RegionPower(BaseModel):
@@ -288,7 +288,7 @@ class RegionPower(BaseModel):
     not bind; None without a limit)."""
     racks: float | None = None
     """Racks the installed servers take (with racks stated)."""
-    limit_racks: int | None = None
+    limit_racks: Whole | None = None
     whole_unit_kw: float = 0.0
     """Where the cap binds in whole units (solver.plan.binding): the kW one more server
     (or GPU) draws, more than the `slack_kw` left; 0 elsewhere."""
@@ -302,13 +302,13 @@ class SimplicityCost(BaseModel):
 
     model_config = FROZEN
 
-    max_configs_per_pool: int
+    max_configs_per_pool: Whole
     cost_per_month_unlimited: float | None
     """Cost of the plan with any number of configurations per pool (None: not found in
     the time left)."""
     extra_cost_per_month: float | None
     """This plan's cost minus the unlimited one (>= 0)."""
-    configurations_unlimited: int | None = None
+    configurations_unlimited: Whole | None = None
     """Configurations (pools) the unlimited plan uses, against this plan's."""
 
     @classmethod
@@ -393,7 +393,7 @@ class ScenarioResult(BaseModel):
     started_replicas: tuple[ReplicaPool, ...] = ()
     """Replicas started in the survivors after the loss (hourly plans with
     failover_start; their capacity is in `pools[].started_requests_per_s`)."""
-    hour: int | None = None
+    hour: Whole | None = None
     """Hourly plans: the UTC hour whose fleet the scenario shows (the busiest period's
     first hour); None for a static plan."""
 
@@ -456,11 +456,11 @@ class SolverRun(BaseModel):
     """Relative gap between the plan and the best bound, as the backend reports it."""
     requested_gap: float
     time_limit_s: float
-    threads: int
-    variables: int
-    integer_variables: int
-    constraints: int
-    candidates: int
+    threads: Whole
+    variables: Whole
+    integer_variables: Whole
+    constraints: Whole
+    candidates: Whole
     """Candidate configurations kept after pruning, all workloads together."""
     method: str = ""
     """How the program was solved: as one, or workload by workload
@@ -493,12 +493,12 @@ class Tiering(BaseModel):
     idle_fraction_dedicated: float | None = None
     """The same instance solved with colocation off."""
     cost_per_month_dedicated: float | None = None
-    gpus_dedicated: int | None = None
+    gpus_dedicated: Whole | None = None
     saving_per_month: float | None = None
     """cost_per_month_dedicated - this plan's cost."""
     pays_the_bills: tuple[str, ...] = ()
     """The dedicated tier: workloads on pools of their own, untouched by the tail."""
-    templates: int = 0
+    templates: Whole = 0
     """Group templates the program could choose."""
     enumeration_s: float = 0.0
     note: str = ""
@@ -521,10 +521,10 @@ class ColocationSearch(BaseModel):
     best packing; 0 when proven optimal."""
     converged: bool = False
     """True when no group prices below zero or the packing meets its rounded bound."""
-    rounds: int = 0
-    groups_checked: int = 0
+    rounds: Whole = 0
+    groups_checked: Whole = 0
     """Groups whose physics was checked at their members' peaks."""
-    templates: int = 0
+    templates: Whole = 0
     """Group templates the program chose among."""
     note: str = ""
 
@@ -536,9 +536,9 @@ class BoughtGpus(BaseModel):
 
     region: str
     gpu: str
-    bought: int
-    used: int
-    existing: int = 0
+    bought: Total
+    used: Total
+    existing: Total = 0
 
 
 class OrderLine(BaseModel):
@@ -548,11 +548,11 @@ class OrderLine(BaseModel):
 
     region: str
     gpu: str
-    servers: int
-    gpus_per_server: int
-    order_month: int = 0
+    servers: Total
+    gpus_per_server: Whole
+    order_month: Whole = 0
     """The month to order in (0: now; negative: before the horizon starts)."""
-    serving_from_month: int = 0
+    serving_from_month: Whole = 0
     """The month they start serving (order month + lead time)."""
 
 
@@ -563,17 +563,17 @@ class BuyerSummary(BaseModel):
 
     cost_per_month: MaybeMoney = None
     """USD per month (month 0 of a horizon)."""
-    horizon_months: int = 0
+    horizon_months: Whole = 0
     """Months of the procurement horizon (0: no horizon)."""
     horizon_cost: MaybeMoney = None
     """USD over the horizon: the months' costs summed (None without a horizon)."""
-    gpus_bought: int = 0
-    gpus_used: int = 0
+    gpus_bought: Total = 0
+    gpus_used: Total = 0
     idle_fraction: float | None = None
     """Idle at peak over the GPUs paid (static plans)."""
     bought: tuple[BoughtGpus, ...] = ()
     orders: tuple[OrderLine, ...] = ()
     binding: tuple[Binding, ...] = ()
     """The binding constraints with the largest shadow prices (at most five)."""
-    stopped_months: tuple[int, ...] = ()
+    stopped_months: tuple[Whole, ...] = ()
     """Months stopped at their time limit unproven (months[].stopped_at_limit, mip_gap)."""

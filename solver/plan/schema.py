@@ -29,6 +29,7 @@ from solver.plan.records import (
     SimplicityCost,
     SolverRun,
     Tiering,
+    Whole,
 )
 from solver.plan.time_records import (
     BatchPlacement,
@@ -93,7 +94,7 @@ class Plan(BaseModel):
     """optimal | feasible (gap X%) | given (written by hand); see `plan_status`."""
     cost_per_month: MaybeMoney = None
     """USD per month for the GPUs bought (the existing fleet is already paid for)."""
-    total_gpus: int | None = None
+    total_gpus: Whole | None = None
     gpus: tuple[GpuUse, ...] = ()
     replicas: tuple[ReplicaPool, ...] = ()
     binding: tuple[Binding, ...] = ()

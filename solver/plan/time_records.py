@@ -14,6 +14,7 @@ from solver.plan.records import (
     RegionPower,
     ReplicaPool,
     ScenarioResult,
+    Whole,
 )
 
 _STATUS = re.compile(
@@ -38,9 +39,9 @@ class HourGpus(BaseModel):
 
     region: str
     gpu: str
-    used: int
+    used: Whole
     """GPUs the hour's replicas hold."""
-    existing: int = 0
+    existing: Whole = 0
     """Owned GPUs (already paid for) among the used ones."""
     reserved: float = 0.0
     """Committed GPUs in use this hour (paid every hour whether used or not)."""
@@ -58,8 +59,8 @@ class Hour(BaseModel):
 
     model_config = FROZEN
 
-    hour: int = Field(ge=0, le=23)
-    period: int
+    hour: Whole = Field(ge=0, le=23)
+    period: Whole
     """First hour of the program period this hour belongs to (hours with equal warm
     demand share one period)."""
     pools: tuple[ReplicaPool, ...] = ()
@@ -90,11 +91,11 @@ class SpotReplicas(BaseModel):
     workload: str
     region: str
     configuration: str
-    replicas: int
+    replicas: Whole
     """Of the pool's replicas, those on spot."""
     down_fraction: float
     """u: share of time one spot replica is down (interruption + restart)."""
-    down_replicas: int
+    down_replicas: Whole
     """Q(n u, a): replicas down at once with the plan's confidence a (the margin the
     pool carries its load without)."""
 
@@ -111,9 +112,9 @@ class BatchSoak(BaseModel):
     region: str
     configuration: str
     """The pool's configuration key."""
-    requests_per_s: float
+    requests_per_s: float = Field(ge=0)
     """Batch requests/s served on the pool this hour."""
-    batch_requests_per_s_per_replica: float
+    batch_requests_per_s_per_replica: float = Field(ge=0)
     """C_b: one replica of the configuration running the batch mix alone."""
     limit: str = ""
     """What sets C_b (e.g. kv_memory for long contexts)."""
@@ -155,9 +156,9 @@ class PoolHeadroom(BaseModel):
     """Detection + replica start: from a rise to capacity that serves it."""
     steepest_ramp_rps_per_minute: float
     headroom_rps: float
-    headroom_replicas: int
+    headroom_replicas: Whole
     capacity_rps_per_replica: float
-    peak_replicas: int
+    peak_replicas: Whole
     target_utilization: float
     kv_usage_scale_out: float
     """Scale out when KV-cache usage per replica passes this share."""
@@ -176,7 +177,7 @@ class ScenarioBudgetUse(BaseModel):
 
     scenario: str
     workload: str
-    worst_hour: int
+    worst_hour: Whole
     failover_start_s: float
     shortfall_rps: float
     """Load beyond the survivors' warm capacity until started replicas serve."""
@@ -188,7 +189,7 @@ class ScenarioBudgetUse(BaseModel):
     losses_per_month: float = 1.0
     """m: losses of the region the month's budget absorbs, max(1, expected losses a
     month); the plan keeps m x budget_minutes_used <= budget_minutes."""
-    started_replicas: int = 0
+    started_replicas: Whole = 0
     """Replicas started in the survivors after a loss at the worst hour."""
 
 
@@ -212,7 +213,7 @@ class MonthOffer(BaseModel):
     """The fleet held this month: the existing GPUs plus the committed ones."""
     bought_gpus: float = 0.0
     """Committed GPUs that start serving this month (committed less last month's)."""
-    order_month: int | None = None
+    order_month: Whole | None = None
     """When `bought_gpus` must be ordered: this month less lead_time_months (negative
     for month 0's commitment: ordered before the horizon starts); None when none."""
 
@@ -224,10 +225,10 @@ class ServerOrder(BaseModel):
 
     region: str
     gpu: str
-    servers: int
+    servers: Whole
     """Whole servers (policy.buy_unit: node; with buy_unit gpu each server is one GPU)."""
-    gpus_per_server: int
-    order_month: int
+    gpus_per_server: Whole
+    order_month: Whole
     """The month they are ordered: the month they serve less lead_time_months (negative
     for month 0's commitment, ordered before the horizon starts)."""
 
@@ -243,7 +244,7 @@ class Month(BaseModel):
 
     model_config = FROZEN
 
-    month: int
+    month: Whole
     growth_factor: float
     cost_per_month: float
     status: Annotated[str, AfterValidator(_month_status)] = ""
@@ -301,7 +302,7 @@ class BatchPlacement(BaseModel):
     soak_requests_per_s_per_replica: float = 0.0
     idle_replica_hours_before: float = 0.0
     idle_replica_hours_after: float = 0.0
-    dedicated_replicas: int = 0
+    dedicated_replicas: Whole = 0
     dedicated_configuration: str = ""
     dedicated_tier: str = ""
     """on_demand or spot: how the dedicated replicas are paid."""

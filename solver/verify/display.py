@@ -158,13 +158,44 @@ def _stated_moves(where: str, result: ScenarioResult, lost_region: str | None) -
 def stated_display(
     instance: Instance, plan: Plan, reference: tuple[float, int, int] | None = None
 ) -> list[Finding]:
-    """`stated_scenarios`, `stated_summary` and `stated_policy`: everything the plan
-    displays."""
+    """`stated_scenarios`, `stated_summary`, `stated_policy` and `stated_once`:
+    everything the plan displays."""
     return (
         stated_scenarios(instance, plan)
         + stated_summary(plan, reference)
         + stated_policy(instance, plan)
+        + stated_once(plan)
     )
+
+
+ONE_ROW_EACH = {
+    "servers": ("region", "gpu"),
+    "power_kw": ("region",),
+    "committed": ("region", "gpu"),
+    "cost_attribution": ("workload", "region"),
+    "headroom": ("workload", "region", "configuration"),
+    "error_budget_minutes_used": ("scenario", "workload"),
+    "batch": ("workload", "region"),
+    "scenarios": ("name",),
+}
+"""The tables a plan states one row of per key (the `gpus` table's twice is item 6's)."""
+
+
+def stated_once(plan: Plan) -> list[Finding]:
+    """A row of a table given twice (ONE_ROW_EACH): each check read the rows one by one,
+    or by key keeping the last, so a second `servers` row of us-east h100-sxm (a buyer
+    ordering twice), `power_kw`, `batch` or `scenarios` row verified ok."""
+    findings = []
+    for table, fields in ONE_ROW_EACH.items():
+        first: dict[tuple, int] = {}
+        for index, row in enumerate(getattr(plan, table)):
+            key = tuple(getattr(row, name) for name in fields)
+            if key in first:
+                named = ", ".join(f"{n} {v}" for n, v in zip(fields, key, strict=True))
+                message = f"{named} is {table}[{first[key]}] again: each once"
+                findings.append(Finding(f"{table}[{index}]", message))
+            first.setdefault(key, index)
+    return findings
 
 
 def stated_policy(instance: Instance, plan: Plan) -> list[Finding]:

@@ -116,7 +116,8 @@ def _alias_bomb(levels: int) -> list[str]:
 def test_an_alias_bomb_in_an_engine_profile_is_refused_not_printed(tmp_path):
     # `data` is printed with str(): 10^7 values expanded to a 30 MB string (10^9 hung).
     profile = tmp_path / "bomb.yaml"
-    lines = ["kind: fleetplan-engine-profile", *_alias_bomb(6), "by_key: {default: {}}"]
+    bomb = ["  " + line for line in _alias_bomb(6)]  # under `fit`, a key a profile holds
+    lines = ["kind: fleetplan-engine-profile", "fit:", *bomb, "by_key: {default: {}}"]
     profile.write_text("\n".join([*lines, "data: *a6", "profile: *a6"]) + "\n")
     args = ("perf", "-g", "h100-sxm", "-m", "llama-3.1-8b", "-i", "100", "-o", "100")
     done = run_apart(*args, "--engine", profile)

@@ -6,7 +6,7 @@ the program then hold, and an instance beyond a limit is refused with the number
 import pytest
 
 from models.io.loading import load_instance
-from models.schema import limits
+from models.schema import limits, program_limits
 from solver.candidates.layouts import configurations
 from solver.candidates.size_check import (
     check_program_size,
@@ -59,7 +59,7 @@ def test_the_counted_program_is_the_built_one(survive):
 def test_the_benchmark_class_passes_the_check_at_the_default_time_limit():
     inst = generated(10, 20, 6, survive="region")
     size = check_program_size(inst, build_candidates(inst), time_limit_s=60.0)
-    assert size.complete and size.variables < limits.VARIABLES_ANY_TIME_LIMIT
+    assert size.complete and size.variables < program_limits.VARIABLES_ANY_TIME_LIMIT
 
 
 def test_counting_stops_at_the_limit():
@@ -75,8 +75,8 @@ def test_a_program_beyond_the_time_limit_exits_4_with_the_numbers(run_cli, monke
     inst = load_instance(DEFAULT_INSTANCE)
     size = measure_program(inst, build_candidates(inst))
     # the floor and the rate lowered so that a 2 s limit allows what the pools hold
-    monkeypatch.setattr(limits, "VARIABLES_ANY_TIME_LIMIT", 1)
-    monkeypatch.setattr(limits, "VARIABLES_PER_SOLVER_S", size.pools // 2)
+    monkeypatch.setattr(program_limits, "VARIABLES_ANY_TIME_LIMIT", 1)
+    monkeypatch.setattr(program_limits, "VARIABLES_PER_SOLVER_S", size.pools // 2)
     result = run_checked(
         run_cli,
         "solve",
@@ -99,7 +99,7 @@ def test_a_program_beyond_the_build_limit_exits_2(run_cli, monkeypatch):
     pools = measure_program(inst, build_candidates(inst)).pools
     assert pools > 20  # the pools alone pass the limit: counting stops before any route
     monkeypatch.setattr(
-        limits, "PROGRAM_VARIABLES", limits.Most(20, "program variables", "a test limit")
+        program_limits, "PROGRAM_VARIABLES", limits.Most(20, "program variables", "a test limit")
     )
     run_checked(
         run_cli,
@@ -116,7 +116,7 @@ def test_too_many_configurations_exit_2_before_any_physics(run_cli, monkeypatch)
     inst = load_instance(DEFAULT_INSTANCE)
     count = count_configurations(inst)
     monkeypatch.setattr(
-        limits, "CONFIGURATIONS", limits.Most(count - 1, "configurations", "a test limit")
+        program_limits, "CONFIGURATIONS", limits.Most(count - 1, "configurations", "a test limit")
     )
     monkeypatch.setattr(
         "solver.solve.build_candidates",

@@ -75,3 +75,15 @@ def test_an_object_given_twice_is_refused_not_counted_twice(instance, plan):
     other = json.loads(json.dumps(first))
     other["metadata"]["namespace"] = "canary"  # another namespace: another object
     assert len(pools_from_objects([*documents, other])) == len(pools_from_objects(documents)) + 1
+
+
+def test_an_annotation_nested_past_the_json_reader_is_refused_naming_the_object(instance, plan):
+    """A pool annotation of 50,000 nested lists: json.loads' RecursionError reached the
+    user as 'the input is too large or too deeply nested to process', naming neither the
+    file's object nor the annotation."""
+    documents, first = _first_deployment(instance, plan)
+    first["metadata"]["annotations"]["fleetplan.io/pool"] = "[" * 50_000 + "]" * 50_000
+    with pytest.raises(FleetImportError) as raised:
+        pools_from_objects(documents)
+    message = "fleetplan.io/pool nests lists or objects deeper than JSON can be read"
+    assert message in str(raised.value) and first["metadata"]["name"] in str(raised.value)

@@ -15,7 +15,7 @@ import yaml
 
 from models.io.loading import validate_instance
 from models.operations.time_demand import uses_time
-from models.schema import limits
+from models.schema import limits, program_limits
 from solver.candidates.size_check import measure_periods, measure_program
 from solver.candidates.table import build_candidates
 from solver.time.periods import build_time_program, interactive_table
@@ -149,8 +149,8 @@ def test_an_hourly_program_beyond_the_time_limit_exits_4_naming_its_periods(
     whole = measure_periods(hours, table).variables
     one = max(measure_program(hour, table).variables for hour in hours)
     assert len(hours) > 2 and 2 * one < whole
-    monkeypatch.setattr(limits, "VARIABLES_ANY_TIME_LIMIT", 1)
-    monkeypatch.setattr(limits, "VARIABLES_PER_SOLVER_S", whole // 4)  # 2 s: whole / 2
+    monkeypatch.setattr(program_limits, "VARIABLES_ANY_TIME_LIMIT", 1)
+    monkeypatch.setattr(program_limits, "VARIABLES_PER_SOLVER_S", whole // 4)  # 2 s: whole / 2
     run_checked(
         run_cli,
         "solve",
@@ -168,7 +168,7 @@ def test_an_hourly_program_beyond_the_time_limit_exits_4_naming_its_periods(
 
 def test_an_hourly_program_beyond_the_build_limit_exits_2(run_cli, hourly_file, monkeypatch):
     monkeypatch.setattr(
-        limits, "PROGRAM_VARIABLES", limits.Most(20, "program variables", "a test limit")
+        program_limits, "PROGRAM_VARIABLES", limits.Most(20, "program variables", "a test limit")
     )
     run_checked(
         run_cli,

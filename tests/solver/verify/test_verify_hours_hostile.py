@@ -163,3 +163,24 @@ def test_any_tampered_figure_fails(run_cli, tmp_path, plan_data, figures, data):
         tampered = int(tampered)
     result = _verify(run_cli, tmp_path, _mutated(plan_data, path, tampered), None)
     assert result.exit_code in (1, 2), (pattern, value, tampered)
+
+
+TABLES_OF_ONE_ROW_EACH = ("servers", "power_kw", "committed", "cost_attribution", "headroom",
+                          "error_budget_minutes_used", "batch")  # fmt: skip
+
+
+def test_a_row_given_twice_fails_naming_both(run_cli, tmp_path, plan_data):
+    """Each table's check read its rows one by one (or by key, keeping the last): a
+    second `servers` row of one region and GPU (a buyer orders twice), a second `power_kw`,
+    `headroom`, `error_budget_minutes_used` or `batch` row verified ok; `committed` and
+    `cost_attribution` failed only on a sum their copy moved. Every table's first row
+    given again, in one plan: each copy is named with the row it repeats."""
+    doctored = dict(plan_data)
+    for table in TABLES_OF_ONE_ROW_EACH:
+        assert plan_data[table]  # the diurnal plan states every one of these tables
+        doctored[table] = [*plan_data[table], plan_data[table][0]]
+    result = _verify(run_cli, tmp_path, doctored, 1)
+    for table in TABLES_OF_ONE_ROW_EACH:
+        copy = len(plan_data[table])
+        assert f"{table}[{copy}]: " in result.stderr, table
+        assert f"is {table}[0] again: each once" in result.stderr, table
