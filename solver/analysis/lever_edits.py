@@ -25,6 +25,10 @@ The levers (names are what the report shows):
 - `allow GPU_NAME`: a catalog GPU type the instance does not offer, offered in every
   region at its catalog price, up to the largest supply the region has of any type.
 - `drop survive: X`: the failure policy's single-failure requirement removed.
+- `power +1 server`: every region's `power_kw` cap raised by one server of the hungriest
+  GPU type it offers (`gpus_per_node` x one GPU's facility kW), so one more server of any
+  of its types fits: what a cap that binds in whole units costs (the binding report
+  says "not priced" there: solver.plan.binding).
 
 Hourly plans (models.operations.time_demand.uses_time) re-solve the hourly program with
 every lever above, and with the levers of time:
@@ -45,6 +49,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from models.io.loading import validate_instance
+from models.operations.site import gpu_kw, offered
 from models.operations.time_demand import failover_window_s, uses_time
 from models.physics import catalog
 from models.physics.precision import Precision
@@ -327,6 +332,26 @@ def interactive_spot(instance: Instance) -> Instance | None:
     return _edited(instance, edit)
 
 
+def more_power(instance: Instance) -> Instance | None:
+    """Every region with a `power_kw` cap: the cap plus one server of the hungriest GPU
+    type the region offers, gpus_per_node x `gpu_kw` (tdp x server factor x PUE), so
+    one more server of any type it offers fits. None where no region sets a cap."""
+    server_kw: dict[str, float] = {}
+    for region, gpu in offered(instance):
+        kw = instance.gpu_specs[gpu].gpus_per_node * gpu_kw(instance, region.name, gpu)
+        server_kw[region.name] = max(server_kw.get(region.name, 0.0), kw)
+
+    def edit(data: dict[str, Any]) -> bool:
+        changed = False
+        for region in data["regions"]:
+            if region.get("power_kw") is not None and region["name"] in server_kw:
+                region["power_kw"] = region["power_kw"] + server_kw[region["name"]]
+                changed = True
+        return changed
+
+    return _edited(instance, edit)
+
+
 def time_levers(instance: Instance) -> list[Lever]:
     """The levers of time (hourly instances only; see the module text)."""
     if not uses_time(instance):
@@ -362,6 +387,7 @@ def levers_for(instance: Instance) -> list[Lever]:
             for gpu in catalog.gpu_catalog()
         ),
         Lever(f"drop survive: {instance.policy.survive}", drop_failure_requirement, relaxes=True),
+        Lever("power +1 server", more_power, relaxes=True),
         *time_levers(instance),
     ]
     return [lever for lever in levers if _applies(lever, instance)]
