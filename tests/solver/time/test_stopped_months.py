@@ -96,6 +96,29 @@ def test_an_hourly_plan_the_limit_stops_without_one_is_the_peak_fleet_held_all_d
     assert all(g.on_demand == 0 for h in plan.hours for g in h.gpus)
 
 
+def test_an_hourly_plan_with_no_commitment_the_limit_stops_is_the_peak_fleet_held(monkeypatch):
+    """No reserved price, so no commitment: the periods program does not split and is
+    solved whole (period_passes.solve_whole). That search ends with no incumbent: the
+    plan is the day's peak fleet held every hour, verified, its gap against the LP
+    relaxation stated (status feasible, the gap in (0, 1): the relaxation's optimum is a
+    cost above 0 and below the held plan's, which pays the peak all day)."""
+    _stopping(monkeypatch)
+    data = _base()
+    for region in data["regions"]:
+        for offer in region["supply"].values():
+            offer.pop("reserved_price_per_gpu_hour", None)  # one supply dict: both regions'
+    inst = validate_instance(data, "periods.yaml")
+    plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
+    assert plan.solver.termination == "feasible"
+    assert HELD_PLAN in plan.solver.method
+    assert plan.solver.mip_gap is not None and 0.0 < plan.solver.mip_gap < 1.0
+    assert plan.status == f"feasible (gap {plan.solver.mip_gap:.2%})"
+    assert verify_hours(inst, plan).ok
+    assert not plan.committed or all(c.committed_gpus == 0 for c in plan.committed)
+    # the pools are held all day: every hour uses the same GPUs
+    assert len({tuple((g.region, g.gpu, g.used) for g in h.gpus) for h in plan.hours}) == 1
+
+
 def test_a_month_the_limit_stops_without_a_plan_is_planned_and_so_is_the_month_after(
     monkeypatch,
 ):
