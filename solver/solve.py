@@ -317,16 +317,16 @@ def _solve_months(
     from solver.verify.hours import verify_hours
 
     later: list[Plan] = []
-    previous, solved = first.plan, first
+    previous, solved, builds = first.plan, first, ()  # builds: each month's (kept_until)
     if horizon.months > 1:
         table = horizon_table(instance, horizon.months, settings)
         templates = TemplateMemo(interactive_table(instance, table))  # demand alone differs
     for month in range(1, horizon.months):
         floor = {(c.region, c.gpu): c.committed_gpus for c in previous.committed}
         started = _elapsed_s(settings)
-        earlier = solved.time_step.held_found if solved.time_step is not None else None
+        earlier, builds = solved.time_step.held_found, (*builds, solved.time_step.build_s)
         grown, month_horizon = horizon.later_month(
-            instance, month, floor, started, overhead_s, earlier
+            instance, month, floor, started, overhead_s, earlier, builds
         )
         try:
             solved = _solve_table(grown, settings, table, month_horizon, templates)

@@ -119,6 +119,7 @@ from solver.decompose.period_passes import (
     in_threads,
     lp_prices,
     pass_limit,
+    solve_whole,
 )
 from solver.decompose.period_split import (
     Block,
@@ -185,14 +186,13 @@ def solve_periods(
     fleet: Fleet | None = None,
     start: dict[str, float] | None = None,
 ) -> SolveResult:
-    """The periods program's solution: by period where it splits (the module text),
-    and where the rounds end outside the gap with time left, the whole program again
-    from the best plan (`WHOLE_AFTER_INTEGERS`); `start`: a plan of `lp` (a lever's base
-    plan, solver.time.step.optimise_periods) the rounds, or the whole program's search,
-    begin from."""
+    """The periods program's solution: by period where it splits (the module text), else
+    whole (`solve_whole`); where the rounds end outside the gap with time
+    left, the whole again from the best plan (`WHOLE_AFTER_INTEGERS`); `start`: a plan
+    of `lp` (a lever's base plan) the rounds, or the whole program's search, begin from."""
     parts = split(lp)
     if parts is None:
-        return backend.run(lp, settings, start=start)
+        return solve_whole(lp, backend, settings, fleet, start)
     small = lp.size()["integer_variables"] <= WHOLE_AFTER_INTEGERS * len(parts.blocks)
     whole_after = small or not ROUNDS_TO_DEADLINE
     found = solve_by_period(lp, backend, settings, parts, start, -math.inf, whole_after, fleet)

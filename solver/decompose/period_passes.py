@@ -1,7 +1,8 @@
 """How the period rounds (solver.decompose.by_period) spend their cores and their time:
 the block solves of a pass side by side in threads (`in_threads`), each held to its share
 of what is left of the run (`pass_limit`), blocks that are one program solved once
-(`Twins`), and the blocks' prices from the whole program's LP relaxation (`lp_prices`).
+(`Twins`), the blocks' prices from the whole program's LP relaxation (`lp_prices`); and
+a program that does not split, solved whole (`solve_whole`).
 
 Time. A pass solves n blocks, up to t at once, so in w = ceil(n / t) waves; given a share
 s of the seconds L left, each block solve may run
@@ -31,6 +32,17 @@ Which blocks may be twins is read once per split (`Twins`): the blocks' columns 
 position (bounds, integrality, cost), their rows over those positions and their covers'
 committed columns; only blocks that share that shape with another are compiled in a
 pass, the others go to the backend as they are.
+
+Whole. A periods program that does not split (period_split.split: no commitment, so
+every hour rents on demand; or one block holding most of it) is solved whole
+(`solve_whole`), and where the limit ends that search before an incumbent, or with one
+dearer, the held fleet's plan is the answer: the day's peak fleet held all day serves
+every period (the rounds' first plan, by_period's module text); with its pools' integer
+columns held in every period what is left is little more than an LP, solved past the
+deadline within `HELD_WHOLE_S`, and answered FEASIBLE, its gap stated against the
+search's bound, else the LP relaxation's solved in as long (against 0, a gap of 100%,
+where that does not end). A search that ends proved is answered as before, and no
+search's start or path changes.
 """
 
 import math
@@ -42,8 +54,9 @@ from dataclasses import replace
 
 from solver.backends import Backend
 from solver.backends.base import compile_program
-from solver.decompose.period_split import Block, Split
+from solver.decompose.period_split import Block, Fleet, Split
 from solver.program.lp import LinearProgram, SolveResult, Termination
+from solver.program.row_names import split_timed
 from solver.settings import SolveSettings, machine_threads
 
 HELD_PASS_SHARE = 1 / 3
@@ -79,6 +92,15 @@ LATE_BLOCK_S = 1.0
 (solver.decompose.by_period: the rounds ended without a plan). Its pools are held, so
 it is little more than an LP: a 5-region, 8-workload region-loss period took well
 under that."""
+
+HELD_WHOLE_S = 2.0
+"""The time the held fleet's plan of a program solved whole (`solve_whole`), and the LP
+relaxation that states its gap, are each given past the deadline: its pools are held, so
+it is little more than an LP (a period's block of it takes well under `LATE_BLOCK_S`)."""
+
+WHOLE_HELD = "none by the deadline: the held fleet's plan"
+"""The answer's message where it is the held fleet's plan (the rounds' words: by_period),
+which the plan's method names (solver.time.solve)."""
 
 LP_PRICES_SHARE = 1 / 4
 """The share of the time left that the whole program's LP relaxation may take for the
@@ -155,14 +177,7 @@ def lp_prices(
     if limit is not None and limit < LP_S_PER_NONZERO * lp.size()["nonzeros"]:
         return [{} for _ in parts.blocks], -math.inf
     settings = settings.limited(limit)
-    relaxed = LinearProgram(
-        lp.name + "-relaxed",
-        {n: replace(v, integer=False) for n, v in lp.variables.items()},
-        lp.constraints,
-        lp.objective,
-        lp.objective_constant,
-    )
-    answer = backend.run(relaxed, settings.with_duals())
+    answer = backend.run(relaxation(lp), settings.with_duals())
     duals = answer.duals or {}
     floor = PRICE_FLOOR * abs(answer.objective or 0.0)
     reach = {o.gpus: o.per_level * o.highest for o in parts.offers}
@@ -176,6 +191,17 @@ def lp_prices(
         prices.append({o: p if p * reach[o] > floor else 0.0 for o, p in own.items()})
     optimal = answer.termination is Termination.OPTIMAL and answer.objective is not None
     return prices, answer.objective if optimal else -math.inf
+
+
+def relaxation(lp: LinearProgram) -> LinearProgram:
+    """`lp` with no integer column."""
+    return LinearProgram(
+        lp.name + "-relaxed",
+        {n: replace(v, integer=False) for n, v in lp.variables.items()},
+        lp.constraints,
+        lp.objective,
+        lp.objective_constant,
+    )
 
 
 Build = Callable[[], LinearProgram]
@@ -293,3 +319,58 @@ def _shape(lp: LinearProgram, block: Block) -> tuple:
         for row in map(constraints.__getitem__, block.rows)
     )
     return columns, rows, tuple(cover.committed for cover in block.covers)
+
+
+def solve_whole(
+    lp: LinearProgram,
+    backend: Backend,
+    settings: SolveSettings,
+    fleet: Fleet | None = None,
+    start: dict[str, float] | None = None,
+) -> SolveResult:
+    """`lp` solved whole from `start`; where the limit ends the search without a plan,
+    or with one dearer, the held fleet's (`fleet`: the module text, Whole)."""
+    whole = backend.run(lp, settings, start=start)
+    if whole.termination not in (Termination.TIME_LIMIT, Termination.FEASIBLE):
+        return whole  # proved, infeasible or failed: as before
+    fleet_held = fleet() if fleet is not None else None
+    layout = None if fleet_held is None else fleet_held.late_layout
+    held = None if layout is None else held_plan(lp, backend, layout, settings.threads)
+    if held is None or (whole.objective is not None and whole.objective <= held.objective):
+        return whole
+    bound = whole.bound if whole.bound is not None else _relaxed(lp, backend, settings.threads)
+    bound = max(0.0, bound)  # a plan's objective is a cost: never below 0
+    gap = max(0.0, (held.objective - bound) / max(abs(held.objective), 1e-9))
+    return replace(
+        held,
+        termination=Termination.FEASIBLE,
+        mip_gap=gap,
+        runtime_s=held.runtime_s + whole.runtime_s,
+        message=WHOLE_HELD,
+    )
+
+
+def _relaxed(lp: LinearProgram, backend: Backend, threads: int) -> float:
+    """The optimum of `lp`'s LP relaxation within `HELD_WHOLE_S`, or -inf."""
+    answer = backend.solve(relaxation(lp), time_limit_s=HELD_WHOLE_S, threads=threads)
+    optimal = answer.termination is Termination.OPTIMAL and answer.objective is not None
+    return answer.objective if optimal else -math.inf
+
+
+def held_plan(
+    lp: LinearProgram, backend: Backend, layout: dict[str, float], threads: int = 1
+) -> SolveResult | None:
+    """`lp` with its integer columns named in `layout` (by their names less the period)
+    held at the layout's values in every period, solved to `HELD_GAP` within
+    `HELD_WHOLE_S` (past the deadline); None where it has no solution."""
+    held = LinearProgram(
+        lp.name + "-held", dict(lp.variables), lp.constraints, lp.objective, lp.objective_constant
+    )
+    for name, variable in lp.variables.items():
+        value = layout.get(split_timed(name)[0]) if variable.integer else None
+        if value is not None:
+            held.variables[name] = replace(variable, lower=round(value), upper=round(value))
+    found = backend.solve(held, time_limit_s=HELD_WHOLE_S, mip_gap=HELD_GAP, threads=threads)
+    if not found.termination.has_solution or found.objective is None:
+        return None
+    return found

@@ -69,6 +69,9 @@ class Horizon:
     """The fleet held all day that the month before started from
     (solver.decompose.period_split.Held): month m's first plan where its own peak's is
     not planned within its share (solver.time.step)."""
+    builds_s: tuple[float, ...] = ()
+    """Seconds each month before m took to build its periods program: what month m keeps
+    for each month after it (`solver.time.step.kept_until`)."""
 
     @classmethod
     def of(cls, instance: Instance) -> "Horizon":
@@ -87,11 +90,13 @@ class Horizon:
         started_s: float | None = None,
         overhead_s: float = 0.0,
         earlier_fleet: object | None = None,
+        builds_s: tuple[float, ...] = (),
     ) -> tuple[Instance, "Horizon"]:
         """Month `month`'s instance (its demand grown: models.operations.procurement) and
         horizon: the periods of its grown day, its commitments bounded by `floor` (the
         month before's); its turn began `started_s` into the run, and the month before
-        took `overhead_s` besides its solve and started from `earlier_fleet`."""
+        took `overhead_s` besides its solve and started from `earlier_fleet`; the months
+        before built their programs in `builds_s`."""
         from models.operations.procurement import month_instance
         from solver.time.months import month_growth
         from solver.time.periods import day_periods
@@ -107,6 +112,7 @@ class Horizon:
             started_s=started_s,
             overhead_s=overhead_s,
             earlier_fleet=earlier_fleet,
+            builds_s=builds_s,
         )
         return grown, horizon
 

@@ -24,6 +24,7 @@ from solver.analysis.hour_attribution import (
 )
 from solver.candidates.pools import assess_pools
 from solver.decompose.by_period import METHOD as PERIOD_METHOD
+from solver.decompose.period_passes import WHOLE_HELD
 from solver.errors import Problem
 from solver.plan.records import CostAttribution, GpuUse, ReplicaPool
 from solver.plan.schema import Plan, plan_status
@@ -244,6 +245,7 @@ def hourly_plan(
                 result.message
                 if result.message.startswith(PERIOD_METHOD)
                 else f"one program over {counted(len(program.periods), 'period')} of the day"
+                + (f", {WHOLE_HELD}" if result.message == WHOLE_HELD else "")
             )
             + f" (built in {build_s:.2f} s)",
         }

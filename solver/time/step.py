@@ -80,6 +80,13 @@ every month that solves past its part takes the months after it (at 0.5, on a ma
 loaded 11 on 2 cores, 12 months of 5 regions x 8 workloads took about 30 s each against
 an 18 s part, and the run's limit came in month 11's build: exit 4, no plan)."""
 
+LATER_MONTH_BUILDS = 1.5
+"""What month m keeps for each month after it, in program builds (`kept_until`): the
+month's build, its solve from its held fleet past its share and its read-back (its
+pricing LP is not run past its share: `PeriodsStep.price`). On the generated 5 regions x
+8 workloads x 4 GPU types region-loss instance on a machine loaded 11 on 2 cores, months
+built in 15-17 s and took 7-8 s more to their plan past their share."""
+
 HeldFleet = Callable[
     [Instance, CandidateTable, SolveSettings],
     tuple[dict[tuple[str, str], float], dict[str, float]] | None,
@@ -138,7 +145,39 @@ def grown_fleet(held: Held, instance: Instance, month: int) -> Held:
     return replace(held, grown=grown)
 
 
-def month_share(settings: SolveSettings, horizon: Horizon) -> SolveSettings:
+def kept_until(settings: SolveSettings, horizon: Horizon, build_s: float) -> float | None:
+    """Seconds into the run by which month m's solve and pricing LP end, so that each of
+    the H - m - 1 months after it still builds its program (which the run's limit L
+    stops: solver.solve) and takes at least its fallback plan (the held fleet's) within
+    the limit: `LATER_MONTH_BUILDS` of the months' longest build so far (`build_s`,
+    month m's own, with the months' before it) kept for each,
+
+        kept_m = L - LATER_MONTH_BUILDS x max(builds) x (H - m - 1)
+
+    (the longest: a build takes longer as the machine's load rises, 15 s -> 40 s over
+    one run; the last month keeps nothing, and what runs after it, the horizon's
+    verification and output, runs past the limit). None without months or a limit."""
+    deadline = settings.deadline
+    if not horizon.months or deadline is None or deadline.limit_s is None:
+        return None
+    longest = max((*horizon.builds_s, build_s))
+    later = max(0, horizon.months - horizon.month - 1)
+    return deadline.limit_s - LATER_MONTH_BUILDS * longest * later
+
+
+def _kept(settings: SolveSettings, kept_s: float | None) -> SolveSettings:
+    """`settings` ending by `kept_s` at the latest (`kept_until`)."""
+    deadline = settings.deadline
+    if kept_s is None or deadline is None or deadline.limit_s is None:
+        return settings
+    if kept_s >= deadline.limit_s:
+        return settings
+    return replace(settings, deadline=replace(deadline, limit_s=kept_s))
+
+
+def month_share(
+    settings: SolveSettings, horizon: Horizon, kept_s: float | None = None
+) -> SolveSettings:
     """The solve settings of month m of a horizon of H months (policy.horizon_months):
     an equal part of the solve time left when the month's turn began (`started_s`, else
     now), less what the month takes besides its solve (`overhead_s`, as the month before
@@ -150,8 +189,10 @@ def month_share(settings: SolveSettings, horizon: Horizon) -> SolveSettings:
         deadline_m = max(start + part_m - overhead, now + MIN_SOLVE_SHARE x part_m)
 
     (each month's time left over goes to the months after it; a month whose part ends
-    without a plan goes on within one more part: `PeriodsStep.optimise`). A day without
-    months keeps the settings."""
+    without a plan goes on within one more part: `PeriodsStep.optimise`); and never past
+    `kept_s`, what the months after it need (`kept_until`), the floor included: a month
+    with no time of its own takes its fallback plan. A day without months keeps the
+    settings."""
     deadline = settings.deadline
     if not horizon.months or deadline is None or deadline.limit_s is None:
         return settings
@@ -159,22 +200,25 @@ def month_share(settings: SolveSettings, horizon: Horizon) -> SolveSettings:
     start = now if horizon.started_s is None else min(horizon.started_s, now)
     part = max(0.0, deadline.limit_s - start) / max(1, horizon.months - horizon.month)
     end = max(start + part - horizon.overhead_s, now + MIN_SOLVE_SHARE * part)
-    return replace(settings, deadline=replace(deadline, limit_s=min(deadline.limit_s, end)))
+    shared = replace(settings, deadline=replace(deadline, limit_s=min(deadline.limit_s, end)))
+    return _kept(shared, kept_s)
 
 
-def retry_share(settings: SolveSettings, horizon: Horizon) -> SolveSettings:
+def retry_share(
+    settings: SolveSettings, horizon: Horizon, kept_s: float | None = None
+) -> SolveSettings:
     """The settings of month m's second try, its own part spent without a plan: one more
     equal part of the solve time left, from now, the months after it keeping theirs,
 
         deadline = now + (end - now) / (H - m)
 
-    (the last month's second try has all that is left)."""
+    (the last month's second try has all that is left), never past `kept_s`."""
     deadline = settings.deadline
     if deadline is None or deadline.limit_s is None:
         return settings
     now = deadline.elapsed_s()
     part = max(0.0, deadline.limit_s - now) / max(1, horizon.months - horizon.month)
-    return replace(settings, deadline=replace(deadline, limit_s=now + part))
+    return _kept(replace(settings, deadline=replace(deadline, limit_s=now + part)), kept_s)
 
 
 def _expired(settings: SolveSettings) -> bool:
@@ -243,6 +287,9 @@ class PeriodsStep:
     build_s: float = 0.0
     optimise_s: float = 0.0
     """Seconds `optimise` took (what a month's overhead is measured without)."""
+    kept_s: float | None = None
+    """Seconds into the run by which its solve and pricing LP end (`kept_until`), once
+    `optimise` has started."""
     templates: TemplateMemo | None = None
     """The shared group templates of the horizon's months (solver.colocation.templates),
     or None: the day's own."""
@@ -277,7 +324,9 @@ class PeriodsStep:
         pre-solve problem); the held fleet is planned beside it (`_held_beside`)."""
         del backend
         started = time.monotonic()
-        self.held = self._held_beside(month_share(solve_settings, self.horizon))
+        builds = self.horizon.builds_s  # its own not yet known: the months' before it
+        kept = kept_until(self.settings, self.horizon, max(builds)) if builds else None
+        self.held = self._held_beside(month_share(solve_settings, self.horizon, kept))
         self.program = build_time_program(
             self.instance, self.table, self.settings, self.horizon.periods, self.templates
         )
@@ -294,15 +343,19 @@ class PeriodsStep:
         solver.decompose.by_period); where the share still ends without one, again
         within one more part of what is left (`retry_share`), so that the months after it
         keep theirs (it took all that was left, and a month without a plan ends the
-        horizon: the months before it were lost)."""
+        horizon: the months before it were lost); neither past what the months after it
+        need to build (`kept_until`)."""
         started = time.monotonic()
+        self.kept_s = kept_until(self.settings, self.horizon, self.build_s)
         try:
-            shared = month_share(solve_settings, self.horizon)
+            shared = month_share(solve_settings, self.horizon, self.kept_s)
             found = optimise_periods(self.program, backend, shared, self.held)
             stopped = found.result.termination is Termination.TIME_LIMIT
             if shared is solve_settings or not stopped or _expired(solve_settings):
                 return found
-            again = retry_share(solve_settings, self.horizon)
+            again = retry_share(solve_settings, self.horizon, self.kept_s)
+            if _expired(again):  # the months after it need what is left
+                return found
             return optimise_periods(self.program, backend, again, self.held)
         finally:
             self.optimise_s = time.monotonic() - started
@@ -376,7 +429,13 @@ class PeriodsStep:
     def price(
         self, pricer: Backend, values: dict[str, float], settings: SolveSettings
     ) -> SolveResult:
-        """The pricing LP (solver.time.prices), solved."""
+        """The pricing LP (solver.time.prices), solved, by what the months after this one
+        need at the latest (`kept_until`); a month whose time that is already is not
+        priced (the plan says so): passing the LP to the backend alone took 8-14 s a
+        month on the generated 5 x 8 x 4 instance under load, whatever its limit."""
+        settings = _kept(settings, self.kept_s)
+        if self.horizon.months and _expired(settings):
+            return SolveResult(Termination.TIME_LIMIT, pricer.name, pricer.version(), 0.0)
         return pricer.run(pricing_lp(self.program, values), settings)
 
     def read_back(

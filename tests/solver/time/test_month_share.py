@@ -8,7 +8,7 @@ import pytest
 
 from solver.settings import Deadline, SolveSettings
 from solver.time.horizon import Horizon
-from solver.time.step import month_share
+from solver.time.step import kept_until, month_share
 
 
 def _at(elapsed_s: float, limit_s: float) -> SolveSettings:
@@ -55,7 +55,7 @@ def test_a_month_its_share_leaves_without_a_plan_goes_on_within_one_more_part(mo
         monkeypatch.setattr(step, "optimise_periods", answering)
         months = step.PeriodsStep.__new__(step.PeriodsStep)
         months.horizon, months.program = Horizon(month=3, months=12), None
-        months.held_fleet = None
+        months.held_fleet, months.settings, months.build_s = None, SolveSettings(), 0.0
         months.optimise(None, _at(6.0, 24.0))
         assert len(seen) == calls
         assert seen[0] == pytest.approx(6.0 + 18.0 / 9, abs=0.05)  # 18 s left over 9 months
@@ -108,6 +108,37 @@ def test_a_month_with_no_time_left_is_solved_once_within_the_solve_deadline(monk
     months = step.PeriodsStep.__new__(step.PeriodsStep)
     months.horizon = Horizon(month=3, months=12, started_s=20.0, overhead_s=3.0)
     months.program, months.held_fleet, months.held = None, None, None
+    months.settings, months.build_s = SolveSettings(), 0.0
     months.optimise(None, _at(24.5, 24.0))
     assert seen == [24.0]
     assert months.optimise_s >= 0.0
+
+
+def test_a_month_keeps_for_each_month_after_it_one_and_a_half_builds():
+    """A 600 s run, month 3 of 12, months 1 and 2 built in 10 s and 30 s, month 3 in
+    20 s: the longest build is 30 s, and the 12 - 3 - 1 = 8 months after it keep
+    1.5 x 30 x 8 = 360 s, so month 3 ends by 600 - 360 = 240 s; the last month keeps
+    nothing (600 s); a day without months, or a run without a limit, none."""
+    from solver.time.step import LATER_MONTH_BUILDS
+
+    assert LATER_MONTH_BUILDS == 1.5
+    month = Horizon(month=3, months=12, builds_s=(10.0, 30.0))
+    assert kept_until(_at(0.0, 600.0), month, 20.0) == pytest.approx(240.0)
+    last = Horizon(month=11, months=12, builds_s=(10.0,) * 11)
+    assert kept_until(_at(0.0, 600.0), last, 50.0) == pytest.approx(600.0)
+    assert kept_until(_at(0.0, 600.0), Horizon(), 30.0) is None
+    assert kept_until(SolveSettings(), month, 30.0) is None
+
+
+def test_what_the_months_after_need_comes_before_a_months_part_and_its_floor():
+    """Month 6 of 12 from 12 s, part (24 - 12) / 6 = 2 s: at 12.4 s its deadline would be
+    14 s, and at 13.8 s (its part eaten) 13.8 + 0.25 x 2 = 14.3 s; the months after it
+    need all but 13 s, so it is 13 s both times (at 13.8 s: spent, its fallback plan);
+    kept past its own deadline (30 s) changes nothing."""
+    month = Horizon(month=6, months=12, started_s=12.0)
+    assert month_share(_at(12.4, 24.0), month, 13.0).deadline.limit_s == pytest.approx(13.0)
+    late = month_share(_at(13.8, 24.0), month, 13.0)
+    assert late.deadline.limit_s == pytest.approx(13.0)
+    assert late.deadline.expired()
+    own = month_share(_at(12.4, 24.0), month, 30.0).deadline.limit_s
+    assert own == pytest.approx(14.0, abs=0.05)

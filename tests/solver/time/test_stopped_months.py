@@ -24,6 +24,7 @@ from solver.program.row_names import ReplicasColumn
 from solver.settings import SolveSettings
 from solver.solve import solve_program
 from solver.time import step
+from solver.time.prices import UNPRICED_NOTE
 from solver.verify.hours import verify_hours
 from tests.solver.decompose.test_by_period import SHAPES, _base, _data
 
@@ -95,6 +96,29 @@ def test_an_hourly_plan_the_limit_stops_without_one_is_the_peak_fleet_held_all_d
     assert all(g.on_demand == 0 for h in plan.hours for g in h.gpus)
 
 
+def test_an_hourly_plan_with_no_commitment_the_limit_stops_is_the_peak_fleet_held(monkeypatch):
+    """No reserved price, so no commitment: the periods program does not split and is
+    solved whole (period_passes.solve_whole). That search ends with no incumbent: the
+    plan is the day's peak fleet held every hour, verified, its gap against the LP
+    relaxation stated (status feasible, the gap in (0, 1): the relaxation's optimum is a
+    cost above 0 and below the held plan's, which pays the peak all day)."""
+    _stopping(monkeypatch)
+    data = _base()
+    for region in data["regions"]:
+        for offer in region["supply"].values():
+            offer.pop("reserved_price_per_gpu_hour", None)  # one supply dict: both regions'
+    inst = validate_instance(data, "periods.yaml")
+    plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
+    assert plan.solver.termination == "feasible"
+    assert HELD_PLAN in plan.solver.method
+    assert plan.solver.mip_gap is not None and 0.0 < plan.solver.mip_gap < 1.0
+    assert plan.status == f"feasible (gap {plan.solver.mip_gap:.2%})"
+    assert verify_hours(inst, plan).ok
+    assert not plan.committed or all(c.committed_gpus == 0 for c in plan.committed)
+    # the pools are held all day: every hour uses the same GPUs
+    assert len({tuple((g.region, g.gpu, g.used) for g in h.gpus) for h in plan.hours}) == 1
+
+
 def test_a_month_the_limit_stops_without_a_plan_is_planned_and_so_is_the_month_after(
     monkeypatch,
 ):
@@ -143,6 +167,44 @@ def test_a_month_without_its_own_held_fleet_plans_the_month_befores_grown(monkey
     assert len(calls) == 2
     assert [m.stopped_at_limit for m in plan.months] == [False, True]
     assert plan.months[1].mip_gap is not None and plan.months[1].cost_per_month > 0
+    assert verify_hours(inst, plan).ok
+
+
+def test_a_month_leaves_the_month_after_it_its_build(monkeypatch):
+    """Month 0 of 3 is told its build took 10 times the run's limit L (the clock is not
+    waited on): months 1 and 2 keep 1.5 x 10 L each for theirs, so month 0's solve ends
+    by L - 30 L, before it starts, and month 1's by L - 15 L; both take their held
+    fleet's plan (nothing found in no time), stopped at the limit with their gaps, and
+    month 1 is not priced; month 2, the last, keeps nothing and solves as usual. Every
+    month is planned and the horizon verifies."""
+    _stopping(monkeypatch, {0, 1})
+    built, solving = step.PeriodsStep.build, step.optimise_periods
+    limits, deadlines = [], []
+
+    def build(self, backend, settings):
+        built(self, backend, settings)
+        limits.append(self.settings.deadline.limit_s)
+        self.build_s = 10.0 * limits[-1] if self.horizon.month == 0 else self.build_s
+
+    def optimise_periods(program, backend, settings, fleet=None):
+        deadlines.append(settings.deadline.limit_s)
+        return solving(program, backend, settings, fleet)
+
+    monkeypatch.setattr(step.PeriodsStep, "build", build)
+    monkeypatch.setattr(step, "optimise_periods", optimise_periods)
+    inst = validate_instance(_months(3, 0.5, r1=400.0), "periods.yaml")
+    plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
+    assert deadlines[0] == pytest.approx(limits[0] - 1.5 * 10.0 * limits[0] * 2)
+    assert deadlines[1] == pytest.approx(limits[0] - 1.5 * 10.0 * limits[0] * 1)
+    assert deadlines[-1] > 0.0
+    assert [m.month for m in plan.months] == [0, 1, 2]
+    assert [m.stopped_at_limit for m in plan.months] == [True, True, False]
+    for stopped in plan.months[:2]:  # 100% where no bound was proved in no time
+        assert stopped.mip_gap is not None and 0.0 < stopped.mip_gap <= 1.0
+        assert stopped.status == f"feasible (gap {stopped.mip_gap:.2%})"
+    assert all(m.cost_per_month > 0 for m in plan.months)
+    # month 1 is not priced past its time (month 0's note is the plan's own)
+    assert plan.months[1].shadow_price_note == UNPRICED_NOTE.format("time_limit")
     assert verify_hours(inst, plan).ok
 
 
