@@ -188,7 +188,8 @@ def fleet_import(
     # the folder `deploy --target k8s` wrote: each of its files is an input, never replaced
     files = _fleet_files(fleet_file) if fleet_file.is_dir() else [fleet_file]
     inputs = (fleet_file, instance_file, *files)
-    check_targets((instance_out, plan_out), inputs)  # and never one file for both
+    # and never one file for both; the instance written may replace an instance file
+    check_targets((instance_out, plan_out), inputs, (instance_out,))
     if instance_out.suffix.lower() not in INSTANCE_SUFFIXES:  # written, it would not load
         raise _problem(
             "command line",
@@ -238,7 +239,7 @@ def fleet_import(
                 for issue in error.issues
             ]
         ) from None
-    write_text(instance_out, instance_text(updated, instance_out), inputs)
+    write_text(instance_out, instance_text(updated, instance_out), inputs, instance=True)
     err.print(f"wrote {instance_out}", markup=False)
     if schedules:
         err.print(

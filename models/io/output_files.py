@@ -6,7 +6,9 @@ Rules (the README's "Output files" paragraph says the same to users):
   sequence in a name is shown, not obeyed).
 - The target is checked before any work is done (`check_target`): a directory, a device,
   a FIFO or a socket is refused, and so is any file the command reads (the instance, the
-  plan), so an output can never replace an input.
+  plan), so an output can never replace an input, and any instance file at all (a YAML or
+  JSON mapping with `regions` and `workloads`: `solve a.yaml --json b.yaml` wrote the plan
+  over the instance b.yaml without a word).
 - A symbolic link is followed to its target, which must be a regular file or not exist
   yet; the link itself stays a link.
 - The text is written to an exclusive, uniquely named temporary file in the target's
@@ -60,13 +62,15 @@ def resolved_target(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
-def check_target(path: Path | str, inputs: tuple[Path, ...] = ()) -> None:
+def check_target(path: Path | str, inputs: tuple[Path, ...] = (), instance: bool = False) -> None:
     """Refuse an output path that is not a regular file (or a new one) in a writable folder,
     or that is one of the command's own input files.
 
     Args:
         path: Where the user asked the output to go (`-` is always fine).
         inputs: Files the command reads; writing over one of them is refused.
+        instance: The output is an instance (`fleet-import --instance-out`), which may
+            replace an instance file; any other output may not.
 
     Raises:
         InputError: naming the path and what is wrong with it.
@@ -94,11 +98,38 @@ def check_target(path: Path | str, inputs: tuple[Path, ...] = ()) -> None:
             with contextlib.suppress(OSError):
                 if os.path.samefile(target, source):
                     raise _refuse(path, f"is the input file {source}; choose another output path")
+        if not instance and _is_instance(target, info.st_size):
+            raise _refuse(
+                path,
+                "is an instance file (it has regions and workloads); fleetplan never writes "
+                "over one: choose another output path",
+            )
     folder = target.parent
     if not folder.is_dir():
         raise _refuse(path, f"folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise _refuse(path, f"folder {folder} is not writable")
+
+
+INSTANCE_KEYS = frozenset({"regions", "workloads"})
+"""Top-level keys only an instance has (a plan, a golden, an engine profile, a sweep's
+results and fleetplan's other outputs have neither both nor one of them at the top)."""
+
+
+def _is_instance(target: Path, size: int) -> bool:
+    """Whether the existing file `target` reads as an instance: a `.yaml`, `.yml` or
+    `.json` file within an instance's size whose document is a mapping holding
+    `INSTANCE_KEYS` (what does not parse is no instance, and is left to the writer)."""
+    from models.io.documents import INSTANCE_SUFFIXES, read_document
+    from models.schema.limits import MAX_DOCUMENT_BYTES
+
+    if target.suffix.lower() not in INSTANCE_SUFFIXES or size > MAX_DOCUMENT_BYTES:
+        return False
+    try:
+        document, _ = read_document(target)
+    except InputError:
+        return False
+    return isinstance(document, dict) and document.keys() >= INSTANCE_KEYS
 
 
 _TWO_ON_STDOUT = (
@@ -107,11 +138,16 @@ _TWO_ON_STDOUT = (
 )
 
 
-def check_targets(paths: Iterable[Path | str | None], inputs: tuple[Path, ...] = ()) -> None:
+def check_targets(
+    paths: Iterable[Path | str | None],
+    inputs: tuple[Path, ...] = (),
+    instances: tuple[Path, ...] = (),
+) -> None:
     """`check_target` on each path given (None: an output not asked for), and refuse two
     outputs that land in one file (`--json out --markdown out`: the second write replaced
     the first, and both said "wrote"), or both on standard output (`--json - --markdown
-    -` wrote JSON and Markdown one after the other, so neither parsed).
+    -` wrote JSON and Markdown one after the other, so neither parsed). `instances`: the
+    outputs that are instances (`check_target`'s `instance`).
 
     Raises:
         InputError: naming the path and what is wrong with it.
@@ -121,7 +157,7 @@ def check_targets(paths: Iterable[Path | str | None], inputs: tuple[Path, ...] =
     for path in paths:
         if path is None:
             continue
-        check_target(path, inputs)
+        check_target(path, inputs, path in instances)
         if is_stdout(path):
             if to_stdout:
                 raise InputError([Issue("command line", None, STDOUT, _TWO_ON_STDOUT)])
@@ -154,7 +190,9 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def write_text(path: Path | str, text: str, inputs: tuple[Path, ...] = ()) -> None:
+def write_text(
+    path: Path | str, text: str, inputs: tuple[Path, ...] = (), instance: bool = False
+) -> None:
     """Write `text` to `path` atomically (or to standard output for `-`).
 
     Args:
@@ -162,6 +200,8 @@ def write_text(path: Path | str, text: str, inputs: tuple[Path, ...] = ()) -> No
             started).
         text: The whole content.
         inputs: The command's input files, never overwritten.
+        instance: The text is an instance, which may replace an instance file
+            (`check_target`).
 
     Raises:
         InputError: naming the path when it cannot be written.
@@ -171,7 +211,7 @@ def write_text(path: Path | str, text: str, inputs: tuple[Path, ...] = ()) -> No
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         sys.stdout.flush()
         return
-    check_target(path, inputs)
+    check_target(path, inputs, instance)
     target = resolved_target(Path(path))
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from models.io.output_files import check_target, folder_lock, write_text
+from models.io.output_files import check_target, check_targets, folder_lock, write_text
 from models.schema.errors import InputError
 
 
@@ -121,3 +121,45 @@ def test_concurrent_writers_never_leave_a_partial_file(tmp_path: Path) -> None:
     final = target.read_text().splitlines()
     assert len(set(final)) == 1 and len(final) in (1, 2000)
     assert [p.name for p in tmp_path.iterdir() if p.suffix == ".tmp"] == []
+
+
+def test_an_instance_file_is_never_an_output(tmp_path: Path) -> None:
+    """`solve a.yaml --json b.yaml`, b.yaml another instance: refused, b.yaml kept."""
+    other = tmp_path / "b.yaml"
+    text = "name: b\nregions: []\nworkloads: []\n"
+    other.write_text(text)
+    with pytest.raises(InputError, match="is an instance file"):
+        write_text(other, '{"plan": 1}')
+    assert other.read_text() == text
+    as_json = tmp_path / "b.json"
+    as_json.write_text('{"regions": [], "workloads": [], "gpus": []}')
+    with pytest.raises(InputError, match="is an instance file"):
+        check_target(as_json)
+
+
+def test_a_plan_or_other_yaml_is_replaced_as_before(tmp_path: Path) -> None:
+    """Only a mapping holding both regions and workloads is an instance: an earlier plan,
+    a profile, a file with one of the two keys, or one that does not parse is replaced."""
+    for name, text in (
+        ("plan.json", '{"instance": "a", "status": "optimal", "regions": 3}'),
+        ("profile.yaml", "name: mine\nfit: {}\n"),
+        ("half.yaml", "workloads: []\n"),
+        ("broken.yaml", "regions: [\nworkloads: ]\n"),
+        ("list.json", '[{"regions": [], "workloads": []}]'),
+    ):
+        target = tmp_path / name
+        target.write_text(text)
+        write_text(target, "new")
+        assert target.read_text() == "new"
+
+
+def test_an_instance_output_may_replace_an_instance(tmp_path: Path) -> None:
+    """`fleet-import --instance-out` writes an instance: run again, it replaces the one it
+    wrote (the flag `instance`); a plan given the same path is still refused."""
+    written = tmp_path / "owned.yaml"
+    written.write_text("name: b\nregions: []\nworkloads: []\n")
+    write_text(written, "name: b\nregions: []\nworkloads: []\n# again\n", instance=True)
+    assert written.read_text().endswith("# again\n")
+    with pytest.raises(InputError, match="is an instance file"):
+        check_targets((tmp_path / "plan.json", written), instances=())
+    check_targets((tmp_path / "plan.json", written), instances=(written,))
