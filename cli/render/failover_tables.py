@@ -6,6 +6,7 @@ of a survivor's own users in a neighbour to make room near the lost region's use
 README ("Why healthy regions' users move") explains it.
 """
 
+from cli.render.summary_tables import month_zero
 from cli.render.tables import TableSpec
 from models.schema.quantities import counted
 from solver.plan.schema import Plan
@@ -38,7 +39,7 @@ def _moves_table(plan: Plan) -> TableSpec | None:
         )
         rows = rows[:MOVE_ROWS_SHOWN]
     return TableSpec(
-        "Who moves where, by scenario",
+        month_zero(plan, "Who moves where, by scenario"),
         ("scenario", "workload", "from", "to", "req/s", "RTT ms", "whose users"),
         tuple(
             (
@@ -86,8 +87,11 @@ def _spare_table(plan: Plan) -> TableSpec | None:
             )
     hour = next((s.hour for s in plan.scenarios if s.hour is not None), None)
     return TableSpec(
-        "Warm and started spare after each loss"
-        + ("" if hour is None else f" (the fleet of UTC hour {hour})"),
+        month_zero(
+            plan,
+            "Warm and started spare after each loss"
+            + ("" if hour is None else f" (the fleet of UTC hour {hour})"),
+        ),
         (
             "scenario",
             "workload",

@@ -59,7 +59,7 @@ def time_tables(plan: Plan) -> list[TableSpec]:
     if plan.committed:
         tables.append(
             TableSpec(
-                "Committed (reserved) GPUs",
+                month_zero(plan, "Committed (reserved) GPUs"),
                 ("region", "GPU", "committed", "reserved $/GPU-h", "on-demand $/GPU-h"),
                 tuple(
                     (
@@ -79,7 +79,7 @@ def time_tables(plan: Plan) -> list[TableSpec]:
     if plan.headroom:
         tables.append(
             TableSpec(
-                "Warm headroom and scaling thresholds per pool",
+                month_zero(plan, "Warm headroom and scaling thresholds per pool"),
                 (
                     "pool",
                     "lag s",

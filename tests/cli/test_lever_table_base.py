@@ -43,3 +43,41 @@ def test_a_plan_of_months_titles_its_month_0_tables():
     assert "Utilisation by scenario (month 0)" in titles
     plain = {t.title for t in plan_tables(Plan(cost_per_month=2700.0))}
     assert {"GPUs by region and type", "Binding constraints"} <= plain
+
+
+def test_a_plan_of_months_titles_its_month_0_commitment_and_headroom():
+    """The committed GPUs and the scaling thresholds of a plan of months are month 0's
+    (each month states its own commitment in the months table): their titles say so."""
+    from cli.render.time_tables import time_tables
+    from solver.plan.time_records import Commitment, Hour, PoolHeadroom
+
+    committed = Commitment(
+        region="us-east",
+        gpu="h100-sxm",
+        committed_gpus=8.0,
+        reserved_price_per_gpu_hour=1.44,
+        on_demand_price_per_gpu_hour=2.40,
+    )
+    headroom = PoolHeadroom(
+        workload="chat",
+        region="us-east",
+        configuration="h100-sxm.fp8.tp1pp1.unified",
+        replica_start_s=120.0,
+        lag_s=180.0,
+        steepest_ramp_rps_per_minute=1.0,
+        headroom_rps=3.0,
+        headroom_replicas=1,
+        capacity_rps_per_replica=4.0,
+        peak_replicas=4,
+        target_utilization=0.75,
+        kv_usage_scale_out=0.6,
+        queue_depth_scale_out=2.0,
+        queue_depth_slo_edge=None,
+    )
+    parts = {"hours": (Hour(hour=0, period=0),), "committed": (committed,), "headroom": (headroom,)}
+    months = (_month(0, 2700.0), _month(1, 3000.0))
+    titles = {t.title for t in time_tables(Plan(cost_per_month=2700.0, months=months, **parts))}
+    assert "Committed (reserved) GPUs (month 0)" in titles
+    assert "Warm headroom and scaling thresholds per pool (month 0)" in titles
+    plain = {t.title for t in time_tables(Plan(cost_per_month=2700.0, **parts))}
+    assert {"Committed (reserved) GPUs", "Warm headroom and scaling thresholds per pool"} <= plain
