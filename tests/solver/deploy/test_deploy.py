@@ -432,6 +432,14 @@ def test_a_csv_fleet_is_read_with_its_gpus_counted():
             "CSV header: unknown foo; the columns are",
         ),
         ("workload,region,gpu,precision,tp,pp,replicas\nchat,r,h100-sxm,fp8,two,1,1\n", "row 2"),
+        (  # Python's int() reads 1_6 as 16 and Arabic-Indic digits: no CSV writer means them
+            "workload,region,gpu,precision,tp,pp,replicas\nchat,r,h100-sxm,fp8,1,1,1_6\n",
+            "row 2: replicas '1_6' is not a whole number",
+        ),
+        (
+            "workload,region,gpu,precision,tp,pp,replicas\nchat,r,h100-sxm,fp8,\u0662,1,1\n",
+            "row 2: tp '\u0662' is not a whole number",
+        ),
         (  # one line naming the field, not pydantic's report twice with its URL
             "workload,region,gpu,precision,tp,pp,replicas\nchat,r,h100-sxm,fp9,1,1,1\n",
             "row 2: precision: Input should be 'bf16', 'fp8' or 'fp4' (got 'fp9')",
