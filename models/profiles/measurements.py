@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from models.io.documents import read_document, read_text
+from models.io.numbers import is_decimal
 from models.physics.catalog import closest_name, gpu_catalog, llm_catalog
 from models.physics.precision import Precision
 from models.schema.errors import InputError, Issue
@@ -139,8 +140,8 @@ class _Row:
             if required:
                 self.problem(field, "missing")
             return None
-        if isinstance(value, bool):
-            self.problem(field, f"{value!r} is not a number")
+        if isinstance(value, bool) or (isinstance(value, str) and not is_decimal(value)):
+            self.problem(field, f"{value!r} is not a number")  # `1_6`, Arabic-Indic digits
             return None
         try:
             number = float(value)

@@ -23,7 +23,6 @@ they were paid twice (a months plan read back 'owns 8; existing 2 + committed 8'
 import csv
 import io
 import json
-import re
 from collections import defaultdict
 from typing import Any
 
@@ -31,14 +30,13 @@ import yaml
 from pydantic import ValidationError
 
 from models.io.documents import DuplicateKey, once_each
+from models.io.numbers import whole_number
 from solver.deploy.manifests import GPU_LABEL, POOL_ANNOTATION, REGION_LABEL
 from solver.deploy.schedule import SCHEDULE_KEY, SCHEDULE_NAME, is_schedule
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 
 CSV_REQUIRED = ("workload", "region", "gpu", "precision", "tp", "pp", "replicas")
-_WHOLE = re.compile(r"[+-]?[0-9]+")
-"""A whole number as CSV and Kubernetes write one: ASCII digits, an optional sign."""
 CSV_OPTIONAL = ("kv_precision", "ep", "dp", "role", "speculative", "redundant_experts")
 _INTEGERS = ("tp", "pp", "ep", "dp", "redundant_experts", "replicas")
 
@@ -106,7 +104,7 @@ def pools_from_csv(text: str) -> list[ReplicaPool]:
         fields = dict(row)
         for name in _INTEGERS:
             if fields.get(name) not in (None, ""):
-                value = _whole_number(fields[name])
+                value = whole_number(fields[name])
                 if value is None:
                     raise FleetImportError(
                         f"row {line}: {name} {fields[name]!r} is not a whole number"
@@ -123,14 +121,6 @@ def pools_from_csv(text: str) -> list[ReplicaPool]:
         lines[key] = line
         pools.append(pool)
     return pools
-
-
-def _whole_number(text: str) -> int | None:
-    """`text` as a whole number written in ASCII digits (an optional sign, spaces around),
-    else None: Python's `int` also reads `1_6` as 16 and Arabic-Indic digits as numbers,
-    which no CSV writer or Kubernetes quantity means."""
-    text = text.strip()
-    return int(text) if _WHOLE.fullmatch(text) else None
 
 
 def _layout(pool: ReplicaPool) -> tuple:
@@ -252,7 +242,7 @@ def _pod_gpus(pod: dict, where: str) -> int | None:
         for kind in ("limits", "requests"):
             value = (resources.get(kind) or {}).get("nvidia.com/gpu")
             if value is not None:
-                count = _whole_number(str(value))
+                count = whole_number(str(value))
                 if count is None:
                     raise FleetImportError(
                         f"{where}: nvidia.com/gpu {value!r} is not a whole number"
