@@ -132,6 +132,8 @@ HOUR_VERIFIER_PARTS = {
     "the hours; held to the hour verifier's rule",
     "solver.verify.hour_scenarios": "each hour's scenario table (what simulate --hour "
     "replays) against the hour's pools and demand; held to the hour verifier's rule",
+    "solver.verify.day_configs": "policy.max_configs_per_pool over the whole day, from the "
+    "hours' pools; held to the hour verifier's rule",
 }
 
 

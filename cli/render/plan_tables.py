@@ -85,7 +85,8 @@ def procurement_lines(plan: Plan) -> list[str]:
     if simple is not None and simple.extra_cost_per_month is not None:
         lines.append(
             f"simplicity: at most {counted(simple.max_configs_per_pool, 'configuration')} per pool "
-            f"costs ${simple.extra_cost_per_month:,.0f}/month over the unlimited plan "
+            + ("all day (configs_per_day) " if simple.row == "configs_per_day" else "")
+            + f"costs ${simple.extra_cost_per_month:,.0f}/month over the unlimited plan "
             f"(${simple.cost_per_month_unlimited:,.0f}/month, "
             f"{counted(simple.configurations_unlimited, 'pool')})"
         )

@@ -310,6 +310,9 @@ class SimplicityCost(BaseModel):
     """This plan's cost minus the unlimited one (>= 0)."""
     configurations_unlimited: Whole | None = None
     """Configurations (pools) the unlimited plan uses, against this plan's."""
+    row: str = "configs_per_pool"
+    """The rows that hold the limit: `configs_per_pool` (a static plan's, or each period's),
+    or `configs_per_day` (an hourly plan's: one choice for the whole day, of each month)."""
 
     @classmethod
     def against(

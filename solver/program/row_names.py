@@ -26,7 +26,7 @@ This module sits beside the plan schema (solver.plan.schema) as its vocabulary, 
 nothing from solver/: the independent verifier names the requirements a fleet breaks
 with the same names as the program's rows, so the index types it needs live here
 (replicas, demand, gpu_supply, replica_spare, whole_servers, power, rack_space,
-configs_per_pool, and the phase label). Every other family
+configs_per_pool, configs_per_day, and the phase label). Every other family
 declares its index type in its own module under solver.program.families.
 """
 
@@ -277,6 +277,18 @@ class ConfigsPerPoolRow(Index):
     policy.max_configs_per_pool configurations."""
 
     family: ClassVar[str] = "configs_per_pool"
+    workload: str
+    region: str
+    phase: str
+
+
+@dataclass(frozen=True)
+class ConfigsPerDayRow(Index):
+    """configs_per_day[w,d,phase]: over the periods of one day (of one month of a
+    horizon), the phase of w in d runs at most policy.max_configs_per_pool
+    configurations: one server image per pool all day."""
+
+    family: ClassVar[str] = "configs_per_day"
     workload: str
     region: str
     phase: str

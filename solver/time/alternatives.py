@@ -22,6 +22,7 @@ hourly plan is asked the same way: the periods program with the limit lifted in 
 period, its rows dropped,
 
     configs_per_pool[w,d,phase]@p   removed       for every period p of the day
+    configs_per_day[w,d,phase]      removed       with day_config and config_in_day
 
 (solver.program.families.simplicity; with them goes all that pool_used had to obey, so
 the started_open rows of failover starts no longer restrict anything), solved by
@@ -37,10 +38,11 @@ from dataclasses import replace
 
 from solver.plan.records import ReplicaPool, SimplicityCost
 from solver.plan.schema import Plan
-from solver.program.build import with_bounds
+from solver.program.families.simplicity import DAY_ROW_FAMILIES
 from solver.program.lp import SolveResult
-from solver.program.row_names import ConfigsPerPoolRow, ReplicasColumn
+from solver.program.row_names import ConfigsPerDayRow, ConfigsPerPoolRow, ReplicasColumn
 from solver.settings import SolveSettings
+from solver.time.day_choice import day_columns, without_day
 from solver.time.periods import TimeProgram
 from solver.time.solve import hourly_plan
 
@@ -81,17 +83,18 @@ def _read_back(program: TimeProgram, result: SolveResult, settings: SolveSetting
 
 
 def configs_limit_rows(program: TimeProgram) -> list[str]:
-    """The configs_per_pool rows of every period (none: the limit binds nothing, each
-    phase has at most K candidates)."""
-    family = ConfigsPerPoolRow.family
-    return [name for name, row in program.lp.constraints.items() if row.family == family]
+    """The configs_per_pool rows of every period and the day's rows (none: the limit
+    binds nothing, each phase has at most K candidates)."""
+    families = {ConfigsPerPoolRow.family, *DAY_ROW_FAMILIES}
+    return [name for name, row in program.lp.constraints.items() if row.family in families]
 
 
 def without_configs_limit(program: TimeProgram) -> TimeProgram:
     """The periods program with the limit on configurations per pool lifted in every
-    period: its configs_per_pool rows dropped (the module text)."""
+    period and over the day: its configs_per_pool rows, the day's rows and columns
+    dropped (the module text)."""
     dropped = set(configs_limit_rows(program))
-    lp = with_bounds(program.lp, {})
+    lp = without_day(program.lp)
     lp.constraints = {name: row for name, row in lp.constraints.items() if name not in dropped}
     return replace(program, lp=lp)
 
@@ -104,21 +107,37 @@ def interactive_pools(program: TimeProgram, plan: Plan) -> int:
     )
 
 
+def limit_row(program: TimeProgram) -> str:
+    """The rows that hold the limit in `program`: the day's (configs_per_day), else each
+    period's (configs_per_pool)."""
+    return ConfigsPerDayRow.family if day_columns(program.lp) else ConfigsPerPoolRow.family
+
+
 def simplicity_cost(
-    program: TimeProgram, plan: Plan, result: SolveResult | None, settings: SolveSettings
+    program: TimeProgram,
+    plan: Plan,
+    result: SolveResult | None,
+    settings: SolveSettings,
+    row: str | None = None,
 ) -> SimplicityCost:
     """The plan's cost against the lifted program's (`result`: its re-solve; None when
     the program has no configs_per_pool row, so that the lifted program is the plan's
-    own and the limit costs nothing). No solution: the unlimited cost is None."""
+    own and the limit costs nothing; `row`: the plan's program's `limit_row`, where
+    `program` is the lifted one). No solution: the unlimited cost is None."""
     limit = program.instance.policy.max_configs_per_pool or 0
+    row = row or limit_row(program)
     if result is None:
         unlimited, count = plan.cost_per_month or 0.0, interactive_pools(program, plan)
     elif not result.termination.has_solution:
         return SimplicityCost(
-            max_configs_per_pool=limit, cost_per_month_unlimited=None, extra_cost_per_month=None
+            max_configs_per_pool=limit,
+            cost_per_month_unlimited=None,
+            extra_cost_per_month=None,
+            row=row,
         )
     else:
         lifted = _read_back(program, result, settings)
         unlimited, count = lifted.cost_per_month or 0.0, interactive_pools(program, lifted)
     own = interactive_pools(program, plan)
-    return SimplicityCost.against(limit, plan.cost_per_month or 0.0, own, unlimited, count)
+    found = SimplicityCost.against(limit, plan.cost_per_month or 0.0, own, unlimited, count)
+    return found.model_copy(update={"row": row})

@@ -30,8 +30,12 @@ solver.program.families.spot_pools (interactive spot replicas with a Poisson mar
 policy.spot_confidence) and solver.program.families.failover_start (spare started after a
 region loss, its start window paid from the error budget).
 
-Only `committed`, batch and the dedicated batch replicas couple the periods (and,
-through a shared GPU offer, the workloads).
+One configuration per pool holds over the day (solver.program.families.simplicity:
+`day_config[w,c,d]` shared by the periods, `configs_per_day[w,d,phase]` within
+policy.max_configs_per_pool), not only within each period.
+
+Only `committed`, the day's configurations, batch and the dedicated batch replicas
+couple the periods (and, through a shared GPU offer, the workloads).
 The program is solved as one: splitting by workload would need the commitments priced
 across workloads (a Lagrangian on committed), which the instances here do not need; its
 size is the static program's times the number of periods (reported in the plan).
@@ -51,6 +55,7 @@ from solver.program.build import FleetProgram, build_program
 from solver.program.families.batch_work import BatchWork, add_batch_work
 from solver.program.families.failover_start import add_failover_start, failover_terms
 from solver.program.families.pricing import OfferTerms, OnDemandColumn, add_pricing
+from solver.program.families.simplicity import add_day_configs
 from solver.program.families.spot_pools import SpotTerms, add_spot_pools
 from solver.program.lp import LinearProgram
 from solver.program.row_names import GroupsColumn, ReplicasColumn, split_timed, timed_name
@@ -140,6 +145,7 @@ def build_time_program(
     periods = day_periods(instance) if periods is None else periods
     lp = LinearProgram(f"{instance.name}-hours")
     parts = _period_copies(lp, instance, table, periods, settings, templates)
+    add_day_configs(lp, [(part.first_hour, part.program.sets) for part in parts])
     used = gpus_used(parts)
     batch = add_batch_work(lp, instance, table, parts, used)
     offers = offer_terms(instance)

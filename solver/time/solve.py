@@ -36,6 +36,7 @@ from solver.readback.assign import chosen_sizes, read_plan, replica_counts
 from solver.readback.site import region_power, server_purchases, whole_unit_power
 from solver.settings import SolveSettings
 from solver.time.batch import dedicated_pools, hour_soaks
+from solver.time.day_choice import CHOSEN_METHOD, DAY_METHOD, day_columns
 from solver.time.failover import started_pools, with_started
 from solver.time.idle import hourly_idle_fraction
 from solver.time.months import month_power
@@ -241,13 +242,7 @@ def hourly_plan(
             "variables": size["variables"],
             "integer_variables": size["integer_variables"],
             "constraints": size["constraints"],
-            "method": (
-                result.message
-                if result.message.startswith(PERIOD_METHOD)
-                else f"one program over {counted(len(program.periods), 'period')} of the day"
-                + (f", {WHOLE_HELD}" if result.message == WHOLE_HELD else "")
-            )
-            + f" (built in {build_s:.2f} s)",
+            "method": day_method(program, result.message) + f" (built in {build_s:.2f} s)",
         }
     )
     return Plan(
@@ -287,12 +282,45 @@ def hourly_plan(
             f"planned in {counted(len(program.periods), 'period')} of the UTC day at the warm rate "
             f"(demand plus headroom for a {planning_start_s(instance):g} s replica start "
             f"and {instance.policy.scale_detection_s:g} s detection)",
+            *day_notes(program),
             *peak_plan.notes,
         ),
         # what the busiest period's read-back states of the whole question, as a static
         # plan states it (solver.readback.assign.read_plan)
         demand_growth=peak_plan.demand_growth,
         max_utilization=peak_plan.max_utilization,
+    )
+
+
+def day_method(program: TimeProgram, message: str) -> str:
+    """The plan's method: the rounds' own (solver.decompose.by_period), else one program
+    over the periods (its held fleet's plan where the search ended without a better one,
+    solver.decompose.period_passes); with how each pool's configuration was chosen for
+    the day where the program holds it over the day (solver.time.day_choice)."""
+    if message.startswith(PERIOD_METHOD):
+        method = message
+    else:
+        method = f"one program over {counted(len(program.periods), 'period')} of the day"
+        method += f", {WHOLE_HELD}" if message.startswith(WHOLE_HELD) else ""
+    if DAY_METHOD in message and DAY_METHOD not in method:
+        method += ", " + message[message.index(DAY_METHOD) :]
+    elif DAY_METHOD not in method and day_columns(program.lp):
+        method += f", {CHOSEN_METHOD}"
+    return method
+
+
+def day_notes(program: TimeProgram) -> tuple[str, ...]:
+    """What the limit on configurations per pool means in a plan of periods: one choice
+    for the whole day (solver.program.families.simplicity's day rows), of each month."""
+    if not day_columns(program.lp):
+        return ()
+    limit = program.instance.policy.max_configs_per_pool or 0
+    months = program.instance.policy.horizon_months
+    return (
+        f"{counted(limit, 'configuration')} per pool all day (configs_per_day[w,d,phase]): "
+        f"each (workload, region, phase) runs {'it' if limit == 1 else 'them'} in every hour "
+        "it serves, one server image a day, not one an hour"
+        + ("; each month chooses its own (the fleet is re-planned monthly)" if months else ""),
     )
 
 

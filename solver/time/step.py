@@ -50,10 +50,12 @@ from solver.settings import MIN_CALL_S, SolveSettings
 from solver.time.alternatives import (
     configs_limit_rows,
     cost_without,
+    limit_row,
     simplicity_cost,
     without_configs_limit,
     without_pool,
 )
+from solver.time.day_choice import solve_by_day, with_day_columns
 from solver.time.horizon import Horizon
 from solver.time.months import bound_commitments, month_conflict
 from solver.time.periods import TimeProgram, build_time_program, interactive_table
@@ -229,15 +231,19 @@ def optimise_periods(
     program: TimeProgram, backend: Backend, settings: SolveSettings, fleet: Fleet | None = None
 ) -> Optimised:
     """The periods program solved: period by period where only the commitment joins its
-    periods, else whole (solver.decompose.by_period.solve_periods); `fleet`: one that
-    serves every period, held all day (the rounds' first plan); the settings' start (a
+    periods, else whole (solver.decompose.by_period.solve_periods), the day's
+    configurations fixed from a first pass where it splits (solver.time.day_choice);
+    `fleet`: one that serves every period, held all day (the rounds' first plan, and
+    one such pass); the settings' start (a
     lever's base plan: solver.analysis.levers) where it is a plan of this program (a
     lever that only loosens the question), which the search then begins from, as a
-    static lever's does."""
-    start = settings.start
+    static lever's does (its day columns set from its pools where it names none:
+    solver.time.day_choice.with_day_columns)."""
     lp = program.lp
-    begun = dict(start) if start is not None and plan_of(lp, dict(start)) else None
-    return Optimised(solve_periods(lp, backend, settings.with_duals(False), fleet, begun))
+    start = None if settings.start is None else with_day_columns(lp, dict(settings.start))
+    begun = start if start is not None and plan_of(lp, start) else None
+    own = settings.with_duals(False)
+    return Optimised(solve_by_day(lp, backend, own, fleet, begun, solve_periods))
 
 
 def resolve_without(
@@ -263,7 +269,7 @@ def resolve_lifted(
     lifted = without_configs_limit(program)
     limited = settings.limited(settings.time_limit_s)
     result = optimise_periods(lifted, get_backend(settings.backend), limited).result
-    return simplicity_cost(lifted, plan, result, settings)
+    return simplicity_cost(lifted, plan, result, settings, limit_row(program))
 
 
 @dataclass

@@ -50,6 +50,8 @@ Like solver.verify.fleet it reads the instance and the plan only, never the prog
    the hour's pool counts (and started replicas), every load within the capacity
    recomputed for the hour's pools; the plan's `scenarios` is the table of the hour it
    names (solver.verify.hour_scenarios).
+11. policy.max_configs_per_pool over the whole day, not only hour by hour: at most K
+   configurations per (workload, region, phase) over the 24 hours (solver.verify.day_configs).
 """
 
 from collections import defaultdict
@@ -76,6 +78,7 @@ from solver.plan.time_records import Hour
 from solver.program.row_names import ConfigsPerPoolRow, DemandRow, GpuSupplyRow, timed_name
 from solver.verify.attribution import check_attribution
 from solver.verify.batch import check_batch
+from solver.verify.day_configs import check_day_configs
 from solver.verify.fleet import (
     ScenarioCheck,
     Verification,
@@ -175,6 +178,7 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
     violations += check_attribution(instance, plan)
     violations += check_binding_times(plan)
     violations += check_batch(instance, plan.hours, warm)
+    violations += check_day_configs(instance, plan)
     bought, used = peak_fleet(instance, plan)
     return Verification(
         ok=not violations,

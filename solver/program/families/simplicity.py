@@ -36,7 +36,13 @@ from typing import ClassVar
 from solver.program.families import add_row, register
 from solver.program.families.variables import PoolUsedColumn
 from solver.program.lp import LinearProgram, Sense
-from solver.program.row_names import ConfigsPerPoolRow, Index, OnePrecisionRow, ReplicasColumn
+from solver.program.row_names import (
+    ConfigsPerDayRow,
+    ConfigsPerPoolRow,
+    Index,
+    OnePrecisionRow,
+    ReplicasColumn,
+)
 from solver.program.sets import ProgramSets
 
 CONFIGS_PER_POOL = register(
@@ -139,3 +145,82 @@ def add_one_precision(lp: LinearProgram, sets: ProgramSets) -> None:
             Sense.LE,
             0.0,
         )
+
+
+@dataclass(frozen=True)
+class DayConfigColumn(Index):
+    """day_config[w,c,d]: 1 when configuration c may run for w in d this day."""
+
+    family: ClassVar[str] = "day_config"
+    workload: str
+    candidate: str
+    region: str
+
+
+@dataclass(frozen=True)
+class ConfigInDayRow(Index):
+    """config_in_day[w,c,d]: a period's open pool is one of the day's configurations."""
+
+    family: ClassVar[str] = "config_in_day"
+    workload: str
+    candidate: str
+    region: str
+
+
+CONFIGS_PER_DAY = register(
+    ConfigsPerDayRow,
+    "the phase runs at most policy.max_configs_per_pool configurations all day",
+    "$/month per configuration",
+    reported=False,
+)
+CONFIG_IN_DAY = register(
+    ConfigInDayRow,
+    "a period's pool runs one of the day's configurations",
+    "$/month per pool",
+    reported=False,
+)
+
+DAY_ROW_FAMILIES = frozenset({ConfigsPerDayRow.family, ConfigInDayRow.family})
+"""The families this module writes (what lifting the limit drops)."""
+
+
+def day_phases(
+    periods: list[tuple[int, ProgramSets]], limit: int
+) -> dict[tuple[str, str, str], dict[str, list[int]]]:
+    """(w, d, phase) -> candidate key -> the periods (first hours) whose program has its
+    pool there, for the phases with more than `limit` candidates over the day."""
+    found: dict[tuple[str, str, str], dict[str, list[int]]] = {}
+    for hour, sets in periods:
+        for (w, d), modes in sets.modes.items():
+            seen: set[str] = set()
+            for mode in modes:
+                for phase in mode.phases:
+                    if phase.label in seen:
+                        continue
+                    seen.add(phase.label)
+                    keys = found.setdefault((w, d, phase.label), {})
+                    for pool in sets.phase_pools(w, d, phase):
+                        keys.setdefault(pool.candidate.key, []).append(hour)
+    return {phase: keys for phase, keys in found.items() if len(keys) > limit}
+
+
+def add_day_configs(lp: LinearProgram, periods: list[tuple[int, ProgramSets]]) -> None:
+    """The day columns and rows of the module text (`periods`: each period's first hour
+    and program sets); none without a limit or with a single period (its
+    configs_per_pool rows are the day's)."""
+    if len(periods) < 2:
+        return
+    limit = periods[0][1].instance.policy.max_configs_per_pool
+    if limit is None:
+        return
+    for (w, d, label), keys in day_phases(periods, limit).items():
+        day = {}
+        for key, hours in keys.items():
+            column = lp.add_variable(DayConfigColumn(w, key, d).name(), upper=1, integer=True)
+            day[column] = 1.0
+            for hour in hours:
+                used = PoolUsedColumn(w, key, d).at(hour).name()
+                if used in lp.variables:
+                    terms = {used: 1.0, column: -1.0}
+                    add_row(lp, ConfigInDayRow(w, key, d).at(hour), terms, Sense.LE, 0.0)
+        add_row(lp, ConfigsPerDayRow(w, d, label), day, Sense.LE, float(limit))

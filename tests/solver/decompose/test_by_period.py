@@ -19,6 +19,7 @@ from solver.decompose.period_split import split
 from solver.program.families.pricing import CommittedColumn, GpuCoverRow
 from solver.program.lp import SolveResult, Termination
 from solver.settings import SolveSettings
+from solver.time.day_choice import without_day
 from solver.time.periods import build_time_program
 
 EXACT = SolveSettings(time_limit_s=120.0, mip_gap=1e-6)
@@ -87,8 +88,12 @@ def _data(rates, shape, reserved_share, h200, cap, survive, buy_unit, start_s):
 
 
 def _program(data):
+    """The periods program as the rounds see it: without the day's configuration rows
+    (solver.time.day_choice fixes or drops them before the split; here dropped, the
+    hour-by-hour program, so that the commitment is the only link)."""
     inst = validate_instance(data, "periods.yaml")
-    return build_time_program(inst, build_candidates(inst))
+    program = build_time_program(inst, build_candidates(inst))
+    return replace(program, lp=without_day(program.lp))
 
 
 def _base():

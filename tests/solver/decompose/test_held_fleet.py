@@ -21,6 +21,7 @@ from solver.program.row_names import ReplicasColumn
 from solver.settings import Deadline, SolveSettings
 from solver.solve import held_fleet, solve_program
 from solver.time import step
+from solver.time.day_choice import without_day
 from solver.time.horizon import Horizon
 from solver.time.periods import build_time_program
 from tests.solver.decompose.test_by_period import DAYS, _base, _data
@@ -62,6 +63,7 @@ def test_the_held_fleet_serves_every_period_renting_nothing():
     bought, layout = held_fleet(held_all_day(inst), table, EXACT.started())
     assert sum(bought.values()) > 0 and layout
     program = build_time_program(inst, table)
+    program = replace(program, lp=without_day(program.lp))  # the rounds' program
     parts = split(program.lp)
     gpus = {CommittedColumn(r, g).name(): n for (r, g), n in bought.items()}
     levels = {o.gpus: o.level_of(gpus[o.gpus]) for o in parts.offers}
@@ -166,6 +168,7 @@ def test_a_held_fleet_at_the_lowest_levels_still_gives_the_first_plan(monkeypatc
 
     inst = _instance()
     program = build_time_program(inst, build_candidates(inst))
+    program = replace(program, lp=without_day(program.lp))  # the rounds' program
     parts = split(program.lp)
     lowest = {o.gpus: o.lowest for o in parts.offers}
     calls = []

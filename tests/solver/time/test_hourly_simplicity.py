@@ -1,5 +1,6 @@
 """What the limit on configurations per pool costs an hourly plan: `explain` re-solves
-its periods program with the configs_per_pool rows of every period dropped
+its periods program with the configs_per_pool rows of every period and the day's
+configs_per_day rows dropped
 (solver.time.alternatives, solver.time.step.resolve_lifted).
 
 Hand case: one region, one workload of an 8B model KV-bound on H100 ($2.0/GPU-hour,
@@ -7,7 +8,7 @@ q_X requests/s a replica) and H200 ($2.6, q_Y = 1.135 q_X), one GPU a replica, r
 by the GPU, no reserved price (so each hour is paid on its own). The day is
 tests/solver/time/test_hourly_explain.py's: the warm load of UTC hour h is the peak x
 LEVEL_BY_HOUR[h] (0.5, 0.75 on the shoulders, 1). In H100 units, a load L costs per
-hour, with at most one configuration (K = 1),
+hour, with at most one configuration (K = 1) in that hour,
 
     single(L) = min(2.0 ceil(L), 2.6 ceil(L q_X / q_Y))
 
@@ -16,9 +17,13 @@ and with any mix of k H200 and the H100 that carry the rest,
     mix(L) = min over k of 2.6 k + 2.0 ceil(L - k q_Y / q_X)
 
 At a peak of 7.1: single = 2.0 x 8 = 16.0 and mix = 2.6 + 2.0 x ceil(7.1 - 1.135) =
-2.6 + 12 = 14.6 $/hour. With D = 730 / 24 days a month, the plan costs
-D x sum_h single(L_h), the lifted program D x sum_h mix(L_h), and the plan reports the
-difference.
+2.6 + 12 = 14.6 $/hour. The limit holds over the whole day (configs_per_day: one
+server image all day), so with D = 730 / 24 days a month the plan costs
+
+    day = D x min(sum_h 2.0 ceil(L_h), sum_h 2.6 ceil(L_h q_X / q_Y))
+
+(at least D x sum_h single(L_h), what one configuration an hour would cost), the lifted
+program D x sum_h mix(L_h), and the plan reports the difference.
 """
 
 import math
@@ -85,6 +90,15 @@ def _single(load: float) -> float:
     return min(PRICES["h100-sxm"] * _ceil(load), PRICES["h200"] * _ceil(load / ratio))
 
 
+def _day(loads: list[float]) -> float:
+    """One configuration all day: the cheaper of H100 and H200 over the day's hours."""
+    ratio = _lone_rps("h200") / _lone_rps("h100-sxm")
+    return min(
+        sum(PRICES["h100-sxm"] * _ceil(load) for load in loads),
+        sum(PRICES["h200"] * _ceil(load / ratio) for load in loads),
+    )
+
+
 def _mix(load: float) -> float:
     ratio = _lone_rps("h200") / _lone_rps("h100-sxm")
     return min(
@@ -103,7 +117,8 @@ def test_the_limit_costs_the_mix_it_forbids_by_hand():
     assert _single(PEAK_IN_H100) == pytest.approx(16.0)
     assert _mix(PEAK_IN_H100) == pytest.approx(14.6)
     loads = [PEAK_IN_H100 * level for level in LEVEL_BY_HOUR]
-    base = DAYS * sum(_single(load) for load in loads)
+    base = DAYS * _day(loads)
+    assert base >= DAYS * sum(_single(load) for load in loads) - 1e-9  # hour by hour: cheaper
     lifted = DAYS * sum(_mix(load) for load in loads)
     explained = _explained()
     plan = explained.plan
@@ -111,6 +126,7 @@ def test_the_limit_costs_the_mix_it_forbids_by_hand():
     assert plan.cost_per_month == pytest.approx(base, abs=0.01)
     simple = plan.simplicity
     assert simple is not None and simple.max_configs_per_pool == 1
+    assert simple.row == "configs_per_day"
     assert simple.cost_per_month_unlimited == pytest.approx(lifted, abs=0.01)
     assert simple.extra_cost_per_month == pytest.approx(base - lifted, abs=0.01)
     assert simple.extra_cost_per_month == plan.cost_per_month - simple.cost_per_month_unlimited
@@ -122,7 +138,7 @@ def test_the_simplicity_line_is_in_every_output(run_cli, tmp_path):
     one (cli.render.plan_tables.procurement_lines)."""
     simple = _explained().plan.simplicity
     line = (
-        f"simplicity: at most 1 configuration per pool costs "
+        f"simplicity: at most 1 configuration per pool all day (configs_per_day) costs "
         f"${simple.extra_cost_per_month:,.0f}/month over the unlimited plan"
     )
     instance = tmp_path / "hourly.json"

@@ -1,0 +1,204 @@
+"""The day's configurations (solver.program.families.simplicity) where the periods
+program is solved period by period.
+
+The day columns `day_config[w,c,d]` join every period of the periods program; the
+period decomposition (solver.decompose.by_period) splits it on the commitment alone.
+Like the commitment, the choice is shared between periods; it is fixed from a first
+pass and each choice is solved by the rounds:
+
+    day_config[w,c,d] = 1   where the choice runs (w, c, d), else 0
+    config_in_day[w,c,d]@p: pool_used[w,c,d]@p <= day_config[w,c,d], in every period
+
+(configs_per_day then holds at once and is dropped). The choices: a start's (a
+lever's base plan), else two, the cheaper plan kept:
+
+- the held fleet's (the static plan of the day's peak,
+  models.operations.time_demand.held_all_day, which serves every period: every hour's
+  warm rates are at most the peak's): the pools it runs (pool_used or replicas > 0);
+  its own plan is among that choice's, so the day is never dearer than the peak
+  fleet held every hour;
+- the hour-by-hour program's LP relaxation's (`relaxed_choice`), which sees what the
+  peak does not: a later month's committed floor (growth-horizon's month 5 holds 16
+  H100 committed; the peak's static plan, blind to it, chose H200 for us-east chat and
+  that choice cost $55,461 against $39,293 on H100).
+
+What is proven: the plan is optimal, within its stated gap, among plans that run the
+chosen configurations all day; other choices are not searched, and the method says so.
+
+The day columns are fixed even where the program would split with them in it (a
+block of a region's periods where no failover joins the regions): procurement-3region's
+months split so into 3 blocks of 21 periods, and the rounds ended them 12-28% off
+(91 s against 27 s fixed). Where the program does not split at all (no commitment, or
+batch work joins its periods), the whole program holds the day columns free and its
+search proves the day-wide choice; so it does where no fixed choice has a plan. Without
+a held fleet (explain's re-solves without a pool) the relaxation's choice is the one
+tried (each configs_per_day row where the relaxation runs none closed).
+"""
+
+from dataclasses import replace
+
+from solver.decompose.period_passes import (
+    LP_PRICES_SHARE,
+    LP_S_PER_NONZERO,
+    pass_limit,
+    relaxation,
+)
+from solver.decompose.period_split import Fleet, split
+from solver.program.families.pricing import GpuCoverRow
+from solver.program.families.simplicity import (
+    DAY_ROW_FAMILIES,
+    ConfigInDayRow,
+    ConfigsPerDayRow,
+    DayConfigColumn,
+)
+from solver.program.families.variables import PoolUsedColumn
+from solver.program.lp import LinearProgram, SolveResult
+from solver.program.row_names import ReplicasColumn, family_of, split_timed
+
+DAY_METHOD = "each pool's configuration held all day"
+"""What a plan whose day choice was fixed says in its method, with the choice's source
+(proven for that choice)."""
+
+CHOSEN_METHOD = "each pool's configuration chosen for the whole day"
+"""What a plan of the whole program with its day columns free says."""
+
+OPEN = 0.5
+
+
+def day_columns(lp: LinearProgram) -> list[str]:
+    """The day's configuration columns of `lp` (none: no limit, or one period)."""
+    return [name for name in lp.variables if family_of(name) == DayConfigColumn.family]
+
+
+def without_day(lp: LinearProgram, choice: dict[str, float] | None = None) -> LinearProgram:
+    """`lp` less its day columns and rows; with `choice` (day column -> 0 or 1), each
+    config_in_day row kept with its day column at the choice's value,
+    pool_used[w,c,d]@p <= 0 or 1 (a row, not a bound: the held fleet's pass fixes its
+    pools' columns by their bounds, solver.decompose.by_period)."""
+    fixed = LinearProgram(lp.name, objective=dict(lp.objective))
+    fixed.objective_constant = lp.objective_constant
+    fixed.variables = {
+        name: var for name, var in lp.variables.items() if family_of(name) != DayConfigColumn.family
+    }
+    for name, row in lp.constraints.items():
+        if row.family not in DAY_ROW_FAMILIES:
+            fixed.constraints[name] = row
+        elif choice is not None and row.family == ConfigInDayRow.family:
+            day = [v for v in row.coefficients if family_of(v) == DayConfigColumn.family]
+            own = {v: c for v, c in row.coefficients.items() if v not in day}
+            rhs = row.rhs - sum(row.coefficients[v] * choice.get(v, 0.0) for v in day)
+            fixed.constraints[name] = replace(row, coefficients=own, rhs=rhs)
+    return fixed
+
+
+def choice_of(lp: LinearProgram, values: dict[str, float]) -> dict[str, float] | None:
+    """The day columns of `lp` set from a plan's `values`: its own day columns where it
+    names them, else open where it runs the pool (pool_used or replicas above 0, under
+    a period's name or the static one); None where that opens more configurations than
+    a configs_per_day row allows."""
+    columns = day_columns(lp)
+    if any(name in values for name in columns):
+        choice = {name: float(values.get(name, 0.0) > OPEN) for name in columns}
+    else:
+        running = {
+            split_timed(name)[0]
+            for name, value in values.items()
+            if value > OPEN and family_of(name) in (PoolUsedColumn.family, ReplicasColumn.family)
+        }
+        choice = {}
+        for name in columns:
+            day = DayConfigColumn.parse(name)
+            pool = (day.workload, day.candidate, day.region)
+            opened = {PoolUsedColumn(*pool).name(), ReplicasColumn(*pool).name()} & running
+            choice[name] = 1.0 if opened else 0.0
+    for row in lp.constraints.values():
+        opened = sum(choice.get(v, 0.0) for v in row.coefficients)
+        if row.family == ConfigsPerDayRow.family and opened > row.rhs + 1e-9:
+            return None
+    return choice
+
+
+def with_day_columns(lp: LinearProgram, values: dict[str, float]) -> dict[str, float]:
+    """A plan's `values` with `lp`'s day columns set where it names none (`choice_of`: a
+    base plan solved before its program had them, a lever's that adds a configuration);
+    as they are where no choice fits."""
+    if not day_columns(lp) or any(name in values for name in day_columns(lp)):
+        return values
+    choice = choice_of(lp, values)
+    return values if choice is None else values | choice
+
+
+def relaxed_choice(
+    lp: LinearProgram, base: dict[str, float], backend, settings
+) -> dict[str, float] | None:
+    """`base` with each configs_per_day row's choice taken from the LP relaxation of the
+    program without the day rows (the hour-by-hour program, which sees the month's
+    committed floor): its K configurations of the most GPU-hours, sum over periods of
+    replicas@p x GPUs per replica (from the gpu_cover rows), where it runs any there;
+    None where the relaxation does not end within `LP_PRICES_SHARE` of the time left."""
+    free = without_day(lp)
+    limit = pass_limit(settings, 1, LP_PRICES_SHARE)
+    if limit is not None and limit < LP_S_PER_NONZERO * free.size()["nonzeros"]:
+        return None
+    answer = backend.run(relaxation(free), settings.limited(limit).with_duals(False))
+    if not answer.termination.has_solution:
+        return None
+    gpus: dict[str, float] = {}  # per day column: GPU-periods the relaxation runs
+    for row in free.constraints.values():
+        if row.family != GpuCoverRow.family:
+            continue
+        for name, coefficient in row.coefficients.items():
+            if family_of(name) == ReplicasColumn.family and coefficient < 0:
+                pool = ReplicasColumn.parse(name)
+                day = DayConfigColumn(pool.workload, pool.candidate, pool.region).name()
+                gpus[day] = gpus.get(day, 0.0) - coefficient * answer.values.get(name, 0.0)
+    choice = dict(base)
+    for row in lp.constraints.values():
+        if row.family != ConfigsPerDayRow.family:
+            continue
+        ranked = sorted(row.coefficients, key=lambda v: -gpus.get(v, 0.0))
+        kept = [v for v in ranked[: round(row.rhs)] if gpus.get(v, 0.0) > OPEN]
+        if kept:
+            choice |= {v: float(v in kept) for v in row.coefficients}
+    return choice
+
+
+def solve_by_day(lp, backend, settings, fleet: Fleet | None, start, solve) -> SolveResult:
+    """`solve(lp, backend, settings, fleet, start)` (solver.decompose.by_period
+    .solve_periods) with the day's configurations fixed where the program splits once
+    they are (the module text): from `start`, else the held fleet's and the relaxation's
+    (`relaxed_choice`; without a held fleet, as explain's re-solves without a pool ask,
+    the relaxation's alone), each solved, the cheaper kept, its source in the method;
+    else on `lp` itself."""
+    if not day_columns(lp) or split(without_day(lp)) is None:
+        return solve(lp, backend, settings, fleet, start)
+    choices = [("the start's", choice_of(lp, start))] if start else []
+    if not choices:  # the held fleet's, where there is one, and the relaxation's
+        held = fleet() if fleet is not None else None
+        first = choice_of(lp, held.late_layout) if held is not None else None
+        base = first if first is not None else dict.fromkeys(day_columns(lp), 0.0)
+        relaxed = relaxed_choice(lp, base, backend, settings)
+        choices = [("the peak fleet's", first)] if first is not None else []
+        if relaxed is not None and relaxed != first:
+            choices.append(("the hour-by-hour LP relaxation's", relaxed))
+    best = None
+    for source, choice in reversed(choices):
+        if choice is None:
+            continue
+        fixed = without_day(lp, choice)
+        begun = {k: v for k, v in start.items() if k in fixed.variables} if start else None
+        found = solve(fixed, backend, settings, fleet, begun)
+        if found.termination.has_solution and (
+            best is None or (found.objective or 0.0) < (best[0].objective or 0.0) - 1e-6
+        ):
+            best = (found, choice, source)
+    if best is None:
+        expired = settings.deadline is not None and settings.deadline.expired()
+        if choices and expired:
+            return found
+        return solve(lp, backend, settings, fleet, start)
+    found, choice, source = best
+    tried = "the cheaper of two tried" if len(choices) > 1 else "the one tried"
+    day = f"{DAY_METHOD} at {source} choice ({tried}; the gap is within that choice)"
+    message = f"{found.message}, {day}" if found.message else day
+    return replace(found, values=found.values | choice, message=message)
