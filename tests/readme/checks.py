@@ -337,6 +337,32 @@ def _horizon(run: Runner) -> dict[str, str]:
     }
 
 
+PROCUREMENT = "fleetplan solve instances/procurement-3region.yaml"
+
+
+@check("day-configs", PROCUREMENT, slow=True)
+def _day_configs(run: Runner) -> dict[str, str]:
+    """One configuration per pool all day: eu-west's reasoning and assistant pools run
+    one image in every hour of month 0 (the hours they serve), and what the month costs."""
+    plan = run.json(PROCUREMENT)
+
+    def images(workload: str) -> str:
+        found: dict[str, set[int]] = {}
+        for hour in plan["hours"]:
+            for pool in hour["pools"]:
+                if (pool["workload"], pool["region"]) == (workload, "eu-west"):
+                    label = f"{pool['gpu']} TP{pool['tp']}"
+                    found.setdefault(label, set()).add(hour["hour"])
+        return "; ".join(f"{label} in {len(hours)} hours" for label, hours in sorted(found.items()))
+
+    return {
+        "reasoning": images("reasoning"),
+        "assistant": images("assistant"),
+        "month0": usd(plan["cost_per_month"]),
+        "horizon": usd(plan["horizon_cost"]),
+    }
+
+
 INFEASIBLE = (
     "fleetplan solve instances/region-loss-3.yaml"
     " --set 'regions[us-east].supply.h100-sxm.max_gpus=3'"
