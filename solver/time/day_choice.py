@@ -9,8 +9,9 @@ pass and each choice is solved by the rounds:
     day_config[w,c,d] = 1   where the choice runs (w, c, d), else 0
     config_in_day[w,c,d]@p: pool_used[w,c,d]@p <= day_config[w,c,d], in every period
 
-(configs_per_day then holds at once and is dropped). The choices: a start's (a
-lever's base plan), else two, the cheaper plan kept:
+(configs_per_day then holds at once and is dropped). The choices, each that differs
+solved and the cheapest plan kept: a start's (a lever's base plan, whose question the
+lever may have loosened: the relaxation may then choose what it allows), and
 
 - the held fleet's (the static plan of the day's peak,
   models.operations.time_demand.held_all_day, which serves every period: every hour's
@@ -31,8 +32,8 @@ months split so into 3 blocks of 21 periods, and the rounds ended them 12-28% of
 (91 s against 27 s fixed). Where the program does not split at all (no commitment, or
 batch work joins its periods), the whole program holds the day columns free and its
 search proves the day-wide choice; so it does where no fixed choice has a plan. Without
-a held fleet (explain's re-solves without a pool) the relaxation's choice is the one
-tried (each configs_per_day row where the relaxation runs none closed).
+a held fleet or a start (explain's re-solves without a pool) the relaxation's choice is
+the one tried (each configs_per_day row where the relaxation runs none closed).
 """
 
 from dataclasses import replace
@@ -52,7 +53,7 @@ from solver.program.families.simplicity import (
     DayConfigColumn,
 )
 from solver.program.families.variables import PoolUsedColumn
-from solver.program.lp import LinearProgram, SolveResult
+from solver.program.lp import LinearProgram, SolveResult, plan_of
 from solver.program.row_names import ReplicasColumn, family_of, split_timed
 
 DAY_METHOD = "each pool's configuration held all day"
@@ -166,39 +167,46 @@ def relaxed_choice(
 def solve_by_day(lp, backend, settings, fleet: Fleet | None, start, solve) -> SolveResult:
     """`solve(lp, backend, settings, fleet, start)` (solver.decompose.by_period
     .solve_periods) with the day's configurations fixed where the program splits once
-    they are (the module text): from `start`, else the held fleet's and the relaxation's
-    (`relaxed_choice`; without a held fleet, as explain's re-solves without a pool ask,
-    the relaxation's alone), each solved, the cheaper kept, its source in the method;
-    else on `lp` itself."""
+    they are (the module text): `start`'s (a lever's base plan), the held fleet's and the
+    relaxation's (`relaxed_choice`), those that differ each solved, the cheapest kept, its
+    source in the method; else on `lp` itself."""
     if not day_columns(lp) or split(without_day(lp)) is None:
         return solve(lp, backend, settings, fleet, start)
-    choices = [("the start's", choice_of(lp, start))] if start else []
-    if not choices:  # the held fleet's, where there is one, and the relaxation's
-        held = fleet() if fleet is not None else None
-        first = choice_of(lp, held.late_layout) if held is not None else None
-        base = first if first is not None else dict.fromkeys(day_columns(lp), 0.0)
-        relaxed = relaxed_choice(lp, base, backend, settings)
-        choices = [("the peak fleet's", first)] if first is not None else []
-        if relaxed is not None and relaxed != first:
-            choices.append(("the hour-by-hour LP relaxation's", relaxed))
-    best = None
+    choices: list[tuple[str, dict[str, float]]] = []
+    held = fleet() if fleet is not None else None
+    firsts = [
+        ("the start's", choice_of(lp, start) if start else None),
+        ("the peak fleet's", choice_of(lp, held.late_layout) if held is not None else None),
+    ]
+    for source, choice in firsts:
+        if choice is not None and all(choice != c for _, c in choices):
+            choices.append((source, choice))
+    base = choices[0][1] if choices else dict.fromkeys(day_columns(lp), 0.0)
+    relaxed = relaxed_choice(lp, base, backend, settings)
+    if relaxed is not None and all(relaxed != c for _, c in choices):
+        choices.append(("the hour-by-hour LP relaxation's", relaxed))
+    best, found = None, None
     for source, choice in reversed(choices):
-        if choice is None:
-            continue
+        if best is not None and _expired(settings):
+            break  # the month's share is spent: the plan in hand
         fixed = without_day(lp, choice)
         begun = {k: v for k, v in start.items() if k in fixed.variables} if start else None
+        begun = begun if begun is not None and plan_of(fixed, begun) else None
         found = solve(fixed, backend, settings, fleet, begun)
         if found.termination.has_solution and (
             best is None or (found.objective or 0.0) < (best[0].objective or 0.0) - 1e-6
         ):
             best = (found, choice, source)
     if best is None:
-        expired = settings.deadline is not None and settings.deadline.expired()
-        if choices and expired:
+        if found is not None and _expired(settings):
             return found
         return solve(lp, backend, settings, fleet, start)
     found, choice, source = best
-    tried = "the cheaper of two tried" if len(choices) > 1 else "the one tried"
+    tried = f"the cheapest of {len(choices)} tried" if len(choices) > 1 else "the one tried"
     day = f"{DAY_METHOD} at {source} choice ({tried}; the gap is within that choice)"
     message = f"{found.message}, {day}" if found.message else day
     return replace(found, values=found.values | choice, message=message)
+
+
+def _expired(settings) -> bool:
+    return settings.deadline is not None and settings.deadline.expired()
