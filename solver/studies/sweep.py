@@ -232,20 +232,13 @@ _FIRST_LINE_BYTES = 1 << 16
 
 def _someone_elses(first_line: bytes) -> bool:
     """Whether a file whose first line this is holds another document (a plan, an
-    instance, a CSV): text that does not open with a record. An empty file, a record (or
-    its start, cut by a killed run) and bytes that are not text (a damaged results file:
-    its points are solved again) are the sweep's to append to."""
+    instance, a CSV, a disk image, a sparse file of zeros): anything that does not open
+    with a record. Only an empty file and a record (or its start, cut by a killed run)
+    are the sweep's to append to; a line after the first that does not parse is a
+    damaged line of its own, and its point is solved again (`read_results`)."""
     line = first_line.rstrip(b"\r\n")
     cut = not first_line.endswith(b"\n") and RECORD_START.startswith(line)  # the file's end
-    if not line or line.startswith(RECORD_START) or cut:
-        return False
-    if b"\x00" in line:
-        return False
-    try:
-        line.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
+    return not (not line or line.startswith(RECORD_START) or cut)
 
 
 _TWICE = (
