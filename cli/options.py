@@ -142,11 +142,12 @@ def check_not_read_by(instance, outputs: tuple[Path | None, ...]) -> None:
 
 
 def print_warnings(lines: list[str]) -> None:
-    """Each warning on stderr, one line each."""
+    """Each warning on stderr, one line each (a name's line break shown as `\\u000a`)."""
     from cli.render.console import err
+    from models.io.output_files import one_line
 
     for line in lines:
-        err.print(f"warning: {line}", markup=False)
+        err.print(f"warning: {one_line(line)}", markup=False)
 
 
 def _flag(param: typer.CallbackParam) -> str:

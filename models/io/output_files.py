@@ -48,6 +48,19 @@ def terminal_safe(text: str) -> str:
     return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+_LINE_BREAKS = re.compile("[\n\r\u2028\u2029]")
+"""Characters that end a line: newline, carriage return and Unicode's line and paragraph
+separators (the C0 and C1 others are `terminal_safe`'s)."""
+
+
+def one_line(text: str) -> str:
+    """`text` with its line breaks written out as `\\uNNNN`, as `terminal_safe` writes a
+    control character: a name holding a newline ("us\\neast") stays on its line of a
+    table, title or message instead of starting a line of its own ("east" alone, under
+    the table it was the title of)."""
+    return _LINE_BREAKS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _refuse(path: Path | str, message: str) -> InputError:
     return InputError([Issue(str(path), None, "", message)])
 

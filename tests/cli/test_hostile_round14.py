@@ -35,3 +35,53 @@ def test_sweep_never_appends_to_a_file_of_bytes(run_cli, tmp_path, first):
     needles = (str(other), "--out", "is not a sweep results file")
     run_checked(run_cli, "sweep", _grid(tmp_path), "--out", other, needles=needles)
     assert other.stat().st_size == 64 << 20
+
+
+# --- a name holding a line break stays on its line --------------------------------------
+
+
+def _broken_names(tmp_path, demand="peak_requests_per_s: 20"):
+    """one-model-one-region with its instance, workload and region named across two
+    lines ('one\\nNN', 'ch\\nZZ', 'us\\nQQ'): names are accepted, each output shows them."""
+    text = (
+        ONE_MODEL_ONE_REGION.read_text()
+        .replace("name: one-model-one-region", 'name: "one\\nNN"')
+        .replace("name: chat\n", 'name: "ch\\nZZ"\n')
+        .replace("name: us-east\n", 'name: "us\\nQQ"\n')
+        .replace("{us-east: {peak_requests_per_s: 20}}", f'{{"us\\nQQ": {{{demand}}}}}')
+    )
+    path = tmp_path / "names.yaml"
+    path.write_text(text)
+    return path
+
+
+def _lines_begun_by_a_name(text: str) -> list[str]:
+    """Lines of `text` that start (or start a table cell) with the part of a name after
+    its line break: the break was printed raw."""
+    return [
+        line for line in text.splitlines() if line.lstrip("│┃| ").startswith(("NN", "ZZ", "QQ"))
+    ]
+
+
+@pytest.mark.parametrize("markdown", [False, True], ids=["terminal", "markdown"])
+def test_a_name_with_a_line_break_stays_on_its_line_in_solve(run_cli, tmp_path, markdown):
+    """solve printed 'us\\nQQ', the title of the region's table, as a line 'us' and a line
+    'QQ' above the table, and the summary's cells and the Markdown headings alike."""
+    args = ("solve", _broken_names(tmp_path)) + (("--markdown", "-") if markdown else ())
+    result = run_checked(run_cli, *args, code=0)
+    assert _lines_begun_by_a_name(result.stdout + result.stderr) == []
+    assert ("us<br>QQ" if markdown else "us\\u000aQQ") in result.stdout
+
+
+def test_a_name_with_a_line_break_stays_on_its_line_in_messages(run_cli, tmp_path):
+    """validate's 'ok' line, a warning and an error each printed the name's break raw."""
+    ok = run_checked(run_cli, "validate", _broken_names(tmp_path), code=0)
+    assert _lines_begun_by_a_name(ok.stdout) == [] and "ok: one\\u000aNN:" in ok.stdout
+    daily = _broken_names(tmp_path, "requests_per_day: 100000")
+    warned = run_checked(run_cli, "validate", daily, code=0)
+    assert _lines_begun_by_a_name(warned.stderr) == [], warned.stderr
+    assert "warning: workloads[ch\\u000aZZ]" in warned.stderr
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text(daily.read_text().replace('"us\\nQQ": {', '"us\\nXX": {'))
+    failed = run_checked(run_cli, "validate", unknown, needles=("demand.us\\u000aXX",))
+    assert _lines_begun_by_a_name(failed.stderr) == [], failed.stderr
