@@ -49,7 +49,7 @@ SetOption = Annotated[
         metavar="PATH=VALUE",
         # "\[": help is Rich markup, where a bare [chat] is a style tag and vanishes
         help="Change the instance before validation, e.g. workloads\\[chat].slo.ttft_p99_ms=1200 "
-        "(repeatable; the value is read as YAML).",
+        "(repeatable; the value is read as YAML; \\[0] is the first element, \\[-1] the last).",
     ),
 ]
 
