@@ -7,7 +7,6 @@ output path is unusable (nothing was solved).
 """
 
 import hashlib
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,11 +14,13 @@ import typer
 
 from cli.exit_codes import ExitCode
 from cli.options import (
+    Executor,
     JsonOut,
     capped_at_cores,
     check_not_read_by,
     emit_json,
     known_backend,
+    ray_installed,
     to_stdout,
 )
 from cli.render.console import err, out
@@ -29,16 +30,14 @@ from models.schema.errors import InputError, Issue
 from models.schema.quantities import counted
 
 
-class Executor(StrEnum):
-    local = "local"
-    ray = "ray"
-
-
 def sweep(
     grid_file: Annotated[Path, typer.Argument(help="Grid file (.yaml): base instance and axes.")],
     executor: Annotated[
         Executor,
-        typer.Option(help="local: a process pool; ray: Ray tasks (the fleetplan\\[ray] extra)."),
+        typer.Option(
+            help="local: a process pool; ray: Ray tasks (the fleetplan\\[ray] extra).",
+            callback=ray_installed,  # before the grid is read or --out is opened
+        ),
     ] = Executor.local,
     jobs: Annotated[
         int,

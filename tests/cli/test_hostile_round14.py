@@ -85,3 +85,24 @@ def test_a_name_with_a_line_break_stays_on_its_line_in_messages(run_cli, tmp_pat
     unknown.write_text(daily.read_text().replace('"us\\nQQ": {', '"us\\nXX": {'))
     failed = run_checked(run_cli, "validate", unknown, needles=("demand.us\\u000aXX",))
     assert _lines_begun_by_a_name(failed.stderr) == [], failed.stderr
+
+
+# --- sweep --executor ray without Ray ---------------------------------------------------
+
+
+def test_sweep_on_ray_without_ray_is_refused_before_anything_is_written(
+    run_cli, tmp_path, monkeypatch
+):
+    """sweep --executor ray read the grid, said '1 point, 1 to solve on ray x 1', created
+    --out (and appended its bad points' records) and only then found Ray missing. The
+    flag is checked as it is parsed, as solve's is: no --out file."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a)
+    )
+    results = tmp_path / "new.jsonl"
+    args = ("sweep", _grid(tmp_path), "--executor", "ray", "--out", results)
+    result = run_checked(run_cli, *args, needles=("--executor: ray is not installed",))
+    assert "to solve" not in result.stderr and not results.exists()
