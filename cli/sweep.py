@@ -25,7 +25,7 @@ from cli.options import (
 )
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, print_tables
-from models.io.output_files import check_targets
+from models.io.output_files import check_targets, one_line
 from models.schema.errors import InputError, Issue
 from models.schema.quantities import counted
 
@@ -120,7 +120,7 @@ def sweep(
         raise InputError([Issue(str(grid_file), None, "", intro), *bad[0].issues])
     for index, problem in bad.items():  # each bad point says why, as solved points do
         why = " ".join(str(problem).split())
-        err.print(f"  {grid.points[index].label}: bad_input: {why}", markup=False)
+        err.print(f"  {one_line(grid.points[index].label)}: bad_input: {why}", markup=False)
     console = err if to_stdout(json_out) else out
     err.print(
         f"{grid_file}: {counted(len(grid.points), 'point')}, {len(work)} to solve"
@@ -139,7 +139,7 @@ def sweep(
         sink.append(record)
         cost, horizon = result.get("cost_per_month"), result.get("horizon_cost")
         err.print(
-            f"  [{len(records)}/{len(grid.points)}] {point.label}: {result['status']}"
+            f"  [{len(records)}/{len(grid.points)}] {one_line(point.label)}: {result['status']}"
             + ("" if cost is None else f", ${cost:,.0f}/month")
             + ("" if horizon is None else f", ${horizon:,.0f} over the horizon"),
             markup=False,

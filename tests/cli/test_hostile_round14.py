@@ -106,3 +106,19 @@ def test_sweep_on_ray_without_ray_is_refused_before_anything_is_written(
     args = ("sweep", _grid(tmp_path), "--executor", "ray", "--out", results)
     result = run_checked(run_cli, *args, needles=("--executor: ray is not installed",))
     assert "to solve" not in result.stderr and not results.exists()
+
+
+def test_a_line_break_in_a_file_name_or_axis_value_stays_on_its_line(run_cli, tmp_path):
+    """batch's table and failure lines printed a file named 'a\\nZZ.yaml' as 'a' and a
+    row 'ZZ.yaml'; sweep's progress line an axis value 'x\\nZZ' as a line 'ZZ: solved'."""
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "a\nZZ.yaml").write_text(ONE_MODEL_ONE_REGION.read_text())
+    batch = run_checked(run_cli, "batch", folder, "--jobs", "1", code=0)
+    assert _lines_begun_by_a_name(batch.stdout + batch.stderr) == []
+    assert "a\\u000aZZ.yaml" in batch.stdout
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(f'instance: {ONE_MODEL_ONE_REGION}\naxes:\n  description: ["x\\nZZ"]\n')
+    swept = run_checked(run_cli, "sweep", grid, code=0)
+    assert _lines_begun_by_a_name(swept.stdout + swept.stderr) == []
+    assert "description=x\\u000aZZ: solved" in swept.stderr
