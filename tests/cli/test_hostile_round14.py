@@ -122,3 +122,26 @@ def test_a_line_break_in_a_file_name_or_axis_value_stays_on_its_line(run_cli, tm
     swept = run_checked(run_cli, "sweep", grid, code=0)
     assert _lines_begun_by_a_name(swept.stdout + swept.stderr) == []
     assert "description=x\\u000aZZ: solved" in swept.stderr
+
+
+# --- voice --json means what --json means everywhere -----------------------------------
+
+VOICE = ("voice", "--first-audio-ms", "800", "--endpointing-ms", "200")
+
+
+def test_voice_json_takes_a_file_or_standard_output_as_every_command(run_cli, tmp_path):
+    """voice's --json was a flag of its own: `voice ... --json -` and `--json out.json`
+    (the README: '--json FILE writes it to that file', on every command) stopped with
+    typer's 'Got unexpected extra argument(s)' (exit 2) and wrote nothing. Budget by
+    hand: 800 ms - 200 ms endpointing = 600 ms left, half to TTFT: 300 ms."""
+    import json
+
+    written = tmp_path / "budget.json"
+    run_checked(run_cli, *VOICE, "--json", written, code=0)
+    assert json.loads(written.read_text())["ttft_p99_ms"] == 300.0
+    for flag in (("--json", "-"), ("-o", "-"), ("--json",)):
+        result = run_checked(run_cli, *VOICE, *flag, code=0)
+        assert json.loads(result.stdout)["ttft_p99_ms"] == 300.0  # the table on stderr
+    instance = tmp_path / "inst.yaml"
+    instance.write_text(ONE_MODEL_ONE_REGION.read_text())
+    run_checked(run_cli, *VOICE, "--json", instance, needles=("is an instance file",))
