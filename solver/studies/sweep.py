@@ -16,6 +16,7 @@ answer is an upper bound on the truly robust cost (a joint program over all poin
 would give the bound's other side).
 """
 
+import contextlib
 import json
 import math
 import os
@@ -275,15 +276,26 @@ class ResultsFile:
                 self.handle.write("\n")  # a line cut by a killed run ends before ours
 
     def append(self, record: dict[str, Any]) -> None:
-        """Write one record as a line."""
-        if self.handle is not None:
+        """Write one record as a line; a write that fails (a full disk, a quota, the file
+        system gone) is an InputError naming the file, as every output's is
+        (models.io.output_files), where it was an internal error (exit 70)."""
+        if self.handle is None:
+            return
+        try:
             self.handle.write(json.dumps(record) + "\n")
             self.handle.flush()
+        except OSError as error:
+            message = (
+                f"cannot be written: {error.strerror or error}; the points before this one "
+                "are in it, and the same command resumes from them"
+            )
+            raise InputError([Issue(str(self.path), None, "--out", message)]) from None
 
     def close(self) -> None:
-        """Close the file."""
+        """Close the file (what a failed write left buffered is dropped, not raised again)."""
         if self.handle is not None:
-            self.handle.close()
+            with contextlib.suppress(OSError):
+                self.handle.close()
 
 
 # --- running the points ------------------------------------------------------------------

@@ -145,3 +145,28 @@ def test_voice_json_takes_a_file_or_standard_output_as_every_command(run_cli, tm
     instance = tmp_path / "inst.yaml"
     instance.write_text(ONE_MODEL_ONE_REGION.read_text())
     run_checked(run_cli, *VOICE, "--json", instance, needles=("is an instance file",))
+
+
+# --- sweep --out on a disk that fills ---------------------------------------------------
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_results_file_that_cannot_be_written_is_named_not_an_internal_error(
+    run_cli, tmp_path, monkeypatch
+):
+    """A full disk under --out: the record's write raised OSError (ENOSPC) out of the
+    sweep, 'internal error: this is a bug in fleetplan' (exit 70). It is the file's
+    problem, named as every output's is (exit 2). /dev/full fails every write so."""
+    from solver.studies import sweep
+
+    opened = sweep.ResultsFile.__init__
+
+    def on_a_full_disk(self, path):
+        opened(self, path)
+        self.handle = open("/dev/full", "w", encoding="utf-8")  # noqa: SIM115
+
+    monkeypatch.setattr(sweep.ResultsFile, "__init__", on_a_full_disk)
+    results = tmp_path / "results.jsonl"
+    needles = (str(results), "--out: cannot be written: No space left on device", "resumes")
+    result = run_checked(run_cli, "sweep", _grid(tmp_path), "--out", results, needles=needles)
+    assert "internal error" not in result.stderr
