@@ -170,3 +170,57 @@ def test_a_results_file_that_cannot_be_written_is_named_not_an_internal_error(
     needles = (str(results), "--out: cannot be written: No space left on device", "resumes")
     result = run_checked(run_cli, "sweep", _grid(tmp_path), "--out", results, needles=needles)
     assert "internal error" not in result.stderr
+
+
+# --- text that only Python reads as a number ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "change",
+    ['regions[0].supply.h100-sxm.max_gpus="6_4"',
+     'workloads[0].demand.us-east.peak_requests_per_s="2_0"'],
+)  # fmt: skip
+def test_a_digit_separator_in_an_instance_is_not_a_number(run_cli, change):
+    """pydantic read a YAML string "6_4" where a number belongs as 64 (Python's digit
+    separator), which the CSV readers refuse since round 13: `validate` said ok with 64
+    GPUs on offer. A decimal in text is still read ("64", and YAML 1.1's unquoted 1e9,
+    which it loads as a string)."""
+    needle = "must be a number, got the text"
+    run_checked(run_cli, "validate", ONE_MODEL_ONE_REGION, "--set", change, needles=(needle,))
+    decimal = change.replace("6_4", "64").replace("2_0", "20")
+    ok = run_checked(run_cli, "validate", ONE_MODEL_ONE_REGION, "--set", decimal, code=0)
+    assert "ok:" in ok.stdout
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [(("replicas", 0, "count"), "1_6"), (("cost_per_month",), "1_000"),
+     # a plain float of a plan record (no bound): read as its number before
+     (("replicas", 0, "requests_per_s_per_replica"), "3_0")],
+)  # fmt: skip
+def test_a_digit_separator_in_a_plan_is_not_a_number(run_cli, tmp_path, path, value):
+    """A plan whose "count" is "1_6" verified as 16 replicas (pydantic reads the text as
+    Python does); each such field is now named, as a boolean there is (round 13)."""
+    import json
+
+    pool = {
+        "workload": "chat",
+        "region": "us-east",
+        "gpu": "h100-sxm",
+        "precision": "fp8",
+        "tp": 1,
+        "pp": 1,
+        "role": "unified",
+        "count": 2,
+        "requests_per_s_per_replica": 30.0,
+    }
+    data = {"replicas": [pool], "cost_per_month": 1.0}  # fmt: skip
+    node = data
+    for step in path[:-1]:
+        node = node[step]
+    node[path[-1]] = value
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(data))
+    field = ".".join(map(str, path))
+    needle = f"{field}: Value error, must be a number, got the text '{value}'"
+    run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, needles=(needle,))
