@@ -32,7 +32,13 @@ from cli.options import JsonOut, capped_at_cores, named_backend
 from cli.render.console import err, job_progress, out
 from cli.render.junit import junit_xml, outcome_records, verdict
 from cli.render.zeros import json_without_negative_zero
-from models.io.output_files import check_targets, is_stdout, resolved_target, write_text
+from models.io.output_files import (
+    check_targets,
+    is_stdout,
+    one_line,
+    resolved_target,
+    write_text,
+)
 from models.schema.errors import InputError, Issue
 from solver.studies.batch import (
     FAILED_STATUSES,
@@ -236,7 +242,7 @@ def _summary_table(
         table.add_column(column, justify="right" if right else "left")
     for outcome, result, detail in zip(outcomes, results, details, strict=True):
         row = [
-            Path(outcome.file).name,
+            one_line(Path(outcome.file).name),  # a file name may hold a line break
             _status(outcome),
             "-" if outcome.cost_per_month is None else f"${outcome.cost_per_month:,.0f}",
             "-" if outcome.total_gpus is None else str(outcome.total_gpus),
@@ -266,7 +272,7 @@ def _report_failures(
     failed."""
     failed = False
     for outcome, comparison in zip(outcomes, comparisons, strict=True):
-        name = Path(outcome.file).name
+        name = one_line(Path(outcome.file).name)
         result = verdict(outcome, comparison, strict)
         word = result["finding"]
         for line in result["reasons"]:

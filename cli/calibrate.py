@@ -19,10 +19,12 @@ from models.physics.efficiency import Efficiency, UnknownEngine, check_engine
 from models.profiles.fit import (
     FIGURES,
     FITTED,
+    MAX_LEAVE_ONE_OUT_RUNS,
     ProfileFit,
     base_efficiency,
     beyond_physics,
     fit_profile,
+    leave_one_out_refusal,
     profile_document,
     replay_refusal,
 )
@@ -208,7 +210,10 @@ def calibrate(
     ] = None,
     leave_one_out: Annotated[
         bool,
-        typer.Option(help="Refit without each run to report its error as an unseen run."),
+        typer.Option(
+            help="Refit without each run to report its error as an unseen run (at most "
+            f"{MAX_LEAVE_ONE_OUT_RUNS} runs: one fit more per run)."
+        ),
     ] = True,
     json_out: JsonOnly = None,
 ) -> None:
@@ -237,6 +242,9 @@ def calibrate(
     too_fast = beyond_physics(runs, base_efficiency(runs, base_engine))
     if too_fast:
         raise InputError(too_fast)
+    refusal = leave_one_out_refusal(runs) if leave_one_out else None
+    if refusal:
+        raise InputError([Issue("command line", None, "--leave-one-out", refusal)])
     err.print(f"fitting {counted(len(runs), 'run')} ...", markup=False)
     fit = fit_profile(runs, base_engine, leave_one_out=leave_one_out)
     if not any(run_fit.predicted for run_fit in fit.runs):

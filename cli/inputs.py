@@ -11,6 +11,7 @@ import typer
 from cli.options import JsonOnly, JsonOut, SetOption, check_not_read_by, emit_json, load
 from cli.render.console import out
 from cli.render.tables import TableSpec, markdown_tables, print_tables
+from models.io.output_files import one_line
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.schema.quantities import counted
 
@@ -64,7 +65,7 @@ def validate(
     if json_out is not None and is_stdout(json_out):
         return
     out.print(
-        f"{file}: ok: {instance.name}: {counted(len(instance.workloads), 'workload')}, "
+        f"{file}: ok: {one_line(instance.name)}: {counted(len(instance.workloads), 'workload')}, "
         f"{counted(len(instance.regions), 'region')}, {counted(len(instance.gpus), 'GPU type')}, "
         f"{demand:,.1f} peak requests/s in all"
         + (

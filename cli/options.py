@@ -49,7 +49,7 @@ SetOption = Annotated[
         metavar="PATH=VALUE",
         # "\[": help is Rich markup, where a bare [chat] is a style tag and vanishes
         help="Change the instance before validation, e.g. workloads\\[chat].slo.ttft_p99_ms=1200 "
-        "(repeatable; the value is read as YAML).",
+        "(repeatable; the value is read as YAML; \\[0] is the first element, \\[-1] the last).",
     ),
 ]
 
@@ -142,11 +142,12 @@ def check_not_read_by(instance, outputs: tuple[Path | None, ...]) -> None:
 
 
 def print_warnings(lines: list[str]) -> None:
-    """Each warning on stderr, one line each."""
+    """Each warning on stderr, one line each (a name's line break shown as `\\u000a`)."""
     from cli.render.console import err
+    from models.io.output_files import one_line
 
     for line in lines:
-        err.print(f"warning: {line}", markup=False)
+        err.print(f"warning: {one_line(line)}", markup=False)
 
 
 def _flag(param: typer.CallbackParam) -> str:

@@ -7,7 +7,6 @@ output path is unusable (nothing was solved).
 """
 
 import hashlib
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,30 +14,30 @@ import typer
 
 from cli.exit_codes import ExitCode
 from cli.options import (
+    Executor,
     JsonOut,
     capped_at_cores,
     check_not_read_by,
     emit_json,
     known_backend,
+    ray_installed,
     to_stdout,
 )
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, print_tables
-from models.io.output_files import check_targets
+from models.io.output_files import check_targets, one_line
 from models.schema.errors import InputError, Issue
 from models.schema.quantities import counted
-
-
-class Executor(StrEnum):
-    local = "local"
-    ray = "ray"
 
 
 def sweep(
     grid_file: Annotated[Path, typer.Argument(help="Grid file (.yaml): base instance and axes.")],
     executor: Annotated[
         Executor,
-        typer.Option(help="local: a process pool; ray: Ray tasks (the fleetplan\\[ray] extra)."),
+        typer.Option(
+            help="local: a process pool; ray: Ray tasks (the fleetplan\\[ray] extra).",
+            callback=ray_installed,  # before the grid is read or --out is opened
+        ),
     ] = Executor.local,
     jobs: Annotated[
         int,
@@ -121,7 +120,7 @@ def sweep(
         raise InputError([Issue(str(grid_file), None, "", intro), *bad[0].issues])
     for index, problem in bad.items():  # each bad point says why, as solved points do
         why = " ".join(str(problem).split())
-        err.print(f"  {grid.points[index].label}: bad_input: {why}", markup=False)
+        err.print(f"  {one_line(grid.points[index].label)}: bad_input: {why}", markup=False)
     console = err if to_stdout(json_out) else out
     err.print(
         f"{grid_file}: {counted(len(grid.points), 'point')}, {len(work)} to solve"
@@ -140,7 +139,7 @@ def sweep(
         sink.append(record)
         cost, horizon = result.get("cost_per_month"), result.get("horizon_cost")
         err.print(
-            f"  [{len(records)}/{len(grid.points)}] {point.label}: {result['status']}"
+            f"  [{len(records)}/{len(grid.points)}] {one_line(point.label)}: {result['status']}"
             + ("" if cost is None else f", ${cost:,.0f}/month")
             + ("" if horizon is None else f", ${horizon:,.0f} over the horizon"),
             markup=False,

@@ -1,13 +1,12 @@
 """Command `voice`: a time-to-first-audio budget, line by line, and the LLM targets it
 leaves. Parsing and rendering only: the numbers come from `models.calculators.voice`."""
 
-import json
 from typing import Annotated, Any
 
 import typer
 
-from cli.options import within
-from cli.render.console import out
+from cli.options import JsonOut, emit_json, to_stdout, within
+from cli.render.console import err, out
 from cli.render.tables import TableSpec, print_tables
 from models.calculators.voice import (
     DEFAULT_TTFT_SHARE,
@@ -16,6 +15,7 @@ from models.calculators.voice import (
     VoiceBudgetError,
     voice_budget,
 )
+from models.io.output_files import check_targets
 from models.schema import limits
 from models.schema.errors import InputError, Issue
 
@@ -109,12 +109,11 @@ def voice(
             callback=within(limits.TTFT_SHARE),
         ),
     ] = DEFAULT_TTFT_SHARE,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print the budget as JSON instead of a table.")
-    ] = False,
+    json_out: JsonOut = None,
 ) -> None:
     """Print a time-to-first-audio budget line by line and the LLM's TTFT and TPOT
     targets it leaves; exit 2 when the fixed lines take the whole budget."""
+    check_targets((json_out,))
     lines = Voice(
         network_rtt_ms=network_rtt_ms,
         endpointing_ms=endpointing_ms,
@@ -127,7 +126,5 @@ def voice(
         budget = voice_budget(first_audio_ms, lines, name=lambda key: f"--{key.replace('_', '-')}")
     except VoiceBudgetError as error:  # the figures are flags here: the message names them so
         raise InputError([Issue("command line", None, "", str(error))]) from None
-    if json_out:
-        out.print_json(json.dumps(budget_json(budget)))
-        return
-    print_tables([], [budget_table(budget)])
+    print_tables([], [budget_table(budget)], console=err if to_stdout(json_out) else out)
+    emit_json(json_out, budget_json(budget))

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.segment import Segment
 
 from cli.render.zeros import json_without_negative_zero
-from models.io.output_files import terminal_safe
+from models.io.output_files import one_line, terminal_safe
 from models.schema.errors import InputError
 
 if TYPE_CHECKING:
@@ -82,11 +82,12 @@ def print_json(data: Any) -> None:
 
 
 def report_input_error(error: InputError) -> None:
-    """Print every issue of an input error on stderr, one per line."""
+    """Print every issue of an input error on stderr, one per line (a name's line break
+    shown as `\\u000a`: `one_line`)."""
     count = len(error.issues)
     err.print(f"[bold red]error:[/] {count} problem{'s' if count != 1 else ''} in the input")
     for issue in error.issues:
-        err.print(f"  {issue}", markup=False)
+        err.print(f"  {one_line(str(issue))}", markup=False)
 
 
 class _Stderr(logging.Handler):

@@ -11,7 +11,7 @@ from rich.text import Text
 from cli.render.console import out
 from cli.render.plain_tables import plain_table
 from cli.render.zeros import unsigned_zero
-from models.io.output_files import terminal_safe
+from models.io.output_files import one_line, terminal_safe
 
 
 @dataclass(frozen=True)
@@ -33,11 +33,14 @@ def print_tables(
     header: list[str], tables: list[TableSpec], note: str = "", console: Console = out
 ) -> None:
     """Print the header lines, each table (its note as the caption) and the note, on
-    `console` (standard output unless a `-` output has it)."""
+    `console` (standard output unless a `-` output has it). A line break in a header
+    line, a title or a cell is a name's (an instance, region or workload may hold one):
+    shown as `\\u000a` (`one_line`), where it started a line of its own ("east" alone
+    above the table titled "us\\neast"); the notes' own line breaks are kept."""
     wrap = console.is_terminal  # a terminal's lines wrap at its width; a file's stay whole
     for line in header:
-        console.print(line, markup=False, emoji=False, soft_wrap=not wrap)
-    for spec in tables:
+        console.print(one_line(line), markup=False, emoji=False, soft_wrap=not wrap)
+    for spec in map(_one_line, tables):
         groups = column_groups(spec, console.width - TABLE_MARGIN)
         for number, group in enumerate(groups):
             title = spec.title if number == 0 else f"{spec.title} (continued)"
@@ -69,6 +72,16 @@ def print_tables(
             console.print(table, soft_wrap=not wrap, width=width)
     if note:
         console.print(note, markup=False, emoji=False, soft_wrap=not wrap)
+
+
+def _one_line(spec: TableSpec) -> TableSpec:
+    """`spec` with each title, column and cell on one line (`one_line`); its note as is."""
+    return TableSpec(
+        one_line(spec.title),
+        tuple(map(one_line, spec.columns)),
+        tuple(tuple(map(one_line, row)) for row in spec.rows),
+        spec.note,
+    )
 
 
 FIT_TRIES = 4
@@ -157,14 +170,21 @@ def _markdown_cell(text: str) -> str:
     )
 
 
+def _markdown_line(text: str) -> str:
+    """A heading or header line that stays one line: a line break (a name's) as `<br>`;
+    "## us\\neast" was a heading "us" and a paragraph "east"."""
+    return text.replace("\r\n", "<br>").replace("\n", "<br>").replace("\r", "<br>")
+
+
 def markdown_tables(header: list[str], tables: list[TableSpec], note: str = "") -> str:
     """The same report as Markdown: the first header line as the title (none without a
     header), a section and a pipe table per table; control and direction characters of
     the names written out as `\\uNNNN`, as the terminal shows them (`terminal_safe`)."""
+    header = [_markdown_line(line) for line in header]  # a name's line break: one line
     lines = [f"# {header[0]}", "", *header[1:], ""] if header else []
     for spec in tables:
-        lines += [f"## {spec.title}", ""]
-        lines.append("| " + " | ".join(spec.columns) + " |")
+        lines += [f"## {_markdown_line(spec.title)}", ""]
+        lines.append("| " + " | ".join(map(_markdown_cell, spec.columns)) + " |")
         lines.append("|" + "---|" * len(spec.columns))
         lines += ["| " + " | ".join(map(_markdown_cell, row)) + " |" for row in spec.rows]
         if spec.note:

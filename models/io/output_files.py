@@ -48,6 +48,19 @@ def terminal_safe(text: str) -> str:
     return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+_LINE_BREAKS = re.compile("[\n\r\u2028\u2029]")
+"""Characters that end a line: newline, carriage return and Unicode's line and paragraph
+separators (the C0 and C1 others are `terminal_safe`'s)."""
+
+
+def one_line(text: str) -> str:
+    """`text` with its line breaks written out as `\\uNNNN`, as `terminal_safe` writes a
+    control character: a name holding a newline ("us\\neast") stays on its line of a
+    table, title or message instead of starting a line of its own ("east" alone, under
+    the table it was the title of)."""
+    return _LINE_BREAKS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _refuse(path: Path | str, message: str) -> InputError:
     return InputError([Issue(str(path), None, "", message)])
 
@@ -98,7 +111,7 @@ def check_target(path: Path | str, inputs: tuple[Path, ...] = (), instance: bool
             with contextlib.suppress(OSError):
                 if os.path.samefile(target, source):
                     raise _refuse(path, f"is the input file {source}; choose another output path")
-        if not instance and _is_instance(target, info.st_size):
+        if not instance and _is_instance(target, info):
             raise _refuse(
                 path,
                 "is an instance file (it has regions and workloads); fleetplan never writes "
@@ -116,20 +129,38 @@ INSTANCE_KEYS = frozenset({"regions", "workloads"})
 results and fleetplan's other outputs have neither both nor one of them at the top)."""
 
 
-def _is_instance(target: Path, size: int) -> bool:
+_JUDGED: dict[tuple[str, int, int, int, int], bool] = {}
+"""`_is_instance`'s answers by (path, device, inode, size, modification time in ns): a
+command checks its outputs when it starts (`check_targets`) and each again as it writes
+it (`write_text`), and an 8 MiB plan or instance was parsed both times."""
+
+
+_MOST_JUDGED = 256
+"""Answers kept at most (a batch of many outputs starts again past it)."""
+
+
+def _is_instance(target: Path, info: os.stat_result) -> bool:
     """Whether the existing file `target` reads as an instance: a `.yaml`, `.yml` or
     `.json` file within an instance's size whose document is a mapping holding
-    `INSTANCE_KEYS` (what does not parse is no instance, and is left to the writer)."""
+    `INSTANCE_KEYS` (what does not parse is no instance, and is left to the writer). A
+    file unchanged since it was last judged (same inode, size and time) is not read
+    again."""
     from models.io.documents import INSTANCE_SUFFIXES, read_document
     from models.schema.limits import MAX_DOCUMENT_BYTES
 
-    if target.suffix.lower() not in INSTANCE_SUFFIXES or size > MAX_DOCUMENT_BYTES:
+    if target.suffix.lower() not in INSTANCE_SUFFIXES or info.st_size > MAX_DOCUMENT_BYTES:
         return False
+    key = (str(target), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    if key in _JUDGED:
+        return _JUDGED[key]
     try:
         document, _ = read_document(target)
     except InputError:
-        return False
-    return isinstance(document, dict) and document.keys() >= INSTANCE_KEYS
+        document = None
+    if len(_JUDGED) >= _MOST_JUDGED:
+        _JUDGED.clear()
+    _JUDGED[key] = isinstance(document, dict) and document.keys() >= INSTANCE_KEYS
+    return _JUDGED[key]
 
 
 _TWO_ON_STDOUT = (

@@ -4,6 +4,7 @@ An override names one place in the parsed document (before validation) and the v
 put there:
 
     workloads[0].slo.ttft_p99_ms=1200        a list element by position
+    workloads[-1].slo.ttft_p99_ms=1200       ... counted from the end (-1 the last)
     workloads[chat].slo.ttft_p99_ms=1200     a list element by its `name`
     regions[us-east].supply.h100-sxm.price_per_gpu_hour=2.1
     policy.max_utilization=0.8               a key the file does not have yet is added

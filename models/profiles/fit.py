@@ -144,11 +144,27 @@ def _replay(run: Measurement, efficiency: Efficiency, requests_per_user: int, sp
     )
 
 
+def replay_key(run: Measurement, requests_per_user: int) -> tuple:
+    """What a run's replay depends on (`_replay`): its layout, lengths, users and requests
+    per user, not its figures or its line. Runs of one key replay alike."""
+    per_user = max(1, min(requests_per_user, math.ceil(run.requests / run.concurrency)))
+    return (
+        run.model, run.gpu, run.precision, run.kv_precision, run.tp, run.pp,
+        run.prompt_tokens, run.output_tokens, run.concurrency, per_user,
+    )  # fmt: skip
+
+
 def loss(runs: list[Measurement], efficiency: Efficiency, requests_per_user: int) -> float:
-    """Mean squared log error over every measured figure (module docstring)."""
+    """Mean squared log error over every measured figure (module docstring). Each distinct
+    replay (`replay_key`) runs once: a file of 200 repeats of one shape replayed it 200
+    times at every step of the fit (2 minutes, and leave-one-out 200 fits of that)."""
     terms = []
+    replays: dict[tuple, dict[str, float]] = {}
     for run in runs:
-        predicted = predict(run, efficiency, requests_per_user)
+        key = replay_key(run, requests_per_user)
+        if key not in replays:
+            replays[key] = predict(run, efficiency, requests_per_user)
+        predicted = replays[key]
         for figure in FIGURES:
             measured = getattr(run, figure)
             if measured is None:
@@ -275,6 +291,25 @@ def base_efficiency(runs: list[Measurement], engine: str | None) -> Efficiency:
     return efficiency_for(runs[0].gpu, runs[0].precision, engine=engine)
 
 
+MAX_LEAVE_ONE_OUT_RUNS = 30
+"""Runs leave-one-out refits at most: it fits once more per run, so its time grows with
+the square of the runs (200 runs of distinct shapes: 200 fits of minutes each, hours
+with nothing printed but 'fitting 200 runs ...'). Past it `fit_profile` refuses and
+the command says to fit without it."""
+
+
+def leave_one_out_refusal(runs: list[Measurement]) -> str | None:
+    """Why leave-one-out is not run on `runs` (more than `MAX_LEAVE_ONE_OUT_RUNS`), or None."""
+    if len(runs) <= MAX_LEAVE_ONE_OUT_RUNS:
+        return None
+    return (
+        f"leave-one-out refits once per run: {len(runs):,} runs would fit "
+        f"{len(runs) + 1:,} times, at most {MAX_LEAVE_ONE_OUT_RUNS} runs are refitted "
+        "(minutes each past a few dozen distinct runs); give --no-leave-one-out to fit them "
+        "all once, or fewer runs"
+    )
+
+
 def fit_profile(
     runs: list[Measurement],
     engine: str | None = None,
@@ -283,7 +318,14 @@ def fit_profile(
     steps: int = FIT_STEPS,
 ) -> ProfileFit:
     """Fit `FITTED` on every run, then (with `leave_one_out`) once more per run without
-    it, to predict it as an unseen run."""
+    it, to predict it as an unseen run.
+
+    Raises:
+        ValueError: leave-one-out on more than `MAX_LEAVE_ONE_OUT_RUNS` runs.
+    """
+    refusal = leave_one_out_refusal(runs) if leave_one_out else None
+    if refusal:
+        raise ValueError(refusal)
     base = base_efficiency(runs, engine)
     fitted = fit_factors(runs, base, requests_per_user, steps)
     fits = []

@@ -228,6 +228,27 @@ class _Row:
         )
 
 
+CSV_COLUMNS = (
+    "model", "gpu", "precision", "tp", "pp", "kv_precision", "isl", "osl", "concurrency",
+    "num_requests", "output_tok_s", "ttft_mean_ms", "tpot_mean_ms",
+)  # fmt: skip
+"""The CSV's columns (the module's list); a header of any other name is refused."""
+
+
+def _unknown_column(name: str) -> str:
+    """'ttft_mean (ms)': not a column; did you mean 'ttft_mean_ms'? ...: a column the
+    reader does not know was skipped, so a metric under another spelling (a unit in the
+    header, another case) was never fitted and the run fitted on the others."""
+    close = closest_name(name, list(CSV_COLUMNS), cutoff=0.5)
+    guess = f"; did you mean {close!r}?" if close else ""
+    if ";" in name or "\t" in name:
+        guess = "; columns are separated by commas"
+    return (
+        f"is not a column of a measurements CSV{guess} (its values would be ignored; the "
+        f"units are in the names: {', '.join(CSV_COLUMNS)})"
+    )
+
+
 def _read_csv(path: Path) -> list[Measurement]:
     text = read_text(path, "measurements")
     reader = csv.DictReader(io.StringIO(text))
@@ -238,6 +259,9 @@ def _read_csv(path: Path) -> list[Measurement]:
     if twice:  # csv keeps the last column of a name: the first would be lost unseen
         raise InputError([Issue(str(path), 1, name, "column given twice in the header")
                           for name in twice])  # fmt: skip
+    unknown = [name for name in names if name and name not in CSV_COLUMNS]
+    if unknown:  # its values would be dropped unseen: a metric or a layout lost
+        raise InputError([Issue(str(path), 1, name, _unknown_column(name)) for name in unknown])
     runs, issues = [], []
     for index, fields in enumerate(_rows(reader, path)):
         if index >= MAX_MEASUREMENTS:

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
+from models.io.numbers import is_decimal
 from models.schema import limits
 from models.schema.limits import Bound, Most
 
@@ -92,10 +93,30 @@ def _schema_of(bound: Bound) -> dict[str, Any]:
 
 def not_a_boolean(value: Any) -> Any:
     """Refuse `true`/`false` where a number belongs: pydantic reads them as 1 and 0, so
-    `max_gpus: yes` (YAML 1.1's true) would offer one GPU. Booleans are not numbers."""
+    `max_gpus: yes` (YAML 1.1's true) would offer one GPU. Booleans are not numbers.
+
+    Nor is text that only Python reads as one: pydantic read `max_gpus: "6_4"` as 64
+    (PEP 515's digit separator) and a plan's `"count": "1_6"` as 16, which the CSV readers
+    refuse (models.io.numbers). A decimal in text stays a number: YAML 1.1 reads an
+    unquoted `1e9` (no point) as a string, and pydantic reads it as the number it is."""
     if isinstance(value, bool):
         raise ValueError(f"must be a number, got {str(value).lower()} (a boolean is not a number)")
+    if isinstance(value, str) and not is_decimal(value) and _python_reads(value):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        raise ValueError(
+            f"must be a number, got the text {shown!r}: write ASCII digits without "
+            "separators ('_') or other scripts' digits"
+        )
     return value
+
+
+def _python_reads(text: str) -> bool:
+    """Whether Python's `float` reads `text` as a number (`1_6`, Arabic-Indic digits)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 NUMBER_NOT_BOOLEAN = BeforeValidator(not_a_boolean)

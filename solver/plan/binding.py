@@ -8,9 +8,14 @@ choices, so such a row has slack there and no price, yet it sets the plan: the n
 server does not fit. `whole_unit` states the step; its price is not computed.
 """
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict
 
-from models.schema.quantities import PlanInteger
+from models.schema.quantities import NUMBER_NOT_BOOLEAN, PlanInteger
+
+Real = Annotated[float, NUMBER_NOT_BOOLEAN]
+"""A number of the row: never `true` nor text (solver.plan.records.Real)."""
 
 
 class Binding(BaseModel):
@@ -22,9 +27,9 @@ class Binding(BaseModel):
     """Row name, e.g. `capacity[lose=eu-west,chat,us-east,unified]`."""
     family: str
     description: str = ""
-    slack: float
+    slack: Real
     """Slack at the (integer) plan; 0 means the row is tight there."""
-    shadow_price: float
+    shadow_price: Real
     """d(cost)/d(rhs) in the pricing LP (see SHADOW_PRICE_NOTE)."""
     unit: str = ""
     period: PlanInteger | None = None
@@ -33,7 +38,7 @@ class Binding(BaseModel):
     month: PlanInteger | None = None
     """The month of the procurement horizon whose program the row is in (None without
     policy.horizon_months)."""
-    whole_unit: float = 0.0
+    whole_unit: Real = 0.0
     """Where the row binds in whole units: the least its left-hand side grows by when one
     more unit is bought or run (kW of one more server, GPUs of one more replica), more
     than its `slack`; 0 elsewhere. Such a row is not priced (`shadow_price` 0)."""

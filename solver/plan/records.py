@@ -21,6 +21,8 @@ FROZEN = ConfigDict(extra="forbid", frozen=True)
 
 Whole = PlanInteger
 """Every integer of a plan: never `true`, within limits.PLAN_INTEGER (quantities)."""
+Real = Annotated[float, NUMBER_NOT_BOOLEAN]
+"""Every other number of a plan: never `true` nor text (pydantic read `"5.0"` as 5.0)."""
 Total = Annotated[int, NUMBER_NOT_BOOLEAN]
 """A sum of a plan's integers (the summary's): never `true`; any size, as sums are."""
 
@@ -63,12 +65,12 @@ class GroupMember(BaseModel):
     model_config = FROZEN
 
     workload: str
-    requests_per_s_per_replica: float = Field(ge=0)
+    requests_per_s_per_replica: Real = Field(ge=0)
     """a[w,t]: what one group replica carries of this workload within its SLO, the other
     members at theirs (`models.colocation.coresident`); the verifier recomputes it."""
-    routing_weight: float | None = None
+    routing_weight: Real | None = None
     """Share of the region's traffic of this workload the group should get (no failure)."""
-    load_requests_per_s: float | None = None
+    load_requests_per_s: Real | None = None
     """Requests/s of this workload the group carries at peak, all its replicas (no failure)."""
 
 
@@ -81,14 +83,14 @@ class CapacityBand(BaseModel):
 
     family: str
     regime: str
-    p10: float
-    median: float
-    p90: float
+    p10: Real
+    median: Real
+    p90: Real
     rows: Whole
     flag: str = ""
     """'' for the regime's own band; `borrowed` or `unmeasured`: none measured, the
     profile's widest instead."""
-    capacity_factor: float = 1.0
+    capacity_factor: Real = 1.0
     """What the pool's capacity was multiplied by (`policy.capacity_margin: auto`:
     1 / (1 + p90) when p90 > 0; 1 with `none`)."""
     text: str = ""
@@ -143,10 +145,10 @@ class ReplicaPool(BaseModel):
     swapped_weights: bool = False
     """A shared group with one weight slot: the members' weights paged in from host memory
     when a request finds its model cold (`models.colocation.swap_group`)."""
-    routing_weight: float | None = None
+    routing_weight: Real | None = None
     """A dedicated pool's share of the region's traffic of its workload, in proportion to
     capacity (`models.serving.capacity_unit.routing_weights`; no failure)."""
-    capacity_units_per_replica: float | None = None
+    capacity_units_per_replica: Real | None = None
     """One replica's capacity in the plan's capacity unit (`Plan.capacity_unit`)."""
     region: str
     gpu: str
@@ -172,7 +174,7 @@ class ReplicaPool(BaseModel):
     """GPUs in all: count x tp x pp x dp."""
     limit: Limit | None = None
     """What limits one replica's capacity at the SLO, in a pool of `count`."""
-    requests_per_s_per_replica: float | None = Field(default=None, ge=0)
+    requests_per_s_per_replica: Real | None = Field(default=None, ge=0)
     """Capacity of one replica at the SLO, requests/s of its own phase, when the pool's
     `count` replicas share one router and one prompt queue (`models.serving.capacity`, "Pools")."""
     cost_per_month: MaybeMoney = None
@@ -180,7 +182,7 @@ class ReplicaPool(BaseModel):
     kv_tiers_used: tuple[str, ...] | None = None
     """KV tiers (`hbm`, `dram`, `ssd`) holding the workload's prefix cache on each replica
     at the pool's real size (`models.serving.prefix_kv.pool_kv`); None without a prefix cache."""
-    prefix_hit_rate: float | None = Field(default=None, ge=0, le=1)
+    prefix_hit_rate: Real | None = Field(default=None, ge=0, le=1)
     """Effective prefix-cache hit rate of a replica at the pool's real size: with prefix
     affinity, a pool below `affinity_min_replicas` gets random routing's, and the spill
     of hot prefixes is taken off (`models.serving.prefix_routing.pool_hits`); None without."""
@@ -279,20 +281,20 @@ class RegionPower(BaseModel):
     model_config = FROZEN
 
     region: str
-    kw: float
+    kw: Real
     """kW drawn by every GPU installed (existing and bought) at tdp x server factor x PUE."""
-    limit_kw: float | None = None
+    limit_kw: Real | None = None
     """The region's power_kw (None: no limit stated)."""
-    shadow_price_per_kw: float | None = None
+    shadow_price_per_kw: Real | None = None
     """$/month one more kW would save (the power row's shadow price; 0 when power does
     not bind; None without a limit)."""
-    racks: float | None = None
+    racks: Real | None = None
     """Racks the installed servers take (with racks stated)."""
     limit_racks: Whole | None = None
-    whole_unit_kw: float = 0.0
+    whole_unit_kw: Real = 0.0
     """Where the cap binds in whole units (solver.plan.binding): the kW one more server
     (or GPU) draws, more than the `slack_kw` left; 0 elsewhere."""
-    slack_kw: float = 0.0
+    slack_kw: Real = 0.0
     """The kW left under the cap where it binds in whole units (its tightest period)."""
 
 
@@ -303,10 +305,10 @@ class SimplicityCost(BaseModel):
     model_config = FROZEN
 
     max_configs_per_pool: Whole
-    cost_per_month_unlimited: float | None
+    cost_per_month_unlimited: Real | None
     """Cost of the plan with any number of configurations per pool (None: not found in
     the time left)."""
-    extra_cost_per_month: float | None
+    extra_cost_per_month: Real | None
     """This plan's cost minus the unlimited one (>= 0)."""
     configurations_unlimited: Whole | None = None
     """Configurations (pools) the unlimited plan uses, against this plan's."""
@@ -340,8 +342,8 @@ class Route(BaseModel):
     workload: str
     origin: str
     destination: str
-    requests_per_s: float
-    rtt_ms: float = 0.0
+    requests_per_s: Real
+    rtt_ms: Real = 0.0
 
 
 class PoolLoad(BaseModel):
@@ -353,14 +355,14 @@ class PoolLoad(BaseModel):
     region: str
     phase: str
     """unified, prefill or decode (with the weight precision when several pair up)."""
-    load_requests_per_s: float
-    capacity_requests_per_s: float
+    load_requests_per_s: Real
+    capacity_requests_per_s: Real
     """Capacity of the replicas that survive the scenario."""
-    utilisation: float
+    utilisation: Real
     """load / capacity (0 when there is no capacity)."""
     pools: tuple[str, ...] = ()
     """Configurations carrying the phase, as `count x label`."""
-    started_requests_per_s: float = 0.0
+    started_requests_per_s: Real = 0.0
     """Of the capacity, what the replicas started after the loss carry (their lone
     capacity, as the program credits them; 0 without failover_start). The warm
     survivors' part is capacity - started."""
@@ -374,8 +376,8 @@ class Move(BaseModel):
     workload: str
     from_region: str
     to_region: str
-    requests_per_s: float
-    rtt_ms: float
+    requests_per_s: Real
+    rtt_ms: Real
     from_lost_region: bool
     """True: the lost region's users. False: a healthy region's users the optimum serves
     in a neighbour, to make room for the lost region's users nearer their own survivors
@@ -425,17 +427,17 @@ class CostAttribution(BaseModel):
 
     workload: str
     region: str
-    cost_per_month: float
+    cost_per_month: Real
     """GPU time of the workload's pools here at list price (owned GPUs priced too); in an
     hourly plan, each hour's bill as paid (solver.analysis.hour_attribution)."""
-    usd_per_million_input_tokens: float | None = None
+    usd_per_million_input_tokens: Real | None = None
     """Prefill's cost over the prompt tokens served in a month at the average rate."""
-    usd_per_million_output_tokens: float | None = None
+    usd_per_million_output_tokens: Real | None = None
     """Decode's cost over the output tokens served in a month at the average rate."""
-    prefill_share: float
-    decode_share: float
-    prefill_gpu_hours_per_month: float = 0.0
-    decode_gpu_hours_per_month: float = 0.0
+    prefill_share: Real
+    decode_share: Real
+    prefill_gpu_hours_per_month: Real = 0.0
+    decode_gpu_hours_per_month: Real = 0.0
     bill: str = ""
     """The phase with the larger GPU-hours: `prefill` or `decode`."""
     offline: bool = False
@@ -450,15 +452,15 @@ class SolverRun(BaseModel):
     name: str
     version: str
     termination: str
-    runtime_s: float
+    runtime_s: Real
     """Seconds the backend spent solving; for a decomposed solve the sum over its
     programs, which run side by side in worker processes, so it can pass the wall time;
     decomposed by region, the wall time from the regions' programs to the plan (their
     programs, the plan floored at their fleets and the search by neighbourhoods)."""
-    mip_gap: float | None = None
+    mip_gap: Real | None = None
     """Relative gap between the plan and the best bound, as the backend reports it."""
-    requested_gap: float
-    time_limit_s: float
+    requested_gap: Real
+    time_limit_s: Real
     threads: Whole
     variables: Whole
     integer_variables: Whole
@@ -478,8 +480,8 @@ class WorkloadTier(BaseModel):
     workload: str
     tier: str
     """`dedicated`, `shared` or `both` (its own pool and a group)."""
-    peak_requests_per_s: float
-    utilisation: float
+    peak_requests_per_s: Real
+    utilisation: Real
     """Its peak load over the capacity of every replica that serves it (no failure)."""
     groups: tuple[str, ...] = ()
     """The shared groups it joins, as their member lists."""
@@ -491,19 +493,19 @@ class Tiering(BaseModel):
     model_config = FROZEN
 
     workloads: tuple[WorkloadTier, ...]
-    idle_fraction: float
+    idle_fraction: Real
     """With co-location (this plan)."""
-    idle_fraction_dedicated: float | None = None
+    idle_fraction_dedicated: Real | None = None
     """The same instance solved with colocation off."""
-    cost_per_month_dedicated: float | None = None
+    cost_per_month_dedicated: Real | None = None
     gpus_dedicated: Whole | None = None
-    saving_per_month: float | None = None
+    saving_per_month: Real | None = None
     """cost_per_month_dedicated - this plan's cost."""
     pays_the_bills: tuple[str, ...] = ()
     """The dedicated tier: workloads on pools of their own, untouched by the tail."""
     templates: Whole = 0
     """Group templates the program could choose."""
-    enumeration_s: float = 0.0
+    enumeration_s: Real = 0.0
     note: str = ""
 
 
@@ -514,12 +516,12 @@ class ColocationSearch(BaseModel):
     model_config = FROZEN
 
     method: str = "column generation"
-    lp_bound: float | None = None
+    lp_bound: Real | None = None
     """$/month: a lower bound on the tail's packing at peak without failures (each tail
     workload on one replica of a group or of its own), over every group of the candidates."""
-    packing_cost: float | None = None
+    packing_cost: Real | None = None
     """$/month of the integer packing over the generated groups (the heuristic's answer)."""
-    gap: float | None = None
+    gap: Real | None = None
     """(packing_cost - lp_bound) / packing_cost: how far the heuristic can be from the
     best packing; 0 when proven optimal."""
     converged: bool = False
@@ -572,7 +574,7 @@ class BuyerSummary(BaseModel):
     """USD over the horizon: the months' costs summed (None without a horizon)."""
     gpus_bought: Total = 0
     gpus_used: Total = 0
-    idle_fraction: float | None = None
+    idle_fraction: Real | None = None
     """Idle at peak over the GPUs paid (static plans)."""
     bought: tuple[BoughtGpus, ...] = ()
     orders: tuple[OrderLine, ...] = ()

@@ -22,6 +22,7 @@ from solver.plan.records import (
     CostAttribution,
     GpuUse,
     MaybeMoney,
+    Real,
     RegionPower,
     ReplicaPool,
     ScenarioResult,
@@ -108,9 +109,9 @@ class Plan(BaseModel):
     hours: tuple["Hour", ...] = ()
     """The 24 UTC hours of the representative day (time planning, issue 11)."""
     committed: tuple["Commitment", ...] = ()
-    idle_gpu_hours_per_day: float | None = None
+    idle_gpu_hours_per_day: Real | None = None
     """GPU-hours per day running without load or committed and not running."""
-    idle_replica_hours_per_day: float | None = None
+    idle_replica_hours_per_day: Real | None = None
     headroom: tuple["PoolHeadroom", ...] = ()
     error_budget_minutes_used: tuple["ScenarioBudgetUse", ...] = ()
     months: tuple["Month", ...] = ()
@@ -119,7 +120,7 @@ class Plan(BaseModel):
     without policy.horizon_months)."""
     batch: tuple["BatchPlacement", ...] = ()
 
-    idle_fraction: float | None = Field(default=None, ge=0, le=1)
+    idle_fraction: Real | None = Field(default=None, ge=0, le=1)
     """GPU-hours idle / GPU-hours paid at peak with no failure: 1 - sum_p gpus_p x
     utilisation_p / sum_{r,g} gpus[r,g].paid, busy GPUs over every pool and shared group,
     over the GPUs the bill covers (bought, in whole servers, plus the owned ones in use):

@@ -11,6 +11,7 @@ from pydantic import AfterValidator, BaseModel, Field
 from solver.plan.records import (
     FROZEN,
     Binding,
+    Real,
     RegionPower,
     ReplicaPool,
     ScenarioResult,
@@ -43,13 +44,13 @@ class HourGpus(BaseModel):
     """GPUs the hour's replicas hold."""
     existing: Whole = 0
     """Owned GPUs (already paid for) among the used ones."""
-    reserved: float = 0.0
+    reserved: Real = 0.0
     """Committed GPUs in use this hour (paid every hour whether used or not)."""
-    on_demand: float = 0.0
+    on_demand: Real = 0.0
     """GPUs rented by the hour this hour: used - existing - reserved - spot, in whole
     servers where GPUs come in servers (so the four may add up to less than a server
     more than `used`)."""
-    spot: float = 0.0
+    spot: Real = 0.0
     """Spot GPUs (interruptible) this hour: dedicated batch replicas, and interactive
     pools' spot replicas with policy.spot_confidence."""
 
@@ -66,7 +67,7 @@ class Hour(BaseModel):
     pools: tuple[ReplicaPool, ...] = ()
     """Replicas running in this hour, per pool (batch dedicated pools included)."""
     gpus: tuple[HourGpus, ...] = ()
-    cost_per_hour: float = 0.0
+    cost_per_hour: Real = 0.0
     """Reserved GPUs committed (used or not) x reserved price + on-demand and spot GPUs x
     their price, this hour."""
     failover_starts: tuple["FailoverStart", ...] = ()
@@ -93,7 +94,7 @@ class SpotReplicas(BaseModel):
     configuration: str
     replicas: Whole
     """Of the pool's replicas, those on spot."""
-    down_fraction: float
+    down_fraction: Real
     """u: share of time one spot replica is down (interruption + restart)."""
     down_replicas: Whole
     """Q(n u, a): replicas down at once with the plan's confidence a (the margin the
@@ -112,9 +113,9 @@ class BatchSoak(BaseModel):
     region: str
     configuration: str
     """The pool's configuration key."""
-    requests_per_s: float = Field(ge=0)
+    requests_per_s: Real = Field(ge=0)
     """Batch requests/s served on the pool this hour."""
-    batch_requests_per_s_per_replica: float = Field(ge=0)
+    batch_requests_per_s_per_replica: Real = Field(ge=0)
     """C_b: one replica of the configuration running the batch mix alone."""
     limit: str = ""
     """What sets C_b (e.g. kv_memory for long contexts)."""
@@ -138,9 +139,9 @@ class Commitment(BaseModel):
 
     region: str
     gpu: str
-    committed_gpus: float
-    reserved_price_per_gpu_hour: float
-    on_demand_price_per_gpu_hour: float
+    committed_gpus: Real
+    reserved_price_per_gpu_hour: Real
+    on_demand_price_per_gpu_hour: Real
 
 
 class PoolHeadroom(BaseModel):
@@ -151,21 +152,21 @@ class PoolHeadroom(BaseModel):
     workload: str
     region: str
     configuration: str
-    replica_start_s: float
-    lag_s: float
+    replica_start_s: Real
+    lag_s: Real
     """Detection + replica start: from a rise to capacity that serves it."""
-    steepest_ramp_rps_per_minute: float
-    headroom_rps: float
+    steepest_ramp_rps_per_minute: Real
+    headroom_rps: Real
     headroom_replicas: Whole
-    capacity_rps_per_replica: float
+    capacity_rps_per_replica: Real
     peak_replicas: Whole
-    target_utilization: float
-    kv_usage_scale_out: float
+    target_utilization: Real
+    kv_usage_scale_out: Real
     """Scale out when KV-cache usage per replica passes this share."""
-    queue_depth_scale_out: float
+    queue_depth_scale_out: Real
     """Scale out when prompts waiting for prefill per replica pass this (ScalingThresholds.
     queue_trigger, the number deploy writes: the SLO edge where the prefill lane saturates)."""
-    queue_depth_slo_edge: float | None
+    queue_depth_slo_edge: Real | None
     """Past this queue depth the TTFT target is gone (None: no TTFT target)."""
     signal_note: str = ""
 
@@ -178,15 +179,15 @@ class ScenarioBudgetUse(BaseModel):
     scenario: str
     workload: str
     worst_hour: Whole
-    failover_start_s: float
-    shortfall_rps: float
+    failover_start_s: Real
+    shortfall_rps: Real
     """Load beyond the survivors' warm capacity until started replicas serve."""
-    budget_minutes: float
+    budget_minutes: Real
     """The month's budget from slo.availability, minutes of full outage."""
-    budget_minutes_used: float
-    expected_burn_minutes_per_year: float | None = None
+    budget_minutes_used: Real
+    expected_burn_minutes_per_year: Real | None = None
     """lambda x mean over the hours (failure_probability_per_year given)."""
-    losses_per_month: float = 1.0
+    losses_per_month: Real = 1.0
     """m: losses of the region the month's budget absorbs, max(1, expected losses a
     month); the plan keeps m x budget_minutes_used <= budget_minutes."""
     started_replicas: Whole = 0
@@ -200,18 +201,18 @@ class MonthOffer(BaseModel):
 
     region: str
     gpu: str
-    peak_need_gpus: float
+    peak_need_gpus: Real
     """The most GPUs of this offer the month's hourly plan runs in any hour."""
-    committed_gpus: float
+    committed_gpus: Real
     """Committed (bought) GPUs serving this month; never fewer than the month before."""
-    ordered_gpus: float
+    ordered_gpus: Real
     """Committed GPUs ordered this month (they serve lead_time_months later)."""
-    on_demand_gpu_hours: float
-    cost: float
+    on_demand_gpu_hours: Real
+    cost: Real
     """USD this month: committed x reserved price every hour, plus on demand and spot."""
-    owned_gpus: float = 0.0
+    owned_gpus: Real = 0.0
     """The fleet held this month: the existing GPUs plus the committed ones."""
-    bought_gpus: float = 0.0
+    bought_gpus: Real = 0.0
     """Committed GPUs that start serving this month (committed less last month's)."""
     order_month: Whole | None = None
     """When `bought_gpus` must be ordered: this month less lead_time_months (negative
@@ -245,13 +246,13 @@ class Month(BaseModel):
     model_config = FROZEN
 
     month: Whole
-    growth_factor: float
-    cost_per_month: float
+    growth_factor: Real
+    cost_per_month: Real
     status: Annotated[str, AfterValidator(_month_status)] = ""
     """The month's own plan's status: optimal | feasible (gap X%) (solver.plan.schema
     .plan_status; each month is solved within its share of the time limit); empty in a
     plan written before months stated it."""
-    mip_gap: float | None = None
+    mip_gap: Real | None = None
     """The month's own plan's gap to its bound (None: no bound)."""
     stopped_at_limit: bool = False
     """Whether the month's solve stopped at its share of the time limit before its gap
@@ -272,7 +273,7 @@ class Month(BaseModel):
     shadow_price_note: str = ""
     """How the month's shadow prices were computed, or why it has none (month 0: the
     plan's own note)."""
-    idle_fraction: float | None = Field(default=None, ge=0, le=1)
+    idle_fraction: Real | None = Field(default=None, ge=0, le=1)
     """The month's idle share over the GPUs paid, over its day's hours (solver.time.idle;
     month 0: the plan's own `idle_fraction`, stated here too)."""
     error_budget_minutes_used: tuple["ScenarioBudgetUse", ...] = ()
@@ -293,21 +294,21 @@ class BatchPlacement(BaseModel):
 
     workload: str
     region: str
-    requests_per_day: float
-    deadline_hours: float
-    soaked_requests_per_day: float
+    requests_per_day: Real
+    deadline_hours: Real
+    soaked_requests_per_day: Real
     """Served on idle interactive replicas of the same model in the trough."""
     soak_limit: str = ""
     """What limits a batch replica on the interactive configuration (e.g. kv_memory)."""
-    soak_requests_per_s_per_replica: float = 0.0
-    idle_replica_hours_before: float = 0.0
-    idle_replica_hours_after: float = 0.0
+    soak_requests_per_s_per_replica: Real = 0.0
+    idle_replica_hours_before: Real = 0.0
+    idle_replica_hours_after: Real = 0.0
     dedicated_replicas: Whole = 0
     dedicated_configuration: str = ""
     dedicated_tier: str = ""
     """on_demand or spot: how the dedicated replicas are paid."""
-    dedicated_cost_per_month: float = 0.0
-    breakeven_price_per_gpu_hour: float | None = None
+    dedicated_cost_per_month: Real = 0.0
+    breakeven_price_per_gpu_hour: Real | None = None
     """Dedicated GPU-hour price above which soaking is cheaper per batch request."""
 
 

@@ -16,6 +16,7 @@ answer is an upper bound on the truly robust cost (a joint program over all poin
 would give the bound's other side).
 """
 
+import contextlib
 import json
 import math
 import os
@@ -232,20 +233,13 @@ _FIRST_LINE_BYTES = 1 << 16
 
 def _someone_elses(first_line: bytes) -> bool:
     """Whether a file whose first line this is holds another document (a plan, an
-    instance, a CSV): text that does not open with a record. An empty file, a record (or
-    its start, cut by a killed run) and bytes that are not text (a damaged results file:
-    its points are solved again) are the sweep's to append to."""
+    instance, a CSV, a disk image, a sparse file of zeros): anything that does not open
+    with a record. Only an empty file and a record (or its start, cut by a killed run)
+    are the sweep's to append to; a line after the first that does not parse is a
+    damaged line of its own, and its point is solved again (`read_results`)."""
     line = first_line.rstrip(b"\r\n")
     cut = not first_line.endswith(b"\n") and RECORD_START.startswith(line)  # the file's end
-    if not line or line.startswith(RECORD_START) or cut:
-        return False
-    if b"\x00" in line:
-        return False
-    try:
-        line.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
+    return not (not line or line.startswith(RECORD_START) or cut)
 
 
 _TWICE = (
@@ -282,15 +276,26 @@ class ResultsFile:
                 self.handle.write("\n")  # a line cut by a killed run ends before ours
 
     def append(self, record: dict[str, Any]) -> None:
-        """Write one record as a line."""
-        if self.handle is not None:
+        """Write one record as a line; a write that fails (a full disk, a quota, the file
+        system gone) is an InputError naming the file, as every output's is
+        (models.io.output_files), where it was an internal error (exit 70)."""
+        if self.handle is None:
+            return
+        try:
             self.handle.write(json.dumps(record) + "\n")
             self.handle.flush()
+        except OSError as error:
+            message = (
+                f"cannot be written: {error.strerror or error}; the points before this one "
+                "are in it, and the same command resumes from them"
+            )
+            raise InputError([Issue(str(self.path), None, "--out", message)]) from None
 
     def close(self) -> None:
-        """Close the file."""
+        """Close the file (what a failed write left buffered is dropped, not raised again)."""
         if self.handle is not None:
-            self.handle.close()
+            with contextlib.suppress(OSError):
+                self.handle.close()
 
 
 # --- running the points ------------------------------------------------------------------

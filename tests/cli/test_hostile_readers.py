@@ -139,7 +139,9 @@ def test_a_fifo_golden_is_a_regression_not_a_hang(run_cli, tmp_path, hang_guard)
     assert "FIFO" in result.stdout + result.stderr
 
 
-def test_a_binary_results_file_is_solved_again_not_a_crash(run_cli, tmp_path):
+def test_binary_lines_of_a_results_file_are_solved_again_not_a_crash(run_cli, tmp_path):
+    # a file whose first line is binary is not the sweep's and is refused
+    # (test_hostile_round14); past a first record, lines that are not text are damage
     grid = tmp_path / "grid.yaml"
     grid.write_text(
         f"instance: {ONE_MODEL_ONE_REGION}\n"
@@ -147,7 +149,8 @@ def test_a_binary_results_file_is_solved_again_not_a_crash(run_cli, tmp_path):
         encoding="utf-8",
     )
     results = tmp_path / "results.jsonl"
-    results.write_bytes(bytes(range(256)) * 4 + b"\n\xff\xfe{not json\n")
+    first = b'{"point": 9, "key": "no point of this grid", "status": "error"}\n'
+    results.write_bytes(first + bytes(range(256)) * 4 + b"\n\xff\xfe{not json\n")
     result = run_checked(run_cli, "sweep", grid, "--out", str(results), code=0)
     records = [json.loads(line) for line in results.read_bytes().splitlines()[-2:]]
     assert len({r["key"] for r in records}) == 2, result.stderr  # both points solved anew

@@ -163,3 +163,25 @@ def test_an_instance_output_may_replace_an_instance(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="is an instance file"):
         check_targets((tmp_path / "plan.json", written), instances=())
     check_targets((tmp_path / "plan.json", written), instances=(written,))
+
+
+def test_an_existing_target_is_read_once_per_command(tmp_path: Path, monkeypatch) -> None:
+    """A command checks its outputs as it starts and each again as it writes it: an
+    existing plan.json (up to 8 MiB) was parsed both times. Unchanged, it is read once;
+    changed in between (a new size), it is read again and judged afresh."""
+    import models.io.documents as documents
+
+    reads: list[Path] = []
+    real = documents.read_document
+    monkeypatch.setattr(
+        documents, "read_document", lambda p, *a, **k: reads.append(p) or real(p, *a, **k)
+    )
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"status": "optimal", "replicas": []}')
+    check_targets((plan,))
+    write_text(plan, '{"status": "optimal"}')  # the second check: no second read
+    assert len(reads) == 1
+    plan.write_text('{"regions": [], "workloads": [], "name": "now an instance"}')
+    with pytest.raises(InputError, match="is an instance file"):
+        write_text(plan, "{}")
+    assert len(reads) == 2

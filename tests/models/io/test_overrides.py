@@ -187,3 +187,21 @@ def test_an_invalid_value_under_a_bracketed_name_is_named_at_its_own_path(tmp_pa
     (issue,) = raised.value.issues
     assert issue.path == "workloads[0].demand.eu-west[1].peak_requests_per_s"
     assert issue.message.endswith(f"(after --set {change})")
+
+
+def test_a_negative_index_counts_from_the_end_as_documented():
+    """`[-1]` is the last element (Python's rule, which the path reader always followed,
+    undocumented until the README, the module and --set's help said so); past the
+    start is out of range. DOCUMENT has 2 workloads: -1 is chat's neighbour code.v2,
+    -2 is chat, -3 is nothing."""
+    assert _set("workloads[-1].slo.ttft_p99_ms=1")["workloads"][1]["slo"] == {"ttft_p99_ms": 1}
+    assert _set("workloads[-2].slo.ttft_p99_ms=1")["workloads"][0]["slo"] == {"ttft_p99_ms": 1}
+    with pytest.raises(InputError) as raised:
+        _set("workloads[-3].slo=1")
+    assert "workloads has 2 elements; index -3 is out of range" in raised.value.issues[0].message
+    from cli.options import SetOption
+    from tests.paths import REPO
+
+    (option,) = SetOption.__metadata__
+    assert "[-1] the last" in option.help
+    assert "`[-1]` the last" in (REPO / "README.md").read_text(encoding="utf-8")

@@ -213,3 +213,30 @@ def test_vllm_max_concurrency_above_the_prompts_is_the_prompts(tmp_path):
     path.write_text(json.dumps(result))
     (run,) = read_measurements([path], LLAMA)
     assert (run.concurrency, run.requests) == (100, 100)
+
+
+@pytest.mark.parametrize(
+    ("header", "column", "hint"),
+    [
+        # a unit in the header: the run's TTFT was skipped and the fit used the others
+        (HEADER.replace("ttft_mean_ms", "ttft_mean (ms)"), "ttft_mean (ms)", "'ttft_mean_ms'"),
+        (HEADER.replace("output_tok_s", "output_tok_s [tok/s]"), "output_tok_s [tok/s]",
+         "'output_tok_s'"),
+        (HEADER.replace("tp,", "TP,"), "TP", "'tp'"),  # case: 'tp: missing' named the wrong thing
+        (HEADER.rstrip("\n") + ",pp_size\n", "pp_size", "tp, pp, kv"),  # pp 4 read as 1
+        (HEADER.replace(",", ";"), HEADER.replace(",", ";").strip(), "separated by commas"),
+    ],
+)  # fmt: skip
+def test_a_column_the_reader_does_not_know_is_refused_not_skipped(tmp_path, header, column, hint):
+    """A CSV column of another name was skipped without a word: its values were dropped
+    (a TTFT under 'ttft_mean (ms)' was never fitted, a pipeline of 4 under 'pp_size'
+    replayed as 1). Now line 1 names the column and the spelling meant."""
+    path = tmp_path / "runs.csv"
+    values = "llama-3.1-8b,h100-sxm,fp8,2,1000,200,16,1500.5,120,14.5"
+    extra = ",4" if "pp_size" in header else ""
+    path.write_text(header + (values.replace(",", ";") if ";" in header else values) + extra + "\n")
+    with pytest.raises(InputError) as raised:
+        read_measurements([path], RunDefaults())
+    (issue,) = raised.value.issues
+    assert (issue.line, issue.path) == (1, column)
+    assert "is not a column of a measurements CSV" in issue.message and hint in issue.message

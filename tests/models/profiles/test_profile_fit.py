@@ -105,3 +105,48 @@ def test_leave_one_out_predicts_each_run_from_the_others():
     assert document["kind"] == "fleetplan-engine-profile"
     assert document["fit"]["rows"] == 3
     assert set(document["by_key"]["default"]) >= set(TRUTH)
+
+
+def test_runs_of_one_shape_are_replayed_once_per_loss(monkeypatch):
+    """200 repeats of one shape (each its own figures) replayed 200 times at every step
+    of the fit: 2 minutes for what one replay answers. Five runs of two shapes (3 of
+    one, 2 of the other) replay twice; the loss is the same as replaying each."""
+    import models.profiles.fit as fit
+
+    (first,) = synthetic_runs([(256, 256, 8)])
+    (second,) = synthetic_runs([(2000, 64, 1)])
+    runs = [
+        replace(first, output_tokens_per_s=first.output_tokens_per_s * f) for f in (1, 1.1, 0.9)
+    ]
+    runs += [replace(second, ttft_mean_ms=second.ttft_mean_ms * f) for f in (1, 1.2)]
+    base = efficiency_for("h100-sxm", Precision.BF16)
+    replays = []
+    real = fit.predict
+    monkeypatch.setattr(fit, "predict", lambda run, *a: replays.append(run) or real(run, *a))
+    once = fit.loss(runs, base, 3)
+    assert len(replays) == 2
+    each = [real(run, base, 3) for run in runs]  # the same figures as a replay per run
+    assert each[0] == each[1] == each[2] and each[3] == each[4]
+    assert once > 0
+
+
+def test_leave_one_out_past_its_bound_is_refused_before_any_fit(run_cli, tmp_path):
+    """calibrate on 50 runs fitted 51 times with nothing printed but 'fitting 50 runs':
+    hours on distinct shapes. Past MAX_LEAVE_ONE_OUT_RUNS (30) runs it is refused at
+    once, naming the flag; --no-leave-one-out fits them."""
+    from models.profiles.fit import MAX_LEAVE_ONE_OUT_RUNS, fit_profile
+
+    (run,) = synthetic_runs([(256, 256, 8)])
+    runs = [replace(run, requests=24 + i) for i in range(MAX_LEAVE_ONE_OUT_RUNS + 1)]
+    with pytest.raises(ValueError, match="31 runs would fit 32 times"):
+        fit_profile(runs, leave_one_out=True)
+    header = "model,gpu,precision,tp,isl,osl,concurrency,num_requests,output_tok_s\n"
+    lines = [f"llama-3.1-8b,h100-sxm,bf16,1,256,256,8,{24 + i},{run.output_tokens_per_s:.3f}"
+             for i in range(MAX_LEAVE_ONE_OUT_RUNS + 1)]  # fmt: skip
+    path = tmp_path / "runs.csv"
+    path.write_text(header + "\n".join(lines) + "\n")
+    result = run_cli("calibrate", path, "-o", tmp_path / "p.yaml")
+    assert result.exit_code == 2 and "--leave-one-out: leave-one-out refits once per run" in (
+        result.stderr
+    )
+    assert "--no-leave-one-out" in result.stderr and not (tmp_path / "p.yaml").exists()
