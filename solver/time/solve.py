@@ -228,9 +228,11 @@ def hourly_plan(
     peak_starts = next(h.failover_starts for h in hours if h.hour == peak_hour)
     peak_sets = program.periods[0].program.sets  # the instance's GPUs, regions and policy
     duals, shadow_price_note = priced()
+    site_prices = site_duals(program, duals)
     power, power_rows = whole_unit_power(
         peak_sets,
-        month_power(instance, hours, region_power(peak_sets, uses, site_duals(program, duals))),
+        month_power(instance, hours, region_power(peak_sets, uses, site_prices)),
+        site_prices,
     )
     binding = (hour_bindings(program, values, duals) if duals else ()) + power_rows
     size = program.lp.size()
