@@ -366,7 +366,7 @@ def time_levers(instance: Instance) -> list[Lever]:
             "reserved price -10%",
             supply_edit("reserved_price_per_gpu_hour", lambda p: RESERVED_DISCOUNT * p),
         ),
-        Lever("interactive spot (99%)", interactive_spot),
+        Lever("interactive spot (99%)", interactive_spot, relaxes=True),
     ]
 
 
