@@ -195,10 +195,11 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
                 band_note(pools) if banded else "",
             )
         )
+    price = "on-demand $/GPU-h" if plan.hours else "$/GPU-h"  # GpuUse: the list price
     tables.append(
         TableSpec(
             month_zero(plan, "GPUs by region and type"),
-            ("region", "GPU", "used", "existing", "bought", "available", "$/GPU-h", "$/month"),
+            ("region", "GPU", "used", "existing", "bought", "available", price, "$/month"),
             tuple(
                 (
                     u.region,
@@ -212,7 +213,13 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
                 )
                 for u in plan.gpus
             ),
-            f"total ${plan.cost_per_month or 0:,.0f}/month",
+            f"total ${plan.cost_per_month or 0:,.0f}/month"
+            + (
+                "; $/month is the bill as the hours pay it: committed GPUs at the reserved "
+                "price every hour, rented and spot GPUs by the hour (Committed (reserved) GPUs)"
+                if plan.hours
+                else ""
+            ),
         )
     )
     if plan.cost_attribution:
