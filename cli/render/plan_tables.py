@@ -92,9 +92,15 @@ def procurement_lines(plan: Plan) -> list[str]:
     return lines
 
 
-BUSIEST_SERVERS = "Servers the busiest hour runs (committed and rented by the hour)"
-"""An hourly plan's `servers`: what its busiest hour holds beyond the existing fleet, the
-reservation (the summary's orders, `committed`) and the GPUs rented at the peak alike."""
+BUSIEST_SERVERS = "Servers at each GPU type's busiest hour (committed and rented by the hour)"
+"""An hourly plan's `servers`: per GPU type, what its own busiest hour holds beyond the
+existing fleet (solver.time.solve.peak_gpu_use), the reservation (the summary's orders,
+`committed`) and the GPUs rented at that peak alike. Types may peak at different hours, so
+the rows need not run at once: the power table counts one hour's (its busiest)."""
+BUSIEST_SERVERS_NOTE = (
+    "each GPU type at its own busiest hour: types that peak at different hours are not held "
+    "at once, and the power table counts what one hour holds"
+)
 
 
 def site_tables(plan: Plan) -> list[TableSpec]:
@@ -109,6 +115,7 @@ def site_tables(plan: Plan) -> list[TableSpec]:
                     (s.region, s.gpu, str(s.count), str(s.gpus_per_server or "-"))
                     for s in plan.servers
                 ),
+                BUSIEST_SERVERS_NOTE if plan.hours else "",
             )
         )
     if plan.power_kw:
