@@ -68,3 +68,28 @@ def test_the_servers_table_of_types_peaking_apart_is_not_one_hours():
     assert table.title == BUSIEST_SERVERS
     assert "each GPU type's busiest hour" in table.title
     assert "types that peak at different hours are not held at once" in table.note
+
+
+def test_an_hourly_plans_racks_are_its_busiest_hours_as_its_kw_are():
+    """The power row's racks were the gpus table's (each type at its own peak: 48 + 8
+    GPUs) beside kW of the busiest hour (48 GPUs); the rack_space row bounds each period
+    as power does. 25 kW racks hold two 10.2 kW servers: a GPU takes 1 / 16 of a rack.
+    12:00: (32 + 8) / 16 = 2.5 racks; 13:00: 48 / 16 = 3.0; the types' peaks 56 / 16 = 3.5."""
+    from solver.verify.months import busiest_hour_racks
+
+    data = {**INSTANCE, "regions": [{**INSTANCE["regions"][0], "racks": 4, "kw_per_rack": 25}]}
+    instance = validate_instance(data, "two-peaks-racks.yaml")
+    use = {12: {"h100-sxm": 29, "h200": 8}, 13: {"h100-sxm": 45}}
+    hours = tuple(
+        Hour(
+            hour=h,
+            period=h,
+            gpus=tuple(HourGpus(region="us-east", gpu=g, used=n) for g, n in held.items()),
+        )
+        for h, held in use.items()
+    )
+    stated = RegionPower(region="us-east", kw=0.0, racks=(48 + 8) / 16, limit_racks=4)
+    (power,) = month_power(instance, hours, (stated,))
+    assert power.racks == pytest.approx(48 / 16)  # 13:00's 3.0, not the peaks' 3.5
+    assert power.kw == pytest.approx(6 * SERVER_KW)  # the same hour's 61.2 kW
+    assert busiest_hour_racks(instance, "us-east", hours) == pytest.approx(48 / 16)
