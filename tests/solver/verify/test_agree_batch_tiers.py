@@ -82,3 +82,23 @@ def test_the_hours_spot_gpus_are_shared_over_its_dedicated_pools(solved):
     share = dedicated_spot_share(hour, "east", "h100-sxm", dedicated)
     assert share == pytest.approx(gpus.spot / dedicated)  # e.g. 10 / 17, not 1 per pool
     assert math.isclose(dedicated_spot_share(hour, "east", "h100-sxm", 0), 0.0)
+
+
+def test_the_attribution_shares_the_rented_server_between_its_two_holders():
+    """Without a reserved price the server the chat and 7 batch replicas share is rented
+    all day: 8 x $2.40 x 730 = $14,016, beside 10 spot GPUs at $1.0 (730 x 10 = $7,300).
+    The batch's two pools have one configuration key, and the attribution read the spot
+    GPUs of that key as each pool's: the rented server's bill went to no one, the rows
+    added up to $7,300 of $21,316 and the verifier refused the plan (PlanRejected).
+    Shared by GPUs: chat 1/8 of $14,016 = $1,752; the batch 7/8 of it and the spot GPUs,
+    $12,264 + $7,300 = $19,564 (its placement's dedicated cost)."""
+    data = yaml.safe_load(INSTANCE)
+    del data["regions"][0]["supply"]["h100-sxm"]["reserved_price_per_gpu_hour"]
+    instance = validate_instance(data, "batch-tiers-rented.yaml")
+    plan = solve(instance)
+    (gpus,) = plan.hours[0].gpus
+    assert (gpus.on_demand, gpus.spot) == (8, 10)  # one rented server, 10 spot GPUs
+    rows = {row.workload: row.cost_per_month for row in plan.cost_attribution}
+    assert rows["chat"] == pytest.approx(HOURS_PER_MONTH * 8 * LISTED / 8)
+    assert rows["summarise"] == pytest.approx(HOURS_PER_MONTH * (7 * LISTED + 10 * SPOT))
+    assert sum(rows.values()) == pytest.approx(plan.cost_per_month)
