@@ -102,3 +102,17 @@ def test_the_attribution_shares_the_rented_server_between_its_two_holders():
     assert rows["chat"] == pytest.approx(HOURS_PER_MONTH * 8 * LISTED / 8)
     assert rows["summarise"] == pytest.approx(HOURS_PER_MONTH * (7 * LISTED + 10 * SPOT))
     assert sum(rows.values()) == pytest.approx(plan.cost_per_month)
+
+
+def test_the_peak_fleet_holds_every_dedicated_replica(solved):
+    """The batch's two tiers were two pools of one configuration in every hour, and the
+    peak fleet (`replicas`: each configuration at its largest count) kept one of them: the
+    region table read 10 summarise replicas beside a placement of 17 and hours running
+    7 + 10. Now one pool of 17, its rate the count-weighted mean of the tiers'."""
+    _, plan = solved
+    (row,) = plan.batch
+    (hour_pool,) = [p for p in plan.hours[0].pools if p.workload == "summarise"]
+    (peak,) = [p for p in plan.replicas if p.workload == "summarise"]
+    (gpus,) = plan.hours[0].gpus
+    assert peak.count == hour_pool.count == row.dedicated_replicas
+    assert peak.gpus == (8 - 1) + gpus.spot  # the held server's GPUs the chat leaves, and spot
