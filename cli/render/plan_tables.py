@@ -93,9 +93,15 @@ def procurement_lines(plan: Plan) -> list[str]:
     return lines
 
 
-BUSIEST_SERVERS = "Servers the busiest hour runs (committed and rented by the hour)"
-"""An hourly plan's `servers`: what its busiest hour holds beyond the existing fleet, the
-reservation (the summary's orders, `committed`) and the GPUs rented at the peak alike."""
+BUSIEST_SERVERS = "Servers at each GPU type's busiest hour (committed and rented by the hour)"
+"""An hourly plan's `servers`: per GPU type, what its own busiest hour holds beyond the
+existing fleet (solver.time.solve.peak_gpu_use), the reservation (the summary's orders,
+`committed`) and the GPUs rented at that peak alike. Types may peak at different hours, so
+the rows need not run at once: the power table counts one hour's (its busiest)."""
+BUSIEST_SERVERS_NOTE = (
+    "each GPU type at its own busiest hour: types that peak at different hours are not held "
+    "at once, and the power table counts what one hour holds"
+)
 
 
 def site_tables(plan: Plan) -> list[TableSpec]:
@@ -110,6 +116,7 @@ def site_tables(plan: Plan) -> list[TableSpec]:
                     (s.region, s.gpu, str(s.count), str(s.gpus_per_server or "-"))
                     for s in plan.servers
                 ),
+                BUSIEST_SERVERS_NOTE if plan.hours else "",
             )
         )
     if plan.power_kw:
@@ -196,10 +203,11 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
                 band_note(pools) if banded else "",
             )
         )
+    price = "on-demand $/GPU-h" if plan.hours else "$/GPU-h"  # GpuUse: the list price
     tables.append(
         TableSpec(
             month_zero(plan, "GPUs by region and type"),
-            ("region", "GPU", "used", "existing", "bought", "available", "$/GPU-h", "$/month"),
+            ("region", "GPU", "used", "existing", "bought", "available", price, "$/month"),
             tuple(
                 (
                     u.region,
@@ -213,7 +221,13 @@ def plan_tables(plan: Plan) -> list[TableSpec]:
                 )
                 for u in plan.gpus
             ),
-            f"total ${plan.cost_per_month or 0:,.0f}/month",
+            f"total ${plan.cost_per_month or 0:,.0f}/month"
+            + (
+                "; $/month is the bill as the hours pay it: committed GPUs at the reserved "
+                "price every hour, rented and spot GPUs by the hour (Committed (reserved) GPUs)"
+                if plan.hours
+                else ""
+            ),
         )
     )
     if plan.cost_attribution:

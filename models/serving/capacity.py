@@ -428,6 +428,7 @@ def batch_capacity(
             steps.allreduces_per_pass,
             batch,
             point.tpot_p99_s if tpot_reached else None,
+            0 if steps.experts_layout is None else steps.experts_layout.alltoall_collectives,
         )
     else:
         reason = limit_reason(limit, point, m, budget, targets, efficiency, pool_replicas)

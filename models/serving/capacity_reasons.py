@@ -95,13 +95,23 @@ def nic_receive_reason(transfer_bytes: float, nic_bytes_per_s: float, rate: floa
 
 
 def comm_share_reason(
-    parts: PassParts, allreduces_per_pass: int, batch: float, tpot_reached_s: float | None
+    parts: PassParts,
+    allreduces_per_pass: int,
+    batch: float,
+    tpot_reached_s: float | None,
+    alltoalls_per_pass: int = 0,
 ) -> str:
-    """A step that spends most of its time in all-reduces and hops; `tpot_reached_s` the
+    """A step that spends most of its time in all-reduces, the experts' all-to-all
+    (dispatch and combine, `alltoalls_per_pass` of them) and hops; `tpot_reached_s` the
     p99 TPOT when that is what stopped the batch growing (None otherwise)."""
+    counts = f"{allreduces_per_pass} all-reduces per pass"
+    links = "all-reduces and hops"
+    if alltoalls_per_pass:
+        counts = f"{alltoalls_per_pass} expert all-to-alls and {counts}"
+        links = "the experts' all-to-all, all-reduces and hops"
     reason = (
-        f"all-reduces and hops take {parts.comm_s / parts.total_s:.0%} of each stage pass "
-        f"({allreduces_per_pass} all-reduces per pass) at mean batch {batch:,.1f}"
+        f"{links} take {parts.comm_s / parts.total_s:.0%} of each stage pass "
+        f"({counts}) at mean batch {batch:,.1f}"
     )
     if tpot_reached_s is not None:
         reason += f"; p99 TPOT {tpot_reached_s * 1e3:.1f} ms reaches the target"

@@ -72,31 +72,28 @@ def pool_hours(
     shares: list[PoolHour] = []
     idle: dict[tuple[str, str], float] = defaultdict(float)
     for hour in hours:
-        by_offer: dict[tuple[str, str], list[ReplicaPool]] = defaultdict(list)
-        for pool in hour.pools:
+        by_offer: dict[tuple[str, str], dict[PoolKey, int]] = defaultdict(dict)
+        for pool in hour.pools:  # one entry per pool key: a batch's two tiers are two pools
             if pool.gpus:
-                by_offer[(pool.region, pool.gpu)].append(pool)
+                held = by_offer[(pool.region, pool.gpu)]
+                held[_key(pool)] = held.get(_key(pool), 0) + pool.gpus
         paid = {(g.region, g.gpu): g for g in hour.gpus}
         for key, o in terms.items():
             row = paid.get(key)
             reserved, on_demand, spot_cost = o.hour_bill(
                 committed.get(key, 0.0), row.on_demand if row else 0.0, row.spot if row else 0.0
             )
-            pools = by_offer.get(key, [])
-            spot = [on_spot.get((hour.period, _key(p)), 0) for p in pools]
-            other = [(p.gpus or 0) - s for p, s in zip(pools, spot, strict=True)]
+            pools = list(by_offer.get(key, {}).items())
+            spot = [min(on_spot.get((hour.period, k), 0), gpus) for k, gpus in pools]
+            other = [gpus - s for (_, gpus), s in zip(pools, spot, strict=True)]
             if not pools or sum(other) <= 0:
                 idle[key] += reserved
                 reserved = 0.0
-            for pool, s, rest in zip(pools, spot, other, strict=True):
+            for ((workload, config, region), gpus), s, rest in zip(pools, spot, other, strict=True):
                 cost = _part(spot_cost, s, sum(spot)) + _part(
                     reserved + on_demand, rest, sum(other)
                 )
-                shares.append(
-                    PoolHour(
-                        pool.workload, pool.region, pool.gpu, pool.key, hour.period, pool.gpus, cost
-                    )
-                )
+                shares.append(PoolHour(workload, region, key[1], config, hour.period, gpus, cost))
     return _spread_idle(shares, idle)
 
 

@@ -366,7 +366,7 @@ def time_levers(instance: Instance) -> list[Lever]:
             "reserved price -10%",
             supply_edit("reserved_price_per_gpu_hour", lambda p: RESERVED_DISCOUNT * p),
         ),
-        Lever("interactive spot (99%)", interactive_spot),
+        Lever("interactive spot (99%)", interactive_spot, relaxes=True),
     ]
 
 
@@ -376,7 +376,7 @@ def levers_for(instance: Instance) -> list[Lever]:
     levers = [
         Lever("prefix-cache hit +10 points", more_prefix_hits),
         Lever(lower_kv_name(instance), lower_kv),
-        Lever("precision one step down", precision_step_down),
+        Lever("precision one step down", precision_step_down, relaxes=True),
         Lever("TTFT +20%", looser_slo("ttft_p99_ms"), relaxes=True),
         Lever("TPOT +20%", looser_slo("tpot_p99_ms"), relaxes=True),
         Lever("allow disaggregation", policy_switch("disaggregation"), relaxes=True),

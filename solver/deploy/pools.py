@@ -4,7 +4,9 @@ run in the normal scenario, how many are the failover spare, and when to scale.
 Normal and spare. The plan sizes each pool for its worst failure scenario. In the normal
 scenario (`none`) the pool carries its share of its phase's load L (the scenario's load of
 the (workload, region, phase), split over the phase's pools in proportion to
-count x capacity). Its normal size is the smallest n <= count with
+count x capacity; in an hourly plan, the counts of the hour its scenarios are stated
+for, its busiest, so that a pool not running then is all spare). Its normal size is
+the smallest n <= count with
 
     n x q(n) x u_max >= L          (q(n): capacity per replica in a pool of n, from the
                                     verifier's physics; u_max = policy.max_utilization)
@@ -216,16 +218,25 @@ def deploy_pools(instance: Instance, plan: Plan) -> tuple[DeployPool, ...]:
             "the plan does not fit the instance: " + "; ".join(v.message for v in violations)
         )
     loads = normal_loads(plan)
+    running = scenario_hour_counts(plan)
+
+    def carried(pool: RecomputedPool) -> float:
+        """What the pool carries in the scenarios' hour: its count there (an hourly
+        plan's pools need not all run in its busiest hour), else its whole count."""
+        if running is None:
+            return pool.carries(pool.count)
+        return pool.carries(running.get((pool.workload, pool.region, pool.entries[0].key), 0))
+
     phase_capacity: dict[tuple[str, str, str], float] = defaultdict(float)
     for pool in pools:
-        phase_capacity[(pool.workload, pool.region, _phase(pool))] += pool.carries(pool.count)
+        phase_capacity[(pool.workload, pool.region, _phase(pool))] += carried(pool)
     headroom = {(h.workload, h.region, h.configuration): h.headroom_rps for h in plan.headroom}
     started = failover_starts(plan)
     names = _unique_names(pools)
     records = []
     for pool in pools:
         key = (pool.workload, pool.region, _phase(pool))
-        share = pool.carries(pool.count) / phase_capacity[key] if phase_capacity[key] else 0
+        share = carried(pool) / phase_capacity[key] if phase_capacity[key] else 0
         normal = normal_size(pool, loads.get(key, 0.0) * share) if loads else pool.count
         entry = pool.entries[0]
         records.append(
@@ -240,6 +251,20 @@ def deploy_pools(instance: Instance, plan: Plan) -> tuple[DeployPool, ...]:
             )
         )
     return tuple(records)
+
+
+def scenario_hour_counts(plan: Plan) -> dict[tuple[str, str, str], int] | None:
+    """(workload, region, configuration) -> replicas in the hour whose scenarios the plan
+    states (`scenarios[].hour`: an hourly plan's busiest hour, a month's under
+    `month_plan`); None for a plan of one period, whose pools all run at its peak."""
+    hour = plan.scenarios[0].hour if plan.scenarios else None
+    row = next((h for h in plan.hours if h.hour == hour), None) if hour is not None else None
+    if row is None:
+        return None
+    counts: dict[tuple[str, str, str], int] = defaultdict(int)
+    for pool in row.pools:
+        counts[(pool.workload, pool.region, pool.key)] += pool.count
+    return dict(counts)
 
 
 def failover_starts(plan: Plan) -> dict[tuple[str, str, str], int]:

@@ -306,7 +306,9 @@ class BatchPlacement(BaseModel):
     dedicated_replicas: Whole = 0
     dedicated_configuration: str = ""
     dedicated_tier: str = ""
-    """on_demand or spot: how the dedicated replicas are paid."""
+    """on_demand or spot: how the dedicated replicas are paid; `on_demand+spot` where
+    some run on spot and the rest on committed or rented GPUs (as `dedicated_configuration`
+    joins the configurations of pools on several)."""
     dedicated_cost_per_month: Real = 0.0
     breakeven_price_per_gpu_hour: Real | None = None
     """Dedicated GPU-hour price above which soaking is cheaper per batch request."""

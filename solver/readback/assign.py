@@ -124,7 +124,7 @@ def read_plan(
     proven = result.termination is Termination.OPTIMAL or (
         gap is not None and gap != result.mip_gap and gap <= settings.mip_gap
     )
-    power, power_rows = whole_unit_power(sets, region_power(sets, gpu_uses, duals))
+    power, power_rows = whole_unit_power(sets, region_power(sets, gpu_uses, duals), duals)
     plan = Plan(
         instance=sets.instance.name,
         status=plan_status(proven, gap, settings.mip_gap),

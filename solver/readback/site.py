@@ -8,14 +8,17 @@ A power cap binds in whole units (solver.plan.binding) where the kW it leaves is
 than the least unit a region could add, one server of its offers (a GPU with buy_unit:
 gpu): min_g gpu_kw(r, g) x node_gpus(g). It is read from the GPUs installed (in an
 hourly plan, its busiest hour's), not from the program's row: in the periods program a
-period's `purchased` is not priced and may stand above what the hour runs.
+period's `purchased` is not priced and may stand above what the hour runs. A rack limit
+binds in whole units alike, where the racks it leaves are fewer than one more server of
+the region's offers takes (min_g racks_per_gpu(g) x node_gpus(g)).
 """
 
 from models.operations.site import gpu_kw, node_gpus, racks_per_gpu
 from solver.plan.binding import Binding
 from solver.plan.records import GpuUse, RegionPower, ServerPurchase
-from solver.program.families.power import POWER
-from solver.program.row_names import PowerRow
+from solver.program.families import Family
+from solver.program.families.power import POWER, RACK_SPACE
+from solver.program.row_names import PowerRow, RackSpaceRow
 from solver.program.sets import ProgramSets
 
 
@@ -69,14 +72,17 @@ def region_power(
 
 
 def whole_unit_power(
-    sets: ProgramSets, power: tuple[RegionPower, ...]
+    sets: ProgramSets, power: tuple[RegionPower, ...], duals: dict[str, float]
 ) -> tuple[tuple[RegionPower, ...], tuple[Binding, ...]]:
     """The regions' power with `whole_unit_kw` and `slack_kw` stated where the cap binds
     in whole units (see the module text), and a `power[r]` binding row for each (slack
-    the kW left, `whole_unit` the kW of one more server; not priced)."""
+    the kW left, `whole_unit` the kW of one more server; not priced); a `rack_space[r]`
+    row where the racks left are fewer than one more server takes and `duals` (the
+    site rows' prices, as `region_power` reads them) give the row no price."""
     instance = sets.instance
     rows, found = [], []
     for p in power:
+        found += _whole_unit_racks(sets, p, duals)
         if p.limit_kw is None or p.shadow_price_per_kw:
             rows.append(p)
             continue
@@ -92,17 +98,47 @@ def whole_unit_power(
             rows.append(p)
             continue
         rows.append(p.model_copy(update={"whole_unit_kw": unit[0], "slack_kw": slack}))
-        n = node_gpus(instance, unit[1])
-        found.append(
-            Binding(
-                name=PowerRow(p.region).name(),
-                family=POWER.name,
-                description=POWER.description,
-                slack=slack,
-                shadow_price=0.0,
-                unit=POWER.dual_unit,
-                whole_unit=unit[0],
-                whole_unit_of=f"one {n}-GPU {unit[1]} server" if n > 1 else f"one {unit[1]} GPU",
-            )
-        )
+        found.append(_site_binding(sets, PowerRow(p.region).name(), POWER, slack, unit))
     return tuple(rows), tuple(found)
+
+
+def _whole_unit_racks(
+    sets: ProgramSets, p: RegionPower, duals: dict[str, float]
+) -> list[Binding]:
+    """The `rack_space[r]` row where the region's rack limit binds in whole units: fewer
+    racks left than one more server of its offers takes (and no price); else none."""
+    region = sets.instance.region(p.region)
+    name = RackSpaceRow(p.region).name()
+    if p.racks is None or p.limit_racks is None or region.kw_per_rack is None:
+        return []
+    if abs(duals.get(name, 0.0)) > 1e-6:
+        return []  # priced: the binding report lists it with its price
+    units = [
+        (racks_per_gpu(sets.instance, g, region.kw_per_rack) * node_gpus(sets.instance, g), g)
+        for g, offer in region.supply.items()
+        if offer.max_gpus
+    ]
+    slack = p.limit_racks - p.racks
+    unit = min(units, default=None)
+    margin = 1e-6 * (1.0 + p.limit_racks)
+    if unit is None or not margin < slack < unit[0] - margin:
+        return []
+    return [_site_binding(sets, name, RACK_SPACE, slack, unit)]
+
+
+def _site_binding(
+    sets: ProgramSets, name: str, family: Family, slack: float, unit: tuple[float, str]
+) -> Binding:
+    """A site row binding in whole units: `slack` left, less than `unit` (its amount and
+    the GPU type of the least server); not priced."""
+    n = node_gpus(sets.instance, unit[1])
+    return Binding(
+        name=name,
+        family=family.name,
+        description=family.description,
+        slack=slack,
+        shadow_price=0.0,
+        unit=family.dual_unit,
+        whole_unit=unit[0],
+        whole_unit_of=f"one {n}-GPU {unit[1]} server" if n > 1 else f"one {unit[1]} GPU",
+    )

@@ -135,8 +135,8 @@ def with_batch(
             idle_replica_hours_before=before,
             idle_replica_hours_after=after,
             dedicated_replicas=sum(p.count for p, _, _ in own),
-            dedicated_configuration=own[0][0].key if own else "",
-            dedicated_tier=own[0][1] if own else "",
+            dedicated_configuration="+".join(dict.fromkeys(p.key for p, _, _ in own)),
+            dedicated_tier="+".join(dict.fromkeys(t for _, t, _ in own)),
             dedicated_cost_per_month=math.fsum(
                 days * HOURS_PER_DAY * (p.gpus or 0) * price for p, _, price in own
             ),

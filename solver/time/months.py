@@ -40,7 +40,7 @@ from models.operations.procurement import (
     month_factors,
     month_instance,
 )
-from models.operations.site import gpu_kw, gpus_bought, node_gpus
+from models.operations.site import gpu_kw, gpus_bought, node_gpus, racks_per_gpu
 from models.schema.instance import Instance
 from models.schema.quantities import counted
 from models.schema.traffic import HOURS_PER_DAY
@@ -294,25 +294,40 @@ def month_power(
         kW_r = max_h sum_g kw[r,g] x (existing[r,g] + bought(used[r,g,h]))
 
     bought in whole servers as the period's `purchased` column counts them
-    (models.operations.site.gpus_bought); the cap and its $/month per kW are the month's
-    own plan's (`stated`: its pricing LP's power duals summed over the periods)."""
+    (models.operations.site.gpus_bought); the racks likewise, max_h sum_g racks_g x the
+    same GPUs (the rack_space row is a period's too), where the region states racks;
+    the cap and its $/month per kW are the month's own plan's (`stated`: its pricing LP's
+    power duals summed over the periods)."""
     rows = []
     for power in stated:
         region = instance.region(power.region)
-        by_hour = [
-            math.fsum(
-                gpu_kw(instance, g.region, g.gpu)
-                * (
-                    region.existing.get(g.gpu, 0)
-                    + gpus_bought(g.used, region.existing.get(g.gpu, 0), node_gpus(instance, g.gpu))
-                )
-                for g in hour.gpus
-                if g.region == power.region
+        kw = {g: gpu_kw(instance, power.region, g) for g in instance.gpu_specs}
+        update = {
+            "kw": max((_installed(instance, power.region, h, kw) for h in hours), default=power.kw)
+        }
+        if power.racks is not None and region.kw_per_rack is not None:
+            racks = {g: racks_per_gpu(instance, g, region.kw_per_rack) for g in instance.gpu_specs}
+            update["racks"] = max(
+                (_installed(instance, power.region, h, racks) for h in hours), default=power.racks
             )
-            for hour in hours
-        ]
-        rows.append(power.model_copy(update={"kw": max(by_hour, default=power.kw)}))
+        rows.append(power.model_copy(update=update))
     return tuple(rows)
+
+
+def _installed(
+    instance: Instance, region_name: str, hour: Hour, per_gpu: Mapping[str, float]
+) -> float:
+    """sum_g per_gpu[g] x (existing + GPUs bought for the hour's use, whole servers)."""
+    region = instance.region(region_name)
+    return math.fsum(
+        per_gpu[g.gpu]
+        * (
+            region.existing.get(g.gpu, 0)
+            + gpus_bought(g.used, region.existing.get(g.gpu, 0), node_gpus(instance, g.gpu))
+        )
+        for g in hour.gpus
+        if g.region == region_name
+    )
 
 
 def in_month(binding: tuple[Binding, ...], month: int) -> tuple[Binding, ...]:

@@ -6,7 +6,7 @@ through solver.time.step.
 """
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from models.operations.site import gpus_bought
 from models.operations.time_demand import hour_instance, planning_start_s
@@ -175,7 +175,7 @@ def hourly_plan(
     days = instance.policy.hours_per_month / HOURS_PER_DAY
     plans, phases = period_plans(program, result, values, settings)
     dedicated = dedicated_pools(program, values)
-    batch_pools = tuple(pool for pool, _, _ in dedicated)
+    batch_pools = merged_pools(pool for pool, _, _ in dedicated)
     batch_spot: dict[tuple[str, str], int] = {}
     for pool, tier, _ in dedicated:
         if tier == "spot":
@@ -229,9 +229,11 @@ def hourly_plan(
     peak_starts = next(h.failover_starts for h in hours if h.hour == peak_hour)
     peak_sets = program.periods[0].program.sets  # the instance's GPUs, regions and policy
     duals, shadow_price_note = priced()
+    site_prices = site_duals(program, duals)
     power, power_rows = whole_unit_power(
         peak_sets,
-        month_power(instance, hours, region_power(peak_sets, uses, site_duals(program, duals))),
+        month_power(instance, hours, region_power(peak_sets, uses, site_prices)),
+        site_prices,
     )
     binding = (hour_bindings(program, values, duals) if duals else ()) + power_rows
     size = program.lp.size()
@@ -401,6 +403,34 @@ def _busiest(plan: Plan) -> tuple[int, float]:
     none = next((s for s in plan.scenarios if s.name == "none"), None)
     load = math.fsum(row.load_requests_per_s for row in none.pools) if none else 0.0
     return plan.total_gpus or 0, load
+
+
+def merged_pools(pools: Iterable[ReplicaPool]) -> tuple[ReplicaPool, ...]:
+    """One pool per (workload, region, configuration): a batch's dedicated replicas of one
+    configuration on two tiers (some on spot, the rest on committed or rented GPUs) are
+    one pool of the hour, its requests/s per replica the count-weighted mean of the
+    tiers' (a spot replica's is its goodput); every table that keys a pool by its
+    configuration (the peak fleet, deploy, the attribution) then reads all of it."""
+    merged: dict[tuple[str, str, str], ReplicaPool] = {}
+    for pool in pools:
+        key = (pool.workload, pool.region, pool.key)
+        held = merged.get(key)
+        if held is None:
+            merged[key] = pool
+            continue
+        count = held.count + pool.count
+        rate = (
+            held.count * (held.requests_per_s_per_replica or 0.0)
+            + pool.count * (pool.requests_per_s_per_replica or 0.0)
+        ) / count
+        merged[key] = held.model_copy(
+            update={
+                "count": count,
+                "gpus": (held.gpus or 0) + (pool.gpus or 0),
+                "requests_per_s_per_replica": rate,
+            }
+        )
+    return tuple(merged.values())
 
 
 def peak_fleet(hours: list[Hour]) -> tuple[ReplicaPool, ...]:

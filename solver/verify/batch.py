@@ -62,7 +62,15 @@ def batch_replica(instance: Instance, batch: str, pool: ReplicaPool) -> ReplicaC
     gpu = instance.gpu_specs[pool.gpu]
     kv = pool.kv_precision or kv_precision_for(Precision(pool.precision), model.kv_precision)
     config = ReplicaConfig(
-        gpu, llm, pool.precision, kv, pool.tp, pool.pp, pool.role, pool.ep, pool.dp,
+        gpu,
+        llm,
+        pool.precision,
+        kv,
+        pool.tp,
+        pool.pp,
+        pool.role,
+        pool.ep,
+        pool.dp,
         redundant_experts=pool.redundant_experts,
     )
     mix = traffic_mix(workload, instance.policy.prefix_affinity)
@@ -228,6 +236,39 @@ def _per_replica(instance: Instance, pool: ReplicaPool, memo: dict) -> float:
     return recomputed.requests_per_s(pool.count)
 
 
+def dedicated_spot_share(hour: Hour, region: str, gpu: str, batch_gpus: float) -> float:
+    """The share of an hour's dedicated batch GPUs of type `gpu` in `region` (all its
+    batch workloads' pools there, `batch_gpus` of them) that the hour pays on spot: the
+    offer's spot GPUs less those of interactive spot pools (`Hour.spot_pools`), shared
+    over those pools alike, at most 1. One share for them all: the hour states its spot
+    GPUs per offer, not per pool, and a batch may run some replicas on spot and the rest
+    on committed or rented GPUs of the same type."""
+    row = next((g for g in hour.gpus if (g.region, g.gpu) == (region, gpu)), None)
+    if row is None or not row.spot or batch_gpus <= 0:
+        return 0.0
+    per_replica = {
+        (p.workload, p.key): (p.gpus or 0) / max(p.count, 1)
+        for p in hour.pools
+        if p.region == region and p.gpu == gpu
+    }
+    interactive = math.fsum(
+        s.replicas * per_replica.get((s.workload, s.configuration), 0.0)
+        for s in hour.spot_pools
+        if s.region == region
+    )
+    return min(max(row.spot - interactive, 0.0) / batch_gpus, 1.0)
+
+
+def batch_gpus(instance: Instance, hour: Hour, region: str, gpu: str) -> float:
+    """GPUs of type `gpu` the hour's dedicated batch pools hold in `region`."""
+    batch = {w.name for w in instance.workloads if w.is_batch}
+    return math.fsum(
+        p.gpus or 0
+        for p in hour.pools
+        if p.workload in batch and p.region == region and p.gpu == gpu
+    )
+
+
 def _room_rps(instance: Instance, hour: Hour, batch: str, region: str, rates: dict) -> float:
     """Soaked requests/s plus the dedicated pools' capacity, in one hour."""
     room = math.fsum(
@@ -238,10 +279,11 @@ def _room_rps(instance: Instance, hour: Hour, batch: str, region: str, rates: di
         if (pool.workload, pool.region) != (batch, region):
             continue
         rate = pool.count * _rate(instance, batch, pool, rates)
-        row = next((g for g in hour.gpus if (g.region, g.gpu) == (region, pool.gpu)), None)
         offer = supply.get(pool.gpu)
-        if row is not None and row.spot and offer and offer.spot_interruptions_per_hour:
-            share = min(row.spot / max(pool.gpus or 1, 1), 1.0)
+        share = dedicated_spot_share(
+            hour, region, pool.gpu, batch_gpus(instance, hour, region, pool.gpu)
+        )
+        if share and offer and offer.spot_interruptions_per_hour:
             capacity = _capacity(instance, batch, pool, rates)
             duration_s = capacity.batch / max(capacity.requests_per_s, 1e-12)
             goodput = spot_batch_goodput(

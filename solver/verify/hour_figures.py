@@ -56,7 +56,7 @@ from models.schema.instance import Instance
 from models.schema.traffic import HOURS_PER_DAY
 from solver.plan.schema import Plan, ReplicaPool
 from solver.program.row_names import GpuSupplyRow, timed_name
-from solver.verify.months import busiest_hour_kw
+from solver.verify.months import busiest_hour_kw, busiest_hour_racks
 from solver.verify.pools import did_you_mean
 from solver.verify.site import stated_power
 from solver.verify.totals import money_close, non_finite, over_supply, recompute_totals
@@ -534,5 +534,10 @@ def _site_rows(instance: Instance, plan: Plan) -> list[Violation]:
                 )
             )
     hours = plan.hours
-    found += stated_power(instance, plan, lambda r: busiest_hour_kw(instance, r, hours))
+    found += stated_power(
+        instance,
+        plan,
+        lambda r: busiest_hour_kw(instance, r, hours),
+        lambda r: busiest_hour_racks(instance, r, hours),
+    )
     return found

@@ -33,6 +33,7 @@ from models.operations.time_demand import interactive_grid, warm_grid
 from models.operations.time_periods import demand_grid
 from models.schema.instance import Instance
 from solver.plan.schema import Hour, Plan, ReplicaPool
+from solver.verify.batch import batch_gpus, dedicated_spot_share
 from solver.verify.hour_figures import HOURS_PER_DAY
 from solver.verify.totals import money_close
 from solver.verify.verdict import RELATIVE, Violation, close, differs
@@ -126,17 +127,24 @@ def _batch_placements(instance: Instance, plan: Plan) -> list[Violation]:
             )
             continue
         per_day = SECONDS_PER_HOUR * math.fsum(grid[(row.workload, row.region)])
-        own = _dedicated(plan, row.workload, row.region)
+        busiest, own = _dedicated(plan, row.workload, row.region)
         supply = instance.region(row.region).supply
         cost = 0.0
         for pool in own:
             offer = supply.get(pool.gpu)
-            spot = offer.spot_price_per_gpu_hour if offer else None
-            price = (
-                spot
-                if row.dedicated_tier == "spot" and spot
-                else (instance.price_per_gpu_hour(row.region, pool.gpu))
+            spot = (offer.spot_price_per_gpu_hour if offer else None) or 0.0
+            share = (
+                dedicated_spot_share(
+                    busiest,
+                    row.region,
+                    pool.gpu,
+                    batch_gpus(instance, busiest, row.region, pool.gpu),
+                )
+                if busiest is not None and spot
+                else 0.0
             )
+            listed = instance.price_per_gpu_hour(row.region, pool.gpu)
+            price = share * spot + (1 - share) * listed  # its spot GPUs at spot, the rest listed
             cost += days * HOURS_PER_DAY * pool.count * pool.replica_gpus * price
         before, after = _idle_before_after(instance, plan, row.workload, row.region, warm)
         checks = (
@@ -212,11 +220,15 @@ def _batch_placements(instance: Instance, plan: Plan) -> list[Violation]:
     return found
 
 
-def _dedicated(plan: Plan, workload: str, region: str) -> list[ReplicaPool]:
-    """The batch workload's own pools (they run in every hour alike: the busiest hour's)."""
+def _dedicated(plan: Plan, workload: str, region: str) -> tuple[Hour | None, list[ReplicaPool]]:
+    """The batch workload's own pools (they run in every hour alike: the busiest hour's),
+    with that hour (None without hours)."""
     hours: list[Hour] = list(plan.hours)
     pools = [[p for p in h.pools if (p.workload, p.region) == (workload, region)] for h in hours]
-    return max(pools, key=lambda ps: sum(p.count for p in ps), default=[])
+    if not hours:
+        return None, []
+    most = max(range(len(hours)), key=lambda i: sum(p.count for p in pools[i]))
+    return hours[most], pools[most]
 
 
 def _idle_before_after(

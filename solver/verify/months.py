@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 
 from models.operations.procurement import month_factors, month_instance
-from models.operations.site import gpu_kw, gpus_bought, node_gpus
+from models.operations.site import gpu_kw, gpus_bought, node_gpus, racks_per_gpu
 from models.schema.instance import Instance
 from models.schema.traffic import HOURS_PER_DAY
 from solver.plan.records import RegionPower
@@ -192,6 +192,29 @@ def busiest_hour_kw(instance: Instance, region_name: str, hours: tuple[Hour, ...
                 )
                 for g in hour.gpus
                 if g.region == region_name
+            )
+            for hour in hours
+        ),
+        default=0.0,
+    )
+
+
+def busiest_hour_racks(instance: Instance, region_name: str, hours: tuple[Hour, ...]) -> float:
+    """A region's racks in its busiest hour for racks: max over the hours of
+    sum_g racks_g x (existing + GPUs bought for the hour's use, whole servers), what its
+    racks bound in every period (its kw_per_rack stated)."""
+    region = instance.region(region_name)
+    per_rack = region.kw_per_rack or 0.0
+    return max(
+        (
+            math.fsum(
+                racks_per_gpu(instance, g.gpu, per_rack)
+                * (
+                    region.existing.get(g.gpu, 0)
+                    + gpus_bought(g.used, region.existing.get(g.gpu, 0), node_gpus(instance, g.gpu))
+                )
+                for g in hour.gpus
+                if g.region == region_name and g.gpu in instance.gpu_specs
             )
             for hour in hours
         ),

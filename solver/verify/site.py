@@ -206,10 +206,16 @@ def installed_kw(instance: Instance, plan: Plan, region: str) -> float:
     )
 
 
-def stated_power(instance: Instance, plan: Plan, kw_of: Callable[[str], float]) -> list[Violation]:
+def stated_power(
+    instance: Instance,
+    plan: Plan,
+    kw_of: Callable[[str], float],
+    racks_of: Callable[[str], float] | None = None,
+) -> list[Violation]:
     """Each stated power row against its region: kW (`kw_of` the region: the GPUs
     installed for a static plan, its busiest hour for an hourly one, whose cap binds per
-    hour), racks from the `gpus` table (existing + purchased x racks a GPU takes), and
+    hour), racks (`racks_of`, where the region states racks: an hourly plan's busiest
+    hour; default from the `gpus` table, existing + purchased x racks a GPU takes), and
     the region's own limits (a power row's shadow price is held finite only). A static
     plan's rows were not checked: 99 kW for one 10.2 kW server verified ok."""
     known = {r.name for r in instance.regions}
@@ -224,9 +230,13 @@ def stated_power(instance: Instance, plan: Plan, kw_of: Callable[[str], float]) 
         mine = [r for r in rows if r.region == power.region]
         racks = None
         if region.racks is not None and region.kw_per_rack is not None:
-            racks = sum(
-                racks_per_gpu(instance, r.gpu, region.kw_per_rack) * (r.existing + r.purchased)
-                for r in mine
+            racks = (
+                racks_of(power.region)
+                if racks_of is not None
+                else sum(
+                    racks_per_gpu(instance, r.gpu, region.kw_per_rack) * (r.existing + r.purchased)
+                    for r in mine
+                )
             )
         unit_kw, slack_kw = whole_unit_kw(instance, power.region, power.kw, power)
         checks = (

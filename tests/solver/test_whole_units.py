@@ -153,3 +153,40 @@ def test_the_verifier_recomputes_the_whole_unit_figures():
     )
     found = verify(inst, plan.model_copy(update={"power_kw": rows})).violations
     assert {v.requirement for v in found} >= ours
+
+
+def _racked(profile: list[float] | None) -> dict:
+    """r1 and r2, each owning 4 H100 (half a server) in racks fed 25 kW: two 10.2 kW
+    servers a rack, so a GPU takes 1 / (8 x 2) = 0.0625 racks and a server 0.5. Each
+    region's demand needs 7 GPUs: the 4 it owns and one 8-GPU server bought."""
+    data = _instance_data()
+    for region, racks in zip(data["regions"], (1, 2), strict=True):
+        del region["power_kw"]
+        region.update(racks=racks, kw_per_rack=25.0, existing={"h100-sxm": 4})
+    data["workloads"][0]["demand"] = {
+        r: {"peak_requests_per_s": 6.5 * _lone_rps()}
+        | ({} if profile is None else {"hourly_profile": profile})
+        for r in ("r1", "r2")
+    }
+    return data
+
+
+@pytest.mark.parametrize("profile", [None, [1.0] * 24], ids=["peak hour", "hourly"])
+def test_a_rack_limit_that_leaves_less_than_a_server_binds_in_whole_units(profile):
+    """r1: (4 + 8) x 0.0625 = 0.75 of its 1 rack, 0.25 left, less than one more server's
+    0.5: it binds in whole units. r2: 0.75 of 2, 1.25 left, room for two more. Before, a
+    rack row was left out of the whole-unit rule (its kW twin, power, has its own) and
+    not read by that one either: the binding report never named a rack limit so."""
+    plan = solve(validate_instance(_racked(profile), "racks.yaml"))
+    assert {p.region: p.racks for p in plan.power_kw} == pytest.approx({"r1": 0.75, "r2": 0.75})
+    (row,) = [b for b in plan.binding if b.in_whole_units]
+    assert row.name == "rack_space[r1]" and row.shadow_price == 0.0
+    assert row.slack == pytest.approx(1 - 12 * 0.0625)  # 0.25 racks
+    assert row.whole_unit == pytest.approx(8 * 0.0625)  # 0.5 racks
+    assert row.whole_unit_of == "one 8-GPU h100-sxm server"
+    tables = {t.title: t for t in plan_tables(plan)}
+    said = [r for r in tables["Binding constraints"].rows if r[0] == "rack_space[r1]"]
+    assert said[0][2] == (
+        "in whole units: 0.25 rack left, less than one 8-GPU h100-sxm server (0.50 rack); "
+        "not priced"
+    )

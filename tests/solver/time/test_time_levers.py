@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from models.io.loading import validate_instance
 from solver.analysis.lever_edits import (
     RESERVED_DISCOUNT,
     flatten_day,
@@ -89,3 +90,30 @@ def test_explain_levers_on_an_hourly_instance_re_solves_the_hourly_program(run_c
     assert {(a["workload"], a["region"]) for a in report["alternatives"]} == {
         (p["workload"], p["region"]) for p in report["plan"]["replicas"]
     }
+
+
+def test_interactive_spot_relaxes_the_question(hourly):
+    """`interactive spot (99%)` only lets interactive pools run spot replicas (a pool
+    with none is held to no more than before), so every plan of the instance is one of
+    the lever's at the same cost: the base plan verifies under it at 422.4 $/day. Such a
+    lever starts from the base plan and never reads dearer than it (levers.base_is_better);
+    it was not marked so, and `explain --levers` on diurnal-chat-batch read 'interactive
+    spot (99%)' at $27,764/month, saving -$784, beside a base of $26,981 (its re-solve
+    stopped by its share, gap 18.9%)."""
+    from solver.solve import solve
+    from solver.verify.hours import verify_any
+
+    data = _data({"r1": 11.7 * _lone_rps()})
+    data["regions"][0]["supply"]["h100-sxm"] |= {
+        "spot_price_per_gpu_hour": 1.9,
+        "spot_interruptions_per_hour": 0.2,
+    }
+    offered = validate_instance(data, "spot.yaml")
+    (lever,) = [lever for lever in levers_for(offered) if lever.name == "interactive spot (99%)"]
+    assert lever.relaxes
+    loosened = lever.apply(offered)
+    assert loosened is not None and loosened.policy.spot_confidence == 0.99
+    base = solve(offered)
+    assert base.cost_per_month == pytest.approx(DAYS * BASE_PER_DAY, abs=0.005)
+    check = verify_any(loosened, base)
+    assert check.ok, check.violations
