@@ -52,6 +52,21 @@ from solver.backends.base import (
 )
 from solver.program.lp import LinearProgram, Termination
 
+PSCOST_MIN_RELIABLE: int | None = None
+"""HiGHS's `mip_pscost_minreliable` where set (None: HiGHS's own, 8): how many
+strong-branching probes a column's pseudo-cost needs before branching trusts it. Off:
+at 1 the fleet programs' searches are shorter (most of their work is strong branching:
+chat-3region's whole program from the solve's start, 19,427 of 33,438 LP iterations),
+chat-3region's whole program from the solve's start 3.75 s -> 2.60 s of HiGHS CPU (six
+seeds), its `allow gh200` lever's program from the base plan 27.2 s -> 20.5 s (two
+seeds; at 2 probes 27.7 s), `batch instances` at the same costs and CPU. But the
+generated 10 regions x 5 workloads x 3 GPU types region-loss instance (single GPUs,
+tests.synthetic, seed 0) took 9.8-9.9 s of CPU against 8.4-8.9 s, and it breaks
+chat-3region's tie differently: the same servers and cost, other pools (idle at peak
+40.9% of the GPU-hours paid against 38.9%), so the README's demo, cost split and
+replay of the default plan would move with it (tests/bench/test_chat3region_search.py
+prints chat-3region's side by side)."""
+
 _banner_lock = threading.Lock()
 _banner_done = False
 _scheduler = threading.local()
@@ -236,6 +251,8 @@ class HighsBackend(Backend):
         # No restarts of the root after presolve: faster on the bench's workload programs
         # and on chat-3region (the README's speed notes).
         highs.setOptionValue("mip_allow_restart", False)
+        if PSCOST_MIN_RELIABLE is not None:
+            highs.setOptionValue("mip_pscost_minreliable", PSCOST_MIN_RELIABLE)
         remaining = deadline.remaining_s()
         if remaining is not None:
             highs.setOptionValue("time_limit", remaining)
