@@ -19,8 +19,10 @@ given unlimited resources), at a stated operating point:
 The figures are read per GPU: the sources print per node (`value`), `value_per_gpu` is
 that over `gpus_per_node`. The efficiency factors are the engine profile's for the GPU
 (SGLang: `sglang-0.5`, which on Hopper runs TensorRT-LLM's fit with SGLang's own step
-overhead). The deployments run two-batch overlap (two micro-batches, one's all-to-all
-under the other's compute); the model adds communication to compute, as without it.
+overhead). A row's `two_batch_overlap` (two micro-batches, one's all-to-all under the
+other's compute, `models.physics.overlap`) is the deployment's and is predicted so
+(`Efficiency.two_batch_overlap`); the blog's decode ablation gives the same deployment
+without it.
 
 Redundant experts (EPLB): a deployment may hold E + R physical experts (DeepSeek-V3's 256
 + 32 on SGLang), so its EP size need only divide E + R (72 does; 256 does not). Each row
@@ -65,6 +67,8 @@ class WideEpRow:
     dp: int
     ep: int
     redundant_experts: int
+    two_batch_overlap: bool
+    """The deployment splits each pass into two overlapped micro-batches."""
     input_len: float
     kv_len: float
     tokens_per_gpu: float
@@ -92,6 +96,7 @@ def load_wide_ep_rows(directory: Path | None = None) -> list[WideEpRow]:
                     label=(
                         f"{raw['engine']} {raw['model']} {raw['gpu']} {phase} "
                         f"dp{raw['dp']}ep{raw['ep']} {length}"
+                        + (" tbo" if raw["two_batch_overlap"] == "yes" else "")
                     ),
                     engine=raw["engine"],
                     model=raw["model"],
@@ -103,6 +108,7 @@ def load_wide_ep_rows(directory: Path | None = None) -> list[WideEpRow]:
                     dp=int(raw["dp"]),
                     ep=int(raw["ep"]),
                     redundant_experts=int(raw["redundant_experts"] or 0),
+                    two_batch_overlap=raw["two_batch_overlap"] == "yes",
                     input_len=float(raw["input_len"]),
                     kv_len=float(raw["kv_len"] or 0),
                     tokens_per_gpu=float(raw["tokens_per_gpu"] or 0),
@@ -123,6 +129,7 @@ def predict_wide_ep(row: WideEpRow) -> float:
     if expert_layout_problem(llm, row.tp, ep, dp, redundant) is not None:
         return math.nan
     efficiency = efficiency_for(gpu, row.weight_precision, engine=ENGINE_PROFILES[row.engine])
+    efficiency = efficiency.model_copy(update={"two_batch_overlap": row.two_batch_overlap})
     if row.phase == "prefill":
         efficiency = efficiency.model_copy(update={"prefill_chunk_tokens": row.tokens_per_gpu})
     steps = step_model(
@@ -146,13 +153,13 @@ def error_pct(predicted: float, measured: float) -> float:
 
 def table_lines(rows: list[WideEpRow]) -> list[str]:
     """One line per row: label, measured and predicted per GPU, signed error."""
-    lines = [f"{'row':<48} {'measured/GPU':>12} {'model/GPU':>10} {'error':>8}"]
+    lines = [f"{'row':<52} {'measured/GPU':>12} {'model/GPU':>10} {'error':>8}"]
     for row in rows:
         predicted = predict_wide_ep(row)
         error = (
             "unplaced" if math.isnan(predicted) else f"{error_pct(predicted, row.measured):+.1f}%"
         )
-        lines.append(f"{row.label:<48} {row.measured:>12,.0f} {predicted:>10,.0f} {error:>8}")
+        lines.append(f"{row.label:<52} {row.measured:>12,.0f} {predicted:>10,.0f} {error:>8}")
     return lines
 
 

@@ -100,6 +100,11 @@ class Efficiency(BaseModel):
     max_batch_sequences: int = Field(default=2048, ge=1)
     """Most sequences the engine keeps in flight (vLLM `max_num_seqs`, TensorRT-LLM
     `max_batch_size`), whatever the memory would allow."""
+    two_batch_overlap: bool = False
+    """Split each pass of an expert-parallel replica into two micro-batches, one's
+    all-to-all under the other's compute (SGLang `--enable-two-batch-overlap`, vLLM
+    `--enable-dbo`; both off by default, on in DeepSeek's and SGLang's wide-EP
+    deployments): `models.physics.step_passes.StepModel.two_batch_overlap`."""
 
 
 class EfficiencyOverrides(BaseModel):
@@ -124,6 +129,7 @@ class EfficiencyOverrides(BaseModel):
     )
     prefill_chunk_tokens: TokenCount | None = Field(default=None, ge=256)
     max_batch_sequences: BatchSequences | None = None
+    two_batch_overlap: bool | None = None
 
 
 @cache

@@ -57,6 +57,7 @@ from dataclasses import dataclass, field, replace
 from models.physics.flop_counts import expected_experts_touched
 from models.physics.memory import chunked_read_share
 from models.physics.moe import ExpertLayout, busiest_rank_share, group_kv_imbalance
+from models.physics.overlap import overlapped_pass_s
 from models.physics.pass_parts import PassParts, pass_total_s
 
 
@@ -121,6 +122,13 @@ class StepModel:
     """Spread (coefficient of variation) of one resident sequence's context: with
     attention DP the busiest group's decode attention is the mean's x
     `models.physics.moe.group_kv_imbalance`. 0: every group at the mean."""
+    two_batch_overlap: bool = field(default=False, kw_only=True)
+    """Each pass of an expert-parallel layout runs as two micro-batches of half its
+    tokens, one's dispatch and combine in flight while the other computes
+    (`Efficiency.two_batch_overlap`; `_moe_pass_terms`)."""
+    dispatch_share: float = field(default=0.5, kw_only=True)
+    """The dispatch's share of the all-to-all's bytes (FP8 dispatch, BF16 combine: 1 / 3;
+    `models.physics.moe.dispatch_bytes_per_element`)."""
 
     def with_group_loads(self, prompt_tokens: float, context_cv: float = 0.0) -> "StepModel":
         """This model for iterations whose prompts carry `prompt_tokens` new tokens each
@@ -225,17 +233,57 @@ class StepModel:
         prefill_tokens: float,
         prefill_pairs: float,
     ) -> tuple[float, ...]:
-        """`pass_parts` of an MoE model on the slowest GPU. The attention side (the
-        non-routed linear layers, attention, the TP all-reduces) at the group's 1/dp share
-        of the decode tokens and the busiest group's share w of the prompt tokens
-        (`prefill_group_share`): a prompt token's attention-side FLOPs on a GPU of its
-        group are prefill linear - dp x routed, a decode token's 1/dp x decode linear -
-        routed. The routed experts are their own kernel (the grouped GEMM): all T tokens'
-        routed FLOPs x the imbalance f x `ExpertLayout.routed_cost`, against the experts
-        the slowest rank touches, plus the kernels between its GEMMs; then the all-to-alls."""
-        share = 1.0 / self.dp
+        """`pass_parts` of an MoE model on the slowest GPU (`_micro_batch_terms`): the pass
+        whole, or under `two_batch_overlap` with an all-to-all as two micro-batches of half
+        its tokens (each GPU splits its own sequences, so the busiest attention group's
+        shares are the whole pass's), timed by `overlapped_pass_s`. Each half reads the
+        weights again, runs its grouped GEMM at half the rows per expert and pays its own
+        collectives' latency: what the overlap costs. Its terms read as the two halves'
+        compute, with the all-to-all time that shows past it as communication."""
         busiest = self.prefill_group_share(prefill_tokens)
         attention_share = self.decode_group_share(decode_tokens)
+        if not (self.two_batch_overlap and layout.alltoall_collectives):
+            *terms, alltoall_s = self._micro_batch_terms(
+                layout, busiest, attention_share,
+                decode_tokens, decode_kv_tokens, prefill_tokens, prefill_pairs,
+            )  # fmt: skip
+            terms[5] += alltoall_s
+            return tuple(terms)
+        *half, alltoall_s = self._micro_batch_terms(
+            layout, busiest, attention_share,
+            decode_tokens / 2, decode_kv_tokens / 2, prefill_tokens / 2, prefill_pairs / 2,
+        )  # fmt: skip
+        terms = [2.0 * term for term in half]
+        expert_s = max(half[6], half[7]) + half[8]
+        attention_side_s = pass_total_s(*half) - expert_s
+        pass_s = overlapped_pass_s(
+            attention_side_s, expert_s, alltoall_s, self.dispatch_share, prefill_tokens > 0
+        )
+        terms[5] += pass_s - 2.0 * (attention_side_s + expert_s)
+        return tuple(terms)
+
+    def _micro_batch_terms(
+        self,
+        layout: ExpertLayout,
+        busiest: float,
+        attention_share: float,
+        decode_tokens: float,
+        decode_kv_tokens: float,
+        prefill_tokens: float,
+        prefill_pairs: float,
+    ) -> tuple[float, ...]:
+        """The roofline terms of one (micro-)batch of an MoE model on the slowest GPU, the
+        all-to-all apart: `PassParts`' fields in order, the communication the TP
+        all-reduces alone, then the dispatch and combine. The attention side (the
+        non-routed linear layers, attention, the TP all-reduces) at the group's 1/dp share
+        of the decode tokens and the busiest group's share w (`busiest`,
+        `prefill_group_share`) of the prompt tokens: a prompt token's attention-side FLOPs
+        on a GPU of its group are prefill linear - dp x routed, a decode token's 1/dp x
+        decode linear - routed. The routed experts are their own kernel (the grouped
+        GEMM): all T tokens' routed FLOPs x the imbalance f x `ExpertLayout.routed_cost`,
+        against the experts the slowest rank touches, plus the kernels between its GEMMs;
+        then the all-to-alls."""
+        share = 1.0 / self.dp
         tokens = decode_tokens + prefill_tokens
         routed = self.routed_flops_per_token
         prefill_rate, decode_rate = self.prefill_linear_flops_per_s, self.decode_linear_flops_per_s
@@ -270,10 +318,11 @@ class StepModel:
             * prefill_pairs
             * self.prefill_attention_flops_per_pair
             / self.prefill_attention_flops_per_s,
-            allreduce_s + layout.alltoall_s(tokens, prefill_tokens),
+            allreduce_s,
             expert_s,
             expert_read_s,
             layout.rows(tokens) * layout.kernel_row_bytes / self.hbm_bytes_per_s,
+            layout.alltoall_s(tokens, prefill_tokens),
         )
 
     def pass_s(

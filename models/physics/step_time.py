@@ -24,7 +24,14 @@ from models.physics.memory import (
     layers_per_stage,
     weight_bytes_per_gpu_ep,
 )
-from models.physics.moe import MoeEfficiency, expert_layout, moe_efficiency_for, moe_tp
+from models.physics.moe import (
+    COMBINE_BYTES_PER_ELEMENT,
+    MoeEfficiency,
+    dispatch_bytes_per_element,
+    expert_layout,
+    moe_efficiency_for,
+    moe_tp,
+)
 from models.physics.pass_parts import PassParts
 from models.physics.precision import Precision
 from models.physics.step_passes import StepModel
@@ -85,6 +92,7 @@ def step_model(
     hop_link = group_link_bytes_per_s(gpu, efficiency, tp * pp * dp)
     token_bytes = llm.hidden_size * ACTIVATION_BYTES_PER_ELEMENT
     ring_factor = 2 * (tp - 1) / tp
+    dispatch = dispatch_bytes_per_element(weight_precision)
 
     return StepModel(
         tp=tp,
@@ -115,6 +123,8 @@ def step_model(
         attention_chunk_tokens=kv_window(llm)[0] if llm.window_is_chunked else 0.0,
         chunked_layer_share=kv_window(llm)[1] if llm.window_is_chunked else 0.0,
         routed_flops_per_token=routed_flops / (tp * dp),
+        two_batch_overlap=efficiency.two_batch_overlap,
+        dispatch_share=dispatch / (dispatch + COMBINE_BYTES_PER_ELEMENT),
         experts_layout=expert_layout(
             gpu,
             llm,

@@ -1,0 +1,65 @@
+"""Two-batch overlap: an expert-parallel pass run as two micro-batches, one's all-to-all in
+flight while the other computes, as SGLang (`--enable-two-batch-overlap`) and DeepSeek's
+inference system run it (vLLM's dual-batch overlap, `--enable-dbo`, the same idea).
+
+Each micro-batch carries half the pass's tokens through every layer. A layer's work on
+one micro-batch is, in the engines' order, the attention side a (the attention, the
+non-routed linear layers, the shared experts and the router), the dispatch d, the routed
+experts e and the combine c. The compute stream runs the two micro-batches' stages in
+turn, and a stage that needs a collective's result waits for it, so a collective hides
+behind the other micro-batch's stage that runs while it is in flight. SGLang's operation
+lists (python/sglang/srt/operations_strategy.py, `_compute_moe_deepseek_blog_prefill` and
+`_compute_moe_deepseek_blog_decode`) fix which stage that is:
+
+- Decode (`tbo_delta_stages=2`: the second micro-batch runs two of five stages behind,
+  DeepSeek's five-stage pipeline with the attention split in two). One micro-batch's
+  dispatch and combine are in flight while the other runs its attention (and its own
+  shared experts); its routed experts wait for its own dispatch and hide nothing. Per
+  layer, with the all-to-all m = d + c,
+
+      pass = 2 x (e + max(a, m))
+
+  DeepEP's low-latency kernels hold no SMs while their messages are in flight (DeepSeek's
+  profile-data README: 'after RDMA messages are issued, all GPU SMs are freed'), so the
+  compute runs at its own rate beside them.
+- Prefill (`tbo_delta_stages=0`: the two micro-batches alternate stage by stage: a, then
+  e). The first micro-batch's dispatch is in flight over the second's attention side,
+  its combine over the second's experts; the second's dispatch over the first's experts,
+  its combine over the first's next attention side:
+
+      pass = max(a, d) + max(e, d) + max(e, c) + max(a, c)
+
+Both are 2 (a + e) when the all-to-all is short and 2 m when it is long, and they pay
+what splitting costs: each micro-batch reads the weights again, runs its grouped GEMM at
+half the rows per expert and pays its own collectives' latency (the terms a, e, d and c
+are one micro-batch's, `models.physics.step_passes.StepModel._micro_batch_terms`). The
+dispatch's share of the all-to-all is its share of the bytes (FP8 dispatch, BF16 combine:
+1 / 3), latency included.
+
+Not modelled: in prefill SGLang caps DeepGEMM at the GPU's SMs less DeepEP's (20 by
+default, deep_ep Buffer.num_sms), so the overlapped compute runs on 112 of an H100's 132
+SMs; the catalog holds no SM counts.
+"""
+
+
+def overlapped_pass_s(
+    attention_side_s: float,
+    expert_s: float,
+    alltoall_s: float,
+    dispatch_share: float,
+    prefill: bool,
+) -> float:
+    """One pass of two overlapped micro-batches (module docstring), from one micro-batch's
+    attention side a, routed experts e and all-to-all m (dispatch d = `dispatch_share` x
+    m, combine c = m - d): decode 2 (e + max(a, m)); a pass with prompt tokens (`prefill`)
+    max(a, d) + max(e, d) + max(e, c) + max(a, c)."""
+    if not prefill:
+        return 2.0 * (expert_s + max(attention_side_s, alltoall_s))
+    dispatch_s = dispatch_share * alltoall_s
+    combine_s = alltoall_s - dispatch_s
+    return (
+        max(attention_side_s, dispatch_s)
+        + max(expert_s, dispatch_s)
+        + max(expert_s, combine_s)
+        + max(attention_side_s, combine_s)
+    )
