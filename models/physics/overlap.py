@@ -36,10 +36,46 @@ are one micro-batch's, `models.physics.step_passes.StepModel._micro_batch_terms`
 dispatch's share of the all-to-all is its share of the bytes (FP8 dispatch, BF16 combine:
 1 / 3), latency included.
 
-Not modelled: in prefill SGLang caps DeepGEMM at the GPU's SMs less DeepEP's (20 by
-default, deep_ep Buffer.num_sms), so the overlapped compute runs on 112 of an H100's 132
-SMs; the catalog holds no SM counts.
+In prefill the compute shares the GPU with the communication: DeepEP's normal kernels
+hold `DEEPEP_NORMAL_KERNEL_SMS` SMs while they run, and SGLang gives DeepGEMM the rest
+(`_compute_moe_deepseek_blog_prefill`: deep_gemm_num_sms = multi_processor_count -
+DeepEPConfig.num_sms), so a micro-batch's compute-bound kernels run at (S - 20) / S of
+their rate (112 of an H100's 132 SMs: 0.848; `overlap_compute_share`, on the GPU's
+`sm_count`; memory-bound kernels keep their bandwidth). The blog's breakdown says as much
+('the no-TBO 8k case outperforms the TBO 16k case in per-kernel speed ... reduced
+streaming multiprocessors (SMs) with TBO'). Decode's low-latency kernels free theirs.
 """
+
+from dataclasses import fields
+
+from models.physics.pass_parts import PassParts
+
+DEEPEP_NORMAL_KERNEL_SMS = 20
+"""SMs DeepEP's normal (prefill) dispatch and combine hold: deep_ep/buffer.py `Buffer.num_sms
+= 20`, which SGLang's DeepEP configuration keeps unless `--deepep-config` sets another."""
+
+COMPUTE_TERMS = frozenset(
+    {"linear_compute_s", "attention_compute_s", "prefill_attention_s", "expert_compute_s"}
+)
+"""`PassParts` terms timed at a FLOP rate: the ones fewer SMs slow."""
+
+
+def overlap_compute_share(sm_count: int | None) -> float:
+    """Share of its SMs a GPU's compute keeps beside DeepEP's normal kernels:
+    (S - 20) / S (112 / 132 on an H100); 1 where the SM count is not stated."""
+    if sm_count is None or sm_count <= DEEPEP_NORMAL_KERNEL_SMS:
+        return 1.0
+    return (sm_count - DEEPEP_NORMAL_KERNEL_SMS) / sm_count
+
+
+def on_shared_sms(terms: tuple[float, ...], share: float) -> tuple[float, ...]:
+    """`PassParts` terms (its fields in order) with the compute-bound ones at `share` of
+    their rate: each over `share`; the memory and communication terms as they are."""
+    names = [field.name for field in fields(PassParts)]
+    return tuple(
+        term / share if name in COMPUTE_TERMS else term
+        for name, term in zip(names, terms, strict=True)
+    )
 
 
 def overlapped_pass_s(

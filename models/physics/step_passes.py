@@ -57,7 +57,7 @@ from dataclasses import dataclass, field, replace
 from models.physics.flop_counts import expected_experts_touched
 from models.physics.memory import chunked_read_share
 from models.physics.moe import ExpertLayout, busiest_rank_share, group_kv_imbalance
-from models.physics.overlap import overlapped_pass_s
+from models.physics.overlap import on_shared_sms, overlapped_pass_s
 from models.physics.pass_parts import PassParts, pass_total_s
 
 
@@ -126,6 +126,9 @@ class StepModel:
     """Each pass of an expert-parallel layout runs as two micro-batches of half its
     tokens, one's dispatch and combine in flight while the other computes
     (`Efficiency.two_batch_overlap`; `_moe_pass_terms`)."""
+    overlap_compute_share: float = field(default=1.0, kw_only=True)
+    """Share of the GPU's SMs an overlapped prefill's compute keeps beside the
+    communication kernels (`models.physics.overlap.overlap_compute_share`)."""
     dispatch_share: float = field(default=0.5, kw_only=True)
     """The dispatch's share of the all-to-all's bytes (FP8 dispatch, BF16 combine: 1 / 3;
     `models.physics.moe.dispatch_bytes_per_element`)."""
@@ -238,7 +241,8 @@ class StepModel:
         its tokens (each GPU splits its own sequences, so the busiest attention group's
         shares are the whole pass's), timed by `overlapped_pass_s`. Each half reads the
         weights again, runs its grouped GEMM at half the rows per expert and pays its own
-        collectives' latency: what the overlap costs. Its terms read as the two halves'
+        collectives' latency: what the overlap costs; in prefill its compute runs on the SMs
+        the communication leaves (`overlap_compute_share`). Its terms read as the two halves'
         compute, with the all-to-all time that shows past it as communication."""
         busiest = self.prefill_group_share(prefill_tokens)
         attention_share = self.decode_group_share(decode_tokens)
@@ -253,6 +257,8 @@ class StepModel:
             layout, busiest, attention_share,
             decode_tokens / 2, decode_kv_tokens / 2, prefill_tokens / 2, prefill_pairs / 2,
         )  # fmt: skip
+        if prefill_tokens > 0 and self.overlap_compute_share < 1.0:
+            half = list(on_shared_sms(tuple(half), self.overlap_compute_share))
         terms = [2.0 * term for term in half]
         expert_s = max(half[6], half[7]) + half[8]
         attention_side_s = pass_total_s(*half) - expert_s

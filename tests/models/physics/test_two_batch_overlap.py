@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import efficiency_for
-from models.physics.overlap import overlapped_pass_s
+from models.physics.overlap import on_shared_sms, overlap_compute_share, overlapped_pass_s
 from models.physics.precision import Precision
 from models.physics.step_time import step_model
 
@@ -93,3 +93,31 @@ def test_the_parts_of_an_overlapped_pass_sum_to_it() -> None:
     parts = overlapped.pass_parts(sequences, sequences * 2000)
     assert parts.total_s == pytest.approx(overlapped.pass_s(sequences, sequences * 2000))
     assert parts.comm_s > 0
+
+
+def test_prefill_compute_keeps_the_sms_deepeps_kernels_leave() -> None:
+    """DeepEP's normal kernels hold 20 SMs: an H100's 132 leave 112, 112 / 132 = 0.848 of
+    the compute rate; a GPU whose SM count is not stated keeps all of it."""
+    assert overlap_compute_share(132) == pytest.approx(112 / 132)
+    assert overlap_compute_share(None) == 1.0
+    assert gpu_catalog()["h100-sxm"].sm_count == 132
+    assert _deepseek_ep72().overlap_compute_share == pytest.approx(112 / 132)
+
+
+def test_fewer_sms_slow_the_compute_terms_only() -> None:
+    """PassParts order: linear compute, weight read, attention compute, KV read, prefill
+    attention, communication, expert compute, expert read, expert kernels. At half the SMs
+    the four compute terms double (1 -> 2, 3 -> 6, 5 -> 10, 7 -> 14), the rest stay."""
+    terms = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0)
+    assert on_shared_sms(terms, 0.5) == (2.0, 2.0, 6.0, 4.0, 10.0, 6.0, 14.0, 8.0, 9.0)
+
+
+def test_the_sm_share_slows_an_overlapped_prefill_and_not_a_decode() -> None:
+    overlapped = replace(_deepseek_ep72(), two_batch_overlap=True)
+    all_sms = replace(overlapped, overlap_compute_share=1.0)
+    tokens = 32 * 16384.0
+    pairs = tokens * 1000.5
+    assert overlapped.pass_s(0.0, 0.0, tokens, pairs) > all_sms.pass_s(0.0, 0.0, tokens, pairs)
+    sequences = 72 * 256
+    decode = (sequences, sequences * 2000)
+    assert overlapped.pass_s(*decode) == all_sms.pass_s(*decode)
