@@ -69,6 +69,9 @@ class WideEpRow:
     redundant_experts: int
     two_batch_overlap: bool
     """The deployment splits each pass into two overlapped micro-batches."""
+    balanced_routing: bool
+    """Routing drawn uniformly (the blog's simulated perfect EPLB), not the model's own
+    experts' choices: the routing the performance model reads."""
     input_len: float
     kv_len: float
     tokens_per_gpu: float
@@ -97,6 +100,7 @@ def load_wide_ep_rows(directory: Path | None = None) -> list[WideEpRow]:
                         f"{raw['engine']} {raw['model']} {raw['gpu']} {phase} "
                         f"dp{raw['dp']}ep{raw['ep']} {length}"
                         + (" tbo" if raw["two_batch_overlap"] == "yes" else "")
+                        + (" balanced" if raw["routing"] == "balanced" else "")
                     ),
                     engine=raw["engine"],
                     model=raw["model"],
@@ -109,6 +113,7 @@ def load_wide_ep_rows(directory: Path | None = None) -> list[WideEpRow]:
                     ep=int(raw["ep"]),
                     redundant_experts=int(raw["redundant_experts"] or 0),
                     two_batch_overlap=raw["two_batch_overlap"] == "yes",
+                    balanced_routing=raw["routing"] == "balanced",
                     input_len=float(raw["input_len"]),
                     kv_len=float(raw["kv_len"] or 0),
                     tokens_per_gpu=float(raw["tokens_per_gpu"] or 0),
@@ -153,13 +158,13 @@ def error_pct(predicted: float, measured: float) -> float:
 
 def table_lines(rows: list[WideEpRow]) -> list[str]:
     """One line per row: label, measured and predicted per GPU, signed error."""
-    lines = [f"{'row':<52} {'measured/GPU':>12} {'model/GPU':>10} {'error':>8}"]
+    lines = [f"{'row':<61} {'measured/GPU':>12} {'model/GPU':>10} {'error':>8}"]
     for row in rows:
         predicted = predict_wide_ep(row)
         error = (
             "unplaced" if math.isnan(predicted) else f"{error_pct(predicted, row.measured):+.1f}%"
         )
-        lines.append(f"{row.label:<52} {row.measured:>12,.0f} {predicted:>10,.0f} {error:>8}")
+        lines.append(f"{row.label:<61} {row.measured:>12,.0f} {predicted:>10,.0f} {error:>8}")
     return lines
 
 
