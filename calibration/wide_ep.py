@@ -47,8 +47,10 @@ from models.physics.precision import Precision
 from models.physics.step_time import step_model
 
 WIDE_EP_FILE = "wide_ep.csv"
-ENGINE_PROFILES = {"sglang": "sglang-0.5"}
-"""The engine profile a row's engine is predicted under."""
+ENGINE_PROFILES = {"sglang": "sglang-0.5", "deepseek": "sglang-0.5"}
+"""The engine profile a row's engine is predicted under: DeepSeek's own inference system
+(its published profile) under SGLang's, whose wide-EP deployment runs the same kernels
+(DeepEP, DeepGEMM, FlashMLA) and schedule (two-batch overlap)."""
 
 
 @dataclass(frozen=True)

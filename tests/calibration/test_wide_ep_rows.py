@@ -86,3 +86,17 @@ def test_the_balanced_row_is_the_4k_run_with_uniform_routing() -> None:
     assert balanced.measured == pytest.approx(59337 / 8)
     assert served.measured == pytest.approx(50302 / 8)
     assert predict_wide_ep(balanced) == predict_wide_ep(served)
+
+
+def test_deepseeks_profile_row_is_read_on_the_h800() -> None:
+    """DeepSeek's prefill profile as SGLang's blog reads it: 62,713 tokens/s per node, 62,713
+    / 8 a GPU, on H800s (H100 silicon, NVLink 200 GB/s a direction, not 450) at EP32 over
+    256 experts (8 a GPU), routing balanced by construction, two micro-batches."""
+    (row,) = [r for r in load_wide_ep_rows() if r.engine == "deepseek"]
+    assert row.measured == pytest.approx(62713 / 8)
+    assert row.gpu == "h800" and row.balanced_routing and row.two_batch_overlap
+    h800, h100 = gpu_catalog()["h800"], gpu_catalog()["h100-sxm"]
+    assert (h800.scaleup_gb_s, h100.scaleup_gb_s) == (200, 450)
+    assert h800.dense_tflops == h100.dense_tflops and h800.hbm_tb_s == h100.hbm_tb_s
+    assert expert_layout_problem(llm_catalog()["deepseek-v3"], 1, 32, 32, 0) is None
+    assert not math.isnan(predict_wide_ep(row))
