@@ -104,7 +104,8 @@ class Efficiency(BaseModel):
     """Split each pass of an expert-parallel replica into two micro-batches, one's
     all-to-all under the other's compute (SGLang `--enable-two-batch-overlap`, vLLM
     `--enable-dbo`; both off by default, on in DeepSeek's and SGLang's wide-EP
-    deployments): `models.physics.step_passes.StepModel.two_batch_overlap`."""
+    deployments): `models.physics.step_passes.StepModel.two_batch_overlap`. `deploy` does
+    not write the engines' switch: turn it on in the engine as planned."""
 
 
 class EfficiencyOverrides(BaseModel):
