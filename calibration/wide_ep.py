@@ -30,13 +30,18 @@ is predicted at its own EP size with its redundant experts (`step_model(redundan
 (E + R) / ep experts' weights and slots a GPU, 4 at EP72, 9 at EP32); a layout the rule
 refuses (`models.physics.memory.expert_layout_problem`) is not placed.
 
+Prefill's two-batch overlap is checked against the blog's ablation as well: 'a 27% to 35%
+throughput increase compared to the vanilla setup, even when processing the same token
+count per device' (`PREFILL_TBO_GAIN_PCT`; `prefill_overlap_gain_pct`, each overlapped
+prefill row at `ABLATION_TOKENS_PER_GPU` with the overlap on and off).
+
     python -m calibration.wide_ep        # the table: measured, predicted, error per row
 """
 
 import argparse
 import csv
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from calibration.rows import calibration_dir
@@ -51,6 +56,15 @@ ENGINE_PROFILES = {"sglang": "sglang-0.5", "deepseek": "sglang-0.5"}
 """The engine profile a row's engine is predicted under: DeepSeek's own inference system
 (its published profile) under SGLang's, whose wide-EP deployment runs the same kernels
 (DeepEP, DeepGEMM, FlashMLA) and schedule (two-batch overlap)."""
+
+
+PREFILL_TBO_GAIN_PCT = (27.0, 35.0)
+"""The lm-sys blog's (2025-05-05, Ablation Study: Two-batch Overlap) prefill gain of
+two-batch overlap over the same deployment without it at the same tokens a GPU, low and
+high (its figure spans SGLang's DP32 x EP32 runs)."""
+ABLATION_TOKENS_PER_GPU = 8192.0
+"""Tokens a GPU of the ablation's equal-count comparison: without the overlap 'each device
+processes up to 8,192 tokens before encountering out-of-memory (OOM) errors at 16,384'."""
 
 
 @dataclass(frozen=True)
@@ -140,7 +154,15 @@ def predict_wide_ep(row: WideEpRow) -> float:
     if row.phase == "prefill":
         efficiency = efficiency.model_copy(update={"prefill_chunk_tokens": row.tokens_per_gpu})
     steps = step_model(
-        gpu, llm, row.weight_precision, row.kv_precision, row.tp, 1, efficiency, ep=ep, dp=dp,
+        gpu,
+        llm,
+        row.weight_precision,
+        row.kv_precision,
+        row.tp,
+        1,
+        efficiency,
+        ep=ep,
+        dp=dp,
         redundant=redundant,
     )
     if row.phase == "prefill":
@@ -151,6 +173,15 @@ def predict_wide_ep(row: WideEpRow) -> float:
     sequences = row.sequences_per_gpu * row.tp * dp
     step_s = steps.pass_s(sequences, sequences * row.kv_len) + steps.overhead_s
     return row.sequences_per_gpu / step_s
+
+
+def prefill_overlap_gain_pct(row: WideEpRow) -> float:
+    """The model's two-batch-overlap gain in percent for a prefill row at
+    `ABLATION_TOKENS_PER_GPU` tokens a GPU: throughput with the overlap over without, less 1."""
+    at = replace(row, tokens_per_gpu=ABLATION_TOKENS_PER_GPU)
+    on = predict_wide_ep(replace(at, two_batch_overlap=True))
+    off = predict_wide_ep(replace(at, two_batch_overlap=False))
+    return (on / off - 1.0) * 100.0
 
 
 def error_pct(predicted: float, measured: float) -> float:
@@ -167,6 +198,18 @@ def table_lines(rows: list[WideEpRow]) -> list[str]:
             "unplaced" if math.isnan(predicted) else f"{error_pct(predicted, row.measured):+.1f}%"
         )
         lines.append(f"{row.label:<61} {row.measured:>12,.0f} {predicted:>10,.0f} {error:>8}")
+    gains = [
+        f"{row.input_len:,.0f}-token prompts {prefill_overlap_gain_pct(row):+.1f}%"
+        for row in rows
+        if row.engine == "sglang" and row.phase == "prefill" and not row.balanced_routing
+    ]
+    if gains:
+        low, high = PREFILL_TBO_GAIN_PCT
+        lines.append(
+            f"prefill two-batch overlap gain at {ABLATION_TOKENS_PER_GPU:,.0f} tokens a GPU: "
+            + ", ".join(gains)
+            + f" (the blog's ablation: +{low:.0f}% to +{high:.0f}%)"
+        )
     return lines
 
 

@@ -129,6 +129,9 @@ class StepModel:
     overlap_compute_share: float = field(default=1.0, kw_only=True)
     """Share of the GPU's SMs an overlapped prefill's compute keeps beside the
     communication kernels (`models.physics.overlap.overlap_compute_share`)."""
+    overlap_comm_stretch: float = field(default=1.0, kw_only=True)
+    """An overlapped prefill's all-to-all over its time alone
+    (`models.physics.overlap.OVERLAPPED_NORMAL_COMM_STRETCH`); 1: at its own speed."""
     dispatch_share: float = field(default=0.5, kw_only=True)
     """The dispatch's share of the all-to-all's bytes (FP8 dispatch, BF16 combine: 1 / 3;
     `models.physics.moe.dispatch_bytes_per_element`)."""
@@ -242,8 +245,9 @@ class StepModel:
         shares are the whole pass's), timed by `overlapped_pass_s`. Each half reads the
         weights again, runs its grouped GEMM at half the rows per expert and pays its own
         collectives' latency: what the overlap costs; in prefill its compute runs on the SMs
-        the communication leaves (`overlap_compute_share`). Its terms read as the two halves'
-        compute, with the all-to-all time that shows past it as communication."""
+        the communication leaves (`overlap_compute_share`) and its all-to-all runs slower
+        than alone (`overlap_comm_stretch`). Its terms read as the two halves' compute, with
+        the all-to-all time that shows past it as communication."""
         busiest = self.prefill_group_share(prefill_tokens)
         attention_share = self.decode_group_share(decode_tokens)
         if not (self.two_batch_overlap and layout.alltoall_collectives):
@@ -257,8 +261,9 @@ class StepModel:
             layout, busiest, attention_share,
             decode_tokens / 2, decode_kv_tokens / 2, prefill_tokens / 2, prefill_pairs / 2,
         )  # fmt: skip
-        if prefill_tokens > 0 and self.overlap_compute_share < 1.0:
+        if prefill_tokens > 0:
             half = list(on_shared_sms(tuple(half), self.overlap_compute_share))
+            alltoall_s *= self.overlap_comm_stretch
         terms = [2.0 * term for term in half]
         expert_s = max(half[6], half[7]) + half[8]
         attention_side_s = pass_total_s(*half) - expert_s

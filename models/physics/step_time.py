@@ -32,7 +32,7 @@ from models.physics.moe import (
     moe_efficiency_for,
     moe_tp,
 )
-from models.physics.overlap import overlap_compute_share
+from models.physics.overlap import OVERLAPPED_NORMAL_COMM_STRETCH, overlap_compute_share
 from models.physics.pass_parts import PassParts
 from models.physics.precision import Precision
 from models.physics.step_passes import StepModel
@@ -127,6 +127,7 @@ def step_model(
         two_batch_overlap=efficiency.two_batch_overlap,
         dispatch_share=dispatch / (dispatch + COMBINE_BYTES_PER_ELEMENT),
         overlap_compute_share=overlap_compute_share(gpu.sm_count),
+        overlap_comm_stretch=OVERLAPPED_NORMAL_COMM_STRETCH,
         experts_layout=expert_layout(
             gpu,
             llm,

@@ -9,7 +9,12 @@ from hypothesis import strategies as st
 
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import efficiency_for
-from models.physics.overlap import on_shared_sms, overlap_compute_share, overlapped_pass_s
+from models.physics.overlap import (
+    OVERLAPPED_NORMAL_COMM_STRETCH,
+    on_shared_sms,
+    overlap_compute_share,
+    overlapped_pass_s,
+)
 from models.physics.precision import Precision
 from models.physics.step_time import step_model
 
@@ -113,7 +118,9 @@ def test_fewer_sms_slow_the_compute_terms_only() -> None:
 
 
 def test_the_sm_share_slows_an_overlapped_prefill_and_not_a_decode() -> None:
-    overlapped = replace(_deepseek_ep72(), two_batch_overlap=True)
+    """At the all-to-all's own speed (stretch 1): stretched, this pass's collectives outlast
+    every stage they pair with and hide the slower compute."""
+    overlapped = replace(_deepseek_ep72(), two_batch_overlap=True, overlap_comm_stretch=1.0)
     all_sms = replace(overlapped, overlap_compute_share=1.0)
     tokens = 32 * 16384.0
     pairs = tokens * 1000.5
@@ -121,3 +128,22 @@ def test_the_sm_share_slows_an_overlapped_prefill_and_not_a_decode() -> None:
     sequences = 72 * 256
     decode = (sequences, sequences * 2000)
     assert overlapped.pass_s(*decode) == all_sms.pass_s(*decode)
+
+
+def test_an_overlapped_prefills_alltoall_runs_slower_than_alone_and_a_decodes_does_not() -> None:
+    """The blog: prefill's communication under overlap is slower than its unit test, decode's
+    kernels avoid the contention. A stretch of 1 is the all-to-all at its own speed; the
+    step model's is OVERLAPPED_NORMAL_COMM_STRETCH, above 1."""
+    overlapped = replace(_deepseek_ep72(), two_batch_overlap=True)
+    assert overlapped.overlap_comm_stretch == OVERLAPPED_NORMAL_COMM_STRETCH > 1.0
+    alone = replace(overlapped, overlap_comm_stretch=1.0)
+    tokens = 32 * 16384.0
+    pairs = tokens * 1000.5
+    assert overlapped.pass_s(0.0, 0.0, tokens, pairs) > alone.pass_s(0.0, 0.0, tokens, pairs)
+    sequences = 72 * 256
+    decode = (sequences, sequences * 2000)
+    assert overlapped.pass_s(*decode) == alone.pass_s(*decode)
+    without = replace(overlapped, two_batch_overlap=False)
+    assert without.pass_s(0.0, 0.0, tokens, pairs) == replace(
+        alone, two_batch_overlap=False
+    ).pass_s(0.0, 0.0, tokens, pairs)  # the stretch is the overlap's, not the kernels'
