@@ -328,6 +328,18 @@ def _spec(gpu: str | GpuSpec) -> GpuSpec | None:
     return gpu_catalog().get(gpu)
 
 
+def lender_generation(gpu: str | GpuSpec) -> tuple[str | None, str | None]:
+    """(the generation, the GPU) a GPU's factors come from when no engine is named: its own
+    generation and no lender; without one, the generation of the GPU its `efficiency_like`
+    names and that GPU (gh200: `hopper`, h200); else (None, None)."""
+    name = gpu.name if isinstance(gpu, GpuSpec) else gpu
+    if (own := generation_of(name)) is not None:
+        return own, None
+    spec = _spec(gpu)
+    like = spec.efficiency_like if spec is not None and spec.efficiency_like != name else None
+    return (generation_of(like) if like is not None else None), like
+
+
 def efficiency_source(gpu: str | GpuSpec, engine: str | None = None) -> EfficiencySource:
     """Which calibrated set a GPU gets: its own generation's when the engine profile (or
     its fallbacks) holds rows of it, else that of the GPU its `efficiency_like` names,

@@ -87,7 +87,7 @@ def step_model(
     expert_bytes = stage_moe_layers * llm.expert_params() / expert_split * expert_bytes_per_weight
     dense_weights = weights - (llm.experts + redundant) // ep * expert_bytes
     routed_flops = 2 * llm.experts_per_token * llm.expert_params() * stage_moe_layers
-    moe = moe or moe_efficiency_for(gpu.name)
+    moe = moe or moe_efficiency_for(gpu)
 
     tp_link = group_link_bytes_per_s(gpu, efficiency, tp)
     hop_link = group_link_bytes_per_s(gpu, efficiency, tp * pp * dp)
