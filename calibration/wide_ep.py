@@ -19,8 +19,10 @@ given unlimited resources), at a stated operating point:
 The figures are read per GPU: the sources print per node (`value`), `value_per_gpu` is
 that over `gpus_per_node`. The efficiency factors are the engine profile's for the GPU
 (SGLang: `sglang-0.5`, which on Hopper runs TensorRT-LLM's fit with SGLang's own step
-overhead). The deployments run two-batch overlap (two micro-batches, one's all-to-all
-under the other's compute); the model adds communication to compute, as without it.
+overhead). A row's `two_batch_overlap` (two micro-batches, one's all-to-all under the
+other's compute, `models.physics.overlap`) is the deployment's and is predicted so
+(`Efficiency.two_batch_overlap`); the blog's decode ablation gives the same deployment
+without it.
 
 Redundant experts (EPLB): a deployment may hold E + R physical experts (DeepSeek-V3's 256
 + 32 on SGLang), so its EP size need only divide E + R (72 does; 256 does not). Each row
@@ -28,13 +30,18 @@ is predicted at its own EP size with its redundant experts (`step_model(redundan
 (E + R) / ep experts' weights and slots a GPU, 4 at EP72, 9 at EP32); a layout the rule
 refuses (`models.physics.memory.expert_layout_problem`) is not placed.
 
+Prefill's two-batch overlap is checked against the blog's ablation as well: 'a 27% to 35%
+throughput increase compared to the vanilla setup, even when processing the same token
+count per device' (`PREFILL_TBO_GAIN_PCT`; `prefill_overlap_gain_pct`, each overlapped
+prefill row at `ABLATION_TOKENS_PER_GPU` with the overlap on and off).
+
     python -m calibration.wide_ep        # the table: measured, predicted, error per row
 """
 
 import argparse
 import csv
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from calibration.rows import calibration_dir
@@ -45,8 +52,19 @@ from models.physics.precision import Precision
 from models.physics.step_time import step_model
 
 WIDE_EP_FILE = "wide_ep.csv"
-ENGINE_PROFILES = {"sglang": "sglang-0.5"}
-"""The engine profile a row's engine is predicted under."""
+ENGINE_PROFILES = {"sglang": "sglang-0.5", "deepseek": "sglang-0.5"}
+"""The engine profile a row's engine is predicted under: DeepSeek's own inference system
+(its published profile) under SGLang's, whose wide-EP deployment runs the same kernels
+(DeepEP, DeepGEMM, FlashMLA) and schedule (two-batch overlap)."""
+
+
+PREFILL_TBO_GAIN_PCT = (27.0, 35.0)
+"""The lm-sys blog's (2025-05-05, Ablation Study: Two-batch Overlap) prefill gain of
+two-batch overlap over the same deployment without it at the same tokens a GPU, low and
+high (its figure spans SGLang's DP32 x EP32 runs)."""
+ABLATION_TOKENS_PER_GPU = 8192.0
+"""Tokens a GPU of the ablation's equal-count comparison: without the overlap 'each device
+processes up to 8,192 tokens before encountering out-of-memory (OOM) errors at 16,384'."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +83,11 @@ class WideEpRow:
     dp: int
     ep: int
     redundant_experts: int
+    two_batch_overlap: bool
+    """The deployment splits each pass into two overlapped micro-batches."""
+    balanced_routing: bool
+    """Routing drawn uniformly (the blog's simulated perfect EPLB), not the model's own
+    experts' choices: the routing the performance model reads."""
     input_len: float
     kv_len: float
     tokens_per_gpu: float
@@ -92,6 +115,8 @@ def load_wide_ep_rows(directory: Path | None = None) -> list[WideEpRow]:
                     label=(
                         f"{raw['engine']} {raw['model']} {raw['gpu']} {phase} "
                         f"dp{raw['dp']}ep{raw['ep']} {length}"
+                        + (" tbo" if raw["two_batch_overlap"] == "yes" else "")
+                        + (" balanced" if raw["routing"] == "balanced" else "")
                     ),
                     engine=raw["engine"],
                     model=raw["model"],
@@ -103,6 +128,8 @@ def load_wide_ep_rows(directory: Path | None = None) -> list[WideEpRow]:
                     dp=int(raw["dp"]),
                     ep=int(raw["ep"]),
                     redundant_experts=int(raw["redundant_experts"] or 0),
+                    two_batch_overlap=raw["two_batch_overlap"] == "yes",
+                    balanced_routing=raw["routing"] == "balanced",
                     input_len=float(raw["input_len"]),
                     kv_len=float(raw["kv_len"] or 0),
                     tokens_per_gpu=float(raw["tokens_per_gpu"] or 0),
@@ -123,10 +150,19 @@ def predict_wide_ep(row: WideEpRow) -> float:
     if expert_layout_problem(llm, row.tp, ep, dp, redundant) is not None:
         return math.nan
     efficiency = efficiency_for(gpu, row.weight_precision, engine=ENGINE_PROFILES[row.engine])
+    efficiency = efficiency.model_copy(update={"two_batch_overlap": row.two_batch_overlap})
     if row.phase == "prefill":
         efficiency = efficiency.model_copy(update={"prefill_chunk_tokens": row.tokens_per_gpu})
     steps = step_model(
-        gpu, llm, row.weight_precision, row.kv_precision, row.tp, 1, efficiency, ep=ep, dp=dp,
+        gpu,
+        llm,
+        row.weight_precision,
+        row.kv_precision,
+        row.tp,
+        1,
+        efficiency,
+        ep=ep,
+        dp=dp,
         redundant=redundant,
     )
     if row.phase == "prefill":
@@ -139,6 +175,15 @@ def predict_wide_ep(row: WideEpRow) -> float:
     return row.sequences_per_gpu / step_s
 
 
+def prefill_overlap_gain_pct(row: WideEpRow) -> float:
+    """The model's two-batch-overlap gain in percent for a prefill row at
+    `ABLATION_TOKENS_PER_GPU` tokens a GPU: throughput with the overlap over without, less 1."""
+    at = replace(row, tokens_per_gpu=ABLATION_TOKENS_PER_GPU)
+    on = predict_wide_ep(replace(at, two_batch_overlap=True))
+    off = predict_wide_ep(replace(at, two_batch_overlap=False))
+    return (on / off - 1.0) * 100.0
+
+
 def error_pct(predicted: float, measured: float) -> float:
     """Signed error in percent: (predicted / measured - 1) x 100; > 0 optimistic."""
     return (predicted / measured - 1.0) * 100.0
@@ -146,13 +191,25 @@ def error_pct(predicted: float, measured: float) -> float:
 
 def table_lines(rows: list[WideEpRow]) -> list[str]:
     """One line per row: label, measured and predicted per GPU, signed error."""
-    lines = [f"{'row':<48} {'measured/GPU':>12} {'model/GPU':>10} {'error':>8}"]
+    lines = [f"{'row':<61} {'measured/GPU':>12} {'model/GPU':>10} {'error':>8}"]
     for row in rows:
         predicted = predict_wide_ep(row)
         error = (
             "unplaced" if math.isnan(predicted) else f"{error_pct(predicted, row.measured):+.1f}%"
         )
-        lines.append(f"{row.label:<48} {row.measured:>12,.0f} {predicted:>10,.0f} {error:>8}")
+        lines.append(f"{row.label:<61} {row.measured:>12,.0f} {predicted:>10,.0f} {error:>8}")
+    gains = [
+        f"{row.input_len:,.0f}-token prompts {prefill_overlap_gain_pct(row):+.1f}%"
+        for row in rows
+        if row.engine == "sglang" and row.phase == "prefill" and not row.balanced_routing
+    ]
+    if gains:
+        low, high = PREFILL_TBO_GAIN_PCT
+        lines.append(
+            f"prefill two-batch overlap gain at {ABLATION_TOKENS_PER_GPU:,.0f} tokens a GPU: "
+            + ", ".join(gains)
+            + f" (the blog's ablation: +{low:.0f}% to +{high:.0f}%)"
+        )
     return lines
 
 

@@ -100,6 +100,12 @@ class Efficiency(BaseModel):
     max_batch_sequences: int = Field(default=2048, ge=1)
     """Most sequences the engine keeps in flight (vLLM `max_num_seqs`, TensorRT-LLM
     `max_batch_size`), whatever the memory would allow."""
+    two_batch_overlap: bool = False
+    """Split each pass of an expert-parallel replica into two micro-batches, one's
+    all-to-all under the other's compute (SGLang `--enable-two-batch-overlap`, vLLM
+    `--enable-dbo`; both off by default, on in DeepSeek's and SGLang's wide-EP
+    deployments): `models.physics.step_passes.StepModel.two_batch_overlap`. `deploy` does
+    not write the engines' switch: turn it on in the engine as planned."""
 
 
 class EfficiencyOverrides(BaseModel):
@@ -124,6 +130,7 @@ class EfficiencyOverrides(BaseModel):
     )
     prefill_chunk_tokens: TokenCount | None = Field(default=None, ge=256)
     max_batch_sequences: BatchSequences | None = None
+    two_batch_overlap: bool | None = None
 
 
 @cache
@@ -319,6 +326,18 @@ def _spec(gpu: str | GpuSpec) -> GpuSpec | None:
     from models.physics.catalog import gpu_catalog  # the catalog reads efficiency-free files
 
     return gpu_catalog().get(gpu)
+
+
+def lender_generation(gpu: str | GpuSpec) -> tuple[str | None, str | None]:
+    """(the generation, the GPU) a GPU's factors come from when no engine is named: its own
+    generation and no lender; without one, the generation of the GPU its `efficiency_like`
+    names and that GPU (gh200: `hopper`, h200); else (None, None)."""
+    name = gpu.name if isinstance(gpu, GpuSpec) else gpu
+    if (own := generation_of(name)) is not None:
+        return own, None
+    spec = _spec(gpu)
+    like = spec.efficiency_like if spec is not None and spec.efficiency_like != name else None
+    return (generation_of(like) if like is not None else None), like
 
 
 def efficiency_source(gpu: str | GpuSpec, engine: str | None = None) -> EfficiencySource:

@@ -16,6 +16,7 @@ from models.schema.quantities import (
     PowerW,
     ScaleoutGbitS,
     ScaleupGbS,
+    SmCount,
     StartTimeS,
     Tflops,
     UsdPerGpuHour,
@@ -63,6 +64,10 @@ class GpuSpec(BaseModel):
     """GPUs in one scale-up domain."""
     scaleout_gbit_s: ScaleoutGbitS
     """Scale-out NIC bandwidth per GPU, Gbit/s."""
+    sm_count: SmCount | None = None
+    """Streaming multiprocessors: what a communication kernel that holds some leaves the
+    compute overlapped with it (`models.physics.overlap`); None: not stated, no share
+    taken."""
     tdp_w: PowerW
     """Board power, W."""
     price_per_gpu_hour: UsdPerGpuHour

@@ -136,7 +136,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from models.physics.alltoall import alltoall_link_s_per_byte, forwarded_link_s_per_copy_byte
-from models.physics.efficiency import Efficiency, generation_of
+from models.physics.efficiency import Efficiency, lender_generation
 from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
 from models.physics.memory import ACTIVATION_BYTES_PER_ELEMENT
@@ -194,13 +194,16 @@ def trial_constants(by_key: dict) -> Iterator[None]:
         _TRIAL.pop()
 
 
-def moe_efficiency_for(gpu_name: str) -> MoeEfficiency:
+def moe_efficiency_for(gpu: str | GpuSpec) -> MoeEfficiency:
     """The expert-parallel constants of a GPU: the `default` set of
     `models/physics/catalog/moe_efficiency.yaml`, then its generation's (`generation_of`), then the
-    GPU's own entry; the class defaults where the file says nothing."""
+    GPU's own entry; the class defaults where the file says nothing. A GPU with no
+    generation borrows as its dense factors do (`efficiency_for`): the generation and
+    entry of the GPU its `efficiency_like` names, before its own (`lender_generation`)."""
+    generation, like = lender_generation(gpu)
     table = _TRIAL[-1] if _TRIAL else _moe_table().get("by_key", {})
     fields: dict[str, float] = {}
-    for key in ("default", generation_of(gpu_name), gpu_name):
+    for key in ("default", generation, like, gpu.name if isinstance(gpu, GpuSpec) else gpu):
         if key is not None:
             fields.update(table.get(key, {}))
     return MoeEfficiency(**fields)

@@ -375,7 +375,8 @@ def profile_document(
     fit_summary["runs"] = rows
     factors = {
         key: (float(f"{value:.6g}") if isinstance(value, float) else value)
-        for key, value in fit.efficiency.model_dump().items()
+        # numbers only: two-batch overlap is a deployment's switch, set in the instance
+        for key, value in fit.efficiency.model_dump(exclude={"two_batch_overlap"}).items()
     }
     return {
         "kind": "fleetplan-engine-profile",

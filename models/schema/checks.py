@@ -90,9 +90,11 @@ def _policy_without_effect(instance: Instance) -> list[str]:
     routes declared `prefixes` only; `failover_start_s` times the spare's start after a
     loss `survive: none` never plans for; `expert_parallel`, `attention_data_parallel` and
     `redundant_experts` lay out the experts of MoE models only
-    (`models.physics.memory.expert_layout_problem`)."""
+    (`models.physics.memory.expert_layout_problem`), and `efficiency.two_batch_overlap`
+    overlaps their all-to-all, which only EP or attention DP above 1 has."""
     policy = instance.policy
     moe = any(instance.llm_specs[w.model].is_moe for w in instance.workloads)
+    overlap = instance.efficiency is not None and bool(instance.efficiency.two_batch_overlap)
     layouts = [
         (f"policy.{key}: {sorted(set(getattr(policy, key)))}", key)
         for key in ("expert_parallel", "attention_data_parallel")
@@ -126,6 +128,11 @@ def _policy_without_effect(instance: Instance) -> list[str]:
         (f"policy.redundant_experts: {sorted(set(policy.redundant_experts))}",
          set(policy.redundant_experts) != {0} and (not moe or set(policy.expert_parallel) == {1}),
          "redundant expert copies need an MoE model and a policy.expert_parallel above 1"),
+        ("efficiency.two_batch_overlap: true",
+         overlap and (not moe or set(policy.expert_parallel) | set(policy.attention_data_parallel)
+                      == {1}),
+         "no layout has an all-to-all to overlap (an MoE model under policy.expert_parallel "
+         "or attention_data_parallel above 1)"),
     ]  # fmt: skip
     return [f"{text} has no effect: {why}" for text, unused, why in dropped if unused]
 

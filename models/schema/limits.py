@@ -338,6 +338,7 @@ GPUS_PER_NODE = Bound(
     1024, "GPUs", "announced scale-up domains reach 576 GPUs", low=1.0, low_open=False
 )
 POWER_W = Bound(10_000, "W", "7x the hungriest GPU board, about 1,400 W")
+SM_COUNT = Bound(1024, "SMs", "7x the largest GPU's 148", low=1.0, low_open=False)
 
 # --- model architecture -----------------------------------------------------------------
 

@@ -268,6 +268,8 @@ ScaleoutGbitS = real(limits.SCALEOUT_GBIT_S)
 """Scale-out NIC bandwidth per GPU, Gbit/s."""
 GpusPerNode = whole(limits.GPUS_PER_NODE)
 """GPUs in one scale-up domain."""
+SmCount = whole(limits.SM_COUNT)
+"""Streaming multiprocessors (compute units) of one GPU."""
 PowerW = real(limits.POWER_W)
 """Board power, W."""
 Layers = whole(limits.LAYERS)

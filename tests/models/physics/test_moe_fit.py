@@ -18,6 +18,8 @@ from calibration.moe import (
     render_moe_yaml,
 )
 from calibration.rows import calibration_dir
+from models.physics.catalog import gpu_catalog
+from models.physics.efficiency import lender_generation
 from models.physics.moe import MoeEfficiency, moe_efficiency_for, trial_constants
 from models.physics.precision import Precision
 
@@ -98,3 +100,21 @@ def test_fit_recovers_constants_it_was_given(rows):
     (fit,) = fit_moe_constants(synthetic, dense_rows=lambda generation: [])
     assert (fit.alltoall_latency_s, fit.gemm_half_tokens) == (50e-6, 32.0)
     assert fit.fit_median_pct == pytest.approx(0.0, abs=1e-9)
+
+
+def test_a_gpu_without_a_generation_borrows_its_lenders_moe_constants():
+    """As its dense factors do (efficiency_like): gh200 names h200, h800 and the MI3xx
+    h100-sxm, b300 and gb300 b200; each then reads its lender's generation's constants.
+    A GPU of its own generation lends nothing; an entry of its own still wins (gb200
+    borrows b200's generation, its own key sets both constants)."""
+    assert lender_generation("h200") == ("hopper", None)
+    assert lender_generation("gh200") == ("hopper", "h200")
+    for gpu, lender in (("gh200", "h200"), ("h800", "h100-sxm"), ("mi300x", "h100-sxm"),
+                        ("mi355x", "h100-sxm"), ("b300", "b200"), ("gb300", "b200")):  # fmt: skip
+        assert moe_efficiency_for(gpu) == moe_efficiency_for(lender), gpu
+    table = {"blackwell": {"gemm_half_tokens": 64.0}, "gb200": {"gemm_half_tokens": 0.0}}
+    with trial_constants(table):
+        assert moe_efficiency_for("gb200").gemm_half_tokens == 0.0
+        assert moe_efficiency_for("b300").gemm_half_tokens == 64.0
+    inline = gpu_catalog()["gh200"].model_copy(update={"name": "my-gh200"})
+    assert moe_efficiency_for(inline) == moe_efficiency_for("h200")  # a spec's own lender
