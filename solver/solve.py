@@ -75,12 +75,7 @@ from solver.program.row_names import ReplicasColumn, family_of
 from solver.program.sets import ProgramSets
 from solver.readback.assign import chosen_sizes, gpu_use, integral, read_plan, replica_counts
 from solver.readback.pricing import priced_rows, pricing_program
-from solver.settings import (
-    PRICING_BACKEND,
-    PRICING_SHARE,
-    SolveSettings,
-    TimeLimitReached,
-)
+from solver.settings import PRICING_BACKEND, PRICING_SHARE, SolveSettings, TimeLimitReached
 from solver.stages import (
     ProgramStep,
     candidate_table,
@@ -266,15 +261,15 @@ def _solve_table(
 
 
 def held_fleet(
-    instance: Instance, table: CandidateTable, settings: SolveSettings
+    instance: Instance, table: CandidateTable, settings: SolveSettings, templates=None
 ) -> tuple[dict[tuple[str, str], float], dict[str, float]] | None:
     """The static program of `instance` solved within `settings` (the hourly rounds' held
     fleet: solver.time.step): its GPUs bought per (region, GPU type) and its pools'
     integer columns (replicas, configuration and pooling-step choices) by name; None
     where it has no plan in time (a lever's start, a plan of the periods program, is
-    none of the peak's)."""
+    none of the peak's). `templates`: a `TemplateMemo` over `table`, or None."""
     settings = dataclasses.replace(settings, start=None)
-    step = StaticStep(instance, table, settings)
+    step = StaticStep(instance, table, settings, templates=templates)
     backend = get_backend(settings.backend)
     try:
         step.build(backend, settings)
@@ -320,7 +315,7 @@ def _solve_months(
     previous, solved, builds = first.plan, first, ()  # builds: each month's (kept_until)
     if horizon.months > 1:
         table = horizon_table(instance, horizon.months, settings)
-        templates = TemplateMemo(interactive_table(instance, table))  # demand alone differs
+        templates = first.time_step.memo_over(interactive_table(instance, table))
     for month in range(1, horizon.months):
         floor = {(c.region, c.gpu): c.committed_gpus for c in previous.committed}
         started = _elapsed_s(settings)
@@ -367,6 +362,8 @@ class StaticStep:
     built: FleetProgram | None = None
     """The program, where built from `table` already (its pre-solve problems checked):
     `build` starts the workload parts and takes it as it is."""
+    templates: TemplateMemo | None = None
+    """The shared group templates' memo over `table` (a held fleet's: `held_fleet`)."""
 
     def __post_init__(self) -> None:
         self.failover = failover_rows(self.instance, self.settings.scenario_rows)
@@ -408,7 +405,10 @@ class StaticStep:
             raise Infeasible.from_problems(problems)
         if parts and not self.cuts:
             self.parts = start_by_workload(sets, backend, solve_settings)
-        self.program = build_program(instance, table, settings=self.settings, sets=sets)
+        groups = (self.templates or TemplateMemo(table)).templates(instance, self.settings)
+        self.program = build_program(
+            instance, table, settings=self.settings, groups=groups, sets=sets
+        )
 
     def optimise(self, backend: Backend, solve_settings: SolveSettings) -> Optimised:
         """By cut rows, or by workload from the parts started at the build."""

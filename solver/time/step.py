@@ -88,11 +88,12 @@ pricing LP is not run past its share: `PeriodsStep.price`). On the generated 5 r
 built in 15-17 s and took 7-8 s more to their plan past their share."""
 
 HeldFleet = Callable[
-    [Instance, CandidateTable, SolveSettings],
+    [Instance, CandidateTable, SolveSettings, TemplateMemo | None],
     tuple[dict[tuple[str, str], float], dict[str, float]] | None,
 ]
 """The static plan of an instance: GPUs bought per (region, GPU type) and its pools'
-integer columns by name, or None (no plan within its settings' deadline)."""
+integer columns by name, or None (no plan within its settings' deadline); its last
+argument the shared group templates' memo over the table (`TemplateMemo.over`)."""
 
 
 def _planned_held(
@@ -101,12 +102,13 @@ def _planned_held(
     table: CandidateTable,
     settings: SolveSettings,
     month: int = 0,
+    templates: TemplateMemo | None = None,
 ) -> Held | BaseException | None:
     """The held fleet of `instance` (month `month`'s). It only speeds the rounds up, so a
     static plan that fails for any reason but an interruption leaves them without it
     (logged at debug level); an interruption is handed to the rounds' thread to raise."""
     try:
-        found = planned(held_all_day(instance), table, settings)
+        found = planned(held_all_day(instance), table, settings, templates)
     except Exception:  # any failure: the rounds go on without the held fleet
         LOG.debug("no held fleet for %s", instance.name, exc_info=True)
         return None
@@ -326,6 +328,8 @@ class PeriodsStep:
         started = time.monotonic()
         builds = self.horizon.builds_s  # its own not yet known: the months' before it
         kept = kept_until(self.settings, self.horizon, max(builds)) if builds else None
+        if self.templates is None:  # the day's own, shared with its held fleet's build
+            self.templates = TemplateMemo(interactive_table(self.instance, self.table))
         self.held = self._held_beside(month_share(solve_settings, self.horizon, kept))
         self.program = build_time_program(
             self.instance, self.table, self.settings, self.horizon.periods, self.templates
@@ -336,6 +340,11 @@ class PeriodsStep:
         problems = [*self.table.problems, *hourly_problems(self.program)]
         if problems:
             raise Infeasible.from_problems(problems)
+
+    def memo_over(self, table: CandidateTable) -> TemplateMemo:
+        """A memo of shared group templates over `table` sharing what this step's builds
+        learnt of the groups' loads (`TemplateMemo.over`: a horizon's later months)."""
+        return self.templates.over(table) if self.templates is not None else TemplateMemo(table)
 
     def optimise(self, backend: Backend, solve_settings: SolveSettings) -> Optimised:
         """`optimise_periods`, within the month's share of the solve time (`month_share`;
@@ -390,7 +399,8 @@ class PeriodsStep:
             held = held.limited(min(share, settings.time_limit_s or share))
         held = replace(held, mip_gap=max(held.mip_gap, HELD_PLAN_GAP))
         found: list = []
-        inputs = (self.held_fleet, self.instance, self.table, held, self.horizon.month)
+        memo = self.templates.over(self.table) if self.templates is not None else None
+        inputs = (self.held_fleet, self.instance, self.table, held, self.horizon.month, memo)
         thread = threading.Thread(
             target=lambda: found.append(_planned_held(*inputs)), name="held-fleet", daemon=True
         )

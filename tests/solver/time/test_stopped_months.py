@@ -157,9 +157,9 @@ def test_a_month_without_its_own_held_fleet_plans_the_month_befores_grown(monkey
     calls = []
     planned = pipeline.held_fleet
 
-    def held_fleet(instance, table, settings):
+    def held_fleet(instance, table, settings, templates=None):
         calls.append(instance.name)
-        return None if len(calls) == 2 else planned(instance, table, settings)
+        return None if len(calls) == 2 else planned(instance, table, settings, templates)
 
     monkeypatch.setattr(pipeline, "held_fleet", held_fleet)
     inst = validate_instance(_months(2, 0.5, r1=400.0), "periods.yaml")
