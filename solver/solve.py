@@ -251,8 +251,8 @@ def _solve_table(
     plan = step.read_back(optimised, values, pricing)
     if horizon.in_time and not horizon.month:
         plan = _hourly_tiering(instance, plan, step.program)
-    if horizon.verified_alone:
-        plan = verified(plan, step.verify(plan), horizon.what)  # past the deadline too
+    if horizon.verified_alone:  # past the deadline too (the plan says so)
+        plan = verified(plan, step.verify(plan), horizon.what, settings)
     program, explained = step.explained(optimised, plan, values)
     source = instance if horizon.in_time else None
     in_time = step if horizon.in_time else None
@@ -306,22 +306,22 @@ def _solve_months(
     month before took besides its solve (`overhead_s` for month 1:
     solver.time.step.month_share), their shared group templates built once per demand
     they read (solver.colocation.templates); the whole horizon verified once by the hour
-    verifier."""
-    from solver.time.months import diagnosed_in_month, horizon_table, with_months
-    from solver.time.periods import interactive_table
+    verifier, in the time every month keeps for it (month 0's own verification's)."""
+    from solver.time.months import diagnosed_in_month, horizon_table, verification_kept, with_months
     from solver.verify.hours import verify_hours
 
     later: list[Plan] = []
     previous, solved, builds = first.plan, first, ()  # builds: each month's (kept_until)
     if horizon.months > 1:
         table = horizon_table(instance, horizon.months, settings)
-        templates = first.time_step.memo_over(interactive_table(instance, table))
+        templates = first.time_step.memo_over(instance, table)
+        verify_s = verification_kept(instance, first.plan, horizon.months, settings)
     for month in range(1, horizon.months):
         floor = {(c.region, c.gpu): c.committed_gpus for c in previous.committed}
         started = _elapsed_s(settings)
         earlier, builds = solved.time_step.held_found, (*builds, solved.time_step.build_s)
         grown, month_horizon = horizon.later_month(
-            instance, month, floor, started, overhead_s, earlier, builds
+            instance, month, floor, started, overhead_s, earlier, builds, verify_s
         )
         try:
             solved = _solve_table(grown, settings, table, month_horizon, templates)
@@ -333,7 +333,7 @@ def _solve_months(
         later.append(previous)
         settings.passed(f"month {month} of {horizon.months - 1}")
     plan = with_engine(instance, with_months(instance, first.plan, later))  # every month's GPUs
-    plan = verified(plan, verify_hours(instance, plan), "hourly plan")  # past the deadline too
+    plan = verified(plan, verify_hours(instance, plan), "hourly plan", settings)  # past it too
     return dataclasses.replace(first, plan=plan)
 
 

@@ -46,7 +46,7 @@ from solver.program.families.variables import PoolUsedColumn
 from solver.program.lp import SolveResult, Termination, plan_of
 from solver.program.optimised import Optimised
 from solver.program.row_names import ReplicasColumn, family_of
-from solver.settings import MIN_CALL_S, SolveSettings
+from solver.settings import MIN_CALL_S, SOLVE_SHARE, SolveSettings
 from solver.time.alternatives import (
     configs_limit_rows,
     cost_without,
@@ -154,17 +154,20 @@ def kept_until(settings: SolveSettings, horizon: Horizon, build_s: float) -> flo
     the limit: `LATER_MONTH_BUILDS` of the months' longest build so far (`build_s`,
     month m's own, with the months' before it) kept for each,
 
-        kept_m = L - LATER_MONTH_BUILDS x max(builds) x (H - m - 1)
+        kept_m = L - LATER_MONTH_BUILDS x max(builds) x (H - m - 1) - max(0, V - (1 - s) L)
 
     (the longest: a build takes longer as the machine's load rises, 15 s -> 40 s over
-    one run; the last month keeps nothing, and what runs after it, the horizon's
-    verification and output, runs past the limit). None without months or a limit."""
+    one run), V the horizon's verification after its last month as month 0's own
+    foretells it (`Horizon.verify_s`: 0 for month 0, which has not measured it yet),
+    less what the solve share s = SOLVE_SHARE keeps already (every month's solve ends by
+    s L); the last month keeps that alone. None without months or a limit."""
     deadline = settings.deadline
     if not horizon.months or deadline is None or deadline.limit_s is None:
         return None
     longest = max((*horizon.builds_s, build_s))
     later = max(0, horizon.months - horizon.month - 1)
-    return deadline.limit_s - LATER_MONTH_BUILDS * longest * later
+    verify_s = max(0.0, horizon.verify_s - (1.0 - SOLVE_SHARE) * deadline.limit_s)
+    return deadline.limit_s - LATER_MONTH_BUILDS * longest * later - verify_s
 
 
 def _kept(settings: SolveSettings, kept_s: float | None) -> SolveSettings:
@@ -341,10 +344,13 @@ class PeriodsStep:
         if problems:
             raise Infeasible.from_problems(problems)
 
-    def memo_over(self, table: CandidateTable) -> TemplateMemo:
-        """A memo of shared group templates over `table` sharing what this step's builds
-        learnt of the groups' loads (`TemplateMemo.over`: a horizon's later months)."""
-        return self.templates.over(table) if self.templates is not None else TemplateMemo(table)
+    def memo_over(self, instance: Instance, table: CandidateTable) -> TemplateMemo:
+        """A memo of shared group templates over `table`'s interactive candidates sharing
+        what this step's builds learnt of the groups' loads (`TemplateMemo.over`: a
+        horizon's later months, `instance` as written)."""
+        interactive = interactive_table(instance, table)
+        memo = self.templates
+        return memo.over(interactive) if memo is not None else TemplateMemo(interactive)
 
     def optimise(self, backend: Backend, solve_settings: SolveSettings) -> Optimised:
         """`optimise_periods`, within the month's share of the solve time (`month_share`;
