@@ -75,12 +75,7 @@ from solver.program.row_names import ReplicasColumn, family_of
 from solver.program.sets import ProgramSets
 from solver.readback.assign import chosen_sizes, gpu_use, integral, read_plan, replica_counts
 from solver.readback.pricing import priced_rows, pricing_program
-from solver.settings import (
-    PRICING_BACKEND,
-    PRICING_SHARE,
-    SolveSettings,
-    TimeLimitReached,
-)
+from solver.settings import PRICING_BACKEND, PRICING_SHARE, SolveSettings, TimeLimitReached
 from solver.stages import (
     ProgramStep,
     candidate_table,
@@ -256,8 +251,8 @@ def _solve_table(
     plan = step.read_back(optimised, values, pricing)
     if horizon.in_time and not horizon.month:
         plan = _hourly_tiering(instance, plan, step.program)
-    if horizon.verified_alone:
-        plan = verified(plan, step.verify(plan), horizon.what)  # past the deadline too
+    if horizon.verified_alone:  # past the deadline too (the plan says so)
+        plan = verified(plan, step.verify(plan), horizon.what, settings)
     program, explained = step.explained(optimised, plan, values)
     source = instance if horizon.in_time else None
     in_time = step if horizon.in_time else None
@@ -266,15 +261,15 @@ def _solve_table(
 
 
 def held_fleet(
-    instance: Instance, table: CandidateTable, settings: SolveSettings
+    instance: Instance, table: CandidateTable, settings: SolveSettings, templates=None
 ) -> tuple[dict[tuple[str, str], float], dict[str, float]] | None:
     """The static program of `instance` solved within `settings` (the hourly rounds' held
     fleet: solver.time.step): its GPUs bought per (region, GPU type) and its pools'
     integer columns (replicas, configuration and pooling-step choices) by name; None
     where it has no plan in time (a lever's start, a plan of the periods program, is
-    none of the peak's)."""
+    none of the peak's). `templates`: a `TemplateMemo` over `table`, or None."""
     settings = dataclasses.replace(settings, start=None)
-    step = StaticStep(instance, table, settings)
+    step = StaticStep(instance, table, settings, templates=templates)
     backend = get_backend(settings.backend)
     try:
         step.build(backend, settings)
@@ -311,22 +306,22 @@ def _solve_months(
     month before took besides its solve (`overhead_s` for month 1:
     solver.time.step.month_share), their shared group templates built once per demand
     they read (solver.colocation.templates); the whole horizon verified once by the hour
-    verifier."""
-    from solver.time.months import diagnosed_in_month, horizon_table, with_months
-    from solver.time.periods import interactive_table
+    verifier, in the time every month keeps for it (month 0's own verification's)."""
+    from solver.time.months import diagnosed_in_month, horizon_table, verification_kept, with_months
     from solver.verify.hours import verify_hours
 
     later: list[Plan] = []
     previous, solved, builds = first.plan, first, ()  # builds: each month's (kept_until)
     if horizon.months > 1:
         table = horizon_table(instance, horizon.months, settings)
-        templates = TemplateMemo(interactive_table(instance, table))  # demand alone differs
+        templates = first.time_step.memo_over(instance, table)
+        verify_s = verification_kept(instance, first.plan, horizon.months, settings)
     for month in range(1, horizon.months):
         floor = {(c.region, c.gpu): c.committed_gpus for c in previous.committed}
         started = _elapsed_s(settings)
         earlier, builds = solved.time_step.held_found, (*builds, solved.time_step.build_s)
         grown, month_horizon = horizon.later_month(
-            instance, month, floor, started, overhead_s, earlier, builds
+            instance, month, floor, started, overhead_s, earlier, builds, verify_s
         )
         try:
             solved = _solve_table(grown, settings, table, month_horizon, templates)
@@ -338,7 +333,7 @@ def _solve_months(
         later.append(previous)
         settings.passed(f"month {month} of {horizon.months - 1}")
     plan = with_engine(instance, with_months(instance, first.plan, later))  # every month's GPUs
-    plan = verified(plan, verify_hours(instance, plan), "hourly plan")  # past the deadline too
+    plan = verified(plan, verify_hours(instance, plan), "hourly plan", settings)  # past it too
     return dataclasses.replace(first, plan=plan)
 
 
@@ -367,6 +362,8 @@ class StaticStep:
     built: FleetProgram | None = None
     """The program, where built from `table` already (its pre-solve problems checked):
     `build` starts the workload parts and takes it as it is."""
+    templates: TemplateMemo | None = None
+    """The shared group templates' memo over `table` (a held fleet's: `held_fleet`)."""
 
     def __post_init__(self) -> None:
         self.failover = failover_rows(self.instance, self.settings.scenario_rows)
@@ -408,7 +405,10 @@ class StaticStep:
             raise Infeasible.from_problems(problems)
         if parts and not self.cuts:
             self.parts = start_by_workload(sets, backend, solve_settings)
-        self.program = build_program(instance, table, settings=self.settings, sets=sets)
+        groups = (self.templates or TemplateMemo(table)).templates(instance, self.settings)
+        self.program = build_program(
+            instance, table, settings=self.settings, groups=groups, sets=sets
+        )
 
     def optimise(self, backend: Backend, solve_settings: SolveSettings) -> Optimised:
         """By cut rows, or by workload from the parts started at the build."""

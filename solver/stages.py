@@ -141,16 +141,19 @@ def solution(
     return values
 
 
-def verified(plan: Plan, check: Verification, what: str = "plan") -> Plan:
+def verified(
+    plan: Plan, check: Verification, what: str = "plan", settings: SolveSettings | None = None
+) -> Plan:
     """The plan, once the verifier found no violation (checked past the deadline too: the
-    plan is in hand).
+    plan is in hand), with a note where it ended past `settings`' time limit
+    (`_past_limit`).
 
     Raises:
         PlanRejected: the verifier found violations (a bug, never an answer).
     """
     if not check.ok:
         raise PlanRejected(f"the solver's {what}", check.violations)
-    return plan
+    return plan if settings is None else _past_limit(plan, settings, f"verification of the {what}")
 
 
 def size_text(lp: LinearProgram) -> str:
@@ -160,3 +163,17 @@ def size_text(lp: LinearProgram) -> str:
         f"{size['variables']} variables ({size['integer_variables']} integer) and "
         f"{size['constraints']} constraints"
     )
+
+
+def _past_limit(plan: Plan, settings: SolveSettings, stage: str) -> Plan:
+    """The plan, with a note where `stage` (run whatever the limit: the plan's verification)
+    ended past the run's time limit, saying by how much: the limit bounds the whole run,
+    and the plan says where it did not."""
+    deadline = settings.deadline
+    if deadline is None or deadline.limit_s is None or not deadline.expired():
+        return plan
+    note = (
+        f"time limit: the {stage} ended at {deadline.elapsed_s():.1f} s, past the "
+        f"{deadline.limit_s:g} s limit (it runs whatever the limit: every plan is verified)"
+    )
+    return plan.model_copy(update={"notes": (*plan.notes, note)})

@@ -3,8 +3,9 @@ their weights and KV caches, the GPUs' time shared between their iterations.
 
 The parts: models/colocation/shared_layout.py (the layout and the members),
 models/colocation/group_memory.py (where each GPU's memory goes), models/colocation/interference.py
-(the engines, their interference and the coupled batches); this module evaluates a group at its
-loads and finds its capacity. LoRA, swapping, same-model merges and the capacity unit live in their
+(the engines, their interference and the coupled batches), models/colocation/load_edge.py (what
+evaluations at other loads found); this module evaluates a group at its loads and finds its
+capacity. LoRA, swapping, same-model merges and the capacity unit live in their
 own modules.
 
 A group is a set of members (a workload: its model, token mix, SLO and planned requests/s
@@ -48,7 +49,7 @@ below s* lambda_i member by member: the program may read `GroupTemplate`'s
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from models.colocation.group_memory import GroupMemory, group_memory
@@ -61,6 +62,7 @@ from models.colocation.interference import (
     mean_interference_s,
     p99_interference_s,
 )
+from models.colocation.load_edge import LoadEdge
 from models.colocation.shared_layout import Member, SharedLayout
 from models.physics.efficiency import Efficiency
 from models.physics.memory import layout_problem, weight_bytes_per_gpu
@@ -340,29 +342,110 @@ def group_template(
     still count). `bisection_steps` halvings of the bracket [s, 2s] give s* within a
     relative 2^-steps below the true one (the feasible end is kept: the conservative side).
     """
+    scale, beyond, at = _edge_search(
+        layout, members, efficiency, interference_factor, pool_replicas, bisection_steps, None
+    )
+    return _template(layout, members, scale, at(scale), at(beyond))
+
+
+@dataclass(frozen=True)
+class GroupCapacity:
+    """`group_template`'s capacity and limit alone (no record of the group at s*)."""
+
+    members: tuple[str, ...]
+    load_scale: float
+    capacity_requests_per_s: tuple[float, ...]
+    limit: Limit
+    limiting_member: str
+
+    @property
+    def feasible(self) -> bool:
+        """Whether one replica can carry some positive load of every member."""
+        return self.load_scale > 0
+
+
+def group_capacity(
+    layout: SharedLayout,
+    members: Sequence[Member],
+    efficiency: Efficiency,
+    interference_factor: float = 1.0,
+    bisection_steps: int = BISECTION_STEPS,
+    known: LoadEdge | None = None,
+) -> GroupCapacity:
+    """`group_template`'s s*, capacities and limit (the same search, the same numbers),
+    without the evaluation at s* that only its record reads. `known`, what evaluations
+    of the same group at other loads found (`models.colocation.load_edge`), answers the
+    search's points it decides and learns the ones evaluated: the search visits the same
+    points and ends at the same s*, the physics run only where nothing known decides."""
+    scale, beyond, at = _edge_search(
+        layout, members, efficiency, interference_factor, 1, bisection_steps, known
+    )
+    limit, limiting = _limit_of(at(beyond), members)
+    return GroupCapacity(
+        tuple(m.name for m in members),
+        scale,
+        tuple(scale * m.requests_per_s for m in members),
+        limit,
+        limiting,
+    )
+
+
+def _edge_search(
+    layout: SharedLayout,
+    members: Sequence[Member],
+    efficiency: Efficiency,
+    interference_factor: float,
+    pool_replicas: float,
+    bisection_steps: int,
+    known: LoadEdge | None,
+) -> tuple[float, float, Callable[[float], GroupEvaluation]]:
+    """(s*, the scale of the evaluation that bounds it, the group's evaluation by scale):
+    s* = 0 bounded by itself where no load can be shared, MAX_LOAD_SCALE by itself where
+    nothing bounds it, else the bracket's two ends. Each scale is evaluated once; with
+    `known`, only where it does not decide."""
     _check_members(members, interference_factor)
+    evaluated: dict[float, GroupEvaluation] = {}
 
     def at(scale: float) -> GroupEvaluation:
-        return evaluate_group(
-            layout,
-            [m.scaled(scale) for m in members],
-            efficiency,
-            interference_factor,
-            pool_replicas,
-        )
+        if scale not in evaluated:
+            found = evaluate_group(
+                layout,
+                [m.scaled(scale) for m in members],
+                efficiency,
+                interference_factor,
+                pool_replicas,
+            )
+            if known is not None:
+                known.record(_loads(members, scale), found.meets_slo)
+            evaluated[scale] = found
+        return evaluated[scale]
 
-    floor = at(0.0)
-    if not floor.meets_slo:
-        return _template(layout, members, 0.0, floor, floor)
+    def meets(scale: float) -> bool:
+        answer = None if known is None else known.known(_loads(members, scale))
+        return at(scale).meets_slo if answer is None else answer
+
+    if not meets(0.0):
+        return 0.0, 0.0, at
     if all(m.requests_per_s == 0 for m in members):
         raise ValueError("a group template needs a positive planned load on some member")
     low, high = 0.0, 1.0
-    while (top := at(high)).meets_slo:
+    while meets(high):
         if high >= MAX_LOAD_SCALE:
-            return _template(layout, members, high, top, top)
+            return high, high, at
         low, high = high, high * 2
-    low, high = bisect_edge(lambda scale: at(scale).meets_slo, low, high, bisection_steps)
-    return _template(layout, members, low, at(low), at(high))
+    low, high = bisect_edge(meets, low, high, bisection_steps)
+    return low, high, at
+
+
+def _loads(members: Sequence[Member], scale: float) -> tuple[float, ...]:
+    """The members' loads at `scale`, as `Member.scaled` has them."""
+    return tuple(m.scaled(scale).requests_per_s for m in members)
+
+
+def _limit_of(beyond: GroupEvaluation, members: Sequence[Member]) -> tuple[Limit, str]:
+    """What stops s* and whose: the first breach past it (compute and the first member
+    where none is named)."""
+    return beyond.limit or Limit.COMPUTE, beyond.limiting_member or members[0].name
 
 
 def _template(
@@ -373,8 +456,7 @@ def _template(
     beyond: GroupEvaluation,
 ) -> GroupTemplate:
     """The template record: capacity at `inside`, the limit from the first breach `beyond`."""
-    limit = beyond.limit or Limit.COMPUTE
-    limiting = beyond.limiting_member or members[0].name
+    limit, limiting = _limit_of(beyond, members)
     reason = beyond.problems[0] if beyond.problems else "no bound reached"
     if scale == 0:
         reason = "cannot share at any load: " + "; ".join(beyond.problems)

@@ -63,7 +63,12 @@ from solver.decompose.linked import linked_groups
 from solver.settings import SolveSettings
 
 if TYPE_CHECKING:  # the co-location physics loads when a group is evaluated (issue 19)
+    from models.colocation.load_edge import LoadEdge
     from models.colocation.shared_layout import SharedLayout
+
+Edges = dict[tuple, "LoadEdge"]
+"""What is known of each group's feasible loads, by (members, GPU, weight and KV
+precision): `models.colocation.load_edge`."""
 
 TAIL_REPLICAS = 1.0
 """A workload shares only when its peak is below this many lone replicas' capacity."""
@@ -203,12 +208,17 @@ def build_groups(
     table: CandidateTable,
     interference_factor: float | None = None,
     settings: SolveSettings | None = None,
+    edges: "Edges | None" = None,
 ) -> GroupTable:
     """The group templates of an instance (empty unless `policy.colocation`), generated
     by pricing the pre-filtered groups against the tail's packing master
-    (`solver.colocation.group_search`); `settings`' deadline stops the search early."""
+    (`solver.colocation.group_search`); `settings`' deadline stops the search early.
+    `edges`, what evaluations of the same groups at other loads found (instances that
+    differ in demand alone, `solver.colocation.templates.TemplateMemo`), answers the
+    physics where it can and learns from this build (the templates are the same)."""
     if not instance.policy.colocation:
         return GroupTable()
+    edges = {} if edges is None else edges
     started = time.monotonic()
     factor = INTERFERENCE_FACTOR if interference_factor is None else interference_factor
     peaks = dict(tail_peaks(instance, table))
@@ -237,7 +247,7 @@ def build_groups(
 
     def evaluate(packing: Packing) -> float | None:
         # one check at the peaks (s* >= 1 or not): the bisection only for the support
-        return 1.0 if _meets_at_peak(instance, groups[packing], factor) else None
+        return 1.0 if _meets_at_peak(instance, groups[packing], factor, edges) else None
 
     def time_left_s() -> float | None:
         if settings is None or settings.deadline is None:
@@ -250,7 +260,7 @@ def build_groups(
     templates: list[Template] = []
     for packing in search.support:
         check_deadline(settings)
-        template = _evaluate(instance, groups[packing], factor)
+        template = _evaluate(instance, groups[packing], factor, edges)
         if template is not None:
             templates.append(template)
     kept = tuple(templates)
@@ -340,21 +350,46 @@ def _physics(instance: Instance, group: Sequence[_Option]):
     return layout, members, efficiency
 
 
-def _meets_at_peak(instance: Instance, group: Sequence[_Option], factor: float) -> bool:
+def _edge(edges: "Edges", group: Sequence[_Option]) -> "LoadEdge":
+    """What is known of `group`'s feasible loads (members and layout), kept in `edges`."""
+    from models.colocation.load_edge import LoadEdge
+
+    config = group[0].candidate.config
+    key = (
+        tuple(o.workload for o in group),
+        config.gpu.name,
+        config.weight_precision,
+        config.kv_precision,
+    )
+    return edges.setdefault(key, LoadEdge())
+
+
+def _meets_at_peak(
+    instance: Instance, group: Sequence[_Option], factor: float, edges: "Edges"
+) -> bool:
     """Whether one group replica carries every member's peak within its SLO (s* >= 1)."""
     from models.colocation.coresident import evaluate_group
 
+    edge = _edge(edges, group)
+    loads = tuple(o.peak_requests_per_s for o in group)
+    known = edge.known(loads)
+    if known is not None:
+        return known
     layout, members, efficiency = _physics(instance, group)
-    return evaluate_group(layout, members, efficiency, factor).meets_slo
+    meets = evaluate_group(layout, members, efficiency, factor).meets_slo
+    edge.record(loads, meets)
+    return meets
 
 
-def _evaluate(instance: Instance, group: Sequence[_Option], factor: float):
+def _evaluate(instance: Instance, group: Sequence[_Option], factor: float, edges: "Edges"):
     """The template of `group` at its members' peaks, or None when it cannot be shared."""
-    from models.colocation.coresident import group_template
+    from models.colocation.coresident import group_capacity
 
     layout, members, efficiency = _physics(instance, group)
     config = group[0].candidate.config
-    found = group_template(layout, members, efficiency, factor, bisection_steps=SEARCH_STEPS)
+    found = group_capacity(
+        layout, members, efficiency, factor, bisection_steps=SEARCH_STEPS, known=_edge(edges, group)
+    )
     if not found.feasible:
         return None
     return Template(

@@ -18,14 +18,18 @@ models.operations.procurement.month_instance). So the periods program asks `Temp
 which builds each kind once per distinct value of the peaks it reads: a day where a large
 workload follows a profile and the tail is flat builds the co-resident groups once, not
 once per period. Where the tail's peaks differ between periods, so do its templates
-(another direction s* D_w, another tail), and each is built for its own.
+(another direction s* D_w, another tail), and each is built for its own, from what the
+builds before it learnt of the same groups (`edges`, `models.colocation.load_edge`): a
+group's feasible loads are down-closed, so an evaluation at the peak hour's loads
+answers every point of another period's search that lies below or above it, and the
+physics run only between them (the same templates as a build of its own).
 """
 
 from dataclasses import dataclass, field
 
 from models.schema.instance import Instance
 from solver.candidates.table import CandidateTable
-from solver.colocation.groups import GroupTable, Template, build_groups, tail_peaks
+from solver.colocation.groups import Edges, GroupTable, Template, build_groups, tail_peaks
 from solver.settings import SolveSettings
 
 PeaksKey = tuple[tuple[str, float], ...]
@@ -44,6 +48,10 @@ class TemplateMemo:
     candidate table (`table`), each kind built once per value of the peaks it reads."""
 
     table: CandidateTable
+    edges: Edges = field(default_factory=dict)
+    """What the builds learnt of each co-resident group's feasible loads
+    (`solver.colocation.groups.Edges`): physics of the group alone, so memos over other
+    candidate tables of the same instances may share it (`over`)."""
     _shared: dict[PeaksKey, tuple[GroupTable, tuple[Template, ...]]] = field(default_factory=dict)
     _engines: dict[tuple[tuple[str, PeaksKey], ...], tuple[Template, ...]] = field(
         default_factory=dict
@@ -60,7 +68,7 @@ class TemplateMemo:
 
         tail = tail_peaks(instance, self.table)
         if tail not in self._shared:
-            groups = build_groups(instance, self.table, settings=settings)
+            groups = build_groups(instance, self.table, settings=settings, edges=self.edges)
             swapped = tuple(swapped_templates(instance, self.table, settings))
             self._shared[tail] = (groups, swapped)
         peaks = _peaks(instance)
@@ -72,6 +80,13 @@ class TemplateMemo:
             self._engines[engines] = tuple(engine_templates(instance, self.table, settings))
         groups, swapped = self._shared[tail]
         return groups.extended([*self._engines[engines], *swapped])
+
+    def over(self, table: CandidateTable) -> "TemplateMemo":
+        """A memo over another candidate table of the same instances, sharing what this
+        one learnt of the groups' loads (a horizon's months after month 0, whose table is
+        built for the horizon's demand; the static plan of a day's peak, over the whole
+        table): its templates are those a build of its own gives."""
+        return TemplateMemo(table, self.edges)
 
 
 def _peaks(instance: Instance) -> dict[str, float]:

@@ -72,6 +72,10 @@ class Horizon:
     builds_s: tuple[float, ...] = ()
     """Seconds each month before m took to build its periods program: what month m keeps
     for each month after it (`solver.time.step.kept_until`)."""
+    verify_s: float = 0.0
+    """Seconds kept at the end of the run for the horizon's verification after its last
+    month (`solver.time.months.verification_kept`, from month 0's own): what every month
+    keeps besides the later months' builds (`solver.time.step.kept_until`)."""
 
     @classmethod
     def of(cls, instance: Instance) -> "Horizon":
@@ -91,12 +95,14 @@ class Horizon:
         overhead_s: float = 0.0,
         earlier_fleet: object | None = None,
         builds_s: tuple[float, ...] = (),
+        verify_s: float = 0.0,
     ) -> tuple[Instance, "Horizon"]:
         """Month `month`'s instance (its demand grown: models.operations.procurement) and
         horizon: the periods of its grown day, its commitments bounded by `floor` (the
         month before's); its turn began `started_s` into the run, and the month before
         took `overhead_s` besides its solve and started from `earlier_fleet`; the months
-        before built their programs in `builds_s`."""
+        before built their programs in `builds_s`; `verify_s` is kept for the horizon's
+        verification."""
         from models.operations.procurement import month_instance
         from solver.time.months import month_growth
         from solver.time.periods import day_periods
@@ -113,6 +119,7 @@ class Horizon:
             overhead_s=overhead_s,
             earlier_fleet=earlier_fleet,
             builds_s=builds_s,
+            verify_s=verify_s,
         )
         return grown, horizon
 

@@ -31,6 +31,7 @@ demand, and reused by every later month.
 """
 
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -52,9 +53,32 @@ from solver.plan.time_records import Commitment, Hour, Month, MonthOffer, Server
 from solver.program.families.pricing import CommittedColumn
 from solver.program.lp import Termination, Variable
 from solver.settings import SolveSettings
-from solver.stages import candidate_table
+from solver.stages import candidate_table, verified
 from solver.time.failover import error_budgets
 from solver.time.periods import TimeProgram
+from solver.verify.hours import verify_hours
+
+VERIFY_MARGIN = 1.5
+"""The horizon's verification kept per month, in month 0's own verifications
+(`verification_kept`): a later month's grown demand runs more pools."""
+
+
+def verification_kept(
+    instance: Instance, plan: Plan, months: int, settings: SolveSettings
+) -> float:
+    """Month 0's plan verified on its own (PlanRejected where it fails: a bug), and the
+    seconds the horizon's verification after its last month is expected to take, which
+    every month keeps (`solver.time.step.kept_until`): it verifies each month's hours as
+    this verifies month 0's (its shared groups' verdicts kept: solver.verify.groups),
+
+        V = VERIFY_MARGIN x H x (month 0's own verification);
+
+    0 without a time limit (nothing verified here: nothing is kept)."""
+    if settings.deadline is None or settings.deadline.limit_s is None:
+        return 0.0
+    started = time.monotonic()
+    verified(plan, verify_hours(instance, plan), "plan for month 0")
+    return VERIFY_MARGIN * months * (time.monotonic() - started)
 
 
 def horizon_table(instance: Instance, horizon: int, settings: SolveSettings) -> CandidateTable:

@@ -46,7 +46,7 @@ from solver.program.families.variables import PoolUsedColumn
 from solver.program.lp import SolveResult, Termination, plan_of
 from solver.program.optimised import Optimised
 from solver.program.row_names import ReplicasColumn, family_of
-from solver.settings import MIN_CALL_S, SolveSettings
+from solver.settings import MIN_CALL_S, SOLVE_SHARE, SolveSettings
 from solver.time.alternatives import (
     configs_limit_rows,
     cost_without,
@@ -90,11 +90,12 @@ pricing LP is not run past its share: `PeriodsStep.price`). On the generated 5 r
 built in 15-17 s and took 7-8 s more to their plan past their share."""
 
 HeldFleet = Callable[
-    [Instance, CandidateTable, SolveSettings],
+    [Instance, CandidateTable, SolveSettings, TemplateMemo | None],
     tuple[dict[tuple[str, str], float], dict[str, float]] | None,
 ]
 """The static plan of an instance: GPUs bought per (region, GPU type) and its pools'
-integer columns by name, or None (no plan within its settings' deadline)."""
+integer columns by name, or None (no plan within its settings' deadline); its last
+argument the shared group templates' memo over the table (`TemplateMemo.over`)."""
 
 
 def _planned_held(
@@ -103,12 +104,13 @@ def _planned_held(
     table: CandidateTable,
     settings: SolveSettings,
     month: int = 0,
+    templates: TemplateMemo | None = None,
 ) -> Held | BaseException | None:
     """The held fleet of `instance` (month `month`'s). It only speeds the rounds up, so a
     static plan that fails for any reason but an interruption leaves them without it
     (logged at debug level); an interruption is handed to the rounds' thread to raise."""
     try:
-        found = planned(held_all_day(instance), table, settings)
+        found = planned(held_all_day(instance), table, settings, templates)
     except Exception:  # any failure: the rounds go on without the held fleet
         LOG.debug("no held fleet for %s", instance.name, exc_info=True)
         return None
@@ -154,17 +156,20 @@ def kept_until(settings: SolveSettings, horizon: Horizon, build_s: float) -> flo
     the limit: `LATER_MONTH_BUILDS` of the months' longest build so far (`build_s`,
     month m's own, with the months' before it) kept for each,
 
-        kept_m = L - LATER_MONTH_BUILDS x max(builds) x (H - m - 1)
+        kept_m = L - LATER_MONTH_BUILDS x max(builds) x (H - m - 1) - max(0, V - (1 - s) L)
 
     (the longest: a build takes longer as the machine's load rises, 15 s -> 40 s over
-    one run; the last month keeps nothing, and what runs after it, the horizon's
-    verification and output, runs past the limit). None without months or a limit."""
+    one run), V the horizon's verification after its last month as month 0's own
+    foretells it (`Horizon.verify_s`: 0 for month 0, which has not measured it yet),
+    less what the solve share s = SOLVE_SHARE keeps already (every month's solve ends by
+    s L); the last month keeps that alone. None without months or a limit."""
     deadline = settings.deadline
     if not horizon.months or deadline is None or deadline.limit_s is None:
         return None
     longest = max((*horizon.builds_s, build_s))
     later = max(0, horizon.months - horizon.month - 1)
-    return deadline.limit_s - LATER_MONTH_BUILDS * longest * later
+    verify_s = max(0.0, horizon.verify_s - (1.0 - SOLVE_SHARE) * deadline.limit_s)
+    return deadline.limit_s - LATER_MONTH_BUILDS * longest * later - verify_s
 
 
 def _kept(settings: SolveSettings, kept_s: float | None) -> SolveSettings:
@@ -332,6 +337,8 @@ class PeriodsStep:
         started = time.monotonic()
         builds = self.horizon.builds_s  # its own not yet known: the months' before it
         kept = kept_until(self.settings, self.horizon, max(builds)) if builds else None
+        if self.templates is None:  # the day's own, shared with its held fleet's build
+            self.templates = TemplateMemo(interactive_table(self.instance, self.table))
         self.held = self._held_beside(month_share(solve_settings, self.horizon, kept))
         self.program = build_time_program(
             self.instance, self.table, self.settings, self.horizon.periods, self.templates
@@ -342,6 +349,14 @@ class PeriodsStep:
         problems = [*self.table.problems, *hourly_problems(self.program)]
         if problems:
             raise Infeasible.from_problems(problems)
+
+    def memo_over(self, instance: Instance, table: CandidateTable) -> TemplateMemo:
+        """A memo of shared group templates over `table`'s interactive candidates sharing
+        what this step's builds learnt of the groups' loads (`TemplateMemo.over`: a
+        horizon's later months, `instance` as written)."""
+        interactive = interactive_table(instance, table)
+        memo = self.templates
+        return memo.over(interactive) if memo is not None else TemplateMemo(interactive)
 
     def optimise(self, backend: Backend, solve_settings: SolveSettings) -> Optimised:
         """`optimise_periods`, within the month's share of the solve time (`month_share`;
@@ -396,7 +411,8 @@ class PeriodsStep:
             held = held.limited(min(share, settings.time_limit_s or share))
         held = replace(held, mip_gap=max(held.mip_gap, HELD_PLAN_GAP))
         found: list = []
-        inputs = (self.held_fleet, self.instance, self.table, held, self.horizon.month)
+        memo = self.templates.over(self.table) if self.templates is not None else None
+        inputs = (self.held_fleet, self.instance, self.table, held, self.horizon.month, memo)
         thread = threading.Thread(
             target=lambda: found.append(_planned_held(*inputs)), name="held-fleet", daemon=True
         )

@@ -2,7 +2,9 @@
 at its members' stated capacities, with the co-location physics, the one-engine group
 (multi-LoRA or a same-model merge) or the swapped-weights group; the physics modules are
 imported only when a plan holds a group. A group that holds credits each member its
-stated share per group replica in the scenario checks.
+stated share per group replica in the scenario checks. A co-resident or swapped group's
+verdict is kept by the values of its inputs (`_verdict`): an hourly plan states the same
+group at the same capacities in many hours, and a horizon's months again.
 """
 
 from dataclasses import dataclass
@@ -20,6 +22,24 @@ from solver.verify.verdict import ENGINE_TOLERANCE, Violation
 
 if TYPE_CHECKING:
     from models.colocation.shared_layout import SharedLayout
+
+VERDICTS_KEPT = 1024
+"""Group verdicts `_verdict` keeps (the oldest dropped beyond)."""
+
+_VERDICTS: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+def _verdict(kind: str, *inputs: object, evaluate) -> tuple[str, ...]:
+    """The problems of one group evaluation, computed once for every entry, hour and month
+    with the same inputs (the physics is a pure function of them). Keyed by the inputs'
+    values (their reprs: the layout and members hold unhashable specs), not by names a
+    plan could reuse for other values."""
+    key = (kind, *map(repr, inputs))
+    if key not in _VERDICTS:
+        while _VERDICTS and len(_VERDICTS) >= VERDICTS_KEPT:
+            del _VERDICTS[next(iter(_VERDICTS))]
+        _VERDICTS[key] = tuple(evaluate(*inputs).problems)
+    return _VERDICTS[key]
 
 
 @dataclass
@@ -124,10 +144,11 @@ def _group_problems(instance: Instance, entry: ReplicaPool, workloads: dict) -> 
     if entry.swapped_weights:
         if len(members) < 2:
             return [*problems, "a swapped group needs at least two members"]
-        swapped = evaluate_swapped_group(layout, members, efficiency)
-        return problems + list(swapped.problems)
-    group = evaluate_group(layout, members, efficiency)
-    return problems + list(group.problems)
+        swapped = _verdict("swapped", layout, members, efficiency, evaluate=evaluate_swapped_group)
+        return problems + list(swapped)
+    return problems + list(
+        _verdict("co-resident", layout, members, efficiency, evaluate=evaluate_group)
+    )
 
 
 def _engine_problems(

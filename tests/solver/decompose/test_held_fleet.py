@@ -102,7 +102,7 @@ def test_the_held_fleet_is_planned_within_its_share_and_named_by_committed_colum
     purchases come back per committed column."""
     seen = []
 
-    def planned(instance, table, settings):
+    def planned(instance, table, settings, templates=None):
         deadline, limit, gap = settings.deadline.limit_s, settings.time_limit_s, settings.mip_gap
         seen.append((deadline, limit, gap, uses_time(instance)))
         return {("r1", "h100-sxm"): 16.0, ("r2", "h200"): 8.0}, {"replicas[x]": 2.0}

@@ -23,7 +23,7 @@ from solver.program.lp import SolveResult, Termination
 from solver.program.row_names import ReplicasColumn
 from solver.settings import SolveSettings
 from solver.solve import solve_program
-from solver.time import step
+from solver.time import months, step
 from solver.time.prices import UNPRICED_NOTE
 from solver.verify.hours import verify_hours
 from tests.solver.decompose.test_by_period import SHAPES, _base, _data
@@ -157,9 +157,9 @@ def test_a_month_without_its_own_held_fleet_plans_the_month_befores_grown(monkey
     calls = []
     planned = pipeline.held_fleet
 
-    def held_fleet(instance, table, settings):
+    def held_fleet(instance, table, settings, templates=None):
         calls.append(instance.name)
-        return None if len(calls) == 2 else planned(instance, table, settings)
+        return None if len(calls) == 2 else planned(instance, table, settings, templates)
 
     monkeypatch.setattr(pipeline, "held_fleet", held_fleet)
     inst = validate_instance(_months(2, 0.5, r1=400.0), "periods.yaml")
@@ -173,7 +173,9 @@ def test_a_month_without_its_own_held_fleet_plans_the_month_befores_grown(monkey
 def test_a_month_leaves_the_month_after_it_its_build(monkeypatch):
     """Month 0 of 3 is told its build took 10 times the run's limit L (the clock is not
     waited on): months 1 and 2 keep 1.5 x 10 L each for theirs, so month 0's solve ends
-    by L - 30 L, before it starts, and month 1's by L - 15 L; both take their held
+    by L - 30 L, before it starts, and month 1's by L - 15 L - (V - 0.2 L): V = 0.2 L + 4 s
+    the horizon's verification as month 0's own foretells it, less what the solve share
+    keeps already (month 0 has not measured it); both take their held
     fleet's plan (nothing found in no time), stopped at the limit with their gaps, and
     month 1 is not priced; month 2, the last, keeps nothing and solves as usual. Every
     month is planned and the horizon verifies."""
@@ -192,10 +194,12 @@ def test_a_month_leaves_the_month_after_it_its_build(monkeypatch):
 
     monkeypatch.setattr(step.PeriodsStep, "build", build)
     monkeypatch.setattr(step, "optimise_periods", optimise_periods)
+    monkeypatch.setattr(months, "verification_kept", lambda *_args: verify_s)
     inst = validate_instance(_months(3, 0.5, r1=400.0), "periods.yaml")
+    verify_s = 0.2 * inst.solver.time_limit_s + 4.0
     plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
     assert deadlines[0] == pytest.approx(limits[0] - 1.5 * 10.0 * limits[0] * 2)
-    assert deadlines[1] == pytest.approx(limits[0] - 1.5 * 10.0 * limits[0] * 1)
+    assert deadlines[1] == pytest.approx(limits[0] - 1.5 * 10.0 * limits[0] * 1 - 4.0)
     assert deadlines[-1] > 0.0
     assert [m.month for m in plan.months] == [0, 1, 2]
     assert [m.stopped_at_limit for m in plan.months] == [True, True, False]

@@ -1,0 +1,53 @@
+"""What is known of one group's feasible loads, kept from one evaluation to the next.
+
+A group's feasible loads (every member's SLO and the memory holding on one replica,
+`models.colocation.coresident`) are down-closed: latencies and KV rise with every
+member's load. So an evaluation at loads f that holds answers for every load vector
+below it, and one at g that fails for every vector above it:
+
+    v feasible     if v <= f member by member for some f evaluated feasible
+    v infeasible   if v >= g member by member for some g evaluated infeasible
+    v unknown      otherwise (it must be evaluated)
+
+The same group (members, their models, token mixes and SLOs, one layout) is evaluated
+again in every period of a day and every month of a horizon at other loads; a search
+along the period's ray (`coresident.group_template`'s doubling and halvings) asks at
+points far from the edge that an earlier period's evaluations already answer, and only
+the points between the known feasible and infeasible vectors need the physics. Where
+the periods' loads are proportional (one profile, one growth), those are one or two
+points a period. The answers are the physics' own wherever it is monotone, which the
+capacity search assumes already.
+"""
+
+from dataclasses import dataclass, field
+
+Loads = tuple[float, ...]
+
+
+def _below(v: Loads, f: Loads) -> bool:
+    return all(a <= b for a, b in zip(v, f, strict=True))
+
+
+@dataclass
+class LoadEdge:
+    """The evaluated loads of one group, in its members' order: the maximal feasible
+    ones and the minimal infeasible ones (each list without vectors it dominates)."""
+
+    feasible: list[Loads] = field(default_factory=list)
+    infeasible: list[Loads] = field(default_factory=list)
+
+    def known(self, loads: Loads) -> bool | None:
+        """Whether `loads` meet every member's SLO as far as earlier evaluations tell
+        (None: they do not tell)."""
+        if any(_below(loads, f) for f in self.feasible):
+            return True
+        if any(_below(g, loads) for g in self.infeasible):
+            return False
+        return None
+
+    def record(self, loads: Loads, meets: bool) -> None:
+        """Keep one evaluation's answer."""
+        if meets:
+            self.feasible = [f for f in self.feasible if not _below(f, loads)] + [loads]
+        else:
+            self.infeasible = [g for g in self.infeasible if not _below(loads, g)] + [loads]
