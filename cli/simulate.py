@@ -429,6 +429,8 @@ def simulate(
     print_tables([], tables, console=err if any(is_stdout(p) for p in outputs) else out)
     for left_out in result.not_simulated:
         err.print(f"not replayed: {left_out}", markup=False, highlight=False)
+    for check in result.batch_deadlines:
+        err.print(f"batch deadline: {check.words}", markup=False, highlight=False)
     for short in result.batch_shortfalls:
         err.print(f"batch shortfall: {short}", markup=False, highlight=False)
     err.print(f"{result.events:,} events in {wall_s:.1f} s")

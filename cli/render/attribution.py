@@ -5,8 +5,10 @@ from cli.render.tables import TableSpec
 from solver.plan.schema import Plan
 
 ATTRIBUTION_NOTE = (
-    "GPU time at list price split by phase with the step model (unified pools: Shapley "
-    "split of one iteration); $/Mtok over the tokens served at the average rate"
+    "each GPU type's bill in a region (whole servers bought, idle GPUs included) shared "
+    "among the pools on it by their GPUs, split by phase with the step model (unified "
+    "pools: Shapley split of one iteration); $/Mtok over the tokens served at the average "
+    "rate"
 )
 HOURLY_ATTRIBUTION_NOTE = (
     "each hour's bill as paid (every committed GPU at the reserved price, on-demand and spot "

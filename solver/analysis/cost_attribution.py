@@ -1,6 +1,13 @@
 """The plan's cost attribution: every workload's pools in every region priced by phase
 (`models.serving.attribution`), filled in at read-back.
 
+Money is the bill: each (region, GPU type)'s cost in the plan (the GPUs bought, in whole
+servers with buy_unit node, x price x hours) is shared among the pools holding that type
+there, in proportion to their GPUs (owned GPUs in use dilute the price, as an hourly plan's
+committed ones do: solver.analysis.hour_attribution). A server's idle GPUs are thus paid
+by the workloads on its type in its region, pro rata to the GPUs each uses, and the rows
+add up to the plan's cost (less shared groups' share, which no row holds).
+
 Each chosen pool's time splits at its operating batch (the physics of its real size,
 from its tabulated curve): unified pools by the step model's Shapley split, prefill and
 decode pools wholly to their phase. Tokens served are the scenario-without-failure
@@ -24,7 +31,7 @@ from models.serving.attribution import (
 from models.serving.replica import MixTokens, Role
 from models.serving.replica_layout import replica_step_model
 from solver.candidates.pools import PoolCurve, physics_of
-from solver.plan.records import CostAttribution, Route
+from solver.plan.records import CostAttribution, GpuUse, Route
 from solver.program.sets import ProgramSets
 
 SECONDS_PER_DAY = 86_400.0
@@ -48,10 +55,14 @@ def cost_attribution(
     counts: dict[tuple[str, str, str], int],
     curves: dict[tuple[str, str], PoolCurve],
     routing: tuple[Route, ...],
+    gpu_uses: tuple[GpuUse, ...],
 ) -> tuple[CostAttribution, ...]:
-    """Per (workload, region) with pools: cost, phase shares, GPU-hours and $/Mtok."""
+    """Per (workload, region) with pools: cost (its share of the bill, the module text's
+    rule), phase shares, GPU-hours and $/Mtok. `gpu_uses`: the plan's GPU table, each
+    row's GPUs used (shared groups' included) and cost per month."""
     instance = sets.instance
     hours = sets.hours_per_month
+    bill = {(use.region, use.gpu): use for use in gpu_uses}
     pools: dict[tuple[str, str], list[PoolCost]] = defaultdict(list)
     for pool in sets.pools:
         count = counts.get((pool.workload, pool.candidate.key, pool.region), 0)
@@ -59,16 +70,21 @@ def cost_attribution(
             continue
         c = pool.candidate
         gpus = count * c.gpus
-        price = sets.offers[(pool.region, c.gpu)].price_per_gpu_hour
         batch = curves[(pool.workload, c.key)].physics(count).batch
         pools[(pool.workload, pool.region)].append(
             PoolCost(
-                gpus * price * hours,
+                bill_share(bill[(pool.region, c.gpu)], gpus),
                 gpus * hours,
                 candidate_shares(instance, pool.workload, c, batch),
             )
         )
     return attribution_rows(instance, pools, _average_served(instance, routing), hours)
+
+
+def bill_share(use: GpuUse, gpus: int) -> float:
+    """What `gpus` of the `use.used` GPUs of one (region, type) pay of its bill a month:
+    cost_per_month x gpus / used."""
+    return use.cost_per_month * gpus / use.used if use.used > 0 else 0.0
 
 
 def attribution_rows(

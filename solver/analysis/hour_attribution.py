@@ -1,10 +1,10 @@
 """The cost attribution of an hourly plan: what each workload's pools in each region cost
 over the day as paid, split by phase, and per million tokens served.
 
-A static plan prices each pool at list price for the whole month
-(solver.analysis.cost_attribution). An hourly plan pays by the hour and by tier, so each
-hour's bill of one (region, GPU type) is shared out among the pools that hold its GPUs
-that hour:
+A static plan shares each (region, GPU type)'s monthly bill among the pools holding that
+type by GPUs (solver.analysis.cost_attribution). An hourly plan pays by the hour and by
+tier, so each hour's bill of one (region, GPU type) is shared out among the pools that
+hold its GPUs that hour:
 
 - spot GPUs: their price x GPUs, to the pools on spot (dedicated batch replicas on the
   spot tier, interactive replicas on spot), in proportion to their spot GPUs;
@@ -13,11 +13,14 @@ that hour:
   price), in proportion to those GPUs;
 - an hour in which committed GPUs of the offer hold no pool: that hour's reserved bill
   goes to the offer's pools over the day, in proportion to their GPU-hours (the
-  commitment is bought for the hours that use it).
+  commitment is bought for the hours that use it); a commitment that no pool of the day
+  uses, to the pools of its region over the day by GPU-hours (to every pool where the
+  region holds none).
 
 Summed over the hours and scaled by days per month, the rows add up to the plan's cost
-(less a commitment that no pool of the day uses, and shared groups' pools, which the
-static attribution leaves out too). Each pool-hour's money splits by the phase shares of
+(less shared groups' share, which the static attribution leaves out too: the static
+rule is this one with one hour, each server type's bill over the pools holding it by
+GPUs). Each pool-hour's money splits by the phase shares of
 its pool in its period (unified pools: the step model's Shapley split at the pool's real
 size; prefill and decode pools wholly to their phase), and tokens served are the day's
 average: each hour's real arrivals (not the warm rate the period is sized for) of every
@@ -106,19 +109,34 @@ def _key(pool: ReplicaPool) -> PoolKey:
 
 
 def _spread_idle(shares: list[PoolHour], idle: Mapping[tuple[str, str], float]) -> list[PoolHour]:
-    """Each offer's reserved bill of hours it held no pool, over its pool-hours by GPUs."""
+    """Each offer's reserved bill of hours it held no pool, over its pool-hours by GPUs;
+    an offer that holds no pool all day, over its region's pool-hours by GPUs (every
+    pool-hour's where the region holds none)."""
     day_gpus: dict[tuple[str, str], int] = defaultdict(int)
+    region_gpus: dict[str, int] = defaultdict(int)
     for share in shares:
         day_gpus[(share.region, share.gpu)] += share.gpus
+        region_gpus[share.region] += share.gpus
+    all_gpus = sum(region_gpus.values())
+    by_offer: dict[tuple[str, str], float] = defaultdict(float)
+    by_region: dict[str, float] = defaultdict(float)
+    everywhere = 0.0
+    for (region, gpu), money in idle.items():
+        if day_gpus.get((region, gpu), 0) > 0:
+            by_offer[(region, gpu)] += money
+        elif region_gpus.get(region, 0) > 0:
+            by_region[region] += money
+        else:
+            everywhere += money
     return [
         replace(
             share,
             cost=share.cost
             + _part(
-                idle.get((share.region, share.gpu), 0.0),
-                share.gpus,
-                day_gpus[(share.region, share.gpu)],
-            ),
+                by_offer[(share.region, share.gpu)], share.gpus, day_gpus[(share.region, share.gpu)]
+            )
+            + _part(by_region[share.region], share.gpus, region_gpus[share.region])
+            + _part(everywhere, share.gpus, all_gpus),
         )
         for share in shares
     ]

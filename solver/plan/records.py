@@ -428,8 +428,10 @@ class CostAttribution(BaseModel):
     workload: str
     region: str
     cost_per_month: Real
-    """GPU time of the workload's pools here at list price (owned GPUs priced too); in an
-    hourly plan, each hour's bill as paid (solver.analysis.hour_attribution)."""
+    """The workload's pools' share of the bill here: each GPU type's cost in the region
+    (whole servers bought x price x hours, idle GPUs included) over the pools on it by
+    their GPUs (solver.analysis.cost_attribution); in an hourly plan, each hour's bill as
+    paid (solver.analysis.hour_attribution). The rows add up to the plan's cost."""
     usd_per_million_input_tokens: Real | None = None
     """Prefill's cost over the prompt tokens served in a month at the average rate."""
     usd_per_million_output_tokens: Real | None = None

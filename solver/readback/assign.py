@@ -117,7 +117,9 @@ def read_plan(
     size = program.lp.size()
     shared = _shared_credit(program, values)
     scenarios = scenario_results(sets, values, counts, curves, shared)
-    attribution = cost_attribution(sets, counts, curves, scenarios[0].routing if scenarios else ())
+    attribution = cost_attribution(
+        sets, counts, curves, scenarios[0].routing if scenarios else (), gpu_uses
+    )
     if callable(duals):
         duals = duals()
     gap = plan_gap(program.lp, sets, result, values, gpu_uses)

@@ -11,6 +11,7 @@ target (and splits the load by their capacity at it); the TPOT target is unchang
 
 from models.operations.scenarios import RegionGraph, failure_scenarios, rerouted_rtt_ms
 from models.schema.instance import Instance, Workload
+from solver.simulate.batch_deadline import dedicated_batch
 
 
 def failover_workloads(instance: Instance, scenario: str) -> dict[tuple[str, str], Workload]:
@@ -41,13 +42,18 @@ UNROUTED_NOTE = "(no row of the scenario routes load to it: nothing to replay)"
 """Why a pool the scenario sends nothing is in `PlanSimulation.not_simulated`."""
 
 
+def lost_region(instance: Instance, scenario: str) -> str | None:
+    """The region `scenario` loses (None: it loses none)."""
+    return next((s.lost_region for s in failure_scenarios(instance) if s.name == scenario), None)
+
+
 def unrouted_pools(instance: Instance, plan, scenario: str) -> list[str]:
     """The plan's pools (an hourly plan: the replayed hour's) that no row of `scenario`
     lists, outside the region it loses: a pool held for another scenario (a region's
     pool for its neighbour's zone loss, say) that takes no load in this one, named so
     the replay's table and the plan's pools add up. `plan` is a `solver.plan.Plan`; a
     row lists a pool as `n x label` (`n x shared group` for a group)."""
-    lost = next((s.lost_region for s in failure_scenarios(instance) if s.name == scenario), None)
+    lost = lost_region(instance, scenario)
     result = next((s for s in plan.scenarios if s.name == scenario), None)
     listed: set[tuple[str, str, str, str]] = set()
     for row in result.pools if result is not None else ():
@@ -59,8 +65,8 @@ def unrouted_pools(instance: Instance, plan, scenario: str) -> list[str]:
     for pool in plan.replicas:
         label = "shared group" if pool.members else pool.label
         role = str(pool.role)
-        if not pool.count or pool.region == lost:
-            continue
+        if not pool.count or pool.region == lost or dedicated_batch(instance, pool):
+            continue  # a batch's own pool: checked by throughput (solver.simulate.batch_deadline)
         if any((w, pool.region, role, label) in listed for w in pool.workloads):
             continue
         found.append(

@@ -56,6 +56,9 @@ class ReplayedHour:
     soaked: tuple[BatchSoak, ...] = ()
     """The batch the hour's pools soak beside their own load (`Hour.batch_soak`): not in
     the view's scenario loads; replayed beside its pools' requests (solver.simulate.soak)."""
+    day: tuple[Hour, ...] = ()
+    """The 24 hours of the day (or month) the replayed hour belongs to; () for a static
+    plan (solver.simulate.batch_deadline checks a batch deadline over them)."""
 
 
 def utc(hour: int) -> str:
@@ -84,7 +87,9 @@ def replayed_hour(plan: Plan, hour: int | None = None, month: int | None = None)
     if hour is None:
         return _peak(plan)
     months = "month 0, " if plan.months else ""
-    return _view(plan, _hour(plan.hours, hour, "--hour"), f"{months}{utc(hour)}", hour, month)
+    return _view(
+        plan, _hour(plan.hours, hour, "--hour"), f"{months}{utc(hour)}", hour, month, plan.hours
+    )
 
 
 def _peak(plan: Plan) -> ReplayedHour:
@@ -100,7 +105,7 @@ def _peak(plan: Plan) -> ReplayedHour:
     found = next((h for h in plan.hours if h.hour == at and h.scenarios), None)
     if found is None:  # a plan written before hours kept their scenarios
         return ReplayedHour(plan, words, at, month)
-    return _view(plan, found, words, at, month)
+    return _view(plan, found, words, at, month, plan.hours)
 
 
 def _in_month(plan: Plan, hour: int | None, month: int) -> ReplayedHour:
@@ -119,8 +124,10 @@ def _in_month(plan: Plan, hour: int | None, month: int) -> ReplayedHour:
             return _peak(plan)
         busiest = max(sorted(hours, key=lambda h: h.hour), key=_busy)
         words = f"the busiest hour of month {month}, {utc(busiest.hour)}"
-        return _view(plan, _hour(hours, busiest.hour, "--month"), words, busiest.hour, month)
-    return _view(plan, _hour(hours, hour, "--hour"), f"month {month}, {utc(hour)}", hour, month)
+        return _view(plan, _hour(hours, busiest.hour, "--month"), words, busiest.hour, month, hours)
+    return _view(
+        plan, _hour(hours, hour, "--hour"), f"month {month}, {utc(hour)}", hour, month, hours
+    )
 
 
 def _busy(hour: Hour) -> tuple[int, float]:
@@ -143,7 +150,9 @@ def _hour(hours: tuple[Hour, ...], hour: int, option: str) -> Hour:
     return found
 
 
-def _view(plan: Plan, hour: Hour, words: str, at: int, month: int | None) -> ReplayedHour:
+def _view(
+    plan: Plan, hour: Hour, words: str, at: int, month: int | None, day: tuple[Hour, ...]
+) -> ReplayedHour:
     """The hour's pools (and the replicas it starts after a loss, in a configuration
     its warm pools do not run) as `replicas`, its scenarios as `scenarios`."""
     pools: list[ReplicaPool] = list(hour.pools)
@@ -159,7 +168,7 @@ def _view(plan: Plan, hour: Hour, words: str, at: int, month: int | None) -> Rep
         if down:
             words += f"; {down}"
     view = plan.model_copy(update={"replicas": tuple(pools), "scenarios": scenarios})
-    return ReplayedHour(view, words, at, month, hour.batch_soak)
+    return ReplayedHour(view, words, at, month, hour.batch_soak, day)
 
 
 def _spot_down(

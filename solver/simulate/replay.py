@@ -66,10 +66,11 @@ from models.serving.replica import ReplicaConfig, Role, ServingContext, TrafficM
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.plan.time_records import BatchSoak
+from solver.simulate.batch_deadline import batch_deadlines
 from solver.simulate.closed_rows import CLOSED_LOOP, simulate_closed_pair, simulate_closed_pool
 from solver.simulate.disaggregated import cached_tokens, replica_engine, speculates
 from solver.simulate.engine import Effects, PoolTrace, simulate_pool
-from solver.simulate.failover import failover_workloads, unrouted_pools
+from solver.simulate.failover import failover_workloads, lost_region, unrouted_pools
 from solver.simulate.hours import replayed_hour
 from solver.simulate.pair_rows import pair_meets, simulate_pair_rows
 from solver.simulate.replay_size import check_replay_size, surviving
@@ -107,7 +108,15 @@ def _config(instance: Instance, pool: ReplicaPool) -> tuple[ReplicaConfig, Traff
     llm = instance.llm_specs[workload.model]
     kv = pool.kv_precision or entry.kv_precision or default_kv_precision(pool.precision)
     config = ReplicaConfig(
-        gpu, llm, pool.precision, kv, pool.tp, pool.pp, pool.role, pool.ep, pool.dp,
+        gpu,
+        llm,
+        pool.precision,
+        kv,
+        pool.tp,
+        pool.pp,
+        pool.role,
+        pool.ep,
+        pool.dp,
         redundant_experts=pool.redundant_experts,
     )
     if pool.speculative is not None and pool.role is not Role.PREFILL:
@@ -372,6 +381,13 @@ def simulate_plan(
         hour=at.hour,
         month=at.month,
         replayed=at.words,
+        batch_deadlines=batch_deadlines(
+            instance,
+            tuple(p for p in plan.replicas if p.region != lost_region(instance, scenario)),
+            at.day,
+            at.hour,
+            at.month,
+        ),
     )
 
 

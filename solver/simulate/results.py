@@ -6,6 +6,8 @@ import math
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from solver.simulate.batch_deadline import BatchDeadline
+
 _FROZEN = ConfigDict(extra="forbid", frozen=True)
 EFFECTS = ("batching", "preemption", "interference", "hol_blocking")
 
@@ -161,11 +163,16 @@ class PlanSimulation(BaseModel):
     replayed: str = ""
     """The hour replayed in words, e.g. `the peak hour, 14:00 UTC` ('' for a static
     plan: solver.simulate.hours)."""
+    batch_deadlines: tuple[BatchDeadline, ...] = ()
+    """Each batch workload's dedicated pools in a region, checked by throughput over the
+    day (solver.simulate.batch_deadline)."""
 
     @property
     def meets_slo(self) -> bool:
-        """Every simulated pool within its SLO."""
-        return all(pool.meets_slo is not False for pool in self.pools)
+        """Every simulated pool within its SLO, and every batch deadline met."""
+        return all(pool.meets_slo is not False for pool in self.pools) and all(
+            check.met for check in self.batch_deadlines
+        )
 
     @property
     def batch_shortfalls(self) -> list[str]:

@@ -8,11 +8,14 @@ Per row (one workload in one region; one row each):
    the region x the hours they run in a month (a static plan: x hours_per_month; an
    hourly plan: the sum over its hours of each hour's GPUs x D, D = hours_per_month / 24).
    A row for a workload and region with no such pool is a violation.
-3. Money. A static plan: cost = those GPUs x the instance's on-demand price x
-   hours_per_month (to the cent; owned GPUs priced too). An hourly plan shares each hour's
-   bill out among its pools (solver.analysis.hour_attribution), so its rows add up to the
-   plan's cost: every pool is dedicated, and every committed offer holds a pool in some
-   hour; otherwise they add up to no more than it.
+3. Money: the rows are the bill. A static plan: cost = sum over the (region, GPU type)
+   of the workload's dedicated pools there of bill[r,g] x pool GPUs / used[r,g], bill[r,g]
+   = bought x the instance's price x hours_per_month (bought = max(0, used - existing) in
+   whole servers, models.operations.site.gpus_bought; used counts shared groups' GPUs),
+   to the cent: a server's idle GPUs are paid by the pools on its type pro rata to their
+   GPUs. An hourly plan shares each hour's bill out among its pools
+   (solver.analysis.hour_attribution). Either way the rows add up to the plan's cost where
+   every pool is dedicated, and to no more than it otherwise.
 
 $/Mtok need the tokens each region serves (its routing at the average rate): held
 finite and >= 0 only.
@@ -23,6 +26,7 @@ Imports models/ and the plan schema only, as the rest of the verifier.
 import math
 from collections import defaultdict
 
+from models.operations.site import gpus_bought, node_gpus
 from models.schema.instance import Instance
 from models.schema.traffic import HOURS_PER_DAY
 from solver.plan.records import ReplicaPool
@@ -93,9 +97,7 @@ def check_attribution(instance: Instance, plan: Plan) -> list[Violation]:
                     message=f"states ${row.cost_per_month:,.2f}/month; {priced}",
                 )
             )
-    if plan.hours:
-        violations += _hourly_total(instance, plan)
-    return violations
+    return violations + _total(plan, _static_bill(instance, plan))
 
 
 def _recomputed(
@@ -111,30 +113,53 @@ def _recomputed(
             for pool in _dedicated(hour.pools):
                 gpu_hours[(pool.workload, pool.region)] += pool.count * pool.replica_gpus * days
         return dict(gpu_hours), {}
+    used: dict[tuple[str, str], int] = defaultdict(int)
+    for pool in plan.replicas:
+        used[(pool.region, pool.gpu)] += pool.count * pool.replica_gpus
     for pool in _dedicated(plan.replicas):
         key = (pool.workload, pool.region)
-        gpu_hours[key] += pool.count * pool.replica_gpus * hours
-        cost[key] += (
-            pool.count * pool.replica_gpus * _price(instance, pool.region, pool.gpu) * hours
-        )
+        gpus = pool.count * pool.replica_gpus
+        gpu_hours[key] += gpus * hours
+        share = gpus / used[(pool.region, pool.gpu)] if gpus > 0 else 0.0
+        cost[key] += _bill(instance, pool.region, pool.gpu, used) * share
     return dict(gpu_hours), dict(cost)
 
 
-def _hourly_total(instance: Instance, plan: Plan) -> list[Violation]:
-    """Item 3 for an hourly plan: the rows against the bill of its hours."""
+def _bill(instance: Instance, region: str, gpu: str, used: dict[tuple[str, str], int]) -> float:
+    """bought x price x hours_per_month of one (region, GPU type) (NaN where the instance
+    has no such offer)."""
+    price = _price(instance, region, gpu)
+    if math.isnan(price):
+        return price
+    existing = instance.region(region).existing.get(gpu, 0)
+    bought = gpus_bought(used[(region, gpu)], existing, node_gpus(instance, gpu))
+    return bought * price * instance.policy.hours_per_month
+
+
+def _static_bill(instance: Instance, plan: Plan) -> float | None:
+    """A static plan's cost recomputed from its pools (the sum of `_bill`); None for an
+    hourly plan, whose stated cost its hours' checks recompute."""
+    if plan.hours:
+        return None
+    used: dict[tuple[str, str], int] = defaultdict(int)
+    for pool in plan.replicas:
+        used[(pool.region, pool.gpu)] += pool.count * pool.replica_gpus
+    bill = math.fsum(_bill(instance, r, g, used) for r, g in used)
+    return None if math.isnan(bill) else bill
+
+
+def _total(plan: Plan, recomputed: float | None) -> list[Violation]:
+    """Item 3's total: the rows against the plan's cost (a static plan's as recomputed:
+    a stated cost that differs is the `cost` check's)."""
     attributed = math.fsum(row.cost_per_month for row in plan.cost_attribution)
-    bill = plan.cost_per_month or 0.0
-    complete = all(not pool.shared for hour in plan.hours for pool in hour.pools)
-    held = {(pool.region, pool.gpu) for hour in plan.hours for pool in hour.pools}
-    complete = complete and all(
-        (c.region, c.gpu) in held for c in plan.committed if c.committed_gpus > 0
-    )
+    bill = recomputed if recomputed is not None else plan.cost_per_month or 0.0
+    pools = [pool for hour in plan.hours for pool in hour.pools] or list(plan.replicas)
+    complete = all(not pool.shared for pool in pools)
     if complete and not money_close(attributed, bill):
         return [
             Violation(
                 requirement="cost_attribution",
-                message=f"its rows add up to ${attributed:,.2f}/month; the plan's hours cost "
-                f"${bill:,.2f}",
+                message=f"its rows add up to ${attributed:,.2f}/month; the plan costs ${bill:,.2f}",
             )
         ]
     if attributed > bill and not money_close(attributed, bill):

@@ -92,6 +92,23 @@ def _cost_split(run: Runner) -> dict[str, str]:
     }
 
 
+IDLE_SERVERS = "fleetplan solve instances/disaggregated.yaml"
+
+
+@check("idle-servers", IDLE_SERVERS)
+def _idle_servers(run: Runner) -> dict[str, str]:
+    """The row of a plan whose servers hold idle GPUs is the bill, not the GPUs in use."""
+    plan = run.json(IDLE_SERVERS)
+    (use,) = plan["gpus"]
+    (row,) = plan["cost_attribution"]
+    return {
+        "used": str(use["used"]),
+        "servers": str(use["purchased"] // 8),
+        "row": usd(row["cost_per_month"]),
+        "in_use": usd(use["used"] * use["price_per_gpu_hour"] * 730),
+    }
+
+
 # --- deciding with it --------------------------------------------------------------------
 
 LEVERS = "fleetplan explain instances/region-loss-3.yaml --levers"

@@ -1,6 +1,8 @@
 """An hourly plan's cost attribution (solver.analysis.hour_attribution): each hour's bill
 shared out among the pools that hold its GPUs, by hand on three hours."""
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -78,7 +80,7 @@ def test_three_hours_by_hand():
 )
 def test_the_shares_add_up_to_the_bill(counts, committed):
     """Whatever runs in which hour, the pools' shares add up to every hour's bill (when
-    some hour holds a pool of the offer: an unused commitment has no pool to carry it)."""
+    some hour holds a pool: a day with none has no pool to carry the commitment)."""
     hours, bill = [], 0.0
     for at, (chat, other) in enumerate(counts):
         pools = tuple(p for p in (_pool("chat", chat), _pool("other", other)) if p.count)
@@ -98,3 +100,15 @@ def test_the_shares_add_up_to_the_bill(counts, committed):
     if any(h.pools for h in hours):
         assert sum(s.cost for s in shares) == pytest.approx(bill)
     assert all(s.cost >= 0 for s in shares)
+
+
+def test_a_commitment_no_pool_uses_goes_to_its_regions_pools():
+    """8 H200 committed at $1.5 that no pool of the day runs on: 8 x 1.5 = $12 an hour, $36
+    over the three hours, over the region's 24 pool GPU-hours (chat 16, other 8): chat
+    24 + 24 = 48, other 10 + 12 = 22, adding up to the day's bill 34 + 36 = 70."""
+    h200 = replace(OFFER, gpu="h200", reserved_price_per_gpu_hour=1.5)
+    committed = {**COMMITTED, ("us", "h200"): 8.0}
+    cost: dict[str, float] = {}
+    for share in pool_hours(DAY, (OFFER, h200), committed, SPOT):
+        cost[share.workload] = cost.get(share.workload, 0.0) + share.cost
+    assert cost == pytest.approx({"chat": 48.0, "other": 22.0})
