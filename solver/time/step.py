@@ -292,6 +292,8 @@ class PeriodsStep:
     (solver.solve): its purchases per (region, GPU type), or None without one."""
     held: Fleet | None = field(default=None, init=False)
     """The held fleet once the build has started planning it (`_held_beside`)."""
+    held_thread: threading.Thread | None = field(default=None, init=False)
+    """The thread planning the held fleet (`_held_beside`), joined by `close`."""
     held_found: Held | None = field(default=None, init=False)
     """The held fleet the rounds started from, once they asked for it: the month's own,
     else the month before's (`Horizon.earlier_fleet`)."""
@@ -417,6 +419,7 @@ class PeriodsStep:
             target=lambda: found.append(_planned_held(*inputs)), name="held-fleet", daemon=True
         )
         thread.start()
+        self.held_thread = thread
 
         def waited() -> Held | None:
             thread.join()
@@ -428,7 +431,14 @@ class PeriodsStep:
         return waited
 
     def close(self) -> None:
-        """Nothing runs beside the solve."""
+        """Nothing runs beside the solve once it ends: the held fleet's thread, where the
+        rounds never asked for it (a program solved whole, proven without its fallback), is
+        waited for (within its own share of the limit). Left running, its HiGHS solve
+        outlived the solve's return, ran beside the next month's, and a process exiting
+        while it ran was aborted by the C++ runtime ("terminate called without an active
+        exception", exit 134, after the plan was written)."""
+        if self.held_thread is not None:
+            self.held_thread.join()
 
     def diagnosis(self, backend: Backend) -> Diagnosis:
         """Month 0: the peak period's static diagnosis; a later month: its demand on the

@@ -207,3 +207,28 @@ def test_a_month_without_its_own_held_fleet_starts_from_the_month_befores(monkey
     monkeypatch.setattr(step.time, "monotonic", lambda: 124.0)  # the share is spent
     months.held_fleet = lambda *_args: pytest.fail("no time to plan it")
     assert months._held_beside(settings)().layout == earlier.layout
+
+
+def test_no_held_fleet_thread_outlives_the_solve(monkeypatch):
+    """The held fleet is planned in a thread beside the periods program; where the rounds
+    never ask for it, the step's close waits for it, so nothing solves after
+    solve_program returns (a HiGHS solve still running as the process exits is aborted by
+    the C++ runtime: exit 134 after the plan was written). The held plan is slowed here
+    so that it is still running when the periods program (solved whole, proven without
+    its fallback) ends."""
+    import threading
+    import time
+
+    planned = step._planned_held
+
+    def slow(*args):
+        time.sleep(0.5)
+        return planned(*args)
+
+    monkeypatch.setattr(step, "_planned_held", slow)
+    data = _base()  # without reserved prices: one program of every hour, solved whole
+    for region in data["regions"]:
+        for offer in region["supply"].values():
+            offer.pop("reserved_price_per_gpu_hour", None)  # one dict for both regions
+    solve_program(validate_instance(data, "periods.yaml"), EXACT)
+    assert [t.name for t in threading.enumerate() if t.name == "held-fleet"] == []
