@@ -1,0 +1,69 @@
+"""Hostile input, round fifteen: a reader that closes the pipe early, plans of different
+horizons compared, a power cap a long horizon outgrows, a thread count above the
+machine's and digit separators in command-line numbers. Each case was an exit 1 with no
+message, a comparison that did not say what it compared, a 9 s solve, a refusal of a
+valid instance or a number read that files refuse."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.paths import ONE_MODEL_ONE_REGION, REPO
+
+# --- a reader that stops early (`| head -1`) ---------------------------------------------
+
+
+def _into_closed_pipe(*argv: str) -> subprocess.CompletedProcess:
+    """Run the command line with its stdout a pipe whose reader has already gone, as
+    `fleetplan ... | head -1` leaves it once head has its line."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(
+            [sys.executable, "-c", "from cli.app import main; main()", *argv],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            timeout=60,
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("catalog", "gpus"),
+        ("catalog", "gpus", "--json"),
+        ("estimate", "--help"),
+    ],
+    ids=["rich table", "json", "typer's help"],
+)
+def test_a_closed_pipe_ends_quietly(argv):
+    """`solve ... | head -1` exited 1 with nothing said (rich's broken-pipe handler), and
+    JSON written to a closed pipe was an 'internal error'. A Unix tool whose reader has
+    gone ends as if killed by SIGPIPE: 128 + 13 = 141, nothing on stderr."""
+    result = _into_closed_pipe(*argv)
+    assert result.returncode == 128 + 13, (result.returncode, result.stderr)
+    assert result.stderr == ""
+
+
+def test_output_to_dev_null_is_no_closed_pipe():
+    """/dev/null from the start is a reader that takes everything: exit 0."""
+    with open(os.devnull, "w") as devnull:
+        result = subprocess.run(
+            [sys.executable, "-c", "from cli.app import main; main()", "catalog", "gpus"],
+            stdout=devnull,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            timeout=60,
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+    assert (result.returncode, result.stderr) == (0, "")
