@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from models.schema import limits
 from tests.paths import ONE_MODEL_ONE_REGION, REPO
 
 # --- a reader that stops early (`| head -1`) ---------------------------------------------
@@ -67,3 +68,15 @@ def test_output_to_dev_null_is_no_closed_pipe():
             env={**os.environ, "PYTHONPATH": str(REPO)},
         )
     assert (result.returncode, result.stderr) == (0, "")
+
+
+# --- solver threads above the machine's CPU count ----------------------------------------
+
+
+def test_threads_flag_beyond_the_cpu_count_is_capped_with_a_warning(run_cli, monkeypatch):
+    """`--threads 3` on a 2-CPU machine was refused ('must be between 1 and 2'): it now
+    solves on min(3, 2) = 2 threads and says so, naming the flag."""
+    monkeypatch.setattr(limits, "max_threads", lambda: 2)
+    result = run_cli("solve", ONE_MODEL_ONE_REGION, "--threads", "3")
+    assert result.exit_code == 0, result.stderr
+    assert "--threads: 3 is more than this machine's 2 CPUs; the solver runs 2" in result.stderr
