@@ -90,13 +90,17 @@ def _definition(source: str, name: str) -> ast.Module:
 
 @cache
 def load_command(name: str) -> _click.Command:
-    """The real command `name`: its module imported and its function built by typer."""
+    """The real command `name`: its module imported and its function built by typer, its
+    numbers read as files read them (`cli.options.strict_numbers`)."""
+    from cli.options import strict_numbers
+
     function = getattr(importlib.import_module(COMMANDS[name]), name.replace("-", "_"))
     single = typer.Typer(
         add_completion=False, pretty_exceptions_enable=False, context_settings=CONTEXT
     )
     single.command(name=name)(function)
     command = typer.main.get_command(single)
+    strict_numbers(command)
     command.name = name
     command.help = reflowed(command.help)
     _end_of_start_up()

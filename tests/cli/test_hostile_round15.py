@@ -80,3 +80,35 @@ def test_threads_flag_beyond_the_cpu_count_is_capped_with_a_warning(run_cli, mon
     result = run_cli("solve", ONE_MODEL_ONE_REGION, "--threads", "3")
     assert result.exit_code == 0, result.stderr
     assert "--threads: 3 is more than this machine's 2 CPUs; the solver runs 2" in result.stderr
+
+
+# --- digit separators in command-line numbers ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        (("estimate", "--requests-per-day", "1_000_000"), "1_000_000"),
+        (("estimate", "--peak-to-average", "\u0664"), "\u0664"),  # Arabic-Indic four
+        (("batch", "{tmp}", "--jobs", "1_6"), "1_6"),
+    ],
+    ids=["float separator", "float other script", "int separator"],
+)
+def test_command_line_numbers_refuse_what_files_refuse(run_cli, tmp_path, args, text):
+    """`estimate --requests-per-day 1_000_000` planned for 10^6 requests a day (click reads
+    numbers with Python's float, PEP 515 separators and all) where an instance or a CSV
+    refuses 1_000_000 (models.io.numbers): the flag is now read by the same rule."""
+    result = run_cli(*(arg.format(tmp=tmp_path) for arg in args))
+    flag = args[-2]
+    assert result.exit_code == 2, result.stdout
+    assert f"{flag}: must be a number, got the text {text!r}" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_command_line_decimals_still_read(run_cli):
+    """1e6 and 1000000.0 are decimals as float writes them: both read 10^6 requests a day,
+    the same numbers as 1000000 (estimate's output depends only on the value)."""
+    plain = run_cli("estimate", "--requests-per-day", "1000000")
+    for written in ("1e6", "1000000.0", " 1000000 "):
+        result = run_cli("estimate", "--requests-per-day", written)
+        assert (result.exit_code, result.stdout) == (0, plain.stdout), written
