@@ -12,6 +12,7 @@ import gc
 import importlib
 import importlib.util
 import inspect
+import os
 import re
 import sys
 from functools import cache
@@ -89,13 +90,17 @@ def _definition(source: str, name: str) -> ast.Module:
 
 @cache
 def load_command(name: str) -> _click.Command:
-    """The real command `name`: its module imported and its function built by typer."""
+    """The real command `name`: its module imported and its function built by typer, its
+    numbers read as files read them (`cli.options.strict_numbers`)."""
+    from cli.options import strict_numbers
+
     function = getattr(importlib.import_module(COMMANDS[name]), name.replace("-", "_"))
     single = typer.Typer(
         add_completion=False, pretty_exceptions_enable=False, context_settings=CONTEXT
     )
     single.command(name=name)(function)
     command = typer.main.get_command(single)
+    strict_numbers(command)
     command.name = name
     command.help = reflowed(command.help)
     _end_of_start_up()
@@ -206,6 +211,16 @@ class LazyGroup(TyperGroup):
     def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
         return LazyCommand(cmd_name) if cmd_name in COMMANDS else None
 
+    def invoke(self, ctx: _click.Context) -> Any:
+        """Run the command; a reader that closed the pipe (`| head -1`) ends it quietly
+        with `READER_GONE` (typer's own handler exits 1 without a word)."""
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            from cli.render.console import end_for_a_closed_pipe
+
+            end_for_a_closed_pipe()
+
 
 app = typer.Typer(
     name="fleetplan",
@@ -266,8 +281,13 @@ def main() -> None:
 
 def _run_app() -> None:
     """`app()` with every way it can end mapped to an exit code (`main`)."""
+    stdout_was = _device_of_stdout()
     try:
-        app()
+        try:
+            app()
+        except SystemExit:
+            _flush_output(stdout_was)
+            raise
     except InputError as error:
         from cli.render.console import report_input_error
 
@@ -296,6 +316,43 @@ def _run_app() -> None:
             f"with the command and input: {escape(_one_line(error))}"
         )
         sys.exit(ExitCode.INTERNAL_ERROR)
+
+
+def _device_of_stdout() -> tuple[int, int] | None:
+    """What file descriptor 1 is open on (device, inode), None where it is not open."""
+    try:
+        status = os.fstat(1)
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
+
+
+def _flush_output(stdout_was: tuple[int, int] | None) -> None:
+    """Write out what is still buffered for stdout before exiting: where its reader has
+    gone (`| head -1`), end quietly (`end_for_a_closed_pipe`) rather than let the flush at
+    exit print 'Exception ignored ... BrokenPipeError' and exit 120. A rich console of
+    typer's (`--help`, a usage error) that met the closed pipe has put /dev/null on stdout
+    and exits 1: that exit is the reader's going too."""
+    try:
+        sys.stdout.flush()
+        now = _device_of_stdout()
+        reader_gone = now != stdout_was and now == _device_of(os.devnull)
+    except BrokenPipeError:
+        reader_gone = True
+    except (OSError, ValueError):  # a closed or replaced stdout: nothing more to write
+        return
+    if reader_gone:
+        from cli.render.console import end_for_a_closed_pipe
+
+        end_for_a_closed_pipe()
+
+
+def _device_of(path: str) -> tuple[int, int] | None:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
 
 
 def _one_line(error: BaseException) -> str:

@@ -13,7 +13,13 @@ from cli.render.zeros import json_without_negative_zero
 from models.io.loading import load_instance
 from models.io.output_files import check_targets, is_stdout, write_text
 from models.schema.quantities import counted
-from solver.analysis.compare import Comparison, Side, compare_instances, judged_costs
+from solver.analysis.compare import (
+    Comparison,
+    Side,
+    compare_instances,
+    horizons_differ,
+    judged_costs,
+)
 
 
 def compare(
@@ -79,16 +85,20 @@ def comparison_report(result: Comparison) -> Report:
         ("verifier", _verdict(b), _verdict(c)),
     ]
     _, _, basis = judged_costs(b, c)
+    differ = horizons_differ(b, c)
+    if differ:
+        note = f"judged per month, {differ}: every row but '$ over the horizon' is month 0's"
+    elif basis != "per month":
+        note = (
+            f"judged {basis}: GPUs used and paid in its busiest month; $/GPU-hour, "
+            "$/million tokens, utilisation and headroom over all its months; prefill share "
+            "month 0's (a later month's plan carries no cost split)"
+        )
+    else:
+        note = ""
     tables = [
         TableSpec(
-            "Ledger",
-            ("", result.base.instance, result.candidate.instance),
-            tuple(rows),
-            ""
-            if basis == "per month"
-            else f"judged {basis}: GPUs used and paid in its busiest month; $/GPU-hour, "
-            "$/million tokens, utilisation and headroom over all its months; prefill share "
-            "month 0's (a later month's plan carries no cost split)",
+            "Ledger", ("", result.base.instance, result.candidate.instance), tuple(rows), note
         ),
         TableSpec("Reasons", ("reason",), tuple((r,) for r in result.reasons)),
     ]

@@ -30,7 +30,7 @@ from models.io.output_files import is_stdout, write_text
 from models.schema import limits
 from models.schema.errors import InputError, Issue
 from models.schema.limits import Bound
-from models.schema.quantities import counted, out_of_range
+from models.schema.quantities import counted, not_a_boolean, out_of_range
 
 JSON_HELP = "Write the result as JSON: alone or - for standard output, else to this file."
 MARKDOWN_HELP = "Write the result as Markdown: alone or - for standard output, else to this file."
@@ -153,6 +153,38 @@ def print_warnings(lines: list[str]) -> None:
 def _flag(param: typer.CallbackParam) -> str:
     """The flag's long name, as the user reads it in --help (`--input-tokens`)."""
     return max(param.opts, key=len)
+
+
+NUMERIC = ("int", "float")
+"""The bare types (`bare_type()`) of typer's numeric parameters."""
+
+
+def strict_numbers(command: _click.Command) -> None:
+    """Read every int and float parameter of `command` (and of its subcommands) by the
+    rule of the instance files and CSVs: typer reads a number with pydantic's lax mode,
+    as Python's `float` does, so `--requests-per-day 1_000_000` (PEP 515's separator) or
+    Arabic-Indic digits read as numbers nobody wrote; now the text must be ASCII digits
+    (`not_a_boolean`, models.io.numbers) or the command exits 2 naming the option. The rest
+    (the range, the metavar, typer's own refusals) is typer's."""
+    for param in command.params:
+        if getattr(param, "bare_type", lambda: "")() in NUMERIC:
+            param.process_value = _ascii_first(param, param.process_value)
+    for sub in getattr(command, "commands", {}).values():
+        strict_numbers(sub)
+
+
+def _ascii_first(param: Any, process: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """`process` (a parameter's `process_value`) after the text given is checked."""
+
+    def process_value(ctx: Any, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                not_a_boolean(value)
+            except ValueError as error:
+                raise InputError([Issue("command line", None, _flag(param), str(error))]) from None
+        return process(ctx, value)
+
+    return process_value
 
 
 def within(bound: Bound) -> Callable[[typer.CallbackParam, Any], Any]:

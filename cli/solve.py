@@ -33,6 +33,7 @@ from cli.options import (
     given_on_command_line,
     known_backend,
     load,
+    print_warnings,
     to_stdout,
     warn_other_instance,
     within,
@@ -52,6 +53,7 @@ from models.io.loading import capped, load_instance, read_document
 from models.io.output_files import check_target, check_targets, is_stdout, write_text
 from models.schema import limits
 from models.schema.backend_names import BACKEND_NAMES
+from models.schema.checks import threads_above_cores
 from models.schema.errors import InputError, Issue
 from models.schema.policy import SolverSettings
 from models.schema.quantities import counted, describe
@@ -363,7 +365,8 @@ def diagnosis_json(instance: str, diagnosis: Diagnosis) -> dict:
 
 def _check_flags(time_limit: float | None, mip_gap: float | None, threads: int | None) -> None:
     """The solver flags obey the bounds of the instance's `solver:` section (finite, a
-    time limit of at most a day, threads within the CPU count)."""
+    time limit of at most a day); threads above the CPU count are run on as many threads
+    as there are CPUs (`SolveSettings.of`), with a warning."""
     flags = {"time_limit_s": "--time-limit", "mip_gap": "--mip-gap", "threads": "--threads"}
     given = dict(zip(flags, (time_limit, mip_gap, threads), strict=True))
     try:
@@ -379,6 +382,8 @@ def _check_flags(time_limit: float | None, mip_gap: float | None, threads: int |
                 for item in error.errors()
             ]
         ) from None
+    if threads is not None and threads > limits.max_threads():
+        print_warnings([threads_above_cores("--threads", threads, limits.max_threads())])
 
 
 def export_program(file: Path, target: Path) -> None:

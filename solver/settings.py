@@ -14,11 +14,11 @@ left (`SolveSettings.remaining_s`).
 """
 
 import math
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from models.schema import limits
 from models.schema.backend_names import DEFAULT_BACKEND
 from models.schema.instance import Instance
 from solver import progress
@@ -96,11 +96,9 @@ class Deadline:
 
 
 def machine_threads() -> int:
-    """Cores this process may use (the solver threads' ceiling)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+    """Cores this process may use (the solver threads' ceiling): `limits.max_threads`,
+    which the warning about `solver.threads` reads too."""
+    return limits.max_threads()
 
 
 EXECUTORS = ("local", "ray")

@@ -5,7 +5,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from rich.console import Console
 from rich.segment import Segment
@@ -18,12 +18,36 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
 
+READER_GONE = 128 + 13
+"""The exit status of a command whose reader closed the pipe (`fleetplan solve ... | head
+-1`): the shell's for a process killed by SIGPIPE, as `yes | head -1` leaves `yes`."""
+
+
+def end_for_a_closed_pipe(stream: Any = None) -> NoReturn:
+    """End quietly because the reader of `stream` (stdout by default) has gone: what is
+    still buffered for it goes to /dev/null (so the flush at exit raises nothing) and the
+    process exits `READER_GONE`, saying nothing, as Unix tools do."""
+    stream = stream if stream is not None else sys.stdout
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+    except (OSError, ValueError):  # no descriptor (a test's capture): nothing to flush
+        pass
+    raise SystemExit(READER_GONE)
+
+
 class SafeConsole(Console):
     """A console that shows the characters a terminal would act on instead of sending
     them: the text printed holds the user's names and paths, and a workload called
     "chat\\u001b]0;title\\u0007" must not retitle, recolour or clear the user's terminal.
     Every text segment passes `terminal_safe` as the output is assembled (rich's own
-    control segments, cursor moves, are kept), so tables and messages alike are covered."""
+    control segments, cursor moves, are kept), so tables and messages alike are covered.
+    A closed pipe ends the process quietly with `READER_GONE` (rich's own handler exits 1).
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        end_for_a_closed_pipe(self.file)
 
     def _render_buffer(self, buffer: Iterable[Segment]) -> str:
         return super()._render_buffer(

@@ -55,6 +55,22 @@ def input_warnings(instance: Instance) -> list[str]:
         + _part_servers(instance)
         + _policy_without_effect(instance)
         + _dearer_than_on_demand(instance)
+        + _threads_above_cores(instance)
+    )
+
+
+def _threads_above_cores(instance: Instance) -> list[str]:
+    """`solver.threads` above this machine's CPU count: valid (the instance may be written
+    for a bigger machine), but the solver runs only as many threads as there are CPUs."""
+    threads, cores = instance.solver.threads, limits.max_threads()
+    return [threads_above_cores("solver.threads", threads, cores)] if threads > cores else []
+
+
+def threads_above_cores(name: str, threads: int, cores: int) -> str:
+    """The warning for `threads` asked of `name` (a field or a flag) on `cores` CPUs."""
+    return (
+        f"{name}: {threads:,} is more than this machine's {cores} CPUs; the solver runs "
+        f"{cores} threads"
     )
 
 

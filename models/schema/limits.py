@@ -575,9 +575,19 @@ CLOSED_LOOP_REQUESTS = Most(
 )
 
 
+THREADS = Bound(
+    1024, "threads", "the largest servers run 768 hardware threads", low=1.0, low_open=False
+)
+"""`solver.threads`: an instance written for a bigger machine is valid on this one, whose
+solver runs min(threads, `max_threads()`), with a warning (models.schema.checks)."""
+
+
 def max_threads() -> int:
-    """Solver threads allowed on this machine: its CPU count.
+    """Threads the solver runs on this machine: the CPUs this process may use.
 
     More threads than cores only oversubscribes; 100,000 requested threads hang it.
     """
-    return os.cpu_count() or 1
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)

@@ -187,16 +187,6 @@ ONCE_EACH = AfterValidator(_once_each)
 """Refuses a choice listed twice (use as `Annotated[list[X], at_most(...), ONCE_EACH]`)."""
 
 
-def _within_cores(threads: int) -> int:
-    cores = limits.max_threads()
-    if threads < 1 or threads > cores:
-        raise ValueError(
-            f"must be between 1 and {cores}, the CPU count of this machine "
-            f"(more threads only oversubscribe it); got {describe(threads)}"
-        )
-    return threads
-
-
 RequestRate = real(limits.REQUEST_RATE)
 """Requests per second."""
 RequestsPerDay = real(limits.REQUESTS_PER_DAY)
@@ -248,8 +238,8 @@ TimeLimitS = real(limits.TIME_LIMIT_S)
 """A solver time limit, seconds."""
 MipGap = real(limits.MIP_GAP)
 """A relative MIP gap in [0, 1)."""
-Threads = Annotated[int, AfterValidator(_within_cores)]
-"""Solver threads: 1 to this machine's CPU count."""
+Threads = whole(limits.THREADS)
+"""Solver threads: the solver runs at most this machine's CPU count of them."""
 StartTimeS = real(limits.START_TIME_S)
 """Seconds for a replica to become ready."""
 StepLatencyS = real(limits.STEP_LATENCY_S)

@@ -30,6 +30,7 @@ from models.operations.procurement import month_instance
 from models.operations.site import demand_factor
 from models.physics.efficiency import borrowed_gpus
 from models.schema.instance import Instance
+from models.schema.quantities import counted
 from solver.analysis.cost_attribution import average_to_peak
 from solver.analysis.paid import (
     gpu_hours_paid,
@@ -104,6 +105,9 @@ class Comparison(BaseModel):
 
     decision: Literal["adopt", "reject"]
     reasons: tuple[str, ...]
+    basis: str = ""
+    """What the costs are compared on (`cost_basis`): over the horizon both plan, per
+    month, or month 0 alone where the horizons differ (which it names)."""
     base: Side
     candidate: Side
     rollout: dict[str, Any] = {}
@@ -288,11 +292,15 @@ def compare_instances(
     ours = side_of(base, base_plan, base_status, same_months)
     theirs = side_of(candidate, cand_plan, cand_status, same_months)
     reasons = _gate_failures(base, candidate, ours, theirs)
+    basis = cost_basis(ours, theirs)
     if reasons:
-        return Comparison(decision="reject", reasons=tuple(reasons), base=ours, candidate=theirs)
+        return Comparison(
+            decision="reject", reasons=tuple(reasons), basis=basis, base=ours, candidate=theirs
+        )
     return Comparison(
         decision="adopt",
         reasons=(_win(ours, theirs),),
+        basis=basis,
         base=ours,
         candidate=theirs,
         rollout=rollout(candidate, ours, theirs),
@@ -318,8 +326,10 @@ def _gate_failures(base: Instance, candidate: Instance, ours: Side, theirs: Side
                 "per million tokens at the SLO"
             )
         else:
+            note = horizons_differ(ours, theirs)
             reasons.append(
                 f"not cheaper: ${their_cost:,.0f} vs ${our_cost:,.0f} {basis} on the same demand"
+                + (f" ({note})" if note else "")
             )
     if theirs.violations:
         reasons.append(
@@ -365,10 +375,38 @@ def judged_costs(ours: Side, theirs: Side) -> tuple[float, float, str]:
     return ours.cost_per_month or 0.0, theirs.cost_per_month or 0.0, "per month"
 
 
+def horizons_differ(ours: Side, theirs: Side) -> str | None:
+    """Where the two plans plan different months (a 3-month plan against a 6-month one, or
+    against a plan without months), what is compared instead of a horizon: month 0 on
+    each side (its cost, tokens and GPUs), with the two horizons named; None where they
+    agree."""
+    unplanned = ours.cost_per_month is None or theirs.cost_per_month is None
+    if unplanned or ours.horizon_months == theirs.horizon_months:
+        return None
+
+    def months(side: Side) -> str:
+        count = side.horizon_months
+        return "one period (no months)" if count is None else counted(count, "month")
+
+    return (
+        f"month 0 alone: the horizons differ (the base plans {months(ours)}, the candidate "
+        f"{months(theirs)}), so neither horizon's cost is compared"
+    )
+
+
+def cost_basis(ours: Side, theirs: Side) -> str:
+    """What the two plans' costs are compared on, in words (`Comparison.basis`)."""
+    _, _, basis = judged_costs(ours, theirs)
+    note = horizons_differ(ours, theirs)
+    return f"{basis}, {note}" if note else basis
+
+
 def _win(ours: Side, theirs: Side) -> str:
     our_cost, their_cost, basis = judged_costs(ours, theirs)
     saving = our_cost - their_cost
     less = f"${saving:,.0f}/month less" if basis == "per month" else f"${saving:,.0f} less {basis}"
+    note = horizons_differ(ours, theirs)
+    less += f"; {note}" if note else ""
     return (
         f"cheaper at the same SLO: ${theirs.usd_per_million_tokens:.3f} vs "
         f"${ours.usd_per_million_tokens:.3f} per million tokens ({less}, "

@@ -11,7 +11,12 @@ every problem at once, each with its numbers and a remedy:
   the whole request, so the bound only over-estimates). Demand beyond that flow cannot
   be served by any plan.
 
-Both are necessary conditions only; workloads competing for the same supply are caught
+- over a horizon of months (`horizon_problems`), the first month whose grown demand needs
+  more kW than the regions' power (and their supply) holds, each workload on its most
+  efficient GPU offered (requests/s per kW at its best configuration's ceiling), found
+  before month 0 is solved rather than when the month-by-month solve reaches it.
+
+All are necessary conditions only; workloads competing for the same supply are caught
 by the elastic re-solve: the program built with `elastic=True` (solver.program.elastic), which
 has priced slack unserved[f,w,o] in every demand row and extra_gpus[r,g] in every
 gpu_supply row and is always feasible. Its slack names the requirements in conflict and
@@ -24,8 +29,9 @@ from collections import defaultdict
 from collections.abc import Callable
 from functools import partial
 
+from models.operations.procurement import month_factors
 from models.operations.scenarios import Scenario, ScenarioKind
-from models.operations.site import node_gpus
+from models.operations.site import gpu_kw, node_gpus
 from models.operations.slo import zone_loss_overprovision_factor
 from models.schema.quantities import counted
 from solver.backends import Backend
@@ -168,6 +174,89 @@ def capacity_upper_bound(sets: ProgramSets, w: str, d: str) -> float:
         c = pool.candidate
         best_per_gpu[c.gpu] = max(best_per_gpu[c.gpu], c.ceiling / c.gpus)
     return sum(rate * usable_gpus(sets, d, g) for g, rate in best_per_gpu.items())
+
+
+def horizon_problems(sets: ProgramSets, months: int) -> list[Problem]:
+    """The first month of `months` whose demand no fleet within the regions' power and
+    supply can carry, or nothing. `sets` is month 0's (its peak period's for an hourly
+    plan); month m's demand is month 0's times each workload's (1 + g_w)^m.
+
+    Each region d holds at most K_d kW of GPUs: its power_kw, and no more than all its
+    supply draws (sum_g usable GPUs x kW per GPU, `gpu_kw`); workload w gets at most e_w
+    requests/s per kW, its best configuration's ceiling over that configuration's kW in
+    any region. Serving D_w requests/s of each w takes at least sum_w D_w / e_w kW, so a
+    month where that exceeds sum_d K_d has no plan (an over-estimate of what fits: the
+    SLO's failure scenarios, whole replicas and pool sizes only need more). Run where a
+    region states power_kw; supply alone is named month by month (`capacity[...]`).
+    """
+    instance = sets.instance
+    if all(instance.region(r).power_kw is None for r in sets.regions):
+        return []  # supply alone: each month's own capacity check names it, in GPUs
+    per_kw: dict[str, float] = defaultdict(float)
+    for (w, d), pools in sets.pools_at.items():
+        for pool in pools:
+            c = pool.candidate
+            most = max(c.requests_per_s, c.ceiling)  # a replica's most, in any pool
+            per_kw[w] = max(per_kw[w], most / (c.gpus * gpu_kw(instance, d, c.gpu)))
+    held_kw: dict[str, float] = {}
+    for r in sets.regions:
+        supply_kw = sum(
+            usable_gpus(sets, r, g) * gpu_kw(instance, r, g) for (r2, g) in sets.offers if r2 == r
+        )
+        power_kw = instance.region(r).power_kw
+        held_kw[r] = supply_kw if power_kw is None else min(power_kw, supply_kw)
+    demand: dict[str, float] = defaultdict(float)
+    for (w, _), rate in sets.demand.items():
+        demand[w] += rate
+    if not demand or any(per_kw[w] <= 0 for w in demand):
+        return []  # a workload with no configuration: a problem of its own
+    capacity_kw = sum(held_kw.values())
+    for month in range(1, months):
+        factors = month_factors(instance, month)
+        need_kw = sum(rate * factors.get(w, 1.0) / per_kw[w] for w, rate in demand.items())
+        if need_kw > capacity_kw * (1 + 1e-9):
+            return [_horizon_problem(sets, month, need_kw, held_kw, demand, per_kw)]
+    return []
+
+
+def _horizon_problem(
+    sets: ProgramSets,
+    month: int,
+    need_kw: float,
+    held_kw: dict[str, float],
+    demand: dict[str, float],
+    per_kw: dict[str, float],
+) -> Problem:
+    instance = sets.instance
+    factors = month_factors(instance, month)
+    short_kw = need_kw - sum(held_kw.values())
+    growth = ", ".join(f"{w} x{factors.get(w, 1.0):,.3g}" for w in demand)
+    best = ", ".join(f"{w} {per_kw[w]:,.3g} requests/s per kW" for w in demand)
+    holds = ", ".join(
+        f"regions[{r}].power_kw {instance.region(r).power_kw:,g}"
+        if instance.region(r).power_kw is not None and instance.region(r).power_kw <= kw
+        else f"{r}'s supply {kw:,.1f} kW (regions[{r}].supply max_gpus)"
+        for r, kw in held_kw.items()
+    )
+    return Problem(
+        f"horizon_capacity[month {month}]",
+        f"month {month}: demand grown {growth} (policy.monthly_growth) needs at least "
+        f"{need_kw:,.1f} kW even with each workload on its most efficient GPU offered "
+        f"({best}), but the regions hold at most {sum(held_kw.values()):,.1f} kW ({holds})",
+        _either(
+            [
+                f"raise the regions' power_kw (and supply) by {_kw(short_kw)} kW in all by "
+                f"month {month}",
+                f"plan fewer months (policy.horizon_months {month} at most)",
+                "lower policy.monthly_growth",
+            ]
+        ),
+    )
+
+
+def _kw(kw: float) -> str:
+    """kW to one decimal, or two significant digits below 0.1 kW (0.043, not 0.0)."""
+    return f"{kw:,.1f}" if kw >= 0.1 else f"{kw:.2g}"
 
 
 def _unroutable_demand(sets: ProgramSets) -> list[Problem]:

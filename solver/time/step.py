@@ -29,7 +29,7 @@ from models.operations.procurement import month_factors
 from models.operations.time_demand import held_all_day
 from models.schema.instance import Instance
 from models.schema.quantities import counted
-from solver.analysis.diagnose import diagnose_infeasible
+from solver.analysis.diagnose import diagnose_infeasible, horizon_problems
 from solver.backends import Backend, get_backend
 from solver.candidates.pools import assess_pools
 from solver.candidates.size_check import check_program_size
@@ -349,6 +349,9 @@ class PeriodsStep:
             bound_commitments(self.program, self.horizon.committed_floor, self.horizon.frozen)
         self.build_s = time.monotonic() - started
         problems = [*self.table.problems, *hourly_problems(self.program)]
+        if not problems and self.horizon.month == 0 and self.horizon.months > 1:
+            peak = peak_period(self.program).program.sets  # before month 0 is solved
+            problems = horizon_problems(peak, self.horizon.months)
         if problems:
             raise Infeasible.from_problems(problems)
 

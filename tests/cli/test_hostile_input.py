@@ -139,15 +139,19 @@ def test_bounds_agree_with_each_other():
     assert limits.PARALLEL_DEGREE.high == limits.GPUS_PER_NODE.high
 
 
-def test_threads_beyond_the_cpu_count_are_refused(run_cli, tmp_path, monkeypatch):
+def test_threads_beyond_the_cpu_count_are_capped_with_a_warning(run_cli, tmp_path, monkeypatch):
+    """An instance written for a 64-core machine is valid on a 2-core one: the solver runs
+    min(64, 2) = 2 threads and the warning names the field; a count no machine has is
+    refused (tests/cli/test_hostile_round15.py has the --threads flag)."""
     monkeypatch.setattr(limits, "max_threads", lambda: 2)
     path = tmp_path / "instance.yaml"
-    path.write_text(GOOD.replace("time_limit_s: 60", "time_limit_s: 60\n  threads: 100000"))
-    run_checked(run_cli, "validate", path, needles=("solver.threads: must be between 1 and 2",))
-    path.write_text(GOOD)
-    run_checked(
-        run_cli, "solve", path, "--threads", "3", needles=("--threads: must be between 1 and 2",)
+    path.write_text(GOOD.replace("time_limit_s: 60", "time_limit_s: 60\n  threads: 64"))
+    result = run_checked(run_cli, "validate", path, code=0)
+    assert "solver.threads: 64 is more than this machine's 2 CPUs; the solver runs 2" in (
+        result.stderr
     )
+    path.write_text(GOOD.replace("time_limit_s: 60", "time_limit_s: 60\n  threads: 100000"))
+    run_checked(run_cli, "validate", path, needles=("solver.threads: must be at most 1,024",))
 
 
 @pytest.mark.parametrize(

@@ -33,3 +33,31 @@ def test_against_a_plan_without_months_a_plan_of_months_reads_month_0():
     # the horizon's figure, (6 + 7 + 8) GPUs over (1 + 1.2 + 1.44) months of tokens, differs
     horizon = (6 + 7 + 8) * 1.2 * HOURS / (month_tokens * (1 + 1.2 + 1.44) / 1e6)
     assert horizon != pytest.approx(month_0)
+
+
+def test_plans_of_different_horizons_say_they_compare_month_0():
+    """A 3-month and a 6-month plan of one instance (no growth): the comparison reads month
+    0 on both sides, as above, and said 'not cheaper: $5,256 vs $5,256 per month on the
+    same demand' as if the plans agreed on everything; it now names the horizons and what
+    is compared, in the reason and in the JSON's basis. Month 0: 6 GPUs committed at $1.2
+    all month, 6 x 1.2 x 730 = $5,256 on each side."""
+    rate = 5.5 * _lone_rps()
+    three = validate_instance(_data(rate, 0.0, 0, 3), "three.yaml")
+    six = validate_instance(_data(rate, 0.0, 0, 6), "six.yaml")
+    comparison = compare_instances(three, six)
+    month_0 = 6 * 1.2 * HOURS
+    assert comparison.base.cost_per_month == pytest.approx(month_0)
+    assert comparison.candidate.cost_per_month == pytest.approx(month_0)
+    assert comparison.decision == "reject"
+    said = "month 0 alone: the horizons differ (the base plans 3 months, the candidate 6 months)"
+    assert said in comparison.basis
+    assert any(said in reason for reason in comparison.reasons), comparison.reasons
+    assert "basis" in comparison.model_dump(mode="json")
+
+
+def test_plans_of_one_horizon_are_judged_over_it():
+    """The same months on both sides: the basis is the horizon, nothing said of month 0."""
+    rate = 5.5 * _lone_rps()
+    three = validate_instance(_data(rate, 0.0, 0, 3), "three.yaml")
+    comparison = compare_instances(three, three)
+    assert comparison.basis == "over the 3-month horizon"

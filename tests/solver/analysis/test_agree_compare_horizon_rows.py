@@ -52,4 +52,6 @@ def test_a_horizon_judged_per_month_reads_month_0():
         assert side.gpus_paid == side.total_gpus == GPUS[0]
         assert side.usd_per_gpu_hour == pytest.approx(RESERVED)
         assert side.utilisation_mean == pytest.approx(10.5 / GPUS[0])
-    assert comparison_report(result).tables[0].note == ""
+    note = comparison_report(result).tables[0].note  # it says so (it said nothing)
+    assert "the horizons differ (the base plans 1 month, the candidate 4 months)" in note
+    assert note.endswith("every row but '$ over the horizon' is month 0's")

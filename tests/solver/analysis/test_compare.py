@@ -74,7 +74,7 @@ def test_cli_exit_codes_and_json(run_cli, tmp_path, base):
     assert adopt.exit_code == 0
     decision = json.loads(out.read_text())
     assert decision["decision"] == "adopt"
-    assert set(decision) == {"decision", "reasons", "base", "candidate", "rollout"}
+    assert set(decision) == {"decision", "reasons", "basis", "base", "candidate", "rollout"}
     reject = run_cli("compare", files["cand"], files["base"])
     assert reject.exit_code == 1
     assert "REJECT" in reject.stdout

@@ -81,13 +81,16 @@ def test_a_month_that_outgrows_the_power_cap_is_diagnosed_by_the_cap():
     """Month 0's load fits 32 GPUs of power exactly (half H100, half H200 capacity);
     month 1 grows by 60%, more than 32 GPUs of the denser H200 carry:
     32 q_Y < 1.6 (16 q_X + 16 q_Y) <=> 6.4 q_Y < 25.6 q_X <=> q_Y < 4 q_X. No commitment
-    can serve it, and the diagnosis names the power row, not only the month."""
+    can serve it, and the diagnosis names the power cap, not only the month: the pre-solve
+    check (solver.analysis.diagnose.horizon_problems) finds it before month 0 is solved,
+    month 1 needing 1.6 x (16 q_X + 16 q_Y) / q_Y GPUs of power > 32 at best, where the
+    month-by-month solve named month[1] and power[east] after solving month 0."""
     q_x, q_y = _lone_rps("h100-sxm"), _lone_rps("h200")
     assert 32 * q_y < 1.6 * (16 * q_x + 16 * q_y)
     months = {"horizon_months": 2, "monthly_growth": 0.6, "lead_time_months": 0}
     instance = _instance(_load(), [1.0] * 24, GPUS_OF_POWER * KW_PER_GPU, **months)
     with pytest.raises(Infeasible) as raised:
         solve(instance, SolveSettings.of(instance, mip_gap=0.0))
-    requirements = [p.requirement for p in raised.value.diagnosis.problems]
-    assert requirements[0] == "month[1]"
-    assert any(r.startswith("power[east]") for r in requirements[1:]), requirements
+    (problem,) = raised.value.diagnosis.problems
+    assert problem.requirement == "horizon_capacity[month 1]"
+    assert f"regions[east].power_kw {GPUS_OF_POWER * KW_PER_GPU:,g}" in problem.message

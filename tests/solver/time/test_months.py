@@ -239,3 +239,35 @@ def test_the_verifier_wants_each_month_of_the_horizon_once_in_order():
     check = verify_hours(inst, plan.model_copy(update={"months": (plan.months[0], far)}))
     # and the summary's second order line still says it serves from month 1
     assert sorted(v.requirement for v in check.violations) == ["months", "summary.orders[1]"]
+
+
+def test_a_horizon_the_power_cap_cannot_carry_is_named_before_any_month_is_solved():
+    """A 10 kW cap under 5.5 q(1) growing 20% a month for 3 months: an H100 draws
+    0.7 x 10.2 / 5.6 = 1.275 kW and carries at most q(1) (its ceiling), so month m needs
+    5.5 x 1.2^m x 1.275 kW at least: 7.0, 8.4, then 10.1 kW in month 2, over the cap.
+    The month-by-month solve found it only in month 2; the pre-solve check names month 2
+    and the field before month 0 is solved."""
+    from solver.errors import Infeasible
+
+    rate = 5.5 * _lone_rps()
+    data = _data(rate, 0.2, 0, 3)
+    data["regions"][0]["power_kw"] = 10.0
+    with pytest.raises(Infeasible) as caught:
+        solve(validate_instance(data, "capped.yaml"))
+    diagnosis = caught.value.diagnosis
+    assert diagnosis.method == "pre-solve check", diagnosis
+    (problem,) = diagnosis.problems
+    need_kw = 5.5 * 1.2**2 * 0.7 * 10.2 / 5.6  # 10.098
+    assert problem.requirement == "horizon_capacity[month 2]"
+    assert f"at least {need_kw:,.1f} kW" in problem.message
+    assert "regions[r1].power_kw 10" in problem.message
+    assert "policy.monthly_growth" in problem.remedy
+
+
+def test_a_horizon_within_the_power_cap_is_not_refused():
+    """The same cap over 2 months: 6 and ceil(6.6) = 7 GPUs, 7 x 1.275 = 8.9 kW <= 10."""
+    rate = 5.5 * _lone_rps()
+    data = _data(rate, 0.2, 0, 2)
+    data["regions"][0]["power_kw"] = 10.0
+    plan = solve(validate_instance(data, "capped.yaml"))
+    assert [m.month for m in plan.months] == [0, 1]
