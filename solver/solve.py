@@ -319,7 +319,7 @@ def _solve_months(
     for month in range(1, horizon.months):
         floor = {(c.region, c.gpu): c.committed_gpus for c in previous.committed}
         started = _elapsed_s(settings)
-        earlier, builds = solved.time_step.held_found, (*builds, solved.time_step.build_s)
+        earlier, builds = solved.time_step.fallback, (*builds, solved.time_step.build_s)
         grown, month_horizon = horizon.later_month(
             instance, month, floor, started, overhead_s, earlier, builds, verify_s
         )
