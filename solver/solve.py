@@ -233,7 +233,7 @@ def _solve_table(
     solve_settings = solving(settings)  # the rest of the limit prices and checks the plan
     try:
         step.build(backend, solve_settings)
-        settings.check(step.build_stage)
+        horizon.checked(settings, step.build_stage)  # a later month: past it (Horizon)
         optimised = step.optimise(backend, solve_settings)
     finally:
         step.close()
@@ -313,7 +313,7 @@ def _solve_months(
     later: list[Plan] = []
     previous, solved, builds = first.plan, first, ()  # builds: each month's (kept_until)
     if horizon.months > 1:
-        table = horizon_table(instance, horizon.months, settings)
+        table = horizon_table(instance, horizon.months, settings, first.time_step.fallback)
         templates = first.time_step.memo_over(instance, table)
         verify_s = verification_kept(instance, first.plan, horizon.months, settings)
     for month in range(1, horizon.months):

@@ -368,8 +368,9 @@ class PeriodsStep:
         if self.templates is None:  # the day's own, shared with its held fleet's build
             self.templates = TemplateMemo(interactive_table(self.instance, self.table))
         self.held = self._held_beside(month_share(solve_settings, self.horizon, kept))
+        late = replace(self.settings, deadline=None) if self.horizon.past_limit else None
         self.program = build_time_program(
-            self.instance, self.table, self.settings, self.horizon.periods, self.templates
+            self.instance, self.table, late or self.settings, self.horizon.periods, self.templates
         )
         if self.horizon.month:
             bound_commitments(self.program, self.horizon.committed_floor, self.horizon.frozen)

@@ -69,3 +69,33 @@ def test_a_month_that_solved_on_its_own_leaves_its_fleet_to_the_month_after(monk
     assert stopped.status == f"feasible (gap {stopped.mip_gap:.2%})"
     assert plan.summary.stopped_months == (1,)
     assert verify_hours(inst, plan).ok
+
+
+def test_a_later_month_whose_build_passes_the_deadline_answers_with_its_fallback(monkeypatch):
+    """A 2-month horizon whose clock jumps 10^6 s past its limit as month 1's build
+    begins: month 1 still builds (month 0 is planned) and answers with month 0's fleet
+    grown by 1.5 (nothing found in no time), stopped at the limit; both months are
+    planned and the horizon verifies. Before, month 1's program build
+    raised TimeLimitReached (exit 4) with month 0 in hand."""
+    import types
+
+    from solver import settings as settings_module
+    from solver.time import step
+
+    real, offset = settings_module.time.monotonic, [0.0]
+    clock = types.SimpleNamespace(monotonic=lambda: real() + offset[0])
+    monkeypatch.setattr(settings_module, "time", clock)
+    built = step.PeriodsStep.build
+
+    def build(self, backend, settings):
+        if self.horizon.month == 1:
+            offset[0] = 1e6
+        built(self, backend, settings)
+
+    monkeypatch.setattr(step.PeriodsStep, "build", build)
+    inst = validate_instance(_months(2, 0.5, r1=400.0), "periods.yaml")
+    plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
+    assert [m.month for m in plan.months] == [0, 1]
+    assert [m.stopped_at_limit for m in plan.months] == [False, True]
+    assert all(m.cost_per_month > 0 for m in plan.months)
+    assert verify_hours(inst, plan).ok
