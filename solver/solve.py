@@ -233,7 +233,7 @@ def _solve_table(
     solve_settings = solving(settings)  # the rest of the limit prices and checks the plan
     try:
         step.build(backend, solve_settings)
-        settings.check(step.build_stage)
+        horizon.checked(settings, step.build_stage)  # a later month: past it (Horizon)
         optimised = step.optimise(backend, solve_settings)
     finally:
         step.close()
@@ -313,13 +313,13 @@ def _solve_months(
     later: list[Plan] = []
     previous, solved, builds = first.plan, first, ()  # builds: each month's (kept_until)
     if horizon.months > 1:
-        table = horizon_table(instance, horizon.months, settings)
+        table = horizon_table(instance, horizon.months, settings, first.time_step.fallback)
         templates = first.time_step.memo_over(instance, table)
         verify_s = verification_kept(instance, first.plan, horizon.months, settings)
     for month in range(1, horizon.months):
         floor = {(c.region, c.gpu): c.committed_gpus for c in previous.committed}
         started = _elapsed_s(settings)
-        earlier, builds = solved.time_step.held_found, (*builds, solved.time_step.build_s)
+        earlier, builds = solved.time_step.fallback, (*builds, solved.time_step.build_s)
         grown, month_horizon = horizon.later_month(
             instance, month, floor, started, overhead_s, earlier, builds, verify_s
         )

@@ -116,8 +116,8 @@ def solution(
 
     Raises:
         Infeasible: the program has no solution; `diagnose()` names why.
-        TimeLimitReached: the deadline stopped `stage` before it had a plan, or passed
-            after it.
+        TimeLimitReached: the deadline stopped `stage` before it had a plan (one ended
+            past it is kept: the time is spent either way).
         NoSolution: the backend stopped without a plan for another reason.
     """
     if result.termination is Termination.INFEASIBLE:
@@ -134,7 +134,7 @@ def solution(
             + "; raise --time-limit or loosen the MIP gap",
             str(result.termination),
         )
-    settings.check(stage)
+    settings.passed(stage)  # a plan in hand is kept past the deadline (solver.solve)
     values = dict(result.values)
     for name in lp.integer_variables:
         values[name] = float(round(values.get(name, 0.0)))

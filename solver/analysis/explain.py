@@ -60,7 +60,7 @@ from solver.program.row_names import ReplicasColumn
 from solver.readback.assign import gpu_use, integral, replica_counts
 from solver.readback.groups import group_gpus
 from solver.readback.pricing import is_idle, is_tight
-from solver.settings import SolveSettings, machine_threads
+from solver.settings import SolveSettings, TimeLimitReached, machine_threads
 from solver.simulate.effects import PoolEffects
 from solver.solve import Solved, simplicity_cost, solve_program
 from solver.workers import process_pool
@@ -513,7 +513,13 @@ def _simplicity(
     first node (chat-3region: 4.2 -> 2.9 s CPU); the optimum is the same."""
     if base is not None and base.termination.has_solution:
         settings = replace(settings, start=base.values)
-    return simplicity_cost(program.sets.instance, plan, settings, table)
+    try:
+        return simplicity_cost(program.sets.instance, plan, settings, table)
+    except TimeLimitReached:  # its program's build passed the deadline: not found in time
+        limit = program.sets.instance.policy.max_configs_per_pool
+        return SimplicityCost(
+            max_configs_per_pool=limit, cost_per_month_unlimited=None, extra_cost_per_month=None
+        )
 
 
 def _alternative(solved: Solved, pool, result: SolveResult, program) -> Alternative:

@@ -11,7 +11,7 @@ from models.colocation.warm_cold import warm_cold_instance
 from models.schema.instance import Instance
 from solver.errors import Infeasible
 from solver.plan.schema import Plan
-from solver.settings import SolveSettings
+from solver.settings import SolveSettings, TimeLimitReached
 
 
 class _HasPlan(Protocol):
@@ -33,22 +33,29 @@ def solve_choosing_split(
 
     Raises:
         Infeasible: neither plan exists (the whole instance's diagnosis).
+        TimeLimitReached: the deadline stopped the whole plan's solve (the split's,
+            the whole plan in hand, leaves that plan the answer, its note saying so).
     """
     try:
         whole = solve_one(instance, settings)
     except Infeasible:
         whole = None
+    stopped = False
     try:
         split = solve_one(warm_cold_instance(instance, workloads), settings)
     except Infeasible:
         if whole is None:
             raise
         split = None
+    except TimeLimitReached:  # the whole plan is in hand: it is the answer
+        if whole is None:
+            raise
+        split, stopped = None, True
     if whole is not None and (
         split is None or split.plan.cost_per_month >= whole.plan.cost_per_month * (1 - 1e-9)
     ):
         note = f"warm/cold split of {', '.join(workloads)}: " + (
-            "no plan"
+            ("no plan within the time limit" if stopped else "no plan")
             if split is None
             else f"${split.plan.cost_per_month:,.0f}/month, not cheaper than whole "
             f"(${whole.plan.cost_per_month:,.0f}/month): not taken"

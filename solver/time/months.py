@@ -81,10 +81,15 @@ def verification_kept(
     return VERIFY_MARGIN * months * (time.monotonic() - started)
 
 
-def horizon_table(instance: Instance, horizon: int, settings: SolveSettings) -> CandidateTable:
+def horizon_table(
+    instance: Instance, horizon: int, settings: SolveSettings, fallback: object | None = None
+) -> CandidateTable:
     """Candidates for every month: built once on each workload's largest demand over the
     horizon (the pooling tables then reach the largest pool any month needs), by the
-    pipeline's candidate stage (its guard, its workers, its deadline)."""
+    pipeline's candidate stage (its guard, its workers, its deadline; past it where
+    month 0 leaves month 1 a `fallback`: solver.time.horizon.Horizon.past_limit)."""
+    if fallback is not None:
+        settings = replace(settings, deadline=None)
     largest = {
         w.name: max(growth_factors(instance.monthly_growth(w.name), horizon))
         for w in instance.workloads

@@ -45,7 +45,7 @@ from solver.program.families.pricing import CommittedColumn
 from solver.program.families.variables import PoolUsedColumn
 from solver.program.lp import SolveResult, Termination, plan_of
 from solver.program.optimised import Optimised
-from solver.program.row_names import ReplicasColumn, family_of
+from solver.program.row_names import ReplicasColumn, family_of, split_timed
 from solver.settings import MIN_CALL_S, SOLVE_SHARE, SolveSettings
 from solver.time.alternatives import (
     configs_limit_rows,
@@ -147,6 +147,24 @@ def grown_fleet(held: Held, instance: Instance, month: int) -> Held:
         elif family == PoolUsedColumn.family:
             grown[name] = value
     return replace(held, grown=grown)
+
+
+def plan_fleet(values: dict[str, float], month: int) -> Held | None:
+    """The fleet a month's plan (`values`) holds, the months after it's fallback
+    (`PeriodsStep.fallback`): its committed GPUs and each pool at its most replicas in
+    any period, n[w,c,r] = max_p n[w,c,r]@p (its configuration used where any period
+    uses it), which held all day serves every period's load of that month (the supply
+    and power caps may refuse it where pools peak apart); None without a pool."""
+    committed: dict[str, float] = {}
+    layout: dict[str, float] = {}
+    for name, value in values.items():
+        base = split_timed(name)[0]
+        family = family_of(base)
+        if family == CommittedColumn.family:
+            committed[base] = max(committed.get(base, 0.0), value)
+        elif family in (ReplicasColumn.family, PoolUsedColumn.family):
+            layout[base] = max(layout.get(base, 0.0), float(round(value)))
+    return Held(committed, layout, month) if layout else None
 
 
 def kept_until(settings: SolveSettings, horizon: Horizon, build_s: float) -> float | None:
@@ -323,6 +341,16 @@ class PeriodsStep:
         """The program the backend solves."""
         return self.program.lp
 
+    @property
+    def fallback(self) -> Held | None:
+        """The next month's fallback (`Horizon.earlier_fleet`, grown: `grown_fleet`):
+        this month's own held fleet where the rounds asked for it, else its plan's
+        (`plan_fleet`, once `explained`), else the one it held."""
+        own = self.held_found
+        if own is not None and own.month == self.horizon.month:
+            return own
+        return plan_fleet(self.values, self.horizon.month) or own
+
     def check_size(self) -> None:
         """The size guard over every period's copy."""
         check_program_size(
@@ -342,8 +370,9 @@ class PeriodsStep:
         if self.templates is None:  # the day's own, shared with its held fleet's build
             self.templates = TemplateMemo(interactive_table(self.instance, self.table))
         self.held = self._held_beside(month_share(solve_settings, self.horizon, kept))
+        late = replace(self.settings, deadline=None) if self.horizon.past_limit else None
         self.program = build_time_program(
-            self.instance, self.table, self.settings, self.horizon.periods, self.templates
+            self.instance, self.table, late or self.settings, self.horizon.periods, self.templates
         )
         if self.horizon.month:
             bound_commitments(self.program, self.horizon.committed_floor, self.horizon.frozen)

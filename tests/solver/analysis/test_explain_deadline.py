@@ -97,3 +97,20 @@ def test_the_re_solves_take_only_the_cores_the_levers_beside_them_leave(monkeypa
     explanation = explain_solved(solved, progress=told.append, busy=busy)
     assert told[0].endswith(", 1 at a time")
     assert all(a.replaced_by != (NOT_RESOLVED,) for a in explanation.alternatives)
+
+
+def test_the_limits_re_solve_whose_build_passes_the_deadline_is_not_found_in_time():
+    """What max_configs_per_pool costs, asked once the deadline has passed (a deadline
+    100 s old of 60 s): its program's build stops (TimeLimitReached in "program build"),
+    and the cost with the limit lifted is not found in time (None), where that escaped
+    explain as exit 4 ('no explanation') with the plan in hand."""
+    from tests.paths import ONE_MODEL_ONE_REGION
+    from tests.synthetic import with_policy
+
+    instance = with_policy(load_instance(ONE_MODEL_ONE_REGION), max_configs_per_pool=1)
+    solved = solve_program(instance, SolveSettings.of(instance, threads=1))
+    late = replace(solved.settings, deadline=Deadline(time.monotonic() - 100.0, 60.0))
+    program = solved.program
+    found = explain_module._simplicity(program, solved.plan, late, program.sets.table)
+    assert found is not None and found.max_configs_per_pool == 1
+    assert found.cost_per_month_unlimited is None and found.extra_cost_per_month is None

@@ -84,3 +84,30 @@ def test_allowing_the_split_never_raises_cost(rate, affinity):
     base = with_policy(base, prefix_affinity=affinity)
     allowed = _allowing(base)
     assert solve(allowed).cost_per_month <= solve(base).cost_per_month * (1 + 1e-9)
+
+
+def test_a_split_the_limit_stops_leaves_the_whole_plan_the_answer():
+    """The whole plan is in hand when the split's solve reaches the deadline: the whole
+    plan is the answer, its note saying the split had no plan within the time limit
+    (before, the TimeLimitReached of the split's solve ended the run with exit 4)."""
+    from dataclasses import dataclass
+
+    from solver.colocation.warm_cold import solve_choosing_split
+    from solver.settings import SolveSettings, TimeLimitReached
+
+    @dataclass
+    class Solved:
+        plan: object
+
+    allowed = _allowing(load_instance(AFFINITY))
+    whole = Solved(solve(load_instance(AFFINITY)))
+
+    def solve_one(instance, _settings):
+        if instance.workloads[0].name == "doc-qa":
+            return whole
+        raise TimeLimitReached("solve", 60.0, 61.0)
+
+    chosen = solve_choosing_split(allowed, ("doc-qa",), SolveSettings(), solve_one)
+    assert chosen.plan.cost_per_month == whole.plan.cost_per_month
+    assert not chosen.plan.warm_cold_split
+    assert any("no plan within the time limit" in note for note in chosen.plan.notes)

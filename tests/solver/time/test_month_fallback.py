@@ -1,0 +1,101 @@
+"""Every month that ends with a plan leaves its fleet to the month after it: where that
+month's share ends without a plan and it has no static plan of its own, it answers with
+the fleet of the month before's plan, grown to its demand (solver.time.step.plan_fleet,
+PeriodsStep.fallback, grown_fleet), stopped at the limit with its gap, verified; before,
+a month that solved on its own left nothing (its held fleet was only set where the
+rounds asked for it) and the month after ended the run with exit 4.
+
+The clock is not waited on: tests/solver/time/test_stopped_months.py's backend that finds
+no incumbent, and rounds told their deadline has passed, stand for a spent share."""
+
+import math
+
+from models.io.loading import validate_instance
+from solver.decompose.period_split import Held
+from solver.program.families.pricing import CommittedColumn
+from solver.program.families.variables import PoolUsedColumn
+from solver.program.row_names import ReplicasColumn, timed_name
+from solver.settings import SolveSettings
+from solver.solve import solve_program
+from solver.time.step import grown_fleet, plan_fleet
+from solver.verify.hours import verify_hours
+from tests.solver.time.test_stopped_months import _months, _stopping
+
+
+def test_a_plans_fleet_is_each_pool_at_its_busiest_period_grown_by_the_months_between():
+    """A month's plan runs chat's pool at 3, 7 and 5 replicas in periods 0-2 (its
+    configuration used in each) on 16 committed GPUs: its fleet holds 7 replicas and the
+    16 GPUs; grown to two months later at 10%: ceil(7 x 1.1^2) = ceil(8.47) = 9, and to
+    one month later: ceil(7 x 1.1) = ceil(7.7) = 8."""
+    pool = ReplicasColumn("chat", "c", "r1").name()
+    used = PoolUsedColumn("chat", "c", "r1").name()
+    gpus = CommittedColumn("r1", "h100-sxm").name()
+    values = {gpus: 16.0}
+    for period, count in enumerate((3.0, 7.0, 5.0)):
+        values[timed_name(pool, period, 2)] = count
+        values[timed_name(used, period, 2)] = 1.0
+    held = plan_fleet(values, month=2)
+    assert held == Held({gpus: 16.0}, {pool: 7.0, used: 1.0}, 2)
+    data = _months(6, 0.1)
+    inst = validate_instance(data, "periods.yaml")
+    chat = next(iter(inst.workloads)).name
+    pool, used = ReplicasColumn(chat, "c", "r1").name(), PoolUsedColumn(chat, "c", "r1").name()
+    held = Held({gpus: 16.0}, {pool: 7.0, used: 1.0}, 2)
+    assert grown_fleet(held, inst, 4).grown == {pool: 9.0, used: 1.0}  # 7 x 1.21 = 8.47
+    assert grown_fleet(held, inst, 3).grown == {pool: 8.0, used: 1.0}  # 7 x 1.1 = 7.7
+    assert math.ceil(7 * 1.1**2) == 9 and math.ceil(7 * 1.1) == 8
+
+
+def test_a_plan_without_pools_leaves_no_fleet():
+    """Nothing but a commitment: no pool to hold, no fallback."""
+    assert plan_fleet({CommittedColumn("r1", "h100-sxm").name(): 8.0}, 0) is None
+
+
+def test_a_month_that_solved_on_its_own_leaves_its_fleet_to_the_month_after(monkeypatch):
+    """No month has a static plan of its peak (the held fleet answers None), month 0
+    solves as usual and month 1's share ends without a plan: month 1 answers with month
+    0's plan's fleet grown by 1.5, named stopped at the limit with its gap in (0, 1),
+    and the horizon verifies. Before, month 0 left nothing and month 1 raised
+    TimeLimitReached (exit 4)."""
+    from solver import solve as pipeline
+
+    _stopping(monkeypatch, {1})
+    monkeypatch.setattr(pipeline, "held_fleet", lambda *_args: None)
+    inst = validate_instance(_months(2, 0.5, r1=400.0), "periods.yaml")
+    plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
+    assert [m.stopped_at_limit for m in plan.months] == [False, True]
+    stopped = plan.months[1]
+    assert stopped.mip_gap is not None and 0.0 < stopped.mip_gap < 1.0
+    assert stopped.status == f"feasible (gap {stopped.mip_gap:.2%})"
+    assert plan.summary.stopped_months == (1,)
+    assert verify_hours(inst, plan).ok
+
+
+def test_a_later_month_whose_build_passes_the_deadline_answers_with_its_fallback(monkeypatch):
+    """A 2-month horizon whose clock jumps 10^6 s past its limit as month 1's build
+    begins: month 1 still builds (month 0 is planned) and answers with month 0's fleet
+    grown by 1.5 (nothing found in no time), stopped at the limit; both months are
+    planned and the horizon verifies. Before, month 1's program build
+    raised TimeLimitReached (exit 4) with month 0 in hand."""
+    import types
+
+    from solver import settings as settings_module
+    from solver.time import step
+
+    real, offset = settings_module.time.monotonic, [0.0]
+    clock = types.SimpleNamespace(monotonic=lambda: real() + offset[0])
+    monkeypatch.setattr(settings_module, "time", clock)
+    built = step.PeriodsStep.build
+
+    def build(self, backend, settings):
+        if self.horizon.month == 1:
+            offset[0] = 1e6
+        built(self, backend, settings)
+
+    monkeypatch.setattr(step.PeriodsStep, "build", build)
+    inst = validate_instance(_months(2, 0.5, r1=400.0), "periods.yaml")
+    plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
+    assert [m.month for m in plan.months] == [0, 1]
+    assert [m.stopped_at_limit for m in plan.months] == [False, True]
+    assert all(m.cost_per_month > 0 for m in plan.months)
+    assert verify_hours(inst, plan).ok
