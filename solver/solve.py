@@ -304,7 +304,7 @@ def _solve_months(
     (rolling: solver.time.horizon says why), from one candidate table built on the
     horizon's largest demand, each within its share of the solve time less what the
     month before took besides its solve (`overhead_s` for month 1:
-    solver.time.step.month_share), their shared group templates built once per demand
+    solver.time.shares.month_share), their shared group templates built once per demand
     they read (solver.colocation.templates); the whole horizon verified once by the hour
     verifier, in the time every month keeps for it (month 0's own verification's)."""
     from solver.time.months import diagnosed_in_month, horizon_table, verification_kept, with_months

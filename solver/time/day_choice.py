@@ -55,6 +55,7 @@ from solver.program.families.simplicity import (
 from solver.program.families.variables import PoolUsedColumn
 from solver.program.lp import LinearProgram, SolveResult, plan_of
 from solver.program.row_names import ReplicasColumn, family_of, split_timed
+from solver.time.shares import expired
 
 DAY_METHOD = "each pool's configuration held all day"
 """What a plan whose day choice was fixed says in its method, with the choice's source
@@ -187,7 +188,7 @@ def solve_by_day(lp, backend, settings, fleet: Fleet | None, start, solve) -> So
         choices.append(("the hour-by-hour LP relaxation's", relaxed))
     best, found = None, None
     for source, choice in reversed(choices):
-        if best is not None and _expired(settings):
+        if best is not None and expired(settings):
             break  # the month's share is spent: the plan in hand
         fixed = without_day(lp, choice)
         begun = {k: v for k, v in start.items() if k in fixed.variables} if start else None
@@ -198,7 +199,7 @@ def solve_by_day(lp, backend, settings, fleet: Fleet | None, start, solve) -> So
         ):
             best = (found, choice, source)
     if best is None:
-        if found is not None and _expired(settings):
+        if found is not None and expired(settings):
             return found
         return solve(lp, backend, settings, fleet, start)
     found, choice, source = best
@@ -207,6 +208,3 @@ def solve_by_day(lp, backend, settings, fleet: Fleet | None, start, solve) -> So
     message = f"{found.message}, {day}" if found.message else day
     return replace(found, values=found.values | choice, message=message)
 
-
-def _expired(settings) -> bool:
-    return settings.deadline is not None and settings.deadline.expired()

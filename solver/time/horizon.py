@@ -61,7 +61,7 @@ class Horizon:
     """Month m's largest demand factor (what its infeasibility diagnosis states)."""
     started_s: float | None = None
     """Seconds into the run when month m's turn began (before its build); None: when its
-    solve starts (`solver.time.step.month_share`)."""
+    solve starts (`solver.time.shares.month_share`)."""
     overhead_s: float = 0.0
     """What a month takes besides its solve (build, pricing LP, read-back), as the month
     before took it: kept out of month m's share of the solve time."""
@@ -71,11 +71,11 @@ class Horizon:
     not planned within its share (solver.time.step)."""
     builds_s: tuple[float, ...] = ()
     """Seconds each month before m took to build its periods program: what month m keeps
-    for each month after it (`solver.time.step.kept_until`)."""
+    for each month after it (`solver.time.shares.kept_until`)."""
     verify_s: float = 0.0
     """Seconds kept at the end of the run for the horizon's verification after its last
     month (`solver.time.months.verification_kept`, from month 0's own): what every month
-    keeps besides the later months' builds (`solver.time.step.kept_until`)."""
+    keeps besides the later months' builds (`solver.time.shares.kept_until`)."""
 
     @classmethod
     def of(cls, instance: Instance) -> "Horizon":

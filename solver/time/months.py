@@ -68,7 +68,7 @@ def verification_kept(
 ) -> float:
     """Month 0's plan verified on its own (PlanRejected where it fails: a bug), and the
     seconds the horizon's verification after its last month is expected to take, which
-    every month keeps (`solver.time.step.kept_until`): it verifies each month's hours as
+    every month keeps (`solver.time.shares.kept_until`): it verifies each month's hours as
     this verifies month 0's (its shared groups' verdicts kept: solver.verify.groups),
 
         V = VERIFY_MARGIN x H x (month 0's own verification);

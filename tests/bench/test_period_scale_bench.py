@@ -15,7 +15,7 @@ rounds' first plan: solver.decompose.by_period) and with the three changes of th
 time-held rounds taken back (patched here): no limit on a pass's block solves
 (solver.decompose.period_passes.pass_limit), the whole program after the rounds of a
 large periods program (by_period.ROUNDS_TO_DEADLINE), each month solving to the run's
-deadline (solver.time.step.month_share). "limit kept": the run returned within the
+deadline (solver.time.shares.month_share). "limit kept": the run returned within the
 limit plus 10% (a plan found is read back, priced and verified past it: solver.solve).
 "verified": `solve_program` returns a plan only once the verifier has accepted it
 (PlanRejected otherwise); no plan, no verdict.

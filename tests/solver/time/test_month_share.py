@@ -1,5 +1,5 @@
 """A month of a procurement horizon solves within an equal part of the solve time left
-(solver.time.step.month_share)."""
+(solver.time.shares.month_share)."""
 
 import time
 from dataclasses import replace
@@ -8,7 +8,7 @@ import pytest
 
 from solver.settings import Deadline, SolveSettings
 from solver.time.horizon import Horizon
-from solver.time.step import kept_until, month_share
+from solver.time.shares import kept_until, month_share
 
 
 def _at(elapsed_s: float, limit_s: float) -> SolveSettings:
@@ -73,7 +73,7 @@ def test_a_later_month_shares_from_its_turn_and_keeps_its_overhead_out():
 def test_a_month_whose_build_ate_its_part_still_solves_within_a_quarter_of_it():
     """Month 6 of 12 from 12 s, part 2 s, overhead 0.5 s: at 13.8 s the 13.5 s deadline
     has passed, so the solve gets MIN_SOLVE_SHARE x 2 = 0.5 s from now: 14.3 s."""
-    from solver.time.step import MIN_SOLVE_SHARE
+    from solver.time.shares import MIN_SOLVE_SHARE
 
     month = Horizon(month=6, months=12, started_s=12.0, overhead_s=0.5)
     late = month_share(_at(13.8, 24.0), month)
@@ -119,7 +119,7 @@ def test_a_month_keeps_for_each_month_after_it_one_and_a_half_builds():
     20 s: the longest build is 30 s, and the 12 - 3 - 1 = 8 months after it keep
     1.5 x 30 x 8 = 360 s, so month 3 ends by 600 - 360 = 240 s; the last month keeps
     nothing (600 s); a day without months, or a run without a limit, none."""
-    from solver.time.step import LATER_MONTH_BUILDS
+    from solver.time.shares import LATER_MONTH_BUILDS
 
     assert LATER_MONTH_BUILDS == 1.5
     month = Horizon(month=3, months=12, builds_s=(10.0, 30.0))

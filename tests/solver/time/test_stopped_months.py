@@ -23,7 +23,7 @@ from solver.program.lp import SolveResult, Termination
 from solver.program.row_names import ReplicasColumn
 from solver.settings import SolveSettings
 from solver.solve import solve_program
-from solver.time import months, step
+from solver.time import months, shares, step
 from solver.time.prices import UNPRICED_NOTE
 from solver.verify.hours import verify_hours
 from tests.solver.decompose.test_by_period import SHAPES, _base, _data
@@ -243,5 +243,5 @@ def test_a_second_try_takes_one_part_of_what_is_left(month, expected_s):
     settings = replace(
         SolveSettings(time_limit_s=24.0), deadline=Deadline(time.monotonic() - 6.0, 24.0)
     )
-    again = step.retry_share(settings, Horizon(month=month, months=12))
+    again = shares.retry_share(settings, Horizon(month=month, months=12))
     assert again.deadline.limit_s == pytest.approx(expected_s, abs=0.05)
