@@ -6,14 +6,16 @@ from solver.plan.schema import Plan
 
 ATTRIBUTION_NOTE = (
     "each GPU type's bill in a region (whole servers bought, idle GPUs included) shared "
-    "among the pools on it by their GPUs, split by phase with the step model (unified "
-    "pools: Shapley split of one iteration); $/Mtok over the tokens served at the average "
-    "rate"
+    "among the pools on it by their GPUs (a shared group's share to its members by load "
+    "over the group's capacity for each), split by phase with the step model (unified "
+    "pools: Shapley split of one iteration; a group's evenly); $/Mtok over the tokens "
+    "served at the average rate"
 )
 HOURLY_ATTRIBUTION_NOTE = (
     "each hour's bill as paid (every committed GPU at the reserved price, on-demand and spot "
-    "GPUs at theirs) shared among the pools holding that GPU type that hour, split by phase "
-    "with the step model; $/Mtok over the day's tokens served"
+    "GPUs at theirs) shared among the pools holding that GPU type that hour (a shared "
+    "group's share to its members by load over capacity), split by phase with the step "
+    "model; $/Mtok over the day's tokens served"
 )
 
 

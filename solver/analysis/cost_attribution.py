@@ -6,7 +6,14 @@ servers with buy_unit node, x price x hours) is shared among the pools holding t
 there, in proportion to their GPUs (owned GPUs in use dilute the price, as an hourly plan's
 committed ones do: solver.analysis.hour_attribution). A server's idle GPUs are thus paid
 by the workloads on its type in its region, pro rata to the GPUs each uses, and the rows
-add up to the plan's cost (less shared groups' share, which no row holds).
+add up to the plan's cost, shared groups included.
+
+A shared group's share of the bill (and its GPU-hours) goes to its members in proportion
+to the share of the group's capacity each member's load takes: member w's weight is its
+peak load over the template's capacity for it, load_w / a[w,t] (both per group replica or
+both over all its replicas: the count cancels), normalised over the members (equal
+shares where no member has load). Its money splits by phase evenly: a group's replicas
+run several workloads' mixes at once, whose phase split this module does not model.
 
 Each chosen pool's time splits at its operating batch (the physics of its real size,
 from its tabulated curve): unified pools by the step model's Shapley split, prefill and
@@ -31,7 +38,7 @@ from models.serving.attribution import (
 from models.serving.replica import MixTokens, Role
 from models.serving.replica_layout import replica_step_model
 from solver.candidates.pools import PoolCurve, physics_of
-from solver.plan.records import CostAttribution, GpuUse, Route
+from solver.plan.records import CostAttribution, GpuUse, ReplicaPool, Route
 from solver.program.sets import ProgramSets
 
 SECONDS_PER_DAY = 86_400.0
@@ -56,10 +63,12 @@ def cost_attribution(
     curves: dict[tuple[str, str], PoolCurve],
     routing: tuple[Route, ...],
     gpu_uses: tuple[GpuUse, ...],
+    groups: tuple[ReplicaPool, ...] = (),
 ) -> tuple[CostAttribution, ...]:
     """Per (workload, region) with pools: cost (its share of the bill, the module text's
     rule), phase shares, GPU-hours and $/Mtok. `gpu_uses`: the plan's GPU table, each
-    row's GPUs used (shared groups' included) and cost per month."""
+    row's GPUs used (shared groups' included) and cost per month; `groups`: the plan's
+    shared groups, their members' peak loads filled (solver.readback.groups.with_routing)."""
     instance = sets.instance
     hours = sets.hours_per_month
     bill = {(use.region, use.gpu): use for use in gpu_uses}
@@ -78,7 +87,31 @@ def cost_attribution(
                 candidate_shares(instance, pool.workload, c, batch),
             )
         )
+    for group in groups:
+        gpus = group.count * group.replica_gpus
+        cost = bill_share(bill[(group.region, group.gpu)], gpus)
+        for w, weight in member_weights(group).items():
+            pools[(w, group.region)].append(PoolCost(cost * weight, gpus * hours * weight, EVEN))
     return attribution_rows(instance, pools, _average_served(instance, routing), hours)
+
+
+EVEN = PhaseShares(0.5, 0.5)
+"""A group member's phase split (the module text's rule)."""
+
+
+def member_weights(group: ReplicaPool) -> dict[str, float]:
+    """Member -> its share of a shared group's cost: load_w / a[w,t], normalised over the
+    members; equal shares where no member has load (the module text's rule)."""
+    taken = {
+        m.workload: (m.load_requests_per_s or 0.0) / m.requests_per_s_per_replica
+        if m.requests_per_s_per_replica > 0
+        else 0.0
+        for m in group.members
+    }
+    total = sum(taken.values())
+    if total <= 0:
+        return {w: 1.0 / len(taken) for w in taken}
+    return {w: t / total for w, t in taken.items()}
 
 
 def bill_share(use: GpuUse, gpus: int) -> float:

@@ -18,9 +18,10 @@ hold its GPUs that hour:
   region holds none).
 
 Summed over the hours and scaled by days per month, the rows add up to the plan's cost
-(less shared groups' share, which the static attribution leaves out too: the static
-rule is this one with one hour, each server type's bill over the pools holding it by
-GPUs). Each pool-hour's money splits by the phase shares of
+(the static rule is this one with one hour, each server type's bill over the pools
+holding it by GPUs). A shared group's pool-hours go to its members by the static rule
+(solver.analysis.cost_attribution: load over the template's capacity, normalised; the
+phases even). Each pool-hour's money splits by the phase shares of
 its pool in its period (unified pools: the step model's Shapley split at the pool's real
 size; prefill and decode pools wholly to their phase), and tokens served are the day's
 average: each hour's real arrivals (not the warm rate the period is sized for) of every
@@ -37,7 +38,7 @@ from models.operations.time_demand import interactive_grid
 from models.schema.instance import Instance
 from models.schema.traffic import HOURS_PER_DAY
 from models.serving.attribution import PhaseShares, PoolCost
-from solver.analysis.cost_attribution import attribution_rows
+from solver.analysis.cost_attribution import EVEN, attribution_rows, member_weights
 from solver.plan.records import CostAttribution, ReplicaPool, Route
 from solver.plan.time_records import Hour
 from solver.program.families.pricing import OfferTerms
@@ -58,6 +59,8 @@ class PoolHour:
     gpus: int
     cost: float
     """USD this hour."""
+    members: tuple[tuple[str, float], ...] = ()
+    """A shared group's members and their shares of it (`member_weights`); () otherwise."""
 
 
 def pool_hours(
@@ -76,6 +79,9 @@ def pool_hours(
     idle: dict[tuple[str, str], float] = defaultdict(float)
     for hour in hours:
         by_offer: dict[tuple[str, str], dict[PoolKey, int]] = defaultdict(dict)
+        members = {
+            _key(pool): tuple(member_weights(pool).items()) for pool in hour.pools if pool.shared
+        }
         for pool in hour.pools:  # one entry per pool key: a batch's two tiers are two pools
             if pool.gpus:
                 held = by_offer[(pool.region, pool.gpu)]
@@ -96,7 +102,18 @@ def pool_hours(
                 cost = _part(spot_cost, s, sum(spot)) + _part(
                     reserved + on_demand, rest, sum(other)
                 )
-                shares.append(PoolHour(workload, region, key[1], config, hour.period, gpus, cost))
+                shares.append(
+                    PoolHour(
+                        workload,
+                        region,
+                        key[1],
+                        config,
+                        hour.period,
+                        gpus,
+                        cost,
+                        members.get((workload, config, region), ()),
+                    )
+                )
     return _spread_idle(shares, idle)
 
 
@@ -171,12 +188,16 @@ def hourly_cost_attribution(
     served: Mapping[tuple[str, str], float],
 ) -> tuple[CostAttribution, ...]:
     """Per (workload, region) with pools: the month's cost as paid, phase shares,
-    GPU-hours and $/Mtok (`phases`: (period, pool) -> the pool's phase split; a
-    pool missing there, a shared group, is left out)."""
+    GPU-hours and $/Mtok (`phases`: (period, pool) -> a dedicated pool's phase split;
+    a shared group's share goes to its members, evenly by phase)."""
     hours = instance.policy.hours_per_month
     days = hours / HOURS_PER_DAY
     pools: dict[tuple[str, str], list[PoolCost]] = defaultdict(list)
     for share in shares:
+        for member, weight in share.members:
+            pools[(member, share.region)].append(
+                PoolCost(share.cost * days * weight, share.gpus * days * weight, EVEN)
+            )
         split = phases.get((share.period, (share.workload, share.key, share.region)))
         if split is None:
             continue

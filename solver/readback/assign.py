@@ -117,9 +117,6 @@ def read_plan(
     size = program.lp.size()
     shared = _shared_credit(program, values)
     scenarios = scenario_results(sets, values, counts, curves, shared)
-    attribution = cost_attribution(
-        sets, counts, curves, scenarios[0].routing if scenarios else (), gpu_uses
-    )
     if callable(duals):
         duals = duals()
     gap = plan_gap(program.lp, sets, result, values, gpu_uses)
@@ -136,7 +133,6 @@ def read_plan(
         replicas=tuple(pools),
         binding=binding_constraints(program, values, duals) + power_rows,
         scenarios=scenarios,
-        cost_attribution=attribution,
         solver=SolverRun(
             name=result.solver,
             version=result.solver_version,
@@ -161,7 +157,12 @@ def read_plan(
         else "no shadow prices: the backend returned no duals for the pricing LP",
         notes=(*program.groups.notes, *mixed_precision_notes(tuple(pools))),
     )
-    return with_routing(plan)
+    plan = with_routing(plan)  # the groups' member loads, which their attribution needs
+    groups = tuple(entry for entry in plan.replicas if entry.shared)
+    attribution = cost_attribution(
+        sets, counts, curves, scenarios[0].routing if scenarios else (), gpu_uses, groups
+    )
+    return plan.model_copy(update={"cost_attribution": attribution})
 
 
 def mixed_precision_notes(pools: tuple[ReplicaPool, ...]) -> tuple[str, ...]:

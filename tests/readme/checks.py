@@ -170,6 +170,18 @@ def _zipf_packing(run: Runner) -> dict[str, str]:
     }
 
 
+@check("group-rows", ZIPF, slow=True)
+def _group_rows(run: Runner) -> dict[str, str]:
+    """Shared groups' members hold rows: the rows add up to the plan's cost."""
+    plan = run.json(ZIPF)
+    rows = plan["cost_attribution"]
+    return {
+        "rows": str(len(rows)),
+        "attributed": usd(sum(row["cost_per_month"] for row in rows)),
+        "cost": usd(plan["cost_per_month"]),
+    }
+
+
 # --- buying it ------------------------------------------------------------------------------
 
 TPOT = "fleetplan solve instances/tpot-pooling.yaml"
