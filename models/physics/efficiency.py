@@ -104,8 +104,9 @@ class Efficiency(BaseModel):
     """Split each pass of an expert-parallel replica into two micro-batches, one's
     all-to-all under the other's compute (SGLang `--enable-two-batch-overlap`, vLLM
     `--enable-dbo`; both off by default, on in DeepSeek's and SGLang's wide-EP
-    deployments): `models.physics.step_passes.StepModel.two_batch_overlap`. `deploy` does
-    not write the engines' switch: turn it on in the engine as planned."""
+    deployments): `models.physics.step_passes.StepModel.two_batch_overlap`. `deploy`
+    writes the engines' switch where the pool's EP is above 1 (`solver.deploy.engines`;
+    TensorRT-LLM has none, its options file says so)."""
 
 
 class EfficiencyOverrides(BaseModel):

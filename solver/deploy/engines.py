@@ -16,6 +16,16 @@ TensorRT-LLM:
 - redundant experts (EPLB): `--enable-eplb --eplb-config '{"num_redundant_experts": R}'`
   / `--ep-num-redundant-experts R --enable-eplb` / `moe_config.load_balancer` with
   `num_slots` (routed + R) and `layer_updates_per_iter: 1` (online EPLB).
+- two-batch overlap (`DeployPool.two_batch_overlap`: the profile's
+  `efficiency.two_batch_overlap` with EP above 1): vLLM `--enable-dbo` with
+  `--all2all-backend deepep_high_throughput` (a prefill pool) or `deepep_low_latency`
+  (vllm/engine/arg_utils.py registers both; its docs/design/dbo.md: DBO overlaps the MoE
+  all-to-all, run with `--enable-expert-parallel` and DeepEP's kernels, the default
+  allgather_reducescatter is refused) / `--enable-two-batch-overlap` with
+  `--moe-a2a-backend deepep` (python/sglang/srt/server_args.py: 'When enabling two batch
+  overlap, moe_a2a_backend cannot be 'none'') / none: TensorRT-LLM's serve options and
+  LlmArgs hold no such switch, so its options file says the plan assumed the overlap
+  (`TRTLLM_NO_OVERLAP`).
 - batch cap: `--max-num-seqs` / `--max-running-requests` / `--max_batch_size`.
 - memory split (`DeployPool.memory_reserve_fraction`, `kv_free_fraction`):
   `--gpu-memory-utilization` / `--mem-fraction-static` (1 - the reserve) /
@@ -64,6 +74,9 @@ def vllm_command(pool: DeployPool) -> list[str]:
     if pool.redundant_experts:  # EPLBConfig.num_redundant_experts
         eplb = json.dumps({"num_redundant_experts": pool.redundant_experts})
         args += ["--enable-eplb", "--eplb-config", eplb]
+    if pool.two_batch_overlap:  # DeepEP's throughput kernels for prompts, latency for decode
+        kernels = "deepep_high_throughput" if pool.role == "prefill" else "deepep_low_latency"
+        args += ["--enable-dbo", "--all2all-backend", kernels]
     if pool.multi_node:  # the replica's nodes joined by Ray (the LeaderWorkerSet's group)
         args += ["--distributed-executor-backend", "ray"]
     args += [
@@ -126,6 +139,8 @@ def sglang_command(pool: DeployPool) -> list[str]:
         args += ["--ep-size", str(pool.ep)]
     if pool.redundant_experts:  # EPLB rebalances the copies onto the hottest experts
         args += ["--ep-num-redundant-experts", str(pool.redundant_experts), "--enable-eplb"]
+    if pool.two_batch_overlap:  # TBO needs an all-to-all backend other than 'none'
+        args += ["--enable-two-batch-overlap", "--moe-a2a-backend", "deepep"]
     args += [
         "--max-running-requests",
         str(pool.max_batch),
@@ -181,6 +196,22 @@ def trtllm_command(pool: DeployPool, options_file: str = TRTLLM_OPTIONS_FILE) ->
     if pool.role != "unified":
         args += ["--server_role", "CONTEXT" if pool.role == "prefill" else "GENERATION"]
     return [*args, "--extra_llm_api_options", options_file]
+
+
+TRTLLM_NO_OVERLAP = (
+    "# The plan timed this pool with two-batch overlap (efficiency.two_batch_overlap: two"
+    " micro-batches, one's MoE all-to-all under the other's compute); TensorRT-LLM has no"
+    " switch for it, so this engine runs the passes whole and slower than planned."
+)
+"""The comment line heading a TensorRT-LLM options file of a pool the plan overlapped
+(`trtllm_notes`): `trtllm-serve serve`'s options and the LlmArgs fields hold no two-batch
+overlap, and saying nothing would leave the plan's capacity unexplained."""
+
+
+def trtllm_notes(pool: DeployPool) -> list[str]:
+    """Comment lines for the top of `pool`'s `--extra_llm_api_options` file: what the
+    plan assumed that TensorRT-LLM has no option for."""
+    return [TRTLLM_NO_OVERLAP] if pool.two_batch_overlap else []
 
 
 def trtllm_options(pool: DeployPool) -> dict:

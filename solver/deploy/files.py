@@ -20,7 +20,13 @@ import yaml
 
 from models.schema.instance import Instance
 from models.schema.quantities import counted
-from solver.deploy.engines import ENGINES, engine_command, trtllm_command, trtllm_options
+from solver.deploy.engines import (
+    ENGINES,
+    engine_command,
+    trtllm_command,
+    trtllm_notes,
+    trtllm_options,
+)
 from solver.deploy.manifests import (
     check_node_labels,
     dynamo_graph,
@@ -144,7 +150,8 @@ def deploy_files(instance: Instance, plan: Plan, target: str) -> dict[str, str]:
             if target == "trtllm":
                 options = f"{pool.name}.extra-llm-api-options.yaml"
                 options_text = yaml.safe_dump(trtllm_options(pool), sort_keys=False)
-                files[options] = f"# {WRITTEN_BY}\n{options_text}"
+                notes = "".join(f"{line}\n" for line in trtllm_notes(pool))
+                files[options] = f"# {WRITTEN_BY}\n{notes}{options_text}"
                 command = trtllm_command(pool, options)
             else:
                 command = engine_command(target, pool)

@@ -50,13 +50,20 @@ from tests.paths import DEFAULT_INSTANCE
 
 def _variants(pools):
     """The plan's pools and, per pool, one with every option the default plan lacks: EP
-    and attention DP (and EP72 with 32 redundant experts), speculation by a draft model
+    and attention DP (and EP72 with 32 redundant experts, and EP8 with two-batch overlap
+    in prefill and in decode), speculation by a draft model
     and by EAGLE heads, bf16 and fp4 weights, prefix caching with DRAM and SSD tiers, a
     replica over two nodes."""
     base = pools[0]
     return [
         *pools,
         dataclasses.replace(base, ep=8, dp=8, tp=1, gpus_per_replica=8),
+        *(
+            dataclasses.replace(
+                base, ep=8, dp=8, tp=1, gpus_per_replica=8, two_batch_overlap=True, role=role
+            )
+            for role in ("prefill", "decode")
+        ),
         dataclasses.replace(
             base, ep=72, dp=72, tp=1, redundant_experts=32, expert_slots=288, gpus_per_replica=72
         ),
