@@ -240,7 +240,10 @@ class StepModel:
         prefill_pairs: float,
     ) -> tuple[float, ...]:
         """`pass_parts` of an MoE model on the slowest GPU (`_micro_batch_terms`): the pass
-        whole, or under `two_batch_overlap` with an all-to-all as two micro-batches of half
+        whole, or under `two_batch_overlap` with the experts' all-to-all (EP above 1: the
+        engines overlap DeepEP's dispatch and combine only, vLLM's DBO under
+        --enable-expert-parallel, SGLang's under --moe-a2a-backend deepep; attention DP
+        over TP experts runs whole) as two micro-batches of half
         its tokens (each GPU splits its own sequences, so the busiest attention group's
         shares are the whole pass's), timed by `overlapped_pass_s`. Each half reads the
         weights again, runs its grouped GEMM at half the rows per expert and pays its own
@@ -250,7 +253,7 @@ class StepModel:
         the all-to-all time that shows past it as communication."""
         busiest = self.prefill_group_share(prefill_tokens)
         attention_share = self.decode_group_share(decode_tokens)
-        if not (self.two_batch_overlap and layout.alltoall_collectives):
+        if not (self.two_batch_overlap and layout.alltoall_collectives and layout.ep > 1):
             *terms, alltoall_s = self._micro_batch_terms(
                 layout, busiest, attention_share,
                 decode_tokens, decode_kv_tokens, prefill_tokens, prefill_pairs,

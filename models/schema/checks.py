@@ -107,7 +107,7 @@ def _policy_without_effect(instance: Instance) -> list[str]:
     loss `survive: none` never plans for; `expert_parallel`, `attention_data_parallel` and
     `redundant_experts` lay out the experts of MoE models only
     (`models.physics.memory.expert_layout_problem`), and `efficiency.two_batch_overlap`
-    overlaps their all-to-all, which only EP or attention DP above 1 has."""
+    overlaps their experts' all-to-all, which only EP above 1 has."""
     policy = instance.policy
     moe = any(instance.llm_specs[w.model].is_moe for w in instance.workloads)
     overlap = instance.efficiency is not None and bool(instance.efficiency.two_batch_overlap)
@@ -145,10 +145,9 @@ def _policy_without_effect(instance: Instance) -> list[str]:
          set(policy.redundant_experts) != {0} and (not moe or set(policy.expert_parallel) == {1}),
          "redundant expert copies need an MoE model and a policy.expert_parallel above 1"),
         ("efficiency.two_batch_overlap: true",
-         overlap and (not moe or set(policy.expert_parallel) | set(policy.attention_data_parallel)
-                      == {1}),
-         "no layout has an all-to-all to overlap (an MoE model under policy.expert_parallel "
-         "or attention_data_parallel above 1)"),
+         overlap and (not moe or set(policy.expert_parallel) == {1}),
+         "no layout has an experts' all-to-all to overlap (an MoE model under "
+         "policy.expert_parallel above 1: vLLM's DBO and SGLang's TBO run on EP only)"),
     ]  # fmt: skip
     return [f"{text} has no effect: {why}" for text, unused, why in dropped if unused]
 

@@ -91,6 +91,20 @@ def test_a_layout_without_an_alltoall_runs_as_one_batch() -> None:
     )
 
 
+def test_attention_dp_over_tp_experts_runs_as_one_batch() -> None:
+    """DeepSeek-V3 at TP1 with attention DP8 and EP1 has dispatch and combine collectives
+    (the experts span the 8 attention groups) but no experts' all-to-all an engine
+    overlaps (vLLM's DBO needs expert parallelism, SGLang's TBO DeepEP): the flag changes
+    nothing, where as two half micro-batches each reading the weights again it made the
+    pass slower (dbo14: a DP8 plan of 13 replicas against 11 without the flag)."""
+    gpu, llm = gpu_catalog()["h200"], llm_catalog()["deepseek-v3"]
+    efficiency = efficiency_for(gpu, Precision.FP8, engine="sglang-0.5")
+    steps = step_model(gpu, llm, Precision.FP8, Precision.BF16, 1, 1, efficiency, ep=1, dp=8)
+    overlapped = replace(steps, two_batch_overlap=True)
+    for shape in ((64, 64 * 1000, 0, 0), (0, 0, 4096, 4096 * 2048)):
+        assert overlapped.pass_s(*shape) == steps.pass_s(*shape)
+
+
 def test_the_parts_of_an_overlapped_pass_sum_to_it() -> None:
     """The report's terms: the two halves' compute plus the all-to-all that shows past it."""
     overlapped = replace(_deepseek_ep72(), two_batch_overlap=True)

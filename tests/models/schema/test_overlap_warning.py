@@ -1,12 +1,12 @@
 """`efficiency.two_batch_overlap` overlaps an expert-parallel all-to-all: an instance whose
-layouts have none (a dense model, or EP and attention DP at 1) is told the switch has no
-effect; one with EP or attention DP above 1 on an MoE model is not."""
+layouts have none (a dense model, or EP at 1, attention DP or not: the engines overlap on
+EP only) is told the switch has no effect; one with EP above 1 on an MoE model is not."""
 
 from models.io.loading import load_instance, validate_instance
 from models.schema.checks import input_warnings
 from tests.paths import INSTANCES
 
-SAID = "efficiency.two_batch_overlap: true has no effect: no layout has an all-to-all"
+SAID = "efficiency.two_batch_overlap: true has no effect: no layout has an experts' all-to-all"
 
 
 def _with_overlap(path: str, **policy):
@@ -21,6 +21,8 @@ def test_overlap_without_an_alltoall_is_warned_about():
     assert any(w.startswith(SAID) for w in dense)
     plain = _with_overlap("moe-ep.yaml", expert_parallel=[1], attention_data_parallel=[1])
     assert any(w.startswith(SAID) for w in input_warnings(plain))
+    dp_only = _with_overlap("moe-ep.yaml", expert_parallel=[1], attention_data_parallel=[8])
+    assert any(w.startswith(SAID) for w in input_warnings(dp_only))
 
 
 def test_overlap_on_an_expert_parallel_moe_instance_is_not():
