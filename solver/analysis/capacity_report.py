@@ -71,6 +71,7 @@ def _config(instance: Instance, entry: ReplicaPool, model: str) -> ReplicaConfig
         entry.ep,
         entry.dp,
         instance.speculations.get(entry.speculative) if entry.speculative else None,
+        entry.redundant_experts,
     )
 
 

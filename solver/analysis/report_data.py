@@ -16,6 +16,8 @@ For every chosen configuration (workload, GPU, precision, layout, role):
 
 from dataclasses import dataclass, field
 
+from models.physics.memory import default_kv_precision
+from models.physics.precision import Precision
 from models.schema.instance import Instance
 from models.serving.frontier import throughput_frontier
 from models.serving.latency import latency_at_rate, saturation_rate
@@ -69,7 +71,7 @@ def config_of(instance: Instance, pool: ReplicaPool) -> ReplicaConfig:
         gpu=instance.gpu_specs[pool.gpu],
         llm=instance.llm_specs[workload.model],
         weight_precision=pool.precision,
-        kv_precision=pool.kv_precision or _default_kv(pool),
+        kv_precision=pool.kv_precision or default_kv_precision(Precision(pool.precision)),
         tp=pool.tp,
         pp=pool.pp,
         role=pool.role,
@@ -78,13 +80,8 @@ def config_of(instance: Instance, pool: ReplicaPool) -> ReplicaConfig:
         speculation=instance.speculations.get(pool.speculative)
         if pool.speculative and pool.role is not Role.PREFILL
         else None,
+        redundant_experts=pool.redundant_experts,
     )
-
-
-def _default_kv(pool: ReplicaPool):
-    from models.physics.precision import Precision
-
-    return Precision.FP8 if pool.precision is Precision.FP4 else pool.precision
 
 
 def chart_data(instance: Instance, plan: Plan) -> list[ConfigCharts]:
