@@ -370,9 +370,11 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
         "builds its table and program with the pipeline's stages first)",
     ),
     "solver.deploy": _contract(
-        "models.schema models.serving models.operations models.io solver.plan solver.verify",
+        "models.schema models.serving models.operations models.io models.physics.overlap "
+        "solver.plan solver.verify",
         "a plan's pools as engine arguments and manifests: the verifier's per-pool physics "
-        "sizes the normal scenario and the scaling thresholds; a running fleet read back "
+        "sizes the normal scenario and the scaling thresholds; each engine's two-batch "
+        "overlap condition decides its switch; a running fleet read back "
         "(its JSON with the documents' one check of a key given twice)",
     ),
     "solver.simulate": _contract(

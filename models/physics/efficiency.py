@@ -32,6 +32,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from models.physics.hardware import GpuSpec
+from models.physics.overlap import engine_runs_overlap
 from models.physics.precision import Precision
 from models.physics.profile_files import (
     ProfileFileError,
@@ -104,9 +105,19 @@ class Efficiency(BaseModel):
     """Split each pass of an expert-parallel replica into two micro-batches, one's
     all-to-all under the other's compute (SGLang `--enable-two-batch-overlap`, vLLM
     `--enable-dbo`; both off by default, on in DeepSeek's and SGLang's wide-EP
-    deployments): `models.physics.step_passes.StepModel.two_batch_overlap`. `deploy`
-    writes the engines' switch where the pool's EP is above 1 (`solver.deploy.engines`;
-    TensorRT-LLM has none, its options file says so)."""
+    deployments), on the layouts `overlap_engine` runs it on (`overlaps`):
+    `models.physics.step_passes.StepModel.two_batch_overlap`. `deploy` writes an engine's
+    switch where the plan timed it and that engine runs it (`solver.deploy.engines`)."""
+    overlap_engine: str | None = None
+    """The serving engine whose two-batch overlap condition applies (`vllm`, `sglang`,
+    `trtllm`: `models.physics.overlap.engine_runs_overlap`): the engine profile's, set by
+    `efficiency_for` (`engine_family`); None (factors built by hand): any layout at EP
+    above 1. An engine setting, never fitted nor overridden."""
+
+    def overlaps(self, tp: int, dp: int, ep: int) -> bool:
+        """Whether a stage of dp attention groups of tp GPUs and `ep` expert ranks runs as
+        two overlapped micro-batches: the switch on and the engine running it there."""
+        return self.two_batch_overlap and engine_runs_overlap(self.overlap_engine, tp, dp, ep)
 
 
 class EfficiencyOverrides(BaseModel):
@@ -446,7 +457,8 @@ def _calibrated(
     if generation is not None:
         keys[1:1] = [generation, f"{generation}/{precision}"]
     tables = _chain(engine)
-    fields: dict[str, float] = _settings(engine)  # the engine's, at every generation
+    fields: dict[str, Any] = _settings(engine)  # the engine's, at every generation
+    fields["overlap_engine"] = engine_family(engine)
     fields.update(_gpu_settings(engine, gpu))  # and those it picks by device
     own_overhead = False
     for key in keys:
@@ -491,6 +503,21 @@ def engine_report(gpus: Iterable[str | GpuSpec], engine: str | None = None) -> s
         line += "; " + "; ".join(other)
     borrowed = borrowed_note(gpus, engine)
     return f"{line}; {borrowed}" if borrowed else line
+
+
+def engine_family(engine: str) -> str | None:
+    """The serving engine a profile runs as (`vllm` for `vllm-0.11`): the first of its
+    name, its file's `profile` name and its fallbacks' names that belongs to an engine of
+    the catalog (a profile file fitted from trtllm-0.20 runs as `trtllm`); None when none
+    does."""
+    known = {_family(name) for name in engine_profiles()}
+    name: str | None = engine
+    for profile in _profiles(engine):
+        for candidate in (name, profile.get("profile")):
+            if isinstance(candidate, str) and _family(candidate) in known:
+                return _family(candidate)
+        name = profile.get("fallback")
+    return None
 
 
 def _family(profile: str) -> str:

@@ -61,6 +61,33 @@ band; 1.5: 23-27%), inside the ablation's 27-35%. It is read from the ablation, 
 of the same deployment's runs, not from the held-out throughputs (`calibration/data/
 README.md`, wide_ep.csv); the mechanism behind it (the normal kernels' SMs, HBM and
 the compute's kernels contending) is named, not modelled part by part.
+
+Which engine runs it, and where (`engine_runs_overlap`; `Efficiency.overlap_engine` names
+the engine profile's, and every output times and deploys through `Efficiency.overlaps`).
+In fleetplan's terms a stage holds tp x dp GPUs (dp attention groups of tp) and `ep`
+expert ranks:
+
+- vLLM (`--enable-dbo`): attention DP above 1 and EP above 1. docs/design/dbo.md: 'This
+  must be run in conjunction with `--data-parallel-size N` where N is greater than 1 and
+  `--enable-expert-parallel`'; vllm/v1/worker/dp_utils.py `coordinate_batch_across_dp`
+  returns no micro-batching at `data_parallel_size == 1` ('Early exit'), so an engine
+  started with the switch at DP 1 runs every pass whole (and `ParallelConfig.use_all2all`,
+  vllm/config/parallel.py, needs DP above 1: at DP 1 its experts exchange no all-to-all).
+  vllm/config/vllm.py refuses the switch on any all-to-all backend but DeepEP's.
+- SGLang (`--enable-two-batch-overlap`): EP above 1 over every GPU of the stage, ep =
+  tp x dp. python/sglang/srt/server_args.py refuses the switch while `--moe-a2a-backend`
+  is 'none' ('When enabling two batch overlap, moe_a2a_backend cannot be 'none''), and
+  DeepEP's backend sets the EP size to SGLang's TP size, every GPU of the stage
+  (`_handle_a2a_moe`: 'The expert parallel size is adjusted to be the same as the tensor
+  parallel size'), so a layout whose experts are also split by TP (ep < tp x dp) does
+  not run as planned with it. DP attention is not needed: sgl-project/sglang#6634
+  ('Support TP in attention for two batch overlap', merged May 2025), and with an
+  all-to-all backend the scheduler prepares every batch for the split whether or not
+  `--enable-dp-attention` is set (`require_mlp_sync` via `require_attn_tp_gather`).
+- TensorRT-LLM: none. `trtllm-serve serve`'s options and the LlmArgs fields hold no
+  two-batch overlap (solver/deploy/references/trtllm.yaml), so a TensorRT-LLM profile
+  runs every pass whole.
+- No engine named (an `Efficiency` built by hand): any layout at EP above 1.
 """
 
 from dataclasses import fields
@@ -121,3 +148,34 @@ def overlapped_pass_s(
         + max(expert_s, combine_s)
         + max(attention_side_s, combine_s)
     )
+
+
+OVERLAP_CONDITIONS = {
+    "vllm": "vLLM's DBO runs only with attention DP and EP both above 1 "
+    "(--data-parallel-size above 1 with --enable-expert-parallel)",
+    "sglang": "SGLang's TBO runs on DeepEP, whose EP size is every GPU of the replica: "
+    "EP above 1 and equal to TP x attention DP",
+    "trtllm": "TensorRT-LLM has no two-batch overlap",
+}
+"""What each engine's two-batch overlap asks of a layout (module docstring), in words."""
+ANY_ENGINE_CONDITION = "the overlap needs an experts' all-to-all: EP above 1"
+"""`overlap_condition` where no engine is named."""
+
+
+def engine_runs_overlap(engine: str | None, tp: int, dp: int, ep: int) -> bool:
+    """Whether `engine` (`vllm`, `sglang`, `trtllm`; None: none named) runs a stage of
+    dp attention groups of tp GPUs and `ep` expert ranks as two overlapped micro-batches
+    (module docstring): vLLM at dp > 1 and ep > 1, SGLang at ep = tp x dp > 1, TensorRT-LLM
+    never, no engine at ep > 1."""
+    if ep <= 1:
+        return False
+    if engine == "vllm":
+        return dp > 1
+    if engine == "sglang":
+        return ep == tp * dp
+    return engine != "trtllm"
+
+
+def overlap_condition(engine: str | None) -> str:
+    """`engine`'s condition for the overlap in words (`OVERLAP_CONDITIONS`)."""
+    return OVERLAP_CONDITIONS.get(engine or "", ANY_ENGINE_CONDITION)

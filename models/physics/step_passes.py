@@ -125,7 +125,8 @@ class StepModel:
     two_batch_overlap: bool = field(default=False, kw_only=True)
     """Each pass of an expert-parallel layout runs as two micro-batches of half its
     tokens, one's dispatch and combine in flight while the other computes
-    (`Efficiency.two_batch_overlap`; `_moe_pass_terms`)."""
+    (`Efficiency.overlaps`: the switch on and the engine running it at this layout;
+    `_moe_pass_terms`)."""
     overlap_compute_share: float = field(default=1.0, kw_only=True)
     """Share of the GPU's SMs an overlapped prefill's compute keeps beside the
     communication kernels (`models.physics.overlap.overlap_compute_share`)."""
@@ -240,16 +241,15 @@ class StepModel:
         prefill_pairs: float,
     ) -> tuple[float, ...]:
         """`pass_parts` of an MoE model on the slowest GPU (`_micro_batch_terms`): the pass
-        whole, or under `two_batch_overlap` with the experts' all-to-all (EP above 1: the
-        engines overlap DeepEP's dispatch and combine only, vLLM's DBO under
-        --enable-expert-parallel, SGLang's under --moe-a2a-backend deepep; attention DP
-        over TP experts runs whole) as two micro-batches of half
-        its tokens (each GPU splits its own sequences, so the busiest attention group's
-        shares are the whole pass's), timed by `overlapped_pass_s`. Each half reads the
-        weights again, runs its grouped GEMM at half the rows per expert and pays its own
-        collectives' latency: what the overlap costs; in prefill its compute runs on the SMs
-        the communication leaves (`overlap_compute_share`) and its all-to-all runs slower
-        than alone (`overlap_comm_stretch`). Its terms read as the two halves' compute, with
+        whole, or under `two_batch_overlap` (set where the engine runs it:
+        `models.physics.overlap.engine_runs_overlap`; never without the experts' all-to-all
+        at EP above 1) as two micro-batches of half its tokens (each GPU splits its own
+        sequences, so the busiest attention group's shares are the whole pass's), timed by
+        `overlapped_pass_s`. Each half reads the weights again, runs its grouped GEMM at
+        half the rows per expert and pays its own collectives' latency: what the overlap
+        costs; in prefill its compute runs on the SMs the communication leaves
+        (`overlap_compute_share`) and its all-to-all runs slower than alone
+        (`overlap_comm_stretch`). Its terms read as the two halves' compute, with
         the all-to-all time that shows past it as communication."""
         busiest = self.prefill_group_share(prefill_tokens)
         attention_share = self.decode_group_share(decode_tokens)

@@ -124,7 +124,7 @@ def step_model(
         attention_chunk_tokens=kv_window(llm)[0] if llm.window_is_chunked else 0.0,
         chunked_layer_share=kv_window(llm)[1] if llm.window_is_chunked else 0.0,
         routed_flops_per_token=routed_flops / (tp * dp),
-        two_batch_overlap=efficiency.two_batch_overlap,
+        two_batch_overlap=efficiency.overlaps(tp, dp, ep),  # where the engine runs it
         dispatch_share=dispatch / (dispatch + COMBINE_BYTES_PER_ELEMENT),
         overlap_compute_share=overlap_compute_share(gpu.sm_count),
         overlap_comm_stretch=OVERLAPPED_NORMAL_COMM_STRETCH,

@@ -375,8 +375,11 @@ def profile_document(
     fit_summary["runs"] = rows
     factors = {
         key: (float(f"{value:.6g}") if isinstance(value, float) else value)
-        # numbers only: two-batch overlap is a deployment's switch, set in the instance
-        for key, value in fit.efficiency.model_dump(exclude={"two_batch_overlap"}).items()
+        # numbers only: two-batch overlap is a deployment's switch, set in the instance,
+        # and the engine whose rule it follows is the fallback profile's (engine_family)
+        for key, value in fit.efficiency.model_dump(
+            exclude={"two_batch_overlap", "overlap_engine"}
+        ).items()
     }
     return {
         "kind": "fleetplan-engine-profile",

@@ -8,7 +8,14 @@ from pydantic import ValidationError
 
 from models.io.hf_config import HfConfigError
 from models.physics import catalog
-from models.physics.efficiency import UnknownEngine, calibration_table, check_engine, generation_of
+from models.physics.efficiency import (
+    UnknownEngine,
+    calibration_table,
+    check_engine,
+    engine_family,
+    generation_of,
+)
+from models.physics.overlap import engine_runs_overlap, overlap_condition
 from models.schema import limits
 from models.schema.catalog_entries import resolve_gpu, resolve_llm
 from models.schema.instance import Instance
@@ -107,10 +114,13 @@ def _policy_without_effect(instance: Instance) -> list[str]:
     loss `survive: none` never plans for; `expert_parallel`, `attention_data_parallel` and
     `redundant_experts` lay out the experts of MoE models only
     (`models.physics.memory.expert_layout_problem`), and `efficiency.two_batch_overlap`
-    overlaps their experts' all-to-all, which only EP above 1 has."""
+    overlaps their experts' all-to-all on the layouts the engine profile's engine runs it
+    on (`models.physics.overlap.engine_runs_overlap`: vLLM at attention DP and EP above 1,
+    SGLang at EP = TP x DP above 1, TensorRT-LLM never)."""
     policy = instance.policy
     moe = any(instance.llm_specs[w.model].is_moe for w in instance.workloads)
     overlap = instance.efficiency is not None and bool(instance.efficiency.two_batch_overlap)
+    overlap_why = _overlap_unused(instance, moe) if overlap else None
     layouts = [
         (f"policy.{key}: {sorted(set(getattr(policy, key)))}", key)
         for key in ("expert_parallel", "attention_data_parallel")
@@ -144,12 +154,38 @@ def _policy_without_effect(instance: Instance) -> list[str]:
         (f"policy.redundant_experts: {sorted(set(policy.redundant_experts))}",
          set(policy.redundant_experts) != {0} and (not moe or set(policy.expert_parallel) == {1}),
          "redundant expert copies need an MoE model and a policy.expert_parallel above 1"),
-        ("efficiency.two_batch_overlap: true",
-         overlap and (not moe or set(policy.expert_parallel) == {1}),
-         "no layout has an experts' all-to-all to overlap (an MoE model under "
-         "policy.expert_parallel above 1: vLLM's DBO and SGLang's TBO run on EP only)"),
+        ("efficiency.two_batch_overlap: true", overlap_why is not None, overlap_why or ""),
     ]  # fmt: skip
     return [f"{text} has no effect: {why}" for text, unused, why in dropped if unused]
+
+
+def _overlap_unused(instance: Instance, moe: bool) -> str | None:
+    """Why `efficiency.two_batch_overlap` changes no layout of the policy's grid (TP x
+    attention DP x EP, EP dividing TP x DP), or None where one runs it under the instance's
+    engine profile (an unknown profile is `cross_check`'s to report)."""
+    if not moe:
+        return "no workload's model is a mixture of experts (it overlaps the experts' all-to-all)"
+    try:
+        profile = check_engine(instance.engine)
+    except UnknownEngine:
+        return None
+    engine = engine_family(profile)
+    policy = instance.policy
+    grid = [
+        (tp, dp, ep)
+        for tp in policy.tensor_parallel
+        for dp in policy.attention_data_parallel
+        for ep in policy.expert_parallel
+        if (tp * dp) % ep == 0
+    ]
+    if any(engine_runs_overlap(engine, tp, dp, ep) for tp, dp, ep in grid):
+        return None
+    return (
+        f"no layout runs it under engine profile {profile}: {overlap_condition(engine)} "
+        f"(policy.tensor_parallel {sorted(set(policy.tensor_parallel))}, "
+        f"attention_data_parallel {sorted(set(policy.attention_data_parallel))}, "
+        f"expert_parallel {sorted(set(policy.expert_parallel))})"
+    )
 
 
 def _too_little_demand(instance: Instance) -> list[tuple[FieldPath, str]]:

@@ -16,16 +16,18 @@ TensorRT-LLM:
 - redundant experts (EPLB): `--enable-eplb --eplb-config '{"num_redundant_experts": R}'`
   / `--ep-num-redundant-experts R --enable-eplb` / `moe_config.load_balancer` with
   `num_slots` (routed + R) and `layer_updates_per_iter: 1` (online EPLB).
-- two-batch overlap (`DeployPool.two_batch_overlap`: the profile's
-  `efficiency.two_batch_overlap` with EP above 1): vLLM `--enable-dbo` with
-  `--all2all-backend deepep_high_throughput` (a prefill pool) or `deepep_low_latency`
-  (vllm/engine/arg_utils.py registers both; its docs/design/dbo.md: DBO overlaps the MoE
-  all-to-all, run with `--enable-expert-parallel` and DeepEP's kernels, the default
-  allgather_reducescatter is refused) / `--enable-two-batch-overlap` with
-  `--moe-a2a-backend deepep` (python/sglang/srt/server_args.py: 'When enabling two batch
-  overlap, moe_a2a_backend cannot be 'none'') / none: TensorRT-LLM's serve options and
-  LlmArgs hold no such switch, so its options file says the plan assumed the overlap
-  (`TRTLLM_NO_OVERLAP`).
+- two-batch overlap, where the plan timed it (`DeployPool.two_batch_overlap`) and the
+  target runs it at the pool's layout (`models.physics.overlap.engine_runs_overlap`: vLLM
+  at attention DP and EP above 1, SGLang at EP = TP x DP above 1, TensorRT-LLM never):
+  vLLM `--enable-dbo` with `--all2all-backend deepep_high_throughput` (a prefill pool) or
+  `deepep_low_latency` (vllm/engine/arg_utils.py registers both; its docs/design/dbo.md:
+  DBO overlaps the MoE all-to-all, run with `--data-parallel-size` above 1,
+  `--enable-expert-parallel` and DeepEP's kernels, the default allgather_reducescatter is
+  refused) / `--enable-two-batch-overlap` with `--moe-a2a-backend deepep`
+  (python/sglang/srt/server_args.py: 'When enabling two batch overlap, moe_a2a_backend
+  cannot be 'none'') / none: TensorRT-LLM's serve options and LlmArgs hold no such
+  switch. Where the plan timed it and the target cannot run it, the script (TensorRT-LLM:
+  its options file) opens with a comment saying so (`overlap_notes`).
 - batch cap: `--max-num-seqs` / `--max-running-requests` / `--max_batch_size`.
 - memory split (`DeployPool.memory_reserve_fraction`, `kv_free_fraction`):
   `--gpu-memory-utilization` / `--mem-fraction-static` (1 - the reserve) /
@@ -46,6 +48,7 @@ TensorRT-LLM:
 import json
 import math
 
+from models.physics.overlap import engine_runs_overlap, overlap_condition
 from solver.deploy.pools import DeployPool
 
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -74,7 +77,7 @@ def vllm_command(pool: DeployPool) -> list[str]:
     if pool.redundant_experts:  # EPLBConfig.num_redundant_experts
         eplb = json.dumps({"num_redundant_experts": pool.redundant_experts})
         args += ["--enable-eplb", "--eplb-config", eplb]
-    if pool.two_batch_overlap:  # DeepEP's throughput kernels for prompts, latency for decode
+    if _runs_overlap("vllm", pool):  # DeepEP's throughput kernels for prompts, latency for decode
         kernels = "deepep_high_throughput" if pool.role == "prefill" else "deepep_low_latency"
         args += ["--enable-dbo", "--all2all-backend", kernels]
     if pool.multi_node:  # the replica's nodes joined by Ray (the LeaderWorkerSet's group)
@@ -139,7 +142,7 @@ def sglang_command(pool: DeployPool) -> list[str]:
         args += ["--ep-size", str(pool.ep)]
     if pool.redundant_experts:  # EPLB rebalances the copies onto the hottest experts
         args += ["--ep-num-redundant-experts", str(pool.redundant_experts), "--enable-eplb"]
-    if pool.two_batch_overlap:  # TBO needs an all-to-all backend other than 'none'
+    if _runs_overlap("sglang", pool):  # TBO needs an all-to-all backend other than 'none'
         args += ["--enable-two-batch-overlap", "--moe-a2a-backend", "deepep"]
     args += [
         "--max-running-requests",
@@ -208,10 +211,33 @@ TRTLLM_NO_OVERLAP = (
 overlap, and saying nothing would leave the plan's capacity unexplained."""
 
 
+def _runs_overlap(engine: str, pool: DeployPool) -> bool:
+    """Whether `engine` is launched with its overlap switch: the plan timed the pool with
+    the overlap and the engine runs it at the pool's layout."""
+    return pool.two_batch_overlap and engine_runs_overlap(engine, pool.tp, pool.dp, pool.ep)
+
+
+def overlap_notes(engine: str, pool: DeployPool) -> list[str]:
+    """Comment lines for the top of `pool`'s `engine` script (TensorRT-LLM: its options
+    file) where the plan timed the pool with two-batch overlap and `engine` does not run it
+    at the pool's layout (a plan made on another engine's profile): the engine runs each
+    pass whole and slower than the plan assumed."""
+    if not pool.two_batch_overlap or _runs_overlap(engine, pool):
+        return []
+    if engine == "trtllm":
+        return [TRTLLM_NO_OVERLAP]
+    return [
+        "# The plan timed this pool with two-batch overlap (efficiency.two_batch_overlap);"
+        f" {overlap_condition(engine)}, and this pool is TP{pool.tp} x DP{pool.dp} x"
+        f" EP{pool.ep}: no switch is written, so this engine runs the passes whole and"
+        " slower than planned."
+    ]
+
+
 def trtllm_notes(pool: DeployPool) -> list[str]:
     """Comment lines for the top of `pool`'s `--extra_llm_api_options` file: what the
-    plan assumed that TensorRT-LLM has no option for."""
-    return [TRTLLM_NO_OVERLAP] if pool.two_batch_overlap else []
+    plan assumed that TensorRT-LLM has no option for (`overlap_notes`)."""
+    return overlap_notes("trtllm", pool)
 
 
 def trtllm_options(pool: DeployPool) -> dict:

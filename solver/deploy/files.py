@@ -23,6 +23,7 @@ from models.schema.quantities import counted
 from solver.deploy.engines import (
     ENGINES,
     engine_command,
+    overlap_notes,
     trtllm_command,
     trtllm_notes,
     trtllm_options,
@@ -110,7 +111,7 @@ def _yaml(documents: list) -> str:
     return f"# {WRITTEN_BY}\n{text}"
 
 
-def _script(pool: DeployPool, command: list[str]) -> str:
+def _script(pool: DeployPool, command: list[str], notes: Iterable[str] = ()) -> str:
     comment = (
         f"{pool.name}: {counted(pool.replicas, 'replica')} of {pool.gpus_per_replica} x "
         f"{pool.gpu} in {pool.region} ({pool.normal_replicas} normal, {pool.spare_replicas} "
@@ -122,7 +123,8 @@ def _script(pool: DeployPool, command: list[str]) -> str:
         )
         + f"); {WRITTEN_BY}"
     )
-    return f"#!/bin/sh\n# {_one_line(comment)}\nexec {shlex.join(command)}\n"
+    lines = "".join(f"{_one_line(note)}\n" for note in notes)  # comment lines, '#' first
+    return f"#!/bin/sh\n# {_one_line(comment)}\n{lines}exec {shlex.join(command)}\n"
 
 
 def _one_line(text: str) -> str:
@@ -153,9 +155,10 @@ def deploy_files(instance: Instance, plan: Plan, target: str) -> dict[str, str]:
                 notes = "".join(f"{line}\n" for line in trtllm_notes(pool))
                 files[options] = f"# {WRITTEN_BY}\n{notes}{options_text}"
                 command = trtllm_command(pool, options)
+                files[f"{pool.name}.sh"] = _script(pool, command)
             else:
                 command = engine_command(target, pool)
-            files[f"{pool.name}.sh"] = _script(pool, command)
+                files[f"{pool.name}.sh"] = _script(pool, command, overlap_notes(target, pool))
         files["pools.json"] = json.dumps([dataclasses.asdict(p) for p in pools], indent=2)
     elif target == "k8s":
         for pool in pools:

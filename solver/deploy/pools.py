@@ -108,9 +108,9 @@ class DeployPool:
     """Physical experts per MoE layer, routed + redundant (0 for a dense model)."""
     dp: int
     two_batch_overlap: bool
-    """Whether the plan timed the pool's passes as two overlapped micro-batches: the
-    efficiency profile's `two_batch_overlap` on an MoE model laid out with EP above 1, the
-    all-to-all the engines overlap (`solver.deploy.engines` writes their switch)."""
+    """Whether the plan timed the pool's passes as two overlapped micro-batches
+    (`Efficiency.overlaps`: the profile's `two_batch_overlap` at a layout its engine runs it
+    on); `solver.deploy.engines` writes a target's switch where that engine runs it too."""
     role: str
     replicas: int
     """All the plan's replicas of this pool: normal + spare."""
@@ -387,9 +387,7 @@ def _record(
         redundant_experts=entry.redundant_experts,
         expert_slots=pool.config.llm.experts + entry.redundant_experts,
         dp=entry.dp,
-        two_batch_overlap=bool(pool.efficiency.two_batch_overlap)
-        and pool.config.llm.is_moe
-        and entry.ep > 1,
+        two_batch_overlap=pool.efficiency.overlaps(entry.tp, entry.dp, entry.ep),
         role=str(entry.role),
         replicas=pool.count,
         normal_replicas=normal,

@@ -51,9 +51,9 @@ def test_mi300x_runs_on_its_own_vllm_rows_and_borrows_under_tensorrt_llm() -> No
 
 def test_a_generation_without_rows_gets_the_fallback_factors() -> None:
     """No vLLM row was measured on Blackwell: a vLLM profile there is the default profile's,
-    with vLLM's own settings (its memory reserve)."""
+    with vLLM's own settings (its memory reserve) and vLLM's two-batch overlap rule."""
     for name in _profiles("vllm"):
-        settings = engine_profiles()[name]["settings"]
+        settings = {**engine_profiles()[name]["settings"], "overlap_engine": "vllm"}
         fallback = efficiency_for("b200", FP8).model_copy(update=settings)
         assert efficiency_for("b200", FP8, engine=name) == fallback
 
