@@ -12,7 +12,15 @@ TensorRT-LLM:
 - KV fp8: `--kv-cache-dtype fp8` / `fp8_e4m3` / `kv_cache_config.dtype: fp8`.
 - TP, PP, DP, EP: `--tensor-parallel-size --pipeline-parallel-size --data-parallel-size
   --enable-expert-parallel` / `--tp-size --pp-size --dp-size --enable-dp-attention
-  --ep-size` / `--tp_size --pp_size --ep_size` with `enable_attention_dp`.
+  --ep-size` / `--tp_size --pp_size --ep_size` with `enable_attention_dp`. vLLM's TP size
+  is one attention group's (each DP rank its own engine: DEP8 is `--tensor-parallel-size
+  1 --data-parallel-size 8`); SGLang's and TensorRT-LLM's is the replica's GPUs, which
+  attention DP splits into groups (`--tp-size 8 --dp-size 8 --enable-dp-attention`:
+  python/sglang/srt/server_args.py `_handle_data_parallelism` asserts tp_size % dp_size
+  == 0; `--tp_size 8 --ep_size 8` with `enable_attention_dp: true`, TensorRT-LLM's
+  examples/serve/deepseek_r1_reasoning_parser.sh), so both get tp x dp
+  (`_stage_tp`). SGLang also divides `--chunked-prefill-size` by the DP size under DP
+  attention (the same function), so it gets each group's chunk times dp.
 - redundant experts (EPLB): `--enable-eplb --eplb-config '{"num_redundant_experts": R}'`
   / `--ep-num-redundant-experts R --enable-eplb` / `moe_config.load_balancer` with
   `num_slots` (routed + R) and `layer_updates_per_iter: 1` (online EPLB).
@@ -130,12 +138,18 @@ def _precision(pool: DeployPool, fp8_kv: str) -> list[str]:
     return args
 
 
+def _stage_tp(pool: DeployPool) -> int:
+    """SGLang's and TensorRT-LLM's TP size: every GPU of a stage, tp x dp (attention DP
+    splits them into dp groups of tp; vLLM's is one group's, tp)."""
+    return pool.tp * pool.dp
+
+
 def sglang_command(pool: DeployPool) -> list[str]:
     """`python -m sglang.launch_server ...` for one replica of `pool`."""
     args = ["python", "-m", "sglang.launch_server", "--model-path", pool.model]
     args += ["--served-model-name", pool.model, "--context-length", str(pool.max_context_tokens)]
     args += _precision(pool, fp8_kv="fp8_e4m3")
-    args += ["--tp-size", str(pool.tp), "--pp-size", str(pool.pp)]
+    args += ["--tp-size", str(_stage_tp(pool)), "--pp-size", str(pool.pp)]
     if pool.dp > 1:
         args += ["--dp-size", str(pool.dp), "--enable-dp-attention"]
     if pool.ep > 1:
@@ -147,8 +161,8 @@ def sglang_command(pool: DeployPool) -> list[str]:
     args += [
         "--max-running-requests",
         str(pool.max_batch),
-        "--chunked-prefill-size",
-        str(pool.chunked_prefill_tokens),
+        "--chunked-prefill-size",  # SGLang gives each DP attention group 1/dp of it
+        str(pool.chunked_prefill_tokens * pool.dp),
         "--max-prefill-tokens",
         str(pool.tokens_per_iteration),
         "--mem-fraction-static",
@@ -184,7 +198,7 @@ TRTLLM_OPTIONS_FILE = "extra-llm-api-options.yaml"
 def trtllm_command(pool: DeployPool, options_file: str = TRTLLM_OPTIONS_FILE) -> list[str]:
     """`trtllm-serve serve MODEL ...` for one replica of `pool` (with `trtllm_options`)."""
     args = ["trtllm-serve", "serve", pool.model, "--backend", "pytorch"]
-    args += ["--tp_size", str(pool.tp), "--pp_size", str(pool.pp)]
+    args += ["--tp_size", str(_stage_tp(pool)), "--pp_size", str(pool.pp)]
     if pool.ep > 1:
         args += ["--ep_size", str(pool.ep)]
     args += [

@@ -126,7 +126,8 @@ def test_engine_arguments_reproduce_the_pool(pools):
     """Each engine is told the planned layout, batch cap, chunk and context."""
     for pool in pools:
         vllm, sglang = vllm_command(pool), sglang_command(pool)
-        assert _value(vllm, "--tensor-parallel-size") == _value(sglang, "--tp-size") == str(pool.tp)
+        assert _value(vllm, "--tensor-parallel-size") == str(pool.tp)
+        assert _value(sglang, "--tp-size") == str(pool.tp * pool.dp)  # every GPU of a stage
         assert _value(vllm, "--pipeline-parallel-size") == str(pool.pp)
         assert _value(vllm, "--max-num-seqs") == _value(sglang, "--max-running-requests")
         assert int(_value(vllm, "--max-num-seqs")) == pool.max_batch >= 1
@@ -139,6 +140,23 @@ def test_engine_arguments_reproduce_the_pool(pools):
                 "NixlConnector"
             )
             assert _value(sglang, "--disaggregation-mode") == pool.role
+
+
+def test_attention_dp_is_laid_out_as_each_engine_counts_it(pools):
+    """DEP8 (TP1 x attention DP8 x EP8). vLLM: one engine per DP rank, TP1 each, DP8.
+    SGLang: --tp-size is every GPU, 1 x 8 = 8, split into --dp-size 8 groups (its check:
+    8 % 8 == 0), and each group's chunk is --chunked-prefill-size / 8, so that is the
+    plan's chunk x 8. TensorRT-LLM: --tp_size 8 --ep_size 8 with enable_attention_dp.
+    Before, SGLang got --tp-size 1 --dp-size 8, which it refuses (1 % 8 != 0)."""
+    dep8 = dataclasses.replace(pools[0], tp=1, dp=8, ep=8, gpus_per_replica=8)
+    vllm, sglang, trtllm = vllm_command(dep8), sglang_command(dep8), trtllm_command(dep8)
+    assert _value(vllm, "--tensor-parallel-size") == "1"
+    assert _value(vllm, "--data-parallel-size") == "8"
+    assert _value(sglang, "--tp-size") == _value(sglang, "--dp-size") == "8"
+    assert int(_value(sglang, "--tp-size")) % int(_value(sglang, "--dp-size")) == 0
+    assert int(_value(sglang, "--chunked-prefill-size")) == dep8.chunked_prefill_tokens * 8
+    assert _value(trtllm, "--tp_size") == _value(trtllm, "--ep_size") == "8"
+    assert trtllm_options(dep8)["enable_attention_dp"] is True
 
 
 def test_every_engine_is_given_the_plans_memory_split(instance, plan, pools):
