@@ -13,6 +13,7 @@ from enum import StrEnum
 from models.physics.efficiency import Efficiency
 from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
+from models.physics.memory import kv_precision_for
 from models.physics.precision import Precision
 from models.physics.speculative import Speculation
 from models.schema.traffic import TokenDistribution
@@ -89,6 +90,49 @@ class ReplicaConfig:
         `h100-sxm fp8 tp4xpp1 unified spec eagle k3 a0.7`)."""
         text = f"{self.gpu.name} {self.weight_precision} {self.layout} {self.role}"
         return text if self.speculation is None else f"{text} {self.speculation.label}"
+
+
+def replica_of_pool(
+    gpu: GpuSpec,
+    llm: LlmSpec,
+    weight_precision: Precision,
+    kv_precision: Precision | None,
+    *,
+    tp: int,
+    pp: int,
+    role: Role,
+    ep: int,
+    dp: int,
+    redundant_experts: int,
+    speculation: Speculation | None,
+    pinned_kv_precision: Precision | None = None,
+) -> ReplicaConfig:
+    """The configuration of a pool stated field by field: the one builder of a plan pool's
+    replica (the simulator, the verifier, the report, the capacity units, deploy through
+    the verifier) and of a layout named by flags (perf, estimate, a group's member). Every
+    layout field is a required keyword, so a field added to the layout is named by every
+    caller or none compiles, where eight builders each defaulting it drifted apart.
+
+    Args:
+        kv_precision: the pool's own KV precision; None: the model entry's
+            `pinned_kv_precision`, else the weights' rule
+            (`models.physics.memory.kv_precision_for`: bf16 keeps bf16, fp8 and fp4 take fp8).
+        speculation: the pool's option; a prefill replica decodes nothing and drops it.
+    """
+    kv = kv_precision or kv_precision_for(weight_precision, pinned_kv_precision)
+    return ReplicaConfig(
+        gpu=gpu,
+        llm=llm,
+        weight_precision=weight_precision,
+        kv_precision=kv,
+        tp=tp,
+        pp=pp,
+        role=role,
+        ep=ep,
+        dp=dp,
+        speculation=None if role is Role.PREFILL else speculation,
+        redundant_experts=redundant_experts,
+    )
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """Every builder of a plan pool's replica configuration reads the same layout.
 
 The simulator (solver.simulate.replay), the verifier's pools and batch checks
-(solver.verify.pools, solver.verify.batch), the report (solver.analysis.report_data), the
-capacity units (solver.analysis.capacity_report) and, for the layouts they can name, perf's
+(solver.verify.pools, solver.verify.batch), the report's charts and the capacity units
+(models.schema.serving_inputs.pool_replica) and, for the layouts they can name, perf's
 flags (cli.perf_request), estimate's TP sweep (models.calculators.estimate) and a shared
 group's member (models.colocation.shared_layout) each turn one plan pool into the
 `ReplicaConfig` the physics times. Each kind of pool below states its configuration by hand;
@@ -20,9 +20,8 @@ from models.calculators.estimate import NoServingConfig, model_throughput
 from models.colocation.shared_layout import SharedLayout
 from models.io.loading import validate_instance
 from models.physics.precision import Precision
+from models.schema.serving_inputs import pool_replica
 from models.serving.replica import ReplicaConfig, Role
-from solver.analysis.capacity_report import _config as capacity_config
-from solver.analysis.report_data import config_of
 from solver.plan.records import ReplicaPool
 from solver.simulate.replay import _config as replay_config
 from solver.verify.batch import batch_replica
@@ -124,26 +123,18 @@ def _verifier_batch(instance, pool, model):
     return batch_replica(instance, pool.workload, pool).config  # the pool's own workload
 
 
-def _report(instance, pool, model):
-    return config_of(instance, pool)
-
-
-def _capacity_units(instance, pool, model):
-    return capacity_config(instance, pool, model)
+def _report_and_units(instance, pool, model):
+    return pool_replica(instance, pool)
 
 
 PLAN_BUILDERS = {
     "simulate": _replay,
     "verify.pools": _verifier_pools,
     "verify.batch": _verifier_batch,
-    "report_data": _report,
-    "capacity_report": _capacity_units,
+    "report and capacity units": _report_and_units,
 }
 DRIFT = {
     ("verify.batch", "dense fp8 decoding with eagle"): "drops the pool's speculation",
-    ("report_data", "dense bf16, kv fp8 pinned by the model entry"): (
-        "reads bf16: ignores the model entry's kv_precision"
-    ),
 }
 """Builders that read another configuration than the pool states, today."""
 
