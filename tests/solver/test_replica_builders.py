@@ -133,11 +133,6 @@ PLAN_BUILDERS = {
     "verify.batch": _verifier_batch,
     "report and capacity units": _report_and_units,
 }
-DRIFT = {
-    ("verify.batch", "dense fp8 decoding with eagle"): "drops the pool's speculation",
-}
-"""Builders that read another configuration than the pool states, today."""
-
 
 def _differing(built: ReplicaConfig, expected: ReplicaConfig) -> dict:
     return {
@@ -149,9 +144,7 @@ def _differing(built: ReplicaConfig, expected: ReplicaConfig) -> dict:
 
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("builder", list(PLAN_BUILDERS))
-def test_every_builder_reads_the_pools_configuration(instance, builder, case, request):
-    if (builder, case) in DRIFT:
-        request.applymarker(pytest.mark.xfail(reason=DRIFT[(builder, case)], strict=True))
+def test_every_builder_reads_the_pools_configuration(instance, builder, case):
     pool, model, fields = CASES[case]
     built = PLAN_BUILDERS[builder](instance, pool, model)
     assert _differing(built, _expected(instance, model, fields)) == {}
