@@ -22,6 +22,7 @@ from models.io.loading import validate_instance
 from models.physics.precision import Precision
 from models.schema.serving_inputs import pool_replica
 from models.serving.replica import ReplicaConfig, Role
+from solver.candidates.layouts import configurations
 from solver.plan.records import ReplicaPool
 from solver.simulate.replay import _config as replay_config
 from solver.verify.batch import batch_replica
@@ -46,6 +47,7 @@ def instance():
         ],
         models={"llama-3.1-8b": ["bf16", "fp8"], "llama-3.1-70b": ["bf16"],
                 "qwen3-235b-a22b": ["fp8"]},
+        tensor_parallel=[1, 2, 4],
         policy={"speculative": [EAGLE], "expert_parallel": [1, 8],
                 "attention_data_parallel": [1, 8], "redundant_experts": [0, 8]},
     )  # fmt: skip
@@ -134,6 +136,7 @@ PLAN_BUILDERS = {
     "report and capacity units": _report_and_units,
 }
 
+
 def _differing(built: ReplicaConfig, expected: ReplicaConfig) -> dict:
     return {
         f.name: (getattr(built, f.name), getattr(expected, f.name))
@@ -187,3 +190,13 @@ def test_a_shared_groups_member_reads_the_same_configuration(instance, case):
         instance.gpu_specs[pool.gpu], pool.precision, expected.kv_precision, pool.tp, pool.pp
     )
     assert _differing(layout.config(instance.llm_specs[model]), expected) == {}
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if "stated by the pool" not in c])
+def test_the_planner_enumerates_the_same_configuration(instance, case):
+    """The planner's candidates (solver.candidates.layouts) state the layouts a pool
+    leaves to the KV rule: each pool's configuration is one of its workload's."""
+    pool, model, fields = CASES[case]
+    assert _expected(instance, model, fields) in configurations(
+        instance, instance.workload(pool.workload)
+    )
