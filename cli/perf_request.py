@@ -24,13 +24,13 @@ from models.physics.efficiency import EfficiencySource, UnknownEngine, check_eng
 from models.physics.efficiency import efficiency_source as engine_source
 from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
-from models.physics.memory import default_kv_precision, layout_problem
+from models.physics.memory import layout_problem
 from models.physics.precision import Precision
 from models.physics.speculative import Speculation
 from models.schema.errors import InputError, Issue
 from models.schema.traffic import TokenDistribution
 from models.serving.closed_loop import FIXED, LengthSpread
-from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix, replica_of_pool
 
 WHERE = "command line"
 """Where a flag's problem is, in an `Issue`."""
@@ -155,6 +155,12 @@ class PerfRequest:
         self._check_dependents()
         self._check_pair()
         self._check_spread()
+        if self.speculation is not None and self.role is Role.PREFILL:
+            raise problem(
+                "--role",
+                "a prefill replica decodes nothing, so it does not speculate: drop --role "
+                "prefill or the speculative flags",
+            )
         if self.speculation is not None and self.load_asked:
             raise problem(
                 "--rate/--concurrency",
@@ -400,19 +406,14 @@ class PerfRequest:
 
     def replica_config(self) -> ReplicaConfig:
         """The replica the flags lay out (refused when the layout cannot hold the model)."""
-        gpu, llm = self.gpu_spec, self.llm
-        kv = self.kv_precision or default_kv_precision(self.precision)
-        redundant = self.redundant_experts
+        config = self._layout(self.role, self.tp, self.pp, self.ep, self.dp)
         layout = layout_problem(
-            gpu, llm, self.precision, kv, self.tp, self.pp, self.ep, self.dp, redundant
-        )
+            config.gpu, config.llm, config.weight_precision, config.kv_precision,
+            self.tp, self.pp, self.ep, self.dp, self.redundant_experts,
+        )  # fmt: skip
         if layout is not None:
             raise problem("--tp/--pp/--ep/--dp/--redundant-experts/--precision", layout)
-        config = ReplicaConfig(
-            gpu, llm, self.precision, kv, self.tp, self.pp, self.role, self.ep, self.dp,
-            redundant_experts=redundant,
-        )
-        return replace(config, speculation=self.speculation)
+        return config
 
     @property
     def disaggregated(self) -> bool:
@@ -428,16 +429,24 @@ class PerfRequest:
             getattr(self, f"{side}_{part}") or getattr(self, part)
             for part in ("tp", "pp", "ep", "dp")
         )
-        gpu, llm = self.gpu_spec, self.llm
-        kv = self.kv_precision or default_kv_precision(self.precision)
-        redundant = self.redundant_experts
-        layout = layout_problem(gpu, llm, self.precision, kv, tp, pp, ep, dp, redundant)
+        config = self._layout(role, tp, pp, ep, dp)
+        layout = layout_problem(
+            config.gpu, config.llm, config.weight_precision, config.kv_precision,
+            tp, pp, ep, dp, self.redundant_experts,
+        )  # fmt: skip
         if layout is not None:
             flags = "/".join(f"--{side}-{part}" for part in ("tp", "pp", "ep", "dp"))
             raise problem(f"{flags}/--redundant-experts/--precision", layout)
-        return ReplicaConfig(
-            gpu, llm, self.precision, kv, tp, pp, role, ep, dp, redundant_experts=redundant
-        )
+        return config
+
+    def _layout(self, role: Role, tp: int, pp: int, ep: int, dp: int) -> ReplicaConfig:
+        """The flags' replica at a layout (`replica_of_pool`: --kv-precision, else the
+        weights' rule; the speculation flags on a decoding side)."""
+        return replica_of_pool(
+            self.gpu_spec, self.llm, self.precision, self.kv_precision,
+            tp=tp, pp=pp, role=role, ep=ep, dp=dp,
+            redundant_experts=self.redundant_experts, speculation=self.speculation,
+        )  # fmt: skip
 
     def efficiency_source(self) -> EfficiencySource:
         """The engine profile whose efficiency factors apply (--engine, else the newest)."""

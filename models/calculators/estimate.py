@@ -49,7 +49,6 @@ from models.operations.slo import (
 from models.physics.efficiency import efficiency_for
 from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
-from models.physics.memory import default_kv_precision
 from models.physics.precision import Precision
 from models.schema import limits
 from models.schema.errors import InputError, Issue
@@ -61,7 +60,13 @@ from models.serving.queueing import (
     littles_law_in_system,
     mm1_multiplier_table,
 )
-from models.serving.replica import LatencyTargets, ReplicaCapacity, ReplicaConfig, Role, TrafficMix
+from models.serving.replica import (
+    LatencyTargets,
+    ReplicaCapacity,
+    Role,
+    TrafficMix,
+    replica_of_pool,
+)
 
 SECONDS_PER_DAY = 86_400
 MINUTES_PER_DAY = 24 * 60
@@ -476,17 +481,14 @@ def model_throughput(
     targets = targets or LatencyTargets()
     mix = TrafficMix.fixed(input_tokens, output_tokens)
     efficiency = efficiency_for(gpu, precision, engine=engine)
-    candidates = tuple(
-        replica_capacity(
-            ReplicaConfig(
-                gpu, llm, precision, default_kv_precision(precision), tp=tp, pp=1, role=Role.UNIFIED
-            ),
-            mix,
-            targets,
-            efficiency,
+    configs = [
+        replica_of_pool(
+            gpu, llm, precision, None, tp=tp, pp=1, role=Role.UNIFIED, ep=1, dp=1,
+            redundant_experts=0, speculation=None,
         )
         for tp in tp_choices
-    )
+    ]  # fmt: skip
+    candidates = tuple(replica_capacity(c, mix, targets, efficiency) for c in configs)
     usable = [c for c in candidates if c.fits and c.meets_slo and c.requests_per_s > 0]
     if not usable:
         within = "" if targets.is_offline else f" within {_targets_text(targets)}"

@@ -9,7 +9,13 @@ from dataclasses import dataclass
 from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
 from models.physics.precision import Precision
-from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix
+from models.serving.replica import (
+    LatencyTargets,
+    ReplicaConfig,
+    Role,
+    TrafficMix,
+    replica_of_pool,
+)
 
 
 @dataclass(frozen=True)
@@ -34,9 +40,10 @@ class SharedLayout:
 
     def config(self, llm: LlmSpec) -> ReplicaConfig:
         """The unified replica configuration of one member's engine."""
-        return ReplicaConfig(
-            self.gpu, llm, self.weight_precision, self.kv_precision, self.tp, self.pp, Role.UNIFIED
-        )
+        return replica_of_pool(
+            self.gpu, llm, self.weight_precision, self.kv_precision, tp=self.tp, pp=self.pp,
+            role=Role.UNIFIED, ep=1, dp=1, redundant_experts=0, speculation=None,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)

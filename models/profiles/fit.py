@@ -45,7 +45,7 @@ from models.schema.errors import Issue
 from models.schema.quantities import counted
 from models.serving.closed_loop import FIXED, LengthSpread
 from models.serving.latency import latency_at_concurrency_burst
-from models.serving.replica import ReplicaConfig, ServingContext, TrafficMix
+from models.serving.replica import Role, ServingContext, TrafficMix, replica_of_pool
 
 FITTED = ("prefill_flops_fraction", "decode_flops_fraction", "hbm_fraction", "step_overhead_s")
 FIT_REQUESTS_PER_USER = 3
@@ -129,14 +129,11 @@ def replay_refusal(
 
 
 def _replay(run: Measurement, efficiency: Efficiency, requests_per_user: int, spread: LengthSpread):
-    config = ReplicaConfig(
-        gpu_catalog()[run.gpu],
-        llm_catalog()[run.model],
-        run.precision,
-        run.kv_precision,
-        run.tp,
-        run.pp,
-    )
+    config = replica_of_pool(
+        gpu_catalog()[run.gpu], llm_catalog()[run.model], run.precision, run.kv_precision,
+        tp=run.tp, pp=run.pp, role=Role.UNIFIED, ep=1, dp=1, redundant_experts=0,
+        speculation=None,
+    )  # fmt: skip
     mix = TrafficMix.fixed(run.prompt_tokens, run.output_tokens)
     per_user = max(1, min(requests_per_user, math.ceil(run.requests / run.concurrency)))
     return latency_at_concurrency_burst(

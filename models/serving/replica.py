@@ -13,6 +13,7 @@ from enum import StrEnum
 from models.physics.efficiency import Efficiency
 from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
+from models.physics.memory import kv_precision_for
 from models.physics.precision import Precision
 from models.physics.speculative import Speculation
 from models.schema.traffic import TokenDistribution
@@ -89,6 +90,60 @@ class ReplicaConfig:
         `h100-sxm fp8 tp4xpp1 unified spec eagle k3 a0.7`)."""
         text = f"{self.gpu.name} {self.weight_precision} {self.layout} {self.role}"
         return text if self.speculation is None else f"{text} {self.speculation.label}"
+
+
+def pool_kv_precision(
+    weight_precision: Precision,
+    kv_precision: Precision | None,
+    pinned_kv_precision: Precision | None = None,
+) -> Precision:
+    """The KV precision a plan pool keeps: its own `kv_precision`, else its model entry's
+    `pinned_kv_precision`, else the weights' rule (`models.physics.memory.kv_precision_for`:
+    bf16 keeps bf16, fp8 and fp4 take fp8). `replica_of_pool` and a shared group's members
+    read it."""
+    return kv_precision or kv_precision_for(weight_precision, pinned_kv_precision)
+
+
+def replica_of_pool(
+    gpu: GpuSpec,
+    llm: LlmSpec,
+    weight_precision: Precision,
+    kv_precision: Precision | None,
+    *,
+    tp: int,
+    pp: int,
+    role: Role,
+    ep: int,
+    dp: int,
+    redundant_experts: int,
+    speculation: Speculation | None,
+    pinned_kv_precision: Precision | None = None,
+) -> ReplicaConfig:
+    """The configuration of a pool stated field by field: the one builder of a replica, for
+    the planner's candidates, a plan pool's readers (the simulator, the verifier, the
+    report, the capacity units, deploy through the verifier) and the layouts named by flags
+    (perf, estimate, a group's member, a profile's run). Every layout field is a required
+    keyword, so a caller that leaves out a field added later fails with a TypeError
+    instead of reading its default, as eight builders did one by one.
+
+    Args:
+        kv_precision: the pool's own KV precision; None: the model entry's
+            `pinned_kv_precision`, else the weights' rule (`pool_kv_precision`).
+        speculation: the pool's option; a prefill replica decodes nothing and drops it.
+    """
+    return ReplicaConfig(
+        gpu=gpu,
+        llm=llm,
+        weight_precision=weight_precision,
+        kv_precision=pool_kv_precision(weight_precision, kv_precision, pinned_kv_precision),
+        tp=tp,
+        pp=pp,
+        role=role,
+        ep=ep,
+        dp=dp,
+        speculation=None if role is Role.PREFILL else speculation,
+        redundant_experts=redundant_experts,
+    )
 
 
 @dataclass(frozen=True)

@@ -20,17 +20,15 @@ from pydantic import BaseModel, ConfigDict
 
 from models.operations.scenarios import ScenarioKind
 from models.physics.efficiency import efficiency_for
-from models.physics.memory import kv_precision_for
-from models.physics.precision import Precision
 from models.schema.instance import Instance
-from models.schema.serving_inputs import latency_targets, traffic_mix
+from models.schema.serving_inputs import latency_targets, pool_replica, traffic_mix
 from models.serving.capacity_unit import (
     PoolShare,
     capacity_units,
     define_capacity_unit,
     routing_by_gpu_count,
 )
-from models.serving.replica import ReplicaConfig, Role
+from models.serving.replica import Role
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 
@@ -56,25 +54,6 @@ class GpuCountRouting(BaseModel):
     breaks_slo: bool
 
 
-def _config(instance: Instance, entry: ReplicaPool, model: str) -> ReplicaConfig:
-    gpu = instance.gpu_specs[entry.gpu]
-    precision = Precision(entry.precision)
-    kv = entry.kv_precision or kv_precision_for(precision, instance.model_entry(model).kv_precision)
-    return ReplicaConfig(
-        gpu,
-        instance.llm_specs[model],
-        precision,
-        kv,
-        entry.tp,
-        entry.pp,
-        Role.UNIFIED,
-        entry.ep,
-        entry.dp,
-        instance.speculations.get(entry.speculative) if entry.speculative else None,
-        entry.redundant_experts,
-    )
-
-
 def with_capacity_units(instance: Instance, plan: Plan) -> tuple[Plan, str]:
     """The plan with every dedicated unified pool's capacity in the unit, and the unit's
     statement (empty when the plan has no dedicated unified pool)."""
@@ -96,7 +75,7 @@ def with_capacity_units(instance: Instance, plan: Plan) -> tuple[Plan, str]:
     try:
         unit = define_capacity_unit(
             f"{reference_workload}-rps",
-            _config(instance, reference, model),
+            pool_replica(instance, reference),
             mix,
             latency_targets(ref.slo),
             efficiency,
@@ -111,9 +90,7 @@ def with_capacity_units(instance: Instance, plan: Plan) -> tuple[Plan, str]:
         eff = efficiency_for(
             instance.gpu_specs[entry.gpu], entry.precision, instance.efficiency, instance.engine
         )
-        units = capacity_units(
-            _config(instance, entry, instance.workload(entry.workload).model), unit, eff
-        )
+        units = capacity_units(pool_replica(instance, entry), unit, eff)
         entries.append(entry.model_copy(update={"capacity_units_per_replica": units}))
     statement = (
         f"1 unit = 1 request/s of {reference_workload}'s mix at its SLO; one "
@@ -155,7 +132,7 @@ def gpu_count_routing(instance: Instance, plan: Plan) -> tuple[GpuCountRouting, 
         shares = [
             PoolShare(
                 e.label,
-                _config(instance, e, workload.model),
+                pool_replica(instance, e),
                 e.count,
                 e.requests_per_s_per_replica or 0.0,
             )

@@ -52,6 +52,7 @@ from models.io.loading import validate_instance
 from models.operations.site import gpu_kw, offered
 from models.operations.time_demand import failover_window_s, uses_time
 from models.physics import catalog
+from models.physics.memory import kv_precision_for
 from models.physics.precision import Precision
 from models.schema.errors import InputError
 from models.schema.instance import Instance
@@ -122,13 +123,12 @@ def _hit_rate_from_prefixes(workload) -> bool:
 
 
 def current_kv_precision(instance: Instance, model: str) -> Precision:
-    """The lowest KV precision a model's replicas can use today: its `kv_precision`, else
-    its lowest weight precision but never below fp8 (the default KV rule)."""
+    """The lowest KV precision a model's replicas can use today: the KV rule
+    (`models.physics.memory.kv_precision_for`: its `kv_precision`, else its lowest weight
+    precision's, never below fp8)."""
     entry = instance.model_entry(model)
-    if entry.kv_precision is not None:
-        return entry.kv_precision
     lowest = min(entry.weight_precisions, key=lambda p: p.bytes_per_element)
-    return Precision.FP8 if lowest is Precision.FP4 else lowest
+    return kv_precision_for(lowest, entry.kv_precision)
 
 
 def lower_kv(instance: Instance) -> Instance | None:

@@ -16,12 +16,11 @@ For every chosen configuration (workload, GPU, precision, layout, role):
 
 from dataclasses import dataclass, field
 
-from models.physics.memory import default_kv_precision
-from models.physics.precision import Precision
 from models.schema.instance import Instance
+from models.schema.serving_inputs import pool_replica
 from models.serving.frontier import throughput_frontier
 from models.serving.latency import latency_at_rate, saturation_rate
-from models.serving.replica import MixTokens, ReplicaConfig, Role
+from models.serving.replica import MixTokens, Role
 from models.serving.replica_layout import replica_step_model
 from solver.candidates.pools import PoolPhysics, physics_of
 from solver.plan.records import ReplicaPool
@@ -64,26 +63,6 @@ class ConfigCharts:
     note: str = ""
 
 
-def config_of(instance: Instance, pool: ReplicaPool) -> ReplicaConfig:
-    """The replica configuration of a plan pool."""
-    workload = instance.workload(pool.workload)
-    return ReplicaConfig(
-        gpu=instance.gpu_specs[pool.gpu],
-        llm=instance.llm_specs[workload.model],
-        weight_precision=pool.precision,
-        kv_precision=pool.kv_precision or default_kv_precision(Precision(pool.precision)),
-        tp=pool.tp,
-        pp=pool.pp,
-        role=pool.role,
-        ep=pool.ep,
-        dp=pool.dp,
-        speculation=instance.speculations.get(pool.speculative)
-        if pool.speculative and pool.role is not Role.PREFILL
-        else None,
-        redundant_experts=pool.redundant_experts,
-    )
-
-
 def chart_data(instance: Instance, plan: Plan) -> list[ConfigCharts]:
     """Charts of every distinct chosen configuration, in plan order. A co-located group
     (several workloads on one replica's GPUs) has no single model to draw a roofline,
@@ -124,7 +103,7 @@ def _charts(
     instance: Instance, pools: list[ReplicaPool], loads: dict[tuple[str, str, str], float]
 ) -> ConfigCharts:
     first = pools[0]
-    config = config_of(instance, first)
+    config = pool_replica(instance, first)
     physics = physics_of(instance, first.workload, config)
     steps = replica_step_model(config, physics.efficiency)
     mix = MixTokens.of(physics.mix)

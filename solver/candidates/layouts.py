@@ -3,14 +3,13 @@ offered, weight precision, TP, PP, expert layout, role, speculation) the instanc
 (`configurations`), and why there is none where a filter leaves none
 (`no_layout_problem`). solver.candidates.table evaluates each of them."""
 
-from dataclasses import replace
-
 from models.operations.site import offered, stage_problem
 from models.physics.llm import LlmSpec
-from models.physics.memory import expert_layout_problem, kv_precision_for
+from models.physics.memory import expert_layout_problem
+from models.physics.speculative import Speculation
 from models.schema.instance import Instance, Workload
 from models.schema.policy import BuyUnit
-from models.serving.replica import ReplicaConfig, Role
+from models.serving.replica import ReplicaConfig, Role, replica_of_pool
 from solver.errors import Problem
 
 
@@ -35,7 +34,6 @@ def configurations(instance: Instance, workload: Workload) -> list[ReplicaConfig
         for precision in entry.weight_precisions:
             if not gpu.supports(precision):
                 continue
-            kv = kv_precision_for(precision, entry.kv_precision)
             for tp in sorted(set(policy.tensor_parallel)):
                 if llm.attention_heads % tp or tp > gpu.gpus_per_node:
                     continue
@@ -46,17 +44,22 @@ def configurations(instance: Instance, workload: Workload) -> list[ReplicaConfig
                         if whole_servers and stage_problem(tp, dp, gpu.gpus_per_node):
                             continue
                         for role in roles:
-                            plain = ReplicaConfig(
-                                gpu, llm, precision, kv, tp, pp, role, ep, dp,
-                                redundant_experts=redundant,
-                            )
-                            configs.append(plain)
-                            if role is not Role.PREFILL:
-                                configs += [
-                                    replace(plain, speculation=speculation)
-                                    for speculation in instance.speculations.values()
-                                ]
+                            configs += [
+                                replica_of_pool(
+                                    gpu, llm, precision, None, tp=tp, pp=pp, role=role,
+                                    ep=ep, dp=dp, redundant_experts=redundant,
+                                    speculation=speculation,
+                                    pinned_kv_precision=entry.kv_precision,
+                                )
+                                for speculation in _speculations(instance, role)
+                            ]  # fmt: skip
     return configs
+
+
+def _speculations(instance: Instance, role: Role) -> list[Speculation | None]:
+    """Plain decoding, then each `policy.speculative` option on a replica that decodes."""
+    options = [] if role is Role.PREFILL else list(instance.speculations.values())
+    return [None, *options]
 
 
 def _words(values) -> str:

@@ -57,9 +57,8 @@ import numpy as np
 from models.operations.scenarios import ScenarioKind
 from models.physics.efficiency import efficiency_for
 from models.physics.error_bands import margin_factor
-from models.physics.memory import default_kv_precision
 from models.schema.instance import Instance
-from models.schema.serving_inputs import latency_targets, traffic_mix
+from models.schema.serving_inputs import latency_targets, pool_replica, traffic_mix
 from models.serving.capacity import replica_capacity
 from models.serving.latency import REQUESTS_PER_USER, latency_at_rate
 from models.serving.replica import ReplicaConfig, Role, ServingContext, TrafficMix
@@ -102,26 +101,12 @@ SHARED_GROUP = "shared group"
 
 
 def _config(instance: Instance, pool: ReplicaPool) -> tuple[ReplicaConfig, TrafficMix, object]:
+    """The pool's configuration (`pool_replica`), its workload's mix and its efficiency."""
+    config = pool_replica(instance, pool)
     workload = instance.workload(pool.workload)
-    entry = instance.model_entry(workload.model)
-    gpu = instance.gpu_specs[pool.gpu]
-    llm = instance.llm_specs[workload.model]
-    kv = pool.kv_precision or entry.kv_precision or default_kv_precision(pool.precision)
-    config = ReplicaConfig(
-        gpu,
-        llm,
-        pool.precision,
-        kv,
-        pool.tp,
-        pool.pp,
-        pool.role,
-        pool.ep,
-        pool.dp,
-        redundant_experts=pool.redundant_experts,
+    efficiency = efficiency_for(
+        config.gpu, config.weight_precision, instance.efficiency, instance.engine
     )
-    if pool.speculative is not None and pool.role is not Role.PREFILL:
-        config = replace(config, speculation=instance.speculations.get(pool.speculative))
-    efficiency = efficiency_for(gpu, pool.precision, instance.efficiency, instance.engine)
     return config, traffic_mix(workload, instance.policy.prefix_affinity), efficiency
 
 

@@ -35,11 +35,9 @@ from models.operations.batch_soak import (
 from models.operations.pricing_tiers import spot_batch_goodput
 from models.operations.time_periods import demand_grid
 from models.physics.efficiency import efficiency_for
-from models.physics.memory import kv_precision_for
-from models.physics.precision import Precision
 from models.schema.instance import Instance
-from models.schema.serving_inputs import latency_targets, traffic_mix
-from models.serving.replica import ReplicaCapacity, ReplicaConfig
+from models.schema.serving_inputs import latency_targets, pool_replica, traffic_mix
+from models.serving.replica import ReplicaCapacity
 from solver.plan.records import ReplicaPool
 from solver.plan.time_records import Hour
 from solver.program.row_names import timed_name
@@ -54,27 +52,14 @@ within 1e-6 of the day's volume is rounding, not a missed deadline."""
 
 
 def batch_replica(instance: Instance, batch: str, pool: ReplicaPool) -> ReplicaCapacity:
-    """One replica of the pool's configuration running `batch`'s mix: a dedicated pool's
-    alone, a soaked interactive pool's at its workload's TPOT target."""
-    workload = instance.workload(batch)
-    model = instance.model_entry(workload.model)
-    llm = instance.llm_specs[workload.model]
-    gpu = instance.gpu_specs[pool.gpu]
-    kv = pool.kv_precision or kv_precision_for(Precision(pool.precision), model.kv_precision)
-    config = ReplicaConfig(
-        gpu,
-        llm,
-        pool.precision,
-        kv,
-        pool.tp,
-        pool.pp,
-        pool.role,
-        pool.ep,
-        pool.dp,
-        redundant_experts=pool.redundant_experts,
+    """One replica of the pool's configuration (`pool_replica`, its speculation included,
+    as the planner's soak and dedicated batch options time it) running `batch`'s mix: a
+    dedicated pool's alone, a soaked interactive pool's at its workload's TPOT target."""
+    config = pool_replica(instance, pool)
+    mix = traffic_mix(instance.workload(batch), instance.policy.prefix_affinity)
+    efficiency = efficiency_for(
+        config.gpu, config.weight_precision, instance.efficiency, instance.engine
     )
-    mix = traffic_mix(workload, instance.policy.prefix_affinity)
-    efficiency = efficiency_for(gpu, pool.precision, instance.efficiency, instance.engine)
     if pool.workload == batch:  # its own replicas: no latency target
         return batch_capacity(config, mix, efficiency)
     beside = latency_targets(instance.workload(pool.workload).slo)  # soaked beside it

@@ -14,7 +14,7 @@ from models.physics.efficiency import efficiency_for
 from models.physics.precision import Precision
 from models.schema.instance import Instance
 from models.schema.serving_inputs import latency_targets, traffic_mix
-from models.serving.replica import Role
+from models.serving.replica import Role, pool_kv_precision
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
 from solver.program.row_names import GroupsColumn
@@ -116,9 +116,12 @@ def _group_problems(instance: Instance, entry: ReplicaPool, workloads: dict) -> 
         return ["a shared group serves unified replicas only"]
     problems = []
     members = []
+    weights = Precision(entry.precision)
+    kept = {}  # the KV precision each member's replica keeps (`pool_kv_precision`)
     for m in entry.members:
         workload = workloads[m.workload]
         model = instance.model_entry(workload.model)
+        kept[m.workload] = pool_kv_precision(weights, entry.kv_precision, model.kv_precision)
         if entry.precision not in model.weight_precisions:
             problems.append(
                 f"{m.workload}: weight precision {entry.precision} is not allowed for "
@@ -136,8 +139,13 @@ def _group_problems(instance: Instance, entry: ReplicaPool, workloads: dict) -> 
     expected_gpus = entry.count * entry.replica_gpus
     if entry.gpus is not None and entry.gpus != expected_gpus:
         problems.append(f"states {entry.gpus} GPUs, but {entry.count} x {entry.replica_gpus}")
-    kv = entry.kv_precision or entry.precision
-    layout = SharedLayout(gpu, Precision(entry.precision), Precision(kv), entry.tp, entry.pp)
+    if len(set(kept.values())) > 1:  # the planner groups members of one (weights, KV) pair
+        each = ", ".join(f"{w} {kv}" for w, kv in kept.items())
+        problems.append(
+            f"the members keep different KV precisions ({each}): state its kv_precision"
+        )
+        return problems
+    layout = SharedLayout(gpu, weights, next(iter(kept.values())), entry.tp, entry.pp)
     efficiency = efficiency_for(gpu, entry.precision, instance.efficiency, instance.engine)
     if entry.shared_engine:
         return problems + _engine_problems(instance, entry, workloads, layout, efficiency)

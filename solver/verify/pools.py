@@ -13,10 +13,13 @@ from models.operations.scenarios import failover_targets
 from models.physics.catalog import closest_name
 from models.physics.efficiency import Efficiency, efficiency_for
 from models.physics.error_bands import band_for, margin_factor
-from models.physics.memory import kv_precision_for
-from models.physics.precision import Precision
 from models.schema.instance import Instance
-from models.schema.serving_inputs import latency_targets, traffic_mix, workload_prefix_cache
+from models.schema.serving_inputs import (
+    latency_targets,
+    pool_replica,
+    traffic_mix,
+    workload_prefix_cache,
+)
 from models.serving.capacity import holds_at_tighter_ttft, replica_capacity
 from models.serving.pooling import planning_capacity
 from models.serving.replica import (
@@ -221,8 +224,7 @@ def _grouped(
                     f"{entry.tp} x PP {entry.pp}{dp} = {expected_gpus}",
                 )
             )
-        speculation = instance.speculations.get(entry.speculative or "")
-        if entry.speculative is not None and speculation is None:
+        if entry.speculative is not None and entry.speculative not in instance.speculations:
             add(
                 Violation(
                     requirement=name,
@@ -232,7 +234,8 @@ def _grouped(
                 )
             )
             continue
-        kv = entry.kv_precision or kv_precision_for(Precision(entry.precision), model.kv_precision)
+        config = pool_replica(instance, entry)  # the verifier's own reading of the entry
+        kv = config.kv_precision
         key = (entry.workload, entry.region, entry.label, kv)
         known = memo.get(("pool", key)) if memo is not None else None
         if key not in pools and known is not None:
@@ -249,19 +252,6 @@ def _grouped(
                 message = f"cannot serve {entry.workload} within its SLO: {reason}"
                 add(Violation(requirement=name, message=message))
         if key not in pools:
-            config = ReplicaConfig(
-                gpu,
-                llm,
-                entry.precision,
-                kv,
-                entry.tp,
-                entry.pp,
-                entry.role,
-                entry.ep,
-                entry.dp,
-                speculation if entry.role is not Role.PREFILL else None,
-                entry.redundant_experts,
-            )
             mix = traffic_mix(workload, instance.policy.prefix_affinity)
             targets = latency_targets(workload.slo)
             efficiency = efficiency_for(gpu, entry.precision, instance.efficiency, instance.engine)

@@ -70,6 +70,7 @@ def test_table_with_a_cost_ratio(run_cli):
             "at most 1",
         ),
         ((*SPEC, "--draft-cost-ratio", "0.1", "--rate", "2"), "plain decoding"),
+        ((*SPEC, "--draft-cost-ratio", "0.1", "--role", "prefill"), "decodes nothing"),
     ],
 )
 def test_bad_speculation_flags_exit_2(run_cli, flags, message):

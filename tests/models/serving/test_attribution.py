@@ -4,10 +4,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from models.schema.serving_inputs import pool_replica
 from models.serving.attribution import IterationTimes, unified_iteration_times
 from models.serving.replica import MixTokens, Role
 from models.serving.replica_layout import replica_step_model
-from solver.analysis.report_data import config_of
 from solver.candidates.pools import physics_of
 from solver.settings import SolveSettings
 from solver.solve import solve
@@ -34,7 +34,7 @@ def test_attribution_of_one_pool_by_hand(one_pool):
     (pool,) = plan.replicas
     (row,) = plan.cost_attribution
     assert pool.role is Role.UNIFIED
-    config = config_of(instance, pool)
+    config = pool_replica(instance, pool)
     physics = physics_of(instance, "chat", config)
     steps = replica_step_model(config, physics.efficiency)
     mix = MixTokens.of(physics.mix)
@@ -89,7 +89,7 @@ def test_shapley_shares_sum_to_one_and_lie_in_range(decode, prefill, overlap):
 @given(batch=st.floats(1.0, 64.0))
 def test_more_prompt_per_iteration_raises_the_prefill_share(one_pool, batch):
     instance, plan = one_pool
-    config = config_of(instance, plan.replicas[0])
+    config = pool_replica(instance, plan.replicas[0])
     physics = physics_of(instance, "chat", config)
     steps = replica_step_model(config, physics.efficiency)
     short = MixTokens.of(physics.mix)

@@ -1,15 +1,15 @@
-"""The report's and the capacity units' replica layout of a plan pool (report_data
-.config_of, capacity_report._config) is the pool's as the plan states it, redundant
-experts included: a pool with EPLB copies holds their weights, so its memory budget and
-capacity differ from the same layout without them, and the report, the plan's capacity
-units and explain's routing must read the layout the planner and the verifier read."""
+"""The replica layout of a plan pool (models.schema.serving_inputs.pool_replica, which the
+report's charts and the plan's capacity units read) is the pool's as the plan states it,
+redundant experts included: a pool with EPLB copies holds their weights, so its memory
+budget and capacity differ from the same layout without them, and the report, the plan's
+capacity units and explain's routing must read the layout the planner and the verifier
+read."""
 
 import pytest
 
 from models.physics.memory import default_kv_precision
 from models.physics.precision import Precision
-from solver.analysis.capacity_report import _config
-from solver.analysis.report_data import config_of
+from models.schema.serving_inputs import pool_replica
 from solver.settings import SolveSettings
 from solver.solve import solve
 from tests import synthetic
@@ -25,11 +25,10 @@ def pool_and_instance():
 
 
 @pytest.mark.parametrize("redundant", [0, 32])
-def test_both_layouts_carry_the_pools_redundant_experts(pool_and_instance, redundant):
+def test_the_layout_carries_the_pools_redundant_experts(pool_and_instance, redundant):
     instance, pool = pool_and_instance
     pool = pool.model_copy(update={"redundant_experts": redundant})
-    assert config_of(instance, pool).redundant_experts == redundant
-    assert _config(instance, pool, "llama-3.1-8b").redundant_experts == redundant
+    assert pool_replica(instance, pool).redundant_experts == redundant
 
 
 @pytest.mark.parametrize("precision", list(Precision))
@@ -38,4 +37,4 @@ def test_a_pool_without_its_kv_precision_keeps_the_default_rule(pool_and_instanc
     instance, pool = pool_and_instance
     pool = pool.model_copy(update={"precision": precision, "kv_precision": None})
     expected = Precision.BF16 if precision is Precision.BF16 else Precision.FP8
-    assert config_of(instance, pool).kv_precision == expected == default_kv_precision(precision)
+    assert pool_replica(instance, pool).kv_precision == expected == default_kv_precision(precision)
