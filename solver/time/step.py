@@ -56,6 +56,7 @@ from solver.time.alternatives import (
     without_pool,
 )
 from solver.time.day_choice import solve_by_day, with_day_columns
+from solver.time.fallback import refused_message
 from solver.time.horizon import Horizon
 from solver.time.months import bound_commitments, month_conflict
 from solver.time.periods import TimeProgram, build_time_program, interactive_table
@@ -302,21 +303,36 @@ class PeriodsStep:
         within one more part of what is left (`retry_share`), so that the months after it
         keep theirs (it took all that was left, and a month without a plan ends the
         horizon: the months before it were lost); neither past what the months after it
-        need to build (`kept_until`)."""
+        need to build (`kept_until`). Where the limit leaves it no plan, the message
+        names the caps its fallback fleet passes (`_refused`)."""
         started = time.monotonic()
         self.kept_s = kept_until(self.settings, self.horizon, self.build_s)
         try:
-            shared = month_share(solve_settings, self.horizon, self.kept_s)
-            found = optimise_periods(self.program, backend, shared, self.held)
-            stopped = found.result.termination is Termination.TIME_LIMIT
-            if shared is solve_settings or not stopped or expired(solve_settings):
-                return found
-            again = retry_share(solve_settings, self.horizon, self.kept_s)
-            if expired(again):  # the months after it need what is left
-                return found
-            return optimise_periods(self.program, backend, again, self.held)
+            return self._refused(self._optimised(backend, solve_settings))
         finally:
             self.optimise_s = time.monotonic() - started
+
+    def _optimised(self, backend: Backend, solve_settings: SolveSettings) -> Optimised:
+        """`optimise`'s tries (its text)."""
+        shared = month_share(solve_settings, self.horizon, self.kept_s)
+        found = optimise_periods(self.program, backend, shared, self.held)
+        stopped = found.result.termination is Termination.TIME_LIMIT
+        if shared is solve_settings or not stopped or expired(solve_settings):
+            return found
+        again = retry_share(solve_settings, self.horizon, self.kept_s)
+        if expired(again):  # the months after it need what is left
+            return found
+        return optimise_periods(self.program, backend, again, self.held)
+
+    def _refused(self, found: Optimised) -> Optimised:
+        """`found`, its message naming the caps the fallback fleet passes where the limit
+        left it no plan even so (solver.time.fallback: exit 4's advice)."""
+        held = self.held_found
+        if found.result.termination is not Termination.TIME_LIMIT or held is None:
+            return found
+        h = self.horizon
+        said = refused_message(self.instance, self.table, held, h.month, h.months)
+        return replace(found, result=replace(found.result, message=said))
 
     def _held_beside(self, settings: SolveSettings) -> Fleet | None:
         """The static plan of the day's peak as committed GPUs (solver.decompose.by_period,
