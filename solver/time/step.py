@@ -303,8 +303,11 @@ class PeriodsStep:
         within one more part of what is left (`retry_share`), so that the months after it
         keep theirs (it took all that was left, and a month without a plan ends the
         horizon: the months before it were lost); neither past what the months after it
-        need to build (`kept_until`). Where the limit leaves it no plan, the message
-        names the caps its fallback fleet passes (`_refused`)."""
+        need to build (`kept_until`), except for month 0 without its peak plan, which has
+        no fallback at all: its second try has all the solve time left (without a
+        plan of its own the run ends with exit 4; later months build past the limit and
+        take theirs: `Horizon.past_limit`). Where the limit leaves it no plan, the
+        message names the caps its fallback fleet passes (`_refused`)."""
         started = time.monotonic()
         self.kept_s = kept_until(self.settings, self.horizon, self.build_s)
         try:
@@ -320,7 +323,9 @@ class PeriodsStep:
         if shared is solve_settings or not stopped or expired(solve_settings):
             return found
         again = retry_share(solve_settings, self.horizon, self.kept_s)
-        if expired(again):  # the months after it need what is left
+        if not self.horizon.month and (self.held is None or self.held() is None):
+            again = solve_settings  # month 0 with no fallback: this try or exit 4
+        elif expired(again):  # the months after it need what is left
             return found
         return optimise_periods(self.program, backend, again, self.held)
 

@@ -163,3 +163,30 @@ def test_a_fallback_no_period_can_be_re_planned_for_exits_4_naming_the_cap(monke
     kw = float(re.search(r"([0-9.,]+) kW in r1, over its power_kw 21", message).group(1))
     servers = round(kw / SERVER_KW)
     assert servers >= 3 and abs(kw - servers * SERVER_KW) < 0.05  # stated to 0.1 kW
+
+
+def test_month_0_with_no_fallback_tries_again_within_the_solve_time_left(monkeypatch):
+    """Month 0 of 2 has no peak plan (the held fleet answers None) and is told its build
+    took 10 times the run's limit L: month 1 keeps 1.5 x 10 L for its own, so month 0's
+    share ends before it starts and finds nothing. With no fallback at all its second
+    try takes the solve time left (0.8 L), not one part bounded by what month 1 keeps
+    (already past): both months are planned and verified. Before, the run ended at once
+    with exit 4 in month 0's solve, most of its limit unspent (procurement-3region at
+    --time-limit 5: 'reached in solve after 1.3 s')."""
+    from solver import solve as pipeline
+    from solver.time import step
+
+    built = step.PeriodsStep.build
+
+    def build(self, backend, settings):
+        built(self, backend, settings)
+        if self.horizon.month == 0:
+            self.build_s = 10.0 * self.settings.deadline.limit_s
+
+    monkeypatch.setattr(step.PeriodsStep, "build", build)
+    monkeypatch.setattr(pipeline, "held_fleet", lambda *_args: None)
+    inst = validate_instance(_months(2, 0.5, r1=400.0), "periods.yaml")
+    plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
+    assert [m.month for m in plan.months] == [0, 1]
+    assert all(m.cost_per_month > 0 for m in plan.months)
+    assert verify_hours(inst, plan).ok
