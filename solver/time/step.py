@@ -46,7 +46,7 @@ from solver.program.families.variables import PoolUsedColumn
 from solver.program.lp import SolveResult, Termination, plan_of
 from solver.program.optimised import Optimised
 from solver.program.row_names import ReplicasColumn, family_of, split_timed
-from solver.settings import MIN_CALL_S, SolveSettings
+from solver.settings import MIN_CALL_S, SolveSettings, TimeLimitReached
 from solver.time.alternatives import (
     configs_limit_rows,
     cost_without,
@@ -220,6 +220,9 @@ class PeriodsStep:
     """The held fleet the rounds started from, once they asked for it: the month's own,
     else the month before's (`Horizon.earlier_fleet`)."""
     build_s: float = 0.0
+    built_late: bool = field(default=False, init=False)
+    """Whether the build passed the run's deadline with its fallback in hand and built on
+    (`_build_checked`): its deadline check is then a progress line (solver.solve)."""
     optimise_s: float = 0.0
     """Seconds `optimise` took (what a month's overhead is measured without)."""
     kept_s: float | None = None
@@ -276,7 +279,12 @@ class PeriodsStep:
         self.held = self._held_beside(month_share(solve_settings, self.horizon, kept))
         late = replace(self.settings, deadline=None) if self.horizon.past_limit else None
         self.program = build_time_program(
-            self.instance, self.table, late or self.settings, self.horizon.periods, self.templates
+            self.instance,
+            self.table,
+            late or self.settings,
+            self.horizon.periods,
+            self.templates,
+            check=None if late else self._build_checked,
         )
         if self.horizon.month:
             bound_commitments(self.program, self.horizon.committed_floor, self.horizon.frozen)
@@ -287,6 +295,32 @@ class PeriodsStep:
             problems = horizon_problems(peak, self.horizon.months)
         if problems:
             raise Infeasible.from_problems(problems)
+
+    def _build_checked(self, stage: str) -> None:
+        """The deadline checked after each period's copy. Past it, a program whose
+        fallback is in hand (the day's peak plan, planned beside the build: `held`) builds
+        on and answers with it, as a solve the limit stops does (solver.decompose
+        .by_period: the peak fleet held every hour); the run then ends past the limit by
+        the rest of the build. Without one the run ends (TimeLimitReached, exit 4),
+        saying that its fallback was not found in time either."""
+        deadline = self.settings.deadline
+        if self.built_late or deadline is None or deadline.limit_s is None:
+            self.settings.passed(stage)
+            return
+        if not deadline.expired():
+            self.settings.check(stage)
+            return
+        if self.held is None or self.held() is None:
+            whose = f"month {self.horizon.month}'s" if self.horizon.months else "the day's"
+            raise TimeLimitReached(
+                stage,
+                deadline.limit_s,
+                deadline.elapsed_s(),
+                f"{whose} peak plan, its fallback, was not found in time either: raise "
+                "--time-limit (or solver.time_limit_s)",
+            )
+        self.built_late = True
+        self.settings.passed(stage)
 
     def memo_over(self, instance: Instance, table: CandidateTable) -> TemplateMemo:
         """A memo of shared group templates over `table`'s interactive candidates sharing
