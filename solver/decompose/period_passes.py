@@ -388,8 +388,9 @@ class HeldPlan:
     ends the rounds without a plan, the plan at the held fleet's levels with its pools
     held, each period it does not fit under the caps (a power or supply cap its pools,
     grown from the month before's, pass) re-planned with its pools free, at its levels,
-    else every block at the lowest (solver.time.fallback names the caps where even that
-    leaves a period without one)."""
+    else every block at the lowest; where even that leaves a period without one, the
+    program is solved whole past the deadline (solver.time.day_choice), and without a plan
+    then solver.time.fallback names the caps the held fleet passes."""
 
     parts: Split
     known: Known

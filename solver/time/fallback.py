@@ -5,8 +5,9 @@ A month whose share ends without a plan answers with a fleet held every hour
 (solver.decompose.by_period): its own peak plan's, else the month before's, each pool at
 its busiest period's count grown to this month's demand, ceil(n (1 + g)^k)
 (solver.time.step.grown_fleet), and where the caps refuse it, each period re-planned with
-its pools free at the commitment it inherits. Where even that leaves a period without a
-plan, the run ends with exit 4, and the message names the caps the held fleet passes.
+its pools free at the commitment it inherits, and last the month's program solved whole
+past the limit (solver.time.day_choice). Where even that finds no plan, the run ends
+with exit 4, and the message names the caps the held fleet passes.
 Held all day, every pool runs in every period at once:
 
     GPUs[r,g] = sum over the pools of (r, g) of n x GPUs per replica
@@ -93,7 +94,8 @@ def refused_message(
     said = f"it needs {'; '.join(caps)}" if caps else "it passes no power or supply cap by itself"
     commitment = "the commitment it inherits" if month else "its commitment"
     return (
-        f"{whose} fallback ({which}, held every hour) has no plan: {said}, and its periods "
-        f"re-planned under the caps at {commitment} found none in time either; "
-        "raise --time-limit (or solver.time_limit_s), or loosen that cap"
+        f"{whose} fallback ({which}, held every hour) has no plan: {said}, and neither its "
+        f"periods re-planned under the caps at {commitment} nor its program solved whole "
+        "past the limit found one; raise --time-limit (or solver.time_limit_s), or loosen "
+        "that cap"
     )

@@ -143,7 +143,8 @@ def test_a_fallback_fleet_the_power_cap_refuses_is_re_planned_under_it(monkeypat
 
 def test_a_fallback_no_period_can_be_re_planned_for_exits_4_naming_the_cap(monkeypatch):
     """The same run with the re-fit finding nothing (a period that has no plan under the
-    caps at the commitment it inherits): exit 4 (TimeLimitReached), its message naming
+    caps at the commitment it inherits) and no whole solve past the deadline
+    (`_late_whole`, the next test): exit 4 (TimeLimitReached), its message naming
     month 1's fallback and r1's power_kw 21, which the grown fleet passes by whole
     servers: its kW (stated to 0.1) is a whole number of 10.19 kW servers, at least three."""
     import re
@@ -152,9 +153,11 @@ def test_a_fallback_no_period_can_be_re_planned_for_exits_4_naming_the_cap(monke
 
     from solver.decompose import by_period
     from solver.settings import TimeLimitReached
+    from solver.time import day_choice
 
     inst = _capped_months(monkeypatch, 21.0)
     monkeypatch.setattr(by_period._Rounds, "refit", lambda self, levels: None)
+    monkeypatch.setattr(day_choice, "_late_whole", lambda *_args: None)
     with pytest.raises(TimeLimitReached) as stopped:
         solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3))
     message = str(stopped.value)
@@ -163,6 +166,42 @@ def test_a_fallback_no_period_can_be_re_planned_for_exits_4_naming_the_cap(monke
     kw = float(re.search(r"([0-9.,]+) kW in r1, over its power_kw 21", message).group(1))
     servers = round(kw / SERVER_KW)
     assert servers >= 3 and abs(kw - servers * SERVER_KW) < 0.05  # stated to 0.1 kW
+
+
+def test_a_month_no_held_fleet_fits_is_its_program_solved_whole_past_the_deadline(
+    monkeypatch,
+):
+    """The capped run, the clock 10^6 s past the limit from month 1's build on (month 1
+    builds past it: month 0 is planned) and the periods' re-fit finding nothing: month 1
+    is its program solved whole past the deadline (day_choice._late_whole), stopped at
+    the limit, r1 within its 21 kW, its note naming it; the horizon verifies. Before, a
+    month whose held fleet's choice had no plan by the deadline exited 4
+    (procurement-3region at --time-limit 5, month 10, whose whole program HiGHS solves to
+    1% in about 2 s)."""
+    import types
+
+    from solver import settings as settings_module
+    from solver.decompose import by_period
+    from solver.time import step
+
+    real, offset = settings_module.time.monotonic, [0.0]
+    clock = types.SimpleNamespace(monotonic=lambda: real() + offset[0])
+    monkeypatch.setattr(settings_module, "time", clock)
+    built = step.PeriodsStep.build
+
+    def build(self, backend, settings):
+        if self.horizon.month == 1:
+            offset[0] = 1e6
+        built(self, backend, settings)
+
+    monkeypatch.setattr(step.PeriodsStep, "build", build)
+    inst = _capped_months(monkeypatch, 21.0)
+    monkeypatch.setattr(by_period._Rounds, "refit", lambda self, levels: None)
+    plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
+    assert [m.stopped_at_limit for m in plan.months] == [False, True]
+    assert all(p.kw <= 21.0 for m in plan.months for p in m.power_kw if p.region == "r1")
+    assert any("the program solved whole past it" in note for note in plan.notes)
+    assert verify_hours(inst, plan).ok
 
 
 def test_month_0_with_no_fallback_tries_again_within_the_solve_time_left(monkeypatch):
