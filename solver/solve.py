@@ -76,14 +76,7 @@ from solver.program.sets import ProgramSets
 from solver.readback.assign import chosen_sizes, gpu_use, integral, read_plan, replica_counts
 from solver.readback.pricing import priced_rows, pricing_program
 from solver.settings import PRICING_BACKEND, PRICING_SHARE, SolveSettings, TimeLimitReached
-from solver.stages import (
-    ProgramStep,
-    candidate_table,
-    ready_backend,
-    solution,
-    solving,
-    verified,
-)
+from solver.stages import ProgramStep, candidate_table, ready_backend, solution, solving, verified
 from solver.time.horizon import Horizon
 from solver.verify.fleet import verify
 from solver.verify.verdict import Verification
@@ -233,7 +226,7 @@ def _solve_table(
     solve_settings = solving(settings)  # the rest of the limit prices and checks the plan
     try:
         step.build(backend, solve_settings)
-        horizon.checked(settings, step.build_stage)  # a later month: past it (Horizon)
+        horizon.checked(settings, step.build_stage, step.built_late)  # or past it (Horizon)
         optimised = step.optimise(backend, solve_settings)
     finally:
         step.close()
@@ -354,6 +347,7 @@ class StaticStep:
     table: CandidateTable
     settings: SolveSettings
     build_stage: str = "program build"
+    built_late: bool = False  # never: no fallback to build on past the deadline
     program: FleetProgram = field(init=False)
     curves: dict[tuple[str, str], PoolCurve] = field(default_factory=dict)
     parts: PartSolves | None = None

@@ -48,6 +48,8 @@ class ProgramStep(Protocol):
     where it needs them), verify, explained (what `explain` reads)."""
 
     build_stage: str
+    built_late: bool
+    """Whether the build passed the deadline with a fallback in hand and built on."""
     curves: dict
 
     @property

@@ -88,7 +88,9 @@ large periods keeps its rounds to the deadline (`ROUNDS_TO_DEADLINE`).
 
 The held fleet last: where the deadline ends the rounds without a plan, the held fleet's
 is the answer, its gap stated against the LP relaxation's bound or the master's
-(`_Rounds.held_plan`; a procurement month without a plan ended the whole horizon).
+(`_Rounds.held_plan`; a procurement month without a plan ended the whole horizon); the
+periods whose caps refuse it (a month's fleet grown from the month before's past a
+power or supply cap) re-planned with their pools free (period_passes.HeldPlan).
 
 Time (solver.decompose.period_passes). Each pass holds its block solves to their part
 of a share of the time left (`FIRST_PASS_SHARE`, `ROUND_SHARE`; the LP relaxation for
@@ -111,10 +113,10 @@ from solver.decompose.period_passes import (
     FIRST_PASS_SHARE,
     HELD_GAP,
     HELD_PASS_SHARE,
-    LATE_BLOCK_S,
     MIN_BLOCK_S,
     PRICED_GAP_SHARE,
     ROUND_SHARE,
+    HeldPlan,
     Twins,
     in_threads,
     lp_prices,
@@ -302,6 +304,13 @@ def solve_by_period(
         message=f"{METHOD}: {counted(len(parts.blocks), 'period')}, "
         + ("from the day's peak fleet held every hour, " if held is not None else "")
         + ("none by the deadline: the held fleet's plan, " if late else "")
+        + (
+            f"{counted(run.refitted, 'period')} it does not fit under the caps "
+            "re-planned with their pools free"
+            + (" at the lowest commitment, " if run.refitted_lowest else ", ")
+            if run.refitted
+            else ""
+        )
         + f"{counted(run.rounds, 'master round')}, "
         f"{counted(run.solves, 'period solve')}"
         + (f" ({run.shared} more periods the same program)" if run.shared else ""),
@@ -312,7 +321,7 @@ def _expired(settings: SolveSettings) -> bool:
     return settings.deadline is not None and settings.deadline.expired()
 
 
-class _Rounds:
+class _Rounds(HeldPlan):
     """The rounds' state: the cuts, each block's known solutions, the solves made."""
 
     def __init__(self, lp: LinearProgram, parts: Split, backend: Backend, settings: SolveSettings):
@@ -509,17 +518,6 @@ class _Rounds:
             if not rest or _expired(self.settings):
                 return
         self.solve_blocks(levels, rest, HELD_PASS_SHARE, HELD_GAP)
-
-    def held_plan(self, levels: Levels, layout: dict[str, float]) -> tuple | None:
-        """The plan at the held fleet's `levels`, its pools (`layout`) held, each block
-        without a known one solved past the deadline (`LATE_BLOCK_S`); None: a block has none."""
-        rest = [i for i in range(len(self.parts.blocks)) if self.known.upper(i, levels) is None]
-        programs = {i: lambda i=i: self._fixed(i, levels, held=layout) for i in rest}
-        timed = lambda _i: LATE_BLOCK_S  # noqa: E731
-        for i, result in self._run(programs, lambda _i: HELD_GAP, lambda _i: None, timed, True):
-            if result.termination.has_solution:
-                self.known.add(i, result.values)
-        return self.known.plan(levels)
 
     def _gap(self, start, plan, blocks: int) -> float:
         """A block's relative gap: the run's share, looser for a block worth little

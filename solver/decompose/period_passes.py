@@ -45,6 +45,7 @@ where that does not end). A search that ends proved is answered as before, and n
 search's start or path changes.
 """
 
+import logging
 import math
 import multiprocessing
 from collections import Counter
@@ -54,7 +55,7 @@ from dataclasses import replace
 
 from solver.backends import Backend
 from solver.backends.base import compile_program
-from solver.decompose.period_split import Block, Fleet, Split
+from solver.decompose.period_split import Block, Fleet, Known, Levels, Split
 from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.program.row_names import split_timed
 from solver.settings import SolveSettings, machine_threads
@@ -374,3 +375,64 @@ def held_plan(
     if not found.termination.has_solution or found.objective is None:
         return None
     return found
+
+
+LOG = logging.getLogger("solver.decompose.by_period")
+"""The periods the held fleet's last plan could not re-fit, at debug level (the rounds'
+logger)."""
+
+
+class HeldPlan:
+    """The held fleet's last plan in the period rounds (solver.decompose.by_period), a
+    mixin of their state (its `parts`, `known`, `_fixed` and `_run`): where the deadline
+    ends the rounds without a plan, the plan at the held fleet's levels with its pools
+    held, each period it does not fit under the caps (a power or supply cap its pools,
+    grown from the month before's, pass) re-planned with its pools free, at its levels,
+    else every block at the lowest; where even that leaves a period without one, the
+    program is solved whole past the deadline (solver.time.day_choice), and without a plan
+    then solver.time.fallback names the caps the held fleet passes."""
+
+    parts: Split
+    known: Known
+
+    refitted: int = 0
+    """Blocks the held fleet's last plan re-planned with their pools free (`refit`)."""
+    refitted_lowest: bool = False
+    """Whether they were re-planned at the lowest levels (`held_plan`)."""
+
+    def held_plan(self, levels: Levels, layout: dict[str, float]) -> tuple | None:
+        """The plan at the held fleet's `levels`, its pools (`layout`) held, each block
+        without a known one solved past the deadline (`LATE_BLOCK_S`); None: a block has none."""
+        rest = [i for i in range(len(self.parts.blocks)) if self.known.upper(i, levels) is None]
+        programs = {i: lambda i=i: self._fixed(i, levels, held=layout) for i in rest}
+        timed = lambda _i: LATE_BLOCK_S  # noqa: E731
+        for i, result in self._run(programs, lambda _i: HELD_GAP, lambda _i: None, timed, True):
+            if result.termination.has_solution:
+                self.known.add(i, result.values)
+        self.refit(levels)
+        plan = self.known.plan(levels)
+        lowest = {o.gpus: o.lowest for o in self.parts.offers}
+        if plan is None and lowest != levels:  # its commitment leaves a period no room
+            self.refitted, self.refitted_lowest = 0, True
+            self.refit(lowest)
+            plan = self.known.plan(lowest)
+        return plan
+
+    def refit(self, levels: Levels) -> None:
+        """The blocks without a known solution at `levels`, whose periods the held fleet
+        does not fit (a power or supply cap its pools, grown from the month before's,
+        pass: ceil(n (1 + g)^k) replicas in whole servers), each solved at `levels` with
+        its pools free, past the deadline within `LATE_BLOCK_S` to `HELD_GAP`: a plan of
+        the period under its caps, not proven (`refitted` counts them; the plan's method
+        says so). Where the held fleet's commitment leaves a period no plan at all,
+        `held_plan` re-fits every block at the lowest levels (the floor: the rest
+        rented)."""
+        blocks = [i for i in range(len(self.parts.blocks)) if self.known.upper(i, levels) is None]
+        programs = {i: lambda i=i: self._fixed(i, levels) for i in blocks}
+        timed = lambda _i: LATE_BLOCK_S  # noqa: E731
+        for i, result in self._run(programs, lambda _i: HELD_GAP, lambda _i: None, timed, True):
+            if result.termination.has_solution:
+                self.known.add(i, result.values)
+                self.refitted += 1
+            else:
+                LOG.debug("period %d not re-fitted at %s: %s", i, list(levels.values()), result)

@@ -39,6 +39,7 @@ the one tried (each configs_per_day row where the relaxation runs none closed).
 from dataclasses import replace
 
 from solver.decompose.period_passes import (
+    HELD_GAP,
     LP_PRICES_SHARE,
     LP_S_PER_NONZERO,
     pass_limit,
@@ -53,9 +54,19 @@ from solver.program.families.simplicity import (
     DayConfigColumn,
 )
 from solver.program.families.variables import PoolUsedColumn
-from solver.program.lp import LinearProgram, SolveResult, plan_of
+from solver.program.lp import LinearProgram, SolveResult, Termination, plan_of
 from solver.program.row_names import ReplicasColumn, family_of, split_timed
 from solver.time.shares import expired
+
+LATE_WHOLE_S = 5.0
+"""Seconds a program whose day's choices have no plan by the deadline, the held fleet's
+included, is solved whole past it (`_late_whole`): a procurement-3region month whose
+commitment, inherited from stopped months, leaves the held fleet's choice no plan under
+us-east's 88 kW was solved whole to 1% in 1.9-4.2 s on a machine loaded 5-7 on 2 cores."""
+
+LATE_WHOLE = f"none by the deadline: the program solved whole past it (within {LATE_WHOLE_S:g} s)"
+"""The answer's message where it is `_late_whole`'s, which the plan's method names
+(solver.time.solve.day_method)."""
 
 DAY_METHOD = "each pool's configuration held all day"
 """What a plan whose day choice was fixed says in its method, with the choice's source
@@ -170,7 +181,16 @@ def solve_by_day(lp, backend, settings, fleet: Fleet | None, start, solve) -> So
     .solve_periods) with the day's configurations fixed where the program splits once
     they are (the module text): `start`'s (a lever's base plan), the held fleet's and the
     relaxation's (`relaxed_choice`), those that differ each solved, the cheapest kept, its
-    source in the method; else on `lp` itself."""
+    source in the method; else on `lp` itself. Where the deadline leaves it no plan even
+    so (the held fleet's included), the program solved whole past it (`_late_whole`)."""
+    found = _by_day(lp, backend, settings, fleet, start, solve)
+    if found.termination.has_solution or not expired(settings):
+        return found
+    return _late_whole(lp, backend, settings) or found
+
+
+def _by_day(lp, backend, settings, fleet: Fleet | None, start, solve) -> SolveResult:
+    """`solve_by_day` but its last resort."""
     if not day_columns(lp) or split(without_day(lp)) is None:
         return solve(lp, backend, settings, fleet, start)
     choices: list[tuple[str, dict[str, float]]] = []
@@ -208,3 +228,15 @@ def solve_by_day(lp, backend, settings, fleet: Fleet | None, start, solve) -> So
     message = f"{found.message}, {day}" if found.message else day
     return replace(found, values=found.values | choice, message=message)
 
+
+def _late_whole(lp: LinearProgram, backend, settings) -> SolveResult | None:
+    """Past the deadline, where the choices tried have no plan (the held fleet's plan,
+    its periods re-planned with their pools free at its commitment, has none: a month
+    whose inherited commitment and caps leave its day's choice no room): the program
+    itself solved whole within `LATE_WHOLE_S` to `HELD_GAP`, its commitment and its
+    configurations free; its plan stopped (FEASIBLE, its own gap stated), or None."""
+    late = replace(settings, deadline=None, mip_gap=max(settings.mip_gap, HELD_GAP))
+    found = backend.run(lp, late.limited(LATE_WHOLE_S).with_duals(False))
+    if not found.termination.has_solution:
+        return None
+    return replace(found, termination=Termination.FEASIBLE, message=LATE_WHOLE)

@@ -143,10 +143,11 @@ class Horizon:
         runs past the limit rather than lose them to exit 4."""
         return bool(self.month) and self.earlier_fleet is not None
 
-    def checked(self, settings, stage: str) -> None:
+    def checked(self, settings, stage: str, built_late: bool = False) -> None:
         """`settings.check(stage)` (TimeLimitReached past the deadline), or only its
-        progress line where the month builds `past_limit`."""
-        if self.past_limit:
+        progress line where the month builds `past_limit`, or where its step built on
+        past the deadline with its fallback in hand (`built_late`: solver.time.step)."""
+        if self.past_limit or built_late:
             settings.passed(stage)
         else:
             settings.check(stage)

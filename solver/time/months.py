@@ -233,12 +233,23 @@ def with_months(instance: Instance, plan: Plan, later: Sequence[Plan]) -> Plan:
     status, gap = horizon_status(months, requested, grown)
     return plan.model_copy(
         update={
+            "notes": (*plan.notes, *stopped_notes(later)),
             "status": status,
             "solver": plan.solver and plan.solver.model_copy(update={"mip_gap": gap}),
             "binding": in_month(plan.binding, 0),
             "months": tuple(months),
             "horizon_cost": math.fsum(m.cost_per_month for m in months),
         }
+    )
+
+
+def stopped_notes(later: Sequence[Plan]) -> tuple[str, ...]:
+    """How each later month the limit stopped got its plan (its solve's method: the
+    search's best, or which fallback), not proven; month 0's is the plan's own method."""
+    return tuple(
+        f"month {month} stopped at the time limit, not proven: {solved.solver.method}"
+        for month, solved in enumerate(later, start=1)
+        if stopped_at_limit(solved) and solved.solver is not None
     )
 
 

@@ -41,6 +41,7 @@ across workloads (a Lagrangian on committed), which the instances here do not ne
 size is the static program's times the number of periods (reported in the plan).
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -136,15 +137,20 @@ def build_time_program(
     settings: SolveSettings | None = None,
     periods: tuple[Period, ...] | None = None,
     templates: TemplateMemo | None = None,
+    check: Callable[[str], None] | None = None,
 ) -> TimeProgram:
     """One static program per period of the warm day (`periods`, default
     `day_periods(instance)`), joined by the pricing rows; the run's deadline (`settings`)
-    is checked after each period's copy ("program build"). `templates`: a memo of shared
-    group templates over `table`'s interactive candidates, kept across instances that
-    differ in demand alone (a horizon's months); default: the day's own."""
+    is checked after each period's copy ("program build"; `check`: the check to call
+    there instead, solver.time.step's, which lets a day with a fallback build on).
+    `templates`: a memo of shared group templates over `table`'s interactive candidates,
+    kept across instances that differ in demand alone (a horizon's months); default: the
+    day's own."""
     periods = day_periods(instance) if periods is None else periods
     lp = LinearProgram(f"{instance.name}-hours")
-    parts = _period_copies(lp, instance, table, periods, settings, templates)
+    if check is None and settings is not None:
+        check = settings.check
+    parts = _period_copies(lp, instance, table, periods, check, templates)
     add_day_configs(lp, [(part.first_hour, part.program.sets) for part in parts])
     used = gpus_used(parts)
     batch = add_batch_work(lp, instance, table, parts, used)
@@ -165,7 +171,7 @@ def _period_copies(
     instance: Instance,
     table: CandidateTable,
     periods: tuple[Period, ...],
-    settings: SolveSettings | None,
+    check: Callable[[str], None] | None,
     templates: TemplateMemo | None = None,
 ) -> tuple[PeriodProgram, ...]:
     """The static program of each period at its warm rates, copied into `lp` in that
@@ -183,8 +189,8 @@ def _period_copies(
         program = build_program(hour, interactive, scenarios, groups=groups)
         parts.append(PeriodProgram(period, program))
         _copy_into(lp, program, period.hours[0])
-        if settings is not None:
-            settings.check("program build")
+        if check is not None:
+            check("program build")
     return tuple(parts)
 
 

@@ -36,7 +36,7 @@ from solver.readback.assign import chosen_sizes, read_plan, replica_counts
 from solver.readback.site import region_power, server_purchases, whole_unit_power
 from solver.settings import SolveSettings
 from solver.time.batch import dedicated_pools, hour_soaks
-from solver.time.day_choice import CHOSEN_METHOD, DAY_METHOD, day_columns
+from solver.time.day_choice import CHOSEN_METHOD, DAY_METHOD, LATE_WHOLE, day_columns
 from solver.time.failover import started_pools, with_started
 from solver.time.idle import hourly_idle_fraction
 from solver.time.months import month_power
@@ -304,6 +304,7 @@ def day_method(program: TimeProgram, message: str) -> str:
     else:
         method = f"one program over {counted(len(program.periods), 'period')} of the day"
         method += f", {WHOLE_HELD}" if message.startswith(WHOLE_HELD) else ""
+        method += f", {LATE_WHOLE}" if message.startswith(LATE_WHOLE) else ""
     if DAY_METHOD in message and DAY_METHOD not in method:
         method += ", " + message[message.index(DAY_METHOD) :]
     elif DAY_METHOD not in method and day_columns(program.lp):

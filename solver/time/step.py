@@ -46,7 +46,7 @@ from solver.program.families.variables import PoolUsedColumn
 from solver.program.lp import SolveResult, Termination, plan_of
 from solver.program.optimised import Optimised
 from solver.program.row_names import ReplicasColumn, family_of, split_timed
-from solver.settings import MIN_CALL_S, SolveSettings
+from solver.settings import MIN_CALL_S, SolveSettings, TimeLimitReached
 from solver.time.alternatives import (
     configs_limit_rows,
     cost_without,
@@ -56,6 +56,7 @@ from solver.time.alternatives import (
     without_pool,
 )
 from solver.time.day_choice import solve_by_day, with_day_columns
+from solver.time.fallback import refused_message
 from solver.time.horizon import Horizon
 from solver.time.months import bound_commitments, month_conflict
 from solver.time.periods import TimeProgram, build_time_program, interactive_table
@@ -219,6 +220,9 @@ class PeriodsStep:
     """The held fleet the rounds started from, once they asked for it: the month's own,
     else the month before's (`Horizon.earlier_fleet`)."""
     build_s: float = 0.0
+    built_late: bool = field(default=False, init=False)
+    """Whether the build passed the run's deadline with its fallback in hand and built on
+    (`_build_checked`): its deadline check is then a progress line (solver.solve)."""
     optimise_s: float = 0.0
     """Seconds `optimise` took (what a month's overhead is measured without)."""
     kept_s: float | None = None
@@ -275,7 +279,12 @@ class PeriodsStep:
         self.held = self._held_beside(month_share(solve_settings, self.horizon, kept))
         late = replace(self.settings, deadline=None) if self.horizon.past_limit else None
         self.program = build_time_program(
-            self.instance, self.table, late or self.settings, self.horizon.periods, self.templates
+            self.instance,
+            self.table,
+            late or self.settings,
+            self.horizon.periods,
+            self.templates,
+            check=None if late else self._build_checked,
         )
         if self.horizon.month:
             bound_commitments(self.program, self.horizon.committed_floor, self.horizon.frozen)
@@ -286,6 +295,32 @@ class PeriodsStep:
             problems = horizon_problems(peak, self.horizon.months)
         if problems:
             raise Infeasible.from_problems(problems)
+
+    def _build_checked(self, stage: str) -> None:
+        """The deadline checked after each period's copy. Past it, a program whose
+        fallback is in hand (the day's peak plan, planned beside the build: `held`) builds
+        on and answers with it, as a solve the limit stops does (solver.decompose
+        .by_period: the peak fleet held every hour); the run then ends past the limit by
+        the rest of the build. Without one the run ends (TimeLimitReached, exit 4),
+        saying that its fallback was not found in time either."""
+        deadline = self.settings.deadline
+        if self.built_late or deadline is None or deadline.limit_s is None:
+            self.settings.passed(stage)
+            return
+        if not deadline.expired():
+            self.settings.check(stage)
+            return
+        if self.held is None or self.held() is None:
+            whose = f"month {self.horizon.month}'s" if self.horizon.months else "the day's"
+            raise TimeLimitReached(
+                stage,
+                deadline.limit_s,
+                deadline.elapsed_s(),
+                f"{whose} peak plan, its fallback, was not found in time either: raise "
+                "--time-limit (or solver.time_limit_s)",
+            )
+        self.built_late = True
+        self.settings.passed(stage)
 
     def memo_over(self, instance: Instance, table: CandidateTable) -> TemplateMemo:
         """A memo of shared group templates over `table`'s interactive candidates sharing
@@ -302,21 +337,41 @@ class PeriodsStep:
         within one more part of what is left (`retry_share`), so that the months after it
         keep theirs (it took all that was left, and a month without a plan ends the
         horizon: the months before it were lost); neither past what the months after it
-        need to build (`kept_until`)."""
+        need to build (`kept_until`), except for month 0 without its peak plan, which has
+        no fallback at all: its second try has all the solve time left (without a
+        plan of its own the run ends with exit 4; later months build past the limit and
+        take theirs: `Horizon.past_limit`). Where the limit leaves it no plan, the
+        message names the caps its fallback fleet passes (`_refused`)."""
         started = time.monotonic()
         self.kept_s = kept_until(self.settings, self.horizon, self.build_s)
         try:
-            shared = month_share(solve_settings, self.horizon, self.kept_s)
-            found = optimise_periods(self.program, backend, shared, self.held)
-            stopped = found.result.termination is Termination.TIME_LIMIT
-            if shared is solve_settings or not stopped or expired(solve_settings):
-                return found
-            again = retry_share(solve_settings, self.horizon, self.kept_s)
-            if expired(again):  # the months after it need what is left
-                return found
-            return optimise_periods(self.program, backend, again, self.held)
+            return self._refused(self._optimised(backend, solve_settings))
         finally:
             self.optimise_s = time.monotonic() - started
+
+    def _optimised(self, backend: Backend, solve_settings: SolveSettings) -> Optimised:
+        """`optimise`'s tries (its text)."""
+        shared = month_share(solve_settings, self.horizon, self.kept_s)
+        found = optimise_periods(self.program, backend, shared, self.held)
+        stopped = found.result.termination is Termination.TIME_LIMIT
+        if shared is solve_settings or not stopped or expired(solve_settings):
+            return found
+        again = retry_share(solve_settings, self.horizon, self.kept_s)
+        if not self.horizon.month and (self.held is None or self.held() is None):
+            again = solve_settings  # month 0 with no fallback: this try or exit 4
+        elif expired(again):  # the months after it need what is left
+            return found
+        return optimise_periods(self.program, backend, again, self.held)
+
+    def _refused(self, found: Optimised) -> Optimised:
+        """`found`, its message naming the caps the fallback fleet passes where the limit
+        left it no plan even so (solver.time.fallback: exit 4's advice)."""
+        held = self.held_found
+        if found.result.termination is not Termination.TIME_LIMIT or held is None:
+            return found
+        h = self.horizon
+        said = refused_message(self.instance, self.table, held, h.month, h.months)
+        return replace(found, result=replace(found.result, message=said))
 
     def _held_beside(self, settings: SolveSettings) -> Fleet | None:
         """The static plan of the day's peak as committed GPUs (solver.decompose.by_period,

@@ -99,3 +99,133 @@ def test_a_later_month_whose_build_passes_the_deadline_answers_with_its_fallback
     assert [m.stopped_at_limit for m in plan.months] == [False, True]
     assert all(m.cost_per_month > 0 for m in plan.months)
     assert verify_hours(inst, plan).ok
+
+
+def _capped_months(monkeypatch, power_kw: float):
+    """Month 1 of 2 (r1 at 400 requests/s, growing 50%) finds no plan in its share and
+    has no peak plan of its own: its fallback is month 0's fleet, each pool at its
+    busiest grown by 1.5, in r1 under a `power_kw` cap."""
+    from solver import solve as pipeline
+
+    _stopping(monkeypatch, {1})
+    calls = []
+    planned = pipeline.held_fleet
+
+    def held_fleet(instance, table, settings, templates=None):
+        calls.append(instance.name)
+        return None if len(calls) == 2 else planned(instance, table, settings, templates)
+
+    monkeypatch.setattr(pipeline, "held_fleet", held_fleet)
+    data = _months(2, 0.5, r1=400.0)
+    data["regions"][0]["power_kw"] = power_kw
+    return validate_instance(data, "periods.yaml")
+
+
+SERVER_KW = 8 * 0.700 * 1.82
+"""An 8 x H100 server's kW: 8 x 700 W x the server factor 1.82 (DGX H100's 10.2 kW)."""
+
+
+def test_a_fallback_fleet_the_power_cap_refuses_is_re_planned_under_it(monkeypatch):
+    """r1's power_kw 21 holds two H100 servers (2 x 10.19 = 20.4 kW), which month 0 and
+    month 1 each fit in; month 0's fleet grown by 1.5 does not (its r1 pool's GPUs, n x
+    1.5 rounded up, take a third server: the next test, where the re-fit is off). Month 1
+    re-plans the periods it refuses with their pools free under the cap: a plan, stopped
+    at the limit (not proven), its method saying so, r1 within its 21 kW, verified.
+    Before, month 1 raised TimeLimitReached (exit 4)."""
+    inst = _capped_months(monkeypatch, 21.0)
+    plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
+    assert 2 * SERVER_KW <= 21.0 < 3 * SERVER_KW
+    assert [m.stopped_at_limit for m in plan.months] == [False, True]
+    assert all(p.kw <= 21.0 for m in plan.months for p in m.power_kw if p.region == "r1")
+    assert any("re-planned with their pools free" in note for note in plan.notes)
+    assert verify_hours(inst, plan).ok
+
+
+def test_a_fallback_no_period_can_be_re_planned_for_exits_4_naming_the_cap(monkeypatch):
+    """The same run with the re-fit finding nothing (a period that has no plan under the
+    caps at the commitment it inherits) and no whole solve past the deadline
+    (`_late_whole`, the next test): exit 4 (TimeLimitReached), its message naming
+    month 1's fallback and r1's power_kw 21, which the grown fleet passes by whole
+    servers: its kW (stated to 0.1) is a whole number of 10.19 kW servers, at least three."""
+    import re
+
+    import pytest
+
+    from solver.decompose import by_period
+    from solver.settings import TimeLimitReached
+    from solver.time import day_choice
+
+    inst = _capped_months(monkeypatch, 21.0)
+    monkeypatch.setattr(by_period._Rounds, "refit", lambda self, levels: None)
+    monkeypatch.setattr(day_choice, "_late_whole", lambda *_args: None)
+    with pytest.raises(TimeLimitReached) as stopped:
+        solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3))
+    message = str(stopped.value)
+    assert "in month 1 " in message
+    assert "month 1's fallback (month 0's fleet grown to month 1's demand" in message
+    kw = float(re.search(r"([0-9.,]+) kW in r1, over its power_kw 21", message).group(1))
+    servers = round(kw / SERVER_KW)
+    assert servers >= 3 and abs(kw - servers * SERVER_KW) < 0.05  # stated to 0.1 kW
+
+
+def test_a_month_no_held_fleet_fits_is_its_program_solved_whole_past_the_deadline(
+    monkeypatch,
+):
+    """The capped run, the clock 10^6 s past the limit from month 1's build on (month 1
+    builds past it: month 0 is planned) and the periods' re-fit finding nothing: month 1
+    is its program solved whole past the deadline (day_choice._late_whole), stopped at
+    the limit, r1 within its 21 kW, its note naming it; the horizon verifies. Before, a
+    month whose held fleet's choice had no plan by the deadline exited 4
+    (procurement-3region at --time-limit 5, month 10, whose whole program HiGHS solves to
+    1% in about 2 s)."""
+    import types
+
+    from solver import settings as settings_module
+    from solver.decompose import by_period
+    from solver.time import step
+
+    real, offset = settings_module.time.monotonic, [0.0]
+    clock = types.SimpleNamespace(monotonic=lambda: real() + offset[0])
+    monkeypatch.setattr(settings_module, "time", clock)
+    built = step.PeriodsStep.build
+
+    def build(self, backend, settings):
+        if self.horizon.month == 1:
+            offset[0] = 1e6
+        built(self, backend, settings)
+
+    monkeypatch.setattr(step.PeriodsStep, "build", build)
+    inst = _capped_months(monkeypatch, 21.0)
+    monkeypatch.setattr(by_period._Rounds, "refit", lambda self, levels: None)
+    plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
+    assert [m.stopped_at_limit for m in plan.months] == [False, True]
+    assert all(p.kw <= 21.0 for m in plan.months for p in m.power_kw if p.region == "r1")
+    assert any("the program solved whole past it" in note for note in plan.notes)
+    assert verify_hours(inst, plan).ok
+
+
+def test_month_0_with_no_fallback_tries_again_within_the_solve_time_left(monkeypatch):
+    """Month 0 of 2 has no peak plan (the held fleet answers None) and is told its build
+    took 10 times the run's limit L: month 1 keeps 1.5 x 10 L for its own, so month 0's
+    share ends before it starts and finds nothing. With no fallback at all its second
+    try takes the solve time left (0.8 L), not one part bounded by what month 1 keeps
+    (already past): both months are planned and verified. Before, the run ended at once
+    with exit 4 in month 0's solve, most of its limit unspent (procurement-3region at
+    --time-limit 5: 'reached in solve after 1.3 s')."""
+    from solver import solve as pipeline
+    from solver.time import step
+
+    built = step.PeriodsStep.build
+
+    def build(self, backend, settings):
+        built(self, backend, settings)
+        if self.horizon.month == 0:
+            self.build_s = 10.0 * self.settings.deadline.limit_s
+
+    monkeypatch.setattr(step.PeriodsStep, "build", build)
+    monkeypatch.setattr(pipeline, "held_fleet", lambda *_args: None)
+    inst = validate_instance(_months(2, 0.5, r1=400.0), "periods.yaml")
+    plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
+    assert [m.month for m in plan.months] == [0, 1]
+    assert all(m.cost_per_month > 0 for m in plan.months)
+    assert verify_hours(inst, plan).ok

@@ -245,3 +245,62 @@ def test_a_second_try_takes_one_part_of_what_is_left(month, expected_s):
     )
     again = shares.retry_share(settings, Horizon(month=month, months=12))
     assert again.deadline.limit_s == pytest.approx(expected_s, abs=0.05)
+
+
+def _clock_jumps_in_the_build(monkeypatch) -> list[float]:
+    """The run's clock jumps 10^6 s ahead once the periods program's build has copied its
+    first period, after the day's peak plan (its thread beside the build) has ended;
+    the list holds the jump (0 until then)."""
+    import threading
+    import types
+
+    from solver import settings as settings_module
+    from solver.time import periods
+
+    real, offset = settings_module.time.monotonic, [0.0]
+    monkeypatch.setattr(
+        settings_module, "time", types.SimpleNamespace(monotonic=lambda: real() + offset[0])
+    )
+    copied = periods.build_program
+
+    def build_program(*args, **kwargs):
+        if not offset[0]:
+            for thread in threading.enumerate():
+                if thread.name == "held-fleet":
+                    thread.join()
+            offset[0] = 1e6
+        return copied(*args, **kwargs)
+
+    monkeypatch.setattr(periods, "build_program", build_program)
+    return offset
+
+
+def test_a_day_whose_build_passes_the_deadline_answers_with_its_peak_fleet_held(monkeypatch):
+    """The limit passes while the day's periods program is built, its peak plan in hand:
+    the build goes on and the plan is the day's peak fleet held every hour, as for a
+    solve the limit stops (stopped: status feasible, its gap stated), verified; every
+    hour uses the same GPUs. Before, the build raised TimeLimitReached (exit 4)."""
+    offset = _clock_jumps_in_the_build(monkeypatch)
+    inst = validate_instance(_base(), "periods.yaml")
+    plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
+    assert offset[0] > 0
+    assert HELD_PLAN in plan.solver.method
+    assert plan.status.startswith("feasible")
+    assert verify_hours(inst, plan).ok
+    assert len({tuple((g.region, g.gpu, g.used) for g in h.gpus) for h in plan.hours}) == 1
+
+
+def test_a_day_whose_build_passes_the_deadline_without_its_peak_plan_says_so(monkeypatch):
+    """The same, the day's peak plan not found (the static plan answers None): exit 4
+    naming the program build, and saying that its fallback was not found in time
+    either."""
+    from solver import solve as pipeline
+    from solver.settings import TimeLimitReached
+
+    _clock_jumps_in_the_build(monkeypatch)
+    monkeypatch.setattr(pipeline, "held_fleet", lambda *_args: None)
+    inst = validate_instance(_base(), "periods.yaml")
+    with pytest.raises(TimeLimitReached) as stopped:
+        solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3))
+    assert "reached in program build" in str(stopped.value)
+    assert "the day's peak plan, its fallback, was not found in time either" in str(stopped.value)
