@@ -233,9 +233,9 @@ def _serving_runs(path: Path, skipped: Counter) -> list[EngineRun]:
             isl = float(raw["total_input_tokens"]) / requests
             osl = float(raw["total_output_tokens"]) / requests
             engine = profile_name(raw["engine"], raw["engine_version"])
-            key = (
-                f"{engine}|{raw['engine_version']}|{model}|{gpu}|{raw['tp']}|"
-                f"{isl:.0f}|{osl:.0f}|{concurrency}"
+            ep = int(raw.get("ep") or 1)
+            key = f"{engine}|{raw['engine_version']}|{model}|{gpu}|{raw['tp']}|" + (
+                f"{isl:.0f}|{osl:.0f}|{concurrency}" + (f"|ep{ep}" if ep > 1 else "")
             )
             run = Measurement(
                 source=f"{path.name}:{line}",
@@ -252,14 +252,14 @@ def _serving_runs(path: Path, skipped: Counter) -> list[EngineRun]:
                 output_tokens_per_s=float(raw["output_tok_s"]),
                 ttft_mean_ms=float(raw["ttft_mean_ms"]),
                 tpot_mean_ms=float(raw["tpot_mean_ms"]),
+                ep=ep,
             )
             label = (
                 f"{raw['engine']} {raw['engine_version']} {model} {gpu} {raw['precision']} "
-                f"tp{raw['tp']} {isl:.0f}/{osl:.0f} c{concurrency}"
+                f"tp{raw['tp']}{f' ep{ep}' if ep > 1 else ''} {isl:.0f}/{osl:.0f} c{concurrency}"
             )
-            source = (
-                f"{raw['source_repo']}@{raw['source_commit']}:{raw['source_path']} {raw['section']}"
-            )
+            source = f"{raw['source_repo']}@{raw['source_commit']}:{raw['source_path']}"
+            source += f" {raw['section']}"
             held_out = (
                 raw["dataset"].startswith("sharegpt")
                 or bool((raw.get("held_out_reason") or "").strip())
@@ -485,11 +485,6 @@ def fit_engine_profiles(data: EngineData) -> dict[str, dict[str, Efficiency]]:
 
 REPORT_REQUESTS_PER_USER = 10
 """Requests per user in the replay a report runs: the whole run, up to 10 per user."""
-FIGURE_NAMES = {
-    "output_tokens_per_s": "output tok/s",
-    "ttft_mean_ms": "mean TTFT",
-    "tpot_mean_ms": "mean TPOT",
-}
 
 
 @dataclass(frozen=True)
@@ -575,7 +570,7 @@ def row_errors(
                     gpu=m.gpu,
                     model=m.model,
                     family=_family(m.model),
-                    layout=f"tp{m.tp}",
+                    layout=f"tp{m.tp}" + (f" ep{m.ep}" if m.ep > 1 else ""),
                     kind="closed-loop",
                     concurrency=m.concurrency,
                     figure=figure,

@@ -131,7 +131,7 @@ def replay_refusal(
 def _replay(run: Measurement, efficiency: Efficiency, requests_per_user: int, spread: LengthSpread):
     config = replica_of_pool(
         gpu_catalog()[run.gpu], llm_catalog()[run.model], run.precision, run.kv_precision,
-        tp=run.tp, pp=run.pp, role=Role.UNIFIED, ep=1, dp=1, redundant_experts=0,
+        tp=run.tp, pp=run.pp, role=Role.UNIFIED, ep=run.ep, dp=1, redundant_experts=0,
         speculation=None,
     )  # fmt: skip
     mix = TrafficMix.fixed(run.prompt_tokens, run.output_tokens)
@@ -146,7 +146,7 @@ def replay_key(run: Measurement, requests_per_user: int) -> tuple:
     per user, not its figures or its line. Runs of one key replay alike."""
     per_user = max(1, min(requests_per_user, math.ceil(run.requests / run.concurrency)))
     return (
-        run.model, run.gpu, run.precision, run.kv_precision, run.tp, run.pp,
+        run.model, run.gpu, run.precision, run.kv_precision, run.tp, run.pp, run.ep,
         run.prompt_tokens, run.output_tokens, run.concurrency, per_user,
     )  # fmt: skip
 

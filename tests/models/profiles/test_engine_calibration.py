@@ -197,3 +197,18 @@ def test_row_errors_are_signed_and_their_median_skips_unplaced_rows() -> None:
     # |+10|, |-30|, |+20| -> median 20; the unplaced (nan) row is left out, not counted as 0
     errors = [error(110.0), error(70.0), error(120.0), error(math.nan)]
     assert median_abs_error_pct(errors) == pytest.approx(20.0)
+
+
+def test_an_ep_cell_reaches_the_replica_layout():
+    # sglang_serving.csv's MiniMax-M2.5 runs were served with --tp 8 --ep 8: the reader
+    # keeps ep 8 (a blank cell is 1) and the layout says so; the others stay at ep 1
+    data, _ = load_engine_data()
+    minimax = [r for r in data.runs if r.run.model == "minimax-m2.5"]
+    assert minimax and all(r.run.ep == 8 and " tp8 ep8 " in r.label for r in minimax)
+    assert all(r.run.ep == 1 for r in data.runs if r.run.model != "minimax-m2.5")
+    errors = row_errors(EngineData(minimax[:1], [], {}), _catalog)
+    assert {e.layout for e in errors} == {"tp8 ep8"}
+
+
+def _catalog(engine, gpu, precision):
+    return efficiency_for(gpu, precision, engine=engine)
