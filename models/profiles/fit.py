@@ -102,18 +102,21 @@ def predict(
     efficiency: Efficiency,
     requests_per_user: int,
     spread: LengthSpread = FIXED,
+    median: bool = False,
 ) -> dict[str, float]:
     """The run's figures as the replay gives them under `efficiency`, its lengths spread
-    as `spread` draws them (empty when the replay refuses the run: `replay_refusal`)."""
+    as `spread` draws them (empty when the replay refuses the run: `replay_refusal`); with
+    `median`, its p50 TTFT too (`ttft_median_ms`: reported beside the mean, never fitted)."""
     try:
         replay = _replay(run, efficiency, requests_per_user, spread)
     except ValueError:
         return {}
-    return {
+    figures = {
         "output_tokens_per_s": replay.output_tokens_per_s,
         "ttft_mean_ms": replay.ttft_mean_s * 1e3,
         "tpot_mean_ms": replay.tpot_mean_s * 1e3,
     }
+    return figures | ({"ttft_median_ms": replay.ttft_p50_s * 1e3} if median else {})
 
 
 def replay_refusal(
