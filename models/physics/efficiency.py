@@ -150,6 +150,7 @@ class EfficiencyOverrides(BaseModel):
     )
     prefill_chunk_tokens: TokenCount | None = Field(default=None, ge=256)
     max_batch_sequences: BatchSequences | None = None
+    prefill_first: bool | None = None
     two_batch_overlap: bool | None = None
 
 

@@ -3,7 +3,7 @@ that arrives while others decode runs as an iteration of its own, the decodes wa
 
 import pytest
 
-from models.physics.efficiency import efficiency_for
+from models.physics.efficiency import EfficiencyOverrides, efficiency_for
 from models.physics.precision import Precision
 from models.serving.closed_loop import replay_requests
 
@@ -47,3 +47,19 @@ def test_without_overlap_both_schedules_agree():
 def test_only_the_sglang_profile_prefills_first():
     for engine, expected in (("sglang-0.5", True), ("vllm-0.11", False), ("trtllm-0.20", False)):
         assert efficiency_for("h100-sxm", Precision.BF16, engine=engine).prefill_first is expected
+
+
+def test_an_instance_states_the_schedule_and_a_profile_file_inherits_it(tmp_path):
+    # an SGLang server run with --enable-mixed-chunk: the instance says so
+    mixed = EfficiencyOverrides(prefill_first=False)
+    assert efficiency_for("h100-sxm", "bf16", mixed, engine="sglang-0.5").prefill_first is False
+    # a profile file (what `fleetplan calibrate` writes) holds numbers only: the schedule
+    # is its fallback engine's
+    for fallback, expected in (("sglang-0.5", True), ("trtllm-0.20", False)):
+        path = tmp_path / f"mine-{fallback}.yaml"
+        path.write_text(
+            "kind: fleetplan-engine-profile\nprofile: mine\n"
+            f"fallback: {fallback}\ndata: test\n"
+            "by_key:\n  default: {step_overhead_s: 0.004}\n"
+        )
+        assert efficiency_for("h100-sxm", "bf16", engine=str(path)).prefill_first is expected
