@@ -406,9 +406,11 @@ SETTINGS_BY_GPU_SOURCE = {
 """Where an engine's `settings_by_gpu` come from, written beside them."""
 
 
-def _setting(value: float) -> str:
+def _setting(value: float | bool) -> str:
     """An engine setting as efficiency.yaml holds it: a count whole (16384, not 1.638e+04),
-    a fraction to 4 significant digits."""
+    a fraction to 4 significant digits, a switch true or false."""
+    if isinstance(value, bool):
+        return str(value).lower()
     return str(int(value)) if float(value).is_integer() else f"{value:.4g}"
 
 

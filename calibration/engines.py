@@ -15,15 +15,13 @@ Reads three files of `calibration/data/` (`calibration/data/README.md` names eve
   replay reads as as many users as requests (`all_at_once`).
 - `vllm_throughput.csv`: vLLM offline throughput runs (every request at once), predicted
   as the TensorRT-LLM max-throughput rows are (`replica_capacity` with no latency
-  target): output tokens/s per GPU. The page gives "tokens/s" without saying whose; it is
-  read as output tokens/s of the 8-GPU server, because its ratios between shapes are
-  those of output throughput in TensorRT-LLM's own tables (2048/2048 : 128/2048 = 0.55
-  here, 0.47-0.53 for Llama 70B FP8 in trtllm_perf.csv; as total tokens it would be 0.29).
+  target): output tokens/s per GPU (the page's "tokens/s" read as the 8-GPU server's
+  output tokens: its ratios between shapes are those of output throughput, 0.55 for
+  2048/2048 : 128/2048 here, 0.47-0.53 in trtllm_perf.csv; as total tokens 0.29).
 
-Runs on the ShareGPT dataset are always held out (as MLPerf rows are for TensorRT-LLM):
-their lengths follow conversations, replayed as a lognormal with an assumed coefficient
-of variation of 1 (the pages give only totals); they are reported, never fitted. So is a
-run whose `held_out_reason` cell says why the model cannot stand for it.
+Runs on the ShareGPT dataset are held out (as MLPerf rows are for TensorRT-LLM): their
+lengths follow conversations, replayed as a lognormal with an assumed coefficient of
+variation of 1 (the pages give only totals); so is a run whose `held_out_reason` says why.
 
 A profile is named `<engine>-<major>.<minor>` (`vllm-0.10` holds 0.10.1 and 0.10.2). Each
 (profile, GPU generation) with rows gets one set of factors, fitted on the rows not held
@@ -43,22 +41,21 @@ the per-sequence cost) but for the engine's documented settings (`ENGINE_SETTING
   output tokens/s only (`THROUGHPUT_FIGURES`). Their TPOT is not a decode step: with the
   queue full, each step mixes decodes with another prompt's prefill chunk, so it measures
   the engine's schedule; their TTFT is the queue. Both are reported, never fitted: fitted
-  on them, the step overhead of vLLM 0.11 on Hopper came out at 14 ms, where the same
-  release's closed-loop run of Qwen3-8B on one H100 at C = 4 (TPOT 7.4 ms; the model is
-  not in the catalog, so the row is skipped; replayed from its config.json) is what
-  1.9 ms predicts (8.0 ms on TensorRT-LLM's Hopper fractions, 9.0 on this fit's; 14 ms
-  would predict about 20);
+  on them, vLLM 0.11's Hopper step overhead came out at 14 ms, where its closed-loop run
+  of Qwen3-8B on one H100 at C = 4 (TPOT 7.4 ms; not in the catalog, so skipped; replayed
+  from its config.json) is what 1.9 ms predicts (8.0 ms on TensorRT-LLM's Hopper
+  fractions, 9.0 on this fit's; 14 ms would predict about 20);
 - closed-loop runs: the fixed step overhead (the engine's scheduler and launches), on
   output tokens/s and mean TPOT (`FIT_FIGURES`); then the request overhead
   (`request_overhead_s`: HTTP, tokenisation, scheduling and the first token's
   detokenisation, which the tool counts in TTFT) on the one-user runs' mean TTFT only
   (`fit_request_overhead`), and the step overhead once more with it in place. Mean TTFT
   under load is reported, never fitted: it is what the replay's waves (lengths drawn as
-  the tool drew them, so they de-synchronise) and the overhead predict.
-A profile's `fallback` is
-the engine's previous version, the oldest falls back to the default TensorRT-LLM profile:
-a generation an engine has no rows of runs on TensorRT-LLM's factors, and says so, but for
-the engine's own step and request overheads (the medians of its closed-loop fits:
+  the tool drew them, so they de-synchronise) and the overhead predict; so is the median
+  TTFT where a row gives it (`ttft_median_ms`: the replay's p50, `row_errors(medians=...)`).
+A profile's `fallback` is the engine's previous version, the oldest the default TensorRT-LLM
+profile: a generation an engine has no rows of runs on TensorRT-LLM's factors, and says so,
+but for the engine's own step and request overheads (the medians of its closed-loop fits:
 `models.physics.efficiency.HOST_COSTS`).
 """
 
@@ -89,26 +86,26 @@ ENGINE_GENERATIONS = {"mi300x": "cdna3"}
 into each profile with rows of them (its own `generation_of`), so that under the
 TensorRT-LLM profiles they still borrow through `efficiency_like`."""
 BASE_ENGINE = "trtllm-0.20"  # every engine profile starts from it and finally falls back to it
-ENGINE_SETTINGS = {"vllm": {"memory_reserve_fraction": 0.10, "max_batch_sequences": 1024}}
-"""Each engine's documented defaults that the model holds as factors (never fitted),
-written into each of its profiles (`settings`): vLLM gives weights, activations and KV
-cache at most `gpu_memory_utilization` = 0.9 of the device (vLLM `CacheConfig`; the
-gpustack runs of vllm_serving.csv keep the default, AMD's pages do not say), so 10% of HBM
-stays unused; TensorRT-LLM's 5% reserve is the class default. `vllm serve` keeps at most
-1,024 sequences in flight on a GPU of 70 GiB or more (`max_num_seqs`; 256 on smaller ones
-and the A100: `VLLM_SERVER_SMALL_GPU`); an offline row that sets its own cap runs at it
-(`Row.max_sequences`)."""
+ENGINE_SETTINGS = {
+    "vllm": {"memory_reserve_fraction": 0.10, "max_batch_sequences": 1024},
+    "sglang": {"prefill_first": True},
+}
+"""Each engine's documented defaults the model holds as factors (never fitted), written
+into each of its profiles (`settings`): vLLM gives weights, activations and KV cache at
+most `gpu_memory_utilization` = 0.9 of the device (vLLM `CacheConfig`; gpustack's runs keep
+it, AMD's pages do not say), 10% of HBM unused (TensorRT-LLM's 5% is the class default),
+and keeps at most 1,024 sequences in flight on a GPU of 70 GiB or more (`max_num_seqs`;
+256 on smaller ones and the A100: `VLLM_SERVER_SMALL_GPU`; an offline row that sets its own
+cap runs at it: `Row.max_sequences`). SGLang prefills alone (`Efficiency.prefill_first`)."""
 VLLM_SERVER_SMALL_GPU = {"prefill_chunk_tokens": 2048, "max_batch_sequences": 256}
-"""`vllm serve`'s defaults on a GPU of under `VLLM_LARGE_GPU_GIB` or an A100: at most 2,048
-tokens an iteration (`max_num_batched_tokens`) and 256 sequences in flight
-(`max_num_seqs`), where a larger GPU gets 8,192 and 1,024 (vllm-project/vllm
-vllm/engine/arg_utils.py `EngineArgs._set_default_args`, commit
-99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b, a v0.11 tree: "Setting large
-`max_num_batched_tokens` for A100 reduces throughput, see PR #17885"; earlier V1 releases
-gave the larger budget to H100 and H200 only). Written into each vLLM profile as
-`settings_by_gpu` for the catalog GPUs the rule picks (`engine_gpu_settings`): the
-gpustack A100 runs of vllm_serving.csv keep the defaults. A larger GPU keeps the class
-default of 8,192 tokens and vLLM's 1,024 sequences (`ENGINE_SETTINGS`)."""
+"""`vllm serve`'s defaults on a GPU of under `VLLM_LARGE_GPU_GIB` or an A100: 2,048 tokens
+an iteration (`max_num_batched_tokens`) and 256 sequences (`max_num_seqs`), where a larger
+GPU keeps 8,192 and 1,024 (vllm-project/vllm vllm/engine/arg_utils.py
+`EngineArgs._set_default_args` at 99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b, a v0.11 tree:
+"Setting large `max_num_batched_tokens` for A100 reduces throughput, see PR #17885";
+earlier V1 releases gave the larger budget to H100 and H200 only). Written into each vLLM
+profile as `settings_by_gpu` for the GPUs the rule picks (`engine_gpu_settings`): the
+gpustack A100 runs of vllm_serving.csv keep the defaults."""
 VLLM_LARGE_GPU_GIB = 70
 """vLLM's device-memory threshold (GiB) for its larger defaults."""
 THROUGHPUT_NAMES = ("prefill_flops_fraction", "decode_flops_fraction", "hbm_fraction")
@@ -145,6 +142,8 @@ class EngineRun:
     source: str
     spread: LengthSpread = FIXED
     """How the tool drew each request's lengths (`length_distribution`)."""
+    ttft_median_ms: float | None = None
+    """The tool's median TTFT where the row gives it: reported, never fitted."""
 
     @property
     def generation(self) -> str:
@@ -232,11 +231,10 @@ def _serving_runs(path: Path, skipped: Counter) -> list[EngineRun]:
             concurrency = int(raw["concurrency"])
             isl = float(raw["total_input_tokens"]) / requests
             osl = float(raw["total_output_tokens"]) / requests
-            engine = profile_name(raw["engine"], raw["engine_version"])
-            key = (
-                f"{engine}|{raw['engine_version']}|{model}|{gpu}|{raw['tp']}|"
-                f"{isl:.0f}|{osl:.0f}|{concurrency}"
-            )
+            version, ep = raw["engine_version"], int(raw.get("ep") or 1)
+            engine = profile_name(raw["engine"], version)
+            key = f"{engine}|{version}|{model}|{gpu}|{raw['tp']}|{isl:.0f}|{osl:.0f}|{concurrency}"
+            key += f"|ep{ep}" if ep > 1 else ""
             run = Measurement(
                 source=f"{path.name}:{line}",
                 model=model,
@@ -252,26 +250,21 @@ def _serving_runs(path: Path, skipped: Counter) -> list[EngineRun]:
                 output_tokens_per_s=float(raw["output_tok_s"]),
                 ttft_mean_ms=float(raw["ttft_mean_ms"]),
                 tpot_mean_ms=float(raw["tpot_mean_ms"]),
+                ep=ep,
             )
-            label = (
-                f"{raw['engine']} {raw['engine_version']} {model} {gpu} {raw['precision']} "
-                f"tp{raw['tp']} {isl:.0f}/{osl:.0f} c{concurrency}"
-            )
-            source = (
-                f"{raw['source_repo']}@{raw['source_commit']}:{raw['source_path']} {raw['section']}"
-            )
-            held_out = (
-                raw["dataset"].startswith("sharegpt")
-                or bool((raw.get("held_out_reason") or "").strip())
-                or _held_out(key)
-            )
+            layout = f"tp{raw['tp']}" + (f" ep{ep}" if ep > 1 else "")
+            label = f"{raw['engine']} {version} {model} {gpu} {raw['precision']} {layout} "
+            label += f"{isl:.0f}/{osl:.0f} c{concurrency}"
+            source = f"{raw['source_repo']}@{raw['source_commit']}:{raw['source_path']}"
+            source += f" {raw['section']}"
+            reason = (raw.get("held_out_reason") or "").strip()
+            held_out = raw["dataset"].startswith("sharegpt") or bool(reason) or _held_out(key)
             try:
                 spread = length_spread(raw.get("length_distribution") or "fixed")
             except ValueError as error:
                 raise ValueError(f"{path.name}:{line}: {error}") from None
-            runs.append(
-                EngineRun(label, engine, raw["engine_version"], run, held_out, source, spread)
-            )
+            median = float(raw.get("ttft_median_ms") or 0) or None
+            runs.append(EngineRun(label, engine, version, run, held_out, source, spread, median))
     return runs
 
 
@@ -346,12 +339,17 @@ def predict_offline(row: Row, efficiency: Efficiency) -> float:
 
 
 def predict_run(
-    run: EngineRun, efficiency: Efficiency, requests_per_user: int, lengths: bool = True
+    run: EngineRun,
+    efficiency: Efficiency,
+    requests_per_user: int,
+    lengths: bool = True,
+    median: bool = False,
 ) -> dict[str, float]:
-    """The three figures the tool prints, replayed as the tool ran the run: its lengths
-    drawn as the tool drew them (`lengths`; else every request at the mean lengths, the
-    replay before length spreads); empty when no layout fits."""
-    return replay_figures(run.run, efficiency, requests_per_user, run.spread if lengths else FIXED)
+    """The three figures the tool prints (and the p50 TTFT with `median`), replayed as the
+    tool ran the run: its lengths drawn as the tool drew them (`lengths`; else every
+    request at the mean lengths, the replay before length spreads); empty when no layout fits."""
+    spread = run.spread if lengths else FIXED
+    return replay_figures(run.run, efficiency, requests_per_user, spread, median)
 
 
 # --- fitting -------------------------------------------------------------------------------
@@ -485,11 +483,6 @@ def fit_engine_profiles(data: EngineData) -> dict[str, dict[str, Efficiency]]:
 
 REPORT_REQUESTS_PER_USER = 10
 """Requests per user in the replay a report runs: the whole run, up to 10 per user."""
-FIGURE_NAMES = {
-    "output_tokens_per_s": "output tok/s",
-    "ttft_mean_ms": "mean TTFT",
-    "tpot_mean_ms": "mean TPOT",
-}
 
 
 @dataclass(frozen=True)
@@ -510,7 +503,8 @@ class RowError:
     concurrency: int
     """Users in flight; 0 for an offline row (every request at once)."""
     figure: str
-    """`output_tokens_per_s` (offline rows: per GPU), `ttft_mean_ms` or `tpot_mean_ms`."""
+    """`output_tokens_per_s` (offline rows: per GPU), `ttft_mean_ms`, `tpot_mean_ms` or
+    `ttft_median_ms` (`row_errors(medians=True)`)."""
     held_out: bool
     predicted: float
     """nan when no layout fits."""
@@ -535,11 +529,13 @@ def row_errors(
     efficiency_of,
     requests_per_user: int = REPORT_REQUESTS_PER_USER,
     lengths: bool = True,
+    medians: bool = False,
 ) -> list[RowError]:
     """Every figure of every engine row against the factors `efficiency_of(engine, gpu,
     precision)` returns (the catalog's: `catalog_efficiency`), fit and held-out rows
     alike; `RowError.held_out` tells them apart. Closed-loop runs are replayed with their
-    lengths drawn as the tool drew them (`lengths`), else at the mean lengths."""
+    lengths drawn as the tool drew them (`lengths`), else at the mean lengths; with
+    `medians`, a run's median TTFT too where its row gives one (`ttft_median_ms`)."""
     out = []
     for row in data.offline:
         value = predict_offline(row, efficiency_of(row.engine, row.gpu, row.weight_precision))
@@ -563,9 +559,11 @@ def row_errors(
     for run in data.runs:
         m = run.run
         efficiency = efficiency_of(run.engine, m.gpu, m.precision)
-        predicted = predict_run(run, efficiency, requests_per_user, lengths)
-        for figure in FIGURES:
-            measured = getattr(m, figure)
+        predicted = predict_run(run, efficiency, requests_per_user, lengths, median=medians)
+        measured_of = {figure: getattr(m, figure) for figure in FIGURES}
+        if medians:
+            measured_of["ttft_median_ms"] = run.ttft_median_ms
+        for figure, measured in measured_of.items():
             if measured is None:
                 continue
             out.append(
@@ -575,7 +573,7 @@ def row_errors(
                     gpu=m.gpu,
                     model=m.model,
                     family=_family(m.model),
-                    layout=f"tp{m.tp}",
+                    layout=f"tp{m.tp}" + (f" ep{m.ep}" if m.ep > 1 else ""),
                     kind="closed-loop",
                     concurrency=m.concurrency,
                     figure=figure,

@@ -101,6 +101,14 @@ class Efficiency(BaseModel):
     max_batch_sequences: int = Field(default=2048, ge=1)
     """Most sequences the engine keeps in flight (vLLM `max_num_seqs`, TensorRT-LLM
     `max_batch_size`), whatever the memory would allow."""
+    prefill_first: bool = False
+    """Run waiting prompts' prefill as an iteration of its own, the decoding sequences
+    waiting for it, where the engine does not mix prompt chunks into decode iterations:
+    SGLang's default (`--enable-mixed-chunk` off; its scheduler runs a new prefill batch
+    whenever one can be formed, else a decode batch). vLLM and TensorRT-LLM fill each
+    decode iteration's spare token budget with prompt chunks (False). An engine setting
+    (`settings` in efficiency.yaml); the closed-loop replay follows it
+    (`models.serving.closed_loop`)."""
     two_batch_overlap: bool = False
     """Split each pass of an expert-parallel replica into two micro-batches, one's
     all-to-all under the other's compute (SGLang `--enable-two-batch-overlap`, vLLM
@@ -142,6 +150,7 @@ class EfficiencyOverrides(BaseModel):
     )
     prefill_chunk_tokens: TokenCount | None = Field(default=None, ge=256)
     max_batch_sequences: BatchSequences | None = None
+    prefill_first: bool | None = None
     two_batch_overlap: bool | None = None
 
 
@@ -417,7 +426,7 @@ def efficiency_for(
     scheduler, launches and sampling each iteration) are the engine's, not the GPU's
     (`HOST_COSTS`): a generation the profile has no closed-loop fit of takes the median
     of the profile's own fits, never the fallback profile's (sglang-0.5 on Hopper: the
-    medians of its Ampere and Blackwell fits, 73 ms and 4.4 ms, not TensorRT-LLM's 0 and
+    medians of its Ampere and Blackwell fits, 73 ms and 4.2 ms, not TensorRT-LLM's 0 and
     1.9 ms).
 
     Raises UnknownEngine for a profile the calibration does not hold.

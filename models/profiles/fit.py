@@ -102,18 +102,21 @@ def predict(
     efficiency: Efficiency,
     requests_per_user: int,
     spread: LengthSpread = FIXED,
+    median: bool = False,
 ) -> dict[str, float]:
     """The run's figures as the replay gives them under `efficiency`, its lengths spread
-    as `spread` draws them (empty when the replay refuses the run: `replay_refusal`)."""
+    as `spread` draws them (empty when the replay refuses the run: `replay_refusal`); with
+    `median`, its p50 TTFT too (`ttft_median_ms`: reported beside the mean, never fitted)."""
     try:
         replay = _replay(run, efficiency, requests_per_user, spread)
     except ValueError:
         return {}
-    return {
+    figures = {
         "output_tokens_per_s": replay.output_tokens_per_s,
         "ttft_mean_ms": replay.ttft_mean_s * 1e3,
         "tpot_mean_ms": replay.tpot_mean_s * 1e3,
     }
+    return figures | ({"ttft_median_ms": replay.ttft_p50_s * 1e3} if median else {})
 
 
 def replay_refusal(
@@ -131,7 +134,7 @@ def replay_refusal(
 def _replay(run: Measurement, efficiency: Efficiency, requests_per_user: int, spread: LengthSpread):
     config = replica_of_pool(
         gpu_catalog()[run.gpu], llm_catalog()[run.model], run.precision, run.kv_precision,
-        tp=run.tp, pp=run.pp, role=Role.UNIFIED, ep=1, dp=1, redundant_experts=0,
+        tp=run.tp, pp=run.pp, role=Role.UNIFIED, ep=run.ep, dp=1, redundant_experts=0,
         speculation=None,
     )  # fmt: skip
     mix = TrafficMix.fixed(run.prompt_tokens, run.output_tokens)
@@ -146,7 +149,7 @@ def replay_key(run: Measurement, requests_per_user: int) -> tuple:
     per user, not its figures or its line. Runs of one key replay alike."""
     per_user = max(1, min(requests_per_user, math.ceil(run.requests / run.concurrency)))
     return (
-        run.model, run.gpu, run.precision, run.kv_precision, run.tp, run.pp,
+        run.model, run.gpu, run.precision, run.kv_precision, run.tp, run.pp, run.ep,
         run.prompt_tokens, run.output_tokens, run.concurrency, per_user,
     )  # fmt: skip
 
@@ -373,9 +376,10 @@ def profile_document(
     factors = {
         key: (float(f"{value:.6g}") if isinstance(value, float) else value)
         # numbers only: two-batch overlap is a deployment's switch, set in the instance,
-        # and the engine whose rule it follows is the fallback profile's (engine_family)
+        # and the engine whose rule it follows is the fallback profile's (engine_family), as
+        # is its schedule (prefill_first: the fallback profile's settings)
         for key, value in fit.efficiency.model_dump(
-            exclude={"two_batch_overlap", "overlap_engine"}
+            exclude={"two_batch_overlap", "overlap_engine", "prefill_first"}
         ).items()
     }
     return {

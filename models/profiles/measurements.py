@@ -68,6 +68,9 @@ class Measurement:
     output_tokens_per_s: float | None
     ttft_mean_ms: float | None
     tpot_mean_ms: float | None
+    ep: int = 1
+    """Expert-parallel ranks the routed experts were split over (`--ep`; 1: the experts
+    split by TP as the attention is)."""
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,11 @@ The replay is deterministic and uses only what one engine iteration is:
   that produced its O-th token, and its user sends the next request at once.
 Per request: TTFT = first token - sent, TPOT = (completion - first token) / (O - 1).
 
+`prefill_first` (SGLang's schedule, `Efficiency.prefill_first`): an iteration with prompts
+to prefill runs them alone, up to T tokens, and the B decoding sequences wait for it; an
+iteration with none is a decode iteration. A sequence's O - 1 further tokens then take
+O - 1 decode iterations, however many prefill iterations come between them.
+
 Lengths: the tools draw each request's lengths from a distribution (`LengthSpread`:
 fixed; uniform over [m (1 - s), m (1 + s)] about the mean m, what `--random-range-ratio`
 draws; lognormal with a coefficient of variation, a dataset's conversation lengths). The
@@ -160,6 +165,7 @@ def replay_closed_loop(
     output_tokens: int,
     spread: LengthSpread = FIXED,
     request_overhead_s: float = 0.0,
+    prefill_first: bool = False,
 ) -> ClosedLoopRun:
     """Replay `users` closed-loop clients, each sending `requests_per_user` requests of
     mean `prompt_tokens` new prompt tokens and mean `output_tokens` output tokens, spread
@@ -188,7 +194,7 @@ def replay_closed_loop(
         )
     lengths = spread.draw(total, prompt_tokens, output_tokens)
     return replay_requests(
-        iteration_s, budget_tokens, max_sequences, users, lengths, request_overhead_s
+        iteration_s, budget_tokens, max_sequences, users, lengths, request_overhead_s, prefill_first
     )
 
 
@@ -199,6 +205,7 @@ def replay_requests(
     users: int,
     lengths: Sequence[tuple[int, int]],
     request_overhead_s: float = 0.0,
+    prefill_first: bool = False,
 ) -> ClosedLoopRun:
     """The replay of `replay_closed_loop` with the lengths given: `lengths[k]` is the
     (prompt, output) of the k-th request sent, the first `users` at t = 0, each later one
@@ -225,14 +232,17 @@ def replay_requests(
     output_total = 0
     ttfts: list[float] = []
     tpots: list[float] = []
-    iteration = 0
+    decode_step = 0  # the decode iterations run so far (every iteration unless prefill_first)
     while waiting or prefilling or decoding:
         if not prefilling and not decoding and waiting[0][2] > now:
             now = waiting[0][2]  # the engine idles until the next request reaches it
         while waiting and decoding + len(prefilling) < max_sequences and waiting[0][2] <= now:
             user, sent, _ready, prompt, output = waiting.popleft()
             prefilling.append([user, sent, prompt, output])
-        budget = budget_tokens - decoding
+        alone = prefill_first and bool(prefilling)  # a prefill batch: the decodes wait
+        budget = budget_tokens if alone else budget_tokens - decoding
+        if prefill_first and not alone:
+            budget = 0
         served, done = 0, []
         for entry in prefilling:
             if served >= budget:
@@ -244,12 +254,16 @@ def replay_requests(
                 done.append(entry)
         if served == 0 and decoding == 0:
             raise ValueError("the engine cannot run: no decoding sequence and no prompt budget")
-        step = iteration_s(decoding, float(served))
+        advancing = 0 if alone else decoding
+        step = iteration_s(advancing, float(served))
         now += step
-        batch_time += decoding * step
+        batch_time += advancing * step
         for _ in done:
             prefilling.popleft()  # first come, first served: the finished ones lead
-        completed = finishing.pop(iteration, [])
+        completed = []
+        if not alone:
+            completed = finishing.pop(decode_step, [])
+            decode_step += 1
         decoding -= len(completed)
         for _user, _sent, first, output in completed:
             tpots.append((now - first) / (output - 1))
@@ -259,11 +273,10 @@ def replay_requests(
             if output == 1:
                 completed.append((user, sent, now, output))
             else:
-                finishing.setdefault(iteration + output - 1, []).append((user, sent, now, output))
+                finishing.setdefault(decode_step + output - 2, []).append((user, sent, now, output))
                 decoding += 1
         for user, _, _, _ in completed:
             send(user, now)
-        iteration += 1
 
     ttfts.sort()
     tpots.sort()

@@ -408,6 +408,7 @@ def latency_at_concurrency_burst(
         output_tokens=max(1, round(replica.output)),
         spread=spread,
         request_overhead_s=serving.efficiency.request_overhead_s,
+        prefill_first=serving.efficiency.prefill_first,
     )
 
 

@@ -131,8 +131,10 @@ def test_engine_profiles_report() -> None:
     for comparison, against the default TensorRT-LLM profile the planner used before
     (`before`): by engine, generation, model family, GPU and layout, fit and held out."""
     data, skipped = load_engine_data()
-    after = row_errors(data, engine_catalog_efficiency)
-    before = row_errors(data, lambda _engine, gpu, precision: efficiency_for(gpu, precision))
+    after = row_errors(data, engine_catalog_efficiency, medians=True)
+    before = row_errors(
+        data, lambda _engine, gpu, precision: efficiency_for(gpu, precision), medians=True
+    )
 
     print("\n\nvLLM and SGLang rows vs the model (closed-loop runs replayed as the tool ran them)")
     print(f"{'row':64s} {'figure':20s} {'split':8s} {'predicted':>10s} {'measured':>10s} error")
@@ -163,7 +165,7 @@ def test_engine_profiles_report() -> None:
     print("TTFT < 30% median |error|); the engine's profile (after) and trtllm-0.20; runs that")
     print("send every request at once (vllm_serving.csv: offline throughput) apart, as `burst`:")
     results = {}
-    for figure in ("tpot_mean_ms", "ttft_mean_ms", "output_tokens_per_s"):
+    for figure in ("tpot_mean_ms", "ttft_mean_ms", "ttft_median_ms", "output_tokens_per_s"):
         for title, errors in (("after", after), ("trtllm-0.20", before)):
             for split, select in (("all", lambda e: True), ("held-out", lambda e: e.held_out)):
                 for burst in (False, True):
@@ -212,7 +214,7 @@ def _under_load_by_engine(variants: dict[str, list]) -> None:
     print("\nunder load by engine (closed-loop runs at C >= 16): median |error| and bias")
     engines = sorted({e.engine for e in variants["after"] if e.kind == "closed-loop"})
     for engine in engines:
-        for figure in ("ttft_mean_ms", "tpot_mean_ms"):
+        for figure in ("ttft_mean_ms", "ttft_median_ms", "tpot_mean_ms"):
             for split in ("fit", "held-out"):
                 for name, errors in variants.items():
                     group = [

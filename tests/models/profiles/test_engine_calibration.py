@@ -197,3 +197,45 @@ def test_row_errors_are_signed_and_their_median_skips_unplaced_rows() -> None:
     # |+10|, |-30|, |+20| -> median 20; the unplaced (nan) row is left out, not counted as 0
     errors = [error(110.0), error(70.0), error(120.0), error(math.nan)]
     assert median_abs_error_pct(errors) == pytest.approx(20.0)
+
+
+def test_an_ep_cell_reaches_the_replica_layout():
+    # sglang_serving.csv's MiniMax-M2.5 runs were served with --tp 8 --ep 8: the reader
+    # keeps ep 8 (a blank cell is 1) and the layout says so; the others stay at ep 1
+    data, _ = load_engine_data()
+    minimax = [r for r in data.runs if r.run.model == "minimax-m2.5"]
+    assert minimax and all(r.run.ep == 8 and " tp8 ep8 " in r.label for r in minimax)
+    assert all(r.run.ep == 1 for r in data.runs if r.run.model != "minimax-m2.5")
+    errors = row_errors(EngineData(minimax[:1], [], {}), _catalog)
+    assert {e.layout for e in errors} == {"tp8 ep8"}
+
+
+def _catalog(engine, gpu, precision):
+    return efficiency_for(gpu, precision, engine=engine)
+
+
+def test_a_median_ttft_is_reported_beside_the_mean_never_fitted(tmp_path: Path) -> None:
+    # a row with the tool's median TTFT (92.18 ms) and one without (blank, as older files)
+    _write(
+        tmp_path / "sglang_serving.csv",
+        [
+            {**SERVING, "ttft_median_ms": "92.18"},
+            {**SERVING, "section": "5.2", "ttft_median_ms": ""},
+        ],
+    )
+    _write(tmp_path / "vllm_throughput.csv", [OFFLINE])
+    data, _ = load_engine_data(tmp_path)
+    assert [r.ttft_median_ms for r in data.runs] == [92.18, None]
+    plain = row_errors(EngineData(data.runs, [], {}), _catalog)
+    assert "ttft_median_ms" not in {e.figure for e in plain}  # the default report: means only
+    medians = [
+        e
+        for e in row_errors(EngineData(data.runs, [], {}), _catalog, medians=True)
+        if e.figure == "ttft_median_ms"
+    ]
+    (median,) = medians  # only the row that gives one
+    assert median.measured == 92.18
+    # one user: every request's TTFT is its own prefill plus the overhead, so the replay's
+    # p50 lies between its fastest and slowest request, near the mean
+    mean = next(e for e in plain if e.figure == "ttft_mean_ms" and e.label == median.label)
+    assert 0.5 * mean.predicted < median.predicted < 1.5 * mean.predicted

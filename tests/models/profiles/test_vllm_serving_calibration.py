@@ -242,15 +242,20 @@ def test_the_shipped_sglang_runs_of_the_vllm_bench_file_are_all_held_out() -> No
 
 def test_the_shipped_sglang_runs_on_hopper_are_all_held_out() -> None:
     """SGLang's profile has no Hopper fit (it borrows trtllm-0.20's factors there), so every
-    SGLang run on an H100 or H200 is a test row, never fitted: gpustack's five bursts and
-    InferenceX's DeepSeek-R1 sweep on 8 H200 (sglang_serving.csv), whose means are the
+    SGLang run on an H100 or H200 is a test row, never fitted: gpustack's five bursts,
+    the cookbook's MiniMax-M2.5 runs on 8 H100 and InferenceX's DeepSeek-R1 sweep on 8 H200
+    (sglang_serving.csv), whose means are the
     harness's draw: uniform integers over [int(0.8 x 1024), 1024] = [819, 1024], mean
     (819 + 1024) / 2 = 921.5 prompt and output tokens."""
     data, _ = load_engine_data()
     hopper = [r for r in data.runs if r.engine == "sglang-0.5" and r.generation == "hopper"]
     assert all(r.held_out for r in hopper)
     sweep = sorted(
-        (r for r in hopper if r.run.source.startswith("sglang_serving.csv")),
+        (
+            r
+            for r in hopper
+            if r.run.source.startswith("sglang_serving.csv") and r.run.gpu == "h200"
+        ),
         key=lambda r: r.run.concurrency,
     )
     assert [r.run.concurrency for r in sweep] == [8, 16, 32, 64]
