@@ -1,0 +1,107 @@
+"""Hostile input, round sixteen: numbers in quotes. Each case was a value read two ways
+by two spellings."""
+
+import json
+
+import pytest
+
+from tests.cli.test_hostile_input import run_checked
+from tests.paths import ONE_MODEL_ONE_REGION
+
+TEXT = ONE_MODEL_ONE_REGION.read_text(encoding="utf-8")
+
+# --- one rule for numbers: a number in quotes is text --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "shown"),
+    [
+        ("max_gpus: 64", 'max_gpus: "64"', "regions[0].supply.h100-sxm.max_gpus", "'64'"),
+        ("price_per_gpu_hour: 2.4", "price_per_gpu_hour: '2.4'",
+         "regions[0].supply.h100-sxm.price_per_gpu_hour", "'2.4'"),
+        ("peak_requests_per_s: 20", 'peak_requests_per_s: "2e1"',
+         "workloads[0].demand.us-east.peak_requests_per_s", "'2e1'"),
+        ("ttft_p99_ms: 800", 'ttft_p99_ms: " 800"', "workloads[0].slo.ttft_p99_ms", "' 800'"),
+    ],
+    ids=["int", "float", "exponent", "spaces"],
+)  # fmt: skip
+def test_a_number_in_quotes_is_text_and_refused(run_cli, tmp_path, old, new, field, shown):
+    """`max_gpus: "64"` offered 64 GPUs (pydantic's lax mode reads text as a number) while
+    an unquoted `1e2` (text in YAML 1.1) was refused as 'unable to parse string as an
+    integer': a value in quotes is text, and a numeric field refuses it, showing it."""
+    path = tmp_path / "quoted.yaml"
+    path.write_text(TEXT.replace(old, new), encoding="utf-8")
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if new in text)
+    needles = (f"{path}:{line}: {field}: must be a number, got the text {shown}",)
+    run_checked(run_cli, "validate", path, needles=needles)
+
+
+def test_a_number_in_quotes_in_json_is_refused(run_cli, tmp_path):
+    """JSON says the same: `"max_gpus": "64"` is a string where the schema says integer."""
+    from models.io.documents import read_document
+
+    data, _ = read_document(ONE_MODEL_ONE_REGION)
+    data["regions"][0]["supply"]["h100-sxm"]["max_gpus"] = "64"
+    path = tmp_path / "quoted.json"
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    needles = ("regions[0].supply.h100-sxm.max_gpus: must be a number, got the text '64'",)
+    run_checked(run_cli, "validate", path, needles=needles)
+
+
+@pytest.mark.parametrize(
+    ("written", "value"),
+    [("1e2", 100), ("6.4e1", 64), (".64e2", 64), ("1E2", 100), ("64.0", 64), ("64", 64)],
+)
+def test_an_unquoted_exponent_is_a_number(run_cli, tmp_path, written, value):
+    """YAML 1.1 reads `1e2` and `6.4e1` (no point, or an exponent without a sign) as text,
+    YAML 1.2 and JSON as numbers: unquoted, they are the numbers they spell (100 = 1 x 10^2
+    GPUs, 64 = 6.4 x 10^1), as an editor's YAML 1.2 schema check reads them."""
+    from models.io.loading import load_instance
+
+    path = tmp_path / "exponent.yaml"
+    path.write_text(TEXT.replace("max_gpus: 64", f"max_gpus: {written}"), encoding="utf-8")
+    supply = load_instance(path).regions[0].supply["h100-sxm"]
+    assert supply.max_gpus == value
+
+
+def test_a_quoted_number_in_a_set_is_text_too(run_cli):
+    """`--set` reads its value as YAML, so it follows the file's rule."""
+    needles = ("workloads[0].slo.ttft_p99_ms: must be a number, got the text '800'",)
+    run_checked(
+        run_cli, "validate", ONE_MODEL_ONE_REGION, "--set", "workloads[chat].slo.ttft_p99_ms='800'",
+        needles=needles,
+    )  # fmt: skip
+    unquoted = run_cli(
+        "validate", ONE_MODEL_ONE_REGION, "--set", "workloads[chat].slo.ttft_p99_ms=8e2"
+    )
+    assert unquoted.exit_code == 0, unquoted.stderr
+
+
+def test_an_estimate_configs_incidents_take_numbers_only(run_cli, tmp_path):
+    """An estimate config's incidents and M/M/1 utilisations were plain floats: `burn_rate:
+    true` priced a 1x incident and `hours: "2"` two hours without a word."""
+    path = tmp_path / "assumptions.yaml"
+    path.write_text('incidents:\n  - {burn_rate: true, hours: "2"}\nmm1_utilizations: ["0.5"]\n')
+    needles = (
+        "incidents.0.burn_rate: must be a number, got true",
+        "incidents.0.hours: must be a number, got the text '2'",
+        "mm1_utilizations.0: must be a number, got the text '0.5'",
+    )
+    result = run_checked(run_cli, "estimate", "--config", path)
+    assert all(needle.split(": ", 1)[1] in result.stderr for needle in needles), result.stderr
+
+
+def test_a_golden_takes_numbers_only(tmp_path):
+    """A golden result edited by hand to `"total_gpus": "6"` or `true` was read as 6 or 1
+    GPUs; it is refused naming the field, as a plan's counts are."""
+    from models.schema.errors import InputError
+    from solver.studies.batch import read_golden
+
+    instance = tmp_path / "a.yaml"
+    for value in ('"6"', "true"):
+        (tmp_path / "a.expected.json").write_text(
+            f'{{"status": "optimal", "total_gpus": {value}}}', encoding="utf-8"
+        )
+        with pytest.raises(InputError) as caught:
+            read_golden(instance)
+        assert "total_gpus: must be a number" in str(caught.value), str(caught.value)
