@@ -97,16 +97,22 @@ def overrides_of(sets: list[str] | None):
     return parse_overrides(sets)
 
 
-def load(file: Path, sets: list[str] | None, outputs: tuple[Path | None, ...] = ()):
+def load(
+    file: Path,
+    sets: list[str] | None,
+    outputs: tuple[Path | None, ...] = (),
+    replaced: tuple[str, ...] = (),
+):
     """The instance in `file` with the `--set` overrides applied, validated in full; its
-    warnings (models.schema.checks.input_warnings) printed on stderr. An output among
-    `outputs` that is a file the instance reads (`read_by`) is refused."""
+    warnings (models.schema.checks.input_warnings) printed on stderr, but for the fields
+    in `replaced` that a flag given replaces. An output among `outputs` that is a file
+    the instance reads (`read_by`) is refused."""
     from models.io.overrides import load_instance_with
     from models.schema.checks import input_warnings
 
     instance = load_instance_with(file, overrides_of(sets))
     check_not_read_by(instance, outputs)
-    print_warnings(input_warnings(instance))
+    print_warnings(input_warnings(instance, replaced))
     return instance
 
 

@@ -302,7 +302,8 @@ def _solve(
     executor: str = "local",
     outputs: tuple[Path | None, ...] = (),
 ) -> Solved:
-    instance = load(file, sets, outputs)
+    replaced = ("solver.threads",) if threads is not None else ()  # one warning: the flag's
+    instance = load(file, sets, outputs, replaced)
     _check_flags(time_limit, mip_gap, threads)
     try:
         settings = SolveSettings.of(

@@ -1,5 +1,5 @@
-"""Hostile input, round sixteen: numbers in quotes. Each case was a value read two ways
-by two spellings."""
+"""Hostile input, round sixteen: numbers in quotes and a thread warning said twice. Each
+case was a value read two ways by two spellings or a warning printed twice."""
 
 import json
 
@@ -105,3 +105,25 @@ def test_a_golden_takes_numbers_only(tmp_path):
         with pytest.raises(InputError) as caught:
             read_golden(instance)
         assert "total_gpus: must be a number" in str(caught.value), str(caught.value)
+
+
+# --- one warning for threads above the CPU count --------------------------------------------
+
+
+@pytest.mark.parametrize("flag", ["8", "1"])
+def test_threads_above_the_cpus_warn_once(run_cli, tmp_path, monkeypatch, flag):
+    """`solve --threads 8` of an instance with `solver.threads: 64` on a 2-CPU machine
+    warned twice, once for the field and once for the flag, though the flag replaces the
+    field: the flag's warning alone (8 > 2), and none for --threads 1, under which the
+    field's 'the solver runs 2 threads' was false (it runs 1)."""
+    from models.schema import limits
+
+    monkeypatch.setattr(limits, "max_threads", lambda: 2)
+    path = tmp_path / "threads.yaml"
+    path.write_text(TEXT.replace("\npolicy:", "\nsolver: {threads: 64}\npolicy:"), encoding="utf-8")
+    result = run_cli("solve", path, "--threads", flag)
+    assert result.exit_code == 0, result.stderr
+    warned = [line for line in result.stderr.splitlines() if "more than this machine" in line]
+    expected = ["warning: --threads: 8 is more than this machine's 2 CPUs; the solver runs 2 "
+                "threads"] if flag == "8" else []  # fmt: skip
+    assert warned == expected, result.stderr
