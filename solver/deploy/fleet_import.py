@@ -65,8 +65,13 @@ def _pool(fields: dict, replicas: int, where: str) -> ReplicaPool:
 
 def pools_from_csv(text: str) -> list[ReplicaPool]:
     """The pools of a CSV fleet (see the module text)."""
-    reader = csv.DictReader(io.StringIO(text))
-    header = reader.fieldnames or []
+    # newline="": csv splits lines as universal newlines do (a CSV saved with CR endings
+    # alone was an internal error) and keeps a line break inside a quoted field
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        header = reader.fieldnames or []
+    except csv.Error as error:  # a header past csv's 128 KiB field limit
+        raise FleetImportError(f"CSV header: {error}") from None
     twice = sorted({name for name in header if header.count(name) > 1})
     if twice:  # csv keeps the last column of a name: the first would be lost unseen
         raise FleetImportError(f"CSV header: column {', '.join(twice)} given twice")
