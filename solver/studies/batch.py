@@ -48,8 +48,7 @@ from models.schema.errors import InputError, Issue
 from models.schema.instance import Instance
 from solver.backends import UnknownBackendError
 from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
-from solver.plan.records import Real, Whole
-from solver.plan.schema import Plan
+from solver.plan.schema import Plan, Real, Whole
 from solver.settings import SolveSettings
 from solver.solve import solve
 from solver.studies.fingerprint import Fingerprint, fingerprint
@@ -435,8 +434,7 @@ def read_golden(instance_file: Path) -> Golden | None:
 
 def _golden_issue(path: Path, item: dict, lines: dict) -> Issue:
     loc, missing = tuple(item["loc"]), item["type"] == "missing"
-    message = "required field is missing" if missing else item["msg"]
-    message = message.removeprefix("Value error, ")  # pydantic's prefix for our own checks
+    message = "required field is missing" if missing else item["msg"].removeprefix("Value error, ")
     return Issue(str(path), lines.get(loc, lines.get(loc[:-1])), ".".join(map(str, loc)), message)
 
 
