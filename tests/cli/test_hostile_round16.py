@@ -239,3 +239,17 @@ def test_a_csv_header_past_the_field_limit_is_bad_input(run_cli, tmp_path, comma
                              tmp_path / "o.yaml"),
             "calibrate": ("-o", tmp_path / "p.yaml")}[command]  # fmt: skip
     run_checked(run_cli, command, wide, *args, needles=("field larger than field limit",))
+
+
+# --- a latency target that rounds to zero seconds -----------------------------------------
+
+
+def test_headroom_refuses_a_ttft_target_that_is_zero_in_seconds(run_cli):
+    """`headroom --ttft-p99-ms 5e-324` passed the flag's bound (greater than 0 ms) and was
+    an internal error, exit 70: 5e-324 ms / 1,000 is 0.0 s, which the derivation refuses.
+    The target has the prefill time's floor, a microsecond (0.001 ms)."""
+    needles = ("--ttft-p99-ms: must be at least 0.001 ms, got 4.94066e-324",)
+    result = run_checked(
+        run_cli, "headroom", "--prefill-ms", "50", "--ttft-p99-ms", "5e-324", needles=needles
+    )
+    assert "internal error" not in result.stderr
