@@ -45,6 +45,12 @@ class FleetImportError(ValueError):
     """A fleet file that cannot be read (names the row or object and the field)."""
 
 
+def _unshown(item: dict) -> bool:
+    """Whether a pydantic error leaves out the value it refused (our own checks, the
+    `value_error`s, show it: 'must be a number, got the text '1'')."""
+    return isinstance(item.get("input"), str | int) and item["type"] != "value_error"
+
+
 def _pool(fields: dict, replicas: int, where: str) -> ReplicaPool:
     data = {k: v for k, v in fields.items() if v not in (None, "")}
     data["count"] = replicas
@@ -54,7 +60,7 @@ def _pool(fields: dict, replicas: int, where: str) -> ReplicaPool:
         problems = "; ".join(  # the pool's count is the fleet's replicas (column, spec)
             f"{'.'.join(map(str, item['loc'])).replace('count', 'replicas') or 'the pool'}: "
             f"{item['msg'].removeprefix('Value error, ')}"
-            + (f" (got {item['input']!r})" if isinstance(item.get("input"), str | int) else "")
+            + (f" (got {item['input']!r})" if _unshown(item) else "")
             for item in error.errors()
         )
         raise FleetImportError(f"{where}: {problems}") from None

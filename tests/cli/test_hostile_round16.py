@@ -253,3 +253,19 @@ def test_headroom_refuses_a_ttft_target_that_is_zero_in_seconds(run_cli):
         run_cli, "headroom", "--prefill-ms", "50", "--ttft-p99-ms", "5e-324", needles=needles
     )
     assert "internal error" not in result.stderr
+
+
+def test_a_fleet_objects_refused_value_is_shown_once(run_cli, tmp_path):
+    """A Deployment whose pool annotation says `"tp": "1"` read 'tp: must be a number, got
+    the text '1': ... (got '1')', the value twice, and `replicas: true` 'got true (a
+    boolean is not a number) (got True)': our own checks show the value already."""
+    from solver.deploy.fleet_import import FleetImportError, _pool
+
+    for fields, shown in (({"tp": "1"}, "'1'"), ({}, "true")):
+        data = {"workload": "chat", "region": "us-east", "gpu": "h100-sxm",
+                "precision": "fp8", "tp": 1, "pp": 1, **fields}  # fmt: skip
+        with pytest.raises(FleetImportError) as caught:
+            _pool(data, True if shown == "true" else 1, "document 0")
+        message = str(caught.value)
+        assert f"got {'the text ' if shown != 'true' else ''}{shown}" in message, message
+        assert "(got" not in message, message
