@@ -269,3 +269,13 @@ def test_a_fleet_objects_refused_value_is_shown_once(run_cli, tmp_path):
         message = str(caught.value)
         assert f"got {'the text ' if shown != 'true' else ''}{shown}" in message, message
         assert "(got" not in message, message
+
+
+def test_a_binary_csv_is_not_called_yaml_or_json(run_cli, tmp_path):
+    """A measurements CSV holding a NUL byte was 'a binary file (NUL byte at offset 9), not
+    YAML or JSON text': a CSV is neither; it is 'not text'."""
+    runs = tmp_path / "runs.csv"
+    runs.write_bytes(b"model,gpu\x00\n")
+    needles = (f"{runs}:1: is a binary file (NUL byte at offset 9), not text",)
+    result = run_checked(run_cli, "calibrate", runs, "-o", tmp_path / "p.yaml", needles=needles)
+    assert "YAML" not in result.stderr
