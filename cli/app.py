@@ -285,13 +285,14 @@ def _run_app() -> None:
     try:
         try:
             app()
-        except SystemExit:
-            _flush_output(stdout_was)
+        except SystemExit as stop:
+            _flush_output(stdout_was, stop.code)
             raise
     except InputError as error:
         from cli.render.console import report_input_error
 
         report_input_error(error)
+        _flush_output(stdout_was, ExitCode.BAD_INPUT)  # a reader gone: exit 2 still
         sys.exit(ExitCode.BAD_INPUT)
     except KeyboardInterrupt:
         from cli.render.console import err
@@ -327,17 +328,25 @@ def _device_of_stdout() -> tuple[int, int] | None:
     return status.st_dev, status.st_ino
 
 
-def _flush_output(stdout_was: tuple[int, int] | None) -> None:
+def _flush_output(stdout_was: tuple[int, int] | None, code: object = 0) -> None:
     """Write out what is still buffered for stdout before exiting: where its reader has
     gone (`| head -1`), end quietly (`end_for_a_closed_pipe`) rather than let the flush at
     exit print 'Exception ignored ... BrokenPipeError' and exit 120. A rich console of
     typer's (`--help`, a usage error) that met the closed pipe has put /dev/null on stdout
-    and exits 1: that exit is the reader's going too."""
+    and exits 1: that exit is the reader's going too. A command that failed (its exit
+    `code` already decided: 1 to 4, 70) keeps its code, its message said on stderr: an
+    infeasible `solve --json | head -0` exited 141, as a plan cut short does (where the
+    failure's own output met the pipe, `failure_output` put /dev/null on stdout)."""
     try:
         sys.stdout.flush()
         now = _device_of_stdout()
-        reader_gone = now != stdout_was and now == _device_of(os.devnull)
+        reader_gone = now != stdout_was and now == _device_of(os.devnull) and code in (0, 1, None)
     except BrokenPipeError:
+        if code not in (0, None):
+            from cli.render.console import to_devnull
+
+            to_devnull(sys.stdout)
+            return
         reader_gone = True
     except (OSError, ValueError):  # a closed or replaced stdout: nothing more to write
         return

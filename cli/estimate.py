@@ -303,7 +303,7 @@ def headroom(
     ttft_p99_ms: Annotated[
         float,
         typer.Option(
-            help="p99 time-to-first-token target, ms.", callback=within(limits.LATENCY_MS)
+            help="p99 time-to-first-token target, ms.", callback=within(limits.TTFT_TARGET_MS)
         ),
     ],
     prompt_cv: Annotated[

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from cli.options import JsonOnly, JsonOut, SetOption, check_not_read_by, emit_json, load
-from cli.render.console import out
+from cli.render.console import failure_output, out
 from cli.render.tables import TableSpec, markdown_tables, print_tables
 from models.io.output_files import one_line
 from models.physics.catalog import gpu_catalog, llm_catalog
@@ -46,7 +46,8 @@ def validate(
     except InputError as error:
         if json_out is None:
             raise
-        emit_json(json_out, _problems_json(file, error), (file,))
+        with failure_output():  # a reader gone: the problems on stderr, exit 2 still
+            emit_json(json_out, _problems_json(file, error), (file,))
         raise
     check_not_read_by(instance, (json_out,))  # not as data: it would be written there
     demand = sum(d.peak_rps for w in instance.workloads for d in w.demand.values())

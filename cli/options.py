@@ -30,7 +30,7 @@ from models.io.output_files import is_stdout, write_text
 from models.schema import limits
 from models.schema.errors import InputError, Issue
 from models.schema.limits import Bound
-from models.schema.quantities import counted, not_a_boolean, out_of_range
+from models.schema.quantities import counted, number_text, out_of_range
 
 JSON_HELP = "Write the result as JSON: alone or - for standard output, else to this file."
 MARKDOWN_HELP = "Write the result as Markdown: alone or - for standard output, else to this file."
@@ -97,16 +97,22 @@ def overrides_of(sets: list[str] | None):
     return parse_overrides(sets)
 
 
-def load(file: Path, sets: list[str] | None, outputs: tuple[Path | None, ...] = ()):
+def load(
+    file: Path,
+    sets: list[str] | None,
+    outputs: tuple[Path | None, ...] = (),
+    replaced: tuple[str, ...] = (),
+):
     """The instance in `file` with the `--set` overrides applied, validated in full; its
-    warnings (models.schema.checks.input_warnings) printed on stderr. An output among
-    `outputs` that is a file the instance reads (`read_by`) is refused."""
+    warnings (models.schema.checks.input_warnings) printed on stderr, but for the fields
+    in `replaced` that a flag given replaces. An output among `outputs` that is a file
+    the instance reads (`read_by`) is refused."""
     from models.io.overrides import load_instance_with
     from models.schema.checks import input_warnings
 
     instance = load_instance_with(file, overrides_of(sets))
     check_not_read_by(instance, outputs)
-    print_warnings(input_warnings(instance))
+    print_warnings(input_warnings(instance, replaced))
     return instance
 
 
@@ -164,7 +170,7 @@ def strict_numbers(command: _click.Command) -> None:
     rule of the instance files and CSVs: typer reads a number with pydantic's lax mode,
     as Python's `float` does, so `--requests-per-day 1_000_000` (PEP 515's separator) or
     Arabic-Indic digits read as numbers nobody wrote; now the text must be ASCII digits
-    (`not_a_boolean`, models.io.numbers) or the command exits 2 naming the option. The rest
+    (`number_text`, models.io.numbers) or the command exits 2 naming the option. The rest
     (the range, the metavar, typer's own refusals) is typer's."""
     for param in command.params:
         if getattr(param, "bare_type", lambda: "")() in NUMERIC:
@@ -179,7 +185,7 @@ def _ascii_first(param: Any, process: Callable[[Any, Any], Any]) -> Callable[[An
     def process_value(ctx: Any, value: Any) -> Any:
         if isinstance(value, str):
             try:
-                not_a_boolean(value)
+                number_text(value)
             except ValueError as error:
                 raise InputError([Issue("command line", None, _flag(param), str(error))]) from None
         return process(ctx, value)

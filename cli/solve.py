@@ -38,7 +38,7 @@ from cli.options import (
     warn_other_instance,
     within,
 )
-from cli.render.console import err, out, progress_to_stderr
+from cli.render.console import err, failure_output, out, progress_to_stderr
 from cli.render.plan_tables import (
     explanation_tables,
     plan_header,
@@ -302,7 +302,8 @@ def _solve(
     executor: str = "local",
     outputs: tuple[Path | None, ...] = (),
 ) -> Solved:
-    instance = load(file, sets, outputs)
+    replaced = ("solver.threads",) if threads is not None else ()  # one warning: the flag's
+    instance = load(file, sets, outputs, replaced)
     _check_flags(time_limit, mip_gap, threads)
     try:
         settings = SolveSettings.of(
@@ -316,7 +317,8 @@ def _solve(
         return solve_program(instance, settings)
     except Infeasible as infeasible:
         _print_diagnosis(file, infeasible.diagnosis)
-        emit_json(json_out, diagnosis_json(instance.name, infeasible.diagnosis), (file,))
+        with failure_output():  # a reader gone: the diagnosis said on stderr, exit 3 still
+            emit_json(json_out, diagnosis_json(instance.name, infeasible.diagnosis), (file,))
         raise typer.Exit(ExitCode.INFEASIBLE) from None
     except (UnknownBackendError, BackendUnavailable) as error:
         raise InputError([Issue("--backend", None, "", str(error))]) from None
@@ -329,7 +331,8 @@ def _solve(
             err.print(f"[bold red]internal error:[/] {escape(f'{file}: {line}')}")
             raise typer.Exit(ExitCode.INTERNAL_ERROR) from None
         err.print(f"[bold red]no plan:[/] {escape(f'{file}: {stopped}')}")
-        emit_json(json_out, no_solution_json(instance.name, stopped), (file,))
+        with failure_output():
+            emit_json(json_out, no_solution_json(instance.name, stopped), (file,))
         raise typer.Exit(ExitCode.TIME_LIMIT) from None
 
 

@@ -4,7 +4,8 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from rich.console import Console
@@ -27,13 +28,33 @@ def end_for_a_closed_pipe(stream: Any = None) -> NoReturn:
     """End quietly because the reader of `stream` (stdout by default) has gone: what is
     still buffered for it goes to /dev/null (so the flush at exit raises nothing) and the
     process exits `READER_GONE`, saying nothing, as Unix tools do."""
-    stream = stream if stream is not None else sys.stdout
+    to_devnull(stream if stream is not None else sys.stdout)
+    raise SystemExit(READER_GONE)
+
+
+@contextmanager
+def failure_output() -> Iterator[None]:
+    """Within: stdout written for a command that fails (a bad file's problems as JSON, an
+    infeasible diagnosis) whose reader has gone leaves the failure to end the command, so
+    its message still reaches stderr and its exit code stays (2, 3), not `READER_GONE`:
+    `validate bad.yaml --json | head -0` exited 141 with nothing said."""
+    try:
+        yield
+    except BrokenPipeError:
+        to_devnull(sys.stdout)
+    except SystemExit as stop:
+        if stop.code != READER_GONE:
+            raise
+
+
+def to_devnull(stream: Any) -> None:
+    """Put /dev/null on `stream`'s descriptor, so that what is still buffered for a reader
+    that has gone flushes without a word."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, stream.fileno())
     except (OSError, ValueError):  # no descriptor (a test's capture): nothing to flush
         pass
-    raise SystemExit(READER_GONE)
 
 
 class SafeConsole(Console):
@@ -42,11 +63,17 @@ class SafeConsole(Console):
     "chat\\u001b]0;title\\u0007" must not retitle, recolour or clear the user's terminal.
     Every text segment passes `terminal_safe` as the output is assembled (rich's own
     control segments, cursor moves, are kept), so tables and messages alike are covered.
-    A closed pipe ends the process quietly with `READER_GONE` (rich's own handler exits 1).
+    A closed pipe on stdout ends the process quietly with `READER_GONE` (rich's own
+    handler exits 1). On stderr (`2>&1 | head -1`) the messages after it are dropped and
+    the command ends as it would: a bad file's message cut short still exits 2 (it
+    exited 141, as a solve cut short does).
     """
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
+        if self.stderr:
+            to_devnull(self.file)
+            return
         end_for_a_closed_pipe(self.file)
 
     def _render_buffer(self, buffer: Iterable[Segment]) -> str:

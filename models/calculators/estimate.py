@@ -52,7 +52,7 @@ from models.physics.llm import LlmSpec
 from models.physics.precision import Precision
 from models.schema import limits
 from models.schema.errors import InputError, Issue
-from models.schema.quantities import real, whole
+from models.schema.quantities import NUMBER_NOT_BOOLEAN, real, whole
 from models.schema.traffic import HOURS_PER_DAY
 from models.serving.capacity import replica_capacity
 from models.serving.queueing import (
@@ -76,17 +76,21 @@ TP_CHOICES = (1, 2, 4, 8)
 ASSUMED_SOURCE = "assumed gpu_tokens_per_s (not measured)"
 
 
+Number = Annotated[float, NUMBER_NOT_BOOLEAN]
+"""A number of an estimate's config: never `true` nor text (`hours: "2"` was read as 2)."""
+
+
 class Incident(BaseModel):
     """A steady error rate held for some hours: give `burn_rate` (a multiple of the error
     budget, so it follows the SLO) or `error_rate` (a fraction of requests)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    burn_rate: float | None = Field(default=None, ge=0)
+    burn_rate: Number | None = Field(default=None, ge=0)
     """Error rate over the budget: 1.0 spends the budget exactly over the window."""
-    error_rate: float | None = Field(default=None, ge=0, le=1)
+    error_rate: Number | None = Field(default=None, ge=0, le=1)
     """Fraction of requests that fail."""
-    hours: float | None = Field(default=None, gt=0)
+    hours: Number | None = Field(default=None, gt=0)
     """How long it lasts; None for the whole SLO window."""
 
     @model_validator(mode="after")
@@ -104,7 +108,7 @@ SEED_INCIDENTS = (
 """On budget for the whole window; the 14.4x fast-burn page threshold for an hour; a
 50x incident for 20 minutes (0.33 h)."""
 
-Utilization = Annotated[float, Field(ge=0, lt=1)]
+Utilization = Annotated[float, NUMBER_NOT_BOOLEAN, Field(ge=0, lt=1)]
 
 
 SPREAD_ZONES = replace(

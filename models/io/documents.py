@@ -111,7 +111,7 @@ def read_text(path: str | Path, what: str) -> str:
     """A text file's content (a CSV of measurements, say) under the same limits as every
     document: a regular file, at most `MAX_DOCUMENT_BYTES`, UTF-8. Raises InputError."""
     path = Path(path)
-    return _decode(str(path), _read_bytes(path, what))
+    return _decode(str(path), _read_bytes(path, what), "text")
 
 
 def _problem(name: str, message: str, line: int | None = None, field: str = "") -> InputError:
@@ -186,8 +186,9 @@ def not_utf8(text: str, what: str) -> str | None:
     return None
 
 
-def _decode(name: str, data: bytes) -> str:
-    """UTF-8 text (a leading byte-order mark dropped), or a message saying what it is."""
+def _decode(name: str, data: bytes, kind: str = "YAML or JSON text") -> str:
+    """UTF-8 text (a leading byte-order mark dropped), or a message saying what it is
+    (binary, `kind` saying what it is not: a CSV is no YAML or JSON)."""
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             raise _problem(name, f"is {encoding} text; save it as UTF-8")
@@ -195,7 +196,7 @@ def _decode(name: str, data: bytes) -> str:
     if nul >= 0:
         raise _problem(
             name,
-            f"is a binary file (NUL byte at offset {nul:,}), not YAML or JSON text",
+            f"is a binary file (NUL byte at offset {nul:,}), not {kind}",
             data.count(b"\n", 0, nul) + 1,
         )
     try:

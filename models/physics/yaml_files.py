@@ -135,7 +135,8 @@ def _no_base_sixty(construct: Any) -> Any:
 
 class ValueLoader(SAFE_LOADER):  # type: ignore[misc, valid-type]
     """Safe loading that refuses a base-60 number (`BaseSixtyNumber`), for a document
-    and for a `--set` value alike."""
+    and for a `--set` value alike, and reads an exponent as YAML 1.2 and JSON do
+    (`EXPONENT`)."""
 
 
 for _tag, _construct in (
@@ -143,6 +144,14 @@ for _tag, _construct in (
     ("tag:yaml.org,2002:float", yaml.constructor.SafeConstructor.construct_yaml_float),
 ):
     ValueLoader.add_constructor(_tag, _no_base_sixty(_construct))
+
+EXPONENT = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$")
+"""A plain decimal with an exponent that YAML 1.1 reads as text and YAML 1.2 and JSON as a
+number: `1e9` (no point), `6.4e1` (no sign after the e), `.5E2`. Read as the number it
+spells, so that a number the user quoted is the only text a numeric field is given
+(models.schema.quantities.not_a_boolean refuses it) and an editor's YAML 1.2 schema check
+reads the file as fleetplan does."""
+ValueLoader.add_implicit_resolver("tag:yaml.org,2002:float", EXPONENT, list("-+0123456789."))
 
 
 class CheckedLoader(ValueLoader):

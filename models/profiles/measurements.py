@@ -254,10 +254,16 @@ def _unknown_column(name: str) -> str:
 
 def _read_csv(path: Path) -> list[Measurement]:
     text = read_text(path, "measurements")
-    reader = csv.DictReader(io.StringIO(text))
-    if not reader.fieldnames:
+    # newline="": csv splits lines as universal newlines do (a CSV saved with CR endings
+    # alone was an internal error) and keeps a line break inside a quoted field
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        header = reader.fieldnames
+    except csv.Error as error:  # a header past csv's 128 KiB field limit
+        raise InputError([Issue(str(path), 1, "", f"CSV: {error}")]) from None
+    if not header:
         raise InputError([Issue(str(path), 1, "", "no header line")])
-    names = [name.strip() for name in reader.fieldnames]
+    names = [name.strip() for name in header]
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:  # csv keeps the last column of a name: the first would be lost unseen
         raise InputError([Issue(str(path), 1, name, "column given twice in the header")

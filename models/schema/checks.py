@@ -3,6 +3,7 @@ problem at once (as field path and message), `input_warnings` what in a valid in
 probably not what its author meant."""
 
 import unicodedata
+from collections.abc import Collection
 
 from pydantic import ValidationError
 
@@ -28,9 +29,11 @@ _ADAPTER_KEYS = {"name", "base", "rank", "weight_precisions", "kv_precision"}
 FieldPath = tuple[str | int, ...]
 
 
-def input_warnings(instance: Instance) -> list[str]:
+def input_warnings(instance: Instance, replaced: Collection[str] = ()) -> list[str]:
     """What in a valid instance is probably not what its author meant, one line each
-    (the command line prints them on stderr; the plan is unchanged).
+    (the command line prints them on stderr; the plan is unchanged). Nothing is said of
+    a field in `replaced`, which a command-line flag replaces (`solve --threads` replaces
+    `solver.threads`, and says its own warning).
 
     A `requests_per_day` with neither `peak_to_average` nor an `hourly_profile` plans for
     the daily average rate (peak factor 1): every hour at the average, so the fleet falls
@@ -62,7 +65,7 @@ def input_warnings(instance: Instance) -> list[str]:
         + _part_servers(instance)
         + _policy_without_effect(instance)
         + _dearer_than_on_demand(instance)
-        + _threads_above_cores(instance)
+        + ([] if "solver.threads" in replaced else _threads_above_cores(instance))
     )
 
 

@@ -189,6 +189,11 @@ PREFILL_MS = replace(
     "rate is a 300-digit requests/s",
 )
 """A mean prefill time, ms: a latency with a floor (the service time a rate divides by)."""
+TTFT_TARGET_MS = replace(
+    PREFILL_MS,
+    low_why="a microsecond; headroom divides by the target in seconds (5e-324 ms is 0 s)",
+)
+"""`headroom`'s p99 TTFT target, ms: a latency with the prefill time's floor."""
 RTT_MS = Bound(
     10_000,
     "ms",

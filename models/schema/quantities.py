@@ -92,22 +92,40 @@ def _schema_of(bound: Bound) -> dict[str, Any]:
 
 
 def not_a_boolean(value: Any) -> Any:
-    """Refuse `true`/`false` where a number belongs: pydantic reads them as 1 and 0, so
-    `max_gpus: yes` (YAML 1.1's true) would offer one GPU. Booleans are not numbers.
-
-    Nor is text that only Python reads as one: pydantic read `max_gpus: "6_4"` as 64
-    (PEP 515's digit separator) and a plan's `"count": "1_6"` as 16, which the CSV readers
-    refuse (models.io.numbers). A decimal in text stays a number: YAML 1.1 reads an
-    unquoted `1e9` (no point) as a string, and pydantic reads it as the number it is."""
+    """Refuse what is not a number where a number belongs: pydantic's lax mode reads
+    `true`/`false` as 1 and 0 (`max_gpus: yes`, YAML 1.1's true, offered one GPU) and text
+    as the number it spells (`max_gpus: "64"` offered 64 GPUs, `"6_4"` too: PEP 515's
+    separator). One rule: a number the user quoted is text, and a numeric field refuses
+    text, showing it. An unquoted `1e9`, text in YAML 1.1, is read as the number it is
+    (models.physics.yaml_files.EXPONENT), as YAML 1.2 and JSON read it."""
     if isinstance(value, bool):
         raise ValueError(f"must be a number, got {str(value).lower()} (a boolean is not a number)")
-    if isinstance(value, str) and not is_decimal(value) and _python_reads(value):
+    if isinstance(value, str):
         shown = value if len(value) <= 40 else value[:37] + "..."
-        raise ValueError(
-            f"must be a number, got the text {shown!r}: write ASCII digits without "
-            "separators ('_') or other scripts' digits"
-        )
+        if is_decimal(value):
+            raise ValueError(
+                f"must be a number, got the text {shown!r}: a number in quotes is text; "
+                "write it without quotes"
+            )
+        raise ValueError(f"must be a number, got the text {shown!r}{_spelling(value)}")
     return value
+
+
+def number_text(text: str) -> None:
+    """Refuse a command-line number's text that only Python reads as one (`1_000_000`,
+    other scripts' digits), by the rule of the CSV readers (models.io.numbers); a decimal
+    as `float` writes one passes. Raises ValueError naming the text."""
+    if not is_decimal(text) and _python_reads(text):
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise ValueError(f"must be a number, got the text {shown!r}{_spelling(text)}")
+
+
+def _spelling(text: str) -> str:
+    """What is wrong with a number's spelling that Python reads (separators, other
+    scripts' digits), or "" for text that is no number at all."""
+    if not _python_reads(text):
+        return ""
+    return ": write ASCII digits without separators ('_') or other scripts' digits"
 
 
 def _python_reads(text: str) -> bool:

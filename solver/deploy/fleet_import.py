@@ -45,6 +45,12 @@ class FleetImportError(ValueError):
     """A fleet file that cannot be read (names the row or object and the field)."""
 
 
+def _unshown(item: dict) -> bool:
+    """Whether a pydantic error leaves out the value it refused (our own checks, the
+    `value_error`s, show it: 'must be a number, got the text '1'')."""
+    return isinstance(item.get("input"), str | int) and item["type"] != "value_error"
+
+
 def _pool(fields: dict, replicas: int, where: str) -> ReplicaPool:
     data = {k: v for k, v in fields.items() if v not in (None, "")}
     data["count"] = replicas
@@ -54,7 +60,7 @@ def _pool(fields: dict, replicas: int, where: str) -> ReplicaPool:
         problems = "; ".join(  # the pool's count is the fleet's replicas (column, spec)
             f"{'.'.join(map(str, item['loc'])).replace('count', 'replicas') or 'the pool'}: "
             f"{item['msg'].removeprefix('Value error, ')}"
-            + (f" (got {item['input']!r})" if isinstance(item.get("input"), str | int) else "")
+            + (f" (got {item['input']!r})" if _unshown(item) else "")
             for item in error.errors()
         )
         raise FleetImportError(f"{where}: {problems}") from None
@@ -65,8 +71,13 @@ def _pool(fields: dict, replicas: int, where: str) -> ReplicaPool:
 
 def pools_from_csv(text: str) -> list[ReplicaPool]:
     """The pools of a CSV fleet (see the module text)."""
-    reader = csv.DictReader(io.StringIO(text))
-    header = reader.fieldnames or []
+    # newline="": csv splits lines as universal newlines do (a CSV saved with CR endings
+    # alone was an internal error) and keeps a line break inside a quoted field
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        header = reader.fieldnames or []
+    except csv.Error as error:  # a header past csv's 128 KiB field limit
+        raise FleetImportError(f"CSV header: {error}") from None
     twice = sorted({name for name in header if header.count(name) > 1})
     if twice:  # csv keeps the last column of a name: the first would be lost unseen
         raise FleetImportError(f"CSV header: column {', '.join(twice)} given twice")

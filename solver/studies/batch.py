@@ -48,7 +48,7 @@ from models.schema.errors import InputError, Issue
 from models.schema.instance import Instance
 from solver.backends import UnknownBackendError
 from solver.errors import BackendUnavailable, Infeasible, NoSolution, PlanRejected
-from solver.plan.schema import Plan
+from solver.plan.schema import Plan, Real, Whole
 from solver.settings import SolveSettings
 from solver.solve import solve
 from solver.studies.fingerprint import Fingerprint, fingerprint
@@ -107,15 +107,15 @@ class Golden(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     status: str
-    cost_per_month: float | None = None
-    cost_rel_tolerance: float = Field(default=DEFAULT_COST_TOLERANCE, ge=0)
-    total_gpus: int | None = None
+    cost_per_month: Real | None = None
+    cost_rel_tolerance: Real = Field(default=DEFAULT_COST_TOLERANCE, ge=0)
+    total_gpus: Whole | None = None
     """GPUs used."""
-    gpus_bought: int | None = None
+    gpus_bought: Whole | None = None
     """GPUs bought (None in goldens frozen before it was recorded)."""
-    idle_fraction: float | None = None
+    idle_fraction: Real | None = None
     """Idle at peak over the GPUs paid, to 0.1% (None: not recorded, or an hourly plan)."""
-    gpus: dict[str, dict[str, int]] = Field(default_factory=dict)
+    gpus: dict[str, dict[str, Whole]] = Field(default_factory=dict)
     binding_families: tuple[str, ...] = ()
     fingerprint: Fingerprint | None = None
     """What the golden was solved from; None in goldens frozen before it was recorded
@@ -434,7 +434,7 @@ def read_golden(instance_file: Path) -> Golden | None:
 
 def _golden_issue(path: Path, item: dict, lines: dict) -> Issue:
     loc, missing = tuple(item["loc"]), item["type"] == "missing"
-    message = "required field is missing" if missing else item["msg"]
+    message = "required field is missing" if missing else item["msg"].removeprefix("Value error, ")
     return Issue(str(path), lines.get(loc, lines.get(loc[:-1])), ".".join(map(str, loc)), message)
 
 

@@ -35,7 +35,7 @@ from models.schema import limits
 from models.schema.errors import InputError, Issue
 from models.schema.instance import Instance
 from models.schema.sweep_grid import MAX_POINTS, Grid, Point, point_document
-from solver.plan.records import ReplicaPool
+from solver.plan.records import Real, ReplicaPool, Whole
 from solver.plan.schema import Plan
 from solver.plan.time_records import Commitment, Hour, Month, known_status
 from solver.studies.batch import solve_or_ending
@@ -183,20 +183,27 @@ class ResultRecord(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    point: int = Field(ge=0)
+    point: Whole = Field(ge=0)
     key: str
     status: Literal["solved", "bad_input", "infeasible", "no_solution", "rejected", "error"]
     plan_status: Annotated[str, AfterValidator(known_status)] | None = None
-    mip_gap: float | None = Field(default=None, ge=0)
-    cost_per_month: float | None = Field(default=None, ge=0)
-    horizon_cost: float | None = Field(default=None, ge=0)
-    total_gpus: int | None = Field(default=None, ge=0)
-    runtime_s: float | None = Field(default=None, ge=0)
+    mip_gap: Real | None = Field(default=None, ge=0)
+    cost_per_month: Real | None = Field(default=None, ge=0)
+    horizon_cost: Real | None = Field(default=None, ge=0)
+    total_gpus: Whole | None = Field(default=None, ge=0)
+    runtime_s: Real | None = Field(default=None, ge=0)
     message: str = ""
     replicas: tuple[ReplicaPool, ...] = ()
     hours: tuple[Hour, ...] = ()
     committed: tuple[Commitment, ...] = ()
     months: tuple[Month, ...] = ()
+
+
+def _said(item: Any) -> str:
+    """A pydantic error on a results line with the value it refused (our own checks,
+    `value_error`, show it already: 'must be a number, got the text 'cheap'')."""
+    message = item["msg"].removeprefix("Value error, ")
+    return message if item["type"] == "value_error" else f"{message} (got {_shown(item['input'])})"
 
 
 def _misshapen(path: Path, number: int, record: dict[str, Any]) -> list[Issue]:
@@ -210,7 +217,7 @@ def _misshapen(path: Path, number: int, record: dict[str, Any]) -> list[Issue]:
                 str(path),
                 number,
                 ".".join(map(str, item["loc"])),
-                f"{item['msg'].removeprefix('Value error, ')} (got {_shown(item['input'])}): "
+                f"{_said(item)}: "
                 "not a line this sweep wrote; delete the line to solve its point again",
             )
             for item in error.errors()

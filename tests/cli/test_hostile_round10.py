@@ -228,7 +228,7 @@ def test_a_bad_golden_is_named_field_by_field(run_cli, tmp_path):
     result = run_checked(run_cli, "batch", tmp_path, "--check", code=1)
     said = result.stdout + result.stderr
     assert f"bad golden file: {golden}:1: status: required field is missing" in said
-    assert f"{golden}:2: cost_per_month: Input should be a valid number" in said
+    assert f"{golden}:2: cost_per_month: must be a number, got the text 'lots'" in said
     assert "errors.pydantic.dev" not in said and "validation error for" not in said
 
 

@@ -412,7 +412,7 @@ def _results(run_cli, grid, tmp_path):
     [
         # before: 'internal error: ValueError: Unknown format code 'f' for object of type
         # 'str'' (the cost formatted as money), exit 70
-        ("cost_per_month", "cheap", "cost_per_month: Input should be a valid number"),
+        ("cost_per_month", "cheap", "cost_per_month: must be a number, got the text 'cheap':"),
         # before: 'internal error: ValidationError: 8 validation errors for Plan', exit 70
         ("replicas", [{"x": 1}], "replicas.0.workload: Field required"),
         # before: shown as the point's cost, $-5/month, exit 0
