@@ -237,8 +237,8 @@ def engine_layout_problem(engine: str | None, tp: int, dp: int, ep: int) -> str 
     gpus = tp * dp
     if engine == "vllm" and ep not in (1, gpus):
         return (
-            f"{LAYOUT_RULES['vllm']}: TP{tp} x DP{dp} x EP{ep} would run as "
-            f"EP{gpus} (vllm/model_executor/layers/fused_moe/config.py "
+            f"{LAYOUT_RULES['vllm']}: EP{ep} would run as EP{gpus} "
+            "(vllm/model_executor/layers/fused_moe/config.py "
             "FusedMoEParallelConfig.make)"
         )
     if engine == "trtllm" and dp > 1 and tp > 1:
