@@ -1,6 +1,7 @@
 """Two-batch overlap: an expert-parallel pass run as two micro-batches, one's all-to-all in
 flight while the other computes, as SGLang (`--enable-two-batch-overlap`) and DeepSeek's
-inference system run it (vLLM's dual-batch overlap, `--enable-dbo`, the same idea).
+inference system run it (vLLM's dual-batch overlap, `--enable-dbo`, the same idea); and,
+last, which expert layouts each engine runs at all (`engine_layout_problem`).
 
 Each micro-batch carries half the pass's tokens through every layer. A layer's work on
 one micro-batch is, in the engines' order, the attention side a (the attention, the
@@ -88,6 +89,42 @@ expert ranks:
   two-batch overlap (solver/deploy/references/trtllm.yaml), so a TensorRT-LLM profile
   runs every pass whole.
 - No engine named (an `Efficiency` built by hand): any layout at EP above 1.
+
+## Which layouts each engine runs (`engine_layout_problem`)
+
+`models.physics.memory.expert_layout_problem` holds the rule every layout obeys: a stage
+of dp attention groups of tp GPUs, its routed experts split over the tp x dp GPUs as
+`ep` ranks (ep dividing tp x dp), each expert split by TP over tp x dp / ep GPUs. The
+engines run only part of that grid; a layout outside an engine's part is started by the
+engine as another layout, so a plan timed at it and a script written for it disagree
+with what runs. In fleetplan's terms (a stage of tp x dp GPUs, `ep` expert ranks):
+
+- vLLM: EP 1 or EP = TP x DP. vllm/model_executor/layers/fused_moe/config.py
+  `FusedMoEParallelConfig.make` flattens TP across DP for the experts (`flatten_tp_across_dp`:
+  tp_size x dp_size GPUs) and then either shards every expert over all of them (no
+  `--enable-expert-parallel`: ep_size 1) or, with the switch, makes each of them an expert
+  rank ('ep_size = tp_size', tp_size 1 after the flattening). No flag sets an EP between:
+  a plan at TP8 x EP4 is launched with `--enable-expert-parallel` and runs as EP8.
+- SGLang: every EP dividing TP x DP. Its TP size is the stage's GPUs (the attention groups
+  split it: `--tp-size 8 --dp-size 8 --enable-dp-attention`), `--ep-size` sets the expert
+  ranks and python/sglang/srt/distributed/parallel_state.py `initialize_model_parallel`
+  splits the rest of the TP group over each expert (moe_tp_size = tensor_model_parallel_size
+  // moe_ep_size); docs/advanced_features/expert_parallelism.md: 'For hybrid EP and TP
+  (i.e., ep_size < tp_size), only the none backend (All-Reduce or All-Gather-based
+  dispatching) is supported', the default. DeepEP (`--moe-a2a-backend deepep`) sets the EP
+  size to the TP size (server_args.py `_handle_a2a_moe`); deploy writes it only with
+  two-batch overlap, which `engine_runs_overlap` allows at EP = TP x DP alone.
+- TensorRT-LLM: attention DP only at TP 1. Its `tensor_parallel_size` is the stage's GPUs,
+  `moe_expert_parallel_size` x `moe_tensor_parallel_size` must equal it (tensorrt_llm/
+  mapping.py: 'tp_size must equal to moe_tp_size * moe_ep_size'; any divisor runs), and
+  `enable_attention_dp` runs the attention unsplit on every one of those GPUs
+  (tensorrt_llm/_torch/modules/attention.py `Attention.__init__`: 'if
+  self.mapping.enable_attention_dp: dp_size = tp_size; tp_size = 1'; its KV cache the same,
+  _torch/pyexecutor/resource_manager.py;
+  docs/source/features/parallel-strategy.md: attention is TP or DP). No option gives
+  attention groups of several GPUs, so TP2 x attention DP4, launched as `--tp_size 8` with
+  attention DP, runs its attention at TP1 x DP8.
+- No engine named (factors built by hand): the grid as the memory rule allows it.
 """
 
 from dataclasses import fields
@@ -179,3 +216,56 @@ def engine_runs_overlap(engine: str | None, tp: int, dp: int, ep: int) -> bool:
 def overlap_condition(engine: str | None) -> str:
     """`engine`'s condition for the overlap in words (`OVERLAP_CONDITIONS`)."""
     return OVERLAP_CONDITIONS.get(engine or "", ANY_ENGINE_CONDITION)
+
+
+LAYOUT_RULES = {
+    "vllm": "vLLM splits the experts of a stage either by TP over all its TP x DP GPUs (EP 1) "
+    "or, with --enable-expert-parallel, over all of them as expert ranks (EP = TP x DP)",
+    "sglang": "SGLang runs every EP that divides TP x DP (the rest of the TP group splits "
+    "each expert)",
+    "trtllm": "TensorRT-LLM's attention DP runs the attention unsplit on every GPU of the "
+    "stage (enable_attention_dp), so attention DP above 1 needs TP 1",
+}
+"""Each engine's layout rule in words (module docstring)."""
+
+
+def engine_layout_problem(engine: str | None, tp: int, dp: int, ep: int) -> str | None:
+    """Why `engine` (`vllm`, `sglang`, `trtllm`; None: none named) does not run a stage of
+    dp attention groups of tp GPUs with `ep` expert ranks as laid out, saying what it
+    runs instead, or None where it does (module docstring). The memory rule
+    (`expert_layout_problem`: ep divides tp x dp) is checked apart."""
+    gpus = tp * dp
+    if engine == "vllm" and ep not in (1, gpus):
+        return (
+            f"{LAYOUT_RULES['vllm']}: EP{ep} would run as EP{gpus} "
+            "(vllm/model_executor/layers/fused_moe/config.py "
+            "FusedMoEParallelConfig.make)"
+        )
+    if engine == "trtllm" and dp > 1 and tp > 1:
+        return (
+            f"{LAYOUT_RULES['trtllm']}: TP{tp} x attention DP{dp} would run as "
+            f"TP1 x attention DP{gpus} (tensorrt_llm/_torch/modules/attention.py)"
+        )
+    return None
+
+
+def engine_runs_layout(engine: str | None, tp: int, dp: int, ep: int) -> bool:
+    """Whether `engine` runs the layout as laid out (`engine_layout_problem` is None)."""
+    return engine_layout_problem(engine, tp, dp, ep) is None
+
+
+def unrunnable_values(
+    engine: str | None, tps: list[int], dps: list[int], eps: list[int]
+) -> dict[str, list[int]]:
+    """The attention-DP and EP values of a policy grid (TP `tps` x DP `dps` x EP `eps`)
+    that the memory rule places in some layout (ep dividing tp x dp) but `engine` runs in
+    none: {'attention_data_parallel': [...], 'expert_parallel': [...]}, each sorted; a
+    value the memory rule already places nowhere is not `engine`'s to report."""
+    grid = [
+        (tp, dp, ep) for tp in set(tps) for dp in set(dps) for ep in set(eps) if (tp * dp) % ep == 0
+    ]
+    runs = [layout for layout in grid if engine_runs_layout(engine, *layout)]
+    return {
+        "attention_data_parallel": sorted({dp for _, dp, _ in grid} - {dp for _, dp, _ in runs}),
+        "expert_parallel": sorted({ep for _, _, ep in grid} - {ep for _, _, ep in runs}),
+    }

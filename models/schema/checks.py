@@ -16,7 +16,13 @@ from models.physics.efficiency import (
     engine_family,
     generation_of,
 )
-from models.physics.overlap import engine_runs_overlap, overlap_condition
+from models.physics.overlap import (
+    LAYOUT_RULES,
+    engine_runs_layout,
+    engine_runs_overlap,
+    overlap_condition,
+    unrunnable_values,
+)
 from models.schema import limits
 from models.schema.catalog_entries import resolve_gpu, resolve_llm
 from models.schema.instance import Instance
@@ -119,11 +125,24 @@ def _policy_without_effect(instance: Instance) -> list[str]:
     (`models.physics.memory.expert_layout_problem`), and `efficiency.two_batch_overlap`
     overlaps their experts' all-to-all on the layouts the engine profile's engine runs it
     on (`models.physics.overlap.engine_runs_overlap`: vLLM at attention DP and EP above 1,
-    SGLang at EP = TP x DP above 1, TensorRT-LLM never)."""
+    SGLang at EP = TP x DP above 1, TensorRT-LLM never); an `expert_parallel` or
+    `attention_data_parallel` value that the engine profile's engine runs in no layout
+    of the grid is never planned (`models.physics.overlap.engine_layout_problem`: vLLM's
+    EP is 1 or TP x DP, TensorRT-LLM's attention DP needs TP 1)."""
     policy = instance.policy
     moe = any(instance.llm_specs[w.model].is_moe for w in instance.workloads)
     overlap = instance.efficiency is not None and bool(instance.efficiency.two_batch_overlap)
     overlap_why = _overlap_unused(instance, moe) if overlap else None
+    profile, engine = (_engine(instance) if moe else None) or ("", None)
+    unrun = unrunnable_values(
+        engine, policy.tensor_parallel, policy.attention_data_parallel, policy.expert_parallel
+    )
+    unrun_why = (
+        f"engine profile {profile} runs it in no layout of the grid: "
+        f"{LAYOUT_RULES.get(engine or '', '')} "
+        f"(policy.tensor_parallel {sorted(set(policy.tensor_parallel))}, "
+        f"attention_data_parallel {sorted(set(policy.attention_data_parallel))})"
+    )
     layouts = [
         (f"policy.{key}: {sorted(set(getattr(policy, key)))}", key)
         for key in ("expert_parallel", "attention_data_parallel")
@@ -158,28 +177,40 @@ def _policy_without_effect(instance: Instance) -> list[str]:
          set(policy.redundant_experts) != {0} and (not moe or set(policy.expert_parallel) == {1}),
          "redundant expert copies need an MoE model and a policy.expert_parallel above 1"),
         ("efficiency.two_batch_overlap: true", overlap_why is not None, overlap_why or ""),
+    ] + [
+        (f"policy.{key}: {values}", bool(values), unrun_why) for key, values in unrun.items()
     ]  # fmt: skip
     return [f"{text} has no effect: {why}" for text, unused, why in dropped if unused]
 
 
-def _overlap_unused(instance: Instance, moe: bool) -> str | None:
-    """Why `efficiency.two_batch_overlap` changes no layout of the policy's grid (TP x
-    attention DP x EP, EP dividing TP x DP), or None where one runs it under the instance's
-    engine profile (an unknown profile is `cross_check`'s to report)."""
-    if not moe:
-        return "no workload's model is a mixture of experts (it overlaps the experts' all-to-all)"
+def _engine(instance: Instance) -> tuple[str, str | None] | None:
+    """The instance's engine profile and its engine (`engine_family`), or None for an
+    unknown profile (`cross_check`'s to report)."""
     try:
         profile = check_engine(instance.engine)
     except UnknownEngine:
         return None
-    engine = engine_family(profile)
+    return profile, engine_family(profile)
+
+
+def _overlap_unused(instance: Instance, moe: bool) -> str | None:
+    """Why `efficiency.two_batch_overlap` changes no layout of the policy's grid (TP x
+    attention DP x EP, EP dividing TP x DP, run as laid out by the profile's engine), or
+    None where one runs it under the instance's engine profile (an unknown profile is
+    `cross_check`'s to report)."""
+    if not moe:
+        return "no workload's model is a mixture of experts (it overlaps the experts' all-to-all)"
+    named = _engine(instance)
+    if named is None:
+        return None
+    profile, engine = named
     policy = instance.policy
     grid = [
         (tp, dp, ep)
         for tp in policy.tensor_parallel
         for dp in policy.attention_data_parallel
         for ep in policy.expert_parallel
-        if (tp * dp) % ep == 0
+        if (tp * dp) % ep == 0 and engine_runs_layout(engine, tp, dp, ep)
     ]
     if any(engine_runs_overlap(engine, tp, dp, ep) for tp, dp, ep in grid):
         return None

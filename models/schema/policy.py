@@ -78,7 +78,9 @@ class Policy(BaseModel):
     expert_parallel: Degrees = Field(default=[1], min_length=1)
     """Expert-parallel sizes to consider for MoE models: the routed experts of a stage are
     split over `ep` ranks, which must divide tp x dp
-    (`models.physics.memory.expert_layout_problem`); 1 splits every expert by TP."""
+    (`models.physics.memory.expert_layout_problem`); 1 splits every expert by TP. Only the
+    values the engine profile's engine runs are planned (vLLM: 1 or tp x dp;
+    `models.physics.overlap.engine_layout_problem`)."""
     redundant_experts: Annotated[
         list[RedundantExperts], at_most(limits.CHOICES), ONCE_EACH
     ] = Field(default=[0], min_length=1)
@@ -88,7 +90,8 @@ class Policy(BaseModel):
     redundant (DeepSeek-V3 at EP72: 256 + 32 = 288, 4 a GPU); 0 places the experts once."""
     attention_data_parallel: Degrees = Field(default=[1], min_length=1)
     """Attention data-parallel groups to consider for MoE models: a replica is
-    tp x pp x dp GPUs, each group of tp GPUs holding its own sequences."""
+    tp x pp x dp GPUs, each group of tp GPUs holding its own sequences. TensorRT-LLM's
+    attention DP runs at TP 1 alone (`models.physics.overlap.engine_layout_problem`)."""
     disaggregation: bool = False
     """Whether prefill and decode may run in separate pools."""
     prefix_affinity: bool = False

@@ -4,8 +4,10 @@ offered, weight precision, TP, PP, expert layout, role, speculation) the instanc
 (`no_layout_problem`). solver.candidates.table evaluates each of them."""
 
 from models.operations.site import offered, stage_problem
+from models.physics.efficiency import UnknownEngine, check_engine, engine_family
 from models.physics.llm import LlmSpec
 from models.physics.memory import expert_layout_problem
+from models.physics.overlap import engine_runs_layout
 from models.physics.speculative import Speculation
 from models.schema.instance import Instance, Workload
 from models.schema.policy import BuyUnit
@@ -103,17 +105,33 @@ def no_layout_problem(instance: Instance, workload: Workload, name: str) -> Prob
     )
 
 
+def instance_engine(instance: Instance) -> str | None:
+    """The serving engine of the instance's engine profile (`vllm` for `vllm-0.11`,
+    `models.physics.efficiency.engine_family`); None for an unknown profile (the
+    cross-check names it) or one that belongs to no engine of the catalog."""
+    try:
+        return engine_family(check_engine(instance.engine))
+    except UnknownEngine:
+        return None
+
+
 def expert_layouts(instance: Instance, llm: LlmSpec, tp: int) -> list[tuple[int, int, int]]:
     """The (ep, dp, redundant) layouts the policy allows at TP `tp`: ep in
     `policy.expert_parallel`, dp in `policy.attention_data_parallel`, redundant in
     `policy.redundant_experts`, kept when the layout rule holds
     (`models.physics.memory.expert_layout_problem`: an MoE model, ep dividing tp x dp and the
-    routed + redundant experts, redundant copies only with ep > 1). (1, 1, 0), plain TP, is
-    always kept, so a dense model and the defaults enumerate exactly the TP x PP layouts."""
+    routed + redundant experts, redundant copies only with ep > 1) and the engine profile's
+    engine runs the layout as laid out (`models.physics.overlap.engine_layout_problem`:
+    vLLM at EP 1 or TP x DP, TensorRT-LLM's attention DP at TP 1; a layout it would start
+    as another is timed as neither). (1, 1, 0), plain TP, is always kept, so a dense model and the
+    defaults enumerate exactly the TP x PP layouts."""
     policy = instance.policy
+    engine = instance_engine(instance)
     layouts = [(1, 1, 0)]
     for dp in sorted(set(policy.attention_data_parallel)):
         for ep in sorted(set(policy.expert_parallel)):
+            if not engine_runs_layout(engine, tp, dp, ep):
+                continue
             for redundant in sorted(set(policy.redundant_experts)):
                 layout = (ep, dp, redundant)
                 if layout != (1, 1, 0) and expert_layout_problem(llm, tp, *layout) is None:

@@ -36,6 +36,14 @@ TensorRT-LLM:
   cannot be 'none'') / none: TensorRT-LLM's serve options and LlmArgs hold no such
   switch. Where the plan timed it and the target cannot run it, the script (TensorRT-LLM:
   its options file) opens with a comment saying so (`overlap_notes`).
+- layout: a pool whose TP x DP x EP the target does not run as laid out
+  (`models.physics.overlap.engine_layout_problem`: vLLM at EP 1 or TP x DP alone,
+  TensorRT-LLM's attention DP at TP 1 alone; a hand-written plan, or one made on another
+  engine's profile) is refused
+  (`layout_problems`): vLLM given `--enable-expert-parallel` for TP8 x EP4 starts EP8, and
+  TensorRT-LLM given `--tp_size 8` with attention DP for TP2 x DP4 starts TP1 x DP8, so the
+  script would run a layout the plan never timed. The manifests (k8s, llm-d, Dynamo) launch
+  vLLM (`MANIFEST_ENGINE`).
 - batch cap: `--max-num-seqs` / `--max-running-requests` / `--max_batch_size`.
 - memory split (`DeployPool.memory_reserve_fraction`, `kv_free_fraction`):
   `--gpu-memory-utilization` / `--mem-fraction-static` (1 - the reserve) /
@@ -56,11 +64,15 @@ TensorRT-LLM:
 import json
 import math
 
-from models.physics.overlap import engine_runs_overlap, overlap_condition
+from models.physics.overlap import engine_layout_problem, engine_runs_overlap, overlap_condition
 from solver.deploy.pools import DeployPool
 
 ENGINES = ("vllm", "sglang", "trtllm")
 """The engines `engine_command` writes."""
+
+MANIFEST_ENGINE = "vllm"
+"""The engine the k8s, llm-d and Dynamo manifests launch (`solver.deploy.manifests` writes
+`vllm_command`)."""
 
 _QUANTIZATION = {"fp8": "fp8", "fp4": "modelopt_fp4"}
 """Weight precision -> the engine's online quantization method (bf16: none)."""
@@ -281,3 +293,15 @@ def trtllm_options(pool: DeployPool) -> dict:
 def engine_command(engine: str, pool: DeployPool) -> list[str]:
     """The launch command of `engine` (one of `ENGINES`) for one replica of `pool`."""
     return {"vllm": vllm_command, "sglang": sglang_command, "trtllm": trtllm_command}[engine](pool)
+
+
+def layout_problems(engine: str, pools: tuple[DeployPool, ...]) -> list[str]:
+    """One line per pool of `pools` whose layout `engine` (one of `ENGINES`) does not run
+    as laid out (`models.physics.overlap.engine_layout_problem`), naming the pool,
+    its layout and what the engine would start instead; empty where every pool runs."""
+    return [
+        f"pool {pool.name} (TP{pool.tp} x DP{pool.dp} x EP{pool.ep}): {problem}; deploy it "
+        "to an engine that runs it, or plan it again with that engine's profile (engine:)"
+        for pool in pools
+        if (problem := engine_layout_problem(engine, pool.tp, pool.dp, pool.ep)) is not None
+    ]

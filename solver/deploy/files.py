@@ -22,7 +22,9 @@ from models.schema.instance import Instance
 from models.schema.quantities import counted
 from solver.deploy.engines import (
     ENGINES,
+    MANIFEST_ENGINE,
     engine_command,
+    layout_problems,
     overlap_notes,
     trtllm_command,
     trtllm_notes,
@@ -34,7 +36,7 @@ from solver.deploy.manifests import (
     kubernetes_objects,
     llm_d_values,
 )
-from solver.deploy.pools import DeployPool, deploy_pools
+from solver.deploy.pools import DeployError, DeployPool, deploy_pools
 from solver.deploy.schedule import SCHEDULE_NAME, schedule_object
 from solver.plan.schema import Plan
 
@@ -139,11 +141,16 @@ def deploy_files(instance: Instance, plan: Plan, target: str) -> dict[str, str]:
 
     Raises:
         ValueError: an unknown target; `solver.deploy.pools.DeployError` for a plan that
-            cannot be deployed.
+            cannot be deployed, a pool whose layout the target's engine would start as
+            another among them (`solver.deploy.engines.layout_problems`).
     """
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)}")
     pools = deploy_pools(instance, plan)
+    engine = target if target in ENGINES else MANIFEST_ENGINE
+    problems = layout_problems(engine, pools)
+    if problems:
+        raise DeployError("; ".join(problems))
     if target not in ENGINES:  # the manifests select nodes by region and GPU
         check_node_labels(pools)
     files: dict[str, str] = {}

@@ -118,9 +118,12 @@ def test_a_stage_divides_the_server_or_fills_whole_servers():
 def test_node_buying_keeps_stages_of_whole_servers():
     """DeepSeek-V3 on 8-GPU H200 servers: a TP2 x DP8 stage is 16 GPUs, two whole servers
     (attention DP groups across servers, as wide-EP deployments run), kept under node
-    buying as under GPU buying."""
+    buying as under GPU buying. On SGLang's profile: TensorRT-LLM's attention DP (the
+    default profile's engine) runs at TP 1 alone, so it would start TP2 x DP8 as TP1 x
+    DP16 and the planner offers it none (models.physics.overlap.engine_layout_problem)."""
     base = {
         "name": "moe",
+        "engine": "sglang-0.5",
         "gpus": [{"name": H200}],
         "models": [{"name": "deepseek-v3", "weight_precisions": ["fp8"]}],
         "regions": [{"name": "east", "supply": {H200: {"max_gpus": 256}}}],
