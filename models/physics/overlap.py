@@ -213,6 +213,29 @@ def engine_runs_overlap(engine: str | None, tp: int, dp: int, ep: int) -> bool:
     return engine != "trtllm"
 
 
+VLLM_DBO_TOKEN_FLOORS = (32, 512)
+"""vLLM's defaults for the tokens a DP rank's batch needs before DBO splits it:
+`--dbo-decode-token-threshold` 32 for a decode-only batch, `--dbo-prefill-token-threshold`
+512 for one with prompt tokens (vllm/config/parallel.py, ParallelConfig
+dbo_decode_token_threshold and dbo_prefill_token_threshold;
+vllm/v1/worker/ubatch_utils.py check_ubatch_thresholds: num_tokens >= the threshold).
+Below them the batch runs whole: the split's second weight read costs more than the
+all-to-all it hides."""
+MIN_SPLIT_DECODE_TOKENS = 2
+"""A decode batch of one sequence per rank has no two micro-batches to make: every
+engine runs it whole."""
+
+
+def overlap_token_floors(engine: str | None) -> tuple[int, int]:
+    """The tokens per attention-DP rank a pass needs before `engine` splits it into two
+    micro-batches, (decode-only, with prompt tokens): vLLM's thresholds
+    (`VLLM_DBO_TOKEN_FLOORS`); other engines split any pass that has two sequences'
+    tokens to split (`MIN_SPLIT_DECODE_TOKENS`; SGLang's TBO splits a prompt by tokens)."""
+    if engine == "vllm":
+        return VLLM_DBO_TOKEN_FLOORS
+    return (MIN_SPLIT_DECODE_TOKENS, 0)
+
+
 def overlap_condition(engine: str | None) -> str:
     """`engine`'s condition for the overlap in words (`OVERLAP_CONDITIONS`)."""
     return OVERLAP_CONDITIONS.get(engine or "", ANY_ENGINE_CONDITION)

@@ -127,6 +127,10 @@ class StepModel:
     tokens, one's dispatch and combine in flight while the other computes
     (`Efficiency.overlaps`: the switch on and the engine running it at this layout;
     `_moe_pass_terms`)."""
+    overlap_token_floors: tuple[float, float] = field(default=(0.0, 0.0), kw_only=True)
+    """Tokens per attention-DP rank a pass needs before the engine splits it, (decode
+    only, with prompt tokens): below them a `two_batch_overlap` pass runs whole
+    (`models.physics.overlap.overlap_token_floors`)."""
     overlap_compute_share: float = field(default=1.0, kw_only=True)
     """Share of the GPU's SMs an overlapped prefill's compute keeps beside the
     communication kernels (`models.physics.overlap.overlap_compute_share`)."""
@@ -243,17 +247,21 @@ class StepModel:
         """`pass_parts` of an MoE model on the slowest GPU (`_micro_batch_terms`): the pass
         whole, or under `two_batch_overlap` (set where the engine runs it:
         `models.physics.overlap.engine_runs_overlap`; never without the experts' all-to-all
-        at EP above 1) as two micro-batches of half its tokens (each GPU splits its own
-        sequences, so the busiest attention group's shares are the whole pass's), timed by
-        `overlapped_pass_s`. Each half reads the weights again, runs its grouped GEMM at
-        half the rows per expert and pays its own collectives' latency: what the overlap
-        costs; in prefill its compute runs on the SMs the communication leaves
-        (`overlap_compute_share`) and its all-to-all runs slower than alone
-        (`overlap_comm_stretch`). Its terms read as the two halves' compute, with
-        the all-to-all time that shows past it as communication."""
+        at EP above 1; a pass of fewer tokens a rank than the engine's floor,
+        `overlap_token_floors`, runs whole) as two micro-batches of half its tokens (each
+        GPU splits its own sequences, so the busiest attention group's shares are the whole
+        pass's), timed by `overlapped_pass_s`. Each half reads the weights again, runs its
+        grouped GEMM at half the rows per expert and pays its own collectives' latency:
+        what the overlap costs; in prefill its compute runs on the SMs the communication
+        leaves (`overlap_compute_share`) and its all-to-all runs slower than alone
+        (`overlap_comm_stretch`). Its terms read as the two halves' compute, with the
+        all-to-all time that shows past it as communication."""
         busiest = self.prefill_group_share(prefill_tokens)
         attention_share = self.decode_group_share(decode_tokens)
-        if not (self.two_batch_overlap and layout.alltoall_collectives and layout.ep > 1):
+        rank_tokens = (decode_tokens + prefill_tokens) / self.dp
+        floor = self.overlap_token_floors[1 if prefill_tokens > 0 else 0]
+        split = self.two_batch_overlap and layout.alltoall_collectives and layout.ep > 1
+        if not (split and rank_tokens >= floor):
             *terms, alltoall_s = self._micro_batch_terms(
                 layout, busiest, attention_share,
                 decode_tokens, decode_kv_tokens, prefill_tokens, prefill_pairs,

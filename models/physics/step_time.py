@@ -32,7 +32,11 @@ from models.physics.moe import (
     moe_efficiency_for,
     moe_tp,
 )
-from models.physics.overlap import OVERLAPPED_NORMAL_COMM_STRETCH, overlap_compute_share
+from models.physics.overlap import (
+    OVERLAPPED_NORMAL_COMM_STRETCH,
+    overlap_compute_share,
+    overlap_token_floors,
+)
 from models.physics.pass_parts import PassParts
 from models.physics.precision import Precision
 from models.physics.step_passes import StepModel
@@ -125,6 +129,7 @@ def step_model(
         chunked_layer_share=kv_window(llm)[1] if llm.window_is_chunked else 0.0,
         routed_flops_per_token=routed_flops / (tp * dp),
         two_batch_overlap=efficiency.overlaps(tp, dp, ep),  # where the engine runs it
+        overlap_token_floors=overlap_token_floors(efficiency.overlap_engine),
         dispatch_share=dispatch / (dispatch + COMBINE_BYTES_PER_ELEMENT),
         overlap_compute_share=overlap_compute_share(gpu.sm_count),
         overlap_comm_stretch=OVERLAPPED_NORMAL_COMM_STRETCH,

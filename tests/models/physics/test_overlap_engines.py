@@ -8,7 +8,7 @@ import pytest
 
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import Efficiency, efficiency_for, engine_family
-from models.physics.overlap import engine_runs_overlap
+from models.physics.overlap import engine_runs_overlap, overlap_token_floors
 from models.physics.precision import Precision
 from models.physics.step_time import step_model
 
@@ -75,3 +75,39 @@ def test_a_layout_the_engine_overlaps_is_timed_as_two_micro_batches(engine, tp, 
     overlapped, _, prefill_on = _passes(engine, tp, dp, ep, True)
     assert overlapped
     assert prefill_on < _passes(engine, tp, dp, ep, False)[2]
+
+
+def _pass_pair(engine: str, tp: int, dp: int, ep: int, decode: tuple, prefill: tuple):
+    """(overlap on, overlap off) of one decode pass and one prefill pass."""
+    gpu, llm = gpu_catalog()["h200"], llm_catalog()["qwen3-235b-a22b"]
+    out = []
+    for overlap in (True, False):
+        efficiency = efficiency_for(gpu, Precision.FP8, engine=engine)
+        efficiency = efficiency.model_copy(update={"two_batch_overlap": overlap})
+        steps = step_model(gpu, llm, Precision.FP8, Precision.FP8, tp, 1, efficiency, ep=ep, dp=dp)
+        out.append((steps.pass_s(*decode), steps.pass_s(*prefill)))
+    return out
+
+
+def test_vllm_splits_only_batches_past_its_dbo_thresholds():
+    """vLLM's DEP8 splits a DP rank's batch only from 32 decode tokens (decode only) or 512
+    tokens (with prompts): `--dbo-decode-token-threshold` 32, `--dbo-prefill-token-threshold`
+    512 (vllm/config/parallel.py; ubatch_utils.check_ubatch_thresholds). Below them the pass
+    is the flag off's to the bit; at them it is not (the split changes the timing)."""
+    assert overlap_token_floors("vllm") == (32, 512)
+    # 8 ranks: 31 x 8 = 248 decode tokens is 31 a rank (whole); 32 x 8 = 256 is 32 (split)
+    small = _pass_pair("vllm-0.11", 1, 8, 8, (248, 248 * 2000), (0, 0, 511 * 8, 511 * 8 * 500.5))
+    assert small[0] == small[1]
+    large = _pass_pair("vllm-0.11", 1, 8, 8, (256, 256 * 2000), (0, 0, 512 * 8, 512 * 8 * 500.5))
+    assert large[0][0] != large[1][0] and large[0][1] != large[1][1]
+
+
+def test_one_sequence_a_rank_runs_whole_on_every_engine():
+    """A decode pass of one sequence per rank has no two micro-batches to make: SGLang's
+    DEP8 at 8 sequences (1 a rank) is the flag off's; at 16 (2 a rank) it splits."""
+    assert overlap_token_floors("sglang") == (2, 0)
+    prefill = (0, 0, 16384, 16384 * 1000.5)
+    one = _pass_pair("sglang-0.5", 1, 8, 8, (8, 8 * 2000), prefill)
+    assert one[0][0] == one[1][0]
+    two = _pass_pair("sglang-0.5", 1, 8, 8, (16, 16 * 2000), prefill)
+    assert two[0][0] != two[1][0]
