@@ -110,17 +110,23 @@ def test_time_limit_10_bounds_the_hourly_run(run_cli, hourly_file):
 def test_a_limit_below_the_first_incumbent_exits_4_naming_the_stage(run_cli, hourly_file):
     """With 0.3 s the solve gets 80% of it, less what candidates and the build took: no
     incumbent by then on this machine (the first comes after ~1 s), so exit 4 naming the
-    stage it stopped in; a faster machine may return a plan, its gap stated."""
+    stage it stopped in, promptly. A machine that finds the day's peak plan by then (a
+    faster one, or a loaded one whose build the peak solve outran) answers with that
+    fleet held every hour past the limit (the README's "plans after the deadline"): a
+    plan, its gap stated, once it is read back and verified, so that ending is bounded
+    looser (a hang, not the read-back, is what it catches)."""
     started = time.monotonic()
     result = run_cli("solve", hourly_file, "--time-limit", "0.3")
     wall_s = time.monotonic() - started
-    assert wall_s <= 0.3 + 2, f"{wall_s:.1f} s"
     assert "Traceback" not in result.stderr
     if result.exit_code == 4:
+        assert wall_s <= 0.3 + 2, f"{wall_s:.1f} s"
         assert "time limit of 0.3 s reached in" in result.stderr
         assert any(s in result.stderr for s in ("candidates", "program build", "solve"))
     else:
         assert result.exit_code == 0, result.stderr
+        assert wall_s <= 0.3 + 30, f"{wall_s:.1f} s"
+        assert "gap" in result.stdout
 
 
 def test_the_hourly_size_guard_counts_every_period():
