@@ -142,7 +142,7 @@ def _issue_from_pydantic(item: Any, file: str, lines: Lines, data: Any) -> Issue
 def _unquoted(value: Any) -> str:
     """Why YAML read what was meant as text as something else, or "" (None: not text)."""
     if isinstance(value, bool):
-        return "YAML reads an unquoted yes, no, on, off, true or false as a boolean; quote it"
+        return "YAML reads an unquoted true or false as a boolean; quote it"
     if isinstance(value, int | float):
         return "YAML reads an unquoted number as a number; quote it"
     if isinstance(value, datetime.date):

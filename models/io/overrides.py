@@ -45,7 +45,6 @@ from models.schema.quantities import counted
 _BARE_KEY = re.compile(r"[^.\[\]=\"']+")
 """A key that needs no quotes (`key_text` quotes any other)."""
 _QUOTES = "\"'"
-_EXPONENT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 _MOST_INDEX_DIGITS = 18
 """Digits a list position may have (`workloads[5]`): more is no list, and past 4,300
 Python refuses to read the number at all."""
@@ -271,8 +270,8 @@ def parse_override(text: str) -> Override:
 def parse_value(text: str, raw: str) -> Any:
     """`raw` read as YAML (a scalar or a flow collection), held to the limits of a file
     (models.io.documents.check_yaml_text: an alias bomb is refused before it is built);
-    an empty value is null, and an exponent without a dot (`2e-05`, a string to YAML 1.1)
-    is the number it reads as."""
+    an empty value is null. Scalars read as a file's (models.physics.yaml_files.ValueLoader:
+    `2e-05` is a number, `"2e-05"` text)."""
     try:
         check_yaml_text(raw, "--set")  # the file limits: no alias bomb, no deep nesting
     except InputError as error:
@@ -292,8 +291,6 @@ def parse_value(text: str, raw: str) -> Any:
         raise _refuse(
             text, f"value {_cut(raw)!r}: a number has more than {digits:,} digits"
         ) from None
-    if isinstance(value, str) and _EXPONENT.fullmatch(value.strip()):
-        return float(value)
     return value
 
 

@@ -134,24 +134,50 @@ def _no_base_sixty(construct: Any) -> Any:
 
 
 class ValueLoader(SAFE_LOADER):  # type: ignore[misc, valid-type]
-    """Safe loading that refuses a base-60 number (`BaseSixtyNumber`), for a document
-    and for a `--set` value alike, and reads an exponent as YAML 1.2 and JSON do
-    (`EXPONENT`)."""
+    """Safe loading that reads a plain scalar's type as YAML 1.2's core schema does
+    (`CORE_SCALARS`), for a document and for a `--set` value alike, and refuses a base-60
+    or leading-zero number (`BaseSixtyNumber`, `OctalNumber`)."""
 
 
+INT_TAG, FLOAT_TAG, BOOL_TAG = (f"tag:yaml.org,2002:{name}" for name in ("int", "float", "bool"))
+
+CORE_SCALARS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    (BOOL_TAG, re.compile(r"(?:true|True|TRUE|false|False|FALSE)$"), "tTfF"),
+    (INT_TAG, re.compile(r"[-+]?[0-9]+$|0o[0-7]+$|0x[0-9a-fA-F]+$"), "-+0123456789"),
+    (
+        FLOAT_TAG,
+        re.compile(
+            r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$"
+            r"|[-+]?\.(?:inf|Inf|INF)$|\.(?:nan|NaN|NAN)$"
+        ),
+        "-+0123456789.",
+    ),
+    # YAML 1.1's base-60 forms, resolved as numbers only to be refused (`_no_base_sixty`)
+    (INT_TAG, re.compile(r"[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+$"), "-+123456789"),
+    (FLOAT_TAG, re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*$"), "-+0123456789"),
+)
+"""Which plain scalars are booleans and numbers, as YAML 1.2's core schema (and JSON, an
+editor checking the file against `fleetplan schema`) reads them: `true`/`false`; decimal
+integers, `0o` octal and `0x` hexadecimal; decimals with a point or an exponent (`1e9`,
+`6.4e1`, `.5E2`), `.inf`, `.nan`. YAML 1.1 (PyYAML's default) read more, each a second
+reading of a spelling: digit separators (`6_4` was 64, as `max_gpus: "6_4"`, a flag's 6_4
+and a CSV's were refused), `0b` binary, `yes`/`no`/`on`/`off` as booleans (`name: no` was
+false), and no exponent without a point (`1e9` was text). Those are text here: a numeric
+field refuses text showing it (models.schema.quantities.not_a_boolean), a name keeps it,
+and a switch reads `yes` as pydantic does. Null is the same in both (`~`, `null`, empty)."""
+
+ValueLoader.yaml_implicit_resolvers = {
+    first: [entry for entry in resolvers if entry[0] not in (INT_TAG, FLOAT_TAG, BOOL_TAG)]
+    for first, resolvers in SAFE_LOADER.yaml_implicit_resolvers.items()
+}
+for _tag, _pattern, _first in reversed(CORE_SCALARS):  # in order, first: `64` is an int
+    for _char in _first:
+        ValueLoader.yaml_implicit_resolvers.setdefault(_char, []).insert(0, (_tag, _pattern))
 for _tag, _construct in (
-    ("tag:yaml.org,2002:int", yaml.constructor.SafeConstructor.construct_yaml_int),
-    ("tag:yaml.org,2002:float", yaml.constructor.SafeConstructor.construct_yaml_float),
+    (INT_TAG, yaml.constructor.SafeConstructor.construct_yaml_int),
+    (FLOAT_TAG, yaml.constructor.SafeConstructor.construct_yaml_float),
 ):
     ValueLoader.add_constructor(_tag, _no_base_sixty(_construct))
-
-EXPONENT = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$")
-"""A plain decimal with an exponent that YAML 1.1 reads as text and YAML 1.2 and JSON as a
-number: `1e9` (no point), `6.4e1` (no sign after the e), `.5E2`. Read as the number it
-spells, so that a number the user quoted is the only text a numeric field is given
-(models.schema.quantities.not_a_boolean refuses it) and an editor's YAML 1.2 schema check
-reads the file as fleetplan does."""
-ValueLoader.add_implicit_resolver("tag:yaml.org,2002:float", EXPONENT, list("-+0123456789."))
 
 
 class CheckedLoader(ValueLoader):

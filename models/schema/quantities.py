@@ -96,8 +96,8 @@ def not_a_boolean(value: Any) -> Any:
     `true`/`false` as 1 and 0 (`max_gpus: yes`, YAML 1.1's true, offered one GPU) and text
     as the number it spells (`max_gpus: "64"` offered 64 GPUs, `"6_4"` too: PEP 515's
     separator). One rule: a number the user quoted is text, and a numeric field refuses
-    text, showing it. An unquoted `1e9`, text in YAML 1.1, is read as the number it is
-    (models.physics.yaml_files.EXPONENT), as YAML 1.2 and JSON read it."""
+    text, showing it. Unquoted, a scalar is what YAML 1.2's core schema reads
+    (models.physics.yaml_files.CORE_SCALARS): `1e9` a number, `6_4` and `on` text."""
     if isinstance(value, bool):
         raise ValueError(f"must be a number, got {str(value).lower()} (a boolean is not a number)")
     if isinstance(value, str):

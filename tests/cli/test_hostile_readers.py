@@ -60,11 +60,16 @@ def test_a_boolean_is_not_a_number_in_an_instance(run_cli, tmp_path, path, field
     run_checked(run_cli, "validate", source, needles=(field, "a boolean is not a number"))
 
 
-def test_yes_in_yaml_is_not_one_gpu(run_cli, tmp_path):
-    text = ONE_MODEL_ONE_REGION.read_text(encoding="utf-8").replace("max_gpus: 64", "max_gpus: yes")
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [("yes", "must be a number, got the text 'yes'"),  # YAML 1.2: a word (1.1's true)
+     ("true", "must be a number, got true (a boolean is not a number)")],
+)  # fmt: skip
+def test_yes_in_yaml_is_not_one_gpu(run_cli, tmp_path, written, said):
+    text = ONE_MODEL_ONE_REGION.read_text(encoding="utf-8")
     source = tmp_path / "yes.yaml"
-    source.write_text(text, encoding="utf-8")
-    run_checked(run_cli, "validate", source, needles=("max_gpus", "a boolean is not a number"))
+    source.write_text(text.replace("max_gpus: 64", f"max_gpus: {written}"), encoding="utf-8")
+    run_checked(run_cli, "validate", source, needles=(f"max_gpus: {said}",))
 
 
 def test_a_boolean_replica_count_in_a_plan_is_refused(run_cli, tmp_path):

@@ -1,0 +1,73 @@
+"""Hostile input, round seventeen: YAML 1.1's readings of plain scalars (`6_4` as 64, `no`
+as false), ... Each case was a value read two ways by two spellings or two readers."""
+
+import pytest
+
+from tests.cli.test_hostile_input import run_checked
+from tests.paths import ONE_MODEL_ONE_REGION
+
+TEXT = ONE_MODEL_ONE_REGION.read_text(encoding="utf-8")
+
+# --- plain scalars read as YAML 1.2's core schema reads them ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "shown"),
+    [
+        ("max_gpus: 64", "max_gpus: 6_4", "regions[0].supply.h100-sxm.max_gpus", "'6_4'"),
+        ("max_gpus: 64", "max_gpus: 0b1000000", "regions[0].supply.h100-sxm.max_gpus",
+         "'0b1000000'"),
+        ("price_per_gpu_hour: 2.4", "price_per_gpu_hour: 2_0.4",
+         "regions[0].supply.h100-sxm.price_per_gpu_hour", "'2_0.4'"),
+        ("max_gpus: 64", "max_gpus: on", "regions[0].supply.h100-sxm.max_gpus", "'on'"),
+    ],
+    ids=["underscore", "binary", "float-underscore", "on"],
+)  # fmt: skip
+def test_yaml_1_1_numbers_are_text(run_cli, tmp_path, old, new, field, shown):
+    """`max_gpus: 6_4` offered 64 GPUs (YAML 1.1 drops the digit separator; 0b1000000 is
+    1.1's binary 64) while `max_gpus: "6_4"`, `--pool-replicas 6_4` and a CSV's 6_4 are
+    refused. YAML 1.2's core schema, JSON's and an editor's reading, has no separators and
+    no binary: the value is text, and a numeric field refuses it, naming the field and
+    showing it; `on`, 1.1's true, likewise."""
+    path = tmp_path / "plain.yaml"
+    path.write_text(TEXT.replace(old, new), encoding="utf-8")
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if new in text)
+    needles = (f"{path}:{line}: {field}: must be a number, got the text {shown}",)
+    run_checked(run_cli, "validate", path, needles=needles)
+
+
+@pytest.mark.parametrize("name", ["no", "off", "2_0", "0b10"])
+def test_yaml_1_1_booleans_and_numbers_are_names(tmp_path, name):
+    """`name: no` (YAML 1.1's false, Norway's code) and `name: 2_0` (1.1's 20) are the
+    text they spell in YAML 1.2, so a name keeps it."""
+    from models.io.loading import load_instance
+
+    path = tmp_path / "named.yaml"
+    path.write_text(TEXT.replace("name: one-model-one-region", f"name: {name}"), "utf-8")
+    assert load_instance(path).name == name
+
+
+@pytest.mark.parametrize(
+    ("written", "value"),
+    [("64", 64), ("+64", 64), ("0x40", 64), ("0o100", 64), ("6.4e1", 64), ("64.", 64)],
+)
+def test_yaml_1_2_numbers_are_numbers(tmp_path, written, value):
+    """What YAML 1.2's core schema reads as a number stays one: 0x40 = 4 x 16 = 64,
+    0o100 = 8^2 = 64, 6.4e1 = 64."""
+    from models.io.loading import load_instance
+
+    path = tmp_path / "number.yaml"
+    path.write_text(TEXT.replace("max_gpus: 64", f"max_gpus: {written}"), encoding="utf-8")
+    assert load_instance(path).regions[0].supply["h100-sxm"].max_gpus == value
+
+
+@pytest.mark.parametrize("written", ["6_4", '"6.4e1"'])
+def test_a_set_value_follows_yaml_1_2(run_cli, written):
+    """`--set` reads its value as the file's YAML: `6_4` is text there too, and so is a
+    quoted exponent (`"6.4e1"` was turned into 64 after YAML had read the text)."""
+    shown = written.strip('"')
+    needles = (f"regions[0].supply.h100-sxm.max_gpus: must be a number, got the text '{shown}'",)
+    run_checked(
+        run_cli, "validate", ONE_MODEL_ONE_REGION,
+        "--set", f"regions[us-east].supply.h100-sxm.max_gpus={written}", needles=needles,
+    )  # fmt: skip
