@@ -15,6 +15,8 @@ import inspect
 import os
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -202,6 +204,22 @@ class LazyCommand(TyperCommand):
         return load_command(self.name).invoke(ctx)
 
 
+USAGE_ERROR: list[int] = []
+"""The exit code of the usage error the command line ended with (click's, 2), noted as it
+leaves the group: typer prints it on a rich console, which exits 1 where stderr's reader
+has gone (`fleetplan perf -m x 2>&1 | head -0`), and `_run_app` ends with this code instead,
+so a script reading the status still sees a usage error."""
+
+
+@contextmanager
+def _noting_usage_errors() -> Iterator[None]:
+    try:
+        yield
+    except _click.ClickException as error:
+        USAGE_ERROR.append(error.exit_code)
+        raise
+
+
 class LazyGroup(TyperGroup):
     """The top-level group: lists `COMMANDS` and loads only the one that runs."""
 
@@ -211,11 +229,16 @@ class LazyGroup(TyperGroup):
     def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
         return LazyCommand(cmd_name) if cmd_name in COMMANDS else None
 
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra):
+        with _noting_usage_errors():  # `fleetplan --bogus`
+            return super().make_context(info_name, args, parent=parent, **extra)
+
     def invoke(self, ctx: _click.Context) -> Any:
         """Run the command; a reader that closed the pipe (`| head -1`) ends it quietly
         with `READER_GONE` (typer's own handler exits 1 without a word)."""
         try:
-            return super().invoke(ctx)
+            with _noting_usage_errors():  # a command's flags, `fleetplan nosuch`
+                return super().invoke(ctx)
         except BrokenPipeError:
             from cli.render.console import end_for_a_closed_pipe
 
@@ -282,12 +305,14 @@ def main() -> None:
 def _run_app() -> None:
     """`app()` with every way it can end mapped to an exit code (`main`)."""
     stdout_was = _device_of_stdout()
+    USAGE_ERROR.clear()  # one run's (a test runs many in one process)
     try:
         try:
             app()
         except SystemExit as stop:
-            _flush_output(stdout_was, stop.code)
-            raise
+            code = USAGE_ERROR[-1] if USAGE_ERROR else stop.code  # printing it met a closed pipe
+            _flush_output(stdout_was, code)
+            sys.exit(code)
     except InputError as error:
         from cli.render.console import report_input_error
 
@@ -332,7 +357,7 @@ def _flush_output(stdout_was: tuple[int, int] | None, code: object = 0) -> None:
     """Write out what is still buffered for stdout before exiting: where its reader has
     gone (`| head -1`), end quietly (`end_for_a_closed_pipe`) rather than let the flush at
     exit print 'Exception ignored ... BrokenPipeError' and exit 120. A rich console of
-    typer's (`--help`, a usage error) that met the closed pipe has put /dev/null on stdout
+    typer's (`--help`) that met the closed pipe has put /dev/null on stdout
     and exits 1: that exit is the reader's going too. A command that failed (its exit
     `code` already decided: 1 to 4, 70) keeps its code, its message said on stderr: an
     infeasible `solve --json | head -0` exited 141, as a plan cut short does (where the

@@ -71,3 +71,20 @@ def test_a_set_value_follows_yaml_1_2(run_cli, written):
         run_cli, "validate", ONE_MODEL_ONE_REGION,
         "--set", f"regions[us-east].supply.h100-sxm.max_gpus={written}", needles=needles,
     )  # fmt: skip
+
+
+# --- a usage error where the reader has gone ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("perf", "-m", "x"), ("--bogus",), ("nosuch",), ("solve", "--time-limit", "abc", "x.yaml")],
+    ids=["bad-choice", "group-flag", "no-command", "bad-number"],
+)
+def test_a_usage_error_into_a_closed_pipe_keeps_exit_2(argv):
+    """`fleetplan perf -m x 2>&1 | head -0` exited 141: typer prints a usage error on a
+    rich console, which exits 1 where the pipe is closed, read as the reader's going. A
+    usage error is exit 2 whoever reads it."""
+    from tests.cli.test_hostile_round16 import _with_reader_gone
+
+    assert _with_reader_gone(*argv, stderr_too=True).returncode == 2
