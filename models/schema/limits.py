@@ -268,7 +268,9 @@ REDUNDANT_EXPERTS = Bound(
     low=0.0,
     low_open=False,
 )
-TIME_LIMIT_S = Bound(86_400, "s", "a solve allowed more than a day belongs in a job scheduler")
+_A_DAY = "a solve allowed more than a day belongs in a job scheduler"
+_NO_PLAN = "at 1e-9 s a run stopped in its candidates (exit 4); 0.1 s solves a small instance"
+TIME_LIMIT_S = Bound(86_400, "s", _A_DAY, low=0.1, low_open=False, low_why=_NO_PLAN)
 MIP_GAP = Bound(1.0, "", "a relative gap; 1 accepts any plan", low_open=False, high_open=True)
 HOURS_PER_MONTH = Bound(
     744,

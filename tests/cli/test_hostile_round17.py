@@ -88,3 +88,29 @@ def test_a_usage_error_into_a_closed_pipe_keeps_exit_2(argv):
     from tests.cli.test_hostile_round16 import _with_reader_gone
 
     assert _with_reader_gone(*argv, stderr_too=True).returncode == 2
+
+
+# --- a time limit too short to plan anything ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (("solve", ONE_MODEL_ONE_REGION, "--time-limit", "5e-324"), "--time-limit"),
+        (("explain", ONE_MODEL_ONE_REGION, "--time-limit", "1e-9"), "--time-limit"),
+        (("explain", ONE_MODEL_ONE_REGION, "--levers", "--levers-time-limit", "0.01"),
+         "--levers-time-limit"),
+    ],
+    ids=["solve", "explain", "levers"],
+)  # fmt: skip
+def test_a_time_limit_below_the_floor_is_refused(run_cli, argv, flag):
+    """`solve --time-limit 5e-324` exited 4, 'time limit reached in candidates': no run
+    plans anything in so little time, so it is bad input, naming the flag and the floor."""
+    run_checked(run_cli, *argv, needles=(f"{flag}: must be at least 0.1 s, got ",))
+
+
+def test_an_instances_time_limit_below_the_floor_is_refused(run_cli, tmp_path):
+    path = tmp_path / "short.yaml"
+    path.write_text(TEXT.replace("\npolicy:", "\nsolver: {time_limit_s: 0.01}\npolicy:"), "utf-8")
+    needles = ("solver.time_limit_s: must be at least 0.1 s, got 0.01",)
+    run_checked(run_cli, "validate", path, needles=needles)

@@ -93,7 +93,7 @@ def test_1e308_exits_2_with_the_bound_and_its_reason(run_cli, command, flag):
         (("perf", "--tp", "2048"), "--tp: must be at most 1,024, got 2,048"),
         (("estimate", "--zones", "100"), "--zones: must be at most 16 zones, got 100"),
         (("voice", "--ttft-share", "1"), "--ttft-share: must be below 1, got 1"),
-        (("solve", "--time-limit", "0"), "--time-limit: must be greater than 0 s, got 0"),
+        (("solve", "--time-limit", "0"), "--time-limit: must be at least 0.1 s, got 0"),
         (("solve", "--mip-gap", "1"), "--mip-gap: must be below 1, got 1"),
     ],
 )
