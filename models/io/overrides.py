@@ -39,7 +39,7 @@ import yaml
 
 from models.io.documents import check_yaml_text, dotted, not_utf8
 from models.physics.yaml_files import BaseSixtyNumber, CheckedLoader, DuplicateKey
-from models.schema.errors import InputError, Issue
+from models.schema.errors import InputError, Issue, shown_name
 from models.schema.quantities import counted
 
 _BARE_KEY = re.compile(r"[^.\[\]=\"']+")
@@ -421,7 +421,7 @@ def _index(override: Override, items: list, step: int | tuple[str, str], walked:
     for position, item in enumerate(items):
         if isinstance(item, dict) and str(item.get("name")) == step[1]:
             return position
-    known = ", ".join(str(n) for n in names if n is not None) or "none has a name"
+    known = ", ".join(shown_name(n) for n in names if n is not None) or "none has a name"
     odd = [str(n) for n in names if n is not None and selector_text(str(n)) != f"[{n}]"]
     hint = f"; a name holding a bracket or '=' is quoted: {selector_text(odd[0])}" if odd else ""
     raise _refuse(override.text, f"{_at(walked)} has no element named {step[1]!r} ({known}){hint}")

@@ -25,6 +25,7 @@ from models.physics.overlap import (
 )
 from models.schema import limits
 from models.schema.catalog_entries import resolve_gpu, resolve_llm
+from models.schema.errors import shown_name
 from models.schema.instance import Instance
 from models.schema.policy import BuyUnit, Survive
 
@@ -559,7 +560,7 @@ def _unknown(kind: str, name: str, known: list[str]) -> str:
     close = catalog.closest_name(name, known)
     if close:
         message += f"; did you mean {close!r}?"
-    return message + f" (declared: {', '.join(known) or 'none'})"
+    return message + f" (declared: {', '.join(map(shown_name, known)) or 'none'})"
 
 
 def _inline_message(kind: str, name: str, error: ValidationError, known: dict) -> str:

@@ -30,6 +30,15 @@ SHOWN_MESSAGE_CHARS = 2000
 """Characters of a problem's message shown (the longest real ones list some 30 keys)."""
 
 
+def shown_name(name: object) -> str:
+    """A declared name as a message lists it: as written where it prints as itself, else
+    as Python writes it (`'us-east\\t'`, `' us-east'`): a tab printed as spaces, a newline
+    or outer spaces made a name look like the one asked for ('unknown region 'us-east'
+    (declared: us-east      )')."""
+    text = str(name)
+    return text if text.isprintable() and text == text.strip() else repr(text)
+
+
 def _cut(text: str, most: int) -> str:
     if len(text) <= most:
         return text

@@ -13,6 +13,7 @@ from models.operations.scenarios import failover_targets
 from models.physics.catalog import closest_name
 from models.physics.efficiency import Efficiency, efficiency_for
 from models.physics.error_bands import band_for, margin_factor
+from models.schema.errors import shown_name
 from models.schema.instance import Instance
 from models.schema.serving_inputs import (
     latency_targets,
@@ -230,7 +231,7 @@ def _grouped(
                     requirement=name,
                     message=f"decodes with speculative option {entry.speculative!r}, which "
                     f"policy.speculative does not declare "
-                    f"(declared: {', '.join(instance.speculations) or 'none'})",
+                    f"(declared: {', '.join(map(shown_name, instance.speculations)) or 'none'})",
                 )
             )
             continue

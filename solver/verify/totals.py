@@ -53,6 +53,7 @@ from pydantic import BaseModel
 from models.operations.scenarios import RegionGraph, failure_scenarios
 from models.operations.site import demand_factor, gpus_bought, gpus_paid, node_gpus
 from models.schema import limits
+from models.schema.errors import shown_name
 from models.schema.instance import Instance
 from models.serving.replica import Role
 from solver.plan.records import ReplicaPool, ScenarioResult
@@ -435,7 +436,7 @@ def stated_routing(
                         where_route,
                         f"serves {route.origin} users of {route.workload} in "
                         f"{route.destination}, which may not serve them in {result.name} "
-                        f"(allowed: {', '.join(reach) or 'none'})",
+                        f"(allowed: {', '.join(map(shown_name, reach)) or 'none'})",
                     )
                 )
             elif not math.isclose(route.rtt_ms, reach[route.destination], abs_tol=1e-6):

@@ -63,4 +63,4 @@ def test_the_junit_report_stays_well_formed_xml_whatever_the_names(run_cli, tmp_
     cases = minidom.parse(str(report)).getElementsByTagName("testcase")
     assert [case.getAttribute("name") for case in cases] == ["bad\\u001b.json"]
     failure = cases[0].getElementsByTagName("failure")[0]
-    assert "(declared: r\\u001b)" in failure.getAttribute("message")
+    assert "(declared: 'r\\x1b')" in failure.getAttribute("message")  # shown_name

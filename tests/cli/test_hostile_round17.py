@@ -114,3 +114,37 @@ def test_an_instances_time_limit_below_the_floor_is_refused(run_cli, tmp_path):
     path.write_text(TEXT.replace("\npolicy:", "\nsolver: {time_limit_s: 0.01}\npolicy:"), "utf-8")
     needles = ("solver.time_limit_s: must be at least 0.1 s, got 0.01",)
     run_checked(run_cli, "validate", path, needles=needles)
+
+
+# --- names with control characters, listed ---------------------------------------------------
+
+
+def test_a_declared_name_with_a_tab_is_listed_escaped(run_cli):
+    """`--set 'regions[0].name="us-east\\t"'`: the demand's 'us-east' is unknown, and the
+    list of declared regions printed the tab as spaces ('declared: us-east      '), a name
+    that looked like the one asked for. A name with a control character or outer spaces is
+    listed as Python writes it."""
+    result = run_checked(
+        run_cli, "validate", ONE_MODEL_ONE_REGION, "--set", 'regions[0].name="us-east\\t"',
+    )  # fmt: skip
+    assert "(declared: 'us-east\\t')" in result.stderr, result.stderr
+
+
+def test_a_selector_lists_names_escaped(run_cli):
+    """`--set 'regions[us-east].…'` where the region is 'us-east\\t' lists the elements'
+    names: the tab escaped, not printed."""
+    result = run_checked(
+        run_cli, "validate", ONE_MODEL_ONE_REGION,
+        "--set", 'regions[0].name="us-east\\t"', "--set", "regions[us-east].supply={}",
+    )  # fmt: skip
+    assert "has no element named 'us-east' ('us-east\\t')" in result.stderr, result.stderr
+
+
+def test_shown_name_escapes_what_does_not_print():
+    from models.schema.errors import shown_name
+
+    assert shown_name("us-east") == "us-east"
+    assert shown_name("eu west") == "eu west"  # a space inside prints
+    assert shown_name("us-east\t") == "'us-east\\t'"
+    assert shown_name(" us-east") == "' us-east'"
+    assert shown_name("a\nb") == "'a\\nb'"
