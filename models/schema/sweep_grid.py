@@ -31,7 +31,7 @@ from models.io.overrides import (
     parse_override,
     replaced_because,
 )
-from models.schema.errors import InputError, Issue
+from models.schema.errors import InputError, Issue, shown_name
 
 MAX_AXES = 8
 """Axes one grid may have: a what-if over more dimensions than this is better split."""
@@ -85,8 +85,12 @@ class Point:
 
     @property
     def label(self) -> str:
-        """`path=value, ...` for tables."""
-        return ", ".join(f"{path}={value}" for path, value in self.values)
+        """`path=value, ...` for tables; text that does not print as itself escaped
+        (`regions[0].name='us-east\\t'`, models.schema.errors.shown_name)."""
+        return ", ".join(
+            f"{path}={shown_name(value) if isinstance(value, str) else value}"
+            for path, value in self.values
+        )
 
 
 def _override(path: str, value: Any) -> Override:

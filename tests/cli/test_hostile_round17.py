@@ -148,3 +148,14 @@ def test_shown_name_escapes_what_does_not_print():
     assert shown_name("us-east\t") == "'us-east\\t'"
     assert shown_name(" us-east") == "' us-east'"
     assert shown_name("a\nb") == "'a\\nb'"
+
+
+def test_a_sweep_points_label_escapes_a_tab():
+    """A grid axis `regions[0].name: ["us-east\\t", us-east]` labelled its first point
+    'regions[0].name=us-east       ' in the progress lines and the table: two points that
+    read alike. A text value that does not print as itself is shown escaped."""
+    from models.schema.sweep_grid import Point
+
+    point = Point(0, (("regions[0].name", "us-east\t"), ("demand_growth", 1.5)))
+    assert point.label == "regions[0].name='us-east\\t', demand_growth=1.5"
+    assert Point(1, (("regions[0].name", "us-east"),)).label == "regions[0].name=us-east"
