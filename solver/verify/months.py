@@ -19,6 +19,24 @@ from solver.verify.totals import money_close
 GPU_TOLERANCE = 1e-6
 
 
+def without_months(instance: Instance, plan: Plan, verdict: Verification) -> Verification:
+    """`verdict`, failed where the instance plans months (policy.horizon_months) and the
+    plan states none: such a plan (today's hours, or a peak) was checked against month 0's
+    demand alone, and growth-horizon's month-0 plan verified 'ok' against its 12 months
+    (month 11 at 1.06^11 = 1.90x the demand). Not within `verify_hours`, which checks each
+    month's own hours as a plan without months (`check_months`)."""
+    horizon = instance.policy.horizon_months
+    if not horizon or plan.months:
+        return verdict
+    missing = Violation(
+        requirement="months",
+        message=f"the instance plans {horizon} months (policy.horizon_months); the plan "
+        "states none, so it was checked against today's demand alone: solve the instance "
+        "for its months",
+    )
+    return verdict.model_copy(update={"ok": False, "violations": (*verdict.violations, missing)})
+
+
 def check_months(
     instance: Instance,
     plan: Plan,

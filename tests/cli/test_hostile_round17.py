@@ -1,5 +1,7 @@
 """Hostile input, round seventeen: YAML 1.1's readings of plain scalars (`6_4` as 64, `no`
-as false), ... Each case was a value read two ways by two spellings or two readers."""
+as false), a usage error said into a closed pipe, a time limit too short to plan anything,
+names with control characters in lists and labels, and a plan without its instance's
+months. Each case was a value read two ways, an exit code lost or a verdict too kind."""
 
 import pytest
 
@@ -159,3 +161,26 @@ def test_a_sweep_points_label_escapes_a_tab():
     point = Point(0, (("regions[0].name", "us-east\t"), ("demand_growth", 1.5)))
     assert point.label == "regions[0].name='us-east\\t', demand_growth=1.5"
     assert Point(1, (("regions[0].name", "us-east"),)).label == "regions[0].name=us-east"
+
+
+# --- a plan without the months its instance plans ----------------------------------------------
+
+
+def test_a_plan_without_the_months_of_its_horizon_fails_the_verifier():
+    """growth-horizon plans 12 months of chat growing 6% a month (month 11 at 1.06^11 =
+    1.90x today's demand); its plan solved without the horizon (`--set
+    policy.horizon_months=null`: today's hours only) verified 'ok' against it, and
+    `report --plan` drew it as the horizon's plan. A plan stating no months fails where
+    the instance plans some, naming both."""
+    from models.io.loading import load_instance
+    from solver.plan.schema import Plan
+    from solver.verify.hours import verify_any
+    from tests.paths import INSTANCES
+
+    instance = load_instance(INSTANCES / "growth-horizon.yaml")
+    assert instance.policy.horizon_months == 12
+    check = verify_any(instance, Plan(instance="growth-horizon"))
+    assert not check.ok
+    assert any(
+        v.requirement == "months" and "plans 12 months" in v.message for v in check.violations
+    ), check.violations
