@@ -12,48 +12,14 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.readme import calibration_checks  # noqa: F401  (registers its checks)
+from tests.readme.registry import CHECKS, check, pct, span, usd
 from tests.readme.runner import Runner, golden
 
-
-@dataclass(frozen=True)
-class Check:
-    """A README check: `command` is what the README shows (and the check runs, or reads the
-    golden result of); `slow` ones run under `make readme`, not `make test`."""
-
-    name: str
-    command: str
-    compute: Callable[[Runner], dict[str, str] | str]
-    slow: bool = False
-
-
-CHECKS: dict[str, Check] = {}
-
-
-def check(name: str, command: str, slow: bool = False):
-    def register(compute: Callable[[Runner], dict[str, str] | str]):
-        CHECKS[name] = Check(name, command, compute, slow)
-        return compute
-
-    return register
-
-
-def usd(value: float) -> str:
-    return f"${value:,.0f}"
-
-
-def pct(share: float, digits: int = 0) -> str:
-    return f"{100 * share:.{digits}f}%"
-
-
-def span(values: list[float], digits: int = 0) -> str:
-    """`low-high` of percentages (one number where they round alike)."""
-    low, high = (f"{100 * v:.{digits}f}" for v in (min(values), max(values)))
-    return f"{low}%" if low == high else f"{low}-{high}%"
+__all__ = ["CHECKS"]
 
 
 def _lines_between(text: str, first: str, last: str) -> list[str]:
