@@ -261,3 +261,32 @@ def _wide_ep_overlap(run: Runner) -> dict[str, str]:
         "gain32": f"the model {gain(32):+.0f}%",
         "prefill": ", ".join(f"{g:.0f}%" for g in prefill[:2]) + f" and {prefill[2]:.0f}%",
     }
+
+
+# --- SGLang's memory split by device (calibration/sglang_defaults.py) -----------------------
+
+
+def _share(fraction: float) -> str:
+    return _pct(100 * fraction)
+
+
+@check("sglang-memory", "calibration/sglang_defaults.py")
+def _sglang_memory(run: Runner) -> dict[str, str]:
+    """SGLang's prefill chunk and memory reserve by device at its defaults."""
+    from calibration.sglang_defaults import sglang_defaults
+    from models.physics.catalog import gpu
+
+    def at(name: str, tp: int = 1) -> dict[str, float]:
+        return sglang_defaults(gpu(name).hbm_gib, tp)
+
+    h100, a100, h200, b200 = (at(g) for g in ("h100-sxm", "a100-80gb-sxm", "h200", "b200"))
+    assert h100 == a100, "the README quotes the H100 and the A100 80GB as one"
+    tp8 = at("h100-sxm", 8)["memory_reserve_fraction"]
+    return {
+        "h100": f"{h100['prefill_chunk_tokens']:,.0f} tokens and "
+        f"{_share(h100['memory_reserve_fraction'])} on an H100",
+        "h200": f"{_share(h200['memory_reserve_fraction'])} on an H200",
+        "b200": f"{b200['prefill_chunk_tokens']:,.0f} tokens and "
+        f"{_share(b200['memory_reserve_fraction'])} on a B200",
+        "tp8": f"{_share(tp8 - h100['memory_reserve_fraction'])} of an H100 more: {_share(tp8)}",
+    }

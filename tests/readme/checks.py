@@ -548,3 +548,46 @@ def _engine_latency(run: Runner) -> dict[str, str]:
         "pcie": f"{ada.allreduce_latency_s * 1e6:.1f} us",
         **_tpot_70b(run),
     }
+
+
+HORIZON_CAPACITY = (
+    "fleetplan solve instances/procurement-3region.yaml --set policy.horizon_months=120"
+)
+
+
+@check("horizon-capacity", HORIZON_CAPACITY)
+def _horizon_capacity(run: Runner) -> dict[str, str]:
+    """The pre-solve check that names the first month the regions' power cannot hold."""
+    (problem,) = run.json(HORIZON_CAPACITY)["diagnosis"]["problems"]
+    message = problem["message"]
+    needed = message.split("needs at least ", 1)[1].split(" kW", 1)[0]
+    held = float(message.split("hold at most ", 1)[1].split(" kW", 1)[0])
+    return {
+        "month": problem["requirement"].split("[", 1)[1].rstrip("]"),
+        "power": f"{needed} kW needed, {held:g} held",
+    }
+
+
+FLEET = "fleetplan solve instances/chat-3region.yaml --json plan.json"
+
+
+@check("fleet-verify", FLEET)
+def _fleet_verify(run: Runner) -> dict[str, str]:
+    """The README's four commands: the default plan deployed to k8s, imported back as an
+    instance that owns it, and verified (every GPU owned now)."""
+    with tempfile.TemporaryDirectory() as folder:
+        plan, k8s = Path(folder) / "plan.json", Path(folder) / "k8s"
+        running, fleet = Path(folder) / "running.yaml", Path(folder) / "fleet.json"
+        plan.write_text(json.dumps(run.json(DEMO)))
+        instance = "--instance instances/chat-3region.yaml"
+        for command in (
+            f"fleetplan deploy {plan} {instance} --target k8s -o {k8s}",
+            f"fleetplan fleet-import {k8s} {instance} --instance-out {running} --plan-out {fleet}",
+        ):
+            ran = run.run(command)
+            assert ran.exit_code == 0, f"{command}: exit {ran.exit_code}: {ran.stderr[-500:]}"
+        verdict = run.json(f"fleetplan verify {running} {fleet}")
+    return {
+        "verdict": f"{'ok' if verdict['ok'] else 'FAILS'}: {verdict['total_gpus']} GPUs, "
+        f"{usd(verdict['cost_per_month'])}/month",
+    }
