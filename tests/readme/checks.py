@@ -15,8 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tests.readme import calibration_checks  # noqa: F401  (registers its checks)
-from tests.readme.registry import CHECKS, check, pct, span, usd
+from tests.readme import calibration_checks, deploy_checks  # noqa: F401  (they register)
+from tests.readme.registry import CHECKS, DEMO, check, pct, span, usd
 from tests.readme.runner import Runner, golden
 
 __all__ = ["CHECKS"]
@@ -31,8 +31,6 @@ def _lines_between(text: str, first: str, last: str) -> list[str]:
 
 
 # --- the default instance ---------------------------------------------------------------
-
-DEMO = "fleetplan solve instances/chat-3region.yaml"
 
 
 @check("demo", DEMO)
@@ -565,29 +563,4 @@ def _horizon_capacity(run: Runner) -> dict[str, str]:
     return {
         "month": problem["requirement"].split("[", 1)[1].rstrip("]"),
         "power": f"{needed} kW needed, {held:g} held",
-    }
-
-
-FLEET = "fleetplan solve instances/chat-3region.yaml --json plan.json"
-
-
-@check("fleet-verify", FLEET)
-def _fleet_verify(run: Runner) -> dict[str, str]:
-    """The README's four commands: the default plan deployed to k8s, imported back as an
-    instance that owns it, and verified (every GPU owned now)."""
-    with tempfile.TemporaryDirectory() as folder:
-        plan, k8s = Path(folder) / "plan.json", Path(folder) / "k8s"
-        running, fleet = Path(folder) / "running.yaml", Path(folder) / "fleet.json"
-        plan.write_text(json.dumps(run.json(DEMO)))
-        instance = "--instance instances/chat-3region.yaml"
-        for command in (
-            f"fleetplan deploy {plan} {instance} --target k8s -o {k8s}",
-            f"fleetplan fleet-import {k8s} {instance} --instance-out {running} --plan-out {fleet}",
-        ):
-            ran = run.run(command)
-            assert ran.exit_code == 0, f"{command}: exit {ran.exit_code}: {ran.stderr[-500:]}"
-        verdict = run.json(f"fleetplan verify {running} {fleet}")
-    return {
-        "verdict": f"{'ok' if verdict['ok'] else 'FAILS'}: {verdict['total_gpus']} GPUs, "
-        f"{usd(verdict['cost_per_month'])}/month",
     }

@@ -1,7 +1,7 @@
 """The registry of the README's checks and the formats they print figures in.
 
-`checks.py` and `calibration_checks.py` register their checks here with `@check`;
-`tests.readme.checks.CHECKS` is the registry once both are imported.
+`checks.py`, `calibration_checks.py` and `deploy_checks.py` register their checks here with
+`@check`; `tests.readme.checks.CHECKS` is the registry once all are imported.
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ class Check:
 
 
 CHECKS: dict[str, Check] = {}
+
+DEMO = "fleetplan solve instances/chat-3region.yaml"
+"""The default instance's solve, which checks in several modules read (run once a session)."""
 
 
 def check(name: str, command: str, slow: bool = False):
