@@ -290,3 +290,14 @@ def _sglang_memory(run: Runner) -> dict[str, str]:
         f"{_share(b200['memory_reserve_fraction'])} on a B200",
         "tp8": f"{_share(tp8 - h100['memory_reserve_fraction'])} of an H100 more: {_share(tp8)}",
     }
+
+
+@check("moe-limits", BENCH)
+def _moe_limits(run: Runner) -> dict[str, str]:
+    """The MoE held-out medians "What it does not model yet" quotes (moe_report)."""
+    held = _moe()["held out"]
+    return {
+        "all": f"within {_pct(held['all MoE rows'].median_abs_pct)} (median, held out",
+        "deepseek": f"DeepSeek-R1 {_pct(held['model deepseek-r1'].median_abs_pct)}",
+        "rtx": f"({_pct(held['DEP on rtx-pro-6000'].median_abs_pct)} median on the held-out rows)",
+    }

@@ -356,6 +356,18 @@ def _day_configs(run: Runner) -> dict[str, str]:
     }
 
 
+TWO_A_DAY = f"{PROCUREMENT} --set policy.max_configs_per_pool=2"
+
+
+@check("two-configs-a-day", TWO_A_DAY, slow=True)
+def _two_configs_a_day(run: Runner) -> dict[str, str]:
+    """Month 0 of procurement-3region with two configurations a pool a day, against one."""
+    return {
+        "two": usd(run.json(TWO_A_DAY)["cost_per_month"]),
+        "one": usd(golden("procurement-3region")["cost_per_month"]),
+    }
+
+
 INFEASIBLE = (
     "fleetplan solve instances/region-loss-3.yaml"
     " --set 'regions[us-east].supply.h100-sxm.max_gpus=3'"
