@@ -61,3 +61,45 @@ def _deploy_table(run: Runner) -> dict[str, str]:
 
     ordered = sorted(pools, key=lambda pool: (regions.index(pool.region), pool.name))
     return {f"pool{n}": row(pool) for n, pool in enumerate(ordered, start=1)}
+
+
+DIURNAL = "fleetplan solve instances/diurnal-chat-batch.yaml"  # checks.py's, run once
+VERIFY = "fleetplan verify running.yaml fleet.json"
+
+
+@check("fleet-import-hourly", VERIFY, slow=True)
+def _fleet_import_hourly(run: Runner) -> dict[str, str]:
+    """diurnal-chat-batch's plan deployed to k8s and imported back, with its schedule (the
+    ConfigMap deploy writes) and without it (the peak fleet read as a static plan), each
+    fleet verified against the instance fleet-import wrote and against the original."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        plan, k8s = root / "plan.json", root / "k8s"
+        plan.write_text(json.dumps(run.json(DIURNAL)))
+        original = "instances/diurnal-chat-batch.yaml"
+        _ran(run, f"fleetplan deploy {plan} --instance {original} --target k8s -o {k8s}")
+
+        def verdicts(name: str) -> tuple[dict, dict]:
+            running, fleet = root / f"{name}.yaml", root / f"{name}.json"
+            _ran(
+                run,
+                f"fleetplan fleet-import {k8s} --instance {original} --instance-out {running}"
+                f" --plan-out {fleet}",
+            )
+            return tuple(run.json(f"fleetplan verify {i} {fleet}") for i in (running, original))
+
+        hourly = verdicts("hourly")
+        (k8s / "fleetplan-schedule.yaml").unlink()
+        _written, static = verdicts("static")
+    costs = {usd(verdict["cost_per_month"]) for verdict in hourly}
+    ok = "ok" if all(verdict["ok"] for verdict in hourly) else "FAILS"
+    return {
+        "hourly": f"{' / '.join(sorted(costs))}/month and {ok}, both ways",
+        "static": f"{usd(static['cost_per_month'])}/month with {len(static['violations'])} "
+        "violations",
+    }
+
+
+def _ran(run: Runner, command: str) -> None:
+    ran = run.run(command)
+    assert ran.exit_code == 0, f"{command}: exit {ran.exit_code}: {ran.stderr[-500:]}"
