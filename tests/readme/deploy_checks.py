@@ -12,6 +12,10 @@ from tests.readme.registry import DEMO, check, pct, usd
 from tests.readme.runner import Runner
 
 FLEET = "fleetplan solve instances/chat-3region.yaml --json plan.json"
+FLEET_IMPORT = (
+    "fleetplan fleet-import k8s/ --instance instances/chat-3region.yaml"
+    " --instance-out running.yaml --plan-out fleet.json"
+)
 
 
 @check("fleet-verify", FLEET)
@@ -19,21 +23,40 @@ def _fleet_verify(run: Runner) -> dict[str, str]:
     """The README's four commands: the default plan deployed to k8s, imported back as an
     instance that owns it, and verified (every GPU owned now)."""
     with tempfile.TemporaryDirectory() as folder:
-        plan, k8s = Path(folder) / "plan.json", Path(folder) / "k8s"
-        running, fleet = Path(folder) / "running.yaml", Path(folder) / "fleet.json"
-        plan.write_text(json.dumps(run.json(DEMO)))
-        instance = "--instance instances/chat-3region.yaml"
-        for command in (
-            f"fleetplan deploy {plan} {instance} --target k8s -o {k8s}",
-            f"fleetplan fleet-import {k8s} {instance} --instance-out {running} --plan-out {fleet}",
-        ):
-            ran = run.run(command)
-            assert ran.exit_code == 0, f"{command}: exit {ran.exit_code}: {ran.stderr[-500:]}"
+        running, fleet = _imported_default(run, Path(folder))
         verdict = run.json(f"fleetplan verify {running} {fleet}")
     return {
         "verdict": f"{'ok' if verdict['ok'] else 'FAILS'}: {verdict['total_gpus']} GPUs, "
         f"{usd(verdict['cost_per_month'])}/month",
     }
+
+
+@check("fleet-resolve", FLEET_IMPORT, slow=True)
+def _fleet_resolve(run: Runner) -> dict[str, str]:
+    """The imported default fleet solved again: what it costs and the servers it buys."""
+    with tempfile.TemporaryDirectory() as folder:
+        running, _fleet = _imported_default(run, Path(folder))
+        plan = run.json(f"fleetplan solve {running}")
+    servers = sum(server["count"] for server in plan["servers"])
+    return {
+        "resolved": f"{usd(plan['cost_per_month'])}/month, "
+        + ("nothing to buy" if servers == 0 else f"{servers} servers to buy"),
+    }
+
+
+def _imported_default(run: Runner, root: Path) -> tuple[Path, Path]:
+    """The default plan deployed to k8s under `root` and imported back: the instance that
+    owns it and the fleet."""
+    plan, k8s = root / "plan.json", root / "k8s"
+    running, fleet = root / "running.yaml", root / "fleet.json"
+    plan.write_text(json.dumps(run.json(DEMO)))
+    instance = "--instance instances/chat-3region.yaml"
+    _ran(run, f"fleetplan deploy {plan} {instance} --target k8s -o {k8s}")
+    _ran(
+        run,
+        f"fleetplan fleet-import {k8s} {instance} --instance-out {running} --plan-out {fleet}",
+    )
+    return running, fleet
 
 
 DEPLOY = "fleetplan deploy plan.json --instance instances/chat-3region.yaml --target k8s -o k8s/"
