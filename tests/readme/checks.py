@@ -12,48 +12,14 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.readme import calibration_checks, deploy_checks  # noqa: F401  (they register)
+from tests.readme.registry import CHECKS, DEMO, check, pct, span, usd
 from tests.readme.runner import Runner, golden
 
-
-@dataclass(frozen=True)
-class Check:
-    """A README check: `command` is what the README shows (and the check runs, or reads the
-    golden result of); `slow` ones run under `make readme`, not `make test`."""
-
-    name: str
-    command: str
-    compute: Callable[[Runner], dict[str, str] | str]
-    slow: bool = False
-
-
-CHECKS: dict[str, Check] = {}
-
-
-def check(name: str, command: str, slow: bool = False):
-    def register(compute: Callable[[Runner], dict[str, str] | str]):
-        CHECKS[name] = Check(name, command, compute, slow)
-        return compute
-
-    return register
-
-
-def usd(value: float) -> str:
-    return f"${value:,.0f}"
-
-
-def pct(share: float, digits: int = 0) -> str:
-    return f"{100 * share:.{digits}f}%"
-
-
-def span(values: list[float], digits: int = 0) -> str:
-    """`low-high` of percentages (one number where they round alike)."""
-    low, high = (f"{100 * v:.{digits}f}" for v in (min(values), max(values)))
-    return f"{low}%" if low == high else f"{low}-{high}%"
+__all__ = ["CHECKS"]
 
 
 def _lines_between(text: str, first: str, last: str) -> list[str]:
@@ -65,8 +31,6 @@ def _lines_between(text: str, first: str, last: str) -> list[str]:
 
 
 # --- the default instance ---------------------------------------------------------------
-
-DEMO = "fleetplan solve instances/chat-3region.yaml"
 
 
 @check("demo", DEMO)
@@ -392,6 +356,18 @@ def _day_configs(run: Runner) -> dict[str, str]:
     }
 
 
+TWO_A_DAY = f"{PROCUREMENT} --set policy.max_configs_per_pool=2"
+
+
+@check("two-configs-a-day", TWO_A_DAY, slow=True)
+def _two_configs_a_day(run: Runner) -> dict[str, str]:
+    """Month 0 of procurement-3region with two configurations a pool a day, against one."""
+    return {
+        "two": usd(run.json(TWO_A_DAY)["cost_per_month"]),
+        "one": usd(golden("procurement-3region")["cost_per_month"]),
+    }
+
+
 INFEASIBLE = (
     "fleetplan solve instances/region-loss-3.yaml"
     " --set 'regions[us-east].supply.h100-sxm.max_gpus=3'"
@@ -581,4 +557,22 @@ def _engine_latency(run: Runner) -> dict[str, str]:
         "nvlink": f"{hopper.allreduce_latency_s * 1e6:.0f} us",
         "pcie": f"{ada.allreduce_latency_s * 1e6:.1f} us",
         **_tpot_70b(run),
+    }
+
+
+HORIZON_CAPACITY = (
+    "fleetplan solve instances/procurement-3region.yaml --set policy.horizon_months=120"
+)
+
+
+@check("horizon-capacity", HORIZON_CAPACITY)
+def _horizon_capacity(run: Runner) -> dict[str, str]:
+    """The pre-solve check that names the first month the regions' power cannot hold."""
+    (problem,) = run.json(HORIZON_CAPACITY)["diagnosis"]["problems"]
+    message = problem["message"]
+    needed = message.split("needs at least ", 1)[1].split(" kW", 1)[0]
+    held = float(message.split("hold at most ", 1)[1].split(" kW", 1)[0])
+    return {
+        "month": problem["requirement"].split("[", 1)[1].rstrip("]"),
+        "power": f"{needed} kW needed, {held:g} held",
     }
