@@ -121,7 +121,7 @@ def test_a_line_break_in_a_file_name_or_axis_value_stays_on_its_line(run_cli, tm
     grid.write_text(f'instance: {ONE_MODEL_ONE_REGION}\naxes:\n  description: ["x\\nZZ"]\n')
     swept = run_checked(run_cli, "sweep", grid, code=0)
     assert _lines_begun_by_a_name(swept.stdout + swept.stderr) == []
-    assert "description=x\\u000aZZ: solved" in swept.stderr
+    assert "description='x\\nZZ': solved" in swept.stderr  # the label's shown_name
 
 
 # --- voice --json means what --json means everywhere -----------------------------------
