@@ -77,22 +77,7 @@ def test_a_later_month_whose_build_passes_the_deadline_answers_with_its_fallback
     grown by 1.5 (nothing found in no time), stopped at the limit; both months are
     planned and the horizon verifies. Before, month 1's program build
     raised TimeLimitReached (exit 4) with month 0 in hand."""
-    import types
-
-    from solver import settings as settings_module
-    from solver.time import step
-
-    real, offset = settings_module.time.monotonic, [0.0]
-    clock = types.SimpleNamespace(monotonic=lambda: real() + offset[0])
-    monkeypatch.setattr(settings_module, "time", clock)
-    built = step.PeriodsStep.build
-
-    def build(self, backend, settings):
-        if self.horizon.month == 1:
-            offset[0] = 1e6
-        built(self, backend, settings)
-
-    monkeypatch.setattr(step.PeriodsStep, "build", build)
+    _past_the_limit_from_month_1s_build(monkeypatch)
     inst = validate_instance(_months(2, 0.5, r1=400.0), "periods.yaml")
     plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
     assert [m.month for m in plan.months] == [0, 1]
@@ -178,23 +163,9 @@ def test_a_month_no_held_fleet_fits_is_its_program_solved_whole_past_the_deadlin
     month whose held fleet's choice had no plan by the deadline exited 4
     (procurement-3region at --time-limit 5, month 10, whose whole program HiGHS solves to
     1% in about 2 s)."""
-    import types
-
-    from solver import settings as settings_module
     from solver.decompose import by_period
-    from solver.time import step
 
-    real, offset = settings_module.time.monotonic, [0.0]
-    clock = types.SimpleNamespace(monotonic=lambda: real() + offset[0])
-    monkeypatch.setattr(settings_module, "time", clock)
-    built = step.PeriodsStep.build
-
-    def build(self, backend, settings):
-        if self.horizon.month == 1:
-            offset[0] = 1e6
-        built(self, backend, settings)
-
-    monkeypatch.setattr(step.PeriodsStep, "build", build)
+    _past_the_limit_from_month_1s_build(monkeypatch)
     inst = _capped_months(monkeypatch, 21.0)
     monkeypatch.setattr(by_period._Rounds, "refit", lambda self, levels: None)
     plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
@@ -229,3 +200,25 @@ def test_month_0_with_no_fallback_tries_again_within_the_solve_time_left(monkeyp
     assert [m.month for m in plan.months] == [0, 1]
     assert all(m.cost_per_month > 0 for m in plan.months)
     assert verify_hours(inst, plan).ok
+
+
+def _past_the_limit_from_month_1s_build(monkeypatch) -> None:
+    """The run's clock (solver.settings' monotonic) jumps 10^6 s, far past any limit, as
+    month 1's periods program begins to build: month 0 is planned in time, every later
+    stage is past the deadline."""
+    import types
+
+    from solver import settings as settings_module
+    from solver.time import step
+
+    real, offset = settings_module.time.monotonic, [0.0]
+    clock = types.SimpleNamespace(monotonic=lambda: real() + offset[0])
+    monkeypatch.setattr(settings_module, "time", clock)
+    built = step.PeriodsStep.build
+
+    def build(self, backend, settings):
+        if self.horizon.month == 1:
+            offset[0] = 1e6
+        built(self, backend, settings)
+
+    monkeypatch.setattr(step.PeriodsStep, "build", build)
