@@ -13,6 +13,7 @@ from models.operations.scenarios import failover_targets
 from models.physics.catalog import closest_name
 from models.physics.efficiency import Efficiency, efficiency_for
 from models.physics.error_bands import band_for, margin_factor
+from models.physics.overlap import engine_layout_problem
 from models.schema.errors import shown_name
 from models.schema.instance import Instance
 from models.schema.serving_inputs import (
@@ -155,10 +156,21 @@ def recompute_pools(
     instance: Instance, plan: Plan, violations: list[Violation], warnings: list[Violation]
 ) -> list[RecomputedPool]:
     """The plan's pools with their physics recomputed; a configuration that cannot serve
-    is a violation, a stated capacity or limit that differs from the physics a warning
-    (the scenario checks judge the recomputed capacity against the load)."""
+    is a violation, a stated capacity or limit that differs from the physics a warning,
+    and so is a layout the profile's engine would start as another
+    (`models.physics.overlap.engine_layout_problem`: vLLM's TP8 x EP4 runs as EP8; the
+    planner never offers one, deploy refuses it, a fleet one owns may state one); the
+    scenario checks judge the recomputed capacity against the load."""
     pools = _grouped(instance, plan, violations.append, None)
     _stated_pool_figures(instance, plan, pools, violations, warnings)
+    for pool in pools.values():  # a layout its engine starts as another: a warning
+        engine = pool.efficiency.overlap_engine  # a fleet one owns may state what it runs
+        for entry in pool.entries:
+            if (problem := engine_layout_problem(engine, entry.tp, entry.dp, entry.ep)) is not None:
+                name = ReplicasColumn(entry.workload, entry.key, entry.region).name()
+                warnings.append(
+                    Violation(requirement=name, message=f"timed as laid out, but {problem}")
+                )
     return list(pools.values())
 
 
