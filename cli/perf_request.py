@@ -20,11 +20,17 @@ import typer
 from cli.perf_speculative import speculation_from_flags
 from models.io.hf_config import HfConfigError, load_hf_config, precision_in_file
 from models.physics import catalog
-from models.physics.efficiency import EfficiencySource, UnknownEngine, check_engine
+from models.physics.efficiency import (
+    EfficiencySource,
+    UnknownEngine,
+    check_engine,
+    engine_family,
+)
 from models.physics.efficiency import efficiency_source as engine_source
 from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
 from models.physics.memory import layout_problem
+from models.physics.overlap import engine_layout_problem
 from models.physics.precision import Precision
 from models.physics.speculative import Speculation
 from models.schema.errors import InputError, Issue
@@ -413,6 +419,7 @@ class PerfRequest:
         )  # fmt: skip
         if layout is not None:
             raise problem("--tp/--pp/--ep/--dp/--redundant-experts/--precision", layout)
+        self._check_engine_layout("--tp/--ep/--dp", self.tp, self.dp, self.ep)
         return config
 
     @property
@@ -437,7 +444,16 @@ class PerfRequest:
         if layout is not None:
             flags = "/".join(f"--{side}-{part}" for part in ("tp", "pp", "ep", "dp"))
             raise problem(f"{flags}/--redundant-experts/--precision", layout)
+        self._check_engine_layout("/".join(f"--{side}-{p}" for p in ("tp", "ep", "dp")), tp, dp, ep)
         return config
+
+    def _check_engine_layout(self, flags: str, tp: int, dp: int, ep: int) -> None:
+        """Refuse a layout the engine profile's engine would start as another
+        (`models.physics.overlap.engine_layout_problem`, the rule the planner's candidates
+        and deploy follow): perf would time what that engine never runs."""
+        engine = engine_family(self.efficiency_source().engine)
+        if (layout := engine_layout_problem(engine, tp, dp, ep)) is not None:
+            raise problem(f"{flags}/--engine", layout)
 
     def _layout(self, role: Role, tp: int, pp: int, ep: int, dp: int) -> ReplicaConfig:
         """The flags' replica at a layout (`replica_of_pool`: --kv-precision, else the

@@ -204,3 +204,18 @@ def test_pool_replicas_share_one_queue_and_lift_the_capacity_per_replica(run_cli
     assert "one of 10 replicas behind one queue" in table.stdout
     assert "requests/s of the pool" in table.stdout
     assert run_cli(*LONG_PROMPTS, "--pool-replicas", "0").exit_code == ExitCode.BAD_INPUT
+
+
+def test_a_layout_the_engine_starts_as_another_is_refused_naming_the_rule(run_cli):
+    """vLLM's expert parallelism is EP 1 or every GPU of the stage (TP8 x DP1: EP8), so
+    `perf --tp 8 --ep 4 --engine vllm-0.11` would time a layout vLLM never runs: exit 2
+    naming the flags and the rule; SGLang runs it (--ep-size 4: moe_tp 8 / 4 = 2)."""
+    args = ("perf", "--model", "qwen3-235b-a22b", "--gpu", "h200", "--precision", "fp8")
+    args += ("--tp", "8", "--ep", "4", "-i", "2000", "-o", "400")
+    refused = run_cli(*args, "--engine", "vllm-0.11")
+    assert refused.exit_code == 2, refused.stdout + refused.stderr
+    assert "--tp/--ep/--dp/--engine" in refused.stderr and "EP4 would run as EP8" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    timed = run_cli(*args, "--engine", "sglang-0.5")
+    assert timed.exit_code == 0, timed.stderr
+    assert "tp8xpp1 ep4" in timed.stdout
