@@ -7,7 +7,7 @@ markers quote (the default instance's solve) run once, in one worker.
 """
 
 from tests.readme.checks import CHECKS
-from tests.readme.markers import find_markers, rewrite, token_pattern
+from tests.readme.markers import find_markers, rewrite, shown_in_section, token_pattern
 from tests.readme.runner import Runner
 from tests.readme.verdicts import README, problems, unused_checks
 from tests.solved_once import solving_default_once
@@ -92,3 +92,13 @@ def test_a_figure_without_its_command_in_the_section_is_named():
         "README line 2 (server-power): the section does not show the command "
         "'fleetplan catalog gpus'"
     ]
+
+
+def test_a_comment_in_a_fenced_block_is_not_a_heading():
+    """A `#` line inside a fence (a shell comment) does not end the section: the marker
+    below the block still sees the command shown above it, in the same section."""
+    text = "# S\n```sh\nfleetplan deploy plan.json\n#   kubectl apply -f k8s/\n```\n"
+    text += "<!-- check x: a=1 -->\nafter 1\n# T\nnext"
+    (marker,) = find_markers(text)
+    assert marker.section == (0, 7)  # from '# S' to the line before '# T'
+    assert shown_in_section(text, marker, "fleetplan deploy plan.json")

@@ -61,12 +61,25 @@ def _is_marker(line: str) -> bool:
     return bool(FIGURES.match(line) or OUTPUT.match(line))
 
 
-def _section(lines: list[str], index: int) -> tuple[int, int]:
+def _headings(lines: list[str]) -> list[bool]:
+    """Per line, whether it is a Markdown heading: a `#` line inside a fenced block (a
+    shell comment, `#   kubectl apply -f k8s/`) is not one."""
+    fenced, found = False, []
+    for line in lines:
+        if FENCE.match(line):
+            fenced = not fenced
+        found.append(not fenced and bool(HEADING.match(line)))
+    return found
+
+
+def _section(lines: list[str], index: int, headings: list[bool] | None = None) -> tuple[int, int]:
+    """The lines of the section holding line `index`: from its heading to the next."""
+    heading = headings if headings is not None else _headings(lines)
     start = index
-    while start > 0 and not HEADING.match(lines[start]):
+    while start > 0 and not heading[start]:
         start -= 1
     end = index + 1
-    while end < len(lines) and not HEADING.match(lines[end]):
+    while end < len(lines) and not heading[end]:
         end += 1
     return start, end
 
@@ -74,6 +87,7 @@ def _section(lines: list[str], index: int) -> tuple[int, int]:
 def find_markers(text: str) -> list[Marker]:
     """Every marker in the README, in order. Raises ValueError on a malformed one."""
     lines = text.split("\n")
+    headings = _headings(lines)
     markers = []
     for index, line in enumerate(lines):
         if not line.lstrip().startswith(("<!-- check", "<!-- output")):
@@ -91,7 +105,7 @@ def find_markers(text: str) -> list[Marker]:
                 line=index,
                 values=values,
                 body=_body(lines, index + 1),
-                section=_section(lines, index),
+                section=_section(lines, index, headings),
             )
         )
     return markers
