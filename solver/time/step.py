@@ -470,10 +470,13 @@ class PeriodsStep:
         back meanwhile)."""
 
         def duals() -> tuple[dict[str, float], str]:
-            priced = priced_hours(pricing())
+            result = pricing()
             month = self.horizon.month
-            self.settings.passed(f"month {month} pricing" if month else "pricing")
-            return priced
+            stage = f"month {month} pricing" if month else "pricing"
+            if result.termination is not Termination.OPTIMAL:  # the plan's note says why
+                stage += f" (not priced: {result.termination})"
+            self.settings.passed(stage)
+            return priced_hours(result)
 
         return read_hours(
             self.program,

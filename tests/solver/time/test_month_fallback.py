@@ -8,6 +8,7 @@ rounds asked for it) and the month after ended the run with exit 4.
 The clock is not waited on: tests/solver/time/test_stopped_months.py's backend that finds
 no incumbent, and rounds told their deadline has passed, stand for a spent share."""
 
+import logging
 import math
 
 from models.io.loading import validate_instance
@@ -71,7 +72,9 @@ def test_a_month_that_solved_on_its_own_leaves_its_fleet_to_the_month_after(monk
     assert verify_hours(inst, plan).ok
 
 
-def test_a_later_month_whose_build_passes_the_deadline_answers_with_its_fallback(monkeypatch):
+def test_a_later_month_whose_build_passes_the_deadline_answers_with_its_fallback(
+    monkeypatch, caplog
+):
     """A 2-month horizon whose clock jumps 10^6 s past its limit as month 1's build
     begins: month 1 still builds (month 0 is planned) and answers with month 0's fleet
     grown by 1.5 (nothing found in no time), stopped at the limit; both months are
@@ -79,7 +82,10 @@ def test_a_later_month_whose_build_passes_the_deadline_answers_with_its_fallback
     raised TimeLimitReached (exit 4) with month 0 in hand."""
     _past_the_limit_from_month_1s_build(monkeypatch)
     inst = validate_instance(_months(2, 0.5, r1=400.0), "periods.yaml")
-    plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
+    with caplog.at_level(logging.INFO, logger="fleetplan.progress"):
+        plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
+    # month 1, past the deadline, is not priced, and its progress line says so
+    assert "month 1 pricing (not priced: time_limit) done" in caplog.text
     assert [m.month for m in plan.months] == [0, 1]
     assert [m.stopped_at_limit for m in plan.months] == [False, True]
     assert all(m.cost_per_month > 0 for m in plan.months)
