@@ -529,6 +529,17 @@ def engine_family(engine: str) -> str | None:
     return None
 
 
+def profile_engine(name: str | None) -> tuple[str, str | None] | None:
+    """The engine profile `name` runs on (`check_engine`; None: the default) and its
+    serving engine (`engine_family`), or None for a profile the calibration does not hold
+    (the instance cross-check names it)."""
+    try:
+        profile = check_engine(name)
+    except UnknownEngine:
+        return None
+    return profile, engine_family(profile)
+
+
 def _family(profile: str) -> str:
     """The engine a profile name belongs to (`vllm` for `vllm-0.11`)."""
     return profile.partition("-")[0]

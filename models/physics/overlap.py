@@ -277,6 +277,21 @@ def engine_runs_layout(engine: str | None, tp: int, dp: int, ep: int) -> bool:
     return engine_layout_problem(engine, tp, dp, ep) is None
 
 
+def grid_layouts(tps: list[int], dps: list[int], eps: list[int]) -> list[tuple[int, int, int]]:
+    """The (tp, dp, ep) layouts of a policy grid (TP `tps` x DP `dps` x EP `eps`) that the
+    memory rule places (ep dividing tp x dp), each once."""
+    return [
+        (tp, dp, ep) for tp in set(tps) for dp in set(dps) for ep in set(eps) if (tp * dp) % ep == 0
+    ]
+
+
+def runnable_layouts(
+    engine: str | None, tps: list[int], dps: list[int], eps: list[int]
+) -> list[tuple[int, int, int]]:
+    """The layouts of the grid (`grid_layouts`) that `engine` runs as laid out."""
+    return [layout for layout in grid_layouts(tps, dps, eps) if engine_runs_layout(engine, *layout)]
+
+
 def unrunnable_values(
     engine: str | None, tps: list[int], dps: list[int], eps: list[int]
 ) -> dict[str, list[int]]:
@@ -284,9 +299,7 @@ def unrunnable_values(
     that the memory rule places in some layout (ep dividing tp x dp) but `engine` runs in
     none: {'attention_data_parallel': [...], 'expert_parallel': [...]}, each sorted; a
     value the memory rule already places nowhere is not `engine`'s to report."""
-    grid = [
-        (tp, dp, ep) for tp in set(tps) for dp in set(dps) for ep in set(eps) if (tp * dp) % ep == 0
-    ]
+    grid = grid_layouts(tps, dps, eps)
     runs = [layout for layout in grid if engine_runs_layout(engine, *layout)]
     return {
         "attention_data_parallel": sorted({dp for _, dp, _ in grid} - {dp for _, dp, _ in runs}),

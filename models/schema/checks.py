@@ -13,14 +13,14 @@ from models.physics.efficiency import (
     UnknownEngine,
     calibration_table,
     check_engine,
-    engine_family,
     generation_of,
+    profile_engine,
 )
 from models.physics.overlap import (
     LAYOUT_RULES,
-    engine_runs_layout,
     engine_runs_overlap,
     overlap_condition,
+    runnable_layouts,
     unrunnable_values,
 )
 from models.schema import limits
@@ -134,7 +134,7 @@ def _policy_without_effect(instance: Instance) -> list[str]:
     moe = any(instance.llm_specs[w.model].is_moe for w in instance.workloads)
     overlap = instance.efficiency is not None and bool(instance.efficiency.two_batch_overlap)
     overlap_why = _overlap_unused(instance, moe) if overlap else None
-    profile, engine = (_engine(instance) if moe else None) or ("", None)
+    profile, engine = (profile_engine(instance.engine) if moe else None) or ("", None)
     unrun = unrunnable_values(
         engine, policy.tensor_parallel, policy.attention_data_parallel, policy.expert_parallel
     )
@@ -184,16 +184,6 @@ def _policy_without_effect(instance: Instance) -> list[str]:
     return [f"{text} has no effect: {why}" for text, unused, why in dropped if unused]
 
 
-def _engine(instance: Instance) -> tuple[str, str | None] | None:
-    """The instance's engine profile and its engine (`engine_family`), or None for an
-    unknown profile (`cross_check`'s to report)."""
-    try:
-        profile = check_engine(instance.engine)
-    except UnknownEngine:
-        return None
-    return profile, engine_family(profile)
-
-
 def _overlap_unused(instance: Instance, moe: bool) -> str | None:
     """Why `efficiency.two_batch_overlap` changes no layout of the policy's grid (TP x
     attention DP x EP, EP dividing TP x DP, run as laid out by the profile's engine), or
@@ -201,18 +191,14 @@ def _overlap_unused(instance: Instance, moe: bool) -> str | None:
     `cross_check`'s to report)."""
     if not moe:
         return "no workload's model is a mixture of experts (it overlaps the experts' all-to-all)"
-    named = _engine(instance)
+    named = profile_engine(instance.engine)
     if named is None:
         return None
     profile, engine = named
     policy = instance.policy
-    grid = [
-        (tp, dp, ep)
-        for tp in policy.tensor_parallel
-        for dp in policy.attention_data_parallel
-        for ep in policy.expert_parallel
-        if (tp * dp) % ep == 0 and engine_runs_layout(engine, tp, dp, ep)
-    ]
+    grid = runnable_layouts(
+        engine, policy.tensor_parallel, policy.attention_data_parallel, policy.expert_parallel
+    )
     if any(engine_runs_overlap(engine, tp, dp, ep) for tp, dp, ep in grid):
         return None
     return (

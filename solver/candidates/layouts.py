@@ -4,7 +4,7 @@ offered, weight precision, TP, PP, expert layout, role, speculation) the instanc
 (`no_layout_problem`). solver.candidates.table evaluates each of them."""
 
 from models.operations.site import offered, stage_problem
-from models.physics.efficiency import UnknownEngine, check_engine, engine_family
+from models.physics.efficiency import profile_engine
 from models.physics.llm import LlmSpec
 from models.physics.memory import expert_layout_problem
 from models.physics.overlap import engine_runs_layout
@@ -109,10 +109,8 @@ def instance_engine(instance: Instance) -> str | None:
     """The serving engine of the instance's engine profile (`vllm` for `vllm-0.11`,
     `models.physics.efficiency.engine_family`); None for an unknown profile (the
     cross-check names it) or one that belongs to no engine of the catalog."""
-    try:
-        return engine_family(check_engine(instance.engine))
-    except UnknownEngine:
-        return None
+    named = profile_engine(instance.engine)
+    return named[1] if named is not None else None
 
 
 def expert_layouts(instance: Instance, llm: LlmSpec, tp: int) -> list[tuple[int, int, int]]:
