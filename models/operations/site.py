@@ -77,6 +77,13 @@ def gpus_bought(used: int, existing: int, unit_gpus: int) -> int:
     return unit_gpus * -(-need // unit_gpus)  # integer ceiling: exact for any count
 
 
+def installed_gpus(instance: Instance, region: str, gpu: str, used: int) -> int:
+    """GPUs of `gpu` standing in `region` when `used` of them run: the existing fleet plus
+    those bought beyond it in whole units (`gpus_bought`), what the power row counts."""
+    existing = instance.region(region).existing.get(gpu, 0)
+    return existing + gpus_bought(used, existing, node_gpus(instance, gpu))
+
+
 def gpus_paid(used: int, existing: int, unit_gpus: int) -> int:
     """GPUs a plan's bill covers: the GPUs bought plus the owned ones it runs on,
     gpus_bought(used, existing, unit_gpus) + min(used, existing). Owned GPUs left idle are

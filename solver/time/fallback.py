@@ -13,13 +13,13 @@ Held all day, every pool runs in every period at once:
     GPUs[r,g] = sum over the pools of (r, g) of n x GPUs per replica
     kW[r]     = sum_g kw[r,g] x (existing[r,g] + bought(GPUs[r,g]))     (the power row)
 
-bought in whole servers as the power row counts them (models.operations.site.gpus_bought),
+bought in whole servers as the power row counts them (models.operations.site.installed_gpus),
 against `power_kw[r]`; GPUs[r,g] against what the region can field (existing +
 `max_gpus`), and what it rents beyond its owned and committed GPUs against
 `max_on_demand_gpus`.
 """
 
-from models.operations.site import gpu_kw, gpus_bought, node_gpus
+from models.operations.site import gpu_kw, installed_gpus
 from models.schema.instance import Instance
 from solver.candidates.table import CandidateTable
 from solver.decompose.period_split import Held
@@ -56,9 +56,7 @@ def refusals(instance: Instance, table: CandidateTable, held: Held) -> list[str]
             if name != region.name:
                 continue
             owned = region.existing.get(gpu, 0)
-            kw += gpu_kw(instance, name, gpu) * (
-                owned + gpus_bought(used, owned, node_gpus(instance, gpu))
-            )
+            kw += gpu_kw(instance, name, gpu) * installed_gpus(instance, name, gpu, used)
             offered = region.available_gpus(gpu)
             if used > offered:
                 found.append(

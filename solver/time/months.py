@@ -41,7 +41,7 @@ from models.operations.procurement import (
     month_factors,
     month_instance,
 )
-from models.operations.site import gpu_kw, gpus_bought, node_gpus, racks_per_gpu
+from models.operations.site import gpu_kw, installed_gpus, node_gpus, racks_per_gpu
 from models.schema.instance import Instance
 from models.schema.quantities import counted
 from models.schema.traffic import HOURS_PER_DAY
@@ -334,7 +334,7 @@ def month_power(
         kW_r = max_h sum_g kw[r,g] x (existing[r,g] + bought(used[r,g,h]))
 
     bought in whole servers as the period's `purchased` column counts them
-    (models.operations.site.gpus_bought); the racks likewise, max_h sum_g racks_g x the
+    (models.operations.site.installed_gpus); the racks likewise, max_h sum_g racks_g x the
     same GPUs (the rack_space row is a period's too), where the region states racks;
     the cap and its $/month per kW are the month's own plan's (`stated`: its pricing LP's
     power duals summed over the periods)."""
@@ -358,13 +358,8 @@ def _installed(
     instance: Instance, region_name: str, hour: Hour, per_gpu: Mapping[str, float]
 ) -> float:
     """sum_g per_gpu[g] x (existing + GPUs bought for the hour's use, whole servers)."""
-    region = instance.region(region_name)
     return math.fsum(
-        per_gpu[g.gpu]
-        * (
-            region.existing.get(g.gpu, 0)
-            + gpus_bought(g.used, region.existing.get(g.gpu, 0), node_gpus(instance, g.gpu))
-        )
+        per_gpu[g.gpu] * installed_gpus(instance, region_name, g.gpu, g.used)
         for g in hour.gpus
         if g.region == region_name
     )

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 
 from models.operations.procurement import month_factors, month_instance
-from models.operations.site import gpu_kw, gpus_bought, node_gpus, racks_per_gpu
+from models.operations.site import gpu_kw, installed_gpus, node_gpus, racks_per_gpu
 from models.schema.instance import Instance
 from models.schema.traffic import HOURS_PER_DAY
 from solver.plan.records import RegionPower
@@ -199,15 +199,11 @@ def busiest_hour_kw(instance: Instance, region_name: str, hours: tuple[Hour, ...
     """A region's kW in its busiest hour: max over the hours of
     sum_g kw[r,g] x (existing + GPUs bought for the hour's use, whole servers), what its
     power_kw caps in every period."""
-    region = instance.region(region_name)
     return max(
         (
             math.fsum(
                 gpu_kw(instance, g.region, g.gpu)
-                * (
-                    region.existing.get(g.gpu, 0)
-                    + gpus_bought(g.used, region.existing.get(g.gpu, 0), node_gpus(instance, g.gpu))
-                )
+                * installed_gpus(instance, region_name, g.gpu, g.used)
                 for g in hour.gpus
                 if g.region == region_name
             )
@@ -227,10 +223,7 @@ def busiest_hour_racks(instance: Instance, region_name: str, hours: tuple[Hour, 
         (
             math.fsum(
                 racks_per_gpu(instance, g.gpu, per_rack)
-                * (
-                    region.existing.get(g.gpu, 0)
-                    + gpus_bought(g.used, region.existing.get(g.gpu, 0), node_gpus(instance, g.gpu))
-                )
+                * installed_gpus(instance, region_name, g.gpu, g.used)
                 for g in hour.gpus
                 if g.region == region_name and g.gpu in instance.gpu_specs
             )
