@@ -403,10 +403,7 @@ class HeldPlan:
     def held_plan(self, levels: Levels, layout: dict[str, float]) -> tuple | None:
         """The plan at the held fleet's `levels`, its pools (`layout`) held, each block
         without a known one solved past the deadline (`LATE_BLOCK_S`); None: a block has none."""
-        rest = [i for i in range(len(self.parts.blocks)) if self.known.upper(i, levels) is None]
-        programs = {i: lambda i=i: self._fixed(i, levels, held=layout) for i in rest}
-        timed = lambda _i: LATE_BLOCK_S  # noqa: E731
-        for i, result in self._run(programs, lambda _i: HELD_GAP, lambda _i: None, timed, True):
+        for i, result in self._late(levels, layout):
             if result.termination.has_solution:
                 self.known.add(i, result.values)
         self.refit(levels)
@@ -427,12 +424,18 @@ class HeldPlan:
         says so). Where the held fleet's commitment leaves a period no plan at all,
         `held_plan` re-fits every block at the lowest levels (the floor: the rest
         rented)."""
-        blocks = [i for i in range(len(self.parts.blocks)) if self.known.upper(i, levels) is None]
-        programs = {i: lambda i=i: self._fixed(i, levels) for i in blocks}
-        timed = lambda _i: LATE_BLOCK_S  # noqa: E731
-        for i, result in self._run(programs, lambda _i: HELD_GAP, lambda _i: None, timed, True):
+        for i, result in self._late(levels):
             if result.termination.has_solution:
                 self.known.add(i, result.values)
                 self.refitted += 1
             else:
                 LOG.debug("period %d not re-fitted at %s: %s", i, list(levels.values()), result)
+
+    def _late(self, levels: Levels, held: dict[str, float] | None = None):
+        """The blocks without a known solution at `levels`, each solved at them past the
+        deadline within `LATE_BLOCK_S` to `HELD_GAP` (`held`: its pools held at these
+        values; None: free): (block, result) in block order."""
+        blocks = [i for i in range(len(self.parts.blocks)) if self.known.upper(i, levels) is None]
+        programs = {i: lambda i=i: self._fixed(i, levels, held=held) for i in blocks}
+        timed = lambda _i: LATE_BLOCK_S  # noqa: E731
+        return self._run(programs, lambda _i: HELD_GAP, lambda _i: None, timed, True)
