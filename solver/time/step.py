@@ -310,7 +310,7 @@ class PeriodsStep:
         if not deadline.expired():
             self.settings.check(stage)
             return
-        if self.held is None or self.held() is None:
+        if not self._has_fallback():
             whose = f"month {self.horizon.month}'s" if self.horizon.months else "the day's"
             raise TimeLimitReached(
                 stage,
@@ -357,11 +357,15 @@ class PeriodsStep:
         if shared is solve_settings or not stopped or expired(solve_settings):
             return found
         again = retry_share(solve_settings, self.horizon, self.kept_s)
-        if not self.horizon.month and (self.held is None or self.held() is None):
+        if not self.horizon.month and not self._has_fallback():
             again = solve_settings  # month 0 with no fallback: this try or exit 4
         elif expired(again):  # the months after it need what is left
             return found
         return optimise_periods(self.program, backend, again, self.held)
+
+    def _has_fallback(self) -> bool:
+        """Whether the day's peak plan, planned beside the build (`held`), is in hand."""
+        return self.held is not None and self.held() is not None
 
     def _refused(self, found: Optimised) -> Optimised:
         """`found`, its message naming the caps the fallback fleet passes where the limit
