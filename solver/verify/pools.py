@@ -14,6 +14,7 @@ from models.physics.catalog import closest_name
 from models.physics.efficiency import Efficiency, efficiency_for
 from models.physics.error_bands import band_for, margin_factor
 from models.physics.overlap import engine_layout_problem
+from models.physics.precision import Precision
 from models.schema.errors import shown_name
 from models.schema.instance import Instance
 from models.schema.serving_inputs import (
@@ -31,6 +32,7 @@ from models.serving.replica import (
     Role,
     ServingContext,
     TrafficMix,
+    pool_kv_precision,
 )
 from solver.plan.records import ReplicaPool
 from solver.plan.schema import Plan
@@ -247,8 +249,9 @@ def _grouped(
                 )
             )
             continue
-        config = pool_replica(instance, entry)  # the verifier's own reading of the entry
-        kv = config.kv_precision
+        kv = pool_kv_precision(  # the verifier's own reading of the entry's KV rule
+            Precision(entry.precision), entry.kv_precision, model.kv_precision
+        )
         key = (entry.workload, entry.region, entry.label, kv)
         known = memo.get(("pool", key)) if memo is not None else None
         if key not in pools and known is not None:
@@ -265,6 +268,7 @@ def _grouped(
                 message = f"cannot serve {entry.workload} within its SLO: {reason}"
                 add(Violation(requirement=name, message=message))
         if key not in pools:
+            config = pool_replica(instance, entry)  # built once per distinct layout
             mix = traffic_mix(workload, instance.policy.prefix_affinity)
             targets = latency_targets(workload.slo)
             efficiency = efficiency_for(gpu, entry.precision, instance.efficiency, instance.engine)
