@@ -191,7 +191,8 @@ class CompiledProgram:
 
 
 def compile_program(lp: LinearProgram) -> CompiledProgram:
-    """Turn a named program into index arrays.
+    """Turn a named program into index arrays (through its `rows_memo` where it has one:
+    solver.backends.compile_memo, the same arrays with rows compiled once).
 
     Args:
         lp: The program; every name in its objective and rows must be declared.
@@ -203,6 +204,16 @@ def compile_program(lp: LinearProgram) -> CompiledProgram:
         ValueError: A coefficient, bound or right-hand side is not a number, a bound is
             infinite on the wrong side, or a name is undeclared.
     """
+    if lp.rows_memo is not None:
+        return lp.rows_memo.compile(lp)
+    return compile_with_rows(lp, None)
+
+
+def compile_with_rows(lp: LinearProgram, rows: tuple | None) -> CompiledProgram:
+    """`compile_program` with `lp`'s rows' arrays (row_start, col_index, coef, row_lower,
+    row_upper) given where compiled already, from a program of the same columns in the
+    same order and the same rows (solver.backends.compile_memo); None: compiled here.
+    Raises `compile_program`'s ValueError."""
     names = tuple(lp.variables)
     index = {name: j for j, name in enumerate(names)}
     variables = [lp.variables[name] for name in names]
@@ -222,9 +233,8 @@ def compile_program(lp: LinearProgram) -> CompiledProgram:
         raise ValueError("objective has a coefficient that is not a finite number")
 
     row_names = tuple(lp.constraints)
-    rows = rows_by_arrays(lp, index, row_names) if worth_arrays(lp, row_names) else None
     if rows is None:
-        rows = rows_by_loop(lp, index, row_names)
+        rows = compile_rows(lp, index, row_names)
     row_start, col_index, coef, row_lower, row_upper = rows
 
     return CompiledProgram(
@@ -241,6 +251,14 @@ def compile_program(lp: LinearProgram) -> CompiledProgram:
         row_lower=row_lower,
         row_upper=row_upper,
     )
+
+
+def compile_rows(lp: LinearProgram, index: dict[str, int], row_names: tuple[str, ...]) -> tuple:
+    """`lp`'s rows as arrays (row_start, col_index, coef, row_lower, row_upper) over the
+    column `index`: by numpy where the program is large (solver.backends.row_arrays),
+    else row by row; raises the ValueError `compile_program` names."""
+    rows = rows_by_arrays(lp, index, row_names) if worth_arrays(lp, row_names) else None
+    return rows_by_loop(lp, index, row_names) if rows is None else rows
 
 
 @dataclass(frozen=True)

@@ -107,6 +107,7 @@ from dataclasses import replace
 
 from models.schema.quantities import counted
 from solver.backends import Backend
+from solver.backends.compile_memo import CompileMemo
 from solver.decompose.parallel import solve_built
 from solver.decompose.period_passes import (
     BLOCK_GAP_SHARE,
@@ -336,6 +337,7 @@ class _Rounds(HeldPlan):
         self.limits: dict[tuple[int, tuple[int, ...]], float] = {}
         """(block, levels) -> the time limit it was last solved in there."""
         self.twins = Twins(lp, parts)
+        self.memo = CompileMemo()  # a block's rows compiled once for all its passes
         self.solves = 0
         self.shared = 0
         self.rounds = 0
@@ -441,7 +443,7 @@ class _Rounds(HeldPlan):
         on demand; `held`: integer columns held at these values by their names less the
         period, where the block has them)."""
         block = self.parts.blocks[index]
-        sub = LinearProgram(f"{self.lp.name}-period{index}")
+        sub = LinearProgram(f"{self.lp.name}-period{index}", rows_memo=self.memo)
         for name in block.columns:
             sub.variables[name] = variable = self.lp.variables[name]
             value = held.get(split_timed(name)[0]) if held and variable.integer else None

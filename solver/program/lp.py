@@ -15,6 +15,15 @@ Conventions:
 
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import Any, Protocol
+
+
+class RowsMemo(Protocol):
+    """A compile of programs that share their rows (solver.backends.compile_memo)."""
+
+    def compile(self, lp: "LinearProgram") -> Any:
+        """`lp` compiled (solver.backends.base.CompiledProgram), its rows' arrays reused
+        where a program of the same columns and rows was compiled before."""
 
 
 class Sense(StrEnum):
@@ -83,6 +92,10 @@ class LinearProgram:
     constraints: dict[str, Constraint] = field(default_factory=dict)
     objective: dict[str, float] = field(default_factory=dict)
     objective_constant: float = 0.0
+    rows_memo: "RowsMemo | None" = field(default=None, repr=False, compare=False)
+    """Where its rows' arrays may have been compiled already, for a program built again
+    and again over the same rows with other bounds or costs (a period block in each
+    round: solver.backends.compile_memo); not part of the program."""
 
     def add_variable(
         self, name: str, lower: float = 0.0, upper: float | None = None, integer: bool = False

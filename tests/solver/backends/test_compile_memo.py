@@ -1,0 +1,109 @@
+"""CompileMemo: a program compiled through the memo is the program compiled whole, the
+rows' arrays reused only while the rows and columns still say the same, and a row or
+column changed since compiles anew."""
+
+import pickle
+from dataclasses import replace
+
+import pytest
+
+from solver.backends.base import compile_program
+from solver.backends.compile_memo import CompileMemo
+from solver.program.lp import LinearProgram, Sense, Variable
+
+FIELDS = (
+    "variable_names",
+    "constraint_names",
+    "lower",
+    "upper",
+    "integer",
+    "cost",
+    "objective_constant",
+    "row_start",
+    "col_index",
+    "coef",
+    "row_lower",
+    "row_upper",
+)
+
+
+def _block(memo: CompileMemo | None, level: float = 2.0) -> LinearProgram:
+    """A period block as the rounds build it: x (on demand) and n (replicas) over two
+    rows, the commitment y held at `level`:
+
+        cover:   y + x - 8 n >= 0      (committed plus rented cover the GPUs used)
+        demand:  3 n >= 7              (three requests/s a replica, seven asked)
+    """
+    lp = LinearProgram("block", rows_memo=memo)
+    lp.add_variable("x")
+    lp.add_variable("n", integer=True)
+    lp.add_variable("y", lower=level, upper=level)
+    lp.add_constraint("cover", "cover", {"y": 1.0, "x": 1.0, "n": -8.0}, Sense.GE, 0.0)
+    lp.add_constraint("demand", "demand", {"n": 3.0}, Sense.GE, 7.0)
+    lp.add_objective({"x": 2.5})
+    return lp
+
+
+def _same(a, b) -> bool:
+    """Every array and name of two compiled programs equal, value by value."""
+    read = lambda value: value if isinstance(value, float) else list(value)  # noqa: E731
+    return all(read(getattr(a, f)) == read(getattr(b, f)) for f in FIELDS)
+
+
+def test_a_block_at_other_levels_reuses_its_rows_and_compiles_as_whole():
+    memo = CompileMemo()
+    first = compile_program(_block(memo, level=0.0))
+    again = compile_program(_block(memo, level=16.0))  # the same rows, y held at 16
+    assert memo.reused == 1
+    assert _same(first, compile_program(_block(None, level=0.0)))
+    assert _same(again, compile_program(_block(None, level=16.0)))
+    assert again.row_start is first.row_start  # the rows' arrays were not compiled again
+    assert list(again.lower) == [0.0, 0.0, 16.0]  # x, n, y: y at the new level
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda lp: lp.constraints.__setitem__(
+            "demand",
+            replace(lp.constraints["demand"], rhs=10.0),  # 3 n >= 10
+        ),
+        lambda lp: lp.constraints["cover"].coefficients.__setitem__("n", -4.0),  # in place
+        lambda lp: lp.constraints.__setitem__(
+            "demand", replace(lp.constraints["demand"], sense=Sense.LE)
+        ),
+        lambda lp: lp.variables.__setitem__("z", Variable("z")),  # a column more
+    ],
+    ids=["rhs", "coefficient in place", "sense", "column"],
+)
+def test_a_changed_row_or_column_compiles_anew(change):
+    memo = CompileMemo()
+    compile_program(_block(memo))
+    changed = _block(memo)
+    change(changed)
+    compiled = compile_program(changed)
+    assert memo.reused == 0
+    changed.rows_memo = None
+    assert _same(compiled, compile_program(changed))
+
+
+def test_a_row_changed_after_its_compile_is_not_read_from_the_memo():
+    """The memo keeps what the rows said, not the rows: a coefficient changed in place in
+    a row that both programs share (the same Constraint object) compiles anew."""
+    memo = CompileMemo()
+    first = _block(memo)
+    compile_program(first)
+    second = _block(memo)
+    second.constraints = first.constraints  # the very same row objects
+    first.constraints["demand"].coefficients["n"] = 2.0  # 2 n >= 7 now
+    compiled = compile_program(second)
+    assert memo.reused == 0
+    assert list(compiled.coef)[-1] == 2.0
+
+
+def test_a_memo_pickles_empty():
+    memo = CompileMemo()
+    compile_program(_block(memo))
+    copy = pickle.loads(pickle.dumps(_block(memo)))
+    compile_program(copy)
+    assert copy.rows_memo.reused == 0
