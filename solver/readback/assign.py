@@ -76,13 +76,17 @@ def read_plan(
     duals: dict[str, float] | Callable[[], dict[str, float]],
     settings: SolveSettings,
     curves: dict[tuple[str, str], PoolCurve],
+    period: bool = False,
 ) -> Plan:
     """Read a solution back into a Plan (counts, GPUs, cost, routing, utilisation).
 
     `duals`: the pricing LP's, or a function giving them, called once the parts of the
     plan that need none are read (the pricing solve may still be running meanwhile).
     `curves`: the chosen pools' capacity curves at their real sizes
-    (solver.candidates.pools.assess_pools of `chosen_sizes`)."""
+    (solver.candidates.pools.assess_pools of `chosen_sizes`). `period`: the plan is one
+    period of a plan of periods (solver.time.solve.period_plans), which states the
+    binding rows and the cost attribution itself, from its own rows and hours: the
+    period's are left empty (`binding`, `cost_attribution`; read, they were dropped)."""
     sets = program.sets
     table = sets.table
     result = optimised.result
@@ -131,7 +135,7 @@ def read_plan(
         total_gpus=sum(use.used for use in gpu_uses),
         gpus=tuple(gpu_uses),
         replicas=tuple(pools),
-        binding=binding_constraints(program, values, duals) + power_rows,
+        binding=() if period else binding_constraints(program, values, duals) + power_rows,
         scenarios=scenarios,
         solver=SolverRun(
             name=result.solver,
@@ -158,6 +162,8 @@ def read_plan(
         notes=(*program.groups.notes, *mixed_precision_notes(tuple(pools))),
     )
     plan = with_routing(plan)  # the groups' member loads, which their attribution needs
+    if period:
+        return plan
     groups = tuple(entry for entry in plan.replicas if entry.shared)
     attribution = cost_attribution(
         sets, counts, curves, scenarios[0].routing if scenarios else (), gpu_uses, groups

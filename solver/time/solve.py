@@ -112,15 +112,16 @@ def unplaceable_batch(program: TimeProgram) -> list[Problem]:
 def period_plans(
     program: TimeProgram, result: SolveResult, values: dict[str, float], settings: SolveSettings
 ) -> tuple[dict[int, Plan], dict[tuple[int, PoolKey], PhaseShares]]:
-    """Each period's static read-back (replicas at their physics, scenarios), by first hour;
-    and each (period, pool)'s phase split at its real size, for the cost attribution."""
+    """Each period's static read-back (replicas at their physics, scenarios; no binding
+    rows or cost attribution: `hourly_plan` states the day's), by first hour; and each
+    (period, pool)'s phase split at its real size, for the cost attribution."""
     plans, phases = {}, {}
     for part in program.periods:
         hour = part.first_hour
         own = program.period_values(values, hour)
         counts = replica_counts(part.program.sets, own)
         curves = assess_pools(part.program.sets.instance, chosen_sizes(part.program.sets, counts))
-        plans[hour] = read_plan(part.program, Optimised(result), own, {}, settings, curves)
+        plans[hour] = read_plan(part.program, Optimised(result), own, {}, settings, curves, True)
         for key, split in pool_phase_shares(part.program.sets, counts, curves).items():
             phases[(hour, key)] = split
     return plans, phases
