@@ -129,6 +129,9 @@ def step_model(
             llm, tp, stage_layers, stage_moe_layers, dispatched
         ),
         allreduce_latency_s=efficiency.allreduce_latency_s,
+        norm_allreduce_s=stage_layers * efficiency.allreduce_latency_s
+        if llm.qk_norm_across_heads and tp > 1
+        else 0.0,
         allreduce_s_per_token=ring_factor * token_bytes / tp_link,
         hop_latency_s=efficiency.pp_hop_latency_s,
         hop_s_per_token=token_bytes / hop_link / dp,  # each group hands off its own tokens
