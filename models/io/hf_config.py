@@ -259,6 +259,8 @@ def _minimax_m2(c: _Config) -> Fields:
         "experts": c.integer("num_local_experts"),
         "experts_per_token": c.integer("num_experts_per_tok"),
         "moe_intermediate_size": fields["intermediate_size"],
+        "qk_norm_across_heads": c.flag("use_qk_norm", False)
+        and c.data.get("qk_norm_type", "per_layer") == "per_layer",
     }
 
 

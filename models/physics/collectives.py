@@ -3,8 +3,8 @@
 Tensor parallelism pays two all-reduces per layer per pass (after attention and after the
 MLP), each a fixed latency plus the ring's 2 (n-1)/n x message bytes over the scale-up
 link, or over the NICs once the ranks span nodes; the fixed latency does not shrink with
-TP, so each doubling buys less than the last. When the routed experts of a mixture of
-experts span more than one attention group, the combine all-to-all (`models.physics.moe`) returns
+TP, so each doubling buys less than the last. When a mixture of experts' tokens are
+dispatched to their experts (`tokens_dispatched`), the combine (`models.physics.moe`) returns
 each MoE layer's output and replaces that layer's MLP all-reduce.
 """
 
@@ -36,14 +36,30 @@ def group_link_bytes_per_s(gpu: GpuSpec, efficiency: Efficiency, gpus: int) -> f
     return gpu.scaleout_bytes_per_s * efficiency.scaleout_fraction
 
 
+def tokens_dispatched(ep: int, dp: int, alltoall_backend: bool = False) -> bool:
+    """Whether a stage's routed tokens travel to their experts and back (a dispatch and a
+    combine per MoE layer: `models.physics.moe.ExpertLayout.alltoall_s`): where its dp
+    attention groups hold different tokens (dp > 1), or where the engine runs an all-to-all
+    backend at ep > 1 (`alltoall_backend`: DeepEP, which SGLang's two-batch overlap needs).
+
+    At dp = 1 otherwise there is nothing to send: after the attention all-reduce every GPU
+    of the stage holds every token, each expert rank runs its own experts on all of them,
+    and the layer's TP all-reduce sums the partial outputs, as with TP-split experts.
+    SGLang (`--tp 8 --ep 8`, the default a2a backend `none`: `MiniMaxM2MoE.forward_normal`
+    runs `self.experts` then `reduce_moe_output`), vLLM (`--enable-expert-parallel` at
+    data-parallel size 1: all-to-all kernels only at dp > 1) and TensorRT-LLM (EP without
+    attention DP: the MoE output all-reduced) all run it so."""
+    return dp > 1 or (ep > 1 and alltoall_backend)
+
+
 def tp_allreduces_per_pass(
-    llm: LlmSpec, tp: int, ep: int, dp: int, stage_layers: int, stage_moe_layers: float
+    llm: LlmSpec, tp: int, stage_layers: int, stage_moe_layers: float, dispatched: bool
 ) -> int:
-    """TP all-reduces of one stage pass: 2 per layer when tp > 1; when the routed experts
-    span more than one attention group (ep > 1 or dp > 1) the combine all-to-all returns
-    each MoE layer's output, so those layers pay the attention all-reduce only."""
+    """TP all-reduces of one stage pass: 2 per layer when tp > 1; where an MoE model's
+    tokens are dispatched (`tokens_dispatched`) the combine returns each MoE layer's
+    output, so those layers pay the attention all-reduce only."""
     if tp == 1:
         return 0
-    if llm.is_moe and (ep > 1 or dp > 1):
+    if llm.is_moe and dispatched:
         return 2 * stage_layers - round(stage_moe_layers)
     return 2 * stage_layers

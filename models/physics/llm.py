@@ -99,6 +99,11 @@ class LlmSpec(BaseModel):
     """MLA: per-head query/key width with rotary embedding."""
     v_head_dim: Shape = 0
     """MLA: per-head value width."""
+    qk_norm_across_heads: bool = False
+    """Whether the q and k RMSNorms run over the whole projection (every head of the
+    layer: MiniMax-M2's `use_qk_norm` with `qk_norm_type: per_layer`), not per head. Under
+    tensor parallelism each GPU holds some heads, so every layer all-reduces the rows' sums
+    of squares before normalising: one more (latency-bound) all-reduce per layer."""
     attention_output_gate: bool = False
     """Whether the full-attention q projection also emits a sigmoid output gate of the same
     width (heads x head_dim more outputs; Qwen3.5 and Qwen3-Next `attn_output_gate`)."""

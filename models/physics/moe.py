@@ -116,7 +116,8 @@ enables its all-to-all only on a multi-node NVLink domain (GB200 NVL72) or with 
 switched on (`select_alltoall_method_type`: else NotEnabled), SGLang's attention DP
 gathers unless DeepEP is chosen, vLLM's default backend is allgather_reducescatter.
 Across servers the deployments run DeepEP's all-to-all. At ep = 1 with attention DP both
-are the all-gather: copies = moe_tp = G.
+are the all-gather: copies = moe_tp = G. At dp = 1 with no all-to-all backend nothing is
+dispatched: every GPU holds every token (`models.physics.collectives.tokens_dispatched`).
 
 A GPU sends its 1/G share of the step's tokens, of which (G - 1)/G leaves it; within a
 node the bytes cross the scale-up link (NVLink), and the share bound for GPUs of other
@@ -409,9 +410,8 @@ class ExpertLayout:
     experts_per_token: int
     routing_skew: float
     alltoall_collectives: int
-    """Dispatch and combine collectives per pass: 2 x MoE layers of the stage when the
-    experts span more than one attention group's GPUs (ep > 1 or dp > 1), else 0 (TP's
-    all-reduce does the job)."""
+    """Dispatch and combine collectives per pass: 2 x MoE layers of the stage where tokens
+    are dispatched (`tokens_dispatched`), else 0 (TP's all-reduce does the job)."""
     alltoall_latency_s: float
     alltoall_s_per_token: float
     """Seconds one of the step's tokens adds to the all-to-all of the mean GPU, all the
@@ -556,12 +556,13 @@ def expert_layout(
     gemm_half_tokens: float = 0.0,
     dequant_half_tokens: float | None = None,
     redundant: int = 0,
+    dispatched: bool | None = None,
 ) -> ExpertLayout:
-    """The routed experts' coefficients of a stage with `stage_moe_layers` MoE layers;
-    experts dequantised in the kernel (W4A16) take `dequant_half_tokens` half-rate rows
-    where it is given. `redundant` copies (EPLB) make E + R slots (see `load_imbalance`)."""
+    """The routed experts' coefficients of a stage with `stage_moe_layers` MoE layers; W4A16
+    experts take `dequant_half_tokens` half-rate rows where given; `redundant` copies (EPLB)
+    make E + R slots (`load_imbalance`); `dispatched`: `tokens_dispatched` (None: ep|dp > 1)."""
     stage_gpus = tp * dp
-    spans_groups = ep > 1 or dp > 1
+    spans_groups = ep > 1 or dp > 1 if dispatched is None else dispatched
     expert_tp = moe_tp(tp, dp, ep)
     gather = gathers_tokens(gpu, stage_gpus)
     per_token_bytes = alltoall_bytes_per_token_sent(llm, weight_precision, ep, expert_tp, gather)

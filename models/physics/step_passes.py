@@ -94,6 +94,10 @@ class StepModel:
     allreduce_s_per_token: float
     hop_latency_s: float
     hop_s_per_token: float
+    norm_allreduce_s: float = field(default=0.0, kw_only=True)
+    """Per pass: the q/k norms' all-reduces of a model that normalises across heads
+    (`LlmSpec.qk_norm_across_heads`: one per layer at TP > 1), a few bytes a token, so
+    their latency only."""
     # mixture of experts (ep = dp = 1: the tensor-parallel terms above)
     dp: int = field(default=1, kw_only=True)
     """Attention data-parallel groups per stage."""
@@ -212,7 +216,7 @@ class StepModel:
         if self.experts:
             touched = expected_experts_touched(self.experts, self.experts_per_token, tokens)
             weights += touched * self.expert_weight_bytes
-        comm_s = self.allreduces_per_pass * (
+        comm_s = self.norm_allreduce_s + self.allreduces_per_pass * (
             self.allreduce_latency_s + tokens * self.allreduce_s_per_token
         )
         return (
@@ -325,7 +329,7 @@ class StepModel:
             + layout.rows(tokens) * layout.row_bytes
         ) / self.hbm_bytes_per_s
         group_tokens = share * decode_tokens + busiest * prefill_tokens
-        allreduce_s = self.allreduces_per_pass * (
+        allreduce_s = self.norm_allreduce_s + self.allreduces_per_pass * (
             self.allreduce_latency_s + group_tokens * self.allreduce_s_per_token
         )
         return (
@@ -467,7 +471,7 @@ class StepModel:
             prefill_attention_s = (
                 q * prefill_context_tokens * prefill_attention / prefill_attention_rate
             )
-            comm_s = allreduces * (latency_s + (b + q) * per_token_s)
+            comm_s = self.norm_allreduce_s + allreduces * (latency_s + (b + q) * per_token_s)
             passes_s.append(linear_s + (attention_s + prefill_attention_s) + comm_s)
         return passes_s
 

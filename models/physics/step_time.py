@@ -9,7 +9,11 @@ at the FP8 peak with an FP8 (or FP4) KV cache on a GPU with FP8 tensor cores, el
 BF16 peak (`attention_precision`).
 """
 
-from models.physics.collectives import group_link_bytes_per_s, tp_allreduces_per_pass
+from models.physics.collectives import (
+    group_link_bytes_per_s,
+    tokens_dispatched,
+    tp_allreduces_per_pass,
+)
 from models.physics.efficiency import Efficiency
 from models.physics.flop_counts import attention_flops_per_pair, body_params, lm_head_params
 from models.physics.hardware import GpuSpec
@@ -98,6 +102,8 @@ def step_model(
     token_bytes = llm.hidden_size * ACTIVATION_BYTES_PER_ELEMENT
     ring_factor = 2 * (tp - 1) / tp
     dispatch = dispatch_bytes_per_element(weight_precision)
+    overlapped = efficiency.overlaps(tp, dp, ep)  # where the engine runs it (DeepEP's a2a)
+    dispatched = tokens_dispatched(ep, dp, alltoall_backend=overlapped)
 
     return StepModel(
         tp=tp,
@@ -119,8 +125,13 @@ def step_model(
         experts_per_token=llm.experts_per_token,
         kv_bytes_per_token=kv_bytes_per_token_per_gpu(llm, kv_precision, tp, pp),
         hbm_bytes_per_s=gpu.hbm_bytes_per_s * efficiency.hbm_fraction,
-        allreduces_per_pass=tp_allreduces_per_pass(llm, tp, ep, dp, stage_layers, stage_moe_layers),
+        allreduces_per_pass=tp_allreduces_per_pass(
+            llm, tp, stage_layers, stage_moe_layers, dispatched
+        ),
         allreduce_latency_s=efficiency.allreduce_latency_s,
+        norm_allreduce_s=stage_layers * efficiency.allreduce_latency_s
+        if llm.qk_norm_across_heads and tp > 1
+        else 0.0,
         allreduce_s_per_token=ring_factor * token_bytes / tp_link,
         hop_latency_s=efficiency.pp_hop_latency_s,
         hop_s_per_token=token_bytes / hop_link / dp,  # each group hands off its own tokens
@@ -128,7 +139,7 @@ def step_model(
         attention_chunk_tokens=kv_window(llm)[0] if llm.window_is_chunked else 0.0,
         chunked_layer_share=kv_window(llm)[1] if llm.window_is_chunked else 0.0,
         routed_flops_per_token=routed_flops / (tp * dp),
-        two_batch_overlap=efficiency.overlaps(tp, dp, ep),  # where the engine runs it
+        two_batch_overlap=overlapped,
         overlap_token_floors=overlap_token_floors(efficiency.overlap_engine),
         dispatch_share=dispatch / (dispatch + COMBINE_BYTES_PER_ELEMENT),
         overlap_compute_share=overlap_compute_share(gpu.sm_count),
@@ -147,6 +158,7 @@ def step_model(
             moe.gemm_half_tokens,
             moe.dequant_gemm_half_tokens,
             redundant,
+            dispatched,
         )
         if llm.is_moe
         else None,

@@ -301,3 +301,36 @@ def _moe_limits(run: Runner) -> dict[str, str]:
         "deepseek": f"DeepSeek-R1 {_pct(held['model deepseek-r1'].median_abs_pct)}",
         "rtx": f"({_pct(held['DEP on rtx-pro-6000'].median_abs_pct)} median on the held-out rows)",
     }
+
+
+@functools.cache
+def _minimax_errors() -> dict[tuple[str, str, int, int, str], float]:
+    """MiniMax-M2.5's closed-loop figures (SGLang's EP8 runs and vLLM's InferenceX runs)
+    against the catalog's profiles, keyed (engine family, GPU, TP, users, figure) at the
+    1,000-token prompts (the 8K runs apart)."""
+    from calibration.engines import EngineData, catalog_efficiency, load_engine_data, row_errors
+
+    data, _skipped = load_engine_data()
+    runs = [r for r in data.runs if r.run.model == "minimax-m2.5" and r.run.prompt_tokens < 1500]
+    errors = row_errors(EngineData(runs, [], data.versions), catalog_efficiency)
+    return {
+        (e.engine.split("-")[0], e.gpu, int(e.layout[2]), e.concurrency, e.figure): e.error_pct
+        for e in errors
+    }
+
+
+@check("minimax-ep", ENGINES)
+def _minimax_ep(run: Runner) -> dict[str, str]:
+    errors = _minimax_errors()
+
+    def tpot(engine: str, gpu: str, tp: int, users: int) -> str:
+        return f"{errors[(engine, gpu, tp, users, 'tpot_mean_ms')]:+.1f}%"
+
+    return {
+        "h100": f"{tpot('sglang', 'h100-sxm', 8, 1)} at one user on 8 H100",
+        "b200": f"{tpot('sglang', 'b200', 8, 1)} on 8 B200, {tpot('sglang', 'b200', 8, 100)} at "
+        "100 users",
+        "h100_load": f"{tpot('sglang', 'h100-sxm', 8, 100)} at 100 users on H100",
+        "vllm": f"{tpot('vllm', 'h100-sxm', 8, 4)} at TP8 x EP8 and "
+        f"{tpot('vllm', 'h100-sxm', 4, 4)} at TP4 x EP4",
+    }

@@ -200,11 +200,15 @@ def test_row_errors_are_signed_and_their_median_skips_unplaced_rows() -> None:
 
 
 def test_an_ep_cell_reaches_the_replica_layout():
-    # sglang_serving.csv's MiniMax-M2.5 runs were served with --tp 8 --ep 8: the reader
-    # keeps ep 8 (a blank cell is 1) and the layout says so; the others stay at ep 1
+    # sglang_serving.csv's MiniMax-M2.5 runs were served with --tp 8 --ep 8, vllm_serving.csv's
+    # with --enable-expert-parallel at TP8 and TP4 (EP = TP): the reader keeps the ep cell
+    # (a blank cell is 1) and the layout says so; the others stay at ep 1
     data, _ = load_engine_data()
     minimax = [r for r in data.runs if r.run.model == "minimax-m2.5"]
-    assert minimax and all(r.run.ep == 8 and " tp8 ep8 " in r.label for r in minimax)
+    assert minimax and all(f" tp{r.run.tp} ep{r.run.tp} " in r.label for r in minimax)
+    assert all(r.run.ep == r.run.tp for r in minimax)
+    assert {r.run.ep for r in minimax if r.engine == "sglang-0.5"} == {8}
+    assert {r.run.ep for r in minimax if r.engine.startswith("vllm")} == {8, 4}
     assert all(r.run.ep == 1 for r in data.runs if r.run.model != "minimax-m2.5")
     errors = row_errors(EngineData(minimax[:1], [], {}), _catalog)
     assert {e.layout for e in errors} == {"tp8 ep8"}
