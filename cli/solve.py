@@ -14,6 +14,7 @@ pricing, verification and (for explain) the re-solves share one deadline.
 """
 
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -187,34 +188,38 @@ def explain(
             [Issue("command line", None, "--jobs", "sets the levers at once: give --levers")]
         )
     check_outputs(file, json_out, markdown_out)
-    solved = _solve(
-        file, started, backend, time_limit, mip_gap, threads, sets, json_out,
-        outputs=(json_out, markdown_out),
-    )  # fmt: skip
-    from solver.analysis.explain import explain_solved
+    from solver.candidates.pools import shared_physics
 
-    running = None
-    if levers:  # the levers' re-solves run beside the explanation's own
-        from cli.levers import RunningLevers
+    # the levers' tables (in this process and in their workers) start from the base's physics
+    with shared_physics() if levers else nullcontext():
+        solved = _solve(
+            file, started, backend, time_limit, mip_gap, threads, sets, json_out,
+            outputs=(json_out, markdown_out),
+        )  # fmt: skip
+        from solver.analysis.explain import explain_solved
 
-        running = RunningLevers(solved, backend, jobs, levers_time_limit)
-    try:
-        busy = 0 if running is None else running.beside
-        explanation = explain_solved(solved, progress=_progress_after(started), busy=busy)
-    except NoSolution as stopped:
+        running = None
+        if levers:  # the levers' re-solves run beside the explanation's own
+            from cli.levers import RunningLevers
+
+            running = RunningLevers(solved, backend, jobs, levers_time_limit)
+        try:
+            busy = 0 if running is None else running.beside
+            explanation = explain_solved(solved, progress=_progress_after(started), busy=busy)
+        except NoSolution as stopped:
+            if running is not None:
+                running.close(cancel=True)
+            err.print(f"[bold red]no explanation:[/] {escape(f'{file}: {stopped}')}")
+            raise typer.Exit(ExitCode.TIME_LIMIT) from None
+        header = explain_header(explanation)
+        tables = explanation_tables(explanation) + _voice_tables(solved)
+        if explanation.plan.hours:  # an hourly plan: its hours, headroom, budget and months too
+            tables += time_tables(explanation.plan)
         if running is not None:
-            running.close(cancel=True)
-        err.print(f"[bold red]no explanation:[/] {escape(f'{file}: {stopped}')}")
-        raise typer.Exit(ExitCode.TIME_LIMIT) from None
-    header = explain_header(explanation)
-    tables = explanation_tables(explanation) + _voice_tables(solved)
-    if explanation.plan.hours:  # an hourly plan: its hours, headroom, budget and months too
-        tables += time_tables(explanation.plan)
-    if running is not None:
-        from cli.levers import with_levers
+            from cli.levers import with_levers
 
-        explanation, tables = with_levers(running, explanation, tables)
-    _report(header, tables, explanation, json_out, markdown_out, file)
+            explanation, tables = with_levers(running, explanation, tables)
+        _report(header, tables, explanation, json_out, markdown_out, file)
 
 
 def explain_header(explanation) -> list[str]:

@@ -83,7 +83,7 @@ from solver.analysis.lever_programs import (
 )
 from solver.analysis.lever_shares import BASE_SOLVES, MIN_SHARE_S, NONE_LEFT, Shares
 from solver.analysis.paid import buys_whole_servers, servers_bought
-from solver.candidates.pools import share_physics, shared_physics
+from solver.candidates.pools import seeded_share, shared_physics
 from solver.candidates.table import CandidateTable
 from solver.decompose.parallel import idle_cores
 from solver.errors import Infeasible, NoSolution, PlanRejected
@@ -420,7 +420,7 @@ class LeverRun:
         if beside:
             self._limit = max(self.jobs - 1, 1)
         self._shares = self._new_shares()
-        self._pool = new_pool(self.jobs, then=share_physics if SHARED else None)
+        self._pool = new_pool(self.jobs, then=seeded_share() if SHARED else None)
         self._thread = threading.Thread(target=self._hand_out, name="fleetplan-levers", daemon=True)
         self._thread.start()
         return self

@@ -28,10 +28,10 @@ region can use, each with its gain at full strength, less one replica and less a
 
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, partial
 
 from models.operations.scenarios import failover_targets
 from models.operations.site import demand_factor
@@ -65,7 +65,10 @@ SHARED_KEPT = 20_000
 """Pool sizes `shared_physics` keeps (the oldest dropped beyond): chat-3region's table asks
 about 1,100, each about 2.7 KB held, so the levers' 16 tables fit in about 50 MB."""
 
-_SHARED: dict[tuple, ReplicaCapacity] | None = None
+Physics = dict[tuple, ReplicaCapacity]
+"""What `shared_physics` holds: a configuration's physics by its inputs and pool size."""
+
+_SHARED: Physics | None = None
 """The physics shared across candidate tables (`shared_physics`); None: not shared."""
 _SHARED_LOCK = threading.Lock()
 """Held while `_SHARED` grows or drops its oldest."""
@@ -179,7 +182,9 @@ def shared_physics() -> Iterator[None]:
     it would compute. The levers' re-solves share it: an `allow GPU` lever's table is the
     base's plus one type's configurations; so do a horizon's months (solver.solve), whose
     tables, programs and read-backs ask the same configurations at the same pool sizes
-    month after month. Nested blocks share the outer one."""
+    month after month. Nested blocks share the outer one: `explain --levers` solves its
+    base plan within the block its levers run in, so their tables compute only what the
+    base's did not (`seeded_share` hands it to their workers)."""
     global _SHARED
     outer = _SHARED
     if outer is None:
@@ -190,12 +195,19 @@ def shared_physics() -> Iterator[None]:
         _SHARED = outer
 
 
-def share_physics() -> None:
-    """`shared_physics` for the rest of this process: a lever worker's initializer (the
-    worker ends with its lever run)."""
+def share_physics(seed: Physics | None = None) -> None:
+    """`shared_physics` for the rest of this process, starting from `seed`: a lever
+    worker's initializer (the worker ends with its lever run)."""
     global _SHARED
     if _SHARED is None:
-        _SHARED = {}
+        _SHARED = dict(seed or {})
+
+
+def seeded_share() -> Callable[[], None]:
+    """`share_physics` seeded with this process's shared physics where a block holds it
+    (chat-3region's base table: about 1,100 pool sizes, 0.7-1.4 s of a lever worker's
+    first table on the shared 2-core machine), else empty: a lever worker's initializer."""
+    return partial(share_physics, None if _SHARED is None else dict(_SHARED))
 
 
 def capacity_derate_of(instance: Instance, config: ReplicaConfig) -> float:

@@ -20,8 +20,9 @@ instance's time limit from its start:
   the base plan, hourly plans too (diurnal-chat-batch: a100, gh200); the levers within
   what is left of the run's time limit (solver.analysis.lever_shares, a lever's share
   what the others would leave where that is more than even), their tables' physics shared
-  (solver.candidates.pools.shared_physics), explain's re-solves on the cores the levers
-  leave.
+  (solver.candidates.pools.shared_physics) from the base solve's on (each worker starts
+  with what the base's table computed: `seeded_share`), explain's re-solves on the cores
+  the levers leave.
 
 Printed: each alternative's and each lever's $/month and status both ways, then wall
 and CPU seconds (this process and its reaped workers) of each run, their ratio, and the
@@ -42,6 +43,7 @@ from models.io.loading import load_instance
 from solver.analysis import lever_groups, lever_shares, levers, without
 from solver.analysis.explain import Explanation, explain_solved
 from solver.analysis.levers import LeverResult, LeverRun
+from solver.candidates.pools import shared_physics
 from solver.settings import COMPARISON_GAP, SolveSettings
 from solver.solve import solve_program
 from tests.paths import INSTANCES
@@ -106,12 +108,13 @@ def _timed(run):
 @pytest.mark.parametrize("name", BENCH_INSTANCES)
 def test_explain_levers_before_and_after(name):
     instance = load_instance(INSTANCES / f"{name}.yaml")
-    solved = solve_program(instance, SolveSettings.of(instance, threads=1))
+    with shared_physics():  # as explain --levers: the base solved in its levers' block
+        solved = solve_program(instance, SolveSettings.of(instance, threads=1))
+        load_before = os.getloadavg()[0]
+        (was, before), before_wall, before_cpu = _timed(lambda: _before(_restarted(solved)))
+        (now, after), after_wall, after_cpu = _timed(lambda: _run(_restarted(solved)))
+        load_after = os.getloadavg()[0]
     base_cost = solved.plan.cost_per_month
-    load_before = os.getloadavg()[0]
-    (was, before), before_wall, before_cpu = _timed(lambda: _before(_restarted(solved)))
-    (now, after), after_wall, after_cpu = _timed(lambda: _run(_restarted(solved)))
-    load_after = os.getloadavg()[0]
     print(f"\n{name}: base ${base_cost:,.0f}/month ({solved.plan.status}), {len(after)} levers")
     _alternatives(was, now)
     _levers(before, after, instance.solver.mip_gap)

@@ -36,6 +36,7 @@ from solver.analysis.levers import (
     solve_lever,
 )
 from solver.analysis.paid import servers_bought
+from solver.candidates import pools
 from solver.decompose.by_workload import _given_start
 from solver.program.lp import LinearProgram
 from solver.settings import Deadline, SolveSettings
@@ -235,6 +236,35 @@ def test_a_lever_its_share_stopped_is_tried_once_more_and_keeps_its_better_end(b
     tries.clear()
     results = {r.lever: r for r in LeverRun(base, plan, jobs=1).results()}
     assert tries["TPOT +20%"] == 1 and results["TPOT +20%"].status == "feasible"
+
+
+def test_every_levers_table_starts_from_the_physics_the_caller_shares(base, monkeypatch):
+    # explain --levers runs its levers within the block its base was solved in: one job
+    # solves them in it; two hand what it holds to each worker (`new_pool`'s initializer)
+    plan = solve(base, SolveSettings.of(base, threads=1))
+    marker = {("the base's inputs", 1): "its physics at a pool of 1"}
+    seen: list[dict] = []
+    started: list = []
+
+    def stub(name, instance, base_cost, *args, **kwargs):
+        seen.append(dict(pools._SHARED or {}))
+        return LeverResult(lever=name, cost_per_month=base_cost, saving_per_month=0.0)
+
+    def threads(processes, then):  # the workers as threads (of this process)
+        started.append(then)
+        return ThreadPoolExecutor(processes)
+
+    monkeypatch.setattr(levers, "solve_lever", stub)
+    monkeypatch.setattr(levers, "new_pool", threads)
+    with pools.shared_physics():
+        pools._SHARED.update(marker)
+        LeverRun(base, plan, jobs=1).results()
+        assert seen and all(marker.items() <= shared.items() for shared in seen)
+        LeverRun(base, plan, jobs=2).results()
+    (then,) = started
+    monkeypatch.setattr(pools, "_SHARED", None)  # put back after the test
+    then()  # a fresh worker's start: nothing shared in its process yet
+    assert marker == pools._SHARED
 
 
 def test_under_the_runs_deadline_a_share_is_at_least_what_the_base_run_took(base):

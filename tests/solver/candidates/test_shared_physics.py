@@ -76,3 +76,24 @@ def test_nested_blocks_share_the_outer_one_and_the_outer_end_clears_it():
             assert pools._SHARED is outer
         assert pools._SHARED is outer
     assert pools._SHARED is None
+
+
+def test_a_worker_seeded_with_the_blocks_physics_computes_none_of_it(monkeypatch):
+    # explain --levers solves its base within the block, and each lever worker starts
+    # from what it holds (`seeded_share`, the pool's initializer): a table of the same
+    # inputs then computes nothing and reads the same
+    instance = load_instance(INSTANCES / "region-loss-2.yaml")
+    calls = _counted(monkeypatch)
+    with pools.shared_physics():
+        first = build_candidates(instance)
+        start = pools.seeded_share()
+    computed = calls[0]
+    assert computed > 0
+    monkeypatch.setattr(pools, "_SHARED", None)  # put back after the test
+    start()  # in a fresh worker: nothing shared yet
+    again = build_candidates(instance)
+    assert calls[0] == computed and len(pools._SHARED) == computed  # one per pool size
+    assert _curves(again) == _curves(first)
+    pools._SHARED = None
+    pools.seeded_share()()  # outside any block: a worker starts with nothing
+    assert pools._SHARED == {}
