@@ -125,13 +125,13 @@ from solver.decompose.period_passes import (
     solve_whole,
 )
 from solver.decompose.period_split import (
-    Block,
     Fleet,
     Known,
     Levels,
     Split,
     cheaper,
     held_values,
+    savings,
     split,
 )
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, Variable
@@ -333,7 +333,7 @@ class _Rounds(HeldPlan):
         self.known = Known(lp, parts)
         self.forbidden: list[Levels] = []
         """Levels at which a block has no answer: some offer must be above them."""
-        self.saving = [self._saving(block) for block in parts.blocks]
+        self.saving = [savings(lp, self.offer_of, block) for block in parts.blocks]
         self.limits: dict[tuple[int, tuple[int, ...]], float] = {}
         """(block, levels) -> the time limit it was last solved in there."""
         self.twins = Twins(lp, parts)
@@ -350,22 +350,6 @@ class _Rounds(HeldPlan):
             o.gpus: min(o.highest, max(o.lowest, round(values.get(o.gpus, 0.0) / o.per_level)))
             for o in self.parts.offers
         }
-
-    def _saving(self, block: Block) -> dict[str, float]:
-        """s_bo per offer the block covers (module text): a level's on-demand price, summed
-        over the block's periods, or inf where on demand cannot rent all the commitment
-        may cover."""
-        found = {}
-        for cover in block.covers:
-            offer = self.offer_of[cover.committed]
-            n = offer.per_level
-            price = self.lp.objective.get(cover.on_demand, 0.0)
-            price += self.lp.objective.get(cover.servers or "", 0.0) / n
-            rented = self.lp.variables[cover.servers or cover.on_demand].upper
-            reach = math.inf if rented is None else rented * (n if cover.servers else 1)
-            saving = n * price if reach >= n * offer.highest else math.inf
-            found[cover.committed] = found.get(cover.committed, 0.0) + saving
-        return found
 
     def _free(self, index: int, prices: dict[str, float]) -> LinearProgram:
         """Block `index` with its own copy of the commitment, priced `prices` per GPU."""
