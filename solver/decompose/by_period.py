@@ -125,13 +125,13 @@ from solver.decompose.period_passes import (
     solve_whole,
 )
 from solver.decompose.period_split import (
-    Block,
     Fleet,
     Known,
     Levels,
     Split,
     cheaper,
     held_values,
+    savings,
     split,
 )
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, Variable
@@ -192,14 +192,15 @@ def solve_periods(
     """The periods program's solution: by period where it splits (the module text), else
     whole (`solve_whole`); where the rounds end outside the gap with time
     left, the whole again from the best plan (`WHOLE_AFTER_INTEGERS`); `start`: a plan
-    of `lp` (a lever's base plan) the rounds, or the whole program's search, begin from."""
+    of `lp` (a lever's base plan) the rounds, or the whole program's search, begin from;
+    where the rounds prove it infeasible, that answer (the whole not solved to confirm)."""
     parts = split(lp)
     if parts is None:
         return solve_whole(lp, backend, settings, fleet, start)
     small = lp.size()["integer_variables"] <= WHOLE_AFTER_INTEGERS * len(parts.blocks)
     whole_after = small or not ROUNDS_TO_DEADLINE
     found = solve_by_period(lp, backend, settings, parts, start, -math.inf, whole_after, fleet)
-    if found is not None and found.termination is Termination.OPTIMAL:
+    if found is not None and found.termination in (Termination.OPTIMAL, Termination.INFEASIBLE):
         return found
     held = found is not None and found.termination.has_solution
     if held and (_expired(settings) or not whole_after):
@@ -228,8 +229,9 @@ def solve_by_period(
     given; `start`: a plan of the whole program to begin from; `lower`: a bound on it
     known already; `whole_after`: stop where the cuts close the gap slowly, for the
     whole program to take over, else go on to the deadline); None where the program
-    does not split or a block has no answer with its commitment free (the whole
-    program then says why)."""
+    does not split or a block's solve with its commitment free ends without an answer
+    and without a proof (a solver error: the whole program then says why); INFEASIBLE
+    where such a block is proven infeasible (`_Rounds.infeasible`)."""
     parts = parts or split(lp)
     if parts is None:
         return None
@@ -245,8 +247,10 @@ def solve_by_period(
     prices, relaxed = [], -math.inf
     if any(o.lowest < o.highest for o in parts.offers):  # else the lowest levels are all
         prices, relaxed = lp_prices(lp, parts, backend, settings)
-    # a block without an answer: infeasible (the whole program says why), or the deadline
+    # a block without an answer: infeasible (so is the whole), failed, or the deadline
     if not run.priced_blocks(dict(enumerate(prices))):
+        if run.infeasible is not None:
+            return run.infeasible
         if not _expired(settings):
             return None
     elif not run.solve_blocks(lowest, range(len(parts.blocks))) and not _expired(settings):
@@ -333,7 +337,7 @@ class _Rounds(HeldPlan):
         self.known = Known(lp, parts)
         self.forbidden: list[Levels] = []
         """Levels at which a block has no answer: some offer must be above them."""
-        self.saving = [self._saving(block) for block in parts.blocks]
+        self.saving = [savings(lp, self.offer_of, block) for block in parts.blocks]
         self.limits: dict[tuple[int, tuple[int, ...]], float] = {}
         """(block, levels) -> the time limit it was last solved in there."""
         self.twins = Twins(lp, parts)
@@ -341,6 +345,7 @@ class _Rounds(HeldPlan):
         self.solves = 0
         self.shared = 0
         self.rounds = 0
+        self.infeasible: SolveResult | None = None  # the priced pass's proof of no plan
 
     def begin_with(self, values: dict[str, float]) -> Levels:
         """A plan of the whole program as each block's first known solution; its levels."""
@@ -350,22 +355,6 @@ class _Rounds(HeldPlan):
             o.gpus: min(o.highest, max(o.lowest, round(values.get(o.gpus, 0.0) / o.per_level)))
             for o in self.parts.offers
         }
-
-    def _saving(self, block: Block) -> dict[str, float]:
-        """s_bo per offer the block covers (module text): a level's on-demand price, summed
-        over the block's periods, or inf where on demand cannot rent all the commitment
-        may cover."""
-        found = {}
-        for cover in block.covers:
-            offer = self.offer_of[cover.committed]
-            n = offer.per_level
-            price = self.lp.objective.get(cover.on_demand, 0.0)
-            price += self.lp.objective.get(cover.servers or "", 0.0) / n
-            rented = self.lp.variables[cover.servers or cover.on_demand].upper
-            reach = math.inf if rented is None else rented * (n if cover.servers else 1)
-            saving = n * price if reach >= n * offer.highest else math.inf
-            found[cover.committed] = found.get(cover.committed, 0.0) + saving
-        return found
 
     def _free(self, index: int, prices: dict[str, float]) -> LinearProgram:
         """Block `index` with its own copy of the commitment, priced `prices` per GPU."""
@@ -386,7 +375,8 @@ class _Rounds(HeldPlan):
         A block priced 0 throughout is left out: its cut, theta_b >= min F_b, is at
         most what the full commitment leaves to rent, and proving an optimum of 0 took
         HiGHS up to 0.5 s. False where a block has no answer (one its time limit
-        stopped before it had a solution is left without a cut)."""
+        stopped before it had a solution is left without a cut); one proven infeasible
+        proves the whole so (`infeasible`: the block is a relaxation of it)."""
         programs = {
             i: lambda i=i, own=own: self._free(i, own)
             for i, own in prices.items()
@@ -397,6 +387,8 @@ class _Rounds(HeldPlan):
         for i, result in self._run(programs, lambda _i: gap, lambda _i: None, lambda _i: limit):
             if result.termination is Termination.TIME_LIMIT:
                 continue
+            if result.termination is Termination.INFEASIBLE:
+                self.infeasible = replace(result, message=f"{METHOD}: period {i} has no plan")
             if not result.termination.has_solution:
                 return False
             terms = {}

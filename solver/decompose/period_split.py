@@ -145,6 +145,23 @@ def split(lp: LinearProgram) -> Split | None:
     return Split(offers, blocks)
 
 
+def savings(lp: LinearProgram, offer_of: dict[str, Offer], block: Block) -> dict[str, float]:
+    """s_bo per offer the block covers (solver.decompose.by_period's module text): a
+    level's on-demand price, summed over the block's periods, or inf where on demand
+    cannot rent all the commitment may cover (`offer_of`: the offers by committed column)."""
+    found = {}
+    for cover in block.covers:
+        offer = offer_of[cover.committed]
+        n = offer.per_level
+        price = lp.objective.get(cover.on_demand, 0.0)
+        price += lp.objective.get(cover.servers or "", 0.0) / n
+        rented = lp.variables[cover.servers or cover.on_demand].upper
+        reach = math.inf if rented is None else rented * (n if cover.servers else 1)
+        saving = n * price if reach >= n * offer.highest else math.inf
+        found[cover.committed] = found.get(cover.committed, 0.0) + saving
+    return found
+
+
 def _cover(lp: LinearProgram, name: str, linked: set[str]) -> Cover | None:
     """The cover row `name` as the rounds read it (None: not a cover row of the form
     committed + on_demand - used >= -existing)."""
