@@ -495,6 +495,26 @@ class StepModel:
             for load in prefill_loads
         ]
 
+    def prompt_kinks(self, batch: float) -> tuple[float, ...] | None:
+        """The prompt loads (tokens in one iteration at `batch` sequences) where the
+        iteration changes roof, with `iteration_s` linear in the load between them; None
+        where it is not piecewise linear (a mixture of experts: the experts touched and
+        their imbalance bend it). A dense pass is max(linear compute, weight read) plus
+        terms linear in the prompt tokens q = load / m, so its one kink is where the
+        compute, q x prefill linear FLOPs / rate + decode linear, meets the weight read;
+        none if the decode tokens' compute already exceeds it. A subclass's added cost
+        (`models.colocation.lora.LoraStepModel`) is linear in the tokens, so the kinks
+        stay."""
+        if self.experts or self.experts_layout is not None:
+            return None
+        m = min(float(self.pp), max(batch, 1.0))
+        decode_s = batch / m * self.decode_linear_flops_per_token / self.decode_linear_flops_per_s
+        per_token_s = self.prefill_linear_flops_per_token / self.prefill_linear_flops_per_s
+        read_s = self.dense_weight_bytes / self.hbm_bytes_per_s
+        if per_token_s <= 0 or decode_s >= read_s:
+            return ()
+        return (m * (read_s - decode_s) / per_token_s,)
+
     def iteration_parts(
         self,
         batch: float,

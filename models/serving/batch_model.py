@@ -24,10 +24,19 @@ Chunked-prefill interference (the iteration mixture)
     an iteration of
         t_k = iteration(B decode tokens, k P (1-h) prompt tokens)   when they fit the
               lane pp x chunk - B, else k P (1-h) / lane iterations at a full lane
-    and t_0 is pure decode. The mean iteration and its second moment are averages over
-    iterations (weights Poisson(k; mu) x iterations of k):
-        t(B) = E[t_K],   E[t^2] = E[t_K^2 + (t_K - t_0)^2 cv_p^2 / K]
-    the last term the spread of the K prompts' lengths (cv_p), to first order. Prompt
+    and t_0 is pure decode. The K prompts' lengths spread (cv_p): their tokens are taken
+    as a lognormal of mean K P (1-h) and squared cv cv_p^2 / K (Fenton-Wilkinson), and
+    the mean iteration and its second moment are averages over iterations (weights
+    Poisson(k; mu) x the tokens' law x iterations of each):
+        t(B) = E[t_K],   E[t^2] = E[t_K^2]
+    in closed form over the lognormal, t being piecewise linear in the tokens
+    (`models.serving.iteration_mixture.LoadCurve`). Pricing each length matters where
+    the roofline has its kink among the prompts: an iteration is the larger of its
+    weight read and its compute, convex in the prompt tokens, so spread lengths make the
+    mean iteration longer than the mean length's (Jensen). An MoE decode reads ~all its
+    experts' weights while a prompt token costs only the active experts' FLOPs, so the
+    kink sits near a typical prompt (moe-ep's Qwen3-235B at TP2: the mean 2,000-token
+    prompt's iteration was 1.1% short of the simulator's mixed iterations). Prompt
     tokens are conserved (Q(B) = mu P (1-h) per iteration on average). Grouping matters:
     a decode iteration is memory-bound, so the first few hundred prompt tokens in it
     ride in the weight read's shadow once per iteration, not once per prompt. Every
@@ -96,8 +105,14 @@ from models.physics.moe import resident_context_cv
 from models.physics.speculative import SpeculativeSteps, tokens_variance
 from models.physics.step_time import PassParts, StepModel
 from models.serving.iteration_mixture import (
+    GRID_RATIO,
+    GRID_RATIO_DP,
+    LOW_SIGMAS,
     MIXTURES_KEPT_PER_SIDE,
+    RARE_COUNT,
     IterationMixture,
+    LoadCurve,
+    load_curve,
     poisson_points,
     shared_mixtures,
 )
@@ -287,12 +302,54 @@ class BatchModel:
         return result
 
     def _mixture(self, batch: float, mean_prompts: float, lane_tokens: float) -> IterationMixture:
-        mix, steps = self.mix, self.steps
+        mix = self.mix
         new_prompt = mix.new_prompt
         points = poisson_points(mean_prompts)
+        if mix.prompt_scv <= 0 or new_prompt <= 0:  # one length: t at each count's load
+            return self._fixed_mixture(batch, points, lane_tokens)
+        curve = self._load_curve(batch, points, lane_tokens)
+        iterations, time_s, square_s, mixed = curve.sums(points, new_prompt, mix.prompt_scv)
+        return IterationMixture(
+            time_s / iterations, square_s / iterations, mixed / iterations, curve.times_s[0]
+        )
+
+    def _load_curve(
+        self, batch: float, points: list[tuple[float, float]], lane_tokens: float
+    ) -> LoadCurve:
+        """The iteration at B in its prompt tokens (`LoadCurve`): t at 0, at each kink
+        and at the lane where it is piecewise linear (a dense model), else on a grid
+        from `LOW_SIGMAS` below the fewest prompts' tokens (`load_curve`)."""
+        mix, steps = self.mix, self.steps
+
+        def times_at(loads: list[float]) -> list[float]:
+            return steps.iterations_s(batch, mix.context, loads, self.prefill_context)
+
+        kinks = steps.prompt_kinks(batch) if isinstance(steps, StepModel) else None
+        if kinks is not None:
+            loads = [0.0, *(x for x in kinks if 0 < x < lane_tokens), lane_tokens]
+            return LoadCurve.through(loads, times_at(loads))
+        low_tokens = min(
+            (
+                k
+                * mix.new_prompt
+                * math.exp(-LOW_SIGMAS * math.sqrt(math.log1p(mix.prompt_scv / k)))
+                for k, weight in points
+                if k > 0 and weight >= RARE_COUNT
+            ),
+            default=mix.new_prompt,
+        )
+        ratio = GRID_RATIO_DP if getattr(steps, "dp", 1) > 1 else GRID_RATIO
+        return load_curve(times_at, low_tokens, lane_tokens, ratio)
+
+    def _fixed_mixture(
+        self, batch: float, points: list[tuple[float, float]], lane_tokens: float
+    ) -> IterationMixture:
+        """The mixture of prompts of one length: k of them an iteration of
+        t(min(k P (1-h), L)), max(1, k P (1-h) / L) times."""
+        mix, new_prompt = self.mix, self.mix.new_prompt
         loads = [min(k * new_prompt, lane_tokens) for k, _ in points if k * new_prompt > 0]
         # t_0 and every load's in one call (a StepModel works the decode side out once)
-        decode_s, *loaded_s = steps.iterations_s(
+        decode_s, *loaded_s = self.steps.iterations_s(
             batch, mix.context, [0.0, *loads], self.prefill_context
         )
         times_s = iter(loaded_s)
@@ -300,15 +357,14 @@ class BatchModel:
         for prompts, weight in points:
             tokens = prompts * new_prompt
             if tokens <= 0:
-                count, one_s, spread_s2 = 1.0, decode_s, 0.0
+                count, one_s = 1.0, decode_s
             else:
                 count = max(1.0, tokens / lane_tokens)
                 one_s = next(times_s)
-                spread_s2 = (one_s - decode_s) ** 2 * mix.prompt_scv / max(prompts, 1.0)
                 mixed += weight * count
             iterations += weight * count
             time_s += weight * count * one_s
-            square_s += weight * count * (one_s**2 + spread_s2)
+            square_s += weight * count * one_s**2
         return IterationMixture(
             time_s / iterations, square_s / iterations, mixed / iterations, decode_s
         )

@@ -1,10 +1,43 @@
 """The distribution of one iteration's time at a mean batch (`IterationMixture`; the
 model is stated in the `models.serving.batch_model` docstring, "Chunked-prefill
-interference"): the Poisson law of the prompts that join an iteration (`poisson_points`)
-and the tables of mixtures by batch shared by every `BatchModel` of a decode side
-(`shared_mixtures`)."""
+interference"): the Poisson law of the prompts that join an iteration (`poisson_points`),
+the iteration time over the tokens they bring (`LoadCurve`, below) and the tables of
+mixtures by batch shared by every `BatchModel` of a decode side (`shared_mixtures`).
+
+The iteration time over spread prompt lengths, in closed form (`LoadCurve`).
+
+An iteration's time is a function of the prompt tokens riding in it, t(S), and the
+iteration mixture (`models.serving.batch_model` docstring) needs its moments over the
+tokens S of the k prompts that join an iteration: their total is taken as a lognormal of
+mean k P (1-h) and squared cv cv_p^2 / k (Fenton-Wilkinson's moment match of a sum of
+lognormal lengths). t(S) is the larger of each kernel's weight read and its compute, so
+it is piecewise linear in S (exactly so for a dense model; an MoE's expert reads and load
+imbalance bend it slowly between its kinks), convex at each kink, and where a kink lies
+among the prompts the mean iteration is longer than the mean length's (Jensen).
+
+`LoadCurve` holds t at a few loads (knots) with t linear between them, and takes the
+expectations of t and t^2 over the lognormal exactly, from its partial moments
+    E[S^n; S <= x] = E[S^n] Phi((ln x - mu) / sigma - n sigma),   n = 0, 1, 2
+(one erfc a knot and moment, and none at knots further than `PHI_SPAN` sigmas from
+mu): on a segment t = a + b S, E[t; seg] = a dM_0 + b dM_1 and
+E[t^2; seg] = a^2 dM_0 + 2 a b dM_1 + b^2 dM_2. Past the lane of L tokens the prompts
+run as S / L full-lane iterations of t(L) each, so an iteration count c = max(1, S / L),
+E[c] = M_0(L) + (E[S] - M_1(L)) / L, and the mixture's sums weight t and t^2 by c.
+
+Where t is piecewise linear in S (a dense model, `StepModel.prompt_kinks`) the knots
+are 0, its kink and L, and the moments are exact. Elsewhere (an MoE, a speculation
+cycle) `load_curve` places them: a geometric grid over the loads the prompts bring, then
+at each bend the grid shows (the slope changes by more than `BEND` across a cell) the
+point where the lines of the cells either side meet, the kink itself for a
+piecewise-linear t; then the knots t is linear through are dropped (`COLLINEAR`). A
+count whose tokens lie on one segment (within `PHI_SPAN` sigmas) needs no erfc:
+E[t] = a + b E[S], E[t^2] = E[t]^2 + b^2 Var[S]. Pricing each count's tokens at 9
+Gauss-Hermite points instead would time the whole step 9 times per count.
+"""
 
 import math
+from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from models.physics.speculative import SpeculativeSteps
@@ -143,3 +176,200 @@ def shared_mixtures(
             _MIXTURES.clear()
         table = _MIXTURES[key] = {}
     return table
+
+
+GRID_RATIO = 3.0
+"""Ratio between neighbouring loads of `load_curve`'s grid (at most `GRID_LOADS` loads:
+the ratio widens over a wider range)."""
+GRID_RATIO_DP = math.sqrt(2.0)
+"""The grid's ratio for a layout of several attention-DP groups, whose busiest group's
+share of the prompt tokens bends the iteration at each multiple of a prompt's length
+(`models.physics.step_passes.StepModel.prefill_group_share`): kinks a cell or two apart,
+which a grid of ratio 2 merges (p99 TPOT 5% off at DEP8)."""
+GRID_LOADS = 16
+"""Most loads on `load_curve`'s grid."""
+LOW_SIGMAS = 4.0
+"""The grid starts this many sigmas below the log-mean of the fewest prompts' tokens."""
+BEND = 0.1
+"""Relative change of slope across a cell from which `load_curve` looks for a kink in it."""
+COLLINEAR = 1e-4
+"""Relative distance from the chord of its neighbours under which a knot is dropped."""
+PHI_SPAN = 4.0
+"""Sigmas from the log-mean beyond which Phi is taken as 0 or 1 (Phi(-4) ~ 3e-5)."""
+RARE_COUNT = 1e-3
+"""Probability under which a count of prompts is priced on the segment of its mean
+tokens, its spread across a kink left out (`LoadCurve.sums`): a count this rare moves
+the mixture's moments by ~1e-4 of themselves through it."""
+_SQRT_HALF = math.sqrt(0.5)
+
+
+@dataclass(frozen=True)
+class LoadCurve:
+    """An iteration's time t(S) in the prompt tokens S riding in it, linear between
+    `loads` (the first 0, the last the lane L), and the iterations S tokens take.
+    Build it with `load_curve` (or `LoadCurve.through`)."""
+
+    loads: tuple[float, ...]
+    times_s: tuple[float, ...]
+    log_loads: tuple[float, ...]
+    """ln of each load past the first (the segments' right ends)."""
+    levels_s: tuple[float, ...]
+    """a of each segment's t = a + b S."""
+    slopes_s: tuple[float, ...]
+    """b of each segment's t = a + b S, seconds per token."""
+
+    @classmethod
+    def through(cls, loads: list[float], times_s: list[float]) -> "LoadCurve":
+        """The curve linear between (loads[i], times_s[i]), loads rising from 0."""
+        slopes = [
+            (t1 - t0) / (x1 - x0)
+            for x0, x1, t0, t1 in zip(loads, loads[1:], times_s, times_s[1:], strict=False)
+        ]
+        levels = [t0 - b * x0 for x0, t0, b in zip(loads, times_s, slopes, strict=False)]
+        logs = tuple(math.log(x) for x in loads[1:])
+        return cls(tuple(loads), tuple(times_s), logs, tuple(levels), tuple(slopes))
+
+    @property
+    def lane_tokens(self) -> float:
+        """L: the prompt tokens one iteration has room for."""
+        return self.loads[-1]
+
+    def at(self, tokens: float) -> float:
+        """t(min(S, L)), linear between the knots."""
+        loads = self.loads
+        if tokens >= loads[-1]:
+            return self.times_s[-1]
+        i = bisect_right(loads, tokens) - 1
+        return self.levels_s[i] + self.slopes_s[i] * tokens
+
+    def sums(
+        self, points: list[tuple[float, float]], prompt_tokens: float, prompt_scv: float
+    ) -> tuple[float, float, float, float]:
+        """The iteration mixture's sums over `points`, (count of prompts k, probability w)
+        pairs, k prompts of `prompt_tokens` tokens each on average with squared cv
+        `prompt_scv` bringing S tokens, lognormal of mean k P and squared cv cv^2 / k:
+        (sum w E[c], sum w E[c t], sum w E[c t^2], sum over k > 0 of w E[c]), c the
+        iterations S takes (module docstring). A count rarer than `RARE_COUNT` is priced
+        at its mean tokens; one whose tokens lie on one segment (within `PHI_SPAN`
+        sigmas) as t = a + b S, E[t^2] = (a + b E[S])^2 + b^2 Var[S]; the others from
+        the partial moments (`_spread`)."""
+        loads, times, log_loads = self.loads, self.times_s, self.log_loads
+        levels, slopes = self.levels_s, self.slopes_s
+        lane, lane_s, log_lane = loads[-1], times[-1], log_loads[-1]
+        iterations = time_s = square_s = mixed = 0.0
+        for prompts, weight in points:
+            if prompts <= 0:
+                iterations += weight
+                time_s += weight * times[0]
+                square_s += weight * times[0] * times[0]
+                continue
+            mean = prompts * prompt_tokens
+            scv = prompt_scv / prompts
+            sigma = math.sqrt(math.log1p(scv))
+            log_mean = math.log(mean) - sigma * sigma / 2
+            if log_mean - PHI_SPAN * sigma > log_lane or (weight < RARE_COUNT and mean >= lane):
+                count = mean / lane  # past the lane: S / L full-lane iterations
+                count_s, count_s2 = count * lane_s, count * lane_s * lane_s
+            else:
+                lowest = log_mean - PHI_SPAN * sigma
+                j = bisect_right(log_loads, lowest)  # the segment of the lowest mass
+                if weight < RARE_COUNT or log_loads[j] > log_mean + PHI_SPAN * sigma:
+                    # all of it on one segment, or rare: on its mean's, t = a + b S
+                    if weight < RARE_COUNT:
+                        j = bisect_right(loads, mean) - 1
+                    level, slope = levels[j], slopes[j]
+                    count = 1.0
+                    count_s = level + slope * mean
+                    count_s2 = count_s * count_s + slope * slope * mean * mean * scv
+                else:
+                    count, count_s, count_s2 = self._spread(j, mean, scv, sigma, log_mean)
+            iterations += weight * count
+            time_s += weight * count_s
+            square_s += weight * count_s2
+            mixed += weight * count
+        return iterations, time_s, square_s, mixed
+
+    def _spread(
+        self, first_segment: int, mean: float, scv: float, sigma: float, log_mean: float
+    ) -> tuple[float, float, float]:
+        """(E[c], E[c t], E[c t^2]) over S lognormal (mean `mean`, squared cv `scv`, log
+        sd `sigma`, log mean `log_mean`), its mass from `first_segment` on, from the
+        partial moments at the knots (module docstring)."""
+        highest = log_mean + (PHI_SPAN + 2 * sigma) * sigma
+        first, second = mean, mean * mean * (1.0 + scv)  # E[S], E[S^2]
+        below0 = below1 = below2 = 0.0  # M_n at the segment's left end
+        time_s = square_s = 0.0
+        j = first_segment
+        for log_load, level, slope in zip(
+            self.log_loads[j:], self.levels_s[j:], self.slopes_s[j:], strict=True
+        ):
+            full = log_load > highest
+            if full:
+                at0, at1, at2 = 1.0, first, second
+            else:
+                z = (log_load - log_mean) / sigma
+                at0 = 0.5 * math.erfc(-z * _SQRT_HALF)
+                at1 = first * 0.5 * math.erfc((sigma - z) * _SQRT_HALF)
+                at2 = second * 0.5 * math.erfc((2 * sigma - z) * _SQRT_HALF)
+            d0, d1 = at0 - below0, at1 - below1
+            time_s += level * d0 + slope * d1
+            square_s += level * level * d0 + slope * (2 * level * d1 + slope * (at2 - below2))
+            below0, below1, below2 = at0, at1, at2
+            if full:
+                break
+        lane, lane_s = self.loads[-1], self.times_s[-1]
+        past = max(first - below1, 0.0) / lane  # full-lane iterations past L: E[S; S > L] / L
+        return below0 + past, time_s + past * lane_s, square_s + past * lane_s * lane_s
+
+
+def load_curve(
+    times_at: Callable[[list[float]], list[float]],
+    low_tokens: float,
+    lane_tokens: float,
+    grid_ratio: float = GRID_RATIO,
+) -> LoadCurve:
+    """The `LoadCurve` of `times_at` (iteration times at a list of prompt loads, the
+    decode-only iteration at load 0) up to the lane of `lane_tokens`, for prompts that
+    bring at least ~`low_tokens` tokens (module docstring)."""
+    lane = lane_tokens
+    low = min(max(low_tokens, lane * 1e-6), lane / grid_ratio)
+    cells = max(math.ceil(math.log(lane / low) / math.log(grid_ratio)), 1)
+    cells = min(cells, GRID_LOADS)
+    ratio = (lane / low) ** (1.0 / cells)
+    # the grid, and one load past the lane so that its last cell has a neighbour
+    grid = [0.0] + [low * ratio**j for j in range(cells)] + [lane, lane * ratio]
+    times = times_at(grid)
+    kinks = [kink for c in range(1, cells + 1) if (kink := _kink(grid, times, c)) is not None]
+    pairs = sorted([*zip(grid[:-1], times[:-1], strict=True), *kinks])
+    return _without_collinear([x for x, _ in pairs], [t for _, t in pairs])
+
+
+def _kink(loads: list[float], times: list[float], c: int) -> tuple[float, float] | None:
+    """Where the lines of the cells either side of the cell [x_c, x_c+1] meet, (load,
+    time), if the slope changes by more than `BEND` across it and they meet inside it:
+    the kink of a piecewise-linear t, the neighbours' tangents' meeting of a bent one."""
+    left = (times[c] - times[c - 1]) / (loads[c] - loads[c - 1])
+    right = (times[c + 2] - times[c + 1]) / (loads[c + 2] - loads[c + 1])
+    if abs(right - left) <= BEND * max(abs(left), abs(right)):
+        return None
+    # t_c + left (x - x_c) = t_c+1 + right (x - x_c+1)
+    x = (times[c + 1] - times[c] + left * loads[c] - right * loads[c + 1]) / (left - right)
+    if not loads[c] < x < loads[c + 1]:
+        return None
+    return x, times[c] + left * (x - loads[c])
+
+
+def _without_collinear(loads: list[float], times: list[float]) -> LoadCurve:
+    """The curve through `loads` less the interior knots within `COLLINEAR` of the chord
+    between the knots kept either side (the ends always kept)."""
+    kept_x, kept_t = [loads[0]], [times[0]]
+    for i in range(1, len(loads) - 1):
+        x0, t0 = kept_x[-1], kept_t[-1]
+        x1, t1 = loads[i + 1], times[i + 1]
+        chord = t0 + (t1 - t0) * (loads[i] - x0) / (x1 - x0)
+        if abs(times[i] - chord) > COLLINEAR * abs(times[i]):
+            kept_x.append(loads[i])
+            kept_t.append(times[i])
+    kept_x.append(loads[-1])
+    kept_t.append(times[-1])
+    return LoadCurve.through(kept_x, kept_t)
