@@ -417,7 +417,7 @@ def _setting(value: float | bool) -> str:
 def render_engine_profiles(data: EngineData, fitted: dict[str, dict[str, Efficiency]]) -> str:
     """The vLLM and SGLang profiles' part of `efficiency.yaml` (under `engines:`), each set
     with its fit and held-out median |error| over every figure of its rows."""
-    chain = fallbacks(data.profiles())
+    chain = fallbacks(list(fitted))
     lines = []
     for engine, sets in fitted.items():
         gpus = sorted({r.run.gpu for r in data.runs if r.engine == engine})

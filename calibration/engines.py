@@ -466,16 +466,20 @@ def groups(data: EngineData, profile: str) -> dict[str, tuple[list[EngineRun], l
 
 
 def fit_engine_profiles(data: EngineData) -> dict[str, dict[str, Efficiency]]:
-    """Every engine profile's factor sets by generation."""
+    """Every engine profile's factor sets by generation. A version whose rows are all held
+    out (vLLM 0.16's) gets no profile: the catalog reads it under its engine's newest older
+    one, as it reads any newer release."""
     fitted: dict[str, dict[str, Efficiency]] = {}
     for profile in data.profiles():
-        fitted[profile] = {}
+        sets = {}
         for generation, (runs, offline) in groups(data, profile).items():
             first = runs[0].run if runs else None
             gpu = first.gpu if first else offline[0].gpu
             precision = first.precision if first else offline[0].weight_precision
             base = base_efficiency(gpu, precision, profile)
-            fitted[profile][generation] = fit_group(runs, offline, base)
+            sets[generation] = fit_group(runs, offline, base)
+        if sets:
+            fitted[profile] = sets
     return fitted
 
 

@@ -15,6 +15,7 @@ from calibration.engines import (
     EngineData,
     EngineRun,
     fallbacks,
+    fit_engine_profiles,
     fit_group,
     length_spread,
     load_engine_data,
@@ -155,6 +156,18 @@ def test_the_fit_recovers_a_known_step_overhead() -> None:
     assert fitted.hbm_fraction == base.hbm_fraction  # not fitted on closed-loop runs
     errors = row_errors(EngineData(runs, [], {}), lambda *_: fitted, requests_per_user=3)
     assert errors and all(abs(e.error_pct) < 2 for e in errors if not math.isnan(e.error_pct))
+
+
+def test_a_version_with_only_held_out_runs_gets_no_profile() -> None:
+    """sglang 0.5.6 has a fit run, 0.6.0 only a held-out one: the writer fits and writes
+    sglang-0.5 alone (an empty 0.6 profile would be a stub the catalog reads under 0.5 anyway,
+    and `--write-engines` would add it to efficiency.yaml on every run)."""
+    base = efficiency_for("h100-sxm", Precision.BF16)
+    fit = _synthetic_run(1, base)
+    held = replace(fit, engine="sglang-0.6", version="0.6.0", held_out=True)
+    data = EngineData([fit, held], [], {"sglang-0.5": {"0.5.6"}, "sglang-0.6": {"0.6.0"}})
+    assert data.profiles() == ["sglang-0.6", "sglang-0.5"]
+    assert list(fit_engine_profiles(data)) == ["sglang-0.5"]
 
 
 def test_the_fit_recovers_a_known_request_overhead_from_the_one_user_run() -> None:
