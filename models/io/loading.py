@@ -5,7 +5,6 @@ gives one, and all errors are reported at once (up to `MAX_ISSUES_REPORTED`, the
 count). Reading itself is bounded by `models.io.documents.read_document`.
 """
 
-import datetime
 import types
 import typing
 from difflib import get_close_matches
@@ -145,8 +144,6 @@ def _unquoted(value: Any) -> str:
         return "YAML reads an unquoted true or false as a boolean; quote it"
     if isinstance(value, int | float):
         return "YAML reads an unquoted number as a number; quote it"
-    if isinstance(value, datetime.date):
-        return "YAML reads an unquoted date as a date; quote it"
     return ""
 
 

@@ -257,8 +257,9 @@ _JSON_SCALARS = (str, int, float, bool, type(None))
 
 def _not_json(value: Any, where: str) -> list[tuple[str, str]]:
     """Where in `value` (a parsed YAML tree) a value JSON cannot write sits, and its type:
-    YAML reads `2025-01-01` as a date and `!!binary`, `!!set` as bytes and a set, and an
-    axis value is written into every result line (json.dumps raised TypeError, exit 70)."""
+    YAML reads `!!timestamp 2025-01-01` as a date and `!!binary`, `!!set` as bytes and a
+    set, and an axis value is written into every result line (json.dumps raised TypeError,
+    exit 70). An unquoted date is text (models.physics.yaml_files.CORE_SCALARS)."""
     if isinstance(value, dict):
         found = []
         for key, item in value.items():
