@@ -46,3 +46,79 @@ def test_a_date_in_a_month_field_is_text_a_number_field_refuses(run_cli, overrid
     result = run_checked(run_cli, "validate", ONE_MODEL_ONE_REGION, "--set", override,
                          needles=needles)  # fmt: skip
     assert "datetime" not in result.stderr
+
+
+# --- a plan file's errors read as an instance file's ------------------------------------------
+
+_POOL = {"workload": "chat", "region": "us-east", "gpu": "h100-sxm", "precision": "fp8",
+         "tp": 1, "pp": 1, "role": "unified", "count": 2}  # fmt: skip
+
+
+def _bad_plan(tmp_path):
+    """A plan with four refused fields, one per line of its own (indent=2 puts each key
+    of a pool on a line): a count as text, a fractional tp, a misspelt key, a missing gpu."""
+    import json
+
+    pools = [dict(_POOL) for _ in range(4)]
+    pools[0]["count"] = "abc"
+    pools[1]["tp"] = 2.5
+    pools[2]["cuont"] = 3
+    del pools[3]["gpu"]
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"replicas": pools, "cost_per_month": 1.0}, indent=2))
+    lines = plan.read_text().splitlines()
+
+    def line_of(text, after=0):
+        return next(n for n, line in enumerate(lines, 1) if n > after and text in line)
+
+    starts = [n for n, line in enumerate(lines, 1) if line.strip() == "{" and n > 1]
+    return plan, {
+        "replicas[0].count": line_of('"count": "abc"'),
+        "replicas[1].tp": line_of('"tp": 2.5'),
+        "replicas[2].cuont": line_of('"cuont"'),
+        "replicas[3].gpu": starts[3],  # a missing key: the line its pool opens on
+    }
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("verify", ONE_MODEL_ONE_REGION, "PLAN"),
+        ("simulate", ONE_MODEL_ONE_REGION, "PLAN"),
+        ("report", ONE_MODEL_ONE_REGION, "-o", "OUT/r.html", "--plan", "PLAN"),
+        ("deploy", "PLAN", "--instance", ONE_MODEL_ONE_REGION, "--target", "k8s",
+         "--out", "OUT/k8s"),
+    ],
+    ids=["verify", "simulate", "report", "deploy"],
+)  # fmt: skip
+def test_a_plan_file_s_errors_name_file_line_field_and_value(run_cli, tmp_path, command):
+    """Each read 'plan.json: replicas.0.count: Value error, must be a number, got the text
+    'abc'', 'replicas.1.tp: Input should be a valid integer, got a number with a fractional
+    part' (no value), 'replicas.3.gpu: Field required': no line, pydantic's path and words.
+    An instance's read 'inst.yaml:12: regions[0].supply...: must be ...'; a plan's now do."""
+    plan, lines = _bad_plan(tmp_path)
+    args = [plan if a == "PLAN" else a for a in command]
+    args = [str(tmp_path / a[4:]) if isinstance(a, str) and a.startswith("OUT/") else a
+            for a in args]  # fmt: skip
+    needles = (
+        f"{plan}:{lines['replicas[0].count']}: replicas[0].count: must be a number, "
+        "got the text 'abc'",
+        f"{plan}:{lines['replicas[1].tp']}: replicas[1].tp: Input should be a valid integer, "
+        "got a number with a fractional part (got 2.5)",
+        f"{plan}:{lines['replicas[2].cuont']}: replicas[2].cuont: unknown key 'cuont'; "
+        "did you mean 'count'?",
+        f"{plan}:{lines['replicas[3].gpu']}: replicas[3].gpu: required field is missing",
+    )
+    result = run_checked(run_cli, *args, needles=needles)
+    assert "Value error" not in result.stderr and "Field required" not in result.stderr
+    assert not (tmp_path / "r.html").exists() and not (tmp_path / "k8s").exists()
+
+
+def test_a_plan_s_unknown_key_unlike_any_says_what_a_plan_may_hold(run_cli, tmp_path):
+    import json
+
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"replicas": [_POOL], "version": 3}))
+    needles = (f"{plan}:1: version: unknown key 'version': no plan this fleetplan writes or "
+               "reads has it",)  # fmt: skip
+    run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, needles=needles)
