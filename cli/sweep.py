@@ -67,8 +67,10 @@ def sweep(
     from solver.studies.sweep import (
         ResultsFile,
         check_plans,
+        grid_name,
         point_instance,
         read_results,
+        refuse_other_grids,
         robust_choice,
         run_points,
     )
@@ -77,6 +79,8 @@ def sweep(
     inputs = (grid_file, grid.instance_file)  # the base instance is an input too
     check_targets((results, json_out), inputs)
     done = read_results(results)
+    grid_id = None if results is None else grid_name(grid_file, results)
+    refuse_other_grids(results, done, grid_id)
     records: dict[int, dict[str, Any]] = {}
     instances = {}
     prints: dict[int, str | None] = {}
@@ -98,7 +102,10 @@ def sweep(
         elif instance is None:
             bad[point.index] = problem
             records[point.index] = _record(
-                point, {"status": "bad_input", "message": str(problem)}, prints[point.index]
+                point,
+                {"status": "bad_input", "message": str(problem)},
+                prints[point.index],
+                grid_id,
             )
         else:
             work.append((point, instance))
@@ -134,7 +141,7 @@ def sweep(
             sink.append(record)
 
     def arrived(point, result: dict[str, Any]) -> None:
-        record = _record(point, result, prints[point.index])
+        record = _record(point, result, prints[point.index], grid_id)
         records[point.index] = record
         sink.append(record)
         cost, horizon = result.get("cost_per_month"), result.get("horizon_cost")
@@ -185,13 +192,18 @@ def fingerprint(instance) -> str:
     return hashlib.sha256(instance.model_dump_json().encode("utf-8")).hexdigest()
 
 
-def _record(point, result: dict[str, Any], instance_print: str | None) -> dict[str, Any]:
-    """A results line: the point, its changes, the instance's fingerprint, then what
-    solving it gave."""
+def _record(
+    point, result: dict[str, Any], instance_print: str | None, grid_id: str | None
+) -> dict[str, Any]:
+    """A results line: the point, its changes, its grid, the instance's fingerprint, then
+    what solving it gave."""
+    from solver.studies.sweep import GRID
+
     return {
         "point": point.index,
         "key": point.key,
         "set": dict(point.values),
+        GRID: grid_id,
         FINGERPRINT: instance_print,
         **result,
     }

@@ -122,3 +122,38 @@ def test_a_plan_s_unknown_key_unlike_any_says_what_a_plan_may_hold(run_cli, tmp_
     needles = (f"{plan}:1: version: unknown key 'version': no plan this fleetplan writes or "
                "reads has it",)  # fmt: skip
     run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, needles=needles)
+
+
+# --- two grids into one results file ------------------------------------------------------
+
+
+def _two_grids(tmp_path):
+    """Two grids on one instance with the same axis (so the same point keys): b's points
+    differ by a `set` (max_utilization 0.5), so their instances' fingerprints differ."""
+    import shutil
+
+    shutil.copy(ONE_MODEL_ONE_REGION, tmp_path / "base.yaml")
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text("instance: base.yaml\naxes:\n  demand_growth: [1.0, 2.0]\n")
+    b.write_text("instance: base.yaml\nset:\n  policy.max_utilization: 0.5\n"
+                 "axes:\n  demand_growth: [1.0, 2.0]\n")  # fmt: skip
+    return a, b
+
+
+def test_a_second_grid_into_one_results_file_is_refused_and_the_first_resumes(run_cli, tmp_path):
+    """Grid b swept into a's results.jsonl took a's two lines for stale versions of its own
+    points (same keys, another instance), solved both again and appended its lines after
+    them; a's next run then took b's for stale and solved its own again: each sweep's
+    results shadowed the other's and neither resumed. b is refused naming the file and
+    a's grid, before it writes; a still resumes both points from the file."""
+    a, b = _two_grids(tmp_path)
+    results = tmp_path / "results.jsonl"
+    run_checked(run_cli, "sweep", a, "--out", results, code=0)
+    written = results.read_bytes()
+    needles = (f"{results}: --out: holds the results of another grid (a.yaml",
+               "give each grid its own --out")  # fmt: skip
+    run_checked(run_cli, "sweep", b, "--out", results, needles=needles)
+    assert results.read_bytes() == written, "b wrote nothing"
+    again = run_checked(run_cli, "sweep", a, "--out", results, code=0)
+    assert "2 points, 0 to solve (2 already in" in again.stderr
+    assert results.read_bytes() == written, "a resumed: nothing solved again"
