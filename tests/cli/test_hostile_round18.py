@@ -157,3 +157,95 @@ def test_a_second_grid_into_one_results_file_is_refused_and_the_first_resumes(ru
     again = run_checked(run_cli, "sweep", a, "--out", results, code=0)
     assert "2 points, 0 to solve (2 already in" in again.stderr
     assert results.read_bytes() == written, "a resumed: nothing solved again"
+
+
+# --- a plan's hours or months that its instance does not plan -----------------------------
+
+
+@pytest.fixture(scope="module")
+def day_and_flat(tmp_path_factory):
+    """Two instances of one 8B workload in us-east at 2,000,000 requests a day: `day`
+    plans hour by hour (8 quiet, 8 busy, 8 middling hours, [1]*8 + [3]*8 + [2]*8, and a
+    reserved price), `flat` holds the day's peak all day (peak_to_average 1.5 = 3 / 2,
+    the profile's peak over its mean; on-demand only); `months` is `day` over 2 months.
+    Each with the plan solve writes for it (about a second of solving in all)."""
+    import json
+
+    import yaml
+
+    from models.io.loading import load_instance
+    from solver.solve import solve
+
+    folder = tmp_path_factory.mktemp("time")
+    data = yaml.safe_load(TEXT)
+    supply = data["regions"][0]["supply"]["h100-sxm"]
+    data["workloads"][0]["demand"] = {"us-east": {"requests_per_day": 2_000_000,
+                                                  "peak_to_average": 1.5}}  # fmt: skip
+    files = {"flat": dict(data)}
+    data = yaml.safe_load(yaml.safe_dump(data))
+    data["workloads"][0]["demand"]["us-east"] = {
+        "requests_per_day": 2_000_000, "hourly_profile": [1] * 8 + [3] * 8 + [2] * 8}
+    data["regions"][0]["supply"]["h100-sxm"] = {**supply, "reserved_price_per_gpu_hour": 1.5}
+    files["day"] = data
+    files["months"] = {**data, "policy": {**data["policy"], "horizon_months": 2}}
+    found = {}
+    for name, content in files.items():
+        path = folder / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(content), encoding="utf-8")
+        plan = folder / f"{name}.json"
+        plan.write_text(solve(load_instance(path)).model_dump_json())
+        found[name] = (path, plan)
+    assert json.loads(found["day"][1].read_text())["hours"], "day's plan is hourly"
+    assert not json.loads(found["flat"][1].read_text())["hours"], "flat's is static"
+    return found
+
+
+def _commands(instance, plan, tmp_path):
+    return {
+        "verify": ("verify", instance, plan),
+        "simulate": ("simulate", instance, plan),
+        "report": ("report", instance, "--plan", plan, "-o", tmp_path / "r.html"),
+        "deploy": ("deploy", plan, "--instance", instance, "--target", "vllm",
+                   "--out", tmp_path / "out"),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("command", ["verify", "simulate", "report", "deploy"])
+def test_an_hourly_plan_against_an_instance_without_hours_is_refused_saying_so(
+    run_cli, tmp_path, day_and_flat, command
+):
+    """day's hourly plan against flat (no profile, no reserved price) failed with 64
+    violations, none saying why, and '$0/month recomputed' (its 8 committed GPUs at a
+    reserved price flat does not offer). The first says what does not match."""
+    (_, plan), (flat, _) = day_and_flat["day"], day_and_flat["flat"]
+    needles = ("hours: the plan states 24 UTC hours (an hourly plan); the instance plans "
+               "none (no hourly_profile on any demand, no reserved or spot price)",)  # fmt: skip
+    run_checked(run_cli, *_commands(flat, plan, tmp_path)[command], code=1, needles=needles)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("command", ["verify", "deploy"])  # simulate replays it: 2 s
+def test_a_static_plan_against_an_hourly_instance_is_noted(
+    run_cli, tmp_path, day_and_flat, command
+):
+    """flat's static plan (its peak held all day) serves day's every hour, so it verifies,
+    but it read 'ok ... $14,016/month' (8 GPUs bought for the month, 8 x $2.4 x 730)
+    without a word that day plans its hours and reserved GPUs (its own plan: $8,760). A
+    warning says so; the verdict stands (exit 0)."""
+    (_, plan), (day, _) = day_and_flat["flat"], day_and_flat["day"]
+    needles = ("the instance plans each UTC hour (an hourly_profile on "
+               "workloads[chat].demand.us-east; a reserved or spot price on us-east h100-sxm); "
+               "the plan states no hours",)  # fmt: skip
+    run_checked(run_cli, *_commands(day, plan, tmp_path)[command], code=0, needles=needles)
+
+
+def test_a_plan_of_months_against_an_instance_without_months_says_so(
+    run_cli, tmp_path, day_and_flat
+):
+    """It read 'needs months 0 .. horizon_months - 1 once each in order (horizon_months
+    None); got 2 months starting [0, 1]'."""
+    (_, plan), (day, _) = day_and_flat["months"], day_and_flat["day"]
+    needles = ("months: the plan states 2 months; the instance plans none (no "
+               "policy.horizon_months)",)  # fmt: skip
+    result = run_checked(run_cli, "verify", day, plan, code=1, needles=needles)
+    assert "None" not in result.stderr
