@@ -249,3 +249,23 @@ def test_a_plan_of_months_against_an_instance_without_months_says_so(
                "policy.horizon_months)",)  # fmt: skip
     result = run_checked(run_cli, "verify", day, plan, code=1, needles=needles)
     assert "None" not in result.stderr
+
+
+# --- found by fuzzing (the script in the report) -----------------------------------------
+
+
+def test_a_plan_s_text_of_megabytes_is_refused_not_echoed(run_cli, tmp_path):
+    """A plan whose pool's region was 10 MiB of 'x' verified as 12 violations, the name
+    printed whole in two of them: 20,972,692 bytes on stderr (an instance's names stop at
+    MAX_NAME_CHARS). A plan's text is bounded too, and the refusal shows the start."""
+    import json
+
+    from models.schema.quantities import MAX_PLAN_TEXT_CHARS
+
+    plan = tmp_path / "plan.json"
+    long = MAX_PLAN_TEXT_CHARS + 1  # the 10 MiB found is refused the same way, slower
+    plan.write_text(json.dumps({"replicas": [{**_POOL, "region": "x" * long}]}))
+    needles = (f"replicas[0].region: is {long:,} characters long; at most "
+               f"{MAX_PLAN_TEXT_CHARS:,}",)  # fmt: skip
+    result = run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, needles=needles)
+    assert len(result.stderr) < 1_000
