@@ -221,6 +221,8 @@ def _surface(grid, records: dict[int, dict[str, Any]]) -> TableSpec:
     """Every point: its axis values, status, cost and GPUs; where a point plans months,
     its cost over the horizon too (month 0's $/month alone hides what growth, lead time
     or a reserved price changes later: solve states both)."""
+    from models.schema.sweep_grid import shown_value
+
     months = any(records[p.index].get("horizon_cost") is not None for p in grid.points)
     notes = ["axes: " + "; ".join(f"{_short(a)} = {a}" for a in grid.axes)]
     if not any(_short(a) != a for a in grid.axes):
@@ -235,7 +237,7 @@ def _surface(grid, records: dict[int, dict[str, Any]]) -> TableSpec:
         tuple(
             (
                 str(point.index),
-                *(str(value) for _, value in point.values),
+                *(shown_value(value) for _, value in point.values),
                 str(records[point.index].get("status", "-")),
                 _money(records[point.index].get("cost_per_month")),
                 *((_money(records[point.index].get("horizon_cost")),) if months else ()),
@@ -251,6 +253,8 @@ def _matrix(grid, records: dict[int, dict[str, Any]]) -> list[TableSpec]:
     """For a two-axis grid, the cost as a matrix: rows the first axis, columns the second;
     where the points plan months, their cost over the horizon (month 0's $/month is the
     same at every growth, lead time or later price: the surface's 'horizon $')."""
+    from models.schema.sweep_grid import shown_value
+
     if len(grid.axes) != 2:
         return []
     months = any(records[p.index].get("horizon_cost") is not None for p in grid.points)
@@ -259,7 +263,7 @@ def _matrix(grid, records: dict[int, dict[str, Any]]) -> list[TableSpec]:
     columns = list(dict.fromkeys(p.values[1][1] for p in grid.points))
     rows = []
     for row_value in dict.fromkeys(p.values[0][1] for p in grid.points):
-        cells = [str(row_value)]
+        cells = [shown_value(row_value)]
         for column_value in columns:
             point = next(
                 p
@@ -271,7 +275,7 @@ def _matrix(grid, records: dict[int, dict[str, Any]]) -> list[TableSpec]:
     return [
         TableSpec(
             f"{what}: {_short(first)} (rows) x {_short(second)} (columns)",
-            (_short(first), *(str(c) for c in columns)),
+            (_short(first), *(shown_value(c) for c in columns)),
             tuple(rows),
         )
     ]

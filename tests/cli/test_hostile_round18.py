@@ -269,3 +269,18 @@ def test_a_plan_s_text_of_megabytes_is_refused_not_echoed(run_cli, tmp_path):
                f"{MAX_PLAN_TEXT_CHARS:,}",)  # fmt: skip
     result = run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, needles=needles)
     assert len(result.stderr) < 1_000
+
+
+def test_a_sweep_axis_value_of_megabytes_is_shown_cut(run_cli, tmp_path):
+    """A grid's `description: [a, <5 MiB of x>]` solved both points, then printed the
+    value whole in its progress line (5,243,011 bytes on stderr) and in the cost surface
+    (5,763,468 on stdout). Labels and table cells show its start and its length; the
+    results file's key keeps it whole (a resumed sweep finds its point)."""
+    import shutil
+
+    shutil.copy(ONE_MODEL_ONE_REGION, tmp_path / "base.yaml")
+    grid = tmp_path / "grid.yaml"
+    long = "x" * 100_000
+    grid.write_text(f"instance: base.yaml\naxes:\n  description: [a, {long}]\n")
+    result = run_checked(run_cli, "sweep", grid, code=0, needles=("(100,000 characters, cut)",))
+    assert len(result.stderr) < 5_000 and len(result.stdout) < 10_000
