@@ -284,3 +284,25 @@ def test_a_sweep_axis_value_of_megabytes_is_shown_cut(run_cli, tmp_path):
     grid.write_text(f"instance: base.yaml\naxes:\n  description: [a, {long}]\n")
     result = run_checked(run_cli, "sweep", grid, code=0, needles=("(100,000 characters, cut)",))
     assert len(result.stderr) < 5_000 and len(result.stdout) < 10_000
+
+
+def test_a_golden_file_s_errors_read_as_a_plan_s(run_cli, tmp_path):
+    """A golden file (batch --check) named its fields as pydantic does: 'total_gpus: Input
+    should be a valid integer, got a number with a fractional part' (no value),
+    'binding_families.0: Input should be a valid string'; now as an instance's and a
+    plan's: the path as written, the value shown."""
+    import json
+    import shutil
+
+    shutil.copy(ONE_MODEL_ONE_REGION, tmp_path / "a.yaml")
+    golden = tmp_path / "a.expected.json"
+    golden.write_text(json.dumps({"status": "optimal", "total_gpus": 2.5,
+                                  "binding_families": [1]}, indent=2))  # fmt: skip
+    lines = golden.read_text().splitlines()
+    at = {key: next(n for n, text in enumerate(lines, 1) if key in text)
+          for key in ("total_gpus", "binding_families")}  # fmt: skip
+    result = run_checked(run_cli, "batch", tmp_path, "--check", code=1)
+    said = " ".join((result.stdout + result.stderr).split())  # the table wraps its cells
+    assert f"a.expected.json:{at['total_gpus']}: total_gpus: Input should be a valid integer, " \
+        "got a number with a fractional part (got 2.5)" in said, said  # fmt: skip
+    assert "binding_families[0]: must be text, got 1" in said
