@@ -34,7 +34,7 @@ from models.io.loading import validate_instance
 from models.schema import limits
 from models.schema.errors import InputError, Issue
 from models.schema.instance import Instance
-from models.schema.sweep_grid import MAX_POINTS, Grid, Point, point_document
+from models.schema.sweep_grid import MAX_POINTS, Grid, Point, point_document, shown_value
 from solver.plan.records import Real, ReplicaPool, Whole
 from solver.plan.schema import Plan
 from solver.plan.time_records import Commitment, Hour, Month, known_status
@@ -202,7 +202,8 @@ def refuse_other_grids(
     lines = sum(1 for r in done.values() if r.get(GRID) == others[0])
     also = f" and {len(others) - 1} more" if len(others) > 1 else ""
     raise InputError(
-        [Issue(str(results), None, "--out", f"holds the results of another grid ({others[0]}, "
+        [Issue(str(results), None, "--out", f"holds the results of another grid "
+               f"({shown_value(others[0])}, "
                f"{lines:,} points{also}); this grid's points share their keys, so each sweep "
                "would solve the other's again beside them: give each grid its own --out")]
     )  # fmt: skip

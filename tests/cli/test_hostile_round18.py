@@ -306,3 +306,17 @@ def test_a_golden_file_s_errors_read_as_a_plan_s(run_cli, tmp_path):
     assert f"a.expected.json:{at['total_gpus']}: total_gpus: Input should be a valid integer, " \
         "got a number with a fractional part (got 2.5)" in said, said  # fmt: skip
     assert "binding_families[0]: must be text, got 1" in said
+
+
+def test_another_grid_s_name_of_megabytes_is_shown_cut(run_cli, tmp_path):
+    """refuse_other_grids named the other grid as its lines state it: a results line
+    edited to a grid of 1,000,000 characters put them all in the refusal."""
+    import json
+
+    _, b = _two_grids(tmp_path)
+    results = tmp_path / "results.jsonl"
+    line = {"point": 0, "key": "[]", "grid": "g" * 1_000_000, "status": "bad_input"}
+    results.write_text(json.dumps(line) + "\n")
+    needles = ("holds the results of another grid", "(1,000,000 characters, cut)")
+    result = run_checked(run_cli, "sweep", b, "--out", results, needles=needles)
+    assert len(result.stderr) < 2_000
