@@ -320,3 +320,28 @@ def test_another_grid_s_name_of_megabytes_is_shown_cut(run_cli, tmp_path):
     needles = ("holds the results of another grid", "(1,000,000 characters, cut)")
     result = run_checked(run_cli, "sweep", b, "--out", results, needles=needles)
     assert len(result.stderr) < 2_000
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [("chat<!--", "chat&lt;!--"),
+     ("<img src=x onerror=alert(1)>", "&lt;img src=x onerror=alert(1)>"),
+     ("a&lt;b", "a&amp;lt;b")],
+    ids=["comment", "tag", "entity"],
+)  # fmt: skip
+def test_a_name_holding_html_is_text_in_markdown(run_cli, tmp_path, name, shown):
+    """A workload named 'chat<!--' was written into solve --markdown as it is: rendered
+    (a pull request's comment, a wiki), everything after its first cell was an HTML
+    comment, the rest of the report gone without a word; '<img ... onerror=...>' became
+    an image. Markdown cells, headings and notes write a '<' that opens HTML and an '&'
+    that opens an entity as entities; '1 <' and 'a & b' stay as they are."""
+    import yaml
+
+    data = yaml.safe_load(TEXT)
+    data["workloads"][0]["name"] = name
+    path = tmp_path / "named.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    report = tmp_path / "r.md"
+    run_checked(run_cli, "solve", path, "--markdown", report, code=0)
+    text = report.read_text(encoding="utf-8")
+    assert shown in text and name not in text
