@@ -325,5 +325,8 @@ def _markdown(
 
 
 def _cell(text: str) -> str:
-    """A Markdown table cell: pipes and line breaks would end the cell or the row."""
-    return text.replace("|", "\\|").replace("\n", " ")
+    """A Markdown table cell: pipes and line breaks would end the cell or the row; HTML in
+    a name or message is text (cli.render.tables.markdown_text)."""
+    from cli.render.tables import markdown_text
+
+    return markdown_text(text).replace("|", "\\|").replace("\n", " ")

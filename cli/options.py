@@ -320,6 +320,9 @@ def require_verified(instance: Any, plan: Any, plan_file: Path, command: str) ->
 
     warn_other_instance(instance, plan, plan_file)
     check = verify_any(instance, plan)
+    for warning in check.warnings:  # a static plan of an hourly instance: said, not refused
+        if warning.requirement == "hours":
+            err.print(f"warning: {plan_file}: {warning.message}", markup=False)
     if check.ok:
         return
     shown = check.violations[:VIOLATIONS_SHOWN]

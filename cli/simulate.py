@@ -84,10 +84,10 @@ def _check_closed_loop_size(
 def _read_plan(path: Path) -> Plan:
     from cli.solve import plan_of
 
-    data, _ = read_document(path, what="plan")  # bounded: a FIFO or device is refused
+    data, lines = read_document(path, what="plan")  # bounded: a FIFO or device is refused
     if (reason := no_plan_reason(data)) is not None:
         raise _problem("PLAN", f"{path} {reason}")
-    plan = plan_of(data, path)  # each field named, as verify names it
+    plan = plan_of(data, path, lines)  # each field named, as verify names it
     if not plan.scenarios and not any(hour.scenarios for hour in plan.hours):
         raise _problem(  # it read "--scenario: scenario 'none' is not in the plan; it has none"
             "PLAN",

@@ -50,7 +50,7 @@ from cli.render.summary_tables import MONTH_ZERO_EXPLAINED, cost_words
 from cli.render.tables import TableSpec, markdown_tables, print_tables
 from cli.render.time_tables import time_tables
 from cli.render.zeros import json_without_negative_zero
-from models.io.loading import capped, load_instance, read_document
+from models.io.loading import Lines, load_instance, read_document, schema_issues
 from models.io.output_files import check_target, check_targets, is_stdout, write_text
 from models.schema import limits
 from models.schema.backend_names import BACKEND_NAMES
@@ -425,16 +425,24 @@ def export_program(file: Path, target: Path) -> None:
 
 
 def _read_plan(path: Path) -> Plan:
-    data, _ = read_document(path, what="plan")
+    data, lines = read_document(path, what="plan")
     if (reason := no_plan_reason(data)) is not None:
-        raise InputError([Issue(str(path), None, "status", reason)])
-    return plan_of(data, path)
+        raise InputError([Issue(str(path), lines.get(("status",)), "status", reason)])
+    return plan_of(data, path, lines)
 
 
-def plan_of(data: object, path: Path) -> Plan:
-    """`data` read from `path` as a plan; each field pydantic refuses named in its own
-    issue (`replicas.0.count: ...`), at most `MAX_ISSUES_REPORTED` of them; an instance
-    given in the plan's place is named as one (it listed 14 fields a plan lacks)."""
+PLAN_UNKNOWN_KEY = (
+    "no plan this fleetplan writes or reads has it (a plan of another fleetplan version, "
+    "or a key edited by hand?)"
+)
+"""What an unknown key in a plan like none of its fields is (an instance's lists them)."""
+
+
+def plan_of(data: object, path: Path, lines: Lines | None = None) -> Plan:
+    """`data` read from `path` as a plan; each field pydantic refuses named as an instance's
+    are (models.io.loading.schema_issues: `plan.json:7: replicas[0].count: must be a
+    number, got the text 'abc'`, the line where `lines` has it); an instance given in the
+    plan's place is named as one (it listed 14 fields a plan lacks)."""
     if isinstance(data, dict) and "workloads" in data and "replicas" not in data:
         why = "is an instance (it has workloads and no replicas), not a plan: were the " \
             "instance and the plan given the other way round?"  # fmt: skip
@@ -446,23 +454,8 @@ def plan_of(data: object, path: Path) -> Plan:
     try:
         return Plan.model_validate(data)
     except ValidationError as error:
-        shown = error.errors()[: limits.MAX_ISSUES_REPORTED]
-        issues = [
-            Issue(str(path), None, ".".join(str(part) for part in item["loc"]), _said(item))
-            for item in shown
-        ]
-        raise InputError(capped(str(path), issues, error.error_count())) from None
-
-
-def _said(item: dict) -> str:
-    """pydantic's message for one refused field; an unknown key ('Extra inputs are not
-    permitted', which named neither the key nor a cause) says what it may be."""
-    if item["type"] != "extra_forbidden":
-        return item["msg"]
-    return (
-        f"unknown key {item['loc'][-1]!r}: no plan this fleetplan writes or reads has it "
-        "(a plan of another fleetplan version, or a key edited by hand?)"
-    )
+        issues = schema_issues(error, Plan, str(path), lines or {}, data, PLAN_UNKNOWN_KEY)
+        raise InputError(issues) from None
 
 
 def _write(path: Path | None, text: str, file: Path) -> None:

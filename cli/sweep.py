@@ -67,8 +67,10 @@ def sweep(
     from solver.studies.sweep import (
         ResultsFile,
         check_plans,
+        grid_name,
         point_instance,
         read_results,
+        refuse_other_grids,
         robust_choice,
         run_points,
     )
@@ -77,6 +79,8 @@ def sweep(
     inputs = (grid_file, grid.instance_file)  # the base instance is an input too
     check_targets((results, json_out), inputs)
     done = read_results(results)
+    grid_id = None if results is None else grid_name(grid_file, results)
+    refuse_other_grids(results, done, grid_id)
     records: dict[int, dict[str, Any]] = {}
     instances = {}
     prints: dict[int, str | None] = {}
@@ -98,7 +102,10 @@ def sweep(
         elif instance is None:
             bad[point.index] = problem
             records[point.index] = _record(
-                point, {"status": "bad_input", "message": str(problem)}, prints[point.index]
+                point,
+                {"status": "bad_input", "message": str(problem)},
+                prints[point.index],
+                grid_id,
             )
         else:
             work.append((point, instance))
@@ -134,7 +141,7 @@ def sweep(
             sink.append(record)
 
     def arrived(point, result: dict[str, Any]) -> None:
-        record = _record(point, result, prints[point.index])
+        record = _record(point, result, prints[point.index], grid_id)
         records[point.index] = record
         sink.append(record)
         cost, horizon = result.get("cost_per_month"), result.get("horizon_cost")
@@ -185,13 +192,18 @@ def fingerprint(instance) -> str:
     return hashlib.sha256(instance.model_dump_json().encode("utf-8")).hexdigest()
 
 
-def _record(point, result: dict[str, Any], instance_print: str | None) -> dict[str, Any]:
-    """A results line: the point, its changes, the instance's fingerprint, then what
-    solving it gave."""
+def _record(
+    point, result: dict[str, Any], instance_print: str | None, grid_id: str | None
+) -> dict[str, Any]:
+    """A results line: the point, its changes, its grid, the instance's fingerprint, then
+    what solving it gave."""
+    from solver.studies.sweep import GRID
+
     return {
         "point": point.index,
         "key": point.key,
         "set": dict(point.values),
+        GRID: grid_id,
         FINGERPRINT: instance_print,
         **result,
     }
@@ -209,6 +221,8 @@ def _surface(grid, records: dict[int, dict[str, Any]]) -> TableSpec:
     """Every point: its axis values, status, cost and GPUs; where a point plans months,
     its cost over the horizon too (month 0's $/month alone hides what growth, lead time
     or a reserved price changes later: solve states both)."""
+    from models.schema.sweep_grid import shown_value
+
     months = any(records[p.index].get("horizon_cost") is not None for p in grid.points)
     notes = ["axes: " + "; ".join(f"{_short(a)} = {a}" for a in grid.axes)]
     if not any(_short(a) != a for a in grid.axes):
@@ -223,7 +237,7 @@ def _surface(grid, records: dict[int, dict[str, Any]]) -> TableSpec:
         tuple(
             (
                 str(point.index),
-                *(str(value) for _, value in point.values),
+                *(shown_value(value) for _, value in point.values),
                 str(records[point.index].get("status", "-")),
                 _money(records[point.index].get("cost_per_month")),
                 *((_money(records[point.index].get("horizon_cost")),) if months else ()),
@@ -239,6 +253,8 @@ def _matrix(grid, records: dict[int, dict[str, Any]]) -> list[TableSpec]:
     """For a two-axis grid, the cost as a matrix: rows the first axis, columns the second;
     where the points plan months, their cost over the horizon (month 0's $/month is the
     same at every growth, lead time or later price: the surface's 'horizon $')."""
+    from models.schema.sweep_grid import shown_value
+
     if len(grid.axes) != 2:
         return []
     months = any(records[p.index].get("horizon_cost") is not None for p in grid.points)
@@ -247,7 +263,7 @@ def _matrix(grid, records: dict[int, dict[str, Any]]) -> list[TableSpec]:
     columns = list(dict.fromkeys(p.values[1][1] for p in grid.points))
     rows = []
     for row_value in dict.fromkeys(p.values[0][1] for p in grid.points):
-        cells = [str(row_value)]
+        cells = [shown_value(row_value)]
         for column_value in columns:
             point = next(
                 p
@@ -259,7 +275,7 @@ def _matrix(grid, records: dict[int, dict[str, Any]]) -> list[TableSpec]:
     return [
         TableSpec(
             f"{what}: {_short(first)} (rows) x {_short(second)} (columns)",
-            (_short(first), *(str(c) for c in columns)),
+            (_short(first), *(shown_value(c) for c in columns)),
             tuple(rows),
         )
     ]

@@ -2,6 +2,7 @@
 printed to the terminal or written as Markdown. Every command that shows tables builds
 `TableSpec`s and hands them to `print_tables` or `markdown_tables`."""
 
+import re
 from dataclasses import dataclass
 
 from rich.console import Console
@@ -161,18 +162,32 @@ def column_groups(spec: TableSpec, width: int) -> list[tuple[int, ...]]:
     return groups
 
 
+_HTML_OPENING = re.compile(r"<(?=[A-Za-z/!?])")
+"""A `<` that Markdown reads as the start of HTML (a tag, a closing tag, a comment, a
+declaration); any other `<` (`1 <`, `p99 < 50 ms`) shows as itself."""
+_ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
+"""An `&` that Markdown reads as the start of an entity (`&lt;`, `&#60;`)."""
+
+
+def markdown_text(text: str) -> str:
+    """Text as Markdown shows it as written: a `<` opening HTML and an `&` opening an entity
+    written as entities, other text unchanged. A name is text, never HTML: a workload named
+    `chat<!--` opened a comment that hid the rest of a rendered report (a pull request's,
+    a wiki's), `<img src=x onerror=...>` became an image."""
+    return _HTML_OPENING.sub("&lt;", _ENTITY.sub("&amp;", text))
+
+
 def _markdown_cell(text: str) -> str:
     """A table cell that stays one cell: `|` escaped, a line break (a name may hold one)
     written as `<br>`; it ended the row, and the rest of the name began a line of its own
-    outside the table."""
-    return (
-        text.replace("|", "\\|").replace("\r\n", "<br>").replace("\n", "<br>").replace("\r", "<br>")
-    )
+    outside the table. HTML in it is text (`markdown_text`)."""
+    return _markdown_line(text).replace("|", "\\|")
 
 
 def _markdown_line(text: str) -> str:
     """A heading or header line that stays one line: a line break (a name's) as `<br>`;
-    "## us\\neast" was a heading "us" and a paragraph "east"."""
+    "## us\\neast" was a heading "us" and a paragraph "east". HTML in it is text."""
+    text = markdown_text(text)
     return text.replace("\r\n", "<br>").replace("\n", "<br>").replace("\r", "<br>")
 
 
@@ -188,10 +203,10 @@ def markdown_tables(header: list[str], tables: list[TableSpec], note: str = "") 
         lines.append("|" + "---|" * len(spec.columns))
         lines += ["| " + " | ".join(map(_markdown_cell, row)) + " |" for row in spec.rows]
         if spec.note:
-            lines += ["", spec.note]
+            lines += ["", markdown_text(spec.note)]
         lines.append("")
     if note:
-        lines += [note, ""]
+        lines += [markdown_text(note), ""]
     return terminal_safe("\n".join(lines))
 
 

@@ -5,7 +5,6 @@ gives one, and all errors are reported at once (up to `MAX_ISSUES_REPORTED`, the
 count). Reading itself is bounded by `models.io.documents.read_document`.
 """
 
-import datetime
 import types
 import typing
 from difflib import get_close_matches
@@ -21,7 +20,15 @@ from models.schema.errors import InputError, Issue
 from models.schema.instance import Instance
 from models.schema.quantities import counted, describe
 
-__all__ = ["LineMap", "Lines", "capped", "load_instance", "read_document", "validate_instance"]
+__all__ = [
+    "LineMap",
+    "Lines",
+    "capped",
+    "load_instance",
+    "read_document",
+    "schema_issues",
+    "validate_instance",
+]
 
 
 def load_instance(path: str | Path) -> Instance:
@@ -62,9 +69,7 @@ def validate_instance(
         context = {"instance_dir": str(instance_dir)} if instance_dir is not None else None
         instance = Instance.model_validate(data, context=context)
     except ValidationError as error:
-        shown = error.errors()[: limits.MAX_ISSUES_REPORTED]
-        issues = [_issue_from_pydantic(item, file, lines, data) for item in shown]
-        raise InputError(capped(file, issues, error.error_count())) from None
+        raise InputError(schema_issues(error, Instance, file, lines, data)) from None
     problems = cross_check(instance)
     if problems:
         raise InputError(
@@ -93,11 +98,31 @@ _SHAPES = {"links": "a link is a list [region, region, round-trip ms], e.g. [us-
 """The shape of each list entry the schema holds as a tuple, said where one is mistyped."""
 
 
-def _issue_from_pydantic(item: Any, file: str, lines: Lines, data: Any) -> Issue:
+def schema_issues(
+    error: ValidationError,
+    model: type[BaseModel],
+    file: str,
+    lines: Lines,
+    data: Any,
+    unknown_key: str = "",
+) -> list[Issue]:
+    """Each field pydantic refused in `data` (a document read from `file` and validated as
+    `model`: an instance, a plan) as `FILE:LINE: path[0].field: message`, the path as the
+    document writes it and the value shown; at most `MAX_ISSUES_REPORTED`, then a count.
+    An unknown key like no field is said to be unknown with `unknown_key` where given
+    (a plan's: another version's key), else with the fields allowed there."""
+    shown = error.errors()[: limits.MAX_ISSUES_REPORTED]
+    issues = [_issue_from_pydantic(item, file, lines, data, model, unknown_key) for item in shown]
+    return capped(file, issues, error.error_count())
+
+
+def _issue_from_pydantic(
+    item: Any, file: str, lines: Lines, data: Any, model: type[BaseModel], unknown_key: str
+) -> Issue:
     loc = _document_loc(item["loc"], data)
     message = item["msg"]
     if item["type"] == "extra_forbidden":
-        allowed = _fields_at(Instance, loc[:-1])
+        allowed = _fields_at(model, loc[:-1])
         key = str(loc[-1])
         close = [name for name in allowed if name.startswith(key)] or get_close_matches(
             key, allowed, n=1
@@ -105,6 +130,8 @@ def _issue_from_pydantic(item: Any, file: str, lines: Lines, data: Any) -> Issue
         message = f"unknown key {loc[-1]!r}"
         if close:
             message += f"; did you mean {close[0]!r}?"
+        elif unknown_key:
+            message += f": {unknown_key}"
         elif allowed:
             message += f" (allowed: {', '.join(allowed)})"
     elif item["type"] == "missing":
@@ -126,10 +153,10 @@ def _issue_from_pydantic(item: Any, file: str, lines: Lines, data: Any) -> Issue
         message = f"{_SHAPES[loc[0]]}, got {_shown(item.get('input'))}"
     elif item["type"] == "int_parsing_size":
         message = f"integer too large to represent, got {_shown(item.get('input'))}"
-    elif item["type"] == "string_type" and _unquoted(item.get("input")):
-        message = f"must be text, got {_shown(item['input'])}: {_unquoted(item['input'])}"
-    elif item["type"] == "enum" and _unquoted(item.get("input")):  # survive: off
-        message += f" (got {_shown(item['input'])}): {_unquoted(item['input'])}"
+    elif item["type"] == "string_type" and _unquoted(item.get("input"), file):
+        message = f"must be text, got {_shown(item['input'])}: {_unquoted(item['input'], file)}"
+    elif item["type"] == "enum" and _unquoted(item.get("input"), file):  # survive: off
+        message += f" (got {_shown(item['input'])}): {_unquoted(item['input'], file)}"
     elif item["type"] == "model_type":  # "... or instance of GpuEntry": a class name
         message = f"must be a mapping of fields (key: value), got {_shown(item.get('input'))}"
     elif "input" in item and item["type"] not in ("value_error", "assertion_error"):
@@ -139,14 +166,14 @@ def _issue_from_pydantic(item: Any, file: str, lines: Lines, data: Any) -> Issue
     return Issue(file, _line_for(loc, lines), dotted(loc), message)
 
 
-def _unquoted(value: Any) -> str:
-    """Why YAML read what was meant as text as something else, or "" (None: not text)."""
+def _unquoted(value: Any, file: str) -> str:
+    """Why the file's reader (JSON for a `.json` file, else YAML) read what was meant as
+    text as something else, or "" (None: not text)."""
+    reader = "JSON" if file.lower().endswith(".json") else "YAML"
     if isinstance(value, bool):
-        return "YAML reads an unquoted true or false as a boolean; quote it"
+        return f"{reader} reads an unquoted true or false as a boolean; quote it"
     if isinstance(value, int | float):
-        return "YAML reads an unquoted number as a number; quote it"
-    if isinstance(value, datetime.date):
-        return "YAML reads an unquoted date as a date; quote it"
+        return f"{reader} reads an unquoted number as a number; quote it"
     return ""
 
 

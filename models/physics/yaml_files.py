@@ -139,7 +139,9 @@ class ValueLoader(SAFE_LOADER):  # type: ignore[misc, valid-type]
     or leading-zero number (`BaseSixtyNumber`, `OctalNumber`)."""
 
 
-INT_TAG, FLOAT_TAG, BOOL_TAG = (f"tag:yaml.org,2002:{name}" for name in ("int", "float", "bool"))
+INT_TAG, FLOAT_TAG, BOOL_TAG, TIMESTAMP_TAG = (
+    f"tag:yaml.org,2002:{name}" for name in ("int", "float", "bool", "timestamp")
+)
 
 CORE_SCALARS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     (BOOL_TAG, re.compile(r"(?:true|True|TRUE|false|False|FALSE)$"), "tTfF"),
@@ -162,12 +164,16 @@ integers, `0o` octal and `0x` hexadecimal; decimals with a point or an exponent 
 `6.4e1`, `.5E2`), `.inf`, `.nan`. YAML 1.1 (PyYAML's default) read more, each a second
 reading of a spelling: digit separators (`6_4` was 64, as `max_gpus: "6_4"`, a flag's 6_4
 and a CSV's were refused), `0b` binary, `yes`/`no`/`on`/`off` as booleans (`name: no` was
-false), and no exponent without a point (`1e9` was text). Those are text here: a numeric
-field refuses text showing it (models.schema.quantities.not_a_boolean), a name keeps it,
-and a switch reads `yes` as pydantic does. Null is the same in both (`~`, `null`, empty)."""
+false), no exponent without a point (`1e9` was text), and dates and times (`2026-01-05` was a
+`datetime.date`: `name: 2026-01-05` was refused as not text, `horizon_months: 2026-01-05`
+named a Python object; the core schema has no dates). Those are text here: a numeric field
+refuses text showing it (models.schema.quantities.not_a_boolean), a name keeps it, and a
+switch reads `yes` as pydantic does. Null is the same in both (`~`, `null`, empty)."""
 
+_TYPED = (INT_TAG, FLOAT_TAG, BOOL_TAG, TIMESTAMP_TAG)
+"""The tags YAML 1.1 resolves a plain scalar to that `CORE_SCALARS` replaces or drops."""
 ValueLoader.yaml_implicit_resolvers = {
-    first: [entry for entry in resolvers if entry[0] not in (INT_TAG, FLOAT_TAG, BOOL_TAG)]
+    first: [entry for entry in resolvers if entry[0] not in _TYPED]
     for first, resolvers in SAFE_LOADER.yaml_implicit_resolvers.items()
 }
 for _tag, _pattern, _first in reversed(CORE_SCALARS):  # in order, first: `64` is an int

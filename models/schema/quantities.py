@@ -153,6 +153,12 @@ def whole(bound: Bound) -> Any:
     ]
 
 
+MAX_PLAN_TEXT_CHARS = 65_536
+"""Longest text one field of a plan may hold: the longest a plan writes is a note (396
+characters in the shipped plans) or a shared group's name (members' names of at most
+limits.MAX_NAME_CHARS joined by `+`); a 10 MiB region name in a hand-edited plan was
+printed whole in two violations (20 MB on stderr)."""
+
 PlanInteger = whole(limits.PLAN_INTEGER)
 """Every integer of a plan (a count, a layout degree, a month): never `true` (pydantic
 reads it as 1) and within limits.PLAN_INTEGER (10^400 replicas overflowed a float)."""

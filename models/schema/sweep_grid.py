@@ -85,12 +85,23 @@ class Point:
 
     @property
     def label(self) -> str:
-        """`path=value, ...` for tables; text that does not print as itself escaped
-        (`regions[0].name='us-east\\t'`, models.schema.errors.shown_name)."""
-        return ", ".join(
-            f"{path}={shown_name(value) if isinstance(value, str) else value}"
-            for path, value in self.values
-        )
+        """`path=value, ...` for tables; each value as `shown_value` writes it."""
+        return ", ".join(f"{path}={shown_value(value)}" for path, value in self.values)
+
+
+SHOWN_VALUE_CHARS = 120
+"""Longest an axis value is shown in a label or a table cell: a 5 MiB description was
+printed whole in its progress line and the cost surface (10 MB of output)."""
+
+
+def shown_value(value: Any) -> str:
+    """An axis value as a label or a table shows it: text that does not print as itself
+    escaped (`'us-east\\t'`, models.schema.errors.shown_name), anything past
+    `SHOWN_VALUE_CHARS` cut with its length said (the results file keeps it whole)."""
+    text = shown_name(value) if isinstance(value, str) else str(value)
+    if len(text) <= SHOWN_VALUE_CHARS:
+        return text
+    return f"{text[: SHOWN_VALUE_CHARS - 40]}... ({len(text):,} characters, cut)"
 
 
 def _override(path: str, value: Any) -> Override:
@@ -257,8 +268,9 @@ _JSON_SCALARS = (str, int, float, bool, type(None))
 
 def _not_json(value: Any, where: str) -> list[tuple[str, str]]:
     """Where in `value` (a parsed YAML tree) a value JSON cannot write sits, and its type:
-    YAML reads `2025-01-01` as a date and `!!binary`, `!!set` as bytes and a set, and an
-    axis value is written into every result line (json.dumps raised TypeError, exit 70)."""
+    YAML reads `!!timestamp 2025-01-01` as a date and `!!binary`, `!!set` as bytes and a
+    set, and an axis value is written into every result line (json.dumps raised TypeError,
+    exit 70). An unquoted date is text (models.physics.yaml_files.CORE_SCALARS)."""
     if isinstance(value, dict):
         found = []
         for key, item in value.items():

@@ -12,12 +12,12 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, model_validator
 
 from models.physics.precision import Precision
-from models.schema.quantities import NUMBER_NOT_BOOLEAN, PlanInteger
+from models.schema.quantities import MAX_PLAN_TEXT_CHARS, NUMBER_NOT_BOOLEAN, PlanInteger
 from models.serving.replica import Limit, Role
 from solver.plan.binding import Binding
 
-FROZEN = ConfigDict(extra="forbid", frozen=True)
-"""Every plan record: unknown keys refused, frozen."""
+FROZEN = ConfigDict(extra="forbid", frozen=True, str_max_length=MAX_PLAN_TEXT_CHARS)
+"""Every plan record: unknown keys refused, frozen, each text at most MAX_PLAN_TEXT_CHARS."""
 
 Whole = PlanInteger
 """Every integer of a plan: never `true`, within limits.PLAN_INTEGER (quantities)."""

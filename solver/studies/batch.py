@@ -42,7 +42,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from models.io.documents import read_document
-from models.io.loading import load_instance
+from models.io.loading import load_instance, schema_issues
 from models.io.output_files import folder_lock, write_text
 from models.schema.errors import InputError, Issue
 from models.schema.instance import Instance
@@ -428,14 +428,8 @@ def read_golden(instance_file: Path) -> Golden | None:
     data, lines = read_document(path, "golden")  # bounded: regular files only, size and depth
     try:
         return Golden.model_validate(data)
-    except ValidationError as error:  # field by field with its line, not pydantic's dump
-        raise InputError([_golden_issue(path, item, lines) for item in error.errors()]) from None
-
-
-def _golden_issue(path: Path, item: dict, lines: dict) -> Issue:
-    loc, missing = tuple(item["loc"]), item["type"] == "missing"
-    message = "required field is missing" if missing else item["msg"].removeprefix("Value error, ")
-    return Issue(str(path), lines.get(loc, lines.get(loc[:-1])), ".".join(map(str, loc)), message)
+    except ValidationError as error:  # field by field, as an instance's and a plan's are
+        raise InputError(schema_issues(error, Golden, str(path), lines, data)) from None
 
 
 def check_golden(outcome: Outcome) -> Comparison:

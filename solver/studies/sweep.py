@@ -34,7 +34,7 @@ from models.io.loading import validate_instance
 from models.schema import limits
 from models.schema.errors import InputError, Issue
 from models.schema.instance import Instance
-from models.schema.sweep_grid import MAX_POINTS, Grid, Point, point_document
+from models.schema.sweep_grid import MAX_POINTS, Grid, Point, point_document, shown_value
 from solver.plan.records import Real, ReplicaPool, Whole
 from solver.plan.schema import Plan
 from solver.plan.time_records import Commitment, Hour, Month, known_status
@@ -174,6 +174,41 @@ def read_results(path: Path | None) -> dict[str, dict[str, Any]]:
     return done
 
 
+GRID = "grid"
+"""The results line's field naming the grid that wrote it (`grid_name`)."""
+
+
+def grid_name(grid_file: Path, results: Path) -> str:
+    """The grid file as the results file's folder reaches it (`sweeps/a.yaml`, `a.yaml`):
+    the same for the same grid wherever a checkout of both stands (a CI workspace), and
+    for a grid edited in place."""
+    try:
+        return os.path.relpath(grid_file.resolve(), results.resolve().parent)
+    except ValueError:  # another drive: no relative path
+        return str(grid_file.resolve())
+
+
+def refuse_other_grids(
+    results: Path | None, done: dict[str, dict[str, Any]], grid: str | None
+) -> None:
+    """Refuse a results file holding another grid's records: its points share keys with
+    this grid's (an axis alike, `demand_growth=1.0`) over other instances, so each sweep
+    took the other's lines for stale versions of its own points, solved them again and
+    appended after them, and neither resumed. Lines that name no grid (written before
+    lines named theirs) are taken as this grid's."""
+    others = sorted({r[GRID] for r in done.values() if isinstance(r.get(GRID), str)} - {grid})
+    if results is None or not others:
+        return
+    lines = sum(1 for r in done.values() if r.get(GRID) == others[0])
+    also = f" and {len(others) - 1} more" if len(others) > 1 else ""
+    raise InputError(
+        [Issue(str(results), None, "--out", f"holds the results of another grid "
+               f"({shown_value(others[0])}, "
+               f"{lines:,} points{also}); this grid's points share their keys, so each sweep "
+               "would solve the other's again beside them: give each grid its own --out")]
+    )  # fmt: skip
+
+
 class ResultRecord(BaseModel):
     """What a results line holds that the sweep reads back (cli.sweep._record writes it):
     a line edited by hand to a cost that is a word, replicas that are not pools or a
@@ -193,6 +228,7 @@ class ResultRecord(BaseModel):
     total_gpus: Whole | None = Field(default=None, ge=0)
     runtime_s: Real | None = Field(default=None, ge=0)
     message: str = ""
+    grid: str | None = None
     replicas: tuple[ReplicaPool, ...] = ()
     hours: tuple[Hour, ...] = ()
     committed: tuple[Commitment, ...] = ()

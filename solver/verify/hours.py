@@ -91,7 +91,7 @@ from solver.verify.hour_idle import check_idle_fraction
 from solver.verify.hour_reports import stated_report_figures
 from solver.verify.hour_rows import check_binding_times
 from solver.verify.hour_scenarios import check_hour_table, check_peak_table
-from solver.verify.months import check_months, without_months
+from solver.verify.months import check_months, unmatched_time
 from solver.verify.totals import money_close
 from solver.verify.verdict import agrees
 
@@ -99,10 +99,10 @@ GPU_TOLERANCE = 1e-6
 
 
 def verify_any(instance: Instance, plan: Plan) -> Verification:
-    """Hour by hour for an hourly plan, else the static verifier; failed too where the
-    instance plans months and the plan states none (`months.without_months`)."""
+    """Hour by hour for an hourly plan, else the static verifier; with what the plan's
+    hours and months do not match in the instance's (`months.unmatched_time`)."""
     verdict = verify_hours(instance, plan) if plan.hours else verify(instance, plan)
-    return without_months(instance, plan, verdict)
+    return unmatched_time(instance, plan, verdict)
 
 
 def verify_hours(instance: Instance, plan: Plan) -> Verification:

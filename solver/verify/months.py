@@ -19,22 +19,80 @@ from solver.verify.totals import money_close
 GPU_TOLERANCE = 1e-6
 
 
-def without_months(instance: Instance, plan: Plan, verdict: Verification) -> Verification:
-    """`verdict`, failed where the instance plans months (policy.horizon_months) and the
-    plan states none: such a plan (today's hours, or a peak) was checked against month 0's
-    demand alone, and growth-horizon's month-0 plan verified 'ok' against its 12 months
-    (month 11 at 1.06^11 = 1.90x the demand). Not within `verify_hours`, which checks each
-    month's own hours as a plan without months (`check_months`)."""
+def unmatched_time(instance: Instance, plan: Plan, verdict: Verification) -> Verification:
+    """`verdict` with what the plan's time does not match in the instance's, first:
+
+    - the instance plans months (policy.horizon_months) and the plan states none: a
+      violation; such a plan (today's hours, or a peak) was checked against month 0's
+      demand alone, and growth-horizon's month-0 plan verified 'ok' against its 12 months
+      (month 11 at 1.06^11 = 1.90x the demand).
+    - the plan states hours and the instance plans none (`Instance.asks_for_hours`: no
+      hourly profile, no reserved or spot price): a violation; each hour was checked
+      against a flat day at on-demand prices, its committed GPUs priced at nothing (a day
+      plan of 8 committed GPUs read '$0/month recomputed' among 64 violations).
+    - the instance plans hours and the plan states none: a warning; the plan was checked
+      as one fleet held all day at each demand's busiest hour and bought for the month,
+      which serves every hour (the verdict stands), at more than the instance's own plan.
+
+    Not within `verify_hours`, which checks each month's hours as a plan without months
+    (`check_months`)."""
+    violations: list[Violation] = []
     horizon = instance.policy.horizon_months
-    if not horizon or plan.months:
+    if horizon and not plan.months:
+        violations.append(Violation(
+            requirement="months",
+            message=f"the instance plans {horizon} months (policy.horizon_months); the plan "
+            "states none, so it was checked against today's demand alone: solve the instance "
+            "for its months",
+        ))  # fmt: skip
+    hourly = instance.asks_for_hours()
+    if plan.hours and not hourly:
+        violations.append(Violation(
+            requirement="hours",
+            message=f"the plan states {len(plan.hours)} UTC hours (an hourly plan); the "
+            "instance plans none (no hourly_profile on any demand, no reserved or spot "
+            "price), so each hour was checked against a flat day at on-demand prices: "
+            "verify it against the instance it was solved for, or solve this one",
+        ))  # fmt: skip
+    warnings: list[Violation] = []
+    if hourly and not plan.hours:
+        warnings.append(Violation(
+            requirement="hours",
+            message=f"the instance plans each UTC hour ({_why_hourly(instance)}); the plan "
+            "states no hours, so it was checked as one fleet held all day at each demand's "
+            "busiest hour, its GPUs bought for the month: it serves every hour, at more "
+            "than an hourly plan pays (`fleetplan solve` writes this instance one)",
+        ))  # fmt: skip
+    if not violations and not warnings:
         return verdict
-    missing = Violation(
-        requirement="months",
-        message=f"the instance plans {horizon} months (policy.horizon_months); the plan "
-        "states none, so it was checked against today's demand alone: solve the instance "
-        "for its months",
+    return verdict.model_copy(
+        update={
+            "ok": verdict.ok and not violations,
+            "violations": (*violations, *verdict.violations),
+            "warnings": (*warnings, *verdict.warnings),
+        }
     )
-    return verdict.model_copy(update={"ok": False, "violations": (*verdict.violations, missing)})
+
+
+def _why_hourly(instance: Instance) -> str:
+    """What makes `instance` plan hours: its first profiled demand and its first offer
+    with a reserved or spot price, as a field path and a region and GPU."""
+    profiled = [
+        f"workloads[{workload.name}].demand.{region}"
+        for workload in instance.workloads
+        for region, demand in workload.demand.items()
+        if demand.hourly_profile is not None
+    ]
+    priced = [
+        f"{region.name} {gpu}"
+        for region in instance.regions
+        for gpu, offer in region.supply.items()
+        if offer.reserved_price_per_gpu_hour is not None
+        or offer.spot_price_per_gpu_hour is not None
+    ]
+    said = [f"an hourly_profile on {profiled[0]}"] if profiled else []
+    said += [f"a reserved or spot price on {priced[0]}"] if priced else []
+    return "; ".join(said)
 
 
 def check_months(
@@ -60,6 +118,15 @@ def check_months(
     violations: list[Violation] = []
     expected = list(range(instance.policy.horizon_months or 0))
     found = [month.month for month in plan.months]
+    if plan.months and not expected:
+        return [
+            Violation(
+                requirement="months",
+                message=f"the plan states {len(found)} months; the instance plans none (no "
+                "policy.horizon_months), so month 0 was checked as a day: verify it against "
+                "the instance it was solved for, or set policy.horizon_months",
+            )
+        ]
     if plan.months and found != expected:
         return [
             Violation(

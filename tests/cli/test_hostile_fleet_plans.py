@@ -27,8 +27,8 @@ def test_a_plan_stating_growth_or_headroom_out_of_bounds_is_refused(run_cli, tmp
     plan = tmp_path / "plan.json"
     replicas = [{**pool, "tp": 1, "pp": 1, "count": 4}]
     plan.write_text(json.dumps({"replicas": replicas, "demand_growth": -1, "max_utilization": 1e9}))
-    needles = ("demand_growth: Value error, must be at least 0.001, got -1",
-               "max_utilization: Value error, must be at most 1")  # fmt: skip
+    needles = ("demand_growth: must be at least 0.001, got -1",
+               "max_utilization: must be at most 1")  # fmt: skip
     run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, needles=needles)
     html = tmp_path / "r.html"
     run_checked(

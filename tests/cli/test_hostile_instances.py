@@ -79,7 +79,6 @@ def test_names_at_the_bound_solve_and_report_in_seconds(run_cli, tmp_path):
     ("text", "why"),
     [
         ("false", "as a boolean; quote it"),  # `no`, Norway's code, is text (YAML 1.2)
-        ("2025-01-01", "as a date; quote it"),
         ("1.0", "as a number; quote it"),
     ],
 )

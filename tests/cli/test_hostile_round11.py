@@ -22,9 +22,10 @@ POOL = {"workload": "chat", "region": "us-east", "gpu": "h100-sxm", "precision":
     [
         # before: 'PLAN: ... is not a plan written by `fleetplan solve --json`: 1 validation
         # error for Plan' (the first line of pydantic's text, naming no field)
-        ({"replicas": [], "instance": 5}, "instance: Input should be a valid string"),
+        ({"replicas": [], "instance": 5},
+         "instance: must be text, got 5: JSON reads an unquoted number as a number"),
         ({"replicas": [{**POOL, "tp": 1, "pp": 1, "count": -2}]},
-         "replicas.0.count: Input should be greater than or equal to 0"),
+         "replicas[0].count: Input should be greater than or equal to 0 (got -2)"),
     ],
     ids=["instance-a-number", "negative-count"],
 )  # fmt: skip
@@ -273,7 +274,7 @@ def test_a_status_no_solve_writes_is_refused(run_cli, tmp_path, status):
     pool = {**POOL, "tp": 1, "pp": 1, "count": 1}
     plan.write_text(json.dumps({"status": status, "replicas": [pool]}))
     needle = (
-        f"status: Value error, must be 'optimal', 'feasible (gap X%)' or 'given', got {status!r}"
+        f"status: must be 'optimal', 'feasible (gap X%)' or 'given', got {status!r}"
     )
     run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, needles=(needle,))
 

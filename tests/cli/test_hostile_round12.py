@@ -121,7 +121,7 @@ def test_a_month_stating_a_status_no_solve_writes_is_refused(run_cli, tmp_path, 
     for it (a plan's own status was held to the words a solve writes; a month's was
     not). An empty status, a plan written before months stated one, still reads."""
     instance, path = _edited(months_plan, tmp_path, lambda p: p["months"][1].update(status="happy"))
-    needle = "months.1.status: Value error, must be 'optimal', 'feasible (gap X%)' or 'given'"
+    needle = "months[1].status: must be 'optimal', 'feasible (gap X%)' or 'given'"
     run_checked(run_cli, "verify", instance, path, needles=(needle,))
     instance, path = _edited(months_plan, tmp_path, lambda p: p["months"][1].update(status=""))
     run_checked(run_cli, "verify", instance, path, code=0)
@@ -192,13 +192,13 @@ POOL = {"workload": "chat", "region": "us-east", "gpu": "h100-sxm", "precision":
     ("fields", "needle"),
     [
         ({"workloads": ["ghost"]},
-         "replicas.0: Value error, workloads ['ghost'] on a pool of 'chat' alone"),
+         "replicas[0]: workloads ['ghost'] on a pool of 'chat' alone"),
         ({"workloads": ["chat", "ghost"]},
-         "replicas.0: Value error, workloads ['chat', 'ghost'] on a pool of 'chat' alone"),
+         "replicas[0]: workloads ['chat', 'ghost'] on a pool of 'chat' alone"),
         ({"shared_engine": True},
-         "replicas.0: Value error, shared_engine on a pool of 'chat' alone"),
+         "replicas[0]: shared_engine on a pool of 'chat' alone"),
         ({"swapped_weights": True},
-         "replicas.0: Value error, swapped_weights on a pool of 'chat' alone"),
+         "replicas[0]: swapped_weights on a pool of 'chat' alone"),
     ],
     ids=["another-workload", "one-more-workload", "shared-engine", "swapped-weights"],
 )  # fmt: skip

@@ -39,7 +39,7 @@ def test_a_replica_count_beyond_any_float_is_bad_input_naming_the_field(run_cli,
                    "--out", tmp_path / "out"),
     }[command]  # fmt: skip
     needle = (
-        "replicas.0.count: Value error, must be at most an integer of about 10^30, got an integer"
+        "replicas[0].count: must be at most an integer of about 10^30, got an integer"
     )
     run_checked(run_cli, *args, needles=(needle,))
     assert not (tmp_path / "out").exists() and not (tmp_path / "r.html").exists()
@@ -50,14 +50,14 @@ def test_a_replica_count_beyond_any_float_is_bad_input_naming_the_field(run_cli,
     [
         # an hour's GPUs used, owned GPUs, a server's GPUs: in diurnal-chat-batch's
         # solved plan each overflowed a float in the verifier or the summary (exit 70)
-        (("hours", 0, "gpus", 0, "used"), 10**400, "hours.0.gpus.0.used: Value error, must be"),
-        (("gpus", 0, "existing"), 10**400, "gpus.0.existing: Value error, must be at most"),
-        (("servers", 0, "gpus_per_server"), 10**400, "gpus_per_server: Value error, must"),
+        (("hours", 0, "gpus", 0, "used"), 10**400, "hours[0].gpus[0].used: must be"),
+        (("gpus", 0, "existing"), 10**400, "gpus[0].existing: must be at most"),
+        (("servers", 0, "gpus_per_server"), 10**400, "servers[0].gpus_per_server: must"),
         # booleans: pydantic read true as 1, and verify said 'states 1' of a field
         # the user wrote `true` in
-        (("gpus", 0, "existing"), True, "gpus.0.existing: Value error, must be a number"),
-        (("total_gpus",), True, "total_gpus: Value error, must be a number"),
-        (("cost_per_month",), True, "cost_per_month: Value error, must be a number"),
+        (("gpus", 0, "existing"), True, "gpus[0].existing: must be a number"),
+        (("total_gpus",), True, "total_gpus: must be a number"),
+        (("cost_per_month",), True, "cost_per_month: must be a number"),
     ],
     ids=["hour-gpus-used", "existing", "gpus-per-server", "bool-existing", "bool-total",
          "bool-cost"],
@@ -250,7 +250,7 @@ def test_a_plan_key_this_version_lacks_is_named_as_one(run_cli, tmp_path, comman
     needles = (
         "version: unknown key 'version': no plan this fleetplan writes or reads has it "
         "(a plan of another fleetplan version, or a key edited by hand?)",
-        "replicas.0.warm_pool: unknown key 'warm_pool'",
+        "replicas[0].warm_pool: unknown key 'warm_pool'",
     )
     result = run_checked(run_cli, command, ONE_MODEL_ONE_REGION, plan, needles=needles)
     assert "Extra inputs" not in result.stderr
@@ -263,9 +263,9 @@ def test_a_plan_key_this_version_lacks_is_named_as_one(run_cli, tmp_path, comman
     ("where", "needle"),
     [
         # verify's headroom check handed it to pool_headroom, which raised ValueError
-        (("replicas", 0), "replicas.0.requests_per_s_per_replica: Input should be greater"),
+        (("replicas", 0), "replicas[0].requests_per_s_per_replica: Input should be greater"),
         # the batch check summed it into an hour's room, and schedule_batch raised
-        (("hours", 0, "batch_soak", 0), "hours.0.batch_soak.0.requests_per_s: Input should"),
+        (("hours", 0, "batch_soak", 0), "hours[0].batch_soak[0].requests_per_s: Input should"),
     ],
     ids=["pool-capacity", "batch-soak"],
 )  # fmt: skip

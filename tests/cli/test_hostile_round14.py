@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from models.io.documents import dotted
 from tests.cli.test_hostile_input import run_checked
 from tests.paths import ONE_MODEL_ONE_REGION
 
@@ -221,6 +222,6 @@ def test_a_digit_separator_in_a_plan_is_not_a_number(run_cli, tmp_path, path, va
     node[path[-1]] = value
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps(data))
-    field = ".".join(map(str, path))
-    needle = f"{field}: Value error, must be a number, got the text '{value}'"
+    field = dotted(path)
+    needle = f"{field}: must be a number, got the text '{value}'"
     run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, needles=(needle,))

@@ -209,7 +209,8 @@ def test_absurd_replica_counts_are_refused_before_any_physics(
 
 def test_float_count_beyond_any_integer_type_is_bad_input(run_cli, tmp_path, plan_data):
     doctored = _mutated(plan_data, ("replicas", 0, "count"), 1e30)
-    _verify_cli(run_cli, _write(tmp_path, doctored), 2, "replicas.0.count: Unable to parse")
+    needle = "replicas[0].count: integer too large to represent, got 1e+30"
+    _verify_cli(run_cli, _write(tmp_path, doctored), 2, needle)
 
 
 def test_absurd_layout_is_refused_before_any_physics(instance, plan_data, hang_guard):
