@@ -85,22 +85,36 @@ def test_the_hours_spot_gpus_are_shared_over_its_dedicated_pools(solved):
 
 
 def test_the_attribution_shares_the_rented_server_between_its_two_holders():
-    """Without a reserved price the server the chat and 7 batch replicas share is rented
-    all day: 8 x $2.40 x 730 = $14,016, beside 10 spot GPUs at $1.0 (730 x 10 = $7,300).
-    The batch's two pools have one configuration key, and the attribution read the spot
-    GPUs of that key as each pool's: the rented server's bill went to no one, the rows
-    added up to $7,300 of $21,316 and the verifier refused the plan (PlanRejected).
-    Shared by GPUs: chat 1/8 of $14,016 = $1,752; the batch 7/8 of it and the spot GPUs,
-    $12,264 + $7,300 = $19,564 (its placement's dedicated cost)."""
+    """Without a reserved price the server the chat and the batch share is rented all day:
+    8 x $2.40 x 730 = $14,016, beside 10 spot GPUs at $1.0 (730 x 10 = $7,300). The batch's
+    two pools have one configuration key, and the attribution read the spot GPUs of that
+    key as each pool's: the rented server's bill went to no one, the rows added up to $7,300
+    of $21,316 and the verifier refused the plan (PlanRejected).
+    Each hour the server's bill is shared by the GPUs not on spot (hour_attribution):
+    chat's c_h of them against the batch's b_h - s_h (s_h on spot, whose bill is wholly the
+    batch's). With one chat replica and 17 batch replicas all day that is chat 1/8 of
+    $14,016 = $1,752; the rented server is paid all day, so a second chat replica in the
+    busy hours (one batch replica fewer) costs the same and the solver may pick it: chat
+    then pays sum_h c_h / (c_h + b_h - s_h) / 24 of $14,016."""
     data = yaml.safe_load(INSTANCE)
     del data["regions"][0]["supply"]["h100-sxm"]["reserved_price_per_gpu_hour"]
     instance = validate_instance(data, "batch-tiers-rented.yaml")
     plan = solve(instance)
     (gpus,) = plan.hours[0].gpus
     assert (gpus.on_demand, gpus.spot) == (8, 10)  # one rented server, 10 spot GPUs
+    server = HOURS_PER_MONTH * 8 * LISTED  # $14,016
+    chat_share = spot_hours = 0.0
+    for hour in plan.hours:
+        chat = sum(p.gpus for p in hour.pools if p.workload == "chat")
+        batch = sum(p.gpus for p in hour.pools if p.workload == "summarise")
+        (held,) = hour.gpus
+        assert held.on_demand == 8 and chat + batch - held.spot <= 8  # the rest on the server
+        chat_share += chat / (chat + batch - held.spot) / len(plan.hours)
+        spot_hours += held.spot / len(plan.hours)
     rows = {row.workload: row.cost_per_month for row in plan.cost_attribution}
-    assert rows["chat"] == pytest.approx(HOURS_PER_MONTH * 8 * LISTED / 8)
-    assert rows["summarise"] == pytest.approx(HOURS_PER_MONTH * (7 * LISTED + 10 * SPOT))
+    assert rows["chat"] == pytest.approx(server * chat_share)
+    spot = HOURS_PER_MONTH * spot_hours * SPOT  # 10 GPUs all day: 730 x 10 x $1.0 = $7,300
+    assert rows["summarise"] == pytest.approx(server * (1 - chat_share) + spot)
     assert sum(rows.values()) == pytest.approx(plan.cost_per_month)
 
 
