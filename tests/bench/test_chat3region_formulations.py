@@ -88,6 +88,11 @@ Nothing reaches 1 s: started from its own optimum HiGHS still needs 2.1-2.9 s
 links (-28% over 16 seeds), is far from the target; RINS and RENS off would change the
 heuristics of every program the backend solves, the links every pool ladder: not shown
 faster where they would land. Nothing here is kept in the solver.
+
+Later kept: the ladder links, as pool_ladder (solver.program.families.pooling), timed on
+every golden's program by tests/bench/test_ladder_heuristics_bench.py (RINS and RENS off
+was not kept: 21% slower on diurnal-chat-batch). The program captured here now holds
+them, so `today` above is that run's and `ladder` adds them twice.
 """
 
 import itertools
