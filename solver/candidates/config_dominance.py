@@ -73,6 +73,7 @@ ALLOWED_ROWS = frozenset(
         "pool_size",
         "pooled_within",
         "pooled_open",
+        "pool_ladder",
         "configs_per_pool",
         "one_precision",
         "precision_open",
@@ -80,7 +81,10 @@ ALLOWED_ROWS = frozenset(
 )
 """Row families the argument holds for: a pool's columns enter them through its
 credits (capacity, hall), its GPUs (purchase), its own pooling steps and open binary,
-its configuration count and precision, or not at all."""
+its configuration count and precision, or not at all. `pool_ladder` orders a pool's own
+steps (step k credited only with step k - 1 and the pool open): the removed pool's
+columns at 0 meet it, and the stand-in credited with every step its count reaches meets
+it as any pool does."""
 
 
 def config_bounds(program: FleetProgram, bounds: Bounds | None = None) -> Bounds:
