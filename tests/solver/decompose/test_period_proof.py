@@ -12,27 +12,23 @@ from solver.decompose.by_period import solve_periods
 from solver.decompose.period_split import split
 from solver.program.lp import SolveResult, Termination
 from solver.program.row_names import ReplicasColumn, family_of
+from tests.solver.decompose import test_by_period
 from tests.solver.decompose.test_by_period import EXACT, _base, _program
 
 
-class _Spy:
+class _Spy(test_by_period._Spy):
     """The HiGHS backend, the programs it is handed recorded by name; `fail`: each
     period block's solve answers ERROR instead (a solver failure)."""
 
     def __init__(self, fail: bool = False):
-        self.backend = get_backend("highs")
-        self.names: list[str] = []
+        super().__init__()
         self.fail = fail
-        self.name = self.backend.name
-        self.version = self.backend.version
-        self.is_available = self.backend.is_available
-        self.capabilities = self.backend.capabilities
 
     def run(self, lp, settings, start=None):
-        self.names.append(lp.name)
         if self.fail and "-period" in lp.name:
+            self.names.append(lp.name)
             return SolveResult(Termination.ERROR, self.name, self.version(), 0.0)
-        return self.backend.run(lp, settings, start=start)
+        return super().run(lp, settings, start=start)
 
 
 def _without_pools_in_first_block():
