@@ -229,19 +229,6 @@ class LoadCurve:
         logs = tuple(math.log(x) for x in loads[1:])
         return cls(tuple(loads), tuple(times_s), logs, tuple(levels), tuple(slopes))
 
-    @property
-    def lane_tokens(self) -> float:
-        """L: the prompt tokens one iteration has room for."""
-        return self.loads[-1]
-
-    def at(self, tokens: float) -> float:
-        """t(min(S, L)), linear between the knots."""
-        loads = self.loads
-        if tokens >= loads[-1]:
-            return self.times_s[-1]
-        i = bisect_right(loads, tokens) - 1
-        return self.levels_s[i] + self.slopes_s[i] * tokens
-
     def sums(
         self, points: list[tuple[float, float]], prompt_tokens: float, prompt_scv: float
     ) -> tuple[float, float, float, float]:
