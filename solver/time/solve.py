@@ -121,7 +121,9 @@ def period_plans(
         own = program.period_values(values, hour)
         counts = replica_counts(part.program.sets, own)
         curves = assess_pools(part.program.sets.instance, chosen_sizes(part.program.sets, counts))
-        plans[hour] = read_plan(part.program, Optimised(result), own, {}, settings, curves, True)
+        plans[hour] = read_plan(
+            part.program, Optimised(result), own, {}, settings, curves, period=True
+        )
         for key, split in pool_phase_shares(part.program.sets, counts, curves).items():
             phases[(hour, key)] = split
     return plans, phases
