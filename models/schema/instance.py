@@ -374,17 +374,33 @@ class Instance(BaseModel):
         """Whether the instance asks for hourly planning: an hourly profile on some demand,
         or a reserved or spot price on some supply entry
         (models.operations.time_demand.uses_time)."""
-        profiled = any(
-            demand.hourly_profile is not None
-            for workload in self.workloads
-            for demand in workload.demand.values()
+        return bool(self.hourly_reasons())
+
+    def hourly_reasons(self) -> tuple[str, ...]:
+        """What makes the instance ask for hours (`asks_for_hours`), as a user reads it: the
+        first demand with an hourly profile (its field path) and the first supply entry
+        with a reserved or spot price (its region and GPU); empty where nothing does."""
+        profiled = next(
+            (
+                f"workloads[{workload.name}].demand.{region}"
+                for workload in self.workloads
+                for region, demand in workload.demand.items()
+                if demand.hourly_profile is not None
+            ),
+            None,
         )
-        return profiled or any(
-            offer.reserved_price_per_gpu_hour is not None
-            or offer.spot_price_per_gpu_hour is not None
-            for region in self.regions
-            for offer in region.supply.values()
+        priced = next(
+            (
+                f"{region.name} {gpu}"
+                for region in self.regions
+                for gpu, offer in region.supply.items()
+                if offer.reserved_price_per_gpu_hour is not None
+                or offer.spot_price_per_gpu_hour is not None
+            ),
+            None,
         )
+        reasons = (f"an hourly_profile on {profiled}",) if profiled else ()
+        return reasons + ((f"a reserved or spot price on {priced}",) if priced else ())
 
     def replica_start_s(self, gpu: str) -> float:
         """Seconds for a replica on `gpu` to serve: the `gpus[]` entry's own value, else

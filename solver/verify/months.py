@@ -56,12 +56,13 @@ def unmatched_time(instance: Instance, plan: Plan, verdict: Verification) -> Ver
         ))  # fmt: skip
     warnings: list[Violation] = []
     if hourly and not plan.hours:
+        why = "; ".join(instance.hourly_reasons())
         warnings.append(Violation(
             requirement="hours",
-            message=f"the instance plans each UTC hour ({_why_hourly(instance)}); the plan "
-            "states no hours, so it was checked as one fleet held all day at each demand's "
-            "busiest hour, its GPUs bought for the month: it serves every hour, at more "
-            "than an hourly plan pays (`fleetplan solve` writes this instance one)",
+            message=f"the instance plans each UTC hour ({why}); the plan states no hours, "
+            "so it was checked as one fleet held all day at each demand's busiest hour, its "
+            "GPUs bought for the month: it serves every hour, at more than an hourly plan "
+            "pays (`fleetplan solve` writes this instance one)",
         ))  # fmt: skip
     if not violations and not warnings:
         return verdict
@@ -72,27 +73,6 @@ def unmatched_time(instance: Instance, plan: Plan, verdict: Verification) -> Ver
             "warnings": (*warnings, *verdict.warnings),
         }
     )
-
-
-def _why_hourly(instance: Instance) -> str:
-    """What makes `instance` plan hours: its first profiled demand and its first offer
-    with a reserved or spot price, as a field path and a region and GPU."""
-    profiled = [
-        f"workloads[{workload.name}].demand.{region}"
-        for workload in instance.workloads
-        for region, demand in workload.demand.items()
-        if demand.hourly_profile is not None
-    ]
-    priced = [
-        f"{region.name} {gpu}"
-        for region in instance.regions
-        for gpu, offer in region.supply.items()
-        if offer.reserved_price_per_gpu_hour is not None
-        or offer.spot_price_per_gpu_hour is not None
-    ]
-    said = [f"an hourly_profile on {profiled[0]}"] if profiled else []
-    said += [f"a reserved or spot price on {priced[0]}"] if priced else []
-    return "; ".join(said)
 
 
 def check_months(
