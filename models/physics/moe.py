@@ -137,6 +137,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from models.physics.alltoall import alltoall_link_s_per_byte, forwarded_link_s_per_copy_byte
+from models.physics.collectives import tokens_dispatched
 from models.physics.efficiency import Efficiency, lender_generation
 from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
@@ -556,13 +557,12 @@ def expert_layout(
     gemm_half_tokens: float = 0.0,
     dequant_half_tokens: float | None = None,
     redundant: int = 0,
-    dispatched: bool | None = None,
 ) -> ExpertLayout:
     """The routed experts' coefficients of a stage with `stage_moe_layers` MoE layers; W4A16
     experts take `dequant_half_tokens` half-rate rows where given; `redundant` copies (EPLB)
-    make E + R slots (`load_imbalance`); `dispatched`: `tokens_dispatched` (None: ep|dp > 1)."""
+    make E + R slots (`load_imbalance`); tokens sent to experts as `tokens_dispatched` says."""
     stage_gpus = tp * dp
-    spans_groups = ep > 1 or dp > 1 if dispatched is None else dispatched
+    spans_groups = tokens_dispatched(ep, dp, alltoall_backend=efficiency.overlaps(tp, dp, ep))
     expert_tp = moe_tp(tp, dp, ep)
     gather = gathers_tokens(gpu, stage_gpus)
     per_token_bytes = alltoall_bytes_per_token_sent(llm, weight_precision, ep, expert_tp, gather)

@@ -158,7 +158,6 @@ def step_model(
             moe.gemm_half_tokens,
             moe.dequant_gemm_half_tokens,
             redundant,
-            dispatched,
         )
         if llm.is_moe
         else None,
