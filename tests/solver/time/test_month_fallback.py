@@ -20,7 +20,11 @@ from solver.settings import SolveSettings
 from solver.solve import solve_program
 from solver.time.step import grown_fleet, plan_fleet
 from solver.verify.hours import verify_hours
-from tests.solver.time.test_stopped_months import _months, _stopping
+from tests.solver.time.test_stopped_months import (
+    _month_1_stopped_without_its_fleet,
+    _months,
+    _stopping,
+)
 
 
 def test_a_plans_fleet_is_each_pool_at_its_busiest_period_grown_by_the_months_between():
@@ -96,17 +100,7 @@ def _capped_months(monkeypatch, power_kw: float):
     """Month 1 of 2 (r1 at 400 requests/s, growing 50%) finds no plan in its share and
     has no peak plan of its own: its fallback is month 0's fleet, each pool at its
     busiest grown by 1.5, in r1 under a `power_kw` cap."""
-    from solver import solve as pipeline
-
-    _stopping(monkeypatch, {1})
-    calls = []
-    planned = pipeline.held_fleet
-
-    def held_fleet(instance, table, settings, templates=None):
-        calls.append(instance.name)
-        return None if len(calls) == 2 else planned(instance, table, settings, templates)
-
-    monkeypatch.setattr(pipeline, "held_fleet", held_fleet)
+    _month_1_stopped_without_its_fleet(monkeypatch)
     data = _months(2, 0.5, r1=400.0)
     data["regions"][0]["power_kw"] = power_kw
     return validate_instance(data, "periods.yaml")

@@ -146,11 +146,10 @@ def test_a_month_the_limit_stops_without_a_plan_is_planned_and_so_is_the_month_a
     assert _solved(plan.months[1]) in ("optimal", f"gap {gap_percent(plan.months[1].mip_gap)}")
 
 
-def test_a_month_without_its_own_held_fleet_plans_the_month_befores_grown(monkeypatch):
-    """Month 1's own peak plan is not found (the static plan of its peak answers None) and
-    its share ends without a plan: the month before's fleet, its pools grown by 1.5 and
-    rounded up, is its plan, stopped at the limit with its gap, verified with the whole
-    horizon."""
+def _month_1_stopped_without_its_fleet(monkeypatch) -> list[str]:
+    """Month 1 stops at its share without a plan, and its own peak plan (the second
+    held_fleet the pipeline asks for) answers None; the instances held_fleet is asked
+    about, as it is asked."""
     from solver import solve as pipeline
 
     _stopping(monkeypatch, {1})
@@ -162,6 +161,15 @@ def test_a_month_without_its_own_held_fleet_plans_the_month_befores_grown(monkey
         return None if len(calls) == 2 else planned(instance, table, settings, templates)
 
     monkeypatch.setattr(pipeline, "held_fleet", held_fleet)
+    return calls
+
+
+def test_a_month_without_its_own_held_fleet_plans_the_month_befores_grown(monkeypatch):
+    """Month 1's own peak plan is not found (the static plan of its peak answers None) and
+    its share ends without a plan: the month before's fleet, its pools grown by 1.5 and
+    rounded up, is its plan, stopped at the limit with its gap, verified with the whole
+    horizon."""
+    calls = _month_1_stopped_without_its_fleet(monkeypatch)
     inst = validate_instance(_months(2, 0.5, r1=400.0), "periods.yaml")
     plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
     assert len(calls) == 2
