@@ -16,16 +16,17 @@ from tests.paths import ONE_MODEL_ONE_REGION, REPO
 # --- a reader that stops early (`| head -1`) ---------------------------------------------
 
 
-def _into_closed_pipe(*argv: str) -> subprocess.CompletedProcess:
-    """Run the command line with its stdout a pipe whose reader has already gone, as
-    `fleetplan ... | head -1` leaves it once head has its line."""
+def _into_closed_pipe(*argv: str, stderr_too: bool = False) -> subprocess.CompletedProcess:
+    """Run the command line with its stdout (and, `stderr_too`, its stderr: `2>&1 | head
+    -1`) a pipe whose reader has already gone, as `fleetplan ... | head -1` leaves it once
+    head has its line."""
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
         return subprocess.run(
-            [sys.executable, "-c", "from cli.app import main; main()", *argv],
+            [sys.executable, "-c", "from cli.app import main; main()", *map(str, argv)],
             stdout=write_end,
-            stderr=subprocess.PIPE,
+            stderr=write_end if stderr_too else subprocess.PIPE,
             text=True,
             check=False,
             timeout=60,

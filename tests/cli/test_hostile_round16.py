@@ -3,13 +3,11 @@ input error whose message was lost with the pipe its reader closed. Each case wa
 value read two ways by two spellings, a warning printed twice or an error said nowhere."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from tests.cli.test_hostile_input import run_checked
+from tests.cli.test_hostile_round15 import _into_closed_pipe
 from tests.paths import ONE_MODEL_ONE_REGION, REPO
 
 TEXT = ONE_MODEL_ONE_REGION.read_text(encoding="utf-8")
@@ -136,26 +134,6 @@ def test_threads_above_the_cpus_warn_once(run_cli, tmp_path, monkeypatch, flag):
 # --- an input error where the reader has gone ---------------------------------------------
 
 
-def _with_reader_gone(*argv: str, stderr_too: bool = False) -> subprocess.CompletedProcess:
-    """Run the command line with stdout (and, `stderr_too`, stderr: `2>&1 | head -1`) a
-    pipe whose reader has already gone."""
-    read_end, write_end = os.pipe()
-    os.close(read_end)
-    try:
-        return subprocess.run(
-            [sys.executable, "-c", "from cli.app import main; main()", *map(str, argv)],
-            stdout=write_end,
-            stderr=write_end if stderr_too else subprocess.PIPE,
-            text=True,
-            check=False,
-            timeout=60,
-            cwd=REPO,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-        )
-    finally:
-        os.close(write_end)
-
-
 @pytest.fixture
 def bad_instance(tmp_path):
     path = tmp_path / "bad.yaml"
@@ -167,7 +145,7 @@ def test_validate_json_of_a_bad_file_keeps_its_message_and_exit_code(bad_instanc
     """`validate bad.yaml --json | head -0`: the problems' JSON met the closed pipe, and the
     command exited 141 with nothing said. The input error's message goes to stderr and its
     exit code, 2, stays: the reader's going is no answer to 'is this file valid?'."""
-    result = _with_reader_gone("validate", bad_instance, "--json")
+    result = _into_closed_pipe("validate", bad_instance, "--json")
     assert result.returncode == 2, (result.returncode, result.stderr)
     assert f"{bad_instance}:2: workloads: " in result.stderr, result.stderr
 
@@ -177,7 +155,7 @@ def test_an_input_error_into_a_closed_pipe_keeps_its_exit_code(bad_instance, com
     """`solve bad.yaml 2>&1 | head -1`: the message's first line met the closed pipe and
     the command exited 141, as a solve cut short does; a script reading the status saw no
     input error. It exits 2."""
-    result = _with_reader_gone(command, bad_instance, stderr_too=True)
+    result = _into_closed_pipe(command, bad_instance, stderr_too=True)
     assert result.returncode == 2, result.returncode
 
 
@@ -185,7 +163,7 @@ def test_an_infeasible_solve_into_a_closed_pipe_keeps_its_exit_code():
     """`solve --json` of an infeasible instance whose reader has gone: its diagnosis is
     said on stderr and it exits 3 (infeasible), not 141. region-loss-3 with us-east's
     H100s cut to 3 (README: at most 120 of 180 requests/s servable)."""
-    result = _with_reader_gone(
+    result = _into_closed_pipe(
         "solve", REPO / "instances" / "region-loss-3.yaml", "--json",
         "--set", "regions[us-east].supply.h100-sxm.max_gpus=3",
     )  # fmt: skip
