@@ -87,9 +87,9 @@ def test_a_usage_error_into_a_closed_pipe_keeps_exit_2(argv):
     """`fleetplan perf -m x 2>&1 | head -0` exited 141: typer prints a usage error on a
     rich console, which exits 1 where the pipe is closed, read as the reader's going. A
     usage error is exit 2 whoever reads it."""
-    from tests.cli.test_hostile_round16 import _with_reader_gone
+    from tests.cli.test_hostile_round15 import _into_closed_pipe
 
-    assert _with_reader_gone(*argv, stderr_too=True).returncode == 2
+    assert _into_closed_pipe(*argv, stderr_too=True).returncode == 2
 
 
 # --- a time limit too short to plan anything ----------------------------------------------
