@@ -37,7 +37,11 @@ demand rows that name several regions). On chat-3region that bound is $222.6k ag
 the $236,520 optimum, and the LP with the rows is at $212.9k: the rest of the gap is in
 how the regions' whole-server fleets combine across the failure scenarios, which only a
 search over more than one region at a time closes (rows over pairs of regions are valid
-too and reach $225.4k; tests/bench/test_chat3region_speed.py prints each).
+too and reach $225.4k; tests/bench/test_chat3region_speed.py prints each). Exact over
+the regions: each region's cost as a step function of the largest load it carries in a
+loss, walked by region MIPs, and a master over those levels held to the Hall rows, proves
+the same optimum, but with 94 region MIPs, about 7x the CPU of today's solve
+(tests/bench/test_chat3region_value_functions.py).
 
 The region programs are independent of each other and of the warm start's restricted
 program (solver.decompose.warm_start): they run in a thread beside it, started before it
