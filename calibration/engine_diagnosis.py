@@ -19,6 +19,16 @@ The overhead a one-user run implies (`implied_overheads`): its measured mean TPO
 replay's with no step overhead (the physics' pass alone; at C = 1 a decode step is one
 pass plus the overhead, so the difference is the overhead the run measures).
 
+Decode step and stalls apart (`stall_splits`). A closed-loop run's mean TPOT under load is
+its decode iterations plus the prefill iterations that run between them (SGLang runs a
+prefill batch alone, the decodes waiting); the tool's median inter-token latency is the
+decode iteration alone where fewer than half the gaps carry a prefill, so
+
+    stall = mean TPOT - median ITL
+
+is what the prefills add to each token. Each run that prints a median ITL is split so,
+measured and replayed: a TPOT error is the decode step's, the stalls', or both.
+
 Term by term. `term_swaps` replays a profile's rows of one GPU (the held-out ones included)
 with its catalog factors, then with one factor at a time taken from another profile's set
 (`donor`), then with the donor's whole set: the factor whose swap moves the error most is
@@ -168,6 +178,53 @@ def implied_overheads(data: EngineData) -> list[tuple[EngineRun, int, float]]:
     return out
 
 
+@dataclass(frozen=True)
+class StallSplit:
+    """One run's mean TPOT split into its decode step and its stalls, ms (module
+    docstring), measured and as the replay gives them under the catalog's profile."""
+
+    run: EngineRun
+    measured_tpot_ms: float
+    measured_itl_ms: float
+    predicted_tpot_ms: float
+    predicted_itl_ms: float
+
+    @property
+    def measured_stall_ms(self) -> float:
+        return self.measured_tpot_ms - self.measured_itl_ms
+
+    @property
+    def predicted_stall_ms(self) -> float:
+        return self.predicted_tpot_ms - self.predicted_itl_ms
+
+    @property
+    def itl_error_pct(self) -> float:
+        """The decode step's signed error."""
+        return (self.predicted_itl_ms / self.measured_itl_ms - 1) * 100
+
+
+def stall_splits(data: EngineData) -> list[StallSplit]:
+    """Every closed-loop run that prints a median ITL, split into its decode step and its
+    stalls (module docstring), replayed whole as the report replays it."""
+    out = []
+    for run in data.runs:
+        if run.itl_median_ms is None or run.run.tpot_mean_ms is None:
+            continue
+        efficiency = catalog_efficiency(run.engine, run.run.gpu, run.run.precision)
+        predicted = predict_run(run, efficiency, REPORT_REQUESTS_PER_USER, median=True)
+        if "itl_median_ms" in predicted:
+            out.append(
+                StallSplit(
+                    run,
+                    run.run.tpot_mean_ms,
+                    run.itl_median_ms,
+                    predicted["tpot_mean_ms"],
+                    predicted["itl_median_ms"],
+                )
+            )
+    return out
+
+
 def term_swaps(
     data: EngineData, profile: str, gpu: str, donor: str
 ) -> dict[str, list[FigureError]]:
@@ -209,6 +266,13 @@ def main() -> None:
     for form, (a_s, b_s, loss, errors) in depth_forms(data, "sglang-0.5", "blackwell").items():
         title = f"  {form}: a = {a_s * 1e3:.3f} ms, b = {b_s * 1e6:.2f} us/layer, loss {loss:.4f}"
         _print(title, errors)
+    print("\nmean TPOT = decode step (median ITL) + stalls, measured / replayed, ms:")
+    for split in stall_splits(data):
+        print(
+            f"  {split.run.label:62s} step {split.measured_itl_ms:6.2f} / "
+            f"{split.predicted_itl_ms:6.2f} ({split.itl_error_pct:+6.1f}%)  stalls "
+            f"{split.measured_stall_ms:6.2f} / {split.predicted_stall_ms:6.2f}"
+        )
     print("\nvllm-0.10 on h100-sxm, one factor at a time from vllm-0.11's Hopper set:")
     for name, errors in term_swaps(data, "vllm-0.10", "h100-sxm", "vllm-0.11").items():
         _print(f"  {name}:", errors)

@@ -51,8 +51,12 @@ the per-sequence cost) but for the engine's documented settings (`ENGINE_SETTING
   detokenisation, which the tool counts in TTFT) on the one-user runs' mean TTFT only
   (`fit_request_overhead`), and the step overhead once more with it in place. Mean TTFT
   under load is reported, never fitted: it is what the replay's waves (lengths drawn as
-  the tool drew them, so they de-synchronise) and the overhead predict; so is the median
-  TTFT where a row gives it (`ttft_median_ms`: the replay's p50, `row_errors(medians=...)`).
+  the tool drew them, so they de-synchronise) and the overhead predict; so are the median
+  TTFT where a row gives it (`ttft_median_ms`: the replay's p50, `row_errors(medians=...)`)
+  and the median inter-token latency (`itl_median_ms`: the replay's median gap between a
+  request's tokens), which tells a TPOT error's decode iteration from the prefill
+  iterations between decode steps (a mean TPOT is both; the median gap is the decode step
+  alone where fewer than half the gaps carry a prefill).
 A profile's `fallback` is the engine's previous version, the oldest the default TensorRT-LLM
 profile: a generation an engine has no rows of runs on TensorRT-LLM's factors, and says so,
 but for the engine's own step and request overheads (the medians of its closed-loop fits:
@@ -144,6 +148,9 @@ class EngineRun:
     """How the tool drew each request's lengths (`length_distribution`)."""
     ttft_median_ms: float | None = None
     """The tool's median TTFT where the row gives it: reported, never fitted."""
+    itl_median_ms: float | None = None
+    """The tool's median inter-token latency where the row gives it: the decode iteration
+    alone where fewer than half the gaps carry a prefill; reported, never fitted."""
 
     @property
     def generation(self) -> str:
@@ -264,7 +271,10 @@ def _serving_runs(path: Path, skipped: Counter) -> list[EngineRun]:
             except ValueError as error:
                 raise ValueError(f"{path.name}:{line}: {error}") from None
             median = float(raw.get("ttft_median_ms") or 0) or None
-            runs.append(EngineRun(label, engine, version, run, held_out, source, spread, median))
+            itl = float(raw.get("itl_median_ms") or 0) or None
+            runs.append(
+                EngineRun(label, engine, version, run, held_out, source, spread, median, itl)
+            )
     return runs
 
 
@@ -507,8 +517,8 @@ class RowError:
     concurrency: int
     """Users in flight; 0 for an offline row (every request at once)."""
     figure: str
-    """`output_tokens_per_s` (offline rows: per GPU), `ttft_mean_ms`, `tpot_mean_ms` or
-    `ttft_median_ms` (`row_errors(medians=True)`)."""
+    """`output_tokens_per_s` (offline rows: per GPU), `ttft_mean_ms`, `tpot_mean_ms`,
+    `ttft_median_ms` or `itl_median_ms` (`row_errors(medians=True)`)."""
     held_out: bool
     predicted: float
     """nan when no layout fits."""
@@ -539,7 +549,8 @@ def row_errors(
     precision)` returns (the catalog's: `catalog_efficiency`), fit and held-out rows
     alike; `RowError.held_out` tells them apart. Closed-loop runs are replayed with their
     lengths drawn as the tool drew them (`lengths`), else at the mean lengths; with
-    `medians`, a run's median TTFT too where its row gives one (`ttft_median_ms`)."""
+    `medians`, a run's median TTFT and median inter-token latency too where its row gives
+    them (`ttft_median_ms`, `itl_median_ms`)."""
     out = []
     for row in data.offline:
         value = predict_offline(row, efficiency_of(row.engine, row.gpu, row.weight_precision))
@@ -567,6 +578,7 @@ def row_errors(
         measured_of = {figure: getattr(m, figure) for figure in FIGURES}
         if medians:
             measured_of["ttft_median_ms"] = run.ttft_median_ms
+            measured_of["itl_median_ms"] = run.itl_median_ms
         for figure, measured in measured_of.items():
             if measured is None:
                 continue

@@ -106,7 +106,8 @@ def predict(
 ) -> dict[str, float]:
     """The run's figures as the replay gives them under `efficiency`, its lengths spread
     as `spread` draws them (empty when the replay refuses the run: `replay_refusal`); with
-    `median`, its p50 TTFT too (`ttft_median_ms`: reported beside the mean, never fitted)."""
+    `median`, its p50 TTFT and its median inter-token gap too (`ttft_median_ms`,
+    `itl_median_ms`: reported beside the means, never fitted)."""
     try:
         replay = _replay(run, efficiency, requests_per_user, spread)
     except ValueError:
@@ -116,7 +117,12 @@ def predict(
         "ttft_mean_ms": replay.ttft_mean_s * 1e3,
         "tpot_mean_ms": replay.tpot_mean_s * 1e3,
     }
-    return figures | ({"ttft_median_ms": replay.ttft_p50_s * 1e3} if median else {})
+    if not median:
+        return figures
+    return figures | {
+        "ttft_median_ms": replay.ttft_p50_s * 1e3,
+        "itl_median_ms": replay.itl_p50_s * 1e3,
+    }
 
 
 def replay_refusal(

@@ -21,6 +21,10 @@ The replay is deterministic and uses only what one engine iteration is:
   each of its O - 1 further tokens takes one iteration; it completes after the iteration
   that produced its O-th token, and its user sends the next request at once.
 Per request: TTFT = first token - sent, TPOT = (completion - first token) / (O - 1).
+Per token after a request's first: its inter-token gap (ITL), from the sequence's previous
+token to the end of the iteration that produces it, a prefill iteration between them
+included; the tools print the median over every gap of every request, which reads the
+decode iteration alone wherever fewer than half the gaps carry a prefill.
 
 `prefill_first` (SGLang's schedule, `Efficiency.prefill_first`): an iteration with prompts
 to prefill runs them alone, up to T tokens, and the B decoding sequences wait for it; an
@@ -48,6 +52,7 @@ router that splits users evenly replays the same per replica); no preemption (a 
 sequence keeps its KV).
 """
 
+import itertools
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -147,12 +152,26 @@ class ClosedLoopRun:
     ttft_p99_s: float
     tpot_mean_s: float
     tpot_p99_s: float
+    itl_p50_s: float = 0.0
+    """Median inter-token gap over every token after a request's first (module
+    docstring); 0 when no request has a second token."""
 
 
 def _quantile(sorted_values: list[float], q: float) -> float:
     """Nearest-rank quantile of sorted values (what the benchmark tools print)."""
     rank = max(1, math.ceil(q * len(sorted_values)))
     return sorted_values[rank - 1]
+
+
+def _weighted_median(gaps: list[tuple[float, int]]) -> float:
+    """Nearest-rank median of values each counted `weight` times (0 for none)."""
+    total = sum(weight for _value, weight in gaps)
+    if total == 0:
+        return 0.0
+    ordered = sorted(gaps)
+    ranks = itertools.accumulate(weight for _value, weight in ordered)
+    rank = math.ceil(0.5 * total)
+    return next(value for (value, _w), seen in zip(ordered, ranks, strict=True) if seen >= rank)
 
 
 def replay_closed_loop(
@@ -233,6 +252,9 @@ def replay_requests(
     ttfts: list[float] = []
     tpots: list[float] = []
     decode_step = 0  # the decode iterations run so far (every iteration unless prefill_first)
+    gaps: list[tuple[float, int]] = []  # (inter-token gap, tokens that waited it)
+    last_token_s = 0.0  # when the sequences decoding before the last first tokens got one
+    fresh: list[float] = []  # first tokens since then, of sequences that decode on
     while waiting or prefilling or decoding:
         if not prefilling and not decoding and waiting[0][2] > now:
             now = waiting[0][2]  # the engine idles until the next request reaches it
@@ -258,6 +280,11 @@ def replay_requests(
         step = iteration_s(advancing, float(served))
         now += step
         batch_time += advancing * step
+        if advancing:  # every decoding sequence gets a token: its gap since its last one
+            if advancing > len(fresh):
+                gaps.append((now - last_token_s, advancing - len(fresh)))
+            gaps.extend((now - first_s, 1) for first_s in fresh)
+            last_token_s, fresh = now, []
         for _ in done:
             prefilling.popleft()  # first come, first served: the finished ones lead
         completed = []
@@ -275,6 +302,7 @@ def replay_requests(
             else:
                 finishing.setdefault(decode_step + output - 2, []).append((user, sent, now, output))
                 decoding += 1
+                fresh.append(now)
         for user, _, _, _ in completed:
             send(user, now)
 
@@ -292,4 +320,5 @@ def replay_requests(
         ttft_p99_s=_quantile(ttfts, 0.99),
         tpot_mean_s=sum(tpots) / len(tpots) if tpots else 0.0,
         tpot_p99_s=_quantile(tpots, 0.99) if tpots else 0.0,
+        itl_p50_s=_weighted_median(gaps),
     )

@@ -165,7 +165,13 @@ def test_engine_profiles_report() -> None:
     print("TTFT < 30% median |error|); the engine's profile (after) and trtllm-0.20; runs that")
     print("send every request at once (vllm_serving.csv: offline throughput) apart, as `burst`:")
     results = {}
-    for figure in ("tpot_mean_ms", "ttft_mean_ms", "ttft_median_ms", "output_tokens_per_s"):
+    for figure in (
+        "tpot_mean_ms",
+        "itl_median_ms",
+        "ttft_mean_ms",
+        "ttft_median_ms",
+        "output_tokens_per_s",
+    ):
         for title, errors in (("after", after), ("trtllm-0.20", before)):
             for split, select in (("all", lambda e: True), ("held-out", lambda e: e.held_out)):
                 for burst in (False, True):
@@ -214,7 +220,7 @@ def _under_load_by_engine(variants: dict[str, list]) -> None:
     print("\nunder load by engine (closed-loop runs at C >= 16): median |error| and bias")
     engines = sorted({e.engine for e in variants["after"] if e.kind == "closed-loop"})
     for engine in engines:
-        for figure in ("ttft_mean_ms", "ttft_median_ms", "tpot_mean_ms"):
+        for figure in ("ttft_mean_ms", "ttft_median_ms", "tpot_mean_ms", "itl_median_ms"):
             for split in ("fit", "held-out"):
                 for name, errors in variants.items():
                     group = [

@@ -3,8 +3,8 @@ the term swap's identity."""
 
 import pytest
 
-from calibration.engine_diagnosis import SWAPPED, overhead_at_depth, term_swaps
-from calibration.engines import load_engine_data
+from calibration.engine_diagnosis import SWAPPED, overhead_at_depth, stall_splits, term_swaps
+from calibration.engines import EngineData, load_engine_data
 
 
 def test_the_overhead_at_depth_is_a_plus_b_times_layers() -> None:
@@ -24,3 +24,28 @@ def test_a_profile_swapping_its_own_factors_keeps_its_errors() -> None:
     assert swaps["catalog"]  # the rows are there
     for name, errors in swaps.items():
         assert errors == swaps["catalog"], name
+
+
+def test_a_lone_user_has_no_stall_and_its_split_error_is_the_step() -> None:
+    """MiniMax-M2.5 on 8 H100 (SGLang 0.5.9) at one user and at 16, which print a median ITL: a
+    lone user has no prefill between two of its tokens, so its replayed stall (mean TPOT -
+    median gap) is nil up to the context growing over the request (under 2% of the step);
+    the split's error is the step's, against the 8.08 ms printed; under load the stall
+    the replay adds is positive (prefill batches run alone, the decodes waiting)."""
+    data, _ = load_engine_data()
+    runs = [
+        r
+        for r in data.runs
+        if r.run.model == "minimax-m2.5" and r.run.gpu == "h100-sxm" and r.run.concurrency <= 16
+    ]
+    splits = stall_splits(EngineData(runs, [], data.versions))
+    assert sorted(s.run.run.concurrency for s in splits) == [1, 16]
+    for split in splits:
+        stall = split.predicted_tpot_ms - split.predicted_itl_ms
+        assert split.predicted_stall_ms == pytest.approx(stall)
+        if split.run.run.concurrency == 1:
+            assert abs(stall) < 0.02 * split.predicted_itl_ms
+            assert split.measured_itl_ms == 8.08
+            assert split.itl_error_pct == pytest.approx((split.predicted_itl_ms / 8.08 - 1) * 100)
+        else:
+            assert stall > 0

@@ -334,3 +334,72 @@ def _minimax_ep(run: Runner) -> dict[str, str]:
         "vllm": f"{tpot('vllm', 'h100-sxm', 8, 4)} at TP8 x EP8 and "
         f"{tpot('vllm', 'h100-sxm', 4, 4)} at TP4 x EP4",
     }
+
+
+# --- decode step and stalls apart (python -m calibration.engine_diagnosis) -----------------
+
+DIAGNOSIS = "python -m calibration.engine_diagnosis"
+
+
+@functools.cache
+def _stall_splits() -> dict[tuple[str, str, int, int, int], object]:
+    """The runs that print a median ITL, split into decode step and stalls, keyed (model,
+    GPU, concurrency, prompt scale, output scale: 1 for the 1,000-token lengths, 8 for the
+    8,000-token ones)."""
+    from calibration.engine_diagnosis import stall_splits
+    from calibration.engines import load_engine_data
+
+    data, _skipped = load_engine_data()
+    out = {}
+    for s in stall_splits(data):
+        m = s.run.run
+        scales = tuple(1 + 7 * (tokens > 1500) for tokens in (m.prompt_tokens, m.output_tokens))
+        out[(m.model, m.gpu, m.concurrency, *scales)] = s
+    return out
+
+
+@check("stall-split", DIAGNOSIS)
+def _stall_split(run: Runner) -> dict[str, str]:
+    splits = _stall_splits()
+
+    def split(model: str, gpu: str, users: int = 100) -> object:
+        return splits[(model, gpu, users, 1, 1)]
+
+    def both(model: str, gpu: str) -> str:
+        s = split(model, gpu)
+        return (
+            f"{s.itl_error_pct:+.1f}% and {s.predicted_stall_ms:.2f} against "
+            f"{s.measured_stall_ms:.2f}"
+        )
+
+    b200 = split("minimax-m2.5", "b200")
+    short = [s for key, s in splits.items() if key[3] == 1 and key[2] >= 16]
+    more = [s for s in short if s.measured_stall_ms > s.predicted_stall_ms]
+    qwen, deepseek = split("qwen3-235b-a22b", "b200"), split("deepseek-r1", "b200")
+    same = [
+        f"{split('minimax-m2.5', gpu, users).measured_itl_ms:.2f}"
+        for users in (100, 16)
+        for gpu in ("b200", "h100-sxm")
+    ]
+    # at 16 users each request decodes while the 15 others are prefilled about once each,
+    # one prefill iteration apiece: the stall's shortfall per token x output tokens / 15
+    sixteen = [s for key, s in splits.items() if key[2:] == (16, 1, 1)]
+    per_prefill = sorted(
+        (s.measured_stall_ms - s.predicted_stall_ms) * s.run.run.output_tokens / 15 for s in sixteen
+    )
+    return {
+        "b200": f"{b200.itl_error_pct:+.1f}% on its decode step ({b200.predicted_itl_ms:.2f} "
+        f"against {b200.measured_itl_ms:.2f} ms) and {b200.predicted_stall_ms:.2f} against "
+        f"{b200.measured_stall_ms:.2f} ms of stalls",
+        "h100": both("minimax-m2.5", "h100-sxm"),
+        "scout": both("llama-4-scout", "mi300x"),
+        "maverick": both("llama-4-maverick", "mi300x"),
+        "same": f"{same[0]} and {same[1]} ms at 100 users, {same[2]} and {same[3]} at 16",
+        "fitted": f"Qwen3-235B {qwen.itl_error_pct:+.1f}%, DeepSeek-R1 "
+        f"{deepseek.itl_error_pct:+.1f}%",
+        "fitted_stalls": f"{qwen.predicted_stall_ms:.2f} against {qwen.measured_stall_ms:.2f} "
+        f"ms, {deepseek.predicted_stall_ms:.2f} against {deepseek.measured_stall_ms:.2f}",
+        "more": f"{len(more)} of the {len(short)} runs",
+        "per_prefill": f"{per_prefill[0]:.0f} to {per_prefill[-1]:.0f} ms over the "
+        f"{len(sixteen)} runs at 16 users",
+    }

@@ -231,6 +231,30 @@ def _catalog(engine, gpu, precision):
     return efficiency_for(gpu, precision, engine=engine)
 
 
+def test_a_median_itl_is_reported_beside_the_mean_tpot_never_fitted(tmp_path: Path) -> None:
+    # the tool's median inter-token latency (10.12 ms) on one row, none on the other
+    _write(
+        tmp_path / "sglang_serving.csv",
+        [
+            {**SERVING, "itl_median_ms": "10.12"},
+            {**SERVING, "section": "5.2", "itl_median_ms": ""},
+        ],
+    )
+    _write(tmp_path / "vllm_throughput.csv", [OFFLINE])
+    data, _ = load_engine_data(tmp_path)
+    assert [r.itl_median_ms for r in data.runs] == [10.12, None]
+    plain = row_errors(EngineData(data.runs, [], {}), _catalog)
+    assert "itl_median_ms" not in {e.figure for e in plain}  # the default report: means only
+    errors = row_errors(EngineData(data.runs, [], {}), _catalog, medians=True)
+    (itl,) = [e for e in errors if e.figure == "itl_median_ms"]  # only the row with one
+    assert itl.measured == 10.12
+    # one user: no prompt runs between two of its tokens, so every gap is one decode
+    # iteration and the median gap is the mean TPOT, up to the context's growth over
+    # the request (one decode step at 600 or 1,100 tokens of context)
+    tpot = next(e for e in errors if e.figure == "tpot_mean_ms" and e.label == itl.label)
+    assert itl.predicted == pytest.approx(tpot.predicted, rel=0.02)
+
+
 def test_a_median_ttft_is_reported_beside_the_mean_never_fitted(tmp_path: Path) -> None:
     # a row with the tool's median TTFT (92.18 ms) and one without (blank, as older files)
     _write(

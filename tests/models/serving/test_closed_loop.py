@@ -73,10 +73,12 @@ def test_users_come_back_when_their_request_completes():
 )
 def test_a_constant_step_gives_every_token_one_step(users, requests, prompt, output, budget, seats):
     """With t(B, q) = tau, a seated sequence emits one token per iteration: TPOT = tau
-    exactly; a prompt needs at least ceil(P / T) iterations, so TTFT >= that many tau;
-    and the tool's throughput is users x requests over the run."""
+    exactly, and every gap between two tokens is one iteration (the median ITL is tau); a
+    prompt needs at least ceil(P / T) iterations, so TTFT >= that many tau; and the
+    tool's throughput is users x requests over the run."""
     run = replay_closed_loop(constant, budget, seats, users, requests, prompt, output)
     assert run.tpot_mean_s == pytest.approx(TAU)
+    assert run.itl_p50_s == pytest.approx(TAU)
     assert run.ttft_p50_s >= math.ceil(prompt / budget) * TAU - 1e-12
     assert run.throughput_requests_per_s == pytest.approx(users * requests / run.duration_s)
     assert run.mean_decode_batch <= min(users, seats) + 1e-9

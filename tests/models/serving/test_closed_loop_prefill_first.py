@@ -37,6 +37,27 @@ def test_prefill_first_stalls_the_decodes_by_hand():
     assert run.output_tokens_per_s == pytest.approx(8 / 5)
 
 
+def test_the_median_gap_reads_the_decode_step_and_the_mean_tpot_the_stall():
+    # The stalled replay above, token by token after each first token: it1 (2 s) A's and
+    # B's second tokens, gaps 2 - 1 = 1 and 1; it2 is C's prefill alone; it3 (4 s) B's
+    # third token, gap 4 - 2 = 2 (the prefill between), C's second, 4 - 3 = 1; it4 (5 s)
+    # B's fourth, 1. Gaps 1, 1, 2, 1, 1: median 1 s, the decode step, where the mean TPOT
+    # (10/9 s) carries the stall; the gaps sum to every request's completion - first token
+    # (A 1 + B 4 + C 1 = 6 s).
+    stalled = replay_requests(ONE_SECOND, 8, 2, 2, LENGTHS, prefill_first=True)
+    assert stalled.itl_p50_s == pytest.approx(1.0)
+    assert stalled.tpot_mean_s > stalled.itl_p50_s
+    # a gap of 5 s whenever a prefill runs between two decode steps of 1 s: B's gap at it3
+    # is 1 + 5 = 6 s, the others 1 s, and the median stays the decode step
+    slow_prefill = lambda batch, _prompt: 1.0 if batch else 5.0  # noqa: E731
+    run = replay_requests(slow_prefill, 8, 2, 2, LENGTHS, prefill_first=True)
+    assert run.itl_p50_s == pytest.approx(1.0)
+    # one request of 3 tokens alone: its two gaps are decode steps
+    assert replay_requests(slow_prefill, 8, 1, 1, [(4, 3)]).itl_p50_s == pytest.approx(1.0)
+    # a request of one token has no gap: the median of none is 0
+    assert replay_requests(ONE_SECOND, 8, 1, 1, [(4, 1)]).itl_p50_s == 0.0
+
+
 def test_without_overlap_both_schedules_agree():
     # one user: no prompt ever arrives while another request decodes
     mixed = replay_requests(ONE_SECOND, 8, 4, 1, LENGTHS)
