@@ -48,6 +48,17 @@ demand; a block with no solution renting nothing is solved at k^h as it stands. 
 where k^h is the lowest levels (a month's floor already holds the fleet): the held
 pools give each block its first solution in a fraction of a free solve.
 
+The priced pass (below) is solved before the held fleet's and its cuts and solutions
+taken after it (the master's rows and the known solutions in the order of the held pass
+first: the same rounds). It needs nothing of that pass, and it can end the run before
+it: a block proven infeasible proves the whole so, and where the caller holds a plan
+already (`cutoff`: the day's other configuration choice, solver.time.day_choice) and
+the priced cuts alone bound the program above it (period_passes.priced_bound), no plan
+of this one is wanted. procurement-3region: months 2-9's peak-fleet choice is 2.7-15%
+dearer than the relaxation's, its priced bound within 0.6% of its plan; months 10-11's
+relaxation choice has a period without a plan under us-east's power cap. Neither
+spends the held pass (0.2-1.0 s a month on the shared machine) or the rounds.
+
 Rounds. Every block priced, then every block at the lowest levels (the cut there says a
 server saves at most its on-demand price; a commitment held at one level, a month before
 the lead time, needs no price: its blocks are programs apart, each solved once). A
@@ -114,14 +125,15 @@ from solver.decompose.period_passes import (
     FIRST_PASS_SHARE,
     HELD_GAP,
     HELD_PASS_SHARE,
-    MIN_BLOCK_S,
     PRICED_GAP_SHARE,
     ROUND_SHARE,
     HeldPlan,
+    Master,
     Twins,
     in_threads,
     lp_prices,
     pass_limit,
+    priced_bound,
     solve_whole,
 )
 from solver.decompose.period_split import (
@@ -134,7 +146,7 @@ from solver.decompose.period_split import (
     savings,
     split,
 )
-from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, Variable
+from solver.program.lp import LinearProgram, SolveResult, Termination, Variable
 from solver.program.row_names import split_timed
 from solver.settings import SolveSettings
 
@@ -167,6 +179,11 @@ MASTER_ROUNDS = 40
 
 METHOD = "period decomposition"
 
+BOUND_SLACK = 1e-6
+"""Relative slack a bound must pass a `cutoff` by (solve_periods) before the rounds end
+there: the blocks' bounds carry the solver's tolerances (1e-7 relative), and a choice
+pruned at a tie would have lost it anyway (solver.time.day_choice keeps the first)."""
+
 FLOAT_GAP = 1e-9
 """Relative gap that is the sums' rounding, not a gap: the rounds prove a plan within
 mip_gap + FLOAT_GAP of their bound (solver.decompose.region_join alike). At mip_gap 0 a
@@ -188,18 +205,24 @@ def solve_periods(
     settings: SolveSettings,
     fleet: Fleet | None = None,
     start: dict[str, float] | None = None,
+    cutoff: float | None = None,
 ) -> SolveResult:
     """The periods program's solution: by period where it splits (the module text), else
     whole (`solve_whole`); where the rounds end outside the gap with time
     left, the whole again from the best plan (`WHOLE_AFTER_INTEGERS`); `start`: a plan
     of `lp` (a lever's base plan) the rounds, or the whole program's search, begin from;
-    where the rounds prove it infeasible, that answer (the whole not solved to confirm)."""
+    where the rounds prove it infeasible, that answer (the whole not solved to confirm).
+    `cutoff`: the cost of a plan the caller holds already (solver.time.day_choice: the
+    cheaper day's choice); where the priced pass proves every plan dearer, INFEASIBLE
+    (no plan below it) before the held fleet's pass and the rounds (`_dearer`)."""
     parts = split(lp)
     if parts is None:
         return solve_whole(lp, backend, settings, fleet, start)
     small = lp.size()["integer_variables"] <= WHOLE_AFTER_INTEGERS * len(parts.blocks)
     whole_after = small or not ROUNDS_TO_DEADLINE
-    found = solve_by_period(lp, backend, settings, parts, start, -math.inf, whole_after, fleet)
+    found = solve_by_period(
+        lp, backend, settings, parts, start, -math.inf, whole_after, fleet, cutoff
+    )
     if found is not None and found.termination in (Termination.OPTIMAL, Termination.INFEASIBLE):
         return found
     held = found is not None and found.termination.has_solution
@@ -224,36 +247,40 @@ def solve_by_period(
     lower: float = -math.inf,
     whole_after: bool = True,
     fleet: Fleet | None = None,
+    cutoff: float | None = None,
 ) -> SolveResult | None:
     """The rounds of the module text (`parts`: the split of `lp`, made here if not
     given; `start`: a plan of the whole program to begin from; `lower`: a bound on it
     known already; `whole_after`: stop where the cuts close the gap slowly, for the
-    whole program to take over, else go on to the deadline); None where the program
-    does not split or a block's solve with its commitment free ends without an answer
-    and without a proof (a solver error: the whole program then says why); INFEASIBLE
-    where such a block is proven infeasible (`_Rounds.infeasible`)."""
+    whole program to take over, else go on to the deadline; `cutoff`: `solve_periods`'s);
+    None where the program does not split or a block's solve with its commitment free
+    ends without an answer and without a proof (a solver error: the whole program then
+    says why); INFEASIBLE where such a block is proven infeasible (`_Rounds.infeasible`)
+    or the priced pass's bound is above `cutoff` (`_dearer`)."""
     parts = parts or split(lp)
     if parts is None:
         return None
     started = time.monotonic()
     run = _Rounds(lp, parts, backend, settings)
     begun = run.begin_with(start) if start else None
-    lowest = {o.gpus: o.lowest for o in parts.offers}
+    lowest, blocks = {o.gpus: o.lowest for o in parts.offers}, range(len(parts.blocks))
     fleet_held = None if fleet is None or _expired(settings) else fleet()
     held = None if fleet_held is None else fleet_held.levels(parts)
-    if held is not None:
-        run.solve_held(held, fleet_held.layout)
-        LOG.debug("held levels %s solved, %.1f s", list(held.values()), time.monotonic() - started)
     prices, relaxed = [], -math.inf
     if any(o.lowest < o.highest for o in parts.offers):  # else the lowest levels are all
         prices, relaxed = lp_prices(lp, parts, backend, settings)
     # a block without an answer: infeasible (so is the whole), failed, or the deadline
-    if not run.priced_blocks(dict(enumerate(prices))):
-        if run.infeasible is not None:
-            return run.infeasible
-        if not _expired(settings):
-            return None
-    elif not run.solve_blocks(lowest, range(len(parts.blocks))) and not _expired(settings):
+    answered = run.priced_blocks(dict(enumerate(prices)))
+    if not answered and (run.infeasible is not None or not _expired(settings)):
+        return run.infeasible
+    bound = max(relaxed, priced_bound(lp, parts, run.priced_cuts))
+    if cutoff is not None and bound > cutoff + BOUND_SLACK * abs(cutoff):
+        return _dearer(backend, started, bound, cutoff)
+    if held is not None:
+        run.solve_held(held, fleet_held.layout)
+        LOG.debug("held levels %s solved, %.1f s", list(held.values()), time.monotonic() - started)
+    run.take_priced()
+    if answered and not run.solve_blocks(lowest, blocks) and not _expired(settings):
         return None
     LOG.debug("priced and lowest levels solved, %.1f s", time.monotonic() - started)
     gaps: list[float] = []
@@ -322,11 +349,22 @@ def solve_by_period(
     )
 
 
+def _dearer(backend: Backend, started: float, bound: float, cutoff: float) -> SolveResult:
+    """The answer where the priced pass's `bound` is above `cutoff`: no plan below it."""
+    return SolveResult(
+        Termination.INFEASIBLE,
+        backend.name,
+        backend.version(),
+        time.monotonic() - started,
+        message=f"{METHOD}: no plan below {cutoff:,.2f} (the priced periods' bound {bound:,.2f})",
+    )
+
+
 def _expired(settings: SolveSettings) -> bool:
     return settings.deadline is not None and settings.deadline.expired()
 
 
-class _Rounds(HeldPlan):
+class _Rounds(HeldPlan, Master):
     """The rounds' state: the cuts, each block's known solutions, the solves made."""
 
     def __init__(self, lp: LinearProgram, parts: Split, backend: Backend, settings: SolveSettings):
@@ -346,6 +384,8 @@ class _Rounds(HeldPlan):
         self.shared = 0
         self.rounds = 0
         self.infeasible: SolveResult | None = None  # the priced pass's proof of no plan
+        self.priced_cuts: list[tuple[int, float, dict, dict[str, float]]] = []
+        """The priced pass's (block, L_b, terms, its solution), until `take_priced`."""
 
     def begin_with(self, values: dict[str, float]) -> Levels:
         """A plan of the whole program as each block's first known solution; its levels."""
@@ -371,7 +411,8 @@ class _Rounds(HeldPlan):
 
     def priced_blocks(self, prices: dict[int, dict[str, float]]) -> bool:
         """Blocks with their commitment free at `prices` (block -> prices per GPU;
-        Lagrangian): the cut theta_b >= L_b - prices_b y and a known solution each.
+        Lagrangian): the cut theta_b >= L_b - prices_b y and a known solution each,
+        held in `priced_cuts` until `take_priced`.
         A block priced 0 throughout is left out: its cut, theta_b >= min F_b, is at
         most what the full commitment leaves to rent, and proving an optimum of 0 took
         HiGHS up to 0.5 s. False where a block has no answer (one its time limit
@@ -397,9 +438,17 @@ class _Rounds(HeldPlan):
                 for k in offer.levels:
                     if price * k:
                         terms[(committed, k)] = price * offer.per_level * k
-            self.cuts.append((i, result.lower_bound(gap), terms))
-            self.known.add(i, result.values)
+            self.priced_cuts.append((i, result.lower_bound(gap), terms, result.values))
         return True
+
+    def take_priced(self) -> None:
+        """The priced pass's cuts and known solutions, taken after the held fleet's pass
+        (its known solutions first, as when that pass ran first: ties between known
+        solutions, and the master's rows, keep their order)."""
+        for i, bound, terms, values in self.priced_cuts:
+            self.cuts.append((i, bound, terms))
+            self.known.add(i, values)
+        self.priced_cuts = []
 
     def _run(self, programs, gap, start, limit, late: bool = False):
         """Solve `programs` (block -> program), each within `gap(i)` from `start(i)` in at
@@ -520,73 +569,3 @@ class _Rounds(HeldPlan):
         if start is None or plan is None or start[0] <= 0:
             return share
         return min(0.5, max(share, share * plan[0] / (blocks * start[0])))
-
-    def _cut(self, index: int, levels: Levels, bound: float) -> None:
-        terms = {}
-        for offer in self.parts.offers:
-            saving = self.saving[index].get(offer.gpus, 0.0)
-            for k in range(levels[offer.gpus] + 1, offer.highest + 1):
-                drop = min(bound, saving * (k - levels[offer.gpus]))
-                if drop > 0:
-                    terms[(offer.gpus, k)] = drop
-        self.cuts.append((index, bound, terms))
-
-    def master(self, late: bool = False) -> tuple[Levels, float, list[float]] | None:
-        """The master's levels, its proven bound and theta per block (None: no answer);
-        `late`: past the deadline, within `MIN_BLOCK_S` (the cuts made still bound the plan)."""
-        self.rounds += 1
-        master = LinearProgram(f"{self.lp.name}-master")
-        z = {}
-        for offer in self.parts.offers:
-            price = self.lp.objective.get(offer.gpus, 0.0) * offer.per_level
-            price += self.lp.objective.get(offer.servers or "", 0.0)
-            for k in offer.levels:
-                z[(offer.gpus, k)] = master.add_variable(
-                    f"level[{offer.gpus},{k}]", upper=1.0, integer=True
-                )
-                master.add_objective({z[(offer.gpus, k)]: price * k})
-            one = {z[(offer.gpus, k)]: 1.0 for k in offer.levels}
-            master.add_constraint(f"one[{offer.gpus}]", "one", one, Sense.EQ, 1.0)
-        thetas = [master.add_variable(f"theta[{i}]") for i in range(len(self.parts.blocks))]
-        master.add_objective(dict.fromkeys(thetas, 1.0))
-        for number, (i, rhs, terms) in enumerate(self.cuts):
-            coefficients = {thetas[i]: 1.0} | {z[key]: c for key, c in terms.items()}
-            master.add_constraint(f"cut[{number}]", "cut", coefficients, Sense.GE, rhs)
-        for number, levels in enumerate(self.forbidden):
-            above = {
-                z[(o.gpus, k)]: 1.0
-                for o in self.parts.offers
-                for k in o.levels
-                if k > levels[o.gpus]
-            }
-            master.add_constraint(f"above[{number}]", "above", above, Sense.GE, 1.0)
-        settings = replace(self.settings, mip_gap=1e-9, want_duals=False)
-        if late:
-            settings = replace(settings, deadline=None, time_limit_s=MIN_BLOCK_S)
-        result = self.backend.run(master, settings)
-        if not result.termination.has_solution:
-            return None
-        levels = {
-            o.gpus: next(k for k in o.levels if result.values[z[(o.gpus, k)]] > 0.5)
-            for o in self.parts.offers
-        }
-        return levels, result.lower_bound(settings.mip_gap), [result.values[t] for t in thetas]
-
-    def open_blocks(self, levels: Levels, thetas: list[float], share: float) -> list[int]:
-        """The blocks to solve at `levels`: those whose theta falls furthest below their
-        cheapest known solution there (all without one), until the shortfalls left add
-        up to at most `share` of the plan's cost there."""
-        plan = self.known.plan(levels)
-        shortfalls = []
-        for i, theta in enumerate(thetas):
-            known = self.known.upper(i, levels)
-            shortfalls.append((math.inf if known is None else known[0] - theta, i))
-        shortfalls.sort(reverse=True)
-        left = sum(d for d, _ in shortfalls)
-        chosen = []
-        for shortfall, i in shortfalls:
-            if shortfall <= 0 or (plan is not None and left <= share * abs(plan[0])):
-                break
-            chosen.append(i)
-            left -= shortfall
-        return chosen

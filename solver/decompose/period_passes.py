@@ -43,6 +43,11 @@ deadline within `HELD_WHOLE_S`, and answered FEASIBLE, its gap stated against th
 search's bound, else the LP relaxation's solved in as long (against 0, a gap of 100%,
 where that does not end). A search that ends proved is answered as before, and no
 search's start or path changes.
+
+Master. The rounds' master over the offers' levels, their cuts and the blocks each
+round opens (`Master`, a mixin of the rounds' state, as `HeldPlan` is), and the bound
+the priced pass's cuts give alone (`priced_bound`), which ends a day's choice that
+cannot beat the plan in hand before its rounds (solver.time.day_choice).
 """
 
 import logging
@@ -55,8 +60,8 @@ from dataclasses import replace
 
 from solver.backends import Backend
 from solver.backends.base import compile_program
-from solver.decompose.period_split import Block, Fleet, Known, Levels, Split
-from solver.program.lp import LinearProgram, SolveResult, Termination
+from solver.decompose.period_split import Block, Fleet, Known, Levels, Offer, Split
+from solver.program.lp import LinearProgram, Sense, SolveResult, Termination
 from solver.program.row_names import split_timed
 from solver.settings import SolveSettings, machine_threads
 
@@ -439,3 +444,116 @@ class HeldPlan:
         programs = {i: lambda i=i: self._fixed(i, levels, held=held) for i in blocks}
         timed = lambda _i: LATE_BLOCK_S  # noqa: E731
         return self._run(programs, lambda _i: HELD_GAP, lambda _i: None, timed, True)
+
+
+def level_price(lp: LinearProgram, offer: Offer) -> float:
+    """What one level of `offer` costs per month: its GPUs' and its server's."""
+    price = lp.objective.get(offer.gpus, 0.0) * offer.per_level
+    return price + lp.objective.get(offer.servers or "", 0.0)
+
+
+def priced_bound(lp: LinearProgram, parts: Split, cuts: Iterable[tuple]) -> float:
+    """A lower bound on the periods program from the priced pass's cuts alone, at most
+    one a block, theta_b >= L_b - sum_(o,k) t_bok z[o,k] (`cuts`: (b, L_b, {(o, k):
+    t_bok}, ...), t_bok = lambda_bo n_o k): the master with theta_b >= 0 dropped where a
+    cut holds (a relaxation of it), which falls apart by offer,
+
+        sum_b L_b + sum_o min_k (c_o k - sum_b t_bok),    c_o = `level_price`;
+
+    a block without a cut adds its theta_b >= 0: nothing. procurement-3region's month 2
+    with the peak fleet's day choice: $112,872.63 here, its plan $112,872.64, where the
+    LP relaxation's bound is $94,100 (the relaxation's choice costs $109,918.57)."""
+    cuts = list(cuts)
+    bound = math.fsum(rhs for _, rhs, *_ in cuts)
+    for offer in parts.offers:
+        bound += min(
+            level_price(lp, offer) * k
+            - math.fsum(terms.get((offer.gpus, k), 0.0) for _, _, terms, *_ in cuts)
+            for k in offer.levels
+        )
+    return bound
+
+
+class Master:
+    """The rounds' cuts at a point, their master and the blocks each round opens
+    (solver.decompose.by_period's module text has the math), a mixin of the rounds'
+    state."""
+
+    lp: LinearProgram
+    parts: Split
+    known: Known
+    backend: Backend
+    settings: SolveSettings
+    cuts: list[tuple[int, float, dict[tuple[str, int], float]]]
+    forbidden: list[Levels]
+    saving: list[dict[str, float]]
+    rounds: int
+
+    def _cut(self, index: int, levels: Levels, bound: float) -> None:
+        terms = {}
+        for offer in self.parts.offers:
+            saving = self.saving[index].get(offer.gpus, 0.0)
+            for k in range(levels[offer.gpus] + 1, offer.highest + 1):
+                drop = min(bound, saving * (k - levels[offer.gpus]))
+                if drop > 0:
+                    terms[(offer.gpus, k)] = drop
+        self.cuts.append((index, bound, terms))
+
+    def master(self, late: bool = False) -> tuple[Levels, float, list[float]] | None:
+        """The master's levels, its proven bound and theta per block (None: no answer);
+        `late`: past the deadline, within `MIN_BLOCK_S` (the cuts made still bound the plan)."""
+        self.rounds += 1
+        master = LinearProgram(f"{self.lp.name}-master")
+        z = {}
+        for offer in self.parts.offers:
+            price = level_price(self.lp, offer)
+            for k in offer.levels:
+                z[(offer.gpus, k)] = master.add_variable(
+                    f"level[{offer.gpus},{k}]", upper=1.0, integer=True
+                )
+                master.add_objective({z[(offer.gpus, k)]: price * k})
+            one = {z[(offer.gpus, k)]: 1.0 for k in offer.levels}
+            master.add_constraint(f"one[{offer.gpus}]", "one", one, Sense.EQ, 1.0)
+        thetas = [master.add_variable(f"theta[{i}]") for i in range(len(self.parts.blocks))]
+        master.add_objective(dict.fromkeys(thetas, 1.0))
+        for number, (i, rhs, terms) in enumerate(self.cuts):
+            coefficients = {thetas[i]: 1.0} | {z[key]: c for key, c in terms.items()}
+            master.add_constraint(f"cut[{number}]", "cut", coefficients, Sense.GE, rhs)
+        for number, levels in enumerate(self.forbidden):
+            above = {
+                z[(o.gpus, k)]: 1.0
+                for o in self.parts.offers
+                for k in o.levels
+                if k > levels[o.gpus]
+            }
+            master.add_constraint(f"above[{number}]", "above", above, Sense.GE, 1.0)
+        settings = replace(self.settings, mip_gap=1e-9, want_duals=False)
+        if late:
+            settings = replace(settings, deadline=None, time_limit_s=MIN_BLOCK_S)
+        result = self.backend.run(master, settings)
+        if not result.termination.has_solution:
+            return None
+        levels = {
+            o.gpus: next(k for k in o.levels if result.values[z[(o.gpus, k)]] > 0.5)
+            for o in self.parts.offers
+        }
+        return levels, result.lower_bound(settings.mip_gap), [result.values[t] for t in thetas]
+
+    def open_blocks(self, levels: Levels, thetas: list[float], share: float) -> list[int]:
+        """The blocks to solve at `levels`: those whose theta falls furthest below their
+        cheapest known solution there (all without one), until the shortfalls left add
+        up to at most `share` of the plan's cost there."""
+        plan = self.known.plan(levels)
+        shortfalls = []
+        for i, theta in enumerate(thetas):
+            known = self.known.upper(i, levels)
+            shortfalls.append((math.inf if known is None else known[0] - theta, i))
+        shortfalls.sort(reverse=True)
+        left = sum(d for d, _ in shortfalls)
+        chosen = []
+        for shortfall, i in shortfalls:
+            if shortfall <= 0 or (plan is not None and left <= share * abs(plan[0])):
+                break
+            chosen.append(i)
+            left -= shortfall
+        return chosen

@@ -23,6 +23,11 @@ lever may have loosened: the relaxation may then choose what it allows), and
   H100 committed; the peak's static plan, blind to it, chose H200 for us-east chat and
   that choice cost $55,461 against $39,293 on H100).
 
+A choice after the first is solved with the cheapest plan so far as its cutoff: where
+the period rounds' priced pass bounds it above that plan, it ends there (no plan below
+the cutoff, solver.decompose.by_period) and the plan kept is the one it would have lost
+to (a later choice is kept only where it is cheaper by more than 1e-6).
+
 What is proven: the plan is optimal, within its stated gap, among plans that run the
 chosen configurations all day; other choices are not searched, and the method says so.
 
@@ -213,7 +218,8 @@ def _by_day(lp, backend, settings, fleet: Fleet | None, start, solve) -> SolveRe
         fixed = without_day(lp, choice)
         begun = {k: v for k, v in start.items() if k in fixed.variables} if start else None
         begun = begun if begun is not None and plan_of(fixed, begun) else None
-        found = solve(fixed, backend, settings, fleet, begun)
+        cutoff = None if best is None else best[0].objective  # a dearer choice loses
+        found = solve(fixed, backend, settings, fleet, begun, cutoff=cutoff)
         if found.termination.has_solution and (
             best is None or (found.objective or 0.0) < (best[0].objective or 0.0) - 1e-6
         ):

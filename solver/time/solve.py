@@ -84,7 +84,7 @@ def read_hours(
     from solver.time.report import with_time_report
 
     instance = program.instance
-    plan = hourly_plan(program, result, values, settings, build_s, duals)
+    plan = hourly_plan(program, result, values, settings, build_s, duals, not in_horizon)
     if in_horizon:
         return plan
     plan = with_time_report(instance, program, plan)
@@ -110,11 +110,16 @@ def unplaceable_batch(program: TimeProgram) -> list[Problem]:
 
 
 def period_plans(
-    program: TimeProgram, result: SolveResult, values: dict[str, float], settings: SolveSettings
+    program: TimeProgram,
+    result: SolveResult,
+    values: dict[str, float],
+    settings: SolveSettings,
+    attributed: bool = True,
 ) -> tuple[dict[int, Plan], dict[tuple[int, PoolKey], PhaseShares]]:
     """Each period's static read-back (replicas at their physics, scenarios; no binding
     rows or cost attribution: `hourly_plan` states the day's), by first hour; and each
-    (period, pool)'s phase split at its real size, for the cost attribution."""
+    (period, pool)'s phase split at its real size, for the cost attribution (none
+    without it, `attributed` off)."""
     plans, phases = {}, {}
     for part in program.periods:
         hour = part.first_hour
@@ -124,7 +129,8 @@ def period_plans(
         plans[hour] = read_plan(
             part.program, Optimised(result), own, {}, settings, curves, period=True
         )
-        for key, split in pool_phase_shares(part.program.sets, counts, curves).items():
+        shares = pool_phase_shares(part.program.sets, counts, curves) if attributed else {}
+        for key, split in shares.items():
             phases[(hour, key)] = split
     return plans, phases
 
@@ -170,13 +176,16 @@ def hourly_plan(
     settings: SolveSettings,
     build_s: float = 0.0,
     priced: Callable[[], tuple[dict[str, float], str]] = lambda: ({}, ""),
+    attributed: bool = True,
 ) -> Plan:
     """The 24 hours, the commitments, the peak fleet and the month's cost; with the
     pricing LP's duals (`priced()`, solver.time.prices: called once the periods are
-    read), its binding constraints and the power rows' prices."""
+    read), its binding constraints and the power rows' prices; and the day's cost
+    attribution, where `attributed` (a later month of a horizon keeps none:
+    solver.time.months.Month, so `read_hours` asks for none there)."""
     instance = program.instance
     days = instance.policy.hours_per_month / HOURS_PER_DAY
-    plans, phases = period_plans(program, result, values, settings)
+    plans, phases = period_plans(program, result, values, settings, attributed)
     dedicated = dedicated_pools(program, values)
     batch_pools = merged_pools(pool for pool, _, _ in dedicated)
     batch_spot: dict[tuple[str, str], int] = {}
@@ -271,7 +280,9 @@ def hourly_plan(
         binding=binding,
         cost_attribution=day_attribution(
             program, values, hours, plans, phases, committed, spot_gpus
-        ),
+        )
+        if attributed
+        else (),
         committed=tuple(
             Commitment(
                 region=o.region,

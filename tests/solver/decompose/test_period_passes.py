@@ -76,6 +76,7 @@ def test_a_priced_block_stopped_without_a_solution_is_left_without_a_cut():
     run.backend = backend
     prices = {i: {o.gpus: 1.0 for o in parts.offers} for i in range(len(parts.blocks))}
     assert run.priced_blocks(prices)
+    run.take_priced()  # held until the held fleet's pass has run (by_period's module text)
     assert {i for i, _, _ in run.cuts} == set(range(1, len(parts.blocks)))
     assert not run.known[0] and all(run.known[i] for i in range(1, len(parts.blocks)))
 

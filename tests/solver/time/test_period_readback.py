@@ -6,6 +6,7 @@ from solver.candidates.pools import assess_pools
 from solver.program.optimised import Optimised
 from solver.readback.assign import chosen_sizes, read_plan, replica_counts
 from solver.solve import solve_program
+from solver.time.solve import hourly_plan
 from tests.solver.time.test_time_program import _instance
 
 
@@ -23,3 +24,15 @@ def test_a_period_reads_as_the_whole_read_back_less_what_the_day_states():
         assert whole.cost_attribution  # the whole read-back attributes the period's cost
         left_out = {"binding", "cost_attribution"}
         assert period.model_dump(exclude=left_out) == whole.model_dump(exclude=left_out)
+
+
+def test_a_later_month_s_day_reads_as_the_plan_s_less_its_cost_attribution():
+    """A later month of a horizon keeps no cost attribution (solver.time.months.Month):
+    its read-back leaves it out, and everything else reads as the plan's own."""
+    solved = solve_program(_instance())
+    step = solved.time_step
+    args = (step.program, solved.result, step.values, solved.settings)
+    whole, month = hourly_plan(*args), hourly_plan(*args, attributed=False)
+    assert whole.cost_attribution and month.cost_attribution == ()
+    left_out = {"cost_attribution"}
+    assert month.model_dump(exclude=left_out) == whole.model_dump(exclude=left_out)
