@@ -262,7 +262,11 @@ def test_concurrent_updates_leave_every_golden_valid(tmp_path):
     files = [tmp_path / f"i{k}.yaml" for k in range(3)]
     for file in files:
         file.write_text("name: x\n")
-    ctx = multiprocessing.get_context("spawn")
+    # six writer processes forked from one forkserver that has imported the writer's
+    # module once (spawned, each imported it: six times the solver's imports, 0.7 s of CPU
+    # each); a forkserver is single-threaded, so forking it is safe where forking pytest is not
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["tests.cli.golden_writers"])
     writers = [
         ctx.Process(target=update_many, args=(str(file), cost, 15))
         for file in files

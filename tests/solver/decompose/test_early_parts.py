@@ -42,7 +42,9 @@ def test_dominance_pool_by_pool_is_the_whole_programs(seed):
 
 @two_cores
 def test_parts_started_early_give_the_serial_plan(monkeypatch):
-    inst = generated(4, 6, 6)
+    """Six workloads on two GPU types (six types took three times as long to solve twice,
+    for the same six parts handed to two processes)."""
+    inst = generated(4, 6, 2)
     settings = SolveSettings.of(inst, time_limit_s=120)
     monkeypatch.setattr(parallel, "idle_cores", lambda: 1.0)
     serial = solve(inst, settings)

@@ -3,6 +3,7 @@ engine, Little's law on a simulated trace, determinism, burstiness, and the CLI.
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -65,9 +66,28 @@ def _single_server() -> ReplicaEngine:
     return ReplicaEngine(steps, math.inf, 10**9)
 
 
+TOKEN_S = 1e-5
+"""The exponential server's prefill time per prompt token."""
+
+
+def _exponential_server(chunk_tokens: int) -> ReplicaEngine:
+    """`_single_server`'s step with no fixed overhead, a prompt token prefilled in TOKEN_S
+    and `chunk_tokens` of them a step, and a batch cap of one: a prompt of P tokens is
+    served in P x TOKEN_S over ceil(P / chunk) iterations, one prompt at a time, FIFO."""
+    steps = replace(
+        _single_server().steps,
+        chunk_tokens=chunk_tokens,
+        overhead_s=0.0,
+        prefill_linear_flops_per_token=TOKEN_S,
+    )
+    return ReplicaEngine(steps, math.inf, 1)
+
+
 def test_single_server_matches_mm1_mean_and_p99():
-    """Geometric prompt lengths of mean 100 tokens: service ~ exponential with mean
-    S = 100 x 1 ms; at rho = 0.5 M/M/1 gives mean sojourn S / (1 - rho) and p99
+    """Geometric prompt lengths of mean 10,000 tokens: service ~ exponential with mean
+    S = 10,000 x 10 us = 100 ms (squared coefficient of variation 1 - 1/10,000), each
+    prompt prefilled in chunks of 2,500 tokens (4 iterations on average, the last one
+    partial); at rho = 0.5 M/M/1 gives mean sojourn S / (1 - rho) and p99
     S ln(100) / (1 - rho).
 
     The tolerances come from the sample size. Consecutive sojourns are correlated (a busy
@@ -77,11 +97,12 @@ def test_single_server_matches_mm1_mean_and_p99():
     0.7. So 6% is 3 standard errors of the mean and 10% 2.2 of the p99 (the seed is
     fixed: the draw does not change from run to run)."""
     rng = np.random.default_rng(7)
-    mean_tokens, rho, requests = 100, 0.5, 20_000
-    service_s = mean_tokens * ITERATION_S
+    mean_tokens, rho, requests = 10_000, 0.5, 20_000
+    service_s = mean_tokens * TOKEN_S
     arrivals = arrival_times_s(rho / service_s, requests * service_s / rho, 1.0, rng)
     prompts = rng.geometric(1 / mean_tokens, size=arrivals.size)
-    trace = simulate_pool(_single_server(), 1, arrivals, prompts, np.ones(arrivals.size, int))
+    server = _exponential_server(mean_tokens // 4)
+    trace = simulate_pool(server, 1, arrivals, prompts, np.ones(arrivals.size, int))
     sojourn = trace.ttft_s[arrivals > 100 * service_s]
     assert sojourn.mean() == pytest.approx(service_s / (1 - rho), rel=0.06)
     assert np.quantile(sojourn, 0.99) == pytest.approx(

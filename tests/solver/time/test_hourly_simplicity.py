@@ -27,14 +27,15 @@ program D x sum_h mix(L_h), and the plan reports the difference.
 """
 
 import math
-from functools import cache
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import cli.solve
 from models.io.loading import validate_instance
-from solver.analysis.explain import explain
+from solver.analysis import explain as explain_module
+from solver.analysis.explain import explain_solved
 from solver.solve import SolveSettings, solve_program
 from solver.time.alternatives import configs_limit_rows, without_configs_limit
 from solver.time.step import resolve_lifted
@@ -107,20 +108,52 @@ def _mix(load: float) -> float:
     )
 
 
-@cache
-def _explained():
+@pytest.fixture(scope="module")
+def explained():
+    """(solved, explanation) of the hand case at gap 0, as `explain --mip-gap 0` makes them
+    (`explain` is `explain_solved(solve_program(...))`), once a module: the explanation's
+    engine-effects replay is most of its 10 s, and the hand figures and the command's
+    outputs read the same one (an hourly Solved holds its held-fleet thread, so it cannot
+    be pickled for the other pytest-xdist worker, as tests.solved_once shares plans)."""
     instance = _instance()
-    return explain(instance, SolveSettings.of(instance, mip_gap=0.0))
+    solved = solve_program(instance, SolveSettings.of(instance, mip_gap=0.0))
+    return solved, explain_solved(solved)
 
 
-def test_the_limit_costs_the_mix_it_forbids_by_hand():
+def _lend(monkeypatch, solved, explanation) -> list[str]:
+    """While the test runs, the calls `explain` makes to solve (cli.solve's solve_program)
+    and to explain (solver.analysis.explain.explain_solved) return `solved` and
+    `explanation` where they are the calls those are the results of: the same instance at
+    the same settings (SolveSettings compares everything but the deadline), then that
+    solve. Any other call runs. The list returned names the calls lent, in order."""
+    real_solve, real_explain = cli.solve.solve_program, explain_module.explain_solved
+    settings_of_it, lent = SolveSettings.of(solved.instance, mip_gap=0.0), []
+
+    def solve(asked, settings=None, table=None):
+        if table is None and settings == settings_of_it and asked == solved.instance:
+            lent.append("solve")
+            return solved
+        return real_solve(asked, settings, table)
+
+    def explain_it(asked, *args, **kwargs):
+        if asked is solved:
+            lent.append("explain")
+            return explanation
+        return real_explain(asked, *args, **kwargs)
+
+    monkeypatch.setattr(cli.solve, "solve_program", solve)
+    monkeypatch.setattr(explain_module, "explain_solved", explain_it)
+    return lent
+
+
+def test_the_limit_costs_the_mix_it_forbids_by_hand(explained):
     assert _single(PEAK_IN_H100) == pytest.approx(16.0)
     assert _mix(PEAK_IN_H100) == pytest.approx(14.6)
     loads = [PEAK_IN_H100 * level for level in LEVEL_BY_HOUR]
     base = DAYS * _day(loads)
     assert base >= DAYS * sum(_single(load) for load in loads) - 1e-9  # hour by hour: cheaper
     lifted = DAYS * sum(_mix(load) for load in loads)
-    explained = _explained()
+    _, explained = explained
     plan = explained.plan
     assert plan.hours and explained.status == "optimal"
     assert plan.cost_per_month == pytest.approx(base, abs=0.01)
@@ -133,10 +166,14 @@ def test_the_limit_costs_the_mix_it_forbids_by_hand():
     assert simple.configurations_unlimited == 2  # H100 and H200 side by side at the peak
 
 
-def test_the_simplicity_line_is_in_every_output(run_cli, tmp_path):
+def test_the_simplicity_line_is_in_every_output(run_cli, tmp_path, explained, monkeypatch):
     """The terminal, JSON and Markdown of `explain` carry the hourly figure as the static
-    one (cli.render.plan_tables.procurement_lines)."""
-    simple = _explained().plan.simplicity
+    one (cli.render.plan_tables.procurement_lines). The command's solve and explanation
+    are the module's (`_lend`: the instance read back from its file, at gap 0); its
+    reading, rendering and files are its own."""
+    solved, explanation = explained
+    lent = _lend(monkeypatch, solved, explanation)
+    simple = explanation.plan.simplicity
     line = (
         f"simplicity: at most 1 configuration per pool all day (configs_per_day) costs "
         f"${simple.extra_cost_per_month:,.0f}/month over the unlimited plan"
@@ -149,6 +186,7 @@ def test_the_simplicity_line_is_in_every_output(run_cli, tmp_path):
     assert line in result.stdout.replace("\n", " ") or line in result.stdout
     assert line in markdown.read_text()
     assert f'"extra_cost_per_month": {simple.extra_cost_per_month}' in data.read_text()
+    assert lent == ["solve", "explain"]  # the module's, not a second replay
 
 
 @settings(max_examples=6, deadline=None)
