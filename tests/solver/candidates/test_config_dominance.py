@@ -1,19 +1,25 @@
 """A whole pool of B replaced by m times as many replicas of A on the same GPUs, where
 a pool runs one configuration (solver.candidates.config_dominance)."""
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from models.physics.catalog import gpu, llm
+from models.physics.precision import Precision
+from models.serving.replica import ReplicaConfig, Role
 from solver.backends import get_backend
-from solver.candidates.config_dominance import _check_points, config_bounds
-from solver.candidates.pools import Tier
+from solver.candidates.config_dominance import _check_points, _stands_in, config_bounds
+from solver.candidates.pools import PoolCurve, Tier
 from solver.candidates.replica_dominance import pooled_credit
-from solver.candidates.table import build_candidates
+from solver.candidates.table import Candidate, build_candidates
 from solver.program.build import build_program, with_bounds
 from solver.program.row_names import ReplicasColumn
+from solver.program.sets import Pool
 from solver.settings import SolveSettings
-from tests.synthetic import instance, workload
+from tests.synthetic import instance, made_up_capacity, workload
 
 H100, H200 = "h100-sxm", "h200"
 MODEL = "llama-3.3-70b"
@@ -21,6 +27,17 @@ MODEL = "llama-3.3-70b"
 
 def step(replicas: int, gain: float) -> Tier:
     return Tier(replicas=replicas, gain=gain, spare_gain=0.0, zone_gain=0.0)
+
+
+def pool(tp: int, pp: int, rps: float, most: int, steps: tuple[Tier, ...] = ()) -> Pool:
+    """A hand-made pool of H100 replicas on tp x pp GPUs carrying `rps` alone (the
+    physics is not under test: `_stands_in` reads the GPUs, sizes and credits given)."""
+    config = ReplicaConfig(
+        gpu(H100), llm(MODEL), Precision.FP8, Precision.FP8, tp, pp, Role.UNIFIED
+    )
+    capacity = made_up_capacity(config, requests_per_s=rps)
+    candidate = Candidate("chat", capacity, PoolCurve(((1, capacity),), rps))
+    return Pool("chat", candidate, "east", most, steps, largest_useful=most)
 
 
 def two_regions(survive: str = "region", **policy):
@@ -74,6 +91,91 @@ def test_the_checked_points_decide_as_every_size_does(
     assert min(difference(n) for n in points) == pytest.approx(
         min(difference(n) for n in range(1, most + 1)), abs=1e-9
     )
+
+
+def test_more_per_gpu_at_every_size_stands_in():
+    # A TP1 at 1.3 req/s, B TP2 at 2.5, no steps: m = 2 / 1, and A's pool holds
+    # 2 x 10 = 20 replicas. A's 2n replicas carry 2.6 n > 2.5 n at every n = 1 .. 10.
+    a, b = pool(1, 1, 1.3, 20), pool(2, 1, 2.5, 10)
+    assert _stands_in(a, b, [(1.3, ())], [(2.5, ())])
+    # and never the other way: TP2 has no whole number of replicas on one GPU
+    assert not _stands_in(b, a, [(2.5, ())], [(1.3, ())])
+
+
+NOT_STANDING_IN = {
+    # A TP1 at 1.0 req/s, B TP2 at 2.5: A's two replicas on B's two GPUs carry
+    # 2 x 1.0 = 2.0 < 2.5 at n = 1 (and 2.0 n < 2.5 n at every n)
+    "a lower capacity on the same GPUs": (
+        pool(1, 1, 1.0, 20),
+        pool(2, 1, 2.5, 10),
+        [(1.0, ())],
+        [(2.5, ())],
+    ),
+    # A TP1 at 0.9 req/s alone, 1.2 from a pool of 2, its step credited on at most
+    # M = min(max_replicas 40, largest_useful 10) = 10 replicas; B TP2 at 2.0 on up to
+    # 20. 2n replicas of A carry 0.9 x 2n + 0.3 x min(2n, 10): 2.4 n > 2.0 n up to
+    # n = 5, then 1.8 n + 3, below 2.0 n from n = 16 (31.8 < 32); at B's largest pool
+    # 36 + 3 = 39 < 40
+    "ahead in small pools, behind in large ones (A's step credited on 10)": (
+        replace(pool(1, 1, 0.9, 40, (step(2, 0.3),)), largest_useful=10),
+        pool(2, 1, 2.0, 20),
+        [(0.9, (0.3,))],
+        [(2.0, ())],
+    ),
+    # A TP1 1.3 and B TP2 2.5 on their own curves (2.6 n > 2.5 n), but on the curve of
+    # users rerouted over a round trip (the TTFT target less it) 0.9 and 2.0: 1.8 n < 2.0 n
+    "ahead on its own curve, behind on a rerouted one": (
+        pool(1, 1, 1.3, 20),
+        pool(2, 1, 2.5, 10),
+        [(1.3, ()), (0.9, ())],
+        [(2.5, ()), (2.0, ())],
+    ),
+    # A TP1: 1.0 alone on both curves; from a pool of 2, +0.5 on its own curve (1.5) but -0.5 on a
+    # rerouted one. B TP2: 2.9 and 1.9, no steps. Each curve's best prefix beats B
+    # (own 1.5 x 2n = 3n > 2.9 n; rerouted, the step left out, 2n > 1.9 n), but one pool
+    # credits its step on the same x replicas in both rows: own 2n + 0.5 x >= 2.9 n
+    # needs x >= 1.8 n, rerouted 2n - 0.5 x >= 1.9 n needs x <= 0.2 n. No pool of A
+    # carries B's load on both, so a negative gain is not compared
+    "a negative gain on one curve": (
+        pool(1, 1, 1.0, 20, (step(2, 0.5),)),
+        pool(2, 1, 2.9, 10),
+        [(1.0, (0.5,)), (1.0, (-0.5,))],
+        [(2.9, ()), (1.9, ())],
+    ),
+    # A TP1 at 1.3, B TP2 at 2.5 (2.6 n > 2.5 n), but A's pool may hold 15 replicas and
+    # B's 10: a pool of 8 B needs 16 A
+    "A's pool too small for m x B's": (
+        pool(1, 1, 1.3, 15),
+        pool(2, 1, 2.5, 10),
+        [(1.3, ())],
+        [(2.5, ())],
+    ),
+    # A on 4 GPUs (TP2 PP2) at 3.0 req/s, B on 6 (TP2 PP3) at 2.0: 6 / 4 is not whole,
+    # so no count of A replicas is B's GPUs (n of A use 4n, not 6n: the purchases,
+    # whole servers and power the argument keeps equal would move)
+    "GPUs not a whole multiple": (
+        pool(2, 2, 3.0, 20),
+        pool(2, 3, 2.0, 10),
+        [(3.0, ())],
+        [(2.0, ())],
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "a, b, credits_a, credits_b", NOT_STANDING_IN.values(), ids=list(NOT_STANDING_IN)
+)
+def test_a_pool_that_carries_less_somewhere_does_not_stand_in(a, b, credits_a, credits_b):
+    assert not _stands_in(a, b, credits_a, credits_b)
+
+
+def test_two_empty_pools_do_not_stand_in_for_each_other():
+    # the relation is strict, so no two pools stand in for each other (each would be
+    # removed for the other): on the same GPUs with no replica allowed, "ahead at every
+    # n = 1 .. 0" holds vacuously both ways, and neither stands in
+    a, b = pool(1, 1, 1.3, 0), pool(1, 1, 1.0, 0)
+    assert not _stands_in(a, b, [(1.3, ())], [(1.0, ())])
+    assert not _stands_in(b, a, [(1.0, ())], [(1.3, ())])
 
 
 def test_pools_are_removed_and_the_optimum_kept():

@@ -9,6 +9,7 @@ import solver.decompose.parallel as parallel
 import solver.decompose.workload_parts as workload_parts
 from solver.candidates.replica_dominance import dominance
 from solver.candidates.table import build_candidates
+from solver.decompose.join_run import JoinRun
 from solver.program.build import build_program
 from solver.settings import SolveSettings, machine_threads
 from solver.solve import solve
@@ -48,19 +49,40 @@ def test_parts_started_early_give_the_serial_plan(monkeypatch):
     settings = SolveSettings.of(inst, time_limit_s=120)
     monkeypatch.setattr(parallel, "idle_cores", lambda: 1.0)
     serial = solve(inst, settings)
-    starts = []
+    starts, taken, joined = [], [], []
     real = workload_parts.start_by_workload
 
     def spy(*args):
         parts = real(*args)
         starts.append(parts)
+        if parts is not None:  # count the workers' results the join takes
+            results = parts.started.results
+
+            def counted(*a, **k):
+                for index, result in results(*a, **k):
+                    taken.append(index)
+                    yield index, result
+
+            parts.started.results = counted
         return parts
+
+    real_solve = JoinRun.solve
+
+    def join_solve(run, parts, *args, **kwargs):
+        joined.append(sorted(parts))
+        return real_solve(run, parts, *args, **kwargs)
 
     monkeypatch.setattr(parallel, "idle_cores", lambda: 2.0)
     monkeypatch.setattr(parallel, "PARALLEL_MIN_INTEGERS", 0)
     monkeypatch.setattr("solver.solve.start_by_workload", spy)
+    monkeypatch.setattr(JoinRun, "solve", join_solve)
     early = solve(inst, settings)
     assert starts and starts[0] is not None and len(starts[0].parts) == 6
+    # the join's first round is the six results the workers started early, each taken
+    # once, and the join does not solve those six parts again itself (the method string
+    # reads the same either way: the join's own round runs in two processes too)
+    assert sorted(taken) == list(range(6))
+    assert sorted(starts[0].parts) not in joined
     assert early.solver.method.endswith("solved in 2 parallel processes")
     assert "parallel" not in serial.solver.method
     assert early.cost_per_month == pytest.approx(serial.cost_per_month, rel=settings.mip_gap)
