@@ -28,15 +28,21 @@ pairs are what the search tries:
        their bound (within `AT_BOUND` of their cost) by their cost, the largest fleet
        first;
     2. the neighbourhoods are the pairs {lead, partner}, leads in that order, partners
-       in the same order; solve `width` of them at once (one per idle core: each gets
-       its own process, solver.decompose.parallel.solve_built), each within `TRY_S`,
-       from y;
+       in the same order; solve `WIDTH` of them at once (side by side where cores are
+       idle: each gets its own process, solver.decompose.parallel.solve_built), each
+       within `TRY_NODES` branch-and-bound nodes, from y;
     3. take the cheapest plan found; a second one from a disjoint pair is merged in
        when the merged values still hold every row (the two regions' changes meet in
        the failover rows they share) and cost less;
     4. after an improvement, rank again and start over; stop at the deadline, when the
        plan is within the gap of the bound, or when every pair has been tried since
        the last improvement.
+
+Every limit but the deadline is a count of work, not a clock: the batches are the same
+however many cores are idle, and a neighbourhood's program stops at the same node on a
+busy machine as on an idle one, so the same plan comes out of the same start wherever
+it runs. The deadline (the run's time limit) still stops the search, and then the plan
+says so (`Searched.stopped`): what it reached depends on the machine.
 
 The bound is unchanged by the search (it proves nothing): the plan's gap is stated
 against the regions' bound, as before.
@@ -54,10 +60,21 @@ from solver.decompose.region_bounds import Rows, region_of
 from solver.program.lp import Constraint, LinearProgram, SolveResult
 from solver.settings import MIN_CALL_S, SolveSettings
 
+TRY_NODES = 10
+"""Branch-and-bound nodes one neighbourhood's program may search (HiGHS; a work limit,
+not the clock). On the bench's 10 x 20 x 6 region-loss instance (from the plan floored at
+the regions' fleets, $705,647) a pair's root alone takes 1.0-2.3 s of CPU and HiGHS finds
+its cheaper plans there (a sub-MIP from the start): the first 8 pairs at 1 node and at
+10 nodes found the same three ($3,971, $526 and $234 cheaper), 10 nodes taking 2.1-2.9
+s of CPU each, about what the 3 s of wall that limited them before gave at idle. Under
+load those 3 s ended most pairs inside the root, at the start (load 9: 0 nodes, a 12-16%
+gap on each of the first 6 pairs; scale17 at load 10: 0 of 45 pairs cheaper)."""
 TRY_S = 3.0
-"""Time limit of one neighbourhood's program: long enough for HiGHS to improve on the
-start in a pair of regions of the bench's 10 x 20 x 6 instance (at 2 s it often stops
-at the start), short enough that many pairs are tried."""
+"""Time limit of one neighbourhood's program for a backend that counts no nodes
+(`Capabilities.node_limit`): its search depends on the machine's load."""
+WIDTH = 2
+"""Neighbourhoods solved in one batch, whatever the cores (a batch's plans are merged,
+so its size decides the plan): two, side by side where two cores are idle."""
 SIZE = 2
 """Regions freed together."""
 TRY_GAP = 1e-4
@@ -73,12 +90,15 @@ solver's tolerances on near-free columns)."""
 @dataclass(frozen=True)
 class Searched:
     """The search's best plan (the start when none was cheaper), its cost, and what it
-    took: neighbourhoods solved and improvements accepted."""
+    took: neighbourhoods solved and improvements accepted; `stopped` when the deadline
+    ended it before every neighbourhood had been tried (the plan then depends on how
+    fast the machine was)."""
 
     values: dict[str, float]
     cost: float
     tried: int
     improved: int
+    stopped: bool = False
 
 
 def neighbourhood(
@@ -163,9 +183,8 @@ def search(
     cost = lp.objective_value(best)
     tried = improved = 0
     untried = ranked_neighbourhoods(scores(lp, best, rows), SIZE)
-    width = processes_for(len(untried)) if untried else 1
     while untried and cost > good_enough and time.monotonic() < deadline - MIN_CALL_S:
-        batch = _disjoint(untried, width)
+        batch = _disjoint(untried, WIDTH)
         untried = [hood for hood in untried if hood not in batch]
         found = _solve(lp, backend, settings, best, batch, deadline)
         tried += len(batch)
@@ -173,7 +192,7 @@ def search(
         if merged is not None and lp.objective_value(merged) < cost * (1 - IMPROVEMENT):
             best, cost, improved = merged, lp.objective_value(merged), improved + 1
             untried = ranked_neighbourhoods(scores(lp, best, rows), SIZE)
-    return Searched(best, cost, tried, improved)
+    return Searched(best, cost, tried, improved, stopped=bool(untried) and cost > good_enough)
 
 
 def _disjoint(hoods: Sequence[frozenset[str]], width: int) -> list[frozenset[str]]:
@@ -196,13 +215,20 @@ def _solve(
     batch: list[frozenset[str]],
     deadline: float,
 ) -> list[tuple[frozenset[str], SolveResult]]:
-    """Each neighbourhood of `batch` from `values`, side by side, within `TRY_S` and the
-    `deadline`; those that found a plan."""
+    """Each neighbourhood of `batch` from `values`, side by side where cores are idle,
+    within `TRY_NODES` (`TRY_S` for a backend that counts no nodes) and the `deadline`;
+    those that found a plan."""
     programs = [neighbourhood(lp, hood, values) for hood in batch]
     try_settings = replace(settings.with_duals(False), mip_gap=TRY_GAP, threads=1)
+    counts_nodes = backend.capabilities.node_limit
+    if counts_nodes:
+        try_settings = try_settings.nodes(TRY_NODES)
 
     def job_settings(_index: int) -> SolveSettings:
-        return try_settings.limited(max(min(TRY_S, deadline - time.monotonic()), MIN_CALL_S))
+        left = deadline - time.monotonic()
+        if counts_nodes:  # the nodes end it; the deadline only caps it
+            return try_settings.limited(None if math.isinf(left) else max(left, MIN_CALL_S))
+        return try_settings.limited(max(min(TRY_S, left), MIN_CALL_S))
 
     def start(index: int) -> dict[str, float]:
         return {name: values.get(name, 0.0) for name in programs[index].variables}

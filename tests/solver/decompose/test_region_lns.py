@@ -1,10 +1,13 @@
 """The search over pairs of regions after the regions' join (solver.decompose.region_lns):
 a neighbourhood's program by hand, the search's moves on a hand-sized program whose
-optimum is worked out by hand, the merge of two neighbourhoods' plans, and on generated
-instances at the policy's defaults every plan it returns holds every row of the whole
-program and costs between the whole optimum and the plan it started from."""
+optimum is worked out by hand, the merge of two neighbourhoods' plans, the same batches
+and plan whatever the machine's idle cores, each neighbourhood held to a node count
+rather than the clock, and on generated instances at the policy's defaults every plan it
+returns holds every row of the whole program and costs between the whole optimum and the
+plan it started from."""
 
 import math
+import time
 from dataclasses import replace
 
 import pytest
@@ -12,6 +15,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
 
+import solver.decompose.region_lns as region_lns
 from models.io.loading import validate_instance
 from models.operations.scenarios import failure_scenarios
 from solver.backends import get_backend
@@ -20,6 +24,8 @@ from solver.decompose.join_values import broken_rows
 from solver.decompose.region_join import floored, region_join
 from solver.decompose.region_lns import (
     AT_BOUND,
+    TRY_NODES,
+    WIDTH,
     _merged,
     excess,
     holds,
@@ -49,15 +55,17 @@ def gpus(region: str) -> str:
     return f"purchased[{region},h100-sxm]"
 
 
-def hand_program() -> LinearProgram:
-    """Whole GPUs at `PRICE`; each region at least `OWN`; all three at least `EVERYONE`."""
+def hand_program(
+    price: dict[str, float] = PRICE, own: dict[str, float] = OWN, everyone: float = EVERYONE
+) -> LinearProgram:
+    """Whole GPUs at `price`; each region at least `own`; all of them at least `everyone`."""
     lp = LinearProgram("hand")
-    for region in PRICE:
+    for region in price:
         lp.add_variable(gpus(region), upper=64, integer=True)
-        lp.add_constraint(f"own[{region}]", "test", {gpus(region): 1.0}, Sense.GE, OWN[region])
-    everyone = {gpus(region): 1.0 for region in PRICE}
-    lp.add_constraint("everyone", "test", everyone, Sense.GE, EVERYONE)
-    lp.add_objective({gpus(region): PRICE[region] for region in PRICE})
+        lp.add_constraint(f"own[{region}]", "test", {gpus(region): 1.0}, Sense.GE, own[region])
+    row = {gpus(region): 1.0 for region in price}
+    lp.add_constraint("everyone", "test", row, Sense.GE, everyone)
+    lp.add_objective({gpus(region): price[region] for region in price})
     return lp
 
 
@@ -135,6 +143,82 @@ def test_the_search_stops_at_a_plan_good_enough():
     lp = hand_program()
     found = search(lp, get_backend("highs"), EXACT, START, own_rows(lp), math.inf, 250.0)
     assert (found.tried, found.cost) == (0, pytest.approx(250.0))
+
+
+FOUR_PRICE = {"east": 20.0, "west": 10.0, "north": 30.0, "south": 40.0}
+FOUR_OWN = {"east": 2.0, "west": 1.0, "north": 1.0, "south": 1.0}
+FOUR_START = {gpus("east"): 2.0, gpus("west"): 1.0, gpus("north"): 4.0, gpus("south"): 5.0}
+"""Four regions, the failover row at 12 GPUs: north and south raised (2 + 1 + 4 + 5 =
+12), $40 + $10 + $120 + $200 = $370; the optimum puts the 8 GPUs past the own fleets
+(12 - 2 - 1 - 1 - 1 = 7 more, 1 + 7 = 8 in all) in west at $10: $40 + $80 + $30 + $40 =
+$190."""
+
+
+def _recorded(monkeypatch, idle: int) -> list[tuple[list[frozenset[str]], SolveSettings]]:
+    """Run the search's neighbourhoods in this process, one after the other, on a
+    machine said to have `idle` idle cores; record each batch and the settings its
+    programs got."""
+    batches: list[tuple[list[frozenset[str]], SolveSettings]] = []
+    real = region_lns._solve
+
+    def in_process(build, order, settings, processes, start):
+        lp, backend = build(order[0])
+        batches[-1] = (batches[-1][0], settings(order[0]))
+        for index in order:
+            lp, backend = build(index)
+            yield index, backend.run(lp, settings(index), start=start(index))
+
+    def solve(lp, backend, settings, values, batch, deadline):
+        batches.append((list(batch), settings))
+        return real(lp, backend, settings, values, batch, deadline)
+
+    monkeypatch.setattr(region_lns, "processes_for", lambda programs: max(1, min(idle, programs)))
+    monkeypatch.setattr(region_lns, "solve_built", in_process)
+    monkeypatch.setattr(region_lns, "_solve", solve)
+    return batches
+
+
+@pytest.mark.parametrize("idle", [1, 8])
+def test_the_batches_and_the_plan_do_not_depend_on_idle_cores(monkeypatch, idle):
+    """Four regions (FOUR_START): with 1 idle core or 8, each batch is `WIDTH` disjoint
+    pairs in rank order (south $200 - $40 = $160 above its own bound, north $120 - $30 =
+    $90, east and west at theirs: {south, north}, then the first pair disjoint from it,
+    {east, west}), and the plan is the optimum, $190, the spare GPUs in west."""
+    lp = hand_program(FOUR_PRICE, FOUR_OWN, 12.0)
+    rows = {r: ({gpus(r): FOUR_PRICE[r]}, FOUR_OWN[r] * FOUR_PRICE[r]) for r in FOUR_PRICE}
+    batches = _recorded(monkeypatch, idle)
+    found = search(lp, get_backend("highs"), EXACT, FOUR_START, rows, math.inf)
+    assert found.cost == pytest.approx(20.0 * 2 + 10.0 * 8 + 30.0 * 1 + 40.0 * 1)
+    assert len(batches[0][0]) == WIDTH
+    assert batches[0][0] == [frozenset({"south", "north"}), frozenset({"east", "west"})]
+    assert not found.stopped
+
+
+def test_a_neighbourhood_is_held_to_nodes_not_to_seconds(monkeypatch):
+    """Each neighbourhood's program gets `TRY_NODES` nodes, and as its time limit what is
+    left of the search's deadline (here about an hour), not a few seconds of the clock."""
+    lp = hand_program(FOUR_PRICE, FOUR_OWN, 12.0)
+    rows = {r: ({gpus(r): FOUR_PRICE[r]}, FOUR_OWN[r] * FOUR_PRICE[r]) for r in FOUR_PRICE}
+    batches = _recorded(monkeypatch, 1)
+    search(lp, get_backend("highs"), EXACT, FOUR_START, rows, time.monotonic() + 3600.0)
+    settings = batches[0][1]
+    assert settings.node_limit == TRY_NODES
+    assert settings.time_limit_s is not None and settings.time_limit_s > 3000.0
+
+
+def test_a_search_the_deadline_ends_says_so():
+    """A deadline already past: nothing is tried, the start is the plan, and the search
+    says the clock stopped it (pairs were left); the method line says so too."""
+    lp = hand_program()
+    found = search(lp, get_backend("highs"), EXACT, START, own_rows(lp), time.monotonic())
+    assert (found.tried, found.cost, found.stopped) == (0, pytest.approx(250.0), True)
+    result = SolveResult(Termination.FEASIBLE, "highs", "1", 0.0, 1.0, mip_gap=0.0169)
+    stopped = Optimised(
+        result, Method.BY_REGION, 10, searched=4, search_improved=0, search_stopped=True
+    )
+    assert stopped.description.endswith(
+        "then 4 neighbourhoods of regions re-solved (0 cheaper, stopped by the time limit)"
+    )
 
 
 def _found(values: dict[str, float]) -> SolveResult:
