@@ -31,8 +31,10 @@ from solver.decompose.region_lns import (
     holds,
     neighbourhood,
     ranked_neighbourhoods,
+    room,
     scores,
     search,
+    worth_trying,
 )
 from solver.program.build import build_program
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination
@@ -147,11 +149,11 @@ def test_the_search_stops_at_a_plan_good_enough():
 
 FOUR_PRICE = {"east": 20.0, "west": 10.0, "north": 30.0, "south": 40.0}
 FOUR_OWN = {"east": 2.0, "west": 1.0, "north": 1.0, "south": 1.0}
-FOUR_START = {gpus("east"): 2.0, gpus("west"): 1.0, gpus("north"): 4.0, gpus("south"): 5.0}
-"""Four regions, the failover row at 12 GPUs: north and south raised (2 + 1 + 4 + 5 =
-12), $40 + $10 + $120 + $200 = $370; the optimum puts the 8 GPUs past the own fleets
-(12 - 2 - 1 - 1 - 1 = 7 more, 1 + 7 = 8 in all) in west at $10: $40 + $80 + $30 + $40 =
-$190."""
+FOUR_START = {gpus("east"): 4.0, gpus("west"): 2.0, gpus("north"): 3.0, gpus("south"): 3.0}
+"""Four regions, the failover row at 12 GPUs, every region raised above its own fleet
+(4 + 2 + 3 + 3 = 12): $80 + $20 + $90 + $120 = $310; the optimum puts the GPUs past the
+own fleets (12 - 2 - 1 - 1 - 1 = 7) in west at $10: $40 + $80 + $30 + $40 = $190."""
+FOUR_ROWS = {r: ({gpus(r): FOUR_PRICE[r]}, FOUR_OWN[r] * FOUR_PRICE[r]) for r in FOUR_PRICE}
 
 
 def _recorded(monkeypatch, idle: int) -> list[tuple[list[frozenset[str]], SolveSettings]]:
@@ -181,13 +183,12 @@ def _recorded(monkeypatch, idle: int) -> list[tuple[list[frozenset[str]], SolveS
 @pytest.mark.parametrize("idle", [1, 8])
 def test_the_batches_and_the_plan_do_not_depend_on_idle_cores(monkeypatch, idle):
     """Four regions (FOUR_START): with 1 idle core or 8, each batch is `WIDTH` disjoint
-    pairs in rank order (south $200 - $40 = $160 above its own bound, north $120 - $30 =
-    $90, east and west at theirs: {south, north}, then the first pair disjoint from it,
-    {east, west}), and the plan is the optimum, $190, the spare GPUs in west."""
+    pairs in rank order (above their own bounds: south $120 - $40 = $80, north $90 - $30
+    = $60, east $80 - $40 = $40, west $20 - $10 = $10: {south, north}, then the first
+    pair disjoint from it, {east, west}), and the plan is the optimum, $190."""
     lp = hand_program(FOUR_PRICE, FOUR_OWN, 12.0)
-    rows = {r: ({gpus(r): FOUR_PRICE[r]}, FOUR_OWN[r] * FOUR_PRICE[r]) for r in FOUR_PRICE}
     batches = _recorded(monkeypatch, idle)
-    found = search(lp, get_backend("highs"), EXACT, FOUR_START, rows, math.inf)
+    found = search(lp, get_backend("highs"), EXACT, FOUR_START, FOUR_ROWS, math.inf)
     assert found.cost == pytest.approx(20.0 * 2 + 10.0 * 8 + 30.0 * 1 + 40.0 * 1)
     assert len(batches[0][0]) == WIDTH
     assert batches[0][0] == [frozenset({"south", "north"}), frozenset({"east", "west"})]
@@ -198,12 +199,22 @@ def test_a_neighbourhood_is_held_to_nodes_not_to_seconds(monkeypatch):
     """Each neighbourhood's program gets `TRY_NODES` nodes, and as its time limit what is
     left of the search's deadline (here about an hour), not a few seconds of the clock."""
     lp = hand_program(FOUR_PRICE, FOUR_OWN, 12.0)
-    rows = {r: ({gpus(r): FOUR_PRICE[r]}, FOUR_OWN[r] * FOUR_PRICE[r]) for r in FOUR_PRICE}
     batches = _recorded(monkeypatch, 1)
-    search(lp, get_backend("highs"), EXACT, FOUR_START, rows, time.monotonic() + 3600.0)
+    search(lp, get_backend("highs"), EXACT, FOUR_START, FOUR_ROWS, time.monotonic() + 3600.0)
     settings = batches[0][1]
     assert settings.node_limit == TRY_NODES
     assert settings.time_limit_s is not None and settings.time_limit_s > 3000.0
+
+
+def test_a_pair_of_regions_at_their_bounds_is_not_tried():
+    """From START east ($60 = its own 3 GPUs x $20) and west ($10) are at their bounds:
+    {east, west} could save nothing (any plan of it costs at least $60 + $10), so the
+    pairs tried are the two with north ($180, $150 above its own $30)."""
+    lp = hand_program()
+    hoods = ranked_neighbourhoods(scores(lp, START, own_rows(lp)))
+    kept = worth_trying(hoods, room(lp, START, own_rows(lp)))
+    assert len(hoods) == 3
+    assert kept == [frozenset({"north", "east"}), frozenset({"north", "west"})]
 
 
 def test_a_search_the_deadline_ends_says_so():
