@@ -247,7 +247,7 @@ def _solve(
 ) -> list[tuple[frozenset[str], SolveResult]]:
     """Each neighbourhood of `batch` from `values`, side by side where cores are idle,
     within `TRY_NODES` (`TRY_S` for a backend that counts no nodes) and the `deadline`;
-    those that found a plan."""
+    those that found a plan, in the batch's order."""
     programs = [neighbourhood(lp, hood, values) for hood in batch]
     try_settings = replace(settings.with_duals(False), mip_gap=TRY_GAP, threads=1)
     counts_nodes = backend.capabilities.node_limit
@@ -270,7 +270,10 @@ def _solve(
         min(len(batch), processes_for(len(batch))),
         start=start,
     )
-    return [(batch[i], result) for i, result in found if result.termination.has_solution]
+    # in the batch's order, not the order the workers ended in: `_merged` keeps the
+    # first of two plans of the same cost
+    in_order = sorted(found, key=lambda item: item[0])
+    return [(batch[i], result) for i, result in in_order if result.termination.has_solution]
 
 
 def _merged(

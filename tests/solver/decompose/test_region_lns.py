@@ -206,6 +206,22 @@ def test_a_neighbourhood_is_held_to_nodes_not_to_seconds(monkeypatch):
     assert settings.time_limit_s is not None and settings.time_limit_s > 3000.0
 
 
+def test_the_plans_of_a_batch_come_in_its_order_whichever_ends_first(monkeypatch):
+    """Two workers ending in the reverse order of the batch: the plans still come in the
+    batch's order, so that of two plans of the same cost `_merged` keeps the same one."""
+    lp = hand_program(FOUR_PRICE, FOUR_OWN, 12.0)
+    batch = [frozenset({"south", "north"}), frozenset({"east", "west"})]
+
+    def reversed_ends(build, order, settings, processes, start):
+        for index in sorted(order, reverse=True):
+            program, backend = build(index)
+            yield index, backend.run(program, settings(index), start=start(index))
+
+    monkeypatch.setattr(region_lns, "solve_built", reversed_ends)
+    found = region_lns._solve(lp, get_backend("highs"), EXACT, FOUR_START, batch, math.inf)
+    assert [hood for hood, _result in found] == batch
+
+
 def test_a_pair_of_regions_at_their_bounds_is_not_tried():
     """From START east ($60 = its own 3 GPUs x $20) and west ($10) are at their bounds:
     {east, west} could save nothing (any plan of it costs at least $60 + $10), so the
