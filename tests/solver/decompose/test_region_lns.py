@@ -25,7 +25,6 @@ from solver.decompose.region_join import floored, region_join
 from solver.decompose.region_lns import (
     AT_BOUND,
     TRY_NODES,
-    WIDTH,
     _merged,
     excess,
     holds,
@@ -126,17 +125,20 @@ def test_every_set_of_regions_is_a_neighbourhood_once(regions):
 
 
 def test_the_search_moves_the_failover_gpus_to_the_cheapest_region():
-    """From START (north raised, $250): {north, east} puts the 6 more GPUs in east ($20
-    each, not $30): east 8, north 1, $20 x 8 + $10 + $30 = $200; ranked again east leads,
-    and {east, west} moves them to west ($10): east 3, west 6, north 1,
-    $60 + $60 + $30 = $150, the optimum (every GPU past the own fleets at $10). Two
-    improvements, and the plan holds every row."""
+    """From START (north raised, $250) the pairs with north are swept: {north, east}
+    puts the 5 GPUs past north's own in east ($20 each, not $30): $20 x 8 + $10 + $30 =
+    $200; {north, west} puts them in west ($10): east 3, west 6, north 1, $60 + $60 +
+    $30 = $150, the optimum (every GPU past the own fleets at $10). The cheaper is taken,
+    east's plan does not merge in (east 8 with west 6: $250), and the next sweep (the
+    pairs with west, now $50 above its own $10) finds nothing cheaper: one improvement,
+    and the plan holds every row."""
     lp = hand_program()
     found = search(lp, get_backend("highs"), EXACT, START, own_rows(lp), math.inf)
     optimum = 20.0 * 3 + 10.0 * (EVERYONE - 3 - 1) + 30.0 * 1
     assert found.cost == pytest.approx(optimum)
     assert found.values[gpus("west")] == pytest.approx(6.0)
-    assert found.improved == 2
+    assert found.improved == 1
+    assert found.tried == 2 + 2
     assert broken_rows(lp, found.values, {}, {}) == []
 
 
@@ -163,7 +165,7 @@ def _recorded(monkeypatch, idle: int) -> list[tuple[list[frozenset[str]], SolveS
     batches: list[tuple[list[frozenset[str]], SolveSettings]] = []
     real = region_lns._solve
 
-    def in_process(build, order, settings, processes, start):
+    def in_process(build, order, settings, processes, stop, start):
         lp, backend = build(order[0])
         batches[-1] = (batches[-1][0], settings(order[0]))
         for index in order:
@@ -182,16 +184,17 @@ def _recorded(monkeypatch, idle: int) -> list[tuple[list[frozenset[str]], SolveS
 
 @pytest.mark.parametrize("idle", [1, 8])
 def test_the_batches_and_the_plan_do_not_depend_on_idle_cores(monkeypatch, idle):
-    """Four regions (FOUR_START): with 1 idle core or 8, each batch is `WIDTH` disjoint
-    pairs in rank order (above their own bounds: south $120 - $40 = $80, north $90 - $30
-    = $60, east $80 - $40 = $40, west $20 - $10 = $10: {south, north}, then the first
-    pair disjoint from it, {east, west}), and the plan is the optimum, $190."""
+    """Four regions (FOUR_START): with 1 idle core or 8, the first batch is every pair
+    (all are worth trying: every region is above its own bound), in rank order (above
+    their bounds: south $120 - $40 = $80, north $90 - $30 = $60, east $80 - $40 = $40,
+    west $20 - $10 = $10), and the plan is the optimum, $190."""
     lp = hand_program(FOUR_PRICE, FOUR_OWN, 12.0)
     batches = _recorded(monkeypatch, idle)
     found = search(lp, get_backend("highs"), EXACT, FOUR_START, FOUR_ROWS, math.inf)
     assert found.cost == pytest.approx(20.0 * 2 + 10.0 * 8 + 30.0 * 1 + 40.0 * 1)
-    assert len(batches[0][0]) == WIDTH
-    assert batches[0][0] == [frozenset({"south", "north"}), frozenset({"east", "west"})]
+    pairs = [("south", "north"), ("south", "east"), ("south", "west")]
+    pairs += [("north", "east"), ("north", "west"), ("east", "west")]
+    assert batches[0][0] == [frozenset(pair) for pair in pairs]
     assert not found.stopped
 
 
@@ -212,14 +215,15 @@ def test_the_plans_of_a_batch_come_in_its_order_whichever_ends_first(monkeypatch
     lp = hand_program(FOUR_PRICE, FOUR_OWN, 12.0)
     batch = [frozenset({"south", "north"}), frozenset({"east", "west"})]
 
-    def reversed_ends(build, order, settings, processes, start):
+    def reversed_ends(build, order, settings, processes, stop, start):
         for index in sorted(order, reverse=True):
             program, backend = build(index)
             yield index, backend.run(program, settings(index), start=start(index))
 
     monkeypatch.setattr(region_lns, "solve_built", reversed_ends)
-    found = region_lns._solve(lp, get_backend("highs"), EXACT, FOUR_START, batch, math.inf)
+    found, ended = region_lns._solve(lp, get_backend("highs"), EXACT, FOUR_START, batch, math.inf)
     assert [hood for hood, _result in found] == batch
+    assert ended == 2
 
 
 def test_a_pair_of_regions_at_their_bounds_is_not_tried():
@@ -270,10 +274,11 @@ def test_two_plans_of_disjoint_regions_merge_only_when_the_rows_hold():
     lp = with_failover(hand_program(), 7.0)
     east = _found({gpus("east"): 3.0})
     west = _found({gpus("west"): 2.0})
-    merged = _merged(lp, MERGE_START, [(frozenset({"west"}), west), (frozenset({"east"}), east)])
-    assert merged is not None
-    assert lp.objective_value(merged) == pytest.approx(20.0 * 3 + 10.0 * 5 + 30.0 * 1)
-    assert not holds(lp, {**merged, gpus("west"): 2.0}, {gpus("west")})
+    found = [(frozenset({"west"}), west), (frozenset({"east"}), east)]
+    merged = _merged(lp, MERGE_START, found)
+    assert merged is not None and merged[1] == 1
+    assert lp.objective_value(merged[0]) == pytest.approx(20.0 * 3 + 10.0 * 5 + 30.0 * 1)
+    assert not holds(lp, {**merged[0], gpus("west"): 2.0}, {gpus("west")})
 
 
 def test_two_plans_of_disjoint_regions_merge_when_the_rows_hold():
@@ -285,8 +290,8 @@ def test_two_plans_of_disjoint_regions_merge_when_the_rows_hold():
         (frozenset({"west"}), _found({gpus("west"): 2.0})),
     ]
     merged = _merged(lp, MERGE_START, found)
-    assert merged is not None
-    assert lp.objective_value(merged) == pytest.approx(20.0 * 3 + 10.0 * 2 + 30.0 * 1)
+    assert merged is not None and merged[1] == 2
+    assert lp.objective_value(merged[0]) == pytest.approx(20.0 * 3 + 10.0 * 2 + 30.0 * 1)
 
 
 def test_no_plan_found_merges_to_none():
