@@ -166,6 +166,7 @@ def optimise(
         from_regions=from_regions,
         searched=searched[0],
         search_improved=searched[1],
+        search_stopped=from_regions and joined.search_stopped,
     )
 
 

@@ -358,5 +358,6 @@ def by_region(
         found.regions,
         searched=0 if searched is None else searched.tried,
         search_improved=0 if searched is None else searched.improved,
+        search_stopped=searched is not None and searched.stopped,
     )
     return replace(optimised, result=replace(result, message=optimised.description))

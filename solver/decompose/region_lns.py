@@ -28,15 +28,28 @@ pairs are what the search tries:
        their bound (within `AT_BOUND` of their cost) by their cost, the largest fleet
        first;
     2. the neighbourhoods are the pairs {lead, partner}, leads in that order, partners
-       in the same order; solve `width` of them at once (one per idle core: each gets
-       its own process, solver.decompose.parallel.solve_built), each within `TRY_S`,
-       from y;
-    3. take the cheapest plan found; a second one from a disjoint pair is merged in
-       when the merged values still hold every row (the two regions' changes meet in
-       the failover rows they share) and cost less;
-    4. after an improvement, rank again and start over; stop at the deadline, when the
-       plan is within the gap of the bound, or when every pair has been tried since
-       the last improvement.
+       in the same order, except a pair of two regions at their bounds: each region's
+       own rows hold in a pair's program, so no plan of it costs less than the sum of
+       their bounds, what they cost within `AT_BOUND` (`worth_trying`); solve every one
+       of them from y (`SWEEP`; side by side where cores are idle: each gets its own
+       process, solver.decompose.parallel.solve_built), each within `TRY_NODES`
+       branch-and-bound nodes;
+    3. take the cheapest plan found; the others are merged in, cheapest first, where
+       the merged values still hold every row (the regions' changes meet in the
+       failover rows they share) and cost less;
+    4. after an improvement, rank again and sweep again; stop at the deadline, when the
+       plan is within the gap of the bound, or when a sweep found nothing cheaper.
+
+A sweep from one plan finds what the pairs save apart, and the merge adds up those that
+fit together: on the 10 x 20 x 6 bench instance two disjoint pairs save $4,789 and
+$3,971 from the floored plan, where re-ranking after each improvement (`SWEEP` off)
+spent its next pairs on the same lead again (r04 + r09 solved 6 times).
+
+Every limit but the deadline is a count of work, not a clock: the batches are the same
+however many cores are idle, and a neighbourhood's program stops at the same node on a
+busy machine as on an idle one, so the same plan comes out of the same start wherever
+it runs. The deadline (the run's time limit) still stops the search, and then the plan
+says so (`Searched.stopped`): what it reached depends on the machine.
 
 The bound is unchanged by the search (it proves nothing): the plan's gap is stated
 against the regions' bound, as before.
@@ -54,10 +67,25 @@ from solver.decompose.region_bounds import Rows, region_of
 from solver.program.lp import Constraint, LinearProgram, SolveResult
 from solver.settings import MIN_CALL_S, SolveSettings
 
+TRY_NODES = 10
+"""Branch-and-bound nodes one neighbourhood's program may search (HiGHS; a work limit,
+not the clock). On the bench's 10 x 20 x 6 region-loss instance (from the plan floored at
+the regions' fleets, $705,647) a pair's root alone takes 1.0-2.3 s of CPU and HiGHS finds
+its cheaper plans there (a sub-MIP from the start): the first 8 pairs at 1 node and at
+10 nodes found the same three ($3,971, $526 and $234 cheaper), 10 nodes taking 2.1-2.9
+s of CPU each, about what the 3 s of wall that limited them before gave at idle. Under
+load those 3 s ended most pairs inside the root, at the start (load 9: 0 nodes, a 12-16%
+gap on each of the first 6 pairs; scale17 at load 10: 0 of 45 pairs cheaper)."""
 TRY_S = 3.0
-"""Time limit of one neighbourhood's program: long enough for HiGHS to improve on the
-start in a pair of regions of the bench's 10 x 20 x 6 instance (at 2 s it often stops
-at the start), short enough that many pairs are tried."""
+"""Time limit of one neighbourhood's program for a backend that counts no nodes
+(`Capabilities.node_limit`): its search depends on the machine's load."""
+WIDTH = 2
+"""Neighbourhoods solved in one batch without `SWEEP`, whatever the cores (a batch's
+plans are merged, so its size decides the plan)."""
+SWEEP = True
+"""Whether a batch is every neighbourhood worth trying (`worth_trying`), all from the
+same plan, their plans merged; off, `WIDTH` disjoint ones, ranked again after each
+improvement (the bench's `before`)."""
 SIZE = 2
 """Regions freed together."""
 TRY_GAP = 1e-4
@@ -73,12 +101,15 @@ solver's tolerances on near-free columns)."""
 @dataclass(frozen=True)
 class Searched:
     """The search's best plan (the start when none was cheaper), its cost, and what it
-    took: neighbourhoods solved and improvements accepted."""
+    took: neighbourhoods solved and improvements accepted; `stopped` when the deadline
+    ended it before every neighbourhood had been tried (the plan then depends on how
+    fast the machine was)."""
 
     values: dict[str, float]
     cost: float
     tried: int
     improved: int
+    stopped: bool = False
 
 
 def neighbourhood(
@@ -132,6 +163,27 @@ def excess(lp: LinearProgram, values: dict[str, float], rows: Rows) -> dict[str,
     }
 
 
+def room(lp: LinearProgram, values: dict[str, float], rows: Rows) -> dict[str, float]:
+    """Each region's `excess` less `AT_BOUND` of its cost at `values`: what freeing it
+    may save beyond the gap its own program was proved within (negative at its bound)."""
+    over = excess(lp, values, rows)
+    return {
+        region: above - AT_BOUND * (above + (rows[region][1] if region in rows else 0.0))
+        for region, above in over.items()
+    }
+
+
+def worth_trying(hoods: list[frozenset[str]], room: dict[str, float]) -> list[frozenset[str]]:
+    """Those of `hoods` that may save more than their regions' proof gaps: the sum of
+    their regions' `room` positive. A neighbourhood's plan costs at least the sum of
+    its regions' bounds (each region's own rows are among its rows), so the most it
+    saves is the sum of their excesses. On the 10 x 20 x 6 bench instance, from the
+    floored plan, all 28 pairs of two regions at their bounds found nothing (1.0-2.3 s
+    of CPU each), and the 17 with r04 ($15,808 above its bound) or r09 ($4,789) found
+    every saving."""
+    return [hood for hood in hoods if sum(room.get(region, 0.0) for region in hood) > 0.0]
+
+
 def ranked_neighbourhoods(over: dict[str, float], size: int = SIZE) -> list[frozenset[str]]:
     """The sets of `size` regions, those with the region furthest above its bound first
     (`over`: `excess`), then their partners in the same order (ties by name)."""
@@ -162,18 +214,29 @@ def search(
     best = dict(values)
     cost = lp.objective_value(best)
     tried = improved = 0
-    untried = ranked_neighbourhoods(scores(lp, best, rows), SIZE)
-    width = processes_for(len(untried)) if untried else 1
-    while untried and cost > good_enough and time.monotonic() < deadline - MIN_CALL_S:
-        batch = _disjoint(untried, width)
-        untried = [hood for hood in untried if hood not in batch]
-        found = _solve(lp, backend, settings, best, batch, deadline)
-        tried += len(batch)
+    untried = _ranked(lp, best, rows)
+    cut = time.monotonic() >= deadline - MIN_CALL_S
+    while untried and cost > good_enough and not cut:
+        if SWEEP:
+            batch, untried = untried, []
+        else:
+            batch = _disjoint(untried, WIDTH)
+            untried = [hood for hood in untried if hood not in batch]
+        found, ended = _solve(lp, backend, settings, best, batch, deadline)
+        tried += ended
+        cut = time.monotonic() >= deadline - MIN_CALL_S
         merged = _merged(lp, best, found)
-        if merged is not None and lp.objective_value(merged) < cost * (1 - IMPROVEMENT):
-            best, cost, improved = merged, lp.objective_value(merged), improved + 1
-            untried = ranked_neighbourhoods(scores(lp, best, rows), SIZE)
-    return Searched(best, cost, tried, improved)
+        if merged is not None and lp.objective_value(merged[0]) < cost * (1 - IMPROVEMENT):
+            best, cost, improved = merged[0], lp.objective_value(merged[0]), improved + merged[1]
+            untried = _ranked(lp, best, rows)
+    stopped = cost > good_enough and (cut or bool(untried))
+    return Searched(best, cost, tried, improved, stopped=stopped)
+
+
+def _ranked(lp: LinearProgram, values: dict[str, float], rows: Rows) -> list[frozenset[str]]:
+    """The neighbourhoods of `SIZE` regions worth trying from `values`, in rank order."""
+    hoods = ranked_neighbourhoods(scores(lp, values, rows), SIZE)
+    return worth_trying(hoods, room(lp, values, rows))
 
 
 def _disjoint(hoods: Sequence[frozenset[str]], width: int) -> list[frozenset[str]]:
@@ -195,36 +258,55 @@ def _solve(
     values: dict[str, float],
     batch: list[frozenset[str]],
     deadline: float,
-) -> list[tuple[frozenset[str], SolveResult]]:
-    """Each neighbourhood of `batch` from `values`, side by side, within `TRY_S` and the
-    `deadline`; those that found a plan."""
-    programs = [neighbourhood(lp, hood, values) for hood in batch]
+) -> tuple[list[tuple[frozenset[str], SolveResult]], int]:
+    """Each neighbourhood of `batch` from `values`, side by side where cores are idle,
+    within `TRY_NODES` (`TRY_S` for a backend that counts no nodes) and the `deadline`;
+    those that found a plan, in the batch's order, and how many were solved (the
+    deadline drops those not started)."""
+    programs: dict[int, LinearProgram] = {}  # built as each is next (a sweep is long)
+
+    def build(index: int) -> tuple[LinearProgram, Backend]:
+        programs[index] = neighbourhood(lp, batch[index], values)
+        return programs[index], backend
+
     try_settings = replace(settings.with_duals(False), mip_gap=TRY_GAP, threads=1)
+    counts_nodes = backend.capabilities.node_limit
+    if counts_nodes:
+        try_settings = try_settings.nodes(TRY_NODES)
 
     def job_settings(_index: int) -> SolveSettings:
-        return try_settings.limited(max(min(TRY_S, deadline - time.monotonic()), MIN_CALL_S))
+        left = deadline - time.monotonic()
+        if counts_nodes:  # the nodes end it; the deadline only caps it
+            return try_settings.limited(None if math.isinf(left) else max(left, MIN_CALL_S))
+        return try_settings.limited(max(min(TRY_S, left), MIN_CALL_S))
 
     def start(index: int) -> dict[str, float]:
         return {name: values.get(name, 0.0) for name in programs[index].variables}
 
     found = solve_built(
-        lambda index: (programs[index], backend),
+        build,
         range(len(batch)),
         job_settings,
         min(len(batch), processes_for(len(batch))),
+        stop=lambda _result: time.monotonic() >= deadline - MIN_CALL_S,
         start=start,
     )
-    return [(batch[i], result) for i, result in found if result.termination.has_solution]
+    # in the batch's order, not the order the workers ended in: `_merged` keeps the
+    # first of two plans of the same cost
+    in_order = sorted(found, key=lambda item: item[0])
+    solved = [(batch[i], result) for i, result in in_order if result.termination.has_solution]
+    return solved, len(in_order)
 
 
 def _merged(
     lp: LinearProgram,
     values: dict[str, float],
     found: list[tuple[frozenset[str], SolveResult]],
-) -> dict[str, float] | None:
+) -> tuple[dict[str, float], int] | None:
     """The cheapest of the neighbourhoods' plans (each with `values` elsewhere), with
-    the others' changes merged in where the merged plan holds every row and is cheaper;
-    None when none was found."""
+    the others' changes merged in where the merged plan holds every row and is cheaper,
+    and how many of their plans it took that cost less than `values`; None when none
+    was found."""
     plans = sorted(
         ({**values, **result.values} for _hood, result in found),
         key=lp.objective_value,
@@ -232,13 +314,14 @@ def _merged(
     if not plans:
         return None
     best = plans[0]
+    taken = int(lp.objective_value(best) < lp.objective_value(values))
     for other in plans[1:]:
         changed = {n: v for n, v in other.items() if abs(v - values.get(n, 0.0)) > 1e-9}
         merged = {**best, **changed}
         cheaper = lp.objective_value(merged) < lp.objective_value(best)
         if cheaper and holds(lp, merged, set(changed)):
-            best = merged
-    return best
+            best, taken = merged, taken + 1
+    return best, taken
 
 
 def holds(lp: LinearProgram, values: dict[str, float], changed: set[str]) -> bool:

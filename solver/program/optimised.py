@@ -56,6 +56,9 @@ class Optimised:
     (solver.decompose.region_lns); 0 when there was no search."""
     search_improved: int = 0
     """Of those, the ones whose plan was cheaper and taken."""
+    search_stopped: bool = False
+    """Whether the time limit ended that search before every neighbourhood was tried
+    (its plan then depends on the machine's speed and load)."""
     join_gap: float | None = None
     """One program solved from a join of the workload programs that held but was not
     within the gap (whole servers rounded, say): that join's gap to their bound."""
@@ -99,16 +102,14 @@ class Optimised:
                 " bought for every workload of a region, fleets raised for failover"
             )
             if self.searched:
-                joined += (
-                    f", then {self.searched} neighbourhoods of regions re-solved"
-                    f" ({self.search_improved} cheaper)"
-                )
+                joined += f", then {self.searched} neighbourhoods of regions re-solved"
+                joined += f" ({self._search_outcome})"
             return joined
         if self.join_gap is not None:
             joined = "region" if self.from_regions else "workload"
             if self.searched:
                 joined += f" programs and {self.searched} neighbourhoods of regions re-solved"
-                joined += f" ({self.search_improved} cheaper)"
+                joined += f" ({self._search_outcome})"
             else:
                 joined += " programs"
             return (
@@ -116,3 +117,10 @@ class Optimised:
                 f"{self.join_gap:.2%} to their bound)"
             )
         return str(self.method)
+
+    @property
+    def _search_outcome(self) -> str:
+        """`2 cheaper`, or `2 cheaper, stopped by the time limit` when the limit ended the
+        search before every neighbourhood was tried."""
+        outcome = f"{self.search_improved} cheaper"
+        return f"{outcome}, stopped by the time limit" if self.search_stopped else outcome

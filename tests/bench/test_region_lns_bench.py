@@ -106,3 +106,64 @@ def test_search_before_and_after(size, monkeypatch):
             )
         )
         assert plan.cost_per_month > 0
+
+
+LOADED = (5, 5, 3, 1)
+"""The instance solved beside busy loops (the search runs on 5 regions here)."""
+UNREACHED_S = 1200.0
+
+
+def _busy() -> None:
+    """One core's worth of load until killed."""
+    while True:
+        pass
+
+
+def _first_kept(seen: list):
+    """by_region, keeping the first plan it returns in `seen`."""
+
+    def recorded(*args, **kwargs):
+        joined = region_join.by_region(*args, **kwargs)
+        if joined is not None and not seen:
+            seen.append(joined)
+        return joined
+
+    return recorded
+
+
+def test_the_search_gives_the_same_plan_under_load(monkeypatch):
+    """The regions' stage (the plan the search returns) of one instance, solved at the
+    machine's load and then beside two busy-loop processes (both of a 2-core machine's
+    cores taken): the same cost and the same values. The search's neighbourhoods stop at
+    a node count and its batches do not depend on idle cores (solver.decompose.region_lns);
+    before, a 3 s wall limit and one pair per idle core made the plan follow the load."""
+    import multiprocessing
+
+    inst = _instance(LOADED)
+    # a limit the search never reaches: where it cuts the search, the plan depends on
+    # the machine (and says so: Searched.stopped)
+    settings = SolveSettings.of(inst, time_limit_s=UNREACHED_S, mip_gap=MIP_GAP)
+    monkeypatch.setattr(region_join, "SEARCH_MIN_REGIONS", 0)
+    stages = []
+    for loaded in (False, True):
+        busy = [multiprocessing.Process(target=_busy, daemon=True) for _ in range(2 * loaded)]
+        for process in busy:
+            process.start()
+        seen: list = []
+        monkeypatch.setattr(by_workload, "by_region", _first_kept(seen))
+        try:
+            solve_program(inst, settings)
+        finally:
+            for process in busy:
+                process.kill()
+        assert seen, "the regions' stage returned no plan"
+        stages.append(seen[0])
+    idle, loaded = stages
+    assert not idle.search_stopped and not loaded.search_stopped
+    print(
+        f"\nunder load: {idle.result.objective:,.2f} idle, {loaded.result.objective:,.2f} loaded;"
+        f" {idle.searched} and {loaded.searched} neighbourhoods"
+    )
+    assert loaded.result.objective == idle.result.objective
+    assert loaded.searched == idle.searched
+    assert loaded.result.values == idle.result.values

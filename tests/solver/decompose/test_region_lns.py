@@ -1,10 +1,13 @@
 """The search over pairs of regions after the regions' join (solver.decompose.region_lns):
 a neighbourhood's program by hand, the search's moves on a hand-sized program whose
-optimum is worked out by hand, the merge of two neighbourhoods' plans, and on generated
-instances at the policy's defaults every plan it returns holds every row of the whole
-program and costs between the whole optimum and the plan it started from."""
+optimum is worked out by hand, the merge of two neighbourhoods' plans, the same batches
+and plan whatever the machine's idle cores, each neighbourhood held to a node count
+rather than the clock, and on generated instances at the policy's defaults every plan it
+returns holds every row of the whole program and costs between the whole optimum and the
+plan it started from."""
 
 import math
+import time
 from dataclasses import replace
 
 import pytest
@@ -12,6 +15,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
 
+import solver.decompose.region_lns as region_lns
 from models.io.loading import validate_instance
 from models.operations.scenarios import failure_scenarios
 from solver.backends import get_backend
@@ -20,13 +24,16 @@ from solver.decompose.join_values import broken_rows
 from solver.decompose.region_join import floored, region_join
 from solver.decompose.region_lns import (
     AT_BOUND,
+    TRY_NODES,
     _merged,
     excess,
     holds,
     neighbourhood,
     ranked_neighbourhoods,
+    room,
     scores,
     search,
+    worth_trying,
 )
 from solver.program.build import build_program
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination
@@ -49,15 +56,17 @@ def gpus(region: str) -> str:
     return f"purchased[{region},h100-sxm]"
 
 
-def hand_program() -> LinearProgram:
-    """Whole GPUs at `PRICE`; each region at least `OWN`; all three at least `EVERYONE`."""
+def hand_program(
+    price: dict[str, float] = PRICE, own: dict[str, float] = OWN, everyone: float = EVERYONE
+) -> LinearProgram:
+    """Whole GPUs at `price`; each region at least `own`; all of them at least `everyone`."""
     lp = LinearProgram("hand")
-    for region in PRICE:
+    for region in price:
         lp.add_variable(gpus(region), upper=64, integer=True)
-        lp.add_constraint(f"own[{region}]", "test", {gpus(region): 1.0}, Sense.GE, OWN[region])
-    everyone = {gpus(region): 1.0 for region in PRICE}
-    lp.add_constraint("everyone", "test", everyone, Sense.GE, EVERYONE)
-    lp.add_objective({gpus(region): PRICE[region] for region in PRICE})
+        lp.add_constraint(f"own[{region}]", "test", {gpus(region): 1.0}, Sense.GE, own[region])
+    row = {gpus(region): 1.0 for region in price}
+    lp.add_constraint("everyone", "test", row, Sense.GE, everyone)
+    lp.add_objective({gpus(region): price[region] for region in price})
     return lp
 
 
@@ -116,17 +125,20 @@ def test_every_set_of_regions_is_a_neighbourhood_once(regions):
 
 
 def test_the_search_moves_the_failover_gpus_to_the_cheapest_region():
-    """From START (north raised, $250): {north, east} puts the 6 more GPUs in east ($20
-    each, not $30): east 8, north 1, $20 x 8 + $10 + $30 = $200; ranked again east leads,
-    and {east, west} moves them to west ($10): east 3, west 6, north 1,
-    $60 + $60 + $30 = $150, the optimum (every GPU past the own fleets at $10). Two
-    improvements, and the plan holds every row."""
+    """From START (north raised, $250) the pairs with north are swept: {north, east}
+    puts the 5 GPUs past north's own in east ($20 each, not $30): $20 x 8 + $10 + $30 =
+    $200; {north, west} puts them in west ($10): east 3, west 6, north 1, $60 + $60 +
+    $30 = $150, the optimum (every GPU past the own fleets at $10). The cheaper is taken,
+    east's plan does not merge in (east 8 with west 6: $250), and the next sweep (the
+    pairs with west, now $50 above its own $10) finds nothing cheaper: one improvement,
+    and the plan holds every row."""
     lp = hand_program()
     found = search(lp, get_backend("highs"), EXACT, START, own_rows(lp), math.inf)
     optimum = 20.0 * 3 + 10.0 * (EVERYONE - 3 - 1) + 30.0 * 1
     assert found.cost == pytest.approx(optimum)
     assert found.values[gpus("west")] == pytest.approx(6.0)
-    assert found.improved == 2
+    assert found.improved == 1
+    assert found.tried == 2 + 2
     assert broken_rows(lp, found.values, {}, {}) == []
 
 
@@ -135,6 +147,109 @@ def test_the_search_stops_at_a_plan_good_enough():
     lp = hand_program()
     found = search(lp, get_backend("highs"), EXACT, START, own_rows(lp), math.inf, 250.0)
     assert (found.tried, found.cost) == (0, pytest.approx(250.0))
+
+
+FOUR_PRICE = {"east": 20.0, "west": 10.0, "north": 30.0, "south": 40.0}
+FOUR_OWN = {"east": 2.0, "west": 1.0, "north": 1.0, "south": 1.0}
+FOUR_START = {gpus("east"): 4.0, gpus("west"): 2.0, gpus("north"): 3.0, gpus("south"): 3.0}
+"""Four regions, the failover row at 12 GPUs, every region raised above its own fleet
+(4 + 2 + 3 + 3 = 12): $80 + $20 + $90 + $120 = $310; the optimum puts the GPUs past the
+own fleets (12 - 2 - 1 - 1 - 1 = 7) in west at $10: $40 + $80 + $30 + $40 = $190."""
+FOUR_ROWS = {r: ({gpus(r): FOUR_PRICE[r]}, FOUR_OWN[r] * FOUR_PRICE[r]) for r in FOUR_PRICE}
+
+
+def _recorded(monkeypatch, idle: int) -> list[tuple[list[frozenset[str]], SolveSettings]]:
+    """Run the search's neighbourhoods in this process, one after the other, on a
+    machine said to have `idle` idle cores; record each batch and the settings its
+    programs got."""
+    batches: list[tuple[list[frozenset[str]], SolveSettings]] = []
+    real = region_lns._solve
+
+    def in_process(build, order, settings, processes, stop, start):
+        lp, backend = build(order[0])
+        batches[-1] = (batches[-1][0], settings(order[0]))
+        for index in order:
+            lp, backend = build(index)
+            yield index, backend.run(lp, settings(index), start=start(index))
+
+    def solve(lp, backend, settings, values, batch, deadline):
+        batches.append((list(batch), settings))
+        return real(lp, backend, settings, values, batch, deadline)
+
+    monkeypatch.setattr(region_lns, "processes_for", lambda programs: max(1, min(idle, programs)))
+    monkeypatch.setattr(region_lns, "solve_built", in_process)
+    monkeypatch.setattr(region_lns, "_solve", solve)
+    return batches
+
+
+@pytest.mark.parametrize("idle", [1, 8])
+def test_the_batches_and_the_plan_do_not_depend_on_idle_cores(monkeypatch, idle):
+    """Four regions (FOUR_START): with 1 idle core or 8, the first batch is every pair
+    (all are worth trying: every region is above its own bound), in rank order (above
+    their bounds: south $120 - $40 = $80, north $90 - $30 = $60, east $80 - $40 = $40,
+    west $20 - $10 = $10), and the plan is the optimum, $190."""
+    lp = hand_program(FOUR_PRICE, FOUR_OWN, 12.0)
+    batches = _recorded(monkeypatch, idle)
+    found = search(lp, get_backend("highs"), EXACT, FOUR_START, FOUR_ROWS, math.inf)
+    assert found.cost == pytest.approx(20.0 * 2 + 10.0 * 8 + 30.0 * 1 + 40.0 * 1)
+    pairs = [("south", "north"), ("south", "east"), ("south", "west")]
+    pairs += [("north", "east"), ("north", "west"), ("east", "west")]
+    assert batches[0][0] == [frozenset(pair) for pair in pairs]
+    assert not found.stopped
+
+
+def test_a_neighbourhood_is_held_to_nodes_not_to_seconds(monkeypatch):
+    """Each neighbourhood's program gets `TRY_NODES` nodes, and as its time limit what is
+    left of the search's deadline (here about an hour), not a few seconds of the clock."""
+    lp = hand_program(FOUR_PRICE, FOUR_OWN, 12.0)
+    batches = _recorded(monkeypatch, 1)
+    search(lp, get_backend("highs"), EXACT, FOUR_START, FOUR_ROWS, time.monotonic() + 3600.0)
+    settings = batches[0][1]
+    assert settings.node_limit == TRY_NODES
+    assert settings.time_limit_s is not None and settings.time_limit_s > 3000.0
+
+
+def test_the_plans_of_a_batch_come_in_its_order_whichever_ends_first(monkeypatch):
+    """Two workers ending in the reverse order of the batch: the plans still come in the
+    batch's order, so that of two plans of the same cost `_merged` keeps the same one."""
+    lp = hand_program(FOUR_PRICE, FOUR_OWN, 12.0)
+    batch = [frozenset({"south", "north"}), frozenset({"east", "west"})]
+
+    def reversed_ends(build, order, settings, processes, stop, start):
+        for index in sorted(order, reverse=True):
+            program, backend = build(index)
+            yield index, backend.run(program, settings(index), start=start(index))
+
+    monkeypatch.setattr(region_lns, "solve_built", reversed_ends)
+    found, ended = region_lns._solve(lp, get_backend("highs"), EXACT, FOUR_START, batch, math.inf)
+    assert [hood for hood, _result in found] == batch
+    assert ended == 2
+
+
+def test_a_pair_of_regions_at_their_bounds_is_not_tried():
+    """From START east ($60 = its own 3 GPUs x $20) and west ($10) are at their bounds:
+    {east, west} could save nothing (any plan of it costs at least $60 + $10), so the
+    pairs tried are the two with north ($180, $150 above its own $30)."""
+    lp = hand_program()
+    hoods = ranked_neighbourhoods(scores(lp, START, own_rows(lp)))
+    kept = worth_trying(hoods, room(lp, START, own_rows(lp)))
+    assert len(hoods) == 3
+    assert kept == [frozenset({"north", "east"}), frozenset({"north", "west"})]
+
+
+def test_a_search_the_deadline_ends_says_so():
+    """A deadline already past: nothing is tried, the start is the plan, and the search
+    says the clock stopped it (pairs were left); the method line says so too."""
+    lp = hand_program()
+    found = search(lp, get_backend("highs"), EXACT, START, own_rows(lp), time.monotonic())
+    assert (found.tried, found.cost, found.stopped) == (0, pytest.approx(250.0), True)
+    result = SolveResult(Termination.FEASIBLE, "highs", "1", 0.0, 1.0, mip_gap=0.0169)
+    stopped = Optimised(
+        result, Method.BY_REGION, 10, searched=4, search_improved=0, search_stopped=True
+    )
+    assert stopped.description.endswith(
+        "then 4 neighbourhoods of regions re-solved (0 cheaper, stopped by the time limit)"
+    )
 
 
 def _found(values: dict[str, float]) -> SolveResult:
@@ -159,10 +274,11 @@ def test_two_plans_of_disjoint_regions_merge_only_when_the_rows_hold():
     lp = with_failover(hand_program(), 7.0)
     east = _found({gpus("east"): 3.0})
     west = _found({gpus("west"): 2.0})
-    merged = _merged(lp, MERGE_START, [(frozenset({"west"}), west), (frozenset({"east"}), east)])
-    assert merged is not None
-    assert lp.objective_value(merged) == pytest.approx(20.0 * 3 + 10.0 * 5 + 30.0 * 1)
-    assert not holds(lp, {**merged, gpus("west"): 2.0}, {gpus("west")})
+    found = [(frozenset({"west"}), west), (frozenset({"east"}), east)]
+    merged = _merged(lp, MERGE_START, found)
+    assert merged is not None and merged[1] == 1
+    assert lp.objective_value(merged[0]) == pytest.approx(20.0 * 3 + 10.0 * 5 + 30.0 * 1)
+    assert not holds(lp, {**merged[0], gpus("west"): 2.0}, {gpus("west")})
 
 
 def test_two_plans_of_disjoint_regions_merge_when_the_rows_hold():
@@ -174,8 +290,8 @@ def test_two_plans_of_disjoint_regions_merge_when_the_rows_hold():
         (frozenset({"west"}), _found({gpus("west"): 2.0})),
     ]
     merged = _merged(lp, MERGE_START, found)
-    assert merged is not None
-    assert lp.objective_value(merged) == pytest.approx(20.0 * 3 + 10.0 * 2 + 30.0 * 1)
+    assert merged is not None and merged[1] == 2
+    assert lp.objective_value(merged[0]) == pytest.approx(20.0 * 3 + 10.0 * 2 + 30.0 * 1)
 
 
 def test_no_plan_found_merges_to_none():
