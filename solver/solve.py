@@ -74,7 +74,7 @@ from solver.program.optimised import Optimised
 from solver.program.row_names import ReplicasColumn, family_of
 from solver.program.sets import ProgramSets
 from solver.readback.assign import chosen_sizes, gpu_use, integral, read_plan, replica_counts
-from solver.readback.pricing import priced_rows, pricing_program
+from solver.readback.pricing import credited_program, priced_rows, pricing_program
 from solver.settings import PRICING_BACKEND, PRICING_SHARE, SolveSettings, TimeLimitReached
 from solver.stages import ProgramStep, candidate_table, ready_backend, solution, solving, verified
 from solver.time.horizon import Horizon
@@ -230,14 +230,9 @@ def _solve_table(
         optimised = step.optimise(backend, solve_settings)
     finally:
         step.close()
-    values = solution(
-        optimised.result,
-        step.lp,
-        settings,
-        lambda: step.diagnosis(backend),
-        stage=horizon.stage,
-        what=horizon.what,
-    )
+    diagnose = partial(step.diagnosis, backend)
+    found = solution(optimised.result, step.lp, settings, diagnose, horizon.stage, horizon.what)
+    values = step.credited(found)  # every pooling step reached: solver.readback.pricing
     pricer = backend if backend.capabilities.duals else get_backend(PRICING_BACKEND)
     pricing_settings = settings.within(PRICING_SHARE).with_duals()
     pricing = _in_background(step.price, pricer, values, pricing_settings)
@@ -424,6 +419,10 @@ class StaticStep:
             routing = build_program(self.instance, self.table, settings=self.settings)
         return diagnose_infeasible(routing, backend, self.settings)
 
+    def credited(self, values: dict[str, float]) -> dict[str, float]:
+        """`values` with every pooling step its pools reach credited."""
+        return credited_program(self.program, values)
+
     def price(
         self, pricer: Backend, values: dict[str, float], settings: SolveSettings
     ) -> SolveResult:
@@ -468,9 +467,11 @@ class StaticStep:
     def explained(
         self, optimised: Optimised, plan: Plan, values: dict[str, float]
     ) -> tuple[FleetProgram, Optimised]:
-        """What `explain` reads: the program and its result as solved."""
-        del plan, values
-        return self.program, optimised
+        """What `explain` reads: the program and its result as read back."""
+        del plan
+        return self.program, dataclasses.replace(
+            optimised, result=dataclasses.replace(optimised.result, values=values)
+        )
 
 
 def _in_background(run: Callable[..., T], *args) -> Callable[[], T]:

@@ -45,7 +45,9 @@ class ProgramStep(Protocol):
     size guard, build (pre-solve problems: Infeasible), optimise, close (whatever ran
     beside the solve is let go), diagnosis (of an infeasible program), price (the
     pricing LP, run in the background), read_back (the plan, waiting on the prices only
-    where it needs them), verify, explained (what `explain` reads)."""
+    where it needs them), verify, explained (what `explain` reads). `credited`: the
+    solved values with every pooling step their pools reach credited, which the pricing
+    LP, the read-back and explain read (solver.readback.pricing)."""
 
     build_stage: str
     built_late: bool
@@ -64,6 +66,8 @@ class ProgramStep(Protocol):
     def close(self) -> None: ...
 
     def diagnosis(self, backend: Backend) -> Diagnosis: ...
+
+    def credited(self, values: dict[str, float]) -> dict[str, float]: ...
 
     def price(
         self, pricer: Backend, values: dict[str, float], settings: SolveSettings

@@ -6,7 +6,7 @@ the plan's discrete choices and relaxes only the counts:
 
     pools with no replica in the plan     replicas = 0              (choice fixed)
     pools with replicas                   replicas >= 0             (continuous)
-    pool_used, pool_at_least              fixed at the plan's 0/1
+    pool_used, pool_at_least              fixed at the plan's 0/1 (every step reached: below)
     zone_survivors, pooled                continuous
 
 A chosen pool's replicas keep no upper bound of their own: `gpu_supply` already limits
@@ -26,12 +26,19 @@ column with no such step (it can take any part of the slack), or none that can g
 leaves the row as it is. The pricing LP has slack in such a row and gives it no price.
 Power and rack rows are left to solver.readback.site.whole_unit_power, which reads the
 kW from the GPUs installed (a period's `purchased` is not priced in the hourly program).
+
+Both read the plan's equal-cost twin that credits every pooling step its pools reach
+(`credited_program`; solver.program.families.pooling.reached_steps says why it is a
+plan): the solver may leave a reached step uncredited where its row is slack anyway, and
+the slack, binding rows and prices would then read a weaker pool than the one planned
+(peak.yaml's two 6 x H100 pools: slack 28.49 and 23.29 requests/s where each has 32.12,
+prices 52.83 and 44.39 $/month per request/s out of their GPUs' 2.9/2.4 ratio).
 """
 
 from solver.plan.binding import Binding
 from solver.program.build import FleetProgram, with_bounds
 from solver.program.families import FAMILIES
-from solver.program.families.pooling import PoolAtLeastColumn
+from solver.program.families.pooling import PoolAtLeastColumn, reached_steps
 from solver.program.families.variables import PoolUsedColumn
 from solver.program.families.zone import ZoneSurvivorsIndex
 from solver.program.lp import Constraint, LinearProgram, Sense, SolveResult
@@ -43,6 +50,31 @@ SLACK_TOLERANCE = 1e-6
 """Relative slack below which a row counts as tight."""
 SITE_FAMILIES = ("power", "rack_space")
 """Rows whose binding in whole units solver.readback.site states (see the module text)."""
+
+
+def credited_program(program: FleetProgram, values: dict[str, float]) -> dict[str, float]:
+    """`values` with every pooling step its pools reach credited (see the module text)."""
+    return credited(program.lp, values, reached_steps(program.sets, values))
+
+
+def credited(
+    lp: LinearProgram, values: dict[str, float], steps: list[dict[str, float]]
+) -> dict[str, float]:
+    """`values` with each pool's twin columns (`steps`, one dict a pool: `reached_steps`)
+    put in, but for a pool whose twin would break a row the plan keeps (none of the
+    families today: a guard for a later row that credits a step against its load)."""
+    twin = dict(values)
+    for columns in steps:
+        twin.update(columns)
+    owner = {name: i for i, columns in enumerate(steps) for name in columns}
+    broken = set()
+    for row in lp.constraints.values():
+        touched = {owner[name] for name in row.coefficients if name in owner}
+        if touched - broken and row.broken_by(twin) and not row.broken_by(values):
+            broken |= touched
+    for i in broken:
+        twin.update({name: values.get(name, 0.0) for name in steps[i]})
+    return twin
 
 
 def pricing_program(program: FleetProgram, values: dict[str, float]) -> LinearProgram:

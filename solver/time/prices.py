@@ -27,9 +27,10 @@ which is what the plan's power table states (`site_duals`).
 
 from solver.plan.records import Binding
 from solver.program.build import with_bounds
+from solver.program.families.pooling import reached_steps
 from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.program.row_names import PowerRow, RackSpaceRow, timed_name
-from solver.readback.pricing import binding_rows, priced_rows, pricing_bounds
+from solver.readback.pricing import binding_rows, credited, priced_rows, pricing_bounds
 from solver.time.periods import TimeProgram
 
 PRICED_NOTE = (
@@ -42,6 +43,20 @@ UNPRICED_NOTE = (
     "hourly plan: no shadow prices (the pricing LP of the periods program ended {}; raise "
     "--time-limit to have them)"
 )
+
+
+def credited_hours(program: TimeProgram, values: dict[str, float]) -> dict[str, float]:
+    """`values` with every pooling step each period's pools reach credited, in every
+    period (the static rule, solver.readback.pricing.credited_program, on each period's
+    copy of the program): what the pricing LP and the read-back read."""
+    steps = [
+        {timed_name(name, part.first_hour): level for name, level in columns.items()}
+        for part in program.periods
+        for columns in reached_steps(
+            part.program.sets, program.period_values(values, part.first_hour)
+        )
+    ]
+    return credited(program.lp, values, steps)
 
 
 def pricing_lp(program: TimeProgram, values: dict[str, float]) -> LinearProgram:

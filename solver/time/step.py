@@ -60,7 +60,7 @@ from solver.time.fallback import refused_message
 from solver.time.horizon import Horizon
 from solver.time.months import bound_commitments, month_conflict
 from solver.time.periods import TimeProgram, build_time_program, interactive_table
-from solver.time.prices import priced_hours, pricing_lp
+from solver.time.prices import credited_hours, priced_hours, pricing_lp
 from solver.time.shares import ending_by, expired, kept_until, month_share, retry_share
 from solver.time.solve import hourly_problems, peak_period, period_instances, read_hours
 from solver.verify.hours import verify_hours
@@ -451,6 +451,11 @@ class PeriodsStep:
                 f"{inherited.method}; month {h.month}'s peak period: {peak.method}",
             )
         return inherited
+
+    def credited(self, values: dict[str, float]) -> dict[str, float]:
+        """`values` with every pooling step reached credited in every period
+        (solver.time.prices)."""
+        return credited_hours(self.program, values)
 
     def price(
         self, pricer: Backend, values: dict[str, float], settings: SolveSettings

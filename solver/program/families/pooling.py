@@ -309,3 +309,40 @@ def pool_credit_less_one(pool: Pool) -> dict[str, float]:
             terms[PooledColumn.of(pool, tier.replicas).name()] = tier.spare_gain
             terms[PoolAtLeastColumn.of(pool, tier.replicas).name()] = -tier.spare_gain
     return terms
+
+
+def reached_steps(sets: ProgramSets, values: dict[str, float]) -> list[dict[str, float]]:
+    """Per chosen pool, its pooling columns in the plan's twin that credits every step its
+    replica count n reaches: pool_at_least[k] = 1 and pooled[k] = min(n, M) for each
+    P_k <= n (pooled_survivors[k] = min(zone_survivors, M) in zone-loss regions); steps
+    above n stay 0, as pool_size holds them.
+
+    The twin costs what the plan costs (no pooling column is priced) and is a plan too:
+    pool_size holds (n >= P_k), the chains pooled_within and pooled_survivors_within hold
+    with equality or below (min(n, M) <= n), pooled_open and the columns' bounds at M;
+    the credited steps are the ladder's first ones, so pool_ladder holds (pool_used = 1
+    when n >= 1); replica_spare gains spare_gain_k x (min(n, M) - 1) >= 0 per step, and
+    every capacity, Hall and spare row credits gains >= 0 (q never falls as the pool
+    grows); solver.program.tightening's rows hold at every plan. The solver may leave a
+    reached step uncredited where its row is slack anyway (peak.yaml's 6 x H100 pools:
+    one credited q(2) on 6 replicas, the other q(1)); the read-back and the pricing LP
+    of the twin read the capacity the pool really has."""
+    zone_regions = set(sets.zone_regions)
+    found = []
+    for pool in sets.pools:
+        w, key, r = pool.workload, pool.candidate.key, pool.region
+        n = float(round(values.get(ReplicasColumn(w, key, r).name(), 0.0)))
+        if n == 0 or not pool.tiers:
+            continue
+        bound = float(pool.credit_replicas)
+        alive = values.get(ZoneSurvivorsIndex(w, key, r).name(), 0.0)
+        columns = {}
+        for tier in pool.tiers:
+            if tier.replicas > n:
+                break  # the tiers rise
+            columns[PoolAtLeastColumn.of(pool, tier.replicas).name()] = 1.0
+            columns[PooledColumn.of(pool, tier.replicas).name()] = min(n, bound)
+            if r in zone_regions:
+                columns[PooledSurvivorsColumn.of(pool, tier.replicas).name()] = min(alive, bound)
+        found.append(columns)
+    return found
