@@ -22,6 +22,7 @@ from models.io.documents import (
 )
 from models.io.loading import validate_instance
 from models.io.output_files import check_target, check_targets, write_text
+from models.io.output_kinds import PLAN
 from models.schema import limits
 from models.schema.errors import InputError, Issue
 from models.schema.quantities import counted
@@ -189,7 +190,7 @@ def fleet_import(
     files = _fleet_files(fleet_file) if fleet_file.is_dir() else [fleet_file]
     inputs = (fleet_file, instance_file, *files)
     # and never one file for both; the instance written may replace an instance file
-    check_targets((instance_out, plan_out), inputs, (instance_out,))
+    check_targets((instance_out, (plan_out, PLAN)), inputs, (instance_out,))
     if instance_out.suffix.lower() not in INSTANCE_SUFFIXES:  # written, it would not load
         raise _problem(
             "command line",
@@ -247,4 +248,4 @@ def fleet_import(
             "schedule (reserved and rented GPUs, hour by hour), which verify judges",
             markup=False,
         )
-    emit_json(plan_out, plan, inputs)
+    emit_json(plan_out, plan, inputs, PLAN)

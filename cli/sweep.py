@@ -26,6 +26,7 @@ from cli.options import (
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, print_tables
 from models.io.output_files import check_targets, one_line
+from models.io.output_kinds import JSON
 from models.schema.errors import InputError, Issue
 from models.schema.quantities import counted
 
@@ -77,7 +78,7 @@ def sweep(
 
     grid = read_grid(grid_file)
     inputs = (grid_file, grid.instance_file)  # the base instance is an input too
-    check_targets((results, json_out), inputs)
+    check_targets((results, (json_out, JSON)), inputs)
     done = read_results(results)
     grid_id = None if results is None else grid_name(grid_file, results)
     refuse_other_grids(results, done, grid_id)

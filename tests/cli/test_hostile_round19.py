@@ -1,0 +1,142 @@
+"""Hostile input, round nineteen: an output writes over a file only when it is empty or
+fleetplan's own earlier output of the same kind (models.io.output_kinds)."""
+
+import json
+
+import pytest
+
+from models.io.output_files import check_target
+from models.io.output_kinds import HTML_OPENING, JSON, MARKDOWN, PLAN, PROFILE, PROGRAM
+from models.schema.errors import InputError
+from tests.cli.test_hostile_input import run_checked
+from tests.paths import ONE_MODEL_ONE_REGION
+
+_POOL = {"workload": "chat", "region": "us-east", "gpu": "h100-sxm", "precision": "fp8",
+         "tp": 1, "pp": 1, "role": "unified", "count": 1}  # fmt: skip
+PLAN_TEXT = json.dumps({"status": "optimal", "replicas": [_POOL]})
+"""A plan, as far as the kinds look (`solve --json` writes more keys)."""
+README = "# My project\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```\nfleetplan solve x.yaml\n```\n"
+"""A user's README: a heading and a table, as a report has, and a code fence, as none has."""
+NOTES = "notes on the fleet: ask finance about reserved prices\n"
+REPORT_MD = "# chat: optimal, $1/month\n\n## GPUs\n\n| region | GPUs |\n|---|---|\n| us | 1 |\n"
+
+_USERS = {"plan.json": PLAN_TEXT, "README.md": README, "notes.txt": NOTES}
+
+
+def _files(tmp_path):
+    for name, text in _USERS.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    plan = tmp_path / "given.json"  # the plan the command reads, never an output here
+    plan.write_text(PLAN_TEXT, encoding="utf-8")
+    return plan
+
+
+@pytest.mark.parametrize(
+    ("args", "target"),
+    [
+        (["solve", "INSTANCE", "--markdown"], "plan.json"),  # the issue's own case
+        (["solve", "INSTANCE", "--json"], "README.md"),
+        (["solve", "INSTANCE", "--json"], "notes.txt"),
+        (["explain", "INSTANCE", "--markdown"], "README.md"),
+        (["verify", "INSTANCE", "PLAN", "--json"], "plan.json"),  # a verdict over a plan
+        (["simulate", "INSTANCE", "PLAN", "--markdown"], "plan.json"),
+        (["simulate", "INSTANCE", "PLAN", "--json"], "notes.txt"),
+        (["compare", "INSTANCE", "INSTANCE", "--json"], "plan.json"),
+        (["validate", "INSTANCE", "--json"], "plan.json"),
+        (["sweep", "GRID", "--json"], "plan.json"),
+        (["estimate", "--requests-per-day", "1000", "--json"], "plan.json"),
+        (["batch", "FOLDER", "--junit"], "notes.txt"),
+        (["batch", "FOLDER", "--markdown"], "README.md"),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else value,
+)
+def test_an_output_never_replaces_a_file_of_another_kind(run_cli, tmp_path, args, target):
+    """`solve x.yaml --markdown plan.json` wrote Markdown over the plan with exit 0 (only
+    instance files were protected); each output now refuses, before any work, a file
+    that is not its own earlier output, naming the path and what the file holds."""
+    plan = _files(tmp_path)
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(f"instance: {ONE_MODEL_ONE_REGION}\naxes:\n  policy.survive: [none]\n")
+    folder = tmp_path / "instances"
+    folder.mkdir()
+    (folder / "one.yaml").write_text(ONE_MODEL_ONE_REGION.read_text())
+    given = {"INSTANCE": ONE_MODEL_ONE_REGION, "PLAN": plan, "GRID": grid, "FOLDER": folder}
+    path = tmp_path / target
+    needles = (f"{path}: exists and holds ", "not an earlier", "remove the file first")
+    run_checked(run_cli, *[given.get(a, a) for a in args], path, needles=needles)
+    assert {name: (tmp_path / name).read_text() for name in _USERS} == _USERS
+
+
+def test_a_verdict_is_written_over_an_earlier_verdict(run_cli, tmp_path):
+    """What may be replaced still is: `verify --json` over an earlier verdict (a JSON
+    document, not a plan); the plan's one replica carries the fixture's 20 requests/s."""
+    plan = _files(tmp_path)
+    verdict = tmp_path / "verdict.json"
+    verdict.write_text('{"ok": false}')
+    run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, "--json", str(verdict), code=0)
+    assert "violations" in json.loads(verdict.read_text())
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "replaced"),
+    [
+        (PLAN, PLAN_TEXT, True),
+        (PLAN, '{"replicas": []}', True),  # fleet-import --plan-out's
+        (PLAN, '{"status": "infeasible", "diagnosis": {}}', True),
+        (PLAN, '{"ok": true, "violations": []}', False),  # a verdict is no plan
+        (JSON, '{"ok": true, "violations": []}', True),
+        (JSON, "[1, 2]", True),
+        (JSON, PLAN_TEXT, False),
+        (JSON, '{"status": "optimal", "plan": {}}', False),  # an explanation holds a plan
+        (JSON, "{not json", False),
+        (MARKDOWN, REPORT_MD, True),
+        (MARKDOWN, README, False),
+        (MARKDOWN, "# notes\n\nno table here\n", False),
+        (MARKDOWN, PLAN_TEXT, False),
+        (PROGRAM, "NAME        \nROWS\n N  Obj\n", True),
+        (PROGRAM, "\\ File written by HiGHS .lp file handler\nmin\n", True),
+        (PROGRAM, NOTES, False),
+        (PROFILE, "# fleetplan engine profile, written by `fleetplan calibrate` on x.\n", True),
+        (PROFILE, "kind: fleetplan-engine-profile\nprofile: mine\n", False),  # the user's own
+    ],
+)
+def test_what_each_kind_writes_over(tmp_path, kind, text, replaced):
+    path = tmp_path / "out"
+    path.write_text(text, encoding="utf-8")
+    if replaced:
+        check_target(path, kind=kind)
+    else:
+        with pytest.raises(InputError, match="not an earlier"):
+            check_target(path, kind=kind)
+
+
+def test_an_empty_file_and_the_reports_own_opening_are_replaced(tmp_path):
+    """An empty file (a `touch`, a mktemp) is replaced by any kind; the report's HTML by
+    a report, a page of the user's is not."""
+    from models.io.output_kinds import HTML
+
+    empty = tmp_path / "empty.html"
+    empty.write_text("")
+    for kind in (PLAN, JSON, MARKDOWN, PROGRAM, PROFILE, HTML):
+        check_target(empty, kind=kind)
+    page = tmp_path / "page.html"
+    page.write_text(HTML_OPENING + "fleet</title>")
+    check_target(page, kind=HTML)
+    page.write_text("<!DOCTYPE html>\n<html><body>my page</body></html>\n")
+    with pytest.raises(InputError, match="not an earlier HTML report"):
+        check_target(page, kind=HTML)
+
+
+def test_fleet_import_writes_an_instance_over_an_instance_only(run_cli, tmp_path):
+    """`fleet-import --instance-out notes.yaml` wrote the instance over any file but a
+    file the instance reads; an existing file must now be an instance."""
+    notes = tmp_path / "notes.yaml"
+    notes.write_text("todo: [ask finance]\n")
+    fleet = tmp_path / "fleet.csv"
+    fleet.write_text(
+        "workload,region,gpu,precision,tp,pp,replicas\nchat,us-east,h100-sxm,fp8,1,1,2\n"
+    )
+    needles = (f"{notes}: exists and is not an instance file",)
+    run_checked(run_cli, "fleet-import", fleet, "--instance", ONE_MODEL_ONE_REGION,
+                "--instance-out", notes, needles=needles)  # fmt: skip
+    assert notes.read_text() == "todo: [ask finance]\n"
