@@ -140,3 +140,23 @@ def test_fleet_import_writes_an_instance_over_an_instance_only(run_cli, tmp_path
     run_checked(run_cli, "fleet-import", fleet, "--instance", ONE_MODEL_ONE_REGION,
                 "--instance-out", notes, needles=needles)  # fmt: skip
     assert notes.read_text() == "todo: [ask finance]\n"
+
+
+# --- a binding row's period, worded without Python's None --------------------------------
+
+
+def test_a_row_name_without_its_period_mark_is_said_in_words():
+    """A plan's binding row renamed by hand (`ü名前`, fuzzed from a growth-horizon plan)
+    failed verify with 'states period 18; its name says None': the name carries no
+    `@tHH` mark, and the message now says so."""
+    from solver.plan.binding import Binding
+    from solver.verify.hour_rows import _rows
+
+    row = Binding(name="demand[chat]", family="demand", slack=0, shadow_price=0, period=18)
+    (found,) = _rows("binding", (row,), (), None)
+    assert found.requirement == "binding[0].period"
+    assert "states period 18; its name says no period" in found.message
+    assert "None" not in found.message
+    row = Binding(name="demand[chat]", family="demand", slack=0, shadow_price=0)
+    (found,) = _rows("months[3].binding", (row,), (), 3)  # a month's row stating none
+    assert "states no month; it is a row of month 3" in found.message
