@@ -142,6 +142,31 @@ def test_fleet_import_writes_an_instance_over_an_instance_only(run_cli, tmp_path
     assert notes.read_text() == "todo: [ask finance]\n"
 
 
+def test_fleet_import_replaces_its_earlier_import_and_no_other_instance(run_cli, tmp_path):
+    """`--instance-out prod.yaml` wrote the imported instance over a hand-written
+    instance of another name (its comments and name gone); an earlier import into the
+    same instance is still replaced."""
+    fleet = tmp_path / "fleet.csv"
+    fleet.write_text(
+        "workload,region,gpu,precision,tp,pp,replicas\nchat,us-east,h100-sxm,fp8,1,1,2\n"
+    )
+    prod = tmp_path / "prod.yaml"
+    prod_text = "# ours\n" + ONE_MODEL_ONE_REGION.read_text().replace(
+        "name: one-model-one-region", "name: prod"
+    )
+    prod.write_text(prod_text)
+    needles = (f"{prod}:", "holds the instance 'prod', not an earlier import into "
+               "'one-model-one-region'")  # fmt: skip
+    run_checked(run_cli, "fleet-import", fleet, "--instance", ONE_MODEL_ONE_REGION,
+                "--instance-out", prod, needles=needles)  # fmt: skip
+    assert prod.read_text() == prod_text
+    owned = tmp_path / "owned.yaml"
+    for _ in range(2):  # the second run replaces the first's output
+        run_checked(run_cli, "fleet-import", fleet, "--instance", ONE_MODEL_ONE_REGION,
+                    "--instance-out", str(owned), code=0)  # fmt: skip
+    assert "existing" in owned.read_text()
+
+
 # --- a binding row's period, worded without Python's None --------------------------------
 
 
