@@ -185,3 +185,26 @@ def test_a_row_name_without_its_period_mark_is_said_in_words():
     row = Binding(name="demand[chat]", family="demand", slack=0, shadow_price=0)
     (found,) = _rows("months[3].binding", (row,), (), 3)  # a month's row stating none
     assert "states no month; it is a row of month 3" in found.message
+
+
+@pytest.mark.parametrize(
+    ("found", "requirement", "said"),
+    [
+        # growth-horizon's months[5].month edited to 99 (fuzzed): months 0 .. 11 in order
+        (
+            [0, 1, 2, 3, 4, 99, 6, 7, 8, 9, 10, 11],
+            "months[5].month",
+            "states month 99 where month 5",
+        ),
+        ([*range(12), 3], "months[12].month", "states month 3, past the horizon"),  # a copy
+        ([0], "months", "states 1 month; the plan needs months 0 .. 11"),
+    ],
+)
+def test_a_month_out_of_its_place_is_named_by_its_field(found, requirement, said):
+    """It read 'needs months 0 .. horizon_months - 1 once each in order (horizon_months
+    12); got 12 months starting [0, 1, 2]', the month edited nowhere in sight."""
+    from solver.verify.months import _out_of_order
+
+    violation = _out_of_order(found, 12)
+    assert violation.requirement == requirement
+    assert said in violation.message
