@@ -110,7 +110,7 @@ JSON = OutputKind("JSON output", _other_json, True)
 MARKDOWN = OutputKind("Markdown report", _markdown)
 HTML = OutputKind("HTML report", lambda text: text.startswith(HTML_OPENING))
 PROGRAM = OutputKind("program file (MPS or LP)", _program)
-PROFILE = OutputKind("engine profile", lambda text: text.startswith(PROFILE_OPENING))
+PROFILE = OutputKind("profile from calibrate", lambda text: text.startswith(PROFILE_OPENING))
 JUNIT = OutputKind("JUnit XML report", _junit)
 
 READ_AT_MOST = MAX_PLAN_BYTES
@@ -129,7 +129,9 @@ def described(text: str) -> str:
     if text.lstrip().startswith("{") and '"replicas"' in text:  # a plan's head (HEAD_BYTES)
         return "what reads as a plan (JSON with replicas)"
     if re.search(r"^kind: *fleetplan-engine-profile *$", text, re.MULTILINE):
-        return "an engine profile"
+        if text.startswith(PROFILE_OPENING):
+            return "an engine profile"
+        return "an engine profile calibrate did not write (no calibrate header line)"
     for kind in (MARKDOWN, HTML, PROGRAM, PROFILE, JUNIT):
         if kind.recognises(text):
             return ("an " if kind.name[0] in "aeiouH" else "a ") + kind.name

@@ -97,7 +97,7 @@ def test_a_verdict_is_written_over_an_earlier_verdict(run_cli, tmp_path):
         (PROGRAM, "\\ File written by HiGHS .lp file handler\nmin\n", True),
         (PROGRAM, NOTES, False),
         (PROFILE, "# fleetplan engine profile, written by `fleetplan calibrate` on x.\n", True),
-        (PROFILE, "kind: fleetplan-engine-profile\nprofile: mine\n", False),  # the user's own
+        (PROFILE, "kind: fleetplan-engine-profile\nprofile: mine\n", False),  # one's own
     ],
 )
 def test_what_each_kind_writes_over(tmp_path, kind, text, replaced):
