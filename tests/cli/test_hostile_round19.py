@@ -208,3 +208,28 @@ def test_a_month_out_of_its_place_is_named_by_its_field(found, requirement, said
     violation = _out_of_order(found, 12)
     assert violation.requirement == requirement
     assert said in violation.message
+
+
+# --- a sweep's two-axis matrix over list values -------------------------------------------
+
+
+def test_a_two_axis_matrix_takes_list_values():
+    """A grid over a whole `hourly_profile` (a list) and `policy.horizon_months` solved
+    its points, then exited 70 ('unhashable type: list') drawing the matrix: its rows and
+    columns were `dict.fromkeys` of the axis values. Two profiles x one horizon: two rows,
+    each point's horizon cost in its cell ($100 and $250 as stated)."""
+    from pathlib import Path
+
+    from cli.sweep import _matrix
+    from models.schema.sweep_grid import Grid, Point
+
+    flat, peaked = [1] * 24, [1] * 12 + [2] * 12
+    axes = ("workloads[0].demand.us-east.hourly_profile", "policy.horizon_months")
+    points = tuple(
+        Point(index, ((axes[0], profile), (axes[1], 2)))
+        for index, profile in enumerate((flat, peaked))
+    )
+    grid = Grid(Path("g.yaml"), Path("i.yaml"), {}, points, axes)
+    (table,) = _matrix(grid, {0: {"horizon_cost": 100.0}, 1: {"horizon_cost": 250.0}})
+    assert [row[1] for row in table.rows] == ["$100", "$250"]
+    assert table.columns == ("hourly_profile", "2")
