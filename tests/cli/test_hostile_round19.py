@@ -233,3 +233,27 @@ def test_a_two_axis_matrix_takes_list_values():
     (table,) = _matrix(grid, {0: {"horizon_cost": 100.0}, 1: {"horizon_cost": 250.0}})
     assert [row[1] for row in table.rows] == ["$100", "$250"]
     assert table.columns == ("hourly_profile", "2")
+
+
+# --- a month's offer of a GPU the instance lacks ------------------------------------------
+
+
+def test_a_timed_record_of_an_unknown_gpu_is_named_before_any_arithmetic():
+    """procurement-3region's plan with months[1].offers[0].gpu edited to 'h999' (fuzzed)
+    ended verify with exit 70 (KeyError: 'h999', a server size looked up); a commitment's
+    'h999' gave 57 violations about reserved GPUs in use. Each is now one violation naming
+    the field, as an unknown region is, and nothing is recomputed."""
+    from models.io.loading import load_instance
+    from solver.plan.schema import Plan
+    from solver.verify.hour_figures import unknown_names
+    from tests.paths import INSTANCES
+
+    instance = load_instance(INSTANCES / "procurement-3region.yaml")
+    offer = {"region": "us-east", "gpu": "h999", "peak_need_gpus": 0, "committed_gpus": 0,
+             "ordered_gpus": 0, "on_demand_gpu_hours": 0, "cost": 0, "owned_gpus": 0,
+             "bought_gpus": 0}  # fmt: skip
+    month = {"month": 1, "growth_factor": 1.05, "cost_per_month": 0, "offers": [offer]}
+    plan = Plan.model_validate({"replicas": [], "months": [month]})
+    (found,) = unknown_names(instance, plan)
+    assert found.requirement == "months[0].offers[0].gpu"
+    assert found.message.startswith("unknown GPU 'h999'")
