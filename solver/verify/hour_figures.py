@@ -537,8 +537,8 @@ def _site_rows(instance: Instance, plan: Plan) -> list[Violation]:
             found.append(
                 differs(
                     "servers" if index is None else f"servers[{index}]",
-                    None if row is None else (row.count, row.gpus_per_server),
-                    recomputed,
+                    "no row" if row is None else (row.count, row.gpus_per_server),
+                    "none" if recomputed is None else recomputed,
                     f"{key[0]} {key[1]}: (servers, GPUs each) bought are",
                 )
             )

@@ -257,3 +257,24 @@ def test_a_timed_record_of_an_unknown_gpu_is_named_before_any_arithmetic():
     (found,) = unknown_names(instance, plan)
     assert found.requirement == "months[0].offers[0].gpu"
     assert found.message.startswith("unknown GPU 'h999'")
+
+
+def test_a_server_row_of_no_offer_is_said_in_words():
+    """procurement-3region's servers[0].gpu edited to 'h999' read 'servers: states None;
+    us-east h100-sxm: (servers, GPUs each) bought are (6, 8)' and '... bought are None'.
+    48 h100-sxm bought in 8-GPU servers are 6 servers (48 // 8) the plan has no row of."""
+    from models.io.loading import load_instance
+    from solver.plan.schema import Plan
+    from solver.verify.hour_figures import _site_rows
+    from tests.paths import INSTANCES
+
+    instance = load_instance(INSTANCES / "procurement-3region.yaml")
+    gpus = [{"region": "us-east", "gpu": "h100-sxm", "used": 45, "existing": 0,
+             "purchased": 48, "available": 512, "price_per_gpu_hour": 2.4,
+             "cost_per_month": 0}]  # fmt: skip
+    servers = [{"region": "us-east", "gpu": "h999", "count": 6, "gpus_per_server": 8}]
+    plan = Plan.model_validate({"replicas": [], "gpus": gpus, "servers": servers})
+    messages = {v.requirement: v.message for v in _site_rows(instance, plan)}
+    assert messages["servers"].startswith("states no row; us-east h100-sxm")
+    assert messages["servers"].endswith("bought are (6, 8)")
+    assert messages["servers[0]"].endswith("us-east h999: (servers, GPUs each) bought are none")
