@@ -39,6 +39,7 @@ from models.io.output_files import (
     resolved_target,
     write_text,
 )
+from models.io.output_kinds import JSON, JUNIT, MARKDOWN
 from models.schema.errors import InputError, Issue
 from solver.studies.batch import (
     FAILED_STATUSES,
@@ -123,7 +124,7 @@ def batch(
     if check or update:
         check_one_golden_each(files)
     outputs = (json_out, markdown_out, junit_out)
-    check_targets(outputs, tuple(files))
+    check_targets(zip(outputs, (JSON, MARKDOWN, JUNIT), strict=True), tuple(files))
     _check_outside_the_run(folder, {"--json": json_out, "--markdown": markdown_out,
                                     "--junit": junit_out})  # fmt: skip
     console = err if any(p is not None and is_stdout(p) for p in outputs) else out
@@ -146,11 +147,12 @@ def batch(
     if json_out is not None:
         text = json.dumps(outcome_records(outcomes, comparisons, strict), indent=2)
         text = json_without_negative_zero(text)
-        write_text(json_out, text, tuple(files))
+        write_text(json_out, text, tuple(files), kind=JSON)
     if markdown_out is not None:
-        write_text(markdown_out, _markdown(outcomes, comparisons, check, strict), tuple(files))
+        text = _markdown(outcomes, comparisons, check, strict)
+        write_text(markdown_out, text, tuple(files), kind=MARKDOWN)
     if junit_out is not None:
-        write_text(junit_out, junit_xml(outcomes, comparisons, strict), tuple(files))
+        write_text(junit_out, junit_xml(outcomes, comparisons, strict), tuple(files), kind=JUNIT)
     if failed:
         raise typer.Exit(ExitCode.CHECK_FAILED)
 

@@ -15,6 +15,7 @@ from cli.render.console import err, out
 from cli.render.tables import TableSpec, print_tables
 from models.io.documents import not_utf8
 from models.io.output_files import check_targets, write_text
+from models.io.output_kinds import JSON, PROFILE
 from models.physics.efficiency import Efficiency, UnknownEngine, check_engine
 from models.profiles.fit import (
     FIGURES,
@@ -229,7 +230,7 @@ def calibrate(
         raise InputError(
             [Issue("command line", None, "--output", "the profile file must end in .yaml")]
         )
-    check_targets((output, json_out), (*measurements, *read_files(engine)))
+    check_targets(((output, PROFILE), (json_out, JSON)), (*measurements, *read_files(engine)))
     _check_run_flags(
         measurements, output, name, model, gpu, precision, kv_precision, tp, pp, concurrency
     )
@@ -265,7 +266,8 @@ def calibrate(
         f"# fleetplan engine profile, written by `fleetplan calibrate` on {date}.\n"
         "# Use it with `engine: <this file>` in an instance or `--engine <this file>`.\n"
     )
-    write_text(output, header + yaml.safe_dump(document, sort_keys=False), tuple(measurements))
+    text = header + yaml.safe_dump(document, sort_keys=False)
+    write_text(output, text, tuple(measurements), kind=PROFILE)
     console = err if to_stdout(json_out) else out
     print_tables([], [fit_table(fit), factors_table(fit)], console=console)
     console.print(f"wrote {output}", markup=False)

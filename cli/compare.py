@@ -12,6 +12,7 @@ from cli.render.tables import Report, TableSpec
 from cli.render.zeros import json_without_negative_zero
 from models.io.loading import load_instance
 from models.io.output_files import check_targets, is_stdout, write_text
+from models.io.output_kinds import JSON, MARKDOWN
 from models.schema.quantities import counted
 from solver.analysis.compare import (
     Comparison,
@@ -35,7 +36,7 @@ def compare(
 
     Exit 0: adopt (with a rollout). Exit 1: reject, with the reasons.
     """
-    check_targets((json_out, markdown_out), inputs=(base, candidate))
+    check_targets(((json_out, JSON), (markdown_out, MARKDOWN)), inputs=(base, candidate))
     instances = load_instance(base), load_instance(candidate)
     for instance in instances:
         check_not_read_by(instance, (json_out, markdown_out))
@@ -44,11 +45,11 @@ def compare(
     report.print(err if to_stdout(json_out, markdown_out) else out)
     if json_out is not None:
         text = json_without_negative_zero(result.model_dump_json(indent=2))
-        write_text(json_out, text, inputs=(base, candidate))
+        write_text(json_out, text, inputs=(base, candidate), kind=JSON)
         if not is_stdout(json_out):
             err.print(f"wrote {json_out}", markup=False)
     if markdown_out is not None:
-        write_text(markdown_out, report.markdown(), inputs=(base, candidate))
+        write_text(markdown_out, report.markdown(), inputs=(base, candidate), kind=MARKDOWN)
         if not is_stdout(markdown_out):
             err.print(f"wrote {markdown_out}", markup=False)
     if result.decision != "adopt":

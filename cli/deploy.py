@@ -22,6 +22,7 @@ from models.io.documents import (
 )
 from models.io.loading import validate_instance
 from models.io.output_files import check_target, check_targets, write_text
+from models.io.output_kinds import PLAN
 from models.schema import limits
 from models.schema.errors import InputError, Issue
 from models.schema.quantities import counted
@@ -189,7 +190,7 @@ def fleet_import(
     files = _fleet_files(fleet_file) if fleet_file.is_dir() else [fleet_file]
     inputs = (fleet_file, instance_file, *files)
     # and never one file for both; the instance written may replace an instance file
-    check_targets((instance_out, plan_out), inputs, (instance_out,))
+    check_targets((instance_out, (plan_out, PLAN)), inputs, (instance_out,))
     if instance_out.suffix.lower() not in INSTANCE_SUFFIXES:  # written, it would not load
         raise _problem(
             "command line",
@@ -198,6 +199,7 @@ def fleet_import(
             + (repr(instance_out.suffix) if instance_out.suffix else "no suffix"),
         )
     instance = load(instance_file, None, (instance_out, plan_out))  # valid before rewritten
+    _check_earlier_import(instance_out, instance.name)
     # bounded as every input is (models.io.documents): a FIFO, a device, a binary file or
     # one over the size limit is refused, never waited on or read without end
     pools, schedules = [], []
@@ -247,4 +249,29 @@ def fleet_import(
             "schedule (reserved and rented GPUs, hour by hour), which verify judges",
             markup=False,
         )
-    emit_json(plan_out, plan, inputs)
+    emit_json(plan_out, plan, inputs, PLAN)
+
+
+def _check_earlier_import(instance_out: Path, name: str) -> None:
+    """Refuse an existing `--instance-out` that is another instance than the one imported
+    into (check_targets has refused one that is no instance): `fleet-import fleet.csv
+    --instance chat.yaml --instance-out prod.yaml` wrote chat's instance over the user's
+    hand-written prod instance, its comments and its own name gone. An earlier import
+    into the same instance (its name) is replaced."""
+    if not instance_out.is_file() or instance_out.stat().st_size == 0:
+        return
+    document, lines = read_document(instance_out)
+    written = document.get("name") if isinstance(document, dict) else None
+    if written != name:
+        raise InputError(
+            [
+                Issue(
+                    str(instance_out),
+                    lines.get(("name",)),
+                    "name",
+                    f"holds the instance {written!r}, not an earlier import into {name!r}; "
+                    "fleet-import writes over its own earlier output only: choose another "
+                    "path, or remove the file first",
+                )
+            ]
+        )

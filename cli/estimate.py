@@ -25,6 +25,7 @@ from models.calculators.estimate import (
 )
 from models.calculators.estimate import estimate as run_estimate
 from models.io.output_files import check_target
+from models.io.output_kinds import JSON
 from models.physics import catalog
 from models.physics.efficiency import UnknownEngine, check_engine, efficiency_source, engine_report
 from models.physics.hardware import GpuSpec
@@ -182,7 +183,7 @@ def estimate(
     }
     _check_output_flags(as_json, as_markdown)
     if as_json is not None:
-        check_target(as_json, read_files(engine, config))
+        check_target(as_json, read_files(engine, config), kind=JSON)
     _check_model_flags(model, gpu, gpu_tokens_per_s, ttft_p99_ms, tpot_p99_ms)
     config_file = read_config(config) if config else None
     assumptions = assumptions_from(flags, config_file)

@@ -37,10 +37,11 @@ def validate(
     "field", "message"}]}` (still exit 2).
     """
     from models.io.output_files import check_target, is_stdout
+    from models.io.output_kinds import JSON
     from models.schema.errors import InputError
 
     if json_out is not None:
-        check_target(json_out, (file,))
+        check_target(json_out, (file,), kind=JSON)
     try:
         instance = load(file, sets)
     except InputError as error:

@@ -27,6 +27,7 @@ import typer
 from typer import _click
 
 from models.io.output_files import is_stdout, write_text
+from models.io.output_kinds import JSON, OutputKind
 from models.schema import limits
 from models.schema.errors import InputError, Issue
 from models.schema.limits import Bound
@@ -70,9 +71,12 @@ def read_files(engine: str | None, *paths: Path | None) -> tuple[Path, ...]:
     return tuple(files)
 
 
-def emit_json(target: Path | None, data: Any, inputs: tuple[Path, ...] = ()) -> None:
+def emit_json(
+    target: Path | None, data: Any, inputs: tuple[Path, ...] = (), kind: OutputKind = JSON
+) -> None:
     """Write `data` (a JSON string, a pydantic model or plain data) to `target`: nothing
-    for None, standard output for `-`, else the file (atomically, never over an input)."""
+    for None, standard output for `-`, else the file (atomically, never over an input,
+    and over an existing file only when it is an earlier output of `kind`)."""
     if target is None:
         return
     from cli.render.zeros import json_without_negative_zero
@@ -83,7 +87,7 @@ def emit_json(target: Path | None, data: Any, inputs: tuple[Path, ...] = ()) -> 
         text = data.model_dump_json(indent=2)
     else:
         text = json.dumps(data, indent=2)
-    write_text(target, json_without_negative_zero(text), inputs)
+    write_text(target, json_without_negative_zero(text), inputs, kind=kind)
     if not is_stdout(target):
         from cli.render.console import err
 

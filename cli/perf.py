@@ -20,6 +20,7 @@ from cli.render.pair_tables import pair_json, pair_tables
 from cli.render.perf_tables import kv_tiers_json, load_json, perf_json, perf_tables
 from cli.render.tables import markdown_tables, print_tables
 from models.io.output_files import check_target
+from models.io.output_kinds import JSON
 from models.physics.efficiency import Efficiency, efficiency_for, engine_report
 from models.physics.error_bands import band_line, band_records
 from models.physics.precision import Precision
@@ -413,7 +414,7 @@ def perf(
     """
     request = PerfRequest(**locals())  # every flag, by its parameter name
     if as_json is not None:
-        check_target(as_json, read_files(engine, model_config))
+        check_target(as_json, read_files(engine, model_config), kind=JSON)
     if request.disaggregated:
         _pair(request, as_json, as_markdown)
         return

@@ -9,6 +9,7 @@ import typer
 from cli.options import SetOption, load, require_verified
 from cli.render.console import err
 from models.io.output_files import check_target, write_text
+from models.io.output_kinds import HTML
 from models.schema.errors import InputError, Issue
 
 
@@ -48,7 +49,7 @@ def report(
                 )
             ]
         )
-    check_target(output, inputs=inputs)
+    check_target(output, inputs=inputs, kind=HTML)
     instance = load(file, sets)
     solved = plan_file is None
     plan = (
@@ -67,5 +68,5 @@ def report(
         plan.shadow_price_note,
         time_charts,
     )
-    write_text(output, text, inputs=inputs)
+    write_text(output, text, inputs=inputs, kind=HTML)
     err.print(f"wrote {output}", markup=False)

@@ -24,6 +24,7 @@ from cli.render.tables import TableSpec, markdown_tables, print_tables
 from cli.render.zeros import json_without_negative_zero
 from models.io.documents import read_document
 from models.io.output_files import check_targets, is_stdout, write_text
+from models.io.output_kinds import JSON, MARKDOWN
 from models.schema import limits
 from models.schema.errors import InputError, Issue
 from models.serving.latency import REQUESTS_PER_USER
@@ -379,7 +380,7 @@ def simulate(
     outputs = [path for path in (json_out, markdown_out) if path is not None]
     if sum(is_stdout(path) for path in outputs) > 1:
         raise _problem("--json/--markdown", "only one of them can be - (standard output)")
-    check_targets(outputs, (file, plan_file))
+    check_targets(((json_out, JSON), (markdown_out, MARKDOWN)), (file, plan_file))
     instance = load(file, sets, tuple(outputs))
     plan = _read_plan(plan_file)
     try:
@@ -423,9 +424,9 @@ def simulate(
     tables = simulation_tables(result)
     if json_out is not None:
         text = json_without_negative_zero(result.model_dump_json(indent=2))
-        write_text(json_out, text, (file, plan_file))
+        write_text(json_out, text, (file, plan_file), kind=JSON)
     if markdown_out is not None:
-        write_text(markdown_out, markdown_tables([], tables), (file, plan_file))
+        write_text(markdown_out, markdown_tables([], tables), (file, plan_file), kind=MARKDOWN)
     print_tables([], tables, console=err if any(is_stdout(p) for p in outputs) else out)
     for left_out in result.not_simulated:
         err.print(f"not replayed: {left_out}", markup=False, highlight=False)

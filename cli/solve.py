@@ -52,6 +52,7 @@ from cli.render.time_tables import time_tables
 from cli.render.zeros import json_without_negative_zero
 from models.io.loading import Lines, load_instance, read_document, schema_issues
 from models.io.output_files import check_target, check_targets, is_stdout, write_text
+from models.io.output_kinds import JSON, MARKDOWN, PLAN, PROGRAM, OutputKind
 from models.schema import limits
 from models.schema.backend_names import BACKEND_NAMES
 from models.schema.checks import threads_above_cores
@@ -256,7 +257,7 @@ def verify(
     requirement holds, 1 otherwise.
     """
     if json_out is not None:
-        check_target(json_out, (file, plan_file))
+        check_target(json_out, (file, plan_file), kind=JSON)
     instance = load(file, sets, (json_out,))
     from solver.verify.hours import verify_any as verify_plan  # `verify`'s alone (issue 19)
 
@@ -288,11 +289,13 @@ def _progress_after(started: float, after_s: float = PROGRESS_AFTER_S):
     return tell
 
 
-def check_outputs(file: Path, *outputs: Path | None) -> None:
+def check_outputs(
+    file: Path, json_out: Path | None, markdown_out: Path | None, program: Path | None = None
+) -> None:
     """Refuse, before any work, an output path that cannot or must not be written
-    (models.io.output_files.check_targets, two outputs in one file included): exit code 2
-    naming the path."""
-    check_targets(outputs, (file,))
+    (models.io.output_files.check_targets, two outputs in one file included, and a file
+    that is not an earlier output of the kind written over): exit code 2 naming the path."""
+    check_targets(((json_out, PLAN), (markdown_out, MARKDOWN), (program, PROGRAM)), (file,))
 
 
 def _solve(
@@ -323,7 +326,7 @@ def _solve(
     except Infeasible as infeasible:
         _print_diagnosis(file, infeasible.diagnosis)
         with failure_output():  # a reader gone: the diagnosis said on stderr, exit 3 still
-            emit_json(json_out, diagnosis_json(instance.name, infeasible.diagnosis), (file,))
+            emit_json(json_out, diagnosis_json(instance.name, infeasible.diagnosis), (file,), PLAN)
         raise typer.Exit(ExitCode.INFEASIBLE) from None
     except (UnknownBackendError, BackendUnavailable) as error:
         raise InputError([Issue("--backend", None, "", str(error))]) from None
@@ -337,7 +340,7 @@ def _solve(
             raise typer.Exit(ExitCode.INTERNAL_ERROR) from None
         err.print(f"[bold red]no plan:[/] {escape(f'{file}: {stopped}')}")
         with failure_output():
-            emit_json(json_out, no_solution_json(instance.name, stopped), (file,))
+            emit_json(json_out, no_solution_json(instance.name, stopped), (file,), PLAN)
         raise typer.Exit(ExitCode.TIME_LIMIT) from None
 
 
@@ -409,14 +412,14 @@ def export_program(file: Path, target: Path) -> None:
         raise InputError(
             [Issue("--export-mps", None, "", f"{target}: give a file ending in .mps or .lp")]
         )
-    check_target(target, inputs=(file,))
+    check_target(target, inputs=(file,), kind=PROGRAM)
     instance = load_instance(file)
     program = build_program(instance, build_candidates(instance))
     try:
         text = program_text(program.lp, suffix)
     except ValueError as error:
         raise InputError([Issue("--export-mps", None, "", str(error))]) from None
-    write_text(target, text, inputs=(file,))
+    write_text(target, text, inputs=(file,), kind=PROGRAM)
     size = program.lp.size()
     err.print(
         f"wrote {target}: {size['variables']:,} columns, {size['constraints']:,} rows",
@@ -458,9 +461,9 @@ def plan_of(data: object, path: Path, lines: Lines | None = None) -> Plan:
         raise InputError(issues) from None
 
 
-def _write(path: Path | None, text: str, file: Path) -> None:
+def _write(path: Path | None, text: str, file: Path, kind: OutputKind) -> None:
     if path is not None:
-        write_text(path, text, (file,))
+        write_text(path, text, (file,), kind=kind)
         if not is_stdout(path):
             err.print(f"wrote {path}", markup=False)
 
@@ -477,8 +480,8 @@ def _report(
     holds only that output), and write it as JSON and Markdown where asked."""
     console = err if to_stdout(json_out, markdown_out) else out
     print_tables(header, tables, result.shadow_price_note, console)
-    _write(json_out, json_without_negative_zero(result.model_dump_json(indent=2)), file)
-    _write(markdown_out, markdown_tables(header, tables, result.shadow_price_note), file)
+    _write(json_out, json_without_negative_zero(result.model_dump_json(indent=2)), file, PLAN)
+    _write(markdown_out, markdown_tables(header, tables, result.shadow_price_note), file, MARKDOWN)
 
 
 def _print_diagnosis(file: Path, diagnosis: Diagnosis) -> None:

@@ -7,6 +7,7 @@ output path is unusable (nothing was solved).
 """
 
 import hashlib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,6 +27,7 @@ from cli.options import (
 from cli.render.console import err, out
 from cli.render.tables import TableSpec, print_tables
 from models.io.output_files import check_targets, one_line
+from models.io.output_kinds import JSON
 from models.schema.errors import InputError, Issue
 from models.schema.quantities import counted
 
@@ -77,7 +79,7 @@ def sweep(
 
     grid = read_grid(grid_file)
     inputs = (grid_file, grid.instance_file)  # the base instance is an input too
-    check_targets((results, json_out), inputs)
+    check_targets((results, (json_out, JSON)), inputs)
     done = read_results(results)
     grid_id = None if results is None else grid_name(grid_file, results)
     refuse_other_grids(results, done, grid_id)
@@ -260,9 +262,9 @@ def _matrix(grid, records: dict[int, dict[str, Any]]) -> list[TableSpec]:
     months = any(records[p.index].get("horizon_cost") is not None for p in grid.points)
     field, what = ("horizon_cost", "horizon $") if months else ("cost_per_month", "$/month")
     first, second = grid.axes
-    columns = list(dict.fromkeys(p.values[1][1] for p in grid.points))
+    columns = _distinct(p.values[1][1] for p in grid.points)
     rows = []
-    for row_value in dict.fromkeys(p.values[0][1] for p in grid.points):
+    for row_value in _distinct(p.values[0][1] for p in grid.points):
         cells = [shown_value(row_value)]
         for column_value in columns:
             point = next(
@@ -279,6 +281,17 @@ def _matrix(grid, records: dict[int, dict[str, Any]]) -> list[TableSpec]:
             tuple(rows),
         )
     ]
+
+
+def _distinct(values: Iterable[Any]) -> list[Any]:
+    """Each value once, in order, compared by equality: an axis value may be a list or a
+    mapping (a whole `hourly_profile`), which `dict.fromkeys` refused with 'unhashable
+    type: list' (exit 70 after every point was solved)."""
+    found: list[Any] = []
+    for value in values:
+        if value not in found:
+            found.append(value)
+    return found
 
 
 def _plans(checks) -> TableSpec:

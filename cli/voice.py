@@ -16,6 +16,7 @@ from models.calculators.voice import (
     voice_budget,
 )
 from models.io.output_files import check_targets
+from models.io.output_kinds import JSON
 from models.schema import limits
 from models.schema.errors import InputError, Issue
 
@@ -113,7 +114,7 @@ def voice(
 ) -> None:
     """Print a time-to-first-audio budget line by line and the LLM's TTFT and TPOT
     targets it leaves; exit 2 when the fixed lines take the whole budget."""
-    check_targets((json_out,))
+    check_targets(((json_out, JSON),))
     lines = Voice(
         network_rtt_ms=network_rtt_ms,
         endpointing_ms=endpointing_ms,

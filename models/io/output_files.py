@@ -30,6 +30,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from models.io.output_kinds import HEAD_BYTES, READ_AT_MOST, OutputKind, described
 from models.schema.errors import InputError, Issue
 
 STDOUT = "-"
@@ -75,15 +76,24 @@ def resolved_target(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
-def check_target(path: Path | str, inputs: tuple[Path, ...] = (), instance: bool = False) -> None:
+def check_target(
+    path: Path | str,
+    inputs: tuple[Path, ...] = (),
+    instance: bool = False,
+    kind: OutputKind | None = None,
+) -> None:
     """Refuse an output path that is not a regular file (or a new one) in a writable folder,
-    or that is one of the command's own input files.
+    that is one of the command's own input files, or that holds something other than an
+    earlier output of `kind`.
 
     Args:
         path: Where the user asked the output to go (`-` is always fine).
         inputs: Files the command reads; writing over one of them is refused.
         instance: The output is an instance (`fleet-import --instance-out`), which may
             replace an instance file; any other output may not.
+        kind: What the output is (models.io.output_kinds): an existing file is replaced
+            only when empty or an earlier output of that kind. None: the caller judges
+            (a golden, a deploy file with its mark).
 
     Raises:
         InputError: naming the path and what is wrong with it.
@@ -122,6 +132,14 @@ def check_target(path: Path | str, inputs: tuple[Path, ...] = (), instance: bool
         raise _refuse(path, f"folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise _refuse(path, f"folder {folder} is not writable")
+    if info is not None and instance and info.st_size and not _is_instance(target, info):
+        raise _refuse(
+            path,
+            "exists and is not an instance file; an instance is written over an instance "
+            "only: choose another output path, or remove the file first",
+        )
+    if info is not None and kind is not None and not instance:
+        _check_kind(path, target, info, kind)
 
 
 INSTANCE_KEYS = frozenset({"regions", "workloads"})
@@ -163,18 +181,71 @@ def _is_instance(target: Path, info: os.stat_result) -> bool:
     return _JUDGED[key]
 
 
+_KINDS_JUDGED: dict[tuple[str, str, int, int, int, int], str | None] = {}
+"""`_check_kind`'s verdicts (None: replaceable, else what the file is) by kind and the
+file's identity, as `_JUDGED` keeps `_is_instance`'s."""
+
+
+def _check_kind(path: Path | str, target: Path, info: os.stat_result, kind: OutputKind) -> None:
+    """Refuse to replace the existing file `target` unless it is empty or reads as an
+    earlier output of `kind` (models.io.output_kinds): `solve x.yaml --markdown plan.json`
+    wrote Markdown over the plan."""
+    key = (kind.name, str(target), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    if key not in _KINDS_JUDGED:
+        if len(_KINDS_JUDGED) >= _MOST_JUDGED:
+            _KINDS_JUDGED.clear()
+        _KINDS_JUDGED[key] = _not_of_kind(path, target, info, kind)
+    what = _KINDS_JUDGED[key]
+    if what is not None:
+        raise _refuse(
+            path,
+            f"exists and holds {what}, not an earlier {kind.name}; fleetplan writes over a "
+            "file only when it is empty or fleetplan's own earlier output of the same kind: "
+            "choose another output path, or remove the file first",
+        )
+
+
+def _not_of_kind(
+    path: Path | str, target: Path, info: os.stat_result, kind: OutputKind
+) -> str | None:
+    """None when the file may be replaced by `kind`, else what it is."""
+    if info.st_size == 0:
+        return None
+    if info.st_size > READ_AT_MOST:
+        return f"a file of {info.st_size:,} bytes, larger than any output fleetplan writes"
+    try:
+        with open(target, "rb") as handle:
+            data = handle.read(info.st_size if kind.whole else HEAD_BYTES)
+    except OSError as error:
+        raise _refuse(
+            path, f"exists and cannot be read to check what it is: {error.strerror}"
+        ) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        if kind.whole or error.start < len(data) - 4:  # not a character cut at HEAD_BYTES
+            return "a file that is not UTF-8 text"
+        text = data[: error.start].decode("utf-8")
+    return None if kind.replaces(text) else described(text)
+
+
 _TWO_ON_STDOUT = (
     "two outputs are - (standard output), where they would run together and neither would "
     "parse: give all but one of them a file name"
 )
 
 
+Output = Path | str | None | tuple[Path | str | None, OutputKind | None]
+"""An output path (None: not asked for), or the path with the kind it writes."""
+
+
 def check_targets(
-    paths: Iterable[Path | str | None],
+    paths: Iterable[Output],
     inputs: tuple[Path, ...] = (),
     instances: tuple[Path, ...] = (),
 ) -> None:
-    """`check_target` on each path given (None: an output not asked for), and refuse two
+    """`check_target` on each path given (None: an output not asked for), with its kind
+    where the item is a (path, kind) pair, and refuse two
     outputs that land in one file (`--json out --markdown out`: the second write replaced
     the first, and both said "wrote"), or both on standard output (`--json - --markdown
     -` wrote JSON and Markdown one after the other, so neither parsed). `instances`: the
@@ -185,10 +256,10 @@ def check_targets(
     """
     seen: list[tuple[Path, Path | str]] = []
     to_stdout = False
-    for path in paths:
+    given = [item if isinstance(item, tuple) else (item, None) for item in paths]
+    for path, _ in given:  # first: a hard link to another output is that output, whatever it holds
         if path is None:
             continue
-        check_target(path, inputs, path in instances)
         if is_stdout(path):
             if to_stdout:
                 raise InputError([Issue("command line", None, STDOUT, _TWO_ON_STDOUT)])
@@ -199,6 +270,9 @@ def check_targets(
             if target == earlier_target or _same_file(target, earlier_target):
                 raise _refuse(path, f"is also the output {earlier}; give each output its own file")
         seen.append((target, path))
+    for path, kind in given:
+        if path is not None:
+            check_target(path, inputs, path in instances, kind)
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -222,7 +296,11 @@ def _kind(mode: int) -> str:
 
 
 def write_text(
-    path: Path | str, text: str, inputs: tuple[Path, ...] = (), instance: bool = False
+    path: Path | str,
+    text: str,
+    inputs: tuple[Path, ...] = (),
+    instance: bool = False,
+    kind: OutputKind | None = None,
 ) -> None:
     """Write `text` to `path` atomically (or to standard output for `-`).
 
@@ -233,6 +311,8 @@ def write_text(
         inputs: The command's input files, never overwritten.
         instance: The text is an instance, which may replace an instance file
             (`check_target`).
+        kind: What the text is: an existing file is replaced only when it is an earlier
+            output of that kind (`check_target`).
 
     Raises:
         InputError: naming the path when it cannot be written.
@@ -242,7 +322,7 @@ def write_text(
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         sys.stdout.flush()
         return
-    check_target(path, inputs, instance)
+    check_target(path, inputs, instance, kind)
     target = resolved_target(Path(path))
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)

@@ -78,8 +78,8 @@ def stop_before_arithmetic(instance: Instance, plan: Plan) -> tuple[list[Violati
     an hour beyond the supply (`unbuildable_hours`); None where it goes on."""
     if finite := finite_violations(plan):
         return finite, "a number in the plan is not finite"
-    if unknown := unknown_regions(instance, plan):
-        return unknown, "a record names a region the instance lacks"
+    if unknown := unknown_names(instance, plan):
+        return unknown, "a record names a region or GPU the instance lacks"
     if over := unbuildable_hours(instance, plan):
         return over, "an hour needs more GPUs than a region has"
     return None
@@ -89,34 +89,43 @@ TIMED_PARTS = ("hours", "committed", "months")
 """The parts of an hourly plan the hour verifier reads beside its peak pools."""
 
 
-def unknown_regions(instance: Instance, plan: Plan) -> list[Violation]:
-    """Every record of the hours, commitments and months naming a region the instance
-    lacks, by its field path (`hours[5].pools[0].region`), with the name the instance
-    spells alike. Where there is one, the other checks are not run: each looks the
-    region up (a tampered 'us-eats' was StopIteration, exit 70)."""
-    known = [region.name for region in instance.regions]
-    return [
-        Violation(
-            requirement=path,
-            message=f"unknown region {name!r}" + did_you_mean(name, known),
-        )
-        for part in TIMED_PARTS
-        for path, name in _regions(plan.model_dump(include={part})[part], part)
-        if name not in known
-    ]
+def unknown_names(instance: Instance, plan: Plan) -> list[Violation]:
+    """Every record of the hours, commitments and months naming a region or a GPU type
+    the instance lacks, by its field path (`hours[5].pools[0].region`,
+    `months[1].offers[0].gpu`), with the name the instance spells alike. Where there is
+    one, the other checks are not run: each looks the name up (a tampered 'us-eats' was
+    StopIteration, a month's offer of 'h999' KeyError, exit 70)."""
+    known = {
+        ("region", "region"): [region.name for region in instance.regions],
+        ("gpu", "GPU"): list(instance.gpu_specs),
+    }
+    found = []
+    for part in TIMED_PARTS:
+        dumped = plan.model_dump(include={part})[part]
+        for (field, what), names in known.items():
+            found += [
+                Violation(
+                    requirement=path,
+                    message=f"unknown {what} {name!r}" + did_you_mean(name, names),
+                )
+                for path, name in _named(dumped, part, field)
+                if name not in names
+            ]
+    return found
 
 
-def _regions(value: object, path: str) -> list[tuple[str, str]]:
-    """(field path, name) of every `region` in a dumped part of a plan."""
+def _named(value: object, path: str, field: str) -> list[tuple[str, str]]:
+    """(field path, name) of every `field` (`region`, `gpu`) in a dumped part of a plan."""
     if isinstance(value, dict):
-        found = (
-            [(f"{path}.region", value["region"])] if isinstance(value.get("region"), str) else []
-        )
+        here = value.get(field)
+        found = [(f"{path}.{field}", here)] if isinstance(here, str) else []
         return found + [
-            item for key, child in value.items() for item in _regions(child, f"{path}.{key}")
+            item for key, child in value.items() for item in _named(child, f"{path}.{key}", field)
         ]
     if isinstance(value, list | tuple):
-        return [item for i, child in enumerate(value) for item in _regions(child, f"{path}[{i}]")]
+        return [
+            item for i, child in enumerate(value) for item in _named(child, f"{path}[{i}]", field)
+        ]
     return []
 
 
@@ -528,8 +537,8 @@ def _site_rows(instance: Instance, plan: Plan) -> list[Violation]:
             found.append(
                 differs(
                     "servers" if index is None else f"servers[{index}]",
-                    None if row is None else (row.count, row.gpus_per_server),
-                    recomputed,
+                    "no row" if row is None else (row.count, row.gpus_per_server),
+                    "none" if recomputed is None else recomputed,
                     f"{key[0]} {key[1]}: (servers, GPUs each) bought are",
                 )
             )

@@ -34,6 +34,12 @@ def check_binding_times(plan: Plan) -> list[Violation]:
     return found
 
 
+def _period(period: int | None) -> str:
+    """`period 5`, or what None means: a row that joins the periods, a name without
+    `@tHH` (it said 'its name says None')."""
+    return "no period" if period is None else f"period {period}"
+
+
 def _rows(
     where: str, rows: tuple[Binding, ...], hours: tuple[Hour, ...], month: int | None
 ) -> list[Violation]:
@@ -47,8 +53,9 @@ def _rows(
             found.append(
                 Violation(
                     requirement=f"{at}.period",
-                    message=f"{row.name} states period {row.period}; its name says "
-                    f"{named_period}, and the hours' periods start at {sorted(periods)}",
+                    message=f"{row.name} states {_period(row.period)}; its name says "
+                    f"{_period(named_period)}, and the hours' periods start at "
+                    f"{sorted(periods)}",
                 )
             )
         month_ok = row.month == month and named_month in (None, month)
@@ -56,7 +63,8 @@ def _rows(
             found.append(
                 Violation(
                     requirement=f"{at}.month",
-                    message=f"{row.name} states month {row.month}; it is a row of "
+                    message=f"{row.name} states "
+                    f"{'no month' if row.month is None else f'month {row.month}'}; it is a row of "
                     f"{'the plan' if month is None else f'month {month}'}",
                 )
             )

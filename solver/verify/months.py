@@ -8,6 +8,7 @@ from collections.abc import Callable
 from models.operations.procurement import month_factors, month_instance
 from models.operations.site import gpu_kw, installed_gpus, node_gpus, racks_per_gpu
 from models.schema.instance import Instance
+from models.schema.quantities import counted
 from models.schema.traffic import HOURS_PER_DAY
 from solver.plan.records import RegionPower
 from solver.plan.schema import Plan
@@ -108,14 +109,7 @@ def check_months(
             )
         ]
     if plan.months and found != expected:
-        return [
-            Violation(
-                requirement="months",
-                message=f"needs months 0 .. horizon_months - 1 once each in order "
-                f"(horizon_months {instance.policy.horizon_months}); got {len(found)} "
-                f"months starting {found[:3]}",
-            )
-        ]
+        return [_out_of_order(found, len(expected))]
     days = instance.policy.hours_per_month / HOURS_PER_DAY
     lead = instance.policy.lead_time_months
     previous: dict[tuple[str, str], float] = {}
@@ -416,4 +410,25 @@ def _month_offer_cost(
     return days * (
         HOURS_PER_DAY * reserved * committed
         + math.fsum(g.on_demand * price + g.spot * spot for g in rows)
+    )
+
+
+def _out_of_order(found: list[int], horizon: int) -> Violation:
+    """The first month of the plan out of its place, by its field: 'got 12 months
+    starting [0, 1, 2]' left the reader to find the `months[5].month` edited to 99."""
+    rule = f"months 0 .. {horizon - 1} once each in order (horizon_months {horizon})"
+    for index, month in enumerate(found):
+        if index >= horizon:
+            return Violation(
+                requirement=f"months[{index}].month",
+                message=f"states month {month}, past the horizon: the plan needs {rule}",
+            )
+        if month != index:
+            return Violation(
+                requirement=f"months[{index}].month",
+                message=f"states month {month} where month {index} belongs: the plan needs {rule}",
+            )
+    return Violation(
+        requirement="months",
+        message=f"states {counted(len(found), 'month')}; the plan needs {rule}",
     )

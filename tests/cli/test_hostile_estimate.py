@@ -18,13 +18,13 @@ import pytest
 )
 def test_a_fleet_over_the_gpu_bound_is_refused(run_cli, tmp_path, flags, binding):
     out = tmp_path / "estimate.json"
-    out.write_text("kept")
+    out.write_text('{"kept": true}')  # an earlier JSON output, which --json may replace
     result = run_cli("estimate", *flags, "--json", str(out))
     assert result.exit_code == 2, result.stdout
     assert "Traceback" not in result.stderr
     assert f"GPUs by {binding}" in result.stderr
     assert "at most 1,000,000 GPUs" in result.stderr
-    assert out.read_text() == "kept"
+    assert out.read_text() == '{"kept": true}'
 
 
 def test_the_model_path_is_held_to_the_same_bound(run_cli):

@@ -468,7 +468,9 @@ def test_an_output_never_replaces_the_engine_profile_the_instance_reads(run_cli,
     plan.write_text(json.dumps({"replicas": [{**POOL, "tp": 1, "pp": 1, "count": 1}]}))
     name, *rest = command
     args = [{"PLAN": plan, "INSTANCE": instance}.get(part, part) for part in rest]
-    needles = (f"{profile}: is a file the instance reads (engine); choose another output path",)
+    # refused as it is not an earlier output of the command's kind (hostile18's rule),
+    # before the instance is read
+    needles = (f"{profile}: exists and holds an engine profile",)
     run_checked(run_cli, name, instance, *args, profile, needles=needles)
     assert profile.read_text() == PROFILE
 
@@ -482,8 +484,9 @@ def test_sweep_and_fleet_import_never_write_over_the_engine_profile(run_cli, tmp
     instance.write_text(ONE_MODEL_ONE_REGION.read_text() + "engine: mine.yaml\n")
     grid = tmp_path / "grid.yaml"
     grid.write_text("instance: inst.yaml\naxes:\n  policy.survive: [none]\n")
-    needles = (f"{profile}: is a file the instance reads (engine)",)
+    needles = (f"{profile}: exists and holds an engine profile", "not an earlier JSON output")
     run_checked(run_cli, "sweep", grid, "--json", profile, needles=needles)
+    needles = (f"{profile}: exists and is not an instance file",)  # nor an instance's read
     fleet = tmp_path / "fleet.csv"
     fleet.write_text(
         "workload,region,gpu,precision,tp,pp,replicas\nchat,us-east,h100-sxm,fp8,1,1,2\n"

@@ -29,13 +29,13 @@ def test_two_outputs_in_one_file_exit_2_before_any_work(run_cli, tmp_path, comma
 
 def test_a_hard_link_to_another_output_is_the_same_file(run_cli, tmp_path):
     markdown = tmp_path / "plan.md"
-    markdown.write_text("old\n")
+    markdown.write_text("# old\n\n| a |\n|---|\n| 1 |\n")  # an earlier Markdown report
     alias = tmp_path / "plan.json"
     os.link(markdown, alias)
     result = run_cli("solve", ONE_MODEL_ONE_REGION, "--markdown", markdown, "--json", alias)
     assert result.exit_code == 2, result.stderr
     assert "give each output its own file" in result.stderr
-    assert markdown.read_text() == "old\n"
+    assert markdown.read_text() == "# old\n\n| a |\n|---|\n| 1 |\n"
 
 
 def test_a_sweep_summary_never_replaces_its_resume_file(run_cli, tmp_path):

@@ -49,7 +49,7 @@ def test_fifo_target_is_refused_before_solving(run_cli, instance_copy, tmp_path)
 
 def test_symlink_target_is_followed_and_stays_a_link(run_cli, instance_copy, tmp_path):
     real = tmp_path / "real.json"
-    real.write_text("old")
+    real.write_text('{"status": "old"}')  # an earlier plan, which --json may replace
     link = tmp_path / "link.json"
     link.symlink_to(real)
     result = run_cli("solve", instance_copy, "--json", link)
