@@ -347,12 +347,13 @@ class BatchModel:
         """The mixture of prompts of one length: k of them an iteration of
         t(min(k P (1-h), L)), max(1, k P (1-h) / L) times."""
         mix, new_prompt = self.mix, self.mix.new_prompt
-        loads = [min(k * new_prompt, lane_tokens) for k, _ in points if k * new_prompt > 0]
-        # t_0 and every load's in one call (a StepModel works the decode side out once)
+        # each load once (every count past the lane times a full lane), t_0 and all of them
+        # in one call (a StepModel works the decode side out once)
+        loads = sorted({min(k * new_prompt, lane_tokens) for k, _ in points if k * new_prompt > 0})
         decode_s, *loaded_s = self.steps.iterations_s(
             batch, mix.context, [0.0, *loads], self.prefill_context
         )
-        times_s = iter(loaded_s)
+        time_at = dict(zip(loads, loaded_s, strict=True))
         iterations = time_s = square_s = mixed = 0.0
         for prompts, weight in points:
             tokens = prompts * new_prompt
@@ -360,7 +361,7 @@ class BatchModel:
                 count, one_s = 1.0, decode_s
             else:
                 count = max(1.0, tokens / lane_tokens)
-                one_s = next(times_s)
+                one_s = time_at[min(tokens, lane_tokens)]
                 mixed += weight * count
             iterations += weight * count
             time_s += weight * count * one_s
