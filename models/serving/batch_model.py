@@ -108,13 +108,14 @@ from models.serving.iteration_mixture import (
     GRID_RATIO,
     GRID_RATIO_DP,
     LOW_SIGMAS,
-    MIXTURES_KEPT_PER_SIDE,
     RARE_COUNT,
     IterationMixture,
     LoadCurve,
+    keep_mixture,
+    kept_mixture,
     load_curve,
+    mixture_side,
     poisson_points,
-    shared_mixtures,
 )
 from models.serving.queueing import pooled_wait_p99_s
 from models.serving.replica import MixTokens, Role
@@ -247,7 +248,7 @@ class BatchModel:
         of P tokens (hits h P) puts P (1-h) tokens in at h P + P (1-h) / 2 each, so the
         mean over tokens is E[P^2] / E[P] (h + (1-h) / 2) = (cached + new / 2)(1 + cv_p^2)
         (long prompts carry more tokens, each attending further)."""
-        self._mixtures = shared_mixtures(steps, mix, self.prefill)
+        self._side = mixture_side(steps, mix, self.prefill)
 
     def prefill_tokens(self, batch: float) -> float:
         """Q(B) = B E P (1-h) / O: prompt tokens per iteration on average (0 for a decode
@@ -284,7 +285,7 @@ class BatchModel:
         Poisson(mu) prompts per iteration, k of them an iteration of
         t_k = iteration(B, k P (1-h)), or k P (1-h) / lane iterations at a full lane
         when they exceed it."""
-        cached = self._mixtures.get(batch)
+        cached = kept_mixture(self._side, batch)
         if cached is not None:
             return cached
         mean_prompts = self.prompts_per_iteration(batch)
@@ -296,9 +297,7 @@ class BatchModel:
             result = IterationMixture(math.inf, math.inf, 1.0, math.inf)
         else:
             result = self._mixture(batch, mean_prompts, lane_tokens)
-        if len(self._mixtures) >= MIXTURES_KEPT_PER_SIDE:
-            self._mixtures.clear()
-        self._mixtures[batch] = result
+        keep_mixture(self._side, batch, result)
         return result
 
     def _mixture(self, batch: float, mean_prompts: float, lane_tokens: float) -> IterationMixture:
