@@ -285,24 +285,28 @@ class LoadCurve:
                 continue
             mean = prompts * prompt_tokens
             scv = prompt_scv / prompts
-            sigma = math.sqrt(math.log1p(scv))
-            log_mean = math.log(mean) - sigma * sigma / 2
-            if log_mean - PHI_SPAN * sigma > log_lane or (weight < RARE_COUNT and mean >= lane):
+            if weight < RARE_COUNT:  # on its mean's segment, or past the lane: no logs
+                # (its mass's lower end, ln mean - sigma^2 / 2 - 4 sigma, lies past ln L
+                # only where its mean does)
+                j = -1 if mean >= lane else bisect_right(loads, mean) - 1
+                sigma = log_mean = 0.0
+            else:
+                sigma = math.sqrt(math.log1p(scv))
+                log_mean = math.log(mean) - sigma * sigma / 2
+                lowest = log_mean - PHI_SPAN * sigma
+                # past the lane, or the segment of the lowest mass
+                j = -1 if lowest > log_lane else bisect_right(log_loads, lowest)
+            if j < 0:
                 count = mean / lane  # past the lane: S / L full-lane iterations
                 count_s, count_s2 = count * lane_s, count * lane_s * lane_s
+            elif weight < RARE_COUNT or log_loads[j] > log_mean + PHI_SPAN * sigma:
+                # rare, or all of it on one segment: t = a + b S on its mean's
+                level, slope = levels[j], slopes[j]
+                count = 1.0
+                count_s = level + slope * mean
+                count_s2 = count_s * count_s + slope * slope * mean * mean * scv
             else:
-                lowest = log_mean - PHI_SPAN * sigma
-                j = bisect_right(log_loads, lowest)  # the segment of the lowest mass
-                if weight < RARE_COUNT or log_loads[j] > log_mean + PHI_SPAN * sigma:
-                    # all of it on one segment, or rare: on its mean's, t = a + b S
-                    if weight < RARE_COUNT:
-                        j = bisect_right(loads, mean) - 1
-                    level, slope = levels[j], slopes[j]
-                    count = 1.0
-                    count_s = level + slope * mean
-                    count_s2 = count_s * count_s + slope * slope * mean * mean * scv
-                else:
-                    count, count_s, count_s2 = self._spread(j, mean, scv, sigma, log_mean)
+                count, count_s, count_s2 = self._spread(j, mean, scv, sigma, log_mean)
             iterations += weight * count
             time_s += weight * count_s
             square_s += weight * count_s2
