@@ -176,9 +176,7 @@ class MoeEfficiency(BaseModel):
 
 @cache
 def _moe_table() -> dict:
-    if not _FILE.exists():
-        return {}
-    return read_yaml(_FILE) or {}
+    return (read_yaml(_FILE) or {}) if _FILE.exists() else {}
 
 
 _TRIAL: list[dict] = []
@@ -394,8 +392,7 @@ def expert_compute_precision(gpu: GpuSpec, llm: LlmSpec, weight_precision: Preci
     experts stored 4-bit (`expert_weight_precision`, GPT-OSS's MXFP4) on a GPU without
     FP4 tensor cores are dequantised in the kernel and multiplied at BF16 (W4A16:
     TensorRT-LLM's and vLLM's Hopper MXFP4 MoE runs BF16 activations)."""
-    stored = llm.expert_weight_precision
-    if stored is Precision.FP4 and not gpu.supports(Precision.FP4):
+    if llm.expert_weight_precision is Precision.FP4 and not gpu.supports(Precision.FP4):
         return Precision.BF16
     return weight_precision
 
@@ -403,7 +400,7 @@ def expert_compute_precision(gpu: GpuSpec, llm: LlmSpec, weight_precision: Preci
 @dataclass(frozen=True)
 class ExpertLayout:
     """The per-GPU coefficients of the routed experts of one stage under a TP x DP x EP
-    layout. Build it with `expert_layout`; `models.physics.step_time` reads it."""
+    layout (`expert_layout`); an `imbalance` argument is the one at T, once per pass."""
 
     ep: int
     dp: int
@@ -432,25 +429,26 @@ class ExpertLayout:
     """HBM bytes one routed row moves on a GPU through the memory-bound kernels between
     the GEMMs, all the stage's MoE layers (`expert_kernel_row_bytes` x MoE layers)."""
 
-    def rows(self, tokens: float) -> float:
+    def rows(self, tokens: float, imbalance: float | None = None) -> float:
         """Routed rows on the busiest rank: T x k / ep x imbalance."""
-        return tokens * self.experts_per_token / self.ep * self.imbalance(tokens)
+        f = self.imbalance(tokens) if imbalance is None else imbalance
+        return tokens * self.experts_per_token / self.ep * f
 
-    def tokens_per_expert(self, tokens: float) -> float:
+    def tokens_per_expert(self, tokens: float, imbalance: float | None = None) -> float:
         """Rows each expert the busiest rank touches multiplies at `tokens` tokens: its
         T x k / ep x imbalance rows over the experts it touches (`touched_per_rank`);
         T x k / E x imbalance once every expert is touched."""
-        touched = self.touched_per_rank(tokens)
+        touched = self.touched_per_rank(tokens, imbalance)
         if touched <= 0:
             return 0.0
-        return tokens * self.experts_per_token / self.ep * self.imbalance(tokens) / touched
+        return self.rows(tokens, imbalance) / touched
 
-    def routed_cost(self, tokens: float) -> float:
+    def routed_cost(self, tokens: float, imbalance: float | None = None) -> float:
         """Time of the routed FLOPs over their time at the linear layers' rate:
         compute_slowdown / `grouped_gemm_efficiency` of `tokens_per_expert`."""
         if tokens <= 0:
             return self.compute_slowdown
-        rows = max(self.tokens_per_expert(tokens), 1.0)  # a touched expert has a row
+        rows = max(self.tokens_per_expert(tokens, imbalance), 1.0)  # a touched expert: a row
         return self.compute_slowdown / grouped_gemm_efficiency(rows, self.gemm_half_tokens)
 
     def imbalance(self, tokens: float) -> float:
@@ -459,14 +457,15 @@ class ExpertLayout:
             tokens, self.experts_per_token, self.ep, self.experts, self.routing_skew
         )
 
-    def touched_per_rank(self, tokens: float) -> float:
+    def touched_per_rank(self, tokens: float, imbalance: float | None = None) -> float:
         """Experts the slowest rank reads: its share of E touched by T x imbalance tokens'
         worth of choices."""
-        return experts_touched_per_rank(
-            self.experts, self.experts_per_token, self.ep, tokens * self.imbalance(tokens)
-        )
+        f = self.imbalance(tokens) if imbalance is None else imbalance
+        return experts_touched_per_rank(self.experts, self.experts_per_token, self.ep, tokens * f)
 
-    def alltoall_s(self, tokens: float, prefill_tokens: float = 0.0) -> float:
+    def alltoall_s(
+        self, tokens: float, prefill_tokens: float = 0.0, imbalance: float | None = None
+    ) -> float:
         """Dispatch and combine of `tokens` tokens, `prefill_tokens` of them prompt tokens,
         on the slowest GPU, all MoE layers of the stage: collectives x latency + imbalance
         x (decode tokens x their seconds per token + prompt tokens x theirs)."""
@@ -475,7 +474,8 @@ class ExpertLayout:
         prefill_s = self.prefill_alltoall_s_per_token
         prefill_s = self.alltoall_s_per_token if prefill_s is None else prefill_s
         per_token_s = (tokens - prefill_tokens) * self.alltoall_s_per_token
-        volume_s = self.imbalance(tokens) * (per_token_s + prefill_tokens * prefill_s)
+        f = self.imbalance(tokens) if imbalance is None else imbalance
+        volume_s = f * (per_token_s + prefill_tokens * prefill_s)
         return self.alltoall_collectives * self.alltoall_latency_s + volume_s
 
 

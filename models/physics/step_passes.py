@@ -318,15 +318,17 @@ class StepModel:
         ) / prefill_rate + decode_tokens * (
             share * self.decode_linear_flops_per_token - routed
         ) / decode_rate
+        imbalance = layout.imbalance(tokens)  # each term below at this T
         expert_s = (
-            layout.imbalance(tokens)
-            * layout.routed_cost(tokens)
+            imbalance
+            * layout.routed_cost(tokens, imbalance)
             * routed
             * (prefill_tokens / prefill_rate + decode_tokens / decode_rate)
         )
+        rows = layout.rows(tokens, imbalance)
         expert_read_s = (
-            layout.touched_per_rank(tokens) * self.expert_weight_bytes
-            + layout.rows(tokens) * layout.row_bytes
+            layout.touched_per_rank(tokens, imbalance) * self.expert_weight_bytes
+            + rows * layout.row_bytes
         ) / self.hbm_bytes_per_s
         group_tokens = share * decode_tokens + busiest * prefill_tokens
         allreduce_s = self.norm_allreduce_s + self.allreduces_per_pass * (
@@ -347,8 +349,8 @@ class StepModel:
             allreduce_s,
             expert_s,
             expert_read_s,
-            layout.rows(tokens) * layout.kernel_row_bytes / self.hbm_bytes_per_s,
-            layout.alltoall_s(tokens, prefill_tokens),
+            rows * layout.kernel_row_bytes / self.hbm_bytes_per_s,
+            layout.alltoall_s(tokens, prefill_tokens, imbalance),
         )
 
     def pass_s(

@@ -108,13 +108,14 @@ from models.serving.iteration_mixture import (
     GRID_RATIO,
     GRID_RATIO_DP,
     LOW_SIGMAS,
-    MIXTURES_KEPT_PER_SIDE,
     RARE_COUNT,
     IterationMixture,
     LoadCurve,
+    keep_mixture,
+    kept_mixture,
     load_curve,
+    mixture_side,
     poisson_points,
-    shared_mixtures,
 )
 from models.serving.queueing import pooled_wait_p99_s
 from models.serving.replica import MixTokens, Role
@@ -247,7 +248,7 @@ class BatchModel:
         of P tokens (hits h P) puts P (1-h) tokens in at h P + P (1-h) / 2 each, so the
         mean over tokens is E[P^2] / E[P] (h + (1-h) / 2) = (cached + new / 2)(1 + cv_p^2)
         (long prompts carry more tokens, each attending further)."""
-        self._mixtures = shared_mixtures(steps, mix, self.prefill)
+        self._side = mixture_side(steps, mix, self.prefill)
 
     def prefill_tokens(self, batch: float) -> float:
         """Q(B) = B E P (1-h) / O: prompt tokens per iteration on average (0 for a decode
@@ -284,7 +285,7 @@ class BatchModel:
         Poisson(mu) prompts per iteration, k of them an iteration of
         t_k = iteration(B, k P (1-h)), or k P (1-h) / lane iterations at a full lane
         when they exceed it."""
-        cached = self._mixtures.get(batch)
+        cached = kept_mixture(self._side, batch)
         if cached is not None:
             return cached
         mean_prompts = self.prompts_per_iteration(batch)
@@ -296,9 +297,7 @@ class BatchModel:
             result = IterationMixture(math.inf, math.inf, 1.0, math.inf)
         else:
             result = self._mixture(batch, mean_prompts, lane_tokens)
-        if len(self._mixtures) >= MIXTURES_KEPT_PER_SIDE:
-            self._mixtures.clear()
-        self._mixtures[batch] = result
+        keep_mixture(self._side, batch, result)
         return result
 
     def _mixture(self, batch: float, mean_prompts: float, lane_tokens: float) -> IterationMixture:
@@ -347,12 +346,13 @@ class BatchModel:
         """The mixture of prompts of one length: k of them an iteration of
         t(min(k P (1-h), L)), max(1, k P (1-h) / L) times."""
         mix, new_prompt = self.mix, self.mix.new_prompt
-        loads = [min(k * new_prompt, lane_tokens) for k, _ in points if k * new_prompt > 0]
-        # t_0 and every load's in one call (a StepModel works the decode side out once)
+        # each load once (every count past the lane times a full lane), t_0 and all of them
+        # in one call (a StepModel works the decode side out once)
+        loads = sorted({min(k * new_prompt, lane_tokens) for k, _ in points if k * new_prompt > 0})
         decode_s, *loaded_s = self.steps.iterations_s(
             batch, mix.context, [0.0, *loads], self.prefill_context
         )
-        times_s = iter(loaded_s)
+        time_at = dict(zip(loads, loaded_s, strict=True))
         iterations = time_s = square_s = mixed = 0.0
         for prompts, weight in points:
             tokens = prompts * new_prompt
@@ -360,7 +360,7 @@ class BatchModel:
                 count, one_s = 1.0, decode_s
             else:
                 count = max(1.0, tokens / lane_tokens)
-                one_s = next(times_s)
+                one_s = time_at[min(tokens, lane_tokens)]
                 mixed += weight * count
             iterations += weight * count
             time_s += weight * count * one_s

@@ -1,8 +1,8 @@
 """The distribution of one iteration's time at a mean batch (`IterationMixture`; the
 model is stated in the `models.serving.batch_model` docstring, "Chunked-prefill
 interference"): the Poisson law of the prompts that join an iteration (`poisson_points`),
-the iteration time over the tokens they bring (`LoadCurve`, below) and the tables of
-mixtures by batch shared by every `BatchModel` of a decode side (`shared_mixtures`).
+the iteration time over the tokens they bring (`LoadCurve`, below) and the mixtures kept
+by batch for every `BatchModel` of a decode side (`mixture_side`, `kept_mixture`).
 
 The iteration time over spread prompt lengths, in closed form (`LoadCurve`).
 
@@ -35,8 +35,11 @@ E[t] = a + b E[S], E[t^2] = E[t]^2 + b^2 Var[S]. Pricing each count's tokens at 
 Gauss-Hermite points instead would time the whole step 9 times per count.
 """
 
+import itertools
 import math
+import threading
 from bisect import bisect_right
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -149,33 +152,63 @@ def _poisson_terms(mean: float) -> list[tuple[float, float]]:
     return [(value, weight / total) for value, weight in points]
 
 
-MIXTURES_KEPT_PER_SIDE = 128
-"""Iteration mixtures kept per decode side (`shared_mixtures`) before its table starts
-again: a capacity search evaluates ~35 batches."""
+MIXTURES_KEPT = 65536
+"""Iteration mixtures kept (`kept_mixture`), over every decode side, the least recently
+used dropped first (~340 bytes each: 22 MB). A capacity search evaluates ~35 batches,
+and co-location's coupled batch searches (`models.colocation.interference`) bisect from
+the same bracket every round, so their first steps come back: zipf-20-models computed
+587k mixtures with 128 kept per side (a full table started again), 350k with these (338k
+distinct); the physics, candidate and serving tests 294k, 166k (a trace replayed)."""
 MIXTURE_SIDES_KEPT = 1024
-"""Decode sides whose mixtures are kept (`shared_mixtures`) before all start again."""
-_MIXTURES: dict[tuple, dict[float, IterationMixture]] = {}
+"""Decode sides numbered (`mixture_side`) before the numbering starts again (a side met
+again then gets a new number; its old mixtures age out of the table)."""
+_SIDES: dict[tuple, int] = {}
+_NEXT_SIDE = itertools.count()
+_MIXTURES: OrderedDict[tuple[int, float], IterationMixture] = OrderedDict()
+"""(side, batch) -> mixture, least recently used first (an OrderedDict: a plain dict
+reordered by pop and insert finds its first entry past every one deleted before it)."""
+_MIXTURES_LOCK = threading.Lock()
+"""Held while `_MIXTURES` is read or changed: the pricing and held-fleet threads
+(`solver.solve`, `solver.time.step`) run the physics beside the main one."""
 
 
-def shared_mixtures(
-    steps: StepModel | SpeculativeSteps, mix: MixTokens, prefill: bool
-) -> dict[float, IterationMixture]:
-    """The table of iteration mixtures by batch (`BatchModel.mixture`) of a decode side:
-    one table per (step model, mix in tokens, prefill or not), shared by every
-    `BatchModel` of that side, since the mixture at B depends on nothing else (not on the
-    pool size, the transfer times or the targets). The capacity searches of one
-    configuration at several pool sizes and TTFT targets (`solver.candidates.pools`) evaluate many
-    of the same batches. A speculation cycle's model gets a table of its own (a
-    `SpeculativeSteps` is not hashable)."""
+def mixture_side(steps: StepModel | SpeculativeSteps, mix: MixTokens, prefill: bool) -> int:
+    """The number under which a decode side's iteration mixtures by batch
+    (`BatchModel.mixture`) are kept: one per (step model, mix in tokens, prefill or
+    not), shared by every `BatchModel` of that side, since the mixture at B depends on
+    nothing else (not on the pool size, the transfer times or the targets). The capacity
+    searches of one configuration at several pool sizes and TTFT targets
+    (`solver.candidates.pools`) evaluate many of the same batches. A speculation cycle's
+    model gets a number of its own (a `SpeculativeSteps` is not hashable)."""
     if not isinstance(steps, StepModel):
-        return {}
+        return next(_NEXT_SIDE)
     key = (steps, mix, prefill)
-    table = _MIXTURES.get(key)
-    if table is None:
-        if len(_MIXTURES) >= MIXTURE_SIDES_KEPT:
-            _MIXTURES.clear()
-        table = _MIXTURES[key] = {}
-    return table
+    side = _SIDES.get(key)
+    if side is None:
+        if len(_SIDES) >= MIXTURE_SIDES_KEPT:
+            _SIDES.clear()
+        side = _SIDES[key] = next(_NEXT_SIDE)
+    return side
+
+
+def kept_mixture(side: int, batch: float) -> IterationMixture | None:
+    """The mixture of decode side `side` at `batch` if it is kept (it becomes the most
+    recently used), else None."""
+    key = (side, batch)
+    with _MIXTURES_LOCK:
+        found = _MIXTURES.get(key)
+        if found is not None:
+            _MIXTURES.move_to_end(key)
+    return found
+
+
+def keep_mixture(side: int, batch: float, mixture: IterationMixture) -> None:
+    """Keep `mixture` as decode side `side`'s at `batch`, dropping the least recently
+    used past `MIXTURES_KEPT`."""
+    with _MIXTURES_LOCK:
+        if len(_MIXTURES) >= MIXTURES_KEPT:
+            _MIXTURES.popitem(last=False)
+        _MIXTURES[(side, batch)] = mixture
 
 
 GRID_RATIO = 3.0
@@ -252,24 +285,28 @@ class LoadCurve:
                 continue
             mean = prompts * prompt_tokens
             scv = prompt_scv / prompts
-            sigma = math.sqrt(math.log1p(scv))
-            log_mean = math.log(mean) - sigma * sigma / 2
-            if log_mean - PHI_SPAN * sigma > log_lane or (weight < RARE_COUNT and mean >= lane):
+            if weight < RARE_COUNT:  # on its mean's segment, or past the lane: no logs
+                # (its mass's lower end, ln mean - sigma^2 / 2 - 4 sigma, lies past ln L
+                # only where its mean does)
+                j = -1 if mean >= lane else bisect_right(loads, mean) - 1
+                sigma = log_mean = 0.0
+            else:
+                sigma = math.sqrt(math.log1p(scv))
+                log_mean = math.log(mean) - sigma * sigma / 2
+                lowest = log_mean - PHI_SPAN * sigma
+                # past the lane, or the segment of the lowest mass
+                j = -1 if lowest > log_lane else bisect_right(log_loads, lowest)
+            if j < 0:
                 count = mean / lane  # past the lane: S / L full-lane iterations
                 count_s, count_s2 = count * lane_s, count * lane_s * lane_s
+            elif weight < RARE_COUNT or log_loads[j] > log_mean + PHI_SPAN * sigma:
+                # rare, or all of it on one segment: t = a + b S on its mean's
+                level, slope = levels[j], slopes[j]
+                count = 1.0
+                count_s = level + slope * mean
+                count_s2 = count_s * count_s + slope * slope * mean * mean * scv
             else:
-                lowest = log_mean - PHI_SPAN * sigma
-                j = bisect_right(log_loads, lowest)  # the segment of the lowest mass
-                if weight < RARE_COUNT or log_loads[j] > log_mean + PHI_SPAN * sigma:
-                    # all of it on one segment, or rare: on its mean's, t = a + b S
-                    if weight < RARE_COUNT:
-                        j = bisect_right(loads, mean) - 1
-                    level, slope = levels[j], slopes[j]
-                    count = 1.0
-                    count_s = level + slope * mean
-                    count_s2 = count_s * count_s + slope * slope * mean * mean * scv
-                else:
-                    count, count_s, count_s2 = self._spread(j, mean, scv, sigma, log_mean)
+                count, count_s, count_s2 = self._spread(j, mean, scv, sigma, log_mean)
             iterations += weight * count
             time_s += weight * count_s
             square_s += weight * count_s2

@@ -5,9 +5,9 @@ region-loss class (`tests.synthetic.generated`) and of the one-model, one-region
 built in this process (single process, `build_candidates`), with CPU time
 (`time.process_time`, which moves far less than the wall time on a shared machine):
 
-- `edge search`: as fleetplan runs it (`models.serving.edge_search.find_edge`), first with empty
-  mixture tables (`models.serving.iteration_mixture.shared_mixtures`), then again with them
-  full, as a second solve in the same process (explain's re-solves, a sweep, `batch`) finds them;
+- `edge search`: as fleetplan runs it (`models.serving.edge_search.find_edge`), first with no
+  mixtures kept (`models.serving.iteration_mixture.kept_mixture`), then again with them
+  kept, as a second solve in the same process (explain's re-solves, a sweep, `batch`) finds them;
 - `48-step bisection`: the same table with the search the edge search replaced, as the
   reference, side by side in the same run.
 

@@ -193,7 +193,7 @@ def test_the_capacity_is_the_edge_of_the_slo():
 
 
 def test_a_decode_side_shares_its_mixtures_across_pool_sizes_and_nothing_else():
-    """`shared_mixtures`: one table per (step model, mix, prefill), so the searches of a
+    """`mixture_side`: one side per (step model, mix, prefill), so the searches of a
     configuration at several pool sizes reuse each other's iteration mixtures; the
     answer is the same read from the table as computed afresh, in any order."""
     config = _config("h100-sxm", "llama-3.3-70b", FP8, 4)
@@ -203,9 +203,9 @@ def test_a_decode_side_shares_its_mixtures_across_pool_sizes_and_nothing_else():
     pooled = BatchModel(steps, MixTokens.of(CHAT), Role.UNIFIED, 0.0, 0.0, 16)
     other_mix = BatchModel(steps, MixTokens.of(SHORT), Role.UNIFIED, 0.0, 0.0, 1)
     decode = BatchModel(steps, MixTokens.of(CHAT), Role.DECODE, 0.0, 0.0, 1)
-    assert lone._mixtures is pooled._mixtures
-    assert other_mix._mixtures is not lone._mixtures
-    assert decode._mixtures is not lone._mixtures  # no prompts ride in a decode replica
+    assert lone._side == pooled._side
+    assert other_mix._side != lone._side
+    assert decode._side != lone._side  # no prompts ride in a decode replica
 
     targets = LatencyTargets(1.0, 0.06)
     iteration_mixture_module._MIXTURES.clear()
