@@ -67,15 +67,17 @@ from solver.decompose.region_bounds import Rows, region_of
 from solver.program.lp import Constraint, LinearProgram, SolveResult
 from solver.settings import MIN_CALL_S, SolveSettings
 
-TRY_NODES = 10
+TRY_NODES = 1
 """Branch-and-bound nodes one neighbourhood's program may search (HiGHS; a work limit,
 not the clock). On the bench's 10 x 20 x 6 region-loss instance (from the plan floored at
 the regions' fleets, $705,647) a pair's root alone takes 1.0-2.3 s of CPU and HiGHS finds
 its cheaper plans there (a sub-MIP from the start): the first 8 pairs at 1 node and at
 10 nodes found the same three ($3,971, $526 and $234 cheaper), 10 nodes taking 2.1-2.9
-s of CPU each, about what the 3 s of wall that limited them before gave at idle. Under
-load those 3 s ended most pairs inside the root, at the start (load 9: 0 nodes, a 12-16%
-gap on each of the first 6 pairs; scale17 at load 10: 0 of 45 pairs cheaper)."""
+s of CPU each, 1 node about 35% less. Side by side at load 2.5 under the default 60 s
+limit, 1 node re-solved 29 neighbourhoods ($696,887, 1.70%) where 10 nodes re-solved 12
+($701,676, 2.38%) before the time limit cut the search. Under load the 3 s of wall that
+limited a pair before ended most pairs inside the root, at the start (load 9: 0 nodes, a
+12-16% gap on each of the first 6 pairs; scale17 at load 10: 0 of 45 pairs cheaper)."""
 TRY_S = 3.0
 """Time limit of one neighbourhood's program for a backend that counts no nodes
 (`Capabilities.node_limit`): its search depends on the machine's load."""
