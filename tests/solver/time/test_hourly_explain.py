@@ -25,6 +25,7 @@ import math
 import pytest
 
 from models.io.loading import validate_instance
+from solver.analysis import explain as explain_module
 from solver.analysis.explain import HOURLY_ALTERNATIVE_METHOD, explain
 from solver.solve import SolveSettings
 from tests.paths import INSTANCES
@@ -37,6 +38,13 @@ PEAK_IN_H100 = {"east": 7.5, "west": 2.5}
 PROFILE = [0.5] * 12 + [1.0] * 12
 LEVEL_BY_HOUR = [0.75] + [0.5] * 10 + [0.75] + [1.0] * 12
 """The warm rate of each UTC hour, as a share of the peak (the module text)."""
+
+
+@pytest.fixture(autouse=True)
+def _no_replays(monkeypatch):
+    """The engine effects' replays are most of an hourly explain (3.3 s of the hand-cost
+    test's 3.9 s) and no test here reads them (test_time_levers' hourly `explain` runs them)."""
+    monkeypatch.setattr(explain_module, "_engine_effects", lambda *_: {})
 
 
 def _instance():

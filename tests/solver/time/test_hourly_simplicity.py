@@ -111,13 +111,16 @@ def _mix(load: float) -> float:
 @pytest.fixture(scope="module")
 def explained():
     """(solved, explanation) of the hand case at gap 0, as `explain --mip-gap 0` makes them
-    (`explain` is `explain_solved(solve_program(...))`), once a module: the explanation's
-    engine-effects replay is most of its 10 s, and the hand figures and the command's
-    outputs read the same one (an hourly Solved holds its held-fleet thread, so it cannot
-    be pickled for the other pytest-xdist worker, as tests.solved_once shares plans)."""
+    (`explain` is `explain_solved(solve_program(...))`), once a module, without the
+    engine-effects replay (most of its time; no test here reads it), and the hand figures
+    and the command's outputs read the same one (an hourly Solved holds its held-fleet
+    thread, so it cannot be pickled for the other pytest-xdist worker, as
+    tests.solved_once shares plans)."""
     instance = _instance()
     solved = solve_program(instance, SolveSettings.of(instance, mip_gap=0.0))
-    return solved, explain_solved(solved)
+    with pytest.MonkeyPatch.context() as patch:  # no test here reads the replays
+        patch.setattr(explain_module, "_engine_effects", lambda *_: {})
+        return solved, explain_solved(solved)
 
 
 def _lend(monkeypatch, solved, explanation) -> list[str]:
