@@ -15,7 +15,7 @@ from cli.render.console import err, out
 from cli.render.tables import TableSpec, print_tables
 from models.io.documents import not_utf8
 from models.io.output_files import check_targets, write_text
-from models.io.output_kinds import JSON, PROFILE
+from models.io.output_kinds import JSON, PROFILE, PROFILE_OPENING
 from models.physics.efficiency import Efficiency, UnknownEngine, check_engine
 from models.profiles.fit import (
     FIGURES,
@@ -263,7 +263,7 @@ def calibrate(
     )
     _check_readable(document["by_key"]["default"], measurements)
     header = (
-        f"# fleetplan engine profile, written by `fleetplan calibrate` on {date}.\n"
+        f"{PROFILE_OPENING} on {date}.\n"
         "# Use it with `engine: <this file>` in an instance or `--engine <this file>`.\n"
     )
     text = header + yaml.safe_dump(document, sort_keys=False)

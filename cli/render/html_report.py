@@ -20,6 +20,7 @@ from cli.render.plan_tables import BUSIEST_SERVERS
 from cli.render.summary_tables import MONTH_ZERO, month_zero
 from cli.render.tables import TableSpec
 from models.io.output_files import terminal_safe
+from models.io.output_kinds import HTML_OPENING
 from solver.analysis.capacity_bands import pools_run
 from solver.analysis.report_data import ConfigCharts
 from solver.analysis.report_time import CostSplitRow, DayChart
@@ -350,9 +351,7 @@ def report_html(
     time = time or TimeCharts()
     placed = {key: [t for t in tables if _placed(t) == key] for key in set(map(_placed, tables))}
     parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{html.escape(header[0])}</title><style>{_STYLE}</style></head><body>",
+        f"{HTML_OPENING}{html.escape(header[0])}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{html.escape(header[0])}</h1>",
         *(f'<p class="note">{html.escape(line)}</p>' for line in header[1:]),
     ]

@@ -83,10 +83,10 @@ def _markdown(text: str) -> bool:
 
 
 HTML_OPENING = '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n<title>'
-"""How fleetplan's HTML report opens (cli.render.html_report.report_html)."""
+"""How fleetplan's HTML report opens (cli.render.html_report.report_html writes it)."""
 
 PROFILE_OPENING = "# fleetplan engine profile, written by `fleetplan calibrate`"
-"""The first line `calibrate -o` writes."""
+"""The first line `calibrate -o` writes (cli.calibrate), before its date."""
 
 
 def _program(text: str) -> bool:
