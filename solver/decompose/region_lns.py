@@ -140,11 +140,13 @@ def neighbourhood(
     return program
 
 
-def scores(lp: LinearProgram, values: dict[str, float], rows: Rows) -> dict[str, float]:
-    """Each region's rank: its `excess` where above `AT_BOUND` of its cost, else that
-    share of its cost (a region at its bound ranks by its fleet's cost: a larger fleet
-    has more servers that may change)."""
-    over = excess(lp, values, rows)
+def scores(
+    lp: LinearProgram, values: dict[str, float], rows: Rows, over: dict[str, float] | None = None
+) -> dict[str, float]:
+    """Each region's rank: its `excess` (`over`, worked out where not given) where above
+    `AT_BOUND` of its cost, else that share of its cost (a region at its bound ranks by
+    its fleet's cost: a larger fleet has more servers that may change)."""
+    over = excess(lp, values, rows) if over is None else over
     return {
         region: max(above, AT_BOUND * (above + (rows[region][1] if region in rows else 0.0)))
         for region, above in over.items()
@@ -165,10 +167,13 @@ def excess(lp: LinearProgram, values: dict[str, float], rows: Rows) -> dict[str,
     }
 
 
-def room(lp: LinearProgram, values: dict[str, float], rows: Rows) -> dict[str, float]:
-    """Each region's `excess` less `AT_BOUND` of its cost at `values`: what freeing it
-    may save beyond the gap its own program was proved within (negative at its bound)."""
-    over = excess(lp, values, rows)
+def room(
+    lp: LinearProgram, values: dict[str, float], rows: Rows, over: dict[str, float] | None = None
+) -> dict[str, float]:
+    """Each region's `excess` (`over`, worked out where not given) less `AT_BOUND` of its
+    cost at `values`: what freeing it may save beyond the gap its own program was proved
+    within (negative at its bound)."""
+    over = excess(lp, values, rows) if over is None else over
     return {
         region: above - AT_BOUND * (above + (rows[region][1] if region in rows else 0.0))
         for region, above in over.items()
@@ -237,8 +242,9 @@ def search(
 
 def _ranked(lp: LinearProgram, values: dict[str, float], rows: Rows) -> list[frozenset[str]]:
     """The neighbourhoods of `SIZE` regions worth trying from `values`, in rank order."""
-    hoods = ranked_neighbourhoods(scores(lp, values, rows), SIZE)
-    return worth_trying(hoods, room(lp, values, rows))
+    over = excess(lp, values, rows)  # one pass over the objective for both
+    hoods = ranked_neighbourhoods(scores(lp, values, rows, over), SIZE)
+    return worth_trying(hoods, room(lp, values, rows, over))
 
 
 def _disjoint(hoods: Sequence[frozenset[str]], width: int) -> list[frozenset[str]]:
