@@ -412,10 +412,11 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
     ),
     "cli.render": _contract(
         "solver.plan solver.analysis solver.studies models.calculators models.serving "
-        "models.schema models.physics models.io.output_files",
+        "models.schema models.physics models.io.output_files models.io.output_kinds",
         "draws records: the plan, the report's data, a batch, the estimate, input errors, "
         "a replica's memory and efficiency factors (perf's tables); text reaches the "
-        "terminal as output_files.terminal_safe spells it",
+        "terminal as output_files.terminal_safe spells it; the HTML report opens as "
+        "output_kinds recognises an earlier one",
     ),
 }
 """Package (or a module at solver/'s top level) -> what it may import outside itself, and
