@@ -1,0 +1,112 @@
+"""Hostile input, round twenty: the solver figures a plan states (gaps, times, counts) and
+its status hold what a solve can write, in every horizon."""
+
+import json
+
+import pytest
+
+from tests.cli.test_hostile_input import run_checked
+from tests.paths import ONE_MODEL_ONE_REGION
+
+_POOL = {"workload": "chat", "region": "us-east", "gpu": "h100-sxm", "precision": "fp8",
+         "tp": 1, "pp": 1, "role": "unified", "count": 3}  # fmt: skip
+_RUN = {"name": "highs", "version": "1.16.0", "termination": "feasible", "runtime_s": 1.8,
+        "mip_gap": 0.4137, "requested_gap": 0.001, "time_limit_s": 120.0, "threads": 1,
+        "variables": 3090, "integer_variables": 2051, "constraints": 4841,
+        "candidates": 11}  # fmt: skip
+"""procurement-3region's solver record as `solve --json` wrote it (its gap rounded)."""
+
+
+def _month(month: int, status: str, gap: float | None) -> dict:
+    return {"month": month, "growth_factor": 1.05**month, "cost_per_month": 1000.0,
+            "status": status, "mip_gap": gap}  # fmt: skip
+
+
+def _plan(tmp_path, **fields) -> str:
+    plan = {"status": "feasible (gap 41.37%)", "replicas": [_POOL], "solver": _RUN, **fields}
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan, indent=1), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        # the leftover: months[1].mip_gap -1 verified (solver figures held finite only)
+        (
+            {"months": [_month(0, "optimal", 0.0), _month(1, "optimal", -1)]},
+            "months[1].mip_gap: Input should be greater than or equal to 0 (got -1)",
+        ),
+        ({"solver": {**_RUN, "mip_gap": -0.5}}, "solver.mip_gap"),
+        ({"solver": {**_RUN, "runtime_s": -3}}, "solver.runtime_s"),
+        ({"solver": {**_RUN, "time_limit_s": 0}}, "solver.time_limit_s"),
+        ({"solver": {**_RUN, "requested_gap": -0.001}}, "solver.requested_gap"),
+        ({"solver": {**_RUN, "threads": 0}}, "solver.threads"),
+        ({"solver": {**_RUN, "variables": -1}}, "solver.variables"),
+        ({"solver": {**_RUN, "constraints": -4841}}, "solver.constraints"),
+        ({"solver": {**_RUN, "candidates": -11}}, "solver.candidates"),
+        ({"colocation": {"lp_bound": -5.0}}, "colocation.lp_bound"),
+        ({"colocation": {"gap": -0.1}}, "colocation.gap"),
+        (
+            {"tiering": {"workloads": [], "idle_fraction": 0.1, "enumeration_s": -2}},
+            "tiering.enumeration_s",
+        ),
+    ],
+    ids=lambda value: next(iter(value)) if isinstance(value, dict) else value,
+)
+def test_a_negative_solver_figure_is_refused(run_cli, tmp_path, edit, needle):
+    """A gap, a time or a count is >= 0 (a time limit and the threads > 0); the plan
+    reader refuses each below, naming its field, before any instance work (exit 2)."""
+    plan = _plan(tmp_path, **edit)
+    run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, needles=(needle,))
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        # 41.37% is 41.365 .. 41.375% at two decimals; 0.5 is 50%
+        (
+            {"months": [_month(0, "optimal", 0.0), _month(1, "feasible (gap 41.37%)", 0.5)]},
+            "months[1]: status 'feasible (gap 41.37%)' beside mip_gap 0.5 (50%)",
+        ),
+        # optimal only within OPTIMAL_GAP_CEILING (1%): 0.4137 is 41%
+        ({"status": "optimal"}, "status 'optimal' beside solver.mip_gap 0.4137"),
+        ({"status": "feasible (gap unknown)"}, "beside solver.mip_gap 0.4137"),
+        ({"months": [_month(0, "optimal", 0.02)]}, "months[0]: status 'optimal'"),
+    ],
+    ids=["month-gap", "optimal", "unknown", "month-optimal"],
+)
+def test_a_status_its_gap_contradicts_is_refused(run_cli, tmp_path, edit, needle):
+    """A status is written from the gap beside it (solver.plan.schema.plan_status); an
+    edited gap or status that no solve writes together is refused naming the record."""
+    plan = _plan(tmp_path, **edit)
+    run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, needles=(needle,))
+
+
+def test_the_status_its_gap_writes_is_read(run_cli, tmp_path):
+    """The statuses a solve writes beside their gaps are kept: 41.37% for 0.4137 (it
+    reads 41.37 at two decimals), 'optimal' for 1.5e-7 (within 1%), a month without a
+    gap. The verdict is the verifier's (3 replicas of 1 GPU for 20 requests/s)."""
+    months = [_month(0, "optimal", 1.5e-7), _month(1, "feasible (gap 41.37%)", 0.41369),
+              _month(2, "optimal", None)]  # fmt: skip
+    plan = _plan(tmp_path, months=months)
+    result = run_cli("verify", ONE_MODEL_ONE_REGION, plan)
+    assert "status" not in result.stderr and "mip_gap" not in result.stderr, result.stderr
+    assert result.exit_code in (0, 1), result.stderr
+
+
+def test_a_nan_below_a_bound_is_said_to_be_a_nan(run_cli, tmp_path):
+    """A NaN fails every bound: pydantic's words read 'Input should be greater than or
+    equal to 0 (got nan)', as if a number too small; it is said to be no finite number."""
+    plan = _plan(tmp_path, solver={**_RUN, "runtime_s": float("nan")})
+    result = run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan)
+    assert "solver.runtime_s: must be a finite number, got nan" in result.stderr
+    assert "greater than" not in result.stderr
+
+
+def test_a_nan_where_text_belongs_is_said_to_need_text(run_cli, tmp_path):
+    """Only a number's bound reads a NaN as 'no finite number'; a pool's region given
+    NaN still says text belongs there."""
+    plan = _plan(tmp_path, replicas=[{**_POOL, "region": float("nan")}])
+    result = run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan)
+    assert "replicas[0].region: must be text, got nan" in result.stderr, result.stderr
