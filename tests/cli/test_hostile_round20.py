@@ -1,5 +1,6 @@
 """Hostile input, round twenty: the solver figures a plan states (gaps, times, counts) and
-its status hold what a solve can write, in every horizon."""
+its status hold what a solve can write, in every horizon; a fleet that runs no replica is
+refused as an empty one is."""
 
 import json
 
@@ -93,6 +94,50 @@ def test_the_status_its_gap_writes_is_read(run_cli, tmp_path):
     result = run_cli("verify", ONE_MODEL_ONE_REGION, plan)
     assert "status" not in result.stderr and "mip_gap" not in result.stderr, result.stderr
     assert result.exit_code in (0, 1), result.stderr
+
+
+FLEET_HEADER = "workload,region,gpu,precision,tp,pp,replicas\n"
+
+
+@pytest.mark.parametrize(
+    ("rows", "needle"),
+    [
+        ("", "holds no pool"),  # an empty CSV, refused before
+        ("chat,us-east,h100-sxm,fp8,1,1,0\n", "runs no replica: 1 pool (chat in us-east"),
+        (
+            "chat,us-east,h100-sxm,fp8,1,1,0\nchat,us-east,h100-sxm,fp8,2,1,0\n",
+            "runs no replica: 2 pools",
+        ),
+    ],
+    ids=["empty", "one-zero-row", "two-zero-rows"],
+)
+def test_a_fleet_that_runs_nothing_is_refused(run_cli, tmp_path, rows, needle):
+    """A CSV whose only row has 0 replicas wrote the instance unchanged and a plan of no
+    replicas (exit 0) where an empty CSV exited 2: both hold no GPU to import, and an
+    export that came out empty is more likely the wrong export than a fleet of nothing.
+    Now both exit 2 and nothing is written."""
+    fleet = tmp_path / "fleet.csv"
+    fleet.write_text(FLEET_HEADER + rows, encoding="utf-8")
+    out, plan = tmp_path / "prod.yaml", tmp_path / "fleet-plan.json"
+    run_checked(
+        run_cli, "fleet-import", fleet, "--instance", ONE_MODEL_ONE_REGION,
+        "--instance-out", out, "--plan-out", plan, needles=(needle,),
+    )  # fmt: skip
+    assert not out.exists() and not plan.exists()
+
+
+def test_a_pool_at_zero_beside_a_running_one_is_kept(run_cli, tmp_path):
+    """A pool scaled to zero beside a running pool is a fleet's real state: imported,
+    existing = the running pool's 2 replicas x tp 2 = 4 H100s."""
+    fleet = tmp_path / "fleet.csv"
+    rows = "chat,us-east,h100-sxm,fp8,1,1,0\nchat,us-east,h100-sxm,fp8,2,1,2\n"
+    fleet.write_text(FLEET_HEADER + rows, encoding="utf-8")
+    out = tmp_path / "prod.yaml"
+    result = run_cli(
+        "fleet-import", fleet, "--instance", ONE_MODEL_ONE_REGION, "--instance-out", out
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "existing:\n    h100-sxm: 4\n" in out.read_text(encoding="utf-8")
 
 
 def test_a_nan_below_a_bound_is_said_to_be_a_nan(run_cli, tmp_path):
