@@ -155,3 +155,41 @@ def test_a_nan_where_text_belongs_is_said_to_need_text(run_cli, tmp_path):
     plan = _plan(tmp_path, replicas=[{**_POOL, "region": float("nan")}])
     result = run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan)
     assert "replicas[0].region: must be text, got nan" in result.stderr, result.stderr
+
+
+_ROW = {"name": "capacity[none,chat,us-east,unified]", "family": "capacity", "slack": 0.0,
+        "shadow_price": 1.0}  # fmt: skip
+"""A static plan's binding row: no @tHH mark, no month."""
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (
+            {"period": 123456789},
+            "binding[0].period: capacity[none,chat,us-east,unified] "
+            "states period 123456789; its name says no period, and the plan has no hours",
+        ),
+        (
+            {"month": 0},
+            "binding[0].month: capacity[none,chat,us-east,unified] states month 0; "
+            "it is a row of the plan",
+        ),
+    ],
+    ids=["period", "month"],
+)
+def test_a_static_plans_row_in_time_fails(run_cli, tmp_path, edit, needle):
+    """The static verifier read no binding row's period or month: a static plan (no
+    hours, no months) with a row at period 123456789 verified ok. verify now holds it to
+    the hour verifier's rule (solver.verify.hour_rows): no hours, no period; no months,
+    no month."""
+    plan = _plan(tmp_path, binding=[{**_ROW, **edit}])
+    result = run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, code=1)
+    assert needle in result.stderr, result.stderr
+
+
+def test_a_static_plans_row_without_time_passes(run_cli, tmp_path):
+    """The same row with no period and no month is no violation of its time."""
+    plan = _plan(tmp_path, binding=[_ROW])
+    result = run_cli("verify", ONE_MODEL_ONE_REGION, plan)
+    assert "binding[0]" not in result.stderr, result.stderr
