@@ -193,3 +193,26 @@ def test_a_static_plans_row_without_time_passes(run_cli, tmp_path):
     plan = _plan(tmp_path, binding=[_ROW])
     result = run_cli("verify", ONE_MODEL_ONE_REGION, plan)
     assert "binding[0]" not in result.stderr, result.stderr
+
+
+RUNS_HEADER = "model,gpu,precision,tp,pp,isl,osl,concurrency,output_tok_s\n"
+
+
+@pytest.mark.parametrize(
+    ("tp", "pp", "needle"),
+    [
+        ("99999999999", "1", "runs.csv:2: tp: must be at most 1,024, got 99,999,999,999"),
+        ("1", "2048", "runs.csv:2: pp: must be at most 1,024, got 2,048"),
+    ],
+    ids=["tp", "pp"],
+)
+def test_a_measured_layout_past_the_bound_is_refused(run_cli, tmp_path, tp, pp, needle):
+    """calibrate held a row's tp to 'above 0 and below 1e12': tp 99999999999 was warned
+    of, left out of the fit and the profile written from the other rows (exit 0, two
+    minutes here), where `--tp 99999999999` and an instance's tensor_parallel refuse
+    past 1,024 (limits.PARALLEL_DEGREE). The row is refused as the flag is."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text(RUNS_HEADER + f"llama-3.1-8b,h100-sxm,bf16,{tp},{pp},2000,64,1,81.6\n")
+    profile = tmp_path / "p.yaml"
+    run_checked(run_cli, "calibrate", runs, "-o", profile, needles=(needle,))
+    assert not profile.exists()
