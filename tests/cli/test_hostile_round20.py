@@ -216,3 +216,13 @@ def test_a_measured_layout_past_the_bound_is_refused(run_cli, tmp_path, tp, pp, 
     profile = tmp_path / "p.yaml"
     run_checked(run_cli, "calibrate", runs, "-o", profile, needles=(needle,))
     assert not profile.exists()
+
+
+def test_a_huge_negative_integer_keeps_its_sign(run_cli, tmp_path):
+    """A count below its floor by 2^63 read 'got an integer of about 10^19', as if far
+    above: solver.variables -2^63 (fuzzed into a golden's cost_rel_tolerance) now reads
+    -10^19 (64 bits x log10(2) = 19.3)."""
+    plan = _plan(tmp_path, solver={**_RUN, "variables": -(2**63)})
+    result = run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan)
+    assert "solver.variables: " in result.stderr
+    assert "(got an integer of about -10^19)" in result.stderr, result.stderr
