@@ -232,6 +232,8 @@ def fleet_import(
             "",
             "holds no pool (no row, or no object with the fleetplan.io/pool annotation)",
         )
+    if not schedules and not any(pool.count for pool in pools):
+        raise _problem(str(fleet_file), "replicas", _runs_nothing(pools))
     try:  # what is written must load: a fleet past a bound or of an undeclared GPU type
         validate_instance(updated, str(fleet_file), {}, instance_dir=instance_file.parent)
     except InputError as error:
@@ -250,6 +252,20 @@ def fleet_import(
             markup=False,
         )
     emit_json(plan_out, plan, inputs, PLAN)
+
+
+def _runs_nothing(pools: list) -> str:
+    """Why a fleet whose every pool states 0 replicas is refused as an empty one is: it
+    holds no GPU, so it raises no region's `existing` and gives verify an empty plan; the
+    instance written was the instance read (exit 0), where an empty CSV exited 2. A pool
+    at 0 beside running ones is kept (a pool scaled to zero is a fleet's real state)."""
+    shown = ", ".join(f"{p.workload} in {p.region} on {p.key}" for p in pools[:3])
+    more = f" and {len(pools) - 3} more" if len(pools) > 3 else ""
+    return (
+        f"runs no replica: {counted(len(pools), 'pool')} ({shown}{more}), each with 0 "
+        "replicas; a fleet that runs nothing owns no GPU to import: solve the instance as "
+        "it is, or export the fleet again"
+    )
 
 
 def _check_earlier_import(instance_out: Path, name: str) -> None:

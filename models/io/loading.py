@@ -5,6 +5,7 @@ gives one, and all errors are reported at once (up to `MAX_ISSUES_REPORTED`, the
 count). Reading itself is bounded by `models.io.documents.read_document`.
 """
 
+import math
 import types
 import typing
 from difflib import get_close_matches
@@ -116,6 +117,14 @@ def schema_issues(
     return capped(file, issues, error.error_count())
 
 
+_BOUNDS = ("greater_than", "greater_than_equal", "less_than", "less_than_equal")
+"""pydantic's error types of a number's bound (`Field(ge=0)`)."""
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
 def _issue_from_pydantic(
     item: Any, file: str, lines: Lines, data: Any, model: type[BaseModel], unknown_key: str
 ) -> Issue:
@@ -136,7 +145,10 @@ def _issue_from_pydantic(
             message += f" (allowed: {', '.join(allowed)})"
     elif item["type"] == "missing":
         message = "required field is missing"
-    elif item["type"] == "finite_number":
+    elif item["type"] == "finite_number" or (
+        item["type"] in _BOUNDS and _is_nan(item.get("input"))
+    ):
+        # a NaN fails every bound ('Input should be greater than or equal to 0 (got nan)')
         message = f"must be a finite number, got {_shown(item.get('input'))}"
     elif item["type"] == "too_short" and item.get("ctx", {}).get("actual_length") == 0:
         # pydantic: "List should have at least 1 item after validation, not 0"

@@ -37,7 +37,9 @@ from models.io.documents import read_document, read_text
 from models.io.numbers import is_decimal
 from models.physics.catalog import closest_name, gpu_catalog, llm_catalog
 from models.physics.precision import Precision
+from models.schema import limits
 from models.schema.errors import InputError, Issue
+from models.schema.quantities import out_of_range
 
 DEFAULT_REQUESTS_PER_USER = 10
 """`num_requests` when a CSV line leaves it out: 10 x the concurrency (a common
@@ -162,6 +164,17 @@ class _Row:
             return None
         return number
 
+    def degree(self, field: str, value: float | None) -> float | None:
+        """A parallel degree within the layout bound `--tp` and an instance hold it to
+        (limits.PARALLEL_DEGREE): tp 99999999999 passed the row's 1e12, was warned of
+        ('does not divide the 32 attention heads'), left out, and the fit ran on the
+        other rows for two minutes (exit 0)."""
+        why = None if value is None else out_of_range(value, limits.PARALLEL_DEGREE)
+        if why:
+            self.problem(field, why)
+            return None
+        return value
+
     def name(self, field: str, known: dict[str, Any]) -> str | None:
         value = self.fields.get(field)
         if value is None or value == "":
@@ -192,8 +205,8 @@ class _Row:
         gpu = self.name("gpu", gpu_catalog())
         precision = self.precision("precision", None)
         kv = self.precision("kv_precision", precision)
-        tp = self.number("tp", whole=True)
-        pp = self.number("pp", required=False, whole=True) or 1
+        tp = self.degree("tp", self.number("tp", whole=True))
+        pp = self.degree("pp", self.number("pp", required=False, whole=True)) or 1
         isl, osl = self.number("isl"), self.number("osl")
         concurrency = self.number("concurrency", whole=True)
         requests = self.number("num_requests", required=False, whole=True)

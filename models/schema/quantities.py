@@ -23,8 +23,9 @@ def describe(value: float) -> str:
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, int):
-        if value.bit_length() > 50:
-            return f"an integer of about 10^{int(value.bit_length() * math.log10(2))}"
+        if value.bit_length() > 50:  # the sign kept: -2^63 read 'an integer of about 10^19'
+            sign = "-" if value < 0 else ""
+            return f"an integer of about {sign}10^{int(value.bit_length() * math.log10(2))}"
         return f"{value:,}"
     if math.isfinite(value) and value.is_integer() and abs(value) < 1e15:
         return f"{int(value):,}"

@@ -454,20 +454,22 @@ class SolverRun(BaseModel):
     name: str
     version: str
     termination: str
-    runtime_s: Real
+    runtime_s: Real = Field(ge=0)
     """Seconds the backend spent solving; for a decomposed solve the sum over its
     programs, which run side by side in worker processes, so it can pass the wall time;
     decomposed by region, the wall time from the regions' programs to the plan (their
     programs, the plan floored at their fleets and the search by neighbourhoods)."""
-    mip_gap: Real | None = None
-    """Relative gap between the plan and the best bound, as the backend reports it."""
-    requested_gap: Real
-    time_limit_s: Real
-    threads: Whole
-    variables: Whole
-    integer_variables: Whole
-    constraints: Whole
-    candidates: Whole
+    mip_gap: Real | None = Field(default=None, ge=0)
+    """Relative gap between the plan and the best bound, as the backend reports it (>= 0;
+    above 1 where the bound is negative). Every figure of the run is a count, a time or a
+    gap, so none is negative (a plan stating months[1].mip_gap: -1 verified)."""
+    requested_gap: Real = Field(ge=0)
+    time_limit_s: Real = Field(gt=0)
+    threads: Whole = Field(ge=1)
+    variables: Whole = Field(ge=0)
+    integer_variables: Whole = Field(ge=0)
+    constraints: Whole = Field(ge=0)
+    candidates: Whole = Field(ge=0)
     """Candidate configurations kept after pruning, all workloads together."""
     method: str = ""
     """How the program was solved: as one, or workload by workload
@@ -505,9 +507,9 @@ class Tiering(BaseModel):
     """cost_per_month_dedicated - this plan's cost."""
     pays_the_bills: tuple[str, ...] = ()
     """The dedicated tier: workloads on pools of their own, untouched by the tail."""
-    templates: Whole = 0
+    templates: Whole = Field(default=0, ge=0)
     """Group templates the program could choose."""
-    enumeration_s: Real = 0.0
+    enumeration_s: Real = Field(default=0.0, ge=0)
     note: str = ""
 
 
@@ -518,20 +520,20 @@ class ColocationSearch(BaseModel):
     model_config = FROZEN
 
     method: str = "column generation"
-    lp_bound: Real | None = None
+    lp_bound: Real | None = Field(default=None, ge=0)
     """$/month: a lower bound on the tail's packing at peak without failures (each tail
     workload on one replica of a group or of its own), over every group of the candidates."""
-    packing_cost: Real | None = None
+    packing_cost: Real | None = Field(default=None, ge=0)
     """$/month of the integer packing over the generated groups (the heuristic's answer)."""
-    gap: Real | None = None
+    gap: Real | None = Field(default=None, ge=0)
     """(packing_cost - lp_bound) / packing_cost: how far the heuristic can be from the
     best packing; 0 when proven optimal."""
     converged: bool = False
     """True when no group prices below zero or the packing meets its rounded bound."""
-    rounds: Whole = 0
-    groups_checked: Whole = 0
+    rounds: Whole = Field(default=0, ge=0)
+    groups_checked: Whole = Field(default=0, ge=0)
     """Groups whose physics was checked at their members' peaks."""
-    templates: Whole = 0
+    templates: Whole = Field(default=0, ge=0)
     """Group templates the program chose among."""
     note: str = ""
 

@@ -11,7 +11,7 @@ live in `solver.plan.records` (pools, GPUs, scenarios, co-location) and
 import math
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from models.schema.quantities import DemandGrowth, MaxUtilization
 from solver.plan.records import (
@@ -33,6 +33,7 @@ from solver.plan.records import (
     Whole,
 )
 from solver.plan.time_records import (
+    OPTIMAL_GAP_CEILING,
     BatchPlacement,
     Commitment,
     Hour,
@@ -40,6 +41,7 @@ from solver.plan.time_records import (
     PoolHeadroom,
     ScenarioBudgetUse,
     known_status,
+    status_against_gap,
 )
 
 SHADOW_PRICE_NOTE = (
@@ -49,11 +51,6 @@ SHADOW_PRICE_NOTE = (
     "replica counts relaxed to continuous: the marginal $/month of one more unit of "
     "each right-hand side for this plan's layout."
 )
-
-
-OPTIMAL_GAP_CEILING = 0.01
-"""Largest gap (1%) a plan may be from its bound and still be called "optimal", whatever
-gap was requested: `mip_gap: 0.999` may stop the solver at 57%, which is no optimum."""
 
 
 def plan_status(proven: bool, mip_gap: float | None, requested_gap: float) -> str:
@@ -163,6 +160,14 @@ class Plan(BaseModel):
     summary: BuyerSummary | None = None
     """The buyer's one-screen summary (solver.plan.summary), read off the fields
     above; None in a plan written by hand."""
+
+    @model_validator(mode="after")
+    def _status_of_its_gap(self) -> "Plan":
+        """The plan's status is the one its solver's gap gives (`status_against_gap`)."""
+        gap = self.solver.mip_gap if self.solver else None
+        if why := status_against_gap(self.status, gap):
+            raise ValueError(f"status {self.status!r} {why.replace('mip_gap', 'solver.mip_gap')}")
+        return self
 
     @property
     def optimal(self) -> bool:

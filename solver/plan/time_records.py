@@ -3,10 +3,11 @@ day with their pools, GPUs, spot replicas, batch soak and failover starts; commi
 warm headroom and the error budget's use; the months of the procurement horizon; and
 where batch work is served."""
 
+import math
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from solver.plan.records import (
     FROZEN,
@@ -23,6 +24,32 @@ _STATUS = re.compile(
 )
 """The status words `solver.plan.schema.plan_status` writes, and "given" for a plan
 written by hand."""
+
+
+OPTIMAL_GAP_CEILING = 0.01
+"""Largest gap (1%) a plan may be from its bound and still be called "optimal", whatever
+gap was requested: `mip_gap: 0.999` may stop the solver at 57%, which is no optimum."""
+
+
+def status_against_gap(status: str, mip_gap: float | None) -> str | None:
+    """Why `status` cannot be what a solve wrote beside `mip_gap` (None where it can):
+    `plan_status` writes "optimal" only within OPTIMAL_GAP_CEILING, "feasible (gap X%)"
+    with the gap reached as a percentage and "feasible (gap unknown)" only without a gap.
+    A hand-edited `mip_gap: 0.5` under "feasible (gap 41.37%)" verified as the solve's."""
+    if mip_gap is None or not math.isfinite(mip_gap):
+        return None
+    if status == "optimal" and mip_gap > OPTIMAL_GAP_CEILING + 1e-12:
+        return f"beside mip_gap {mip_gap:g}: a plan is called optimal within 1% of its bound"
+    if status == "feasible (gap unknown)":
+        return f"beside mip_gap {mip_gap:g}: a plan with a gap states it"
+    stated = re.fullmatch(r"feasible \(gap (-?[0-9][0-9,]*)(\.[0-9]+)?%\)", status)
+    if stated is None:
+        return None
+    percent = float(stated[1].replace(",", "") + (stated[2] or ""))
+    half_digit = 0.5 * 10.0 ** -len((stated[2] or ".")[1:])  # '41.37' is 41.365 .. 41.375
+    if abs(100 * mip_gap - percent) > half_digit * (1 + 1e-9) + 1e-12:
+        return f"beside mip_gap {mip_gap:g} ({100 * mip_gap:.6g}%): the gaps differ"
+    return None
 
 
 def known_status(status: str) -> str:
@@ -252,8 +279,8 @@ class Month(BaseModel):
     """The month's own plan's status: optimal | feasible (gap X%) (solver.plan.schema
     .plan_status; each month is solved within its share of the time limit); empty in a
     plan written before months stated it."""
-    mip_gap: Real | None = None
-    """The month's own plan's gap to its bound (None: no bound)."""
+    mip_gap: Real | None = Field(default=None, ge=0)
+    """The month's own plan's gap to its bound, a fraction >= 0 (None: no bound)."""
     stopped_at_limit: bool = False
     """Whether the month's solve stopped at its share of the time limit before its gap
     closed: its plan is the best it had then (the held fleet's where the search had
@@ -285,6 +312,13 @@ class Month(BaseModel):
     draw in the month's busiest hour (what the cap bounds in every period:
     solver.time.months.month_power), the cap, and the cap's $/month per kW from the
     month's own pricing LP (0 where it does not bind)."""
+
+    @model_validator(mode="after")
+    def _status_of_its_gap(self) -> "Month":
+        """The month's status is the one its gap gives (`status_against_gap`)."""
+        if why := status_against_gap(self.status, self.mip_gap):
+            raise ValueError(f"status {self.status!r} {why}")
+        return self
 
 
 class BatchPlacement(BaseModel):

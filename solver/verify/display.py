@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from models.operations.scenarios import failure_scenarios
 from models.physics.efficiency import check_engine
+from models.schema.errors import shown_name
 from models.schema.instance import Instance
 from solver.plan.records import ReplicaPool, ScenarioResult
 from solver.plan.schema import Plan
@@ -31,7 +32,7 @@ def stated_scenarios(instance: Instance, plan: Plan) -> list[Finding]:
     - `moves` = the routes that leave their own region, rate for rate and at their round
       trip, `from_lost_region` saying whether the origin is the lost region.
     """
-    findings = stated_table(instance, plan.scenarios, "scenarios")
+    findings = stated_table(instance, plan.scenarios, "scenarios") + _stated_names(instance, plan)
     hours = {hour.hour: hour for hour in plan.hours}
     for s_index, result in enumerate(plan.scenarios):
         where = f"scenarios[{s_index}]"
@@ -47,6 +48,35 @@ def stated_scenarios(instance: Instance, plan: Plan) -> list[Finding]:
                         f"{result.hour} starts {sorted(listed.items())}",
                     )
                 )
+    return findings
+
+
+def _stated_names(instance: Instance, plan: Plan) -> list[Finding]:
+    """A static plan's table names the policy's scenarios and the instance's workloads
+    and regions: chat-3region's plan with scenarios[2].pools[3].workload edited to 'nan',
+    its region to 'mars' or a scenario renamed 'lose=mars' verified ok (the loads were
+    held to utilisation = load / capacity alone). An hourly plan's table is an hour's,
+    whose check names them (solver.verify.hour_scenarios)."""
+    if plan.hours:
+        return []
+    policy = [f.name for f in failure_scenarios(instance)]
+    workloads = {w.name for w in instance.workloads}
+    regions = {r.name for r in instance.regions}
+    findings = []
+    for s_index, result in enumerate(plan.scenarios):
+        at = f"scenarios[{s_index}]"
+        if result.name not in policy:
+            shown = ", ".join(shown_name(name) for name in policy)
+            message = f"names scenario {result.name!r}; the policy names {shown}"
+            findings.append(Finding(f"{at}.name", message))
+        for p_index, load in enumerate(result.pools):
+            for field, value, known in (
+                ("workload", load.workload, workloads),
+                ("region", load.region, regions),
+            ):
+                if value not in known:
+                    message = f"{result.name}: unknown {field} {value!r}"
+                    findings.append(Finding(f"{at}.pools[{p_index}].{field}", message))
     return findings
 
 

@@ -36,7 +36,8 @@ and never trusted (solver.verify.totals does the same for a static plan):
 headroom, are solver.verify.hour_reports; each hour's scenario table and the peak
 period's, solver.verify.hour_scenarios.)
 
-Figures the instance cannot recompute are held finite only: the solver's run, the
+Figures the instance cannot recompute are held finite only (the plan reader holds the
+solver's run and each month's gap and status to what a solve writes): the solver's run, the
 binding constraints' slacks and shadow prices and a power row's (the program's rows and
 duals: the verifier reads no program, as for a static plan), the
 scale-out thresholds (they need the lone replica's batch and prefill time, which only the

@@ -17,11 +17,12 @@ from solver.plan.records import Binding
 from solver.plan.schema import Plan
 from solver.plan.time_records import Hour
 from solver.program.row_names import split_timed
-from solver.verify.verdict import Violation
+from solver.verify.verdict import Verification, Violation
 
 
 def check_binding_times(plan: Plan) -> list[Violation]:
-    """Every binding row of the plan and of each month against the hours it lies in."""
+    """Every binding row of the plan and of each month against the hours it lies in (a
+    plan without hours has none: each row states no period)."""
     with_months = bool(plan.months)
     found = _rows("binding", plan.binding, plan.hours, 0 if with_months else None)
     if [month.month for month in plan.months] != list(range(len(plan.months))):
@@ -32,6 +33,18 @@ def check_binding_times(plan: Plan) -> list[Violation]:
         hours = month.hours
         found += _rows(f"months[{index}].binding", month.binding, hours, month.month)
     return found
+
+
+def with_binding_times(verdict: Verification, plan: Plan) -> Verification:
+    """A static plan's `verdict` with its binding rows' places in time
+    (`check_binding_times`): chat-3region's plan with binding[6].period edited to
+    123456789, or a month set on a plan without months, verified ok, as the static
+    verifier reads no row's time. An hourly plan's verdict (`verify_hours`) has them."""
+    rows = [] if plan.hours else check_binding_times(plan)
+    if not rows:
+        return verdict
+    update = {"ok": False, "violations": (*verdict.violations, *rows)}
+    return verdict.model_copy(update=update)
 
 
 def _period(period: int | None) -> str:
@@ -54,8 +67,12 @@ def _rows(
                 Violation(
                     requirement=f"{at}.period",
                     message=f"{row.name} states {_period(row.period)}; its name says "
-                    f"{_period(named_period)}, and the hours' periods start at "
-                    f"{sorted(periods)}",
+                    f"{_period(named_period)}, and "
+                    + (
+                        f"the hours' periods start at {sorted(periods)}"
+                        if hours
+                        else "the plan has no hours (a static plan's one period is the day)"
+                    ),
                 )
             )
         month_ok = row.month == month and named_month in (None, month)

@@ -89,7 +89,7 @@ from solver.verify.fleet import stated_display as shown
 from solver.verify.hour_figures import peak_fleet, stated_hour_figures, stop_before_arithmetic
 from solver.verify.hour_idle import check_idle_fraction
 from solver.verify.hour_reports import stated_report_figures
-from solver.verify.hour_rows import check_binding_times
+from solver.verify.hour_rows import check_binding_times, with_binding_times
 from solver.verify.hour_scenarios import check_hour_table, check_peak_table
 from solver.verify.months import check_months, unmatched_time
 from solver.verify.totals import money_close
@@ -102,7 +102,7 @@ def verify_any(instance: Instance, plan: Plan) -> Verification:
     """Hour by hour for an hourly plan, else the static verifier; with what the plan's
     hours and months do not match in the instance's (`months.unmatched_time`)."""
     verdict = verify_hours(instance, plan) if plan.hours else verify(instance, plan)
-    return unmatched_time(instance, plan, verdict)
+    return unmatched_time(instance, plan, with_binding_times(verdict, plan))
 
 
 def verify_hours(instance: Instance, plan: Plan) -> Verification:

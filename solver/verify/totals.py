@@ -37,7 +37,9 @@ is never trusted:
 
 Money is compared to the cent (`MONEY_TOLERANCE_USD`, or a relative `MONEY_RELATIVE`
 above 10^7 USD, where float sums lose cents); counts exactly. Figures the instance cannot
-recompute (the solver's variable count, shadow prices) are only held finite.
+recompute (the solver's variable count, shadow prices) are only held finite here; the
+plan reader holds the solver's run to what a solve writes (gaps, times and counts >= 0,
+a status the gap gives: solver.plan.time_records.status_against_gap).
 
 Imports models/ and the plan schema only (tests/test_imports.py): it names violations
 by the plan's own field paths (`gpus[0].purchased`), so it needs no row names.

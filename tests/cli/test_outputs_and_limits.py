@@ -143,9 +143,10 @@ def test_explain_of_a_feasible_plan_says_so_and_skips_alternatives():
     solved = solve_program(load_instance(INSTANCES / "unified.yaml"))
     assert solved.plan.optimal
     assert explain_solved(solved).alternatives, "an optimal plan gets its comparisons"
-    at_a_gap = replace(
-        solved, plan=solved.plan.model_copy(update={"status": "feasible (gap 40.00%)"})
-    )
+    # the status and the solver's gap a solve would write together (a plan reads them so)
+    run = solved.plan.solver.model_copy(update={"mip_gap": 0.4})
+    stopped = solved.plan.model_copy(update={"status": "feasible (gap 40.00%)", "solver": run})
+    at_a_gap = replace(solved, plan=stopped)
     explanation = explain_solved(at_a_gap)
     assert explanation.status == "feasible (gap 40.00%)"
     assert explanation.alternatives == ()

@@ -134,7 +134,8 @@ def test_non_finite_total_cost_fails_naming_the_field(run_cli, tmp_path, plan_da
 def test_non_finite_numbers_deep_in_the_plan_are_named(instance, plan_data):
     doctored = _mutated(plan_data, ("scenarios", 0, "routing", 0, "requests_per_s"), math.nan)
     doctored = _mutated(doctored, ("replicas", 1, "requests_per_s_per_replica"), math.inf)
-    doctored = _mutated(doctored, ("solver", "runtime_s"), math.nan)
+    # inf: a NaN runtime is refused by the plan reader (>= 0), as a NaN pool capacity is
+    doctored = _mutated(doctored, ("solver", "runtime_s"), math.inf)
     names = {v.requirement for v in verify(instance, Plan.model_validate(doctored)).violations}
     assert {
         "scenarios[0].routing[0].requests_per_s",
@@ -316,3 +317,31 @@ def test_cost_attribution_is_recomputed_from_the_pools(instance, plan_data):
         tampered = _mutated(plan_data, ("cost_attribution", 0, field), value)
         found = {v.requirement for v in verify(instance, Plan.model_validate(tampered)).violations}
         assert any(name.startswith("cost_attribution[0]") for name in found), (field, found)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "needle"),
+    [
+        ("workload", "nan", "unknown workload 'nan'"),
+        ("region", "mars", "unknown region 'mars'"),
+    ],
+)
+def test_a_scenario_row_of_no_workload_or_region_fails(instance, plan_data, field, value, needle):
+    """The static plan's scenario table names the instance's workloads and regions: a row
+    edited to another passed, held to utilisation = load / capacity alone (fuzzed)."""
+    last = len(plan_data["scenarios"]) - 1
+    doctored = _mutated(plan_data, ("scenarios", last, "pools", 0, field), value)
+    violations = verify(instance, Plan.model_validate(doctored)).violations
+    assert [v.requirement for v in violations] == [f"scenarios[{last}].pools[0].{field}"]
+    assert needle in violations[0].message
+
+
+def test_a_scenario_the_policy_does_not_name_fails(instance, plan_data):
+    """chat-3region's policy survives a region loss: none and lose=each region. A table
+    renamed 'lose=mars' passed where it had no move from the lost region."""
+    doctored = _mutated(plan_data, ("scenarios", 0, "name"), "lose=mars")
+    violations = verify(instance, Plan.model_validate(doctored)).violations
+    names = [v for v in violations if v.requirement == "scenarios[0].name"]
+    assert len(names) == 1 and "names scenario 'lose=mars'; the policy names none" in (
+        names[0].message
+    )
