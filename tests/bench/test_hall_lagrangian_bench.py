@@ -51,15 +51,17 @@ solves: 78 Hall rows, 38 of a lone origin naming 3 regions, 40 naming 4): the 3-
 blocks (a lost region's own users into its neighbours) lift nothing; of the 4-region
 blocks, losing r03 lifts $4,496.8 ({r00, r01, r02, r04}: $138,057.6 against their
 regions' $133,560.8, proved in 28-62 s of CPU), losing r02 $876.0 (38 s), the other
-three nothing (2-8 s). The bound rises from $179,229.6 to $183,726.4 (+2.5%); the whole
-program's own branch and bound (HiGHS, one thread, from the floored plan with the
-region_cost rows) was at $180,022 after 9,414 nodes and $182,895 after 15,018 (859 s and
-1,492 s at that load). Against the cheapest plan known ($185,040, a 60 s solve's) the
-stated gap would be 0.71%, not 3.14%. So on 5 x 8 x 4 most of the gap is the
-bound's: each region's fleet at its own bound carries any one loss only with the other
-regions' plans chosen for it, and one scenario already forces $4.5k of servers that no
-convex combination of region plans sees. Without the region_cost rows HiGHS proved the
-r03 block to only $130,523, below its regions' sum, in 150 s.
+three nothing (2-8 s). The bound rises from $179,229.6 to $183,726.4 (+2.5%). The
+optimum is $185,595.2: the whole program's own branch and bound (HiGHS, one thread,
+from the floored plan, with the region_cost rows and the 78 Hall rows: a relaxation)
+proved it after 17,040 nodes (1,840 s, 450 s of CPU; dual bound $185,588.7; at 859 s it
+stood at $180,022), and a 600 s `solve` had returned that plan with 2.86% stated. So on
+5 x 8 x 4 the stated gap is all the bound's: the regions' bound is 3.43% below the
+optimum, the blocks' 1.01% (they close 71% of it). Each region's fleet at its own bound
+carries any one loss only with the other regions' plans chosen for it, and one scenario
+already forces $4.5k of servers that no convex combination of region plans sees.
+Without the region_cost rows HiGHS proved the r03 block to only $130,523, below its
+regions' sum, in 150 s.
 """
 
 import time
