@@ -55,7 +55,7 @@ three nothing (2-8 s). The bound rises from $179,229.6 to $183,726.4 (+2.5%). Th
 optimum is $185,595.2: the whole program's own branch and bound (HiGHS, one thread,
 from the floored plan, with the region_cost rows and the 78 Hall rows: a relaxation)
 proved it after 17,040 nodes (1,840 s, 450 s of CPU; dual bound $185,588.7; at 859 s it
-stood at $180,022), and a 600 s `solve` had returned that plan with 2.86% stated. So on
+stood at $180,022), and a 600 s `solve` had returned a plan of that cost, 2.86% stated. So on
 5 x 8 x 4 the stated gap is all the bound's: the regions' bound is 3.43% below the
 optimum, the blocks' 1.01% (they close 71% of it). Each region's fleet at its own bound
 carries any one loss only with the other regions' plans chosen for it, and one scenario
