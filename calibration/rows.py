@@ -68,6 +68,7 @@ MLPERF_GPUS = {
     "NVIDIA L40S": "l40s",
     "AMD Instinct MI300X-NPS1-SPX-192GB-750W": "mi300x",
     "AMD MI300X-NPS1-SPX-192GB-750W": "mi300x",
+    "AMD Instinct MI300X 192GB HBM3": "mi300x",
     "AMD Instinct MI325X 256GB HBM3E": "mi325x",
     "AMD Instinct MI325X 256GB HBM3e": "mi325x",
     "NVIDIA GB200": "gb200",
