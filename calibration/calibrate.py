@@ -121,8 +121,10 @@ all-reduce latency is never fitted: fitted on throughput rows it absorbed other 
 
 def catalog_efficiency(row: Row) -> Efficiency:
     """The efficiency factors the catalog gives the row's GPU and precision, under the
-    row's engine profile when the catalog has one, else the default profile."""
-    engine = row.engine if row.engine in engine_profiles() else None
+    row's engine profile when the catalog has one (`Row.profile` where the row names the
+    profile of the engine that ran it), else the default profile."""
+    engine = row.profile or row.engine
+    engine = engine if engine in engine_profiles() else None
     return efficiency_for(row.gpu, row.weight_precision, engine=engine)
 
 

@@ -8,12 +8,14 @@ sources.
 import csv
 import math
 import os
+import re
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from models.physics.catalog import gpu_catalog
+from models.physics.efficiency import engine_profiles
 from models.physics.memory import default_kv_precision
 from models.physics.precision import Precision
 from models.serving.replica import LatencyTargets, TrafficMix
@@ -68,6 +70,7 @@ MLPERF_GPUS = {
     "NVIDIA L40S": "l40s",
     "AMD Instinct MI300X-NPS1-SPX-192GB-750W": "mi300x",
     "AMD MI300X-NPS1-SPX-192GB-750W": "mi300x",
+    "AMD Instinct MI300X 192GB HBM3": "mi300x",
     "AMD Instinct MI325X 256GB HBM3E": "mi325x",
     "AMD Instinct MI325X 256GB HBM3e": "mi325x",
     "NVIDIA GB200": "gb200",
@@ -148,7 +151,11 @@ class Row:
     """Requests/s offered (`itl` rows)."""
     engine: str = ""
     """The engine and version that measured the row (`trtllm-0.20`, `triton-trtllm-0.14`,
-    `mlperf-tensorrt`)."""
+    `mlperf-tensorrt-v4.1`, `mlperf-vllm-v5.1`)."""
+    profile: str = ""
+    """The engine profile the row is predicted under where `engine` names none: an MLPerf
+    submission's own serving engine (`mlperf_profile`); empty: `engine`'s, else the
+    default."""
     max_sequences: int = 0
     """The run's own cap on sequences in flight (`vllm_throughput.csv` `max_num_seqs`, set
     on the command line); 0: the engine profile's default."""
@@ -247,6 +254,25 @@ def _lowest_precision(gpu: str) -> Precision:
     return Precision.BF16
 
 
+def mlperf_profile(framework: str) -> str:
+    """The engine profile an MLPerf submission is predicted under, by the serving engine its
+    `framework` names: a vLLM submission (AMD's, on MI300X and MI325X) under the catalog's
+    vLLM profile of its version, the newest not newer than it, else the oldest (`vLLM
+    0.6.5` -> `vllm-0.9`, the profile fitted on AMD's own vLLM throughput pages); empty
+    for TensorRT and any engine no profile stands for (the default profile predicts it)."""
+    found = re.search(r"vLLM (\d+)\.(\d+)", framework)
+    vllm = sorted(
+        (tuple(int(x) for x in name.removeprefix("vllm-").split(".")), name)
+        for name in engine_profiles()
+        if name.startswith("vllm-")
+    )
+    if found is None or not vllm:
+        return ""
+    version = (int(found.group(1)), int(found.group(2)))
+    older = [name for key, name in vllm if key <= version]
+    return older[-1] if older else vllm[0][1]
+
+
 def _mlperf_rows(path: Path, skipped: Counter) -> list[Row]:
     rows = []
     with path.open(encoding="utf-8") as handle:
@@ -260,6 +286,8 @@ def _mlperf_rows(path: Path, skipped: Counter) -> list[Row]:
             per_node = int(raw["accelerators_per_node"])
             tps = tuple(tp for tp in (1, 2, 4, 8) if tp <= per_node)
             server = raw["scenario"] == "Server"
+            profile = mlperf_profile(raw["framework"])
+            runner = "vllm" if profile else "tensorrt"
             rows.append(
                 Row(
                     label=f"mlperf {raw['round']} {raw['submitter']} {raw['benchmark']} "
@@ -277,7 +305,8 @@ def _mlperf_rows(path: Path, skipped: Counter) -> list[Row]:
                     targets=LatencyTargets(MLPERF_TTFT_S, MLPERF_TPOT_S)
                     if server
                     else LatencyTargets(),
-                    engine=f"mlperf-tensorrt-{raw['round']}",
+                    engine=f"mlperf-{runner}-{raw['round']}",
+                    profile=profile,
                 )
             )
     return rows

@@ -98,3 +98,40 @@ def test_the_llama2_prompt_mix_is_the_datasets_own():
     assert mix.prompt_cv == pytest.approx(prompts.std() / prompts.mean(), abs=0.005)
     assert mix.prompt_p99_tokens == pytest.approx(np.percentile(prompts, 99), abs=0.5)
     assert mix.output_mean_tokens > references.mean()
+
+
+def test_a_vllm_submission_is_read_under_the_vllm_profile_of_its_version() -> None:
+    """An MLPerf submission is predicted under the catalog's profile of the engine that ran
+    it (`mlperf_profile`): the newest vLLM profile not newer than its vLLM, else the oldest.
+    The catalog's vLLM profiles are 0.9, 0.10 and 0.11, so vLLM 0.4.3 and 0.6.5 (older than
+    all) read as vllm-0.9, 0.9.0.2 as vllm-0.9, 0.10.2 as vllm-0.10, 0.16.0 as vllm-0.11;
+    TensorRT names no profile (the default predicts it)."""
+    from calibration.rows import mlperf_profile
+
+    assert mlperf_profile("vLLM 0.4.3+rocm614, PyTorch 2.3.0, ROCm 6.1.0") == "vllm-0.9"
+    assert mlperf_profile("vLLM 0.6.5.dev964+mlperf50, Pytorch 2.7.0a0") == "vllm-0.9"
+    assert mlperf_profile("vLLM 0.9.0.2.dev108+g71faa1880, ROCm 6.4.1") == "vllm-0.9"
+    assert mlperf_profile("vLLM 0.10.2") == "vllm-0.10"
+    assert mlperf_profile("vLLM 0.16.0") == "vllm-0.11"
+    assert mlperf_profile("TensorRT 10.11, CUDA 12.9") == ""
+
+
+def test_amds_vllm_rows_take_the_vllm_factors_and_nvidias_the_default() -> None:
+    """AMD's v5.1 8x MI300X Offline run (vLLM 0.9.0.2) printed 27,803.9 tokens/s: 27,803.9
+    / 8 = 3,475.49 per GPU, predicted with vllm-0.9's MI300X factors (the profile fitted on
+    AMD's own vLLM throughput pages), not TensorRT-LLM's borrowed ones; NVIDIA's v5.1 8x
+    B200 Offline run (TensorRT 10.11) printed 101,527 tokens/s: 12,690.88 per GPU, on the
+    default profile."""
+    from calibration.calibrate import catalog_efficiency
+    from models.physics.efficiency import efficiency_for
+
+    (amd,) = [r for r in _rows("v5.1", "AMD", "Offline", "llama2-70b-99") if r.gpu == "mi300x"]
+    assert amd.measured == pytest.approx(27803.9 / 8, abs=0.01)
+    assert (amd.engine, amd.profile) == ("mlperf-vllm-v5.1", "vllm-0.9")
+    vllm = efficiency_for("mi300x", amd.weight_precision, engine="vllm-0.9")
+    assert catalog_efficiency(amd) == vllm
+    assert vllm != efficiency_for("mi300x", amd.weight_precision)
+    (nvidia,) = _rows("v5.1", "NVIDIA", "Offline", "llama2-70b-99")
+    assert nvidia.measured == pytest.approx(101527 / 8, abs=0.01)
+    assert (nvidia.engine, nvidia.profile) == ("mlperf-tensorrt-v5.1", "")
+    assert catalog_efficiency(nvidia) == efficiency_for("b200", nvidia.weight_precision)

@@ -71,8 +71,8 @@ def _calibration_dense(run: Runner) -> dict[str, str]:
     _, itl_held = _dense_median(lambda r: r.kind == "itl" and r.held_out)
     _, offline = _dense_median(lambda r: r.source == "mlperf" and r.kind == "offline")
     _, server = _dense_median(lambda r: r.kind == "server")
-    _, v50 = _dense_median(lambda r: r.engine == "mlperf-tensorrt-v5.0")
-    _, v51 = _dense_median(lambda r: r.engine == "mlperf-tensorrt-v5.1")
+    _, v50 = _dense_median(lambda r: r.source == "mlperf" and r.engine.endswith("-v5.0"))
+    _, v51 = _dense_median(lambda r: r.source == "mlperf" and r.engine.endswith("-v5.1"))
     return {
         "fit": f"{_pct(fit)} on {fit_n} fit rows",
         "held": f"{_pct(held)} on {held_n} held out",
