@@ -64,3 +64,14 @@ def default_plan(default_solved):
     """The default instance's plan (`solve(instance)`, which is solve_program's plan; a
     solve of it is tested in tests/solver/test_solve.py)."""
     return default_solved.plan
+
+
+@pytest.fixture
+def no_engine_effects(monkeypatch):
+    """explain without its engine-effects replay (solver.analysis.explain._engine_effects:
+    five runs of 120 s of arrivals per pool, most of a small explain's CPU time), for tests
+    that read none of it: the explanation has no `engine_effects` fields. The replay's own
+    tests are tests/solver/analysis/test_engine_effects.py and test_explain_deadline.py."""
+    import solver.analysis.explain as explain_module
+
+    monkeypatch.setattr(explain_module, "_engine_effects", lambda *_: {})

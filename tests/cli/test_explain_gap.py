@@ -5,7 +5,7 @@ import json
 from tests.paths import INSTANCES
 
 
-def test_the_gap_in_the_status_is_also_a_number(run_cli):
+def test_the_gap_in_the_status_is_also_a_number(run_cli, no_engine_effects):
     result = run_cli("explain", INSTANCES / "unified.yaml", "--json", "-")
     assert result.exit_code == 0, result.stderr
     explanation = json.loads(result.stdout)

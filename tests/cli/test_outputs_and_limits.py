@@ -137,6 +137,7 @@ def test_money_is_rounded_to_cents_in_json():
     assert plan.cost_per_month == 13797.000000000002, "only the JSON is rounded"
 
 
+@pytest.mark.usefixtures("no_engine_effects")
 def test_explain_of_a_feasible_plan_says_so_and_skips_alternatives():
     """On unified.yaml (one region, one workload: one chosen pool, so one re-solve for the
     optimal plan's comparison, where region-loss-3-baseline's three took 4 s of CPU)."""

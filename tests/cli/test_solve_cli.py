@@ -135,7 +135,7 @@ def two_region_file(tmp_path):
     return path
 
 
-def test_explain_prints_limits_alternatives_and_slack(tmp_path, run_cli):
+def test_explain_prints_limits_alternatives_and_slack(tmp_path, run_cli, no_engine_effects):
     result = run_cli("explain", two_region_file(tmp_path))
     assert result.exit_code == 0, result.stderr
     for heading in (

@@ -328,6 +328,7 @@ def test_a_binding_supply_is_priced_at_what_one_more_gpu_saves():
     assert supply.shadow_price == pytest.approx(-(3.5 * q100 / q200 - 2.0) * HOURS, rel=1e-4)
 
 
+@pytest.mark.usefixtures("no_engine_effects")
 def test_explanation_prices_the_runner_up_by_resolving_without_the_pool():
     inst = instance(
         {"east": {H100: (64, 2.0), H200: (64, 3.5)}}, [workload("chat", {"east": 100.0})]

@@ -6,6 +6,8 @@ left out say so, and the plan and the re-solves done stay. Before, a re-solve en
 import time
 from dataclasses import replace
 
+import pytest
+
 import solver.analysis.explain as explain_module
 from models.io.loading import load_instance
 from solver.analysis.explain import (
@@ -16,6 +18,7 @@ from solver.analysis.explain import (
     explain_solved,
 )
 from solver.settings import Deadline, SolveSettings
+from solver.simulate import effects
 from solver.solve import solve_program
 from tests.paths import INSTANCES
 
@@ -71,10 +74,13 @@ class _PassingAfter:
         return self.asked >= self.calls
 
 
-def test_a_deadline_passing_during_the_replay_names_the_pools_left_out():
+def test_a_deadline_passing_during_the_replay_names_the_pools_left_out(monkeypatch):
     # asked once before the replay, then before each pool and each run with an effect off
     # (1 + 4 per pool of one configuration): passing at the 7th question, the first pool is
-    # replayed, and the method names every later one
+    # replayed, and the method names every later one. The questions are counted, not
+    # timed, so each run is 10 s of arrivals, not explain's 120 (its CPU time 2.3 -> 0.3 s)
+    real = effects.effects_until
+    monkeypatch.setattr(effects, "effects_until", lambda *args: real(*args, duration_s=10.0))
     solved = _solved_with_deadline(60.0)
     settings = replace(solved.settings, deadline=_PassingAfter(7))
     found = _engine_effects(solved.program.sets.instance, solved.plan, settings)
@@ -86,6 +92,7 @@ def test_a_deadline_passing_during_the_replay_names_the_pools_left_out():
     assert len(left_out) >= 2  # region-loss-3: a pool in each of its three regions
 
 
+@pytest.mark.usefixtures("no_engine_effects")
 def test_the_re_solves_take_only_the_cores_the_levers_beside_them_leave(monkeypatch):
     # 2 workers would be started (patched: an idle machine, programs worth it), but the
     # levers already solve on every core but this process's: one at a time, here
