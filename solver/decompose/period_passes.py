@@ -61,7 +61,7 @@ from dataclasses import replace
 from solver.backends import Backend
 from solver.backends.base import compile_program
 from solver.decompose.period_split import Block, Fleet, Known, Levels, Offer, Split
-from solver.program.lp import LinearProgram, Sense, SolveResult, Termination
+from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, Variable
 from solver.program.row_names import split_timed
 from solver.settings import SolveSettings, machine_threads
 
@@ -200,10 +200,15 @@ def lp_prices(
 
 
 def relaxation(lp: LinearProgram) -> LinearProgram:
-    """`lp` with no integer column."""
+    """`lp` with no integer column (a continuous column is kept as it is: a Variable is
+    frozen; `dataclasses.replace` on each of the 3,090 columns of a procurement month was
+    most of this copy)."""
     return LinearProgram(
         lp.name + "-relaxed",
-        {n: replace(v, integer=False) for n, v in lp.variables.items()},
+        {
+            n: Variable(v.name, v.lower, v.upper) if v.integer else v
+            for n, v in lp.variables.items()
+        },
         lp.constraints,
         lp.objective,
         lp.objective_constant,
