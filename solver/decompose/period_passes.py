@@ -175,12 +175,14 @@ def lp_prices(
 ) -> tuple[list[dict[str, float]], float]:
     """Each block's prices on the commitment: the duals of its cover rows in the whole
     program's LP relaxation, solved within `LP_PRICES_SHARE` of the time left (none
-    where the backend gives no duals, the relaxation ends without them or it would
-    take longer than that at `LP_S_PER_NONZERO`), those below `PRICE_FLOOR` taken as 0
+    where the backend gives no duals, the relaxation ends without them, it would take
+    longer than that at `LP_S_PER_NONZERO`, or the deadline has passed: a month the
+    limit cut is not searched, solver.time.months), those below `PRICE_FLOOR` taken as 0
     (any price gives a valid cut); and the relaxation's optimum, a bound on the program
     (-inf where it did not end optimal)."""
     limit = pass_limit(settings, 1, LP_PRICES_SHARE)
-    if limit is not None and limit < LP_S_PER_NONZERO * lp.size()["nonzeros"]:
+    late = settings.deadline is not None and settings.deadline.expired()
+    if late or (limit is not None and limit < LP_S_PER_NONZERO * lp.size()["nonzeros"]):
         return [{} for _ in parts.blocks], -math.inf
     settings = settings.limited(limit)
     answer = backend.run(relaxation(lp), settings.with_duals())

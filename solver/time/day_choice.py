@@ -161,7 +161,10 @@ def relaxed_choice(
     program without the day rows (the hour-by-hour program, which sees the month's
     committed floor): its K configurations of the most GPU-hours, sum over periods of
     replicas@p x GPUs per replica (from the gpu_cover rows), where it runs any there;
-    None where the relaxation does not end within `LP_PRICES_SHARE` of the time left."""
+    None where the relaxation does not end within `LP_PRICES_SHARE` of the time left, or
+    the deadline has passed (no choice is searched for then: the held fleet's is tried)."""
+    if expired(settings):
+        return None
     free = without_day(lp)
     limit = pass_limit(settings, 1, LP_PRICES_SHARE)
     if limit is not None and limit < LP_S_PER_NONZERO * free.size()["nonzeros"]:
