@@ -294,11 +294,12 @@ def _solve_months(
     month before took besides its solve (`overhead_s` for month 1:
     solver.time.shares.month_share), their shared group templates built once per demand
     they read (solver.colocation.templates); the whole horizon verified once by the hour
-    verifier, in the time every month keeps for it (month 0's own verification's)."""
+    verifier, in the time every month keeps for it (month 0's own verification's); a
+    month whose turn comes past the limit is cut, not searched (solver.time.months)."""
     from solver.time.months import diagnosed_in_month, horizon_table, verification_kept, with_months
     from solver.verify.hours import verify_hours
 
-    later: list[Plan] = []
+    later, cut = [], {}  # cut: month -> seconds into the run its turn came, past the limit
     previous, solved, builds = first.plan, first, ()  # builds: each month's (kept_until)
     if horizon.months > 1:
         table = horizon_table(instance, horizon.months, settings, first.time_step.fallback)
@@ -307,6 +308,8 @@ def _solve_months(
     for month in range(1, horizon.months):
         floor = {(c.region, c.gpu): c.committed_gpus for c in previous.committed}
         started = _elapsed_s(settings)
+        if settings.deadline is not None and settings.deadline.expired():
+            cut[month] = started  # not searched: its fallback's plan (solver.time.months)
         earlier, builds = solved.time_step.fallback, (*builds, solved.time_step.build_s)
         grown, month_horizon = horizon.later_month(
             instance, month, floor, started, overhead_s, earlier, builds, verify_s
@@ -320,7 +323,7 @@ def _solve_months(
         previous = solved.plan
         later.append(previous)
         settings.passed(f"month {month} of {horizon.months - 1}")
-    plan = with_engine(instance, with_months(instance, first.plan, later))  # every month's GPUs
+    plan = with_engine(instance, with_months(instance, first.plan, later, cut, settings.deadline))
     plan = verified(plan, verify_hours(instance, plan), "hourly plan", settings)  # past it too
     return dataclasses.replace(first, plan=plan)
 

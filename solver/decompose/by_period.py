@@ -206,6 +206,7 @@ def solve_periods(
     fleet: Fleet | None = None,
     start: dict[str, float] | None = None,
     cutoff: float | None = None,
+    parts: Split | None = None,
 ) -> SolveResult:
     """The periods program's solution: by period where it splits (the module text), else
     whole (`solve_whole`); where the rounds end outside the gap with time
@@ -214,15 +215,34 @@ def solve_periods(
     where the rounds prove it infeasible, that answer (the whole not solved to confirm).
     `cutoff`: the cost of a plan the caller holds already (solver.time.day_choice: the
     cheaper day's choice); where the priced pass proves every plan dearer, INFEASIBLE
-    (no plan below it) before the held fleet's pass and the rounds (`_dearer`)."""
-    parts = split(lp)
+    (no plan below it) before the held fleet's pass and the rounds (`_dearer`). `parts`:
+    `lp`'s split where the caller has it (solver.time.day_choice: every choice's)."""
+    return answer(begin_periods(lp, backend, settings, fleet, start, parts), cutoff)
+
+
+def answer(steps, cutoff: float | None = None):
+    """The answer of a solve in steps (`begin_periods`, `_by_period`) at `cutoff`."""
+    try:
+        next(steps)
+        steps.send(cutoff)
+    except StopIteration as ended:
+        return ended.value
+    raise RuntimeError("a periods solve went on past its answer")
+
+
+def begin_periods(lp, backend, settings, fleet=None, start=None, parts=None, memo=None):
+    """`solve_periods` in steps (`answer`): yields the priced pass's bound (-inf where
+    the program is solved whole), is sent the cutoff, and returns the answer; the day's
+    choices are begun so, the one of the lowest bound finished first, their blocks' rows
+    compiled through one `memo` (solver.time.day_choice)."""
+    parts = split(lp) if parts is None else parts
     if parts is None:
+        yield -math.inf
         return solve_whole(lp, backend, settings, fleet, start)
     small = lp.size()["integer_variables"] <= WHOLE_AFTER_INTEGERS * len(parts.blocks)
     whole_after = small or not ROUNDS_TO_DEADLINE
-    found = solve_by_period(
-        lp, backend, settings, parts, start, -math.inf, whole_after, fleet, cutoff
-    )
+    steps = _by_period(lp, backend, settings, parts, start, -math.inf, whole_after, fleet, memo)
+    found = yield from steps
     if found is not None and found.termination in (Termination.OPTIMAL, Termination.INFEASIBLE):
         return found
     held = found is not None and found.termination.has_solution
@@ -257,11 +277,18 @@ def solve_by_period(
     ends without an answer and without a proof (a solver error: the whole program then
     says why); INFEASIBLE where such a block is proven infeasible (`_Rounds.infeasible`)
     or the priced pass's bound is above `cutoff` (`_dearer`)."""
+    steps = _by_period(lp, backend, settings, parts, start, lower, whole_after, fleet)
+    return answer(steps, cutoff)
+
+
+def _by_period(lp, backend, settings, parts, start, lower, whole_after, fleet, memo=None):
+    """`solve_by_period` in steps (`answer`): yields the priced pass's bound."""
     parts = parts or split(lp)
     if parts is None:
         return None
     started = time.monotonic()
     run = _Rounds(lp, parts, backend, settings)
+    run.memo = run.memo if memo is None else memo
     begun = run.begin_with(start) if start else None
     lowest, blocks = {o.gpus: o.lowest for o in parts.offers}, range(len(parts.blocks))
     fleet_held = None if fleet is None or _expired(settings) else fleet()
@@ -274,6 +301,7 @@ def solve_by_period(
     if not answered and (run.infeasible is not None or not _expired(settings)):
         return run.infeasible
     bound = max(relaxed, priced_bound(lp, parts, run.priced_cuts))
+    cutoff = yield bound
     if cutoff is not None and bound > cutoff + BOUND_SLACK * abs(cutoff):
         return _dearer(backend, started, bound, cutoff)
     if held is not None:

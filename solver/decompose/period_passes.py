@@ -61,7 +61,7 @@ from dataclasses import replace
 from solver.backends import Backend
 from solver.backends.base import compile_program
 from solver.decompose.period_split import Block, Fleet, Known, Levels, Offer, Split
-from solver.program.lp import LinearProgram, Sense, SolveResult, Termination
+from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, Variable
 from solver.program.row_names import split_timed
 from solver.settings import SolveSettings, machine_threads
 
@@ -175,12 +175,14 @@ def lp_prices(
 ) -> tuple[list[dict[str, float]], float]:
     """Each block's prices on the commitment: the duals of its cover rows in the whole
     program's LP relaxation, solved within `LP_PRICES_SHARE` of the time left (none
-    where the backend gives no duals, the relaxation ends without them or it would
-    take longer than that at `LP_S_PER_NONZERO`), those below `PRICE_FLOOR` taken as 0
+    where the backend gives no duals, the relaxation ends without them, it would take
+    longer than that at `LP_S_PER_NONZERO`, or the deadline has passed: a month the
+    limit cut is not searched, solver.time.months), those below `PRICE_FLOOR` taken as 0
     (any price gives a valid cut); and the relaxation's optimum, a bound on the program
     (-inf where it did not end optimal)."""
     limit = pass_limit(settings, 1, LP_PRICES_SHARE)
-    if limit is not None and limit < LP_S_PER_NONZERO * lp.size()["nonzeros"]:
+    late = settings.deadline is not None and settings.deadline.expired()
+    if late or (limit is not None and limit < LP_S_PER_NONZERO * lp.size()["nonzeros"]):
         return [{} for _ in parts.blocks], -math.inf
     settings = settings.limited(limit)
     answer = backend.run(relaxation(lp), settings.with_duals())
@@ -200,10 +202,15 @@ def lp_prices(
 
 
 def relaxation(lp: LinearProgram) -> LinearProgram:
-    """`lp` with no integer column."""
+    """`lp` with no integer column (a continuous column is kept as it is: a Variable is
+    frozen; `dataclasses.replace` on each of the 3,090 columns of a procurement month was
+    most of this copy)."""
     return LinearProgram(
         lp.name + "-relaxed",
-        {n: replace(v, integer=False) for n, v in lp.variables.items()},
+        {
+            n: Variable(v.name, v.lower, v.upper) if v.integer else v
+            for n, v in lp.variables.items()
+        },
         lp.constraints,
         lp.objective,
         lp.objective_constant,

@@ -196,10 +196,18 @@ def month_offers(
     return tuple(rows)
 
 
-def with_months(instance: Instance, plan: Plan, later: Sequence[Plan]) -> Plan:
+def with_months(
+    instance: Instance,
+    plan: Plan,
+    later: Sequence[Plan],
+    cut: Mapping[int, float] | None = None,
+    deadline: object | None = None,
+) -> Plan:
     """The plan with `months` filled in: month 0 is the plan itself, `later` the hourly
     plans of months 1 .. H - 1 (each solved by the pipeline's sequence with its
-    commitments bounded by the month before: solver.time.horizon)."""
+    commitments bounded by the month before: solver.time.horizon); `cut`: the months
+    whose turn came past the run's `deadline` (solver.settings.Deadline), each with the
+    seconds into the run it came (`stopped_notes`)."""
     previous: dict[tuple[str, str], float] = {}
     months: list[Month] = []
     for month, solved in enumerate((plan, *later)):
@@ -233,7 +241,7 @@ def with_months(instance: Instance, plan: Plan, later: Sequence[Plan]) -> Plan:
     status, gap = horizon_status(months, requested, grown)
     return plan.model_copy(
         update={
-            "notes": (*plan.notes, *stopped_notes(later)),
+            "notes": (*plan.notes, *stopped_notes(later, cut, getattr(deadline, "limit_s", None))),
             "status": status,
             "solver": plan.solver and plan.solver.model_copy(update={"mip_gap": gap}),
             "binding": in_month(plan.binding, 0),
@@ -243,14 +251,32 @@ def with_months(instance: Instance, plan: Plan, later: Sequence[Plan]) -> Plan:
     )
 
 
-def stopped_notes(later: Sequence[Plan]) -> tuple[str, ...]:
+def stopped_notes(
+    later: Sequence[Plan], cut: Mapping[int, float] | None = None, limit_s: float | None = None
+) -> tuple[str, ...]:
     """How each later month the limit stopped got its plan (its solve's method: the
-    search's best, or which fallback), not proven; month 0's is the plan's own method."""
-    return tuple(
-        f"month {month} stopped at the time limit, not proven: {solved.solver.method}"
-        for month, solved in enumerate(later, start=1)
-        if stopped_at_limit(solved) and solved.solver is not None
-    )
+    search's best, or which fallback), not proven; month 0's is the plan's own method.
+    A month `cut` (its turn came past the run's limit, `limit_s`: month -> seconds into the
+    run) was not searched at all: its plan is its fallback's (the month before's fleet
+    grown to its demand: solver.time.step), its gap against the bound that gives, and its
+    note says so whether or not that plan meets its gap."""
+    cut = cut or {}
+    notes = []
+    for month, solved in enumerate(later, start=1):
+        if solved.solver is None:
+            continue
+        if month in cut:
+            limit = "" if limit_s is None else f", past the {limit_s:g} s limit"
+            notes.append(
+                f"month {month} cut at the time limit, not searched: its turn came at "
+                f"{cut[month]:.1f} s into the run{limit}, and its plan is its fallback's: "
+                f"{solved.solver.method}"
+            )
+        elif stopped_at_limit(solved):
+            notes.append(
+                f"month {month} stopped at the time limit, not proven: {solved.solver.method}"
+            )
+    return tuple(notes)
 
 
 def stopped_at_limit(plan: Plan) -> bool:

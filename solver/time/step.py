@@ -35,7 +35,7 @@ from solver.candidates.pools import assess_pools
 from solver.candidates.size_check import check_program_size
 from solver.candidates.table import CandidateTable
 from solver.colocation.templates import TemplateMemo
-from solver.decompose.by_period import Fleet, solve_periods
+from solver.decompose.by_period import Fleet, begin_periods, solve_periods
 from solver.decompose.period_split import Held
 from solver.errors import Diagnosis, Infeasible
 from solver.plan.records import ReplicaPool, SimplicityCost
@@ -170,7 +170,7 @@ def optimise_periods(
     start = None if settings.start is None else with_day_columns(lp, dict(settings.start))
     begun = start if start is not None and plan_of(lp, start) else None
     own = settings.with_duals(False)
-    return Optimised(solve_by_day(lp, backend, own, fleet, begun, solve_periods))
+    return Optimised(solve_by_day(lp, backend, own, fleet, begun, solve_periods, begin_periods))
 
 
 def resolve_without(

@@ -9,7 +9,10 @@ configuration choices, each by the period rounds), read back (`read_back`, which
 for the pricing LP run beside it) and the horizon verified once (`verify_hours`); the
 rest is the pipeline between them. Beside them: the block programs compiled and how
 many of them compiled their rows (solver.backends.compile_memo: a block's rows once for
-all its passes). Start-up (imports, about a second) is not in `solve_program`: compare
+all its passes and the day's choices, a choice's moved right-hand sides restated), and the
+day's choices (solver.time.day_choice): begun, and finished past their priced pass (the
+one of the lowest bound first, the others cut off at its plan where their bound passes
+it). Start-up (imports, about a second) is not in `solve_program`: compare
 `fleetplan solve` wall times of two checkouts side by side for that.
 """
 
@@ -21,6 +24,7 @@ import solver.solve as pipeline
 from models.io.loading import load_instance
 from solver.backends import base, compile_memo
 from solver.solve import SolveSettings, solve_program
+from solver.time import day_choice
 from solver.time.step import PeriodsStep
 from solver.verify import hours
 from tests.bench.tables import print_table
@@ -64,6 +68,19 @@ def test_procurement_stages(monkeypatch):
     whole = _timed(counted, "programs", base.compile_with_rows)
     monkeypatch.setattr(base, "compile_with_rows", whole)
     monkeypatch.setattr(compile_memo, "compile_with_rows", whole)
+    finished = []
+    finish = day_choice._Begun.finish
+
+    def finished_choice(run, cutoff):
+        found = finish(run, cutoff)
+        finished.append(found.termination.has_solution or "no plan below" not in found.message)
+        return found
+
+    monkeypatch.setattr(day_choice._Begun, "finish", finished_choice)
+    memos: list[compile_memo.CompileMemo] = []  # each month's, shared by its choices
+    monkeypatch.setattr(
+        day_choice, "CompileMemo", lambda: memos.append(compile_memo.CompileMemo()) or memos[-1]
+    )
     load = f"{os.getloadavg()[0]:.1f}"
     started, cpu = time.perf_counter(), time.process_time()
     plan = solve_program(inst, SolveSettings.of(inst)).plan
@@ -74,6 +91,8 @@ def test_procurement_stages(monkeypatch):
     rows.append(("solve_program", 1, f"{wall_s:.2f} (CPU {cpu_s:.2f}, load {load})"))
     programs, rows_compiled = counted["programs"][1], counted["rows"][1]
     rows.append(("programs compiled / rows compiled", programs, rows_compiled))
+    rows.append(("rows restated (right-hand sides moved)", "-", sum(m.restated for m in memos)))
+    rows.append(("day choices finished / in full", len(finished), sum(finished)))
     title = (
         f"procurement-3region: {plan.status.split()[0]}, ${plan.cost_per_month:,.0f}/month, "
         f"${plan.horizon_cost:,.0f} over the horizon"

@@ -34,6 +34,7 @@ from models.io.loading import validate_instance
 from solver.decompose import by_period
 from solver.errors import NoSolution
 from solver.solve import SolveSettings, solve_program
+from solver.time import step
 from tests.bench.tables import print_table
 
 ROWS: list[tuple] = []
@@ -222,6 +223,8 @@ def test_whole_against_by_period(make, limit_s, monkeypatch):
     for way in ("whole", "by period"):
         if way == "whole":
             monkeypatch.setattr(by_period, "split", lambda _lp: None)
+            begin = by_period.begin_periods  # each day's choice whole: its split not passed
+            monkeypatch.setattr(step, "begin_periods", lambda *a, _b=begin: _b(*a[:5]))
         else:
             monkeypatch.undo()
             monkeypatch.setattr(by_period, "solve_by_period", _recorded(methods))

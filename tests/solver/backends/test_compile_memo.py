@@ -107,3 +107,35 @@ def test_a_memo_pickles_empty():
     copy = pickle.loads(pickle.dumps(_block(memo)))
     compile_program(copy)
     assert copy.rows_memo.reused == 0
+
+
+def test_a_right_hand_side_moved_keeps_the_rows_structure_and_compiles_as_whole():
+    """demand 3 n >= 7, then 3 n >= 10 (a later month's grown demand): the second compile
+    keeps the first's row starts, columns and coefficients, and its bounds are the rows'
+    new ones, [0, 10] below and [inf, inf] above: the arrays of the program compiled
+    whole."""
+    memo = CompileMemo()
+    first = compile_program(_block(memo))
+    moved = _block(memo)
+    moved.constraints["demand"] = replace(moved.constraints["demand"], rhs=10.0)
+    compiled = compile_program(moved)
+    assert (memo.reused, memo.restated) == (0, 1)
+    assert compiled.row_start is first.row_start and compiled.coef is first.coef
+    assert list(compiled.row_lower) == [0.0, 10.0]
+    assert list(compiled.row_upper) == [float("inf"), float("inf")]
+    moved.rows_memo = None
+    assert _same(compiled, compile_program(moved))
+
+
+def test_a_memo_with_a_limit_lets_the_least_recent_program_go():
+    """A limit of 1: the block compiled, then another of other names, then the block
+    again: its rows were let go, so it compiles anew (nothing reused)."""
+    memo = CompileMemo(limit=1)
+    compile_program(_block(memo))
+    other = _block(memo)
+    other.constraints = {"x" + k: v for k, v in other.constraints.items()}
+    compile_program(other)
+    compile_program(_block(memo))
+    assert (memo.reused, memo.restated) == (0, 0)
+    compile_program(_block(memo))
+    assert memo.reused == 1

@@ -90,8 +90,8 @@ def test_each_choice_after_the_first_is_cut_off_at_the_cheapest_plan_so_far():
     cutoffs = []
     costs = iter([100.0, 120.0])
 
-    def solve(fixed, backend, settings, fleet, start, cutoff=None):
-        del fixed, backend, settings, fleet, start
+    def solve(fixed, backend, settings, fleet, start, cutoff=None, parts=None):
+        del fixed, backend, settings, fleet, start, parts
         cutoffs.append(cutoff)
         cost = next(costs)
         if cutoff is not None and cost > cutoff:
@@ -109,3 +109,67 @@ def test_each_choice_after_the_first_is_cut_off_at_the_cheapest_plan_so_far():
         found = day_choice._by_day(lp, None, EXACT.started(), None, first, solve)
     assert cutoffs == [None, 100.0]
     assert found.objective == 100.0
+
+
+def _steps(name: str, bound: float, cost: float, log: list):
+    """A choice's solve in steps (by_period.begin_periods' face): yields its bound, and
+    at a cutoff its bound passes answers no plan (as the priced pass ends), else `cost`."""
+    cutoff = yield bound
+    log.append((name, cutoff))
+    if cutoff is not None and bound > cutoff:
+        return SolveResult(Termination.INFEASIBLE, "fake", "0", 0.0)
+    return SolveResult(
+        Termination.OPTIMAL, "fake", "0", 0.0, objective=cost, values={}, mip_gap=0.0
+    )
+
+
+def _choices(bounds_costs: dict[str, tuple[float, float]]):
+    """_by_day over two choices, the start's ("first", tried second as before: the
+    relaxation's, "second", went first), each begun with its (bound, cost): the log of
+    (choice, cutoff) as each finished, and the answer."""
+    lp = LinearProgram("choices")
+    log: list = []
+    first, second = {"day_config[a]": 1.0}, {"day_config[a]": 0.0}
+    fixed = {id(first): "first", id(second): "second"}
+    chosen = []
+
+    def without(_lp, choice=None):
+        chosen.append(fixed.get(id(choice)))
+        return lp
+
+    def begin(_fixed, backend, settings, fleet, own, parts, memo):
+        del backend, settings, fleet, own, parts, memo
+        name = chosen[-1]
+        return _steps(name, *bounds_costs[name], log)
+
+    with (
+        patch.object(day_choice, "day_columns", lambda _lp: ["day_config[a]"]),
+        patch.object(day_choice, "split", lambda _lp: object()),
+        patch.object(day_choice, "without_day", without),
+        patch.object(day_choice, "choice_of", lambda _lp, values: values),
+        patch.object(day_choice, "relaxed_choice", lambda *_args: second),
+    ):
+        found = day_choice._by_day(lp, None, EXACT.started(), None, first, None, begin)
+    return log, found
+
+
+def test_the_choice_of_the_lowest_bound_finishes_first_and_cuts_off_the_other():
+    """The relaxation's choice (tried first before) bounds at 110, the start's at 90: the
+    start's finishes first, with no cutoff, at $95; the relaxation's then finishes with
+    $95 as its cutoff, which its bound passes: no plan, the $95 kept (before, the
+    relaxation's was solved in full first, and lost)."""
+    log, found = _choices({"second": (110.0, 120.0), "first": (90.0, 95.0)})
+    assert log == [("first", None), ("second", 95.0)]
+    assert found.objective == 95.0
+    assert found.values == {"day_config[a]": 1.0}  # the start's choice
+
+
+def test_a_tie_within_a_millionth_keeps_the_choice_tried_first_before():
+    """The start's choice bounds lower (90 against 99) and finishes first at
+    $99.9999995; the relaxation's, not cut off (99 < 99.9999995), costs $100. In turn
+    (the relaxation's first) the start's would be kept only if cheaper by more than 1e-6,
+    and it is cheaper by 5e-7: the relaxation's is kept, as before."""
+    log, found = _choices({"second": (99.0, 100.0), "first": (90.0, 100.0 - 5e-7)})
+    assert log == [("first", None), ("second", 100.0 - 5e-7)]
+    assert found.objective == 100.0
+    assert found.values == {"day_config[a]": 0.0}  # the relaxation's choice

@@ -222,3 +222,77 @@ def _past_the_limit_from_month_1s_build(monkeypatch) -> None:
         built(self, backend, settings)
 
     monkeypatch.setattr(step.PeriodsStep, "build", build)
+
+
+class _Counting:
+    """The real backend, each call counted by the month in turn (`month`), by kind: an LP
+    relaxation (`*-relaxed`), a period block solved within the run's deadline (the
+    search) or past it (no deadline: the held fleet's last plan)."""
+
+    def __init__(self, real, month: list[int], counts: dict):
+        self.real, self.month, self.counts = real, month, counts
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def run(self, lp, settings, start=None):
+        if lp.name.endswith("-relaxed"):
+            kind = "relaxation"
+        elif "-period" in lp.name:
+            kind = "searched block" if settings.deadline is not None else "late block"
+        else:
+            kind = "other"
+        key = (self.month[0], kind)
+        self.counts[key] = self.counts.get(key, 0) + 1
+        return self.real.run(lp, settings, start=start)
+
+
+def test_a_month_whose_turn_comes_past_the_limit_is_cut_not_searched(monkeypatch):
+    """A 3-month horizon whose clock jumps 10^6 s past its limit once month 1 is read
+    back: month 2's turn comes past the limit. It is cut: no LP relaxation and no block
+    solved within the deadline (its day's choice, priced pass and rounds), only the held
+    fleet's last plan past it (month 1, in time, ran both); the plan names it cut with
+    its status and gap, and the horizon verifies. Before, month 2 ran its relaxations
+    past the limit as if searching (growth-horizon at --time-limit 2: every month built
+    and solved, 38 s on a loaded machine)."""
+    import types
+
+    from solver import settings as settings_module
+    from solver import solve as pipeline
+    from solver.time import step
+
+    real, offset = settings_module.time.monotonic, [0.0]
+    monkeypatch.setattr(
+        settings_module, "time", types.SimpleNamespace(monotonic=lambda: real() + offset[0])
+    )
+    month, counts = [0], {}
+    optimise, read_back = step.PeriodsStep.optimise, step.PeriodsStep.read_back
+
+    def optimised(self, backend, settings):
+        month[0] = self.horizon.month
+        return optimise(self, backend, settings)
+
+    def read(self, *args):
+        plan = read_back(self, *args)
+        if self.horizon.month == 1:
+            offset[0] = 1e6  # past the limit before month 2's turn
+        return plan
+
+    monkeypatch.setattr(step.PeriodsStep, "optimise", optimised)
+    monkeypatch.setattr(step.PeriodsStep, "read_back", read)
+    backend = pipeline.get_backend
+    monkeypatch.setattr(pipeline, "get_backend", lambda n: _Counting(backend(n), month, counts))
+    inst = validate_instance(_months(3, 0.5, r1=400.0), "periods.yaml")
+    plan = solve_program(inst, SolveSettings.of(inst, mip_gap=1e-3)).plan
+    assert counts.get((1, "relaxation"), 0) > 0 and counts.get((1, "searched block"), 0) > 0
+    assert counts.get((2, "relaxation"), 0) == 0
+    assert counts.get((2, "searched block"), 0) == 0
+    assert counts.get((2, "late block"), 0) > 0
+    cut = [n for n in plan.notes if "cut at the time limit, not searched" in n]
+    assert len(cut) == 1 and cut[0].startswith("month 2 cut at the time limit")
+    stopped = plan.months[2]
+    assert [m.stopped_at_limit for m in plan.months] == [False, False, True]
+    assert stopped.mip_gap is not None and 0.0 < stopped.mip_gap <= 1.0
+    assert stopped.status == f"feasible (gap {stopped.mip_gap:.2%})"
+    assert plan.status.startswith("feasible")
+    assert verify_hours(inst, plan).ok
