@@ -103,12 +103,9 @@ is the answer, its gap stated against the LP relaxation's bound or the master's
 periods whose caps refuse it (a month's fleet grown from the month before's past a
 power or supply cap) re-planned with their pools free (period_passes.HeldPlan).
 
-Time (solver.decompose.period_passes). Each pass holds its block solves to their part
-of a share of the time left (`FIRST_PASS_SHARE`, `ROUND_SHARE`; the LP relaxation for
-the prices `LP_PRICES_SHARE`, skipped where it cannot end in it), so that a plan
-exists before the deadline; a block stopped by its limit keeps its incumbent and
-proven bound (a weaker cut, still valid).
-No block program is built once the deadline has passed.
+Time: each pass holds its block solves to a share of the time left (`FIRST_PASS_SHARE`,
+`ROUND_SHARE`, `LP_PRICES_SHARE`: solver.decompose.period_passes' module text says why),
+and no block program is built once the deadline has passed.
 """
 
 import logging
@@ -220,10 +217,12 @@ def solve_periods(
     return answer(begin_periods(lp, backend, settings, fleet, start, parts), cutoff)
 
 
-def answer(steps, cutoff: float | None = None):
-    """The answer of a solve in steps (`begin_periods`, `_by_period`) at `cutoff`."""
+def answer(steps, cutoff: float | None = None, begun: bool = False):
+    """The answer of a solve in steps (`begin_periods`, `_by_period`) at `cutoff`;
+    `begun`: its bound already taken (solver.time.day_choice's choices)."""
     try:
-        next(steps)
+        if not begun:
+            next(steps)
         steps.send(cutoff)
     except StopIteration as ended:
         return ended.value

@@ -51,6 +51,7 @@ from dataclasses import replace
 from functools import partial
 
 from solver.backends.compile_memo import CompileMemo
+from solver.decompose.by_period import answer
 from solver.decompose.period_passes import (
     HELD_GAP,
     LP_PRICES_SHARE,
@@ -222,11 +223,7 @@ class _Begun:
     def finish(self, cutoff: float | None) -> SolveResult:
         """The answer, `cutoff` as solve_periods' (solver.decompose.by_period)."""
         if self._answer is None:
-            try:
-                self._steps.send(cutoff)
-                raise RuntimeError("a periods solve went on past its answer")
-            except StopIteration as ended:
-                self._answer = ended.value
+            self._answer = answer(self._steps, cutoff, begun=True)
         return self._answer
 
 
