@@ -374,6 +374,9 @@ def _yaml_line_map(root: yaml.Node | None) -> LineMap:
             for key_node, value_node in node.value:
                 key_path = (*path, str(key_node.value))
                 lines[key_path] = key_node.start_mark.line + 1
+                typed = _typed_key(key_node)
+                if typed is not _TEXT_KEY:  # `true:`, `~:`, `12:`: the key the data holds
+                    lines.setdefault((*path, typed), key_node.start_mark.line + 1)
                 walk(value_node, key_path)
         elif isinstance(node, yaml.SequenceNode):
             for index, child in enumerate(node.value):
@@ -382,6 +385,22 @@ def _yaml_line_map(root: yaml.Node | None) -> LineMap:
     if root is not None:
         walk(root, ())
     return lines
+
+
+_TEXT_KEY = object()
+"""`_typed_key`'s answer for a key the data holds as the text the file spells."""
+
+
+def _typed_key(node: yaml.Node) -> Any:
+    """The value a plain scalar key that is not text is read as (`true` True, `~` None,
+    `0x1f` 31), by which pydantic names it in an error's location; `_TEXT_KEY` otherwise."""
+    tag = node.tag.rsplit(":", 1)[-1]
+    if not isinstance(node, yaml.ScalarNode) or tag not in ("null", "bool", "int", "float"):
+        return _TEXT_KEY
+    try:
+        return yaml.constructor.SafeConstructor().construct_object(node)
+    except (yaml.YAMLError, ValueError, TypeError):
+        return _TEXT_KEY
 
 
 # --- JSON -----------------------------------------------------------------------------

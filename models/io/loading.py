@@ -175,13 +175,16 @@ def _issue_from_pydantic(
         message += f" (got {_shown(item['input'])})"
     if message.startswith("Value error, "):
         message = message[len("Value error, ") :]
-    return Issue(file, _line_for(loc, lines), dotted(loc), message)
+    return Issue(file, _line_for(loc, lines), dotted(_spelled(loc, data)), message)
 
 
 def _unquoted(value: Any, file: str) -> str:
     """Why the file's reader (JSON for a `.json` file, else YAML) read what was meant as
     text as something else, or "" (None: not text)."""
     reader = "JSON" if file.lower().endswith(".json") else "YAML"
+    if value is None:
+        spellings = "null" if reader == "JSON" else "null, ~ or nothing"
+        return f"{reader} reads {spellings} as no value; give the text, quoted"
     if isinstance(value, bool):
         return f"{reader} reads an unquoted true or false as a boolean; quote it"
     if isinstance(value, int | float):
@@ -190,7 +193,12 @@ def _unquoted(value: Any, file: str) -> str:
 
 
 def _shown(value: Any) -> str:
-    """A short rendering of an input value (huge integers and long strings cut)."""
+    """A short rendering of an input value (huge integers and long strings cut; null and
+    booleans as the file spells them, not as Python's `None` and `True`)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return describe(value)
     try:
@@ -210,14 +218,63 @@ def _document_loc(loc: tuple[str | int, ...], data: Any) -> tuple[str | int, ...
         in_list = (
             isinstance(part, int) and isinstance(node, list) and -len(node) <= part < len(node)
         )
-        if in_list or (isinstance(node, dict) and part in node):
+        key = _key_of(node, part) if isinstance(node, dict) and not in_list else _NO_KEY
+        if in_list:
             node = node[part]
+        elif key is not _NO_KEY:
+            part, node = key, node[key]
         elif _is_union_tag(part):
             continue
         else:
             node = None  # a missing field or an unknown key: the path ends in the schema
         kept.append(part)
     return tuple(kept)
+
+
+_NO_KEY = object()
+
+
+def _key_of(mapping: dict, part: str | int) -> Any:
+    """The key of `mapping` that pydantic's location part names, or `_NO_KEY`: a key that
+    is not text is named by its int or its str (YAML's `true:` as 1, `~:` as 'None',
+    `1.5:` as '1.5')."""
+    if isinstance(part, str) and part in mapping:
+        return part
+    for key in mapping:
+        if not isinstance(key, str) and (
+            str(key) == part if isinstance(part, str) else key == part
+        ):
+            return key
+    return _NO_KEY
+
+
+def _spelled(loc: tuple[str | int, ...], data: Any) -> tuple[str | int, ...]:
+    """A document path with each mapping key that is not text (YAML's `true:`, `~:`,
+    `12:`) as YAML spells it, so `dotted` names `demand.true`, not `demand[1]`, a list's
+    second item, nor `demand.None`."""
+    spelled: list[str | int] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+            if not isinstance(part, str):
+                part = _key_spelling(part)
+        elif isinstance(node, list) and isinstance(part, int) and -len(node) <= part < len(node):
+            node = node[part]
+        else:
+            node = None
+        spelled.append(part)
+    return tuple(spelled)
+
+
+def _key_spelling(key: Any) -> str:
+    if key is None:
+        return "null"
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, float) and not math.isfinite(key):
+        return ".nan" if math.isnan(key) else (".inf" if key > 0 else "-.inf")
+    return str(key)
 
 
 def _is_union_tag(part: str | int) -> bool:

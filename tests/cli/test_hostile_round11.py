@@ -377,7 +377,7 @@ def test_a_number_with_a_leading_zero_in_a_set_is_refused_and_zero_is_still_zero
     [
         # before: "Input should be 'none', 'replica', 'zone' or 'region' (got False)"
         ("survive: none", "survive: false",
-         "policy.survive: Input should be 'none', 'replica', 'zone' or 'region' (got False): "
+         "policy.survive: Input should be 'none', 'replica', 'zone' or 'region' (got false): "
          "YAML reads an unquoted true or false as a boolean; quote it"),
         # before: "Input should be a valid dictionary or instance of GpuEntry (got ...)",
         # a class name the user never wrote
