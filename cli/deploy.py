@@ -177,6 +177,7 @@ def fleet_import(
     """
     from solver.deploy.fleet_import import (
         FleetImportError,
+        check_gpus,
         check_workloads,
         fleet_plan,
         owned_gpus,
@@ -222,6 +223,7 @@ def fleet_import(
     document, _ = read_document(instance_file)
     try:
         check_workloads(pools, [workload.name for workload in instance.workloads])
+        check_gpus(pools, [gpu.name for gpu in instance.gpus])
         # a schedule reserves and rents the fleet's GPUs hour by hour: they are not owned
         updated = with_existing(document, {} if schedules else owned_gpus(pools))
     except FleetImportError as error:

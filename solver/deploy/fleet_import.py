@@ -24,6 +24,7 @@ import csv
 import io
 import json
 from collections import defaultdict
+from difflib import get_close_matches
 from typing import Any
 
 import yaml
@@ -300,6 +301,28 @@ def check_workloads(pools: list[ReplicaPool], names: list[str]) -> None:
         raise FleetImportError(
             f"the fleet serves workloads the instance lacks: {_quoted(unknown)} "
             f"(instance workloads: {_quoted(names)})"
+        )
+
+
+def check_gpus(pools: list[ReplicaPool], names: list[str]) -> None:
+    """Every GPU type the fleet runs is one of the instance's `gpus[]` (`names`).
+
+    Raises:
+        FleetImportError: a pool runs on a GPU type the instance does not offer, named as
+            the fleet spells it (the instance's `existing` would otherwise be refused
+            under a field of the instance the user never wrote).
+    """
+    unknown = sorted({pool.gpu for pool in pools} - set(names))
+    if unknown:
+        close = [
+            f"{match[0]!r} for {name!r}"
+            for name in unknown
+            if (match := get_close_matches(name.strip().lower(), names, n=1))
+        ]
+        raise FleetImportError(
+            f"the fleet runs GPU types the instance does not offer: {_quoted(unknown)} "
+            f"(instance gpus: {_quoted(names)})"
+            + (f"; did you mean {', '.join(close)}?" if close else "")
         )
 
 

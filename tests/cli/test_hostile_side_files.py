@@ -186,8 +186,13 @@ def test_the_fleet_folder_still_imports(run_cli, tmp_path):
     [
         # 200,000 replicas x tp 8 = 1,600,000 GPUs, past the bound of 1,000,000
         ("chat,us-east,h100-sxm,fp8,8,1,200000", "regions[0].existing.h100-sxm", "at most"),
-        # a GPU type the instance does not declare: the instance written would not load
-        ("chat,us-east,a100-80gb-sxm,fp8,1,1,1", "regions[0].existing.a100-80gb-sxm", "unknown"),
+        # a GPU type the instance does not declare: named as the fleet spells it, before any
+        # instance is written (test_hostile_round21 has the cases that named `existing`)
+        (
+            "chat,us-east,a100-80gb-sxm,fp8,1,1,1",
+            "the fleet runs GPU types the instance does not offer: 'a100-80gb-sxm'",
+            "(instance gpus: 'h100-sxm')",
+        ),
     ],
 )
 def test_an_instance_that_would_not_load_is_not_written(run_cli, tmp_path, row, field, message):
