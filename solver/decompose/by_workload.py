@@ -64,7 +64,7 @@ from solver.candidates.swap_dominance import optimal_reduction
 from solver.decompose.join import solve_by_workload
 from solver.decompose.join_values import with_parts_bound
 from solver.decompose.region_bounds import narrower, start_region_rows, with_region_rows
-from solver.decompose.region_join import by_region, first_by_region
+from solver.decompose.region_join import by_region, first_by_region, independent
 from solver.decompose.warm_start import warm_start
 from solver.decompose.workload_parts import PartSolves
 from solver.program.build import FleetProgram, with_bounds
@@ -109,7 +109,8 @@ def optimise(
     joined = None
     if first_by_region(program.sets):
         left = settings.remaining_s()
-        deadline = started + (math.inf if left is None else REGION_FIRST_SHARE * left)
+        share = 1.0 if independent(program.lp) else REGION_FIRST_SHARE  # no whole after it
+        deadline = started + (math.inf if left is None else share * left)
         joined = by_region(program, backend, settings, bounds, deadline)
         stages.ended("the regions' programs and the plan floored at their fleets", joined)
         if joined is not None and (

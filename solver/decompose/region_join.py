@@ -125,6 +125,13 @@ def linking_columns(lp: LinearProgram) -> set[str]:
     return linked
 
 
+def independent(lp: LinearProgram) -> bool:
+    """Whether no row links two regions and every column is some region's (no failover
+    scenario, no supply or choice shared between regions: survive none, say): then the
+    regions' own programs are the whole program, and their plans joined its plan."""
+    return not linking_columns(lp)
+
+
 def region_join(
     program: FleetProgram,
     backend: Backend,
@@ -178,7 +185,8 @@ def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadl
     for r in regions:
         alone = {name: b for name, b in removed.items() if name in programs[r].variables}
         programs[r] = with_bounds(programs[r], alone) if alone else programs[r]
-    bound_deadline = time.monotonic() + BOUND_SHARE * max(deadline - time.monotonic(), 0.0)
+    share = 1.0 if independent(lp) else BOUND_SHARE  # nothing follows the join: all of it
+    bound_deadline = time.monotonic() + share * max(deadline - time.monotonic(), 0.0)
     own = [programs[r] for r in regions]
     found = _solved(backend, settings, own, bound_deadline)
     proven = {regions[i]: bound_of(result, own[i], settings) for i, result in found.items()}
@@ -316,7 +324,11 @@ def by_region(
     found = region_join(program, backend, settings, None, deadline, bounds)
     keep_rows(program, found)
     bound = found.bound if found.bound is not None or not KEEP_STOPPED else found.stopped
-    if bound is None or not found.own or time.monotonic() >= deadline:
+    if bound is None or not found.own:
+        return None
+    if independent(program.lp):  # the regions' plans joined are the whole program's
+        return _joined_independent(program, backend, found, bound, settings, started)
+    if time.monotonic() >= deadline:
         return None
     # the caller's bounds, and the pools config dominance removes (a restriction that
     # loses no optimum of the floored program either: a stand-in only adds replicas of A),
@@ -360,4 +372,37 @@ def by_region(
         search_improved=0 if searched is None else searched.improved,
         search_stopped=searched is not None and searched.stopped,
     )
+    return replace(optimised, result=replace(result, message=optimised.description))
+
+
+def _joined_independent(
+    program: FleetProgram,
+    backend: Backend,
+    found: RegionJoin,
+    bound: float,
+    settings: SolveSettings,
+    started: float,
+) -> Optimised | None:
+    """`by_region` where no row links two regions (`independent`): each region's program
+    is its part of the whole, so the regions' plans joined (`RegionJoin.own`) are a plan
+    of the whole when every region has one (None otherwise), proved when every region's
+    program was (`RegionJoin.bound`), else FEASIBLE against the bound where the clock
+    stopped some. No floored program and no search: either would solve the regions'
+    programs again, on less time than they had."""
+    lp = program.lp
+    if not set(lp.variables) <= set(found.own):
+        return None  # some region's program found no plan in time
+    values = {name: found.own[name] for name in lp.variables}
+    cost = lp.objective_value(values)
+    proved = found.bound is not None and _proved(cost, found.bound, settings)
+    result = SolveResult(
+        termination=Termination.OPTIMAL if proved else Termination.FEASIBLE,
+        solver=backend.name,
+        solver_version=backend.version(),
+        objective=cost,
+        values=values,
+        mip_gap=relative_gap(cost, bound) or 0.0,
+        runtime_s=time.monotonic() - started,
+    )
+    optimised = Optimised(result, Method.BY_REGION, found.regions, independent=True)
     return replace(optimised, result=replace(result, message=optimised.description))

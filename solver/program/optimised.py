@@ -59,6 +59,10 @@ class Optimised:
     search_stopped: bool = False
     """Whether the time limit ended that search before every neighbourhood was tried
     (its plan then depends on the machine's speed and load)."""
+    independent: bool = False
+    """Decomposed by region where no row links two regions (no failover, nothing shared
+    between regions): the region programs are the whole program, their plans joined its
+    plan (solver.decompose.region_join.independent)."""
     join_gap: float | None = None
     """One program solved from a join of the workload programs that held but was not
     within the gap (whole servers rounded, say): that join's gap to their bound."""
@@ -96,6 +100,11 @@ class Optimised:
             if self.processes > 1:
                 joined += f", solved in {self.processes} parallel processes"
             return joined
+        if self.method is Method.BY_REGION and self.independent:
+            return (
+                f"{self.method}: {self.programs} independent region programs joined (no row"
+                " links two regions), whole servers bought for every workload of a region"
+            )
         if self.method is Method.BY_REGION:
             joined = (
                 f"{self.method}: {self.programs} region programs joined, whole servers"

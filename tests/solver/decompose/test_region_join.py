@@ -117,6 +117,39 @@ def test_the_regions_plan_is_a_plan_above_the_optimum(survive):
         assert found.result.mip_gap <= EXACT.mip_gap + 1e-9
 
 
+@pytest.mark.parametrize("survive", ["none", "region"])
+def test_independent_regions_get_the_whole_time_and_nothing_solved_after(monkeypatch, survive):
+    """Without region loss the regions' programs are the whole program (`independent`):
+    they get all the time to the deadline (with region loss, BOUND_SHARE of it, the rest
+    for the floored plan and the search), no floored program is solved after them, and
+    the method says so. 100 s to the deadline: the regions' deadline is ~100 s away
+    independent, ~0.5 x 100 = 50 s otherwise."""
+    import time
+
+    from solver.decompose import region_join as module
+
+    program = _whole_servers(survive)
+    solved, floored, deadlines, floors = module._solved, module.floored, [], []
+
+    def solved_spied(backend, settings, lps, deadline):
+        deadlines.append(deadline - time.monotonic())
+        return solved(backend, settings, lps, deadline)
+
+    def floored_spied(*args):
+        floors.append(args)
+        return floored(*args)
+
+    monkeypatch.setattr(module, "_solved", solved_spied)
+    monkeypatch.setattr(module, "floored", floored_spied)
+    found = by_region(program, get_backend("highs"), EXACT, None, time.monotonic() + 100.0)
+    assert found is not None
+    independent = survive == "none"
+    assert module.independent(program.lp) is independent
+    assert deadlines[0] == pytest.approx(100.0 if independent else 50.0, abs=1.0)
+    assert (floors == []) is independent
+    assert ("3 independent region programs joined" in found.description) is independent
+
+
 def test_the_regions_plan_states_the_time_of_every_stage(monkeypatch):
     """The stated runtime covers the regions' programs, not only the floored program
     solved last: 0.2 s spent in the regions' stage shows in it."""
