@@ -1,6 +1,7 @@
 """Queueing formulas against hand calculations, published tables and each other."""
 
 import math
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -286,6 +287,32 @@ def test_pool_of_two_waits_less_by_hand():
 
 rhos = st.floats(min_value=0.001, max_value=0.995)
 scvs = st.floats(min_value=0.0, max_value=6.0)
+
+
+def erlang_b_by_recursion(servers: int, offered_load: float) -> float:
+    """B(0) = 1, B(k) = a B(k-1) / (k + a B(k-1)) all the way to c: every step, no cut."""
+    blocking = 1.0
+    for k in range(1, servers + 1):
+        blocking = offered_load * blocking / (k + offered_load * blocking)
+    return blocking
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    servers=st.integers(1, 5_000),
+    per_server=st.one_of(
+        st.floats(min_value=0.0, max_value=2.0),
+        st.floats(min_value=0.9, max_value=1.0),  # near c, where the most terms matter
+        st.integers(0, 2).map(float),  # a = 0, c or 2c: floor(a) exact
+    ),
+)
+def test_erlang_b_from_the_terms_that_matter_is_the_whole_recursion(servers, per_server):
+    """erlang_b sums ~9 sqrt(a) terms and stops the recursion where B underflows; the
+    recursion over all c steps agrees to 1e-12 (both round at each step), or both are below
+    the smallest normal double (where erlang_b gives 0.0)."""
+    load = servers * per_server
+    expected = erlang_b_by_recursion(servers, load)
+    assert erlang_b(servers, load) == pytest.approx(expected, rel=1e-12, abs=sys.float_info.min)
 
 
 @settings(max_examples=60, deadline=None)
