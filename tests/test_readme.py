@@ -16,9 +16,13 @@ TEXT = README.read_text()
 MARKERS = find_markers(TEXT)
 
 
-def test_figures_are_the_tools(default_solved):
+def test_figures_are_the_tools(default_solved, no_engine_effects):
     """The demo's solve of the default instance is the session's (tests.solved_once: the
-    same call, made once a run); every other command runs as typed."""
+    same call, made once a run); every other command runs as typed, but for explain's
+    engine-effects replay (conftest.no_engine_effects): the one explain here, the levers
+    check's, reads the levers, the cost and the GPUs, none of the replay's figures, and
+    the replay was ~80% of that command's CPU (five runs of 120 s of arrivals a pool;
+    tests/solver/analysis/test_engine_effects.py tests it)."""
     run = Runner()
     with solving_default_once(default_solved):
         found = [

@@ -1,6 +1,7 @@
 """Queueing formulas against hand calculations, published tables and each other."""
 
 import math
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -8,6 +9,8 @@ from hypothesis import strategies as st
 
 from models.serving.headroom import ceiling, derive_headroom
 from models.serving.queueing import (
+    RECURSION_UP_TO,
+    _erlang_b_from_terms,
     combine_wait_and_service_quantile_s,
     erlang_b,
     erlang_c,
@@ -286,6 +289,47 @@ def test_pool_of_two_waits_less_by_hand():
 
 rhos = st.floats(min_value=0.001, max_value=0.995)
 scvs = st.floats(min_value=0.0, max_value=6.0)
+
+
+def erlang_b_by_recursion(servers: int, offered_load: float) -> float:
+    """B(0) = 1, B(k) = a B(k-1) / (k + a B(k-1)) all the way to c: every step, no cut."""
+    blocking = 1.0
+    for k in range(1, servers + 1):
+        blocking = offered_load * blocking / (k + offered_load * blocking)
+    return blocking
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    servers=st.integers(1, 12_000),
+    per_server=st.one_of(
+        st.floats(min_value=0.0, max_value=2.0),
+        st.floats(min_value=0.9, max_value=1.0),  # near c, where the most terms matter
+        st.integers(0, 2).map(float),  # a = 0, c or 2c: floor(a) exact
+    ),
+)
+def test_erlang_b_from_the_terms_that_matter_is_the_whole_recursion(servers, per_server):
+    """The sum of ~9 sqrt(a) terms and the recursion stopped where B drops below the
+    smallest normal double (erlang_b's way above RECURSION_UP_TO servers, drawn here at
+    any c) agree with the recursion over all c steps to 1e-12 (both round at each step),
+    or both are below that double (where the terms give 0.0)."""
+    load = servers * per_server
+    expected = erlang_b_by_recursion(servers, load)
+    tolerance = {"rel": 1e-12, "abs": sys.float_info.min}
+    assert _erlang_b_from_terms(servers, load) == pytest.approx(expected, **tolerance)
+    assert erlang_b(servers, load) == pytest.approx(expected, **tolerance)
+
+
+def test_erlang_b_keeps_the_recursions_bits_where_it_runs_it():
+    """Up to RECURSION_UP_TO servers erlang_b is the recursion to the last bit: a plan's
+    program can tip to another layout of the same cost on a 1e-14 difference (the default
+    instance did), so the pools of ordinary plans keep their numbers. The terms, by the
+    same pair, differ in the last bits (this pair was found so)."""
+    servers, load = RECURSION_UP_TO, 0.95 * RECURSION_UP_TO
+    assert erlang_b(servers, load) == erlang_b_by_recursion(servers, load)
+    assert _erlang_b_from_terms(servers, load) == pytest.approx(
+        erlang_b_by_recursion(servers, load), rel=1e-12
+    )
 
 
 @settings(max_examples=60, deadline=None)

@@ -49,11 +49,12 @@ def test_the_counted_program_is_the_built_one(survive):
     inst = generated(10, 10, 4, survive=survive)
     table = build_candidates(inst)
     size = measure_program(inst, table)
-    sets = build_program(inst, table).sets
+    program = build_program(inst, table)
+    sets = program.sets
     assert size.complete
     assert size.pools == len(sets.pools)
     assert size.routes == sum(len(pairs) for pairs in sets.routes.values())
-    assert size.variables <= build_program(inst, table).lp.size()["variables"]
+    assert size.variables <= program.lp.size()["variables"]
 
 
 def test_the_benchmark_class_passes_the_check_at_the_default_time_limit():

@@ -193,9 +193,10 @@ def test_a_fresh_command_forks_its_workers():
 
 @two_cores
 def test_forked_workers_give_the_plan_of_this_process(tmp_path):
-    """`fleetplan solve` in a fresh process (forked workers, 10 x 10 x 4 generated, 10
-    workload programs in 2 processes) writes the plan `solve` gives here."""
-    data = generated_data(10, 10, 4, survive="none")
+    """`fleetplan solve` in a fresh process (forked workers, 10 regions x 6 workloads x 4
+    GPU types generated: 6 workload programs of 594 integer variables in all, over
+    parallel.PARALLEL_MIN_INTEGERS, in 2 processes) writes the plan `solve` gives here."""
+    data = generated_data(10, 6, 4, survive="none")
     source = tmp_path / "gen.json"
     source.write_text(json.dumps(data), encoding="utf-8")
     out = tmp_path / "plan.json"

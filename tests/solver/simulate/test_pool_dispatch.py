@@ -11,7 +11,7 @@ import pytest
 from models.serving.queueing import mgc_mean_wait_s, wait_quantile_s
 from solver.simulate.engine import simulate_pool
 from solver.simulate.traffic import arrival_times_s
-from tests.solver.simulate.test_simulate import ITERATION_S, _single_server
+from tests.solver.simulate.test_simulate import TOKEN_S, _exponential_server
 
 BATCHES = 20
 """Slices of a run for the batch-means standard error (consecutive requests are
@@ -30,11 +30,17 @@ def _p99(values: np.ndarray) -> float:
 
 
 MEAN_TOKENS = 20
-"""Mean of the toy prompts' geometric lengths: service S = 20 x 1 ms with squared
+"""Mean of the toy prompts' geometric lengths: service S = 20 x TOKEN_S with squared
 coefficient of variation cs^2 = 1 - 1 / 20 (a geometric law on 1, 2, ...)."""
 SERVICE_SCV = 1 - 1 / MEAN_TOKENS
+CHUNK_TOKENS = MEAN_TOKENS // 4
+"""Prompt tokens a toy replica prefills an iteration: a prompt takes 4 iterations on
+average (the last one partial), so the router reads its work left 4 times over its
+service. One token an iteration (20 iterations a prompt) gave the same standard scores
+to 0.05 (seed 7: mean +0.49 / -0.10 -> +0.49 / -0.05 at 2 / 8 servers, p99 +1.35 /
++0.67 -> +1.36 / +0.68, jsq's p99 +10.51 both) at 4.4 times the events, 3.4 times the CPU."""
 REQUESTS = 20_000
-"""Requests a run: each is ~20 one-token iterations, so 20,000 are 400,000 events a run.
+"""Requests a run: each is ~4 iterations, so 20,000 are ~90,000 events a run.
 The tests' tolerances are the run's own batch-means standard errors, so they widen as the
 run shortens: at 20,000 (seed 7) the p99 wait's is 6.5-7.6% of the p99 (at 40,000:
 6.2-6.6%), least_prefill's mean and p99 read within 1.4 of them of M/G/c (2 and 8
@@ -43,20 +49,21 @@ At 10,000 the 2-server p99 reads 3.4 below: too short."""
 
 
 def _toy_waits(servers: int, dispatch: str, rho: float = 0.8) -> tuple[np.ndarray, float, float]:
-    """Waits of a pool of `servers` toy replicas (each a FIFO server that prefills one
-    token per 1 ms iteration, one prompt at a time) fed `REQUESTS` Poisson prompts of
-    geometric length: service of mean S = `MEAN_TOKENS` ms and cs^2 = 0.95, so the pool
-    is M/G/c, close to M/M/c, when its queue is central."""
+    """Waits of a pool of `servers` toy replicas (each a FIFO server that prefills
+    CHUNK_TOKENS prompt tokens an iteration at TOKEN_S a token, one prompt at a time) fed
+    `REQUESTS` Poisson prompts of geometric length: service of mean S = `MEAN_TOKENS` x
+    TOKEN_S and cs^2 = 0.95, so the pool is M/G/c, close to M/M/c, when its queue is
+    central."""
     rng = np.random.default_rng(7)
-    service_s = MEAN_TOKENS * ITERATION_S
+    service_s = MEAN_TOKENS * TOKEN_S
     rate = servers * rho / service_s
     arrivals = arrival_times_s(rate, REQUESTS / rate, 1.0, rng)
     prompts = rng.geometric(1 / MEAN_TOKENS, size=arrivals.size)
-    trace = simulate_pool(
-        _single_server(), servers, arrivals, prompts, np.ones(arrivals.size, int), dispatch=dispatch
-    )
+    server = _exponential_server(CHUNK_TOKENS)
+    ones = np.ones(arrivals.size, int)
+    trace = simulate_pool(server, servers, arrivals, prompts, ones, dispatch=dispatch)
     measured = arrivals > 100 * service_s
-    waits = trace.ttft_s[measured] - prompts[measured] * ITERATION_S
+    waits = trace.ttft_s[measured] - prompts[measured] * TOKEN_S
     return waits, rate, service_s
 
 
