@@ -406,8 +406,9 @@ class StepModel:
         With pipeline parallelism every micro-batch is an engine step of its own on every
         stage: the executor fetches, schedules and launches one micro-batch per turn of its
         loop (TensorRT-LLM's PyExecutor `_executor_loop_pp`, `microbatch_id` cycling over
-        the pp slots, each turn calling `_schedule()` and `_forward_step`; vLLM V1 keeps pp
-        batches in flight, `max_concurrent_batches`, each scheduled alone), so a sequence
+        the pp slots, each turn calling `_schedule()` and `_forward_step`; vLLM V1's
+        `EngineCore.step_with_batch_queue` schedules one batch a step into a queue of pp
+        in flight), so a sequence
         comes round once every pp stage turns, each paying the fixed step overhead. The
         per-sequence overhead is paid once per sequence (B / m on each of the m
         micro-batches). At pp = 1 the two forms agree."""
