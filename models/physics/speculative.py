@@ -218,17 +218,14 @@ def verify_iteration_s(
     prefill_context_tokens: float = 0.0,
 ) -> float:
     """The target's verify iteration at batch B, as `StepModel.iteration_s` times a plain
-    one: pp = 1, pass + overhead; pp > 1, m = min(pp, B) micro-batches, pp x (pass + hop of
-    one micro-batch's B (k + 1) / m + Q / m tokens) + overhead, the overhead the fixed step
-    overhead plus B x the per-sequence one. k = 0 is `iteration_s`."""
+    one (`StepModel.cycle_s`): pp = 1, pass + overhead; pp > 1, m = min(pp, B)
+    micro-batches, pp x (pass + hop of one micro-batch's B (k + 1) / m + Q / m tokens + the
+    fixed step overhead), plus B x the per-sequence overhead. k = 0 is `iteration_s`."""
     m = steps.micro_batches(batch)
     b, q = batch / m, prefill_tokens / m
     pass_s = verify_parts(steps, b, context_tokens, draft_tokens, q, prefill_context_tokens).total_s
     # the engine's per-sequence cost counts sequences, not the k + 1 positions each checks
-    overhead_s = steps.overhead_s + steps.sequence_overhead_s * batch
-    if steps.pp == 1:
-        return pass_s + overhead_s
-    return steps.pp * (pass_s + steps.hop_s(b * (draft_tokens + 1) + q)) + overhead_s
+    return steps.cycle_s(pass_s, b * (draft_tokens + 1) + q, batch)
 
 
 @dataclass(frozen=True)

@@ -45,9 +45,10 @@ the layout terms are the tensor-parallel ones.
 
 A decode iteration advances every resident sequence by one token. With pipeline
 parallelism the batch runs as m = min(pp, B) micro-batches and a micro-batch needs pp
-stage passes plus pp hops per token, so the iteration takes pp x (pass + hop): stages
-idle (the bubble) when fewer than pp micro-batches are in flight. The engine pays a fixed
-overhead per iteration and a small one per sequence in it. Prefill of a prompt runs in
+stage passes plus pp hops per token, each stage pass an engine step of its own with its
+fixed overhead, so the iteration takes pp x (pass + hop + overhead): stages idle (the
+bubble) when fewer than pp micro-batches are in flight. The engine pays a fixed overhead
+per step and a small one per sequence in it (`StepModel.cycle_s`). Prefill of a prompt runs in
 chunks of at most `prefill_chunk_tokens`; chunks pipeline through the stages.
 """
 
@@ -387,17 +388,34 @@ class StepModel:
         (each attending to `prefill_context_tokens` tokens on average).
 
         pp = 1: pass + overhead. pp > 1: m = min(pp, B) micro-batches of B/m sequences,
-        pp x (pass + hop) + overhead, the pass that of `iteration_parts`. The overhead is
-        the fixed step overhead plus B x the per-sequence overhead.
+        pp x (pass + hop + fixed step overhead), the pass that of `iteration_parts`
+        (`cycle_s`). Both add B x the per-sequence overhead.
         """
         m = min(float(self.pp), max(batch, 1.0))  # `micro_batches(batch)`
         b, q = batch / m, prefill_tokens / m  # one micro-batch's tokens
         terms = self._pass_terms(b, b * context_tokens, q, q * prefill_context_tokens)
-        pass_s = pass_total_s(*terms)
-        overhead_s = self.overhead_s + self.sequence_overhead_s * batch
+        return self.cycle_s(pass_total_s(*terms), b + q, batch)
+
+    def cycle_s(self, pass_s: float, micro_batch_tokens: float, batch: float) -> float:
+        """An iteration from its stage pass `pass_s` (one micro-batch of
+        `micro_batch_tokens` tokens on one stage) at `batch` sequences:
+
+            pp = 1:  pass + overhead + B x sequence overhead
+            pp > 1:  pp x (pass + hop + overhead) + B x sequence overhead
+
+        With pipeline parallelism every micro-batch is an engine step of its own on every
+        stage: the executor fetches, schedules and launches one micro-batch per turn of its
+        loop (TensorRT-LLM's PyExecutor `_executor_loop_pp`, `microbatch_id` cycling over
+        the pp slots, each turn calling `_schedule()` and `_forward_step`; vLLM V1's
+        `EngineCore.step_with_batch_queue` schedules one batch a step into a queue of pp
+        in flight), so a sequence
+        comes round once every pp stage turns, each paying the fixed step overhead. The
+        per-sequence overhead is paid once per sequence (B / m on each of the m
+        micro-batches). At pp = 1 the two forms agree."""
+        sequences_s = self.sequence_overhead_s * batch
         if self.pp == 1:
-            return pass_s + overhead_s
-        return self.pp * (pass_s + self.hop_s(b + q)) + overhead_s
+            return pass_s + self.overhead_s + sequences_s
+        return self.pp * (pass_s + self.hop_s(micro_batch_tokens) + self.overhead_s) + sequences_s
 
     def iterations_s(
         self,
@@ -418,7 +436,6 @@ class StepModel:
             ]
         m = min(float(self.pp), max(batch, 1.0))
         b = batch / m
-        overhead_s = self.overhead_s + self.sequence_overhead_s * batch
         if self.experts and self.experts_layout is None:  # experts without a layout: load by load
             return [
                 self.iteration_s(batch, context_tokens, load, prefill_context_tokens)
@@ -435,10 +452,8 @@ class StepModel:
             passes_s = self._dense_passes_s(
                 b, b * context_tokens, m, prefill_loads, prefill_context_tokens
             )
-        if self.pp == 1:
-            return [pass_s + overhead_s for pass_s in passes_s]
         return [
-            self.pp * (pass_s + self.hop_s(b + load / m)) + overhead_s
+            self.cycle_s(pass_s, b + load / m, batch)
             for pass_s, load in zip(passes_s, prefill_loads, strict=True)
         ]
 
@@ -538,14 +553,14 @@ class StepModel:
         `cached_tokens` prefix-cache hits, up to its first token.
 
         n = ceil(P / chunk) chunks of P/n tokens, each attending on average to
-        cached + P/2 tokens; chunks pipeline through the stages:
-        (n + pp - 1) x (pass + hop) + n x overhead.
+        cached + P/2 tokens; chunks pipeline through the stages, each a step of its own on
+        every stage (`cycle_s`): (n + pp - 1) x (pass + hop + overhead).
         """
         if prompt_tokens <= 0:
             return self.overhead_s
         chunks = math.ceil(prompt_tokens / self.chunk_tokens)
         t_pass = self._chunk_pass_s(prompt_tokens / chunks, prompt_tokens, cached_tokens)
-        return (chunks + self.pp - 1) * t_pass + chunks * self.overhead_s
+        return (chunks + self.pp - 1) * (t_pass + self.overhead_s)
 
     def prefill_tokens_per_s(self, prompt_tokens: float, cached_tokens: float = 0.0) -> float:
         """Prompt tokens/s of a replica doing nothing but prefill, with full chunks in

@@ -187,6 +187,35 @@ def test_pp_splits_the_weights_adds_hops_and_a_bubble():
     assert pp2.decode_step_s(1, context) > pp1.decode_step_s(1, context)
 
 
+def test_each_pipeline_stage_turn_pays_the_step_overhead():
+    """With PP every micro-batch is an engine step on every stage (TensorRT-LLM's
+    `_executor_loop_pp` schedules one micro-batch a turn), so the fixed step overhead is
+    paid pp times an iteration; the per-sequence overhead once per sequence."""
+    h100, model = gpu("h100-sxm"), llm("llama-3.3-70b")
+    step_overhead_s, sequence_overhead_s = 2e-3, 10e-6
+    eff = EFF.model_copy(
+        update={"step_overhead_s": step_overhead_s, "sequence_overhead_s": sequence_overhead_s}
+    )
+    pp1 = step_model(h100, model, FP8, FP8, 2, 1, eff)
+    pp2 = step_model(h100, model, FP8, FP8, 2, 2, eff)
+    batch, context = 64, 1000
+    hop = 20e-6 + (batch / 2) * 8192 * 2 / (450e9 * 0.7)
+    pass_s = pp2.pass_s(batch / 2, batch / 2 * context)
+    # 2 stage turns x (pass + hop + 2 ms) + 64 sequences x 10 us
+    expected = 2 * (pass_s + hop + 2e-3) + 64 * 10e-6
+    assert pp2.decode_step_s(batch, context) == pytest.approx(expected)
+    # pp = 1: one turn, one overhead
+    assert pp1.decode_step_s(batch, context) == pytest.approx(
+        pp1.pass_s(batch, batch * context) + 2e-3 + 64 * 10e-6
+    )
+    # a 16,384-token prompt in 2 chunks of 8,192 through 2 stages: (2 + 2 - 1) turns
+    chunk = 8192
+    chunk_s = pp2.pass_s(0.0, 0.0, chunk, chunk * 16384 / 2) + 20e-6 + chunk * 8192 * 2 / (
+        450e9 * 0.7
+    )
+    assert pp2.prefill_s(2 * chunk) == pytest.approx(3 * (chunk_s + 2e-3))
+
+
 @settings(max_examples=50, deadline=None)
 @given(
     bandwidth_tb_s=st.floats(min_value=0.5, max_value=10),
@@ -228,7 +257,8 @@ def test_the_fast_paths_time_exactly_what_the_roofline_record_times(
     record) do the same arithmetic as `iteration_parts` / `pass_parts`: equal to the bit,
     dense and MoE, with and without pipeline stages."""
     name, tp, pp = layout
-    steps = step_model(gpu("h100-sxm"), llm(name), FP8, FP8, tp, pp, EFF)
+    eff = EFF.model_copy(update={"step_overhead_s": 2e-3, "sequence_overhead_s": 10e-6})
+    steps = step_model(gpu("h100-sxm"), llm(name), FP8, FP8, tp, pp, eff)
     one_by_one = [steps.iteration_s(batch, context, load, prefill_context) for load in loads]
     assert steps.iterations_s(batch, context, loads, prefill_context) == one_by_one
     m = steps.micro_batches(batch)
@@ -236,8 +266,9 @@ def test_the_fast_paths_time_exactly_what_the_roofline_record_times(
         parts = steps.iteration_parts(batch, context, load, prefill_context)
         b, q = batch / m, load / m
         assert steps.pass_s(b, b * context, q, q * prefill_context) == parts.total_s
-        overhead_s = EFF.step_overhead_s + EFF.sequence_overhead_s * batch
+        sequences_s = eff.sequence_overhead_s * batch
         if pp == 1:
-            assert seconds == parts.total_s + overhead_s
+            assert seconds == parts.total_s + eff.step_overhead_s + sequences_s
         else:
-            assert seconds == pp * (parts.total_s + steps.hop_s(b + q)) + overhead_s
+            turn_s = parts.total_s + steps.hop_s(b + q) + eff.step_overhead_s
+            assert seconds == pp * turn_s + sequences_s

@@ -214,7 +214,8 @@ def test_row_errors_are_signed_and_their_median_skips_unplaced_rows() -> None:
 
 def test_an_ep_cell_reaches_the_replica_layout():
     # sglang_serving.csv's MiniMax-M2.5 runs were served with --tp 8 --ep 8, vllm_serving.csv's
-    # with --enable-expert-parallel at TP8 and TP4 (EP = TP): the reader keeps the ep cell
+    # with --enable-expert-parallel at TP8 and TP4 (EP = TP), as were vllm_serving.csv's two
+    # Qwen3-235B FP8 runs of gpustack's parallelism section: the reader keeps the ep cell
     # (a blank cell is 1) and the layout says so; the others stay at ep 1
     data, _ = load_engine_data()
     minimax = [r for r in data.runs if r.run.model == "minimax-m2.5"]
@@ -222,7 +223,11 @@ def test_an_ep_cell_reaches_the_replica_layout():
     assert all(r.run.ep == r.run.tp for r in minimax)
     assert {r.run.ep for r in minimax if r.engine == "sglang-0.5"} == {8}
     assert {r.run.ep for r in minimax if r.engine.startswith("vllm")} == {8, 4}
-    assert all(r.run.ep == 1 for r in data.runs if r.run.model != "minimax-m2.5")
+    qwen_ep = [r for r in data.runs if r.run.model == "qwen3-235b-a22b" and r.run.ep > 1]
+    assert sorted((r.run.tp, r.run.ep) for r in qwen_ep) == [(4, 4), (8, 8)]
+    assert all(f" tp{r.run.tp} ep{r.run.tp} " in r.label for r in qwen_ep)
+    others = [r for r in data.runs if r.run.model != "minimax-m2.5" and r not in qwen_ep]
+    assert all(r.run.ep == 1 for r in others)
     errors = row_errors(EngineData(minimax[:1], [], {}), _catalog)
     assert {e.layout for e in errors} == {"tp8 ep8"}
 

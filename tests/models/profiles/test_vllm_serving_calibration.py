@@ -246,7 +246,8 @@ def test_the_shipped_sglang_runs_on_hopper_are_all_held_out() -> None:
     the cookbook's MiniMax-M2.5 runs on 8 H100 and InferenceX's DeepSeek-R1 sweep on 8 H200
     (sglang_serving.csv), whose means are the
     harness's draw: uniform integers over [int(0.8 x 1024), 1024] = [819, 1024], mean
-    (819 + 1024) / 2 = 921.5 prompt and output tokens."""
+    (819 + 1024) / 2 = 921.5 prompt and output tokens; and its three 4-user runs, 8,192
+    tokens drawn over [int(0.8 x 8192), 8192] = [6553, 8192], mean 7,372.5."""
     data, _ = load_engine_data()
     hopper = [r for r in data.runs if r.engine == "sglang-0.5" and r.generation == "hopper"]
     assert all(r.held_out for r in hopper)
@@ -258,8 +259,11 @@ def test_the_shipped_sglang_runs_on_hopper_are_all_held_out() -> None:
         ),
         key=lambda r: r.run.concurrency,
     )
-    assert [r.run.concurrency for r in sweep] == [8, 16, 32, 64]
+    assert [r.run.concurrency for r in sweep] == [4, 4, 4, 8, 16, 32, 64]
     for run in sweep:
         assert (run.run.model, run.run.gpu, run.run.tp) == ("deepseek-r1", "h200", 8)
         assert run.run.requests == 10 * run.run.concurrency
+    four = sorted((r.run.prompt_tokens, r.run.output_tokens) for r in sweep[:3])
+    assert four == [(921.5, 921.5), (921.5, 7372.5), (7372.5, 921.5)]
+    for run in sweep[3:]:
         assert run.run.prompt_tokens == run.run.output_tokens == pytest.approx(921.5)
