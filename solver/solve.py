@@ -30,12 +30,11 @@ verifier). A procurement horizon runs the same sequence for every month, rolling
 """
 
 import dataclasses
-import threading
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from models.colocation.warm_cold import splittable
 from models.operations.scenarios import failure_scenarios
@@ -46,6 +45,7 @@ from solver.analysis.capacity_bands import with_bands
 from solver.analysis.capacity_report import with_capacity_units
 from solver.analysis.diagnose import diagnose_infeasible, presolve_problems
 from solver.backends import Backend, get_backend
+from solver.background import in_background
 from solver.candidates.pools import PoolCurve, assess_pools, shared_physics
 from solver.candidates.size_check import check_program_size
 from solver.candidates.table import CandidateTable, build_candidates
@@ -83,8 +83,6 @@ from solver.verify.verdict import Verification
 
 if TYPE_CHECKING:  # the static path loads no module of time (tests/test_imports.py)
     from solver.time.step import PeriodsStep
-
-T = TypeVar("T")
 
 __all__ = [
     "PRICING_BACKEND",
@@ -235,7 +233,7 @@ def _solve_table(
     values = step.credited(found)  # every pooling step reached: solver.readback.pricing
     pricer = backend if backend.capabilities.duals else get_backend(PRICING_BACKEND)
     pricing_settings = settings.within(PRICING_SHARE).with_duals()
-    pricing = _in_background(step.price, pricer, values, pricing_settings)
+    pricing = in_background(step.price, pricer, values, pricing_settings)
     plan = step.read_back(optimised, values, pricing)
     if horizon.in_time and not horizon.month:
         plan = _hourly_tiering(instance, plan, step.program)
@@ -294,38 +292,61 @@ def _solve_months(
     month before took besides its solve (`overhead_s` for month 1:
     solver.time.shares.month_share), their shared group templates built once per demand
     they read (solver.colocation.templates); the whole horizon verified once by the hour
-    verifier, in the time every month keeps for it (month 0's own verification's); a
-    month whose turn comes past the limit is cut, not searched (solver.time.months)."""
+    verifier, in the time every month keeps for it (month 0's own verification's). A
+    month whose turn comes past the limit is cut, not searched: held and grown without a
+    program (solver.time.cut_month), else its program's fallback; where the verifier
+    refuses the months so held, they are planned again from the first of them by their
+    programs."""
+    from solver.time.cut_month import cut_month_plan
     from solver.time.months import diagnosed_in_month, horizon_table, verification_kept, with_months
     from solver.verify.hours import verify_hours
 
-    later, cut = [], {}  # cut: month -> seconds into the run its turn came, past the limit
-    previous, solved, builds = first.plan, first, ()  # builds: each month's (kept_until)
+    cut: dict[int, float] = {}  # month -> seconds into the run its turn came, past the limit
     if horizon.months > 1:
         table = horizon_table(instance, horizon.months, settings, first.time_step.fallback)
         templates = first.time_step.memo_over(instance, table)
         verify_s = verification_kept(instance, first.plan, horizon.months, settings)
-    for month in range(1, horizon.months):
-        floor = {(c.region, c.gpu): c.committed_gpus for c in previous.committed}
-        started = _elapsed_s(settings)
-        if settings.deadline is not None and settings.deadline.expired():
-            cut[month] = started  # not searched: its fallback's plan (solver.time.months)
-        earlier, builds = solved.time_step.fallback, (*builds, solved.time_step.build_s)
-        grown, month_horizon = horizon.later_month(
-            instance, month, floor, started, overhead_s, earlier, builds, verify_s
-        )
-        try:
-            solved = _solve_table(grown, settings, table, month_horizon, templates)
-        except Infeasible as error:  # its numbers are the month's grown demand: say so
-            growth = month_horizon.growth_factor
-            raise Infeasible(diagnosed_in_month(error.diagnosis, month, growth)) from None
-        overhead_s = _overhead_s(solved, _elapsed_s(settings) - started)
-        previous = solved.plan
-        later.append(previous)
-        settings.passed(f"month {month} of {horizon.months - 1}")
-    plan = with_engine(instance, with_months(instance, first.plan, later, cut, settings.deadline))
-    plan = verified(plan, verify_hours(instance, plan), "hourly plan", settings)  # past it too
-    return dataclasses.replace(first, plan=plan)
+
+    def months_from(month_1, later, previous, solved, builds, overhead_s, hold):
+        """Months `month_1` on, after `later` (builds: each month's, for kept_until);
+        with `hold`, the state where the first month was held and grown, else None."""
+        held_from = None
+        for month in range(month_1, horizon.months):
+            floor = {(c.region, c.gpu): c.committed_gpus for c in previous.committed}
+            started = _elapsed_s(settings)
+            if settings.deadline is not None and settings.deadline.expired():
+                cut[month] = started  # not searched: held and grown, or its fallback's plan
+                if hold and (held := cut_month_plan(instance, month, previous, table)):
+                    state = (month, [*later], previous, solved, builds, overhead_s)
+                    held_from, previous = held_from or state, held
+                    later.append(held)
+                    settings.passed(f"month {month} of {horizon.months - 1} (held and grown)")
+                    continue
+            earlier, builds = solved.time_step.fallback, (*builds, solved.time_step.build_s)
+            grown, month_horizon = horizon.later_month(
+                instance, month, floor, started, overhead_s, earlier, builds, verify_s
+            )
+            try:
+                solved = _solve_table(grown, settings, table, month_horizon, templates)
+            except Infeasible as error:  # its numbers are the month's grown demand: say so
+                growth = month_horizon.growth_factor
+                raise Infeasible(diagnosed_in_month(error.diagnosis, month, growth)) from None
+            overhead_s = _overhead_s(solved, _elapsed_s(settings) - started)
+            previous = solved.plan
+            later.append(previous)
+            settings.passed(f"month {month} of {horizon.months - 1}")
+        return later, held_from
+
+    def checked(later: list[Plan]) -> tuple[Plan, Verification]:
+        plan = with_months(instance, first.plan, later, cut, settings.deadline)
+        plan = with_engine(instance, plan)
+        return plan, verify_hours(instance, plan)  # past the limit too
+
+    later, held_from = months_from(1, [], first.plan, first, (), overhead_s, True)
+    plan, verdict = checked(later)
+    if not verdict.ok and held_from is not None:  # a cap the rule missed: their programs
+        plan, verdict = checked(months_from(*held_from, hold=False)[0])
+    return dataclasses.replace(first, plan=verified(plan, verdict, "hourly plan", settings))
 
 
 PRICING_TIMED_OUT = (
@@ -475,32 +496,6 @@ class StaticStep:
         return self.program, dataclasses.replace(
             optimised, result=dataclasses.replace(optimised.result, values=values)
         )
-
-
-def _in_background(run: Callable[..., T], *args) -> Callable[[], T]:
-    """`run(*args)` started in a thread; the returned function waits for it and gives its
-    result (or raises what it raised). The pricing LP runs so while the plan is read
-    back: HiGHS releases the interpreter lock while it solves, so the two share the
-    cores."""
-    outcome: list = []
-
-    def target() -> None:
-        try:
-            outcome.append((True, run(*args)))
-        except BaseException as error:  # handed to the waiting caller
-            outcome.append((False, error))
-
-    thread = threading.Thread(target=target, name="fleetplan-pricing", daemon=True)
-    thread.start()
-
-    def result() -> T:
-        thread.join()
-        ok, value = outcome[0]
-        if not ok:
-            raise value
-        return value
-
-    return result
 
 
 def with_engine(instance: Instance, plan: Plan) -> Plan:

@@ -303,6 +303,9 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
     ),
     "solver": _contract("", "the package's own __init__: a docstring"),
     "solver.workers": _contract("", "the one worker-pool helper: the standard library only"),
+    "solver.background": _contract(
+        "", "a call run beside its caller in a thread (the pricing LP): the standard library only"
+    ),
     "solver.errors": _contract("", "the solver's error types: imported by all, importing nothing"),
     "solver.progress": _contract(
         "", "progress of long work on the fleetplan.progress logger: the standard library only"
@@ -393,7 +396,7 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
         "models.schema models.physics models.operations models.colocation "
         "solver.settings solver.errors solver.candidates solver.program solver.backends "
         "solver.decompose solver.colocation solver.readback solver.time solver.verify "
-        "solver.analysis solver.plan solver.stages",
+        "solver.analysis solver.plan solver.stages solver.background",
         "the pipeline: sequences every stage, for every horizon",
     ),
     "solver.stages": _contract(

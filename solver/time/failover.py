@@ -99,8 +99,11 @@ def error_budgets(instance: Instance, hours: tuple[Hour, ...]) -> tuple[Scenario
     risk = {r.name: r.failure_probability_per_year for r in instance.regions}
     by_key: dict[tuple[str, str], list] = {}
     started: dict[tuple[str, str, int], int] = {}
+    cache: dict = {}  # the hours of a period: the same pools at the same rates, checked once
     for hour in hours:
-        for (scenario, workload), (load, servable) in warm_shortfalls(instance, hour).items():
+        for (scenario, workload), (load, servable) in warm_shortfalls(
+            instance, hour, cache
+        ).items():
             if workload not in terms.budget_minutes:
                 continue
             by_key.setdefault((scenario, workload), []).append(

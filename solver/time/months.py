@@ -58,6 +58,10 @@ from solver.time.failover import error_budgets
 from solver.time.periods import TimeProgram
 from solver.verify.hours import verify_hours
 
+HELD_AND_GROWN = "the month before's hours held and grown by (1 + g) a month, no program"
+"""A month cut at the time limit planned in closed form (solver.time.cut_month): its
+solver record's method, and what its note says its plan is."""
+
 VERIFY_MARGIN = 1.5
 """The horizon's verification kept per month, in month 0's own verifications
 (`verification_kept`): a later month's grown demand runs more pools."""
@@ -73,8 +77,11 @@ def verification_kept(
 
         V = VERIFY_MARGIN x H x (month 0's own verification);
 
-    0 without a time limit (nothing verified here: nothing is kept)."""
+    0 without a time limit, or past it (every later month is cut: solver.time.cut_month),
+    where nothing is verified here (the horizon's verification checks month 0)."""
     if settings.deadline is None or settings.deadline.limit_s is None:
+        return 0.0
+    if settings.deadline.expired():  # every later month is cut: nothing to keep time for
         return 0.0
     started = time.monotonic()
     verified(plan, verify_hours(instance, plan), "plan for month 0")
@@ -257,9 +264,11 @@ def stopped_notes(
     """How each later month the limit stopped got its plan (its solve's method: the
     search's best, or which fallback), not proven; month 0's is the plan's own method.
     A month `cut` (its turn came past the run's limit, `limit_s`: month -> seconds into the
-    run) was not searched at all: its plan is its fallback's (the month before's fleet
-    grown to its demand: solver.time.step), its gap against the bound that gives, and its
-    note says so whether or not that plan meets its gap."""
+    run) was not searched at all: its plan is the month before's hours held and grown
+    (`HELD_AND_GROWN`, no bound: gap unknown), or where a cap refuses that, its program's
+    fallback (the month before's fleet grown to its demand: solver.time.step) with its gap
+    against the bound that gives; its note says so whether or not that plan meets its
+    gap."""
     cut = cut or {}
     notes = []
     for month, solved in enumerate(later, start=1):
@@ -267,10 +276,15 @@ def stopped_notes(
             continue
         if month in cut:
             limit = "" if limit_s is None else f", past the {limit_s:g} s limit"
+            method = solved.solver.method
+            plan_is = (
+                f"its plan is {method} (no bound: gap unknown)"
+                if method == HELD_AND_GROWN
+                else f"its plan is its program's fallback: {method}"
+            )
             notes.append(
                 f"month {month} cut at the time limit, not searched: its turn came at "
-                f"{cut[month]:.1f} s into the run{limit}, and its plan is its fallback's: "
-                f"{solved.solver.method}"
+                f"{cut[month]:.1f} s into the run{limit}, and {plan_is}"
             )
         elif stopped_at_limit(solved):
             notes.append(

@@ -268,3 +268,49 @@ def test_golden_records_its_input_and_check_names_a_change(run_cli, small_folder
     assert "instance" in noted.stdout
     strict = run_cli("batch", small_folder, "--check", "--strict")
     assert strict.exit_code == 1 and f"input changed {SMALL}: " in strict.stderr
+
+
+def _horizon_instance():
+    """3 months of a flat 30 requests/s day growing 10% a month (tests/solver/time/
+    test_months.py's hand case)."""
+    from models.io.loading import validate_instance
+    from tests.solver.time.test_months import _data
+
+    return validate_instance(_data(30.0, 0.1, 1, 3), "months.yaml")
+
+
+def test_a_horizons_plan_takes_the_solves_verdict_not_a_second_verification(monkeypatch):
+    """The solve verifies a horizon's plan whole as it returns it (solver.solve), so batch
+    does not verify it again: with batch's own verifier made to refuse everything the
+    plan still reads verified. Where the solve's verifier refuses it, the outcome is
+    `rejected` (PlanRejected), so the verdict taken is the solve's."""
+    from solver.studies import batch
+    from solver.verify import hours
+    from solver.verify.verdict import Verification, Violation
+
+    def refusing(*_args) -> Verification:
+        no = Violation(requirement="test", message="refused")
+        return Verification(ok=False, violations=(no,), cost_per_month=0.0, total_gpus=0, checks=())
+
+    inst = _horizon_instance()
+    monkeypatch.setattr(batch, "verify", refusing)
+    outcome = batch.solve_one("months.yaml", inst, None)
+    assert (outcome.status, outcome.verified) == ("solved", True)
+    monkeypatch.setattr(hours, "verify_hours", refusing)
+    assert batch.solve_one("months.yaml", inst, None).status == "rejected"
+
+
+def test_a_static_plan_is_verified_again_by_batch(monkeypatch):
+    """A static plan is checked by batch's own verifier (the solve checks it before its
+    capacity bands and summary are added): refused there, it reads unverified, with the
+    violation as its message."""
+    from models.io.loading import load_instance
+    from solver.studies import batch
+    from solver.verify.verdict import Verification, Violation
+
+    no = Violation(requirement="test", message="refused")
+    refusing = Verification(ok=False, violations=(no,), cost_per_month=0.0, total_gpus=0, checks=())
+    monkeypatch.setattr(batch, "verify", lambda *_args: refusing)
+    outcome = batch.solve_one(SMALL, load_instance(INSTANCES / SMALL), None)
+    assert (outcome.status, outcome.verified) == ("solved", False)
+    assert "refused" in outcome.message

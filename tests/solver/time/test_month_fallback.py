@@ -249,17 +249,21 @@ class _Counting:
 
 def test_a_month_whose_turn_comes_past_the_limit_is_cut_not_searched(monkeypatch):
     """A 3-month horizon whose clock jumps 10^6 s past its limit once month 1 is read
-    back: month 2's turn comes past the limit. It is cut: no LP relaxation and no block
-    solved within the deadline (its day's choice, priced pass and rounds), only the held
-    fleet's last plan past it (month 1, in time, ran both); the plan names it cut with
-    its status and gap, and the horizon verifies. Before, month 2 ran its relaxations
-    past the limit as if searching (growth-horizon at --time-limit 2: every month built
-    and solved, 38 s on a loaded machine)."""
+    back: month 2's turn comes past the limit. It is cut, and where the month before's
+    hours cannot be held and grown (solver.time.cut_month: a cap refuses them, here it
+    is told so; tests/solver/time/test_cut_month.py for the rule) it is planned by its
+    program: no LP relaxation and no block solved within the deadline (its day's choice,
+    priced pass and rounds), only the held fleet's last plan past it (month 1, in time,
+    ran both); the plan names it cut with its status and gap, and the horizon verifies.
+    Before, month 2 ran its relaxations past the limit as if searching (growth-horizon
+    at --time-limit 2: every month built and solved, 38 s on a loaded machine)."""
     import types
 
     from solver import settings as settings_module
     from solver import solve as pipeline
-    from solver.time import step
+    from solver.time import cut_month, step
+
+    monkeypatch.setattr(cut_month, "cut_month_plan", lambda *_args: None)
 
     real, offset = settings_module.time.monotonic, [0.0]
     monkeypatch.setattr(
