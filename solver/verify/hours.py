@@ -109,7 +109,20 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
     """Check every hour and month of an hourly plan; list every violation. A plan with a
     number that is not finite is judged on that alone: every later check does arithmetic
     on the stated numbers (a NaN commitment cannot even be rounded to servers)."""
-    stop = stop_before_arithmetic(instance, plan)
+    return _verify_hours(instance, plan)
+
+
+def _month_hours(instance: Instance, plan: Plan) -> Verification:
+    """`verify_hours` of one month's own hours (`check_months`), less the walks of its
+    records for numbers not finite and names the instance lacks: the horizon's plan,
+    whose `months` hold these hours and commitments, was walked whole before (and its
+    verification stopped there where they found one)."""
+    return _verify_hours(instance, plan, walked=True)
+
+
+def _verify_hours(instance: Instance, plan: Plan, walked: bool = False) -> Verification:
+    """`verify_hours`; `walked`: the plan's records were walked already (`_month_hours`)."""
+    stop = stop_before_arithmetic(instance, plan, walked)
     if stop is not None:
         return Verification.stopped_at(*stop)
     violations: list[Violation] = []
@@ -173,7 +186,7 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
         Violation(requirement=f.requirement, message=f.message) for f in shown(instance, plan)
     ]
     violations += check_peak_table(plan)
-    violations += check_months(instance, plan, verify_hours, checks)
+    violations += check_months(instance, plan, _month_hours, checks)
     _check_stated_budgets(instance, plan, budget_used, violations)
     violations += [*stated_hour_figures(instance, plan), *stated_report_figures(instance, plan)]
     violations += check_idle_fraction(instance, plan)
