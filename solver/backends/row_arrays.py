@@ -52,13 +52,10 @@ def rows_by_loop(lp: LinearProgram, index: dict[str, int], row_names: tuple[str,
     return row_start, col_index, coef, row_lower, row_upper
 
 
-ARRAYS_FROM_NONZEROS = 5_000
+ARRAYS_FROM_NONZEROS = 50_000
 """Programs with more stored coefficients than this have their rows compiled by numpy
 (`rows_by_arrays`, several times faster than the loop on the region-loss bench's
-programs of a million or more, and about twice as fast already on a procurement month's
-LP relaxations and pricing LP, 11,122 coefficients: 26 ms against 44, best of five on
-the shared machine, 46 of them a run); smaller ones, a period block's hundred or so, by
-the loop (as fast there), which needs no numpy."""
+programs of a million or more); smaller ones by the loop, which needs no numpy."""
 
 
 def worth_arrays(lp: LinearProgram, row_names: tuple[str, ...]) -> bool:
