@@ -55,6 +55,7 @@ Like solver.verify.fleet it reads the instance and the plan only, never the prog
 """
 
 from collections import defaultdict
+from functools import partial
 
 from models.operations.failover_budget import (
     budget_minutes_per_month,
@@ -105,23 +106,10 @@ def verify_any(instance: Instance, plan: Plan) -> Verification:
     return unmatched_time(instance, plan, with_binding_times(verdict, plan))
 
 
-def verify_hours(instance: Instance, plan: Plan) -> Verification:
+def verify_hours(instance: Instance, plan: Plan, walked: bool = False) -> Verification:
     """Check every hour and month of an hourly plan; list every violation. A plan with a
-    number that is not finite is judged on that alone: every later check does arithmetic
-    on the stated numbers (a NaN commitment cannot even be rounded to servers)."""
-    return _verify_hours(instance, plan)
-
-
-def _month_hours(instance: Instance, plan: Plan) -> Verification:
-    """`verify_hours` of one month's own hours (`check_months`), less the walks of its
-    records for numbers not finite and names the instance lacks: the horizon's plan,
-    whose `months` hold these hours and commitments, was walked whole before (and its
-    verification stopped there where they found one)."""
-    return _verify_hours(instance, plan, walked=True)
-
-
-def _verify_hours(instance: Instance, plan: Plan, walked: bool = False) -> Verification:
-    """`verify_hours`; `walked`: the plan's records were walked already (`_month_hours`)."""
+    number that is not finite is judged on that alone (every later check does arithmetic
+    on the stated numbers). `walked`: a month's hours (`check_months`: walked before)."""
     stop = stop_before_arithmetic(instance, plan, walked)
     if stop is not None:
         return Verification.stopped_at(*stop)
@@ -186,7 +174,7 @@ def _verify_hours(instance: Instance, plan: Plan, walked: bool = False) -> Verif
         Violation(requirement=f.requirement, message=f.message) for f in shown(instance, plan)
     ]
     violations += check_peak_table(plan)
-    violations += check_months(instance, plan, _month_hours, checks)
+    violations += check_months(instance, plan, partial(verify_hours, walked=True), checks)
     _check_stated_budgets(instance, plan, budget_used, violations)
     violations += [*stated_hour_figures(instance, plan), *stated_report_figures(instance, plan)]
     violations += check_idle_fraction(instance, plan)
