@@ -30,16 +30,35 @@ A memo's `limit` keeps the programs most recently compiled (None: every one).
 A program asks for it through `LinearProgram.rows_memo`; `compile_program` then goes
 through it. A memo is safe to share between threads (each program's entry is replaced
 whole, under a lock) and pickles empty (a worker compiles its own).
+
+Answers. The period rounds also hand the backend the same block program again: Twins
+(solver.decompose.period_passes) solves the blocks of one pass that are one program
+once, and the same program comes back in later passes and in the day's other choice of
+configurations (a block at the held fleet's levels renting nothing, in both choices
+where they agree on its region's configurations; a block priced alike; a block at the
+lowest levels): procurement-3region's 12 months handed the backend 136 such repeats of
+1,665 block solves. A memo's `answers` (`Answers`) keep each proven answer (OPTIMAL or
+INFEASIBLE) by what the backend was handed of its program, without the names (the
+compiled arrays: bounds, costs, integrality, rows), its start column by column and its
+MIP gap; a later block whose program, start and gap are those takes that answer, its
+values renamed column by column. The backend is deterministic on one input and its time
+limit does not steer a search that ends before it, so an answer proven in
+`WITHIN_LIMIT` of the later solve's limit or less is the answer that solve would give;
+one stopped by its limit (FEASIBLE, TIME_LIMIT) is not kept. The rounds count such a
+block with the twins: the plan's method says "N period solves (M more periods the same
+program as one solved)", N the backend's solves and M the blocks that took another's
+answer, in the pass or an earlier one (solver.decompose.by_period).
 """
 
 import math
 import threading
 from array import array
 from collections import OrderedDict
+from collections.abc import Hashable
 
 from solver.backends.base import CompiledProgram, compile_with_rows
 from solver.backends.row_arrays import zeros
-from solver.program.lp import Constraint, LinearProgram, Sense
+from solver.program.lp import Constraint, LinearProgram, Sense, SolveResult, Termination
 
 RowsSaid = tuple[tuple[str, float, dict[str, float]], ...]
 """Each row's sense, right-hand side and coefficients as they were compiled."""
@@ -72,6 +91,37 @@ def _bounds(rows: list[Constraint], names: tuple[str, ...]) -> tuple[array, arra
     return lower, upper
 
 
+PROVEN = (Termination.OPTIMAL, Termination.INFEASIBLE)
+"""The answers kept: a search that ended by itself, not at its time limit."""
+
+WITHIN_LIMIT = 0.5
+"""The share of a later solve's time limit an answer's own run may have taken to stand
+for it (a run close to the limit might have stopped there)."""
+
+
+class Answers:
+    """Proven answers by the backend's input (the module text, Answers)."""
+
+    def __init__(self) -> None:
+        self._kept: dict[Hashable, tuple[SolveResult, tuple[str, ...]]] = {}
+        self.taken = 0
+        """Blocks that took a kept answer (a count for benches and tests)."""
+
+    def get(self, key: Hashable, limit_s: float | None) -> tuple[SolveResult, tuple] | None:
+        """The answer kept for `key` and its program's columns in order, where its run
+        took at most `WITHIN_LIMIT` of `limit_s` (None: no limit); else None."""
+        kept = self._kept.get(key)
+        if kept is None or (limit_s is not None and kept[0].runtime_s > WITHIN_LIMIT * limit_s):
+            return None
+        self.taken += 1
+        return kept
+
+    def keep(self, key: Hashable, result: SolveResult, columns: tuple[str, ...]) -> None:
+        """`result` of the program of `columns` kept for `key`, where it is proven."""
+        if result.termination in PROVEN:
+            self._kept.setdefault(key, (result, columns))
+
+
 class CompileMemo:
     """The rows' arrays of the programs compiled so far (the module text); `limit`: the
     programs it keeps, the least recently compiled let go first (None: every one)."""
@@ -87,6 +137,8 @@ class CompileMemo:
         self.restated = 0
         """Compiles that took the rows' structure from the memo and worked out only their
         bounds (a right-hand side moved)."""
+        self.answers = Answers()
+        """The proven answers of the programs handed to the backend (the module text)."""
 
     def __reduce__(self):
         return CompileMemo, (self.limit,)

@@ -372,7 +372,7 @@ def _by_period(lp, backend, settings, parts, start, lower, whole_after, fleet, m
         )
         + f"{counted(run.rounds, 'master round')}, "
         f"{counted(run.solves, 'period solve')}"
-        + (f" ({run.shared} more periods the same program)" if run.shared else ""),
+        + (f" ({run.shared} more periods the same program as one solved)" if run.shared else ""),
     )
 
 
@@ -406,7 +406,7 @@ class _Rounds(HeldPlan, Master):
         self.limits: dict[tuple[int, tuple[int, ...]], float] = {}
         """(block, levels) -> the time limit it was last solved in there."""
         self.twins = Twins(lp, parts)
-        self.memo = CompileMemo()  # a block's rows compiled once for all its passes
+        self.memo = CompileMemo()  # rows compiled once, proven answers kept: all passes
         self.solves = 0
         self.shared = 0
         self.rounds = 0
@@ -497,9 +497,10 @@ class _Rounds(HeldPlan, Master):
             build = lambda i: (own[i]() if callable(own[i]) else own[i], self.backend)  # noqa: E731
             return dict(solve_built(build, sorted(own), settings, len(own), start=start))
 
-        asks = lambda i: (start(i), (gap(i), limit(i)))  # noqa: E731
+        asks = lambda i: (start(i), gap(i), limit(i))  # noqa: E731
         expired = lambda: _expired(base)  # noqa: E731
-        for i, result, solved in self.twins.run(chosen, programs, asks, expired, solve):
+        answers = getattr(self.memo, "answers", None)  # kept across passes
+        for i, result, solved in self.twins.run(chosen, programs, asks, expired, solve, answers):
             self.solves += solved
             self.shared += not solved
             yield i, result

@@ -28,6 +28,10 @@ limit, the second takes the first's answer, its values renamed column by column
 (`renamed`). The backend is deterministic on one input, so that answer is the one the
 second solve would have given (one stopped by its time limit may differ, and is a valid
 answer either way): the cuts, the rounds and the plan are those of solving every block.
+Across passes, and across a month's choices of the day's configurations (which share
+one memo: solver.time.day_choice), the same program comes back: its proven answer is
+kept and taken again (solver.backends.compile_memo, Answers), that block counted as a
+twin ("M more periods the same program as one solved").
 Which blocks may be twins is read once per split (`Twins`): the blocks' columns by
 position (bounds, integrality, cost), their rows over those positions and their covers'
 committed columns; only blocks that share that shape with another are compiled in a
@@ -60,6 +64,7 @@ from dataclasses import replace
 
 from solver.backends import Backend
 from solver.backends.base import compile_program
+from solver.backends.compile_memo import Answers
 from solver.decompose.period_split import Block, Fleet, Known, Levels, Offer, Split
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, Variable
 from solver.program.row_names import split_timed
@@ -233,62 +238,83 @@ class Twins:
         self,
         chosen: list[int],
         programs: dict[int, Build],
-        asks: Callable[[int], tuple[dict[str, float] | None, Hashable]],
+        asks: Callable[[int], tuple[dict[str, float] | None, float, float | None]],
         expired: Callable[[], bool],
         solve: Callable[[dict[int, Build | LinearProgram]], dict[int, SolveResult]],
+        answers: Answers | None = None,
     ) -> Iterator[tuple[int, SolveResult, bool]]:
         """The `chosen` blocks' answers, each block's program handed to `solve` once
-        for all its twins (`shared`): (block, result, whether solved itself) in block
-        order, for each block `solve` answered (it may leave out those past the
-        deadline)."""
-        built, stands_for = self.shared(chosen, programs, asks, expired)
-        found = solve({i: built.get(i, programs[i]) for i in chosen if i not in stands_for})
+        for all its twins (`shared`), none where `answers` holds its proven answer from
+        an earlier pass (solver.backends.compile_memo.Answers): (block, result, whether
+        solved itself) in block order, for each block `solve` answered (it may leave
+        out those past the deadline). Each proven answer is kept in `answers`."""
+        built, stands_for, keys = self.shared(chosen, programs, asks, expired, answers)
+        taken = {}
+        for i, key in keys.items():
+            kept = None if answers is None or i in stands_for else answers.get(key, asks(i)[2])
+            if kept is not None:
+                taken[i] = kept
+        skipped = stands_for.keys() | taken.keys()
+        found = solve({i: built.get(i, programs[i]) for i in chosen if i not in skipped})
+        for i, key in keys.items():
+            if answers is not None and i in found:
+                answers.keep(key, found[i], tuple(built[i].variables))
         for i in chosen:
             j = stands_for.get(i, i)
-            if j in found:
-                yield i, found[i] if i == j else renamed(found[j], built[j], built[i]), i == j
+            if j in taken:
+                yield i, renamed(taken[j][0], taken[j][1], built[i]), False
+            elif j == i and i in found:
+                yield i, found[i], True
+            elif j in found:
+                yield i, renamed(found[j], built[j].variables, built[i]), False
 
     def shared(
         self,
         chosen: Iterable[int],
         programs: dict[int, Build],
-        asks: Callable[[int], tuple[dict[str, float] | None, Hashable]],
+        asks: Callable[[int], tuple[dict[str, float] | None, float, float | None]],
         expired: Callable[[], bool],
-    ) -> tuple[dict[int, LinearProgram], dict[int, int]]:
+        answers: Answers | None = None,
+    ) -> tuple[dict[int, LinearProgram], dict[int, int], dict[int, Hashable]]:
         """The `chosen` blocks' programs that share a shape with another chosen block,
-        built ({block: program}), and those whose solve another's stands for ({block:
-        the block solved in its stead}); `asks(i)`: the start block i's solve is given
-        and what else it reads (gap, time limit). None built once `expired()` (the pass
-        then skips them as it skips every block past the deadline)."""
+        or every one where `answers` are kept, built ({block: program}); those whose
+        solve another's stands for ({block: the block solved in its stead}); and each
+        built block's key in `answers` (its program's arrays, start and gap). `asks(i)`:
+        the start block i's solve is given, its gap and its time limit. None built once
+        `expired()` (the pass then skips them as it skips every block past the
+        deadline)."""
         chosen = list(chosen)
         count = Counter(self.shape[i] for i in chosen)
         built: dict[int, LinearProgram] = {}
         solved: dict[tuple, int] = {}
         stands_for: dict[int, int] = {}
+        keys: dict[int, Hashable] = {}
         for i in chosen:
-            if count[self.shape[i]] < 2:
+            if count[self.shape[i]] < 2 and answers is None:
                 continue
             if expired():
                 break
             built[i] = program = programs[i]()
-            start, rest = asks(i)
+            start, gap, limit = asks(i)
             try:
                 arrays = _arrays(program)
             except ValueError:  # the backend names what is wrong: solved alone
                 continue
             named = None if not start else tuple(start.get(v, 0.0) for v in program.variables)
-            j = solved.setdefault((arrays, named, rest), i)
+            keys[i] = (arrays, named, gap)
+            j = solved.setdefault((arrays, named, gap, limit), i)
             if j != i:
                 stands_for[i] = j
-        return built, stands_for
+        return built, stands_for, keys
 
 
-def renamed(result: SolveResult, solved: LinearProgram, twin: LinearProgram) -> SolveResult:
-    """`result` of the program `solved` as the answer of its twin: its values moved from
-    each column of `solved` to the column of `twin` at the same position."""
+def renamed(result: SolveResult, solved: Iterable[str], twin: LinearProgram) -> SolveResult:
+    """`result` of the program of columns `solved` (in order) as the answer of its twin:
+    its values moved from each column of `solved` to the column of `twin` at the same
+    position."""
     values = {
         own: result.values[name]
-        for name, own in zip(solved.variables, twin.variables, strict=True)
+        for name, own in zip(solved, twin.variables, strict=True)
         if name in result.values
     }
     return replace(result, values=values)

@@ -257,7 +257,7 @@ def _by_day(lp, backend, settings, fleet: Fleet | None, start, solve, begin=None
     relaxed = relaxed_choice(lp, base, backend, settings)
     if relaxed is not None and all(relaxed != c for _, c in choices):
         choices.append(("the hour-by-hour LP relaxation's", relaxed))
-    begun, memo = [], CompileMemo()  # each choice begun (the module text); their rows' memo
+    begun, memo = [], CompileMemo()  # each choice begun (the module text); their blocks' memo
     for position, (source, choice) in enumerate(reversed(choices)):
         if begun and expired(settings):
             break  # the month's share is spent: the choices begun

@@ -55,6 +55,7 @@ Like solver.verify.fleet it reads the instance and the plan only, never the prog
 """
 
 from collections import defaultdict
+from functools import partial
 
 from models.operations.failover_budget import (
     budget_minutes_per_month,
@@ -105,11 +106,11 @@ def verify_any(instance: Instance, plan: Plan) -> Verification:
     return unmatched_time(instance, plan, with_binding_times(verdict, plan))
 
 
-def verify_hours(instance: Instance, plan: Plan) -> Verification:
+def verify_hours(instance: Instance, plan: Plan, walked: bool = False) -> Verification:
     """Check every hour and month of an hourly plan; list every violation. A plan with a
-    number that is not finite is judged on that alone: every later check does arithmetic
-    on the stated numbers (a NaN commitment cannot even be rounded to servers)."""
-    stop = stop_before_arithmetic(instance, plan)
+    number that is not finite is judged on that alone (every later check does arithmetic
+    on the stated numbers). `walked`: a month's hours (`check_months`: walked before)."""
+    stop = stop_before_arithmetic(instance, plan, walked)
     if stop is not None:
         return Verification.stopped_at(*stop)
     violations: list[Violation] = []
@@ -173,7 +174,7 @@ def verify_hours(instance: Instance, plan: Plan) -> Verification:
         Violation(requirement=f.requirement, message=f.message) for f in shown(instance, plan)
     ]
     violations += check_peak_table(plan)
-    violations += check_months(instance, plan, verify_hours, checks)
+    violations += check_months(instance, plan, partial(verify_hours, walked=True), checks)
     _check_stated_budgets(instance, plan, budget_used, violations)
     violations += [*stated_hour_figures(instance, plan), *stated_report_figures(instance, plan)]
     violations += check_idle_fraction(instance, plan)

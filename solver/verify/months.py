@@ -91,8 +91,10 @@ def check_months(
     Args:
         instance: the instance as written (month 0).
         plan: the hourly plan with its `months`.
-        verify_hours: the hour verifier (solver.verify.hours.verify_hours), passed in so
-            that this module does not import it back.
+        verify_hours: the hour verifier of a month's own hours (solver.verify.hours,
+            which walked the plan's records, months included, for numbers not finite
+            and unknown names already), passed in so that this module does not import
+            it back.
         checks: the plan's scenario checks, extended with each later month's, named
             month[m].SCENARIO@tHH (month 0's are the plan's own hours').
     """

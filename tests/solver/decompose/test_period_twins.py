@@ -66,11 +66,13 @@ def test_the_rounds_solve_each_program_once_and_end_as_solving_every_block():
     parts = split(program.lp)
     shapes = len(set(period_passes.Twins(program.lp, parts).shape))
     alone, shared = _Counted(), _Counted()
-    with patch.object(period_passes.Twins, "shared", lambda *_args: ({}, {})):
+    with patch.object(period_passes.Twins, "shared", lambda *_args: ({}, {}, {})):
         every = solve_by_period(program.lp, alone, EXACT.started())
     once = solve_by_period(program.lp, shared, EXACT.started())
     assert every.termination is once.termination is Termination.OPTIMAL
     assert once.values == every.values
     assert (once.objective, once.mip_gap) == (every.objective, every.mip_gap)
     assert alone.solves - shared.solves == len(parts.blocks) - shapes > 0
-    assert once.message.endswith(f"({len(parts.blocks) - shapes} more periods the same program)")
+    assert once.message.endswith(
+        f"({len(parts.blocks) - shapes} more periods the same program as one solved)"
+    )
