@@ -320,16 +320,16 @@ class StepModel:
             share * self.decode_linear_flops_per_token - routed
         ) / decode_rate
         imbalance = layout.imbalance(tokens)  # each term below at this T
+        rows = layout.rows(tokens, imbalance)
+        touched = layout.touched_per_rank(tokens, imbalance)
         expert_s = (
             imbalance
-            * layout.routed_cost(tokens, imbalance)
+            * layout.routed_cost_of(tokens, rows, touched)
             * routed
             * (prefill_tokens / prefill_rate + decode_tokens / decode_rate)
         )
-        rows = layout.rows(tokens, imbalance)
         expert_read_s = (
-            layout.touched_per_rank(tokens, imbalance) * self.expert_weight_bytes
-            + rows * layout.row_bytes
+            touched * self.expert_weight_bytes + rows * layout.row_bytes
         ) / self.hbm_bytes_per_s
         group_tokens = share * decode_tokens + busiest * prefill_tokens
         allreduce_s = self.norm_allreduce_s + self.allreduces_per_pass * (
