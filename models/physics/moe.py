@@ -448,16 +448,7 @@ class ExpertLayout:
         compute_slowdown / `grouped_gemm_efficiency` of `tokens_per_expert`."""
         if tokens <= 0:
             return self.compute_slowdown
-        f = self.imbalance(tokens) if imbalance is None else imbalance
-        return self.routed_cost_of(tokens, self.rows(tokens, f), self.touched_per_rank(tokens, f))
-
-    def routed_cost_of(self, tokens: float, rows: float, touched: float) -> float:
-        """`routed_cost` at `tokens` from the busiest rank's `rows` there and the experts
-        it touches (`touched_per_rank`), for a pass that works both out anyway."""
-        if tokens <= 0:
-            return self.compute_slowdown
-        per_expert = 0.0 if touched <= 0 else rows / touched  # `tokens_per_expert`
-        rows = max(per_expert, 1.0)  # a touched expert: a row
+        rows = max(self.tokens_per_expert(tokens, imbalance), 1.0)  # a touched expert: a row
         return self.compute_slowdown / grouped_gemm_efficiency(rows, self.gemm_half_tokens)
 
     def imbalance(self, tokens: float) -> float:

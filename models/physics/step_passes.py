@@ -320,16 +320,16 @@ class StepModel:
             share * self.decode_linear_flops_per_token - routed
         ) / decode_rate
         imbalance = layout.imbalance(tokens)  # each term below at this T
-        rows = layout.rows(tokens, imbalance)
-        touched = layout.touched_per_rank(tokens, imbalance)
         expert_s = (
             imbalance
-            * layout.routed_cost_of(tokens, rows, touched)
+            * layout.routed_cost(tokens, imbalance)
             * routed
             * (prefill_tokens / prefill_rate + decode_tokens / decode_rate)
         )
+        rows = layout.rows(tokens, imbalance)
         expert_read_s = (
-            touched * self.expert_weight_bytes + rows * layout.row_bytes
+            layout.touched_per_rank(tokens, imbalance) * self.expert_weight_bytes
+            + rows * layout.row_bytes
         ) / self.hbm_bytes_per_s
         group_tokens = share * decode_tokens + busiest * prefill_tokens
         allreduce_s = self.norm_allreduce_s + self.allreduces_per_pass * (
@@ -452,6 +452,9 @@ class StepModel:
             passes_s = self._dense_passes_s(
                 b, b * context_tokens, m, prefill_loads, prefill_context_tokens
             )
+        if self.pp == 1:  # `cycle_s` at pp = 1, its sums in its order
+            overhead_s, sequences_s = self.overhead_s, self.sequence_overhead_s * batch
+            return [pass_s + overhead_s + sequences_s for pass_s in passes_s]
         return [
             self.cycle_s(pass_s, b + load / m, batch)
             for pass_s, load in zip(passes_s, prefill_loads, strict=True)
