@@ -452,6 +452,9 @@ class StepModel:
             passes_s = self._dense_passes_s(
                 b, b * context_tokens, m, prefill_loads, prefill_context_tokens
             )
+        if self.pp == 1:  # `cycle_s` at pp = 1, its sums in its order
+            overhead_s, sequences_s = self.overhead_s, self.sequence_overhead_s * batch
+            return [pass_s + overhead_s + sequences_s for pass_s in passes_s]
         return [
             self.cycle_s(pass_s, b + load / m, batch)
             for pass_s, load in zip(passes_s, prefill_loads, strict=True)

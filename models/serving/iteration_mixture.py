@@ -143,13 +143,14 @@ def poisson_points(mean: float) -> list[tuple[float, float]]:
 
 def _poisson_terms(mean: float) -> list[tuple[float, float]]:
     """The Poisson law's terms from 0 until the mass left is below `POISSON_TAIL`."""
-    term, total, points, k = math.exp(-mean), 0.0, [], 0
-    while k <= mean or total < 1 - POISSON_TAIL:
-        points.append((float(k), term))
+    term, total, terms, k = math.exp(-mean), 0.0, [], 0
+    mass = 1 - POISSON_TAIL
+    while k <= mean or total < mass:
+        terms.append(term)
         total += term
         k += 1
         term *= mean / k
-    return [(value, weight / total) for value, weight in points]
+    return [(float(k), weight / total) for k, weight in enumerate(terms)]
 
 
 MIXTURES_KEPT = 65536
