@@ -109,7 +109,7 @@ def optimise(
     joined = None
     if first_by_region(program.sets):
         left = settings.remaining_s()
-        share = 1.0 if independent(program.lp) else REGION_FIRST_SHARE  # no whole after it
+        share = 1.0 if independent(program) else REGION_FIRST_SHARE  # no whole after it
         deadline = started + (math.inf if left is None else share * left)
         joined = by_region(program, backend, settings, bounds, deadline)
         stages.ended("the regions' programs and the plan floored at their fleets", joined)

@@ -64,7 +64,7 @@ from solver.decompose.region_lns import search
 from solver.program.build import FleetProgram, with_bounds
 from solver.program.families.servers import ServersColumn
 from solver.program.families.variables import PurchasedColumn
-from solver.program.lp import LinearProgram, SolveResult, Termination
+from solver.program.lp import Constraint, LinearProgram, SolveResult, Termination
 from solver.program.optimised import Method, Optimised
 from solver.program.row_names import ReplicasColumn, split_name
 from solver.program.sets import ProgramSets
@@ -119,17 +119,32 @@ def linking_columns(lp: LinearProgram) -> set[str]:
     mentions, and the columns of no region."""
     linked = {name for name in lp.variables if region_of(name) is None}
     for row in lp.constraints.values():
-        regions = {region_of(name) for name in row.coefficients}
-        if len(regions) > 1 or None in regions:
+        if _links_regions(row):
             linked.update(row.coefficients)
     return linked
 
 
-def independent(lp: LinearProgram) -> bool:
+def _links_regions(row: Constraint) -> bool:
+    """Whether `row` names columns of two regions, or a column of none."""
+    regions = {region_of(name) for name in row.coefficients}
+    return len(regions) > 1 or None in regions
+
+
+def independent(program: FleetProgram) -> bool:
     """Whether no row links two regions and every column is some region's (no failover
-    scenario, no supply or choice shared between regions: survive none, say): then the
-    regions' own programs are the whole program, and their plans joined its plan."""
-    return not linking_columns(lp)
+    scenario, no supply or choice shared between regions: survive none, say), i.e. no
+    `linking_columns`: then the regions' own programs are the whole program, and their
+    plans joined its plan. Read once per program (kept in its `region_costs`): the solve
+    asks three times, and on a 40,000-row program each reading took ~1 s; a program with
+    a linking row stops at the first."""
+    lp = program.lp
+    known = program.region_costs.get("independent")
+    if known is None or known[0] is not lp:
+        alone = all(region_of(name) is not None for name in lp.variables) and not any(
+            _links_regions(row) for row in lp.constraints.values()
+        )
+        known = program.region_costs["independent"] = (lp, alone)
+    return known[1]
 
 
 def region_join(
@@ -185,7 +200,7 @@ def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadl
     for r in regions:
         alone = {name: b for name, b in removed.items() if name in programs[r].variables}
         programs[r] = with_bounds(programs[r], alone) if alone else programs[r]
-    share = 1.0 if independent(lp) else BOUND_SHARE  # nothing follows the join: all of it
+    share = 1.0 if independent(program) else BOUND_SHARE  # nothing follows the join: all of it
     bound_deadline = time.monotonic() + share * max(deadline - time.monotonic(), 0.0)
     own = [programs[r] for r in regions]
     found = _solved(backend, settings, own, bound_deadline)
@@ -326,7 +341,7 @@ def by_region(
     bound = found.bound if found.bound is not None or not KEEP_STOPPED else found.stopped
     if bound is None or not found.own:
         return None
-    if independent(program.lp):  # the regions' plans joined are the whole program's
+    if independent(program):  # the regions' plans joined are the whole program's
         return _joined_independent(program, backend, found, bound, settings, started)
     if time.monotonic() >= deadline:
         return None

@@ -144,7 +144,7 @@ def test_independent_regions_get_the_whole_time_and_nothing_solved_after(monkeyp
     found = by_region(program, get_backend("highs"), EXACT, None, time.monotonic() + 100.0)
     assert found is not None
     independent = survive == "none"
-    assert module.independent(program.lp) is independent
+    assert module.independent(program) is independent
     assert deadlines[0] == pytest.approx(100.0 if independent else 50.0, abs=1.0)
     assert (floors == []) is independent
     assert ("3 independent region programs joined" in found.description) is independent
