@@ -499,7 +499,7 @@ class _Rounds(HeldPlan, Master):
 
         asks = lambda i: (start(i), gap(i), limit(i))  # noqa: E731
         expired = lambda: _expired(base)  # noqa: E731
-        answers = getattr(self.memo, "answers", None)  # kept across passes
+        answers = self.memo.answers  # kept across passes
         for i, result, solved in self.twins.run(chosen, programs, asks, expired, solve, answers):
             self.solves += solved
             self.shared += not solved
