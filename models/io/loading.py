@@ -128,7 +128,7 @@ def _is_nan(value: Any) -> bool:
 def _issue_from_pydantic(
     item: Any, file: str, lines: Lines, data: Any, model: type[BaseModel], unknown_key: str
 ) -> Issue:
-    loc = _document_loc(item["loc"], data)
+    loc, spelled = _document_loc(item["loc"], data)
     message = item["msg"]
     if item["type"] == "extra_forbidden":
         allowed = _fields_at(model, loc[:-1])
@@ -175,7 +175,7 @@ def _issue_from_pydantic(
         message += f" (got {_shown(item['input'])})"
     if message.startswith("Value error, "):
         message = message[len("Value error, ") :]
-    return Issue(file, _line_for(loc, lines), dotted(_spelled(loc, data)), message)
+    return Issue(file, _line_for(loc, lines), dotted(spelled), message)
 
 
 def _unquoted(value: Any, file: str) -> str:
@@ -208,27 +208,34 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _document_loc(loc: tuple[str | int, ...], data: Any) -> tuple[str | int, ...]:
+def _document_loc(loc: tuple[str | int, ...], data: Any) -> tuple[tuple, tuple]:
     """pydantic's error location as a path in the document: union tags dropped, except a
     part that is a key of the document where it stands (a region named `eu-west[1]` under
-    `demand`, which reads like a tag)."""
+    `demand`, which reads like a tag). Two paths: with each key as the data holds it (the
+    line map's and the schema's), and as the file spells it, each mapping key that is not
+    text (YAML's `true:`, `~:`, `12:`) spelled as YAML does (`_key_spelling`), so that
+    `dotted` names `demand.true`, not `demand[1]`, a list's second item, nor `demand.None`."""
     kept: list[str | int] = []
+    spelled: list[str | int] = []
     node = data
     for part in loc:
         in_list = (
             isinstance(part, int) and isinstance(node, list) and -len(node) <= part < len(node)
         )
         key = _key_of(node, part) if isinstance(node, dict) and not in_list else _NO_KEY
+        shown = part
         if in_list:
             node = node[part]
         elif key is not _NO_KEY:
             part, node = key, node[key]
+            shown = part if isinstance(part, str) else _key_spelling(part)
         elif _is_union_tag(part):
             continue
         else:
             node = None  # a missing field or an unknown key: the path ends in the schema
         kept.append(part)
-    return tuple(kept)
+        spelled.append(shown)
+    return tuple(kept), tuple(spelled)
 
 
 _NO_KEY = object()
@@ -246,25 +253,6 @@ def _key_of(mapping: dict, part: str | int) -> Any:
         ):
             return key
     return _NO_KEY
-
-
-def _spelled(loc: tuple[str | int, ...], data: Any) -> tuple[str | int, ...]:
-    """A document path with each mapping key that is not text (YAML's `true:`, `~:`,
-    `12:`) as YAML spells it, so `dotted` names `demand.true`, not `demand[1]`, a list's
-    second item, nor `demand.None`."""
-    spelled: list[str | int] = []
-    node = data
-    for part in loc:
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-            if not isinstance(part, str):
-                part = _key_spelling(part)
-        elif isinstance(node, list) and isinstance(part, int) and -len(node) <= part < len(node):
-            node = node[part]
-        else:
-            node = None
-        spelled.append(part)
-    return tuple(spelled)
 
 
 def _key_spelling(key: Any) -> str:
