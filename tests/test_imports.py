@@ -374,11 +374,12 @@ CONTRACTS: dict[str, tuple[frozenset[str], str]] = {
     ),
     "solver.deploy": _contract(
         "models.schema models.serving models.operations models.io models.physics.overlap "
-        "solver.plan solver.verify",
+        "models.physics.catalog solver.plan solver.verify",
         "a plan's pools as engine arguments and manifests: the verifier's per-pool physics "
         "sizes the normal scenario and the scaling thresholds; each engine's two-batch "
         "overlap condition decides its switch; a running fleet read back "
-        "(its JSON with the documents' one check of a key given twice)",
+        "(its JSON with the documents' one check of a key given twice, a misspelt GPU "
+        "named with the catalog's closest name)",
     ),
     "solver.simulate": _contract(
         "models.physics models.serving models.schema models.operations solver.plan",

@@ -15,6 +15,7 @@ read from). `fleet_import` reads a running fleet (a CSV of pools, or the objects
 Imports: models.schema (the instance), models.serving (roles), models.operations (the
 autoscaling thresholds), models.io (the one check of a JSON key given twice, for the
 fleet read back), models.physics.overlap (which engine runs two-batch overlap at which
-layout), solver.plan (the plan and its replica records) and solver.verify (its pools: the
-physics of a configuration at any pool size); never cli.
+layout), models.physics.catalog (the name a misspelt GPU most likely meant), solver.plan
+(the plan and its replica records) and solver.verify (its pools: the physics of a
+configuration at any pool size); never cli.
 """

@@ -24,7 +24,6 @@ import csv
 import io
 import json
 from collections import defaultdict
-from difflib import get_close_matches
 from typing import Any
 
 import yaml
@@ -32,6 +31,7 @@ from pydantic import ValidationError
 
 from models.io.documents import DuplicateKey, once_each
 from models.io.numbers import whole_number
+from models.physics.catalog import closest_name
 from solver.deploy.manifests import GPU_LABEL, POOL_ANNOTATION, REGION_LABEL
 from solver.deploy.schedule import SCHEDULE_KEY, SCHEDULE_NAME, is_schedule
 from solver.plan.records import ReplicaPool
@@ -315,9 +315,7 @@ def check_gpus(pools: list[ReplicaPool], names: list[str]) -> None:
     unknown = sorted({pool.gpu for pool in pools} - set(names))
     if unknown:
         close = [
-            f"{match[0]!r} for {name!r}"
-            for name in unknown
-            if (match := get_close_matches(name.strip().lower(), names, n=1))
+            f"{match!r} for {name!r}" for name in unknown if (match := closest_name(name, names))
         ]
         raise FleetImportError(
             f"the fleet runs GPU types the instance does not offer: {_quoted(unknown)} "
