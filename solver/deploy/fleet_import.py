@@ -315,7 +315,9 @@ def check_gpus(pools: list[ReplicaPool], names: list[str]) -> None:
     unknown = sorted({pool.gpu for pool in pools} - set(names))
     if unknown:
         close = [
-            f"{match!r} for {name!r}" for name in unknown if (match := closest_name(name, names))
+            f"{match!r} for {_quoted([name])}"
+            for name in unknown[:QUOTED_NAMES]  # those the message names
+            if (match := closest_name(name, names))
         ]
         raise FleetImportError(
             f"the fleet runs GPU types the instance does not offer: {_quoted(unknown)} "
@@ -342,9 +344,22 @@ def _json(text: str) -> Any:
         raise _UnreadJson("nests lists or objects deeper than JSON can be read") from None
 
 
+QUOTED_NAMES = 10
+"""Names a message lists before '... and N more'."""
+QUOTED_CHARS = 80
+"""Characters of a name a message shows before cutting it with '...'."""
+
+
 def _quoted(names: list[str]) -> str:
-    """Names as the messages list them, quoted so that a space or an empty name shows."""
-    return ", ".join(map(repr, names))
+    """Names as the messages list them, quoted so that a space or an empty name shows: at
+    most `QUOTED_NAMES`, each cut at `QUOTED_CHARS` (130 rows of GPUs named with 60,000
+    characters each made a 7.8 MB message)."""
+    shown = []
+    for name in names[:QUOTED_NAMES]:
+        text = repr(name)
+        shown.append(text if len(text) <= QUOTED_CHARS else text[: QUOTED_CHARS - 3] + "...")
+    more = len(names) - QUOTED_NAMES
+    return ", ".join(shown) + (f" and {more:,} more" if more > 0 else "")
 
 
 def schedules_from_objects(documents: list[Any]) -> list[dict]:

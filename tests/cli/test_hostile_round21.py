@@ -86,3 +86,18 @@ def test_a_fleet_gpu_the_instance_does_not_offer_is_named_as_the_fleet_spells_it
     out = tmp_path / "out.yaml"
     result = run_checked(run_cli, *_fleet_args(fleet, out), needles=(f"{fleet}: ", told))
     assert "existing" not in result.stderr and not out.exists()
+
+
+def test_a_fleet_of_many_long_unknown_names_gets_a_short_message(run_cli, tmp_path):
+    """130 rows on GPUs named with 6,000 characters each: the message listed every name
+    in full (780,000 characters). It names 10, each cut at 80 characters (77 + '...'),
+    and says how many more: 130 - 10 = 120."""
+    fleet = tmp_path / "fleet.csv"
+    rows = "".join(f"chat,us-east,g{i:03d}{'h' * 6000},fp8,1,1,2\n" for i in range(130))
+    fleet.write_text(f"{FLEET_HEADER}\n{rows}")
+    out = tmp_path / "out.yaml"
+    first = repr(f"g000{'h' * 6000}")[:77] + "..."
+    result = run_checked(
+        run_cli, *_fleet_args(fleet, out), needles=(first, " and 120 more (instance gpus: ")
+    )
+    assert len(result.stderr) < 2_000 and not out.exists()
