@@ -64,7 +64,7 @@ from dataclasses import replace
 
 from solver.backends import Backend
 from solver.backends.base import compile_program
-from solver.backends.compile_memo import Answers
+from solver.backends.compile_memo import NUMPY_ROWS, Answers
 from solver.decompose.period_split import Block, Fleet, Known, Levels, Offer, Split
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, Variable
 from solver.program.row_names import split_timed
@@ -209,7 +209,8 @@ def lp_prices(
 def relaxation(lp: LinearProgram) -> LinearProgram:
     """`lp` with no integer column (a continuous column is kept as it is: a Variable is
     frozen; `dataclasses.replace` on each of the 3,090 columns of a procurement month was
-    most of this copy)."""
+    most of this copy), its rows compiled by numpy (a whole periods program:
+    solver.backends.compile_memo, Whole programs)."""
     return LinearProgram(
         lp.name + "-relaxed",
         {
@@ -219,6 +220,7 @@ def relaxation(lp: LinearProgram) -> LinearProgram:
         lp.constraints,
         lp.objective,
         lp.objective_constant,
+        rows_memo=NUMPY_ROWS,
     )
 
 
