@@ -63,8 +63,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from solver.backends import Backend
-from solver.backends.base import compile_program
-from solver.backends.compile_memo import NUMPY_ROWS, Answers
+from solver.backends.compile_memo import NUMPY_ROWS, Answers, handed_on
 from solver.decompose.period_split import Block, Fleet, Known, Levels, Offer, Split
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, Variable
 from solver.program.row_names import split_timed
@@ -323,8 +322,9 @@ def renamed(result: SolveResult, solved: Iterable[str], twin: LinearProgram) -> 
 
 
 def _arrays(program: LinearProgram) -> tuple:
-    """What the backend is handed of `program`, without the names."""
-    compiled = compile_program(program)
+    """What the backend is handed of `program`, without the names; the compile is
+    handed on to the backend's (solver.backends.compile_memo, Handed on)."""
+    compiled = handed_on(program)
     return (
         compiled.lower.tobytes(),
         compiled.upper.tobytes(),

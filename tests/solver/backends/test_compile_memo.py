@@ -9,7 +9,7 @@ import pytest
 
 from solver.backends import base
 from solver.backends.base import compile_program
-from solver.backends.compile_memo import NUMPY_ROWS, CompileMemo
+from solver.backends.compile_memo import NUMPY_ROWS, CompiledOnce, CompileMemo, handed_on
 from solver.decompose.period_passes import relaxation
 from solver.program.lp import LinearProgram, Sense, Variable
 
@@ -164,3 +164,26 @@ def test_a_whole_program_with_a_bad_row_is_named_as_the_loop_names_it():
     lp.rows_memo = NUMPY_ROWS
     with pytest.raises(ValueError, match="constraint stray uses undeclared variable q"):
         compile_program(lp)
+
+
+def test_a_compile_handed_on_is_the_next_compile_and_only_the_next():
+    """Twins compiles a block for its key and hands it to the backend: the backend's
+    compile of that very program is the same compile (nothing compiled again, the memo
+    not asked), and the one after goes through the memo (its rows reused)."""
+    memo = CompileMemo()
+    lp = _block(memo)
+    first = handed_on(lp)
+    assert isinstance(lp.rows_memo, CompiledOnce)
+    assert compile_program(lp) is first
+    assert lp.rows_memo is memo and memo.reused == 0  # the memo was not asked
+    again = compile_program(lp)
+    assert again is not first and memo.reused == 1
+    assert _same(again, compile_program(_block(None)))
+
+
+def test_a_program_with_its_compile_handed_on_pickles_with_its_memo_empty():
+    lp = _block(CompileMemo())
+    handed_on(lp)
+    copy = pickle.loads(pickle.dumps(lp))
+    assert isinstance(copy.rows_memo, CompileMemo) and copy.rows_memo.reused == 0
+    assert _same(compile_program(copy), compile_program(_block(None)))
