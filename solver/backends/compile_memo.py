@@ -31,6 +31,26 @@ A program asks for it through `LinearProgram.rows_memo`; `compile_program` then 
 through it. A memo is safe to share between threads (each program's entry is replaced
 whole, under a lock) and pickles empty (a worker compiles its own).
 
+Whole programs. A month's whole periods program is compiled as a whole a few times a
+month (the LP relaxations of the day's choices and of the blocks' prices, the pricing
+LP: 46 compiles of about 4,300-4,800 rows and 11,000-12,000 coefficients over
+procurement-3region's 12 months), each below `ARRAYS_FROM_NONZEROS`, so by the loop:
+1.07 s of CPU. `NUMPY_ROWS` compiles such a program's rows by numpy
+(solver.backends.row_arrays.rows_by_arrays, the loop's arrays to the value:
+tests/solver/backends/test_compile_arrays.py), about 10 ms against 20-23 ms each, and
+keeps nothing. Only the time path asks for it: numpy is loaded there already (HiGHS is
+handed arrays, not MPS text, either way: solver.backends.highs), where a one-model
+solve's program, compiled by numpy, reached HiGHS another way (commit 094f191e).
+
+Handed on. Twins (solver.decompose.period_passes) compiles each block program of a pass
+for its key (what the backend is handed: its arrays) and then hands the program to the
+backend, which compiled it again: through the memo its rows are reused, but its columns,
+the rows' comparison with what they said and the memo's key were worked out a second
+time (procurement-3region: 4,493 compiles for 1,665 block solves and 46 whole
+programs). `handed_on` keeps the first compile on the program itself (`CompiledOnce`,
+its `rows_memo` until its next compile), so the backend's compile of the very program
+Twins compiled, unchanged, is that compile; a later compile goes through the memo again.
+
 Answers. The period rounds also hand the backend the same block program again: Twins
 (solver.decompose.period_passes) solves the blocks of one pass that are one program
 once, and the same program comes back in later passes and in the day's other choice of
@@ -56,8 +76,8 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Hashable
 
-from solver.backends.base import CompiledProgram, compile_with_rows
-from solver.backends.row_arrays import zeros
+from solver.backends.base import CompiledProgram, compile_program, compile_with_rows
+from solver.backends.row_arrays import rows_by_arrays, zeros
 from solver.program.lp import Constraint, LinearProgram, Sense, SolveResult, Termination
 
 RowsSaid = tuple[tuple[str, float, dict[str, float]], ...]
@@ -183,3 +203,50 @@ class CompileMemo:
         )
         self._keep(key, (_said(rows), arrays))
         return compiled
+
+
+class NumpyRows:
+    """A compile of whole programs that keeps nothing: the rows' arrays by numpy, the
+    loop's where numpy finds a row it cannot read (its ValueError then names it)."""
+
+    def compile(self, lp: LinearProgram) -> CompiledProgram:
+        """`compile_program(lp)`, its rows compiled by `rows_by_arrays`."""
+        index = {name: j for j, name in enumerate(lp.variables)}
+        return compile_with_rows(lp, rows_by_arrays(lp, index, tuple(lp.constraints)))
+
+
+NUMPY_ROWS = NumpyRows()
+"""The whole programs' compile (the module text, Whole programs)."""
+
+
+class CompiledOnce:
+    """A program's compile handed to its next compile once (the module text, Handed on):
+    `compiled`, compiled from the program as it stands, to the first `compile`, which
+    gives the program back its own memo (`memo`); it pickles as that memo (a worker
+    compiles its own)."""
+
+    def __init__(self, compiled: CompiledProgram, memo) -> None:
+        self.compiled, self.memo = compiled, memo
+
+    def __reduce__(self):
+        return _memo_of, (self.memo,)
+
+    def compile(self, lp: LinearProgram) -> CompiledProgram:
+        """The compile held, once; then `lp` compiles through its own memo again."""
+        lp.rows_memo = self.memo
+        compiled, self.compiled = self.compiled, None
+        if compiled is None:  # handed on already: compiled anew
+            return compile_program(lp)
+        return compiled
+
+
+def _memo_of(memo):
+    return memo
+
+
+def handed_on(lp: LinearProgram) -> CompiledProgram:
+    """`compile_program(lp)`, kept for `lp`'s next compile (its backend's, in the same
+    pass: `CompiledOnce`), which then compiles nothing; `lp` must not change between."""
+    compiled = compile_program(lp)
+    lp.rows_memo = CompiledOnce(compiled, lp.rows_memo)
+    return compiled

@@ -32,10 +32,10 @@ Across passes, and across a month's choices of the day's configurations (which s
 one memo: solver.time.day_choice), the same program comes back: its proven answer is
 kept and taken again (solver.backends.compile_memo, Answers), that block counted as a
 twin ("M more periods the same program as one solved").
-Which blocks may be twins is read once per split (`Twins`): the blocks' columns by
-position (bounds, integrality, cost), their rows over those positions and their covers'
-committed columns; only blocks that share that shape with another are compiled in a
-pass, the others go to the backend as they are.
+Without answers kept, which blocks may be twins is read once per split (`Twins.shape`):
+the blocks' columns by position (bounds, integrality, cost), their rows over those
+positions and their covers' committed columns; only blocks of a shared shape are
+compiled, the others go to the backend as they are (the rounds keep answers: none read).
 
 Whole. A periods program that does not split (period_split.split: no commitment, so
 every hour rents on demand; or one block holding most of it) is solved whole
@@ -61,10 +61,10 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from functools import cached_property
 
 from solver.backends import Backend
-from solver.backends.base import compile_program
-from solver.backends.compile_memo import Answers
+from solver.backends.compile_memo import NUMPY_ROWS, Answers, handed_on
 from solver.decompose.period_split import Block, Fleet, Known, Levels, Offer, Split
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, Variable
 from solver.program.row_names import split_timed
@@ -209,7 +209,7 @@ def lp_prices(
 def relaxation(lp: LinearProgram) -> LinearProgram:
     """`lp` with no integer column (a continuous column is kept as it is: a Variable is
     frozen; `dataclasses.replace` on each of the 3,090 columns of a procurement month was
-    most of this copy)."""
+    most of this copy), its rows compiled by numpy (compile_memo, Whole programs)."""
     return LinearProgram(
         lp.name + "-relaxed",
         {
@@ -219,6 +219,7 @@ def relaxation(lp: LinearProgram) -> LinearProgram:
         lp.constraints,
         lp.objective,
         lp.objective_constant,
+        rows_memo=NUMPY_ROWS,
     )
 
 
@@ -230,9 +231,15 @@ class Twins:
     """The blocks of a split by shape (the module text)."""
 
     def __init__(self, lp: LinearProgram, parts: Split):
+        self._lp, self._parts = lp, parts
+
+    @cached_property
+    def shape(self) -> list[int]:
+        """Per block, the first block of its shape (read only where a pass keeps no
+        answers: 0.2 s of CPU over procurement-3region's months, unused by the rounds)."""
         first: dict[tuple, int] = {}
-        self.shape = [first.setdefault(_shape(lp, b), i) for i, b in enumerate(parts.blocks)]
-        """Per block, the first block of its shape."""
+        blocks = self._parts.blocks
+        return [first.setdefault(_shape(self._lp, b), i) for i, b in enumerate(blocks)]
 
     def run(
         self,
@@ -284,13 +291,13 @@ class Twins:
         `expired()` (the pass then skips them as it skips every block past the
         deadline)."""
         chosen = list(chosen)
-        count = Counter(self.shape[i] for i in chosen)
+        count = Counter(self.shape[i] for i in chosen) if answers is None else None
         built: dict[int, LinearProgram] = {}
         solved: dict[tuple, int] = {}
         stands_for: dict[int, int] = {}
         keys: dict[int, Hashable] = {}
         for i in chosen:
-            if count[self.shape[i]] < 2 and answers is None:
+            if count is not None and count[self.shape[i]] < 2:
                 continue
             if expired():
                 break
@@ -321,8 +328,9 @@ def renamed(result: SolveResult, solved: Iterable[str], twin: LinearProgram) -> 
 
 
 def _arrays(program: LinearProgram) -> tuple:
-    """What the backend is handed of `program`, without the names."""
-    compiled = compile_program(program)
+    """What the backend is handed of `program`, without the names; the compile is
+    handed on to the backend's (solver.backends.compile_memo, Handed on)."""
+    compiled = handed_on(program)
     return (
         compiled.lower.tobytes(),
         compiled.upper.tobytes(),

@@ -25,6 +25,7 @@ so its price is the sum over the periods:
 which is what the plan's power table states (`site_duals`).
 """
 
+from solver.backends.compile_memo import NUMPY_ROWS
 from solver.plan.records import Binding
 from solver.program.build import with_bounds
 from solver.program.families.pooling import reached_steps
@@ -72,7 +73,9 @@ def pricing_lp(program: TimeProgram, values: dict[str, float]) -> LinearProgram:
         if name not in bounds and var.upper == 1:
             level = float(round(values.get(name, 0.0)))
             bounds[name] = (level, level)
-    return with_bounds(program.lp, bounds, relax=True)
+    priced = with_bounds(program.lp, bounds, relax=True)
+    priced.rows_memo = NUMPY_ROWS  # a whole program (solver.backends.compile_memo)
+    return priced
 
 
 def priced_hours(result: SolveResult) -> tuple[dict[str, float], str]:

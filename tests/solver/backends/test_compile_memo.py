@@ -7,8 +7,10 @@ from dataclasses import replace
 
 import pytest
 
+from solver.backends import base
 from solver.backends.base import compile_program
-from solver.backends.compile_memo import CompileMemo
+from solver.backends.compile_memo import NUMPY_ROWS, CompiledOnce, CompileMemo, handed_on
+from solver.decompose.period_passes import relaxation
 from solver.program.lp import LinearProgram, Sense, Variable
 
 FIELDS = (
@@ -139,3 +141,49 @@ def test_a_memo_with_a_limit_lets_the_least_recent_program_go():
     assert (memo.reused, memo.restated) == (0, 0)
     compile_program(_block(memo))
     assert memo.reused == 1
+
+
+def test_a_whole_program_compiles_its_rows_by_numpy_to_the_loops_arrays(monkeypatch):
+    """NUMPY_ROWS (the months' whole programs: their LP relaxations, the pricing LP):
+    the block's arrays as compiled whole, its rows by numpy, not by the loop."""
+    whole = compile_program(_block(None))
+    monkeypatch.setattr(base, "rows_by_loop", None)  # the loop is not called
+    relaxed = relaxation(_block(None))
+    assert relaxed.rows_memo is NUMPY_ROWS
+    compiled = compile_program(relaxed)
+    assert _same(compiled, replace(whole, integer=compiled.integer))
+    assert list(compiled.integer) == [0, 0, 0]  # n relaxed: x, n, y all continuous
+    assert list(compiled.coef) == [1.0, -8.0, 1.0, 3.0]  # cover: x, n, y; demand: n
+
+
+def test_a_whole_program_with_a_bad_row_is_named_as_the_loop_names_it():
+    """A row over an undeclared column: numpy cannot read it, the loop names it."""
+    lp = _block(None)
+    stray = replace(lp.constraints["demand"], name="stray", coefficients={"q": 1.0})
+    lp.constraints["stray"] = stray
+    lp.rows_memo = NUMPY_ROWS
+    with pytest.raises(ValueError, match="constraint stray uses undeclared variable q"):
+        compile_program(lp)
+
+
+def test_a_compile_handed_on_is_the_next_compile_and_only_the_next():
+    """Twins compiles a block for its key and hands it to the backend: the backend's
+    compile of that very program is the same compile (nothing compiled again, the memo
+    not asked), and the one after goes through the memo (its rows reused)."""
+    memo = CompileMemo()
+    lp = _block(memo)
+    first = handed_on(lp)
+    assert isinstance(lp.rows_memo, CompiledOnce)
+    assert compile_program(lp) is first
+    assert lp.rows_memo is memo and memo.reused == 0  # the memo was not asked
+    again = compile_program(lp)
+    assert again is not first and memo.reused == 1
+    assert _same(again, compile_program(_block(None)))
+
+
+def test_a_program_with_its_compile_handed_on_pickles_with_its_memo_empty():
+    lp = _block(CompileMemo())
+    handed_on(lp)
+    copy = pickle.loads(pickle.dumps(lp))
+    assert isinstance(copy.rows_memo, CompileMemo) and copy.rows_memo.reused == 0
+    assert _same(compile_program(copy), compile_program(_block(None)))

@@ -76,3 +76,21 @@ def test_the_rounds_solve_each_program_once_and_end_as_solving_every_block():
     assert once.message.endswith(
         f"({len(parts.blocks) - shapes} more periods the same program as one solved)"
     )
+
+
+def test_rounds_that_keep_answers_read_no_block_shape():
+    """The rounds keep each proven answer (compile_memo.Answers), so every block is
+    built and keyed by its arrays: the shapes are never read (`_shape` raising here),
+    and the plan, cost and bound are those of rounds that solve every block."""
+    program = _day()
+    _held_at(program.lp, 2)
+    with patch.object(period_passes.Twins, "shared", lambda *_args: ({}, {}, {})):
+        every = solve_by_period(program.lp, _Counted(), EXACT.started())
+
+    def unread(*_args):
+        raise AssertionError("a block's shape was read")
+
+    with patch.object(period_passes, "_shape", unread):
+        found = solve_by_period(program.lp, _Counted(), EXACT.started())
+    assert found.termination is every.termination is Termination.OPTIMAL
+    assert (found.values, found.objective) == (every.values, every.objective)
