@@ -33,7 +33,8 @@ class Optimised:
     """Workloads re-solved so that their join fits a region's supply: together around
     the region, or within shares of it (solver.decompose.join_mend)."""
     by_scip: int = 0
-    """Parts solved by SCIP rather than the backend (solver.decompose.part_backend)."""
+    """Parts solved by SCIP rather than the backend (solver.decompose.workload_parts,
+    `part_backend`)."""
     cuts: int = 0
     """Hall rows added for the failover scenarios (solver.decompose.scenario_cuts)."""
     cut_rounds: int = 0
