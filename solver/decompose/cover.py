@@ -24,17 +24,11 @@ and the values are checked against every row and bound of the program
 (solver.program.lp.plan_of): a program with a family the cover does not value gets no
 cover rather than a wrong one.
 
-Its bound: the cover also states a lower bound on the program's optimum, from the rows
-without a choice (the demand every region serves in the scenario without failover):
-with one configuration per pool, each pool's cheapest configuration's fewest replicas
-that carry those loads, else each load at the best credit per replica any
-configuration could reach; summed over the pools, less the existing GPUs at their
-price. A plan's gap against it is what the cover can claim; the regions' programs, where
-the clock let them prove something, may state a higher bound (solver.decompose.region_join).
-
-Measured: 20 x 30 x 6 without failover at an 18 s limit exited 4; now a plan 1.054 x the
-optimum ($2,122,957 against $2,013,924, gap stated 8.8%). On small generated instances
-the cover is 1.0-1.06 x the optimum without failover, 1.2-1.4 x with region or zone loss.
+Its bound, region by region (`_bounds`): each pool's cheapest configuration's fewest
+replicas for the loads without a routing choice (the scenario without failover), less
+the existing GPUs at their price. Measured: 20 x 30 x 6 without failover at an 18 s limit
+exited 4; now a plan 1.054 x the optimum ($2,122,957 against $2,013,924, gap stated 8.8%).
+Small generated instances: 1.0-1.06 x without failover, 1.2-1.4 x with region or zone loss.
 """
 
 import math
@@ -45,9 +39,7 @@ from functools import lru_cache
 from solver.program.lp import Constraint, LinearProgram, Sense, plan_of
 from solver.program.row_names import ReplicasColumn, split_name
 
-_split = lru_cache(maxsize=1 << 17)(split_name)
-"""`split_name`, remembered within one `covering_plan` (which reads each name many times
-and clears it at the end)."""
+_split = lru_cache(maxsize=1 << 17)(split_name)  # cleared at the end of each cover
 POOL_FAMILIES = frozenset(
     {"replicas", "pool_used", "pool_at_least", "pooled", "zone_survivors", "pooled_survivors"}
 )
@@ -196,12 +188,7 @@ def covering_plan(lp: LinearProgram) -> Cover | None:
     """A plan of the fleet program `lp` built without a solver, and its bound (the module
     docstring); None when some pool's load fits no configuration within the supply or
     the values are not a plan of `lp` (a family the cover does not value, say)."""
-    rows = _Rows(lp)
-    capacity: dict[tuple[str, ...], list[Constraint]] = defaultdict(list)
-    for row in lp.constraints.values():
-        if row.family == "capacity" and row.sense is Sense.GE:
-            capacity[_split(row.name)[1][1:]].append(row)
-    cost_of = {name: rows.gpu_cost(name) for name in lp.variables if _split(name)[0] == "replicas"}
+    rows, capacity, cost_of = _read(lp)
     unit: dict[tuple[str, str], float] = {}
     for (workload, region, *_), group in capacity.items():
         for row in group:
@@ -229,11 +216,33 @@ def covering_plan(lp: LinearProgram) -> Cover | None:
     cover = None
     for cost, _, values in sorted(plans, key=lambda plan: plan[:2]):
         if plan_of(lp, values):
-            cover = Cover(values, cost, _bound(rows, capacity, cost_of, forced))
+            by_region = _bounds(rows, capacity, cost_of, forced)
+            bound = None if by_region is None else lp.objective_constant + sum(by_region.values())
+            cover = Cover(values, cost, bound)
             break
     _split.cache_clear()
     _pool_of.cache_clear()
     return cover
+
+
+def bounds_by_region(lp: LinearProgram) -> dict[str, float] | None:
+    """The cover's bound region by region (`_bounds`), without the cover."""
+    rows, capacity, cost_of = _read(lp)
+    bounds = _bounds(rows, capacity, cost_of, _routed(rows, {})[1])
+    _split.cache_clear()
+    _pool_of.cache_clear()
+    return bounds
+
+
+def _read(lp: LinearProgram) -> tuple:
+    """Rows by column, capacity rows by pool group (w, r, phase), each replica's cost."""
+    rows = _Rows(lp)
+    capacity: dict[tuple[str, ...], list[Constraint]] = defaultdict(list)
+    for row in lp.constraints.values():
+        if row.family == "capacity" and row.sense is Sense.GE:
+            capacity[_split(row.name)[1][1:]].append(row)
+    cost_of = {name: rows.gpu_cost(name) for name in lp.variables if _split(name)[0] == "replicas"}
+    return rows, capacity, cost_of
 
 
 @lru_cache(maxsize=1 << 17)
@@ -244,8 +253,7 @@ def _pool_of(name: str) -> tuple[str, ...] | None:
 
 
 IMPROVING_PASSES = 3
-"""Passes over the pools, each re-choosing one pool's configuration with the others held,
-after the first choice (largest load first)."""
+"""Passes re-choosing each pool's configuration with the others held, after the first."""
 
 
 class _Fleet:
@@ -264,11 +272,8 @@ class _Fleet:
         self.price: dict[str, float] = {}
         for row in lp.constraints.values():
             terms = row.coefficients.items()
-            if (
-                row.sense is Sense.LE
-                and terms
-                and all(_split(n)[0] == "replicas" and c >= 0 for n, c in terms)
-            ):
+            replicas_only = all(_split(n)[0] == "replicas" and c >= 0 for n, c in terms)
+            if row.sense is Sense.LE and terms and replicas_only:
                 for name, coef in terms:
                     self.caps[name].append((row, coef))
             if row.family == "purchase" and row.sense is Sense.GE:
@@ -471,11 +476,8 @@ def _count(rows, pool, terms: list[list[tuple[str, float]]], need: list[float]) 
     per_replica = [sum(c for _, c in row if c > 0) for row in terms]
     if any(p <= 0 for p, n in zip(per_replica, need, strict=True) if n > 1e-9):
         return None
-    count = max(
-        (math.ceil(n / p - 1e-9) for p, n in zip(per_replica, need, strict=True) if p > 0),
-        default=1,
-    )
-    count = max(count, 1, math.ceil(replicas.lower - 1e-9))
+    fewest = (math.ceil(n / p - 1e-9) for p, n in zip(per_replica, need, strict=True) if p > 0)
+    count = max(*fewest, 1, math.ceil(replicas.lower - 1e-9))
     while count <= most:
         values = _pool_values(rows, pool, count)
         if all(
@@ -496,7 +498,7 @@ def _purchased(rows: _Rows, values: dict[str, float]) -> None:
         bought = [n for n, c in row.coefficients.items() if _split(n)[0] == "purchased"]
         if len(bought) != 1:
             continue
-        name = bought[0]
+        (name,) = bought
         rest = sum(c * values.get(n, 0.0) for n, c in row.coefficients.items() if n != name)
         least = max((row.rhs - rest) / row.coefficients[name], 0.0)
         values[name] = max(values.get(name, 0.0), round(least, 9))
@@ -513,17 +515,18 @@ def _purchased(rows: _Rows, values: dict[str, float]) -> None:
         values[bought] = count * -node / per
 
 
-def _bound(rows, capacity, cost_of, forced: dict[str, float]) -> float | None:
-    """The cover's lower bound on the optimum (`covering_plan`): each pool's GPUs at the
-    least its rows without a choice of routing ask (`_pool_bound`), summed over the pools,
-    less the existing GPUs at their price (what the purchase rows let go unbought), at
-    least 0. None with a negative cost or lower bound on some column (then dropping the
-    columns the sum leaves out would not bound), or a pool in the rows of two phases."""
+def _bounds(rows, capacity, cost_of, forced: dict[str, float]) -> dict[str, float] | None:
+    """The cover's lower bound on each region's cost (the objective's constant aside): the
+    GPUs of each of its pools at the least its rows without a choice of routing ask
+    (`_pool_bound`), summed, less its existing GPUs at their price (what its purchase rows
+    let go unbought), at least 0. None with a negative cost or lower bound on some column
+    (then the columns left out could lower the cost), or a pool in two phases' rows."""
     lp = rows.lp
     if any(c < 0 for c in lp.objective.values()) or any(v.lower < 0 for v in lp.variables.values()):
         return None
     one_config = _one_config_pools(rows)
-    total, owner = 0.0, {}
+    total: dict[str, float] = defaultdict(float)
+    owner: dict[tuple[str, ...], tuple[str, ...]] = {}
     for key, group in capacity.items():
         if any(_split(n)[0] in UNCREDITED for row in group for n in row.coefficients):
             continue  # a credit not below the replica count: not bounded this way
@@ -531,13 +534,13 @@ def _bound(rows, capacity, cost_of, forced: dict[str, float]) -> float | None:
         for pool in pools:
             if owner.setdefault(pool, key) != key:
                 return None  # a pool in two phases' rows: the sum would count it twice
-        total += _pool_bound(rows, group, cost_of, forced, sorted(pools), key in one_config)
-    saved = 0.0
+        least = _pool_bound(rows, group, cost_of, forced, sorted(pools), key in one_config)
+        total[key[1]] += least
     for row in lp.constraints.values():
         if row.family == "purchase" and row.sense is Sense.GE:
             price = sum(lp.objective.get(n, 0.0) for n, c in row.coefficients.items() if c > 0)
-            saved += price * min(row.rhs, 0.0)
-    return max(lp.objective_constant + total + saved, 0.0)
+            total[_split(row.name)[1][0]] += price * min(row.rhs, 0.0)
+    return {region: max(cost, 0.0) for region, cost in total.items()}
 
 
 def _pool_bound(rows, group, cost_of, forced, pools, one_config: bool) -> float:

@@ -55,7 +55,7 @@ from solver.backends import Backend
 from solver.backends.base import relative_gap
 from solver.candidates.config_dominance import config_bounds
 from solver.candidates.replica_dominance import Bounds
-from solver.decompose.cover import covering_plan
+from solver.decompose.cover import bounds_by_region, covering_plan
 from solver.decompose.parallel import processes_for, solve_built, worth_workers
 from solver.decompose.region_bounds import (
     MIN_INTEGERS,
@@ -116,9 +116,10 @@ class RegionJoin:
     region_cost rows (solver.decompose.region_bounds), worked out once."""
     stopped: float | None = None
     """The bound of the regions' programs where the clock stopped some before their gap
-    was proved (`stopped_bound_of`: valid, but it depends on the machine's load; a region
-    without a plan counts 0), None when none found a plan or a column with a cost names
-    no region; the bound a plan's gap is stated against when `bound` is None
+    was proved (`stopped_bound_of`: valid, but it depends on the machine's load), each
+    region's raised to the cover's bound on it where higher (a region without a plan
+    counts that, or 0), None when neither states one or a column with a cost names no
+    region; the bound a plan's gap is stated against when `bound` is None
     (`by_region`), never a proof."""
 
 
@@ -196,8 +197,9 @@ def region_join(
 
 def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadline: float):
     """(bound, their solutions joined, region_cost rows, regions, the bound where the
-    clock stopped some: `RegionJoin.stopped`) of the regions' own programs, in
-    `BOUND_SHARE` of the time to the `deadline`."""
+    clock stopped some: `RegionJoin.stopped`, each region's the higher of its program's
+    and the cover's, solver.decompose.cover.bounds_by_region) of the regions' own
+    programs, in `BOUND_SHARE` of the time to the `deadline`."""
     lp = program.lp
     programs = region_programs(lp)
     regions = sorted(programs)
@@ -220,8 +222,15 @@ def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadl
     if costed and len(proven) == len(own) and all(b is not None for b in proven.values()):
         bound = lp.objective_constant + sum(b for b in proven.values() if b is not None)
     stopped = None
-    if costed and found:  # a region without a plan bounds its cost by 0
-        stopped = lp.objective_constant + sum(stopped_bound_of(r) for r in found.values())
+    covering = bounds_by_region(lp) if COVER and costed and bound is None else None
+    if costed and (found or covering):  # a region without a plan bounds its cost by 0
+        stopped = lp.objective_constant + sum(
+            max(
+                stopped_bound_of(found[i]) if i in found else 0.0,
+                (covering or {}).get(region, 0.0),
+            )
+            for i, region in enumerate(regions)
+        )
     joined_own = {n: v for result in found.values() for n, v in result.values.items()}
     return bound, joined_own, rows, regions, stopped
 

@@ -13,7 +13,7 @@ from models.operations.scenarios import failure_scenarios
 from solver.backends import get_backend
 from solver.backends.base import relative_gap
 from solver.candidates.table import build_candidates
-from solver.decompose.cover import covering_plan
+from solver.decompose.cover import bounds_by_region, covering_plan
 from solver.program.build import build_program
 from solver.program.lp import LinearProgram, Sense, SolveResult, Termination, plan_of
 from solver.program.optimised import Method
@@ -73,6 +73,7 @@ def test_the_cover_of_one_pool_by_hand():
     assert cover.values["servers[r,g2]"] == 1 and cover.values["purchased[r,g2]"] == 4
     assert cover.cost == pytest.approx(480.0)
     assert cover.bound == pytest.approx(240.0)
+    assert bounds_by_region(lp) == pytest.approx({"r": 240.0})
 
 
 def test_the_existing_fleet_is_used_first_and_lowers_the_bound():
@@ -139,6 +140,23 @@ def test_regions_the_clock_stopped_take_the_cover(monkeypatch):
     assert cost == pytest.approx(cover.cost)
     assert found.result.mip_gap == pytest.approx(relative_gap(cost, cover.bound))
     assert "3 of them covered without a solver" in found.result.message
+
+
+def test_a_stopped_regions_bound_is_raised_to_the_covers(monkeypatch):
+    """Every region's program stopped with a plan but no proof, each bounding its region
+    by 0 (`stopped_bound_of`): the regions' stopped bound is the cover's, region by
+    region, a valid bound (no higher than the optimum)."""
+    monkeypatch.setattr(region_join, "bound_of", lambda *_args: None)
+    monkeypatch.setattr(region_join, "stopped_bound_of", lambda _result: 0.0)
+    _, program = _program("region", gpu_types=1)
+    highs = get_backend("highs")
+    found = region_join.region_join(program, highs, EXACT, None, float("inf"))
+    per_region = bounds_by_region(program.lp)
+    assert found.bound is None and sorted(per_region) == ["r00", "r01", "r02"]
+    assert sum(per_region.values()) > 0
+    total = program.lp.objective_constant + sum(per_region.values())
+    assert found.stopped == pytest.approx(total)
+    assert total <= highs.run(program.lp, EXACT).objective * (1 + TOLERANCE)
 
 
 def test_linked_regions_the_clock_stopped_give_the_cover(monkeypatch):
