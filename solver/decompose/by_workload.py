@@ -157,7 +157,7 @@ def optimise(
         return joined
     if joined is None and result.termination is Termination.TIME_LIMIT:
         # the clock stopped every stage before a plan: the cover, where it finds one
-        cover = covered(program, backend, bounds, None, settings, started)
+        cover = covered(program, backend, bounds, settings, started)
         if cover is not None:
             return cover
     stages.ended("the whole program", result)

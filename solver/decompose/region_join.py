@@ -38,10 +38,12 @@ and the whole program starts from the result. When the clock stops some region's
 before its proof (a tight time limit), the floored plan is kept all the same, its gap
 stated against the regions' results as they stood (`RegionJoin.stopped`: objective x
 (1 - gap) each, 0 for a region without a plan; valid, never a proof), so that the limit
-returns a plan rather than none. Where the clock left some region no plan at all (or
-the floored program none), the cover built without a solver (solver.decompose.cover)
-stands in: for those regions' columns where no row links regions, for the whole plan
-otherwise (`covered`), its gap stated against the higher of that bound and its own.
+returns a plan rather than none. Where no row links regions and the clock left some
+region no plan, the cover built without a solver (solver.decompose.cover) stands in for
+its columns; with linking rows, a solve whose every stage ends without a plan takes the
+cover whole (`covered`, from solver.decompose.by_workload.optimise: the workload
+programs and the whole program may still find a better one after this stage), its gap
+stated against the higher of the regions' stopped bound and its own.
 """
 
 import math
@@ -359,7 +361,7 @@ def by_region(
     if independent(program):  # the regions' plans joined are the whole program's
         return _joined_independent(program, backend, found, bounds, settings, started)
     if bound is None or not found.own or time.monotonic() >= deadline:
-        return covered(program, backend, bounds, bound, settings, started)
+        return None
     # the caller's bounds, and the pools config dominance removes (a restriction that
     # loses no optimum of the floored program either: a stand-in only adds replicas of A),
     # except in a re-solve from a start, as in solver.decompose.by_workload.optimise
@@ -369,7 +371,7 @@ def by_region(
     start = found.own if backend.capabilities.warm_start and KEEP_STOPPED else None
     added = backend.run(lp, settings.limited(_left_s(deadline)).with_duals(False), start=start)
     if not added.termination.has_solution or added.objective is None:
-        return covered(program, backend, bounds, bound, settings, started)
+        return None
     values = {name: value for name, value in added.values.items() if name in program.lp.variables}
     searched = None
     if (
@@ -409,17 +411,19 @@ def covered(
     program: FleetProgram,
     backend: Backend,
     bounds: Bounds | None,
-    bound: float | None,
     settings: SolveSettings,
     started: float,
 ) -> Optimised | None:
     """The cover built without a solver (solver.decompose.cover.covering_plan, within
     the caller's `bounds`) as the plan where the clock stopped the solves before one:
-    FEASIBLE with its gap to the higher of `bound` (the regions' programs' as they
-    stood) and its own, OPTIMAL only when that is within the requested gap; None when
-    `COVER` is off or the cover finds no plan (a pool no configuration fits)."""
+    FEASIBLE with its gap to the higher of its own bound and the regions' stopped bound
+    where their programs ran on this program (`RegionJoin.stopped`), OPTIMAL only when
+    that is within the requested gap; None when `COVER` is off or the cover finds no
+    plan (a pool no configuration fits)."""
     if not COVER:
         return None
+    known = program.region_costs.get("own")
+    bound = known[5] if known is not None and known[0] is program.lp else None
     lp = with_bounds(program.lp, bounds) if bounds else program.lp
     cover = covering_plan(lp)
     if cover is None:

@@ -2,12 +2,14 @@
 when the clock stopped every program before a plan (solver.decompose.region_join.covered,
 solver.decompose.by_workload.optimise)."""
 
+import time
 from dataclasses import replace
 
 import pytest
 
 import solver.decompose.by_workload as by_workload
 import solver.decompose.region_join as region_join
+import solver.solve as solve_module
 from models.io.loading import validate_instance
 from models.operations.scenarios import failure_scenarios
 from solver.backends import get_backend
@@ -159,11 +161,16 @@ def test_a_stopped_regions_bound_is_raised_to_the_covers(monkeypatch):
     assert total <= highs.run(program.lp, EXACT).objective * (1 + TOLERANCE)
 
 
-def test_linked_regions_the_clock_stopped_give_the_cover(monkeypatch):
-    """Region loss: no region's program found a plan, so no floored plan; the cover is."""
+def test_linked_regions_the_clock_stopped_leave_the_cover_to_the_end(monkeypatch):
+    """Region loss, no region's program found a plan: no floored plan, and `by_region`
+    leaves the later stages (workload programs, the whole program) their chance; where
+    they end without one, `covered` gives the cover, its gap against the higher of the
+    regions' stopped bound (here the cover's own, region by region) and its own."""
     _every_region_stopped(monkeypatch)
     _, program = _program("region")
-    found = region_join.by_region(program, get_backend("highs"), EXACT, None, float("inf"))
+    highs = get_backend("highs")
+    assert region_join.by_region(program, highs, EXACT, None, float("inf")) is None
+    found = region_join.covered(program, highs, None, EXACT, time.monotonic())
     assert found is not None and found.method is Method.COVERED
     assert plan_of(program.lp, found.result.values)
     cover = covering_plan(program.lp)
@@ -171,22 +178,65 @@ def test_linked_regions_the_clock_stopped_give_the_cover(monkeypatch):
     assert found.result.mip_gap == pytest.approx(relative_gap(cover.cost, cover.bound))
 
 
-@pytest.mark.parametrize(
-    ("survive", "regions", "rows"), [("none", 3, "routing"), ("region", 5, "cuts")]
-)
-def test_a_solve_the_clock_stopped_returns_the_verified_cover(survive, regions, rows, monkeypatch):
-    """The whole solve with every region's program stopped and no time left for more
-    (`_little_left`): the cover is the plan, read back and passed by the verifier (a
-    rejected plan raises), FEASIBLE with its gap; with failover by Hall rows (cuts), the
-    cut loop checks the cover against every scenario's transport problem too."""
+def test_the_cover_states_its_gap_against_the_regions_stopped_bound_where_higher(
+    monkeypatch,
+):
+    """The regions' programs solved (proving nothing, as if stopped: `bound_of` None),
+    each bounding its region by its objective (gap 0): that stopped bound is above the
+    cover's own, and the cover's gap is stated against it."""
+    monkeypatch.setattr(region_join, "bound_of", lambda *_args: None)
+    _, program = _program("region", gpu_types=1)
+    highs = get_backend("highs")
+    stopped = region_join.region_join(program, highs, EXACT, None, float("inf")).stopped
+    cover = covering_plan(program.lp)
+    assert stopped is not None and cover.bound < stopped
+    found = region_join.covered(program, highs, None, EXACT, time.monotonic())
+    assert found.result.mip_gap == pytest.approx(relative_gap(cover.cost, stopped))
+
+
+def test_a_solve_the_clock_stopped_returns_the_verified_cover(monkeypatch):
+    """No failover, every region's program stopped and no time left for more
+    (`_little_left`): the regions' columns are the cover's, read back and passed by the
+    verifier (a rejected plan raises), FEASIBLE with its gap."""
     _every_region_stopped(monkeypatch)
     monkeypatch.setattr(by_workload, "_little_left", lambda _settings: True)
-    instance, _ = _program(survive, regions=regions, scenario_rows=rows)
+    instance, _ = _program("none")
     plan = solve_program(instance, SolveSettings.of(instance)).plan
     assert plan.status.startswith("feasible (gap ")
-    assert "covered without a solver" in plan.solver.method
-    if rows == "cuts":
-        assert "Hall rows" in plan.solver.method
+    assert "3 of them covered without a solver" in plan.solver.method
+
+
+class _StopsIntegerPrograms:
+    """HiGHS for linear programs; every integer program stopped by the clock before a
+    plan (a time share of nothing)."""
+
+    def __init__(self):
+        self.inner = get_backend("highs")
+        self.name = self.inner.name
+        self.capabilities = self.inner.capabilities
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def run(self, lp, settings, start=None) -> SolveResult:
+        if lp.is_mip():
+            return SolveResult(Termination.TIME_LIMIT, self.name, "0", 0.0)
+        return self.inner.run(lp, settings)
+
+
+def test_failover_by_cuts_the_clock_stopped_returns_the_verified_cover(monkeypatch):
+    """Region loss by Hall rows (5 regions, `scenario_rows: cuts`), every integer program
+    stopped: the cut loop's integer rounds end on the cover, which must hold every
+    scenario's transport problem (the loop adds the Hall rows it breaks and covers
+    again), read back and passed by the verifier."""
+    _every_region_stopped(monkeypatch)
+    stops = _StopsIntegerPrograms()
+    monkeypatch.setattr(solve_module, "get_backend", lambda _name: stops)
+    instance, _ = _program("region", regions=5, scenario_rows="cuts")
+    plan = solve_program(instance, SolveSettings.of(instance)).plan
+    assert plan.status.startswith("feasible (gap ")
+    assert plan.solver.method.startswith("covered without a solver")
+    assert "Hall rows" in plan.solver.method
 
 
 class _Stopped:
