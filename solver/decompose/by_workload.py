@@ -64,7 +64,7 @@ from solver.candidates.swap_dominance import optimal_reduction
 from solver.decompose.join import solve_by_workload
 from solver.decompose.join_values import with_parts_bound
 from solver.decompose.region_bounds import narrower, start_region_rows, with_region_rows
-from solver.decompose.region_join import by_region, first_by_region, independent
+from solver.decompose.region_join import by_region, covered, first_by_region, independent
 from solver.decompose.warm_start import warm_start
 from solver.decompose.workload_parts import PartSolves
 from solver.program.build import FleetProgram, with_bounds
@@ -103,7 +103,9 @@ def optimise(
     proven cost (solver.decompose.region_bounds); the result holds the program's columns
     only. The cheapest plan a stage reached is kept to the end (the whole program's is
     taken only when no dearer); when the time limit stopped every stage without one, the
-    result's message says how long each ran and what limit to try (`Stages`)."""
+    plan is the cover built without a solver (solver.decompose.region_join.covered, its
+    gap stated), and where even that finds none the result's message says how long each
+    stage ran and what limit to try (`Stages`)."""
     started = time.monotonic()
     stages = Stages(settings)
     joined = None
@@ -153,6 +155,11 @@ def optimise(
     result = backend.run(solved, one, start=start)
     if joined is not None and not _better(result, joined.result):
         return joined
+    if joined is None and result.termination is Termination.TIME_LIMIT:
+        # the clock stopped every stage before a plan: the cover, where it finds one
+        cover = covered(program, backend, bounds, settings, started)
+        if cover is not None:
+            return cover
     stages.ended("the whole program", result)
     if result.termination is Termination.TIME_LIMIT and not result.termination.has_solution:
         result = replace(result, message=stages.stopped())

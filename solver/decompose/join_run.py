@@ -13,8 +13,7 @@ from solver.candidates.swap_dominance import reduced_program
 from solver.decompose.join_price import Prices, priced_objective
 from solver.decompose.join_values import parts_bound, relative_gap
 from solver.decompose.parallel import processes_for, solve_built, worth_workers
-from solver.decompose.part_backend import part_backend
-from solver.decompose.workload_parts import Part, workload_program, workload_sizes
+from solver.decompose.workload_parts import Part, part_backend, workload_program, workload_sizes
 from solver.program.build import FleetProgram
 from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.program.optimised import Method, Optimised
@@ -44,7 +43,8 @@ class JoinRun:
     solver: tuple[str, str] = ("", "")
     """The backend's solver and version, as the parts' results name them."""
     handed: set[Part] = field(default_factory=set)
-    """Parts some solve of which another solver did (SCIP: solver.decompose.part_backend)."""
+    """Parts some solve of which another solver did (SCIP: solver.decompose.workload_parts,
+    `part_backend`)."""
     best: "Join | None" = None
     """The cheapest join that held every row but was not proved within the gap."""
     bound: float = 0.0
@@ -245,7 +245,8 @@ def solve_parts(
     """Build, reduce and solve the parts' programs, each within its `supply` shares
     (in worker processes when worth it: each built here while the workers solve the
     ones before), paying `prices` (solver.decompose.join_price), each by its backend
-    (solver.decompose.part_backend): (part, result) as each ends, and the processes used.
+    (solver.decompose.workload_parts.part_backend): (part, result) as each ends, and the
+    processes used.
     Under a time limit each part gets its share of what is left when it starts
     (`part_share`), so that a slow large part leaves the others time to find a plan: a
     join needs a plan of every part, and one stopped early still brings its plan and gap."""

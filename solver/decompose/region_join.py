@@ -38,7 +38,12 @@ and the whole program starts from the result. When the clock stops some region's
 before its proof (a tight time limit), the floored plan is kept all the same, its gap
 stated against the regions' results as they stood (`RegionJoin.stopped`: objective x
 (1 - gap) each, 0 for a region without a plan; valid, never a proof), so that the limit
-returns a plan rather than none.
+returns a plan rather than none. Where no row links regions and the clock left some
+region no plan, the cover built without a solver (solver.decompose.cover) stands in for
+its columns; with linking rows, a solve whose every stage ends without a plan takes the
+cover whole (`covered`, from solver.decompose.by_workload.optimise: the workload
+programs and the whole program may still find a better one after this stage), its gap
+stated against the higher of the regions' stopped bound and its own.
 """
 
 import math
@@ -52,6 +57,7 @@ from solver.backends import Backend
 from solver.backends.base import relative_gap
 from solver.candidates.config_dominance import config_bounds
 from solver.candidates.replica_dominance import Bounds
+from solver.decompose.cover import bounds_by_region, covering_plan
 from solver.decompose.parallel import processes_for, solve_built, worth_workers
 from solver.decompose.region_bounds import (
     MIN_INTEGERS,
@@ -88,6 +94,10 @@ KEEP_STOPPED = True
 """Whether `by_region` keeps the floored plan when the clock stopped some region's program
 before its proof (its gap against `RegionJoin.stopped`), the floored program started from
 the regions' own plans; off, the bench's `before` (tests/bench/test_tight_limits_bench.py)."""
+COVER = True
+"""Whether a region (or the whole) whose programs the clock stopped before a plan takes
+the cover built without a solver (`covered`); off, the bench's `before`
+(tests/bench/test_tight_limits_bench.py)."""
 BOUND_SHARE = 0.5
 """Share of the time up to the deadline the regions' own programs (the bound) may take."""
 
@@ -108,9 +118,10 @@ class RegionJoin:
     region_cost rows (solver.decompose.region_bounds), worked out once."""
     stopped: float | None = None
     """The bound of the regions' programs where the clock stopped some before their gap
-    was proved (`stopped_bound_of`: valid, but it depends on the machine's load; a region
-    without a plan counts 0), None when none found a plan or a column with a cost names
-    no region; the bound a plan's gap is stated against when `bound` is None
+    was proved (`stopped_bound_of`: valid, but it depends on the machine's load), each
+    region's raised to the cover's bound on it where higher (a region without a plan
+    counts that, or 0), None when neither states one or a column with a cost names no
+    region; the bound a plan's gap is stated against when `bound` is None
     (`by_region`), never a proof."""
 
 
@@ -188,8 +199,9 @@ def region_join(
 
 def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadline: float):
     """(bound, their solutions joined, region_cost rows, regions, the bound where the
-    clock stopped some: `RegionJoin.stopped`) of the regions' own programs, in
-    `BOUND_SHARE` of the time to the `deadline`."""
+    clock stopped some: `RegionJoin.stopped`, each region's the higher of its program's
+    and the cover's, solver.decompose.cover.bounds_by_region) of the regions' own
+    programs, in `BOUND_SHARE` of the time to the `deadline`."""
     lp = program.lp
     programs = region_programs(lp)
     regions = sorted(programs)
@@ -212,8 +224,15 @@ def _own(program: FleetProgram, backend: Backend, settings: SolveSettings, deadl
     if costed and len(proven) == len(own) and all(b is not None for b in proven.values()):
         bound = lp.objective_constant + sum(b for b in proven.values() if b is not None)
     stopped = None
-    if costed and found:  # a region without a plan bounds its cost by 0
-        stopped = lp.objective_constant + sum(stopped_bound_of(r) for r in found.values())
+    covering = bounds_by_region(lp) if COVER and costed and bound is None else None
+    if costed and (found or covering):  # a region without a plan bounds its cost by 0
+        stopped = lp.objective_constant + sum(
+            max(
+                stopped_bound_of(found[i]) if i in found else 0.0,
+                (covering or {}).get(region, 0.0),
+            )
+            for i, region in enumerate(regions)
+        )
     joined_own = {n: v for result in found.values() for n, v in result.values.items()}
     return bound, joined_own, rows, regions, stopped
 
@@ -339,11 +358,9 @@ def by_region(
     found = region_join(program, backend, settings, None, deadline, bounds)
     keep_rows(program, found)
     bound = found.bound if found.bound is not None or not KEEP_STOPPED else found.stopped
-    if bound is None or not found.own:
-        return None
     if independent(program):  # the regions' plans joined are the whole program's
-        return _joined_independent(program, backend, found, bound, settings, started)
-    if time.monotonic() >= deadline:
+        return _joined_independent(program, backend, found, bounds, settings, started)
+    if bound is None or not found.own or time.monotonic() >= deadline:
         return None
     # the caller's bounds, and the pools config dominance removes (a restriction that
     # loses no optimum of the floored program either: a stand-in only adds replicas of A),
@@ -390,25 +407,84 @@ def by_region(
     return replace(optimised, result=replace(result, message=optimised.description))
 
 
+def covered(
+    program: FleetProgram,
+    backend: Backend,
+    bounds: Bounds | None,
+    settings: SolveSettings,
+    started: float,
+) -> Optimised | None:
+    """The cover built without a solver (solver.decompose.cover.covering_plan, within
+    the caller's `bounds`) as the plan where the clock stopped the solves before one:
+    FEASIBLE with its gap to the higher of its own bound and the regions' stopped bound
+    where their programs ran on this program (`RegionJoin.stopped`), OPTIMAL only when
+    that is within the requested gap; None when `COVER` is off or the cover finds no
+    plan (a pool no configuration fits)."""
+    if not COVER:
+        return None
+    known = program.region_costs.get("own")
+    bound = known[5] if known is not None and known[0] is program.lp else None
+    lp = with_bounds(program.lp, bounds) if bounds else program.lp
+    cover = covering_plan(lp)
+    if cover is None:
+        return None
+    lower = max((b for b in (bound, cover.bound) if b is not None), default=None)
+    proved = lower is not None and _proved(cover.cost, lower, settings)
+    result = SolveResult(
+        termination=Termination.OPTIMAL if proved else Termination.FEASIBLE,
+        solver=backend.name,
+        solver_version=backend.version(),
+        objective=cover.cost,
+        values={name: cover.values[name] for name in program.lp.variables},
+        mip_gap=relative_gap(cover.cost, lower),
+        runtime_s=time.monotonic() - started,
+    )
+    optimised = Optimised(result, Method.COVERED)
+    return replace(optimised, result=replace(result, message=optimised.description))
+
+
 def _joined_independent(
     program: FleetProgram,
     backend: Backend,
     found: RegionJoin,
-    bound: float,
+    bounds: Bounds | None,
     settings: SolveSettings,
     started: float,
 ) -> Optimised | None:
     """`by_region` where no row links two regions (`independent`): each region's program
     is its part of the whole, so the regions' plans joined (`RegionJoin.own`) are a plan
-    of the whole when every region has one (None otherwise), proved when every region's
-    program was (`RegionJoin.bound`), else FEASIBLE against the bound where the clock
-    stopped some. No floored program and no search: either would solve the regions'
-    programs again, on less time than they had."""
+    of the whole, proved when every region's program was (`RegionJoin.bound`), else
+    FEASIBLE against the bound where the clock stopped some. A region whose program found
+    no plan in time, or whose plan costs more than the cover's (a program the clock
+    stopped), takes the cover's columns (solver.decompose.cover.covering_plan: a plan
+    of the whole, so of each region) and the gap is stated against the higher of the
+    stopped bound and the cover's; None when neither has a plan for some region. No
+    floored program and no search: either would solve the regions' programs again, on
+    less time than they had."""
     lp = program.lp
-    if not set(lp.variables) <= set(found.own):
-        return None  # some region's program found no plan in time
-    values = {name: found.own[name] for name in lp.variables}
+    columns: dict[str | None, list[str]] = defaultdict(list)
+    for name in lp.variables:
+        columns[region_of(name)].append(name)
+    lacking = {region for region, names in columns.items() if not set(names) <= set(found.own)}
+    cover = None
+    if COVER and (lacking or found.bound is None):
+        cover = covering_plan(with_bounds(lp, bounds) if bounds else lp)
+    if lacking and cover is None:
+        return None  # some region's program found no plan in time, nor the cover
+    values: dict[str, float] = {}
+    taken = 0
+    for region, names in columns.items():
+        take = cover is not None and (
+            region in lacking or _cost(lp, cover.values, names) < _cost(lp, found.own, names)
+        )
+        source = cover.values if cover is not None and take else found.own
+        values.update((name, source[name]) for name in names)
+        taken += take
     cost = lp.objective_value(values)
+    bound = found.bound
+    if bound is None:
+        stated = (found.stopped, None if cover is None else cover.bound)
+        bound = max((b for b in stated if b is not None), default=None)
     proved = found.bound is not None and _proved(cost, found.bound, settings)
     result = SolveResult(
         termination=Termination.OPTIMAL if proved else Termination.FEASIBLE,
@@ -416,8 +492,13 @@ def _joined_independent(
         solver_version=backend.version(),
         objective=cost,
         values=values,
-        mip_gap=relative_gap(cost, bound) or 0.0,
+        mip_gap=relative_gap(cost, bound),
         runtime_s=time.monotonic() - started,
     )
-    optimised = Optimised(result, Method.BY_REGION, found.regions, independent=True)
+    optimised = Optimised(result, Method.BY_REGION, found.regions, independent=True, covered=taken)
     return replace(optimised, result=replace(result, message=optimised.description))
+
+
+def _cost(lp: LinearProgram, values: dict[str, float], names: list[str]) -> float:
+    """The objective's terms on `names` at `values`."""
+    return sum(lp.objective.get(name, 0.0) * values.get(name, 0.0) for name in names)

@@ -52,8 +52,7 @@ from solver.backends import Backend
 from solver.candidates.swap_dominance import reduced_program
 from solver.decompose.join_values import joined_purchases, per_workload
 from solver.decompose.parallel import processes_for, solve_built, worth_workers
-from solver.decompose.part_backend import part_backend
-from solver.decompose.workload_parts import Part, workload_program, workload_sizes
+from solver.decompose.workload_parts import Part, part_backend, workload_program, workload_sizes
 from solver.program.build import FleetProgram
 from solver.program.families.servers import ServersColumn
 from solver.program.families.supply import PurchaseRow
@@ -172,7 +171,7 @@ def solve_columns(
 ) -> Iterator[Column]:
     """The columns of the parts' programs that `jobs` build, solved in worker processes
     when worth it (solver.decompose.parallel), each by the backend a part's program gets
-    (solver.decompose.part_backend), until the `deadline`: those with a plan."""
+    (solver.decompose.workload_parts.part_backend), until the `deadline`: those with a plan."""
     if not jobs or _out(deadline):
         return
 

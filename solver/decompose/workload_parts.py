@@ -1,19 +1,56 @@
 """The programs of the parts of a decomposed solve (solver.decompose.by_workload): one workload, or
 workloads solved together, alone over the whole supply, buying single GPUs; and their
-early start in the worker processes while the whole program is built."""
+early start in the worker processes while the whole program is built; and which solver
+solves each part (`part_backend`).
+
+With the default backend, `highs`, some integer parts are solved by SCIP (the `scip`
+backend, through OR-Tools, one thread) where OR-Tools is installed, by what the part's
+failure rows are (measured, not guessed: the README's speed notes):
+
+- with spare-replica rows (`survive: replica`): SCIP, at any size;
+- with zone-survivor rows (`survive: zone`): HiGHS, at any size;
+- with one configuration per pool (`configs_per_pool` rows, the policy's default):
+  HiGHS, at any size;
+- with Hall rows (failover by cut rows: solver.decompose.scenario_cuts): HiGHS, at any
+  size;
+- otherwise (region loss, or none): SCIP from `SCIP_MIN_COLUMNS` columns up.
+
+HiGHS solves the other parts, the whole program when it is solved as one, and the
+pricing LP. A backend named other than `highs` solves every part itself. The plan's
+`solver.method` says how many parts SCIP solved.
+
+Why: a part with region loss is routing-heavy (each lost region may reroute every
+origin: some 13,000 route columns per workload at 50 regions) around a few hundred replica
+and pooling-step integers, and HiGHS spends most of its time on such parts at the root
+(cut rounds and sub-MIP heuristics), where SCIP closes them several times faster; on small
+parts SCIP's model set-up costs more than the solve, so HiGHS is the faster. The
+spare-replica rows (capacity less each pool's largest replica) make even small parts hard,
+and SCIP closes them faster; the zone-survivor rows (Z x survivors <= (Z - 1) x replicas,
+integer: a pool spread over zones less its fullest one) are where HiGHS is the faster at
+every size. With one configuration per pool (a binary per pool that picks its
+configuration) HiGHS closes the 10 x 20 x 6 region-loss parts several times faster than
+SCIP. A part with Hall rows has no route columns, only the replica and pooling-step
+integers and a few hundred Hall rows, and HiGHS closes it faster than SCIP (the
+10 x 20 and 20 x 20 x 6 region-loss parts two to four times). The line was drawn from
+every part of the scaling bench's instances solved alone by each backend: the README's
+speed notes give the times, and `make bench` measures them again
+(tests/bench/test_part_backends.py).
+"""
 
 from dataclasses import dataclass, replace
 
 from models.schema.policy import BuyUnit
-from solver.backends import Backend
+from solver.backends import Backend, get_backend
 from solver.candidates.swap_dominance import reduced_program
 from solver.candidates.table import CandidateTable
 from solver.colocation.groups import GroupTable
 from solver.decompose.parallel import Started, processes_for, start_each, worth_workers
 from solver.decompose.region_join import first_by_region
 from solver.program.build import FleetProgram, build_program
-from solver.program.families.hall import copy_hall_rows
-from solver.program.lp import SolveResult
+from solver.program.families.hall import HallRow, copy_hall_rows
+from solver.program.families.zone import ZoneSurvivorsIndex
+from solver.program.lp import LinearProgram, SolveResult
+from solver.program.row_names import ConfigsPerPoolRow, ReplicaSpareRow
 from solver.program.sets import ProgramSets
 from solver.settings import SolveSettings
 
@@ -104,10 +141,39 @@ def part_inputs(sets: ProgramSets, part: Part) -> tuple:
 
 def solve_part(backend: str, instance, table, scenarios, settings: SolveSettings) -> SolveResult:
     """One workload's program built, reduced (solver.candidates.swap_dominance) and solved in a
-    worker (one solver thread, SCIP for a large part: solver.decompose.part_backend): what the
+    worker (one solver thread, SCIP for a large part: `part_backend`): what the
     join does for a part in this process."""
-    from solver.backends import get_backend
-    from solver.decompose.part_backend import part_backend
-
     lp = reduced_program(build_program(instance, table, scenarios, groups=GroupTable()))
     return part_backend(get_backend(backend), lp).run(lp, replace(settings, threads=1))
+
+
+SCIP_MIN_COLUMNS = 2_000
+"""Columns of a part's program without spare-replica or zone-survivor rows (region loss,
+or none) from which SCIP solves it in place of HiGHS (the 10 x 20 region-loss parts,
+where HiGHS is faster, stay below; the 20 x 20 ones, where SCIP is, mostly above)."""
+HANDING_BACKEND = "highs"
+"""The backend that hands parts to SCIP."""
+
+
+def part_backend(backend: Backend, program: LinearProgram) -> Backend:
+    """The backend that solves the part `program` in a solve by `backend`: SCIP where
+    `backend` is `highs`, SCIP is available and `hands_to_scip` says so, else
+    `backend`."""
+    if backend.name != HANDING_BACKEND or not hands_to_scip(program):
+        return backend
+    scip = get_backend("scip")
+    return scip if scip.is_available() else backend
+
+
+def hands_to_scip(program: LinearProgram) -> bool:
+    """Whether SCIP is the faster on this integer program, by its failure rows: with
+    spare-replica rows always, with zone-survivor, one-configuration-per-pool or Hall
+    rows never, else from `SCIP_MIN_COLUMNS` columns up (the rule above)."""
+    if not program.integer_variables:
+        return False
+    families = {row.family for row in program.constraints.values()}
+    if ReplicaSpareRow.family in families:
+        return True
+    if families & {ZoneSurvivorsIndex.family, ConfigsPerPoolRow.family, HallRow.family}:
+        return False
+    return len(program.variables) >= SCIP_MIN_COLUMNS

@@ -13,6 +13,7 @@ class Method(StrEnum):
     BY_WORKLOAD = "decomposed by workload"
     BY_COUPLED_WORKLOADS = "decomposed by coupled workloads"
     BY_REGION = "decomposed by region"
+    COVERED = "covered without a solver"
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,8 @@ class Optimised:
     """Workloads re-solved so that their join fits a region's supply: together around
     the region, or within shares of it (solver.decompose.join_mend)."""
     by_scip: int = 0
-    """Parts solved by SCIP rather than the backend (solver.decompose.part_backend)."""
+    """Parts solved by SCIP rather than the backend (solver.decompose.workload_parts,
+    `part_backend`)."""
     cuts: int = 0
     """Hall rows added for the failover scenarios (solver.decompose.scenario_cuts)."""
     cut_rounds: int = 0
@@ -63,6 +65,10 @@ class Optimised:
     """Decomposed by region where no row links two regions (no failover, nothing shared
     between regions): the region programs are the whole program, their plans joined its
     plan (solver.decompose.region_join.independent)."""
+    covered: int = 0
+    """Regions whose plan is the cover built without a solver (each pool's cheapest
+    configuration in whole servers: solver.decompose.cover.covering_plan) because the
+    clock stopped their programs before a plan; with `Method.COVERED`, the whole plan is."""
     join_gap: float | None = None
     """One program solved from a join of the workload programs that held but was not
     within the gap (whole servers rounded, say): that join's gap to their bound."""
@@ -100,11 +106,22 @@ class Optimised:
             if self.processes > 1:
                 joined += f", solved in {self.processes} parallel processes"
             return joined
-        if self.method is Method.BY_REGION and self.independent:
+        if self.method is Method.COVERED:
             return (
+                f"{self.method}: each pool's cheapest configuration on top of the others, in"
+                " whole servers (the time limit stopped every solve before a plan)"
+            )
+        if self.method is Method.BY_REGION and self.independent:
+            joined = (
                 f"{self.method}: {self.programs} independent region programs joined (no row"
                 " links two regions), whole servers bought for every workload of a region"
             )
+            if self.covered:
+                joined += (
+                    f"; {self.covered} of them covered without a solver (the time limit"
+                    " stopped their programs before a plan)"
+                )
+            return joined
         if self.method is Method.BY_REGION:
             joined = (
                 f"{self.method}: {self.programs} region programs joined, whole servers"

@@ -1,4 +1,4 @@
-"""Which solver takes a workload program (solver.decompose.part_backend), measured: every
+"""Which solver takes a workload program (solver.decompose.workload_parts), measured: every
 workload program of a generated instance built, reduced and solved alone by HiGHS and by
 SCIP (one thread, 0.1% gap), as a decomposed solve builds and reduces them. Run by
 `make bench` only (not `make test`); skipped where OR-Tools (SCIP) is missing.
@@ -17,8 +17,7 @@ import pytest
 from solver.backends import get_backend
 from solver.candidates.swap_dominance import reduced_program
 from solver.candidates.table import build_candidates
-from solver.decompose.part_backend import hands_to_scip
-from solver.decompose.workload_parts import workload_program
+from solver.decompose.workload_parts import hands_to_scip, workload_program
 from solver.program.build import build_program
 from solver.settings import SolveSettings
 from tests.bench.tables import print_table

@@ -4,10 +4,10 @@ without region-loss scenarios. Run by `make bench` only (not `make test`).
 Prints two tables:
 
 - scaling (the default backend, `highs`, which hands some workload programs to SCIP:
-  solver.decompose.part_backend): regions x workloads x GPU types up to 50 x 50, without failures
-  and surviving any region loss (then a few sizes surviving zone or replica loss, and
-  one with the policy's default whole servers and simple pools, marked `+`), each with
-  its program's size, the
+  solver.decompose.workload_parts, `part_backend`): regions x workloads x GPU types up to
+  50 x 50, without failures and surviving any region loss (then a few sizes surviving
+  zone or replica loss, and one with the policy's default whole servers and simple pools,
+  marked `+`), each with its program's size, the
   wall time from `solve` start to verified plan (candidates, program, backend, pricing
   LP, verifier), the wall time per region-workload pair (flat when solve time grows
   linearly in regions x workloads), the wall time per thousand variables of the program
@@ -66,7 +66,7 @@ BACKEND_SIZES = [(3, 2, 2), (5, 5, 3)]
 SURVIVE = ["none", "region"]
 FAILURE_KINDS = [((10, 20, 6), "replica"), ((10, 20, 6), "zone"), ((20, 20, 6), "zone")]
 """The other failure policies (zone loss with 3 zones per region), which move the line
-between HiGHS and SCIP (solver.decompose.part_backend)."""
+between HiGHS and SCIP (solver.decompose.workload_parts.part_backend)."""
 DEFAULT_POLICY_SIZES = [(5, 8, 4), (10, 20, 6)]
 """Solved with region loss and the policy's defaults (whole servers, one configuration
 per pool), where the generator buys single GPUs: whole servers couple the workloads

@@ -5,10 +5,13 @@ run. Run by `make bench` only (not `make test`); no timed assertions.
 `before`: the regions' stage returns nothing unless every region's own program proves
 its bound (`KEEP_STOPPED` off in solver.decompose.region_join), and the first workload
 part to start may take all the time left (`EQUAL_SHARES` off in
-solver.decompose.join_run). `after`: the floored plan is kept with its gap against the
+solver.decompose.join_run). `kept`: the floored plan is kept with its gap against the
 regions' results as the clock left them, started from the regions' own plans, and each
-part gets an equal share of the time left when it starts. Each row: wall time, the
-result (status, or the stage the limit stopped and its message), gap and method.
+part gets an equal share of the time left when it starts. `after`: as `kept`, and where
+the clock left some region (or the whole) no plan, the cover built without a solver
+stands in (`COVER` in solver.decompose.region_join; solver.decompose.cover). Each row:
+wall time, the result (status, or the stage the limit stopped and its message), gap and
+method.
 """
 
 import time
@@ -23,8 +26,14 @@ from solver.solve import SolveSettings, solve_program
 from tests.bench.tables import print_table
 from tests.synthetic import at_policy_defaults, generated_data
 
-SIZES = [(10, 20, 6, "region"), (10, 20, 6, "none"), (20, 20, 6, "region")]
-"""(regions, workloads, GPU types, what the fleet survives), seed 0."""
+SIZES = [
+    (10, 20, 6, "region", 0),
+    (10, 20, 6, "none", 0),
+    (20, 20, 6, "region", 0),
+    (20, 30, 6, "none", 7),
+]
+"""(regions, workloads, GPU types, what the fleet survives, seed); the last exited 4 at an
+18 s limit without the cover."""
 LIMITS_S = [10.0, 20.0, 30.0, 60.0]
 MIP_GAP = 1e-3
 ROWS: list[tuple] = []
@@ -39,7 +48,7 @@ def table():
 
 
 def _instance(size: tuple[int, int, int, str]):
-    data = generated_data(*size[:3], survive=size[3], seed=0)
+    data = generated_data(*size[:3], survive=size[3], seed=size[4])
     at_policy_defaults(data)
     data["name"] += "-default-policy"
     return validate_instance(data, data["name"])
@@ -51,9 +60,14 @@ def test_tight_limit_before_and_after(size, limit_s, monkeypatch):
     inst = _instance(size)
     label = " x ".join(map(str, size[:3]))
     settings = SolveSettings.of(inst, time_limit_s=limit_s, mip_gap=MIP_GAP)
-    for side, kept in (("before", False), ("after", True)):
+    for side, kept, cover in (
+        ("before", False, False),
+        ("kept", True, False),
+        ("after", True, True),
+    ):
         monkeypatch.setattr(region_join, "KEEP_STOPPED", kept)
         monkeypatch.setattr(join_run, "EQUAL_SHARES", kept)
+        monkeypatch.setattr(region_join, "COVER", cover)
         started = time.perf_counter()
         try:
             plan = solve_program(inst, settings).plan

@@ -1,13 +1,13 @@
-"""Which solver solves a part of a decomposed solve (solver.decompose.part_backend): SCIP for a
-large part under the default backend, the same plan as HiGHS alone, and the plan says
-how many parts SCIP solved."""
+"""Which solver solves a part of a decomposed solve (solver.decompose.workload_parts,
+`part_backend`): SCIP for a large part under the default backend, the same plan as HiGHS
+alone, and the plan says how many parts SCIP solved."""
 
 import pytest
 
 import solver.decompose.parallel as parallel
-import solver.decompose.part_backend as part_backend_module
+import solver.decompose.workload_parts as part_backend_module
 from solver.backends import get_backend
-from solver.decompose.part_backend import SCIP_MIN_COLUMNS, part_backend
+from solver.decompose.workload_parts import SCIP_MIN_COLUMNS, part_backend
 from solver.program.lp import LinearProgram, Sense
 from solver.program.optimised import Method, Optimised
 from solver.settings import SolveSettings
