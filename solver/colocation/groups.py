@@ -63,12 +63,13 @@ from solver.decompose.linked import linked_groups
 from solver.settings import SolveSettings
 
 if TYPE_CHECKING:  # the co-location physics loads when a group is evaluated (issue 19)
-    from models.colocation.load_edge import LoadEdge
+    from models.colocation.load_edge import EdgeView, LoadEdge
     from models.colocation.shared_layout import SharedLayout
 
 Edges = dict[tuple, "LoadEdge"]
-"""What is known of each group's feasible loads, by (members, GPU, weight and KV
-precision): `models.colocation.load_edge`."""
+"""What is known of each group's feasible loads, by (its members' kinds and their counts,
+GPU, weight and KV precision): `models.colocation.load_edge`; every group alike but for its
+members' names shares one (`_edge`)."""
 
 TAIL_REPLICAS = 1.0
 """A workload shares only when its peak is below this many lone replicas' capacity."""
@@ -350,18 +351,33 @@ def _physics(instance: Instance, group: Sequence[_Option]):
     return layout, members, efficiency
 
 
-def _edge(edges: "Edges", group: Sequence[_Option]) -> "LoadEdge":
-    """What is known of `group`'s feasible loads (members and layout), kept in `edges`."""
-    from models.colocation.load_edge import LoadEdge
+def _kind(instance: Instance, option: _Option) -> str:
+    """What the physics reads of a member beside its load, written out: its model's
+    architecture (not its names), token mix and SLO. Members of one kind are
+    interchangeable (a model's spec holds a mapping: its text, not the spec, is hashed)."""
+    workload = instance.workload(option.workload)
+    llm = option.candidate.config.llm.model_copy(update={"name": "", "display_name": ""})
+    mix = traffic_mix(workload, instance.policy.prefix_affinity)
+    return repr((llm, mix, latency_targets(workload.slo)))
+
+
+def _edge(instance: Instance, edges: "Edges", group: Sequence[_Option]) -> "EdgeView":
+    """What is known of `group`'s feasible loads, kept in `edges` under its layout and its
+    members' kinds (`_kind`): shared by every group alike but for its members' names
+    (`models.colocation.load_edge.EdgeView`)."""
+    from models.colocation.load_edge import EdgeView, LoadEdge
 
     config = group[0].candidate.config
+    kinds = [_kind(instance, o) for o in group]
+    order = sorted(set(kinds))
+    classes = tuple(tuple(i for i, k in enumerate(kinds) if k == kind) for kind in order)
     key = (
-        tuple(o.workload for o in group),
+        tuple((kind, len(part)) for kind, part in zip(order, classes, strict=True)),
         config.gpu.name,
         config.weight_precision,
         config.kv_precision,
     )
-    return edges.setdefault(key, LoadEdge())
+    return EdgeView(edges.setdefault(key, LoadEdge()), classes)
 
 
 def _meets_at_peak(
@@ -370,7 +386,7 @@ def _meets_at_peak(
     """Whether one group replica carries every member's peak within its SLO (s* >= 1)."""
     from models.colocation.coresident import evaluate_group
 
-    edge = _edge(edges, group)
+    edge = _edge(instance, edges, group)
     loads = tuple(o.peak_requests_per_s for o in group)
     known = edge.known(loads)
     if known is not None:
@@ -388,7 +404,12 @@ def _evaluate(instance: Instance, group: Sequence[_Option], factor: float, edges
     layout, members, efficiency = _physics(instance, group)
     config = group[0].candidate.config
     found = group_capacity(
-        layout, members, efficiency, factor, bisection_steps=SEARCH_STEPS, known=_edge(edges, group)
+        layout,
+        members,
+        efficiency,
+        factor,
+        bisection_steps=SEARCH_STEPS,
+        known=_edge(instance, edges, group),
     )
     if not found.feasible:
         return None
