@@ -23,11 +23,16 @@ fit its memory. It is solved by enumeration over the groups that pass the pre-fi
 `solver.colocation.groups` (sum_w D_w / q_w(g) <= 1, sum_w (weights_w + reserve) <= HBM, at most
 MAX_GROUP_SIZE members): those filters relax the physics (a group whose members cannot
 share one replica's time or HBM alone cannot meet their SLOs together), so every packing
-the physics admits is among the candidates. The `per_round` most negative candidates
-are checked each round (one physics evaluation at the members' peaks); one that carries
-them (s* >= 1) enters the master, and the LP is solved again. A group that cannot carry
-its members' peaks prunes every superset on the same GPU type: a further member only
-adds interference and takes HBM.
+the physics admits is among the candidates. Each round, every negative candidate the
+checks so far answer (`known`: a group alike but for its members' names, below a load
+vector found to carry its peaks or above one found not to, `models.colocation.load_edge`)
+is settled at once, and the `per_round` most negative of the others are checked (one
+physics evaluation at the members' peaks); one that carries them (s* >= 1) enters the
+master, and the LP is solved again. A group that cannot carry its members' peaks prunes
+every superset on the same GPU type: a further member only adds interference and takes
+HBM. Before the answers were used, zipf-20-models stopped tailing off after 12 rounds and
+176 checks with a packing of 9 GPUs against an LP bound of 6; with them it converges in 7
+rounds, 467 groups settled by 40 physics evaluations, at 8 GPUs, proven (the bound is 7.33).
 
 Bound. At every round theta = max_S sum_{w in S} u_w / c_S over the columns and the
 unchecked candidates makes u / theta dual feasible for the master over every candidate,
@@ -37,7 +42,7 @@ zero (converged), when the integer master over the columns so far meets the boun
 rounded up to whole GPUs (converged: with every column a whole number of GPUs at one
 price, no packing costs less than ceil(bound / c) x c), or, not converged, when the LP
 has fallen by less than STALL_FRACTION over STALL_ROUNDS rounds (tailing off), at the
-check budget or at the deadline.
+budget of physics evaluations or at the deadline.
 
 What it gives. Every group the integer master uses (`support`) goes to
 the fleet program as a template (its full capacity found by `solver.colocation.groups`), and the
@@ -93,6 +98,9 @@ class SearchResult:
     """The integer master over the generated columns: the heuristic's packing cost."""
     columns: int
     """Packings of two or more workloads that entered the master."""
+    called: int = 0
+    """Of the groups checked (`evaluated`), those `evaluate` checked: the rest were answered
+    by `known`."""
     proven: bool = False
     """The integer packing meets the bound rounded up to whole GPUs: optimal among the
     candidates."""
@@ -169,6 +177,7 @@ def generate(
     budget: int,
     per_round: int,
     time_left_s: Callable[[], float | None] = lambda: None,
+    known: Callable[[Packing], bool | None] = lambda packing: None,
 ) -> SearchResult:
     """Column generation (see the module docstring).
 
@@ -179,14 +188,19 @@ def generate(
         evaluate: The physics of a candidate: its load scale s* (None or below 1: it
             cannot carry its members' peaks on one replica, and no superset on the same
             GPU can). Called at most `budget` times.
-        budget: Most evaluations.
+        budget: Most evaluations (the candidates `known` answers are not counted).
         per_round: Most evaluations per round (the most negative reduced costs first).
         time_left_s: Seconds left of the run (None: no limit); the search stops at 0.
+        known: Whether a candidate carries its members' peaks, as far as the checks so
+            far tell without the physics (None: they do not tell;
+            `models.colocation.load_edge`). Every improving candidate it answers is
+            settled in the round, beside the `per_round` that `evaluate` checks.
     """
     if not tail or not singletons:
         return SearchResult(0, 0, True, 0.0, 0.0, 0, proven=True)
     columns = list(singletons)
     evaluated: set[Packing] = set()
+    calls = 0
     dead: list[Packing] = []
     rounds = 0
     history: list[float] = []
@@ -222,10 +236,21 @@ def generate(
         stalled = len(history) > STALL_ROUNDS and history[-1 - STALL_ROUNDS] - bound <= (
             STALL_FRACTION * bound
         )
-        if stalled or len(evaluated) >= budget or (left is not None and left <= 0):
+        if stalled or calls >= budget or (left is not None and left <= 0):
             break
-        for column in improving[: min(per_round, budget - len(evaluated))]:
+        unknown = []
+        for column in improving:  # those the checks so far answer, all of them
+            answer = known(column)
+            if answer is None:
+                unknown.append(column)
+            else:
+                evaluated.add(column)
+                (columns if answer else dead).append(column)
+        for column in unknown[: min(per_round, budget - calls)]:
+            if any(d.gpu == column.gpu and d.members <= column.members for d in dead):
+                continue  # a subset found dead above
             evaluated.add(column)
+            calls += 1
             scale = evaluate(column)
             if scale is None or scale < 1.0:
                 dead.append(column)  # nor can any superset: more interference, less HBM
@@ -240,5 +265,6 @@ def generate(
         proven=proven or (integer is not None and integer <= _rounded(columns, lower) + 1e-6),
         integer_per_month=integer,
         columns=len(columns) - len(singletons),
+        called=calls,
         support=tuple(c for c in columns if len(c.members) > 1 and c in chosen),
     )

@@ -76,9 +76,28 @@ def test_a_build_over_shared_edges_finds_the_same_templates_with_fewer_runs(phys
     shared_runs = len(physics)
     physics.clear()
     # one edge per group, as before: a member's kind is its name
-    monkeypatch.setattr(solver.colocation.groups, "_kind", lambda instance, option: option.workload)
+    monkeypatch.setattr(
+        solver.colocation.groups, "_kind", lambda instance, candidate: candidate.workload
+    )
     apart = build_groups(instance, table)
     assert shared.templates == apart.templates
     assert shared.search == apart.search
     assert shared.templates  # groups share (the stand-in's edge: 10 requests/s)
     assert shared_runs < len(physics)
+
+
+@pytest.mark.parametrize("second", [0.5, 0.8, 1.25])
+def test_a_build_after_another_takes_the_path_of_a_build_of_its_own(physics, second):
+    # The second build (another period's peaks) reads the first's edges for its physics,
+    # but its search settles groups by its own checks alone: the same templates and the
+    # same search as a build of its own
+    demands = {"a": 6.0, "b": 5.0, "c": 4.0, "d": 3.0, "e": 2.5}
+    first = _instance(demands)
+    later = _instance({w: second * rate for w, rate in demands.items()})
+    table = build_candidates(first)
+    edges = {}
+    build_groups(first, table, edges=edges)
+    after = build_groups(later, table, edges=edges)
+    alone = build_groups(later, table)
+    assert after.templates == alone.templates
+    assert after.search == alone.search

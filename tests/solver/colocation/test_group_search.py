@@ -112,3 +112,64 @@ def test_the_bound_never_exceeds_the_packing(n, fits):
     assert found.integer_per_month <= n * GPU + 1e-6
     value, duals, _ = solve_master(names, _lone(names), relax=True)
     assert farley_bound(value, duals, candidates) <= value + 1e-6
+
+
+def test_groups_the_checks_answer_are_settled_without_the_physics():
+    # Pairs carry their peaks, triples do not, and earlier checks tell so for every group
+    # (`known`): no group is evaluated, and the search converges as with the physics. LP:
+    # each column covers at most two of the four workloads, so at least 2 GPUs, and the
+    # pairs {a, b}, {c, d} reach it; integer 2 GPUs, gap 0.
+    names = ["a", "b", "c", "d"]
+    evaluated = []
+
+    def evaluate(p):
+        evaluated.append(p)
+        return None
+
+    found = generate(
+        names,
+        _lone(names),
+        _groups(names),
+        evaluate,
+        budget=1,
+        per_round=1,
+        known=lambda p: len(p.members) == 2,
+    )
+    assert evaluated == []
+    assert found.converged and found.proven
+    assert found.lp_bound_per_month == pytest.approx(2 * GPU)
+    assert found.integer_per_month == pytest.approx(2 * GPU)
+    assert found.evaluated > 0  # the groups settled count as checked
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    n=st.integers(min_value=2, max_value=6),
+    fits=st.sets(st.integers(min_value=0, max_value=40), max_size=40),
+    told=st.sets(st.integers(min_value=0, max_value=40), max_size=40),
+)
+def test_answers_known_beforehand_keep_the_bound_below_the_packing(n, fits, told):
+    # Some groups' answers are known before their check (the same as the physics'):
+    # those are never evaluated, and the bound stays below the integer packing.
+    names = [f"w{i}" for i in range(n)]
+    candidates = _groups(names)
+    admitted = {c for i, c in enumerate(candidates) if i in fits}
+    answered = {c for i, c in enumerate(candidates) if i in told}
+    evaluated = []
+
+    def evaluate(p):
+        evaluated.append(p)
+        return 1.0 if p in admitted else None
+
+    found = generate(
+        names,
+        _lone(names),
+        candidates,
+        evaluate,
+        budget=200,
+        per_round=3,
+        known=lambda p: (p in admitted) if p in answered else None,
+    )
+    assert not answered & set(evaluated)
+    assert found.lp_bound_per_month <= found.integer_per_month + 1e-6
+    assert found.integer_per_month <= n * GPU + 1e-6
