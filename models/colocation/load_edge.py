@@ -24,8 +24,9 @@ alike but for their names (fine-tunes of one base, served as merged models, with
 token mix and SLO) are one group at other loads. Members alike are interchangeable, so
 the edge keeps each class's loads sorted largest first, and v lies below f under some
 matching of alike members exactly when it does so sorted (the k-th largest of v is at
-most the k-th largest of f for every k). zipf-20-models' column generation checks 176
-groups at their peaks; the edges of their classes answer 151 of them.
+most the k-th largest of f for every k). zipf-20-models' column generation (before it
+settled the groups its checks answer, `solver.colocation.group_search`) checked 176 groups
+at their peaks; the edges of their classes answered 151 of them, the same answers.
 """
 
 from collections.abc import Sequence

@@ -253,17 +253,22 @@ def build_groups(
 
     kinds = {w: _kind(instance, lone[w][0]) for w in tail}
     checked: Edges = {}  # this build's checks alone: the search's path is its own
+    views: dict[Packing, EdgeView] = {}
+
+    def checks(packing: Packing) -> "EdgeView":
+        if packing not in views:
+            views[packing] = _edge(kinds, checked, groups[packing])
+        return views[packing]
 
     def evaluate(packing: Packing) -> float | None:
         # one check at the peaks (s* >= 1 or not): the bisection only for the support
         group = groups[packing]
         meets = _meets_at_peak(instance, group, factor, edges, kinds)
-        _edge(kinds, checked, group).record(_peaks(group), meets)
+        checks(packing).record(_peaks(group), meets)
         return 1.0 if meets else None
 
     def known(packing: Packing) -> bool | None:
-        group = groups[packing]
-        return _edge(kinds, checked, group).known(_peaks(group))
+        return checks(packing).known(_peaks(groups[packing]))
 
     def time_left_s() -> float | None:
         if settings is None or settings.deadline is None:
@@ -286,8 +291,8 @@ def build_groups(
         f"replica); {counted(len(groups), 'group')} passed the memory and load pre-filters; "
         "column "
         f"generation checked {search.evaluated} in {counted(search.rounds, 'round')} "
-        f"({search.called} one by one, the others answered by alike groups checked before) "
-        f"({'converged' if search.converged else 'stopped early'}), "
+        f"({'converged' if search.converged else 'stopped early'}; {search.called} one by "
+        "one, the others settled at once by what alike groups' checks found), "
         f"{counted(len(kept), 'template')} "
         f"(the packings it uses) in {elapsed:.1f} s; the program is exact over the templates "
         "kept, a heuristic over all groups, with the LP bound of the tail's packing",
