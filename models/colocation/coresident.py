@@ -62,7 +62,7 @@ from models.colocation.interference import (
     mean_interference_s,
     p99_interference_s,
 )
-from models.colocation.load_edge import LoadEdge
+from models.colocation.load_edge import EdgeView, LoadEdge
 from models.colocation.shared_layout import Member, SharedLayout
 from models.physics.efficiency import Efficiency
 from models.physics.memory import layout_problem, weight_bytes_per_gpu
@@ -370,13 +370,14 @@ def group_capacity(
     efficiency: Efficiency,
     interference_factor: float = 1.0,
     bisection_steps: int = BISECTION_STEPS,
-    known: LoadEdge | None = None,
+    known: LoadEdge | EdgeView | None = None,
 ) -> GroupCapacity:
     """`group_template`'s s*, capacities and limit (the same search, the same numbers),
     without the evaluation at s* that only its record reads. `known`, what evaluations
-    of the same group at other loads found (`models.colocation.load_edge`), answers the
-    search's points it decides and learns the ones evaluated: the search visits the same
-    points and ends at the same s*, the physics run only where nothing known decides."""
+    of the same group (or of one alike but for its members' names) at other loads found
+    (`models.colocation.load_edge`), answers the search's points it decides and learns
+    the ones evaluated: the search visits the same points and ends at the same s*, the
+    physics run only where nothing known decides."""
     scale, beyond, at = _edge_search(
         layout, members, efficiency, interference_factor, 1, bisection_steps, known
     )
@@ -397,7 +398,7 @@ def _edge_search(
     interference_factor: float,
     pool_replicas: float,
     bisection_steps: int,
-    known: LoadEdge | None,
+    known: LoadEdge | EdgeView | None,
 ) -> tuple[float, float, Callable[[float], GroupEvaluation]]:
     """(s*, the scale of the evaluation that bounds it, the group's evaluation by scale):
     s* = 0 bounded by itself where no load can be shared, MAX_LOAD_SCALE by itself where

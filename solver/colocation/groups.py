@@ -28,9 +28,12 @@ with D_w = max_o D[w,o] and q_w(g) the member's lone capacity on that layout. Wh
 those the physics evaluates is decided by column generation (`solver.colocation.group_search`):
 each group is priced against the LP of the tail's packing at peak, and only groups that
 would lower it are evaluated, the most negative first, until none is left (or
-`MAX_EVALUATIONS`, a safety budget). Every group found shareable is a template; the
-program is exact over the templates kept, and the search reports the packing's LP bound
-and its gap.
+`MAX_EVALUATIONS`, a safety budget); a group alike but for its members' names to one
+checked already (`_kind`, `_edge`) is answered by it without the physics. The search
+settles groups by this build's own checks (a period's search takes the path of a build of
+its own); what earlier builds found answers the physics of a check alone. Every group
+the packing uses is a template; the program is exact over the templates kept, and the
+search reports the packing's LP bound and its gap.
 
 Capacity of a template. The physics (`models.colocation.coresident.group_template`) finds the
 largest scale s* at which every member's p99 TTFT and TPOT (with the others'
@@ -63,20 +66,22 @@ from solver.decompose.linked import linked_groups
 from solver.settings import SolveSettings
 
 if TYPE_CHECKING:  # the co-location physics loads when a group is evaluated (issue 19)
-    from models.colocation.load_edge import LoadEdge
+    from models.colocation.load_edge import EdgeView, LoadEdge
     from models.colocation.shared_layout import SharedLayout
 
 Edges = dict[tuple, "LoadEdge"]
-"""What is known of each group's feasible loads, by (members, GPU, weight and KV
-precision): `models.colocation.load_edge`."""
+"""What is known of each group's feasible loads, by (its members' kinds and their counts,
+GPU, weight and KV precision): `models.colocation.load_edge`; every group alike but for its
+members' names shares one (`_edge`)."""
 
 TAIL_REPLICAS = 1.0
 """A workload shares only when its peak is below this many lone replicas' capacity."""
 MAX_GROUP_SIZE = 3
 """Most workloads in one group."""
 MAX_EVALUATIONS = 400
-"""Most groups column generation checks at their peaks (one physics evaluation each,
-~0.05-0.15 s measured); a safety budget, not a cap on the templates."""
+"""Most groups column generation checks at their peaks with the physics (one evaluation
+each, ~0.05-0.15 s measured; the groups earlier checks answer are not counted); a safety
+budget, not a cap on the templates."""
 PER_ROUND = 16
 """Groups evaluated per pricing round (the most negative reduced costs first)."""
 SEARCH_STEPS = 10
@@ -152,7 +157,8 @@ class GroupTable:
     considered: int = 0
     """Groups that passed the memory and load pre-filters."""
     evaluated: int = 0
-    """Of those, the ones the physics evaluated (column generation's choice)."""
+    """Of those, the ones column generation checked at their peaks (one by one, or answered
+    by alike groups checked before: `search.called` says how many one by one)."""
     enumeration_s: float = 0.0
     notes: tuple[str, ...] = field(default_factory=tuple)
     search: SearchResult | None = None
@@ -245,9 +251,24 @@ def build_groups(
                 if math.fsum(o.fraction for o in group) <= 1.0 and math.isfinite(month[gpu]):
                     groups[Packing(frozenset(names), gpu, month[gpu])] = group
 
+    kinds = {w: _kind(instance, lone[w][0]) for w in tail}
+    checked: Edges = {}  # this build's checks alone: the search's path is its own
+    views: dict[Packing, EdgeView] = {}
+
+    def checks(packing: Packing) -> "EdgeView":
+        if packing not in views:
+            views[packing] = _edge(kinds, checked, groups[packing])
+        return views[packing]
+
     def evaluate(packing: Packing) -> float | None:
         # one check at the peaks (s* >= 1 or not): the bisection only for the support
-        return 1.0 if _meets_at_peak(instance, groups[packing], factor, edges) else None
+        group = groups[packing]
+        meets = _meets_at_peak(instance, group, factor, edges, kinds)
+        checks(packing).record(_peaks(group), meets)
+        return 1.0 if meets else None
+
+    def known(packing: Packing) -> bool | None:
+        return checks(packing).known(_peaks(groups[packing]))
 
     def time_left_s() -> float | None:
         if settings is None or settings.deadline is None:
@@ -255,12 +276,12 @@ def build_groups(
         return settings.deadline.remaining_s(0.0)
 
     search = generate(
-        tail, singletons, list(groups), evaluate, MAX_EVALUATIONS, PER_ROUND, time_left_s
+        tail, singletons, list(groups), evaluate, MAX_EVALUATIONS, PER_ROUND, time_left_s, known
     )
     templates: list[Template] = []
     for packing in search.support:
         check_deadline(settings)
-        template = _evaluate(instance, groups[packing], factor, edges)
+        template = _evaluate(instance, groups[packing], factor, edges, kinds)
         if template is not None:
             templates.append(template)
     kept = tuple(templates)
@@ -269,8 +290,9 @@ def build_groups(
         f"co-location: {counted(len(tail), 'tail workload')} (peak below {TAIL_REPLICAS:g} lone "
         f"replica); {counted(len(groups), 'group')} passed the memory and load pre-filters; "
         "column "
-        f"generation evaluated {search.evaluated} in {counted(search.rounds, 'round')} "
-        f"({'converged' if search.converged else 'stopped early'}), "
+        f"generation checked {search.evaluated} in {counted(search.rounds, 'round')} "
+        f"({'converged' if search.converged else 'stopped early'}; {search.called} one by "
+        "one, the others settled at once by what alike groups' checks found), "
         f"{counted(len(kept), 'template')} "
         f"(the packings it uses) in {elapsed:.1f} s; the program is exact over the templates "
         "kept, a heuristic over all groups, with the LP bound of the tail's packing",
@@ -350,28 +372,52 @@ def _physics(instance: Instance, group: Sequence[_Option]):
     return layout, members, efficiency
 
 
-def _edge(edges: "Edges", group: Sequence[_Option]) -> "LoadEdge":
-    """What is known of `group`'s feasible loads (members and layout), kept in `edges`."""
-    from models.colocation.load_edge import LoadEdge
+def _kind(instance: Instance, candidate: Candidate) -> str:
+    """What the physics reads of a workload as a member beside its load, written out: its
+    model's architecture (not its names), token mix and SLO. Members of one kind are
+    interchangeable (a model's spec holds a mapping: its text, not the spec, is hashed)."""
+    workload = instance.workload(candidate.workload)
+    llm = candidate.config.llm.model_copy(update={"name": "", "display_name": ""})
+    mix = traffic_mix(workload, instance.policy.prefix_affinity)
+    return repr((llm, mix, latency_targets(workload.slo)))
+
+
+def _edge(kinds: dict[str, str], edges: "Edges", group: Sequence[_Option]) -> "EdgeView":
+    """What is known of `group`'s feasible loads, kept in `edges` under its layout and its
+    members' kinds (`kinds`, by workload: `_kind`): shared by every group alike but for its
+    members' names (`models.colocation.load_edge.EdgeView`)."""
+    from models.colocation.load_edge import EdgeView, LoadEdge
 
     config = group[0].candidate.config
+    of = [kinds[o.workload] for o in group]
+    order = sorted(set(of))
+    classes = tuple(tuple(i for i, k in enumerate(of) if k == kind) for kind in order)
     key = (
-        tuple(o.workload for o in group),
+        tuple((kind, len(part)) for kind, part in zip(order, classes, strict=True)),
         config.gpu.name,
         config.weight_precision,
         config.kv_precision,
     )
-    return edges.setdefault(key, LoadEdge())
+    return EdgeView(edges.setdefault(key, LoadEdge()), classes)
+
+
+def _peaks(group: Sequence[_Option]) -> tuple[float, ...]:
+    """The members' peaks, in the group's order."""
+    return tuple(o.peak_requests_per_s for o in group)
 
 
 def _meets_at_peak(
-    instance: Instance, group: Sequence[_Option], factor: float, edges: "Edges"
+    instance: Instance,
+    group: Sequence[_Option],
+    factor: float,
+    edges: "Edges",
+    kinds: dict[str, str],
 ) -> bool:
     """Whether one group replica carries every member's peak within its SLO (s* >= 1)."""
     from models.colocation.coresident import evaluate_group
 
-    edge = _edge(edges, group)
-    loads = tuple(o.peak_requests_per_s for o in group)
+    edge = _edge(kinds, edges, group)
+    loads = _peaks(group)
     known = edge.known(loads)
     if known is not None:
         return known
@@ -381,14 +427,25 @@ def _meets_at_peak(
     return meets
 
 
-def _evaluate(instance: Instance, group: Sequence[_Option], factor: float, edges: "Edges"):
+def _evaluate(
+    instance: Instance,
+    group: Sequence[_Option],
+    factor: float,
+    edges: "Edges",
+    kinds: dict[str, str],
+):
     """The template of `group` at its members' peaks, or None when it cannot be shared."""
     from models.colocation.coresident import group_capacity
 
     layout, members, efficiency = _physics(instance, group)
     config = group[0].candidate.config
     found = group_capacity(
-        layout, members, efficiency, factor, bisection_steps=SEARCH_STEPS, known=_edge(edges, group)
+        layout,
+        members,
+        efficiency,
+        factor,
+        bisection_steps=SEARCH_STEPS,
+        known=_edge(kinds, edges, group),
     )
     if not found.feasible:
         return None
