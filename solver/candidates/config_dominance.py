@@ -27,15 +27,56 @@ breakpoints (A's at n = ceil(P_k / m) and floor(M_A / m)) and is checked at each
 breakpoint, the size just below it, and the ends. A pair with a negative gain is not
 compared.
 
+**Sizes, and the cap.** The same move works size by size, and a capacity row never asks
+more of a phase's pools than the most its region may be sent: a row of scenario f
+holds load_f[w,r,mode] / u <= cap = L[w,r] / u (L: `ProgramSets.max_load`, the most
+requests/s of w routed to r in any scenario; a mode's load is part of what is served
+in r, each origin's served flows sum to its demand, u = policy.max_utilization), so a
+pool credited cap or more on a curve carries that curve's rows alone. Say that m x n
+replicas of A stand in for n of B (`_stands_in_at`) when m x n <= max_replicas(A) and
+
+    on every curve:   credit_A(m n) > credit_B(n)   or   credit_A(m n) >= cap
+    and               on some curve credit_B(n) < min(credit_A(m n), cap)   (strict)
+                      or A comes before B (fewer GPUs per replica, or as many and an
+                      earlier key: `_ordered`)
+
+(each comparison with the relative margin). The second clause of the first line is taken
+where B runs pipeline stages only (pp > 1); for other pools A must credit more on every
+curve. Valid for any B, it is held to those: elsewhere it only swaps layouts of equal
+cost and trades headroom away (disaggregated.yaml's 2 H100 TP4 decode replicas, 44.8
+req/s for the region's 40, would give way to 4 TP2 ones at 40.4) where no measured
+search needed it. A relation that asks less of some pairs is a part of the capped one,
+so the argument below holds for it as it stands. Then a plan with a pool of n of B has one as
+cheap with m x n of A in its place: the same GPUs as above, and every capacity row on
+each curve still holds (A credits more than B did, or as much as any row there asks).
+Moves end: each raises the phase's capped credit, the sum over curves of
+min(credit, cap), or keeps it and moves to a configuration earlier in the order, and a
+phase has finitely many (configuration, size) states. So from any plan, moving every
+pool held at a size where something stands in leads to a plan as cheap in which every
+pool of B holds at most N_B, the largest size at which nothing stands in:
+`replicas[w,B,r] <= N_B` loses no optimum, and N_B = 0 removes B. The whole-pool
+relation above (strict at every size, with A before B) is one case of it, checked at
+the breakpoints; the sizes of the other pools are walked from the top down. The cap
+covers capacity rows only: a program with Hall rows (a set of regions' credits summed
+against demand that may exceed what one region is sent) is compared without it.
+
+On chat-3region the cap is what decides. 2n H100 TP2 prefill replicas in us-east carry
+a little more than n TP2 x PP2 ones up to n = 12 (168.6 against 167.8 req/s at n = 12);
+from n = 13 the TP2 pool is past its credit bound M = 25 (its steps credit no more
+replicas) and the PP2 pool, whose lone replica carries 7.57 req/s against 2 x 2.03 for
+two TP2 ones, is credited more (181.8 against 177.7), so the whole-pool relation fails;
+but there the TP2 pool carries more than the 159.6 req/s us-east may be sent, so it
+stands in at every size. The PP2 pools go or keep a few sizes: 70 of the program's 130
+pools removed (44 by the whole-pool relation without the cap), 13 more held below their
+supply bound, the optimum unchanged ($236,520).
+
 Where the argument holds: the limit of one configuration per pool, no replica loss and
 no zone loss in the pool's region (their survivor rows credit n - 1 and n - ceil(n / Z)
 replicas, which this comparison does not cover), no elastic slack or shared groups,
 and a program whose every row family is in `ALLOWED_ROWS` (those whose terms in a
 pool's columns the argument accounts for, or that have none). Pools the caller bounds
 are neither removed nor stand-ins (explain's re-solve without a pool must not rely on
-it); a caller's bound on another kind of column gives no reduction. On chat-3region
-it removes 44 of 132 pools (an H100 TP4 prefill replica beside two TP2 ones that carry
-more on the same eight GPUs), the optimum unchanged.
+it); a caller's bound on another kind of column gives no reduction.
 """
 
 import math
@@ -52,6 +93,7 @@ from solver.candidates.replica_dominance import (
     pooled_credit,
 )
 from solver.program.build import FleetProgram
+from solver.program.families.hall import HallRow
 from solver.program.row_names import ReplicasColumn, split_name
 from solver.program.sets import Pool
 
@@ -86,10 +128,17 @@ steps (step k credited only with step k - 1 and the pool open): the removed pool
 columns at 0 meet it, and the stand-in credited with every step its count reaches meets
 it as any pool does."""
 
+HALL = HallRow.family
 
-def config_bounds(program: FleetProgram, bounds: Bounds | None = None) -> Bounds:
-    """replicas[w,B,r] <= 0 for every pool B with a stand-in A (module docstring) where
-    the argument holds; {} elsewhere."""
+
+def config_bounds(
+    program: FleetProgram, bounds: Bounds | None = None, sizes: bool = False
+) -> Bounds:
+    """replicas[w,B,r] <= 0 for every pool B that a pool of A stands in for at every size
+    (module docstring), and with `sizes` replicas[w,B,r] <= N_B for every other pool
+    held at a size where one does, where the argument holds; {} elsewhere. (Without
+    `sizes` for the callers that read a bound as "the pool is out": the plan floored at
+    the regions' fleets, solver.decompose.region_join, floors no pool with a bound.)"""
     sets = program.sets
     bounds = bounds or {}
     if (
@@ -108,16 +157,73 @@ def config_bounds(program: FleetProgram, bounds: Bounds | None = None) -> Bounds
         if pool.region not in zone_regions and pool_column(pool) not in bounds:
             key = (pool.workload, pool.region, c.gpu, c.role, str(c.precision))
             alike[key].append(pool)
+    hall = any(row.family == HALL for row in program.lp.constraints.values())
     found: Bounds = {}
     for pools in alike.values():
         if len(pools) < 2:
             continue
-        curves = [None, *sets.rerouted_rtts_at.get((pools[0].workload, pools[0].region), ())]
+        w, r = pools[0].workload, pools[0].region
+        curves = [None, *sets.rerouted_rtts_at.get((w, r), ())]
         credits = {id(pool): pool_curves(sets, pool, curves) for pool in pools}
+        cap = math.inf if hall else sets.max_load.get((w, r), 0.0) * sets.load_per_capacity
         for b in pools:
-            if any(_stands_in(a, b, credits[id(a)], credits[id(b)]) for a in pools if a is not b):
+            if any(
+                _ordered(a, b) and _stands_in(a, b, credits[id(a)], credits[id(b)])
+                for a in pools
+                if a is not b
+            ):
                 found[pool_column(b)] = (0.0, 0.0)
+                continue
+            most = _needed(
+                b, [(a, credits[id(a)]) for a in pools if a is not b], credits[id(b)], cap
+            )
+            if most == 0 or (sizes and most < b.max_replicas):
+                found[pool_column(b)] = (0.0, float(most))
     return found
+
+
+def _ordered(a: Pool, b: Pool) -> bool:
+    """Whether A comes before B in the order that breaks ties: fewer GPUs per replica,
+    then the earlier key."""
+    ga, gb = a.candidate.gpus, b.candidate.gpus
+    return ga < gb or (ga == gb and a.candidate.key < b.candidate.key)
+
+
+def _needed(
+    b: Pool, others: list[tuple[Pool, list[Credit]]], credits_b: list[Credit], cap: float
+) -> int:
+    """N: the largest size of B's pool (from its top down) at which no A stands in
+    (`_stands_in_at`); 0 when one does at every size."""
+    n = b.max_replicas
+    while n >= 1 and any(
+        _stands_in_at(a, b, credits_a, credits_b, n, cap) for a, credits_a in others
+    ):
+        n -= 1
+    return n
+
+
+def _stands_in_at(
+    a: Pool, b: Pool, credits_a: list[Credit], credits_b: list[Credit], n: int, cap: float
+) -> bool:
+    """Whether m x n replicas of A stand in for a pool of n of B (the module docstring's
+    capped relation): on every curve A's credit is above B's, or (B running pipeline
+    stages) at `cap` or more (all any capacity row asks); and above B's below the cap on
+    one curve, or A before B (`_ordered`)."""
+    ga, gb = a.candidate.gpus, b.candidate.gpus
+    if gb % ga or (gb // ga) * n > a.max_replicas:
+        return False
+    k = (gb // ga) * n
+    covering = cap if b.candidate.config.pp > 1 else math.inf
+    strict = False
+    for credit_a, credit_b in dict.fromkeys(zip(credits_a, credits_b, strict=True)):
+        if min(credit_a[1], default=0.0) < 0 or min(credit_b[1], default=0.0) < 0:
+            return False
+        ours = pooled_credit(credit_a, a.tiers, a.credit_replicas, k)
+        theirs = pooled_credit(credit_b, b.tiers, b.credit_replicas, n)
+        if ours <= theirs * (1 + RELATIVE_MARGIN) and ours < covering * (1 + RELATIVE_MARGIN):
+            return False
+        strict = strict or theirs * (1 + RELATIVE_MARGIN) < min(ours, cap)
+    return strict or _ordered(a, b)
 
 
 def _stands_in(a: Pool, b: Pool, credits_a: list[Credit], credits_b: list[Credit]) -> bool:

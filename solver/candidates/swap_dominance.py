@@ -116,12 +116,12 @@ def optimal_reduction(
     """What the dominance arguments let the solve leave out: the pools removed here
     (`swap_bounds`, not in the `narrowed` regions) and, with one configuration per pool,
     those a pool of another layout on the same GPUs stands in for
-    (solver.candidates.config_dominance; with `configs` only),
+    (solver.candidates.config_dominance, pools and sizes; with `configs` only),
     then same-GPU dominance
     (solver.candidates.replica_dominance.dominance) on the pools left."""
     removed = swap_bounds(program, bounds, narrowed)
     if configs:
-        removed |= config_bounds(program, {**(bounds or {}), **removed})
+        removed |= config_bounds(program, {**(bounds or {}), **removed}, sizes=True)
     same_gpu = dominance(program, {**(bounds or {}), **removed})
     return Reduction({**removed, **same_gpu.bounds}, same_gpu.sizes)
 

@@ -1,6 +1,7 @@
 """A whole pool of B replaced by m times as many replicas of A on the same GPUs, where
 a pool runs one configuration (solver.candidates.config_dominance)."""
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -11,9 +12,15 @@ from models.physics.catalog import gpu, llm
 from models.physics.precision import Precision
 from models.serving.replica import ReplicaConfig, Role
 from solver.backends import get_backend
-from solver.candidates.config_dominance import _check_points, _stands_in, config_bounds
+from solver.candidates.config_dominance import (
+    _check_points,
+    _needed,
+    _stands_in,
+    _stands_in_at,
+    config_bounds,
+)
 from solver.candidates.pools import PoolCurve, Tier
-from solver.candidates.replica_dominance import pooled_credit
+from solver.candidates.replica_dominance import pool_column, pool_curves, pooled_credit
 from solver.candidates.table import Candidate, build_candidates
 from solver.program.build import build_program, with_bounds
 from solver.program.row_names import ReplicasColumn
@@ -251,3 +258,71 @@ def test_shared_groups_remove_nothing():
     program = build_program(shared, build_candidates(shared))
     assert program.groups.templates
     assert config_bounds(program) == {}
+
+
+def test_a_stand_in_that_carries_all_a_row_asks_covers_a_pipelined_pool():
+    # A TP1 at 1.0 req/s, B TP1 x PP2 at 2.5 (more per GPU than two of A: 2.5 > 2.0 at
+    # every n), no steps; a row asks at most cap = 11.9 req/s (what the region may be
+    # sent). 2n of A carry 2n >= 11.9 from n = 6 on, so A stands in from n = 6 (its pool
+    # holds 2 x 20 = 40 >= 2n up to n = 20) and B needs at most 5 replicas. (At exactly
+    # the cap the relative margin says no: the comparison leans towards keeping a size.)
+    a, b = pool(1, 1, 1.0, 40), pool(1, 2, 2.5, 20)
+    ca, cb = [(1.0, ())], [(2.5, ())]
+    assert not _stands_in(a, b, ca, cb)  # below the cap B carries more: no whole removal
+    assert not _stands_in_at(a, b, ca, cb, 5, 11.9)  # 2 x 5 = 10 < 11.9 and < 12.5
+    assert _stands_in_at(a, b, ca, cb, 6, 11.9)  # 2 x 6 = 12 >= 11.9
+    assert not _stands_in_at(a, b, ca, cb, 6, 12.0)  # 12 is the cap itself: kept
+    assert not _stands_in_at(a, b, ca, cb, 6, math.inf)  # no cap (Hall rows): 12 < 15
+    assert _needed(b, [(a, ca)], cb, 11.9) == 5
+    # A's pool too small for 2n: from n = 21 nothing holds them, B keeps its top
+    assert _needed(pool(1, 2, 2.5, 25), [(a, ca)], cb, 11.9) == 25
+    # the same numbers for a TP2 B without pipeline stages: A must carry more, so no size
+    unstaged = pool(2, 1, 2.5, 20)
+    assert not _stands_in_at(a, unstaged, ca, cb, 6, 11.9)
+    assert _needed(unstaged, [(a, ca)], cb, 11.9) == 20
+
+
+def test_equal_pools_above_the_cap_stand_in_one_way_only():
+    # two pipelined layouts on 4 GPUs each carrying 3.0 req/s a replica, cap 8.9: from
+    # n = 3 each carries all a row asks (9 >= 8.9), so neither beats the other there and
+    # the order decides: the earlier key stands in for the later, never the reverse (no
+    # circle of moves). Below n = 3 neither is above the other: 6 < 8.9, equal credits.
+    x, y = pool(2, 2, 3.0, 10), pool(1, 4, 3.0, 10)
+    first, second = (y, x) if y.candidate.key < x.candidate.key else (x, y)
+    c = [(3.0, ())]
+    assert _stands_in_at(first, second, c, c, 3, 8.9)
+    assert not _stands_in_at(second, first, c, c, 3, 8.9)
+    assert not _stands_in_at(first, second, c, c, 2, 8.9)  # 6 < 8.9 and 6 == 6
+    assert _needed(second, [(first, c)], c, 8.9) == 2
+    assert _needed(first, [(second, c)], c, 8.9) == 10
+
+
+def test_pipelined_pools_go_where_the_smaller_layout_carries_the_region_and_the_optimum_kept():
+    # a 70B model in two regions on H100 and H200 with TP 1-4 and PP 1-2 at the policy
+    # defaults: the TP2 x PP2 pools are credited more than twice as many TP2 replicas
+    # at some size (so the whole-pool relation keeps them: main removed the TP4 and
+    # TP4 x PP2 pools and H200 TP1 x PP2 only), but from there the TP2 pool carries all
+    # the region may be sent: with the cap they go too, and the optimum is kept (gap 0)
+    inst = two_regions(pipeline_parallel=[1, 2])
+    program = build_program(inst, build_candidates(inst))
+    removed = config_bounds(program)
+    sized = config_bounds(program, sizes=True)
+    assert set(removed) <= set(sized)
+    assert all(bound == (0.0, 0.0) for bound in removed.values())
+    staged = {
+        "replicas[chat,h100-sxm.fp8.tp2pp2.unified,east]",
+        "replicas[chat,h100-sxm.fp8.tp2pp2.unified,west]",
+        "replicas[chat,h200.fp8.tp2pp2.unified,east]",
+    }
+    assert staged <= set(removed)
+    pools = {pool_column(p): p for p in program.sets.pools}
+    credits = {name: pool_curves(program.sets, pools[name], [None, 40.0]) for name in staged}
+    for name in staged:  # not by the whole-pool relation: by the cap
+        smaller = pools[name.replace("tp2pp2", "tp2pp1")]
+        mine = pool_curves(program.sets, smaller, [None, 40.0])
+        assert not _stands_in(smaller, pools[name], mine, credits[name])
+    backend = get_backend("highs")
+    settings = SolveSettings.of(inst, mip_gap=0.0, time_limit_s=60).started().with_duals(False)
+    free = backend.run(program.lp, settings)
+    bounded = backend.run(with_bounds(program.lp, sized), settings)
+    assert bounded.objective == pytest.approx(free.objective, rel=1e-9)
