@@ -11,6 +11,12 @@ import pytest
 os.environ.pop("COLUMNS", None)
 
 from cli.app import main
+from tests.schedule import slow_first
+
+
+def pytest_collection_modifyitems(items):
+    """The slow modules first (tests.schedule says why and how)."""
+    slow_first(items)
 
 
 @dataclass(frozen=True)

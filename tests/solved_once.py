@@ -50,7 +50,8 @@ def _shared(tmp_path_factory, name: str, compute: Callable[[], Any]) -> bytes:
 def diurnal_at_a_5_percent_gap(tmp_path_factory) -> tuple[Any, dict]:
     """(instance, plan as `solve --json` writes it) of instances/diurnal-chat-batch.yaml
     at a 5% gap (solver.mip_gap=0.05): the hour verifier's tests tamper with it
-    (tests/solver/verify/test_verify_hours_hostile.py, test_verify_hour_scenarios.py)."""
+    (tests/solver/verify/test_verify_hours_hostile.py, test_verify_hour_scenarios.py),
+    and tests/solver/time/test_hourly_status.py reads its status."""
 
     def compute():
         from models.io.overrides import load_instance_with, parse_overrides

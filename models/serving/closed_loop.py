@@ -261,6 +261,29 @@ def replay_requests(
         while waiting and decoding + len(prefilling) < max_sequences and waiting[0][2] <= now:
             user, sent, _ready, prompt, output = waiting.popleft()
             prefilling.append([user, sent, prompt, output])
+        if not prefilling and decoding and decode_step < min(finishing):
+            # Decode iterations that complete nothing and admit no one: the body below
+            # would run them one at a time with no prompt and no change of batch. Run
+            # them here, the same arithmetic in the same order (the same floats), until
+            # the iteration a sequence completes in or one in which a request is seated.
+            step = iteration_s(decoding, 0.0)
+            until = min(finishing)
+            seated_at = waiting[0][2] if waiting and decoding < max_sequences else math.inf
+            while decode_step < until:
+                now += step
+                batch_time += decoding * step
+                if fresh:
+                    if decoding > len(fresh):
+                        gaps.append((now - last_token_s, decoding - len(fresh)))
+                    gaps.extend((now - first_s, 1) for first_s in fresh)
+                    fresh = []
+                else:
+                    gaps.append((now - last_token_s, decoding))
+                last_token_s = now
+                decode_step += 1
+                if seated_at <= now:
+                    break
+            continue
         alone = prefill_first and bool(prefilling)  # a prefill batch: the decodes wait
         budget = budget_tokens if alone else budget_tokens - decoding
         if prefill_first and not alone:
