@@ -8,14 +8,10 @@ second without the physics. Before, each group had an edge of its own, and
 zipf-20-models' column generation ran the physics for all 176 groups it checked (15 of
 its 21 s); the shared edges answer 151 of them, with the same answers."""
 
-from types import SimpleNamespace
-
 import pytest
 
-import models.colocation.coresident
 import solver.colocation.groups
 from models.colocation.load_edge import EdgeView, LoadEdge
-from models.serving.replica import Limit
 from solver.candidates.table import build_candidates
 from solver.colocation.groups import build_groups
 from tests.solver.colocation.test_colocation_program import _instance
@@ -40,31 +36,6 @@ def test_alike_members_are_matched_largest_to_largest():
     other = EdgeView(edge, ((1,), (0, 2)))
     assert other.known((4.0, 2.0, 2.0)) is None  # (2, 4, 2): A = (2, 2), B = 4; 4 > 2
     assert EdgeView(edge, ((2, 1), (0,))).known((9.0, 1.0, 2.0)) is True  # (2, 1, 9)
-
-
-EDGE_RPS = 10.0
-
-
-@pytest.fixture
-def physics(monkeypatch):
-    """A stand-in for the physics with a known edge (a group's loads meet the SLO while
-    they sum to at most EDGE_RPS, past it its first member's TPOT breaks), counting the
-    groups' evaluations."""
-    asked: list[tuple[float, ...]] = []
-
-    def evaluate_group(layout, members, efficiency, factor, pool=1):
-        del layout, efficiency, factor, pool
-        loads = tuple(m.requests_per_s for m in members)
-        asked.append(loads)
-        meets = sum(loads) <= EDGE_RPS
-        return SimpleNamespace(
-            meets_slo=meets,
-            limit=None if meets else Limit.TPOT,
-            limiting_member=None if meets else members[0].name,
-        )
-
-    monkeypatch.setattr(models.colocation.coresident, "evaluate_group", evaluate_group)
-    return asked
 
 
 def test_a_build_over_shared_edges_finds_the_same_templates_with_fewer_runs(physics, monkeypatch):

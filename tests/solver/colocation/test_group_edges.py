@@ -8,40 +8,16 @@ the whole search again (a floor, the doublings and ten halvings: 14-18 evaluatio
 template builds and stopped at its 60 s limit. The physics here is a stand-in with a
 known edge (loads summing to at most 10 requests/s meet the SLO), counted per call."""
 
-from types import SimpleNamespace
-
 import pytest
 
-from models.colocation import coresident
 from models.colocation.coresident import group_capacity
 from models.colocation.load_edge import LoadEdge
 from models.colocation.shared_layout import Member
 from models.serving.replica import Limit
 from solver.colocation.templates import TemplateMemo
+from tests.solver.colocation.conftest import EDGE_RPS
 
-EDGE_RPS = 10.0
 STEPS = 10
-
-
-@pytest.fixture
-def physics(monkeypatch):
-    """The loads the stand-in physics was asked at; they meet the SLO while they sum to
-    at most EDGE_RPS, and past it the TPOT of the first member breaks."""
-    asked: list[tuple[float, ...]] = []
-
-    def evaluate_group(layout, members, efficiency, factor, pool):
-        del layout, efficiency, factor, pool
-        loads = tuple(m.requests_per_s for m in members)
-        asked.append(loads)
-        meets = sum(loads) <= EDGE_RPS
-        return SimpleNamespace(
-            meets_slo=meets,
-            limit=None if meets else Limit.TPOT,
-            limiting_member=None if meets else members[0].name,
-        )
-
-    monkeypatch.setattr(coresident, "evaluate_group", evaluate_group)
-    return asked
 
 
 def _members(*loads: float) -> list[Member]:
