@@ -68,7 +68,9 @@ class Optimised:
     covered: int = 0
     """Regions whose plan is the cover built without a solver (each pool's cheapest
     configuration in whole servers: solver.decompose.cover.covering_plan) because the
-    clock stopped their programs before a plan; with `Method.COVERED`, the whole plan is."""
+    clock stopped their programs before a plan or at a dearer one
+    (solver.decompose.region_join takes the cover's columns then); with `Method.COVERED`,
+    the whole plan is."""
     join_gap: float | None = None
     """One program solved from a join of the workload programs that held but was not
     within the gap (whole servers rounded, say): that join's gap to their bound."""
@@ -119,7 +121,7 @@ class Optimised:
             if self.covered:
                 joined += (
                     f"; {self.covered} of them covered without a solver (the time limit"
-                    " stopped their programs before a plan)"
+                    " stopped their programs before a plan or at a dearer one)"
                 )
             return joined
         if self.method is Method.BY_REGION:
