@@ -29,7 +29,10 @@ FIRST = (
 """Modules whose shared solves the rest read: one worker takes them first."""
 
 SLOW = (
-    "tests/models/serving/test_pool_slo.py",  # 13.9
+    # the golden instances (was `make test`'s `batch --check` step): 60 s in all at
+    # 455b948b, one process, procurement-3region 19.9 s, growth-horizon 12.0, zipf 8.7
+    "tests/test_goldens.py",
+    "tests/models/serving/test_pool_slo.py",  # 13.9 (about 10 with its 8-replica pools cut)
     "tests/models/profiles/test_profile_fit.py",  # 11.2
     "tests/solver/candidates/test_size_check.py",  # 11.0
     "tests/cli/test_hostile_scale.py",  # 10.5

@@ -6,6 +6,10 @@ One test checks every marker, so that under pytest-xdist the commands that sever
 markers quote (the default instance's solve) run once, in one worker.
 """
 
+import pytest
+
+import cli.levers
+from solver.analysis.levers import LeverRun
 from tests.readme.checks import CHECKS
 from tests.readme.markers import find_markers, rewrite, shown_in_section, token_pattern
 from tests.readme.runner import Runner
@@ -16,13 +20,31 @@ TEXT = README.read_text()
 MARKERS = find_markers(TEXT)
 
 
-def test_figures_are_the_tools(default_solved, no_engine_effects):
+class _LeversInThisProcess(LeverRun):
+    """`explain --levers`'s lever run (cli.levers.RunningLevers) with jobs=1: the levers
+    re-solved one after the other in this process, not in a pool of worker processes."""
+
+    def __init__(self, instance, base, backend=None, jobs=1, **given):
+        super().__init__(instance, base, backend, 1, **given)
+
+
+@pytest.fixture
+def levers_in_this_process(monkeypatch):
+    """The levers check's `explain instances/region-loss-3.yaml --levers` with its levers
+    re-solved in this process: its two workers' start-up was ~2.7 s of the command's 8.6 s
+    of CPU, and the levers are the same (each proven, the same table: compared once at
+    455b948b); LeverRun's pool is tested in tests/solver/analysis/test_levers.py."""
+    monkeypatch.setattr(cli.levers, "LeverRun", _LeversInThisProcess)
+
+
+def test_figures_are_the_tools(default_solved, no_engine_effects, levers_in_this_process):
     """The demo's solve of the default instance is the session's (tests.solved_once: the
     same call, made once a run); every other command runs as typed, but for explain's
     engine-effects replay (conftest.no_engine_effects): the one explain here, the levers
     check's, reads the levers, the cost and the GPUs, none of the replay's figures, and
     the replay was ~80% of that command's CPU (five runs of 120 s of arrivals a pool;
-    tests/solver/analysis/test_engine_effects.py tests it)."""
+    tests/solver/analysis/test_engine_effects.py tests it); and its levers run in this
+    process (`levers_in_this_process`)."""
     run = Runner()
     with solving_default_once(default_solved):
         found = [

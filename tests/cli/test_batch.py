@@ -105,6 +105,30 @@ def test_check_passes_on_the_frozen_golden(run_cli, small_folder, tmp_path):
     assert "| region-loss-3-baseline.yaml | solved, optimal |" in summary.read_text()
 
 
+def test_two_jobs_check_strict_keeps_the_folder_order_and_fails_a_moved_golden(
+    run_cli, small_folder, tmp_path
+):
+    """`batch --check --strict --jobs 2`, as `make test` ran it on instances/ before the
+    goldens were tests (tests/test_goldens.py): two instances in a pool of two worker
+    processes, reported in the folder's order; the one whose golden was moved by hand
+    (region-loss-2's cost cut to 1/1.1: its plan now costs 10% more) fails the run with
+    exit 1 and is named, the other passes on its frozen golden."""
+    other = "region-loss-2.yaml"
+    shutil.copy(INSTANCES / other, small_folder / other)
+    golden = json.loads(golden_path(INSTANCES / other).read_text())
+    golden["cost_per_month"] /= 1.1
+    golden_path(small_folder / other).write_text(json.dumps(golden))
+    report = tmp_path / "batch.json"
+    result = run_cli("batch", small_folder, "--check", "--strict", "--jobs", "2", "--json", report)
+    assert result.exit_code == 1
+    assert f"regression {other}: cost" in result.stderr and "+10.00%" in result.stderr
+    records = json.loads(report.read_text())
+    assert [(r["file"], r["verdict"]) for r in records] == [
+        (str(small_folder / other), "fail"),
+        (str(small_folder / SMALL), "pass"),
+    ]
+
+
 def test_a_price_change_fails_the_check_naming_instance_and_cost(run_cli, small_folder):
     path = small_folder / SMALL
     before = json.loads(golden_path(path).read_text())

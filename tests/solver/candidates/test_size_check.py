@@ -20,6 +20,30 @@ from tests.paths import DEFAULT_INSTANCE
 from tests.synthetic import generated, instance, workload
 
 
+@pytest.fixture(scope="module")
+def generated_10_10_4():
+    """survive -> (instance, candidate table) of `generated(10, 10, 4, survive=survive)`,
+    each built once for this module (two tests read the `region` one, and building the
+    table is most of each)."""
+    tables = {}
+
+    def of(survive: str):
+        if survive not in tables:
+            inst = generated(10, 10, 4, survive=survive)
+            tables[survive] = inst, build_candidates(inst)
+        return tables[survive]
+
+    return of
+
+
+@pytest.fixture(scope="module")
+def default_size():
+    """(instance, measured program size) of the default instance, for the two tests that
+    set a limit from its pools (its candidate table built once)."""
+    inst = load_instance(DEFAULT_INSTANCE)
+    return inst, measure_program(inst, build_candidates(inst))
+
+
 def test_configurations_are_counted_as_a_product_without_building_them():
     # 2 GPU types x 2 precisions (fp8, bf16: both run on H100 and H200) x TP {1, 2, 4, 8}
     # (Llama 3.1 8B has 32 heads: all divide) x PP {1, 2} x 1 layout x 3 roles
@@ -45,9 +69,8 @@ def test_workloads_of_one_model_mix_and_targets_are_evaluated_once():
 
 
 @pytest.mark.parametrize("survive", ["none", "region"])
-def test_the_counted_program_is_the_built_one(survive):
-    inst = generated(10, 10, 4, survive=survive)
-    table = build_candidates(inst)
+def test_the_counted_program_is_the_built_one(survive, generated_10_10_4):
+    inst, table = generated_10_10_4(survive)
     size = measure_program(inst, table)
     program = build_program(inst, table)
     sets = program.sets
@@ -63,18 +86,18 @@ def test_the_benchmark_class_passes_the_check_at_the_default_time_limit():
     assert size.complete and size.variables < program_limits.VARIABLES_ANY_TIME_LIMIT
 
 
-def test_counting_stops_at_the_limit():
-    inst = generated(10, 10, 4, survive="region")
-    table = build_candidates(inst)
+def test_counting_stops_at_the_limit(generated_10_10_4):
+    inst, table = generated_10_10_4("region")
     whole = measure_program(inst, table)
     stopped = measure_program(inst, table, stop_at=whole.pools + 10)
     assert not stopped.complete
     assert whole.pools + 10 < stopped.variables < whole.variables
 
 
-def test_a_program_beyond_the_time_limit_exits_4_with_the_numbers(run_cli, monkeypatch):
-    inst = load_instance(DEFAULT_INSTANCE)
-    size = measure_program(inst, build_candidates(inst))
+def test_a_program_beyond_the_time_limit_exits_4_with_the_numbers(
+    run_cli, monkeypatch, default_size
+):
+    _, size = default_size
     # the floor and the rate lowered so that a 2 s limit allows what the pools hold
     monkeypatch.setattr(program_limits, "VARIABLES_ANY_TIME_LIMIT", 1)
     monkeypatch.setattr(program_limits, "VARIABLES_PER_SOLVER_S", size.pools // 2)
@@ -95,9 +118,8 @@ def test_a_program_beyond_the_time_limit_exits_4_with_the_numbers(run_cli, monke
     assert "raise --time-limit" in result.stderr
 
 
-def test_a_program_beyond_the_build_limit_exits_2(run_cli, monkeypatch):
-    inst = load_instance(DEFAULT_INSTANCE)
-    pools = measure_program(inst, build_candidates(inst)).pools
+def test_a_program_beyond_the_build_limit_exits_2(run_cli, monkeypatch, default_size):
+    pools = default_size[1].pools
     assert pools > 20  # the pools alone pass the limit: counting stops before any route
     monkeypatch.setattr(
         program_limits, "PROGRAM_VARIABLES", limits.Most(20, "program variables", "a test limit")
