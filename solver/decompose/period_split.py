@@ -377,21 +377,39 @@ class BlockPrograms:
     ) -> LinearProgram:
         """Block `index` with the commitment held at `levels` (and, `rent` off, nothing
         on demand; `held`: integer columns held at these values by their names less the
-        period, where the block has them)."""
-        block = self.parts.blocks[index]
+        period, where the block has them). Its columns, rows and objective are copied
+        from the block's own, gathered once (`_block_base`): the rounds build a block's
+        program once per pass and day's choice, 2,869 times in a procurement horizon."""
+        variables, rows, objective, integers = self._block_base(index)
         sub = LinearProgram(f"{self.lp.name}-period{index}", rows_memo=self.memo)
-        for name in block.columns:
-            sub.variables[name] = variable = self.lp.variables[name]
-            value = held.get(split_timed(name)[0]) if held and variable.integer else None
+        sub.variables = dict(variables)
+        for name, base in integers if held else ():
+            value = held.get(base)
             if value is not None:
-                sub.variables[name] = replace(variable, lower=round(value), upper=round(value))
-        for cover in block.covers if levels is not None else ():
+                level = round(value)
+                sub.variables[name] = replace(variables[name], lower=level, upper=level)
+        for cover in self.parts.blocks[index].covers if levels is not None else ():
             level = float(self.offer_of[cover.committed].per_level * levels[cover.committed])
             sub.variables[cover.committed] = Variable(cover.committed, level, level)
             for name in (cover.on_demand, cover.servers) if not rent else ():
                 if name is not None:
                     sub.variables[name] = replace(sub.variables[name], lower=0.0, upper=0.0)
-        for name in block.rows:
-            sub.constraints[name] = self.lp.constraints[name]
-        sub.objective = {v: self.lp.objective[v] for v in block.columns if v in self.lp.objective}
+        sub.constraints = dict(rows)
+        sub.objective = dict(objective)
         return sub
+
+    def _block_base(self, index: int) -> tuple[dict, dict, dict, tuple[tuple[str, str], ...]]:
+        """Block `index`'s columns and rows by name (in the block's order), its objective
+        and its integer columns with their names less the period, gathered from the
+        rounds' program once (it does not change while they run)."""
+        bases = self.__dict__.setdefault("_block_bases", {})
+        if index not in bases:
+            block = self.parts.blocks[index]
+            variables = {name: self.lp.variables[name] for name in block.columns}
+            objective = {v: self.lp.objective[v] for v in block.columns if v in self.lp.objective}
+            integers = tuple(
+                (name, split_timed(name)[0]) for name, var in variables.items() if var.integer
+            )
+            rows = {name: self.lp.constraints[name] for name in block.rows}
+            bases[index] = (variables, rows, objective, integers)
+        return bases[index]
