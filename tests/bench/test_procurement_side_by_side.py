@@ -18,11 +18,20 @@ incomparable: FLEETPLAN_BENCH_LIMIT (seconds) sets the same `--time-limit` for b
 checkouts, so that the work, not the clock, decides; without it each runs at the
 instance's own settings.
 
-Measured at stop 23 (procure23 against main 455b948b, a 2-core machine shared with four
-other engineers at load 6-11, FLEETPLAN_BENCH_LIMIT unset, in-process `solve_program` CPU
-seconds of procurement-3region, both optimal at $91,405.73/month and $1,489,876.47 over
-the horizon): base 24.10, 24.25; this 22.43, 21.32 (0.91x). The wall clock at that load
-says nothing (65-112 s for either).
+Measured at stop 23 (procure23 against main 455b948b) on a 2-core machine shared with
+four other engineers at load 8-15, where neither clock is trustworthy: in-process
+`solve_program` of procurement-3region (its time limit raised to 1500 s, so that the load
+cut no month; every run optimal at $91,405.73/month and $1,489,876.47 over the horizon),
+CPU seconds in interleaved pairs: base 24.10, 24.25, 24.37, 26.32 (median 24.31); this
+22.43, 21.32, 24.85, 24.99 (median 23.64): 0.97x, within the noise of that load;
+growth-horizon alike (optimal, $26,163.20/month, $429,682.87 over the horizon): base
+18.99, 15.47; this 16.10, 14.30 (0.88x, the load falling from 14 to 7 across the runs,
+each of this checkout's after the base's). The
+parts changed, timed in one process on the calls a procurement solve made (old and new
+code on the same inputs, three repetitions): the rounds' block programs (2,404 calls)
+0.35-0.39 -> 0.12-0.14 s, the read-back's physics at the pools' sizes (252 periods)
+0.35-0.40 -> 0.11-0.15 s, the pricing LP's bounded copy (12 months) 0.15-0.40 -> 0.08-0.10
+s: about 0.6 s of the ~20.5 s at idle. Wall seconds at that load: 65-232 for either.
 """
 
 import json
