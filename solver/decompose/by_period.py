@@ -134,6 +134,7 @@ from solver.decompose.period_passes import (
     solve_whole,
 )
 from solver.decompose.period_split import (
+    BlockPrograms,
     Fleet,
     Known,
     Levels,
@@ -143,8 +144,7 @@ from solver.decompose.period_split import (
     savings,
     split,
 )
-from solver.program.lp import LinearProgram, SolveResult, Termination, Variable
-from solver.program.row_names import split_timed
+from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.settings import SolveSettings
 
 WHOLE_AFTER_INTEGERS = 100
@@ -391,7 +391,7 @@ def _expired(settings: SolveSettings) -> bool:
     return settings.deadline is not None and settings.deadline.expired()
 
 
-class _Rounds(HeldPlan, Master):
+class _Rounds(HeldPlan, Master, BlockPrograms):
     """The rounds' state: the cuts, each block's known solutions, the solves made."""
 
     def __init__(self, lp: LinearProgram, parts: Split, backend: Backend, settings: SolveSettings):
@@ -422,19 +422,6 @@ class _Rounds(HeldPlan, Master):
             o.gpus: min(o.highest, max(o.lowest, round(values.get(o.gpus, 0.0) / o.per_level)))
             for o in self.parts.offers
         }
-
-    def _free(self, index: int, prices: dict[str, float]) -> LinearProgram:
-        """Block `index` with its own copy of the commitment, priced `prices` per GPU."""
-        block = self.parts.blocks[index]
-        sub = self._fixed(index, None)
-        for committed in {c.committed for c in block.covers}:
-            offer = self.offer_of[committed]
-            sub.variables[committed] = self.lp.variables[committed]
-            sub.objective[committed] = prices.get(committed, 0.0)
-            if offer.servers is not None and offer.link is not None:
-                sub.variables[offer.servers] = self.lp.variables[offer.servers]
-                sub.constraints[offer.link] = self.lp.constraints[offer.link]
-        return sub
 
     def priced_blocks(self, prices: dict[int, dict[str, float]]) -> bool:
         """Blocks with their commitment free at `prices` (block -> prices per GPU;
@@ -504,30 +491,6 @@ class _Rounds(HeldPlan, Master):
             self.solves += solved
             self.shared += not solved
             yield i, result
-
-    def _fixed(
-        self, index: int, levels: Levels | None, rent: bool = True, held: dict | None = None
-    ) -> LinearProgram:
-        """Block `index` with the commitment held at `levels` (and, `rent` off, nothing
-        on demand; `held`: integer columns held at these values by their names less the
-        period, where the block has them)."""
-        block = self.parts.blocks[index]
-        sub = LinearProgram(f"{self.lp.name}-period{index}", rows_memo=self.memo)
-        for name in block.columns:
-            sub.variables[name] = variable = self.lp.variables[name]
-            value = held.get(split_timed(name)[0]) if held and variable.integer else None
-            if value is not None:
-                sub.variables[name] = replace(variable, lower=round(value), upper=round(value))
-        for cover in block.covers if levels is not None else ():
-            level = float(self.offer_of[cover.committed].per_level * levels[cover.committed])
-            sub.variables[cover.committed] = Variable(cover.committed, level, level)
-            for name in (cover.on_demand, cover.servers) if not rent else ():
-                if name is not None:
-                    sub.variables[name] = replace(sub.variables[name], lower=0.0, upper=0.0)
-        for name in block.rows:
-            sub.constraints[name] = self.lp.constraints[name]
-        sub.objective = {v: self.lp.objective[v] for v in block.columns if v in self.lp.objective}
-        return sub
 
     def solve_blocks(
         self, levels: Levels, blocks, share: float = ROUND_SHARE, gap: float | None = None

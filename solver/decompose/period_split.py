@@ -14,7 +14,7 @@ on demand re-set to cover what the levels leave, the rows that name it checked.
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from solver.program.families.pricing import (
     CommittedColumn,
@@ -23,8 +23,8 @@ from solver.program.families.pricing import (
     OnDemandColumn,
     OnDemandServersColumn,
 )
-from solver.program.lp import LinearProgram, Sense
-from solver.program.row_names import family_of
+from solver.program.lp import LinearProgram, Sense, Variable
+from solver.program.row_names import family_of, split_timed
 
 
 @dataclass(frozen=True)
@@ -352,3 +352,64 @@ def held_values(
     """The committed GPU columns at `levels` (those `block` covers, or all)."""
     names = {c.committed for c in block.covers} if block is not None else set(levels)
     return {name: float(offer_of[name].per_level * levels[name]) for name in names}
+
+
+class BlockPrograms:
+    """A mixin of the period rounds' state (solver.decompose.by_period: its `lp`,
+    `parts`, `offer_of` and `memo`): each block's program, fixed at levels (`_fixed`) or
+    priced (`_free`)."""
+
+    def _free(self, index: int, prices: dict[str, float]) -> LinearProgram:
+        """Block `index` with its own copy of the commitment, priced `prices` per GPU."""
+        block = self.parts.blocks[index]
+        sub = self._fixed(index, None)
+        for committed in {c.committed for c in block.covers}:
+            offer = self.offer_of[committed]
+            sub.variables[committed] = self.lp.variables[committed]
+            sub.objective[committed] = prices.get(committed, 0.0)
+            if offer.servers is not None and offer.link is not None:
+                sub.variables[offer.servers] = self.lp.variables[offer.servers]
+                sub.constraints[offer.link] = self.lp.constraints[offer.link]
+        return sub
+
+    def _fixed(
+        self, index: int, levels: Levels | None, rent: bool = True, held: dict | None = None
+    ) -> LinearProgram:
+        """Block `index` with the commitment held at `levels` (and, `rent` off, nothing
+        on demand; `held`: integer columns held at these values by their names less the
+        period, where the block has them). Its columns, rows and objective are copied
+        from the block's own, gathered once (`_block_base`): the rounds build a block's
+        program once per pass and day's choice, 2,869 times in a procurement horizon."""
+        variables, rows, objective, integers = self._block_base(index)
+        sub = LinearProgram(f"{self.lp.name}-period{index}", rows_memo=self.memo)
+        sub.variables = dict(variables)
+        for name, base in integers if held else ():
+            value = held.get(base)
+            if value is not None:
+                level = round(value)
+                sub.variables[name] = replace(variables[name], lower=level, upper=level)
+        for cover in self.parts.blocks[index].covers if levels is not None else ():
+            level = float(self.offer_of[cover.committed].per_level * levels[cover.committed])
+            sub.variables[cover.committed] = Variable(cover.committed, level, level)
+            for name in (cover.on_demand, cover.servers) if not rent else ():
+                if name is not None:
+                    sub.variables[name] = replace(sub.variables[name], lower=0.0, upper=0.0)
+        sub.constraints = dict(rows)
+        sub.objective = dict(objective)
+        return sub
+
+    def _block_base(self, index: int) -> tuple[dict, dict, dict, tuple[tuple[str, str], ...]]:
+        """Block `index`'s columns and rows by name (in the block's order), its objective
+        and its integer columns with their names less the period, gathered from the
+        rounds' program once (it does not change while they run)."""
+        bases = self.__dict__.setdefault("_block_bases", {})
+        if index not in bases:
+            block = self.parts.blocks[index]
+            variables = {name: self.lp.variables[name] for name in block.columns}
+            objective = {v: self.lp.objective[v] for v in block.columns if v in self.lp.objective}
+            integers = tuple(
+                (name, split_timed(name)[0]) for name, var in variables.items() if var.integer
+            )
+            rows = {name: self.lp.constraints[name] for name in block.rows}
+            bases[index] = (variables, rows, objective, integers)
+        return bases[index]

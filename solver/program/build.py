@@ -37,7 +37,7 @@ declaring the index type of its row names (solver.program.row_names). With `elas
 and gpu_supply get priced slack columns as they are built (solver.program.elastic).
 """
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from models.operations.scenarios import Scenario, failure_scenarios
 from models.schema.instance import Instance
@@ -61,7 +61,7 @@ from solver.program.families.simplicity import (
 from solver.program.families.split import add_mode_split
 from solver.program.families.supply import add_gpu_supply, add_purchase_covers_use
 from solver.program.families.zone import add_zone_survivors
-from solver.program.lp import LinearProgram
+from solver.program.lp import LinearProgram, Variable
 from solver.program.sets import ProgramSets
 from solver.program.tightening import add_tightening
 from solver.settings import SolveSettings
@@ -152,13 +152,19 @@ def with_bounds(
     lp: LinearProgram, bounds: dict[str, tuple[float, float | None]], relax: bool = False
 ) -> LinearProgram:
     """A copy of `lp` with some variables' bounds replaced; with `relax`, every integer
-    variable becomes continuous. The rows are shared (they are frozen)."""
+    variable becomes continuous. The rows are shared (they are frozen), and so is every
+    column whose bounds and integrality stay (frozen too): a month's pricing LP and
+    fixed passes bound a few thousand of its tens of thousands of columns."""
     copy = LinearProgram(lp.name, objective=dict(lp.objective))
     copy.objective_constant = lp.objective_constant
     copy.constraints = dict(lp.constraints)
+    columns = copy.variables
     for name, var in lp.variables.items():
-        lower, upper = bounds.get(name, (var.lower, var.upper))
-        copy.variables[name] = replace(
-            var, lower=lower, upper=upper, integer=var.integer and not relax
-        )
+        bound = bounds.get(name)
+        integer = var.integer and not relax
+        if bound is None and integer == var.integer:
+            columns[name] = var
+            continue
+        lower, upper = (var.lower, var.upper) if bound is None else bound
+        columns[name] = Variable(var.name, lower, upper, integer)
     return copy

@@ -14,6 +14,7 @@ from models.schema.instance import Instance
 from models.schema.quantities import counted
 from models.schema.traffic import HOURS_PER_DAY
 from models.serving.attribution import PhaseShares
+from models.serving.replica import ReplicaCapacity, ReplicaConfig
 from solver.analysis.cost_attribution import candidate_shares, pool_phase_shares
 from solver.analysis.diagnose import presolve_problems
 from solver.analysis.hour_attribution import (
@@ -22,7 +23,7 @@ from solver.analysis.hour_attribution import (
     pool_hours,
     served_by_day,
 )
-from solver.candidates.pools import assess_pools
+from solver.candidates.pools import PoolCurve, assess_pools
 from solver.decompose.by_period import METHOD as PERIOD_METHOD
 from solver.decompose.period_passes import WHOLE_HELD
 from solver.errors import Problem
@@ -121,11 +122,13 @@ def period_plans(
     (period, pool)'s phase split at its real size, for the cost attribution (none
     without it, `attributed` off)."""
     plans, phases = {}, {}
+    points: dict[tuple[str, str, int], ReplicaCapacity] = {}  # the periods' sizes, once
     for part in program.periods:
         hour = part.first_hour
         own = program.period_values(values, hour)
         counts = replica_counts(part.program.sets, own)
-        curves = assess_pools(part.program.sets.instance, chosen_sizes(part.program.sets, counts))
+        chosen = chosen_sizes(part.program.sets, counts)
+        curves = assessed(part.program.sets.instance, chosen, points)
         plans[hour] = read_plan(
             part.program, Optimised(result), own, {}, settings, curves, period=True
         )
@@ -133,6 +136,28 @@ def period_plans(
         for key, split in shares.items():
             phases[(hour, key)] = split
     return plans, phases
+
+
+def assessed(
+    instance: Instance,
+    chosen: dict[tuple[str, str], tuple[ReplicaConfig, PoolCurve, set[int]]],
+    points: dict[tuple[str, str, int], ReplicaCapacity],
+) -> dict[tuple[str, str], PoolCurve]:
+    """`assess_pools` of one period, the physics at a size an earlier period of the same
+    program asked for read from `points` ((workload, candidate key, size) -> capacity,
+    what `assess_pools` added to a candidate's curve there), and what it adds here kept
+    in them. The same curves: the periods' instances differ in demand alone, which the
+    physics does not read, and a curve's points are merged by size (`with_points`), so
+    the points added before and those added here make the curve they make at once."""
+    ready = {}
+    for (w, key), (config, curve, sizes) in chosen.items():
+        known = {n: points[(w, key, n)] for n in sizes if (w, key, n) in points}
+        ready[(w, key)] = (config, curve.with_points(known) if known else curve, sizes)
+    curves = assess_pools(instance, ready)
+    for (w, key), curve in curves.items():
+        tabulated = set(chosen[(w, key)][1].sizes)
+        points.update({(w, key, n): c for n, c in curve.points if n not in tabulated})
+    return curves
 
 
 def day_attribution(

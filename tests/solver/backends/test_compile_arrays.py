@@ -105,3 +105,28 @@ def test_add_constraint_keys_rows_by_the_declared_names():
     row = lp.add_constraint("r", "f", {"".join(["po", "ol[a]"]): 1.0}, Sense.GE, 0)
     (key,) = row.coefficients
     assert key is declared
+
+
+@pytest.mark.parametrize(
+    "terms, message",
+    [
+        ({"x1": 2.0, "nowhere": 1.0, "x0": math.inf}, "undeclared variable nowhere"),
+        ({"x1": 2.0, "x0": math.inf, "nowhere": 1.0}, "coefficient inf on x0"),
+        ({"x0": 0.0, "x1": -math.inf}, "coefficient -inf on x1"),
+    ],
+)
+def test_the_loop_names_a_rows_first_bad_term(terms, message):
+    """The loop looks a row's columns up at once, and walks a bad row term by term:
+    the message names the first bad term in the row's order (an undeclared name before
+    a coefficient that is not finite, or after it), as the term-by-term loop always did;
+    the row before it, `fine`, compiles."""
+    lp = LinearProgram("bad")
+    lp.add_variable("x0")
+    lp.add_variable("x1")
+    lp.add_constraint("fine", "f", {"x1": 1.0, "x0": 2.0}, Sense.GE, 0)
+    lp.constraints["bad"] = Constraint("bad", "f", terms, Sense.LE, 1)
+    index = {"x0": 0, "x1": 1}
+    with pytest.raises(ValueError, match="constraint bad") as raised:
+        row_arrays.rows_by_loop(lp, index, ("fine", "bad"))
+    assert message in str(raised.value)
+    assert list(row_arrays.rows_by_loop(lp, index, ("fine",))[1]) == [0, 1]  # sorted

@@ -18,6 +18,7 @@ from solver.decompose.by_period import _Rounds, solve_by_period, solve_periods
 from solver.decompose.period_split import split
 from solver.program.families.pricing import CommittedColumn, GpuCoverRow
 from solver.program.lp import SolveResult, Termination
+from solver.program.row_names import split_timed
 from solver.settings import SolveSettings
 from solver.time.day_choice import without_day
 from solver.time.periods import build_time_program
@@ -327,3 +328,42 @@ def test_a_gap_of_the_sums_rounding_proves_the_plan():
     assert not within_gap(1.76e-7, 0.0)
     assert plan_status(within_gap(1.76e-7, 0.0), 1.76e-7, 0.0) == "feasible (gap 0.000018%)"
     assert within_gap(1e-3, 1e-3) and not within_gap(1.1e-3, 1e-3)
+
+
+def test_a_blocks_program_is_its_own_columns_and_rows_at_the_levels_each_time():
+    """Each block's program (`_fixed`, its columns and rows gathered once per run): its
+    own columns, the very objects of the program, except the integer columns `held`
+    names by their static name (held at round(value): 2.6 -> 3) and each cover's
+    commitment at per_level x level; renting nothing, the cover's on-demand (and
+    servers) at [0, 0]; its rows the program's own; its objective the program's on its
+    columns. A priced copy (`_free`, which adds the commitment to its objective) in
+    between leaves the next one as it was: each call gets its own dicts."""
+    program = _program(_base())
+    lp, parts = program.lp, split(program.lp)
+    run = _Rounds(lp, parts, get_backend("highs"), EXACT.started())
+    levels = {o.gpus: o.highest for o in parts.offers}
+    per_level = {o.gpus: o.per_level for o in parts.offers}
+    for i, block in enumerate(parts.blocks):
+        integers = [name for name in block.columns if lp.variables[name].integer]
+        held = {split_timed(integers[0])[0]: 2.6} if integers else {}
+        for rent in (True, False):
+            run._free(i, {c.committed: 7.0 for c in block.covers})
+            sub = run._fixed(i, levels, rent=rent, held=held)
+            covers = {c.committed for c in block.covers}
+            idle = {n for c in block.covers for n in (c.on_demand, c.servers) if n}
+            assert list(sub.variables) == [
+                *block.columns,
+                *dict.fromkeys(c.committed for c in block.covers),
+            ]
+            for name, var in sub.variables.items():
+                if name in covers:
+                    level = float(per_level[name] * levels[name])
+                    assert (var.lower, var.upper) == (level, level)
+                elif not rent and name in idle:
+                    assert (var.lower, var.upper) == (0.0, 0.0)
+                elif integers and name == integers[0]:
+                    assert (var.lower, var.upper, var.integer) == (3, 3, True)
+                else:
+                    assert var is lp.variables[name]
+            assert sub.constraints == {name: lp.constraints[name] for name in block.rows}
+            assert sub.objective == {v: lp.objective[v] for v in block.columns if v in lp.objective}
