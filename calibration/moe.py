@@ -54,6 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from calibration.calibrate import catalog_efficiency, predict
+from calibration.moe_sources import sourced_yaml_lines
 from calibration.rows import Row, calibration_dir, load_rows
 from calibration.trtllm_bench import RUN_REQUESTS, bench_caps, bench_requests
 from models.physics.catalog import gpu_catalog, llm_catalog
@@ -579,7 +580,7 @@ def render_moe_yaml(fits: list[MoeFit]) -> str:
         ]
         if fit.dequant_half_tokens is not None:
             lines.append(f"    dequant_gemm_half_tokens: {fit.dequant_half_tokens:g}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + sourced_yaml_lines()) + "\n"
 
 
 def main() -> None:

@@ -1,12 +1,11 @@
 """Expert parallelism: how a mixture-of-experts layer's work and traffic fall on the GPUs.
 
-Layout (the rule `models.physics.memory.expert_layout_problem` enforces). A replica is
-tp x pp x dp GPUs: `pp` pipeline stages, each with `dp` attention data-parallel groups
-of `tp` GPUs. Attention, dense MLPs, shared experts, the router, the embedding and the
-LM head run per group, split by TP, on the group's own sequences. The routed experts of a
-stage are split over all G = tp x dp GPUs of the stage as `ep` expert-parallel ranks of
-experts / ep whole experts, each expert split by TP over moe_tp = G / ep GPUs. With
-ep = dp = 1 this is plain tensor parallelism.
+Layout (the rule `models.physics.memory.expert_layout_problem` enforces). A replica is tp x pp x
+dp GPUs: `pp` pipeline stages, each with `dp` attention data-parallel groups of `tp` GPUs.
+Attention, dense MLPs, shared experts, the router, the embedding and the LM head run per group,
+split by TP, on the group's own sequences. The routed experts of a stage are split over all G =
+tp x dp GPUs of the stage as `ep` expert-parallel ranks of experts / ep whole experts, each
+expert split by TP over moe_tp = G / ep GPUs. With ep = dp = 1 this is plain tensor parallelism.
 
 Routing statistics (uniform top-k routing, the assumption of the closed forms below):
 - Experts touched. T tokens each choosing k of E experts leave an expert idle with
@@ -35,48 +34,47 @@ Routing statistics (uniform top-k routing, the assumption of the closed forms be
 - The slowest rank sets the step: its expert FLOPs, the experts it reads and the tokens
   it receives are the mean's times the imbalance.
 
-The grouped GEMM (the routed experts' own kernel). Its rows per touched expert on the
-busiest rank, n = T k / ep x imbalance / experts touched (at least one), run below the
-large-batch rate: efficiency n / (n + n_half), a saturating curve (`gemm_half_tokens`,
-fitted per generation; a 128-row tile holding a few rows wastes the rest), so the routed
-FLOPs cost 1 / efficiency of their roofline time (`ExpertLayout.routed_cost`). Experts
-stored 4-bit on a GPU without FP4 tensor cores are dequantised and multiplied at BF16
-(`expert_compute_precision`: W4A16, GPT-OSS on Hopper), twice an FP8 layer's time.
-Beside the expert weights each routed row moves its activations through HBM. The GEMMs
-stream their own operands while they compute (`expert_row_bytes`: the gathered row in,
-the gate/up product out, the activated row in, the BF16 output out), which for
-fine-grained experts (hidden 2,048, intermediate 768, k = 8) is as much as the GEMM's
-FLOPs allow at the ridge. Between the GEMMs run memory-bound kernels of their own, whose
-time adds to the GEMMs' (`expert_kernel_row_bytes`): the permute of each token's row into
-expert order, the gated activation unless the first GEMM fuses it
-(`fuses_gated_activation`: TensorRT-LLM fuses it on its Ampere kernel only, never on the
-TMA grouped GEMM of Hopper and Blackwell nor in FP8), and the combine of the k outputs.
-The Triton kernel that dequantises MXFP4 experts on Hopper gathers its rows and applies
-the SwiGLU inside its first matmul (`gathers_in_gemm`): only the combine runs beside it.
+The grouped GEMM (the routed experts' own kernel). Its rows per touched expert on the busiest
+rank, n = T k / ep x imbalance / experts touched (at least one), run below the large-batch rate:
+efficiency n / (n + n_half), a saturating curve (`gemm_half_tokens`, fitted per generation; a
+128-row tile holding a few rows wastes the rest), so the routed FLOPs cost 1 / efficiency of
+their roofline time (`ExpertLayout.routed_cost`). Experts stored 4-bit on a GPU without FP4
+tensor cores are dequantised and multiplied at BF16 (`expert_compute_precision`: W4A16, GPT-OSS
+on Hopper), twice an FP8 layer's time, at most `dequant_gemm_rate` of the dense rate (Marlin on
+Ampere: `step_time.dequant_rate`). Beside the expert weights each routed row moves its
+activations through HBM. The GEMMs stream their own operands while they compute
+(`expert_row_bytes`: the gathered row in, the gate/up product out, the activated row in, the
+BF16 output out), which for fine-grained experts (hidden 2,048, intermediate 768, k = 8) is as
+much as the GEMM's FLOPs allow at the ridge. Between the GEMMs run memory-bound kernels of their
+own, whose time adds to the GEMMs' (`expert_kernel_row_bytes`): the permute of each token's row
+into expert order, the gated activation unless the first GEMM fuses it
+(`fuses_gated_activation`: TensorRT-LLM fuses it on its Ampere kernel only, never on the TMA
+grouped GEMM of Hopper and Blackwell nor in FP8), and the combine of the k outputs. The Triton
+kernel that dequantises MXFP4 experts on Hopper gathers its rows and applies the SwiGLU inside
+its first matmul (`gathers_in_gemm`): only the combine runs beside it.
 
-Attention data parallelism (the slowest DP rank). Decode sequences are spread evenly over
-the dp attention groups (the engine balances their counts), but a prompt is prefilled
-whole by the one group that admits it. An iteration that carries k prompts of P tokens
-puts them on the groups as a multinomial(k; 1/dp, ..., 1/dp) count, and every group
-waits at the next all-to-all for the busiest, so the attention-side prefill of the pass
-(the non-routed linear layers, prefill attention, the TP all-reduces of the group) is
-that of E[max count] x P tokens, not k P / dp. The expected maximum is computed exactly
-(`expected_max_multinomial`): with the cells' counts written as independent Poisson(k/dp)
-variables conditioned on their sum being k (the Poissonisation of the multinomial),
+Attention data parallelism (the slowest DP rank). Decode sequences are spread evenly over the dp
+attention groups (the engine balances their counts), but a prompt is prefilled whole by the one
+group that admits it. An iteration that carries k prompts of P tokens puts them on the groups as
+a multinomial(k; 1/dp, ..., 1/dp) count, and every group waits at the next all-to-all for the
+busiest, so the attention-side prefill of the pass (the non-routed linear layers, prefill
+attention, the TP all-reduces of the group) is that of E[max count] x P tokens, not k P / dp.
+The expected maximum is computed exactly (`expected_max_multinomial`): with the cells' counts
+written as independent Poisson(k/dp) variables conditioned on their sum being k (the
+Poissonisation of the multinomial),
 
     P(max <= m | k) = [x^k] (sum_{j<=m} e^-l l^j / j! x^j)^dp / Poisson(k; k)   (l = k/dp)
     E[max | k]      = sum_{m>=0} (1 - P(max <= m | k)),
 
-a polynomial power truncated at degree k. A fractional k (part of a prompt, or the
-normal points of a busy iteration mixture) interpolates between its integer neighbours:
-a part-prompt sits on one group, E[max | k] = k for k <= 1. Each group schedules under
-its own token cap c (`max_num_tokens` per rank): a prompt longer than c rides as chunks
-of c, so the items are the Q / min(P, c) chunks and the busiest group holds at most c
-tokens (`StepModel.prefill_group_share`). The routed experts are unaffected: the ep
-ranks see all the tokens (`load_imbalance`). An offline run of fixed lengths (every
-request queued at once) is the exception: the groups start, prefill, retire and refill
-their batches in the same iterations, so each carries 1/dp of every load
-(`models.serving.batch_model.offline_lockstep`).
+a polynomial power truncated at degree k. A fractional k (part of a prompt, or the normal points
+of a busy iteration mixture) interpolates between its integer neighbours: a part-prompt sits on
+one group, E[max | k] = k for k <= 1. Each group schedules under its own token cap c
+(`max_num_tokens` per rank): a prompt longer than c rides as chunks of c, so the items are the Q
+/ min(P, c) chunks and the busiest group holds at most c tokens
+(`StepModel.prefill_group_share`). The routed experts are unaffected: the ep ranks see all the
+tokens (`load_imbalance`). An offline run of fixed lengths (every request queued at once) is the
+exception: the groups start, prefill, retire and refill their batches in the same iterations, so
+each carries 1/dp of every load (`models.serving.batch_model.offline_lockstep`).
 
 The decode attention of a group varies with its sequences' lengths: the engine evens
 the groups' sequence counts, n = b/dp each, not their contexts. A resident sequence's
@@ -172,6 +170,8 @@ class MoeEfficiency(BaseModel):
     (W4A16, `expert_compute_precision`: GPT-OSS's MXFP4 experts on Hopper, which
     TensorRT-LLM runs with its Triton MoE kernel, not the FP8 grouped GEMM); None: the
     same as `gemm_half_tokens`."""
+    dequant_gemm_rate: float = Field(default=1.0, gt=0, le=1)
+    """That dequantising GEMM's large-batch rate over the dense GEMM's (`dequant_rate`)."""
 
 
 @cache

@@ -76,6 +76,7 @@ def test_written_file_reads_back_as_the_fitted_constants():
     )
     assert MoeEfficiency(**table["rtx-pro-6000"]).alltoall_latency_s == 2e-4
     assert MoeEfficiency(**table["default"]) == MoeEfficiency()
+    assert table["ampere"] == {"dequant_gemm_rate": 0.6}  # sourced, not fitted: moe_sources.py
     assert fits[0].on_bound and not fits[1].on_bound  # 64 rows: the top of its grid
     assert HALF_TOKENS_GRID[-1] == 64.0
 

@@ -16,7 +16,7 @@ from calibration.rows import calibration_dir
 from calibration.trtllm_bench import bench_caps, bench_requests
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import efficiency_for
-from models.physics.moe import trial_constants
+from models.physics.moe import moe_efficiency_for, trial_constants
 from models.physics.precision import Precision
 from models.physics.step_time import step_model
 from models.serving.batch_model import BatchModel, offline_lockstep
@@ -198,3 +198,41 @@ def test_a_run_never_holds_more_sequences_than_its_requests():
     )
     assert tool[0] > 1500
     assert bench_settings(row) == (1500, tool[1])
+
+
+def test_dequantising_kernels_run_at_their_own_rate():
+    """`dequant_gemm_rate` (0.6: Marlin's large-batch rate over the FP16 GEMM's on an A100,
+    calibration/moe_sources.py) slows only the grouped GEMM of 4-bit experts on a GPU without
+    FP4 tensor cores. GPT-OSS on an A100 at BF16: peak(BF16) / peak(BF16) = 1, over 0.6 is
+    1 / 0.6 = 1.667 a routed FLOP; at FP8 on an H100, peak(FP8) / peak(BF16) = 2 (the W4A16
+    GEMM runs at BF16), over 0.6 is 3.333; Qwen3-235B's BF16 experts on the A100 and GPT-OSS's
+    MXFP4 experts on a B200 (FP4 tensor cores) keep 1 and 1."""
+    bf16 = Precision.BF16
+
+    def slowdown(model: str, gpu_name: str, precision: Precision, rate: float) -> float:
+        gpu = gpu_catalog()[gpu_name]
+        rates = {"dequant_gemm_rate": rate}
+        with trial_constants({"ampere": rates, "hopper": rates, "blackwell": rates}):
+            steps = step_model(
+                gpu, llm_catalog()[model], precision, bf16, 1, 1, efficiency_for(gpu, precision)
+            )
+        layout, llm = steps.experts_layout, llm_catalog()[model]
+        rows = 1e6 * llm.experts_per_token / llm.experts  # every expert touched: T k / E
+        assert layout.routed_cost(1e6) == pytest.approx(
+            layout.compute_slowdown * (rows + layout.gemm_half_tokens) / rows
+        )  # the saturating curve n / (n + n_half) on top of the rate
+        return layout.compute_slowdown
+
+    assert slowdown("gpt-oss-20b", "a100-80gb-sxm", bf16, 0.6) == pytest.approx(1 / 0.6)
+    assert slowdown("gpt-oss-20b", "a100-80gb-sxm", bf16, 1.0) == 1.0
+    assert slowdown("gpt-oss-120b", "h100-sxm", FP8, 0.6) == pytest.approx(2 / 0.6)
+    assert slowdown("qwen3-235b-a22b", "a100-80gb-sxm", bf16, 0.6) == 1.0
+    assert slowdown("gpt-oss-120b", "b200", Precision.FP4, 0.6) == 1.0
+
+
+def test_the_catalog_reads_marlins_rate_on_ampere_only():
+    """The catalog's sourced constant (calibration/moe_sources.py) reaches the A100 and no
+    generation a fitted row runs on."""
+    assert moe_efficiency_for("a100-80gb-sxm").dequant_gemm_rate == 0.6
+    for name in ("h100-sxm", "h200", "b200", "mi300x"):
+        assert moe_efficiency_for(name).dequant_gemm_rate == 1.0
