@@ -37,6 +37,25 @@ s), the rest candidate tables, builds, probes and the replay. At the instance's 
 limit on 2 cores `explain --levers` gets about 110 CPU s (the lead's run: 109.7 s user
 in 61.6 s wall), so it ends at the deadline with what fits; under 30 s with every answer
 it gives at its limit needs this sum under about 55 s.
+
+One run of this bench (load 13-15): 161 CPU s in all, 142 in HiGHS; explain's two
+us-east searches 8.0 and 8.8 s where a script giving each re-solve 600 s took 11.6-17.0
+and 15.8-22.6 s (the neighbourhood's share of the time changes the start the search
+gets): compare changes to these re-solves interleaved, in one run.
+
+Tried for explain's "without" re-solves, not kept (chat-3region, before / after
+interleaved in one process, each re-solve given 600 s):
+
+- config dominance kept in the search from the neighbourhood's plan
+  (`SolveSettings.dominated_with_start`): the same eight answers, 0.94x and 0.96x CPU
+  on the two us-east searches (15.7 against 16.6 s, 21.6 against 22.6 s): noise here.
+- region_cost[r] of the pool's region worked out again on P_X (X's replicas at 0:
+  us-east's own program $78,080 -> $84,096, a valid row for P_X) instead of the base's:
+  0.60x and 0.68x CPU (7.9 against 13.3 s, 10.8 against 15.8 s), but the stronger bound
+  lets the search stop at the first plan within the 1% gap of it: us-east prefill's
+  answer moved from $240,608 (7 TP2 decode + 8 TP2xPP2 prefill) to $242,360, a dearer
+  plan a planner reads. Kept out; a version that keeps searching to the old incumbent
+  would need the old answer first.
 """
 
 import time
