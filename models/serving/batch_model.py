@@ -361,30 +361,35 @@ class BatchModel:
         """The mixture of prompts of one length: k of them an iteration of
         t(min(k P (1-h), L)), max(1, k P (1-h) / L) times."""
         mix, new_prompt = self.mix, self.mix.new_prompt
-        tokens = [prompts * new_prompt for prompts, _ in points]
         # each load once (every count past the lane times a full lane), t_0 and all of them
         # in one call (a StepModel works the decode side out once)
-        loads = sorted({t if t < lane_tokens else lane_tokens for t in tokens if t > 0})
+        loads = sorted(
+            {
+                k * new_prompt if k * new_prompt < lane_tokens else lane_tokens
+                for k, _ in points
+                if k * new_prompt > 0
+            }
+        )
         decode_s, *loaded_s = self.steps.iterations_s(
             batch, mix.context, [0.0, *loads], self.prefill_context
         )
         # each load's t and t^2 once; a count below the lane runs once (count 1.0, and
         # weight x 1.0 is weight to the bit), so only the counts past it divide
         time_at = {load: (one_s, one_s**2) for load, one_s in zip(loads, loaded_s, strict=True)}
-        lane_s = time_at.get(lane_tokens)
         decode_square_s = decode_s**2
         iterations = time_s = square_s = mixed = 0.0
-        for (_, weight), load in zip(points, tokens, strict=True):
-            if load <= 0:
+        for prompts, weight in points:
+            tokens = prompts * new_prompt
+            if tokens <= 0:
                 iterations += weight
                 time_s += weight * decode_s
                 square_s += weight * decode_square_s
                 continue
-            if load < lane_tokens:
-                one_s, one_square_s = time_at[load]
+            if tokens < lane_tokens:
+                one_s, one_square_s = time_at[tokens]
             else:  # max(1, k P / L) full lanes
-                weight *= max(1.0, load / lane_tokens)
-                one_s, one_square_s = lane_s  # type: ignore[misc]
+                weight *= max(1.0, tokens / lane_tokens)
+                one_s, one_square_s = time_at[lane_tokens]
             mixed += weight
             iterations += weight
             time_s += weight * one_s

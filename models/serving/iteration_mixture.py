@@ -150,7 +150,7 @@ def _poisson_terms(mean: float) -> list[tuple[float, float]]:
         total += term
         k += 1
         term *= mean / k
-    return list(zip(map(float, range(len(terms))), [w / total for w in terms], strict=True))
+    return [(float(k), weight / total) for k, weight in enumerate(terms)]
 
 
 MIXTURES_KEPT = 65536

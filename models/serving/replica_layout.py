@@ -1,17 +1,6 @@
 """The physics of one replica's layout (`ReplicaConfig`): its memory budget, its step
 model, what one decode iteration is (a plain step or a speculation cycle), and the KV
-transfer of a prompt over its NICs between disaggregated replicas.
-
-The memory budget and the step model of a layout are kept by the identity of the
-configuration and efficiency they were worked out for (`LAYOUTS_KEPT`): a candidate table
-asks a configuration's physics at every pool size of its ladder and its failover targets
-with the same two objects (`solver.candidates.pools.PoolPhysics`), and both are pure
-functions of them (frozen records), so what is kept is what would be worked out again.
-"""
-
-import threading
-from collections.abc import Callable
-from typing import TypeVar
+transfer of a prompt over its NICs between disaggregated replicas."""
 
 from models.physics.efficiency import Efficiency
 from models.physics.memory import MemoryBudget, kv_bytes_per_token, memory_budget
@@ -36,48 +25,7 @@ def nic_bytes_per_s(config: ReplicaConfig, efficiency: Efficiency) -> float:
     return config.gpus * config.gpu.scaleout_bytes_per_s * efficiency.scaleout_fraction
 
 
-LAYOUTS_KEPT = 1024
-"""Memory budgets and step models kept (`_kept`), the oldest dropped beyond: the
-10-region x 20-workload x 6-GPU generated instance has 880 configurations, asked about
-2,770 times."""
-_LAYOUTS: dict[tuple[str, int, int], tuple[ReplicaConfig, Efficiency, object]] = {}
-"""(what, id(config), id(efficiency)) -> (config, efficiency, what was worked out): the
-entry holds both objects, so their ids name no other object while it is kept."""
-_LAYOUTS_LOCK = threading.Lock()
-"""Held while `_LAYOUTS` changes (the physics runs on several threads)."""
-_T = TypeVar("_T")
-
-
-def _kept(
-    what: str,
-    config: ReplicaConfig,
-    efficiency: Efficiency,
-    work: Callable[[ReplicaConfig, Efficiency], _T],
-) -> _T:
-    """`work(config, efficiency)`, once for these two objects (kept by identity)."""
-    key = (what, id(config), id(efficiency))
-    found = _LAYOUTS.get(key)
-    if found is not None and found[0] is config and found[1] is efficiency:
-        return found[2]  # type: ignore[return-value]
-    value = work(config, efficiency)
-    with _LAYOUTS_LOCK:
-        while len(_LAYOUTS) >= LAYOUTS_KEPT:
-            del _LAYOUTS[next(iter(_LAYOUTS))]
-        _LAYOUTS[key] = (config, efficiency, value)
-    return value
-
-
 def replica_memory_budget(config: ReplicaConfig, efficiency: Efficiency) -> MemoryBudget:
-    """The memory budget of the replica's layout (kept: `_kept`)."""
-    return _kept("budget", config, efficiency, _memory_budget)
-
-
-def replica_step_model(config: ReplicaConfig, efficiency: Efficiency) -> StepModel:
-    """The step model of the replica's layout (kept: `_kept`)."""
-    return _kept("steps", config, efficiency, _step_model)
-
-
-def _memory_budget(config: ReplicaConfig, efficiency: Efficiency) -> MemoryBudget:
     """The memory budget of the replica's layout (`models.physics.memory.memory_budget`), with a
     speculative drafter's weights and KV cache (`models.physics.speculative.with_draft_memory`)."""
     budget = memory_budget(
@@ -99,7 +47,7 @@ def _memory_budget(config: ReplicaConfig, efficiency: Efficiency) -> MemoryBudge
     )
 
 
-def _step_model(config: ReplicaConfig, efficiency: Efficiency) -> StepModel:
+def replica_step_model(config: ReplicaConfig, efficiency: Efficiency) -> StepModel:
     """The step model of the replica's layout."""
     return step_model(
         config.gpu,

@@ -11,15 +11,28 @@ each (CPU seconds, user + system: on the shared 2-core machine wall times are no
 their ratio. The table is built in one process (`build_candidates`: no worker split),
 the solve is the command a planner runs, with its workers.
 
-Measured on 2026-12-07 (table23), 2-core machine under a load of 5-7, fastest of 6 rounds
-of the table of w00, w03 and w09 of the 10 x 20 x 6 instance: base 1.20 s, this 1.08 s
-(0.90x). Where the time goes (py-spy, base, the whole table): the capacity searches'
-points 67% (Brent's method, ~9.5 evaluations a search, ~2,400 distinct searches: every
-pool size of every ladder, the lone and unlimited pools, the failover targets), their
-iteration mixtures 46% of it all. Tried and left out: a table-wide memo of
-`PoolPhysics.at` (the 5 of 20 workloads that repeat a model, mix and SLO ask their
-ladders again: 2,770 searches, 2,379 distinct): no gain, `BatchModel.point`'s table
-already returns the repeated searches' points.
+Measured on 2026-12-07 (table23), 2-core machine under a load of 5-15. The table of the
+10 x 20 x 6 instance, built in one process: 4.9-6.9 s CPU (issue 33: 3.6-4.8 s idle), 880
+configurations of 20 workloads evaluated, 780 usable, 243 kept; the physics asked 2,770
+times (2,379 distinct inputs): 660 lone replicas, 562 unlimited pools (pruning), 1,437
+ladder sizes and their survivors, 111 failover curves (TTFT 2.0 s less 80, 90 or 100 ms).
+A capacity is never computed per region: regions enter only through the ladder's largest
+pool (their supply) and the failover round trips. Where the time goes (py-spy, the whole
+table): the capacity searches' points 67% (Brent's method, ~9.5 evaluations a search),
+their iteration mixtures 46% (three a point: t(B), the tail batch, the feedback gain's
+B + dB), the MoE passes 14%, the step models 5%.
+
+Tried, numbers unchanged to the bit (sha256 of every candidate of all 20 instances/
+tables and four generated ones), and left out for want of a gain: a table-wide memo of
+`PoolPhysics.at` (the 5 workloads that repeat a model, mix and SLO ask their ladders
+again): no gain, `BatchModel.point`'s table already returns repeated searches' points; a
+per-`BatchModel` mixture dict before the shared table: no gain, and it breaks the shared
+table's least-recently-used order (tests/models/serving/test_kept_mixtures.py); the
+fixed-length mixture's tokens computed once and the Poisson terms built by zip/map:
+1.00x replaying 3,016 recorded mixtures; a memo of a layout's memory budget and step
+model by the identity of its configuration and efficiency (~5% of the table): unsafe,
+the step model also reads the MoE constants a calibration trial swaps in
+(`models.physics.moe.trial_constants`) for the same objects.
 """
 
 import json
