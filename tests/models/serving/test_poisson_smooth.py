@@ -96,3 +96,24 @@ def test_the_p99_tpot_grows_with_the_batch_without_spikes(config, mix):
     for before, after in itertools.pairwise(tpots):
         assert after >= before * (1 - 1e-9)
         assert after <= before * (1 + 1e-3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(mean=st.floats(min_value=1e-6, max_value=POISSON_NORMAL_MEAN, exclude_max=True))
+def test_the_terms_are_the_laws_own_to_the_bit(mean):
+    """Up to the normal law's mean, the terms are e^-m m^k / k! built term by term (each
+    the last x m / k) from k = 0 until past the mean with less than 1e-12 of the mass
+    left, each over their sum, the normal law's points (from the mean 8) after them."""
+    term, terms, k, total = math.exp(-mean), [], 0, 0.0
+    while k <= mean or total < 1 - 1e-12:
+        terms.append(term)
+        total += term  # left to right, as the law adds them
+        k += 1
+        term *= mean / k
+    exact = [(float(k), weight / total) for k, weight in enumerate(terms)]
+    share = min(max((mean - POISSON_EXACT_MEAN) / (POISSON_NORMAL_MEAN - POISSON_EXACT_MEAN), 0), 1)
+    points = poisson_points(mean)
+    if share == 0:
+        assert points == exact
+    else:
+        assert points[: len(exact)] == [(v, (1 - share) * p) for v, p in exact]

@@ -1,0 +1,139 @@
+"""CPU seconds of the candidate table and of the whole `fleetplan solve`, on the generated
+10 regions x 20 workloads x 6 GPU types instance with region loss at the policy defaults
+(issue 33: `tests.synthetic.generated_data(10, 20, 6, "region", seed=0)` through
+`at_policy_defaults`) and on chat-3region, side by side with another checkout of the
+project (a base to compare against). Run by `make bench` only.
+
+Set `FLEETPLAN_BASE` to the base checkout (`git worktree add --detach /tmp/base main`);
+without it only this checkout's rows are printed. Each measure runs in a fresh process,
+base and this checkout in turn (A B A B), `ROUNDS` times; the table gives the fastest of
+each (CPU seconds, user + system: on the shared 2-core machine wall times are noise) and
+their ratio. The table is built in one process (`build_candidates`: no worker split),
+the solve is the command a planner runs, with its workers.
+
+Measured on 2026-12-07 (table23), 2-core machine under a load of 5-15. The table of the
+10 x 20 x 6 instance, built in one process: 4.9-6.9 s CPU (issue 33: 3.6-4.8 s idle), 880
+configurations of 20 workloads evaluated, 780 usable, 243 kept; the physics asked 2,770
+times (2,379 distinct inputs): 660 lone replicas, 562 unlimited pools (pruning), 1,437
+ladder sizes and their survivors, 111 failover curves (TTFT 2.0 s less 80, 90 or 100 ms).
+A capacity is never computed per region: regions enter only through the ladder's largest
+pool (their supply) and the failover round trips. Where the time goes (py-spy, the whole
+table): the capacity searches' points 67% (Brent's method, ~9.5 evaluations a search),
+their iteration mixtures 46% (three a point: t(B), the tail batch, the feedback gain's
+B + dB), the MoE passes 14%, the step models 5%.
+
+Tried, numbers unchanged to the bit (sha256 of every candidate of all 20 instances/
+tables and four generated ones), and left out for want of a gain: a table-wide memo of
+`PoolPhysics.at` (the 5 workloads that repeat a model, mix and SLO ask their ladders
+again): no gain, `BatchModel.point`'s table already returns repeated searches' points; a
+per-`BatchModel` mixture dict before the shared table: no gain, and it breaks the shared
+table's least-recently-used order (tests/models/serving/test_kept_mixtures.py); the
+fixed-length mixture's tokens computed once and the Poisson terms built by zip/map:
+1.00x replaying 3,016 recorded mixtures; a memo of a layout's memory budget and step
+model by the identity of its configuration and efficiency (~5% of the table): unsafe,
+the step model also reads the MoE constants a calibration trial swaps in
+(`models.physics.moe.trial_constants`) for the same objects.
+"""
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.bench.tables import print_table
+from tests.synthetic import at_policy_defaults, generated_data
+
+REPO = Path(__file__).resolve().parents[2]
+ROUNDS = 3
+TIME_LIMIT_S = 300
+ROWS: list[tuple] = []
+
+_TABLE = """
+import sys, time
+from models.io.loading import load_instance
+from solver.candidates.table import build_candidates
+instance = load_instance(sys.argv[1])
+started = time.process_time()
+build_candidates(instance)
+print(time.process_time() - started)
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def table():
+    yield
+    header = ("instance", "measure", "base CPU s", "this CPU s", "this / base")
+    print_table("candidate table and solve, CPU seconds (fastest of rounds)", header, ROWS)
+
+
+def _checkouts() -> list[tuple[str, Path]]:
+    base = os.environ.get("FLEETPLAN_BASE")
+    return ([("base", Path(base))] if base else []) + [("this", REPO)]
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _table_cpu_s(checkout: Path, instance: Path) -> float:
+    done = subprocess.run(
+        [sys.executable, "-c", _TABLE, str(instance)],
+        cwd=checkout,
+        env={**os.environ, "PYTHONPATH": str(checkout)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(done.stdout.split()[-1])
+
+
+def _solve_cpu_s(checkout: Path, instance: Path, out: Path) -> tuple[float, float]:
+    """(CPU seconds of the command and its workers, cost of the plan)."""
+    before = _children_cpu_s()
+    command = "import sys; from cli.app import main; sys.argv[0] = 'fleetplan'; main()"
+    limit = ("--time-limit", str(TIME_LIMIT_S))
+    subprocess.run(
+        [sys.executable, "-c", command, "solve", str(instance), "--json", str(out), *limit],
+        cwd=checkout,
+        env={**os.environ, "PYTHONPATH": str(checkout)},
+        capture_output=True,
+        check=True,
+    )
+    cost = json.loads(out.read_text(encoding="utf-8"))["cost_per_month"]
+    return _children_cpu_s() - before, cost
+
+
+def _instances(folder: Path) -> dict[str, Path]:
+    data = at_policy_defaults(generated_data(10, 20, 6, "region", seed=0))
+    generated = folder / "gen-10x20x6-region-default.yaml"
+    generated.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return {"10x20x6 region +": generated, "chat-3region": REPO / "instances/chat-3region.yaml"}
+
+
+@pytest.mark.parametrize("name", ["10x20x6 region +", "chat-3region"])
+def test_table_and_solve_side_by_side(name, tmp_path):
+    instance = _instances(tmp_path)[name]
+    checkouts = _checkouts()
+    tables: dict[str, list[float]] = {label: [] for label, _ in checkouts}
+    solves: dict[str, list[float]] = {label: [] for label, _ in checkouts}
+    costs: dict[str, set[float]] = {label: set() for label, _ in checkouts}
+    for _ in range(ROUNDS):
+        for label, checkout in checkouts:  # A B A B
+            tables[label].append(_table_cpu_s(checkout, instance))
+            cpu_s, cost = _solve_cpu_s(checkout, instance, tmp_path / f"{label}.json")
+            solves[label].append(cpu_s)
+            costs[label].add(cost)
+    if len(checkouts) == 2:  # the same plan's cost, base and this
+        assert costs["base"] == costs["this"]
+    for measure, runs in (("table", tables), ("solve", solves)):
+        this = min(runs["this"])
+        base = min(runs["base"]) if "base" in runs else None
+        ratio = "-" if base is None else f"{this / base:.2f}"
+        base_text = "-" if base is None else f"{base:.2f}"
+        ROWS.append((name, measure, base_text, f"{this:.2f}", ratio))
