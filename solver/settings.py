@@ -228,24 +228,26 @@ class SolveSettings:
             return left
         return self.time_limit_s if left is None else min(left, self.time_limit_s)
 
-    def check(self, stage: str) -> None:
-        """Stop the run naming `stage` when the deadline has passed (no-op before start).
+    def check(self, stage: str, within: bool = False) -> None:
+        """Stop the run naming `stage` when the deadline has passed (no-op before start);
+        `within`: checked inside the stage, so its progress line says `in STAGE`, not done.
 
         Raises:
             TimeLimitReached: the deadline has passed.
         """
         if self.deadline is not None:
             self.deadline.check(stage)
-            self.deadline.stages.passed(stage, self.deadline.elapsed_s())
+            self.deadline.stages.passed(stage, self.deadline.elapsed_s(), within)
 
     def hold(self, note: str) -> None:
         """Tell `note` with the run's first progress message (solver.progress.hold)."""
         progress.hold(note)
 
-    def passed(self, stage: str) -> None:
-        """Report `stage` done (solver.progress, past QUIET_S), without stopping the run."""
+    def passed(self, stage: str, within: bool = False) -> None:
+        """Report `stage` done, or the run `within` it (solver.progress, past QUIET_S),
+        without stopping the run."""
         if self.deadline is not None:
-            self.deadline.stages.passed(stage, self.deadline.elapsed_s())
+            self.deadline.stages.passed(stage, self.deadline.elapsed_s(), within)
 
     def limited(self, time_limit_s: float | None) -> "SolveSettings":
         """The same settings with another time limit (the deadline still applies)."""

@@ -409,7 +409,7 @@ class StaticStep:
             return
         instance, table = self.instance, self.table
         rows = "cuts" if self.cuts else "routing"
-        deadline = partial(self.settings.check, self.build_stage)
+        deadline = partial(self.settings.check, self.build_stage, within=True)
         sets = ProgramSets(
             instance, table, failure_scenarios(instance), scenario_rows=rows, deadline=deadline
         )

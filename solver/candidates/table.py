@@ -300,7 +300,7 @@ def build_candidates(instance: Instance, settings: SolveSettings | None = None) 
     problems: list[Problem] = []
     set_aside: dict[str, SetAside] = {}
     zone_counts = tuple(sorted({r.zones for r in instance.regions if r.zones > 1}))
-    check = None if settings is None else (lambda: settings.check("candidates"))
+    check = None if settings is None else (lambda: settings.check("candidates", within=True))
     rerouted = rerouted_rtts(instance, check)
     for workload in instance.workloads:
         mix = traffic_mix(workload, instance.policy.prefix_affinity)
@@ -309,7 +309,7 @@ def build_candidates(instance: Instance, settings: SolveSettings | None = None) 
         usable = []
         for config in configurations(instance, workload):
             if settings is not None:
-                settings.check("candidates")
+                settings.check("candidates", within=True)
             key = (
                 config.gpu.name,
                 config.llm.name,

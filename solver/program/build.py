@@ -143,8 +143,8 @@ def build_program(
     )
     for add_family in families:
         add_family(lp, sets)
-        if settings is not None:
-            settings.check("program build")
+        if settings is not None:  # the caller's check after the build ends the stage
+            settings.check("program build", within=True)
     return FleetProgram(lp, sets, groups)
 
 

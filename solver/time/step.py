@@ -305,10 +305,10 @@ class PeriodsStep:
         saying that its fallback was not found in time either."""
         deadline = self.settings.deadline
         if self.built_late or deadline is None or deadline.limit_s is None:
-            self.settings.passed(stage)
+            self.settings.passed(stage, within=True)
             return
         if not deadline.expired():
-            self.settings.check(stage)
+            self.settings.check(stage, within=True)
             return
         if not self._has_fallback():
             whose = f"month {self.horizon.month}'s" if self.horizon.months else "the day's"

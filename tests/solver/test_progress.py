@@ -48,6 +48,37 @@ def test_stages_are_quiet_before_two_seconds_then_said_once(caplog):
     ]
 
 
+def test_a_check_inside_a_stage_says_in_and_only_its_end_says_done(caplog):
+    """The candidate table checks the deadline per configuration: each such check is a
+    heartbeat (`in candidates`, at most once per EVERY_S), never `candidates done`; the
+    stage's end says done even 0.1 s after a heartbeat (another kind of line)."""
+    caplog.set_level(logging.INFO, logger="fleetplan.progress")
+    progress.forget_held()
+    stages = progress.StageReporter()
+    start = progress.QUIET_S + 0.1
+    for tick in (0.0, 0.3, 0.6, 1.2):  # four configurations: 1.2 - 0.0 >= EVERY_S
+        stages.passed("candidates", start + tick, within=True)
+    stages.passed("candidates", start + 1.3)
+    said = [r.getMessage() for r in caplog.records]
+    assert said == [
+        f"progress: run at {start:.1f} s: in candidates",
+        f"progress: run at {start + 1.2:.1f} s: in candidates",
+        f"progress: run at {start + 1.3:.1f} s: candidates done",
+    ]
+
+
+def test_a_long_table_says_candidates_done_once(run_cli, monkeypatch):
+    """A whole run with every check reported (QUIET_S 0, EVERY_S 0): the table's
+    per-configuration checks are `in candidates`, its end one `candidates done`."""
+    monkeypatch.setattr(progress, "QUIET_S", 0.0)
+    monkeypatch.setattr(progress, "EVERY_S", 0.0)
+    result = run_cli("solve", INSTANCES / "region-loss-3.yaml", "--json", "-")
+    assert result.exit_code == 0
+    assert result.stderr.count("candidates done") == 1
+    assert result.stderr.count("program build done") == 1
+    assert "in candidates" in result.stderr and "in program build" in result.stderr
+
+
 def test_progress_goes_to_stderr_never_into_json_on_stdout(run_cli, monkeypatch):
     monkeypatch.setattr(progress, "QUIET_S", 0.0)  # every run is a long one here
     result = run_cli("solve", INSTANCES / "region-loss-3.yaml", "--json", "-")
