@@ -300,8 +300,10 @@ class LoadCurve:
             if j < 0:
                 count = mean / lane  # past the lane: S / L full-lane iterations
                 count_s, count_s2 = count * lane_s, count * lane_s * lane_s
-            elif weight < RARE_COUNT or log_loads[j] > log_mean + PHI_SPAN * sigma:
-                # rare, or all of it on one segment: t = a + b S on its mean's
+            elif weight < RARE_COUNT or log_loads[j] > log_mean + (PHI_SPAN + 2 * sigma) * sigma:
+                # rare, or all of it on one segment: t = a + b S on its mean's (the
+                # segment's end past PHI_SPAN sigmas of S^2's mass too, whose log-mean
+                # lies 2 sigma^2 above S's: E[t^2] weighs the tail by S^2, as `_spread`)
                 level, slope = levels[j], slopes[j]
                 count = 1.0
                 count_s = level + slope * mean
