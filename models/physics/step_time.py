@@ -13,6 +13,7 @@ without FP4 tensor cores dequantises them in the kernel (W4A16) and reaches at m
 
 from dataclasses import replace
 
+from models.physics.catalog.moe_efficiency import MoeEfficiency, moe_efficiency_for
 from models.physics.collectives import (
     group_link_bytes_per_s,
     tokens_dispatched,
@@ -35,10 +36,8 @@ from models.physics.memory import (
 from models.physics.moe import (
     COMBINE_BYTES_PER_ELEMENT,
     ExpertLayout,
-    MoeEfficiency,
     dispatch_bytes_per_element,
     expert_layout,
-    moe_efficiency_for,
     moe_tp,
 )
 from models.physics.overlap import (
@@ -86,7 +85,7 @@ def step_model(
 ) -> StepModel:
     """The per-GPU coefficients of a TP x PP (x DP attention groups, EP expert ranks)
     replica of `llm` on `gpu`. `moe`: the all-to-all latency and routing skew
-    (default: `models.physics.moe.moe_efficiency_for(gpu)`).
+    (default: `models.physics.catalog.moe_efficiency.moe_efficiency_for(gpu)`).
 
     `redundant` experts (EPLB) add their copies to each rank's weights and slots.
     Raises ValueError for a layout TP/PP/EP/DP cannot split or a precision the GPU lacks.
