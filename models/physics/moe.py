@@ -41,7 +41,7 @@ efficiency n / (n + n_half), a saturating curve (`gemm_half_tokens`, fitted per 
 their roofline time (`ExpertLayout.routed_cost`). Experts stored 4-bit on a GPU without FP4
 tensor cores are dequantised and multiplied at BF16 (`expert_compute_precision`: W4A16, GPT-OSS
 on Hopper), twice an FP8 layer's time, at most `dequant_gemm_rate` of the dense rate (Marlin on
-Ampere: `step_time.dequant_rate`). Beside the expert weights each routed row moves its
+Ampere: `expert_layout`'s `dequant_rate`). Beside the expert weights each routed row moves its
 activations through HBM. The GEMMs stream their own operands while they compute
 (`expert_row_bytes`: the gathered row in, the gate/up product out, the activated row in, the
 BF16 output out), which for fine-grained experts (hidden 2,048, intermediate 768, k = 8) is as
@@ -354,8 +354,10 @@ class ExpertLayout:
     """The same for a prompt token, which crosses servers by the forwarding kernels
     (`models.physics.alltoall`); None: as `alltoall_s_per_token`."""
     compute_slowdown: float = 1.0
-    """Linear-layer peak over the experts' peak (`expert_compute_precision`): 2 for W4A16
-    experts beside FP8 layers on Hopper, else 1."""
+    """Linear-layer peak over the experts' peak (`expert_compute_precision`), over the
+    dequantising kernel's rate where the GEMM dequantises (`dequant_rate`): 2 for W4A16
+    experts beside FP8 layers on Hopper, 1 / 0.6 for them beside BF16 layers on Ampere,
+    else 1."""
     gemm_half_tokens: float = 0.0
     """`MoeEfficiency.gemm_half_tokens`."""
     row_bytes: float = 0.0
@@ -492,11 +494,15 @@ def expert_layout(
     routing_skew: float = 1.0,
     gemm_half_tokens: float = 0.0,
     dequant_half_tokens: float | None = None,
+    dequant_rate: float = 1.0,
     redundant: int = 0,
 ) -> ExpertLayout:
     """The routed experts' coefficients of a stage with `stage_moe_layers` MoE layers; W4A16
-    experts take `dequant_half_tokens` half-rate rows where given; `redundant` copies (EPLB)
-    make E + R slots (`load_imbalance`); tokens sent to experts as `tokens_dispatched` says."""
+    experts take `dequant_half_tokens` half-rate rows where given; a GEMM that dequantises its
+    experts in the kernel (`gathers_in_gemm`) runs at `dequant_rate` of the dense GEMM's
+    large-batch rate (`MoeEfficiency.dequant_gemm_rate`: its routed FLOPs cost 1 / rate
+    more); `redundant` copies (EPLB) make E + R slots (`load_imbalance`); tokens sent to
+    experts as `tokens_dispatched` says."""
     stage_gpus = tp * dp
     spans_groups = tokens_dispatched(ep, dp, alltoall_backend=efficiency.overlaps(tp, dp, ep))
     expert_tp = moe_tp(tp, dp, ep)
@@ -514,6 +520,9 @@ def expert_layout(
     in_gemm = gathers_in_gemm(gpu, llm)
     fused = in_gemm or fuses_gated_activation(gpu, compute_precision)
     rows_at = compute_precision if in_gemm else weight_precision
+    slowdown = gpu.peak_flops(weight_precision) / expert_peak
+    if in_gemm:
+        slowdown /= dequant_rate
     if compute_precision is not weight_precision and dequant_half_tokens is not None:
         gemm_half_tokens = dequant_half_tokens
     return ExpertLayout(
@@ -528,7 +537,7 @@ def expert_layout(
         prefill_alltoall_s_per_token=forwarded_s / stage_gpus
         if spans_groups and not gather
         else None,
-        compute_slowdown=gpu.peak_flops(weight_precision) / expert_peak,
+        compute_slowdown=slowdown,
         gemm_half_tokens=gemm_half_tokens,
         row_bytes=expert_row_bytes(llm, rows_at, expert_tp, fused) * stage_moe_layers,
         kernel_row_bytes=expert_kernel_row_bytes(llm, rows_at, expert_tp, fused, in_gemm)

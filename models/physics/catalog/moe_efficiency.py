@@ -39,7 +39,8 @@ class MoeEfficiency(BaseModel):
     Hopper, which TensorRT-LLM runs with its Triton MoE kernel, not the FP8 grouped GEMM);
     None: the same as `gemm_half_tokens`."""
     dequant_gemm_rate: float = Field(default=1.0, gt=0, le=1)
-    """That dequantising GEMM's large-batch rate over the dense GEMM's (`dequant_rate`)."""
+    """That dequantising GEMM's large-batch rate over the dense GEMM's
+    (`models.physics.moe.expert_layout`'s `dequant_rate`)."""
 
 
 @cache
