@@ -32,13 +32,13 @@ the comparison survives later changes) and now, on the held-out rows and on the 
 `make bench` prints it (tests/bench/test_moe_calibration.py).
 
 Fit (`fit_moe_constants`, `python -m calibration.moe --write`): per GPU generation, two
-constants of `models.physics.moe.MoeEfficiency` on a grid, the point of smallest mean
-|ln(predicted / measured)| over the generation's fit rows and the dense set's MoE fit
-rows of the generation (Mixtral 8x7B on Hopper, `dense_moe_fit_rows`), written with its
-fit and held-out errors to `models/physics/catalog/moe_efficiency.yaml`: the all-to-all
-latency per collective (10 to 100 us with NVLink, to 400 us over PCIe only) and the
-grouped-GEMM half-rate rows per expert (0 to 64: a 64-row tile half filled; larger
-values make the dense set's Mixtral rows pessimistic, held out 6.9% -> 8.2%). The
+constants of `models.physics.catalog.moe_efficiency.MoeEfficiency` on a grid, the point of
+smallest mean |ln(predicted / measured)| over the generation's fit rows and the dense
+set's MoE fit rows of the generation (Mixtral 8x7B on Hopper, `dense_moe_fit_rows`),
+written with its fit and held-out errors to `models/physics/catalog/moe_efficiency.yaml`:
+the all-to-all latency per collective (10 to 100 us with NVLink, to 400 us over PCIe
+only) and the grouped-GEMM half-rate rows per expert (0 to 64: a 64-row tile half filled;
+larger values make the dense set's Mixtral rows pessimistic, held out 6.9% -> 8.2%). The
 routing skew stays uniform: it moves no generation's loss by more than 5%.
 """
 
@@ -58,9 +58,10 @@ from calibration.moe_sources import sourced_yaml_lines
 from calibration.rows import Row, calibration_dir, load_rows
 from calibration.trtllm_bench import RUN_REQUESTS, bench_caps, bench_requests
 from models.physics.catalog import gpu_catalog, llm_catalog
+from models.physics.catalog.moe_efficiency import trial_constants
 from models.physics.efficiency import Efficiency, UnknownEngine, efficiency_for, generation_of
 from models.physics.memory import default_kv_precision
-from models.physics.moe import ALLTOALL_LATENCY_S, expert_compute_precision, trial_constants
+from models.physics.moe import ALLTOALL_LATENCY_S, expert_compute_precision
 from models.physics.precision import Precision
 from models.serving.capacity import replica_capacity
 from models.serving.replica import LatencyTargets, ReplicaConfig, Role, TrafficMix

@@ -41,7 +41,7 @@ efficiency n / (n + n_half), a saturating curve (`gemm_half_tokens`, fitted per 
 their roofline time (`ExpertLayout.routed_cost`). Experts stored 4-bit on a GPU without FP4
 tensor cores are dequantised and multiplied at BF16 (`expert_compute_precision`: W4A16, GPT-OSS
 on Hopper), twice an FP8 layer's time, at most `dequant_gemm_rate` of the dense rate (Marlin on
-Ampere: `step_time.dequant_rate`). Beside the expert weights each routed row moves its
+Ampere: `expert_layout`'s `dequant_rate`). Beside the expert weights each routed row moves its
 activations through HBM. The GEMMs stream their own operands while they compute
 (`expert_row_bytes`: the gathered row in, the gate/up product out, the activated row in, the
 BF16 output out), which for fine-grained experts (hidden 2,048, intermediate 768, k = 8) is as
@@ -126,22 +126,16 @@ collective pays a fixed latency (launch and synchronisation), two per MoE layer.
 """
 
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from models.physics.alltoall import alltoall_link_s_per_byte, forwarded_link_s_per_copy_byte
 from models.physics.collectives import tokens_dispatched
-from models.physics.efficiency import Efficiency, lender_generation
+from models.physics.efficiency import Efficiency
 from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
 from models.physics.memory import ACTIVATION_BYTES_PER_ELEMENT
 from models.physics.precision import Precision
-from models.physics.yaml_files import read_yaml
 
 ALLTOALL_LATENCY_S = 20e-6
 """Fixed latency of one dispatch or combine collective, seconds: the order of the
@@ -149,64 +143,6 @@ small-message time of NVLink all-to-all kernels (DeepEP's intranode kernels, Ten
 MNNVL all-to-all: tens of microseconds). An assumption until a fit moves it."""
 COMBINE_BYTES_PER_ELEMENT = 2.0
 """The combine (expert outputs back to their tokens) is BF16."""
-_FILE = Path(__file__).parent / "catalog" / "moe_efficiency.yaml"
-
-
-class MoeEfficiency(BaseModel):
-    """The expert-parallel constants no datasheet lists, per GPU generation."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    alltoall_latency_s: float = Field(default=ALLTOALL_LATENCY_S, ge=0)
-    """Fixed latency of one dispatch or combine collective, seconds."""
-    routing_skew: float = Field(default=1.0, ge=0)
-    """Multiplier on the uniform-routing excess of the max-rank load (1: uniform top-k
-    routing; > 1: a router more skewed than uniform, after the engine's rebalancing)."""
-    gemm_half_tokens: float = Field(default=0.0, ge=0)
-    """Tokens per expert at which the grouped GEMM of the routed experts runs at half its
-    large-batch rate (`grouped_gemm_efficiency`); 0: every expert GEMM at the dense rate."""
-    dequant_gemm_half_tokens: float | None = Field(default=None, ge=0)
-    """`gemm_half_tokens` of a grouped GEMM that dequantises its experts in the kernel
-    (W4A16, `expert_compute_precision`: GPT-OSS's MXFP4 experts on Hopper, which
-    TensorRT-LLM runs with its Triton MoE kernel, not the FP8 grouped GEMM); None: the
-    same as `gemm_half_tokens`."""
-    dequant_gemm_rate: float = Field(default=1.0, gt=0, le=1)
-    """That dequantising GEMM's large-batch rate over the dense GEMM's (`dequant_rate`)."""
-
-
-@cache
-def _moe_table() -> dict:
-    return (read_yaml(_FILE) or {}) if _FILE.exists() else {}
-
-
-_TRIAL: list[dict] = []
-"""Tables the calibration tool is trying (`trial_constants`), innermost last."""
-
-
-@contextmanager
-def trial_constants(by_key: dict) -> Iterator[None]:
-    """Within the block `moe_efficiency_for` reads `by_key` in place of the catalog file
-    (the calibration tool scoring candidate constants on its fit rows)."""
-    _TRIAL.append(by_key)
-    try:
-        yield
-    finally:
-        _TRIAL.pop()
-
-
-def moe_efficiency_for(gpu: str | GpuSpec) -> MoeEfficiency:
-    """The expert-parallel constants of a GPU: the `default` set of
-    `models/physics/catalog/moe_efficiency.yaml`, then its generation's (`generation_of`), then the
-    GPU's own entry; the class defaults where the file says nothing. A GPU with no
-    generation borrows as its dense factors do (`efficiency_for`): the generation and
-    entry of the GPU its `efficiency_like` names, before its own (`lender_generation`)."""
-    generation, like = lender_generation(gpu)
-    table = _TRIAL[-1] if _TRIAL else _moe_table().get("by_key", {})
-    fields: dict[str, float] = {}
-    for key in ("default", generation, like, gpu.name if isinstance(gpu, GpuSpec) else gpu):
-        if key is not None:
-            fields.update(table.get(key, {}))
-    return MoeEfficiency(**fields)
 
 
 def moe_tp(tp: int, dp: int, ep: int) -> int:
@@ -418,8 +354,10 @@ class ExpertLayout:
     """The same for a prompt token, which crosses servers by the forwarding kernels
     (`models.physics.alltoall`); None: as `alltoall_s_per_token`."""
     compute_slowdown: float = 1.0
-    """Linear-layer peak over the experts' peak (`expert_compute_precision`): 2 for W4A16
-    experts beside FP8 layers on Hopper, else 1."""
+    """Linear-layer peak over the experts' peak (`expert_compute_precision`), over the
+    dequantising kernel's rate where the GEMM dequantises (`dequant_rate`): 2 for W4A16
+    experts beside FP8 layers on Hopper, 1 / 0.6 for them beside BF16 layers on Ampere,
+    else 1."""
     gemm_half_tokens: float = 0.0
     """`MoeEfficiency.gemm_half_tokens`."""
     row_bytes: float = 0.0
@@ -556,11 +494,15 @@ def expert_layout(
     routing_skew: float = 1.0,
     gemm_half_tokens: float = 0.0,
     dequant_half_tokens: float | None = None,
+    dequant_rate: float = 1.0,
     redundant: int = 0,
 ) -> ExpertLayout:
     """The routed experts' coefficients of a stage with `stage_moe_layers` MoE layers; W4A16
-    experts take `dequant_half_tokens` half-rate rows where given; `redundant` copies (EPLB)
-    make E + R slots (`load_imbalance`); tokens sent to experts as `tokens_dispatched` says."""
+    experts take `dequant_half_tokens` half-rate rows where given; a GEMM that dequantises its
+    experts in the kernel (`gathers_in_gemm`) runs at `dequant_rate` of the dense GEMM's
+    large-batch rate (`MoeEfficiency.dequant_gemm_rate`: its routed FLOPs cost 1 / rate
+    more); `redundant` copies (EPLB) make E + R slots (`load_imbalance`); tokens sent to
+    experts as `tokens_dispatched` says."""
     stage_gpus = tp * dp
     spans_groups = tokens_dispatched(ep, dp, alltoall_backend=efficiency.overlaps(tp, dp, ep))
     expert_tp = moe_tp(tp, dp, ep)
@@ -578,6 +520,9 @@ def expert_layout(
     in_gemm = gathers_in_gemm(gpu, llm)
     fused = in_gemm or fuses_gated_activation(gpu, compute_precision)
     rows_at = compute_precision if in_gemm else weight_precision
+    slowdown = gpu.peak_flops(weight_precision) / expert_peak
+    if in_gemm:
+        slowdown /= dequant_rate
     if compute_precision is not weight_precision and dequant_half_tokens is not None:
         gemm_half_tokens = dequant_half_tokens
     return ExpertLayout(
@@ -592,7 +537,7 @@ def expert_layout(
         prefill_alltoall_s_per_token=forwarded_s / stage_gpus
         if spans_groups and not gather
         else None,
-        compute_slowdown=gpu.peak_flops(weight_precision) / expert_peak,
+        compute_slowdown=slowdown,
         gemm_half_tokens=gemm_half_tokens,
         row_bytes=expert_row_bytes(llm, rows_at, expert_tp, fused) * stage_moe_layers,
         kernel_row_bytes=expert_kernel_row_bytes(llm, rows_at, expert_tp, fused, in_gemm)

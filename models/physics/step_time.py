@@ -8,11 +8,10 @@ ceil(layers / pp) layers. Linear FLOPs run at the weight precision's peak; atten
 at the FP8 peak with an FP8 (or FP4) KV cache on a GPU with FP8 tensor cores, else at the
 BF16 peak (`attention_precision`). The routed experts' grouped GEMM of 4-bit experts on a GPU
 without FP4 tensor cores dequantises them in the kernel (W4A16) and reaches at most
-`MoeEfficiency.dequant_gemm_rate` of the dense GEMM rate (`dequant_rate`).
+`MoeEfficiency.dequant_gemm_rate` of the dense GEMM rate (`models.physics.moe.expert_layout`).
 """
 
-from dataclasses import replace
-
+from models.physics.catalog.moe_efficiency import MoeEfficiency, moe_efficiency_for
 from models.physics.collectives import (
     group_link_bytes_per_s,
     tokens_dispatched,
@@ -34,11 +33,8 @@ from models.physics.memory import (
 )
 from models.physics.moe import (
     COMBINE_BYTES_PER_ELEMENT,
-    ExpertLayout,
-    MoeEfficiency,
     dispatch_bytes_per_element,
     expert_layout,
-    moe_efficiency_for,
     moe_tp,
 )
 from models.physics.overlap import (
@@ -61,16 +57,6 @@ def attention_precision(gpu: GpuSpec, kv_precision: Precision) -> Precision:
     return Precision.BF16
 
 
-def dequant_rate(gpu: GpuSpec, llm: LlmSpec, moe: MoeEfficiency) -> float:
-    """Share of the dense GEMM rate the routed experts' grouped GEMM reaches at large batch:
-    `moe.dequant_gemm_rate` where the kernel dequantises 4-bit experts (FP4 experts on a GPU
-    without FP4 tensor cores, whatever the row's precision: GPT-OSS's MXFP4 on Ampere and
-    Hopper), else 1."""
-    if llm.expert_weight_precision is Precision.FP4 and not gpu.supports(Precision.FP4):
-        return moe.dequant_gemm_rate
-    return 1.0
-
-
 def step_model(
     gpu: GpuSpec,
     llm: LlmSpec,
@@ -86,7 +72,7 @@ def step_model(
 ) -> StepModel:
     """The per-GPU coefficients of a TP x PP (x DP attention groups, EP expert ranks)
     replica of `llm` on `gpu`. `moe`: the all-to-all latency and routing skew
-    (default: `models.physics.moe.moe_efficiency_for(gpu)`).
+    (default: `models.physics.catalog.moe_efficiency.moe_efficiency_for(gpu)`).
 
     `redundant` experts (EPLB) add their copies to each rank's weights and slots.
     Raises ValueError for a layout TP/PP/EP/DP cannot split or a precision the GPU lacks.
@@ -159,31 +145,22 @@ def step_model(
         dispatch_share=dispatch / (dispatch + COMBINE_BYTES_PER_ELEMENT),
         overlap_compute_share=overlap_compute_share(gpu.sm_count),
         overlap_comm_stretch=OVERLAPPED_NORMAL_COMM_STRETCH,
-        experts_layout=_dequantised(
-            expert_layout(
-                gpu,
-                llm,
-                weight_precision,
-                tp,
-                ep,
-                dp,
-                stage_moe_layers,
-                efficiency,
-                moe.alltoall_latency_s,
-                moe.routing_skew,
-                moe.gemm_half_tokens,
-                moe.dequant_gemm_half_tokens,
-                redundant,
-            ),
-            dequant_rate(gpu, llm, moe),
+        experts_layout=expert_layout(
+            gpu,
+            llm,
+            weight_precision,
+            tp,
+            ep,
+            dp,
+            stage_moe_layers,
+            efficiency,
+            alltoall_latency_s=moe.alltoall_latency_s,
+            routing_skew=moe.routing_skew,
+            gemm_half_tokens=moe.gemm_half_tokens,
+            dequant_half_tokens=moe.dequant_gemm_half_tokens,
+            dequant_rate=moe.dequant_gemm_rate,
+            redundant=redundant,
         )
         if llm.is_moe
         else None,
-    )
-
-
-def _dequantised(layout: ExpertLayout, rate: float) -> ExpertLayout:
-    """`layout` with its routed FLOPs costing 1 / `rate` more (`dequant_rate`)."""
-    return (
-        layout if rate == 1.0 else replace(layout, compute_slowdown=layout.compute_slowdown / rate)
     )

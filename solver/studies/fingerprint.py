@@ -10,7 +10,8 @@ Each part is a short SHA-256 digest (16 hex digits):
 - instance: the validated instance as JSON, fields the file sets only, keys sorted, so
   comments, layout and key order do not count, and a default that changes with the code
   is the version's part;
-- catalog: every data file of the built-in catalog (models/physics/catalog), name and bytes;
+- catalog: every data file of the built-in catalog (models/physics/catalog/*.yaml, not the
+  modules that read them), name and bytes;
 - version: fleetplan's package version, as written.
 """
 
@@ -22,7 +23,7 @@ from importlib.metadata import version as package_version
 
 from pydantic import BaseModel, ConfigDict
 
-from models.physics.catalog import CATALOG_DIR
+from models.physics.catalog import CATALOG_DIR, DATA_SUFFIX
 from models.schema.instance import Instance
 
 DIGEST_HEX_DIGITS = 16
@@ -59,7 +60,7 @@ def catalog_digest() -> str:
     """The digest of the built-in catalog's data files (names and bytes, sorted by name)."""
     hasher = hashlib.sha256()
     for path in sorted(CATALOG_DIR.iterdir()):
-        if path.is_file():
+        if path.is_file() and path.suffix == DATA_SUFFIX:
             hasher.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return hasher.hexdigest()[:DIGEST_HEX_DIGITS]
 

@@ -32,7 +32,7 @@ fixed-length mixture's tokens computed once and the Poisson terms built by zip/m
 1.00x replaying 3,016 recorded mixtures; a memo of a layout's memory budget and step
 model by the identity of its configuration and efficiency (~5% of the table): unsafe,
 the step model also reads the MoE constants a calibration trial swaps in
-(`models.physics.moe.trial_constants`) for the same objects.
+(`models.physics.catalog.moe_efficiency.trial_constants`) for the same objects.
 """
 
 import json

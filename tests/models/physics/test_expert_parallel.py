@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from cli.exit_codes import ExitCode
 from models.io.loading import load_instance
 from models.physics.catalog import gpu_catalog, llm_catalog
+from models.physics.catalog.moe_efficiency import trial_constants
 from models.physics.efficiency import efficiency_for
 from models.physics.flop_counts import expected_experts_touched
 from models.physics.memory import (
@@ -27,7 +28,6 @@ from models.physics.moe import (
     expected_max_standard_normal,
     experts_touched_per_rank,
     load_imbalance,
-    trial_constants,
 )
 from models.physics.precision import Precision
 from models.physics.step_time import step_model

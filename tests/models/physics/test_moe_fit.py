@@ -19,8 +19,12 @@ from calibration.moe import (
 )
 from calibration.rows import calibration_dir
 from models.physics.catalog import gpu_catalog
+from models.physics.catalog.moe_efficiency import (
+    MoeEfficiency,
+    moe_efficiency_for,
+    trial_constants,
+)
 from models.physics.efficiency import lender_generation
-from models.physics.moe import MoeEfficiency, moe_efficiency_for, trial_constants
 from models.physics.precision import Precision
 
 

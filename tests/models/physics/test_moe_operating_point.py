@@ -15,8 +15,8 @@ from calibration.moe_breakdown import worst_rows
 from calibration.rows import calibration_dir
 from calibration.trtllm_bench import bench_caps, bench_requests
 from models.physics.catalog import gpu_catalog, llm_catalog
+from models.physics.catalog.moe_efficiency import moe_efficiency_for, trial_constants
 from models.physics.efficiency import efficiency_for
-from models.physics.moe import moe_efficiency_for, trial_constants
 from models.physics.precision import Precision
 from models.physics.step_time import step_model
 from models.serving.batch_model import BatchModel, offline_lockstep

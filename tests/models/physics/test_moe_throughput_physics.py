@@ -52,6 +52,32 @@ def test_w4a16_experts_on_hopper_by_hand():
     assert layout.routed_cost(1000) == layout.compute_slowdown  # n_half = 0: no GEMM loss
 
 
+def test_the_layout_divides_a_dequantising_gemm_by_its_rate_by_hand():
+    """`expert_layout(..., dequant_rate=r)` costs the routed FLOPs of a GEMM that dequantises
+    its experts in the kernel 1 / r more, and no other's. GPT-OSS-20B's MXFP4 experts on an
+    A100 (no FP4 tensor cores: Marlin, W4A16) beside BF16 layers: peak(BF16) / peak(BF16) =
+    312 / 312 = 1, over r = 0.6: 1 / 0.6 = 1.667 a routed FLOP; on an H100 beside FP8 layers:
+    1,978 / 989 = 2, over 0.6: 3.333. Not dequantised, the rate is ignored: Qwen3-30B's BF16
+    experts on the A100 (312 / 312 = 1), its FP8 experts on the H100 (1,978 / 1,978 = 1),
+    GPT-OSS's MXFP4 experts on a B200, which has FP4 tensor cores (9,000 / 9,000 = 1)."""
+
+    def slowdown(gpu_name: str, model: str, precision: Precision, rate: float) -> float:
+        gpu, llm = gpu_catalog()[gpu_name], llm_catalog()[model]
+        efficiency = efficiency_for(gpu, precision)
+        layout = expert_layout(
+            gpu, llm, precision, 1, 1, 1, llm.moe_layers, efficiency, dequant_rate=rate
+        )
+        assert layout.routed_cost(1000) == layout.compute_slowdown  # n_half = 0: the rate only
+        return layout.compute_slowdown
+
+    assert slowdown("a100-80gb-sxm", "gpt-oss-20b", BF16, 0.6) == pytest.approx(1 / 0.6)
+    assert slowdown("a100-80gb-sxm", "gpt-oss-20b", BF16, 1.0) == 1.0
+    assert slowdown("h100-sxm", "gpt-oss-20b", FP8, 0.6) == pytest.approx(2 / 0.6)
+    assert slowdown("a100-80gb-sxm", "qwen3-30b-a3b", BF16, 0.6) == 1.0
+    assert slowdown("h100-sxm", "qwen3-30b-a3b", FP8, 0.6) == 1.0
+    assert slowdown("b200", "gpt-oss-20b", FP4, 0.6) == 1.0
+
+
 def test_busiest_group_prefill_under_the_per_rank_token_cap_by_hand():
     """Qwen3-235B DEP4 on H200 with a per-group cap c = 8,192 tokens: prompts of 32,768
     ride as chunks of min(P, c) = 8,192. Q = 16,384 prompt tokens are 2 chunks on 4 groups:

@@ -1,4 +1,9 @@
-"""Built-in catalogs of GPUs and LLMs, read from the data files beside this module."""
+"""Built-in catalogs of GPUs and LLMs, read from the data files in this folder.
+
+The folder holds the catalog's data files (`CATALOG_DIR`: the GPUs, the LLMs and the fitted
+constants, YAML) and the modules that read them: this one the GPUs and LLMs, `moe_efficiency`
+the expert-parallel constants. The efficiency factors and error bands are read by
+`models.physics.efficiency` and `models.physics.error_bands`."""
 
 from difflib import get_close_matches
 from functools import cache
@@ -9,7 +14,9 @@ from models.physics.hardware import GpuSpec
 from models.physics.llm import LlmSpec
 from models.physics.yaml_files import read_yaml
 
-CATALOG_DIR = Path(__file__).parent / "catalog"
+CATALOG_DIR = Path(__file__).parent
+DATA_SUFFIX = ".yaml"
+"""The catalog's data files are the folder's files of this suffix (its `.py` files read them)."""
 
 
 def _read(file_name: str) -> dict[str, dict[str, Any]]:
