@@ -65,12 +65,15 @@ def test_a_model_the_backend_refuses_is_an_internal_error_not_a_time_out(run_cli
 
 
 def test_demand_shrinking_99_percent_a_month_plans(run_cli, tmp_path):
-    """`monthly_growth: -0.99` (allowed: > -1) shrinks month 8's demand to 0.01^8 = 1e-16
-    of today's. The error budget row's coefficient m x T_s / (60 a) with a near 1e-15
-    requests/s passed 1e15 and HiGHS refused the month's model (reported as a time-out,
-    exit 4); such a workload now keeps its warm spare, and every month plans."""
+    """`monthly_growth: -0.99` (allowed: > -1) shrank growth-horizon's month 8 to
+    0.01^8 = 1e-16 of today's demand. The error budget row's coefficient m x T_s / (60 a)
+    with a near 1e-15 requests/s passed 1e15 and HiGHS refused the month's model
+    (reported as a time-out, exit 4); such a workload now keeps its warm spare, and every
+    month plans. Here -0.9999 over 5 months: month 4 is at 0.0001^4 = 1e-16 of today's,
+    the same coefficient in 5 months' solves instead of 12."""
     instance = yaml.safe_load((INSTANCES / "growth-horizon.yaml").read_text())
-    instance["policy"]["monthly_growth"] = -0.99
+    instance["policy"]["monthly_growth"] = -0.9999
+    instance["policy"]["horizon_months"] = 5
     path = tmp_path / "shrinking.yaml"
     path.write_text(yaml.safe_dump(instance))
     _solve_and_verify(run_cli, path, tmp_path / "plan.json")
