@@ -68,6 +68,7 @@ from solver.decompose.region_join import by_region, covered, first_by_region, in
 from solver.decompose.warm_start import warm_start
 from solver.decompose.workload_parts import PartSolves
 from solver.program.build import FleetProgram, with_bounds
+from solver.program.cost_levels import own_result, with_cost_levels
 from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.program.optimised import Method, Optimised
 from solver.settings import SolveSettings
@@ -80,6 +81,9 @@ MIN_TIME_LIMIT_S = 1.0
 WHOLE_AFTER_JOIN_SHARE = 0.25
 """A join that holds but is not proved within the gap is the plan when less than this
 share of the time limit is left; with more, the whole program is solved from it."""
+COST_LEVELS = True
+"""Whether the whole program is solved with each region's cost level beside its region rows
+(solver.program.cost_levels); a switch for the side-by-side bench."""
 
 
 def optimise(
@@ -151,8 +155,11 @@ def optimise(
     solved = with_sizes(lp, reduction.sizes)
     if rows_ready is not None:  # a backend whose gap bounds its optimum (HiGHS)
         rows_ready()
-        solved = with_region_rows(solved, backend, one, program.lp, program.region_costs)
-    result = backend.run(solved, one, start=start)
+        rowed = with_region_rows(solved, backend, one, program.lp, program.region_costs)
+        if COST_LEVELS and rowed is not solved:  # where the region rows are, the levels too
+            rowed, start = with_cost_levels(rowed, start)
+        solved = rowed
+    result = own_result(backend.run(solved, one, start=start), program.lp)
     if joined is not None and not _better(result, joined.result):
         return joined
     if joined is None and result.termination is Termination.TIME_LIMIT:
