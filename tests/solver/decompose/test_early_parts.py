@@ -18,13 +18,14 @@ from tests.synthetic import generated, with_policy
 two_cores = pytest.mark.skipif(machine_threads() < 2, reason="needs two cores for two workers")
 
 
-@pytest.mark.parametrize("seed", [2, 8])
+@pytest.mark.parametrize("seed", [0, 1])
 def test_dominance_pool_by_pool_is_the_whole_programs(seed):
     """Dominance compares pools of one workload, region and GPU type only, so the union
     over the workload programs of their bounds and size rows is the whole program's.
-    (With the TPOT-limited pools credited their pooling, seeds 2 and 8 have size rows to
-    encode.)"""
-    inst = with_policy(generated(6, 6, 6, seed=seed), credit_tpot_pooling=True)
+    (With the TPOT-limited pools credited their pooling and no region lost, seeds 0 and
+    1 have size rows to encode; with a region lost, no seed of 0-15 has since the ladder
+    holds every power of two, solver.candidates.pools.pool_ladder.)"""
+    inst = with_policy(generated(6, 6, 6, survive="none", seed=seed), credit_tpot_pooling=True)
     program = build_program(inst, build_candidates(inst, SolveSettings.of(inst)))
     whole = dominance(program)
     bounds, sizes = {}, []
