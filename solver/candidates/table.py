@@ -50,8 +50,9 @@ every size the program can use, tabulated here once) and its pooling ladder: eve
 size 2, 4, 8, ... up to the largest pool worth having
 (`solver.candidates.pools.largest_pool`), each with its q (`PoolStep`; empty when
 pooling cannot lift the replica: KV memory, the token budget or the batch cap limits
-it, `models.serving.capacity.pooling_can_lift`). The sizes do not depend on q, so a
-looser target (q never lower) never credits a pool less. The program
+it, `models.serving.capacity.pooling_can_lift`; or when an unlimited pool lifts q(1) by
+less than `POOL_STEP_GAIN`). The sizes do not depend on the gains between them, so a
+looser target (q never lower) credits a pool at the same step, never less. The program
 (solver.program.families.pooling) credits a pool with a step only when it holds at least that
 many replicas. Powers of two keep the ladder short (one step per doubling) and the same
 in every region.
