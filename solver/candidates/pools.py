@@ -19,10 +19,13 @@ Between tabulated sizes a `PoolCurve` answers with the largest tabulated size at
 below n: q never falls as n grows, so that is a lower bound, and at the sizes the
 program uses it is exact.
 
-The ladder (`pool_ladder`): pool sizes 2, 4, 8, ... at which the capacity per replica
-has risen by at least `POOL_STEP_GAIN` over the last size kept, up to the largest pool
-worth having (`largest_pool`). The tiers (`pool_tiers`): the ladder's steps a pool in one
-region can use, each with its gain at full strength, less one replica and less a zone
+The ladder (`pool_ladder`): every pool size 2, 4, 8, ... up to the largest pool worth
+having (`largest_pool`), whatever q there, when an unlimited pool lifts q(1) by at least
+`POOL_STEP_GAIN`: which sizes are credited does not depend on the gains between them, so
+a looser target, which never lowers q, never credits a pool less (but where it closes
+that gate, by less than the gain). The
+tiers (`pool_tiers`): the ladder's steps a pool in one region can use, each with its
+gain at full strength, less one replica and less a zone
 (solver.program.families.pooling credits them).
 """
 
@@ -56,14 +59,16 @@ from models.serving.replica import (
     TrafficMix,
 )
 
-POOL_STEP_GAIN = 0.02
-"""A pool size joins a candidate's ladder when it lifts the capacity per replica by at
-least this fraction over the last size kept (smaller gains are not worth a binary)."""
 POOL_LADDER_MAX_REPLICAS = 4096
 """Largest pool size the ladder looks at (a power of two)."""
 SHARED_KEPT = 20_000
 """Pool sizes `shared_physics` keeps (the oldest dropped beyond): chat-3region's table asks
 about 1,100, each about 2.7 KB held, so the levers' 16 tables fit in about 50 MB."""
+
+POOL_STEP_GAIN = 0.02
+"""A candidate gets a pool ladder only when an unlimited pool lifts its capacity per
+replica by at least this fraction over a lone replica's (smaller lifts are not worth the
+binaries: an H200 at tests.synthetic.FLAT_SLO lifts 0.2%)."""
 
 Physics = dict[tuple, ReplicaCapacity]
 """What `shared_physics` holds: a configuration's physics by its inputs and pool size."""
@@ -275,8 +280,8 @@ def tabulate_curve(
 ) -> tuple[PoolCurve, tuple[PoolStep, ...]]:
     """A candidate's curve and ladder, from the physics, once.
 
-    Evaluates the sizes 2, 4, 8, ... the ladder looks at (up to `largest`), then the
-    survivors of every kept step (P - 1, and P - ceil(P / Z) for each zone count in
+    Evaluates the ladder's sizes 2, 4, 8, ... (up to `largest`), then the survivors of
+    every step (P - 1, and P - ceil(P / Z) for each zone count in
     `zone_counts`), so that the program never needs another size.
     """
     if not pooling_can_lift(curve.lone, physics.mix, physics.credit_tpot):
@@ -299,32 +304,31 @@ def tabulate_curve(
 def pool_ladder(
     q, lone_requests_per_s: float, ceiling_requests_per_s: float, max_replicas: int
 ) -> tuple[PoolStep, ...]:
-    """The pool sizes worth crediting a candidate with.
+    """The pool sizes worth crediting a candidate with: every power of two 2, 4, 8, ...
+    up to `max_replicas`, each with its capacity per replica `q(size)`; none when an
+    unlimited pool lifts q(1) by less than `POOL_STEP_GAIN` (the wait hardly binds).
 
-    Sizes 2, 4, 8, ... up to `max_replicas`; a size is kept when its capacity per
-    replica `q(size)` beats the last kept (q(1) first) by `POOL_STEP_GAIN`, and the
-    search stops once nothing left below the unlimited-pool ceiling could. Empty when
-    q(1) is already within the gain of the ceiling (the wait does not bind).
+    Which sizes are kept does not depend on q between them: a looser target raises q at
+    every size (never lowers it), and with the same sizes the credit of a pool of n, q
+    at the largest size at or below n, in full and of its survivors (n - 1,
+    n - ceil(n / Z)), never falls when a target loosens. A ladder kept by gain (a size
+    only when it lifted q 2% over the last one kept) dropped a size whose gain a looser
+    target shrank below 2%: a lone H200 serving Llama 3.1 8B at TPOT 70 ms kept 2 (q
+    9.789 -> 9.991 requests/s, +2.06%), at 77.1 ms dropped it (9.893 -> 10.054, +1.62%)
+    and credited a pool of 2 or 3 at 9.893 < 9.991, so 19.8 requests/s took 3 replicas,
+    not 2 ($4,380 a month, not $2,920; tests/solver/test_monotone_properties.py). Every
+    size is kept even where q is flat: its survivors (P - 1) may still rise.
 
-    One more doubling is kept after the last step when that step's pool less one
-    replica falls back by the gain (q(P - 1) below q(P)): the program credits a pool
-    that lost a replica at its top step's survivors, so without it a pool of any size
-    above P would be credited q(P - 1) in the one-replica-lost row (a ladder that
-    stops at P = 2 credits q(1)), although its survivors still hold the ceiling.
-    """
+    The gate on the whole lift is the one place the targets still choose: a candidate
+    whose ceiling is within the gain of q(1) at the looser target only (and above it at
+    the tighter one) is credited q(1), at least q_tight(n) / (1 + gain) at every n."""
+    if ceiling_requests_per_s <= lone_requests_per_s * (1 + POOL_STEP_GAIN):
+        return ()
     steps: list[PoolStep] = []
-    last = lone_requests_per_s
     size = 2
-    while size <= max_replicas and ceiling_requests_per_s > last * (1 + POOL_STEP_GAIN):
-        rate = q(size)
-        if rate >= last * (1 + POOL_STEP_GAIN):
-            steps.append(PoolStep(size, rate))
-            last = rate
+    while size <= max_replicas:
+        steps.append(PoolStep(size, q(size)))
         size *= 2
-    if steps and steps[-1].replicas * 2 <= max_replicas:
-        top = steps[-1]
-        if q(max(top.replicas - 1, 1)) * (1 + POOL_STEP_GAIN) < top.requests_per_s:
-            steps.append(PoolStep(top.replicas * 2, q(top.replicas * 2)))
     return tuple(steps)
 
 

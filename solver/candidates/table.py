@@ -46,14 +46,16 @@ Pools. The replicas of one candidate serving one workload in one region sit behi
 router, so their prompts share one queue (M/G/c) and each replica carries more, the more
 replicas the pool holds (`models.serving.capacity`, "Pools"). Each candidate carries its pool
 curve (solver.candidates.pools.PoolCurve: q(1), the ceiling q(inf) of an unlimited pool, and q at
-every size the program can use, tabulated here once) and its pooling ladder: the pool
-sizes 2, 4, 8, ... at which the capacity per replica has risen by at least
-`POOL_STEP_GAIN` over the last size kept (`PoolStep`; empty when pooling does not matter,
-i.e. when the wait does not bind: TPOT, KV memory or the decode side limits the
-replica), up to the largest pool worth having (`solver.candidates.pools.largest_pool`). The program
+every size the program can use, tabulated here once) and its pooling ladder: every pool
+size 2, 4, 8, ... up to the largest pool worth having
+(`solver.candidates.pools.largest_pool`), each with its q (`PoolStep`; empty when
+pooling cannot lift the replica: KV memory, the token budget or the batch cap limits
+it, `models.serving.capacity.pooling_can_lift`; or when an unlimited pool lifts q(1) by
+less than `POOL_STEP_GAIN`). The sizes do not depend on the gains between them, so a
+looser target (q never lower) credits a pool at the same step, never less. The program
 (solver.program.families.pooling) credits a pool with a step only when it holds at least that
-many replicas. Powers of two keep the ladder short (one step per doubling at most) and
-the same in every region.
+many replicas. Powers of two keep the ladder short (one step per doubling) and the same
+in every region.
 
 Failover round trip. A region that may receive users rerouted from R ms away serves its
 whole queue at the TTFT target less R (`models.operations.scenarios`), so each kept candidate also
@@ -116,8 +118,8 @@ class Candidate:
     capacity: ReplicaCapacity
     curve: PoolCurve
     ladder: tuple[PoolStep, ...] = ()
-    """Pool sizes > 1, increasing, each with a capacity per replica at least
-    `POOL_STEP_GAIN` above the previous step (or q(1))."""
+    """Pool sizes > 1, increasing (the powers of two up to the largest pool worth having),
+    each with its capacity per replica."""
     failover: tuple[tuple[float, PoolCurve], ...] = ()
     """(round trip ms, the curve at the TTFT target less it) for every round trip from
     which the workload's users may be rerouted to some region in some scenario

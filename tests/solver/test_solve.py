@@ -258,11 +258,15 @@ def test_workloads_competing_for_supply_reach_the_joint_optimum():
 
 def test_demand_shadow_price_is_the_cost_of_one_request_per_second():
     inst = single_region(100.0)
-    q = capacity_rps(inst)
     plan = solved(inst)
+    (pool,) = plan.replicas
+    assert pool.count == 3  # 100 / q(1) = 2.46: 3 one-GPU replicas
+    # The pool of 3 is credited q at its ladder's step 2 (every power of two up to the
+    # largest pool is a step, solver.candidates.pools.pool_ladder), so one more request/s
+    # needs 1/q(2) of a one-GPU replica at $2/GPU-hour.
+    q = physics_at(inst, pool_replicas=2).requests_per_s
     prices = {b.name: b for b in plan.binding}
     demand = prices["demand[none,chat,east]"]
-    # One more request/s needs 1/q of a one-GPU replica at $2/GPU-hour.
     assert demand.shadow_price == pytest.approx(2.0 * HOURS / q, rel=1e-4)
     assert demand.unit == "$/month per request/s of demand"
     assert "not MIP duals" in plan.shadow_price_note

@@ -18,14 +18,15 @@ from tests.synthetic import generated, with_policy
 two_cores = pytest.mark.skipif(machine_threads() < 2, reason="needs two cores for two workers")
 
 
-@pytest.mark.parametrize("seed", [10, 12])
+@pytest.mark.parametrize("seed", [7, 11])
 def test_dominance_pool_by_pool_is_the_whole_programs(seed):
     """Dominance compares pools of one workload, region and GPU type only, so the union
     over the workload programs of their bounds and size rows is the whole program's.
-    (With the TPOT-limited pools credited their pooling, seeds 10 and 12 of 2 regions x 3
-    workloads x 6 GPU types have size rows to encode: 10 bounds and 2 sizes each, in
-    0.2 s of CPU where 6 x 6 x 6 at seeds 2 and 8 took 2.7 s each.)"""
-    inst = with_policy(generated(2, 3, 6, seed=seed), credit_tpot_pooling=True)
+    (With the TPOT-limited pools credited their pooling and no region lost, seeds 7 and
+    11 of 2 regions x 3 workloads x 6 GPU types have size rows to encode: 11 bounds and
+    2 sizes each, in ~0.1 s of CPU; with a region lost, no seed of 0-15 at 6 x 6 x 6 has
+    since the ladder holds every power of two, solver.candidates.pools.pool_ladder.)"""
+    inst = with_policy(generated(2, 3, 6, survive="none", seed=seed), credit_tpot_pooling=True)
     program = build_program(inst, build_candidates(inst, SolveSettings.of(inst)))
     whole = dominance(program)
     bounds, sizes = {}, []
