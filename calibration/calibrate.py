@@ -19,7 +19,8 @@ static-batching rows.
     .venv/bin/python -m calibration.calibrate            # fit and print, write nothing
     .venv/bin/python -m calibration.calibrate --write    # fit and write efficiency.yaml
     .venv/bin/python -m calibration.calibrate --write-engines   # vLLM/SGLang profiles only
-    make calibrate                                       # the same as --write
+    make calibrate        # --write, then --write-engines (the engine profiles borrow the
+                          # TensorRT-LLM sets just written), then calibration.bands --write
 
 The data directory defaults to `calibration/data` in the clone; set
 FLEETPLAN_CALIBRATION_DIR to use another. Only numpy is needed. `make bench`
