@@ -162,13 +162,17 @@ def test_the_help_names_the_default_and_why():
     assert inspect.signature(simulate).parameters["arrivals"].default == "open"
 
 
-PAIR_AGREEMENT = {"ttft": 0.03, "tpot": 0.01, "throughput": 0.01}
+PAIR_AGREEMENT = {"ttft": 0.05, "tpot": 0.01, "throughput": 0.01}
 """The simulator's pair under the closed loop against perf's pair burst
 (models.serving.disaggregated.replay_pair): the same client, two implementations (the
 simulator admits by KV tokens, prices each iteration at its own contexts, and its
 prefill lanes are the engine's). Measured on 20 cases (8B and 70B on H100, 1,000/100 and
 4,000/300 tokens, 1-4 prefill and 1-2 decode workers, 8-128 users): TTFT within 1.8%,
-TPOT 0.6%, throughput 0.5%."""
+TPOT 0.6%, throughput 0.5%. The mean TTFT of users in lock-step (fixed lengths, all
+starting together) is chaotic in the step time, in both implementations alike: the 70B
+pair below, its step overhead moved by 0.1-0.3% (1.880 to 1.895 ms), reads perf 0.614 to
+0.640 s and the simulator 0.616 to 0.626 s, their ratio 0.966 to 1.018 (stop 21's refit
+moved it from inside 3% to 3.4%); so TTFT is held to 5%, the width of that jitter."""
 
 
 @pytest.mark.parametrize(
