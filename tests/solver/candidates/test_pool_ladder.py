@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from solver.candidates.pools import PoolStep, pool_ladder
 from solver.candidates.table import build_candidates
-from tests.solver.test_monotone_properties import H200, build
+from tests.solver.test_monotone_properties import FOUND_TPOT_CASE, build
 
 
 def _top(ladder: tuple[PoolStep, ...], replicas: int) -> int:
@@ -92,18 +92,8 @@ def test_the_looser_tpot_credits_every_pool_at_least_as_much():
     3.1 8B, TPOT 70 ms and 77.1 ms (x 1.1015625). The physics lifts q at every size,
     and the ladders hold the same sizes, so every pool of 1..16 (the supply) is
     credited more at the looser target, in full and less one replica."""
-    q = {
-        "supply": {"east": {H200: (16, 2.0)}},
-        "demand": {"east": 19.8},
-        "model": "llama-3.1-8b",
-        "prompt": 4000,
-        "output": 400,
-        "ttft_ms": 800.0,
-        "tpot_ms": 70.0,
-        "survive": "none",
-    }
     tight, loose = (
-        build_candidates(build(q, tpot_ms=ms)).find("chat", "h200.fp8.tp1pp1.unified")
+        build_candidates(build(FOUND_TPOT_CASE, tpot_ms=ms)).find("chat", "h200.fp8.tp1pp1.unified")
         for ms in (70.0, 70.0 * 1.1015625)
     )
     assert [s.replicas for s in tight.ladder] == [s.replicas for s in loose.ladder]
