@@ -153,13 +153,16 @@ def optimise(
         start |= sizes_start(reduction.sizes, start)
     one = settings.limited(_left_s(settings, started)).with_duals(False)  # the start's time out
     solved = with_sizes(lp, reduction.sizes)
+    levelled = None
     if rows_ready is not None:  # a backend whose gap bounds its optimum (HiGHS)
         rows_ready()
         rowed = with_region_rows(solved, backend, one, program.lp, program.region_costs)
         if COST_LEVELS and rowed is not solved:  # where the region rows are, the levels too
-            rowed, start = with_cost_levels(rowed, start)
-        solved = rowed
-    result = own_result(backend.run(solved, one, start=start), program.lp)
+            levelled, start = with_cost_levels(rowed, start)
+        solved = rowed if levelled is None else levelled
+    result = backend.run(solved, one, start=start)
+    if levelled is not None and levelled is not rowed:  # the levels' columns and objective
+        result = own_result(result, program.lp)
     if joined is not None and not _better(result, joined.result):
         return joined
     if joined is None and result.termination is Termination.TIME_LIMIT:

@@ -145,7 +145,7 @@ def own_result(result: SolveResult, lp: LinearProgram) -> SolveResult:
     if result.objective is None or not values:
         return replace(result, values=values)
     bound = result.bound
-    objective = lp.objective_constant + sum(c * values.get(n, 0.0) for n, c in lp.objective.items())
+    objective = lp.objective_value(values)
     gap = result.mip_gap
     if bound is not None:
         gap = max(0.0, (objective - bound) / max(abs(objective), 1e-9))
