@@ -5,6 +5,6 @@ prints (`--write` updates models/physics/catalog/efficiency.yaml; `make calibrat
 `--write-engines` refits only the vLLM and SGLang profiles), and `make bench` reports the
 catalog's factors against the data in `calibration/data/`. rows.py reads the TensorRT-LLM,
 MLPerf and Triton rows, engines.py the vLLM and SGLang rows and fits their profiles,
-errors.py gives every row's error against the catalog (`all_row_errors`), moe.py reports
-the MoE rows.
+engine_errors.py gives their errors against a set of factors (`row_errors`), errors.py
+every row's error against the catalog (`all_row_errors`), moe.py reports the MoE rows.
 """

@@ -28,7 +28,7 @@ Which band a row joins (`classify`):
   e < 0 is optimistic); `ttft_under_load` for a closed-loop run's mean TTFT; `borrowed`
   for an offline row whose GPU's factors under the profile were fitted on other rows
   (`models.physics.error_bands.borrowed_for`).
-- vLLM and SGLang rows come as `calibration.engines.catalog_row_errors` gives them
+- vLLM and SGLang rows come as `calibration.engine_errors.catalog_row_errors` gives them
   (each predicted under its own profile, the split of `calibration.engines`).
 
     .venv/bin/python -m calibration.bands            # compute and print, write nothing
@@ -49,7 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from calibration.calibrate import predict
-from calibration.engines import catalog_row_errors
+from calibration.engine_errors import catalog_row_errors
 from calibration.moe import load_moe_rows, predict_moe
 from calibration.rows import Row, calibration_dir, load_rows
 from models.physics.catalog import llm_catalog
@@ -179,12 +179,12 @@ ENGINE_REGIME = {
     ("closed-loop", "tpot_mean_ms"): "latency_under_load",
     ("closed-loop", "ttft_mean_ms"): "ttft_under_load",
 }
-"""The regime of a vLLM or SGLang figure (`calibration.engines.RowError`); a closed-loop
+"""The regime of a vLLM or SGLang figure (`calibration.engine_errors.RowError`); a closed-loop
 run's output tokens/s (throughput at a concurrency) joins none."""
 
 
 def engine_errors(directory: Path | None, left: Counter) -> list[SignedError]:
-    """The held-out vLLM and SGLang figures (`calibration.engines.catalog_row_errors`,
+    """The held-out vLLM and SGLang figures (`calibration.engine_errors.catalog_row_errors`,
     predicted under each row's own profile)."""
     llms = llm_catalog()
     found = []

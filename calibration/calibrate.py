@@ -57,6 +57,7 @@ from pathlib import Path
 
 import numpy as np
 
+from calibration.engine_errors import row_errors
 from calibration.engines import (
     ENGINE_GENERATIONS,
     REQUEST_NAMES,
@@ -66,7 +67,6 @@ from calibration.engines import (
     fallbacks,
     fit_engine_profiles,
     load_engine_data,
-    row_errors,
 )
 from calibration.rows import GENERATIONS, Row, load_rows
 from models.physics.catalog import gpu_catalog, llm_catalog
@@ -372,7 +372,7 @@ def render_yaml(
 
 
 def _group_note(group: list) -> str:
-    """Median |error| of a group's fitted figures, fit and held out (`engines.RowError`),
+    """Median |error| of a group's fitted figures, fit and held out (`engine_errors.RowError`),
     and of its mean TTFT at one user (what the request overhead is fitted on) and under
     load (which no constant is fitted on)."""
 

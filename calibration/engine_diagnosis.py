@@ -43,6 +43,7 @@ from functools import partial
 
 import numpy as np
 
+from calibration.engine_errors import catalog_efficiency
 from calibration.engines import (
     FIT_FIGURES,
     FIT_REQUESTS_PER_USER,
@@ -51,7 +52,6 @@ from calibration.engines import (
     EngineData,
     EngineRun,
     all_at_once,
-    catalog_efficiency,
     load_engine_data,
     predict_run,
 )

@@ -52,11 +52,12 @@ the per-sequence cost) but for the engine's documented settings (`ENGINE_SETTING
   (`fit_request_overhead`), and the step overhead once more with it in place. Mean TTFT
   under load is reported, never fitted: it is what the replay's waves (lengths drawn as
   the tool drew them, so they de-synchronise) and the overhead predict; so are the median
-  TTFT where a row gives it (`ttft_median_ms`: the replay's p50, `row_errors(medians=...)`)
-  and the median inter-token latency (`itl_median_ms`: the replay's median gap between a
-  request's tokens), which tells a TPOT error's decode iteration from the prefill
-  iterations between decode steps (a mean TPOT is both; the median gap is the decode step
-  alone where fewer than half the gaps carry a prefill).
+  TTFT where a row gives it (`ttft_median_ms`: the replay's p50,
+  `engine_errors.row_errors(medians=...)`) and the median inter-token latency
+  (`itl_median_ms`: the replay's median gap between a request's tokens), which tells a
+  TPOT error's decode iteration from the prefill iterations between decode steps (a mean
+  TPOT is both; the median gap is the decode step alone where fewer than half the gaps
+  carry a prefill).
 A profile's `fallback` is the engine's previous version, the oldest the default TensorRT-LLM
 profile: a generation an engine has no rows of runs on TensorRT-LLM's factors, and says so,
 but for the engine's own step and request overheads (the medians of its closed-loop fits:
@@ -77,7 +78,6 @@ from calibration.sglang_defaults import sglang_defaults
 from models.physics.catalog import gpu_catalog, llm_catalog
 from models.physics.efficiency import Efficiency, efficiency_for
 from models.physics.precision import Precision
-from models.profiles.fit import FIGURES
 from models.profiles.fit import predict as replay_figures
 from models.profiles.fitting import from_vector, nelder_mead, to_vector
 from models.profiles.measurements import Measurement
@@ -130,6 +130,8 @@ REQUEST_NAMES = ("request_overhead_s",)
 """Fitted on a group's one-user closed-loop runs only (`fit_request_overhead`)."""
 MISS_LOG = math.log(3.0)
 """What a row the model cannot place costs in the loss: a 3x miss."""
+REPORT_REQUESTS_PER_USER = 10
+"""Requests per user in the replay a report runs: the whole run, up to 10 per user."""
 
 
 @dataclass(frozen=True)
@@ -491,126 +493,3 @@ def fit_engine_profiles(data: EngineData) -> dict[str, dict[str, Efficiency]]:
         if sets:
             fitted[profile] = sets
     return fitted
-
-
-# --- errors --------------------------------------------------------------------------------
-
-REPORT_REQUESTS_PER_USER = 10
-"""Requests per user in the replay a report runs: the whole run, up to 10 per user."""
-
-
-@dataclass(frozen=True)
-class RowError:
-    """One measured figure of one engine row against the model: what `make bench` prints
-    and what error bands are built from (`row_errors`)."""
-
-    engine: str
-    generation: str
-    gpu: str
-    model: str
-    family: str
-    """`dense` or `moe`."""
-    layout: str
-    """`tp8`, ..."""
-    kind: str
-    """`closed-loop` (a benchmark run at a concurrency) or `offline` (max throughput)."""
-    concurrency: int
-    """Users in flight; 0 for an offline row (every request at once)."""
-    figure: str
-    """`output_tokens_per_s` (offline rows: per GPU), `ttft_mean_ms`, `tpot_mean_ms`,
-    `ttft_median_ms` or `itl_median_ms` (`row_errors(medians=True)`)."""
-    held_out: bool
-    predicted: float
-    """nan when no layout fits."""
-    measured: float
-    label: str
-    all_at_once: bool = False
-    """A run that sent every request at once (`all_at_once`): offline throughput with
-    latencies printed, not the tools' closed loop."""
-
-    @property
-    def error_pct(self) -> float:
-        """Signed: (predicted - measured) / measured x 100."""
-        return (self.predicted - self.measured) / self.measured * 100
-
-
-def _family(model: str) -> str:
-    return "moe" if llm_catalog()[model].is_moe else "dense"
-
-
-def row_errors(
-    data: EngineData,
-    efficiency_of,
-    requests_per_user: int = REPORT_REQUESTS_PER_USER,
-    lengths: bool = True,
-    medians: bool = False,
-) -> list[RowError]:
-    """Every figure of every engine row against the factors `efficiency_of(engine, gpu,
-    precision)` returns (the catalog's: `catalog_efficiency`), fit and held-out rows
-    alike; `RowError.held_out` tells them apart. Closed-loop runs are replayed with their
-    lengths drawn as the tool drew them (`lengths`), else at the mean lengths; with
-    `medians`, a run's median TTFT and median inter-token latency too where its row gives
-    them (`ttft_median_ms`, `itl_median_ms`)."""
-    out = []
-    for row in data.offline:
-        value = predict_offline(row, efficiency_of(row.engine, row.gpu, row.weight_precision))
-        out.append(
-            RowError(
-                engine=row.engine,
-                generation=generation(row.gpu),
-                gpu=row.gpu,
-                model=row.model,
-                family=_family(row.model),
-                layout=f"tp{row.tps[0]}",
-                kind="offline",
-                concurrency=0,
-                figure="output_tokens_per_s",
-                held_out=row.held_out,
-                predicted=value,
-                measured=row.measured,
-                label=row.label,
-            )
-        )
-    for run in data.runs:
-        m = run.run
-        efficiency = efficiency_of(run.engine, m.gpu, m.precision)
-        predicted = predict_run(run, efficiency, requests_per_user, lengths, median=medians)
-        measured_of = {figure: getattr(m, figure) for figure in FIGURES}
-        if medians:
-            measured_of["ttft_median_ms"] = run.ttft_median_ms
-            measured_of["itl_median_ms"] = run.itl_median_ms
-        for figure, measured in measured_of.items():
-            if measured is None:
-                continue
-            out.append(
-                RowError(
-                    engine=run.engine,
-                    generation=run.generation,
-                    gpu=m.gpu,
-                    model=m.model,
-                    family=_family(m.model),
-                    layout=f"tp{m.tp}" + (f" ep{m.ep}" if m.ep > 1 else ""),
-                    kind="closed-loop",
-                    concurrency=m.concurrency,
-                    figure=figure,
-                    held_out=run.held_out,
-                    predicted=predicted.get(figure, math.nan),
-                    measured=measured,
-                    label=run.label,
-                    all_at_once=all_at_once(run),
-                )
-            )
-    return out
-
-
-def catalog_efficiency(engine: str, gpu: str, precision: Precision) -> Efficiency:
-    """The catalog's factors for a row: its engine profile's, as `efficiency_for` looks
-    them up (fallbacks included)."""
-    return efficiency_for(gpu, precision, engine=engine)
-
-
-def catalog_row_errors(directory: Path | None = None) -> list[RowError]:
-    """`row_errors` of the repository's engine rows against the catalog's profiles: the
-    per-row fit and held-out errors by engine, generation, model family and layout."""
-    data, _ = load_engine_data(directory)
-    return row_errors(data, catalog_efficiency)

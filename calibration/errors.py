@@ -13,7 +13,8 @@ import math
 from pathlib import Path
 
 from calibration.calibrate import catalog_efficiency, predict
-from calibration.engines import RowError, catalog_row_errors, generation
+from calibration.engine_errors import RowError, catalog_row_errors
+from calibration.engines import generation
 from calibration.rows import Row, load_rows
 from models.physics.catalog import llm_catalog
 

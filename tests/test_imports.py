@@ -495,6 +495,8 @@ def test_each_package_init_states_its_contract():
 
 MAX_MODULES_PER_FOLDER = 20
 MAX_MODULE_LINES = 600
+SIZED = (*PACKAGES, "calibration")
+"""Whose modules the size limits hold: the installed packages and the calibration tool."""
 
 BEING_SPLIT: set[str] = set()
 """Modules over the line limit today, each being split; one that drops under the limit
@@ -504,7 +506,7 @@ leaves this set, so that the set stays the list of what is still to split."""
 def _line_counts() -> dict[str, int]:
     return {
         path.relative_to(ROOT).as_posix(): len(path.read_text().splitlines())
-        for pkg in PACKAGES
+        for pkg in SIZED
         for path in (ROOT / pkg).rglob("*.py")
     }
 

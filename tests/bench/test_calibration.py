@@ -13,8 +13,9 @@ import math
 import numpy as np
 
 from calibration.calibrate import abs_pct_errors, catalog_efficiency, predict, spearman
-from calibration.engines import catalog_efficiency as engine_catalog_efficiency
-from calibration.engines import load_engine_data, row_errors
+from calibration.engine_errors import catalog_efficiency as engine_catalog_efficiency
+from calibration.engine_errors import row_errors
+from calibration.engines import load_engine_data
 from calibration.rows import GENERATIONS, MLPERF_WORKLOADS, Row, calibration_dir, load_rows
 from models.physics.efficiency import efficiency_for
 

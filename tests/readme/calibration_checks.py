@@ -150,13 +150,8 @@ def _calibration_wide_ep(run: Runner) -> dict[str, str]:
 def _engine_errors(prefill_first: bool | None) -> list:
     """Every engine figure against the catalog's profiles (`None`: as they are; a bool: with
     `Efficiency.prefill_first` set so), as test_engine_profiles_report replays them."""
-    from calibration.engines import (
-        EngineData,
-        all_at_once,
-        catalog_efficiency,
-        load_engine_data,
-        row_errors,
-    )
+    from calibration.engine_errors import catalog_efficiency, row_errors
+    from calibration.engines import EngineData, all_at_once, load_engine_data
 
     def efficiency(engine, gpu, precision):
         profile = catalog_efficiency(engine, gpu, precision)
@@ -308,7 +303,8 @@ def _minimax_errors() -> dict[tuple[str, str, int, int, str], float]:
     """MiniMax-M2.5's closed-loop figures (SGLang's EP8 runs and vLLM's InferenceX runs)
     against the catalog's profiles, keyed (engine family, GPU, TP, users, figure) at the
     1,000-token prompts (the 8K runs apart)."""
-    from calibration.engines import EngineData, catalog_efficiency, load_engine_data, row_errors
+    from calibration.engine_errors import catalog_efficiency, row_errors
+    from calibration.engines import EngineData, load_engine_data
 
     data, _skipped = load_engine_data()
     runs = [r for r in data.runs if r.run.model == "minimax-m2.5" and r.run.prompt_tokens < 1500]

@@ -263,7 +263,8 @@ def test_an_offline_vllm_row_runs_at_the_sequence_cap_it_sets() -> None:
     capped at 8 sequences predicts fewer tokens/s than the same row at its own cap."""
     import dataclasses
 
-    from calibration.engines import catalog_efficiency, load_engine_data, predict_offline
+    from calibration.engine_errors import catalog_efficiency
+    from calibration.engines import load_engine_data, predict_offline
 
     data, _ = load_engine_data()
     row = next(

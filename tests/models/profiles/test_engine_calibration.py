@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from calibration.engine_errors import row_errors
 from calibration.engines import (
     BASE_ENGINE,
     EngineData,
@@ -21,7 +22,6 @@ from calibration.engines import (
     load_engine_data,
     predict_run,
     profile_name,
-    row_errors,
 )
 from models.physics.efficiency import efficiency_for
 from models.physics.precision import Precision
@@ -196,7 +196,7 @@ def test_length_distributions_are_read_or_refused() -> None:
 
 
 def test_row_errors_are_signed_and_their_median_skips_unplaced_rows() -> None:
-    from calibration.engines import RowError
+    from calibration.engine_errors import RowError
     from calibration.errors import median_abs_error_pct
 
     def error(predicted: float) -> RowError:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from calibration.engine_errors import row_errors
 from calibration.engines import (
     BASE_ENGINE,
     EngineData,
@@ -21,7 +22,6 @@ from calibration.engines import (
     fit_group,
     load_engine_data,
     predict_run,
-    row_errors,
 )
 from models.physics.efficiency import efficiency_for, engine_report
 from models.physics.precision import Precision
