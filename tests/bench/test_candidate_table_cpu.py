@@ -50,6 +50,7 @@ from tests.synthetic import at_policy_defaults, generated_data
 
 REPO = Path(__file__).resolve().parents[2]
 ROUNDS = 3
+TABLE_ROUNDS = 5
 TIME_LIMIT_S = 300
 ROWS: list[tuple] = []
 
@@ -114,6 +115,28 @@ def _instances(folder: Path) -> dict[str, Path]:
     generated = folder / "gen-10x20x6-region-default.yaml"
     generated.write_text(yaml.safe_dump(data), encoding="utf-8")
     return {"10x20x6 region +": generated, "chat-3region": REPO / "instances/chat-3region.yaml"}
+
+
+TABLE_ONLY = ["procurement-3region", "growth-horizon", "seed-chat-sizing"]
+"""Shipped instances whose table is measured alone (their solves are the periods
+program's and the months', not the table's)."""
+
+
+@pytest.mark.parametrize("name", ["10x20x6 region +", "chat-3region", *TABLE_ONLY])
+def test_table_side_by_side(name, tmp_path):
+    """The table alone, `TABLE_ROUNDS` times a checkout (A B A B): cheap enough to run
+    where the solves are not (`-k table_side`)."""
+    instance = _instances(tmp_path).get(name, REPO / "instances" / f"{name}.yaml")
+    checkouts = _checkouts()
+    runs: dict[str, list[float]] = {label: [] for label, _ in checkouts}
+    for _ in range(TABLE_ROUNDS):
+        for label, checkout in checkouts:
+            runs[label].append(_table_cpu_s(checkout, instance))
+    this = min(runs["this"])
+    base = min(runs["base"]) if "base" in runs else None
+    ratio = "-" if base is None else f"{this / base:.2f}"
+    base_text = "-" if base is None else f"{base:.2f}"
+    ROWS.append((name, f"table ({TABLE_ROUNDS} rounds)", base_text, f"{this:.2f}", ratio))
 
 
 @pytest.mark.parametrize("name", ["10x20x6 region +", "chat-3region"])
