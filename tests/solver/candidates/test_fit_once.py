@@ -3,6 +3,7 @@ the step model, the mix in tokens) is worked out once per configuration and read
 pool size and failover target (`solver.candidates.pools.PoolPhysics.fit`), and the
 capacities read with it are those `replica_capacity` computes on its own, to the bit."""
 
+import pickle
 from dataclasses import replace
 
 import pytest
@@ -63,3 +64,15 @@ def test_a_fit_that_does_not_fit_is_the_capacity_at_every_pool_size(laddered):
     fit = physics.fit()
     assert fit.not_fitting is not None and not fit.not_fitting.fits
     assert physics.at(1) == physics.at(8) == fit.not_fitting
+
+
+def test_a_pickled_physics_leaves_its_fit_behind_and_reads_the_same(laddered):
+    # a worker's table comes back without the fits (they are worked out again where asked)
+    instance, candidates = laddered
+    c = candidates[0]
+    physics = pools.physics_of(instance, c.workload, c.config)
+    held = physics.at(2)
+    assert len(physics.fitted) == 1
+    copy = pickle.loads(pickle.dumps(physics))
+    assert copy.fitted == {}
+    assert copy == physics and copy.at(2) == held
