@@ -33,6 +33,30 @@ fixed-length mixture's tokens computed once and the Poisson terms built by zip/m
 model by the identity of its configuration and efficiency (~5% of the table): unsafe,
 the step model also reads the MoE constants a calibration trial swaps in
 (`models.physics.catalog.moe_efficiency.trial_constants`) for the same objects.
+
+Measured on 2026-12-07 (chat25, issue 33), the same machine under a load of 3-8, table
+alone (`-k table_side`, fastest of 5, A B A B against main at c510d686), after a
+configuration's layout fit (memory budget, step model, mix in tokens) was worked out once
+and read at every pool size (`solver.candidates.pools.PoolPhysics.fit`): 10x20x6 3.81 ->
+3.48 s (0.92), chat-3region 0.75 -> 0.66 (0.88), procurement-3region 0.25 -> 0.21 (0.84),
+growth-horizon 0.09 -> 0.08 (0.88), seed-chat-sizing 0.06 -> 0.05 (0.84); every candidate
+the same to the bit (tests/bench/table_digests.py over the 20 shipped and two generated
+instances). What is left is the capacity searches themselves: 10x20x6's table spends 82%
+of `batch_capacity` in `find_edge` (~11 points a search, each up to three iteration
+mixtures, all distinct: 47,878 mixtures computed, 47,878 distinct), 1,449 of its 2,896
+physics calls tabulate TPOT-limited unified ladders and their survivors. Starting a
+search from the neighbour pool size's edge would take fewer points but end on another
+float within the search's 1e-12 (not tried: every candidate, and so the programs the
+goldens hold, would move in the last digits).
+
+Where a solve's CPU goes (`fleetplan solve --json`, stage functions wrapped, thread CPU,
+main at c510d686): chat-3region 9.6-10.6 s in all, table 0.61-0.65 s, warm start
+1.33-1.38 s (HiGHS on the restriction), region programs 2.3-2.4 s (their own thread,
+beside the warm start), the whole program's search about 5 s; procurement-3region 16.3 s,
+table 0.25 s (two tables), the periods programs the rest (1,624 HiGHS runs, 8.6 s);
+growth-horizon 17.9 s, table 0.11 s, HiGHS 15.5 s (1,235 runs); seed-chat-sizing 0.97 s,
+table 0.10 s. The table is a large share of a solve only where the program is small
+or the instance large (10x20x6).
 """
 
 import json
