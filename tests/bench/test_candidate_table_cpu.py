@@ -44,10 +44,15 @@ the same to the bit (tests/bench/table_digests.py over the 20 shipped and two ge
 instances). What is left is the capacity searches themselves: 10x20x6's table spends 82%
 of `batch_capacity` in `find_edge` (~11 points a search, each up to three iteration
 mixtures, all distinct: 47,878 mixtures computed, 47,878 distinct), 1,449 of its 2,896
-physics calls tabulate TPOT-limited unified ladders and their survivors. Starting a
-search from the neighbour pool size's edge would take fewer points but end on another
-float within the search's 1e-12 (not tried: every candidate, and so the programs the
-goldens hold, would move in the last digits).
+physics calls tabulate TPOT-limited unified ladders and their survivors. Tried and left
+out: `batch_capacity` bracketing its search between the largest passing batch of a
+smaller pool and the smallest failing one of a larger pool of the same configuration,
+mix and targets (a pass at n passes at every larger n, a fail fails at every smaller
+one): 10x20x6 asked 23,569 points instead of 31,506 (-25%), table 3.97 -> 3.39 s (0.85,
+fastest of 3, A B A B), chat-3region 3,537 -> 3,398 (its pools are mostly prefill); but
+the searches end on other floats within their 1e-12 (9,841 of 11,654 tabulated rates
+moved, by at most 1.7e-12 relative), so every program the goldens hold moves in its
+last digits: not taken without refreezing and checking them.
 
 Where a solve's CPU goes (`fleetplan solve --json`, stage functions wrapped, thread CPU,
 main at c510d686): chat-3region 9.6-10.6 s in all, table 0.61-0.65 s, warm start
