@@ -52,7 +52,7 @@ from models.serving.replica import (
     Role,
     TrafficMix,
 )
-from models.serving.replica_layout import replica_memory_budget
+from models.serving.replica_layout import not_fitting_capacity, replica_memory_budget
 
 DEFAULT_LORA_RANK = 16
 """Rank of an adapter whose entry gives none (PEFT's examples and S-LoRA's evaluation use
@@ -270,7 +270,7 @@ def multi_lora_capacity(
         message = (
             f"{config.label} with {len(adapters)} adapters ({resident / 2**30:.2f} GiB per GPU)"
         )
-        capacity = replica_model.not_fitting_capacity(
+        capacity = not_fitting_capacity(
             config,
             does_not_fit_message(
                 budget, needed, message, "Serve fewer adapters per replica or use a larger TP."

@@ -111,7 +111,7 @@ operating point at a rate in `models.serving.frontier` (still importable from he
 import math
 
 from models.physics.efficiency import Efficiency
-from models.physics.memory import MemoryBudget, does_not_fit_message, layout_problem
+from models.physics.memory import MemoryBudget
 from models.physics.pass_parts import PassParts
 from models.physics.step_time import StepModel
 from models.serving.batch_model import (
@@ -124,7 +124,6 @@ from models.serving.batch_model import (
 from models.serving.capacity_reasons import (
     comm_share_reason,
     limit_reason,
-    memory_remedy,
     nic_receive_reason,
     prefill_reason,
     prefill_unreachable_reason,
@@ -143,12 +142,12 @@ from models.serving.replica import (
     TrafficMix,
 )
 from models.serving.replica_layout import (
+    ReplicaFit,
     decode_steps,
+    fit_replica,
     kv_transfer_bytes,
     kv_transfer_s,
     nic_bytes_per_s,
-    replica_memory_budget,
-    replica_step_model,
 )
 
 INTERCONNECT_SHARE = 0.5
@@ -219,35 +218,6 @@ def check_pool_replicas(pool_replicas: float) -> None:
         raise ValueError(f"pool_replicas must be a whole number >= 1, got {pool_replicas}")
 
 
-def not_fitting_capacity(
-    config: ReplicaConfig,
-    reason: str,
-    budget: MemoryBudget | None = None,
-    limit: Limit = Limit.KV_MEMORY,
-) -> ReplicaCapacity:
-    return ReplicaCapacity(
-        config=config,
-        fits=False,
-        meets_slo=False,
-        requests_per_s=0.0,
-        limit=limit,
-        reason=reason,
-        weight_bytes_per_gpu=budget.weight_bytes_per_gpu if budget else 0.0,
-        kv_bytes_per_token=budget.kv_bytes_per_token if budget else 0.0,
-        kv_capacity_tokens=budget.kv_capacity_tokens if budget else 0.0,
-        max_batch=0,
-        batch=0.0,
-        prefill_s=math.inf,
-        decode_step_s=math.inf,
-        ttft_p99_s=math.inf,
-        tpot_p99_s=math.inf,
-        best_ttft_p99_s=math.inf,
-        best_tpot_s=math.inf,
-        output_tokens_per_s=0.0,
-        kv_transfer_bytes_per_request=0.0,
-    )
-
-
 def _bound_limit(parts: PassParts) -> Limit:
     """The limit a batch capped by the engine hits: the roof that takes most of the step."""
     if parts.comm_s > INTERCONNECT_SHARE * parts.total_s:
@@ -261,6 +231,7 @@ def replica_capacity(
     targets: LatencyTargets,
     efficiency: Efficiency,
     pool_replicas: float = 1,
+    fitted: ReplicaFit | None = None,
 ) -> ReplicaCapacity:
     """The largest request rate one replica sustains within the targets, and why not more.
 
@@ -277,40 +248,19 @@ def replica_capacity(
             (M/G/c, c = pool_replicas; see "Pools" in the module docstring): the
             capacity is per replica, never lower for a larger pool, and 1 gives the
             single server. `UNLIMITED_POOL` gives the ceiling over all pool sizes.
+        fitted: `fit_replica(config, mix, efficiency)` where the caller holds it (it
+            asks several pool sizes: `models.serving.replica_layout`); None: worked
+            out here.
 
     Raises:
         ValueError: pool_replicas is not a whole number >= 1 (or math.inf).
     """
     check_pool_replicas(pool_replicas)
-    problem = layout_problem(
-        config.gpu,
-        config.llm,
-        config.weight_precision,
-        config.kv_precision,
-        config.tp,
-        config.pp,
-        config.ep,
-        config.dp,
-        config.redundant_experts,
-    )
-    if problem is not None:
-        return not_fitting_capacity(config, f"{config.label}: {problem}")
-    m = MixTokens.of(mix)
-    llm = config.llm
-    if m.prompt_p99 + m.output_p99 > llm.max_context_tokens:
-        return not_fitting_capacity(
-            config,
-            f"{config.label}: a p99 request of {m.prompt_p99:,.0f} + {m.output_p99:,.0f} tokens "
-            f"exceeds the {llm.max_context_tokens:,}-token context window of {llm.name}",
-        )
-    budget = replica_memory_budget(config, efficiency).at_context(m.footprint)
-    needed = m.prompt_p99 if config.role is Role.PREFILL else m.prompt_p99 + m.output_p99
-    if budget.sequence_kv_capacity_tokens < needed:  # one sequence lives in one DP group
-        remedy = memory_remedy(config, efficiency, needed)
-        return not_fitting_capacity(
-            config, does_not_fit_message(budget, needed, config.label, remedy), budget
-        )
-    steps = replica_step_model(config, efficiency)
+    fit = fit_replica(config, mix, efficiency) if fitted is None else fitted
+    if fit.not_fitting is not None:
+        return fit.not_fitting
+    m, budget, steps = fit.tokens, fit.budget, fit.steps
+    assert m is not None and budget is not None and steps is not None  # it fits
     m = prefix_mix(m, mix, config, budget, steps, pool_replicas)
     if config.role is Role.PREFILL:
         return _prefill_capacity(config, m, targets, efficiency, budget, steps, pool_replicas)

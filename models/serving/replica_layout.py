@@ -1,12 +1,39 @@
 """The physics of one replica's layout (`ReplicaConfig`): its memory budget, its step
-model, what one decode iteration is (a plain step or a speculation cycle), and the KV
-transfer of a prompt over its NICs between disaggregated replicas."""
+model, what one decode iteration is (a plain step or a speculation cycle), the KV
+transfer of a prompt over its NICs between disaggregated replicas, and whether the layout
+fits a traffic mix at all (`fit_replica`).
+
+`fit_replica` is what a replica's capacity reads before its pool size: whether the layout
+fits its GPUs, the model's context window and the p99 request's KV cache, and if so the
+mix in tokens, the memory budget at the mix's footprint and the step model. None of it
+depends on the pool size or the targets, so a caller that asks one configuration at many
+pool sizes (the candidate table's ladder, its survivors and its failover curves:
+solver.candidates.pools.PoolPhysics) works it out once and hands it to
+`models.serving.capacity.replica_capacity` (`fitted`): the memory budget and the step
+model were ~30% of chat-3region's candidate table, asked again at every pool size."""
+
+import math
+from dataclasses import dataclass
 
 from models.physics.efficiency import Efficiency
-from models.physics.memory import MemoryBudget, kv_bytes_per_token, memory_budget
+from models.physics.memory import (
+    MemoryBudget,
+    does_not_fit_message,
+    kv_bytes_per_token,
+    layout_problem,
+    memory_budget,
+)
 from models.physics.speculative import SpeculativeSteps, speculative_steps, with_draft_memory
 from models.physics.step_time import StepModel, step_model
-from models.serving.replica import ReplicaConfig, Role
+from models.serving.capacity_reasons import memory_remedy
+from models.serving.replica import (
+    Limit,
+    MixTokens,
+    ReplicaCapacity,
+    ReplicaConfig,
+    Role,
+    TrafficMix,
+)
 
 
 def kv_transfer_s(config: ReplicaConfig, prompt_tokens: float, efficiency: Efficiency) -> float:
@@ -78,4 +105,82 @@ def decode_steps(
         config.kv_precision,
         efficiency,
         config.dp,
+    )
+
+
+@dataclass(frozen=True)
+class ReplicaFit:
+    """A configuration's layout against a traffic mix: `not_fitting` (the capacity of a
+    replica that cannot serve it, with the reason) or the pieces its capacity reads."""
+
+    not_fitting: ReplicaCapacity | None
+    tokens: MixTokens | None = None
+    budget: MemoryBudget | None = None
+    """The layout's memory budget at the mix's footprint (`MemoryBudget.at_context`)."""
+    steps: StepModel | None = None
+
+
+def fit_replica(config: ReplicaConfig, mix: TrafficMix, efficiency: Efficiency) -> ReplicaFit:
+    """Whether `config` fits its GPUs, the context window and the p99 request, and what
+    its capacity reads at any pool size when it does."""
+    problem = layout_problem(
+        config.gpu,
+        config.llm,
+        config.weight_precision,
+        config.kv_precision,
+        config.tp,
+        config.pp,
+        config.ep,
+        config.dp,
+        config.redundant_experts,
+    )
+    if problem is not None:
+        return ReplicaFit(not_fitting_capacity(config, f"{config.label}: {problem}"))
+    m = MixTokens.of(mix)
+    llm = config.llm
+    if m.prompt_p99 + m.output_p99 > llm.max_context_tokens:
+        return ReplicaFit(
+            not_fitting_capacity(
+                config,
+                f"{config.label}: a p99 request of {m.prompt_p99:,.0f} + {m.output_p99:,.0f} "
+                f"tokens exceeds the {llm.max_context_tokens:,}-token context window of "
+                f"{llm.name}",
+            )
+        )
+    budget = replica_memory_budget(config, efficiency).at_context(m.footprint)
+    needed = m.prompt_p99 if config.role is Role.PREFILL else m.prompt_p99 + m.output_p99
+    if budget.sequence_kv_capacity_tokens < needed:  # one sequence lives in one DP group
+        remedy = memory_remedy(config, efficiency, needed)
+        message = does_not_fit_message(budget, needed, config.label, remedy)
+        return ReplicaFit(not_fitting_capacity(config, message, budget))
+    return ReplicaFit(None, m, budget, replica_step_model(config, efficiency))
+
+
+def not_fitting_capacity(
+    config: ReplicaConfig,
+    reason: str,
+    budget: MemoryBudget | None = None,
+    limit: Limit = Limit.KV_MEMORY,
+) -> ReplicaCapacity:
+    """The capacity of a replica that cannot serve the mix: none, for `reason`."""
+    return ReplicaCapacity(
+        config=config,
+        fits=False,
+        meets_slo=False,
+        requests_per_s=0.0,
+        limit=limit,
+        reason=reason,
+        weight_bytes_per_gpu=budget.weight_bytes_per_gpu if budget else 0.0,
+        kv_bytes_per_token=budget.kv_bytes_per_token if budget else 0.0,
+        kv_capacity_tokens=budget.kv_capacity_tokens if budget else 0.0,
+        max_batch=0,
+        batch=0.0,
+        prefill_s=math.inf,
+        decode_step_s=math.inf,
+        ttft_p99_s=math.inf,
+        tpot_p99_s=math.inf,
+        best_ttft_p99_s=math.inf,
+        best_tpot_s=math.inf,
+        output_tokens_per_s=0.0,
+        kv_transfer_bytes_per_request=0.0,
     )

@@ -33,7 +33,7 @@ import math
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 
 from models.operations.scenarios import failover_targets
@@ -58,6 +58,7 @@ from models.serving.replica import (
     ServingContext,
     TrafficMix,
 )
+from models.serving.replica_layout import ReplicaFit, fit_replica
 
 POOL_LADDER_MAX_REPLICAS = 4096
 """Largest pool size the ladder looks at (a power of two)."""
@@ -149,6 +150,10 @@ class PoolPhysics:
     `models.serving.capacity.pooling_can_lift`)."""
     derate: float = 1.0
     """The factor every capacity is multiplied by (`capacity_derate_of`; 1: none)."""
+    fitted: dict = field(default_factory=dict, compare=False, repr=False)
+    """`fit_replica` of the configuration, mix and efficiency once asked (`fit`), by their
+    identities: shared with the copies `dataclasses.replace` makes at other targets (the
+    failover curves'), which it does not read."""
 
     @property
     def serving(self) -> ServingContext:
@@ -161,17 +166,37 @@ class PoolPhysics:
         unhashable specs), the key of `shared_physics`."""
         return (repr(self.config), repr(self.mix), repr(self.targets), repr(self.efficiency))
 
+    def fit(self) -> ReplicaFit:
+        """What the capacity reads at every pool size, worked out once
+        (`models.serving.replica_layout.fit_replica`: a pure function of the
+        configuration, mix and efficiency)."""
+        key = (id(self.config), id(self.mix), id(self.efficiency))  # held: never reused
+        found = self.fitted.get(key)
+        if found is None:
+            found = self.fitted[key] = fit_replica(self.config, self.mix, self.efficiency)
+        return found
+
+    def __getstate__(self) -> dict:
+        """Pickled without its fits (a table built in a worker process comes back a third
+        smaller: 10x20x6's 1.38 MB with them, 0.90 MB without): worked out again there
+        where asked."""
+        return {**self.__dict__, "fitted": {}}
+
+    def _capacity(self, replicas: float) -> ReplicaCapacity:
+        return replica_capacity(
+            self.config, self.mix, self.targets, self.efficiency, replicas, self.fit()
+        )
+
     def at(self, replicas: float) -> ReplicaCapacity:
         """The physics of one replica in a pool of `replicas` behind one queue (read
         again where `shared_physics` holds it)."""
         memo = _SHARED
         if memo is None:
-            found = replica_capacity(self.config, self.mix, self.targets, self.efficiency, replicas)
-            return derated(found, self.derate)
+            return derated(self._capacity(replicas), self.derate)
         key = (self.inputs, replicas)
         found = memo.get(key)
         if found is None:
-            found = replica_capacity(self.config, self.mix, self.targets, self.efficiency, replicas)
+            found = self._capacity(replicas)
             with _SHARED_LOCK:  # a months solve asks from two threads (its held fleet's)
                 while len(memo) >= SHARED_KEPT:
                     del memo[next(iter(memo))]

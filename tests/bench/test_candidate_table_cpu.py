@@ -33,6 +33,35 @@ fixed-length mixture's tokens computed once and the Poisson terms built by zip/m
 model by the identity of its configuration and efficiency (~5% of the table): unsafe,
 the step model also reads the MoE constants a calibration trial swaps in
 (`models.physics.catalog.moe_efficiency.trial_constants`) for the same objects.
+
+Measured on 2026-12-07 (chat25, issue 33), the same machine under a load of 3-8, table
+alone (`-k table_side`, fastest of 5, A B A B against main at c510d686), after a
+configuration's layout fit (memory budget, step model, mix in tokens) was worked out once
+and read at every pool size (`solver.candidates.pools.PoolPhysics.fit`): 10x20x6 3.81 ->
+3.48 s (0.92), chat-3region 0.75 -> 0.66 (0.88), procurement-3region 0.25 -> 0.21 (0.84),
+growth-horizon 0.09 -> 0.08 (0.88), seed-chat-sizing 0.06 -> 0.05 (0.84); every candidate
+the same to the bit (tests/bench/table_digests.py over the 20 shipped and two generated
+instances). What is left is the capacity searches themselves: 10x20x6's table spends 82%
+of `batch_capacity` in `find_edge` (~11 points a search, each up to three iteration
+mixtures, all distinct: 47,878 mixtures computed, 47,878 distinct), 1,449 of its 2,896
+physics calls tabulate TPOT-limited unified ladders and their survivors. Tried and left
+out: `batch_capacity` bracketing its search between the largest passing batch of a
+smaller pool and the smallest failing one of a larger pool of the same configuration,
+mix and targets (a pass at n passes at every larger n, a fail fails at every smaller
+one): 10x20x6 asked 23,569 points instead of 31,506 (-25%), table 3.97 -> 3.39 s (0.85,
+fastest of 3, A B A B), chat-3region 3,537 -> 3,398 (its pools are mostly prefill); but
+the searches end on other floats within their 1e-12 (9,841 of 11,654 tabulated rates
+moved, by at most 1.7e-12 relative), so every program the goldens hold moves in its
+last digits: not taken without refreezing and checking them.
+
+Where a solve's CPU goes (`fleetplan solve --json`, stage functions wrapped, thread CPU,
+main at c510d686): chat-3region 9.6-10.6 s in all, table 0.61-0.65 s, warm start
+1.33-1.38 s (HiGHS on the restriction), region programs 2.3-2.4 s (their own thread,
+beside the warm start), the whole program's search about 5 s; procurement-3region 16.3 s,
+table 0.25 s (two tables), the periods programs the rest (1,624 HiGHS runs, 8.6 s);
+growth-horizon 17.9 s, table 0.11 s, HiGHS 15.5 s (1,235 runs); seed-chat-sizing 0.97 s,
+table 0.10 s. The table is a large share of a solve only where the program is small
+or the instance large (10x20x6).
 """
 
 import json
@@ -50,6 +79,7 @@ from tests.synthetic import at_policy_defaults, generated_data
 
 REPO = Path(__file__).resolve().parents[2]
 ROUNDS = 3
+TABLE_ROUNDS = 5
 TIME_LIMIT_S = 300
 ROWS: list[tuple] = []
 
@@ -114,6 +144,28 @@ def _instances(folder: Path) -> dict[str, Path]:
     generated = folder / "gen-10x20x6-region-default.yaml"
     generated.write_text(yaml.safe_dump(data), encoding="utf-8")
     return {"10x20x6 region +": generated, "chat-3region": REPO / "instances/chat-3region.yaml"}
+
+
+TABLE_ONLY = ["procurement-3region", "growth-horizon", "seed-chat-sizing"]
+"""Shipped instances whose table is measured alone (their solves are the periods
+program's and the months', not the table's)."""
+
+
+@pytest.mark.parametrize("name", ["10x20x6 region +", "chat-3region", *TABLE_ONLY])
+def test_table_side_by_side(name, tmp_path):
+    """The table alone, `TABLE_ROUNDS` times a checkout (A B A B): cheap enough to run
+    where the solves are not (`-k table_side`)."""
+    instance = _instances(tmp_path).get(name, REPO / "instances" / f"{name}.yaml")
+    checkouts = _checkouts()
+    runs: dict[str, list[float]] = {label: [] for label, _ in checkouts}
+    for _ in range(TABLE_ROUNDS):
+        for label, checkout in checkouts:
+            runs[label].append(_table_cpu_s(checkout, instance))
+    this = min(runs["this"])
+    base = min(runs["base"]) if "base" in runs else None
+    ratio = "-" if base is None else f"{this / base:.2f}"
+    base_text = "-" if base is None else f"{base:.2f}"
+    ROWS.append((name, f"table ({TABLE_ROUNDS} rounds)", base_text, f"{this:.2f}", ratio))
 
 
 @pytest.mark.parametrize("name", ["10x20x6 region +", "chat-3region"])

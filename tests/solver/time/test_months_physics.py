@@ -22,9 +22,9 @@ def test_no_physics_is_computed_twice_across_the_months():
     calls: Counter = Counter()
     real = pools.replica_capacity
 
-    def counted(config, mix, targets, efficiency, replicas):
+    def counted(config, mix, targets, efficiency, replicas, *fitted):
         calls[(repr(config), repr(mix), repr(targets), repr(efficiency), replicas)] += 1
-        return real(config, mix, targets, efficiency, replicas)
+        return real(config, mix, targets, efficiency, replicas, *fitted)
 
     with patch.object(pools, "replica_capacity", counted):
         plan = solve(validate_instance(data, "months.yaml"))
