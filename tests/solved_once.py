@@ -100,6 +100,27 @@ def hourly_groups_plan(tmp_path_factory) -> tuple[Any, Any]:
     return once_a_run(tmp_path_factory, "hourly-groups", compute)
 
 
+def growth_horizon_2_months(tmp_path_factory) -> tuple[Any, dict]:
+    """(instance, plan as `solve --json` writes it) of instances/growth-horizon.yaml cut
+    to GROWTH_HORIZON_MONTHS of its 12 months, at its own settings: the hour verifier's
+    tests tamper with it (tests/solver/verify/test_verify_hour_scenarios.py) and
+    tests/cli/test_report_html.py draws it (`report --plan`)."""
+
+    def compute():
+        from models.io.overrides import load_instance_with, parse_overrides
+        from solver.solve import solve
+
+        months = parse_overrides([f"policy.horizon_months={GROWTH_HORIZON_MONTHS}"])
+        instance = load_instance_with(INSTANCES / "growth-horizon.yaml", months)
+        return instance, json.loads(solve(instance).model_dump_json())
+
+    return once_a_run(tmp_path_factory, "growth-horizon-2-months", compute)
+
+
+GROWTH_HORIZON_MONTHS = 2
+"""The months of `growth_horizon_2_months`."""
+
+
 @contextmanager
 def solving_default_once(solved: Solved) -> Iterator[None]:
     """While open, the call the `solve`, `explain` and `verify` commands make to solve

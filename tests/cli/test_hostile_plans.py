@@ -140,13 +140,39 @@ def test_a_sink_region_taking_every_rerouted_user_verifies_at_gap_zero(run_cli, 
     _solve_and_verify(run_cli, path, tmp_path / "plan.json", "--mip-gap", "0")
 
 
-def test_the_co_location_build_ends_within_the_time_limit(run_cli, tmp_path):
+def test_the_co_location_build_ends_within_the_time_limit(run_cli, tmp_path, monkeypatch):
     """60 tail workloads give C(60,2) + C(60,3) = 1,770 + 34,220 = 35,990 groups to
     pre-filter, each twice (co-resident and swapped), about 8 s of work on one core: the
     build checks the deadline before each group, so a 2 s limit stops it in the stage
     that was running, named, within a group's work of the limit (it ran to the end of the
-    build, 16.4 s, before)."""
-    count, limit_s = 60, 2.0
+    build, 16.4 s, before).
+
+    The run's clock is the work done, not the wall (which failed once on a slow machine,
+    3.3 s against 2 + 1): it reads 0 until the co-resident builder starts a group
+    (solver.colocation.groups._common_layout), and 1/64 s more each group after. 2 s are
+    2 x 64 = 128 groups: the check before the 129th stops the build, at 2.0 s on that
+    clock. A builder that checked less often runs groups past the limit (without the
+    check, all 35,990: the next check stops the run at 562.3 s on that clock);
+    one that never checked stops in a later stage."""
+    import types
+
+    import cli.solve
+    import solver.colocation.groups as groups_module
+    import solver.progress
+    import solver.settings
+
+    count, limit_s, tick_s = 60, 2.0, 1 / 64
+    groups = [0]
+    clock = types.SimpleNamespace(monotonic=lambda: groups[0] * tick_s)
+    for module in (cli.solve, solver.settings, solver.progress):
+        monkeypatch.setattr(module, "time", clock)
+    common_layout = groups_module._common_layout
+
+    def a_group_of_work(options):
+        groups[0] += 1
+        return common_layout(options)
+
+    monkeypatch.setattr(groups_module, "_common_layout", a_group_of_work)
     instance = {
         "name": "many-tail-workloads",
         "gpus": [{"name": "h100-sxm"}],
@@ -183,4 +209,5 @@ def test_the_co_location_build_ends_within_the_time_limit(run_cli, tmp_path):
     stopped = re.search(r"reached in (.+) after ([0-9.]+) s", lines[0])
     assert stopped is not None, lines[0]
     assert stopped[1] == "co-location templates"
-    assert float(stopped[2]) <= limit_s + 1.0
+    assert groups[0] == limit_s / tick_s == 128
+    assert stopped[2] == "2.0"

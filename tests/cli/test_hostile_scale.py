@@ -7,7 +7,6 @@ import itertools
 import json
 
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +15,7 @@ from models.operations.scenarios import RegionGraph, _dijkstra, failure_scenario
 from solver.candidates.table import build_candidates
 from solver.program.sets import ProgramSets
 from tests.cli.test_hostile_input import run_checked
-from tests.guards import failing_after
+from tests.guards import failing_after, ticking_clock
 
 
 def _pairwise(regions: int, workloads: int, bound=lambda i: None) -> dict:
@@ -66,14 +65,22 @@ def test_the_deadline_stops_the_failover_search():
 
 
 @pytest.mark.parametrize("bounds", ["shared", "one per workload"])
-def test_a_pairwise_hundred_region_instance_stops_at_its_time_limit(run_cli, tmp_path, bounds):
+def test_a_pairwise_hundred_region_instance_stops_at_its_time_limit(
+    run_cli, tmp_path, monkeypatch, bounds
+):
+    """On a clock of 1/64 s a reading (tests.guards.ticking_clock; the wall's 1 s limit
+    cost 1 s of CPU a case and stopped wherever the machine's speed left it), 1 s passes
+    at the 64th reading: in the failover search of the candidates stage (a check reads the
+    clock twice), whose next check stops the run at 1.0 s, named. The work a run leaves
+    unchecked is still held by the alarm (40 s: `solve --time-limit 5` ran 56 s here)."""
     bound = (lambda i: None) if bounds == "shared" else (lambda i: 100 + i)
-    path = tmp_path / "pairwise.yaml"
-    path.write_text(yaml.safe_dump(_pairwise(100, 100, bound)), encoding="utf-8")
-    # --time-limit 1 (was 2: the same stop in the candidates stage, 1.4 s less CPU a run)
+    path = tmp_path / "pairwise.json"  # YAML's writer and reader took 2 s of CPU of 2.5
+    path.write_text(json.dumps(_pairwise(100, 100, bound)), encoding="utf-8")
+    readings = ticking_clock(monkeypatch, 1 / 64)
     with failing_after(40, "solve --time-limit 1 of 100 regions x 100 workloads"):
         result = run_checked(run_cli, "solve", path, "--time-limit", "1", code=4)
-    assert "time limit of 1 s reached" in result.stderr
+    assert "time limit of 1 s reached in candidates after 1.0 s" in result.stderr
+    assert readings[0] <= 64 + 3  # the expired check's two readings and the exit's
 
 
 @settings(max_examples=300, deadline=None)
@@ -104,8 +111,8 @@ def test_verify_of_a_fleet_in_a_hundred_pairwise_regions_ends_in_seconds(run_cli
     # sorted each origin's destinations and filtered every pool: about 70 s; now 100
     # searches (each loss is a leaf of a star) and one sort per origin and scenario
     data = _pairwise(100, 20)
-    path = tmp_path / "pairwise.yaml"
-    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    path = tmp_path / "pairwise.json"  # as YAML, writing and reading it was most of the CPU
+    path.write_text(json.dumps(data), encoding="utf-8")
     pool = {"gpu": "h100-sxm", "precision": "fp8", "tp": 1, "pp": 1, "count": 2}
     fleet = [
         {"workload": w["name"], "region": r["name"], **pool}

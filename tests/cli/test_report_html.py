@@ -1,6 +1,7 @@
 """`fleetplan report`: one self-contained HTML file whose charts render in a real browser
 (headless Chromium from the OS packages, driven by Playwright; no browser download)."""
 
+import json
 import re
 import shutil
 
@@ -8,6 +9,7 @@ import pytest
 
 from models.schema.traffic import HOURS_PER_DAY
 from tests.paths import INSTANCES
+from tests.solved_once import GROWTH_HORIZON_MONTHS, growth_horizon_2_months
 
 CHARTS_PER_CONFIGURATION = 3  # roofline, latency vs load, frontier (unified pools)
 PAGE_CHARTS = 2  # cost split, utilisation heat map
@@ -75,7 +77,7 @@ def test_charts_render_in_a_real_browser(report_file):
         assert paths > 10  # axes, ticks, glyphs and data: a drawn chart, not an empty frame
 
 
-HORIZON_MONTHS = 2
+HORIZON_MONTHS = GROWTH_HORIZON_MONTHS
 """instances/growth-horizon.yaml cut to 2 of its 12 months (policy.horizon_months): the
 report's sections and tables are the same for any number of months (a row a month and the
 horizon's total), and 12 months took twice the CPU of 3 (12 s against 6 s) for nine more
@@ -93,7 +95,11 @@ def horizon_report(tmp_path_factory):
     out = tmp_path_factory.mktemp("report") / "horizon.html"
     path = str(INSTANCES / "growth-horizon.yaml")
     months = f"policy.horizon_months={HORIZON_MONTHS}"
-    result = CliRunner().invoke(app, ["report", path, "-o", str(out), "--set", months])
+    # the run's solve of it (tests.solved_once; the hour verifier's tests read it too)
+    plan = out.with_name("plan.json")
+    plan.write_text(json.dumps(growth_horizon_2_months(tmp_path_factory)[1]))
+    args = ["report", path, "--plan", str(plan), "-o", str(out), "--set", months]
+    result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     return out
 

@@ -10,7 +10,7 @@ from cli.app import app
 from solver.plan.schema import Plan
 from solver.program.lp import SolveResult, Termination
 from solver.program.optimised import Optimised
-from tests.paths import DEFAULT_INSTANCE
+from tests.paths import DEFAULT_INSTANCE, ONE_MODEL_ONE_REGION
 from tests.solved_once import solving_default_once
 from tests.synthetic import instance, workload
 
@@ -176,7 +176,7 @@ def test_no_plan_in_time_exits_4(run_cli, monkeypatch):
         return Optimised(SolveResult(Termination.TIME_LIMIT, "highs", "test", 60.0))
 
     monkeypatch.setattr("solver.solve.optimise", out_of_time)
-    result = run_cli("solve", DEFAULT_INSTANCE, "--time-limit", "60")
+    result = run_cli("solve", ONE_MODEL_ONE_REGION, "--time-limit", "60")
     assert result.exit_code == 4
     assert "no plan" in result.stderr and "--time-limit" in result.stderr
 

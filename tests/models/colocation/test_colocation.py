@@ -231,9 +231,11 @@ def test_adding_a_member_never_lowers_the_others_p99s(a, b, c):
         assert after.ttft_p99_s >= before.ttft_p99_s * (1 - 1e-9)
 
 
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=2, deadline=None)
 @given(a=_loads, b=_loads)
 def test_adding_a_member_never_increases_the_others_capacity(a, b):
+    # 2 pairs a run (each two capacity searches, ~1 s of CPU; 4 took 4.3 s), new ones each
+    # run; the p99s of the same groups are held on 25 (test_adding_a_member_never_lowers_...)
     alone = group_template(LAYOUT, [_member("a", a)], EFF)
     shared = group_template(LAYOUT, [_member("a", a), _member("b", b)], EFF)
     assert shared.capacity_requests_per_s[0] <= alone.capacity_requests_per_s[0] * (1 + 1e-9)

@@ -77,7 +77,7 @@ def test_the_held_fleet_serves_every_period_renting_nothing():
     assert commitment <= cost <= commitment * (1 + 1e-4)
 
 
-@examples(max_examples=12, deadline=None)
+@examples(max_examples=6, deadline=None)
 @given(
     r1=st.sampled_from([15.0, 40.0, 90.0]),
     **DAYS,
@@ -87,7 +87,8 @@ def test_an_hourly_plan_is_never_dearer_than_the_peak_plan_held_all_day(
 ):
     """Holding the peak's fleet every hour is one plan of the hourly program (an hour's
     warm rates are at most the peak's; reserved GPUs cost the same every hour), so the
-    hourly optimum costs at most the held instance's, both within their gap."""
+    hourly optimum costs at most the held instance's, both within their gap. 6 days a run
+    (12 took 2.7 s of CPU), new ones every run."""
     data = _data({"r1": r1, "r2": 25.0}, shape, reserved_share, h200, cap, survive, buy_unit, None)
     inst = validate_instance(data, "periods.yaml")
     settings = SolveSettings.of(inst, mip_gap=1e-3)

@@ -110,7 +110,7 @@ def test_the_cut_loop_reads_the_routing_back_and_serves_every_scenario():
         assert f"served[{f.name},chat,us-east,{f.region}]" not in served  # never the lost one
 
 
-@examples(max_examples=6, deadline=None)
+@examples(max_examples=3, deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     regions=st.integers(3, 4),
@@ -119,7 +119,9 @@ def test_the_cut_loop_reads_the_routing_back_and_serves_every_scenario():
 )
 def test_cuts_reach_the_routing_programs_optimum(seed, regions, workloads, survive):
     """Both solved to a 0 gap, each plan verified (solve_program refuses one the verifier
-    rejects): the same optimal cost."""
+    rejects): the same optimal cost. 3 instances a run, new seeds every run (6 took 7.2 s
+    of CPU; test_a_disaggregated_mode_is_cut_at_its_weakest_phase and the rows' own tests
+    pin the loop by hand)."""
     inst = generated(regions, workloads, 2, survive=survive, seed=seed)
     costs = {}
     for rows in ("routing", "cuts"):

@@ -48,7 +48,7 @@ def networks(draw):
 
 
 @given(networks())
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)  # 200 took 1.6 s of CPU; both orders pinned above
 def test_whenever_nearest_first_serves_everyone_so_does_the_maximum_flow(network):
     demand, capacity, reach = network
     if _nearest_first_serves_all(demand, capacity, reach):

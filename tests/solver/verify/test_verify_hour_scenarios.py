@@ -15,12 +15,11 @@ import pytest
 import yaml
 
 from models.io.loading import validate_instance
-from models.io.overrides import load_instance_with, parse_overrides
 from solver.plan.schema import Plan
 from solver.solve import solve
 from solver.verify.hours import verify_hours
 from tests.paths import INSTANCES
-from tests.solved_once import diurnal_at_a_5_percent_gap, once_a_run
+from tests.solved_once import diurnal_at_a_5_percent_gap, growth_horizon_2_months
 
 HOUR = 3
 
@@ -35,16 +34,8 @@ def diurnal(tmp_path_factory):
 @pytest.fixture(scope="module")
 def two_months(tmp_path_factory):
     """(instance, plan as JSON data) of growth-horizon over 2 months, solved once a run
-    (this module's tests may run in both pytest-xdist workers)."""
-
-    def compute():
-        instance = load_instance_with(
-            INSTANCES / "growth-horizon.yaml",
-            parse_overrides(["policy.horizon_months=2", "solver.mip_gap=0.05"]),
-        )
-        return instance, json.loads(solve(instance).model_dump_json())
-
-    return once_a_run(tmp_path_factory, "growth-horizon-2-months-5pct", compute)
+    (tests.solved_once: tests/cli/test_report_html.py draws the same plan)."""
+    return growth_horizon_2_months(tmp_path_factory)
 
 
 def _violations(instance, data) -> dict[str, str]:
