@@ -198,9 +198,8 @@ def lp_prices(
     for block in parts.blocks:
         own: dict[str, float] = {}
         for cover in block.covers:
-            own[cover.committed] = own.get(cover.committed, 0.0) + max(
-                duals.get(cover.row, 0.0), 0.0
-            )
+            dual = max(duals.get(cover.row, 0.0), 0.0)
+            own[cover.committed] = own.get(cover.committed, 0.0) + dual
         prices.append({o: p if p * reach[o] > floor else 0.0 for o, p in own.items()})
     optimal = answer.termination is Termination.OPTIMAL and answer.objective is not None
     return prices, answer.objective if optimal else -math.inf
@@ -423,9 +422,7 @@ def held_plan(
     return found
 
 
-LOG = logging.getLogger("solver.decompose.by_period")
-"""The periods the held fleet's last plan could not re-fit, at debug level (the rounds'
-logger)."""
+LOG = logging.getLogger("solver.decompose.by_period")  # the held plan's re-fits (debug)
 
 
 class HeldPlan:
@@ -531,13 +528,16 @@ class Master:
     rounds: int
 
     def _cut(self, index: int, levels: Levels, bound: float) -> None:
-        terms = {}
-        for offer in self.parts.offers:
-            saving = self.saving[index].get(offer.gpus, 0.0)
-            for k in range(levels[offer.gpus] + 1, offer.highest + 1):
-                drop = min(bound, saving * (k - levels[offer.gpus]))
-                if drop > 0:
-                    terms[(offer.gpus, k)] = drop
+        """The cut at levels (by_period's text): F^ itself from the first k it is reached."""
+        terms: dict[tuple[str, int], float] = {}
+        for offer in self.parts.offers if bound > 0 else ():
+            saving, level = self.saving[index].get(offer.gpus, 0.0), levels[offer.gpus]
+            for k in range(level + 1, offer.highest + 1) if saving > 0 else ():
+                if (drop := saving * (k - level)) >= bound:
+                    above = range(k, offer.highest + 1)
+                    terms.update(dict.fromkeys([(offer.gpus, j) for j in above], bound))
+                    break
+                terms[(offer.gpus, k)] = drop
         self.cuts.append((index, bound, terms))
 
     def master(self, late: bool = False) -> tuple[Levels, float, list[float]] | None:

@@ -105,12 +105,13 @@ def split(lp: LinearProgram) -> Split | None:
             parent[name], name = root, parent[name]
         return root
 
-    links = []
+    links, owned = [], []  # (row, its first column not committed, whether it names one)
     for row in lp.constraints.values():
         own = [v for v in row.coefficients if v not in linked]
         if not own:
             links.append(row.name)
             continue
+        owned.append((row, own[0], len(own) < len(row.coefficients)))
         first = find(own[0])
         for other in own[1:]:
             root = find(other)
@@ -119,18 +120,16 @@ def split(lp: LinearProgram) -> Split | None:
     offers = _offers(lp, linked, links)
     if offers is None:
         return None
+    root_of = {name: find(name) for name in parent}
     columns: dict[str, list[str]] = {}
-    for name in parent:
-        columns.setdefault(find(name), []).append(name)
+    for name, root in root_of.items():
+        columns.setdefault(root, []).append(name)
     rows: dict[str, list[str]] = {}
     covers: dict[str, list[Cover]] = {}
-    for row in lp.constraints.values():
-        own = next((v for v in row.coefficients if v not in linked), None)
-        if own is None:
-            continue
-        root = find(own)
+    for row, own, covering in owned:
+        root = root_of[own]
         rows.setdefault(root, []).append(row.name)
-        if len(row.coefficients) > sum(v not in linked for v in row.coefficients):
+        if covering:
             cover = _cover(lp, row.name, linked)
             if cover is None:
                 return None

@@ -68,7 +68,7 @@ from solver.program.families.simplicity import (
     DayConfigColumn,
 )
 from solver.program.families.variables import PoolUsedColumn
-from solver.program.lp import LinearProgram, SolveResult, Termination, plan_of
+from solver.program.lp import Constraint, LinearProgram, SolveResult, Termination, plan_of
 from solver.program.row_names import ReplicasColumn, family_of, split_timed
 from solver.time.shares import expired
 
@@ -107,14 +107,15 @@ def without_day(lp: LinearProgram, choice: dict[str, float] | None = None) -> Li
     fixed.variables = {
         name: var for name, var in lp.variables.items() if family_of(name) != DayConfigColumn.family
     }
+    rows = fixed.constraints
     for name, row in lp.constraints.items():
         if row.family not in DAY_ROW_FAMILIES:
-            fixed.constraints[name] = row
+            rows[name] = row
         elif choice is not None and row.family == ConfigInDayRow.family:
             day = [v for v in row.coefficients if family_of(v) == DayConfigColumn.family]
             own = {v: c for v, c in row.coefficients.items() if v not in day}
             rhs = row.rhs - sum(row.coefficients[v] * choice.get(v, 0.0) for v in day)
-            fixed.constraints[name] = replace(row, coefficients=own, rhs=rhs)
+            rows[name] = Constraint(row.name, row.family, own, row.sense, rhs)
     return fixed
 
 

@@ -32,6 +32,14 @@ code on the same inputs, three repetitions): the rounds' block programs (2,404 c
 0.35-0.39 -> 0.12-0.14 s, the read-back's physics at the pools' sizes (252 periods)
 0.35-0.40 -> 0.11-0.15 s, the pricing LP's bounded copy (12 months) 0.15-0.40 -> 0.08-0.10
 s: about 0.6 s of the ~20.5 s at idle. Wall seconds at that load: 65-232 for either.
+
+Measured at stop 25 (proc25 against main 96a602b5, FLEETPLAN_BENCH_LIMIT=1500, load 7-9
+with the lead's and four engineers' runs beside it), median CPU of 2 interleaved:
+procurement-3region base 21.40 s, this 18.72 s (0.875; wall 46.6 and 36.6 s), the same
+plans (optimal, $91,405.73/month, $1,489,876.47 over the horizon); growth-horizon base
+17.69 s, this 17.52 s (0.991), the same plans ($26,163.20/month, $429,682.87). Most of
+procurement's cut is the cyclic garbage collector's (solver.time.collector: 1.7-1.9 s of
+in-process CPU to 0.3-0.6 s), the rest the rounds' cuts, split and day-choice copies.
 """
 
 import json

@@ -5,14 +5,18 @@ without a solution leaves the rounds going."""
 import math
 import time
 from dataclasses import replace
+from types import SimpleNamespace
 from unittest.mock import patch
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 
 from solver.backends import get_backend
 from solver.decompose import by_period, period_passes
 from solver.decompose.by_period import _Rounds
-from solver.decompose.period_passes import MIN_BLOCK_S, pass_limit
+from solver.decompose.period_passes import MIN_BLOCK_S, Master, pass_limit
 from solver.decompose.period_split import split
 from solver.program.lp import SolveResult, Termination
 from solver.settings import Deadline, SolveSettings
@@ -116,3 +120,63 @@ def test_a_relaxation_that_cannot_end_in_its_share_is_not_solved(monkeypatch):
     monkeypatch.setattr(period_passes, "LP_S_PER_NONZERO", 1.0)
     prices, bound = period_passes.lp_prices(program.lp, parts, _Refusing(), EXACT.started())
     assert prices == [{} for _ in parts.blocks] and bound == -math.inf
+
+
+def _cut_by_terms(offers, levels: dict[str, int], saving: dict[str, float], bound: float):
+    """The cut at a point term by term, as by_period's module text writes it: for each
+    level k above k^ of each offer, min(F^, s (k - k^)) where that is above 0."""
+    terms = {}
+    for offer in offers:
+        s = saving.get(offer.gpus, 0.0)
+        for k in range(levels[offer.gpus] + 1, offer.highest + 1):
+            drop = min(bound, s * (k - levels[offer.gpus]))
+            if drop > 0:
+                terms[(offer.gpus, k)] = drop
+    return terms
+
+
+@examples(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 6),
+            st.integers(0, 12),
+            st.one_of(
+                st.just(0.0),
+                st.just(math.inf),
+                st.floats(-50.0, 5_000.0, allow_nan=False, allow_infinity=False),
+            ),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    st.floats(-100.0, 20_000.0, allow_nan=False, allow_infinity=False),
+)
+def test_a_cut_at_a_point_is_the_term_by_term_minimum(offers, bound):
+    """Master._cut fills every level from the first where s (k - k^) reaches F^ with F^
+    itself: the same terms, values and order as the minimum taken level by level (a
+    saving of 0 or below, or a bound of 0 or below, gives no term; an infinite saving
+    gives F^ at every level above k^)."""
+    made = [
+        SimpleNamespace(gpus=f"committed[r{i}]", highest=level + above)
+        for i, (level, above, _) in enumerate(offers)
+    ]
+    levels = {o.gpus: level for o, (level, _, _) in zip(made, offers, strict=True)}
+    saving = {o.gpus: s for o, (_, _, s) in zip(made, offers, strict=True)}
+    state = SimpleNamespace(parts=SimpleNamespace(offers=made), saving=[saving], cuts=[])
+    Master._cut(state, 0, levels, bound)
+    index, rhs, terms = state.cuts[0]
+    expected = _cut_by_terms(made, levels, saving, bound)
+    assert (index, rhs) == (0, bound)
+    assert list(terms.items()) == list(expected.items())
+
+
+def test_a_cut_by_hand():
+    """F^ = 1,000, s = 300 a level above k^ = 2, up to level 7: levels 3..5 lower the
+    bound by 300, 600, 900, levels 6 and 7 by F^ (1,200 and 1,500 capped at 1,000)."""
+    offer = SimpleNamespace(gpus="committed[r1,h100]", highest=7)
+    state = SimpleNamespace(parts=SimpleNamespace(offers=[offer]), saving=[{offer.gpus: 300.0}])
+    state.cuts = []
+    Master._cut(state, 0, {offer.gpus: 2}, 1_000.0)
+    drops = {3: 300.0, 4: 600.0, 5: 900.0, 6: 1_000.0, 7: 1_000.0}
+    assert state.cuts[0][2] == {(offer.gpus, k): drop for k, drop in drops.items()}
