@@ -59,7 +59,8 @@ GROUPS = True
 """Whether levers are proven in groups at all (`groups_in`); off, the bench's `before`
 (tests/bench/test_levers_speed.py)."""
 MIN_INTEGERS = 200
-"""Integer columns of the base program below which its levers are solved alone: each
+"""Integer columns of the base program below which its levers are solved alone (and
+search with every pool: solver.analysis.levers.DOMINATED): each
 solves in well under a second, and the screens would cost as much as the group saves
 (on the 15 smaller static instances in instances/, 0.2-2.5 s of levers in all, the
 group took -0.3 to +0.7 s; chat-3region, 574 integers, saves 10 s)."""
@@ -153,8 +154,15 @@ def groups_in(
     `MIN_INTEGERS` or more."""
     if not GROUPS or base is None or start is None or instance.solver.mip_gap <= 0:
         return False
-    integers = sum(var.integer for var in program.variables.values())
-    return not instance.policy.warm_cold_split and integers >= MIN_INTEGERS
+    return not instance.policy.warm_cold_split and large(program)
+
+
+def large(program: LinearProgram | None) -> bool:
+    """Whether `program` has `MIN_INTEGERS` integer columns or more (below, its levers
+    solve in well under a second each: neither grouped nor searched reduced)."""
+    if program is None:
+        return False
+    return sum(var.integer for var in program.variables.values()) >= MIN_INTEGERS
 
 
 def groupable(base: Instance, offers: str | None, changed: Instance) -> bool:

@@ -98,6 +98,15 @@ class BaseProgram:
     whole_servers: bool
     uncertain: tuple[str, ...]
 
+    def fields(self) -> dict[str, Any]:
+        """The base plan's `plan_fields`, as a lever answered by it reports them."""
+        return {
+            "total_gpus": self.total_gpus,
+            "servers": self.servers,
+            "whole_servers": self.whole_servers,
+            "uncertain": self.uncertain,
+        }
+
     @classmethod
     def of(cls, lp: LinearProgram, plan: Plan) -> "BaseProgram | None":
         """The base's program, or None where its plan is not proven within the gap."""

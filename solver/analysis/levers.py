@@ -33,16 +33,16 @@ requirement dropped, ...) keeps the base plan a plan of its program: its search 
 with the base's cost in hand, skips the restricted program's start
 (solver.decompose.warm_start), and even stopped by its share never reads below the base
 (a saving >= 0, where a search stopped early could end on a dearer plan). For any lever
-the start changes the search only, never the optimum the lever is proven to. An hourly
+the start changes the search only, never the optimum the lever is proven to; a static
+base program as large as a group's (lever_groups.large) has it leave out the pools config
+dominance removes (`DOMINATED`: no optimum lost, a start it rules out not used). An hourly
 or month lever that relaxes starts from the base plan where it is a plan of its periods
 program (solver.time.step.optimise_periods), others from none: one stopped on a plan
 dearer than the base reports the base plan, saving 0, with a note (`base_is_better`).
 
-`allow GPU` levers that save nothing are proven together where they can be
-(solver.analysis.lever_groups): each is probed first (its program relaxed but for whole
-servers no cheaper than the base's), the neutral ones solved as one program with all
-their types offered, whose bound answers each with the base plan, or, where it finds a
-cheaper plan, each solved alone.
+`allow GPU` levers that save nothing are proven together where they can be, each
+probed first (solver.analysis.lever_groups: where the group finds a cheaper plan, each
+is solved alone).
 """
 
 import math
@@ -67,6 +67,7 @@ from solver.analysis.lever_groups import (
     Neutral,
     groupable,
     groups_in,
+    large,
     neutral,
     probes_early,
     servers_bound,
@@ -96,6 +97,8 @@ from solver.workers import new_pool
 
 SHARED = True
 """Whether levers share their tables' physics (`shared_physics`); off: the bench's before."""
+DOMINATED = True
+"""Whether large static programs' levers search without dominated pools (module text)."""
 BASE_IS_BETTER_NOTE = (
     "the base plan: the lever only loosens the question, and its search stopped on a "
     "dearer plan (${found:,.0f}/month)"
@@ -104,8 +107,7 @@ BASE_IS_BETTER_NOTE = (
 STOPPED = "stopped by its time limit ({limit_s:.3g} s) in {stage}, before any plan"
 """The reason of a lever its time limit stopped before the solve had a plan."""
 NOT_STARTED = "not re-solved: the levers' time limit passed before its turn"
-"""The reason of a lever whose turn came with less than `MIN_START_S` of the levers'
-deadline left."""
+"""Why a lever whose turn came with under `MIN_START_S` of the deadline left has no plan."""
 
 
 class LeverResult(BaseModel):
@@ -152,6 +154,7 @@ def solve_lever(
     handed_out: float | None = None,
     probe: tuple[str, float] | None = None,
     unused: tuple[CandidateTable, BaseProgram] | None = None,
+    reduced: bool = False,
 ) -> LeverResult | Neutral:
     """Solve a lever's instance with one solver thread, within `time_limit_s` (default:
     the instance's) counted from `handed_out` (a `time.monotonic()` reading, the same
@@ -162,10 +165,11 @@ def solve_lever(
     (the GPU type the lever offers, the base program's `lever_groups.servers_bound`)
     too, a lever whose program's is no lower is not solved either: it is returned `Neutral`,
     to be proven with others (solver.analysis.lever_groups). With `unused` (the base's
-    table and answer), neither is one whose table is the base's (`offers_nothing`)."""
+    table and answer), neither is one whose table is the base's (`offers_nothing`).
+    `reduced`: the search from `start` leaves out the pools config dominance removes."""
     settings = SolveSettings.of(instance, backend=backend, threads=1, time_limit_s=time_limit_s)
     if start is not None:
-        settings = replace(settings, start=start)
+        settings = replace(settings, start=start, dominated_with_start=reduced)
     settings = settings.started(handed_out)
     table = program = None
     try:
@@ -252,10 +256,7 @@ def _as_base(
         saving_per_month=0.0,
         status="solved" if gap is None else "feasible",
         gap=gap,
-        total_gpus=base.total_gpus,
-        servers=base.servers,
-        whole_servers=base.whole_servers,
-        uncertain=base.uncertain,
+        **base.fields(),
         note=note,
     )
 
@@ -300,13 +301,11 @@ class LeverRun:
     for the time they take: explain's own re-solves), `results` waits for them. As a
     context manager it begins on entry and, on an error, cancels what has not started.
 
-    Begun `beside` other work, the levers take one worker fewer (at least one) until
-    `results` is called: that work keeps the cores it had (explain's re-solves, each
-    within its share of explain's time limit, are not slowed into stopping unproven)
-    and the levers take what it leaves idle; once the caller waits, all `jobs` run. On a
-    machine whose cores others' work keeps busy (fewer than `jobs` idle:
-    solver.decompose.parallel.idle_cores) there is nothing idle to take: the levers then
-    begin when the caller waits, as they would alone.
+    Begun `beside` other work (explain's re-solves, each within its share of explain's
+    time limit, not to be slowed into stopping unproven), the levers take one worker
+    fewer (at least one) until `results` is called, all `jobs` once the caller waits;
+    where others' work keeps the cores busy (fewer than `jobs` idle:
+    solver.decompose.parallel.idle_cores), they begin when the caller waits, as alone.
 
     Args:
         instance: The base instance.
@@ -361,6 +360,7 @@ class LeverRun:
         self._base_run_s = 0.0 if deadline is None else deadline.elapsed_s()
         self._instance, self._lp = instance, program
         self._unused = unused_offers(instance, base, program, table, backend)
+        self._reduced = DOMINATED and self.start is not None and large(program)
         self._probing, self._base_bound = self._probed(instance, program)
         """The levers whose turn first probes them (`solve_lever(probe=...)`) and the base
         program's `servers_bound` they are probed against: they go right after the levers
@@ -488,9 +488,9 @@ class LeverRun:
         if grouped:
             args = (item.members, self._instance, base_cost, self.backend, self.start, self._lp)
             return solve_group, (*args, share_s, time.monotonic()), {}
-        probe = {}
+        probe: dict[str, Any] = {"reduced": True} if self._reduced else {}
         if item.name in self._probing and item.offers and self._base_bound is not None:
-            probe = {"probe": (item.offers, self._base_bound)}
+            probe["probe"] = (item.offers, self._base_bound)
         if item.offers and self._unused is not None:
             probe["unused"] = self._unused
         start = self._loosened if item.relaxes else self.start
