@@ -32,8 +32,11 @@ Added to the program a solve runs only, beside the region rows (solver.decompose
 region_bounds, solver.decompose.by_workload), never to the program the plan is read from
 and priced on: `own_result` puts the result back on the program's columns and objective.
 An offer whose server does not cost whole cents keeps its cost on purchased (no exact
-unit divides it); a region whose unit is under 1 / `MAX_UNITS_PER_SERVER` of its dearest
-server (too fine a step to branch on) gets no level.
+unit divides it). Where the gcd of a region's servers' costs is under
+1 / `MAX_UNITS_PER_SERVER` of its dearest server (too fine a step to branch on: a 72-GPU
+GB200 rack beside 8-GPU servers, offered together by a lever that allows every GPU type),
+the level covers the most offers a coarser unit divides, at least two, and the others keep
+their cost on purchased (`_levelled`); with no two such, the region gets no level.
 """
 
 import math
@@ -102,14 +105,37 @@ def region_levels(lp: LinearProgram) -> list[Level]:
             continue
         found.setdefault(index.region, []).append((purchased, servers, cents))
     levels = []
-    for region, offers in found.items():
-        unit = math.gcd(*(cents for _, _, cents in offers))
-        if max(cents for _, _, cents in offers) > MAX_UNITS_PER_SERVER * unit:
+    for region, found_offers in found.items():
+        if (kept := _levelled(found_offers)) is None:
             continue
+        offers, unit = kept
         servers = {s: cents // unit for _, s, cents in offers}
         purchased = tuple(p for p, _, _ in offers)
         levels.append(Level(region, unit / 100, servers, purchased))
     return levels
+
+
+def _levelled(
+    offers: list[tuple[str, str, int]],
+) -> tuple[list[tuple[str, str, int]], int] | None:
+    """The offers whose servers' cost moves onto the region's level, and its unit in cents:
+    all of them where their gcd is coarse enough (`MAX_UNITS_PER_SERVER`); else the most
+    offers (then the coarsest unit) that some unit, the gcd of one pair of them, divides
+    with at most `MAX_UNITS_PER_SERVER` units a server, where at least two are: the
+    others keep their cost on purchased (the level stays exact, the step a branch moves
+    is then the kept offers'); None where no two are."""
+
+    def fitting(unit: int) -> list[tuple[str, str, int]]:
+        return [o for o in offers if o[2] % unit == 0 and o[2] <= MAX_UNITS_PER_SERVER * unit]
+
+    unit = math.gcd(*(cents for _, _, cents in offers))
+    if len(fitting(unit)) == len(offers):
+        return offers, unit
+    units = {math.gcd(a[2], b[2]) for i, a in enumerate(offers) for b in offers[i + 1 :]}
+    best = max(units, key=lambda u: (len(fitting(u)), u), default=None)
+    if best is None or len(fitting(best)) < 2:
+        return None
+    return fitting(best), best
 
 
 def with_cost_levels(

@@ -58,6 +58,28 @@ def test_no_level_where_the_step_is_too_fine_to_branch_on():
     assert level.purchased == (H200,)
 
 
+def test_a_rack_too_fine_for_the_unit_keeps_its_cost_and_the_servers_keep_their_level():
+    lp = hand_program()
+    rack, racks = "purchased[east,gb200]", "servers[east,gb200]"
+    lp.add_variable(rack)
+    lp.add_variable(racks, upper=4, integer=True)
+    lp.add_constraint(
+        "whole_servers[east,gb200]", "whole_servers", {rack: 1.0, racks: -72.0}, Sense.EQ, 0.0
+    )
+    lp.objective[rack] = 6205.37
+    # a 72-GPU rack at $6,205.37 a GPU: 4,467,866.4 dollars = 44,678,664 cents; with the
+    # servers' 1,401,600 and 1,810,400 cents the gcd is 8 cents (5,584,833 units a rack:
+    # too fine); the pairs' gcds: the servers' 58,400 (a rack is no multiple of it), the
+    # rack's with H100 24 cents, with H200 8 cents; the most offers a unit holds is the
+    # servers' pair at $584, as without the rack, and the rack keeps its cost
+    (level,) = cost_levels.region_levels(lp)
+    assert level.unit == pytest.approx(584.0)
+    assert level.servers == {H100_SERVERS: 24, H200_SERVERS: 31}
+    assert set(level.purchased) == {H100, H200}
+    levelled, _ = cost_levels.with_cost_levels(lp, None)
+    assert levelled.objective == {"cost_level[east]": pytest.approx(584.0), rack: 6205.37}
+
+
 def test_the_level_carries_the_cost_and_the_optimum_stays():
     lp, backend, exact = hand_program(), get_backend("highs"), SolveSettings(mip_gap=0.0)
     levelled, start = cost_levels.with_cost_levels(lp, {H100_SERVERS: 3.0, H100: 24.0})
