@@ -33,7 +33,6 @@ which is what makes the transport problem's capacities linear. Shared groups
 Hall rows: `applies` keeps such instances, and hourly programs, on the routing rows.
 """
 
-import time
 from dataclasses import dataclass, replace
 
 from models.schema.instance import Instance
@@ -45,20 +44,12 @@ from solver.program.families.hall import TransportCredit, add_hall_row, seed_cut
 from solver.program.lp import LinearProgram, SolveResult, Termination
 from solver.program.optimised import Optimised
 from solver.program.transport import routing_values, transport
-from solver.settings import MIN_CALL_S, SolveSettings
+from solver.settings import SolveSettings
 
 MAX_LP_ROUNDS = 50
 """LP rounds before the integer rounds start however many rows the LP still breaks."""
 MAX_ROUNDS = 200
 """Integer rounds before the loop gives up (each adds at least one new row)."""
-LP_SHARE = 0.25
-"""Share of the time left (under a run's deadline) that the LP rounds may take; the
-integer rounds find whatever rows they leave. Unlimited, they took what a tight limit
-left the solve before the parts started: the 10 x 20 x 6 region-loss instance (single
-GPUs, seed 0) at a 20 s limit under load 5-7 spent 2.9 s of wall on them (20 LPs, no row
-added: the seed rows were enough). Their rows only save integer rounds, so LP rounds cut
-short lose no exactness: the loop ends only on an integer solution that breaks no Hall
-row (and their bound counts the workloads they reached)."""
 
 
 def applies(instance: Instance) -> bool:
@@ -193,16 +184,13 @@ def _lp_rounds(
     added, most, bound = 0, 0, program.lp.objective_constant
     floors: dict[str, float] = {}
     program.region_costs["lp_floors"] = (program.lp, floors)  # the parts' floors (join_run)
-    left = None if settings.deadline is None else settings.remaining_s()
-    stop = None if left is None else time.monotonic() + LP_SHARE * left
     for w in sets.workloads:
         if not any((w, o) in sets.demand for o in sets.regions):
             continue
         relaxed = with_bounds(workload_program(program, w).lp, bounds, relax=True)
         rounds, proven = 0, 0.0
         while rounds < MAX_LP_ROUNDS:
-            share = None if stop is None else max(stop - time.monotonic(), MIN_CALL_S)
-            result = backend.run(relaxed, settings if share is None else settings.limited(share))
+            result = backend.run(relaxed, settings)
             rounds += 1
             if result.termination is Termination.INFEASIBLE:
                 return added, max(most, rounds), result, None
@@ -215,15 +203,13 @@ def _lp_rounds(
                 row = program.lp.constraints[name]
                 relaxed.add_constraint(name, row.family, row.coefficients, row.sense, row.rhs)
             added += len(new)
-            if not new or (stop is not None and time.monotonic() >= stop):
+            if not new:
                 break
         most = max(most, rounds)
         bound += proven
         floors[w] = proven
         if settings.deadline is not None and settings.deadline.expired():
             break
-        if stop is not None and time.monotonic() >= stop:
-            break  # `LP_SHARE` spent: the integer rounds find the rest
     return added, most, None, bound
 
 

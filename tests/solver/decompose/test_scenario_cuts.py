@@ -9,7 +9,6 @@ from hypothesis import given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
 
-import solver.decompose.scenario_cuts as scenario_cuts
 from models.operations.scenarios import failure_scenarios
 from models.serving.replica import Role
 from solver.backends import get_backend
@@ -250,49 +249,3 @@ def test_the_lp_rounds_leave_no_workloads_relaxation_breaking_a_hall_row():
     # ... and bounds the whole program's optimum (a relaxation of it, workload by workload)
     optimum = solve_by_cuts(program, backend, SETTINGS).result.objective
     assert 0 < bound <= optimum * (1 + 1e-9)
-
-
-class _CountingRelaxations:
-    """HiGHS, counting the linear programs it solves before the first integer program
-    (the LP rounds')."""
-
-    def __init__(self):
-        self.inner = get_backend("highs")
-        self.name = self.inner.name
-        self.capabilities = self.inner.capabilities
-        self.lps_first = 0
-        self.mip_seen = False
-
-    def __getattr__(self, name: str):
-        return getattr(self.inner, name)
-
-    def run(self, lp, settings, start=None):
-        if lp.is_mip():
-            self.mip_seen = True
-        elif not self.mip_seen:
-            self.lps_first += 1
-        return self.inner.run(lp, settings, start=start)
-
-
-def _cut_program(inst):
-    table = build_candidates(inst)
-    sets = ProgramSets(inst, table, failure_scenarios(inst), scenario_rows="cuts")
-    return build_program(inst, table, sets=sets)
-
-
-def test_lp_rounds_stop_at_their_share_and_the_integer_rounds_find_the_rest(monkeypatch):
-    """Under a run's deadline the LP rounds take at most `LP_SHARE` of the time left. With
-    a share of nothing they stop after their first LP (one workload, one round), and the
-    integer rounds find the Hall rows they left: the same optimum as with every LP round
-    (4 regions, 2 workloads: the rounds take 2 rounds or more, test above)."""
-    inst = generated(4, 2, 2, survive="region")
-    settings = replace(SETTINGS, time_limit_s=600.0).started()
-    full = _CountingRelaxations()
-    exact = solve_by_cuts(_cut_program(inst), full, settings).result
-    monkeypatch.setattr(scenario_cuts, "LP_SHARE", 0.0)
-    short = _CountingRelaxations()
-    cut_short = solve_by_cuts(_cut_program(inst), short, settings).result
-    assert full.lps_first >= 2 and short.lps_first == 1
-    assert exact.termination is Termination.OPTIMAL
-    assert cut_short.termination is Termination.OPTIMAL
-    assert cut_short.objective == pytest.approx(exact.objective, rel=1e-9)
