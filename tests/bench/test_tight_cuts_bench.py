@@ -26,6 +26,15 @@ fifth to a half of it idle), seeds 0 and 1, single GPUs, one run a side (before 
     limit 40 s   $1,007,999 37.0% -> $661,022 4.4%   $983,237 36.1% -> $670,366 4.2%
     limit 120 s  (after) $659,971 1.07%               (after) $669,439 1.29%
 
+At load ~2 (one process each, the same prebuilt table, base c510d686 against this):
+
+    seed 0   5 s  $664,154 17.0% -> $664,154 17.0%   (the cover, the LP rounds' bound)
+    seed 0  10 s  $664,154 17.0% -> $661,840 8.0%
+    seed 0  15 s  $1,032,344 39.2% -> $661,665 3.2%
+    seed 1   5 s  $679,506 18.5% -> $681,528 17.5%
+    seed 1  15 s  $983,033 35.6% -> $670,366 4.5%
+    seed 0 200 s  $658,869 optimal (0.06%) in 33.0 s -> $658,869 optimal in 33.3 s
+
 At 40 s the parts the clock stopped held plans 50% above their optima and the join kept
 them; the cover's columns take their place. At 10 s both sides end on the cover: its
 bound, or the LP rounds' where they finished before the deadline (they did in seed 0's
