@@ -38,7 +38,10 @@ The bound stays valid round after round: the final parts partition the workloads
 part's program is a relaxation of the whole restricted to them, so sum_parts bound(P)
 <= the optimum. When no join is proved within the gap before the time is out, the
 cheapest join that held is the result, FEASIBLE with its gap against the best bound
-(`JoinRun.incumbent`): a plan stated as unproven rather than none.
+(`JoinRun.incumbent`): a plan stated as unproven rather than none. Where the clock
+stopped parts (no plan in their share, or one not proved) and no join is proved, the
+cover built without a solver stands in for each part whose plan is missing or dearer
+(solver.decompose.join_values), so that a stopped part leaves a plan, not none.
 
 Each round after the first solves its merged parts to the gap the settled parts leave
 unused (`gap_left`): most close far inside the requested gap, and the join's gap is
@@ -80,6 +83,7 @@ from solver.decompose.join_price import first_prices, lagrangian_bound, next_pri
 from solver.decompose.join_run import JoinRun, gap_left
 from solver.decompose.join_values import (
     broken_rows,
+    cover_join,
     joined_purchases,
     joined_values,
     merged_parts,
@@ -89,7 +93,7 @@ from solver.decompose.region_join import floored, keep_rows, region_join
 from solver.decompose.server_master import MASTER_MIN_S, coordinate, has_servers
 from solver.decompose.workload_parts import Part, PartSolves
 from solver.program.build import FleetProgram
-from solver.program.lp import Constraint, SolveResult
+from solver.program.lp import Constraint, SolveResult, Termination
 from solver.program.optimised import Optimised
 from solver.program.row_names import GpuSupplyRow, split_name
 from solver.settings import SolveSettings
@@ -114,6 +118,11 @@ REGION_SHARE = 0.5
 the master (solver.decompose.region_join); 0 skips them (the bench's `before`)."""
 PRICE_ROUNDS = 6
 """Prices tried on the broken supply rows before the parts are merged (`_price`)."""
+COVER_STOPPED = True
+"""Whether parts the clock stopped (without a plan, or at one dearer than the cover's
+columns, where no join is proved) take the cover's columns (`_covered`,
+solver.decompose.join_values); off, a part without a plan leaves no join (the whole program
+follows), the bench's `before` (tests/bench/test_tight_cuts_bench.py)."""
 
 
 def solve_by_workload(
@@ -151,9 +160,11 @@ def solve_by_workload(
         run.processes = started.processes
     else:
         found = run.solve(parts)
-    results = run.collect(found)
+    results = run.collect(found, partial=COVER_STOPPED)
     if not isinstance(results, dict):
         return results
+    if len(results) < len(parts):  # the clock stopped some part before a plan
+        return _covered(run, parts, results)
     values, owner = joined_values(program, parts, results)
     broken = broken_rows(program.lp, values, bounds, owner)
     if broken is None:
@@ -163,6 +174,32 @@ def solve_by_workload(
         if found is not None:
             return found
     found = _mend_or_merge(run, parts, results, values, owner, broken)
+    if found is None and COVER_STOPPED and _stopped(results):
+        return _covered(run, parts, results)
+    return found if found is not None else run.incumbent()
+
+
+def _stopped(results: dict[Part, SolveResult]) -> bool:
+    """Whether the clock stopped some part's program before its gap was proved."""
+    return any(result.termination is not Termination.OPTIMAL for result in results.values())
+
+
+def _covered(run: JoinRun, parts: list[Part], results: dict[Part, SolveResult]) -> Optimised | None:
+    """Where the clock stopped parts: the cover with each part's plan taken where it is
+    cheaper (solver.decompose.join_values), as the result within the gap of the best bound
+    (the parts', a part without a plan counting 0, or the cover's), else the cheapest
+    join that held (`JoinRun.incumbent`); None when neither the mix nor an earlier join
+    is a plan."""
+    mixed = cover_join(run.program, run.bounds, parts, results)
+    if mixed is None:
+        return run.incumbent()
+    if mixed.bound is not None:
+        run.bound = max(run.bound, mixed.bound)
+    unplanned = SolveResult(
+        Termination.FEASIBLE, run.backend.name, "", 0.0, objective=0.0, mip_gap=1.0
+    )
+    every = {part: results.get(part, unplanned) for part in parts}
+    found = run.joined(parts, every, mixed.values, covered=mixed.covered)
     return found if found is not None else run.incumbent()
 
 

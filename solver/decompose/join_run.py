@@ -11,7 +11,7 @@ from solver.backends import Backend
 from solver.candidates.replica_dominance import Bounds
 from solver.candidates.swap_dominance import reduced_program
 from solver.decompose.join_price import Prices, priced_objective
-from solver.decompose.join_values import parts_bound, relative_gap
+from solver.decompose.join_values import lp_floors, parts_bound, relative_gap
 from solver.decompose.parallel import processes_for, solve_built, worth_workers
 from solver.decompose.workload_parts import Part, part_backend, workload_program, workload_sizes
 from solver.program.build import FleetProgram
@@ -78,10 +78,11 @@ class JoinRun:
         return found
 
     def collect(
-        self, found: Iterable[tuple[Part, SolveResult]]
+        self, found: Iterable[tuple[Part, SolveResult]], partial: bool = False
     ) -> dict[Part, SolveResult] | Optimised | None:
         """The parts' results; an INFEASIBLE result when one has no plan; None when one
-        found no plan in time."""
+        found no plan in time (with `partial`, the results of the others: the parts
+        without are those missing)."""
         results = {}
         for part, result in found:
             self.record(part, result)
@@ -93,6 +94,8 @@ class JoinRun:
                     alone, self.method(), 1, self.processes, self.competing, 0, len(self.handed)
                 )
             if not result.termination.has_solution or result.objective is None:
+                if partial:
+                    continue
                 return None
             results[part] = result
         return results
@@ -129,6 +132,7 @@ class JoinRun:
         mended: int = 0,
         coordinated: int = 0,
         by_region: int = 0,
+        covered: int = 0,
     ) -> Optimised | None:
         """The cheapest join that held so far (this one, `values`, a plan of the whole,
         or an earlier one) as the result, when its cost is within the requested gap of
@@ -137,10 +141,14 @@ class JoinRun:
         incumbent. `mended`: parts re-solved within supply shares to reach `values`;
         `coordinated`: plans the master over server counts chose among
         (solver.decompose.server_master), 0 when it did not reach `values`; `by_region`:
-        regions whose programs bought the servers (solver.decompose.region_join)."""
+        regions whose programs bought the servers (solver.decompose.region_join);
+        `covered`: parts whose columns are the cover's (solver.decompose.join_values)."""
         cost = self.program.lp.objective_value(values)
-        join = Join(values, cost, len(parts), self.competing, mended, coordinated, by_region)
-        self.bound = max(self.bound, parts_bound(self.settings, parts, results))
+        join = Join(
+            values, cost, len(parts), self.competing, mended, coordinated, by_region, covered
+        )
+        floors = lp_floors(self.program)
+        self.bound = max(self.bound, parts_bound(self.settings, parts, results, floors))
         if self.best is None or join.cost <= self.best.cost:
             self.best = join
         if relative_gap(self.best.cost, self.bound) > self.settings.mip_gap + 1e-9:
@@ -177,6 +185,7 @@ class JoinRun:
             len(self.handed),
             coordinated=join.coordinated,
             by_region=join.by_region,
+            covered=join.covered,
         )
         return replace(optimised, result=replace(found, message=optimised.description))
 
@@ -197,6 +206,9 @@ class Join:
     """Plans the master over server counts chose among to reach it (0: not the master's)."""
     by_region: int = 0
     """Regions whose own programs bought its servers (0: not solver.decompose.region_join's)."""
+    covered: int = 0
+    """Parts whose columns are the cover's (solver.decompose.join_values: the clock stopped
+    them before a plan or at a dearer one)."""
 
 
 def gap_left(

@@ -1,16 +1,39 @@
 """The join of a decomposed solve's parts (solver.decompose.join): the parts' own columns
 and each region's purchases rounded up on their sum (`joined_values`, `joined_purchases`),
 the rows of the whole program the join breaks (`broken_rows`), the parts merged around
-them (`merged_parts`), and the bound the parts give on the whole (`parts_bound`)."""
+them (`merged_parts`), the bound the parts give on the whole (`parts_bound`), and the
+join where the clock stopped parts (`cover_join`).
 
-from dataclasses import replace
+The join where the clock stopped parts: the cover built without a solver
+(solver.decompose.cover.covering_plan) stands in for their columns. A join needs a plan
+of every part. Under a tight time limit the last parts get little time
+(solver.decompose.join_run.part_share), and one stopped before a plan left no join: the
+solve went on to the whole program and, with no time for it either, ended on the cover
+alone (solver.decompose.region_join.covered), its gap stated against the cover's own
+bound. A part stopped early can also hold a plan far dearer than its optimum (the 10 x 20
+x 6 region-loss instance with single GPUs, seed 0, at a 20 s limit under load: w01's plan
+$152,066 at a 56% gap, its optimum $73,526), where the cover carried the same workload
+for less.
+
+The cover is a plan of the whole program. `cover_join` starts from it and takes, part by
+part, the part's own columns (`per_workload`) where that makes the whole cheaper,
+purchases recomputed on the sum (`joined_purchases`); a part without a plan keeps the
+cover's columns. Every row that names one part's columns only holds (that part's plan, or
+the cover's); the rows parts share (supply, purchases, power) are checked with every
+other row (`broken_rows`), and where the mix breaks one the cover alone is the plan.
+Either way a plan of the whole, an upper bound. The bound is the parts' (a part without a
+plan counts 0: no plan costs less) or the cover's, whichever is higher: both bound the
+whole. (`COVER_STOPPED` in solver.decompose.join switches it.)"""
+
+from dataclasses import dataclass, replace
 
 from models.operations.site import gpus_bought, node_gpus
 from solver.candidates.replica_dominance import Bounds
+from solver.decompose.cover import covering_plan
 from solver.decompose.join_price import result_bound
 from solver.decompose.linked import linked_groups
 from solver.decompose.workload_parts import Part
-from solver.program.build import FleetProgram
+from solver.program.build import FleetProgram, with_bounds
 from solver.program.families.pool_sizes import PoolSizeIsColumn
 from solver.program.families.servers import ServersColumn
 from solver.program.families.variables import PurchasedColumn
@@ -110,11 +133,29 @@ def merged_parts(
 
 
 def parts_bound(
-    settings: SolveSettings, parts: list[Part], results: dict[Part, SolveResult]
+    settings: SolveSettings,
+    parts: list[Part],
+    results: dict[Part, SolveResult],
+    floors: dict[str, float] | None = None,
 ) -> float:
     """The bound the parts' results give on the whole: sum over the parts of
-    objective x (1 - gap)."""
-    return sum(result_bound(results[part], settings.mip_gap) for part in parts)
+    objective x (1 - gap), each at least the sum of its workloads' `floors` (bounds on
+    each workload's own program: its LP relaxation's, solver.decompose.scenario_cuts
+    `lp_floors`; a part's program costs at least its workloads' apart, as the parts'
+    bound argues in solver.decompose.by_workload)."""
+    floors = floors or {}
+    return sum(
+        max(result_bound(results[part], settings.mip_gap), sum(floors.get(w, 0.0) for w in part))
+        for part in parts
+    )
+
+
+def lp_floors(program: FleetProgram) -> dict[str, float]:
+    """Each workload's bound from the LP rounds run on this program
+    (solver.decompose.scenario_cuts: its own program's LP relaxation, with the Hall rows
+    found, solved to optimality), kept in its `region_costs`; {} where none ran."""
+    known = program.region_costs.get("lp_floors")
+    return known[1] if known is not None and known[0] is program.lp else {}
 
 
 def relative_gap(cost: float, bound: float) -> float:
@@ -130,3 +171,43 @@ def with_parts_bound(result: SolveResult, joined: SolveResult) -> SolveResult:
         return result
     bound = (joined.objective or 0.0) * (1 - joined.mip_gap)
     return replace(result, mip_gap=min(result.mip_gap, relative_gap(result.objective, bound)))
+
+
+@dataclass(frozen=True)
+class CoverJoin:
+    """A plan of the whole program mixed from the parts' plans and the cover's."""
+
+    values: dict[str, float]
+    cost: float
+    covered: int
+    """Parts whose columns are the cover's (no plan, or a dearer one)."""
+    bound: float | None
+    """The cover's bound on the whole (solver.decompose.cover.Cover.bound)."""
+
+
+def cover_join(
+    program: FleetProgram, bounds: Bounds, parts: list[Part], results: dict[Part, SolveResult]
+) -> CoverJoin | None:
+    """The cover with each part's own columns taken from its plan where that lowers the
+    whole cost (in the parts' order; a part without a result keeps the cover's), the
+    cover alone where the mix breaks a row; None when the cover finds no plan."""
+    lp = program.lp
+    cover = covering_plan(with_bounds(lp, bounds) if bounds else lp)
+    if cover is None:
+        return None
+    values = dict(cover.values)
+    cost = lp.objective_value(values)
+    covered = len(parts)
+    for part in parts:
+        result = results.get(part)
+        if result is None:
+            continue
+        own = {n: v for n, v in result.values.items() if per_workload(n) and n in lp.variables}
+        trial = values | own
+        trial.update(joined_purchases(program, trial))
+        trial_cost = lp.objective_value(trial)
+        if trial_cost < cost:
+            values, cost, covered = trial, trial_cost, covered - 1
+    if covered < len(parts) and broken_rows(lp, values, bounds, {}) != []:
+        values, cost, covered = dict(cover.values), cover.cost, len(parts)
+    return CoverJoin(values, cost, covered, cover.bound)

@@ -182,6 +182,8 @@ def _lp_rounds(
     in their share of the time), this is the bound a plan's gap is stated against."""
     sets = program.sets
     added, most, bound = 0, 0, program.lp.objective_constant
+    floors: dict[str, float] = {}
+    program.region_costs["lp_floors"] = (program.lp, floors)  # the parts' floors (join_run)
     for w in sets.workloads:
         if not any((w, o) in sets.demand for o in sets.regions):
             continue
@@ -205,6 +207,7 @@ def _lp_rounds(
                 break
         most = max(most, rounds)
         bound += proven
+        floors[w] = proven
         if settings.deadline is not None and settings.deadline.expired():
             break
     return added, most, None, bound

@@ -66,11 +66,11 @@ class Optimised:
     between regions): the region programs are the whole program, their plans joined its
     plan (solver.decompose.region_join.independent)."""
     covered: int = 0
-    """Regions whose plan is the cover built without a solver (each pool's cheapest
-    configuration in whole servers: solver.decompose.cover.covering_plan) because the
-    clock stopped their programs before a plan or at a dearer one
-    (solver.decompose.region_join takes the cover's columns then); with `Method.COVERED`,
-    the whole plan is."""
+    """Regions (by workload: parts, solver.decompose.join_values) whose plan is the cover
+    built without a solver (each pool's cheapest configuration in whole servers:
+    solver.decompose.cover.covering_plan) because the clock stopped their programs before
+    a plan or at a dearer one (solver.decompose.region_join takes the cover's columns
+    then); with `Method.COVERED`, the whole plan is."""
     join_gap: float | None = None
     """One program solved from a join of the workload programs that held but was not
     within the gap (whole servers rounded, say): that join's gap to their bound."""
@@ -105,6 +105,11 @@ class Optimised:
                 joined += f", whole servers bought by {self.by_region} region programs"
             elif self.mended:
                 joined += f", {self.mended} re-solved to fit a region's supply"
+            if self.covered:
+                joined += (
+                    f", {self.covered} of them covered without a solver (the time limit"
+                    " stopped them before a plan or at a dearer one)"
+                )
             if self.processes > 1:
                 joined += f", solved in {self.processes} parallel processes"
             return joined

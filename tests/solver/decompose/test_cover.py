@@ -228,15 +228,18 @@ def test_failover_by_cuts_the_clock_stopped_returns_the_verified_cover(monkeypat
     """Region loss by Hall rows (5 regions, `scenario_rows: cuts`), every integer program
     stopped: the cut loop's integer rounds end on the cover, which must hold every
     scenario's transport problem (the loop adds the Hall rows it breaks and covers
-    again), read back and passed by the verifier."""
+    again), read back and passed by the verifier. Both workload parts stopped before a
+    plan, so the join takes the cover's columns for both (solver.decompose.join_values)."""
     _every_region_stopped(monkeypatch)
     stops = _StopsIntegerPrograms()
     monkeypatch.setattr(solve_module, "get_backend", lambda _name: stops)
     instance, _ = _program("region", regions=5, scenario_rows="cuts")
     plan = solve_program(instance, SolveSettings.of(instance)).plan
     assert plan.status.startswith("feasible (gap ")
-    assert plan.solver.method.startswith("covered without a solver")
-    assert "Hall rows" in plan.solver.method
+    method = plan.solver.method
+    assert method.startswith("decomposed by workload: 2 independent programs joined, 2 of")
+    assert "2 of them covered without a solver" in method
+    assert "Hall rows" in method
 
 
 class _Stopped:
