@@ -131,11 +131,9 @@ def optimise(
         if joined is not None and _little_left(settings):
             return joined  # a join that holds, not proved within the gap
     # A re-solve from a start (a lever's base plan) keeps every pool config dominance
-    # would remove: from the base plan's cost, HiGHS proved chat-3region's `allow gh200`
-    # in 14.6 s on the whole program and 23.1 s on the reduced one (explain --levers 40
-    # against 55 s, idle), where the base solve gains about 10% from the reduction; its
-    # group of six GPU levers asks for it (`dominated_with_start`): 18.7 s of CPU and
-    # 1,277 nodes whole, 7.1 s and 518 reduced, the same plan and bound.
+    # would remove unless it asks for the reduction (`dominated_with_start`: the levers
+    # of a large static program and their groups, solver.analysis.levers.DOMINATED;
+    # chat-3region's `allow gh200` from the base plan 8,713 nodes whole, 2,355 reduced).
     configs = settings.start is None or settings.dominated_with_start
     reduction = optimal_reduction(program, bounds, configs=configs)
     bounds = {**reduction.bounds, **(bounds or {})} or None
