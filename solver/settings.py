@@ -220,6 +220,11 @@ class SolveSettings:
             return self
         return replace(self, deadline=Deadline(self.deadline.start, self.deadline.limit_s * share))
 
+    def spent(self) -> bool:
+        """Whether the deadline has passed (False before start or without a limit): a
+        stage that would build programs only to stop each at once skips to what follows."""
+        return self.deadline is not None and self.deadline.expired()
+
     def remaining_s(self) -> float | None:
         """The time limit of the next solver call: what is left of the deadline, and no
         more than `time_limit_s`."""

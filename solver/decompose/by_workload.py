@@ -113,7 +113,7 @@ def optimise(
     started = time.monotonic()
     stages = Stages(settings)
     joined = None
-    if first_by_region(program.sets):
+    if first_by_region(program.sets) and not settings.spent():  # else built to stop at once
         left = settings.remaining_s()
         share = 1.0 if independent(program) else REGION_FIRST_SHARE  # no whole after it
         deadline = started + (math.inf if left is None else share * left)

@@ -151,6 +151,10 @@ def solve_by_workload(
     if len(parts) < 2:
         return None
     run.coupled = {part for part in parts if len(part) > 1}  # by shared group templates
+    if started is None and COVER_STOPPED and settings.spent():
+        # no time left: each part would be built (seconds of Python on a large program)
+        # to stop at once without a plan; the cover at once
+        return _covered(run, parts, {})
     if started is not None and sorted(started.parts) == sorted(parts):
         backend.prepare(program.lp)  # while the workers solve (the pricing LP is the whole)
         order = started.parts

@@ -139,3 +139,26 @@ def test_the_lp_rounds_leave_each_workloads_floor_for_the_parts():
     for w, floor in floors.items():
         optimum = backend.run(workload_program(program, w).lp, EXACT).objective
         assert floor <= optimum * (1 + 1e-9)
+
+
+def test_a_spent_deadline_takes_the_cover_without_building_a_part(solved, monkeypatch):
+    """The solve's deadline passed before the parts: each would be built only to stop at
+    once without a plan, so none is built (building one fails the test) and the join is
+    the cover's plan, a plan of the whole at the cover's cost."""
+    import time
+
+    from solver.decompose import join, join_run
+
+    program, cover, _ = solved
+
+    def no_build(*_args, **_kwargs):
+        raise AssertionError("a part was built after the deadline")
+
+    monkeypatch.setattr(join_run, "workload_program", no_build)
+    spent = SolveSettings(time_limit_s=1.0).started(at=time.monotonic() - 2.0)
+    assert spent.spent()
+    found = join.solve_by_workload(program, get_backend("highs"), spent)
+    assert found is not None
+    values = found.result.values
+    assert plan_of(program.lp, values)
+    assert program.lp.objective_value(values) == pytest.approx(cover.cost)
