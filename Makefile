@@ -45,6 +45,7 @@ demo: bytecode
 
 lint: install
 	$(BIN)/ruff check models solver cli tests calibration
+	$(BIN)/ruff format --check models solver cli tests calibration
 
 # pytest rewrites the asserts of every test module as it imports it and keeps the result in
 # __pycache__; where PYTHONDONTWRITEBYTECODE is set it cannot, so each worker rewrote all

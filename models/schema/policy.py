@@ -81,9 +81,9 @@ class Policy(BaseModel):
     (`models.physics.memory.expert_layout_problem`); 1 splits every expert by TP. Only the
     values the engine profile's engine runs are planned (vLLM: 1 or tp x dp;
     `models.physics.overlap.engine_layout_problem`)."""
-    redundant_experts: Annotated[
-        list[RedundantExperts], at_most(limits.CHOICES), ONCE_EACH
-    ] = Field(default=[0], min_length=1)
+    redundant_experts: Annotated[list[RedundantExperts], at_most(limits.CHOICES), ONCE_EACH] = (
+        Field(default=[0], min_length=1)
+    )
     """Redundant expert counts to consider with expert parallelism (EPLB: SGLang's
     `--ep-num-redundant-experts`, vLLM's `--num-redundant-experts`): each MoE layer holds
     its routed experts plus this many copies of the busiest, so `ep` must divide routed +

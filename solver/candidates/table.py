@@ -193,7 +193,14 @@ class Candidate:
         c = self.config
         speculative = c.speculation.name if c.speculation is not None else None
         return configuration_key(
-            c.gpu.name, c.weight_precision, c.tp, c.pp, c.role, c.ep, c.dp, speculative,
+            c.gpu.name,
+            c.weight_precision,
+            c.tp,
+            c.pp,
+            c.role,
+            c.ep,
+            c.dp,
+            speculative,
             c.redundant_experts,
         )
 

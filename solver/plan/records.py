@@ -219,8 +219,15 @@ class ReplicaPool(BaseModel):
     def label(self) -> str:
         """`h100-sxm fp8 tp4xpp1 unified` (`layout_label`)."""
         return layout_label(
-            self.gpu, self.precision, self.tp, self.pp, self.role, self.ep, self.dp,
-            self.speculative, self.redundant_experts,
+            self.gpu,
+            self.precision,
+            self.tp,
+            self.pp,
+            self.role,
+            self.ep,
+            self.dp,
+            self.speculative,
+            self.redundant_experts,
         )
 
     @property
@@ -232,8 +239,15 @@ class ReplicaPool(BaseModel):
     def key(self) -> str:
         """`h100-sxm.fp8.tp4pp1.unified` (`configuration_key`)."""
         return configuration_key(
-            self.gpu, self.precision, self.tp, self.pp, self.role, self.ep, self.dp,
-            self.speculative, self.redundant_experts,
+            self.gpu,
+            self.precision,
+            self.tp,
+            self.pp,
+            self.role,
+            self.ep,
+            self.dp,
+            self.speculative,
+            self.redundant_experts,
         )
 
 

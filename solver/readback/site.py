@@ -102,9 +102,7 @@ def whole_unit_power(
     return tuple(rows), tuple(found)
 
 
-def _whole_unit_racks(
-    sets: ProgramSets, p: RegionPower, duals: dict[str, float]
-) -> list[Binding]:
+def _whole_unit_racks(sets: ProgramSets, p: RegionPower, duals: dict[str, float]) -> list[Binding]:
     """The `rack_space[r]` row where the region's rack limit binds in whole units: fewer
     racks left than one more server of its offers takes (and no price); else none."""
     region = sets.instance.region(p.region)

@@ -273,9 +273,7 @@ def test_a_status_no_solve_writes_is_refused(run_cli, tmp_path, status):
     plan = tmp_path / "plan.json"
     pool = {**POOL, "tp": 1, "pp": 1, "count": 1}
     plan.write_text(json.dumps({"status": status, "replicas": [pool]}))
-    needle = (
-        f"status: must be 'optimal', 'feasible (gap X%)' or 'given', got {status!r}"
-    )
+    needle = f"status: must be 'optimal', 'feasible (gap X%)' or 'given', got {status!r}"
     run_checked(run_cli, "verify", ONE_MODEL_ONE_REGION, plan, needles=(needle,))
 
 

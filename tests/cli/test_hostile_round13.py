@@ -38,9 +38,7 @@ def test_a_replica_count_beyond_any_float_is_bad_input_naming_the_field(run_cli,
         "deploy": ("deploy", plan, "--instance", ONE_MODEL_ONE_REGION, "--target", "vllm",
                    "--out", tmp_path / "out"),
     }[command]  # fmt: skip
-    needle = (
-        "replicas[0].count: must be at most an integer of about 10^30, got an integer"
-    )
+    needle = "replicas[0].count: must be at most an integer of about 10^30, got an integer"
     run_checked(run_cli, *args, needles=(needle,))
     assert not (tmp_path / "out").exists() and not (tmp_path / "r.html").exists()
 

@@ -19,8 +19,7 @@ def test_an_unquoted_date_in_a_name_is_text(run_cli, tmp_path, date):
     (JSON's, an editor's) has no dates. A name or a description keeps it as written."""
     path = tmp_path / "dated.yaml"
     path.write_text(
-        TEXT.replace("name: one-model-one-region", f"name: {date}")
-        + f"description: {date}\n",
+        TEXT.replace("name: one-model-one-region", f"name: {date}") + f"description: {date}\n",
         encoding="utf-8",
     )
     result = run_checked(run_cli, "validate", path, code=0)
@@ -184,7 +183,9 @@ def day_and_flat(tmp_path_factory):
     files = {"flat": dict(data)}
     data = yaml.safe_load(yaml.safe_dump(data))
     data["workloads"][0]["demand"]["us-east"] = {
-        "requests_per_day": 2_000_000, "hourly_profile": [1] * 8 + [3] * 8 + [2] * 8}
+        "requests_per_day": 2_000_000,
+        "hourly_profile": [1] * 8 + [3] * 8 + [2] * 8,
+    }
     data["regions"][0]["supply"]["h100-sxm"] = {**supply, "reserved_price_per_gpu_hour": 1.5}
     files["day"] = data
     files["months"] = {**data, "policy": {**data["policy"], "horizon_months": 2}}

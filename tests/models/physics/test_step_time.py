@@ -210,8 +210,8 @@ def test_each_pipeline_stage_turn_pays_the_step_overhead():
     )
     # a 16,384-token prompt in 2 chunks of 8,192 through 2 stages: (2 + 2 - 1) turns
     chunk = 8192
-    chunk_s = pp2.pass_s(0.0, 0.0, chunk, chunk * 16384 / 2) + 20e-6 + chunk * 8192 * 2 / (
-        450e9 * 0.7
+    chunk_s = (
+        pp2.pass_s(0.0, 0.0, chunk, chunk * 16384 / 2) + 20e-6 + chunk * 8192 * 2 / (450e9 * 0.7)
     )
     assert pp2.prefill_s(2 * chunk) == pytest.approx(3 * (chunk_s + 2e-3))
 
