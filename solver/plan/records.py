@@ -216,9 +216,9 @@ class ReplicaPool(BaseModel):
         return len(self.members) > 0
 
     @property
-    def label(self) -> str:
-        """`h100-sxm fp8 tp4xpp1 unified` (`layout_label`)."""
-        return layout_label(
+    def _layout(self) -> tuple:
+        """What `layout_label` and `configuration_key` read, in their order."""
+        return (
             self.gpu,
             self.precision,
             self.tp,
@@ -229,6 +229,11 @@ class ReplicaPool(BaseModel):
             self.speculative,
             self.redundant_experts,
         )
+
+    @property
+    def label(self) -> str:
+        """`h100-sxm fp8 tp4xpp1 unified` (`layout_label`)."""
+        return layout_label(*self._layout)
 
     @property
     def replica_gpus(self) -> int:
@@ -238,17 +243,7 @@ class ReplicaPool(BaseModel):
     @property
     def key(self) -> str:
         """`h100-sxm.fp8.tp4pp1.unified` (`configuration_key`)."""
-        return configuration_key(
-            self.gpu,
-            self.precision,
-            self.tp,
-            self.pp,
-            self.role,
-            self.ep,
-            self.dp,
-            self.speculative,
-            self.redundant_experts,
-        )
+        return configuration_key(*self._layout)
 
 
 class GpuUse(BaseModel):
