@@ -15,9 +15,8 @@ found without a search (`covering_plan`):
        chosen before, largest load first, then a few passes re-choosing each with the
        others held; the cost is either each GPU at its price or whole servers bought on
        top of the servers the others use (both are tried, the cheaper kept)
-    3. any covering row still short (a Hall row of the failover scenarios by cuts,
-       solver.program.families.hall) raises the chosen pools it names, the most credit
-       per dollar first, one replica at a time
+    3. any covering row still short (a Hall row of the failover scenarios by cuts) raises
+       the chosen pools it names, the most credit per dollar first, one replica at a time
     4. purchases: what the replicas use beyond the existing fleet, in whole servers
 
 and the values are checked against every row and bound of the program
@@ -425,9 +424,10 @@ class _Raising:
             short_any = False
             for row in self.covering:
                 terms: dict[tuple[str, ...], list[tuple[str, float]]] = defaultdict(list)
-                for name, coef in row.coefficients.items():
-                    terms[_pool_of(name)].append((name, coef))
                 while row.rhs - row.activity(values) > 1e-7 * max(1.0, row.rhs):
+                    if not terms:  # a short row's pools, read once (most rows are met)
+                        for name, coef in row.coefficients.items():
+                            terms[_pool_of(name)].append((name, coef))
                     short_any = True
                     best = None
                     for pool, own in sorted(terms.items()):
