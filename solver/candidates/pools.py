@@ -152,8 +152,9 @@ class PoolPhysics:
     """The factor every capacity is multiplied by (`capacity_derate_of`; 1: none)."""
     fitted: dict = field(default_factory=dict, compare=False, repr=False)
     """`fit_replica` of the configuration, mix and efficiency once asked (`fit`), by their
-    identities: shared with the copies `dataclasses.replace` makes at other targets (the
-    failover curves'), which it does not read."""
+    identities, each kept with the inputs it was worked out from: shared with the copies
+    `dataclasses.replace` makes at other targets (the failover curves'), which it does not
+    read."""
 
     @property
     def serving(self) -> ServingContext:
@@ -170,11 +171,12 @@ class PoolPhysics:
         """What the capacity reads at every pool size, worked out once
         (`models.serving.replica_layout.fit_replica`: a pure function of the
         configuration, mix and efficiency)."""
-        key = (id(self.config), id(self.mix), id(self.efficiency))  # held: never reused
+        held = (self.config, self.mix, self.efficiency)
+        key = tuple(map(id, held))
         found = self.fitted.get(key)
-        if found is None:
-            found = self.fitted[key] = fit_replica(self.config, self.mix, self.efficiency)
-        return found
+        if found is None:  # the inputs are kept beside it, so no id is reused while it is
+            found = self.fitted[key] = (held, fit_replica(*held))
+        return found[1]
 
     def __getstate__(self) -> dict:
         """Pickled without its fits (a table built in a worker process comes back a third
