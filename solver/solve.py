@@ -321,7 +321,7 @@ def _solve_months(
         for month in range(month_1, horizon.months):
             floor = {(c.region, c.gpu): c.committed_gpus for c in previous.committed}
             started = _elapsed_s(settings)
-            if settings.deadline is not None and settings.deadline.expired():
+            if settings.spent():
                 cut[month] = started  # not searched: held and grown, or its fallback's plan
                 if hold and (held := cut_month_plan(instance, month, previous, table)):
                     state = (month, [*later], previous, solved, builds, overhead_s)

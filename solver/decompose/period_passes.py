@@ -161,7 +161,7 @@ def in_threads(backend: Backend, programs: dict, settings, start) -> list[tuple[
 
     def one(i: int) -> SolveResult:
         own = settings(i)
-        if own.deadline is not None and own.deadline.expired():
+        if own.spent():
             return SolveResult(Termination.TIME_LIMIT, backend.name, backend.version(), 0.0)
         program = programs[i]() if callable(programs[i]) else programs[i]
         return backend.run(program, own, start=start(i))
@@ -186,7 +186,7 @@ def lp_prices(
     (any price gives a valid cut); and the relaxation's optimum, a bound on the program
     (-inf where it did not end optimal)."""
     limit = pass_limit(settings, 1, LP_PRICES_SHARE)
-    late = settings.deadline is not None and settings.deadline.expired()
+    late = settings.spent()
     if late or (limit is not None and limit < LP_S_PER_NONZERO * lp.size()["nonzeros"]):
         return [{} for _ in parts.blocks], -math.inf
     settings = settings.limited(limit)

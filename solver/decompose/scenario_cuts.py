@@ -208,7 +208,7 @@ def _lp_rounds(
         most = max(most, rounds)
         bound += proven
         floors[w] = proven
-        if settings.deadline is not None and settings.deadline.expired():
+        if settings.spent():
             break
     return added, most, None, bound
 

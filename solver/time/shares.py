@@ -103,5 +103,5 @@ def retry_share(
 
 
 def expired(settings: SolveSettings) -> bool:
-    """Whether `settings`' deadline has passed."""
-    return settings.deadline is not None and settings.deadline.expired()
+    """Whether `settings`' deadline has passed (`SolveSettings.spent`)."""
+    return settings.spent()
