@@ -298,6 +298,9 @@ class Known:
         self.touched = [self._touched(block) for block in parts.blocks]
         self.priced: dict[tuple[int, int, tuple[int, ...]], tuple | None] = {}
         """(block, known solution, levels) -> its re-costing (`_recost`)."""
+        self._cheapest: dict[tuple[int, tuple[int, ...]], tuple[int, tuple | None]] = {}
+        """(block, levels) -> (the known solutions read, the cheapest of them there):
+        solutions are only added, so `upper` reads only those added since."""
 
     def __getitem__(self, index: int) -> list[dict[str, float]]:
         """Block `index`'s known solutions."""
@@ -319,15 +322,17 @@ class Known:
 
     def upper(self, index: int, levels: Levels) -> tuple[float, dict[str, float]] | None:
         """The cheapest known solution of block `index` re-costed at `levels` (None:
-        none holds there)."""
-        best = None
+        none holds there; the first of the cheapest, in the order they were added)."""
         key = tuple(levels[o.gpus] for o in self.parts.offers)
-        for number, values in enumerate(self.solutions[index]):
+        read, best = self._cheapest.get((index, key), (0, None))
+        solutions = self.solutions[index]
+        for number in range(read, len(solutions)):
             if (index, number, key) not in self.priced:
-                self.priced[(index, number, key)] = self._recost(index, values, levels)
+                self.priced[(index, number, key)] = self._recost(index, solutions[number], levels)
             found = self.priced[(index, number, key)]
             if found is not None and (best is None or found[0] < best[0]):
                 best = found
+        self._cheapest[(index, key)] = (len(solutions), best)
         return best
 
     def _recost(self, index: int, values: dict[str, float], levels: Levels):
